@@ -1,0 +1,119 @@
+package dsync
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+type holdState int
+
+const (
+	holdActive holdState = iota // valid until deadline
+	holdLost                    // ended without Unlock; lost is closed
+	holdEnded                   // ended by Unlock
+)
+
+// A hold is one acquisition of a Mutex: its lease and its local deadline.
+type hold struct {
+	m      *Mutex
+	lease  Lease
+	keeper *keeper
+	lost   chan struct{} // closed when state becomes holdLost
+
+	mu        sync.Mutex
+	state     holdState
+	deadline  time.Time   // local, monotonic: send time of the last confirmed write + TTL − margin
+	stopTimer func() bool // stops the pending deadline timer
+	lostErr   error       // why the hold was lost; wraps ErrLost
+}
+
+// start sets the first deadline from the acquire's send time and arms the
+// deadline timer. It reports false when the deadline has already passed.
+func (h *hold) start(sent time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.m.cfg.clock.Now()
+	deadline := sent.Add(h.m.cfg.ttl - h.m.cfg.margin())
+	if !now.Before(deadline) {
+		return false
+	}
+	h.deadline = deadline
+	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.checkDeadline)
+	return true
+}
+
+// extend records a renewal sent at sent that the backend confirmed. A
+// confirmation that arrives after the current deadline does not count: by
+// then the hold may already have been taken over.
+func (h *hold) extend(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.m.cfg.clock.Now()
+	if h.state != holdActive || !now.Before(h.deadline) {
+		return
+	}
+	deadline := sent.Add(h.m.cfg.ttl - h.m.cfg.margin())
+	if !deadline.After(h.deadline) {
+		return
+	}
+	h.deadline = deadline
+	h.stopTimer()
+	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.checkDeadline)
+}
+
+// checkDeadline runs when a deadline timer fires; a renewal may have moved
+// the deadline since the timer was armed.
+func (h *hold) checkDeadline() {
+	h.mu.Lock()
+	expired := h.state == holdActive && !h.m.cfg.clock.Now().Before(h.deadline)
+	h.mu.Unlock()
+	if expired {
+		h.lose(fmt.Errorf("%w: %q: no renewal confirmed before the local deadline", ErrLost, h.lease.Key))
+	}
+}
+
+// lose ends an active hold without Unlock and closes lost.
+func (h *hold) lose(reason error) {
+	h.mu.Lock()
+	if h.state != holdActive {
+		h.mu.Unlock()
+		return
+	}
+	h.state = holdLost
+	h.lostErr = reason
+	h.stopTimer()
+	close(h.lost)
+	h.mu.Unlock()
+
+	h.keeper.remove(h, false)
+	h.m.report(reason)
+}
+
+// end marks the hold ended by Unlock and returns why it was lost before,
+// if it was.
+func (h *hold) end() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == holdActive {
+		h.stopTimer()
+	}
+	prev := h.state
+	h.state = holdEnded
+	if prev == holdLost {
+		return h.lostErr
+	}
+	return nil
+}
+
+func (h *hold) active() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == holdActive
+}
+
+func (h *hold) validUntil() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deadline
+}

@@ -1,0 +1,321 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rs/xid"
+)
+
+// Backoff between acquire attempts that failed with an error (not with
+// contention): doubled from minBackoff up to maxBackoff, with jitter.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 2 * time.Second
+	// minRetryAfter keeps a backend's "retry now" hint from turning the
+	// wait for a held lock into a busy loop.
+	minRetryAfter = time.Millisecond
+)
+
+// A Mutex is a mutual exclusion lock shared by every process that uses the
+// same key on the same backend. Its zero value is not usable: create it
+// with NewMutex. A Mutex must not be copied after first use.
+//
+// A successful Lock, LockContext or TryLock establishes a hold: a lease the
+// Mutex renews in the background until Unlock. While the hold is valid no
+// other holder of the key exists anywhere, and Token returns a fencing
+// token larger than that of every earlier hold of the key. A failed TryLock
+// or LockContext establishes nothing.
+//
+// A hold can end without Unlock: when its lease cannot be confirmed before
+// its local deadline (backend unreachable, renewal refused), Lost() is
+// closed. After that the caller must stop relying on the lock and should
+// Unlock. The Mutex stays locked locally until Unlock, as a sync.Mutex
+// would.
+//
+// Goroutines of one process that share a *Mutex contend locally first, so
+// at most one of them talks to the backend; like sync.Mutex, a locked Mutex
+// is not tied to a goroutine, and any goroutine may Unlock it.
+type Mutex struct {
+	backend Backend
+	key     string
+	owner   string
+	cfg     config
+
+	// sem is the local lock: a token in it means some goroutine holds or
+	// is acquiring the Mutex.
+	sem chan struct{}
+
+	mu   sync.Mutex
+	hold *hold // the current hold; nil when not held
+}
+
+// NewMutex returns a Mutex for key on backend. Every Mutex value has its
+// own owner identity: two Mutex values for the same key exclude each
+// other even in one process.
+func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
+	if backend == nil {
+		return nil, errors.New("dsync: nil backend")
+	}
+	if key == "" {
+		return nil, errors.New("dsync: empty key")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Mutex{
+		backend: backend,
+		key:     key,
+		owner:   xid.New().String(),
+		cfg:     cfg,
+		sem:     make(chan struct{}, 1),
+	}, nil
+}
+
+// Key returns the lock's key.
+func (m *Mutex) Key() string { return m.key }
+
+// Lock locks m, blocking until it is held, like sync.Mutex.Lock.
+//
+// Lock has no error to return: it retries backend errors (an unreachable
+// server, timeouts) with capped, jittered backoff for as long as it takes,
+// and reports each one through WithLogger and WithErrorHandler. Use
+// LockContext to bound the wait or to see the errors.
+func (m *Mutex) Lock() {
+	// context.Background never ends, so LockContext returns only once held.
+	_ = m.LockContext(context.Background())
+}
+
+// LockContext locks m, blocking until it is held or ctx ends. When ctx ends
+// first it returns context.Cause(ctx) — unchanged, or wrapped together with
+// the last backend error if attempts were failing — and m is not held.
+//
+// An attempt cut short by ctx may have reached the backend; such an epoch
+// is never counted as held, expires after the TTL, and is released by this
+// Mutex's next acquisition.
+func (m *Mutex) LockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if _, err := m.acquire(ctx, true); err != nil {
+		<-m.sem
+		return err
+	}
+	return nil
+}
+
+// TryLock tries to lock m and reports whether it succeeded. It makes one
+// attempt and never waits on contention: not on another goroutine of this
+// process holding m, not on another owner holding the key. The attempt
+// itself is one backend call, bounded by the TTL; a backend error counts
+// as failure and is reported like Lock's.
+func (m *Mutex) TryLock() bool {
+	select {
+	case m.sem <- struct{}{}:
+	default:
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ttl)
+	defer cancel()
+	ok, _ := m.acquire(ctx, false)
+	if !ok {
+		<-m.sem
+	}
+	return ok
+}
+
+// Unlock unlocks m and releases its lease so that the next holder need not
+// wait for the TTL. It is a run-time error (a panic, as with sync.Mutex) if
+// m is not locked. Unlock after the hold was lost does not panic.
+//
+// Unlock bounds the release by the TTL; a release that fails is reported
+// through WithLogger and WithErrorHandler, and the lease then simply
+// expires. Use UnlockContext to see the outcome.
+func (m *Mutex) Unlock() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ttl)
+	defer cancel()
+	if err := m.UnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
+		m.report(err)
+	}
+}
+
+// UnlockContext unlocks m like Unlock and reports the outcome: an error
+// wrapping ErrLost if the hold had been lost before this call (the critical
+// section was not fully protected), or the backend's error if the release
+// could not be confirmed (the lease then expires after its TTL). m is
+// unlocked locally in every case.
+func (m *Mutex) UnlockContext(ctx context.Context) error {
+	m.mu.Lock()
+	h := m.hold
+	m.hold = nil
+	m.mu.Unlock()
+	if h == nil {
+		panic("dsync: unlock of unlocked mutex")
+	}
+	defer func() { <-m.sem }()
+
+	lostErr := h.end()
+	// No renewal of this lease is in flight once remove returns, so the
+	// release below is the only write to its epoch (DESIGN.md rule 9).
+	h.keeper.remove(h, true)
+	err := m.backend.Release(ctx, h.lease)
+	if lostErr != nil {
+		return lostErr
+	}
+	if err != nil {
+		return fmt.Errorf("dsync: release %q: %w", m.key, err)
+	}
+	return nil
+}
+
+// Lost returns a channel that is closed when the current hold ends without
+// an Unlock: its lease could not be confirmed before the local deadline, or
+// the backend refused to renew it. Unlock does not close it. When m is not
+// held, Lost returns a closed channel: nothing is protected.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return closedChan
+	}
+	return m.hold.lost
+}
+
+// Token returns the fencing token of the current hold, or 0 when m is not
+// held. Tokens of a key strictly increase from hold to hold; pass the token
+// with every write to a resource that can reject stale writers.
+func (m *Mutex) Token() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return 0
+	}
+	return m.hold.lease.Token
+}
+
+// ValidUntil returns the local deadline of the current hold: the send time
+// of its last confirmed acquire or renewal, plus the TTL, minus a safety
+// margin of TTL/20. Lost() closes then unless a renewal confirms it first.
+// It returns the zero Time when m is not held. The value carries a
+// monotonic clock reading; compare it with time.Now, not with other hosts.
+func (m *Mutex) ValidUntil() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return time.Time{}
+	}
+	return m.hold.validUntil()
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// acquire makes attempts until one succeeds, or — when wait is false —
+// until the first one fails. m.sem is held by the caller.
+func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	backoff := minBackoff
+	var lastErr error
+	for {
+		sent := m.cfg.clock.Now()
+		lease, err := m.backend.Acquire(ctx, m.key, m.owner, m.cfg.ttl)
+		if err == nil {
+			if m.install(lease, sent) {
+				return true, nil
+			}
+			// Held on the backend, but not provably valid any more: give
+			// the epoch back rather than leave it blocking others, even if
+			// ctx has ended meanwhile.
+			err = fmt.Errorf("dsync: acquire %q: %w", m.key, ErrLateReply)
+			m.report(err)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ttl)
+			if rerr := m.backend.Release(rctx, lease); rerr != nil {
+				m.report(fmt.Errorf("dsync: release %q after a late reply: %w", m.key, rerr))
+			}
+			cancel()
+			if ctx.Err() != nil {
+				return false, m.contextErr(ctx, err)
+			}
+			if !wait {
+				return false, err
+			}
+			continue
+		}
+
+		var held *HeldError
+		if errors.As(err, &held) {
+			if !wait {
+				return false, err
+			}
+			backoff = minBackoff
+			if !sleep(m.cfg.clock, max(held.RetryAfter, minRetryAfter), ctx.Done()) {
+				return false, m.contextErr(ctx, lastErr)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return false, m.contextErr(ctx, err)
+		}
+		lastErr = err
+		m.report(fmt.Errorf("dsync: acquire %q: %w", m.key, err))
+		if !wait {
+			return false, err
+		}
+		if !sleep(m.cfg.clock, jitter(backoff), ctx.Done()) {
+			return false, m.contextErr(ctx, lastErr)
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// contextErr is what LockContext returns when ctx ends: its cause, with the
+// last backend error attached when there was one.
+func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
+	cause := context.Cause(ctx)
+	if lastErr == nil || errors.Is(lastErr, cause) {
+		return cause
+	}
+	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
+}
+
+// install makes lease the current hold if its reply came in time (DESIGN.md
+// rule 6: valid until send time + TTL − margin).
+func (m *Mutex) install(lease Lease, sent time.Time) bool {
+	h := &hold{m: m, lease: lease, lost: make(chan struct{})}
+	join(h)
+	if !h.start(sent) {
+		h.keeper.remove(h, false)
+		return false
+	}
+	m.mu.Lock()
+	m.hold = h
+	m.mu.Unlock()
+	return true
+}
+
+func (m *Mutex) report(err error) {
+	m.cfg.logger.Warn("dsync", "key", m.key, "err", err)
+	if m.cfg.onError != nil {
+		m.cfg.onError(err)
+	}
+}
+
+// jitter returns a duration in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}

@@ -1,0 +1,482 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+var _ sync.Locker = (*dsync.Mutex)(nil)
+
+var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
+
+func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *dsync.Mutex {
+	t.Helper()
+	m, err := dsync.NewMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// flaky wraps a backend and fails the calls a test switches off.
+type flaky struct {
+	dsync.Backend
+	acquireDown atomic.Bool
+	renewDown   atomic.Bool
+	releaseDown atomic.Bool
+	renewCalls  atomic.Int64
+	renewLeases atomic.Int64
+	acquireWait time.Duration // delay before Acquire's reply
+}
+
+var errDown = errors.New("backend unreachable")
+
+func (f *flaky) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
+	if f.acquireDown.Load() {
+		return dsync.Lease{}, errDown
+	}
+	l, err := f.Backend.Acquire(ctx, key, owner, ttl)
+	if f.acquireWait > 0 {
+		time.Sleep(f.acquireWait)
+	}
+	return l, err
+}
+
+func (f *flaky) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+	f.renewCalls.Add(1)
+	f.renewLeases.Add(int64(len(leases)))
+	if f.renewDown.Load() {
+		return nil, errDown
+	}
+	return f.Backend.Renew(ctx, ttl, leases)
+}
+
+func (f *flaky) Release(ctx context.Context, l dsync.Lease) error {
+	if f.releaseDown.Load() {
+		return errDown
+	}
+	return f.Backend.Release(ctx, l)
+}
+
+func TestNewMutexRejectsBadInput(t *testing.T) {
+	mem := dsync.NewMemoryBackend()
+	tests := []struct {
+		name    string
+		backend dsync.Backend
+		key     string
+		opts    []dsync.Option
+		want    string
+	}{
+		{"nil backend", nil, "k", nil, "nil backend"},
+		{"empty key", mem, "", nil, "empty key"},
+		{"zero TTL", mem, "k", []dsync.Option{dsync.WithTTL(0)}, "TTL must be positive"},
+		{"negative TTL", mem, "k", []dsync.Option{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
+		{"renew interval equal to TTL", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
+		{"renew interval inside the margin", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
+		{"zero renew interval", mem, "k", []dsync.Option{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
+		{"nil logger", mem, "k", []dsync.Option{dsync.WithLogger(nil)}, "nil logger"},
+		{"nil clock", mem, "k", []dsync.Option{dsync.WithClock(nil)}, "nil clock"},
+		{"nil option", mem, "k", []dsync.Option{nil}, "nil option"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := dsync.NewMutex(tt.backend, tt.key, tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil {
+				t.Fatalf("NewMutex = %v, %v; want error containing %q", m, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHammerExcludesAndTokensIncrease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		const mutexes, goroutinesPerMutex, rounds = 4, 4, 50
+		var inside atomic.Int32
+		var mu sync.Mutex
+		var tokens []uint64
+		var wg sync.WaitGroup
+		for range mutexes {
+			m := newMutex(t, mem, "hammer", dsync.WithTTL(time.Second))
+			for range goroutinesPerMutex {
+				wg.Go(func() {
+					for range rounds {
+						m.Lock()
+						if n := inside.Add(1); n != 1 {
+							t.Errorf("%d holders inside at once", n)
+						}
+						mu.Lock()
+						tokens = append(tokens, m.Token())
+						mu.Unlock()
+						time.Sleep(time.Millisecond) // work inside the lock
+						inside.Add(-1)
+						m.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if len(tokens) != mutexes*goroutinesPerMutex*rounds {
+			t.Fatalf("%d holds, want %d", len(tokens), mutexes*goroutinesPerMutex*rounds)
+		}
+		for i := 1; i < len(tokens); i++ {
+			if tokens[i] <= tokens[i-1] {
+				t.Fatalf("token %d after %d: not increasing", tokens[i], tokens[i-1])
+			}
+		}
+	})
+}
+
+func TestHoldRenewsPastTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k", dsync.WithTTL(time.Second))
+		m.Lock()
+		time.Sleep(10 * time.Second) // ten TTLs
+		select {
+		case <-m.Lost():
+			t.Fatal("hold lost although renewals succeed")
+		default:
+		}
+		if l, ok := mem.Holder("k"); !ok || l.Token != m.Token() {
+			t.Fatalf("backend holder = %v, %v; want token %d", l, ok, m.Token())
+		}
+		m.Unlock()
+		if _, ok := mem.Holder("k"); ok {
+			t.Fatal("still held on the backend after Unlock")
+		}
+	})
+}
+
+func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		f := &flaky{Backend: mem}
+		const ttl = time.Second
+		a := newMutex(t, f, "k", dsync.WithTTL(ttl))
+		b := newMutex(t, mem, "k", dsync.WithTTL(ttl))
+
+		start := time.Now()
+		a.Lock()
+		first := a.Token()
+		f.renewDown.Store(true) // the holder can no longer reach the backend
+		deadline := a.ValidUntil()
+		if want := start.Add(ttl - ttl/20); !deadline.Equal(want) {
+			t.Fatalf("ValidUntil = %v after start, want %v", deadline.Sub(start), want.Sub(start))
+		}
+
+		bHeld := make(chan time.Time)
+		go func() {
+			b.Lock()
+			bHeld <- time.Now()
+		}()
+
+		<-a.Lost()
+		if lostAt := time.Now(); !lostAt.Equal(deadline) {
+			t.Fatalf("Lost closed %v after start, want at the deadline %v", lostAt.Sub(start), deadline.Sub(start))
+		}
+		took := <-bHeld
+		if took.Sub(start) <= ttl-ttl/20 {
+			t.Fatalf("taken over %v after acquire: before the holder's deadline", took.Sub(start))
+		}
+		if b.Token() <= first {
+			t.Fatalf("next token %d not larger than %d", b.Token(), first)
+		}
+		if err := a.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Fatalf("UnlockContext after loss = %v, want ErrLost", err)
+		}
+		if l, ok := mem.Holder("k"); !ok || l.Token != b.Token() {
+			t.Fatalf("late unlock disturbed the new holder: holder %v, %v", l, ok)
+		}
+		b.Unlock()
+	})
+}
+
+func TestRefusedRenewalLosesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		a := newMutex(t, mem, "k", dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond))
+		a.Lock()
+		start := time.Now()
+		// Another owner's release of a different token cannot touch a's
+		// epoch; a's own release (from outside the Mutex) makes the next
+		// renewal fail.
+		if err := mem.Release(context.Background(), dsync.Lease{Key: "k", Owner: "someone", Token: a.Token()}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		select {
+		case <-a.Lost():
+			t.Fatal("a foreign release ended the hold")
+		default:
+		}
+		holder, _ := mem.Holder("k")
+		if err := mem.Release(context.Background(), holder); err != nil {
+			t.Fatal(err)
+		}
+		<-a.Lost()
+		if d := time.Since(start); d > 250*time.Millisecond {
+			t.Fatalf("lost after %v, want at the next renewal (200ms)", d)
+		}
+		if err := a.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Fatalf("UnlockContext = %v, want ErrLost", err)
+		}
+	})
+}
+
+func TestTryLockNeverWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		a := newMutex(t, mem, "k")
+		b := newMutex(t, mem, "k")
+		if !a.TryLock() {
+			t.Fatal("TryLock on a free key failed")
+		}
+		start := time.Now()
+		if b.TryLock() {
+			t.Fatal("TryLock succeeded while another owner holds the key")
+		}
+		if a.TryLock() {
+			t.Fatal("TryLock succeeded while this Mutex is held")
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("TryLock waited %v", d)
+		}
+		a.Unlock()
+		if !b.TryLock() {
+			t.Fatal("TryLock after Unlock failed")
+		}
+		b.Unlock()
+	})
+}
+
+func TestTryLockFailsOnBackendError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		var reported []error
+		m := newMutex(t, f, "k", dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		f.acquireDown.Store(true)
+		if m.TryLock() {
+			t.Fatal("TryLock succeeded with the backend down")
+		}
+		if len(reported) != 1 || !errors.Is(reported[0], errDown) {
+			t.Fatalf("reported %v, want one errDown", reported)
+		}
+		f.acquireDown.Store(false)
+		if !m.TryLock() {
+			t.Fatal("TryLock failed once the backend is back")
+		}
+		m.Unlock()
+	})
+}
+
+func TestLockContextReturnsCauseAndHoldsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		a := newMutex(t, mem, "k")
+		b := newMutex(t, mem, "k")
+		errStop := errors.New("shutting down")
+
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errStop)
+		if err := b.LockContext(ctx); err != errStop {
+			t.Fatalf("LockContext on a cancelled context = %v, want its cause unchanged", err)
+		}
+		if _, ok := mem.Holder("k"); ok {
+			t.Fatal("something is held after a cancelled LockContext")
+		}
+
+		a.Lock()
+		ctx, cancel = context.WithCancelCause(context.Background())
+		go func() {
+			time.Sleep(time.Second)
+			cancel(errStop)
+		}()
+		if err := b.LockContext(ctx); err != errStop {
+			t.Fatalf("LockContext cancelled while waiting = %v, want %v", err, errStop)
+		}
+		if l, _ := mem.Holder("k"); l.Token != a.Token() {
+			t.Fatalf("holder %v, want a's token %d", l, a.Token())
+		}
+		a.Unlock()
+		if !b.TryLock() {
+			t.Fatal("b unusable after a cancelled LockContext")
+		}
+		b.Unlock()
+	})
+}
+
+func TestLockContextWrapsLastBackendError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f.acquireDown.Store(true)
+		m := newMutex(t, f, "k")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := m.LockContext(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errDown) {
+			t.Fatalf("LockContext = %v; want the deadline wrapping the backend error", err)
+		}
+	})
+}
+
+func TestLockRetriesBackendErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f.acquireDown.Store(true)
+		var reported atomic.Int32
+		m := newMutex(t, f, "k", dsync.WithErrorHandler(func(error) { reported.Add(1) }))
+		go func() {
+			time.Sleep(time.Minute)
+			f.acquireDown.Store(false)
+		}()
+		m.Lock()
+		// Backoff doubles from 10ms to a 2s cap: a minute of outage is a few
+		// dozen attempts, not a busy loop.
+		if n := reported.Load(); n < 10 || n > 100 {
+			t.Fatalf("%d failed attempts reported in a minute of outage", n)
+		}
+		m.Unlock()
+	})
+}
+
+func TestLateAcquireReplyDoesNotCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		f := &flaky{Backend: mem, acquireWait: 2 * time.Second}
+		var reported []error
+		m := newMutex(t, f, "k", dsync.WithTTL(time.Second),
+			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		if m.TryLock() {
+			t.Fatal("TryLock counted a reply that came after the lease deadline")
+		}
+		if len(reported) != 1 || !errors.Is(reported[0], dsync.ErrLateReply) {
+			t.Fatalf("reported %v, want ErrLateReply", reported)
+		}
+		if _, ok := mem.Holder("k"); ok {
+			t.Fatal("the late epoch was not released")
+		}
+	})
+}
+
+func TestUnlockOfUnlockedMutexPanics(t *testing.T) {
+	m := newMutex(t, dsync.NewMemoryBackend(), "k")
+	defer func() {
+		if r := recover(); r != "dsync: unlock of unlocked mutex" {
+			t.Fatalf("recovered %v, want the misuse panic", r)
+		}
+	}()
+	m.Unlock()
+}
+
+func TestUnlockFromAnotherGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k")
+		m.Lock()
+		done := make(chan struct{})
+		go func() {
+			m.Unlock()
+			close(done)
+		}()
+		<-done
+		m.Lock() // would block forever if the other goroutine's Unlock did not count
+		m.Unlock()
+	})
+}
+
+func TestLocalContentionDoesNotReachBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &countingBackend{Backend: dsync.NewMemoryBackend()}
+		m := newMutex(t, c, "k")
+		m.Lock()
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				m.Lock()
+				m.Unlock()
+			})
+		}
+		time.Sleep(time.Second)
+		if n := c.acquires.Load(); n != 1 {
+			t.Fatalf("%d backend acquires while 10 local goroutines wait, want 1", n)
+		}
+		m.Unlock()
+		wg.Wait()
+		if n := c.acquires.Load(); n != 11 {
+			t.Fatalf("%d backend acquires for 11 holds", n)
+		}
+	})
+}
+
+type countingBackend struct {
+	dsync.Backend
+	acquires atomic.Int64
+}
+
+func (c *countingBackend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
+	c.acquires.Add(1)
+	return c.Backend.Acquire(ctx, key, owner, ttl)
+}
+
+func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		const locks = 100
+		var ms []*dsync.Mutex
+		for i := range locks {
+			m := newMutex(t, f, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
+			m.Lock()
+			ms = append(ms, m)
+		}
+		f.renewCalls.Store(0)
+		f.renewLeases.Store(0)
+		time.Sleep(10*time.Second + time.Second/2) // renew interval 1s
+		for _, m := range ms {
+			m.Unlock()
+		}
+		if calls, leases := f.renewCalls.Load(), f.renewLeases.Load(); calls != 10 || leases != 10*locks {
+			t.Fatalf("%d renew calls carrying %d leases in 10 intervals, want 10 calls carrying %d", calls, leases, 10*locks)
+		}
+	})
+}
+
+func TestReleaseFailureIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		m := newMutex(t, f, "k")
+		m.Lock()
+		f.releaseDown.Store(true)
+		if err := m.UnlockContext(context.Background()); !errors.Is(err, errDown) {
+			t.Fatalf("UnlockContext = %v, want the backend error", err)
+		}
+		f.releaseDown.Store(false)
+		m.Lock() // locally unlocked despite the failure; the same owner clears its old epoch
+		if m.Token() != 2 {
+			t.Fatalf("token %d, want 2", m.Token())
+		}
+		m.Unlock()
+	})
+}
+
+func TestLostWhenNotHeldIsClosed(t *testing.T) {
+	m := newMutex(t, dsync.NewMemoryBackend(), "k")
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Lost of an unheld Mutex is open")
+	}
+	if m.Token() != 0 || !m.ValidUntil().IsZero() {
+		t.Fatal("token or deadline of an unheld Mutex")
+	}
+}

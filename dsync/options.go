@@ -1,0 +1,116 @@
+package dsync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults of a Mutex's options.
+const (
+	// DefaultTTL is the lease length: how long a hold stays valid without
+	// a successful renewal, and so how long a crashed holder blocks others.
+	DefaultTTL = 15 * time.Second
+)
+
+// An Option configures a Mutex.
+type Option func(*config) error
+
+type config struct {
+	ttl           time.Duration
+	renewInterval time.Duration // 0: ttl/3
+	logger        *slog.Logger
+	onError       func(error)
+	clock         Clock
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{ttl: DefaultTTL, logger: slog.Default(), clock: SystemClock()}
+	for _, opt := range opts {
+		if opt == nil {
+			return config{}, errors.New("dsync: nil option")
+		}
+		if err := opt(&c); err != nil {
+			return config{}, err
+		}
+	}
+	if c.renewInterval == 0 {
+		c.renewInterval = c.ttl / 3
+	}
+	if c.renewInterval >= c.ttl-c.margin() {
+		return config{}, fmt.Errorf("dsync: renew interval %v must be shorter than the TTL %v minus its safety margin %v",
+			c.renewInterval, c.ttl, c.margin())
+	}
+	return c, nil
+}
+
+// margin is how much earlier than the backend's expiry a holder stops
+// trusting its hold. It covers the local clock running slower than the
+// server's (500 ppm is the usual worst case; 5% leaves ample room) and the
+// scheduling delay between the deadline and Lost() being observed.
+func (c *config) margin() time.Duration { return c.ttl / 20 }
+
+// WithTTL sets the lease length. Default: DefaultTTL (15 s). It must be
+// positive. A shorter TTL hands a crashed holder's lock over sooner and
+// costs more renewals.
+func WithTTL(ttl time.Duration) Option {
+	return func(c *config) error {
+		if ttl <= 0 {
+			return fmt.Errorf("dsync: TTL must be positive, got %v", ttl)
+		}
+		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithRenewInterval sets how often a held lease is renewed. Default: a
+// third of the TTL, so two renewals can fail before the hold is lost. It
+// must be positive and shorter than the TTL minus the safety margin
+// (TTL/20).
+func WithRenewInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: renew interval must be positive, got %v", d)
+		}
+		c.renewInterval = d
+		return nil
+	}
+}
+
+// WithLogger sets where backend errors are logged (at Warn level): acquire
+// attempts that Lock retries, failed renewals and failed releases. Default:
+// slog.Default(). Pass slog.New(slog.DiscardHandler) to silence them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("dsync: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithErrorHandler sets a function called with every backend error the
+// Mutex handles itself (the errors WithLogger logs), in addition to the
+// logger. Default: none. It must not block.
+func WithErrorHandler(f func(error)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("dsync: nil error handler")
+		}
+		c.onError = f
+		return nil
+	}
+}
+
+// WithClock sets the time source, for tests. Default: SystemClock().
+func WithClock(clock Clock) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return errors.New("dsync: nil clock")
+		}
+		c.clock = clock
+		return nil
+	}
+}
