@@ -80,6 +80,10 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 // Key returns the lock's key.
 func (m *Mutex) Key() string { return m.key }
 
+// Owner returns the identity this Mutex acquires under: unique per Mutex
+// value, and the Owner of every Lease it holds.
+func (m *Mutex) Owner() string { return m.owner }
+
 // Lock locks m, blocking until it is held, like sync.Mutex.Lock.
 //
 // Lock has no error to return: it retries backend errors (an unreachable
@@ -151,9 +155,10 @@ func (m *Mutex) Unlock() {
 
 // UnlockContext unlocks m like Unlock and reports the outcome: an error
 // wrapping ErrLost if the hold had been lost before this call (the critical
-// section was not fully protected), or the backend's error if the release
-// could not be confirmed (the lease then expires after its TTL). m is
-// unlocked locally in every case.
+// section was not fully protected; the lease is then left to expire rather
+// than released), or the backend's error if the release could not be
+// confirmed (the lease then expires after its TTL). m is unlocked locally
+// in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mu.Lock()
 	h := m.hold
@@ -168,11 +173,14 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	// No renewal of this lease is in flight once remove returns, so the
 	// release below is the only write to its epoch (DESIGN.md rule 9).
 	h.keeper.remove(h, true)
-	err := m.backend.Release(ctx, h.lease)
 	if lostErr != nil {
+		// A lost lease is left to run out instead of being released: the
+		// time between the local deadline and the backend's expiry is
+		// the margin that lets a holder which was told late stop before
+		// anyone else starts.
 		return lostErr
 	}
-	if err != nil {
+	if err := m.backend.Release(ctx, h.lease); err != nil {
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
 	}
 	return nil

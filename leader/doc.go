@@ -1,0 +1,24 @@
+// Package leader elects one leader among processes, coordinated through a
+// Backend (MongoDB in leader/mongo). Campaign blocks until this process
+// leads and returns a context that is cancelled the moment leadership can
+// no longer be guaranteed; Run restarts leader-only work after every
+// re-election, and composes with errgroup.
+//
+// Leadership is a dsync lease on the key LockKey(name), so it has the
+// guarantees of dsync.Mutex: at most one leader holds a valid lease at any
+// time; each term has a fencing token larger than every earlier term's;
+// the leadership context is cancelled at the lease's local deadline even
+// when the backend cannot be reached; takeover is judged in the backend's
+// time, so client clock skew does not matter.
+//
+// What it cannot promise: a leader paused past its lease (GC, SIGSTOP) may
+// act after a new leader started, before it sees its context cancelled.
+// Pass Info.Token (or dsync.Mutex.Token) to resources that can reject
+// stale writers. Observe and OnNewLeader poll, so they report every leader
+// that held office for longer than the poll interval, in order, but may
+// miss shorter terms.
+//
+// Each candidate keeps a member status document (host, pid, version,
+// whether it leads, last seen), written only by itself; Members lists the
+// live ones.
+package leader

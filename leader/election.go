@@ -1,0 +1,389 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// An Election is one candidate for the leadership of a named election.
+// Create it with NewElection; Close it when done. Its methods are safe for
+// concurrent use.
+type Election struct {
+	name    string
+	backend Backend
+	cfg     config
+	mu      *dsync.Mutex
+	self    Member // ID, Host, PID, Version
+
+	state       sync.Mutex
+	campaigning bool
+	stopCampaign context.CancelCauseFunc // ends a Campaign under way
+	term        *term // the current leadership; nil when not leading
+	closed      bool
+	background  bool          // heartbeat (and new-leader watch) running
+	stop        chan struct{} // closed by Close to stop the background
+	wg          sync.WaitGroup
+	kick        chan struct{} // asks for a heartbeat now
+}
+
+// term is one leadership of this candidate.
+type term struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	info   Info
+	done   chan struct{} // closed once the lock is given up
+	// fnDone, for a term run by Run, is closed when fn has returned: the
+	// lock is released only then, so the next leader never overlaps it.
+	fnDone chan struct{}
+}
+
+// NewElection returns a candidate for election name on backend. It does no
+// I/O. The TTL, renew interval and heartbeat options are checked here.
+func NewElection(backend Backend, name string, opts ...Option) (*Election, error) {
+	if backend == nil {
+		return nil, errors.New("leader: nil backend")
+	}
+	if name == "" {
+		return nil, errors.New("leader: empty election name")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	mu, err := dsync.NewMutex(backend, LockKey(name),
+		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
+	if err != nil {
+		return nil, fmt.Errorf("leader: %w", err)
+	}
+	host, _ := os.Hostname()
+	return &Election{
+		name:    name,
+		backend: backend,
+		cfg:     cfg,
+		mu:      mu,
+		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version},
+		stop:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+	}, nil
+}
+
+// Name returns the election's name.
+func (e *Election) Name() string { return e.name }
+
+// ID returns this candidate's identity, as Info.ID and Member.ID report it.
+func (e *Election) ID() string { return e.self.ID }
+
+// Campaign blocks until this candidate leads, and returns a context that
+// lives exactly as long as the leadership. The context is cancelled with
+// cause ErrLeadershipLost the moment the lease can no longer be
+// guaranteed (at its local deadline, even with the backend unreachable),
+// ErrResigned after Resign or Close, or the parent's cause when ctx ends.
+// Leadership is then given up: on Resign or when ctx ends the lease is
+// released at once, so stop leader-only work first (Run does this for
+// you); a lost lease is left to run out. Run leader-only work under it.
+//
+// If ctx ends before this candidate is elected, Campaign returns
+// context.Cause(ctx) and holds nothing.
+func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
+	t, err := e.campaign(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return t.ctx, nil
+}
+
+func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
+	e.state.Lock()
+	switch {
+	case e.closed:
+		e.state.Unlock()
+		return nil, ErrClosed
+	case e.campaigning || e.term != nil:
+		e.state.Unlock()
+		return nil, ErrCampaigning
+	}
+	e.campaigning = true
+	cctx, stop := context.WithCancelCause(ctx)
+	e.stopCampaign = stop
+	e.startBackground()
+	e.state.Unlock()
+
+	err := e.mu.LockContext(cctx)
+	stop(nil)
+
+	e.state.Lock()
+	e.campaigning = false
+	e.stopCampaign = nil
+	if err != nil {
+		e.state.Unlock()
+		return nil, err
+	}
+	if e.closed {
+		// Close ran while this candidate was being elected.
+		e.state.Unlock()
+		e.unlockQuietly()
+		return nil, ErrClosed
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	info := e.selfInfo()
+	t := &term{ctx: lctx, cancel: cancel, info: info, done: make(chan struct{})}
+	if managed {
+		t.fnDone = make(chan struct{})
+	}
+	e.term = t
+	e.wg.Add(1)
+	go e.watch(t, e.mu.Lost())
+	e.state.Unlock()
+
+	e.heartbeatNow()
+	if e.cfg.onElected != nil {
+		e.cfg.onElected(info)
+	}
+	return t, nil
+}
+
+// watch ends term t when its lease is lost or its context ends, and gives
+// the lock up. A lost lease is left to run out: the margin between the
+// local deadline and its expiry in the backend is what lets the work under
+// the cancelled context stop before another leader starts. Otherwise the
+// lease is released — at once for Campaign, so other candidates need not
+// wait for the TTL, and after fn returns for Run.
+func (e *Election) watch(t *term, lost <-chan struct{}) {
+	defer e.wg.Done()
+	select {
+	case <-lost:
+		t.cancel(ErrLeadershipLost)
+	case <-t.ctx.Done():
+		if t.fnDone != nil {
+			<-t.fnDone
+		}
+	}
+	cause := context.Cause(t.ctx)
+	e.unlockQuietly()
+
+	e.state.Lock()
+	e.term = nil
+	e.state.Unlock()
+	close(t.done)
+	e.heartbeatNow()
+	if e.cfg.onLost != nil {
+		e.cfg.onLost(cause)
+	}
+}
+
+func (e *Election) unlockQuietly() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	defer cancel()
+	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
+		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
+	}
+}
+
+// Resign gives leadership up now, so another candidate can take over
+// without waiting for the TTL. The leadership context is cancelled with
+// cause ErrResigned, and the lease is released at once — so stop
+// leader-only work before resigning — or, under Run, as soon as fn has
+// returned. Resign returns once the lease is released or ctx ends; it does
+// nothing when this candidate does not lead.
+func (e *Election) Resign(ctx context.Context) error {
+	e.state.Lock()
+	t := e.term
+	e.state.Unlock()
+	if t == nil {
+		return nil
+	}
+	t.cancel(ErrResigned)
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// IsLeader reports whether this candidate leads now, as far as it knows
+// locally: its leadership context has not been cancelled.
+func (e *Election) IsLeader() bool {
+	e.state.Lock()
+	defer e.state.Unlock()
+	return e.term != nil && e.term.ctx.Err() == nil
+}
+
+// Leader returns who leads now, or an error wrapping ErrNoLeader.
+func (e *Election) Leader(ctx context.Context) (Info, error) {
+	return e.backend.Leader(ctx, e.name)
+}
+
+// Members returns the candidates whose heartbeat is recent: within three
+// heartbeat intervals, in the backend's time.
+func (e *Election) Members(ctx context.Context) ([]Member, error) {
+	return e.backend.Members(ctx, e.name, e.cfg.memberMaxAge())
+}
+
+// Observe returns a channel that receives the leader each time a new one
+// is seen, in order of terms: tokens strictly increase. Leaders whose
+// whole term fell between two polls are not seen. The channel is closed
+// when ctx ends, which is how the goroutine behind it stops; Observe does
+// not need this Election to campaign.
+func (e *Election) Observe(ctx context.Context) <-chan Info {
+	ch := make(chan Info)
+	go func() {
+		defer close(ch)
+		e.pollLeaders(ctx.Done(), func(info Info) bool {
+			select {
+			case ch <- info:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
+	return ch
+}
+
+// pollLeaders asks who leads every poll interval until done closes, and
+// calls emit for each leader with a higher token than the last one.
+func (e *Election) pollLeaders(done <-chan struct{}, emit func(Info) bool) {
+	var last uint64
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.cfg.ttl)
+		info, err := e.backend.Leader(ctx, e.name)
+		cancel()
+		switch {
+		case err == nil && info.Token > last:
+			if !emit(info) {
+				return
+			}
+			last = info.Token
+		case err != nil && !errors.Is(err, ErrNoLeader):
+			e.cfg.logger.Warn("leader: observe", "election", e.name, "err", err)
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(e.cfg.pollInterval):
+		}
+	}
+}
+
+// Run campaigns, runs fn under the leadership context, and when that
+// leadership is lost waits for fn to return and campaigns again. It returns
+// when ctx ends (with its cause), when fn returns an error of its own while
+// still leading (that error), or when fn returns nil while still leading
+// (nil). Leadership is given up whenever fn returns.
+//
+// fn must return soon after its context is cancelled. Several leader-only
+// jobs can share one leadership through errgroup.WithContext.
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	for {
+		t, err := e.campaign(ctx, true)
+		if err != nil {
+			return err
+		}
+		ferr := fn(t.ctx)
+		cause := context.Cause(t.ctx) // nil when fn returned on its own
+		t.cancel(ErrResigned)
+		close(t.fnDone)
+		<-t.done
+		switch {
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case cause != nil:
+			continue // lost or resigned: campaign again
+		default:
+			return ferr
+		}
+	}
+}
+
+// Close resigns if this candidate leads, stops its heartbeat and removes its
+// member document. The Election cannot be used afterwards.
+func (e *Election) Close() error {
+	e.state.Lock()
+	if e.closed {
+		e.state.Unlock()
+		return nil
+	}
+	e.closed = true
+	t := e.term
+	started := e.background
+	if e.stopCampaign != nil {
+		e.stopCampaign(ErrClosed)
+	}
+	e.state.Unlock()
+
+	if t != nil {
+		t.cancel(ErrResigned)
+		<-t.done
+	}
+	close(e.stop)
+	e.wg.Wait()
+	if !started {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	defer cancel()
+	if err := e.backend.DeleteMember(ctx, e.name, e.self.ID); err != nil {
+		return fmt.Errorf("leader: remove member status: %w", err)
+	}
+	return nil
+}
+
+// selfInfo describes this candidate as leader. Since is left zero: it is
+// the backend's time, which Leader and Observe report.
+func (e *Election) selfInfo() Info {
+	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.mu.Token()}
+}
+
+// startBackground starts the heartbeat, and the new-leader watch if
+// OnNewLeader is set, once. e.state is held.
+func (e *Election) startBackground() {
+	if e.background {
+		return
+	}
+	e.background = true
+	e.wg.Add(1)
+	go e.heartbeat()
+	if e.cfg.onNewLeader != nil {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.pollLeaders(e.stop, func(info Info) bool {
+				e.cfg.onNewLeader(info)
+				return true
+			})
+		}()
+	}
+}
+
+func (e *Election) heartbeatNow() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Election) heartbeat() {
+	defer e.wg.Done()
+	for {
+		m := e.self
+		m.Leader = e.IsLeader()
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
+		if err := e.backend.PutMember(ctx, e.name, m); err != nil {
+			e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
+		}
+		cancel()
+		select {
+		case <-e.stop:
+			return
+		case <-e.kick:
+		case <-time.After(e.cfg.heartbeatInterval):
+		}
+	}
+}

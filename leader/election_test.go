@@ -1,0 +1,439 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader"
+)
+
+var _ interface {
+	Campaign(context.Context) (context.Context, error)
+} = (*leader.Election)(nil)
+
+const ttl = 3 * time.Second
+
+var quiet = leader.WithLogger(slog.New(slog.DiscardHandler))
+
+// cut wraps the shared backend for one candidate and can sever it.
+type cut struct {
+	*leader.MemoryBackend
+	renewDown     atomic.Bool
+	heartbeatDown atomic.Bool
+}
+
+var errCut = errors.New("candidate cut off from the backend")
+
+func (c *cut) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+	if c.renewDown.Load() {
+		return nil, errCut
+	}
+	return c.MemoryBackend.Renew(ctx, ttl, leases)
+}
+
+func (c *cut) PutMember(ctx context.Context, election string, m leader.Member) error {
+	if c.heartbeatDown.Load() {
+		return errCut
+	}
+	return c.MemoryBackend.PutMember(ctx, election, m)
+}
+
+func newElection(t *testing.T, b leader.Backend, opts ...leader.Option) *leader.Election {
+	t.Helper()
+	e, err := leader.NewElection(b, "cron", append([]leader.Option{quiet, leader.WithTTL(ttl)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestNewElectionRejectsBadInput(t *testing.T) {
+	mem := leader.NewMemoryBackend()
+	tests := []struct {
+		name    string
+		backend leader.Backend
+		elect   string
+		opts    []leader.Option
+		want    string
+	}{
+		{"nil backend", nil, "x", nil, "nil backend"},
+		{"empty name", mem, "", nil, "empty election name"},
+		{"zero TTL", mem, "x", []leader.Option{leader.WithTTL(0)}, "TTL must be positive"},
+		{"TTL too short for the renew interval", mem, "x", []leader.Option{leader.WithTTL(time.Second), leader.WithRenewInterval(time.Second)}, "renew interval"},
+		{"zero heartbeat", mem, "x", []leader.Option{leader.WithHeartbeatInterval(0)}, "heartbeat interval must be positive"},
+		{"nil callback", mem, "x", []leader.Option{leader.OnLost(nil)}, "nil OnLost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := leader.NewElection(tt.backend, tt.elect, tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || e != nil {
+				t.Fatalf("NewElection = %v, %v; want an error containing %q", e, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAtMostOneLeaderAcrossForcedLosses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := leader.NewMemoryBackend()
+		const candidates, losses = 5, 100
+		ctx, cancel := context.WithCancel(context.Background())
+		var leading atomic.Int32
+		type term struct {
+			who   int
+			token uint64
+		}
+		elected := make(chan term)
+		ended := make(chan error)
+		cuts := make([]*cut, candidates)
+		var wg sync.WaitGroup
+		var elections []*leader.Election
+		for i := range candidates {
+			cuts[i] = &cut{MemoryBackend: mem}
+			e := newElection(t, cuts[i])
+			elections = append(elections, e)
+			wg.Go(func() {
+				err := e.Run(ctx, func(lctx context.Context) error {
+					if n := leading.Add(1); n != 1 {
+						t.Errorf("%d leaders at once", n)
+					}
+					info, err := e.Leader(context.Background())
+					if lctx.Err() == nil && (err != nil || info.ID != e.ID()) {
+						t.Errorf("elected, but Leader() = %+v, %v", info, err)
+					}
+					select {
+					case elected <- term{i, info.Token}:
+					case <-lctx.Done():
+					}
+					<-lctx.Done()
+					leading.Add(-1)
+					select {
+					case ended <- context.Cause(lctx):
+					case <-ctx.Done():
+					}
+					return lctx.Err()
+				})
+				if err != context.Canceled {
+					t.Errorf("Run returned %v, want the parent's cause", err)
+				}
+			})
+		}
+		var last uint64
+		for range losses {
+			tm := <-elected
+			if tm.token <= last {
+				t.Fatalf("term token %d after %d", tm.token, last)
+			}
+			last = tm.token
+			cuts[tm.who].renewDown.Store(true) // force a loss
+			if cause := <-ended; cause != leader.ErrLeadershipLost {
+				t.Fatalf("leadership ended with cause %v, want ErrLeadershipLost", cause)
+			}
+			cuts[tm.who].renewDown.Store(false)
+		}
+		cancel()
+		wg.Wait()
+		for _, e := range elections {
+			if err := e.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+func TestCampaignContextCauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := leader.NewMemoryBackend()
+		ca := &cut{MemoryBackend: mem}
+		a := newElection(t, ca)
+		b := newElection(t, mem)
+		defer a.Close()
+		defer b.Close()
+		ctx := context.Background()
+
+		// Lost: the lease cannot be renewed, so the context ends at the
+		// local deadline without hearing from the backend.
+		lctx, err := a.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		ca.renewDown.Store(true)
+		<-lctx.Done()
+		if cause := context.Cause(lctx); cause != leader.ErrLeadershipLost {
+			t.Fatalf("cause %v, want ErrLeadershipLost", cause)
+		}
+		if d := time.Since(start); d > ttl {
+			t.Fatalf("loss signalled %v after the last renewal, later than the TTL", d)
+		}
+		ca.renewDown.Store(false)
+
+		// Resigned: another candidate takes over at once, not after a TTL.
+		lctx, err = a.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bElected := make(chan context.Context)
+		go func() {
+			l, err := b.Campaign(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			bElected <- l
+		}()
+		time.Sleep(time.Second)
+		start = time.Now()
+		if err := a.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cause := context.Cause(lctx); cause != leader.ErrResigned {
+			t.Fatalf("cause %v, want ErrResigned", cause)
+		}
+		bctx := <-bElected
+		if d := time.Since(start); d >= ttl/10 {
+			t.Fatalf("handover after Resign took %v", d)
+		}
+
+		// Parent ended: the parent's cause, and leadership is given up.
+		errShutdown := errors.New("shutdown")
+		if err := b.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if context.Cause(bctx) != leader.ErrResigned {
+			t.Fatal("b not resigned")
+		}
+		parent, cancel := context.WithCancelCause(ctx)
+		lctx, err = a.Campaign(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel(errShutdown)
+		<-lctx.Done()
+		if cause := context.Cause(lctx); cause != errShutdown {
+			t.Fatalf("cause %v, want the parent's", cause)
+		}
+		synctest.Wait()
+		if _, err := a.Leader(ctx); !errors.Is(err, leader.ErrNoLeader) {
+			t.Fatalf("Leader after the parent ended = %v, want ErrNoLeader", err)
+		}
+
+		// Parent ends before election: its cause, nothing held.
+		if _, err := b.Campaign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		parent, cancel = context.WithCancelCause(ctx)
+		go func() {
+			time.Sleep(time.Second)
+			cancel(errShutdown)
+		}()
+		if _, err := a.Campaign(parent); err != errShutdown {
+			t.Fatalf("Campaign = %v, want the parent's cause", err)
+		}
+		info, err := a.Leader(ctx)
+		if err != nil || info.ID != b.ID() {
+			t.Fatalf("leader %+v, %v; want b", info, err)
+		}
+		if a.IsLeader() || !b.IsLeader() {
+			t.Fatal("IsLeader wrong")
+		}
+	})
+}
+
+func TestCampaignTwiceIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newElection(t, leader.NewMemoryBackend())
+		if _, err := e.Campaign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Campaign(context.Background()); !errors.Is(err, leader.ErrCampaigning) {
+			t.Fatalf("second Campaign = %v, want ErrCampaigning", err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Campaign(context.Background()); !errors.Is(err, leader.ErrClosed) {
+			t.Fatalf("Campaign after Close = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestRunRestartsJobAndReturnsItsError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &cut{MemoryBackend: leader.NewMemoryBackend()}
+		e := newElection(t, c)
+		defer e.Close()
+		errBoom := errors.New("job failed")
+		var starts int
+		err := e.Run(context.Background(), func(lctx context.Context) error {
+			starts++
+			if starts == 1 {
+				c.renewDown.Store(true)
+				<-lctx.Done()
+				c.renewDown.Store(false)
+				return lctx.Err()
+			}
+			return errBoom
+		})
+		if err != errBoom {
+			t.Fatalf("Run = %v, want the job's error", err)
+		}
+		if starts != 2 {
+			t.Fatalf("job started %d times, want 2 (once more after re-election)", starts)
+		}
+		if e.IsLeader() {
+			t.Fatal("still leading after Run returned")
+		}
+		if _, err := e.Leader(context.Background()); !errors.Is(err, leader.ErrNoLeader) {
+			t.Fatalf("Leader after Run = %v, want ErrNoLeader", err)
+		}
+	})
+}
+
+func TestObserveSeesEveryChangeInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := leader.NewMemoryBackend()
+		var es []*leader.Election
+		for range 3 {
+			es = append(es, newElection(t, mem))
+		}
+		observer := newElection(t, mem)
+		ctx, cancel := context.WithCancel(context.Background())
+		seen := observer.Observe(ctx)
+		collected := make(chan []leader.Info)
+		go func() {
+			var infos []leader.Info
+			for info := range seen {
+				infos = append(infos, info)
+			}
+			collected <- infos
+		}()
+
+		var want []string
+		for round := range 6 {
+			e := es[round%3]
+			if _, err := e.Campaign(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, e.ID())
+			time.Sleep(2 * time.Second)
+			if err := e.Resign(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		var got []string
+		var last uint64
+		for _, info := range <-collected {
+			if info.Token <= last {
+				t.Fatalf("token %d after %d", info.Token, last)
+			}
+			last = info.Token
+			got = append(got, info.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("observed %v, want %v", got, want)
+		}
+		for _, e := range append(es, observer) {
+			e.Close()
+		}
+	})
+}
+
+func TestMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := leader.NewMemoryBackend()
+		ctx := context.Background()
+		var cuts []*cut
+		var es []*leader.Election
+		for range 3 {
+			c := &cut{MemoryBackend: mem}
+			cuts = append(cuts, c)
+			es = append(es, newElection(t, c, leader.WithVersion("v1.2.3")))
+		}
+		if _, err := es[0].Campaign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es[1:] {
+			go e.Campaign(ctx) // blocks: es[0] leads
+		}
+		time.Sleep(time.Second)
+		ms, err := es[0].Members(ctx)
+		if err != nil || len(ms) != 3 {
+			t.Fatalf("Members = %v, %v; want 3", ms, err)
+		}
+		leaders := 0
+		for _, m := range ms {
+			if m.Leader {
+				leaders++
+				if m.ID != es[0].ID() {
+					t.Fatalf("member %s reports leading", m.ID)
+				}
+			}
+			if m.Version != "v1.2.3" || m.PID == 0 {
+				t.Fatalf("member status %+v", m)
+			}
+		}
+		if leaders != 1 {
+			t.Fatalf("%d members report leading", leaders)
+		}
+		info, err := es[1].Leader(ctx)
+		if err != nil || info.ID != es[0].ID() || info.Version != "v1.2.3" {
+			t.Fatalf("Leader = %+v, %v", info, err)
+		}
+
+		// A candidate whose heartbeats stop ages out after three intervals.
+		cuts[2].heartbeatDown.Store(true)
+		// Heartbeats every ttl/3 = 1s; a member is live for three of them.
+		time.Sleep(2 * time.Second)
+		if ms, _ := es[0].Members(ctx); len(ms) != 3 {
+			t.Fatalf("%d members before aging out, want 3", len(ms))
+		}
+		time.Sleep(2 * time.Second)
+		if ms, _ := es[0].Members(ctx); len(ms) != 2 {
+			t.Fatalf("%d members after one stopped heartbeating, want 2", len(ms))
+		}
+		for _, e := range es {
+			e.Close()
+		}
+		if ms, _ := es[0].Members(ctx); len(ms) != 0 {
+			t.Fatalf("%d members after Close", len(ms))
+		}
+	})
+}
+
+func TestCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := leader.NewMemoryBackend()
+		var events []string
+		var mu sync.Mutex
+		add := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+		e := newElection(t, mem,
+			leader.OnElected(func(leader.Info) { add("elected") }),
+			leader.OnLost(func(cause error) { add("lost: " + cause.Error()) }),
+			leader.OnNewLeader(func(leader.Info) { add("new leader") }))
+		if _, err := e.Campaign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if err := e.Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		// The new-leader watch polls on its own, so it may see this term
+		// before or after OnElected runs; both come before OnLost.
+		slices.Sort(events[:2])
+		want := "elected,new leader,lost: leader: resigned"
+		if got := strings.Join(events, ","); got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}

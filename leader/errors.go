@@ -1,0 +1,26 @@
+package leader
+
+import "errors"
+
+// Sentinel errors, and the causes of a leadership context's cancellation.
+// Match them with errors.Is, or compare context.Cause(ctx) with ==.
+var (
+	// ErrLeadershipLost is the cause of a leadership context cancelled
+	// because the lease could no longer be guaranteed: at the lease's local
+	// deadline, even when the backend cannot be reached.
+	ErrLeadershipLost = errors.New("leader: leadership lost")
+
+	// ErrResigned is the cause of a leadership context cancelled by Resign
+	// or Close.
+	ErrResigned = errors.New("leader: resigned")
+
+	// ErrNoLeader is returned by Leader when nobody leads.
+	ErrNoLeader = errors.New("leader: no leader")
+
+	// ErrCampaigning is returned by Campaign when the Election is already
+	// campaigning or leading: one Election is one candidate.
+	ErrCampaigning = errors.New("leader: already campaigning or leading")
+
+	// ErrClosed is returned by the methods of a closed Election.
+	ErrClosed = errors.New("leader: election closed")
+)

@@ -1,0 +1,98 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+func ExampleElection_Campaign() {
+	// In production: leadermongo.New(db).
+	backend := leader.NewMemoryBackend()
+	e, err := leader.NewElection(backend, "billing")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+
+	lctx, err := e.Campaign(context.Background()) // blocks until this process leads
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("leading:", e.IsLeader())
+
+	// ... leader-only work under lctx; it is cancelled if leadership is lost ...
+
+	if err := e.Resign(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	<-lctx.Done()
+	fmt.Println("cause:", context.Cause(lctx))
+	// Output:
+	// leading: true
+	// cause: leader: resigned
+}
+
+// Several leader-only jobs share one leadership through an errgroup: when
+// leadership is lost, the group's context is cancelled, every job stops,
+// and Run campaigns again. A job that fails for its own reasons ends Run
+// with its error.
+func ExampleElection_Run() {
+	backend := leader.NewMemoryBackend()
+	e, err := leader.NewElection(backend, "scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+
+	errDone := errors.New("work done")
+	err = e.Run(context.Background(), func(lctx context.Context) error {
+		g, gctx := errgroup.WithContext(lctx)
+		g.Go(func() error { return compactTables(gctx) })
+		g.Go(func() error { return sendReports(gctx) })
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		return errDone // a real singleton job would loop until gctx ends
+	})
+	fmt.Println(err)
+	// Unordered output:
+	// tables compacted
+	// reports sent
+	// work done
+}
+
+func compactTables(ctx context.Context) error {
+	fmt.Println("tables compacted")
+	return ctx.Err()
+}
+
+func sendReports(ctx context.Context) error {
+	fmt.Println("reports sent")
+	return ctx.Err()
+}
+
+func ExampleElection_Observe() {
+	backend := leader.NewMemoryBackend()
+	candidate, _ := leader.NewElection(backend, "cron", leader.WithVersion("v2.1.0"))
+	defer candidate.Close()
+	watcher, _ := leader.NewElection(backend, "cron")
+	defer watcher.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leaders := watcher.Observe(ctx) // needs no campaign of its own
+
+	if _, err := candidate.Campaign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	info := <-leaders
+	fmt.Println("leader runs", info.Version, "with token", info.Token)
+	// Output:
+	// leader runs v2.1.0 with token 1
+}

@@ -1,0 +1,107 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// MemoryBackend is a Backend in process memory, for unit tests of code that
+// uses elections. Its leases follow dsync.MemoryBackend; member status and
+// terms are kept beside them. Time comes from the time package, so tests
+// under testing/synctest run on fake time.
+type MemoryBackend struct {
+	*dsync.MemoryBackend
+
+	mu      sync.Mutex
+	since   map[dsync.Lease]time.Time    // when each term began
+	members map[string]map[string]Member // election → id → status
+}
+
+var _ Backend = (*MemoryBackend)(nil)
+
+// NewMemoryBackend returns an empty in-memory election backend.
+func NewMemoryBackend() *MemoryBackend {
+	return &MemoryBackend{
+		MemoryBackend: dsync.NewMemoryBackend(),
+		since:         make(map[dsync.Lease]time.Time),
+		members:       make(map[string]map[string]Member),
+	}
+}
+
+// Acquire implements dsync.Backend, recording when each term began.
+func (b *MemoryBackend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
+	l, err := b.MemoryBackend.Acquire(ctx, key, owner, ttl)
+	if err == nil {
+		b.mu.Lock()
+		b.since[l] = time.Now()
+		b.mu.Unlock()
+	}
+	return l, err
+}
+
+// Leader implements Backend.
+func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, context.Cause(ctx)
+	}
+	l, ok := b.Holder(LockKey(election))
+	if !ok {
+		return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, election)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	info := Info{ID: l.Owner, Token: l.Token, Since: b.since[l]}
+	if m, ok := b.members[election][l.Owner]; ok {
+		info.Host, info.PID, info.Version = m.Host, m.PID, m.Version
+	}
+	return info, nil
+}
+
+// PutMember implements Backend.
+func (b *MemoryBackend) PutMember(ctx context.Context, election string, m Member) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.members[election] == nil {
+		b.members[election] = make(map[string]Member)
+	}
+	m.LastSeen = time.Now()
+	b.members[election][m.ID] = m
+	return nil
+}
+
+// Members implements Backend.
+func (b *MemoryBackend) Members(ctx context.Context, election string, maxAge time.Duration) ([]Member, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var live []Member
+	for _, m := range b.members[election] {
+		if time.Since(m.LastSeen) <= maxAge {
+			live = append(live, m)
+		}
+	}
+	slices.SortFunc(live, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return live, nil
+}
+
+// DeleteMember implements Backend.
+func (b *MemoryBackend) DeleteMember(ctx context.Context, election, id string) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.members[election], id)
+	return nil
+}

@@ -1,0 +1,168 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// An Option configures an Election.
+type Option func(*config) error
+
+type config struct {
+	ttl               time.Duration
+	renewInterval     time.Duration // 0: ttl/3
+	heartbeatInterval time.Duration // 0: the renew interval
+	pollInterval      time.Duration
+	version           string
+	logger            *slog.Logger
+	onElected         func(Info)
+	onLost            func(cause error)
+	onNewLeader       func(Info)
+}
+
+// Defaults of an Election's options.
+const (
+	// DefaultTTL is the leadership lease: how long a crashed leader keeps
+	// others from taking over.
+	DefaultTTL = dsync.DefaultTTL
+	// DefaultPollInterval is how often Observe and OnNewLeader ask who leads.
+	DefaultPollInterval = 500 * time.Millisecond
+)
+
+func newConfig(opts []Option) (config, error) {
+	c := config{ttl: DefaultTTL, pollInterval: DefaultPollInterval, logger: slog.Default()}
+	for _, opt := range opts {
+		if opt == nil {
+			return config{}, errors.New("leader: nil option")
+		}
+		if err := opt(&c); err != nil {
+			return config{}, err
+		}
+	}
+	if c.renewInterval == 0 {
+		c.renewInterval = c.ttl / 3
+	}
+	if c.heartbeatInterval == 0 {
+		c.heartbeatInterval = c.renewInterval
+	}
+	return c, nil
+}
+
+// memberMaxAge is how long a member counts as live after its last
+// heartbeat: three missed heartbeats.
+func (c *config) memberMaxAge() time.Duration { return 3 * c.heartbeatInterval }
+
+// WithTTL sets the leadership lease length. Default: DefaultTTL (15 s). A
+// crashed leader is replaced after at most about one TTL.
+func WithTTL(ttl time.Duration) Option {
+	return func(c *config) error {
+		if ttl <= 0 {
+			return fmt.Errorf("leader: TTL must be positive, got %v", ttl)
+		}
+		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithRenewInterval sets how often the leader renews its lease. Default: a
+// third of the TTL. It must be shorter than the TTL minus TTL/20.
+func WithRenewInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("leader: renew interval must be positive, got %v", d)
+		}
+		c.renewInterval = d
+		return nil
+	}
+}
+
+// WithHeartbeatInterval sets how often a candidate refreshes its member
+// status document. Default: the renew interval. Members counts a member
+// live for three intervals after its last heartbeat.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("leader: heartbeat interval must be positive, got %v", d)
+		}
+		c.heartbeatInterval = d
+		return nil
+	}
+}
+
+// WithPollInterval sets how often Observe and OnNewLeader ask the backend
+// who leads. Default: DefaultPollInterval (500 ms).
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("leader: poll interval must be positive, got %v", d)
+		}
+		c.pollInterval = d
+		return nil
+	}
+}
+
+// WithVersion sets the application version this candidate reports in its
+// member status and, when it leads, in Info. Default: empty.
+func WithVersion(v string) Option {
+	return func(c *config) error {
+		c.version = v
+		return nil
+	}
+}
+
+// WithLogger sets where background errors are logged (at Warn level):
+// failed renewals, releases and heartbeats. Default: slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("leader: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// OnElected sets a function called with this candidate's Info each time it
+// becomes leader, before Campaign returns. It is a convenience over the
+// context Campaign returns, for code coming from callback-style libraries.
+// It must not block.
+func OnElected(f func(Info)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("leader: nil OnElected callback")
+		}
+		c.onElected = f
+		return nil
+	}
+}
+
+// OnLost sets a function called with the cause each time this candidate's
+// leadership ends (ErrLeadershipLost, ErrResigned, or the parent context's
+// cause), after the leadership context is cancelled. A convenience over
+// that context. It must not block.
+func OnLost(f func(cause error)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("leader: nil OnLost callback")
+		}
+		c.onLost = f
+		return nil
+	}
+}
+
+// OnNewLeader sets a function called, in order, for every new leader seen
+// while this Election campaigns or leads (until Close), this candidate
+// included. A convenience over Observe. It must not block.
+func OnNewLeader(f func(Info)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("leader: nil OnNewLeader callback")
+		}
+		c.onNewLeader = f
+		return nil
+	}
+}
