@@ -21,15 +21,15 @@ type Election struct {
 	mu      *dsync.Mutex
 	self    Member // ID, Host, PID, Version
 
-	state       sync.Mutex
-	campaigning bool
+	state        sync.Mutex
+	campaigning  bool
 	stopCampaign context.CancelCauseFunc // ends a Campaign under way
-	term        *term // the current leadership; nil when not leading
-	closed      bool
-	background  bool          // heartbeat (and new-leader watch) running
-	stop        chan struct{} // closed by Close to stop the background
-	wg          sync.WaitGroup
-	kick        chan struct{} // asks for a heartbeat now
+	term         *term                   // the current leadership; nil when not leading
+	closed       bool
+	background   bool          // heartbeat (and new-leader watch) running
+	stop         chan struct{} // closed by Close to stop the background
+	wg           sync.WaitGroup
+	kick         chan struct{} // asks for a heartbeat now
 }
 
 // term is one leadership of this candidate.
