@@ -1,0 +1,201 @@
+package clockcheck
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// An Interval is a range of possible server times, as wall times in the
+// server's terms. Both ends are inclusive.
+type Interval struct {
+	Earliest, Latest time.Time
+}
+
+// Contains reports whether t lies within the interval.
+func (iv Interval) Contains(t time.Time) bool {
+	return !t.Before(iv.Earliest) && !t.After(iv.Latest)
+}
+
+// An Estimator tells the server's current time within a proven interval,
+// without asking the server each time. It keeps the best sample it has and
+// re-samples in the background (see [WithInterval]) until Closed.
+//
+// The interval is computed from the sample and the local monotonic clock
+// only, never from the local wall clock, so it stays correct however far
+// off the wall clock is or however it jumps. It is
+//
+//	ServerTime + elapsed ± (Uncertainty + maxDrift × (elapsed + ⌈RTT/2⌉))
+//
+// where elapsed is Clock.Monotonic() − Taken: the sample's own uncertainty,
+// widened in both directions by the drift the clocks may have accumulated
+// since the request was sent (see [WithMaxDrift]).
+//
+// An Estimator is safe for concurrent use.
+type Estimator struct {
+	cmd    commander
+	cfg    *config
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	mu  sync.Mutex
+	cur Sample
+}
+
+// NewEstimator measures as [Measure] does, returning its error if any, and
+// then starts re-sampling in a goroutine the Estimator owns, every
+// [WithInterval] (default 1 minute), until [Estimator.Close]. ctx bounds the
+// first measurement only; the background goroutine keeps its values but not
+// its cancellation.
+//
+// A re-sample replaces the sample in use only if it gives a narrower interval
+// now, or if the two intervals do not overlap (see [Estimator.Sample]). A
+// failed re-sample keeps the sample in use, whose interval just keeps
+// widening, and is logged (see [WithLogger]).
+func NewEstimator(ctx context.Context, db *mongo.Database, opts ...Option) (*Estimator, error) {
+	if db == nil {
+		return nil, ErrNilDatabase
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newEstimator(ctx, dbCommander{db}, cfg)
+}
+
+func newEstimator(ctx context.Context, cmd commander, cfg *config) (*Estimator, error) {
+	s, err := measure(ctx, cmd, cfg)
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e := &Estimator{cmd: cmd, cfg: cfg, cancel: cancel, done: make(chan struct{}), cur: s}
+	go e.run(bg)
+	return e, nil
+}
+
+// Now returns the earliest and latest possible server time now. The true
+// server time lies within it as long as the package's assumptions hold (see
+// the package documentation). It keeps working after Close, from the last
+// sample, widening as time passes.
+func (e *Estimator) Now() Interval {
+	s := e.Sample()
+	// Read the clock after the sample, so that it is never earlier than
+	// the sample's Taken.
+	return e.intervalAt(s, e.cfg.clock.Monotonic())
+}
+
+// Until returns how long to wait, on the local monotonic clock (a
+// [time.Timer], say), until Now().Earliest is certainly at or after t: 0 if
+// it already is. It accounts for drift: Earliest advances by only 1−maxDrift
+// per unit of local time.
+//
+// The answer comes from the sample in use. A re-sample during the wait may
+// replace it with a narrower interval whose Earliest is a little earlier, so
+// after waiting, check Now().Earliest again and wait again if needed.
+func (e *Estimator) Until(t time.Time) time.Duration {
+	s := e.Sample()
+	now := e.cfg.clock.Monotonic()
+	earliest := e.intervalAt(s, now).Earliest
+	if !earliest.Before(t) {
+		return 0
+	}
+	// Earliest advances at 1−maxDrift per unit of monotonic time. The
+	// loop corrects for rounding: halfWidth rounds up.
+	var w time.Duration
+	for earliest.Before(t) {
+		step := float64(t.Sub(earliest)) / (1 - e.cfg.maxDrift)
+		if step >= float64(math.MaxInt64-w) {
+			return math.MaxInt64
+		}
+		w += time.Duration(math.Ceil(step))
+		earliest = e.intervalAt(s, now+w).Earliest
+	}
+	return w
+}
+
+// Sample returns the sample in use: the one giving the narrowest interval
+// now, unless a later sample's interval did not even overlap it (the
+// server's clock was stepped, the drift bound was exceeded, or the machine
+// was suspended); then the later sample, which relies on fewer assumptions,
+// replaced it.
+func (e *Estimator) Sample() Sample {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cur
+}
+
+// Close stops the background re-sampling and waits for its goroutine to
+// exit. It is idempotent and always returns nil.
+func (e *Estimator) Close() error {
+	e.once.Do(func() {
+		e.cancel()
+		<-e.done
+	})
+	return nil
+}
+
+func (e *Estimator) run(ctx context.Context) {
+	defer close(e.done)
+	tick := time.NewTicker(e.cfg.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		e.resample(ctx)
+	}
+}
+
+func (e *Estimator) resample(ctx context.Context) {
+	// A re-sample must not run into the next one.
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.interval)
+	defer cancel()
+	s, err := measure(rctx, e.cmd, e.cfg)
+	if ctx.Err() != nil {
+		return // closing
+	}
+	log := e.cfg.logger
+	if err != nil {
+		log.Warn("clockcheck: re-sample failed; keeping the previous sample",
+			slog.Any("err", err), slog.Duration("age", e.cfg.clock.Monotonic()-e.Sample().Taken))
+		return
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.cfg.clock.Monotonic()
+	old, cur := e.intervalAt(e.cur, now), e.intervalAt(s, now)
+	switch {
+	case cur.Latest.Before(old.Earliest) || cur.Earliest.After(old.Latest):
+		log.Warn("clockcheck: server time outside the estimate (server clock stepped, drift above the bound, or machine suspended); using the new sample",
+			slog.Time("earliest", old.Earliest), slog.Time("latest", old.Latest),
+			slog.Time("server", s.ServerTime), slog.Duration("uncertainty", s.Uncertainty))
+		e.cur = s
+	case e.halfWidth(s, now) <= e.halfWidth(e.cur, now):
+		log.Debug("clockcheck: new sample", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty))
+		e.cur = s
+	}
+}
+
+// intervalAt is the interval of possible server times at monotonic time now
+// according to s; see the Estimator's documentation for the formula.
+func (e *Estimator) intervalAt(s Sample, now time.Duration) Interval {
+	mid := s.ServerTime.Add(now - s.Taken)
+	hw := e.halfWidth(s, now)
+	return Interval{Earliest: mid.Add(-hw), Latest: mid.Add(hw)}
+}
+
+// halfWidth is the Uncertainty of s plus the drift since the request was
+// sent (half a round trip before Taken), rounded up.
+func (e *Estimator) halfWidth(s Sample, now time.Duration) time.Duration {
+	since := abs(now-s.Taken) + (s.RTT - s.RTT/2)
+	return s.Uncertainty + time.Duration(math.Ceil(e.cfg.maxDrift*float64(since)))
+}

@@ -1,0 +1,211 @@
+package clockcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// DefaultMaxOffset is the limit a caller of [Check] should pick unless it
+// knows better, and the one MongoElector uses in its time-paranoid mode.
+//
+// A host synchronized by NTP is normally within a few tens of milliseconds of
+// its database; half a second is far outside that, so exceeding it means
+// clock synchronization is broken rather than noisy. It is also well above
+// the uncertainty of a measurement over any usable network path (half the
+// round trip plus 1 ms), so a healthy host does not fail the check by bad
+// luck. Lease expiry does not depend on this limit: an [Estimator] judges it
+// in server time, whatever the offset. The check protects what does read
+// the local clock: timestamps in logs and member status, and user code.
+const DefaultMaxOffset = 500 * time.Millisecond
+
+// resolution is the resolution of the server's localTime (a BSON date,
+// in milliseconds). It is part of every sample's uncertainty.
+const resolution = time.Millisecond
+
+// A Sample is one measurement of the local clock against the server's.
+type Sample struct {
+	// Offset is the server's time minus the local wall time at the sample:
+	// add it to a local wall-clock reading to get server time.
+	Offset time.Duration
+	// Uncertainty bounds the error of Offset and of ServerTime as the
+	// server's time at Taken: |true offset − Offset| <= Uncertainty.
+	// It is RTT/2 (rounded up) plus the server clock's resolution, 1 ms.
+	Uncertainty time.Duration
+	// RTT is the round-trip time of the hello command, on the monotonic clock.
+	RTT time.Duration
+	// ServerTime is the server's localTime reading.
+	ServerTime time.Time
+	// Taken is Clock.Monotonic at the midpoint of the round trip.
+	Taken time.Duration
+	// TakenWall is Clock.Wall at the midpoint of the round trip.
+	TakenWall time.Time
+}
+
+// commander is the one server command clockcheck needs, so tests can inject
+// a fake server.
+type commander interface {
+	// hello returns the server's localTime.
+	hello(ctx context.Context) (time.Time, error)
+}
+
+type dbCommander struct{ db *mongo.Database }
+
+// codeCommandNotFound is the server error code for an unknown command.
+const codeCommandNotFound = 59
+
+func (c dbCommander) hello(ctx context.Context) (time.Time, error) {
+	raw, err := c.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	var se mongo.ServerError
+	if errors.As(err, &se) && se.HasErrorCode(codeCommandNotFound) {
+		// Servers before MongoDB 4.4.2 only know the legacy name.
+		raw, err = c.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Raw()
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return localTime(raw)
+}
+
+// localTime extracts the localTime date from a hello reply.
+func localTime(reply bson.Raw) (time.Time, error) {
+	v, err := reply.LookupErr("localTime")
+	if err != nil {
+		return time.Time{}, ErrNoLocalTime
+	}
+	ms, ok := v.DateTimeOK()
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w (it is a BSON %v)", ErrNoLocalTime, v.Type)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// Measure takes several samples (see [WithSamples]) of the server's time
+// with the hello command and returns the one with the smallest round-trip
+// time. It needs no privileges beyond a connection.
+//
+// Errors: [ErrNilDatabase] at once for a nil db; a failed command (an
+// unreachable server, say) as "clockcheck: hello: ..." wrapping the driver's
+// error and, when ctx has ended, [context.Cause] of ctx; [ErrNoLocalTime] when
+// the reply lacks localTime.
+func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, error) {
+	if db == nil {
+		return Sample{}, ErrNilDatabase
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return Sample{}, err
+	}
+	return measure(ctx, dbCommander{db}, cfg)
+}
+
+// Check measures as [Measure] does and returns an [*OffsetError] when the
+// local wall clock is certainly more than maxOffset away from the server's,
+// that is when |Offset| - Uncertainty > maxOffset. A clock that may be within
+// the limit passes. The sample is returned in either case.
+//
+// Pick [DefaultMaxOffset] unless you know better. A negative maxOffset is an
+// error.
+func Check(ctx context.Context, db *mongo.Database, maxOffset time.Duration, opts ...Option) (Sample, error) {
+	if db == nil {
+		return Sample{}, ErrNilDatabase
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return Sample{}, err
+	}
+	return check(ctx, dbCommander{db}, maxOffset, cfg)
+}
+
+func check(ctx context.Context, cmd commander, maxOffset time.Duration, cfg *config) (Sample, error) {
+	if maxOffset < 0 {
+		return Sample{}, fmt.Errorf("clockcheck: negative maxOffset %v", maxOffset)
+	}
+	s, err := measure(ctx, cmd, cfg)
+	if err != nil {
+		return s, err
+	}
+	if abs(s.Offset)-s.Uncertainty > maxOffset {
+		return s, &OffsetError{Offset: s.Offset, Uncertainty: s.Uncertainty, Limit: maxOffset}
+	}
+	return s, nil
+}
+
+func measure(ctx context.Context, cmd commander, cfg *config) (Sample, error) {
+	var best Sample
+	for i := range cfg.samples {
+		s, err := sample(ctx, cmd, cfg.clock)
+		if err != nil {
+			return Sample{}, err
+		}
+		if i == 0 || s.RTT < best.RTT {
+			best = s
+		}
+	}
+	return best, nil
+}
+
+// sample makes one round trip.
+//
+// The bound. Let m0 and m1 be the monotonic readings before sending and after
+// receiving, RTT = m1 − m0, and mid = m0 + RTT/2. The server read its clock
+// at some instant within the round trip, so within ⌈RTT/2⌉ of mid, whichever
+// leg the delay was on; and it truncated the reading to the millisecond, so
+// its true time then was in [localTime, localTime + 1 ms). Hence the server's
+// time at mid lies in [localTime − ⌈RTT/2⌉, localTime + ⌈RTT/2⌉ + 1 ms):
+// within Uncertainty = ⌈RTT/2⌉ + 1 ms of ServerTime. This takes the server's
+// clock to advance at the rate of the local monotonic clock during the round
+// trip; the Estimator adds the drift over that half round trip too.
+//
+// Wall is read once, after the reply, and moved back to mid by the monotonic
+// clock, so a wall-clock jump during the round trip cannot distort Offset:
+// Offset then describes the wall clock as it is after the jump.
+func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
+	if ctx.Err() != nil {
+		return Sample{}, fmt.Errorf("clockcheck: hello: %w", context.Cause(ctx))
+	}
+	m0 := clk.Monotonic()
+	st, err := cmd.hello(ctx)
+	m1 := clk.Monotonic()
+	w1 := clk.Wall()
+	if err != nil {
+		return Sample{}, helloError(ctx, err)
+	}
+	rtt := m1 - m0
+	if rtt < 0 {
+		return Sample{}, fmt.Errorf("clockcheck: monotonic clock went backwards by %v", -rtt)
+	}
+	taken := m0 + rtt/2
+	takenWall := w1.Add(-(m1 - taken))
+	return Sample{
+		Offset:      st.Sub(takenWall),
+		Uncertainty: (rtt - rtt/2) + resolution,
+		RTT:         rtt,
+		ServerTime:  st,
+		Taken:       taken,
+		TakenWall:   takenWall,
+	}, nil
+}
+
+func helloError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrNoLocalTime) {
+		return err
+	}
+	// The driver's error does not always wrap the context's cause (a
+	// WithCancelCause cause, say); callers deserve to see why.
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("clockcheck: hello: %w: %w", cause, err)
+	}
+	return fmt.Errorf("clockcheck: hello: %w", err)
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

@@ -1,0 +1,126 @@
+package clockcheck
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultSamples is the number of round trips [Measure] makes; see [WithSamples].
+	DefaultSamples = 5
+	// DefaultInterval is how often an [Estimator] re-samples; see [WithInterval].
+	DefaultInterval = time.Minute
+	// DefaultMaxDrift is the assumed bound on the rate difference between
+	// the local monotonic clock and the server's clock; see [WithMaxDrift].
+	DefaultMaxDrift = 500e-6
+)
+
+// An Option configures [Measure], [Check] or [NewEstimator]. Options that do
+// not apply to a function (such as [WithInterval] for [Measure]) are still
+// validated, and otherwise ignored.
+type Option func(*config)
+
+type config struct {
+	clock    Clock
+	samples  int
+	interval time.Duration
+	maxDrift float64
+	logger   *slog.Logger
+	// errs collects invalid option values; reported by newConfig.
+	errs []error
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		clock:    SystemClock(),
+		samples:  DefaultSamples,
+		interval: DefaultInterval,
+		maxDrift: DefaultMaxDrift,
+		logger:   slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs[0]
+	}
+	return c, nil
+}
+
+func (c *config) invalid(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("clockcheck: invalid option: "+format, args...))
+}
+
+// WithClock sets the local clock. The default is [SystemClock]. Tests inject
+// a clock to simulate a wrong or jumping wall clock. A nil clock is an error.
+func WithClock(c Clock) Option {
+	return func(cfg *config) {
+		if c == nil {
+			cfg.invalid("WithClock(nil)")
+			return
+		}
+		cfg.clock = c
+	}
+}
+
+// WithSamples sets how many round trips a measurement makes; the one with the
+// smallest round-trip time, and so the smallest uncertainty, is kept. The
+// default is [DefaultSamples] (5). n must be at least 1.
+func WithSamples(n int) Option {
+	return func(cfg *config) {
+		if n < 1 {
+			cfg.invalid("WithSamples(%d): need at least 1", n)
+			return
+		}
+		cfg.samples = n
+	}
+}
+
+// WithInterval sets how often an [Estimator] re-samples in the background.
+// The default is [DefaultInterval] (1 minute). d must be positive. A
+// re-sample that takes longer than d is abandoned.
+func WithInterval(d time.Duration) Option {
+	return func(cfg *config) {
+		if d <= 0 {
+			cfg.invalid("WithInterval(%v): must be positive", d)
+			return
+		}
+		cfg.interval = d
+	}
+}
+
+// WithMaxDrift sets the assumed bound on how fast the local monotonic clock
+// and the server's clock drift apart: over a local monotonic duration d, the
+// server's clock advances by between d*(1-rate) and d*(1+rate). An
+// [Estimator]'s interval widens by rate times the time since the sample, in
+// both directions.
+//
+// The default is [DefaultMaxDrift] (500e-6, 500 ppm, the bound NTP assumes for
+// an undisciplined clock; disciplined clocks do far better). rate must be in
+// [0, 0.1).
+func WithMaxDrift(rate float64) Option {
+	return func(cfg *config) {
+		if !(rate >= 0 && rate < 0.1) { // also rejects NaN
+			cfg.invalid("WithMaxDrift(%v): must be in [0, 0.1)", rate)
+			return
+		}
+		cfg.maxDrift = rate
+	}
+}
+
+// WithLogger sets where an [Estimator] reports failed re-samples and
+// inconsistent samples. The default discards everything. A nil logger is an
+// error.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) {
+		if l == nil {
+			cfg.invalid("WithLogger(nil)")
+			return
+		}
+		cfg.logger = l
+	}
+}
