@@ -1,0 +1,258 @@
+package mongotest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+// Environment variables of the child-serve mode.
+const (
+	envServe  = "DSYNC_MONGOTEST_SERVE" // data dir; its presence selects child mode
+	envAddr   = "DSYNC_MONGOTEST_ADDR"  // listen address, e.g. 127.0.0.1:0
+	envLogLvl = "DSYNC_MONGOTEST_LOG"   // FerretDB log level (default error)
+)
+
+// childStartTimeout bounds how long we wait for a child's URI line.
+const childStartTimeout = 60 * time.Second
+
+func init() {
+	// Child-serve mode is handled here rather than only in Main/Run so that a
+	// re-executed test binary never runs tests, even if its TestMain forgot to
+	// call Main/Run (that would otherwise fork servers recursively).
+	if os.Getenv(envServe) != "" {
+		os.Exit(serveChild())
+	}
+}
+
+// serveChild runs FerretDB until stdin closes or SIGTERM/SIGINT arrives.
+// It prints the server URI as one line on stdout once listening.
+func serveChild() int {
+	dir := os.Getenv(envServe)
+	addr := os.Getenv(envAddr)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+
+	level := slog.LevelError
+	switch strings.ToLower(os.Getenv(envLogLvl)) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn":
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "mongotest child: %v\n", err)
+		return 2
+	}
+
+	// The parent closes its end of our stdout after reading the URI line:
+	// later writes to fd 1 must fail with EPIPE rather than kill us.
+	signal.Ignore(syscall.SIGPIPE)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		// The parent holds the write end of our stdin; EOF means it is done
+		// with us (or died).
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + strings.TrimSuffix(dir, "/") + "/",
+		Logger:    logger,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mongotest child: ferretdb.New: %v\n", err)
+		return 3
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.Run(ctx)
+	}()
+
+	// MongoDBURI blocks until Run has the listener up.
+	fmt.Fprintln(os.Stdout, f.MongoDBURI())
+	os.Stdout = os.Stderr
+
+	<-ctx.Done()
+	// FerretDB gives connected clients 3 s to disconnect before closing them.
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintln(os.Stderr, "mongotest child: FerretDB did not stop within 10s; exiting anyway")
+	}
+	return 0
+}
+
+// child is a FerretDB child process seen from the parent. While it runs,
+// the parent has NO goroutine attached to it (stderr goes to a file, the
+// process is reaped only by kill/stop), so goleak checks stay clean.
+type child struct {
+	cmd     *exec.Cmd
+	stdin   *os.File // write end of the child's stdin; closing it stops the child
+	logPath string   // child's stderr; "" when it goes to our stderr
+	uri     string
+
+	waitOnce sync.Once
+	waitErr  error
+}
+
+// startChild re-executes the current binary in child-serve mode with data
+// in dir, listening on addr, appending its stderr to logPath (unless
+// DSYNC_MONGOTEST_LOG is set, in which case it goes to our stderr); it waits
+// for the URI line and returns. It does not ping; callers do.
+func startChild(dir, addr, logPath string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("os.Executable: %w", err)
+	}
+
+	var files []*os.File // parent's copies of the child's ends, closed after Start
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, inR)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		inW.Close()
+		return nil, err
+	}
+	files = append(files, outW)
+
+	// -test.run=^$ is belt and braces: init() serves before flags matter.
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envServe+"="+dir, envAddr+"="+addr)
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	cmd.Stderr = os.Stderr
+	if os.Getenv(envLogLvl) == "" {
+		lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			closeAll()
+			inW.Close()
+			outR.Close()
+			return nil, err
+		}
+		files = append(files, lf)
+		cmd.Stderr = lf
+	} else {
+		logPath = ""
+	}
+	setPdeathsig(cmd)
+	c := &child{cmd: cmd, stdin: inW, logPath: logPath}
+
+	err = cmd.Start()
+	closeAll()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start %s: %w", exe, err)
+	}
+
+	// Read the URI line synchronously, with a deadline (pipes are pollable).
+	_ = outR.SetReadDeadline(time.Now().Add(childStartTimeout))
+	line, rerr := bufio.NewReader(outR).ReadString('\n')
+	outR.Close()
+	line = strings.TrimSpace(line)
+	if rerr == nil && strings.HasPrefix(line, "mongodb://") {
+		c.uri = line
+		return c, nil
+	}
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		c.kill()
+		return nil, fmt.Errorf("FerretDB child did not listen within %v; stderr:\n%s", childStartTimeout, c.stderr())
+	}
+	c.kill() // most likely exited already; reap it
+	return nil, fmt.Errorf("FerretDB child exited before listening (%v); stdout %q; stderr:\n%s", c.waitErr, line, c.stderr())
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) wait() error {
+	c.waitOnce.Do(func() { c.waitErr = c.cmd.Wait() })
+	return c.waitErr
+}
+
+// kill sends SIGKILL and waits for the process to be reaped.
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.wait()
+	c.stdin.Close()
+}
+
+// stop asks the child to exit (stdin EOF + SIGTERM) and waits up to timeout
+// before killing it.
+func (c *child) stop(timeout time.Duration) error {
+	c.stdin.Close()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = c.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		if c.waitErr != nil {
+			var ee *exec.ExitError
+			if errors.As(c.waitErr, &ee) && ee.ExitCode() == -1 {
+				return nil // killed by a signal (a test may have sent one)
+			}
+			return fmt.Errorf("FerretDB child: %v; stderr:\n%s", c.waitErr, c.stderr())
+		}
+		return nil
+	case <-time.After(timeout):
+		_ = c.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("FerretDB child did not stop within %v, killed", timeout)
+	}
+}
+
+// stderr returns the tail of the child's stderr log.
+func (c *child) stderr() string {
+	if c.logPath == "" {
+		return "(on the test's stderr: DSYNC_MONGOTEST_LOG is set)"
+	}
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", c.logPath, err)
+	}
+	defer f.Close()
+	const max = 32 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	if len(b) == 0 {
+		return "(empty)"
+	}
+	return string(b)
+}

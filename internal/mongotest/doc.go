@@ -1,0 +1,85 @@
+// Package mongotest hands tests a MongoDB-compatible server, whatever the
+// machine has. It is TEST-ONLY: import it from _test.go files only; library
+// code must never import it (it pulls in FerretDB, SQLite and dockertest).
+//
+// # Resolution order
+//
+// The first call to [Shared] in a test binary resolves one server for the whole
+// binary, logs the choice once on stderr ("mongotest: using ...") and reuses it:
+//
+//  1. MONGODB_URI, if set: a real MongoDB (what users run in production).
+//     It must answer a ping within 10 s or [Shared] fails; there is no
+//     fallback when a URI was given explicitly. Kind "uri".
+//  2. Docker, via github.com/ory/dockertest/v3, only when a Docker engine
+//     answers a ping within 1.5 s: a single-node replica set (mongo:7 by
+//     default, override with DSYNC_MONGOTEST_MONGO_IMAGE) started with
+//     --replSet rs0, initiated with replSetInitiate and reached with
+//     directConnection=true. The container is purged by [Run]/[Main] and
+//     stops itself after an hour anyway (entrypoint wrapped in `timeout
+//     3600`). Set DSYNC_MONGOTEST_DOCKER=0 to skip this step. If the
+//     container cannot be started the harness says why and falls back to
+//     step 3. Kind "docker".
+//  3. Otherwise an embedded FerretDB v1.24.0 (SQLite handler, data in a temp
+//     dir, random loopback port) running in a CHILD PROCESS: the current
+//     test binary re-executed with DSYNC_MONGOTEST_SERVE=<datadir> and
+//     DSYNC_MONGOTEST_ADDR=<host:port>; it prints its URI on stdout when
+//     listening and exits on SIGTERM or when its stdin closes (Pdeathsig
+//     SIGKILL on Linux too). Its stderr goes to a file next to the data and
+//     is quoted when startup fails. The test process holds no goroutine for
+//     it, so goleak checks (even per test) stay clean. Startup takes ~20 ms
+//     (~100 ms under -race). Kind "ferretdb".
+//
+// To force a real server:
+//
+//	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test ./...
+//
+// # Using it
+//
+// Every test package that uses the harness should have
+//
+//	func TestMain(m *testing.M) { mongotest.Main(m) }
+//
+// or, to add a leak check after the shared server is stopped:
+//
+//	func TestMain(m *testing.M) {
+//		code := mongotest.Run(m)
+//		if code == 0 {
+//			if err := goleak.Find(); err != nil { ... code = 1 }
+//		}
+//		os.Exit(code)
+//	}
+//
+// Without it tests still work, but the shared child server only goes away
+// when the test binary exits (stdin EOF / Pdeathsig), and its temp dir
+// (os.TempDir()/dsync-mongotest-*) is left behind.
+//
+// The child-serve mode is entered from this package's init function, so a
+// re-executed test binary never runs tests (and cannot fork further
+// servers), whether or not its TestMain calls [Main]/[Run].
+//
+// [NewDatabase] gives a test a fresh database (unique name, dropped at
+// cleanup) through a new client; [SameDatabase] opens the same database
+// through yet another client, to simulate several processes. [StartProcess]
+// gives fault tests their own FerretDB process that can be killed and
+// restarted on the same data dir and port.
+//
+// # FerretDB notes (v1.24.0, SQLite handler)
+//
+// The Go driver works with default client options; nothing needs setting.
+// FerretDB's hello reports a standalone (no setName) with
+// logicalSessionTimeoutMinutes, so the driver sends lsid but never
+// txnNumber: retryable writes are silently off. writeConcern of any value
+// (w:"majority", even w:5) is accepted and ignored. endSessions (sent by
+// Client.Disconnect) answers CommandNotFound "no such command:
+// 'endSessions'"; the driver ignores it. FerretDB would log each such failed
+// command at WARN, so the child logs at ERROR only; set
+// DSYNC_MONGOTEST_LOG=debug|info|warn to send its log, at that level, to
+// the test's stderr. Transactions fail (insert: unknown field
+// "startTransaction"; abortTransaction: no such command). Unique indexes
+// work and report duplicate keys (mongo.IsDuplicateKeyError), also for a
+// conflicting upsert. A graceful stop waits up to 3 s for connected clients
+// before closing them. See /work/shared/DESIGN.md for other unsupported
+// features (pipeline updates, $$NOW, TTL indexes, change streams).
+// Database names must match [a-zA-Z0-9_-]{1,63}; [DatabaseName] produces
+// such names. [Server.IsFerretDB] lets a test skip what FerretDB lacks.
+package mongotest

@@ -1,0 +1,137 @@
+package mongotest
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Process is an embedded FerretDB in its own child process, for fault
+// tests: it can be killed and restarted on the same data dir and port, so
+// clients keep their URI across restarts.
+//
+// Kill and Stop may be called from any goroutine; StartProcess and Restart
+// call tb.Fatal and so belong to the test goroutine.
+type Process struct {
+	tb   testing.TB
+	dir  string // data dir
+	log  string // children's stderr, appended across restarts
+	addr string // 127.0.0.1:port, fixed after the first start
+	uri  string
+
+	mu sync.Mutex
+	c  *child // nil when not running
+}
+
+// StartProcess starts a FerretDB child process (always FerretDB, whatever
+// [Shared] resolved to) with its own temp data dir on a loopback port picked
+// at start and kept for restarts. It is stopped in tb.Cleanup.
+func StartProcess(tb testing.TB) *Process {
+	tb.Helper()
+	base := tb.TempDir()
+	p := &Process{tb: tb, dir: filepath.Join(base, "data"), log: filepath.Join(base, "stderr.log"), addr: "127.0.0.1:0"}
+	c, err := p.start(10 * time.Second)
+	if err != nil {
+		tb.Fatalf("mongotest: StartProcess: %v", err)
+	}
+	u, err := url.Parse(c.uri)
+	if err != nil {
+		c.kill()
+		tb.Fatalf("mongotest: StartProcess: bad URI %q: %v", c.uri, err)
+	}
+	p.addr = u.Host
+	p.uri = c.uri
+	p.c = c
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// start launches the child and pings it, retrying (e.g. while the port is
+// still held by a dying predecessor) for up to retryFor.
+func (p *Process) start(retryFor time.Duration) (*child, error) {
+	deadline := time.Now().Add(retryFor)
+	for {
+		c, err := startChild(p.dir, p.addr, p.log)
+		if err == nil {
+			if err = pingURI(c.uri, 30*time.Second); err == nil {
+				return c, nil
+			}
+			c.kill()
+			err = fmt.Errorf("FerretDB at %s does not answer: %w; stderr:\n%s", c.uri, err, c.stderr())
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// URI returns the connection string; it does not change across restarts.
+func (p *Process) URI() string { return p.uri }
+
+// Dir returns the data directory.
+func (p *Process) Dir() string { return p.dir }
+
+// Pid returns the current process id, or 0 when not running.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c == nil {
+		return 0
+	}
+	return p.c.pid()
+}
+
+// Running reports whether the process was started and not yet stopped or
+// killed through p (a crash of the child is not noticed until Kill/Stop).
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.c != nil
+}
+
+// Kill sends SIGKILL and waits until the process is gone. No-op if not running.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil {
+		p.c.kill()
+		p.c = nil
+	}
+}
+
+// Stop asks the process to exit (SIGTERM, stdin closed) and waits; it is
+// killed if it does not exit within 15 s. No-op if not running. Expect it to
+// take ~3 s while clients hold connections: FerretDB gives them 3 s to
+// disconnect before closing them.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil {
+		if err := p.c.stop(15 * time.Second); err != nil {
+			p.tb.Logf("mongotest: Process.Stop: %v", err)
+		}
+		p.c = nil
+	}
+}
+
+// Restart starts the process again on the same data dir and port (stopping
+// it first if it is still running) and waits until it accepts connections.
+func (p *Process) Restart() {
+	p.tb.Helper()
+	p.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, err := p.start(15 * time.Second)
+	if err != nil {
+		p.tb.Fatalf("mongotest: Process.Restart on %s: %v", p.addr, err)
+	}
+	if c.uri != p.uri {
+		c.kill()
+		p.tb.Fatalf("mongotest: Process.Restart: URI changed from %s to %s", p.uri, c.uri)
+	}
+	p.c = c
+}
