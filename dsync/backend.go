@@ -46,6 +46,18 @@ type Backend interface {
 	Release(ctx context.Context, lease Lease) error
 }
 
+// Waiter is implemented by backends that can tell a waiter when a held key
+// may have become free sooner than by polling, for example because the
+// holder announced its release. A Mutex waiting on a *HeldError calls
+// WaitFree instead of sleeping for its RetryAfter.
+type Waiter interface {
+	// WaitFree blocks until held.Key may be free: the holder's release was
+	// announced, or held.RetryAfter has passed. Announcements are hints,
+	// never proof of anything: the caller's next Acquire decides. It
+	// returns nil to try again, or context.Cause(ctx) once ctx ends.
+	WaitFree(ctx context.Context, held *HeldError) error
+}
+
 // Lease is one epoch of a key: a hold granted to Owner, fenced by Token.
 type Lease struct {
 	Key   string

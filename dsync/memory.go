@@ -8,8 +8,9 @@ import (
 )
 
 // memoryPollInterval caps how long a waiter sleeps between attempts on the
-// in-memory backend, which has no way to wake it when a lock is released.
-const memoryPollInterval = 10 * time.Millisecond
+// in-memory backend when a release does not wake it: a waiter that started
+// waiting just after the release, or a waiter that does not use WaitFree.
+const memoryPollInterval = 100 * time.Millisecond
 
 // MemoryBackend is a Backend that keeps its state in process memory, for
 // unit tests of code that uses dsync. It follows the same protocol as the
@@ -21,8 +22,9 @@ const memoryPollInterval = 10 * time.Millisecond
 // It coordinates only the goroutines of one process; it is safe for
 // concurrent use. The zero value is not usable; call NewMemoryBackend.
 type MemoryBackend struct {
-	mu   sync.Mutex
-	keys map[string]*memoryEpoch // the newest epoch of each key
+	mu    sync.Mutex
+	keys  map[string]*memoryEpoch  // the newest epoch of each key
+	freed map[string]chan struct{} // closed when the key's epoch is released
 }
 
 type memoryEpoch struct {
@@ -32,11 +34,14 @@ type memoryEpoch struct {
 	released bool
 }
 
-var _ Backend = (*MemoryBackend)(nil)
+var (
+	_ Backend = (*MemoryBackend)(nil)
+	_ Waiter  = (*MemoryBackend)(nil)
+)
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{keys: make(map[string]*memoryEpoch)}
+	return &MemoryBackend{keys: make(map[string]*memoryEpoch), freed: make(map[string]chan struct{})}
 }
 
 // Acquire implements Backend.
@@ -98,8 +103,39 @@ func (b *MemoryBackend) Release(ctx context.Context, lease Lease) error {
 	defer b.mu.Unlock()
 	if cur := b.keys[lease.Key]; cur != nil && cur.token == lease.Token && cur.owner == lease.Owner {
 		cur.released = true
+		if c, ok := b.freed[lease.Key]; ok {
+			close(c)
+			delete(b.freed, lease.Key)
+		}
 	}
 	return nil
+}
+
+// WaitFree implements Waiter: it returns when held.Key is released, or
+// after held.RetryAfter (which covers expiry), or when ctx ends.
+func (b *MemoryBackend) WaitFree(ctx context.Context, held *HeldError) error {
+	b.mu.Lock()
+	c, ok := b.freed[held.Key]
+	if !ok {
+		c = make(chan struct{})
+		b.freed[held.Key] = c
+	}
+	cur := b.keys[held.Key]
+	released := cur == nil || cur.released || cur.token != held.Token
+	b.mu.Unlock()
+	if released {
+		return nil // changed since the attempt that saw it held
+	}
+	t := time.NewTimer(max(held.RetryAfter, time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-c:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // Holder returns the lease that currently holds key, if any: the newest

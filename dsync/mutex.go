@@ -268,7 +268,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 				return false, err
 			}
 			backoff = minBackoff
-			if !sleep(m.cfg.clock, max(held.RetryAfter, minRetryAfter), ctx.Done()) {
+			if !m.waitFree(ctx, held) {
 				return false, m.contextErr(ctx, lastErr)
 			}
 			continue
@@ -286,6 +286,15 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// waitFree waits until the key held by another owner may be free, and
+// reports false if ctx ended first.
+func (m *Mutex) waitFree(ctx context.Context, held *HeldError) bool {
+	if w, ok := m.backend.(Waiter); ok {
+		return w.WaitFree(ctx, held) == nil
+	}
+	return sleep(m.cfg.clock, max(held.RetryAfter, minRetryAfter), ctx.Done())
 }
 
 // contextErr is what LockContext returns when ctx ends: its cause, with the

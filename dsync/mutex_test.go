@@ -480,3 +480,24 @@ func TestLostWhenNotHeldIsClosed(t *testing.T) {
 		t.Fatal("token or deadline of an unheld Mutex")
 	}
 }
+
+func TestReleaseWakesWaiterAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		a := newMutex(t, mem, "k")
+		b := newMutex(t, mem, "k")
+		a.Lock()
+		got := make(chan time.Time)
+		go func() {
+			b.Lock()
+			got <- time.Now()
+		}()
+		time.Sleep(1234 * time.Millisecond)
+		unlocked := time.Now()
+		a.Unlock()
+		if at := <-got; !at.Equal(unlocked) {
+			t.Fatalf("waiter acquired %v after the release; a release should wake it at once", at.Sub(unlocked))
+		}
+		b.Unlock()
+	})
+}
