@@ -62,6 +62,10 @@ func (h *hold) extend(sent time.Time) {
 	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.checkDeadline)
 }
 
+// expireIfDue ends the hold as lost if its deadline has passed, whether or
+// not the deadline timer has run yet.
+func (h *hold) expireIfDue() { h.checkDeadline() }
+
 // checkDeadline runs when a deadline timer fires; a renewal may have moved
 // the deadline since the timer was armed.
 func (h *hold) checkDeadline() {
@@ -92,7 +96,11 @@ func (h *hold) lose(reason error) {
 
 // end marks the hold ended by Unlock and returns why it was lost before,
 // if it was.
+//
+// The deadline is checked here too, not only by its timer: a process that
+// was paused past the deadline may run Unlock before the timer's function.
 func (h *hold) end() error {
+	h.expireIfDue()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.state == holdActive {

@@ -192,11 +192,13 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
 		return closedChan
 	}
-	return m.hold.lost
+	h.expireIfDue() // the timer may not have run yet after a pause
+	return h.lost
 }
 
 // Token returns the fencing token of the current hold, or 0 when m is not

@@ -501,3 +501,44 @@ func TestReleaseWakesWaiterAtOnce(t *testing.T) {
 		b.Unlock()
 	})
 }
+
+// stuckClock is a Clock whose timers never fire and whose time moves only
+// when the test says: a process paused past its deadline and resumed
+// before its timers ran.
+type stuckClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stuckClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stuckClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *stuckClock) AfterFunc(time.Duration, func()) func() bool { return func() bool { return true } }
+
+func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
+	clock := &stuckClock{now: time.Now()}
+	mem := dsync.NewMemoryBackend()
+	m := newMutex(t, mem, "k", dsync.WithTTL(time.Minute), dsync.WithClock(clock))
+	m.Lock()
+	clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Lost open after the deadline passed")
+	}
+	if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+		t.Fatalf("UnlockContext after the deadline = %v, want ErrLost", err)
+	}
+	if _, ok := mem.Holder("k"); !ok {
+		t.Fatal("a lost lease was released instead of left to expire")
+	}
+}
