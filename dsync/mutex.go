@@ -169,17 +169,18 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	}
 	defer func() { <-m.sem }()
 
-	lostErr := h.end()
-	// No renewal of this lease is in flight once remove returns, so the
-	// release below is the only write to its epoch (DESIGN.md rule 9).
-	h.keeper.remove(h, true)
-	if lostErr != nil {
+	if lostErr := h.end(); lostErr != nil {
 		// A lost lease is left to run out instead of being released: the
 		// time between the local deadline and the backend's expiry is
 		// the margin that lets a holder which was told late stop before
-		// anyone else starts.
+		// anyone else starts. Nothing is written, so there is no renewal
+		// in flight to wait for.
+		h.keeper.remove(h, false)
 		return lostErr
 	}
+	// No renewal of this lease is in flight once remove returns, so the
+	// release below is the only write to its epoch (DESIGN.md rule 9).
+	h.keeper.remove(h, true)
 	if err := m.backend.Release(ctx, h.lease); err != nil {
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
 	}
