@@ -100,6 +100,17 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 
 func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	e.state.Lock()
+	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
+		// The previous term is over and is giving its lock up: wait for
+		// that rather than report this candidate as still leading.
+		e.state.Unlock()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		e.state.Lock()
+	}
 	switch {
 	case e.closed:
 		e.state.Unlock()
@@ -111,8 +122,14 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	e.campaigning = true
 	cctx, stop := context.WithCancelCause(ctx)
 	e.stopCampaign = stop
+	first := !e.background
 	e.startBackground()
 	e.state.Unlock()
+	if first {
+		// Report this member before it can lead, so that whoever sees it
+		// lead can also read its status (version).
+		e.putMember(cctx)
+	}
 
 	err := e.mu.LockContext(cctx)
 	stop(nil)
@@ -372,18 +389,22 @@ func (e *Election) heartbeatNow() {
 func (e *Election) heartbeat() {
 	defer e.wg.Done()
 	for {
-		m := e.self
-		m.Leader = e.IsLeader()
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
-		if err := e.backend.PutMember(ctx, e.name, m); err != nil {
-			e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
-		}
-		cancel()
 		select {
 		case <-e.stop:
 			return
 		case <-e.kick:
 		case <-time.After(e.cfg.heartbeatInterval):
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
+		e.putMember(ctx)
+		cancel()
+	}
+}
+
+func (e *Election) putMember(ctx context.Context) {
+	m := e.self
+	m.Leader = e.IsLeader()
+	if err := e.backend.PutMember(ctx, e.name, m); err != nil {
+		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
 	}
 }
