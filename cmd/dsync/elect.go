@@ -1,0 +1,167 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+const electUsage = `Usage: dsync elect NAME [flags] -- CMD [ARG...]
+
+Campaigns for the leadership of election NAME and runs CMD while this
+process leads: run it on every machine, and CMD runs on one of them at a
+time while the others stand by. For commands meant to run until stopped
+that must not run twice: a scheduler of cron-like jobs, a queue consumer.
+
+If leadership is lost (the server could not confirm it within --ttl), CMD
+gets SIGTERM, and SIGKILL after --grace; once it has exited, dsync
+campaigns again and runs CMD anew when elected.
+
+When CMD exits by itself, dsync resigns at once and exits with CMD's
+status; a standby then takes over and runs CMD, as after a crash. (So a
+one-shot job would run once per candidate: to run one on at most one
+machine at a time, use 'dsync lock --try'.)
+
+Stdin, stdout and stderr pass through; signals dsync receives are passed
+on to CMD, or end the campaign. CMD gets DSYNC_ELECTION=NAME and
+DSYNC_TOKEN, the fencing token of this term. 'dsync status' shows the
+candidates.
+
+Flags:
+  --ttl D       lease length: a crashed leader is replaced within about D (default 15s)
+  --grace D     time between SIGTERM and SIGKILL after a loss (default 5s)
+  --version V   version string this candidate reports in 'dsync status'
+  (and the global flags; see 'dsync -h')
+
+Exit status: CMD's, or 128+N when signal N ended it or ended the campaign.
+125: dsync failed (no server). 126, 127: CMD could not be run, was not
+found. 2: usage error.
+`
+
+var electCmd = &command{
+	name:    "elect",
+	summary: "run a command only while this process leads an election",
+	usage:   electUsage,
+	run:     runElect,
+}
+
+// exited is how the leader function tells Run that the command exited by
+// itself.
+type exited struct{ status int }
+
+func (e *exited) Error() string { return "command exited with status " + strconv.Itoa(e.status) }
+
+func runElect(g *globals, args []string) int {
+	fs := newFlagSet("elect", g)
+	var ttl, grace time.Duration
+	var version string
+	fs.DurationVar(&ttl, "ttl", leader.DefaultTTL, "")
+	fs.DurationVar(&grace, "grace", defaultGrace, "")
+	fs.StringVar(&version, "version", "", "")
+	pos, argv, code, err := parseArgs(fs, electUsage, args, true)
+	if err != nil {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return usageError("elect", errors.New("missing election NAME"))
+	case len(pos) > 1:
+		return usageError("elect", fmt.Errorf("unexpected argument %q before --", pos[1]))
+	case len(argv) == 0:
+		return usageError("elect", errors.New("missing the command to run: dsync elect NAME -- CMD [ARG...]"))
+	case grace <= 0:
+		return usageError("elect", fmt.Errorf("--grace must be positive, got %v", grace))
+	}
+	name := pos[0]
+	if err := checkName(name); err != nil {
+		return usageError("elect", err)
+	}
+	r := &reporter{w: os.Stderr, verbose: g.verbose}
+	var term leader.Info // set by OnElected, on the goroutine that calls Run
+	opts := []leader.Option{
+		leader.WithTTL(ttl), leader.WithVersion(version), leader.WithLogger(r.logger()),
+		leader.OnElected(func(info leader.Info) { term = info }),
+	}
+	if _, err := leader.NewElection(leader.NewMemoryBackend(), name, opts...); err != nil {
+		return usageError("elect", err) // a bad --ttl, found before connecting
+	}
+	path, code, err := lookCommand(argv[0])
+	if err != nil {
+		return fail("elect", code, err)
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sup := supervise(cancel)
+	defer sup.stop()
+
+	client, db, err := g.connect(ctx)
+	if err != nil {
+		return failOrSignal(ctx, "elect", err)
+	}
+	defer disconnect(client)
+	backend, err := g.leaderBackend(db)
+	if err != nil {
+		return fail("elect", exitDsync, err)
+	}
+	defer backend.Close()
+	e, err := leader.NewElection(backend, name, opts...)
+	if err != nil {
+		return fail("elect", exitDsync, err)
+	}
+	defer e.Close()
+	r.info("campaigning for %q as %s", name, e.ID())
+
+	err = e.Run(ctx, func(lctx context.Context) error {
+		r.info("leading %q (term %d); running %s", name, term.Token, argv[0])
+		env := []string{"DSYNC_ELECTION=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(term.Token, 10)}
+		j, err := sup.start(lctx, path, argv, env)
+		if err != nil {
+			if lctx.Err() != nil {
+				return nil // lost, or a signal arrived: Run knows which
+			}
+			return err
+		}
+		defer sup.finished()
+		select {
+		case <-j.done:
+			return &exited{j.status}
+		case <-lctx.Done():
+		}
+		if ctx.Err() != nil {
+			// Signals go to the running command rather than to ctx, so
+			// this is only a safety net: stop the command as for a loss.
+			j.stop(grace)
+			return nil
+		}
+		r.say("leadership of %q lost (term %d): the server did not confirm it in time; stopping the command (SIGTERM, SIGKILL after %v)",
+			name, term.Token, grace)
+		if j.stop(grace) {
+			r.say("command killed: it did not exit within %v of SIGTERM", grace)
+		}
+		r.say("command stopped (status %d); campaigning again for %q", j.status, name)
+		return nil
+	})
+	var done *exited
+	switch {
+	case errors.As(err, &done):
+		r.info("command exited with status %d; resigned from %q", done.status, name)
+		return done.status
+	case ctx.Err() != nil:
+		return signalStatus(ctx)
+	case err != nil:
+		var perr *os.PathError
+		if errors.As(err, &perr) {
+			return fail("elect", exitNoExec, err)
+		}
+		return fail("elect", exitDsync, err)
+	}
+	return exitOK
+}

@@ -1,0 +1,112 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// Two candidates: one runs the command while the other stands by; when
+// the command exits, its dsync resigns and exits with its status, and the
+// standby runs it.
+func TestElectRunsTheCommandOnOneCandidateAtATime(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	script := `mkdir "$1/held" || echo overlap >>"$1/overlaps"
+echo "$DSYNC_ELECTION $DSYNC_TOKEN" >>"$1/runs"
+sleep 0.5
+rmdir "$1/held"
+exit 5`
+	var wg sync.WaitGroup
+	runs := make([]outcome, 2)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i] = runDsync(t, e, "", slow(60*time.Second), "--db", db, "elect", "singleton", "--", "sh", "-c", script, "sh", dir)
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if r.code != 5 {
+			t.Errorf("dsync elect %d: exit %d, want 5, the command's\nstderr: %s", i, r.code, r.stderr)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
+		t.Errorf("commands ran at the same time:\n%s", b)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(string(b)); len(got) != 2 || got[0] == got[1] || !strings.HasPrefix(got[0], "singleton ") {
+		t.Errorf("runs: %q; want two, each with the election and its own term", got)
+	}
+}
+
+// When leadership is lost, the command is stopped; when the server is
+// back, dsync is elected again and runs it anew. A signal to dsync goes to
+// the command, and ends dsync with the command's status.
+func TestElectStopsTheCommandOnLossAndCampaignsAgain(t *testing.T) {
+	t.Parallel()
+	srv := mongotest.StartProcess(t)
+	e := env(srv.URI())
+	dir := t.TempDir()
+	script := `echo "run $DSYNC_TOKEN" >>"$1/log"
+trap 'echo term >>"$1/log"; exit 0' TERM
+while :; do sleep 0.1; done`
+	ctx, cancel := context.WithTimeout(context.Background(), slow(90*time.Second))
+	defer cancel()
+	cmd := dsyncCmd(ctx, e, "elect", "--ttl", "2s", "--grace", "5s", "svc", "--", "sh", "-c", script, "sh", dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logged := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(slow(30 * time.Second))
+		for {
+			b, _ := os.ReadFile(filepath.Join(dir, "log"))
+			if len(readLines(string(b))) >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("log has %q; want %d lines\nstderr: %s", b, n, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	logged(1) // run
+	srv.Kill()
+	logged(2) // term
+	srv.Restart()
+	logged(3) // run again
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	logged(4) // term
+	b, _ := os.ReadFile(filepath.Join(dir, "log"))
+	lines := readLines(string(b))
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "run ") || lines[1] != "term" || !strings.HasPrefix(lines[2], "run ") || lines[3] != "term" || lines[0] == lines[2] {
+		t.Errorf("log:\n%s\nwant run, term, run (a new term), term", b)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("dsync elect exited %d after SIGTERM; want 0, the command's status\nstderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "lost") {
+		t.Errorf("stderr does not say leadership was lost:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,220 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+)
+
+// Defaults of the global flags.
+const (
+	defaultDB         = "dsync"
+	defaultCollection = dsyncmongo.DefaultCollection
+	defaultMembers    = leadermongo.DefaultMembersCollection
+	defaultTimeout    = 10 * time.Second
+)
+
+// globals are the flags every command accepts, before or after its name.
+type globals struct {
+	uri        string
+	db         string
+	collection string
+	members    string
+	timeout    time.Duration
+	verbose    bool
+
+	defaulted bool // the defaults above are set
+}
+
+// newFlagSet returns a flag set for cmd with the global flags registered.
+// Registering them again in a command's set keeps the values parsed
+// before the command name: they become that set's defaults.
+func newFlagSet(cmd string, g *globals) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed as one line by the caller
+	fs.Usage = func() {}
+	if !g.defaulted {
+		g.db, g.collection, g.members, g.timeout = defaultDB, defaultCollection, defaultMembers, defaultTimeout
+		g.defaulted = true
+	}
+	fs.StringVar(&g.uri, "uri", g.uri, "MongoDB connection string (default $MONGODB_URI)")
+	fs.StringVar(&g.db, "db", g.db, "database")
+	fs.StringVar(&g.collection, "collection", g.collection, "lock collection")
+	fs.StringVar(&g.members, "members", g.members, "election member collection")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
+	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
+	return fs
+}
+
+// parseArgs parses the flags of a command, which may come before, between
+// and after its positional arguments, up to "--". It returns the
+// positional arguments and, when the command takes one (withCmd), the
+// command line after "--", or, without "--", everything after the first
+// positional argument. A usage message has already been printed when err
+// is not nil; code is the exit status then.
+func parseArgs(fs *flag.FlagSet, usage string, args []string, withCmd bool) (pos, cmdline []string, code int, err error) {
+	head := args
+	if withCmd {
+		for i, a := range args {
+			if a == "--" {
+				head, cmdline = args[:i], args[i+1:] // not nil, even if empty
+				break
+			}
+		}
+	}
+	for {
+		if err := fs.Parse(head); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(os.Stdout, usage)
+				return nil, nil, exitOK, err
+			}
+			return nil, nil, usageError(fs.Name(), err), err
+		}
+		head = fs.Args()
+		if len(head) == 0 {
+			break
+		}
+		pos = append(pos, head[0])
+		head = head[1:]
+		if withCmd && cmdline == nil {
+			// No "--": the command starts after the name, verbatim.
+			cmdline = head
+			break
+		}
+	}
+	return pos, cmdline, 0, nil
+}
+
+// checkName validates a lock or election name before any I/O; dsyncmongo
+// would refuse it on every attempt.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty name")
+	case len(name) > dsyncmongo.MaxKeyLen-len("leader/"):
+		return fmt.Errorf("name longer than %d bytes", dsyncmongo.MaxKeyLen-len("leader/"))
+	case !utf8.ValidString(name):
+		return errors.New("name is not valid UTF-8")
+	}
+	return nil
+}
+
+// errNoServer says how to get a server: one line, since it is printed as
+// an error.
+var errNoServer = errors.New("no server: set MONGODB_URI or --uri; for a local one, run 'dsync server' " +
+	"and export MONGODB_URI=mongodb://127.0.0.1:27017/")
+
+// resolveURI returns --uri, else $MONGODB_URI.
+func (g *globals) resolveURI() (string, error) {
+	if g.uri != "" {
+		return g.uri, nil
+	}
+	if uri := os.Getenv("MONGODB_URI"); uri != "" {
+		return uri, nil
+	}
+	return "", errNoServer
+}
+
+// connect connects to the server and pings it within g.timeout, so that a
+// wrong URI or a server that is down is one clear error before anything
+// else happens.
+func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, error) {
+	uri, err := g.resolveURI()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case g.timeout <= 0:
+		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
+	case g.db == "":
+		return nil, nil, errors.New("--db must not be empty")
+	}
+	// The driver's server selection error lists the whole topology; the
+	// last heartbeat failure says what went wrong in a few words.
+	var mu sync.Mutex
+	var lastFailure error
+	monitor := &event.ServerMonitor{ServerHeartbeatFailed: func(e *event.ServerHeartbeatFailedEvent) {
+		mu.Lock()
+		lastFailure = e.Failure
+		mu.Unlock()
+	}}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).
+		SetAppName("dsync").
+		SetServerSelectionTimeout(g.timeout).
+		SetServerMonitor(monitor))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--uri %s: %w", redact(uri), err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	if err := client.Ping(pctx, nil); err != nil {
+		disconnect(client)
+		mu.Lock()
+		why := lastFailure
+		mu.Unlock()
+		if why == nil || ctx.Err() != nil {
+			why = err
+		}
+		return nil, nil, fmt.Errorf("cannot reach %s within %v: %w", redact(uri), g.timeout, why)
+	}
+	return client, client.Database(g.db), nil
+}
+
+// disconnect closes the client's connections. Ending its sessions on the
+// server is best effort, and must not hold up an exit when the server has
+// gone away.
+func disconnect(c *mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Disconnect(ctx)
+}
+
+// redact hides the password of a connection string.
+func redact(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return uri
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return uri
+	}
+	return scheme + "://" + user + ":***" + rest[at:]
+}
+
+// lockOptions are the dsyncmongo options the global flags select.
+func (g *globals) lockOptions() []dsyncmongo.Option {
+	return []dsyncmongo.Option{dsyncmongo.WithCollection(g.collection)}
+}
+
+// leaderBackend returns an election backend on db with the global flags'
+// collections.
+func (g *globals) leaderBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*leadermongo.Backend, error) {
+	return leadermongo.New(db,
+		leadermongo.WithMembersCollection(g.members),
+		leadermongo.WithLockOptions(append(g.lockOptions(), extra...)...))
+}

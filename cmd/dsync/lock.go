@@ -1,0 +1,250 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+)
+
+// defaultGrace is how long a command has between SIGTERM and SIGKILL.
+const defaultGrace = 5 * time.Second
+
+const lockUsage = `Usage: dsync lock NAME [flags] -- CMD [ARG...]
+
+Runs CMD while this process holds the lock NAME, waiting for it first.
+Two dsync lock with the same NAME, on any machines sharing the database,
+never run their commands at the same time. Stdin, stdout and stderr pass
+through; signals dsync receives are passed on. CMD gets the environment
+variables DSYNC_LOCK=NAME and DSYNC_TOKEN, the fencing token of the hold:
+it increases from hold to hold, so a resource can reject a stale holder.
+
+If the hold is lost (the server could not confirm it within --ttl), CMD
+gets SIGTERM, and SIGKILL after --grace; from then on another process may
+take the lock. Without a terminal, CMD runs in a process group of its own
+and these signals go to the whole group.
+
+Flags:
+  --ttl D      lease length: a crashed holder blocks others this long (default 15s)
+  --grace D    time between SIGTERM and SIGKILL after a loss (default 5s)
+  --wait D     give up when the lock is not acquired within D (default: wait on)
+  --try        give up at once when the lock is held
+  (and the global flags; see 'dsync -h')
+
+Exit status: CMD's, or 128+N when signal N ended it. 124: the lock was not
+acquired (--try, --wait). 125: dsync failed: no server, or the hold was lost
+and CMD then exited 0. 126, 127: CMD could not be run, was not found.
+2: usage error.
+`
+
+var lockCmd = &command{
+	name:    "lock",
+	summary: "run a command while holding a lock",
+	usage:   lockUsage,
+	run:     runLock,
+}
+
+type lockFlags struct {
+	ttl, grace, wait time.Duration
+	try              bool
+}
+
+func runLock(g *globals, args []string) int {
+	fs := newFlagSet("lock", g)
+	var f lockFlags
+	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
+	fs.DurationVar(&f.wait, "wait", 0, "")
+	fs.BoolVar(&f.try, "try", false, "")
+	pos, argv, code, err := parseArgs(fs, lockUsage, args, true)
+	if err != nil {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return usageError("lock", errors.New("missing lock NAME"))
+	case len(pos) > 1:
+		return usageError("lock", fmt.Errorf("unexpected argument %q before --", pos[1]))
+	case len(argv) == 0:
+		return usageError("lock", errors.New("missing the command to run: dsync lock NAME -- CMD [ARG...]"))
+	case f.grace <= 0:
+		return usageError("lock", fmt.Errorf("--grace must be positive, got %v", f.grace))
+	case f.wait < 0:
+		return usageError("lock", fmt.Errorf("--wait must not be negative, got %v", f.wait))
+	}
+	name := pos[0]
+	if err := checkName(name); err != nil {
+		return usageError("lock", err)
+	}
+	r := &reporter{w: os.Stderr, verbose: g.verbose}
+	// A bad --ttl is a usage error, found before connecting.
+	if _, err := dsync.NewMutex(dsync.NewMemoryBackend(), name, dsync.WithTTL(f.ttl)); err != nil {
+		return usageError("lock", err)
+	}
+	path, code, err := lookCommand(argv[0])
+	if err != nil {
+		return fail("lock", code, err)
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sup := supervise(cancel)
+	defer sup.stop()
+
+	client, db, err := g.connect(ctx)
+	if err != nil {
+		return failOrSignal(ctx, "lock", err)
+	}
+	polite := true // whether to end the client's sessions on the server at exit
+	defer func() {
+		if polite {
+			disconnect(client)
+		}
+	}()
+	backend, err := dsyncmongo.New(db, g.lockOptions()...)
+	if err != nil {
+		return fail("lock", exitDsync, err)
+	}
+	defer backend.Close()
+	mu, err := dsync.NewMutex(backend, name,
+		dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+	if err != nil {
+		return fail("lock", exitDsync, err)
+	}
+
+	if code, ok := acquire(ctx, r, mu, backend, name, f); !ok {
+		return code
+	}
+	r.info("holding lock %q (token %d); running %s", name, mu.Token(), argv[0])
+
+	env := []string{"DSYNC_LOCK=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(mu.Token(), 10)}
+	select {
+	case <-mu.Lost():
+		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
+		return exitDsync
+	default:
+	}
+	j, err := sup.start(ctx, path, argv, env)
+	if err != nil {
+		unlock(r, mu, f.ttl)
+		var sig errSignal
+		if errors.As(err, &sig) {
+			return sig.status()
+		}
+		return fail("lock", exitNoExec, err)
+	}
+	select {
+	case <-j.done:
+		sup.finished()
+		unlock(r, mu, f.ttl)
+		return j.status
+	case <-mu.Lost():
+	}
+	r.mute()
+	r.say("lock %q (token %d) lost: the server did not confirm it in time; stopping the command (SIGTERM, SIGKILL after %v)",
+		name, mu.Token(), f.grace)
+	if j.stop(f.grace) {
+		r.say("command killed: it did not exit within %v of SIGTERM", f.grace)
+	}
+	sup.finished()
+	// No Unlock: a lost lease is left to expire, and Unlock would only
+	// wait for a renewal still in flight to time out. Nor a Disconnect,
+	// which would wait for a server that is probably gone.
+	polite = false
+	if j.status == 0 {
+		return exitDsync // a lost lock must not look like success
+	}
+	return j.status
+}
+
+// acquire takes the lock as the flags say. When it does not, it returns
+// the exit status.
+func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
+	if f.try || r.verbose {
+		if mu.TryLock() {
+			return 0, true
+		}
+		if ctx.Err() != nil {
+			return signalStatus(ctx), false
+		}
+		holder := describeHolder(ctx, b, name)
+		if f.try {
+			r.say("lock %q not acquired: %s", name, holder)
+			return exitNotLocked, false
+		}
+		r.info("lock %q %s; waiting", name, holder)
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if f.wait > 0 {
+		wctx, cancel = context.WithTimeoutCause(ctx, f.wait, errWaited)
+	}
+	defer cancel()
+	err := mu.LockContext(wctx)
+	switch {
+	case err == nil:
+		return 0, true
+	case ctx.Err() != nil:
+		return signalStatus(ctx), false
+	case errors.Is(err, errWaited):
+		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name))
+		return exitNotLocked, false
+	default:
+		return fail("lock", exitDsync, err), false
+	}
+}
+
+var errWaited = errors.New("waited long enough")
+
+// describeHolder says who holds name, for a message: "held by HOST (pid
+// N, token T)".
+func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := b.Current(ctx, name)
+	switch {
+	case err != nil:
+		return "its holder cannot be read: " + oneLine(err)
+	case !info.Live:
+		return "it is free now"
+	}
+	return fmt.Sprintf("held by %s (pid %d, token %d)", info.Host, info.PID, info.Token)
+}
+
+// unlock releases the hold, bounded by the TTL; a lost hold needs no
+// release, and a failed one just expires.
+func unlock(r *reporter, mu *dsync.Mutex, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+	defer cancel()
+	if err := mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
+		r.say("releasing lock %q failed; it expires within %v: %v", mu.Key(), ttl, oneLine(err))
+	}
+}
+
+// signalStatus is the exit status after ctx was cancelled by a signal.
+func signalStatus(ctx context.Context) int {
+	var sig errSignal
+	if errors.As(context.Cause(ctx), &sig) {
+		return sig.status()
+	}
+	return 128 + int(syscall.SIGTERM)
+}
+
+// failOrSignal reports err, unless a signal ended the wait.
+func failOrSignal(ctx context.Context, cmd string, err error) int {
+	if ctx.Err() != nil {
+		return signalStatus(ctx)
+	}
+	code := exitDsync
+	if errors.Is(err, errNoServer) {
+		code = exitUsage
+	}
+	return fail(cmd, code, err)
+}

@@ -1,0 +1,315 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+func TestLockPassesExitStatusThrough(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	for _, tc := range []struct {
+		name  string
+		cmd   []string
+		stdin string
+		code  int
+		out   string
+	}{
+		{"exit code", []string{"sh", "-c", "exit 7"}, "", 7, ""},
+		{"success", []string{"true"}, "", 0, ""},
+		{"killed by a signal is 128+N", []string{"sh", "-c", "kill -TERM $$"}, "", 128 + 15, ""},
+		{"stdin and stdout pass through", []string{"cat"}, "hello\n", 0, "hello\n"},
+		{"the token is in the environment", []string{"sh", "-c", `echo "$DSYNC_LOCK $DSYNC_TOKEN"`}, "", 0, "status-x "},
+		{"not found", []string{"no-such-command-dsync-test"}, "", 127, ""},
+		{"not executable", []string{"/dev/null"}, "", 126, ""},
+	} {
+		r := runDsync(t, e, tc.stdin, slow(30*time.Second), append([]string{"--db", db, "lock", "status-x", "--"}, tc.cmd...)...)
+		if r.code != tc.code || !strings.HasPrefix(r.stdout, tc.out) {
+			t.Errorf("%s: dsync lock status-x -- %s: exit %d, stdout %q; want exit %d, stdout %q...\nstderr: %s",
+				tc.name, strings.Join(tc.cmd, " "), r.code, r.stdout, tc.code, tc.out, r.stderr)
+		}
+	}
+}
+
+func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	// The command of the outer lock is an inner dsync on the same lock.
+	for _, inner := range [][]string{{"--try"}, {"--wait", "300ms"}} {
+		args := append([]string{"--db", db, "lock", "held", "--", dsyncBin, "--db", db, "lock", "held"}, inner...)
+		r := runDsync(t, e, "", slow(30*time.Second), append(args, "--", "echo", "ran")...)
+		if r.code != exitNotLocked || strings.Contains(r.stdout, "ran") {
+			t.Errorf("dsync lock %s on a held lock: exit %d, stdout %q; want %d and the command not run\nstderr: %s",
+				strings.Join(inner, " "), r.code, r.stdout, exitNotLocked, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "held by") {
+			t.Errorf("dsync lock %s: stderr %q does not say who holds the lock", strings.Join(inner, " "), r.stderr)
+		}
+	}
+}
+
+// Several dsync lock on one name, started at once: each command checks
+// that no other one runs by creating a directory (atomic, like O_EXCL).
+func TestLockNeverRunsTwoCommandsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	script := `mkdir "$1/held" || echo "overlap at token $DSYNC_TOKEN" >>"$1/overlaps"
+echo "$DSYNC_TOKEN" >>"$1/runs"
+sleep 0.2
+rmdir "$1/held"`
+	const n = 5
+	var wg sync.WaitGroup
+	runs := make([]outcome, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i] = runDsync(t, e, "", slow(60*time.Second), "--db", db, "lock", "exclusive", "--", "sh", "-c", script, "sh", dir)
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if r.code != 0 {
+			t.Errorf("dsync lock %d: exit %d\nstderr: %s", i, r.code, r.stderr)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
+		t.Errorf("commands ran at the same time:\n%s", b)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := strings.Fields(string(b))
+	if len(tokens) != n {
+		t.Fatalf("%d commands ran, want %d", len(tokens), n)
+	}
+	for i := 1; i < n; i++ {
+		a, _ := strconv.Atoi(tokens[i-1])
+		b, _ := strconv.Atoi(tokens[i])
+		if b <= a {
+			t.Errorf("tokens in the order the commands ran: %v; want increasing", tokens)
+		}
+	}
+}
+
+// When the server goes away, the hold ends at its local deadline: the
+// command gets SIGTERM then (and SIGKILL after --grace if it ignores it),
+// and dsync exits with its status.
+func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
+	t.Parallel()
+	srv := mongotest.StartProcess(t)
+	e := env(srv.URI())
+	dir := t.TempDir()
+	const ttl = 2 * time.Second
+	traps := `trap 'date +%s.%N >"$1/term"; exit 3' TERM
+touch "$1/started"
+while :; do sleep 0.1; done`
+	ignores := `trap '' TERM
+touch "$1/started"
+while :; do sleep 0.1; done`
+
+	type result struct {
+		r   outcome
+		err error
+	}
+	start := func(name, script, grace string) (string, <-chan result) {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+			defer cancel()
+			cmd := dsyncCmd(ctx, e, "lock", "--ttl", ttl.String(), "--grace", grace, name, "--", "sh", "-c", script, "sh", d)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if _, ok := err.(interface{ ExitCode() int }); ok {
+				err = nil
+			}
+			ch <- result{outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}, err}
+		}()
+		return d, ch
+	}
+	trapDir, trapDone := start("traps", traps, "10s")
+	_, ignoreDone := start("ignores", ignores, "500ms")
+	waitFile(t, filepath.Join(trapDir, "started"), slow(30*time.Second))
+	waitFile(t, filepath.Join(dir, "ignores", "started"), slow(30*time.Second))
+
+	killed := time.Now()
+	srv.Kill()
+
+	for _, c := range []struct {
+		name  string
+		done  <-chan result
+		code  int
+		grace time.Duration
+	}{
+		{"a command that exits on SIGTERM", trapDone, 3, 0},
+		{"a command that ignores SIGTERM", ignoreDone, 128 + int(syscall.SIGKILL), 500 * time.Millisecond},
+	} {
+		res := <-c.done
+		if res.err != nil {
+			t.Fatalf("%s: %v", c.name, res.err)
+		}
+		took := time.Since(killed)
+		if res.r.code != c.code {
+			t.Errorf("%s: dsync exited %d, want %d\nstderr: %s", c.name, res.r.code, c.code, res.r.stderr)
+		}
+		if !strings.Contains(res.r.stderr, "lost") || strings.Count(strings.TrimSpace(res.r.stderr), "\n") > 3 {
+			t.Errorf("%s: stderr should say in a few lines that the lock was lost:\n%s", c.name, res.r.stderr)
+		}
+		if limit := ttl + c.grace + slow(3*time.Second); took > limit {
+			t.Errorf("%s: dsync exited %v after the server was killed; want it within %v", c.name, took, limit)
+		}
+		t.Logf("%s: dsync exited %v after the server was killed", c.name, took.Round(time.Millisecond))
+	}
+
+	b, err := os.ReadFile(filepath.Join(trapDir, "term"))
+	if err != nil {
+		t.Fatal("the command got no SIGTERM:", err)
+	}
+	sec, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Unix(0, int64(sec*1e9)).Sub(killed)
+	// The deadline is the last confirmed renewal (a third of the TTL
+	// apart, unless the machine is slow) plus the TTL minus TTL/20:
+	// between 0.62 and 0.95 TTL after the kill, give or take scheduling.
+	// Not at the first failed renewal, nor long after the deadline.
+	if lo, hi := ttl/4, ttl+slow(time.Second); after < lo || after > hi {
+		t.Errorf("SIGTERM %v after the server died; want it at the hold's local deadline, %v to %v", after, lo, hi)
+	}
+	t.Logf("SIGTERM %v after the server died (ttl %v)", after.Round(time.Millisecond), ttl)
+}
+
+func TestLockPassesSignalsOn(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
+	defer cancel()
+	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "sig", "--", "sh", "-c",
+		`trap 'exit 9' HUP; touch "$1/started"; while :; do sleep 0.1; done`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "started"), slow(20*time.Second))
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 9 {
+		t.Errorf("after SIGHUP to dsync, exit %d; want 9, the command's status after its HUP trap", code)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	noServer := env("")
+	for _, tc := range []struct {
+		args []string
+		want string // in the one line on stderr
+	}{
+		{[]string{"lock", "--bogus", "x", "--", "true"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus", "status"}, "flag provided but not defined: -bogus"},
+		{[]string{"lock", "--ttl", "soon", "x", "--", "true"}, `invalid value "soon"`},
+		{[]string{"lock", "--ttl", "-1s", "x", "--", "true"}, "TTL must be positive"},
+		{[]string{"lock"}, "missing lock NAME"},
+		{[]string{"lock", "x"}, "missing the command"},
+		{[]string{"lock", "x", "--"}, "missing the command"},
+		{[]string{"elect", "x"}, "missing the command"},
+		{[]string{"status", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"lock", "x", "--", "true"}, "dsync server"},
+		{[]string{"status"}, "dsync server"},
+		{[]string{"clock"}, "dsync server"},
+		{[]string{"elect", "x", "--", "true"}, "dsync server"},
+	} {
+		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("dsync %s: exit %d, stderr %q; want exit %d and one line with %q",
+				strings.Join(tc.args, " "), r.code, r.stderr, exitUsage, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}} {
+		r := runDsync(t, noServer, "", 10*time.Second, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage") && !strings.Contains(r.stdout, "\nUsage") {
+			t.Errorf("dsync %s: exit %d, stdout %q; want usage and exit 0", strings.Join(args, " "), r.code, r.stdout)
+		}
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
+	const timeout = 2 * time.Second
+	e := env("mongodb://127.0.0.1:1/")
+	var wg sync.WaitGroup
+	for _, args := range [][]string{
+		{"lock", "x", "--", "true"},
+		{"elect", "x", "--", "true"},
+		{"status"},
+		{"clock"},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := runDsync(t, e, "", 30*time.Second, append([]string{"--timeout", timeout.String()}, args...)...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code == 0 || len(lines) != 1 || !strings.Contains(r.stderr, "cannot reach mongodb://127.0.0.1:1/") {
+				t.Errorf("dsync %s: exit %d, stderr %q; want non-zero and one line saying the server cannot be reached",
+					strings.Join(args, " "), r.code, r.stderr)
+			}
+			if r.took > timeout+slow(5*time.Second) {
+				t.Errorf("dsync %s took %v with --timeout %v", strings.Join(args, " "), r.took, timeout)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// readLines returns the non-empty lines of s.
+func readLines(s string) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			lines = append(lines, sc.Text())
+		}
+	}
+	return lines
+}
+
+// fields returns the whitespace-separated fields of the line of s that
+// starts with prefix.
+func fields(t *testing.T, s, prefix string) []string {
+	t.Helper()
+	for _, l := range readLines(s) {
+		if strings.HasPrefix(l, prefix) {
+			return strings.Fields(l)
+		}
+	}
+	t.Fatalf("no line starting with %q in:\n%s", prefix, s)
+	return nil
+}

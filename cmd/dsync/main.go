@@ -1,0 +1,185 @@
+//go:build unix
+
+// Command dsync runs commands under distributed locks and leader elections
+// kept in MongoDB, and shows them; `dsync demo` shows leader election and
+// failover on an embedded server with nothing installed.
+//
+//	dsync demo                           # three processes, an election, a crash, a handoff
+//	dsync server                         # an embedded server for local development
+//	dsync lock NAME -- CMD [ARG...]      # run CMD while holding lock NAME
+//	dsync elect NAME -- CMD [ARG...]     # run CMD only while this process leads NAME
+//	dsync status [NAME]                  # locks, holders, election members
+//	dsync clock                          # this clock's offset from the server's
+//
+// Run `dsync help` for flags and `dsync help COMMAND` for exit statuses.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Exit statuses of dsync itself. lock and elect otherwise exit with their
+// command's status, so their own failures use the values timeout(1) and
+// env(1) made familiar, which commands rarely use.
+const (
+	exitOK        = 0
+	exitFailure   = 1   // status, clock, server, demo: something went wrong
+	exitUsage     = 2   // bad flags or arguments; nothing was done
+	exitNotLocked = 124 // lock --try or --wait: the lock was not acquired
+	exitDsync     = 125 // lock, elect: dsync failed (server, lost lock)
+	exitNoExec    = 126 // lock, elect: the command could not be run
+	exitNotFound  = 127 // lock, elect: the command was not found
+)
+
+// A command is one subcommand.
+type command struct {
+	name    string
+	summary string // one line for the command list; "" hides the command
+	usage   string // the synopsis and flag help, for `dsync help NAME`
+	run     func(g *globals, args []string) int
+}
+
+var commands []*command // filled in init, to break the initialization cycle with help
+
+func init() {
+	commands = []*command{
+		demoCmd, serverCmd, lockCmd, electCmd, statusCmd, clockCmd,
+		candidateCmd,
+		{name: "help", run: runHelp},
+	}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run runs the command line args and returns the exit status.
+func run(args []string) int {
+	g := &globals{}
+	fs := newFlagSet("dsync", g)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(os.Stdout)
+			return exitOK
+		}
+		return usageError("", err)
+	}
+	if fs.NArg() == 0 {
+		printUsage(os.Stderr)
+		return exitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	c := lookup(name)
+	if c == nil {
+		return usageError("", fmt.Errorf("unknown command %q", name))
+	}
+	return c.run(g, rest)
+}
+
+const usageText = `dsync: distributed locks and leader election over MongoDB.
+
+Usage: dsync [flags] COMMAND [ARG...]
+
+Commands:
+%s
+Flags (also accepted after COMMAND):
+  --uri URI       MongoDB connection string (default $MONGODB_URI)
+  --db NAME       database (default %q)
+  --collection C  lock collection (default %q)
+  --members C     election member collection (default %q)
+  --timeout D     how long to wait for the server to answer (default %v)
+  -v              say what dsync is doing, on stderr
+
+Run 'dsync help COMMAND' for a command's flags and exit statuses.
+Start with 'dsync demo'; for a local server, run 'dsync server'.
+`
+
+func printUsage(w io.Writer) {
+	var b strings.Builder
+	for _, c := range commands {
+		if c.summary != "" {
+			fmt.Fprintf(&b, "  %-7s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintf(w, usageText, b.String(), defaultDB, defaultCollection, defaultMembers, defaultTimeout)
+}
+
+func runHelp(_ *globals, args []string) int {
+	if len(args) == 0 {
+		printUsage(os.Stdout)
+		return exitOK
+	}
+	c := lookup(args[0])
+	if c == nil || c.summary == "" {
+		return usageError("help", fmt.Errorf("unknown command %q", args[0]))
+	}
+	fmt.Fprint(os.Stdout, c.usage)
+	return exitOK
+}
+
+// usageError prints one line about a usage mistake and returns exitUsage.
+func usageError(cmd string, err error) int {
+	prefix, hint := "dsync", "dsync -h"
+	if cmd != "" {
+		prefix, hint = "dsync "+cmd, "dsync help "+cmd
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v (see '%s')\n", prefix, err, hint)
+	return exitUsage
+}
+
+// fail prints err as one line and returns code.
+func fail(cmd string, code int, err error) int {
+	fmt.Fprintf(os.Stderr, "dsync %s: %v\n", cmd, oneLine(err))
+	return code
+}
+
+// oneLine flattens a multi-line error message.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// fmtDur formats d for a table: 3 significant figures at most, no
+// trailing zeros.
+func fmtDur(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d == 0:
+		s = "0s"
+	case d < time.Millisecond:
+		s = d.Round(time.Microsecond).String()
+	case d < 10*time.Millisecond:
+		s = fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		s = fmt.Sprintf("%dms", d.Round(time.Millisecond)/time.Millisecond)
+	case d < time.Minute:
+		cs := d.Round(10*time.Millisecond) / (10 * time.Millisecond) // centiseconds
+		s = strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%02d", cs/100, cs%100), "0"), ".") + "s"
+	case d < time.Hour:
+		s = d.Round(time.Second).String()
+	default:
+		s = d.Round(time.Minute).String()
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}

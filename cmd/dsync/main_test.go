@@ -1,0 +1,146 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// dsyncBin is the dsync binary the tests run, built once by TestMain.
+var dsyncBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "dsync-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	dsyncBin = filepath.Join(dir, "dsync")
+	if err := build(dsyncBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := mongotest.Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// build builds this package into out, with the race detector when the
+// tests have it.
+func build(out string) error {
+	gotool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(gotool); os.Getenv("GOROOT") == "" || err != nil {
+		if gotool, err = exec.LookPath("go"); err != nil {
+			return fmt.Errorf("no go command to build dsync with: %w", err)
+		}
+	}
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(gotool, append(args, ".")...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// An outcome is what a finished dsync process did.
+type outcome struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// env is an environment for dsync: the test's, with MONGODB_URI set to
+// uri (or unset when uri is empty).
+func env(uri string) []string {
+	var e []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MONGODB_URI=") {
+			e = append(e, kv)
+		}
+	}
+	if uri != "" {
+		e = append(e, "MONGODB_URI="+uri)
+	}
+	return e
+}
+
+// dsyncCmd returns dsync with args, in a session of its own: without a
+// controlling terminal, as under cron or systemd, whatever runs the tests.
+func dsyncCmd(ctx context.Context, environ []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, dsyncBin, args...)
+	cmd.Env = environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// runDsync runs dsync with args to completion, for at most timeout.
+func runDsync(t *testing.T, environ []string, stdin string, timeout time.Duration, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := dsyncCmd(ctx, environ, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := outcome{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("dsync %s: still running after %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), timeout, r.stdout, r.stderr)
+	}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("dsync %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within %v", path, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// slow scales timing bounds: the race detector slows dsync and the
+// embedded server several-fold.
+func slow(d time.Duration) time.Duration {
+	if raceEnabled {
+		return 3 * d
+	}
+	return d
+}

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package main
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setParentDeathSignal does nothing: only Linux can signal a child when
+// its parent dies.
+func setParentDeathSignal(*exec.Cmd, syscall.Signal) {}

@@ -1,0 +1,102 @@
+// Package dsyncmongo is the MongoDB backend of dsync: distributed locks
+// whose state lives in one collection of a MongoDB (or MongoDB-compatible,
+// such as FerretDB) database.
+//
+//	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
+//	...
+//	defer locks.Close()
+//	mu, err := dsync.NewMutex(locks, "nightly-billing")
+//
+// # Guarantees
+//
+// While the package's assumptions hold (below), at most one Mutex holds a
+// key at any time, as judged by each holder's own local deadline (see
+// dsync). Every hold gets a fencing token, the key's epoch number, larger
+// than that of every earlier hold of the key.
+//
+// A lock can never promise that its holder is the only process acting on
+// the protected resource: a process that pauses (GC, swap, SIGSTOP, a VM
+// migration) after checking its hold can act after the lease ended and
+// another process took over. Have the resource reject writes carrying a
+// token smaller than one it has seen; that is what the tokens are for.
+//
+// # Assumptions
+//
+//   - The server answering is the database's primary, and its clock
+//     does not jump; expiry is judged in its time through a
+//     clockcheck.Estimator, so client clocks may be off by any amount, even
+//     hours.
+//   - Clocks drift apart no faster than the estimator's bound (500 ppm by
+//     default, WithMaxDrift), and a machine is not suspended while one of
+//     its commands is in flight.
+//   - On a replica set, writes use majority write concern (the default):
+//     a write a stale primary accepts is then never acknowledged.
+//   - Nothing but this package writes to the collection. Do not delete lock
+//     documents by hand. Dropping the collection while no lock is held or
+//     awaited is safe for exclusion, but restarts every key's tokens at 1.
+//
+// # The protocol
+//
+// A key is a chain of epoch documents, one per hold:
+//
+//	{_id: "<key>@<epoch>", key, epoch (int64), owner, host, pid,
+//	 acquiredAt, expiresAt, released}
+//
+// with a unique index on {key: 1, epoch: 1}. The newest epoch is the state
+// of the lock. Ownership changes hands only by inserting the next epoch: a
+// duplicate-key error means another process won it. Compare-and-set
+// (findAndModify) is never used for correctness, because it is not atomic
+// on every MongoDB-compatible store, while unique-index inserts are.
+//
+// The next epoch may be inserted only when the newest one is released, or
+// has expired in server time: its expiresAt is before the earliest server
+// time the estimator can prove. A holder writes expiresAt as the latest
+// possible server time when it sends its acquire or renewal, plus the TTL.
+// Only an epoch's owner ever updates its document (renew, release); a
+// renewal never extends an epoch that is released or has provably expired
+// (another process may have taken the key over).
+//
+// Waiting does not poll hard: a HeldError suggests waiting until the
+// holder's epoch can have expired, at most the poll interval
+// (WithPollInterval), with jitter.
+//
+// # Costs
+//
+// An uncontended Lock followed by Unlock costs two commands (an insert
+// and an update), plus one delete per 16 acquisitions for pruning: the
+// backend remembers what it last learned about each key, so it need not
+// read before inserting when the Lock follows its own Unlock within a
+// second; later, a Lock costs two reads by _id and an insert. The first Lock of a
+// key that never had an epoch is one insert. Renewing any number
+// of holds costs one updateMany per renew interval (and one find in the
+// rare interval where some renewal did not apply). A waiter re-checks the
+// holder's epoch with a read by _id per attempt; when it finds it
+// released and the next epoch absent (a second read by _id), it inserts
+// the next epoch and reads the released one once more to prove that no
+// newer epoch existed. Reads by _id are used because
+// FerretDB answers every other query by decoding the whole collection.
+//
+// # Pruning
+//
+// Old epochs are deleted in batches, never the newest, nor epoch 1 (which
+// lets a key that never had an epoch be locked without a read). Because a
+// process may decide on a slightly stale view of a key, deleting must wait
+// long enough that no such decision can insert into the hole a deletion
+// leaves. The argument, and the timing rules it relies on, are in
+// timing.go. One consequence: an acquire whose reply takes longer than 2 s
+// may not count (ErrSlowReply), and a key keeps about 6 s of history.
+//
+// # FerretDB
+//
+// The protocol uses only inserts, updates with $set and $min, finds,
+// deletes and a unique index, so it works on FerretDB (which lacks
+// pipeline updates, $$NOW, $expr, TTL indexes and transactions, and whose
+// findAndModify is not atomic). FerretDB 1.24 with the SQLite handler
+// answers queries other than {_id: value} by decoding every document of
+// the collection, and updates each matched document with a statement that
+// scans the collection (its _id index goes unused): costs there grow with
+// the number of lock documents. Renewing 1,000 locks takes about 10 s, and
+// holds SQLite's single writer meanwhile, delaying every other write. Under
+// concurrent writes FerretDB may answer "database is locked"; Release
+// retries that, other calls report it as an error.
+package dsyncmongo

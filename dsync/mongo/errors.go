@@ -1,0 +1,33 @@
+package dsyncmongo
+
+import "errors"
+
+// Sentinel errors. Match them with errors.Is; most are returned wrapped,
+// with the key or the value at fault.
+var (
+	// ErrNilDatabase is returned by New when given a nil database.
+	ErrNilDatabase = errors.New("dsyncmongo: nil database")
+
+	// ErrEmptyKey, ErrKeyTooLong and ErrInvalidKey reject a key before any
+	// I/O. Keys are limited to MaxKeyLen bytes so that every lock document
+	// fits the index key limits of every MongoDB version.
+	ErrEmptyKey   = errors.New("dsyncmongo: empty key")
+	ErrKeyTooLong = errors.New("dsyncmongo: key too long")
+	ErrInvalidKey = errors.New("dsyncmongo: key is not valid UTF-8")
+
+	// ErrInvalidOwner rejects an empty, over-long or non-UTF-8 owner id.
+	ErrInvalidOwner = errors.New("dsyncmongo: invalid owner")
+
+	// ErrNoLock is returned by Current for a key that was never locked.
+	ErrNoLock = errors.New("dsyncmongo: no lock for key")
+
+	// ErrClosed is returned by calls made after Close.
+	ErrClosed = errors.New("dsyncmongo: backend closed")
+
+	// ErrSlowReply is returned by Acquire when the server acknowledged the
+	// insert of a new epoch, but later than the protocol lets a success
+	// count (see the package documentation, "Pruning"). The outcome is
+	// treated as unknown: the epoch expires after the TTL, and the same
+	// owner's next attempt releases it if it is still the newest.
+	ErrSlowReply = errors.New("dsyncmongo: acquire reply too slow to count")
+)

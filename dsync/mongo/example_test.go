@@ -1,0 +1,77 @@
+package dsyncmongo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+)
+
+// The examples need a server, so they are compiled but not run.
+
+func Example() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+
+	locks, err := dsyncmongo.New(client.Database("app")) // collection "dsync_locks"
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	mu, err := dsync.NewMutex(locks, "nightly-billing")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := mu.LockContext(ctx); err != nil {
+		log.Fatal(err) // context.Cause(ctx), with the last server error if any
+	}
+	defer mu.Unlock()
+
+	// Pass the token to the resource, which rejects writes with a token
+	// smaller than one it has seen.
+	fmt.Println("billing run fenced by token", mu.Token())
+	select {
+	case <-mu.Lost():
+		log.Print("lease lost: stop writing")
+	default:
+	}
+}
+
+func ExampleBackend_Current() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	locks, err := dsyncmongo.New(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	info, err := locks.Current(context.Background(), "nightly-billing")
+	switch {
+	case errors.Is(err, dsyncmongo.ErrNoLock):
+		fmt.Println("never locked")
+	case err != nil:
+		log.Fatal(err)
+	case info.Live:
+		fmt.Printf("held by %s on %s (pid %d), token %d, until %v\n",
+			info.Owner, info.Host, info.PID, info.Token, info.ExpiresAt)
+	default:
+		fmt.Printf("free; last token %d\n", info.Token)
+	}
+}

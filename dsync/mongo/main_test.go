@@ -1,0 +1,167 @@
+package dsyncmongo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/goleak"
+
+	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+func TestMain(m *testing.M) {
+	code := mongotest.Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// testCtx is a context for one test, bounded so a hang fails instead of
+// stalling the package.
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// counter counts the commands a client sends, by command name.
+type counter struct {
+	mu   sync.Mutex
+	n    map[string]int
+	took map[string]time.Duration // total duration of succeeded commands
+	// onStart and onSucceeded, if set, see every started and succeeded
+	// command.
+	onStart     func(*event.CommandStartedEvent)
+	onSucceeded func(*event.CommandSucceededEvent)
+}
+
+func (c *counter) monitor() *options.ClientOptions {
+	return options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.n == nil {
+				c.n = make(map[string]int)
+			}
+			c.n[e.CommandName]++
+			if c.onStart != nil {
+				c.onStart(e)
+			}
+		},
+		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+			c.mu.Lock()
+			if c.took == nil {
+				c.took = make(map[string]time.Duration)
+			}
+			c.took[e.CommandName] += e.Duration
+			c.mu.Unlock()
+			if c.onSucceeded != nil {
+				c.onSucceeded(e)
+			}
+		},
+	})
+}
+
+// take returns the counts so far and resets them (and the durations).
+func (c *counter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n, c.took = nil, nil
+	if n == nil {
+		n = map[string]int{}
+	}
+	return n
+}
+
+// latency returns the mean duration of the succeeded commands of each name
+// so far (reset by take).
+func (c *counter) latency() map[string]time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]time.Duration, len(c.took))
+	for k, d := range c.took {
+		if n := c.n[k]; n > 0 {
+			m[k] = (d / time.Duration(n)).Round(10 * time.Microsecond)
+		}
+	}
+	return m
+}
+
+// lockOps is the number of commands of the lock protocol among n (not
+// hello, which the clock estimator sends).
+func lockOps(n map[string]int) int {
+	return n["insert"] + n["update"] + n["find"] + n["delete"]
+}
+
+// proc is one simulated process: its own client, with a command counter,
+// and its own backend.
+type proc struct {
+	db  *mongo.Database
+	b   *Backend
+	cmd *counter
+}
+
+// newProcs returns n processes sharing one fresh database.
+func newProcs(t *testing.T, n int, opts ...Option) []*proc {
+	t.Helper()
+	ps := make([]*proc, n)
+	for i := range ps {
+		c := &counter{}
+		var db *mongo.Database
+		if i == 0 {
+			db = mongotest.NewDatabase(t, c.monitor())
+		} else {
+			db = mongotest.SameDatabase(t, ps[0].db, c.monitor())
+		}
+		ps[i] = &proc{db: db, b: newBackend(t, db, opts...), cmd: c}
+	}
+	return ps
+}
+
+func newBackend(t *testing.T, db *mongo.Database, opts ...Option) *Backend {
+	t.Helper()
+	b, err := New(db, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// skewClock is the system clock with its wall time shifted by off.
+type skewClock struct{ off time.Duration }
+
+func (c skewClock) Wall() time.Time { return clockcheck.SystemClock().Wall().Add(c.off) }
+func (skewClock) Monotonic() time.Duration {
+	return clockcheck.SystemClock().Monotonic()
+}
+
+// docs returns the epoch documents of key, oldest first.
+func docs(t *testing.T, db *mongo.Database, key string) []epochDoc {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	cur, err := db.Collection(DefaultCollection).Find(ctx, bson.D{{Key: "key", Value: key}},
+		options.Find().SetSort(bson.D{{Key: "epoch", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []epochDoc
+	if err := cur.All(ctx, &ds); err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}

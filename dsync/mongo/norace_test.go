@@ -1,0 +1,5 @@
+//go:build !race
+
+package dsyncmongo
+
+const raceEnabled = false

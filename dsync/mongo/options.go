@@ -1,0 +1,165 @@
+package dsyncmongo
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/go-dsync/dsync/clockcheck"
+)
+
+// Defaults of the options.
+const (
+	// DefaultCollection is the collection the lock documents live in.
+	DefaultCollection = "dsync_locks"
+	// DefaultPollInterval caps the wait a HeldError suggests.
+	DefaultPollInterval = 250 * time.Millisecond
+)
+
+// An Option configures a Backend. Invalid values make New fail.
+type Option func(*config) error
+
+type config struct {
+	collection string
+	wc         *writeconcern.WriteConcern
+	poll       time.Duration
+	clock      clockcheck.Clock
+	logger     *slog.Logger
+	estimator  []clockcheck.Option // extra estimator options (WithMaxDrift)
+	host       string
+	pid        int
+
+	// The protocol's timing constants (see timing.go). Only tests change
+	// them.
+	viewTrust     time.Duration
+	acquireWindow time.Duration
+	pruneDelay    time.Duration
+	pruneEvery    uint64
+}
+
+func newConfig(opts []Option) (*config, error) {
+	host, _ := os.Hostname()
+	c := &config{
+		collection:    DefaultCollection,
+		wc:            writeconcern.Majority(),
+		poll:          DefaultPollInterval,
+		clock:         clockcheck.SystemClock(),
+		logger:        slog.New(slog.DiscardHandler),
+		host:          host,
+		pid:           os.Getpid(),
+		viewTrust:     viewTrust,
+		acquireWindow: acquireWindow,
+		pruneDelay:    pruneDelay,
+		pruneEvery:    pruneEvery,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("dsyncmongo: nil option")
+		}
+		if err := opt(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithCollection sets the collection of lock documents. Default:
+// DefaultCollection ("dsync_locks"). Every process locking the same keys
+// must use the same collection. The name must be a valid, non-system
+// MongoDB collection name.
+func WithCollection(name string) Option {
+	return func(c *config) error {
+		switch {
+		case name == "":
+			return errors.New("dsyncmongo: empty collection name")
+		case strings.ContainsAny(name, "$\x00"):
+			return fmt.Errorf("dsyncmongo: invalid collection name %q: contains '$' or NUL", name)
+		case strings.HasPrefix(name, "system."):
+			return fmt.Errorf("dsyncmongo: invalid collection name %q: system collection", name)
+		}
+		c.collection = name
+		return nil
+	}
+}
+
+// WithWriteConcern sets the write concern of every write. Default:
+// majority. On a replica set, an insert that only a stale primary accepted
+// is then never acknowledged, so it never counts as a hold (a lower write
+// concern lets two processes hold one lock across a failover). On a
+// standalone server and on FerretDB, majority is the same as w:1. An
+// unacknowledged (w:0) write concern is an error: the protocol needs to
+// know whether its inserts succeeded.
+func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
+	return func(c *config) error {
+		switch {
+		case wc == nil:
+			return errors.New("dsyncmongo: nil write concern")
+		case !wc.IsValid():
+			return fmt.Errorf("dsyncmongo: invalid write concern %+v", *wc)
+		case !wc.Acknowledged():
+			return errors.New("dsyncmongo: unacknowledged write concern")
+		}
+		c.wc = wc
+		return nil
+	}
+}
+
+// WithPollInterval caps how long a HeldError tells the caller to wait
+// before the next attempt on a held lock. Default: DefaultPollInterval
+// (250 ms). The wait is normally until the holder's lease can have expired;
+// the cap bounds how late a waiter notices a release. It must be positive.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsyncmongo: poll interval must be positive, got %v", d)
+		}
+		c.poll = d
+		return nil
+	}
+}
+
+// WithClock sets the local clock, for tests that simulate a wrong wall
+// clock. Default: clockcheck.SystemClock(). The backend measures time on
+// its Monotonic reading and judges expiry in server time through a
+// clockcheck.Estimator using this clock, so the wall clock may be off by
+// any amount.
+func WithClock(clk clockcheck.Clock) Option {
+	return func(c *config) error {
+		if clk == nil {
+			return errors.New("dsyncmongo: nil clock")
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithLogger sets where the backend reports what it handles itself:
+// failed pruning, late replies, estimator trouble. Default: discard.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("dsyncmongo: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithMaxDrift sets the bound the server-time estimator assumes on how fast
+// the local monotonic clock and the server's clock drift apart (see
+// clockcheck.WithMaxDrift). Default: clockcheck.DefaultMaxDrift (500 ppm).
+// rate must be in [0, 0.1).
+func WithMaxDrift(rate float64) Option {
+	return func(c *config) error {
+		if !(rate >= 0 && rate < 0.1) { // also rejects NaN; clockcheck's range
+			return fmt.Errorf("dsyncmongo: max drift %v not in [0, 0.1)", rate)
+		}
+		c.estimator = append(c.estimator, clockcheck.WithMaxDrift(rate))
+		return nil
+	}
+}

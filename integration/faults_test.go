@@ -1,0 +1,528 @@
+package integration
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/integration/faultproxy"
+	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/integration/worker"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// soak reports whether the long run was asked for (DSYNC_SOAK=1).
+func soak() bool {
+	ok, _ := strconv.ParseBool(os.Getenv("DSYNC_SOAK"))
+	return ok
+}
+
+// rounds is how many times a test injects its fault: def in the default
+// run, long in the soak run.
+func rounds(def, long int) int {
+	if soak() {
+		return long
+	}
+	return def
+}
+
+const ttl = time.Second
+
+// baseConfig is the workload of most tests: a 1 s TTL, holds of about
+// 300 ms with one increment of the fenced register each.
+func baseConfig() worker.Config {
+	return worker.Config{
+		TTL:      ttl,
+		Poll:     20 * time.Millisecond,
+		HoldFor:  300 * time.Millisecond,
+		Gap:      40 * time.Millisecond, // longer than Poll: others get a turn
+		Work:     10 * time.Millisecond,
+		Register: worker.RegFenced,
+	}
+}
+
+// takeoverBound is how long after a dead holder's deadline another worker
+// must have taken over: generous for a loaded machine, and far below the
+// 60 s period of MongoDB's TTL monitor, so a takeover that waited on a TTL
+// index would fail it.
+const takeoverBound = 10 * time.Second
+
+// checkTakeover checks the takeover nx of a killed holder's hold ev,
+// whose last recorded deadline was dl. The deadline is TTL − TTL/20 after
+// the send time of the holder's last confirmed renewal, and the server
+// lets anyone take over only once the lease has expired in its time,
+// i.e. a full TTL after that send at the earliest: so never before
+// dl + TTL/20 (less 2 ms for clock drift and conversion), and, since no
+// TTL index is involved, well within takeoverBound.
+func checkTakeover(t *testing.T, p *proc, ev, nx history.Event, dl int64) {
+	t.Helper()
+	margin := int64(p.cfg.TTL / 20)
+	switch {
+	case nx.T < dl+margin-int64(2*time.Millisecond):
+		t.Errorf("%s took over (token %d) %v after the killed holder's deadline: before its TTL had run out (margin %v)",
+			nx.Worker, nx.Token, ms(nx.T-dl), time.Duration(margin))
+	case time.Duration(nx.T-dl) > takeoverBound:
+		t.Errorf("%s took over %v after the killed holder's deadline", nx.Worker, ms(nx.T-dl))
+	default:
+		t.Logf("killed %s holding token %d; %s took over with token %d, %v after its deadline (TTL ran out %v after it)",
+			p.name, ev.Token, nx.Worker, nx.Token, ms(nx.T-dl), time.Duration(margin))
+	}
+}
+
+// Without faults, the workers hand the lock over many times and the
+// history is clean: the baseline every fault test departs from.
+func TestNoFaults(t *testing.T) {
+	c := sharedCluster(t, baseConfig())
+	c.startN(3, nil)
+	var tok uint64
+	from := 0
+	for range rounds(10, 200) {
+		ev, next := c.await(from, 30*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+	}
+	r := c.check()
+	if r.Handoffs == 0 {
+		t.Errorf("no handoff between workers in %d holds", r.NumHolds)
+	}
+}
+
+// Fault 1: the holder is SIGKILLed mid-hold. Another worker takes over
+// after the dead holder's deadline (never before) and within
+// takeoverBound of it, with a larger token.
+func TestSIGKILLHolder(t *testing.T) {
+	c := sharedCluster(t, baseConfig())
+	c.startN(3, nil)
+	var tok uint64
+	from := 0
+	for n := 0; n < rounds(4, 40); {
+		ev, next := c.await(from, 30*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		time.Sleep(randDuration(0, c.base.HoldFor/2))
+		if c.ended(ev.PID, ev.Token) {
+			continue // too late: try the next hold
+		}
+		c.kill(p)
+		dl := c.deadlineOf(ev.PID, ev.Token)
+		nx, next := c.await(from, ttl+takeoverBound, "takeover", isAcquire(ev.Token, ev.PID))
+		from, tok = next, nx.Token
+		checkTakeover(t, p, ev, nx, dl)
+		c.start(p.name, nil)
+		n++
+	}
+	c.check()
+}
+
+// checkUndisturbed checks that the hold under which w was written, which
+// has ended, did not lose its lease early: a renewal refused before its deadline is what
+// an old holder's late renewal or release would cause if it disturbed the
+// new holder. A loss at the deadline (its process stalled on a loaded
+// host) is only logged.
+func (c *cluster) checkUndisturbed(t *testing.T, w history.Event) {
+	t.Helper()
+	lost, _, ok := c.log.await(0, 0, func(ev history.Event) bool {
+		return ev.Ev == history.EvLost && ev.PID == w.PID && ev.Token == w.Token
+	})
+	switch {
+	case !ok:
+	case lost.T < lost.DL-int64(time.Millisecond):
+		t.Errorf("the new holder %s lost its hold (token %d) %v before its deadline, after the old holder resumed",
+			w.Worker, w.Token, ms(lost.DL-lost.T))
+	default:
+		t.Logf("the new holder %s lost its hold (token %d) at its deadline (a stall?)", w.Worker, w.Token)
+	}
+}
+
+// Fault 2, with the negative control: a holder is SIGSTOPped between its
+// validity check and its write (the worst moment) for longer than the
+// TTL, while another worker takes over and writes; then it is resumed.
+//
+// With fencing, the resumed holder already considers itself lost, its
+// stale write is rejected, and its late renewal does not disturb the new
+// holder: zero lost updates. Without fencing, the same schedule loses an
+// update, and the checker must say so.
+func TestSIGSTOPHolder(t *testing.T) {
+	t.Run("fenced", func(t *testing.T) { sigstop(t, worker.RegFenced) })
+	t.Run("unfenced", func(t *testing.T) { sigstop(t, worker.RegUnfenced) })
+	t.Run("before-unlock", sigstopBeforeUnlock)
+}
+
+// A holder is SIGSTOPped after its work, just before Unlock, until
+// another worker has taken over; resumed, it unlocks late. Unlock must
+// report the loss (ErrLost), and its late release must not disturb the
+// new holder.
+func sigstopBeforeUnlock(t *testing.T) {
+	cfg := baseConfig()
+	cfg.UnlockWindow = 100 * time.Millisecond
+	c := sharedCluster(t, cfg)
+	c.startN(3, nil)
+	from := 0
+	for range rounds(2, 20) {
+		win, next := c.await(from, 30*time.Second, "unlock window", func(ev history.Event) bool {
+			return ev.Ev == history.EvUnlockWindow
+		})
+		from = next
+		p := c.procOf(win)
+		if p == nil {
+			t.Fatalf("no process for %v", win)
+		}
+		resume := c.pause(p)
+		w, next := c.await(from, ttl+takeoverBound, "write by the next holder", func(ev history.Event) bool {
+			return ev.Ev == history.EvWrite && ev.Token > win.Token && ev.Outcome == history.OutOK
+		})
+		from = next
+		resume()
+		rel, _ := c.await(from, 2*ttl+takeoverBound, "the late Unlock", func(ev history.Event) bool {
+			return ev.Ev == history.EvReleased && ev.PID == p.pid && ev.Token == win.Token
+		})
+		t.Logf("paused %s (token %d) before Unlock; %s took over (token %d); the late Unlock returned %q",
+			p.name, win.Token, w.Worker, w.Token, rel.Err)
+		_, next = c.await(from, 2*ttl+takeoverBound, "the new holder's end", func(ev history.Event) bool {
+			return ev.Ev == history.EvEnd && ev.PID == w.PID && ev.Token == w.Token
+		})
+		from = next
+		c.checkUndisturbed(t, w)
+	}
+	c.check()
+}
+
+func sigstop(t *testing.T, reg string) {
+	cfg := baseConfig()
+	cfg.Register = reg
+	cfg.Window = 100 * time.Millisecond
+	c := sharedCluster(t, cfg)
+	c.startN(3, nil)
+	from := 0
+	// Unfenced: until enough stale writes went through (a write whose
+	// outcome is unknown, e.g. after the driver dropped its connections
+	// during the pause, may not have), at most a few more rounds.
+	n, staleOK := rounds(2, 20), 0
+	if reg == worker.RegUnfenced {
+		n = rounds(1, 5)
+	}
+	for round := 0; round < n || reg == worker.RegUnfenced && staleOK < n && round < n+3; round++ {
+		win, next := c.await(from, 30*time.Second, "write window", func(ev history.Event) bool {
+			return ev.Ev == history.EvWindow
+		})
+		from = next
+		p := c.procOf(win)
+		if p == nil {
+			t.Fatalf("no process for %v", win)
+		}
+		resume := c.pause(p)
+		// Another worker takes over and writes while p is stopped.
+		w, next := c.await(from, ttl+takeoverBound, "write by the next holder", func(ev history.Event) bool {
+			return ev.Ev == history.EvWrite && ev.Token > win.Token && ev.Outcome == history.OutOK
+		})
+		from = next
+		resumedAt := history.Now()
+		resume()
+
+		// p resumes in its window and writes with its stale token.
+		wr, _ := c.await(from, 2*ttl+takeoverBound, "the resumed holder's write", func(ev history.Event) bool {
+			return ev.Ev == history.EvWrite && ev.PID == p.pid && ev.Token == win.Token
+		})
+		lost, _ := c.await(from, 2*ttl+takeoverBound, "the resumed holder's loss signal", func(ev history.Event) bool {
+			return ev.Ev == history.EvLost && ev.PID == p.pid && ev.Token == win.Token
+		})
+		if lost.DL >= resumedAt {
+			t.Errorf("the resumed holder's deadline %v is after it was resumed", ms(lost.DL-resumedAt))
+		}
+		t.Logf("paused %s (token %d) in its write window; %s wrote under token %d; resumed, %s saw its loss %v after resuming, its write was %s",
+			p.name, win.Token, w.Worker, w.Token, p.name, ms(lost.T-resumedAt), wr.Outcome)
+		switch {
+		case reg == worker.RegFenced && wr.Outcome == history.OutOK:
+			t.Errorf("fenced register: the stale holder's write was accepted")
+		case wr.Outcome == history.OutUnknown:
+			// The register check below tells whether it applied.
+			t.Logf("the stale holder's write failed: %s", wr.Err)
+		case wr.Outcome == history.OutOK:
+			staleOK++
+		}
+		// The new holder keeps its hold: the resumed holder's late renewal
+		// (and its Unlock, which does not release a lost hold) changed
+		// nothing for it.
+		_, next = c.await(from, 2*ttl+takeoverBound, "the new holder's end", func(ev history.Event) bool {
+			return ev.Ev == history.EvEnd && ev.PID == w.PID && ev.Token == w.Token
+		})
+		from = next
+		c.checkUndisturbed(t, w)
+	}
+	if reg == worker.RegUnfenced {
+		c.check(history.KindLostUpdate)
+	} else {
+		c.check()
+	}
+}
+
+// Fault 3: the database server is killed (SIGKILL) mid-hold and restarted
+// on the same data. Holders lose their holds at their deadlines; no token
+// goes backwards; a new hold is granted soon after the restart (no lock
+// stays stuck).
+func TestServerRestart(t *testing.T) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	cfg := baseConfig()
+	cfg.HoldFor = 2 * ttl // hold through the restart
+	c := newCluster(t, srv.URI(), db, cfg)
+	c.startN(3, nil)
+	var tok uint64
+	from := 0
+	for range rounds(2, 15) {
+		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		time.Sleep(randDuration(0, c.base.HoldFor/2))
+		before := c.maxToken()
+		t0 := history.Now()
+		srv.Kill()
+		down := randDuration(ttl/2, 2*ttl)
+		time.Sleep(down)
+		srv.Restart()
+		t1 := history.Now()
+		c.fault("restart", nil, t0, t1)
+		nx, next := c.await(from, 60*time.Second, "hold after the restart", func(ev history.Event) bool {
+			return ev.Ev == history.EvAcquire && ev.T > t1
+		})
+		from, tok = next, nx.Token
+		if nx.Token <= before {
+			t.Errorf("after the restart %s holds token %d, not above %d granted before it", nx.Worker, nx.Token, before)
+		}
+		t.Logf("server down for %v (restart took %v) while %s held token %d; %s holds token %d %v after the restart",
+			down, ms(t1-t0)-down, ev.Worker, ev.Token, nx.Worker, nx.Token, ms(nx.T-t1))
+	}
+	c.check()
+}
+
+// Fault 4: the holder is cut off from the server by its proxy: a full
+// partition, a partition of the replies only (the server applies its
+// renewals; it never hears so in time), or replies delayed by 0.9 TTL
+// (each arrives after the deadline it could have extended, but before
+// the call times out). The holder declares the loss at its local
+// deadline without hearing from the server, no reply after the fault
+// began extends its deadline, another worker takes over, and after
+// healing (held requests are delivered late) nothing is double-held.
+func TestPartition(t *testing.T) {
+	cfg := baseConfig()
+	cfg.HoldFor = 3 * ttl // long enough to be holding when the fault begins
+	c := sharedCluster(t, cfg)
+	c.viaProxy = true
+	c.startN(3, nil)
+	kinds := []string{"partition", "partition-replies", "delay-replies"}
+	var tok uint64
+	from := 0
+	for n := 0; n < rounds(3, 30); {
+		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		time.Sleep(randDuration(ttl/3, ttl/2)) // some renewals first
+		if c.ended(ev.PID, ev.Token) {
+			continue
+		}
+		px := c.proxies[p.name]
+		kind := kinds[n%len(kinds)]
+		t0 := history.Now()
+		switch kind {
+		case "partition":
+			px.Partition(faultproxy.Both)
+		case "partition-replies":
+			px.Partition(faultproxy.Down)
+		case "delay-replies":
+			px.SetDelay(faultproxy.Down, ttl*9/10)
+		}
+		lost, _ := c.await(from, 2*ttl+takeoverBound, "loss signal of the cut-off holder", func(e history.Event) bool {
+			return e.Ev == history.EvLost && e.PID == ev.PID && e.Token == ev.Token
+		})
+		if limit := t0 + int64(ttl-ttl/20) + int64(time.Millisecond); lost.DL > limit {
+			t.Errorf("%s: %s's deadline was extended to %v after the fault began: a reply sent later counted",
+				kind, p.name, ms(lost.DL-t0))
+		}
+		nx, next := c.await(from, ttl+takeoverBound, "takeover", isAcquire(ev.Token, ev.PID))
+		from, tok = next, nx.Token
+		time.Sleep(randDuration(0, ttl))
+		px.Heal()
+		px.SetDelay(faultproxy.Both, 0)
+		t1 := history.Now()
+		c.fault(kind, p, t0, t1)
+		t.Logf("%s of %s (token %d): loss signalled %v after the fault began, %v after its deadline; %s took over with token %d",
+			kind, p.name, ev.Token, ms(lost.T-t0), ms(lost.T-lost.DL), nx.Worker, nx.Token)
+		n++
+	}
+	// Let the healed workers compete again before checking.
+	_, _ = c.await(from, 30*time.Second, "hold after healing", isAcquire(tok, 0))
+	c.check()
+}
+
+// Fault 5: clock skew. The workers' wall clocks are an hour fast, an hour
+// slow and right, and jump by hours (SIGUSR1) while they hold or wait;
+// every other round the holder is killed, so that takeover by expiry (the
+// decision that involves time) is exercised under skew. Exclusion holds.
+func TestClockSkew(t *testing.T) {
+	c := sharedCluster(t, baseConfig())
+	offsets := []time.Duration{time.Hour, -time.Hour, 0}
+	jumps := []time.Duration{-2 * time.Hour, 2 * time.Hour, 90 * time.Minute}
+	c.startN(3, func(i int, cfg *worker.Config) {
+		cfg.WallOffset, cfg.JumpStep = offsets[i-1], jumps[i-1]
+	})
+	for _, p := range c.live() {
+		if p.cfg.WallOffset != 0 {
+			now := history.Now()
+			c.fault("clock-skew", p, now, now)
+		}
+	}
+	var tok uint64
+	from := 0
+	for n := 0; n < rounds(4, 40); {
+		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		time.Sleep(randDuration(0, c.base.HoldFor/3))
+		// Jump the holder's clock mid-hold, and a waiter's.
+		for _, q := range c.live() {
+			if q == p || q.name == c.live()[n%len(c.live())].name {
+				now := history.Now()
+				_ = q.cmd.Process.Signal(syscall.SIGUSR1)
+				c.fault("clock-jump", q, now, now)
+			}
+		}
+		if n%2 == 0 && !c.ended(ev.PID, ev.Token) {
+			c.kill(p)
+			dl := c.deadlineOf(ev.PID, ev.Token)
+			nx, next := c.await(from, ttl+takeoverBound, "takeover", isAcquire(ev.Token, ev.PID))
+			from, tok = next, nx.Token
+			t.Logf("killed %s, wall clock %+v; the next holder's wall clock is %+v", p.name, p.cfg.WallOffset, c.procOf(nx).cfg.WallOffset)
+			checkTakeover(t, p, ev, nx, dl)
+			c.restart(p)
+		}
+		n++
+	}
+	c.check()
+}
+
+// soakHandoffs is how many handoffs TestMixedFaults runs to: 40 by
+// default, DSYNC_SOAK_HANDOFFS (default 1000) in the soak run.
+func soakHandoffs() int {
+	if !soak() {
+		return 40
+	}
+	if n, err := strconv.Atoi(os.Getenv("DSYNC_SOAK_HANDOFFS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+// All faults mixed, on four workers with skewed clocks, each behind its
+// own proxy, on a server process of the test's own that can be
+// restarted: the shape of the soak run. It runs until the workers have
+// handed the lock over soakHandoffs times, injecting a random fault
+// around every other hold, and checks that the lock keeps being granted
+// after each.
+func TestMixedFaults(t *testing.T) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	cfg := baseConfig()
+	cfg.HoldFor = 150 * time.Millisecond
+	c := newCluster(t, srv.URI(), db, cfg)
+	c.viaProxy = true
+	offsets := []time.Duration{0, time.Hour, -time.Hour, 3 * time.Minute}
+	c.startN(len(offsets), func(i int, cfg *worker.Config) {
+		cfg.WallOffset, cfg.JumpStep = offsets[i-1], -2*offsets[i-1]+time.Hour
+	})
+	for _, p := range c.live() {
+		if p.cfg.WallOffset != 0 {
+			now := history.Now()
+			c.fault("clock-skew", p, now, now)
+		}
+	}
+
+	target := soakHandoffs()
+	var tok uint64
+	from := 0
+	counts := make(map[string]int)
+	start := time.Now()
+	for c.handoffs() < target {
+		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil || rand.IntN(2) == 0 {
+			continue
+		}
+		kind := faultKinds[rand.IntN(len(faultKinds))]
+		if kind == "restart" && rand.IntN(2) == 0 {
+			kind = "clock-jump" // restarts are slow: fewer of them
+		}
+		counts[kind]++
+		time.Sleep(randDuration(0, cfg.HoldFor/2))
+		c.inject(kind, p, srv)
+		// No lock stays stuck: someone holds it again soon after the fault.
+		after := history.Now()
+		nx, next := c.await(from, 60*time.Second, "hold after "+kind, func(e history.Event) bool {
+			return e.Ev == history.EvAcquire && e.T > after
+		})
+		from, tok = next, nx.Token
+	}
+	t.Logf("%d handoffs in %v; faults injected: %v", c.handoffs(), time.Since(start).Round(time.Second), counts)
+	c.check()
+}
+
+// Fault 6: leader election under repeated faults of every kind above, on
+// three candidates with skewed clocks that also observe: at most one
+// leader at a time (terms are holds of the leadership lease, checked like
+// locks), observers see leaders with increasing tokens (Observe strictly,
+// direct Leader polls never decreasing), each the owner of that term, and
+// a new leader is elected after every fault.
+func TestElection(t *testing.T) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	cfg := baseConfig()
+	cfg.Mode = worker.ModeElection
+	cfg.Key = "e"
+	cfg.Observe = true
+	cfg.HoldFor = ttl * 3 / 2 // terms span renewals, and faults
+	c := newCluster(t, srv.URI(), db, cfg)
+	c.viaProxy = true
+	offsets := []time.Duration{0, time.Hour, -time.Hour}
+	c.startN(len(offsets), func(i int, cfg *worker.Config) {
+		cfg.WallOffset, cfg.JumpStep = offsets[i-1], -2*offsets[i-1]+time.Hour
+	})
+	kinds := []string{"sigkill", "sigstop", "partition", "delay-replies", "clock-jump", "partition-replies", "restart", "sigstop-waiter"}
+	var tok uint64
+	from := 0
+	for n := 0; n < rounds(len(kinds), 10*len(kinds)); {
+		ev, next := c.await(from, 60*time.Second, "leader", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		kind := kinds[n%len(kinds)]
+		time.Sleep(randDuration(0, ttl/2))
+		if c.ended(ev.PID, ev.Token) {
+			continue // the term is over: wait for the next
+		}
+		t0 := history.Now()
+		c.inject(kind, p, srv)
+		nx, next := c.await(from, 60*time.Second, "leader after "+kind, func(e history.Event) bool {
+			return e.Ev == history.EvAcquire && e.T > t0 && e.Token > ev.Token
+		})
+		from, tok = next, nx.Token
+		t.Logf("%s while %s led (token %d); %s leads with token %d, %v after the fault began",
+			kind, p.name, ev.Token, nx.Worker, nx.Token, ms(nx.T-t0))
+		n++
+	}
+	r := c.check()
+	if r.Observations == 0 {
+		t.Error("no observation recorded")
+	}
+}

@@ -1,0 +1,32 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/go-dsync/dsync/integration/worker"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+func TestMain(m *testing.M) {
+	// A re-executed test binary is a worker, not a test run.
+	if cfg, ok, err := worker.FromEnv(); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(worker.Main(cfg))
+	}
+	code := mongotest.Run(m)
+	fmt.Println(summary.line())
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/integration/history"
+)
+
+// summary accumulates what every checked history of the suite showed, for
+// the line TestMain prints at the end.
+var summary = &suiteSummary{faults: make(map[string]int)}
+
+type suiteSummary struct {
+	mu         sync.Mutex
+	workers    int
+	histories  int
+	holds      int
+	handoffs   int
+	losses     int
+	excused    int
+	violations int
+	known      int // violations from known library bugs
+	stalls     int
+	maxStall   time.Duration
+	faults     map[string]int
+	maxLate    time.Duration
+	maxLateSet bool
+	maxMargin  time.Duration
+	// Negative controls: run, and detected by the checker.
+	negatives, detected int
+}
+
+func (s *suiteSummary) addWorker() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workers++
+}
+
+// add records one checked history. violations counts the unexpected ones.
+func (s *suiteSummary) add(r *history.Report, violations int, negative, detected bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.histories++
+	s.holds += r.NumHolds
+	s.handoffs += r.Handoffs
+	s.losses += r.Losses
+	s.excused += r.Excused
+	s.stalls += r.Stalls
+	s.maxStall = max(s.maxStall, r.MaxStall)
+	s.violations += violations
+	for k, n := range r.Faults {
+		s.faults[k] += n
+	}
+	if r.MaxLossHold != nil && (!s.maxLateSet || r.MaxLossLateness > s.maxLate) {
+		s.maxLate, s.maxLateSet = r.MaxLossLateness, true
+		s.maxMargin = time.Duration(r.MaxLossHold.Margin)
+	}
+	if negative {
+		s.negatives++
+		if detected {
+			s.detected++
+		}
+	}
+}
+
+func (s *suiteSummary) addKnown(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known += n
+}
+
+// negative records a negative control that is not a whole history.
+func (s *suiteSummary) negative(detected bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.negatives++
+	if detected {
+		s.detected++
+	}
+}
+
+func (s *suiteSummary) line() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var faults []string
+	for _, k := range slices.Sorted(maps.Keys(s.faults)) {
+		faults = append(faults, fmt.Sprintf("%s=%d", k, s.faults[k]))
+	}
+	late := "n/a"
+	if s.maxLateSet {
+		late = fmt.Sprintf("%v (margin %v)", s.maxLate.Round(10*time.Microsecond), s.maxMargin)
+	}
+	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} violations=%d known-bugs=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
+		s.workers, s.histories, s.holds, s.handoffs, s.losses, s.excused, s.stalls, s.maxStall.Round(time.Millisecond), strings.Join(faults, " "), s.violations, s.known, late, s.detected, s.negatives)
+}

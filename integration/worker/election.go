@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/leader"
+	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+)
+
+// runElection campaigns in a loop. Each term is a hold of
+// leader.LockKey(name): the worker records it like a Mutex hold, with the
+// deadline its recorder predicts (an Election does not expose its
+// lease's deadline), and does its register increment under the term's
+// token. With Observe it also records every leader Observe reports, and
+// what a direct Leader poll says every poll interval.
+func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
+	cfg := &w.cfg
+	lb, err := leadermongo.New(db, leadermongo.WithLockOptions(
+		dsyncmongo.WithClock(w.clock),
+		dsyncmongo.WithPollInterval(cfg.Poll),
+		dsyncmongo.WithLogger(w.logger)))
+	if err != nil {
+		return err
+	}
+	defer lb.Close()
+	var backend leader.Backend = &recordingElection{Backend: lb, rec: w.rec}
+	if wf, ok := leader.Backend(lb).(dsync.Waiter); ok {
+		backend = &struct {
+			*recordingElection
+			dsync.Waiter
+		}{backend.(*recordingElection), wf}
+	}
+
+	var elected atomic.Pointer[leader.Info]
+	opts := []leader.Option{
+		leader.WithTTL(cfg.TTL),
+		leader.WithLogger(w.logger),
+		leader.WithPollInterval(max(cfg.Poll, 50*time.Millisecond)),
+		leader.OnElected(func(info leader.Info) { elected.Store(&info) }),
+	}
+	if cfg.Renew > 0 {
+		opts = append(opts, leader.WithRenewInterval(cfg.Renew))
+	}
+	e, err := leader.NewElection(backend, cfg.Key, opts...)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	key := leader.LockKey(cfg.Key)
+
+	var wg sync.WaitGroup
+	octx, stopObserving := context.WithCancel(context.Background())
+	defer func() { stopObserving(); wg.Wait() }()
+	if cfg.Observe {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for info := range e.Observe(octx) {
+				w.emit(history.Event{Ev: history.EvObserve, Key: key, Token: info.Token, Owner: info.ID})
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for sleepCtx(octx, cfg.Poll) {
+				pctx, cancel := context.WithTimeout(octx, cfg.TTL)
+				sent := history.Now()
+				info, err := e.Leader(pctx)
+				cancel()
+				if err == nil {
+					w.emit(history.Event{Ev: history.EvPoll, Key: key, Token: info.Token, Owner: info.ID, T: sent})
+				}
+			}
+		}()
+	}
+
+	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {
+		lctx, err := e.Campaign(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		info := elected.Load()
+		h := &hold{w: w, key: key, token: info.Token}
+		deadline := func() int64 { return w.rec.deadline(key, h.token) }
+		w.emit(history.Event{Ev: history.EvAcquire, Owner: e.ID(), Key: key, Token: h.token,
+			DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
+		lost := make(chan struct{})
+		go func() {
+			<-lctx.Done()
+			if errors.Is(context.Cause(lctx), leader.ErrLeadershipLost) {
+				close(lost)
+			}
+		}()
+		stopWatch := h.watch(lost, deadline, history.SrcPred)
+
+		w.criticalSection(ctx, h)
+
+		h.end(deadline(), history.SrcPred)
+		rctx, cancel := context.WithTimeout(context.Background(), cfg.TTL)
+		err = e.Resign(rctx)
+		cancel()
+		stopWatch()
+		w.emit(history.Event{Ev: history.EvReleased, Key: key, Token: h.token, Err: errString(err)})
+		w.rec.forget(key, h.token)
+		if !sleepCtx(ctx, cfg.Gap) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// recordingElection is a leader.Backend that tells the recorder about
+// every acquire and renewal of the leadership lease.
+type recordingElection struct {
+	leader.Backend
+	rec *recorder
+}
+
+func (b *recordingElection) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
+	return recordAcquire(ctx, b.rec, b.Backend, key, owner, ttl)
+}
+
+func (b *recordingElection) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+	return recordRenew(ctx, b.rec, b.Backend, ttl, leases)
+}

@@ -1,0 +1,207 @@
+// Package leadermongo is the MongoDB backend of package leader: the
+// leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
+// candidate's status is a document of its own in a members collection.
+//
+// A member document is written only by its member (an upsert of its own
+// _id) and stamped with the server's clock ($currentDate), so a member's
+// age is judged in server time like lease expiry. Members are listed live
+// while their last heartbeat is younger than the age the caller gives,
+// measured against the earliest server time the backend can prove.
+package leadermongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/leader"
+)
+
+// DefaultMembersCollection holds the members' status documents.
+const DefaultMembersCollection = "dsync_members"
+
+// Backend is a leader.Backend over a MongoDB database. Create it with New;
+// one per process and database, shared by its Elections.
+type Backend struct {
+	*dsyncmongo.Backend
+	members *mongo.Collection
+
+	indexOnce sync.Mutex
+	indexed   bool
+}
+
+var _ leader.Backend = (*Backend)(nil)
+
+// An Option configures a Backend.
+type Option func(*config) error
+
+type config struct {
+	members string
+	locks   []dsyncmongo.Option
+}
+
+// WithMembersCollection sets the collection of member status documents.
+// Default: DefaultMembersCollection ("dsync_members").
+func WithMembersCollection(name string) Option {
+	return func(c *config) error {
+		if name == "" || strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, "system.") {
+			return fmt.Errorf("leadermongo: invalid members collection name %q", name)
+		}
+		c.members = name
+		return nil
+	}
+}
+
+// WithLockOptions passes options to the dsyncmongo backend that holds the
+// leadership leases (collection, write concern, poll interval, clock...).
+// Default: none, so dsyncmongo's defaults.
+func WithLockOptions(opts ...dsyncmongo.Option) Option {
+	return func(c *config) error {
+		c.locks = append(c.locks, opts...)
+		return nil
+	}
+}
+
+// New returns a backend for elections in db. It does no I/O.
+func New(db *mongo.Database, opts ...Option) (*Backend, error) {
+	if db == nil {
+		return nil, errors.New("leadermongo: nil database")
+	}
+	cfg := config{members: DefaultMembersCollection}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("leadermongo: nil option")
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	locks, err := dsyncmongo.New(db, cfg.locks...)
+	if err != nil {
+		return nil, fmt.Errorf("leadermongo: %w", err)
+	}
+	return &Backend{Backend: locks, members: db.Collection(cfg.members)}, nil
+}
+
+// memberDoc is one candidate's status.
+type memberDoc struct {
+	ID       string    `bson:"_id"` // election + "/" + member id
+	Election string    `bson:"election"`
+	Member   string    `bson:"member"`
+	Host     string    `bson:"host"`
+	PID      int       `bson:"pid"`
+	Version  string    `bson:"version"`
+	Leader   bool      `bson:"leader"`
+	LastSeen time.Time `bson:"lastSeen"`
+}
+
+func memberID(election, id string) string { return election + "/" + id }
+
+func (d *memberDoc) member() leader.Member {
+	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen}
+}
+
+// Leader implements leader.Backend.
+func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, error) {
+	if election == "" {
+		return leader.Info{}, errors.New("leadermongo: empty election name")
+	}
+	cur, err := b.Current(ctx, leader.LockKey(election))
+	if errors.Is(err, dsyncmongo.ErrNoLock) || (err == nil && !cur.Live) {
+		return leader.Info{}, fmt.Errorf("%w in %q", leader.ErrNoLeader, election)
+	}
+	if err != nil {
+		return leader.Info{}, err
+	}
+	info := leader.Info{ID: cur.Owner, Host: cur.Host, PID: cur.PID, Since: cur.AcquiredAt, Token: cur.Token}
+	var d memberDoc
+	err = b.members.FindOne(ctx, bson.D{{Key: "_id", Value: memberID(election, cur.Owner)}}).Decode(&d)
+	switch {
+	case err == nil:
+		info.Version = d.Version
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return leader.Info{}, fmt.Errorf("leadermongo: read member status: %w", err)
+	}
+	return info, nil
+}
+
+// PutMember implements leader.Backend.
+func (b *Backend) PutMember(ctx context.Context, election string, m leader.Member) error {
+	if err := b.ensureIndex(ctx); err != nil {
+		return err
+	}
+	_, err := b.members.UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: memberID(election, m.ID)}},
+		bson.D{
+			{Key: "$set", Value: bson.D{
+				{Key: "election", Value: election},
+				{Key: "member", Value: m.ID},
+				{Key: "host", Value: m.Host},
+				{Key: "pid", Value: m.PID},
+				{Key: "version", Value: m.Version},
+				{Key: "leader", Value: m.Leader},
+			}},
+			{Key: "$currentDate", Value: bson.D{{Key: "lastSeen", Value: true}}},
+		},
+		options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("leadermongo: write member status: %w", err)
+	}
+	return nil
+}
+
+// Members implements leader.Backend.
+func (b *Backend) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
+	now, err := b.ServerTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := b.members.Find(ctx,
+		bson.D{
+			{Key: "election", Value: election},
+			{Key: "lastSeen", Value: bson.D{{Key: "$gte", Value: now.Earliest.Add(-maxAge)}}},
+		},
+		options.Find().SetSort(bson.D{{Key: "member", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("leadermongo: list members: %w", err)
+	}
+	var docs []memberDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("leadermongo: list members: %w", err)
+	}
+	members := make([]leader.Member, len(docs))
+	for i := range docs {
+		members[i] = docs[i].member()
+	}
+	return members, nil
+}
+
+// DeleteMember implements leader.Backend.
+func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
+	if _, err := b.members.DeleteOne(ctx, bson.D{{Key: "_id", Value: memberID(election, id)}}); err != nil {
+		return fmt.Errorf("leadermongo: remove member status: %w", err)
+	}
+	return nil
+}
+
+func (b *Backend) ensureIndex(ctx context.Context) error {
+	b.indexOnce.Lock()
+	defer b.indexOnce.Unlock()
+	if b.indexed {
+		return nil
+	}
+	_, err := b.members.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "election", Value: 1}, {Key: "member", Value: 1}}})
+	if err != nil {
+		return fmt.Errorf("leadermongo: create index: %w", err)
+	}
+	b.indexed = true
+	return nil
+}
