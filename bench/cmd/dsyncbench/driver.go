@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/bench/harness"
+	"github.com/go-dsync/dsync/bench/internal/ferret"
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/leader"
+	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+)
+
+// driver is dsync (dsync/mongo, leader/mongo) over MongoDB.
+type driver struct {
+	uri, db, rev string
+	poll         time.Duration // 0: dsyncmongo's default
+}
+
+func (d *driver) Name() string { return "dsync" }
+
+func (d *driver) Describe(ctx context.Context) (string, string) {
+	lib := "github.com/go-dsync/dsync (this tree"
+	if d.rev != "" {
+		lib += ", " + d.rev
+	}
+	lib += ")"
+	if d.poll != 0 {
+		lib += fmt.Sprintf(", WithPollInterval(%v)", d.poll)
+	}
+	return lib, describeServer(ctx, d.uri)
+}
+
+// describeServer names the server behind uri and its version.
+func describeServer(ctx context.Context, uri string) string {
+	c, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return "MongoDB-compatible server (unknown version)"
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	var info bson.M
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return "MongoDB-compatible server (unknown version)"
+	}
+	_, isFerret := info["ferretdbFeatures"]
+	if fv, ok := info["ferretdbVersion"]; ok && fv != "unknown" {
+		return fmt.Sprintf("FerretDB %v (reports MongoDB %v)", fv, info["version"])
+	}
+	if isFerret {
+		return fmt.Sprintf("FerretDB %s, SQLite handler, embedded (reports MongoDB %v)", ferret.Version(), info["version"])
+	}
+	return fmt.Sprintf("MongoDB %v", info["version"])
+}
+
+// meteredDialer counts the bytes of every connection it makes.
+type meteredDialer struct{ m *harness.Meter }
+
+func (md meteredDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return md.m.Conn(c), nil
+}
+
+// monitor reports every command to m.
+func monitor(m *harness.Meter) *event.CommandMonitor {
+	return &event.CommandMonitor{
+		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+			m.Command(e.CommandName, e.Duration, false)
+		},
+		Failed: func(_ context.Context, e *event.CommandFailedEvent) {
+			m.Command(e.CommandName, e.Duration, true)
+		},
+	}
+}
+
+type conn struct {
+	d      *driver
+	client *mongo.Client
+	db     *mongo.Database
+	ns     string
+	locks  *dsyncmongo.Backend
+
+	mu        sync.Mutex
+	leaders   *leadermongo.Backend
+	elections []*leader.Election
+}
+
+func (d *driver) Connect(ctx context.Context, m *harness.Meter, ns string) (harness.Conn, error) {
+	client, err := mongo.Connect(options.Client().ApplyURI(d.uri).
+		SetMonitor(monitor(m)).
+		SetDialer(meteredDialer{m}))
+	if err != nil {
+		return nil, err
+	}
+	db := client.Database(d.db)
+	var opts []dsyncmongo.Option
+	opts = append(opts, dsyncmongo.WithCollection("locks_"+ns))
+	if d.poll != 0 {
+		opts = append(opts, dsyncmongo.WithPollInterval(d.poll))
+	}
+	b, err := dsyncmongo.New(db, opts...)
+	if err != nil {
+		_ = client.Disconnect(ctx)
+		return nil, err
+	}
+	return &conn{d: d, client: client, db: db, ns: ns, locks: b}, nil
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
+	mu, err := dsync.NewMutex(c.locks, key, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	return mutex{mu}, nil
+}
+
+func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leaders == nil {
+		opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + c.ns)}
+		if c.d.poll != 0 {
+			opts = append(opts, dsyncmongo.WithPollInterval(c.d.poll))
+		}
+		lb, err := leadermongo.New(c.db,
+			leadermongo.WithMembersCollection("members_"+c.ns),
+			leadermongo.WithLockOptions(opts...))
+		if err != nil {
+			return nil, err
+		}
+		c.leaders = lb
+	}
+	e, err := leader.NewElection(c.leaders, name, leader.WithTTL(ttl), leader.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	c.elections = append(c.elections, e)
+	return &election{e: e}, nil
+}
+
+func (c *conn) RenewCommands() []string { return []string{"update"} }
+
+func (c *conn) Drop(ctx context.Context) error {
+	return errors.Join(
+		c.db.Collection("locks_"+c.ns).Drop(ctx),
+		c.db.Collection("members_"+c.ns).Drop(ctx))
+}
+
+func (c *conn) Close() error {
+	c.mu.Lock()
+	for _, e := range c.elections {
+		_ = e.Close()
+	}
+	if c.leaders != nil {
+		_ = c.leaders.Close()
+	}
+	c.mu.Unlock()
+	_ = c.locks.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.client.Disconnect(ctx)
+}
+
+// mutex is a dsync.Mutex.
+type mutex struct{ m *dsync.Mutex }
+
+func (m mutex) Lock(ctx context.Context) error   { return m.m.LockContext(ctx) }
+func (m mutex) Unlock(ctx context.Context) error { return m.m.UnlockContext(ctx) }
+
+func (m mutex) TryLock(context.Context) (bool, error) { return m.m.TryLock(), nil }
+
+func (m mutex) Lost() bool {
+	select {
+	case <-m.m.Lost():
+		return m.m.Token() != 0 // a closed channel when not held means nothing
+	default:
+		return false
+	}
+}
+
+// election is a leader.Election: Lock campaigns, Unlock resigns.
+type election struct{ e *leader.Election }
+
+func (e *election) Lock(ctx context.Context) error {
+	_, err := e.e.Campaign(ctx)
+	return err
+}
+
+func (e *election) Unlock(ctx context.Context) error { return e.e.Resign(ctx) }

@@ -1,0 +1,152 @@
+// Command dsyncbench measures dsync over MongoDB: the figures of issue 7
+// (uncontended latency and commands, handoff, failover, graceful leader
+// handoff, load of idle waiters, renewal cost, contended throughput, and
+// a race for a free lock). Its peers are measured by bench/peers; both
+// write JSON that "dsyncbench report" turns into bench/RESULTS.md. See
+// bench/README.md, or just run bash bench/run.sh.
+//
+// Usage:
+//
+//	dsyncbench [flags]                  measure dsync, write -out
+//	dsyncbench serve [-stdin=false] DIR run FerretDB on a loopback port (prints its URI)
+//	dsyncbench report -o FILE JSON...   write the results table
+//
+// The server is MONGODB_URI (or -uri) if set; otherwise an embedded
+// FerretDB started in a child process for the run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/bench/harness"
+	"github.com/go-dsync/dsync/bench/internal/ferret"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "serve":
+			os.Exit(serve(os.Args[2:]))
+		case "report":
+			os.Exit(report(os.Args[2:]))
+		}
+	}
+	os.Exit(measure())
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	stdin := fs.Bool("stdin", true, "exit when stdin reaches EOF (as well as on SIGTERM)")
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: dsyncbench serve [-stdin=false] DATADIR")
+		return 2
+	}
+	if err := ferret.Serve(context.Background(), fs.Arg(0), "127.0.0.1:0", os.Stdout, *stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "dsyncbench serve:", err)
+		return 1
+	}
+	return 0
+}
+
+func report(args []string) int {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	out := fs.String("o", "bench/RESULTS.md", "file to write")
+	cmd := fs.String("command", "bash bench/run.sh", "the command that produced the figures, for the header")
+	_ = fs.Parse(args)
+	var reports []*harness.Report
+	for _, p := range fs.Args() {
+		r, err := harness.ReadReport(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dsyncbench report:", err)
+			return 1
+		}
+		reports = append(reports, r)
+	}
+	if err := os.WriteFile(*out, []byte(harness.Render(reports, *cmd)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "dsyncbench report:", err)
+		return 1
+	}
+	return 0
+}
+
+func measure() int {
+	uri := flag.String("uri", os.Getenv("MONGODB_URI"), "MongoDB URI (default $MONGODB_URI; empty: start an embedded FerretDB)")
+	db := flag.String("db", "dsyncbench", "database for the lock collections")
+	out := flag.String("out", "", "write the figures as JSON to this file (merged into it if it exists and -scenarios is set)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(harness.AllScenarios, ","))
+	quick := flag.Bool("quick", false, "tiny sizes, to check that everything runs")
+	runs := flag.Int("runs", 0, "repeated runs per figure (default 3)")
+	rev := flag.String("rev", "", "revision of the library measured, for the report")
+	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
+	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
+	flag.Parse()
+
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll}
+	if harness.IsChild() {
+		return harness.RunChild(d)
+	}
+	if d.uri == "" {
+		dir, err := os.MkdirTemp("", "dsyncbench-ferretdb-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer srv.Stop()
+		d.uri = srv.URI
+		fmt.Fprintln(os.Stderr, "dsyncbench: embedded FerretDB at", srv.URI)
+	}
+	// Children (re-executions of this binary) find the server here.
+	os.Setenv("MONGODB_URI", d.uri)
+
+	base := harness.Defaults
+	if *quick {
+		base = harness.Quick
+	}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr}
+	if *scenarios != "" {
+		opts.Scenarios = strings.Split(*scenarios, ",")
+	}
+	if *renewLocks != "" {
+		for _, s := range strings.Split(*renewLocks, ",") {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "dsyncbench: -renew-locks:", err)
+				return 2
+			}
+			opts.RenewLocks = append(opts.RenewLocks, n)
+		}
+	}
+	ctx := context.Background()
+	start := time.Now()
+	r := harness.Run(ctx, d, opts, base)
+	fmt.Fprintf(os.Stderr, "dsyncbench: done in %v\n", time.Since(start).Round(time.Second))
+	if *out == "" {
+		fmt.Print(harness.Render([]*harness.Report{r}, strings.Join(os.Args, " ")))
+		return 0
+	}
+	if *scenarios != "" {
+		if old, err := harness.ReadReport(*out); err == nil {
+			old.Merge(r)
+			r = old
+		}
+	}
+	if err := harness.WriteReport(*out, r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,155 @@
+package harness
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A Report holds every figure of one library from one run of a command.
+type Report struct {
+	Lib     string    `json:"lib"`
+	Library string    `json:"library"` // module and version
+	Server  string    `json:"server"`  // server and version
+	Started time.Time `json:"started"`
+	Took    Duration  `json:"took"`
+	Machine Machine   `json:"machine"`
+	Options Options   `json:"options"` // the sizes the figures were measured with
+	Figures []Figure  `json:"figures"`
+	Notes   []string  `json:"notes,omitempty"`
+}
+
+// A Figure is one measured quantity: its value in each repeated run and
+// the median of those.
+type Figure struct {
+	Scenario string    `json:"scenario"`
+	Param    string    `json:"param,omitempty"`
+	Metric   string    `json:"metric"`
+	Unit     string    `json:"unit"`
+	Runs     []float64 `json:"runs,omitempty"`
+	Value    *float64  `json:"value"` // median of Runs; nil when not measured
+	Note     string    `json:"note,omitempty"`
+}
+
+// Key identifies a figure across libraries and runs.
+func (f Figure) Key() string { return f.Scenario + "|" + f.Param + "|" + f.Metric + "|" + f.Unit }
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	CPU    string `json:"cpu"`
+	Cores  int    `json:"cores"`
+	Go     string `json:"go"`
+	OS     string `json:"os"`
+	Kernel string `json:"kernel,omitempty"`
+	Load   string `json:"load,omitempty"` // /proc/loadavg when the run started
+}
+
+// ThisMachine describes the current machine.
+func ThisMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.Load = strings.Join(f[:3], " ")
+		}
+	}
+	return m
+}
+
+// Duration marshals as a string such as "1m30s".
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).Round(time.Millisecond).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// add appends a figure whose value is the median of runs (NaNs, runs that
+// measured nothing, are left out).
+func (r *Report) add(scenario, param, metric, unit string, runs []float64, note string) {
+	var ok []float64
+	for _, v := range runs {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			ok = append(ok, v)
+		}
+	}
+	f := Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Runs: ok, Note: note}
+	if len(ok) > 0 {
+		v := Median(ok)
+		f.Value = &v
+	}
+	r.Figures = append(r.Figures, f)
+}
+
+// na records that a figure could not be measured, and why.
+func (r *Report) na(scenario, param, metric, unit, why string) {
+	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Note: why})
+}
+
+// Merge replaces r's figures with those of newer that have the same key,
+// and adds the others: re-running some scenarios keeps the rest.
+func (r *Report) Merge(newer *Report) {
+	idx := map[string]int{}
+	for i, f := range r.Figures {
+		idx[f.Key()] = i
+	}
+	for _, f := range newer.Figures {
+		if i, ok := idx[f.Key()]; ok {
+			r.Figures[i] = f
+		} else {
+			r.Figures = append(r.Figures, f)
+		}
+	}
+	r.Started, r.Took, r.Machine, r.Options = newer.Started, newer.Took, newer.Machine, newer.Options
+	r.Library, r.Server = newer.Library, newer.Server
+	for _, n := range newer.Notes {
+		if !slices.Contains(r.Notes, n) {
+			r.Notes = append(r.Notes, n)
+		}
+	}
+}
+
+// ReadReport reads a report written by WriteReport.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// WriteReport writes r as indented JSON.
+func WriteReport(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package harness
+
+import "syscall"
+
+// childSysProcAttr: elsewhere a child exits when its stdin closes.
+func childSysProcAttr() *syscall.SysProcAttr { return nil }

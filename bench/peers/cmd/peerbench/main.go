@@ -1,0 +1,117 @@
+// Command peerbench measures the libraries users compare dsync with, in
+// the same scenarios as dsyncbench (see bench/harness):
+//
+//   - mongo-lock: github.com/square/mongo-lock on the same MongoDB (or
+//     FerretDB) server as dsync;
+//   - redsync: github.com/go-redsync/redsync/v4 on a Redis server;
+//   - etcd: go.etcd.io/etcd/client/v3/concurrency on an etcd server.
+//
+// It lives in its own module so that none of them enters dsync's go.mod.
+// bench/run.sh starts the servers and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/bench/harness"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	lib := flag.String("lib", "", "library to measure: mongo-lock, redsync or etcd")
+	mongoURI := flag.String("mongo-uri", os.Getenv("MONGODB_URI"), "MongoDB URI for mongo-lock (default $MONGODB_URI)")
+	db := flag.String("db", "peerbench", "database for mongo-lock's collections")
+	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address for redsync")
+	etcdAddr := flag.String("etcd", "127.0.0.1:2379", "etcd client endpoints for etcd, comma-separated")
+	out := flag.String("out", "", "write the figures as JSON to this file (merged into it if it exists and -scenarios is set)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(harness.AllScenarios, ","))
+	quick := flag.Bool("quick", false, "tiny sizes, to check that everything runs")
+	runs := flag.Int("runs", 0, "repeated runs per figure (default 3)")
+	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
+	flag.Parse()
+
+	var d harness.Driver
+	switch *lib {
+	case "mongo-lock":
+		d = &mongoLockDriver{uri: *mongoURI, db: *db}
+	case "redsync":
+		d = &redsyncDriver{addr: *redisAddr}
+	case "etcd":
+		d = &etcdDriver{endpoints: strings.Split(*etcdAddr, ",")}
+	default:
+		fmt.Fprintln(os.Stderr, "peerbench: -lib must be mongo-lock, redsync or etcd")
+		return 2
+	}
+	if harness.IsChild() {
+		return harness.RunChild(d)
+	}
+
+	base := harness.Defaults
+	if *quick {
+		base = harness.Quick
+	}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr}
+	if *scenarios != "" {
+		opts.Scenarios = strings.Split(*scenarios, ",")
+	}
+	if *renewLocks != "" {
+		for _, s := range strings.Split(*renewLocks, ",") {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "peerbench: -renew-locks:", err)
+				return 2
+			}
+			opts.RenewLocks = append(opts.RenewLocks, n)
+		}
+	}
+	start := time.Now()
+	r := harness.Run(context.Background(), d, opts, base)
+	if n, ok := d.(interface{ notes() []string }); ok {
+		r.Notes = append(n.notes(), r.Notes...)
+	}
+	fmt.Fprintf(os.Stderr, "peerbench %s: done in %v\n", *lib, time.Since(start).Round(time.Second))
+	if *out == "" {
+		fmt.Print(harness.Render([]*harness.Report{r}, strings.Join(os.Args, " ")))
+		return 0
+	}
+	if *scenarios != "" {
+		if old, err := harness.ReadReport(*out); err == nil {
+			old.Merge(r)
+			r = old
+		}
+	}
+	if err := harness.WriteReport(*out, r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// moduleVersion returns the version of module path in this binary.
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == path {
+				if m.Replace != nil {
+					return m.Replace.Version
+				}
+				return m.Version
+			}
+		}
+	}
+	return "(unknown version)"
+}
+
+// jitter returns a uniform random duration in [lo, hi).
+func jitter(lo, hi time.Duration) time.Duration {
+	return lo + rand.N(hi-lo)
+}

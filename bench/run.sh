@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Measures dsync and the libraries users compare it with, on this machine,
+# and writes bench/RESULTS.md (and the raw figures in bench/results/*.json).
+#
+#   bash bench/run.sh                          everything (about 15 minutes on 2 cores)
+#   bash bench/run.sh --only dsync             only dsync; the peers' last figures are kept
+#   bash bench/run.sh --only dsync --scenarios handoff,idle
+#                                              re-measure some figures, keep the others
+#   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
+#                                              (prints its table, keeps nothing)
+#
+# Libraries: dsync, mongo-lock, redsync, etcd (comma-separated for --only).
+# Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
+# throughput, race.
+#
+# Servers, all on loopback, all stopped on exit:
+#   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB
+#     (the one in go.mod, SQLite handler) in a temporary directory;
+#   - redsync: redis-server, etcd: etcd (Debian packages redis-server and
+#     etcd-server, installed with apt-get when missing and possible).
+# Extra flags after "--" go to every measuring command, e.g. -- -runs 5.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+only="dsync,mongo-lock,redsync,etcd"
+scenarios=""
+quick=""
+extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--only) only="$2"; shift 2 ;;
+	--scenarios) scenarios="$2"; shift 2 ;;
+	--quick) quick="-quick"; shift ;;
+	--) shift; extra=("$@"); break ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+want() { [[ ",$only," == *",$1,"* ]]; }
+
+log() { printf '%s run.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+started=$(date +%s)
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/dsync-bench.XXXXXX")"
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# free_port prints a loopback TCP port nobody listens on.
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "run.sh: no free port" >&2
+	return 1
+}
+
+# wait_port waits until something listens on port $1.
+wait_port() {
+	for _ in $(seq 150); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# ensure_pkg installs Debian package $1 unless command $2 exists.
+ensure_pkg() {
+	command -v "$2" >/dev/null && return 0
+	command -v apt-get >/dev/null || { log "$2 missing and no apt-get"; return 1; }
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	log "installing $1 with apt-get"
+	if [ ! -f "$work/apt-updated" ]; then
+		$sudo apt-get update -qq >&2 && touch "$work/apt-updated" || return 1
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$1" >&2 || return 1
+	command -v "$2" >/dev/null
+}
+
+# --quick only checks that everything runs: its figures go to a temporary
+# directory, never into bench/RESULTS.md.
+resdir=bench/results
+report=bench/RESULTS.md
+if [ -n "$quick" ]; then
+	resdir="$work/results"
+	report="$work/RESULTS.md"
+fi
+mkdir -p "$resdir"
+rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git status --porcelain -- dsync leader clockcheck 2>/dev/null)" ]; then
+	rev="$rev+local changes"
+fi
+
+log "building"
+go build -o "$work/dsyncbench" ./bench/cmd/dsyncbench
+if want mongo-lock || want redsync || want etcd; then
+	(cd bench/peers && go build -o "$work/peerbench" ./cmd/peerbench)
+fi
+
+# The MongoDB-compatible server for dsync and mongo-lock.
+if want dsync || want mongo-lock; then
+	if [ -n "${MONGODB_URI:-}" ]; then
+		log "using MONGODB_URI"
+		mongo_uri="$MONGODB_URI"
+	else
+		"$work/dsyncbench" serve -stdin=false "$work/ferretdb" >"$work/ferretdb.uri" 2>"$work/ferretdb.log" </dev/null &
+		pids+=($!)
+		for _ in $(seq 300); do
+			[ -s "$work/ferretdb.uri" ] && break
+			sleep 0.1
+		done
+		mongo_uri="$(head -n1 "$work/ferretdb.uri")"
+		[ -n "$mongo_uri" ] || { cat "$work/ferretdb.log" >&2; log "FerretDB did not start"; exit 1; }
+		log "FerretDB at $mongo_uri"
+	fi
+fi
+
+results=()
+failed=()
+
+if want dsync; then
+	log "measuring dsync"
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -out "$resdir/dsync.json" -rev "$rev" \
+		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
+fi
+
+if want mongo-lock; then
+	log "measuring mongo-lock"
+	if "$work/peerbench" -lib mongo-lock -mongo-uri "$mongo_uri" -out "$resdir/mongo-lock.json" \
+		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(mongo-lock); fi
+fi
+
+if want redsync; then
+	if ensure_pkg redis-server redis-server; then
+		port="$(free_port)"
+		mkdir -p "$work/redis"
+		redis-server --bind 127.0.0.1 --port "$port" --dir "$work/redis" --daemonize no \
+			>"$work/redis.log" 2>&1 &
+		pids+=($!)
+		wait_port "$port" || { cat "$work/redis.log" >&2; exit 1; }
+		log "measuring redsync (redis-server on 127.0.0.1:$port)"
+		if "$work/peerbench" -lib redsync -redis "127.0.0.1:$port" -out "$resdir/redsync.json" \
+			${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(redsync); fi
+		kill "${pids[-1]}" 2>/dev/null || true
+	else
+		log "redsync not measured: redis-server could not be installed"
+		failed+=(redsync)
+	fi
+fi
+
+if want etcd; then
+	if ensure_pkg etcd-server etcd; then
+		cport="$(free_port)"
+		pport="$(free_port)"
+		etcd --name bench --data-dir "$work/etcd" \
+			--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+			--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+			--initial-cluster "bench=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 &
+		pids+=($!)
+		wait_port "$cport" || { tail -20 "$work/etcd.log" >&2; exit 1; }
+		log "measuring etcd (etcd on 127.0.0.1:$cport)"
+		if "$work/peerbench" -lib etcd -etcd "127.0.0.1:$cport" -out "$resdir/etcd.json" \
+			${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(etcd); fi
+		kill "${pids[-1]}" 2>/dev/null || true
+	else
+		log "etcd not measured: etcd-server could not be installed"
+		failed+=(etcd)
+	fi
+fi
+
+for lib in dsync mongo-lock redsync etcd; do
+	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
+done
+cmd="bash bench/run.sh"
+[ -n "$quick" ] && cmd="$cmd --quick"
+"$work/dsyncbench" report -o "$report" -command "$cmd" "${results[@]}"
+if [ -n "$quick" ]; then
+	cat "$report"
+	log "--quick: the table above is not kept (bench/RESULTS.md is unchanged)"
+fi
+log "wrote $report from ${results[*]} in $(( $(date +%s) - started )) s"
+if [ ${#failed[@]} -gt 0 ]; then
+	log "failed: ${failed[*]}"
+	exit 1
+fi
