@@ -124,10 +124,7 @@ type child struct {
 // DSYNC_MONGOTEST_LOG is set, in which case it goes to our stderr); it waits
 // for the URI line and returns. It does not ping; callers do.
 func startChild(dir, addr, logPath string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("os.Executable: %w", err)
-	}
+	exe := serverBinary()
 
 	var files []*os.File // parent's copies of the child's ends, closed after Start
 	closeAll := func() {

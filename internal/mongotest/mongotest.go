@@ -83,6 +83,9 @@ func Run(m *testing.M) int {
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest: stopping shared server: %v\n", err)
 	}
+	if serverBinaryDir != "" {
+		os.RemoveAll(serverBinaryDir)
+	}
 	return code
 }
 
@@ -161,8 +164,8 @@ func resolveShared() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, dir: base, start: time.Since(start)}
-	logf("using embedded FerretDB v1.24.0 (child pid %d, dir %s) at %s, ready in %v",
-		c.pid(), base, c.uri, s.start.Round(time.Millisecond))
+	logf("using embedded FerretDB v1.24.0 (child pid %d running %s, dir %s) at %s, ready in %v",
+		c.pid(), filepath.Base(c.cmd.Path), base, c.uri, s.start.Round(time.Millisecond))
 	return s, nil
 }
 

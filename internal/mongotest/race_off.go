@@ -1,0 +1,5 @@
+//go:build !race
+
+package mongotest
+
+const raceEnabled = false
