@@ -68,6 +68,9 @@ type Backend struct {
 	indexed bool // guarded by sem
 	est     atomic.Pointer[clockcheck.Estimator]
 	closed  atomic.Bool
+
+	events *mongo.Collection // wake-up events (events.go)
+	wake   *wakeups
 }
 
 // New returns a backend storing locks in db (collection DefaultCollection
@@ -91,10 +94,14 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 		SetReadConcern(readconcern.Local()))
 	// The clock that matters is the primary's, which orders the writes.
 	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
-	return &Backend{db: primary, coll: coll, cfg: cfg, sem: make(chan struct{}, 1)}, nil
+	b := &Backend{db: primary, coll: coll, cfg: cfg, sem: make(chan struct{}, 1)}
+	b.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
+	b.wake = newWakeups(b)
+	return b, nil
 }
 
-// Close stops the goroutine that keeps the server-time estimate current.
+// Close stops the goroutine that keeps the server-time estimate current,
+// and the one that follows wake-up events (WithWakeups), waiting for it.
 // Calls made afterwards return ErrClosed; Mutexes still using the backend
 // lose their holds when renewals fail. It does not disconnect the client.
 // Close is idempotent and returns nil.
@@ -102,6 +109,7 @@ func (b *Backend) Close() error {
 	b.sem <- struct{}{}
 	defer func() { <-b.sem }()
 	b.closed.Store(true)
+	b.wake.stop()
 	if e := b.est.Load(); e != nil {
 		return e.Close()
 	}
@@ -209,6 +217,11 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		}
 		switch {
 		case err == nil:
+			if b.cfg.wakeups {
+				// A holder follows the events to learn of waiters it
+				// should tell about its release.
+				b.wake.start(est)
+			}
 			return lease, nil
 		case mongo.IsDuplicateKeyError(err):
 			// Lost the race: E+1 exists, we know nothing more.
@@ -539,7 +552,13 @@ func (b *Backend) Release(ctx context.Context, lease dsync.Lease) error {
 	if err != nil {
 		return err
 	}
-	return b.release(ctx, est, lease.Key, lease.Token)
+	if err := b.release(ctx, est, lease.Key, lease.Token); err != nil {
+		return err
+	}
+	if b.cfg.wakeups {
+		b.wake.released(ctx, est, lease.Key, lease.Token)
+	}
+	return nil
 }
 
 func (b *Backend) release(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) error {

@@ -47,6 +47,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		{"w:0", WithWriteConcern(writeconcern.Unacknowledged())},
 		{"zero poll interval", WithPollInterval(0)},
 		{"negative poll interval", WithPollInterval(-time.Second)},
+		{"zero safety poll", WithSafetyPoll(0)},
 		{"nil clock", WithClock(nil)},
 		{"nil logger", WithLogger(nil)},
 		{"negative drift", WithMaxDrift(-1e-6)},
@@ -361,7 +362,7 @@ func TestOwnUnknownOutcomeEpochIsReleasedFirst(t *testing.T) {
 }
 
 func TestSlowReplyDoesNotCount(t *testing.T) {
-	ps := newProcs(t, 1)
+	ps := newProcs(t, 1, WithWakeups(false)) // counts protocol commands
 	b := ps[0].b
 	ctx := testCtx(t, 30*time.Second)
 	b.cfg.acquireWindow = time.Nanosecond // every reply is too slow
@@ -404,7 +405,7 @@ func TestSlowReplyDoesNotCount(t *testing.T) {
 func TestStaleViewIsNotTrusted(t *testing.T) {
 	for _, trust := range []time.Duration{150 * time.Millisecond, time.Hour} {
 		t.Run(fmt.Sprintf("viewTrust=%v", trust), func(t *testing.T) {
-			ps := newProcs(t, 2)
+			ps := newProcs(t, 2, WithWakeups(false))
 			a, b := ps[0], ps[1]
 			a.b.cfg.viewTrust = trust
 			ctx := testCtx(t, 30*time.Second)
@@ -453,7 +454,7 @@ func TestStaleViewIsNotTrusted(t *testing.T) {
 // epoch is absent (pruned), so the insert goes into the hole, but the read
 // after it does not find the released epoch, so the insert does not count.
 func TestStaleReleasedViewIsProvenAfterInsert(t *testing.T) {
-	ps := newProcs(t, 2)
+	ps := newProcs(t, 2, WithWakeups(false))
 	a, b := ps[0], ps[1]
 	a.b.cfg.viewTrust = 150 * time.Millisecond
 	ctx := testCtx(t, 30*time.Second)
@@ -497,11 +498,7 @@ func TestStaleReleasedViewIsProvenAfterInsert(t *testing.T) {
 
 func TestRenewOneCommandForManyLeases(t *testing.T) {
 	n := 1000
-	if raceEnabled && mongotest.Shared(t).IsFerretDB() {
-		n = 100
-		t.Logf("race detector on FerretDB: %d leases instead of 1000", n)
-	}
-	ps := newProcs(t, 1)
+	ps := newProcs(t, 1, WithWakeups(false))
 	p := ps[0]
 	ctx := testCtx(t, 5*time.Minute)
 	// Set up n held epochs as Acquire leaves them (TestMutexRenewsManyLocks

@@ -38,13 +38,7 @@ func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *
 // order.
 func TestMutexHammer(t *testing.T) {
 	procs, rounds := 8, 200
-	switch {
-	case raceEnabled && mongotest.Shared(t).IsFerretDB():
-		// The FerretDB child process is this test binary, so the race
-		// detector slows its SQLite engine too, 10- to 25-fold.
-		rounds = 10
-		t.Logf("race detector on FerretDB: %d rounds instead of 200", rounds)
-	case testing.Short():
+	if testing.Short() {
 		rounds = 50
 		t.Logf("-short: %d rounds instead of 200", rounds)
 	}
@@ -263,15 +257,14 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 		{"prune delay 0 (every prune due)", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProcs(t, 1)[0]
+			// With wake-ups on: they must not add a command to an
+			// uncontended cycle.
+			p := newProcs(t, 1, WithWakeups(true))[0]
 			p.b.cfg.pruneDelay = tc.pruneDelay
 			ctx := testCtx(t, 2*time.Minute)
 			// A TTL long enough that no renewal falls into the loop.
 			m := newMutex(t, p.b, "k", dsync.WithTTL(time.Minute))
 			cycles := 320
-			if raceEnabled && mongotest.Shared(t).IsFerretDB() {
-				cycles = 160 // see TestMutexHammer
-			}
 			cycle := func() {
 				if err := m.LockContext(ctx); err != nil {
 					t.Fatal(err)
@@ -281,6 +274,9 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 				}
 			}
 			cycle() // the first Lock also creates the index and measures the clock
+			// ... and starts following wake-up events, which costs a create,
+			// an insert and a find, once.
+			waitWakeups(t, p.b)
 			p.cmd.take()
 			start := time.Now()
 			for range cycles {
@@ -306,10 +302,6 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 // that each renew interval costs one write command covering all of them.
 func TestMutexRenewsManyLocks(t *testing.T) {
 	n := 1000
-	if raceEnabled && mongotest.Shared(t).IsFerretDB() {
-		n = 100
-		t.Logf("race detector on FerretDB: %d locks instead of 1000", n)
-	}
 	type renewal struct {
 		size       int // ids in its $in
 		start, end time.Time

@@ -1,5 +1,0 @@
-//go:build !race
-
-package dsyncmongo
-
-const raceEnabled = false
