@@ -2,8 +2,6 @@ package dsyncmongo
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,22 +10,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.uber.org/goleak"
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
-func TestMain(m *testing.M) {
-	code := mongotest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
 
 // testCtx is a context for one test, bounded so a hang fails instead of
 // stalling the package.

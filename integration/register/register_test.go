@@ -4,26 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
-func TestMain(m *testing.M) {
-	code := mongotest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Println("goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)

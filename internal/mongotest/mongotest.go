@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -301,4 +303,22 @@ func Hello(ctx context.Context, c *mongo.Client) (bson.M, error) {
 	var res bson.M
 	err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&res)
 	return res, err
+}
+
+// MainWithLeakCheck is Main followed by a goroutine leak check: a TestMain
+// of a package whose types own goroutines (estimators, keepers, tailers)
+// is just
+//
+//	func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
+//
+// It exits non-zero if the tests failed or a goroutine outlived them.
+func MainWithLeakCheck(m *testing.M) {
+	code := Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -3,7 +3,6 @@ package mongotest_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,16 +19,7 @@ import (
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
-func TestMain(m *testing.M) {
-	code := mongotest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
