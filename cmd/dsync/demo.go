@@ -147,11 +147,11 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.g.uri = d.server.uri
+	d.g.uri = d.server.URI
 
 	fmt.Fprintf(d.out, "dsync demo: processes A, B and C campaign for the leadership of %q and take turns on the lock %q.\n\n", demoElection, demoLock)
 	intro := newTable("", "")
-	intro.add("server", d.server.uri+" (embedded FerretDB, temporary data)")
+	intro.add("server", d.server.URI+" (embedded FerretDB, temporary data)")
 	intro.add("ttl", fmtDur(d.ttl)+": a leader or lock holder that stops renewing is replaced after about this long")
 	intro.write(d.out, "  ")
 	fmt.Fprintln(d.out)
@@ -337,7 +337,7 @@ func (d *demo) spawn(label string) error {
 		return err
 	}
 	defer logf.Close()
-	p.cmd = exec.Command(exe, "--uri", d.server.uri, "--db", d.g.db,
+	p.cmd = exec.Command(exe, "--uri", d.server.URI, "--db", d.g.db,
 		"--collection", d.g.collection, "--members", d.g.members,
 		candidateCmd.name, "--label", label, "--ttl", d.ttl.String(),
 		"--election", demoElection, "--lock", demoLock)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 const serverUsage = `Usage: dsync server [--addr HOST:PORT] [--data DIR]
@@ -62,12 +61,12 @@ func runServer(g *globals, args []string) int {
 	if srv.temporary {
 		where = "data in " + srv.dir + ", removed on exit"
 	}
-	fmt.Printf("dsync server: FerretDB listening on %s (%s)\n", strings.TrimSuffix(strings.TrimPrefix(srv.uri, "mongodb://"), "/"), where)
-	fmt.Printf("  export MONGODB_URI=%s\n", srv.uri)
+	fmt.Printf("dsync server: FerretDB listening on %s (%s)\n", strings.TrimSuffix(strings.TrimPrefix(srv.URI, "mongodb://"), "/"), where)
+	fmt.Printf("  export MONGODB_URI=%s\n", srv.URI)
 	fmt.Printf("Ctrl-C to stop.\n")
 	select {
 	case <-ctx.Done():
-	case <-srv.done: // Run returned on its own
+	case <-srv.Done(): // Run returned on its own
 	}
 	fmt.Printf("dsync server: stopping\n")
 	if err := srv.stop(); err != nil {
@@ -78,11 +77,9 @@ func runServer(g *globals, args []string) int {
 
 // An embedded server is FerretDB running in this process.
 type embedded struct {
-	uri       string
+	*ferretserve.Server
 	dir       string
 	temporary bool // dir is removed by stop
-	cancel    context.CancelFunc
-	done      chan struct{} // closed when FerretDB's Run has returned
 }
 
 // startEmbedded starts FerretDB on addr with its SQLite data in dir (a new
@@ -90,7 +87,7 @@ type embedded struct {
 // (the driver's endSessions, for one), so only its errors go to logw, and
 // nothing when logw is nil.
 func startEmbedded(addr, dir string, logw io.Writer) (*embedded, error) {
-	e := &embedded{done: make(chan struct{})}
+	e := &embedded{}
 	var err error
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "dsync-server-"); err != nil {
@@ -110,26 +107,13 @@ func startEmbedded(addr, dir string, logw io.Writer) (*embedded, error) {
 	if logw != nil {
 		handler = slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError})
 	}
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir + "/",
-		Logger:    slog.New(handler),
-	})
-	if err != nil {
+	if e.Server, err = ferretserve.Start(dir, addr, slog.New(handler)); err != nil {
 		e.removeTemp()
 		if strings.Contains(err.Error(), "address already in use") {
 			return nil, fmt.Errorf("cannot listen on %s: address already in use (another server running? pick one with --addr)", addr)
 		}
 		return nil, fmt.Errorf("starting FerretDB: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() {
-		defer close(e.done)
-		_ = f.Run(ctx)
-	}()
-	e.uri = f.MongoDBURI() // blocks until the listener is up
 	return e, nil
 }
 
@@ -139,11 +123,8 @@ const stopTimeout = 10 * time.Second
 
 // stop stops the server and removes a temporary data directory.
 func (e *embedded) stop() error {
-	e.cancel()
-	select {
-	case <-e.done:
-	case <-time.After(stopTimeout):
-		return errors.New("FerretDB did not stop within " + stopTimeout.String())
+	if err := e.Stop(stopTimeout); err != nil {
+		return err
 	}
 	e.removeTemp()
 	return nil

@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 // Environment variables of the child-serve mode.
@@ -57,51 +56,9 @@ func serveChild() int {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := ferretserve.ServeChild(context.Background(), dir, addr, logger, os.Stdout, true); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest child: %v\n", err)
-		return 2
-	}
-
-	// The parent closes its end of our stdout after reading the URI line:
-	// later writes to fd 1 must fail with EPIPE rather than kill us.
-	signal.Ignore(syscall.SIGPIPE)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() {
-		// The parent holds the write end of our stdin; EOF means it is done
-		// with us (or died).
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + strings.TrimSuffix(dir, "/") + "/",
-		Logger:    logger,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mongotest child: ferretdb.New: %v\n", err)
 		return 3
-	}
-
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = f.Run(ctx)
-	}()
-
-	// MongoDBURI blocks until Run has the listener up.
-	fmt.Fprintln(os.Stdout, f.MongoDBURI())
-	os.Stdout = os.Stderr
-
-	<-ctx.Done()
-	// FerretDB gives connected clients 3 s to disconnect before closing them.
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		fmt.Fprintln(os.Stderr, "mongotest child: FerretDB did not stop within 10s; exiting anyway")
 	}
 	return 0
 }

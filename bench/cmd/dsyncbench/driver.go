@@ -15,9 +15,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/bench/harness"
-	"github.com/go-dsync/dsync/bench/internal/ferret"
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
@@ -58,7 +58,7 @@ func describeServer(ctx context.Context, uri string) string {
 		return fmt.Sprintf("FerretDB %v (reports MongoDB %v)", fv, info["version"])
 	}
 	if isFerret {
-		return fmt.Sprintf("FerretDB %s, SQLite handler, embedded (reports MongoDB %v)", ferret.Version(), info["version"])
+		return fmt.Sprintf("FerretDB %s, SQLite handler, embedded (reports MongoDB %v)", ferretserve.Version(), info["version"])
 	}
 	return fmt.Sprintf("MongoDB %v", info["version"])
 }

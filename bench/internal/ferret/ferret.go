@@ -7,70 +7,24 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
-
-// Version returns the version of FerretDB built into this binary.
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == "github.com/FerretDB/FerretDB" {
-				return m.Version
-			}
-		}
-	}
-	return "(unknown version)"
-}
 
 // Serve runs FerretDB with its data in dir, listening on addr
 // ("127.0.0.1:0" picks a port), and writes its MongoDB URI as one line to
 // uriOut once it listens. It returns when ctx ends, or when stdin reaches
 // EOF if watchStdin is set (the parent died or is done).
 func Serve(ctx context.Context, dir, addr string, uriOut io.Writer, watchStdin bool) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if watchStdin {
-		go func() {
-			_, _ = io.Copy(io.Discard, os.Stdin)
-			stop()
-		}()
-	}
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + strings.TrimSuffix(dir, "/") + "/",
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
-	if err != nil {
-		return fmt.Errorf("ferretdb.New: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = f.Run(ctx)
-	}()
-	fmt.Fprintln(uriOut, f.MongoDBURI()) // blocks until listening
-	<-ctx.Done()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-	return nil
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	return ferretserve.ServeChild(ctx, dir, addr, logger, uriOut, watchStdin)
 }
 
 // A Server is a FerretDB child process.

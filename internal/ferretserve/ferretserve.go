@@ -1,0 +1,105 @@
+// Package ferretserve runs an embedded FerretDB (v1.24, SQLite handler):
+// the MongoDB-compatible server behind `dsync server`, `dsync demo`, the
+// test harness and the benchmarks. Library packages must not import it.
+package ferretserve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+// Server is FerretDB running in this process.
+type Server struct {
+	URI    string
+	cancel context.CancelFunc
+	done   chan struct{} // closed when FerretDB's Run has returned
+}
+
+// Start runs FerretDB with its SQLite data in dir (which must exist),
+// listening on addr ("127.0.0.1:0" picks a port), logging to logger.
+// FerretDB logs every failed command (the driver's endSessions, for one)
+// at Warn, so callers usually pass a logger at Error level.
+func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + strings.TrimSuffix(dir, "/") + "/",
+		Logger:    logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ferretdb.New: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_ = f.Run(ctx)
+	}()
+	s.URI = f.MongoDBURI() // blocks until the listener is up
+	return s, nil
+}
+
+// Done is closed when the server has stopped, on its own or by Stop.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Stop stops the server and waits up to timeout for it. FerretDB gives
+// connected clients 3 s to disconnect before closing their connections.
+func (s *Server) Stop(timeout time.Duration) error {
+	s.cancel()
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("FerretDB did not stop within %v", timeout)
+	}
+}
+
+// ServeChild is the body of a process that serves FerretDB for its parent:
+// it creates dir, starts the server, writes its URI as one line to uriOut,
+// and returns once ctx ends, SIGTERM or SIGINT arrives, or — with
+// watchStdin — stdin reaches EOF (the parent is done with it, or died).
+func ServeChild(ctx context.Context, dir, addr string, logger *slog.Logger, uriOut io.Writer, watchStdin bool) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// The parent may close its end of our stdout after reading the URI
+	// line: later writes must fail with EPIPE rather than kill us.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if watchStdin {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			stop()
+		}()
+	}
+	s, err := Start(dir, addr, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(uriOut, s.URI)
+	<-ctx.Done()
+	return s.Stop(10 * time.Second)
+}
+
+// Version returns the version of FerretDB built into this binary.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/FerretDB/FerretDB" {
+				return m.Version
+			}
+		}
+	}
+	return "(unknown version)"
+}
