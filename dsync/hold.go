@@ -39,7 +39,7 @@ func (h *hold) start(sent time.Time) bool {
 		return false
 	}
 	h.deadline = deadline
-	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.checkDeadline)
+	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.expireIfDue)
 	return true
 }
 
@@ -59,16 +59,14 @@ func (h *hold) extend(sent time.Time) {
 	}
 	h.deadline = deadline
 	h.stopTimer()
-	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.checkDeadline)
+	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.expireIfDue)
 }
 
-// expireIfDue ends the hold as lost if its deadline has passed, whether or
-// not the deadline timer has run yet.
-func (h *hold) expireIfDue() { h.checkDeadline() }
-
-// checkDeadline runs when a deadline timer fires; a renewal may have moved
-// the deadline since the timer was armed.
-func (h *hold) checkDeadline() {
+// expireIfDue ends the hold as lost if its deadline has passed. The
+// deadline timer calls it (a renewal may have moved the deadline since the
+// timer was armed), and so do Lost and Unlock, which may run first after
+// the process was paused.
+func (h *hold) expireIfDue() {
 	h.mu.Lock()
 	expired := h.state == holdActive && !h.m.cfg.clock.Now().Before(h.deadline)
 	h.mu.Unlock()

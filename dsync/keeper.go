@@ -57,7 +57,7 @@ func join(h *hold) {
 	if k == nil {
 		k = &keeper{id: id, wake: make(chan struct{}, 1), holds: make(map[*hold]struct{})}
 		keepers.m[id] = k
-		go k.run(m.cfg.clock)
+		go k.run()
 	}
 	k.holds[h] = struct{}{}
 	h.keeper = k
@@ -79,7 +79,8 @@ func (k *keeper) remove(h *hold, wait bool) {
 	}
 }
 
-func (k *keeper) run(clock Clock) {
+func (k *keeper) run() {
+	clock := k.id.clock
 	next := clock.Now().Add(k.id.interval)
 	for {
 		fired := make(chan struct{})
@@ -111,7 +112,7 @@ func (k *keeper) run(clock Clock) {
 		k.inflight.Lock()
 		keepers.mu.Unlock()
 
-		ok := k.renew(clock, batch)
+		ok := k.renew(batch)
 		k.inflight.Unlock()
 
 		if ok {
@@ -136,7 +137,7 @@ func (k *keeper) exitIfIdle() bool {
 
 // renew renews batch in one backend call and applies the outcome to each
 // hold; it reports whether the call itself succeeded.
-func (k *keeper) renew(clock Clock, batch []*hold) bool {
+func (k *keeper) renew(batch []*hold) bool {
 	if len(batch) == 0 {
 		return true
 	}
@@ -147,7 +148,7 @@ func (k *keeper) renew(clock Clock, batch []*hold) bool {
 	// No reply later than TTL after sending can extend any of these holds.
 	ctx, cancel := context.WithTimeout(context.Background(), k.id.ttl)
 	defer cancel()
-	sent := clock.Now()
+	sent := k.id.clock.Now()
 	applied, err := k.id.backend.Renew(ctx, k.id.ttl, leases)
 	if err == nil && len(applied) != len(leases) {
 		err = fmt.Errorf("backend answered for %d of %d leases", len(applied), len(leases))

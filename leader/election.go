@@ -36,7 +36,6 @@ type Election struct {
 type term struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	info   Info
 	done   chan struct{} // closed once the lock is given up
 	// fnDone, for a term run by Run, is closed when fn has returned: the
 	// lock is released only then, so the next leader never overlaps it.
@@ -149,7 +148,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	info := e.selfInfo()
-	t := &term{ctx: lctx, cancel: cancel, info: info, done: make(chan struct{})}
+	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{})}
 	if managed {
 		t.fnDone = make(chan struct{})
 	}

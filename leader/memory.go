@@ -19,8 +19,13 @@ type MemoryBackend struct {
 	*dsync.MemoryBackend
 
 	mu      sync.Mutex
-	since   map[dsync.Lease]time.Time    // when each term began
+	since   map[string]termStart         // by key: when its newest term began
 	members map[string]map[string]Member // election → id → status
+}
+
+type termStart struct {
+	token uint64
+	at    time.Time
 }
 
 var _ Backend = (*MemoryBackend)(nil)
@@ -29,7 +34,7 @@ var _ Backend = (*MemoryBackend)(nil)
 func NewMemoryBackend() *MemoryBackend {
 	return &MemoryBackend{
 		MemoryBackend: dsync.NewMemoryBackend(),
-		since:         make(map[dsync.Lease]time.Time),
+		since:         make(map[string]termStart),
 		members:       make(map[string]map[string]Member),
 	}
 }
@@ -39,7 +44,7 @@ func (b *MemoryBackend) Acquire(ctx context.Context, key, owner string, ttl time
 	l, err := b.MemoryBackend.Acquire(ctx, key, owner, ttl)
 	if err == nil {
 		b.mu.Lock()
-		b.since[l] = time.Now()
+		b.since[key] = termStart{token: l.Token, at: time.Now()}
 		b.mu.Unlock()
 	}
 	return l, err
@@ -56,7 +61,10 @@ func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, erro
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	info := Info{ID: l.Owner, Token: l.Token, Since: b.since[l]}
+	info := Info{ID: l.Owner, Token: l.Token}
+	if st := b.since[l.Key]; st.token == l.Token {
+		info.Since = st.at
+	}
 	if m, ok := b.members[election][l.Owner]; ok {
 		info.Host, info.PID, info.Version = m.Host, m.PID, m.Version
 	}
