@@ -40,14 +40,19 @@ var keepers struct {
 	m  map[keeperID]*keeper
 }
 
-// join adds h to the keeper for its Mutex's backend and settings, starting
-// that keeper's goroutine if it has none, and sets h.keeper.
-func join(h *hold) {
-	m := h.m
+// keeperIDOf is the keeper m's holds join, computed once by NewMutex.
+func keeperIDOf(m *Mutex) keeperID {
 	id := keeperID{backend: m.backend, ttl: m.cfg.ttl, interval: m.cfg.renewInterval, clock: m.cfg.clock}
 	if !reflect.TypeOf(m.backend).Comparable() || !reflect.TypeOf(m.cfg.clock).Comparable() {
 		id.mutex = m
 	}
+	return id
+}
+
+// join adds h to the keeper for its Mutex's backend and settings, starting
+// that keeper's goroutine if it has none, and sets h.keeper.
+func join(h *hold) {
+	id := h.m.keeperID
 	keepers.mu.Lock()
 	defer keepers.mu.Unlock()
 	if keepers.m == nil {

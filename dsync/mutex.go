@@ -45,6 +45,8 @@ type Mutex struct {
 	key     string
 	owner   string
 	cfg     config
+	// keeperID selects the keeper that renews this Mutex's holds.
+	keeperID keeperID
 
 	// sem is the local lock: a token in it means some goroutine holds or
 	// is acquiring the Mutex.
@@ -68,13 +70,15 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{
+	m := &Mutex{
 		backend: backend,
 		key:     key,
 		owner:   xid.New().String(),
 		cfg:     cfg,
 		sem:     make(chan struct{}, 1),
-	}, nil
+	}
+	m.keeperID = keeperIDOf(m)
+	return m, nil
 }
 
 // Key returns the lock's key.
