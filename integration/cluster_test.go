@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,17 +28,6 @@ import (
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 )
-
-// knownBugs lists violations the checker finds that come from a library
-// bug already reported, by kind: they are logged and counted in the
-// summary line ("known-bugs"), but fail the test only with DSYNC_STRICT=1.
-// Remove an entry when the bug is fixed.
-var knownBugs = map[string]string{}
-
-func strict() bool {
-	ok, _ := strconv.ParseBool(os.Getenv("DSYNC_STRICT"))
-	return ok
-}
 
 // cluster is a set of worker processes sharing a lock key, a history
 // directory and a database, and the faults a test injects into them.
@@ -479,23 +467,17 @@ func (c *cluster) check(expect ...string) *history.Report {
 	c.t.Logf("history: %d events (%d truncated files), %d holds, %d handoffs, %d losses (%d excused by a pause or stall), max loss-signal lateness %v, faults %v, %d stalls (max %v)",
 		len(events), truncated, r.NumHolds, r.Handoffs, r.Losses, r.Excused, r.MaxLossLateness, r.Faults, r.Stalls, r.MaxStall)
 	var unexpected []history.Violation
-	known := 0
 	for _, v := range r.Violations {
 		isExpected := false
 		for _, k := range expect {
 			isExpected = isExpected || v.Kind == k
 		}
-		switch bug, isKnown := knownBugs[v.Kind]; {
-		case isExpected:
+		if isExpected {
 			c.t.Logf("expected violation (negative control): %v", v)
-		case isKnown && !strict():
-			known++
-			c.t.Logf("KNOWN LIBRARY BUG (%s): %v", bug, v)
-		default:
+		} else {
 			unexpected = append(unexpected, v)
 		}
 	}
-	summary.addKnown(known)
 	for _, v := range unexpected {
 		c.t.Errorf("VIOLATION %v", v)
 	}

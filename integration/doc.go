@@ -53,9 +53,6 @@
 //	DSYNC_SOAK=1 go test -v -timeout 3h -run . ./integration/
 //
 // Set DSYNC_HISTORY_DIR to keep the history files of every test there.
-// Violations that come from a library bug already reported (knownBugs in
-// cluster_test.go) are logged and counted as known-bugs instead of
-// failing; DSYNC_STRICT=1 makes them fail.
 // The suite prints a summary line at the end (shown with -v, or when
 // testing this package alone from its directory): workers, holds,
 // handoffs, faults by kind, violations, the largest loss-signal lateness,

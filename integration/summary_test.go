@@ -24,7 +24,6 @@ type suiteSummary struct {
 	losses     int
 	excused    int
 	violations int
-	known      int // violations from known library bugs
 	stalls     int
 	maxStall   time.Duration
 	faults     map[string]int
@@ -68,12 +67,6 @@ func (s *suiteSummary) add(r *history.Report, violations int, negative, detected
 	}
 }
 
-func (s *suiteSummary) addKnown(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.known += n
-}
-
 // negative records a negative control that is not a whole history.
 func (s *suiteSummary) negative(detected bool) {
 	s.mu.Lock()
@@ -95,6 +88,6 @@ func (s *suiteSummary) line() string {
 	if s.maxLateSet {
 		late = fmt.Sprintf("%v (margin %v)", s.maxLate.Round(10*time.Microsecond), s.maxMargin)
 	}
-	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} violations=%d known-bugs=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
-		s.workers, s.histories, s.holds, s.handoffs, s.losses, s.excused, s.stalls, s.maxStall.Round(time.Millisecond), strings.Join(faults, " "), s.violations, s.known, late, s.detected, s.negatives)
+	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} violations=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
+		s.workers, s.histories, s.holds, s.handoffs, s.losses, s.excused, s.stalls, s.maxStall.Round(time.Millisecond), strings.Join(faults, " "), s.violations, late, s.detected, s.negatives)
 }
