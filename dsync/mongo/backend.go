@@ -160,7 +160,8 @@ func docID(key string, epoch uint64) string {
 // key that never had an epoch). A waiter re-checks the epoch it waits on
 // with one read by _id per attempt; when it finds it released, it reads
 // the next one, and if that is absent, inserts it and reads the released
-// one once more: four commands for a handoff.
+// one once more: four commands for a handoff. A waiter named by a
+// wake-up event (WithWakeups) skips the two reads before the insert.
 func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
 	if err := checkKey(key); err != nil {
 		return dsync.Lease{}, err
@@ -184,6 +185,13 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		// read. A process locking many fresh keys saves a read per key.
 		v = view{newest: true, known: true, learned: b.mono()}
 	}
+	if b.cfg.wakeups {
+		if left := b.wake.yieldLeft(key); left > 0 {
+			// We named another process the next holder when we released
+			// the key: its turn first.
+			return dsync.Lease{}, &dsync.HeldError{Key: key, Token: v.epoch, RetryAfter: left}
+		}
+	}
 	for range maxRounds {
 		var (
 			lease dsync.Lease
@@ -192,7 +200,7 @@ func (b *Backend) Acquire(ctx context.Context, key, owner string, ttl time.Durat
 		switch {
 		case v.trusted(b.mono(), b.cfg.viewTrust):
 			lease, err = b.insert(ctx, est, key, owner, ttl, v, false)
-		case v.provable() && v.nextAbsent:
+		case v.provable() && v.nextAbsent && b.mono()-v.learned < b.cfg.viewTrust:
 			lease, err = b.insert(ctx, est, key, owner, ttl, v, true)
 		default:
 			if v, err = b.look(ctx, est, key, owner, v); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,18 +22,29 @@ import (
 // keeps one tailable-await cursor on a small capped collection of events:
 //
 //   - "wait": a process started waiting for key (and keeps waiting until
-//     the server time "until"). A waiter announces itself once per
+//     the server time "until"). A waiter announces itself when it starts
+//     waiting after holding or being named, and otherwise once per
 //     announceEvery per key.
-//   - "released": a holder released epoch e of key. Sent only by a holder
-//     that knows of a waiter for key (one of its own, or a "wait" event it
-//     saw), so an uncontended Lock+Unlock stays at two commands.
+//   - "released": a holder released epoch e of key and names one waiting
+//     process, "next": the one that announced itself first. Only that
+//     process wakes (one of its waiters, the longest waiting), so a
+//     release costs one acquisition attempt however many wait: no herd.
+//     Waiters take turns in the order they announced. A named process
+//     with no waiter left passes the turn on with an event of its own.
+//     Sent only by a holder that knows of a waiting process, so an
+//     uncontended Lock+Unlock stays at two commands.
 //   - "open": written by a process before it opens its cursor, so that on
 //     FerretDB the cursor's first batch (of size one) is full, which keeps
 //     it open.
 //
+// Every process keeps the queue of waiting processes per key from these
+// events: a "wait" adds its sender (keeping its place if already there),
+// a "released" removes its sender and the process it names.
+//
 // Events are hints, never proof: a waiter woken by one still acquires by
-// the epoch protocol. A missed event costs latency, bounded by the safety
-// poll interval; while the stream is down, waiters poll as without it.
+// the epoch protocol. A missed event, or a named process that died, costs
+// latency, bounded by the safety poll interval; while the stream is down,
+// waiters poll as without it.
 
 var _ dsync.Waiter = (*Backend)(nil)
 
@@ -44,22 +56,24 @@ const (
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
-	// herdStep is the delay per known competing waiter a woken waiter
-	// draws its random delay from, so that not every waiter sends an
-	// attempt at the same instant after a release.
-	herdStep = 2 * time.Millisecond
+	// yieldFor is how long a process that named another as next holder of
+	// a key keeps from taking the key again itself (Acquire answers
+	// "held"), so the named waiter gets its turn; if it does not take it
+	// in that time (it died, say), the key is anyone's again.
+	yieldFor = 250 * time.Millisecond
 	// maxReopenBackoff bounds the pause between attempts to reopen the
 	// event stream.
 	maxReopenBackoff = 30 * time.Second
-	// trimEvery: after each trimEvery events it has seen, a tailer deletes
-	// the events older than those it saw trimEvery events earlier (minus
-	// trimSlack). Capped collections bound themselves on MongoDB, but
-	// FerretDB only trims them every so often (never, embedded), and its
-	// tailable cursors re-read the whole collection every 10 ms while
-	// waiting. A cursor positioned on a deleted event dies and is
-	// reopened; the slack keeps that to cursors far behind.
-	trimEvery = 32
-	trimSlack = 5 * time.Second
+	// trimEvery, trimSlack: after each trimEvery events of its own that it
+	// sees, a tailer deletes the events that are trimSlack older than the
+	// last of them, except "wait" events still in force. Capped collections
+	// bound themselves on MongoDB, but FerretDB only trims them every so
+	// often (never, embedded), and its tailable cursors re-read the whole
+	// collection every 10 ms while waiting, so it is kept short. A cursor
+	// positioned on a deleted event dies and is reopened; the slack keeps
+	// that to cursors that fell far behind.
+	trimEvery = 16
+	trimSlack = 2 * time.Second
 )
 
 // eventDoc is a document of the events collection.
@@ -70,6 +84,7 @@ type eventDoc struct {
 	Epoch int64         `bson:"epoch,omitempty"`
 	Proc  string        `bson:"proc"`
 	Until time.Time     `bson:"until,omitzero"` // "wait": server time
+	Next  string        `bson:"next,omitempty"`  // "released": the named process
 	// At is the earliest possible server time when the event was sent;
 	// trimming goes by it.
 	At time.Time `bson:"at"`
@@ -90,12 +105,30 @@ type wakeups struct {
 	done    chan struct{}
 	ready   chan struct{} // closed once the stream first became live (tests)
 	readyOK bool
-	local   map[string]map[chan struct{}]struct{}
-	// remote: key → process → until (server time) of its last "wait".
-	remote map[string]map[string]time.Time
+	// local: key → this process's waiters, longest waiting first.
+	local map[string][]*localWaiter
+	// remote: key → other waiting processes.
+	remote map[string]map[string]remoteWaiter
 	// announced: key → local monotonic time of our last "wait".
 	announced map[string]time.Duration
-	noticed   bool // the fallback was logged
+	// yielding: key → until when (local monotonic) this process leaves
+	// the key to the process it named.
+	yielding map[string]time.Duration
+	noticed  bool // the fallback was logged
+}
+
+// A localWaiter is one WaitFree call of this process.
+type localWaiter struct {
+	c chan struct{} // signalled to wake it
+	// named: woken as the next holder, after the release of epoch (w.mu).
+	named bool
+	epoch uint64
+}
+
+// A remoteWaiter is another process that announced it waits for a key.
+type remoteWaiter struct {
+	since time.Time // server time of its first "wait" still in force
+	until time.Time // server time its last "wait" runs out
 }
 
 func newWakeups(b *Backend) *wakeups {
@@ -103,9 +136,10 @@ func newWakeups(b *Backend) *wakeups {
 		b:         b,
 		proc:      bson.NewObjectID().Hex(),
 		ready:     make(chan struct{}),
-		local:     make(map[string]map[chan struct{}]struct{}),
-		remote:    make(map[string]map[string]time.Time),
+		local:     make(map[string][]*localWaiter),
+		remote:    make(map[string]map[string]remoteWaiter),
 		announced: make(map[string]time.Duration),
+		yielding:  make(map[string]time.Duration),
 	}
 }
 
@@ -173,9 +207,9 @@ func (w *wakeups) lost() {
 	w.cursor.Store(0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, set := range w.local {
-		for c := range set {
-			notify(c)
+	for _, list := range w.local {
+		for _, lw := range list {
+			notify(lw.c)
 		}
 	}
 }
@@ -217,8 +251,7 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 		_ = cur.Close(cctx)
 	}()
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	seen := 0
-	var boundary time.Time // trim below it at the next trim point
+	own := 0 // events of ours seen, for trimming
 	for cur.Next(ctx) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
@@ -237,20 +270,16 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 				w.mu.Unlock()
 				continue
 			}
-			if e.Kind == eventWait { // history: still-announced waiters count
-				w.handle(est, e, false)
-			}
+			w.handle(est, e, false) // history: learn the queues
 			continue
 		}
-		w.handle(est, e, true)
-		if seen++; seen%trimEvery == 0 && !e.At.IsZero() {
-			if !boundary.IsZero() {
-				_, err := coll.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: boundary.Add(-trimSlack)}}}})
-				if err != nil {
-					w.b.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
-				}
+		if pass := w.handle(est, e, true); pass {
+			w.passOn(ctx, est, e.Key, uint64(e.Epoch))
+		}
+		if e.Proc == w.proc {
+			if own++; own%trimEvery == 0 && !e.At.IsZero() {
+				w.trim(ctx, est, e.At.Add(-trimSlack))
 			}
-			boundary = e.At
 		}
 	}
 	if err := cur.Err(); err != nil {
@@ -259,109 +288,215 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) {
+// trim deletes the events sent before cut, except "wait" events still in
+// force. Best effort.
+func (w *wakeups) trim(ctx context.Context, est *clockcheck.Estimator, cut time.Time) {
+	_, err := w.b.events.DeleteMany(ctx, bson.D{
+		{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}},
+		{Key: "$or", Value: bson.A{
+			bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: eventWait}}}},
+			bson.D{{Key: "until", Value: bson.D{{Key: "$lt", Value: est.Now().Earliest}}}},
+		}},
+	})
+	if err != nil {
+		w.b.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
+	}
+}
+
+// handle applies an event to the queues and, for a live "released" event
+// that names this process, wakes its longest waiting waiter for the key.
+// It reports whether this process was named but has no waiter for the
+// key, so the turn must be passed on.
+func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) (passOn bool) {
 	if e.Proc == w.proc || e.Key == "" {
-		return
+		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch e.Kind {
 	case eventWait:
 		if !e.Until.After(est.Now().Earliest) {
-			return
+			return false
 		}
-		m := w.remote[e.Key]
-		if m == nil {
+		q := w.remote[e.Key]
+		if q == nil {
 			if len(w.remote) >= maxViews {
 				w.expire(est)
 			}
-			m = make(map[string]time.Time)
-			w.remote[e.Key] = m
+			q = make(map[string]remoteWaiter)
+			w.remote[e.Key] = q
 		}
-		m[e.Proc] = e.Until
+		rw, ok := q[e.Proc]
+		if !ok || !rw.until.After(e.At) {
+			rw.since = e.At // a new wait, or the old one ran out: last place
+		}
+		rw.until = e.Until
+		q[e.Proc] = rw
 	case eventReleased:
-		if !live {
-			return
+		// The sender held the key or passes its turn on, and the named
+		// process is taking its turn: neither waits in the queue any more.
+		if q := w.remote[e.Key]; q != nil {
+			delete(q, e.Proc)
+			delete(q, e.Next)
+			if len(q) == 0 {
+				delete(w.remote, e.Key)
+			}
 		}
-		for c := range w.local[e.Key] {
-			notify(c)
+		if e.Next != w.proc || !live {
+			return false
 		}
+		// Our turn. Our next wait must be announced again: the others
+		// have just dropped us from their queues.
+		delete(w.announced, e.Key)
+		for _, lw := range w.local[e.Key] {
+			if !lw.named {
+				lw.named, lw.epoch = true, uint64(e.Epoch)
+				// The holder says it released epoch e: the waiter may
+				// insert e+1 at once and prove it afterwards (timing.go).
+				w.b.views.hintReleased(e.Key, uint64(e.Epoch), w.b.mono())
+				notify(lw.c)
+				return false
+			}
+		}
+		return e.Epoch > 0
 	}
+	return false
 }
 
 // expire drops remote announcements that ended. w.mu is held.
 func (w *wakeups) expire(est *clockcheck.Estimator) {
 	now := est.Now().Earliest
-	for k, m := range w.remote {
-		for p, until := range m {
-			if !until.After(now) {
-				delete(m, p)
+	for k, q := range w.remote {
+		for p, rw := range q {
+			if !rw.until.After(now) {
+				delete(q, p)
 			}
 		}
-		if len(m) == 0 {
+		if len(q) == 0 {
 			delete(w.remote, k)
 		}
 	}
 }
 
-// released wakes the local waiters of key and, if other processes wait
-// for it, tells them. Best effort: a failure only costs them latency.
+// nextRemote removes and returns the process that has waited longest for
+// key, or "" if no other process is known to wait. w.mu is held.
+func (w *wakeups) nextRemote(est *clockcheck.Estimator, key string) string {
+	q := w.remote[key]
+	now := est.Now().Earliest
+	next, since := "", time.Time{}
+	for p, rw := range q {
+		switch {
+		case !rw.until.After(now):
+			delete(q, p)
+		case next == "" || rw.since.Before(since) || rw.since.Equal(since) && p < next:
+			next, since = p, rw.since
+		}
+	}
+	delete(q, next)
+	if len(q) == 0 {
+		delete(w.remote, key)
+	}
+	return next
+}
+
+// released follows this process's release of epoch of key. If another
+// process waits for key, it names the one that has waited longest in a
+// "released" event and keeps from taking the key for yieldFor; otherwise
+// it wakes this process's own waiters. Best effort: a failure only costs
+// latency.
 func (w *wakeups) released(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
 	w.mu.Lock()
-	for c := range w.local[key] {
-		notify(c)
+	// Our waiters, if any, must announce themselves again: a "released"
+	// event from us takes us out of the others' queues.
+	delete(w.announced, key)
+	next := ""
+	if w.healthy.Load() {
+		next = w.nextRemote(est, key)
 	}
-	remote := false
-	if m := w.remote[key]; m != nil {
-		now := est.Now().Earliest
-		for p, until := range m {
-			if until.After(now) {
-				remote = true
-			} else {
-				delete(m, p)
-			}
+	if next == "" {
+		for _, lw := range w.local[key] {
+			notify(lw.c)
 		}
-		if len(m) == 0 {
-			delete(w.remote, key)
-		}
-	}
-	w.mu.Unlock()
-	if !remote || !w.healthy.Load() {
+		w.mu.Unlock()
 		return
 	}
+	w.yielding[key] = w.b.mono() + yieldFor
+	w.mu.Unlock()
+	if err := w.sendReleased(ctx, est, key, epoch, next); err != nil {
+		w.b.cfg.logger.Debug("dsyncmongo: release event not sent", slog.String("key", key), slog.Any("err", err))
+		w.mu.Lock()
+		delete(w.yielding, key)
+		for _, lw := range w.local[key] {
+			notify(lw.c)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// passOn passes a turn this process was given for key, and cannot use, to
+// the process that has waited longest after it, if any.
+func (w *wakeups) passOn(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
+	w.mu.Lock()
+	next := w.nextRemote(est, key)
+	w.mu.Unlock()
+	if next == "" {
+		return
+	}
+	if err := w.sendReleased(ctx, est, key, epoch, next); err != nil {
+		w.b.cfg.logger.Debug("dsyncmongo: passing a turn on failed", slog.String("key", key), slog.Any("err", err))
+	}
+}
+
+func (w *wakeups) sendReleased(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64, next string) error {
 	_, err := w.b.events.InsertOne(ctx, eventDoc{
 		ID: bson.NewObjectID(), Kind: eventReleased, Key: key, Epoch: int64(epoch), Proc: w.proc,
-		At: est.Now().Earliest,
+		Next: next, At: est.Now().Earliest,
 	})
-	if err != nil {
-		w.b.cfg.logger.Debug("dsyncmongo: release event not sent", slog.String("key", key), slog.Any("err", err))
-	}
+	return err
 }
 
-// add registers a local waiter for key; it returns the waiter's channel
-// and how many waiters for key this process knows of, itself included.
-func (w *wakeups) add(key string) (chan struct{}, int) {
-	c := make(chan struct{}, 1)
+// yieldLeft reports how much longer this process leaves key to the
+// process it named after its last release of it.
+func (w *wakeups) yieldLeft(key string) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	set := w.local[key]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		w.local[key] = set
+	until, ok := w.yielding[key]
+	if !ok {
+		return 0
 	}
-	set[c] = struct{}{}
-	return c, len(set) + len(w.remote[key])
+	left := until - w.b.mono()
+	if left <= 0 || !w.healthy.Load() {
+		delete(w.yielding, key)
+		return 0
+	}
+	return left
 }
 
-func (w *wakeups) remove(key string, c chan struct{}) {
+// add registers a local waiter for key, last in line.
+func (w *wakeups) add(key string) *localWaiter {
+	lw := &localWaiter{c: make(chan struct{}, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if set := w.local[key]; set != nil {
-		delete(set, c)
-		if len(set) == 0 {
-			delete(w.local, key)
-		}
+	w.local[key] = append(w.local[key], lw)
+	return lw
+}
+
+// remove unregisters a local waiter. It reports whether the waiter had
+// been named the next holder, and after which epoch's release: if it gives
+// up, the turn must go on.
+func (w *wakeups) remove(key string, lw *localWaiter) (named bool, epoch uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.local[key]
+	if i := slices.Index(list, lw); i >= 0 {
+		list = slices.Delete(list, i, i+1)
 	}
+	if len(list) == 0 {
+		delete(w.local, key)
+	} else {
+		w.local[key] = list
+	}
+	return lw.named, lw.epoch
 }
 
 // announce sends a "wait" event for key unless one was sent recently. It
@@ -400,11 +535,11 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key s
 	return true, nil
 }
 
-// WaitFree implements dsync.Waiter: it returns when the holder of
-// held.Key announces its release, or after held.RetryAfter, or when ctx
-// ends. With wake-ups on (WithWakeups) and the event stream working, a
-// waiter that has announced itself sleeps longer than RetryAfter: until
-// the holder's epoch can have expired, at most the safety poll interval
+// WaitFree implements dsync.Waiter: it returns when this process is named
+// the next holder of held.Key, or after held.RetryAfter, or when ctx ends.
+// With wake-ups on (WithWakeups) and the event stream working, a waiter
+// that has announced itself sleeps longer than RetryAfter: until the
+// holder's epoch can have expired, at most the safety poll interval
 // (WithSafetyPoll). Being woken proves nothing; the next Acquire decides.
 func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
 	if ctx.Err() != nil {
@@ -420,14 +555,13 @@ func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
 	}
 	w := b.wake
 	w.start(est)
-	c, n := w.add(held.Key)
-	defer w.remove(held.Key, c)
+	lw := w.add(held.Key)
 	if w.healthy.Load() {
 		fresh, err := w.announce(ctx, est, held.Key)
 		switch {
 		case err != nil:
 			b.cfg.logger.Debug("dsyncmongo: wait announcement failed", slog.String("key", held.Key), slog.Any("err", err))
-		case !fresh:
+		case !fresh && w.yieldLeft(held.Key) == 0:
 			// The holder's process has seen our announcement: sleep until
 			// the epoch can have expired, at most the safety interval.
 			safety := b.cfg.safetyPoll
@@ -440,18 +574,19 @@ func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
 	t := time.NewTimer(max(wait, time.Millisecond))
 	defer t.Stop()
 	select {
-	case <-c:
-		if !w.healthy.Load() {
-			return nil // the stream was lost: try now, then poll
-		}
-		// Spread the attempts of the waiters this process knows of.
-		if d := time.Duration(rand.Int64N(int64(n)*int64(herdStep) + 1)); n > 1 && d > 0 {
-			return sleepCtx(ctx, d)
-		}
+	case <-lw.c:
+		w.remove(held.Key, lw)
 		return nil
 	case <-t.C:
+		w.remove(held.Key, lw)
 		return nil
 	case <-ctx.Done():
+		if named, epoch := w.remove(held.Key, lw); named {
+			// Named, but giving up: pass the turn on.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			w.passOn(pctx, est, held.Key, epoch)
+		}
 		return context.Cause(ctx)
 	}
 }

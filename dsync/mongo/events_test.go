@@ -1,10 +1,14 @@
 package dsyncmongo
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
@@ -179,5 +183,228 @@ func TestCloseStopsTheTailer(t *testing.T) {
 	case <-p.b.wake.done:
 	default:
 		t.Fatal("Close returned before the tailer stopped")
+	}
+}
+
+// lockCommands counts, per process, the commands sent to the lock
+// collection (not to the events collection), by command name.
+func lockCommands(ps []*proc) func() []map[string]int {
+	counts := make([]map[string]int, len(ps))
+	var mu sync.Mutex
+	for i, p := range ps {
+		counts[i] = map[string]int{}
+		coll := p.b.cfg.collection
+		p.cmd.mu.Lock()
+		p.cmd.onStart = func(e *event.CommandStartedEvent) {
+			if v, err := e.Command.Index(0).Value().StringValueOK(); err && v == coll {
+				mu.Lock()
+				counts[i][e.CommandName]++
+				mu.Unlock()
+			}
+		}
+		p.cmd.mu.Unlock()
+	}
+	return func() []map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]map[string]int, len(counts))
+		for i, c := range counts {
+			out[i] = c
+			counts[i] = map[string]int{}
+		}
+		return out
+	}
+}
+
+// queued waits until p's process knows of n other processes waiting for
+// key.
+func queued(t *testing.T, p *proc, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p.b.wake.mu.Lock()
+		got := len(p.b.wake.remote[key])
+		p.b.wake.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes known to wait for %q, want %d", got, key, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWakeupTurnsInOrder: with several processes waiting, each release
+// wakes only the one that has waited longest, which takes the lock with
+// one insert (no herd of failing attempts); the releasing process leaves
+// the key to it; and the turns go in the order the waiters arrived.
+func TestWakeupTurnsInOrder(t *testing.T) {
+	const safety = 20 * time.Second
+	const waiters = 4
+	ps := newProcs(t, waiters+1, WithWakeups(true), WithSafetyPoll(safety))
+	ctx := testCtx(t, 2*time.Minute)
+	holder := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
+	// One hold first, so the handoffs below release epochs >= 2, which a
+	// named waiter can take without reading first.
+	for range 2 {
+		if err := holder.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := holder.UnlockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := holder.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWakeups(t, ps[0].b)
+
+	type grant struct {
+		who int
+		at  time.Time
+	}
+	granted := make(chan grant, waiters)
+	release := make([]chan struct{}, waiters+1)
+	var done sync.WaitGroup
+	defer done.Wait()
+	ctx, stop := context.WithCancel(ctx) // on failure, frees the goroutines
+	defer stop()
+	for i := 1; i <= waiters; i++ {
+		release[i] = make(chan struct{})
+		m := newMutex(t, ps[i].b, "k", dsync.WithTTL(time.Minute))
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			if err := m.LockContext(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			granted <- grant{i, time.Now()}
+			select {
+			case <-release[i]:
+			case <-ctx.Done():
+			}
+			if err := m.UnlockContext(context.WithoutCancel(ctx)); err != nil {
+				t.Error(err)
+			}
+		}()
+		queued(t, ps[0], "k", i) // arrival order: 1, 2, ...
+	}
+	// Let every waiter settle into its long sleep (after one poll
+	// interval, in case the holder had not seen its announcement yet).
+	time.Sleep(2 * DefaultPollInterval)
+	for i := 1; i <= waiters; i++ {
+		queued(t, ps[i], "k", waiters-1)
+	}
+	count := lockCommands(ps)
+	count()
+
+	unlocked := time.Now()
+	if err := holder.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The releasing process leaves the key to the named waiter.
+	if _, err := ps[0].b.Acquire(ctx, "k", "again", time.Minute); !errors.As(err, new(*dsync.HeldError)) {
+		t.Fatalf("Acquire right after naming a successor = %v, want a HeldError", err)
+	}
+	for want := 1; want <= waiters; want++ {
+		select {
+		case g := <-granted:
+			took := g.at.Sub(unlocked)
+			t.Logf("turn %d: process %d, %v after the Unlock", want, g.who, took.Round(time.Millisecond))
+			if g.who != want {
+				t.Fatalf("process %d got turn %d, want process %d (arrival order)", g.who, want, want)
+			}
+			if took > safety/4 {
+				t.Errorf("turn %d took %v: not woken by the release event", want, took)
+			}
+		case <-time.After(safety + 5*time.Second):
+			t.Fatalf("turn %d never came", want)
+		}
+		n := count()
+		for i := 1; i <= waiters; i++ {
+			switch {
+			case i == want && (n[i]["insert"] != 1 || n[i]["find"] > 1):
+				t.Errorf("turn %d: the named process sent %v to the lock collection, want one insert and at most one read", want, n[i])
+			case i != want && n[i]["insert"] != 0:
+				t.Errorf("turn %d: process %d, not named, sent %v to the lock collection", want, i, n[i])
+			}
+		}
+		unlocked = time.Now()
+		close(release[want])
+	}
+}
+
+// TestWakeupPassesTheTurnOn: a process named next that no longer waits
+// passes its turn to the next in line at once; one that is gone costs the
+// next waiter at most the safety poll interval.
+func TestWakeupPassesTheTurnOn(t *testing.T) {
+	const safety = 3 * time.Second
+	for _, gone := range []bool{false, true} {
+		name := "stopped waiting"
+		if gone {
+			name = "process gone"
+		}
+		t.Run(name, func(t *testing.T) {
+			ps := newProcs(t, 3, WithWakeups(true), WithSafetyPoll(safety))
+			ctx := testCtx(t, time.Minute)
+			holder := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
+			if err := holder.LockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitWakeups(t, ps[0].b)
+
+			// Process 1 waits first, then stops waiting (or is closed).
+			quitter := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
+			qctx, cancel := context.WithCancel(ctx)
+			quit := make(chan error, 1)
+			go func() { quit <- quitter.LockContext(qctx) }()
+			queued(t, ps[0], "k", 1)
+			cancel()
+			if err := <-quit; !errors.Is(err, context.Canceled) {
+				t.Fatalf("LockContext = %v, want context.Canceled", err)
+			}
+			if gone {
+				if err := ps[1].b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Process 2 waits next.
+			waiter := newMutex(t, ps[2].b, "k", dsync.WithTTL(time.Minute))
+			got := make(chan time.Time, 1)
+			go func() {
+				if err := waiter.LockContext(ctx); err != nil {
+					t.Error(err)
+					close(got)
+					return
+				}
+				got <- time.Now()
+			}()
+			queued(t, ps[0], "k", 2)
+			time.Sleep(2 * DefaultPollInterval) // settled into the long sleep
+
+			unlocked := time.Now()
+			if err := holder.UnlockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			at, ok := <-got
+			if !ok {
+				t.FailNow()
+			}
+			took := at.Sub(unlocked)
+			t.Logf("the second in line got the lock %v after the Unlock", took.Round(time.Millisecond))
+			limit := safety / 4 // passed on at once
+			if gone {
+				limit = safety + 1500*time.Millisecond
+			}
+			if took > limit {
+				t.Errorf("the second in line waited %v, want at most %v", took, limit)
+			}
+			if err := waiter.UnlockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -23,9 +23,10 @@ type view struct {
 	released  bool
 	expired   bool      // provably expired when learned: expiresAt < Earliest then
 	expiresAt time.Time // server time
-	// nextAbsent: epoch+1 did not exist when learned (a read by _id).
-	// It only spares a waiter an insert that is bound to fail, and is not
-	// cached.
+	// nextAbsent: epoch+1 did not exist when learned (a read by _id), or
+	// a "released" event naming this process said so (views.hintReleased).
+	// It only spares a waiter an insert that is bound to fail, or the reads
+	// before the insert; put does not cache it.
 	nextAbsent bool
 	// learned is the local monotonic time at which the command that taught
 	// this view was sent.
@@ -141,6 +142,27 @@ func (c *views) released(key string, epoch uint64, latest time.Time, sent time.D
 	default:
 		delete(c.m, key)
 	}
+}
+
+// hintReleased records what a "released" event naming this process says:
+// epoch of key was released, and (as far as the holder knew) is the
+// newest. The view is neither newest nor trusted; it only lets the named
+// waiter insert epoch+1 at once and prove the insert by reading epoch
+// afterwards (timing.go), skipping the reads that would otherwise come
+// first. A view of a later epoch is kept.
+func (c *views) hintReleased(key string, epoch uint64, now time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok && old.epoch > epoch {
+		return
+	}
+	if c.m == nil {
+		c.m = make(map[string]view)
+	}
+	if _, ok := c.m[key]; !ok && len(c.m) >= maxViews {
+		c.evict(now)
+	}
+	c.m[key] = view{epoch: epoch, known: true, released: true, nextAbsent: true, learned: now}
 }
 
 // forget drops the view of key, after a write whose outcome is unknown.
