@@ -69,6 +69,14 @@ type Dropper interface {
 	Drop(ctx context.Context) error
 }
 
+// LatencyProber is a Driver that measures the floor its handoff is judged
+// against: the round trip of one command, and the delivery of one wake-up
+// event from the start of its send to its arrival at another client
+// (nil if the library has no events). n samples of each.
+type LatencyProber interface {
+	ProbeLatency(ctx context.Context, ns string, n int) (roundTrip, event []float64, err error)
+}
+
 // DefaultTTL is the lease used where a scenario does not set one: dsync's
 // default, given to every library so that none renews more often.
 const DefaultTTL = 15 * time.Second

@@ -359,7 +359,36 @@ func (rn *runner) chain(ctx context.Context, n, handoffs int, election bool) ([]
 }
 
 func (rn *runner) handoffs(ctx context.Context) error {
-	return rn.chains(ctx, Handoff, rn.o.Waiters, false, "waiting process", "Unlock→Lock")
+	err := rn.chains(ctx, Handoff, rn.o.Waiters, false, "waiting process", "Unlock→Lock")
+	if p, ok := rn.d.(LatencyProber); ok {
+		err = errors.Join(err, rn.probe(ctx, p))
+	}
+	return err
+}
+
+// probe adds the floor of a handoff: a round trip, and an event's delivery.
+func (rn *runner) probe(ctx context.Context, p LatencyProber) error {
+	const param, samples = "floor", 100
+	var rtt, ev []float64
+	for run := range rn.o.Runs {
+		ns := rn.ns("probe")
+		r, e, err := p.ProbeLatency(ctx, ns, samples)
+		rn.drop(ctx, ns)
+		if err != nil {
+			rn.r.na(Handoff, param, "round trip p50", "ms", "failed: "+err.Error())
+			return fmt.Errorf("probe: %w", err)
+		}
+		rtt = append(rtt, Percentile(r, 50))
+		if len(e) > 0 {
+			ev = append(ev, Percentile(e, 50))
+		}
+		rn.logf("%s: probe run %d: round trip p50 %.2f ms, event p50 %.1f ms", rn.d.Name(), run+1, rtt[run], Percentile(e, 50))
+	}
+	rn.r.add(Handoff, param, "round trip p50", "ms", rtt, "")
+	if len(ev) > 0 {
+		rn.r.add(Handoff, param, "wake-up event delivery p50", "ms", ev, "")
+	}
+	return nil
 }
 
 func (rn *runner) graceful(ctx context.Context) error {

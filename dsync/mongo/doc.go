@@ -63,34 +63,50 @@
 // # Wake-ups
 //
 // Backend implements dsync.Waiter: a Mutex waiting for a key held by
-// another process is woken when the holder releases it, in about one round
-// trip, instead of by polling, if WithWakeups(true) is given (the default
-// is off for now, see below). Each Backend
-// that has held or awaited a lock follows a capped collection of events
-// (the lock collection's name + "_events") with one tailable-await cursor
-// in one goroutine. A waiter announces itself there once per key (again
-// every two safety poll intervals while it waits); a holder that knows of
-// a waiter appends a "released" event after its release. Waiters in the
-// holder's own process are woken directly. A woken waiter draws a random
-// delay of up to 2 ms per waiter its process knows of, so that a release
-// does not set off every waiter's insert at once. An announced waiter
-// sleeps until the holder's epoch can have expired, at most the safety
-// poll interval (WithSafetyPoll, 5 s), so an idle waiter costs a read
-// and at most one insert per safety interval, plus the cursor's getMore.
-// Events are hints: the epoch protocol alone decides who holds a key, and
-// a lost event costs at most the safety poll interval. When the event
-// stream is unavailable (no capped collections or tailable cursors, a
-// killed cursor, a restarted server) waiters poll as without wake-ups and
-// the stream is reopened with backoff; the first failure is logged.
+// another process is woken when the holder releases it, instead of by
+// polling, if WithWakeups(true) is given (the default is off for now, see
+// below). Each Backend that has held or awaited a lock follows a capped
+// collection of events (the lock collection's name + "_events") with one
+// tailable-await cursor in one goroutine.
 //
-// On FerretDB 1.24 a waiting tailable cursor re-reads the whole events
-// collection every 10 ms, and the embedded server never trims capped
-// collections; the backend therefore deletes old events itself, keeping
-// those of the last few seconds. Many processes following events on one
-// small FerretDB server load it noticeably: on 2 cores, an 8-process
-// contention test ran about 2× slower per handoff than with polling at
-// 100 ms, and a handoff among 16 waiting processes took longer than with
-// polling. That is why wake-ups are off by default.
+//   - A waiting process announces itself once per key when it starts
+//     waiting (again every two safety poll intervals while it waits).
+//     Every process keeps, from these events, the queue of processes
+//     waiting for each key, in the order they announced themselves.
+//   - A holder that knows of a waiting process names the first in line in
+//     a "released" event after its release, and for 250 ms does not take
+//     the key again itself. Only the named process wakes, and only one of
+//     its waiters (the one that has waited longest): a release costs one
+//     acquisition attempt, an insert and a read, however many wait, and
+//     the turns go round in order instead of to whoever polls first.
+//   - A named process with no waiter left passes the turn to the next in
+//     line. A named process that died costs the others at most the safety
+//     poll interval.
+//   - Waiters in the holder's own process are woken directly when no other
+//     process waits.
+//
+// An announced waiter sleeps until the holder's epoch can have expired,
+// at most the safety poll interval (WithSafetyPoll, 5 s), so an idle
+// waiter costs a read and at most one insert per safety interval, plus
+// the cursor's getMore. Events are hints: the epoch protocol alone decides
+// who holds a key, and a lost event costs at most the safety poll
+// interval. When the event stream is unavailable (no capped collections
+// or tailable cursors, a killed cursor, a restarted server) waiters poll
+// as without wake-ups and the stream is reopened with backoff; the first
+// failure is logged.
+//
+// FerretDB 1.24 implements a waiting tailable cursor by re-reading the
+// whole events collection every 10 ms, and answers 10 ms after it finds a
+// new event, so an event takes 10 to 20 ms to arrive there (bench/
+// measures it), and each following process costs the server CPU: on 2
+// cores, about 5% of a core per process with one event in the collection,
+// about 25% with 35. The embedded server never trims capped collections;
+// the backend therefore deletes events itself, keeping about the last
+// two seconds' and the announcements still in force. With 16 processes
+// waiting on one small FerretDB server, handoffs are slower than with
+// polling. That is why wake-ups are off by default; on MongoDB a
+// tailable-await cursor waits for inserts without polling, but that has
+// not been measured here yet.
 //
 // # Costs
 //

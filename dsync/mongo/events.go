@@ -84,7 +84,7 @@ type eventDoc struct {
 	Epoch int64         `bson:"epoch,omitempty"`
 	Proc  string        `bson:"proc"`
 	Until time.Time     `bson:"until,omitzero"` // "wait": server time
-	Next  string        `bson:"next,omitempty"`  // "released": the named process
+	Next  string        `bson:"next,omitempty"` // "released": the named process
 	// At is the earliest possible server time when the event was sent;
 	// trimming goes by it.
 	At time.Time `bson:"at"`
@@ -251,7 +251,7 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 		_ = cur.Close(cctx)
 	}()
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	own := 0 // events of ours seen, for trimming
+	own := 0              // events of ours seen, for trimming
 	for cur.Next(ctx) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
@@ -346,8 +346,10 @@ func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) (pass
 			return false
 		}
 		// Our turn. Our next wait must be announced again: the others
-		// have just dropped us from their queues.
+		// have just dropped us from their queues. And if we had left the
+		// key to someone, that is over.
 		delete(w.announced, e.Key)
+		delete(w.yielding, e.Key)
 		for _, lw := range w.local[e.Key] {
 			if !lw.named {
 				lw.named, lw.epoch = true, uint64(e.Epoch)

@@ -42,11 +42,27 @@ func TestMutexHammer(t *testing.T) {
 		rounds = 50
 		t.Logf("-short: %d rounds instead of 200", rounds)
 	}
+	hammer(t, procs, rounds)
+}
+
+// TestMutexHammerWakeups: the same with wake-ups on, where each release
+// names the next holder, which inserts before reading (the proof after
+// the insert).
+func TestMutexHammerWakeups(t *testing.T) {
+	procs, rounds := 6, 40
+	if testing.Short() {
+		rounds = 15
+		t.Logf("-short: %d rounds instead of 40", rounds)
+	}
+	hammer(t, procs, rounds, WithWakeups(true), WithSafetyPoll(2*time.Second))
+}
+
+func hammer(t *testing.T, procs, rounds int, opts ...Option) {
 	// A process pauses after Unlock, up to a poll interval: otherwise it
 	// would relock at once, ahead of the sleeping waiters, and run all its
 	// rounds in a row. Waiters poll more often than by default.
 	const poll = 100 * time.Millisecond
-	ps := newProcs(t, procs, WithPollInterval(poll))
+	ps := newProcs(t, procs, append([]Option{WithPollInterval(poll)}, opts...)...)
 	ctx := testCtx(t, 3*time.Minute)
 
 	var (

@@ -176,21 +176,22 @@ func WithMaxDrift(rate float64) Option {
 }
 
 // WithWakeups turns wake-ups through events on or off. Default: off, for
-// now: on FerretDB (the only server measured so far) each following cursor
-// costs the server a query every 10 ms, and with 16 waiting processes on 2
-// cores handoffs became slower than with polling (see the package
-// documentation, "Wake-ups").
+// now: on FerretDB (the only server measured so far) every following
+// cursor costs the server a query every 10 ms, and with 16 waiting
+// processes on 2 cores handoffs became slower than with polling (see the
+// package documentation, "Wake-ups").
 //
 // With wake-ups, each Backend that holds or waits for a lock follows a
 // small capped collection (the lock collection's name + "_events", 1 MiB,
 // created on first use) with one tailable-await cursor, in one goroutine
-// that Close stops. A waiter announces itself there (one insert per key
-// about every two safety poll intervals); a holder that knows of waiters
-// for a key, its own or announced ones, appends a "released" event after
-// releasing it, which wakes them at once. An uncontended Lock+Unlock
-// still costs two commands. Waiters that have announced themselves then
-// sleep until the holder's epoch can have expired, at most the safety
-// poll interval (WithSafetyPoll), instead of polling every poll interval.
+// that Close stops. A waiting process announces itself there (one insert
+// per key when it starts waiting after a hold or a turn, and about every
+// two safety poll intervals); a holder that knows of waiting processes
+// names the one that announced itself first in a "released" event after
+// releasing, which wakes one of its waiters at once. An uncontended
+// Lock+Unlock still costs two commands. Other waiters sleep until the
+// holder's epoch can have expired, at most the safety poll interval
+// (WithSafetyPoll), instead of polling every poll interval.
 //
 // Events are hints: the woken waiter still acquires by the epoch protocol,
 // and a missed event only costs latency, at most the safety poll interval.

@@ -86,10 +86,15 @@ func measure() int {
 	runs := flag.Int("runs", 0, "repeated runs per figure (default 3)")
 	rev := flag.String("rev", "", "revision of the library measured, for the report")
 	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
+	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	flag.Parse()
 
-	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll}
+	if *wakeups != "" && *wakeups != "on" && *wakeups != "off" {
+		fmt.Fprintln(os.Stderr, "dsyncbench: -wakeups must be on or off")
+		return 2
+	}
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups}
 	if harness.IsChild() {
 		return harness.RunChild(d)
 	}
