@@ -6,10 +6,14 @@
 #   bash bench/run.sh --only dsync             only dsync; the peers' last figures are kept
 #   bash bench/run.sh --only dsync --scenarios handoff,idle
 #                                              re-measure some figures, keep the others
+#   bash bench/run.sh --only dsync-wakeups     dsync with WithWakeups(true) (handoff,
+#                                              graceful, idle and throughput unless
+#                                              --scenarios says otherwise)
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing)
 #
-# Libraries: dsync, mongo-lock, redsync, etcd (comma-separated for --only).
+# Libraries: dsync, dsync-wakeups, mongo-lock, redsync, etcd (comma-separated
+# for --only).
 # Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
 # throughput, race.
 #
@@ -24,7 +28,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-only="dsync,mongo-lock,redsync,etcd"
+only="dsync,dsync-wakeups,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
 extra=()
@@ -34,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--scenarios) scenarios="$2"; shift 2 ;;
 	--quick) quick="-quick"; shift ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -117,7 +121,7 @@ if want mongo-lock || want redsync || want etcd; then
 fi
 
 # The MongoDB-compatible server for dsync and mongo-lock.
-if want dsync || want mongo-lock; then
+if want dsync || want dsync-wakeups || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
 		log "using MONGODB_URI"
 		mongo_uri="$MONGODB_URI"
@@ -141,6 +145,12 @@ if want dsync; then
 	log "measuring dsync"
 	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -out "$resdir/dsync.json" -rev "$rev" \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
+fi
+
+if want dsync-wakeups; then
+	log "measuring dsync with wake-ups"
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups on -out "$resdir/dsync-wakeups.json" -rev "$rev" \
+		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-wakeups); fi
 fi
 
 if want mongo-lock; then
@@ -187,7 +197,7 @@ if want etcd; then
 	fi
 fi
 
-for lib in dsync mongo-lock redsync etcd; do
+for lib in dsync dsync-wakeups mongo-lock redsync etcd; do
 	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
 done
 cmd="bash bench/run.sh"

@@ -70,7 +70,7 @@
 // tailable-await cursor in one goroutine.
 //
 //   - A waiting process announces itself once per key when it starts
-//     waiting (again every two safety poll intervals while it waits).
+//     waiting (again every ten safety poll intervals while it waits).
 //     Every process keeps, from these events, the queue of processes
 //     waiting for each key, in the order they announced themselves.
 //   - A holder that knows of a waiting process names the first in line in
@@ -87,8 +87,8 @@
 //
 // An announced waiter sleeps until the holder's epoch can have expired,
 // at most the safety poll interval (WithSafetyPoll, 5 s), so an idle
-// waiter costs a read and at most one insert per safety interval, plus
-// the cursor's getMore. Events are hints: the epoch protocol alone decides
+// waiting process costs a read per safety interval, a getMore per two and
+// an insert per ten, plus a getMore for each event any process sends. Events are hints: the epoch protocol alone decides
 // who holds a key, and a lost event costs at most the safety poll
 // interval. When the event stream is unavailable (no capped collections
 // or tailable cursors, a killed cursor, a restarted server) waiters poll

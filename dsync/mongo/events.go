@@ -23,8 +23,8 @@ import (
 //
 //   - "wait": a process started waiting for key (and keeps waiting until
 //     the server time "until"). A waiter announces itself when it starts
-//     waiting after holding or being named, and otherwise once per
-//     announceEvery per key.
+//     waiting after holding or being named, and again every
+//     reannounceAfter safety poll intervals while it waits.
 //   - "released": a holder released epoch e of key and names one waiting
 //     process, "next": the one that announced itself first. Only that
 //     process wakes (one of its waiters, the longest waiting), so a
@@ -56,6 +56,18 @@ const (
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
+	// A "wait" announcement holds for announceFor safety poll intervals
+	// and is renewed after reannounceAfter. Every event costs every
+	// following process a getMore, so announcements are rare; what a long
+	// life costs is little: a process that stopped waiting without its
+	// turn stays in the queues, and when named, passes its turn on (or, if
+	// it died, costs the next waiter at most a safety poll interval).
+	announceFor     = 12
+	reannounceAfter = 10
+	// awaitFor: the event cursor's getMore waits up to awaitFor safety
+	// poll intervals. Waiters do not depend on it: their own timers bound
+	// every wait by the safety poll interval.
+	awaitFor = 2
 	// yieldFor is how long a process that named another as next holder of
 	// a key keeps from taking the key again itself (Acquire answers
 	// "held"), so the named waiter gets its turn; if it does not take it
@@ -241,7 +253,7 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().
 		SetCursorType(options.TailableAwait).
 		SetBatchSize(1).
-		SetMaxAwaitTime(w.b.cfg.safetyPoll))
+		SetMaxAwaitTime(awaitFor*w.b.cfg.safetyPoll))
 	if err != nil {
 		return false, err
 	}
@@ -508,13 +520,13 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key s
 	now := w.b.mono()
 	w.mu.Lock()
 	last, ok := w.announced[key]
-	if ok && now-last < 2*safety {
+	if ok && now-last < reannounceAfter*safety {
 		w.mu.Unlock()
 		return false, nil
 	}
 	if len(w.announced) >= maxViews {
 		for k, t := range w.announced {
-			if now-t >= 2*safety {
+			if now-t >= reannounceAfter*safety {
 				delete(w.announced, k)
 			}
 		}
@@ -526,7 +538,7 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key s
 	w.mu.Unlock()
 	_, err = w.b.events.InsertOne(ctx, eventDoc{
 		ID: bson.NewObjectID(), Kind: eventWait, Key: key, Proc: w.proc,
-		Until: ceilMilli(est.Now().Latest.Add(3 * safety)), At: est.Now().Earliest,
+		Until: ceilMilli(est.Now().Latest.Add(announceFor * safety)), At: est.Now().Earliest,
 	})
 	if err != nil {
 		w.mu.Lock()

@@ -186,7 +186,7 @@ func WithMaxDrift(rate float64) Option {
 // created on first use) with one tailable-await cursor, in one goroutine
 // that Close stops. A waiting process announces itself there (one insert
 // per key when it starts waiting after a hold or a turn, and about every
-// two safety poll intervals); a holder that knows of waiting processes
+// ten safety poll intervals); a holder that knows of waiting processes
 // names the one that announced itself first in a "released" event after
 // releasing, which wakes one of its waiters at once. An uncontended
 // Lock+Unlock still costs two commands. Other waiters sleep until the
@@ -209,8 +209,9 @@ func WithWakeups(on bool) Option {
 
 // WithSafetyPoll sets how long a waiter sleeps at most, relying on
 // wake-up events, before it tries again. Default: DefaultSafetyPoll (5 s).
-// It is also the max await time of the event cursor's getMore commands. It
-// bounds the extra latency of a missed event. It must be positive.
+// It bounds the extra latency of a missed event. The event cursor's
+// getMore commands wait up to twice as long, and a waiting process
+// renews its announcement every ten intervals. It must be positive.
 func WithSafetyPoll(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -42,7 +42,12 @@ func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
 	return opts
 }
 
-func (d *driver) Name() string { return "dsync" }
+func (d *driver) Name() string {
+	if d.wakeups == "on" {
+		return "dsync-wakeups"
+	}
+	return "dsync"
+}
 
 func (d *driver) Describe(ctx context.Context) (string, string) {
 	lib := "github.com/go-dsync/dsync (this tree"
