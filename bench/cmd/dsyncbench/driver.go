@@ -171,6 +171,7 @@ func (c *conn) RenewCommands() []string { return []string{"update"} }
 func (c *conn) Drop(ctx context.Context) error {
 	return errors.Join(
 		c.db.Collection("locks_"+c.ns).Drop(ctx),
+		c.db.Collection("locks_"+c.ns+"_events").Drop(ctx), // wake-ups
 		c.db.Collection("members_"+c.ns).Drop(ctx))
 }
 
