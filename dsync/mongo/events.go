@@ -21,15 +21,16 @@ import (
 // Wake-ups (see WithWakeups). Every process that holds or waits for a lock
 // keeps one tailable-await cursor on a small capped collection of events:
 //
-//   - "wait": a process started waiting for key (and keeps waiting until
-//     the server time "until"). A waiter announces itself when it starts
-//     waiting after holding or being named, and again every
-//     reannounceAfter safety poll intervals while it waits.
+//   - "wait": a process waits for key, since the server time "since", and
+//     keeps waiting until the server time "until". A process announces
+//     itself when its first waiter starts waiting after the process held
+//     the key or had its turn, again every reannounceAfter safety poll
+//     intervals while it waits, and whenever another process opens its
+//     cursor (which then learns the queues from these).
 //   - "released": a holder released epoch e of key and names one waiting
-//     process, "next": the one that announced itself first. Only that
-//     process wakes (one of its waiters, the longest waiting), so a
-//     release costs one acquisition attempt however many wait: no herd.
-//     Waiters take turns in the order they announced. A named process
+//     process, "next": the one waiting longest. Only that process wakes
+//     (one of its waiters, the longest waiting), so a release costs one
+//     acquisition attempt however many wait: no herd. A named process
 //     with no waiter left passes the turn on with an event of its own.
 //     Sent only by a holder that knows of a waiting process, so an
 //     uncontended Lock+Unlock stays at two commands.
@@ -39,7 +40,8 @@ import (
 //
 // Every process keeps the queue of waiting processes per key from these
 // events: a "wait" adds its sender (keeping its place if already there),
-// a "released" removes its sender and the process it names.
+// a "released" removes its sender and the process it names; both must
+// announce themselves again if they still have waiters.
 //
 // Events are hints, never proof: a waiter woken by one still acquires by
 // the epoch protocol. A missed event, or a named process that died, costs
@@ -68,6 +70,13 @@ const (
 	// poll intervals. Waiters do not depend on it: their own timers bound
 	// every wait by the safety poll interval.
 	awaitFor = 2
+	// announceSettle: for this long after announcing itself, a waiter does
+	// not rely on the holder having seen its announcement (an event takes
+	// 10–20 ms to arrive on FerretDB), and wakes once it is over to look.
+	announceSettle = 250 * time.Millisecond
+	// reannounceDelay: how long after seeing another process open its
+	// cursor a waiting process re-sends its announcements (±20%).
+	reannounceDelay = 200 * time.Millisecond
 	// yieldFor is how long a process that named another as next holder of
 	// a key keeps from taking the key again itself (Acquire answers
 	// "held"), so the named waiter gets its turn; if it does not take it
@@ -78,12 +87,14 @@ const (
 	maxReopenBackoff = 30 * time.Second
 	// trimEvery, trimSlack: after each trimEvery events of its own that it
 	// sees, a tailer deletes the events that are trimSlack older than the
-	// last of them, except "wait" events still in force. Capped collections
-	// bound themselves on MongoDB, but FerretDB only trims them every so
-	// often (never, embedded), and its tailable cursors re-read the whole
-	// collection every 10 ms while waiting, so it is kept short. A cursor
-	// positioned on a deleted event dies and is reopened; the slack keeps
-	// that to cursors that fell far behind.
+	// last of them. Capped collections bound themselves on MongoDB, but
+	// FerretDB only trims them every so often (never, embedded), and its
+	// tailable cursors re-read the whole collection every 10 ms while
+	// waiting, so it is kept short. A process that opens its cursor learns
+	// the queues from the waiting processes, which announce themselves
+	// again when they see its "open". A cursor positioned on a deleted
+	// event dies and is reopened; the slack keeps that to cursors that fell
+	// far behind.
 	trimEvery = 16
 	trimSlack = 2 * time.Second
 )
@@ -96,6 +107,7 @@ type eventDoc struct {
 	Epoch int64         `bson:"epoch,omitempty"`
 	Proc  string        `bson:"proc"`
 	Until time.Time     `bson:"until,omitzero"` // "wait": server time
+	Since time.Time     `bson:"since,omitzero"` // "wait": server time
 	Next  string        `bson:"next,omitempty"` // "released": the named process
 	// At is the earliest possible server time when the event was sent;
 	// trimming goes by it.
@@ -121,12 +133,14 @@ type wakeups struct {
 	local map[string][]*localWaiter
 	// remote: key → other waiting processes.
 	remote map[string]map[string]remoteWaiter
-	// announced: key → local monotonic time of our last "wait".
-	announced map[string]time.Duration
+	// announced: key → our announcement in force.
+	announced map[string]announcement
 	// yielding: key → until when (local monotonic) this process leaves
 	// the key to the process it named.
 	yielding map[string]time.Duration
 	noticed  bool // the fallback was logged
+	// reannouncing: the pending re-announcement for new cursors.
+	reannouncing *time.Timer
 }
 
 // A localWaiter is one WaitFree call of this process.
@@ -135,6 +149,12 @@ type localWaiter struct {
 	// named: woken as the next holder, after the release of epoch (w.mu).
 	named bool
 	epoch uint64
+}
+
+// An announcement is this process's place in the queues of a key.
+type announcement struct {
+	sent  time.Duration // local monotonic time of our last "wait"
+	since time.Time     // server time our waiting began
 }
 
 // A remoteWaiter is another process that announced it waits for a key.
@@ -150,7 +170,7 @@ func newWakeups(b *Backend) *wakeups {
 		ready:     make(chan struct{}),
 		local:     make(map[string][]*localWaiter),
 		remote:    make(map[string]map[string]remoteWaiter),
-		announced: make(map[string]time.Duration),
+		announced: make(map[string]announcement),
 		yielding:  make(map[string]time.Duration),
 	}
 }
@@ -172,6 +192,9 @@ func (w *wakeups) start(est *clockcheck.Estimator) {
 func (w *wakeups) stop() {
 	w.mu.Lock()
 	w.stopped = true
+	if w.reannouncing != nil {
+		w.reannouncing.Stop()
+	}
 	cancel, done := w.cancel, w.done
 	w.mu.Unlock()
 	if cancel != nil {
@@ -279,18 +302,29 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 					close(w.ready)
 					w.readyOK = true
 				}
+				places := len(w.announced) > 0
 				w.mu.Unlock()
+				if places {
+					// Processes that opened their cursors while ours was
+					// down have not heard of our places.
+					w.reannounceSoon(ctx, est)
+				}
 				continue
 			}
 			w.handle(est, e, false) // history: learn the queues
 			continue
 		}
-		if pass := w.handle(est, e, true); pass {
+		switch w.handle(est, e, true) {
+		case passTurn:
 			w.passOn(ctx, est, e.Key, uint64(e.Epoch))
+		case reannounce:
+			w.reannounce(ctx, est, e.Key)
+		case reannounceAll:
+			w.reannounceSoon(ctx, est)
 		}
 		if e.Proc == w.proc {
 			if own++; own%trimEvery == 0 && !e.At.IsZero() {
-				w.trim(ctx, est, e.At.Add(-trimSlack))
+				w.trim(ctx, e.At.Add(-trimSlack))
 			}
 		}
 	}
@@ -300,47 +334,49 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-// trim deletes the events sent before cut, except "wait" events still in
-// force. Best effort.
-func (w *wakeups) trim(ctx context.Context, est *clockcheck.Estimator, cut time.Time) {
-	_, err := w.b.events.DeleteMany(ctx, bson.D{
-		{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}},
-		{Key: "$or", Value: bson.A{
-			bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: eventWait}}}},
-			bson.D{{Key: "until", Value: bson.D{{Key: "$lt", Value: est.Now().Earliest}}}},
-		}},
-	})
+// trim deletes the events sent before cut. Best effort.
+func (w *wakeups) trim(ctx context.Context, cut time.Time) {
+	_, err := w.b.events.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}}})
 	if err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
 	}
 }
 
+// An action is what the tailer must do after an event.
+type action int
+
+const (
+	nothing       action = iota
+	passTurn             // we were named but have no waiter: pass the turn on
+	reannounce           // our other waiters of the event's key lost their place
+	reannounceAll        // another process opened its cursor: tell it our places
+)
+
 // handle applies an event to the queues and, for a live "released" event
 // that names this process, wakes its longest waiting waiter for the key.
-// It reports whether this process was named but has no waiter for the
-// key, so the turn must be passed on.
-func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) (passOn bool) {
-	if e.Proc == w.proc || e.Key == "" {
-		return false
+func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) action {
+	if e.Proc == w.proc {
+		return nothing
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch e.Kind {
-	case eventWait:
-		if !e.Until.After(est.Now().Earliest) {
-			return false
+	case eventOpen:
+		if live && len(w.announced) > 0 {
+			return reannounceAll
 		}
-		q := w.remote[e.Key]
-		if q == nil {
-			if len(w.remote) >= maxViews {
-				w.expire(est)
-			}
-			q = make(map[string]remoteWaiter)
-			w.remote[e.Key] = q
+	case eventWait:
+		if e.Key == "" || !e.Until.After(est.Now().Earliest) {
+			return nothing
+		}
+		q := w.queue(est, e.Key)
+		since := e.Since
+		if since.IsZero() {
+			since = e.At
 		}
 		rw, ok := q[e.Proc]
-		if !ok || !rw.until.After(e.At) {
-			rw.since = e.At // a new wait, or the old one ran out: last place
+		if !ok || since.Before(rw.since) {
+			rw.since = since
 		}
 		rw.until = e.Until
 		q[e.Proc] = rw
@@ -354,27 +390,61 @@ func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) (pass
 				delete(w.remote, e.Key)
 			}
 		}
-		if e.Next != w.proc || !live {
-			return false
+		if e.Next != w.proc || e.Key == "" || !live {
+			return nothing
 		}
-		// Our turn. Our next wait must be announced again: the others
-		// have just dropped us from their queues. And if we had left the
-		// key to someone, that is over.
+		// Our turn, and we are out of every queue of the key. If we had
+		// left the key to someone, that is over.
 		delete(w.announced, e.Key)
 		delete(w.yielding, e.Key)
+		if !w.nameLocal(e.Key, uint64(e.Epoch)) {
+			return passTurn
+		}
 		for _, lw := range w.local[e.Key] {
 			if !lw.named {
-				lw.named, lw.epoch = true, uint64(e.Epoch)
-				// The holder says it released epoch e: the waiter may
-				// insert e+1 at once and prove it afterwards (timing.go).
-				w.b.views.hintReleased(e.Key, uint64(e.Epoch), w.b.mono())
-				notify(lw.c)
-				return false
+				return reannounce // the others still wait: back in line
 			}
 		}
-		return e.Epoch > 0
+	}
+	return nothing
+}
+
+// nameLocal makes the longest waiting local waiter of key that is not
+// named yet the next holder, after the release of epoch. It reports false
+// if there is none. w.mu is held.
+func (w *wakeups) nameLocal(key string, epoch uint64) bool {
+	for _, lw := range w.local[key] {
+		if !lw.named {
+			lw.named, lw.epoch = true, epoch
+			// The holder says it released epoch: the waiter may insert
+			// epoch+1 at once and prove it afterwards (timing.go).
+			w.b.views.hintReleased(key, epoch, w.b.mono())
+			notify(lw.c)
+			return true
+		}
 	}
 	return false
+}
+
+// queue returns the queue of other processes waiting for key, without
+// those whose announcement ran out. w.mu is held.
+func (w *wakeups) queue(est *clockcheck.Estimator, key string) map[string]remoteWaiter {
+	q := w.remote[key]
+	if q == nil {
+		if len(w.remote) >= maxViews {
+			w.expire(est)
+		}
+		q = make(map[string]remoteWaiter)
+		w.remote[key] = q
+		return q
+	}
+	now := est.Now().Earliest
+	for p, rw := range q {
+		if !rw.until.After(now) {
+			delete(q, p)
+		}
+	}
+	return q
 }
 
 // expire drops remote announcements that ended. w.mu is held.
@@ -395,14 +465,13 @@ func (w *wakeups) expire(est *clockcheck.Estimator) {
 // nextRemote removes and returns the process that has waited longest for
 // key, or "" if no other process is known to wait. w.mu is held.
 func (w *wakeups) nextRemote(est *clockcheck.Estimator, key string) string {
-	q := w.remote[key]
-	now := est.Now().Earliest
+	if w.remote[key] == nil {
+		return ""
+	}
+	q := w.queue(est, key)
 	next, since := "", time.Time{}
 	for p, rw := range q {
-		switch {
-		case !rw.until.After(now):
-			delete(q, p)
-		case next == "" || rw.since.Before(since) || rw.since.Equal(since) && p < next:
+		if next == "" || rw.since.Before(since) || rw.since.Equal(since) && p < next {
 			next, since = p, rw.since
 		}
 	}
@@ -420,9 +489,6 @@ func (w *wakeups) nextRemote(est *clockcheck.Estimator, key string) string {
 // latency.
 func (w *wakeups) released(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
 	w.mu.Lock()
-	// Our waiters, if any, must announce themselves again: a "released"
-	// event from us takes us out of the others' queues.
-	delete(w.announced, key)
 	next := ""
 	if w.healthy.Load() {
 		next = w.nextRemote(est, key)
@@ -434,16 +500,32 @@ func (w *wakeups) released(ctx context.Context, est *clockcheck.Estimator, key s
 		w.mu.Unlock()
 		return
 	}
+	if len(w.yielding) >= maxViews {
+		now := w.b.mono()
+		for k, until := range w.yielding {
+			if until <= now {
+				delete(w.yielding, k)
+			}
+		}
+	}
 	w.yielding[key] = w.b.mono() + yieldFor
 	w.mu.Unlock()
-	if err := w.sendReleased(ctx, est, key, epoch, next); err != nil {
+	err := w.sendReleased(ctx, est, key, epoch, next)
+	if err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: release event not sent", slog.String("key", key), slog.Any("err", err))
-		w.mu.Lock()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
 		delete(w.yielding, key)
-		for _, lw := range w.local[key] {
-			notify(lw.c)
-		}
-		w.mu.Unlock()
+	} else {
+		// Our event took us out of every queue of key, after any
+		// announcement made until now: our waiters, if any, wake to
+		// announce themselves again (the yield keeps them from the key).
+		delete(w.announced, key)
+	}
+	for _, lw := range w.local[key] {
+		notify(lw.c)
 	}
 }
 
@@ -458,6 +540,18 @@ func (w *wakeups) passOn(ctx context.Context, est *clockcheck.Estimator, key str
 	}
 	if err := w.sendReleased(ctx, est, key, epoch, next); err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: passing a turn on failed", slog.String("key", key), slog.Any("err", err))
+	}
+}
+
+// giveUp hands on the turn of a named local waiter that stopped waiting:
+// to another local waiter of key if there is one, else to the next
+// process in line.
+func (w *wakeups) giveUp(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
+	w.mu.Lock()
+	named := w.nameLocal(key, epoch)
+	w.mu.Unlock()
+	if !named {
+		w.passOn(ctx, est, key, epoch)
 	}
 }
 
@@ -513,40 +607,88 @@ func (w *wakeups) remove(key string, lw *localWaiter) (named bool, epoch uint64)
 	return lw.named, lw.epoch
 }
 
-// announce sends a "wait" event for key unless one was sent recently. It
-// reports whether it sent one now (the holder may not have seen it yet).
-func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key string) (fresh bool, err error) {
-	safety := w.b.cfg.safetyPoll
+// announce puts this process in the queues of key, unless its
+// announcement in force is recent. It returns how long ago the
+// announcement in force was sent (0: now).
+func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key string) (age time.Duration, err error) {
 	now := w.b.mono()
 	w.mu.Lock()
-	last, ok := w.announced[key]
-	if ok && now-last < reannounceAfter*safety {
+	a, ok := w.announced[key]
+	if ok && now-a.sent < reannounceAfter*w.b.cfg.safetyPoll {
 		w.mu.Unlock()
-		return false, nil
+		return now - a.sent, nil
 	}
-	if len(w.announced) >= maxViews {
-		for k, t := range w.announced {
-			if now-t >= reannounceAfter*safety {
+	if !ok {
+		a.since = est.Now().Earliest
+	}
+	w.mu.Unlock()
+	return 0, w.sendWait(ctx, est, key, a.since)
+}
+
+// reannounce sends our announcements in force again, for key or, if key
+// is "", for every key this process still waits for.
+func (w *wakeups) reannounce(ctx context.Context, est *clockcheck.Estimator, key string) {
+	w.mu.Lock()
+	places := map[string]time.Time{}
+	for k, a := range w.announced {
+		if (key == "" || k == key) && len(w.local[k]) > 0 {
+			places[k] = a.since
+		}
+	}
+	if key != "" && len(places) == 0 && len(w.local[key]) > 0 {
+		places[key] = est.Now().Earliest // out of the queues: last in line
+	}
+	w.mu.Unlock()
+	for k, since := range places {
+		if err := w.sendWait(ctx, est, k, since); err != nil {
+			w.b.cfg.logger.Debug("dsyncmongo: wait announcement failed", slog.String("key", k), slog.Any("err", err))
+		}
+	}
+}
+
+// reannounceSoon re-sends all our announcements in force after a short
+// random delay, once for all the cursors opened meanwhile: processes tend
+// to start together, and each of our events costs each of them a getMore.
+func (w *wakeups) reannounceSoon(ctx context.Context, est *clockcheck.Estimator) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reannouncing != nil || w.stopped {
+		return
+	}
+	w.reannouncing = time.AfterFunc(jitter(reannounceDelay), func() {
+		w.mu.Lock()
+		w.reannouncing = nil
+		w.mu.Unlock()
+		w.reannounce(ctx, est, "")
+	})
+}
+
+// sendWait sends a "wait" event for key and records it as in force.
+func (w *wakeups) sendWait(ctx context.Context, est *clockcheck.Estimator, key string, since time.Time) error {
+	now := w.b.mono()
+	w.mu.Lock()
+	if _, ok := w.announced[key]; !ok && len(w.announced) >= maxViews {
+		for k := range w.announced {
+			if len(w.local[k]) == 0 {
 				delete(w.announced, k)
 			}
 		}
-		if len(w.announced) >= maxViews {
-			clear(w.announced)
-		}
 	}
-	w.announced[key] = now
+	w.announced[key] = announcement{sent: now, since: since}
 	w.mu.Unlock()
-	_, err = w.b.events.InsertOne(ctx, eventDoc{
+	_, err := w.b.events.InsertOne(ctx, eventDoc{
 		ID: bson.NewObjectID(), Kind: eventWait, Key: key, Proc: w.proc,
-		Until: ceilMilli(est.Now().Latest.Add(announceFor * safety)), At: est.Now().Earliest,
+		Until: ceilMilli(est.Now().Latest.Add(announceFor * w.b.cfg.safetyPoll)),
+		Since: since, At: est.Now().Earliest,
 	})
 	if err != nil {
 		w.mu.Lock()
-		delete(w.announced, key)
+		if a, ok := w.announced[key]; ok && a.sent == now {
+			delete(w.announced, key)
+		}
 		w.mu.Unlock()
-		return false, err
 	}
-	return true, nil
+	return err
 }
 
 // WaitFree implements dsync.Waiter: it returns when this process is named
@@ -571,11 +713,15 @@ func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
 	w.start(est)
 	lw := w.add(held.Key)
 	if w.healthy.Load() {
-		fresh, err := w.announce(ctx, est, held.Key)
+		age, err := w.announce(ctx, est, held.Key)
 		switch {
 		case err != nil:
 			b.cfg.logger.Debug("dsyncmongo: wait announcement failed", slog.String("key", held.Key), slog.Any("err", err))
-		case !fresh && w.yieldLeft(held.Key) == 0:
+		case age < announceSettle:
+			// The holder may not have seen our announcement yet: look
+			// again once it surely has.
+			wait = max(wait, announceSettle-age)
+		case w.yieldLeft(held.Key) == 0:
 			// The holder's process has seen our announcement: sleep until
 			// the epoch can have expired, at most the safety interval.
 			safety := b.cfg.safetyPoll
@@ -596,10 +742,10 @@ func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
 		return nil
 	case <-ctx.Done():
 		if named, epoch := w.remove(held.Key, lw); named {
-			// Named, but giving up: pass the turn on.
+			// Named, but giving up: hand the turn on.
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
-			w.passOn(pctx, est, held.Key, epoch)
+			w.giveUp(pctx, est, held.Key, epoch)
 		}
 		return context.Cause(ctx)
 	}

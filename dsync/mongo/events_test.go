@@ -408,3 +408,138 @@ func TestWakeupPassesTheTurnOn(t *testing.T) {
 		})
 	}
 }
+
+// TestWakeupSeveralWaitersInOneProcess: when a process releases to another
+// process, or gets its turn, its other waiters for the key take their
+// place in the queues again, so their turn comes by event too.
+func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
+	const safety = 20 * time.Second
+	ps := newProcs(t, 2, WithWakeups(true), WithSafetyPoll(safety))
+	ctx := testCtx(t, time.Minute)
+	first := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
+	if err := first.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWakeups(t, ps[0].b)
+
+	lock := func(m *dsync.Mutex) chan time.Time {
+		got := make(chan time.Time, 1)
+		go func() {
+			if err := m.LockContext(ctx); err != nil {
+				t.Error(err)
+				close(got)
+				return
+			}
+			got <- time.Now()
+		}()
+		return got
+	}
+	other := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
+	otherGot := lock(other)
+	queued(t, ps[0], "k", 1)
+	second := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute)) // same process as the holder
+	secondGot := lock(second)
+	time.Sleep(2 * DefaultPollInterval) // both settled into their long sleeps
+
+	unlocked := time.Now()
+	if err := first.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-otherGot // the other process was waiting first
+	if !ok {
+		t.FailNow()
+	}
+	t.Logf("the other process got the lock %v after the Unlock", at.Sub(unlocked).Round(time.Millisecond))
+	queued(t, ps[1], "k", 1) // the holder's process announced its second waiter again
+	unlocked = time.Now()
+	if err := other.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-secondGot:
+		if !ok {
+			t.FailNow()
+		}
+		took := at.Sub(unlocked)
+		t.Logf("the second waiter of the first process got it %v after the Unlock", took.Round(time.Millisecond))
+		if took > safety/4 {
+			t.Errorf("the second waiter took %v: not woken by the release event", took)
+		}
+	case <-time.After(safety + 5*time.Second):
+		t.Fatal("the second waiter never got the lock")
+	}
+	if err := second.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWakeupLateFollowerLearnsTheQueue: a process that starts following
+// events after a waiter announced itself, with that announcement trimmed
+// away, learns of the waiter (which announces itself again when it sees
+// the newcomer's cursor open) and hands the lock to it by event.
+func TestWakeupLateFollowerLearnsTheQueue(t *testing.T) {
+	const safety = 20 * time.Second
+	ps := newProcs(t, 2, WithWakeups(true), WithSafetyPoll(safety))
+	ctx := testCtx(t, time.Minute)
+	holder := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
+	ps[0].b.cfg.wakeups = false // acquire without starting to follow events
+	if err := holder.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps[0].b.cfg.wakeups = true
+
+	waiter := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.LockContext(ctx); err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+	}()
+	for {
+		ps[1].b.wake.mu.Lock()
+		_, announced := ps[1].b.wake.announced["k"]
+		ps[1].b.wake.mu.Unlock()
+		if announced {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(2 * DefaultPollInterval) // settled; its announcement is out
+	// Trim the announcement away, but not the event the waiter's cursor
+	// stands on (that would kill the cursor).
+	if _, err := ps[1].b.events.InsertOne(ctx, bson.D{{Key: "kind", Value: "test"}, {Key: "proc", Value: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := ps[1].b.events.DeleteMany(ctx, bson.D{{Key: "kind", Value: eventWait}}); err != nil {
+		t.Fatal(err)
+	}
+
+	est, err := ps[0].b.prepare(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps[0].b.wake.start(est)
+	waitWakeups(t, ps[0].b)
+	queued(t, ps[0], "k", 1)
+
+	unlocked := time.Now()
+	if err := holder.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-got
+	if !ok {
+		t.FailNow()
+	}
+	took := at.Sub(unlocked)
+	t.Logf("the waiter got the lock %v after the Unlock", took.Round(time.Millisecond))
+	if took > safety/4 {
+		t.Errorf("the waiter took %v: not woken by the release event", took)
+	}
+	if err := waiter.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
