@@ -38,6 +38,7 @@ type globals struct {
 	members    string
 	timeout    time.Duration
 	verbose    bool
+	wakeups    bool
 
 	defaulted bool // the defaults above are set
 }
@@ -59,6 +60,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.StringVar(&g.members, "members", g.members, "election member collection")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
+	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events instead of polling")
 	return fs
 }
 
@@ -208,7 +210,7 @@ func redact(uri string) string {
 
 // lockOptions are the dsyncmongo options the global flags select.
 func (g *globals) lockOptions() []dsyncmongo.Option {
-	return []dsyncmongo.Option{dsyncmongo.WithCollection(g.collection)}
+	return []dsyncmongo.Option{dsyncmongo.WithCollection(g.collection), dsyncmongo.WithWakeups(g.wakeups)}
 }
 
 // leaderBackend returns an election backend on db with the global flags'

@@ -63,9 +63,23 @@ func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
 }
 
 // Several dsync lock on one name, started at once: each command checks
-// that no other one runs by creating a directory (atomic, like O_EXCL).
+// that no other one runs by creating a directory (atomic, like O_EXCL);
+// waiting by polling, and with --wakeups.
 func TestLockNeverRunsTwoCommandsAtOnce(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"polling", "wakeups"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var extra []string
+			if mode == "wakeups" {
+				extra = []string{"--wakeups"}
+			}
+			lockNeverRunsTwoCommandsAtOnce(t, extra)
+		})
+	}
+}
+
+func lockNeverRunsTwoCommandsAtOnce(t *testing.T, extra []string) {
 	e := env(mongotest.Shared(t).URI())
 	db := mongotest.DatabaseName(t)
 	dir := t.TempDir()
@@ -80,7 +94,9 @@ rmdir "$1/held"`
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i] = runDsync(t, e, "", slow(60*time.Second), "--db", db, "lock", "exclusive", "--", "sh", "-c", script, "sh", dir)
+			args := append([]string{"--db", db}, extra...)
+			args = append(args, "lock", "exclusive", "--", "sh", "-c", script, "sh", dir)
+			runs[i] = runDsync(t, e, "", slow(60*time.Second), args...)
 		}()
 	}
 	wg.Wait()

@@ -104,6 +104,9 @@ Flags (also accepted after COMMAND):
   --members C     election member collection (default %q)
   --timeout D     how long to wait for the server to answer (default %v)
   -v              say what dsync is doing, on stderr
+  --wakeups       wake waiting processes through events instead of polling
+                  (dsyncmongo.WithWakeups; every process waiting on one
+                  name should use it)
 
 Run 'dsync help COMMAND' for a command's flags and exit statuses.
 Start with 'dsync demo'; for a local server, run 'dsync server'.
