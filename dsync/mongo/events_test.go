@@ -27,6 +27,21 @@ func waitWakeups(t *testing.T, b *Backend) {
 	}
 }
 
+// lockInBackground starts m.LockContext(ctx) in a goroutine. The channel
+// receives when it got the lock, or is closed if it failed (reported).
+func lockInBackground(t *testing.T, ctx context.Context, m *dsync.Mutex) <-chan time.Time {
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := m.LockContext(ctx); err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+	}()
+	return got
+}
+
 // handoff has ps[0] hold key while ps[1] waits in LockContext until it has
 // settled into a stretched wait, then unlocks, and returns how long the
 // waiter took to get the lock after the Unlock returned. Before unlocking,
@@ -42,15 +57,7 @@ func handoff(t *testing.T, ps []*proc, key string, between func()) time.Duration
 	if ps[0].b.cfg.wakeups {
 		waitWakeups(t, ps[0].b)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.LockContext(ctx); err != nil {
-			t.Error(err)
-			close(got)
-			return
-		}
-		got <- time.Now()
-	}()
+	got := lockInBackground(t, ctx, waiter)
 	// The waiter announces itself, waits one poll interval (the holder may
 	// not have seen the announcement yet), then sleeps until the safety
 	// poll interval, unless woken.
@@ -373,15 +380,7 @@ func TestWakeupPassesTheTurnOn(t *testing.T) {
 
 			// Process 2 waits next.
 			waiter := newMutex(t, ps[2].b, "k", dsync.WithTTL(time.Minute))
-			got := make(chan time.Time, 1)
-			go func() {
-				if err := waiter.LockContext(ctx); err != nil {
-					t.Error(err)
-					close(got)
-					return
-				}
-				got <- time.Now()
-			}()
+			got := lockInBackground(t, ctx, waiter)
 			queued(t, ps[0], "k", 2)
 			time.Sleep(2 * DefaultPollInterval) // settled into the long sleep
 
@@ -422,23 +421,11 @@ func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
 	}
 	waitWakeups(t, ps[0].b)
 
-	lock := func(m *dsync.Mutex) chan time.Time {
-		got := make(chan time.Time, 1)
-		go func() {
-			if err := m.LockContext(ctx); err != nil {
-				t.Error(err)
-				close(got)
-				return
-			}
-			got <- time.Now()
-		}()
-		return got
-	}
 	other := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
-	otherGot := lock(other)
+	otherGot := lockInBackground(t, ctx, other)
 	queued(t, ps[0], "k", 1)
 	second := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute)) // same process as the holder
-	secondGot := lock(second)
+	secondGot := lockInBackground(t, ctx, second)
 	time.Sleep(2 * DefaultPollInterval) // both settled into their long sleeps
 
 	unlocked := time.Now()
@@ -489,15 +476,7 @@ func TestWakeupLateFollowerLearnsTheQueue(t *testing.T) {
 	ps[0].b.cfg.wakeups = true
 
 	waiter := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.LockContext(ctx); err != nil {
-			t.Error(err)
-			close(got)
-			return
-		}
-		got <- time.Now()
-	}()
+	got := lockInBackground(t, ctx, waiter)
 	for {
 		ps[1].b.wake.mu.Lock()
 		_, announced := ps[1].b.wake.announced["k"]
