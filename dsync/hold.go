@@ -9,9 +9,13 @@ import (
 type holdState int
 
 const (
-	holdActive holdState = iota // valid until deadline
-	holdLost                    // ended without Unlock; lost is closed
-	holdEnded                   // ended by Unlock
+	// holdPending: granted by the backend, not yet known to have arrived
+	// in time; the keeper does not renew it, so a release that gives it
+	// back races no renewal.
+	holdPending holdState = iota
+	holdActive            // valid until deadline
+	holdLost              // ended without Unlock; lost is closed
+	holdEnded             // ended by Unlock
 )
 
 // A hold is one acquisition of a Mutex: its lease and its local deadline.
@@ -38,6 +42,7 @@ func (h *hold) start(sent time.Time) bool {
 	if !now.Before(deadline) {
 		return false
 	}
+	h.state = holdActive
 	h.deadline = deadline
 	h.stopTimer = h.m.cfg.clock.AfterFunc(deadline.Sub(now), h.expireIfDue)
 	return true

@@ -84,10 +84,11 @@ func (b *MemoryBackend) Renew(ctx context.Context, ttl time.Duration, leases []L
 	for i, l := range leases {
 		// Like an update of the lease's own epoch document: it applies while
 		// that epoch is the newest and unreleased, even if it has expired
-		// and nobody has taken over yet.
+		// and nobody has taken over yet. The expiry only grows, as on
+		// dsync/mongo, where a renewal may be applied after later ones.
 		cur := b.keys[l.Key]
 		if cur != nil && cur.token == l.Token && cur.owner == l.Owner && !cur.released {
-			cur.expires = now.Add(ttl)
+			cur.expires = later(cur.expires, now.Add(ttl))
 			applied[i] = true
 		}
 	}
@@ -148,6 +149,13 @@ func (b *MemoryBackend) Holder(key string) (Lease, bool) {
 		return Lease{}, false
 	}
 	return Lease{Key: key, Owner: cur.owner, Token: cur.token}, true
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func validate(ctx context.Context, key string, ttl time.Duration) error {

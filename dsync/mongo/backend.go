@@ -59,8 +59,9 @@ type Backend struct {
 	coll *mongo.Collection
 	cfg  *config
 
-	views views
-	marks marks
+	views  views
+	marks  marks
+	unsure unsure // epochs with a renewal of unknown outcome
 
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
@@ -503,11 +504,28 @@ func (b *Backend) renew(ctx context.Context, est *clockcheck.Estimator, ttl time
 	filter := bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}},
 		{Key: "released", Value: false},
-		// Never revive an epoch that may have been taken over.
+		// Refuse to revive an epoch that may have been taken over, as far
+		// as the store can: the filter is evaluated when the command is
+		// applied, which may be long after it was sent (timing.go, "Late
+		// writes"), and then it no longer protects anything.
 		{Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: now.Earliest}}},
 	}
-	res, err := b.coll.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+	// $max, never $set: a renewal applied late, after later renewals of
+	// the same epoch, must not move its expiry back (timing.go, rule L1).
+	res, err := b.coll.UpdateMany(ctx, filter, bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+	// What the reply can teach the view cache is judged at its arrival:
+	// the latest server time it can have been applied at.
+	repliedLatest := est.Now().Latest
 	if err != nil {
+		// The outcome is unknown, and the command may still be applied at
+		// any later time: stop trusting what this process knows of these
+		// epochs, and have their release check that it was not undone
+		// (timing.go, rule L4).
+		for _, id := range ids {
+			l := leases[at[id][0]]
+			b.views.forget(l.Key)
+			b.unsure.note(id, b.mono())
+		}
 		return b.wrap(ctx, "renew", leases[at[ids[0]][0]].Key, err)
 	}
 	ok := func(string) bool { return true }
@@ -539,7 +557,17 @@ func (b *Backend) renew(ctx context.Context, est *clockcheck.Estimator, ttl time
 			applied[i] = true
 		}
 		l := leases[at[id][0]]
-		b.views.update(l.Key, l.Token, func(v *view) { v.expiresAt = expires })
+		b.views.update(l.Key, l.Token, func(v *view) {
+			// Only a reply that arrived before the expiry the view knew
+			// proves the epoch never lapsed before the renewal applied
+			// (so nobody took it over meanwhile): the stored expiry only
+			// grows, and stayed ahead of the server's clock throughout.
+			// A later reply may come from a renewal that revived an epoch
+			// someone else has since superseded (timing.go, rule L3).
+			if repliedLatest.Before(v.expiresAt) && expires.After(v.expiresAt) {
+				v.expiresAt = expires
+			}
+		})
 	}
 	return nil
 }
@@ -587,10 +615,11 @@ func (b *Backend) release(ctx context.Context, est *clockcheck.Estimator, key st
 		latest = est.Now().Latest
 		// Filter on _id alone: only the owner writes this document, and
 		// it is the one filter FerretDB answers without decoding the
-		// collection.
+		// collection. The expiry is left as it is: it only ever grows
+		// (timing.go, rule L1), and a released epoch is over whatever it
+		// says.
 		_, err = b.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(key, epoch)}}, bson.D{
 			{Key: "$set", Value: bson.D{{Key: "released", Value: true}}},
-			{Key: "$min", Value: bson.D{{Key: "expiresAt", Value: ceilMilli(latest)}}},
 		})
 		// Retry only when the server answered with an error (FerretDB
 		// reports concurrent writes as SQLITE_BUSY); the update is
@@ -600,11 +629,40 @@ func (b *Backend) release(ctx context.Context, est *clockcheck.Estimator, key st
 			break
 		}
 	}
+	if err == nil && b.unsure.take(docID(key, epoch)) {
+		err = b.confirmReleased(ctx, est, key, epoch)
+	}
 	if err != nil {
 		b.views.forget(key)
 		return b.wrap(ctx, "release", key, err)
 	}
 	b.views.released(key, epoch, latest, sent)
+	return nil
+}
+
+// confirmReleased reads back an epoch whose renewal had an unknown
+// outcome, and releases it again while it reads unreleased. FerretDB
+// applies an update by rewriting the whole document, so such a renewal,
+// applied late but at the same moment as the release, can write the
+// document back unreleased: the key would then stay blocked until the
+// renewed expiry (timing.go, rule L4). Liveness only: an unreleased epoch
+// of ours blocks others, never lets them in.
+func (b *Backend) confirmReleased(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) error {
+	for range releaseAttempts {
+		v, found, err := b.readEpoch(ctx, est, key, epoch)
+		if err != nil {
+			return err
+		}
+		if !found || v.released {
+			return nil
+		}
+		b.cfg.logger.Warn("dsyncmongo: a late renewal undid a release; releasing again", slog.String("key", key), slog.Uint64("epoch", epoch))
+		if _, err := b.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(key, epoch)}}, bson.D{
+			{Key: "$set", Value: bson.D{{Key: "released", Value: true}}},
+		}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -618,7 +676,8 @@ type LockInfo struct {
 	PID   int
 	// AcquiredAt is the holder's estimate of the server time when it sent
 	// the acquire; ExpiresAt the server time at which the hold ends unless
-	// renewed (after a release, at the latest the release time).
+	// renewed. A release ends it at once and leaves ExpiresAt as it was:
+	// a stored expiry only ever grows.
 	AcquiredAt time.Time
 	ExpiresAt  time.Time
 	Released   bool

@@ -62,6 +62,65 @@ import "time"
 // it first for a key it knows nothing about, which spares a read for each
 // new key and costs one duplicate-key error for a key with a history.
 //
+// Late writes. A command can reach the server and be applied long after
+// its sender gave up on it, even after later commands of the same sender:
+// TCP delivers held-back bytes once a stalled link recovers, and the
+// driver abandons in-flight operations (closing their connections) when
+// heartbeats time out, which does not unsend what was sent. Every write
+// must therefore be harmless whenever it is applied. Five rules:
+//
+//	(L1) a stored expiry only grows: a renewal raises it with $max, a
+//	     release leaves it alone, an insert sets it once. So an expiry
+//	     this process read or wrote stays a lower bound of the stored one
+//	     for as long as the epoch is unreleased.
+//	(L2) nothing local learns from a reply that came too late. A view is
+//	     dated by the send time of the command that taught it; a hold's
+//	     deadline counts from the send time of a confirmation that arrived
+//	     before the deadline in force (package dsync); an insert counts
+//	     only under (a) and (b) or the proof after the insert.
+//	(L3) a renewal's new expiry enters the view cache only if its reply
+//	     arrived while the latest possible server time was still before
+//	     the expiry the view knew. By (L1) the epoch then never lapsed
+//	     before the renewal applied, so nobody can have taken it over
+//	     meanwhile, and the view still describes the newest epoch.
+//	(L4) a write whose outcome is unknown retires what it touched: a
+//	     failed insert, renewal or release drops the view of its key, and
+//	     the release of an epoch whose renewal failed reads the epoch back
+//	     and releases it again if it reads unreleased (FerretDB applies an
+//	     update by rewriting the whole document, so a renewal applied at
+//	     the same moment as the release can write it back unreleased).
+//	(L5) an insert applied late cannot count, since its sender never got
+//	     the reply in time.
+//
+// What a late write can still do, and why it is harmless:
+//
+//   - A late renewal cannot shorten any hold (L1). It can revive an epoch
+//     that lapsed and was taken over, because the store evaluates the
+//     filter "expiresAt > earliest at sending" when it applies the update,
+//     and not every MongoDB-compatible store can compare with its own
+//     clock there. The revived epoch is below its successor, so
+//     newest-first reads never see it; its owner does not count the reply
+//     (it comes after the owner's deadline, which precedes the old expiry
+//     by the margin), nor learns from it (L3); its owner's release of it
+//     changes nothing for the newer holder. A waiter whose last view names
+//     that epoch reads it by _id, sees it held, and waits at most until the
+//     revived expiry, one TTL after the renewal was sent: liveness only.
+//   - A late insert either fails on the unique index, or creates an epoch
+//     nobody counts (L5): as the newest, it blocks the key until its
+//     expiry (computed at sending, so soon) unless its owner's next
+//     attempt finds and releases it; in a hole that pruning left, it is
+//     junk that is never released (only counted epochs and epochs a
+//     newest-first read showed are), so the proof after the insert never
+//     mistakes it for a released predecessor. F2 holds in the form the
+//     arguments above use: every epoch below M was inserted at least once
+//     before M was.
+//   - A late prune runs even longer after the confirmation of the epoch it
+//     prunes below, so (c) holds a fortiori; it still never deletes that
+//     epoch, so never the newest.
+//   - A late release ends an epoch its owner had already stopped using.
+//   - A late wake-up event is a hint: a "wait" carries its end in server
+//     time, and a woken waiter proves its insert by reading.
+//
 // The durations are measured on the local monotonic clocks of two
 // processes, so the inequality must hold with room for their drift (500 ppm
 // by default; the factor of two below leaves far more). Like every lease

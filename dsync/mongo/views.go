@@ -234,3 +234,45 @@ func (c *marks) ripe(key string, now, delay time.Duration) (mark, bool) {
 	}
 	return due, true
 }
+
+// unsure remembers the epoch documents (by _id) that a renewal with an
+// unknown outcome touched, so that their release can check it was not
+// undone by that renewal landing late (Backend.confirmReleased).
+type unsure struct {
+	mu sync.Mutex
+	m  map[string]time.Duration // _id → local monotonic time of the renewal
+}
+
+// maxUnsure bounds the record; beyond it the oldest half is dropped (a
+// dropped entry costs at most a key blocked until its expiry, and only if
+// its renewal lands at the very moment of its release).
+const maxUnsure = 4096
+
+func (u *unsure) note(id string, at time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = make(map[string]time.Duration)
+	}
+	if _, ok := u.m[id]; !ok && len(u.m) >= maxUnsure {
+		var sum time.Duration
+		for _, t := range u.m {
+			sum += t / time.Duration(len(u.m))
+		}
+		for k, t := range u.m {
+			if t <= sum {
+				delete(u.m, k)
+			}
+		}
+	}
+	u.m[id] = at
+}
+
+// take reports whether id was noted, and forgets it.
+func (u *unsure) take(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.m[id]
+	delete(u.m, id)
+	return ok
+}

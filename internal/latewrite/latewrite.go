@@ -1,0 +1,241 @@
+// Package latewrite makes a real command reach the server late, for the
+// regression tests of "every write is harmless whenever it is applied":
+// a request applied long after its sender gave up on it, and after later
+// requests of the same sender, as TCP does with held-back bytes after a
+// stall, and as the driver allows when it abandons an operation whose
+// request it has already sent.
+//
+// A [Link] is a client to the test server through a proxy that can stall
+// every request the client sends, and it keeps each command it sends
+// while stalled. A kept command can then be applied through another
+// client at the moment the test chooses ([Replay]), or the stalled bytes
+// delivered as they were ([Link.Heal]). A [Router] is a dsync.Backend
+// that sends one renewal through a Link and the rest directly, so a test
+// can make a Mutex or an Election live through a late renewal.
+package latewrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/integration/faultproxy"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// A Link is a client to the shared test server through a proxy that can
+// stall its requests.
+type Link struct {
+	// DB is the database of the same name as the one NewLink was given,
+	// reached through the proxy.
+	DB    *mongo.Database
+	proxy *faultproxy.Proxy
+
+	mu      sync.Mutex
+	stalled bool
+	kept    []bson.Raw // commands started while stalled, in order
+	started chan struct{}
+}
+
+// NewLink opens a client through a new proxy to the shared server, to the
+// database named like db. Both are closed in tb.Cleanup.
+func NewLink(tb testing.TB, db *mongo.Database) *Link {
+	tb.Helper()
+	srv := mongotest.Shared(tb)
+	hosts := options.Client().ApplyURI(srv.URI()).Hosts
+	if len(hosts) != 1 {
+		tb.Skipf("latewrite: needs a single-host server URI, got %d hosts", len(hosts))
+	}
+	p, err := faultproxy.New(hosts[0])
+	if err != nil {
+		tb.Fatalf("latewrite: proxy: %v", err)
+	}
+	l := &Link{proxy: p, started: make(chan struct{}, 64)}
+	monitor := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.stalled {
+			l.kept = append(l.kept, append(bson.Raw(nil), e.Command...))
+			select {
+			case l.started <- struct{}{}:
+			default:
+			}
+		}
+	}}
+	c := mongotest.NewClient(tb, srv.URI(), options.Client().
+		SetHosts([]string{p.Addr()}).
+		SetDirect(true).
+		SetMonitor(monitor).
+		// Writes are not retried on a new connection: a stalled request
+		// stays the only copy of the write.
+		SetRetryWrites(false).
+		SetRetryReads(false))
+	tb.Cleanup(func() { _ = p.Close() }) // before the client's disconnect: unblocks it
+	l.DB = c.Database(db.Name())
+	return l
+}
+
+// Stall holds back, from now on, everything the client sends, and keeps
+// the commands it starts (Kept).
+func (l *Link) Stall() {
+	l.mu.Lock()
+	l.stalled = true
+	l.mu.Unlock()
+	l.proxy.Partition(faultproxy.Up)
+}
+
+// Heal ends the stall: the held requests reach the server, in order.
+func (l *Link) Heal() {
+	l.mu.Lock()
+	l.stalled = false
+	l.mu.Unlock()
+	l.proxy.Heal()
+}
+
+// Kept returns the commands named name that the client started while
+// stalled.
+func (l *Link) Kept(name string) []bson.Raw {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []bson.Raw
+	for _, c := range l.kept {
+		if e, err := c.IndexErr(0); err == nil && e.Key() == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AwaitKept waits until the client has started a command named name while
+// stalled, and returns the first such command.
+func (l *Link) AwaitKept(ctx context.Context, name string) (bson.Raw, error) {
+	for {
+		if k := l.Kept(name); len(k) > 0 {
+			return k[0], nil
+		}
+		select {
+		case <-l.started:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("latewrite: no %s command sent while stalled: %w", name, context.Cause(ctx))
+		}
+	}
+}
+
+// Replay applies cmd, a command kept by a Link, through db's client: the
+// request as its sender sent it, arriving now. The session and cluster
+// time fields are the sender's connection's own and are dropped. It
+// returns the server's reply.
+func Replay(ctx context.Context, db *mongo.Database, cmd bson.Raw) (bson.M, error) {
+	elems, err := cmd.Elements()
+	if err != nil {
+		return nil, err
+	}
+	var doc bson.D
+	for _, e := range elems {
+		switch e.Key() {
+		case "lsid", "$clusterTime", "$db", "txnNumber", "$readPreference":
+			continue
+		}
+		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	var reply bson.M
+	err = db.RunCommand(ctx, doc).Decode(&reply)
+	return reply, err
+}
+
+// Router is a dsync.Backend (and leader backend, through its embedded
+// Direct) that sends acquires and releases to Direct, and renewals to
+// Direct too, except as the test sets with Next.
+type Router struct {
+	Backend // the direct path
+
+	// Late is where a renewal goes after Next(ViaLate): a backend whose
+	// client reaches the server through a stalled Link.
+	Late dsync.Backend
+	// GiveUp bounds a renewal through Late, as a driver gives up on an
+	// operation when its heartbeats time out: the call fails, the request
+	// stays sent.
+	GiveUp time.Duration
+
+	mu      sync.Mutex
+	route   Route
+	renewed chan Renewal
+}
+
+// Backend is what Router routes to: any dsync.Backend, including a leader
+// backend.
+type Backend interface{ dsync.Backend }
+
+// A Route says where renewals go.
+type Route int
+
+const (
+	// Direct: renewals go to the direct backend.
+	Direct Route = iota
+	// ViaLate: the next renewal goes through Late, bounded by GiveUp;
+	// later ones go to the direct backend.
+	ViaLate
+	// Down: every renewal fails without reaching any server, as if the
+	// holder's network were down.
+	Down
+)
+
+// A Renewal is a renewal the Router passed on and saw succeed.
+type Renewal struct {
+	Sent    time.Time // local, with a monotonic reading
+	Applied []bool
+}
+
+// ErrDown is the error of renewals while the route is Down.
+var ErrDown = errors.New("latewrite: renewal path down")
+
+// NewRouter returns a Router over direct and late.
+func NewRouter(direct Backend, late dsync.Backend, giveUp time.Duration) *Router {
+	return &Router{Backend: direct, Late: late, GiveUp: giveUp, renewed: make(chan Renewal, 64)}
+}
+
+// Next sets where the next renewals go.
+func (r *Router) Next(route Route) {
+	r.mu.Lock()
+	r.route = route
+	r.mu.Unlock()
+}
+
+// Renewed delivers each renewal that succeeded, in order.
+func (r *Router) Renewed() <-chan Renewal { return r.renewed }
+
+// Renew implements dsync.Backend.
+func (r *Router) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+	r.mu.Lock()
+	route := r.route
+	if route == ViaLate {
+		r.route = Direct
+	}
+	r.mu.Unlock()
+	switch route {
+	case ViaLate:
+		ctx, cancel := context.WithTimeout(ctx, r.GiveUp)
+		defer cancel()
+		return r.Late.Renew(ctx, ttl, leases)
+	case Down:
+		return nil, ErrDown
+	}
+	sent := time.Now()
+	applied, err := r.Backend.Renew(ctx, ttl, leases)
+	if err == nil {
+		select {
+		case r.renewed <- Renewal{Sent: sent, Applied: applied}:
+		default:
+		}
+	}
+	return applied, err
+}
