@@ -20,7 +20,9 @@ type Backend interface {
 
 	// PutMember creates or replaces the status document of member m.ID of
 	// election, setting its LastSeen to the backend's current time. Only
-	// the member itself writes its document.
+	// the member itself writes its document. A write applied late, after
+	// a later PutMember of the same member, must change nothing, and must
+	// not make the member look fresher than when the write was sent.
 	PutMember(ctx context.Context, election string, m Member) error
 
 	// Members returns the members of election whose LastSeen is at most

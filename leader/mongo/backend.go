@@ -3,10 +3,20 @@
 // candidate's status is a document of its own in a members collection.
 //
 // A member document is written only by its member (an upsert of its own
-// _id) and stamped with the server's clock ($currentDate), so a member's
-// age is judged in server time like lease expiry. Members are listed live
-// while their last heartbeat is younger than the age the caller gives,
-// measured against the earliest server time the backend can prove.
+// _id) and stamped with the server time its write was sent at, so a
+// member's age is judged in server time like lease expiry. Members are
+// listed live while their last heartbeat is younger than the age the
+// caller gives, measured against the earliest server time the backend can
+// prove.
+//
+// Like every write of dsync, a member write may be applied long after it
+// was sent, after later writes of the same member. So each write carries
+// a sequence number and applies only over an older one (the leader flag
+// never goes back to an earlier state), and its time stamp is the one it
+// was sent with, only ever raised: a late write cannot make a member look
+// fresh. A write that lands after the member removed its document brings
+// it back with that old stamp, so it is listed for at most the caller's
+// age after it was sent, and stays behind as an unlisted document.
 package leadermongo
 
 import (
@@ -15,6 +25,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -101,7 +112,14 @@ type memberDoc struct {
 	Version  string    `bson:"version"`
 	Leader   bool      `bson:"leader"`
 	LastSeen time.Time `bson:"lastSeen"`
+	// Seq orders the writes of the member's process: a write applies
+	// only over a document with a smaller Seq.
+	Seq int64 `bson:"seq"`
 }
+
+// memberSeq numbers member writes in this process. Only a member's own
+// process writes its document, so a process-wide counter orders them.
+var memberSeq atomic.Int64
 
 func memberID(election, id string) string { return election + "/" + id }
 
@@ -138,8 +156,16 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 	if err := b.ensureIndex(ctx); err != nil {
 		return err
 	}
-	_, err := b.members.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: memberID(election, m.ID)}},
+	now, err := b.ServerTime(ctx)
+	if err != nil {
+		return err
+	}
+	seq := memberSeq.Add(1)
+	_, err = b.members.UpdateOne(ctx,
+		bson.D{
+			{Key: "_id", Value: memberID(election, m.ID)},
+			{Key: "seq", Value: bson.D{{Key: "$lt", Value: seq}}},
+		},
 		bson.D{
 			{Key: "$set", Value: bson.D{
 				{Key: "election", Value: election},
@@ -148,10 +174,19 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 				{Key: "pid", Value: m.PID},
 				{Key: "version", Value: m.Version},
 				{Key: "leader", Value: m.Leader},
+				{Key: "seq", Value: seq},
 			}},
-			{Key: "$currentDate", Value: bson.D{{Key: "lastSeen", Value: true}}},
+			// The server time this write was sent at, never later: the
+			// latest possible time then, so a member is not listed as
+			// older than it is, yet a late write shows its true age.
+			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: now.Latest.Truncate(time.Millisecond)}}},
 		},
 		options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		// The document holds a later write of ours already: the filter did
+		// not match it, so the upsert tried to insert its _id again.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("leadermongo: write member status: %w", err)
 	}
