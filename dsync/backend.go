@@ -16,8 +16,13 @@ import (
 // release). Implementations must be safe for concurrent use.
 //
 // Every error other than a *HeldError means the outcome is unknown: the
-// write may or may not have been applied. Callers never count such a call
-// as a success.
+// write may or may not have been applied, now or at any later time. Callers
+// never count such a call as a success.
+//
+// A request may be applied long after it was sent, and after later
+// requests of the same caller. Implementations must make every write
+// harmless whenever it is applied: a lease's stored expiry only grows,
+// and no late write may let a second owner hold a key.
 type Backend interface {
 	// Acquire makes one attempt to create the next epoch of key for owner,
 	// valid for ttl from when the request was sent.

@@ -25,6 +25,12 @@
 //     clockcheck), so the clocks of the processes may differ by any amount.
 //   - Renewing every lock a process holds through one backend costs one
 //     backend call per renew interval, not one per lock.
+//   - These hold even when a request reaches the backend long after its
+//     sender gave up on it, or after the sender's later requests (a
+//     stalled connection delivers its bytes late): a late renewal can
+//     only lengthen the stored lease, and nothing the Mutex or the backend
+//     decides rests on a reply that arrived after its deadline. Backends
+//     must keep that promise (see Backend); dsync/mongo states how it does.
 //
 // # Limits
 //

@@ -542,3 +542,26 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 		t.Fatal("a lost lease was released instead of left to expire")
 	}
 }
+
+// TestMemoryRenewalNeverShortensALease: like dsync/mongo, where a renewal
+// may be applied after later ones, the in-memory backend only ever raises
+// an epoch's expiry.
+func TestMemoryRenewalNeverShortensALease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		ctx := context.Background()
+		l, err := mem.Acquire(ctx, "k", "alice", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ttl := range []time.Duration{10 * time.Second, time.Second} {
+			if applied, err := mem.Renew(ctx, ttl, []dsync.Lease{l}); err != nil || !applied[0] {
+				t.Fatalf("Renew(%v) = %v, %v", ttl, applied, err)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		if _, ok := mem.Holder("k"); !ok {
+			t.Error("a renewal with a shorter TTL cut the lease short")
+		}
+	})
+}

@@ -35,6 +35,35 @@
 //     documents by hand. Dropping the collection while no lock is held or
 //     awaited is safe for exclusion, but restarts every key's tokens at 1.
 //
+// Not assumed: that a command reaches the server promptly, once, or in the
+// order it was sent. A request can be applied long after its sender gave
+// up on it, and after later requests of the same sender (TCP delivers
+// held-back bytes after a stall; the driver abandons operations whose
+// requests it has sent when heartbeats time out). Every write is made
+// harmless whenever it lands:
+//
+//   - a stored expiry only grows (renewals use $max), so a late renewal
+//     never shortens a hold;
+//   - nothing local learns from a reply that came too late: hold
+//     deadlines, the cache of what the process knows about each key, and
+//     "acquired" results all count from the send time of a reply that
+//     arrived in time, and a write whose outcome is unknown makes the
+//     process forget what it knew of the key;
+//   - a late acquire never counts, and a late prune, release or wake-up
+//     event cannot let anyone in.
+//
+// What a late write can still do: a renewal applied after its epoch
+// lapsed and was taken over revives the old, superseded epoch (the store
+// evaluates the renewal's "not expired" filter when it applies it, and
+// not every MongoDB-compatible server can compare with its own clock
+// there). Nobody counts or holds that epoch; a waiter that was watching
+// it may wait until its revived expiry, at most one TTL after the renewal
+// was sent. On FerretDB, which rewrites a whole document on update, a
+// late renewal applied at the very moment of its epoch's release can
+// write the epoch back unreleased; the release reads the epoch back when a
+// renewal of it had an unknown outcome and releases it again, so at worst
+// the key waits for its TTL. timing.go holds the full argument.
+//
 // # The protocol
 //
 // A key is a chain of epoch documents, one per hold:
@@ -51,10 +80,11 @@
 // The next epoch may be inserted only when the newest one is released, or
 // has expired in server time: its expiresAt is before the earliest server
 // time the estimator can prove. A holder writes expiresAt as the latest
-// possible server time when it sends its acquire or renewal, plus the TTL.
-// Only an epoch's owner ever updates its document (renew, release); a
-// renewal never extends an epoch that is released or has provably expired
-// (another process may have taken the key over).
+// possible server time when it sends its acquire or renewal, plus the TTL,
+// and a renewal only ever raises it. Only an epoch's owner ever updates
+// its document (renew, release); a renewal applied in time never extends
+// an epoch that is released or has provably expired (another process may
+// have taken the key over), and one applied late is harmless (above).
 //
 // Waiting does not poll hard: a HeldError suggests waiting until the
 // holder's epoch can have expired, at most the poll interval
@@ -136,7 +166,7 @@
 //
 // # FerretDB
 //
-// The protocol uses only inserts, updates with $set and $min, finds,
+// The protocol uses only inserts, updates with $set and $max, finds,
 // deletes and a unique index, so it works on FerretDB (which lacks
 // pipeline updates, $$NOW, $expr, TTL indexes and transactions, and whose
 // findAndModify is not atomic). FerretDB 1.24 with the SQLite handler
