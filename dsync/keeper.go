@@ -10,7 +10,7 @@ import (
 
 // A keeper renews every hold that shares a backend, a TTL, a renew
 // interval and a clock with one Backend.Renew call per interval, however
-// many locks the process holds (DESIGN.md rule 8). Its goroutine runs
+// many locks the process holds. Its goroutine runs
 // while it has holds and exits when the last one is removed.
 type keeper struct {
 	id keeperID
@@ -125,6 +125,11 @@ func (k *keeper) run() {
 		} else {
 			// Try again sooner: the hold's deadline is TTL − margin after the
 			// last confirmed renewal, which leaves several quarter-intervals.
+			// The failed renewal may still be applied later, even after this
+			// retry: harmless, since a backend's renewals only ever raise a
+			// lease's expiry, and the deadline moves only on a confirmation
+			// that arrives in time, from the send time of the renewal it
+			// confirms.
 			next = clock.Now().Add(k.id.interval / 4)
 		}
 	}

@@ -183,7 +183,10 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		return lostErr
 	}
 	// No renewal of this lease is in flight once remove returns, so the
-	// release below is the only write to its epoch (DESIGN.md rule 9).
+	// release below is the only write to its epoch that this process has
+	// pending (a store that rewrites whole documents, as FerretDB does,
+	// could lose one of two concurrent updates). A renewal that failed may
+	// still land late; the backend guards against that (see Backend).
 	h.keeper.remove(h, true)
 	if err := m.backend.Release(ctx, h.lease); err != nil {
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
@@ -314,8 +317,9 @@ func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
 	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
 }
 
-// install makes lease the current hold if its reply came in time (DESIGN.md
-// rule 6: valid until send time + TTL − margin).
+// install makes lease the current hold if its reply came in time: a hold
+// is valid until the acquire's send time + TTL − margin (see the package
+// documentation).
 func (m *Mutex) install(lease Lease, sent time.Time) bool {
 	h := &hold{m: m, lease: lease, lost: make(chan struct{})}
 	join(h)

@@ -78,8 +78,9 @@
 // "startTransaction"; abortTransaction: no such command). Unique indexes
 // work and report duplicate keys (mongo.IsDuplicateKeyError), also for a
 // conflicting upsert. A graceful stop waits up to 3 s for connected clients
-// before closing them. See /work/shared/DESIGN.md for other unsupported
-// features (pipeline updates, $$NOW, TTL indexes, change streams).
+// before closing them. It also lacks pipeline updates, $$NOW, $expr
+// comparisons, TTL indexes and change streams (dsync/mongo's package
+// documentation says what the protocol uses instead).
 // Database names must match [a-zA-Z0-9_-]{1,63}; [DatabaseName] produces
 // such names. [Server.IsFerretDB] lets a test skip what FerretDB lacks.
 package mongotest
