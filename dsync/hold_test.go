@@ -18,8 +18,8 @@ func TestHoldIsNotRenewedBeforeItStarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := &hold{m: m, lease: Lease{Key: "k", Owner: m.owner, Token: 1}, lost: make(chan struct{})}
-		join(h)
-		defer h.keeper.remove(h, false)
+		join(h, time.Now())
+		defer h.keeper.remove(h, false, nil)
 		if h.active() {
 			t.Error("a hold that has not started is renewed")
 		}

@@ -15,14 +15,19 @@ import (
 type keeper struct {
 	id keeperID
 
-	// inflight is held while a Renew call is under way, so a release can
-	// wait for it instead of racing it on the same epoch document.
-	inflight sync.Mutex
-	// wake tells the goroutine that holds were removed, so it can exit
-	// as soon as it has none.
+	// inflight holds a token while a Renew call is under way, so a release
+	// can wait for it instead of racing it on the same epoch document.
+	inflight chan struct{}
+	// wake tells the goroutine that holds were removed (it may exit) or
+	// that a renewal is due sooner than it planned.
 	wake chan struct{}
 
 	holds map[*hold]struct{} // guarded by keepers.mu
+	// next is when the next renewal is due: an interval after the last one
+	// (a quarter of it after a failure). early, if set, is sooner: a hold
+	// joined whose acquire was sent long before it was granted, and is due
+	// an interval after that send. Both are guarded by keepers.mu.
+	next, early time.Time
 }
 
 type keeperID struct {
@@ -50,44 +55,67 @@ func keeperIDOf(m *Mutex) keeperID {
 }
 
 // join adds h to the keeper for its Mutex's backend and settings, starting
-// that keeper's goroutine if it has none, and sets h.keeper.
-func join(h *hold) {
+// that keeper's goroutine if it has none, and sets h.keeper. sent is when
+// the acquire that granted h was sent, which its deadline counts from: h
+// is renewed no later than an interval after it, however long the acquire
+// took to be answered.
+func join(h *hold, sent time.Time) {
 	id := h.m.keeperID
 	keepers.mu.Lock()
 	defer keepers.mu.Unlock()
 	if keepers.m == nil {
 		keepers.m = make(map[keeperID]*keeper)
 	}
+	due := sent.Add(id.interval)
 	k := keepers.m[id]
 	if k == nil {
-		k = &keeper{id: id, wake: make(chan struct{}, 1), holds: make(map[*hold]struct{})}
+		k = &keeper{id: id, inflight: make(chan struct{}, 1), wake: make(chan struct{}, 1), holds: make(map[*hold]struct{}), next: due}
 		keepers.m[id] = k
 		go k.run()
+	} else if due.Before(k.next) && (k.early.IsZero() || due.Before(k.early)) {
+		k.early = due
+		k.signal()
 	}
 	k.holds[h] = struct{}{}
 	h.keeper = k
 }
 
-// remove stops renewing h. With wait it also waits for a renewal that may
-// include h to finish.
-func (k *keeper) remove(h *hold, wait bool) {
-	keepers.mu.Lock()
-	delete(k.holds, h)
-	keepers.mu.Unlock()
+func (k *keeper) signal() {
 	select {
 	case k.wake <- struct{}{}:
 	default:
 	}
-	if wait {
-		k.inflight.Lock()
-		k.inflight.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+}
+
+// remove stops renewing h. With wait it also waits for a renewal that may
+// include h to finish, until done is closed; it reports whether no such
+// renewal is in flight any more.
+func (k *keeper) remove(h *hold, wait bool, done <-chan struct{}) bool {
+	keepers.mu.Lock()
+	delete(k.holds, h)
+	keepers.mu.Unlock()
+	k.signal()
+	if !wait {
+		return true
+	}
+	select {
+	case k.inflight <- struct{}{}:
+		<-k.inflight
+		return true
+	case <-done:
+		return false
 	}
 }
 
 func (k *keeper) run() {
 	clock := k.id.clock
-	next := clock.Now().Add(k.id.interval)
 	for {
+		keepers.mu.Lock()
+		next := k.next
+		if !k.early.IsZero() && k.early.Before(next) {
+			next = k.early
+		}
+		keepers.mu.Unlock()
 		fired := make(chan struct{})
 		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
 		select {
@@ -112,13 +140,15 @@ func (k *keeper) run() {
 				batch = append(batch, h)
 			}
 		}
-		// Taken before keepers.mu is released, so remove(h, true) cannot
+		// Every hold that made the renewal due early is in this batch.
+		k.early = time.Time{}
+		// Taken before keepers.mu is released, so a waiting remove cannot
 		// slip between the snapshot and the renewal.
-		k.inflight.Lock()
+		k.inflight <- struct{}{}
 		keepers.mu.Unlock()
 
 		ok := k.renew(batch)
-		k.inflight.Unlock()
+		<-k.inflight
 
 		if ok {
 			next = clock.Now().Add(k.id.interval)
@@ -132,6 +162,9 @@ func (k *keeper) run() {
 			// confirms.
 			next = clock.Now().Add(k.id.interval / 4)
 		}
+		keepers.mu.Lock()
+		k.next = next
+		keepers.mu.Unlock()
 	}
 }
 

@@ -146,11 +146,12 @@ func (m *Mutex) TryLock() bool {
 // wait for the TTL. It is a run-time error (a panic, as with sync.Mutex) if
 // m is not locked. Unlock after the hold was lost does not panic.
 //
-// Unlock bounds the release by the TTL; a release that fails is reported
-// through WithLogger and WithErrorHandler, and the lease then simply
-// expires. Use UnlockContext to see the outcome.
+// Unlock bounds the release by WithReleaseTimeout (at most 2 s by
+// default); a release that fails or times out is reported through
+// WithLogger and WithErrorHandler, and the lease then simply expires after
+// its TTL. Use UnlockContext to choose the bound and see the outcome.
 func (m *Mutex) Unlock() {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())
 	defer cancel()
 	if err := m.UnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
 		m.report(err)
@@ -179,15 +180,19 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		// the margin that lets a holder which was told late stop before
 		// anyone else starts. Nothing is written, so there is no renewal
 		// in flight to wait for.
-		h.keeper.remove(h, false)
+		h.keeper.remove(h, false, nil)
 		return lostErr
 	}
-	// No renewal of this lease is in flight once remove returns, so the
-	// release below is the only write to its epoch that this process has
-	// pending (a store that rewrites whole documents, as FerretDB does,
+	// No renewal of this lease is in flight once remove returns true, so
+	// the release below is the only write to its epoch that this process
+	// has pending (a store that rewrites whole documents, as FerretDB does,
 	// could lose one of two concurrent updates). A renewal that failed may
-	// still land late; the backend guards against that (see Backend).
-	h.keeper.remove(h, true)
+	// still land late; the backend guards against that (see Backend). If
+	// ctx ends first, the server is too slow to answer a renewal: the
+	// release is not sent, and the lease expires after its TTL.
+	if !h.keeper.remove(h, true, ctx.Done()) {
+		return fmt.Errorf("dsync: release %q: a renewal is still in flight, the lease will expire: %w", m.key, context.Cause(ctx))
+	}
 	if err := m.backend.Release(ctx, h.lease); err != nil {
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
 	}
@@ -247,8 +252,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	backoff := minBackoff
 	var lastErr error
 	for {
+		// A reply after the deadline cannot count (install), so no attempt
+		// waits longer for one: a dead server shows as an error per TTL
+		// instead of one per driver timeout (server selection: 30 s).
+		actx, cancel := context.WithTimeout(ctx, m.cfg.ttl-m.cfg.margin())
 		sent := m.cfg.clock.Now()
-		lease, err := m.backend.Acquire(ctx, m.key, m.owner, m.cfg.ttl)
+		lease, err := m.backend.Acquire(actx, m.key, m.owner, m.cfg.ttl)
+		cancel()
 		if err == nil {
 			if m.install(lease, sent) {
 				return true, nil
@@ -269,6 +279,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			if !wait {
 				return false, err
 			}
+			// The backend is slower than the TTL allows: back off as for
+			// errors, rather than hammer it with attempts that cannot count.
+			lastErr = err
+			if !sleep(m.cfg.clock, jitter(backoff), ctx.Done()) {
+				return false, m.contextErr(ctx, lastErr)
+			}
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
 
@@ -308,10 +325,12 @@ func (m *Mutex) waitFree(ctx context.Context, held *HeldError) bool {
 }
 
 // contextErr is what LockContext returns when ctx ends: its cause, with the
-// last backend error attached when there was one.
+// last backend error attached when there was one (even one that only says
+// the context ended: the driver's message tells why, such as no server
+// answering).
 func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
 	cause := context.Cause(ctx)
-	if lastErr == nil || errors.Is(lastErr, cause) {
+	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
 		return cause
 	}
 	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
@@ -322,9 +341,9 @@ func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
 // documentation).
 func (m *Mutex) install(lease Lease, sent time.Time) bool {
 	h := &hold{m: m, lease: lease, lost: make(chan struct{})}
-	join(h)
+	join(h, sent)
 	if !h.start(sent) {
-		h.keeper.remove(h, false)
+		h.keeper.remove(h, false, nil)
 		return false
 	}
 	m.mu.Lock()

@@ -81,6 +81,8 @@ func TestNewMutexRejectsBadInput(t *testing.T) {
 		{"empty key", mem, "", nil, "empty key"},
 		{"zero TTL", mem, "k", []dsync.Option{dsync.WithTTL(0)}, "TTL must be positive"},
 		{"negative TTL", mem, "k", []dsync.Option{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
+		{"TTL below the minimum", mem, "k", []dsync.Option{dsync.WithTTL(time.Millisecond)}, "below the minimum 100ms"},
+		{"zero release timeout", mem, "k", []dsync.Option{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
 		{"renew interval equal to TTL", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
 		{"renew interval inside the margin", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
 		{"zero renew interval", mem, "k", []dsync.Option{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
@@ -564,4 +566,148 @@ func TestMemoryRenewalNeverShortensALease(t *testing.T) {
 			t.Error("a renewal with a shorter TTL cut the lease short")
 		}
 	})
+}
+
+// TestLateRepliesBackOff: when every acquire reply comes too late to count,
+// Lock backs off between attempts as it does after errors, instead of
+// sending one attempt after another at the speed of the server.
+func TestLateRepliesBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attempts atomic.Int64
+		f := &flaky{Backend: dsync.NewMemoryBackend(), acquireWait: 150 * time.Millisecond}
+		counted := &countingAcquire{Backend: f, n: &attempts}
+		m := newMutex(t, counted, "k", dsync.WithTTL(dsync.MinTTL))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dsync.ErrLateReply) {
+			t.Fatalf("LockContext = %v, want the deadline with the last error, ErrLateReply", err)
+		}
+		// Without backoff: 30 s / 150 ms = 200 attempts. With it, the
+		// waits double up to 2 s: about 25.
+		if n := attempts.Load(); n > 40 {
+			t.Errorf("%d attempts in 30 s against a backend whose replies all come late; want backoff", n)
+		}
+	})
+}
+
+type countingAcquire struct {
+	dsync.Backend
+	n *atomic.Int64
+}
+
+func (c *countingAcquire) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
+	c.n.Add(1)
+	return c.Backend.Acquire(ctx, key, owner, ttl)
+}
+
+// TestSlowAcquireIsRenewedInTime: an acquire answered long after it was sent
+// (here 10 s of a 15 s TTL, as after waiting for a server to come back)
+// counts from its send time, so its first renewal must come an interval
+// after that send, not an interval after the answer, which would be past
+// the deadline. The hold here shares its keeper with an older one, whose
+// next renewal is planned late.
+func TestSlowAcquireIsRenewedInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := dsync.NewMemoryBackend()
+		f := &flaky{Backend: mem}
+		old := newMutex(t, f, "old")
+		old.Lock()
+		time.Sleep(5*time.Second + time.Millisecond) // its keeper renewed at 5 s
+		f.acquireWait = 10 * time.Second
+		// Sent at 5.001 s, answered at 15.001 s, just after the keeper's
+		// renewal at 15 s: valid until 19.251 s, and the keeper's next
+		// renewal would be at 20 s.
+		m := newMutex(t, f, "slow")
+		m.Lock()
+		time.Sleep(30 * time.Second)
+		select {
+		case <-m.Lost():
+			t.Fatal("a hold granted by a slow acquire was lost although renewals succeed")
+		default:
+		}
+		m.Unlock()
+		old.Unlock()
+	})
+}
+
+// TestUnlockIsBoundedWhenTheServerHangs: with a renewal stuck in flight and
+// the server not answering, Unlock returns after the release timeout
+// instead of a whole TTL, and the lease is left to expire.
+func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &hanging{Backend: dsync.NewMemoryBackend(), stuck: make(chan struct{})}
+		var reported []error
+		m := newMutex(t, h, "k", dsync.WithTTL(time.Minute),
+			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		m.Lock()
+		h.hang.Store(true)
+		time.Sleep(20*time.Second + time.Millisecond) // a renewal is now stuck
+		start := time.Now()
+		m.Unlock()
+		if took := time.Since(start); took != dsync.DefaultReleaseTimeout {
+			t.Errorf("Unlock took %v with the server hanging; want the release timeout %v", took, dsync.DefaultReleaseTimeout)
+		}
+		if len(reported) == 0 || !strings.Contains(reported[len(reported)-1].Error(), "still in flight") {
+			t.Errorf("reported %v; want the release left undone", reported)
+		}
+		close(h.stuck)
+	})
+}
+
+// hanging is a backend whose calls block, while hang is set, until stuck
+// is closed or their context ends.
+type hanging struct {
+	dsync.Backend
+	hang  atomic.Bool
+	stuck chan struct{}
+}
+
+func (h *hanging) block(ctx context.Context) error {
+	if !h.hang.Load() {
+		return nil
+	}
+	select {
+	case <-h.stuck:
+		return errDown
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (h *hanging) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+	if err := h.block(ctx); err != nil {
+		return nil, err
+	}
+	return h.Backend.Renew(ctx, ttl, leases)
+}
+
+func (h *hanging) Release(ctx context.Context, l dsync.Lease) error {
+	if err := h.block(ctx); err != nil {
+		return err
+	}
+	return h.Backend.Release(ctx, l)
+}
+
+// TestLockContextSaysWhyTheBackendFailed: against a server that never
+// answers, the driver's error wraps the context's own error; LockContext
+// must still attach it, since its message says what went wrong.
+func TestLockContextSaysWhyTheBackendFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMutex(t, unanswered{}, "k")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := m.LockContext(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no server answered") {
+			t.Fatalf("LockContext = %v; want the deadline and the backend's reason", err)
+		}
+	})
+}
+
+// unanswered is a backend whose every call waits for its context to end and
+// then fails as a driver does, wrapping the context's error.
+type unanswered struct{ dsync.Backend }
+
+func (unanswered) Acquire(ctx context.Context, _, _ string, _ time.Duration) (dsync.Lease, error) {
+	<-ctx.Done()
+	return dsync.Lease{}, fmt.Errorf("no server answered: %w", ctx.Err())
 }

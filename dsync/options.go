@@ -12,6 +12,16 @@ const (
 	// DefaultTTL is the lease length: how long a hold stays valid without
 	// a successful renewal, and so how long a crashed holder blocks others.
 	DefaultTTL = 15 * time.Second
+	// MinTTL is the shortest TTL accepted. A hold counts only if the
+	// backend's reply arrives within TTL − TTL/20 of the request, and is
+	// renewed every TTL/3: below this, a round trip to a server on another
+	// machine, or a scheduling hiccup, is enough to lose every hold.
+	MinTTL = 100 * time.Millisecond
+	// DefaultReleaseTimeout bounds the release Unlock sends (and its wait
+	// for a renewal in flight), unless the TTL is shorter: a release that
+	// does not finish in time is left undone, and the lease expires by
+	// itself after the TTL.
+	DefaultReleaseTimeout = 2 * time.Second
 )
 
 // An Option configures a Mutex.
@@ -20,6 +30,7 @@ type Option func(*config) error
 type config struct {
 	ttl           time.Duration
 	renewInterval time.Duration // 0: ttl/3
+	release       time.Duration // 0: min(DefaultReleaseTimeout, ttl)
 	logger        *slog.Logger
 	onError       func(error)
 	clock         Clock
@@ -45,6 +56,14 @@ func newConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
+// releaseTimeout is the bound Unlock gives its release.
+func (c *config) releaseTimeout() time.Duration {
+	if c.release > 0 {
+		return c.release
+	}
+	return min(DefaultReleaseTimeout, c.ttl)
+}
+
 // margin is how much earlier than the backend's expiry a holder stops
 // trusting its hold. It covers the local clock running slower than the
 // server's (500 ppm is the usual worst case; 5% leaves ample room) and the
@@ -52,14 +71,34 @@ func newConfig(opts []Option) (config, error) {
 func (c *config) margin() time.Duration { return c.ttl / 20 }
 
 // WithTTL sets the lease length. Default: DefaultTTL (15 s). It must be
-// positive. A shorter TTL hands a crashed holder's lock over sooner and
-// costs more renewals.
+// at least MinTTL (100 ms), and well above the backend's round trip. A
+// shorter TTL hands a crashed holder's lock over sooner and costs more
+// renewals.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) error {
-		if ttl <= 0 {
+		switch {
+		case ttl <= 0:
 			return fmt.Errorf("dsync: TTL must be positive, got %v", ttl)
+		case ttl < MinTTL:
+			return fmt.Errorf("dsync: TTL %v is below the minimum %v", ttl, MinTTL)
 		}
 		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithReleaseTimeout bounds how long Unlock waits for its release
+// (including a renewal in flight that the release must not race).
+// Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A release
+// that does not finish in time is reported and left undone: the lease
+// expires by itself after the TTL, and other processes wait until then.
+// It must be positive.
+func WithReleaseTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
+		}
+		c.release = d
 		return nil
 	}
 }
