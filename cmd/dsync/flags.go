@@ -8,7 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -161,7 +164,7 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 		SetServerSelectionTimeout(g.timeout).
 		SetServerMonitor(monitor))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--uri %s: %w", redact(uri), err)
+		return nil, nil, uriError(uri, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
@@ -173,7 +176,7 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 		if why == nil || ctx.Err() != nil {
 			why = err
 		}
-		return nil, nil, fmt.Errorf("cannot reach %s within %v: %w", redact(uri), g.timeout, why)
+		return nil, nil, fmt.Errorf("cannot reach %s within %v: %s", redact(uri), g.timeout, scrub(uri, why.Error()))
 	}
 	return client, client.Database(g.db), nil
 }
@@ -187,25 +190,103 @@ func disconnect(c *mongo.Client) {
 	_ = c.Disconnect(ctx)
 }
 
-// redact hides the password of a connection string.
+// redact hides the secrets of a connection string: the password, and the
+// values of the options that carry credentials.
 func redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
+	prefix, _, suffix, ok := splitSecret(uri)
 	if !ok {
-		return uri
+		return redactOptions(uri)
 	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		end = len(rest)
+	return prefix + "***" + redactOptions(suffix)
+}
+
+// splitSecret cuts the password out of uri. It works on what the driver
+// would parse as well as on strings the driver rejects. The driver ends
+// the user information at the first '@' after the scheme; a user who did
+// not percent-encode a reserved character in the password may have meant
+// the last one. So everything after the first ':' of the user information
+// (or after the first '@', when the user name has no ':') up to the last
+// '@' is the secret: never less than the driver's password, more when an
+// option's value holds an '@'. A string without a scheme is read the same
+// way.
+func splitSecret(uri string) (prefix, secret, suffix string, ok bool) {
+	scheme, rest, hasScheme := strings.Cut(uri, "://")
+	if hasScheme {
+		prefix = scheme + "://"
+	} else {
+		rest = uri
 	}
-	at := strings.LastIndex(rest[:end], "@")
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
-		return uri
+		return "", "", "", false
 	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return uri
+	if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+		return prefix + rest[:colon+1], rest[colon+1 : at], rest[at:], true
 	}
-	return scheme + "://" + user + ":***" + rest[at:]
+	if first := strings.Index(rest, "@"); first != at {
+		return prefix + rest[:first+1], rest[first+1 : at], rest[at:], true
+	}
+	return "", "", "", false // a user name, no password
+}
+
+// secretOptions are the connection string options whose values are
+// credentials: key file passwords, and authMechanismProperties, which may
+// hold an AWS session token.
+var secretOptions = regexp.MustCompile(`(?i)([?&;](?:tlsCertificateKeyFilePassword|sslClientCertificateKeyPassword|authMechanismProperties)=)([^&;]*)`)
+
+func redactOptions(s string) string { return secretOptions.ReplaceAllString(s, "${1}***") }
+
+// uriError is an error the driver gave parsing uri, with nothing of the
+// secrets in it: the driver quotes an invalid escape sequence, and a
+// misplaced reserved character can leave a piece of the password where
+// the host or the database is expected.
+func uriError(uri string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "password") {
+		msg = "error parsing uri: invalid password: percent-encode the characters : / ? # [ ] @ % in it"
+	}
+	return fmt.Errorf("--uri %s: %s", redact(uri), scrub(uri, msg))
+}
+
+// scrub replaces whatever of uri's secrets msg holds by "***".
+func scrub(uri, msg string) string {
+	for _, s := range uriSecrets(uri) {
+		msg = strings.ReplaceAll(msg, s, "***")
+	}
+	return msg
+}
+
+// uriSecrets are the pieces of uri that redact hides, whole and cut at
+// the reserved characters, raw and unescaped, longest first. Pieces
+// shorter than 3 bytes are left out: they would blot out ordinary words.
+func uriSecrets(uri string) []string {
+	var hidden []string
+	_, secret, suffix, ok := splitSecret(uri)
+	if ok {
+		hidden = append(hidden, secret)
+	} else {
+		suffix = uri
+	}
+	for _, m := range secretOptions.FindAllStringSubmatch(suffix, -1) {
+		hidden = append(hidden, m[2])
+	}
+	var out []string
+	add := func(p string) {
+		if len(p) >= 3 {
+			out = append(out, p)
+			if u, err := url.PathUnescape(p); err == nil && u != p {
+				out = append(out, u)
+			}
+		}
+	}
+	for _, h := range hidden {
+		add(h)
+		for _, p := range strings.FieldsFunc(h, func(r rune) bool { return strings.ContainsRune(":/?#[]@%", r) }) {
+			add(p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // lockOptions are the dsyncmongo options the global flags select.
