@@ -30,13 +30,16 @@ one-shot job would run once per candidate: to run one on at most one
 machine at a time, use 'dsync lock --try'.)
 
 Stdin, stdout and stderr pass through; signals dsync receives are passed
-on to CMD, or end the campaign. CMD gets DSYNC_ELECTION=NAME and
+on to CMD, or end the campaign. If CMD is still running --grace after
+SIGTERM or SIGHUP (and, without a terminal, SIGINT or SIGQUIT) was passed
+on, it gets SIGKILL. Without a terminal, CMD runs in a process group of
+its own and these signals go to the whole group. CMD gets DSYNC_ELECTION=NAME and
 DSYNC_TOKEN, the fencing token of this term. 'dsync status' shows the
 candidates.
 
 Flags:
   --ttl D       lease length: a crashed leader is replaced within about D (default 15s)
-  --grace D     time between SIGTERM and SIGKILL after a loss (default 5s)
+  --grace D     time between SIGTERM and SIGKILL (default 5s)
   --version V   version string this candidate reports in 'dsync status'
   (and the global flags; see 'dsync -h')
 
@@ -99,7 +102,7 @@ func runElect(g *globals, args []string) int {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sup := supervise(cancel)
+	sup := supervise(cancel, grace, r)
 	defer sup.stop()
 
 	client, db, err := g.connect(ctx)

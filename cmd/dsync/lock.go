@@ -29,20 +29,26 @@ it increases from hold to hold, so a resource can reject a stale holder.
 
 If the hold is lost (the server could not confirm it within --ttl), CMD
 gets SIGTERM, and SIGKILL after --grace; from then on another process may
-take the lock. Without a terminal, CMD runs in a process group of its own
-and these signals go to the whole group.
+take the lock. dsync then exits 122, whatever CMD's status. The same
+--grace applies when dsync is told to stop: SIGTERM or SIGHUP (and,
+without a terminal, SIGINT or SIGQUIT) is passed on to CMD, and SIGKILL
+follows if CMD is still running --grace later. Without a terminal, CMD
+runs in a process group of its own and these signals go to the whole
+group; in a terminal's foreground, CMD shares dsync's group, gets the
+keys' signals (Ctrl-C) from the terminal directly, and only CMD itself
+is signalled.
 
 Flags:
   --ttl D      lease length: a crashed holder blocks others this long (default 15s)
-  --grace D    time between SIGTERM and SIGKILL after a loss (default 5s)
+  --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when the lock is not acquired within D (default: wait on)
   --try        give up at once when the lock is held
   (and the global flags; see 'dsync -h')
 
-Exit status: CMD's, or 128+N when signal N ended it. 124: the lock was not
-acquired (--try, --wait). 125: dsync failed: no server, or the hold was lost
-and CMD then exited 0. 126, 127: CMD could not be run, was not found.
-2: usage error.
+Exit status: CMD's, or 128+N when signal N ended it. 122: the hold was
+lost (CMD was stopped; its status is in the message on stderr). 124: the
+lock was not acquired (--try, --wait). 125: dsync failed (no server).
+126, 127: CMD could not be run, was not found. 2: usage error.
 `
 
 var lockCmd = &command{
@@ -96,7 +102,7 @@ func runLock(g *globals, args []string) int {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sup := supervise(cancel)
+	sup := supervise(cancel, f.grace, r)
 	defer sup.stop()
 
 	client, db, err := g.connect(ctx)
@@ -129,7 +135,7 @@ func runLock(g *globals, args []string) int {
 	select {
 	case <-mu.Lost():
 		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
-		return exitDsync
+		return exitLost
 	default:
 	}
 	j, err := sup.start(ctx, path, argv, env)
@@ -155,14 +161,12 @@ func runLock(g *globals, args []string) int {
 		r.say("command killed: it did not exit within %v of SIGTERM", f.grace)
 	}
 	sup.finished()
+	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	// No Unlock: a lost lease is left to expire, and Unlock would only
 	// wait for a renewal still in flight to time out. Nor a Disconnect,
 	// which would wait for a server that is probably gone.
 	polite = false
-	if j.status == 0 {
-		return exitDsync // a lost lock must not look like success
-	}
-	return j.status
+	return exitLost
 }
 
 // acquire takes the lock as the flags say. When it does not, it returns

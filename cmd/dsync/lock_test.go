@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,7 +128,7 @@ rmdir "$1/held"`
 
 // When the server goes away, the hold ends at its local deadline: the
 // command gets SIGTERM then (and SIGKILL after --grace if it ignores it),
-// and dsync exits with its status.
+// and dsync exits with the status of a lost lock, whatever the command's.
 func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
 	t.Parallel()
 	srv := mongotest.StartProcess(t)
@@ -174,10 +175,10 @@ while :; do sleep 0.1; done`
 	srv.Kill()
 
 	for _, c := range []struct {
-		name  string
-		done  <-chan result
-		code  int
-		grace time.Duration
+		name   string
+		done   <-chan result
+		status int // the command's, which dsync reports
+		grace  time.Duration
 	}{
 		{"a command that exits on SIGTERM", trapDone, 3, 0},
 		{"a command that ignores SIGTERM", ignoreDone, 128 + int(syscall.SIGKILL), 500 * time.Millisecond},
@@ -187,8 +188,11 @@ while :; do sleep 0.1; done`
 			t.Fatalf("%s: %v", c.name, res.err)
 		}
 		took := time.Since(killed)
-		if res.r.code != c.code {
-			t.Errorf("%s: dsync exited %d, want %d\nstderr: %s", c.name, res.r.code, c.code, res.r.stderr)
+		if res.r.code != exitLost {
+			t.Errorf("%s: dsync exited %d, want %d, the status of a lost lock\nstderr: %s", c.name, res.r.code, exitLost, res.r.stderr)
+		}
+		if want := fmt.Sprintf("status %d", c.status); !strings.Contains(res.r.stderr, want) {
+			t.Errorf("%s: stderr does not give the command's %s:\n%s", c.name, want, res.r.stderr)
 		}
 		if !strings.Contains(res.r.stderr, "lost") || strings.Count(strings.TrimSpace(res.r.stderr), "\n") > 3 {
 			t.Errorf("%s: stderr should say in a few lines that the lock was lost:\n%s", c.name, res.r.stderr)
@@ -237,6 +241,78 @@ func TestLockPassesSignalsOn(t *testing.T) {
 	_ = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 9 {
 		t.Errorf("after SIGHUP to dsync, exit %d; want 9, the command's status after its HUP trap", code)
+	}
+}
+
+// A command that ignores the signal dsync passes on is killed --grace
+// later, with what it started in its process group.
+func TestLockKillsACommandThatIgnoresTheSignal(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const grace = 500 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
+			defer cancel()
+			script := `trap '' HUP INT TERM
+(trap '' HUP INT TERM; while :; do sleep 0.1; done) &
+echo $! >"$1/child"
+touch "$1/started"
+while :; do sleep 0.1; done`
+			cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--grace", grace.String(), "ignore-"+sig.String(), "--", "sh", "-c", script, "sh", dir)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFile(t, filepath.Join(dir, "started"), slow(20*time.Second))
+			sent := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			took := time.Since(sent)
+			if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) {
+				t.Errorf("dsync exited %d after %v, want %d: the command killed\nstderr: %s", code, sig, 128+int(syscall.SIGKILL), stderr.String())
+			}
+			if took < grace || took > grace+slow(5*time.Second) {
+				t.Errorf("dsync exited %v after %v; want the command killed --grace (%v) after it", took, sig, grace)
+			}
+			if !strings.Contains(stderr.String(), "SIGKILL") {
+				t.Errorf("stderr does not say the command was killed:\n%s", stderr.String())
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "child"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid, slow(5*time.Second))
+		})
+	}
+}
+
+// waitGone waits until process pid has exited (is gone or a zombie).
+func waitGone(t *testing.T, pid int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil && syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d, started by the command, still runs %v after dsync exited", pid, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

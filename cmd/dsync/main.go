@@ -26,13 +26,15 @@ import (
 
 // Exit statuses of dsync itself. lock and elect otherwise exit with their
 // command's status, so their own failures use the values timeout(1) and
-// env(1) made familiar, which commands rarely use.
+// env(1) made familiar, which commands rarely use, and one below them for
+// a lost lock.
 const (
 	exitOK        = 0
 	exitFailure   = 1   // status, clock, server, demo: something went wrong
 	exitUsage     = 2   // bad flags or arguments; nothing was done
+	exitLost      = 122 // lock: the hold was lost, and the command stopped
 	exitNotLocked = 124 // lock --try or --wait: the lock was not acquired
-	exitDsync     = 125 // lock, elect: dsync failed (server, lost lock)
+	exitDsync     = 125 // lock, elect: dsync failed (no server)
 	exitNoExec    = 126 // lock, elect: the command could not be run
 	exitNotFound  = 127 // lock, elect: the command was not found
 )
