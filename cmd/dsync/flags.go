@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,13 +12,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -134,60 +130,6 @@ func (g *globals) resolveURI() (string, error) {
 		return uri, nil
 	}
 	return "", errNoServer
-}
-
-// connect connects to the server and pings it within g.timeout, so that a
-// wrong URI or a server that is down is one clear error before anything
-// else happens.
-func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, error) {
-	uri, err := g.resolveURI()
-	if err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case g.timeout <= 0:
-		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
-	case g.db == "":
-		return nil, nil, errors.New("--db must not be empty")
-	}
-	// The driver's server selection error lists the whole topology; the
-	// last heartbeat failure says what went wrong in a few words.
-	var mu sync.Mutex
-	var lastFailure error
-	monitor := &event.ServerMonitor{ServerHeartbeatFailed: func(e *event.ServerHeartbeatFailedEvent) {
-		mu.Lock()
-		lastFailure = e.Failure
-		mu.Unlock()
-	}}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).
-		SetAppName("dsync").
-		SetServerSelectionTimeout(g.timeout).
-		SetServerMonitor(monitor))
-	if err != nil {
-		return nil, nil, uriError(uri, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	if err := client.Ping(pctx, nil); err != nil {
-		disconnect(client)
-		mu.Lock()
-		why := lastFailure
-		mu.Unlock()
-		if why == nil || ctx.Err() != nil {
-			why = err
-		}
-		return nil, nil, fmt.Errorf("cannot reach %s within %v: %s", redact(uri), g.timeout, scrub(uri, why.Error()))
-	}
-	return client, client.Database(g.db), nil
-}
-
-// disconnect closes the client's connections. Ending its sessions on the
-// server is best effort, and must not hold up an exit when the server has
-// gone away.
-func disconnect(c *mongo.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = c.Disconnect(ctx)
 }
 
 // redact hides the secrets of a connection string: the password, and the

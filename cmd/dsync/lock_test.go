@@ -353,30 +353,44 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// A server that cannot be reached is reported at once with the cause,
+// not after --timeout: refused, unknown host, wrong credentials.
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	const timeout = 2 * time.Second
-	e := env("mongodb://127.0.0.1:1/")
+	const timeout = 20 * time.Second // never waited out
+	withCredentials := strings.Replace(mongotest.Shared(t).URI(), "://", "://alice:secret@", 1)
 	var wg sync.WaitGroup
-	for _, args := range [][]string{
-		{"lock", "x", "--", "true"},
-		{"elect", "x", "--", "true"},
-		{"status"},
-		{"clock"},
+	for _, tc := range []struct {
+		uri, want string
+	}{
+		{"mongodb://127.0.0.1:1/", "cannot reach mongodb://127.0.0.1:1/: connection refused by 127.0.0.1:1"},
+		{"mongodb://nosuchhost.invalid:27017/", `cannot reach mongodb://nosuchhost.invalid:27017/: no such host "nosuchhost.invalid"`},
+		{"mongodb://nosuchhost.invalid,127.0.0.1:1/?replicaSet=rs", `no such host "nosuchhost.invalid"`},
+		{withCredentials, "authentication failed at " + redact(withCredentials) + " as alice"},
 	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := runDsync(t, e, "", 30*time.Second, append([]string{"--timeout", timeout.String()}, args...)...)
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if r.code == 0 || len(lines) != 1 || !strings.Contains(r.stderr, "cannot reach mongodb://127.0.0.1:1/") {
-				t.Errorf("dsync %s: exit %d, stderr %q; want non-zero and one line saying the server cannot be reached",
-					strings.Join(args, " "), r.code, r.stderr)
-			}
-			if r.took > timeout+slow(5*time.Second) {
-				t.Errorf("dsync %s took %v with --timeout %v", strings.Join(args, " "), r.took, timeout)
-			}
-		}()
+		for _, args := range [][]string{
+			{"lock", "x", "--", "true"},
+			{"elect", "x", "--", "true"},
+			{"status"},
+			{"clock"},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := runDsync(t, env(tc.uri), "", 2*timeout, append([]string{"--timeout", timeout.String()}, args...)...)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if r.code == 0 || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+					t.Errorf("dsync %s with %s: exit %d, stderr %q; want non-zero and one line with %q",
+						strings.Join(args, " "), tc.uri, r.code, r.stderr, tc.want)
+				}
+				if strings.Count(r.stderr, "connection refused") > 1 || strings.Count(r.stderr, "no such host") > 1 {
+					t.Errorf("dsync %s with %s: stderr %q repeats itself", strings.Join(args, " "), tc.uri, r.stderr)
+				}
+				if r.took > slow(5*time.Second) {
+					t.Errorf("dsync %s with %s took %v; want it to fail at once", strings.Join(args, " "), tc.uri, r.took)
+				}
+			}()
+		}
 	}
 	wg.Wait()
 }

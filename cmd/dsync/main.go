@@ -104,7 +104,9 @@ Flags (also accepted after COMMAND):
   --db NAME       database (default %q)
   --collection C  lock collection (default %q)
   --members C     election member collection (default %q)
-  --timeout D     how long to wait for the server to answer (default %v)
+  --timeout D     how long to wait for the server to answer (default %v);
+                  a refused connection, an unknown host or a failed
+                  authentication is reported at once
   -v              say what dsync is doing, on stderr
   --wakeups       wake waiting processes through events instead of polling
                   (dsyncmongo.WithWakeups; every process waiting on one
@@ -153,10 +155,9 @@ func fail(cmd string, code int, err error) int {
 	return code
 }
 
-// oneLine flattens a multi-line error message.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
+// oneLine flattens a multi-line error message, without the repetitions
+// of the driver's messages (see tidy).
+func oneLine(err error) string { return tidy(err.Error()) }
 
 // fmtDur formats d for a table: 3 significant figures at most, no
 // trailing zeros.

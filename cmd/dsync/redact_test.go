@@ -89,3 +89,18 @@ func TestErrorsDoNotShowThePassword(t *testing.T) {
 		}
 	}
 }
+
+func TestTidyDropsRepetitions(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a: b", "a: b"},
+		{"renew \"x\": context deadline exceeded: server selection error: context deadline exceeded",
+			"renew \"x\": context deadline exceeded: server selection error"},
+		{"server selection error: context deadline exceeded, current topology: { Type: Unknown, Servers: [{ Addr: h:1, Type: Unknown, Last error: dial tcp h:1: connect: connection refused }, ] }",
+			"server selection error: context deadline exceeded"},
+		{"two\nlines:  and   blanks", "two lines: and blanks"},
+	} {
+		if got := tidy(tc.in); got != tc.want {
+			t.Errorf("tidy(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
