@@ -55,6 +55,9 @@ var electCmd = &command{
 	run:     runElect,
 }
 
+// maxHeartbeat is the longest interval between a candidate's heartbeats.
+const maxHeartbeat = 5 * time.Second
+
 // exited is how the leader function tells Run that the command exited by
 // itself.
 type exited struct{ status int }
@@ -83,7 +86,7 @@ func runElect(g *globals, args []string) int {
 		return usageError("elect", fmt.Errorf("--grace must be positive, got %v", grace))
 	}
 	name := pos[0]
-	if err := checkName(name); err != nil {
+	if err := checkName(name, maxElectionName); err != nil {
 		return usageError("elect", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
@@ -91,6 +94,11 @@ func runElect(g *globals, args []string) int {
 	opts := []leader.Option{
 		leader.WithTTL(ttl), leader.WithVersion(version), leader.WithLogger(r.logger()),
 		leader.OnElected(func(info leader.Info) { term = info }),
+	}
+	if ttl/3 > maxHeartbeat {
+		// The heartbeat is a third of the TTL by default; dsync status
+		// lists members seen within three default heartbeats.
+		opts = append(opts, leader.WithHeartbeatInterval(maxHeartbeat))
 	}
 	if _, err := leader.NewElection(leader.NewMemoryBackend(), name, opts...); err != nil {
 		return usageError("elect", err) // a bad --ttl, found before connecting

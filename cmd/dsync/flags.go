@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
@@ -102,14 +103,22 @@ func parseArgs(fs *flag.FlagSet, usage string, args []string, withCmd bool) (pos
 	return pos, cmdline, 0, nil
 }
 
-// checkName validates a lock or election name before any I/O; dsyncmongo
-// would refuse it on every attempt.
-func checkName(name string) error {
+// Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen
+// bytes; an election's lease is the lock leader.LockKey(NAME), "leader/"
+// followed by the name, so its names are shorter by that prefix.
+var (
+	maxLockName     = dsyncmongo.MaxKeyLen
+	maxElectionName = dsyncmongo.MaxKeyLen - len(leader.LockKey(""))
+)
+
+// checkName validates a lock or election name before any I/O, with the
+// limit for its kind; dsyncmongo would refuse it on every attempt.
+func checkName(name string, limit int) error {
 	switch {
 	case name == "":
 		return errors.New("empty name")
-	case len(name) > dsyncmongo.MaxKeyLen-len("leader/"):
-		return fmt.Errorf("name longer than %d bytes", dsyncmongo.MaxKeyLen-len("leader/"))
+	case len(name) > limit:
+		return fmt.Errorf("name of %d bytes; the limit is %d", len(name), limit)
 	case !utf8.ValidString(name):
 		return errors.New("name is not valid UTF-8")
 	}

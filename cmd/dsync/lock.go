@@ -87,7 +87,7 @@ func runLock(g *globals, args []string) int {
 		return usageError("lock", fmt.Errorf("--wait must not be negative, got %v", f.wait))
 	}
 	name := pos[0]
-	if err := checkName(name); err != nil {
+	if err := checkName(name, maxLockName); err != nil {
 		return usageError("lock", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
