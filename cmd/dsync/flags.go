@@ -65,42 +65,107 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 }
 
 // parseArgs parses the flags of a command, which may come before, between
-// and after its positional arguments, up to "--". It returns the
-// positional arguments and, when the command takes one (withCmd), the
-// command line after "--", or, without "--", everything after the first
-// positional argument. A usage message has already been printed when err
-// is not nil; code is the exit status then.
+// and after its positional arguments, and returns the positional
+// arguments. A "--" ends the flags: a name that starts with '-' is given
+// after it. When the command takes a command line to run (withCmd), the
+// grammar is
+//
+//	[flags] NAME [flags] [--] [CMD [ARG...]]
+//	[flags] -- NAME [--] [CMD [ARG...]]
+//
+// and the command line, empty when there is none, is everything after
+// the "--" that follows NAME's flags or, without one, from the first
+// argument after NAME that is not a flag on, verbatim. A usage message has
+// already been printed when err is not nil; code is the exit status then.
 func parseArgs(fs *flag.FlagSet, usage string, args []string, withCmd bool) (pos, cmdline []string, code int, err error) {
-	head := args
-	if withCmd {
-		for i, a := range args {
-			if a == "--" {
-				head, cmdline = args[:i], args[i+1:] // not nil, even if empty
-				break
+	fail := func(err error) ([]string, []string, int, error) {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(os.Stdout, usage)
+			return nil, nil, exitOK, err
+		}
+		return nil, nil, usageError(fs.Name(), err), err
+	}
+	if !withCmd {
+		var err error
+		for len(args) > 0 {
+			var dashdash bool
+			if args, dashdash, err = scanFlags(fs, args); err != nil {
+				return fail(err)
+			}
+			if dashdash {
+				return append(pos, args...), nil, 0, nil
+			}
+			if len(args) > 0 {
+				pos, args = append(pos, args[0]), args[1:]
 			}
 		}
+		return pos, nil, 0, nil
 	}
-	for {
-		if err := fs.Parse(head); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(os.Stdout, usage)
-				return nil, nil, exitOK, err
-			}
-			return nil, nil, usageError(fs.Name(), err), err
-		}
-		head = fs.Args()
-		if len(head) == 0 {
-			break
-		}
-		pos = append(pos, head[0])
-		head = head[1:]
-		if withCmd && cmdline == nil {
-			// No "--": the command starts after the name, verbatim.
-			cmdline = head
-			break
-		}
+	rest, dashdash, err := scanFlags(fs, args)
+	if err != nil {
+		return fail(err)
 	}
-	return pos, cmdline, 0, nil
+	if len(rest) == 0 {
+		return nil, nil, 0, nil
+	}
+	pos, rest = rest[:1], rest[1:]
+	if dashdash { // -- NAME [--] CMD
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		return pos, rest, 0, nil
+	}
+	if rest, _, err = scanFlags(fs, rest); err != nil {
+		return fail(err)
+	}
+	return pos, rest, 0, nil
+}
+
+// scanFlags parses the flags at the start of args and returns what
+// follows them: from the first argument that is not a flag, or after a
+// "--" (dashdash).
+func scanFlags(fs *flag.FlagSet, args []string) (rest []string, dashdash bool, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args[i+1:], true, nil
+		case len(a) < 2 || a[0] != '-':
+			return args[i:], false, nil
+		}
+		n := 1
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
+			n = 2
+		}
+		if err := fs.Parse(args[i : i+n]); err != nil {
+			return nil, false, flagError(err, name, a)
+		}
+		i += n - 1
+	}
+	return nil, false, nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// flagError rewrites the flag package's error about flag name, typed as
+// arg, with the flag as the user spelled it.
+func flagError(err error, name, arg string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	spelled, _, _ := strings.Cut(arg, "=")
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "flag provided but not defined"):
+		return fmt.Errorf("unknown flag %s", spelled)
+	case strings.HasPrefix(msg, "flag needs an argument"):
+		return fmt.Errorf("flag %s needs a value", spelled)
+	}
+	return errors.New(strings.Replace(msg, "flag -"+name, spelled, 1))
 }
 
 // Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen

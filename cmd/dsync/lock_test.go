@@ -323,20 +323,32 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string // in the one line on stderr
 	}{
-		{[]string{"lock", "--bogus", "x", "--", "true"}, "flag provided but not defined: -bogus"},
-		{[]string{"--bogus", "status"}, "flag provided but not defined: -bogus"},
-		{[]string{"lock", "--ttl", "soon", "x", "--", "true"}, `invalid value "soon"`},
+		{[]string{"lock", "--bogus", "x", "--", "true"}, "unknown flag --bogus (see 'dsync help lock')"},
+		{[]string{"--bogus", "status"}, "unknown flag --bogus (see 'dsync -h')"},
+		{[]string{"status", "-bogus"}, "unknown flag -bogus"},
+		{[]string{"lock", "--ttl", "soon", "x", "--", "true"}, `invalid value "soon" for --ttl`},
+		{[]string{"lock", "x", "--ttl"}, "flag --ttl needs a value"},
 		{[]string{"lock", "--ttl", "-1s", "x", "--", "true"}, "TTL must be positive"},
 		{[]string{"lock"}, "missing lock NAME"},
-		{[]string{"lock", "x"}, "missing the command"},
-		{[]string{"lock", "x", "--"}, "missing the command"},
-		{[]string{"elect", "x"}, "missing the command"},
+		{[]string{"lock", "--"}, "missing lock NAME"},
+		{[]string{"elect", "x", "--listen", "--", "true"}, "--listen runs no command"},
 		{[]string{"status", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"status", ""}, "empty name"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate" (see 'dsync -h')`},
+		{[]string{"completion"}, "name one shell"},
+		// Names: a lock's up to dsyncmongo.MaxKeyLen bytes, an election's
+		// shorter by "leader/".
+		{[]string{"lock", strings.Repeat("n", maxLockName+1), "--", "true"}, "name of 513 bytes; the limit is 512"},
+		{[]string{"elect", strings.Repeat("n", maxElectionName+1), "--", "true"}, "name of 506 bytes; the limit is 505"},
+		{[]string{"lock", strings.Repeat("n", maxLockName), "--", "true"}, "dsync server"},
 		{[]string{"lock", "x", "--", "true"}, "dsync server"},
+		{[]string{"lock", "x"}, "dsync server"},
+		{[]string{"lock", "--", "-x"}, "dsync server"},
 		{[]string{"status"}, "dsync server"},
 		{[]string{"clock"}, "dsync server"},
 		{[]string{"elect", "x", "--", "true"}, "dsync server"},
+		{[]string{"elect", "x", "--listen"}, "dsync server"},
 	} {
 		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
@@ -345,11 +357,125 @@ func TestUsageErrors(t *testing.T) {
 				strings.Join(tc.args, " "), r.code, r.stderr, exitUsage, tc.want)
 		}
 	}
-	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}, {"help", "help"}, {"help", "completion"}} {
 		r := runDsync(t, noServer, "", 10*time.Second, args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage") && !strings.Contains(r.stdout, "\nUsage") {
 			t.Errorf("dsync %s: exit %d, stdout %q; want usage and exit 0", strings.Join(args, " "), r.code, r.stdout)
 		}
+	}
+	r := runDsync(t, noServer, "", 10*time.Second, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "dsync ") || !strings.Contains(r.stdout, "FerretDB") {
+		t.Errorf("dsync --version: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// Names that start with '-' are given after "--".
+func TestNamesStartingWithADash(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	for _, tc := range []struct {
+		args []string
+		want string // on stdout
+	}{
+		{[]string{"lock", "--", "-x", "--", "sh", "-c", `echo "$DSYNC_LOCK"`}, "-x\n"},
+		{[]string{"lock", "--", "-y", "sh", "-c", `echo "$DSYNC_LOCK"`}, "-y\n"},
+		{[]string{"lock", "--ttl", "5s", "--", "--", "--", "sh", "-c", `echo "$DSYNC_LOCK"`}, "--\n"},
+		{[]string{"lock", "plain", "--ttl", "5s", "sh", "-c", `echo "$DSYNC_LOCK $1"`, "sh", "--", "x"}, "plain --\n"},
+	} {
+		r := runDsync(t, e, "", slow(30*time.Second), append([]string{"--db", db}, tc.args...)...)
+		if r.code != 0 || r.stdout != tc.want {
+			t.Errorf("dsync %s: exit %d, stdout %q, want %q\nstderr: %s", strings.Join(tc.args, " "), r.code, r.stdout, tc.want, r.stderr)
+		}
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "--", "-x")
+	if r.code != 0 || !strings.Contains(r.stdout, `"name": "-x"`) {
+		t.Errorf("dsync status -- -x: exit %d, stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Without a command, dsync lock holds the lock until interrupted; a
+// waiter says that it waits, and when it got the lock.
+func TestLockWithoutACommandHoldsUntilInterrupted(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	holder := dsyncCmd(ctx, e, "--db", db, "lock", "held")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holderErr strings.Builder
+	holder.Stderr = &holderErr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	token, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || token != "1\n" {
+		t.Fatalf("dsync lock held: stdout %q, %v; want its token, 1\nstderr: %s", token, err, holderErr.String())
+	}
+	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "--try", "held", "--", "true"); r.code != exitNotLocked {
+		t.Errorf("dsync lock --try on the held lock: exit %d, want %d", r.code, exitNotLocked)
+	}
+
+	waiter := dsyncCmd(ctx, e, "--db", db, "lock", "held", "--", "sh", "-c", `echo "$DSYNC_TOKEN"`)
+	var waiterOut strings.Builder
+	waiterErr := newLineWaiter()
+	waiter.Stdout, waiter.Stderr = &waiterOut, waiterErr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line := waiterErr.next(t, slow(30*time.Second)); !strings.Contains(line, `lock "held" held by`) || !strings.HasSuffix(line, "waiting") {
+		t.Errorf("the waiter's first line: %q; want it to say who holds the lock and that it waits", line)
+	}
+	if err := holder.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Errorf("dsync lock held after SIGTERM: %v, want exit 0\nstderr: %s", err, holderErr.String())
+	}
+	if err := waiter.Wait(); err != nil || waiterOut.String() != "2\n" {
+		t.Errorf("the waiter: %v, stdout %q; want exit 0 and token 2", err, waiterOut.String())
+	}
+	if line := waiterErr.next(t, time.Second); !strings.Contains(line, `acquired lock "held" (token 2) after`) {
+		t.Errorf("the waiter's second line: %q; want it to say it got the lock", line)
+	}
+}
+
+// A lineWaiter is a Writer whose lines a test can wait for.
+type lineWaiter struct {
+	mu    sync.Mutex
+	buf   string
+	lines chan string
+}
+
+func newLineWaiter() *lineWaiter { return &lineWaiter{lines: make(chan string, 100)} }
+
+func (w *lineWaiter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf += string(p)
+	for {
+		line, rest, ok := strings.Cut(w.buf, "\n")
+		if !ok {
+			return len(p), nil
+		}
+		w.lines <- line
+		w.buf = rest
+	}
+}
+
+// next returns the next line, failing the test if none comes within timeout.
+func (w *lineWaiter) next(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case l := <-w.lines:
+		return l
+	case <-time.After(timeout):
+		t.Fatalf("no line within %v", timeout)
+		return ""
 	}
 }
 
