@@ -240,7 +240,8 @@ func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Ba
 var errWaited = errors.New("waited long enough")
 
 // describeHolder says who holds name, for a message: "held by HOST (pid
-// N, token T)".
+// N, token T)", with the pid of the holder's command when the holder
+// runs on this machine.
 func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -250,6 +251,11 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) str
 		return "its holder cannot be read: " + oneLine(err)
 	case !info.Live:
 		return "it is free now"
+	}
+	if host, _ := os.Hostname(); host == info.Host {
+		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
+			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)
+		}
 	}
 	return fmt.Sprintf("held by %s (pid %d, token %d)", info.Host, info.PID, info.Token)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,10 @@ func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "held by") {
 			t.Errorf("dsync lock %s: stderr %q does not say who holds the lock", strings.Join(inner, " "), r.stderr)
+		}
+		// The holder's command is the dsync that says so.
+		if runtime.GOOS == "linux" && !strings.Contains(r.stderr, "running pid") {
+			t.Errorf("dsync lock %s: stderr %q does not give the holder's command's pid", strings.Join(inner, " "), r.stderr)
 		}
 	}
 }
