@@ -93,6 +93,9 @@ func TestErrorsDoNotShowThePassword(t *testing.T) {
 func TestTidyDropsRepetitions(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"a: b", "a: b"},
+		// A renewal's failure as the library logged it.
+		{`renew "x": dsyncmongo: renew "x": connection(h:1[-3]) incomplete read of message header: connection closed unexpectedly by the other side: EOF: connection(h:1[-3]) incomplete read of message header: connection closed unexpectedly by the other side: EOF`,
+			`renew "x": dsyncmongo: connection(h:1[-3]) incomplete read of message header: connection closed unexpectedly by the other side: EOF`},
 		{"renew \"x\": context deadline exceeded: server selection error: context deadline exceeded",
 			"renew \"x\": context deadline exceeded: server selection error"},
 		{"server selection error: context deadline exceeded, current topology: { Type: Unknown, Servers: [{ Addr: h:1, Type: Unknown, Last error: dial tcp h:1: connect: connection refused }, ] }",
