@@ -250,13 +250,19 @@ func TestLockPassesSignalsOn(t *testing.T) {
 }
 
 // A command that ignores the signal dsync passes on is killed --grace
-// later, with what it started in its process group.
+// later, with what it started in its process group: under lock and elect.
 func TestLockKillsACommandThatIgnoresTheSignal(t *testing.T) {
 	t.Parallel()
 	e := env(mongotest.Shared(t).URI())
 	db := mongotest.DatabaseName(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		cmd string
+		sig syscall.Signal
+	}{
+		{"lock", syscall.SIGTERM}, {"lock", syscall.SIGINT}, {"lock", syscall.SIGHUP}, {"elect", syscall.SIGTERM},
+	} {
+		sig := tc.sig
+		t.Run(tc.cmd+"/"+sig.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			const grace = 500 * time.Millisecond
@@ -267,7 +273,7 @@ func TestLockKillsACommandThatIgnoresTheSignal(t *testing.T) {
 echo $! >"$1/child"
 touch "$1/started"
 while :; do sleep 0.1; done`
-			cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--grace", grace.String(), "ignore-"+sig.String(), "--", "sh", "-c", script, "sh", dir)
+			cmd := dsyncCmd(ctx, e, "--db", db, tc.cmd, "--grace", grace.String(), "ignore-"+sig.String(), "--", "sh", "-c", script, "sh", dir)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
