@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -109,4 +110,60 @@ while :; do sleep 0.1; done`
 	if !strings.Contains(stderr.String(), "lost") {
 		t.Errorf("stderr does not say leadership was lost:\n%s", stderr.String())
 	}
+}
+
+// Without a command, dsync elect leads until interrupted and prints each
+// term's token; a standby says who leads; --listen prints each leader.
+func TestElectWithoutACommandAndListen(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	type proc struct {
+		cmd            *exec.Cmd
+		stdout, stderr *lineWaiter
+	}
+	start := func(args ...string) *proc {
+		p := &proc{cmd: dsyncCmd(ctx, e, append([]string{"--db", db, "elect"}, args...)...), stdout: newLineWaiter(), stderr: newLineWaiter()}
+		p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stop := func(name string, p *proc) {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("%s after SIGTERM: %v, want exit 0", name, err)
+		}
+	}
+	wait := slow(30 * time.Second)
+
+	a := start("--ttl", "2s", "--version", "va", "svc")
+	if got := a.stdout.next(t, wait); got != "1" {
+		t.Fatalf("the first candidate printed %q, want its term, 1", got)
+	}
+	if got := a.stderr.next(t, wait); got != `dsync: leading "svc" (term 1) until interrupted` {
+		t.Errorf("the first candidate said %q", got)
+	}
+	listener := start("svc", "--listen")
+	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term=1 host=") || !strings.HasSuffix(got, ` version="va"`) {
+		t.Errorf("--listen printed %q, want term 1 led by va", got)
+	}
+	b := start("--ttl", "2s", "--version", "vb", "svc")
+	if got := b.stderr.next(t, wait); !strings.HasPrefix(got, `dsync: standing by for "svc": led by `) || !strings.Contains(got, "term 1") {
+		t.Errorf("the second candidate said %q, want it to stand by", got)
+	}
+	stop("the first candidate", a)
+	if got := b.stdout.next(t, wait); got != "2" {
+		t.Errorf("the second candidate printed %q, want its term, 2", got)
+	}
+	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term=2 host=") || !strings.HasSuffix(got, ` version="vb"`) {
+		t.Errorf("--listen printed %q, want term 2 led by vb", got)
+	}
+	stop("the second candidate", b)
+	stop("the listener", listener)
 }

@@ -3,22 +3,22 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"regexp"
+	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
@@ -65,52 +65,125 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 }
 
 // parseArgs parses the flags of a command, which may come before, between
-// and after its positional arguments, up to "--". It returns the
-// positional arguments and, when the command takes one (withCmd), the
-// command line after "--", or, without "--", everything after the first
-// positional argument. A usage message has already been printed when err
-// is not nil; code is the exit status then.
+// and after its positional arguments, and returns the positional
+// arguments. A "--" ends the flags: a name that starts with '-' is given
+// after it. When the command takes a command line to run (withCmd), the
+// grammar is
+//
+//	[flags] NAME [flags] [--] [CMD [ARG...]]
+//	[flags] -- NAME [--] [CMD [ARG...]]
+//
+// and the command line, empty when there is none, is everything after
+// the "--" that follows NAME's flags or, without one, from the first
+// argument after NAME that is not a flag on, verbatim. A usage message has
+// already been printed when err is not nil; code is the exit status then.
 func parseArgs(fs *flag.FlagSet, usage string, args []string, withCmd bool) (pos, cmdline []string, code int, err error) {
-	head := args
-	if withCmd {
-		for i, a := range args {
-			if a == "--" {
-				head, cmdline = args[:i], args[i+1:] // not nil, even if empty
-				break
+	fail := func(err error) ([]string, []string, int, error) {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(os.Stdout, usage)
+			return nil, nil, exitOK, err
+		}
+		return nil, nil, usageError(fs.Name(), err), err
+	}
+	if !withCmd {
+		var err error
+		for len(args) > 0 {
+			var dashdash bool
+			if args, dashdash, err = scanFlags(fs, args); err != nil {
+				return fail(err)
+			}
+			if dashdash {
+				return append(pos, args...), nil, 0, nil
+			}
+			if len(args) > 0 {
+				pos, args = append(pos, args[0]), args[1:]
 			}
 		}
+		return pos, nil, 0, nil
 	}
-	for {
-		if err := fs.Parse(head); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(os.Stdout, usage)
-				return nil, nil, exitOK, err
-			}
-			return nil, nil, usageError(fs.Name(), err), err
-		}
-		head = fs.Args()
-		if len(head) == 0 {
-			break
-		}
-		pos = append(pos, head[0])
-		head = head[1:]
-		if withCmd && cmdline == nil {
-			// No "--": the command starts after the name, verbatim.
-			cmdline = head
-			break
-		}
+	rest, dashdash, err := scanFlags(fs, args)
+	if err != nil {
+		return fail(err)
 	}
-	return pos, cmdline, 0, nil
+	if len(rest) == 0 {
+		return nil, nil, 0, nil
+	}
+	pos, rest = rest[:1], rest[1:]
+	if dashdash { // -- NAME [--] CMD
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		return pos, rest, 0, nil
+	}
+	if rest, _, err = scanFlags(fs, rest); err != nil {
+		return fail(err)
+	}
+	return pos, rest, 0, nil
 }
 
-// checkName validates a lock or election name before any I/O; dsyncmongo
-// would refuse it on every attempt.
-func checkName(name string) error {
+// scanFlags parses the flags at the start of args and returns what
+// follows them: from the first argument that is not a flag, or after a
+// "--" (dashdash).
+func scanFlags(fs *flag.FlagSet, args []string) (rest []string, dashdash bool, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args[i+1:], true, nil
+		case len(a) < 2 || a[0] != '-':
+			return args[i:], false, nil
+		}
+		n := 1
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
+			n = 2
+		}
+		if err := fs.Parse(args[i : i+n]); err != nil {
+			return nil, false, flagError(err, name, a)
+		}
+		i += n - 1
+	}
+	return nil, false, nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// flagError rewrites the flag package's error about flag name, typed as
+// arg, with the flag as the user spelled it.
+func flagError(err error, name, arg string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	spelled, _, _ := strings.Cut(arg, "=")
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "flag provided but not defined"):
+		return fmt.Errorf("unknown flag %s", spelled)
+	case strings.HasPrefix(msg, "flag needs an argument"):
+		return fmt.Errorf("flag %s needs a value", spelled)
+	}
+	return errors.New(strings.Replace(msg, "flag -"+name, spelled, 1))
+}
+
+// Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen
+// bytes; an election's lease is the lock leader.LockKey(NAME), "leader/"
+// followed by the name, so its names are shorter by that prefix.
+var (
+	maxLockName     = dsyncmongo.MaxKeyLen
+	maxElectionName = dsyncmongo.MaxKeyLen - len(leader.LockKey(""))
+)
+
+// checkName validates a lock or election name before any I/O, with the
+// limit for its kind; dsyncmongo would refuse it on every attempt.
+func checkName(name string, limit int) error {
 	switch {
 	case name == "":
 		return errors.New("empty name")
-	case len(name) > dsyncmongo.MaxKeyLen-len("leader/"):
-		return fmt.Errorf("name longer than %d bytes", dsyncmongo.MaxKeyLen-len("leader/"))
+	case len(name) > limit:
+		return fmt.Errorf("name of %d bytes; the limit is %d", len(name), limit)
 	case !utf8.ValidString(name):
 		return errors.New("name is not valid UTF-8")
 	}
@@ -133,79 +206,103 @@ func (g *globals) resolveURI() (string, error) {
 	return "", errNoServer
 }
 
-// connect connects to the server and pings it within g.timeout, so that a
-// wrong URI or a server that is down is one clear error before anything
-// else happens.
-func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, error) {
-	uri, err := g.resolveURI()
-	if err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case g.timeout <= 0:
-		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
-	case g.db == "":
-		return nil, nil, errors.New("--db must not be empty")
-	}
-	// The driver's server selection error lists the whole topology; the
-	// last heartbeat failure says what went wrong in a few words.
-	var mu sync.Mutex
-	var lastFailure error
-	monitor := &event.ServerMonitor{ServerHeartbeatFailed: func(e *event.ServerHeartbeatFailedEvent) {
-		mu.Lock()
-		lastFailure = e.Failure
-		mu.Unlock()
-	}}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).
-		SetAppName("dsync").
-		SetServerSelectionTimeout(g.timeout).
-		SetServerMonitor(monitor))
-	if err != nil {
-		return nil, nil, fmt.Errorf("--uri %s: %w", redact(uri), err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	if err := client.Ping(pctx, nil); err != nil {
-		disconnect(client)
-		mu.Lock()
-		why := lastFailure
-		mu.Unlock()
-		if why == nil || ctx.Err() != nil {
-			why = err
-		}
-		return nil, nil, fmt.Errorf("cannot reach %s within %v: %w", redact(uri), g.timeout, why)
-	}
-	return client, client.Database(g.db), nil
-}
-
-// disconnect closes the client's connections. Ending its sessions on the
-// server is best effort, and must not hold up an exit when the server has
-// gone away.
-func disconnect(c *mongo.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = c.Disconnect(ctx)
-}
-
-// redact hides the password of a connection string.
+// redact hides the secrets of a connection string: the password, and the
+// values of the options that carry credentials.
 func redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
+	prefix, _, suffix, ok := splitSecret(uri)
 	if !ok {
-		return uri
+		return redactOptions(uri)
 	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		end = len(rest)
+	return prefix + "***" + redactOptions(suffix)
+}
+
+// splitSecret cuts the password out of uri. It works on what the driver
+// would parse as well as on strings the driver rejects. The driver ends
+// the user information at the first '@' after the scheme; a user who did
+// not percent-encode a reserved character in the password may have meant
+// the last one. So everything after the first ':' of the user information
+// (or after the first '@', when the user name has no ':') up to the last
+// '@' is the secret: never less than the driver's password, more when an
+// option's value holds an '@'. A string without a scheme is read the same
+// way.
+func splitSecret(uri string) (prefix, secret, suffix string, ok bool) {
+	scheme, rest, hasScheme := strings.Cut(uri, "://")
+	if hasScheme {
+		prefix = scheme + "://"
+	} else {
+		rest = uri
 	}
-	at := strings.LastIndex(rest[:end], "@")
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
-		return uri
+		return "", "", "", false
 	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return uri
+	if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+		return prefix + rest[:colon+1], rest[colon+1 : at], rest[at:], true
 	}
-	return scheme + "://" + user + ":***" + rest[at:]
+	if first := strings.Index(rest, "@"); first != at {
+		return prefix + rest[:first+1], rest[first+1 : at], rest[at:], true
+	}
+	return "", "", "", false // a user name, no password
+}
+
+// secretOptions are the connection string options whose values are
+// credentials: key file passwords, and authMechanismProperties, which may
+// hold an AWS session token.
+var secretOptions = regexp.MustCompile(`(?i)([?&;](?:tlsCertificateKeyFilePassword|sslClientCertificateKeyPassword|authMechanismProperties)=)([^&;]*)`)
+
+func redactOptions(s string) string { return secretOptions.ReplaceAllString(s, "${1}***") }
+
+// uriError is an error the driver gave parsing uri, with nothing of the
+// secrets in it: the driver quotes an invalid escape sequence, and a
+// misplaced reserved character can leave a piece of the password where
+// the host or the database is expected.
+func uriError(uri string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "password") {
+		msg = "error parsing uri: invalid password: percent-encode the characters : / ? # [ ] @ % in it"
+	}
+	return fmt.Errorf("--uri %s: %s", redact(uri), scrub(uri, msg))
+}
+
+// scrub replaces whatever of uri's secrets msg holds by "***".
+func scrub(uri, msg string) string {
+	for _, s := range uriSecrets(uri) {
+		msg = strings.ReplaceAll(msg, s, "***")
+	}
+	return msg
+}
+
+// uriSecrets are the pieces of uri that redact hides, whole and cut at
+// the reserved characters, raw and unescaped, longest first. Pieces
+// shorter than 3 bytes are left out: they would blot out ordinary words.
+func uriSecrets(uri string) []string {
+	var hidden []string
+	_, secret, suffix, ok := splitSecret(uri)
+	if ok {
+		hidden = append(hidden, secret)
+	} else {
+		suffix = uri
+	}
+	for _, m := range secretOptions.FindAllStringSubmatch(suffix, -1) {
+		hidden = append(hidden, m[2])
+	}
+	var out []string
+	add := func(p string) {
+		if len(p) >= 3 {
+			out = append(out, p)
+			if u, err := url.PathUnescape(p); err == nil && u != p {
+				out = append(out, u)
+			}
+		}
+	}
+	for _, h := range hidden {
+		add(h)
+		for _, p := range strings.FieldsFunc(h, func(r rune) bool { return strings.ContainsRune(":/?#[]@%", r) }) {
+			add(p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // lockOptions are the dsyncmongo options the global flags select.

@@ -18,7 +18,8 @@ import (
 // defaultGrace is how long a command has between SIGTERM and SIGKILL.
 const defaultGrace = 5 * time.Second
 
-const lockUsage = `Usage: dsync lock NAME [flags] -- CMD [ARG...]
+const lockUsage = `Usage: dsync lock NAME [flags] [--] [CMD [ARG...]]
+       dsync lock [flags] -- NAME [--] [CMD [ARG...]]
 
 Runs CMD while this process holds the lock NAME, waiting for it first.
 Two dsync lock with the same NAME, on any machines sharing the database,
@@ -26,29 +27,46 @@ never run their commands at the same time. Stdin, stdout and stderr pass
 through; signals dsync receives are passed on. CMD gets the environment
 variables DSYNC_LOCK=NAME and DSYNC_TOKEN, the fencing token of the hold:
 it increases from hold to hold, so a resource can reject a stale holder.
+When the lock is held by another, dsync says so on stderr and waits.
+
+Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
+then releases it and exits 0; it prints the token on stdout, one line,
+once it holds the lock.
+
+NAME is up to %d bytes of UTF-8 (dsyncmongo.MaxKeyLen: lock documents
+are indexed by name). A NAME that starts with '-' goes after '--'.
 
 If the hold is lost (the server could not confirm it within --ttl), CMD
 gets SIGTERM, and SIGKILL after --grace; from then on another process may
-take the lock. Without a terminal, CMD runs in a process group of its own
-and these signals go to the whole group.
+take the lock. dsync then exits 122, whatever CMD's status. The same
+--grace applies when dsync is told to stop: SIGTERM or SIGHUP (and,
+without a terminal, SIGINT or SIGQUIT) is passed on to CMD, and SIGKILL
+follows if CMD is still running --grace later. Without a terminal, CMD
+runs in a process group of its own and these signals go to the whole
+group; in a terminal's foreground, CMD shares dsync's group, gets the
+keys' signals (Ctrl-C) from the terminal directly, and only CMD itself
+is signalled.
 
 Flags:
   --ttl D      lease length: a crashed holder blocks others this long (default 15s)
-  --grace D    time between SIGTERM and SIGKILL after a loss (default 5s)
+  --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when the lock is not acquired within D (default: wait on)
   --try        give up at once when the lock is held
   (and the global flags; see 'dsync -h')
 
-Exit status: CMD's, or 128+N when signal N ended it. 124: the lock was not
-acquired (--try, --wait). 125: dsync failed: no server, or the hold was lost
-and CMD then exited 0. 126, 127: CMD could not be run, was not found.
-2: usage error.
+Exit status: CMD's, or 128+N when signal N ended it; without CMD, 0 after
+an interrupt. 122: the hold was lost (CMD was stopped; its status is in
+the message on stderr). 124: the lock was not acquired (--try, --wait).
+125: dsync failed (no server). 126, 127: CMD could not be run, was not
+found. 2: usage error.
 `
+
+var lockHelp = fmt.Sprintf(lockUsage, maxLockName)
 
 var lockCmd = &command{
 	name:    "lock",
 	summary: "run a command while holding a lock",
-	usage:   lockUsage,
+	usage:   lockHelp,
 	run:     runLock,
 }
 
@@ -64,24 +82,20 @@ func runLock(g *globals, args []string) int {
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
 	fs.DurationVar(&f.wait, "wait", 0, "")
 	fs.BoolVar(&f.try, "try", false, "")
-	pos, argv, code, err := parseArgs(fs, lockUsage, args, true)
+	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
 	if err != nil {
 		return code
 	}
 	switch {
 	case len(pos) == 0:
 		return usageError("lock", errors.New("missing lock NAME"))
-	case len(pos) > 1:
-		return usageError("lock", fmt.Errorf("unexpected argument %q before --", pos[1]))
-	case len(argv) == 0:
-		return usageError("lock", errors.New("missing the command to run: dsync lock NAME -- CMD [ARG...]"))
 	case f.grace <= 0:
 		return usageError("lock", fmt.Errorf("--grace must be positive, got %v", f.grace))
 	case f.wait < 0:
 		return usageError("lock", fmt.Errorf("--wait must not be negative, got %v", f.wait))
 	}
 	name := pos[0]
-	if err := checkName(name); err != nil {
+	if err := checkName(name, maxLockName); err != nil {
 		return usageError("lock", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
@@ -89,14 +103,16 @@ func runLock(g *globals, args []string) int {
 	if _, err := dsync.NewMutex(dsync.NewMemoryBackend(), name, dsync.WithTTL(f.ttl)); err != nil {
 		return usageError("lock", err)
 	}
-	path, code, err := lookCommand(argv[0])
-	if err != nil {
-		return fail("lock", code, err)
+	var path string
+	if len(argv) > 0 {
+		if path, code, err = lookCommand(argv[0]); err != nil {
+			return fail("lock", code, err)
+		}
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sup := supervise(cancel)
+	sup := supervise(cancel, f.grace, r)
 	defer sup.stop()
 
 	client, db, err := g.connect(ctx)
@@ -123,13 +139,15 @@ func runLock(g *globals, args []string) int {
 	if code, ok := acquire(ctx, r, mu, backend, name, f); !ok {
 		return code
 	}
-	r.info("holding lock %q (token %d); running %s", name, mu.Token(), argv[0])
+	if len(argv) == 0 {
+		return hold(ctx, r, mu, f.ttl)
+	}
 
 	env := []string{"DSYNC_LOCK=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(mu.Token(), 10)}
 	select {
 	case <-mu.Lost():
 		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
-		return exitDsync
+		return exitLost
 	default:
 	}
 	j, err := sup.start(ctx, path, argv, env)
@@ -141,6 +159,7 @@ func runLock(g *globals, args []string) int {
 		}
 		return fail("lock", exitNoExec, err)
 	}
+	r.info("holding lock %q (token %d); running %s (pid %d)", name, mu.Token(), argv[0], j.cmd.Process.Pid)
 	select {
 	case <-j.done:
 		sup.finished()
@@ -155,33 +174,49 @@ func runLock(g *globals, args []string) int {
 		r.say("command killed: it did not exit within %v of SIGTERM", f.grace)
 	}
 	sup.finished()
+	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	// No Unlock: a lost lease is left to expire, and Unlock would only
 	// wait for a renewal still in flight to time out. Nor a Disconnect,
 	// which would wait for a server that is probably gone.
 	polite = false
-	if j.status == 0 {
-		return exitDsync // a lost lock must not look like success
-	}
-	return j.status
+	return exitLost
 }
 
-// acquire takes the lock as the flags say. When it does not, it returns
-// the exit status.
-func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
-	if f.try || r.verbose {
-		if mu.TryLock() {
-			return 0, true
-		}
-		if ctx.Err() != nil {
-			return signalStatus(ctx), false
-		}
-		holder := describeHolder(ctx, b, name)
-		if f.try {
-			r.say("lock %q not acquired: %s", name, holder)
-			return exitNotLocked, false
-		}
-		r.info("lock %q %s; waiting", name, holder)
+// hold keeps the lock until a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+// arrives, then releases it: dsync lock NAME without a command. The token
+// goes to stdout, one line, once the lock is held.
+func hold(ctx context.Context, r *reporter, mu *dsync.Mutex, ttl time.Duration) int {
+	fmt.Printf("%d\n", mu.Token())
+	r.say("holding lock %q (token %d) until interrupted", mu.Key(), mu.Token())
+	select {
+	case <-ctx.Done():
+		unlock(r, mu, ttl)
+		r.info("released lock %q", mu.Key())
+		return exitOK
+	case <-mu.Lost():
+		r.mute()
+		r.say("lock %q (token %d) lost: the server did not confirm it in time", mu.Key(), mu.Token())
+		return exitLost
 	}
+}
+
+// acquire takes the lock as the flags say, saying so when it has to wait.
+// When it does not get the lock, it returns the exit status.
+func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
+	if mu.TryLock() {
+		r.info("acquired lock %q (token %d)", name, mu.Token())
+		return 0, true
+	}
+	if ctx.Err() != nil {
+		return signalStatus(ctx), false
+	}
+	holder := describeHolder(ctx, b, name)
+	if f.try {
+		r.say("lock %q not acquired: %s", name, holder)
+		return exitNotLocked, false
+	}
+	r.say("lock %q %s; waiting", name, holder)
+	start := time.Now()
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if f.wait > 0 {
 		wctx, cancel = context.WithTimeoutCause(ctx, f.wait, errWaited)
@@ -190,6 +225,7 @@ func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Ba
 	err := mu.LockContext(wctx)
 	switch {
 	case err == nil:
+		r.say("acquired lock %q (token %d) after %s", name, mu.Token(), fmtDur(time.Since(start)))
 		return 0, true
 	case ctx.Err() != nil:
 		return signalStatus(ctx), false
@@ -204,7 +240,8 @@ func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Ba
 var errWaited = errors.New("waited long enough")
 
 // describeHolder says who holds name, for a message: "held by HOST (pid
-// N, token T)".
+// N, token T)", with the pid of the holder's command when the holder
+// runs on this machine.
 func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -214,6 +251,11 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) str
 		return "its holder cannot be read: " + oneLine(err)
 	case !info.Live:
 		return "it is free now"
+	}
+	if host, _ := os.Hostname(); host == info.Host {
+		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
+			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)
+		}
 	}
 	return fmt.Sprintf("held by %s (pid %d, token %d)", info.Host, info.PID, info.Token)
 }

@@ -5,8 +5,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +60,10 @@ func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "held by") {
 			t.Errorf("dsync lock %s: stderr %q does not say who holds the lock", strings.Join(inner, " "), r.stderr)
+		}
+		// The holder's command is the dsync that says so.
+		if runtime.GOOS == "linux" && !strings.Contains(r.stderr, "running pid") {
+			t.Errorf("dsync lock %s: stderr %q does not give the holder's command's pid", strings.Join(inner, " "), r.stderr)
 		}
 	}
 }
@@ -127,7 +133,7 @@ rmdir "$1/held"`
 
 // When the server goes away, the hold ends at its local deadline: the
 // command gets SIGTERM then (and SIGKILL after --grace if it ignores it),
-// and dsync exits with its status.
+// and dsync exits with the status of a lost lock, whatever the command's.
 func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
 	t.Parallel()
 	srv := mongotest.StartProcess(t)
@@ -174,10 +180,10 @@ while :; do sleep 0.1; done`
 	srv.Kill()
 
 	for _, c := range []struct {
-		name  string
-		done  <-chan result
-		code  int
-		grace time.Duration
+		name   string
+		done   <-chan result
+		status int // the command's, which dsync reports
+		grace  time.Duration
 	}{
 		{"a command that exits on SIGTERM", trapDone, 3, 0},
 		{"a command that ignores SIGTERM", ignoreDone, 128 + int(syscall.SIGKILL), 500 * time.Millisecond},
@@ -187,8 +193,11 @@ while :; do sleep 0.1; done`
 			t.Fatalf("%s: %v", c.name, res.err)
 		}
 		took := time.Since(killed)
-		if res.r.code != c.code {
-			t.Errorf("%s: dsync exited %d, want %d\nstderr: %s", c.name, res.r.code, c.code, res.r.stderr)
+		if res.r.code != exitLost {
+			t.Errorf("%s: dsync exited %d, want %d, the status of a lost lock\nstderr: %s", c.name, res.r.code, exitLost, res.r.stderr)
+		}
+		if want := fmt.Sprintf("status %d", c.status); !strings.Contains(res.r.stderr, want) {
+			t.Errorf("%s: stderr does not give the command's %s:\n%s", c.name, want, res.r.stderr)
 		}
 		if !strings.Contains(res.r.stderr, "lost") || strings.Count(strings.TrimSpace(res.r.stderr), "\n") > 3 {
 			t.Errorf("%s: stderr should say in a few lines that the lock was lost:\n%s", c.name, res.r.stderr)
@@ -240,6 +249,84 @@ func TestLockPassesSignalsOn(t *testing.T) {
 	}
 }
 
+// A command that ignores the signal dsync passes on is killed --grace
+// later, with what it started in its process group: under lock and elect.
+func TestLockKillsACommandThatIgnoresTheSignal(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	for _, tc := range []struct {
+		cmd string
+		sig syscall.Signal
+	}{
+		{"lock", syscall.SIGTERM}, {"lock", syscall.SIGINT}, {"lock", syscall.SIGHUP}, {"elect", syscall.SIGTERM},
+	} {
+		sig := tc.sig
+		t.Run(tc.cmd+"/"+sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const grace = 500 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
+			defer cancel()
+			script := `trap '' HUP INT TERM
+(trap '' HUP INT TERM; while :; do sleep 0.1; done) &
+echo $! >"$1/child"
+touch "$1/started"
+while :; do sleep 0.1; done`
+			cmd := dsyncCmd(ctx, e, "--db", db, tc.cmd, "--grace", grace.String(), "ignore-"+sig.String(), "--", "sh", "-c", script, "sh", dir)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFile(t, filepath.Join(dir, "started"), slow(20*time.Second))
+			sent := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			took := time.Since(sent)
+			if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) {
+				t.Errorf("dsync exited %d after %v, want %d: the command killed\nstderr: %s", code, sig, 128+int(syscall.SIGKILL), stderr.String())
+			}
+			if took < grace || took > grace+slow(5*time.Second) {
+				t.Errorf("dsync exited %v after %v; want the command killed --grace (%v) after it", took, sig, grace)
+			}
+			if !strings.Contains(stderr.String(), "SIGKILL") {
+				t.Errorf("stderr does not say the command was killed:\n%s", stderr.String())
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "child"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid, slow(5*time.Second))
+		})
+	}
+}
+
+// waitGone waits until process pid has exited (is gone or a zombie).
+func waitGone(t *testing.T, pid int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil && syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d, started by the command, still runs %v after dsync exited", pid, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	noServer := env("")
@@ -247,20 +334,32 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string // in the one line on stderr
 	}{
-		{[]string{"lock", "--bogus", "x", "--", "true"}, "flag provided but not defined: -bogus"},
-		{[]string{"--bogus", "status"}, "flag provided but not defined: -bogus"},
-		{[]string{"lock", "--ttl", "soon", "x", "--", "true"}, `invalid value "soon"`},
+		{[]string{"lock", "--bogus", "x", "--", "true"}, "unknown flag --bogus (see 'dsync help lock')"},
+		{[]string{"--bogus", "status"}, "unknown flag --bogus (see 'dsync -h')"},
+		{[]string{"status", "-bogus"}, "unknown flag -bogus"},
+		{[]string{"lock", "--ttl", "soon", "x", "--", "true"}, `invalid value "soon" for --ttl`},
+		{[]string{"lock", "x", "--ttl"}, "flag --ttl needs a value"},
 		{[]string{"lock", "--ttl", "-1s", "x", "--", "true"}, "TTL must be positive"},
 		{[]string{"lock"}, "missing lock NAME"},
-		{[]string{"lock", "x"}, "missing the command"},
-		{[]string{"lock", "x", "--"}, "missing the command"},
-		{[]string{"elect", "x"}, "missing the command"},
+		{[]string{"lock", "--"}, "missing lock NAME"},
+		{[]string{"elect", "x", "--listen", "--", "true"}, "--listen runs no command"},
 		{[]string{"status", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"status", ""}, "empty name"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate" (see 'dsync -h')`},
+		{[]string{"completion"}, "name one shell"},
+		// Names: a lock's up to dsyncmongo.MaxKeyLen bytes, an election's
+		// shorter by "leader/".
+		{[]string{"lock", strings.Repeat("n", maxLockName+1), "--", "true"}, "name of 513 bytes; the limit is 512"},
+		{[]string{"elect", strings.Repeat("n", maxElectionName+1), "--", "true"}, "name of 506 bytes; the limit is 505"},
+		{[]string{"lock", strings.Repeat("n", maxLockName), "--", "true"}, "dsync server"},
 		{[]string{"lock", "x", "--", "true"}, "dsync server"},
+		{[]string{"lock", "x"}, "dsync server"},
+		{[]string{"lock", "--", "-x"}, "dsync server"},
 		{[]string{"status"}, "dsync server"},
 		{[]string{"clock"}, "dsync server"},
 		{[]string{"elect", "x", "--", "true"}, "dsync server"},
+		{[]string{"elect", "x", "--listen"}, "dsync server"},
 	} {
 		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
@@ -269,38 +368,166 @@ func TestUsageErrors(t *testing.T) {
 				strings.Join(tc.args, " "), r.code, r.stderr, exitUsage, tc.want)
 		}
 	}
-	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}, {"help", "help"}, {"help", "completion"}} {
 		r := runDsync(t, noServer, "", 10*time.Second, args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage") && !strings.Contains(r.stdout, "\nUsage") {
 			t.Errorf("dsync %s: exit %d, stdout %q; want usage and exit 0", strings.Join(args, " "), r.code, r.stdout)
 		}
 	}
+	r := runDsync(t, noServer, "", 10*time.Second, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "dsync ") || !strings.Contains(r.stdout, "FerretDB") {
+		t.Errorf("dsync --version: exit %d, stdout %q", r.code, r.stdout)
+	}
 }
 
+// Names that start with '-' are given after "--".
+func TestNamesStartingWithADash(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	for _, tc := range []struct {
+		args []string
+		want string // on stdout
+	}{
+		{[]string{"lock", "--", "-x", "--", "sh", "-c", `echo "$DSYNC_LOCK"`}, "-x\n"},
+		{[]string{"lock", "--", "-y", "sh", "-c", `echo "$DSYNC_LOCK"`}, "-y\n"},
+		{[]string{"lock", "--ttl", "5s", "--", "--", "--", "sh", "-c", `echo "$DSYNC_LOCK"`}, "--\n"},
+		{[]string{"lock", "plain", "--ttl", "5s", "sh", "-c", `echo "$DSYNC_LOCK $1"`, "sh", "--", "x"}, "plain --\n"},
+	} {
+		r := runDsync(t, e, "", slow(30*time.Second), append([]string{"--db", db}, tc.args...)...)
+		if r.code != 0 || r.stdout != tc.want {
+			t.Errorf("dsync %s: exit %d, stdout %q, want %q\nstderr: %s", strings.Join(tc.args, " "), r.code, r.stdout, tc.want, r.stderr)
+		}
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "--", "-x")
+	if r.code != 0 || !strings.Contains(r.stdout, `"name": "-x"`) {
+		t.Errorf("dsync status -- -x: exit %d, stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Without a command, dsync lock holds the lock until interrupted; a
+// waiter says that it waits, and when it got the lock.
+func TestLockWithoutACommandHoldsUntilInterrupted(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	holder := dsyncCmd(ctx, e, "--db", db, "lock", "held")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holderErr strings.Builder
+	holder.Stderr = &holderErr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	token, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || token != "1\n" {
+		t.Fatalf("dsync lock held: stdout %q, %v; want its token, 1\nstderr: %s", token, err, holderErr.String())
+	}
+	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "--try", "held", "--", "true"); r.code != exitNotLocked {
+		t.Errorf("dsync lock --try on the held lock: exit %d, want %d", r.code, exitNotLocked)
+	}
+
+	waiter := dsyncCmd(ctx, e, "--db", db, "lock", "held", "--", "sh", "-c", `echo "$DSYNC_TOKEN"`)
+	var waiterOut strings.Builder
+	waiterErr := newLineWaiter()
+	waiter.Stdout, waiter.Stderr = &waiterOut, waiterErr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line := waiterErr.next(t, slow(30*time.Second)); !strings.Contains(line, `lock "held" held by`) || !strings.HasSuffix(line, "waiting") {
+		t.Errorf("the waiter's first line: %q; want it to say who holds the lock and that it waits", line)
+	}
+	if err := holder.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Errorf("dsync lock held after SIGTERM: %v, want exit 0\nstderr: %s", err, holderErr.String())
+	}
+	if err := waiter.Wait(); err != nil || waiterOut.String() != "2\n" {
+		t.Errorf("the waiter: %v, stdout %q; want exit 0 and token 2", err, waiterOut.String())
+	}
+	if line := waiterErr.next(t, time.Second); !strings.Contains(line, `acquired lock "held" (token 2) after`) {
+		t.Errorf("the waiter's second line: %q; want it to say it got the lock", line)
+	}
+}
+
+// A lineWaiter is a Writer whose lines a test can wait for.
+type lineWaiter struct {
+	mu    sync.Mutex
+	buf   string
+	lines chan string
+}
+
+func newLineWaiter() *lineWaiter { return &lineWaiter{lines: make(chan string, 100)} }
+
+func (w *lineWaiter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf += string(p)
+	for {
+		line, rest, ok := strings.Cut(w.buf, "\n")
+		if !ok {
+			return len(p), nil
+		}
+		w.lines <- line
+		w.buf = rest
+	}
+}
+
+// next returns the next line, failing the test if none comes within timeout.
+func (w *lineWaiter) next(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case l := <-w.lines:
+		return l
+	case <-time.After(timeout):
+		t.Fatalf("no line within %v", timeout)
+		return ""
+	}
+}
+
+// A server that cannot be reached is reported at once with the cause,
+// not after --timeout: refused, unknown host, wrong credentials.
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	const timeout = 2 * time.Second
-	e := env("mongodb://127.0.0.1:1/")
+	const timeout = 20 * time.Second // never waited out
+	withCredentials := strings.Replace(mongotest.Shared(t).URI(), "://", "://alice:secret@", 1)
 	var wg sync.WaitGroup
-	for _, args := range [][]string{
-		{"lock", "x", "--", "true"},
-		{"elect", "x", "--", "true"},
-		{"status"},
-		{"clock"},
+	for _, tc := range []struct {
+		uri, want string
+	}{
+		{"mongodb://127.0.0.1:1/", "cannot reach mongodb://127.0.0.1:1/: connection refused by 127.0.0.1:1"},
+		{"mongodb://nosuchhost.invalid:27017/", `cannot reach mongodb://nosuchhost.invalid:27017/: no such host "nosuchhost.invalid"`},
+		{"mongodb://nosuchhost.invalid,127.0.0.1:1/?replicaSet=rs", `no such host "nosuchhost.invalid"`},
+		{withCredentials, "authentication failed at " + redact(withCredentials) + " as alice"},
 	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := runDsync(t, e, "", 30*time.Second, append([]string{"--timeout", timeout.String()}, args...)...)
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if r.code == 0 || len(lines) != 1 || !strings.Contains(r.stderr, "cannot reach mongodb://127.0.0.1:1/") {
-				t.Errorf("dsync %s: exit %d, stderr %q; want non-zero and one line saying the server cannot be reached",
-					strings.Join(args, " "), r.code, r.stderr)
-			}
-			if r.took > timeout+slow(5*time.Second) {
-				t.Errorf("dsync %s took %v with --timeout %v", strings.Join(args, " "), r.took, timeout)
-			}
-		}()
+		for _, args := range [][]string{
+			{"lock", "x", "--", "true"},
+			{"elect", "x", "--", "true"},
+			{"status"},
+			{"clock"},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := runDsync(t, env(tc.uri), "", 2*timeout, append([]string{"--timeout", timeout.String()}, args...)...)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if r.code == 0 || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+					t.Errorf("dsync %s with %s: exit %d, stderr %q; want non-zero and one line with %q",
+						strings.Join(args, " "), tc.uri, r.code, r.stderr, tc.want)
+				}
+				if strings.Count(r.stderr, "connection refused") > 1 || strings.Count(r.stderr, "no such host") > 1 {
+					t.Errorf("dsync %s with %s: stderr %q repeats itself", strings.Join(args, " "), tc.uri, r.stderr)
+				}
+				if r.took > slow(5*time.Second) {
+					t.Errorf("dsync %s with %s took %v; want it to fail at once", strings.Join(args, " "), tc.uri, r.took)
+				}
+			}()
+		}
 	}
 	wg.Wait()
 }

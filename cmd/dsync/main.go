@@ -7,11 +7,15 @@
 //	dsync demo                           # three processes, an election, a crash, a handoff
 //	dsync server                         # an embedded server for local development
 //	dsync lock NAME -- CMD [ARG...]      # run CMD while holding lock NAME
+//	dsync lock NAME                      # hold lock NAME until interrupted
 //	dsync elect NAME -- CMD [ARG...]     # run CMD only while this process leads NAME
-//	dsync status [NAME]                  # locks, holders, election members
+//	dsync elect NAME --listen            # print each new leader of NAME
+//	dsync status [NAME] [--json]         # locks, holders, election members
 //	dsync clock                          # this clock's offset from the server's
+//	dsync completion bash|zsh|fish       # a shell completion script
 //
 // Run `dsync help` for flags and `dsync help COMMAND` for exit statuses.
+// lock exits 122 when its hold was lost (see its help).
 package main
 
 import (
@@ -20,19 +24,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 // Exit statuses of dsync itself. lock and elect otherwise exit with their
 // command's status, so their own failures use the values timeout(1) and
-// env(1) made familiar, which commands rarely use.
+// env(1) made familiar, which commands rarely use, and one below them for
+// a lost lock.
 const (
 	exitOK        = 0
 	exitFailure   = 1   // status, clock, server, demo: something went wrong
 	exitUsage     = 2   // bad flags or arguments; nothing was done
+	exitLost      = 122 // lock: the hold was lost, and the command stopped
 	exitNotLocked = 124 // lock --try or --wait: the lock was not acquired
-	exitDsync     = 125 // lock, elect: dsync failed (server, lost lock)
+	exitDsync     = 125 // lock, elect: dsync failed (no server)
 	exitNoExec    = 126 // lock, elect: the command could not be run
 	exitNotFound  = 127 // lock, elect: the command was not found
 )
@@ -49,9 +59,9 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, electCmd, statusCmd, clockCmd,
+		demoCmd, serverCmd, lockCmd, electCmd, statusCmd, clockCmd, completionCmd,
 		candidateCmd,
-		{name: "help", run: runHelp},
+		{name: "help", usage: helpUsage, run: runHelp},
 	}
 }
 
@@ -72,18 +82,22 @@ func main() {
 func run(args []string) int {
 	g := &globals{}
 	fs := newFlagSet("dsync", g)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(os.Stdout)
-			return exitOK
-		}
+	version := fs.Bool("version", false, "")
+	plain, _, err := scanFlags(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(os.Stdout)
+		return exitOK
+	case err != nil:
 		return usageError("", err)
-	}
-	if fs.NArg() == 0 {
+	case *version:
+		printVersion(os.Stdout)
+		return exitOK
+	case len(plain) == 0:
 		printUsage(os.Stderr)
 		return exitUsage
 	}
-	name, rest := fs.Arg(0), fs.Args()[1:]
+	name, rest := plain[0], plain[1:]
 	c := lookup(name)
 	if c == nil {
 		return usageError("", fmt.Errorf("unknown command %q", name))
@@ -102,11 +116,14 @@ Flags (also accepted after COMMAND):
   --db NAME       database (default %q)
   --collection C  lock collection (default %q)
   --members C     election member collection (default %q)
-  --timeout D     how long to wait for the server to answer (default %v)
-  -v              say what dsync is doing, on stderr
+  --timeout D     how long to wait for the server to answer (default %v);
+                  a refused connection, an unknown host or a failed
+                  authentication is reported at once
+  -v              say more about what dsync is doing, on stderr
   --wakeups       wake waiting processes through events instead of polling
                   (dsyncmongo.WithWakeups; every process waiting on one
                   name should use it)
+  --version       print dsync's version and exit (before COMMAND only)
 
 Run 'dsync help COMMAND' for a command's flags and exit statuses.
 Start with 'dsync demo'; for a local server, run 'dsync server'.
@@ -116,30 +133,72 @@ func printUsage(w io.Writer) {
 	var b strings.Builder
 	for _, c := range commands {
 		if c.summary != "" {
-			fmt.Fprintf(&b, "  %-7s %s\n", c.name, c.summary)
+			fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 		}
 	}
 	fmt.Fprintf(w, usageText, b.String(), defaultDB, defaultCollection, defaultMembers, defaultTimeout)
 }
 
+const helpUsage = `Usage: dsync help [COMMAND]
+
+Prints the list of commands and the global flags, or COMMAND's flags and
+exit statuses.
+`
+
 func runHelp(_ *globals, args []string) int {
-	if len(args) == 0 {
+	switch {
+	case len(args) == 0:
 		printUsage(os.Stdout)
 		return exitOK
+	case len(args) > 1:
+		return usageError("help", fmt.Errorf("unexpected argument %q", args[1]))
 	}
 	c := lookup(args[0])
-	if c == nil || c.summary == "" {
+	if c == nil || c.usage == "" {
 		return usageError("help", fmt.Errorf("unknown command %q", args[0]))
 	}
 	fmt.Fprint(os.Stdout, c.usage)
 	return exitOK
 }
 
+// printVersion prints dsync's version: the module's, as go install
+// records it ("(devel)" for a build in a work tree, with the commit when
+// the build recorded one), and the FerretDB built in.
+func printVersion(w io.Writer) {
+	version, commit, modified := "(unknown)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if commit != "" {
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		if modified {
+			commit += "+modified"
+		}
+		version += " " + commit
+	}
+	fmt.Fprintf(w, "dsync %s (%s; embedded FerretDB %s)\n", version, runtime.Version(), ferretserve.Version())
+}
+
 // usageError prints one line about a usage mistake and returns exitUsage.
+// The help it points to is the command's, or, for help itself and for
+// dsync's own flags, the general one.
 func usageError(cmd string, err error) int {
 	prefix, hint := "dsync", "dsync -h"
 	if cmd != "" {
-		prefix, hint = "dsync "+cmd, "dsync help "+cmd
+		prefix = "dsync " + cmd
+		if cmd != "help" {
+			hint = "dsync help " + cmd
+		}
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v (see '%s')\n", prefix, err, hint)
 	return exitUsage
@@ -151,10 +210,9 @@ func fail(cmd string, code int, err error) int {
 	return code
 }
 
-// oneLine flattens a multi-line error message.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
+// oneLine flattens a multi-line error message, without the repetitions
+// of the driver's messages (see tidy).
+func oneLine(err error) string { return tidy(err.Error()) }
 
 // fmtDur formats d for a table: 3 significant figures at most, no
 // trailing zeros.

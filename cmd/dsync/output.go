@@ -170,7 +170,7 @@ func (h reportHandler) Handle(_ context.Context, rec slog.Record) error {
 		msg += " (" + strings.Join(rest, " ") + ")"
 	}
 	msg = strings.TrimPrefix(msg, "dsync: ")
-	h.r.problem(strings.Join(strings.Fields(msg), " "))
+	h.r.problem(tidy(msg))
 	return nil
 }
 

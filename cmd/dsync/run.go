@@ -120,6 +120,8 @@ var (
 	// foreground process group: a command sharing dsync's group already
 	// got them.
 	fromTerminal = map[os.Signal]bool{syscall.SIGINT: true, syscall.SIGQUIT: true, syscall.SIGHUP: true}
+	// fromKeyboard are those a user types.
+	fromKeyboard = map[os.Signal]bool{syscall.SIGINT: true, syscall.SIGQUIT: true}
 )
 
 // errSignal is the cause of a context cancelled by a signal.
@@ -131,21 +133,27 @@ func (e errSignal) Error() string { return "interrupted by " + e.sig.String() }
 func (e errSignal) status() int { return 128 + int(e.sig) }
 
 // A supervisor passes signals dsync receives on to the running job, or,
-// while no job runs, cancels the context dsync waits under.
+// while no job runs, cancels the context dsync waits under. A job that is
+// still running grace after a terminating signal was passed on to it is
+// killed (SIGKILL): it must not go on holding the lock after dsync was
+// told to stop.
 type supervisor struct {
 	group bool // jobs get a process group of their own
+	grace time.Duration
+	r     *reporter
 
-	mu     sync.Mutex
-	job    *job
-	cancel context.CancelCauseFunc
+	mu      sync.Mutex
+	job     *job
+	killing bool // the job's SIGKILL timer runs
+	cancel  context.CancelCauseFunc
 
 	sigs chan os.Signal
 	done chan struct{}
 }
 
 // supervise starts handling signals. Call stop when done.
-func supervise(cancel context.CancelCauseFunc) *supervisor {
-	s := &supervisor{group: !inForeground(), cancel: cancel, sigs: make(chan os.Signal, 4), done: make(chan struct{})}
+func supervise(cancel context.CancelCauseFunc, grace time.Duration, r *reporter) *supervisor {
+	s := &supervisor{group: !inForeground(), grace: grace, r: r, cancel: cancel, sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	signal.Notify(s.sigs, forwarded...)
 	go s.loop()
 	return s
@@ -165,14 +173,37 @@ func (s *supervisor) loop() {
 func (s *supervisor) handle(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.job != nil {
-		if s.group || !fromTerminal[sig] {
-			s.job.signal(sig)
+	if s.job == nil {
+		if terminating[sig] {
+			s.cancel(errSignal{sig})
 		}
 		return
 	}
-	if terminating[sig] {
-		s.cancel(errSignal{sig})
+	if s.group || !fromTerminal[sig] {
+		s.job.signal(sig)
+	}
+	// Ctrl-C and Ctrl-\ typed at the terminal dsync shares with the job
+	// are the user's to repeat; anything else that tells dsync to stop
+	// ends the job within the grace period.
+	if terminating[sig] && (s.group || !fromKeyboard[sig]) && !s.killing {
+		s.killing = true
+		go s.killAfterGrace(s.job, sig)
+	}
+}
+
+// killAfterGrace kills j if it has not exited grace after sig.
+func (s *supervisor) killAfterGrace(j *job, sig syscall.Signal) {
+	t := time.NewTimer(s.grace)
+	defer t.Stop()
+	select {
+	case <-j.done:
+	case <-t.C:
+		s.r.say("command still running %v after %s; killing it (SIGKILL)", s.grace, sig)
+		j.signal(syscall.SIGKILL)
+		<-j.done
+		if j.group {
+			signalGroup(j.cmd.Process.Pid, syscall.SIGKILL) // and what it left behind
+		}
 	}
 }
 
@@ -195,7 +226,7 @@ func (s *supervisor) start(ctx context.Context, path string, argv, env []string)
 // finished notes that the job has exited.
 func (s *supervisor) finished() {
 	s.mu.Lock()
-	s.job = nil
+	s.job, s.killing = nil, false
 	s.mu.Unlock()
 }
 

@@ -3,9 +3,15 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
@@ -20,35 +26,128 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 		t.Errorf("status of an empty database: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
-	// The command run under the lock (or as leader) is dsync status.
-	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "nightly", "--", dsyncBin, "--db", db, "status", "nightly")
+	// The command run under the lock (or as leader) is dsync status;
+	// it prints the pid of the shell that runs it, the lock's command,
+	// first.
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "nightly", "--",
+		"sh", "-c", `echo "$$"; "$0" --db "$1" status nightly`, dsyncBin, db)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
+	host, _ := os.Hostname()
+	cmdPID := readLines(r.stdout)[0]
 	header := fields(t, r.stdout, "LOCK")
 	row := fields(t, r.stdout, "nightly")
-	if len(row) != 7 || row[1] != "held" || row[2] != "1" || strings.Join(header, " ") != "LOCK STATE TOKEN HOLDER PID HELD FOR EXPIRES IN" {
-		t.Errorf("status under the lock:\n%s\nwant nightly held with token 1", r.stdout)
+	if want := "LOCK STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN"; strings.Join(header, " ") != want {
+		t.Errorf("status header %q, want %q", strings.Join(header, " "), want)
+	}
+	if len(row) != 8 || row[1] != "held" || row[2] != "1" || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID {
+		t.Errorf("status under the lock:\n%s\nwant nightly held with token 1 by %s, the command's pid %s, dsync's another", r.stdout, host, cmdPID)
 	}
 
 	// The member's status document is written in the background: wait
 	// for it.
-	script := `for i in $(seq 50); do out=$("$0" --db "$1" status); case $out in *v9*) break;; esac; sleep 0.1; done; echo "$out"`
+	script := `echo "$$"; for i in $(seq 50); do out=$("$0" --db "$1" status); case $out in *v9*) break;; esac; sleep 0.1; done; echo "$out"`
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "elect", "--version", "v9", "cron", "--", "sh", "-c", script, dsyncBin, db)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
+	cmdPID = readLines(r.stdout)[0]
 	row = fields(t, r.stdout, "cron")
-	if len(row) < 7 || row[1] != "leader" || row[2] != "1" || !strings.Contains(r.stdout, "v9") {
-		t.Errorf("status under the election:\n%s\nwant cron's leader with term 1 and version v9", r.stdout)
+	if len(row) < 8 || row[1] != "leader" || row[2] != "1" || row[5] != cmdPID || row[6] != "v9" {
+		t.Errorf("status under the election:\n%s\nwant cron's leader with term 1, command pid %s and version v9", r.stdout, cmdPID)
 	}
-	if row := fields(t, r.stdout, "nightly"); row[1] != "free" {
-		t.Errorf("status after the lock was released:\n%s\nwant nightly free", r.stdout)
+	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly free 1 - - - - -" {
+		t.Errorf("status after the lock was released:\n%s\nwant nightly free, with no holder", r.stdout)
 	}
 
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "nothing-by-this-name")
 	if r.code != exitFailure || len(readLines(r.stderr)) != 1 {
 		t.Errorf("status of an unknown name: exit %d, stderr %q; want %d and one line", r.code, r.stderr, exitFailure)
+	}
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "empty name") {
+		t.Errorf(`status "": exit %d, stderr %q; want %d: an empty name is no name`, r.code, r.stderr, exitUsage)
+	}
+}
+
+// Long names are cut short in the table, which stays narrow; --json has
+// everything.
+func TestStatusJSONAndLongNames(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	long := strings.Repeat("long-name-", maxLockName/10) // 510 bytes
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", long, "--",
+		"sh", "-c", `echo "$$"; "$0" --db "$1" status; "$0" --db "$1" status --json`, dsyncBin, db)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	cmdPID, _ := strconv.Atoi(readLines(r.stdout)[0])
+	table, js, ok := strings.Cut(r.stdout, "{")
+	if !ok {
+		t.Fatalf("no JSON in\n%s", r.stdout)
+	}
+	for _, l := range readLines(table) {
+		if n := utf8.RuneCountInString(l); n > 120 {
+			t.Errorf("a line of %d characters:\n%s", n, l)
+		}
+	}
+	if !strings.Contains(table, fitCell(long, maxNameWidth)+" ") || !strings.Contains(table, "--json") {
+		t.Errorf("the table should cut the name short and say where it is whole:\n%s", table)
+	}
+	var st jsonStatus
+	if err := json.Unmarshal([]byte("{"+js), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, js)
+	}
+	host, _ := os.Hostname()
+	if len(st.Locks) != 1 || st.Locks[0].Name != long || st.Locks[0].State != "held" || st.Locks[0].Token != 1 ||
+		st.Locks[0].Holder == nil || st.Locks[0].Holder.Host != host || st.Locks[0].Holder.CommandPID != cmdPID ||
+		st.Locks[0].Holder.ExpiresInMS <= 0 || st.ServerTime.IsZero() {
+		t.Errorf("status --json: %+v; want the whole name held with token 1 by %s, command pid %d", st, host, cmdPID)
+	}
+
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 1 || st.Locks[0].State != "free" ||
+		st.Locks[0].Holder != nil || st.Locks[0].LastHolder == nil || st.Locks[0].LastHolder.Host != host {
+		t.Errorf("status --json after the release: %v\n%s\nwant the lock free, with its last holder apart", err, r.stdout)
+	}
+}
+
+// A candidate killed with SIGKILL leaves its member document behind; it
+// drops out of the list within the default --seen.
+func TestStatusForgetsADeadCandidate(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	dir := t.TempDir()
+	cmd := dsyncCmd(ctx, e, "--db", db, "elect", "--ttl", "1s", "--version", "doomed", "svc", "--",
+		"sh", "-c", `touch "$1/leading"; exec sleep 60`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "leading"), slow(20*time.Second))
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	killed := time.Now()
+	for {
+		r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "svc")
+		var st jsonStatus
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Elections) != 1 {
+			t.Fatalf("status --json svc: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+		}
+		if len(st.Elections[0].Members) == 0 {
+			break
+		}
+		if time.Since(killed) > defaultSeen+slow(5*time.Second) {
+			t.Fatalf("%v after SIGKILL, status still lists %+v", time.Since(killed), st.Elections[0].Members)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if took := time.Since(killed); took < time.Second {
+		t.Errorf("the candidate was forgotten %v after SIGKILL; its last heartbeat cannot be that old yet", took)
 	}
 }
 

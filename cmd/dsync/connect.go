@@ -1,0 +1,214 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/address"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/auth"
+)
+
+// connect connects to the server and pings it within g.timeout, so that a
+// wrong URI or a server that is down is one clear error before anything
+// else happens. It does not wait out the timeout when the answer is
+// already known: once every server of the connection string has failed
+// to answer (refused, no such host, a TLS error), it fails with the
+// cause, and an authentication failure is reported as such.
+func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, error) {
+	uri, err := g.resolveURI()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case g.timeout <= 0:
+		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
+	case g.db == "":
+		return nil, nil, errors.New("--db must not be empty")
+	}
+	opts := options.Client().ApplyURI(uri)
+	if err := opts.Validate(); err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) { // mongodb+srv:// looks its servers up
+			return nil, nil, fmt.Errorf("cannot reach %s: %s", redact(uri), describeDialError(dns.Name, dns))
+		}
+		return nil, nil, uriError(uri, err)
+	}
+	w := newDialWatch(opts.Hosts)
+	opts.SetAppName("dsync").SetServerSelectionTimeout(g.timeout).SetServerMonitor(w.monitor())
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, nil, uriError(uri, err)
+	}
+	pctx, cancel := context.WithTimeoutCause(ctx, g.timeout, errNoAnswer)
+	defer cancel()
+	pctx, cancelDown := context.WithCancelCause(pctx)
+	defer cancelDown(nil)
+	go func() {
+		select {
+		case <-w.down:
+			cancelDown(errAllDown)
+		case <-pctx.Done():
+		}
+	}()
+	err = client.Ping(pctx, nil)
+	if err == nil {
+		return client, client.Database(g.db), nil
+	}
+	// Read the cause before Disconnect: it cancels the heartbeats in
+	// flight, whose failures say no more than "operation was canceled".
+	why, answered := w.failure()
+	cause := context.Cause(pctx)
+	disconnect(client)
+	where := redact(uri)
+	var authErr *auth.Error
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, context.Cause(ctx)
+	case errors.As(err, &authErr):
+		who := ""
+		if opts.Auth != nil && opts.Auth.Username != "" {
+			who = " as " + opts.Auth.Username
+		}
+		return nil, nil, fmt.Errorf("authentication failed at %s%s: %s", where, who, scrub(uri, tidy(authErr.Error())))
+	case errors.Is(cause, errAllDown):
+		return nil, nil, fmt.Errorf("cannot reach %s: %s", where, scrub(uri, why))
+	case errors.Is(cause, errNoAnswer) && answered:
+		return nil, nil, fmt.Errorf("cannot reach %s: no usable server within %v (--timeout): %s", where, g.timeout, scrub(uri, tidy(err.Error())))
+	case errors.Is(cause, errNoAnswer) && why != "":
+		return nil, nil, fmt.Errorf("cannot reach %s within %v (--timeout): %s", where, g.timeout, scrub(uri, why))
+	case errors.Is(cause, errNoAnswer):
+		return nil, nil, fmt.Errorf("cannot reach %s: no answer within %v (--timeout)", where, g.timeout)
+	}
+	return nil, nil, fmt.Errorf("cannot reach %s: %s", where, scrub(uri, tidy(err.Error())))
+}
+
+var (
+	errNoAnswer = errors.New("no answer within the timeout")
+	errAllDown  = errors.New("every server failed to answer")
+)
+
+// A dialWatch follows the driver's heartbeats to the servers of a
+// connection string, and closes down once each has failed.
+type dialWatch struct {
+	down chan struct{}
+
+	mu       sync.Mutex
+	pending  map[string]bool // addresses not yet failed
+	failures []string        // why each failed, in order
+	answered bool            // a server answered a heartbeat
+	closed   bool
+}
+
+func newDialWatch(hosts []string) *dialWatch {
+	w := &dialWatch{down: make(chan struct{}), pending: map[string]bool{}}
+	for _, h := range hosts {
+		w.pending[canonical(h)] = true
+	}
+	return w
+}
+
+func (w *dialWatch) monitor() *event.ServerMonitor {
+	return &event.ServerMonitor{
+		ServerHeartbeatFailed: func(e *event.ServerHeartbeatFailedEvent) {
+			if errors.Is(e.Failure, context.Canceled) {
+				return // Disconnect, not the server
+			}
+			addr, _, _ := strings.Cut(e.ConnectionID, "[")
+			addr = canonical(addr)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if !w.pending[addr] {
+				return // failed before, or found later
+			}
+			delete(w.pending, addr)
+			w.failures = append(w.failures, describeDialError(addr, e.Failure))
+			if len(w.pending) == 0 && !w.answered && !w.closed {
+				w.closed = true
+				close(w.down)
+			}
+		},
+		ServerHeartbeatSucceeded: func(e *event.ServerHeartbeatSucceededEvent) {
+			// A server answers: the driver's own timeout decides from
+			// now on (it may be a secondary, or auth may fail).
+			w.mu.Lock()
+			w.answered = true
+			w.mu.Unlock()
+		},
+	}
+}
+
+// failure says why the servers could not be reached, "" when none failed.
+func (w *dialWatch) failure() (why string, answered bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.failures, "; "), w.answered
+}
+
+// canonical is a server address as the driver names it: lower case, with
+// a port.
+func canonical(addr string) string { return address.Address(addr).Canonicalize().String() }
+
+// describeDialError says in a few words why the server at addr could not
+// be reached.
+func describeDialError(addr string, err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return fmt.Sprintf("no such host %q", dns.Name)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("looking up %q: %s", dns.Name, dns.Err)
+	case errors.Is(err, syscall.ECONNREFUSED) && errors.As(err, &op) && op.Addr != nil:
+		return fmt.Sprintf("connection refused by %s (is the server running?)", op.Addr)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("connection refused by %s (is the server running?)", addr)
+	case errors.Is(err, io.EOF):
+		return fmt.Sprintf("%s closed the connection during the handshake (TLS on one side only?)", addr)
+	}
+	return addr + ": " + tidy(err.Error())
+}
+
+// disconnect closes the client's connections. Ending its sessions on the
+// server is best effort, and must not hold up an exit when the server has
+// gone away.
+func disconnect(c *mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Disconnect(ctx)
+}
+
+// tidy flattens an error message to one line and drops what the driver
+// and the libraries repeat: a part of a "a: b: c" chain that came before
+// ("a: b: a: c" becomes "a: b: c"), and the topology description a
+// server selection error appends, which repeats the last heartbeat's
+// error.
+func tidy(msg string) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = topology.ReplaceAllString(msg, "")
+	var kept []string
+	seen := map[string]bool{}
+	for _, p := range strings.Split(msg, ": ") {
+		if !seen[p] {
+			seen[p] = true
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ": ")
+}
+
+// topology matches the description that ends the driver's server
+// selection errors.
+var topology = regexp.MustCompile(`, current topology: \{.*\}`)

@@ -1,0 +1,131 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A serverProc is a running dsync server.
+type serverProc struct {
+	uri   string
+	lines []string // what it printed before "Ctrl-C to stop."
+	stop  func() outcome
+}
+
+// startServer runs dsync server with args, returning once it listens.
+func startServer(t *testing.T, environ []string, args ...string) *serverProc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	cmd := dsyncCmd(ctx, environ, append([]string{"server", "--addr", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serverProc{}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "Ctrl-C to stop." {
+		p.lines = append(p.lines, sc.Text())
+		if uri, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "export MONGODB_URI="); ok {
+			p.uri = uri
+		}
+	}
+	stopped := false
+	p.stop = func() outcome {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_, _ = io.Copy(io.Discard, out)
+			_ = cmd.Wait()
+			cancel()
+		}
+		return outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	}
+	t.Cleanup(func() { p.stop() })
+	if p.uri == "" {
+		r := p.stop()
+		t.Fatalf("dsync server %s did not start: exit %d\nstdout: %q\nstderr: %s", strings.Join(args, " "), r.code, p.lines, r.stderr)
+	}
+	return p
+}
+
+// tokenOf runs dsync lock NAME against uri and returns its command's
+// DSYNC_TOKEN.
+func tokenOf(t *testing.T, uri, name string) string {
+	t.Helper()
+	r := runDsync(t, env(uri), "", slow(30*time.Second), "lock", name, "--", "sh", "-c", `echo "$DSYNC_TOKEN"`)
+	if r.code != 0 {
+		t.Fatalf("dsync lock %s: exit %d\nstderr: %s", name, r.code, r.stderr)
+	}
+	return strings.TrimSpace(r.stdout)
+}
+
+// A restarted server knows the locks of the one before: tokens go on
+// from where they were, so no waiter is handed a lock its old holder
+// may still use. One server at a time uses a data directory.
+func TestServerKeepsLocksAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	e := append(env(""), "XDG_STATE_HOME="+state)
+	want := filepath.Join(state, "dsync", "server")
+
+	first := startServer(t, e)
+	if !strings.Contains(first.lines[0], "data in "+want+", new") {
+		t.Errorf("first start: %q; want the default data directory %s, new", first.lines[0], want)
+	}
+	if got := tokenOf(t, first.uri, "kept"); got != "1" {
+		t.Fatalf("first hold: token %q, want 1", got)
+	}
+	busy := runDsync(t, e, "", slow(30*time.Second), "server", "--addr", "127.0.0.1:0")
+	if busy.code != exitFailure || !strings.Contains(busy.stderr, "in use") {
+		t.Errorf("a second server on the same data: exit %d, stderr %q; want %d and the directory in use", busy.code, busy.stderr, exitFailure)
+	}
+	if r := first.stop(); r.code != 0 {
+		t.Fatalf("stopping the server: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+
+	second := startServer(t, e)
+	if !strings.Contains(second.lines[0], "kept from an earlier run") {
+		t.Errorf("restart: %q; want it to say the data was kept", second.lines[0])
+	}
+	if got := tokenOf(t, second.uri, "kept"); got != "2" {
+		t.Errorf("hold after a restart: token %q, want 2", got)
+	}
+	second.stop()
+
+	// --data names the directory; --temp forgets, and says so loudly.
+	data := filepath.Join(t.TempDir(), "here")
+	third := startServer(t, e, "--data", data)
+	if !strings.Contains(third.lines[0], "data in "+data+", new") {
+		t.Errorf("--data %s: %q", data, third.lines[0])
+	}
+	third.stop()
+	if _, err := os.Stat(filepath.Join(data, lockFile)); err != nil {
+		t.Errorf("--data %s holds no data after a run: %v", data, err)
+	}
+	temp := startServer(t, e, "--temp")
+	if all := strings.Join(temp.lines, "\n"); !strings.Contains(all, "removed on exit") || !strings.Contains(all, "WARNING") {
+		t.Errorf("--temp: %q; want a warning that the locks are forgotten", all)
+	}
+	if got := tokenOf(t, temp.uri, "kept"); got != "1" {
+		t.Errorf("hold on a --temp server: token %q, want 1", got)
+	}
+	temp.stop()
+
+	if r := runDsync(t, e, "", 10*time.Second, "server", "--temp", "--data", data); r.code != exitUsage {
+		t.Errorf("--temp with --data: exit %d, want %d", r.code, exitUsage)
+	}
+}
