@@ -8,11 +8,20 @@
 // requests whose sender has long given up on them, and a close is
 // delivered only after the bytes before it. Delays apply to bytes read
 // while they are set, and never reorder bytes of one direction.
+//
+// A client's close reaches the server as a half-close, the way a FIN
+// does: the server still reads and answers what came before it, and the
+// proxy keeps reading the server's side (dropping what the client can no
+// longer receive) until the server closes too. The proxy follows the
+// MongoDB wire protocol on both directions just far enough to record the
+// write commands it delivered after their client had closed the
+// connection, and whether the server applied them (LateWrites).
 package faultproxy
 
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +48,41 @@ type Proxy struct {
 	changed chan struct{}    // closed and replaced when the settings change
 	conns   map[*link]struct{}
 	closed  bool
+	late    []*LateWrite
 	wg      sync.WaitGroup
+}
+
+// LateWrite is a write command (insert, update, delete, findAndModify)
+// that the proxy delivered to the server after its client had closed or
+// reset the connection: its sender had given up on it.
+type LateWrite struct {
+	Command string
+	// Read is when the proxy read the request's last bytes from the
+	// client, ClientClosed when it saw the client's side end, Delivered
+	// when it wrote the request to the server.
+	Read, ClientClosed, Delivered time.Time
+	// Replied: the server's reply was seen, at RepliedAt. OK is its ok
+	// field, N the documents it inserted, matched (update) or deleted.
+	Replied   bool
+	RepliedAt time.Time
+	OK        bool
+	N         int64
+}
+
+// Applied reports whether the server applied the write: it replied ok
+// with n > 0.
+func (w LateWrite) Applied() bool { return w.Replied && w.OK && w.N > 0 }
+
+// LateWrites returns the late writes delivered so far, in the order they
+// were delivered, with what the server replied to each as far as seen.
+func (p *Proxy) LateWrites() []LateWrite {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]LateWrite, len(p.late))
+	for i, w := range p.late {
+		out[i] = *w
+	}
+	return out
 }
 
 // New listens on a loopback port and forwards to target.
@@ -136,7 +179,7 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
-		l := &link{client: c, server: up, done: make(chan struct{})}
+		l := &link{client: c, server: up, done: make(chan struct{}), pending: make(map[int32]*LateWrite)}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -166,6 +209,16 @@ type link struct {
 	pumps          sync.WaitGroup
 	once           sync.Once
 	done           chan struct{} // closed by close
+
+	// clientGone is when the client's side ended (UnixNano), 0 before.
+	clientGone atomic.Int64
+	// up splits what the up writer delivers, down what the down reader
+	// reads, into wire messages; each is used by that goroutine alone.
+	up, down splitter
+	// pending are the late writes awaiting their reply, by request id;
+	// guarded by the proxy's mu.
+	pending map[int32]*LateWrite
+	linger  atomic.Pointer[time.Timer]
 }
 
 func (l *link) close() {
@@ -173,7 +226,31 @@ func (l *link) close() {
 		close(l.done)
 		l.client.Close()
 		l.server.Close()
+		if t := l.linger.Load(); t != nil {
+			t.Stop()
+		}
 	})
+}
+
+// lingerAfterHalfClose bounds how long a link stays open after passing
+// the client's close on, waiting for the server to close its side.
+const lingerAfterHalfClose = 30 * time.Second
+
+// halfClose passes the client's close on to the server as a FIN, after
+// which the server answers what it was sent and closes its side, which
+// ends the link (or lingerAfterHalfClose does).
+func (l *link) halfClose() {
+	tc, ok := l.server.(*net.TCPConn)
+	if !ok || tc.CloseWrite() != nil {
+		l.close()
+		return
+	}
+	l.linger.Store(time.AfterFunc(lingerAfterHalfClose, l.close))
+	select {
+	case <-l.done:
+		l.linger.Load().Stop()
+	default:
+	}
 }
 
 type chunk struct {
@@ -199,6 +276,10 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				c := chunk{data: buf[:n], at: time.Now(), wait: p.delayOf(dir)}
+				if dir == 1 {
+					// Replies are read as they arrive, delivered or not.
+					p.replies(l, c.data, c.at)
+				}
 				select {
 				case q <- c:
 				case <-done:
@@ -206,6 +287,9 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 				}
 			}
 			if err != nil {
+				if dir == 0 {
+					l.clientGone.CompareAndSwap(0, time.Now().UnixNano())
+				}
 				select {
 				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir)}:
 				case <-done:
@@ -216,21 +300,79 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 	}()
 	defer p.wg.Done()
 	defer l.pumps.Done()
+	dropping := false // down: the client is gone
 	for c := range q {
+		if dropping && !c.eof {
+			continue
+		}
 		if !p.waitDeliverable(c, dir, done) {
 			return
 		}
 		if c.eof {
-			// The other side closed (or failed): so does this one, once
-			// what came before has been delivered.
+			if dir == 0 {
+				// The client closed (or failed): so does this side, once
+				// what came before has been delivered; the server still
+				// answers it.
+				l.halfClose()
+				return
+			}
+			// The server closed (or failed): so does the client's side,
+			// once what came before has been delivered.
 			l.close()
 			return
 		}
+		if dir == 0 {
+			p.requests(l, c.data, c.at)
+		}
 		if _, err := dst.Write(c.data); err != nil {
+			if dir == 1 {
+				// The client is gone. Keep reading the server's replies to
+				// what was sent before, until the server closes.
+				dropping = true
+				continue
+			}
 			l.close()
 			return
 		}
 	}
+}
+
+// requests follows the requests the up writer is about to deliver, and
+// records the write commands among them whose client is already gone.
+func (p *Proxy) requests(l *link, data []byte, read time.Time) {
+	l.up.feed(data, func(msg []byte) {
+		gone := l.clientGone.Load()
+		if gone == 0 {
+			return
+		}
+		cmd, ok := commandName(msg)
+		if !ok || !isWrite(cmd) {
+			return
+		}
+		w := &LateWrite{Command: cmd, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.late = append(p.late, w)
+		l.pending[parseHeader(msg).requestID] = w
+	})
+}
+
+// replies matches the server's replies to the late writes awaiting them.
+func (p *Proxy) replies(l *link, data []byte, at time.Time) {
+	l.down.feed(data, func(msg []byte) {
+		id := parseHeader(msg).responseTo
+		p.mu.Lock()
+		w := l.pending[id]
+		delete(l.pending, id)
+		p.mu.Unlock()
+		if w == nil {
+			return
+		}
+		ok, n, parsed := writeResult(w.Command, msg)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		w.Replied, w.RepliedAt, w.OK, w.N = parsed, at, ok, n
+	})
 }
 
 func (p *Proxy) delayOf(dir int) time.Duration {
