@@ -1,6 +1,7 @@
 // Package faultproxy is a TCP proxy on loopback that injects network
 // faults between a client and a server: a partition (blackhole) in either
-// or both directions, and delays.
+// or both directions, delays, and a stall of the requests that begins
+// with a write command (StallNextWrite).
 //
 // A partition holds bytes back instead of dropping them, the way TCP
 // behaves while its retransmissions go unanswered: when the partition
@@ -45,11 +46,16 @@ type Proxy struct {
 	mu      sync.Mutex
 	blocked Direction
 	delay   [2]time.Duration // by direction index
-	changed chan struct{}    // closed and replaced when the settings change
-	conns   map[*link]struct{}
-	closed  bool
-	late    []*LateWrite
-	wg      sync.WaitGroup
+	// A stall of the requests: armed by StallNextWrite, it begins when a
+	// write arrives and delays what is read until stallEnd by stallDelay.
+	stallArm   *stallArm
+	stallEnd   time.Time
+	stallDelay time.Duration
+	changed    chan struct{} // closed and replaced when the settings change
+	conns      map[*link]struct{}
+	closed     bool
+	late       []*LateWrite
+	wg         sync.WaitGroup
 }
 
 // LateWrite is a write command (insert, update, delete, findAndModify)
@@ -122,6 +128,33 @@ func (p *Proxy) SetDelay(dir Direction, d time.Duration) {
 			p.delay[1] = d
 		}
 	})
+}
+
+type stallArm struct {
+	stall, delay time.Duration
+	began        chan time.Time
+}
+
+// StallNextWrite arms a stall of the requests: when the proxy next reads
+// a write command (insert, update, delete, findAndModify) from a client,
+// the bytes it read with it and every byte it reads from clients for the
+// following stall are delivered delay after they were read. Connections
+// opened after the stall flow at once; bytes sent after it on a
+// connection that carried stalled ones wait behind them. The returned
+// channel yields the time the stall began; disarm cancels a stall that
+// has not begun.
+func (p *Proxy) StallNextWrite(stall, delay time.Duration) (began <-chan time.Time, disarm func()) {
+	a := &stallArm{stall: stall, delay: delay, began: make(chan time.Time, 1)}
+	p.mu.Lock()
+	p.stallArm = a
+	p.mu.Unlock()
+	return a.began, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stallArm == a {
+			p.stallArm = nil
+		}
+	}
 }
 
 // Reset closes every current connection at once, as a crashed middlebox
@@ -212,9 +245,10 @@ type link struct {
 
 	// clientGone is when the client's side ended (UnixNano), 0 before.
 	clientGone atomic.Int64
-	// up splits what the up writer delivers, down what the down reader
-	// reads, into wire messages; each is used by that goroutine alone.
-	up, down splitter
+	// upRead splits what the up reader reads, up what the up writer
+	// delivers, down what the down reader reads, into wire messages; each
+	// is used by that goroutine alone.
+	upRead, up, down splitter
 	// pending are the late writes awaiting their reply, by request id;
 	// guarded by the proxy's mu.
 	pending map[int32]*LateWrite
@@ -275,11 +309,14 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				c := chunk{data: buf[:n], at: time.Now(), wait: p.delayOf(dir)}
-				if dir == 1 {
+				at := time.Now()
+				if dir == 0 {
+					p.triggerStall(l, buf[:n], at)
+				} else {
 					// Replies are read as they arrive, delivered or not.
-					p.replies(l, c.data, c.at)
+					p.replies(l, buf[:n], at)
 				}
+				c := chunk{data: buf[:n], at: at, wait: p.delayOf(dir, at)}
 				select {
 				case q <- c:
 				case <-done:
@@ -291,7 +328,7 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 					l.clientGone.CompareAndSwap(0, time.Now().UnixNano())
 				}
 				select {
-				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir)}:
+				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir, time.Now())}:
 				case <-done:
 				}
 				return
@@ -375,10 +412,38 @@ func (p *Proxy) replies(l *link, data []byte, at time.Time) {
 	})
 }
 
-func (p *Proxy) delayOf(dir int) time.Duration {
+// delayOf is the delay of bytes read at t in direction dir.
+func (p *Proxy) delayOf(dir int, t time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if dir == 0 && t.Before(p.stallEnd) {
+		return max(p.delay[dir], p.stallDelay)
+	}
 	return p.delay[dir]
+}
+
+// triggerStall begins an armed stall if the request bytes read at t
+// complete a write command.
+func (p *Proxy) triggerStall(l *link, data []byte, t time.Time) {
+	l.upRead.feed(data, func(msg []byte) {
+		p.mu.Lock()
+		a := p.stallArm
+		p.mu.Unlock()
+		if a == nil {
+			return
+		}
+		if cmd, ok := commandName(msg); !ok || !isWrite(cmd) {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stallArm != a {
+			return
+		}
+		p.stallArm = nil
+		p.stallEnd, p.stallDelay = t.Add(a.stall), a.delay
+		a.began <- t
+	})
 }
 
 // waitDeliverable blocks until c may be delivered, or done closes.

@@ -322,3 +322,84 @@ func TestLateWriteAfterReset(t *testing.T) {
 		}
 	}
 }
+
+// An armed stall begins with the next write a client sends: requests
+// before it pass, the write and what is read during the stall are held,
+// and what is read after it flows.
+func TestStallNextWrite(t *testing.T) {
+	srv := newWireServer(t, map[string]int64{"update": 1})
+	p, err := New(srv.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const stall, delay = 300 * time.Millisecond, 1500 * time.Millisecond
+	began, disarm := p.StallNextWrite(stall, delay)
+	defer disarm()
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(opMsgBytes(t, 1, 0, false, bson.D{{Key: "find", Value: "x"}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readMsg(c, 5*time.Second); err != nil {
+		t.Fatalf("a read before the stall: %v", err)
+	}
+	select {
+	case <-began:
+		t.Fatal("a read began the stall")
+	default:
+	}
+	if _, err := c.Write(opMsgBytes(t, 2, 0, false, bson.D{{Key: "update", Value: "x"}})); err != nil {
+		t.Fatal(err)
+	}
+	var start time.Time
+	select {
+	case start = <-began:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write did not begin the stall")
+	}
+	// During the stall, a new connection is held too.
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Write(opMsgBytes(t, 3, 0, false, bson.D{{Key: "find", Value: "x"}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readMsg(c, 100*time.Millisecond); err == nil {
+		t.Fatal("the stalled write was answered early")
+	}
+	c.Close() // gives up on it
+	time.Sleep(time.Until(start.Add(stall + 50*time.Millisecond)))
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if _, err := c3.Write(opMsgBytes(t, 4, 0, false, bson.D{{Key: "find", Value: "x"}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readMsg(c3, 5*time.Second); err != nil {
+		t.Fatalf("a request after the stall: %v", err)
+	}
+	if time.Since(start) >= delay {
+		t.Fatalf("a request after the stall was held (%v)", time.Since(start))
+	}
+	if _, err := readMsg(c2, 5*time.Second); err != nil || time.Since(start) < delay-10*time.Millisecond {
+		t.Fatalf("a request during the stall: answered %v after it began, err %v", time.Since(start), err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lw := p.LateWrites()
+		if len(lw) == 1 && lw[0].Applied() && lw[0].Command == "update" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("late writes %+v, want the update applied", lw)
+		}
+	}
+}
