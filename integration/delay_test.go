@@ -205,9 +205,11 @@ func (c *cluster) delayRequestsGuest(like *proc) {
 			cfg.WallOffset, cfg.JumpStep = like.cfg.WallOffset, like.cfg.JumpStep
 		}
 	})
+	started := history.Now()
 	acq, _ := c.await(mark, 60*time.Second, "the delay-requests guest's hold", func(ev history.Event) bool {
 		return ev.Ev == history.EvAcquire && ev.PID == g.pid
 	})
+	c.t.Logf("delay-requests: guest %s joined, and held the lock %v later", g.name, ms(acq.T-started))
 	if !c.delayRequests(g, acq) {
 		c.t.Errorf("delay-requests: the guest's hold (token %d) ended before the fault began", acq.Token)
 	}
