@@ -45,6 +45,9 @@ type cluster struct {
 
 	faults *history.Writer
 
+	// delay-requests injections, and the late writes they got applied.
+	delayInjected, delayLateApplied int
+
 	mu    sync.Mutex
 	procs map[string]*proc // the live process of each worker name
 	all   []*proc
@@ -282,12 +285,13 @@ func (c *cluster) pause(p *proc) (resume func()) {
 }
 
 // faultKinds are the faults inject knows.
-var faultKinds = []string{"sigkill", "sigstop", "sigstop-waiter", "partition", "partition-replies", "delay-replies", "clock-jump", "restart"}
+var faultKinds = []string{"sigkill", "sigstop", "sigstop-waiter", "partition", "partition-replies", "delay-replies", "delay-requests", "clock-jump", "restart"}
 
 // inject injects a fault of kind into holder p (or, for sigstop-waiter,
-// another worker; for restart, the server srv), lasting about a TTL or
-// two, and returns once it is over (a killed worker restarted, a
-// partition healed).
+// another worker; for restart, the server srv; for delay-requests, a
+// guest worker with a longer TTL, see delayRequestsGuest), lasting about
+// a TTL or two, and returns once it is over (a killed worker restarted, a
+// partition healed, held requests delivered).
 func (c *cluster) inject(kind string, p *proc, srv *mongotest.Process) {
 	c.t.Helper()
 	ttl := c.base.TTL
@@ -326,6 +330,8 @@ func (c *cluster) inject(kind string, p *proc, srv *mongotest.Process) {
 		px.Heal()
 		px.SetDelay(faultproxy.Both, 0)
 		c.fault(kind, p, t0, history.Now())
+	case "delay-requests":
+		c.delayRequestsGuest(p)
 	case "clock-jump":
 		now := history.Now()
 		_ = p.cmd.Process.Signal(syscall.SIGUSR1)
@@ -481,6 +487,7 @@ func (c *cluster) check(expect ...string) *history.Report {
 	for _, v := range unexpected {
 		c.t.Errorf("VIOLATION %v", v)
 	}
+	c.lateWrites()
 	detected := true
 	for _, k := range expect {
 		if !r.Has(k) {

@@ -39,9 +39,39 @@
 // SIGSTOP past the TTL (TestSIGSTOPHolder, fenced and unfenced), a server
 // restart on the same data (TestServerRestart), a network partition or
 // delayed replies through a TCP proxy (TestPartition, package
-// faultproxy), client clock skew and wall-clock jumps (TestClockSkew),
-// leader election under all of them (TestElection), and everything mixed
-// (TestMixedFaults).
+// faultproxy), requests delivered after their sender gave up on them
+// (TestDelayRequests), client clock skew and wall-clock jumps
+// (TestClockSkew), leader election under all of them (TestElection), and
+// everything mixed (TestMixedFaults).
+//
+// # Requests delivered late
+//
+// A request can reach the server long after its sender gave up on it,
+// even after the sender's later requests: TCP delivers what it held back
+// once a stalled path clears, and the driver abandons the operations in
+// flight when its heartbeats time out (it closes their connections), then
+// carries on over new ones. The delay-requests fault does exactly that to
+// a holder: its proxy stalls the requests from its next renewal on for
+// 0.85–1.1 s, enough for a heartbeat and the driver's immediate retry of
+// it to time out (the workers it is injected into use connectTimeoutMS=200
+// and a 500 ms heartbeat, the driver's minimum), so the driver closes the
+// renewal's connection; the holder renews over a new connection; and the
+// stalled bytes reach the server 0.8–1.2 TTL after they were sent, while
+// the hold is still valid and around when the stalled renewal's expiry
+// runs out. The proxy passes the client's close on after them as a
+// half-close, so the server still executes and answers them. The holder
+// needs a TTL of a few seconds to outlive the stall and the driver's
+// recovery, so these workers have a 3 s TTL: TestDelayRequests runs on
+// such workers, and TestMixedFaults and TestElection, whose workers have
+// a 1 s TTL, inject the fault into a guest worker with a 3 s TTL that
+// joins for one hold and leaves.
+//
+// The proxies follow the MongoDB wire protocol far enough to count the
+// write commands (insert, update, delete, findAndModify) they delivered
+// after their client had closed the connection, and those the server
+// applied (its reply had ok: 1 and n > 0). A test that injected
+// delay-requests fails if none of its late writes was applied: the fault
+// must keep its teeth.
 //
 // # The long run
 //
@@ -55,6 +85,8 @@
 // Set DSYNC_HISTORY_DIR to keep the history files of every test there.
 // The suite prints a summary line at the end (shown with -v, or when
 // testing this package alone from its directory): workers, holds,
-// handoffs, faults by kind, violations, the largest loss-signal lateness,
-// and the negative controls detected.
+// handoffs, faults by kind, the writes applied after their sender gave up
+// (late-applied-writes=N, of the late writes the proxies delivered, under
+// any fault), violations, the largest loss-signal lateness, and the
+// negative controls detected.
 package integration

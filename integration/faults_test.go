@@ -361,6 +361,32 @@ func TestPartition(t *testing.T) {
 	c.check()
 }
 
+// Fault 4b: delayed requests (see delayRequests). Each round stalls the
+// current holder's requests just before a renewal, long enough for its
+// driver to give up on them, and delivers them about a TTL later, after
+// its later renewals succeeded; exclusion must hold all the same. The
+// late writes the server applied are counted, and there must be some.
+func TestDelayRequests(t *testing.T) {
+	cfg := baseConfig()
+	delayRequestsConfig(&cfg)
+	c := sharedCluster(t, cfg)
+	c.viaProxy = true
+	c.startN(3, nil)
+	var tok uint64
+	from := 0
+	for n := 0; n < rounds(3, 30); {
+		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
+		from, tok = next, ev.Token
+		p := c.procOf(ev)
+		if p == nil || !c.delayRequests(p, ev) {
+			continue
+		}
+		n++
+	}
+	_, _ = c.await(from, 30*time.Second, "hold after the last fault", isAcquire(tok, 0))
+	c.check()
+}
+
 // Fault 5: clock skew. The workers' wall clocks are an hour fast, an hour
 // slow and right, and jump by hours (SIGUSR1) while they hold or wait;
 // every other round the holder is killed, so that takeover by expiry (the
@@ -459,8 +485,11 @@ func TestMixedFaults(t *testing.T) {
 			continue
 		}
 		kind := faultKinds[rand.IntN(len(faultKinds))]
-		if kind == "restart" && rand.IntN(2) == 0 {
+		switch {
+		case kind == "restart" && rand.IntN(2) == 0:
 			kind = "clock-jump" // restarts are slow: fewer of them
+		case counts["delay-requests"] == 0 && c.handoffs() >= target/2:
+			kind = "delay-requests" // at least once: it must show its teeth
 		}
 		counts[kind]++
 		time.Sleep(randDuration(0, cfg.HoldFor/2))
@@ -496,7 +525,7 @@ func TestElection(t *testing.T) {
 	c.startN(len(offsets), func(i int, cfg *worker.Config) {
 		cfg.WallOffset, cfg.JumpStep = offsets[i-1], -2*offsets[i-1]+time.Hour
 	})
-	kinds := []string{"sigkill", "sigstop", "partition", "delay-replies", "clock-jump", "partition-replies", "restart", "sigstop-waiter"}
+	kinds := []string{"sigkill", "sigstop", "partition", "delay-replies", "clock-jump", "partition-replies", "restart", "sigstop-waiter", "delay-requests"}
 	var tok uint64
 	from := 0
 	for n := 0; n < rounds(len(kinds), 10*len(kinds)); {

@@ -1,6 +1,7 @@
 // Package faultproxy is a TCP proxy on loopback that injects network
 // faults between a client and a server: a partition (blackhole) in either
-// or both directions, and delays.
+// or both directions, delays, and a stall of the requests that begins
+// with a write command (StallNextWrite).
 //
 // A partition holds bytes back instead of dropping them, the way TCP
 // behaves while its retransmissions go unanswered: when the partition
@@ -8,11 +9,20 @@
 // requests whose sender has long given up on them, and a close is
 // delivered only after the bytes before it. Delays apply to bytes read
 // while they are set, and never reorder bytes of one direction.
+//
+// A client's close reaches the server as a half-close, the way a FIN
+// does: the server still reads and answers what came before it, and the
+// proxy keeps reading the server's side (dropping what the client can no
+// longer receive) until the server closes too. The proxy follows the
+// MongoDB wire protocol on both directions just far enough to record the
+// write commands it delivered after their client had closed the
+// connection, and whether the server applied them (LateWrites).
 package faultproxy
 
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,10 +46,49 @@ type Proxy struct {
 	mu      sync.Mutex
 	blocked Direction
 	delay   [2]time.Duration // by direction index
-	changed chan struct{}    // closed and replaced when the settings change
-	conns   map[*link]struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	// A stall of the requests: armed by StallNextWrite, it begins when a
+	// write arrives and delays what is read until stallEnd by stallDelay.
+	stallArm   *stallArm
+	stallEnd   time.Time
+	stallDelay time.Duration
+	changed    chan struct{} // closed and replaced when the settings change
+	conns      map[*link]struct{}
+	closed     bool
+	late       []*LateWrite
+	wg         sync.WaitGroup
+}
+
+// LateWrite is a write command (insert, update, delete, findAndModify)
+// that the proxy delivered to the server after its client had closed or
+// reset the connection: its sender had given up on it.
+type LateWrite struct {
+	Command string
+	// Read is when the proxy read the request's last bytes from the
+	// client, ClientClosed when it saw the client's side end, Delivered
+	// when it wrote the request to the server.
+	Read, ClientClosed, Delivered time.Time
+	// Replied: the server's reply was seen, at RepliedAt. OK is its ok
+	// field, N the documents it inserted, matched (update) or deleted.
+	Replied   bool
+	RepliedAt time.Time
+	OK        bool
+	N         int64
+}
+
+// Applied reports whether the server applied the write: it replied ok
+// with n > 0.
+func (w LateWrite) Applied() bool { return w.Replied && w.OK && w.N > 0 }
+
+// LateWrites returns the late writes delivered so far, in the order they
+// were delivered, with what the server replied to each as far as seen.
+func (p *Proxy) LateWrites() []LateWrite {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]LateWrite, len(p.late))
+	for i, w := range p.late {
+		out[i] = *w
+	}
+	return out
 }
 
 // New listens on a loopback port and forwards to target.
@@ -79,6 +128,33 @@ func (p *Proxy) SetDelay(dir Direction, d time.Duration) {
 			p.delay[1] = d
 		}
 	})
+}
+
+type stallArm struct {
+	stall, delay time.Duration
+	began        chan time.Time
+}
+
+// StallNextWrite arms a stall of the requests: when the proxy next reads
+// a write command (insert, update, delete, findAndModify) from a client,
+// the bytes it read with it and every byte it reads from clients for the
+// following stall are delivered delay after they were read. Connections
+// opened after the stall flow at once; bytes sent after it on a
+// connection that carried stalled ones wait behind them. The returned
+// channel yields the time the stall began; disarm cancels a stall that
+// has not begun.
+func (p *Proxy) StallNextWrite(stall, delay time.Duration) (began <-chan time.Time, disarm func()) {
+	a := &stallArm{stall: stall, delay: delay, began: make(chan time.Time, 1)}
+	p.mu.Lock()
+	p.stallArm = a
+	p.mu.Unlock()
+	return a.began, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stallArm == a {
+			p.stallArm = nil
+		}
+	}
 }
 
 // Reset closes every current connection at once, as a crashed middlebox
@@ -136,7 +212,7 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
-		l := &link{client: c, server: up, done: make(chan struct{})}
+		l := &link{client: c, server: up, done: make(chan struct{}), pending: make(map[int32]*LateWrite)}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -166,6 +242,17 @@ type link struct {
 	pumps          sync.WaitGroup
 	once           sync.Once
 	done           chan struct{} // closed by close
+
+	// clientGone is when the client's side ended (UnixNano), 0 before.
+	clientGone atomic.Int64
+	// upRead splits what the up reader reads, up what the up writer
+	// delivers, down what the down reader reads, into wire messages; each
+	// is used by that goroutine alone.
+	upRead, up, down splitter
+	// pending are the late writes awaiting their reply, by request id;
+	// guarded by the proxy's mu.
+	pending map[int32]*LateWrite
+	linger  atomic.Pointer[time.Timer]
 }
 
 func (l *link) close() {
@@ -173,7 +260,31 @@ func (l *link) close() {
 		close(l.done)
 		l.client.Close()
 		l.server.Close()
+		if t := l.linger.Load(); t != nil {
+			t.Stop()
+		}
 	})
+}
+
+// lingerAfterHalfClose bounds how long a link stays open after passing
+// the client's close on, waiting for the server to close its side.
+const lingerAfterHalfClose = 30 * time.Second
+
+// halfClose passes the client's close on to the server as a FIN, after
+// which the server answers what it was sent and closes its side, which
+// ends the link (or lingerAfterHalfClose does).
+func (l *link) halfClose() {
+	tc, ok := l.server.(*net.TCPConn)
+	if !ok || tc.CloseWrite() != nil {
+		l.close()
+		return
+	}
+	l.linger.Store(time.AfterFunc(lingerAfterHalfClose, l.close))
+	select {
+	case <-l.done:
+		l.linger.Load().Stop()
+	default:
+	}
 }
 
 type chunk struct {
@@ -198,7 +309,14 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				c := chunk{data: buf[:n], at: time.Now(), wait: p.delayOf(dir)}
+				at := time.Now()
+				if dir == 0 {
+					p.triggerStall(l, buf[:n], at)
+				} else {
+					// Replies are read as they arrive, delivered or not.
+					p.replies(l, buf[:n], at)
+				}
+				c := chunk{data: buf[:n], at: at, wait: p.delayOf(dir, at)}
 				select {
 				case q <- c:
 				case <-done:
@@ -206,8 +324,11 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 				}
 			}
 			if err != nil {
+				if dir == 0 {
+					l.clientGone.CompareAndSwap(0, time.Now().UnixNano())
+				}
 				select {
-				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir)}:
+				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir, time.Now())}:
 				case <-done:
 				}
 				return
@@ -216,27 +337,113 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 	}()
 	defer p.wg.Done()
 	defer l.pumps.Done()
+	dropping := false // down: the client is gone
 	for c := range q {
+		if dropping && !c.eof {
+			continue
+		}
 		if !p.waitDeliverable(c, dir, done) {
 			return
 		}
 		if c.eof {
-			// The other side closed (or failed): so does this one, once
-			// what came before has been delivered.
+			if dir == 0 {
+				// The client closed (or failed): so does this side, once
+				// what came before has been delivered; the server still
+				// answers it.
+				l.halfClose()
+				return
+			}
+			// The server closed (or failed): so does the client's side,
+			// once what came before has been delivered.
 			l.close()
 			return
 		}
+		if dir == 0 {
+			p.requests(l, c.data, c.at)
+		}
 		if _, err := dst.Write(c.data); err != nil {
+			if dir == 1 {
+				// The client is gone. Keep reading the server's replies to
+				// what was sent before, until the server closes.
+				dropping = true
+				continue
+			}
 			l.close()
 			return
 		}
 	}
 }
 
-func (p *Proxy) delayOf(dir int) time.Duration {
+// requests follows the requests the up writer is about to deliver, and
+// records the write commands among them whose client is already gone.
+func (p *Proxy) requests(l *link, data []byte, read time.Time) {
+	l.up.feed(data, func(msg []byte) {
+		gone := l.clientGone.Load()
+		if gone == 0 {
+			return
+		}
+		cmd, ok := commandName(msg)
+		if !ok || !isWrite(cmd) {
+			return
+		}
+		w := &LateWrite{Command: cmd, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.late = append(p.late, w)
+		l.pending[parseHeader(msg).requestID] = w
+	})
+}
+
+// replies matches the server's replies to the late writes awaiting them.
+func (p *Proxy) replies(l *link, data []byte, at time.Time) {
+	l.down.feed(data, func(msg []byte) {
+		id := parseHeader(msg).responseTo
+		p.mu.Lock()
+		w := l.pending[id]
+		delete(l.pending, id)
+		p.mu.Unlock()
+		if w == nil {
+			return
+		}
+		ok, n, parsed := writeResult(w.Command, msg)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		w.Replied, w.RepliedAt, w.OK, w.N = parsed, at, ok, n
+	})
+}
+
+// delayOf is the delay of bytes read at t in direction dir.
+func (p *Proxy) delayOf(dir int, t time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if dir == 0 && t.Before(p.stallEnd) {
+		return max(p.delay[dir], p.stallDelay)
+	}
 	return p.delay[dir]
+}
+
+// triggerStall begins an armed stall if the request bytes read at t
+// complete a write command.
+func (p *Proxy) triggerStall(l *link, data []byte, t time.Time) {
+	l.upRead.feed(data, func(msg []byte) {
+		p.mu.Lock()
+		a := p.stallArm
+		p.mu.Unlock()
+		if a == nil {
+			return
+		}
+		if cmd, ok := commandName(msg); !ok || !isWrite(cmd) {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stallArm != a {
+			return
+		}
+		p.stallArm = nil
+		p.stallEnd, p.stallDelay = t.Add(a.stall), a.delay
+		a.began <- t
+	})
 }
 
 // waitDeliverable blocks until c may be delivered, or done closes.

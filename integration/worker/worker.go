@@ -6,9 +6,9 @@
 //
 // A worker can be killed (SIGKILL) or paused (SIGSTOP) at any moment: it
 // writes each event with one O_APPEND write as it happens. SIGUSR1 jumps
-// its injected wall clock by Config.JumpStep. It stops after Config.Holds
-// holds, or when its stdin closes or SIGTERM arrives, finishing the hold
-// it is in first.
+// its injected wall clock by Config.JumpStep; SIGUSR2 ends the hold it is
+// in (if any) before its time. It stops after Config.Holds holds, or when
+// its stdin closes or SIGTERM arrives, finishing the hold it is in first.
 package worker
 
 import (
@@ -77,6 +77,9 @@ type Config struct {
 	Observe      bool          // election mode: also record Observe
 	Holds        int           // stop after this many holds; 0: until told
 	LogLevel     string        // "debug", "info", "warn" (default), "error"
+	// ConnectTimeout is the client's connectTimeoutMS, which is also how
+	// long the driver waits for a heartbeat; 0: 2 s.
+	ConnectTimeout time.Duration
 }
 
 // Encode returns the environment entry that makes a process a worker.
@@ -113,6 +116,8 @@ type worker struct {
 	rec    *recorder
 	reg    register.Register
 	seq    atomic.Int64
+	// endHolds counts SIGUSR2s: a hold ends when it changes.
+	endHolds atomic.Int64
 }
 
 // Main runs a worker until it is told to stop, and returns the exit code.
@@ -164,8 +169,21 @@ func (w *worker) run() error {
 		}
 	}()
 
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
+	go func() {
+		for range usr2 {
+			w.endHolds.Add(1)
+		}
+	}()
+
+	connectTimeout := cfg.ConnectTimeout
+	if connectTimeout == 0 {
+		connectTimeout = 2 * time.Second
+	}
 	client, err := mongo.Connect(options.Client().ApplyURI(cfg.URI).
-		SetConnectTimeout(2 * time.Second).
+		SetConnectTimeout(connectTimeout).
 		SetHeartbeatInterval(500 * time.Millisecond).
 		SetServerSelectionTimeout(5 * time.Second).
 		SetTimeout(5 * time.Second))
@@ -369,15 +387,16 @@ func (h *hold) end(dl int64, src string) {
 }
 
 // criticalSection does one read-modify-write of the register, then keeps
-// the hold for a while. valid is checked before the write; a pause in the
-// window after it is what fencing is for.
+// the hold for a while (until a SIGUSR2, at most). valid is checked before
+// the write; a pause in the window after it is what fencing is for.
 func (w *worker) criticalSection(ctx context.Context, h *hold) {
 	cfg := &w.cfg
 	until := time.Now().Add(time.Duration(float64(cfg.HoldFor) * (0.5 + rand.Float64())))
+	ends := w.endHolds.Load()
 	if w.reg != nil {
 		w.readModifyWrite(h)
 	}
-	for time.Now().Before(until) && !h.isLost() && ctx.Err() == nil {
+	for time.Now().Before(until) && !h.isLost() && ctx.Err() == nil && w.endHolds.Load() == ends {
 		sleepCtx(ctx, min(10*time.Millisecond, time.Until(until)))
 	}
 }
