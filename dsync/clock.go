@@ -8,8 +8,11 @@ import (
 
 // Clock is the time source of a Mutex. A Mutex only measures elapsed time
 // with it (deadlines, waits), so Now must carry a monotonic reading, as
-// time.Now does; the wall-clock part is never used. Tests rarely need it:
-// testing/synctest fakes the time package that the default clock uses.
+// time.Now does; the wall-clock part is never used. Elapsed time should
+// include time the machine spends suspended, or a hold outlives its lease
+// after a suspend (see Suspend in the package documentation). Tests rarely
+// need a Clock of their own: testing/synctest fakes the time package that
+// the default clock uses.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine after d; stop prevents the
