@@ -121,18 +121,20 @@ func (c *Counter) Now() time.Time {
 // within about a Step of the resume; the others are moved earlier by the
 // suspended time.
 func (c *Counter) AfterFunc(d time.Duration, f func()) (stop func() bool) {
-	now := time.Now()
-	if !c.counts(now) {
+	if !c.counts(time.Now()) {
 		return time.AfterFunc(d, f).Stop
 	}
-	t := &timer{c: c, target: now.Add(c.Elapsed()).Add(d), f: f}
+	t := &timer{c: c, f: f}
 	// The watcher may re-arm t as soon as it is added: hold t.mu until
-	// t.t is set. Reading the clock after adding t is what makes a
-	// suspend that the watcher saw before t was added count for t.
+	// t is armed.
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c.add(t)
-	t.t = time.AfterFunc(t.remaining(), t.fire)
+	// Reading the clock only now, after adding t, is what makes every
+	// suspend count for t: one that this reading misses raises the count
+	// after the watcher's last look at it, so the watcher re-arms t.
+	t.target = c.Now().Add(d)
+	t.t = time.AfterFunc(d, t.fire)
 	return t.stop
 }
 
