@@ -4,8 +4,9 @@
 //
 // On Linux, CLOCK_MONOTONIC — the clock behind time.Now's monotonic reading
 // and behind every Go timer — stops while the machine is suspended, and
-// CLOCK_BOOTTIME does not: their difference grows by exactly the time spent
-// suspended. [Process] reads that difference. On other systems it counts
+// CLOCK_BOOTTIME does not: their difference grows by the time spent
+// suspended, as the kernel measures it, and by nothing else. [Process]
+// reads that difference. On other systems it counts
 // nothing, and its clock and timers are the time package's.
 package suspend
 
@@ -86,9 +87,12 @@ func (c *Counter) Elapsed() time.Duration {
 }
 
 // counts reports whether c adjusts t, a reading of time.Now. The process's
-// Counter leaves readings without a monotonic clock reading alone: those
-// come from a testing/synctest bubble, whose fake time a real suspend does
-// not concern.
+// Counter leaves readings without a monotonic clock reading alone: the
+// runtime omits it inside a testing/synctest bubble, whose fake time a real
+// suspend does not concern (TestProcessInsideBubbleIsPlainTime checks that
+// the runtime still does). Outside bubbles time.Now omits it only when the
+// wall clock is set outside the years 1885–2157; Go's own comparisons then
+// use the wall clock, and Process adds nothing either.
 func (c *Counter) counts(t time.Time) bool {
 	return c.read != nil && (!c.system || hasMonotonic(t))
 }
