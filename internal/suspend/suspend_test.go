@@ -276,3 +276,20 @@ func TestProcessInsideBubbleIsPlainTime(t *testing.T) {
 		}
 	})
 }
+
+// Process's own timers outside bubbles: they fire, stop, and leave no
+// watcher behind. On Linux they go through the watcher.
+func TestProcessRealTime(t *testing.T) {
+	fired := make(chan struct{})
+	start := Process.Now()
+	Process.AfterFunc(5*time.Millisecond, func() { close(fired) })
+	stop := Process.AfterFunc(time.Hour, func() { t.Error("stopped timer fired") })
+	<-fired
+	if d := Process.Now().Sub(start); d < 5*time.Millisecond {
+		t.Fatalf("fired after %v, want 5ms", d)
+	}
+	if !stop() {
+		t.Fatal("stop = false before the time")
+	}
+	waitIdle(t, Process)
+}
