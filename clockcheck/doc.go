@@ -39,10 +39,19 @@
 //     whose clock is stepped, or a drift beyond the bound, makes the interval
 //     wrong until the next re-sample, which notices the contradiction and
 //     starts afresh from the new sample.
-//   - The local monotonic clock counts all elapsed time. On Linux, Go's
-//     monotonic clock stops while the machine is suspended: afterwards
-//     Earliest is still a lower bound, which is what expiry decisions use,
-//     but Latest may be too early until the next re-sample.
+//   - The local monotonic clock counts all elapsed time, including time the
+//     machine spends suspended. On Linux, Go's monotonic clock stops while
+//     the machine is suspended; [SystemClock] adds the time spent suspended
+//     (CLOCK_BOOTTIME − CLOCK_MONOTONIC), never more than the real suspend.
+//     On macOS and iOS, Go's monotonic clock does not advance while the
+//     machine sleeps, and nothing is added; on Windows it reads the
+//     interrupt time, which Microsoft documents as counting sleep; other
+//     systems' clocks may not count suspended time. Where a suspend is not
+//     counted, Earliest is still a lower bound afterwards, which is what
+//     expiry decisions use, but Latest may be too early by up to the time
+//     suspended until the next re-sample. Waits computed by
+//     [Estimator.Until] and spent on Go timers, which count only awake
+//     time on Linux, are longer after a suspend, never shorter.
 //
 // Asymmetric routes need no assumption: the bound is half the whole RTT.
 // The Offset of a sample is relative to the wall clock as it was when the

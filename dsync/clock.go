@@ -1,11 +1,18 @@
 package dsync
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-dsync/dsync/internal/suspend"
+)
 
 // Clock is the time source of a Mutex. A Mutex only measures elapsed time
 // with it (deadlines, waits), so Now must carry a monotonic reading, as
-// time.Now does; the wall-clock part is never used. Tests rarely need it:
-// testing/synctest fakes the time package that the default clock uses.
+// time.Now does; the wall-clock part is never used. Elapsed time should
+// include time the machine spends suspended, or a hold outlives its lease
+// after a suspend (see Suspend in the package documentation). Tests rarely
+// need a Clock of their own: testing/synctest fakes the time package that
+// the default clock uses.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine after d; stop prevents the
@@ -13,15 +20,29 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// SystemClock returns the Clock backed by the time package.
-func SystemClock() Clock { return systemClock{} }
+// SystemClock returns the Clock backed by the time package, counting the
+// time the machine spends suspended where Go's monotonic clock does not.
+//
+// On Linux, Now is time.Now plus the time the machine has been suspended
+// since the process started (measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC);
+// it keeps time.Now's monotonic reading, so wall-clock changes do not
+// affect it, but after a suspend its values are ahead of time.Now's:
+// compare them only with each other. AfterFunc's timers count suspended
+// time too: one goroutine per process checks every second, while any timer
+// is pending, whether the machine was suspended, and a timer that a
+// suspend carried past its time fires within about a second of awake time
+// after the resume. On other systems Now is time.Now and AfterFunc is
+// time.AfterFunc (see the package documentation for what they count).
+// Inside a testing/synctest bubble, whose time is fake, it is time.Now and
+// time.AfterFunc everywhere.
+func SystemClock() Clock { return systemClock{suspend.Process} }
 
-type systemClock struct{}
+type systemClock struct{ c *suspend.Counter }
 
-func (systemClock) Now() time.Time { return time.Now() }
+func (s systemClock) Now() time.Time { return s.c.Now() }
 
-func (systemClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
+func (s systemClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return s.c.AfterFunc(d, f)
 }
 
 // sleep waits for d on clock, or until done is closed; it reports whether

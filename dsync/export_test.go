@@ -1,0 +1,7 @@
+package dsync
+
+import "github.com/go-dsync/dsync/internal/suspend"
+
+// SuspendClock returns SystemClock with the machine's suspended time
+// counted by c instead of suspend.Process: a test's suspend.Fake.
+func SuspendClock(c *suspend.Counter) Clock { return systemClock{c} }

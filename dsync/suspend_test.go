@@ -1,0 +1,90 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/suspend"
+)
+
+// TestLostClosesWithinAStepOfResumePastDeadline: a holder whose machine
+// sleeps past its deadline must not go on believing it holds the lock for
+// the rest of its TTL in awake time. Its deadline is 14.25 s after the
+// acquire; the machine is suspended for 20 s two seconds in. Go's timers,
+// which count awake time only, would close Lost 12.25 s after the resume;
+// it must close within one check of the resume.
+func TestLostClosesWithinAStepOfResumePastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter, suspendFor := suspend.Fake(suspend.Step)
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m.Lock()
+		lost := m.Lost() // taken before the suspend: only the deadline timer can close it
+
+		time.Sleep(2 * time.Second)
+		suspendFor(20 * time.Second)
+		resumed := time.Now()
+
+		select {
+		case <-lost:
+			if d := time.Since(resumed); d > suspend.Step {
+				t.Fatalf("Lost closed %v after the resume, want within %v", d, suspend.Step)
+			}
+		case <-time.After(suspend.Step + time.Millisecond):
+			t.Fatalf("Lost still open %v after resuming 7.75 s past the deadline", suspend.Step)
+		}
+		if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Fatalf("UnlockContext after the suspend = %v, want ErrLost", err)
+		}
+	})
+}
+
+// A Lost or Unlock call right after the resume sees the deadline passed
+// without waiting for any timer.
+func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter, suspendFor := suspend.Fake(suspend.Step)
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m.Lock()
+		time.Sleep(2 * time.Second)
+		suspendFor(20 * time.Second)
+		select {
+		case <-m.Lost():
+		default:
+			t.Fatal("Lost open right after resuming past the deadline")
+		}
+		if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Fatalf("UnlockContext right after the suspend = %v, want ErrLost", err)
+		}
+	})
+}
+
+// A suspend shorter than the time left keeps the hold: the renewal that
+// the suspend made overdue runs within a step of the resume, in time.
+func TestShortSuspendKeepsTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter, suspendFor := suspend.Fake(suspend.Step)
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m.Lock()
+		lost := m.Lost()
+		for range 5 {
+			time.Sleep(2 * time.Second)
+			suspendFor(10 * time.Second) // overdue for renewal, not yet past the deadline
+		}
+		time.Sleep(time.Minute)
+		select {
+		case <-lost:
+			t.Fatal("hold lost over suspends shorter than the time left")
+		default:
+		}
+		if err := m.UnlockContext(context.Background()); err != nil {
+			t.Fatalf("UnlockContext = %v", err)
+		}
+	})
+}
