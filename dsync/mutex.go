@@ -226,18 +226,22 @@ func (m *Mutex) Token() uint64 {
 	return m.hold.lease.Token
 }
 
-// ValidUntil returns the local deadline of the current hold: the send time
-// of its last confirmed acquire or renewal, plus the TTL, minus a safety
-// margin of TTL/20. Lost() closes then unless a renewal confirms it first.
-// It returns the zero Time when m is not held. The value carries a
-// monotonic clock reading; compare it with time.Now, not with other hosts.
+// ValidUntil returns the local deadline of the current hold — the send
+// time of its last confirmed acquire or renewal, plus the TTL, minus a
+// safety margin of TTL/20 — on time.Now's scale: time.Now() plus the time
+// left, as of the call. Lost() closes then unless a renewal confirms it
+// first. It returns the zero Time when m is not held. Compare it with
+// time.Now, not with other hosts. The deadline counts time the machine
+// spends suspended (on Linux) and time.Now does not, so a value obtained
+// before a suspend is late by the time suspended: call ValidUntil again
+// after one, or watch Lost().
 func (m *Mutex) ValidUntil() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
 		return time.Time{}
 	}
-	return m.hold.validUntil()
+	return time.Now().Add(m.hold.validUntil().Sub(m.cfg.clock.Now()))
 }
 
 var closedChan = func() chan struct{} {

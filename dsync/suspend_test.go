@@ -88,3 +88,25 @@ func TestShortSuspendKeepsTheHold(t *testing.T) {
 		}
 	})
 }
+
+// TestValidUntilIsOnTimeNowsScale: ValidUntil maps the time left on the
+// Mutex's clock onto time.Now, whatever the clock counted before the hold
+// (here a 1 h suspend) and during it.
+func TestValidUntilIsOnTimeNowsScale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter, suspendFor := suspend.Fake(suspend.Step)
+		mem := dsync.NewMemoryBackend()
+		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithRenewInterval(14*time.Second),
+			dsync.WithClock(dsync.SuspendClock(counter)))
+		suspendFor(time.Hour)
+		m.Lock()
+		if left := time.Until(m.ValidUntil()); left != 14250*time.Millisecond {
+			t.Errorf("right after Lock, ValidUntil is %v from now; want 14.25s", left)
+		}
+		suspendFor(5 * time.Second)
+		if left := time.Until(m.ValidUntil()); left != 9250*time.Millisecond {
+			t.Errorf("after a 5 s suspend, ValidUntil is %v from now; want 9.25s", left)
+		}
+		m.Unlock()
+	})
+}
