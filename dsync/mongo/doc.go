@@ -27,8 +27,10 @@
 //     clockcheck.Estimator, so client clocks may be off by any amount, even
 //     hours.
 //   - Clocks drift apart no faster than the estimator's bound (500 ppm by
-//     default, WithMaxDrift), and a machine is not suspended while one of
-//     its commands is in flight.
+//     default, WithMaxDrift). On Linux the local clocks count time the
+//     machine spends suspended (CLOCK_BOOTTIME); elsewhere Go's monotonic
+//     clock may not, and there a machine must not be suspended while one
+//     of its commands is in flight or while it holds a lock.
 //   - On a replica set, writes use majority write concern (the default):
 //     a write a stale primary accepts is then never acknowledged.
 //   - Nothing but this package writes to the collection. Do not delete lock

@@ -123,9 +123,11 @@ import "time"
 //
 // The durations are measured on the local monotonic clocks of two
 // processes, so the inequality must hold with room for their drift (500 ppm
-// by default; the factor of two below leaves far more). Like every lease
-// duration in dsync it assumes that a machine is not suspended between the
-// send and the reply of one of its commands.
+// by default; the factor of two below leaves far more). The clocks count
+// time the machine spends suspended on Linux (package dsync, "Suspend");
+// on systems where they do not, this assumes, like every lease duration in
+// dsync, that a machine is not suspended between the send and the reply of
+// one of its commands.
 //
 // The choice of values. viewTrust only has to cover the gap between
 // learning a view and sending the insert, and the gap between an Unlock
