@@ -40,7 +40,9 @@ import (
 const DefaultMembersCollection = "dsync_members"
 
 // Backend is a leader.Backend over a MongoDB database. Create it with New;
-// one per process and database, shared by its Elections.
+// one per process and database, shared by its Elections; Close it after
+// them. It embeds the dsyncmongo.Backend that holds the leadership
+// leases, whose methods (Current, ServerTime...) it therefore has too.
 type Backend struct {
 	*dsyncmongo.Backend
 	members *mongo.Collection
@@ -101,6 +103,14 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	}
 	return &Backend{Backend: locks, members: db.Collection(cfg.members)}, nil
 }
+
+// Close stops the backend's background goroutines (the server-time
+// estimate, and the wake-up event stream if WithLockOptions turned
+// wake-ups on), waiting for them. Close the Elections using the backend
+// first: calls made afterwards return dsyncmongo.ErrClosed, and an
+// Election still leading loses its leadership when its renewals fail. It
+// does not disconnect the client. Close is idempotent and returns nil.
+func (b *Backend) Close() error { return b.Backend.Close() }
 
 // memberDoc is one candidate's status.
 type memberDoc struct {
