@@ -2,6 +2,18 @@
 // leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
 // candidate's status is a document of its own in a members collection.
 //
+//	elections, err := leadermongo.New(db) // collections "dsync_locks", "dsync_members"
+//	...
+//	defer elections.Close()
+//	e, err := leader.NewElection(elections, "scheduler")
+//	...
+//	defer e.Close()
+//	err = e.Run(ctx, func(lctx context.Context) error { ... })
+//
+// The package example is the complete program. Options of the lock
+// backend (its collection, wake-ups, logger...) are passed through
+// WithLockOptions.
+//
 // A member document is written only by its member (an upsert of its own
 // _id) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
