@@ -11,7 +11,8 @@ import (
 )
 
 // DefaultMaxOffset is the limit a caller of [Check] should pick unless it
-// knows better, and the one MongoElector uses in its time-paranoid mode.
+// knows better, and the default of the dsync command's "clock" subcommand
+// (dsync clock --max).
 //
 // A host synchronized by NTP is normally within a few tens of milliseconds of
 // its database; half a second is far outside that, so exceeding it means
@@ -19,8 +20,9 @@ import (
 // the uncertainty of a measurement over any usable network path (half the
 // round trip plus 1 ms), so a healthy host does not fail the check by bad
 // luck. Lease expiry does not depend on this limit: an [Estimator] judges it
-// in server time, whatever the offset. The check protects what does read
-// the local clock: timestamps in logs and member status, and user code.
+// in server time, whatever the offset, and so are the time stamps of
+// leader/mongo's member status. The check protects what does read the
+// local clock: time stamps in logs, and user code.
 const DefaultMaxOffset = 500 * time.Millisecond
 
 // resolution is the resolution of the server's localTime (a BSON date,

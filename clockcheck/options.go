@@ -38,7 +38,7 @@ func newConfig(opts []Option) (*config, error) {
 		samples:  DefaultSamples,
 		interval: DefaultInterval,
 		maxDrift: DefaultMaxDrift,
-		logger:   slog.New(slog.DiscardHandler),
+		logger:   slog.Default(),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -113,8 +113,9 @@ func WithMaxDrift(rate float64) Option {
 }
 
 // WithLogger sets where an [Estimator] reports failed re-samples and
-// inconsistent samples. The default discards everything. A nil logger is an
-// error.
+// inconsistent samples (at level Warn) and new samples (at level Debug).
+// The default is [slog.Default], as in the rest of dsync; pass
+// slog.New(slog.DiscardHandler) to silence it. A nil logger is an error.
 func WithLogger(l *slog.Logger) Option {
 	return func(cfg *config) {
 		if l == nil {

@@ -4,6 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -86,4 +95,104 @@ func ExampleMutex_Lost() {
 
 func writeBatch(batch int, token uint64) {
 	fmt.Printf("batch %d written with token %d\n", batch, token)
+}
+
+// TestREADMESnippetsAreExamples keeps the README's Go snippets compiled:
+// each ```go block must follow a comment
+//
+//	<!-- snippet: <file> <example function> -->
+//
+// naming a file from the repository's root, and consist of an import
+// block whose lines all appear, in order, in that file's imports, then
+// exactly the body of that function (blank lines and indentation aside).
+func TestREADMESnippetsAreExamples(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := regexp.MustCompile("(?s)<!-- snippet: (\\S+) (\\S+) -->\n```go\n(.*?)\n```")
+	found := snippet.FindAllStringSubmatch(string(readme), -1)
+	if n := strings.Count(string(readme), "```go"); n != len(found) || n == 0 {
+		t.Fatalf("README has %d Go blocks, %d of them after a snippet comment", n, len(found))
+	}
+	for _, m := range found {
+		file, fn, text := m[1], m[2], m[3]
+		imports, body, ok := strings.Cut(text, "\n)\n")
+		if !ok || !strings.HasPrefix(imports, "import (\n") {
+			t.Errorf("README snippet of %s %s: want an import block, then the body", file, fn)
+			continue
+		}
+		fileImports, fileBody, err := exampleSource(filepath.Join("..", filepath.FromSlash(file)), fn)
+		if err != nil {
+			t.Errorf("README snippet of %s %s: %v", file, fn, err)
+			continue
+		}
+		if line, ok := subsequence(codeLines(imports), fileImports); !ok {
+			t.Errorf("README snippet of %s %s imports %s, which the file does not (in this order)", file, fn, line)
+		}
+		if got := codeLines(body); !slices.Equal(got, fileBody) {
+			t.Errorf("README snippet differs from the body of %s in %s:\nREADME:\n%s\n\nexample:\n%s",
+				fn, file, strings.Join(got, "\n"), strings.Join(fileBody, "\n"))
+		}
+	}
+}
+
+// exampleSource returns the lines of the import declarations of a Go file
+// and those of the body of its function fn, without the braces.
+func exampleSource(path, fn string) (imports, body []string, err error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
+	if err != nil {
+		return nil, nil, err
+	}
+	text := func(from, to token.Pos) string {
+		return string(src[fset.Position(from).Offset:fset.Position(to).Offset])
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.GenDecl:
+			if d.Tok == token.IMPORT {
+				imports = append(imports, codeLines(text(d.Pos(), d.End()))...)
+			}
+		case *ast.FuncDecl:
+			if d.Recv == nil && d.Name.Name == fn {
+				body = codeLines(text(d.Body.Lbrace+1, d.Body.Rbrace))
+			}
+		}
+	}
+	if body == nil {
+		return nil, nil, fmt.Errorf("no function %s in %s", fn, path)
+	}
+	return imports, body, nil
+}
+
+// codeLines returns the non-blank lines of s, trimmed.
+func codeLines(s string) []string {
+	var lines []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// subsequence reports whether sub appears in order within all; if not, it
+// returns the first line of sub that does not.
+func subsequence(sub, all []string) (string, bool) {
+	i := 0
+	for _, line := range sub {
+		for i < len(all) && all[i] != line {
+			i++
+		}
+		if i == len(all) {
+			return line, false
+		}
+		i++
+	}
+	return "", true
 }

@@ -50,6 +50,47 @@ func Example() {
 	}
 }
 
+// The README's "Quick start" snippet is this example's imports and body;
+// a test in package dsync checks that they stay the same.
+func Example_quickStart() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+
+	locks, err := dsyncmongo.New(client.Database("app")) // collection "dsync_locks"
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	mu, err := dsync.NewMutex(locks, "nightly-billing", dsync.WithTTL(15*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	mu.Lock() // blocks like sync.Mutex; retries backend errors
+	defer mu.Unlock()
+
+	for part := range 3 {
+		select {
+		case <-mu.Lost(): // the lease could not be confirmed in time
+			log.Print("lock lost: stop writing")
+			return
+		default:
+		}
+		writePart(part, mu.Token()) // the resource rejects stale tokens
+	}
+}
+
+// writePart stands for the caller's own code: the resource stores the
+// token with the data and refuses a write whose token is lower than the
+// highest it has seen.
+func writePart(part int, token uint64) {
+	fmt.Printf("part %d written with token %d\n", part, token)
+}
+
 func ExampleBackend_Current() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {

@@ -60,7 +60,7 @@ func newConfig(opts []Option) (*config, error) {
 		wakeups:       false,
 		safetyPoll:    DefaultSafetyPoll,
 		clock:         clockcheck.SystemClock(),
-		logger:        slog.New(slog.DiscardHandler),
+		logger:        slog.Default(),
 		host:          host,
 		pid:           os.Getpid(),
 		viewTrust:     viewTrust,
@@ -150,7 +150,10 @@ func WithClock(clk clockcheck.Clock) Option {
 }
 
 // WithLogger sets where the backend reports what it handles itself:
-// failed pruning, late replies, estimator trouble. Default: discard.
+// failed pruning, late replies, estimator trouble, a wake-up stream that
+// fell back to polling. It is also the server-time estimator's logger
+// (clockcheck.WithLogger). Default: slog.Default(), as in the rest of
+// dsync; pass slog.New(slog.DiscardHandler) to silence it.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {

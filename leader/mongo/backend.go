@@ -2,6 +2,18 @@
 // leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
 // candidate's status is a document of its own in a members collection.
 //
+//	elections, err := leadermongo.New(db) // collections "dsync_locks", "dsync_members"
+//	...
+//	defer elections.Close()
+//	e, err := leader.NewElection(elections, "scheduler")
+//	...
+//	defer e.Close()
+//	err = e.Run(ctx, func(lctx context.Context) error { ... })
+//
+// The package example is the complete program. Options of the lock
+// backend (its collection, wake-ups, logger...) are passed through
+// WithLockOptions.
+//
 // A member document is written only by its member (an upsert of its own
 // _id) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
@@ -40,7 +52,9 @@ import (
 const DefaultMembersCollection = "dsync_members"
 
 // Backend is a leader.Backend over a MongoDB database. Create it with New;
-// one per process and database, shared by its Elections.
+// one per process and database, shared by its Elections; Close it after
+// them. It embeds the dsyncmongo.Backend that holds the leadership
+// leases, whose methods (Current, ServerTime...) it therefore has too.
 type Backend struct {
 	*dsyncmongo.Backend
 	members *mongo.Collection
@@ -101,6 +115,14 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	}
 	return &Backend{Backend: locks, members: db.Collection(cfg.members)}, nil
 }
+
+// Close stops the backend's background goroutines (the server-time
+// estimate, and the wake-up event stream if WithLockOptions turned
+// wake-ups on), waiting for them. Close the Elections using the backend
+// first: calls made afterwards return dsyncmongo.ErrClosed, and an
+// Election still leading loses its leadership when its renewals fail. It
+// does not disconnect the client. Close is idempotent and returns nil.
+func (b *Backend) Close() error { return b.Backend.Close() }
 
 // memberDoc is one candidate's status.
 type memberDoc struct {
