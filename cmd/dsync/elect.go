@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -138,7 +139,7 @@ func runElect(g *globals, args []string) int {
 		return failOrSignal(ctx, "elect", err)
 	}
 	defer disconnect(client)
-	backend, err := g.leaderBackend(db)
+	backend, err := g.leaderBackend(db, dsyncmongo.WithLogger(r.logger()))
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}

@@ -125,7 +125,7 @@ func runLock(g *globals, args []string) int {
 			disconnect(client)
 		}
 	}()
-	backend, err := dsyncmongo.New(db, g.lockOptions()...)
+	backend, err := dsyncmongo.New(db, append(g.lockOptions(), dsyncmongo.WithLogger(r.logger()))...)
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/clockcheck"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -199,7 +201,9 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, name string
 		}
 	}
 	if len(st.elections) > 0 {
-		b, err := g.leaderBackend(db)
+		// Status reports what it reads; the backend's own warnings would
+		// only interleave with the table.
+		b, err := g.leaderBackend(db, dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			return nil, err
 		}
