@@ -50,19 +50,8 @@ func TestLateRenewalDoesNotShortenTheHold(t *testing.T) {
 	// Wait for a renewal of A sent late enough that the next one would come
 	// only after R0's expiry: then nothing but A's deadline protects the
 	// window in which R0's expiry is the stored one.
-	for {
-		select {
-		case r := <-router.Renewed():
-			if !r.Applied[0] {
-				t.Fatal("a renewal after the stalled one was refused")
-			}
-			if r.Sent.Sub(r0Sent) < ttl-interval {
-				continue
-			}
-		case <-ctx.Done():
-			t.Fatal("no renewal after the stalled one")
-		}
-		break
+	if r, err := router.AwaitRenewal(ctx, r0Sent.Add(ttl-interval)); err != nil || !r.Applied[0] {
+		t.Fatalf("the renewal after the stalled one: %+v, %v", r, err)
 	}
 	router.Next(latewrite.Down)
 

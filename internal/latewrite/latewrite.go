@@ -210,9 +210,6 @@ func (r *Router) Next(route Route) {
 	r.mu.Unlock()
 }
 
-// Renewed delivers each renewal that succeeded, in order.
-func (r *Router) Renewed() <-chan Renewal { return r.renewed }
-
 // Renew implements dsync.Backend.
 func (r *Router) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
 	r.mu.Lock()
@@ -238,4 +235,19 @@ func (r *Router) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Le
 		}
 	}
 	return applied, err
+}
+
+// AwaitRenewal waits for a successful renewal sent at or after t, skipping
+// earlier ones.
+func (r *Router) AwaitRenewal(ctx context.Context, t time.Time) (Renewal, error) {
+	for {
+		select {
+		case rn := <-r.renewed:
+			if !rn.Sent.Before(t) {
+				return rn, nil
+			}
+		case <-ctx.Done():
+			return Renewal{}, fmt.Errorf("latewrite: no renewal sent after %v: %w", t, context.Cause(ctx))
+		}
+	}
 }

@@ -80,16 +80,8 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	r0Sent := time.Now()
-	for {
-		select {
-		case r := <-router.Renewed():
-			if r.Sent.Sub(r0Sent) < ttl-interval {
-				continue
-			}
-		case <-ctx.Done():
-			t.Fatal("no renewal after the stalled one")
-		}
-		break
+	if r, err := router.AwaitRenewal(ctx, r0Sent.Add(ttl-interval)); err != nil || !r.Applied[0] {
+		t.Fatalf("the renewal after the stalled one: %+v, %v", r, err)
 	}
 	router.Next(latewrite.Down)
 	reply, err := latewrite.Replay(ctx, dbB, r0)
