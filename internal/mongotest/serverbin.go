@@ -50,10 +50,11 @@ var serverBinary = sync.OnceValues(func() (string, error) {
 	}
 	start := time.Now()
 	logf("building the embedded FerretDB server: go build -o %s ./cmd/ferretserver in %s", out, src)
-	cmd := exec.Command(goTool(), "build", "-o", out, "./cmd/ferretserver")
+	cmd := exec.Command(goTool(), "build", "-buildvcs=false", "-o", out, "./cmd/ferretserver")
 	cmd.Dir = src
 	// Its own module alone, with its own go.mod's versions; no -race or
-	// -mod=vendor from the environment.
+	// -mod=vendor from the environment, and no VCS stamp (git may not be
+	// usable on the checkout; nothing reads the stamp).
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
