@@ -250,12 +250,16 @@ func startDocker() (*dockerServer, error) {
 		return nil, fmt.Errorf("run %s: port 27017 not published", image)
 	}
 	d.uri = "mongodb://" + hostPort + "/?directConnection=true"
-	if err := initReplicaSet(d.uri, 90*time.Second); err != nil {
+	if err := initReplicaSet(d.uri, replSetTimeout); err != nil {
 		_ = d.stop()
 		return nil, fmt.Errorf("replica set in %s: %w", image, err)
 	}
 	return d, nil
 }
+
+// replSetTimeout bounds the wait for the container's mongod to become a
+// writable primary (tests shorten it).
+var replSetTimeout = 90 * time.Second
 
 // initReplicaSet waits for mongod, runs replSetInitiate and waits until the
 // node is a writable primary.
