@@ -42,7 +42,7 @@
 //
 // To force a real server:
 //
-//	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test ./...
+//	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test work
 //
 // # Using it
 //
