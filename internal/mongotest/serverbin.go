@@ -56,7 +56,10 @@ var serverBinary = sync.OnceValues(func() (string, error) {
 	// -mod=vendor from the environment, and no VCS stamp (git may not be
 	// usable on the checkout; nothing reads the stamp).
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	if msg, err := cmd.CombinedOutput(); err != nil {
+	unlock := lockBuild()
+	msg, err := cmd.CombinedOutput()
+	unlock()
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("cannot build the embedded FerretDB server (go build in %s: %v):\n%s", src, err, bytes.TrimSpace(msg))
 	}
