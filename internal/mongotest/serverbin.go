@@ -38,7 +38,7 @@ var serverBinary = sync.OnceValues(func() (string, error) {
 	}
 	src, err := ferretModuleDir()
 	if err != nil {
-		return "", fmt.Errorf("cannot build the embedded FerretDB server: %w; set MONGODB_URI, run a Docker engine, or set %s to a ferretserver binary (go build ./cmd/ferretserver in %s's directory of a clone of github.com/go-dsync/dsync)", err, envServerBin, ferretModule)
+		return "", fmt.Errorf("cannot build the embedded FerretDB server: %w; set MONGODB_URI, run a Docker engine, or set %s to a ferretserver binary (built with go build ./cmd/ferretserver in internal/ferretserve of a clone of github.com/go-dsync/dsync)", err, envServerBin)
 	}
 	dir, err := os.MkdirTemp("", "dsync-mongotest-bin-")
 	if err != nil {
