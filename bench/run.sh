@@ -117,7 +117,8 @@ fi
 log "building"
 go build -o "$work/dsyncbench" ./bench/cmd/dsyncbench
 if want mongo-lock || want redsync || want etcd; then
-	(cd bench/peers && go build -o "$work/peerbench" ./cmd/peerbench)
+	# bench/peers is not in go.work (its own island of dependencies).
+	(cd bench/peers && GOWORK=off go build -o "$work/peerbench" ./cmd/peerbench)
 fi
 
 # The MongoDB-compatible server for dsync and mongo-lock.

@@ -2,10 +2,14 @@ module github.com/go-dsync/dsync/bench/peers
 
 go 1.26.0
 
-replace github.com/go-dsync/dsync => ../..
+replace (
+	github.com/go-dsync/dsync => ../..
+	github.com/go-dsync/dsync/bench => ..
+	github.com/go-dsync/dsync/internal/ferretserve => ../../internal/ferretserve
+)
 
 require (
-	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
+	github.com/go-dsync/dsync/bench v0.0.0-00010101000000-000000000000
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/square/mongo-lock v0.0.0-20230808145049-cfcf499f6bf0

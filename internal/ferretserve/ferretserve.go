@@ -1,6 +1,8 @@
 // Package ferretserve runs an embedded FerretDB (v1.24, SQLite handler):
 // the MongoDB-compatible server behind `dsync server`, `dsync demo`, the
-// test harness and the benchmarks. Library packages must not import it.
+// test harness (through cmd/ferretserver) and the benchmarks. It is its own
+// module, github.com/go-dsync/dsync/internal/ferretserve, so that the
+// library module never requires FerretDB; library packages must not import it.
 package ferretserve
 
 import (

@@ -2,66 +2,23 @@ package mongotest
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
-// Environment variables of the child-serve mode.
-const (
-	envServe  = "DSYNC_MONGOTEST_SERVE" // data dir; its presence selects child mode
-	envAddr   = "DSYNC_MONGOTEST_ADDR"  // listen address, e.g. 127.0.0.1:0
-	envLogLvl = "DSYNC_MONGOTEST_LOG"   // FerretDB log level (default error)
-)
+// envLogLvl sets the FerretDB child's log level (default error) and sends
+// its stderr to ours instead of a file.
+const envLogLvl = "DSYNC_MONGOTEST_LOG"
 
 // childStartTimeout bounds how long we wait for a child's URI line.
 const childStartTimeout = 60 * time.Second
-
-func init() {
-	// Child-serve mode is handled here rather than only in Main/Run so that a
-	// re-executed test binary never runs tests, even if its TestMain forgot to
-	// call Main/Run (that would otherwise fork servers recursively).
-	if os.Getenv(envServe) != "" {
-		os.Exit(serveChild())
-	}
-}
-
-// serveChild runs FerretDB until stdin closes or SIGTERM/SIGINT arrives.
-// It prints the server URI as one line on stdout once listening.
-func serveChild() int {
-	dir := os.Getenv(envServe)
-	addr := os.Getenv(envAddr)
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-
-	level := slog.LevelError
-	switch strings.ToLower(os.Getenv(envLogLvl)) {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	case "warn":
-		level = slog.LevelWarn
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-
-	if err := ferretserve.ServeChild(context.Background(), dir, addr, logger, os.Stdout, true); err != nil {
-		fmt.Fprintf(os.Stderr, "mongotest child: %v\n", err)
-		return 3
-	}
-	return 0
-}
 
 // child is a FerretDB child process seen from the parent. While it runs,
 // the parent has NO goroutine attached to it (stderr goes to a file, the
@@ -76,12 +33,15 @@ type child struct {
 	waitErr  error
 }
 
-// startChild re-executes the current binary in child-serve mode with data
+// startChild runs the ferretserver command (see [serverBinary]) with data
 // in dir, listening on addr, appending its stderr to logPath (unless
 // DSYNC_MONGOTEST_LOG is set, in which case it goes to our stderr); it waits
 // for the URI line and returns. It does not ping; callers do.
 func startChild(dir, addr, logPath string) (*child, error) {
-	exe := serverBinary()
+	exe, err := serverBinary()
+	if err != nil {
+		return nil, err
+	}
 
 	var files []*os.File // parent's copies of the child's ends, closed after Start
 	closeAll := func() {
@@ -102,9 +62,11 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	}
 	files = append(files, outW)
 
-	// -test.run=^$ is belt and braces: init() serves before flags matter.
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envServe+"="+dir, envAddr+"="+addr)
+	args := []string{"-dir", dir, "-addr", addr}
+	if lvl := os.Getenv(envLogLvl); lvl != "" {
+		args = append(args, "-log", lvl)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	cmd.Stderr = os.Stderr

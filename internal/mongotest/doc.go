@@ -1,6 +1,8 @@
 // Package mongotest hands tests a MongoDB-compatible server, whatever the
 // machine has. It is TEST-ONLY: import it from _test.go files only; library
-// code must never import it (it pulls in FerretDB, SQLite and dockertest).
+// code must never import it. It links in neither FerretDB nor a Docker
+// client: the embedded server is built from its own module (step 3) and
+// Docker is driven through its HTTP API (step 2).
 //
 // # Resolution order
 //
@@ -10,8 +12,9 @@
 //  1. MONGODB_URI, if set: a real MongoDB (what users run in production).
 //     It must answer a ping within 10 s or [Shared] fails; there is no
 //     fallback when a URI was given explicitly. Kind "uri".
-//  2. Docker, via github.com/ory/dockertest/v3, only when a Docker engine
-//     answers a ping within 1.5 s: a single-node replica set (mongo:7 by
+//  2. Docker, through the Engine API (DOCKER_HOST, default the local
+//     socket; no client library), only when a Docker engine answers a
+//     ping within 1.5 s: a single-node replica set (mongo:7 by
 //     default, override with DSYNC_MONGOTEST_MONGO_IMAGE) started with
 //     --replSet rs0, initiated with replSetInitiate and reached with
 //     directConnection=true. The container is purged by [Run]/[Main] and
@@ -20,18 +23,26 @@
 //     container cannot be started the harness says why and falls back to
 //     step 3. Kind "docker".
 //  3. Otherwise an embedded FerretDB v1.24.0 (SQLite handler, data in a temp
-//     dir, random loopback port) running in a CHILD PROCESS: the current
-//     test binary re-executed with DSYNC_MONGOTEST_SERVE=<datadir> and
-//     DSYNC_MONGOTEST_ADDR=<host:port>; it prints its URI on stdout when
-//     listening and exits on SIGTERM or when its stdin closes (Pdeathsig
-//     SIGKILL on Linux too). Its stderr goes to a file next to the data and
-//     is quoted when startup fails. The test process holds no goroutine for
-//     it, so goleak checks (even per test) stay clean. Startup takes ~20 ms
-//     (~100 ms under -race). Kind "ferretdb".
+//     dir, random loopback port) running in a CHILD PROCESS: the command
+//     ferretserver of the module github.com/go-dsync/dsync/internal/ferretserve
+//     (directory internal/ferretserve of this repository, found next to
+//     the go.work or go.mod of the test's directory). FerretDB is not in
+//     the library module's go.mod, so the harness builds that command
+//     once per test binary with `go build` (GOWORK=off, never with -race;
+//     the go build cache makes it a link step after the first time), says
+//     so on stderr, and removes the binary in [Run]. Set
+//     DSYNC_MONGOTEST_FERRETSERVER to a ready-built ferretserver to skip
+//     the build. If the module cannot be found or built, [Shared] fails
+//     with the reason. The child prints its URI on stdout when listening
+//     and exits on SIGTERM or when its stdin closes (Pdeathsig SIGKILL on
+//     Linux too). Its stderr goes to a file next to the data and is quoted
+//     when startup fails. The test process holds no goroutine for it, so
+//     goleak checks (even per test) stay clean. Startup takes ~20 ms after
+//     the build. Kind "ferretdb".
 //
 // To force a real server:
 //
-//	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test ./...
+//	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test work
 //
 // # Using it
 //
@@ -52,10 +63,6 @@
 // Without it tests still work, but the shared child server only goes away
 // when the test binary exits (stdin EOF / Pdeathsig), and its temp dir
 // (os.TempDir()/dsync-mongotest-*) is left behind.
-//
-// The child-serve mode is entered from this package's init function, so a
-// re-executed test binary never runs tests (and cannot fork further
-// servers), whether or not its TestMain calls [Main]/[Run].
 //
 // [NewDatabase] gives a test a fresh database (unique name, dropped at
 // cleanup) through a new client; [SameDatabase] opens the same database

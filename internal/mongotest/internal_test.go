@@ -1,10 +1,14 @@
 package mongotest
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -138,4 +142,98 @@ func TestChildStartFailureReportsStderr(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 	t.Logf("error as reported: %v", err)
+}
+
+// The Engine API calls in order, against a fake engine that lacks the
+// image: create (404), pull, create, start, inspect, and the container is
+// removed when its mongod never answers.
+func TestDockerAPIFlow(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0") // the "published" port: closed, nothing answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	dead.Close()
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls []string
+	var created map[string]any
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := strings.TrimPrefix(r.URL.Path, dockerAPI)
+		mu.Lock()
+		calls = append(calls, r.Method+" "+path)
+		n := len(calls)
+		mu.Unlock()
+		switch {
+		case path == "/_ping":
+			_, _ = w.Write([]byte("OK"))
+		case path == "/containers/create" && n == 2:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"No such image: mongo:7"}`))
+		case path == "/images/create":
+			if q := r.URL.Query(); q.Get("fromImage") != "mongo" || q.Get("tag") != "7" {
+				t.Errorf("pull %v", q)
+			}
+			_, _ = w.Write([]byte(`{"status":"Pulling"}` + "\n" + `{"status":"Done"}` + "\n"))
+		case path == "/containers/create":
+			mu.Lock()
+			err := json.NewDecoder(r.Body).Decode(&created)
+			mu.Unlock()
+			if err != nil {
+				t.Error(err)
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"Id":"0123456789abcdef0123"}`))
+		case path == "/containers/0123456789abcdef0123/start":
+			w.WriteHeader(http.StatusNoContent)
+		case path == "/containers/0123456789abcdef0123/json":
+			fmt.Fprintf(w, `{"NetworkSettings":{"Ports":{"27017/tcp":[{"HostIp":"0.0.0.0","HostPort":"%d"}]}}}`, deadPort)
+		case r.Method == "DELETE" && path == "/containers/0123456789abcdef0123":
+			if r.URL.Query().Get("force") != "1" {
+				t.Errorf("remove without force: %v", r.URL)
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.Error(w, `{"message":"unexpected"}`, http.StatusInternalServerError)
+		}
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+
+	defer func(d time.Duration) { replSetTimeout = d }(replSetTimeout)
+	replSetTimeout = time.Second
+	t.Setenv("DSYNC_MONGOTEST_DOCKER", "")
+	t.Setenv("DSYNC_MONGOTEST_MONGO_IMAGE", "")
+	t.Setenv("DOCKER_TLS_VERIFY", "")
+	t.Setenv("DOCKER_HOST", "tcp://"+l.Addr().String())
+	_, err = startDocker()
+	if err == nil || !strings.Contains(err.Error(), "replica set in mongo:7") {
+		t.Fatalf("startDocker() error = %v, want a replica set error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		"GET /_ping",
+		"POST /containers/create",
+		"POST /images/create",
+		"POST /containers/create",
+		"POST /containers/0123456789abcdef0123/start",
+		"GET /containers/0123456789abcdef0123/json",
+		"DELETE /containers/0123456789abcdef0123",
+	}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+	if created["Image"] != "mongo:7" || fmt.Sprint(created["Entrypoint"]) != "[timeout 3600 docker-entrypoint.sh]" ||
+		fmt.Sprint(created["Cmd"]) != "[mongod --replSet rs0 --bind_ip_all]" {
+		t.Errorf("create body: %v", created)
+	}
+	hc, _ := created["HostConfig"].(map[string]any)
+	if hc["AutoRemove"] != true || hc["PublishAllPorts"] != true {
+		t.Errorf("HostConfig: %v", hc)
+	}
 }

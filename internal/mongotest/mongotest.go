@@ -74,13 +74,9 @@ func Main(m *testing.M) {
 }
 
 // Run is [Main] without os.Exit, so that a TestMain can run goleak (or
-// other checks) after the shared server has been stopped. In the
-// re-executed child it serves and never returns (this is handled already by
-// the package's init function; the check here is a safety net).
+// other checks) after the shared server has been stopped. It also removes
+// the ferretserver binary the harness built, if any.
 func Run(m *testing.M) int {
-	if os.Getenv(envServe) != "" {
-		os.Exit(serveChild())
-	}
 	code := m.Run()
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest: stopping shared server: %v\n", err)
@@ -167,7 +163,7 @@ func resolveShared() (*Server, error) {
 	}
 	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, dir: base, start: time.Since(start)}
 	logf("using embedded FerretDB v1.24.0 (child pid %d running %s, dir %s) at %s, ready in %v",
-		c.pid(), filepath.Base(c.cmd.Path), base, c.uri, s.start.Round(time.Millisecond))
+		c.pid(), c.cmd.Path, base, c.uri, s.start.Round(time.Millisecond))
 	return s, nil
 }
 

@@ -1,5 +1,0 @@
-//go:build race
-
-package mongotest
-
-const raceEnabled = true
