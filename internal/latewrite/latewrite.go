@@ -251,3 +251,35 @@ func (r *Router) AwaitRenewal(ctx context.Context, t time.Time) (Renewal, error)
 		}
 	}
 }
+
+// RenewLate plays the late-renewal fault on a holder that renews through r:
+// its next renewal goes through link, which is stalled, and is given up
+// on; later renewals go directly, until one is sent gap or more after the
+// stalled one; then every renewal fails (the holder's network is down
+// again) and the stalled renewal is applied through db. It returns when
+// the stalled renewal was sent, and an error unless that renewal, applied
+// late, matched one epoch: the fault must happen for a test to mean
+// anything.
+func (r *Router) RenewLate(ctx context.Context, link *Link, db *mongo.Database, gap time.Duration) (time.Time, error) {
+	link.Stall()
+	r.Next(ViaLate)
+	stalled, err := link.AwaitKept(ctx, "update")
+	if err != nil {
+		return time.Time{}, err
+	}
+	sent := time.Now()
+	if rn, err := r.AwaitRenewal(ctx, sent.Add(gap)); err != nil {
+		return sent, err
+	} else if len(rn.Applied) == 0 || !rn.Applied[0] {
+		return sent, fmt.Errorf("latewrite: a renewal after the stalled one was refused: %v", rn.Applied)
+	}
+	r.Next(Down)
+	reply, err := Replay(ctx, db, stalled)
+	if err != nil {
+		return sent, fmt.Errorf("latewrite: delivering the stalled renewal: %w", err)
+	}
+	if n, _ := reply["n"].(int32); n != 1 {
+		return sent, fmt.Errorf("latewrite: the stalled renewal, delivered late, matched %v epochs, want 1: the fault did not happen", reply["n"])
+	}
+	return sent, nil
+}
