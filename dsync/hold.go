@@ -93,7 +93,7 @@ func (h *hold) lose(reason error) {
 	close(h.lost)
 	h.mu.Unlock()
 
-	h.keeper.remove(h, false, nil)
+	h.keeper.remove(h)
 	h.m.report(reason)
 }
 

@@ -19,7 +19,7 @@ func TestHoldIsNotRenewedBeforeItStarts(t *testing.T) {
 		}
 		h := &hold{m: m, lease: Lease{Key: "k", Owner: m.owner, Token: 1}, lost: make(chan struct{})}
 		join(h, time.Now())
-		defer h.keeper.remove(h, false, nil)
+		defer h.keeper.remove(h)
 		if h.active() {
 			t.Error("a hold that has not started is renewed")
 		}

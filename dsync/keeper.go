@@ -23,11 +23,12 @@ type keeper struct {
 	wake chan struct{}
 
 	holds map[*hold]struct{} // guarded by keepers.mu
-	// next is when the next renewal is due: an interval after the last one
-	// (a quarter of it after a failure). early, if set, is sooner: a hold
-	// joined whose acquire was sent long before it was granted, and is due
-	// an interval after that send. Both are guarded by keepers.mu.
-	next, early time.Time
+	// next is when the next renewal is due (guarded by keepers.mu): an
+	// interval after the last one (a quarter of it after a failure), or
+	// sooner, an interval after the send of the acquire that granted a
+	// hold which joined since. Zero while a renewal is under way: holds
+	// that join then are not in it, and set it to when they are due.
+	next time.Time
 }
 
 type keeperID struct {
@@ -72,8 +73,8 @@ func join(h *hold, sent time.Time) {
 		k = &keeper{id: id, inflight: make(chan struct{}, 1), wake: make(chan struct{}, 1), holds: make(map[*hold]struct{}), next: due}
 		keepers.m[id] = k
 		go k.run()
-	} else if due.Before(k.next) && (k.early.IsZero() || due.Before(k.early)) {
-		k.early = due
+	} else if k.next.IsZero() || due.Before(k.next) {
+		k.next = due
 		k.signal()
 	}
 	k.holds[h] = struct{}{}
@@ -87,17 +88,18 @@ func (k *keeper) signal() {
 	}
 }
 
-// remove stops renewing h. With wait it also waits for a renewal that may
-// include h to finish, until done is closed; it reports whether no such
-// renewal is in flight any more.
-func (k *keeper) remove(h *hold, wait bool, done <-chan struct{}) bool {
+// remove stops renewing h.
+func (k *keeper) remove(h *hold) {
 	keepers.mu.Lock()
 	delete(k.holds, h)
 	keepers.mu.Unlock()
 	k.signal()
-	if !wait {
-		return true
-	}
+}
+
+// awaitRenewal waits until no renewal is in flight, or done is closed; it
+// reports whether none is. After remove(h), a renewal that may include h
+// has then finished.
+func (k *keeper) awaitRenewal(done <-chan struct{}) bool {
 	select {
 	case k.inflight <- struct{}{}:
 		<-k.inflight
@@ -112,9 +114,6 @@ func (k *keeper) run() {
 	for {
 		keepers.mu.Lock()
 		next := k.next
-		if !k.early.IsZero() && k.early.Before(next) {
-			next = k.early
-		}
 		keepers.mu.Unlock()
 		fired := make(chan struct{})
 		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
@@ -140,10 +139,9 @@ func (k *keeper) run() {
 				batch = append(batch, h)
 			}
 		}
-		// Every hold that made the renewal due early is in this batch.
-		k.early = time.Time{}
-		// Taken before keepers.mu is released, so a waiting remove cannot
-		// slip between the snapshot and the renewal.
+		k.next = time.Time{}
+		// Taken before keepers.mu is released, so an awaitRenewal after
+		// remove cannot slip between the snapshot and the renewal.
 		k.inflight <- struct{}{}
 		keepers.mu.Unlock()
 
@@ -163,7 +161,9 @@ func (k *keeper) run() {
 			next = clock.Now().Add(k.id.interval / 4)
 		}
 		keepers.mu.Lock()
-		k.next = next
+		if k.next.IsZero() || next.Before(k.next) {
+			k.next = next
+		}
 		keepers.mu.Unlock()
 	}
 }

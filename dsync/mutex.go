@@ -180,17 +180,18 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		// the margin that lets a holder which was told late stop before
 		// anyone else starts. Nothing is written, so there is no renewal
 		// in flight to wait for.
-		h.keeper.remove(h, false, nil)
+		h.keeper.remove(h)
 		return lostErr
 	}
-	// No renewal of this lease is in flight once remove returns true, so
+	// No renewal of this lease is in flight once awaitRenewal returns true, so
 	// the release below is the only write to its epoch that this process
 	// has pending (a store that rewrites whole documents, as FerretDB does,
 	// could lose one of two concurrent updates). A renewal that failed may
 	// still land late; the backend guards against that (see Backend). If
 	// ctx ends first, the server is too slow to answer a renewal: the
 	// release is not sent, and the lease expires after its TTL.
-	if !h.keeper.remove(h, true, ctx.Done()) {
+	h.keeper.remove(h)
+	if !h.keeper.awaitRenewal(ctx.Done()) {
 		return fmt.Errorf("dsync: release %q: a renewal is still in flight, the lease will expire: %w", m.key, context.Cause(ctx))
 	}
 	if err := m.backend.Release(ctx, h.lease); err != nil {
@@ -347,7 +348,7 @@ func (m *Mutex) install(lease Lease, sent time.Time) bool {
 	h := &hold{m: m, lease: lease, lost: make(chan struct{})}
 	join(h, sent)
 	if !h.start(sent) {
-		h.keeper.remove(h, false, nil)
+		h.keeper.remove(h)
 		return false
 	}
 	m.mu.Lock()
