@@ -513,9 +513,6 @@ func (b *Backend) renew(ctx context.Context, est *clockcheck.Estimator, ttl time
 	// $max, never $set: a renewal applied late, after later renewals of
 	// the same epoch, must not move its expiry back (timing.go, rule L1).
 	res, err := b.coll.UpdateMany(ctx, filter, bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
-	// What the reply can teach the view cache is judged at its arrival:
-	// the latest server time it can have been applied at.
-	repliedLatest := est.Now().Latest
 	if err != nil {
 		// The outcome is unknown, and the command may still be applied at
 		// any later time: stop trusting what this process knows of these
@@ -524,10 +521,13 @@ func (b *Backend) renew(ctx context.Context, est *clockcheck.Estimator, ttl time
 		for _, id := range ids {
 			l := leases[at[id][0]]
 			b.views.forget(l.Key)
-			b.unsure.note(id, b.mono())
+			b.unsure.note(id)
 		}
 		return b.wrap(ctx, "renew", leases[at[ids[0]][0]].Key, err)
 	}
+	// What the reply can teach the view cache is judged at its arrival:
+	// the latest server time it can have been applied at.
+	repliedLatest := est.Now().Latest
 	ok := func(string) bool { return true }
 	if res.MatchedCount != int64(len(ids)) {
 		// Which ones? Ours carry our expiresAt or a later one (a renewal
@@ -613,14 +613,7 @@ func (b *Backend) release(ctx context.Context, est *clockcheck.Estimator, key st
 		}
 		sent = b.mono()
 		latest = est.Now().Latest
-		// Filter on _id alone: only the owner writes this document, and
-		// it is the one filter FerretDB answers without decoding the
-		// collection. The expiry is left as it is: it only ever grows
-		// (timing.go, rule L1), and a released epoch is over whatever it
-		// says.
-		_, err = b.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(key, epoch)}}, bson.D{
-			{Key: "$set", Value: bson.D{{Key: "released", Value: true}}},
-		})
+		err = b.markReleased(ctx, key, epoch)
 		// Retry only when the server answered with an error (FerretDB
 		// reports concurrent writes as SQLITE_BUSY); the update is
 		// idempotent. A network error is left to the caller.
@@ -657,13 +650,24 @@ func (b *Backend) confirmReleased(ctx context.Context, est *clockcheck.Estimator
 			return nil
 		}
 		b.cfg.logger.Warn("dsyncmongo: a late renewal undid a release; releasing again", slog.String("key", key), slog.Uint64("epoch", epoch))
-		if _, err := b.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(key, epoch)}}, bson.D{
-			{Key: "$set", Value: bson.D{{Key: "released", Value: true}}},
-		}); err != nil {
+		if err := b.markReleased(ctx, key, epoch); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// markReleased sends the update that releases an epoch. It filters on _id
+// alone: only the owner writes this document, and it is the one filter
+// FerretDB answers without decoding the collection. The expiry is left as
+// it is: it only ever grows (timing.go, rule L1), and a released epoch is
+// over whatever it says. Applied late or twice, it ends an epoch its owner
+// had already stopped using.
+func (b *Backend) markReleased(ctx context.Context, key string, epoch uint64) error {
+	_, err := b.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(key, epoch)}}, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "released", Value: true}}},
+	})
+	return err
 }
 
 // LockInfo describes the newest epoch of a key: who holds or last held it,

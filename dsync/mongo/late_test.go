@@ -198,7 +198,7 @@ func TestReleaseUndoneByALateRenewalIsRepeated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.unsure.note(docID("undone", lease.Token), b.mono()) // as a failed renewal does
+	b.unsure.note(docID("undone", lease.Token)) // as a failed renewal does
 	undo <- struct{}{}
 	if err := b.Release(ctx, lease); err != nil {
 		t.Fatal(err)

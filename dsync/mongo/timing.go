@@ -105,6 +105,10 @@ import "time"
 //     changes nothing for the newer holder. A waiter whose last view names
 //     that epoch reads it by _id, sees it held, and waits at most until the
 //     revived expiry, one TTL after the renewal was sent: liveness only.
+//     If nobody had taken the epoch over yet, the revived epoch is still
+//     the newest: its owner does not count on it (the reply came after
+//     its deadline), and unless the owner's Unlock releases it, it blocks
+//     the key until that expiry: liveness only as well.
 //   - A late insert either fails on the unique index, or creates an epoch
 //     nobody counts (L5): as the newest, it blocks the key until its
 //     expiry (computed at sending, so soon) unless its owner's next

@@ -240,32 +240,21 @@ func (c *marks) ripe(key string, now, delay time.Duration) (mark, bool) {
 // undone by that renewal landing late (Backend.confirmReleased).
 type unsure struct {
 	mu sync.Mutex
-	m  map[string]time.Duration // _id → local monotonic time of the renewal
+	m  map[string]struct{}
 }
 
-// maxUnsure bounds the record; beyond it the oldest half is dropped (a
-// dropped entry costs at most a key blocked until its expiry, and only if
-// its renewal lands at the very moment of its release).
+// maxUnsure bounds the record; when it is full it starts again (a dropped
+// entry costs at most a key blocked until its expiry, and only if its
+// renewal lands at the very moment of its release).
 const maxUnsure = 4096
 
-func (u *unsure) note(id string, at time.Duration) {
+func (u *unsure) note(id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.m == nil {
-		u.m = make(map[string]time.Duration)
+	if u.m == nil || len(u.m) >= maxUnsure {
+		u.m = make(map[string]struct{})
 	}
-	if _, ok := u.m[id]; !ok && len(u.m) >= maxUnsure {
-		var sum time.Duration
-		for _, t := range u.m {
-			sum += t / time.Duration(len(u.m))
-		}
-		for k, t := range u.m {
-			if t <= sum {
-				delete(u.m, k)
-			}
-		}
-	}
-	u.m[id] = at
+	u.m[id] = struct{}{}
 }
 
 // take reports whether id was noted, and forgets it.
