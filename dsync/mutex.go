@@ -256,6 +256,13 @@ var closedChan = func() chan struct{} {
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	backoff := minBackoff
 	var lastErr error
+	// backOff sleeps before the next attempt after a failed one, doubling
+	// the pause each time; it reports false if ctx ended first.
+	backOff := func() bool {
+		ok := sleep(m.cfg.clock, jitter(backoff), ctx.Done())
+		backoff = min(2*backoff, maxBackoff)
+		return ok
+	}
 	for {
 		// A reply after the deadline cannot count (install), so no attempt
 		// waits longer for one: a dead server shows as an error per TTL
@@ -287,10 +294,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			// The backend is slower than the TTL allows: back off as for
 			// errors, rather than hammer it with attempts that cannot count.
 			lastErr = err
-			if !sleep(m.cfg.clock, jitter(backoff), ctx.Done()) {
+			if !backOff() {
 				return false, m.contextErr(ctx, lastErr)
 			}
-			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
 
@@ -313,10 +319,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		if !wait {
 			return false, err
 		}
-		if !sleep(m.cfg.clock, jitter(backoff), ctx.Done()) {
+		if !backOff() {
 			return false, m.contextErr(ctx, lastErr)
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
