@@ -12,6 +12,11 @@
 // delivered as they were ([Link.Heal]). A [Router] is a dsync.Backend
 // that sends one renewal through a Link and the rest directly, so a test
 // can make a Mutex or an Election live through a late renewal.
+//
+// The integration suite's delay-requests fault delivers real bytes late
+// too, but at a moment set by a delay; the regression tests built on this
+// package need the late command to land at a moment they choose (right
+// after a given renewal), which Replay gives.
 package latewrite
 
 import (
@@ -85,7 +90,7 @@ func NewLink(tb testing.TB, db *mongo.Database) *Link {
 }
 
 // Stall holds back, from now on, everything the client sends, and keeps
-// the commands it starts (Kept).
+// the commands it starts (AwaitKept).
 func (l *Link) Stall() {
 	l.mu.Lock()
 	l.stalled = true
@@ -101,9 +106,9 @@ func (l *Link) Heal() {
 	l.proxy.Heal()
 }
 
-// Kept returns the commands named name that the client started while
+// keptNamed returns the commands named name that the client started while
 // stalled.
-func (l *Link) Kept(name string) []bson.Raw {
+func (l *Link) keptNamed(name string) []bson.Raw {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []bson.Raw
@@ -119,7 +124,7 @@ func (l *Link) Kept(name string) []bson.Raw {
 // stalled, and returns the first such command.
 func (l *Link) AwaitKept(ctx context.Context, name string) (bson.Raw, error) {
 	for {
-		if k := l.Kept(name); len(k) > 0 {
+		if k := l.keptNamed(name); len(k) > 0 {
 			return k[0], nil
 		}
 		select {
@@ -152,102 +157,91 @@ func Replay(ctx context.Context, db *mongo.Database, cmd bson.Raw) (bson.M, erro
 	return reply, err
 }
 
-// Router is a dsync.Backend (and leader backend, through its embedded
-// Direct) that sends acquires and releases to Direct, and renewals to
-// Direct too, except as the test sets with Next.
+// Router is a dsync.Backend that sends acquires, releases and renewals to
+// a direct backend, except for the renewals that RenewLate routes
+// elsewhere.
 type Router struct {
-	Backend // the direct path
+	dsync.Backend // the direct path
 
-	// Late is where a renewal goes after Next(ViaLate): a backend whose
-	// client reaches the server through a stalled Link.
-	Late dsync.Backend
-	// GiveUp bounds a renewal through Late, as a driver gives up on an
-	// operation when its heartbeats time out: the call fails, the request
-	// stays sent.
-	GiveUp time.Duration
+	// late is where the renewal RenewLate stalls goes: a backend whose
+	// client reaches the server through a stalled Link. giveUp bounds that
+	// renewal, as a driver gives up on an operation when its heartbeats
+	// time out: the call fails, the request stays sent.
+	late   dsync.Backend
+	giveUp time.Duration
 
 	mu      sync.Mutex
-	route   Route
-	renewed chan Renewal
+	route   route
+	renewed chan renewal
 }
 
-// Backend is what Router routes to: any dsync.Backend, including a leader
-// backend.
-type Backend interface{ dsync.Backend }
-
-// A Route says where renewals go.
-type Route int
+// A route says where renewals go.
+type route int
 
 const (
-	// Direct: renewals go to the direct backend.
-	Direct Route = iota
-	// ViaLate: the next renewal goes through Late, bounded by GiveUp;
-	// later ones go to the direct backend.
-	ViaLate
-	// Down: every renewal fails without reaching any server, as if the
-	// holder's network were down.
-	Down
+	direct  route = iota // to the direct backend
+	viaLate              // the next one through late, then direct again
+	down                 // nowhere: they fail, as if the network were down
 )
 
-// A Renewal is a renewal the Router passed on and saw succeed.
-type Renewal struct {
-	Sent    time.Time // local, with a monotonic reading
-	Applied []bool
+// A renewal is one the Router passed on directly and saw succeed.
+type renewal struct {
+	sent    time.Time // local, with a monotonic reading
+	applied []bool
 }
 
-// ErrDown is the error of renewals while the route is Down.
-var ErrDown = errors.New("latewrite: renewal path down")
+var errDown = errors.New("latewrite: renewal path down")
 
-// NewRouter returns a Router over direct and late.
-func NewRouter(direct Backend, late dsync.Backend, giveUp time.Duration) *Router {
-	return &Router{Backend: direct, Late: late, GiveUp: giveUp, renewed: make(chan Renewal, 64)}
+// NewRouter returns a Router over direct, whose stalled renewal goes
+// through late and is given up on after giveUp.
+func NewRouter(direct dsync.Backend, late dsync.Backend, giveUp time.Duration) *Router {
+	return &Router{Backend: direct, late: late, giveUp: giveUp, renewed: make(chan renewal, 64)}
 }
 
-// Next sets where the next renewals go.
-func (r *Router) Next(route Route) {
+func (r *Router) next(rt route) {
 	r.mu.Lock()
-	r.route = route
+	r.route = rt
 	r.mu.Unlock()
 }
 
 // Renew implements dsync.Backend.
 func (r *Router) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
 	r.mu.Lock()
-	route := r.route
-	if route == ViaLate {
-		r.route = Direct
+	rt := r.route
+	if rt == viaLate {
+		r.route = direct
 	}
 	r.mu.Unlock()
-	switch route {
-	case ViaLate:
-		ctx, cancel := context.WithTimeout(ctx, r.GiveUp)
+	switch rt {
+	case viaLate:
+		ctx, cancel := context.WithTimeout(ctx, r.giveUp)
 		defer cancel()
-		return r.Late.Renew(ctx, ttl, leases)
-	case Down:
-		return nil, ErrDown
+		return r.late.Renew(ctx, ttl, leases)
+	case down:
+		return nil, errDown
 	}
 	sent := time.Now()
 	applied, err := r.Backend.Renew(ctx, ttl, leases)
 	if err == nil {
 		select {
-		case r.renewed <- Renewal{Sent: sent, Applied: applied}:
+		case r.renewed <- renewal{sent: sent, applied: applied}:
 		default:
 		}
 	}
 	return applied, err
 }
 
-// AwaitRenewal waits for a successful renewal sent at or after t, skipping
-// earlier ones.
-func (r *Router) AwaitRenewal(ctx context.Context, t time.Time) (Renewal, error) {
+// awaitRenewal waits for a successful direct renewal sent at or after t,
+// skipping earlier ones.
+func (r *Router) awaitRenewal(ctx context.Context, t time.Time) (renewal, error) {
 	for {
 		select {
 		case rn := <-r.renewed:
-			if !rn.Sent.Before(t) {
+			if !rn.sent.Before(t) {
 				return rn, nil
 			}
 		case <-ctx.Done():
-			return Renewal{}, fmt.Errorf("latewrite: no renewal sent after %v: %w", t, context.Cause(ctx))
+			return renewal{}, fmt.Errorf("latewrite: no renewal sent after %v: %w", t, context.Cause(ctx))
 		}
 	}
 }
@@ -262,18 +256,18 @@ func (r *Router) AwaitRenewal(ctx context.Context, t time.Time) (Renewal, error)
 // anything.
 func (r *Router) RenewLate(ctx context.Context, link *Link, db *mongo.Database, gap time.Duration) (time.Time, error) {
 	link.Stall()
-	r.Next(ViaLate)
+	r.next(viaLate)
 	stalled, err := link.AwaitKept(ctx, "update")
 	if err != nil {
 		return time.Time{}, err
 	}
 	sent := time.Now()
-	if rn, err := r.AwaitRenewal(ctx, sent.Add(gap)); err != nil {
+	if rn, err := r.awaitRenewal(ctx, sent.Add(gap)); err != nil {
 		return sent, err
-	} else if len(rn.Applied) == 0 || !rn.Applied[0] {
-		return sent, fmt.Errorf("latewrite: a renewal after the stalled one was refused: %v", rn.Applied)
+	} else if len(rn.applied) == 0 || !rn.applied[0] {
+		return sent, fmt.Errorf("latewrite: a renewal after the stalled one was refused: %v", rn.applied)
 	}
-	r.Next(Down)
+	r.next(down)
 	reply, err := Replay(ctx, db, stalled)
 	if err != nil {
 		return sent, fmt.Errorf("latewrite: delivering the stalled renewal: %w", err)
