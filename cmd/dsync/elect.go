@@ -227,13 +227,10 @@ func standingBy(ctx context.Context, r *reporter, e *leader.Election) {
 }
 
 // watch prints each new leader of e's election until ctx ends (dsync
-// elect --listen).
+// elect --listen); Observe closes its channel only then.
 func watch(ctx context.Context, e *leader.Election) int {
 	for info := range e.Observe(ctx) {
 		fmt.Printf("term=%d host=%s pid=%d version=%q\n", info.Token, info.Host, info.PID, info.Version)
 	}
-	if ctx.Err() != nil {
-		return exitOK
-	}
-	return exitDsync
+	return exitOK
 }

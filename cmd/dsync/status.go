@@ -269,8 +269,8 @@ func (st *status) commandPID(pid int) string {
 // write prints the tables, reporting whether a name was cut short.
 func (st *status) write(w io.Writer, indent string) (cut bool) {
 	cell := func(s string, width int) string {
-		c := fitCell(s, width)
-		cut = cut || c != s && width == maxNameWidth
+		c, shortened := fitCellCut(s, width)
+		cut = cut || shortened && width == maxNameWidth
 		return c
 	}
 	if len(st.locks) > 0 {
@@ -328,13 +328,20 @@ func (st *status) write(w io.Writer, indent string) (cut bool) {
 // fitCell makes s fit a table cell of width characters: control
 // characters quoted, and cut short with "…".
 func fitCell(s string, width int) string {
+	c, _ := fitCellCut(s, width)
+	return c
+}
+
+// fitCellCut is fitCell, also reporting whether s was cut short (not
+// merely quoted).
+func fitCellCut(s string, width int) (string, bool) {
 	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) && r != ' ' }) >= 0 {
 		s = strconv.Quote(s)
 	}
 	if utf8.RuneCountInString(s) <= width {
-		return s
+		return s, false
 	}
-	return string([]rune(s)[:width-1]) + "…"
+	return string([]rune(s)[:width-1]) + "…", true
 }
 
 func dash(s string) string {
