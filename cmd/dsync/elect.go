@@ -191,6 +191,9 @@ func runElect(g *globals, args []string) int {
 		if j.stop(grace) {
 			r.say("command killed: it did not exit within %v of SIGTERM", grace)
 		}
+		// The command is gone: from now on a terminating signal is for
+		// dsync itself, not for a job that can no longer receive it.
+		sup.finished()
 		r.say("command stopped (status %d); campaigning again for %q", j.status, name)
 		standingBy(ctx, r, e)
 		return nil
