@@ -252,7 +252,8 @@ type link struct {
 	// pending are the late writes awaiting their reply, by request id;
 	// guarded by the proxy's mu.
 	pending map[int32]*LateWrite
-	linger  atomic.Pointer[time.Timer]
+	linger     atomic.Pointer[time.Timer]
+	lingerOnce sync.Once
 }
 
 func (l *link) close() {
@@ -279,12 +280,21 @@ func (l *link) halfClose() {
 		l.close()
 		return
 	}
-	l.linger.Store(time.AfterFunc(lingerAfterHalfClose, l.close))
-	select {
-	case <-l.done:
-		l.linger.Load().Stop()
-	default:
-	}
+	l.startLinger()
+}
+
+// startLinger ends the link lingerAfterHalfClose from now, once: after the
+// client's close was passed on, or after the client turned out to be gone
+// while a partition still holds its close back.
+func (l *link) startLinger() {
+	l.lingerOnce.Do(func() {
+		l.linger.Store(time.AfterFunc(lingerAfterHalfClose, l.close))
+		select {
+		case <-l.done:
+			l.linger.Load().Stop()
+		default:
+		}
+	})
 }
 
 type chunk struct {
@@ -364,8 +374,10 @@ func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 		if _, err := dst.Write(c.data); err != nil {
 			if dir == 1 {
 				// The client is gone. Keep reading the server's replies to
-				// what was sent before, until the server closes.
+				// what was sent before, until the server closes, or for
+				// lingerAfterHalfClose at most.
 				dropping = true
+				l.startLinger()
 				continue
 			}
 			l.close()
