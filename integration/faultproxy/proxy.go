@@ -251,7 +251,7 @@ type link struct {
 	upRead, up, down splitter
 	// pending are the late writes awaiting their reply, by request id;
 	// guarded by the proxy's mu.
-	pending map[int32]*LateWrite
+	pending    map[int32]*LateWrite
 	linger     atomic.Pointer[time.Timer]
 	lingerOnce sync.Once
 }
