@@ -1,0 +1,569 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/xid"
+)
+
+// Config holds the protocol's timing constants (see the package
+// documentation for why they exist and how they relate).
+type Config struct {
+	// ViewTrust: a floor read counts for a claim's insert only if it was
+	// sent less than ViewTrust before the insert.
+	ViewTrust time.Duration
+	// AcquireWindow: an insert proven by an earlier floor read counts
+	// only if its reply arrived less than AcquireWindow after it was sent;
+	// otherwise the floor is read again after the insert.
+	AcquireWindow time.Duration
+	// PruneDelay: epochs below a floor are deleted only PruneDelay or
+	// more after the floor was raised. It must exceed twice
+	// ViewTrust + AcquireWindow.
+	PruneDelay time.Duration
+	// PruneEvery: the holder of every PruneEvery-th epoch raises the floor
+	// to it when it releases, and prunes below it PruneDelay later.
+	PruneEvery uint64
+	// NewID makes session IDs and claim nonces. Default: xid.
+	NewID func() string
+}
+
+// DefaultConfig returns the constants dsync uses.
+func DefaultConfig() Config {
+	return Config{
+		ViewTrust:     time.Second,
+		AcquireWindow: 2 * time.Second,
+		PruneDelay:    6 * time.Second,
+		PruneEvery:    16,
+	}
+}
+
+func (c Config) validate() error {
+	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 || c.PruneEvery < 2 {
+		return errors.New("chain: ViewTrust and AcquireWindow must be positive and PruneEvery at least 2")
+	}
+	if c.PruneDelay <= 2*(c.ViewTrust+c.AcquireWindow) {
+		return fmt.Errorf("chain: PruneDelay %v must exceed 2 × (ViewTrust + AcquireWindow) = %v",
+			c.PruneDelay, 2*(c.ViewTrust+c.AcquireWindow))
+	}
+	return nil
+}
+
+// maxClaimRounds bounds the inserts of one Claim that keeps losing epochs
+// to other processes.
+const maxClaimRounds = 8
+
+// maxKeys bounds the per-key cache; it is only an optimization, and
+// everything in it is either a permanent fact or dated, so it may be
+// dropped at any time.
+const maxKeys = 4096
+
+// Engine runs the queue protocol of one process over a Store. It is safe
+// for concurrent use.
+type Engine struct {
+	store Store
+	clock Clock
+	cfg   Config
+
+	mu   sync.Mutex
+	keys map[string]*keyState
+	// ends holds end markers whose insert had an unknown outcome, by ID,
+	// to be sent again until one is confirmed (Flush): a claim must never
+	// stay unended while its session lives on.
+	ends map[string]Doc
+
+	bug Bug
+}
+
+// Bug plants a protocol error, for the simulation's negative controls.
+type Bug int
+
+const (
+	NoBug Bug = iota
+	// BugWithdrawAsRelease records withdrawals as releases: walkers stop
+	// at a withdrawn claim as if everything below it had ended.
+	BugWithdrawAsRelease
+	// BugNoFloorProof counts every successful insert, even one that landed
+	// in a hole pruning left below the newest epoch.
+	BugNoFloorProof
+	// BugEndBySession names end markers by epoch and session instead of
+	// by the claim's nonce, so withdrawing an insert of unknown outcome can
+	// end a later claim of the same epoch in the same session.
+	BugEndBySession
+)
+
+// keyState is what this process knows of a key. Every field is a
+// permanent fact about the chain, or dated by when it was learned.
+type keyState struct {
+	// newest is an epoch known to have existed (0: none known). An insert
+	// of epoch E+1 is sent only when E is known to have existed, which
+	// makes every epoch below an existing one have existed before it (F2).
+	newest uint64
+	// settled: every epoch below it has ended, for good.
+	settled uint64
+	// floor is the value of the last floor read, sent at floorSent (local
+	// monotonic); floorRead reports whether there was one.
+	floor     uint64
+	floorSent time.Duration
+	floorRead bool
+	// prunes are floors this process raised, with when the raise was
+	// confirmed: once PruneDelay has passed, the epochs below may go.
+	prunes []pruneMark
+}
+
+type pruneMark struct {
+	below     uint64
+	confirmed time.Duration
+}
+
+// New returns an engine over store, judging time by clock.
+func New(store Store, clock Clock, cfg Config) (*Engine, error) {
+	if store == nil || clock == nil {
+		return nil, errors.New("chain: nil store or clock")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = func() string { return xid.New().String() }
+	}
+	return &Engine{store: store, clock: clock, cfg: cfg, keys: make(map[string]*keyState), ends: make(map[string]Doc)}, nil
+}
+
+// SetBug plants a protocol error (tests only).
+func (e *Engine) SetBug(b Bug) { e.bug = b }
+
+// Claim is a place in a key's queue: one epoch, made in one session.
+type Claim struct {
+	Key     string
+	Owner   string
+	Session string
+	Nonce   string
+	Epoch   uint64 // the fencing token once the claim holds
+	// checked: every epoch in [checked, Epoch) is known to have ended.
+	checked uint64
+}
+
+// Blocker describes the live claim a waiter waits for.
+type Blocker struct {
+	Epoch     uint64
+	Owner     string
+	Session   string
+	ExpiresAt time.Time // its session's expiry when read, in server time
+}
+
+// BusyError is returned by Claim with try set, when the key's newest
+// epoch has not ended.
+type BusyError struct {
+	Key     string
+	Blocker Blocker // zero if the claim was lost in a race
+}
+
+func (e *BusyError) Error() string {
+	if e.Blocker.Epoch == 0 {
+		return fmt.Sprintf("chain: %q taken by another claim", e.Key)
+	}
+	return fmt.Sprintf("chain: %q held by epoch %d", e.Key, e.Blocker.Epoch)
+}
+
+// OpenSession creates a session valid until ttl after the latest possible
+// server time at sending. The caller's local deadline for it counts from
+// sent, the local monotonic time at sending. On error the session must not
+// be used: it may exist or not.
+func (e *Engine) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
+	id = e.cfg.NewID()
+	sent = e.clock.Mono()
+	expires := CeilMilli(e.clock.ServerNow().Latest.Add(ttl))
+	if err := e.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
+		return "", 0, err
+	}
+	return id, sent, nil
+}
+
+// RenewSession raises the session's expiry to ttl after the latest
+// possible server time at sending. found is false when the session no
+// longer exists. The caller counts the renewal from sent only if the reply
+// came before the local deadline in force (a late reply may come from a
+// renewal applied after the session had expired and been judged dead).
+func (e *Engine) RenewSession(ctx context.Context, id string, ttl time.Duration) (found bool, sent time.Duration, err error) {
+	sent = e.clock.Mono()
+	expires := CeilMilli(e.clock.ServerNow().Latest.Add(ttl))
+	found, err = e.store.RenewSession(ctx, id, expires)
+	return found, sent, err
+}
+
+// Claim inserts key's next epoch for owner in session: a place at the end
+// of the queue, which holds once every lower epoch has ended (Walk).
+//
+// With try set, it inserts only when the newest epoch has ended, and
+// returns a *BusyError otherwise; it never waits.
+//
+// An error other than *BusyError means the claim may exist: it is then
+// withdrawn (now, or by a later Flush), never used.
+func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool) (*Claim, error) {
+	if key == "" || owner == "" || session == "" {
+		return nil, errors.New("chain: empty key, owner or session")
+	}
+	ks := e.snapshot(key)
+	base, known := ks.newest, ks.newest > 0
+	if try && !(known && ks.settled > base) {
+		newest, found, err := e.store.Newest(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			ended, _, blocker, err := e.ended(ctx, newest)
+			if err != nil {
+				return nil, err
+			}
+			if !ended {
+				e.learnNewest(key, newest.Epoch)
+				return nil, &BusyError{Key: key, Blocker: blocker}
+			}
+			base, known = newest.Epoch, true
+		} else {
+			base, known = 0, true
+		}
+		e.learnNewest(key, base)
+	}
+	dups := 0
+	for round := range maxClaimRounds {
+		if !known && round > 0 {
+			newest, found, err := e.store.Newest(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			base, known = 0, true
+			if found {
+				base = newest.Epoch
+			}
+		}
+		// Without knowledge, try epoch 1: it is never pruned, so its insert
+		// succeeds only for a key that never had an epoch.
+		epoch := base + 1
+		var proofSent time.Duration
+		if epoch > 1 && e.bug != BugNoFloorProof {
+			floor, sent, err := e.freshFloor(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			if floor >= epoch {
+				// Our knowledge is older than the floor: the floor epoch
+				// existed, so the next insert may follow it.
+				base = floor
+				continue
+			}
+			proofSent = sent
+		}
+		c := &Claim{Key: key, Owner: owner, Session: session, Nonce: e.cfg.NewID(), Epoch: epoch, checked: epoch}
+		if e.bug == BugEndBySession {
+			c.Nonce = session
+		}
+		sent := e.clock.Mono()
+		err := e.store.Insert(ctx, Doc{ID: ClaimID(key, epoch), Key: key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce, Session: session, Owner: owner})
+		replied := e.clock.Mono()
+		switch {
+		case err == nil:
+			proven := epoch == 1 || e.bug == BugNoFloorProof ||
+				sent-proofSent < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
+			if !proven {
+				// The proof after the insert needs no timing: a floor read
+				// after it shows whether a prune had passed the epoch.
+				floor, _, err := e.readFloor(ctx, key)
+				if err != nil {
+					e.abandon(ctx, c)
+					return nil, err
+				}
+				if floor >= epoch {
+					e.abandon(ctx, c)
+					base = floor
+					continue
+				}
+			}
+			e.learnNewest(key, epoch)
+			return c, nil
+		case errors.Is(err, ErrExists):
+			e.learnNewest(key, epoch)
+			if try {
+				return nil, &BusyError{Key: key}
+			}
+			base = epoch
+			if dups++; dups >= 2 {
+				// Several waiters ahead: read where the queue ends rather
+				// than walk up it one insert at a time.
+				known, dups = false, 0
+			}
+		default:
+			e.abandon(ctx, c)
+			e.forget(key)
+			return nil, err
+		}
+	}
+	return nil, &BusyError{Key: key}
+}
+
+// abandon ends a claim that must never hold: its insert had an unknown
+// outcome, or it landed below the floor. The withdrawal is retried by
+// Flush if it fails.
+func (e *Engine) abandon(ctx context.Context, c *Claim) {
+	_ = e.End(ctx, c, false)
+}
+
+// Walk reports whether c holds: every lower epoch has ended. If not, it
+// returns the live claim c waits for. Walk reads only what it has not
+// learned before; a waiter calls it again when the blocker may have ended
+// (an event, its session's expiry, or a poll).
+//
+// An unended claim whose session has expired in server time is ended by a
+// dead marker first, so that a late renewal reviving the session cannot
+// make it look alive again to anyone.
+func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
+	for {
+		ks := e.snapshot(c.Key)
+		if c.checked <= 1 || c.checked <= ks.settled {
+			e.settle(c.Key, c.Epoch)
+			return true, Blocker{}, nil
+		}
+		epoch := c.checked - 1
+		d, found, err := e.store.Get(ctx, ClaimID(c.Key, epoch))
+		if err != nil {
+			return false, Blocker{}, err
+		}
+		if !found {
+			// A hole: pruning deletes only below an epoch that held, after
+			// everything below it had ended.
+			e.settle(c.Key, epoch+1)
+			continue
+		}
+		ended, kind, b, err := e.ended(ctx, d)
+		if err != nil {
+			return false, Blocker{}, err
+		}
+		if !ended {
+			if epoch < c.Epoch-1 {
+				// Below an ended claim: perhaps left behind by pruning (a
+				// marker deleted before its claim, or an insert that landed
+				// late in a pruned hole). The floor says.
+				floor, _, err := e.readFloor(ctx, c.Key)
+				if err != nil {
+					return false, Blocker{}, err
+				}
+				if floor > epoch {
+					continue
+				}
+			}
+			return false, b, nil
+		}
+		if kind == KindRelease {
+			// It held once: everything below it had ended by then.
+			e.settle(c.Key, epoch+1)
+			continue
+		}
+		c.checked = epoch
+	}
+}
+
+// ended reports whether claim d has ended, reading its marker and, if it
+// has none, its session; a claim whose session expired is marked dead.
+func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, b Blocker, err error) {
+	if ks := e.snapshot(d.Key); d.Epoch < ks.settled {
+		return true, KindDead, Blocker{}, nil
+	}
+	m, found, err := e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce))
+	if err != nil {
+		return false, "", Blocker{}, err
+	}
+	if found {
+		return true, m.Kind, Blocker{}, nil
+	}
+	earliest := e.clock.ServerNow().Earliest
+	s, found, err := e.store.GetSession(ctx, d.Session)
+	if err != nil {
+		return false, "", Blocker{}, err
+	}
+	if found && !s.ExpiresAt.Before(earliest) {
+		return false, "", Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: s.ExpiresAt}, nil
+	}
+	// The session expired before the read was sent (or was cleaned up,
+	// long after expiring): its owner stopped relying on it at its local
+	// deadline, earlier still. Record that, for good.
+	err = e.store.Insert(ctx, Doc{ID: EndID(d.Key, d.Epoch, d.Nonce), Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session})
+	if err != nil && !errors.Is(err, ErrExists) {
+		return false, "", Blocker{}, err
+	}
+	return true, KindDead, Blocker{}, nil
+}
+
+// End ends c: a release if it held, a withdrawal if not. A release of
+// every PruneEvery-th epoch also raises the floor to it, and prunes below
+// floors raised PruneDelay or more ago. An error means the marker's fate
+// is unknown; Flush sends it again.
+func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
+	kind := KindWithdraw
+	if held || e.bug == BugWithdrawAsRelease {
+		kind = KindRelease
+	}
+	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce, Session: c.Session}
+	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
+		e.mu.Lock()
+		e.ends[d.ID] = d
+		e.mu.Unlock()
+		return err
+	}
+	e.mu.Lock()
+	delete(e.ends, d.ID)
+	e.mu.Unlock()
+	if held {
+		e.settle(c.Key, c.Epoch+1)
+		e.learnNewest(c.Key, c.Epoch)
+		e.maintain(ctx, c.Key, c.Epoch)
+	}
+	return nil
+}
+
+// Flush sends again the end markers whose outcome was unknown, and
+// reports how many are still pending.
+func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
+	e.mu.Lock()
+	docs := make([]Doc, 0, len(e.ends))
+	for _, d := range e.ends {
+		docs = append(docs, d)
+	}
+	e.mu.Unlock()
+	slices.SortFunc(docs, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
+	for _, d := range docs {
+		ierr := e.store.Insert(ctx, d)
+		if ierr != nil && !errors.Is(ierr, ErrExists) {
+			err = ierr
+			continue
+		}
+		e.mu.Lock()
+		delete(e.ends, d.ID)
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.ends), err
+}
+
+// maintain raises the floor to a released epoch that is a multiple of
+// PruneEvery, and deletes below floors raised PruneDelay or more ago.
+// Best effort: failures cost only history kept longer.
+func (e *Engine) maintain(ctx context.Context, key string, released uint64) {
+	if released%e.cfg.PruneEvery == 0 {
+		if err := e.store.RaiseFloor(ctx, key, released); err == nil {
+			confirmed := e.clock.Mono()
+			e.mu.Lock()
+			ks := e.state(key)
+			if len(ks.prunes) < 8 {
+				ks.prunes = append(ks.prunes, pruneMark{below: released, confirmed: confirmed})
+			}
+			e.mu.Unlock()
+		}
+	}
+	now := e.clock.Mono()
+	var below uint64
+	e.mu.Lock()
+	ks := e.state(key)
+	rest := ks.prunes[:0]
+	for _, p := range ks.prunes {
+		if now-p.confirmed >= e.cfg.PruneDelay {
+			below = max(below, p.below)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	ks.prunes = rest
+	e.mu.Unlock()
+	if below > 2 {
+		_ = e.store.Prune(ctx, key, below)
+	}
+}
+
+// freshFloor returns key's floor from a read sent less than ViewTrust ago,
+// reading it if needed, with that read's send time.
+func (e *Engine) freshFloor(ctx context.Context, key string) (uint64, time.Duration, error) {
+	ks := e.snapshot(key)
+	if ks.floorRead && e.clock.Mono()-ks.floorSent < e.cfg.ViewTrust {
+		return ks.floor, ks.floorSent, nil
+	}
+	return e.readFloor(ctx, key)
+}
+
+func (e *Engine) readFloor(ctx context.Context, key string) (uint64, time.Duration, error) {
+	sent := e.clock.Mono()
+	floor, err := e.store.Floor(ctx, key)
+	if err != nil {
+		return 0, 0, err
+	}
+	e.mu.Lock()
+	ks := e.state(key)
+	if !ks.floorRead || sent > ks.floorSent {
+		ks.floor, ks.floorSent, ks.floorRead = floor, sent, true
+	}
+	ks.settled = max(ks.settled, floor)
+	ks.newest = max(ks.newest, floor)
+	e.mu.Unlock()
+	return floor, sent, nil
+}
+
+// state returns key's entry, creating it; e.mu must be held.
+func (e *Engine) state(key string) *keyState {
+	ks := e.keys[key]
+	if ks == nil {
+		if len(e.keys) >= maxKeys {
+			clear(e.keys)
+		}
+		ks = &keyState{}
+		e.keys[key] = ks
+	}
+	return ks
+}
+
+func (e *Engine) snapshot(key string) keyState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ks := e.keys[key]; ks != nil {
+		return *ks
+	}
+	return keyState{}
+}
+
+func (e *Engine) learnNewest(key string, epoch uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.state(key)
+	ks.newest = max(ks.newest, epoch)
+}
+
+func (e *Engine) settle(key string, below uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.state(key)
+	ks.settled = max(ks.settled, below)
+}
+
+// forget drops what is known of key's newest epoch, after an insert of
+// unknown outcome: inserting above an epoch that may not exist would break
+// F2. Settled knowledge stays: it is permanent.
+func (e *Engine) forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ks := e.keys[key]; ks != nil {
+		ks.newest = 0
+	}
+}
+
+// CeilMilli rounds t up to BSON's millisecond resolution, so that a stored
+// expiry is never earlier than the computed one.
+func CeilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond).UTC()
+	}
+	return t.UTC()
+}
