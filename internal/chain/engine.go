@@ -368,6 +368,65 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 	}
 }
 
+// Head returns the claim at the head of key's queue: the lowest claim that
+// has not ended, where every claim below it has. found is false when every
+// claim has ended (or the key has none). The head may not know yet that it
+// holds, and may still withdraw; but what Head reports never goes back to
+// a lower epoch, because ends are permanent and the walk stops at the
+// floor, below which a late insert may land.
+func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, err error) {
+	floor, _, err := e.readFloor(ctx, key)
+	if err != nil {
+		return Doc{}, false, err
+	}
+	d, ok, err := e.store.Newest(ctx, key)
+	if err != nil || !ok {
+		return Doc{}, false, err
+	}
+	top := d.Epoch
+	var live []Doc // unended claims found, highest first
+	for d.Epoch >= max(floor, 1) {
+		ended, kind, _, err := e.ended(ctx, d)
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if !ended {
+			live = append(live, d)
+		} else if kind == KindRelease {
+			break
+		}
+		if d.Epoch == 1 {
+			break
+		}
+		next, ok, err := e.store.Get(ctx, ClaimID(key, d.Epoch-1))
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if !ok {
+			break // a hole: pruned, so everything below has ended
+		}
+		d = next
+	}
+	if len(live) == 0 {
+		return Doc{}, false, nil
+	}
+	if live[len(live)-1].Epoch < top {
+		// A claim below the top read as live may have lost its marker to
+		// a prune that ran after its claim was read; the prune raised the
+		// floor first, so a floor read now tells.
+		if floor, _, err = e.readFloor(ctx, key); err != nil {
+			return Doc{}, false, err
+		}
+		for len(live) > 0 && live[len(live)-1].Epoch < floor {
+			live = live[:len(live)-1]
+		}
+		if len(live) == 0 {
+			return Doc{}, false, nil
+		}
+	}
+	return live[len(live)-1], true, nil
+}
+
 // ended reports whether claim d has ended, reading its marker and, if it
 // has none, its session; a claim whose session expired is marked dead.
 func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, b Blocker, err error) {

@@ -53,6 +53,21 @@ func simConfig() chain.Config {
 
 var errSimTimeout = errors.New("sim: no reply in time")
 
+// simStats counts what a run exercised, so the test can show that the hard
+// paths ran: writes applied after their sender gave up, pruning, sessions
+// judged dead, claims found to have landed below the floor.
+type simStats struct {
+	late, prunes, dead, withdrawn, sessionsLost int
+}
+
+func (a *simStats) add(b simStats) {
+	a.late += b.late
+	a.prunes += b.prunes
+	a.dead += b.dead
+	a.withdrawn += b.withdrawn
+	a.sessionsLost += b.sessionsLost
+}
+
 type simEvent struct {
 	at  time.Duration
 	seq int
@@ -87,6 +102,7 @@ type sim struct {
 	ids    int
 	bug    chain.Bug
 	lateP  float64
+	stats  simStats
 	trace  func(string, ...any)
 }
 
@@ -181,6 +197,9 @@ func (n net) call(ctx context.Context, op func()) error {
 	var woken, timedOut bool
 	sent := s.now
 	s.at(s.now+s.delay(), func() {
+		if timedOut {
+			s.stats.late++
+		}
 		op()
 		if s.trace != nil {
 			s.trace("  applied at %v for %s (sent %v)", s.now, a.o.name, sent)
@@ -208,7 +227,16 @@ func (n net) call(ctx context.Context, op func()) error {
 var bg = context.Background()
 
 func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
-	if cerr := n.call(ctx, func() { err = n.s.store.Insert(bg, d); n.s.tracef("insert %v -> %v", d, err) }); cerr != nil {
+	if cerr := n.call(ctx, func() {
+		switch d.Kind {
+		case chain.KindDead:
+			n.s.stats.dead++
+		case chain.KindWithdraw:
+			n.s.stats.withdrawn++
+		}
+		err = n.s.store.Insert(bg, d)
+		n.s.tracef("insert %v -> %v", d, err)
+	}); cerr != nil {
 		return cerr
 	}
 	return err
@@ -243,7 +271,11 @@ func (n net) RaiseFloor(ctx context.Context, key string, floor uint64) (err erro
 }
 
 func (n net) Prune(ctx context.Context, key string, below uint64) (err error) {
-	if cerr := n.call(ctx, func() { err = n.s.store.Prune(bg, key, below); n.s.tracef("prune %s below %d", key, below) }); cerr != nil {
+	if cerr := n.call(ctx, func() {
+		n.s.stats.prunes++
+		err = n.s.store.Prune(bg, key, below)
+		n.s.tracef("prune %s below %d", key, below)
+	}); cerr != nil {
 		return cerr
 	}
 	return err
@@ -326,6 +358,7 @@ func (o *owner) retire(ss *session) {
 		return
 	}
 	ss.retired = true
+	o.s.stats.sessionsLost++
 	for c, hs := range o.holds {
 		if hs == ss {
 			o.record(history.Event{Ev: history.EvLost, Key: c.Key, Token: c.Epoch, T: int64(o.s.now), DL: int64(ss.deadline), Src: history.SrcLib})
@@ -432,9 +465,25 @@ func (o *owner) worker(a *actor, keys []string) {
 	}
 }
 
+// observer polls the head of the queue, as Election.Leader does.
+func (o *owner) observer(a *actor, keys []string) {
+	s, ctx := o.s, a.ctx()
+	for s.now < simLength {
+		a.sleep(time.Duration(20+s.rng.IntN(60)) * time.Millisecond)
+		key := keys[s.rng.IntN(len(keys))]
+		sent := s.now
+		head, found, err := o.eng.Head(ctx, key)
+		s.tracef("HEAD %s by %s sent %v -> %v %v %v", key, o.name, sent, head, found, err)
+		if err != nil || !found {
+			continue
+		}
+		s.log = append(s.log, history.Event{Ev: history.EvPoll, Worker: o.name + "-observer", PID: 1000 + o.pid, Key: key, Token: head.Epoch, Owner: head.Owner, T: int64(sent)})
+	}
+}
+
 // runSim runs one seed and returns the checker's report and the number of
 // late writes the store applied.
-func runSim(t *testing.T, seed int64, bug chain.Bug, verbose bool) *history.Report {
+func runSim(t *testing.T, seed int64, bug chain.Bug, verbose bool) (*history.Report, simStats) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
@@ -465,6 +514,9 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, verbose bool) *history.Repo
 		owners = append(owners, o)
 		s.spawn(o, o.keeper)
 		s.spawn(o, func(a *actor) { o.worker(a, keys) })
+		if i < 2 {
+			s.spawn(o, func(a *actor) { o.observer(a, keys) })
+		}
 		// Faults: a crash (the process is gone, its requests in flight
 		// still land) or pauses (a GC pause or SIGSTOP: nothing runs).
 		if rng.Float64() < 0.3 {
@@ -496,7 +548,7 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, verbose bool) *history.Repo
 			t.Logf("%s %s %s#%d t=%v dl=%v lost=%v", ev.Ev, ev.Owner, ev.Key, ev.Token, time.Duration(ev.T), time.Duration(ev.DL), ev.Lost)
 		}
 	}
-	return history.Check(s.log, nil)
+	return history.Check(s.log, nil), s.stats
 }
 
 func seeds() []int64 {
@@ -518,15 +570,19 @@ func seeds() []int64 {
 }
 
 // TestSimulation: on every seed, no two holds of a key are valid at once,
-// tokens increase in the order holds begin, and no hold outlives its
-// deadline unannounced.
+// tokens increase in the order holds begin, no hold outlives its deadline
+// unannounced, and observers polling the head of the queue never see it
+// go back (nor a head owned by another owner than the hold of its token).
 func TestSimulation(t *testing.T) {
-	holds, handoffs, losses := 0, 0, 0
+	holds, handoffs, losses, polls := 0, 0, 0, 0
+	var total simStats
 	for _, seed := range seeds() {
-		r := runSim(t, seed, chain.NoBug, *simSeed >= 0)
+		r, st := runSim(t, seed, chain.NoBug, *simSeed >= 0)
+		total.add(st)
 		holds += r.NumHolds
 		handoffs += r.Handoffs
 		losses += r.Losses
+		polls += r.Observations
 		if !r.OK() {
 			var b strings.Builder
 			for _, v := range r.Violations {
@@ -535,9 +591,9 @@ func TestSimulation(t *testing.T) {
 			t.Fatalf("seed %d (replay: go test ./internal/chain -run TestSimulation -chain.seed=%d):%s", seed, seed, b.String())
 		}
 	}
-	t.Logf("%d seeds: %d holds, %d handoffs, %d losses", len(seeds()), holds, handoffs, losses)
-	if holds == 0 || handoffs == 0 || losses == 0 {
-		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses", holds, handoffs, losses)
+	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; %+v", len(seeds()), holds, handoffs, losses, polls, total)
+	if *simSeed < 0 && (holds == 0 || polls == 0 || handoffs == 0 || losses == 0 || total.late == 0 || total.prunes == 0 || total.dead == 0 || total.withdrawn == 0) {
+		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }
 
@@ -554,7 +610,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, seed := range seeds() {
-				if r := runSim(t, seed, tc.bug, false); !r.OK() {
+				if r, _ := runSim(t, seed, tc.bug, false); !r.OK() {
 					t.Logf("caught on seed %d: %v", seed, r.Violations[0])
 					return
 				}

@@ -1,0 +1,123 @@
+// Package chain is the queue protocol behind dsync's locks and elections:
+// one lease per process (a session) that all its claims share, and a FIFO
+// queue per key made of inserted documents only, so that it is safe on
+// every MongoDB-compatible store. Backends provide a small Store (exclusive
+// inserts, point reads, one newest-first read, a session update that only
+// raises an expiry); the Engine runs the protocol over it.
+//
+// # The documents
+//
+//   - A session {id, expiresAt}: renewed by raising expiresAt ($max) to
+//     the latest possible server time at sending plus the TTL. Its owner
+//     trusts it until its local deadline: the send time of the last
+//     renewal confirmed before the deadline then in force, plus the TTL,
+//     minus a margin. When a deadline passes, the session is retired for
+//     good: every hold in it is lost and no claim of it is ever used again.
+//   - A claim of key's epoch E, with ID key@E, naming its session and a
+//     nonce unique to this insert. The store's unique ID lets one insert
+//     of each epoch succeed. The epoch is the fencing token.
+//   - An end marker with ID key@E~nonce: release (its owner held it),
+//     withdraw (its owner gave it up before holding, or never learned
+//     whether its insert was applied), or dead (another process proved its
+//     session expired in server time). A marker ends only the claim with
+//     its nonce, so withdrawing an insert of unknown outcome never ends a
+//     later claim of the same epoch, even by the same session.
+//   - key's floor {floor: P}: every epoch below P has ended. Only raised.
+//
+// A claim has ended when its marker exists; its session's expiry alone
+// does not end it until someone records the dead marker, because a late
+// renewal can make an expired session look alive again.
+//
+// # Holding
+//
+// Claim inserts key@(N+1), where N is an epoch known to have existed.
+// The claim holds once every lower epoch has ended. Walk checks that from
+// the top down, reading each lower claim and its marker (and, if it has
+// none, its session; a claim whose session expired before the read was
+// sent gets a dead marker). It stops early at:
+//
+//   - a release: that claim held, so everything below it had ended then;
+//   - a hole (a claim document that is gone): pruning deletes only below
+//     the floor, which only covers ended epochs;
+//   - an epoch below a floor this process read, or below what this process
+//     knows to have ended (its own release, an earlier walk).
+//
+// Everything a walk learns is permanent: markers are never removed while
+// their claim exists, floors only rise. So a claim waits only for the
+// claims below it that are still live, and a handoff is the release marker
+// plus the successor's read of it.
+//
+// # Why at most one claim holds
+//
+// Invariants:
+//
+//	(F1) Every claim insert of epoch M > 1 is sent only after M−1 was seen
+//	     to exist (a newest-first read, a duplicate-key answer, a floor read,
+//	     or this process's own confirmed claim). So whenever M exists, every
+//	     epoch below M existed at some time before M did.
+//	(F2) Only pruning deletes claims, and it deletes below the floor P only
+//	     after raising the floor to P and waiting PruneDelay after that was
+//	     confirmed. P is raised only by the holder of epoch P, at its
+//	     release: every epoch below P had ended.
+//	(F3) A claim counts (its owner ever walks it) only if it was proven to
+//	     be above every existing epoch when inserted: epoch 1, or a floor
+//	     read f <= E sent less than ViewTrust before the insert with the
+//	     reply arriving within AcquireWindow, or a floor read f < E sent
+//	     after the insert's reply.
+//
+// F3 holds because a counted insert of E succeeded, so E did not exist.
+// If some M > E existed, E had existed before (F1) and had been deleted,
+// by a prune below some P > E (F2). With the later floor read, that read
+// follows the raise to P and shows f >= P > E. With the earlier read,
+// sent at o: the raise to P was confirmed before the deletion minus
+// PruneDelay, so before the insert minus PruneDelay, so before o, and the
+// read shows f >= P. Both contradict f <= E. (The two delays are measured
+// on two processes' monotonic clocks; PruneDelay exceeding twice their sum
+// leaves room for any plausible drift.)
+//
+// Now suppose claims A < B both hold at time t. B held, so its walk found
+// every epoch below B ended: A among them, by one of its markers, or below
+// a release, a hole or a floor (each of which covers only ended epochs).
+// A's end came before B held:
+//
+//   - release: A's owner releases only after it stopped holding.
+//   - withdraw: A's owner never holds a claim it withdrew.
+//   - dead: A's session had expired in server time when the walker's read
+//     applied. A's owner's deadline is its last confirmed renewal's send
+//     plus TTL minus the margin, and that renewal set the expiry to at least
+//     the latest server time at sending plus TTL: the deadline came first,
+//     and the owner retired the session then. A renewal confirmed after
+//     that does not count: its reply came after the deadline in force.
+//
+// So A's owner did not hold A at t: two claims never hold at once. Nor can
+// a lower claim hold after a higher one did: B's walk found A ended, and
+// an ended claim never holds afterwards. Holds therefore go in epoch
+// order, and epochs (tokens) strictly increase from hold to hold.
+//
+// # Writes that land late
+//
+// A request can be applied long after its sender gave up on it, and after
+// the sender's later requests. Each write is harmless whenever it lands:
+//
+//   - A claim insert of unknown outcome is withdrawn by its nonce (retried
+//     by Flush until confirmed), and its owner forgets which epoch is the
+//     newest (a later insert must again follow a known epoch, F1). Landing
+//     after the withdrawal, it is ended on arrival. Landing in a hole below
+//     the floor, it is below every walk's stopping point or skipped by the
+//     floor check a blocked walk makes below an ended claim.
+//   - A session renewal only raises the expiry. Landing after the session
+//     was judged dead, it revives nothing: the dead marker stays, and the
+//     owner has retired the session. It can keep a claim without a marker
+//     alive for up to one TTL after it was sent (liveness only).
+//   - A marker states a fact that stays true: the owner held (release),
+//     will never hold (withdraw), or stopped trusting the session (dead).
+//   - A floor raise states that everything below an epoch that held has
+//     ended; a prune deletes only below such a floor, even later.
+//   - A session insert of unknown outcome is never used.
+//
+// The simulation test in this package runs the protocol of several owners
+// against one store with requests delayed, reordered, and applied long
+// after their senders gave up, with crashes, pauses and pruning, and checks
+// every seed's history for overlapping holds and token order; planted
+// protocol errors must be caught.
+package chain
