@@ -8,81 +8,75 @@ import (
 
 // Backend is the store a Mutex coordinates through. It is defined here, by
 // its consumer, and kept small; dsync/mongo and the in-memory backend of
-// this package implement it.
+// this package implement both, with the protocol of package
+// internal/chain.
 //
-// A backend keeps, per key, a chain of epochs. Ownership moves only by
-// creating the next epoch, so the epoch number is a fencing token that
-// strictly increases per key. Only the owner of an epoch changes it (renew,
-// release). Implementations must be safe for concurrent use.
+// A process holds one session per backend, TTL and renew interval: a
+// lease that every claim it makes shares, renewed by one call per
+// interval however many locks it holds or waits for. A key is a FIFO queue
+// of claims, one per epoch; a claim holds once every lower epoch has
+// ended (released, withdrawn, or its session expired), so holds go in
+// epoch order and the epoch is a fencing token that strictly increases
+// from hold to hold. Implementations must be safe for concurrent use.
 //
 // Every error other than a *HeldError means the outcome is unknown: the
-// write may or may not have been applied, now or at any later time. Callers
-// never count such a call as a success.
-//
-// A request may be applied long after it was sent, and after later
-// requests of the same caller. Implementations must make every write
-// harmless whenever it is applied: a lease's stored expiry only grows,
-// and no late write may let a second owner hold a key.
+// write may or may not have been applied, now or at any later time.
+// Callers never count such a call as a success, and implementations make
+// every write harmless whenever it is applied: a session's stored expiry
+// only grows, a claim whose insert had an unknown outcome is withdrawn,
+// and no late write lets a second owner hold a key.
 type Backend interface {
-	// Acquire makes one attempt to create the next epoch of key for owner,
-	// valid for ttl from when the request was sent.
+	// OpenSession creates a session valid for ttl from when the request
+	// was sent. On error the session must not be used.
+	OpenSession(ctx context.Context, ttl time.Duration) (session string, err error)
+
+	// RenewSession extends the session to ttl from when the request was
+	// sent. An error wrapping ErrSessionGone means it was certainly not
+	// extended and the session no longer exists; any other error means
+	// nothing is known.
+	RenewSession(ctx context.Context, session string, ttl time.Duration) error
+
+	// Claim queues owner for key in session and returns the claim, whose
+	// Token is its epoch.
 	//
-	// It succeeds only when key has no epoch yet, or its newest epoch was
-	// released or has provably expired. An unreleased epoch that owner
-	// itself holds (left by an earlier attempt whose outcome was unknown)
-	// is released first, so every successful Acquire returns a new token.
-	//
-	// When another owner holds key, Acquire returns a *HeldError saying
-	// how long to wait before trying again; that is contention, not
-	// failure.
-	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error)
+	// With try set, Claim inserts only when nothing holds or waits for key,
+	// returns the claim only if it holds at once, and otherwise returns a
+	// *HeldError, having withdrawn anything it inserted: TryLock's one
+	// attempt, which never waits.
+	Claim(ctx context.Context, key, owner, session string, try bool) (Claim, error)
 
-	// Renew extends each lease to ttl from when the request was sent, in
-	// as few round trips as the store allows (one for any number of
-	// leases on dsync/mongo). applied[i] reports whether leases[i] was
-	// extended; false means it was certainly not, and the lease is no
-	// longer the caller's. A non-nil error means nothing is known.
-	Renew(ctx context.Context, ttl time.Duration, leases []Lease) (applied []bool, err error)
+	// Await blocks until c holds (every lower epoch of its key has ended)
+	// and returns nil, or returns ctx's cause when ctx ends first, or a
+	// backend error. It may be called again after an error.
+	Await(ctx context.Context, c Claim) error
 
-	// Release marks the lease's epoch released so the key can be taken
-	// at once. Releasing an epoch that is no longer the newest changes
-	// nothing for the newer holder. A nil error means the release is
-	// durable.
-	Release(ctx context.Context, lease Lease) error
+	// End ends c: a release if it held, a withdrawal if not, so that the
+	// next claim of its key holds at once. Ending a claim twice, or one
+	// whose session expired, changes nothing for anyone else. A nil error
+	// means the end is durable; after an error the backend keeps trying.
+	End(ctx context.Context, c Claim, held bool) error
 }
 
-// Waiter is implemented by backends that can tell a waiter when a held key
-// may have become free sooner than by polling, for example because the
-// holder announced its release. A Mutex waiting on a *HeldError calls
-// WaitFree instead of sleeping for its RetryAfter.
-type Waiter interface {
-	// WaitFree blocks until held.Key may be free: the holder's release was
-	// announced, or held.RetryAfter has passed. Announcements are hints,
-	// never proof of anything: the caller's next Acquire decides. It
-	// returns nil to try again, or context.Cause(ctx) once ctx ends.
-	WaitFree(ctx context.Context, held *HeldError) error
+// Claim is one place in a key's queue: one epoch, claimed by Owner in
+// Session. Once it holds, Token is the hold's fencing token: it strictly
+// increases with each hold of Key and is never reused.
+type Claim struct {
+	Key     string
+	Owner   string
+	Session string
+	Token   uint64
+	// Nonce is unique to the insert that made the claim; the backend ends
+	// only the claim with this nonce.
+	Nonce string
 }
 
-// Lease is one epoch of a key: a hold granted to Owner, fenced by Token.
-type Lease struct {
-	Key   string
-	Owner string
-	// Token is the epoch number: it strictly increases with each hold of
-	// Key and is never reused.
-	Token uint64
-}
-
-// HeldError is returned by Backend.Acquire, and by TryLock's underlying
-// attempt, when another owner holds the key. errors.Is(err, ErrHeld)
-// reports true for it.
+// HeldError is returned by Backend.Claim with try set, when another
+// claim holds or waits for the key. errors.Is(err, ErrHeld) reports true
+// for it.
 type HeldError struct {
 	Key   string
-	Owner string // the current holder, if the backend knows it
-	Token uint64 // the current holder's token, if the backend knows it
-	// RetryAfter is how long the caller should wait before the next
-	// attempt: until the current epoch can have expired, capped by the
-	// backend's poll interval. Zero means "try again soon".
-	RetryAfter time.Duration
+	Owner string // the current holder or first waiter, if the backend knows it
+	Token uint64 // its token, if the backend knows it
 }
 
 func (e *HeldError) Error() string {

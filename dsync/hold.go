@@ -9,20 +9,21 @@ import (
 type holdState int
 
 const (
-	// holdPending: granted by the backend, not yet known to have arrived
-	// in time; the keeper does not renew it, so a release that gives it
-	// back races no renewal.
+	// holdPending: granted by the backend, not yet joined to its
+	// session's keeper.
 	holdPending holdState = iota
 	holdActive            // valid until deadline
 	holdLost              // ended without Unlock; lost is closed
 	holdEnded             // ended by Unlock
 )
 
-// A hold is one acquisition of a Mutex: its lease and its local deadline.
+// A hold is one acquisition of a Mutex: its claim, the session whose lease
+// it shares, and its local deadline (the session's).
 type hold struct {
 	m      *Mutex
-	lease  Lease
+	claim  Claim
 	keeper *keeper
+	sess   *session
 	lost   chan struct{} // closed when state becomes holdLost
 
 	mu        sync.Mutex
@@ -32,13 +33,12 @@ type hold struct {
 	lostErr   error       // why the hold was lost; wraps ErrLost
 }
 
-// start sets the first deadline from the acquire's send time and arms the
-// deadline timer. It reports false when the deadline has already passed.
-func (h *hold) start(sent time.Time) bool {
+// start sets the first deadline, its session's, and arms the deadline
+// timer. It reports false when the deadline has already passed.
+func (h *hold) start(deadline time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.m.cfg.clock.Now()
-	deadline := sent.Add(h.m.cfg.ttl - h.m.cfg.margin())
 	if !now.Before(deadline) {
 		return false
 	}
@@ -76,7 +76,7 @@ func (h *hold) expireIfDue() {
 	expired := h.state == holdActive && !h.m.cfg.clock.Now().Before(h.deadline)
 	h.mu.Unlock()
 	if expired {
-		h.lose(fmt.Errorf("%w: %q: no renewal confirmed before the local deadline", ErrLost, h.lease.Key))
+		h.lose(fmt.Errorf("%w: %q: no renewal confirmed before the local deadline", ErrLost, h.claim.Key))
 	}
 }
 

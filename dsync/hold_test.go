@@ -1,36 +1,48 @@
 package dsync
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// TestHoldIsNotRenewedBeforeItStarts: a hold joins its keeper before its
-// acquire reply is judged (start). If that reply came too late, acquire
-// releases the epoch; a renewal of the same epoch in flight at that moment
-// could undo the release on FerretDB. So the keeper must not pick up a
-// hold that has not started, nor one whose start failed.
-func TestHoldIsNotRenewedBeforeItStarts(t *testing.T) {
+// TestHoldDoesNotJoinARetiredSession: once a session is retired (its
+// deadline passed, or the backend forgot it), others may have judged its
+// claims dead and moved past them, so a claim of it that the backend
+// reports as holding must not become a hold; the next claim gets a new
+// session.
+func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := &hold{m: m, lease: Lease{Key: "k", Owner: m.owner, Token: 1}, lost: make(chan struct{})}
-		join(h, time.Now())
-		defer h.keeper.remove(h)
+		k := keeperOf(m)
+		s, err := k.enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.retire(s, ErrLost)
+		h := &hold{m: m, claim: Claim{Key: "k", Token: 1}, lost: make(chan struct{})}
+		if k.join(h, s) {
+			t.Fatal("a hold joined a retired session")
+		}
 		if h.active() {
-			t.Error("a hold that has not started is renewed")
+			t.Fatal("a hold of a retired session is active")
 		}
-		if h.start(time.Now().Add(-time.Second)) {
-			t.Fatal("start accepted a reply that came after the deadline")
+		s2, err := k.enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
-		if h.active() {
-			t.Error("a hold whose start failed is renewed")
+		if s2 == s || s2.id == s.id {
+			t.Fatal("a claim after the retirement got the retired session")
 		}
-		if !h.start(time.Now()) || !h.active() {
-			t.Error("a hold that started in time is not renewed")
+		h2 := &hold{m: m, claim: Claim{Key: "k", Token: 2}, lost: make(chan struct{})}
+		if !k.join(h2, s2) || !h2.active() {
+			t.Fatal("a hold could not join a live session")
 		}
+		h2.end()
+		k.remove(h2)
 	})
 }

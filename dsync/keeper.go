@@ -2,33 +2,70 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 	"time"
 )
 
-// A keeper renews every hold that shares a backend, a TTL, a renew
-// interval and a clock with one Backend.Renew call per interval, however
-// many locks the process holds. Its goroutine runs
-// while it has holds and exits when the last one is removed.
+// ErrSessionGone is what a Backend's RenewSession returns (wrapped) when
+// the session no longer exists: it certainly was not extended.
+var ErrSessionGone = errors.New("dsync: session gone")
+
+// A keeper owns the session that every Mutex sharing a backend, a TTL, a
+// renew interval and a clock uses in this process: one lease for all their
+// holds and waiting claims, renewed by one backend call per interval
+// however many there are. Its goroutine runs while the session has holds
+// or waiters, and exits when it has none; the session itself is kept for
+// the next Lock while its deadline has not passed.
 type keeper struct {
 	id keeperID
 
-	// inflight holds a token while a Renew call is under way, so a release
-	// can wait for it instead of racing it on the same epoch document.
-	inflight chan struct{}
-	// wake tells the goroutine that holds were removed (it may exit) or
-	// that a renewal is due sooner than it planned.
-	wake chan struct{}
+	mu      sync.Mutex
+	sess    *session      // the current session; nil when none or retired
+	opening chan struct{} // closed when an OpenSession under way finishes
+	waiters int           // claims waiting (or being made) in sess
+	holds   map[*hold]struct{}
+	running bool          // the renewal goroutine is running
+	wake    chan struct{} // tells the goroutine that a hold or waiter left
+}
 
-	holds map[*hold]struct{} // guarded by keepers.mu
-	// next is when the next renewal is due (guarded by keepers.mu): an
-	// interval after the last one (a quarter of it after a failure), or
-	// sooner, an interval after the send of the acquire that granted a
-	// hold which joined since. Zero while a renewal is under way: holds
-	// that join then are not in it, and set it to when they are due.
-	next time.Time
+// A session is the lease a keeper renews. Its deadline is local and
+// monotonic: the send time of its last confirmed open or renewal plus the
+// TTL minus the margin. When it passes, or the backend says the session is
+// gone, the session is retired for good: its holds are lost, its waiting
+// claims are withdrawn, and the next Lock opens a new session.
+type session struct {
+	id       string
+	lastSent time.Time // guarded by keeper.mu
+	deadline time.Time // guarded by keeper.mu
+	retired  bool      // guarded by keeper.mu
+	// ctx is cancelled, with the reason, when the session is retired.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// stopTimer stops the deadline timer; armed says whether one is set.
+	// An idle session (no holds, no waiters) has none: enter checks its
+	// deadline before using it. Both guarded by keeper.mu.
+	stopTimer func() bool
+	armed     bool
+}
+
+// armLocked sets s's deadline timer; k.mu must be held.
+func (k *keeper) armLocked(s *session) {
+	if s.armed {
+		s.stopTimer()
+	}
+	s.stopTimer = k.id.clock.AfterFunc(s.deadline.Sub(k.id.clock.Now()), func() { k.expireIfDue(s) })
+	s.armed = true
+}
+
+// disarmLocked stops s's deadline timer; k.mu must be held.
+func (k *keeper) disarmLocked(s *session) {
+	if s.armed {
+		s.stopTimer()
+		s.armed = false
+	}
 }
 
 type keeperID struct {
@@ -46,168 +83,312 @@ var keepers struct {
 	m  map[keeperID]*keeper
 }
 
-// keeperIDOf is the keeper m's holds join, computed once by NewMutex.
-func keeperIDOf(m *Mutex) keeperID {
+// keeperOf returns the keeper m's holds join, creating it.
+func keeperOf(m *Mutex) *keeper {
 	id := keeperID{backend: m.backend, ttl: m.cfg.ttl, interval: m.cfg.renewInterval, clock: m.cfg.clock}
 	if !reflect.TypeOf(m.backend).Comparable() || !reflect.TypeOf(m.cfg.clock).Comparable() {
 		id.mutex = m
 	}
-	return id
-}
-
-// join adds h to the keeper for its Mutex's backend and settings, starting
-// that keeper's goroutine if it has none, and sets h.keeper. sent is when
-// the acquire that granted h was sent, which its deadline counts from: h
-// is renewed no later than an interval after it, however long the acquire
-// took to be answered.
-func join(h *hold, sent time.Time) {
-	id := h.m.keeperID
 	keepers.mu.Lock()
 	defer keepers.mu.Unlock()
 	if keepers.m == nil {
 		keepers.m = make(map[keeperID]*keeper)
 	}
-	due := sent.Add(id.interval)
+	sweepLocked(id)
 	k := keepers.m[id]
 	if k == nil {
-		k = &keeper{id: id, inflight: make(chan struct{}, 1), wake: make(chan struct{}, 1), holds: make(map[*hold]struct{}), next: due}
+		k = &keeper{id: id, holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
 		keepers.m[id] = k
-		go k.run()
-	} else if k.next.IsZero() || due.Before(k.next) {
-		k.next = due
-		k.signal()
 	}
+	return k
+}
+
+// sweepLocked drops keepers that are idle and whose session is gone or
+// past its deadline (except the one for id, about to be used), so that
+// backends a process stopped using are not kept forever. keepers.mu must
+// be held.
+func sweepLocked(except keeperID) {
+	for id, k := range keepers.m {
+		if id == except {
+			continue
+		}
+		k.mu.Lock()
+		dead := !k.running && !k.busyLocked() && k.opening == nil &&
+			(k.sess == nil || !k.id.clock.Now().Before(k.sess.deadline))
+		k.mu.Unlock()
+		if dead {
+			delete(keepers.m, id)
+		}
+	}
+}
+
+func (k *keeper) margin() time.Duration { return k.id.ttl / 20 }
+
+// enter returns a live session for a new claim and counts the caller as
+// a waiter until leave or join, opening a session if there is none. An
+// idle session (kept since its last hold ended, not renewed since) whose
+// deadline is less than a renew interval away is retired rather than
+// used, so that a new hold does not start about to be lost.
+func (k *keeper) enter(ctx context.Context) (*session, error) {
+	for {
+		k.mu.Lock()
+		now := k.id.clock.Now()
+		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.deadline.Sub(now) >= min(k.id.interval, k.id.ttl/2)) {
+			k.waiters++
+			if !s.armed {
+				k.armLocked(s)
+			}
+			k.startLocked()
+			k.mu.Unlock()
+			return s, nil
+		}
+		if k.opening != nil {
+			done := k.opening
+			k.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		done := make(chan struct{})
+		k.opening = done
+		old := k.sess
+		k.mu.Unlock()
+		if old != nil {
+			k.retire(old, fmt.Errorf("%w: the idle session's deadline is too close", ErrLost)) // it has no holds
+		}
+
+		s, err := k.open(ctx)
+		k.mu.Lock()
+		k.opening = nil
+		close(done)
+		if err != nil {
+			k.mu.Unlock()
+			return nil, err
+		}
+		k.sess = s
+		k.mu.Unlock()
+	}
+}
+
+// open creates a session. A reply that arrives after the deadline it
+// would have does not count: the session is left to expire.
+func (k *keeper) open(ctx context.Context) (*session, error) {
+	octx, cancel := context.WithTimeout(ctx, k.id.ttl-k.margin())
+	defer cancel()
+	sent := k.id.clock.Now()
+	id, err := k.id.backend.OpenSession(octx, k.id.ttl)
+	if err != nil {
+		return nil, fmt.Errorf("dsync: open session: %w", err)
+	}
+	now := k.id.clock.Now()
+	deadline := sent.Add(k.id.ttl - k.margin())
+	if !now.Before(deadline) {
+		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
+	}
+	s := &session{id: id, lastSent: sent, deadline: deadline}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	k.mu.Lock()
+	k.armLocked(s)
+	k.mu.Unlock()
+	return s, nil
+}
+
+// leave ends a waiter's use of s.
+func (k *keeper) leave(s *session) {
+	k.mu.Lock()
+	if k.sess == s && k.waiters > 0 {
+		k.waiters--
+	}
+	k.mu.Unlock()
+	k.signal()
+}
+
+// join makes h a hold of session s, valid until s's deadline, and counts
+// it instead of the waiter that made it. It reports false (and counts
+// nothing) if s has been retired or its deadline has passed.
+func (k *keeper) join(h *hold, s *session) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sess == s && k.waiters > 0 {
+		k.waiters--
+	}
+	if s.retired || k.sess != s || !h.start(s.deadline) {
+		k.signalLocked()
+		return false
+	}
+	h.keeper, h.sess = k, s
 	k.holds[h] = struct{}{}
-	h.keeper = k
+	return true
+}
+
+// remove stops counting h.
+func (k *keeper) remove(h *hold) {
+	k.mu.Lock()
+	delete(k.holds, h)
+	k.mu.Unlock()
+	k.signal()
 }
 
 func (k *keeper) signal() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.signalLocked()
+}
+
+func (k *keeper) signalLocked() {
 	select {
 	case k.wake <- struct{}{}:
 	default:
 	}
 }
 
-// remove stops renewing h.
-func (k *keeper) remove(h *hold) {
-	keepers.mu.Lock()
-	delete(k.holds, h)
-	keepers.mu.Unlock()
-	k.signal()
-}
-
-// awaitRenewal waits until no renewal is in flight, or done is closed; it
-// reports whether none is. After remove(h), a renewal that may include h
-// has then finished.
-func (k *keeper) awaitRenewal(done <-chan struct{}) bool {
-	select {
-	case k.inflight <- struct{}{}:
-		<-k.inflight
-		return true
-	case <-done:
-		return false
+// startLocked starts the renewal goroutine if it is not running.
+func (k *keeper) startLocked() {
+	if !k.running {
+		k.running = true
+		go k.run()
 	}
 }
 
+func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
+
+// expireIfDue retires s if its deadline has passed: no renewal confirmed
+// in time.
+func (k *keeper) expireIfDue(s *session) {
+	k.mu.Lock()
+	due := !s.retired && !k.id.clock.Now().Before(s.deadline)
+	k.mu.Unlock()
+	if due {
+		k.retire(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
+	}
+}
+
+// retire ends s for good: its holds are lost, its waiters are told through
+// s.ctx, and the next claim gets a new session.
+func (k *keeper) retire(s *session, reason error) {
+	k.mu.Lock()
+	if s.retired {
+		k.mu.Unlock()
+		return
+	}
+	s.retired = true
+	k.disarmLocked(s)
+	if k.sess == s {
+		k.sess = nil
+		k.waiters = 0
+	}
+	var lost []*hold
+	for h := range k.holds {
+		if h.sess == s {
+			lost = append(lost, h)
+		}
+	}
+	k.mu.Unlock()
+	s.cancel(reason)
+	for _, h := range lost {
+		h.lose(reason)
+	}
+}
+
+// run renews the current session every interval (a quarter of it after a
+// failure) while it has holds or waiters.
 func (k *keeper) run() {
 	clock := k.id.clock
+	failed := false
 	for {
-		keepers.mu.Lock()
-		next := k.next
-		keepers.mu.Unlock()
+		k.mu.Lock()
+		s := k.sess
+		if s == nil || !k.busyLocked() {
+			if s != nil {
+				k.disarmLocked(s)
+			}
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		step := k.id.interval
+		if failed {
+			step /= 4
+		}
+		due := s.lastSent.Add(step)
+		if failed {
+			due = clock.Now().Add(step)
+		}
+		k.mu.Unlock()
+
 		fired := make(chan struct{})
-		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
+		stop := clock.AfterFunc(due.Sub(clock.Now()), func() { close(fired) })
 		select {
 		case <-fired:
 		case <-k.wake:
 			stop()
-			if k.exitIfIdle() {
-				return
-			}
 			continue
 		}
-
-		keepers.mu.Lock()
-		if len(k.holds) == 0 {
-			delete(keepers.m, k.id)
-			keepers.mu.Unlock()
-			return
-		}
-		batch := make([]*hold, 0, len(k.holds))
-		for h := range k.holds {
-			if h.active() {
-				batch = append(batch, h)
-			}
-		}
-		k.next = time.Time{}
-		// Taken before keepers.mu is released, so an awaitRenewal after
-		// remove cannot slip between the snapshot and the renewal.
-		k.inflight <- struct{}{}
-		keepers.mu.Unlock()
-
-		ok := k.renew(batch)
-		<-k.inflight
-
-		if ok {
-			next = clock.Now().Add(k.id.interval)
-		} else {
-			// Try again sooner: the hold's deadline is TTL − margin after the
-			// last confirmed renewal, which leaves several quarter-intervals.
-			// The failed renewal may still be applied later, even after this
-			// retry: harmless, since a backend's renewals only ever raise a
-			// lease's expiry, and the deadline moves only on a confirmation
-			// that arrives in time, from the send time of the renewal it
-			// confirms.
-			next = clock.Now().Add(k.id.interval / 4)
-		}
-		keepers.mu.Lock()
-		if k.next.IsZero() || next.Before(k.next) {
-			k.next = next
-		}
-		keepers.mu.Unlock()
+		failed = !k.renew(s)
 	}
 }
 
-func (k *keeper) exitIfIdle() bool {
-	keepers.mu.Lock()
-	defer keepers.mu.Unlock()
-	if len(k.holds) > 0 {
-		return false
-	}
-	delete(keepers.m, k.id)
-	return true
-}
-
-// renew renews batch in one backend call and applies the outcome to each
-// hold; it reports whether the call itself succeeded.
-func (k *keeper) renew(batch []*hold) bool {
-	if len(batch) == 0 {
-		return true
-	}
-	leases := make([]Lease, len(batch))
-	for i, h := range batch {
-		leases[i] = h.lease
-	}
-	// No reply later than TTL after sending can extend any of these holds.
-	ctx, cancel := context.WithTimeout(context.Background(), k.id.ttl)
+// renew renews s once and applies the outcome; it reports whether the
+// backend answered.
+func (k *keeper) renew(s *session) bool {
+	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
 	defer cancel()
 	sent := k.id.clock.Now()
-	applied, err := k.id.backend.Renew(ctx, k.id.ttl, leases)
-	if err == nil && len(applied) != len(leases) {
-		err = fmt.Errorf("backend answered for %d of %d leases", len(applied), len(leases))
+	err := k.id.backend.RenewSession(ctx, s.id, k.id.ttl)
+	if errors.Is(err, ErrSessionGone) {
+		k.retire(s, fmt.Errorf("%w: the backend no longer knows the session", ErrLost))
+		return true
 	}
 	if err != nil {
-		for _, h := range batch {
-			h.m.report(fmt.Errorf("dsync: renew %q: %w", h.lease.Key, err))
+		if s.ctx.Err() == nil {
+			k.report(fmt.Errorf("dsync: renew session: %w", err))
 		}
 		return false
 	}
-	for i, h := range batch {
-		if applied[i] {
-			h.extend(sent)
-		} else {
-			h.lose(fmt.Errorf("%w: %q: the backend refused to renew token %d", ErrLost, h.lease.Key, h.lease.Token))
+	// A confirmation that arrives after the deadline in force does not
+	// count: the session may have been judged expired meanwhile. The
+	// renewal may also be applied later than others, even after this
+	// one's retry: harmless, since a stored expiry only grows.
+	k.mu.Lock()
+	now := k.id.clock.Now()
+	if s.retired || !now.Before(s.deadline) {
+		k.mu.Unlock()
+		return true
+	}
+	deadline := sent.Add(k.id.ttl - k.margin())
+	var holds []*hold
+	if deadline.After(s.deadline) {
+		s.lastSent, s.deadline = sent, deadline
+		k.armLocked(s)
+		for h := range k.holds {
+			if h.sess == s {
+				holds = append(holds, h)
+			}
 		}
 	}
+	k.mu.Unlock()
+	for _, h := range holds {
+		h.extend(sent)
+	}
 	return true
+}
+
+// report sends a renewal error to the Mutexes that use the session, once
+// per distinct Mutex.
+func (k *keeper) report(err error) {
+	k.mu.Lock()
+	seen := make(map[*Mutex]bool)
+	for h := range k.holds {
+		seen[h.m] = true
+	}
+	k.mu.Unlock()
+	if k.id.mutex != nil {
+		seen[k.id.mutex] = true
+	}
+	for m := range seen {
+		m.report(err)
+	}
 }

@@ -3,159 +3,181 @@ package dsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// memoryPollInterval caps how long a waiter sleeps between attempts on the
-// in-memory backend when a release does not wake it: a waiter that started
-// waiting just after the release, or a waiter that does not use WaitFree.
+// memoryPollInterval caps how long a waiter on the in-memory backend waits
+// without news: the end it waits for is announced at once, so this only
+// bounds the wait for a claim whose session expired.
 const memoryPollInterval = 100 * time.Millisecond
 
 // MemoryBackend is a Backend that keeps its state in process memory, for
-// unit tests of code that uses dsync. It follows the same protocol as the
-// MongoDB backend: each hold is a new epoch whose number is the fencing
-// token, an unreleased epoch blocks others until it expires, and only the
-// owner renews or releases its epoch. Expiry uses the time package, so
-// tests under testing/synctest run on fake time.
+// unit tests of code that uses dsync. It runs the same protocol as the
+// MongoDB backend (package internal/chain): sessions, a FIFO queue of
+// claims per key whose epochs are the fencing tokens, end markers. Time is
+// the time package's, so tests under testing/synctest run on fake time.
 //
 // It coordinates only the goroutines of one process; it is safe for
 // concurrent use. The zero value is not usable; call NewMemoryBackend.
 type MemoryBackend struct {
-	mu    sync.Mutex
-	keys  map[string]*memoryEpoch  // the newest epoch of each key
-	freed map[string]chan struct{} // closed when the key's epoch is released
+	store *chain.MemStore
+	eng   *chain.Engine
+	start time.Time
+
+	mu      sync.Mutex
+	changed map[string]chan struct{} // closed when a claim of the key ends
 }
 
-type memoryEpoch struct {
-	token    uint64
-	owner    string
-	expires  time.Time
-	released bool
-}
-
-var (
-	_ Backend = (*MemoryBackend)(nil)
-	_ Waiter  = (*MemoryBackend)(nil)
-)
+var _ Backend = (*MemoryBackend)(nil)
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{keys: make(map[string]*memoryEpoch), freed: make(map[string]chan struct{})}
+	b := &MemoryBackend{start: time.Now(), changed: make(map[string]chan struct{})}
+	b.store = chain.NewMemStore(b.inserted)
+	eng, err := chain.New(b.store, memoryClock{b}, chain.DefaultConfig())
+	if err != nil {
+		panic(err) // the default configuration is valid
+	}
+	b.eng = eng
+	return b
 }
 
-// Acquire implements Backend.
-func (b *MemoryBackend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
-	if err := validate(ctx, key, ttl); err != nil {
-		return Lease{}, err
-	}
-	if owner == "" {
-		return Lease{}, errors.New("dsync: empty owner")
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// memoryClock: the server's time is this process's, known exactly.
+type memoryClock struct{ b *MemoryBackend }
+
+func (c memoryClock) ServerNow() chain.Interval {
 	now := time.Now()
-	cur := b.keys[key]
-	if cur != nil && !cur.released && now.Before(cur.expires) && cur.owner != owner {
-		return Lease{}, &HeldError{
-			Key:        key,
-			Owner:      cur.owner,
-			Token:      cur.token,
-			RetryAfter: min(cur.expires.Sub(now)+time.Nanosecond, memoryPollInterval),
-		}
-	}
-	var token uint64 = 1
-	if cur != nil {
-		token = cur.token + 1
-	}
-	b.keys[key] = &memoryEpoch{token: token, owner: owner, expires: now.Add(ttl)}
-	return Lease{Key: key, Owner: owner, Token: token}, nil
+	return chain.Interval{Earliest: now, Latest: now}
 }
 
-// Renew implements Backend.
-func (b *MemoryBackend) Renew(ctx context.Context, ttl time.Duration, leases []Lease) ([]bool, error) {
-	if err := validate(ctx, "-", ttl); err != nil {
-		return nil, err
+func (c memoryClock) Mono() time.Duration { return time.Since(c.b.start) }
+
+// inserted wakes the waiters of a key when one of its claims ends.
+func (b *MemoryBackend) inserted(d chain.Doc) {
+	if d.Kind == chain.KindClaim {
+		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
-	applied := make([]bool, len(leases))
-	for i, l := range leases {
-		// Like an update of the lease's own epoch document: it applies while
-		// that epoch is the newest and unreleased, even if it has expired
-		// and nobody has taken over yet. The expiry only grows, as on
-		// dsync/mongo, where a renewal may be applied after later ones.
-		cur := b.keys[l.Key]
-		if cur != nil && cur.token == l.Token && cur.owner == l.Owner && !cur.released {
-			cur.expires = later(cur.expires, now.Add(ttl))
-			applied[i] = true
-		}
+	if c, ok := b.changed[d.Key]; ok {
+		close(c)
+		delete(b.changed, d.Key)
 	}
-	return applied, nil
 }
 
-// Release implements Backend.
-func (b *MemoryBackend) Release(ctx context.Context, lease Lease) error {
-	if err := validate(ctx, lease.Key, time.Second); err != nil {
-		return err
-	}
+func (b *MemoryBackend) changes(key string) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur := b.keys[lease.Key]; cur != nil && cur.token == lease.Token && cur.owner == lease.Owner {
-		cur.released = true
-		if c, ok := b.freed[lease.Key]; ok {
-			close(c)
-			delete(b.freed, lease.Key)
-		}
-	}
-	return nil
-}
-
-// WaitFree implements Waiter: it returns when held.Key is released, or
-// after held.RetryAfter (which covers expiry), or when ctx ends.
-func (b *MemoryBackend) WaitFree(ctx context.Context, held *HeldError) error {
-	b.mu.Lock()
-	c, ok := b.freed[held.Key]
+	c, ok := b.changed[key]
 	if !ok {
 		c = make(chan struct{})
-		b.freed[held.Key] = c
+		b.changed[key] = c
 	}
-	cur := b.keys[held.Key]
-	released := cur == nil || cur.released || cur.token != held.Token
-	b.mu.Unlock()
-	if released {
-		return nil // changed since the attempt that saw it held
+	return c
+}
+
+// OpenSession implements Backend.
+func (b *MemoryBackend) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
+	if err := validate(ctx, "-", ttl); err != nil {
+		return "", err
 	}
-	t := time.NewTimer(max(held.RetryAfter, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-c:
-		return nil
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	id, _, err := b.eng.OpenSession(ctx, ttl)
+	return id, err
+}
+
+// RenewSession implements Backend. Like the MongoDB backend's, a renewal
+// only ever raises the session's expiry.
+func (b *MemoryBackend) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+	if err := validate(ctx, "-", ttl); err != nil {
+		return err
+	}
+	found, _, err := b.eng.RenewSession(ctx, session, ttl)
+	if err == nil && !found {
+		return fmt.Errorf("%w: %s", ErrSessionGone, session)
+	}
+	return err
+}
+
+// Claim implements Backend.
+func (b *MemoryBackend) Claim(ctx context.Context, key, owner, session string, try bool) (Claim, error) {
+	if err := validate(ctx, key, time.Second); err != nil {
+		return Claim{}, err
+	}
+	if owner == "" || session == "" {
+		return Claim{}, errors.New("dsync: empty owner or session")
+	}
+	return claim(ctx, b.eng, key, owner, session, try)
+}
+
+// claim runs Claim on eng (shared with leader's memory backend).
+func claim(ctx context.Context, eng *chain.Engine, key, owner, session string, try bool) (Claim, error) {
+	c, err := eng.Claim(ctx, key, owner, session, try)
+	var busy *chain.BusyError
+	if errors.As(err, &busy) {
+		return Claim{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	out := Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}
+	if !try {
+		return out, nil
+	}
+	head, blocker, err := eng.Walk(ctx, c)
+	if err == nil && head {
+		return out, nil
+	}
+	_ = eng.End(context.WithoutCancel(ctx), c, false)
+	if err != nil {
+		return Claim{}, err
+	}
+	return Claim{}, &HeldError{Key: key, Owner: blocker.Owner, Token: blocker.Epoch}
+}
+
+// Await implements Backend.
+func (b *MemoryBackend) Await(ctx context.Context, c Claim) error {
+	cc := chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token)
+	for {
+		changed := b.changes(c.Key)
+		head, blocker, err := b.eng.Walk(ctx, cc)
+		if err != nil || head {
+			return err
+		}
+		// Wait for an end of a claim of the key, or until the blocker's
+		// session can have expired.
+		wait := min(time.Until(blocker.ExpiresAt)+time.Millisecond, memoryPollInterval)
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		}
+		t.Stop()
 	}
 }
 
-// Holder returns the lease that currently holds key, if any: the newest
-// epoch, unless it was released or has expired.
-func (b *MemoryBackend) Holder(key string) (Lease, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	cur := b.keys[key]
-	if cur == nil || cur.released || !time.Now().Before(cur.expires) {
-		return Lease{}, false
+// End implements Backend.
+func (b *MemoryBackend) End(ctx context.Context, c Claim, held bool) error {
+	if err := validate(ctx, c.Key, time.Second); err != nil {
+		return err
 	}
-	return Lease{Key: key, Owner: cur.owner, Token: cur.token}, true
+	return b.eng.End(ctx, chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token), held)
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// Holder returns the claim at the head of key's queue, if any: the one
+// that holds, or is about to.
+func (b *MemoryBackend) Holder(key string) (Claim, bool) {
+	d, ok, err := b.eng.Head(context.Background(), key)
+	if err != nil || !ok {
+		return Claim{}, false
 	}
-	return a
+	return Claim{Key: key, Owner: d.Owner, Session: d.Session, Token: d.Epoch, Nonce: d.Nonce}, true
 }
 
 func validate(ctx context.Context, key string, ttl time.Duration) error {

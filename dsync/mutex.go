@@ -1,6 +1,7 @@
 package dsync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,9 +17,6 @@ import (
 const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = 2 * time.Second
-	// minRetryAfter keeps a backend's "retry now" hint from turning the
-	// wait for a held lock into a busy loop.
-	minRetryAfter = time.Millisecond
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
@@ -45,15 +43,14 @@ type Mutex struct {
 	key     string
 	owner   string
 	cfg     config
-	// keeperID selects the keeper that renews this Mutex's holds.
-	keeperID keeperID
 
 	// sem is the local lock: a token in it means some goroutine holds or
 	// is acquiring the Mutex.
 	sem chan struct{}
 
-	mu   sync.Mutex
-	hold *hold // the current hold; nil when not held
+	mu      sync.Mutex
+	hold    *hold          // the current hold; nil when not held
+	unended []unendedClaim // claims whose end the backend did not confirm
 }
 
 // NewMutex returns a Mutex for key on backend. Every Mutex value has its
@@ -77,7 +74,6 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 		cfg:     cfg,
 		sem:     make(chan struct{}, 1),
 	}
-	m.keeperID = keeperIDOf(m)
 	return m, nil
 }
 
@@ -85,7 +81,7 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 func (m *Mutex) Key() string { return m.key }
 
 // Owner returns the identity this Mutex acquires under: unique per Mutex
-// value, and the Owner of every Lease it holds.
+// value, and the Owner of every Claim it makes.
 func (m *Mutex) Owner() string { return m.owner }
 
 // Lock locks m, blocking until it is held, like sync.Mutex.Lock.
@@ -103,9 +99,9 @@ func (m *Mutex) Lock() {
 // first it returns context.Cause(ctx) — unchanged, or wrapped together with
 // the last backend error if attempts were failing — and m is not held.
 //
-// An attempt cut short by ctx may have reached the backend; such an epoch
-// is never counted as held, expires after the TTL, and is released by this
-// Mutex's next acquisition.
+// The claim LockContext made is withdrawn when ctx ends first, so that it
+// does not keep others waiting; if the withdrawal cannot be confirmed, the
+// backend keeps trying, and the claim ends with its session at the latest.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -174,27 +170,18 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	}
 	defer func() { <-m.sem }()
 
+	h.keeper.remove(h)
 	if lostErr := h.end(); lostErr != nil {
-		// A lost lease is left to run out instead of being released: the
-		// time between the local deadline and the backend's expiry is
-		// the margin that lets a holder which was told late stop before
-		// anyone else starts. Nothing is written, so there is no renewal
-		// in flight to wait for.
-		h.keeper.remove(h)
+		// A lost hold is left to run out instead of being released: the
+		// time between the local deadline and the session's expiry in
+		// the backend is the margin that lets a holder which was told
+		// late stop before anyone else starts.
 		return lostErr
 	}
-	// No renewal of this lease is in flight once awaitRenewal returns true, so
-	// the release below is the only write to its epoch that this process
-	// has pending (a store that rewrites whole documents, as FerretDB does,
-	// could lose one of two concurrent updates). A renewal that failed may
-	// still land late; the backend guards against that (see Backend). If
-	// ctx ends first, the server is too slow to answer a renewal: the
-	// release is not sent, and the lease expires after its TTL.
-	h.keeper.remove(h)
-	if !h.keeper.awaitRenewal(ctx.Done()) {
-		return fmt.Errorf("dsync: release %q: a renewal is still in flight, the lease will expire: %w", m.key, context.Cause(ctx))
-	}
-	if err := m.backend.Release(ctx, h.lease); err != nil {
+	// The release is a write of its own (not an update of anything a
+	// renewal touches), so it races no renewal in flight.
+	if err := m.backend.End(ctx, h.claim, true); err != nil {
+		m.keepEnd(h.claim, true)
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
 	}
 	return nil
@@ -224,7 +211,7 @@ func (m *Mutex) Token() uint64 {
 	if m.hold == nil {
 		return 0
 	}
-	return m.hold.lease.Token
+	return m.hold.claim.Token
 }
 
 // ValidUntil returns the local deadline of the current hold — the send
@@ -251,8 +238,9 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// acquire makes attempts until one succeeds, or — when wait is false —
-// until the first one fails. m.sem is held by the caller.
+// acquire claims m's key and waits for the claim to hold, retrying
+// backend errors, until it holds, or — when wait is false — makes one
+// attempt that never waits (TryLock). m.sem is held by the caller.
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	backoff := minBackoff
 	var lastErr error
@@ -263,75 +251,155 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		backoff = min(2*backoff, maxBackoff)
 		return ok
 	}
-	for {
-		// A reply after the deadline cannot count (install), so no attempt
-		// waits longer for one: a dead server shows as an error per TTL
-		// instead of one per driver timeout (server selection: 30 s).
-		actx, cancel := context.WithTimeout(ctx, m.cfg.ttl-m.cfg.margin())
-		sent := m.cfg.clock.Now()
-		lease, err := m.backend.Acquire(actx, m.key, m.owner, m.cfg.ttl)
-		cancel()
-		if err == nil {
-			if m.install(lease, sent) {
-				return true, nil
-			}
-			// Held on the backend, but not provably valid any more: give
-			// the epoch back rather than leave it blocking others, even if
-			// ctx has ended meanwhile.
-			err = fmt.Errorf("dsync: acquire %q: %w", m.key, ErrLateReply)
-			m.report(err)
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ttl)
-			if rerr := m.backend.Release(rctx, lease); rerr != nil {
-				m.report(fmt.Errorf("dsync: release %q after a late reply: %w", m.key, rerr))
-			}
-			cancel()
-			if ctx.Err() != nil {
-				return false, m.contextErr(ctx, err)
-			}
-			if !wait {
-				return false, err
-			}
-			// The backend is slower than the TTL allows: back off as for
-			// errors, rather than hammer it with attempts that cannot count.
-			lastErr = err
-			if !backOff() {
-				return false, m.contextErr(ctx, lastErr)
-			}
-			continue
-		}
-
-		var held *HeldError
-		if errors.As(err, &held) {
-			if !wait {
-				return false, err
-			}
-			backoff = minBackoff
-			if !m.waitFree(ctx, held) {
-				return false, m.contextErr(ctx, lastErr)
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return false, m.contextErr(ctx, err)
-		}
+	fail := func(err error) (retry bool) {
 		lastErr = err
-		m.report(fmt.Errorf("dsync: acquire %q: %w", m.key, err))
-		if !wait {
-			return false, err
+		m.report(err)
+		return wait && backOff()
+	}
+	for {
+		m.resendEnds(ctx)
+		k := keeperOf(m)
+		sess, err := k.enter(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, m.contextErr(ctx, cmp.Or(lastErr, err))
+			}
+			if !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
+				return false, m.failure(ctx, err, lastErr)
+			}
+			continue
 		}
-		if !backOff() {
-			return false, m.contextErr(ctx, lastErr)
+		held, err := m.claimAndAwait(ctx, k, sess, wait)
+		switch {
+		case held:
+			return true, nil
+		case errors.Is(err, ErrHeld):
+			k.leave(sess)
+			return false, err
+		case ctx.Err() != nil:
+			k.leave(sess)
+			return false, m.contextErr(ctx, cmp.Or(lastErr, err))
+		case sess.ctx.Err() != nil:
+			// The session was retired while we waited: its claim is
+			// withdrawn; queue again in a new one.
+			k.leave(sess)
+			if !fail(err) {
+				return false, m.failure(ctx, err, lastErr)
+			}
+		default:
+			k.leave(sess)
+			if !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
+				return false, m.failure(ctx, err, lastErr)
+			}
 		}
 	}
 }
 
-// waitFree waits until the key held by another owner may be free, and
-// reports false if ctx ended first.
-func (m *Mutex) waitFree(ctx context.Context, held *HeldError) bool {
-	if w, ok := m.backend.(Waiter); ok {
-		return w.WaitFree(ctx, held) == nil
+// failure is what a failed attempt returns: ctx's cause if it ended,
+// otherwise the backend's error.
+func (m *Mutex) failure(ctx context.Context, err, lastErr error) error {
+	if ctx.Err() != nil {
+		return m.contextErr(ctx, lastErr)
 	}
-	return sleep(m.cfg.clock, max(held.RetryAfter, minRetryAfter), ctx.Done())
+	return err
+}
+
+// claimAndAwait queues m in sess and waits until the claim holds, then
+// installs the hold. Whatever stops it first (ctx, the session's
+// retirement, a backend error) withdraws the claim. With wait false, the
+// backend's Claim either holds at once or returns a *HeldError.
+func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wait bool) (bool, error) {
+	// Bound by the session: a claim made in a retired session must never
+	// hold.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
+	defer stop()
+
+	cctx, ccancel := context.WithTimeout(wctx, m.cfg.ttl-m.cfg.margin())
+	c, err := m.backend.Claim(cctx, m.key, m.owner, sess.id, !wait)
+	ccancel()
+	if err != nil {
+		return false, err
+	}
+	if wait {
+		for {
+			err = m.backend.Await(wctx, c)
+			if err == nil || wctx.Err() != nil {
+				break
+			}
+			// A backend error while waiting: the claim keeps its place
+			// (a waiter that stops waiting would lose it); try again.
+			m.report(fmt.Errorf("dsync: waiting for %q: %w", m.key, err))
+			if !sleep(m.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
+				break
+			}
+		}
+		if err == nil && wctx.Err() != nil {
+			err = context.Cause(wctx)
+		}
+	}
+	if err == nil && m.install(c, k, sess) {
+		return true, nil
+	}
+	if err == nil {
+		err = fmt.Errorf("dsync: acquire %q: %w", m.key, context.Cause(sess.ctx))
+	}
+	m.withdraw(c)
+	return false, err
+}
+
+// withdraw gives up a claim that will not be held. If the backend cannot
+// confirm it, the claim is sent again before this Mutex's next claim;
+// until then it waits in the queue for as long as its session lives.
+func (m *Mutex) withdraw(c Claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())
+	defer cancel()
+	if err := m.backend.End(ctx, c, false); err != nil {
+		m.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", m.key, c.Token, err))
+		m.keepEnd(c, false)
+	}
+}
+
+// An unendedClaim is a claim of this Mutex whose end the backend did not
+// confirm.
+type unendedClaim struct {
+	c    Claim
+	held bool
+}
+
+// maxUnended bounds the ends a Mutex re-sends; past it the oldest are left
+// to end with their sessions.
+const maxUnended = 16
+
+func (m *Mutex) keepEnd(c Claim, held bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.unended) >= maxUnended {
+		m.unended = m.unended[1:]
+	}
+	m.unended = append(m.unended, unendedClaim{c, held})
+}
+
+// resendEnds sends again the ends of this Mutex's claims that the backend
+// did not confirm: otherwise its next claim would queue behind its own
+// earlier one, alive for as long as the session is renewed.
+func (m *Mutex) resendEnds(ctx context.Context) {
+	m.mu.Lock()
+	pending := m.unended
+	m.unended = nil
+	m.mu.Unlock()
+	for i, u := range pending {
+		ectx, cancel := context.WithTimeout(ctx, m.cfg.releaseTimeout())
+		err := m.backend.End(ectx, u.c, u.held)
+		cancel()
+		if err != nil {
+			m.mu.Lock()
+			m.unended = append(pending[i:], m.unended...)
+			m.mu.Unlock()
+			return
+		}
+	}
 }
 
 // contextErr is what LockContext returns when ctx ends: its cause, with the
@@ -346,14 +414,11 @@ func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
 	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
 }
 
-// install makes lease the current hold if its reply came in time: a hold
-// is valid until the acquire's send time + TTL − margin (see the package
-// documentation).
-func (m *Mutex) install(lease Lease, sent time.Time) bool {
-	h := &hold{m: m, lease: lease, lost: make(chan struct{})}
-	join(h, sent)
-	if !h.start(sent) {
-		h.keeper.remove(h)
+// install makes c the current hold, valid until its session's deadline, if
+// the session is still live.
+func (m *Mutex) install(c Claim, k *keeper, sess *session) bool {
+	h := &hold{m: m, claim: c, lost: make(chan struct{})}
+	if !k.join(h, sess) {
 		return false
 	}
 	m.mu.Lock()

@@ -23,8 +23,10 @@ type Config struct {
 	// otherwise the floor is read again after the insert.
 	AcquireWindow time.Duration
 	// PruneDelay: epochs below a floor are deleted only PruneDelay or
-	// more after the floor was raised. It must exceed twice
-	// ViewTrust + AcquireWindow.
+	// more after the floor was raised. It must be at least twice
+	// ViewTrust + AcquireWindow: the proof needs it to exceed their sum,
+	// and the factor leaves room for the drift between two processes'
+	// monotonic clocks.
 	PruneDelay time.Duration
 	// PruneEvery: the holder of every PruneEvery-th epoch raises the floor
 	// to it when it releases, and prunes below it PruneDelay later.
@@ -47,8 +49,8 @@ func (c Config) validate() error {
 	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 || c.PruneEvery < 2 {
 		return errors.New("chain: ViewTrust and AcquireWindow must be positive and PruneEvery at least 2")
 	}
-	if c.PruneDelay <= 2*(c.ViewTrust+c.AcquireWindow) {
-		return fmt.Errorf("chain: PruneDelay %v must exceed 2 × (ViewTrust + AcquireWindow) = %v",
+	if c.PruneDelay < 2*(c.ViewTrust+c.AcquireWindow) {
+		return fmt.Errorf("chain: PruneDelay %v must be at least 2 × (ViewTrust + AcquireWindow) = %v",
 			c.PruneDelay, 2*(c.ViewTrust+c.AcquireWindow))
 	}
 	return nil
@@ -147,6 +149,12 @@ type Claim struct {
 	Epoch   uint64 // the fencing token once the claim holds
 	// checked: every epoch in [checked, Epoch) is known to have ended.
 	checked uint64
+}
+
+// Resume rebuilds a claim from what its owner kept of it (a Walk on it
+// starts from the top again).
+func Resume(key, owner, session, nonce string, epoch uint64) *Claim {
+	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, checked: epoch}
 }
 
 // Blocker describes the live claim a waiter waits for.
