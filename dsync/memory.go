@@ -113,9 +113,17 @@ func (b *MemoryBackend) Claim(ctx context.Context, key, owner, session string, t
 	return claim(ctx, b.eng, key, owner, session, try)
 }
 
-// claim runs Claim on eng (shared with leader's memory backend).
+// claim runs Claim (or, with try, TryClaim) on eng.
 func claim(ctx context.Context, eng *chain.Engine, key, owner, session string, try bool) (Claim, error) {
-	c, err := eng.Claim(ctx, key, owner, session, try)
+	var (
+		c   *chain.Claim
+		err error
+	)
+	if try {
+		c, err = eng.TryClaim(ctx, key, owner, session)
+	} else {
+		c, err = eng.Claim(ctx, key, owner, session, false)
+	}
 	var busy *chain.BusyError
 	if errors.As(err, &busy) {
 		return Claim{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
@@ -123,19 +131,7 @@ func claim(ctx context.Context, eng *chain.Engine, key, owner, session string, t
 	if err != nil {
 		return Claim{}, err
 	}
-	out := Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}
-	if !try {
-		return out, nil
-	}
-	head, blocker, err := eng.Walk(ctx, c)
-	if err == nil && head {
-		return out, nil
-	}
-	_ = eng.End(context.WithoutCancel(ctx), c, false)
-	if err != nil {
-		return Claim{}, err
-	}
-	return Claim{}, &HeldError{Key: key, Owner: blocker.Owner, Token: blocker.Epoch}
+	return Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}, nil
 }
 
 // Await implements Backend.

@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -33,11 +32,11 @@ type cut struct {
 
 var errCut = errors.New("candidate cut off from the backend")
 
-func (c *cut) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
+func (c *cut) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
 	if c.renewDown.Load() {
-		return nil, errCut
+		return errCut
 	}
-	return c.MemoryBackend.Renew(ctx, ttl, leases)
+	return c.MemoryBackend.RenewSession(ctx, session, ttl)
 }
 
 func (c *cut) PutMember(ctx context.Context, election string, m leader.Member) error {

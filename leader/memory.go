@@ -39,15 +39,29 @@ func NewMemoryBackend() *MemoryBackend {
 	}
 }
 
-// Acquire implements dsync.Backend, recording when each term began.
-func (b *MemoryBackend) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
-	l, err := b.MemoryBackend.Acquire(ctx, key, owner, ttl)
-	if err == nil {
-		b.mu.Lock()
-		b.since[key] = termStart{token: l.Token, at: time.Now()}
-		b.mu.Unlock()
+// Claim implements dsync.Backend, recording when a term began if the
+// claim holds at once (try).
+func (b *MemoryBackend) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
+	c, err := b.MemoryBackend.Claim(ctx, key, owner, session, try)
+	if err == nil && try {
+		b.began(c)
 	}
-	return l, err
+	return c, err
+}
+
+// Await implements dsync.Backend, recording when each term began.
+func (b *MemoryBackend) Await(ctx context.Context, c dsync.Claim) error {
+	err := b.MemoryBackend.Await(ctx, c)
+	if err == nil {
+		b.began(c)
+	}
+	return err
+}
+
+func (b *MemoryBackend) began(c dsync.Claim) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.since[c.Key] = termStart{token: c.Token, at: time.Now()}
 }
 
 // Leader implements Backend.

@@ -18,16 +18,10 @@ var (
 	// ErrInvalidOwner rejects an empty, over-long or non-UTF-8 owner id.
 	ErrInvalidOwner = errors.New("dsyncmongo: invalid owner")
 
-	// ErrNoLock is returned by Current for a key that was never locked.
+	// ErrNoLock is returned by Current for a key that nothing holds or
+	// waits for.
 	ErrNoLock = errors.New("dsyncmongo: no lock for key")
 
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("dsyncmongo: backend closed")
-
-	// ErrSlowReply is returned by Acquire when the server acknowledged the
-	// insert of a new epoch, but later than the protocol lets a success
-	// count (see the package documentation, "Pruning"). The outcome is
-	// treated as unknown: the epoch expires after the TTL, and the same
-	// owner's next attempt releases it if it is still the newest.
-	ErrSlowReply = errors.New("dsyncmongo: acquire reply too slow to count")
 )

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,168 +13,99 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/clockcheck"
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// Wake-ups (see WithWakeups). Every process that holds or waits for a lock
-// keeps one tailable-await cursor on a small capped collection of events:
+// Wake-ups (see WithWakeups). Every Backend that holds or waits for a lock
+// follows one capped collection of events with one tailable-await cursor:
 //
-//   - "wait": a process waits for key, since the server time "since", and
-//     keeps waiting until the server time "until". A process announces
-//     itself when its first waiter starts waiting after the process held
-//     the key or had its turn, again every reannounceAfter safety poll
-//     intervals while it waits, and whenever another process opens its
-//     cursor (which then learns the queues from these).
-//   - "released": a holder released epoch e of key and names one waiting
-//     process, "next": the one waiting longest. Only that process wakes
-//     (one of its waiters, the longest waiting), so a release costs one
-//     acquisition attempt however many wait: no herd. A named process
-//     with no waiter left passes the turn on with an event of its own.
-//     Sent only by a holder that knows of a waiting process, so an
-//     uncontended Lock+Unlock stays at two commands.
+//   - "wait" {key, epoch, until}: a process waits for the claim of key's
+//     epoch to end, until the server time "until" (it announces again
+//     before then if it still waits).
+//   - "ended" {key, epoch}: the claim ended (released or withdrawn). Sent
+//     only by its owner, and only when some other process announced that
+//     it waits for it, so an uncontended Lock+Unlock stays at two
+//     commands. A waiter in the owner's own process is woken directly.
 //   - "open": written by a process before it opens its cursor, so that on
 //     FerretDB the cursor's first batch (of size one) is full, which keeps
 //     it open.
 //
-// Every process keeps the queue of waiting processes per key from these
-// events: a "wait" adds its sender (keeping its place if already there),
-// a "released" removes its sender and the process it names; both must
-// announce themselves again if they still have waiters.
-//
-// Events are hints, never proof: a waiter woken by one still acquires by
-// the epoch protocol. A missed event, or a named process that died, costs
-// latency, bounded by the safety poll interval; while the stream is down,
-// waiters poll as without it.
-
-var _ dsync.Waiter = (*Backend)(nil)
+// Only the process waiting for that claim acts on an "ended" event, and it
+// confirms with one read of the claim's end marker. Events are hints,
+// never proof: queues live in the lock collection. A missed event costs
+// latency, at most the safety poll interval; while the stream is down,
+// waiters poll.
 
 const (
-	eventWait     = "wait"
-	eventReleased = "released"
-	eventOpen     = "open"
+	eventWait  = "wait"
+	eventEnded = "ended"
+	eventOpen  = "open"
 
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
-	// A "wait" announcement holds for announceFor safety poll intervals
-	// and is renewed after reannounceAfter. Every event costs every
-	// following process a getMore, so announcements are rare; what a long
-	// life costs is little: a process that stopped waiting without its
-	// turn stays in the queues, and when named, passes its turn on (or, if
-	// it died, costs the next waiter at most a safety poll interval).
-	announceFor     = 12
-	reannounceAfter = 10
-	// awaitFor: the event cursor's getMore waits up to awaitFor safety
-	// poll intervals. Waiters do not depend on it: their own timers bound
-	// every wait by the safety poll interval.
-	awaitFor = 2
-	// announceSettle: for this long after announcing itself, a waiter does
-	// not rely on the holder having seen its announcement (an event takes
-	// 10–20 ms to arrive on FerretDB), and wakes once it is over to look.
-	announceSettle = 250 * time.Millisecond
-	// reannounceDelay: how long after seeing another process open its
-	// cursor a waiting process re-sends its announcements (±20%).
-	reannounceDelay = 200 * time.Millisecond
-	// yieldFor is how long a process that named another as next holder of
-	// a key keeps from taking the key again itself (Acquire answers
-	// "held"), so the named waiter gets its turn; if it does not take it
-	// in that time (it died, say), the key is anyone's again.
-	yieldFor = 250 * time.Millisecond
-	// maxReopenBackoff bounds the pause between attempts to reopen the
-	// event stream.
+	// trimEvery: a process deletes old events after every trimEvery events
+	// of its own (FerretDB does not bound capped collections by itself).
+	trimEvery = 64
+	// trimSlack is how old an event must be to be trimmed.
+	trimSlack = time.Minute
+	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
-	// trimEvery, trimSlack: after each trimEvery events of its own that it
-	// sees, a tailer deletes the events that are trimSlack older than the
-	// last of them. Capped collections bound themselves on MongoDB, but
-	// FerretDB only trims them every so often (never, embedded), and its
-	// tailable cursors re-read the whole collection every 10 ms while
-	// waiting, so it is kept short. A process that opens its cursor learns
-	// the queues from the waiting processes, which announce themselves
-	// again when they see its "open". A cursor positioned on a deleted
-	// event dies and is reopened; the slack keeps that to cursors that fell
-	// far behind.
-	trimEvery = 16
-	trimSlack = 2 * time.Second
 )
 
-// eventDoc is a document of the events collection.
 type eventDoc struct {
 	ID    bson.ObjectID `bson:"_id"`
 	Kind  string        `bson:"kind"`
+	Proc  string        `bson:"proc"`
 	Key   string        `bson:"key,omitempty"`
 	Epoch int64         `bson:"epoch,omitempty"`
-	Proc  string        `bson:"proc"`
-	Until time.Time     `bson:"until,omitzero"` // "wait": server time
-	Since time.Time     `bson:"since,omitzero"` // "wait": server time
-	Next  string        `bson:"next,omitempty"` // "released": the named process
-	// At is the earliest possible server time when the event was sent;
-	// trimming goes by it.
-	At time.Time `bson:"at"`
+	At    time.Time     `bson:"at"`              // earliest server time at sending
+	Until time.Time     `bson:"until,omitempty"` // "wait": when the announcement lapses
 }
 
-// wakeups is a Backend's event stream and its local waiters.
+// waitKey names a claim that waiters wait for.
+type waitKey struct {
+	key   string
+	epoch uint64
+}
+
 type wakeups struct {
 	b    *Backend
-	proc string // this Backend's id in events
+	proc string // this process's id in events
 
-	healthy atomic.Bool // the cursor is open and live
-	cursor  atomic.Int64
+	healthy atomic.Bool // the cursor is open and caught up
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
 	done    chan struct{}
-	ready   chan struct{} // closed once the stream first became live (tests)
-	readyOK bool
-	// local: key → this process's waiters, longest waiting first.
-	local map[string][]*localWaiter
-	// remote: key → other waiting processes.
-	remote map[string]map[string]remoteWaiter
-	// announced: key → our announcement in force.
-	announced map[string]announcement
-	// yielding: key → until when (local monotonic) this process leaves
-	// the key to the process it named.
-	yielding map[string]time.Duration
-	noticed  bool // the fallback was logged
-	// reannouncing: the pending re-announcement for new cursors.
-	reannouncing *time.Timer
+	// local: this process's waiters, by the claim they wait for.
+	local map[waitKey]map[chan struct{}]struct{}
+	// remote: claims other processes announced they wait for, until when
+	// (server time).
+	remote map[waitKey]time.Time
+	// announced: our announcements, until when (server time).
+	announced map[waitKey]time.Time
+	noticed   bool // the stream's first failure was logged
 }
 
-// A localWaiter is one WaitFree call of this process.
-type localWaiter struct {
-	c chan struct{} // signalled to wake it
-	// named: woken as the next holder, after the release of epoch (w.mu).
-	named bool
-	epoch uint64
-}
-
-// An announcement is this process's place in the queues of a key.
-type announcement struct {
-	sent  time.Duration // local monotonic time of our last "wait"
-	since time.Time     // server time our waiting began
-}
-
-// A remoteWaiter is another process that announced it waits for a key.
-type remoteWaiter struct {
-	since time.Time // server time of its first "wait" still in force
-	until time.Time // server time its last "wait" runs out
-}
+// maxRemote bounds the announcements kept; past it, expired ones are
+// dropped, and then everything (a dropped one costs a waiter latency).
+const maxRemote = 8192
 
 func newWakeups(b *Backend) *wakeups {
 	return &wakeups{
 		b:         b,
 		proc:      bson.NewObjectID().Hex(),
-		ready:     make(chan struct{}),
-		local:     make(map[string][]*localWaiter),
-		remote:    make(map[string]map[string]remoteWaiter),
-		announced: make(map[string]announcement),
-		yielding:  make(map[string]time.Duration),
+		local:     make(map[waitKey]map[chan struct{}]struct{}),
+		remote:    make(map[waitKey]time.Time),
+		announced: make(map[waitKey]time.Time),
 	}
 }
 
 // start starts the tailer unless it runs or the backend is closed.
-func (w *wakeups) start(est *clockcheck.Estimator) {
+func (w *wakeups) start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started || w.stopped {
@@ -185,16 +114,13 @@ func (w *wakeups) start(est *clockcheck.Estimator) {
 	w.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
-	go w.run(ctx, est)
+	go w.run(ctx)
 }
 
 // stop stops the tailer and waits for it.
 func (w *wakeups) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	if w.reannouncing != nil {
-		w.reannouncing.Stop()
-	}
 	cancel, done := w.cancel, w.done
 	w.mu.Unlock()
 	if cancel != nil {
@@ -203,11 +129,11 @@ func (w *wakeups) stop() {
 	}
 }
 
-func (w *wakeups) run(ctx context.Context, est *clockcheck.Estimator) {
+func (w *wakeups) run(ctx context.Context) {
 	defer close(w.done)
 	backoff := time.Second
 	for {
-		wasLive, err := w.tail(ctx, est)
+		wasLive, err := w.tail(ctx)
 		w.lost()
 		if wasLive {
 			backoff = time.Second
@@ -237,14 +163,15 @@ func (w *wakeups) run(ctx context.Context, est *clockcheck.Estimator) {
 
 // lost marks the stream down and wakes every local waiter, so that it
 // falls back to polling at once: events may be missed until it reopens.
+// Our announcements are forgotten: they are made again once it is back.
 func (w *wakeups) lost() {
 	w.healthy.Store(false)
-	w.cursor.Store(0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, list := range w.local {
-		for _, lw := range list {
-			notify(lw.c)
+	clear(w.announced)
+	for _, waiters := range w.local {
+		for c := range waiters {
+			notify(c)
 		}
 	}
 }
@@ -258,9 +185,12 @@ func notify(c chan struct{}) {
 
 // tail opens the cursor and handles events until it fails or ctx ends. It
 // reports whether the stream was live (reached our "open" event).
-func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live bool, err error) {
-	db := w.b.db
-	err = db.CreateCollection(ctx, w.b.cfg.collection+eventsSuffix, options.CreateCollection().
+func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
+	est, err := w.b.prepare(ctx)
+	if err != nil {
+		return false, err
+	}
+	err = w.b.db.CreateCollection(ctx, w.b.cfg.collection+eventsSuffix, options.CreateCollection().
 		SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
 	var ce mongo.CommandError
 	if err != nil && !(errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists")) {
@@ -276,7 +206,7 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().
 		SetCursorType(options.TailableAwait).
 		SetBatchSize(1).
-		SetMaxAwaitTime(awaitFor*w.b.cfg.safetyPoll))
+		SetMaxAwaitTime(w.b.cfg.safetyPoll))
 	if err != nil {
 		return false, err
 	}
@@ -292,41 +222,17 @@ func (w *wakeups) tail(ctx context.Context, est *clockcheck.Estimator) (live boo
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		if !live {
-			if e.ID == open.ID {
-				live = true
-				w.cursor.Store(cur.ID())
-				w.healthy.Store(true)
-				w.mu.Lock()
-				if !w.readyOK {
-					close(w.ready)
-					w.readyOK = true
-				}
-				places := len(w.announced) > 0
-				w.mu.Unlock()
-				if places {
-					// Processes that opened their cursors while ours was
-					// down have not heard of our places.
-					w.reannounceSoon(ctx, est)
-				}
-				continue
-			}
-			w.handle(est, e, false) // history: learn the queues
-			continue
-		}
-		switch w.handle(est, e, true) {
-		case passTurn:
-			w.passOn(ctx, est, e.Key, uint64(e.Epoch))
-		case reannounce:
-			w.reannounce(ctx, est, e.Key)
-		case reannounceAll:
-			w.reannounceSoon(ctx, est)
-		}
 		if e.Proc == w.proc {
 			if own++; own%trimEvery == 0 && !e.At.IsZero() {
 				w.trim(ctx, e.At.Add(-trimSlack))
 			}
+			if e.ID == open.ID && !live {
+				live = true
+				w.healthy.Store(true)
+			}
+			continue
 		}
+		w.handle(est, e)
 	}
 	if err := cur.Err(); err != nil {
 		return live, err
@@ -342,422 +248,155 @@ func (w *wakeups) trim(ctx context.Context, cut time.Time) {
 	}
 }
 
-// An action is what the tailer must do after an event.
-type action int
-
-const (
-	nothing       action = iota
-	passTurn             // we were named but have no waiter: pass the turn on
-	reannounce           // our other waiters of the event's key lost their place
-	reannounceAll        // another process opened its cursor: tell it our places
-)
-
-// handle applies an event to the queues and, for a live "released" event
-// that names this process, wakes its longest waiting waiter for the key.
-func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc, live bool) action {
-	if e.Proc == w.proc {
-		return nothing
+// handle applies another process's event. History read before our "open"
+// event counts as well: announcements made before we opened still hold.
+func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc) {
+	if e.Key == "" || e.Epoch <= 0 {
+		return
 	}
+	k := waitKey{e.Key, uint64(e.Epoch)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch e.Kind {
-	case eventOpen:
-		if live && len(w.announced) > 0 {
-			return reannounceAll
-		}
 	case eventWait:
-		if e.Key == "" || !e.Until.After(est.Now().Earliest) {
-			return nothing
+		if !e.Until.After(est.Now().Earliest) {
+			return
 		}
-		q := w.queue(est, e.Key)
-		since := e.Since
-		if since.IsZero() {
-			since = e.At
+		if len(w.remote) >= maxRemote {
+			w.expireLocked(est)
 		}
-		rw, ok := q[e.Proc]
-		if !ok || since.Before(rw.since) {
-			rw.since = since
+		if e.Until.After(w.remote[k]) {
+			w.remote[k] = e.Until
 		}
-		rw.until = e.Until
-		q[e.Proc] = rw
-	case eventReleased:
-		// The sender held the key or passes its turn on, and the named
-		// process is taking its turn: neither waits in the queue any more.
-		if q := w.remote[e.Key]; q != nil {
-			delete(q, e.Proc)
-			delete(q, e.Next)
-			if len(q) == 0 {
-				delete(w.remote, e.Key)
-			}
-		}
-		if e.Next != w.proc || e.Key == "" || !live {
-			return nothing
-		}
-		// Our turn, and we are out of every queue of the key. If we had
-		// left the key to someone, that is over.
-		delete(w.announced, e.Key)
-		delete(w.yielding, e.Key)
-		if !w.nameLocal(e.Key, uint64(e.Epoch)) {
-			return passTurn
-		}
-		for _, lw := range w.local[e.Key] {
-			if !lw.named {
-				return reannounce // the others still wait: back in line
-			}
+	case eventEnded:
+		for c := range w.local[k] {
+			notify(c)
 		}
 	}
-	return nothing
 }
 
-// nameLocal makes the longest waiting local waiter of key that is not
-// named yet the next holder, after the release of epoch. It reports false
-// if there is none. w.mu is held.
-func (w *wakeups) nameLocal(key string, epoch uint64) bool {
-	for _, lw := range w.local[key] {
-		if !lw.named {
-			lw.named, lw.epoch = true, epoch
-			// The holder says it released epoch: the waiter may insert
-			// epoch+1 at once and prove it afterwards (timing.go).
-			w.b.views.hintReleased(key, epoch, w.b.mono())
-			notify(lw.c)
-			return true
-		}
-	}
-	return false
-}
-
-// queue returns the queue of other processes waiting for key, without
-// those whose announcement ran out. w.mu is held.
-func (w *wakeups) queue(est *clockcheck.Estimator, key string) map[string]remoteWaiter {
-	q := w.remote[key]
-	if q == nil {
-		if len(w.remote) >= maxViews {
-			w.expire(est)
-		}
-		q = make(map[string]remoteWaiter)
-		w.remote[key] = q
-		return q
-	}
+func (w *wakeups) expireLocked(est *clockcheck.Estimator) {
 	now := est.Now().Earliest
-	for p, rw := range q {
-		if !rw.until.After(now) {
-			delete(q, p)
-		}
-	}
-	return q
-}
-
-// expire drops remote announcements that ended. w.mu is held.
-func (w *wakeups) expire(est *clockcheck.Estimator) {
-	now := est.Now().Earliest
-	for k, q := range w.remote {
-		for p, rw := range q {
-			if !rw.until.After(now) {
-				delete(q, p)
-			}
-		}
-		if len(q) == 0 {
+	for k, until := range w.remote {
+		if !until.After(now) {
 			delete(w.remote, k)
 		}
 	}
+	if len(w.remote) >= maxRemote {
+		clear(w.remote)
+	}
 }
 
-// nextRemote removes and returns the process that has waited longest for
-// key, or "" if no other process is known to wait. w.mu is held.
-func (w *wakeups) nextRemote(est *clockcheck.Estimator, key string) string {
-	if w.remote[key] == nil {
-		return ""
-	}
-	q := w.queue(est, key)
-	next, since := "", time.Time{}
-	for p, rw := range q {
-		if next == "" || rw.since.Before(since) || rw.since.Equal(since) && p < next {
-			next, since = p, rw.since
-		}
-	}
-	delete(q, next)
-	if len(q) == 0 {
-		delete(w.remote, key)
-	}
-	return next
-}
-
-// released follows this process's release of epoch of key. If another
-// process waits for key, it names the one that has waited longest in a
-// "released" event and keeps from taking the key for yieldFor; otherwise
-// it wakes this process's own waiters. Best effort: a failure only costs
-// latency.
-func (w *wakeups) released(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
+// wait blocks a waiter whose claim is behind blocker until blocker's end
+// may have been recorded: an "ended" event for it, the moment its session
+// can have expired, or the poll interval (the safety poll interval while
+// the event stream is live). It returns nil to walk again, or ctx's cause.
+func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key string, blocker chain.Blocker) error {
+	k := waitKey{key, blocker.Epoch}
+	c := make(chan struct{}, 1)
 	w.mu.Lock()
-	next := ""
-	if w.healthy.Load() {
-		next = w.nextRemote(est, key)
+	if w.local[k] == nil {
+		w.local[k] = make(map[chan struct{}]struct{})
 	}
-	if next == "" {
-		for _, lw := range w.local[key] {
-			notify(lw.c)
-		}
-		w.mu.Unlock()
-		return
-	}
-	if len(w.yielding) >= maxViews {
-		now := w.b.mono()
-		for k, until := range w.yielding {
-			if until <= now {
-				delete(w.yielding, k)
-			}
-		}
-	}
-	w.yielding[key] = w.b.mono() + yieldFor
+	w.local[k][c] = struct{}{}
 	w.mu.Unlock()
-	err := w.sendReleased(ctx, est, key, epoch, next)
-	if err != nil {
-		w.b.cfg.logger.Debug("dsyncmongo: release event not sent", slog.String("key", key), slog.Any("err", err))
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err != nil {
-		delete(w.yielding, key)
-	} else {
-		// Our event took us out of every queue of key, after any
-		// announcement made until now: our waiters, if any, wake to
-		// announce themselves again (the yield keeps them from the key).
-		delete(w.announced, key)
-	}
-	for _, lw := range w.local[key] {
-		notify(lw.c)
-	}
-}
-
-// passOn passes a turn this process was given for key, and cannot use, to
-// the process that has waited longest after it, if any.
-func (w *wakeups) passOn(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
-	w.mu.Lock()
-	next := w.nextRemote(est, key)
-	w.mu.Unlock()
-	if next == "" {
-		return
-	}
-	if err := w.sendReleased(ctx, est, key, epoch, next); err != nil {
-		w.b.cfg.logger.Debug("dsyncmongo: passing a turn on failed", slog.String("key", key), slog.Any("err", err))
-	}
-}
-
-// giveUp hands on the turn of a named local waiter that stopped waiting:
-// to another local waiter of key if there is one, else to the next
-// process in line.
-func (w *wakeups) giveUp(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
-	w.mu.Lock()
-	named := w.nameLocal(key, epoch)
-	w.mu.Unlock()
-	if !named {
-		w.passOn(ctx, est, key, epoch)
-	}
-}
-
-func (w *wakeups) sendReleased(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64, next string) error {
-	_, err := w.b.events.InsertOne(ctx, eventDoc{
-		ID: bson.NewObjectID(), Kind: eventReleased, Key: key, Epoch: int64(epoch), Proc: w.proc,
-		Next: next, At: est.Now().Earliest,
-	})
-	return err
-}
-
-// yieldLeft reports how much longer this process leaves key to the
-// process it named after its last release of it.
-func (w *wakeups) yieldLeft(key string) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	until, ok := w.yielding[key]
-	if !ok {
-		return 0
-	}
-	left := until - w.b.mono()
-	if left <= 0 || !w.healthy.Load() {
-		delete(w.yielding, key)
-		return 0
-	}
-	return left
-}
-
-// add registers a local waiter for key, last in line.
-func (w *wakeups) add(key string) *localWaiter {
-	lw := &localWaiter{c: make(chan struct{}, 1)}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.local[key] = append(w.local[key], lw)
-	return lw
-}
-
-// remove unregisters a local waiter. It reports whether the waiter had
-// been named the next holder, and after which epoch's release: if it gives
-// up, the turn must go on.
-func (w *wakeups) remove(key string, lw *localWaiter) (named bool, epoch uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	list := w.local[key]
-	if i := slices.Index(list, lw); i >= 0 {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(w.local, key)
-	} else {
-		w.local[key] = list
-	}
-	return lw.named, lw.epoch
-}
-
-// announce puts this process in the queues of key, unless its
-// announcement in force is recent. It returns how long ago the
-// announcement in force was sent (0: now).
-func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, key string) (age time.Duration, err error) {
-	now := w.b.mono()
-	w.mu.Lock()
-	a, ok := w.announced[key]
-	if ok && now-a.sent < reannounceAfter*w.b.cfg.safetyPoll {
-		w.mu.Unlock()
-		return now - a.sent, nil
-	}
-	if !ok {
-		a.since = est.Now().Earliest
-	}
-	w.mu.Unlock()
-	return 0, w.sendWait(ctx, est, key, a.since)
-}
-
-// reannounce sends our announcements in force again, for key or, if key
-// is "", for every key this process still waits for.
-func (w *wakeups) reannounce(ctx context.Context, est *clockcheck.Estimator, key string) {
-	w.mu.Lock()
-	places := map[string]time.Time{}
-	for k, a := range w.announced {
-		if (key == "" || k == key) && len(w.local[k]) > 0 {
-			places[k] = a.since
-		}
-	}
-	if key != "" && len(places) == 0 && len(w.local[key]) > 0 {
-		places[key] = est.Now().Earliest // out of the queues: last in line
-	}
-	w.mu.Unlock()
-	for k, since := range places {
-		if err := w.sendWait(ctx, est, k, since); err != nil {
-			w.b.cfg.logger.Debug("dsyncmongo: wait announcement failed", slog.String("key", k), slog.Any("err", err))
-		}
-	}
-}
-
-// reannounceSoon re-sends all our announcements in force after a short
-// random delay, once for all the cursors opened meanwhile: processes tend
-// to start together, and each of our events costs each of them a getMore.
-func (w *wakeups) reannounceSoon(ctx context.Context, est *clockcheck.Estimator) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.reannouncing != nil || w.stopped {
-		return
-	}
-	w.reannouncing = time.AfterFunc(jitter(reannounceDelay), func() {
+	defer func() {
 		w.mu.Lock()
-		w.reannouncing = nil
+		delete(w.local[k], c)
+		if len(w.local[k]) == 0 {
+			delete(w.local, k)
+		}
 		w.mu.Unlock()
-		w.reannounce(ctx, est, "")
-	})
+	}()
+
+	expires := blocker.ExpiresAt
+	for {
+		poll := w.b.cfg.poll
+		if w.b.cfg.wakeups && w.healthy.Load() {
+			poll = w.b.cfg.safetyPoll
+			if announced, err := w.announce(ctx, est, k); err != nil {
+				poll = w.b.cfg.poll
+			} else if announced {
+				// The end may have been recorded before the owner heard
+				// of us: have the caller look once more.
+				return nil
+			}
+		}
+		// Until answers "when is Earliest at or after"; a millisecond
+		// more makes it strictly after.
+		wait := min(est.Until(expires)+time.Millisecond, poll)
+		t := time.NewTimer(jitterUp(wait))
+		select {
+		case <-c:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		if !w.b.cfg.wakeups || !w.healthy.Load() || !est.Now().Earliest.After(expires) {
+			return nil // polling, or the safety poll: look again
+		}
+		// The blocker's session may have run out. With events flowing, its
+		// end would have been announced: one read of the session tells
+		// whether it was renewed meanwhile.
+		alive, renewed, err := w.b.eng.SessionAlive(ctx, blocker.Session)
+		if err != nil || !alive || !renewed.After(expires) {
+			return nil
+		}
+		expires = renewed
+	}
 }
 
-// sendWait sends a "wait" event for key and records it as in force.
-func (w *wakeups) sendWait(ctx context.Context, est *clockcheck.Estimator, key string, since time.Time) error {
-	now := w.b.mono()
+// jitterUp spreads waiters: a wait grows by up to 20%, never shrinks, so a
+// waiter never looks before the moment it waits for.
+func jitterUp(d time.Duration) time.Duration {
+	return max(d+jitter(d/5+time.Millisecond)-time.Millisecond, time.Millisecond)
+}
+
+// announce tells the other processes that this one waits for k, unless a
+// live announcement of ours says so. It reports whether it sent one.
+func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k waitKey) (bool, error) {
+	now := est.Now()
 	w.mu.Lock()
-	if _, ok := w.announced[key]; !ok && len(w.announced) >= maxViews {
-		for k := range w.announced {
-			if len(w.local[k]) == 0 {
-				delete(w.announced, k)
-			}
-		}
-	}
-	w.announced[key] = announcement{sent: now, since: since}
+	until, ok := w.announced[k]
 	w.mu.Unlock()
-	_, err := w.b.events.InsertOne(ctx, eventDoc{
-		ID: bson.NewObjectID(), Kind: eventWait, Key: key, Proc: w.proc,
-		Until: ceilMilli(est.Now().Latest.Add(announceFor * w.b.cfg.safetyPoll)),
-		Since: since, At: est.Now().Earliest,
-	})
-	if err != nil {
-		w.mu.Lock()
-		if a, ok := w.announced[key]; ok && a.sent == now {
-			delete(w.announced, key)
-		}
-		w.mu.Unlock()
+	if ok && until.Sub(now.Latest) > w.b.cfg.safetyPoll {
+		return false, nil
 	}
-	return err
+	until = now.Earliest.Add(4 * w.b.cfg.safetyPoll)
+	e := eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: w.proc, Key: k.key, Epoch: int64(k.epoch), At: now.Earliest, Until: until}
+	if _, err := w.b.events.InsertOne(ctx, e); err != nil {
+		w.b.cfg.logger.Debug("dsyncmongo: announcing a waiter failed", slog.Any("err", err))
+		return false, err
+	}
+	w.mu.Lock()
+	if len(w.announced) >= maxRemote {
+		clear(w.announced)
+	}
+	w.announced[k] = until
+	w.mu.Unlock()
+	return true, nil
 }
 
-// WaitFree implements dsync.Waiter: it returns when this process is named
-// the next holder of held.Key, or after held.RetryAfter, or when ctx ends.
-// With wake-ups on (WithWakeups) and the event stream working, a waiter
-// that has announced itself sleeps longer than RetryAfter: until the
-// holder's epoch can have expired, at most the safety poll interval
-// (WithSafetyPoll). Being woken proves nothing; the next Acquire decides.
-func (b *Backend) WaitFree(ctx context.Context, held *dsync.HeldError) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
+// ended wakes the waiters for key's epoch: those of this process directly,
+// and, if another process announced it waits for it, through an "ended"
+// event. Best effort: a waiter that misses it looks again later.
+func (w *wakeups) ended(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
+	k := waitKey{key, epoch}
+	w.mu.Lock()
+	for c := range w.local[k] {
+		notify(c)
 	}
-	wait := held.RetryAfter
-	if !b.cfg.wakeups || held.Key == "" {
-		return sleepCtx(ctx, wait)
+	until, waited := w.remote[k]
+	delete(w.remote, k)
+	w.mu.Unlock()
+	if !w.b.cfg.wakeups || !waited || !until.After(est.Now().Earliest) {
+		return
 	}
-	est, err := b.prepare(ctx)
-	if err != nil {
-		return sleepCtx(ctx, wait)
-	}
-	w := b.wake
-	w.start(est)
-	lw := w.add(held.Key)
-	if w.healthy.Load() {
-		age, err := w.announce(ctx, est, held.Key)
-		switch {
-		case err != nil:
-			b.cfg.logger.Debug("dsyncmongo: wait announcement failed", slog.String("key", held.Key), slog.Any("err", err))
-		case age < announceSettle:
-			// The holder may not have seen our announcement yet: look
-			// again once it surely has.
-			wait = max(wait, announceSettle-age)
-		case w.yieldLeft(held.Key) == 0:
-			// The holder's process has seen our announcement: sleep until
-			// the epoch can have expired, at most the safety interval.
-			safety := b.cfg.safetyPoll
-			wait = max(wait, safety-time.Duration(rand.Int64N(int64(safety)/5+1)))
-			if v, ok := b.views.get(held.Key); ok && v.known && v.epoch == held.Token && !v.released {
-				wait = min(wait, jitterWait(est.Until(v.expiresAt)+time.Millisecond, b.cfg.safetyPoll))
-			}
-		}
-	}
-	t := time.NewTimer(max(wait, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-lw.c:
-		w.remove(held.Key, lw)
-		return nil
-	case <-t.C:
-		w.remove(held.Key, lw)
-		return nil
-	case <-ctx.Done():
-		if named, epoch := w.remove(held.Key, lw); named {
-			// Named, but giving up: hand the turn on.
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			defer cancel()
-			w.giveUp(pctx, est, held.Key, epoch)
-		}
-		return context.Cause(ctx)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(max(d, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	e := eventDoc{ID: bson.NewObjectID(), Kind: eventEnded, Proc: w.proc, Key: key, Epoch: int64(epoch), At: est.Now().Earliest}
+	if _, err := w.b.events.InsertOne(ctx, e); err != nil {
+		w.b.cfg.logger.Debug("dsyncmongo: announcing an end failed", slog.String("key", key), slog.Any("err", err))
 	}
 }

@@ -11,17 +11,19 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // Defaults of the options.
 const (
 	// DefaultCollection is the collection the lock documents live in.
 	DefaultCollection = "dsync_locks"
-	// DefaultPollInterval caps the wait a HeldError suggests.
+	// DefaultPollInterval is how often a waiter checks the claim ahead of
+	// it when wake-up events are off or their stream is down.
 	DefaultPollInterval = 250 * time.Millisecond
 	// DefaultSafetyPoll caps how long a waiter relies on wake-up events
 	// alone (WithSafetyPoll).
-	DefaultSafetyPoll = 5 * time.Second
+	DefaultSafetyPoll = 15 * time.Second
 
 	// eventsSuffix names the capped collection of wake-up events after
 	// the lock collection: "dsync_locks_events" by default.
@@ -43,30 +45,24 @@ type config struct {
 	host       string
 	pid        int
 
-	// The protocol's timing constants (see timing.go). Only tests change
-	// them.
-	viewTrust     time.Duration
-	acquireWindow time.Duration
-	pruneDelay    time.Duration
-	pruneEvery    uint64
+	// chain holds the protocol's timing constants (see package
+	// internal/chain). Only tests change them.
+	chain chain.Config
 }
 
 func newConfig(opts []Option) (*config, error) {
 	host, _ := os.Hostname()
 	c := &config{
-		collection:    DefaultCollection,
-		wc:            writeconcern.Majority(),
-		poll:          DefaultPollInterval,
-		wakeups:       false,
-		safetyPoll:    DefaultSafetyPoll,
-		clock:         clockcheck.SystemClock(),
-		logger:        slog.Default(),
-		host:          host,
-		pid:           os.Getpid(),
-		viewTrust:     viewTrust,
-		acquireWindow: acquireWindow,
-		pruneDelay:    pruneDelay,
-		pruneEvery:    pruneEvery,
+		collection: DefaultCollection,
+		wc:         writeconcern.Majority(),
+		poll:       DefaultPollInterval,
+		wakeups:    true,
+		safetyPoll: DefaultSafetyPoll,
+		clock:      clockcheck.SystemClock(),
+		logger:     slog.Default(),
+		host:       host,
+		pid:        os.Getpid(),
+		chain:      chain.DefaultConfig(),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -120,10 +116,11 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 	}
 }
 
-// WithPollInterval caps how long a HeldError tells the caller to wait
-// before the next attempt on a held lock. Default: DefaultPollInterval
-// (250 ms). The wait is normally until the holder's lease can have expired;
-// the cap bounds how late a waiter notices a release. It must be positive.
+// WithPollInterval sets how often a waiter checks the claim ahead of it
+// in the queue when wake-up events are off (WithWakeups) or their stream
+// is down. Default: DefaultPollInterval (250 ms). A waiter also checks when
+// that claim's session can have expired, whichever comes first. It must
+// be positive.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -178,31 +175,25 @@ func WithMaxDrift(rate float64) Option {
 	}
 }
 
-// WithWakeups turns wake-ups through events on or off. Default: off, for
-// now: on FerretDB (the only server measured so far) every following
-// cursor costs the server a query every 10 ms, and with 16 waiting
-// processes on 2 cores handoffs became slower than with polling (see the
-// package documentation, "Wake-ups").
+// WithWakeups turns wake-ups through events on or off. Default: on.
 //
 // With wake-ups, each Backend that holds or waits for a lock follows a
 // small capped collection (the lock collection's name + "_events", 1 MiB,
 // created on first use) with one tailable-await cursor, in one goroutine
-// that Close stops. A waiting process announces itself there (one insert
-// per key when it starts waiting after a hold or a turn, and about every
-// ten safety poll intervals); a holder that knows of waiting processes
-// names the one that announced itself first in a "released" event after
-// releasing, which wakes one of its waiters at once. An uncontended
-// Lock+Unlock still costs two commands. Other waiters sleep until the
-// holder's epoch can have expired, at most the safety poll interval
-// (WithSafetyPoll), instead of polling every poll interval.
+// that Close stops. A waiter announces there which claim it waits for (one
+// insert when it starts waiting on it); the owner of that claim, after
+// ending it, appends one "ended" event, which wakes the waiter at once;
+// the waiter confirms with one read of the end marker. Queues live in the
+// lock collection, never in the events: a missed event only costs latency,
+// at most the safety poll interval (WithSafetyPoll), and a waiter still
+// checks when the claim ahead of it can have expired. An uncontended
+// Lock+Unlock costs two commands.
 //
-// Events are hints: the woken waiter still acquires by the epoch protocol,
-// and a missed event only costs latency, at most the safety poll interval.
-// If the store has no capped collections or tailable cursors, or the
-// stream fails (cursor killed, server restarted), waiters fall back to
-// polling (WithPollInterval), with a logged notice, while the backend
-// keeps trying to reopen the stream. Off, waiters poll, and no events
-// collection is used.
+// If the store has no capped collections or tailable cursors (DocumentDB,
+// Atlas serverless), or the stream fails (cursor killed, server
+// restarted), waiters fall back to polling (WithPollInterval), with a
+// logged notice, while the backend keeps trying to reopen the stream.
+// Off, waiters poll, and no events collection is used.
 func WithWakeups(on bool) Option {
 	return func(c *config) error {
 		c.wakeups = on
@@ -211,10 +202,11 @@ func WithWakeups(on bool) Option {
 }
 
 // WithSafetyPoll sets how long a waiter sleeps at most, relying on
-// wake-up events, before it tries again. Default: DefaultSafetyPoll (5 s).
-// It bounds the extra latency of a missed event. The event cursor's
-// getMore commands wait up to twice as long, and a waiting process
-// renews its announcement every ten intervals. It must be positive.
+// wake-up events, before it checks the claim ahead of it again. Default:
+// DefaultSafetyPoll (15 s). It bounds the extra latency of a missed event;
+// a claim ahead whose session expires is noticed at its expiry regardless.
+// The event cursor's getMore commands wait up to as long. It must be
+// positive.
 func WithSafetyPoll(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

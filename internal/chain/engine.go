@@ -149,6 +149,12 @@ type Claim struct {
 	Epoch   uint64 // the fencing token once the claim holds
 	// checked: every epoch in [checked, Epoch) is known to have ended.
 	checked uint64
+	// blocker is the claim document of epoch checked−1 that the last walk
+	// found live, so that the next walk reads only its marker: a claim
+	// document never changes, and the one below a live claim is never
+	// pruned (a prune that passed it is caught by the floor check).
+	blocker    Doc
+	hasBlocker bool
 }
 
 // Resume rebuilds a claim from what its owner kept of it (a Walk on it
@@ -315,6 +321,37 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool
 	return nil, &BusyError{Key: key}
 }
 
+// TryClaim is TryLock's one attempt: it claims key only when its newest
+// epoch has ended, and returns the claim only if it holds at once;
+// otherwise it withdraws what it inserted and returns a *BusyError.
+func (e *Engine) TryClaim(ctx context.Context, key, owner, session string) (*Claim, error) {
+	c, err := e.Claim(ctx, key, owner, session, true)
+	if err != nil {
+		return nil, err
+	}
+	head, blocker, err := e.Walk(ctx, c)
+	if err == nil && head {
+		return c, nil
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, &BusyError{Key: key, Blocker: blocker}
+}
+
+// SessionAlive reads a session and reports whether it had not expired
+// when the read was sent, with its expiry. A waiter whose wake-ups work
+// checks only this when its blocker's session may have run out.
+func (e *Engine) SessionAlive(ctx context.Context, id string) (alive bool, expires time.Time, err error) {
+	earliest := e.clock.ServerNow().Earliest
+	s, found, err := e.store.GetSession(ctx, id)
+	if err != nil || !found {
+		return false, time.Time{}, err
+	}
+	return !s.ExpiresAt.Before(earliest), s.ExpiresAt, nil
+}
+
 // abandon ends a claim that must never hold: its insert had an unknown
 // outcome, or it landed below the floor. The withdrawal is retried by
 // Flush if it fails.
@@ -338,9 +375,12 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			return true, Blocker{}, nil
 		}
 		epoch := c.checked - 1
-		d, found, err := e.store.Get(ctx, ClaimID(c.Key, epoch))
-		if err != nil {
-			return false, Blocker{}, err
+		d, found := c.blocker, true
+		if !c.hasBlocker || c.blocker.Epoch != epoch {
+			d, found, err = e.store.Get(ctx, ClaimID(c.Key, epoch))
+			if err != nil {
+				return false, Blocker{}, err
+			}
 		}
 		if !found {
 			// A hole: pruning deletes only below an epoch that held, after
@@ -365,6 +405,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 					continue
 				}
 			}
+			c.blocker, c.hasBlocker = d, true
 			return false, b, nil
 		}
 		if kind == KindRelease {

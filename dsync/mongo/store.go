@@ -1,0 +1,188 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// lockDoc is a document of the lock collection: a claim of an epoch, the
+// marker that ends one, or a key's floor (see package doc, "Protocol").
+type lockDoc struct {
+	ID      string `bson:"_id"`
+	Key     string `bson:"key"`
+	Epoch   int64  `bson:"epoch,omitempty"` // absent on floor documents
+	Kind    string `bson:"kind"`
+	Nonce   string `bson:"nonce,omitempty"`
+	Session string `bson:"session,omitempty"`
+	Owner   string `bson:"owner,omitempty"`
+	Host    string `bson:"host,omitempty"`
+	PID     int    `bson:"pid,omitempty"`
+	// At is the midpoint of the server-time estimate when the document was
+	// sent: for a claim, when it queued.
+	At    time.Time `bson:"at"`
+	Floor int64     `bson:"floor,omitempty"` // floor documents
+}
+
+const kindFloor = "floor"
+
+// floorID is the _id of key's floor document. Claim and marker IDs end in
+// "@digits" or "~nonce", so no key's floor ID is another key's claim.
+func floorID(key string) string { return key + "#floor" }
+
+// sessionDoc is a document of the sessions collection.
+type sessionDoc struct {
+	ID        string    `bson:"_id"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+	Host      string    `bson:"host"`
+	PID       int       `bson:"pid"`
+	Started   time.Time `bson:"started"`
+}
+
+// store is the chain.Store of a Backend. Every read and update of one
+// document filters on _id alone: FerretDB answers any other query by
+// decoding the whole collection.
+type store struct{ b *Backend }
+
+var _ chain.Store = store{}
+
+func (s store) now() time.Time {
+	if e := s.b.est.Load(); e != nil {
+		return midpoint(e.Now())
+	}
+	return time.Time{}
+}
+
+func (s store) Insert(ctx context.Context, d chain.Doc) error {
+	doc := lockDoc{
+		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
+		Session: d.Session, Owner: d.Owner, At: s.now(),
+	}
+	if d.Kind == chain.KindClaim {
+		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
+	}
+	_, err := s.b.coll.InsertOne(ctx, doc)
+	if mongo.IsDuplicateKeyError(err) {
+		return chain.ErrExists
+	}
+	return err
+}
+
+func fromLockDoc(d *lockDoc) chain.Doc {
+	return chain.Doc{ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner}
+}
+
+func (s store) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
+	var d lockDoc
+	err := s.b.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return chain.Doc{}, false, nil
+	}
+	if err != nil {
+		return chain.Doc{}, false, err
+	}
+	return fromLockDoc(&d), true, nil
+}
+
+func (s store) Newest(ctx context.Context, key string) (chain.Doc, bool, error) {
+	d, found, err := s.b.newest(ctx, key)
+	if err != nil || !found {
+		return chain.Doc{}, false, err
+	}
+	return fromLockDoc(&d), true, nil
+}
+
+func (s store) Floor(ctx context.Context, key string) (uint64, error) {
+	var d lockDoc
+	err := s.b.coll.FindOne(ctx, bson.D{{Key: "_id", Value: floorID(key)}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return uint64(d.Floor), nil
+}
+
+func (s store) RaiseFloor(ctx context.Context, key string, floor uint64) error {
+	update := bson.D{
+		{Key: "$max", Value: bson.D{{Key: "floor", Value: int64(floor)}}},
+		{Key: "$setOnInsert", Value: bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}, {Key: "at", Value: s.now()}}},
+	}
+	filter := bson.D{{Key: "_id", Value: floorID(key)}}
+	_, err := s.b.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		// Two upserts raced to create it: it exists now.
+		_, err = s.b.coll.UpdateOne(ctx, filter, update)
+	}
+	return err
+}
+
+func (s store) Prune(ctx context.Context, key string, below uint64) error {
+	_, err := s.b.coll.DeleteMany(ctx, bson.D{
+		{Key: "key", Value: key},
+		{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+	})
+	return err
+}
+
+func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
+	_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
+		ID: sess.ID, ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
+	})
+	if mongo.IsDuplicateKeyError(err) {
+		return chain.ErrExists
+	}
+	return err
+}
+
+func (s store) RenewSession(ctx context.Context, id string, expires time.Time) (bool, error) {
+	// $max, never $set: a renewal applied late, after later ones, must not
+	// move the expiry back.
+	res, err := s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount > 0, nil
+}
+
+func (s store) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
+	var d sessionDoc
+	err := s.b.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return chain.Session{}, false, nil
+	}
+	if err != nil {
+		return chain.Session{}, false, err
+	}
+	return chain.Session{ID: d.ID, ExpiresAt: d.ExpiresAt}, true, nil
+}
+
+// newest reads key's claim with the highest epoch.
+func (b *Backend) newest(ctx context.Context, key string) (lockDoc, bool, error) {
+	var d lockDoc
+	err := b.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: chain.KindClaim}},
+		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return lockDoc{}, false, nil
+	}
+	return d, err == nil, err
+}
+
+// clock is the engine's clock: server time from the backend's estimator,
+// local time from its monotonic clock.
+type clock struct{ b *Backend }
+
+func (c clock) ServerNow() chain.Interval {
+	iv := c.b.est.Load().Now()
+	return chain.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
+}
+
+func (c clock) Mono() time.Duration { return c.b.cfg.clock.Monotonic() }
