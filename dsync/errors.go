@@ -14,5 +14,4 @@ var (
 	// outcome of renewals stayed unknown past the local deadline. Work done
 	// after Lost() closed was not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
-
 )

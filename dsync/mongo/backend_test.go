@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -52,6 +53,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		{"nil logger", WithLogger(nil)},
 		{"negative drift", WithMaxDrift(-1e-6)},
 		{"huge drift", WithMaxDrift(0.5)},
+		{"inconsistent protocol constants", withChain(chain.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second, PruneEvery: 4})},
 	} {
 		if b, err := New(db, tc.opt); err == nil {
 			t.Errorf("%s: New succeeded (%v), want an error", tc.name, b)
@@ -84,11 +86,14 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 		{"bad\xffutf8", ErrInvalidKey},
 	} {
 		start := time.Now()
-		if _, err := b.Acquire(ctx, tc.key, "owner", time.Second); !errors.Is(err, tc.want) {
-			t.Errorf("Acquire(%.20q) = %v, want %v", tc.key, err, tc.want)
+		if _, err := b.Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
+			t.Errorf("Claim(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.Release(ctx, dsync.Lease{Key: tc.key, Owner: "owner", Token: 1}); !errors.Is(err, tc.want) {
-			t.Errorf("Release(%.20q) = %v, want %v", tc.key, err, tc.want)
+		if err := b.End(ctx, dsync.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
+			t.Errorf("End(%.20q) = %v, want %v", tc.key, err, tc.want)
+		}
+		if err := b.Await(ctx, dsync.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
+			t.Errorf("Await(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
 		if _, err := b.Current(ctx, tc.key); !errors.Is(err, tc.want) {
 			t.Errorf("Current(%.20q) = %v, want %v", tc.key, err, tc.want)
@@ -97,14 +102,17 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 			t.Errorf("rejecting %.20q took %v: it waited for the server", tc.key, d)
 		}
 	}
-	if _, err := b.Acquire(ctx, "k", "", time.Second); !errors.Is(err, ErrInvalidOwner) {
-		t.Errorf("Acquire with empty owner = %v, want ErrInvalidOwner", err)
+	if _, err := b.Claim(ctx, "k", "", "s", false); !errors.Is(err, ErrInvalidOwner) {
+		t.Errorf("Claim with empty owner = %v, want ErrInvalidOwner", err)
 	}
-	if _, err := b.Acquire(ctx, "k", "o", 0); err == nil {
-		t.Error("Acquire with zero TTL succeeded")
+	if _, err := b.Claim(ctx, "k", "o", "", false); err == nil {
+		t.Error("Claim without a session succeeded")
 	}
-	if _, err := b.Acquire(ctx, strings.Repeat("k", MaxKeyLen), "o", time.Second); errors.Is(err, ErrKeyTooLong) {
-		t.Errorf("a key of exactly MaxKeyLen bytes was rejected: %v", err)
+	if _, err := b.OpenSession(ctx, 0); err == nil {
+		t.Error("OpenSession with zero TTL succeeded")
+	}
+	if err := b.End(ctx, dsync.Claim{Key: "k", Owner: "o"}, true); err == nil {
+		t.Error("End of a claim without token and nonce succeeded")
 	}
 }
 
@@ -112,154 +120,161 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	b := newBackend(t, offlineDB(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := b.Acquire(ctx, "k", "o", time.Second)
-	var held *dsync.HeldError
-	if err == nil || errors.As(err, &held) {
-		t.Fatalf("Acquire against no server = %v, want an error", err)
+	if _, err := b.OpenSession(ctx, time.Second); err == nil {
+		t.Fatal("OpenSession against no server succeeded")
+	} else {
+		t.Logf("OpenSession error: %v", err)
 	}
-	t.Logf("Acquire error: %v", err)
-	if _, err := b.Renew(ctx, time.Second, []dsync.Lease{{Key: "k", Owner: "o", Token: 1}}); err == nil {
-		t.Error("Renew against no server succeeded")
-	}
-}
-
-func TestTokensIncreaseInGrantOrder(t *testing.T) {
-	ps := newProcs(t, 2)
-	ctx := testCtx(t, 30*time.Second)
-	for want := uint64(1); want <= 6; want++ {
-		p := ps[want%2] // alternate processes
-		owner := fmt.Sprintf("owner%d", want)
-		l, err := p.b.Acquire(ctx, "k", owner, 10*time.Second)
-		if err != nil {
-			t.Fatalf("Acquire #%d: %v", want, err)
-		}
-		if l.Token != want || l.Key != "k" || l.Owner != owner {
-			t.Fatalf("Acquire #%d = %+v, want token %d", want, l, want)
-		}
-		if err := p.b.Release(ctx, l); err != nil {
-			t.Fatalf("Release #%d: %v", want, err)
-		}
+	if err := b.RenewSession(ctx, "s", time.Second); err == nil || errors.Is(err, dsync.ErrSessionGone) {
+		t.Errorf("RenewSession against no server = %v, want an error of unknown outcome", err)
 	}
 }
 
-func TestHeldErrorWhileHeld(t *testing.T) {
-	const poll = 200 * time.Millisecond
-	ps := newProcs(t, 2, WithPollInterval(poll))
-	a, b := ps[0].b, ps[1].b
-	ctx := testCtx(t, 30*time.Second)
-	la, err := a.Acquire(ctx, "k", "alice", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 { // the first attempt reads, later ones re-check by _id
-		_, err = b.Acquire(ctx, "k", "bob", 10*time.Second)
-		var held *dsync.HeldError
-		if !errors.As(err, &held) || !errors.Is(err, dsync.ErrHeld) {
-			t.Fatalf("attempt %d: Acquire of a held key = %v, want a HeldError", i, err)
-		}
-		if held.Owner != "alice" || held.Token != la.Token || held.Key != "k" {
-			t.Errorf("attempt %d: HeldError = %+v, want alice's token %d", i, held, la.Token)
-		}
-		if held.RetryAfter <= 0 || held.RetryAfter > poll*6/5 {
-			t.Errorf("attempt %d: RetryAfter = %v, want in (0, %v]", i, held.RetryAfter, poll*6/5)
-		}
-	}
-
-	// Until expiry, not the poll interval, when expiry comes first.
-	l2, err := a.Acquire(ctx, "k2", "alice", 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Acquire(ctx, "k2", "bob", time.Second)
-	var held *dsync.HeldError
-	if errors.As(err, &held) {
-		// Until expiry (plus the estimate's width), with up to 20% jitter.
-		if held.RetryAfter > 100*time.Millisecond*6/5+50*time.Millisecond {
-			t.Errorf("RetryAfter = %v for a lease expiring within 100ms", held.RetryAfter)
-		}
-	} else if err != nil {
-		t.Fatal(err)
-	} // else: it expired already on a slow machine
-	_ = l2
-}
-
-// takeOver makes attempts on key, sleeping as told, until one succeeds.
-func takeOver(t *testing.T, ctx context.Context, b *Backend, key, owner string, ttl time.Duration) (dsync.Lease, int) {
+// open opens a session on b.
+func open(t *testing.T, ctx context.Context, b *Backend, ttl time.Duration) string {
 	t.Helper()
-	for n := 1; ; n++ {
-		l, err := b.Acquire(ctx, key, owner, ttl)
-		var held *dsync.HeldError
-		switch {
-		case err == nil:
-			return l, n
-		case errors.As(err, &held):
-			time.Sleep(held.RetryAfter)
-		default:
-			t.Fatalf("attempt %d: %v", n, err)
+	s, err := b.OpenSession(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// claimed claims key and reports whether it holds at once (one walk).
+func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) dsync.Claim {
+	t.Helper()
+	c, err := b.Claim(ctx, key, owner, session, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// holdsWithin reports whether Await returns within d.
+func holdsWithin(ctx context.Context, b *Backend, c dsync.Claim, d time.Duration) bool {
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return b.Await(actx, c) == nil
+}
+
+// TestQueueHoldsInClaimOrder: claims hold in epoch order, one at a time; a
+// withdrawn claim is skipped; tokens are the epochs.
+func TestQueueHoldsInClaimOrder(t *testing.T) {
+	ps := newProcs(t, 4)
+	ctx := testCtx(t, time.Minute)
+	var cs []dsync.Claim
+	for i, p := range ps {
+		s := open(t, ctx, p.b, time.Minute)
+		cs = append(cs, claimed(t, ctx, p.b, "k", fmt.Sprintf("p%d", i), s))
+	}
+	for i, c := range cs {
+		if c.Token != uint64(i+1) {
+			t.Fatalf("claim %d has token %d, want %d", i, c.Token, i+1)
 		}
 	}
+	if !holdsWithin(ctx, ps[0].b, cs[0], 5*time.Second) {
+		t.Fatal("the first claim does not hold")
+	}
+	for _, i := range []int{1, 2, 3} {
+		if holdsWithin(ctx, ps[i].b, cs[i], 300*time.Millisecond) {
+			t.Fatalf("claim %d holds while claim 0 holds", i)
+		}
+	}
+	// p2 gives up; p0 releases: p1 holds, p3 still waits for p1.
+	if err := ps[2].b.End(ctx, cs[2], false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps[0].b.End(ctx, cs[0], true); err != nil {
+		t.Fatal(err)
+	}
+	if !holdsWithin(ctx, ps[1].b, cs[1], 5*time.Second) {
+		t.Fatal("the second claim does not hold after the first was released")
+	}
+	if holdsWithin(ctx, ps[3].b, cs[3], 300*time.Millisecond) {
+		t.Fatal("the last claim holds while the second holds")
+	}
+	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != 2 || info.Owner != "p1" {
+		t.Fatalf("Current = %+v, %v; want p1's claim 2", info, err)
+	}
+	if err := ps[1].b.End(ctx, cs[1], true); err != nil {
+		t.Fatal(err)
+	}
+	if !holdsWithin(ctx, ps[3].b, cs[3], 5*time.Second) {
+		t.Fatal("the last claim does not hold after the withdrawn one was skipped")
+	}
 }
 
-func TestTakeoverAfterExpiryOnly(t *testing.T) {
+// TestTryClaimNeverQueues: a try claim holds at once or returns a
+// HeldError naming the holder, and leaves nothing in the queue.
+func TestTryClaimNeverQueues(t *testing.T) {
 	ps := newProcs(t, 2)
-	a, b := ps[0].b, ps[1].b
-	ctx := testCtx(t, 30*time.Second)
-	const ttl = 600 * time.Millisecond
-	// Warm up both estimators, so the timing below is the protocol's.
-	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
-		t.Fatalf("Current of a fresh key = %v, want ErrNoLock", err)
+	ctx := testCtx(t, time.Minute)
+	sa, sb := open(t, ctx, ps[0].b, time.Minute), open(t, ctx, ps[1].b, time.Minute)
+	a, err := ps[0].b.Claim(ctx, "k", "alice", sa, true)
+	if err != nil {
+		t.Fatalf("TryClaim of a free key = %v", err)
 	}
+	var held *dsync.HeldError
+	if _, err := ps[1].b.Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
+		t.Fatalf("TryClaim of a held key = %v, want a HeldError naming alice's token %d", err, a.Token)
+	}
+	if err := ps[0].b.End(ctx, a, true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ps[1].b.Claim(ctx, "k", "bob", sb, true)
+	if err != nil {
+		t.Fatalf("TryClaim after the release = %v: the failed try left something in the queue", err)
+	}
+	if b.Token <= a.Token {
+		t.Errorf("token %d after %d", b.Token, a.Token)
+	}
+}
+
+// TestTakeoverAfterSessionExpiryOnly: a claim whose session stops being
+// renewed blocks the queue until the session has expired in server time;
+// then the next claim holds, and the dead claim is marked so that a late
+// renewal of its session cannot bring it back.
+func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
+	ps := newProcs(t, 3)
+	ctx := testCtx(t, time.Minute)
+	const ttl = time.Second
+	_, _ = ps[1].b.Current(ctx, "warm-up") // start the waiter's estimator outside the timing
 	sent := time.Now()
-	la, err := a.Acquire(ctx, "k", "alice", ttl)
-	if err != nil {
+	sa := open(t, ctx, ps[0].b, ttl)
+	a := claimed(t, ctx, ps[0].b, "k", "alice", sa)
+	if !holdsWithin(ctx, ps[0].b, a, 5*time.Second) {
+		t.Fatal("alice's claim does not hold")
+	}
+	b := claimed(t, ctx, ps[1].b, "k", "bob", open(t, ctx, ps[1].b, time.Minute))
+	if err := ps[1].b.Await(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	ps[1].cmd.take()
-	lb, attempts := takeOver(t, ctx, b, "k", "bob", 10*time.Second)
 	waited := time.Since(sent)
+	t.Logf("bob holds %v after alice's session was opened (TTL %v)", waited.Round(time.Millisecond), ttl)
 	if waited < ttl {
-		t.Fatalf("bob took over after %v, before alice's TTL of %v", waited, ttl)
+		t.Fatalf("bob holds after %v, before alice's session can have expired", waited)
 	}
-	if lb.Token <= la.Token {
-		t.Fatalf("takeover token %d, not above %d", lb.Token, la.Token)
+	if waited > ttl+2*time.Second {
+		t.Errorf("bob holds only after %v", waited)
 	}
-	n := ps[1].cmd.take()
-	t.Logf("takeover after %v (TTL %v), %d attempts, commands %v", waited.Round(time.Millisecond), ttl, attempts, n)
-	if attempts > 8 {
-		t.Errorf("%d attempts for a %v wait: the waiter polls too often", attempts, ttl)
+	dead := false
+	for _, d := range docs(t, ps[2].db, "k") {
+		dead = dead || d.Kind == chain.KindDead && d.Epoch == int64(a.Token)
 	}
-}
-
-func TestLateRenewAndReleaseByOldOwner(t *testing.T) {
-	ps := newProcs(t, 2)
-	a, b := ps[0].b, ps[1].b
-	ctx := testCtx(t, 30*time.Second)
-	old, err := a.Acquire(ctx, "k", "alice", 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
+	if !dead {
+		t.Fatalf("alice's claim was not marked dead: %+v", docs(t, ps[2].db, "k"))
 	}
-	cur, _ := takeOver(t, ctx, b, "k", "bob", 10*time.Second)
-
-	applied, err := a.Renew(ctx, 10*time.Second, []dsync.Lease{old})
-	if err != nil || len(applied) != 1 || applied[0] {
-		t.Errorf("late Renew by the old owner = %v, %v; want [false]", applied, err)
+	// Alice's renewal arrives now, late: the session document is extended,
+	// but the dead claim stays ended for every reader.
+	if err := ps[0].b.RenewSession(ctx, sa, time.Minute); err != nil {
+		t.Fatalf("late renewal: %v", err)
 	}
-	if err := a.Release(ctx, old); err != nil {
-		t.Errorf("late Release by the old owner: %v", err)
+	if info, err := ps[2].b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != b.Token {
+		t.Fatalf("after alice's late renewal, Current = %+v, %v; want bob's claim %d", info, err, b.Token)
 	}
-	info, err := b.Current(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Token != cur.Token || info.Owner != "bob" || info.Released || !info.Live {
-		t.Errorf("after the old owner's late calls Current = %+v, want bob's live token %d", info, cur.Token)
-	}
-	if _, err := a.Acquire(ctx, "k", "carol", time.Second); !errors.Is(err, dsync.ErrHeld) {
-		t.Errorf("Acquire while bob holds = %v, want ErrHeld", err)
-	}
-	applied, err = b.Renew(ctx, 10*time.Second, []dsync.Lease{cur})
-	if err != nil || !applied[0] {
-		t.Errorf("the holder's Renew = %v, %v; want [true]", applied, err)
+	var held *dsync.HeldError
+	if _, err := ps[2].b.Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
+		t.Fatalf("carol's try = %v, want held by bob", err)
 	}
 }
 
@@ -267,10 +282,8 @@ func TestWithCollection(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, WithCollection("my_locks"))
 	ctx := testCtx(t, 30*time.Second)
-	if _, err := b.Acquire(ctx, "k", "alice", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string]int64{"my_locks": 1, DefaultCollection: 0} {
+	claimed(t, ctx, b, "k", "alice", open(t, ctx, b, time.Minute))
+	for name, want := range map[string]int64{"my_locks": 1, "my_locks" + sessionsSuffix: 1, DefaultCollection: 0, DefaultCollection + sessionsSuffix: 0} {
 		if n, err := db.Collection(name).CountDocuments(ctx, bson.D{}); err != nil || n != want {
 			t.Errorf("collection %s holds %d documents (%v), want %d", name, n, err, want)
 		}
@@ -278,43 +291,41 @@ func TestWithCollection(t *testing.T) {
 }
 
 func TestCurrent(t *testing.T) {
-	ps := newProcs(t, 1)
+	ps := newProcs(t, 2)
 	b := ps[0].b
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
 		t.Fatalf("Current of a fresh key = %v, want ErrNoLock", err)
 	}
 	before := time.Now()
-	l, err := b.Acquire(ctx, "k", "alice", time.Minute)
+	c := claimed(t, ctx, b, "k", "alice", open(t, ctx, b, time.Minute))
+	w := claimed(t, ctx, ps[1].b, "k", "bob", open(t, ctx, ps[1].b, time.Minute))
+	info, err := ps[1].b.Current(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := b.Current(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Key != "k" || info.Token != l.Token || info.Owner != "alice" || info.Released || !info.Live ||
+	if info.Key != "k" || info.Token != c.Token || info.Owner != "alice" || !info.Live ||
 		info.Host != b.cfg.host || info.PID != b.cfg.pid {
-		t.Errorf("Current = %+v", info)
+		t.Errorf("Current = %+v, want alice's claim %d", info, c.Token)
 	}
 	// Server and local clocks agree here within seconds.
 	if d := info.ExpiresAt.Sub(before); d < 50*time.Second || d > 70*time.Second {
-		t.Errorf("ExpiresAt %v is %v after the acquire, want about a minute", info.ExpiresAt, d)
+		t.Errorf("ExpiresAt %v is %v after the claim, want about a minute", info.ExpiresAt, d)
 	}
 	if d := info.AcquiredAt.Sub(before); d < -5*time.Second || d > 5*time.Second {
-		t.Errorf("AcquiredAt %v is %v from the acquire", info.AcquiredAt, d)
+		t.Errorf("AcquiredAt %v is %v from the claim", info.AcquiredAt, d)
 	}
-	expiry := info.ExpiresAt
-	if err := b.Release(ctx, l); err != nil {
+	if err := b.End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
-	info, err = b.Current(ctx, "k")
-	if err != nil {
+	if info, err := b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != w.Token {
+		t.Errorf("after the release Current = %+v, %v; want bob's waiting claim, now the head", info, err)
+	}
+	if err := ps[1].b.End(ctx, w, false); err != nil {
 		t.Fatal(err)
 	}
-	// A stored expiry only grows, even on release (timing.go, rule L1).
-	if !info.Released || info.Live || info.ExpiresAt.Before(expiry) {
-		t.Errorf("after Release Current = %+v, want released, not live, expiry %v kept", info, expiry)
+	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
+		t.Errorf("Current after every claim ended = %v, want ErrNoLock", err)
 	}
 }
 
@@ -322,293 +333,126 @@ func TestCloseStopsTheBackend(t *testing.T) {
 	ps := newProcs(t, 1)
 	b := ps[0].b
 	ctx := testCtx(t, 30*time.Second)
-	l, err := b.Acquire(ctx, "k", "o", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, b, time.Second)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Acquire(ctx, "k2", "o", time.Second); !errors.Is(err, ErrClosed) {
-		t.Errorf("Acquire after Close = %v, want ErrClosed", err)
+	if _, err := b.Claim(ctx, "k", "o", s, false); !errors.Is(err, ErrClosed) {
+		t.Errorf("Claim after Close = %v, want ErrClosed", err)
 	}
-	if _, err := b.Renew(ctx, time.Second, []dsync.Lease{l}); !errors.Is(err, ErrClosed) {
-		t.Errorf("Renew after Close = %v, want ErrClosed", err)
+	if err := b.RenewSession(ctx, s, time.Second); !errors.Is(err, ErrClosed) {
+		t.Errorf("RenewSession after Close = %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
 }
 
-func TestOwnUnknownOutcomeEpochIsReleasedFirst(t *testing.T) {
-	ps := newProcs(t, 2)
-	ctx := testCtx(t, 30*time.Second)
-	// An insert whose reply was lost: the epoch exists, unreleased, and its
-	// owner does not know it holds it.
-	l1, err := ps[0].b.Acquire(ctx, "k", "alice", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A second process of the same owner knows nothing about it.
-	l2, err := ps[1].b.Acquire(ctx, "k", "alice", time.Minute)
-	if err != nil {
-		t.Fatalf("Acquire over the owner's own unreleased epoch: %v", err)
-	}
-	if l2.Token != l1.Token+1 {
-		t.Errorf("token %d, want %d", l2.Token, l1.Token+1)
-	}
-	ds := docs(t, ps[0].db, "k")
-	if len(ds) != 2 || !ds[0].Released || ds[1].Released {
-		t.Errorf("documents %+v: want the first released and the second held", ds)
-	}
-}
-
-func TestSlowReplyDoesNotCount(t *testing.T) {
-	ps := newProcs(t, 1, WithWakeups(false)) // counts protocol commands
-	b := ps[0].b
-	ctx := testCtx(t, 30*time.Second)
-	b.cfg.acquireWindow = time.Nanosecond // every reply is too slow
-	_, err := b.Acquire(ctx, "k", "alice", time.Minute)
-	if !errors.Is(err, ErrSlowReply) {
-		t.Fatalf("Acquire = %v, want ErrSlowReply", err)
-	}
-	// The epoch exists but is not counted; the owner's next attempt
-	// releases it and takes a new one.
-	b.cfg.acquireWindow = acquireWindow
-	l, err := b.Acquire(ctx, "k", "alice", time.Minute)
-	if err != nil || l.Token != 2 {
-		t.Fatalf("next Acquire = %+v, %v; want token 2", l, err)
-	}
-	ds := docs(t, ps[0].db, "k")
-	if len(ds) != 2 || !ds[0].Released || ds[1].Released {
-		t.Errorf("documents %+v: want epoch 1 released, 2 held", ds)
-	}
-
-	// When the epoch before is released (and not epoch 1), a read after
-	// the insert proves it instead, whatever the reply's delay.
-	if err := b.Release(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	b.cfg.acquireWindow = time.Nanosecond
-	ps[0].cmd.take()
-	l, err = b.Acquire(ctx, "k", "alice", time.Minute)
-	if err != nil || l.Token != 3 {
-		t.Fatalf("slow Acquire after a released epoch 2 = %+v, %v; want token 3", l, err)
-	}
-	if n := ps[0].cmd.take(); n["insert"] != 1 || n["find"] != 1 {
-		t.Errorf("commands %v, want an insert and the read proving it", n)
-	}
-}
-
-// TestStaleViewIsNotTrusted builds the hazard timing.go describes: a view
-// "1 is newest and released" goes stale while others create 2 and 3 and
-// epochs 1 and 2 are deleted. Inserting 2 on that view would succeed with
-// 3 held. A view older than viewTrust must be re-read instead.
-func TestStaleViewIsNotTrusted(t *testing.T) {
-	for _, trust := range []time.Duration{150 * time.Millisecond, time.Hour} {
-		t.Run(fmt.Sprintf("viewTrust=%v", trust), func(t *testing.T) {
-			ps := newProcs(t, 2, WithWakeups(false))
-			a, b := ps[0], ps[1]
-			a.b.cfg.viewTrust = trust
-			ctx := testCtx(t, 30*time.Second)
-			l, err := a.b.Acquire(ctx, "k", "alice", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := a.b.Release(ctx, l); err != nil { // a's view: 1 released
-				t.Fatal(err)
-			}
-			l2, _ := takeOver(t, ctx, b.b, "k", "bob", time.Minute)
-			if err := b.b.Release(ctx, l2); err != nil {
-				t.Fatal(err)
-			}
-			l3, _ := takeOver(t, ctx, b.b, "k", "bob", time.Minute)
-			// Prune by hand, as an unsafe pruner would.
-			if _, err := a.db.Collection(DefaultCollection).DeleteMany(ctx,
-				bson.D{{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(l3.Token)}}}}); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-			a.cmd.take()
-
-			lgap, err := a.b.Acquire(ctx, "k", "alice", time.Minute)
-			n := a.cmd.take()
-			if trust == time.Hour {
-				// Without the time limit the gap is taken: two holders.
-				// This shows the scenario is the real hazard.
-				if err != nil || lgap.Token != 2 {
-					t.Fatalf("with an untimed view Acquire = %+v, %v; expected the unsafe gap insert", lgap, err)
-				}
-				return
-			}
-			if !errors.Is(err, dsync.ErrHeld) {
-				t.Fatalf("Acquire on a stale view = %+v, %v; want ErrHeld (bob holds %d)", lgap, err, l3.Token)
-			}
-			if n["find"] == 0 || n["insert"] != 0 {
-				t.Errorf("commands %v: want a read and no insert", n)
-			}
-		})
-	}
-}
-
-// TestStaleReleasedViewIsProvenAfterInsert: the same hazard, for a view of
-// a released epoch >= 2, which Acquire checks with reads by _id: the next
-// epoch is absent (pruned), so the insert goes into the hole, but the read
-// after it does not find the released epoch, so the insert does not count.
-func TestStaleReleasedViewIsProvenAfterInsert(t *testing.T) {
-	ps := newProcs(t, 2, WithWakeups(false))
-	a, b := ps[0], ps[1]
-	a.b.cfg.viewTrust = 150 * time.Millisecond
-	ctx := testCtx(t, 30*time.Second)
-	for range 2 {
-		l, err := a.b.Acquire(ctx, "k", "alice", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.b.Release(ctx, l); err != nil { // a's view: 2 released
-			t.Fatal(err)
-		}
-	}
-	l3, _ := takeOver(t, ctx, b.b, "k", "bob", time.Minute)
-	if err := b.b.Release(ctx, l3); err != nil {
-		t.Fatal(err)
-	}
-	l4, _ := takeOver(t, ctx, b.b, "k", "bob", time.Minute)
-	if _, err := a.db.Collection(DefaultCollection).DeleteMany(ctx, // an unsafe prune
-		bson.D{{Key: "epoch", Value: bson.D{{Key: "$in", Value: bson.A{2, 3}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	a.cmd.take()
-
-	lgap, err := a.b.Acquire(ctx, "k", "alice", time.Minute)
-	n := a.cmd.take()
-	if err == nil || errors.Is(err, dsync.ErrHeld) {
-		t.Fatalf("Acquire into the hole = %+v, %v; want an unknown outcome", lgap, err)
-	}
-	t.Logf("Acquire into the hole: %v; commands %v", err, n)
-	if n["insert"] != 1 {
-		t.Errorf("commands %v: want the insert into the hole, then the read that refutes it", n)
-	}
-	if _, err := a.b.Acquire(ctx, "k", "alice", time.Minute); !errors.Is(err, dsync.ErrHeld) {
-		t.Errorf("next Acquire = %v, want ErrHeld: bob holds %d", err, l4.Token)
-	}
-	if info, err := a.b.Current(ctx, "k"); err != nil || info.Token != l4.Token || info.Owner != "bob" || !info.Live {
-		t.Errorf("Current = %+v, %v; want bob's live token %d", info, err, l4.Token)
-	}
-}
-
-func TestRenewOneCommandForManyLeases(t *testing.T) {
-	n := 1000
-	ps := newProcs(t, 1, WithWakeups(false))
-	p := ps[0]
-	ctx := testCtx(t, 5*time.Minute)
-	// Set up n held epochs as Acquire leaves them (TestMutexRenewsManyLocks
-	// acquires its locks for real).
-	est, err := p.b.prepare(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := est.Now()
-	leases := make([]dsync.Lease, n)
-	batch := make([]any, n)
-	for i := range leases {
-		key := fmt.Sprintf("lock-%04d", i)
-		leases[i] = dsync.Lease{Key: key, Owner: fmt.Sprintf("owner-%04d", i), Token: 1}
-		batch[i] = epochDoc{ID: docID(key, 1), Key: key, Epoch: 1, Owner: leases[i].Owner, Host: "h", PID: 1,
-			AcquiredAt: midpoint(now), ExpiresAt: ceilMilli(now.Latest.Add(time.Minute))}
-	}
-	if _, err := p.db.Collection(DefaultCollection).InsertMany(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	// Three leases are no longer held: one released, one expired (the
-	// holder stopped renewing), and one never granted.
-	if err := p.b.Release(ctx, leases[10]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.db.Collection(DefaultCollection).UpdateOne(ctx, bson.D{{Key: "_id", Value: docID(leases[11].Key, 1)}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Earliest.Add(-time.Second)}}}}); err != nil {
-		t.Fatal(err)
-	}
-	leases[12].Token = 2
-
-	p.cmd.take()
-	start := time.Now()
-	applied, err := p.b.Renew(ctx, 2*time.Minute, leases)
-	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds := p.cmd.take()
-	t.Logf("Renew of %d leases, 3 of them lost: %v, commands %v", n, took.Round(time.Millisecond), cmds)
-	wrong := 0
-	for i, ok := range applied {
-		if want := i < 10 || i > 12; ok != want {
-			if wrong++; wrong <= 5 {
-				t.Errorf("applied[%d] = %v, want %v", i, ok, want)
-			}
-		}
-	}
-	if wrong > 5 {
-		t.Errorf("... %d wrong in all", wrong)
-	}
-	if cmds["update"] != 1 || cmds["find"] != 1 || lockOps(cmds) != 2 || cmds["getMore"] != 0 {
-		t.Errorf("Renew sent %v, want one update (and one find to tell which applied)", cmds)
-	}
-	info, err := p.b.Current(ctx, leases[11].Key)
-	if err != nil || info.Live {
-		t.Errorf("the expired lease's epoch: %+v, %v; want it left expired", info, err)
-	}
-	if applied, err := p.b.Renew(ctx, time.Minute, nil); err != nil || len(applied) != 0 {
-		t.Errorf("Renew of no leases = %v, %v", applied, err)
-	}
-}
-
-func TestPruneKeepsTheNewestAndEpochOne(t *testing.T) {
-	ps := newProcs(t, 1)
-	p := ps[0]
+// TestRenewalIsOneCommandForAnyNumberOfClaims: a session renewal is one
+// update by _id, whatever the number of claims in the session.
+func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
+	p := newProcs(t, 1)[0]
 	ctx := testCtx(t, time.Minute)
-	p.b.cfg.pruneDelay = 0
-	cycle := func(n int) {
-		for range n {
-			l, err := p.b.Acquire(ctx, "k", "alice", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.b.Release(ctx, l); err != nil {
-				t.Fatal(err)
-			}
-		}
+	s := open(t, ctx, p.b, time.Minute)
+	for i := range 200 {
+		claimed(t, ctx, p.b, fmt.Sprintf("k%d", i), "o", s)
 	}
 	p.cmd.take()
-	cycle(50) // at 16, 32 and 48, delete below them at once
-	cmds := p.cmd.take()
-	ds := docs(t, p.db, "k")
-	var epochs []int64
-	for _, d := range ds {
-		epochs = append(epochs, d.Epoch)
+	if err := p.b.RenewSession(ctx, s, time.Minute); err != nil {
+		t.Fatal(err)
 	}
-	if fmt.Sprint(epochs) != "[1 48 49 50]" {
-		t.Errorf("epochs left %v, want [1 48 49 50]", epochs)
+	if n := p.cmd.take(); lockOps(n) != 1 || n["update"] != 1 {
+		t.Fatalf("renewing a session of 200 claims sent %v, want one update", n)
 	}
-	if cmds["delete"] != 3 {
-		t.Errorf("%d deletes in 50 cycles, want 3", cmds["delete"])
+	if err := p.b.RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
+		t.Fatalf("renewing an unknown session = %v, want ErrSessionGone", err)
 	}
+}
 
-	// Not before pruneDelay.
-	p.b.cfg.pruneDelay = 2 * time.Second
-	cycle(64 - 50) // the mark at 64 is too young
-	if n := p.cmd.take()["delete"]; n != 0 {
-		t.Errorf("%d deletes before the marks were %v old", n, p.b.cfg.pruneDelay)
+// fastPrune makes pruning happen within a test: a floor every 4 epochs,
+// epochs below it deleted 60 ms later.
+var fastPrune = withChain(chain.Config{
+	ViewTrust: 10 * time.Millisecond, AcquireWindow: 20 * time.Millisecond,
+	PruneDelay: 60 * time.Millisecond, PruneEvery: 4,
+})
+
+// cycle claims key, waits until it holds and releases it.
+func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) uint64 {
+	t.Helper()
+	c := claimed(t, ctx, b, key, owner, session)
+	if err := b.Await(ctx, c); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(p.b.cfg.pruneDelay + 100*time.Millisecond)
-	cycle(80 - 64) // at 65 the mark at 64 is ripe: delete below 64
-	if n := p.cmd.take()["delete"]; n != 1 {
-		t.Errorf("%d deletes after the delay, want 1", n)
+	if err := b.End(ctx, c, true); err != nil {
+		t.Fatal(err)
 	}
-	ds = docs(t, p.db, "k")
-	if ds[0].Epoch != 1 || ds[1].Epoch != 64 || ds[len(ds)-1].Epoch != 80 {
-		t.Errorf("epochs %d..%d left, want 1 and 64..80", ds[1].Epoch, ds[len(ds)-1].Epoch)
+	return c.Token
+}
+
+// TestPruneKeepsEpochOneAndTheTop: pruning deletes claims and markers
+// below the floor, except epoch 1, and never the newest.
+func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
+	p := newProcs(t, 1, fastPrune)[0]
+	ctx := testCtx(t, time.Minute)
+	s := open(t, ctx, p.b, time.Minute)
+	var last uint64
+	for range 40 {
+		last = cycle(t, ctx, p.b, "k", "o", s)
+		time.Sleep(5 * time.Millisecond)
+	}
+	ds := docs(t, p.db, "k")
+	var floor int64
+	epochs := map[int64]bool{}
+	for _, d := range ds {
+		if d.Kind == kindFloor {
+			floor = d.Floor
+			continue
+		}
+		epochs[d.Epoch] = true
+	}
+	if floor < 24 || !epochs[1] || !epochs[int64(last)] {
+		t.Fatalf("floor %d, epochs %v: want a floor of at least 24, epoch 1 and the newest (%d) kept", floor, epochs, last)
+	}
+	// The last floors may not have ripened (PruneDelay after the raise,
+	// at a later release); everything below them must be gone.
+	for e := range epochs {
+		if e > 1 && e < floor-3*4 {
+			t.Errorf("epoch %d, far below the floor %d, survived pruning", e, floor)
+		}
+	}
+}
+
+// TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key
+// is old (it last held epoch 2) claims the key after others have gone far
+// ahead and pruned: its insert of epoch 3 lands in the pruned hole, and
+// only the floor tells it that the claim is below the newest. Without the
+// floor proof (the planted bug) the stale claim would hold with token 3,
+// below the tokens already handed out.
+func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
+	for _, bug := range []chain.Bug{chain.NoBug, chain.BugNoFloorProof} {
+		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
+			ps := newProcs(t, 2, fastPrune)
+			ctx := testCtx(t, time.Minute)
+			stale, busy := ps[0].b, ps[1].b
+			stale.eng.SetBug(bug)
+			ss, sb := open(t, ctx, stale, time.Minute), open(t, ctx, busy, time.Minute)
+			cycle(t, ctx, stale, "k", "stale", ss)
+			cycle(t, ctx, stale, "k", "stale", ss)
+			var top uint64
+			for range 30 {
+				top = cycle(t, ctx, busy, "k", "busy", sb)
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // the stale process's floor read is old now
+			got := cycle(t, ctx, stale, "k", "stale", ss)
+			switch {
+			case bug == chain.NoBug && got <= top:
+				t.Fatalf("the stale process held token %d after token %d was handed out", got, top)
+			case bug == chain.BugNoFloorProof && got > top:
+				t.Fatalf("with the floor proof off, the stale claim still got token %d > %d: the test no longer reaches the hole", got, top)
+			}
+			t.Logf("stale process held token %d after %d", got, top)
+		})
 	}
 }
 
@@ -631,24 +475,21 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		// Warm up the waiter's estimator outside the timed part.
 		_, _ = tc.waiter.b.Current(ctx, key)
 		sent := time.Now()
-		l1, err := tc.holder.b.Acquire(ctx, key, "holder", ttl)
-		if err != nil {
+		h := claimed(t, ctx, tc.holder.b, key, "holder", open(t, ctx, tc.holder.b, ttl))
+		w := claimed(t, ctx, tc.waiter.b, key, "waiter", open(t, ctx, tc.waiter.b, time.Minute))
+		if err := tc.waiter.b.Await(ctx, w); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if _, err := tc.waiter.b.Acquire(ctx, key, "waiter", ttl); !errors.Is(err, dsync.ErrHeld) {
-			t.Fatalf("%s: waiter's first attempt = %v, want ErrHeld", tc.name, err)
-		}
-		l2, attempts := takeOver(t, ctx, tc.waiter.b, key, "waiter", ttl)
 		waited := time.Since(sent)
-		t.Logf("%s: taken over after %v (TTL %v) in %d attempts", tc.name, waited.Round(time.Millisecond), ttl, attempts)
+		t.Logf("%s: taken over after %v (TTL %v)", tc.name, waited.Round(time.Millisecond), ttl)
 		if waited < ttl {
 			t.Errorf("%s: taken over after %v, before the TTL", tc.name, waited)
 		}
 		if waited > ttl+2*time.Second {
 			t.Errorf("%s: taken over only after %v", tc.name, waited)
 		}
-		if l2.Token <= l1.Token {
-			t.Errorf("%s: token %d after %d", tc.name, l2.Token, l1.Token)
+		if w.Token <= h.Token {
+			t.Errorf("%s: token %d after %d", tc.name, w.Token, h.Token)
 		}
 	}
 }

@@ -46,9 +46,14 @@ const (
 	eventsMaxDocs = 1000
 	// trimEvery: a process deletes old events after every trimEvery events
 	// of its own (FerretDB does not bound capped collections by itself).
-	trimEvery = 64
-	// trimSlack is how old an event must be to be trimmed.
-	trimSlack = time.Minute
+	trimEvery = 8
+	// trimSlack is how old an event must be to be trimmed. FerretDB answers
+	// a tailable cursor by re-running its query every few milliseconds,
+	// scanning the whole collection each time: a short history keeps
+	// waiting processes cheap. A cursor that falls further behind, or opens
+	// later, misses what was trimmed: waiters it should have woken look
+	// again within the safety poll interval.
+	trimSlack = 3 * time.Second
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 )
@@ -73,7 +78,8 @@ type wakeups struct {
 	b    *Backend
 	proc string // this process's id in events
 
-	healthy atomic.Bool // the cursor is open and caught up
+	healthy atomic.Bool  // the cursor is open and caught up
+	cursor  atomic.Int64 // its id while healthy, for tests that kill it
 
 	mu      sync.Mutex
 	started bool
@@ -85,8 +91,8 @@ type wakeups struct {
 	// remote: claims other processes announced they wait for, until when
 	// (server time).
 	remote map[waitKey]time.Time
-	// announced: our announcements, until when (server time).
-	announced map[waitKey]time.Time
+	// announced: our announcements.
+	announced map[waitKey]announcement
 	noticed   bool // the stream's first failure was logged
 }
 
@@ -100,7 +106,7 @@ func newWakeups(b *Backend) *wakeups {
 		proc:      bson.NewObjectID().Hex(),
 		local:     make(map[waitKey]map[chan struct{}]struct{}),
 		remote:    make(map[waitKey]time.Time),
-		announced: make(map[waitKey]time.Time),
+		announced: make(map[waitKey]announcement),
 	}
 }
 
@@ -166,6 +172,7 @@ func (w *wakeups) run(ctx context.Context) {
 // Our announcements are forgotten: they are made again once it is back.
 func (w *wakeups) lost() {
 	w.healthy.Store(false)
+	w.cursor.Store(0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	clear(w.announced)
@@ -228,6 +235,7 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 			}
 			if e.ID == open.ID && !live {
 				live = true
+				w.cursor.Store(cur.ID())
 				w.healthy.Store(true)
 			}
 			continue
@@ -310,21 +318,25 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 	}()
 
 	expires := blocker.ExpiresAt
-	for {
-		poll := w.b.cfg.poll
-		if w.b.cfg.wakeups && w.healthy.Load() {
+	poll := w.b.cfg.poll
+	if w.b.cfg.wakeups && w.healthy.Load() {
+		fresh, err := w.announce(ctx, est, k)
+		if err == nil && !fresh {
 			poll = w.b.cfg.safetyPoll
-			if announced, err := w.announce(ctx, est, k); err != nil {
-				poll = w.b.cfg.poll
-			} else if announced {
-				// The end may have been recorded before the owner heard
-				// of us: have the caller look once more.
-				return nil
-			}
 		}
+		// A fresh announcement may not have reached the owner of the claim
+		// before it ended: the first wait after one is bounded by the poll
+		// interval, by which the owner has heard of it.
+	}
+	// Whatever happens, the caller looks again within poll.
+	lookAgain := w.b.mono() + poll
+	for {
 		// Until answers "when is Earliest at or after"; a millisecond
 		// more makes it strictly after.
-		wait := min(est.Until(expires)+time.Millisecond, poll)
+		wait := min(est.Until(expires)+time.Millisecond, lookAgain-w.b.mono())
+		if wait <= 0 {
+			return nil
+		}
 		t := time.NewTimer(jitterUp(wait))
 		select {
 		case <-c:
@@ -335,12 +347,13 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 			return context.Cause(ctx)
 		case <-t.C:
 		}
-		if !w.b.cfg.wakeups || !w.healthy.Load() || !est.Now().Earliest.After(expires) {
-			return nil // polling, or the safety poll: look again
+		if !w.b.cfg.wakeups || !w.healthy.Load() || w.b.mono() >= lookAgain || !est.Now().Earliest.After(expires) {
+			return nil
 		}
 		// The blocker's session may have run out. With events flowing, its
 		// end would have been announced: one read of the session tells
-		// whether it was renewed meanwhile.
+		// whether it was renewed meanwhile, and the wait goes on until the
+		// new expiry or the time to look again.
 		alive, renewed, err := w.b.eng.SessionAlive(ctx, blocker.Session)
 		if err != nil || !alive || !renewed.After(expires) {
 			return nil
@@ -355,17 +368,20 @@ func jitterUp(d time.Duration) time.Duration {
 	return max(d+jitter(d/5+time.Millisecond)-time.Millisecond, time.Millisecond)
 }
 
-// announce tells the other processes that this one waits for k, unless a
-// live announcement of ours says so. It reports whether it sent one.
+// announce tells the other processes that this one waits for k, unless an
+// announcement of ours, sent at least a poll interval ago, still holds. It
+// reports whether the announcement in force is fresh: sent less than a
+// poll interval ago.
 func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k waitKey) (bool, error) {
 	now := est.Now()
 	w.mu.Lock()
-	until, ok := w.announced[k]
+	a, ok := w.announced[k]
 	w.mu.Unlock()
-	if ok && until.Sub(now.Latest) > w.b.cfg.safetyPoll {
-		return false, nil
+	if ok && a.until.Sub(now.Latest) > w.b.cfg.safetyPoll {
+		return w.b.mono()-a.sent < w.b.cfg.poll, nil
 	}
-	until = now.Earliest.Add(4 * w.b.cfg.safetyPoll)
+	sent := w.b.mono()
+	until := now.Earliest.Add(4 * w.b.cfg.safetyPoll)
 	e := eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: w.proc, Key: k.key, Epoch: int64(k.epoch), At: now.Earliest, Until: until}
 	if _, err := w.b.events.InsertOne(ctx, e); err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: announcing a waiter failed", slog.Any("err", err))
@@ -375,9 +391,16 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k wai
 	if len(w.announced) >= maxRemote {
 		clear(w.announced)
 	}
-	w.announced[k] = until
+	w.announced[k] = announcement{until: until, sent: sent}
 	w.mu.Unlock()
 	return true, nil
+}
+
+// An announcement is one of our "wait" events: until when it holds (server
+// time), and when it was sent (local monotonic).
+type announcement struct {
+	until time.Time
+	sent  time.Duration
 }
 
 // ended wakes the waiters for key's epoch: those of this process directly,

@@ -138,8 +138,9 @@ func (skewClock) Monotonic() time.Duration {
 	return clockcheck.SystemClock().Monotonic()
 }
 
-// docs returns the epoch documents of key, oldest first.
-func docs(t *testing.T, db *mongo.Database, key string) []epochDoc {
+// docs returns the documents of key's chain (claims, markers, floor),
+// lowest epoch first.
+func docs(t *testing.T, db *mongo.Database, key string) []lockDoc {
 	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
 	cur, err := db.Collection(DefaultCollection).Find(ctx, bson.D{{Key: "key", Value: key}},
@@ -147,7 +148,7 @@ func docs(t *testing.T, db *mongo.Database, key string) []epochDoc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds []epochDoc
+	var ds []lockDoc
 	if err := cur.All(ctx, &ds); err != nil {
 		t.Fatal(err)
 	}
