@@ -8,7 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/latewrite"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
@@ -16,7 +15,8 @@ import (
 )
 
 // Regression tests for writes applied long after their sender gave up on
-// them (see dsync/mongo's timing.go, "Late writes").
+// them (see internal/chain's package documentation, "Writes that land
+// late").
 
 func newLeaderBackend(t *testing.T, db *mongo.Database) *leadermongo.Backend {
 	t.Helper()
@@ -34,14 +34,14 @@ type routed struct {
 	r *latewrite.Router
 }
 
-func (x routed) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
-	return x.r.Renew(ctx, ttl, leases)
+func (x routed) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+	return x.r.RenewSession(ctx, session, ttl)
 }
 
-// TestLateRenewalDoesNotMakeTwoLeaders: leader A's renewal stalls, A gives
-// up on it, later renewals succeed, then A's renewals fail and the stalled
-// one lands. Applied with $set it moved the expiry back, and B was elected
-// about two seconds before A's leadership context was cancelled.
+// TestLateRenewalDoesNotMakeTwoLeaders: leader A's session renewal stalls,
+// A gives up on it, later renewals succeed, then A's renewals fail and the
+// stalled one lands. Applied with $set it would move the session's expiry
+// back, and B would be elected before A's leadership context is cancelled.
 func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 	const ttl, interval = 3 * time.Second, time.Second
 	db := mongotest.NewDatabase(t)
