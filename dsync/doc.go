@@ -7,32 +7,45 @@
 //
 // # Guarantees
 //
-// A hold is a lease of TTL length that the Mutex renews in the background.
-// Ownership of a key changes hands only by creating the key's next epoch,
-// never by updating someone else's record, so it is safe on every
-// MongoDB-compatible store, and the epoch number is the hold's fencing
-// token: it strictly increases from hold to hold of a key and is never
-// reused.
+// A process holds one session per backend, TTL and renew interval: a lease
+// of TTL length that every hold and every waiting claim of the process
+// shares, renewed in the background with one backend call per renew
+// interval however many locks it holds or waits for. A key is a FIFO queue
+// of claims: Lock appends a claim (the key's next epoch) and holds once
+// every earlier claim has ended — released by its owner, withdrawn by a
+// waiter that gave up, or dead because its session expired. Ownership never
+// changes hands by updating someone else's record, only by inserting, so it
+// is safe on every MongoDB-compatible store, and the epoch number is the
+// hold's fencing token: it strictly increases from hold to hold of a key
+// and is never reused.
 //
 //   - While a hold is valid, no other hold of its key is valid.
-//   - A hold is valid until the local, monotonic send time of its last
-//     confirmed acquire or renewal plus the TTL minus a margin of TTL/20.
-//     A confirmation that arrives after that deadline does not count. The
-//     deadline counts time the machine spends suspended where the platform
-//     allows (see Suspend below).
+//   - Waiters hold in the order they called Lock (FIFO); a releasing
+//     process that locks again queues behind them. TryLock never queues:
+//     it holds at once or fails.
+//   - A hold is valid until its session's local deadline: the monotonic
+//     send time of the session's last confirmed open or renewal plus the
+//     TTL minus a margin of TTL/20. A confirmation that arrives after that
+//     deadline does not count, and the session is then retired for good:
+//     its holds are lost and its waiting claims withdrawn. The deadline
+//     counts time the machine spends suspended where the platform allows
+//     (see Suspend below).
 //   - At the deadline Lost() is closed, whether or not the backend can be
 //     reached; a hold is never lost silently.
-//   - Another process takes over only after the holder's lease has expired
-//     in the backend's time, judged with an error bound (see package
-//     clockcheck), so the clocks of the processes may differ by any amount.
-//   - Renewing every lock a process holds through one backend costs one
-//     backend call per renew interval, not one per lock.
+//   - Another process moves past a claim whose owner stopped renewing only
+//     after that claim's session has expired in the backend's time, judged
+//     with an error bound (see package clockcheck), so the clocks of the
+//     processes may differ by any amount. It records that judgment, so a
+//     renewal that arrives later cannot bring the claim back.
 //   - These hold even when a request reaches the backend long after its
 //     sender gave up on it, or after the sender's later requests (a
-//     stalled connection delivers its bytes late): a late renewal can
-//     only lengthen the stored lease, and nothing the Mutex or the backend
-//     decides rests on a reply that arrived after its deadline. Backends
-//     must keep that promise (see Backend); dsync/mongo states how it does.
+//     stalled connection delivers its bytes late): a late renewal can only
+//     lengthen the stored session, a claim whose insert had an unknown
+//     outcome is withdrawn, and nothing the Mutex or the backend decides
+//     rests on a reply that arrived after its deadline. Backends must keep
+//     that promise (see Backend); the protocol and its safety argument are
+//     in the repository's internal/chain package, whose tests replay
+//     thousands of seeded schedules with late and reordered writes.
 //
 // # Limits
 //

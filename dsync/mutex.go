@@ -120,9 +120,9 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 
 // TryLock tries to lock m and reports whether it succeeded. It makes one
 // attempt and never waits on contention: not on another goroutine of this
-// process holding m, not on another owner holding the key. The attempt
-// itself is one backend call, bounded by the TTL; a backend error counts
-// as failure and is reported like Lock's.
+// process holding m, not on another owner holding or waiting for the key
+// (it never queues). The attempt is bounded by the TTL; a backend error
+// counts as failure and is reported like Lock's.
 func (m *Mutex) TryLock() bool {
 	select {
 	case m.sem <- struct{}{}:
@@ -215,8 +215,8 @@ func (m *Mutex) Token() uint64 {
 }
 
 // ValidUntil returns the local deadline of the current hold — the send
-// time of its last confirmed acquire or renewal, plus the TTL, minus a
-// safety margin of TTL/20 — on time.Now's scale: time.Now() plus the time
+// time of its session's last confirmed open or renewal, plus the TTL,
+// minus a safety margin of TTL/20 — on time.Now's scale: time.Now() plus the time
 // left, as of the call. Lost() closes then unless a renewal confirms it
 // first. It returns the zero Time when m is not held. Compare it with
 // time.Now, not with other hosts. The deadline counts time the machine

@@ -4,12 +4,14 @@
 // no longer be guaranteed; Run restarts leader-only work after every
 // re-election, and composes with errgroup.
 //
-// Leadership is a dsync lease on the key LockKey(name), so it has the
+// Leadership is a dsync lock on the key LockKey(name), so it has the
 // guarantees of dsync.Mutex: at most one leader holds a valid lease at any
 // time; each term has a fencing token larger than every earlier term's;
 // the leadership context is cancelled at the lease's local deadline even
 // when the backend cannot be reached; takeover is judged in the backend's
-// time, so client clock skew does not matter.
+// time, so client clock skew does not matter. Candidates queue for the
+// lock: when the leader resigns, the candidate that has campaigned longest
+// leads next, and Leader reports the head of that queue.
 //
 // What it cannot promise: a leader paused past its lease (GC, SIGSTOP) may
 // act after a new leader started, before it sees its context cancelled.
