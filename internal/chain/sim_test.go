@@ -28,7 +28,7 @@ import (
 // history goes through integration/history's checker.
 
 var (
-	simSeeds = flag.Int("chain.seeds", 0, "simulation seeds to run (default 2000, 200 with -short)")
+	simSeeds = flag.Int("chain.seeds", 0, "simulation seeds to run (default 2000; 1000 with -race, 200 with -short)")
 	simSeed  = flag.Int64("chain.seed", -1, "run only this simulation seed, verbosely")
 )
 
@@ -558,8 +558,11 @@ func seeds() []int64 {
 	n := *simSeeds
 	if n == 0 {
 		n = 2000
-		if testing.Short() {
+		switch {
+		case testing.Short():
 			n = 200
+		case raceEnabled:
+			n = 1000
 		}
 	}
 	out := make([]int64, n)
