@@ -111,7 +111,7 @@ func (b *Backend) Close() error {
 }
 
 // OpenSession implements dsync.Backend: one insert into the sessions
-// collection.
+// collection, and a delete of the sessions that expired over an hour ago.
 func (b *Backend) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
 	if ttl <= 0 {
 		return "", fmt.Errorf("dsyncmongo: TTL must be positive, got %v", ttl)
@@ -123,10 +123,28 @@ func (b *Backend) OpenSession(ctx context.Context, ttl time.Duration) (string, e
 	if err != nil {
 		return "", b.wrap(ctx, "open session", "", err)
 	}
+	b.cleanSessions(ctx)
 	if b.cfg.wakeups {
 		b.wake.start()
 	}
 	return id, nil
+}
+
+// sessionRetention is how long after its expiry a session document is
+// kept. Deleting it changes nothing for its claims (a claim whose session
+// is gone counts as dead, as it did once the session expired), but an
+// update by _id costs FerretDB time in proportion to the collection's size,
+// and renewals are such updates.
+const sessionRetention = time.Hour
+
+// cleanSessions deletes the sessions that expired more than
+// sessionRetention ago. Best effort; run when a session is opened.
+func (b *Backend) cleanSessions(ctx context.Context) {
+	before := b.est.Load().Now().Earliest.Add(-sessionRetention)
+	_, err := b.sessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+	if err != nil {
+		b.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
+	}
 }
 
 // RenewSession implements dsync.Backend: one update of the session

@@ -433,8 +433,9 @@ func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, er
 		return Doc{}, false, err
 	}
 	top := d.Epoch
-	var live []Doc // unended claims found, highest first
-	for d.Epoch >= max(floor, 1) {
+	settled := e.snapshot(key).settled // everything below it has ended
+	var live []Doc                     // unended claims found, highest first
+	for d.Epoch >= max(floor, settled, 1) {
 		ended, kind, _, err := e.ended(ctx, d)
 		if err != nil {
 			return Doc{}, false, err
