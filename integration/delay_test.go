@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
 )
@@ -15,9 +17,14 @@ import (
 // its later requests on new connections succeed, and then the stalled
 // ones reach the server after all, seconds late: TCP delivers what it
 // held back once the path clears, and the server cannot tell a request
-// its sender abandoned from a fresh one. A renewal delivered that way
-// sets the lease's expiry back to what it was when it was sent, below
-// what the later renewals set.
+// its sender abandoned from a fresh one. The stall begins with a renewal
+// of the holder's session (an update of its document in the sessions
+// collection, raising expiresAt with $max), which the holder counted as
+// failed; delivered late, it is applied after the renewals that followed
+// it. The protocol must make that harmless: a session's expiry only
+// grows, so the late renewal changes nothing when its later renewals
+// landed first, and a session judged dead stays dead (its claims carry a
+// dead marker) whatever a late renewal does to its expiry afterwards.
 //
 // The driver gives up on a request only when its heartbeat fails twice
 // (the monitor retries a timed-out check once, on a new connection,
@@ -26,10 +33,10 @@ import (
 // heartbeat timeout, and a heartbeat every 500 ms, the driver's minimum.
 // So the stall lasts 0.85–1.1 s: a heartbeat falls into it, and so does
 // the immediate retry 200 ms later. It begins when the proxy reads the
-// holder's next renewal (faultproxy.StallNextWrite), so that renewal is
-// in flight when the driver gives up (a request issued after the first
-// failed check waits for server selection instead, and is sent only once
-// the stall is over).
+// holder's next session renewal (faultproxy.StallNext, matching
+// isRenewal), so that renewal is in flight when the driver gives up (a
+// request issued after the first failed check waits for server selection
+// instead, and is sent only once the stall is over).
 //
 // That takes a TTL of a few seconds: the holder must outlive the stall
 // and the driver's recovery (up to another heartbeat interval) on the
@@ -37,11 +44,7 @@ import (
 // delayTTL = 3 s that is 1.85 s. The held requests are delivered 0.8–1.2
 // TTL after they were sent: after the later renewals succeeded, while the
 // hold is still valid, and around the moment the stalled renewal's own
-// expiry runs out. Delivered after it, the renewal sets an expiry that
-// has already passed; delivered before, it sets one the holder's next
-// renewal may or may not be in time to raise again. Either way the
-// holder's local deadline is further out than the expiry the server now
-// has, and a waiter may take over while it still holds.
+// expiry runs out.
 const (
 	delayTTL             = 3 * time.Second
 	giveUpConnectTimeout = 200 * time.Millisecond
@@ -59,6 +62,23 @@ func delayRequestsConfig(cfg *worker.Config) {
 // renewLead is how long before the holder's next renewal is due the
 // stall is armed.
 const renewLead = 100 * time.Millisecond
+
+// sessionsCollection is where dsync/mongo keeps the sessions of the
+// workers' backends (the lock collection's name + "_sessions"); a
+// renewal is an update of one of its documents. Opening a session is an
+// insert there; claims and end markers are inserts into the lock
+// collection, wake-up events inserts into "<collection>_events".
+const sessionsCollection = dsyncmongo.DefaultCollection + "_sessions"
+
+// isRenewal reports whether c is a session renewal.
+func isRenewal(c faultproxy.Command) bool {
+	return c.Name == "update" && c.Collection == sessionsCollection
+}
+
+// isLateRenewal reports whether w is a session renewal.
+func isLateRenewal(w faultproxy.LateWrite) bool {
+	return isRenewal(faultproxy.Command{Name: w.Command, Collection: w.Collection})
+}
 
 // delayRequests injects the delay-requests fault into the hold that acq
 // (an acquire event of p) began, and returns once the held requests have
@@ -80,27 +100,29 @@ func (c *cluster) delayRequests(p *proc, acq history.Event) bool {
 	key := acq.Key
 	ofHold := func(ev history.Event) bool { return ev.PID == acq.PID && ev.Key == key && ev.Token == acq.Token }
 
-	// The keeper renews an interval after the hold began, then an
-	// interval after each renewal returned (EvDeadline's T is its reply).
-	// The stall is armed shortly before the next renewal is due, and
-	// begins when the proxy reads it (or whatever write comes first).
-	last := acq.T
+	// The keeper renews the session an interval after the send time of
+	// its last confirmed renewal (or of its opening: the session may be
+	// older than the hold), which the hold's latest deadline tells:
+	// deadline − (TTL − TTL/20). The stall is armed shortly before that
+	// renewal is due, and begins when the proxy reads it.
+	dl := max(acq.DL, c.deadlineOf(acq.PID, acq.Token))
 	for {
 		if c.ended(acq.PID, acq.Token) {
 			return false
 		}
-		start := last + int64(interval-renewLead)
-		if wait := time.Duration(start - history.Now()); wait > 10*time.Millisecond {
+		due := dl - int64(ttl-ttl/20) + int64(interval)
+		if wait := time.Duration(due - int64(renewLead) - history.Now()); wait > 10*time.Millisecond {
 			time.Sleep(wait)
 			break
 		}
+		// Due now or past: wait for that renewal to be confirmed.
 		ev, _, ok := c.log.await(0, interval+5*time.Second, func(ev history.Event) bool {
-			return ofHold(ev) && ev.Ev == history.EvDeadline && ev.T > last
+			return ofHold(ev) && ev.Ev == history.EvDeadline && ev.DL > dl
 		})
 		if !ok {
 			return false // the hold ended, or renews no more
 		}
-		last = ev.T
+		dl = ev.DL
 	}
 	if c.ended(acq.PID, acq.Token) {
 		return false
@@ -109,7 +131,7 @@ func (c *cluster) delayRequests(p *proc, acq history.Event) bool {
 	stall := randDuration(850*time.Millisecond, 1100*time.Millisecond)
 	delay := randDuration(ttl*4/5, ttl*6/5)
 	n0 := len(px.LateWrites())
-	began, disarm := px.StallNextWrite(stall, delay)
+	began, disarm := px.StallNext(isRenewal, stall, delay)
 	var at time.Time
 	select {
 	case at = <-began:
@@ -118,7 +140,7 @@ func (c *cluster) delayRequests(p *proc, acq history.Event) bool {
 		select {
 		case at = <-began:
 		default:
-			c.t.Logf("delay-requests: %s sent no write while holding token %d (the hold ended?); not injected", p.name, acq.Token)
+			c.t.Logf("delay-requests: %s sent no renewal while holding token %d (the hold ended?); not injected", p.name, acq.Token)
 			return false
 		}
 	}
@@ -128,7 +150,7 @@ func (c *cluster) delayRequests(p *proc, acq history.Event) bool {
 	// Wait for the held requests to land and for the stalled renewal's
 	// expiry to run out, then for a renewal interval more: a waiter may
 	// take over in between, and the holder's next renewal tells it
-	// whether its lease was cut short.
+	// whether its session is still alive.
 	settled := max(landed, t0+int64(ttl)) + int64(interval+200*time.Millisecond)
 	time.Sleep(time.Duration(settled - history.Now()))
 	c.fault("delay-requests", p, t0, landed)
@@ -141,19 +163,24 @@ func (c *cluster) delayRequests(p *proc, acq history.Event) bool {
 
 	// What happened, for the log: times are from when the first late
 	// write reached the server.
-	applied := 0
+	applied := 0 // late renewals applied
 	var writes []string
 	arrived := landed
 	for i, w := range lw {
 		if i == 0 {
 			arrived = history.Mono(w.Delivered)
 		}
-		s := fmt.Sprintf("%s held %v, %v after its client closed: ",
-			w.Command, w.Delivered.Sub(w.Read).Round(time.Millisecond), w.Delivered.Sub(w.ClientClosed).Round(time.Millisecond))
+		s := fmt.Sprintf("%s %s held %v, %v after its client closed: ",
+			w.Command, w.Collection, w.Delivered.Sub(w.Read).Round(time.Millisecond), w.Delivered.Sub(w.ClientClosed).Round(time.Millisecond))
 		switch {
 		case w.Applied():
-			applied++
+			if isLateRenewal(w) {
+				applied++
+			}
 			s += fmt.Sprintf("applied, n=%d", w.N)
+			if w.Command == "update" {
+				s += fmt.Sprintf(" nModified=%d", w.Modified)
+			}
 		case w.Replied:
 			s += fmt.Sprintf("not applied (ok=%v n=%d)", w.OK, w.N)
 		default:
@@ -238,25 +265,30 @@ func (c *cluster) retire(p *proc) {
 
 // lateWrites tallies the write commands the cluster's proxies delivered
 // after their sender gave up, and fails the test if delay-requests was
-// injected and none of them was applied: the fault would have lost its
-// teeth.
+// injected and no session renewal among them was applied: the fault
+// would have lost its teeth. (Other late writes do not count for that:
+// a late wake-up event or end marker is applied too, but says nothing
+// about renewals.)
 func (c *cluster) lateWrites() {
 	c.t.Helper()
-	late, applied := 0, 0
+	late, applied, renewals := 0, 0, 0
 	for _, px := range c.proxies {
 		for _, w := range px.LateWrites() {
 			late++
 			if w.Applied() {
 				applied++
+				if isLateRenewal(w) {
+					renewals++
+				}
 			}
 		}
 	}
-	summary.addLateWrites(late, applied)
+	summary.addLateWrites(late, applied, renewals)
 	if late > 0 || c.delayInjected > 0 {
-		c.t.Logf("late writes: %d delivered after their sender gave up, %d of them applied (%d under delay-requests, injected %d times)",
-			late, applied, c.delayLateApplied, c.delayInjected)
+		c.t.Logf("late writes: %d delivered after their sender gave up, %d of them applied, %d of those session renewals (%d under delay-requests, injected %d times)",
+			late, applied, renewals, c.delayLateApplied, c.delayInjected)
 	}
 	if c.delayInjected > 0 && c.delayLateApplied == 0 {
-		c.t.Errorf("delay-requests injected %d times, but the server applied no write delivered after its sender gave up", c.delayInjected)
+		c.t.Errorf("delay-requests injected %d times, but the server applied no session renewal delivered after its sender gave up", c.delayInjected)
 	}
 }

@@ -68,10 +68,16 @@
 //
 // The proxies follow the MongoDB wire protocol far enough to count the
 // write commands (insert, update, delete, findAndModify) they delivered
-// after their client had closed the connection, and those the server
-// applied (its reply had ok: 1 and n > 0). A test that injected
-// delay-requests fails if none of its late writes was applied: the fault
-// must keep its teeth.
+// after their client had closed the connection, the collection each acts
+// on, and those the server applied (its reply had ok: 1 and n > 0; for an
+// update, n counts the documents matched, and a renewal's $max that
+// raised nothing is applied all the same). The stall begins with a
+// session renewal, an update of the sessions collection
+// (dsync_locks_sessions), not with any write: claims and end markers are
+// inserts into dsync_locks, wake-up events inserts into
+// dsync_locks_events. A test that injected delay-requests fails if none
+// of its late session renewals was applied: the fault must keep its
+// teeth.
 //
 // # The long run
 //
@@ -87,6 +93,6 @@
 // testing this package alone from its directory): workers, holds,
 // handoffs, faults by kind, the writes applied after their sender gave up
 // (late-applied-writes=N, of the late writes the proxies delivered, under
-// any fault), violations, the largest loss-signal lateness, and the
+// any fault, and how many of the N were session renewals), violations, the largest loss-signal lateness, and the
 // negative controls detected.
 package integration

@@ -33,16 +33,18 @@ type suiteSummary struct {
 	// Negative controls: run, and detected by the checker.
 	negatives, detected int
 	// Write commands the proxies delivered after their sender gave up,
-	// and those of them the server applied.
-	lateWrites, lateApplied int
+	// those of them the server applied, and the session renewals among
+	// those.
+	lateWrites, lateApplied, lateRenewals int
 }
 
 // addLateWrites records the late writes of one cluster's proxies.
-func (s *suiteSummary) addLateWrites(late, applied int) {
+func (s *suiteSummary) addLateWrites(late, applied, renewals int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lateWrites += late
 	s.lateApplied += applied
+	s.lateRenewals += renewals
 }
 
 func (s *suiteSummary) addWorker() {
@@ -99,7 +101,7 @@ func (s *suiteSummary) line() string {
 	if s.maxLateSet {
 		late = fmt.Sprintf("%v (margin %v)", s.maxLate.Round(10*time.Microsecond), s.maxMargin)
 	}
-	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} late-applied-writes=%d (of %d late) violations=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
+	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} late-applied-writes=%d (of %d late; %d renewals) violations=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
 		s.workers, s.histories, s.holds, s.handoffs, s.losses, s.excused, s.stalls, s.maxStall.Round(time.Millisecond), strings.Join(faults, " "),
-		s.lateApplied, s.lateWrites, s.violations, late, s.detected, s.negatives)
+		s.lateApplied, s.lateWrites, s.lateRenewals, s.violations, late, s.detected, s.negatives)
 }

@@ -1,7 +1,8 @@
 // Package faultproxy is a TCP proxy on loopback that injects network
 // faults between a client and a server: a partition (blackhole) in either
 // or both directions, delays, and a stall of the requests that begins
-// with a write command (StallNextWrite).
+// with a write command, or with the next command a test picks out
+// (StallNextWrite, StallNext).
 //
 // A partition holds bytes back instead of dropping them, the way TCP
 // behaves while its retransmissions go unanswered: when the partition
@@ -58,25 +59,42 @@ type Proxy struct {
 	wg         sync.WaitGroup
 }
 
+// A Command names a request: the command (the first key of its body,
+// e.g. "update") and the collection it acts on (that key's value, when it
+// is a string).
+type Command struct {
+	Name       string
+	Collection string
+}
+
+// IsWrite reports whether c changes documents: insert, update, delete or
+// findAndModify.
+func (c Command) IsWrite() bool { return isWrite(c.Name) }
+
 // LateWrite is a write command (insert, update, delete, findAndModify)
 // that the proxy delivered to the server after its client had closed or
 // reset the connection: its sender had given up on it.
 type LateWrite struct {
-	Command string
+	Command    string
+	Collection string // the collection it acts on
 	// Read is when the proxy read the request's last bytes from the
 	// client, ClientClosed when it saw the client's side end, Delivered
 	// when it wrote the request to the server.
 	Read, ClientClosed, Delivered time.Time
 	// Replied: the server's reply was seen, at RepliedAt. OK is its ok
-	// field, N the documents it inserted, matched (update) or deleted.
+	// field, N the documents it inserted, matched (update) or deleted,
+	// Modified (update only) the documents it changed: an update can match
+	// a document and leave it as it was ($max of a smaller value).
 	Replied   bool
 	RepliedAt time.Time
 	OK        bool
 	N         int64
+	Modified  int64
 }
 
 // Applied reports whether the server applied the write: it replied ok
-// with n > 0.
+// with n > 0 (for an update: it matched a document, whether or not it
+// changed it).
 func (w LateWrite) Applied() bool { return w.Replied && w.OK && w.N > 0 }
 
 // LateWrites returns the late writes delivered so far, in the order they
@@ -131,20 +149,27 @@ func (p *Proxy) SetDelay(dir Direction, d time.Duration) {
 }
 
 type stallArm struct {
+	match        func(Command) bool
 	stall, delay time.Duration
 	began        chan time.Time
 }
 
-// StallNextWrite arms a stall of the requests: when the proxy next reads
-// a write command (insert, update, delete, findAndModify) from a client,
-// the bytes it read with it and every byte it reads from clients for the
-// following stall are delivered delay after they were read. Connections
-// opened after the stall flow at once; bytes sent after it on a
-// connection that carried stalled ones wait behind them. The returned
-// channel yields the time the stall began; disarm cancels a stall that
-// has not begun.
+// StallNextWrite arms a stall of the requests that begins with the next
+// write command (insert, update, delete, findAndModify) a client sends:
+// StallNext(Command.IsWrite, stall, delay).
 func (p *Proxy) StallNextWrite(stall, delay time.Duration) (began <-chan time.Time, disarm func()) {
-	a := &stallArm{stall: stall, delay: delay, began: make(chan time.Time, 1)}
+	return p.StallNext(Command.IsWrite, stall, delay)
+}
+
+// StallNext arms a stall of the requests: when the proxy next reads a
+// command from a client that match accepts, the bytes it read with it and
+// every byte it reads from clients for the following stall are delivered
+// delay after they were read. Connections opened after the stall flow at
+// once; bytes sent after it on a connection that carried stalled ones
+// wait behind them. The returned channel yields the time the stall began;
+// disarm cancels a stall that has not begun.
+func (p *Proxy) StallNext(match func(Command) bool, stall, delay time.Duration) (began <-chan time.Time, disarm func()) {
+	a := &stallArm{match: match, stall: stall, delay: delay, began: make(chan time.Time, 1)}
 	p.mu.Lock()
 	p.stallArm = a
 	p.mu.Unlock()
@@ -394,11 +419,11 @@ func (p *Proxy) requests(l *link, data []byte, read time.Time) {
 		if gone == 0 {
 			return
 		}
-		cmd, ok := commandName(msg)
-		if !ok || !isWrite(cmd) {
+		cmd, ok := commandOf(msg)
+		if !ok || !cmd.IsWrite() {
 			return
 		}
-		w := &LateWrite{Command: cmd, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
+		w := &LateWrite{Command: cmd.Name, Collection: cmd.Collection, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.late = append(p.late, w)
@@ -417,10 +442,10 @@ func (p *Proxy) replies(l *link, data []byte, at time.Time) {
 		if w == nil {
 			return
 		}
-		ok, n, parsed := writeResult(w.Command, msg)
+		ok, n, modified, parsed := writeResult(w.Command, msg)
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		w.Replied, w.RepliedAt, w.OK, w.N = parsed, at, ok, n
+		w.Replied, w.RepliedAt, w.OK, w.N, w.Modified = parsed, at, ok, n, modified
 	})
 }
 
@@ -435,7 +460,7 @@ func (p *Proxy) delayOf(dir int, t time.Time) time.Duration {
 }
 
 // triggerStall begins an armed stall if the request bytes read at t
-// complete a write command.
+// complete a command it matches.
 func (p *Proxy) triggerStall(l *link, data []byte, t time.Time) {
 	l.upRead.feed(data, func(msg []byte) {
 		p.mu.Lock()
@@ -444,7 +469,7 @@ func (p *Proxy) triggerStall(l *link, data []byte, t time.Time) {
 		if a == nil {
 			return
 		}
-		if cmd, ok := commandName(msg); !ok || !isWrite(cmd) {
+		if cmd, ok := commandOf(msg); !ok || !a.match(cmd) {
 			return
 		}
 		p.mu.Lock()

@@ -115,15 +115,25 @@ func msgBody(msg []byte) (bson.Raw, bool) {
 
 // commandName returns the name of the command an OP_MSG request carries.
 func commandName(msg []byte) (string, bool) {
+	c, ok := commandOf(msg)
+	return c.Name, ok
+}
+
+// commandOf returns the command an OP_MSG request carries: its name (the
+// body's first key) and, when that key's value is a string, the
+// collection it names.
+func commandOf(msg []byte) (Command, bool) {
 	body, ok := msgBody(msg)
 	if !ok {
-		return "", false
+		return Command{}, false
 	}
 	el, err := body.IndexErr(0)
 	if err != nil {
-		return "", false
+		return Command{}, false
 	}
-	return el.Key(), true
+	c := Command{Name: el.Key()}
+	c.Collection, _ = el.Value().StringValueOK()
+	return c, true
 }
 
 // isWrite reports whether a command changes documents.
@@ -137,11 +147,12 @@ func isWrite(cmd string) bool {
 
 // writeResult reads a write command's reply: ok, and n, the number of
 // documents inserted, matched (update) or deleted; for findAndModify,
-// lastErrorObject.n.
-func writeResult(cmd string, reply []byte) (ok bool, n int64, parsed bool) {
+// lastErrorObject.n; and for an update, nModified, the documents it
+// changed (0 otherwise).
+func writeResult(cmd string, reply []byte) (ok bool, n, modified int64, parsed bool) {
 	body, valid := msgBody(reply)
 	if !valid {
-		return false, 0, false
+		return false, 0, 0, false
 	}
 	if v, err := body.LookupErr("ok"); err == nil {
 		f, isNum := v.AsFloat64OK()
@@ -154,5 +165,10 @@ func writeResult(cmd string, reply []byte) (ok bool, n int64, parsed bool) {
 	if v, err := body.LookupErr(path...); err == nil {
 		n, _ = v.AsInt64OK()
 	}
-	return ok, n, true
+	if strings.EqualFold(cmd, "update") {
+		if v, err := body.LookupErr("nModified"); err == nil {
+			modified, _ = v.AsInt64OK()
+		}
+	}
+	return ok, n, modified, true
 }

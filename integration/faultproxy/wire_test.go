@@ -73,21 +73,29 @@ func TestWireParsing(t *testing.T) {
 		t.Error("a truncated message parsed")
 	}
 
+	if c, ok := commandOf(upd); !ok || c != (Command{"update", "locks"}) || !c.IsWrite() {
+		t.Fatalf("command %+v, %v", c, ok)
+	}
+	if c, ok := commandOf(opMsgBytes(t, 9, 0, false, bson.D{{Key: "ping", Value: 1}})); !ok || c != (Command{Name: "ping"}) || c.IsWrite() {
+		t.Fatalf("command %+v, %v", c, ok)
+	}
+
 	for _, tc := range []struct {
-		cmd   string
-		reply bson.D
-		ok    bool
-		n     int64
+		cmd     string
+		reply   bson.D
+		ok      bool
+		n, nMod int64
 	}{
-		{"update", bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}, true, 1},
-		{"update", bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}, true, 0},
-		{"insert", bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "boom"}}, false, 0},
-		{"insert", bson.D{{Key: "n", Value: int64(2)}, {Key: "ok", Value: int32(1)}}, true, 2},
-		{"findAndModify", bson.D{{Key: "lastErrorObject", Value: bson.D{{Key: "n", Value: int32(1)}}}, {Key: "value", Value: nil}, {Key: "ok", Value: 1.0}}, true, 1},
+		{"update", bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}, true, 1, 1},
+		{"update", bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}, true, 1, 0},
+		{"update", bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}, true, 0, 0},
+		{"insert", bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "boom"}}, false, 0, 0},
+		{"insert", bson.D{{Key: "n", Value: int64(2)}, {Key: "nModified", Value: int32(5)}, {Key: "ok", Value: int32(1)}}, true, 2, 0},
+		{"findAndModify", bson.D{{Key: "lastErrorObject", Value: bson.D{{Key: "n", Value: int32(1)}}}, {Key: "value", Value: nil}, {Key: "ok", Value: 1.0}}, true, 1, 0},
 	} {
-		ok, n, parsed := writeResult(tc.cmd, opMsgBytes(t, 1, 7, false, tc.reply))
-		if !parsed || ok != tc.ok || n != tc.n {
-			t.Errorf("%s reply %v: ok %v n %d parsed %v, want ok %v n %d", tc.cmd, tc.reply, ok, n, parsed, tc.ok, tc.n)
+		ok, n, nMod, parsed := writeResult(tc.cmd, opMsgBytes(t, 1, 7, false, tc.reply))
+		if !parsed || ok != tc.ok || n != tc.n || nMod != tc.nMod {
+			t.Errorf("%s reply %v: ok %v n %d nModified %d parsed %v, want ok %v n %d nModified %d", tc.cmd, tc.reply, ok, n, nMod, parsed, tc.ok, tc.n, tc.nMod)
 		}
 	}
 
@@ -400,6 +408,65 @@ func TestStallNextWrite(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("late writes %+v, want the update applied", lw)
+		}
+	}
+}
+
+// StallNext begins the stall only with a command its matcher accepts:
+// other writes before it pass at once. The late write it holds back is
+// recorded with its collection.
+func TestStallNextMatching(t *testing.T) {
+	srv := newWireServer(t, map[string]int64{"update": 1, "insert": 1})
+	p, err := New(srv.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const stall, delay = 200 * time.Millisecond, time.Second
+	began, disarm := p.StallNext(func(c Command) bool { return c.Name == "update" && c.Collection == "x_sessions" }, stall, delay)
+	defer disarm()
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, cmd := range []bson.D{
+		{{Key: "insert", Value: "x"}},
+		{{Key: "update", Value: "x"}},
+		{{Key: "insert", Value: "x_sessions"}},
+	} {
+		if _, err := c.Write(opMsgBytes(t, int32(1+i), 0, false, cmd)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readMsg(c, 5*time.Second); err != nil {
+			t.Fatalf("%v before the stall: %v", cmd, err)
+		}
+		select {
+		case <-began:
+			t.Fatalf("%v began the stall", cmd)
+		default:
+		}
+	}
+	if _, err := c.Write(opMsgBytes(t, 9, 0, false, bson.D{{Key: "update", Value: "x_sessions"}})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-began:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the matching update did not begin the stall")
+	}
+	if _, err := readMsg(c, 100*time.Millisecond); err == nil {
+		t.Fatal("the stalled update was answered early")
+	}
+	c.Close() // gives up on it
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lw := p.LateWrites()
+		if len(lw) == 1 && lw[0].Applied() && lw[0].Command == "update" && lw[0].Collection == "x_sessions" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("late writes %+v, want the update of x_sessions applied", lw)
 		}
 	}
 }

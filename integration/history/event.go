@@ -69,10 +69,12 @@ const (
 	// SrcLib: read from the library (Mutex.ValidUntil).
 	SrcLib = "lib"
 	// SrcPred: computed by the worker's recording backend from the send
-	// and reply times of acquires and renewals, by the rule the library
-	// documents (send time + TTL − TTL/20, counted only if the reply came
-	// before the deadline in force). It is never earlier than the
-	// library's deadline, since the library reads its clock first.
+	// and reply times of session opens and renewals, by the rule the
+	// library documents (a hold's deadline is its session's: send time +
+	// TTL − TTL/20 of the session's last open or renewal, counted only if
+	// the reply came before the deadline in force). It is never earlier
+	// than the library's deadline, since the library reads its clock
+	// first.
 	SrcPred = "pred"
 )
 

@@ -32,13 +32,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		return err
 	}
 	defer lb.Close()
-	var backend leader.Backend = &recordingElection{Backend: lb, rec: w.rec}
-	if wf, ok := leader.Backend(lb).(dsync.Waiter); ok {
-		backend = &struct {
-			*recordingElection
-			dsync.Waiter
-		}{backend.(*recordingElection), wf}
-	}
+	backend := &recordingElection{Backend: lb, rec: w.rec}
 
 	var elected atomic.Pointer[leader.Info]
 	opts := []leader.Option{
@@ -121,16 +115,29 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 }
 
 // recordingElection is a leader.Backend that tells the recorder about
-// every acquire and renewal of the leadership lease.
+// every session opened and renewed, and every claim of the leadership
+// lease that begins to hold or ends.
 type recordingElection struct {
 	leader.Backend
 	rec *recorder
 }
 
-func (b *recordingElection) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (dsync.Lease, error) {
-	return recordAcquire(ctx, b.rec, b.Backend, key, owner, ttl)
+func (b *recordingElection) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
+	return recordOpen(ctx, b.rec, b.Backend, ttl)
 }
 
-func (b *recordingElection) Renew(ctx context.Context, ttl time.Duration, leases []dsync.Lease) ([]bool, error) {
-	return recordRenew(ctx, b.rec, b.Backend, ttl, leases)
+func (b *recordingElection) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+	return recordRenew(ctx, b.rec, b.Backend, session, ttl)
+}
+
+func (b *recordingElection) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
+	return recordClaim(ctx, b.rec, b.Backend, key, owner, session, try)
+}
+
+func (b *recordingElection) Await(ctx context.Context, c dsync.Claim) error {
+	return recordAwait(ctx, b.rec, b.Backend, c)
+}
+
+func (b *recordingElection) End(ctx context.Context, c dsync.Claim, held bool) error {
+	return recordEnd(ctx, b.rec, b.Backend, c, held)
 }

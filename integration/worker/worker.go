@@ -197,7 +197,7 @@ func (w *worker) run() error {
 	}()
 	db := client.Database(cfg.DB)
 
-	w.rec = &recorder{w: w, ttl: int64(cfg.TTL), margin: int64(cfg.TTL / 20), dl: make(map[leaseID]int64)}
+	w.rec = newRecorder(w, cfg.TTL)
 
 	regName := cfg.Key
 	if cfg.Mode == ModeElection {
