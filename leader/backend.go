@@ -10,6 +10,12 @@ import (
 // Backend is the store an Election runs on: a dsync.Backend for the
 // leadership lease, plus who leads and the members' status documents.
 // leader/mongo implements it; NewMemoryBackend gives one for unit tests.
+//
+// The lock keys of a Backend are the elections' own: keep plain locks on
+// another dsync.Backend, or the lock LockKey(name) would be the lease of
+// the election name. The backends of this module do: leadermongo keeps
+// the leases in a collection of their own, and a MemoryBackend is a store
+// of its own, apart from any dsync.MemoryBackend.
 type Backend interface {
 	dsync.Backend
 
@@ -33,7 +39,8 @@ type Backend interface {
 	DeleteMember(ctx context.Context, election, id string) error
 }
 
-// LockKey is the dsync key whose holder leads election.
+// LockKey is the dsync key, in its Backend, whose holder leads election.
+// A plain lock of that name on another dsync.Backend is another lock.
 func LockKey(election string) string { return "leader/" + election }
 
 // Info describes a leader.

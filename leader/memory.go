@@ -12,9 +12,12 @@ import (
 )
 
 // MemoryBackend is a Backend in process memory, for unit tests of code that
-// uses elections. Its leases follow dsync.MemoryBackend; member status and
-// terms are kept beside them. Time comes from the time package, so tests
-// under testing/synctest run on fake time.
+// uses elections. Its leases follow dsync.MemoryBackend, in a store of their
+// own: take the plain locks of the code under test on a
+// dsync.MemoryBackend, as it takes them on a dsyncmongo backend beside
+// leadermongo's, and no lock excludes an election whatever its name. Member
+// status and terms are kept beside the leases. Time comes from the time
+// package, so tests under testing/synctest run on fake time.
 type MemoryBackend struct {
 	*dsync.MemoryBackend
 

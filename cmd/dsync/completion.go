@@ -38,7 +38,7 @@ type completedFlag struct {
 
 // globalFlags are accepted by every command.
 var globalFlags = []completedFlag{
-	{"uri", "uri"}, {"db", "name"}, {"collection", "name"}, {"members", "name"},
+	{"uri", "uri"}, {"db", "name"}, {"collection", "name"}, {"elections", "name"}, {"members", "name"},
 	{"timeout", "duration"}, {"v", ""}, {"wakeups", ""}, {"help", ""},
 }
 

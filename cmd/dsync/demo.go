@@ -338,7 +338,7 @@ func (d *demo) spawn(label string) error {
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(exe, "--uri", d.server.URI, "--db", d.g.db,
-		"--collection", d.g.collection, "--members", d.g.members,
+		"--collection", d.g.collection, "--elections", d.g.elections, "--members", d.g.members,
 		candidateCmd.name, "--label", label, "--ttl", d.ttl.String(),
 		"--election", demoElection, "--lock", demoLock)
 	p.cmd.Stderr = logf

@@ -48,9 +48,11 @@ its own and these signals go to the whole group. CMD gets
 DSYNC_ELECTION=NAME and DSYNC_TOKEN, the fencing token of this term.
 'dsync status' shows the candidates.
 
-NAME is up to %d bytes of UTF-8: the leadership is the lock "leader/NAME",
-and a lock's name may have %d (dsyncmongo.MaxKeyLen). A NAME that starts
-with '-' goes after '--'.
+NAME is up to %d bytes of UTF-8: the leadership is a lease on the key
+"leader/NAME" in the election collection (--elections), and a lock's name
+may have %d (dsyncmongo.MaxKeyLen). The lease is not a lock: 'dsync lock
+leader/NAME' takes a lock of its own, in the lock collection. A NAME that
+starts with '-' goes after '--'.
 
 Flags:
   --ttl D       lease length: a crashed leader is replaced within about D (default 15s)

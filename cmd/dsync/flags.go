@@ -26,6 +26,7 @@ import (
 const (
 	defaultDB         = "dsync"
 	defaultCollection = dsyncmongo.DefaultCollection
+	defaultElections  = leadermongo.DefaultCollection
 	defaultMembers    = leadermongo.DefaultMembersCollection
 	defaultTimeout    = 10 * time.Second
 )
@@ -34,7 +35,8 @@ const (
 type globals struct {
 	uri        string
 	db         string
-	collection string
+	collection string // plain locks
+	elections  string // election leases, apart from plain locks
 	members    string
 	timeout    time.Duration
 	verbose    bool
@@ -51,12 +53,13 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are printed as one line by the caller
 	fs.Usage = func() {}
 	if !g.defaulted {
-		g.db, g.collection, g.members, g.timeout = defaultDB, defaultCollection, defaultMembers, defaultTimeout
+		g.db, g.collection, g.elections, g.members, g.timeout = defaultDB, defaultCollection, defaultElections, defaultMembers, defaultTimeout
 		g.defaulted = true
 	}
 	fs.StringVar(&g.uri, "uri", g.uri, "MongoDB connection string (default $MONGODB_URI)")
 	fs.StringVar(&g.db, "db", g.db, "database")
 	fs.StringVar(&g.collection, "collection", g.collection, "lock collection")
+	fs.StringVar(&g.elections, "elections", g.elections, "election lease collection")
 	fs.StringVar(&g.members, "members", g.members, "election member collection")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
@@ -169,8 +172,9 @@ func flagError(err error, name, arg string) error {
 }
 
 // Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen
-// bytes; an election's lease is the lock leader.LockKey(NAME), "leader/"
-// followed by the name, so its names are shorter by that prefix.
+// bytes; an election's lease has the key leader.LockKey(NAME), "leader/"
+// followed by the name (in the election collection, apart from the
+// locks), so its names are shorter by that prefix.
 var (
 	maxLockName     = dsyncmongo.MaxKeyLen
 	maxElectionName = dsyncmongo.MaxKeyLen - len(leader.LockKey(""))
@@ -305,15 +309,18 @@ func uriSecrets(uri string) []string {
 	return out
 }
 
-// lockOptions are the dsyncmongo options the global flags select.
+// lockOptions are the dsyncmongo options the global flags select for
+// plain locks.
 func (g *globals) lockOptions() []dsyncmongo.Option {
 	return []dsyncmongo.Option{dsyncmongo.WithCollection(g.collection), dsyncmongo.WithWakeups(g.wakeups)}
 }
 
 // leaderBackend returns an election backend on db with the global flags'
-// collections.
+// collections: the leases in --elections, apart from the plain locks of
+// --collection, so that the lock leader/NAME is not election NAME's lease.
 func (g *globals) leaderBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*leadermongo.Backend, error) {
 	return leadermongo.New(db,
 		leadermongo.WithMembersCollection(g.members),
-		leadermongo.WithLockOptions(append(g.lockOptions(), extra...)...))
+		leadermongo.WithLockOptions(append([]dsyncmongo.Option{
+			dsyncmongo.WithCollection(g.elections), dsyncmongo.WithWakeups(g.wakeups)}, extra...)...))
 }

@@ -115,6 +115,8 @@ Flags (also accepted after COMMAND):
   --uri URI       MongoDB connection string (default $MONGODB_URI)
   --db NAME       database (default %q)
   --collection C  lock collection (default %q)
+  --elections C   election lease collection (default %q), apart
+                  from the locks: lock leader/x is not election x's lease
   --members C     election member collection (default %q)
   --timeout D     how long to wait for the server to answer (default %v);
                   a refused connection, an unknown host or a failed
@@ -136,7 +138,7 @@ func printUsage(w io.Writer) {
 			fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 		}
 	}
-	fmt.Fprintf(w, usageText, b.String(), defaultDB, defaultCollection, defaultMembers, defaultTimeout)
+	fmt.Fprintf(w, usageText, b.String(), defaultDB, defaultCollection, defaultElections, defaultMembers, defaultTimeout)
 }
 
 const helpUsage = `Usage: dsync help [COMMAND]

@@ -28,7 +28,8 @@ import (
 const statusUsage = `Usage: dsync status [NAME] [flags]
 
 Lists the locks in the lock collection (the newest epoch of each key) and
-the elections with their members, judged in the server's time:
+the elections in the election collection with their members, judged in
+the server's time:
 
   STATE      held; free (released); expired (its holder stopped renewing:
              crashed, or cut off from the server)
@@ -113,7 +114,7 @@ func runStatus(g *globals, args []string) int {
 		return fail("status", exitFailure, err)
 	}
 	if name != "" && len(st.locks) == 0 && len(st.elections) == 0 {
-		return fail("status", exitFailure, fmt.Errorf("no lock or election named %q in %s.%s", name, g.db, g.collection))
+		return fail("status", exitFailure, fmt.Errorf("no lock or election named %q in %s.%s or %s.%s", name, g.db, g.collection, g.db, g.elections))
 	}
 	st.findCommands()
 	if *asJSON {
@@ -123,7 +124,7 @@ func runStatus(g *globals, args []string) int {
 		return exitOK
 	}
 	if len(st.locks) == 0 && len(st.elections) == 0 {
-		fmt.Printf("no locks or elections in %s.%s\n", g.db, g.collection)
+		fmt.Printf("no locks or elections in %s.%s or %s.%s\n", g.db, g.collection, g.db, g.elections)
 		return exitOK
 	}
 	if st.write(os.Stdout, "") {
@@ -133,8 +134,9 @@ func runStatus(g *globals, args []string) int {
 }
 
 // lockDoc is an epoch document of dsyncmongo, as its package documentation
-// describes it. status reads the collection itself, read-only: dsyncmongo
-// has no call that lists keys.
+// describes it, in the lock collection or (an election's lease) in the
+// election collection. status reads the collections itself, read-only:
+// dsyncmongo has no call that lists keys.
 type lockDoc struct {
 	Key        string    `bson:"key"`
 	Epoch      int64     `bson:"epoch"`
@@ -160,7 +162,7 @@ type status struct {
 
 type election struct {
 	name    string
-	lock    *lockDoc // newest epoch of leader.LockKey(name)
+	lock    *lockDoc // newest epoch of leader.LockKey(name), in the election collection
 	members []leader.Member
 }
 
@@ -176,28 +178,27 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, name string
 	// The server read its clock about half a round trip before the reply.
 	serverNow := func() time.Time { return sample.ServerTime.Add(sample.RTT/2 + time.Since(measured)) }
 
-	filter := bson.D{}
+	// Every key of the lock collection is a lock, whatever its name: the
+	// leases of elections are in a collection of their own.
+	lockFilter, leaseFilter := bson.D{}, bson.D{}
 	if name != "" {
-		filter = bson.D{{Key: "key", Value: bson.D{{Key: "$in", Value: bson.A{name, leader.LockKey(name)}}}}}
+		lockFilter = bson.D{{Key: "key", Value: name}}
+		leaseFilter = bson.D{{Key: "key", Value: leader.LockKey(name)}}
 	}
-	cur, err := db.Collection(g.collection).Find(ctx, filter,
-		options.Find().SetSort(bson.D{{Key: "key", Value: 1}, {Key: "epoch", Value: -1}}))
+	locks, err := newestEpochs(ctx, db, g.collection, lockFilter)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s.%s: %w", g.db, g.collection, err)
+		return nil, err
 	}
-	var docs []lockDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("reading %s.%s: %w", g.db, g.collection, err)
+	st.locks = locks
+	leases, err := newestEpochs(ctx, db, g.elections, leaseFilter)
+	if err != nil {
+		return nil, err
 	}
-	for i := range docs {
-		d := &docs[i]
-		if i > 0 && docs[i-1].Key == d.Key {
-			continue // an older epoch
-		}
-		if e, ok := strings.CutPrefix(d.Key, leader.LockKey("")); ok {
-			st.elections = append(st.elections, election{name: e, lock: d})
-		} else {
-			st.locks = append(st.locks, *d)
+	for i := range leases {
+		// A key without the prefix is no election's lease: a lock someone
+		// took on an election backend. It is not listed.
+		if e, ok := strings.CutPrefix(leases[i].Key, leader.LockKey("")); ok {
+			st.elections = append(st.elections, election{name: e, lock: &leases[i]})
 		}
 	}
 	if len(st.elections) > 0 {
@@ -217,6 +218,28 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, name string
 	}
 	st.now = serverNow()
 	return st, nil
+}
+
+// newestEpochs reads the newest epoch document of each key in collection
+// coll that filter selects, sorted by key.
+func newestEpochs(ctx context.Context, db *mongo.Database, coll string, filter bson.D) ([]lockDoc, error) {
+	cur, err := db.Collection(coll).Find(ctx, filter,
+		options.Find().SetSort(bson.D{{Key: "key", Value: 1}, {Key: "epoch", Value: -1}}))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s.%s: %w", db.Name(), coll, err)
+	}
+	var docs []lockDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("reading %s.%s: %w", db.Name(), coll, err)
+	}
+	var newest []lockDoc
+	for i := range docs {
+		if i > 0 && docs[i-1].Key == docs[i].Key {
+			continue // an older epoch
+		}
+		newest = append(newest, docs[i])
+	}
+	return newest, nil
 }
 
 // state says whether d is held now: "held", "free" (released) or

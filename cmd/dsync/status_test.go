@@ -71,6 +71,57 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	}
 }
 
+// A plain lock and an election of the same name are apart: the lock
+// "leader/coll" is not the lease of the election "coll", and status lists
+// each as what it is.
+func TestStatusPlainLockAndElectionAreApart(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	// As leader of coll, take the lock leader/coll without waiting, and
+	// under both print status, all of it and then only the name coll.
+	script := `"$0" --db "$1" lock --try leader/coll -- sh -c '"$0" --db "$1" status --json; echo "#"; "$0" --db "$1" status --json coll' "$0" "$1"`
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "elect", "coll", "--", "sh", "-c", script, dsyncBin, db)
+	if r.code != 0 {
+		t.Fatalf("dsync lock --try leader/coll under the leadership of election coll: exit %d; want 0, the two apart\nstderr: %s", r.code, r.stderr)
+	}
+	all, named, ok := strings.Cut(r.stdout, "#\n")
+	if !ok {
+		t.Fatalf("no separator in\n%s", r.stdout)
+	}
+	var st jsonStatus
+	if err := json.Unmarshal([]byte(all), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, all)
+	}
+	if len(st.Locks) != 1 || st.Locks[0].Name != "leader/coll" || st.Locks[0].State != "held" || st.Locks[0].Token != 1 {
+		t.Errorf("status --json locks: %+v; want leader/coll alone, held with token 1", st.Locks)
+	}
+	if len(st.Elections) != 1 || st.Elections[0].Name != "coll" || st.Elections[0].Leader == nil || st.Elections[0].Term != 1 {
+		t.Errorf("status --json elections: %+v; want coll alone, led in term 1", st.Elections)
+	}
+	st = jsonStatus{}
+	if err := json.Unmarshal([]byte(named), &st); err != nil {
+		t.Fatalf("status --json coll: %v\n%s", err, named)
+	}
+	if len(st.Locks) != 0 || len(st.Elections) != 1 || st.Elections[0].Name != "coll" || st.Elections[0].Leader == nil {
+		t.Errorf("status --json coll: %+v; want the election coll, led, and no lock", st)
+	}
+
+	// --elections moves the leases, for elect and status alike.
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "--elections", "other_elections", "elect", "moved", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("dsync --elections other_elections elect moved: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "moved"); r.code != exitFailure {
+		t.Errorf("status moved, in the default election collection: exit %d, stdout %q; want %d, no such election", r.code, r.stdout, exitFailure)
+	}
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "--elections", "other_elections", "status", "--json", "moved")
+	st = jsonStatus{}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Elections) != 1 || st.Elections[0].Name != "moved" || st.Elections[0].Term != 1 {
+		t.Errorf("status --elections other_elections --json moved: %v, %+v; want the election moved, term 1\nstderr: %s", err, st, r.stderr)
+	}
+}
+
 // Long names are cut short in the table, which stays narrow; --json has
 // everything.
 func TestStatusJSONAndLongNames(t *testing.T) {

@@ -1,8 +1,11 @@
 // Package leadermongo is the MongoDB backend of package leader: the
 // leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
 // candidate's status is a document of its own in a members collection.
+// The leases live in a collection of their own, "dsync_elections" by
+// default, apart from the plain locks of dsyncmongo ("dsync_locks"), so a
+// plain lock never excludes an election, whatever the two are named.
 //
-//	elections, err := leadermongo.New(db) // collections "dsync_locks", "dsync_members"
+//	elections, err := leadermongo.New(db) // collections "dsync_elections", "dsync_members"
 //	...
 //	defer elections.Close()
 //	e, err := leader.NewElection(elections, "scheduler")
@@ -48,13 +51,23 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
+// DefaultCollection holds the leadership leases: dsyncmongo lock
+// documents, one chain of epochs per election. It is not dsyncmongo's
+// DefaultCollection, so that the lease of an election can never be a
+// plain lock of the same key: in one collection, the lock "leader/coll"
+// would be the lease of the election "coll". A separate collection keeps
+// the two name spaces apart without escaping names or forbidding any.
+const DefaultCollection = "dsync_elections"
+
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
 // Backend is a leader.Backend over a MongoDB database. Create it with New;
 // one per process and database, shared by its Elections; Close it after
 // them. It embeds the dsyncmongo.Backend that holds the leadership
-// leases, whose methods (Current, ServerTime...) it therefore has too.
+// leases, whose methods (Current, ServerTime...) it therefore has too;
+// take plain locks on a dsyncmongo backend of their own, not on this one,
+// whose collection is the elections'.
 type Backend struct {
 	*dsyncmongo.Backend
 	members *mongo.Collection
@@ -87,7 +100,11 @@ func WithMembersCollection(name string) Option {
 
 // WithLockOptions passes options to the dsyncmongo backend that holds the
 // leadership leases (collection, write concern, poll interval, clock...).
-// Default: none, so dsyncmongo's defaults.
+// Default: none, so dsyncmongo's defaults, except for the collection,
+// which is DefaultCollection ("dsync_elections") unless an option here
+// sets it. Every process of an election must use the same collection;
+// one shared with plain locks would make the lock "leader/NAME" the
+// lease of the election NAME.
 func WithLockOptions(opts ...dsyncmongo.Option) Option {
 	return func(c *config) error {
 		c.locks = append(c.locks, opts...)
@@ -109,7 +126,9 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 			return nil, err
 		}
 	}
-	locks, err := dsyncmongo.New(db, cfg.locks...)
+	// The caller's options come after the default collection, so that a
+	// dsyncmongo.WithCollection among them wins.
+	locks, err := dsyncmongo.New(db, append([]dsyncmongo.Option{dsyncmongo.WithCollection(DefaultCollection)}, cfg.locks...)...)
 	if err != nil {
 		return nil, fmt.Errorf("leadermongo: %w", err)
 	}

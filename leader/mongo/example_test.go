@@ -35,7 +35,7 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	elections, err := leadermongo.New(client.Database("app")) // collections "dsync_locks", "dsync_members"
+	elections, err := leadermongo.New(client.Database("app")) // collections "dsync_elections", "dsync_members"
 	if err != nil {
 		log.Fatal(err)
 	}

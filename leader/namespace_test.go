@@ -1,0 +1,79 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader"
+)
+
+// The plain locks of code under test go on a dsync.MemoryBackend, its
+// elections on a leader.MemoryBackend: the lock "leader/coll" is not the
+// lease of the election "coll", in either order.
+func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		locks, elections := dsync.NewMemoryBackend(), leader.NewMemoryBackend()
+		ctx := context.Background()
+		mu, err := dsync.NewMutex(locks, leader.LockKey("coll"), dsync.WithTTL(ttl), dsync.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mu.TryLock() {
+			t.Fatalf("TryLock of the plain lock %q failed", mu.Key())
+		}
+		defer mu.Unlock()
+
+		e, err := leader.NewElection(elections, "coll", quiet, leader.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if info, err := e.Leader(ctx); !errors.Is(err, leader.ErrNoLeader) {
+			t.Fatalf("Leader of election coll while the plain lock %q is held = %+v, %v; want ErrNoLeader", mu.Key(), info, err)
+		}
+		// A Campaign that had to wait for the plain lock's holder would
+		// wait forever: it renews its lock.
+		type result struct {
+			lctx context.Context
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			lctx, err := e.Campaign(ctx)
+			done <- result{lctx, err}
+		}()
+		var lctx context.Context
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("Campaign for election coll while the plain lock %q is held: %v", mu.Key(), r.err)
+			}
+			lctx = r.lctx
+		case <-time.After(2 * ttl):
+			t.Fatalf("Campaign for election coll still waiting after %v while the plain lock %q is held", 2*ttl, mu.Key())
+		}
+		if info, err := e.Leader(ctx); err != nil || info.ID != e.ID() {
+			t.Fatalf("Leader = %+v, %v; want this candidate, %s", info, err, e.ID())
+		}
+
+		// And the other way round: released, the lock is free to take
+		// while the election is led.
+		mu.Unlock()
+		if !mu.TryLock() {
+			t.Fatalf("TryLock of the plain lock %q while election coll is led failed", mu.Key())
+		}
+		time.Sleep(3 * ttl) // several renewals of both, in fake time
+		select {
+		case <-mu.Lost():
+			t.Fatal("the plain lock was lost")
+		case <-lctx.Done():
+			t.Fatalf("leadership ended: %v", context.Cause(lctx))
+		default:
+		}
+	})
+}
