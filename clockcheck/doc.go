@@ -11,7 +11,10 @@
 //
 // # The bound
 //
-// A sample is one hello command. The server reads its clock (localTime, in
+// A sample is one hello command (or the legacy isMaster, when the server
+// answers hello with a command error or without localTime; if neither
+// reports a localTime, measuring fails with [ErrNoLocalTime] and both
+// commands' answers). The server reads its clock (localTime, in
 // milliseconds) at some instant between the moment the request left and the
 // moment the reply arrived, and those two moments are measured on the local
 // monotonic clock. Whatever the split of the delay between the two legs

@@ -10,8 +10,9 @@ var (
 	// ErrNilDatabase is returned at once by [Measure], [Check] and
 	// [NewEstimator] when given a nil database.
 	ErrNilDatabase = errors.New("clockcheck: nil database")
-	// ErrNoLocalTime is returned when the server's hello reply has no
-	// localTime date, so it cannot tell its time.
+	// ErrNoLocalTime matches the error returned when neither the server's
+	// hello nor its isMaster reply has a localTime date (or the commands
+	// fail on the server), so it cannot tell its time.
 	ErrNoLocalTime = errors.New("clockcheck: hello reply has no localTime date")
 )
 

@@ -57,21 +57,55 @@ type commander interface {
 
 type dbCommander struct{ db *mongo.Database }
 
-// codeCommandNotFound is the server error code for an unknown command.
-const codeCommandNotFound = 59
-
 func (c dbCommander) hello(ctx context.Context) (time.Time, error) {
-	raw, err := c.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
-	var se mongo.ServerError
-	if errors.As(err, &se) && se.HasErrorCode(codeCommandNotFound) {
-		// Servers before MongoDB 4.4.2 only know the legacy name.
-		raw, err = c.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Raw()
+	return helloTime(ctx, func(ctx context.Context, cmd bson.D) (bson.Raw, error) {
+		return c.db.RunCommand(ctx, cmd).Raw()
+	})
+}
+
+// helloTime asks for the server's time with hello and, if the server
+// answers hello with a command error (servers before MongoDB 4.4.2 do not
+// know the name; some compatible servers and proxies refuse it
+// otherwise) or with a reply without localTime, with the legacy isMaster.
+// Only a failure to talk to the server, or the end of ctx, is returned
+// without trying isMaster.
+func helloTime(ctx context.Context, run func(context.Context, bson.D) (bson.Raw, error)) (time.Time, error) {
+	raw, err := run(ctx, bson.D{{Key: "hello", Value: 1}})
+	if err == nil {
+		t, lerr := localTime(raw)
+		if lerr == nil {
+			return t, nil
+		}
+		err = lerr
 	}
-	if err != nil {
+	var se mongo.ServerError
+	if ctx.Err() != nil || !(errors.Is(err, ErrNoLocalTime) || errors.As(err, &se)) {
 		return time.Time{}, err
 	}
-	return localTime(raw)
+	raw, err2 := run(ctx, bson.D{{Key: "isMaster", Value: 1}})
+	if err2 == nil {
+		t, lerr := localTime(raw)
+		if lerr == nil {
+			return t, nil
+		}
+		err2 = lerr
+	}
+	if !errors.Is(err, ErrNoLocalTime) && !errors.Is(err2, ErrNoLocalTime) && !errors.As(err2, &se) {
+		return time.Time{}, err2 // isMaster could not reach the server: say why
+	}
+	return time.Time{}, &noServerTimeError{hello: err, isMaster: err2}
 }
+
+// noServerTimeError: neither hello nor isMaster told the server's time.
+type noServerTimeError struct{ hello, isMaster error }
+
+func (e *noServerTimeError) Error() string {
+	return fmt.Sprintf("clockcheck: the server reports no time: neither hello nor isMaster answered with a localTime date (hello: %v; isMaster: %v)",
+		e.hello, e.isMaster)
+}
+
+// Unwrap returns ErrNoLocalTime and both commands' errors.
+func (e *noServerTimeError) Unwrap() []error { return []error{ErrNoLocalTime, e.hello, e.isMaster} }
 
 // localTime extracts the localTime date from a hello reply.
 func localTime(reply bson.Raw) (time.Time, error) {
@@ -88,12 +122,15 @@ func localTime(reply bson.Raw) (time.Time, error) {
 
 // Measure takes several samples (see [WithSamples]) of the server's time
 // with the hello command and returns the one with the smallest round-trip
-// time. It needs no privileges beyond a connection.
+// time. It needs no privileges beyond a connection. A server that answers
+// hello with a command error (servers before MongoDB 4.4.2 do not know it),
+// or with no localTime, is asked with the legacy isMaster instead.
 //
 // Errors: [ErrNilDatabase] at once for a nil db; a failed command (an
 // unreachable server, say) as "clockcheck: hello: ..." wrapping the driver's
-// error and, when ctx has ended, [context.Cause] of ctx; [ErrNoLocalTime] when
-// the reply lacks localTime.
+// error and, when ctx has ended, [context.Cause] of ctx; an error matching
+// [ErrNoLocalTime], naming both commands' failures, when neither hello nor
+// isMaster reports the server's time.
 func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, error) {
 	if db == nil {
 		return Sample{}, ErrNilDatabase

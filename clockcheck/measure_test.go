@@ -356,3 +356,92 @@ func TestSystemClock(t *testing.T) {
 		t.Errorf("Wall() = %v, %v from time.Now", w, d)
 	}
 }
+
+// TestHelloFallsBackToIsMaster: hello that fails on the server, whatever
+// the code, or answers without localTime, is followed by isMaster; a
+// failure to reach the server is not; and when neither command tells the
+// time, the error says so, with both reasons.
+func TestHelloFallsBackToIsMaster(t *testing.T) {
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	withTime, err := bson.Marshal(bson.D{{Key: "localTime", Value: bson.NewDateTimeFromTime(at)}, {Key: "ok", Value: 1.0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noTime, err := bson.Marshal(bson.D{{Key: "ok", Value: 1.0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notFound := mongo.CommandError{Code: 59, Name: "CommandNotFound", Message: "no such command: 'hello'"}
+	strict := mongo.CommandError{Code: 323, Name: "APIStrictError", Message: "Provided apiStrict:true, but the command isMaster is not in API Version 1"}
+	refused := mongo.CommandError{Code: 13, Name: "Unauthorized", Message: "command hello requires authentication"}
+	unreachable := errors.New("connection refused")
+	type answer struct {
+		reply bson.Raw
+		err   error
+	}
+	for _, tc := range []struct {
+		name            string
+		hello, isMaster answer
+		wantCalls       []string
+		wantErr         []error  // errors.Is targets; none: success
+		wantMsg         []string // substrings of the error
+	}{
+		{"hello answers", answer{reply: withTime}, answer{}, []string{"hello"}, nil, nil},
+		{"hello unknown", answer{err: notFound}, answer{reply: withTime}, []string{"hello", "isMaster"}, nil, nil},
+		{"hello refused with another code", answer{err: refused}, answer{reply: withTime}, []string{"hello", "isMaster"}, nil, nil},
+		{"hello without localTime", answer{reply: noTime}, answer{reply: withTime}, []string{"hello", "isMaster"}, nil, nil},
+		{"server unreachable", answer{err: unreachable}, answer{reply: withTime}, []string{"hello"}, []error{unreachable}, nil},
+		{"neither command known", answer{err: notFound}, answer{err: strict}, []string{"hello", "isMaster"},
+			[]error{ErrNoLocalTime},
+			[]string{"clockcheck: the server reports no time: neither hello nor isMaster", "hello: (CommandNotFound)", "isMaster: (APIStrictError)"}},
+		{"neither reply has localTime", answer{reply: noTime}, answer{reply: noTime}, []string{"hello", "isMaster"},
+			[]error{ErrNoLocalTime}, []string{"neither hello nor isMaster answered with a localTime date"}},
+		{"isMaster unreachable", answer{err: notFound}, answer{err: unreachable}, []string{"hello", "isMaster"}, []error{unreachable}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			got, err := helloTime(t.Context(), func(_ context.Context, cmd bson.D) (bson.Raw, error) {
+				calls = append(calls, cmd[0].Key)
+				a := tc.hello
+				if cmd[0].Key == "isMaster" {
+					a = tc.isMaster
+				}
+				return a.reply, a.err
+			})
+			if strings.Join(calls, ",") != strings.Join(tc.wantCalls, ",") {
+				t.Errorf("commands %v, want %v", calls, tc.wantCalls)
+			}
+			if len(tc.wantErr) == 0 {
+				if err != nil || !got.Equal(at) {
+					t.Errorf("got %v, %v; want %v", got, err, at)
+				}
+				return
+			}
+			for _, target := range tc.wantErr {
+				if !errors.Is(err, target) {
+					t.Errorf("error %v does not match %v", err, target)
+				}
+			}
+			for _, s := range tc.wantMsg {
+				if err == nil || !strings.Contains(err.Error(), s) {
+					t.Errorf("error %v, want it to contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// TestHelloNoFallbackAfterContextEnded: a hello cut short by ctx is not
+// followed by isMaster.
+func TestHelloNoFallbackAfterContextEnded(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	_, err := helloTime(ctx, func(context.Context, bson.D) (bson.Raw, error) {
+		calls++
+		cancel()
+		return nil, mongo.CommandError{Code: 11601, Name: "Interrupted"}
+	})
+	if err == nil || calls != 1 {
+		t.Errorf("%d commands, error %v; want one command and its error", calls, err)
+	}
+}

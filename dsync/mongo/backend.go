@@ -50,7 +50,9 @@ type Backend struct {
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
 	sem     chan struct{}
-	indexed bool // guarded by sem
+	indexed bool        // guarded by sem
+	probed  bool        // guarded by sem: ferret is known
+	ferret  atomic.Bool // the server is FerretDB (deployment.go)
 	est     atomic.Pointer[clockcheck.Estimator]
 	closed  atomic.Bool
 }
@@ -69,29 +71,36 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Reads go to the primary, at read concern local: a secondary's or a
-	// majority snapshot's view may lag, and a claim must see every end
-	// that was acknowledged.
-	collOpts := options.Collection().
-		SetWriteConcern(cfg.wc).
-		SetReadPreference(readpref.Primary()).
-		SetReadConcern(readconcern.Local())
 	// The clock that matters is the primary's, which orders the writes.
 	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
 	b := &Backend{
-		db:       primary,
-		coll:     db.Collection(cfg.collection, collOpts),
-		sessions: db.Collection(cfg.collection+sessionsSuffix, collOpts),
-		events:   primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
-		cfg:      cfg,
-		sem:      make(chan struct{}, 1),
+		db:     primary,
+		events: primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
+		cfg:    cfg,
+		sem:    make(chan struct{}, 1),
 	}
+	b.coll = b.Collection(cfg.collection)
+	b.sessions = b.Collection(cfg.collection + sessionsSuffix)
 	b.eng, err = chain.New(store{b}, clock{b}, cfg.chain)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)
 	}
 	b.wake = newWakeups(b)
 	return b, nil
+}
+
+// Collection returns a collection of the backend's database with the
+// settings of its lock collection, whatever the database's or client's:
+// reads go to the primary at read concern local (a secondary's or a
+// majority snapshot's view may lag, and a claim must see every end that
+// was acknowledged), and writes use the backend's write concern
+// (WithWriteConcern, majority by default). Package leadermongo keeps its
+// member documents in such a collection.
+func (b *Backend) Collection(name string) *mongo.Collection {
+	return b.db.Collection(name, options.Collection().
+		SetWriteConcern(b.cfg.wc).
+		SetReadPreference(readpref.Primary()).
+		SetReadConcern(readconcern.Local()))
 }
 
 // Close stops the goroutine that keeps the server-time estimate current,
@@ -141,7 +150,10 @@ const sessionRetention = time.Hour
 // sessionRetention ago. Best effort; run when a session is opened.
 func (b *Backend) cleanSessions(ctx context.Context) {
 	before := b.est.Load().Now().Earliest.Add(-sessionRetention)
-	_, err := b.sessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+	err := b.write(ctx, "clean sessions", func(ctx context.Context) error {
+		_, err := b.sessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+		return err
+	})
 	if err != nil {
 		b.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
@@ -328,18 +340,24 @@ func (b *Backend) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if e := b.est.Load(); e != nil {
 		return e, nil
 	}
-	if !b.indexed {
+	if !b.probed {
+		// Before any write: it decides the write timeout.
+		ferret, err := b.detectFerretDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.ferret.Store(ferret)
+		b.probed = true
+	}
+	if !b.indexed && b.cfg.manageIndexes {
 		// The (key, kind, epoch) index serves the newest-first read and
 		// pruning. It is not unique: a claim and its marker share key and
 		// epoch. The deterministic _id alone makes inserts exclusive.
-		_, err := b.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
-			Keys: bson.D{{Key: "key", Value: 1}, {Key: "kind", Value: 1}, {Key: "epoch", Value: 1}},
-		})
-		if err != nil {
-			return nil, b.wrap(ctx, "create index on", b.cfg.collection, err)
+		if err := b.ensureIndex(ctx); err != nil {
+			return nil, err
 		}
-		b.indexed = true
 	}
+	b.indexed = true
 	opts := append([]clockcheck.Option{clockcheck.WithClock(b.cfg.clock), clockcheck.WithLogger(b.cfg.logger)}, b.cfg.estimator...)
 	e, err := clockcheck.NewEstimator(ctx, b.db, opts...)
 	if err != nil {

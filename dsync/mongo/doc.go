@@ -1,18 +1,59 @@
 // Package dsyncmongo is the MongoDB backend of dsync: distributed locks
-// whose state lives in one collection of a MongoDB (or MongoDB-compatible,
-// such as FerretDB) database.
+// whose state lives in a MongoDB (or MongoDB-compatible, such as FerretDB)
+// database.
 //
 //	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
 //	...
 //	defer locks.Close()
 //	mu, err := dsync.NewMutex(locks, "nightly-billing")
 //
+// One Backend per process and database is the intended use: all its
+// Mutexes share one session, renewed with one command per interval.
+//
+// # What it stores
+//
+// Three collections, named after the lock collection (WithCollection,
+// default "dsync_locks"). The lock collection holds, for each key, a queue
+// of claims, the end markers that end them, and a floor:
+//
+//	{_id: "<key>@<epoch>", kind: "claim", key, epoch, nonce, session, owner, host, pid, at}
+//	{_id: "<key>@<epoch>~<nonce>", kind: "release"|"withdraw"|"dead", key, epoch, nonce, session, at}
+//	{_id: "<key>#floor", kind: "floor", key, floor, at}
+//
+// with a non-unique index on {key: 1, kind: 1, epoch: 1}, which serves the
+// read of a key's newest claim and pruning. A claim's epoch is its fencing
+// token; "at" is the sender's estimate of the server time.
+//
+// "<collection>_sessions" holds one document per process session, {_id,
+// expiresAt, host, pid, started}, read and updated by _id only. Opening a
+// session deletes the sessions that expired over an hour ago.
+//
+// "<collection>_events" is a small capped collection (1 MiB) of wake-up
+// events (see "Wake-ups").
+//
 // # Guarantees
 //
-// While the package's assumptions hold (below), at most one Mutex holds a
-// key at any time, as judged by each holder's own local deadline (see
-// dsync). Every hold gets a fencing token, the key's epoch number, larger
-// than that of every earlier hold of the key.
+// While the package's assumptions hold (below):
+//
+//   - Exclusion: while a hold is valid (until its session's local
+//     deadline, see dsync), no other hold of its key is valid.
+//   - Order: claims hold in epoch order, that is in the order their Locks
+//     queued (FIFO); TryLock never queues.
+//   - Tokens: every hold's token, its claim's epoch, is larger than that
+//     of every earlier hold of the key, and never reused.
+//   - Sessions: a process renews one session for all its holds and
+//     waiting claims. Another process moves past a claim whose owner
+//     stopped renewing only after that claim's session has expired in the
+//     server's time, and it records that with a "dead" marker, so a
+//     renewal that arrives later cannot revive the claim.
+//   - Late writes: a request may be applied long after its sender gave up
+//     on it, and after the sender's later requests (a stalled connection
+//     delivers its bytes late; the driver abandons operations whose
+//     requests it has sent). Every write is harmless whenever it lands
+//     (see "Protocol").
+//   - Clock skew: expiry is judged in the server's time through a
+//     clockcheck.Estimator, with an error bound, so the clocks of the
+//     client machines may be off by any amount, even hours.
 //
 // A lock can never promise that its holder is the only process acting on
 // the protected resource: a process that pauses (GC, swap, SIGSTOP, a VM
@@ -23,9 +64,7 @@
 // # Assumptions
 //
 //   - The server answering is the database's primary, and its clock
-//     does not jump; expiry is judged in its time through a
-//     clockcheck.Estimator, so client clocks may be off by any amount, even
-//     hours.
+//     does not jump.
 //   - Clocks drift apart no faster than the estimator's bound (500 ppm by
 //     default, WithMaxDrift). On Linux the local clocks count time the
 //     machine spends suspended (CLOCK_BOOTTIME); elsewhere Go's monotonic
@@ -33,150 +72,161 @@
 //     of its commands is in flight or while it holds a lock.
 //   - On a replica set, writes use majority write concern (the default):
 //     a write a stale primary accepts is then never acknowledged.
-//   - Nothing but this package writes to the collection. Do not delete lock
-//     documents by hand. Dropping the collection while no lock is held or
-//     awaited is safe for exclusion, but restarts every key's tokens at 1.
+//   - Nothing but this package writes to the lock and sessions
+//     collections. Do not delete their documents by hand. Dropping them
+//     while no lock is held or awaited is safe for exclusion, but restarts
+//     every key's tokens at 1.
 //
-// Not assumed: that a command reaches the server promptly, once, or in the
-// order it was sent. A request can be applied long after its sender gave
-// up on it, and after later requests of the same sender (TCP delivers
-// held-back bytes after a stall; the driver abandons operations whose
-// requests it has sent when heartbeats time out). Every write is made
-// harmless whenever it lands:
+// # Protocol
 //
-//   - a stored expiry only grows (renewals use $max), so a late renewal
-//     never shortens a hold;
-//   - nothing local learns from a reply that came too late: hold
-//     deadlines, the cache of what the process knows about each key, and
-//     "acquired" results all count from the send time of a reply that
-//     arrived in time, and a write whose outcome is unknown makes the
-//     process forget what it knew of the key;
-//   - a late acquire never counts, and a late prune, release or wake-up
-//     event cannot let anyone in.
+// Ownership changes hands only by inserting documents with deterministic
+// _ids, never by updating another process's document or by
+// compare-and-set (findAndModify is not atomic on every MongoDB-compatible
+// store; a duplicate key on _id is).
 //
-// What a late write can still do: a renewal applied after its epoch
-// lapsed and was taken over revives the old, superseded epoch (the store
-// evaluates the renewal's "not expired" filter when it applies it, and
-// not every MongoDB-compatible server can compare with its own clock
-// there). Nobody counts or holds that epoch; a waiter that was watching
-// it may wait until its revived expiry, at most one TTL after the renewal
-// was sent. On FerretDB, which rewrites a whole document on update, a
-// late renewal applied at the very moment of its epoch's release can
-// write the epoch back unreleased; the release reads the epoch back when a
-// renewal of it had an unknown outcome and releases it again, so at worst
-// the key waits for its TTL. timing.go holds the full argument.
+// Lock inserts a claim of the key's next epoch, N+1, where N is an epoch
+// known to have existed; a duplicate key means another process took that
+// place in the queue, and it tries the next. The claim holds once every
+// lower epoch has ended: the waiter walks down from its claim, reading
+// each lower claim's end marker, and stops at a release (everything below
+// it had ended when it held), at a gap left by pruning, below the key's
+// floor, or at what it already knows to have ended. A claim without a marker whose session has
+// expired in server time gets a "dead" marker from the walker. Unlock
+// inserts a "release" marker; a waiter that gives up, or a claim insert
+// whose outcome is unknown, gets a "withdraw" marker, which names the
+// claim's nonce, so it never ends another claim of the same epoch.
 //
-// # The protocol
+// A session's owner trusts it until its local deadline: the send time of
+// its last renewal confirmed in time, plus the TTL, minus TTL/20. A
+// renewal raises the stored expiry ($max) to the latest possible server
+// time at sending plus the TTL, so the owner's deadline passes before the
+// expiry any other process can observe: by the time a walker proves the
+// session expired, its owner has stopped holding. A renewal confirmed after
+// the deadline does not count; the session is retired for good.
 //
-// A key is a chain of epoch documents, one per hold:
+// Why late writes are harmless: a renewal only raises an expiry, and
+// cannot undo a dead marker already written; a marker states a fact that
+// stays true (the owner held, will never hold, or stopped trusting its
+// session); a claim insert of unknown outcome is withdrawn by its nonce
+// and its owner forgets what it knew of the key; a floor only rises, and
+// a prune deletes only below a floor, which covers only ended epochs.
 //
-//	{_id: "<key>@<epoch>", key, epoch (int64), owner, host, pid,
-//	 acquiredAt, expiresAt, released}
+// Pruning: the holder of every 16th epoch raises the key's floor to it
+// when it releases, and, at a release of its own at least 6 s later,
+// deletes the claims and markers below it (never epoch 1, so a key that never had a claim can be
+// locked with one insert). A claim counts only if a floor read proves it
+// was inserted above every pruned epoch: a read sent less than 1 s before
+// the insert whose reply arrived within 2 s, or else a read after the
+// insert. A key thus keeps a few seconds of history.
 //
-// with a unique index on {key: 1, epoch: 1}. The newest epoch is the state
-// of the lock. Ownership changes hands only by inserting the next epoch: a
-// duplicate-key error means another process won it. Compare-and-set
-// (findAndModify) is never used for correctness, because it is not atomic
-// on every MongoDB-compatible store, while unique-index inserts are.
-//
-// The next epoch may be inserted only when the newest one is released, or
-// has expired in server time: its expiresAt is before the earliest server
-// time the estimator can prove. A holder writes expiresAt as the latest
-// possible server time when it sends its acquire or renewal, plus the TTL,
-// and a renewal only ever raises it. Only an epoch's owner ever updates
-// its document (renew, release); a renewal applied in time never extends
-// an epoch that is released or has provably expired (another process may
-// have taken the key over), and one applied late is harmless (above).
-//
-// Waiting does not poll hard: a HeldError suggests waiting until the
-// holder's epoch can have expired, at most the poll interval
-// (WithPollInterval), with jitter.
-//
-// # Wake-ups
-//
-// Backend implements dsync.Waiter: a Mutex waiting for a key held by
-// another process is woken when the holder releases it, instead of by
-// polling, if WithWakeups(true) is given (the default is off for now, see
-// below). Each Backend that has held or awaited a lock follows a capped
-// collection of events (the lock collection's name + "_events") with one
-// tailable-await cursor in one goroutine.
-//
-//   - A waiting process announces itself once per key when it starts
-//     waiting (again every ten safety poll intervals while it waits).
-//     Every process keeps, from these events, the queue of processes
-//     waiting for each key, in the order they announced themselves.
-//   - A holder that knows of a waiting process names the first in line in
-//     a "released" event after its release, and for 250 ms does not take
-//     the key again itself. Only the named process wakes, and only one of
-//     its waiters (the one that has waited longest): a release costs one
-//     acquisition attempt, an insert and a read, however many wait, and
-//     the turns go round in order instead of to whoever polls first.
-//   - A named process with no waiter left passes the turn to the next in
-//     line. A named process that died costs the others at most the safety
-//     poll interval.
-//   - Waiters in the holder's own process are woken directly when no other
-//     process waits.
-//
-// An announced waiter sleeps until the holder's epoch can have expired,
-// at most the safety poll interval (WithSafetyPoll, 5 s), so an idle
-// waiting process costs a read per safety interval, a getMore per two and
-// an insert per ten, plus a getMore for each event any process sends. Events are hints: the epoch protocol alone decides
-// who holds a key, and a lost event costs at most the safety poll
-// interval. When the event stream is unavailable (no capped collections
-// or tailable cursors, a killed cursor, a restarted server) waiters poll
-// as without wake-ups and the stream is reopened with backoff; the first
-// failure is logged.
-//
-// FerretDB 1.24 implements a waiting tailable cursor by re-reading the
-// whole events collection every 10 ms, and answers 10 ms after it finds a
-// new event, so an event takes 10 to 20 ms to arrive there (bench/
-// measures it), and each following process costs the server CPU: on 2
-// cores, about 5% of a core per process with one event in the collection,
-// about 25% with 35. The embedded server never trims capped collections;
-// the backend therefore deletes events itself, keeping about the last
-// two seconds' and the announcements still in force. With 16 processes
-// waiting on one small FerretDB server, handoffs are slower than with
-// polling. That is why wake-ups are off by default; on MongoDB a
-// tailable-await cursor waits for inserts without polling, but that has
-// not been measured here yet.
+// The full safety argument, and a simulation that replays thousands of
+// schedules with delayed, reordered and late-applied writes, crashes and
+// pruning, live in the repository's internal/chain package.
 //
 // # Costs
 //
-// An uncontended Lock followed by Unlock costs two commands (an insert
-// and an update), plus one delete per 16 acquisitions for pruning: the
-// backend remembers what it last learned about each key, so it need not
-// read before inserting when the Lock follows its own Unlock within a
-// second; later, a Lock costs two reads by _id and an insert. The first Lock of a
-// key that never had an epoch is one insert. Renewing any number
-// of holds costs one updateMany per renew interval (and one find in the
-// rare interval where some renewal did not apply). A waiter re-checks the
-// holder's epoch with a read by _id per attempt; when it finds it
-// released and the next epoch absent (a second read by _id), it inserts
-// the next epoch and reads the released one once more to prove that no
-// newer epoch existed. Reads by _id are used because
-// FerretDB answers every other query by decoding the whole collection.
+//   - An uncontended Lock followed by Unlock: two inserts (the claim and
+//     the release marker), plus a read of the key's floor at most once a
+//     second, and a floor raise and a prune per 16 epochs. A Lock of a key
+//     whose history the process does not know first tries epoch 1, reads
+//     the key's newest claim after two duplicate keys, and reads by _id
+//     the claims below its own, and their markers, down to a release.
+//   - Renewal: one update of the session document by _id per process and
+//     renew interval, however many locks it holds or waits for.
+//   - A handoff to a waiter in another process, with wake-ups: the release
+//     marker, one "ended" event, and the waiter's read of the marker.
+//     Without wake-ups, the waiter reads the marker at its next poll.
+//   - Reads and updates of single documents go by _id: FerretDB answers
+//     every other query by decoding the whole collection.
 //
-// # Pruning
+// # Wake-ups
 //
-// Old epochs are deleted in batches, never the newest, nor epoch 1 (which
-// lets a key that never had an epoch be locked without a read). Because a
-// process may decide on a slightly stale view of a key, deleting must wait
-// long enough that no such decision can insert into the hole a deletion
-// leaves. The argument, and the timing rules it relies on, are in
-// timing.go. One consequence: an acquire whose reply takes longer than 2 s
-// may not count (ErrSlowReply), and a key keeps about 6 s of history.
+// With wake-ups (WithWakeups, on by default), each Backend that holds or
+// waits for a lock follows the events collection with one tailable-await
+// cursor in one goroutine. A waiter announces, with a "wait" event, which
+// claim it waits for; the owner of that claim, after ending it, appends an
+// "ended" event (only if someone announced, so an uncontended Lock+Unlock
+// stays at two commands); the waiter wakes and confirms with one read of
+// the end marker. Waiters in the owner's own process are woken directly.
+// Events are hints, never proof: queues live in the lock collection. A
+// missed event costs at most the safety poll interval (WithSafetyPoll,
+// 15 s), and a waiter also looks when the claim ahead of it can have
+// expired.
+//
+// Fallback: while the stream is down (a killed cursor, a restarted
+// server), waiters poll (WithPollInterval, 250 ms) and the stream is
+// reopened with backoff; the first failure is logged at level Warn. Where
+// wake-ups cannot work at all (see "Deployments"), the backend says so
+// once and waiters poll for good.
+//
+// On FerretDB 1.24 a waiting tailable cursor re-reads the whole events
+// collection every 10 ms and answers 10 ms after it finds a new event, so
+// an event takes 10 to 20 ms to arrive, and each following process costs
+// the server a query every 10 ms. FerretDB does not bound capped
+// collections by itself (the embedded server never does), so there the
+// backend deletes events older than about 3 s itself. MongoDB bounds a
+// capped collection itself, and there the backend deletes nothing.
+//
+// # Deployments
+//
+// What the backend needs from the database, and how it copes when a
+// deployment does not give it:
+//
+//   - Privileges: find, insert, update and remove on the lock and sessions
+//     collections; createIndex and listIndexes on the lock collection
+//     unless index management is off; with wake-ups, createCollection,
+//     insert and find on the events collection (and listCollections, and
+//     remove on FerretDB). No privilege is needed for the server-time
+//     samples (hello) or for buildInfo.
+//   - The index on {key: 1, kind: 1, epoch: 1} is created by the first
+//     call that needs the collection. If that fails (no createIndex
+//     privilege, or an index on the same keys under another name or with
+//     other options), an equivalent existing index (on exactly those keys,
+//     not unique, no partial filter, no collation, not hidden), found with
+//     listIndexes, will do; otherwise calls fail with ErrIndex, naming the
+//     index and the privilege. A unique index on some of key, kind and
+//     epoch only would refuse end markers: calls fail with ErrIndex naming
+//     it until it is dropped. A collection written by an older dsync has
+//     one, "key_1_epoch_1". WithIndexManagement(false) leaves indexes to
+//     an administrator.
+//   - Writes: each write may take at most the write timeout to be
+//     acknowledged (WithWriteTimeout, 1 s), including the wait for the
+//     majority write concern, so a replica set that cannot reach a
+//     majority makes calls fail with ErrWriteTimeout within a second
+//     instead of hanging until their contexts end. Not on FerretDB, which
+//     does not replicate; the backend tells FerretDB by its buildInfo
+//     reply.
+//   - Retries: a session renewal (an update with $max, which the driver
+//     retries once itself only where retryable writes are supported:
+//     replica sets, not standalone servers or FerretDB) is sent once more
+//     at once after a transient failure: an error the server labels
+//     RetryableWriteError (failovers, shutdowns), a write conflict,
+//     FerretDB's "database is locked" (SQLITE_BUSY), or a dropped
+//     connection. An end marker's insert is tried up to three times on
+//     such failures (a duplicate key then means an earlier try landed),
+//     and is otherwise sent again before the next renewal. Both are
+//     harmless when applied twice or late. A claim's insert is never sent
+//     again: its outcome is unknown, so it is withdrawn.
+//   - Reads and writes of the lock and sessions collections go to the
+//     primary, at read concern local and the backend's write concern,
+//     whatever the client's or database's settings (Backend.Collection).
+//   - Wake-ups need a capped collection and tailable cursors. Where the
+//     events collection exists but is not capped, or the server refuses
+//     capped collections or tailable cursors (the Stable API in strict
+//     mode, Amazon DocumentDB, Atlas serverless), the backend says so once,
+//     at level Warn, and waiters poll from then on.
 //
 // # FerretDB
 //
-// The protocol uses only inserts, updates with $set and $max, finds,
-// deletes and a unique index, so it works on FerretDB (which lacks
-// pipeline updates, $$NOW, $expr, TTL indexes and transactions, and whose
-// findAndModify is not atomic). FerretDB 1.24 with the SQLite handler
-// answers queries other than {_id: value} by decoding every document of
-// the collection, and updates each matched document with a statement that
-// scans the collection (its _id index goes unused): costs there grow with
-// the number of lock documents. Renewing 1,000 locks takes about 10 s, and
-// holds SQLite's single writer meanwhile, delaying every other write. Under
-// concurrent writes FerretDB may answer "database is locked"; Release
-// retries that, other calls report it as an error.
+// The protocol uses only inserts, updates with $max, finds by _id, one
+// sorted find, deletes and a non-unique index, so it works on FerretDB
+// (which lacks pipeline updates, $$NOW, $expr, TTL indexes and
+// transactions, and whose findAndModify is not atomic). FerretDB 1.24 with
+// the SQLite handler answers queries other than {_id: value} by decoding
+// every document of the collection: the newest-claim read and pruning cost
+// in proportion to the lock collection's size, which pruning keeps small,
+// and a renewal, an update by _id, in proportion to the sessions
+// collection's. Under concurrent writes FerretDB may answer "database is
+// locked"; renewals and end markers retry that (see "Deployments"), other
+// calls report it as an error.
 package dsyncmongo

@@ -24,4 +24,16 @@ var (
 
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("dsyncmongo: backend closed")
+
+	// ErrWriteTimeout matches a write that the server did not acknowledge
+	// within the write timeout (WithWriteTimeout): on a replica set, most
+	// likely because a majority of its members cannot be reached, so the
+	// majority write concern cannot be satisfied. Its outcome is unknown.
+	ErrWriteTimeout = errors.New("dsyncmongo: write not acknowledged within the write timeout")
+
+	// ErrIndex matches the failure to create the lock collection's index
+	// on {key: 1, kind: 1, epoch: 1} when no equivalent index exists, or a
+	// unique index on the collection that would refuse end markers (see
+	// WithIndexManagement). The error names the index and what to do.
+	ErrIndex = errors.New("dsyncmongo: the lock collection's indexes are not usable")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,9 @@ import (
 // confirms with one read of the claim's end marker. Events are hints,
 // never proof: queues live in the lock collection. A missed event costs
 // latency, at most the safety poll interval; while the stream is down,
-// waiters poll.
+// waiters poll. Where the events collection exists but is not capped, or
+// the server refuses capped collections or tailable cursors, the tailer
+// says so once (Warn) and stops for good: waiters poll.
 
 const (
 	eventWait  = "wait"
@@ -44,8 +47,10 @@ const (
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
-	// trimEvery: a process deletes old events after every trimEvery events
-	// of its own (FerretDB does not bound capped collections by itself).
+	// trimEvery: on FerretDB, which does not bound capped collections by
+	// itself, a process deletes old events after every trimEvery events of
+	// its own. MongoDB bounds a capped collection itself (and deletes from
+	// one only from 5.0.7 on): there the backend deletes nothing.
 	trimEvery = 8
 	// trimSlack is how old an event must be to be trimmed. FerretDB answers
 	// a tailable cursor by re-running its query every few milliseconds,
@@ -80,6 +85,7 @@ type wakeups struct {
 
 	healthy atomic.Bool  // the cursor is open and caught up
 	cursor  atomic.Int64 // its id while healthy, for tests that kill it
+	ownSeen atomic.Int64 // events of ours the cursor returned (tests)
 
 	mu      sync.Mutex
 	started bool
@@ -147,6 +153,13 @@ func (w *wakeups) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		var ne *noEventsError
+		if errors.As(err, &ne) {
+			// For good: waiters poll from now on.
+			w.b.cfg.logger.Warn("dsyncmongo: wake-ups are off: "+ne.reason+"; waiters poll (WithPollInterval)",
+				slog.String("collection", w.b.cfg.collection+eventsSuffix), slog.Any("err", ne.err))
+			return
+		}
 		w.mu.Lock()
 		first := !w.noticed
 		w.noticed = true
@@ -197,15 +210,12 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	err = w.b.db.CreateCollection(ctx, w.b.cfg.collection+eventsSuffix, options.CreateCollection().
-		SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
-	var ce mongo.CommandError
-	if err != nil && !(errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists")) {
+	if err := w.createEvents(ctx); err != nil {
 		return false, err
 	}
 	coll := w.b.events
 	open := eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, Proc: w.proc, At: est.Now().Earliest}
-	if _, err := coll.InsertOne(ctx, open); err != nil {
+	if err := w.insert(ctx, open); err != nil {
 		return false, err
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
@@ -215,6 +225,9 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 		SetBatchSize(1).
 		SetMaxAwaitTime(w.b.cfg.safetyPoll))
 	if err != nil {
+		if unsupported(err) {
+			return false, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
+		}
 		return false, err
 	}
 	defer func() {
@@ -230,7 +243,8 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 			continue
 		}
 		if e.Proc == w.proc {
-			if own++; own%trimEvery == 0 && !e.At.IsZero() {
+			w.ownSeen.Add(1)
+			if own++; own%trimEvery == 0 && !e.At.IsZero() && w.b.ferret.Load() {
 				w.trim(ctx, e.At.Add(-trimSlack))
 			}
 			if e.ID == open.ID && !live {
@@ -248,9 +262,83 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-// trim deletes the events sent before cut. Best effort.
+// createEvents creates the capped events collection unless it exists. A
+// collection of that name that is not capped, or a server without capped
+// collections, is a *noEventsError.
+func (w *wakeups) createEvents(ctx context.Context) error {
+	name := w.b.cfg.collection + eventsSuffix
+	err := w.b.fault("create events")
+	if err == nil {
+		err = w.b.db.CreateCollection(ctx, name, options.CreateCollection().
+			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
+	}
+	var ce mongo.CommandError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
+		specs, lerr := w.b.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+		if lerr != nil || len(specs) != 1 || specs[0].Options == nil {
+			// Unknown: a tailable cursor on it fails if it is not capped.
+			return nil
+		}
+		if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
+			return &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", err}
+		}
+		return nil
+	case unsupported(err):
+		return &noEventsError{"the server does not support capped collections", err}
+	}
+	return err
+}
+
+// noEventsError: wake-ups cannot work on this deployment.
+type noEventsError struct {
+	reason string
+	err    error
+}
+
+func (e *noEventsError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *noEventsError) Unwrap() error { return e.err }
+
+// unsupported reports whether the server refuses a capped collection or a
+// tailable cursor as a feature it lacks, rather than for a passing cause:
+// CommandNotSupported (115), NotImplemented (238), APIStrictError (323,
+// the Stable API in strict mode), or a message that says so (Atlas
+// serverless, Amazon DocumentDB, Azure Cosmos DB; a tailable cursor on a
+// collection that is not capped).
+func unsupported(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.HasErrorCode(115) || se.HasErrorCode(238) || se.HasErrorCode(323) {
+		return true
+	}
+	msg := strings.ToLower(se.Error())
+	for _, s := range []string{"not supported", "unsupported", "not allowed", "not_allowed", "non capped", "not capped", "non-capped"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// insert writes an event, with the write timeout.
+func (w *wakeups) insert(ctx context.Context, e eventDoc) error {
+	return w.b.write(ctx, "event", func(ctx context.Context) error {
+		_, err := w.b.events.InsertOne(ctx, e)
+		return err
+	})
+}
+
+// trim deletes the events sent before cut. Best effort. Only FerretDB
+// needs it.
 func (w *wakeups) trim(ctx context.Context, cut time.Time) {
-	_, err := w.b.events.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}}})
+	err := w.b.write(ctx, "trim events", func(ctx context.Context) error {
+		_, err := w.b.events.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}}})
+		return err
+	})
 	if err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
 	}
@@ -383,7 +471,7 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k wai
 	sent := w.b.mono()
 	until := now.Earliest.Add(4 * w.b.cfg.safetyPoll)
 	e := eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: w.proc, Key: k.key, Epoch: int64(k.epoch), At: now.Earliest, Until: until}
-	if _, err := w.b.events.InsertOne(ctx, e); err != nil {
+	if err := w.insert(ctx, e); err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: announcing a waiter failed", slog.Any("err", err))
 		return false, err
 	}
@@ -419,7 +507,7 @@ func (w *wakeups) ended(ctx context.Context, est *clockcheck.Estimator, key stri
 		return
 	}
 	e := eventDoc{ID: bson.NewObjectID(), Kind: eventEnded, Proc: w.proc, Key: key, Epoch: int64(epoch), At: est.Now().Earliest}
-	if _, err := w.b.events.InsertOne(ctx, e); err != nil {
+	if err := w.insert(ctx, e); err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: announcing an end failed", slog.String("key", key), slog.Any("err", err))
 	}
 }

@@ -2,10 +2,16 @@ package dsyncmongo
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
@@ -279,5 +285,123 @@ func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
 	}
 	if err := ms[n-1].UnlockContext(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitTailerGone waits until b's event tailer has stopped for good.
+func waitTailerGone(t *testing.T, b *Backend) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var done chan struct{}
+	for done == nil {
+		b.wake.mu.Lock()
+		done = b.wake.done
+		b.wake.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the event tailer never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline)):
+		t.Fatal("the event tailer keeps trying: want it to give up and leave waiters to poll")
+	}
+}
+
+// TestEventsUnusable: an events collection that is not capped, or a
+// server without capped collections (simulated), turns wake-ups off for
+// good with one clear warning; locking works on, by polling.
+func TestEventsUnusable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plain bool  // create the events collection uncapped first
+		fault error // the error of creating the capped collection
+		want  string
+	}{
+		{"not capped", true, nil, "the events collection exists but is not capped"},
+		{"no capped collections", false, mongo.CommandError{Code: 8000, Name: "AtlasError", Message: "capped collections are not allowed on this tier"}, "the server does not support capped collections"},
+		{"command not supported", false, mongo.CommandError{Code: 115, Name: "CommandNotSupported", Message: "Capped collections are not supported"}, "the server does not support capped collections"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := mongotest.NewDatabase(t)
+			if tc.plain {
+				if err := db.CreateCollection(testCtx(t, 30*time.Second), DefaultCollection+eventsSuffix); err != nil {
+					t.Fatal(err)
+				}
+			}
+			logs := &logRecords{}
+			b := newBackend(t, db, WithWakeups(true), WithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)),
+				withFault(faultOn("create events", tc.fault)))
+			ctx := testCtx(t, 30*time.Second)
+			holder := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+			if err := holder.LockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waiter := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+			got := lockInBackground(t, ctx, waiter)
+			waitTailerGone(t, b)
+			if msgs := logs.warnings("wake-ups are off"); len(msgs) != 1 || !strings.Contains(msgs[0], tc.want) || !strings.Contains(msgs[0], "waiters poll") {
+				t.Errorf("warnings %q, want one saying %q and that waiters poll", msgs, tc.want)
+			}
+			if msgs := logs.warnings("event stream unavailable"); len(msgs) != 0 {
+				t.Errorf("warnings %q: want only the one that wake-ups are off", msgs)
+			}
+			if err := holder.UnlockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := <-got; !ok {
+				t.FailNow()
+			}
+			if err := waiter.UnlockContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(logs.warnings("wake-ups are off")); n != 1 {
+				t.Errorf("%d warnings, want one", n)
+			}
+		})
+	}
+}
+
+// TestEventsTrimmedOnlyOnFerretDB: the backend deletes old events itself
+// only on FerretDB; MongoDB bounds a capped collection itself.
+func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
+	for _, ferret := range []bool{true, false} {
+		t.Run(map[bool]string{true: "FerretDB", false: "MongoDB"}[ferret], func(t *testing.T) {
+			var deletes atomic.Int32
+			db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+				Started: func(_ context.Context, e *event.CommandStartedEvent) {
+					if coll, _ := e.Command.Lookup("delete").StringValueOK(); coll == DefaultCollection+eventsSuffix {
+						deletes.Add(1)
+					}
+				},
+			}))
+			b := newBackend(t, db, WithWakeups(true), asFerretDB(ferret))
+			ctx := testCtx(t, 30*time.Second)
+			est, err := b.prepare(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.wake.start()
+			waitWakeups(t, b)
+			base := b.wake.ownSeen.Load()
+			const n = 2 * trimEvery
+			for i := range n {
+				// One announcement per claim waited for: n events.
+				if fresh, err := b.wake.announce(ctx, est, waitKey{"k", uint64(i + 1)}); err != nil || !fresh {
+					t.Fatalf("announce = %v, %v", fresh, err)
+				}
+			}
+			for b.wake.ownSeen.Load() < base+n {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("the tailer saw %d of our %d events", b.wake.ownSeen.Load()-base, n)
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			if got := deletes.Load() > 0; got != ferret {
+				t.Errorf("%d deletes of events after %d events of ours, want some: %v", deletes.Load(), n, ferret)
+			}
+		})
 	}
 }

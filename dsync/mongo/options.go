@@ -24,6 +24,9 @@ const (
 	// DefaultSafetyPoll caps how long a waiter relies on wake-up events
 	// alone (WithSafetyPoll).
 	DefaultSafetyPoll = 15 * time.Second
+	// DefaultWriteTimeout bounds how long the server may take to
+	// acknowledge a write (WithWriteTimeout).
+	DefaultWriteTimeout = 1 * time.Second
 
 	// eventsSuffix names the capped collection of wake-up events after
 	// the lock collection: "dsync_locks_events" by default.
@@ -44,6 +47,19 @@ type config struct {
 	estimator  []clockcheck.Option // extra estimator options (WithMaxDrift)
 	host       string
 	pid        int
+	// writeTimeout bounds each write on servers that replicate
+	// (WithWriteTimeout); 0: no bound but the caller's context.
+	writeTimeout time.Duration
+	// manageIndexes: prepare creates the (key, kind, epoch) index
+	// (WithIndexManagement).
+	manageIndexes bool
+
+	// Tests only. fault, if set, is consulted before the writes named
+	// "createIndexes", "claim", "end", "renew" and "create events" are
+	// sent; an error it returns stands for the driver's. ferretDB, if
+	// set, overrides the detection of FerretDB (deployment.go).
+	fault    func(op string) error
+	ferretDB *bool
 
 	// chain holds the protocol's timing constants (see package
 	// internal/chain). Only tests change them.
@@ -63,6 +79,9 @@ func newConfig(opts []Option) (*config, error) {
 		host:       host,
 		pid:        os.Getpid(),
 		chain:      chain.DefaultConfig(),
+
+		writeTimeout:  DefaultWriteTimeout,
+		manageIndexes: true,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -101,6 +120,9 @@ func WithCollection(name string) Option {
 // standalone server and on FerretDB, majority is the same as w:1. An
 // unacknowledged (w:0) write concern is an error: the protocol needs to
 // know whether its inserts succeeded.
+//
+// The Go driver (v2) has no wtimeout in a write concern: how long the
+// server may wait for the write concern is set by WithWriteTimeout.
 func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 	return func(c *config) error {
 		switch {
@@ -112,6 +134,74 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 			return errors.New("dsyncmongo: unacknowledged write concern")
 		}
 		c.wc = wc
+		return nil
+	}
+}
+
+// WithWriteTimeout bounds how long the server may take to acknowledge
+// each write of the backend, including its wait for the write concern.
+// Default: DefaultWriteTimeout (1 s). Zero means no bound but the
+// caller's context. It must not be negative.
+//
+// Without a bound, a majority write on a replica set that cannot reach a
+// majority (a primary-secondary-arbiter set whose secondary is down, say)
+// waits until the caller's context ends: a session renewal would hang
+// until the session's deadline, a Lock until its context ends. The write
+// is sent with a deadline of d (the driver sends it as the command's
+// maxTimeMS, which bounds the server's wait for the write concern, and
+// stops waiting for the reply at the deadline); the call fails with an
+// error that matches ErrWriteTimeout, and its outcome is unknown, as for
+// any failed write (the protocol is built for that: see "Writes that
+// land late" in the package documentation). The default, 1 s, is below
+// the 2 s within which a claim's reply must arrive to count without
+// reading the key's floor again, and far above a healthy write's few
+// milliseconds, so it fires only when the deployment cannot acknowledge
+// writes.
+//
+// The bound applies on MongoDB. On FerretDB, which does not replicate
+// (majority is w:1 there) and whose writes can legitimately take
+// seconds under load, it is not applied; the backend tells FerretDB by
+// its buildInfo reply.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("dsyncmongo: write timeout must not be negative, got %v", d)
+		}
+		c.writeTimeout = d
+		return nil
+	}
+}
+
+// WithIndexManagement sets whether the backend creates and checks the
+// index on {key: 1, kind: 1, epoch: 1} of the lock collection. Default:
+// on.
+//
+// On, the first call that needs the collection creates the index
+// (createIndexes, which needs the createIndex privilege on the
+// collection) and lists the collection's indexes (listIndexes). If
+// creating fails (a role without the privilege, common with Atlas custom
+// roles, or an index with the same keys under another name or with other
+// options), the backend carries on if an existing index is equivalent:
+// on exactly those keys (each ascending or descending), not unique, with
+// no partial filter, no collation other than "simple", and not hidden.
+// Otherwise the call fails with an error that matches ErrIndex and names
+// the index and the privilege. A unique index on some of key, kind and
+// epoch only, such as the unique {key: 1, epoch: 1} index ("key_1_epoch_1")
+// an older dsync created, refuses end markers: calls then fail with
+// ErrIndex naming it, until it is dropped.
+//
+// Off, the backend never creates or checks indexes: have an
+// administrator create the index beforehand, for example
+//
+//	db.dsync_locks.createIndex({key: 1, kind: 1, epoch: 1})
+//
+// and make sure no unique index other than _id's is left on the
+// collection. Exclusion does not depend on the index (the deterministic
+// _id of each claim makes inserts exclusive); without it, reads of a
+// key's newest claim and pruning scan the collection.
+func WithIndexManagement(on bool) Option {
+	return func(c *config) error {
+		c.manageIndexes = on
 		return nil
 	}
 }
@@ -189,11 +279,13 @@ func WithMaxDrift(rate float64) Option {
 // checks when the claim ahead of it can have expired. An uncontended
 // Lock+Unlock costs two commands.
 //
-// If the store has no capped collections or tailable cursors (DocumentDB,
-// Atlas serverless), or the stream fails (cursor killed, server
-// restarted), waiters fall back to polling (WithPollInterval), with a
-// logged notice, while the backend keeps trying to reopen the stream.
-// Off, waiters poll, and no events collection is used.
+// If the stream fails (cursor killed, server restarted), waiters fall
+// back to polling (WithPollInterval), with a logged notice, while the
+// backend keeps trying to reopen the stream. If the store has no capped
+// collections or tailable cursors (the Stable API in strict mode, Amazon
+// DocumentDB, Atlas serverless), or the events collection exists but is
+// not capped, the backend logs that once, at level Warn, and waiters poll
+// for good. Off, waiters poll, and no events collection is used.
 func WithWakeups(on bool) Option {
 	return func(c *config) error {
 		c.wakeups = on

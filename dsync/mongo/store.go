@@ -64,10 +64,32 @@ func (s store) Insert(ctx context.Context, d chain.Doc) error {
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, At: s.now(),
 	}
-	if d.Kind == chain.KindClaim {
-		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
+	insert := func() error {
+		op := "end"
+		if d.Kind == chain.KindClaim {
+			op = "claim"
+		}
+		return s.b.write(ctx, op, func(ctx context.Context) error {
+			_, err := s.b.coll.InsertOne(ctx, doc)
+			return err
+		})
 	}
-	_, err := s.b.coll.InsertOne(ctx, doc)
+	var err error
+	if d.Kind == chain.KindClaim {
+		// Never sent again here: a claim of unknown outcome is withdrawn
+		// by its nonce (the engine sees to it), and its owner must again
+		// follow a known epoch.
+		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
+		err = insert()
+	} else {
+		// An end marker states a fact that stays true, and has a
+		// deterministic _id: sending it again is harmless, and a duplicate
+		// key then means an earlier attempt was applied. A transient
+		// failure (a failover, a dropped connection, a busy FerretDB) gets
+		// up to two more tries at once rather than waiting for the next
+		// renewal's Flush.
+		err = s.b.retry(ctx, endAttempts, "end marker", insert)
+	}
 	if mongo.IsDuplicateKeyError(err) {
 		return chain.ErrExists
 	}
@@ -116,25 +138,32 @@ func (s store) RaiseFloor(ctx context.Context, key string, floor uint64) error {
 		{Key: "$setOnInsert", Value: bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}, {Key: "at", Value: s.now()}}},
 	}
 	filter := bson.D{{Key: "_id", Value: floorID(key)}}
-	_, err := s.b.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		// Two upserts raced to create it: it exists now.
-		_, err = s.b.coll.UpdateOne(ctx, filter, update)
-	}
-	return err
+	return s.b.write(ctx, "floor", func(ctx context.Context) error {
+		_, err := s.b.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+		if mongo.IsDuplicateKeyError(err) {
+			// Two upserts raced to create it: it exists now.
+			_, err = s.b.coll.UpdateOne(ctx, filter, update)
+		}
+		return err
+	})
 }
 
 func (s store) Prune(ctx context.Context, key string, below uint64) error {
-	_, err := s.b.coll.DeleteMany(ctx, bson.D{
-		{Key: "key", Value: key},
-		{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+	return s.b.write(ctx, "prune", func(ctx context.Context) error {
+		_, err := s.b.coll.DeleteMany(ctx, bson.D{
+			{Key: "key", Value: key},
+			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+		})
+		return err
 	})
-	return err
 }
 
 func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
-	_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
-		ID: sess.ID, ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
+	err := s.b.write(ctx, "session", func(ctx context.Context) error {
+		_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
+			ID: sess.ID, ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
+		})
+		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
 		return chain.ErrExists
@@ -145,8 +174,20 @@ func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
 func (s store) RenewSession(ctx context.Context, id string, expires time.Time) (bool, error) {
 	// $max, never $set: a renewal applied late, after later ones, must not
 	// move the expiry back.
-	res, err := s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
-		bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+	//
+	// A transient failure (a failover, a dropped connection, a busy
+	// FerretDB) gets one more try at once, with the same expiry: sending
+	// it again is as harmless as the first one applied late, and the
+	// expiry was computed from the latest server time at the first send,
+	// from which the owner counts its deadline.
+	var res *mongo.UpdateResult
+	err := s.b.retry(ctx, renewAttempts, "session renewal", func() error {
+		return s.b.write(ctx, "renew", func(ctx context.Context) (err error) {
+			res, err = s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+				bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+			return err
+		})
+	})
 	if err != nil {
 		return false, err
 	}

@@ -17,6 +17,12 @@
 // backend (its collection, wake-ups, logger...) are passed through
 // WithLockOptions.
 //
+// The members collection is read and written like the lock collection,
+// whatever the read preference and concerns of the database or client
+// given to New: reads from the primary at read concern local, writes with
+// the lock backend's write concern (dsyncmongo.WithWriteConcern through
+// WithLockOptions; majority by default).
+//
 // A member document is written only by its member (an upsert of its own
 // _id) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
@@ -132,7 +138,9 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leadermongo: %w", err)
 	}
-	return &Backend{Backend: locks, members: db.Collection(cfg.members)}, nil
+	// The members collection gets the lock collection's settings, not the
+	// caller's: a member list read from a lagging secondary goes stale.
+	return &Backend{Backend: locks, members: locks.Collection(cfg.members)}, nil
 }
 
 // Close stops the backend's background goroutines (the server-time

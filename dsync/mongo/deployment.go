@@ -1,0 +1,321 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// What the backend adapts to the deployment it runs on: the index it
+// needs, the server's kind, write timeouts and which failed writes are
+// worth sending again.
+
+// lockIndexKeys are the keys of the lock collection's index. It is not
+// unique: a claim and its end markers share key and epoch.
+var lockIndexKeys = bson.D{{Key: "key", Value: 1}, {Key: "kind", Value: 1}, {Key: "epoch", Value: 1}}
+
+// lockIndexName is the name the server gives the index by default.
+const lockIndexName = "key_1_kind_1_epoch_1"
+
+// v1IndexName is the unique {key: 1, epoch: 1} index that dsync's first
+// protocol created on the lock collection. Left in place, it makes every
+// end marker's insert fail with a duplicate key (a claim and its marker
+// share key and epoch).
+const v1IndexName = "key_1_epoch_1"
+
+// markerFields are the fields that claims and end markers of one epoch
+// share: a unique index on some of them only (besides _id) refuses end
+// markers, or a second marker of one epoch.
+var markerFields = []string{"key", "kind", "epoch"}
+
+// ensureIndex creates the (key, kind, epoch) index, or accepts an
+// equivalent one that exists (WithIndexManagement), and refuses a
+// collection with a unique index that would refuse end markers.
+func (b *Backend) ensureIndex(ctx context.Context) error {
+	err := b.fault("createIndexes")
+	if err == nil {
+		_, err = b.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
+	}
+	if err != nil && ctx.Err() != nil {
+		return b.wrap(ctx, "create index on", b.cfg.collection, err)
+	}
+	// Created or not, list the indexes: an index in the way is not an
+	// error of createIndexes. Not created: no privilege, or an index with
+	// these keys exists under another name or with other options
+	// (IndexOptionsConflict, 85), or another index has its name
+	// (IndexKeySpecsConflict, 86).
+	found, lerr := b.findIndex(ctx)
+	if lerr == nil && found.blocking != "" {
+		return fmt.Errorf("%w: collection %q has the unique index %s, which refuses the end markers dsync writes "+
+			"(a claim and its markers share key and epoch)%s; drop it (db.%s.dropIndex(%q))",
+			ErrIndex, b.cfg.collection, found.blocking, found.v1Hint(), b.cfg.collection, found.blockingName)
+	}
+	if err == nil {
+		if lerr != nil {
+			b.cfg.logger.Debug("dsyncmongo: listing the lock collection's indexes failed", slog.String("collection", b.cfg.collection), slog.Any("err", lerr))
+		}
+		return nil
+	}
+	if lerr == nil && found.equivalent != "" {
+		b.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", b.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", err))
+		return nil
+	}
+	why := "no equivalent index exists"
+	switch {
+	case lerr != nil:
+		why = fmt.Sprintf("listing the existing indexes failed too (%v)", lerr)
+	case found.conflict != "":
+		why = "the existing " + found.conflict + " is not equivalent (it must be on exactly these keys, not unique, with no partial filter, no collation and not hidden)"
+	}
+	return fmt.Errorf("%w: creating the index {key: 1, kind: 1, epoch: 1} (%q) on collection %q failed, and %s; "+
+		"grant the createIndex privilege on the collection, or create the index beforehand and use WithIndexManagement(false): %w",
+		ErrIndex, lockIndexName, b.cfg.collection, why, err)
+}
+
+// indexes is what findIndex learned of the lock collection's indexes.
+type indexes struct {
+	equivalent   string // the name of an index equivalent to the lock index
+	conflict     string // else: an index on its keys, or with its name, that is not
+	blocking     string // a unique index that refuses end markers, described
+	blockingName string
+}
+
+func (x indexes) v1Hint() string {
+	if x.blockingName == v1IndexName {
+		return ": the collection was written by an older dsync (protocol v1)"
+	}
+	return ""
+}
+
+// findIndex lists the lock collection's indexes.
+func (b *Backend) findIndex(ctx context.Context) (indexes, error) {
+	var x indexes
+	cur, err := b.coll.Indexes().List(ctx)
+	if err != nil {
+		return x, err
+	}
+	var specs []bson.Raw
+	if err := cur.All(ctx, &specs); err != nil {
+		return x, err
+	}
+	for _, spec := range specs {
+		n, _ := spec.Lookup("name").StringValueOK()
+		keys, ok := spec.Lookup("key").DocumentOK()
+		if !ok {
+			continue
+		}
+		if blocksMarkers(spec, keys) && x.blocking == "" {
+			x.blocking, x.blockingName = fmt.Sprintf("%q (%s)", n, keys), n
+		}
+		if !sameKeys(keys) {
+			if n == lockIndexName {
+				x.conflict = fmt.Sprintf("index %q (on other keys)", n)
+			}
+			continue
+		}
+		if equivalentIndex(spec) {
+			x.equivalent = n
+			continue
+		}
+		x.conflict = fmt.Sprintf("index %q on {key, kind, epoch}", n)
+	}
+	return x, nil
+}
+
+// blocksMarkers reports whether an index is unique on fields that claims
+// and markers of one epoch share, and on nothing else: every document has
+// them, so the index refuses a marker next to its claim, or a second
+// marker of a kind for an epoch (two withdrawn claims of one epoch). A
+// partial unique index is taken to refuse them too.
+func blocksMarkers(spec, keys bson.Raw) bool {
+	if u, ok := spec.Lookup("unique").BooleanOK(); !ok || !u {
+		return false
+	}
+	elems, err := keys.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	for _, e := range elems {
+		if !slices.Contains(markerFields, e.Key()) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameKeys reports whether an index's keys are key, kind, epoch in this
+// order, each ascending or descending: any of them serves equality on key
+// and kind with a sort on epoch.
+func sameKeys(keys bson.Raw) bool {
+	elems, err := keys.Elements()
+	if err != nil || len(elems) != len(markerFields) {
+		return false
+	}
+	for i, want := range markerFields {
+		if elems[i].Key() != want {
+			return false
+		}
+		v, ok := elems[i].Value().AsFloat64OK()
+		if !ok || (v != 1 && v != -1) {
+			return false
+		}
+	}
+	return true
+}
+
+// equivalentIndex reports whether an index on the lock keys can stand in
+// for the one the backend creates: over every document, with binary
+// string comparison, used by queries, and not unique (a unique one
+// refuses a second marker of one kind for an epoch).
+func equivalentIndex(spec bson.Raw) bool {
+	if u, ok := spec.Lookup("unique").BooleanOK(); ok && u {
+		return false
+	}
+	if _, err := spec.LookupErr("partialFilterExpression"); err == nil {
+		return false
+	}
+	if h, ok := spec.Lookup("hidden").BooleanOK(); ok && h {
+		return false
+	}
+	if c, err := spec.LookupErr("collation"); err == nil {
+		doc, ok := c.DocumentOK()
+		if !ok {
+			return false
+		}
+		if loc, _ := doc.Lookup("locale").StringValueOK(); loc != "simple" {
+			return false
+		}
+	}
+	return true
+}
+
+// detectFerretDB reports whether the server is FerretDB, which adds
+// ferretdbVersion to its buildInfo reply. A server that refuses
+// buildInfo (the Stable API in strict mode does) counts as MongoDB; any
+// other failure is returned.
+func (b *Backend) detectFerretDB(ctx context.Context) (bool, error) {
+	if b.cfg.ferretDB != nil {
+		return *b.cfg.ferretDB, nil
+	}
+	raw, err := b.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	var se mongo.ServerError
+	switch {
+	case err == nil:
+		_, err = raw.LookupErr("ferretdbVersion")
+		return err == nil, nil
+	case errors.As(err, &se) && ctx.Err() == nil:
+		b.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
+		return false, nil
+	}
+	return false, b.wrap(ctx, "buildInfo on", b.db.Name(), err)
+}
+
+// fault consults the test hook for the write named op.
+func (b *Backend) fault(op string) error {
+	if b.cfg.fault != nil {
+		return b.cfg.fault(op)
+	}
+	return nil
+}
+
+// write runs f, a write named op (for the test hook), with the write
+// timeout (WithWriteTimeout) on servers that replicate, and makes a
+// timeout read as one.
+func (b *Backend) write(ctx context.Context, op string, f func(context.Context) error) error {
+	if b.cfg.writeTimeout <= 0 || b.ferret.Load() {
+		if err := b.fault(op); err != nil {
+			return err
+		}
+		return f(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.writeTimeout)
+	defer cancel()
+	err := b.fault(op)
+	if err == nil {
+		err = f(wctx)
+	}
+	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
+		return &writeTimeoutError{limit: b.cfg.writeTimeout, err: err}
+	}
+	return err
+}
+
+// serverTimeout reports whether the server reports a timeout: the
+// command's maxTimeMS expired (50), or the write concern timed out
+// (WriteConcernFailed, 64, for a wtimeout the deployment's default write
+// concern may set).
+func serverTimeout(err error) bool {
+	var we mongo.WriteException
+	if errors.As(err, &we) && we.WriteConcernError != nil {
+		if c := we.WriteConcernError.Code; c == 50 || c == 64 {
+			return true
+		}
+	}
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && ce.Code == 50
+}
+
+// writeTimeoutError is a write the server did not acknowledge in time.
+type writeTimeoutError struct {
+	limit time.Duration
+	err   error
+}
+
+func (e *writeTimeoutError) Error() string {
+	return fmt.Sprintf("not acknowledged within the write timeout of %v "+
+		"(on a replica set, a majority of its members may be unreachable, so the write concern cannot be satisfied; "+
+		"the outcome is unknown): %v", e.limit, e.err)
+}
+
+func (e *writeTimeoutError) Unwrap() error { return e.err }
+
+func (e *writeTimeoutError) Is(target error) bool { return target == ErrWriteTimeout }
+
+// transient reports whether a failed write is worth sending again at
+// once: the server says so (the RetryableWriteError label MongoDB puts on
+// errors during failovers and shutdowns, or a WriteConflict, 112),
+// FerretDB's SQLite was busy with another write ("database is locked",
+// SQLITE_BUSY, reported as an internal error), or the connection failed.
+// A timeout is not: the caller's time is running out, or the write
+// concern cannot be satisfied.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, ErrWriteTimeout) || errors.Is(err, context.Canceled) || mongo.IsTimeout(err) {
+		return false
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		if se.HasErrorLabel("RetryableWriteError") || se.HasErrorCode(112) {
+			return true
+		}
+		msg := se.Error()
+		if strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") {
+			return true
+		}
+	}
+	return mongo.IsNetworkError(err)
+}
+
+// Attempts of the writes retried on transient failures.
+const (
+	renewAttempts = 2 // a session renewal
+	endAttempts   = 3 // an end marker
+)
+
+// retry runs f up to attempts times while it fails transiently and ctx
+// lasts.
+func (b *Backend) retry(ctx context.Context, attempts int, what string, f func() error) error {
+	for i := 1; ; i++ {
+		err := f()
+		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		b.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
+	}
+}
