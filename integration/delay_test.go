@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
@@ -63,16 +62,17 @@ func delayRequestsConfig(cfg *worker.Config) {
 // stall is armed.
 const renewLead = 100 * time.Millisecond
 
-// sessionsCollection is where dsync/mongo keeps the sessions of the
-// workers' backends (the lock collection's name + "_sessions"); a
-// renewal is an update of one of its documents. Opening a session is an
-// insert there; claims and end markers are inserts into the lock
-// collection, wake-up events inserts into "<collection>_events".
-const sessionsCollection = dsyncmongo.DefaultCollection + "_sessions"
+// sessionsSuffix names where dsync/mongo keeps the sessions of a lock
+// collection: "dsync_locks_sessions" for the workers' locks,
+// "dsync_elections_sessions" for their elections' leases. A renewal is an
+// update of one of its documents; opening a session is an insert there;
+// claims and end markers are inserts into the lock collection, wake-up
+// events inserts into "<collection>_events".
+const sessionsSuffix = "_sessions"
 
 // isRenewal reports whether c is a session renewal.
 func isRenewal(c faultproxy.Command) bool {
-	return c.Name == "update" && c.Collection == sessionsCollection
+	return c.Name == "update" && strings.HasSuffix(c.Collection, sessionsSuffix)
 }
 
 // isLateRenewal reports whether w is a session renewal.
