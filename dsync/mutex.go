@@ -273,9 +273,16 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		switch {
 		case held:
 			return true, nil
-		case errors.Is(err, ErrHeld):
+		case errors.Is(err, ErrHeld) && !wait:
 			k.leave(sess)
 			return false, err
+		case errors.Is(err, ErrHeld):
+			// Lost every race for a place at the end of the queue, with
+			// many processes claiming at once: contention, not failure.
+			k.leave(sess)
+			if !sleep(m.cfg.clock, jitter(minBackoff), ctx.Done()) {
+				return false, m.contextErr(ctx, lastErr)
+			}
 		case ctx.Err() != nil:
 			k.leave(sess)
 			return false, m.contextErr(ctx, cmp.Or(lastErr, err))

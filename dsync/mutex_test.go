@@ -737,3 +737,41 @@ func (unanswered) OpenSession(ctx context.Context, _ time.Duration) (string, err
 	<-ctx.Done()
 	return "", fmt.Errorf("no server answered: %w", ctx.Err())
 }
+
+// TestLockRidesOutLostRaces: a backend that reports ErrHeld for a blocking
+// claim (it lost every race for a place in the queue, many processes
+// claiming at once) makes Lock try again, never fail: only TryLock gives
+// up on contention.
+func TestLockRidesOutLostRaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &racing{Backend: dsync.NewMemoryBackend(), lose: 5}
+		m := newMutex(t, b, "k")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatalf("LockContext = %v after %d lost races; want it to hold", err, b.lost)
+		}
+		if b.lost != 5 {
+			t.Fatalf("%d lost races, want 5", b.lost)
+		}
+		m.Unlock()
+		b.lose, b.lost = 1, 0
+		if m2 := newMutex(t, b, "k"); m2.TryLock() {
+			t.Fatal("TryLock held after losing its race")
+		}
+	})
+}
+
+// racing makes the first lose claims lose their race.
+type racing struct {
+	dsync.Backend
+	lose, lost int
+}
+
+func (r *racing) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
+	if r.lost < r.lose {
+		r.lost++
+		return dsync.Claim{}, &dsync.HeldError{Key: key}
+	}
+	return r.Backend.Claim(ctx, key, owner, session, try)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,14 +52,14 @@ const (
 	// itself, a process deletes old events after every trimEvery events of
 	// its own. MongoDB bounds a capped collection itself (and deletes from
 	// one only from 5.0.7 on): there the backend deletes nothing.
-	trimEvery = 8
+	trimEvery = 16
 	// trimSlack is how old an event must be to be trimmed. FerretDB answers
 	// a tailable cursor by re-running its query every few milliseconds,
 	// scanning the whole collection each time: a short history keeps
 	// waiting processes cheap. A cursor that falls further behind, or opens
 	// later, misses what was trimmed: waiters it should have woken look
 	// again within the safety poll interval.
-	trimSlack = 3 * time.Second
+	trimSlack = 10 * time.Second
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 )
@@ -408,13 +409,16 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 	expires := blocker.ExpiresAt
 	poll := w.b.cfg.poll
 	if w.b.cfg.wakeups && w.healthy.Load() {
-		fresh, err := w.announce(ctx, est, k)
-		if err == nil && !fresh {
-			poll = w.b.cfg.safetyPoll
+		// The owner of the claim sends "ended" only if it has heard of us:
+		// if it ends the claim within the stream's lag after our
+		// announcement, no event comes. So a waiter looks again after
+		// waiting as long as its announcement is old (at least a poll
+		// interval, at most the safety poll interval): a missed event
+		// costs at most about twice the time the announcement took to
+		// travel, and an idle waiter soon looks only every safety poll.
+		if age, err := w.announce(ctx, est, k); err == nil {
+			poll = min(max(w.b.cfg.poll, age), w.b.cfg.safetyPoll)
 		}
-		// A fresh announcement may not have reached the owner of the claim
-		// before it ended: the first wait after one is bounded by the poll
-		// interval, by which the owner has heard of it.
 	}
 	// Whatever happens, the caller looks again within poll.
 	lookAgain := w.b.mono() + poll
@@ -450,30 +454,31 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 	}
 }
 
-// jitterUp spreads waiters: a wait grows by up to 20%, never shrinks, so a
-// waiter never looks before the moment it waits for.
+// jitterUp spreads waiters that wake at once a little: a wait grows by up
+// to 1% or 10 ms, whichever is less, and never shrinks, so a waiter never
+// looks before the moment it waits for (such as a session's expiry), nor
+// much after it: FIFO order means only one waiter acts on it anyway.
 func jitterUp(d time.Duration) time.Duration {
-	return max(d+jitter(d/5+time.Millisecond)-time.Millisecond, time.Millisecond)
+	return max(d+rand.N(min(d/100, 10*time.Millisecond)+1), time.Millisecond)
 }
 
 // announce tells the other processes that this one waits for k, unless an
-// announcement of ours, sent at least a poll interval ago, still holds. It
-// reports whether the announcement in force is fresh: sent less than a
-// poll interval ago.
-func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k waitKey) (bool, error) {
+// announcement of ours still holds for more than a safety poll interval.
+// It returns the age of the announcement in force.
+func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k waitKey) (time.Duration, error) {
 	now := est.Now()
 	w.mu.Lock()
 	a, ok := w.announced[k]
 	w.mu.Unlock()
 	if ok && a.until.Sub(now.Latest) > w.b.cfg.safetyPoll {
-		return w.b.mono()-a.sent < w.b.cfg.poll, nil
+		return w.b.mono() - a.sent, nil
 	}
 	sent := w.b.mono()
 	until := now.Earliest.Add(4 * w.b.cfg.safetyPoll)
 	e := eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: w.proc, Key: k.key, Epoch: int64(k.epoch), At: now.Earliest, Until: until}
 	if err := w.insert(ctx, e); err != nil {
 		w.b.cfg.logger.Debug("dsyncmongo: announcing a waiter failed", slog.Any("err", err))
-		return false, err
+		return 0, err
 	}
 	w.mu.Lock()
 	if len(w.announced) >= maxRemote {
@@ -481,7 +486,7 @@ func (w *wakeups) announce(ctx context.Context, est *clockcheck.Estimator, k wai
 	}
 	w.announced[k] = announcement{until: until, sent: sent}
 	w.mu.Unlock()
-	return true, nil
+	return 0, nil
 }
 
 // An announcement is one of our "wait" events: until when it holds (server

@@ -388,8 +388,8 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 			const n = 2 * trimEvery
 			for i := range n {
 				// One announcement per claim waited for: n events.
-				if fresh, err := b.wake.announce(ctx, est, waitKey{"k", uint64(i + 1)}); err != nil || !fresh {
-					t.Fatalf("announce = %v, %v", fresh, err)
+				if age, err := b.wake.announce(ctx, est, waitKey{"k", uint64(i + 1)}); err != nil || age != 0 {
+					t.Fatalf("announce = %v, %v; want a new announcement", age, err)
 				}
 			}
 			for b.wake.ownSeen.Load() < base+n {
@@ -403,5 +403,18 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 				t.Errorf("%d deletes of events after %d events of ours, want some: %v", deletes.Load(), n, ferret)
 			}
 		})
+	}
+}
+
+// TestJitterUpStaysClose: a waiter that waits for a session to expire
+// wakes just after it, not a fifth of the wait later (which made failover
+// take 1.08 TTL).
+func TestJitterUpStaysClose(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond, 250 * time.Millisecond, 5 * time.Second, time.Minute} {
+		for range 100 {
+			if j := jitterUp(d); j < d || j > d+10*time.Millisecond {
+				t.Fatalf("jitterUp(%v) = %v, want within [d, d+10ms]", d, j)
+			}
+		}
 	}
 }
