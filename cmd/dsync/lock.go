@@ -245,8 +245,12 @@ var errWaited = errors.New("waited long enough")
 func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	// The head of the lock's queue: its holder, or the claim whose turn
+	// has just come.
 	info, err := b.Current(ctx, name)
 	switch {
+	case errors.Is(err, dsyncmongo.ErrNoLock):
+		return "it is free now"
 	case err != nil:
 		return "its holder cannot be read: " + oneLine(err)
 	case !info.Live:
