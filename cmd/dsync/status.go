@@ -44,7 +44,7 @@ members, judged in the server's time:
   HELD FOR   since the holder's turn came (its queuing, or the end of the
              claim before it)
   EXPIRES IN when the holder's session expires unless renewed
-  WAITING    processes queued behind the holder (live claims)
+  WAITING    live claims queued behind the holder: Lock calls waiting
   LAST SEEN  a candidate's last heartbeat
 
 Reading who holds a lock records, as any waiter would, that a claim
