@@ -27,7 +27,8 @@ never run their commands at the same time. Stdin, stdout and stderr pass
 through; signals dsync receives are passed on. CMD gets the environment
 variables DSYNC_LOCK=NAME and DSYNC_TOKEN, the fencing token of the hold:
 it increases from hold to hold, so a resource can reject a stale holder.
-When the lock is held by another, dsync says so on stderr and waits.
+When the lock is held by another, dsync says so on stderr and waits;
+waiting processes get the lock in the order they started waiting.
 
 Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
 then releases it and exits 0; it prints the token on stdout, one line,
