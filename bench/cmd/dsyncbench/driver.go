@@ -32,7 +32,9 @@ type driver struct {
 
 // lockOptions are the dsyncmongo options of every backend for scenario ns.
 func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
-	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns)}
+	// Quiet like the Mutexes: a run's Drop ends the wake-up streams of
+	// the processes still connected, which would each warn.
+	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
 	if d.poll != 0 {
 		opts = append(opts, dsyncmongo.WithPollInterval(d.poll))
 	}
