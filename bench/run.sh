@@ -6,14 +6,16 @@
 #   bash bench/run.sh --only dsync             only dsync; the peers' last figures are kept
 #   bash bench/run.sh --only dsync --scenarios handoff,idle
 #                                              re-measure some figures, keep the others
-#   bash bench/run.sh --only dsync-wakeups     dsync with WithWakeups(true) (handoff,
-#                                              graceful, idle and throughput unless
-#                                              --scenarios says otherwise)
+#   bash bench/run.sh --only dsync-polling     dsync with WithWakeups(false): waiters
+#                                              poll (handoff, graceful, idle and
+#                                              throughput unless --scenarios says
+#                                              otherwise)
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing)
 #
-# Libraries: dsync, dsync-wakeups, mongo-lock, redsync, etcd (comma-separated
-# for --only).
+# Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
+# for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
+# while they were an option, means dsync.
 # Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
 # throughput, race.
 #
@@ -28,7 +30,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-only="dsync,dsync-wakeups,mongo-lock,redsync,etcd"
+only="dsync,dsync-polling,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
 extra=()
@@ -38,10 +40,14 @@ while [ $# -gt 0 ]; do
 	--scenarios) scenarios="$2"; shift 2 ;;
 	--quick) quick="-quick"; shift ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
+if [[ ",$only," == *",dsync-wakeups,"* ]]; then
+	# Wake-ups are dsync's default now: the dsync figures are theirs.
+	only="${only//dsync-wakeups/dsync}"
+fi
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 log() { printf '%s run.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -122,7 +128,7 @@ if want mongo-lock || want redsync || want etcd; then
 fi
 
 # The MongoDB-compatible server for dsync and mongo-lock.
-if want dsync || want dsync-wakeups || want mongo-lock; then
+if want dsync || want dsync-polling || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
 		log "using MONGODB_URI"
 		mongo_uri="$MONGODB_URI"
@@ -148,10 +154,10 @@ if want dsync; then
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
 fi
 
-if want dsync-wakeups; then
-	log "measuring dsync with wake-ups"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups on -out "$resdir/dsync-wakeups.json" -rev "$rev" \
-		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-wakeups); fi
+if want dsync-polling; then
+	log "measuring dsync without wake-ups (waiters poll)"
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" \
+		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-polling); fi
 fi
 
 if want mongo-lock; then
@@ -198,7 +204,7 @@ if want etcd; then
 	fi
 fi
 
-for lib in dsync dsync-wakeups mongo-lock redsync etcd; do
+for lib in dsync dsync-polling mongo-lock redsync etcd; do
 	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
 done
 cmd="bash bench/run.sh"

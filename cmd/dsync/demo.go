@@ -254,7 +254,7 @@ func (d *demo) run(ctx context.Context) error {
 	fmt.Fprintln(d.out, "\nsummary")
 	sum := newTable("", "", "")
 	sum.add("failover after SIGKILL", fmtDur(failover), "the dead leader's lease had to expire first (ttl "+fmtDur(d.ttl)+")")
-	sum.add("graceful handoff", fmtDur(handoff), "Resign released the lease, a standby took it at its next poll")
+	sum.add("graceful handoff", fmtDur(handoff), "Resign released the lease, the next standby in line took it")
 	sum.add("leaders", strings.Join(names, " → "), "terms "+strings.Join(tokens, " < ")+": fencing tokens only grow")
 	sum.add("lock "+demoLock, fmt.Sprintf("%d holds", holds), "tokens in order, never two holders at once")
 	sum.write(d.out, "  ")
@@ -338,7 +338,7 @@ func (d *demo) spawn(label string) error {
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(exe, "--uri", d.server.URI, "--db", d.g.db,
-		"--collection", d.g.collection, "--elections", d.g.elections, "--members", d.g.members,
+		"--collection", d.g.collection, "--elections", d.g.elections, "--members", d.g.members, "--wakeups="+strconv.FormatBool(d.g.wakeups),
 		candidateCmd.name, "--label", label, "--ttl", d.ttl.String(),
 		"--election", demoElection, "--lock", demoLock)
 	p.cmd.Stderr = logf

@@ -54,6 +54,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.Usage = func() {}
 	if !g.defaulted {
 		g.db, g.collection, g.elections, g.members, g.timeout = defaultDB, defaultCollection, defaultElections, defaultMembers, defaultTimeout
+		g.wakeups = true // dsyncmongo's default
 		g.defaulted = true
 	}
 	fs.StringVar(&g.uri, "uri", g.uri, "MongoDB connection string (default $MONGODB_URI)")
@@ -63,7 +64,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.StringVar(&g.members, "members", g.members, "election member collection")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
-	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events instead of polling")
+	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events (default); --wakeups=false polls")
 	return fs
 }
 

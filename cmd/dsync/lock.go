@@ -27,7 +27,8 @@ never run their commands at the same time. Stdin, stdout and stderr pass
 through; signals dsync receives are passed on. CMD gets the environment
 variables DSYNC_LOCK=NAME and DSYNC_TOKEN, the fencing token of the hold:
 it increases from hold to hold, so a resource can reject a stale holder.
-When the lock is held by another, dsync says so on stderr and waits.
+When the lock is held by another, dsync says so on stderr and waits;
+waiting processes get the lock in the order they started waiting.
 
 Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
 then releases it and exits 0; it prints the token on stdout, one line,
@@ -245,8 +246,12 @@ var errWaited = errors.New("waited long enough")
 func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	// The head of the lock's queue: its holder, or the claim whose turn
+	// has just come.
 	info, err := b.Current(ctx, name)
 	switch {
+	case errors.Is(err, dsyncmongo.ErrNoLock):
+		return "it is free now"
 	case err != nil:
 		return "its holder cannot be read: " + oneLine(err)
 	case !info.Live:

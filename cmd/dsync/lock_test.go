@@ -70,15 +70,16 @@ func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
 
 // Several dsync lock on one name, started at once: each command checks
 // that no other one runs by creating a directory (atomic, like O_EXCL);
-// waiting by polling, and with --wakeups.
+// waiting by polling (--wakeups=false), and woken by events (the
+// default, and the flag that asks for it).
 func TestLockNeverRunsTwoCommandsAtOnce(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"polling", "wakeups"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			var extra []string
-			if mode == "wakeups" {
-				extra = []string{"--wakeups"}
+			extra := []string{"--wakeups"}
+			if mode == "polling" {
+				extra = []string{"--wakeups=false"}
 			}
 			lockNeverRunsTwoCommandsAtOnce(t, extra)
 		})

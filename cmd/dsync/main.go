@@ -122,9 +122,9 @@ Flags (also accepted after COMMAND):
                   a refused connection, an unknown host or a failed
                   authentication is reported at once
   -v              say more about what dsync is doing, on stderr
-  --wakeups       wake waiting processes through events instead of polling
-                  (dsyncmongo.WithWakeups; every process waiting on one
-                  name should use it)
+  --wakeups=false wait by polling instead of wake-up events (on by default,
+                  dsyncmongo.WithWakeups; polling is also the fallback
+                  when the server has no tailable cursors)
   --version       print dsync's version and exit (before COMMAND only)
 
 Run 'dsync help COMMAND' for a command's flags and exit statuses.

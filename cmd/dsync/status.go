@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,23 +23,32 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/leader"
 )
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
 
-Lists the locks in the lock collection (the newest epoch of each key) and
-the elections in the election collection with their members, judged in
-the server's time:
+Lists the locks in the lock collection and the elections in the election
+collection with their members, judged in the server's time:
 
-  STATE      held; free (released); expired (its holder stopped renewing:
-             crashed, or cut off from the server)
-  TOKEN      the fencing token of the newest hold (an election's TERM)
+  STATE      held (a live claim heads the lock's queue); free (every
+             claim ended); expired (free, and the last holder's session
+             expired: it crashed, or was cut off from the server)
+  TOKEN      the fencing token of the holder, or of the last hold (an
+             election's TERM)
   HOST, PID  the process holding the lock or leading: dsync lock or dsync
              elect, or a program using the library; "-" when nobody holds
   CMD PID    the command that dsync runs under the lock, for holders on
              this machine (found among the holder's child processes)
+  HELD FOR   since the holder's turn came (its queuing, or the end of the
+             claim before it)
+  EXPIRES IN when the holder's session expires unless renewed
+  WAITING    live claims queued behind the holder: Lock calls waiting
   LAST SEEN  a candidate's last heartbeat
+
+Reading who holds a lock records, as any waiter would, that a claim
+whose session expired has ended.
 
 Names longer than 40 characters are cut short in the table; --json shows
 them whole. With NAME (after '--' if it starts with '-'), only the lock
@@ -133,26 +143,65 @@ func runStatus(g *globals, args []string) int {
 	return exitOK
 }
 
-// lockDoc is an epoch document of dsyncmongo, as its package documentation
-// describes it, in the lock collection or (an election's lease) in the
-// election collection. status reads the collections itself, read-only:
-// dsyncmongo has no call that lists keys.
+// lockDoc is a document of dsyncmongo's lock collection (protocol v2, see
+// internal/chain): a claim of a key's epoch, the end marker of one
+// (release, withdraw, dead), or a key's floor. status reads the
+// collection itself to list the keys, which dsyncmongo has no call for;
+// who holds a key it asks dsyncmongo (Backend.Current).
 type lockDoc struct {
-	Key        string    `bson:"key"`
-	Epoch      int64     `bson:"epoch"`
-	Owner      string    `bson:"owner"`
-	Host       string    `bson:"host"`
-	PID        int       `bson:"pid"`
-	AcquiredAt time.Time `bson:"acquiredAt"`
-	ExpiresAt  time.Time `bson:"expiresAt"`
-	Released   bool      `bson:"released"`
+	ID      string    `bson:"_id"`
+	Key     string    `bson:"key"`
+	Epoch   int64     `bson:"epoch"`
+	Kind    string    `bson:"kind"`
+	Nonce   string    `bson:"nonce"`
+	Session string    `bson:"session"`
+	Owner   string    `bson:"owner"`
+	Host    string    `bson:"host"`
+	PID     int       `bson:"pid"`
+	At      time.Time `bson:"at"` // a claim: when it queued; a marker: when it was sent
+}
+
+// sessionDoc is a document of dsyncmongo's sessions collection.
+type sessionDoc struct {
+	ID        string    `bson:"_id"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+}
+
+// sessionsSuffix names dsyncmongo's sessions collection after the lock
+// collection (dsyncmongo's sessionsSuffix).
+const sessionsSuffix = "_sessions"
+
+// A lockState is what status shows of one key.
+type lockState struct {
+	key string
+	// state: held (a live claim heads the queue); free (every claim
+	// ended); expired (free, and the last hold ended because its
+	// holder's session expired: it crashed or was cut off).
+	state string
+	// token: the holder's, or the last hold's (0 if no claim ever held,
+	// as far as the documents left show).
+	token int64
+	// holder is the head of the queue when held; otherwise the last
+	// holder, if known.
+	holder *holderInfo
+	// waiting counts the live claims queued behind the holder.
+	waiting int
+}
+
+type holderInfo struct {
+	owner, host string
+	pid         int
+	// since: when it began to hold, as far as the documents tell: the
+	// later of its claim's queuing and the last end below it.
+	since     time.Time
+	expiresAt time.Time // its session's expiry (server time)
 }
 
 // A status is what `dsync status` shows.
 type status struct {
 	now       time.Time     // server time when read
 	within    time.Duration // uncertainty of now
-	locks     []lockDoc     // newest epoch of each plain lock, by key
+	locks     []lockState   // plain locks, by key
 	elections []election
 
 	// commands are the pids of the commands that holders on this host
@@ -162,7 +211,7 @@ type status struct {
 
 type election struct {
 	name    string
-	lock    *lockDoc // newest epoch of leader.LockKey(name), in the election collection
+	lock    lockState // of leader.LockKey(name)
 	members []leader.Member
 }
 
@@ -180,79 +229,207 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, name string
 
 	// Every key of the lock collection is a lock, whatever its name: the
 	// leases of elections are in a collection of their own.
-	lockFilter, leaseFilter := bson.D{}, bson.D{}
+	lockKeys, err := readKeyDocs(ctx, g, db, g.collection, name)
+	if err != nil {
+		return nil, err
+	}
+	leaseName := ""
 	if name != "" {
-		lockFilter = bson.D{{Key: "key", Value: name}}
-		leaseFilter = bson.D{{Key: "key", Value: leader.LockKey(name)}}
+		leaseName = leader.LockKey(name)
 	}
-	locks, err := newestEpochs(ctx, db, g.collection, lockFilter)
+	leaseKeys, err := readKeyDocs(ctx, g, db, g.elections, leaseName)
 	if err != nil {
 		return nil, err
 	}
-	st.locks = locks
-	leases, err := newestEpochs(ctx, db, g.elections, leaseFilter)
+	if len(lockKeys) == 0 && len(leaseKeys) == 0 {
+		st.now = serverNow()
+		return st, nil
+	}
+
+	// Status reports what it reads; the backends' own warnings would only
+	// interleave with the table.
+	quiet := dsyncmongo.WithLogger(slog.New(slog.DiscardHandler))
+	locks, err := dsyncmongo.New(db, append(g.lockOptions(), quiet)...)
 	if err != nil {
 		return nil, err
 	}
-	for i := range leases {
+	defer locks.Close()
+	elections, err := g.leaderBackend(db, quiet)
+	if err != nil {
+		return nil, err
+	}
+	defer elections.Close()
+	st.now = serverNow()
+	liveAfter := st.now.Add(-st.within)
+	if err := readHeads(ctx, g, db, g.collection, locks, lockKeys, liveAfter); err != nil {
+		return nil, err
+	}
+	if err := readHeads(ctx, g, db, g.elections, elections.Backend, leaseKeys, liveAfter); err != nil {
+		return nil, err
+	}
+	for _, k := range lockKeys {
+		st.locks = append(st.locks, k.state)
+	}
+	for _, k := range leaseKeys {
 		// A key without the prefix is no election's lease: a lock someone
 		// took on an election backend. It is not listed.
-		if e, ok := strings.CutPrefix(leases[i].Key, leader.LockKey("")); ok {
-			st.elections = append(st.elections, election{name: e, lock: &leases[i]})
+		if e, ok := strings.CutPrefix(k.key, leader.LockKey("")); ok {
+			st.elections = append(st.elections, election{name: e, lock: k.state})
 		}
 	}
-	if len(st.elections) > 0 {
-		// Status reports what it reads; the backend's own warnings would
-		// only interleave with the table.
-		b, err := g.leaderBackend(db, dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
+	for i := range st.elections {
+		e := &st.elections[i]
+		if e.members, err = elections.Members(ctx, e.name, seen); err != nil {
 			return nil, err
-		}
-		defer b.Close()
-		for i := range st.elections {
-			e := &st.elections[i]
-			if e.members, err = b.Members(ctx, e.name, seen); err != nil {
-				return nil, err
-			}
 		}
 	}
 	st.now = serverNow()
 	return st, nil
 }
 
-// newestEpochs reads the newest epoch document of each key in collection
-// coll that filter selects, sorted by key.
-func newestEpochs(ctx context.Context, db *mongo.Database, coll string, filter bson.D) ([]lockDoc, error) {
+// readKeyDocs reads the claims and end markers of collection coll (of key
+// only, unless it is empty), grouped by key. Keys left with markers only
+// (their claims pruned) are not listed.
+func readKeyDocs(ctx context.Context, g *globals, db *mongo.Database, coll, key string) ([]*keyDocs, error) {
+	filter := bson.D{{Key: "kind", Value: bson.D{{Key: "$in", Value: bson.A{chain.KindClaim, chain.KindRelease, chain.KindWithdraw, chain.KindDead}}}}}
+	if key != "" {
+		filter = append(filter, bson.E{Key: "key", Value: key})
+	}
 	cur, err := db.Collection(coll).Find(ctx, filter,
-		options.Find().SetSort(bson.D{{Key: "key", Value: 1}, {Key: "epoch", Value: -1}}))
+		options.Find().SetSort(bson.D{{Key: "key", Value: 1}, {Key: "epoch", Value: 1}}))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s.%s: %w", db.Name(), coll, err)
+		return nil, fmt.Errorf("reading %s.%s: %w", g.db, coll, err)
 	}
 	var docs []lockDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("reading %s.%s: %w", db.Name(), coll, err)
+		return nil, fmt.Errorf("reading %s.%s: %w", g.db, coll, err)
 	}
-	var newest []lockDoc
+	var keys []*keyDocs
 	for i := range docs {
-		if i > 0 && docs[i-1].Key == docs[i].Key {
-			continue // an older epoch
+		d := &docs[i]
+		if len(keys) == 0 || keys[len(keys)-1].key != d.Key {
+			keys = append(keys, &keyDocs{key: d.Key, ends: map[string]*lockDoc{}})
 		}
-		newest = append(newest, docs[i])
+		k := keys[len(keys)-1]
+		if d.Kind == chain.KindClaim {
+			k.claims = append(k.claims, d)
+		} else {
+			k.ends[d.ID] = d
+		}
 	}
-	return newest, nil
+	return slices.DeleteFunc(keys, func(k *keyDocs) bool { return len(k.claims) == 0 }), nil
 }
 
-// state says whether d is held now: "held", "free" (released) or
-// "expired" (its holder stopped renewing). A lease within the
-// uncertainty of its expiry still counts as held.
-func (st *status) state(d *lockDoc) string {
-	switch {
-	case d.Released:
-		return "free"
-	case d.ExpiresAt.Before(st.now.Add(-st.within)):
-		return "expired"
+// keyDocs are the documents of one key, as read.
+type keyDocs struct {
+	key    string
+	claims []*lockDoc          // by epoch
+	ends   map[string]*lockDoc // markers, by _id
+	state  lockState
+}
+
+// end returns the marker of claim c, if read.
+func (k *keyDocs) end(c *lockDoc) *lockDoc {
+	return k.ends[chain.EndID(c.Key, uint64(c.Epoch), c.Nonce)]
+}
+
+// readHeads fills in each key's state: its holder (the head of its queue,
+// from dsyncmongo's Current), the live claims behind it, or the last
+// hold. A claim counts as waiting if it has no end marker and its session
+// had not expired at liveAfter.
+func readHeads(ctx context.Context, g *globals, db *mongo.Database, coll string, b *dsyncmongo.Backend, keys []*keyDocs, liveAfter time.Time) error {
+	sessions := map[string]*sessionDoc{}
+	for _, k := range keys {
+		for _, c := range k.claims {
+			sessions[c.Session] = nil
+		}
 	}
-	return "held"
+	var heads []*dsyncmongo.LockInfo
+	for _, k := range keys {
+		info, err := b.Current(ctx, k.key)
+		switch {
+		case errors.Is(err, dsyncmongo.ErrNoLock):
+			heads = append(heads, nil)
+		case err != nil:
+			return err
+		default:
+			heads = append(heads, &info)
+		}
+	}
+	// Read after Current, which records the dead marker of a claim whose
+	// session it found expired.
+	if len(sessions) > 0 {
+		ids := make(bson.A, 0, len(sessions))
+		for id := range sessions {
+			ids = append(ids, id)
+		}
+		sc := db.Collection(coll + sessionsSuffix)
+		cur, err := sc.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+		if err != nil {
+			return fmt.Errorf("reading %s.%s: %w", g.db, sc.Name(), err)
+		}
+		var docs []sessionDoc
+		if err := cur.All(ctx, &docs); err != nil {
+			return fmt.Errorf("reading %s.%s: %w", g.db, sc.Name(), err)
+		}
+		for i := range docs {
+			sessions[docs[i].ID] = &docs[i]
+		}
+	}
+	expiry := func(session string) time.Time {
+		if s := sessions[session]; s != nil {
+			return s.ExpiresAt
+		}
+		return time.Time{}
+	}
+	for i, k := range keys {
+		if h := heads[i]; h != nil && h.Live {
+			k.state = lockState{key: k.key, state: "held", token: int64(h.Token), holder: &holderInfo{
+				owner: h.Owner, host: h.Host, pid: h.PID, since: h.AcquiredAt, expiresAt: h.ExpiresAt}}
+			for _, c := range k.claims {
+				switch {
+				case c.Epoch < int64(h.Token):
+					// The holder began to hold after every claim below it ended.
+					if e := k.end(c); e != nil && e.At.After(k.state.holder.since) {
+						k.state.holder.since = e.At
+					}
+				case c.Epoch > int64(h.Token) && k.end(c) == nil && !expiry(c.Session).Before(liveAfter):
+					k.state.waiting++
+				}
+			}
+			continue
+		}
+		// Free: the last hold is the newest claim that did not end by a
+		// withdrawal (a claim given up before it held).
+		k.state = lockState{key: k.key, state: "free"}
+		for j := len(k.claims) - 1; j >= 0; j-- {
+			c := k.claims[j]
+			e := k.end(c)
+			if e == nil {
+				// Ended since it was read (Current found no live claim):
+				// read its marker.
+				var d lockDoc
+				err := db.Collection(coll).FindOne(ctx, bson.D{{Key: "_id", Value: chain.EndID(c.Key, uint64(c.Epoch), c.Nonce)}}).Decode(&d)
+				if errors.Is(err, mongo.ErrNoDocuments) {
+					continue // pruned, or its claim was queued after Current
+				}
+				if err != nil {
+					return fmt.Errorf("reading %s.%s: %w", g.db, coll, err)
+				}
+				e = &d
+			}
+			if e.Kind == chain.KindWithdraw {
+				continue
+			}
+			if e.Kind == chain.KindDead {
+				k.state.state = "expired"
+			}
+			k.state.token = c.Epoch
+			k.state.holder = &holderInfo{owner: c.Owner, host: c.Host, pid: c.PID, since: c.At, expiresAt: expiry(c.Session)}
+			break
+		}
+	}
+	return nil
 }
 
 // findCommands finds the commands that holders and candidates on this
@@ -264,9 +441,9 @@ func (st *status) findCommands() {
 		return
 	}
 	var pids []int
-	for i := range st.locks {
-		if d := &st.locks[i]; d.Host == host && st.state(d) == "held" {
-			pids = append(pids, d.PID)
+	for _, l := range st.locks {
+		if l.state == "held" && l.holder.host == host {
+			pids = append(pids, l.holder.pid)
 		}
 	}
 	for _, e := range st.elections {
@@ -297,16 +474,16 @@ func (st *status) write(w io.Writer, indent string) (cut bool) {
 		return c
 	}
 	if len(st.locks) > 0 {
-		t := newTable("LOCK", "STATE", ">TOKEN", "HOST", ">PID", ">CMD PID", ">HELD FOR", ">EXPIRES IN")
-		for i := range st.locks {
-			d := &st.locks[i]
-			state := st.state(d)
-			host, pid, cmd, heldFor, left := "-", "-", "-", "-", "-"
-			if state == "held" {
-				host, pid, cmd = cell(d.Host, maxHostWidth), strconv.Itoa(d.PID), st.commandPID(d.PID)
-				heldFor, left = fmtDur(st.now.Sub(d.AcquiredAt)), fmtDur(max(d.ExpiresAt.Sub(st.now), 0))
+		t := newTable("LOCK", "STATE", ">TOKEN", "HOST", ">PID", ">CMD PID", ">HELD FOR", ">EXPIRES IN", ">WAITING")
+		for _, l := range st.locks {
+			host, pid, cmd, heldFor, left, waiting := "-", "-", "-", "-", "-", "-"
+			if l.state == "held" {
+				h := l.holder
+				host, pid, cmd = cell(h.host, maxHostWidth), strconv.Itoa(h.pid), st.commandPID(h.pid)
+				heldFor, left = fmtDur(max(st.now.Sub(h.since), 0)), fmtDur(max(h.expiresAt.Sub(st.now), 0))
+				waiting = strconv.Itoa(l.waiting)
 			}
-			t.add(cell(d.Key, maxNameWidth), state, strconv.FormatInt(d.Epoch, 10), host, pid, cmd, heldFor, left)
+			t.add(cell(l.key, maxNameWidth), l.state, strconv.FormatInt(l.token, 10), host, pid, cmd, heldFor, left, waiting)
 		}
 		t.write(w, indent)
 	}
@@ -317,14 +494,17 @@ func (st *status) write(w io.Writer, indent string) (cut bool) {
 		t := newTable("ELECTION", "ROLE", ">TERM", "HOST", ">PID", ">CMD PID", "VERSION", ">LAST SEEN", ">EXPIRES IN")
 		for _, e := range st.elections {
 			name := cell(e.name, maxNameWidth)
-			leading := st.state(e.lock) == "held"
-			term, left := strconv.FormatInt(e.lock.Epoch, 10), fmtDur(max(e.lock.ExpiresAt.Sub(st.now), 0))
+			leading := e.lock.state == "held"
+			term, left := strconv.FormatInt(e.lock.token, 10), "-"
+			if leading {
+				left = fmtDur(max(e.lock.holder.expiresAt.Sub(st.now), 0))
+			}
 			var first []string // the leader's row
 			var standby [][]string
 			for _, m := range e.members {
 				row := []string{name, "standby", "", cell(m.Host, maxHostWidth), strconv.Itoa(m.PID), "-",
 					cell(dash(m.Version), maxVersionWidth), fmtDur(max(st.now.Sub(m.LastSeen), 0)) + " ago", ""}
-				if leading && m.ID == e.lock.Owner {
+				if leading && m.ID == e.lock.holder.owner {
 					row[1], row[2], row[5], row[8] = "leader", term, st.commandPID(m.PID), left
 					first = row
 				} else {
@@ -334,7 +514,7 @@ func (st *status) write(w io.Writer, indent string) (cut bool) {
 			switch {
 			case first != nil:
 			case leading: // the leader's status document is missing or stale
-				first = []string{name, "leader", term, cell(e.lock.Host, maxHostWidth), strconv.Itoa(e.lock.PID), "-", "-", "-", left}
+				first = []string{name, "leader", term, cell(e.lock.holder.host, maxHostWidth), strconv.Itoa(e.lock.holder.pid), "-", "-", "-", left}
 			default:
 				first = []string{name, "no leader", "", "", "", "", "", "", ""}
 			}
@@ -386,16 +566,22 @@ type (
 	jsonLock struct {
 		Name  string `json:"name"`
 		State string `json:"state"` // held, free, expired
-		Token int64  `json:"token"`
+		Token int64  `json:"token"` // the holder's, or the last hold's (0: none known)
 		// Holder is who holds it; LastHolder who held it last, when
-		// nobody does.
+		// nobody does (and the documents still tell).
 		Holder     *jsonHolder `json:"holder"`
 		LastHolder *jsonHolder `json:"lastHolder,omitempty"`
+		// Waiting counts the live claims queued behind the holder (0
+		// when free).
+		Waiting int `json:"waiting"`
 	}
 	jsonHolder struct {
-		Host       string    `json:"host"`
-		PID        int       `json:"pid"`                  // the process holding the lease
-		CommandPID int       `json:"commandPid,omitempty"` // the command it runs, when known
+		Host       string `json:"host"`
+		PID        int    `json:"pid"`                  // the process holding the lease
+		CommandPID int    `json:"commandPid,omitempty"` // the command it runs, when known
+		// AcquiredAt is when it began to hold, as far as the documents
+		// tell: the later of its queuing and the end of the claim before
+		// it. ExpiresAt is when its session expires unless renewed.
 		AcquiredAt time.Time `json:"acquiredAt"`
 		ExpiresAt  time.Time `json:"expiresAt"`
 		HeldForMS  float64   `json:"heldForMs"`
@@ -423,41 +609,42 @@ type (
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func (st *status) holder(d *lockDoc) *jsonHolder {
-	return &jsonHolder{Host: d.Host, PID: d.PID, CommandPID: st.commands[d.PID], AcquiredAt: d.AcquiredAt, ExpiresAt: d.ExpiresAt,
-		HeldForMS: ms(st.now.Sub(d.AcquiredAt)), ExpiresInMS: ms(max(d.ExpiresAt.Sub(st.now), 0))}
+func (st *status) holder(h *holderInfo) *jsonHolder {
+	return &jsonHolder{Host: h.host, PID: h.pid, CommandPID: st.commands[h.pid], AcquiredAt: h.since, ExpiresAt: h.expiresAt,
+		HeldForMS: ms(max(st.now.Sub(h.since), 0)), ExpiresInMS: ms(max(h.expiresAt.Sub(st.now), 0))}
 }
 
 func (st *status) writeJSON(w io.Writer) error {
 	out := jsonStatus{ServerTime: st.now, UncertaintyMS: ms(st.within), Locks: []jsonLock{}, Elections: []jsonElection{}}
-	for i := range st.locks {
-		d := &st.locks[i]
-		l := jsonLock{Name: d.Key, State: st.state(d), Token: d.Epoch}
-		if l.State == "held" {
-			l.Holder = st.holder(d)
-		} else {
-			l.LastHolder = st.holder(d)
+	for _, ls := range st.locks {
+		l := jsonLock{Name: ls.key, State: ls.state, Token: ls.token, Waiting: ls.waiting}
+		switch {
+		case l.State == "held":
+			l.Holder = st.holder(ls.holder)
+		case ls.holder != nil:
+			l.LastHolder = st.holder(ls.holder)
 			l.LastHolder.CommandPID = 0
 		}
 		out.Locks = append(out.Locks, l)
 	}
 	for _, e := range st.elections {
-		je := jsonElection{Name: e.name, Term: e.lock.Epoch, Members: []jsonMember{}}
-		leading := st.state(e.lock) == "held"
+		je := jsonElection{Name: e.name, Term: e.lock.token, Members: []jsonMember{}}
+		leading := e.lock.state == "held"
 		if leading {
-			je.Lease = st.holder(e.lock)
+			je.Lease = st.holder(e.lock.holder)
 		}
 		for _, m := range e.members {
 			jm := jsonMember{ID: m.ID, Role: "standby", Host: m.Host, PID: m.PID, Version: m.Version,
 				LastSeen: m.LastSeen, AgoMS: ms(max(st.now.Sub(m.LastSeen), 0))}
-			if leading && m.ID == e.lock.Owner {
+			if leading && m.ID == e.lock.holder.owner {
 				jm.Role, jm.CommandPID = "leader", st.commands[m.PID]
 				je.Leader = &jm
 			}
 			je.Members = append(je.Members, jm)
 		}
 		if leading && je.Leader == nil { // the leader's status document is missing or stale
-			je.Leader = &jsonMember{ID: e.lock.Owner, Role: "leader", Host: e.lock.Host, PID: e.lock.PID}
+			h := e.lock.holder
+			je.Leader = &jsonMember{ID: h.owner, Role: "leader", Host: h.host, PID: h.pid}
 		}
 		out.Elections = append(out.Elections, je)
 	}

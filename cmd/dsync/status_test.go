@@ -38,11 +38,11 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	cmdPID := readLines(r.stdout)[0]
 	header := fields(t, r.stdout, "LOCK")
 	row := fields(t, r.stdout, "nightly")
-	if want := "LOCK STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN"; strings.Join(header, " ") != want {
+	if want := "LOCK STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN WAITING"; strings.Join(header, " ") != want {
 		t.Errorf("status header %q, want %q", strings.Join(header, " "), want)
 	}
-	if len(row) != 8 || row[1] != "held" || row[2] != "1" || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID {
-		t.Errorf("status under the lock:\n%s\nwant nightly held with token 1 by %s, the command's pid %s, dsync's another", r.stdout, host, cmdPID)
+	if len(row) != 9 || row[1] != "held" || row[2] != "1" || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID || row[8] != "0" {
+		t.Errorf("status under the lock:\n%s\nwant nightly held with token 1 by %s, the command's pid %s, dsync's another, nobody waiting", r.stdout, host, cmdPID)
 	}
 
 	// The member's status document is written in the background: wait
@@ -57,7 +57,7 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	if len(row) < 8 || row[1] != "leader" || row[2] != "1" || row[5] != cmdPID || row[6] != "v9" {
 		t.Errorf("status under the election:\n%s\nwant cron's leader with term 1, command pid %s and version v9", r.stdout, cmdPID)
 	}
-	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly free 1 - - - - -" {
+	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly free 1 - - - - - -" {
 		t.Errorf("status after the lock was released:\n%s\nwant nightly free, with no holder", r.stdout)
 	}
 
@@ -154,14 +154,98 @@ func TestStatusJSONAndLongNames(t *testing.T) {
 	host, _ := os.Hostname()
 	if len(st.Locks) != 1 || st.Locks[0].Name != long || st.Locks[0].State != "held" || st.Locks[0].Token != 1 ||
 		st.Locks[0].Holder == nil || st.Locks[0].Holder.Host != host || st.Locks[0].Holder.CommandPID != cmdPID ||
-		st.Locks[0].Holder.ExpiresInMS <= 0 || st.ServerTime.IsZero() {
+		st.Locks[0].Holder.ExpiresInMS <= 0 || st.Locks[0].Waiting != 0 || st.ServerTime.IsZero() {
 		t.Errorf("status --json: %+v; want the whole name held with token 1 by %s, command pid %d", st, host, cmdPID)
 	}
 
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
+	st = jsonStatus{}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 1 || st.Locks[0].State != "free" ||
-		st.Locks[0].Holder != nil || st.Locks[0].LastHolder == nil || st.Locks[0].LastHolder.Host != host {
+		st.Locks[0].Token != 1 || st.Locks[0].Holder != nil || st.Locks[0].LastHolder == nil || st.Locks[0].LastHolder.Host != host {
 		t.Errorf("status --json after the release: %v\n%s\nwant the lock free, with its last holder apart", err, r.stdout)
+	}
+}
+
+// A process waiting for a held lock is counted; once both are done the
+// lock is free, its token the waiter's.
+func TestStatusCountsWaiters(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	// The holder's command starts a second dsync lock on the same name in
+	// the background (it waits), then reads status until it shows it.
+	script := `"$0" --db "$1" lock queue -- touch "$2/second" >/dev/null 2>&1 &
+for i in $(seq 100); do out=$("$0" --db "$1" status --json queue); case $out in *'"waiting": 1'*) break;; esac; sleep 0.1; done
+echo "$out"`
+	r := runDsync(t, e, "", slow(60*time.Second), "--db", db, "lock", "queue", "--", "sh", "-c", script, dsyncBin, db, dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	var st jsonStatus
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	if len(st.Locks) != 1 || st.Locks[0].State != "held" || st.Locks[0].Token != 1 || st.Locks[0].Holder == nil || st.Locks[0].Waiting != 1 {
+		t.Errorf("status --json with one process waiting:\n%s\nwant queue held with token 1, 1 waiting", r.stdout)
+	}
+	// The waiter takes the lock when the holder's command is done.
+	waitFile(t, filepath.Join(dir, "second"), slow(30*time.Second))
+	deadline := time.Now().Add(slow(30 * time.Second))
+	for {
+		r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "queue")
+		st = jsonStatus{}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 1 {
+			t.Fatalf("status --json queue: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+		}
+		if l := st.Locks[0]; l.State == "free" {
+			if l.Token != 2 || l.Holder != nil || l.Waiting != 0 || l.LastHolder == nil {
+				t.Errorf("status --json after both holds:\n%s\nwant queue free, no holder, last hold token 2", r.stdout)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock is not free after both holds:\n%s", r.stdout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A holder killed with SIGKILL leaves its claim behind: once its session
+// expires, status shows the lock expired, with nobody holding it.
+func TestStatusAfterTheHolderDies(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	dir := t.TempDir()
+	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", "1s", "doomed", "--",
+		"sh", "-c", `touch "$1/holding"; exec sleep 30`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "holding"), slow(20*time.Second))
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "doomed")
+	if row := fields(t, r.stdout, "doomed"); len(row) != 9 || row[1] != "held" {
+		t.Errorf("status while held:\n%s\nwant doomed held", r.stdout)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	killed := time.Now()
+	for {
+		r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "doomed")
+		row := fields(t, r.stdout, "doomed")
+		if row[1] != "held" {
+			if strings.Join(row, " ") != "doomed expired 1 - - - - - -" {
+				t.Errorf("status after the holder's session expired:\n%s\nwant doomed expired, token 1, no holder", r.stdout)
+			}
+			break
+		}
+		if time.Since(killed) > slow(20*time.Second) {
+			t.Fatalf("%v after SIGKILL of a holder with --ttl 1s, status still shows it held:\n%s", time.Since(killed), r.stdout)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -27,12 +27,14 @@ import (
 type driver struct {
 	uri, db, rev string
 	poll         time.Duration // 0: dsyncmongo's default
-	wakeups      string        // "on", "off", or "": dsyncmongo's default
+	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
 }
 
 // lockOptions are the dsyncmongo options of every backend for scenario ns.
 func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
-	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns)}
+	// Quiet like the Mutexes: a run's Drop ends the wake-up streams of
+	// the processes still connected, which would each warn.
+	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
 	if d.poll != 0 {
 		opts = append(opts, dsyncmongo.WithPollInterval(d.poll))
 	}
@@ -42,9 +44,11 @@ func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
 	return opts
 }
 
+// Name is "dsync", or "dsync-polling" with wake-ups turned off (waiters
+// poll): the before/after of wake-ups, which are dsyncmongo's default.
 func (d *driver) Name() string {
-	if d.wakeups == "on" {
-		return "dsync-wakeups"
+	if d.wakeups == "off" {
+		return "dsync-polling"
 	}
 	return "dsync"
 }
@@ -166,12 +170,17 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 	return &election{e: e}, nil
 }
 
+// RenewCommands: a process renews its one session (claims, holds and
+// waits alike) with one update per interval, whatever the number of locks.
 func (c *conn) RenewCommands() []string { return []string{"update"} }
 
+// Drop removes the collections dsyncmongo and leadermongo named after the
+// scenario's lock collection.
 func (c *conn) Drop(ctx context.Context) error {
 	return errors.Join(
-		c.db.Collection("locks_"+c.ns).Drop(ctx),
-		c.db.Collection("locks_"+c.ns+"_events").Drop(ctx), // wake-ups
+		c.db.Collection("locks_"+c.ns).Drop(ctx),             // claims, end markers, floors
+		c.db.Collection("locks_"+c.ns+"_sessions").Drop(ctx), // sessions
+		c.db.Collection("locks_"+c.ns+"_events").Drop(ctx),   // wake-ups
 		c.db.Collection("members_"+c.ns).Drop(ctx))
 }
 

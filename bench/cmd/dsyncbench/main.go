@@ -86,7 +86,7 @@ func measure() int {
 	runs := flag.Int("runs", 0, "repeated runs per figure (default 3)")
 	rev := flag.String("rev", "", "revision of the library measured, for the report")
 	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
-	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's)")
+	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's, on); off reports as dsync-polling")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	flag.Parse()
 
