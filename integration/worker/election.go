@@ -9,7 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
@@ -32,7 +31,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		return err
 	}
 	defer lb.Close()
-	backend := &recordingElection{Backend: lb, rec: w.rec}
+	backend := &recordingElection{recordingLocks: &recordingLocks{Backend: lb, rec: w.rec}, electionStatus: lb}
 
 	var elected atomic.Pointer[leader.Info]
 	opts := []leader.Option{
@@ -118,26 +117,16 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 // every session opened and renewed, and every claim of the leadership
 // lease that begins to hold or ends.
 type recordingElection struct {
-	leader.Backend
-	rec *recorder
+	*recordingLocks // the lease: sessions and claims, recorded
+	electionStatus  // leaders and members, passed through
 }
 
-func (b *recordingElection) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
-	return recordOpen(ctx, b.rec, b.Backend, ttl)
+// electionStatus is the part of leader.Backend beyond dsync.Backend.
+type electionStatus interface {
+	Leader(ctx context.Context, election string) (leader.Info, error)
+	PutMember(ctx context.Context, election string, m leader.Member) error
+	Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error)
+	DeleteMember(ctx context.Context, election, id string) error
 }
 
-func (b *recordingElection) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	return recordRenew(ctx, b.rec, b.Backend, session, ttl)
-}
-
-func (b *recordingElection) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	return recordClaim(ctx, b.rec, b.Backend, key, owner, session, try)
-}
-
-func (b *recordingElection) Await(ctx context.Context, c dsync.Claim) error {
-	return recordAwait(ctx, b.rec, b.Backend, c)
-}
-
-func (b *recordingElection) End(ctx context.Context, c dsync.Claim, held bool) error {
-	return recordEnd(ctx, b.rec, b.Backend, c, held)
-}
+var _ leader.Backend = (*recordingElection)(nil)
