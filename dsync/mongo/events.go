@@ -60,6 +60,11 @@ const (
 	// later, misses what was trimmed: waiters it should have woken look
 	// again within the safety poll interval.
 	trimSlack = 10 * time.Second
+	// missWindow is how long after announcing itself a waiter guards
+	// against an end announced before its owner heard of it (see wait):
+	// far longer than the stream's lag (about 20 ms on FerretDB, under a
+	// second with 16 waiting processes on two cores).
+	missWindow = 4 * time.Second
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 )
@@ -411,13 +416,16 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 	if w.b.cfg.wakeups && w.healthy.Load() {
 		// The owner of the claim sends "ended" only if it has heard of us:
 		// if it ends the claim within the stream's lag after our
-		// announcement, no event comes. So a waiter looks again after
-		// waiting as long as its announcement is old (at least a poll
-		// interval, at most the safety poll interval): a missed event
-		// costs at most about twice the time the announcement took to
-		// travel, and an idle waiter soon looks only every safety poll.
+		// announcement, no event comes. So for missWindow after an
+		// announcement a waiter looks again after waiting as long as the
+		// announcement is old (at least a poll interval): a missed event
+		// costs about twice the time the announcement took to travel.
+		// After that it looks only every safety poll interval.
 		if age, err := w.announce(ctx, est, k); err == nil {
-			poll = min(max(w.b.cfg.poll, age), w.b.cfg.safetyPoll)
+			poll = w.b.cfg.safetyPoll
+			if age < missWindow {
+				poll = min(max(w.b.cfg.poll, age), poll)
+			}
 		}
 	}
 	// Whatever happens, the caller looks again within poll.

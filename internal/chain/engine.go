@@ -74,6 +74,11 @@ type Engine struct {
 
 	mu   sync.Mutex
 	keys map[string]*keyState
+	// expiries remembers the latest expiry read of each session. A stored
+	// expiry only grows, so a session read alive until X is alive until X
+	// whatever has happened since: a waiter that looks at its blocker
+	// again reads only the marker.
+	expiries map[string]time.Time
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
@@ -134,7 +139,7 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return xid.New().String() }
 	}
-	return &Engine{store: store, clock: clock, cfg: cfg, keys: make(map[string]*keyState), ends: make(map[string]Doc)}, nil
+	return &Engine{store: store, clock: clock, cfg: cfg, keys: make(map[string]*keyState), expiries: make(map[string]time.Time), ends: make(map[string]Doc)}, nil
 }
 
 // SetBug plants a protocol error (tests only).
@@ -349,6 +354,7 @@ func (e *Engine) SessionAlive(ctx context.Context, id string) (alive bool, expir
 	if err != nil || !found {
 		return false, time.Time{}, err
 	}
+	e.learnExpiry(id, s.ExpiresAt)
 	return !s.ExpiresAt.Before(earliest), s.ExpiresAt, nil
 }
 
@@ -491,9 +497,15 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, b B
 		return true, m.Kind, Blocker{}, nil
 	}
 	earliest := e.clock.ServerNow().Earliest
+	if known, ok := e.expiry(d.Session); ok && !known.Before(earliest) {
+		return false, "", Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: known}, nil
+	}
 	s, found, err := e.store.GetSession(ctx, d.Session)
 	if err != nil {
 		return false, "", Blocker{}, err
+	}
+	if found {
+		e.learnExpiry(s.ID, s.ExpiresAt)
 	}
 	if found && !s.ExpiresAt.Before(earliest) {
 		return false, "", Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: s.ExpiresAt}, nil
@@ -641,6 +653,28 @@ func (e *Engine) snapshot(key string) keyState {
 		return *ks
 	}
 	return keyState{}
+}
+
+// maxExpiries bounds the session expiries remembered; past it they are
+// forgotten (and read again when needed).
+const maxExpiries = 4096
+
+func (e *Engine) expiry(session string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.expiries[session]
+	return t, ok
+}
+
+func (e *Engine) learnExpiry(session string, expires time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.expiries) >= maxExpiries {
+		clear(e.expiries)
+	}
+	if expires.After(e.expiries[session]) {
+		e.expiries[session] = expires
+	}
 }
 
 func (e *Engine) learnNewest(key string, epoch uint64) {
