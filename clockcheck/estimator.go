@@ -29,11 +29,13 @@ func (iv Interval) Contains(t time.Time) bool {
 // only, never from the local wall clock, so it stays correct however far
 // off the wall clock is or however it jumps. It is
 //
-//	ServerTime + elapsed ± (Uncertainty + maxDrift × (elapsed + ⌈RTT/2⌉))
+//	ServerTime + elapsed ± (Uncertainty + memberSkew + maxDrift × (elapsed + ⌈RTT/2⌉))
 //
 // where elapsed is Clock.Monotonic() − Taken: the sample's own uncertainty,
-// widened in both directions by the drift the clocks may have accumulated
-// since the request was sent (see [WithMaxDrift]).
+// widened in both directions by the bound on the skew between the servers
+// that may answer (see [WithMemberSkew], 0 by default) and by the drift the
+// clocks may have accumulated since the request was sent (see
+// [WithMaxDrift]).
 //
 // An Estimator is safe for concurrent use.
 type Estimator struct {
@@ -42,6 +44,9 @@ type Estimator struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	// kick asks run for a re-sample now whose sample replaces the one in
+	// use (ResampleNow); one pending request stands for any number.
+	kick chan struct{}
 
 	mu  sync.Mutex
 	cur Sample
@@ -58,14 +63,18 @@ type Estimator struct {
 // failed re-sample keeps the sample in use, whose interval just keeps
 // widening, and is logged (see [WithLogger]).
 func NewEstimator(ctx context.Context, db *mongo.Database, opts ...Option) (*Estimator, error) {
-	if db == nil {
+	if db == nil && !hasProbe(opts) {
 		return nil, ErrNilDatabase
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return newEstimator(ctx, dbCommander{db}, cfg)
+	cmd, err := commanderFor(db, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newEstimator(ctx, cmd, cfg)
 }
 
 func newEstimator(ctx context.Context, cmd commander, cfg *config) (*Estimator, error) {
@@ -74,7 +83,7 @@ func newEstimator(ctx context.Context, cmd commander, cfg *config) (*Estimator, 
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &Estimator{cmd: cmd, cfg: cfg, cancel: cancel, done: make(chan struct{}), cur: s}
+	e := &Estimator{cmd: cmd, cfg: cfg, cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1), cur: s}
 	go e.run(bg)
 	return e, nil
 }
@@ -140,21 +149,43 @@ func (e *Estimator) Close() error {
 	return nil
 }
 
+// ResampleNow asks for a re-sample at once, in the background, whose
+// sample replaces the one in use even if its interval is wider: call it
+// when the server that answers the samples may have changed (a replica
+// set elected a new primary, or a command failed because the server it
+// reached is no longer primary), so that the estimate follows the new
+// server's clock rather than the old one's. Until the re-sample succeeds
+// the old sample stays in use; [WithMemberSkew] is what keeps its interval
+// right meanwhile. It does not block; requests made while one is pending
+// are served by that one. A failed re-sample is logged and not repeated
+// until the next request or the next periodic re-sample.
+func (e *Estimator) ResampleNow() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
 func (e *Estimator) run(ctx context.Context) {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.interval)
 	defer tick.Stop()
 	for {
+		force := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-e.kick:
+			force = true
 		}
-		e.resample(ctx)
+		e.resample(ctx, force)
 	}
 }
 
-func (e *Estimator) resample(ctx context.Context) {
+// resample measures and keeps the new sample if it is narrower now, if it
+// contradicts the one in use, or if force (the server may have changed).
+func (e *Estimator) resample(ctx context.Context, force bool) {
 	// A re-sample must not run into the next one.
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.interval)
 	defer cancel()
@@ -179,6 +210,10 @@ func (e *Estimator) resample(ctx context.Context) {
 			slog.Time("earliest", old.Earliest), slog.Time("latest", old.Latest),
 			slog.Time("server", s.ServerTime), slog.Duration("uncertainty", s.Uncertainty))
 		e.cur = s
+	case force:
+		log.Debug("clockcheck: new sample after a change of server", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty),
+			slog.Duration("moved", s.ServerTime.Add(now-s.Taken).Sub(e.cur.ServerTime.Add(now-e.cur.Taken))))
+		e.cur = s
 	case e.halfWidth(s, now) <= e.halfWidth(e.cur, now):
 		log.Debug("clockcheck: new sample", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty))
 		e.cur = s
@@ -194,8 +229,9 @@ func (e *Estimator) intervalAt(s Sample, now time.Duration) Interval {
 }
 
 // halfWidth is the Uncertainty of s plus the drift since the request was
-// sent (half a round trip before Taken), rounded up.
+// sent (half a round trip before Taken), rounded up, plus the bound on the
+// skew between the servers that may answer (WithMemberSkew).
 func (e *Estimator) halfWidth(s Sample, now time.Duration) time.Duration {
 	since := abs(now-s.Taken) + (s.RTT - s.RTT/2)
-	return s.Uncertainty + time.Duration(math.Ceil(e.cfg.maxDrift*float64(since)))
+	return s.Uncertainty + e.cfg.memberSkew + time.Duration(math.Ceil(e.cfg.maxDrift*float64(since)))
 }

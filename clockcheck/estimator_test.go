@@ -410,3 +410,97 @@ func TestEstimatorTightUpperBound(t *testing.T) {
 		checkContains(t, e, w, "right after the sample")
 	})
 }
+
+func TestProbeReplacesHello(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		w.stepServer(3 * time.Hour)
+		w.legs = fixedLegs(4*time.Millisecond, 0.5)
+		// No database at all: the probe is the only way to the server.
+		e, err := NewEstimator(t.Context(), nil, WithProbe(w.hello), WithClock(w), WithSamples(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if n := w.callCount(); n != 2 {
+			t.Errorf("the probe was called %d times for 2 samples", n)
+		}
+		checkContains(t, e, w, "after the first measurement")
+
+		w.fail = func(int) error { return errServerDown }
+		_, err = Measure(t.Context(), nil, WithProbe(w.hello), WithClock(w))
+		if err == nil || !strings.HasPrefix(err.Error(), "clockcheck: probe: ") {
+			t.Errorf("a failed probe's error does not name it: %v", err)
+		}
+		if _, err := Measure(t.Context(), nil); err != ErrNilDatabase {
+			t.Errorf("nil db without a probe: %v, want ErrNilDatabase", err)
+		}
+		if _, err := newConfig([]Option{WithProbe(nil)}); err == nil || !strings.Contains(err.Error(), "WithProbe(nil)") {
+			t.Errorf("WithProbe(nil): %v", err)
+		}
+	})
+}
+
+// A failover hands the samples to another member whose clock is off by up
+// to the member skew: the estimate must hold the new member's time at once,
+// and after ResampleNow follow it even if the new sample is wider.
+func TestEstimatorServerChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const skew = 50 * time.Millisecond
+		w := newWorld()
+		w.legs = fixedLegs(2*time.Millisecond, 0.5)
+		var log syncBuffer
+		logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		e := newTestEstimator(t, w, WithMemberSkew(skew), WithLogger(logger))
+		defer e.Close()
+		if iv := e.Now(); iv.Latest.Sub(iv.Earliest) < 2*skew {
+			t.Errorf("interval %v wide, narrower than twice the member skew", iv.Latest.Sub(iv.Earliest))
+		}
+		first := e.Sample()
+
+		// The new primary's clock is 45 ms ahead, and the path to it is
+		// slower: its samples are wider than the old one.
+		w.stepServer(45 * time.Millisecond)
+		w.legs = fixedLegs(20*time.Millisecond, 0.5)
+		checkContains(t, e, w, "right after the failover")
+
+		e.ResampleNow()
+		e.ResampleNow() // coalesced with the first
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := e.Sample()
+		if got == first || got.RTT != 20*time.Millisecond {
+			t.Fatalf("ResampleNow did not replace the sample with the new server's: %+v", got)
+		}
+		if n := w.callCount(); n != 2*DefaultSamples {
+			t.Errorf("%d probes, want %d: one re-sample for two requests", n, 2*DefaultSamples)
+		}
+		if !strings.Contains(log.String(), "change of server") {
+			t.Errorf("the forced re-sample was not logged; log:\n%s", log.String())
+		}
+		// Now centred on the new clock: it holds even once the skew is gone.
+		if mid := got.ServerTime.Sub(first.ServerTime.Add(got.Taken - first.Taken)); mid < 40*time.Millisecond {
+			t.Errorf("the estimate moved by %v, want about 45ms", mid)
+		}
+		watch(t, e, w, 3*time.Minute, 7*time.Second)
+
+		if _, err := newConfig([]Option{WithMemberSkew(-time.Millisecond)}); err == nil {
+			t.Error("a negative member skew was accepted")
+		}
+	})
+}
+
+// Without the member skew, the old sample's interval misses the new
+// primary's clock: the negative control of TestEstimatorServerChange.
+func TestEstimatorServerChangeWithoutSkewIsWrong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		w.legs = fixedLegs(2*time.Millisecond, 0.5)
+		e := newTestEstimator(t, w)
+		defer e.Close()
+		w.stepServer(45 * time.Millisecond)
+		if iv := e.Now(); iv.Contains(w.serverNow()) {
+			t.Errorf("without a member skew the old interval [%v, %v] still holds a clock 45ms ahead", iv.Earliest, iv.Latest)
+		}
+	})
+}

@@ -149,3 +149,5 @@ func fixedLegs(rtt time.Duration, upShare float64) func(int) (time.Duration, tim
 		return up, rtt - up
 	}
 }
+
+func (w *world) name() string { return "hello" }

@@ -53,9 +53,32 @@ type Sample struct {
 type commander interface {
 	// hello returns the server's localTime.
 	hello(ctx context.Context) (time.Time, error)
+	// name names the command in errors.
+	name() string
 }
 
 type dbCommander struct{ db *mongo.Database }
+
+func (dbCommander) name() string { return "hello" }
+
+// probeCommander reads the server's time with a caller's Probe.
+type probeCommander struct{ probe Probe }
+
+func (c probeCommander) hello(ctx context.Context) (time.Time, error) { return c.probe(ctx) }
+
+func (probeCommander) name() string { return "probe" }
+
+// commanderFor is what samples db's time under cfg: its probe if it has
+// one (then db may be nil), else hello on db.
+func commanderFor(db *mongo.Database, cfg *config) (commander, error) {
+	if cfg.probe != nil {
+		return probeCommander{cfg.probe}, nil
+	}
+	if db == nil {
+		return nil, ErrNilDatabase
+	}
+	return dbCommander{db}, nil
+}
 
 func (c dbCommander) hello(ctx context.Context) (time.Time, error) {
 	return helloTime(ctx, func(ctx context.Context, cmd bson.D) (bson.Raw, error) {
@@ -132,14 +155,18 @@ func localTime(reply bson.Raw) (time.Time, error) {
 // [ErrNoLocalTime], naming both commands' failures, when neither hello nor
 // isMaster reports the server's time.
 func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, error) {
-	if db == nil {
+	if db == nil && !hasProbe(opts) {
 		return Sample{}, ErrNilDatabase
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return Sample{}, err
 	}
-	return measure(ctx, dbCommander{db}, cfg)
+	cmd, err := commanderFor(db, cfg)
+	if err != nil {
+		return Sample{}, err
+	}
+	return measure(ctx, cmd, cfg)
 }
 
 // Check measures as [Measure] does and returns an [*OffsetError] when the
@@ -150,14 +177,30 @@ func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, e
 // Pick [DefaultMaxOffset] unless you know better. A negative maxOffset is an
 // error.
 func Check(ctx context.Context, db *mongo.Database, maxOffset time.Duration, opts ...Option) (Sample, error) {
-	if db == nil {
+	if db == nil && !hasProbe(opts) {
 		return Sample{}, ErrNilDatabase
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return Sample{}, err
 	}
-	return check(ctx, dbCommander{db}, maxOffset, cfg)
+	cmd, err := commanderFor(db, cfg)
+	if err != nil {
+		return Sample{}, err
+	}
+	return check(ctx, cmd, maxOffset, cfg)
+}
+
+// hasProbe reports whether opts set a probe, so that a nil db is no error.
+// (A nil db without one fails before the options are checked.)
+func hasProbe(opts []Option) bool {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return cfg.probe != nil
 }
 
 func check(ctx context.Context, cmd commander, maxOffset time.Duration, cfg *config) (Sample, error) {
@@ -205,14 +248,14 @@ func measure(ctx context.Context, cmd commander, cfg *config) (Sample, error) {
 // Offset then describes the wall clock as it is after the jump.
 func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
 	if ctx.Err() != nil {
-		return Sample{}, fmt.Errorf("clockcheck: hello: %w", context.Cause(ctx))
+		return Sample{}, fmt.Errorf("clockcheck: %s: %w", cmd.name(), context.Cause(ctx))
 	}
 	m0 := clk.Monotonic()
 	st, err := cmd.hello(ctx)
 	m1 := clk.Monotonic()
 	w1 := clk.Wall()
 	if err != nil {
-		return Sample{}, helloError(ctx, err)
+		return Sample{}, helloError(ctx, cmd.name(), err)
 	}
 	rtt := m1 - m0
 	if rtt < 0 {
@@ -230,16 +273,16 @@ func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
 	}, nil
 }
 
-func helloError(ctx context.Context, err error) error {
+func helloError(ctx context.Context, name string, err error) error {
 	if errors.Is(err, ErrNoLocalTime) {
 		return err
 	}
 	// The driver's error does not always wrap the context's cause (a
 	// WithCancelCause cause, say); callers deserve to see why.
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		return fmt.Errorf("clockcheck: hello: %w: %w", cause, err)
+		return fmt.Errorf("clockcheck: %s: %w: %w", name, cause, err)
 	}
-	return fmt.Errorf("clockcheck: hello: %w", err)
+	return fmt.Errorf("clockcheck: %s: %w", name, err)
 }
 
 func abs(d time.Duration) time.Duration {

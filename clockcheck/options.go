@@ -1,6 +1,7 @@
 package clockcheck
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -28,6 +29,10 @@ type config struct {
 	interval time.Duration
 	maxDrift float64
 	logger   *slog.Logger
+	// probe, if set, reads the server's time instead of hello (WithProbe).
+	probe Probe
+	// memberSkew widens every Estimator interval (WithMemberSkew).
+	memberSkew time.Duration
 	// errs collects invalid option values; reported by newConfig.
 	errs []error
 }
@@ -123,5 +128,47 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		cfg.logger = l
+	}
+}
+
+// A Probe reads the server's clock once: it makes one round trip and
+// returns the server's time as the server read it at some instant between
+// the call and its return, to the millisecond or finer. It must not return
+// a time read before it was called (a cached one) or after it returned.
+type Probe func(ctx context.Context) (time.Time, error)
+
+// WithProbe makes samples read the server's time with p instead of the
+// hello command. Use it when hello may be answered by another host than
+// the one whose clock matters: behind a mongos or a load balancer, hello
+// reports the router's clock, while a write with $currentDate, read back in
+// the same command, reports the clock of the primary that applies it (this
+// is what package dsyncmongo does). With a probe, [Measure], [Check] and
+// [NewEstimator] accept a nil db, and their errors name the probe instead
+// of hello. A nil p is an error.
+func WithProbe(p Probe) Option {
+	return func(cfg *config) {
+		if p == nil {
+			cfg.invalid("WithProbe(nil)")
+			return
+		}
+		cfg.probe = p
+	}
+}
+
+// WithMemberSkew widens every interval an [Estimator] gives by d on each
+// side: the bound on how far apart the clocks of the servers that may
+// answer its samples are. On a replica set, a failover hands the writes,
+// and the samples, to another member, whose clock NTP keeps within some
+// bound of the former primary's; until a sample of the new primary
+// replaces the old one (see [Estimator.ResampleNow]), the interval holds
+// the new primary's time only if it is that much wider. The default is 0:
+// one server. d must be at least 0.
+func WithMemberSkew(d time.Duration) Option {
+	return func(cfg *config) {
+		if d < 0 {
+			cfg.invalid("WithMemberSkew(%v): must be at least 0", d)
+			return
+		}
+		cfg.memberSkew = d
 	}
 }
