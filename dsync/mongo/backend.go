@@ -42,16 +42,20 @@ type Backend struct {
 	db       *mongo.Database
 	coll     *mongo.Collection // claims, end markers, floors
 	sessions *mongo.Collection
-	events   *mongo.Collection // wake-up events (events.go)
-	cfg      *config
-	eng      *chain.Engine
-	wake     *wakeups
+	// clockColl is the sessions collection with write concern 1, for the
+	// server-time samples (servertime.go).
+	clockColl *mongo.Collection
+	events    *mongo.Collection // wake-up events (events.go)
+	cfg       *config
+	eng       *chain.Engine
+	wake      *wakeups
 
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
 	sem     chan struct{}
 	indexed bool        // guarded by sem
-	probed  bool        // guarded by sem: ferret is known
+	probed  bool        // guarded by sem: ferret and topo are known
+	topo    topology    // guarded by sem
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
 	est     atomic.Pointer[clockcheck.Estimator]
 	closed  atomic.Bool
@@ -81,6 +85,8 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	}
 	b.coll = b.Collection(cfg.collection)
 	b.sessions = b.Collection(cfg.collection + sessionsSuffix)
+	b.clockColl = b.db.Collection(cfg.collection+sessionsSuffix, options.Collection().
+		SetWriteConcern(clockWriteConcern).SetReadPreference(readpref.Primary()))
 	b.eng, err = chain.New(store{b}, clock{b}, cfg.chain)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)
@@ -346,8 +352,23 @@ func (b *Backend) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 		if err != nil {
 			return nil, err
 		}
+		topo := topologySingle
+		switch {
+		case b.cfg.topology != nil:
+			topo = *b.cfg.topology
+		case !ferret:
+			if topo, err = b.detectTopology(ctx); err != nil {
+				return nil, err
+			}
+		}
 		b.ferret.Store(ferret)
+		b.topo = topo
 		b.probed = true
+	}
+	if b.topo == topologySharded {
+		if err := b.checkSharding(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if !b.indexed && b.cfg.manageIndexes {
 		// The (key, kind, epoch) index serves the newest-first read and
@@ -358,8 +379,11 @@ func (b *Backend) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 		}
 	}
 	b.indexed = true
-	opts := append([]clockcheck.Option{clockcheck.WithClock(b.cfg.clock), clockcheck.WithLogger(b.cfg.logger)}, b.cfg.estimator...)
-	e, err := clockcheck.NewEstimator(ctx, b.db, opts...)
+	opts := append([]clockcheck.Option{
+		clockcheck.WithClock(b.cfg.clock), clockcheck.WithLogger(b.cfg.logger),
+		clockcheck.WithProbe(b.probeTime), clockcheck.WithMemberSkew(b.memberSkew(b.topo)),
+	}, b.cfg.estimator...)
+	e, err := clockcheck.NewEstimator(ctx, nil, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
 	}

@@ -230,10 +230,12 @@ func (b *Backend) fault(op string) error {
 // timeout read as one.
 func (b *Backend) write(ctx context.Context, op string, f func(context.Context) error) error {
 	if b.cfg.writeTimeout <= 0 || b.ferret.Load() {
-		if err := b.fault(op); err != nil {
-			return err
+		err := b.fault(op)
+		if err == nil {
+			err = f(ctx)
 		}
-		return f(ctx)
+		b.noteFailure(err)
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.writeTimeout)
 	defer cancel()
@@ -241,6 +243,7 @@ func (b *Backend) write(ctx context.Context, op string, f func(context.Context) 
 	if err == nil {
 		err = f(wctx)
 	}
+	b.noteFailure(err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
 		return &writeTimeoutError{limit: b.cfg.writeTimeout, err: err}
 	}
@@ -318,4 +321,89 @@ func (b *Backend) retry(ctx context.Context, attempts int, what string, f func()
 		}
 		b.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
 	}
+}
+
+// shardKeyFields are the fields a lock collection may be sharded on: each
+// is a function of a document's _id (a claim's or marker's _id names its
+// key, epoch and kind; a marker's names its nonce), so all the inserts of
+// one _id reach one shard, where the unique _id index refuses all but the
+// first. Sharded on any other field (owner, session, at), two claims of one
+// epoch could land on two shards, and both would count.
+var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
+
+// checkSharding refuses a lock collection sharded on a field that would
+// break the uniqueness of _ids (see shardKeyFields), and a sessions
+// collection sharded on anything but _id (the session renewals and the
+// server-time samples filter on _id alone, and a sample's upsert needs
+// the whole shard key in its filter). The shard keys are read from
+// config.collections; where that is not allowed, collStats tells whether
+// the collection is sharded at all, and a sharded one whose key cannot be
+// read is refused too. Run through a mongos only.
+func (b *Backend) checkSharding(ctx context.Context) error {
+	for _, c := range []struct {
+		name    string
+		allowed []string
+		why     string
+	}{
+		{b.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
+		{b.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
+	} {
+		key, sharded, err := b.shardKey(ctx, c.name)
+		if err != nil {
+			return fmt.Errorf("%w: cannot tell whether collection %q is sharded, or on what (grant find on config.collections, or collStats on the collection): %w",
+				ErrSharded, c.name, err)
+		}
+		if !sharded {
+			continue
+		}
+		if key == nil {
+			return fmt.Errorf("%w: collection %q is sharded, and its shard key cannot be read from config.collections (grant find on it to check it); it may be sharded %s",
+				ErrSharded, c.name, c.why)
+		}
+		elems, err := key.Elements()
+		if err != nil || len(elems) == 0 {
+			return fmt.Errorf("%w: collection %q has an unreadable shard key %s", ErrSharded, c.name, key)
+		}
+		for _, e := range elems {
+			if !slices.Contains(c.allowed, e.Key()) {
+				return fmt.Errorf("%w: collection %q is sharded on %s; it may be sharded %s. Use another collection (WithCollection)",
+					ErrSharded, c.name, key, c.why)
+			}
+		}
+	}
+	return nil
+}
+
+// shardKey returns the shard key of the collection name of the backend's
+// database, and whether it is sharded. sharded with a nil key: sharded,
+// key unknown.
+func (b *Backend) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+	ns := b.db.Name() + "." + name
+	var entry struct {
+		Key     bson.Raw `bson:"key"`
+		Dropped bool     `bson:"dropped"` // before MongoDB 5.0, dropped collections stay listed
+	}
+	err := b.db.Client().Database(b.cfg.configDB).Collection("collections").
+		FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&entry)
+	switch {
+	case err == nil:
+		return entry.Key, !entry.Dropped, nil
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return nil, false, nil
+	case ctx.Err() != nil:
+		return nil, false, err
+	}
+	b.cfg.logger.Debug("dsyncmongo: reading config.collections failed; asking collStats", slog.String("collection", name), slog.Any("err", err))
+	var stats struct {
+		Sharded bool `bson:"sharded"`
+	}
+	serr := b.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: name}}).Decode(&stats)
+	var se mongo.ServerError
+	if errors.As(serr, &se) && se.HasErrorCode(26) { // NamespaceNotFound: not created yet, so not sharded
+		return nil, false, nil
+	}
+	if serr != nil {
+		return nil, false, fmt.Errorf("config.collections: %w; collStats: %w", err, serr)
+	}
+	return nil, stats.Sharded, nil
 }

@@ -36,4 +36,11 @@ var (
 	// unique index on the collection that would refuse end markers (see
 	// WithIndexManagement). The error names the index and what to do.
 	ErrIndex = errors.New("dsyncmongo: the lock collection's indexes are not usable")
+
+	// ErrSharded matches a lock collection sharded on a field that its
+	// documents' _ids do not determine, or a sessions collection sharded
+	// on anything but _id, found through a mongos before the first call
+	// uses them: two claims of one epoch could then both count. The error
+	// names the collection and its shard key.
+	ErrSharded = errors.New("dsyncmongo: a collection is sharded in a way that breaks exclusion")
 )

@@ -53,13 +53,21 @@ type config struct {
 	// manageIndexes: prepare creates the (key, kind, epoch) index
 	// (WithIndexManagement).
 	manageIndexes bool
+	// memberSkew is the bound on replica-set members' clock skew
+	// (WithMemberSkew); negative: by the deployment (servertime.go).
+	memberSkew time.Duration
 
 	// Tests only. fault, if set, is consulted before the writes named
-	// "createIndexes", "claim", "end", "renew" and "create events" are
+	// "createIndexes", "claim", "end", "renew", "probe" and "create events" are
 	// sent; an error it returns stands for the driver's. ferretDB, if
 	// set, overrides the detection of FerretDB (deployment.go).
 	fault    func(op string) error
 	ferretDB *bool
+	// topology, if set, overrides the detection of the deployment's kind
+	// (servertime.go); configDB names the database whose "collections"
+	// collection lists shard keys ("config").
+	topology *topology
+	configDB string
 
 	// chain holds the protocol's timing constants (see package
 	// internal/chain). Only tests change them.
@@ -82,6 +90,8 @@ func newConfig(opts []Option) (*config, error) {
 
 		writeTimeout:  DefaultWriteTimeout,
 		manageIndexes: true,
+		memberSkew:    -1,
+		configDB:      "config",
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -305,6 +315,33 @@ func WithSafetyPoll(d time.Duration) Option {
 			return fmt.Errorf("dsyncmongo: safety poll interval must be positive, got %v", d)
 		}
 		c.safetyPoll = d
+		return nil
+	}
+}
+
+// WithMemberSkew sets the bound assumed on how far apart the clocks of the
+// servers that can be primary are (replica-set members, and on a sharded
+// cluster the members of the shard holding the sessions collection).
+// Default: DefaultMemberSkew (100 ms) on a replica set or through a
+// mongos, 0 on a single server (standalone, FerretDB).
+//
+// Expiry is judged in the primary's time (see ServerTime). A failover
+// hands the writes to a member whose clock NTP keeps close to the former
+// primary's, but not equal: until the backend has sampled the new primary,
+// which it does at once when a command fails because the primary changed,
+// or else within a minute, every server-time interval is wider by this
+// bound on each side, so that it holds the new primary's time too. It
+// costs a waiter up to twice the bound when it waits for a dead session's
+// expiry. If members' clocks can be further apart than the bound, two
+// processes can hold one lock for the difference after a failover: keep
+// the members' clocks synchronized (NTP), as MongoDB itself requires, or
+// raise the bound. d must be at least 0.
+func WithMemberSkew(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("dsyncmongo: member skew must be at least 0, got %v", d)
+		}
+		c.memberSkew = d
 		return nil
 	}
 }

@@ -2,9 +2,52 @@ package dsyncmongo
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
 )
+
+// Server time.
+//
+// Expiry is judged in the time of the server that applies the writes: a
+// session's expiry is compared with it, and nothing else. The clock that
+// answers hello is not always that one: behind a mongos (a sharded cluster,
+// Atlas sharded and serverless clusters, often a mongos on every
+// application host) or a load balancer, hello reports the router's clock,
+// and routers run on hosts whose clocks may be far apart, which would bring
+// back the client clock skew that server time exists to remove. So the
+// estimator samples with a write: an upsert of one document of the
+// sessions collection with $currentDate, read back in the same command
+// (findAndModify). The write is applied by the primary that holds the
+// sessions collection, whichever router forwards it, and $currentDate is
+// that primary's clock when it applied it, within the command's round trip.
+// Every process of a deployment samples the same primary.
+//
+// A failover moves the writes, and the samples, to another member. The
+// backend asks for a new sample at once when one of its commands fails in
+// a way that says the primary may have changed (a not-primary error, a
+// shutdown, a dropped connection); a failover that the driver hides (it
+// retries a write once on the new primary by itself) is noticed at the
+// next periodic re-sample, within a minute. Meanwhile, and always, every
+// interval is wider by the bound on the skew between members' clocks
+// (WithMemberSkew), so it holds the new primary's time too.
+
+// clockID is the _id of the document of the sessions collection that the
+// server-time samples update. Session ids are xids, which never contain '#'.
+const clockID = "#clock"
+
+// DefaultMemberSkew is the bound assumed on how far apart the clocks of a
+// replica set's members are (WithMemberSkew), on deployments with more
+// than one server.
+const DefaultMemberSkew = 100 * time.Millisecond
 
 // ServerTime returns the interval the server's current time certainly lies
 // in, from the estimate this backend judges expiry with (measuring the
@@ -16,3 +59,133 @@ func (b *Backend) ServerTime(ctx context.Context) (clockcheck.Interval, error) {
 	}
 	return est.Now(), nil
 }
+
+// probeTime is the estimator's clockcheck.Probe: one findAndModify that
+// sets the clock document's "now" to the applying server's time and
+// returns it. Write concern 1: only the primary's clock matters, and a
+// sample's uncertainty is half its round trip, which waiting for a
+// majority would widen. The update is harmless whenever it lands; its
+// reply counts only for the round trip it came back in. On FerretDB,
+// whose findAndModify is not atomic, the value read back may be another
+// process's $currentDate applied between this command's update and its
+// read: a time read within this round trip all the same.
+func (b *Backend) probeTime(ctx context.Context) (time.Time, error) {
+	if err := b.fault("probe"); err != nil {
+		return time.Time{}, err
+	}
+	var d struct {
+		Now time.Time `bson:"now"`
+	}
+	filter := bson.D{{Key: "_id", Value: clockID}}
+	update := bson.D{{Key: "$currentDate", Value: bson.D{{Key: "now", Value: true}}}}
+	// No projection: FerretDB's findAndModify has none, and the document
+	// holds only its _id and now.
+	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
+	err := b.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+	if mongo.IsDuplicateKeyError(err) {
+		// Two first upserts raced; the document exists now.
+		err = b.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+	}
+	if err != nil {
+		// Not noteFailure: a failed re-sample must not ask for another.
+		return time.Time{}, err
+	}
+	if d.Now.IsZero() {
+		return time.Time{}, fmt.Errorf("%w: $currentDate left no date in %s.%s", clockcheck.ErrNoLocalTime, b.sessions.Name(), clockID)
+	}
+	return d.Now, nil
+}
+
+// noteFailure asks the estimator for a new sample at once if err says the
+// server that applies the writes may have changed.
+func (b *Backend) noteFailure(err error) {
+	if e := b.est.Load(); e != nil && primaryMayHaveChanged(err) {
+		b.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
+		e.ResampleNow()
+	}
+}
+
+// notPrimaryCodes are the server errors of a member that is not, or no
+// longer, primary, or is going away: NotWritablePrimary, NotPrimaryNoSecondaryOk,
+// NotPrimaryOrSecondary, PrimarySteppedDown, InterruptedDueToReplStateChange,
+// ShutdownInProgress, InterruptedAtShutdown.
+var notPrimaryCodes = []int{10107, 13435, 13436, 189, 11602, 91, 11600}
+
+// primaryMayHaveChanged reports whether err may come from a change of the
+// primary: a not-primary or shutdown error, an error the server labels
+// retryable (which it does during failovers), or a dropped connection.
+func primaryMayHaveChanged(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		if se.HasErrorLabel("RetryableWriteError") {
+			return true
+		}
+		for _, c := range notPrimaryCodes {
+			if se.HasErrorCode(c) {
+				return true
+			}
+		}
+	}
+	return mongo.IsNetworkError(err)
+}
+
+// topology is what hello says of the deployment: how many servers may
+// answer the samples over time.
+type topology int
+
+const (
+	topologySingle   topology = iota // a standalone server, FerretDB
+	topologyReplicas                 // a replica set: failovers change the primary
+	topologySharded                  // mongos: each shard is a replica set
+)
+
+func (t topology) String() string {
+	return [...]string{"a single server", "a replica set", "a sharded cluster (mongos)"}[t]
+}
+
+// detectTopology asks hello (or, failing that, isMaster) what answers: a
+// mongos says "isdbgrid", a replica set member names its set. A server
+// that answers neither is taken to be a replica set, which assumes the
+// most (a member skew).
+func (b *Backend) detectTopology(ctx context.Context) (topology, error) {
+	var reply struct {
+		Msg     string `bson:"msg"`
+		SetName string `bson:"setName"`
+	}
+	err := b.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&reply)
+	var se mongo.ServerError
+	if errors.As(err, &se) && ctx.Err() == nil {
+		err = b.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Decode(&reply)
+	}
+	switch {
+	case errors.As(err, &se) && ctx.Err() == nil:
+		b.cfg.logger.Debug("dsyncmongo: neither hello nor isMaster answered; assuming a replica set", slog.Any("err", err))
+		return topologyReplicas, nil
+	case err != nil:
+		return 0, b.wrap(ctx, "hello on", b.db.Name(), err)
+	case reply.Msg == "isdbgrid":
+		return topologySharded, nil
+	case reply.SetName != "":
+		return topologyReplicas, nil
+	}
+	return topologySingle, nil
+}
+
+// memberSkew is the member skew to assume on a deployment: the one set
+// with WithMemberSkew, else DefaultMemberSkew wherever more than one
+// server can be primary, and 0 on a single server.
+func (b *Backend) memberSkew(t topology) time.Duration {
+	if b.cfg.memberSkew >= 0 {
+		return b.cfg.memberSkew
+	}
+	if t == topologySingle {
+		return 0
+	}
+	return DefaultMemberSkew
+}
+
+// clockWriteConcern is the probe's write concern (see probeTime).
+var clockWriteConcern = writeconcern.W1()

@@ -107,6 +107,7 @@ func (s store) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
 		return chain.Doc{}, false, nil
 	}
 	if err != nil {
+		s.b.noteFailure(err)
 		return chain.Doc{}, false, err
 	}
 	return fromLockDoc(&d), true, nil
@@ -127,6 +128,7 @@ func (s store) Floor(ctx context.Context, key string) (uint64, error) {
 		return 0, nil
 	}
 	if err != nil {
+		s.b.noteFailure(err)
 		return 0, err
 	}
 	return uint64(d.Floor), nil
@@ -201,6 +203,7 @@ func (s store) GetSession(ctx context.Context, id string) (chain.Session, bool, 
 		return chain.Session{}, false, nil
 	}
 	if err != nil {
+		s.b.noteFailure(err)
 		return chain.Session{}, false, err
 	}
 	return chain.Session{ID: d.ID, ExpiresAt: d.ExpiresAt}, true, nil
@@ -214,6 +217,7 @@ func (b *Backend) newest(ctx context.Context, key string) (lockDoc, bool, error)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return lockDoc{}, false, nil
 	}
+	b.noteFailure(err)
 	return d, err == nil, err
 }
 
