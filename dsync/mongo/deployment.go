@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -367,7 +368,7 @@ func (b *Backend) checkSharding(ctx context.Context) error {
 		for _, e := range elems {
 			if !slices.Contains(c.allowed, e.Key()) {
 				return fmt.Errorf("%w: collection %q is sharded on %s; it may be sharded %s. Use another collection (WithCollection)",
-					ErrSharded, c.name, key, c.why)
+					ErrSharded, c.name, shardKeyString(elems), c.why)
 			}
 		}
 	}
@@ -406,4 +407,25 @@ func (b *Backend) shardKey(ctx context.Context, name string) (bson.Raw, bool, er
 		return nil, false, fmt.Errorf("config.collections: %w; collStats: %w", err, serr)
 	}
 	return nil, stats.Sharded, nil
+}
+
+// shardKeyString writes a shard key as the shell shows it: {key: 1, epoch: "hashed"}.
+func shardKeyString(elems []bson.RawElement) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := e.Value()
+		val := v.String()
+		if s, ok := v.StringValueOK(); ok {
+			val = strconv.Quote(s)
+		} else if n, ok := v.AsInt64OK(); ok {
+			val = strconv.FormatInt(n, 10)
+		}
+		fmt.Fprintf(&b, "%s: %s", e.Key(), val)
+	}
+	b.WriteString("}")
+	return b.String()
 }
