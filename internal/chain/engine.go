@@ -60,6 +60,14 @@ func (c Config) validate() error {
 // to other processes.
 const maxClaimRounds = 8
 
+// maxDups is how many epochs in a row a Claim loses to other processes
+// before it reads the key's newest claim instead of trying the next. A lost
+// insert is a lookup by _id, the cheapest command there is; the newest-first
+// read is a sorted query, which FerretDB answers by decoding every document
+// of the collection (a few hundred while a busy key's history awaits
+// pruning). Four covers the queue of a handful of processes taking turns.
+const maxDups = 4
+
 // maxKeys bounds the per-key cache; it is only an optimization, and
 // everything in it is either a permanent fact or dated, so it may be
 // dropped at any time.
@@ -312,8 +320,8 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool
 				return nil, &BusyError{Key: key}
 			}
 			base = epoch
-			if dups++; dups >= 2 {
-				// Several waiters ahead: read where the queue ends rather
+			if dups++; dups >= maxDups {
+				// Many waiters ahead: read where the queue ends rather
 				// than walk up it one insert at a time.
 				known, dups = false, 0
 			}
