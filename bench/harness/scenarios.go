@@ -605,7 +605,7 @@ func (rn *runner) idleN(ctx context.Context, n int) error {
 	rn.r.add(Idle, param, "bytes/s on the wire, all waiters", "B/s", bytes, "")
 	rn.r.add(Idle, param, fmt.Sprintf("commands/s sent by the holder (TTL %v), over all runs", DefaultTTL), "cmds/s", holder, "")
 	if len(serverCPU) > 0 {
-		rn.r.add(Idle, param, "CPU of the server process while they wait (% of one core)", "%", serverCPU, "")
+		rn.r.add(Idle, param, "CPU of the server process while they wait", "% of a core", serverCPU, "")
 	}
 	return nil
 }
