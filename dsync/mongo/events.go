@@ -130,10 +130,17 @@ type wakeups struct {
 	// remoteTop: for a key, the highest claim another process announced
 	// it waits for, and until when.
 	remoteTop map[string]topWait
-	// gen counts the times the stream turned live; mine holds, for each
-	// claim of ours not yet ended, gen when it was made (0: not live).
-	gen  uint64
-	mine map[waitKey]uint64
+	// gen counts the times the stream turned live, the last time at
+	// liveAt (local monotonic); mine holds, for each claim of ours not yet
+	// ended, gen when it was made (0: not live) and when.
+	gen    uint64
+	liveAt time.Duration
+	mine   map[waitKey]claimMark
+	// unsure: claims of ours that ended while the stream was not live,
+	// with when they were made: once it is live, the ends of those made
+	// too long before are announced (announcements may have been trimmed
+	// before the stream could read them).
+	unsure map[waitKey]time.Duration
 	// next: for a key, the claim a local waiter waits for that was seen
 	// to become the head of the queue (the claim below it ended): such a
 	// waiter is woken by any other event about the key, in case the end
@@ -170,7 +177,8 @@ func newWakeups(b *Backend) *wakeups {
 		ends:      make(map[waitKey]time.Duration),
 		next:      make(map[string]uint64),
 		remoteTop: make(map[string]topWait),
-		mine:      make(map[waitKey]uint64),
+		mine:      make(map[waitKey]claimMark),
+		unsure:    make(map[waitKey]time.Duration),
 	}
 }
 
@@ -338,7 +346,18 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 				w.cursor.Store(cur.ID())
 				w.mu.Lock()
 				w.gen++
+				w.liveAt = w.b.mono()
+				var blind []waitKey
+				for k, at := range w.unsure {
+					if w.liveAt-at >= trimSlack {
+						blind = append(blind, k)
+					}
+				}
+				clear(w.unsure)
 				w.mu.Unlock()
+				for _, k := range blind {
+					w.sendEnded(ctx, est, k)
+				}
 				w.healthy.Store(true)
 			}
 			continue
@@ -680,6 +699,12 @@ type announcement struct {
 	sent  time.Duration
 }
 
+// A claimMark is what the tailer knew when a claim of ours was made.
+type claimMark struct {
+	gen uint64        // the stream's generation if live, else 0
+	at  time.Duration // local monotonic
+}
+
 // claimed records a claim of ours, and whether the stream is live as it
 // is made: an announcement for it can only come after it exists.
 func (w *wakeups) claimed(key string, epoch uint64) {
@@ -692,11 +717,27 @@ func (w *wakeups) claimed(key string, epoch uint64) {
 	if len(w.mine) >= maxMine {
 		clear(w.mine) // their ends are then announced as if blind
 	}
-	var gen uint64
+	m := claimMark{at: w.b.mono()}
 	if w.healthy.Load() {
-		gen = w.gen
+		m.gen = w.gen
 	}
-	w.mine[k] = gen
+	w.mine[k] = m
+}
+
+// seenAll reports whether the stream has shown every announcement made
+// for a claim of ours: it was live since the claim was made, or it turned
+// live (reading the events kept, which trimming keeps for trimSlack after
+// they are seen) less than trimSlack after. w.mu must be held.
+func (w *wakeups) seenAll(k waitKey) bool {
+	m, ok := w.mine[k]
+	switch {
+	case !ok || !w.healthy.Load():
+		return false
+	case m.gen != 0:
+		return m.gen == w.gen
+	default:
+		return w.liveAt-m.at < trimSlack
+	}
 }
 
 // ended wakes the waiters for key's epoch: those of this process directly,
@@ -718,7 +759,15 @@ func (w *wakeups) ended(ctx context.Context, est *clockcheck.Estimator, key stri
 	if top, ok := w.remoteTop[key]; ok && top.epoch > epoch && top.until.After(now) {
 		waited = true
 	}
-	if gen, ok := w.mine[k]; !ok || gen == 0 || gen != w.gen || !w.healthy.Load() {
+	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
+		// Too early to tell: the stream, once live, reads the
+		// announcements kept (and answers them, see handle), and
+		// announces this end if some may have been trimmed by then.
+		if len(w.unsure) >= maxRemote {
+			clear(w.unsure)
+		}
+		w.unsure[k] = m.at
+	} else if !w.seenAll(k) {
 		waited = true
 	}
 	delete(w.mine, k)
