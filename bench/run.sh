@@ -127,7 +127,9 @@ if want mongo-lock || want redsync || want etcd; then
 	(cd bench/peers && GOWORK=off go build -o "$work/peerbench" ./cmd/peerbench)
 fi
 
-# The MongoDB-compatible server for dsync and mongo-lock.
+# The MongoDB-compatible server for dsync and mongo-lock; server_pid is
+# the embedded FerretDB's process, whose CPU the idle scenario reports.
+server_pid=""
 if want dsync || want dsync-polling || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
 		log "using MONGODB_URI"
@@ -135,6 +137,7 @@ if want dsync || want dsync-polling || want mongo-lock; then
 	else
 		"$work/dsyncbench" serve -stdin=false "$work/ferretdb" >"$work/ferretdb.uri" 2>"$work/ferretdb.log" </dev/null &
 		pids+=($!)
+		server_pid=$!
 		for _ in $(seq 300); do
 			[ -s "$work/ferretdb.uri" ] && break
 			sleep 0.1
@@ -150,13 +153,13 @@ failed=()
 
 if want dsync; then
 	log "measuring dsync"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -out "$resdir/dsync.json" -rev "$rev" \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -out "$resdir/dsync.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
 fi
 
 if want dsync-polling; then
 	log "measuring dsync without wake-ups (waiters poll)"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-polling); fi
 fi
 

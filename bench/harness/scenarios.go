@@ -33,16 +33,19 @@ type Options struct {
 	Scenarios []string // nil: all
 	Runs      int      // repeated runs of each figure
 
-	Cycles         int           // uncontended: Lock+Unlock cycles per run
-	Handoffs       int           // handoff, graceful: handoffs per run
-	Waiters        []int         // handoff: waiting processes
-	Candidates     []int         // graceful: waiting candidates
-	HoldMin        time.Duration // handoff: a holder holds for a uniform random
-	HoldMax        time.Duration //   time in [HoldMin, HoldMax]
-	FailoverTTL    time.Duration // failover: lease TTL
-	FailoverRuns   int           // failover: kills per kind
-	IdleWaiters    []int         // idle: waiting processes
-	IdleWindow     time.Duration // idle: counting window per run
+	Cycles       int           // uncontended: Lock+Unlock cycles per run
+	Handoffs     int           // handoff, graceful: handoffs per run
+	Waiters      []int         // handoff: waiting processes
+	Candidates   []int         // graceful: waiting candidates
+	HoldMin      time.Duration // handoff: a holder holds for a uniform random
+	HoldMax      time.Duration //   time in [HoldMin, HoldMax]
+	FailoverTTL  time.Duration // failover: lease TTL
+	FailoverRuns int           // failover: kills per kind
+	IdleWaiters  []int         // idle: waiting processes
+	IdleWindow   time.Duration // idle: counting window per run
+	// ServerPID, if set, is the process of the server the library under
+	// test uses: idle reports its CPU while the processes wait (Linux).
+	ServerPID      int
 	RenewLocks     []int         // renewal: locks held by one process
 	RenewTTL       time.Duration // renewal: lease TTL (renewed every TTL/3)
 	RenewIntervals int           // renewal: intervals counted
@@ -562,7 +565,7 @@ func (rn *runner) idleN(ctx context.Context, n int) error {
 		return out, nil
 	}
 	param := count(n, "waiting process")
-	var total, per, bytes []float64
+	var total, per, bytes, serverCPU []float64
 	var first, last []msg
 	for run := range rn.o.Runs {
 		a, err := stats()
@@ -572,7 +575,12 @@ func (rn *runner) idleN(ctx context.Context, n int) error {
 		if first == nil {
 			first = a
 		}
+		cpu0, cpuOK := ProcessCPU(rn.o.ServerPID)
 		time.Sleep(rn.o.IdleWindow)
+		cpu1, cpuOK1 := ProcessCPU(rn.o.ServerPID)
+		if cpuOK && cpuOK1 {
+			serverCPU = append(serverCPU, 100*(cpu1-cpu0).Seconds()/rn.o.IdleWindow.Seconds())
+		}
 		b, err := stats()
 		if err != nil {
 			return err
@@ -596,6 +604,9 @@ func (rn *runner) idleN(ctx context.Context, n int) error {
 	rn.r.add(Idle, param, "commands/s sent per waiter", "cmds/s", per, "")
 	rn.r.add(Idle, param, "bytes/s on the wire, all waiters", "B/s", bytes, "")
 	rn.r.add(Idle, param, fmt.Sprintf("commands/s sent by the holder (TTL %v), over all runs", DefaultTTL), "cmds/s", holder, "")
+	if len(serverCPU) > 0 {
+		rn.r.add(Idle, param, "CPU of the server process while they wait", "% of a core", serverCPU, "")
+	}
 	return nil
 }
 

@@ -221,6 +221,7 @@ func (b *Backend) Claim(ctx context.Context, key, owner, session string, try boo
 	if err != nil {
 		return dsync.Claim{}, b.wrap(ctx, "claim", key, err)
 	}
+	b.wake.claimed(key, c.Epoch)
 	return dsync.Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}, nil
 }
 

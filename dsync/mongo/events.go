@@ -48,23 +48,40 @@ const (
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
-	// trimEvery: on FerretDB, which does not bound capped collections by
-	// itself, a process deletes old events after every trimEvery events of
-	// its own. MongoDB bounds a capped collection itself (and deletes from
-	// one only from 5.0.7 on): there the backend deletes nothing.
-	trimEvery = 16
-	// trimSlack is how old an event must be to be trimmed. FerretDB answers
-	// a tailable cursor by re-running its query every few milliseconds,
-	// scanning the whole collection each time: a short history keeps
-	// waiting processes cheap. A cursor that falls further behind, or opens
-	// later, misses what was trimmed: waiters it should have woken look
-	// again within the safety poll interval.
-	trimSlack = 10 * time.Second
-	// missWindow is how long after announcing itself a waiter guards
-	// against an end announced before its owner heard of it (see wait):
-	// far longer than the stream's lag (about 20 ms on FerretDB, under a
-	// second with 16 waiting processes on two cores).
-	missWindow = 4 * time.Second
+	// trimSlack and trimEvery: on FerretDB, which does not bound capped
+	// collections by itself, a process that sent an event deletes the
+	// events its cursor returned trimSlack or more ago, except the newest
+	// one, at most once per trimEvery, until none is left to delete.
+	// MongoDB bounds a capped collection itself (and deletes from one only
+	// from 5.0.7 on): there the backend deletes nothing.
+	//
+	// FerretDB 1.24 answers a waiting tailable cursor by re-reading the
+	// collection every 10 ms, decoding every event up to the last one the
+	// cursor returned: about 0.5 ms plus 0.06 ms per event kept, per
+	// process following the stream, a hundred times a second. With 16
+	// processes following and 10 s of events kept, two cores were not
+	// enough. Every cursor that keeps up reads an event within about
+	// 20 ms of its insert; what is trimmed is missed only by a cursor that
+	// lags further, or opens later (it reopens a second or more after a
+	// failure): a waiter it should have woken looks again within the
+	// safety poll interval, and a waiter whose own stream reopens
+	// announces itself again. A cursor whose last event is deleted fails
+	// on FerretDB, and reopens; the newest event is never deleted.
+	//
+	// Deleting by _id what the cursor returned, rather than by the "at"
+	// of events, makes trimming independent of the senders' clocks (and
+	// of how late an insert lands).
+	trimSlack = 250 * time.Millisecond
+	trimEvery = 250 * time.Millisecond
+	// maxSeen bounds the events remembered for trimming.
+	maxSeen = 4096
+	// lostWindow is how long after announcing itself a waiter looks
+	// again at doubling intervals, against lost events (see wait).
+	lostWindow = time.Second
+	// endMemory is how long a process remembers a claim it ended, to
+	// answer an announcement that arrives after the end with an "ended"
+	// event.
+	endMemory = 10 * time.Second
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 )
@@ -90,8 +107,13 @@ type wakeups struct {
 	proc string // this process's id in events
 
 	healthy atomic.Bool  // the cursor is open and caught up
+	off     atomic.Bool  // wake-ups cannot work here: the tailer stopped for good
 	cursor  atomic.Int64 // its id while healthy, for tests that kill it
 	ownSeen atomic.Int64 // events of ours the cursor returned (tests)
+	// seen: the events the cursor returned, oldest first, for trimming
+	// (FerretDB only).
+	seenMu sync.Mutex
+	seen   []seenEvent
 
 	mu      sync.Mutex
 	started bool
@@ -105,8 +127,41 @@ type wakeups struct {
 	remote map[waitKey]time.Time
 	// announced: our announcements.
 	announced map[waitKey]announcement
-	noticed   bool // the stream's first failure was logged
+	// remoteTop: for a key, the highest claim another process announced
+	// it waits for, and until when.
+	remoteTop map[string]topWait
+	// gen counts the times the stream turned live, the last time at
+	// liveAt (local monotonic); mine holds, for each claim of ours not yet
+	// ended, gen when it was made (0: not live) and when.
+	gen    uint64
+	liveAt time.Duration
+	mine   map[waitKey]claimMark
+	// unsure: claims of ours that ended while the stream was not live,
+	// with when they were made: once it is live, the ends of those made
+	// too long before are announced (announcements may have been trimmed
+	// before the stream could read them).
+	unsure map[waitKey]time.Duration
+	// next: for a key, the claim a local waiter waits for that was seen
+	// to become the head of the queue (the claim below it ended): such a
+	// waiter is woken by any other event about the key, in case the end
+	// of its claim was lost on the way.
+	next map[string]uint64
+	// ends: claims this process ended lately (local monotonic time of the
+	// end), so that an announcement that comes after the end is answered.
+	ends    map[waitKey]time.Duration
+	noticed bool // the stream's first failure was logged
 }
+
+// A topWait is the highest claim of a key that another process announced
+// it waits for.
+type topWait struct {
+	epoch uint64
+	until time.Time
+}
+
+// maxMine bounds the claims of ours remembered (past it, all are
+// forgotten, and their ends announced as if the stream had been down).
+const maxMine = 1 << 16
 
 // maxRemote bounds the announcements kept; past it, expired ones are
 // dropped, and then everything (a dropped one costs a waiter latency).
@@ -119,6 +174,11 @@ func newWakeups(b *Backend) *wakeups {
 		local:     make(map[waitKey]map[chan struct{}]struct{}),
 		remote:    make(map[waitKey]time.Time),
 		announced: make(map[waitKey]announcement),
+		ends:      make(map[waitKey]time.Duration),
+		next:      make(map[string]uint64),
+		remoteTop: make(map[string]topWait),
+		mine:      make(map[waitKey]claimMark),
+		unsure:    make(map[waitKey]time.Duration),
 	}
 }
 
@@ -162,6 +222,7 @@ func (w *wakeups) run(ctx context.Context) {
 		var ne *noEventsError
 		if errors.As(err, &ne) {
 			// For good: waiters poll from now on.
+			w.off.Store(true)
 			w.b.cfg.logger.Warn("dsyncmongo: wake-ups are off: "+ne.reason+"; waiters poll (WithPollInterval)",
 				slog.String("collection", w.b.cfg.collection+eventsSuffix), slog.Any("err", ne.err))
 			return
@@ -242,25 +303,66 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 		_ = cur.Close(cctx)
 	}()
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	own := 0              // events of ours seen, for trimming
+	var trims chan struct{}
+	if w.b.ferret.Load() {
+		trims = make(chan struct{}, 1)
+		tctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.trimmer(tctx, trims)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		w.seenMu.Lock()
+		w.seen = w.seen[:0]
+		w.seenMu.Unlock()
+	}
 	for cur.Next(ctx) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
+		if trims != nil {
+			w.seenMu.Lock()
+			if len(w.seen) >= maxSeen {
+				w.seen = append(w.seen[:0], w.seen[len(w.seen)/2:]...)
+			}
+			w.seen = append(w.seen, seenEvent{id: e.ID, at: w.b.mono()})
+			w.seenMu.Unlock()
+		}
 		if e.Proc == w.proc {
 			w.ownSeen.Add(1)
-			if own++; own%trimEvery == 0 && !e.At.IsZero() && w.b.ferret.Load() {
-				w.trim(ctx, e.At.Add(-trimSlack))
+			if trims != nil {
+				select {
+				case trims <- struct{}{}:
+				default: // already asked
+				}
 			}
 			if e.ID == open.ID && !live {
 				live = true
 				w.cursor.Store(cur.ID())
+				w.mu.Lock()
+				w.gen++
+				w.liveAt = w.b.mono()
+				var blind []waitKey
+				for k, at := range w.unsure {
+					if w.liveAt-at >= trimSlack {
+						blind = append(blind, k)
+					}
+				}
+				clear(w.unsure)
+				w.mu.Unlock()
+				for _, k := range blind {
+					w.sendEnded(ctx, est, k)
+				}
 				w.healthy.Store(true)
 			}
 			continue
 		}
-		w.handle(est, e)
+		w.handle(ctx, est, e)
 	}
 	if err := cur.Err(); err != nil {
 		return live, err
@@ -338,11 +440,72 @@ func (w *wakeups) insert(ctx context.Context, e eventDoc) error {
 	})
 }
 
-// trim deletes the events sent before cut. Best effort. Only FerretDB
-// needs it.
-func (w *wakeups) trim(ctx context.Context, cut time.Time) {
+// A seenEvent is an event the cursor returned, and when (local monotonic).
+type seenEvent struct {
+	id bson.ObjectID
+	at time.Duration
+}
+
+// trimmer deletes old events (FerretDB only) until ctx ends. Asked after
+// an event of ours, it deletes the events the cursor returned trimSlack
+// or more ago, except the newest one, waiting for them to age and at
+// least trimEvery between deletes; and once more for those that were too
+// young, so that a quiet stream ends with one event kept.
+func (w *wakeups) trimmer(ctx context.Context, asked <-chan struct{}) {
+	var last time.Duration
+	first := true
+	for {
+		select {
+		case <-asked:
+		case <-ctx.Done():
+			return
+		}
+		for range 2 {
+			w.seenMu.Lock()
+			var due time.Duration
+			if n := len(w.seen); n > 1 {
+				due = w.seen[0].at + trimSlack
+			}
+			w.seenMu.Unlock()
+			if due == 0 {
+				break // nothing but the newest event
+			}
+			if !first {
+				due = max(due, last+trimEvery)
+			}
+			if d := due - w.b.mono(); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+			now := w.b.mono()
+			w.seenMu.Lock()
+			n := 0
+			for n < len(w.seen)-1 && now-w.seen[n].at >= trimSlack {
+				n++
+			}
+			ids := make([]bson.ObjectID, n)
+			for i := range n {
+				ids[i] = w.seen[i].id
+			}
+			w.seen = append(w.seen[:0], w.seen[n:]...)
+			w.seenMu.Unlock()
+			if n > 0 {
+				w.trim(ctx, ids)
+			}
+			last, first = w.b.mono(), false
+		}
+	}
+}
+
+// trim deletes the events ids. Best effort. Only FerretDB needs it.
+func (w *wakeups) trim(ctx context.Context, ids []bson.ObjectID) {
 	err := w.b.write(ctx, "trim events", func(ctx context.Context) error {
-		_, err := w.b.events.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: cut}}}})
+		_, err := w.b.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
 	})
 	if err != nil {
@@ -352,16 +515,30 @@ func (w *wakeups) trim(ctx context.Context, cut time.Time) {
 
 // handle applies another process's event. History read before our "open"
 // event counts as well: announcements made before we opened still hold.
-func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc) {
+func (w *wakeups) handle(ctx context.Context, est *clockcheck.Estimator, e eventDoc) {
 	if e.Key == "" || e.Epoch <= 0 {
 		return
 	}
 	k := waitKey{e.Key, uint64(e.Epoch)}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	if b, ok := w.next[e.Key]; ok && !(e.Kind == eventEnded && b == k.epoch) {
+		// Activity about the key of a waiter that is next in line: the
+		// end it waits for may have been lost; it looks (one read).
+		for c := range w.local[waitKey{e.Key, b}] {
+			notify(c)
+		}
+	}
 	switch e.Kind {
 	case eventWait:
 		if !e.Until.After(est.Now().Earliest) {
+			break
+		}
+		if at, ok := w.ends[k]; ok && w.b.mono()-at < endMemory {
+			// We ended that claim before the announcement reached us:
+			// answer it now, or the waiter would learn of the end only at
+			// its next look.
+			w.mu.Unlock()
+			w.sendEnded(ctx, est, k)
 			return
 		}
 		if len(w.remote) >= maxRemote {
@@ -370,11 +547,26 @@ func (w *wakeups) handle(est *clockcheck.Estimator, e eventDoc) {
 		if e.Until.After(w.remote[k]) {
 			w.remote[k] = e.Until
 		}
+		if top := w.remoteTop[e.Key]; k.epoch > top.epoch || k.epoch == top.epoch && e.Until.After(top.until) {
+			if len(w.remoteTop) >= maxRemote {
+				clear(w.remoteTop)
+			}
+			w.remoteTop[e.Key] = topWait{k.epoch, e.Until}
+		}
 	case eventEnded:
 		for c := range w.local[k] {
 			notify(c)
 		}
+		if after := (waitKey{e.Key, k.epoch + 1}); len(w.local[after]) > 0 {
+			// The claim after the one that ended heads the queue now (if
+			// it was not withdrawn): who waits for it is next in line.
+			if len(w.next) >= maxRemote {
+				clear(w.next)
+			}
+			w.next[e.Key] = after.epoch
+		}
 	}
+	w.mu.Unlock()
 }
 
 func (w *wakeups) expireLocked(est *clockcheck.Estimator) {
@@ -414,16 +606,19 @@ func (w *wakeups) wait(ctx context.Context, est *clockcheck.Estimator, key strin
 	expires := blocker.ExpiresAt
 	poll := w.b.cfg.poll
 	if w.b.cfg.wakeups && w.healthy.Load() {
-		// The owner of the claim sends "ended" only if it has heard of us:
-		// if it ends the claim within the stream's lag after our
-		// announcement, no event comes. So for missWindow after an
-		// announcement a waiter looks again after waiting as long as the
-		// announcement is old (at least a poll interval): a missed event
-		// costs about twice the time the announcement took to travel.
-		// After that it looks only every safety poll interval.
+		// The owner of the claim sends "ended" when it ends the claim if
+		// it has heard of us by then, or when it hears of us if it ended
+		// the claim first. But FerretDB loses events: a tailable cursor
+		// skips an event whose insert commits after that of a later one
+		// it has returned (it numbers records before writing them), a
+		// few in a thousand under concurrent inserts. So for lostWindow
+		// after an announcement a waiter looks again at doubling
+		// intervals (from the poll interval), covering ends that come
+		// soon; the next in line also looks whenever another event about
+		// its key passes (see handle); after that only the safety poll.
 		if age, err := w.announce(ctx, est, k); err == nil {
 			poll = w.b.cfg.safetyPoll
-			if age < missWindow {
+			if age < lostWindow {
 				poll = min(max(w.b.cfg.poll, age), poll)
 			}
 		}
@@ -504,23 +699,103 @@ type announcement struct {
 	sent  time.Duration
 }
 
+// A claimMark is what the tailer knew when a claim of ours was made.
+type claimMark struct {
+	gen uint64        // the stream's generation if live, else 0
+	at  time.Duration // local monotonic
+}
+
+// claimed records a claim of ours, and whether the stream is live as it
+// is made: an announcement for it can only come after it exists.
+func (w *wakeups) claimed(key string, epoch uint64) {
+	if !w.b.cfg.wakeups {
+		return
+	}
+	k := waitKey{key, epoch}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.mine) >= maxMine {
+		clear(w.mine) // their ends are then announced as if blind
+	}
+	m := claimMark{at: w.b.mono()}
+	if w.healthy.Load() {
+		m.gen = w.gen
+	}
+	w.mine[k] = m
+}
+
+// seenAll reports whether the stream has shown every announcement made
+// for a claim of ours: it was live since the claim was made, or it turned
+// live (reading the events kept, which trimming keeps for trimSlack after
+// they are seen) less than trimSlack after. w.mu must be held.
+func (w *wakeups) seenAll(k waitKey) bool {
+	m, ok := w.mine[k]
+	switch {
+	case !ok || !w.healthy.Load():
+		return false
+	case m.gen != 0:
+		return m.gen == w.gen
+	default:
+		return w.liveAt-m.at < trimSlack
+	}
+}
+
 // ended wakes the waiters for key's epoch: those of this process directly,
-// and, if another process announced it waits for it, through an "ended"
-// event. Best effort: a waiter that misses it looks again later.
+// and others through an "ended" event if one of them may wait for it:
+// another process announced it waits for it, or for a later claim of the
+// key (its own announcement may have been lost on the way), or our stream
+// was not live all along since the claim was made (announcements may have
+// passed unseen). Best effort: a waiter that misses it looks again later.
 func (w *wakeups) ended(ctx context.Context, est *clockcheck.Estimator, key string, epoch uint64) {
 	k := waitKey{key, epoch}
+	now := est.Now().Earliest
 	w.mu.Lock()
 	for c := range w.local[k] {
 		notify(c)
 	}
 	until, waited := w.remote[k]
 	delete(w.remote, k)
+	waited = waited && until.After(now)
+	if top, ok := w.remoteTop[key]; ok && top.epoch > epoch && top.until.After(now) {
+		waited = true
+	}
+	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
+		// Too early to tell: the stream, once live, reads the
+		// announcements kept (and answers them, see handle), and
+		// announces this end if some may have been trimmed by then.
+		if len(w.unsure) >= maxRemote {
+			clear(w.unsure)
+		}
+		w.unsure[k] = m.at
+	} else if !w.seenAll(k) {
+		waited = true
+	}
+	delete(w.mine, k)
+	if w.b.cfg.wakeups {
+		mono := w.b.mono()
+		if len(w.ends) >= maxRemote {
+			for k, at := range w.ends {
+				if mono-at >= endMemory {
+					delete(w.ends, k)
+				}
+			}
+			if len(w.ends) >= maxRemote {
+				clear(w.ends)
+			}
+		}
+		w.ends[k] = mono
+	}
 	w.mu.Unlock()
-	if !w.b.cfg.wakeups || !waited || !until.After(est.Now().Earliest) {
+	if !w.b.cfg.wakeups || !waited || w.off.Load() {
 		return
 	}
-	e := eventDoc{ID: bson.NewObjectID(), Kind: eventEnded, Proc: w.proc, Key: key, Epoch: int64(epoch), At: est.Now().Earliest}
+	w.sendEnded(ctx, est, k)
+}
+
+// sendEnded appends an "ended" event for k.
+func (w *wakeups) sendEnded(ctx context.Context, est *clockcheck.Estimator, k waitKey) {
+	e := eventDoc{ID: bson.NewObjectID(), Kind: eventEnded, Proc: w.proc, Key: k.key, Epoch: int64(k.epoch), At: est.Now().Earliest}
 	if err := w.insert(ctx, e); err != nil {
-		w.b.cfg.logger.Debug("dsyncmongo: announcing an end failed", slog.String("key", key), slog.Any("err", err))
+		w.b.cfg.logger.Debug("dsyncmongo: announcing an end failed", slog.String("key", k.key), slog.Any("err", err))
 	}
 }

@@ -58,7 +58,23 @@ func (c Config) validate() error {
 
 // maxClaimRounds bounds the inserts of one Claim that keeps losing epochs
 // to other processes.
-const maxClaimRounds = 8
+//
+// A process that locks and unlocks in a loop while nobody is queued takes
+// the next epoch one insert after its release. A process joining it reads
+// where the queue ends at most once per Claim (a sorted read, slow on
+// FerretDB while the looping process moves on), then walks up one insert
+// at a time, which gains on the loop (one insert against its two): it
+// needs room to catch up, or it gives up, sleeps, and starts behind again,
+// and the looping process keeps the key for itself.
+const maxClaimRounds = 32
+
+// maxDups is how many epochs in a row a Claim loses to other processes
+// before it reads the key's newest claim instead of trying the next. A lost
+// insert is a lookup by _id, the cheapest command there is; the newest-first
+// read is a sorted query, which FerretDB answers by decoding every document
+// of the collection (a few hundred while a busy key's history awaits
+// pruning). Four covers the queue of a handful of processes taking turns.
+const maxDups = 4
 
 // maxKeys bounds the per-key cache; it is only an optimization, and
 // everything in it is either a permanent fact or dated, so it may be
@@ -250,7 +266,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool
 		}
 		e.learnNewest(key, base)
 	}
-	dups := 0
+	dups, newestRead := 0, false
 	for round := range maxClaimRounds {
 		if !known && round > 0 {
 			newest, found, err := e.store.Newest(ctx, key)
@@ -312,10 +328,11 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool
 				return nil, &BusyError{Key: key}
 			}
 			base = epoch
-			if dups++; dups >= 2 {
-				// Several waiters ahead: read where the queue ends rather
-				// than walk up it one insert at a time.
-				known, dups = false, 0
+			if dups++; dups >= maxDups && !newestRead {
+				// Many waiters ahead: read where the queue ends rather
+				// than walk up it one insert at a time (once: by the time
+				// a second read came back the end would have moved on).
+				known, dups, newestRead = false, 0, true
 			}
 		default:
 			e.abandon(ctx, c)

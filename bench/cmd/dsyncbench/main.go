@@ -87,6 +87,7 @@ func measure() int {
 	rev := flag.String("rev", "", "revision of the library measured, for the report")
 	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
 	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's, on); off reports as dsync-polling")
+	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	flag.Parse()
 
@@ -112,6 +113,7 @@ func measure() int {
 		}
 		defer srv.Stop()
 		d.uri = srv.URI
+		*serverPID = srv.PID()
 		fmt.Fprintln(os.Stderr, "dsyncbench: embedded FerretDB at", srv.URI)
 	}
 	// Children (re-executions of this binary) find the server here.
@@ -121,7 +123,7 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}

@@ -77,6 +77,9 @@ func Start(args ...string) (*Server, error) {
 	return nil, errors.New("ferret: FerretDB child did not report a URI")
 }
 
+// PID is the child's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop ends the child and waits for it.
 func (s *Server) Stop() {
 	s.stdin.Close()
