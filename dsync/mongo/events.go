@@ -359,6 +359,17 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 					w.sendEnded(ctx, est, k)
 				}
 				w.healthy.Store(true)
+				// Waiters that began to wait while the stream was not
+				// live did not announce themselves, so no owner will
+				// wake them, and they sleep for a poll interval: wake
+				// them to look once more and announce themselves.
+				w.mu.Lock()
+				for _, waiters := range w.local {
+					for c := range waiters {
+						notify(c)
+					}
+				}
+				w.mu.Unlock()
 			}
 			continue
 		}

@@ -93,6 +93,29 @@ func TestWakeupHandsOverFast(t *testing.T) {
 	}
 }
 
+// TestWaiterAnnouncesOnceTheStreamIsLive: a waiter whose process's event
+// stream turns live only after it began to wait (here its events
+// collection check is held up for a second) announces itself then, and is
+// woken by the release, rather than sleeping for its poll interval.
+func TestWaiterAnnouncesOnceTheStreamIsLive(t *testing.T) {
+	const safety = 10 * time.Second
+	opts := []Option{WithSafetyPoll(safety), WithPollInterval(safety)}
+	ps := newProcs(t, 1, opts...)
+	slowStream := func(op string) error {
+		if op == "create events" {
+			time.Sleep(time.Second)
+		}
+		return nil
+	}
+	db := mongotest.SameDatabase(t, ps[0].db)
+	ps = append(ps, &proc{db: db, b: newBackend(t, db, append(opts, withFault(slowStream))...)})
+	took := handoff(t, ps, "k", nil)
+	t.Logf("handoff %v after Unlock (safety poll and poll %v; the waiter's stream live after 1s)", took.Round(time.Millisecond), safety)
+	if took > 2*time.Second {
+		t.Errorf("handoff took %v: the waiter never announced itself", took)
+	}
+}
+
 // TestAnnouncementAfterTheEndIsAnswered: a waiter whose announcement
 // reaches the owner only after the owner ended the claim is still woken by
 // an "ended" event, so it need not look again before the safety poll.
