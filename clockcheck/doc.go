@@ -37,6 +37,11 @@
 //     handled the request. A server, proxy or load balancer that caches or
 //     fakes replies, or servers of one deployment whose clocks disagree,
 //     breaks it. The bound is about the clock of the server that answered.
+//     Behind a mongos router or a load balancer that is the router's clock,
+//     not the clock of the primary that applies writes: sample with
+//     [WithProbe] (a write that reads back $currentDate) where that
+//     matters, and bound the skew between replica-set members with
+//     [WithMemberSkew].
 //   - The two clocks drift apart by at most the configured rate (500 ppm by
 //     default, ample for any working clock; NTP assumes the same). A server
 //     whose clock is stepped, or a drift beyond the bound, makes the interval

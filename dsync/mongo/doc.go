@@ -26,7 +26,9 @@
 //
 // "<collection>_sessions" holds one document per process session, {_id,
 // expiresAt, host, pid, started}, read and updated by _id only. Opening a
-// session deletes the sessions that expired over an hour ago.
+// session deletes the sessions that expired over an hour ago. Its document
+// {_id: "#clock", now} is what the server-time samples update (see
+// "Server time").
 //
 // "<collection>_events" is a small capped collection (1 MiB) of wake-up
 // events (see "Wake-ups").
@@ -53,7 +55,8 @@
 //     (see "Protocol").
 //   - Clock skew: expiry is judged in the server's time through a
 //     clockcheck.Estimator, with an error bound, so the clocks of the
-//     client machines may be off by any amount, even hours.
+//     client machines may be off by any amount, even hours; so may the
+//     clocks of mongos routers and load balancers (see "Server time").
 //
 // A lock can never promise that its holder is the only process acting on
 // the protected resource: a process that pauses (GC, swap, SIGSTOP, a VM
@@ -63,8 +66,12 @@
 //
 // # Assumptions
 //
-//   - The server answering is the database's primary, and its clock
-//     does not jump.
+//   - The clock of the primary that applies the writes does not jump,
+//     and on a replica set (or a shard's) the members' clocks are within
+//     the member skew of each other (WithMemberSkew: 100 ms by default on
+//     a replica set or through a mongos; MongoDB itself asks for NTP on
+//     every member). Where they are further apart, two processes can hold
+//     one lock for the difference after a failover.
 //   - Clocks drift apart no faster than the estimator's bound (500 ppm by
 //     default, WithMaxDrift). On Linux the local clocks count time the
 //     machine spends suspended (CLOCK_BOOTTIME); elsewhere Go's monotonic
@@ -123,16 +130,36 @@
 // schedules with delayed, reordered and late-applied writes, crashes and
 // pruning, live in the repository's internal/chain package.
 //
+// # Server time
+//
+// Expiry is judged in the time of the primary that applies the writes.
+// The backend samples it with a write: findAndModify upserts the sessions
+// collection's "#clock" document with $currentDate and returns it, so the
+// time read is that primary's when it applied the update, within the
+// command's round trip, whichever router forwarded it. It never samples
+// hello: behind a mongos (sharded clusters, Atlas sharded and serverless,
+// often a mongos on every application host) or a load balancer, hello
+// answers with the router's clock. A sample is taken when the backend
+// starts, then every minute, and at once when a command fails in a way
+// that says the primary may have changed (a not-primary or shutdown error,
+// an error labelled RetryableWriteError, a dropped connection). A failover
+// the driver hides (it retries a write once on the new primary by itself)
+// is noticed at the next periodic sample; until then, and always, every
+// interval is wider by the member skew on each side, so that it holds the
+// new primary's time too. ServerTime returns the interval in use.
+//
 // # Costs
 //
 //   - An uncontended Lock followed by Unlock: two inserts (the claim and
 //     the release marker), plus a read of the key's floor at most once a
 //     second, and a floor raise and a prune per 16 epochs. A Lock of a key
 //     whose history the process does not know first tries epoch 1, reads
-//     the key's newest claim after two duplicate keys, and reads by _id
+//     the key's newest claim after four duplicate keys, and reads by _id
 //     the claims below its own, and their markers, down to a release.
 //   - Renewal: one update of the session document by _id per process and
 //     renew interval, however many locks it holds or waits for.
+//   - Server time: one findAndModify when the backend starts (a few, if
+//     the first round trips are slow) and one a minute.
 //   - A handoff to a waiter in another process, with wake-ups: the release
 //     marker, one "ended" event, and the waiter's read of the marker.
 //     Without wake-ups, the waiter reads the marker at its next poll.
@@ -148,10 +175,12 @@
 // "ended" event (only if someone announced, so an uncontended Lock+Unlock
 // stays at two commands); the waiter wakes and confirms with one read of
 // the end marker. Waiters in the owner's own process are woken directly.
-// Events are hints, never proof: queues live in the lock collection. A
-// missed event costs at most the safety poll interval (WithSafetyPoll,
-// 15 s), and a waiter also looks when the claim ahead of it can have
-// expired.
+// An owner also answers an announcement that arrives after it ended the
+// claim (within 10 s). Events are hints, never proof: queues live in the
+// lock collection. Against lost events a waiter looks again at doubling
+// intervals for a second after announcing itself; past that, a missed
+// event costs at most the safety poll interval (WithSafetyPoll, 15 s), and
+// a waiter also looks when the claim ahead of it can have expired.
 //
 // Fallback: while the stream is down (a killed cursor, a restarted
 // server), waiters poll (WithPollInterval, 250 ms) and the stream is
@@ -162,10 +191,15 @@
 // On FerretDB 1.24 a waiting tailable cursor re-reads the whole events
 // collection every 10 ms and answers 10 ms after it finds a new event, so
 // an event takes 10 to 20 ms to arrive, and each following process costs
-// the server a query every 10 ms. FerretDB does not bound capped
-// collections by itself (the embedded server never does), so there the
-// backend deletes events older than about 3 s itself. MongoDB bounds a
-// capped collection itself, and there the backend deletes nothing.
+// the server a query every 10 ms over the events kept. FerretDB 1.24 also
+// loses events now and then (a cursor can skip an event inserted while it
+// reads: a few in a thousand under load), which the re-checks above
+// absorb. FerretDB does not bound capped collections by itself (the
+// embedded server never does), so there a process that sent an event
+// deletes, at most every 250 ms, the events its own cursor returned 250 ms
+// or more ago, except the newest (a FerretDB cursor whose last event is
+// deleted fails). MongoDB bounds a capped collection itself, and there the
+// backend deletes nothing.
 //
 // # Deployments
 //
@@ -176,8 +210,10 @@
 //     collections; createIndex and listIndexes on the lock collection
 //     unless index management is off; with wake-ups, createCollection,
 //     insert and find on the events collection (and listCollections, and
-//     remove on FerretDB). No privilege is needed for the server-time
-//     samples (hello) or for buildInfo.
+//     remove on FerretDB). The server-time samples are an update (upsert)
+//     of the sessions collection, covered above; hello and buildInfo need
+//     no privilege. Through a mongos, find on config.collections (or else
+//     collStats on the two collections) to check their shard keys.
 //   - The index on {key: 1, kind: 1, epoch: 1} is created by the first
 //     call that needs the collection. If that fails (no createIndex
 //     privilege, or an index on the same keys under another name or with
@@ -215,6 +251,50 @@
 //     capped collections or tailable cursors (the Stable API in strict
 //     mode, Amazon DocumentDB, Atlas serverless), the backend says so once,
 //     at level Warn, and waiters poll from then on.
+//   - Sharding: the lock collection may be sharded only on fields that a
+//     document's _id determines ({key: 1} or {key: "hashed"}, or _id):
+//     then all the inserts of one _id reach one shard, whose unique _id
+//     index admits one. Sharded on anything else (owner, session, at),
+//     two claims of one epoch could land on two shards and both count. The
+//     sessions collection may be sharded on _id only. Through a mongos the
+//     backend reads both shard keys before its first call and refuses
+//     others with ErrSharded; a collection sharded later, while backends
+//     run, is not checked again.
+//
+// Per deployment:
+//
+//   - Standalone server, FerretDB: everything works; no member skew. On
+//     FerretDB writes have no write timeout (it does not replicate) and
+//     the backend trims the events collection itself (see "Wake-ups").
+//   - Replica set (self-managed, Atlas dedicated M10 and up): everything
+//     works. Writes at majority with the write timeout; samples of the
+//     primary's clock, with the 100 ms member skew, taken again at once
+//     when a command sees a failover. A primary-secondary-arbiter set that
+//     lost its secondary cannot acknowledge majority writes: calls fail
+//     with ErrWriteTimeout until it is back.
+//   - Sharded cluster through mongos (self-managed, Atlas sharded):
+//     works with the two collections unsharded (they live on the
+//     database's primary shard) or sharded as above; refused (ErrSharded)
+//     when sharded otherwise, or sharded with a shard key the backend may
+//     not read. Samples come from the primary of the shard that holds the
+//     sessions collection, never from a router.
+//   - Atlas shared tiers (M0, Flex): a replica set as above. Where
+//     creating the capped events collection is refused, waiters poll.
+//   - Atlas serverless (behind a load balancer): locks work, sampled
+//     through the writes as everywhere; no capped collections, so waiters
+//     poll.
+//   - Amazon DocumentDB: the commands the locks use (inserts, updates
+//     with $max, finds, deletes, a non-unique index, findAndModify with
+//     $currentDate) are documented as supported; it has no tailable
+//     cursors, so waiters poll. The member skew applies as on a replica
+//     set.
+//   - Azure Cosmos DB for MongoDB: the same commands are documented as
+//     supported; no capped collections or tailable cursors, so waiters
+//     poll; its request-rate errors (16500) are reported as errors, not
+//     retried.
+//
+// DocumentDB, Cosmos DB and Atlas were not run here: treat them as
+// unverified until the test suite has run against them (MONGODB_URI).
 //
 // # FerretDB
 //
