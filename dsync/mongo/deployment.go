@@ -286,7 +286,10 @@ func (e *writeTimeoutError) Is(target error) bool { return target == ErrWriteTim
 // once: the server says so (the RetryableWriteError label MongoDB puts on
 // errors during failovers and shutdowns, or a WriteConflict, 112),
 // FerretDB's SQLite was busy with another write ("database is locked",
-// SQLITE_BUSY, reported as an internal error), or the connection failed.
+// SQLITE_BUSY, reported as an internal error) or had not yet caught up
+// with a collection that other connections were creating at that moment
+// ("no such table", seen when several processes start on a new
+// collection at once), or the connection failed.
 // A timeout is not: the caller's time is running out, or the write
 // concern cannot be satisfied.
 func transient(err error) bool {
@@ -299,7 +302,7 @@ func transient(err error) bool {
 			return true
 		}
 		msg := se.Error()
-		if strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") {
+		if strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQL logic error: no such table") {
 			return true
 		}
 	}

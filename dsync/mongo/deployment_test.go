@@ -353,6 +353,7 @@ func TestTransient(t *testing.T) {
 		{errRetryable, true},
 		{errNetwork, true},
 		{errBusy, true},
+		{mongo.CommandError{Code: 1, Name: "InternalError", Message: "[msg_insert.go:168 handler.(*Handler).MsgInsert] [collection.go:135 sqlite.(*collection).InsertAll.func1] SQL logic error: no such table: locks_b3f43a_tput4_8b200ccd (1)"}, true},
 		{errConflict, true},
 		{mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 112, Message: "write conflict"}}}, true},
 		{errBadValue, false},

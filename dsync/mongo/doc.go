@@ -237,7 +237,8 @@
 //     replica sets, not standalone servers or FerretDB) is sent once more
 //     at once after a transient failure: an error the server labels
 //     RetryableWriteError (failovers, shutdowns), a write conflict,
-//     FerretDB's "database is locked" (SQLITE_BUSY), or a dropped
+//     FerretDB's "database is locked" (SQLITE_BUSY) or "no such table"
+//     (while other connections create the collection), or a dropped
 //     connection. An end marker's insert is tried up to three times on
 //     such failures (a duplicate key then means an earlier try landed),
 //     and is otherwise sent again before the next renewal. Both are
