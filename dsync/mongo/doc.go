@@ -158,8 +158,9 @@
 //     the claims below its own, and their markers, down to a release.
 //   - Renewal: one update of the session document by _id per process and
 //     renew interval, however many locks it holds or waits for.
-//   - Server time: one findAndModify when the backend starts (a few, if
-//     the first round trips are slow) and one a minute.
+//   - Server time: five findAndModify round trips (the fastest one
+//     counts) when the backend starts, then every minute, each an update
+//     of one document by _id.
 //   - A handoff to a waiter in another process, with wake-ups: the release
 //     marker, one "ended" event, and the waiter's read of the marker.
 //     Without wake-ups, the waiter reads the marker at its next poll.
