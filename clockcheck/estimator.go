@@ -105,8 +105,9 @@ func (e *Estimator) Now() Interval {
 // per unit of local time.
 //
 // The answer comes from the sample in use. A re-sample during the wait may
-// replace it with a narrower interval whose Earliest is a little earlier, so
-// after waiting, check Now().Earliest again and wait again if needed.
+// replace it with one whose Earliest is earlier (a little, or, after a
+// change of server, by up to the uncertainties plus twice the member skew),
+// so after waiting, check Now().Earliest again and wait again if needed.
 func (e *Estimator) Until(t time.Time) time.Duration {
 	s := e.Sample()
 	now := e.cfg.clock.Monotonic()
@@ -131,7 +132,8 @@ func (e *Estimator) Until(t time.Time) time.Duration {
 // Sample returns the sample in use: the one giving the narrowest interval
 // now, unless a later sample's interval did not even overlap it (the
 // server's clock was stepped, the drift bound was exceeded, or the machine
-// was suspended); then the later sample, which relies on fewer assumptions,
+// was suspended), or a later sample was asked for with [Estimator.ResampleNow],
+// or a member skew is set ([WithMemberSkew]); then the later sample
 // replaced it.
 func (e *Estimator) Sample() Sample {
 	e.mu.Lock()
@@ -184,7 +186,9 @@ func (e *Estimator) run(ctx context.Context) {
 }
 
 // resample measures and keeps the new sample if it is narrower now, if it
-// contradicts the one in use, or if force (the server may have changed).
+// contradicts the one in use, or if the server may have changed: asked by
+// ResampleNow (force), or, with a member skew, at every re-sample, since a
+// failover can move the samples to another server without notice.
 func (e *Estimator) resample(ctx context.Context, force bool) {
 	// A re-sample must not run into the next one.
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.interval)
@@ -210,8 +214,8 @@ func (e *Estimator) resample(ctx context.Context, force bool) {
 			slog.Time("earliest", old.Earliest), slog.Time("latest", old.Latest),
 			slog.Time("server", s.ServerTime), slog.Duration("uncertainty", s.Uncertainty))
 		e.cur = s
-	case force:
-		log.Debug("clockcheck: new sample after a change of server", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty),
+	case force || e.cfg.memberSkew > 0:
+		log.Debug("clockcheck: new sample, from a server that may have changed", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty),
 			slog.Duration("moved", s.ServerTime.Add(now-s.Taken).Sub(e.cur.ServerTime.Add(now-e.cur.Taken))))
 		e.cur = s
 	case e.halfWidth(s, now) <= e.halfWidth(e.cur, now):

@@ -475,7 +475,7 @@ func TestEstimatorServerChange(t *testing.T) {
 		if n := w.callCount(); n != 2*DefaultSamples {
 			t.Errorf("%d probes, want %d: one re-sample for two requests", n, 2*DefaultSamples)
 		}
-		if !strings.Contains(log.String(), "change of server") {
+		if !strings.Contains(log.String(), "may have changed") {
 			t.Errorf("the forced re-sample was not logged; log:\n%s", log.String())
 		}
 		// Now centred on the new clock: it holds even once the skew is gone.
@@ -488,6 +488,31 @@ func TestEstimatorServerChange(t *testing.T) {
 			t.Error("a negative member skew was accepted")
 		}
 	})
+}
+
+// With a member skew, a periodic re-sample replaces the sample in use even
+// when it is wider: a failover no one reported moves the samples to the new
+// primary within the re-sample interval. Without one, the narrower sample
+// stays.
+func TestEstimatorMemberSkewFollowsPeriodically(t *testing.T) {
+	for _, skew := range []time.Duration{0, 50 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld()
+			w.legs = fixedLegs(2*time.Millisecond, 0.5)
+			e := newTestEstimator(t, w, WithMemberSkew(skew))
+			defer e.Close()
+			// A quiet failover to a member 5 ms ahead behind a slow path.
+			w.stepServer(5 * time.Millisecond)
+			w.legs = fixedLegs(200*time.Millisecond, 0.5)
+			time.Sleep(DefaultInterval + 10*time.Second)
+			synctest.Wait()
+			followed := e.Sample().RTT == 200*time.Millisecond
+			if followed != (skew > 0) {
+				t.Errorf("member skew %v: after a re-sample the sample in use has RTT %v; want the new server's: %v", skew, e.Sample().RTT, skew > 0)
+			}
+			checkContains(t, e, w, "after the re-sample")
+		})
+	}
 }
 
 // Without the member skew, the old sample's interval misses the new

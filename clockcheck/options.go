@@ -161,8 +161,10 @@ func WithProbe(p Probe) Option {
 // and the samples, to another member, whose clock NTP keeps within some
 // bound of the former primary's; until a sample of the new primary
 // replaces the old one (see [Estimator.ResampleNow]), the interval holds
-// the new primary's time only if it is that much wider. The default is 0:
-// one server. d must be at least 0.
+// the new primary's time only if it is that much wider. With d > 0 every
+// periodic re-sample replaces the sample in use, even a narrower one, so
+// that a change of server no one reported is followed within the re-sample
+// interval. The default is 0: one server. d must be at least 0.
 func WithMemberSkew(d time.Duration) Option {
 	return func(cfg *config) {
 		if d < 0 {
