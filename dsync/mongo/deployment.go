@@ -342,7 +342,8 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // the whole shard key in its filter). The shard keys are read from
 // config.collections; where that is not allowed, collStats tells whether
 // the collection is sharded at all, and a sharded one whose key cannot be
-// read is refused too. Run through a mongos only.
+// read is refused too (ErrSharded). If neither answers, the call fails with
+// their errors, and the next call asks again. Run through a mongos only.
 func (b *Backend) checkSharding(ctx context.Context) error {
 	for _, c := range []struct {
 		name    string
@@ -354,8 +355,9 @@ func (b *Backend) checkSharding(ctx context.Context) error {
 	} {
 		key, sharded, err := b.shardKey(ctx, c.name)
 		if err != nil {
-			return fmt.Errorf("%w: cannot tell whether collection %q is sharded, or on what (grant find on config.collections, or collStats on the collection): %w",
-				ErrSharded, c.name, err)
+			// Not ErrSharded: the server may answer next time.
+			return fmt.Errorf("dsyncmongo: cannot tell whether collection %q is sharded, or on what (grant find on config.collections, or collStats on the collection): %w",
+				c.name, err)
 		}
 		if !sharded {
 			continue
@@ -382,6 +384,9 @@ func (b *Backend) checkSharding(ctx context.Context) error {
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
 func (b *Backend) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+	if err := b.fault("shard key"); err != nil {
+		return nil, false, err
+	}
 	ns := b.db.Name() + "." + name
 	var entry struct {
 		Key     bson.Raw `bson:"key"`

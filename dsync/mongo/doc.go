@@ -139,14 +139,21 @@
 // command's round trip, whichever router forwarded it. It never samples
 // hello: behind a mongos (sharded clusters, Atlas sharded and serverless,
 // often a mongos on every application host) or a load balancer, hello
-// answers with the router's clock. A sample is taken when the backend
-// starts, then every minute, and at once when a command fails in a way
+// answers with the router's clock. A sample is taken at the backend's
+// first call, then every minute, and at once when a command fails in a way
 // that says the primary may have changed (a not-primary or shutdown error,
 // an error labelled RetryableWriteError, a dropped connection). A failover
 // the driver hides (it retries a write once on the new primary by itself)
 // is noticed at the next periodic sample; until then, and always, every
 // interval is wider by the member skew on each side, so that it holds the
-// new primary's time too. ServerTime returns the interval in use.
+// new primary's time too; with a member skew, every periodic sample
+// replaces the one in use, so a failover no command noticed is followed
+// within a minute. ServerTime returns the interval in use.
+//
+// FerretDB counts as one server: $currentDate is the clock of the FerretDB
+// process that handles the write. Several FerretDB processes in front of
+// one backend database are several clocks, like routers: set
+// WithMemberSkew to the bound on their hosts' clock skew.
 //
 // # Costs
 //
@@ -159,8 +166,8 @@
 //   - Renewal: one update of the session document by _id per process and
 //     renew interval, however many locks it holds or waits for.
 //   - Server time: five findAndModify round trips (the fastest one
-//     counts) when the backend starts, then every minute, each an update
-//     of one document by _id.
+//     counts) at the backend's first call, then every minute, each an
+//     update of one document by _id.
 //   - A handoff to a waiter in another process, with wake-ups: the release
 //     marker, one "ended" event, and the waiter's read of the marker.
 //     Without wake-ups, the waiter reads the marker at its next poll.
@@ -278,7 +285,8 @@
 //     works with the two collections unsharded (they live on the
 //     database's primary shard) or sharded as above; refused (ErrSharded)
 //     when sharded otherwise, or sharded with a shard key the backend may
-//     not read. Samples come from the primary of the shard that holds the
+//     not read. If neither config.collections nor collStats answers, calls
+//     fail (not with ErrSharded) until one does. Samples come from the primary of the shard that holds the
 //     sessions collection, never from a router.
 //   - Atlas shared tiers (M0, Flex): a replica set as above. Where
 //     creating the capped events collection is refused, waiters poll.

@@ -58,7 +58,7 @@ type config struct {
 	memberSkew time.Duration
 
 	// Tests only. fault, if set, is consulted before the writes named
-	// "createIndexes", "claim", "end", "renew", "probe" and "create events" are
+	// "createIndexes", "claim", "end", "renew", "probe", "shard key" and "create events" are
 	// sent; an error it returns stands for the driver's. ferretDB, if
 	// set, overrides the detection of FerretDB (deployment.go).
 	fault    func(op string) error
@@ -323,7 +323,8 @@ func WithSafetyPoll(d time.Duration) Option {
 // servers that can be primary are (replica-set members, and on a sharded
 // cluster the members of the shard holding the sessions collection).
 // Default: DefaultMemberSkew (100 ms) on a replica set or through a
-// mongos, 0 on a single server (standalone, FerretDB).
+// mongos, 0 on a single server (standalone, FerretDB; several FerretDB
+// processes in front of one backend database are several clocks: set it).
 //
 // Expiry is judged in the primary's time (see ServerTime). A failover
 // hands the writes to a member whose clock NTP keeps close to the former

@@ -36,9 +36,11 @@ import (
 // a way that says the primary may have changed (a not-primary error, a
 // shutdown, a dropped connection); a failover that the driver hides (it
 // retries a write once on the new primary by itself) is noticed at the
-// next periodic re-sample, within a minute. Meanwhile, and always, every
+// next periodic re-sample, within a minute (with a member skew, every
+// periodic sample replaces the one in use). Meanwhile, and always, every
 // interval is wider by the bound on the skew between members' clocks
 // (WithMemberSkew), so it holds the new primary's time too.
+// FerretDB counts as one server (see the package doc).
 
 // clockID is the _id of the document of the sessions collection that the
 // server-time samples update. Session ids are xids, which never contain '#'.
@@ -65,11 +67,27 @@ func (b *Backend) ServerTime(ctx context.Context) (clockcheck.Interval, error) {
 // returns it. Write concern 1: only the primary's clock matters, and a
 // sample's uncertainty is half its round trip, which waiting for a
 // majority would widen. The update is harmless whenever it lands; its
-// reply counts only for the round trip it came back in. On FerretDB,
-// whose findAndModify is not atomic, the value read back may be another
-// process's $currentDate applied between this command's update and its
-// read: a time read within this round trip all the same.
+// reply counts only for the round trip it came back in. (FerretDB 1.24
+// computes $currentDate in the process that handles the command and
+// returns the document it computed, so there too the time is that of the
+// server that applied the update, during this call.) A transient failure
+// (FerretDB's "database is locked" when processes start at once, a
+// failover) is tried again, up to probeAttempts in all: the retry happens
+// within the measured round trip, which only widens the sample.
 func (b *Backend) probeTime(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := b.retry(ctx, probeAttempts, "server-time sample", func() error {
+		var err error
+		now, err = b.probeOnce(ctx)
+		return err
+	})
+	return now, err
+}
+
+// probeAttempts bounds the tries of one server-time sample.
+const probeAttempts = 3
+
+func (b *Backend) probeOnce(ctx context.Context) (time.Time, error) {
 	if err := b.fault("probe"); err != nil {
 		return time.Time{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
@@ -280,6 +281,60 @@ func TestShardedCollectionsChecked(t *testing.T) {
 			}
 			if !tc.ok {
 				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestShardKeyUnknownIsNotErrSharded: when the shard keys cannot be read
+// at all (neither config.collections nor collStats answers), the call
+// fails, but not with ErrSharded, and the next call asks again.
+func TestShardKeyUnknownIsNotErrSharded(t *testing.T) {
+	sharded := topologySharded
+	fault, calls := faults("shard key", errNotWanted)
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, withFault(fault), func(c *config) error { c.topology, c.configDB = &sharded, db.Name()+"_config"; return nil })
+	ctx := testCtx(t, 30*time.Second)
+	_, err := b.OpenSession(ctx, time.Minute)
+	if err == nil || errors.Is(err, ErrSharded) || !sameCommandError(err, errNotWanted) {
+		t.Fatalf("OpenSession with unreadable shard keys = %v, want the server's error, not ErrSharded", err)
+	}
+	if _, err := b.OpenSession(ctx, time.Minute); err != nil {
+		t.Fatalf("OpenSession once the shard keys can be read = %v", err)
+	}
+	if n := calls(); n < 2 {
+		t.Errorf("the shard keys were read %d times, want again after the failure", n)
+	}
+}
+
+// TestProbeRetriesTransient: a server-time sample that fails transiently
+// (FerretDB busy while processes start at once) is tried again within the
+// sample, so the first call does not fail; other failures are not.
+func TestProbeRetriesTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantErr   error
+		wantCalls int
+	}{
+		// Two failures, the retry, then the other samples of the first
+		// measurement.
+		{"busy", []error{errBusy, errBusy}, nil, 2 + clockcheck.DefaultSamples},
+		{"busy throughout", []error{errBusy, errBusy, errBusy}, errBusy, probeAttempts},
+		{"not transient", []error{errBadValue}, errBadValue, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fault, calls := faults("probe", tc.errs...)
+			b := newBackend(t, mongotest.NewDatabase(t), withFault(fault))
+			_, err := b.OpenSession(testCtx(t, 30*time.Second), time.Minute)
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Errorf("OpenSession = %v, want the sample retried", err)
+			case tc.wantErr != nil && !sameCommandError(err, tc.wantErr):
+				t.Errorf("OpenSession = %v, want %v", err, tc.wantErr)
+			}
+			if n := calls(); n != tc.wantCalls {
+				t.Errorf("%d probes, want %d", n, tc.wantCalls)
 			}
 		})
 	}
