@@ -461,19 +461,23 @@ func TestEstimatorServerChange(t *testing.T) {
 		// The new primary's clock is 45 ms ahead, and the path to it is
 		// slower: its samples are wider than the old one.
 		w.stepServer(45 * time.Millisecond)
-		w.legs = fixedLegs(20*time.Millisecond, 0.5)
+		w.setLegs(fixedLegs(20*time.Millisecond, 0.5))
 		checkContains(t, e, w, "right after the failover")
 
-		e.ResampleNow()
-		e.ResampleNow() // coalesced with the first
+		// Requests made while one is pending are served by it; one made
+		// while a re-sample runs asks for one more: five requests in a row
+		// make one or two re-samples.
+		for range 5 {
+			e.ResampleNow()
+		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		got := e.Sample()
 		if got == first || got.RTT != 20*time.Millisecond {
 			t.Fatalf("ResampleNow did not replace the sample with the new server's: %+v", got)
 		}
-		if n := w.callCount(); n != 2*DefaultSamples {
-			t.Errorf("%d probes, want %d: one re-sample for two requests", n, 2*DefaultSamples)
+		if n := w.callCount(); n != 2*DefaultSamples && n != 3*DefaultSamples {
+			t.Errorf("%d probes, want %d or %d: one or two re-samples for five requests", n, 2*DefaultSamples, 3*DefaultSamples)
 		}
 		if !strings.Contains(log.String(), "may have changed") {
 			t.Errorf("the forced re-sample was not logged; log:\n%s", log.String())
@@ -503,7 +507,7 @@ func TestEstimatorMemberSkewFollowsPeriodically(t *testing.T) {
 			defer e.Close()
 			// A quiet failover to a member 5 ms ahead behind a slow path.
 			w.stepServer(5 * time.Millisecond)
-			w.legs = fixedLegs(200*time.Millisecond, 0.5)
+			w.setLegs(fixedLegs(200*time.Millisecond, 0.5))
 			time.Sleep(DefaultInterval + 10*time.Second)
 			synctest.Wait()
 			followed := e.Sample().RTT == 200*time.Millisecond

@@ -63,6 +63,14 @@ func (w *world) stepServer(d time.Duration) {
 	w.serverStart = w.serverStart.Add(d)
 }
 
+// setLegs changes the delays of the calls to come, while an Estimator's
+// goroutine may be making one.
+func (w *world) setLegs(legs func(i int) (up, down time.Duration)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.legs = legs
+}
+
 // jumpWall steps the local wall clock by d.
 func (w *world) jumpWall(d time.Duration) {
 	w.mu.Lock()
