@@ -36,8 +36,8 @@ func (s *sleepyWorld) serverNow() time.Time {
 	return s.world.serverNow().Add(time.Duration(s.asleep.Load()))
 }
 
-func (s *sleepyWorld) hello(ctx context.Context) (time.Time, error) {
-	st, err := s.world.hello(ctx)
+func (s *sleepyWorld) serverTime(ctx context.Context) (time.Time, error) {
+	st, err := s.world.serverTime(ctx)
 	if err != nil {
 		return st, err
 	}

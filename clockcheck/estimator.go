@@ -58,19 +58,11 @@ type Estimator struct {
 // first measurement only; the background goroutine keeps its values but not
 // its cancellation.
 //
-// A re-sample replaces the sample in use only if it gives a narrower interval
-// now, or if the two intervals do not overlap (see [Estimator.Sample]). A
+// [Estimator.Sample] says when a re-sample replaces the sample in use. A
 // failed re-sample keeps the sample in use, whose interval just keeps
 // widening, and is logged (see [WithLogger]).
 func NewEstimator(ctx context.Context, db *mongo.Database, opts ...Option) (*Estimator, error) {
-	if db == nil && !hasProbe(opts) {
-		return nil, ErrNilDatabase
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	cmd, err := commanderFor(db, cfg)
+	cmd, cfg, err := setup(db, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -417,7 +417,7 @@ func TestProbeReplacesHello(t *testing.T) {
 		w.stepServer(3 * time.Hour)
 		w.legs = fixedLegs(4*time.Millisecond, 0.5)
 		// No database at all: the probe is the only way to the server.
-		e, err := NewEstimator(t.Context(), nil, WithProbe(w.hello), WithClock(w), WithSamples(2))
+		e, err := NewEstimator(t.Context(), nil, WithProbe(w.serverTime), WithClock(w), WithSamples(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestProbeReplacesHello(t *testing.T) {
 		checkContains(t, e, w, "after the first measurement")
 
 		w.fail = func(int) error { return errServerDown }
-		_, err = Measure(t.Context(), nil, WithProbe(w.hello), WithClock(w))
+		_, err = Measure(t.Context(), nil, WithProbe(w.serverTime), WithClock(w))
 		if err == nil || !strings.HasPrefix(err.Error(), "clockcheck: probe: ") {
 			t.Errorf("a failed probe's error does not name it: %v", err)
 		}

@@ -95,7 +95,7 @@ func (w *world) Monotonic() time.Duration {
 	return w.monoBase + scale(time.Since(w.origin), w.localRate)
 }
 
-func (w *world) hello(ctx context.Context) (time.Time, error) {
+func (w *world) serverTime(ctx context.Context) (time.Time, error) {
 	w.mu.Lock()
 	i := w.calls
 	w.calls++

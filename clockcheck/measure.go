@@ -51,8 +51,8 @@ type Sample struct {
 // commander is the one server command clockcheck needs, so tests can inject
 // a fake server.
 type commander interface {
-	// hello returns the server's localTime.
-	hello(ctx context.Context) (time.Time, error)
+	// serverTime reads the server's clock once (hello's localTime, or a probe).
+	serverTime(ctx context.Context) (time.Time, error)
 	// name names the command in errors.
 	name() string
 }
@@ -64,23 +64,29 @@ func (dbCommander) name() string { return "hello" }
 // probeCommander reads the server's time with a caller's Probe.
 type probeCommander struct{ probe Probe }
 
-func (c probeCommander) hello(ctx context.Context) (time.Time, error) { return c.probe(ctx) }
+func (c probeCommander) serverTime(ctx context.Context) (time.Time, error) { return c.probe(ctx) }
 
 func (probeCommander) name() string { return "probe" }
 
-// commanderFor is what samples db's time under cfg: its probe if it has
-// one (then db may be nil), else hello on db.
-func commanderFor(db *mongo.Database, cfg *config) (commander, error) {
+// setup checks the arguments of Measure, Check and NewEstimator and
+// returns what samples the server's time: the probe set in opts (then db
+// may be nil), else hello on db. A nil db without a probe is
+// ErrNilDatabase, whatever the options.
+func setup(db *mongo.Database, opts []Option) (commander, *config, error) {
+	if db == nil && !hasProbe(opts) {
+		return nil, nil, ErrNilDatabase
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	if cfg.probe != nil {
-		return probeCommander{cfg.probe}, nil
+		return probeCommander{cfg.probe}, cfg, nil
 	}
-	if db == nil {
-		return nil, ErrNilDatabase
-	}
-	return dbCommander{db}, nil
+	return dbCommander{db}, cfg, nil
 }
 
-func (c dbCommander) hello(ctx context.Context) (time.Time, error) {
+func (c dbCommander) serverTime(ctx context.Context) (time.Time, error) {
 	return helloTime(ctx, func(ctx context.Context, cmd bson.D) (bson.Raw, error) {
 		return c.db.RunCommand(ctx, cmd).Raw()
 	})
@@ -155,14 +161,7 @@ func localTime(reply bson.Raw) (time.Time, error) {
 // [ErrNoLocalTime], naming both commands' failures, when neither hello nor
 // isMaster reports the server's time.
 func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, error) {
-	if db == nil && !hasProbe(opts) {
-		return Sample{}, ErrNilDatabase
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return Sample{}, err
-	}
-	cmd, err := commanderFor(db, cfg)
+	cmd, cfg, err := setup(db, opts)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -177,14 +176,7 @@ func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, e
 // Pick [DefaultMaxOffset] unless you know better. A negative maxOffset is an
 // error.
 func Check(ctx context.Context, db *mongo.Database, maxOffset time.Duration, opts ...Option) (Sample, error) {
-	if db == nil && !hasProbe(opts) {
-		return Sample{}, ErrNilDatabase
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return Sample{}, err
-	}
-	cmd, err := commanderFor(db, cfg)
+	cmd, cfg, err := setup(db, opts)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -192,7 +184,6 @@ func Check(ctx context.Context, db *mongo.Database, maxOffset time.Duration, opt
 }
 
 // hasProbe reports whether opts set a probe, so that a nil db is no error.
-// (A nil db without one fails before the options are checked.)
 func hasProbe(opts []Option) bool {
 	var cfg config
 	for _, o := range opts {
@@ -251,11 +242,11 @@ func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
 		return Sample{}, fmt.Errorf("clockcheck: %s: %w", cmd.name(), context.Cause(ctx))
 	}
 	m0 := clk.Monotonic()
-	st, err := cmd.hello(ctx)
+	st, err := cmd.serverTime(ctx)
 	m1 := clk.Monotonic()
 	w1 := clk.Wall()
 	if err != nil {
-		return Sample{}, helloError(ctx, cmd.name(), err)
+		return Sample{}, sampleError(ctx, cmd.name(), err)
 	}
 	rtt := m1 - m0
 	if rtt < 0 {
@@ -273,7 +264,7 @@ func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
 	}, nil
 }
 
-func helloError(ctx context.Context, name string, err error) error {
+func sampleError(ctx context.Context, name string, err error) error {
 	if errors.Is(err, ErrNoLocalTime) {
 		return err
 	}

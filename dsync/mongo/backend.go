@@ -85,8 +85,7 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	}
 	b.coll = b.Collection(cfg.collection)
 	b.sessions = b.Collection(cfg.collection + sessionsSuffix)
-	b.clockColl = b.db.Collection(cfg.collection+sessionsSuffix, options.Collection().
-		SetWriteConcern(clockWriteConcern).SetReadPreference(readpref.Primary()))
+	b.clockColl = b.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
 	b.eng, err = chain.New(store{b}, clock{b}, cfg.chain)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)

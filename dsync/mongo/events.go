@@ -256,6 +256,12 @@ func (w *wakeups) lost() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	clear(w.announced)
+	w.wakeAllLocked()
+}
+
+// wakeAllLocked wakes every waiter of this process, to look again. w.mu
+// must be held.
+func (w *wakeups) wakeAllLocked() {
 	for _, waiters := range w.local {
 		for c := range waiters {
 			notify(c)
@@ -364,11 +370,7 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 				// wake them, and they sleep for a poll interval: wake
 				// them to look once more and announce themselves.
 				w.mu.Lock()
-				for _, waiters := range w.local {
-					for c := range waiters {
-						notify(c)
-					}
-				}
+				w.wakeAllLocked()
 				w.mu.Unlock()
 			}
 			continue
