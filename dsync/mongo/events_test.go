@@ -491,3 +491,84 @@ func TestJitterUpStaysClose(t *testing.T) {
 		}
 	}
 }
+
+// TestEventAwaitShortOnFerretDB: a getMore of the event cursor waits the
+// safety poll interval, but at most ferretAwait on FerretDB, where a
+// waiting getMore costs the server more the longer it waits.
+func TestEventAwaitShortOnFerretDB(t *testing.T) {
+	const safety = 20 * time.Second
+	for _, ferret := range []bool{true, false} {
+		t.Run(map[bool]string{true: "FerretDB", false: "MongoDB"}[ferret], func(t *testing.T) {
+			awaits := make(chan int64, 16)
+			db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+				Started: func(_ context.Context, e *event.CommandStartedEvent) {
+					if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
+						ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
+						select {
+						case awaits <- ms:
+						default:
+						}
+					}
+				},
+			}))
+			b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety), asFerretDB(ferret))
+			b.wake.start()
+			waitWakeups(t, b)
+			want := safety
+			if ferret {
+				want = ferretAwait
+			}
+			select {
+			case ms := <-awaits:
+				if got := time.Duration(ms) * time.Millisecond; got != want {
+					t.Errorf("getMore of the event cursor waits up to %v, want %v", got, want)
+				}
+			case <-testCtx(t, 30*time.Second).Done():
+				t.Fatal("no getMore of the event cursor within 30s")
+			}
+		})
+	}
+}
+
+// TestAnnouncingAgainKeepsTheAge: an announcement made again while the
+// last one holds keeps the age of the first, so the looks at doubling
+// intervals that follow a first announcement (against an end that comes
+// soon and an event that is lost) are not made again each time; one made
+// after the last lapsed starts afresh.
+func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
+	const safety = 100 * time.Millisecond // announcements hold announceFor × safety
+	b := newBackend(t, mongotest.NewDatabase(t), WithWakeups(true), WithSafetyPoll(safety))
+	ctx := testCtx(t, 30*time.Second)
+	est, err := b.prepare(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := waitKey{"k", 1}
+	if age, err := b.wake.announce(ctx, est, k); err != nil || age != 0 {
+		t.Fatalf("first announce = %v, %v; want a new announcement", age, err)
+	}
+	announced := func() announcement {
+		b.wake.mu.Lock()
+		defer b.wake.mu.Unlock()
+		return b.wake.announced[k]
+	}
+	first := announced()
+	// Past the point where less than a safety poll interval is left.
+	time.Sleep(announceFor*safety - safety/2)
+	age, err := b.wake.announce(ctx, est, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := announced()
+	if !again.until.After(first.until) {
+		t.Fatalf("announcement not made again: until %v, was %v", again.until, first.until)
+	}
+	if min := (announceFor*safety - safety/2); age < min {
+		t.Errorf("age after announcing again = %v, want at least %v (the first announcement's)", age, min)
+	}
+	// Let it lapse: the next announcement is a first one again.
+	time.Sleep(time.Until(again.until) + 100*time.Millisecond)
+	if age, err := b.wake.announce(ctx, est, k); err != nil || age != 0 {
+		t.Errorf("announce after the last lapsed = %v, %v; want a new announcement (age 0)", age, err)
+	}
+}
