@@ -2,7 +2,7 @@
 # Measures dsync and the libraries users compare it with, on this machine,
 # and writes bench/RESULTS.md (and the raw figures in bench/results/*.json).
 #
-#   bash bench/run.sh                          everything (about 15 minutes on 2 cores)
+#   bash bench/run.sh                          everything (about 35 minutes on 2 cores)
 #   bash bench/run.sh --only dsync             only dsync; the peers' last figures are kept
 #   bash bench/run.sh --only dsync --scenarios handoff,idle
 #                                              re-measure some figures, keep the others

@@ -58,20 +58,23 @@ type Options struct {
 	Log io.Writer `json:"-"` // progress; nil: discard
 }
 
-// Defaults are the sizes run.sh uses: about two to four minutes per
+// Defaults are the sizes run.sh uses: about six to eight minutes per
 // library on two cores.
 var Defaults = Options{
-	Runs:           3,
-	Cycles:         200,
-	Handoffs:       15,
-	Waiters:        []int{1, 4, 16},
-	Candidates:     []int{1},
-	HoldMin:        30 * time.Millisecond,
-	HoldMax:        230 * time.Millisecond,
-	FailoverTTL:    2 * time.Second,
-	FailoverRuns:   4,
-	IdleWaiters:    []int{1, 16},
-	IdleWindow:     5 * time.Second,
+	Runs:         3,
+	Cycles:       200,
+	Handoffs:     15,
+	Waiters:      []int{1, 4, 16},
+	Candidates:   []int{1},
+	HoldMin:      30 * time.Millisecond,
+	HoldMax:      230 * time.Millisecond,
+	FailoverTTL:  2 * time.Second,
+	FailoverRuns: 4,
+	IdleWaiters:  []int{1, 16},
+	// Longer than anything a waiter does periodically (dsync's safety
+	// poll and its look at the holder's session are 15 s apart): a 5 s
+	// window showed only the renewals.
+	IdleWindow:     40 * time.Second,
 	RenewLocks:     []int{1, 100, 10000},
 	RenewTTL:       6 * time.Second,
 	RenewIntervals: 4,
