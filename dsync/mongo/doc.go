@@ -195,9 +195,10 @@
 // can have expired (nothing on the server tells of an expiry, so about
 // every two thirds of the TTL while the holder lives); a read of the claim
 // ahead every safety poll interval; a getMore of the event cursor every
-// safety poll interval (every 5 s on FerretDB, below); and its
-// announcement again every seven safety poll intervals. With TTL 15 s and
-// the defaults that is about 0.4 commands per second, 0.55 on FerretDB.
+// safety poll interval (every 5 s on FerretDB while other processes wait,
+// below), and one more for each event another process sends; its
+// announcement again every seven safety poll intervals; and five
+// server-time samples a minute (see "Server time").
 //
 // Fallback: while the stream is down (a killed cursor, a restarted
 // server), waiters poll (WithPollInterval, 250 ms) and the stream is
@@ -210,9 +211,9 @@
 // an event takes 10 to 20 ms to arrive, and each following process costs
 // the server a query every 10 ms over the events kept. Each such query
 // also closes again what every earlier query of the same getMore opened,
-// so a getMore costs more the longer it waits: on FerretDB a getMore
-// waits at most 5 s (16 waiting processes: 66% of a core, against 122%
-// with 15 s). FerretDB 1.24 also
+// so a getMore costs more the longer it waits: on FerretDB, while other
+// processes wait, a getMore waits at most 5 s (16 waiting processes: 66%
+// of a core, against 122% with 15 s). FerretDB 1.24 also
 // loses events now and then (a cursor can skip an event inserted while it
 // reads: a few in a thousand under load), which the re-checks above
 // absorb. FerretDB does not bound capped collections by itself (the

@@ -85,14 +85,17 @@ const (
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 	// ferretAwait caps how long a getMore of the event cursor waits on
-	// FerretDB. FerretDB 1.24 answers a waiting getMore by querying the
-	// collection every 10 ms, and each query closes again every iterator
-	// that the getMore's earlier queries opened (awaitData keeps them in
-	// one MultiCloser): the cost of a waiting cursor grows with how long
-	// its getMore has waited. Measured with 16 waiting processes (and one
-	// holder), each following the stream, and one event kept: FerretDB
-	// used 122% of a core with getMores of 15 s, 66% with 5 s, 46% with
-	// 2 s. Each getMore is a command: 0.2 per second per process at 5 s.
+	// FerretDB while other processes wait. FerretDB 1.24 answers a
+	// waiting getMore by querying the collection every 10 ms, and each
+	// query closes again every iterator that the getMore's earlier
+	// queries opened (awaitData keeps them in one MultiCloser): the cost
+	// of a waiting cursor grows with how long its getMore has waited.
+	// Measured with 16 waiting processes (and one holder), each following
+	// the stream, and one event kept: FerretDB used 122% of a core with
+	// getMores of 15 s, 66% with 5 s, 46% with 2 s. Each getMore is a
+	// command: 0.2 per second per process at 5 s. A process that follows
+	// the stream while no other one waits (a holder alone, a lone waiter)
+	// keeps the long getMores: one or two cursors cost FerretDB little.
 	// MongoDB pushes events to a waiting getMore; there the getMore waits
 	// the safety poll interval.
 	ferretAwait = 5 * time.Second
@@ -165,8 +168,11 @@ type wakeups struct {
 	next map[string]uint64
 	// ends: claims this process ended lately (local monotonic time of the
 	// end), so that an announcement that comes after the end is answered.
-	ends    map[waitKey]time.Duration
-	noticed bool // the stream's first failure was logged
+	ends map[waitKey]time.Duration
+	// othersWaitAt: when the stream last showed another process announce
+	// that it waits (local monotonic; 0: never).
+	othersWaitAt time.Duration
+	noticed      bool // the stream's first failure was logged
 }
 
 // A topWait is the highest claim of a key that another process announced
@@ -343,7 +349,7 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 		w.seen = w.seen[:0]
 		w.seenMu.Unlock()
 	}
-	for cur.Next(ctx) {
+	for cur.SetMaxAwaitTime(w.awaitTime()); cur.Next(ctx); cur.SetMaxAwaitTime(w.awaitTime()) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
 			continue
@@ -400,11 +406,18 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-// awaitTime is how long one getMore of the event cursor waits for an
-// event: the safety poll interval, or at most ferretAwait on FerretDB.
+// awaitTime is how long the next getMore of the event cursor waits for an
+// event: the safety poll interval, or at most ferretAwait on FerretDB while
+// other processes wait (their cursors are what makes long getMores costly
+// there; a process that follows the stream alone costs FerretDB little).
 func (w *wakeups) awaitTime() time.Duration {
 	if w.b.ferret.Load() {
-		return min(w.b.cfg.safetyPoll, ferretAwait)
+		w.mu.Lock()
+		othersWait := w.othersWaitAt != 0 && w.b.mono()-w.othersWaitAt < announceFor*w.b.cfg.safetyPoll
+		w.mu.Unlock()
+		if othersWait {
+			return min(w.b.cfg.safetyPoll, ferretAwait)
+		}
 	}
 	return w.b.cfg.safetyPoll
 }
@@ -572,6 +585,7 @@ func (w *wakeups) handle(ctx context.Context, est *clockcheck.Estimator, e event
 		if !e.Until.After(est.Now().Earliest) {
 			break
 		}
+		w.othersWaitAt = w.b.mono()
 		if at, ok := w.ends[k]; ok && w.b.mono()-at < endMemory {
 			// We ended that claim before the announcement reached us:
 			// answer it now, or the waiter would learn of the end only at

@@ -493,38 +493,58 @@ func TestJitterUpStaysClose(t *testing.T) {
 }
 
 // TestEventAwaitShortOnFerretDB: a getMore of the event cursor waits the
-// safety poll interval, but at most ferretAwait on FerretDB, where a
-// waiting getMore costs the server more the longer it waits.
+// safety poll interval; on FerretDB, where a waiting getMore costs the
+// server more the longer it waits, at most ferretAwait once another
+// process announced that it waits.
 func TestEventAwaitShortOnFerretDB(t *testing.T) {
 	const safety = 20 * time.Second
 	for _, ferret := range []bool{true, false} {
 		t.Run(map[bool]string{true: "FerretDB", false: "MongoDB"}[ferret], func(t *testing.T) {
-			awaits := make(chan int64, 16)
+			awaits := make(chan time.Duration, 64)
 			db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
 				Started: func(_ context.Context, e *event.CommandStartedEvent) {
 					if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
 						ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
 						select {
-						case awaits <- ms:
+						case awaits <- time.Duration(ms) * time.Millisecond:
 						default:
 						}
 					}
 				},
 			}))
 			b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety), asFerretDB(ferret))
+			other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true), WithSafetyPoll(safety), asFerretDB(ferret))
+			ctx := testCtx(t, 30*time.Second)
+			next := func() time.Duration {
+				t.Helper()
+				select {
+				case d := <-awaits:
+					return d
+				case <-ctx.Done():
+					t.Fatal("no getMore of the event cursor within 30s")
+					return 0
+				}
+			}
 			b.wake.start()
 			waitWakeups(t, b)
+			if got := next(); got != safety {
+				t.Errorf("alone: getMore of the event cursor waits up to %v, want %v", got, safety)
+			}
+			est, err := other.prepare(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.wake.announce(ctx, est, waitKey{"k", 1}); err != nil {
+				t.Fatal(err)
+			}
+			// The announcement ends the getMore in flight; the next one
+			// waits as long as the others waiting call for.
 			want := safety
 			if ferret {
 				want = ferretAwait
 			}
-			select {
-			case ms := <-awaits:
-				if got := time.Duration(ms) * time.Millisecond; got != want {
-					t.Errorf("getMore of the event cursor waits up to %v, want %v", got, want)
-				}
-			case <-testCtx(t, 30*time.Second).Done():
-				t.Fatal("no getMore of the event cursor within 30s")
+			if got := next(); got != want {
+				t.Errorf("while another process waits: getMore of the event cursor waits up to %v, want %v", got, want)
 			}
 		})
 	}
