@@ -90,10 +90,11 @@ const (
 	// query closes again every iterator that the getMore's earlier
 	// queries opened (awaitData keeps them in one MultiCloser): the cost
 	// of a waiting cursor grows with how long its getMore has waited.
-	// Measured with 16 waiting processes (and one holder), each following
-	// the stream, and one event kept: FerretDB used 122% of a core with
-	// getMores of 15 s, 66% with 5 s, 46% with 2 s. Each getMore is a
-	// command: 0.2 per second per process at 5 s. A process that follows
+	// Measured with 16 waiting backends and a holder, each following the
+	// stream, and one event kept (in FerretDB's process, clients
+	// included): 122% of a core with getMores of 15 s, 66% with 5 s, 46%
+	// with 2 s. Each getMore is a command: 0.2 per second per process at
+	// 5 s. A process that follows
 	// the stream while no other one waits (a holder alone, a lone waiter)
 	// keeps the long getMores: one or two cursors cost FerretDB little.
 	// MongoDB pushes events to a waiting getMore; there the getMore waits
