@@ -308,8 +308,8 @@ func WithWakeups(on bool) Option {
 // DefaultSafetyPoll (15 s). It bounds the extra latency of a missed event;
 // a claim ahead whose session expires is noticed at its expiry regardless.
 // The event cursor's getMore commands wait up to as long (at most 5 s on
-// FerretDB, where a long wait costs the server CPU). It must be
-// positive.
+// FerretDB while other processes wait, since there a long wait costs the
+// server CPU). It must be positive.
 func WithSafetyPoll(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
