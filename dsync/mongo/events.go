@@ -316,11 +316,11 @@ func (w *wakeups) tail(ctx context.Context) (live bool, err error) {
 		return false, err
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
-	// tailable cursor open; our "open" event is there at least.
+	// tailable cursor open; our "open" event is there at least. How long
+	// each getMore waits is set before each one (awaitTime).
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().
 		SetCursorType(options.TailableAwait).
-		SetBatchSize(1).
-		SetMaxAwaitTime(w.awaitTime()))
+		SetBatchSize(1))
 	if err != nil {
 		if unsupported(err) {
 			return false, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
