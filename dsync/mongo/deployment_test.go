@@ -397,6 +397,22 @@ func sameCommandError(err, want error) bool {
 	return errors.As(err, &ce) && ce.Message == want.(mongo.CommandError).Message
 }
 
+// checkAttempts checks a call whose command failed with injected errors:
+// it succeeded if wantErr is nil, else failed with wantErr, after
+// wantCalls attempts.
+func checkAttempts(t *testing.T, call string, err, wantErr error, calls, wantCalls int) {
+	t.Helper()
+	switch {
+	case wantErr == nil && err != nil:
+		t.Errorf("%s = %v, want it retried and applied", call, err)
+	case wantErr != nil && !sameCommandError(err, wantErr):
+		t.Errorf("%s = %v, want %v", call, err, wantErr)
+	}
+	if calls != wantCalls {
+		t.Errorf("%s: %d attempts, want %d", call, calls, wantCalls)
+	}
+}
+
 // TestRenewRetriesOnce: a session renewal that fails transiently is sent
 // once more; one that fails otherwise, or twice, is an error.
 func TestRenewRetriesOnce(t *testing.T) {
@@ -424,15 +440,7 @@ func TestRenewRetriesOnce(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond) // the renewal's expiry is later
 			err := b.RenewSession(ctx, s, time.Minute)
-			switch {
-			case tc.wantErr == nil && err != nil:
-				t.Errorf("RenewSession = %v, want it applied", err)
-			case tc.wantErr != nil && !sameCommandError(err, tc.wantErr):
-				t.Errorf("RenewSession = %v, want %v", err, tc.wantErr)
-			}
-			if n := calls(); n != tc.wantCalls {
-				t.Errorf("%d renewal attempts, want %d", n, tc.wantCalls)
-			}
+			checkAttempts(t, "RenewSession", err, tc.wantErr, calls(), tc.wantCalls)
 			var after sessionDoc
 			if err := db.Collection(DefaultCollection+sessionsSuffix).FindOne(ctx, bson.D{{Key: "_id", Value: s}}).Decode(&after); err != nil {
 				t.Fatal(err)

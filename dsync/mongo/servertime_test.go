@@ -327,15 +327,7 @@ func TestProbeRetriesTransient(t *testing.T) {
 			fault, calls := faults("probe", tc.errs...)
 			b := newBackend(t, mongotest.NewDatabase(t), withFault(fault))
 			_, err := b.OpenSession(testCtx(t, 30*time.Second), time.Minute)
-			switch {
-			case tc.wantErr == nil && err != nil:
-				t.Errorf("OpenSession = %v, want the sample retried", err)
-			case tc.wantErr != nil && !sameCommandError(err, tc.wantErr):
-				t.Errorf("OpenSession = %v, want %v", err, tc.wantErr)
-			}
-			if n := calls(); n != tc.wantCalls {
-				t.Errorf("%d probes, want %d", n, tc.wantCalls)
-			}
+			checkAttempts(t, "OpenSession (server-time probes)", err, tc.wantErr, calls(), tc.wantCalls)
 		})
 	}
 }
