@@ -351,7 +351,8 @@ func (k *keeper) renew(s *session) bool {
 	// A confirmation that arrives after the deadline in force does not
 	// count: the session may have been judged expired meanwhile. The
 	// renewal may also be applied later than others, even after this
-	// one's retry: harmless, since a stored expiry only grows.
+	// one's retry: harmless, since a stored expiry only grows (the backend
+	// sees to it on stores whose updates are not atomic).
 	k.mu.Lock()
 	now := k.id.clock.Now()
 	if s.retired || !now.Before(s.deadline) {

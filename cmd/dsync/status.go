@@ -359,12 +359,15 @@ func readHeads(ctx context.Context, g *globals, db *mongo.Database, coll string,
 	// Read after Current, which records the dead marker of a claim whose
 	// session it found expired.
 	if len(sessions) > 0 {
-		ids := make(bson.A, 0, len(sessions))
+		// A session is its document and, after renewals of unknown
+		// outcome, "<session>~<n>" ones: its expiry is their highest.
+		var ids, gens bson.A
 		for id := range sessions {
 			ids = append(ids, id)
+			gens = append(gens, bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: id + "~"}, {Key: "$lt", Value: id + "~:"}}}})
 		}
 		sc := db.Collection(coll + sessionsSuffix)
-		cur, err := sc.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+		cur, err := sc.Find(ctx, bson.D{{Key: "$or", Value: append(gens, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})}})
 		if err != nil {
 			return fmt.Errorf("reading %s.%s: %w", g.db, sc.Name(), err)
 		}
@@ -373,7 +376,10 @@ func readHeads(ctx context.Context, g *globals, db *mongo.Database, coll string,
 			return fmt.Errorf("reading %s.%s: %w", g.db, sc.Name(), err)
 		}
 		for i := range docs {
-			sessions[docs[i].ID] = &docs[i]
+			id, _, _ := strings.Cut(docs[i].ID, "~")
+			if s := sessions[id]; s == nil || docs[i].ExpiresAt.After(s.ExpiresAt) {
+				sessions[id] = &docs[i]
+			}
 		}
 	}
 	expiry := func(session string) time.Time {

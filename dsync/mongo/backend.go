@@ -310,8 +310,8 @@ func (b *Backend) Current(ctx context.Context, key string) (LockInfo, error) {
 	if err := b.coll.FindOne(ctx, bson.D{{Key: "_id", Value: head.ID}}).Decode(&d); err != nil {
 		return LockInfo{}, b.wrap(ctx, "read", key, err)
 	}
-	var s sessionDoc
-	if err := b.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: d.Session}}).Decode(&s); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+	s, _, err := b.readSession(ctx, d.Session)
+	if err != nil {
 		return LockInfo{}, b.wrap(ctx, "read", key, err)
 	}
 	return LockInfo{

@@ -444,7 +444,7 @@ func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
 	epochs := map[int64]bool{}
 	for _, d := range ds {
 		if d.Kind == kindFloor {
-			floor = d.Floor
+			floor = max(floor, d.Epoch)
 			continue
 		}
 		epochs[d.Epoch] = true

@@ -309,11 +309,9 @@ func transient(err error) bool {
 	return mongo.IsNetworkError(err)
 }
 
-// Attempts of the writes retried on transient failures.
-const (
-	renewAttempts = 2 // a session renewal
-	endAttempts   = 3 // an end marker
-)
+// endAttempts is how many times an end marker is sent while it fails
+// transiently.
+const endAttempts = 3
 
 // retry runs f up to attempts times while it fails transiently and ctx
 // lasts.

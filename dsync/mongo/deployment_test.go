@@ -3,6 +3,7 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -413,42 +414,119 @@ func checkAttempts(t *testing.T, call string, err, wantErr error, calls, wantCal
 	}
 }
 
-// TestRenewRetriesOnce: a session renewal that fails transiently is sent
-// once more; one that fails otherwise, or twice, is an error.
-func TestRenewRetriesOnce(t *testing.T) {
+// sessionDocs returns the expiry of each document of session id, by _id.
+func sessionDocs(t *testing.T, ctx context.Context, db *mongo.Database, id string) map[string]time.Time {
+	t.Helper()
+	cur, err := db.Collection(DefaultCollection+sessionsSuffix).Find(ctx, sessionDocsFilter(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []sessionDoc
+	if err := cur.All(ctx, &ds); err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]time.Time)
+	for _, d := range ds {
+		out[d.ID] = d.ExpiresAt
+	}
+	return out
+}
+
+// TestRenewAfterUnknownOutcomeMovesOn: once a renewal of a session
+// document fails (its update may still be applied, even after later ones,
+// and FerretDB would then write back its lower expiry), that document is
+// never updated again. The renewal inserts the session's next document at
+// once, later renewals update that one, an insert of unknown outcome is
+// sent again, and readers see the highest expiry of all.
+func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		errs      []error
-		wantErr   error
-		wantCalls int
+		name        string
+		failInserts int  // inserts of the next document that fail
+		landed      bool // the failed insert was applied nonetheless
+		wantErr     bool // the first RenewSession fails
 	}{
-		{"retryable", []error{errRetryable}, nil, 2},
-		{"network", []error{errNetwork}, nil, 2},
-		{"busy", []error{errBusy}, nil, 2},
-		{"twice", []error{errRetryable, errNetwork}, errNetwork, 2},
-		{"not transient", []error{errBadValue}, errBadValue, 1},
+		{"next document inserted at once", 0, false, false},
+		{"its insert failed and is sent again", 1, false, true},
+		{"its insert failed after it was applied", 1, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fault, calls := faults("renew", tc.errs...)
 			db := mongotest.NewDatabase(t)
+			var mu sync.Mutex
+			failRenew, failInsert, opened := 1, tc.failInserts, false
+			fault := func(op string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case op == "session" && !opened:
+					opened = true // the session's first document
+				case op == "renew" && failRenew > 0:
+					failRenew--
+					return errNetwork
+				case op == "session" && failInsert > 0:
+					failInsert--
+					return errNetwork
+				}
+				return nil
+			}
 			b := newBackend(t, db, withFault(fault), WithWakeups(false))
 			ctx := testCtx(t, 30*time.Second)
 			s := open(t, ctx, b, time.Minute)
-			var before sessionDoc
-			if err := db.Collection(DefaultCollection+sessionsSuffix).FindOne(ctx, bson.D{{Key: "_id", Value: s}}).Decode(&before); err != nil {
-				t.Fatal(err)
+			first := sessionDocs(t, ctx, db, s)[s]
+			next := s + "~1"
+			if tc.landed {
+				// The reply was lost, not the request.
+				if _, err := db.Collection(DefaultCollection+sessionsSuffix).InsertOne(ctx, sessionDoc{ID: next, ExpiresAt: first}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			time.Sleep(5 * time.Millisecond) // the renewal's expiry is later
-			err := b.RenewSession(ctx, s, time.Minute)
-			checkAttempts(t, "RenewSession", err, tc.wantErr, calls(), tc.wantCalls)
-			var after sessionDoc
-			if err := db.Collection(DefaultCollection+sessionsSuffix).FindOne(ctx, bson.D{{Key: "_id", Value: s}}).Decode(&after); err != nil {
-				t.Fatal(err)
+			time.Sleep(5 * time.Millisecond) // each renewal's expiry is later
+			if err := b.RenewSession(ctx, s, time.Minute); (err != nil) != tc.wantErr {
+				t.Fatalf("first RenewSession = %v, want an error: %v", err, tc.wantErr)
 			}
-			if renewed := after.ExpiresAt.After(before.ExpiresAt); renewed != (tc.wantErr == nil) {
-				t.Errorf("expiry %v → %v: want renewed: %v", before.ExpiresAt, after.ExpiresAt, tc.wantErr == nil)
+			for range 2 {
+				time.Sleep(5 * time.Millisecond)
+				if err := b.RenewSession(ctx, s, time.Minute); err != nil {
+					t.Fatalf("RenewSession = %v", err)
+				}
+			}
+			got := sessionDocs(t, ctx, db, s)
+			if !got[s].Equal(first) {
+				t.Errorf("the first document's expiry moved from %v to %v after its renewal failed", first, got[s])
+			}
+			if len(got) != 2 || !got[next].After(first) {
+				t.Fatalf("session documents %v: want %s and %s, the second renewed past %v", got, s, next, first)
+			}
+			sess, found, err := store{b}.GetSession(ctx, s)
+			if err != nil || !found || !sess.ExpiresAt.Equal(got[next]) || sess.Gen != 1 {
+				t.Errorf("GetSession = %+v, %v, %v; want generation 1 expiring %v", sess, found, err, got[next])
 			}
 		})
+	}
+}
+
+// TestFloorKeepsTheHighestRaise: floors raised at once by many processes
+// leave the highest. FerretDB applies an update as a read and a later
+// write of the whole document, so $max raises of one floor document lose
+// the highest in most rounds; floors are therefore inserted.
+func TestFloorKeepsTheHighestRaise(t *testing.T) {
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, WithWakeups(false))
+	ctx := testCtx(t, time.Minute)
+	open(t, ctx, b, time.Minute) // prepares the backend
+	for round := range 5 {
+		key := fmt.Sprintf("k%d", round)
+		var wg sync.WaitGroup
+		for i := uint64(1); i <= 16; i++ {
+			wg.Go(func() {
+				if err := (store{b}).RaiseFloor(ctx, key, 16*i); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if f, err := (store{b}).Floor(ctx, key); err != nil || f != 256 {
+			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f, err)
+		}
 	}
 }
 

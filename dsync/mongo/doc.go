@@ -14,21 +14,25 @@
 //
 // Three collections, named after the lock collection (WithCollection,
 // default "dsync_locks"). The lock collection holds, for each key, a queue
-// of claims, the end markers that end them, and a floor:
+// of claims, the end markers that end them, and its floors:
 //
 //	{_id: "<key>@<epoch>", kind: "claim", key, epoch, nonce, session, owner, host, pid, at}
 //	{_id: "<key>@<epoch>~<nonce>", kind: "release"|"withdraw"|"dead", key, epoch, nonce, session, at}
-//	{_id: "<key>#floor", kind: "floor", key, floor, at}
+//	{_id: "<key>#floor#<epoch, 20 digits>", kind: "floor", key, epoch, at}
 //
 // with a non-unique index on {key: 1, kind: 1, epoch: 1}, which serves the
-// read of a key's newest claim and pruning. A claim's epoch is its fencing
-// token; "at" is the sender's estimate of the server time.
+// reads of a key's newest claim and highest floor, and pruning. A claim's
+// epoch is its fencing token; "at" is the sender's estimate of the server
+// time. A key's floor is its highest floor document: every epoch below it
+// has ended.
 //
-// "<collection>_sessions" holds one document per process session, {_id,
-// expiresAt, host, pid, started}, read and updated by _id only. Opening a
-// session deletes the sessions that expired over an hour ago. Its document
-// {_id: "#clock", now} is what the server-time samples update (see
-// "Server time").
+// "<collection>_sessions" holds a document per process session, {_id,
+// expiresAt, host, pid, started}, and one more, {_id: "<session>~<n>", ...},
+// each time a renewal's outcome was unknown (see "Protocol"); the
+// session's expiry is the highest of its documents'. They are updated by
+// _id and read by _id ranges. Opening a session deletes the documents that
+// expired over an hour ago. The document {_id: "#clock", now} is what the
+// server-time samples update (see "Server time").
 //
 // "<collection>_events" is a small capped collection (1 MiB) of wake-up
 // events (see "Wake-ups").
@@ -111,12 +115,26 @@
 // session expired, its owner has stopped holding. A renewal confirmed after
 // the deadline does not count; the session is retired for good.
 //
+// Updates are not atomic everywhere: FerretDB 1.24 reads the document,
+// then writes it whole in a separate transaction, so of two updates of one
+// document applied at once the one that read first can write back what the
+// other raised (16 concurrent $max raises of one field keep a lower value
+// than the highest in 24 rounds of 30). So no document is ever updated by
+// two requests that may be in flight together. A session document is
+// updated only by its owner, each renewal sent after the last one's reply;
+// once a renewal fails, its update may still be applied at any time, so
+// that document is never updated again: the renewal inserts the session's
+// next document, "<session>~<n>", and later renewals update that one.
+// Floors are inserted, one document per floor.
+//
 // Why late writes are harmless: a renewal only raises an expiry, and
 // cannot undo a dead marker already written; a marker states a fact that
 // stays true (the owner held, will never hold, or stopped trusting its
 // session); a claim insert of unknown outcome is withdrawn by its nonce
-// and its owner forgets what it knew of the key; a floor only rises, and
-// a prune deletes only below a floor, which covers only ended epochs.
+// and its owner forgets what it knew of the key; a floor document states a
+// fact that stays true, and a prune deletes only below a floor, which
+// covers only ended epochs, and keeps that floor's document, so a key's
+// floor only rises.
 //
 // Pruning: the holder of every 16th epoch raises the key's floor to it
 // when it releases, and, at a release of its own at least 6 s later,
@@ -158,13 +176,14 @@
 // # Costs
 //
 //   - An uncontended Lock followed by Unlock: two inserts (the claim and
-//     the release marker), plus a read of the key's floor at most once a
-//     second, and a floor raise and a prune per 16 epochs. A Lock of a key
+//     the release marker), plus a read of the key's highest floor at most
+//     once a second, and a floor insert and a prune per 16 epochs. A Lock of a key
 //     whose history the process does not know first tries epoch 1, reads
 //     the key's newest claim after four duplicate keys, and reads by _id
 //     the claims below its own, and their markers, down to a release.
 //   - Renewal: one update of the session document by _id per process and
-//     renew interval, however many locks it holds or waits for.
+//     renew interval, however many locks it holds or waits for (an insert
+//     after a failed one).
 //   - Server time: five findAndModify round trips (the fastest one
 //     counts) at the backend's first call, then every minute, each an
 //     update of one document by _id.
@@ -259,15 +278,15 @@
 //     reply.
 //   - Retries: a session renewal (an update with $max, which the driver
 //     retries once itself only where retryable writes are supported:
-//     replica sets, not standalone servers or FerretDB) is sent once more
-//     at once after a transient failure: an error the server labels
-//     RetryableWriteError (failovers, shutdowns), a write conflict,
-//     FerretDB's "database is locked" (SQLITE_BUSY) or "no such table"
-//     (while other connections create the collection), or a dropped
-//     connection. An end marker's insert is tried up to three times on
-//     such failures (a duplicate key then means an earlier try landed),
-//     and is otherwise sent again before the next renewal. Both are
-//     harmless when applied twice or late. A claim's insert is never sent
+//     replica sets, not standalone servers or FerretDB) that fails is
+//     followed at once by the insert of the session's next document (see
+//     "Protocol"). An end marker's insert is tried up to three times on a
+//     transient failure: an error the server labels RetryableWriteError
+//     (failovers, shutdowns), a write conflict, FerretDB's "database is
+//     locked" (SQLITE_BUSY) or "no such table" (while other connections
+//     create the collection), or a dropped connection (a duplicate key
+//     then means an earlier try landed); it is otherwise sent again before
+//     the next renewal. Both are harmless when applied twice or late. A claim's insert is never sent
 //     again: its outcome is unknown, so it is withdrawn.
 //   - Reads and writes of the lock and sessions collections go to the
 //     primary, at read concern local and the backend's write concern,
@@ -325,15 +344,16 @@
 //
 // # FerretDB
 //
-// The protocol uses only inserts, updates with $max, finds by _id, one
-// sorted find, deletes and a non-unique index, so it works on FerretDB
-// (which lacks pipeline updates, $$NOW, $expr, TTL indexes and
-// transactions, and whose findAndModify is not atomic). FerretDB 1.24 with
-// the SQLite handler answers queries other than {_id: value} by decoding
-// every document of the collection: the newest-claim read and pruning cost
-// in proportion to the lock collection's size, which pruning keeps small,
-// and a renewal, an update by _id, in proportion to the sessions
-// collection's. Under concurrent writes FerretDB may answer "database is
+// The protocol uses only inserts, updates with $max of documents no other
+// update can be applied with, finds by _id, sorted finds, deletes and a
+// non-unique index, so it works on FerretDB (which lacks pipeline updates,
+// $$NOW, $expr, TTL indexes and transactions, and whose findAndModify and
+// updates are not atomic). FerretDB 1.24 with the SQLite handler answers
+// queries other than {_id: value} by decoding every document of the
+// collection: the newest-claim and floor reads and pruning cost in
+// proportion to the lock collection's size, which pruning keeps small, and
+// a renewal, an update by _id, and a read of a session's documents in
+// proportion to the sessions collection's. Under concurrent writes FerretDB may answer "database is
 // locked"; renewals and end markers retry that (see "Deployments"), other
 // calls report it as an error.
 package dsyncmongo

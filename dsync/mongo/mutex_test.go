@@ -265,7 +265,7 @@ func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 
 // TestMutexSteadyStateCommands counts the commands of Lock+Unlock cycles of
 // one uncontended Mutex, wake-ups on: the claim and the release marker (two
-// inserts), plus, every 16 epochs, a floor raise and a prune, and a floor
+// inserts), plus, every 16 epochs, a floor insert and a prune, and a floor
 // read at most once a second.
 func TestMutexSteadyStateCommands(t *testing.T) {
 	p := newProcs(t, 1)[0]
@@ -296,11 +296,11 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 	t.Logf("%d cycles in %v (%v each): %v; per cycle: %.3f insert, %.3f update, %.3f find, %.3f delete",
 		cycles, took.Round(time.Millisecond), (took / time.Duration(cycles)).Round(time.Microsecond), n,
 		per("insert"), per("update"), per("find"), per("delete"))
-	if n["insert"] != 2*cycles {
-		t.Errorf("%d inserts for %d cycles: want two per cycle (claim, release)", n["insert"], cycles)
+	if floors := n["insert"] - 2*cycles; floors < 0 || floors > cycles/16+1 {
+		t.Errorf("%d inserts for %d cycles: want two per cycle (claim, release), and a floor per 16", n["insert"], cycles)
 	}
-	if u := per("update"); u > 1.0/16+0.01 {
-		t.Errorf("%.3f updates per cycle, want at most one floor raise per 16", u)
+	if n["update"] != 0 {
+		t.Errorf("%d updates, want none", n["update"])
 	}
 	if d := per("delete"); d > 1.0/16+0.01 {
 		t.Errorf("%.3f deletes per cycle, want at most one prune per 16", d)

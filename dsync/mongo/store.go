@@ -3,6 +3,9 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,23 +29,46 @@ type lockDoc struct {
 	PID     int    `bson:"pid,omitempty"`
 	// At is the midpoint of the server-time estimate when the document was
 	// sent: for a claim, when it queued.
-	At    time.Time `bson:"at"`
-	Floor int64     `bson:"floor,omitempty"` // floor documents
+	At time.Time `bson:"at"`
 }
 
+// kindFloor is the kind of a floor document: {key, epoch: F} records
+// that every epoch of key below F has ended. A key has one per floor
+// raised and not yet pruned; its floor is the highest.
 const kindFloor = "floor"
 
-// floorID is the _id of key's floor document. Claim and marker IDs end in
-// "@digits" or "~nonce", so no key's floor ID is another key's claim.
-func floorID(key string) string { return key + "#floor" }
+// floorID is the _id of key's floor document at floor. Claim and marker
+// IDs end in "@digits" or "~nonce", so no floor ID is another key's claim
+// or marker.
+func floorID(key string, floor uint64) string { return fmt.Sprintf("%s#floor#%020d", key, floor) }
 
-// sessionDoc is a document of the sessions collection.
+// sessionDoc is a document of the sessions collection: one generation of a
+// session (see chain.Engine.RenewSession).
 type sessionDoc struct {
 	ID        string    `bson:"_id"`
 	ExpiresAt time.Time `bson:"expiresAt"`
 	Host      string    `bson:"host"`
 	PID       int       `bson:"pid"`
 	Started   time.Time `bson:"started"`
+}
+
+// sessionDocID is the _id of generation gen of session id: the session ID
+// itself for the first, then id~1, id~2... Session IDs are xids, 20
+// characters of [0-9a-v], so no other session's documents share the prefix.
+func sessionDocID(id string, gen int) string {
+	if gen == 0 {
+		return id
+	}
+	return id + "~" + strconv.Itoa(gen)
+}
+
+// sessionDocsFilter selects every generation of session id: its own _id,
+// and the _ids between id~ and id~: (':' follows the digits).
+func sessionDocsFilter(id string) bson.D {
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: id + "~"}, {Key: "$lt", Value: id + "~:"}}}},
+	}}}
 }
 
 // store is the chain.Store of a Backend. Every read and update of one
@@ -123,7 +149,8 @@ func (s store) Newest(ctx context.Context, key string) (chain.Doc, bool, error) 
 
 func (s store) Floor(ctx context.Context, key string) (uint64, error) {
 	var d lockDoc
-	err := s.b.coll.FindOne(ctx, bson.D{{Key: "_id", Value: floorID(key)}}).Decode(&d)
+	err := s.b.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}},
+		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
 	}
@@ -131,23 +158,23 @@ func (s store) Floor(ctx context.Context, key string) (uint64, error) {
 		s.b.noteFailure(err)
 		return 0, err
 	}
-	return uint64(d.Floor), nil
+	return uint64(d.Epoch), nil
 }
 
+// RaiseFloor inserts a floor document, never updates one: two updates of
+// one document applied at once can lose the higher value on FerretDB
+// (see chain.Store), and a floor that went down would let a claim landing
+// in a pruned hole count.
 func (s store) RaiseFloor(ctx context.Context, key string, floor uint64) error {
-	update := bson.D{
-		{Key: "$max", Value: bson.D{{Key: "floor", Value: int64(floor)}}},
-		{Key: "$setOnInsert", Value: bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}, {Key: "at", Value: s.now()}}},
-	}
-	filter := bson.D{{Key: "_id", Value: floorID(key)}}
-	return s.b.write(ctx, "floor", func(ctx context.Context) error {
-		_, err := s.b.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
-		if mongo.IsDuplicateKeyError(err) {
-			// Two upserts raced to create it: it exists now.
-			_, err = s.b.coll.UpdateOne(ctx, filter, update)
-		}
+	doc := lockDoc{ID: floorID(key, floor), Key: key, Epoch: int64(floor), Kind: kindFloor, At: s.now()}
+	err := s.b.write(ctx, "floor", func(ctx context.Context) error {
+		_, err := s.b.coll.InsertOne(ctx, doc)
 		return err
 	})
+	if mongo.IsDuplicateKeyError(err) {
+		return nil // recorded by an earlier attempt
+	}
+	return err
 }
 
 func (s store) Prune(ctx context.Context, key string, below uint64) error {
@@ -163,7 +190,7 @@ func (s store) Prune(ctx context.Context, key string, below uint64) error {
 func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
 	err := s.b.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
-			ID: sess.ID, ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
 		})
 		return err
 	})
@@ -173,22 +200,17 @@ func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
 	return err
 }
 
-func (s store) RenewSession(ctx context.Context, id string, expires time.Time) (bool, error) {
-	// $max, never $set: a renewal applied late, after later ones, must not
-	// move the expiry back.
-	//
-	// A transient failure (a failover, a dropped connection, a busy
-	// FerretDB) gets one more try at once, with the same expiry: sending
-	// it again is as harmless as the first one applied late, and the
-	// expiry was computed from the latest server time at the first send,
-	// from which the owner counts its deadline.
+// RenewSession raises one session document's expiry. $max, never $set: a
+// renewal applied late, after later ones, must not move the expiry back
+// (on MongoDB; on FerretDB the engine sees to it that no two renewals of
+// one document are ever in flight together). It is never sent again here:
+// after an unknown outcome the engine moves to the session's next document.
+func (s store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	var res *mongo.UpdateResult
-	err := s.b.retry(ctx, renewAttempts, "session renewal", func() error {
-		return s.b.write(ctx, "renew", func(ctx context.Context) (err error) {
-			res, err = s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
-				bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
-			return err
-		})
+	err := s.b.write(ctx, "renew", func(ctx context.Context) (err error) {
+		res, err = s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: sessionDocID(id, gen)}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -196,17 +218,43 @@ func (s store) RenewSession(ctx context.Context, id string, expires time.Time) (
 	return res.MatchedCount > 0, nil
 }
 
+// GetSession reads every document of the session (usually one) and
+// returns the one with the highest expiry.
 func (s store) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
-	var d sessionDoc
-	err := s.b.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return chain.Session{}, false, nil
+	sess, found, err := s.b.readSession(ctx, id)
+	if err != nil || !found {
+		return chain.Session{}, found, err
 	}
+	return chain.Session{ID: id, Gen: sess.gen, ExpiresAt: sess.ExpiresAt}, true, nil
+}
+
+// latestSession is a session's document with the highest expiry.
+type latestSession struct {
+	sessionDoc
+	gen int
+}
+
+// readSession reads every document of session id and returns the one with
+// the highest expiry.
+func (b *Backend) readSession(ctx context.Context, id string) (latestSession, bool, error) {
+	cur, err := b.sessions.Find(ctx, sessionDocsFilter(id))
 	if err != nil {
-		s.b.noteFailure(err)
-		return chain.Session{}, false, err
+		b.noteFailure(err)
+		return latestSession{}, false, err
 	}
-	return chain.Session{ID: d.ID, ExpiresAt: d.ExpiresAt}, true, nil
+	var docs []sessionDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		b.noteFailure(err)
+		return latestSession{}, false, err
+	}
+	var best latestSession
+	for _, d := range docs {
+		if len(best.ID) == 0 || d.ExpiresAt.After(best.ExpiresAt) {
+			best.sessionDoc = d
+			best.gen, _ = strconv.Atoi(strings.TrimPrefix(d.ID, id+"~"))
+		}
+	}
+	return best, len(docs) > 0, nil
 }
 
 // newest reads key's claim with the highest epoch.

@@ -8,7 +8,10 @@
 // # The documents
 //
 //   - A session {id, expiresAt}: renewed by raising expiresAt ($max) to
-//     the latest possible server time at sending plus the TTL. Its owner
+//     the latest possible server time at sending plus the TTL. It is one
+//     document, and one more (the next generation, inserted with the
+//     expiry) each time a renewal's outcome is unknown; its expiry is the
+//     highest of its documents'. Its owner
 //     trusts it until its local deadline: the send time of the last
 //     renewal confirmed before the deadline then in force, plus the TTL,
 //     minus a margin. When a deadline passes, the session is retired for
@@ -22,7 +25,8 @@
 //     session expired in server time). A marker ends only the claim with
 //     its nonce, so withdrawing an insert of unknown outcome never ends a
 //     later claim of the same epoch, even by the same session.
-//   - key's floor {floor: P}: every epoch below P has ended. Only raised.
+//   - key's floors {floor: P}, one inserted document per floor: every
+//     epoch below P has ended. The key's floor is the highest not pruned.
 //
 // A claim has ended when its marker exists; its session's expiry alone
 // does not end it until someone records the dead marker, because a late
@@ -94,6 +98,29 @@
 // an ended claim never holds afterwards. Holds therefore go in epoch
 // order, and epochs (tokens) strictly increase from hold to hold.
 //
+// # Updates that are not atomic
+//
+// A store may apply an update as a read and a later write of the whole
+// document, in separate transactions (FerretDB 1.24 does): two updates of
+// one document applied at once can then lose the higher value, so "a $max
+// only raises" holds only for updates that are never in flight together.
+// Floors are therefore inserted, one document per floor: a prune below P
+// deletes only lower floors, and P's floor stays until a prune below a
+// higher floor, so the highest floor ever confirmed is never lost and the
+// floor a read returns only rises. A session document is updated only by
+// its owner, each renewal sent after the last one's reply, so two of its
+// renewals are in flight together only if one failed: its outcome is
+// unknown, it may be applied at any time, even after later renewals. After
+// that the owner never updates that document again: the renewal, and those
+// that follow, go to the session's next generation, a new document that
+// an insert creates with the renewal's expiry and later renewals update.
+// An insert lands once at most, so a generation whose insert is confirmed
+// (or answered ErrExists) has no other write in flight. Readers take the
+// highest expiry of a session's documents, which only rises: every
+// document's own expiry only rises, and the backends delete a document
+// only long after its expiry passed (an hour), by which time the session
+// is dead if that expiry was its highest.
+//
 // # Writes that land late
 //
 // A request can be applied long after its sender gave up on it, and after
@@ -105,15 +132,18 @@
 //     after the withdrawal, it is ended on arrival. Landing in a hole below
 //     the floor, it is below every walk's stopping point or skipped by the
 //     floor check a blocked walk makes below an ended claim.
-//   - A session renewal only raises the expiry. Landing after the session
+//   - A session renewal only raises the expiry (of a document no other
+//     renewal will update if this one's outcome is unknown: see above);
+//     an insert of a new generation is as harmless. Landing after the session
 //     was judged dead, it revives nothing: the dead marker stays, and the
 //     owner has retired the session. It can keep a claim without a marker
 //     alive for up to one TTL after it was sent (liveness only).
 //   - A marker states a fact that stays true: the owner held (release),
 //     will never hold (withdraw), or stopped trusting the session (dead).
-//   - A floor raise states that everything below an epoch that held has
+//   - A floor insert states that everything below an epoch that held has
 //     ended; a prune deletes only below such a floor, even later.
-//   - A session insert of unknown outcome is never used.
+//   - The insert that opens a session, if its outcome is unknown, leaves
+//     a session that is never used.
 //
 // The simulation test in this package runs the protocol of several owners
 // against one store with requests delayed, reordered, and applied long

@@ -99,8 +99,24 @@ type Engine struct {
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
 	ends map[string]Doc
+	// renewals is where each session opened here is renewed (see
+	// RenewSession). An entry goes once its session has gone unrenewed
+	// for two of its TTLs: its owner's deadline has passed by then.
+	renewals map[string]*renewal
 
 	bug Bug
+}
+
+// renewal is where the next renewal of a session goes: an update of the
+// document of generation gen, or, with insert set, first the insert of
+// that generation. mu is held through each renewal, so that two renewals
+// of one session are never in flight together.
+type renewal struct {
+	mu     sync.Mutex
+	gen    int
+	insert bool
+	ttl    time.Duration
+	last   time.Duration // local monotonic: the last renewal's send; guarded by Engine.mu
 }
 
 // Bug plants a protocol error, for the simulation's negative controls.
@@ -118,6 +134,11 @@ const (
 	// by the claim's nonce, so withdrawing an insert of unknown outcome can
 	// end a later claim of the same epoch in the same session.
 	BugEndBySession
+	// BugRenewSameGen keeps renewing a session's document after a renewal
+	// of it had an unknown outcome: on a store whose updates are not
+	// atomic, that renewal can then be applied over a later one and lower
+	// the expiry its owner trusts.
+	BugRenewSameGen
 )
 
 // keyState is what this process knows of a key. Every field is a
@@ -155,7 +176,7 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return xid.New().String() }
 	}
-	return &Engine{store: store, clock: clock, cfg: cfg, keys: make(map[string]*keyState), expiries: make(map[string]time.Time), ends: make(map[string]Doc)}, nil
+	return &Engine{store: store, clock: clock, cfg: cfg, keys: make(map[string]*keyState), expiries: make(map[string]time.Time), ends: make(map[string]Doc), renewals: make(map[string]*renewal)}, nil
 }
 
 // SetBug plants a protocol error (tests only).
@@ -217,19 +238,73 @@ func (e *Engine) OpenSession(ctx context.Context, ttl time.Duration) (id string,
 	if err := e.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
 		return "", 0, err
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for other, r := range e.renewals {
+		if sent-r.last > 2*r.ttl {
+			delete(e.renewals, other)
+		}
+	}
+	e.renewals[id] = &renewal{ttl: ttl, last: sent}
 	return id, sent, nil
 }
 
 // RenewSession raises the session's expiry to ttl after the latest
 // possible server time at sending. found is false when the session no
-// longer exists. The caller counts the renewal from sent only if the reply
-// came before the local deadline in force (a late reply may come from a
-// renewal applied after the session had expired and been judged dead).
+// longer exists, or was not opened by this engine, or went unrenewed for
+// two TTLs. The caller counts the renewal from sent only if the reply came
+// before the local deadline in force (a late reply may come from a renewal
+// applied after the session had expired and been judged dead). Renewals of
+// one session wait for each other.
+//
+// A renewal updates one document of the session. One whose outcome is
+// unknown may still be applied at any time, also after a later renewal of
+// the same document; on a store that reads a document and later writes it
+// whole (FerretDB), it would then write back its lower expiry. So that
+// document is never updated again: the renewal goes at once, and every
+// later one after it, to the session's next generation, a new document
+// inserted with the expiry (readers take the highest of a session's
+// documents). An insert of unknown outcome is sent again by the next
+// renewal; it lands once at most, so once one is confirmed (or answered
+// ErrExists) the generation is updated like the first.
 func (e *Engine) RenewSession(ctx context.Context, id string, ttl time.Duration) (found bool, sent time.Duration, err error) {
 	sent = e.clock.Mono()
 	expires := CeilMilli(e.clock.ServerNow().Latest.Add(ttl))
-	found, err = e.store.RenewSession(ctx, id, expires)
-	return found, sent, err
+	e.mu.Lock()
+	r := e.renewals[id]
+	if r != nil {
+		r.last = sent
+	}
+	e.mu.Unlock()
+	if r == nil {
+		return false, sent, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.insert {
+		found, err = e.store.RenewSession(ctx, id, r.gen, expires)
+		if err == nil || e.bug == BugRenewSameGen {
+			return found, sent, err
+		}
+		r.gen, r.insert = r.gen+1, true
+	}
+	err = e.store.InsertSession(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
+	switch {
+	case err == nil:
+		r.insert = false
+		return true, sent, nil
+	case errors.Is(err, ErrExists):
+		// An earlier insert of this generation landed, with an older
+		// expiry; no other write to it can be in flight.
+		r.insert = false
+		found, err = e.store.RenewSession(ctx, id, r.gen, expires)
+		if err != nil {
+			r.gen, r.insert = r.gen+1, true
+		}
+		return found, sent, err
+	default:
+		return false, sent, err
+	}
 }
 
 // Claim inserts key's next epoch for owner in session: a place at the end

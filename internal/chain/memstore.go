@@ -12,8 +12,8 @@ type MemStore struct {
 	mu       sync.Mutex
 	docs     map[string]Doc
 	claims   map[string]map[uint64]struct{} // epochs of each key's claims
-	floors   map[string]uint64
-	sessions map[string]Session
+	floors   map[string]map[uint64]struct{} // each key's recorded floors
+	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
 	// inserted is called, without mu held, after every successful insert
 	// (the in-memory backend wakes waiters with it).
 	inserted func(Doc)
@@ -27,8 +27,8 @@ func NewMemStore(onInsert func(Doc)) *MemStore {
 	return &MemStore{
 		docs:     make(map[string]Doc),
 		claims:   make(map[string]map[uint64]struct{}),
-		floors:   make(map[string]uint64),
-		sessions: make(map[string]Session),
+		floors:   make(map[string]map[uint64]struct{}),
+		sessions: make(map[string]map[int]time.Time),
 		inserted: onInsert,
 	}
 }
@@ -101,7 +101,11 @@ func (s *MemStore) Floor(ctx context.Context, key string) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.floors[key], nil
+	var top uint64
+	for f := range s.floors[key] {
+		top = max(top, f)
+	}
+	return top, nil
 }
 
 // RaiseFloor implements Store.
@@ -111,7 +115,10 @@ func (s *MemStore) RaiseFloor(ctx context.Context, key string, floor uint64) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.floors[key] = max(s.floors[key], floor)
+	if s.floors[key] == nil {
+		s.floors[key] = make(map[uint64]struct{})
+	}
+	s.floors[key][floor] = struct{}{}
 	return nil
 }
 
@@ -130,6 +137,11 @@ func (s *MemStore) Prune(ctx context.Context, key string, below uint64) error {
 			}
 		}
 	}
+	for f := range s.floors[key] {
+		if f > 1 && f < below {
+			delete(s.floors[key], f)
+		}
+	}
 	return nil
 }
 
@@ -140,27 +152,31 @@ func (s *MemStore) InsertSession(ctx context.Context, sess Session) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.sessions[sess.ID]; ok {
+	gens := s.sessions[sess.ID]
+	if gens == nil {
+		gens = make(map[int]time.Time)
+		s.sessions[sess.ID] = gens
+	}
+	if _, ok := gens[sess.Gen]; ok {
 		return ErrExists
 	}
-	s.sessions[sess.ID] = sess
+	gens[sess.Gen] = sess.ExpiresAt
 	return nil
 }
 
 // RenewSession implements Store.
-func (s *MemStore) RenewSession(ctx context.Context, id string, expires time.Time) (bool, error) {
+func (s *MemStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	if err := live(ctx); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[id]
+	old, ok := s.sessions[id][gen]
 	if !ok {
 		return false, nil
 	}
-	if expires.After(sess.ExpiresAt) {
-		sess.ExpiresAt = expires
-		s.sessions[id] = sess
+	if expires.After(old) {
+		s.sessions[id][gen] = expires
 	}
 	return true, nil
 }
@@ -172,8 +188,21 @@ func (s *MemStore) GetSession(ctx context.Context, id string) (Session, bool, er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[id]
-	return sess, ok, nil
+	sess, found := LatestGen(id, s.sessions[id])
+	return sess, found, nil
+}
+
+// LatestGen returns the document of session id with the highest expiry,
+// given the expiry of each of its generations.
+func LatestGen(id string, gens map[int]time.Time) (Session, bool) {
+	var best Session
+	found := false
+	for gen, exp := range gens {
+		if !found || exp.After(best.ExpiresAt) {
+			best, found = Session{ID: id, Gen: gen, ExpiresAt: exp}, true
+		}
+	}
+	return best, found
 }
 
 // Len returns the number of chain documents (claims and markers) stored.

@@ -23,7 +23,9 @@ import (
 // Every request reaches the store after a random delay and its reply comes
 // back after another, so requests of one owner overtake each other; a few
 // are held back far longer than the caller waits (the caller sees an
-// unknown outcome, the request is applied late). Owners crash, pause, give
+// unknown outcome, the request is applied late). A session renewal's
+// update is torn the way FerretDB's are: read on arrival, written a delay
+// later. Owners crash, pause, give
 // up waiting, TryLock, and lose their sessions; holders prune. Each seed's
 // history goes through integration/history's checker.
 
@@ -58,6 +60,7 @@ var errSimTimeout = errors.New("sim: no reply in time")
 // judged dead, claims found to have landed below the floor.
 type simStats struct {
 	late, prunes, dead, withdrawn, sessionsLost int
+	torn                                        int // renewals whose write lowered a session's expiry
 }
 
 func (a *simStats) add(b simStats) {
@@ -66,6 +69,7 @@ func (a *simStats) add(b simStats) {
 	a.dead += b.dead
 	a.withdrawn += b.withdrawn
 	a.sessionsLost += b.sessionsLost
+	a.torn += b.torn
 }
 
 type simEvent struct {
@@ -90,20 +94,23 @@ func (h *eventHeap) Pop() any {
 }
 
 type sim struct {
-	rng    *rand.Rand
-	now    time.Duration
-	q      eventHeap
-	seq    int
-	yield  chan struct{}
-	store  *chain.MemStore
-	t0     time.Time
-	log    []history.Event
-	actors []*actor
-	ids    int
-	bug    chain.Bug
-	lateP  float64
-	stats  simStats
-	trace  func(string, ...any)
+	rng   *rand.Rand
+	now   time.Duration
+	q     eventHeap
+	seq   int
+	yield chan struct{}
+	store *chain.MemStore
+	// sessions: each session's documents, expiry by generation (see
+	// net.RenewSession).
+	sessions map[string]map[int]time.Time
+	t0       time.Time
+	log      []history.Event
+	actors   []*actor
+	ids      int
+	bug      chain.Bug
+	lateP    float64
+	stats    simStats
+	trace    func(string, ...any)
 }
 
 func (s *sim) tracef(format string, args ...any) {
@@ -193,14 +200,16 @@ type actorKey struct{}
 func (a *actor) ctx() context.Context { return context.WithValue(context.Background(), actorKey{}, a) }
 
 func (n net) call(ctx context.Context, op func()) error {
+	return n.callTorn(ctx, func() func() { op(); return nil })
+}
+
+// callTorn sends a request whose read happens when it arrives and whose
+// write, if read returns one, a delay later; the reply follows the write.
+func (n net) callTorn(ctx context.Context, read func() (write func())) error {
 	s, a := n.s, ctx.Value(actorKey{}).(*actor)
 	var woken, timedOut bool
 	sent := s.now
-	s.at(s.now+s.delay(), func() {
-		if timedOut {
-			s.stats.late++
-		}
-		op()
+	reply := func() {
 		if s.trace != nil {
 			s.trace("  applied at %v for %s (sent %v)", s.now, a.o.name, sent)
 		}
@@ -209,6 +218,20 @@ func (n net) call(ctx context.Context, op func()) error {
 				woken = true
 				s.step(a)
 			}
+		})
+	}
+	s.at(s.now+s.delay(), func() {
+		if timedOut {
+			s.stats.late++
+		}
+		write := read()
+		if write == nil {
+			reply()
+			return
+		}
+		s.at(s.now+s.delay(), func() {
+			write()
+			reply()
 		})
 	})
 	s.at(s.now+simTimeout, func() {
@@ -281,26 +304,56 @@ func (n net) Prune(ctx context.Context, key string, below uint64) (err error) {
 	return err
 }
 
+// Sessions live in the simulation's own table rather than the MemStore,
+// because their updates are torn the way FerretDB's are: an update reads
+// the document when it arrives and writes it whole a delay later (the
+// write of a late request, long after), so two updates of one document
+// applied at once can lose the higher expiry.
+
 func (n net) InsertSession(ctx context.Context, sess chain.Session) (err error) {
-	if cerr := n.call(ctx, func() { err = n.s.store.InsertSession(bg, sess); n.s.tracef("insertsession %v", sess) }); cerr != nil {
+	if cerr := n.call(ctx, func() {
+		gens := n.s.sessions[sess.ID]
+		if gens == nil {
+			gens = make(map[int]time.Time)
+			n.s.sessions[sess.ID] = gens
+		}
+		if _, ok := gens[sess.Gen]; ok {
+			err = chain.ErrExists
+		} else {
+			gens[sess.Gen] = sess.ExpiresAt
+		}
+		n.s.tracef("insertsession %s gen %d %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), err)
+	}); cerr != nil {
 		return cerr
 	}
 	return err
 }
 
-func (n net) RenewSession(ctx context.Context, id string, expires time.Time) (found bool, err error) {
-	if cerr := n.call(ctx, func() {
-		found, err = n.s.store.RenewSession(bg, id, expires)
-		n.s.tracef("renewsession %s %v -> %v", id, expires.Sub(n.s.t0), found)
+func (n net) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error) {
+	if cerr := n.callTorn(ctx, func() func() {
+		old, ok := n.s.sessions[id][gen]
+		found = ok
+		return func() {
+			if _, still := n.s.sessions[id][gen]; ok && still {
+				if old.Before(expires) {
+					old = expires
+				}
+				if cur := n.s.sessions[id][gen]; old.Before(cur) {
+					n.s.stats.torn++
+				}
+				n.s.sessions[id][gen] = old
+			}
+			n.s.tracef("renewsession %s gen %d %v -> %v", id, gen, expires.Sub(n.s.t0), ok)
+		}
 	}); cerr != nil {
 		return false, cerr
 	}
-	return found, err
+	return found, nil
 }
 
 func (n net) GetSession(ctx context.Context, id string) (sess chain.Session, found bool, err error) {
 	if cerr := n.call(ctx, func() {
-		sess, found, err = n.s.store.GetSession(bg, id)
+		sess, found = chain.LatestGen(id, n.s.sessions[id])
 		n.s.tracef("getsession %s -> %v %v", id, sess.ExpiresAt.Sub(n.s.t0), found)
 	}); cerr != nil {
 		return chain.Session{}, false, cerr
@@ -487,13 +540,14 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, verbose bool) (*history.Rep
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
-		rng:   rng,
-		now:   time.Second,
-		yield: make(chan struct{}),
-		store: chain.NewMemStore(nil),
-		t0:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		bug:   bug,
-		lateP: []float64{0, 0.01, 0.03, 0.08}[rng.IntN(4)],
+		rng:      rng,
+		now:      time.Second,
+		yield:    make(chan struct{}),
+		store:    chain.NewMemStore(nil),
+		sessions: make(map[string]map[int]time.Time),
+		t0:       time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		bug:      bug,
+		lateP:    []float64{0, 0.01, 0.03, 0.08}[rng.IntN(4)],
 	}
 	if verbose {
 		s.trace = func(f string, args ...any) { t.Logf("%v "+f, append([]any{s.now}, args...)...) }
@@ -595,6 +649,9 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; %+v", len(seeds()), holds, handoffs, losses, polls, total)
+	if total.torn > 0 {
+		t.Fatalf("%d session renewals wrote back a lower expiry than a later renewal's", total.torn)
+	}
 	if *simSeed < 0 && (holds == 0 || polls == 0 || handoffs == 0 || losses == 0 || total.late == 0 || total.prunes == 0 || total.dead == 0 || total.withdrawn == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
@@ -610,6 +667,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"withdrawal recorded as release", chain.BugWithdrawAsRelease},
 		{"no floor proof for inserts", chain.BugNoFloorProof},
 		{"end markers named by session, not by claim", chain.BugEndBySession},
+		{"renewing a session document after an unknown outcome", chain.BugRenewSameGen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, seed := range seeds() {

@@ -55,16 +55,29 @@ func EndID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "~" + nonce
 }
 
-// Session is a session document: a lease that every claim naming it shares.
+// Session is one document of a session: a lease that every claim naming it
+// shares. A session starts as one document (generation 0) and gains
+// another generation each time a renewal's outcome is unknown (see
+// Engine.RenewSession); its expiry is the highest of its documents'.
 type Session struct {
 	ID        string
+	Gen       int       // the generation of the document (GetSession: of the one with the highest expiry)
 	ExpiresAt time.Time // server time; only ever raised
 }
 
 // Store is what a backend provides to the protocol: exclusive inserts,
-// point reads, one newest-first read, and a session update that only
-// raises an expiry. Every error other than ErrExists from Insert means the
-// outcome is unknown: the write may be applied now, later, or never.
+// point reads, two newest-first reads, and a session update that only
+// raises an expiry. Every error other than ErrExists from an insert means
+// the outcome is unknown: the write may be applied now, later, or never.
+//
+// An update need not be atomic: FerretDB 1.24 reads the document, then
+// writes it whole in a separate transaction, so of two updates of one
+// document applied at once, the one that read first can undo the other's
+// change (16 concurrent $max raises of one field keep a lower value than
+// the highest in 24 rounds of 30). The protocol therefore never lets two
+// updates of one document be in flight at once: floors are inserted, and
+// a session document is updated only by its owner, one renewal after the
+// other, and never again after a renewal of unknown outcome.
 type Store interface {
 	// Insert creates d, or returns ErrExists if d.ID exists.
 	Insert(ctx context.Context, d Doc) error
@@ -72,19 +85,24 @@ type Store interface {
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Newest reads the claim of key with the highest epoch.
 	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
-	// Floor reads key's floor: every epoch below it has ended. 0 if none.
+	// Floor reads key's floor, the highest floor recorded and not pruned:
+	// every epoch below it has ended. 0 if none.
 	Floor(ctx context.Context, key string) (uint64, error)
-	// RaiseFloor sets key's floor to at least floor (never lowers it).
+	// RaiseFloor records a floor of key at floor, by an insert that
+	// succeeds whether or not that floor was recorded before.
 	RaiseFloor(ctx context.Context, key string, floor uint64) error
-	// Prune deletes key's claims and markers with 1 < epoch < below.
+	// Prune deletes key's claims, markers and floors with
+	// 1 < epoch (floor) < below.
 	Prune(ctx context.Context, key string, below uint64) error
 
-	// InsertSession creates a session document.
+	// InsertSession creates generation s.Gen of session s.ID, or returns
+	// ErrExists if it exists.
 	InsertSession(ctx context.Context, s Session) error
-	// RenewSession raises the session's expiry to at least expires; found
-	// is false if the session document does not exist.
-	RenewSession(ctx context.Context, id string, expires time.Time) (found bool, err error)
-	// GetSession reads a session document.
+	// RenewSession raises the expiry of generation gen of session id to
+	// at least expires; found is false if that document does not exist.
+	RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error)
+	// GetSession reads every generation of a session and returns the one
+	// with the highest expiry; found is false if there is none.
 	GetSession(ctx context.Context, id string) (s Session, found bool, err error)
 }
 

@@ -10,8 +10,8 @@
 // while stalled. A kept command can then be applied through another
 // client at the moment the test chooses ([Replay]), or the stalled bytes
 // delivered as they were ([Link.Heal]). A [Router] is a dsync.Backend
-// that sends one renewal through a Link and the rest directly, so a test
-// can make a Mutex or an Election live through a late renewal.
+// that sends one renewal's update through a Link and the rest directly, so
+// a test can make a Mutex or an Election live through a late renewal.
 //
 // The integration suite's delay-requests fault delivers real bytes late
 // too, but at a moment set by a delay; the regression tests built on this
@@ -162,11 +162,12 @@ func Replay(ctx context.Context, db *mongo.Database, cmd bson.Raw) (bson.M, erro
 type Router struct {
 	dsync.Backend // the direct path
 
-	// late is where the renewal RenewLate stalls goes: a backend whose
-	// client reaches the server through a stalled Link. giveUp bounds that
+	// late is the sessions collection through a stalled Link, where the
+	// renewal RenewLate stalls sends its update: the one a dsyncmongo
+	// backend sends, {_id: session} raised with $max. giveUp bounds that
 	// renewal, as a driver gives up on an operation when its heartbeats
 	// time out: the call fails, the request stays sent.
-	late   dsync.Backend
+	late   *mongo.Collection
 	giveUp time.Duration
 
 	mu      sync.Mutex
@@ -190,9 +191,10 @@ type renewal struct {
 
 var errDown = errors.New("latewrite: renewal path down")
 
-// NewRouter returns a Router over direct, whose stalled renewal goes
-// through late and is given up on after giveUp.
-func NewRouter(direct dsync.Backend, late dsync.Backend, giveUp time.Duration) *Router {
+// NewRouter returns a Router over direct, whose stalled renewal updates
+// the session's document in late, a sessions collection reached through a
+// Link, and is given up on after giveUp.
+func NewRouter(direct dsync.Backend, late *mongo.Collection, giveUp time.Duration) *Router {
 	return &Router{Backend: direct, late: late, giveUp: giveUp, renewed: make(chan renewal, 64)}
 }
 
@@ -212,9 +214,20 @@ func (r *Router) RenewSession(ctx context.Context, session string, ttl time.Dura
 	r.mu.Unlock()
 	switch rt {
 	case viaLate:
-		ctx, cancel := context.WithTimeout(ctx, r.giveUp)
+		lctx, cancel := context.WithTimeout(ctx, r.giveUp)
 		defer cancel()
-		return r.late.RenewSession(ctx, session, ttl)
+		_, err := r.late.UpdateOne(lctx, bson.D{{Key: "_id", Value: session}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: time.Now().Add(ttl)}}}})
+		if err == nil {
+			return errors.New("latewrite: the stalled renewal was not stalled")
+		}
+		// The direct backend sent no renewal, but must learn that one
+		// failed, as it would have if its own had: a call that fails
+		// before sending anything tells it.
+		failed, fail := context.WithCancel(ctx)
+		fail()
+		_ = r.Backend.RenewSession(failed, session, ttl)
+		return err
 	case down:
 		return errDown
 	}
