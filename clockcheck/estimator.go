@@ -23,7 +23,9 @@ func (iv Interval) Contains(t time.Time) bool {
 
 // An Estimator tells the server's current time within a proven interval,
 // without asking the server each time. It keeps the best sample it has and
-// re-samples in the background (see [WithInterval]) until Closed.
+// re-samples in the background (see [WithInterval]) until Closed; a
+// caller whose own commands read the server's time can feed it samples
+// instead ([Estimator.Sampled]).
 //
 // The interval is computed from the sample and the local monotonic clock
 // only, never from the local wall clock, so it stays correct however far
@@ -50,6 +52,10 @@ type Estimator struct {
 
 	mu  sync.Mutex
 	cur Sample
+	// offered is when the last sample given by Sampled was taken
+	// (Clock.Monotonic), or, before any, a time long before the first.
+	offered    time.Duration
+	hasOffered bool
 }
 
 // NewEstimator measures as [Measure] does, returning its error if any, and
@@ -160,6 +166,40 @@ func (e *Estimator) ResampleNow() {
 	}
 }
 
+// Sampled makes the round trip f, a command the caller sends anyway whose
+// reply carries the server's time (such as a write with $currentDate read
+// back in the same command), times it as a sample and keeps the sample if
+// its interval is narrower now than the one in use's (or contradicts it).
+// It returns f's error; a failed f, or one that returns the zero time
+// (its reply carried no time), gives no sample. f must read the clock of
+// the server the other samples read (see [WithProbe]).
+//
+// Without a member skew ([WithMemberSkew] 0: one server), a periodic
+// re-sample is skipped while samples come this way at least once per
+// interval. With one, periodic re-samples go on: each replaces the sample
+// in use, to follow a failover.
+func (e *Estimator) Sampled(ctx context.Context, f func(context.Context) (time.Time, error)) error {
+	clk := e.cfg.clock
+	m0 := clk.Monotonic()
+	st, err := f(ctx)
+	m1 := clk.Monotonic()
+	w1 := clk.Wall()
+	if err != nil || st.IsZero() {
+		return err // a zero time: the reply carried none
+	}
+	s, err := sampleOf(m0, m1, w1, st)
+	if err != nil {
+		// f succeeded; only its timing is unusable.
+		e.cfg.logger.Debug("clockcheck: no sample from the caller's command", slog.Any("err", err))
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keepLocked(s, false)
+	e.offered, e.hasOffered = s.Taken, true
+	return nil
+}
+
 func (e *Estimator) run(ctx context.Context) {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.interval)
@@ -170,11 +210,22 @@ func (e *Estimator) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if e.fedBySampled() {
+				continue
+			}
 		case <-e.kick:
 			force = true
 		}
 		e.resample(ctx, force)
 	}
+}
+
+// fedBySampled reports whether a periodic re-sample can be skipped: one
+// server, and Sampled gave a sample within the last interval.
+func (e *Estimator) fedBySampled() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg.memberSkew == 0 && e.hasOffered && e.cfg.clock.Monotonic()-e.offered < e.cfg.interval
 }
 
 // resample measures and keeps the new sample if it is narrower now, if it
@@ -198,6 +249,13 @@ func (e *Estimator) resample(ctx context.Context, force bool) {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.keepLocked(s, force || e.cfg.memberSkew > 0)
+}
+
+// keepLocked makes s the sample in use if replace is set, if its interval
+// is narrower now, or if it contradicts the one in use. e.mu must be held.
+func (e *Estimator) keepLocked(s Sample, replace bool) {
+	log := e.cfg.logger
 	now := e.cfg.clock.Monotonic()
 	old, cur := e.intervalAt(e.cur, now), e.intervalAt(s, now)
 	switch {
@@ -206,7 +264,7 @@ func (e *Estimator) resample(ctx context.Context, force bool) {
 			slog.Time("earliest", old.Earliest), slog.Time("latest", old.Latest),
 			slog.Time("server", s.ServerTime), slog.Duration("uncertainty", s.Uncertainty))
 		e.cur = s
-	case force || e.cfg.memberSkew > 0:
+	case replace:
 		log.Debug("clockcheck: new sample, from a server that may have changed", slog.Duration("offset", s.Offset), slog.Duration("uncertainty", s.Uncertainty),
 			slog.Duration("moved", s.ServerTime.Add(now-s.Taken).Sub(e.cur.ServerTime.Add(now-e.cur.Taken))))
 		e.cur = s

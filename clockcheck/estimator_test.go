@@ -2,6 +2,7 @@ package clockcheck
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -532,4 +533,49 @@ func TestEstimatorServerChangeWithoutSkewIsWrong(t *testing.T) {
 			t.Errorf("without a member skew the old interval [%v, %v] still holds a clock 45ms ahead", iv.Earliest, iv.Latest)
 		}
 	})
+}
+
+// TestEstimatorSampled: a caller's own command whose reply carries the
+// server's time gives a sample, kept when narrower; while such samples
+// come at least once per interval the periodic re-sample is skipped on one
+// server, and goes on with a member skew. A failed command, or one whose
+// reply has no time, gives none.
+func TestEstimatorSampled(t *testing.T) {
+	for _, skew := range []time.Duration{0, 50 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld()
+			w.legs = fixedLegs(20*time.Millisecond, 0.5)
+			e := newTestEstimator(t, w, WithMemberSkew(skew))
+			defer e.Close()
+			probes := w.callCount()
+			// The caller's command: the same server, a faster path.
+			own := &world{origin: w.origin, serverStart: w.serverStart, serverRate: 1, localRate: 1, monoBase: w.monoBase, legs: fixedLegs(2*time.Millisecond, 0.5)}
+			for i := range 30 { // 5 s apart, as renewals: two and a half intervals
+				if err := e.Sampled(t.Context(), own.serverTime); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && e.Sample().RTT != 2*time.Millisecond {
+					t.Fatalf("a narrower sample from the caller's command was not kept: %+v", e.Sample())
+				}
+				checkContains(t, e, w, "after a sample of the caller's")
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+			}
+			resampled := w.callCount() - probes
+			if skew == 0 && resampled != 0 || skew > 0 && resampled < 2*DefaultSamples {
+				t.Errorf("member skew %v: %d periodic round trips in 150 s of the caller's samples; want none on one server, two re-samples' with a skew", skew, resampled)
+			}
+
+			before := e.Sample()
+			if err := e.Sampled(t.Context(), func(context.Context) (time.Time, error) { return time.Time{}, errServerDown }); err != errServerDown {
+				t.Errorf("Sampled = %v, want the command's error", err)
+			}
+			if err := e.Sampled(t.Context(), func(context.Context) (time.Time, error) { return time.Time{}, nil }); err != nil {
+				t.Errorf("Sampled of a reply without time = %v", err)
+			}
+			if e.Sample() != before {
+				t.Errorf("a failed or timeless command changed the sample: %+v", e.Sample())
+			}
+		})
+	}
 }

@@ -248,6 +248,12 @@ func sample(ctx context.Context, cmd commander, clk Clock) (Sample, error) {
 	if err != nil {
 		return Sample{}, sampleError(ctx, cmd.name(), err)
 	}
+	return sampleOf(m0, m1, w1, st)
+}
+
+// sampleOf is the sample of a round trip sent at monotonic m0 and answered
+// at m1 (wall w1) with server time st; see sample for the bound.
+func sampleOf(m0, m1 time.Duration, w1, st time.Time) (Sample, error) {
 	rtt := m1 - m0
 	if rtt < 0 {
 		return Sample{}, fmt.Errorf("clockcheck: monotonic clock went backwards by %v", -rtt)

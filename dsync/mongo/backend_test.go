@@ -388,7 +388,7 @@ func TestCloseStopsTheBackend(t *testing.T) {
 }
 
 // TestRenewalIsOneCommandForAnyNumberOfClaims: a session renewal is one
-// update by _id, whatever the number of claims in the session.
+// findAndModify by _id, whatever the number of claims in the session.
 func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	p := newProcs(t, 1)[0]
 	ctx := testCtx(t, time.Minute)
@@ -400,8 +400,8 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	if err := p.b.RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.cmd.take(); lockOps(n) != 1 || n["update"] != 1 {
-		t.Fatalf("renewing a session of 200 claims sent %v, want one update", n)
+	if n := p.cmd.take(); lockOps(n) != 1 || n["findAndModify"] != 1 {
+		t.Fatalf("renewing a session of 200 claims sent %v, want one findAndModify", n)
 	}
 	if err := p.b.RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
 		t.Fatalf("renewing an unknown session = %v, want ErrSessionGone", err)

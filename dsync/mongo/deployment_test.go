@@ -315,7 +315,7 @@ func TestNoWriteTimeoutOnFerretDB(t *testing.T) {
 	var maxTime atomic.Int32
 	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if _, err := e.Command.LookupErr("maxTimeMS"); err == nil && (e.CommandName == "insert" || e.CommandName == "update") {
+			if _, err := e.Command.LookupErr("maxTimeMS"); err == nil && (e.CommandName == "insert" || e.CommandName == "update" || e.CommandName == "findAndModify") {
 				maxTime.Add(1)
 			}
 		},

@@ -157,8 +157,12 @@
 // command's round trip, whichever router forwarded it. It never samples
 // hello: behind a mongos (sharded clusters, Atlas sharded and serverless,
 // often a mongos on every application host) or a load balancer, hello
-// answers with the router's clock. A sample is taken at the backend's
-// first call, then every minute, and at once when a command fails in a way
+// answers with the router's clock. Every session renewal is such a sample
+// too: a findAndModify of the session document that sets "seen" with
+// $currentDate. A sample is taken at the backend's first call (five round
+// trips; the fastest counts), then every minute (skipped on a single
+// server, such as FerretDB or a standalone mongod, while renewals have
+// sampled within the minute), and at once when a command fails in a way
 // that says the primary may have changed (a not-primary or shutdown error,
 // an error labelled RetryableWriteError, a dropped connection). A failover
 // the driver hides (it retries a write once on the new primary by itself)
@@ -181,12 +185,13 @@
 //     whose history the process does not know first tries epoch 1, reads
 //     the key's newest claim after four duplicate keys, and reads by _id
 //     the claims below its own, and their markers, down to a release.
-//   - Renewal: one update of the session document by _id per process and
-//     renew interval, however many locks it holds or waits for (an insert
-//     after a failed one).
+//   - Renewal: one findAndModify of the session document by _id per
+//     process and renew interval, however many locks it holds or waits for
+//     (an insert after a failed one). It also samples the server's clock.
 //   - Server time: five findAndModify round trips (the fastest one
-//     counts) at the backend's first call, then every minute, each an
-//     update of one document by _id.
+//     counts) at the backend's first call, then five every minute on
+//     replica sets and sharded clusters, each an update of one document by
+//     _id. On a single server, none while renewals sample it.
 //   - A handoff to a waiter in another process, with wake-ups: the release
 //     marker, one "ended" event, and the waiter's read of the marker.
 //     Without wake-ups, the waiter reads the marker at its next poll.
@@ -216,10 +221,11 @@
 // ahead every safety poll interval; a getMore of the event cursor every
 // safety poll interval (every 5 s on FerretDB while other processes wait,
 // below), and one more for each event another process sends; its
-// announcement again every seven safety poll intervals; and five
-// server-time samples a minute (see "Server time"). Measured with TTL
-// 15 s on FerretDB: 0.55 commands per second with one process waiting,
-// 0.68 each with 16 (bench/RESULTS.md, "Load of waiting processes").
+// announcement again every seven safety poll intervals; and, on replica
+// sets and sharded clusters, five server-time samples a minute (see
+// "Server time"). Measured with TTL 15 s on FerretDB: 0.55 commands per
+// second with one process waiting, 0.68 each with 16 (bench/RESULTS.md,
+// "Load of waiting processes").
 //
 // Fallback: while the stream is down (a killed cursor, a restarted
 // server), waiters poll (WithPollInterval, 250 ms) and the stream is
@@ -276,7 +282,7 @@
 //     instead of hanging until their contexts end. Not on FerretDB, which
 //     does not replicate; the backend tells FerretDB by its buildInfo
 //     reply.
-//   - Retries: a session renewal (an update with $max, which the driver
+//   - Retries: a session renewal (a findAndModify with $max, which the driver
 //     retries once itself only where retryable writes are supported:
 //     replica sets, not standalone servers or FerretDB) that fails is
 //     followed at once by the insert of the session's next document (see
@@ -352,7 +358,7 @@
 // queries other than {_id: value} by decoding every document of the
 // collection: the newest-claim and floor reads and pruning cost in
 // proportion to the lock collection's size, which pruning keeps small, and
-// a renewal, an update by _id, and a read of a session's documents in
+// a renewal, a findAndModify by _id, and a read of a session's documents in
 // proportion to the sessions collection's. Under concurrent writes FerretDB may answer "database is
 // locked"; renewals and end markers retry that (see "Deployments"), other
 // calls report it as an error.

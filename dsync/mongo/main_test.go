@@ -28,12 +28,28 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 // counter counts the commands a client sends, by command name.
 type counter struct {
 	mu   sync.Mutex
-	n    map[string]int
+	n    map[string]int           // commands by kind (see kindOf)
 	took map[string]time.Duration // total duration of succeeded commands
+	kind map[int64]string         // the kind of each command in flight, by request ID
 	// onStart and onSucceeded, if set, see every started and succeeded
-	// command.
+	// command, with its kind.
 	onStart     func(*event.CommandStartedEvent)
-	onSucceeded func(*event.CommandSucceededEvent)
+	onSucceeded func(kind string, e *event.CommandSucceededEvent)
+}
+
+// clockSample is the kind of the server-time samples' findAndModify on the
+// clock document; a findAndModify of a session document, a renewal, keeps
+// its command name.
+const clockSample = "clock sample"
+
+// kindOf is the command's name, except for server-time samples.
+func kindOf(e *event.CommandStartedEvent) string {
+	if e.CommandName == "findAndModify" {
+		if id, err := e.Command.LookupErr("query", "_id"); err == nil && id.StringValue() == clockID {
+			return clockSample
+		}
+	}
+	return e.CommandName
 }
 
 func (c *counter) monitor() *options.ClientOptions {
@@ -44,7 +60,12 @@ func (c *counter) monitor() *options.ClientOptions {
 			if c.n == nil {
 				c.n = make(map[string]int)
 			}
-			c.n[e.CommandName]++
+			k := kindOf(e)
+			c.n[k]++
+			if c.kind == nil {
+				c.kind = make(map[int64]string)
+			}
+			c.kind[e.RequestID] = k
 			if c.onStart != nil {
 				c.onStart(e)
 			}
@@ -54,11 +75,18 @@ func (c *counter) monitor() *options.ClientOptions {
 			if c.took == nil {
 				c.took = make(map[string]time.Duration)
 			}
-			c.took[e.CommandName] += e.Duration
+			k := c.kind[e.RequestID]
+			delete(c.kind, e.RequestID)
+			c.took[k] += e.Duration
 			c.mu.Unlock()
 			if c.onSucceeded != nil {
-				c.onSucceeded(e)
+				c.onSucceeded(k, e)
 			}
+		},
+		Failed: func(_ context.Context, e *event.CommandFailedEvent) {
+			c.mu.Lock()
+			delete(c.kind, e.RequestID)
+			c.mu.Unlock()
 		},
 	})
 }
@@ -90,9 +118,9 @@ func (c *counter) latency() map[string]time.Duration {
 }
 
 // lockOps is the number of commands of the lock protocol among n (not
-// hello, which the clock estimator sends).
+// the clock estimator's samples).
 func lockOps(n map[string]int) int {
-	return n["insert"] + n["update"] + n["find"] + n["delete"]
+	return n["insert"] + n["update"] + n["findAndModify"] + n["find"] + n["delete"]
 }
 
 // proc is one simulated process: its own client, with a command counter,

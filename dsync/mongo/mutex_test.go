@@ -311,8 +311,8 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 }
 
 // TestMutexRenewsManyLocks holds many locks through one backend and checks
-// that each renew interval costs one update of the session document, and
-// that none is lost.
+// that each renew interval costs one findAndModify of the session
+// document, and that none is lost.
 func TestMutexRenewsManyLocks(t *testing.T) {
 	n := 1000
 	if testing.Short() {
@@ -320,11 +320,11 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 	}
 	var (
 		mu      sync.Mutex
-		updates []time.Duration // durations of succeeded update commands
+		updates []time.Duration // durations of succeeded renewals
 	)
 	cmd := &counter{
-		onSucceeded: func(e *event.CommandSucceededEvent) {
-			if e.CommandName == "update" {
+		onSucceeded: func(kind string, e *event.CommandSucceededEvent) {
+			if kind == "findAndModify" {
 				mu.Lock()
 				updates = append(updates, e.Duration)
 				mu.Unlock()
@@ -352,11 +352,11 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 	mu.Lock()
 	durations := append([]time.Duration(nil), updates...)
 	mu.Unlock()
-	t.Logf("5.5 renew intervals holding %d locks: %v; update durations %v", n, n5, durations)
-	if got := n5["update"]; got < 5 || got > 6 {
-		t.Errorf("%d update commands in 5.5 renew intervals, want 5 or 6: one per interval for all %d locks", got, n)
+	t.Logf("5.5 renew intervals holding %d locks: %v; renewal durations %v", n, n5, durations)
+	if got := n5["findAndModify"]; got < 5 || got > 6 {
+		t.Errorf("%d renewals (findAndModify) in 5.5 renew intervals, want 5 or 6: one per interval for all %d locks", got, n)
 	}
-	if lockOps(n5) != n5["update"] {
+	if lockOps(n5) != n5["findAndModify"] {
 		t.Errorf("commands %v while holding: want only the session's renewals", n5)
 	}
 	for i, m := range ms {

@@ -388,3 +388,40 @@ func TestTopologyOfTheTestServer(t *testing.T) {
 		t.Errorf("detectTopology = %v, %v; want %v", got, err, want)
 	}
 }
+
+// withEstimator adds options to the server-time estimator.
+func withEstimator(opts ...clockcheck.Option) Option {
+	return func(c *config) error { c.estimator = append(c.estimator, opts...); return nil }
+}
+
+// TestRenewalSamplesServerTime: each renewal reads the server's time back
+// (findAndModify with $currentDate), so on one server the estimator sends
+// no samples of its own while renewals come at least once per re-sample
+// interval, and samples again once they stop. With a member skew (several
+// servers) it keeps sampling, to follow a failover.
+func TestRenewalSamplesServerTime(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	db := mongotest.NewDatabase(t)
+	fault, probes := faults("probe")
+	b := newBackend(t, db, withFault(fault), WithWakeups(false), withEstimator(clockcheck.WithInterval(interval)))
+	ctx := testCtx(t, 30*time.Second)
+	s := open(t, ctx, b, time.Minute)
+	oneServer := b.memberSkew(b.topo) == 0
+	first := probes()
+	for range 12 { // 1.2 s: three intervals
+		if err := b.RenewSession(ctx, s, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	during := probes() - first
+	time.Sleep(3 * interval)
+	after := probes() - first - during
+	t.Logf("server-time probes: %d at the start, %d during 1.2 s of renewals, %d in the %v after (one server: %v)", first, during, after, 3*interval, oneServer)
+	if oneServer && during != 0 || !oneServer && during == 0 {
+		t.Errorf("%d probes while renewals sampled the server's time; want none on one server, some with a member skew", during)
+	}
+	if after == 0 {
+		t.Errorf("no probes in %v without renewals", 3*interval)
+	}
+}

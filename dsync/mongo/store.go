@@ -50,6 +50,7 @@ type sessionDoc struct {
 	Host      string    `bson:"host"`
 	PID       int       `bson:"pid"`
 	Started   time.Time `bson:"started"`
+	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
 }
 
 // sessionDocID is the _id of generation gen of session id: the session ID
@@ -205,17 +206,36 @@ func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
 // (on MongoDB; on FerretDB the engine sees to it that no two renewals of
 // one document are ever in flight together). It is never sent again here:
 // after an unknown outcome the engine moves to the session's next document.
+//
+// The renewal also samples the server's clock: it sets "seen" with
+// $currentDate and reads the document back (findAndModify), so on a single
+// server the estimator needs no sampling commands of its own while
+// renewals flow (clockcheck.Estimator.Sampled).
 func (s store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	var res *mongo.UpdateResult
-	err := s.b.write(ctx, "renew", func(ctx context.Context) (err error) {
-		res, err = s.b.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: sessionDocID(id, gen)}},
-			bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
-		return err
+	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
+	update := bson.D{
+		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
+		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
+	}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	found := true
+	err := s.b.write(ctx, "renew", func(ctx context.Context) error {
+		return s.b.est.Load().Sampled(ctx, func(ctx context.Context) (time.Time, error) {
+			var d struct {
+				Seen time.Time `bson:"seen"`
+			}
+			err := s.b.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				found = false
+				return time.Time{}, nil // not a sample, not an error
+			}
+			return d.Seen, err
+		})
 	})
 	if err != nil {
 		return false, err
 	}
-	return res.MatchedCount > 0, nil
+	return found, nil
 }
 
 // GetSession reads every document of the session (usually one) and
