@@ -64,20 +64,22 @@ const renewLead = 100 * time.Millisecond
 
 // sessionsSuffix names where dsync/mongo keeps the sessions of a lock
 // collection: "dsync_locks_sessions" for the workers' locks,
-// "dsync_elections_sessions" for their elections' leases. A renewal is an
-// update of one of its documents; opening a session is an insert there;
-// claims and end markers are inserts into the lock collection, wake-up
-// events inserts into "<collection>_events".
+// "dsync_elections_sessions" for their elections' leases. A renewal is a
+// findAndModify of one of its documents by _id (a server-time sample is
+// one of its "#clock" document); opening a session is an insert there, and
+// so is a renewal after one whose outcome was unknown; claims and end
+// markers are inserts into the lock collection, wake-up events inserts
+// into "<collection>_events".
 const sessionsSuffix = "_sessions"
 
-// isRenewal reports whether c is a session renewal.
+// isRenewal reports whether c is a session renewal's findAndModify.
 func isRenewal(c faultproxy.Command) bool {
-	return c.Name == "update" && strings.HasSuffix(c.Collection, sessionsSuffix)
+	return c.Name == "findAndModify" && c.ID != "#clock" && strings.HasSuffix(c.Collection, sessionsSuffix)
 }
 
-// isLateRenewal reports whether w is a session renewal.
+// isLateRenewal reports whether w is a session renewal's findAndModify.
 func isLateRenewal(w faultproxy.LateWrite) bool {
-	return isRenewal(faultproxy.Command{Name: w.Command, Collection: w.Collection})
+	return isRenewal(faultproxy.Command{Name: w.Command, Collection: w.Collection, ID: w.ID})
 }
 
 // delayRequests injects the delay-requests fault into the hold that acq

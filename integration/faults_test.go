@@ -374,7 +374,11 @@ func TestDelayRequests(t *testing.T) {
 	c.startN(3, nil)
 	var tok uint64
 	from := 0
-	for n := 0; n < rounds(3, 30); {
+	for n, tries := 0, 0; n < rounds(3, 30); tries++ {
+		if tries >= 5*rounds(3, 30) {
+			// A renewal the fault cannot recognize would loop here forever.
+			c.t.Fatalf("delay-requests injected in %d of %d holds", n, tries)
+		}
 		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
 		from, tok = next, ev.Token
 		p := c.procOf(ev)

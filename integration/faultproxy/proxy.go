@@ -60,11 +60,13 @@ type Proxy struct {
 }
 
 // A Command names a request: the command (the first key of its body,
-// e.g. "update") and the collection it acts on (that key's value, when it
-// is a string).
+// e.g. "update"), the collection it acts on (that key's value, when it
+// is a string), and for a findAndModify the _id its query names, when a
+// string (a dsync renewal names a session, a server-time sample "#clock").
 type Command struct {
 	Name       string
 	Collection string
+	ID         string
 }
 
 // IsWrite reports whether c changes documents: insert, update, delete or
@@ -77,6 +79,7 @@ func (c Command) IsWrite() bool { return isWrite(c.Name) }
 type LateWrite struct {
 	Command    string
 	Collection string // the collection it acts on
+	ID         string // findAndModify: the _id its query names (see Command)
 	// Read is when the proxy read the request's last bytes from the
 	// client, ClientClosed when it saw the client's side end, Delivered
 	// when it wrote the request to the server.
@@ -423,7 +426,7 @@ func (p *Proxy) requests(l *link, data []byte, read time.Time) {
 		if !ok || !cmd.IsWrite() {
 			return
 		}
-		w := &LateWrite{Command: cmd.Name, Collection: cmd.Collection, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
+		w := &LateWrite{Command: cmd.Name, Collection: cmd.Collection, ID: cmd.ID, Read: read, ClientClosed: time.Unix(0, gone), Delivered: time.Now()}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.late = append(p.late, w)

@@ -120,8 +120,8 @@ func commandName(msg []byte) (string, bool) {
 }
 
 // commandOf returns the command an OP_MSG request carries: its name (the
-// body's first key) and, when that key's value is a string, the
-// collection it names.
+// body's first key), when that key's value is a string the collection it
+// names, and for a findAndModify its query's _id.
 func commandOf(msg []byte) (Command, bool) {
 	body, ok := msgBody(msg)
 	if !ok {
@@ -133,6 +133,11 @@ func commandOf(msg []byte) (Command, bool) {
 	}
 	c := Command{Name: el.Key()}
 	c.Collection, _ = el.Value().StringValueOK()
+	if strings.EqualFold(c.Name, "findAndModify") {
+		if id, err := body.LookupErr("query", "_id"); err == nil {
+			c.ID, _ = id.StringValueOK()
+		}
+	}
 	return c, true
 }
 

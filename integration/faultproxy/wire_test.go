@@ -73,7 +73,11 @@ func TestWireParsing(t *testing.T) {
 		t.Error("a truncated message parsed")
 	}
 
-	if c, ok := commandOf(upd); !ok || c != (Command{"update", "locks"}) || !c.IsWrite() {
+	if c, ok := commandOf(upd); !ok || c != (Command{Name: "update", Collection: "locks"}) || !c.IsWrite() {
+		t.Fatalf("command %+v, %v", c, ok)
+	}
+	fam := opMsgBytes(t, 8, 0, false, bson.D{{Key: "findAndModify", Value: "locks_sessions"}, {Key: "query", Value: bson.D{{Key: "_id", Value: "s1"}}}, {Key: "$db", Value: "d"}})
+	if c, ok := commandOf(fam); !ok || c != (Command{"findAndModify", "locks_sessions", "s1"}) || !c.IsWrite() {
 		t.Fatalf("command %+v, %v", c, ok)
 	}
 	if c, ok := commandOf(opMsgBytes(t, 9, 0, false, bson.D{{Key: "ping", Value: 1}})); !ok || c != (Command{Name: "ping"}) || c.IsWrite() {
