@@ -100,14 +100,34 @@ func (md meteredDialer) DialContext(ctx context.Context, network, addr string) (
 	return md.m.Conn(c), nil
 }
 
-// monitor reports every command to m.
+// monitor reports every command to m. A findAndModify is a session
+// renewal, except the server-time samples' of the "#clock" document,
+// reported as "clock sample".
 func monitor(m *harness.Meter) *event.CommandMonitor {
+	var mu sync.Mutex
+	names := make(map[int64]string) // by request ID, while in flight
+	name := func(id int64) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n := names[id]
+		delete(names, id)
+		return n
+	}
 	return &event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			n := e.CommandName
+			if id, err := e.Command.LookupErr("query", "_id"); err == nil && n == "findAndModify" && id.StringValue() == "#clock" {
+				n = "clock sample"
+			}
+			mu.Lock()
+			names[e.RequestID] = n
+			mu.Unlock()
+		},
 		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
-			m.Command(e.CommandName, e.Duration, false)
+			m.Command(name(e.RequestID), e.Duration, false)
 		},
 		Failed: func(_ context.Context, e *event.CommandFailedEvent) {
-			m.Command(e.CommandName, e.Duration, true)
+			m.Command(name(e.RequestID), e.Duration, true)
 		},
 	}
 }
@@ -171,8 +191,9 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 }
 
 // RenewCommands: a process renews its one session (claims, holds and
-// waits alike) with one update per interval, whatever the number of locks.
-func (c *conn) RenewCommands() []string { return []string{"update"} }
+// waits alike) with one findAndModify per interval, whatever the number of
+// locks (an insert after one of unknown outcome).
+func (c *conn) RenewCommands() []string { return []string{"findAndModify"} }
 
 // Drop removes the collections dsyncmongo and leadermongo named after the
 // scenario's lock collection.
