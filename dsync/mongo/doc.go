@@ -223,8 +223,8 @@
 // below), and one more for each event another process sends; its
 // announcement again every seven safety poll intervals; and, on replica
 // sets and sharded clusters, five server-time samples a minute (see
-// "Server time"). Measured with TTL 15 s on FerretDB: 0.55 commands per
-// second with one process waiting, 0.68 each with 16 (bench/RESULTS.md,
+// "Server time"). Measured with TTL 15 s on FerretDB: 0.43 commands per
+// second with one process waiting, 0.55 each with 16 (bench/RESULTS.md,
 // "Load of waiting processes").
 //
 // Fallback: while the stream is down (a killed cursor, a restarted
