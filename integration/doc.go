@@ -70,10 +70,11 @@
 // write commands (insert, update, delete, findAndModify) they delivered
 // after their client had closed the connection, the collection each acts
 // on, and those the server applied (its reply had ok: 1 and n > 0; for an
-// update, n counts the documents matched, and a renewal's $max that
-// raised nothing is applied all the same). The stall begins with a
-// session renewal, an update of the sessions collection
-// (dsync_locks_sessions), not with any write: claims and end markers are
+// update or a findAndModify, n counts the documents matched, so a
+// renewal's $max that raised nothing is applied all the same). The stall begins with a
+// session renewal, a findAndModify of a document of the sessions
+// collection (dsync_locks_sessions) other than the server-time samples'
+// "#clock", not with any write: claims and end markers are
 // inserts into dsync_locks, wake-up events inserts into
 // dsync_locks_events. A test that injected delay-requests fails if none
 // of its late session renewals was applied: the fault must keep its

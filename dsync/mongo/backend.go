@@ -146,9 +146,10 @@ func (b *Backend) OpenSession(ctx context.Context, ttl time.Duration) (string, e
 
 // sessionRetention is how long after its expiry a session document is
 // kept. Deleting it changes nothing for its claims (a claim whose session
-// is gone counts as dead, as it did once the session expired), but an
-// update by _id costs FerretDB time in proportion to the collection's size,
-// and renewals are such updates.
+// is gone counts as dead, as it did once the session expired), but a
+// findAndModify by _id and a read of a session's documents cost FerretDB
+// time in proportion to the collection's size, and renewals and waiters'
+// looks at a holder's session are such commands.
 const sessionRetention = time.Hour
 
 // cleanSessions deletes the sessions that expired more than
@@ -164,10 +165,11 @@ func (b *Backend) cleanSessions(ctx context.Context) {
 	}
 }
 
-// RenewSession implements dsync.Backend: one update of the session
-// document by _id, raising its expiry with $max, whatever the number of
-// holds and waiting claims. Afterwards it sends again any end marker whose
-// outcome was unknown.
+// RenewSession implements dsync.Backend: one findAndModify of the
+// session's document by _id, raising its expiry with $max, whatever the
+// number of holds and waiting claims (after a renewal of unknown outcome,
+// the insert of the session's next document; see chain.Engine.RenewSession).
+// Afterwards it sends again any end marker whose outcome was unknown.
 func (b *Backend) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("dsyncmongo: TTL must be positive, got %v", ttl)

@@ -163,8 +163,8 @@ type Router struct {
 	dsync.Backend // the direct path
 
 	// late is the sessions collection through a stalled Link, where the
-	// renewal RenewLate stalls sends its update: the one a dsyncmongo
-	// backend sends, {_id: session} raised with $max. giveUp bounds that
+	// renewal RenewLate stalls sends its update: {_id: session} raised
+	// with $max, as a dsyncmongo renewal's findAndModify does. giveUp bounds that
 	// renewal, as a driver gives up on an operation when its heartbeats
 	// time out: the call fails, the request stays sent.
 	late   *mongo.Collection
