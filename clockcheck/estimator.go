@@ -53,7 +53,7 @@ type Estimator struct {
 	mu  sync.Mutex
 	cur Sample
 	// offered is when the last sample given by Sampled was taken
-	// (Clock.Monotonic), or, before any, a time long before the first.
+	// (Clock.Monotonic), if hasOffered.
 	offered    time.Duration
 	hasOffered bool
 }

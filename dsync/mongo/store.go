@@ -221,9 +221,7 @@ func (s store) RenewSession(ctx context.Context, id string, gen int, expires tim
 	found := true
 	err := s.b.write(ctx, "renew", func(ctx context.Context) error {
 		return s.b.est.Load().Sampled(ctx, func(ctx context.Context) (time.Time, error) {
-			var d struct {
-				Seen time.Time `bson:"seen"`
-			}
+			var d sessionDoc
 			err := s.b.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				found = false
