@@ -14,4 +14,12 @@ var (
 	// outcome of renewals stayed unknown past the local deadline. Work done
 	// after Lost() closed was not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
+
+	// ErrReset is what a Backend's Claim or Await returns (wrapped) when
+	// the store no longer holds what the backend knew of the key: its
+	// collections were emptied, dropped or restored from a backup while
+	// this process ran. The claim is void (the backend gave it up); a
+	// Mutex checks its session and queues again, so Lock and LockContext
+	// never return it.
+	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 )

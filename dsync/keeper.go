@@ -350,13 +350,23 @@ func (k *keeper) renew(s *session) bool {
 	}
 	// A confirmation that arrives after the deadline in force does not
 	// count: the session may have been judged expired meanwhile. The
-	// renewal may also be applied later than others, even after this
-	// one's retry: harmless, since a stored expiry only grows (the backend
-	// sees to it on stores whose updates are not atomic).
+	// deadline has passed, so the session is over: retire it now rather
+	// than wait for its deadline timer, which may run late after a
+	// suspend; otherwise the next renewal, due a renew interval after the
+	// last one counted, would go out at once, and so would every one after
+	// it until the timer ran. The renewal may also be applied later than
+	// others, even after this one's retry: harmless, since a stored expiry
+	// only grows (the backend sees to it on stores whose updates are not
+	// atomic).
 	k.mu.Lock()
 	now := k.id.clock.Now()
-	if s.retired || !now.Before(s.deadline) {
+	if s.retired {
 		k.mu.Unlock()
+		return true
+	}
+	if !now.Before(s.deadline) {
+		k.mu.Unlock()
+		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
 		return true
 	}
 	deadline := sent.Add(k.id.ttl - k.margin())
@@ -375,6 +385,18 @@ func (k *keeper) renew(s *session) bool {
 		h.extend(sent)
 	}
 	return true
+}
+
+// check renews s at once, unless it was retired: a claim found the store
+// emptied or restored, and the session's documents may be gone with it;
+// if so, the renewal retires it.
+func (k *keeper) check(s *session) {
+	k.mu.Lock()
+	retired := s.retired
+	k.mu.Unlock()
+	if !retired {
+		k.renew(s)
+	}
 }
 
 // report sends a renewal error to the Mutexes that use the session, once

@@ -24,9 +24,11 @@ const memoryPollInterval = 100 * time.Millisecond
 // It coordinates only the goroutines of one process; it is safe for
 // concurrent use. The zero value is not usable; call NewMemoryBackend.
 type MemoryBackend struct {
-	store *chain.MemStore
-	eng   *chain.Engine
-	start time.Time
+	store  *chain.MemStore
+	eng    *chain.Engine
+	resend *chain.Resender
+	start  time.Time // carries the monotonic reading the clock counts from
+	base   time.Time // start without it: the origin of server time
 
 	mu      sync.Mutex
 	changed map[string]chan struct{} // closed when a claim of the key ends
@@ -36,21 +38,26 @@ var _ Backend = (*MemoryBackend)(nil)
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
-	b := &MemoryBackend{start: time.Now(), changed: make(map[string]chan struct{})}
+	start := time.Now()
+	b := &MemoryBackend{start: start, base: start.Round(0), changed: make(map[string]chan struct{})}
 	b.store = chain.NewMemStore(b.inserted)
 	eng, err := chain.New(b.store, memoryClock{b}, chain.DefaultConfig())
 	if err != nil {
 		panic(err) // the default configuration is valid
 	}
 	b.eng = eng
+	b.resend = chain.NewResender(eng, nil)
 	return b
 }
 
-// memoryClock: the server's time is this process's, known exactly.
+// memoryClock: the server's time is this process's, known exactly. It
+// counts from the backend's creation on the monotonic clock, as a Mutex's
+// deadlines do, so that setting the machine's wall clock forward cannot
+// make a live session look expired.
 type memoryClock struct{ b *MemoryBackend }
 
 func (c memoryClock) ServerNow() chain.Interval {
-	now := time.Now()
+	now := c.b.base.Add(time.Since(c.b.start))
 	return chain.Interval{Earliest: now, Latest: now}
 }
 
@@ -113,6 +120,15 @@ func (b *MemoryBackend) Claim(ctx context.Context, key, owner, session string, t
 	return claim(ctx, b.eng, key, owner, session, try)
 }
 
+// resetError marks an error of the engine that says the store lost the
+// key's history (chain.ErrReset) as ErrReset.
+func resetError(err error) error {
+	if errors.Is(err, chain.ErrReset) {
+		return fmt.Errorf("%w: %w", ErrReset, err)
+	}
+	return err
+}
+
 // claim runs Claim (or, with try, TryClaim) on eng.
 func claim(ctx context.Context, eng *chain.Engine, key, owner, session string, try bool) (Claim, error) {
 	var (
@@ -129,7 +145,7 @@ func claim(ctx context.Context, eng *chain.Engine, key, owner, session string, t
 		return Claim{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
 	}
 	if err != nil {
-		return Claim{}, err
+		return Claim{}, resetError(err)
 	}
 	return Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}, nil
 }
@@ -141,11 +157,11 @@ func (b *MemoryBackend) Await(ctx context.Context, c Claim) error {
 		changed := b.changes(c.Key)
 		head, blocker, err := b.eng.Walk(ctx, cc)
 		if err != nil || head {
-			return err
+			return resetError(err)
 		}
 		// Wait for an end of a claim of the key, or until the blocker's
 		// session can have expired.
-		wait := min(time.Until(blocker.ExpiresAt)+time.Millisecond, memoryPollInterval)
+		wait := min(blocker.ExpiresAt.Sub(memoryClock{b}.ServerNow().Earliest)+time.Millisecond, memoryPollInterval)
 		t := time.NewTimer(max(wait, time.Millisecond))
 		select {
 		case <-changed:
@@ -163,7 +179,11 @@ func (b *MemoryBackend) End(ctx context.Context, c Claim, held bool) error {
 	if err := validate(ctx, c.Key, time.Second); err != nil {
 		return err
 	}
-	return b.eng.End(ctx, chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token), held)
+	err := b.eng.End(ctx, chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token), held)
+	if err != nil {
+		b.resend.Kick() // sent again in the background until it lands
+	}
+	return err
 }
 
 // Holder returns the claim at the head of key's queue, if any: the one

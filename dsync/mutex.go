@@ -256,6 +256,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		m.report(err)
 		return wait && backOff()
 	}
+	resets := 0
 	for {
 		m.resendEnds(ctx)
 		k := keeperOf(m)
@@ -286,6 +287,16 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		case ctx.Err() != nil:
 			k.leave(sess)
 			return false, m.contextErr(ctx, cmp.Or(lastErr, err))
+		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
+			// The store lost the key's history (emptied or restored): the
+			// claim is void. The session may be gone with it: renewing it
+			// now retires it if so, and the next claim opens another.
+			k.check(sess)
+			k.leave(sess)
+			if resets++; resets > 1 && !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
+				return false, m.failure(ctx, err, lastErr)
+			}
+			m.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", m.key, err))
 		case sess.ctx.Err() != nil:
 			// The session was retired while we waited: its claim is
 			// withdrawn; queue again in a new one.
@@ -332,7 +343,7 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	if wait {
 		for {
 			err = m.backend.Await(wctx, c)
-			if err == nil || wctx.Err() != nil {
+			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
 				break
 			}
 			// A backend error while waiting: the claim keeps its place

@@ -48,6 +48,7 @@ type Backend struct {
 	events    *mongo.Collection // wake-up events (events.go)
 	cfg       *config
 	eng       *chain.Engine
+	resend    *chain.Resender // sends ends of unknown outcome again
 	wake      *wakeups
 
 	// sem serializes preparation (index creation, estimator start) and
@@ -90,6 +91,9 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)
 	}
+	b.resend = chain.NewResender(b.eng, func(pending int, err error) {
+		b.cfg.logger.Debug("dsyncmongo: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
+	})
 	b.wake = newWakeups(b)
 	return b, nil
 }
@@ -118,6 +122,7 @@ func (b *Backend) Close() error {
 	defer func() { <-b.sem }()
 	b.closed.Store(true)
 	b.wake.stop()
+	b.resend.Close()
 	if e := b.est.Load(); e != nil {
 		return e.Close()
 	}
@@ -268,6 +273,7 @@ func (b *Backend) End(ctx context.Context, c dsync.Claim, held bool) error {
 		return err
 	}
 	if err := b.eng.End(ctx, chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token), held); err != nil {
+		b.resend.Kick() // sent again in the background until it lands
 		return b.wrap(ctx, "end", c.Key, err)
 	}
 	b.wake.ended(ctx, est, c.Key, c.Token)
@@ -396,8 +402,12 @@ func (b *Backend) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 func (b *Backend) mono() time.Duration { return b.cfg.clock.Monotonic() }
 
 // wrap prefixes a driver error with the operation and key, adding ctx's
-// cause when the driver's error does not carry it.
+// cause when the driver's error does not carry it. An engine error saying
+// the store lost the key's history is marked dsync.ErrReset.
 func (b *Backend) wrap(ctx context.Context, op, key string, err error) error {
+	if errors.Is(err, chain.ErrReset) {
+		return fmt.Errorf("dsyncmongo: %s %q: %w: %w", op, key, dsync.ErrReset, err)
+	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 		return fmt.Errorf("dsyncmongo: %s %q: %w: %w", op, key, cause, err)
 	}

@@ -462,11 +462,12 @@ func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
 }
 
 // TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key
-// is old (it last held epoch 2) claims the key after others have gone far
-// ahead and pruned: its insert of epoch 3 lands in the pruned hole, and
-// only the floor tells it that the claim is below the newest. Without the
-// floor proof (the planted bug) the stale claim would hold with token 3,
-// below the tokens already handed out.
+// is old (it last claimed epoch 2, and withdrew it) claims the key after
+// others have gone far ahead and pruned: its insert of epoch 3 lands in
+// the pruned hole, and only the floor tells it that the claim is below the
+// newest. Without the floor proof (the planted bug) the stale claim would
+// hold with token 3, below the tokens already handed out. (Had it released
+// epoch 2, its insert would carry that release again and find it pruned.)
 func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 	for _, bug := range []chain.Bug{chain.NoBug, chain.BugNoFloorProof} {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
@@ -476,7 +477,11 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			stale.eng.SetBug(bug)
 			ss, sb := open(t, ctx, stale, time.Minute), open(t, ctx, busy, time.Minute)
 			cycle(t, ctx, stale, "k", "stale", ss)
-			cycle(t, ctx, stale, "k", "stale", ss)
+			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != 2 {
+				t.Fatalf("second claim got token %d, want 2", c.Token)
+			} else if err := stale.End(ctx, c, false); err != nil {
+				t.Fatal(err)
+			}
 			var top uint64
 			for range 30 {
 				top = cycle(t, ctx, busy, "k", "busy", sb)

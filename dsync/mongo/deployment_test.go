@@ -518,14 +518,14 @@ func TestFloorKeepsTheHighestRaise(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := uint64(1); i <= 16; i++ {
 			wg.Go(func() {
-				if err := (store{b}).RaiseFloor(ctx, key, 16*i); err != nil {
+				if err := (store{b}).RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n"}, time.Now()); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if f, err := (store{b}).Floor(ctx, key); err != nil || f != 256 {
-			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f, err)
+		if f, _, err := (store{b}).Floor(ctx, key, 0); err != nil || f.Epoch != 256 {
+			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f.Epoch, err)
 		}
 	}
 }

@@ -27,14 +27,20 @@ type lockDoc struct {
 	Owner   string `bson:"owner,omitempty"`
 	Host    string `bson:"host,omitempty"`
 	PID     int    `bson:"pid,omitempty"`
-	// At is the midpoint of the server-time estimate when the document was
-	// sent: for a claim, when it queued.
+	// At is the latest possible server time when the document was sent:
+	// for a claim, when it queued. A prune deletes only documents sent
+	// before the floor it prunes below (chain.Store.Prune).
 	At time.Time `bson:"at"`
+	// Claims only: the session's TTL in milliseconds, and the expiry its
+	// owner had seen confirmed when it claimed (chain.Doc).
+	TTL int64     `bson:"ttl,omitempty"`
+	Exp time.Time `bson:"exp,omitempty"`
 }
 
-// kindFloor is the kind of a floor document: {key, epoch: F} records
-// that every epoch of key below F has ended. A key has one per floor
-// raised and not yet pruned; its floor is the highest.
+// kindFloor is the kind of a floor document: {key, epoch: F, nonce}
+// records that every epoch of key below F has ended; nonce is that of F's
+// claim, which the floor counts only while it exists (chain.Floor). A key
+// has one per floor raised and not yet pruned; its floor is the highest.
 const kindFloor = "floor"
 
 // floorID is the _id of key's floor document at floor. Claim and marker
@@ -79,25 +85,10 @@ type store struct{ b *Backend }
 
 var _ chain.Store = store{}
 
-func (s store) now() time.Time {
-	if e := s.b.est.Load(); e != nil {
-		return midpoint(e.Now())
-	}
-	return time.Time{}
-}
-
 func (s store) Insert(ctx context.Context, d chain.Doc) error {
-	doc := lockDoc{
-		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
-		Session: d.Session, Owner: d.Owner, At: s.now(),
-	}
 	insert := func() error {
-		op := "end"
-		if d.Kind == chain.KindClaim {
-			op = "claim"
-		}
-		return s.b.write(ctx, op, func(ctx context.Context) error {
-			_, err := s.b.coll.InsertOne(ctx, doc)
+		return s.b.write(ctx, insertOp(d), func(ctx context.Context) error {
+			_, err := s.b.coll.InsertOne(ctx, s.toLockDoc(d))
 			return err
 		})
 	}
@@ -106,15 +97,13 @@ func (s store) Insert(ctx context.Context, d chain.Doc) error {
 		// Never sent again here: a claim of unknown outcome is withdrawn
 		// by its nonce (the engine sees to it), and its owner must again
 		// follow a known epoch.
-		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
 		err = insert()
 	} else {
 		// An end marker states a fact that stays true, and has a
 		// deterministic _id: sending it again is harmless, and a duplicate
 		// key then means an earlier attempt was applied. A transient
 		// failure (a failover, a dropped connection, a busy FerretDB) gets
-		// up to two more tries at once rather than waiting for the next
-		// renewal's Flush.
+		// up to two more tries at once rather than waiting for Flush.
 		err = s.b.retry(ctx, endAttempts, "end marker", insert)
 	}
 	if mongo.IsDuplicateKeyError(err) {
@@ -123,8 +112,57 @@ func (s store) Insert(ctx context.Context, d chain.Doc) error {
 	return err
 }
 
+// insertOp names an insert for the test hook (WithFault): "claim" or "end".
+func insertOp(d chain.Doc) string {
+	if d.Kind == chain.KindClaim {
+		return "claim"
+	}
+	return "end"
+}
+
+// InsertChained inserts the claim d and then a copy of the end marker
+// prev in one ordered insert: the server stops at the claim's duplicate
+// key, and otherwise reports the marker's own (MongoDB and FerretDB both
+// apply an ordered insert's documents one after the other).
+func (s store) InsertChained(ctx context.Context, d, prev chain.Doc) (bool, error) {
+	var bwe mongo.BulkWriteException
+	err := s.b.write(ctx, "claim", func(ctx context.Context) error {
+		_, err := s.b.coll.InsertMany(ctx, []any{s.toLockDoc(d), s.toLockDoc(prev)})
+		return err
+	})
+	if err == nil {
+		return false, nil
+	}
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) != 1 || !isDuplicateKey(bwe.WriteErrors[0].Code) {
+		return false, err
+	}
+	if bwe.WriteErrors[0].Index == 0 {
+		return false, chain.ErrExists
+	}
+	return true, nil
+}
+
+// isDuplicateKey reports whether a write error code is a duplicate key.
+func isDuplicateKey(code int) bool { return code == 11000 || code == 11001 || code == 12582 }
+
+// toLockDoc is how d is stored; a claim names this process's host and pid.
+func (s store) toLockDoc(d chain.Doc) lockDoc {
+	doc := lockDoc{
+		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
+		Session: d.Session, Owner: d.Owner, At: chain.CeilMilli(d.Sent),
+		TTL: d.TTL.Milliseconds(), Exp: d.Exp,
+	}
+	if d.Kind == chain.KindClaim {
+		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
+	}
+	return doc
+}
+
 func fromLockDoc(d *lockDoc) chain.Doc {
-	return chain.Doc{ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner}
+	return chain.Doc{
+		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
+		Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
+	}
 }
 
 func (s store) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
@@ -148,26 +186,29 @@ func (s store) Newest(ctx context.Context, key string) (chain.Doc, bool, error) 
 	return fromLockDoc(&d), true, nil
 }
 
-func (s store) Floor(ctx context.Context, key string) (uint64, error) {
+func (s store) Floor(ctx context.Context, key string, below uint64) (chain.Floor, bool, error) {
+	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}}
+	if below > 0 {
+		filter = append(filter, bson.E{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(below)}}})
+	}
 	var d lockDoc
-	err := s.b.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}},
-		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
+	err := s.b.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil
+		return chain.Floor{}, false, nil
 	}
 	if err != nil {
 		s.b.noteFailure(err)
-		return 0, err
+		return chain.Floor{}, false, err
 	}
-	return uint64(d.Epoch), nil
+	return chain.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce}, true, nil
 }
 
 // RaiseFloor inserts a floor document, never updates one: two updates of
 // one document applied at once can lose the higher value on FerretDB
 // (see chain.Store), and a floor that went down would let a claim landing
 // in a pruned hole count.
-func (s store) RaiseFloor(ctx context.Context, key string, floor uint64) error {
-	doc := lockDoc{ID: floorID(key, floor), Key: key, Epoch: int64(floor), Kind: kindFloor, At: s.now()}
+func (s store) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent time.Time) error {
+	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Kind: kindFloor, Nonce: f.Nonce, At: sent.UTC()}
 	err := s.b.write(ctx, "floor", func(ctx context.Context) error {
 		_, err := s.b.coll.InsertOne(ctx, doc)
 		return err
@@ -178,11 +219,12 @@ func (s store) RaiseFloor(ctx context.Context, key string, floor uint64) error {
 	return err
 }
 
-func (s store) Prune(ctx context.Context, key string, below uint64) error {
+func (s store) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
 	return s.b.write(ctx, "prune", func(ctx context.Context) error {
 		_, err := s.b.coll.DeleteMany(ctx, bson.D{
 			{Key: "key", Value: key},
 			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
 		})
 		return err
 	})
@@ -191,7 +233,7 @@ func (s store) Prune(ctx context.Context, key string, below uint64) error {
 func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
 	err := s.b.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
-			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.now(),
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.b.now(),
 		})
 		return err
 	})
@@ -297,3 +339,12 @@ func (c clock) ServerNow() chain.Interval {
 }
 
 func (c clock) Mono() time.Duration { return c.b.cfg.clock.Monotonic() }
+
+// now is the midpoint of the server-time estimate, for what is shown
+// (a session's start); zero before the estimator exists.
+func (b *Backend) now() time.Time {
+	if e := b.est.Load(); e != nil {
+		return midpoint(e.Now())
+	}
+	return time.Time{}
+}

@@ -2,6 +2,8 @@ package chain
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -12,7 +14,7 @@ type MemStore struct {
 	mu       sync.Mutex
 	docs     map[string]Doc
 	claims   map[string]map[uint64]struct{} // epochs of each key's claims
-	floors   map[string]map[uint64]struct{} // each key's recorded floors
+	floors   map[string]map[uint64]floorRec // each key's recorded floors
 	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
 	// inserted is called, without mu held, after every successful insert
 	// (the in-memory backend wakes waiters with it).
@@ -27,7 +29,7 @@ func NewMemStore(onInsert func(Doc)) *MemStore {
 	return &MemStore{
 		docs:     make(map[string]Doc),
 		claims:   make(map[string]map[uint64]struct{}),
-		floors:   make(map[string]map[uint64]struct{}),
+		floors:   make(map[string]map[uint64]floorRec),
 		sessions: make(map[string]map[int]time.Time),
 		inserted: onInsert,
 	}
@@ -40,15 +42,55 @@ func live(ctx context.Context) error {
 	return nil
 }
 
+// floorRec is a recorded floor: the nonce of its claim, and when it was
+// sent.
+type floorRec struct {
+	nonce string
+	sent  time.Time
+}
+
 // Insert implements Store.
 func (s *MemStore) Insert(ctx context.Context, d Doc) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	if _, ok := s.docs[d.ID]; ok {
-		s.mu.Unlock()
+	ok := s.insertLocked(d)
+	s.mu.Unlock()
+	if !ok {
 		return ErrExists
+	}
+	if s.inserted != nil {
+		s.inserted(d)
+	}
+	return nil
+}
+
+// InsertChained implements Store.
+func (s *MemStore) InsertChained(ctx context.Context, d, prev Doc) (bool, error) {
+	if err := live(ctx); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if !s.insertLocked(d) {
+		s.mu.Unlock()
+		return false, ErrExists
+	}
+	prevInserted := s.insertLocked(prev)
+	s.mu.Unlock()
+	if s.inserted != nil {
+		s.inserted(d)
+		if prevInserted {
+			s.inserted(prev)
+		}
+	}
+	return !prevInserted, nil
+}
+
+// insertLocked stores d unless its ID exists; s.mu must be held.
+func (s *MemStore) insertLocked(d Doc) bool {
+	if _, ok := s.docs[d.ID]; ok {
+		return false
 	}
 	s.docs[d.ID] = d
 	if d.Kind == KindClaim {
@@ -59,11 +101,7 @@ func (s *MemStore) Insert(ctx context.Context, d Doc) error {
 		}
 		m[d.Epoch] = struct{}{}
 	}
-	s.mu.Unlock()
-	if s.inserted != nil {
-		s.inserted(d)
-	}
-	return nil
+	return true
 }
 
 // Get implements Store.
@@ -95,54 +133,114 @@ func (s *MemStore) Newest(ctx context.Context, key string) (Doc, bool, error) {
 }
 
 // Floor implements Store.
-func (s *MemStore) Floor(ctx context.Context, key string) (uint64, error) {
+func (s *MemStore) Floor(ctx context.Context, key string, below uint64) (Floor, bool, error) {
 	if err := live(ctx); err != nil {
-		return 0, err
+		return Floor{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var top uint64
-	for f := range s.floors[key] {
-		top = max(top, f)
+	var top Floor
+	for f, r := range s.floors[key] {
+		if (below == 0 || f < below) && f > top.Epoch {
+			top = Floor{Epoch: f, Nonce: r.nonce}
+		}
 	}
-	return top, nil
+	return top, top.Epoch > 0, nil
 }
 
 // RaiseFloor implements Store.
-func (s *MemStore) RaiseFloor(ctx context.Context, key string, floor uint64) error {
+func (s *MemStore) RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.floors[key] == nil {
-		s.floors[key] = make(map[uint64]struct{})
+		s.floors[key] = make(map[uint64]floorRec)
 	}
-	s.floors[key][floor] = struct{}{}
+	if _, ok := s.floors[key][f.Epoch]; !ok {
+		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, sent: sent}
+	}
 	return nil
 }
 
 // Prune implements Store.
-func (s *MemStore) Prune(ctx context.Context, key string, below uint64) error {
+func (s *MemStore) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, id := range s.pruneSetLocked(key, below, sentBefore) {
+		s.deleteLocked(id)
+	}
+	return nil
+}
+
+// PruneSet returns the IDs of the documents Prune(key, below, sentBefore)
+// would delete now: a store whose deletes are not atomic reads this set
+// first and deletes its members later (the simulation does).
+func (s *MemStore) PruneSet(key string, below uint64, sentBefore time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pruneSetLocked(key, below, sentBefore)
+}
+
+// Delete deletes the document (or floor, by FloorID) with the given ID,
+// if it exists.
+func (s *MemStore) Delete(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(id)
+}
+
+// FloorID names a floor for PruneSet and Delete.
+func FloorID(key string, floor uint64) string {
+	return key + "#floor#" + strconv.FormatUint(floor, 10)
+}
+
+func (s *MemStore) pruneSetLocked(key string, below uint64, sentBefore time.Time) []string {
+	var ids []string
 	for id, d := range s.docs {
-		if d.Key == key && d.Epoch > 1 && d.Epoch < below {
-			delete(s.docs, id)
-			if d.Kind == KindClaim {
-				delete(s.claims[key], d.Epoch)
+		if d.Key == key && d.Epoch > 1 && d.Epoch < below && d.Sent.Before(sentBefore) {
+			ids = append(ids, id)
+		}
+	}
+	for f, r := range s.floors[key] {
+		if f > 1 && f < below && r.sent.Before(sentBefore) {
+			ids = append(ids, FloorID(key, f))
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (s *MemStore) deleteLocked(id string) {
+	if d, ok := s.docs[id]; ok {
+		delete(s.docs, id)
+		if d.Kind == KindClaim {
+			delete(s.claims[d.Key], d.Epoch)
+		}
+		return
+	}
+	for key, fs := range s.floors {
+		for f := range fs {
+			if FloorID(key, f) == id {
+				delete(fs, f)
+				return
 			}
 		}
 	}
-	for f := range s.floors[key] {
-		if f > 1 && f < below {
-			delete(s.floors[key], f)
-		}
-	}
-	return nil
+}
+
+// Reset empties the store, as dropping its collections would.
+func (s *MemStore) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.docs)
+	clear(s.claims)
+	clear(s.floors)
+	clear(s.sessions)
 }
 
 // InsertSession implements Store.

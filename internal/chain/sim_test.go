@@ -265,6 +265,16 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 	return err
 }
 
+func (n net) InsertChained(ctx context.Context, d, prev chain.Doc) (prevExisted bool, err error) {
+	if cerr := n.call(ctx, func() {
+		prevExisted, err = n.s.store.InsertChained(bg, d, prev)
+		n.s.tracef("insertchained %v after %s -> %v %v", d, prev.ID, prevExisted, err)
+	}); cerr != nil {
+		return false, cerr
+	}
+	return prevExisted, err
+}
+
 func (n net) Get(ctx context.Context, id string) (d chain.Doc, found bool, err error) {
 	if cerr := n.call(ctx, func() { d, found, err = n.s.store.Get(bg, id); n.s.tracef("get %s -> %v %v %v", id, d, found, err) }); cerr != nil {
 		return chain.Doc{}, false, cerr
@@ -279,24 +289,27 @@ func (n net) Newest(ctx context.Context, key string) (d chain.Doc, found bool, e
 	return d, found, err
 }
 
-func (n net) Floor(ctx context.Context, key string) (f uint64, err error) {
-	if cerr := n.call(ctx, func() { f, err = n.s.store.Floor(bg, key); n.s.tracef("floor %s -> %d", key, f) }); cerr != nil {
-		return 0, cerr
+func (n net) Floor(ctx context.Context, key string, below uint64) (f chain.Floor, found bool, err error) {
+	if cerr := n.call(ctx, func() {
+		f, found, err = n.s.store.Floor(bg, key, below)
+		n.s.tracef("floor %s below %d -> %v", key, below, f)
+	}); cerr != nil {
+		return chain.Floor{}, false, cerr
 	}
-	return f, err
+	return f, found, err
 }
 
-func (n net) RaiseFloor(ctx context.Context, key string, floor uint64) (err error) {
-	if cerr := n.call(ctx, func() { err = n.s.store.RaiseFloor(bg, key, floor); n.s.tracef("raisefloor %s %d", key, floor) }); cerr != nil {
+func (n net) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent time.Time) (err error) {
+	if cerr := n.call(ctx, func() { err = n.s.store.RaiseFloor(bg, key, f, sent); n.s.tracef("raisefloor %s %v", key, f) }); cerr != nil {
 		return cerr
 	}
 	return err
 }
 
-func (n net) Prune(ctx context.Context, key string, below uint64) (err error) {
+func (n net) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) (err error) {
 	if cerr := n.call(ctx, func() {
 		n.s.stats.prunes++
-		err = n.s.store.Prune(bg, key, below)
+		err = n.s.store.Prune(bg, key, below, sentBefore)
 		n.s.tracef("prune %s below %d", key, below)
 	}); cerr != nil {
 		return cerr

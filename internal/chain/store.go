@@ -27,6 +27,14 @@ const (
 // It is an answer, not a failure.
 var ErrExists = errors.New("chain: document exists")
 
+// ErrReset reports that the store no longer holds what this process knew
+// of a key: its collections were emptied, dropped or restored from a
+// backup while the process ran. The claim the call was about has been
+// given up (withdrawn, or left to end with its session); what the engine
+// knew of every key is forgotten. Check the session (it may be gone too)
+// and claim again.
+var ErrReset = errors.New("chain: the store lost this key's history (emptied or restored)")
+
 // Doc is a document of a key's chain: the claim of an epoch, or the marker
 // that ends one. Every insert of a claim carries a nonce of its own, and a
 // marker ends only the claim with its nonce: a withdrawal of an insert
@@ -40,6 +48,18 @@ type Doc struct {
 	Nonce   string // unique per claim insert (for a marker: of the claim it ends)
 	Session string // the session of the claim (for a marker: of the claim it ends)
 	Owner   string // claims only: the Mutex or candidate that claimed
+	// Sent is the latest possible server time when the document was sent:
+	// a prune deletes only documents sent before the floor it prunes below
+	// was raised (see Store.Prune).
+	Sent time.Time
+	// Claims only: the session's TTL, and the expiry its owner had seen
+	// confirmed when it claimed. A walker never judges the claim's
+	// session expired before Exp, whatever the session's documents say
+	// (they may have been dropped, or restored older), and waits a TTL
+	// before it takes a session whose documents are all gone for dead.
+	// Zero in claims written before these fields existed.
+	TTL time.Duration
+	Exp time.Time
 }
 
 // ClaimID is the ID of epoch's claim document: unique per (key, epoch),
@@ -53,6 +73,15 @@ func ClaimID(key string, epoch uint64) string {
 // stands, and every kind means "ended".
 func EndID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "~" + nonce
+}
+
+// Floor is a key's floor: every epoch below Epoch has ended. Nonce is
+// that of the claim of Epoch, whose holder raised it: a floor counts only
+// while the claim it names exists, so that a floor from before the store
+// was emptied never vouches for the epochs of the store's new history.
+type Floor struct {
+	Epoch uint64
+	Nonce string
 }
 
 // Session is one document of a session: a lease that every claim naming it
@@ -73,27 +102,37 @@ type Session struct {
 // An update need not be atomic: FerretDB 1.24 reads the document, then
 // writes it whole in a separate transaction, so of two updates of one
 // document applied at once, the one that read first can undo the other's
-// change (16 concurrent $max raises of one field keep a lower value than
-// the highest in 24 rounds of 30). The protocol therefore never lets two
-// updates of one document be in flight at once: floors are inserted, and
-// a session document is updated only by its owner, one renewal after the
-// other, and never again after a renewal of unknown outcome.
+// change. The protocol therefore never lets two updates of one document be
+// in flight at once: floors are inserted, and a session document is
+// updated only by its owner, one renewal after the other, and never again
+// after a renewal of unknown outcome.
 type Store interface {
 	// Insert creates d, or returns ErrExists if d.ID exists.
 	Insert(ctx context.Context, d Doc) error
+	// InsertChained creates d and then, in the same request and strictly
+	// after it, a copy of prev (the end marker of the epoch below d): it
+	// returns ErrExists, and creates nothing, if d.ID exists; otherwise
+	// prevExisted reports whether prev.ID was there when the copy
+	// arrived. On MongoDB and FerretDB this is an ordered insert of two
+	// documents. Any other error leaves both outcomes unknown.
+	InsertChained(ctx context.Context, d, prev Doc) (prevExisted bool, err error)
 	// Get reads the document with the given ID; found is false if absent.
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Newest reads the claim of key with the highest epoch.
 	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
-	// Floor reads key's floor, the highest floor recorded and not pruned:
-	// every epoch below it has ended. 0 if none.
-	Floor(ctx context.Context, key string) (uint64, error)
-	// RaiseFloor records a floor of key at floor, by an insert that
-	// succeeds whether or not that floor was recorded before.
-	RaiseFloor(ctx context.Context, key string, floor uint64) error
+	// Floor reads the highest floor of key below below (any, if below is
+	// 0); found is false if there is none.
+	Floor(ctx context.Context, key string, below uint64) (f Floor, found bool, err error)
+	// RaiseFloor records f as a floor of key, by an insert that succeeds
+	// whether or not it was recorded before; sent is the latest possible
+	// server time at sending.
+	RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error
 	// Prune deletes key's claims, markers and floors with
-	// 1 < epoch (floor) < below.
-	Prune(ctx context.Context, key string, below uint64) error
+	// 1 < epoch < below that were sent before sentBefore (Doc.Sent, and
+	// for a floor the time RaiseFloor was given). The time bound keeps a
+	// prune that lands late, after the store was emptied, from deleting
+	// the documents of its new history.
+	Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error
 
 	// InsertSession creates generation s.Gen of session s.ID, or returns
 	// ErrExists if it exists.

@@ -1,0 +1,171 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// The collections emptied or restored under running processes, while no
+// lock is held: processes that keep what they learned before must not
+// hold on it. Each test fails on a dsync whose engine trusts its cache
+// (the release it made itself, an idle session it kept).
+
+// lockCollections are the collections a reset empties: the lock
+// collection and its sessions.
+func lockCollections(db *mongo.Database) []*mongo.Collection {
+	return []*mongo.Collection{db.Collection(DefaultCollection), db.Collection(DefaultCollection + sessionsSuffix)}
+}
+
+// snapshot reads every document of the lock collections, for restore.
+func snapshot(t *testing.T, ctx context.Context, db *mongo.Database) [][]bson.Raw {
+	t.Helper()
+	var all [][]bson.Raw
+	for _, c := range lockCollections(db) {
+		cur, err := c.Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.Raw
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, docs)
+	}
+	return all
+}
+
+// restore empties the lock collections and, if snap is not nil, puts its
+// documents back, as restoring a backup would.
+func restore(t *testing.T, ctx context.Context, db *mongo.Database, snap [][]bson.Raw) {
+	t.Helper()
+	for i, c := range lockCollections(db) {
+		if _, err := c.DeleteMany(ctx, bson.D{}); err != nil {
+			t.Fatal(err)
+		}
+		if snap == nil || len(snap[i]) == 0 {
+			continue
+		}
+		docs := make([]any, len(snap[i]))
+		for j, d := range snap[i] {
+			docs[j] = d
+		}
+		if _, err := c.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// mustNotLockWhile checks that m cannot lock within d while another
+// process holds (other's token is shown in the failure).
+func mustNotLockWhile(t *testing.T, m *dsync.Mutex, d time.Duration, other uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := m.LockContext(ctx); err == nil {
+		t.Fatalf("two holders: locked with token %d while another process holds token %d", m.Token(), other)
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockContext while another process holds: %v, want the deadline", err)
+	}
+}
+
+// TestEmptiedStoreNeverGivesTwoHolders: P held and released "job"; the
+// collections were emptied while nothing was held; Q, a new process, locks
+// "job" and gets token 1; P, which knows that every epoch up to its own
+// release ended, must not hold beside Q.
+func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
+	ps := newProcs(t, 2)
+	ctx := testCtx(t, time.Minute)
+	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(3*time.Second))
+	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(3*time.Second))
+	for range 2 {
+		p.Lock()
+		p.Unlock()
+	}
+	restore(t, ctx, ps[0].db, nil)
+	q.Lock()
+	if q.Token() != 1 {
+		t.Fatalf("Q's token in the emptied store = %d, want 1", q.Token())
+	}
+	mustNotLockWhile(t, p, 1500*time.Millisecond, q.Token())
+	q.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := p.LockContext(lctx); err != nil {
+		t.Fatalf("P after Q released: %v", err)
+	}
+	if p.Token() <= 1 {
+		t.Errorf("P's token %d after Q's 1", p.Token())
+	}
+	p.Unlock()
+}
+
+// TestEmptiedSessionsNeverGiveTwoHolders: only the sessions collection is
+// emptied, while P keeps its idle session for its next Lock. P locks in
+// it; another process must not take P's claim for dead while P holds: it
+// takes over only after P's Lost() has closed.
+func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
+	ps := newProcs(t, 2)
+	ctx := testCtx(t, time.Minute)
+	const ttl = 2 * time.Second
+	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(ttl))
+	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(ttl))
+	p.Lock()
+	p.Unlock()
+	if _, err := ps[0].db.Collection(DefaultCollection+sessionsSuffix).DeleteMany(ctx, notClock); err != nil {
+		t.Fatal(err)
+	}
+	p.Lock()
+	lost := p.Lost()
+	qHeld := make(chan error, 1)
+	go func() {
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		qHeld <- q.LockContext(lctx)
+	}()
+	select {
+	case err := <-qHeld:
+		t.Fatalf("Q locked (%v, token %d) while P held token %d", err, q.Token(), p.Token())
+	case <-lost:
+	}
+	if err := <-qHeld; err != nil {
+		t.Fatalf("Q after P lost its hold: %v", err)
+	}
+	if err := p.UnlockContext(ctx); !errors.Is(err, dsync.ErrLost) {
+		t.Errorf("P's Unlock after its session vanished: %v, want ErrLost", err)
+	}
+	q.Unlock()
+}
+
+// TestRestoredStoreNeverGivesTwoHolders: the collections are restored from
+// a backup taken two holds earlier, while nothing is held. Q, new, gets
+// the backup's next token (restoring a backup repeats tokens handed out
+// after it); P, which knows of later epochs, must not hold beside it.
+func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
+	ps := newProcs(t, 2)
+	ctx := testCtx(t, time.Minute)
+	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(3*time.Second))
+	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(3*time.Second))
+	for range 2 {
+		p.Lock()
+		p.Unlock()
+	}
+	backup := snapshot(t, ctx, ps[0].db)
+	for range 2 {
+		p.Lock()
+		p.Unlock()
+	}
+	restore(t, ctx, ps[0].db, backup)
+	q.Lock()
+	if q.Token() != 3 {
+		t.Fatalf("Q's token after the restore = %d, want 3 (the backup's next)", q.Token())
+	}
+	mustNotLockWhile(t, p, 1500*time.Millisecond, q.Token())
+	q.Unlock()
+}

@@ -1,0 +1,315 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// maxClaimRounds bounds the inserts of one Claim that keeps losing epochs
+// to other processes.
+//
+// A process that locks and unlocks in a loop while nobody is queued takes
+// the next epoch one insert after its release. A process joining it reads
+// where the queue ends at most once per Claim, then walks up one insert at
+// a time, which gains on the loop (one insert against its two): it needs
+// room to catch up, or it gives up, sleeps, and starts behind again.
+const maxClaimRounds = 32
+
+// maxDups is how many epochs in a row a Claim loses to other processes
+// before it reads the key's newest claim instead of trying the next. A
+// lost insert is a lookup by _id, the cheapest command there is; the
+// newest-first read is a sorted query, which FerretDB answers by decoding
+// every document of the collection. Four covers the queue of a handful of
+// processes taking turns.
+const maxDups = 4
+
+// Claim is a place in a key's queue: one epoch, made in one session.
+type Claim struct {
+	Key     string
+	Owner   string
+	Session string
+	Nonce   string
+	Epoch   uint64 // the fencing token once the claim holds
+	// checked: every epoch in [checked, Epoch) is known to have ended,
+	// from reads of this claim's walks.
+	checked uint64
+	// clear: every epoch below checked has ended too (a release, a
+	// counting floor above a missing claim, or the insert itself proved
+	// it), so the claim holds.
+	clear bool
+	// read: a walk read the store after the insert. A claim that holds on
+	// such reads first checks that its own document is still there, so
+	// that a store emptied meanwhile cannot have handed its epoch to
+	// another claim whose predecessors the walk read.
+	read bool
+	// blocker is the claim document of epoch checked−1 that the last walk
+	// found live, so that the next walk reads only its marker: a claim
+	// document never changes, and the one below a live claim is never
+	// pruned (a prune that passed it is caught by the floor check).
+	blocker    Doc
+	hasBlocker bool
+}
+
+// Resume rebuilds a claim from what its owner kept of it (a Walk on it
+// starts from the top again).
+func Resume(key, owner, session, nonce string, epoch uint64) *Claim {
+	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, checked: epoch}
+}
+
+// Blocker describes the live claim a waiter waits for.
+type Blocker struct {
+	Epoch   uint64
+	Owner   string
+	Session string
+	// ExpiresAt is, in server time, when the waiter should look at it
+	// again if nothing else wakes it: its session's expiry when read (or
+	// the end of the wait for a session found missing).
+	ExpiresAt time.Time
+}
+
+// BusyError is returned by Claim with try set, when the key's newest
+// epoch has not ended.
+type BusyError struct {
+	Key     string
+	Blocker Blocker // zero if the claim was lost in a race
+}
+
+func (e *BusyError) Error() string {
+	if e.Blocker.Epoch == 0 {
+		return fmt.Sprintf("chain: %q taken by another claim", e.Key)
+	}
+	return fmt.Sprintf("chain: %q held by epoch %d", e.Key, e.Blocker.Epoch)
+}
+
+// Claim inserts key's next epoch for owner in session: a place at the end
+// of the queue, which holds once every lower epoch has ended (Walk).
+//
+// With try set, it inserts only when the newest epoch has ended, and
+// returns a *BusyError otherwise; it never waits.
+//
+// When the engine knows that the epoch below its insert was released
+// (its own release, usually), the insert carries that release marker
+// again, in the same request and after the claim: the marker's duplicate
+// key proves it still in place, and the claim holds without another read.
+// A marker found missing means the store lost what the engine knew: the
+// claim is withdrawn and Claim returns ErrReset.
+//
+// An error other than *BusyError means the claim may exist: it is then
+// withdrawn (now, or by a later Flush), never used.
+func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool) (*Claim, error) {
+	if key == "" || owner == "" || session == "" {
+		return nil, errors.New("chain: empty key, owner or session")
+	}
+	ks := e.snapshot(key)
+	q := claimRun{e: e, key: key, owner: owner, session: session, try: try,
+		base: ks.newest, known: ks.newest > 0}
+	if ks.hasTip() {
+		q.tip = ks.tip
+	}
+	q.ttl, q.exp = e.claimTerms(session)
+	if try && q.tip.Epoch == 0 {
+		if err := q.readTop(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for round := range maxClaimRounds {
+		c, done, err := q.round(ctx, round)
+		if done {
+			return c, err
+		}
+	}
+	return nil, &BusyError{Key: key}
+}
+
+// claimRun is the state of one Claim call: where it inserts next and what
+// it knows of the epoch below.
+type claimRun struct {
+	e                   *Engine
+	key, owner, session string
+	try                 bool
+	base                uint64 // the epoch known to exist below the next insert
+	known               bool   // base is known (false: read the newest claim first)
+	tip                 Doc    // the release marker of base, if known
+	dups                int    // epochs lost in a row
+	newestRead          bool   // this run read the newest claim once
+	ttl                 time.Duration
+	exp                 time.Time
+}
+
+// readTop reads the key's newest claim for a try: busy unless it ended.
+func (q *claimRun) readTop(ctx context.Context) error {
+	e := q.e
+	d, found, err := e.top(ctx, q.key)
+	if err != nil {
+		return err
+	}
+	q.base, q.known = 0, true
+	if found {
+		ended, kind, marker, blocker, err := e.ended(ctx, d)
+		if err != nil {
+			return err
+		}
+		e.learnNewest(q.key, d.Epoch)
+		if !ended {
+			return &BusyError{Key: q.key, Blocker: blocker}
+		}
+		q.base = d.Epoch
+		if kind == KindRelease {
+			q.tip = marker
+			e.learnTip(marker)
+		}
+	}
+	return nil
+}
+
+// round makes one insert attempt; done reports that Claim returns (c, err).
+func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
+	e := q.e
+	if !q.known && (round > 0 || e.snapshot(q.key).gap > 0) {
+		d, found, err := e.top(ctx, q.key)
+		if err != nil {
+			return nil, true, err
+		}
+		q.base, q.known, q.tip = 0, true, Doc{}
+		if found {
+			q.base = d.Epoch
+		}
+	}
+	// Without knowledge, try epoch 1: it is never pruned, so its insert
+	// succeeds only for a key that never had an epoch (or a store that
+	// lost the key's history).
+	epoch := q.base + 1
+	proven := epoch == 1 || e.bug == BugNoFloorProof
+	var proofSent time.Duration
+	if !proven {
+		f, sent, err := e.freshFloor(ctx, q.key)
+		if err != nil {
+			return nil, true, err
+		}
+		if f.Epoch >= epoch {
+			// Our knowledge is older than the floor: if the floor counts,
+			// its epoch existed, and the next insert may follow it.
+			cf, err := e.countingFloor(ctx, q.key)
+			if err != nil {
+				return nil, true, err
+			}
+			if cf.Epoch >= epoch {
+				q.base, q.tip = cf.Epoch, Doc{}
+				e.learnNewest(q.key, cf.Epoch)
+				return nil, false, nil
+			}
+			proofSent = -1 << 62 // a stray floor: prove the insert after it
+		} else {
+			proofSent = sent
+		}
+	}
+	c = &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, checked: epoch}
+	if e.bug == BugEndBySession {
+		c.Nonce = q.session
+	}
+	d := Doc{ID: ClaimID(q.key, epoch), Key: q.key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce,
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: e.clock.ServerNow().Latest}
+	chained := q.tip.Epoch == q.base && q.base > 0 && e.bug != BugTrustCache
+	var prevExisted bool
+	sent := e.clock.Mono()
+	if chained {
+		prevExisted, err = e.store.InsertChained(ctx, d, q.tip)
+	} else {
+		err = e.store.Insert(ctx, d)
+	}
+	replied := e.clock.Mono()
+	switch {
+	case err == nil:
+		if !proven && !(sent-proofSent < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow) {
+			// The proof after the insert needs no timing: a floor that
+			// counts, read after it, shows whether a prune had passed it.
+			inHole, err := q.inPrunedHole(ctx, epoch)
+			if err != nil {
+				e.abandon(ctx, c)
+				return nil, true, err
+			}
+			if inHole {
+				e.abandon(ctx, c)
+				return nil, false, nil
+			}
+		}
+		if chained && !prevExisted {
+			// The release below our insert is gone: the store was emptied
+			// or restored since we learned it.
+			e.abandon(ctx, c)
+			e.forgetAll()
+			return nil, true, fmt.Errorf("%w: the release of %q epoch %d is missing", ErrReset, q.key, q.base)
+		}
+		e.learnNewest(q.key, epoch)
+		if chained || (e.bug == BugTrustCache && q.tip.Epoch == q.base && q.base > 0) {
+			c.clear = true
+			e.confirmHead(c.Nonce)
+		}
+		return c, true, nil
+	case errors.Is(err, ErrExists):
+		e.learnNewest(q.key, epoch)
+		if q.try {
+			return nil, true, &BusyError{Key: q.key}
+		}
+		q.base, q.tip = epoch, Doc{}
+		if q.dups++; q.dups >= maxDups && !q.newestRead {
+			// Many waiters ahead: read where the queue ends rather than
+			// walk up it one insert at a time (once: by the time a second
+			// read came back the end would have moved on).
+			q.known, q.dups, q.newestRead = false, 0, true
+		}
+		return nil, false, nil
+	default:
+		e.abandon(ctx, c)
+		e.forget(q.key)
+		return nil, true, err
+	}
+}
+
+// inPrunedHole reports whether a claim inserted at epoch landed below a
+// floor that counts; if so, the next insert follows that floor.
+func (q *claimRun) inPrunedHole(ctx context.Context, epoch uint64) (bool, error) {
+	e := q.e
+	f, _, err := e.readFloor(ctx, q.key)
+	if err != nil || f.Epoch < epoch {
+		return false, err
+	}
+	cf, err := e.countingFloor(ctx, q.key)
+	if err != nil || cf.Epoch < epoch {
+		return false, err
+	}
+	q.base, q.tip = cf.Epoch, Doc{}
+	e.learnNewest(q.key, cf.Epoch)
+	return true, nil
+}
+
+// TryClaim is TryLock's one attempt: it claims key only when its newest
+// epoch has ended, and returns the claim only if it holds at once;
+// otherwise it withdraws what it inserted and returns a *BusyError.
+func (e *Engine) TryClaim(ctx context.Context, key, owner, session string) (*Claim, error) {
+	c, err := e.Claim(ctx, key, owner, session, true)
+	if err != nil {
+		return nil, err
+	}
+	head, blocker, err := e.Walk(ctx, c)
+	if err == nil && head {
+		return c, nil
+	}
+	if errors.Is(err, ErrReset) {
+		return nil, err // Walk gave the claim up
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, &BusyError{Key: key, Blocker: blocker}
+}
+
+// abandon ends a claim that must never hold: its insert had an unknown
+// outcome, or it landed below the floor. The withdrawal is retried by
+// Flush if it fails.
+func (e *Engine) abandon(ctx context.Context, c *Claim) {
+	_ = e.End(ctx, c, false)
+}

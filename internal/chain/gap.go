@@ -1,0 +1,82 @@
+package chain
+
+import "context"
+
+// A gap is a missing claim with no floor that counts above it: pruning
+// did not make it. It appears when the store lost the key's history while
+// processes that knew it were still claiming: a claim inserted above what
+// the store still holds (it followed an epoch the store no longer has)
+// sits over a run of missing epochs. Such a claim never holds — its walk
+// finds the gap, and its owner gives it up (ErrReset) — but it stays, and
+// whoever starts from the key's newest claim lands above it too. So a
+// claimer that found a gap starts below it instead: at the highest claim
+// that exists under the gap, found with point reads (galloping down, then
+// halving), and its insert fills the gap from below. The key's history is
+// contiguous again once the new claims reach the stray ones.
+
+// noteGap records, after forgetAll, that epoch of key was found missing
+// with no floor that counts above it.
+func (e *Engine) noteGap(key string, epoch uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.state(key).gap = epoch
+}
+
+// top returns the claim the next insert of key should follow when the
+// engine knows nothing better: the key's newest claim, or, below a gap
+// found earlier, the highest claim under it.
+func (e *Engine) top(ctx context.Context, key string) (Doc, bool, error) {
+	gap := e.snapshot(key).gap
+	if gap == 0 {
+		return e.store.Newest(ctx, key)
+	}
+	d, found, err := e.claimBelow(ctx, key, gap)
+	if err == nil {
+		e.mu.Lock()
+		if ks := e.keys[key]; ks != nil && ks.gap == gap {
+			ks.gap = 0
+		}
+		e.mu.Unlock()
+	}
+	return d, found, err
+}
+
+// claimBelow returns the highest claim of key below epoch whose next epoch
+// is missing: the end of the contiguous history under a gap (or of a
+// stray run inside it, which the next walk finds and steps below). It
+// reads by ID only: galloping down from epoch, then halving.
+func (e *Engine) claimBelow(ctx context.Context, key string, epoch uint64) (Doc, bool, error) {
+	missing := epoch // known missing (or the gap's top)
+	var found Doc
+	for step := uint64(1); ; step *= 2 {
+		x := uint64(1)
+		if missing > step+1 {
+			x = missing - step
+		}
+		d, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if ok {
+			found = d
+			break
+		}
+		missing = x
+		if x == 1 {
+			return Doc{}, false, nil // not even epoch 1: nothing below
+		}
+	}
+	for missing-found.Epoch > 1 {
+		x := found.Epoch + (missing-found.Epoch)/2
+		d, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if ok {
+			found = d
+		} else {
+			missing = x
+		}
+	}
+	return found, true, nil
+}

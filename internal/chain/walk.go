@@ -1,0 +1,205 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Walk reports whether c holds: every lower epoch has ended. If not, it
+// returns the live claim c waits for. Walk reads only what it has not
+// learned before; a waiter calls it again when the blocker may have ended
+// (an event, its session's expiry, or a poll).
+//
+// A claim holds only on what the store shows after its insert: the
+// release its insert carried (see Claim), or what the walk reads — a
+// release below it, the claims in between ended, a missing claim below a
+// floor that counts, or epoch 1 (never pruned). Holding on reads, it first
+// checks that its own claim is still in the store: if the store was
+// emptied or restored meanwhile, Walk withdraws it and returns ErrReset.
+//
+// An unended claim whose session has expired in server time is ended by a
+// dead marker first, so that a late renewal reviving the session cannot
+// make it look alive again to anyone.
+func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
+	if c.clear && !c.read || e.takeHead(c.Nonce) {
+		c.clear = true
+		return true, Blocker{}, nil
+	}
+	for {
+		if c.clear || c.checked <= 1 {
+			if c.read && e.bug != BugTrustCache {
+				if err := e.confirmOwn(ctx, c); err != nil {
+					return false, Blocker{}, err
+				}
+			}
+			c.clear, c.read = true, false
+			return true, Blocker{}, nil
+		}
+		epoch := c.checked - 1
+		d, found := c.blocker, true
+		if !c.hasBlocker || c.blocker.Epoch != epoch {
+			c.read = true
+			d, found, err = e.store.Get(ctx, ClaimID(c.Key, epoch))
+			if err != nil {
+				return false, Blocker{}, err
+			}
+		}
+		if !found {
+			// A missing claim: pruning deletes only below a floor that
+			// counts. Otherwise the store lost the key's history.
+			if c.clear, err = e.floorAbove(ctx, c.Key, epoch); err != nil {
+				return false, Blocker{}, err
+			}
+			if !c.clear {
+				err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
+				e.noteGap(c.Key, epoch)
+				return false, Blocker{}, err
+			}
+			continue
+		}
+		c.read = true
+		ended, kind, _, b, err := e.ended(ctx, d)
+		if err != nil {
+			return false, Blocker{}, err
+		}
+		if !ended {
+			if epoch < c.Epoch-1 {
+				// Below an ended claim: perhaps left behind by pruning (a
+				// marker deleted before its claim, or an insert that landed
+				// late in a pruned hole). A floor that counts says.
+				if c.clear, err = e.floorAbove(ctx, c.Key, epoch); err != nil || c.clear {
+					if err != nil {
+						return false, Blocker{}, err
+					}
+					continue
+				}
+			}
+			c.blocker, c.hasBlocker = d, true
+			return false, b, nil
+		}
+		if kind == KindRelease {
+			// It held once: everything below it had ended by then.
+			c.clear = true
+			continue
+		}
+		c.checked = epoch
+	}
+}
+
+// floorAbove reports whether a floor that counts lies above epoch (every
+// epoch up to it has ended). A missing claim with no such floor is what a
+// store that lost its history looks like.
+func (e *Engine) floorAbove(ctx context.Context, key string, epoch uint64) (bool, error) {
+	if e.bug == BugTrustCache {
+		return true, nil
+	}
+	f, _, err := e.readFloor(ctx, key)
+	if err != nil || f.Epoch <= epoch {
+		return false, err
+	}
+	cf, err := e.countingFloor(ctx, key)
+	return cf.Epoch > epoch, err
+}
+
+// confirmOwn checks that c's own claim document is in the store, with its
+// nonce. A walk's reads came after the insert; if the claim is still there
+// after them, the store was not emptied since the insert, so the reads saw
+// the history the claim is part of.
+func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
+	d, found, err := e.store.Get(ctx, ClaimID(c.Key, c.Epoch))
+	if err != nil {
+		return err
+	}
+	if !found || d.Nonce != c.Nonce {
+		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+	}
+	return nil
+}
+
+// voidClaim gives c up after the store showed it lost the key's history:
+// everything learned is forgotten and c is withdrawn (a harmless marker if
+// its claim is gone).
+func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
+	e.forgetAll()
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)
+}
+
+// ended reports whether claim d has ended, reading its marker and, if it
+// has none, its session; a claim whose session expired is marked dead.
+// marker is the end marker (read, or the dead marker written).
+//
+// A session counts as expired once its highest expiry — of its documents,
+// of what this engine read before, and of what the claim carries (Exp) —
+// is earlier than the earliest possible server time before the reads. A
+// session whose documents are all missing counts as dead only after they
+// stayed missing for the claim's TTL, from the reply of the first read
+// that found them so: its owner either found its session gone at a
+// renewal meanwhile (and retired it) or let its deadline pass. Claims
+// without a TTL (written by an older dsync) count missing as dead at once.
+func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+	endID := EndID(d.Key, d.Epoch, d.Nonce)
+	m, found, err := e.store.Get(ctx, endID)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	if found {
+		return true, m.Kind, m, Blocker{}, nil
+	}
+	earliest := e.clock.ServerNow().Earliest
+	exp := d.Exp
+	if known, ok := e.expiry(d.Session); ok && known.After(exp) {
+		exp = known
+	}
+	b = Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp}
+	if !exp.Before(earliest) {
+		return false, "", Doc{}, b, nil
+	}
+	s, found, err := e.store.GetSession(ctx, d.Session)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	replied := e.clock.Mono()
+	switch {
+	case found:
+		e.learnExpiry(s.ID, s.ExpiresAt)
+		if s.ExpiresAt.After(exp) {
+			b.ExpiresAt = s.ExpiresAt
+		}
+		if !b.ExpiresAt.Before(earliest) {
+			return false, "", Doc{}, b, nil
+		}
+	case d.TTL > 0 && e.bug != BugAbsentIsDead:
+		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, replied)); left > 0 {
+			b.ExpiresAt = e.clock.ServerNow().Latest.Add(left)
+			return false, "", Doc{}, b, nil
+		}
+	}
+	// The session expired before the read was sent (or has been missing
+	// for its TTL): its owner stopped relying on it at its local deadline,
+	// earlier still. Record that, for good.
+	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: e.clock.ServerNow().Latest}
+	err = e.store.Insert(ctx, dead)
+	if err != nil && !errors.Is(err, ErrExists) {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	return true, KindDead, dead, Blocker{}, nil
+}
+
+// noteAbsent records that session's documents were found missing by a
+// read that replied at replied, and returns when they were first found
+// so.
+func (e *Engine) noteAbsent(session string, replied time.Duration) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if since, ok := e.absent[session]; ok {
+		return since
+	}
+	if len(e.absent) >= maxExpiries {
+		clear(e.absent)
+	}
+	e.absent[session] = replied
+	return replied
+}
