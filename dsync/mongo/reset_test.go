@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // The collections emptied or restored under running processes, while no
@@ -168,4 +169,42 @@ func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
 	}
 	mustNotLockWhile(t, p, 1500*time.Millisecond, q.Token())
 	q.Unlock()
+}
+
+// TestIdleProcessResendsItsWithdrawal: a waiter gives up (its context
+// ends) and its withdrawal fails; the process then goes idle, so no
+// renewal comes to send the withdrawal again. It must still land soon:
+// otherwise the orphan claim keeps the key waiting until the idle
+// session expires (TTL 10 s here).
+func TestIdleProcessResendsItsWithdrawal(t *testing.T) {
+	fault, calls := faults("end", errUnauthorized)
+	h := newProcs(t, 1)[0]
+	w := &proc{cmd: &counter{}}
+	w.db = mongotest.SameDatabase(t, h.db, w.cmd.monitor())
+	w.b = newBackend(t, w.db, withFault(fault))
+	x := &proc{cmd: &counter{}}
+	x.db = mongotest.SameDatabase(t, h.db, x.cmd.monitor())
+	x.b = newBackend(t, x.db)
+	const ttl = 10 * time.Second
+	mh := newMutex(t, h.b, "k", dsync.WithTTL(ttl))
+	mw := newMutex(t, w.b, "k", dsync.WithTTL(ttl))
+	mx := newMutex(t, x.b, "k", dsync.WithTTL(ttl))
+	mh.Lock()
+	wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := mw.LockContext(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the waiter's LockContext = %v, want the deadline", err)
+	}
+	if calls() == 0 {
+		t.Fatal("the waiter's withdrawal was never attempted")
+	}
+	mh.Unlock()
+	xctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := mx.LockContext(xctx); err != nil {
+		t.Fatalf("a third process after the holder released: %v (the waiter's withdrawal did not land: %d end attempts)", err, calls())
+	}
+	t.Logf("locked %v after the release; the waiter's process sent %d ends", time.Since(start).Round(time.Millisecond), calls())
+	mx.Unlock()
 }
