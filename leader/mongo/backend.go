@@ -1,6 +1,7 @@
 // Package leadermongo is the MongoDB backend of package leader: the
 // leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
-// candidate's status is a document of its own in a members collection.
+// candidate's status is kept in documents of its own (usually one) in a
+// members collection.
 // The leases live in a collection of their own, "dsync_elections" by
 // default, apart from the plain locks of dsyncmongo ("dsync_locks"), so a
 // plain lock never excludes an election, whatever the two are named.
@@ -23,27 +24,51 @@
 // the lock backend's write concern (dsyncmongo.WithWriteConcern through
 // WithLockOptions; majority by default).
 //
-// A member document is written only by its member (an upsert of its own
-// _id) and stamped with the server time its write was sent at, so a
+// A member's status is written only by its member (the process of its
+// Election) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
 // listed live while their last heartbeat is younger than the age the
 // caller gives, measured against the earliest server time the backend can
 // prove.
 //
 // Like every write of dsync, a member write may be applied long after it
-// was sent, after later writes of the same member. So each write carries
-// a sequence number and applies only over an older one (the leader flag
-// never goes back to an earlier state), and its time stamp is the one it
-// was sent with, only ever raised: a late write cannot make a member look
-// fresh. A write that lands after the member removed its document brings
-// it back with that old stamp, so it is listed for at most the caller's
-// age after it was sent, and stays behind as an unlisted document.
+// was sent, after later writes of the same member; and FerretDB applies an
+// update as a read and a later write of the whole document, so of two
+// updates of one document applied at once the older can land last. So no
+// member document is ever updated by two requests that may be in flight
+// together. A member's writes are sent one at a time, each after the last
+// one's reply (a write whose caller gives up waits no longer for its
+// turn). Each carries a sequence number, higher than the member's earlier
+// ones, and a time stamp: the latest possible server time at sending,
+// never below an earlier write's. The first inserts the member's document,
+// a generation "<election>/<member>~<n>"; later ones update it, by _id
+// alone, so they land in the order they were sent. Once an update's
+// outcome is unknown (an error, or its caller's context ended) it may
+// still be applied at any time, so that document is never updated again:
+// the member's next generation is inserted instead, by the same write if
+// its context allows, else by the next. An insert of unknown outcome is
+// sent again by the next write, with that write's state; it lands once at
+// most, so once one is confirmed (or answered duplicate key) the
+// generation is updated like the first. Once a write to a new generation
+// is confirmed, the member's older generations are deleted (by a delete
+// sent again after later writes until it is confirmed). Readers take,
+// of a member's documents, the one with the highest sequence number: a
+// late write to an older generation has a lower one and a stamp no later,
+// so it changes neither the status read (leader flag, version...) nor the
+// member's age.
+//
+// Closing an Election removes all its member's documents. An update that
+// lands afterwards changes nothing (it never inserts); an insert that
+// lands afterwards brings back a document with its old stamp, so the
+// member is listed for at most the caller's age after that write was
+// sent, and the document stays behind, unlisted.
 package leadermongo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,6 +105,9 @@ type Backend struct {
 
 	indexOnce sync.Mutex
 	indexed   bool
+
+	writersMu sync.Mutex
+	writers   map[string]*memberWriter // by memberID; dropped by DeleteMember
 }
 
 var _ leader.Backend = (*Backend)(nil)
@@ -140,7 +168,7 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 	}
 	// The members collection gets the lock collection's settings, not the
 	// caller's: a member list read from a lagging secondary goes stale.
-	return &Backend{Backend: locks, members: locks.Collection(cfg.members)}, nil
+	return &Backend{Backend: locks, members: locks.Collection(cfg.members), writers: make(map[string]*memberWriter)}, nil
 }
 
 // Close stops the backend's background goroutines (the server-time
@@ -151,9 +179,10 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 // does not disconnect the client. Close is idempotent and returns nil.
 func (b *Backend) Close() error { return b.Backend.Close() }
 
-// memberDoc is one candidate's status.
+// memberDoc is one document of a candidate's status: one generation of
+// its member record (see the package doc).
 type memberDoc struct {
-	ID       string    `bson:"_id"` // election + "/" + member id
+	ID       string    `bson:"_id"` // memberGenID(election, member, n); memberID before generations
 	Election string    `bson:"election"`
 	Member   string    `bson:"member"`
 	Host     string    `bson:"host"`
@@ -161,20 +190,84 @@ type memberDoc struct {
 	Version  string    `bson:"version"`
 	Leader   bool      `bson:"leader"`
 	LastSeen time.Time `bson:"lastSeen"`
-	// Seq orders the writes of the member's process: a write applies
-	// only over a document with a smaller Seq.
+	// Seq orders the writes of the member's process: the member's state is
+	// that of its document with the highest Seq.
 	Seq int64 `bson:"seq"`
 }
 
 // memberSeq numbers member writes in this process. Only a member's own
-// process writes its document, so a process-wide counter orders them.
+// process writes its documents, so a process-wide counter orders them; it
+// also names the member's generations, so no two are ever named alike.
 var memberSeq atomic.Int64
 
 func memberID(election, id string) string { return election + "/" + id }
 
+// memberGenID is the _id of the generation of member id first written
+// by the write numbered seq. (Before generations, a member had one
+// document, _id memberID(election, id); readers take those too.)
+func memberGenID(election, id string, seq int64) string {
+	return memberID(election, id) + "~" + strconv.FormatInt(seq, 10)
+}
+
+// memberFilter selects every document of member id of election.
+func memberFilter(election, id string) bson.D {
+	return bson.D{{Key: "election", Value: election}, {Key: "member", Value: id}}
+}
+
 func (d *memberDoc) member() leader.Member {
 	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen}
 }
+
+// memberWriter is what the backend knows of one member's documents. Its
+// writes hold sem, so they are sent one at a time, each after the last
+// one's reply.
+type memberWriter struct {
+	sem chan struct{}
+	// gen is the _id of the generation writes go to, genSeq the number
+	// in it; gen is empty before the member's first write, and after an
+	// update of gen failed or matched nothing.
+	gen    string
+	genSeq int64
+	// exists: an insert of gen is confirmed (or answered duplicate key),
+	// and every write to it since has been confirmed, so no write to gen
+	// can be in flight but an insert, which cannot land over it: the next
+	// write may update it. Otherwise the next write inserts gen.
+	exists bool
+	// older: documents of generations before gen may exist.
+	older bool
+	// seen is the highest LastSeen sent, so that a later write never
+	// carries an earlier stamp, even when the server-time estimate's
+	// upper bound moves back.
+	seen time.Time
+}
+
+// writer returns member key's writer, holding its sem, or the cause of
+// ctx if ctx ends first. Release it with release.
+func (b *Backend) writer(ctx context.Context, key string) (*memberWriter, error) {
+	for {
+		b.writersMu.Lock()
+		w := b.writers[key]
+		if w == nil {
+			w = &memberWriter{sem: make(chan struct{}, 1)}
+			b.writers[key] = w
+		}
+		b.writersMu.Unlock()
+		select {
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		b.writersMu.Lock()
+		current := b.writers[key] == w
+		b.writersMu.Unlock()
+		if current {
+			return w, nil
+		}
+		<-w.sem // DeleteMember dropped it meanwhile
+	}
+}
+
+func (w *memberWriter) release() { <-w.sem }
 
 // Leader implements leader.Backend.
 func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, error) {
@@ -190,7 +283,8 @@ func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, err
 	}
 	info := leader.Info{ID: cur.Owner, Host: cur.Host, PID: cur.PID, Since: cur.AcquiredAt, Token: cur.Token}
 	var d memberDoc
-	err = b.members.FindOne(ctx, bson.D{{Key: "_id", Value: memberID(election, cur.Owner)}}).Decode(&d)
+	err = b.members.FindOne(ctx, memberFilter(election, cur.Owner),
+		options.FindOne().SetSort(bson.D{{Key: "seq", Value: -1}})).Decode(&d)
 	switch {
 	case err == nil:
 		info.Version = d.Version
@@ -200,46 +294,123 @@ func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, err
 	return info, nil
 }
 
-// PutMember implements leader.Backend.
+// PutMember implements leader.Backend. The member's writes wait for each
+// other; see the package doc for where each one goes.
 func (b *Backend) PutMember(ctx context.Context, election string, m leader.Member) error {
 	if err := b.ensureIndex(ctx); err != nil {
 		return err
 	}
+	w, err := b.writer(ctx, memberID(election, m.ID))
+	if err != nil {
+		return err
+	}
+	defer w.release()
 	now, err := b.ServerTime(ctx)
 	if err != nil {
 		return err
 	}
-	seq := memberSeq.Add(1)
-	_, err = b.members.UpdateOne(ctx,
-		bson.D{
-			{Key: "_id", Value: memberID(election, m.ID)},
-			{Key: "seq", Value: bson.D{{Key: "$lt", Value: seq}}},
-		},
-		bson.D{
-			{Key: "$set", Value: bson.D{
-				{Key: "election", Value: election},
-				{Key: "member", Value: m.ID},
-				{Key: "host", Value: m.Host},
-				{Key: "pid", Value: m.PID},
-				{Key: "version", Value: m.Version},
-				{Key: "leader", Value: m.Leader},
-				{Key: "seq", Value: seq},
-			}},
-			// The server time this write was sent at, never later: the
-			// latest possible time then, so a member is not listed as
-			// older than it is, yet a late write shows its true age.
-			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: now.Latest.Truncate(time.Millisecond)}}},
-		},
-		options.UpdateOne().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		// The document holds a later write of ours already: the filter did
-		// not match it, so the upsert tried to insert its _id again.
-		return nil
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx) // nothing sent: gen stays as it is
 	}
-	if err != nil {
+	// The server time this write is sent at, never later: the latest
+	// possible time then, so a member is not listed as older than it is,
+	// yet a late write shows its true age. Never below an earlier write's,
+	// so that a member's stamps rise with its Seq.
+	seen := now.Latest.Truncate(time.Millisecond)
+	if seen.Before(w.seen) {
+		seen = w.seen
+	}
+	w.seen = seen
+	// Taken with sem held: the member's writes are sent in Seq order.
+	seq := memberSeq.Add(1)
+	d := memberDoc{
+		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
+		Leader: m.Leader, LastSeen: seen, Seq: seq,
+	}
+	if w.gen != "" && w.exists {
+		err := b.updateMember(ctx, w.gen, &d)
+		if err == nil {
+			b.deleteOlder(ctx, election, m.ID, w)
+			return nil
+		}
+		// This update may still be applied, at any time (or its document
+		// is gone): gen is never written again. The next generation is
+		// inserted, now if ctx allows, under a Seq of its own, so that
+		// every document of gen has a lower one than the next's.
+		w.gen, w.exists, w.older = "", false, true
+		if ctx.Err() != nil {
+			return fmt.Errorf("leadermongo: write member status: %w", err)
+		}
+		d.Seq = memberSeq.Add(1)
+	}
+	if w.gen == "" {
+		w.gen, w.genSeq, w.exists = memberGenID(election, m.ID, d.Seq), d.Seq, false
+	}
+	d.ID = w.gen
+	_, err = b.members.InsertOne(ctx, &d)
+	switch {
+	case err == nil:
+		w.exists = true
+	case mongo.IsDuplicateKeyError(err):
+		// An earlier insert of gen landed, with an older state; the
+		// inserts of gen still in flight, if any, cannot land over it.
+		w.exists = true
+		if err := b.updateMember(ctx, w.gen, &d); err != nil {
+			w.gen, w.exists, w.older = "", false, true
+			return fmt.Errorf("leadermongo: write member status: %w", err)
+		}
+	default:
+		// Its outcome is unknown: the next write inserts gen again, so
+		// that gen lands once at most.
 		return fmt.Errorf("leadermongo: write member status: %w", err)
 	}
+	b.deleteOlder(ctx, election, m.ID, w)
 	return nil
+}
+
+// errNoMatch: an update matched no document (it was deleted).
+var errNoMatch = errors.New("member document not found")
+
+// updateMember writes d over generation gen. Only PutMember calls it,
+// holding the member's sem, when every earlier write to gen has been
+// answered (or, an insert, cannot land over it): so updates of gen land in
+// the order they were sent, and it filters on _id alone, which FerretDB
+// answers without decoding the whole collection.
+func (b *Backend) updateMember(ctx context.Context, gen string, d *memberDoc) error {
+	res, err := b.members.UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: gen}},
+		bson.D{
+			{Key: "$set", Value: bson.D{
+				{Key: "host", Value: d.Host},
+				{Key: "pid", Value: d.PID},
+				{Key: "version", Value: d.Version},
+				{Key: "leader", Value: d.Leader},
+				{Key: "seq", Value: d.Seq},
+			}},
+			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: d.LastSeen}}},
+		})
+	if err != nil {
+		return err
+	}
+	if res.MatchedCount == 0 {
+		return errNoMatch
+	}
+	return nil
+}
+
+// deleteOlder removes the member's documents of generations before its
+// current one, once a write to that one is confirmed. Harmless whenever it
+// lands: every document of the current or a later generation has a Seq of
+// at least the current one's number. A failure is left for the member's
+// next write to try again.
+func (b *Backend) deleteOlder(ctx context.Context, election, id string, w *memberWriter) {
+	if !w.older {
+		return
+	}
+	filter := append(memberFilter(election, id), bson.E{Key: "seq", Value: bson.D{{Key: "$lt", Value: w.genSeq}}})
+	if _, err := b.members.DeleteMany(ctx, filter); err == nil {
+		w.older = false
+	}
 }
 
 // Members implements leader.Backend.
@@ -253,7 +424,7 @@ func (b *Backend) Members(ctx context.Context, election string, maxAge time.Dura
 			{Key: "election", Value: election},
 			{Key: "lastSeen", Value: bson.D{{Key: "$gte", Value: now.Earliest.Add(-maxAge)}}},
 		},
-		options.Find().SetSort(bson.D{{Key: "member", Value: 1}}))
+		options.Find().SetSort(bson.D{{Key: "member", Value: 1}, {Key: "seq", Value: -1}}))
 	if err != nil {
 		return nil, fmt.Errorf("leadermongo: list members: %w", err)
 	}
@@ -261,16 +432,33 @@ func (b *Backend) Members(ctx context.Context, election string, maxAge time.Dura
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, fmt.Errorf("leadermongo: list members: %w", err)
 	}
-	members := make([]leader.Member, len(docs))
+	// A member's stamps never fall as its Seq rises, so the documents this
+	// age filter keeps include its latest one whenever they include any.
+	members := make([]leader.Member, 0, len(docs))
 	for i := range docs {
-		members[i] = docs[i].member()
+		if i > 0 && docs[i].Member == docs[i-1].Member {
+			continue // an older generation
+		}
+		members = append(members, docs[i].member())
 	}
 	return members, nil
 }
 
-// DeleteMember implements leader.Backend.
+// DeleteMember implements leader.Backend. It waits for the member's write
+// under way, if any, and removes all its documents.
 func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
-	if _, err := b.members.DeleteOne(ctx, bson.D{{Key: "_id", Value: memberID(election, id)}}); err != nil {
+	key := memberID(election, id)
+	w, err := b.writer(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		b.writersMu.Lock()
+		delete(b.writers, key)
+		b.writersMu.Unlock()
+		w.release()
+	}()
+	if _, err := b.members.DeleteMany(ctx, memberFilter(election, id)); err != nil {
 		return fmt.Errorf("leadermongo: remove member status: %w", err)
 	}
 	return nil

@@ -58,10 +58,17 @@ func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
 			defer b.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			if err := b.PutMember(ctx, "e", leader.Member{ID: "m", Host: "h", PID: 1}); err != nil {
-				t.Fatal(err)
+			// The first write inserts the member's document, the second
+			// updates it.
+			for range 2 {
+				if err := b.PutMember(ctx, "e", leader.Member{ID: "m", Host: "h", PID: 1}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if _, err := b.Members(ctx, "e", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.DeleteMember(ctx, "e", "m"); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()
@@ -78,17 +85,17 @@ func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
 					if rp, err := c.LookupErr("$readPreference", "mode"); err == nil && rp.String() != `"primary"` {
 						t.Errorf("find with read preference %s, want primary", rp)
 					}
-				case "update":
+				case "insert", "update", "delete":
 					if w, err := c.LookupErr("writeConcern", "w"); (err == nil) != (tc.wantW != "") || (err == nil && w.String() != tc.wantW) {
-						t.Errorf("update with write concern %v, want w %s", c.Lookup("writeConcern"), tc.wantW)
+						t.Errorf("%s with write concern %v, want w %s", name, c.Lookup("writeConcern"), tc.wantW)
 					}
 					if j, _ := c.Lookup("writeConcern", "j").BooleanOK(); tc.wantW == "" && !j {
-						t.Errorf("update with write concern %v, want the lock backend's {j: true}", c.Lookup("writeConcern"))
+						t.Errorf("%s with write concern %v, want the lock backend's {j: true}", name, c.Lookup("writeConcern"))
 					}
 				}
 			}
-			if !seen["find"] || !seen["update"] {
-				t.Errorf("commands on the members collection %v: want a find and an update", cmds)
+			if !seen["find"] || !seen["insert"] || !seen["update"] || !seen["delete"] {
+				t.Errorf("commands on the members collection %v: want a find, an insert, an update and a delete", cmds)
 			}
 		})
 	}

@@ -99,23 +99,31 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 
 // TestLateMemberWriteChangesNothing: a member's status write that lands
 // after a later one must not turn its leader flag back, nor make a member
-// that has left look alive.
+// that has left look alive. The stalled writes are an update of the
+// member's document and the insert of another member's first one; the
+// later write goes through another client (the stalled link holds back
+// everything its client sends), as the member's next write would after an
+// unknown outcome: to a new document of the member.
 func TestLateMemberWriteChangesNothing(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	link := latewrite.NewLink(t, db)
 	direct := newLeaderBackend(t, db)
 	late := newLeaderBackend(t, link.DB)
+	link2 := latewrite.NewLink(t, db)
+	late2 := newLeaderBackend(t, link2.DB)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := late.ServerTime(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const election = "members"
-	// The members index is created by the first write: before the stall.
-	if err := late.PutMember(ctx, election, leader.Member{ID: "m0"}); err != nil {
+	// The member's first write inserts its document, and late's first
+	// write creates the index: before the stall.
+	if err := late.PutMember(ctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := late.DeleteMember(ctx, election, "m0"); err != nil {
+	// late2 creates the index too (once per backend), on m0's write.
+	if err := late2.PutMember(ctx, election, leader.Member{ID: "m0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := late2.DeleteMember(ctx, election, "m0"); err != nil {
 		t.Fatal(err)
 	}
 	link.Stall()
@@ -124,7 +132,19 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 	if err := late.PutMember(sctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: false}); err == nil {
 		t.Fatal("PutMember through a stalled link succeeded")
 	}
-	stalled, err := link.AwaitKept(ctx, "update")
+	stalledUpdate, err := link.AwaitKept(ctx, "update")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stalled link lets one command through to be kept: m2 writes
+	// through a link of its own.
+	sctx, scancel = context.WithTimeout(ctx, 300*time.Millisecond)
+	defer scancel()
+	link2.Stall()
+	if err := late2.PutMember(sctx, election, leader.Member{ID: "m2", Host: "h", PID: 2}); err == nil {
+		t.Fatal("PutMember through a stalled link succeeded")
+	}
+	stalledInsert, err := link2.AwaitKept(ctx, "insert")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,24 +152,34 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := members(t, direct, election, time.Minute)
-	// Refused: the filter does not match the later write, and the upsert
-	// cannot insert the same _id again.
-	if _, err := latewrite.Replay(ctx, db, stalled); !mongo.IsDuplicateKeyError(err) {
-		t.Errorf("delivering the stalled write over a later one: %v; want a duplicate key error", err)
+	if len(before) != 1 || !before[0].Leader {
+		t.Fatalf("members = %+v; want m1, leading", before)
+	}
+	reply, err := latewrite.Replay(ctx, db, stalledUpdate)
+	if err != nil || reply["n"] != int32(1) {
+		t.Fatalf("delivering the stalled update: %v, %v; want it applied to the member's older document", reply, err)
 	}
 	after := members(t, direct, election, time.Minute)
 	if len(after) != 1 || !after[0].Leader || !after[0].LastSeen.Equal(before[0].LastSeen) {
 		t.Errorf("after a stale write landed, members = %+v; want them unchanged: %+v", after, before)
 	}
 
-	// A stale write landing after the member left brings back a document
-	// no fresher than when the write was sent.
+	// After the members left, the stale update brings nothing back, and
+	// the stale insert a document no fresher than when it was sent.
 	time.Sleep(1500 * time.Millisecond) // server time must pass: the age is judged in it
-	if err := direct.DeleteMember(ctx, election, "m1"); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"m1", "m2"} {
+		if err := direct.DeleteMember(ctx, election, id); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := latewrite.Replay(ctx, db, stalled); err != nil {
-		t.Fatalf("delivering the stalled write: %v", err)
+	if reply, err := latewrite.Replay(ctx, db, stalledUpdate); err != nil || reply["n"] != int32(0) {
+		t.Errorf("delivering the stalled update again after the member left: %v, %v; want it to match nothing", reply, err)
+	}
+	if reply, err := latewrite.Replay(ctx, db, stalledInsert); err != nil || reply["n"] != int32(1) {
+		t.Fatalf("delivering the stalled insert: %v, %v", reply, err)
+	}
+	if ms := members(t, direct, election, time.Minute); len(ms) != 1 || ms[0].ID != "m2" {
+		t.Errorf("after the stale insert landed, members = %+v; want m2 back, stamped when it was sent", ms)
 	}
 	if ms := members(t, direct, election, time.Second); len(ms) != 0 {
 		t.Errorf("a member that left is listed as seen within the last second after a stale write: %+v", ms)
