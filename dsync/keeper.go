@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // ErrSessionGone is what a Backend's RenewSession returns (wrapped) when
@@ -21,6 +23,8 @@ var ErrSessionGone = errors.New("dsync: session gone")
 // the next Lock while its deadline has not passed.
 type keeper struct {
 	id keeperID
+	// origin is the reading of id.clock that lease times count from.
+	origin time.Time
 
 	mu      sync.Mutex
 	sess    *session      // the current session; nil when none or retired
@@ -31,16 +35,17 @@ type keeper struct {
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
 }
 
-// A session is the lease a keeper renews. Its deadline is local and
-// monotonic: the send time of its last confirmed open or renewal plus the
-// TTL minus the margin. When it passes, or the backend says the session is
-// gone, the session is retired for good: its holds are lost, its waiting
-// claims are withdrawn, and the next Lock opens a new session.
+// A session is the lease a keeper renews: its local deadline and renewal
+// schedule follow chain.Lease. When the deadline passes, or the backend
+// says the session is gone, the session is retired for good: its holds
+// are lost, its waiting claims are withdrawn, and the next Lock opens a
+// new session.
 type session struct {
-	id       string
-	lastSent time.Time // guarded by keeper.mu
-	deadline time.Time // guarded by keeper.mu
-	retired  bool      // guarded by keeper.mu
+	id    string
+	lease *chain.Lease // guarded by keeper.mu
+	// retired: the session's end has been handled (holds told, waiters
+	// cancelled). Guarded by keeper.mu.
+	retired bool
 	// ctx is cancelled, with the reason, when the session is retired.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -51,12 +56,19 @@ type session struct {
 	armed     bool
 }
 
+// mono is t on the scale of lease times.
+func (k *keeper) mono(t time.Time) time.Duration { return t.Sub(k.origin) }
+
+// deadlineLocked is s's local deadline on the clock's scale; k.mu must be
+// held.
+func (k *keeper) deadlineLocked(s *session) time.Time { return k.origin.Add(s.lease.Deadline()) }
+
 // armLocked sets s's deadline timer; k.mu must be held.
 func (k *keeper) armLocked(s *session) {
 	if s.armed {
 		s.stopTimer()
 	}
-	s.stopTimer = k.id.clock.AfterFunc(s.deadline.Sub(k.id.clock.Now()), func() { k.expireIfDue(s) })
+	s.stopTimer = k.id.clock.AfterFunc(k.deadlineLocked(s).Sub(k.id.clock.Now()), func() { k.expireIfDue(s) })
 	s.armed = true
 }
 
@@ -97,7 +109,7 @@ func keeperOf(m *Mutex) *keeper {
 	sweepLocked(id)
 	k := keepers.m[id]
 	if k == nil {
-		k = &keeper{id: id, holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
+		k = &keeper{id: id, origin: id.clock.Now(), holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
 		keepers.m[id] = k
 	}
 	return k
@@ -114,15 +126,13 @@ func sweepLocked(except keeperID) {
 		}
 		k.mu.Lock()
 		dead := !k.running && !k.busyLocked() && k.opening == nil &&
-			(k.sess == nil || !k.id.clock.Now().Before(k.sess.deadline))
+			(k.sess == nil || !k.id.clock.Now().Before(k.deadlineLocked(k.sess)))
 		k.mu.Unlock()
 		if dead {
 			delete(keepers.m, id)
 		}
 	}
 }
-
-func (k *keeper) margin() time.Duration { return k.id.ttl / 20 }
 
 // enter returns a live session for a new claim and counts the caller as
 // a waiter until leave or join, opening a session if there is none. An
@@ -133,7 +143,7 @@ func (k *keeper) enter(ctx context.Context) (*session, error) {
 	for {
 		k.mu.Lock()
 		now := k.id.clock.Now()
-		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.deadline.Sub(now) >= min(k.id.interval, k.id.ttl/2)) {
+		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.lease.Usable(k.mono(now))) {
 			k.waiters++
 			if !s.armed {
 				k.armLocked(s)
@@ -176,7 +186,7 @@ func (k *keeper) enter(ctx context.Context) (*session, error) {
 // open creates a session. A reply that arrives after the deadline it
 // would have does not count: the session is left to expire.
 func (k *keeper) open(ctx context.Context) (*session, error) {
-	octx, cancel := context.WithTimeout(ctx, k.id.ttl-k.margin())
+	octx, cancel := context.WithTimeout(ctx, k.id.ttl-k.id.ttl/20)
 	defer cancel()
 	sent := k.id.clock.Now()
 	id, err := k.id.backend.OpenSession(octx, k.id.ttl)
@@ -184,11 +194,11 @@ func (k *keeper) open(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("dsync: open session: %w", err)
 	}
 	now := k.id.clock.Now()
-	deadline := sent.Add(k.id.ttl - k.margin())
-	if !now.Before(deadline) {
+	lease, ok := chain.NewLease(k.id.ttl, k.id.interval, k.mono(sent), k.mono(now))
+	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}
-	s := &session{id: id, lastSent: sent, deadline: deadline}
+	s := &session{id: id, lease: lease}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	k.mu.Lock()
 	k.armLocked(s)
@@ -215,7 +225,7 @@ func (k *keeper) join(h *hold, s *session) bool {
 	if k.sess == s && k.waiters > 0 {
 		k.waiters--
 	}
-	if s.retired || k.sess != s || !h.start(s.deadline) {
+	if s.retired || k.sess != s || !h.start(k.deadlineLocked(s)) {
 		k.signalLocked()
 		return false
 	}
@@ -259,7 +269,7 @@ func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 // in time.
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
-	due := !s.retired && !k.id.clock.Now().Before(s.deadline)
+	due := !s.retired && s.lease.Expire(k.mono(k.id.clock.Now()))
 	k.mu.Unlock()
 	if due {
 		k.retire(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
@@ -275,6 +285,7 @@ func (k *keeper) retire(s *session, reason error) {
 		return
 	}
 	s.retired = true
+	s.lease.Retire()
 	k.disarmLocked(s)
 	if k.sess == s {
 		k.sess = nil
@@ -293,11 +304,10 @@ func (k *keeper) retire(s *session, reason error) {
 	}
 }
 
-// run renews the current session every interval (a quarter of it after a
-// failure) while it has holds or waiters.
+// run renews the current session when its lease says (chain.Lease.Due)
+// while it has holds or waiters.
 func (k *keeper) run() {
 	clock := k.id.clock
-	failed := false
 	for {
 		k.mu.Lock()
 		s := k.sess
@@ -309,14 +319,7 @@ func (k *keeper) run() {
 			k.mu.Unlock()
 			return
 		}
-		step := k.id.interval
-		if failed {
-			step /= 4
-		}
-		due := s.lastSent.Add(step)
-		if failed {
-			due = clock.Now().Add(step)
-		}
+		due := k.origin.Add(s.lease.Due())
 		k.mu.Unlock()
 
 		fired := make(chan struct{})
@@ -327,52 +330,41 @@ func (k *keeper) run() {
 			stop()
 			continue
 		}
-		failed = !k.renew(s)
+		k.renew(s)
 	}
 }
 
-// renew renews s once and applies the outcome; it reports whether the
-// backend answered.
-func (k *keeper) renew(s *session) bool {
+// renew renews s once and applies the outcome to its lease.
+func (k *keeper) renew(s *session) {
 	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
 	defer cancel()
 	sent := k.id.clock.Now()
 	err := k.id.backend.RenewSession(ctx, s.id, k.id.ttl)
 	if errors.Is(err, ErrSessionGone) {
 		k.retire(s, fmt.Errorf("%w: the backend no longer knows the session", ErrLost))
-		return true
+		return
 	}
+	now := k.id.clock.Now()
 	if err != nil {
+		k.mu.Lock()
+		s.lease.Fail(k.mono(now))
+		k.mu.Unlock()
 		if s.ctx.Err() == nil {
 			k.report(fmt.Errorf("dsync: renew session: %w", err))
 		}
-		return false
+		return
 	}
-	// A confirmation that arrives after the deadline in force does not
-	// count: the session may have been judged expired meanwhile. The
-	// deadline has passed, so the session is over: retire it now rather
-	// than wait for its deadline timer, which may run late after a
-	// suspend; otherwise the next renewal, due a renew interval after the
-	// last one counted, would go out at once, and so would every one after
-	// it until the timer ran. The renewal may also be applied later than
-	// others, even after this one's retry: harmless, since a stored expiry
-	// only grows (the backend sees to it on stores whose updates are not
-	// atomic).
+	// A confirmation at or after the deadline in force does not count: the
+	// session may have been judged expired meanwhile, and it is over (the
+	// lease retires it now rather than wait for its deadline timer, which
+	// may run late after a suspend). The renewal may also be applied later
+	// than others, even after this one's retry: harmless, since a stored
+	// expiry only grows (the backend sees to it on stores whose updates
+	// are not atomic).
 	k.mu.Lock()
-	now := k.id.clock.Now()
-	if s.retired {
-		k.mu.Unlock()
-		return true
-	}
-	if !now.Before(s.deadline) {
-		k.mu.Unlock()
-		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
-		return true
-	}
-	deadline := sent.Add(k.id.ttl - k.margin())
+	ev := s.lease.Confirm(k.mono(sent), k.mono(now))
 	var holds []*hold
-	if deadline.After(s.deadline) {
-		s.lastSent, s.deadline = sent, deadline
+	if ev == chain.LeaseExtended {
 		k.armLocked(s)
 		for h := range k.holds {
 			if h.sess == s {
@@ -381,10 +373,12 @@ func (k *keeper) renew(s *session) bool {
 		}
 	}
 	k.mu.Unlock()
+	if ev == chain.LeaseLate {
+		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
+	}
 	for _, h := range holds {
 		h.extend(sent)
 	}
-	return true
 }
 
 // check renews s at once, unless it was retired: a claim found the store

@@ -133,6 +133,14 @@ const (
 	// when a newer claim of the key is known (this process made it, or
 	// lost a race for it): its next claim then holds above a live one.
 	BugTipNotNewest
+	// BugLateConfirmKept (a Lease bug) ignores a renewal confirmed past
+	// the deadline but keeps the lease: the next renewal is due in the
+	// past, and so is every one after it, until the deadline timer runs.
+	BugLateConfirmKept
+	// BugLateConfirmExtends (a Lease bug) counts a renewal confirmed past
+	// the deadline, extending a lease that another process may already
+	// have taken over.
+	BugLateConfirmExtends
 )
 
 // keyState is what this process knows of a key. Every field is a fact
