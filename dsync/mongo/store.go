@@ -120,26 +120,26 @@ func insertOp(d chain.Doc) string {
 	return "end"
 }
 
-// InsertChained inserts the claim d and then a copy of the end marker
-// prev in one ordered insert: the server stops at the claim's duplicate
-// key, and otherwise reports the marker's own (MongoDB and FerretDB both
-// apply an ordered insert's documents one after the other).
-func (s store) InsertChained(ctx context.Context, d, prev chain.Doc) (bool, error) {
-	var bwe mongo.BulkWriteException
+// InsertOrdered inserts docs in one ordered insert: the server applies
+// them one after the other and stops at the first duplicate key (MongoDB
+// and FerretDB alike).
+func (s store) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error) {
+	all := make([]any, len(docs))
+	for i, d := range docs {
+		all[i] = s.toLockDoc(d)
+	}
 	err := s.b.write(ctx, "claim", func(ctx context.Context) error {
-		_, err := s.b.coll.InsertMany(ctx, []any{s.toLockDoc(d), s.toLockDoc(prev)})
+		_, err := s.b.coll.InsertMany(ctx, all)
 		return err
 	})
 	if err == nil {
-		return false, nil
+		return -1, nil
 	}
+	var bwe mongo.BulkWriteException
 	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) != 1 || !isDuplicateKey(bwe.WriteErrors[0].Code) {
-		return false, err
+		return 0, err
 	}
-	if bwe.WriteErrors[0].Index == 0 {
-		return false, chain.ErrExists
-	}
-	return true, nil
+	return bwe.WriteErrors[0].Index, nil
 }
 
 // isDuplicateKey reports whether a write error code is a duplicate key.

@@ -162,6 +162,7 @@ type holdID struct {
 	pid   int
 	key   string
 	token uint64
+	n     int // which acquire of this token by this process (tokens repeat after a reset)
 }
 
 type interval struct{ from, to int64 }
@@ -186,8 +187,37 @@ func Check(events []Event, opts *Options) *Report {
 	r := &Report{Holds: make(map[string][]*Hold), Faults: make(map[string]int)}
 	holds := make(map[holdID]*Hold)
 	pauses := make(map[int][]interval)
+	// era counts the resets up to t: tokens are compared, and holds told
+	// apart, within an era.
+	var resets []int64
+	for i := range events {
+		if events[i].Ev == EvReset {
+			resets = append(resets, events[i].T)
+		}
+	}
+	slices.Sort(resets)
+	era := func(t int64) int {
+		n, _ := slices.BinarySearch(resets, t+1)
+		return n
+	}
+	// After a reset a process can hold the same token again: each event
+	// belongs to the last acquire of its token at or before it.
+	acquires := make(map[holdID][]int64)
+	for i := range events {
+		if ev := &events[i]; ev.Ev == EvAcquire {
+			id := holdID{ev.PID, ev.Key, ev.Token, 0}
+			acquires[id] = append(acquires[id], ev.T)
+		}
+	}
+	for _, ts := range acquires {
+		slices.Sort(ts)
+	}
 	get := func(ev *Event) *Hold {
-		id := holdID{ev.PID, ev.Key, ev.Token}
+		id := holdID{ev.PID, ev.Key, ev.Token, 0}
+		if ts := acquires[id]; len(ts) > 1 {
+			n, _ := slices.BinarySearch(ts, ev.T+1)
+			id.n = max(n-1, 0)
+		}
 		h := holds[id]
 		if h == nil {
 			h = &Hold{Worker: ev.Worker, PID: ev.PID, Key: ev.Key, Token: ev.Token}
@@ -238,7 +268,7 @@ func Check(events []Event, opts *Options) *Report {
 			h.Unlocked, h.UnlockDL, h.UnlockLost = ev.T, ev.DL, ev.Lost
 		case EvFault:
 			r.Faults[ev.Kind]++
-			if ev.Kind == "sigstop" {
+			if ev.Kind == "sigstop" || ev.Kind == "suspend" {
 				pauses[ev.PID] = append(pauses[ev.PID], interval{ev.T, ev.End})
 			}
 		case EvStall:
@@ -296,7 +326,7 @@ func Check(events []Event, opts *Options) *Report {
 					h, ts(h.Acquired), longest, ts(longest.ValidEnd()), time.Duration(longest.ValidEnd()-h.Acquired))
 			}
 			if prev != nil {
-				if h.Token <= prev.Token {
+				if h.Token <= prev.Token && era(h.Acquired) == era(prev.Acquired) {
 					r.add(KindTokenOrder, key, "%v began at %s after %v began at %s, with a token not larger",
 						h, ts(h.Acquired), prev, ts(prev.Acquired))
 				}
@@ -356,12 +386,16 @@ func Check(events []Event, opts *Options) *Report {
 	}
 
 	// Observers: per process, tokens strictly increase, and each observed
-	// leader is the owner of the hold with that token.
-	byToken := make(map[string]map[uint64]*Hold)
+	// leader is the owner of the hold with that token (within an era).
+	type eraToken struct {
+		era   int
+		token uint64
+	}
+	byToken := make(map[string]map[eraToken]*Hold)
 	for key, hs := range r.Holds {
-		m := make(map[uint64]*Hold, len(hs))
+		m := make(map[eraToken]*Hold, len(hs))
 		for _, h := range hs {
-			m[h.Token] = h
+			m[eraToken{era(h.Acquired), h.Token}] = h
 		}
 		byToken[key] = m
 	}
@@ -370,18 +404,25 @@ func Check(events []Event, opts *Options) *Report {
 		pid      int
 		key, how string
 	}
-	last := make(map[observer]uint64)
+	type seen struct {
+		era   int
+		token uint64
+	}
+	last := make(map[observer]seen)
 	for _, ev := range observed {
 		r.Observations++
 		id := observer{ev.PID, ev.Key, ev.Ev}
+		e := era(ev.T)
 		// Observe reports each new leader once: strictly increasing. Polls
 		// may see the same leader again: never decreasing.
-		if prev, ok := last[id]; ok && (ev.Token < prev || ev.Token == prev && ev.Ev == EvObserve) {
+		if prev, ok := last[id]; ok && prev.era == e && (ev.Token < prev.token || ev.Token == prev.token && ev.Ev == EvObserve) {
 			r.add(KindObserve, ev.Key, "%s(pid %d) %s token %d at %s after token %d",
-				ev.Worker, ev.PID, ev.Ev, ev.Token, ts(ev.T), prev)
+				ev.Worker, ev.PID, ev.Ev, ev.Token, ts(ev.T), prev.token)
 		}
-		last[id] = max(last[id], ev.Token)
-		if h := byToken[ev.Key][ev.Token]; h != nil && h.Owner != "" && ev.Owner != "" && h.Owner != ev.Owner {
+		if prev := last[id]; prev.era != e || ev.Token > prev.token {
+			last[id] = seen{e, ev.Token}
+		}
+		if h := byToken[ev.Key][eraToken{e, ev.Token}]; h != nil && h.Owner != "" && ev.Owner != "" && h.Owner != ev.Owner {
 			r.add(KindObserve, ev.Key, "%s(pid %d) observed token %d owned by %s, but %v has owner %s",
 				ev.Worker, ev.PID, ev.Token, ev.Owner, h, h.Owner)
 		}
@@ -431,7 +472,7 @@ func CheckWrites(r *Report, events []Event, st RegisterState) {
 	}
 	holds := make(map[holdID]*Hold)
 	for _, h := range r.Holds[st.Key] {
-		holds[holdID{h.PID, h.Key, h.Token}] = h
+		holds[holdID{h.PID, h.Key, h.Token, 0}] = h
 	}
 	var ok, unknown int64
 	values := make(map[int64]string)
@@ -450,7 +491,7 @@ func CheckWrites(r *Report, events []Event, st RegisterState) {
 			}
 			values[w.ev.Value] = wid
 			if w.start != nil {
-				if h := holds[holdID{w.ev.PID, w.ev.Key, w.ev.Token}]; h != nil && w.start.T > h.ValidEnd() {
+				if h := holds[holdID{w.ev.PID, w.ev.Key, w.ev.Token, 0}]; h != nil && w.start.T > h.ValidEnd() {
 					r.Writes.LateAccepted++
 				}
 			}

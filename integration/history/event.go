@@ -62,6 +62,10 @@ const (
 	EvWindow = "window"
 	// EvUnlockWindow: the worker ended its hold and is about to Unlock.
 	EvUnlockWindow = "unlock-window"
+	// EvReset: at T the store was emptied or restored from a backup (Kind
+	// says which). Tokens, and the leaders observers see, may start
+	// again from then on; no two holds may overlap across it.
+	EvReset = "reset"
 )
 
 // Deadline sources.

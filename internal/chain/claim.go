@@ -89,12 +89,12 @@ func (e *BusyError) Error() string {
 // With try set, it inserts only when the newest epoch has ended, and
 // returns a *BusyError otherwise; it never waits.
 //
-// When the engine knows that the epoch below its insert was released
-// (its own release, usually), the insert carries that release marker
-// again, in the same request and after the claim: the marker's duplicate
-// key proves it still in place, and the claim holds without another read.
-// A marker found missing means the store lost what the engine knew: the
-// claim is withdrawn and Claim returns ErrReset.
+// Every claim is inserted with its shadow (KindShadow), in one request.
+// When the engine released the epoch below its insert itself, the insert
+// also carries that claim's shadow again, after its own: the shadow's
+// duplicate key proves the claim still in the store, so the release the
+// engine made stands, and the claim holds without another read. Without
+// it (the store was emptied or restored since), Walk reads the chain.
 //
 // An error other than *BusyError means the claim may exist: it is then
 // withdrawn (now, or by a later Flush), never used.
@@ -147,7 +147,7 @@ func (q *claimRun) readTop(ctx context.Context) error {
 	}
 	q.base, q.known = 0, true
 	if found {
-		ended, kind, marker, blocker, err := e.ended(ctx, d)
+		ended, _, _, blocker, err := e.ended(ctx, d)
 		if err != nil {
 			return err
 		}
@@ -156,10 +156,6 @@ func (q *claimRun) readTop(ctx context.Context) error {
 			return &BusyError{Key: q.key, Blocker: blocker}
 		}
 		q.base = d.Epoch
-		if kind == KindRelease {
-			q.tip = marker
-			e.learnTip(marker)
-		}
 	}
 	return nil
 }
@@ -209,17 +205,25 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	if e.bug == BugEndBySession {
 		c.Nonce = q.session
 	}
+	now := e.clock.ServerNow().Latest
 	d := Doc{ID: ClaimID(q.key, epoch), Key: q.key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce,
-		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: e.clock.ServerNow().Latest}
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now}
+	docs := []Doc{d, shadowOf(d)}
 	chained := q.tip.Epoch == q.base && q.base > 0 && e.bug != BugTrustCache
-	var prevExisted bool
-	sent := e.clock.Mono()
 	if chained {
-		prevExisted, err = e.store.InsertChained(ctx, d, q.tip)
-	} else {
-		err = e.store.Insert(ctx, d)
+		// The release below, as the shadow of its claim: present only if
+		// the store still holds that claim (see Claim).
+		docs = append(docs, shadowOf(Doc{Key: q.key, Epoch: q.tip.Epoch, Nonce: q.tip.Nonce, Session: q.tip.Session, Sent: now}))
 	}
+	sent := e.clock.Mono()
+	dup, err := e.store.InsertOrdered(ctx, docs)
 	replied := e.clock.Mono()
+	switch {
+	case err == nil && dup == 0:
+		err = ErrExists
+	case err == nil && dup == 1:
+		err = fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
+	}
 	switch {
 	case err == nil:
 		if !proven && !(sent-proofSent < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow) {
@@ -235,18 +239,15 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 				return nil, false, nil
 			}
 		}
-		if chained && !prevExisted {
-			// The release below our insert is gone: the store was emptied
-			// or restored since we learned it.
-			e.abandon(ctx, c)
-			e.forgetAll()
-			return nil, true, fmt.Errorf("%w: the release of %q epoch %d is missing", ErrReset, q.key, q.base)
-		}
 		e.learnNewest(q.key, epoch)
-		if chained || (e.bug == BugTrustCache && q.tip.Epoch == q.base && q.base > 0) {
+		if chained && dup == 2 || e.bug == BugTrustCache && q.tip.Epoch == q.base && q.base > 0 {
+			// The claim below, which this process released, is still in
+			// the store: everything below ours has ended.
 			c.clear = true
-			e.confirmHead(c.Nonce)
+			e.confirmHead(c)
 		}
+		// Otherwise (the shadow was missing: the store lost the claim
+		// below, or never had its shadow) the walk reads what it needs.
 		return c, true, nil
 	case errors.Is(err, ErrExists):
 		e.learnNewest(q.key, epoch)
@@ -305,6 +306,12 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string) (*Cla
 		return nil, err
 	}
 	return nil, &BusyError{Key: key, Blocker: blocker}
+}
+
+// shadowOf returns the shadow of claim d.
+func shadowOf(d Doc) Doc {
+	return Doc{ID: ShadowID(d.Key, d.Epoch, d.Nonce), Key: d.Key, Epoch: d.Epoch, Kind: KindShadow,
+		Nonce: d.Nonce, Session: d.Session, Sent: d.Sent}
 }
 
 // abandon ends a claim that must never hold: its insert had an unknown

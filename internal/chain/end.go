@@ -77,7 +77,7 @@ func (e *Engine) maintain(ctx context.Context, released *Claim) {
 			e.mu.Lock()
 			ks := e.state(key)
 			if len(ks.prunes) < 8 {
-				ks.prunes = append(ks.prunes, pruneMark{below: released.Epoch, confirmed: confirmed, sent: sent.Earliest})
+				ks.prunes = append(ks.prunes, pruneMark{below: released.Epoch, nonce: released.Nonce, confirmed: confirmed, sent: sent.Earliest})
 			}
 			e.mu.Unlock()
 		}
@@ -98,15 +98,23 @@ func (e *Engine) maintain(ctx context.Context, released *Claim) {
 	}
 	ks.prunes = rest
 	e.mu.Unlock()
-	if due.below > 2 {
-		// Only what was sent before the floor was raised: everything below
-		// it in this store's history was, and a prune that lands late,
-		// after the store was emptied, finds nothing of the new history
-		// to delete.
-		before := due.sent
-		if e.bug == BugPruneAnyAge {
-			before = e.clock.ServerNow().Latest.Add(1 << 40)
-		}
-		_ = e.store.Prune(ctx, key, due.below, before)
+	if due.below <= 2 {
+		return
 	}
+	// The floor's claim must still be in the store: a store restored from
+	// a backup older than the floor holds a history this prune would cut.
+	if e.bug != BugPruneAnyAge {
+		d, found, err := e.store.Get(ctx, ClaimID(key, due.below))
+		if err != nil || !found || d.Nonce != due.nonce {
+			return
+		}
+	}
+	// Only what was sent before the floor was raised: everything below it
+	// in this store's history was, and a prune that lands late, after the
+	// store was emptied, finds nothing of the new history to delete.
+	before := due.sent
+	if e.bug == BugPruneAnyAge {
+		before = e.clock.ServerNow().Latest.Add(1 << 40)
+	}
+	_ = e.store.Prune(ctx, key, due.below, before)
 }

@@ -77,12 +77,12 @@ type Engine struct {
 	// the documents behind it; waiting until X is then merely cautious.)
 	expiries map[string]time.Time
 	// absent remembers, for sessions whose documents were all found
-	// missing, when the first such read replied (local monotonic). Such a
-	// session is dead only once it stayed missing for its TTL (see ended).
-	absent map[string]time.Duration
+	// missing, the run of reads that found them so (see noteAbsent). Such
+	// a session is dead only once it stayed missing for its TTL (ended).
+	absent map[string]absence
 	// heads holds the nonces of claims whose insert confirmed that they
-	// hold at once (InsertChained found the end below them in place), so
-	// that the Walk which follows reads nothing.
+	// hold at once (the claim below them, released here, is still in the
+	// store), so that the Walk which follows reads nothing.
 	heads map[string]struct{}
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
@@ -129,10 +129,11 @@ const (
 	// was sent: a prune landing late, after the store was emptied,
 	// deletes claims of its new history.
 	BugPruneAnyAge
-	// BugTipNotNewest remembers a release as the key's newest end even
-	// when a newer claim of the key is known (this process made it, or
-	// lost a race for it): its next claim then holds above a live one.
-	BugTipNotNewest
+	// BugHeadsByKey remembers the claims confirmed to hold at their
+	// insert by key instead of by nonce: another claim of the same key in
+	// the same engine, still waiting, then takes the confirmation for its
+	// own.
+	BugHeadsByKey
 	// BugLateConfirmKept (a Lease bug) ignores a renewal confirmed past
 	// the deadline but keeps the lease: the next renewal is due in the
 	// past, and so is every one after it, until the deadline timer runs.
@@ -150,9 +151,10 @@ type keyState struct {
 	// newest is an epoch known to have existed (0: none known). An insert
 	// of epoch E+1 is sent only when E is known to have existed (F1).
 	newest uint64
-	// tip is the release marker of epoch newest, when newest is known to
-	// have been released. The next claim re-inserts it together with its
-	// own insert: the duplicate key proves the release still in place.
+	// tip is the release marker of epoch newest, when this process
+	// released it. The next claim re-inserts that claim's shadow together
+	// with its own insert: the duplicate key proves the claim still in
+	// the store (see Claim).
 	tip Doc
 	// floor is the last floor read, sent at floorSent (local monotonic);
 	// floorRead reports whether there was one.
@@ -172,6 +174,7 @@ func (ks *keyState) hasTip() bool { return ks.newest > 0 && ks.tip.Epoch == ks.n
 
 type pruneMark struct {
 	below     uint64
+	nonce     string        // of the claim of epoch below, which raised it
 	confirmed time.Duration // local monotonic
 	sent      time.Time     // earliest server time when the raise was sent
 }
@@ -191,7 +194,7 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 		store: store, clock: clock, cfg: cfg,
 		keys:     make(map[string]*keyState),
 		expiries: make(map[string]time.Time),
-		absent:   make(map[string]time.Duration),
+		absent:   make(map[string]absence),
 		heads:    make(map[string]struct{}),
 		ends:     make(map[string]Doc),
 		renewals: make(map[string]*renewal),
@@ -232,16 +235,15 @@ func (e *Engine) learnNewest(key string, epoch uint64) {
 	ks.newest = max(ks.newest, epoch)
 }
 
-// learnTip records a release marker of key read or written, as the tip
-// if its epoch is the newest known.
+// learnTip records a release this process made, as the tip if its epoch
+// is the newest known.
 func (e *Engine) learnTip(m Doc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks := e.state(m.Key)
-	if m.Epoch >= ks.newest || e.bug == BugTipNotNewest {
-		ks.newest = max(ks.newest, m.Epoch)
+	if m.Epoch >= ks.newest {
+		ks.newest = m.Epoch
 		ks.tip = m
-		ks.tip.Epoch = ks.newest // a planted bug may claim a newer epoch ended
 	}
 }
 
@@ -285,24 +287,31 @@ func (e *Engine) learnExpiry(session string, expires time.Time) {
 	delete(e.absent, session)
 }
 
-// confirmHead records that claim nonce holds: its insert proved every
-// lower epoch ended.
-func (e *Engine) confirmHead(nonce string) {
+// confirmHead records that c holds: its insert proved every lower epoch
+// ended.
+func (e *Engine) confirmHead(c *Claim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.heads) >= maxHeads {
 		clear(e.heads)
 	}
-	e.heads[nonce] = struct{}{}
+	e.heads[e.headID(c)] = struct{}{}
 }
 
-// takeHead reports (once) whether claim nonce was confirmed to hold.
-func (e *Engine) takeHead(nonce string) bool {
+// takeHead reports (once) whether c was confirmed to hold.
+func (e *Engine) takeHead(c *Claim) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.heads[nonce]
-	delete(e.heads, nonce)
+	_, ok := e.heads[e.headID(c)]
+	delete(e.heads, e.headID(c))
 	return ok
+}
+
+func (e *Engine) headID(c *Claim) string {
+	if e.bug == BugHeadsByKey {
+		return c.Key
+	}
+	return c.Nonce
 }
 
 // CeilMilli rounds t up to BSON's millisecond resolution, so that a stored

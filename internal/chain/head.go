@@ -45,7 +45,21 @@ func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, er
 			return Doc{}, false, err
 		}
 		if !ok {
-			break // a hole: pruned, so everything below has ended
+			// A missing claim: pruned (everything below has ended) if a
+			// floor that counts lies above it; otherwise a gap in a store
+			// that lost the key's history, and the claims above it never
+			// hold (see gap.go): the head is below it.
+			pruned, err := e.floorAbove(ctx, key, d.Epoch-1)
+			if err != nil {
+				return Doc{}, false, err
+			}
+			if pruned {
+				break
+			}
+			if next, ok, err = e.claimBelow(ctx, key, d.Epoch-1); err != nil || !ok {
+				return Doc{}, false, err
+			}
+			live, top = live[:0], next.Epoch
 		}
 		d = next
 	}

@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,25 +67,26 @@ func (s *MemStore) Insert(ctx context.Context, d Doc) error {
 	return nil
 }
 
-// InsertChained implements Store.
-func (s *MemStore) InsertChained(ctx context.Context, d, prev Doc) (bool, error) {
+// InsertOrdered implements Store.
+func (s *MemStore) InsertOrdered(ctx context.Context, docs []Doc) (int, error) {
 	if err := live(ctx); err != nil {
-		return false, err
+		return 0, err
 	}
 	s.mu.Lock()
-	if !s.insertLocked(d) {
-		s.mu.Unlock()
-		return false, ErrExists
-	}
-	prevInserted := s.insertLocked(prev)
-	s.mu.Unlock()
-	if s.inserted != nil {
-		s.inserted(d)
-		if prevInserted {
-			s.inserted(prev)
+	dup, n := -1, len(docs)
+	for i, d := range docs {
+		if !s.insertLocked(d) {
+			dup, n = i, i
+			break
 		}
 	}
-	return !prevInserted, nil
+	s.mu.Unlock()
+	if s.inserted != nil {
+		for _, d := range docs[:n] {
+			s.inserted(d)
+		}
+	}
+	return dup, nil
 }
 
 // insertLocked stores d unless its ID exists; s.mu must be held.
@@ -233,6 +235,52 @@ func (s *MemStore) deleteLocked(id string) {
 	}
 }
 
+// MemState is a copy of a MemStore's contents (Snapshot).
+type MemState struct {
+	docs     map[string]Doc
+	floors   map[string]map[uint64]floorRec
+	sessions map[string]map[int]time.Time
+}
+
+// Snapshot copies the store's contents, as a backup would.
+func (s *MemStore) Snapshot() MemState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := MemState{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time)}
+	for k, fs := range s.floors {
+		st.floors[k] = maps.Clone(fs)
+	}
+	for id, gens := range s.sessions {
+		st.sessions[id] = maps.Clone(gens)
+	}
+	return st
+}
+
+// Restore replaces the store's contents with a snapshot's, as restoring a
+// backup would.
+func (s *MemStore) Restore(st MemState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs = maps.Clone(st.docs)
+	clear(s.claims)
+	for _, d := range s.docs {
+		if d.Kind == KindClaim {
+			if s.claims[d.Key] == nil {
+				s.claims[d.Key] = make(map[uint64]struct{})
+			}
+			s.claims[d.Key][d.Epoch] = struct{}{}
+		}
+	}
+	s.floors = make(map[string]map[uint64]floorRec)
+	for k, fs := range st.floors {
+		s.floors[k] = maps.Clone(fs)
+	}
+	s.sessions = make(map[string]map[int]time.Time)
+	for id, gens := range st.sessions {
+		s.sessions[id] = maps.Clone(gens)
+	}
+}
+
 // Reset empties the store, as dropping its collections would.
 func (s *MemStore) Reset() {
 	s.mu.Lock()
@@ -301,6 +349,21 @@ func LatestGen(id string, gens map[int]time.Time) (Session, bool) {
 		}
 	}
 	return best, found
+}
+
+// Unended calls f with every claim stored that has no end marker, in no
+// order, until f returns false. f must not call the store.
+func (s *MemStore) Unended(f func(Doc) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, epochs := range s.claims {
+		for epoch := range epochs {
+			d := s.docs[ClaimID(key, epoch)]
+			if _, ended := s.docs[EndID(key, epoch, d.Nonce)]; !ended && !f(d) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of chain documents (claims and markers) stored.

@@ -20,6 +20,13 @@ const (
 	// KindDead ends an epoch whose session another process proved expired
 	// in server time.
 	KindDead = "dead"
+	// KindShadow is a claim's shadow: a document inserted with the claim,
+	// in the same request, under an ID that names the claim's nonce
+	// (ShadowID). A claim is inserted once and never sent again, so its
+	// shadow exists only in a store that holds the claim: a release marker
+	// cannot vouch for that, since a marker sent again after an unknown
+	// outcome may land in a store emptied since (see Claim).
+	KindShadow = "shadow"
 )
 
 // ErrExists is what Store.Insert returns when a document with the same ID
@@ -75,6 +82,12 @@ func EndID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "~" + nonce
 }
 
+// ShadowID is the ID of the shadow of the claim of epoch inserted with
+// nonce.
+func ShadowID(key string, epoch uint64, nonce string) string {
+	return ClaimID(key, epoch) + "#" + nonce
+}
+
 // Floor is a key's floor: every epoch below Epoch has ended. Nonce is
 // that of the claim of Epoch, whose holder raised it: a floor counts only
 // while the claim it names exists, so that a floor from before the store
@@ -109,13 +122,12 @@ type Session struct {
 type Store interface {
 	// Insert creates d, or returns ErrExists if d.ID exists.
 	Insert(ctx context.Context, d Doc) error
-	// InsertChained creates d and then, in the same request and strictly
-	// after it, a copy of prev (the end marker of the epoch below d): it
-	// returns ErrExists, and creates nothing, if d.ID exists; otherwise
-	// prevExisted reports whether prev.ID was there when the copy
-	// arrived. On MongoDB and FerretDB this is an ordered insert of two
-	// documents. Any other error leaves both outcomes unknown.
-	InsertChained(ctx context.Context, d, prev Doc) (prevExisted bool, err error)
+	// InsertOrdered creates docs one after the other, in one request, and
+	// stops at the first whose ID exists: dup is its index, or -1 if all
+	// were created. Those before it were created, none after it. On
+	// MongoDB and FerretDB this is an ordered insert. Any error leaves
+	// every outcome unknown.
+	InsertOrdered(ctx context.Context, docs []Doc) (dup int, err error)
 	// Get reads the document with the given ID; found is false if absent.
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Newest reads the claim of key with the highest epoch.

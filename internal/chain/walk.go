@@ -23,7 +23,7 @@ import (
 // dead marker first, so that a late renewal reviving the session cannot
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
-	if c.clear && !c.read || e.takeHead(c.Nonce) {
+	if c.clear && !c.read || e.takeHead(c) {
 		c.clear = true
 		return true, Blocker{}, nil
 	}
@@ -172,7 +172,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 			return false, "", Doc{}, b, nil
 		}
 	case d.TTL > 0 && e.bug != BugAbsentIsDead:
-		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, replied)); left > 0 {
+		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, replied, d.TTL)); left > 0 {
 			b.ExpiresAt = e.clock.ServerNow().Latest.Add(left)
 			return false, "", Doc{}, b, nil
 		}
@@ -189,17 +189,26 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 }
 
 // noteAbsent records that session's documents were found missing by a
-// read that replied at replied, and returns when they were first found
-// so.
-func (e *Engine) noteAbsent(session string, replied time.Duration) time.Duration {
+// read that replied at replied, and returns since when they have been
+// found missing without a break: a run of such reads in which none is
+// more than ttl after the one before (a longer silence could hide the
+// session's return, renewals and all). A read that finds the session
+// ends the run (learnExpiry).
+func (e *Engine) noteAbsent(session string, replied, ttl time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if since, ok := e.absent[session]; ok {
-		return since
+	if run, ok := e.absent[session]; ok && replied-run.last <= ttl {
+		run.last = max(run.last, replied)
+		e.absent[session] = run
+		return run.since
 	}
 	if len(e.absent) >= maxExpiries {
 		clear(e.absent)
 	}
-	e.absent[session] = replied
+	e.absent[session] = absence{since: replied, last: replied}
 	return replied
 }
+
+// absence is a run of reads that found a session's documents missing
+// (local monotonic reply times of the first and the last).
+type absence struct{ since, last time.Duration }

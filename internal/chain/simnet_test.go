@@ -1,0 +1,330 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// server is the store all owners share: chain documents in a MemStore,
+// sessions in a table of their own (their updates are torn), the server's
+// clock, and backups.
+type server struct {
+	s     *sim
+	store *chain.MemStore
+	// sessions: each session's documents, expiry by generation.
+	sessions map[string]map[int]time.Time
+	// off is the server clock's offset from true time: a failover moves
+	// the writes to a member whose clock is within the member skew.
+	off time.Duration
+	// deleting counts deletes read but not yet applied (torn); inflight
+	// counts requests sent and not yet applied.
+	deleting, inflight int
+	backup   *backup
+	// lastReset is the true time of the last reset (0: none).
+	lastReset time.Duration
+}
+
+// backup is a copy of the server's documents.
+type backup struct {
+	store    chain.MemState
+	sessions map[string]map[int]time.Time
+}
+
+func newServer(s *sim) *server {
+	return &server{s: s, store: chain.NewMemStore(nil), sessions: make(map[string]map[int]time.Time)}
+}
+
+// now is the server's clock.
+func (sv *server) now() time.Time { return sv.s.t0.Add(sv.s.now + sv.off) }
+
+func (sv *server) snapshot() {
+	b := &backup{store: sv.store.Snapshot(), sessions: make(map[string]map[int]time.Time, len(sv.sessions))}
+	for id, gens := range sv.sessions {
+		b.sessions[id] = maps.Clone(gens)
+	}
+	sv.backup = b
+}
+
+// liveClaims reports whether some claim has not ended and its session has
+// not expired in the server's time.
+func (sv *server) liveClaims() bool {
+	now, live := sv.now(), false
+	sv.store.Unended(func(d chain.Doc) bool {
+		s, found := chain.LatestGen(d.Session, sv.sessions[d.Session])
+		live = found && !s.ExpiresAt.Before(now) || d.Exp.After(now)
+		return !live
+	})
+	return live
+}
+
+// net is the network between the owners and the server: every call is
+// one request, made by the actor its context carries.
+type net struct{ s *sim }
+
+var _ chain.Store = net{}
+
+type actorKey struct{}
+
+func (a *actor) ctx() context.Context { return context.WithValue(context.Background(), actorKey{}, a) }
+
+var (
+	errSimTimeout = errors.New("sim: no reply in time")
+	bg            = context.Background()
+)
+
+// delay is one leg of a request's trip: usually short, sometimes slow but
+// within the caller's patience, rarely far longer (a late delivery).
+func (s *sim) delay() time.Duration {
+	switch p := s.rng.Float64(); {
+	case p < s.lateP:
+		return simTimeout + time.Duration(s.rng.Int64N(int64(3*simTTL)))
+	case p < s.lateP+0.02:
+		return 100*time.Millisecond + time.Duration(s.rng.Int64N(int64(120*time.Millisecond)))
+	default:
+		return 100*time.Microsecond + time.Duration(s.rng.Int64N(int64(3*time.Millisecond)))
+	}
+}
+
+func (n net) call(ctx context.Context, op func()) error {
+	return n.callTorn(ctx, func() func() { op(); return nil })
+}
+
+// callTorn sends a request whose read happens when it arrives and whose
+// write, if read returns one, a delay later; the reply follows the write.
+func (n net) callTorn(ctx context.Context, read func() (write func())) error {
+	s, a := n.s, ctx.Value(actorKey{}).(*actor)
+	var woken, timedOut bool
+	sent := s.now
+	reply := func() {
+		s.tracef("  applied for %s (sent %v)", a.o.name, sent)
+		s.at(s.now+s.delay(), func() {
+			if !woken {
+				woken = true
+				s.step(a)
+			}
+		})
+	}
+	s.server.inflight++
+	s.at(s.now+s.delay(), func() {
+		if timedOut {
+			s.stats.late++
+		}
+		write := read()
+		if write == nil {
+			s.server.inflight--
+			reply()
+			return
+		}
+		s.at(s.now+s.delay(), func() {
+			s.server.inflight--
+			write()
+			reply()
+		})
+	})
+	s.at(s.now+simTimeout, func() {
+		if !woken {
+			woken, timedOut = true, true
+			s.step(a)
+		}
+	})
+	a.block()
+	if timedOut {
+		return errSimTimeout
+	}
+	return nil
+}
+
+// tornDelete is a delete that reads the IDs to delete when it arrives and
+// deletes them by ID a delay later, as FerretDB does.
+func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids []string)) error {
+	sv := n.s.server
+	return n.callTorn(ctx, func() func() {
+		ids := read()
+		if len(ids) == 0 {
+			return nil
+		}
+		sv.deleting++
+		return func() {
+			sv.deleting--
+			n.s.stats.tornDeletes++
+			del(ids)
+		}
+	})
+}
+
+func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
+	if cerr := n.call(ctx, func() {
+		switch d.Kind {
+		case chain.KindDead:
+			n.s.stats.dead++
+		case chain.KindWithdraw:
+			n.s.stats.withdrawn++
+		}
+		err = n.s.server.store.Insert(bg, d)
+		n.s.tracef("insert %v -> %v", d, err)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
+	if cerr := n.call(ctx, func() {
+		dup, err = n.s.server.store.InsertOrdered(bg, docs)
+		n.s.tracef("insertordered %v -> dup %d %v", docs, dup, err)
+	}); cerr != nil {
+		return 0, cerr
+	}
+	return dup, err
+}
+
+func (n net) Get(ctx context.Context, id string) (d chain.Doc, found bool, err error) {
+	if cerr := n.call(ctx, func() {
+		d, found, err = n.s.server.store.Get(bg, id)
+		n.s.tracef("get %s -> %v %v %v", id, d, found, err)
+	}); cerr != nil {
+		return chain.Doc{}, false, cerr
+	}
+	return d, found, err
+}
+
+func (n net) Newest(ctx context.Context, key string) (d chain.Doc, found bool, err error) {
+	if cerr := n.call(ctx, func() {
+		d, found, err = n.s.server.store.Newest(bg, key)
+		n.s.tracef("newest %s -> %v %v", key, d, found)
+	}); cerr != nil {
+		return chain.Doc{}, false, cerr
+	}
+	return d, found, err
+}
+
+func (n net) Floor(ctx context.Context, key string, below uint64) (f chain.Floor, found bool, err error) {
+	if cerr := n.call(ctx, func() {
+		f, found, err = n.s.server.store.Floor(bg, key, below)
+		n.s.tracef("floor %s below %d -> %v", key, below, f)
+	}); cerr != nil {
+		return chain.Floor{}, false, cerr
+	}
+	return f, found, err
+}
+
+func (n net) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent time.Time) (err error) {
+	if cerr := n.call(ctx, func() {
+		err = n.s.server.store.RaiseFloor(bg, key, f, sent)
+		n.s.tracef("raisefloor %s %v", key, f)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+func (n net) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+	store := n.s.server.store
+	return n.tornDelete(ctx, func() []string {
+		n.s.stats.prunes++
+		n.s.tracef("prune %s below %d", key, below)
+		return store.PruneSet(key, below, sentBefore)
+	}, func(ids []string) {
+		for _, id := range ids {
+			store.Delete(id)
+		}
+	})
+}
+
+// Sessions live in the simulation's own table rather than the MemStore,
+// because their updates are torn the way FerretDB's are: an update reads
+// the document when it arrives and writes it whole a delay later (the
+// write of a late request, long after), so two updates of one document
+// applied at once can lose the higher expiry.
+
+func (n net) InsertSession(ctx context.Context, sess chain.Session) (err error) {
+	if cerr := n.call(ctx, func() {
+		sv := n.s.server
+		gens := sv.sessions[sess.ID]
+		if gens == nil {
+			gens = make(map[int]time.Time)
+			sv.sessions[sess.ID] = gens
+		}
+		if _, ok := gens[sess.Gen]; ok {
+			err = chain.ErrExists
+		} else {
+			gens[sess.Gen] = sess.ExpiresAt
+		}
+		n.s.tracef("insertsession %s gen %d %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), err)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+func (n net) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error) {
+	sv := n.s.server
+	if cerr := n.callTorn(ctx, func() func() {
+		old, ok := sv.sessions[id][gen]
+		found = ok
+		return func() {
+			if _, still := sv.sessions[id][gen]; ok && still {
+				if old.Before(expires) {
+					old = expires
+				}
+				if cur := sv.sessions[id][gen]; old.Before(cur) {
+					n.s.stats.torn++
+				}
+				sv.sessions[id][gen] = old
+			}
+			n.s.tracef("renewsession %s gen %d %v -> %v", id, gen, expires.Sub(n.s.t0), ok)
+		}
+	}); cerr != nil {
+		return false, cerr
+	}
+	return found, nil
+}
+
+func (n net) GetSession(ctx context.Context, id string) (sess chain.Session, found bool, err error) {
+	if cerr := n.call(ctx, func() {
+		sess, found = chain.LatestGen(id, n.s.server.sessions[id])
+		n.s.tracef("getsession %s -> %v %v", id, sess.ExpiresAt.Sub(n.s.t0), found)
+	}); cerr != nil {
+		return chain.Session{}, false, cerr
+	}
+	return sess, found, err
+}
+
+// cleanSessions deletes the session documents that expired before
+// before, as a backend does when it opens a session; the delete is torn.
+func (n net) cleanSessions(ctx context.Context, before time.Time) error {
+	type genID struct {
+		id  string
+		gen int
+	}
+	sv := n.s.server
+	var found []genID
+	return n.tornDelete(ctx, func() []string {
+		found = found[:0]
+		for id, gens := range sv.sessions {
+			for gen, exp := range gens {
+				if exp.Before(before) {
+					found = append(found, genID{id, gen})
+				}
+			}
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		return []string{"sessions"}
+	}, func([]string) {
+		for _, g := range found {
+			if _, ok := sv.sessions[g.id][g.gen]; ok {
+				delete(sv.sessions[g.id], g.gen)
+				n.s.stats.cleaned++
+			}
+			if len(sv.sessions[g.id]) == 0 {
+				delete(sv.sessions, g.id)
+			}
+		}
+	})
+}

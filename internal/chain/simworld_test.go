@@ -1,0 +1,173 @@
+package chain_test
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-dsync/dsync/integration/history"
+)
+
+// scheduleFaults draws the run's faults from the seed.
+func (s *sim) scheduleFaults() {
+	rng := s.rng
+	randomTime := func() time.Duration { return time.Second + time.Duration(rng.Int64N(int64(simLength))) }
+	for _, o := range s.owners {
+		// A crash: the process is gone, its requests in flight still land.
+		if rng.Float64() < 0.3 {
+			s.at(randomTime(), func() { o.crashed = true })
+		}
+		// Pauses (a GC pause or SIGSTOP: nothing runs, timers included).
+		for range rng.IntN(3) {
+			d := time.Duration(rng.Int64N(int64(2 * simTTL)))
+			s.at(randomTime(), func() { s.pause(o, d) })
+		}
+		// Suspends, some ending shortly before the owner's deadline.
+		for range rng.IntN(3) {
+			d := time.Duration(rng.Int64N(int64(2 * simTTL)))
+			s.at(randomTime(), func() { s.suspend(o, d) })
+		}
+		for range rng.IntN(3) {
+			s.at(randomTime(), func() { s.suspendNearDeadline(o) })
+		}
+	}
+	// Failovers: the writes move to a member whose clock is within the
+	// member skew.
+	for range 1 + rng.IntN(6) {
+		s.at(randomTime(), func() {
+			s.server.off = time.Duration(rng.Int64N(int64(simSkew))) - simSkew/2
+			s.stats.failovers++
+		})
+	}
+	// Backups, and resets: the store emptied, its sessions dropped, or a
+	// backup restored.
+	for at := time.Second + time.Duration(rng.Int64N(int64(time.Second))); at < simLength; at += time.Second + time.Duration(rng.Int64N(int64(2*time.Second))) {
+		s.at(at, s.server.snapshot)
+	}
+	for range rng.IntN(5) {
+		kind := []string{"empty", "restore"}[rng.IntN(2)]
+		s.at(randomTime(), func() { s.reset(kind, 0) })
+	}
+	// The sessions collection emptied at any moment, locks held or not.
+	for range rng.IntN(3) {
+		s.at(randomTime(), s.dropSessions)
+	}
+}
+
+// dropSessions empties the sessions collection, whatever is held: a
+// holder finds its session gone at its next renewal and loses its holds;
+// a waiter takes a claim whose session is missing for dead only after
+// the claim's TTL (see chain's ended).
+func (s *sim) dropSessions() {
+	clear(s.server.sessions)
+	s.stats.sessionDrops++
+	s.tracef("DROP SESSIONS")
+}
+
+func (s *sim) pause(o *owner, d time.Duration) {
+	from := s.now
+	o.pausedUntil = max(o.pausedUntil, from+d)
+	s.log = append(s.log, history.Event{Ev: history.EvFault, Kind: "sigstop", Worker: o.name, PID: o.pid, T: int64(from), End: int64(from + d)})
+}
+
+func (s *sim) suspend(o *owner, d time.Duration) {
+	from := s.now
+	o.suspendedUntil = max(o.suspendedUntil, from+d)
+	o.suspends = append(o.suspends, span{from, from + d})
+	s.stats.suspends++
+	s.log = append(s.log, history.Event{Ev: history.EvFault, Kind: "suspend", Worker: o.name, PID: o.pid, T: int64(from), End: int64(from + d)})
+}
+
+// suspendNearDeadline suspends o until 0–150 ms before its session's
+// deadline, if it has a live session.
+func (s *sim) suspendNearDeadline(o *owner) {
+	ss := o.sess
+	if o.crashed || ss == nil || ss.lease.Retired() {
+		return
+	}
+	d := o.deadline(ss) - s.now - time.Duration(s.rng.Int64N(int64(150*time.Millisecond)))
+	if d <= 0 {
+		return
+	}
+	s.stats.nearDeadline++
+	s.suspend(o, d)
+}
+
+// reset empties the store or restores its backup, at a moment when, as
+// far as the store shows, no lock is held or awaited (every claim has
+// ended, or its session has expired: what `dsync status` shows an
+// operator), no owner believes it holds, and no delete is half applied
+// (FerretDB deletes by ID what it read before: a delete torn across the
+// reset could delete a document of the new history that reuses an ID). A
+// restore also waits until no request is in flight, and restarts every
+// owner (a new process, which knows nothing), as with the processes
+// stopped while the backup is restored: a prune sent after the backup was taken
+// would delete restored documents wherever it lands, and a restore can
+// raise a key's floor, which a floor read cached from before would miss.
+// Emptying keeps every cache. It tries again a little later otherwise.
+func (s *sim) reset(kind string, tries int) {
+	ready := s.server.deleting == 0 && !s.server.liveClaims() && (kind != "restore" || s.server.inflight == 0)
+	for _, o := range s.owners {
+		if o.holding() {
+			ready = false
+		}
+	}
+	if kind == "restore" && s.server.backup == nil {
+		return
+	}
+	if !ready {
+		if tries < 500 {
+			s.at(s.now+time.Duration(1+s.rng.IntN(40))*time.Millisecond, func() { s.reset(kind, tries+1) })
+		}
+		return
+	}
+	sv := s.server
+	switch kind {
+	case "empty":
+		sv.store.Reset()
+		clear(sv.sessions)
+		s.stats.resets++
+	case "restore":
+		sv.store.Restore(sv.backup.store)
+		sv.sessions = make(map[string]map[int]time.Time, len(sv.backup.sessions))
+		for id, gens := range sv.backup.sessions {
+			sv.sessions[id] = make(map[int]time.Time, len(gens))
+			for g, e := range gens {
+				sv.sessions[id][g] = e
+			}
+		}
+		s.stats.restores++
+		// The processes were stopped for the restore: each starts again,
+		// knowing nothing.
+		for _, o := range slices.Clone(s.owners) {
+			if !o.crashed {
+				o.crashed = true
+				s.addOwner(o.pid <= 2)
+			}
+		}
+	}
+	sv.lastReset = s.now
+	s.tracef("RESET %s", kind)
+	s.log = append(s.log, history.Event{Ev: history.EvReset, Kind: kind, T: int64(s.now)})
+}
+
+// checkStorms finds sessions whose renewals stormed: more than
+// simMaxRenewals within a TTL, or renewals that went on after one was
+// confirmed past the deadline (a lease must end there).
+func (s *sim) checkStorms() {
+	for _, o := range s.owners {
+		for _, ss := range o.sessions {
+			if ss.after > 0 {
+				s.storms = append(s.storms, fmt.Sprintf("%s session %s: %d renewals sent after one was confirmed past its deadline (at %v)", o.name, ss.id, ss.after, ss.over))
+			}
+			r := slices.Clone(ss.renewals)
+			for i := range r {
+				j, _ := slices.BinarySearch(r, r[i]+simTTL)
+				if j-i > simMaxRenewals {
+					s.storms = append(s.storms, fmt.Sprintf("%s session %s: %d renewals within %v from %v", o.name, ss.id, j-i, simTTL, r[i]))
+					break
+				}
+			}
+		}
+	}
+}
