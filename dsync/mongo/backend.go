@@ -50,6 +50,7 @@ type Backend struct {
 	eng       *chain.Engine
 	resend    *chain.Resender // sends ends of unknown outcome again
 	wake      *wakeups
+	relocks   relocks // takeovers, for a Mutex that locks again (relock.go)
 
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
@@ -197,7 +198,12 @@ func (b *Backend) RenewSession(ctx context.Context, session string, ttl time.Dur
 
 // Claim implements dsync.Backend. An uncontended claim is one insert; a
 // claim behind others costs one more insert per epoch lost to a race, or
-// a newest-first read after two.
+// a newest-first read after four. A Mutex that claims again less than the
+// poll interval after it took the key over from another owner's release
+// first waits, at most until then, for that owner to claim again, reading
+// by _id the claims above its last one instead of meeting them as
+// duplicate keys (relock.go): processes that lock again in a loop queue in
+// the order they released.
 func (b *Backend) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
 	if err := checkKey(key); err != nil {
 		return dsync.Claim{}, err
@@ -218,6 +224,7 @@ func (b *Backend) Claim(ctx context.Context, key, owner, session string, try boo
 	if try {
 		c, err = b.eng.TryClaim(ctx, key, owner, session)
 	} else {
+		b.afterPredecessor(ctx, key, owner)
 		c, err = b.eng.Claim(ctx, key, owner, session, false)
 	}
 	var busy *chain.BusyError
@@ -228,6 +235,7 @@ func (b *Backend) Claim(ctx context.Context, key, owner, session string, try boo
 		return dsync.Claim{}, b.wrap(ctx, "claim", key, err)
 	}
 	b.wake.claimed(key, c.Epoch)
+	b.wake.claimSeen(key, c.Epoch)
 	return dsync.Claim{Key: key, Owner: owner, Session: session, Token: c.Epoch, Nonce: c.Nonce}, nil
 }
 
@@ -251,6 +259,7 @@ func (b *Backend) Await(ctx context.Context, c dsync.Claim) error {
 			return b.wrap(ctx, "wait for", c.Key, err)
 		}
 		if head {
+			b.relocks.tookOver(c.Key, c.Owner, c.Token, cc, b.mono())
 			return nil
 		}
 		if err := b.wake.wait(ctx, est, c.Key, blocker); err != nil {

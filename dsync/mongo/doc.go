@@ -44,7 +44,12 @@
 //   - Exclusion: while a hold is valid (until its session's local
 //     deadline, see dsync), no other hold of its key is valid.
 //   - Order: claims hold in epoch order, that is in the order their Locks
-//     queued (FIFO); TryLock never queues.
+//     queued (FIFO); TryLock never queues. A Mutex that locks again less
+//     than the poll interval after it took a key over lets the process it
+//     took over from queue first, if that one locks again by then, so
+//     processes that lock and unlock in a loop take turns in a strict
+//     rotation (two Locks called at once otherwise queue in the order
+//     their inserts land).
 //   - Tokens: every hold's token, its claim's epoch, is larger than that
 //     of every earlier hold of the key, and never reused.
 //   - Sessions: a process renews one session for all its holds and
@@ -195,6 +200,12 @@
 //   - A handoff to a waiter in another process, with wake-ups: the release
 //     marker, one "ended" event, and the waiter's read of the marker.
 //     Without wake-ups, the waiter reads the marker at its next poll.
+//   - Locking again less than the poll interval after a takeover: a read
+//     by _id of each claim above one's last up to the next claim of the
+//     process taken over from, instead of a duplicate-key insert for each;
+//     while that claim is not there, another read when an announcement or
+//     a claim shows the queue grew, or after 5 ms (doubling after four),
+//     for at most the poll interval since the takeover.
 //   - Reads and updates of single documents go by _id: FerretDB answers
 //     every other query by decoding the whole collection.
 //

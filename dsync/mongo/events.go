@@ -170,6 +170,9 @@ type wakeups struct {
 	// ends: claims this process ended lately (local monotonic time of the
 	// end), so that an announcement that comes after the end is answered.
 	ends map[waitKey]time.Duration
+	// claimWatch: Mutexes waiting for a claim of a key at or above an
+	// epoch (relock.go); nil until the first.
+	claimWatch map[string]map[chan struct{}]uint64
 	// othersWaitAt: when the stream last showed another process announce
 	// that it waits (local monotonic; 0: never).
 	othersWaitAt time.Duration
@@ -583,6 +586,8 @@ func (w *wakeups) handle(ctx context.Context, est *clockcheck.Estimator, e event
 	}
 	switch e.Kind {
 	case eventWait:
+		// The announcer's claim is above the one it waits for.
+		w.claimSeenLocked(e.Key, k.epoch+1)
 		if !e.Until.After(est.Now().Earliest) {
 			break
 		}

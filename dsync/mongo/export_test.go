@@ -1,6 +1,19 @@
 package dsyncmongo
 
-import "github.com/go-dsync/dsync/internal/chain"
+import (
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// withRelockWindow sets how long a Mutex that locks again after a
+// takeover waits at most for the owner it took over from (relock.go).
+func withRelockWindow(d time.Duration) Option {
+	return func(cfg *config) error {
+		cfg.relockWindow = d
+		return nil
+	}
+}
 
 // withChain sets the protocol's timing constants, so that a test can see
 // pruning within seconds.

@@ -72,6 +72,10 @@ type config struct {
 	// chain holds the protocol's timing constants (see package
 	// internal/chain). Only tests change them.
 	chain chain.Config
+	// relockWindow, if set, replaces the poll interval as the longest a
+	// Mutex that locks again waits for the owner it took over from
+	// (relock.go). Only tests set it.
+	relockWindow time.Duration
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -220,7 +224,9 @@ func WithIndexManagement(on bool) Option {
 // in the queue when wake-up events are off (WithWakeups) or their stream
 // is down. Default: DefaultPollInterval (250 ms). A waiter also checks when
 // that claim's session can have expired, whichever comes first. It must
-// be positive.
+// be positive. It also bounds how long after taking a key over a Mutex
+// that locks it again waits for the process it took over from to queue
+// again first (see Backend.Claim).
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -50,7 +50,16 @@ type Claim struct {
 	// pruned (a prune that passed it is caught by the floor check).
 	blocker    Doc
 	hasBlocker bool
+	// after is the claim whose release the walk that found c holding
+	// stopped at: the hold just before c's.
+	after    Doc
+	hasAfter bool
 }
+
+// After returns the claim that held just before c, if the walk that found
+// c holding read its release (it may instead have known from its insert
+// that every claim below c had ended).
+func (c *Claim) After() (Doc, bool) { return c.after, c.hasAfter }
 
 // Resume rebuilds a claim from what its owner kept of it (a Walk on it
 // starts from the top again).
@@ -284,6 +293,17 @@ func (q *claimRun) inPrunedHole(ctx context.Context, epoch uint64) (bool, error)
 	q.base, q.tip = cf.Epoch, Doc{}
 	e.learnNewest(q.key, cf.Epoch)
 	return true, nil
+}
+
+// ReadClaim reads the claim of key's epoch. A claim found has existed, so
+// the next Claim of key may insert above it (F1) instead of trying each
+// epoch up to it.
+func (e *Engine) ReadClaim(ctx context.Context, key string, epoch uint64) (d Doc, found bool, err error) {
+	d, found, err = e.store.Get(ctx, ClaimID(key, epoch))
+	if err == nil && found {
+		e.learnNewest(key, epoch)
+	}
+	return d, found, err
 }
 
 // TryClaim is TryLock's one attempt: it claims key only when its newest

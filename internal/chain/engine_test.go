@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -38,5 +39,78 @@ func TestNewChecksItsArguments(t *testing.T) {
 				t.Fatalf("New = %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// countingStore counts the claim inserts that met a duplicate key.
+type countingStore struct {
+	*chain.MemStore
+	dups int
+}
+
+func (s *countingStore) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error) {
+	dup, err := s.MemStore.InsertOrdered(ctx, docs)
+	if err == nil && dup == 0 && docs[0].Kind == chain.KindClaim {
+		s.dups++
+	}
+	return dup, err
+}
+
+// TestAfterAndReadClaim: a walk that finds its claim holding after a
+// release reports the released claim (After), and a claim read by _id
+// lets the next Claim insert above it at once.
+func TestAfterAndReadClaim(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{MemStore: chain.NewMemStore(nil)}
+	engine := func() *chain.Engine {
+		e, err := chain.New(store, fixedClock{}, chain.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a, b, c := engine(), engine(), engine()
+	claim := func(e *chain.Engine, owner string) *chain.Claim {
+		t.Helper()
+		sess, _, err := e.OpenSession(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := e.Claim(ctx, "k", owner, sess, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	ca, cb := claim(a, "a"), claim(b, "b")
+	if head, _, err := b.Walk(ctx, cb); err != nil || head {
+		t.Fatalf("b's walk behind a's live claim = %v, %v", head, err)
+	}
+	if _, ok := cb.After(); ok {
+		t.Error("After reports a claim before b holds")
+	}
+	if err := a.End(ctx, ca, true); err != nil {
+		t.Fatal(err)
+	}
+	if head, _, err := b.Walk(ctx, cb); err != nil || !head {
+		t.Fatalf("b's walk after a's release = %v, %v", head, err)
+	}
+	if prev, ok := cb.After(); !ok || prev.Owner != "a" || prev.Epoch != ca.Epoch {
+		t.Errorf("After = %+v, %v; want a's claim of epoch %d", prev, ok, ca.Epoch)
+	}
+
+	// c queues at 3, 4 and 5 behind b; b, having read 5, claims 6 at once.
+	for range 3 {
+		claim(c, "c")
+	}
+	if err := b.End(ctx, cb, true); err != nil {
+		t.Fatal(err)
+	}
+	if d, found, err := b.ReadClaim(ctx, "k", 5); err != nil || !found || d.Owner != "c" {
+		t.Fatalf("ReadClaim(5) = %+v, %v, %v", d, found, err)
+	}
+	store.dups = 0
+	if cl := claim(b, "b"); cl.Epoch != 6 || store.dups != 0 {
+		t.Errorf("b's claim after reading epoch 5: epoch %d after %d duplicate keys, want 6 after none", cl.Epoch, store.dups)
 	}
 }

@@ -82,6 +82,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 		if kind == KindRelease {
 			// It held once: everything below it had ended by then.
 			c.clear = true
+			c.after, c.hasAfter = d, true
 			continue
 		}
 		c.checked = epoch
@@ -191,13 +192,17 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 // noteAbsent records that session's documents were found missing by a
 // read that replied at replied, and returns since when they have been
 // found missing without a break: a run of such reads in which none is
-// more than ttl after the one before (a longer silence could hide the
-// session's return, renewals and all). A read that finds the session
-// ends the run (learnExpiry).
+// more than two TTLs after the one before (a waiter reads again within
+// about one; a record older than that is stale, and the session may have
+// come back meanwhile). A read that finds the session ends the run
+// (learnExpiry). The rule assumes the session's documents do not vanish
+// twice within one TTL: a session that came back (its owner's renewal
+// re-created it) and vanished again unseen could have been renewed in
+// between.
 func (e *Engine) noteAbsent(session string, replied, ttl time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if run, ok := e.absent[session]; ok && replied-run.last <= ttl {
+	if run, ok := e.absent[session]; ok && replied-run.last <= 2*ttl {
 		run.last = max(run.last, replied)
 		e.absent[session] = run
 		return run.since
