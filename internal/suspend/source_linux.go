@@ -50,7 +50,3 @@ func clockGettime(clock uintptr) (time.Duration, bool) {
 	_, _, errno := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clock, uintptr(unsafe.Pointer(&ts)), 0)
 	return time.Duration(ts.Nano()), errno == 0
 }
-
-// systemAlarm returns Process's alarm: Go timers, which miss suspends, so
-// they poll.
-func systemAlarm(now func() time.Time) alarm { return newGoAlarm(now, pollInterval) }

@@ -10,11 +10,16 @@
 // and timers are the time package's.
 //
 // A [Counter]'s timers fire when their time comes on its clock, suspended
-// time included, as soon as the Counter learns of a suspend. [Process]
-// looks at the clock every second of awake time while timers are pending,
-// so that a suspend makes a timer fire up to a second late; a [Fake] is
-// told of each suspend, so a timer whose time it carried past fires at
-// once, and the others when their time comes.
+// time included, whatever the machine did meanwhile: one whose time passed
+// during a suspend fires as soon as the machine resumes, and one whose time
+// comes shortly after the resume fires then, not after the time it had left
+// in awake time. [Process] waits for them on Linux with a timerfd on
+// CLOCK_BOOTTIME, which the kernel expires at its time across a suspend.
+// Where it cannot create one (kernels before 3.15 refuse CLOCK_BOOTTIME
+// timers, and a process may run out of file descriptors), it falls back to
+// Go timers and looks at the clock again every second of awake time while
+// timers are pending, so that a suspend makes a timer fire up to a second
+// late.
 package suspend
 
 import (
