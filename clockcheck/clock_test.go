@@ -11,7 +11,7 @@ import (
 )
 
 func TestSystemClockMonotonicCountsSuspend(t *testing.T) {
-	counter, suspendFor := suspend.Fake(suspend.Step)
+	counter, suspendFor := suspend.Fake()
 	clk := systemClock{counter}
 	before := clk.Monotonic()
 	suspendFor(20 * time.Second)
@@ -61,7 +61,7 @@ func (c sleepyClock) Wall() time.Time {
 // re-sample.
 func TestEstimatorAcrossSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		counter, suspendFor := suspend.Fake(suspend.Step)
+		counter, suspendFor := suspend.Fake()
 		w := &sleepyWorld{world: newWorld()}
 		w.legs = fixedLegs(30*time.Millisecond, 0.5)
 		e, err := newEstimator(t.Context(), w, mustConfig(t, WithClock(sleepyClock{systemClock{counter}, w}), WithInterval(time.Minute)))

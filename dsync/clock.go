@@ -28,11 +28,15 @@ type Clock interface {
 // it keeps time.Now's monotonic reading, so wall-clock changes do not
 // affect it, but after a suspend its values are ahead of time.Now's:
 // compare them only with each other. AfterFunc's timers count suspended
-// time too: one goroutine per process checks every second, while any timer
-// is pending, whether the machine was suspended, and a timer that a
-// suspend carried past its time fires within about a second of awake time
-// after the resume. On other systems Now is time.Now and AfterFunc is
-// time.AfterFunc (see the package documentation for what they count).
+// time too, and fire at their time whatever the machine did meanwhile: one
+// goroutine per process, while any timer is pending, waits on a timerfd of
+// CLOCK_BOOTTIME set for the earliest, which the kernel expires at once on
+// resume if a suspend carried it past its time. If the process cannot
+// create a timerfd (kernels before 3.15), it waits on Go timers instead and
+// looks at the clock every second of awake time, so that a timer a suspend
+// carried past or near its time fires up to a second late. On other systems
+// Now is time.Now and AfterFunc is time.AfterFunc (see the package
+// documentation for what they count).
 // Inside a testing/synctest bubble, whose time is fake, it is time.Now and
 // time.AfterFunc everywhere.
 func SystemClock() Clock { return systemClock{suspend.Process} }

@@ -68,14 +68,20 @@
 //   - On Linux, Go's monotonic clock (CLOCK_MONOTONIC) stops while the
 //     machine is suspended. SystemClock adds the time spent suspended since
 //     the process started, measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC, to
-//     its readings, and re-arms its timers when it grows. After a resume
-//     past the deadline, a call to Lost() returns a closed channel and
-//     UnlockContext reports ErrLost at once, and a Lost() channel obtained
-//     before the suspend is closed within about a second of the resume (one
-//     goroutine per process checks every second while timers are pending).
-//     A resume before the deadline triggers an overdue renewal within the
-//     same second. The MongoDB backend's clock, clockcheck.SystemClock,
-//     counts suspended time in the same way.
+//     its readings, and its timers wait on a timerfd of CLOCK_BOOTTIME,
+//     which counts the suspend. A Lost() channel therefore closes as soon
+//     as the deadline has passed, whatever the machine did meanwhile: at
+//     the deadline if the machine resumed before it, at the resume if it
+//     slept past it. After a resume past the deadline, a call to Lost() also
+//     returns a closed channel and UnlockContext reports ErrLost at once. A
+//     resume before the deadline sends the renewal that the suspend made
+//     overdue at once, so the hold survives if the backend confirms it in
+//     time. Where the kernel offers no such timerfd (before
+//     Linux 3.15), the timers notice a suspend only once a second of awake
+//     time: a Lost() channel may close up to a second after the deadline,
+//     and an overdue renewal go out up to a second after the resume. The
+//     MongoDB backend's clock, clockcheck.SystemClock, counts suspended
+//     time in the same way.
 //   - On macOS and iOS, Go's monotonic clock (mach_absolute_time) does not
 //     advance while the machine sleeps, and SystemClock adds nothing: after
 //     a sleep the deadline is late by the time spent asleep.
@@ -89,9 +95,10 @@
 // Where suspended time is not counted, a holder suspended past its lease
 // may act on the lock after resuming, just as a paused process may (see
 // Limits). A virtual machine paused by its host is not suspended in this
-// sense: its kernel may count the pause in neither clock. Even on Linux, code that was running when the machine was
-// suspended carries on when it resumes, before anything can check the
-// deadline. Fencing tokens are what protect the resource in both cases.
+// sense: its kernel may count the pause in neither clock. Even on Linux,
+// code that was running when the machine was suspended carries on when it
+// resumes, before anything can check the deadline. Fencing tokens are what
+// protect the resource in both cases.
 //
 // Do not use dsync where a sync.Mutex would do: every Lock and Unlock is
 // a round trip to the backend, and a lock held by a crashed process blocks

@@ -6,20 +6,28 @@
 // and behind every Go timer — stops while the machine is suspended, and
 // CLOCK_BOOTTIME does not: their difference grows by the time spent
 // suspended, as the kernel measures it, and by nothing else. [Process]
-// reads that difference. On other systems it counts
-// nothing, and its clock and timers are the time package's.
+// reads that difference. On other systems it counts nothing, and its clock
+// and timers are the time package's.
+//
+// A [Counter]'s timers fire when their time comes on its clock, suspended
+// time included, whatever the machine did meanwhile: one whose time passed
+// during a suspend fires as soon as the machine resumes, and one whose time
+// comes shortly after the resume fires then, not after the time it had left
+// in awake time. [Process] waits for them on Linux with a timerfd on
+// CLOCK_BOOTTIME, which the kernel expires at its time across a suspend.
+// Where it cannot create one (kernels before 3.15 refuse CLOCK_BOOTTIME
+// timers, and a process may run out of file descriptors), it falls back to
+// Go timers and looks at the clock again every second of awake time while
+// timers are pending, so that a suspend makes a timer fire up to a second
+// late.
 package suspend
 
 import (
+	"container/heap"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Step is how often, in awake time, a Counter with pending timers checks
-// whether the machine has been suspended; a timer that a suspend carried
-// past its time fires within about one Step of the resume.
-const Step = time.Second
 
 // threshold is the least growth of a reading that raises the count. Real
 // suspends last seconds; smaller growth is not worth an atomic write.
@@ -39,21 +47,26 @@ type Counter struct {
 	// machine: inside a testing/synctest bubble, where time is fake, it
 	// leaves time.Now and time.AfterFunc as they are.
 	system bool
-	step   time.Duration
-	base   time.Duration // hi of the reading taken at creation
-	off    atomic.Int64  // suspended time counted so far; never decreases
+	// newAlarm returns the alarm a runner waits on, given the Counter's
+	// clock.
+	newAlarm func(now func() time.Time) alarm
+	base     time.Duration // hi of the reading taken at creation
+	off      atomic.Int64  // suspended time counted so far; never decreases
 
 	mu      sync.Mutex
-	pending map[*timer]struct{}
-	idle    chan struct{} // non-nil while a watcher goroutine runs
+	pending timerHeap
+	// running says a runner goroutine is serving pending; alarm is the
+	// one it waits on, nil when none runs.
+	running bool
+	alarm   alarm
 }
 
 // Process is the Counter of this process. On Linux it reads
 // CLOCK_BOOTTIME − CLOCK_MONOTONIC; elsewhere it counts nothing.
-var Process = newCounter(systemReader, true, Step)
+var Process = newCounter(systemReader, true, systemAlarm)
 
-func newCounter(read reader, system bool, step time.Duration) *Counter {
-	c := &Counter{system: system, step: step}
+func newCounter(read reader, system bool, newAlarm func(now func() time.Time) alarm) *Counter {
+	c := &Counter{system: system, newAlarm: newAlarm}
 	if read != nil {
 		if _, hi, ok := read(); ok {
 			c.read, c.base = read, hi
@@ -118,176 +131,111 @@ func (c *Counter) Now() time.Time {
 // call if it has not started and reports whether it did so, like
 // [time.Timer.Stop].
 //
-// A Go timer counts only awake time, so c re-arms the timers it has
-// pending when it sees the machine was suspended: one goroutine per
-// Counter checks every [Step] while any timer is pending, and exits when
-// none is. A timer that a suspend carried past its time therefore fires
-// within about a Step of the resume; the others are moved earlier by the
-// suspended time.
+// While any timer is pending, one goroutine per Counter waits on an alarm
+// set for the earliest, and fires every timer whose time has come on c's
+// clock when it goes off; it exits when none is pending. See the package
+// documentation for what the alarm counts on each system.
 func (c *Counter) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	if !c.counts(time.Now()) {
 		return time.AfterFunc(d, f).Stop
 	}
-	t := &timer{c: c, f: f}
-	// The watcher may re-arm t as soon as it is added: hold t.mu until
-	// t is armed.
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c.add(t)
-	// Reading the clock only now, after adding t, is what makes every
-	// suspend count for t: one that this reading misses raises the count
-	// after the watcher's last look at it, so the watcher re-arms t.
+	t := &timer{f: f}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	t.target = c.Now().Add(d)
-	t.t = time.AfterFunc(d, t.fire)
-	return t.stop
-}
-
-type timerState uint8
-
-const (
-	timerPending timerState = iota
-	timerFired
-	timerStopped
-)
-
-// A timer is one AfterFunc of a counting Counter: a Go timer armed for the
-// awake time left until target, which the watcher re-arms after a suspend.
-type timer struct {
-	c      *Counter
-	target time.Time // on c's clock
-	f      func()
-
-	mu    sync.Mutex
-	t     *time.Timer
-	state timerState
-}
-
-// remaining returns the time left until t.target on c's clock, at least 0.
-func (t *timer) remaining() time.Duration {
-	return max(t.target.Sub(t.c.Now()), 0)
-}
-
-// fire is the Go timer's function: it calls f if target has passed, and
-// otherwise re-arms for the rest.
-func (t *timer) fire() {
-	t.mu.Lock()
-	if t.state != timerPending {
-		t.mu.Unlock()
-		return
+	heap.Push(&c.pending, t)
+	switch {
+	case !c.running:
+		c.running = true
+		c.alarm = c.newAlarm(c.Now)
+		go c.run()
+	case t.index == 0:
+		// The runner's alarm is set for a later timer.
+		c.alarm.set(t.target)
 	}
-	if rem := t.remaining(); rem > 0 {
-		t.t.Reset(rem)
-		t.mu.Unlock()
-		return
-	}
-	t.state = timerFired
-	t.mu.Unlock()
-	t.c.remove(t)
-	t.f()
+	return func() bool { return c.stop(t) }
 }
 
-func (t *timer) stop() bool {
-	t.mu.Lock()
-	if t.state != timerPending {
-		t.mu.Unlock()
+// stop removes t if it is pending.
+func (c *Counter) stop(t *timer) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.index < 0 {
 		return false
 	}
-	t.state = timerStopped
-	t.t.Stop()
-	t.mu.Unlock()
-	t.c.remove(t)
+	heap.Remove(&c.pending, t.index)
+	if len(c.pending) == 0 {
+		// Wake the runner, so that it exits now rather than when the
+		// alarm would have gone off. Otherwise an alarm set for a timer
+		// no longer pending only wakes it early.
+		c.alarm.wake()
+	}
 	return true
 }
 
-// rearm sets the Go timer to the time left on c's clock, which a suspend
-// has shortened.
-func (t *timer) rearm() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state == timerPending {
-		t.t.Reset(t.remaining())
-	}
-}
-
-// add registers t with the watcher, starting the watcher if none runs.
-func (c *Counter) add(t *timer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.pending == nil {
-		c.pending = make(map[*timer]struct{})
-	}
-	c.pending[t] = struct{}{}
-	if c.idle == nil {
-		c.idle = make(chan struct{}, 1)
-		// The count as of now, before t reads the clock: a suspend that
-		// t's own reading misses raises the count above this.
-		go c.watch(c.idle, time.Duration(c.off.Load()))
-	}
-}
-
-// remove unregisters t and tells the watcher when none is left, so that it
-// exits now rather than at its next check.
-func (c *Counter) remove(t *timer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pending, t)
-	if len(c.pending) == 0 && c.idle != nil {
-		select {
-		case c.idle <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// watch checks the count every step while timers are pending; when it has
-// grown since the last check, it re-arms them all. last is the count before
-// any pending timer read the clock.
-func (c *Counter) watch(idle chan struct{}, last time.Duration) {
-	tick := time.NewTicker(c.step)
-	defer tick.Stop()
-	var batch []*timer
+// run fires c's timers as their time comes, until none is pending.
+func (c *Counter) run() {
+	var due []*timer
 	for {
-		select {
-		case <-tick.C:
-		case <-idle:
-		}
 		c.mu.Lock()
-		if len(c.pending) == 0 {
-			c.idle = nil
-			c.mu.Unlock()
+		now := c.Now()
+		for len(c.pending) > 0 && !c.pending[0].target.After(now) {
+			due = append(due, heap.Pop(&c.pending).(*timer))
+		}
+		a := c.alarm
+		idle := len(c.pending) == 0
+		if idle {
+			c.running, c.alarm = false, nil
+		} else {
+			a.set(c.pending[0].target)
+		}
+		c.mu.Unlock()
+
+		for i, t := range due {
+			go t.f()
+			due[i] = nil
+		}
+		due = due[:0]
+		if idle {
+			a.close()
 			return
 		}
-		c.mu.Unlock()
-
-		off := c.Elapsed()
-		if off == last {
-			continue
+		if err := a.wait(); err != nil {
+			// The alarm is broken: carry on with Go timers, which at
+			// worst fire a poll interval late.
+			c.mu.Lock()
+			c.alarm = newGoAlarm(c.Now, pollInterval)
+			c.mu.Unlock()
+			a.close()
 		}
-		last = off
-		// Every timer added before this snapshot either read the clock
-		// after the count reached off, or is re-armed here.
-		c.mu.Lock()
-		batch = batch[:0]
-		for t := range c.pending {
-			batch = append(batch, t)
-		}
-		c.mu.Unlock()
-		for _, t := range batch {
-			t.rearm()
-		}
-		clear(batch)
 	}
 }
 
 // Fake returns a Counter whose suspended time a test sets: suspend(d)
 // adds d to what it reads, as a resume after d of sleep would. Unlike
-// [Process] it counts inside testing/synctest bubbles too; its watcher
-// checks every step. Use one Fake in one bubble at a time.
-func Fake(step time.Duration) (c *Counter, suspend func(d time.Duration)) {
+// [Process] it counts inside testing/synctest bubbles too. Its timers
+// behave as Process's do on Linux: suspend fires at once those whose time
+// it carried past, and the others fire when their time comes on the
+// counter's clock. Use one Fake in one bubble at a time.
+func Fake() (c *Counter, suspend func(d time.Duration)) {
 	var total atomic.Int64
 	read := func() (lo, hi time.Duration, ok bool) {
 		s := time.Duration(total.Load())
 		return s, s, true
 	}
-	return newCounter(read, false, step), func(d time.Duration) { total.Add(int64(d)) }
+	c = newCounter(read, false, func(now func() time.Time) alarm { return newGoAlarm(now, 0) })
+	return c, func(d time.Duration) {
+		total.Add(int64(d))
+		c.resumed()
+	}
+}
+
+// resumed wakes the runner, if any, to look at the clock again: what the
+// kernel does for a timerfd on CLOCK_BOOTTIME when the machine resumes.
+func (c *Counter) resumed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.alarm != nil {
+		c.alarm.wake()
+	}
 }

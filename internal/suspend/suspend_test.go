@@ -25,7 +25,7 @@ func TestElapsedCountsGrowthBeyondThreshold(t *testing.T) {
 		[2]time.Duration{200 + 5*time.Second, 300 + 5*time.Second}, // a suspend
 		[2]time.Duration{200 + 4*time.Second, 300 + 4*time.Second}, // lower: ignored
 		[2]time.Duration{200 + 5*time.Second + threshold/2, 0},     // small growth: ignored
-	), false, Step)
+	), false, nil)
 	for i, want := range []time.Duration{0, 0, 5 * time.Second, 5 * time.Second, 5 * time.Second} {
 		if got := c.Elapsed(); got != want {
 			t.Fatalf("reading %d: Elapsed = %v, want %v", i+1, got, want)
@@ -35,7 +35,7 @@ func TestElapsedCountsGrowthBeyondThreshold(t *testing.T) {
 
 func TestElapsedWithoutSourceIsZero(t *testing.T) {
 	fail := func() (lo, hi time.Duration, ok bool) { return 0, 0, false }
-	for _, c := range []*Counter{newCounter(nil, false, Step), newCounter(fail, false, Step)} {
+	for _, c := range []*Counter{newCounter(nil, false, nil), newCounter(fail, false, nil)} {
 		if c.Elapsed() != 0 {
 			t.Fatal("Elapsed != 0 without a source")
 		}
@@ -47,7 +47,7 @@ func TestElapsedWithoutSourceIsZero(t *testing.T) {
 }
 
 func TestNowIncludesSuspendedTime(t *testing.T) {
-	c, suspend := Fake(Step)
+	c, suspend := Fake()
 	suspend(20 * time.Second)
 	before := time.Now()
 	now := c.Now()
@@ -60,12 +60,12 @@ func TestNowIncludesSuspendedTime(t *testing.T) {
 	}
 }
 
-// TestTimerCarriedPastItsTimeFiresWithinAStep is the point of AfterFunc: a
-// Go timer armed for 14 s fires 14 s of awake time later, but a suspend of
-// 20 s two seconds in has carried it past its time.
-func TestTimerCarriedPastItsTimeFiresWithinAStep(t *testing.T) {
+// TestTimerCarriedPastItsTimeFiresAtResume is the point of AfterFunc: a Go
+// timer armed for 14 s fires 14 s of awake time later, but a suspend of
+// 20 s two seconds in has carried it past its time, so it fires on resume.
+func TestTimerCarriedPastItsTimeFiresAtResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, suspend := Fake(Step)
+		c, suspend := Fake()
 		start := time.Now()
 		fired := make(chan time.Time, 1)
 		c.AfterFunc(14*time.Second, func() { fired <- time.Now() })
@@ -73,8 +73,8 @@ func TestTimerCarriedPastItsTimeFiresWithinAStep(t *testing.T) {
 		suspend(20 * time.Second)
 		select {
 		case at := <-fired:
-			if awake := at.Sub(start); awake > 2*time.Second+Step {
-				t.Fatalf("fired after %v of awake time, want within a step of the resume at 2s", awake)
+			if awake := at.Sub(start); awake != 2*time.Second {
+				t.Fatalf("fired after %v of awake time, want at the resume at 2s", awake)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("not fired 10s of awake time after a resume past its time")
@@ -86,22 +86,78 @@ func TestTimerCarriedPastItsTimeFiresWithinAStep(t *testing.T) {
 // the counter's clock.
 func TestTimerMovedCloserFiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, suspend := Fake(Step)
+		c, suspend := Fake()
 		start := c.Now()
 		fired := make(chan time.Time, 1)
 		c.AfterFunc(30*time.Second, func() { fired <- c.Now() })
 		time.Sleep(2 * time.Second)
 		suspend(20 * time.Second)
-		at := <-fired
-		if got := at.Sub(start); got < 30*time.Second || got > 30*time.Second+Step {
-			t.Fatalf("fired %v after arming on the counter's clock, want 30s to 30s+Step", got)
+		if got := (<-fired).Sub(start); got != 30*time.Second {
+			t.Fatalf("fired %v after arming on the counter's clock, want 30s", got)
+		}
+	})
+}
+
+// TestTimerDueShortlyAfterResumeFiresOnTime: a resume that leaves a timer
+// 100–150 ms to run must not leave it to wait for anything but its
+// target, which a suspend-counting clock reaches then.
+func TestTimerDueShortlyAfterResumeFiresOnTime(t *testing.T) {
+	for _, lead := range []time.Duration{100 * time.Millisecond, 120 * time.Millisecond, 150 * time.Millisecond} {
+		t.Run(lead.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, suspend := Fake()
+				target := c.Now().Add(14 * time.Second)
+				fired := make(chan time.Time, 1)
+				c.AfterFunc(14*time.Second, func() { fired <- c.Now() })
+				time.Sleep(2050 * time.Millisecond)
+				suspend(target.Sub(c.Now()) - lead)
+				if left := target.Sub(c.Now()); left != lead {
+					t.Fatalf("resumed %v before the target, want %v", left, lead)
+				}
+				if late := (<-fired).Sub(target); late < 0 || late > 2*time.Millisecond {
+					t.Fatalf("fired %v after its target, %v after a resume; want within 2ms of the target", late, lead)
+				}
+			})
+		})
+	}
+}
+
+// Timers on either side of a suspend: those it carried past fire at the
+// resume, and the others when their time comes.
+func TestSuspendFiresOnlyTheTimersItCarriedPast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, suspend := Fake()
+		start := c.Now()
+		var mu sync.Mutex
+		firedAt := make(map[time.Duration]time.Duration) // by the time asked for
+		for _, d := range []time.Duration{7, 3, 12, 5, 30, 9} {
+			c.AfterFunc(d*time.Second, func() {
+				mu.Lock()
+				firedAt[d*time.Second] = c.Now().Sub(start)
+				mu.Unlock()
+			})
+		}
+		time.Sleep(time.Second)
+		suspend(8 * time.Second) // the counter's clock is at 9s
+		time.Sleep(time.Minute)
+		want := map[time.Duration]time.Duration{
+			3 * time.Second: 9 * time.Second, 5 * time.Second: 9 * time.Second,
+			7 * time.Second: 9 * time.Second, 9 * time.Second: 9 * time.Second,
+			12 * time.Second: 12 * time.Second, 30 * time.Second: 30 * time.Second,
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for d, w := range want {
+			if got, ok := firedAt[d]; !ok || got != w {
+				t.Errorf("AfterFunc(%v) fired at %v (%v), want at %v on the counter's clock", d, got, ok, w)
+			}
 		}
 	})
 }
 
 func TestTimerWithoutSuspendFiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, _ := Fake(Step)
+		c, _ := Fake()
 		for _, d := range []time.Duration{-time.Second, 0, time.Millisecond, 3500 * time.Millisecond} {
 			start := time.Now()
 			fired := make(chan time.Time, 1)
@@ -115,15 +171,15 @@ func TestTimerWithoutSuspendFiresOnTime(t *testing.T) {
 
 func TestStopContract(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, suspend := Fake(Step)
+		c, suspend := Fake()
 		var calls atomic.Int32
 		f := func() { calls.Add(1) }
 
-		// Stopped before its time, across a re-arm by the watcher.
+		// Stopped before its time, across a suspend that woke the runner.
 		stop := c.AfterFunc(time.Minute, f)
 		time.Sleep(5 * time.Second)
 		suspend(10 * time.Second)
-		time.Sleep(2 * Step)
+		time.Sleep(2 * time.Second)
 		if !stop() {
 			t.Fatal("stop before the time = false, want true")
 		}
@@ -158,9 +214,9 @@ func TestStopContract(t *testing.T) {
 
 // TestStopRaces checks, with real timers and the race detector, that every
 // timer is either called once or stopped, never both and never neither,
-// while suspends re-arm them.
+// while suspends wake the runner.
 func TestStopRaces(t *testing.T) {
-	c, suspend := Fake(time.Millisecond)
+	c, suspend := Fake()
 	const n = 2000
 	var calls, stopped atomic.Int32
 	called := make([]atomic.Int32, n)
@@ -207,25 +263,26 @@ func TestStopRaces(t *testing.T) {
 	waitIdle(t, c)
 }
 
-// waitIdle waits for c's watcher to exit.
+// waitIdle waits for c's runner to exit.
 func waitIdle(t *testing.T, c *Counter) {
 	t.Helper()
 	for start := time.Now(); ; time.Sleep(time.Millisecond) {
 		c.mu.Lock()
-		idle := c.idle == nil
+		idle := !c.running && c.alarm == nil
 		c.mu.Unlock()
 		if idle {
 			return
 		}
 		if time.Since(start) > 5*time.Second {
-			t.Fatal("watcher still running with no timer pending")
+			t.Fatal("runner still running with no timer pending")
 		}
 	}
 }
 
-// The watcher exits as soon as no timer is pending, not at its next check.
-func TestWatcherExitsWhenIdle(t *testing.T) {
-	c, _ := Fake(time.Hour)
+// The runner exits as soon as no timer is pending, not when the alarm set
+// for the last one would have gone off.
+func TestRunnerExitsWhenIdle(t *testing.T) {
+	c, _ := Fake()
 	stop := c.AfterFunc(time.Hour, func() {})
 	stop()
 	waitIdle(t, c)
@@ -235,10 +292,9 @@ func TestWatcherExitsWhenIdle(t *testing.T) {
 	waitIdle(t, c)
 }
 
-// TestWatcherRealTime runs the watcher on real timers, as Process does
-// outside tests.
-func TestWatcherRealTime(t *testing.T) {
-	c, suspend := Fake(10 * time.Millisecond)
+// TestFakeRealTime runs a Fake's runner on real timers.
+func TestFakeRealTime(t *testing.T) {
+	c, suspend := Fake()
 	fired := make(chan struct{})
 	start := time.Now()
 	c.AfterFunc(time.Hour, func() { close(fired) })
@@ -278,7 +334,7 @@ func TestProcessInsideBubbleIsPlainTime(t *testing.T) {
 }
 
 // Process's own timers outside bubbles: they fire, stop, and leave no
-// watcher behind. On Linux they go through the watcher.
+// runner behind. On Linux they go through the runner.
 func TestProcessRealTime(t *testing.T) {
 	fired := make(chan struct{})
 	start := Process.Now()
@@ -292,4 +348,39 @@ func TestProcessRealTime(t *testing.T) {
 		t.Fatal("stop = false before the time")
 	}
 	waitIdle(t, Process)
+}
+
+// pollingFake is a Fake whose suspends the runner is not told of, with the
+// alarm Process falls back to where it has no timerfd.
+func pollingFake() (c *Counter, suspend func(d time.Duration)) {
+	var total atomic.Int64
+	read := func() (lo, hi time.Duration, ok bool) {
+		s := time.Duration(total.Load())
+		return s, s, true
+	}
+	c = newCounter(read, false, func(now func() time.Time) alarm { return newGoAlarm(now, pollInterval) })
+	return c, func(d time.Duration) { total.Add(int64(d)) }
+}
+
+// Without a timerfd, a timer whose time a suspend carried past, or close
+// to, fires within a poll interval of awake time, not after the rest of its
+// time in awake time.
+func TestPollingFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, suspend := pollingFake()
+		start := c.Now()
+		fired := make(chan time.Time, 2)
+		c.AfterFunc(14*time.Second, func() { fired <- c.Now() })
+		c.AfterFunc(30*time.Second, func() { fired <- c.Now() })
+		time.Sleep(2500 * time.Millisecond)
+		suspend(20 * time.Second) // the counter's clock is at 22.5s
+		resumed := c.Now()
+		if at := <-fired; at.Sub(resumed) > pollInterval {
+			t.Errorf("carried past its time, fired %v after the resume, want within %v", at.Sub(resumed), pollInterval)
+		}
+		if late := (<-fired).Sub(start) - 30*time.Second; late < 0 || late > pollInterval {
+			t.Errorf("moved closer, fired %v after its time, want within %v", late, pollInterval)
+		}
+		waitIdle(t, c)
+	})
 }
