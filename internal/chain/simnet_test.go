@@ -23,7 +23,7 @@ type server struct {
 	// deleting counts deletes read but not yet applied (torn); inflight
 	// counts requests sent and not yet applied.
 	deleting, inflight int
-	backup   *backup
+	backup             *backup
 	// lastReset is the true time of the last reset (0: none).
 	lastReset time.Duration
 }
