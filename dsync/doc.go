@@ -17,7 +17,9 @@
 // changes hands by updating someone else's record, only by inserting, so it
 // is safe on every MongoDB-compatible store, and the epoch number is the
 // hold's fencing token: it strictly increases from hold to hold of a key
-// and is never reused.
+// and is never reused, for as long as the store keeps the key's history
+// (an operator who empties the collections restarts every key at 1; see
+// the backend's documentation).
 //
 //   - While a hold is valid, no other hold of its key is valid.
 //   - Waiters hold in the order they called Lock (FIFO); a releasing

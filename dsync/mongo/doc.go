@@ -16,15 +16,20 @@
 // default "dsync_locks"). The lock collection holds, for each key, a queue
 // of claims, the end markers that end them, and its floors:
 //
-//	{_id: "<key>@<epoch>", kind: "claim", key, epoch, nonce, session, owner, host, pid, at}
+//	{_id: "<key>@<epoch>", kind: "claim", key, epoch, nonce, session, owner, host, pid, at, ttl, exp}
+//	{_id: "<key>@<epoch>#<nonce>", kind: "shadow", key, epoch, nonce, session, at}
 //	{_id: "<key>@<epoch>~<nonce>", kind: "release"|"withdraw"|"dead", key, epoch, nonce, session, at}
-//	{_id: "<key>#floor#<epoch, 20 digits>", kind: "floor", key, epoch, at}
+//	{_id: "<key>#floor#<epoch, 20 digits>", kind: "floor", key, epoch, nonce, at}
 //
 // with a non-unique index on {key: 1, kind: 1, epoch: 1}, which serves the
 // reads of a key's newest claim and highest floor, and pruning. A claim's
-// epoch is its fencing token; "at" is the sender's estimate of the server
-// time. A key's floor is its highest floor document: every epoch below it
-// has ended.
+// epoch is its fencing token; its shadow is inserted with it, in one
+// ordered insert, and is what the next claim of the same process checks
+// (see "Protocol"); "ttl" and "exp" are its session's TTL (ms) and the
+// expiry its owner had seen confirmed. "at" is the latest possible server
+// time when the document was sent. A key's floor is its highest floor
+// document whose claim (the nonce's) exists: every epoch below it has
+// ended.
 //
 // "<collection>_sessions" holds a document per process session, {_id,
 // expiresAt, host, pid, started}, and one more, {_id: "<session>~<n>", ...},
@@ -89,9 +94,12 @@
 //   - On a replica set, writes use majority write concern (the default):
 //     a write a stale primary accepts is then never acknowledged.
 //   - Nothing but this package writes to the lock and sessions
-//     collections. Do not delete their documents by hand. Dropping them
-//     while no lock is held or awaited is safe for exclusion, but restarts
-//     every key's tokens at 1.
+//     collections, and their documents are not deleted by hand. Emptying or
+//     dropping them while no lock is held or awaited, restoring a backup
+//     with the processes stopped, a TTL index on the sessions collection:
+//     the repository's docs/operations.md says what an operator may do to
+//     the collections and what each costs (emptying them restarts every
+//     key's tokens at 1).
 //
 // # Protocol
 //
@@ -103,14 +111,19 @@
 // Lock inserts a claim of the key's next epoch, N+1, where N is an epoch
 // known to have existed; a duplicate key means another process took that
 // place in the queue, and it tries the next. The claim holds once every
-// lower epoch has ended: the waiter walks down from its claim, reading
-// each lower claim's end marker, and stops at a release (everything below
-// it had ended when it held), at a gap left by pruning, below the key's
-// floor, or at what it already knows to have ended. A claim without a marker whose session has
-// expired in server time gets a "dead" marker from the walker. Unlock
-// inserts a "release" marker; a waiter that gives up, or a claim insert
-// whose outcome is unknown, gets a "withdraw" marker, which names the
-// claim's nonce, so it never ends another claim of the same epoch.
+// lower epoch has ended, and only on what the store shows after the
+// insert: when the process released N itself, the insert carries N's
+// shadow again, and its duplicate key proves N's claim still there (one
+// command); otherwise the waiter walks down from its claim, reading each
+// lower claim's end marker, and stops at a release (everything below it
+// had ended when it held) or at a gap that a floor which counts says was
+// pruned, then reads its own claim back. A claim without a marker whose
+// session has expired in server time gets a "dead" marker from the
+// walker. Unlock inserts a "release" marker; a waiter that gives up, or a
+// claim insert whose outcome is unknown, gets a "withdraw" marker, which
+// names the claim's nonce, so it never ends another claim of the same
+// epoch. A claim that finds the store lost what its process knew (the
+// collections emptied or restored) gives itself up and queues again.
 //
 // A session's owner trusts it until its local deadline: the send time of
 // its last renewal confirmed in time, plus the TTL, minus TTL/20. A
@@ -143,8 +156,9 @@
 //
 // Pruning: the holder of every 16th epoch raises the key's floor to it
 // when it releases, and, at a release of its own at least 6 s later,
-// deletes the claims and markers below it (never epoch 1, so a key that never had a claim can be
-// locked with one insert). A claim counts only if a floor read proves it
+// checks that its floor's claim is still there and deletes the claims and
+// markers below it sent before the floor was raised (never epoch 1, so a
+// key that never had a claim can be locked with one insert). A claim counts only if a floor read proves it
 // was inserted above every pruned epoch: a read sent less than 1 s before
 // the insert whose reply arrived within 2 s, or else a read after the
 // insert. A key thus keeps a few seconds of history.
@@ -184,9 +198,10 @@
 //
 // # Costs
 //
-//   - An uncontended Lock followed by Unlock: two inserts (the claim and
-//     the release marker), plus a read of the key's highest floor at most
-//     once a second, and a floor insert and a prune per 16 epochs. A Lock of a key
+//   - An uncontended Lock followed by Unlock: two inserts (the claim with
+//     its shadow, and the release marker), plus a read of the key's
+//     highest floor at most once a second, and a floor insert, a read of
+//     its claim and a prune per 16 epochs. A Lock of a key
 //     whose history the process does not know first tries epoch 1, reads
 //     the key's newest claim after four duplicate keys, and reads by _id
 //     the claims below its own, and their markers, down to a release.

@@ -2,31 +2,43 @@
 // one lease per process (a session) that all its claims share, and a FIFO
 // queue per key made of inserted documents only, so that it is safe on
 // every MongoDB-compatible store. Backends provide a small Store (exclusive
-// inserts, point reads, one newest-first read, a session update that only
-// raises an expiry); the Engine runs the protocol over it.
+// inserts, ordered inserts, point reads, two newest-first reads, a session
+// update that only raises an expiry, deletes below a floor); the Engine
+// runs the protocol over it, and a Lease holds a session's local deadline
+// and renewal schedule.
 //
 // # The documents
 //
 //   - A session {id, expiresAt}: renewed by raising expiresAt ($max) to
-//     the latest possible server time at sending plus the TTL. It is one
-//     document, and one more (the next generation, inserted with the
-//     expiry) each time a renewal's outcome is unknown; its expiry is the
-//     highest of its documents'. Its owner
-//     trusts it until its local deadline: the send time of the last
-//     renewal confirmed before the deadline then in force, plus the TTL,
-//     minus a margin. When a deadline passes, the session is retired for
-//     good: every hold in it is lost and no claim of it is ever used again.
-//   - A claim of key's epoch E, with ID key@E, naming its session and a
-//     nonce unique to this insert. The store's unique ID lets one insert
+//     the latest possible server time at sending plus the TTL, and never
+//     to less than the last expiry sent plus the local time elapsed since
+//     (a server clock stepped back cannot shorten it). It is one document,
+//     and one more (the next generation, inserted with the expiry) each
+//     time a renewal's outcome is unknown; its expiry is the highest of its
+//     documents'. Its owner trusts it until its local deadline (Lease): the
+//     send time of the last renewal confirmed before the deadline then in
+//     force, plus the TTL, minus a margin of TTL/20. When a deadline passes,
+//     or a renewal is confirmed only after it, or the session's documents
+//     are found gone, the session is retired for good: every hold in it is
+//     lost and no claim of it is ever used again.
+//   - A claim of key's epoch E, with ID key@E, naming its session, a nonce
+//     unique to this insert, the session's TTL and the expiry its owner had
+//     seen confirmed when it claimed. The store's unique ID lets one insert
 //     of each epoch succeed. The epoch is the fencing token.
+//   - The claim's shadow, key@E#nonce, inserted with the claim in one
+//     ordered insert. A claim is inserted once and never sent again, so its
+//     shadow exists only in a store that holds the claim.
 //   - An end marker with ID key@E~nonce: release (its owner held it),
 //     withdraw (its owner gave it up before holding, or never learned
 //     whether its insert was applied), or dead (another process proved its
 //     session expired in server time). A marker ends only the claim with
 //     its nonce, so withdrawing an insert of unknown outcome never ends a
 //     later claim of the same epoch, even by the same session.
-//   - key's floors {floor: P}, one inserted document per floor: every
-//     epoch below P has ended. The key's floor is the highest not pruned.
+//   - key's floors {floor: P, nonce}, one inserted document per floor: every
+//     epoch below P has ended. The nonce is that of P's claim, and a floor
+//     counts only while that claim exists with it (see floor.go).
+//
+// Every document records the latest possible server time at its sending.
 //
 // A claim has ended when its marker exists; its session's expiry alone
 // does not end it until someone records the dead marker, because a late
@@ -34,69 +46,120 @@
 //
 // # Holding
 //
-// Claim inserts key@(N+1), where N is an epoch known to have existed.
-// The claim holds once every lower epoch has ended. Walk checks that from
-// the top down, reading each lower claim and its marker (and, if it has
-// none, its session; a claim whose session expired before the read was
-// sent gets a dead marker). It stops early at:
+// Claim inserts key@(N+1), where N is an epoch known to have existed. The
+// claim holds once every lower epoch has ended, and only on what the store
+// shows after the insert:
 //
-//   - a release: that claim held, so everything below it had ended then;
-//   - a hole (a claim document that is gone): pruning deletes only below
-//     the floor, which only covers ended epochs;
-//   - an epoch below a floor this process read, or below what this process
-//     knows to have ended (its own release, an earlier walk).
+//   - When this process released N itself, the insert carries N's shadow
+//     again, after its own documents: the shadow's duplicate key proves N's
+//     claim still in the store, and N's release stands (this process made
+//     it), so the claim holds with no further read. An uncontended
+//     Lock+Unlock is two commands.
+//   - Otherwise Walk checks, from the top down, reading each lower claim
+//     and its marker (and, if it has none, its session; a claim whose
+//     session expired gets a dead marker). It stops at a release (that
+//     claim held, so everything below it had ended then), at a missing
+//     claim below a floor that counts (pruned), or at epoch 1. A claim
+//     that holds on reads then reads its own claim back: still there with
+//     its nonce, the store was not emptied since the insert, so the reads
+//     saw the history it belongs to.
 //
-// Everything a walk learns is permanent: markers are never removed while
-// their claim exists, floors only rise. So a claim waits only for the
-// claims below it that are still live, and a handoff is the release marker
-// plus the successor's read of it.
+// A claim that finds a missing claim with no counting floor above it, or
+// its own claim gone, was made on knowledge the store no longer has (it
+// was emptied or restored): it is withdrawn, the engine forgets what it
+// knew of every key, and the caller gets ErrReset. Its next claim starts
+// below the gap (gap.go): claims made above what the store still holds
+// never hold, and the next ones fill the gap from below.
 //
 // # Why at most one claim holds
 //
-// Invariants:
+// Invariants, within one history of the store (between two resets):
 //
 //	(F1) Every claim insert of epoch M > 1 is sent only after M−1 was seen
-//	     to exist (a newest-first read, a duplicate-key answer, a floor read,
-//	     or this process's own confirmed claim). So whenever M exists, every
-//	     epoch below M existed at some time before M did.
+//	     to exist (a newest-first read, a point read, a duplicate-key
+//	     answer, a floor that counts, or this process's own confirmed
+//	     claim). So whenever M exists, every epoch below M existed at some
+//	     time before M did.
 //	(F2) Only pruning deletes claims, and it deletes below the floor P only
 //	     after raising the floor to P and waiting PruneDelay after that was
-//	     confirmed. P is raised only by the holder of epoch P, at its
-//	     release: every epoch below P had ended.
+//	     confirmed, and only what was sent before the floor was raised. P
+//	     is raised only by the holder of epoch P, at its release: every
+//	     epoch below P had ended.
 //	(F3) A claim counts (its owner ever walks it) only if it was proven to
 //	     be above every existing epoch when inserted: epoch 1, or a floor
 //	     read f <= E sent less than ViewTrust before the insert with the
-//	     reply arriving within AcquireWindow, or a floor read f < E sent
-//	     after the insert's reply.
+//	     reply arriving within AcquireWindow, or a counting floor read
+//	     f < E after the insert's reply.
 //
 // F3 holds because a counted insert of E succeeded, so E did not exist.
 // If some M > E existed, E had existed before (F1) and had been deleted,
-// by a prune below some P > E (F2). With the later floor read, that read
-// follows the raise to P and shows f >= P > E. With the earlier read,
-// sent at o: the raise to P was confirmed before the deletion minus
+// by a prune below some P > E (F2). With the later read, that read
+// follows the raise to P, and P's floor counts (its claim, the highest
+// floor's, is never pruned), so it shows f >= P > E. With the earlier
+// read, sent at o: the raise to P was confirmed before the deletion minus
 // PruneDelay, so before the insert minus PruneDelay, so before o, and the
-// read shows f >= P. Both contradict f <= E. (The two delays are measured
-// on two processes' monotonic clocks; PruneDelay exceeding twice their sum
-// leaves room for any plausible drift.)
+// read shows f >= P (a floor that does not count can only make f higher).
+// Both contradict f <= E. (The two delays are measured on two processes'
+// monotonic clocks; PruneDelay exceeding twice their sum leaves room for
+// any plausible drift.)
 //
-// Now suppose claims A < B both hold at time t. B held, so its walk found
-// every epoch below B ended: A among them, by one of its markers, or below
-// a release, a hole or a floor (each of which covers only ended epochs).
-// A's end came before B held:
+// Now suppose claims A < B both hold at time t. B held, so everything
+// below it had ended: A among them, by one of its markers, or below a
+// release, a pruned gap (a counting floor) or this process's own release
+// (proven by its shadow), each of which covers only ended epochs. A's end
+// came before B held:
 //
 //   - release: A's owner releases only after it stopped holding.
 //   - withdraw: A's owner never holds a claim it withdrew.
 //   - dead: A's session had expired in server time when the walker's read
-//     applied. A's owner's deadline is its last confirmed renewal's send
-//     plus TTL minus the margin, and that renewal set the expiry to at least
-//     the latest server time at sending plus TTL: the deadline came first,
-//     and the owner retired the session then. A renewal confirmed after
-//     that does not count: its reply came after the deadline in force.
+//     applied, judged by the highest expiry the walker could know of: the
+//     session's documents', and the expiry A carries. A's owner's deadline
+//     is its last confirmed renewal's send plus TTL minus the margin, and
+//     that renewal set the expiry to at least the latest server time at
+//     sending plus TTL: the deadline came first, and the owner retired the
+//     session then. A renewal confirmed after that does not count: its
+//     reply came after the deadline in force (Lease).
+//   - dead, its session's documents missing: they stayed missing for the
+//     claim's TTL, counted from the reply of the first read that found
+//     them so. A renewal confirmed after they went would have had to find
+//     them (or re-create the next generation, which the walker would see),
+//     so A's owner's last confirmed renewal was sent before that read
+//     replied, and its deadline passed within the TTL.
 //
 // So A's owner did not hold A at t: two claims never hold at once. Nor can
 // a lower claim hold after a higher one did: B's walk found A ended, and
 // an ended claim never holds afterwards. Holds therefore go in epoch
 // order, and epochs (tokens) strictly increase from hold to hold.
+//
+// # A store emptied or restored
+//
+// The collections may be emptied (or dropped) under running processes
+// while, as far as the store shows, no lock is held or awaited: every
+// claim has ended, or its session has expired. Processes keep whatever
+// they learned, and their requests in flight land whenever they land.
+// Safety rests on holding only what the store confirms after the insert
+// (above): knowledge from before is never enough. A release marker sent
+// before may land after, but it cannot vouch for a claim the store lost:
+// the fast path checks the claim's shadow, which is never sent twice. A
+// floor raised before that lands after names a claim the new history does
+// not have (it does not count). A prune sent before deletes only what was
+// sent before its floor was raised, and checks, just before, that its
+// floor's claim is still there. Tokens of the new history start again at
+// 1. Two limits: FerretDB deletes by _id what a delete read before, so a
+// prune being applied at the very moment of the reset could delete a
+// claim of the new history that reuses an _id; and a lock held at the
+// moment is not protected (its holder does not notice until its session
+// is found gone).
+//
+// A session's documents may vanish at any time (its collection emptied),
+// holds or not: the owner finds its session gone at its next renewal and
+// retires it, and walkers wait a TTL before they take the session for dead
+// (see above). This assumes they do not vanish twice within one TTL.
+//
+// Restoring a backup brings back an older history, which may hold floors
+// and claims a process's cached reads never saw: it requires the
+// processes to be stopped (no caches, no requests in flight). Tokens then
+// continue from the backup's.
 //
 // # Updates that are not atomic
 //
@@ -107,19 +170,23 @@
 // Floors are therefore inserted, one document per floor: a prune below P
 // deletes only lower floors, and P's floor stays until a prune below a
 // higher floor, so the highest floor ever confirmed is never lost and the
-// floor a read returns only rises. A session document is updated only by
-// its owner, each renewal sent after the last one's reply, so two of its
-// renewals are in flight together only if one failed: its outcome is
-// unknown, it may be applied at any time, even after later renewals. After
-// that the owner never updates that document again: the renewal, and those
-// that follow, go to the session's next generation, a new document that
-// an insert creates with the renewal's expiry and later renewals update.
-// An insert lands once at most, so a generation whose insert is confirmed
-// (or answered ErrExists) has no other write in flight. Readers take the
-// highest expiry of a session's documents, which only rises: every
-// document's own expiry only rises, and the backends delete a document
-// only long after its expiry passed (an hour), by which time the session
-// is dead if that expiry was its highest.
+// floor a read returns only rises (within a history). A session document
+// is updated only by its owner, each renewal sent after the last one's
+// reply, so two of its renewals are in flight together only if one
+// failed: its outcome is unknown, it may be applied at any time, even
+// after later renewals. After that the owner never updates that document
+// again: the renewal, and those that follow, go to the session's next
+// generation, a new document that an insert creates with the renewal's
+// expiry and later renewals update. An insert lands once at most, so a
+// generation whose insert is confirmed (or answered ErrExists) has no
+// other write in flight. Readers take the highest expiry of a session's
+// documents, which only rises while they exist: every document's own
+// expiry only rises, and the backends delete a document only long after
+// its expiry passed (an hour), by which time the session is dead if that
+// expiry was its highest. Deletes are torn the same way (a read, then a
+// delete by _id): a prune reads only documents of its own history (its
+// time bound), and deleting what it read stays harmless unless the store
+// is emptied in between (see above).
 //
 // # Writes that land late
 //
@@ -127,27 +194,31 @@
 // the sender's later requests. Each write is harmless whenever it lands:
 //
 //   - A claim insert of unknown outcome is withdrawn by its nonce (retried
-//     by Flush until confirmed), and its owner forgets which epoch is the
-//     newest (a later insert must again follow a known epoch, F1). Landing
-//     after the withdrawal, it is ended on arrival. Landing in a hole below
-//     the floor, it is below every walk's stopping point or skipped by the
-//     floor check a blocked walk makes below an ended claim.
+//     until confirmed: by Flush, and in the background by a Resender), and
+//     its owner forgets which epoch is the newest (a later insert must
+//     again follow a known epoch, F1). Landing after the withdrawal, it is
+//     ended on arrival. Landing in a hole below the floor, it is below
+//     every walk's stopping point or skipped by the floor check a blocked
+//     walk makes below an ended claim.
 //   - A session renewal only raises the expiry (of a document no other
-//     renewal will update if this one's outcome is unknown: see above);
-//     an insert of a new generation is as harmless. Landing after the session
+//     renewal will update if this one's outcome is unknown: see above); an
+//     insert of a new generation is as harmless. Landing after the session
 //     was judged dead, it revives nothing: the dead marker stays, and the
 //     owner has retired the session. It can keep a claim without a marker
 //     alive for up to one TTL after it was sent (liveness only).
 //   - A marker states a fact that stays true: the owner held (release),
 //     will never hold (withdraw), or stopped trusting the session (dead).
 //   - A floor insert states that everything below an epoch that held has
-//     ended; a prune deletes only below such a floor, even later.
+//     ended, and counts only while that epoch's claim exists.
+//   - A prune deletes only below a floor, and only what was sent before it.
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
 //
-// The simulation test in this package runs the protocol of several owners
-// against one store with requests delayed, reordered, and applied long
-// after their senders gave up, with crashes, pauses and pruning, and checks
-// every seed's history for overlapping holds and token order; planted
-// protocol errors must be caught.
+// The simulation test in this package runs the protocol of several
+// processes against one store with requests delayed, reordered, applied
+// long after their senders gave up and torn, with crashes, pauses,
+// suspends, drifting clocks, failovers, pruning, and the store emptied or
+// restored, and checks every seed's history for overlapping holds, token
+// order, late loss signals and renewal storms; planted protocol errors
+// must be caught.
 package chain

@@ -84,7 +84,9 @@ func (e *Engine) countingFloor(ctx context.Context, key string) (Floor, error) {
 			return Floor{}, err
 		}
 		switch {
-		case found && d.Nonce == f.Nonce:
+		case found && (d.Nonce == f.Nonce || f.Nonce == ""):
+			// A floor without a nonce was raised by an older dsync: its
+			// claim existing is all it can show.
 			return f, nil
 		case e.clock.Mono()-sent >= e.cfg.PruneDelay/2:
 			below = 0 // too slow to tell: from the top again

@@ -45,7 +45,7 @@ import (
 // it models outside the engine) must be caught.
 
 var (
-	simSeeds = flag.Int("chain.seeds", 0, "simulation seeds to run (default 2000; 1000 with -race, 200 with -short)")
+	simSeeds = flag.Int("chain.seeds", 0, "simulation seeds to run (default 2000; 300 with -race, 150 with -short)")
 	simSeed  = flag.Int64("chain.seed", -1, "run only this simulation seed, verbosely")
 )
 
@@ -310,16 +310,30 @@ func seeds() []int64 {
 		n = 2000
 		switch {
 		case testing.Short():
-			n = 200
+			n = 150
 		case raceEnabled:
-			n = 1000
+			n = 300
 		}
 	}
+	return seedRange(n)
+}
+
+func seedRange(n int) []int64 {
 	out := make([]int64, n)
 	for i := range out {
 		out[i] = int64(i)
 	}
 	return out
+}
+
+// plantedSeeds are the seeds a planted bug is looked for in: at least
+// 300, since some need a rare coincidence (a prune delivered late across
+// a reset), and the search stops at the first seed that catches it.
+func plantedSeeds() []int64 {
+	if *simSeed >= 0 || *simSeeds > 300 {
+		return seeds()
+	}
+	return seedRange(300)
 }
 
 // TestSimulation: on every seed, no two holds of a key are valid at once,
@@ -379,13 +393,13 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a server-time estimate without its error bounds", chain.NoBug, simBugNarrowEstimate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, seed := range seeds() {
+			for _, seed := range plantedSeeds() {
 				if r, _ := runSim(t, seed, tc.bug, tc.sbug, false); !r.OK() {
 					t.Logf("caught on seed %d: %v", seed, r.Violations[0])
 					return
 				}
 			}
-			t.Errorf("no seed out of %d caught it", len(seeds()))
+			t.Errorf("no seed out of %d caught it", len(plantedSeeds()))
 		})
 	}
 }

@@ -78,11 +78,11 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 		coll  string
 		owner string
 	}{{dsyncmongo.DefaultCollection, mu.Owner()}, {leadermongo.DefaultCollection, e.ID()}} {
-		n, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}})
+		n, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}, {Key: "owner", Value: c.owner}})
+		m, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}, {Key: "kind", Value: "claim"}, {Key: "owner", Value: c.owner}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestLeaseCollectionIsSettable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for coll, want := range map[string]int64{"leases": 1, leadermongo.DefaultCollection: 0, dsyncmongo.DefaultCollection: 0} {
-		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("moved")}})
+		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("moved")}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
 		}
