@@ -23,7 +23,7 @@ import (
 // dead marker first, so that a late renewal reviving the session cannot
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
-	if c.clear && !c.read || e.takeHead(c) {
+	if e.takeHead(c) || c.clear && !c.read {
 		c.clear = true
 		return true, Blocker{}, nil
 	}
