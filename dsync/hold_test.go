@@ -18,13 +18,16 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := keeperOf(m)
+		k, err := m.client.keeperOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s, err := k.enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		k.retire(s, ErrLost)
-		h := &hold{m: m, claim: Claim{Key: "k", Token: 1}, lost: make(chan struct{})}
+		h := &hold{m: m, claim: claimRef{Key: "k", Token: 1}, lost: make(chan struct{})}
 		if k.join(h, s) {
 			t.Fatal("a hold joined a retired session")
 		}
@@ -38,7 +41,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if s2 == s || s2.id == s.id {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		h2 := &hold{m: m, claim: Claim{Key: "k", Token: 2}, lost: make(chan struct{})}
+		h2 := &hold{m: m, claim: claimRef{Key: "k", Token: 2}, lost: make(chan struct{})}
 		if !k.join(h2, s2) || !h2.active() {
 			t.Fatal("a hold could not join a live session")
 		}

@@ -11,18 +11,20 @@ import (
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// ErrSessionGone is what a Backend's RenewSession returns (wrapped) when
-// the session no longer exists: it certainly was not extended.
+// ErrSessionGone is what a renewal returns (wrapped) when the session no
+// longer exists: it certainly was not extended.
 var ErrSessionGone = errors.New("dsync: session gone")
 
-// A keeper owns the session that every Mutex sharing a backend, a TTL, a
-// renew interval and a clock uses in this process: one lease for all their
-// holds and waiting claims, renewed by one backend call per interval
-// however many there are. Its goroutine runs while the session has holds
-// or waiters, and exits when it has none; the session itself is kept for
-// the next Lock while its deadline has not passed.
+// A keeper owns the session that every Mutex sharing a Client, a TTL, a
+// renew interval and a clock uses: one lease for all their holds and
+// waiting claims, renewed by one call per interval however many there
+// are. Its goroutine runs while the session has holds or waiters, and
+// exits when it has none; the session itself is kept for the next Lock
+// while its deadline has not passed. Its Client owns it, and Close ends
+// it.
 type keeper struct {
-	id keeperID
+	id     keeperID
+	client *Client
 	// origin is the reading of id.clock that lease times count from.
 	origin time.Time
 
@@ -32,6 +34,7 @@ type keeper struct {
 	waiters int           // claims waiting (or being made) in sess
 	holds   map[*hold]struct{}
 	running bool          // the renewal goroutine is running
+	closed  bool          // the Client was closed
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
 }
 
@@ -59,6 +62,13 @@ type session struct {
 // mono is t on the scale of lease times.
 func (k *keeper) mono(t time.Time) time.Duration { return t.Sub(k.origin) }
 
+// deadline is s's local deadline on the clock's scale.
+func (k *keeper) deadline(s *session) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.deadlineLocked(s)
+}
+
 // deadlineLocked is s's local deadline on the clock's scale; k.mu must be
 // held.
 func (k *keeper) deadlineLocked(s *session) time.Time { return k.origin.Add(s.lease.Deadline()) }
@@ -81,46 +91,40 @@ func (k *keeper) disarmLocked(s *session) {
 }
 
 type keeperID struct {
-	backend  Backend
 	ttl      time.Duration
 	interval time.Duration
 	clock    Clock
-	// mutex is set only when backend or clock cannot be a map key: the
-	// Mutex then gets a keeper of its own.
+	// mutex is set only when clock cannot be a map key: the Mutex then
+	// gets a keeper of its own.
 	mutex *Mutex
 }
 
-var keepers struct {
-	mu sync.Mutex
-	m  map[keeperID]*keeper
-}
-
 // keeperOf returns the keeper m's holds join, creating it.
-func keeperOf(m *Mutex) *keeper {
-	id := keeperID{backend: m.backend, ttl: m.cfg.ttl, interval: m.cfg.renewInterval, clock: m.cfg.clock}
-	if !reflect.TypeOf(m.backend).Comparable() || !reflect.TypeOf(m.cfg.clock).Comparable() {
+func (c *Client) keeperOf(m *Mutex) (*keeper, error) {
+	id := keeperID{ttl: m.cfg.ttl, interval: m.cfg.renewInterval, clock: m.cfg.clock}
+	if !reflect.TypeOf(m.cfg.clock).Comparable() {
 		id.mutex = m
 	}
-	keepers.mu.Lock()
-	defer keepers.mu.Unlock()
-	if keepers.m == nil {
-		keepers.m = make(map[keeperID]*keeper)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
 	}
-	sweepLocked(id)
-	k := keepers.m[id]
+	c.sweepLocked(id)
+	k := c.keepers[id]
 	if k == nil {
-		k = &keeper{id: id, origin: id.clock.Now(), holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
-		keepers.m[id] = k
+		k = &keeper{id: id, client: c, origin: id.clock.Now(), holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
+		c.keepers[id] = k
 	}
-	return k
+	return k, nil
 }
 
 // sweepLocked drops keepers that are idle and whose session is gone or
 // past its deadline (except the one for id, about to be used), so that
-// backends a process stopped using are not kept forever. keepers.mu must
-// be held.
-func sweepLocked(except keeperID) {
-	for id, k := range keepers.m {
+// Mutexes a process stopped using are not kept forever. c.mu must be
+// held.
+func (c *Client) sweepLocked(except keeperID) {
+	for id, k := range c.keepers {
 		if id == except {
 			continue
 		}
@@ -129,9 +133,22 @@ func sweepLocked(except keeperID) {
 			(k.sess == nil || !k.id.clock.Now().Before(k.deadlineLocked(k.sess)))
 		k.mu.Unlock()
 		if dead {
-			delete(keepers.m, id)
+			delete(c.keepers, id)
 		}
 	}
+}
+
+// close retires the keeper's session for good (its holds are lost, its
+// waiters withdraw) and refuses new claims.
+func (k *keeper) close() {
+	k.mu.Lock()
+	k.closed = true
+	s := k.sess
+	k.mu.Unlock()
+	if s != nil {
+		k.retire(s, fmt.Errorf("%w: %w", ErrLost, ErrClosed))
+	}
+	k.signal()
 }
 
 // enter returns a live session for a new claim and counts the caller as
@@ -142,6 +159,10 @@ func sweepLocked(except keeperID) {
 func (k *keeper) enter(ctx context.Context) (*session, error) {
 	for {
 		k.mu.Lock()
+		if k.closed {
+			k.mu.Unlock()
+			return nil, ErrClosed
+		}
 		now := k.id.clock.Now()
 		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.lease.Usable(k.mono(now))) {
 			k.waiters++
@@ -189,9 +210,9 @@ func (k *keeper) open(ctx context.Context) (*session, error) {
 	octx, cancel := context.WithTimeout(ctx, k.id.ttl-k.id.ttl/20)
 	defer cancel()
 	sent := k.id.clock.Now()
-	id, err := k.id.backend.OpenSession(octx, k.id.ttl)
+	id, err := k.client.openSession(octx, k.id.ttl)
 	if err != nil {
-		return nil, fmt.Errorf("dsync: open session: %w", err)
+		return nil, err
 	}
 	now := k.id.clock.Now()
 	lease, ok := chain.NewLease(k.id.ttl, k.id.interval, k.mono(sent), k.mono(now))
@@ -255,11 +276,16 @@ func (k *keeper) signalLocked() {
 	}
 }
 
-// startLocked starts the renewal goroutine if it is not running.
+// startLocked starts the renewal goroutine if it is not running; the
+// Client waits for it on Close.
 func (k *keeper) startLocked() {
 	if !k.running {
 		k.running = true
-		go k.run()
+		k.client.running.Add(1)
+		go func() {
+			defer k.client.running.Done()
+			k.run()
+		}()
 	}
 }
 
@@ -339,7 +365,7 @@ func (k *keeper) renew(s *session) {
 	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
 	defer cancel()
 	sent := k.id.clock.Now()
-	err := k.id.backend.RenewSession(ctx, s.id, k.id.ttl)
+	err := k.client.renewSession(ctx, s.id, k.id.ttl)
 	if errors.Is(err, ErrSessionGone) {
 		k.retire(s, fmt.Errorf("%w: the backend no longer knows the session", ErrLost))
 		return
@@ -363,21 +389,12 @@ func (k *keeper) renew(s *session) {
 	// are not atomic).
 	k.mu.Lock()
 	ev := s.lease.Confirm(k.mono(sent), k.mono(now))
-	var holds []*hold
 	if ev == chain.LeaseExtended {
 		k.armLocked(s)
-		for h := range k.holds {
-			if h.sess == s {
-				holds = append(holds, h)
-			}
-		}
 	}
 	k.mu.Unlock()
 	if ev == chain.LeaseLate {
 		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
-	}
-	for _, h := range holds {
-		h.extend(sent)
 	}
 }
 

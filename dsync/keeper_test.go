@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // laggingClock is the time package's clock, except that a timer set for a
@@ -28,21 +29,21 @@ func (c laggingClock) AfterFunc(d time.Duration, f func()) func() bool {
 // deadline, and every later one at once; past max renewals it blocks until
 // the call's context ends, so that a storm cannot spin forever in a bubble.
 type lateRenewals struct {
-	dsync.Backend
+	*memory.Store
 	slow  time.Duration
 	max   int64
 	calls atomic.Int64
 }
 
-func (b *lateRenewals) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+func (b *lateRenewals) RenewSession(ctx context.Context, session string, gen int, expires time.Time) (bool, error) {
 	switch n := b.calls.Add(1); {
 	case n == 1:
 		time.Sleep(b.slow)
 	case n > b.max:
 		<-ctx.Done()
-		return context.Cause(ctx)
+		return false, context.Cause(ctx)
 	}
-	return b.Backend.RenewSession(ctx, session, ttl)
+	return b.Store.RenewSession(ctx, session, gen, expires)
 }
 
 // TestLateConfirmationRetiresTheSession: a renewal confirmed after the
@@ -53,8 +54,8 @@ func (b *lateRenewals) RenewSession(ctx context.Context, session string, ttl tim
 func TestLateConfirmationRetiresTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second // deadline 1.9 s, first renewal due at 0.67 s
-		b := &lateRenewals{Backend: dsync.NewMemoryBackend(), slow: 300 * time.Millisecond, max: 50}
-		m := newMutex(t, b, "k", dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+		b := &lateRenewals{Store: memory.New(), slow: 300 * time.Millisecond, max: 50}
+		m := newMutex(t, newClient(t, b), "k", dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
 		m.Lock()
 		lost := m.Lost()
 		// The renewal goes out at 1.67 s (its timer lags) and is confirmed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,18 +40,18 @@ const (
 // at most one of them talks to the backend; like sync.Mutex, a locked Mutex
 // is not tied to a goroutine, and any goroutine may Unlock it.
 type Mutex struct {
-	backend Backend
-	key     string
-	owner   string
-	cfg     config
+	client *Client
+	key    string // as given
+	stored string // the key in the store: key, or in a namespace
+	owner  string
+	cfg    config
 
 	// sem is the local lock: a token in it means some goroutine holds or
 	// is acquiring the Mutex.
 	sem chan struct{}
 
-	mu      sync.Mutex
-	hold    *hold          // the current hold; nil when not held
-	unended []unendedClaim // claims whose end the backend did not confirm
+	mu   sync.Mutex
+	hold *hold // the current hold; nil when not held
 }
 
 // NewMutex returns a Mutex for key on backend. Every Mutex value has its
@@ -60,21 +61,44 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 	if backend == nil {
 		return nil, errors.New("dsync: nil backend")
 	}
-	if key == "" {
-		return nil, errors.New("dsync: empty key")
-	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
+	stored, err := storedKey(key, cfg.namespace)
+	if err != nil {
+		return nil, err
+	}
+	client := backend.Client()
+	if err := client.checkKey(stored); err != nil {
+		return nil, err
+	}
 	m := &Mutex{
-		backend: backend,
-		key:     key,
-		owner:   xid.New().String(),
-		cfg:     cfg,
-		sem:     make(chan struct{}, 1),
+		client: client,
+		key:    key,
+		stored: stored,
+		owner:  xid.New().String(),
+		cfg:    cfg,
+		sem:    make(chan struct{}, 1),
 	}
 	return m, nil
+}
+
+// reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
+// plain keys may not.
+const reservedPrefix = "dsync:"
+
+// storedKey is the key a Mutex claims in its store.
+func storedKey(key, namespace string) (string, error) {
+	switch {
+	case key == "":
+		return "", errors.New("dsync: empty key")
+	case namespace != "":
+		return reservedPrefix + namespace + "/" + key, nil
+	case strings.HasPrefix(key, reservedPrefix):
+		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
+	}
+	return key, nil
 }
 
 // Key returns the lock's key.
@@ -180,8 +204,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	}
 	// The release is a write of its own (not an update of anything a
 	// renewal touches), so it races no renewal in flight.
-	if err := m.backend.End(ctx, h.claim, true); err != nil {
-		m.keepEnd(h.claim, true)
+	if err := m.client.end(ctx, h.claim, true); err != nil {
 		return fmt.Errorf("dsync: release %q: %w", m.key, err)
 	}
 	return nil
@@ -258,8 +281,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	}
 	resets := 0
 	for {
-		m.resendEnds(ctx)
-		k := keeperOf(m)
+		k, err := m.client.keeperOf(m)
+		if err != nil {
+			return false, err
+		}
 		sess, err := k.enter(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -335,14 +360,18 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	defer stop()
 
 	cctx, ccancel := context.WithTimeout(wctx, m.cfg.ttl-m.cfg.margin())
-	c, err := m.backend.Claim(cctx, m.key, m.owner, sess.id, !wait)
+	c, err := m.client.claim(cctx, m.stored, m.owner, sess.id, !wait)
 	ccancel()
+	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
+		// The session was retired meanwhile: that is why.
+		return false, fmt.Errorf("dsync: acquire %q: %w (%w)", m.key, context.Cause(sess.ctx), err)
+	}
 	if err != nil {
 		return false, err
 	}
 	if wait {
 		for {
-			err = m.backend.Await(wctx, c)
+			err = m.client.await(wctx, c)
 			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
 				break
 			}
@@ -367,56 +396,15 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	return false, err
 }
 
-// withdraw gives up a claim that will not be held. If the backend cannot
-// confirm it, the claim is sent again before this Mutex's next claim;
-// until then it waits in the queue for as long as its session lives.
-func (m *Mutex) withdraw(c Claim) {
+// withdraw gives up a claim that will not be held. If the store cannot
+// confirm it, the Client sends it again in the background, and before its
+// next claim; until then it waits in the queue for as long as its session
+// lives.
+func (m *Mutex) withdraw(c claimRef) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())
 	defer cancel()
-	if err := m.backend.End(ctx, c, false); err != nil {
+	if err := m.client.end(ctx, c, false); err != nil {
 		m.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", m.key, c.Token, err))
-		m.keepEnd(c, false)
-	}
-}
-
-// An unendedClaim is a claim of this Mutex whose end the backend did not
-// confirm.
-type unendedClaim struct {
-	c    Claim
-	held bool
-}
-
-// maxUnended bounds the ends a Mutex re-sends; past it the oldest are left
-// to end with their sessions.
-const maxUnended = 16
-
-func (m *Mutex) keepEnd(c Claim, held bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.unended) >= maxUnended {
-		m.unended = m.unended[1:]
-	}
-	m.unended = append(m.unended, unendedClaim{c, held})
-}
-
-// resendEnds sends again the ends of this Mutex's claims that the backend
-// did not confirm: otherwise its next claim would queue behind its own
-// earlier one, alive for as long as the session is renewed.
-func (m *Mutex) resendEnds(ctx context.Context) {
-	m.mu.Lock()
-	pending := m.unended
-	m.unended = nil
-	m.mu.Unlock()
-	for i, u := range pending {
-		ectx, cancel := context.WithTimeout(ctx, m.cfg.releaseTimeout())
-		err := m.backend.End(ectx, u.c, u.held)
-		cancel()
-		if err != nil {
-			m.mu.Lock()
-			m.unended = append(pending[i:], m.unended...)
-			m.mu.Unlock()
-			return
-		}
 	}
 }
 
@@ -434,7 +422,7 @@ func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
 
 // install makes c the current hold, valid until its session's deadline, if
 // the session is still live.
-func (m *Mutex) install(c Claim, k *keeper, sess *session) bool {
+func (m *Mutex) install(c claimRef, k *keeper, sess *session) bool {
 	h := &hold{m: m, claim: c, lost: make(chan struct{})}
 	if !k.join(h, sess) {
 		return false

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 var _ sync.Locker = (*dsync.Mutex)(nil)
@@ -26,51 +28,6 @@ func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *
 		t.Fatal(err)
 	}
 	return m
-}
-
-// flaky wraps a backend and fails the calls a test switches off.
-type flaky struct {
-	dsync.Backend
-	acquireDown atomic.Bool // OpenSession and Claim fail
-	renewDown   atomic.Bool // RenewSession fails
-	releaseDown atomic.Bool // End of a held claim fails
-	renewCalls  atomic.Int64
-	acquireWait time.Duration // delay before Claim's reply
-}
-
-var errDown = errors.New("backend unreachable")
-
-func (f *flaky) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
-	if f.acquireDown.Load() {
-		return "", errDown
-	}
-	return f.Backend.OpenSession(ctx, ttl)
-}
-
-func (f *flaky) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	if f.acquireDown.Load() {
-		return dsync.Claim{}, errDown
-	}
-	c, err := f.Backend.Claim(ctx, key, owner, session, try)
-	if f.acquireWait > 0 {
-		time.Sleep(f.acquireWait)
-	}
-	return c, err
-}
-
-func (f *flaky) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	f.renewCalls.Add(1)
-	if f.renewDown.Load() {
-		return errDown
-	}
-	return f.Backend.RenewSession(ctx, session, ttl)
-}
-
-func (f *flaky) End(ctx context.Context, c dsync.Claim, held bool) error {
-	if held && f.releaseDown.Load() {
-		return errDown
-	}
-	return f.Backend.End(ctx, c, held)
 }
 
 func TestNewMutexRejectsBadInput(t *testing.T) {
@@ -167,10 +124,11 @@ func TestHoldRenewsPastTTL(t *testing.T) {
 
 func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		f := &flaky{Backend: mem}
+		store := memory.New()
+		f := &flaky{Store: store}
+		mem := newClient(t, store)
 		const ttl = time.Second
-		a := newMutex(t, f, "k", dsync.WithTTL(ttl))
+		a := newMutex(t, newClient(t, f), "k", dsync.WithTTL(ttl))
 		b := newMutex(t, mem, "k", dsync.WithTTL(ttl))
 
 		start := time.Now()
@@ -202,7 +160,7 @@ func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 		if err := a.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
 			t.Fatalf("UnlockContext after loss = %v, want ErrLost", err)
 		}
-		if l, ok := mem.Holder("k"); !ok || l.Token != b.Token() {
+		if l, ok := holder(mem, "k"); !ok || l.Token != b.Token() {
 			t.Fatalf("late unlock disturbed the new holder: holder %v, %v", l, ok)
 		}
 		b.Unlock()
@@ -215,13 +173,14 @@ func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 // foreign nonce) changes nothing.
 func TestForgottenSessionLosesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		f := &forgetful{Backend: mem}
-		a := newMutex(t, f, "k", dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond))
+		store := memory.New()
+		f := &forgetful{Store: store}
+		a := newMutex(t, newClient(t, f), "k", dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond))
 		a.Lock()
 		start := time.Now()
-		foreign := dsync.Claim{Key: "k", Owner: "someone", Session: "other", Token: a.Token(), Nonce: "other"}
-		if err := mem.End(context.Background(), foreign, true); err != nil {
+		foreign := driver.Doc{ID: driver.EndID("k", a.Token(), "other"), Key: "k", Epoch: a.Token(),
+			Kind: driver.KindRelease, Nonce: "other", Session: "other", Sent: store.ServerTime().Latest}
+		if err := store.Insert(context.Background(), foreign); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(150 * time.Millisecond)
@@ -239,19 +198,6 @@ func TestForgottenSessionLosesAtOnce(t *testing.T) {
 			t.Fatalf("UnlockContext = %v, want ErrLost", err)
 		}
 	})
-}
-
-// forgetful answers renewals with ErrSessionGone once gone is set.
-type forgetful struct {
-	dsync.Backend
-	gone atomic.Bool
-}
-
-func (f *forgetful) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	if f.gone.Load() {
-		return fmt.Errorf("%w: %s", dsync.ErrSessionGone, session)
-	}
-	return f.Backend.RenewSession(ctx, session, ttl)
 }
 
 func TestTryLockNeverWaits(t *testing.T) {
@@ -282,9 +228,9 @@ func TestTryLockNeverWaits(t *testing.T) {
 
 func TestTryLockFailsOnBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f := &flaky{Store: memory.New()}
 		var reported []error
-		m := newMutex(t, f, "k", dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		f.acquireDown.Store(true)
 		if m.TryLock() {
 			t.Fatal("TryLock succeeded with the backend down")
@@ -338,9 +284,9 @@ func TestLockContextReturnsCauseAndHoldsNothing(t *testing.T) {
 
 func TestLockContextWrapsLastBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f := &flaky{Store: memory.New()}
 		f.acquireDown.Store(true)
-		m := newMutex(t, f, "k")
+		m := newMutex(t, newClient(t, f), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := m.LockContext(ctx)
@@ -352,10 +298,10 @@ func TestLockContextWrapsLastBackendError(t *testing.T) {
 
 func TestLockRetriesBackendErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f := &flaky{Store: memory.New()}
 		f.acquireDown.Store(true)
 		var reported atomic.Int32
-		m := newMutex(t, f, "k", dsync.WithErrorHandler(func(error) { reported.Add(1) }))
+		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(error) { reported.Add(1) }))
 		go func() {
 			time.Sleep(time.Minute)
 			f.acquireDown.Store(false)
@@ -377,11 +323,12 @@ func TestLockRetriesBackendErrors(t *testing.T) {
 // renewed meanwhile holds normally: TestSlowAcquireIsRenewedInTime.)
 func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		f := &flaky{Backend: mem, acquireWait: 2 * time.Second}
+		store := memory.New()
+		f := &flaky{Store: store, acquireWait: 2 * time.Second}
 		f.renewDown.Store(true)
+		mem := newClient(t, store)
 		var reported []error
-		m := newMutex(t, f, "k", dsync.WithTTL(time.Second),
+		m := newMutex(t, newClient(t, f), "k", dsync.WithTTL(time.Second),
 			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -397,7 +344,7 @@ func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 		if lost == 0 {
 			t.Fatalf("reported %v, want the session's loss", reported)
 		}
-		if c, ok := mem.Holder("k"); ok {
+		if c, ok := holder(mem, "k"); ok {
 			t.Fatalf("a late claim (token %d) was not withdrawn", c.Token)
 		}
 	})
@@ -431,9 +378,9 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 
 func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var claims atomic.Int64
-		c := &countingClaims{Backend: dsync.NewMemoryBackend(), n: &claims}
-		m := newMutex(t, c, "k")
+		f := &flaky{Store: memory.New()}
+		claims := &f.claims
+		m := newMutex(t, newClient(t, f), "k")
 		m.Lock()
 		var wg sync.WaitGroup
 		for range 10 {
@@ -456,11 +403,12 @@ func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 
 func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Backend: dsync.NewMemoryBackend()}
+		f := &flaky{Store: memory.New()}
+		c := newClient(t, f)
 		const locks = 100
 		var ms []*dsync.Mutex
 		for i := range locks {
-			m := newMutex(t, f, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
+			m := newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
 			m.Lock()
 			ms = append(ms, m)
 		}
@@ -477,8 +425,8 @@ func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 
 func TestReleaseFailureIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Backend: dsync.NewMemoryBackend()}
-		m := newMutex(t, f, "k")
+		f := &flaky{Store: memory.New()}
+		m := newMutex(t, newClient(t, f), "k")
 		m.Lock()
 		f.releaseDown.Store(true)
 		if err := m.UnlockContext(context.Background()); !errors.Is(err, errDown) {
@@ -567,42 +515,15 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 	}
 }
 
-// TestMemoryRenewalNeverShortensASession: like dsync/mongo, where a renewal
-// may be applied after later ones, the in-memory backend only ever raises
-// a session's expiry.
-func TestMemoryRenewalNeverShortensASession(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		ctx := context.Background()
-		s, err := mem.OpenSession(ctx, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := mem.Claim(ctx, "k", "alice", s, false); err != nil {
-			t.Fatal(err)
-		}
-		for _, ttl := range []time.Duration{10 * time.Second, time.Second} {
-			if err := mem.RenewSession(ctx, s, ttl); err != nil {
-				t.Fatalf("RenewSession(%v) = %v", ttl, err)
-			}
-		}
-		time.Sleep(5 * time.Second)
-		if _, ok := mem.Holder("k"); !ok {
-			t.Error("a renewal with a shorter TTL cut the session short")
-		}
-	})
-}
-
 // TestLateRepliesBackOff: when every claim is answered too late to count,
 // Lock backs off between attempts as it does after errors, instead of
 // sending one attempt after another at the speed of the server.
 func TestLateRepliesBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var attempts atomic.Int64
-		f := &flaky{Backend: dsync.NewMemoryBackend(), acquireWait: 150 * time.Millisecond}
+		f := &flaky{Store: memory.New(), acquireWait: 150 * time.Millisecond}
 		f.renewDown.Store(true)
-		counted := &countingClaims{Backend: f, n: &attempts}
-		m := newMutex(t, counted, "k", dsync.WithTTL(dsync.MinTTL))
+		attempts := &f.claims
+		m := newMutex(t, newClient(t, f), "k", dsync.WithTTL(dsync.MinTTL))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dsync.ErrLost) {
@@ -616,16 +537,6 @@ func TestLateRepliesBackOff(t *testing.T) {
 	})
 }
 
-type countingClaims struct {
-	dsync.Backend
-	n *atomic.Int64
-}
-
-func (c *countingClaims) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	c.n.Add(1)
-	return c.Backend.Claim(ctx, key, owner, session, try)
-}
-
 // TestSlowAcquireIsRenewedInTime: a claim answered long after it was sent
 // (here 10 s of a 15 s TTL, as after waiting for a server to come back)
 // holds with its session's deadline, which the keeper keeps renewing while
@@ -633,16 +544,16 @@ func (c *countingClaims) Claim(ctx context.Context, key, owner, session string, 
 // older hold.
 func TestSlowAcquireIsRenewedInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		f := &flaky{Backend: mem}
-		old := newMutex(t, f, "old")
+		f := &flaky{Store: memory.New()}
+		c := newClient(t, f)
+		old := newMutex(t, c, "old")
 		old.Lock()
 		time.Sleep(5*time.Second + time.Millisecond) // its keeper renewed at 5 s
 		f.acquireWait = 10 * time.Second
 		// Sent at 5.001 s, answered at 15.001 s, just after the keeper's
 		// renewal at 15 s: valid until 19.251 s, and the keeper's next
 		// renewal would be at 20 s.
-		m := newMutex(t, f, "slow")
+		m := newMutex(t, c, "slow")
 		m.Lock()
 		time.Sleep(30 * time.Second)
 		select {
@@ -660,9 +571,9 @@ func TestSlowAcquireIsRenewedInTime(t *testing.T) {
 // the claim is left to end with its session.
 func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := &hanging{Backend: dsync.NewMemoryBackend(), stuck: make(chan struct{})}
+		h := &hanging{Store: memory.New(), stuck: make(chan struct{})}
 		var reported []error
-		m := newMutex(t, h, "k", dsync.WithTTL(time.Minute),
+		m := newMutex(t, newClient(t, h), "k", dsync.WithTTL(time.Minute),
 			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		m.Lock()
 		h.hang.Store(true)
@@ -680,46 +591,12 @@ func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
 	})
 }
 
-// hanging is a backend whose calls block, while hang is set, until stuck
-// is closed or their context ends.
-type hanging struct {
-	dsync.Backend
-	hang  atomic.Bool
-	stuck chan struct{}
-}
-
-func (h *hanging) block(ctx context.Context) error {
-	if !h.hang.Load() {
-		return nil
-	}
-	select {
-	case <-h.stuck:
-		return errDown
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (h *hanging) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	if err := h.block(ctx); err != nil {
-		return err
-	}
-	return h.Backend.RenewSession(ctx, session, ttl)
-}
-
-func (h *hanging) End(ctx context.Context, c dsync.Claim, held bool) error {
-	if err := h.block(ctx); err != nil {
-		return err
-	}
-	return h.Backend.End(ctx, c, held)
-}
-
 // TestLockContextSaysWhyTheBackendFailed: against a server that never
 // answers, the driver's error wraps the context's own error; LockContext
 // must still attach it, since its message says what went wrong.
 func TestLockContextSaysWhyTheBackendFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMutex(t, unanswered{}, "k")
+		m := newMutex(t, newClient(t, unanswered{memory.New()}), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err := m.LockContext(ctx)
@@ -729,49 +606,30 @@ func TestLockContextSaysWhyTheBackendFailed(t *testing.T) {
 	})
 }
 
-// unanswered is a backend whose every call waits for its context to end and
-// then fails as a driver does, wrapping the context's error.
-type unanswered struct{ dsync.Backend }
-
-func (unanswered) OpenSession(ctx context.Context, _ time.Duration) (string, error) {
-	<-ctx.Done()
-	return "", fmt.Errorf("no server answered: %w", ctx.Err())
-}
-
-// TestLockRidesOutLostRaces: a backend that reports ErrHeld for a blocking
-// claim (it lost every race for a place in the queue, many processes
-// claiming at once) makes Lock try again, never fail: only TryLock gives
-// up on contention.
+// TestLockRidesOutLostRaces: a claim that loses every race for a place
+// in the queue (many processes claiming at once) makes Lock try again,
+// never fail: only TryLock gives up on contention.
 func TestLockRidesOutLostRaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &racing{Backend: dsync.NewMemoryBackend(), lose: 5}
-		m := newMutex(t, b, "k")
+		b := &racing{Store: memory.New()}
+		b.lose.Store(40) // more than one Claim's rounds
+		c := newClient(t, b)
+		m := newMutex(t, c, "k")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := m.LockContext(ctx); err != nil {
-			t.Fatalf("LockContext = %v after %d lost races; want it to hold", err, b.lost)
+			t.Fatalf("LockContext = %v after %d lost races; want it to hold", err, b.lost.Load())
 		}
-		if b.lost != 5 {
-			t.Fatalf("%d lost races, want 5", b.lost)
+		if n := b.lost.Load(); n != 40 {
+			t.Fatalf("%d lost races, want 40", n)
 		}
 		m.Unlock()
-		b.lose, b.lost = 1, 0
-		if m2 := newMutex(t, b, "k"); m2.TryLock() {
+		b.lose.Add(1)
+		if m2 := newMutex(t, c, "k"); m2.TryLock() {
 			t.Fatal("TryLock held after losing its race")
 		}
+		if n := b.lost.Load(); n != 41 {
+			t.Fatalf("%d lost races, want 41", n)
+		}
 	})
-}
-
-// racing makes the first lose claims lose their race.
-type racing struct {
-	dsync.Backend
-	lose, lost int
-}
-
-func (r *racing) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	if r.lost < r.lose {
-		r.lost++
-		return dsync.Claim{}, &dsync.HeldError{Key: key}
-	}
-	return r.Backend.Claim(ctx, key, owner, session, try)
 }

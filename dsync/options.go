@@ -34,6 +34,7 @@ type config struct {
 	logger        *slog.Logger
 	onError       func(error)
 	clock         Clock
+	namespace     string
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -150,6 +151,20 @@ func WithClock(clock Clock) Option {
 			return errors.New("dsync: nil clock")
 		}
 		c.clock = clock
+		return nil
+	}
+}
+
+// WithNamespace keeps the Mutex's key apart from plain keys: it claims the
+// key in the namespace ns, which no plain key of the same name reaches
+// (package leader keeps its elections in "election"). ns must not be
+// empty. Keys outside a namespace may not begin with "dsync:".
+func WithNamespace(ns string) Option {
+	return func(c *config) error {
+		if ns == "" {
+			return errors.New("dsync: empty namespace")
+		}
+		c.namespace = ns
 		return nil
 	}
 }

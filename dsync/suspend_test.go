@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
@@ -117,18 +119,27 @@ func TestValidUntilIsOnTimeNowsScale(t *testing.T) {
 // set, a renewal hangs until its context ends, as one to an unreachable
 // server does.
 type partitioned struct {
-	dsync.Backend
+	*memory.Store
 	down     atomic.Bool
 	renewals atomic.Int64
 }
 
-func (p *partitioned) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+func (p *partitioned) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	p.renewals.Add(1)
 	if p.down.Load() {
 		<-ctx.Done()
+		return false, context.Cause(ctx)
+	}
+	return p.Store.RenewSession(ctx, id, gen, expires)
+}
+
+// InsertSession: a generation above 0 is a renewal's.
+func (p *partitioned) InsertSession(ctx context.Context, s driver.Session) error {
+	if s.Gen > 0 && p.down.Load() {
+		<-ctx.Done()
 		return context.Cause(ctx)
 	}
-	return p.Backend.RenewSession(ctx, session, ttl)
+	return p.Store.InsertSession(ctx, s)
 }
 
 // suspendUntil suspends the machine so that it resumes lead before m's
@@ -154,8 +165,8 @@ func TestLostClosesAtDeadlineAfterResumeShortlyBefore(t *testing.T) {
 			t.Run(fmt.Sprintf("TTL %v resume %v before", ttl, lead), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					counter, suspendFor := suspend.Fake()
-					backend := &partitioned{Backend: dsync.NewMemoryBackend()}
-					m := newMutex(t, backend, "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
+					backend := &partitioned{Store: memory.New()}
+					m := newMutex(t, newClient(t, backend), "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
 					m.Lock()
 					lost := m.Lost()
 					backend.down.Store(true)
@@ -189,8 +200,8 @@ func TestResumeShortlyBeforeDeadlineRenewsAtOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("TTL %v", ttl), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				counter, suspendFor := suspend.Fake()
-				backend := &partitioned{Backend: dsync.NewMemoryBackend()}
-				m := newMutex(t, backend, "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
+				backend := &partitioned{Store: memory.New()}
+				m := newMutex(t, newClient(t, backend), "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
 				m.Lock()
 				lost := m.Lost()
 

@@ -7,15 +7,10 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// Backend is the store an Election runs on: a dsync.Backend for the
-// leadership lease, plus who leads and the members' status documents.
-// leader/mongo implements it; NewMemoryBackend gives one for unit tests.
-//
-// The lock keys of a Backend are the elections' own: keep plain locks on
-// another dsync.Backend, or the lock LockKey(name) would be the lease of
-// the election name. The backends of this module do: leadermongo keeps
-// the leases in a collection of their own, and a MemoryBackend is a store
-// of its own, apart from any dsync.MemoryBackend.
+// Backend is what an Election runs on: a dsync.Backend, whose Client
+// holds the leadership lease (sharing the process's session with its
+// locks), plus who leads and the members' status. leader/mongo implements
+// it; NewMemoryBackend gives one for unit tests.
 type Backend interface {
 	dsync.Backend
 
@@ -39,9 +34,22 @@ type Backend interface {
 	DeleteMember(ctx context.Context, election, id string) error
 }
 
-// LockKey is the dsync key, in its Backend, whose holder leads election.
-// A plain lock of that name on another dsync.Backend is another lock.
-func LockKey(election string) string { return "leader/" + election }
+// A Preflighter is a Backend that checks, before each campaign, that
+// this candidate may campaign at all (leader/mongo refuses while a
+// candidate of an older release, which keeps its lease elsewhere, holds
+// or waits for the election).
+type Preflighter interface {
+	Preflight(ctx context.Context, election string) error
+}
+
+// Namespace is the dsync namespace (dsync.WithNamespace) of the
+// leadership leases: an election's lease is a lock in it, apart from every
+// plain lock, whatever the two are named.
+const Namespace = "election"
+
+// LockKey is the key, as stored, whose holder leads election: election in
+// the namespace Namespace ("dsync:election/NAME"). No plain lock has it.
+func LockKey(election string) string { return "dsync:" + Namespace + "/" + election }
 
 // Info describes a leader.
 type Info struct {

@@ -55,7 +55,7 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 	if err != nil {
 		return nil, err
 	}
-	mu, err := dsync.NewMutex(backend, LockKey(name),
+	mu, err := dsync.NewMutex(backend, name, dsync.WithNamespace(Namespace),
 		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
@@ -130,7 +130,10 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		e.putMember(cctx)
 	}
 
-	err := e.mu.LockContext(cctx)
+	err := e.preflight(cctx)
+	if err == nil {
+		err = e.mu.LockContext(cctx)
+	}
 	stop(nil)
 
 	e.state.Lock()
@@ -162,6 +165,15 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		e.cfg.onElected(info)
 	}
 	return t, nil
+}
+
+// preflight asks the backend, if it checks, whether this candidate may
+// campaign.
+func (e *Election) preflight(ctx context.Context) error {
+	if p, ok := e.backend.(Preflighter); ok {
+		return p.Preflight(ctx, e.name)
+	}
+	return nil
 }
 
 // watch ends term t when its lease is lost or its context ends, and gives

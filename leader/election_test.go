@@ -12,6 +12,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -23,20 +26,67 @@ const ttl = 3 * time.Second
 
 var quiet = leader.WithLogger(slog.New(slog.DiscardHandler))
 
-// cut wraps the shared backend for one candidate and can sever it.
+// cut is an election backend for one candidate that can sever it.
 type cut struct {
 	*leader.MemoryBackend
-	renewDown     atomic.Bool
+	renewDown     *atomic.Bool
 	heartbeatDown atomic.Bool
 }
 
 var errCut = errors.New("candidate cut off from the backend")
 
-func (c *cut) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	if c.renewDown.Load() {
+// A world is one store, and one member status, for candidates in
+// processes of their own.
+type world struct {
+	store   *memory.Store
+	members *leader.MemoryBackend
+}
+
+func newWorld() *world { return &world{store: memory.New(), members: leader.NewMemoryBackend()} }
+
+// process returns the backend of a new process in w.
+func (w *world) process(t *testing.T) *leader.MemoryBackend {
+	return w.members.WithLocks(newClient(t, w.store))
+}
+
+// cut returns the backend of a new process in w that can be cut off.
+func (w *world) cut(t *testing.T) *cut {
+	s := &cutStore{Store: w.store}
+	return &cut{MemoryBackend: w.members.WithLocks(newClient(t, s)), renewDown: &s.renewDown}
+}
+
+// newCut returns a cut candidate backend in a world of its own.
+func newCut(t *testing.T) *cut { return newWorld().cut(t) }
+
+func newClient(t *testing.T, s driver.Store) *dsync.Client {
+	t.Helper()
+	c, err := dsync.NewClient(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// cutStore fails renewals while renewDown is set.
+type cutStore struct {
+	*memory.Store
+	renewDown atomic.Bool
+}
+
+func (s *cutStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	if s.renewDown.Load() {
+		return false, errCut
+	}
+	return s.Store.RenewSession(ctx, id, gen, expires)
+}
+
+// InsertSession: a generation above 0 is a renewal's.
+func (s *cutStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	if sess.Gen > 0 && s.renewDown.Load() {
 		return errCut
 	}
-	return c.MemoryBackend.RenewSession(ctx, session, ttl)
+	return s.Store.InsertSession(ctx, sess)
 }
 
 func (c *cut) PutMember(ctx context.Context, election string, m leader.Member) error {
@@ -83,7 +133,7 @@ func TestNewElectionRejectsBadInput(t *testing.T) {
 
 func TestAtMostOneLeaderAcrossForcedLosses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := leader.NewMemoryBackend()
+		w := newWorld()
 		const candidates, losses = 5, 100
 		ctx, cancel := context.WithCancel(context.Background())
 		var leading atomic.Int32
@@ -97,7 +147,7 @@ func TestAtMostOneLeaderAcrossForcedLosses(t *testing.T) {
 		var wg sync.WaitGroup
 		var elections []*leader.Election
 		for i := range candidates {
-			cuts[i] = &cut{MemoryBackend: mem}
+			cuts[i] = w.cut(t)
 			e := newElection(t, cuts[i])
 			elections = append(elections, e)
 			wg.Go(func() {
@@ -151,10 +201,10 @@ func TestAtMostOneLeaderAcrossForcedLosses(t *testing.T) {
 
 func TestCampaignContextCauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := leader.NewMemoryBackend()
-		ca := &cut{MemoryBackend: mem}
+		w := newWorld()
+		ca := w.cut(t)
 		a := newElection(t, ca)
-		b := newElection(t, mem)
+		b := newElection(t, w.process(t))
 		defer a.Close()
 		defer b.Close()
 		ctx := context.Background()
@@ -267,7 +317,7 @@ func TestCampaignTwiceIsAnError(t *testing.T) {
 
 func TestRunRestartsJobAndReturnsItsError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &cut{MemoryBackend: leader.NewMemoryBackend()}
+		c := newCut(t)
 		e := newElection(t, c)
 		defer e.Close()
 		errBoom := errors.New("job failed")
@@ -349,12 +399,12 @@ func TestObserveSeesEveryChangeInOrder(t *testing.T) {
 
 func TestMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := leader.NewMemoryBackend()
+		w := newWorld()
 		ctx := context.Background()
 		var cuts []*cut
 		var es []*leader.Election
 		for range 3 {
-			c := &cut{MemoryBackend: mem}
+			c := w.cut(t)
 			cuts = append(cuts, c)
 			es = append(es, newElection(t, c, leader.WithVersion("v1.2.3")))
 		}

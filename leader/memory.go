@@ -11,79 +11,60 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// MemoryBackend is a Backend in process memory, for unit tests of code that
-// uses elections. Its leases follow dsync.MemoryBackend, in a store of their
-// own: take the plain locks of the code under test on a
-// dsync.MemoryBackend, as it takes them on a dsyncmongo backend beside
-// leadermongo's, and no lock excludes an election whatever its name. Member
-// status and terms are kept beside the leases. Time comes from the time
-// package, so tests under testing/synctest run on fake time.
+// MemoryBackend is a Backend in process memory, for unit tests of code
+// that uses elections. Its leases are locks of a dsync.MemoryBackend, in
+// the election namespace: take the plain locks of the code under test on
+// the same backend (its MemoryBackend field), as a process does on one
+// dsyncmongo backend, and they share one lease. Member status is kept
+// beside them. Time comes from the time package, so tests under
+// testing/synctest run on fake time.
 type MemoryBackend struct {
-	*dsync.MemoryBackend
-
-	mu      sync.Mutex
-	since   map[string]termStart         // by key: when its newest term began
-	members map[string]map[string]Member // election → id → status
+	dsync.Backend
+	*memberTable
 }
 
-type termStart struct {
-	token uint64
-	at    time.Time
+// memberTable is the member status of a MemoryBackend, shared with the
+// backends WithLocks returns.
+type memberTable struct {
+	mu      sync.Mutex
+	members map[string]map[string]Member // election → id → status
 }
 
 var _ Backend = (*MemoryBackend)(nil)
 
-// NewMemoryBackend returns an empty in-memory election backend.
+// NewMemoryBackend returns an empty in-memory election backend, on a
+// dsync.MemoryBackend of its own.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{
-		MemoryBackend: dsync.NewMemoryBackend(),
-		since:         make(map[string]termStart),
-		members:       make(map[string]map[string]Member),
-	}
+	return &MemoryBackend{Backend: dsync.NewMemoryBackend(), memberTable: &memberTable{members: make(map[string]map[string]Member)}}
 }
 
-// Claim implements dsync.Backend, recording when a term began if the
-// claim holds at once (try).
-func (b *MemoryBackend) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	c, err := b.MemoryBackend.Claim(ctx, key, owner, session, try)
-	if err == nil && try {
-		b.began(c)
-	}
-	return c, err
+// WithLocks returns a backend with b's member status and leases on locks:
+// for tests of several processes, each with a Client of its own on one
+// memory store (package dsync/driver/memory), as processes share one
+// database.
+func (b *MemoryBackend) WithLocks(locks dsync.Backend) *MemoryBackend {
+	return &MemoryBackend{Backend: locks, memberTable: b.memberTable}
 }
 
-// Await implements dsync.Backend, recording when each term began.
-func (b *MemoryBackend) Await(ctx context.Context, c dsync.Claim) error {
-	err := b.MemoryBackend.Await(ctx, c)
-	if err == nil {
-		b.began(c)
-	}
-	return err
-}
-
-func (b *MemoryBackend) began(c dsync.Claim) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.since[c.Key] = termStart{token: c.Token, at: time.Now()}
-}
-
-// Leader implements Backend.
+// Leader implements Backend. Info.Since is when the leader's claim was
+// queued.
 func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, error) {
 	if err := ctx.Err(); err != nil {
 		return Info{}, context.Cause(ctx)
 	}
-	l, ok := b.Holder(LockKey(election))
-	if !ok {
+	q, err := b.Client().Queue(ctx, LockKey(election))
+	if err != nil {
+		return Info{}, err
+	}
+	if len(q) == 0 {
 		return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, election)
 	}
+	l := q[0]
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	info := Info{ID: l.Owner, Token: l.Token}
-	if st := b.since[l.Key]; st.token == l.Token {
-		info.Since = st.at
-	}
+	info := Info{ID: l.Owner, Token: l.Token, Since: l.QueuedAt, Host: l.Host, PID: l.PID}
 	if m, ok := b.members[election][l.Owner]; ok {
-		info.Host, info.PID, info.Version = m.Host, m.PID, m.Version
+		info.Version = m.Version
 	}
 	return info, nil
 }

@@ -12,14 +12,17 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
-// The plain locks of code under test go on a dsync.MemoryBackend, its
-// elections on a leader.MemoryBackend: the lock "leader/coll" is not the
-// lease of the election "coll", in either order.
+// A process's plain locks and elections share one backend (and its
+// lease), yet the lock "coll" is not the lease of the election "coll", in
+// either order, and no plain lock can name an election's lease.
 func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		locks, elections := dsync.NewMemoryBackend(), leader.NewMemoryBackend()
+		elections := leader.NewMemoryBackend()
 		ctx := context.Background()
-		mu, err := dsync.NewMutex(locks, leader.LockKey("coll"), dsync.WithTTL(ttl), dsync.WithLogger(slog.New(slog.DiscardHandler)))
+		if _, err := dsync.NewMutex(elections, leader.LockKey("coll")); err == nil {
+			t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
+		}
+		mu, err := dsync.NewMutex(elections, "coll", dsync.WithTTL(ttl), dsync.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}

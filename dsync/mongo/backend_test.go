@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"slices"
 	"strings"
 	"testing"
@@ -87,13 +89,13 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 		{"bad\xffutf8", ErrInvalidKey},
 	} {
 		start := time.Now()
-		if _, err := b.Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
+		if _, err := b.raw().Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
 			t.Errorf("Claim(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.End(ctx, dsync.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
+		if err := b.raw().End(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
 			t.Errorf("End(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.Await(ctx, dsync.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
+		if err := b.raw().Await(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
 			t.Errorf("Await(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
 		if _, err := b.Current(ctx, tc.key); !errors.Is(err, tc.want) {
@@ -103,16 +105,13 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 			t.Errorf("rejecting %.20q took %v: it waited for the server", tc.key, d)
 		}
 	}
-	if _, err := b.Claim(ctx, "k", "", "s", false); !errors.Is(err, ErrInvalidOwner) {
-		t.Errorf("Claim with empty owner = %v, want ErrInvalidOwner", err)
-	}
-	if _, err := b.Claim(ctx, "k", "o", "", false); err == nil {
+	if _, err := b.raw().Claim(ctx, "k", "o", "", false); err == nil {
 		t.Error("Claim without a session succeeded")
 	}
-	if _, err := b.OpenSession(ctx, 0); err == nil {
+	if _, err := b.raw().OpenSession(ctx, 0); err == nil {
 		t.Error("OpenSession with zero TTL succeeded")
 	}
-	if err := b.End(ctx, dsync.Claim{Key: "k", Owner: "o"}, true); err == nil {
+	if err := b.raw().End(ctx, clienthook.Claim{Key: "k", Owner: "o"}, true); err == nil {
 		t.Error("End of a claim without token and nonce succeeded")
 	}
 }
@@ -121,12 +120,12 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	b := newBackend(t, offlineDB(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := b.OpenSession(ctx, time.Second); err == nil {
+	if _, err := b.raw().OpenSession(ctx, time.Second); err == nil {
 		t.Fatal("OpenSession against no server succeeded")
 	} else {
 		t.Logf("OpenSession error: %v", err)
 	}
-	if err := b.RenewSession(ctx, "s", time.Second); err == nil || errors.Is(err, dsync.ErrSessionGone) {
+	if err := b.raw().RenewSession(ctx, "s", time.Second); err == nil || errors.Is(err, dsync.ErrSessionGone) {
 		t.Errorf("RenewSession against no server = %v, want an error of unknown outcome", err)
 	}
 }
@@ -134,7 +133,7 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 // open opens a session on b.
 func open(t *testing.T, ctx context.Context, b *Backend, ttl time.Duration) string {
 	t.Helper()
-	s, err := b.OpenSession(ctx, ttl)
+	s, err := b.raw().OpenSession(ctx, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +141,9 @@ func open(t *testing.T, ctx context.Context, b *Backend, ttl time.Duration) stri
 }
 
 // claimed claims key and reports whether it holds at once (one walk).
-func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) dsync.Claim {
+func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) clienthook.Claim {
 	t.Helper()
-	c, err := b.Claim(ctx, key, owner, session, false)
+	c, err := b.raw().Claim(ctx, key, owner, session, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +151,10 @@ func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session 
 }
 
 // holdsWithin reports whether Await returns within d.
-func holdsWithin(ctx context.Context, b *Backend, c dsync.Claim, d time.Duration) bool {
+func holdsWithin(ctx context.Context, b *Backend, c clienthook.Claim, d time.Duration) bool {
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return b.Await(actx, c) == nil
+	return b.raw().Await(actx, c) == nil
 }
 
 // TestQueueHoldsInClaimOrder: claims hold in epoch order, one at a time; a
@@ -163,7 +162,7 @@ func holdsWithin(ctx context.Context, b *Backend, c dsync.Claim, d time.Duration
 func TestQueueHoldsInClaimOrder(t *testing.T) {
 	ps := newProcs(t, 4)
 	ctx := testCtx(t, time.Minute)
-	var cs []dsync.Claim
+	var cs []clienthook.Claim
 	for i, p := range ps {
 		s := open(t, ctx, p.b, time.Minute)
 		cs = append(cs, claimed(t, ctx, p.b, "k", fmt.Sprintf("p%d", i), s))
@@ -182,10 +181,10 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 		}
 	}
 	// p2 gives up; p0 releases: p1 holds, p3 still waits for p1.
-	if err := ps[2].b.End(ctx, cs[2], false); err != nil {
+	if err := ps[2].b.raw().End(ctx, cs[2], false); err != nil {
 		t.Fatal(err)
 	}
-	if err := ps[0].b.End(ctx, cs[0], true); err != nil {
+	if err := ps[0].b.raw().End(ctx, cs[0], true); err != nil {
 		t.Fatal(err)
 	}
 	if !holdsWithin(ctx, ps[1].b, cs[1], 5*time.Second) {
@@ -197,7 +196,7 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != 2 || info.Owner != "p1" {
 		t.Fatalf("Current = %+v, %v; want p1's claim 2", info, err)
 	}
-	if err := ps[1].b.End(ctx, cs[1], true); err != nil {
+	if err := ps[1].b.raw().End(ctx, cs[1], true); err != nil {
 		t.Fatal(err)
 	}
 	if !holdsWithin(ctx, ps[3].b, cs[3], 5*time.Second) {
@@ -211,18 +210,18 @@ func TestTryClaimNeverQueues(t *testing.T) {
 	ps := newProcs(t, 2)
 	ctx := testCtx(t, time.Minute)
 	sa, sb := open(t, ctx, ps[0].b, time.Minute), open(t, ctx, ps[1].b, time.Minute)
-	a, err := ps[0].b.Claim(ctx, "k", "alice", sa, true)
+	a, err := ps[0].b.raw().Claim(ctx, "k", "alice", sa, true)
 	if err != nil {
 		t.Fatalf("TryClaim of a free key = %v", err)
 	}
 	var held *dsync.HeldError
-	if _, err := ps[1].b.Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
+	if _, err := ps[1].b.raw().Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
 		t.Fatalf("TryClaim of a held key = %v, want a HeldError naming alice's token %d", err, a.Token)
 	}
-	if err := ps[0].b.End(ctx, a, true); err != nil {
+	if err := ps[0].b.raw().End(ctx, a, true); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ps[1].b.Claim(ctx, "k", "bob", sb, true)
+	b, err := ps[1].b.raw().Claim(ctx, "k", "bob", sb, true)
 	if err != nil {
 		t.Fatalf("TryClaim after the release = %v: the failed try left something in the queue", err)
 	}
@@ -247,7 +246,7 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 		t.Fatal("alice's claim does not hold")
 	}
 	b := claimed(t, ctx, ps[1].b, "k", "bob", open(t, ctx, ps[1].b, time.Minute))
-	if err := ps[1].b.Await(ctx, b); err != nil {
+	if err := ps[1].b.raw().Await(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	waited := time.Since(sent)
@@ -267,14 +266,14 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	}
 	// Alice's renewal arrives now, late: the session document is extended,
 	// but the dead claim stays ended for every reader.
-	if err := ps[0].b.RenewSession(ctx, sa, time.Minute); err != nil {
+	if err := ps[0].b.raw().RenewSession(ctx, sa, time.Minute); err != nil {
 		t.Fatalf("late renewal: %v", err)
 	}
 	if info, err := ps[2].b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != b.Token {
 		t.Fatalf("after alice's late renewal, Current = %+v, %v; want bob's claim %d", info, err, b.Token)
 	}
 	var held *dsync.HeldError
-	if _, err := ps[2].b.Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
+	if _, err := ps[2].b.raw().Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
 		t.Fatalf("carol's try = %v, want held by bob", err)
 	}
 }
@@ -293,12 +292,12 @@ func TestLongExpiredSessionsAreDeleted(t *testing.T) {
 		sessionDoc{ID: "long-gone", ExpiresAt: now.Earliest.Add(-2 * time.Hour)},
 		sessionDoc{ID: "recently-expired", ExpiresAt: now.Earliest.Add(-time.Minute)},
 	}
-	if _, err := p.b.sessions.InsertMany(ctx, old); err != nil {
+	if _, err := p.b.s.sessions.InsertMany(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	open(t, ctx, p.b, time.Minute)
 	var ids []string
-	cur, err := p.b.sessions.Find(ctx, notClock)
+	cur, err := p.b.s.sessions.Find(ctx, notClock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +344,7 @@ func TestCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Key != "k" || info.Token != c.Token || info.Owner != "alice" || !info.Live ||
-		info.Host != b.cfg.host || info.PID != b.cfg.pid {
+		info.Host != b.s.cfg.host || info.PID != b.s.cfg.pid {
 		t.Errorf("Current = %+v, want alice's claim %d", info, c.Token)
 	}
 	// Server and local clocks agree here within seconds.
@@ -355,13 +354,13 @@ func TestCurrent(t *testing.T) {
 	if d := info.AcquiredAt.Sub(before); d < -5*time.Second || d > 5*time.Second {
 		t.Errorf("AcquiredAt %v is %v from the claim", info.AcquiredAt, d)
 	}
-	if err := b.End(ctx, c, true); err != nil {
+	if err := b.raw().End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != w.Token {
 		t.Errorf("after the release Current = %+v, %v; want bob's waiting claim, now the head", info, err)
 	}
-	if err := ps[1].b.End(ctx, w, false); err != nil {
+	if err := ps[1].b.raw().End(ctx, w, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
@@ -377,10 +376,10 @@ func TestCloseStopsTheBackend(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Claim(ctx, "k", "o", s, false); !errors.Is(err, ErrClosed) {
+	if _, err := b.raw().Claim(ctx, "k", "o", s, false); !errors.Is(err, ErrClosed) {
 		t.Errorf("Claim after Close = %v, want ErrClosed", err)
 	}
-	if err := b.RenewSession(ctx, s, time.Second); !errors.Is(err, ErrClosed) {
+	if err := b.raw().RenewSession(ctx, s, time.Second); !errors.Is(err, ErrClosed) {
 		t.Errorf("RenewSession after Close = %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {
@@ -398,13 +397,13 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 		claimed(t, ctx, p.b, fmt.Sprintf("k%d", i), "o", s)
 	}
 	p.cmd.take()
-	if err := p.b.RenewSession(ctx, s, time.Minute); err != nil {
+	if err := p.b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.cmd.take(); lockOps(n) != 1 || n["findAndModify"] != 1 {
 		t.Fatalf("renewing a session of 200 claims sent %v, want one findAndModify", n)
 	}
-	if err := p.b.RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
+	if err := p.b.raw().RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
 		t.Fatalf("renewing an unknown session = %v, want ErrSessionGone", err)
 	}
 }
@@ -420,10 +419,10 @@ var fastPrune = withChain(chain.Config{
 func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) uint64 {
 	t.Helper()
 	c := claimed(t, ctx, b, key, owner, session)
-	if err := b.Await(ctx, c); err != nil {
+	if err := b.raw().Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.End(ctx, c, true); err != nil {
+	if err := b.raw().End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
 	return c.Token
@@ -444,7 +443,7 @@ func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
 	var floor int64
 	epochs := map[int64]bool{}
 	for _, d := range ds {
-		if d.Kind == kindFloor {
+		if d.Kind == driver.KindFloor {
 			floor = max(floor, d.Epoch)
 			continue
 		}
@@ -474,13 +473,12 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
 			ps := newProcs(t, 2, fastPrune)
 			ctx := testCtx(t, time.Minute)
-			stale, busy := ps[0].b, ps[1].b
-			stale.eng.SetBug(bug)
+			stale, busy := newBackend(t, ps[0].db, fastPrune, withBug(bug)), ps[1].b
 			ss, sb := open(t, ctx, stale, time.Minute), open(t, ctx, busy, time.Minute)
 			cycle(t, ctx, stale, "k", "stale", ss)
 			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != 2 {
 				t.Fatalf("second claim got token %d, want 2", c.Token)
-			} else if err := stale.End(ctx, c, false); err != nil {
+			} else if err := stale.raw().End(ctx, c, false); err != nil {
 				t.Fatal(err)
 			}
 			var top uint64
@@ -522,7 +520,7 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		sent := time.Now()
 		h := claimed(t, ctx, tc.holder.b, key, "holder", open(t, ctx, tc.holder.b, ttl))
 		w := claimed(t, ctx, tc.waiter.b, key, "waiter", open(t, ctx, tc.waiter.b, time.Minute))
-		if err := tc.waiter.b.Await(ctx, w); err != nil {
+		if err := tc.waiter.b.raw().Await(ctx, w); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		waited := time.Since(sent)

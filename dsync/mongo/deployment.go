@@ -39,33 +39,33 @@ var markerFields = []string{"key", "kind", "epoch"}
 // ensureIndex creates the (key, kind, epoch) index, or accepts an
 // equivalent one that exists (WithIndexManagement), and refuses a
 // collection with a unique index that would refuse end markers.
-func (b *Backend) ensureIndex(ctx context.Context) error {
-	err := b.fault("createIndexes")
+func (s *lockStore) ensureIndex(ctx context.Context) error {
+	err := s.fault("createIndexes")
 	if err == nil {
-		_, err = b.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
+		_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
 	}
 	if err != nil && ctx.Err() != nil {
-		return b.wrap(ctx, "create index on", b.cfg.collection, err)
+		return wrap(ctx, "create index on", s.cfg.collection, err)
 	}
 	// Created or not, list the indexes: an index in the way is not an
 	// error of createIndexes. Not created: no privilege, or an index with
 	// these keys exists under another name or with other options
 	// (IndexOptionsConflict, 85), or another index has its name
 	// (IndexKeySpecsConflict, 86).
-	found, lerr := b.findIndex(ctx)
+	found, lerr := s.findIndex(ctx)
 	if lerr == nil && found.blocking != "" {
 		return fmt.Errorf("%w: collection %q has the unique index %s, which refuses the end markers dsync writes "+
 			"(a claim and its markers share key and epoch)%s; drop it (db.%s.dropIndex(%q))",
-			ErrIndex, b.cfg.collection, found.blocking, found.v1Hint(), b.cfg.collection, found.blockingName)
+			ErrIndex, s.cfg.collection, found.blocking, found.v1Hint(), s.cfg.collection, found.blockingName)
 	}
 	if err == nil {
 		if lerr != nil {
-			b.cfg.logger.Debug("dsyncmongo: listing the lock collection's indexes failed", slog.String("collection", b.cfg.collection), slog.Any("err", lerr))
+			s.cfg.logger.Debug("dsyncmongo: listing the lock collection's indexes failed", slog.String("collection", s.cfg.collection), slog.Any("err", lerr))
 		}
 		return nil
 	}
 	if lerr == nil && found.equivalent != "" {
-		b.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", b.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", err))
+		s.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", s.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", err))
 		return nil
 	}
 	why := "no equivalent index exists"
@@ -77,7 +77,7 @@ func (b *Backend) ensureIndex(ctx context.Context) error {
 	}
 	return fmt.Errorf("%w: creating the index {key: 1, kind: 1, epoch: 1} (%q) on collection %q failed, and %s; "+
 		"grant the createIndex privilege on the collection, or create the index beforehand and use WithIndexManagement(false): %w",
-		ErrIndex, lockIndexName, b.cfg.collection, why, err)
+		ErrIndex, lockIndexName, s.cfg.collection, why, err)
 }
 
 // indexes is what findIndex learned of the lock collection's indexes.
@@ -96,9 +96,9 @@ func (x indexes) v1Hint() string {
 }
 
 // findIndex lists the lock collection's indexes.
-func (b *Backend) findIndex(ctx context.Context) (indexes, error) {
+func (s *lockStore) findIndex(ctx context.Context) (indexes, error) {
 	var x indexes
-	cur, err := b.coll.Indexes().List(ctx)
+	cur, err := s.coll.Indexes().List(ctx)
 	if err != nil {
 		return x, err
 	}
@@ -201,27 +201,27 @@ func equivalentIndex(spec bson.Raw) bool {
 // ferretdbVersion to its buildInfo reply. A server that refuses
 // buildInfo (the Stable API in strict mode does) counts as MongoDB; any
 // other failure is returned.
-func (b *Backend) detectFerretDB(ctx context.Context) (bool, error) {
-	if b.cfg.ferretDB != nil {
-		return *b.cfg.ferretDB, nil
+func (s *lockStore) detectFerretDB(ctx context.Context) (bool, error) {
+	if s.cfg.ferretDB != nil {
+		return *s.cfg.ferretDB, nil
 	}
-	raw, err := b.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	var se mongo.ServerError
 	switch {
 	case err == nil:
 		_, err = raw.LookupErr("ferretdbVersion")
 		return err == nil, nil
 	case errors.As(err, &se) && ctx.Err() == nil:
-		b.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
+		s.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
 		return false, nil
 	}
-	return false, b.wrap(ctx, "buildInfo on", b.db.Name(), err)
+	return false, wrap(ctx, "buildInfo on", s.db.Name(), err)
 }
 
 // fault consults the test hook for the write named op.
-func (b *Backend) fault(op string) error {
-	if b.cfg.fault != nil {
-		return b.cfg.fault(op)
+func (s *lockStore) fault(op string) error {
+	if s.cfg.fault != nil {
+		return s.cfg.fault(op)
 	}
 	return nil
 }
@@ -229,24 +229,24 @@ func (b *Backend) fault(op string) error {
 // write runs f, a write named op (for the test hook), with the write
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
-func (b *Backend) write(ctx context.Context, op string, f func(context.Context) error) error {
-	if b.cfg.writeTimeout <= 0 || b.ferret.Load() {
-		err := b.fault(op)
+func (s *lockStore) write(ctx context.Context, op string, f func(context.Context) error) error {
+	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
+		err := s.fault(op)
 		if err == nil {
 			err = f(ctx)
 		}
-		b.noteFailure(err)
+		s.noteFailure(err)
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, b.cfg.writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
 	defer cancel()
-	err := b.fault(op)
+	err := s.fault(op)
 	if err == nil {
 		err = f(wctx)
 	}
-	b.noteFailure(err)
+	s.noteFailure(err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
-		return &writeTimeoutError{limit: b.cfg.writeTimeout, err: err}
+		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
 	}
 	return err
 }
@@ -315,13 +315,13 @@ const endAttempts = 3
 
 // retry runs f up to attempts times while it fails transiently and ctx
 // lasts.
-func (b *Backend) retry(ctx context.Context, attempts int, what string, f func() error) error {
+func (s *lockStore) retry(ctx context.Context, attempts int, what string, f func() error) error {
 	for i := 1; ; i++ {
 		err := f()
 		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		b.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
+		s.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
 	}
 }
 
@@ -342,16 +342,16 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // the collection is sharded at all, and a sharded one whose key cannot be
 // read is refused too (ErrSharded). If neither answers, the call fails with
 // their errors, and the next call asks again. Run through a mongos only.
-func (b *Backend) checkSharding(ctx context.Context) error {
+func (s *lockStore) checkSharding(ctx context.Context) error {
 	for _, c := range []struct {
 		name    string
 		allowed []string
 		why     string
 	}{
-		{b.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
-		{b.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
+		{s.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
+		{s.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
 	} {
-		key, sharded, err := b.shardKey(ctx, c.name)
+		key, sharded, err := s.shardKey(ctx, c.name)
 		if err != nil {
 			// Not ErrSharded: the server may answer next time.
 			return fmt.Errorf("dsyncmongo: cannot tell whether collection %q is sharded, or on what (grant find on config.collections, or collStats on the collection): %w",
@@ -381,16 +381,16 @@ func (b *Backend) checkSharding(ctx context.Context) error {
 // shardKey returns the shard key of the collection name of the backend's
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
-func (b *Backend) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
-	if err := b.fault("shard key"); err != nil {
+func (s *lockStore) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+	if err := s.fault("shard key"); err != nil {
 		return nil, false, err
 	}
-	ns := b.db.Name() + "." + name
+	ns := s.db.Name() + "." + name
 	var entry struct {
 		Key     bson.Raw `bson:"key"`
 		Dropped bool     `bson:"dropped"` // before MongoDB 5.0, dropped collections stay listed
 	}
-	err := b.db.Client().Database(b.cfg.configDB).Collection("collections").
+	err := s.db.Client().Database(s.cfg.configDB).Collection("collections").
 		FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&entry)
 	switch {
 	case err == nil:
@@ -400,11 +400,11 @@ func (b *Backend) shardKey(ctx context.Context, name string) (bson.Raw, bool, er
 	case ctx.Err() != nil:
 		return nil, false, err
 	}
-	b.cfg.logger.Debug("dsyncmongo: reading config.collections failed; asking collStats", slog.String("collection", name), slog.Any("err", err))
+	s.cfg.logger.Debug("dsyncmongo: reading config.collections failed; asking collStats", slog.String("collection", name), slog.Any("err", err))
 	var stats struct {
 		Sharded bool `bson:"sharded"`
 	}
-	serr := b.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: name}}).Decode(&stats)
+	serr := s.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: name}}).Decode(&stats)
 	var se mongo.ServerError
 	if errors.As(serr, &se) && se.HasErrorCode(26) { // NamespaceNotFound: not created yet, so not sharded
 		return nil, false, nil

@@ -89,18 +89,18 @@ var (
 
 // lockAndEnd opens a session, claims key, awaits the hold and ends it.
 func lockAndEnd(ctx context.Context, b *Backend, key string) error {
-	s, err := b.OpenSession(ctx, time.Minute)
+	s, err := b.raw().OpenSession(ctx, time.Minute)
 	if err != nil {
 		return err
 	}
-	c, err := b.Claim(ctx, key, "o", s, false)
+	c, err := b.raw().Claim(ctx, key, "o", s, false)
 	if err != nil {
 		return err
 	}
-	if err := b.Await(ctx, c); err != nil {
+	if err := b.raw().Await(ctx, c); err != nil {
 		return err
 	}
-	return b.End(ctx, c, true)
+	return b.raw().End(ctx, c, true)
 }
 
 // TestIndexEquivalentExisting: when creating the index fails, for want of
@@ -130,7 +130,7 @@ func TestIndexEquivalentExisting(t *testing.T) {
 func TestIndexMissingOrConflicting(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withFault(faultOn("createIndexes", errUnauthorized)))
-	_, err := b.OpenSession(testCtx(t, 30*time.Second), time.Minute)
+	_, err := b.raw().OpenSession(testCtx(t, 30*time.Second), time.Minute)
 	if !errors.Is(err, ErrIndex) {
 		t.Fatalf("OpenSession = %v, want ErrIndex", err)
 	}
@@ -281,19 +281,19 @@ func TestWriteTimeout(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
 	c := claimed(t, ctx, b, "k", "o", s)
-	if err := b.Await(ctx, c); err != nil {
+	if err := b.raw().Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	arm(true)
 	ctx = testCtx(t, 5*time.Second)
 	start := time.Now()
-	err := b.End(ctx, c, true)
+	err := b.raw().End(ctx, c, true)
 	took := time.Since(start)
 	arm(false)
 	if !errors.Is(err, ErrWriteTimeout) {
 		t.Fatalf("End = %v after %v, want ErrWriteTimeout", err, took)
 	}
-	for _, s := range []string{`dsyncmongo: end "k": not acknowledged within the write timeout of 200ms`, "majority", "outcome is unknown"} {
+	for _, s := range []string{`end "k": not acknowledged within the write timeout of 200ms`, "majority", "outcome is unknown"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not say %q", err, s)
 		}
@@ -323,13 +323,13 @@ func TestNoWriteTimeoutOnFerretDB(t *testing.T) {
 	b := newBackend(t, db)
 	ctx := context.Background() // no deadline: only the backend's could add maxTimeMS
 	s := open(t, ctx, b, time.Minute)
-	if err := b.RenewSession(ctx, s, time.Minute); err != nil {
+	if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := lockAndEnd(ctx, b, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if !b.ferret.Load() {
+	if !b.s.ferret.Load() {
 		t.Error("FerretDB not detected")
 	}
 	if n := maxTime.Load(); n != 0 {
@@ -480,12 +480,12 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 				}
 			}
 			time.Sleep(5 * time.Millisecond) // each renewal's expiry is later
-			if err := b.RenewSession(ctx, s, time.Minute); (err != nil) != tc.wantErr {
+			if err := b.raw().RenewSession(ctx, s, time.Minute); (err != nil) != tc.wantErr {
 				t.Fatalf("first RenewSession = %v, want an error: %v", err, tc.wantErr)
 			}
 			for range 2 {
 				time.Sleep(5 * time.Millisecond)
-				if err := b.RenewSession(ctx, s, time.Minute); err != nil {
+				if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 					t.Fatalf("RenewSession = %v", err)
 				}
 			}
@@ -496,7 +496,7 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 			if len(got) != 2 || !got[next].After(first) {
 				t.Fatalf("session documents %v: want %s and %s, the second renewed past %v", got, s, next, first)
 			}
-			sess, found, err := store{b}.GetSession(ctx, s)
+			sess, found, err := b.s.GetSession(ctx, s)
 			if err != nil || !found || !sess.ExpiresAt.Equal(got[next]) || sess.Gen != 1 {
 				t.Errorf("GetSession = %+v, %v, %v; want generation 1 expiring %v", sess, found, err, got[next])
 			}
@@ -518,13 +518,13 @@ func TestFloorKeepsTheHighestRaise(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := uint64(1); i <= 16; i++ {
 			wg.Go(func() {
-				if err := (store{b}).RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n"}, time.Now()); err != nil {
+				if err := b.s.RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n"}, time.Now()); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if f, _, err := (store{b}).Floor(ctx, key, 0); err != nil || f.Epoch != 256 {
+		if f, _, err := b.s.Floor(ctx, key, 0); err != nil || f.Epoch != 256 {
 			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f.Epoch, err)
 		}
 	}
@@ -565,10 +565,10 @@ func TestEndRetriesOnlyTransient(t *testing.T) {
 			ctx := testCtx(t, 30*time.Second)
 			s := open(t, ctx, b, time.Minute)
 			c := claimed(t, ctx, b, "k", "o", s)
-			if err := b.Await(ctx, c); err != nil {
+			if err := b.raw().Await(ctx, c); err != nil {
 				t.Fatal(err)
 			}
-			err := b.End(ctx, c, true)
+			err := b.raw().End(ctx, c, true)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("End = %v, want error: %v", err, tc.wantErr)
 			}
@@ -591,7 +591,7 @@ func TestClaimNotRetried(t *testing.T) {
 	b := newBackend(t, db, withFault(fault), WithWakeups(false))
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
-	if _, err := b.Claim(ctx, "k", "o", s, false); !sameCommandError(err, errRetryable) {
+	if _, err := b.raw().Claim(ctx, "k", "o", s, false); !sameCommandError(err, errRetryable) {
 		t.Fatalf("Claim = %v, want %v", err, errRetryable)
 	}
 	if n := calls(); n != 1 {

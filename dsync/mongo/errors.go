@@ -1,6 +1,10 @@
 package dsyncmongo
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/go-dsync/dsync/dsync"
+)
 
 // Sentinel errors. Match them with errors.Is; most are returned wrapped,
 // with the key or the value at fault.
@@ -15,15 +19,13 @@ var (
 	ErrKeyTooLong = errors.New("dsyncmongo: key too long")
 	ErrInvalidKey = errors.New("dsyncmongo: key is not valid UTF-8")
 
-	// ErrInvalidOwner rejects an empty, over-long or non-UTF-8 owner id.
-	ErrInvalidOwner = errors.New("dsyncmongo: invalid owner")
-
 	// ErrNoLock is returned by Current for a key that nothing holds or
 	// waits for.
 	ErrNoLock = errors.New("dsyncmongo: no lock for key")
 
-	// ErrClosed is returned by calls made after Close.
-	ErrClosed = errors.New("dsyncmongo: backend closed")
+	// ErrClosed is returned by calls made after Close: it is
+	// dsync.ErrClosed.
+	ErrClosed = dsync.ErrClosed
 
 	// ErrWriteTimeout matches a write that the server did not acknowledge
 	// within the write timeout (WithWriteTimeout): on a replica set, most

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -176,10 +178,10 @@ func hammer(t *testing.T, procs, rounds int, opts ...Option) {
 		procs, rounds, took.Round(time.Millisecond), (took / time.Duration(total)).Round(time.Microsecond), cmds)
 }
 
-// crashable is a backend whose process can "crash": from then on its
-// renewals and releases never reach the server.
+// crashable is a store whose process can "crash": from then on its
+// renewals and ends never reach the server.
 type crashable struct {
-	dsync.Backend
+	driver.Store
 	crashed atomic.Bool
 
 	mu          sync.Mutex
@@ -188,33 +190,58 @@ type crashable struct {
 
 var errCrashed = errors.New("process crashed")
 
-func (c *crashable) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+// crashableBackend returns a Backend on db whose store is c.
+func crashableBackend(t *testing.T, db *mongo.Database, c *crashable) *Backend {
+	return newBackend(t, db, withClient(clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
+		c.Store = s
+		return c
+	}}))
+}
+
+func (c *crashable) renewed(sent time.Time) {
+	c.mu.Lock()
+	c.lastRenewal = sent
+	c.mu.Unlock()
+}
+
+func (c *crashable) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	if c.crashed.Load() {
+		return false, errCrashed
+	}
+	sent := time.Now()
+	found, err := c.Store.RenewSession(ctx, id, gen, expires)
+	if err == nil && found {
+		c.renewed(sent)
+	}
+	return found, err
+}
+
+// InsertSession: a generation above 0 is a renewal's.
+func (c *crashable) InsertSession(ctx context.Context, s driver.Session) error {
+	if s.Gen > 0 && c.crashed.Load() {
 		return errCrashed
 	}
 	sent := time.Now()
-	err := c.Backend.RenewSession(ctx, session, ttl)
-	if err == nil {
-		c.mu.Lock()
-		c.lastRenewal = sent
-		c.mu.Unlock()
+	err := c.Store.InsertSession(ctx, s)
+	if err == nil && s.Gen > 0 {
+		c.renewed(sent)
 	}
 	return err
 }
 
-func (c *crashable) End(ctx context.Context, cl dsync.Claim, held bool) error {
+func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 	if c.crashed.Load() {
 		return errCrashed
 	}
-	return c.Backend.End(ctx, cl, held)
+	return c.Store.Insert(ctx, d)
 }
 
 func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 	ps := newProcs(t, 2)
 	ctx := testCtx(t, time.Minute)
 	const ttl = time.Second
-	cb := &crashable{Backend: ps[0].b}
-	m1 := newMutex(t, cb, "k", dsync.WithTTL(ttl))
+	cb := &crashable{}
+	m1 := newMutex(t, crashableBackend(t, ps[0].db, cb), "k", dsync.WithTTL(ttl))
 	m2 := newMutex(t, ps[1].b, "k", dsync.WithTTL(ttl))
 	_, _ = ps[1].b.Current(ctx, "k") // start m2's estimator outside the timing
 

@@ -11,7 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // Defaults of the options.
@@ -27,10 +28,6 @@ const (
 	// DefaultWriteTimeout bounds how long the server may take to
 	// acknowledge a write (WithWriteTimeout).
 	DefaultWriteTimeout = 1 * time.Second
-
-	// eventsSuffix names the capped collection of wake-up events after
-	// the lock collection: "dsync_locks_events" by default.
-	eventsSuffix = "_events"
 )
 
 // An Option configures a Backend. Invalid values make New fail.
@@ -69,13 +66,9 @@ type config struct {
 	topology *topology
 	configDB string
 
-	// chain holds the protocol's timing constants (see package
-	// internal/chain). Only tests change them.
-	chain chain.Config
-	// relockWindow, if set, replaces the poll interval as the longest a
-	// Mutex that locks again waits for the owner it took over from
-	// (relock.go). Only tests set it.
-	relockWindow time.Duration
+	// client holds the Client's test-only settings (package
+	// internal/clienthook).
+	client []dsync.ClientOption
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -90,7 +83,6 @@ func newConfig(opts []Option) (*config, error) {
 		logger:     slog.Default(),
 		host:       host,
 		pid:        os.Getpid(),
-		chain:      chain.DefaultConfig(),
 
 		writeTimeout:  DefaultWriteTimeout,
 		manageIndexes: true,
@@ -106,6 +98,14 @@ func newConfig(opts []Option) (*config, error) {
 		}
 	}
 	return c, nil
+}
+
+// clientOptions are the options of the Backend's Client.
+func (c *config) clientOptions() []dsync.ClientOption {
+	return append([]dsync.ClientOption{
+		dsync.ClientWithLogger(c.logger), dsync.ClientWithWakeups(c.wakeups),
+		dsync.ClientWithPollInterval(c.poll), dsync.ClientWithSafetyPoll(c.safetyPoll),
+	}, c.client...)
 }
 
 // WithCollection sets the collection of lock documents. Default:
@@ -351,5 +351,14 @@ func WithMemberSkew(d time.Duration) Option {
 		}
 		c.memberSkew = d
 		return nil
+	}
+}
+
+func init() {
+	clienthook.MongoOption = func(s clienthook.Settings) any {
+		return Option(func(c *config) error {
+			c.client = append(c.client, clienthook.Option(s).(dsync.ClientOption))
+			return nil
+		})
 	}
 }

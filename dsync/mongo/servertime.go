@@ -51,17 +51,6 @@ const clockID = "#clock"
 // than one server.
 const DefaultMemberSkew = 100 * time.Millisecond
 
-// ServerTime returns the interval the server's current time certainly lies
-// in, from the estimate this backend judges expiry with (measuring the
-// server's clock first if no call has yet).
-func (b *Backend) ServerTime(ctx context.Context) (clockcheck.Interval, error) {
-	est, err := b.prepare(ctx)
-	if err != nil {
-		return clockcheck.Interval{}, err
-	}
-	return est.Now(), nil
-}
-
 // probeTime is the estimator's clockcheck.Probe: one findAndModify that
 // sets the clock document's "now" to the applying server's time and
 // returns it. Write concern 1: only the primary's clock matters, and a
@@ -74,11 +63,11 @@ func (b *Backend) ServerTime(ctx context.Context) (clockcheck.Interval, error) {
 // (FerretDB's "database is locked" when processes start at once, a
 // failover) is tried again, up to probeAttempts in all: the retry happens
 // within the measured round trip, which only widens the sample.
-func (b *Backend) probeTime(ctx context.Context) (time.Time, error) {
+func (s *lockStore) probeTime(ctx context.Context) (time.Time, error) {
 	var now time.Time
-	err := b.retry(ctx, probeAttempts, "server-time sample", func() error {
+	err := s.retry(ctx, probeAttempts, "server-time sample", func() error {
 		var err error
-		now, err = b.probeOnce(ctx)
+		now, err = s.probeOnce(ctx)
 		return err
 	})
 	return now, err
@@ -87,8 +76,8 @@ func (b *Backend) probeTime(ctx context.Context) (time.Time, error) {
 // probeAttempts bounds the tries of one server-time sample.
 const probeAttempts = 3
 
-func (b *Backend) probeOnce(ctx context.Context) (time.Time, error) {
-	if err := b.fault("probe"); err != nil {
+func (s *lockStore) probeOnce(ctx context.Context) (time.Time, error) {
+	if err := s.fault("probe"); err != nil {
 		return time.Time{}, err
 	}
 	var d struct {
@@ -99,26 +88,26 @@ func (b *Backend) probeOnce(ctx context.Context) (time.Time, error) {
 	// No projection: FerretDB's findAndModify has none, and the document
 	// holds only its _id and now.
 	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
-	err := b.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+	err := s.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 	if mongo.IsDuplicateKeyError(err) {
 		// Two first upserts raced; the document exists now.
-		err = b.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+		err = s.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 	}
 	if err != nil {
 		// Not noteFailure: a failed re-sample must not ask for another.
 		return time.Time{}, err
 	}
 	if d.Now.IsZero() {
-		return time.Time{}, fmt.Errorf("%w: $currentDate left no date in %s.%s", clockcheck.ErrNoLocalTime, b.sessions.Name(), clockID)
+		return time.Time{}, fmt.Errorf("%w: $currentDate left no date in %s.%s", clockcheck.ErrNoLocalTime, s.sessions.Name(), clockID)
 	}
 	return d.Now, nil
 }
 
 // noteFailure asks the estimator for a new sample at once if err says the
 // server that applies the writes may have changed.
-func (b *Backend) noteFailure(err error) {
-	if e := b.est.Load(); e != nil && primaryMayHaveChanged(err) {
-		b.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
+func (s *lockStore) noteFailure(err error) {
+	if e := s.est.Load(); e != nil && primaryMayHaveChanged(err) {
+		s.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
 		e.ResampleNow()
 	}
 }
@@ -168,22 +157,22 @@ func (t topology) String() string {
 // mongos says "isdbgrid", a replica set member names its set. A server
 // that answers neither is taken to be a replica set, which assumes the
 // most (a member skew).
-func (b *Backend) detectTopology(ctx context.Context) (topology, error) {
+func (s *lockStore) detectTopology(ctx context.Context) (topology, error) {
 	var reply struct {
 		Msg     string `bson:"msg"`
 		SetName string `bson:"setName"`
 	}
-	err := b.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&reply)
+	err := s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&reply)
 	var se mongo.ServerError
 	if errors.As(err, &se) && ctx.Err() == nil {
-		err = b.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Decode(&reply)
+		err = s.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Decode(&reply)
 	}
 	switch {
 	case errors.As(err, &se) && ctx.Err() == nil:
-		b.cfg.logger.Debug("dsyncmongo: neither hello nor isMaster answered; assuming a replica set", slog.Any("err", err))
+		s.cfg.logger.Debug("dsyncmongo: neither hello nor isMaster answered; assuming a replica set", slog.Any("err", err))
 		return topologyReplicas, nil
 	case err != nil:
-		return 0, b.wrap(ctx, "hello on", b.db.Name(), err)
+		return 0, wrap(ctx, "hello on", s.db.Name(), err)
 	case reply.Msg == "isdbgrid":
 		return topologySharded, nil
 	case reply.SetName != "":
@@ -195,9 +184,9 @@ func (b *Backend) detectTopology(ctx context.Context) (topology, error) {
 // memberSkew is the member skew to assume on a deployment: the one set
 // with WithMemberSkew, else DefaultMemberSkew wherever more than one
 // server can be primary, and 0 on a single server.
-func (b *Backend) memberSkew(t topology) time.Duration {
-	if b.cfg.memberSkew >= 0 {
-		return b.cfg.memberSkew
+func (s *lockStore) memberSkew(t topology) time.Duration {
+	if s.cfg.memberSkew >= 0 {
+		return s.cfg.memberSkew
 	}
 	if t == topologySingle {
 		return 0

@@ -154,11 +154,11 @@ func TestServerTimeIsTheWritingServers(t *testing.T) {
 
 	const ttl = 2 * time.Second
 	h := claimed(t, ctx, holder, "k", "holder", open(t, ctx, holder, ttl))
-	if err := holder.Await(ctx, h); err != nil {
+	if err := holder.raw().Await(ctx, h); err != nil {
 		t.Fatal(err)
 	}
 	var held *dsync.HeldError
-	if _, err := viaRouter.Claim(ctx, "k", "other", open(t, ctx, viaRouter, time.Minute), true); !errors.As(err, &held) || held.Token != h.Token {
+	if _, err := viaRouter.raw().Claim(ctx, "k", "other", open(t, ctx, viaRouter, time.Minute), true); !errors.As(err, &held) || held.Token != h.Token {
 		t.Fatalf("TryClaim through the proxy while the holder's session lives = %v, want a HeldError naming token %d", err, h.Token)
 	}
 	if proxy.rewritten.Load() == 0 {
@@ -214,7 +214,7 @@ func TestPrimaryChangeResamplesAtOnce(t *testing.T) {
 		{errNetwork, true},
 	} {
 		next.Store(&tc.err)
-		_ = b.RenewSession(ctx, s, time.Minute)
+		_ = b.raw().RenewSession(ctx, s, time.Minute)
 		wait := 300 * time.Millisecond // enough for a local round trip; a miss is caught by the later cases
 		if tc.resample {
 			wait = 10 * time.Second
@@ -270,7 +270,7 @@ func TestShardedCollectionsChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := newBackend(t, db, func(c *config) error { c.topology, c.configDB = &sharded, configDB.Name(); return nil })
-			_, err := b.OpenSession(ctx, time.Minute)
+			_, err := b.raw().OpenSession(ctx, time.Minute)
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("OpenSession = %v, want it accepted", err)
@@ -295,11 +295,11 @@ func TestShardKeyUnknownIsNotErrSharded(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withFault(fault), func(c *config) error { c.topology, c.configDB = &sharded, db.Name()+"_config"; return nil })
 	ctx := testCtx(t, 30*time.Second)
-	_, err := b.OpenSession(ctx, time.Minute)
+	_, err := b.raw().OpenSession(ctx, time.Minute)
 	if err == nil || errors.Is(err, ErrSharded) || !sameCommandError(err, errNotWanted) {
 		t.Fatalf("OpenSession with unreadable shard keys = %v, want the server's error, not ErrSharded", err)
 	}
-	if _, err := b.OpenSession(ctx, time.Minute); err != nil {
+	if _, err := b.raw().OpenSession(ctx, time.Minute); err != nil {
 		t.Fatalf("OpenSession once the shard keys can be read = %v", err)
 	}
 	if n := calls(); n < 2 {
@@ -326,7 +326,7 @@ func TestProbeRetriesTransient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fault, calls := faults("probe", tc.errs...)
 			b := newBackend(t, mongotest.NewDatabase(t), withFault(fault))
-			_, err := b.OpenSession(testCtx(t, 30*time.Second), time.Minute)
+			_, err := b.raw().OpenSession(testCtx(t, 30*time.Second), time.Minute)
 			checkAttempts(t, "OpenSession (server-time probes)", err, tc.wantErr, calls(), tc.wantCalls)
 		})
 	}
@@ -384,7 +384,7 @@ func TestTopologyOfTheTestServer(t *testing.T) {
 		want = topologyReplicas
 	}
 	b := newBackend(t, db)
-	if got, err := b.detectTopology(ctx); err != nil || got != want {
+	if got, err := b.s.detectTopology(ctx); err != nil || got != want {
 		t.Errorf("detectTopology = %v, %v; want %v", got, err, want)
 	}
 }
@@ -406,10 +406,10 @@ func TestRenewalSamplesServerTime(t *testing.T) {
 	b := newBackend(t, db, withFault(fault), WithWakeups(false), withEstimator(clockcheck.WithInterval(interval)))
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
-	oneServer := b.memberSkew(b.topo) == 0
+	oneServer := b.s.memberSkew(b.s.topo) == 0
 	first := probes()
 	for range 12 { // 1.2 s: three intervals
-		if err := b.RenewSession(ctx, s, time.Minute); err != nil {
+		if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)

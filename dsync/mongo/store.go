@@ -4,132 +4,239 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// lockDoc is a document of the lock collection: a claim of an epoch, the
-// marker that ends one, or a key's floor (see package doc, "Protocol").
-type lockDoc struct {
-	ID      string `bson:"_id"`
-	Key     string `bson:"key"`
-	Epoch   int64  `bson:"epoch,omitempty"` // absent on floor documents
-	Kind    string `bson:"kind"`
-	Nonce   string `bson:"nonce,omitempty"`
-	Session string `bson:"session,omitempty"`
-	Owner   string `bson:"owner,omitempty"`
-	Host    string `bson:"host,omitempty"`
-	PID     int    `bson:"pid,omitempty"`
-	// At is the latest possible server time when the document was sent:
-	// for a claim, when it queued. A prune deletes only documents sent
-	// before the floor it prunes below (chain.Store.Prune).
-	At time.Time `bson:"at"`
-	// Claims only: the session's TTL in milliseconds, and the expiry its
-	// owner had seen confirmed when it claimed (chain.Doc).
-	TTL int64     `bson:"ttl,omitempty"`
-	Exp time.Time `bson:"exp,omitempty"`
+// lockStore is the MongoDB driver: a driver.Store over a database's lock
+// and sessions collections, a driver.Feed over its events collection
+// (feed.go), and a driver.KeyChecker. It decides nothing; dsync.Client
+// runs the protocol above it. Every read and update of one document
+// filters on _id alone: FerretDB answers any other query by decoding the
+// whole collection.
+type lockStore struct {
+	db       *mongo.Database
+	coll     *mongo.Collection // claims, shadows, end markers, floors
+	sessions *mongo.Collection
+	// clockColl is the sessions collection with write concern 1, for the
+	// server-time samples (servertime.go).
+	clockColl *mongo.Collection
+	events    *mongo.Collection // wake-up events (feed.go)
+	cfg       *config
+
+	// sem serializes preparation (index creation, estimator start) and
+	// Close, while letting a waiting caller give up when its ctx ends.
+	sem     chan struct{}
+	indexed bool        // guarded by sem
+	probed  bool        // guarded by sem: ferret and topo are known
+	topo    topology    // guarded by sem
+	ferret  atomic.Bool // the server is FerretDB (deployment.go)
+	est     atomic.Pointer[clockcheck.Estimator]
+	closed  atomic.Bool
+
+	feedMu sync.Mutex
+	tail   *tailer // the wake-up stream's follower; nil until Follow
+	// publishedBy is the Proc of the events published through this store
+	// (its Client's), so that the follower knows them for its own.
+	publishedBy atomic.Pointer[string]
 }
 
-// kindFloor is the kind of a floor document: {key, epoch: F, nonce}
-// records that every epoch of key below F has ended; nonce is that of F's
-// claim, which the floor counts only while it exists (chain.Floor). A key
-// has one per floor raised and not yet pruned; its floor is the highest.
-const kindFloor = "floor"
+var (
+	_ driver.Store      = (*lockStore)(nil)
+	_ driver.Feed       = (*lockStore)(nil)
+	_ driver.KeyChecker = (*lockStore)(nil)
+)
 
-// floorID is the _id of key's floor document at floor. Claim and marker
-// IDs end in "@digits" or "~nonce", so no floor ID is another key's claim
-// or marker.
-func floorID(key string, floor uint64) string { return fmt.Sprintf("%s#floor#%020d", key, floor) }
-
-// sessionDoc is a document of the sessions collection: one generation of a
-// session (see chain.Engine.RenewSession).
-type sessionDoc struct {
-	ID        string    `bson:"_id"`
-	ExpiresAt time.Time `bson:"expiresAt"`
-	Host      string    `bson:"host"`
-	PID       int       `bson:"pid"`
-	Started   time.Time `bson:"started"`
-	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
+func newLockStore(db *mongo.Database, cfg *config) *lockStore {
+	// The clock that matters is the primary's, which orders the writes.
+	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
+	s := &lockStore{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
+	s.coll = s.collection(cfg.collection)
+	s.sessions = s.collection(cfg.collection + sessionsSuffix)
+	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
+	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
+	return s
 }
 
-// sessionDocID is the _id of generation gen of session id: the session ID
-// itself for the first, then id~1, id~2... Session IDs are xids, 20
-// characters of [0-9a-v], so no other session's documents share the prefix.
-func sessionDocID(id string, gen int) string {
-	if gen == 0 {
-		return id
+// collection returns a collection of the database with the settings of
+// the lock collection (see Backend.Collection).
+func (s *lockStore) collection(name string) *mongo.Collection {
+	return s.db.Collection(name, options.Collection().
+		SetWriteConcern(s.cfg.wc).
+		SetReadPreference(readpref.Primary()).
+		SetReadConcern(readconcern.Local()))
+}
+
+// Prepare implements driver.Store: it detects the deployment, creates the
+// index and starts the server-time estimator, once.
+func (s *lockStore) Prepare(ctx context.Context) error {
+	_, err := s.prepare(ctx)
+	return err
+}
+
+// ServerTime implements driver.Store, from the estimator.
+func (s *lockStore) ServerTime() driver.Interval {
+	iv := s.est.Load().Now()
+	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
+}
+
+// CheckKey implements driver.KeyChecker.
+func (s *lockStore) CheckKey(key string) error { return checkKey(key) }
+
+// Close implements driver.Store: it stops the wake-up stream's follower
+// and the estimator's goroutine, and waits for them.
+func (s *lockStore) Close() error {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	s.closed.Store(true)
+	s.feedMu.Lock()
+	t := s.tail
+	s.feedMu.Unlock()
+	if t != nil {
+		t.stop()
 	}
-	return id + "~" + strconv.Itoa(gen)
+	if e := s.est.Load(); e != nil {
+		return e.Close()
+	}
+	return nil
 }
 
-// sessionDocsFilter selects every generation of session id: its own _id,
-// and the _ids between id~ and id~: (':' follows the digits).
-func sessionDocsFilter(id string) bson.D {
-	return bson.D{{Key: "$or", Value: bson.A{
-		bson.D{{Key: "_id", Value: id}},
-		bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: id + "~"}, {Key: "$lt", Value: id + "~:"}}}},
-	}}}
+// prepare detects the deployment, creates the index and the estimator on
+// first use, and returns the estimator.
+func (s *lockStore) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if e := s.est.Load(); e != nil {
+		return e, nil
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-s.sem }()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if e := s.est.Load(); e != nil {
+		return e, nil
+	}
+	if !s.probed {
+		// Before any write: it decides the write timeout.
+		ferret, err := s.detectFerretDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		topo := topologySingle
+		switch {
+		case s.cfg.topology != nil:
+			topo = *s.cfg.topology
+		case !ferret:
+			if topo, err = s.detectTopology(ctx); err != nil {
+				return nil, err
+			}
+		}
+		s.ferret.Store(ferret)
+		s.topo = topo
+		s.probed = true
+	}
+	if s.topo == topologySharded {
+		if err := s.checkSharding(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !s.indexed && s.cfg.manageIndexes {
+		// The (key, kind, epoch) index serves the newest-first read and
+		// pruning. It is not unique: a claim and its marker share key and
+		// epoch. The deterministic _id alone makes inserts exclusive.
+		if err := s.ensureIndex(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.indexed = true
+	opts := append([]clockcheck.Option{
+		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
+		clockcheck.WithProbe(s.probeTime), clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
+	}, s.cfg.estimator...)
+	e, err := clockcheck.NewEstimator(ctx, nil, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
+	}
+	s.est.Store(e)
+	return e, nil
 }
 
-// store is the chain.Store of a Backend. Every read and update of one
-// document filters on _id alone: FerretDB answers any other query by
-// decoding the whole collection.
-type store struct{ b *Backend }
+// mono is the local monotonic clock's reading.
+func (s *lockStore) mono() time.Duration { return s.cfg.clock.Monotonic() }
 
-var _ chain.Store = store{}
+// now is the midpoint of the server-time estimate, for what is shown
+// (a session's start); zero before the estimator exists.
+func (s *lockStore) now() time.Time {
+	if e := s.est.Load(); e != nil {
+		return midpoint(e.Now())
+	}
+	return time.Time{}
+}
 
-func (s store) Insert(ctx context.Context, d chain.Doc) error {
+// Insert implements driver.Store: one insert.
+func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
 	insert := func() error {
-		return s.b.write(ctx, insertOp(d), func(ctx context.Context) error {
-			_, err := s.b.coll.InsertOne(ctx, s.toLockDoc(d))
+		return s.write(ctx, insertOp(d), func(ctx context.Context) error {
+			_, err := s.coll.InsertOne(ctx, toLockDoc(d))
 			return err
 		})
 	}
 	var err error
-	if d.Kind == chain.KindClaim {
-		// Never sent again here: a claim of unknown outcome is withdrawn
-		// by its nonce (the engine sees to it), and its owner must again
-		// follow a known epoch.
+	if d.Kind == driver.KindClaim {
+		// Never sent again: a claim whose insert failed is of unknown
+		// outcome, and the engine withdraws it by its nonce.
 		err = insert()
 	} else {
 		// An end marker states a fact that stays true, and has a
-		// deterministic _id: sending it again is harmless, and a duplicate
-		// key then means an earlier attempt was applied. A transient
-		// failure (a failover, a dropped connection, a busy FerretDB) gets
-		// up to two more tries at once rather than waiting for Flush.
-		err = s.b.retry(ctx, endAttempts, "end marker", insert)
+		// deterministic _id: sending it again is harmless, and a
+		// duplicate key then means an earlier attempt was applied. A
+		// transient failure (a failover, a dropped connection, a busy
+		// FerretDB) gets up to two more tries at once; after that the
+		// engine sends it again in the background.
+		err = s.retry(ctx, endAttempts, "end marker", insert)
 	}
 	if mongo.IsDuplicateKeyError(err) {
-		return chain.ErrExists
+		return driver.ErrExists
 	}
 	return err
 }
 
-// insertOp names an insert for the test hook (WithFault): "claim" or "end".
-func insertOp(d chain.Doc) string {
-	if d.Kind == chain.KindClaim {
+// insertOp names an insert for the test hook (withFault): "claim" or "end".
+func insertOp(d driver.Doc) string {
+	if d.Kind == driver.KindClaim {
 		return "claim"
 	}
 	return "end"
 }
 
-// InsertOrdered inserts docs in one ordered insert: the server applies
-// them one after the other and stops at the first duplicate key (MongoDB
-// and FerretDB alike).
-func (s store) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error) {
+// InsertOrdered implements driver.Store: one ordered insert, which the
+// server applies one document after the other, stopping at the first
+// duplicate key (MongoDB and FerretDB alike).
+func (s *lockStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	all := make([]any, len(docs))
 	for i, d := range docs {
-		all[i] = s.toLockDoc(d)
+		all[i] = toLockDoc(d)
 	}
-	err := s.b.write(ctx, "claim", func(ctx context.Context) error {
-		_, err := s.b.coll.InsertMany(ctx, all)
+	err := s.write(ctx, "claim", func(ctx context.Context) error {
+		_, err := s.coll.InsertMany(ctx, all)
 		return err
 	})
 	if err == nil {
@@ -145,72 +252,62 @@ func (s store) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error)
 // isDuplicateKey reports whether a write error code is a duplicate key.
 func isDuplicateKey(code int) bool { return code == 11000 || code == 11001 || code == 12582 }
 
-// toLockDoc is how d is stored; a claim names this process's host and pid.
-func (s store) toLockDoc(d chain.Doc) lockDoc {
-	doc := lockDoc{
-		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
-		Session: d.Session, Owner: d.Owner, At: chain.CeilMilli(d.Sent),
-		TTL: d.TTL.Milliseconds(), Exp: d.Exp,
-	}
-	if d.Kind == chain.KindClaim {
-		doc.Host, doc.PID = s.b.cfg.host, s.b.cfg.pid
-	}
-	return doc
-}
-
-func fromLockDoc(d *lockDoc) chain.Doc {
-	return chain.Doc{
-		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
-		Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
-	}
-}
-
-func (s store) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
+// Get implements driver.Store: a find by _id.
+func (s *lockStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	var d lockDoc
-	err := s.b.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return chain.Doc{}, false, nil
+		return driver.Doc{}, false, nil
 	}
 	if err != nil {
-		s.b.noteFailure(err)
-		return chain.Doc{}, false, err
+		s.noteFailure(err)
+		return driver.Doc{}, false, err
 	}
 	return fromLockDoc(&d), true, nil
 }
 
-func (s store) Newest(ctx context.Context, key string) (chain.Doc, bool, error) {
-	d, found, err := s.b.newest(ctx, key)
-	if err != nil || !found {
-		return chain.Doc{}, false, err
+// Newest implements driver.Store: a find on the (key, kind, epoch) index,
+// newest first.
+func (s *lockStore) Newest(ctx context.Context, key string) (driver.Doc, bool, error) {
+	var d lockDoc
+	err := s.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindClaim}},
+		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return driver.Doc{}, false, nil
+	}
+	if err != nil {
+		s.noteFailure(err)
+		return driver.Doc{}, false, err
 	}
 	return fromLockDoc(&d), true, nil
 }
 
-func (s store) Floor(ctx context.Context, key string, below uint64) (chain.Floor, bool, error) {
-	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: kindFloor}}
+// Floor implements driver.Store: a find on the (key, kind, epoch) index.
+func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
+	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}}
 	if below > 0 {
 		filter = append(filter, bson.E{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(below)}}})
 	}
 	var d lockDoc
-	err := s.b.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
+	err := s.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return chain.Floor{}, false, nil
+		return driver.Floor{}, false, nil
 	}
 	if err != nil {
-		s.b.noteFailure(err)
-		return chain.Floor{}, false, err
+		s.noteFailure(err)
+		return driver.Floor{}, false, err
 	}
-	return chain.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce}, true, nil
+	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce}, true, nil
 }
 
-// RaiseFloor inserts a floor document, never updates one: two updates of
-// one document applied at once can lose the higher value on FerretDB
-// (see chain.Store), and a floor that went down would let a claim landing
-// in a pruned hole count.
-func (s store) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent time.Time) error {
-	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Kind: kindFloor, Nonce: f.Nonce, At: sent.UTC()}
-	err := s.b.write(ctx, "floor", func(ctx context.Context) error {
-		_, err := s.b.coll.InsertOne(ctx, doc)
+// RaiseFloor implements driver.Store. It inserts a floor document, never
+// updates one: two updates of one document applied at once can lose the
+// higher value on FerretDB, and a floor that went down would let a claim
+// landing in a pruned hole count.
+func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
+	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
+	err := s.write(ctx, "floor", func(ctx context.Context) error {
+		_, err := s.coll.InsertOne(ctx, doc)
 		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
@@ -219,9 +316,10 @@ func (s store) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent t
 	return err
 }
 
-func (s store) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
-	return s.b.write(ctx, "prune", func(ctx context.Context) error {
-		_, err := s.b.coll.DeleteMany(ctx, bson.D{
+// Prune implements driver.Store: one deleteMany on the index.
+func (s *lockStore) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+	return s.write(ctx, "prune", func(ctx context.Context) error {
+		_, err := s.coll.DeleteMany(ctx, bson.D{
 			{Key: "key", Value: key},
 			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
 			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
@@ -230,121 +328,69 @@ func (s store) Prune(ctx context.Context, key string, below uint64, sentBefore t
 	})
 }
 
-func (s store) InsertSession(ctx context.Context, sess chain.Session) error {
-	err := s.b.write(ctx, "session", func(ctx context.Context) error {
-		_, err := s.b.sessions.InsertOne(ctx, sessionDoc{
-			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.b.cfg.host, PID: s.b.cfg.pid, Started: s.b.now(),
-		})
-		return err
-	})
-	if mongo.IsDuplicateKeyError(err) {
-		return chain.ErrExists
-	}
-	return err
-}
+// maxRune bounds the keys that begin with a prefix: every such key, but
+// one whose next character is U+10FFFF (a noncharacter), is below prefix
+// followed by it.
+const maxRune = "\U0010FFFF"
 
-// RenewSession raises one session document's expiry. $max, never $set: a
-// renewal applied late, after later ones, must not move the expiry back
-// (on MongoDB; on FerretDB the engine sees to it that no two renewals of
-// one document are ever in flight together). It is never sent again here:
-// after an unknown outcome the engine moves to the session's next document.
-//
-// The renewal also samples the server's clock: it sets "seen" with
-// $currentDate and reads the document back (findAndModify), so on a single
-// server the estimator needs no sampling commands of its own while
-// renewals flow (clockcheck.Estimator.Sampled).
-func (s store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
-	update := bson.D{
-		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
-		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
+// Keys implements driver.Store: one aggregation over the index's key
+// prefix.
+func (s *lockStore) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	from := bson.E{Key: "$gte", Value: prefix}
+	if after >= prefix {
+		from = bson.E{Key: "$gt", Value: after}
 	}
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	found := true
-	err := s.b.write(ctx, "renew", func(ctx context.Context) error {
-		return s.b.est.Load().Sampled(ctx, func(ctx context.Context) (time.Time, error) {
-			var d sessionDoc
-			err := s.b.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
-			if errors.Is(err, mongo.ErrNoDocuments) {
-				found = false
-				return time.Time{}, nil // not a sample, not an error
-			}
-			return d.Seen, err
-		})
+	match := bson.D{{Key: "key", Value: bson.D{from, {Key: "$lt", Value: prefix + maxRune}}}}
+	cur, err := s.coll.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: match}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$key"}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+		{{Key: "$limit", Value: limit}},
 	})
 	if err != nil {
-		return false, err
+		s.noteFailure(err)
+		return nil, err
 	}
-	return found, nil
+	var rows []struct {
+		Key string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &rows); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r.Key
+	}
+	return keys, nil
 }
 
-// GetSession reads every document of the session (usually one) and
-// returns the one with the highest expiry.
-func (s store) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
-	sess, found, err := s.b.readSession(ctx, id)
-	if err != nil || !found {
-		return chain.Session{}, found, err
+// wrap prefixes an error with the operation and what it was on, adding
+// ctx's cause when the error does not carry it.
+func wrap(ctx context.Context, op, what string, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("dsyncmongo: %s %q: %w: %w", op, what, cause, err)
 	}
-	return chain.Session{ID: id, Gen: sess.gen, ExpiresAt: sess.ExpiresAt}, true, nil
+	return fmt.Errorf("dsyncmongo: %s %q: %w", op, what, err)
 }
 
-// latestSession is a session's document with the highest expiry.
-type latestSession struct {
-	sessionDoc
-	gen int
+// checkKey refuses, before any I/O, a key this driver cannot store.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return ErrEmptyKey
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrKeyTooLong, len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	}
+	return nil
 }
 
-// readSession reads every document of session id and returns the one with
-// the highest expiry.
-func (b *Backend) readSession(ctx context.Context, id string) (latestSession, bool, error) {
-	cur, err := b.sessions.Find(ctx, sessionDocsFilter(id))
-	if err != nil {
-		b.noteFailure(err)
-		return latestSession{}, false, err
-	}
-	var docs []sessionDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		b.noteFailure(err)
-		return latestSession{}, false, err
-	}
-	var best latestSession
-	for _, d := range docs {
-		if len(best.ID) == 0 || d.ExpiresAt.After(best.ExpiresAt) {
-			best.sessionDoc = d
-			best.gen, _ = strconv.Atoi(strings.TrimPrefix(d.ID, id+"~"))
-		}
-	}
-	return best, len(docs) > 0, nil
+// jitter returns d ± 20%, at least 1 ms.
+func jitter(d time.Duration) time.Duration {
+	return max(d*4/5+time.Duration(rand.Int64N(int64(d)*2/5+1)), time.Millisecond)
 }
 
-// newest reads key's claim with the highest epoch.
-func (b *Backend) newest(ctx context.Context, key string) (lockDoc, bool, error) {
-	var d lockDoc
-	err := b.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: chain.KindClaim}},
-		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return lockDoc{}, false, nil
-	}
-	b.noteFailure(err)
-	return d, err == nil, err
-}
-
-// clock is the engine's clock: server time from the backend's estimator,
-// local time from its monotonic clock.
-type clock struct{ b *Backend }
-
-func (c clock) ServerNow() chain.Interval {
-	iv := c.b.est.Load().Now()
-	return chain.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
-}
-
-func (c clock) Mono() time.Duration { return c.b.cfg.clock.Monotonic() }
-
-// now is the midpoint of the server-time estimate, for what is shown
-// (a session's start); zero before the estimator exists.
-func (b *Backend) now() time.Time {
-	if e := b.est.Load(); e != nil {
-		return midpoint(e.Now())
-	}
-	return time.Time{}
+func midpoint(iv clockcheck.Interval) time.Time {
+	return iv.Earliest.Add(iv.Latest.Sub(iv.Earliest) / 2).Truncate(time.Millisecond).UTC()
 }

@@ -23,15 +23,19 @@ import (
 // what a direct Leader poll says every poll interval.
 func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	lb, err := leadermongo.New(db, leadermongo.WithLockOptions(
+	locks, err := dsyncmongo.New(db,
 		dsyncmongo.WithClock(w.clock),
 		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger)))
+		dsyncmongo.WithLogger(w.logger),
+		w.rec.option())
 	if err != nil {
 		return err
 	}
-	defer lb.Close()
-	backend := &recordingElection{recordingLocks: &recordingLocks{Backend: lb, rec: w.rec}, electionStatus: lb}
+	defer locks.Close()
+	backend, err := leadermongo.New(locks)
+	if err != nil {
+		return err
+	}
 
 	var elected atomic.Pointer[leader.Info]
 	opts := []leader.Option{
@@ -85,6 +89,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		}
 		info := elected.Load()
 		h := &hold{w: w, key: key, token: info.Token}
+		w.rec.holding(key, h.token, history.Now())
 		deadline := func() int64 { return w.rec.deadline(key, h.token) }
 		w.emit(history.Event{Ev: history.EvAcquire, Owner: e.ID(), Key: key, Token: h.token,
 			DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
@@ -112,21 +117,3 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	}
 	return nil
 }
-
-// recordingElection is a leader.Backend that tells the recorder about
-// every session opened and renewed, and every claim of the leadership
-// lease that begins to hold or ends.
-type recordingElection struct {
-	*recordingLocks // the lease: sessions and claims, recorded
-	electionStatus  // leaders and members, passed through
-}
-
-// electionStatus is the part of leader.Backend beyond dsync.Backend.
-type electionStatus interface {
-	Leader(ctx context.Context, election string) (leader.Info, error)
-	PutMember(ctx context.Context, election string, m leader.Member) error
-	Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error)
-	DeleteMember(ctx context.Context, election, id string) error
-}
-
-var _ leader.Backend = (*recordingElection)(nil)

@@ -2,12 +2,13 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 type leaseID struct {
@@ -27,17 +28,25 @@ type predHold struct {
 	nonce   string
 }
 
+// predClaim is a claim the store confirmed, not yet ended.
+type predClaim struct {
+	session string
+	nonce   string
+}
+
 // recorder predicts each hold's local deadline from the send and reply
-// times of the backend calls, by the rule dsync documents. A hold's
+// times of the store calls (it wraps the backend's store), by the rule
+// dsync documents. A hold's
 // deadline is its session's: the send time of the session's last open or
 // renewal confirmed before the deadline in force, plus the TTL, minus
 // TTL/20. A session whose deadline passes before a renewal is confirmed
-// (or that the backend reports gone) is retired for good: a later reply
-// counts for nothing. A hold begins when Await returns nil, or Claim with
-// try returns a claim, with its session's deadline at that moment (none
-// if it has passed); each later renewal of the session confirmed in time
-// moves every hold of the session to its send time plus TTL − TTL/20; End
-// forgets the claim.
+// (or that the store reports gone) is retired for good: a later reply
+// counts for nothing. A renewal is an update of one of the session's
+// documents, or the insert of its next one. A hold begins when the worker
+// says Lock (or Campaign) returned it, with its session's deadline at
+// that moment (none if it has passed); each later renewal of the session
+// confirmed in time moves every hold of the session to its send time plus
+// TTL − TTL/20; the send of its end marker forgets the claim.
 //
 // It writes each hold's deadline to the history when the hold begins and
 // whenever it moves, before the library sees the reply, so a worker
@@ -51,12 +60,13 @@ type recorder struct {
 
 	mu       sync.Mutex
 	sessions map[string]*predSession
+	claims   map[leaseID]predClaim
 	holds    map[leaseID]*predHold
 }
 
 func newRecorder(w *worker, ttl time.Duration) *recorder {
 	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20),
-		sessions: make(map[string]*predSession), holds: make(map[leaseID]*predHold)}
+		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold)}
 }
 
 // opened records a session opened by a request sent at sent whose reply
@@ -105,24 +115,40 @@ func (r *recorder) gone(id string) {
 	}
 }
 
-// holding records that claim c began to hold at t.
-func (r *recorder) holding(c dsync.Claim, t int64) {
+// claimed records that the store confirmed a claim of key's epoch token.
+func (r *recorder) claimed(key string, token uint64, session, nonce string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.sessions[c.Session]
+	r.claims[leaseID{key, token}] = predClaim{session: session, nonce: nonce}
+}
+
+// holding records that the claim of key's epoch token began to hold at t.
+func (r *recorder) holding(key string, token uint64, t int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := leaseID{key, token}
+	c, ok := r.claims[id]
+	if !ok {
+		return // not a claim this process's store confirmed
+	}
+	s := r.sessions[c.session]
 	if s == nil || s.retired || t >= s.deadline {
 		return // the library will not count the hold either
 	}
-	r.holds[leaseID{c.Key, c.Token}] = &predHold{session: c.Session, nonce: c.Nonce}
-	r.w.emit(history.Event{Ev: history.EvDeadline, Key: c.Key, Token: c.Token, T: t, DL: s.deadline, Src: history.SrcPred})
+	r.holds[id] = &predHold{session: c.session, nonce: c.nonce}
+	r.w.emit(history.Event{Ev: history.EvDeadline, Key: key, Token: token, T: t, DL: s.deadline, Src: history.SrcPred})
 }
 
-// ended forgets claim c once its end was sent.
-func (r *recorder) ended(c dsync.Claim) {
+// ended forgets the claim of key's epoch token inserted with nonce, once
+// its end is sent.
+func (r *recorder) ended(key string, token uint64, nonce string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id := leaseID{c.Key, c.Token}
-	if h := r.holds[id]; h != nil && h.nonce == c.Nonce {
+	id := leaseID{key, token}
+	if c, ok := r.claims[id]; ok && c.nonce == nonce {
+		delete(r.claims, id)
+	}
+	if h := r.holds[id]; h != nil && h.nonce == nonce {
 		delete(r.holds, id)
 	}
 }
@@ -148,78 +174,62 @@ func (r *recorder) forget(key string, token uint64) {
 	delete(r.holds, leaseID{key, token})
 }
 
-// recordingLocks is a dsync.Backend that tells the recorder about every
-// session opened and renewed, and every claim that begins to hold or
-// ends.
-type recordingLocks struct {
-	dsync.Backend
+// recordingStore wraps a backend's store and tells the recorder about
+// every session opened and renewed, every claim confirmed and every end
+// sent.
+type recordingStore struct {
+	driver.Store
 	rec *recorder
 }
 
-func recordLocks(b dsync.Backend, rec *recorder) dsync.Backend {
-	return &recordingLocks{Backend: b, rec: rec}
+// option makes a dsyncmongo backend call its store through the recorder.
+func (r *recorder) option() dsyncmongo.Option {
+	return clienthook.MongoOption(clienthook.Settings{WrapStore: r.wrap}).(dsyncmongo.Option)
 }
 
-func (b *recordingLocks) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {
-	return recordOpen(ctx, b.rec, b.Backend, ttl)
-}
+func (r *recorder) wrap(s driver.Store) driver.Store { return &recordingStore{Store: s, rec: r} }
 
-func (b *recordingLocks) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	return recordRenew(ctx, b.rec, b.Backend, session, ttl)
-}
-
-func (b *recordingLocks) Claim(ctx context.Context, key, owner, session string, try bool) (dsync.Claim, error) {
-	return recordClaim(ctx, b.rec, b.Backend, key, owner, session, try)
-}
-
-func (b *recordingLocks) Await(ctx context.Context, c dsync.Claim) error {
-	return recordAwait(ctx, b.rec, b.Backend, c)
-}
-
-func (b *recordingLocks) End(ctx context.Context, c dsync.Claim, held bool) error {
-	return recordEnd(ctx, b.rec, b.Backend, c, held)
-}
-
-func recordOpen(ctx context.Context, rec *recorder, b dsync.Backend, ttl time.Duration) (string, error) {
+// InsertSession: generation 0 opens a session; a later one is a renewal
+// (after one of unknown outcome).
+func (s *recordingStore) InsertSession(ctx context.Context, sess driver.Session) error {
 	sent := history.Now()
-	id, err := b.OpenSession(ctx, ttl)
-	if err == nil {
-		rec.opened(id, sent, history.Now())
-	}
-	return id, err
-}
-
-func recordRenew(ctx context.Context, rec *recorder, b dsync.Backend, session string, ttl time.Duration) error {
-	sent := history.Now()
-	err := b.RenewSession(ctx, session, ttl)
+	err := s.Store.InsertSession(ctx, sess)
 	switch {
-	case err == nil:
-		rec.renewed(session, sent, history.Now())
-	case errors.Is(err, dsync.ErrSessionGone):
-		rec.gone(session)
+	case err != nil:
+	case sess.Gen == 0:
+		s.rec.opened(sess.ID, sent, history.Now())
+	default:
+		s.rec.renewed(sess.ID, sent, history.Now())
 	}
 	return err
 }
 
-func recordClaim(ctx context.Context, rec *recorder, b dsync.Backend, key, owner, session string, try bool) (dsync.Claim, error) {
-	c, err := b.Claim(ctx, key, owner, session, try)
-	if err == nil && try {
-		rec.holding(c, history.Now())
+func (s *recordingStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	sent := history.Now()
+	found, err := s.Store.RenewSession(ctx, id, gen, expires)
+	switch {
+	case err != nil:
+	case found:
+		s.rec.renewed(id, sent, history.Now())
+	default:
+		s.rec.gone(id)
 	}
-	return c, err
+	return found, err
 }
 
-func recordAwait(ctx context.Context, rec *recorder, b dsync.Backend, c dsync.Claim) error {
-	err := b.Await(ctx, c)
-	if err == nil {
-		rec.holding(c, history.Now())
+func (s *recordingStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+	dup, err := s.Store.InsertOrdered(ctx, docs)
+	if d := docs[0]; err == nil && dup != 0 && d.Kind == driver.KindClaim {
+		s.rec.claimed(d.Key, d.Epoch, d.Session, d.Nonce)
 	}
-	return err
+	return dup, err
 }
 
-func recordEnd(ctx context.Context, rec *recorder, b dsync.Backend, c dsync.Claim, held bool) error {
-	// Forgotten before the end is sent: from then on the claim may have
-	// ended for others.
-	rec.ended(c)
-	return b.End(ctx, c, held)
+// Insert: an end is forgotten before it is sent: from then on the claim
+// may have ended for others.
+func (s *recordingStore) Insert(ctx context.Context, d driver.Doc) error {
+	if d.Kind == driver.KindRelease || d.Kind == driver.KindWithdraw {
+		s.rec.ended(d.Key, d.Epoch, d.Nonce)
+	}
+	return s.Store.Insert(ctx, d)
 }

@@ -3,14 +3,14 @@ package worker
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/integration/history"
 )
 
@@ -42,11 +42,11 @@ func readEvents(t *testing.T, path string) []history.Event {
 func TestRecorderPredictsDeadlines(t *testing.T) {
 	const ttl = 1000
 	r, path := testRecorder(t, ttl)
-	a := dsync.Claim{Key: "k", Token: 7, Session: "s1", Nonce: "a"}
-	b := dsync.Claim{Key: "j", Token: 3, Session: "s1", Nonce: "b"}
+	r.claimed("k", 7, "s1", "a")
+	r.claimed("j", 3, "s1", "b")
 
 	r.opened("s1", 100, 200)
-	r.holding(a, 300) // takes the session's deadline
+	r.holding("k", 7, 300) // takes the session's deadline
 	if got := r.deadline("k", 7); got != 1050 {
 		t.Fatalf("hold begun: %d, want 1050", got)
 	}
@@ -54,7 +54,7 @@ func TestRecorderPredictsDeadlines(t *testing.T) {
 	if got := r.deadline("k", 7); got != 1350 {
 		t.Fatalf("after a renewal in time: %d, want 1350", got)
 	}
-	r.holding(b, 500) // a second hold of the session, begun after the renewal
+	r.holding("j", 3, 500) // a second hold of the session, begun after the renewal
 	if got := r.deadline("j", 3); got != 1350 {
 		t.Fatalf("second hold begun: %d, want 1350", got)
 	}
@@ -63,11 +63,11 @@ func TestRecorderPredictsDeadlines(t *testing.T) {
 	if ga, gb := r.deadline("k", 7), r.deadline("j", 3); ga != 1650 || gb != 1650 {
 		t.Fatalf("after a renewal of both: %d, %d, want 1650", ga, gb)
 	}
-	r.ended(dsync.Claim{Key: "j", Token: 3, Session: "s1", Nonce: "other"}) // another claim of that epoch
+	r.ended("j", 3, "other") // another claim of that epoch
 	if got := r.deadline("j", 3); got != 1650 {
 		t.Fatalf("the end of another claim of the epoch forgot the hold: %d", got)
 	}
-	r.ended(b)
+	r.ended("j", 3, "b")
 	if got := r.deadline("j", 3); got != 0 {
 		t.Fatalf("an ended hold is still known: %d", got)
 	}
@@ -79,25 +79,29 @@ func TestRecorderPredictsDeadlines(t *testing.T) {
 	if got := r.deadline("k", 7); got != 1650 {
 		t.Fatalf("a renewal of a retired session counted: %d, want 1650", got)
 	}
-	r.holding(dsync.Claim{Key: "k", Token: 9, Session: "s1", Nonce: "c"}, 1900)
+	r.claimed("k", 9, "s1", "c")
+	r.holding("k", 9, 1900)
 	if got := r.deadline("k", 9); got != 0 {
 		t.Fatalf("a hold in a retired session counted: %d", got)
 	}
 
 	r.opened("s2", 2000, 3000) // reply too late to count
-	r.holding(dsync.Claim{Key: "k", Token: 10, Session: "s2", Nonce: "d"}, 3001)
+	r.claimed("k", 10, "s2", "d")
+	r.holding("k", 10, 3001)
 	if got := r.deadline("k", 10); got != 0 {
 		t.Fatalf("a hold in a session opened too late counted: %d", got)
 	}
 
-	r.opened("s3", 4000, 4100)                                                   // deadline 4950
-	r.holding(dsync.Claim{Key: "k", Token: 11, Session: "s3", Nonce: "e"}, 4950) // at the deadline: too late
+	r.opened("s3", 4000, 4100) // deadline 4950
+	r.claimed("k", 11, "s3", "e")
+	r.holding("k", 11, 4950) // at the deadline: too late
 	if got := r.deadline("k", 11); got != 0 {
 		t.Fatalf("a hold begun at its session's deadline counted: %d", got)
 	}
 	r.gone("s3")
 	r.renewed("s3", 4200, 4300)
-	r.holding(dsync.Claim{Key: "k", Token: 12, Session: "s3", Nonce: "f"}, 4400)
+	r.claimed("k", 12, "s3", "f")
+	r.holding("k", 12, 4400)
 	if got := r.deadline("k", 12); got != 0 {
 		t.Fatalf("a hold in a session the backend no longer knows counted: %d", got)
 	}
@@ -123,91 +127,77 @@ func TestRecorderPredictsDeadlines(t *testing.T) {
 	}
 }
 
-// fakeBackend answers with the errors it is given.
-type fakeBackend struct {
-	claimErr, awaitErr, renewErr error
-	ends                         int
+// fakeStore answers renewals with what it is given, and passes the rest
+// to a memory store.
+type fakeStore struct {
+	*memory.Store
+	renewFound bool
 }
 
-func (f *fakeBackend) OpenSession(context.Context, time.Duration) (string, error) { return "s", nil }
-func (f *fakeBackend) RenewSession(context.Context, string, time.Duration) error  { return f.renewErr }
-func (f *fakeBackend) Claim(_ context.Context, key, owner, session string, _ bool) (dsync.Claim, error) {
-	if f.claimErr != nil {
-		return dsync.Claim{}, f.claimErr
-	}
-	return dsync.Claim{Key: key, Owner: owner, Session: session, Token: 1, Nonce: "n"}, nil
-}
-func (f *fakeBackend) Await(context.Context, dsync.Claim) error { return f.awaitErr }
-func (f *fakeBackend) End(context.Context, dsync.Claim, bool) error {
-	f.ends++
-	return nil
+func (f *fakeStore) RenewSession(context.Context, string, int, time.Time) (bool, error) {
+	return f.renewFound, nil
 }
 
-// The recording wrapper passes every call on, and records a hold when
-// Await returns nil or a try Claim returns a claim, never otherwise.
-func TestRecordingBackend(t *testing.T) {
+// The recording wrapper passes every call on, and records sessions,
+// confirmed claims and ends; a hold counts once the worker reports it.
+func TestRecordingStore(t *testing.T) {
 	ctx := context.Background()
 	r, _ := testRecorder(t, time.Hour)
-	f := &fakeBackend{}
-	b := recordLocks(f, r)
+	f := &fakeStore{Store: memory.New(), renewFound: true}
+	s := r.wrap(f)
 
-	s, err := b.OpenSession(ctx, time.Hour)
-	if err != nil {
+	if err := s.InsertSession(ctx, driver.Session{ID: "s", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := b.Claim(ctx, "k", "o", s, false)
-	if err != nil {
-		t.Fatal(err)
+	claim := driver.Doc{ID: driver.ClaimID("k", 1), Key: "k", Epoch: 1, Kind: driver.KindClaim, Nonce: "n", Session: "s"}
+	shadow := driver.Doc{ID: driver.ShadowID("k", 1, "n"), Key: "k", Epoch: 1, Kind: driver.KindShadow, Nonce: "n", Session: "s"}
+	if dup, err := s.InsertOrdered(ctx, []driver.Doc{claim, shadow}); err != nil || dup != -1 {
+		t.Fatalf("InsertOrdered = %d, %v", dup, err)
 	}
 	if r.deadline("k", 1) != 0 {
 		t.Fatal("a queued claim counted as a hold")
 	}
-	f.awaitErr = errors.New("boom")
-	if err := b.Await(ctx, c); !errors.Is(err, f.awaitErr) {
-		t.Fatalf("Await: %v", err)
+	r.holding("k", 2, history.Now())
+	if r.deadline("k", 2) != 0 {
+		t.Fatal("a hold of a claim the store never confirmed counted")
 	}
-	if r.deadline("k", 1) != 0 {
-		t.Fatal("a failed Await counted as a hold")
-	}
-	f.awaitErr = nil
-	if err := b.Await(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	r.holding("k", 1, history.Now())
 	dl := r.deadline("k", 1)
 	if dl == 0 {
-		t.Fatal("a claim whose Await returned nil is not held")
+		t.Fatal("a confirmed claim the worker holds is not held")
 	}
-	if err := b.RenewSession(ctx, s, time.Hour); err != nil {
+	if _, err := s.RenewSession(ctx, "s", 0, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.deadline("k", 1); got <= dl {
 		t.Fatalf("a renewal confirmed in time did not move the deadline: %d, was %d", got, dl)
 	}
-	if err := b.End(ctx, c, true); err != nil || f.ends != 1 {
-		t.Fatalf("End: %v, %d ends passed on", err, f.ends)
+	dl = r.deadline("k", 1)
+	if err := s.InsertSession(ctx, driver.Session{ID: "s", Gen: 1, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.deadline("k", 1); got <= dl {
+		t.Fatalf("the insert of the session's next document did not count as a renewal: %d, was %d", got, dl)
+	}
+	end := driver.Doc{ID: driver.EndID("k", 1, "n"), Key: "k", Epoch: 1, Kind: driver.KindRelease, Nonce: "n", Session: "s"}
+	if err := s.Insert(ctx, end); err != nil {
+		t.Fatal(err)
 	}
 	if r.deadline("k", 1) != 0 {
 		t.Fatal("an ended claim is still held")
 	}
 
-	c, err = b.Claim(ctx, "k", "o", s, true)
-	if err != nil || r.deadline("k", 1) == 0 {
-		t.Fatalf("a try Claim that succeeded is not held (err %v)", err)
+	f.renewFound = false
+	if found, err := s.RenewSession(ctx, "s", 1, time.Now().Add(time.Hour)); found || err != nil {
+		t.Fatalf("RenewSession = %v, %v", found, err)
 	}
-	b.End(ctx, c, true)
-	f.claimErr = &dsync.HeldError{Key: "k"}
-	if _, err := b.Claim(ctx, "k", "o", s, true); !errors.Is(err, dsync.ErrHeld) || r.deadline("k", 1) != 0 {
-		t.Fatalf("a try Claim that failed (%v) counted as a hold", err)
+	claim.ID, claim.Epoch, claim.Nonce = driver.ClaimID("k", 2), 2, "m"
+	shadow.ID, shadow.Epoch, shadow.Nonce = driver.ShadowID("k", 2, "m"), 2, "m"
+	if _, err := s.InsertOrdered(ctx, []driver.Doc{claim, shadow}); err != nil {
+		t.Fatal(err)
 	}
-	f.claimErr = nil
-
-	f.renewErr = fmt.Errorf("wrapped: %w", dsync.ErrSessionGone)
-	if err := b.RenewSession(ctx, s, time.Hour); !errors.Is(err, dsync.ErrSessionGone) {
-		t.Fatalf("RenewSession: %v", err)
-	}
-	f.renewErr = nil
-	c, _ = b.Claim(ctx, "k", "o", s, false)
-	if err := b.Await(ctx, c); err != nil || r.deadline("k", 1) != 0 {
-		t.Fatalf("a hold in a session the backend said is gone counted (err %v)", err)
+	r.holding("k", 2, history.Now())
+	if r.deadline("k", 2) != 0 {
+		t.Fatal("a hold in a session the store said is gone counted")
 	}
 }

@@ -274,7 +274,8 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	backend, err := dsyncmongo.New(db,
 		dsyncmongo.WithClock(w.clock),
 		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger))
+		dsyncmongo.WithLogger(w.logger),
+		w.rec.option())
 	if err != nil {
 		return err
 	}
@@ -283,7 +284,7 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	if cfg.Renew > 0 {
 		opts = append(opts, dsync.WithRenewInterval(cfg.Renew))
 	}
-	mu, err := dsync.NewMutex(recordLocks(backend, w.rec), cfg.Key, opts...)
+	mu, err := dsync.NewMutex(backend, cfg.Key, opts...)
 	if err != nil {
 		return err
 	}
@@ -295,6 +296,7 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 			return err
 		}
 		h := &hold{w: w, key: cfg.Key, token: mu.Token()}
+		w.rec.holding(cfg.Key, h.token, history.Now())
 		w.emit(history.Event{Ev: history.EvAcquire, Owner: mu.Owner(), Key: cfg.Key, Token: h.token,
 			DL: history.Mono(mu.ValidUntil()), Src: history.SrcLib, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
 		deadline := func() int64 { return history.Mono(mu.ValidUntil()) }

@@ -216,7 +216,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	}
 	now := e.clock.ServerNow().Latest
 	d := Doc{ID: ClaimID(q.key, epoch), Key: q.key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce,
-		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now}
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID}
 	docs := []Doc{d, shadowOf(d)}
 	chained := q.tip.Epoch == q.base && q.base > 0 && e.bug != BugTrustCache
 	if chained {

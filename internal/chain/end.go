@@ -34,6 +34,14 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	return nil
 }
 
+// OnLanded sets f to be called with each end marker that Flush (or a
+// Resender) lands, so that the claim's waiters can be woken.
+func (e *Engine) OnLanded(f func(Doc)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.landed = f
+}
+
 // Pending reports how many end markers of unknown outcome wait to be sent
 // again by Flush.
 func (e *Engine) Pending() int {
@@ -43,7 +51,8 @@ func (e *Engine) Pending() int {
 }
 
 // Flush sends again the end markers whose outcome was unknown, and
-// reports how many are still pending.
+// reports how many are still pending. Each one that lands is told to the
+// OnLanded hook.
 func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
 	e.mu.Lock()
 	docs := make([]Doc, 0, len(e.ends))
@@ -60,7 +69,11 @@ func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
 		}
 		e.mu.Lock()
 		delete(e.ends, d.ID)
+		landed := e.landed
 		e.mu.Unlock()
+		if landed != nil {
+			landed(d)
+		}
 	}
 	return e.Pending(), err
 }

@@ -30,6 +30,10 @@ type Config struct {
 	PruneEvery uint64
 	// NewID makes session IDs and claim nonces. Default: xid.
 	NewID func() string
+	// Host and PID name this process in its claims, for people (dsync
+	// status).
+	Host string
+	PID  int
 }
 
 // DefaultConfig returns the constants dsync uses.
@@ -88,6 +92,8 @@ type Engine struct {
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
 	ends map[string]Doc
+	// landed is told of each end that Flush lands (OnLanded).
+	landed func(Doc)
 	// renewals is where each session opened here is renewed (see
 	// RenewSession), with what its claims carry. An entry goes once its
 	// session has gone unrenewed for two of its TTLs: its owner's

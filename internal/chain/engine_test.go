@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func (fixedClock) ServerNow() chain.Interval { return chain.Interval{} }
 func (fixedClock) Mono() time.Duration       { return 0 }
 
 func TestNewChecksItsArguments(t *testing.T) {
-	store := chain.NewMemStore(nil)
+	store := memory.New()
 	if _, err := chain.New(store, fixedClock{}, chain.DefaultConfig()); err != nil {
 		t.Fatalf("the default configuration is refused: %v", err)
 	}
@@ -44,12 +45,12 @@ func TestNewChecksItsArguments(t *testing.T) {
 
 // countingStore counts the claim inserts that met a duplicate key.
 type countingStore struct {
-	*chain.MemStore
+	*memory.Store
 	dups int
 }
 
 func (s *countingStore) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error) {
-	dup, err := s.MemStore.InsertOrdered(ctx, docs)
+	dup, err := s.Store.InsertOrdered(ctx, docs)
 	if err == nil && dup == 0 && docs[0].Kind == chain.KindClaim {
 		s.dups++
 	}
@@ -61,7 +62,7 @@ func (s *countingStore) InsertOrdered(ctx context.Context, docs []chain.Doc) (in
 // lets the next Claim insert above it at once.
 func TestAfterAndReadClaim(t *testing.T) {
 	ctx := context.Background()
-	store := &countingStore{MemStore: chain.NewMemStore(nil)}
+	store := &countingStore{Store: memory.New()}
 	engine := func() *chain.Engine {
 		e, err := chain.New(store, fixedClock{}, chain.DefaultConfig())
 		if err != nil {

@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"maps"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // clock, and backups.
 type server struct {
 	s     *sim
-	store *chain.MemStore
+	store *memory.Store
 	// sessions: each session's documents, expiry by generation.
 	sessions map[string]map[int]time.Time
 	// off is the server clock's offset from true time: a failover moves
@@ -30,12 +31,12 @@ type server struct {
 
 // backup is a copy of the server's documents.
 type backup struct {
-	store    chain.MemState
+	store    memory.State
 	sessions map[string]map[int]time.Time
 }
 
 func newServer(s *sim) *server {
-	return &server{s: s, store: chain.NewMemStore(nil), sessions: make(map[string]map[int]time.Time)}
+	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time)}
 }
 
 // now is the server's clock.
@@ -54,7 +55,7 @@ func (sv *server) snapshot() {
 func (sv *server) liveClaims() bool {
 	now, live := sv.now(), false
 	sv.store.Unended(func(d chain.Doc) bool {
-		s, found := chain.LatestGen(d.Session, sv.sessions[d.Session])
+		s, found := memory.LatestGen(d.Session, sv.sessions[d.Session])
 		live = found && !s.ExpiresAt.Before(now) || d.Exp.After(now)
 		return !live
 	})
@@ -66,6 +67,16 @@ func (sv *server) liveClaims() bool {
 type net struct{ s *sim }
 
 var _ chain.Store = net{}
+
+// The engine asks its Clock for the time, and a Client prepares and
+// closes the store and lists its keys: the simulation does neither.
+
+func (net) Prepare(context.Context) error { return nil }
+func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Clock") }
+func (net) Close() error                  { return nil }
+func (net) Keys(context.Context, string, string, int) ([]string, error) {
+	return nil, errors.New("sim: keys are not listed")
+}
 
 type actorKey struct{}
 
@@ -286,7 +297,7 @@ func (n net) RenewSession(ctx context.Context, id string, gen int, expires time.
 
 func (n net) GetSession(ctx context.Context, id string) (sess chain.Session, found bool, err error) {
 	if cerr := n.call(ctx, func() {
-		sess, found = chain.LatestGen(id, n.s.server.sessions[id])
+		sess, found = memory.LatestGen(id, n.s.server.sessions[id])
 		n.s.tracef("getsession %s -> %v %v", id, sess.ExpiresAt.Sub(n.s.t0), found)
 	}); cerr != nil {
 		return chain.Session{}, false, cerr

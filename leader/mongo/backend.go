@@ -1,28 +1,29 @@
-// Package leadermongo is the MongoDB backend of package leader: the
-// leadership lease is a dsyncmongo lock on leader.LockKey(name), and each
-// candidate's status is kept in documents of its own (usually one) in a
-// members collection.
-// The leases live in a collection of their own, "dsync_elections" by
-// default, apart from the plain locks of dsyncmongo ("dsync_locks"), so a
-// plain lock never excludes an election, whatever the two are named.
+// Package leadermongo is the MongoDB backend of package leader. An
+// election's lease is a lock of the process's dsyncmongo backend, in the
+// election namespace (leader.LockKey), so a process's locks and elections
+// share one session and one renewal command per interval, and no plain
+// lock is ever an election's lease; each candidate's status is kept in
+// documents of its own (usually one) in a members collection.
 //
-//	elections, err := leadermongo.New(db) // collections "dsync_elections", "dsync_members"
+//	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
 //	...
-//	defer elections.Close()
+//	defer locks.Close()
+//	elections, err := leadermongo.New(locks) // members in "dsync_members"
+//	...
 //	e, err := leader.NewElection(elections, "scheduler")
 //	...
 //	defer e.Close()
 //	err = e.Run(ctx, func(lctx context.Context) error { ... })
 //
-// The package example is the complete program. Options of the lock
-// backend (its collection, wake-ups, logger...) are passed through
-// WithLockOptions.
+// The package example is the complete program. Releases before leases
+// shared the lock collection kept them in "dsync_elections": see
+// Preflight for upgrading.
 //
 // The members collection is read and written like the lock collection,
 // whatever the read preference and concerns of the database or client
 // given to New: reads from the primary at read concern local, writes with
-// the lock backend's write concern (dsyncmongo.WithWriteConcern through
-// WithLockOptions; majority by default).
+// the lock backend's write concern (dsyncmongo.WithWriteConcern; majority
+// by default).
 //
 // A member's status is written only by its member (the process of its
 // Election) and stamped with the server time its write was sent at, so a
@@ -78,30 +79,24 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
 
-// DefaultCollection holds the leadership leases: dsyncmongo lock
-// documents, one chain of epochs per election. It is not dsyncmongo's
-// DefaultCollection, so that the lease of an election can never be a
-// plain lock of the same key: in one collection, the lock "leader/coll"
-// would be the lease of the election "coll". A separate collection keeps
-// the two name spaces apart without escaping names or forbidding any.
-const DefaultCollection = "dsync_elections"
-
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
-// Backend is a leader.Backend over a MongoDB database. Create it with New;
-// one per process and database, shared by its Elections; Close it after
-// them. It embeds the dsyncmongo.Backend that holds the leadership
-// leases, whose methods (Current, ServerTime...) it therefore has too;
-// take plain locks on a dsyncmongo backend of their own, not on this one,
-// whose collection is the elections'.
+// Backend is a leader.Backend over a MongoDB database: its elections'
+// leases are locks of a dsyncmongo.Backend, in the election namespace, so
+// a process's locks and elections share one lease; member status lives in
+// a collection of its own. Create it with New, one per process and
+// database, on the process's dsyncmongo backend; closing that backend
+// ends its elections too.
 type Backend struct {
-	*dsyncmongo.Backend
+	locks   *dsyncmongo.Backend
 	members *mongo.Collection
+	legacy  legacyLeases
 
 	indexOnce sync.Mutex
 	indexed   bool
@@ -110,48 +105,60 @@ type Backend struct {
 	writers   map[string]*memberWriter // by memberID; dropped by DeleteMember
 }
 
-var _ leader.Backend = (*Backend)(nil)
+var (
+	_ leader.Backend     = (*Backend)(nil)
+	_ leader.Preflighter = (*Backend)(nil)
+)
 
 // An Option configures a Backend.
 type Option func(*config) error
 
 type config struct {
 	members string
-	locks   []dsyncmongo.Option
+	legacy  string
 }
 
 // WithMembersCollection sets the collection of member status documents.
 // Default: DefaultMembersCollection ("dsync_members").
 func WithMembersCollection(name string) Option {
 	return func(c *config) error {
-		if name == "" || strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, "system.") {
-			return fmt.Errorf("leadermongo: invalid members collection name %q", name)
+		if err := checkCollection(name); err != nil {
+			return err
 		}
 		c.members = name
 		return nil
 	}
 }
 
-// WithLockOptions passes options to the dsyncmongo backend that holds the
-// leadership leases (collection, write concern, poll interval, clock...).
-// Default: none, so dsyncmongo's defaults, except for the collection,
-// which is DefaultCollection ("dsync_elections") unless an option here
-// sets it. Every process of an election must use the same collection;
-// one shared with plain locks would make the lock "leader/NAME" the
-// lease of the election NAME.
-func WithLockOptions(opts ...dsyncmongo.Option) Option {
+// WithLegacyCollection names the collection where releases of dsync
+// before leases shared the lock collection kept the leadership leases
+// (their dsyncmongo.WithCollection through WithLockOptions). Default:
+// LegacyCollection ("dsync_elections"). See Preflight.
+func WithLegacyCollection(name string) Option {
 	return func(c *config) error {
-		c.locks = append(c.locks, opts...)
+		if err := checkCollection(name); err != nil {
+			return err
+		}
+		c.legacy = name
 		return nil
 	}
 }
 
-// New returns a backend for elections in db. It does no I/O.
-func New(db *mongo.Database, opts ...Option) (*Backend, error) {
-	if db == nil {
-		return nil, errors.New("leadermongo: nil database")
+func checkCollection(name string) error {
+	if name == "" || strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, "system.") {
+		return fmt.Errorf("leadermongo: invalid collection name %q", name)
 	}
-	cfg := config{members: DefaultMembersCollection}
+	return nil
+}
+
+// New returns a backend for elections on locks, the process's
+// dsyncmongo backend, with member status in a collection of its
+// database. It does no I/O.
+func New(locks *dsyncmongo.Backend, opts ...Option) (*Backend, error) {
+	if locks == nil {
+		return nil, errors.New("leadermongo: nil locks backend")
+	}
+	cfg := config{members: DefaultMembersCollection, legacy: LegacyCollection}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, errors.New("leadermongo: nil option")
@@ -160,24 +167,18 @@ func New(db *mongo.Database, opts ...Option) (*Backend, error) {
 			return nil, err
 		}
 	}
-	// The caller's options come after the default collection, so that a
-	// dsyncmongo.WithCollection among them wins.
-	locks, err := dsyncmongo.New(db, append([]dsyncmongo.Option{dsyncmongo.WithCollection(DefaultCollection)}, cfg.locks...)...)
-	if err != nil {
-		return nil, fmt.Errorf("leadermongo: %w", err)
-	}
 	// The members collection gets the lock collection's settings, not the
 	// caller's: a member list read from a lagging secondary goes stale.
-	return &Backend{Backend: locks, members: locks.Collection(cfg.members), writers: make(map[string]*memberWriter)}, nil
+	return &Backend{
+		locks:   locks,
+		members: locks.Collection(cfg.members),
+		legacy:  legacyLeases{locks: locks.Collection(cfg.legacy), sessions: locks.Collection(cfg.legacy + "_sessions")},
+		writers: make(map[string]*memberWriter),
+	}, nil
 }
 
-// Close stops the backend's background goroutines (the server-time
-// estimate, and the wake-up event stream if WithLockOptions turned
-// wake-ups on), waiting for them. Close the Elections using the backend
-// first: calls made afterwards return dsyncmongo.ErrClosed, and an
-// Election still leading loses its leadership when its renewals fail. It
-// does not disconnect the client. Close is idempotent and returns nil.
-func (b *Backend) Close() error { return b.Backend.Close() }
+// Client implements dsync.Backend: the locks backend's Client.
+func (b *Backend) Client() *dsync.Client { return b.locks.Client() }
 
 // memberDoc is one document of a candidate's status: one generation of
 // its member record (see the package doc).
@@ -274,7 +275,7 @@ func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, err
 	if election == "" {
 		return leader.Info{}, errors.New("leadermongo: empty election name")
 	}
-	cur, err := b.Current(ctx, leader.LockKey(election))
+	cur, err := b.locks.Current(ctx, leader.LockKey(election))
 	if errors.Is(err, dsyncmongo.ErrNoLock) || (err == nil && !cur.Live) {
 		return leader.Info{}, fmt.Errorf("%w in %q", leader.ErrNoLeader, election)
 	}
@@ -305,7 +306,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 		return err
 	}
 	defer w.release()
-	now, err := b.ServerTime(ctx)
+	now, err := b.locks.ServerTime(ctx)
 	if err != nil {
 		return err
 	}
@@ -415,7 +416,7 @@ func (b *Backend) deleteOlder(ctx context.Context, election, id string, w *membe
 
 // Members implements leader.Backend.
 func (b *Backend) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
-	now, err := b.ServerTime(ctx)
+	now, err := b.locks.ServerTime(ctx)
 	if err != nil {
 		return nil, err
 	}

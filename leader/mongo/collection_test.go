@@ -27,11 +27,11 @@ import (
 func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		opts  []leadermongo.Option
+		opts  []dsyncmongo.Option
 		wantW string
 	}{
 		{"default", nil, `"majority"`},
-		{"lock write concern", []leadermongo.Option{leadermongo.WithLockOptions(dsyncmongo.WithWriteConcern(writeconcern.Journaled()))}, ``},
+		{"lock write concern", []dsyncmongo.Option{dsyncmongo.WithWriteConcern(writeconcern.Journaled())}, ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var (
@@ -51,11 +51,7 @@ func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
 				SetReadPreference(readpref.SecondaryPreferred()).
 				SetReadConcern(readconcern.Majority()).
 				SetWriteConcern(writeconcern.W1()))
-			b, err := leadermongo.New(db, tc.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b := newElections(t, db, tc.opts...)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			// The first write inserts the member's document, the second

@@ -17,12 +17,15 @@ import (
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
-	if _, err := leadermongo.New(nil); err == nil || !strings.Contains(err.Error(), "nil database") {
+	if _, err := leadermongo.New(nil); err == nil || !strings.Contains(err.Error(), "nil locks backend") {
 		t.Fatalf("New(nil) = %v", err)
 	}
-	db := mongotest.NewDatabase(t)
-	if _, err := leadermongo.New(db, leadermongo.WithMembersCollection("")); err == nil {
+	locks := newLocks(t, mongotest.NewDatabase(t))
+	if _, err := leadermongo.New(locks, leadermongo.WithMembersCollection("")); err == nil {
 		t.Fatal("empty members collection accepted")
+	}
+	if _, err := leadermongo.New(locks, leadermongo.WithLegacyCollection("system.x")); err == nil {
+		t.Fatal("a system collection accepted as the legacy collection")
 	}
 }
 
@@ -30,11 +33,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 // info, member status, and no leader after a resignation.
 func TestElectionInOneProcess(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	b, err := leadermongo.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newElections(t, db)
 	ctx := context.Background()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
 	e, err := leader.NewElection(b, "single", leader.WithTTL(2*time.Second), leader.WithVersion("v9"), quiet)
@@ -97,11 +96,7 @@ func TestElectionAcrossProcesses(t *testing.T) {
 	for _, c := range cands {
 		byID[c.id] = c
 	}
-	b, err := leadermongo.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newElections(t, db)
 	ctx := context.Background()
 	members := func() []leader.Member {
 		ms, err := b.Members(ctx, electionName, 3*procHeartbeat)

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"golang.org/x/sync/errgroup"
 
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
@@ -35,17 +36,21 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	elections, err := leadermongo.New(client.Database("app")) // collections "dsync_elections", "dsync_members"
+	locks, err := dsyncmongo.New(client.Database("app")) // one per process: its locks and elections share one lease
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer elections.Close()
+	defer locks.Close()
+	elections, err := leadermongo.New(locks) // member status in "dsync_members"
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	e, err := leader.NewElection(elections, "scheduler", leader.WithVersion("v1.4.2")) // shown by Leader and Members
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer e.Close() // resigns if leading; runs before elections.Close
+	defer e.Close() // resigns if leading; runs before locks.Close
 
 	err = e.Run(ctx, func(lctx context.Context) error {
 		g, gctx := errgroup.WithContext(lctx) // cancelled the moment leadership is lost
@@ -84,11 +89,15 @@ func Example_status() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	elections, err := leadermongo.New(client.Database("app"))
+	locks, err := dsyncmongo.New(client.Database("app"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer elections.Close()
+	defer locks.Close()
+	elections, err := leadermongo.New(locks)
+	if err != nil {
+		log.Fatal(err)
+	}
 	watcher, err := leader.NewElection(elections, "scheduler")
 	if err != nil {
 		log.Fatal(err)

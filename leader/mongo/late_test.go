@@ -9,7 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/go-dsync/dsync/internal/latewrite"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/integration/latewrite"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -19,24 +20,9 @@ import (
 // them (see internal/chain's package documentation, "Writes that land
 // late").
 
-func newLeaderBackend(t *testing.T, db *mongo.Database) *leadermongo.Backend {
+func newLeaderBackend(t *testing.T, db *mongo.Database, lockOpts ...dsyncmongo.Option) *leadermongo.Backend {
 	t.Helper()
-	b, err := leadermongo.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
-}
-
-// routed is a leader backend whose renewals go through a latewrite.Router.
-type routed struct {
-	*leadermongo.Backend
-	r *latewrite.Router
-}
-
-func (x routed) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
-	return x.r.RenewSession(ctx, session, ttl)
+	return newElections(t, db, lockOpts...)
 }
 
 // TestLateRenewalDoesNotMakeTwoLeaders: leader A's session renewal stalls,
@@ -48,17 +34,17 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	link := latewrite.NewLink(t, db)
 	dbB := mongotest.SameDatabase(t, db)
-	direct := newLeaderBackend(t, db)
+	router := latewrite.NewRouter(link.DB.Collection(dsyncmongo.DefaultCollection+"_sessions"), 300*time.Millisecond)
+	direct := newLeaderBackend(t, db, router.Option())
 	other := newLeaderBackend(t, dbB)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := link.DB.Client().Ping(ctx, nil); err != nil { // connects before the stall
 		t.Fatal(err)
 	}
-	router := latewrite.NewRouter(direct, link.DB.Collection(leadermongo.DefaultCollection+"_sessions"), 300*time.Millisecond)
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
 	opts := []leader.Option{leader.WithTTL(ttl), leader.WithRenewInterval(interval), quiet}
-	a, err := leader.NewElection(routed{direct, router}, "late", opts...)
+	a, err := leader.NewElection(direct, "late", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +66,7 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 
 	// A's renewals after the stalled one went to its session's next
 	// document: the stalled update may still be applied, after them.
-	if n, err := db.Collection(leadermongo.DefaultCollection+"_sessions").CountDocuments(ctx,
+	if n, err := db.Collection(dsyncmongo.DefaultCollection+"_sessions").CountDocuments(ctx,
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "~1$"}}}}); err != nil || n != 1 {
 		t.Errorf("%d sessions with a second document (%v), want A's", n, err)
 	}

@@ -35,7 +35,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	defer cancel()
 
 	// One member leads, so that Leader reads its status too.
-	mu, err := dsync.NewMutex(b, leader.LockKey(election))
+	mu, err := dsync.NewMutex(b, election, dsync.WithNamespace(leader.Namespace))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,26 +16,24 @@ import (
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
-// A plain lock and an election in the same database never exclude each
-// other, whatever their names: the lock "leader/coll" is not the lease of
-// the election "coll", which lives in the elections' own collection.
+// A process's plain locks and elections share its locks backend, its
+// collection and its lease, yet never a key: the lock "coll" is not the
+// lease of the election "coll", and no plain lock can name a lease.
 func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	discard := dsyncmongo.WithLogger(slog.New(slog.DiscardHandler))
-	locks, err := dsyncmongo.New(db, discard)
+	locks := newLocks(t, db)
+	elections, err := leadermongo.New(locks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer locks.Close()
-	elections, err := leadermongo.New(db, leadermongo.WithLockOptions(discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer elections.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	mu, err := dsync.NewMutex(locks, leader.LockKey("coll"), dsync.WithTTL(2*time.Second), dsync.WithLogger(slog.New(slog.DiscardHandler)))
+	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
+	if _, err := dsync.NewMutex(locks, leader.LockKey("coll"), quiet); err == nil {
+		t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
+	}
+	mu, err := dsync.NewMutex(locks, "coll", dsync.WithTTL(2*time.Second), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,37 +70,29 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	default:
 	}
 
-	// Where each lives: the lease in the elections' collection, the plain
-	// lock in the locks' collection.
+	// Both live in the lock collection, under keys of their own.
 	for _, c := range []struct {
-		coll  string
+		key   string
 		owner string
-	}{{dsyncmongo.DefaultCollection, mu.Owner()}, {leadermongo.DefaultCollection, e.ID()}} {
-		n, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}, {Key: "kind", Value: "claim"}})
+	}{{"coll", mu.Owner()}, {leader.LockKey("coll"), e.ID()}} {
+		n, err := db.Collection(dsyncmongo.DefaultCollection).CountDocuments(ctx, bson.D{{Key: "key", Value: c.key}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := db.Collection(c.coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("coll")}, {Key: "kind", Value: "claim"}, {Key: "owner", Value: c.owner}})
+		m, err := db.Collection(dsyncmongo.DefaultCollection).CountDocuments(ctx, bson.D{{Key: "key", Value: c.key}, {Key: "kind", Value: "claim"}, {Key: "owner", Value: c.owner}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n != 1 || m != 1 {
-			t.Errorf("collection %s holds %d epochs of %q, %d of them owned by %s; want exactly one, that one",
-				c.coll, n, leader.LockKey("coll"), m, c.owner)
+			t.Errorf("key %q has %d epochs, %d of them owned by %s; want exactly one, that one", c.key, n, m, c.owner)
 		}
 	}
 }
 
-// WithLockOptions(dsyncmongo.WithCollection(...)) moves the leases, for
-// instance to share one collection between deployments' elections.
-func TestLeaseCollectionIsSettable(t *testing.T) {
+// The leases follow the locks backend's collection (WithCollection).
+func TestLeasesLiveInTheLockCollection(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	b, err := leadermongo.New(db, leadermongo.WithLockOptions(
-		dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)), dsyncmongo.WithCollection("leases")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newElections(t, db, dsyncmongo.WithCollection("leases"))
 	e, err := leader.NewElection(b, "moved", leader.WithTTL(2*time.Second), leader.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +103,7 @@ func TestLeaseCollectionIsSettable(t *testing.T) {
 	if _, err := e.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for coll, want := range map[string]int64{"leases": 1, leadermongo.DefaultCollection: 0, dsyncmongo.DefaultCollection: 0} {
+	for coll, want := range map[string]int64{"leases": 1, leadermongo.LegacyCollection: 0, dsyncmongo.DefaultCollection: 0} {
 		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("moved")}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)

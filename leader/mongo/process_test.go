@@ -40,8 +40,11 @@ func childBackend(ctx context.Context) (*mongo.Client, *leadermongo.Backend, err
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := leadermongo.New(client.Database(os.Getenv(dbEnv)),
-		leadermongo.WithLockOptions(dsyncmongo.WithPollInterval(procPoll)))
+	locks, err := dsyncmongo.New(client.Database(os.Getenv(dbEnv)), dsyncmongo.WithPollInterval(procPoll))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := leadermongo.New(locks)
 	return client, b, err
 }
 
@@ -56,7 +59,7 @@ func runChild(role string) int {
 		return 2
 	}
 	defer client.Disconnect(context.Background())
-	defer b.Close()
+	defer b.Client().Close()
 
 	commands := make(chan string)
 	go func() {

@@ -174,9 +174,7 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.leaders == nil {
-		lb, err := leadermongo.New(c.db,
-			leadermongo.WithMembersCollection("members_"+c.ns),
-			leadermongo.WithLockOptions(c.d.lockOptions(c.ns)...))
+		lb, err := leadermongo.New(c.locks, leadermongo.WithMembersCollection("members_"+c.ns))
 		if err != nil {
 			return nil, err
 		}
@@ -209,9 +207,6 @@ func (c *conn) Close() error {
 	c.mu.Lock()
 	for _, e := range c.elections {
 		_ = e.Close()
-	}
-	if c.leaders != nil {
-		_ = c.leaders.Close()
 	}
 	c.mu.Unlock()
 	_ = c.locks.Close()

@@ -9,9 +9,10 @@
 // every request the client sends, and it keeps each command it sends
 // while stalled. A kept command can then be applied through another
 // client at the moment the test chooses ([Replay]), or the stalled bytes
-// delivered as they were ([Link.Heal]). A [Router] is a dsync.Backend
-// that sends one renewal's update through a Link and the rest directly, so
-// a test can make a Mutex or an Election live through a late renewal.
+// delivered as they were ([Link.Heal]). A [Router] wraps a dsyncmongo
+// backend's store and sends one renewal's update through a Link and the
+// rest directly, so a test can make a Mutex or an Election live through a
+// late renewal.
 //
 // The integration suite's delay-requests fault delivers real bytes late
 // too, but at a moment set by a delay; the regression tests built on this
@@ -32,8 +33,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/faultproxy"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -157,16 +160,18 @@ func Replay(ctx context.Context, db *mongo.Database, cmd bson.Raw) (bson.M, erro
 	return reply, err
 }
 
-// Router is a dsync.Backend that sends every call to a direct backend,
-// except for the session renewals that RenewLate routes elsewhere.
+// Router wraps the store of a dsyncmongo backend (Option installs it):
+// it passes every call on, except for the session renewals that
+// RenewLate routes elsewhere. It knows the driver's sessions schema: the
+// document of a session's generation gen is its ID, then ID~gen.
 type Router struct {
-	dsync.Backend // the direct path
+	driver.Store // the direct path
 
 	// late is the sessions collection through a stalled Link, where the
-	// renewal RenewLate stalls sends its update: {_id: session} raised
-	// with $max, as a dsyncmongo renewal's findAndModify does. giveUp bounds that
-	// renewal, as a driver gives up on an operation when its heartbeats
-	// time out: the call fails, the request stays sent.
+	// renewal RenewLate stalls sends its update, raised with $max as the
+	// driver's renewal is. giveUp bounds that renewal, as a driver gives
+	// up on an operation when its heartbeats time out: the call fails,
+	// the request stays sent.
 	late   *mongo.Collection
 	giveUp time.Duration
 
@@ -179,7 +184,7 @@ type Router struct {
 type route int
 
 const (
-	direct  route = iota // to the direct backend
+	direct  route = iota // to the direct store
 	viaLate              // the next one through late, then direct again
 	down                 // nowhere: they fail, as if the network were down
 )
@@ -191,11 +196,19 @@ type renewal struct {
 
 var errDown = errors.New("latewrite: renewal path down")
 
-// NewRouter returns a Router over direct, whose stalled renewal updates
-// the session's document in late, a sessions collection reached through a
-// Link, and is given up on after giveUp.
-func NewRouter(direct dsync.Backend, late *mongo.Collection, giveUp time.Duration) *Router {
-	return &Router{Backend: direct, late: late, giveUp: giveUp, renewed: make(chan renewal, 64)}
+// NewRouter returns a Router whose stalled renewal updates the session's
+// document in late, a sessions collection reached through a Link, and is
+// given up on after giveUp. Install it with Option.
+func NewRouter(late *mongo.Collection, giveUp time.Duration) *Router {
+	return &Router{late: late, giveUp: giveUp, renewed: make(chan renewal, 64)}
+}
+
+// Option makes a dsyncmongo backend call its store through r.
+func (r *Router) Option() dsyncmongo.Option {
+	return clienthook.MongoOption(clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
+		r.Store = s
+		return r
+	}}).(dsyncmongo.Option)
 }
 
 func (r *Router) next(rt route) {
@@ -204,42 +217,68 @@ func (r *Router) next(rt route) {
 	r.mu.Unlock()
 }
 
-// RenewSession implements dsync.Backend.
-func (r *Router) RenewSession(ctx context.Context, session string, ttl time.Duration) error {
+// take returns where the next renewal goes.
+func (r *Router) take() route {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	rt := r.route
 	if rt == viaLate {
 		r.route = direct
 	}
-	r.mu.Unlock()
-	switch rt {
+	return rt
+}
+
+// RenewSession implements driver.Store.
+func (r *Router) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	switch r.take() {
 	case viaLate:
 		lctx, cancel := context.WithTimeout(ctx, r.giveUp)
 		defer cancel()
-		_, err := r.late.UpdateOne(lctx, bson.D{{Key: "_id", Value: session}},
-			bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: time.Now().Add(ttl)}}}})
-		if err == nil {
-			return errors.New("latewrite: the stalled renewal was not stalled")
+		doc := id
+		if gen > 0 {
+			doc = fmt.Sprintf("%s~%d", id, gen)
 		}
-		// The direct backend sent no renewal, but must learn that one
-		// failed, as it would have if its own had: a call that fails
-		// before sending anything tells it.
-		failed, fail := context.WithCancel(ctx)
-		fail()
-		_ = r.Backend.RenewSession(failed, session, ttl)
-		return err
+		_, err := r.late.UpdateOne(lctx, bson.D{{Key: "_id", Value: doc}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}}})
+		if err == nil {
+			return false, errors.New("latewrite: the stalled renewal was not stalled")
+		}
+		return false, err
 	case down:
-		return errDown
+		return false, errDown
 	}
 	sent := time.Now()
-	err := r.Backend.RenewSession(ctx, session, ttl)
-	if err == nil {
-		select {
-		case r.renewed <- renewal{sent: sent}:
-		default:
+	found, err := r.Store.RenewSession(ctx, id, gen, expires)
+	if err == nil && found {
+		r.renewedAt(sent)
+	}
+	return found, err
+}
+
+// InsertSession implements driver.Store: a generation above 0 is a
+// renewal's (the one after a renewal of unknown outcome).
+func (r *Router) InsertSession(ctx context.Context, s driver.Session) error {
+	if s.Gen > 0 {
+		r.mu.Lock()
+		rt := r.route
+		r.mu.Unlock()
+		if rt == down {
+			return errDown
 		}
 	}
+	sent := time.Now()
+	err := r.Store.InsertSession(ctx, s)
+	if err == nil && s.Gen > 0 {
+		r.renewedAt(sent)
+	}
 	return err
+}
+
+func (r *Router) renewedAt(sent time.Time) {
+	select {
+	case r.renewed <- renewal{sent: sent}:
+	default:
+	}
 }
 
 // awaitRenewal waits for a successful direct renewal sent at or after t,

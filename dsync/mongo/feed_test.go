@@ -14,16 +14,41 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
+
+// tail returns b's follower of the event stream, or nil.
+func tail(b *Backend) *tailer {
+	b.s.feedMu.Lock()
+	defer b.s.feedMu.Unlock()
+	return b.s.tail
+}
 
 // waitWakeups waits until b follows the event stream.
 func waitWakeups(t *testing.T, b *Backend) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !b.wake.healthy.Load(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); tail(b) == nil || !tail(b).healthy.Load(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the event stream did not open within 30s")
 		}
+	}
+}
+
+// follow makes b follow the event stream (as its first session does) and
+// waits until the stream is live.
+func follow(t *testing.T, ctx context.Context, b *Backend) {
+	t.Helper()
+	open(t, ctx, b, time.Minute)
+	waitWakeups(t, b)
+}
+
+// announce publishes through b that proc waits for key's epoch.
+func announce(t *testing.T, ctx context.Context, b *Backend, proc, key string, epoch uint64) {
+	t.Helper()
+	until := b.s.ServerTime().Earliest.Add(time.Minute)
+	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: key, Epoch: epoch, Until: until, Proc: proc}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -54,7 +79,7 @@ func handoff(t *testing.T, ps []*proc, key string, between func()) time.Duration
 	if err := holder.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ps[0].b.cfg.wakeups {
+	if ps[0].b.s.cfg.wakeups {
 		waitWakeups(t, ps[0].b)
 	}
 	got := lockInBackground(t, ctx, waiter)
@@ -116,45 +141,6 @@ func TestWaiterAnnouncesOnceTheStreamIsLive(t *testing.T) {
 	}
 }
 
-// TestAnnouncementAfterTheEndIsAnswered: a waiter whose announcement
-// reaches the owner only after the owner ended the claim is still woken by
-// an "ended" event, so it need not look again before the safety poll.
-func TestAnnouncementAfterTheEndIsAnswered(t *testing.T) {
-	ps := newProcs(t, 2, WithSafetyPoll(time.Minute), WithPollInterval(time.Minute))
-	ctx := testCtx(t, time.Minute)
-	for _, p := range ps {
-		p.b.wake.start()
-		waitWakeups(t, p.b)
-	}
-	holder := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
-	if err := holder.LockContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tok := holder.Token()
-	if err := holder.UnlockContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Too late: the claim has ended, and nobody had announced itself.
-	w := ps[1].b.wake
-	k := waitKey{"k", tok}
-	woken := make(chan struct{}, 1)
-	w.mu.Lock()
-	w.local[k] = map[chan struct{}]struct{}{woken: {}}
-	w.mu.Unlock()
-	est, err := ps[1].b.prepare(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.announce(ctx, est, k); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-woken:
-	case <-ctx.Done():
-		t.Fatal("no ended event answered the late announcement")
-	}
-}
-
 // TestWakeupLossNeverStallsBeyondSafetyPoll: with the waiter's event cursor
 // killed, or a holder that sends no events, the waiter still gets the lock
 // within the safety poll interval.
@@ -164,12 +150,12 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 	t.Run("cursor killed", func(t *testing.T) {
 		ps := newProcs(t, 2, WithSafetyPoll(safety))
 		took := handoff(t, ps, "k", func() {
-			w := ps[1].b.wake
 			waitWakeups(t, ps[1].b)
+			w := tail(ps[1].b)
 			id := w.cursor.Load()
 			ctx := testCtx(t, 10*time.Second)
 			err := ps[1].db.RunCommand(ctx, bson.D{
-				{Key: "killCursors", Value: ps[1].b.cfg.collection + eventsSuffix},
+				{Key: "killCursors", Value: ps[1].b.s.cfg.collection + eventsSuffix},
 				{Key: "cursors", Value: bson.A{id}},
 			}).Err()
 			if err != nil {
@@ -199,7 +185,7 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 		took := handoff(t, ps, "k", func() {
 			waitWakeups(t, ps[1].b)
 			srv.Kill()
-			for ps[1].b.wake.healthy.Load() {
+			for tail(ps[1].b).healthy.Load() {
 				time.Sleep(time.Millisecond)
 			}
 			srv.Restart()
@@ -210,11 +196,11 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 		}
 	})
 	t.Run("holder sends no events", func(t *testing.T) {
-		ps := newProcs(t, 2, WithSafetyPoll(safety))
+		ps := newProcs(t, 1, WithSafetyPoll(safety))
 		// The holder's process does not follow events: it never learns of
 		// the waiter, and the waiter is never told.
-		ps[0].b.cfg.wakeups = false
-		ps[0].b.wake.stop()
+		db := mongotest.SameDatabase(t, ps[0].db)
+		ps = append([]*proc{{db: db, b: newBackend(t, db, WithSafetyPoll(safety), WithWakeups(false))}}, ps...)
 		took := handoff(t, ps, "k", nil)
 		t.Logf("handoff without an event: %v", took.Round(time.Millisecond))
 		if took > safety+slack {
@@ -248,7 +234,7 @@ func TestCloseStopsTheTailer(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.b.wake.done:
+	case <-tail(p.b).done:
 	default:
 		t.Fatal("Close returned before the tailer stopped")
 	}
@@ -356,9 +342,9 @@ func waitTailerGone(t *testing.T, b *Backend) {
 	deadline := time.Now().Add(20 * time.Second)
 	var done chan struct{}
 	for done == nil {
-		b.wake.mu.Lock()
-		done = b.wake.done
-		b.wake.mu.Unlock()
+		if t := tail(b); t != nil {
+			done = t.done
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("the event tailer never started")
 		}
@@ -440,24 +426,16 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 			}))
 			b := newBackend(t, db, WithWakeups(true), asFerretDB(ferret))
 			ctx := testCtx(t, 30*time.Second)
-			est, err := b.prepare(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.wake.start()
-			waitWakeups(t, b)
-			base := b.wake.ownSeen.Load()
+			follow(t, ctx, b)
+			base := tail(b).ownSeen.Load()
 			const n = 4
 			for i := range n {
-				// One announcement per claim waited for: n events.
-				if age, err := b.wake.announce(ctx, est, waitKey{"k", uint64(i + 1)}); err != nil || age != 0 {
-					t.Fatalf("announce = %v, %v; want a new announcement", age, err)
-				}
+				announce(t, ctx, b, "us", "k", uint64(i+1))
 			}
-			for b.wake.ownSeen.Load() < base+n {
+			for tail(b).ownSeen.Load() < base+n {
 				select {
 				case <-ctx.Done():
-					t.Fatalf("the tailer saw %d of our %d events", b.wake.ownSeen.Load()-base, n)
+					t.Fatalf("the tailer saw %d of our %d events", tail(b).ownSeen.Load()-base, n)
 				case <-time.After(5 * time.Millisecond):
 				}
 			}
@@ -476,19 +454,6 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestJitterUpStaysClose: a waiter that waits for a session to expire
-// wakes just after it, not a fifth of the wait later (which made failover
-// take 1.08 TTL).
-func TestJitterUpStaysClose(t *testing.T) {
-	for _, d := range []time.Duration{time.Millisecond, 250 * time.Millisecond, 5 * time.Second, time.Minute} {
-		for range 100 {
-			if j := jitterUp(d); j < d || j > d+10*time.Millisecond {
-				t.Fatalf("jitterUp(%v) = %v, want within [d, d+10ms]", d, j)
-			}
-		}
 	}
 }
 
@@ -525,18 +490,14 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 					return 0
 				}
 			}
-			b.wake.start()
-			waitWakeups(t, b)
+			follow(t, ctx, b)
 			if got := next(); got != safety {
 				t.Errorf("alone: getMore of the event cursor waits up to %v, want %v", got, safety)
 			}
-			est, err := other.prepare(ctx)
-			if err != nil {
+			if err := other.s.Prepare(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := other.wake.announce(ctx, est, waitKey{"k", 1}); err != nil {
-				t.Fatal(err)
-			}
+			announce(t, ctx, other, "other", "k", 1)
 			// The announcement ends the getMore in flight; the next one
 			// waits as long as the others waiting call for.
 			want := safety
@@ -547,48 +508,5 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 				t.Errorf("while another process waits: getMore of the event cursor waits up to %v, want %v", got, want)
 			}
 		})
-	}
-}
-
-// TestAnnouncingAgainKeepsTheAge: an announcement made again while the
-// last one holds keeps the age of the first, so the looks at doubling
-// intervals that follow a first announcement (against an end that comes
-// soon and an event that is lost) are not made again each time; one made
-// after the last lapsed starts afresh.
-func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
-	const safety = 100 * time.Millisecond // announcements hold announceFor × safety
-	b := newBackend(t, mongotest.NewDatabase(t), WithWakeups(true), WithSafetyPoll(safety))
-	ctx := testCtx(t, 30*time.Second)
-	est, err := b.prepare(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := waitKey{"k", 1}
-	if age, err := b.wake.announce(ctx, est, k); err != nil || age != 0 {
-		t.Fatalf("first announce = %v, %v; want a new announcement", age, err)
-	}
-	announced := func() announcement {
-		b.wake.mu.Lock()
-		defer b.wake.mu.Unlock()
-		return b.wake.announced[k]
-	}
-	first := announced()
-	// Past the point where less than a safety poll interval is left.
-	time.Sleep(announceFor*safety - safety/2)
-	age, err := b.wake.announce(ctx, est, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := announced()
-	if !again.until.After(first.until) {
-		t.Fatalf("announcement not made again: until %v, was %v", again.until, first.until)
-	}
-	if min := (announceFor*safety - safety/2); age < min {
-		t.Errorf("age after announcing again = %v, want at least %v (the first announcement's)", age, min)
-	}
-	// Let it lapse: the next announcement is a first one again.
-	time.Sleep(time.Until(again.until) + 100*time.Millisecond)
-	if age, err := b.wake.announce(ctx, est, k); err != nil || age != 0 {
-		t.Errorf("announce after the last lapsed = %v, %v; want a new announcement (age 0)", age, err)
 	}
 }

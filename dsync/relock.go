@@ -1,4 +1,4 @@
-package dsyncmongo
+package dsync
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // of epochs can prevent that: the second has to wait for the first.
 //
 // So a Mutex that locks again less than the poll interval
-// (WithPollInterval) after it took the key over from another owner's
+// (ClientWithPollInterval) after it took the key over from another owner's
 // release first looks for that owner's next claim: it reads by _id the
 // claims above its own (as many reads as the duplicate keys its claim
 // would otherwise have met), and claims above the last one found. If that
@@ -104,19 +104,19 @@ func (r *relocks) take(key, owner string) (takeover, bool) {
 // from claim first, if that was less than the poll interval ago (see
 // above). The claims it reads count as seen, so the Claim that follows
 // inserts above the last one found.
-func (b *Backend) afterPredecessor(ctx context.Context, key, owner string) {
-	t, ok := b.relocks.take(key, owner)
+func (c *Client) afterPredecessor(ctx context.Context, key, owner string) {
+	t, ok := c.relock.take(key, owner)
 	if !ok {
 		return
 	}
-	until := t.at + b.relockWindow()
+	until := t.at + c.relockWindow()
 	pause, misses := relockPoll, 0
 	epoch := t.mine + 1
 	for range maxRelockReads {
-		if b.mono() >= until {
+		if c.mono() >= until {
 			return
 		}
-		d, found, err := b.eng.ReadClaim(ctx, key, epoch)
+		d, found, err := c.eng.ReadClaim(ctx, key, epoch)
 		switch {
 		case err != nil:
 			return
@@ -126,7 +126,7 @@ func (b *Backend) afterPredecessor(ctx context.Context, key, owner string) {
 			epoch++
 			continue
 		}
-		if !b.wake.awaitClaim(ctx, key, epoch, min(pause, until-b.mono())) {
+		if !c.wake.awaitClaim(ctx, key, epoch, min(pause, until-c.mono())) {
 			return
 		}
 		if misses++; misses >= relockFastReads {
@@ -137,62 +137,9 @@ func (b *Backend) afterPredecessor(ctx context.Context, key, owner string) {
 
 // relockWindow is how long after a takeover a Mutex that locks again waits
 // for the owner it took over from: the poll interval.
-func (b *Backend) relockWindow() time.Duration {
-	if b.cfg.relockWindow > 0 {
-		return b.cfg.relockWindow
+func (c *Client) relockWindow() time.Duration {
+	if c.cfg.relockWindow > 0 {
+		return c.cfg.relockWindow
 	}
-	return b.cfg.poll
-}
-
-// awaitClaim waits until an event shows that key's epoch may have been
-// claimed (an announcement by a claim at or above it, or a claim of this
-// process), or for d; it reports false if ctx ended first.
-func (w *wakeups) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	c := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.claimWatch == nil {
-		w.claimWatch = make(map[string]map[chan struct{}]uint64)
-	}
-	if w.claimWatch[key] == nil {
-		w.claimWatch[key] = make(map[chan struct{}]uint64)
-	}
-	w.claimWatch[key][c] = epoch
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.claimWatch[key], c)
-		if len(w.claimWatch[key]) == 0 {
-			delete(w.claimWatch, key)
-		}
-		w.mu.Unlock()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	case <-ctx.Done():
-		return false
-	}
-	return true
-}
-
-// claimSeen wakes those waiting in awaitClaim for a claim of key at or
-// below epoch.
-func (w *wakeups) claimSeen(key string, epoch uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.claimSeenLocked(key, epoch)
-}
-
-// claimSeenLocked is claimSeen with w.mu held.
-func (w *wakeups) claimSeenLocked(key string, epoch uint64) {
-	for c, want := range w.claimWatch[key] {
-		if want <= epoch {
-			notify(c)
-		}
-	}
+	return c.cfg.poll
 }

@@ -1,0 +1,262 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// A Client is one process's connection to a store for coordination. It
+// owns the process's lease (one session per TTL and renew interval,
+// renewed with one command per interval however many locks the process
+// holds or waits for, and however many elections it runs), the protocol's
+// state, and the goroutines that keep them: every Mutex and Election made
+// on it shares them. Close ends its sessions and waits for its goroutines.
+//
+// A Client is made by a driver's constructor (dsyncmongo.New returns a
+// Backend that embeds one; NewMemoryBackend gives one in memory) or by
+// NewClient over any driver.Store. It is safe for concurrent use.
+type Client struct {
+	store driver.Store
+	feed  driver.Feed       // nil: the store carries no wake-ups
+	keys  driver.KeyChecker // nil: every key but "" is valid
+	eng   *chain.Engine
+	cfg   clientConfig
+	// origin is the reading of the monotonic clock that the engine's and
+	// the wake-ups' local times count from.
+	origin time.Time
+	resend *chain.Resender
+	wake   *wakeups
+	relock relocks
+
+	mu      sync.Mutex
+	keepers map[keeperID]*keeper
+	// claims are the claims made through this Client and not yet ended,
+	// by nonce, with whether each holds: Close ends them.
+	claims  map[string]liveClaim
+	closed  bool
+	running sync.WaitGroup // keepers' renewal goroutines
+}
+
+// liveClaim is a claim made through a Client that has not ended.
+type liveClaim struct {
+	c    claimRef
+	held bool
+}
+
+// Backend is what the primitives run on: anything that has a Client (a
+// *Client itself, a dsyncmongo.Backend or a MemoryBackend, which embed
+// one, a leadermongo.Backend, which uses one). All the primitives made on
+// one Backend share its Client, and so its lease.
+type Backend interface {
+	Client() *Client
+}
+
+// Client returns c: a Client is a Backend.
+func (c *Client) Client() *Client { return c }
+
+var _ Backend = (*Client)(nil)
+
+// A ClientOption configures a Client.
+type ClientOption func(*clientConfig) error
+
+type clientConfig struct {
+	logger     *slog.Logger
+	wakeups    bool
+	poll       time.Duration // waiters' poll while wake-ups are off or down
+	safetyPoll time.Duration // waiters' look when nothing woke them
+	// relockWindow: how long after a takeover a Mutex that locks again
+	// waits for the owner it took over from (relock.go); 0: poll.
+	relockWindow time.Duration
+	chain        chain.Config
+	bug          chain.Bug                       // tests only
+	wrapStore    func(driver.Store) driver.Store // tests only
+}
+
+// Defaults of the Client's options.
+const (
+	// DefaultPollInterval is how often a waiter checks the claim ahead of
+	// it when wake-ups are off or their stream is down.
+	DefaultPollInterval = 250 * time.Millisecond
+	// DefaultSafetyPoll caps how long a waiter relies on wake-ups alone.
+	DefaultSafetyPoll = 15 * time.Second
+)
+
+// ClientWithLogger sets where the Client reports what it handles itself:
+// ends sent again, the wake-up stream falling back to polling. Default:
+// slog.Default().
+func ClientWithLogger(l *slog.Logger) ClientOption {
+	return func(c *clientConfig) error {
+		if l == nil {
+			return errors.New("dsync: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// ClientWithWakeups turns wake-ups through the store's feed on or off.
+// Default: on, where the store has a feed. Off, waiters poll.
+func ClientWithWakeups(on bool) ClientOption {
+	return func(c *clientConfig) error {
+		c.wakeups = on
+		return nil
+	}
+}
+
+// ClientWithPollInterval sets how often a waiter checks the claim ahead
+// of it while wake-ups are off or their stream is down. Default:
+// DefaultPollInterval (250 ms). A Mutex that locks again right after
+// taking a key over waits up to as long for the process it took over from
+// to queue again (see Mutex). It must be positive.
+func ClientWithPollInterval(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: poll interval must be positive, got %v", d)
+		}
+		c.poll = d
+		return nil
+	}
+}
+
+// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone
+// before it checks the claim ahead of it again. Default: DefaultSafetyPoll
+// (15 s). It must be positive.
+func ClientWithSafetyPoll(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: safety poll interval must be positive, got %v", d)
+		}
+		c.safetyPoll = d
+		return nil
+	}
+}
+
+// NewClient returns a Client over store. It does no I/O: the store is
+// prepared by the first call that needs it.
+func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
+	if store == nil {
+		return nil, errors.New("dsync: nil store")
+	}
+	cfg := clientConfig{
+		logger:     slog.Default(),
+		wakeups:    true,
+		poll:       DefaultPollInterval,
+		safetyPoll: DefaultSafetyPoll,
+		chain:      chain.DefaultConfig(),
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("dsync: nil option")
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), keepers: make(map[keeperID]*keeper), claims: make(map[string]liveClaim)}
+	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
+		c.feed = f
+	}
+	if kc, ok := store.(driver.KeyChecker); ok {
+		c.keys = kc
+	}
+	if cfg.wrapStore != nil {
+		c.store = cfg.wrapStore(store)
+	}
+	cfg.chain.Host, _ = os.Hostname()
+	cfg.chain.PID = os.Getpid()
+	eng, err := chain.New(c.store, engineClock{c}, cfg.chain)
+	if err != nil {
+		return nil, fmt.Errorf("dsync: %w", err)
+	}
+	eng.SetBug(cfg.bug)
+	c.eng = eng
+	c.resend = chain.NewResender(eng, func(pending int, err error) {
+		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
+	})
+	c.wake = newWakeups(c, xid.New().String())
+	eng.OnLanded(func(d chain.Doc) {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+		defer cancel()
+		c.wake.ended(ctx, d.Key, d.Epoch)
+	})
+	return c, nil
+}
+
+// engineClock is the engine's clock: the store's time, and this
+// process's monotonic time (suspends counted) since the Client began.
+type engineClock struct{ c *Client }
+
+func (e engineClock) ServerNow() chain.Interval { return e.c.store.ServerTime() }
+func (e engineClock) Mono() time.Duration       { return e.c.mono() }
+
+func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin) }
+
+// Close ends every claim made through c — holds are lost first (their
+// Lost() closes), then released; waiting claims are withdrawn — so that
+// other processes go on at once, not after a TTL; stops c's goroutines
+// and waits for them, and closes its store. Calls made afterwards fail
+// with ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	keepers := make([]*keeper, 0, len(c.keepers))
+	for _, k := range c.keepers {
+		keepers = append(keepers, k)
+	}
+	c.mu.Unlock()
+	for _, k := range keepers {
+		k.close()
+	}
+	c.mu.Lock()
+	claims := c.claims
+	c.claims = make(map[string]liveClaim)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	defer cancel()
+	for _, lc := range claims {
+		_ = c.eng.End(ctx, chain.Resume(lc.c.Key, lc.c.Owner, lc.c.Session, lc.c.Nonce, lc.c.Token), lc.held)
+		c.wake.ended(ctx, lc.c.Key, lc.c.Token)
+	}
+	c.running.Wait()
+	c.resend.Close()
+	c.wake.close()
+	return c.store.Close()
+}
+
+// ErrClosed is returned by calls on a closed Client.
+var ErrClosed = errors.New("dsync: client closed")
+
+func (c *Client) prepare(ctx context.Context) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return c.store.Prepare(ctx)
+}
+
+// checkKey refuses keys the store cannot hold, before any I/O.
+func (c *Client) checkKey(key string) error {
+	if c.keys != nil {
+		return c.keys.CheckKey(key)
+	}
+	if key == "" {
+		return errors.New("dsync: empty key")
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+// Package driver is the contract between dsync and the stores it runs on.
+// A driver stores documents and decides nothing: dsync's protocol runs
+// once, above it, in dsync.Client. The MongoDB driver is dsync/mongo; an
+// in-memory one is dsync/driver/memory. A driver for another store
+// implements Store (and, to wake waiters at once, Feed) and passes the
+// conformance suite in dsync/driver/drivertest.
+//
+// What a driver must guarantee is small, and stated with each method.
+// What it may do, and the protocol copes with: apply an update as a read
+// and a later write of the whole document; apply a delete as a read and a
+// later delete by ID; apply any request long after its sender gave up on
+// it, and after that sender's later requests. What it must never do:
+// apply one insert twice, or let two inserts of one ID both succeed.
+package driver
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Kinds of documents of a key's queue.
+const (
+	// KindClaim is an epoch: a place in a key's queue, named by its session.
+	KindClaim = "claim"
+	// KindShadow is a claim's shadow: a document inserted with the claim,
+	// in the same request, under an ID that names the claim's nonce
+	// (ShadowID). A claim is inserted once and never sent again, so its
+	// shadow exists only in a store that holds the claim.
+	KindShadow = "shadow"
+	// KindRelease ends an epoch whose owner held it.
+	KindRelease = "release"
+	// KindWithdraw ends an epoch whose owner gave it up before holding it,
+	// or never knew whether its insert had been applied.
+	KindWithdraw = "withdraw"
+	// KindDead ends an epoch whose session another process proved expired
+	// in the store's time.
+	KindDead = "dead"
+	// KindFloor is a key's floor: every epoch below it has ended.
+	KindFloor = "floor"
+)
+
+// Mode is how a claim shares its key with others (see dsync.Client).
+type Mode int
+
+const (
+	// Exclusive: holds when every lower claim has ended.
+	Exclusive Mode = iota
+	// Shared: holds when every lower exclusive claim has ended.
+	Shared
+	// Weighted: holds when the weights of the live lower claims plus its
+	// own are at most the claim's limit.
+	Weighted
+)
+
+// ErrExists is what an insert returns when a document with the same ID
+// exists. It is an answer, not a failure.
+var ErrExists = errors.New("driver: document exists")
+
+// Doc is a document of a key's queue: a claim, its shadow, or a marker
+// that ends a claim.
+type Doc struct {
+	ID      string
+	Key     string
+	Epoch   uint64
+	Kind    string
+	Nonce   string // unique per claim insert (for a marker or a shadow: the claim's)
+	Session string // the session of the claim (for a marker: of the claim it ends)
+	Owner   string // claims only: the primitive that claimed
+	// Sent is the latest possible store time when the document was sent.
+	Sent time.Time
+	// Claims only: the session's TTL, and the expiry its owner had seen
+	// confirmed when it claimed; zero in claims of an older dsync.
+	TTL time.Duration
+	Exp time.Time
+	// Claims only: how the claim shares the key, its weight and the key's
+	// limit (Weighted).
+	Mode   Mode
+	Weight int64
+	Limit  int64
+	// Claims only, shown to people (dsync status): the claiming process.
+	Host string
+	PID  int
+}
+
+// ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only
+// one insert of an epoch succeeds.
+func ClaimID(key string, epoch uint64) string {
+	return key + "@" + strconv.FormatUint(epoch, 10)
+}
+
+// EndID is the ID of the marker that ends the claim of epoch inserted with
+// nonce. One marker per claim: whichever end is recorded first stands.
+func EndID(key string, epoch uint64, nonce string) string {
+	return ClaimID(key, epoch) + "~" + nonce
+}
+
+// ShadowID is the ID of the shadow of the claim of epoch inserted with
+// nonce.
+func ShadowID(key string, epoch uint64, nonce string) string {
+	return ClaimID(key, epoch) + "#" + nonce
+}
+
+// Floor is a key's floor: every epoch below Epoch has ended. Nonce is that
+// of Epoch's claim; empty in floors of an older dsync.
+type Floor struct {
+	Epoch uint64
+	Nonce string
+}
+
+// Session is one document of a session: a lease that every claim naming it
+// shares. A session starts as one document (generation 0) and gains
+// another generation each time a renewal's outcome is unknown; its expiry
+// is the highest of its documents'.
+type Session struct {
+	ID        string
+	Gen       int       // the generation of the document (GetSession: of the one with the highest expiry)
+	ExpiresAt time.Time // store time; only ever raised
+}
+
+// Interval is a range of possible store times.
+type Interval struct {
+	Earliest, Latest time.Time
+}
+
+// Store is what a driver provides. Every method may be called from many
+// goroutines at once. Every error from a write other than ErrExists (and
+// a duplicate within InsertOrdered) means its outcome is unknown.
+type Store interface {
+	// Prepare makes the store ready to serve (indexes, the clock); it is
+	// called before any other method but ServerTime, and again after it
+	// failed. It must be cheap once it has succeeded.
+	Prepare(ctx context.Context) error
+	// ServerTime returns an interval that certainly contains the store's
+	// clock now: the clock that orders the store's writes. Valid once
+	// Prepare has succeeded; it does no I/O.
+	ServerTime() Interval
+
+	// Insert creates d, or returns ErrExists if d.ID exists. Of many
+	// inserts of one ID, at most one succeeds.
+	Insert(ctx context.Context, d Doc) error
+	// InsertOrdered creates docs one after the other, in one request, and
+	// stops at the first whose ID exists: dup is its index, or -1 if all
+	// were created. Those before it were created, none after it.
+	InsertOrdered(ctx context.Context, docs []Doc) (dup int, err error)
+	// Get reads the document with the given ID; found is false if absent.
+	Get(ctx context.Context, id string) (d Doc, found bool, err error)
+	// Newest reads the claim of key with the highest epoch.
+	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
+	// Floor reads the highest floor of key below below (any, if below is
+	// 0); found is false if there is none.
+	Floor(ctx context.Context, key string, below uint64) (f Floor, found bool, err error)
+	// RaiseFloor records f as a floor of key, by an insert that succeeds
+	// whether or not it was recorded before; sent is the latest possible
+	// store time at sending.
+	RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error
+	// Prune deletes key's claims, shadows, markers and floors with
+	// 1 < epoch < below that were sent before sentBefore.
+	Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error
+	// Keys returns up to limit keys, in increasing order, that begin with
+	// prefix and come after after, among those that have documents.
+	Keys(ctx context.Context, prefix, after string, limit int) ([]string, error)
+
+	// InsertSession creates generation s.Gen of session s.ID, or returns
+	// ErrExists if it exists.
+	InsertSession(ctx context.Context, s Session) error
+	// RenewSession raises the expiry of generation gen of session id to at
+	// least expires (never lowers it); found is false if that document
+	// does not exist (it creates nothing).
+	RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error)
+	// GetSession reads every generation of a session and returns the one
+	// with the highest expiry; found is false if there is none.
+	GetSession(ctx context.Context, id string) (s Session, found bool, err error)
+
+	// Close releases what the store holds (goroutines, cursors); it does
+	// not close the connection it was given.
+	Close() error
+}
+
+// EventKind is the kind of a wake-up hint.
+type EventKind int
+
+const (
+	// Waiting: a process waits for the claim of Key's Epoch to end, until
+	// the store time Until (it announces again before then if it still
+	// waits).
+	Waiting EventKind = iota + 1
+	// Ended: the claim of Key's Epoch ended.
+	Ended
+)
+
+// Event is a wake-up hint between processes. Hints may be lost,
+// duplicated, late or reordered: queues never depend on them, only
+// latency does.
+type Event struct {
+	Kind  EventKind
+	Key   string
+	Epoch uint64
+	Until time.Time
+	// Proc names the publishing process (its Client); a follower ignores
+	// its own events.
+	Proc string
+}
+
+// Feed is what a store that can carry wake-up hints between processes
+// provides, besides Store. Its events go to every follower.
+type Feed interface {
+	// Follow adds a follower, until stop is called or the store is
+	// closed, and reports to h from one goroutine at a time. A Client
+	// follows once, and calls stop when it is closed.
+	Follow(h FeedHandler) (stop func())
+	// Publish sends an event to the other processes.
+	Publish(ctx context.Context, e Event) error
+	// Replay is how long after an event was published a follower whose
+	// stream turns live still receives it: events published that long
+	// before Live are delivered too.
+	Replay() time.Duration
+}
+
+// FeedHandler receives what a feed follows.
+type FeedHandler interface {
+	// Live: the stream is live from now on, the gen-th time: every event
+	// published from now on will be delivered (and those published less
+	// than Replay before).
+	Live(gen uint64)
+	// Down: the stream stopped; events may be missed until the next Live.
+	// off: it will never be live (the store cannot carry events).
+	Down(err error, off bool)
+	// Event: an event another process published.
+	Event(e Event)
+}
+
+// KeyChecker is what a store whose keys have limits provides: CheckKey
+// refuses a key it cannot store, before any I/O.
+type KeyChecker interface {
+	CheckKey(key string) error
+}

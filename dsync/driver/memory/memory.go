@@ -1,0 +1,500 @@
+// Package memory is a dsync driver that keeps its documents in process
+// memory: for unit tests of code that uses dsync (dsync.NewMemoryBackend
+// runs on one), and for tests that run several Clients, as several
+// processes would, on one shared store. Its time is this process's
+// monotonic clock, known exactly. Its feed delivers every event at once to
+// every other Client following it.
+package memory
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Store is an in-memory driver.Store and driver.Feed. It is safe for
+// concurrent use. The zero value is not usable: call New.
+type Store struct {
+	start time.Time // carries the monotonic reading the clock counts from
+	base  time.Time // start without it: the origin of the store's time
+
+	mu       sync.Mutex
+	docs     map[string]driver.Doc
+	claims   map[string]map[uint64]struct{} // epochs of each key's claims
+	floors   map[string]map[uint64]floorRec // each key's recorded floors
+	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
+	closed   bool
+
+	feedMu    sync.Mutex
+	followers map[*follower]struct{}
+}
+
+var (
+	_ driver.Store = (*Store)(nil)
+	_ driver.Feed  = (*Store)(nil)
+)
+
+// New returns an empty store.
+func New() *Store {
+	start := time.Now()
+	return &Store{
+		start:     start,
+		base:      start.Round(0),
+		docs:      make(map[string]driver.Doc),
+		claims:    make(map[string]map[uint64]struct{}),
+		floors:    make(map[string]map[uint64]floorRec),
+		sessions:  make(map[string]map[int]time.Time),
+		followers: make(map[*follower]struct{}),
+	}
+}
+
+// Prepare implements driver.Store: nothing to prepare.
+func (s *Store) Prepare(ctx context.Context) error { return live(ctx) }
+
+// ServerTime implements driver.Store: the store's time counts from its
+// creation on the monotonic clock, as dsync's deadlines do, so setting the
+// machine's wall clock cannot make a live session look expired.
+func (s *Store) ServerTime() driver.Interval {
+	now := s.base.Add(time.Since(s.start))
+	return driver.Interval{Earliest: now, Latest: now}
+}
+
+// Close implements driver.Store. A memory store may be shared by many
+// Clients, as one database is by many processes: closing one Client
+// closes the store, which keeps serving the others (each Client stops its
+// own follower).
+func (s *Store) Close() error { return nil }
+
+func live(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// floorRec is a recorded floor: the nonce of its claim, and when it was
+// sent.
+type floorRec struct {
+	nonce string
+	sent  time.Time
+}
+
+// Insert implements driver.Store.
+func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.insertLocked(d) {
+		return driver.ErrExists
+	}
+	return nil
+}
+
+// InsertOrdered implements driver.Store.
+func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+	if err := live(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, d := range docs {
+		if !s.insertLocked(d) {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// insertLocked stores d unless its ID exists; s.mu must be held.
+func (s *Store) insertLocked(d driver.Doc) bool {
+	if _, ok := s.docs[d.ID]; ok {
+		return false
+	}
+	s.docs[d.ID] = d
+	if d.Kind == driver.KindClaim {
+		m := s.claims[d.Key]
+		if m == nil {
+			m = make(map[uint64]struct{})
+			s.claims[d.Key] = m
+		}
+		m[d.Epoch] = struct{}{}
+	}
+	return true
+}
+
+// Get implements driver.Store.
+func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	if err := live(ctx); err != nil {
+		return driver.Doc{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[id]
+	return d, ok, nil
+}
+
+// Newest implements driver.Store.
+func (s *Store) Newest(ctx context.Context, key string) (driver.Doc, bool, error) {
+	if err := live(ctx); err != nil {
+		return driver.Doc{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var top uint64
+	for e := range s.claims[key] {
+		top = max(top, e)
+	}
+	if top == 0 {
+		return driver.Doc{}, false, nil
+	}
+	return s.docs[driver.ClaimID(key, top)], true, nil
+}
+
+// Floor implements driver.Store.
+func (s *Store) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
+	if err := live(ctx); err != nil {
+		return driver.Floor{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var top driver.Floor
+	for f, r := range s.floors[key] {
+		if (below == 0 || f < below) && f > top.Epoch {
+			top = driver.Floor{Epoch: f, Nonce: r.nonce}
+		}
+	}
+	return top, top.Epoch > 0, nil
+}
+
+// RaiseFloor implements driver.Store.
+func (s *Store) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.floors[key] == nil {
+		s.floors[key] = make(map[uint64]floorRec)
+	}
+	if _, ok := s.floors[key][f.Epoch]; !ok {
+		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, sent: sent}
+	}
+	return nil
+}
+
+// Prune implements driver.Store.
+func (s *Store) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.pruneSetLocked(key, below, sentBefore) {
+		s.deleteLocked(id)
+	}
+	return nil
+}
+
+// PruneSet returns the IDs of the documents Prune(key, below, sentBefore)
+// would delete now: a store whose deletes are not atomic reads this set
+// first and deletes its members later (the simulation does).
+func (s *Store) PruneSet(key string, below uint64, sentBefore time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pruneSetLocked(key, below, sentBefore)
+}
+
+// Delete deletes the document (or floor, by FloorID) with the given ID,
+// if it exists.
+func (s *Store) Delete(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteLocked(id)
+}
+
+// FloorID names a floor for PruneSet and Delete.
+func FloorID(key string, floor uint64) string {
+	return key + "#floor#" + strconv.FormatUint(floor, 10)
+}
+
+func (s *Store) pruneSetLocked(key string, below uint64, sentBefore time.Time) []string {
+	var ids []string
+	for id, d := range s.docs {
+		if d.Key == key && d.Epoch > 1 && d.Epoch < below && d.Sent.Before(sentBefore) {
+			ids = append(ids, id)
+		}
+	}
+	for f, r := range s.floors[key] {
+		if f > 1 && f < below && r.sent.Before(sentBefore) {
+			ids = append(ids, FloorID(key, f))
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (s *Store) deleteLocked(id string) {
+	if d, ok := s.docs[id]; ok {
+		delete(s.docs, id)
+		if d.Kind == driver.KindClaim {
+			delete(s.claims[d.Key], d.Epoch)
+		}
+		return
+	}
+	for key, fs := range s.floors {
+		for f := range fs {
+			if FloorID(key, f) == id {
+				delete(fs, f)
+				return
+			}
+		}
+	}
+}
+
+// State is a copy of a Store's contents (Snapshot).
+type State struct {
+	docs     map[string]driver.Doc
+	floors   map[string]map[uint64]floorRec
+	sessions map[string]map[int]time.Time
+}
+
+// Snapshot copies the store's contents, as a backup would.
+func (s *Store) Snapshot() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time)}
+	for k, fs := range s.floors {
+		st.floors[k] = maps.Clone(fs)
+	}
+	for id, gens := range s.sessions {
+		st.sessions[id] = maps.Clone(gens)
+	}
+	return st
+}
+
+// Restore replaces the store's contents with a snapshot's, as restoring a
+// backup would.
+func (s *Store) Restore(st State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs = maps.Clone(st.docs)
+	clear(s.claims)
+	for _, d := range s.docs {
+		if d.Kind == driver.KindClaim {
+			if s.claims[d.Key] == nil {
+				s.claims[d.Key] = make(map[uint64]struct{})
+			}
+			s.claims[d.Key][d.Epoch] = struct{}{}
+		}
+	}
+	s.floors = make(map[string]map[uint64]floorRec)
+	for k, fs := range st.floors {
+		s.floors[k] = maps.Clone(fs)
+	}
+	s.sessions = make(map[string]map[int]time.Time)
+	for id, gens := range st.sessions {
+		s.sessions[id] = maps.Clone(gens)
+	}
+}
+
+// Reset empties the store, as dropping its collections would.
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.docs)
+	clear(s.claims)
+	clear(s.floors)
+	clear(s.sessions)
+}
+
+// InsertSession implements driver.Store.
+func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gens := s.sessions[sess.ID]
+	if gens == nil {
+		gens = make(map[int]time.Time)
+		s.sessions[sess.ID] = gens
+	}
+	if _, ok := gens[sess.Gen]; ok {
+		return driver.ErrExists
+	}
+	gens[sess.Gen] = sess.ExpiresAt
+	return nil
+}
+
+// RenewSession implements driver.Store.
+func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	if err := live(ctx); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.sessions[id][gen]
+	if !ok {
+		return false, nil
+	}
+	if expires.After(old) {
+		s.sessions[id][gen] = expires
+	}
+	return true, nil
+}
+
+// GetSession implements driver.Store.
+func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	if err := live(ctx); err != nil {
+		return driver.Session{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, found := LatestGen(id, s.sessions[id])
+	return sess, found, nil
+}
+
+// LatestGen returns the document of session id with the highest expiry,
+// given the expiry of each of its generations.
+func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
+	var best driver.Session
+	found := false
+	for gen, exp := range gens {
+		if !found || exp.After(best.ExpiresAt) {
+			best, found = driver.Session{ID: id, Gen: gen, ExpiresAt: exp}, true
+		}
+	}
+	return best, found
+}
+
+// Unended calls f with every claim stored that has no end marker, in no
+// order, until f returns false. f must not call the store.
+func (s *Store) Unended(f func(driver.Doc) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, epochs := range s.claims {
+		for epoch := range epochs {
+			d := s.docs[driver.ClaimID(key, epoch)]
+			if _, ended := s.docs[driver.EndID(key, epoch, d.Nonce)]; !ended && !f(d) {
+				return
+			}
+		}
+	}
+}
+
+// Follow implements driver.Feed: the follower is live at once, and
+// receives every event published from then on, until stop.
+func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
+	f := &follower{h: h}
+	h.Live(1)
+	s.feedMu.Lock()
+	s.followers[f] = struct{}{}
+	s.feedMu.Unlock()
+	return func() {
+		s.feedMu.Lock()
+		delete(s.followers, f)
+		s.feedMu.Unlock()
+		f.stop()
+	}
+}
+
+// Publish implements driver.Feed.
+func (s *Store) Publish(ctx context.Context, e driver.Event) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	for f := range s.followers {
+		f.push(e)
+	}
+	return nil
+}
+
+// Replay implements driver.Feed: a follower is live from the start.
+func (s *Store) Replay() time.Duration { return 0 }
+
+// A follower delivers events to its handler in the order they were
+// published, from a goroutine that runs while it has events to deliver
+// (so that a store nobody closes leaves none behind).
+type follower struct {
+	h       driver.FeedHandler
+	mu      sync.Mutex
+	q       []driver.Event
+	running bool
+	stopped bool
+}
+
+func (f *follower) push(e driver.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	f.q = append(f.q, e)
+	if !f.running {
+		f.running = true
+		go f.deliver()
+	}
+}
+
+func (f *follower) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.q = nil
+	f.mu.Unlock()
+}
+
+func (f *follower) deliver() {
+	for {
+		f.mu.Lock()
+		q := f.q
+		f.q = nil
+		if len(q) == 0 {
+			f.running = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		for _, e := range q {
+			f.h.Event(e)
+		}
+	}
+}
+
+// Keys implements driver.Store.
+func (s *Store) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if err := live(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	var keys []string
+	seen := make(map[string]bool)
+	for _, d := range s.docs {
+		if !seen[d.Key] && strings.HasPrefix(d.Key, prefix) && d.Key > after {
+			seen[d.Key] = true
+			keys = append(keys, d.Key)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(keys)
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	return keys, nil
+}
+
+// Len returns the number of documents stored (claims, shadows, markers).
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.docs)
+}

@@ -1,0 +1,337 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The wake-up feed (driver.Feed). Events go through one capped collection,
+// the lock collection's name + "_events", which every process that holds
+// or waits for a lock follows with one tailable-await cursor:
+//
+//   - "wait" {key, epoch, until}: a process waits for the claim of key's
+//     epoch to end (driver.Waiting).
+//   - "ended" {key, epoch}: the claim ended (driver.Ended).
+//   - "open": written by a follower before it opens its cursor. Reaching
+//     it is how the follower knows its stream is live; on FerretDB it
+//     also fills the cursor's first batch (of size one), which keeps the
+//     cursor open.
+//
+// Where the events collection exists but is not capped, or the server
+// refuses capped collections or tailable cursors, the follower reports
+// the feed off for good, and waiters poll.
+
+const (
+	eventWait  = "wait"
+	eventEnded = "ended"
+	eventOpen  = "open"
+
+	// eventsSuffix names the events collection after the lock collection.
+	eventsSuffix = "_events"
+	// eventsCap and eventsMaxDocs bound the capped events collection.
+	eventsCap     = 1 << 20
+	eventsMaxDocs = 1000
+	// maxReopenBackoff caps the wait before reopening a failed stream.
+	maxReopenBackoff = 30 * time.Second
+	// ferretAwait caps how long a getMore of the event cursor waits on
+	// FerretDB while other processes wait. FerretDB 1.24 answers a
+	// waiting getMore by querying the collection every 10 ms, and each
+	// query closes again every iterator the getMore's earlier queries
+	// opened: the cost of a waiting cursor grows with how long its
+	// getMore has waited (bench/RESULTS.md, "FerretDB event cursors").
+	// Each getMore is a command: 0.2 per second per process at 5 s. A
+	// process that follows the stream while no other one waits keeps the
+	// long getMores: one or two cursors cost FerretDB little. MongoDB
+	// pushes events to a waiting getMore; there the getMore waits the
+	// safety poll interval.
+	ferretAwait = 5 * time.Second
+	// othersWaitFor is how long, in safety poll intervals, after the
+	// stream last showed another process announce that it waits the
+	// getMores stay short on FerretDB (as long as an announcement holds).
+	othersWaitFor = 8
+)
+
+// A tailer follows the events collection for one handler, in one
+// goroutine, until the store is closed.
+type tailer struct {
+	s      *lockStore
+	h      driver.FeedHandler
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	healthy atomic.Bool  // the cursor is open and caught up (tests)
+	cursor  atomic.Int64 // its id while healthy, for tests that kill it
+	ownSeen atomic.Int64 // events of this store the cursor returned (tests)
+	// othersWaitAt: when the stream last showed another process announce
+	// that it waits (local monotonic; 0: never).
+	othersWaitAt atomic.Int64
+	gen          uint64 // the times the stream turned live
+
+	trim *trimmer // FerretDB only; nil elsewhere
+}
+
+// Follow implements driver.Feed: it starts the follower, one per store
+// (its Backend's Client).
+func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	if s.tail != nil || s.closed.Load() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{})}
+	s.tail = t
+	go t.run(ctx)
+	return t.stop
+}
+
+// Replay implements driver.Feed: a stream that turns live replays the
+// events kept, and on FerretDB events are trimmed trimSlack after a
+// follower read them (trim.go). MongoDB keeps the newest eventsMaxDocs.
+func (s *lockStore) Replay() time.Duration { return trimSlack }
+
+// Publish implements driver.Feed: one insert into the events collection.
+func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
+	est, err := s.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	d := eventDoc{ID: bson.NewObjectID(), Proc: e.Proc, Key: e.Key, Epoch: int64(e.Epoch), At: est.Now().Earliest}
+	switch e.Kind {
+	case driver.Waiting:
+		d.Kind, d.Until = eventWait, e.Until
+	case driver.Ended:
+		d.Kind = eventEnded
+	default:
+		return fmt.Errorf("dsyncmongo: unknown event kind %d", e.Kind)
+	}
+	s.publishedBy.Store(&e.Proc)
+	return s.insertEvent(ctx, d)
+}
+
+// insertEvent writes an event, with the write timeout.
+func (s *lockStore) insertEvent(ctx context.Context, e eventDoc) error {
+	return s.write(ctx, "event", func(ctx context.Context) error {
+		_, err := s.events.InsertOne(ctx, e)
+		return err
+	})
+}
+
+// stop stops the follower and waits for it. It may be called more than
+// once.
+func (t *tailer) stop() {
+	t.cancel()
+	<-t.done
+}
+
+func (t *tailer) run(ctx context.Context) {
+	defer close(t.done)
+	backoff := time.Second
+	for {
+		wasLive, err := t.follow(ctx)
+		t.healthy.Store(false)
+		t.cursor.Store(0)
+		if wasLive {
+			backoff = time.Second
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var ne *noEventsError
+		if errors.As(err, &ne) {
+			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
+			return
+		}
+		t.h.Down(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err), false)
+		timer := time.NewTimer(jitter(backoff))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+		backoff = min(2*backoff, maxReopenBackoff)
+	}
+}
+
+// follow opens the cursor and passes events on until it fails or ctx
+// ends. It reports whether the stream was live (reached our "open"
+// event).
+func (t *tailer) follow(ctx context.Context) (live bool, err error) {
+	s := t.s
+	est, err := s.prepare(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := s.createEvents(ctx); err != nil {
+		return false, err
+	}
+	open := eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
+	if err := s.insertEvent(ctx, open); err != nil {
+		return false, err
+	}
+	// Batch size 1: the first batch must be full for FerretDB to keep a
+	// tailable cursor open; our "open" event is there at least. How long
+	// each getMore waits is set before each one (awaitTime).
+	cur, err := s.events.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetBatchSize(1))
+	if err != nil {
+		if unsupported(err) {
+			return false, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
+		}
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+	cur.SetBatchSize(256) // the history before "open" is read in bulk
+	if s.ferret.Load() {
+		t.trim = newTrimmer(s)
+		defer t.trim.stop()
+	}
+	for cur.SetMaxAwaitTime(t.awaitTime()); cur.Next(ctx); cur.SetMaxAwaitTime(t.awaitTime()) {
+		var e eventDoc
+		if err := cur.Decode(&e); err != nil {
+			continue
+		}
+		ours := e.ID == open.ID || t.s.publishedByUs(e.Proc)
+		if t.trim != nil {
+			t.trim.note(e.ID, ours)
+		}
+		switch {
+		case e.ID == open.ID:
+			if !live {
+				live = true
+				t.cursor.Store(cur.ID())
+				t.healthy.Store(true)
+				t.gen++
+				t.h.Live(t.gen)
+			}
+		case ours:
+			t.ownSeen.Add(1)
+		default:
+			t.pass(e, est.Now().Earliest)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return live, err
+	}
+	return live, errors.New("dsyncmongo: event cursor closed by the server")
+}
+
+// pass hands another process's event to the handler. History read before
+// our "open" event counts as well: announcements made before we opened
+// still hold.
+func (t *tailer) pass(e eventDoc, now time.Time) {
+	if e.Key == "" || e.Epoch <= 0 {
+		return
+	}
+	ev := driver.Event{Key: e.Key, Epoch: uint64(e.Epoch), Proc: e.Proc}
+	switch e.Kind {
+	case eventWait:
+		ev.Kind, ev.Until = driver.Waiting, e.Until
+		if e.Until.After(now) {
+			t.othersWaitAt.Store(int64(t.s.mono()))
+		}
+	case eventEnded:
+		ev.Kind = driver.Ended
+	default:
+		return
+	}
+	t.h.Event(ev)
+}
+
+// awaitTime is how long the next getMore of the event cursor waits for an
+// event: the safety poll interval, or at most ferretAwait on FerretDB while
+// other processes wait (their cursors are what makes long getMores costly
+// there; a process that follows the stream alone costs FerretDB little).
+func (t *tailer) awaitTime() time.Duration {
+	safety := t.s.cfg.safetyPoll
+	if t.s.ferret.Load() {
+		at := time.Duration(t.othersWaitAt.Load())
+		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
+			return min(safety, ferretAwait)
+		}
+	}
+	return safety
+}
+
+// publishedByUs reports whether proc names the process that publishes
+// through this store.
+func (s *lockStore) publishedByUs(proc string) bool {
+	p := s.publishedBy.Load()
+	return p != nil && *p == proc && proc != ""
+}
+
+// createEvents creates the capped events collection unless it exists. A
+// collection of that name that is not capped, or a server without capped
+// collections, is a *noEventsError.
+func (s *lockStore) createEvents(ctx context.Context) error {
+	name := s.cfg.collection + eventsSuffix
+	err := s.fault("create events")
+	if err == nil {
+		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
+			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
+	}
+	var ce mongo.CommandError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
+		specs, lerr := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+		if lerr != nil || len(specs) != 1 || specs[0].Options == nil {
+			// Unknown: a tailable cursor on it fails if it is not capped.
+			return nil
+		}
+		if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
+			return &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", err}
+		}
+		return nil
+	case unsupported(err):
+		return &noEventsError{"the server does not support capped collections", err}
+	}
+	return err
+}
+
+// noEventsError: wake-ups cannot work on this deployment.
+type noEventsError struct {
+	reason string
+	err    error
+}
+
+func (e *noEventsError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *noEventsError) Unwrap() error { return e.err }
+
+// unsupported reports whether the server refuses a capped collection or a
+// tailable cursor as a feature it lacks, rather than for a passing cause:
+// CommandNotSupported (115), NotImplemented (238), APIStrictError (323,
+// the Stable API in strict mode), or a message that says so (Atlas
+// serverless, Amazon DocumentDB, Azure Cosmos DB; a tailable cursor on a
+// collection that is not capped).
+func unsupported(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.HasErrorCode(115) || se.HasErrorCode(238) || se.HasErrorCode(323) {
+		return true
+	}
+	msg := strings.ToLower(se.Error())
+	for _, m := range []string{"not supported", "unsupported", "not allowed", "not_allowed", "non capped", "not capped", "non-capped"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}

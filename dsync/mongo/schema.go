@@ -1,0 +1,118 @@
+package dsyncmongo
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The documents this driver stores. Three collections, named after the
+// lock collection (DefaultCollection unless WithCollection says
+// otherwise): the lock collection holds the keys' queues, "_sessions" the
+// sessions (and the server-time samples' document), "_events" the
+// wake-up events (feed.go).
+
+// lockDoc is a document of the lock collection: a claim of an epoch, its
+// shadow, a marker that ends a claim, or a key's floor (driver.Doc).
+type lockDoc struct {
+	ID      string `bson:"_id"`
+	Key     string `bson:"key"`
+	Epoch   int64  `bson:"epoch,omitempty"`
+	Kind    string `bson:"kind"`
+	Nonce   string `bson:"nonce,omitempty"`
+	Session string `bson:"session,omitempty"`
+	Owner   string `bson:"owner,omitempty"`
+	Host    string `bson:"host,omitempty"`
+	PID     int    `bson:"pid,omitempty"`
+	// At is the latest possible server time when the document was sent:
+	// for a claim, when it queued. A prune deletes only documents sent
+	// before the floor it prunes below (driver.Store.Prune).
+	At time.Time `bson:"at"`
+	// Claims only: the session's TTL in milliseconds, and the expiry its
+	// owner had seen confirmed when it claimed.
+	TTL int64     `bson:"ttl,omitempty"`
+	Exp time.Time `bson:"exp,omitempty"`
+	// Claims only: how the claim shares its key (absent: exclusive, as
+	// every claim of an older dsync is), its weight and the key's limit.
+	Mode   int   `bson:"mode,omitempty"`
+	Weight int64 `bson:"weight,omitempty"`
+	Limit  int64 `bson:"limit,omitempty"`
+}
+
+// floorID is the _id of key's floor document at floor: {key, epoch: F,
+// nonce} records that every epoch of key below F has ended; nonce is that
+// of F's claim. A key has one per floor raised and not yet pruned; its
+// floor is the highest. Claim and marker IDs end in "@digits", "~nonce"
+// or "#nonce", so no floor ID is another key's claim or marker.
+func floorID(key string, floor uint64) string { return fmt.Sprintf("%s#floor#%020d", key, floor) }
+
+// toLockDoc is how d is stored.
+func toLockDoc(d driver.Doc) lockDoc {
+	return lockDoc{
+		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
+		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
+		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit,
+	}
+}
+
+func fromLockDoc(d *lockDoc) driver.Doc {
+	return driver.Doc{
+		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
+		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
+		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit,
+	}
+}
+
+// ceilMilli rounds t up to BSON's millisecond: a document's "at" is the
+// latest possible time it was sent, and must stay so once stored.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond).UTC()
+	}
+	return t.UTC()
+}
+
+// sessionDoc is a document of the sessions collection: one generation of
+// a session (driver.Session).
+type sessionDoc struct {
+	ID        string    `bson:"_id"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+	Host      string    `bson:"host"`
+	PID       int       `bson:"pid"`
+	Started   time.Time `bson:"started"`
+	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
+}
+
+// sessionDocID is the _id of generation gen of session id: the session ID
+// itself for the first, then id~1, id~2... Session IDs are xids, 20
+// characters of [0-9a-v], so no other session's documents share the prefix.
+func sessionDocID(id string, gen int) string {
+	if gen == 0 {
+		return id
+	}
+	return id + "~" + strconv.Itoa(gen)
+}
+
+// sessionDocsFilter selects every generation of session id: its own _id,
+// and the _ids between id~ and id~: (':' follows the digits).
+func sessionDocsFilter(id string) bson.D {
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: id + "~"}, {Key: "$lt", Value: id + "~:"}}}},
+	}}}
+}
+
+// eventDoc is a document of the capped events collection (feed.go).
+type eventDoc struct {
+	ID    bson.ObjectID `bson:"_id"`
+	Kind  string        `bson:"kind"`
+	Proc  string        `bson:"proc"`
+	Key   string        `bson:"key,omitempty"`
+	Epoch int64         `bson:"epoch,omitempty"`
+	At    time.Time     `bson:"at"`              // earliest server time at sending
+	Until time.Time     `bson:"until,omitempty"` // "wait": when the announcement lapses
+}

@@ -1,0 +1,118 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// sessionsSuffix names the sessions collection after the lock collection:
+// "dsync_locks_sessions" by default.
+const sessionsSuffix = "_sessions"
+
+// sessionRetention is how long after its expiry a session document is
+// kept. Deleting it changes nothing for its claims (a claim whose session
+// is gone counts as dead, as it did once the session expired), but a
+// findAndModify by _id and a read of a session's documents cost FerretDB
+// time in proportion to the collection's size, and renewals and waiters'
+// looks at a holder's session are such commands.
+const sessionRetention = time.Hour
+
+// InsertSession implements driver.Store: one insert. A session's first
+// document is followed by a delete of the sessions that expired more than
+// sessionRetention ago.
+func (s *lockStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	err := s.write(ctx, "session", func(ctx context.Context) error {
+		_, err := s.sessions.InsertOne(ctx, sessionDoc{
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.now(),
+		})
+		return err
+	})
+	if mongo.IsDuplicateKeyError(err) {
+		return driver.ErrExists
+	}
+	if err == nil && sess.Gen == 0 {
+		s.cleanSessions(ctx)
+	}
+	return err
+}
+
+// cleanSessions deletes the sessions that expired more than
+// sessionRetention ago. Best effort.
+func (s *lockStore) cleanSessions(ctx context.Context) {
+	before := s.est.Load().Now().Earliest.Add(-sessionRetention)
+	err := s.write(ctx, "clean sessions", func(ctx context.Context) error {
+		_, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+		return err
+	})
+	if err != nil {
+		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
+	}
+}
+
+// RenewSession implements driver.Store: one findAndModify by _id, raising
+// the expiry with $max, never $set: a renewal applied late, after later
+// ones, must not move the expiry back (on MongoDB; on FerretDB the engine
+// sees to it that no two renewals of one document are ever in flight
+// together). It is never sent again here: after an unknown outcome the
+// engine moves to the session's next document.
+//
+// The renewal also samples the server's clock: it sets "seen" with
+// $currentDate and reads the document back, so on a single server the
+// estimator needs no sampling commands of its own while renewals flow
+// (clockcheck.Estimator.Sampled).
+func (s *lockStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
+	update := bson.D{
+		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
+		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
+	}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	found := true
+	err := s.write(ctx, "renew", func(ctx context.Context) error {
+		return s.est.Load().Sampled(ctx, func(ctx context.Context) (time.Time, error) {
+			var d sessionDoc
+			err := s.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				found = false
+				return time.Time{}, nil // not a sample, not an error
+			}
+			return d.Seen, err
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	return found, nil
+}
+
+// GetSession implements driver.Store: one find of every document of the
+// session (usually one).
+func (s *lockStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	cur, err := s.sessions.Find(ctx, sessionDocsFilter(id))
+	if err != nil {
+		s.noteFailure(err)
+		return driver.Session{}, false, err
+	}
+	var docs []sessionDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		s.noteFailure(err)
+		return driver.Session{}, false, err
+	}
+	best := driver.Session{ID: id}
+	for i, d := range docs {
+		if i == 0 || d.ExpiresAt.After(best.ExpiresAt) {
+			best.ExpiresAt = d.ExpiresAt
+			best.Gen, _ = strconv.Atoi(strings.TrimPrefix(d.ID, id+"~"))
+		}
+	}
+	return best, len(docs) > 0, nil
+}

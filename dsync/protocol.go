@@ -1,0 +1,165 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// The protocol's calls, one per step of a primitive: a session opened and
+// renewed, a claim made, waited on and ended. The engine (internal/chain)
+// does the work; these add the Client's bookkeeping (the claims Close
+// ends, wake-ups, relocks) and say which call failed.
+
+// openSession opens a session valid for ttl from when the request was
+// sent, and starts following the store's wake-ups.
+func (c *Client) openSession(ctx context.Context, ttl time.Duration) (string, error) {
+	if err := c.prepare(ctx); err != nil {
+		return "", err
+	}
+	id, _, err := c.eng.OpenSession(ctx, ttl)
+	if err != nil {
+		return "", wrap(ctx, "open session", "", err)
+	}
+	c.wake.start()
+	return id, nil
+}
+
+// renewSession extends session to ttl from when the request was sent. An
+// error wrapping ErrSessionGone means it certainly was not, and the
+// session no longer exists. It then sends again any end of unknown
+// outcome.
+func (c *Client) renewSession(ctx context.Context, session string, ttl time.Duration) error {
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	found, _, err := c.eng.RenewSession(ctx, session, ttl)
+	if err != nil {
+		return wrap(ctx, "renew session", "", err)
+	}
+	if !found {
+		return fmt.Errorf("%w: %s", ErrSessionGone, session)
+	}
+	if n, err := c.eng.Flush(ctx); err != nil {
+		c.cfg.logger.Warn("dsync: ends of unknown outcome not yet confirmed", "pending", n, "err", err)
+	}
+	return nil
+}
+
+// claim queues owner for key in session and returns the claim. With try
+// set, it holds at once or returns a *HeldError, having withdrawn what it
+// inserted.
+func (c *Client) claim(ctx context.Context, key, owner, session string, try bool) (claimRef, error) {
+	if err := c.checkKey(key); err != nil {
+		return claimRef{}, err
+	}
+	if session == "" {
+		return claimRef{}, errors.New("dsync: claim without a session")
+	}
+	if err := c.prepare(ctx); err != nil {
+		return claimRef{}, err
+	}
+	if c.eng.Pending() > 0 {
+		// An end of this process's whose outcome was unknown: land it
+		// first, or this claim may queue behind a claim of its own.
+		_, _ = c.eng.Flush(ctx)
+	}
+	var (
+		cl  *chain.Claim
+		err error
+	)
+	if try {
+		cl, err = c.eng.TryClaim(ctx, key, owner, session)
+	} else {
+		c.afterPredecessor(ctx, key, owner)
+		cl, err = c.eng.Claim(ctx, key, owner, session, false)
+	}
+	var busy *chain.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return claimRef{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
+	case err != nil:
+		return claimRef{}, wrap(ctx, "claim", key, err)
+	}
+	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce}
+	c.mu.Lock()
+	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
+	c.mu.Unlock()
+	c.wake.claimed(key, cl.Epoch)
+	return claim, nil
+}
+
+// await blocks until cl holds (every lower epoch of its key has ended),
+// or ctx ends (its cause), or the store fails.
+func (c *Client) await(ctx context.Context, cl claimRef) error {
+	if err := c.checkKey(cl.Key); err != nil {
+		return err
+	}
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	cc := chain.Resume(cl.Key, cl.Owner, cl.Session, cl.Nonce, cl.Token)
+	for {
+		head, blocker, err := c.eng.Walk(ctx, cc)
+		if err != nil {
+			return wrap(ctx, "wait for", cl.Key, err)
+		}
+		if head {
+			c.relock.tookOver(cl.Key, cl.Owner, cl.Token, cc, c.mono())
+			c.mu.Lock()
+			if lc, ok := c.claims[cl.Nonce]; ok {
+				lc.held = true
+				c.claims[cl.Nonce] = lc
+			}
+			c.mu.Unlock()
+			return nil
+		}
+		if err := c.wake.wait(ctx, cl.Key, blocker); err != nil {
+			return err
+		}
+	}
+}
+
+// end ends cl: a release if it held, a withdrawal if not. After an error
+// the end is sent again in the background until it lands.
+func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
+	if err := c.checkKey(cl.Key); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	delete(c.claims, cl.Nonce)
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed // Close ended it
+	}
+	if err := c.store.Prepare(ctx); err != nil {
+		return err
+	}
+	if err := c.eng.End(ctx, chain.Resume(cl.Key, cl.Owner, cl.Session, cl.Nonce, cl.Token), held); err != nil {
+		c.resend.Kick()
+		return wrap(ctx, "end", cl.Key, err)
+	}
+	c.wake.ended(ctx, cl.Key, cl.Token)
+	return nil
+}
+
+// wrap prefixes an error with the call and its key, adds ctx's cause when
+// the error does not carry it, and marks an engine's finding that the
+// store lost the key's history ErrReset.
+func wrap(ctx context.Context, op, key string, err error) error {
+	where := "dsync: " + op
+	if key != "" {
+		where += fmt.Sprintf(" %q", key)
+	}
+	if errors.Is(err, chain.ErrReset) {
+		return fmt.Errorf("%s: %w: %w", where, ErrReset, err)
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%s: %w: %w", where, cause, err)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}

@@ -1,0 +1,60 @@
+// Package clienthook lets the tests of dsync's drivers, and of packages
+// built on dsync, set what only tests may set on a dsync.Client: the
+// protocol's timing constants, a planted bug, the relock window. It is
+// internal, so users cannot reach it.
+package clienthook
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// Settings are a Client's test-only settings; zero fields are left as
+// they are.
+type Settings struct {
+	Chain *chain.Config
+	Bug   chain.Bug
+	// RelockWindow replaces the poll interval as the longest a Mutex that
+	// locks again after a takeover waits for the owner it took over from.
+	RelockWindow time.Duration
+	// WrapStore wraps the Client's store: the Client calls the store
+	// through what it returns, and takes the feed from the store itself.
+	WrapStore func(driver.Store) driver.Store
+}
+
+// Option returns a dsync.ClientOption (typed any, since package dsync
+// imports this one) that applies s. Package dsync sets it when it is
+// initialized.
+var Option func(s Settings) any
+
+// Claim is a claim as Raw passes it.
+type Claim struct {
+	Key, Owner, Session string
+	Token               uint64
+	Nonce               string
+}
+
+// Raw is a Client's protocol calls beneath its primitives, one call each,
+// for tests of drivers and of the protocol through them.
+type Raw interface {
+	OpenSession(ctx context.Context, ttl time.Duration) (string, error)
+	// RenewSession wraps dsync.ErrSessionGone when the session is gone.
+	RenewSession(ctx context.Context, session string, ttl time.Duration) error
+	// Claim returns a *dsync.HeldError when try is set and the key is
+	// held.
+	Claim(ctx context.Context, key, owner, session string, try bool) (Claim, error)
+	Await(ctx context.Context, c Claim) error
+	End(ctx context.Context, c Claim, held bool) error
+}
+
+// MongoOption returns a dsyncmongo.Option (typed any) that applies s to
+// the backend's Client. Package dsync/mongo sets it when it is
+// initialized.
+var MongoOption func(s Settings) any
+
+// RawOf returns the Raw calls of client, a dsync.Backend. Package dsync
+// sets it when it is initialized.
+var RawOf func(client any) Raw
