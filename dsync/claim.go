@@ -1,6 +1,10 @@
 package dsync
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
 
 // claimRef is one place in a key's queue: one epoch, claimed by Owner in
 // Session. Once it holds, Token is the hold's fencing token: it strictly
@@ -13,6 +17,17 @@ type claimRef struct {
 	// Nonce is unique to the insert that made the claim; an end marker
 	// ends only the claim with its nonce.
 	Nonce string
+	Terms chain.Terms // how it shares the key
+	// Below: every lower claim had ended when it began to hold (see
+	// chain.Claim.Below).
+	Below bool
+}
+
+// resume is the engine's claim for c.
+func (c claimRef) resume() *chain.Claim {
+	cc := chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token, c.Terms)
+	cc.Below = c.Below
+	return cc
 }
 
 // HeldError is what TryLock's attempt meets when another claim holds or

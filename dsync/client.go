@@ -228,7 +228,7 @@ func (c *Client) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 	defer cancel()
 	for _, lc := range claims {
-		_ = c.eng.End(ctx, chain.Resume(lc.c.Key, lc.c.Owner, lc.c.Session, lc.c.Nonce, lc.c.Token), lc.held)
+		_ = c.eng.End(ctx, lc.c.resume(), lc.held)
 		c.wake.ended(ctx, lc.c.Key, lc.c.Token)
 	}
 	c.running.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
@@ -42,12 +43,13 @@ func (r raw) RenewSession(ctx context.Context, session string, ttl time.Duration
 }
 
 func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (clienthook.Claim, error) {
-	c, err := r.c.claim(ctx, key, owner, session, try)
+	c, err := r.c.claim(ctx, key, owner, session, chain.ExclusiveTerms, try)
 	return clienthook.Claim(c), err
 }
 
 func (r raw) Await(ctx context.Context, c clienthook.Claim) error {
-	return r.c.await(ctx, claimRef(c))
+	_, err := r.c.await(ctx, claimRef(c))
+	return err
 }
 
 func (r raw) End(ctx context.Context, c clienthook.Claim, held bool) error {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // Backoff between acquire attempts that failed with an error (not with
@@ -360,7 +362,7 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	defer stop()
 
 	cctx, ccancel := context.WithTimeout(wctx, m.cfg.ttl-m.cfg.margin())
-	c, err := m.client.claim(cctx, m.stored, m.owner, sess.id, !wait)
+	c, err := m.client.claim(cctx, m.stored, m.owner, sess.id, chain.ExclusiveTerms, !wait)
 	ccancel()
 	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
 		// The session was retired meanwhile: that is why.
@@ -371,7 +373,7 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	}
 	if wait {
 		for {
-			err = m.client.await(wctx, c)
+			c.Below, err = m.client.await(wctx, c)
 			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
 				break
 			}

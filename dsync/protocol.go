@@ -52,7 +52,7 @@ func (c *Client) renewSession(ctx context.Context, session string, ttl time.Dura
 // claim queues owner for key in session and returns the claim. With try
 // set, it holds at once or returns a *HeldError, having withdrawn what it
 // inserted.
-func (c *Client) claim(ctx context.Context, key, owner, session string, try bool) (claimRef, error) {
+func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.Terms, try bool) (claimRef, error) {
 	if err := c.checkKey(key); err != nil {
 		return claimRef{}, err
 	}
@@ -72,10 +72,10 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, try bool
 		err error
 	)
 	if try {
-		cl, err = c.eng.TryClaim(ctx, key, owner, session)
+		cl, err = c.eng.TryClaim(ctx, key, owner, session, t)
 	} else {
 		c.afterPredecessor(ctx, key, owner)
-		cl, err = c.eng.Claim(ctx, key, owner, session, false)
+		cl, err = c.eng.Claim(ctx, key, owner, session, t, false)
 	}
 	var busy *chain.BusyError
 	switch {
@@ -84,7 +84,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, try bool
 	case err != nil:
 		return claimRef{}, wrap(ctx, "claim", key, err)
 	}
-	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce}
+	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
@@ -92,33 +92,35 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, try bool
 	return claim, nil
 }
 
-// await blocks until cl holds (every lower epoch of its key has ended),
-// or ctx ends (its cause), or the store fails.
-func (c *Client) await(ctx context.Context, cl claimRef) error {
+// await blocks until cl holds (by the grant rule: for an exclusive claim,
+// every lower epoch of its key has ended), or ctx ends (its cause), or the
+// store fails. It returns whether every lower claim had ended.
+func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error) {
 	if err := c.checkKey(cl.Key); err != nil {
-		return err
+		return false, err
 	}
 	if err := c.prepare(ctx); err != nil {
-		return err
+		return false, err
 	}
-	cc := chain.Resume(cl.Key, cl.Owner, cl.Session, cl.Nonce, cl.Token)
+	cc := cl.resume()
 	for {
 		head, blocker, err := c.eng.Walk(ctx, cc)
 		if err != nil {
-			return wrap(ctx, "wait for", cl.Key, err)
+			return false, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
 			c.relock.tookOver(cl.Key, cl.Owner, cl.Token, cc, c.mono())
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
+				lc.c.Below = cc.Below
 				c.claims[cl.Nonce] = lc
 			}
 			c.mu.Unlock()
-			return nil
+			return cc.Below, nil
 		}
 		if err := c.wake.wait(ctx, cl.Key, blocker); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
@@ -139,7 +141,7 @@ func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
 	if err := c.store.Prepare(ctx); err != nil {
 		return err
 	}
-	if err := c.eng.End(ctx, chain.Resume(cl.Key, cl.Owner, cl.Session, cl.Nonce, cl.Token), held); err != nil {
+	if err := c.eng.End(ctx, cl.resume(), held); err != nil {
 		c.resend.Kick()
 		return wrap(ctx, "end", cl.Key, err)
 	}

@@ -82,6 +82,10 @@ type Doc struct {
 	// Claims only, shown to people (dsync status): the claiming process.
 	Host string
 	PID  int
+	// Release markers only: the claim held with every lower claim ended
+	// (always true of an exclusive claim), so nothing below it can keep a
+	// later claim from holding.
+	Clear bool
 }
 
 // ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only

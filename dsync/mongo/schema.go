@@ -41,6 +41,9 @@ type lockDoc struct {
 	Mode   int   `bson:"mode,omitempty"`
 	Weight int64 `bson:"weight,omitempty"`
 	Limit  int64 `bson:"limit,omitempty"`
+	// Release markers only: the claim held with every lower claim ended
+	// (driver.Doc.Clear).
+	Clear bool `bson:"clear,omitempty"`
 }
 
 // floorID is the _id of key's floor document at floor: {key, epoch: F,
@@ -55,7 +58,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 	return lockDoc{
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
-		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit,
+		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 	}
 }
 
@@ -63,7 +66,7 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 	return driver.Doc{
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
 		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
-		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit,
+		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 	}
 }
 

@@ -43,7 +43,16 @@ type Hold struct {
 
 	TTL    int64
 	Margin int64
+
+	// Mode, Weight and Limit: how the hold shared its key (Event.Mode).
+	Mode   string
+	Weight int64
+	Limit  int64
 }
+
+// conflicts reports whether holds of modes a and b may not be valid at
+// once (weighted holds may, up to the limit).
+func conflicts(a, b string) bool { return a != b || a == "" }
 
 // ValidEnd is the end of the hold's validity interval: its end, or its
 // deadline if that came first (or if it has no end).
@@ -250,6 +259,7 @@ func Check(events []Event, opts *Options) *Report {
 		case EvAcquire:
 			h := get(ev)
 			h.Acquired = ev.T
+			h.Mode, h.Weight, h.Limit = ev.Mode, ev.Weight, ev.Limit
 			deadline(h, ev)
 		case EvDeadline:
 			deadline(get(ev), ev)
@@ -316,28 +326,58 @@ func Check(events []Event, opts *Options) *Report {
 		slices.SortFunc(hs, func(a, b *Hold) int {
 			return cmp.Or(cmp.Compare(a.Acquired, b.Acquired), cmp.Compare(a.Token, b.Token))
 		})
-		var prev, longest *Hold // the previous hold; the one whose validity ends last
+		// valid: the holds whose validity had not ended when the hold
+		// being looked at began. maxTok: the largest token of a hold of
+		// each mode begun so far in this era (tokens restart after a
+		// reset of the store).
+		var prev *Hold
+		var valid []*Hold
+		maxTok := map[string]*Hold{}
+		curEra := -1
 		for _, h := range hs {
 			if h.Deadline == 0 {
 				r.add(KindPhantomHold, key, "%v: acquired with no deadline recorded", h)
 			}
-			if longest != nil && h.Acquired < longest.ValidEnd() {
-				r.add(KindOverlap, key, "%v acquired at %s while %v was valid until %s (%v overlap)",
-					h, ts(h.Acquired), longest, ts(longest.ValidEnd()), time.Duration(longest.ValidEnd()-h.Acquired))
+			live := valid[:0]
+			for _, v := range valid {
+				if h.Acquired < v.ValidEnd() {
+					live = append(live, v)
+				}
 			}
-			if prev != nil {
-				if h.Token <= prev.Token && era(h.Acquired) == era(prev.Acquired) {
+			valid = live
+			weight := h.Weight
+			for _, v := range valid {
+				if conflicts(h.Mode, v.Mode) {
+					r.add(KindOverlap, key, "%v acquired at %s while %v was valid until %s (%v overlap)",
+						h, ts(h.Acquired), v, ts(v.ValidEnd()), time.Duration(v.ValidEnd()-h.Acquired))
+				} else if h.Mode == ModeWeighted {
+					weight += v.Weight
+				}
+			}
+			if h.Mode == ModeWeighted && weight > h.Limit {
+				r.add(KindOverlap, key, "%v acquired at %s with weight %d while holds weighing %d were valid: %d over the limit %d",
+					h, ts(h.Acquired), h.Weight, weight-h.Weight, weight, h.Limit)
+			}
+			if e := era(h.Acquired); e != curEra {
+				curEra = e
+				clear(maxTok)
+			}
+			// Holds that conflict begin in token order: a hold's token is
+			// larger than that of every conflicting hold begun before it.
+			for mode, p := range maxTok {
+				if conflicts(h.Mode, mode) && h.Token <= p.Token {
 					r.add(KindTokenOrder, key, "%v began at %s after %v began at %s, with a token not larger",
-						h, ts(h.Acquired), prev, ts(prev.Acquired))
-				}
-				if h.PID != prev.PID {
-					r.Handoffs++
+						h, ts(h.Acquired), p, ts(p.Acquired))
 				}
 			}
-			if longest == nil || h.ValidEnd() > longest.ValidEnd() {
-				longest = h
+			if p := maxTok[h.Mode]; p == nil || h.Token > p.Token {
+				maxTok[h.Mode] = h
+			}
+			if prev != nil && h.PID != prev.PID {
+				r.Handoffs++
 			}
 			prev = h
+			valid = append(valid, h)
 
 			tol := opts.lossTolerance(h)
 			if h.Lost {

@@ -110,7 +110,19 @@ type Event struct {
 	Kind    string `json:"kind,omitempty"`
 	End     int64  `json:"end,omitempty"`
 	Err     string `json:"err,omitempty"`
+	// EvAcquire only: how the hold shares its key (ModeShared,
+	// ModeWeighted; empty: exclusive), and a weighted hold's weight and
+	// the key's limit.
+	Mode   string `json:"mode,omitempty"`
+	Weight int64  `json:"weight,omitempty"`
+	Limit  int64  `json:"limit,omitempty"`
 }
+
+// Modes of holds (Event.Mode). The empty mode is exclusive.
+const (
+	ModeShared   = "shared"
+	ModeWeighted = "weighted"
+)
 
 // Writer appends events to a history file, one JSON line per write(2) on
 // an O_APPEND descriptor: a process killed at any moment leaves whole

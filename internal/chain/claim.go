@@ -32,13 +32,25 @@ type Claim struct {
 	Session string
 	Nonce   string
 	Epoch   uint64 // the fencing token once the claim holds
+	Terms   Terms
+	// Below reports, once the claim holds, whether every lower claim had
+	// ended by then (always, for an exclusive claim): its release says so
+	// (Doc.Clear), which ends every walk that reads it, and may raise the
+	// key's floor. An owner that rebuilds the claim (Resume) to end it
+	// sets it again.
+	Below bool
 	// checked: every epoch in [checked, Epoch) is known to have ended,
 	// from reads of this claim's walks.
 	checked uint64
-	// clear: every epoch below checked has ended too (a release, a
-	// counting floor above a missing claim, or the insert itself proved
-	// it), so the claim holds.
-	clear bool
+	// clear: nothing below checked can keep the claim from holding (a
+	// release that ends the walk, a counting floor above a missing claim,
+	// or the insert itself proved it); strong: everything below checked
+	// has ended (not only what conflicts with the claim).
+	clear, strong bool
+	// passed are the live claims in [checked, Epoch) that the claim's
+	// mode passes, highest first: a weighted claim holds only while their
+	// weights and its own fit the limit.
+	passed []passedClaim
 	// read: a walk read the store after the insert. A claim that holds on
 	// such reads first checks that its own document is still there, so
 	// that a store emptied meanwhile cannot have handed its epoch to
@@ -63,8 +75,8 @@ func (c *Claim) After() (Doc, bool) { return c.after, c.hasAfter }
 
 // Resume rebuilds a claim from what its owner kept of it (a Walk on it
 // starts from the top again).
-func Resume(key, owner, session, nonce string, epoch uint64) *Claim {
-	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, checked: epoch}
+func Resume(key, owner, session, nonce string, epoch uint64, t Terms) *Claim {
+	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, Terms: t, checked: epoch}
 }
 
 // Blocker describes the live claim a waiter waits for.
@@ -92,10 +104,11 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("chain: %q held by epoch %d", e.Key, e.Blocker.Epoch)
 }
 
-// Claim inserts key's next epoch for owner in session: a place at the end
-// of the queue, which holds once every lower epoch has ended (Walk).
+// Claim inserts key's next epoch for owner in session, with terms t: a
+// place at the end of the queue, which holds by the grant rule (Walk).
 //
-// With try set, it inserts only when the newest epoch has ended, and
+// With try set, it inserts only when the newest epoch has ended (or, for a
+// claim that may pass it, is live with a mode the claim passes), and
 // returns a *BusyError otherwise; it never waits.
 //
 // Every claim is inserted with its shadow (KindShadow), in one request.
@@ -107,12 +120,15 @@ func (e *BusyError) Error() string {
 //
 // An error other than *BusyError means the claim may exist: it is then
 // withdrawn (now, or by a later Flush), never used.
-func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool) (*Claim, error) {
+func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms, try bool) (*Claim, error) {
 	if key == "" || owner == "" || session == "" {
 		return nil, errors.New("chain: empty key, owner or session")
 	}
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
 	ks := e.snapshot(key)
-	q := claimRun{e: e, key: key, owner: owner, session: session, try: try,
+	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try,
 		base: ks.newest, known: ks.newest > 0}
 	if ks.hasTip() {
 		q.tip = ks.tip
@@ -137,6 +153,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, try bool
 type claimRun struct {
 	e                   *Engine
 	key, owner, session string
+	terms               Terms
 	try                 bool
 	base                uint64 // the epoch known to exist below the next insert
 	known               bool   // base is known (false: read the newest claim first)
@@ -161,7 +178,7 @@ func (q *claimRun) readTop(ctx context.Context) error {
 			return err
 		}
 		e.learnNewest(q.key, d.Epoch)
-		if !ended {
+		if !ended && !passes(q.terms, d) {
 			return &BusyError{Key: q.key, Blocker: blocker}
 		}
 		q.base = d.Epoch
@@ -210,15 +227,18 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 			proofSent = sent
 		}
 	}
-	c = &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, checked: epoch}
+	c = &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Terms: q.terms, checked: epoch}
 	if e.bug == BugEndBySession {
 		c.Nonce = q.session
 	}
 	now := e.clock.ServerNow().Latest
 	d := Doc{ID: ClaimID(q.key, epoch), Key: q.key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce,
-		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID}
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
+		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit}
 	docs := []Doc{d, shadowOf(d)}
-	chained := q.tip.Epoch == q.base && q.base > 0 && e.bug != BugTrustCache
+	// Only a release that ends every walk (its claim held with everything
+	// below ended) proves anything for the claim above it.
+	chained := q.tip.Epoch == q.base && q.base > 0 && q.tip.Clear && e.bug != BugTrustCache
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -252,7 +272,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		if chained && dup == 2 || e.bug == BugTrustCache && q.tip.Epoch == q.base && q.base > 0 {
 			// The claim below, which this process released, is still in
 			// the store: everything below ours has ended.
-			c.clear = true
+			c.clear, c.strong, c.Below = true, true, true
 			e.confirmHead(c)
 		}
 		// Otherwise (the shadow was missing: the store lost the claim
@@ -307,10 +327,11 @@ func (e *Engine) ReadClaim(ctx context.Context, key string, epoch uint64) (d Doc
 }
 
 // TryClaim is TryLock's one attempt: it claims key only when its newest
-// epoch has ended, and returns the claim only if it holds at once;
-// otherwise it withdraws what it inserted and returns a *BusyError.
-func (e *Engine) TryClaim(ctx context.Context, key, owner, session string) (*Claim, error) {
-	c, err := e.Claim(ctx, key, owner, session, true)
+// epoch has ended (or passes by t's mode), and returns the claim only if it
+// holds at once; otherwise it withdraws what it inserted and returns a
+// *BusyError.
+func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Terms) (*Claim, error) {
+	c, err := e.Claim(ctx, key, owner, session, t, true)
 	if err != nil {
 		return nil, err
 	}

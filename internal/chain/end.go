@@ -18,6 +18,9 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	}
 	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
 		Session: c.Session, Sent: e.clock.ServerNow().Latest}
+	if held && (c.Below || c.Terms.Mode == Exclusive) {
+		d.Clear = true
+	}
 	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
 		e.mu.Lock()
 		e.ends[d.ID] = d
@@ -29,7 +32,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	e.mu.Unlock()
 	if held {
 		e.learnTip(d)
-		e.maintain(ctx, c)
+		e.maintain(ctx, c, d)
 	}
 	return nil
 }
@@ -79,11 +82,13 @@ func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
 }
 
 // maintain raises the floor to a released epoch that is a multiple of
-// PruneEvery, and deletes below floors raised PruneDelay or more ago.
+// PruneEvery, if every lower claim had ended when it held (its release m
+// says so: a floor says everything below it has ended), and deletes below
+// floors raised PruneDelay or more ago.
 // Best effort: failures cost only history kept longer.
-func (e *Engine) maintain(ctx context.Context, released *Claim) {
+func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	key := released.Key
-	if released.Epoch%e.cfg.PruneEvery == 0 {
+	if released.Epoch%e.cfg.PruneEvery == 0 && m.Clear {
 		sent := e.clock.ServerNow()
 		if err := e.store.RaiseFloor(ctx, key, Floor{Epoch: released.Epoch, Nonce: released.Nonce}, sent.Latest); err == nil {
 			confirmed := e.clock.Mono()

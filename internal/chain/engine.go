@@ -140,6 +140,16 @@ const (
 	// the same engine, still waiting, then takes the confirmation for its
 	// own.
 	BugHeadsByKey
+	// BugSharedPassesAll lets a shared claim pass every live claim below
+	// it, exclusive ones too.
+	BugSharedPassesAll
+	// BugAnyReleaseStops ends every walk at any release, as if every claim
+	// were exclusive: a release of a shared or weighted claim does not say
+	// that the claims below it had ended.
+	BugAnyReleaseStops
+	// BugWeightsNotSummed checks each live weighted claim below a weighted
+	// claim against the limit alone, not their sum.
+	BugWeightsNotSummed
 	// BugLateConfirmKept (a Lease bug) ignores a renewal confirmed past
 	// the deadline but keeps the lease: the next renewal is due in the
 	// past, and so is every one after it, until the deadline timer runs.

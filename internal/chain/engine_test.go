@@ -77,7 +77,7 @@ func TestAfterAndReadClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := e.Claim(ctx, "k", owner, sess, false)
+		cl, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
 		if err != nil {
 			t.Fatal(err)
 		}

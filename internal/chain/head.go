@@ -41,13 +41,13 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 	}
 	var live []Doc // unended claims found, highest first
 	for d.Epoch >= max(floor, 1) {
-		ended, kind, _, _, err := e.ended(ctx, d)
+		ended, kind, marker, _, err := e.ended(ctx, d)
 		if err != nil {
 			return nil, err
 		}
 		if !ended {
 			live = append(live, d)
-		} else if kind == KindRelease {
+		} else if kind == KindRelease && stopsAll(d, marker) {
 			break
 		}
 		if d.Epoch == 1 {

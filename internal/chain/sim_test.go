@@ -166,6 +166,37 @@ type sim struct {
 	// storms are renewal storms found (see checkStorms).
 	storms []string
 	keys   []string
+	// families: how each key's claims share it; frng draws them, and
+	// the terms of claims.
+	families map[string]family
+	frng     *rand.Rand
+}
+
+// A family is the kind of primitive a key serves, which decides the terms
+// of its claims.
+type family int
+
+const (
+	familyExclusive family = iota // a Mutex
+	familyRW                      // an RWMutex: readers share, writers exclude
+	familyWeighted                // a Semaphore
+)
+
+// simLimit is the limit of a weighted key; claims weigh 1 or 2.
+const simLimit = 3
+
+// terms draws the terms of a claim of key, and the mode its hold is
+// recorded with.
+func (s *sim) terms(key string) (chain.Terms, string) {
+	switch s.families[key] {
+	case familyRW:
+		if s.frng.Float64() < 0.7 {
+			return chain.Terms{Mode: chain.Shared}, history.ModeShared
+		}
+	case familyWeighted:
+		return chain.Terms{Mode: chain.Weighted, Weight: 1 + s.frng.Int64N(2), Limit: simLimit}, history.ModeWeighted
+	}
+	return chain.ExclusiveTerms, ""
 }
 
 // addOwner starts a process: its keeper, one to three workers, its
@@ -268,6 +299,11 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 		s.trace = func(f string, args ...any) { t.Logf("%v "+f, append([]any{s.now}, args...)...) }
 	}
 	s.keys = []string{"k1", "k2"}[:1+rng.IntN(2)]
+	// Families and terms draw from a stream of their own, so that a
+	// seed whose keys are all exclusive runs as it did before keys had
+	// families. k1 is always a Mutex's.
+	s.frng = rand.New(rand.NewPCG(uint64(seed), 0xfa111e5))
+	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3))}
 	for i := range 3 + rng.IntN(4) {
 		s.addOwner(i < 2)
 	}
@@ -336,17 +372,21 @@ func plantedSeeds() []int64 {
 	return seedRange(300)
 }
 
-// TestSimulation: on every seed, no two holds of a key are valid at once,
-// tokens increase in the order holds begin (within what lies between two
-// resets of the store), no hold outlives its deadline unannounced, losses
+// TestSimulation: on every seed, no two holds of a key that conflict are
+// valid at once (readers of a reader-writer key may share it, weighted
+// claims up to the limit), tokens of conflicting holds increase in the
+// order they begin (within what lies between two resets of the store), no hold outlives its deadline unannounced, losses
 // are signalled in time, observers polling the head of the queue never see
 // it go back, and no session's renewals storm.
 func TestSimulation(t *testing.T) {
-	holds, handoffs, losses, polls := 0, 0, 0, 0
+	holds, handoffs, losses, polls, sharing := 0, 0, 0, 0, map[string]int{}
 	var total simStats
 	for _, seed := range seeds() {
 		r, st := runSim(t, seed, chain.NoBug, simNoBug, *simSeed >= 0)
 		total.add(st)
+		for mode, n := range sharingHolds(r) {
+			sharing[mode] += n
+		}
 		holds += r.NumHolds
 		handoffs += r.Handoffs
 		losses += r.Losses
@@ -359,16 +399,38 @@ func TestSimulation(t *testing.T) {
 			t.Fatalf("seed %d (replay: go test ./internal/chain -run TestSimulation -chain.seed=%d):%s", seed, seed, b.String())
 		}
 	}
-	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; %+v", len(seeds()), holds, handoffs, losses, polls, total)
+	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; %+v",
+		len(seeds()), holds, handoffs, losses, polls, sharing[history.ModeShared], sharing[history.ModeWeighted], total)
 	if total.torn > 0 {
 		t.Fatalf("%d session renewals wrote back a lower expiry than a later renewal's", total.torn)
 	}
 	if *simSeed < 0 && (holds == 0 || polls == 0 || handoffs == 0 || losses == 0 || total.late == 0 || total.prunes == 0 ||
 		total.dead == 0 || total.withdrawn == 0 || total.tornDeletes == 0 || total.cleaned == 0 || total.lateConfirms == 0 ||
 		total.nearDeadline == 0 || total.failovers == 0 || total.resets == 0 || total.restores == 0 || total.sessionDrops == 0 ||
-		total.storeResets == 0) {
+		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
+}
+
+// sharingHolds counts, by mode, the shared and weighted holds that began
+// while another hold of their mode on their key was valid: how often the
+// run had claims share a key.
+func sharingHolds(r *history.Report) map[string]int {
+	n := map[string]int{}
+	for _, hs := range r.Holds {
+		for i, h := range hs {
+			if h.Mode == "" {
+				continue
+			}
+			for _, p := range hs[:i] {
+				if p.Mode == h.Mode && p.Acquired <= h.Acquired && h.Acquired < p.ValidEnd() {
+					n[h.Mode]++
+					break
+				}
+			}
+		}
+	}
+	return n
 }
 
 // TestSimulationCatchesPlantedBugs is the negative control: each planted
@@ -387,6 +449,9 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a session found missing taken for dead at once", chain.BugAbsentIsDead, simNoBug},
 		{"pruning documents of any age", chain.BugPruneAnyAge, simNoBug},
 		{"claims confirmed at their insert remembered by key", chain.BugHeadsByKey, simNoBug},
+		{"a shared claim passing every live claim", chain.BugSharedPassesAll, simNoBug},
+		{"any release ending every walk", chain.BugAnyReleaseStops, simNoBug},
+		{"weights checked one by one, not summed", chain.BugWeightsNotSummed, simNoBug},
 		{"a renewal confirmed past the deadline keeps the lease", chain.BugLateConfirmKept, simNoBug},
 		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug},
 		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers},

@@ -306,7 +306,8 @@ func (o *owner) worker(a *actor, keys []string) {
 		}
 		key := keys[s.rng.IntN(len(keys))]
 		try := s.rng.Float64() < 0.2
-		c, err := o.eng.Claim(ctx, key, o.name, ss.id, try)
+		terms, mode := s.terms(key)
+		c, err := o.eng.Claim(ctx, key, o.name, ss.id, terms, try)
 		if errors.Is(err, chain.ErrReset) {
 			s.stats.storeResets++
 		}
@@ -315,14 +316,14 @@ func (o *owner) worker(a *actor, keys []string) {
 			continue
 		}
 		o.claims++
-		o.await(a, c, ss, try)
+		o.await(a, c, ss, try, mode)
 		o.claims--
 	}
 }
 
 // await waits until claim c of session ss holds, holds it a while and
 // releases it; or gives it up (patience, a try, the session's end).
-func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool) {
+func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode string) {
 	s, ctx := o.s, a.ctx()
 	start, patience := s.now, time.Duration(100+s.rng.IntN(3000))*time.Millisecond
 	for {
@@ -345,7 +346,8 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool) {
 				return
 			}
 			o.holds[c] = ss
-			o.record(history.Event{Ev: history.EvAcquire, Key: c.Key, Token: c.Epoch, T: int64(s.now), DL: int64(o.deadline(ss)), Src: history.SrcLib})
+			o.record(history.Event{Ev: history.EvAcquire, Key: c.Key, Token: c.Epoch, T: int64(s.now), DL: int64(o.deadline(ss)), Src: history.SrcLib,
+				Mode: mode, Weight: c.Terms.Weight, Limit: c.Terms.Limit})
 			a.sleep(time.Duration(s.rng.IntN(300)) * time.Millisecond)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)

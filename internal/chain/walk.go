@@ -7,17 +7,19 @@ import (
 	"time"
 )
 
-// Walk reports whether c holds: every lower epoch has ended. If not, it
-// returns the live claim c waits for. Walk reads only what it has not
-// learned before; a waiter calls it again when the blocker may have ended
-// (an event, its session's expiry, or a poll).
+// Walk reports whether c holds by the grant rule (grant.go): for an
+// exclusive claim, every lower epoch has ended. If not, it returns the
+// live claim c waits for. Walk reads only what it has not learned before;
+// a waiter calls it again when the blocker may have ended (an event, its
+// session's expiry, or a poll).
 //
 // A claim holds only on what the store shows after its insert: the
 // release its insert carried (see Claim), or what the walk reads — a
-// release below it, the claims in between ended, a missing claim below a
-// floor that counts, or epoch 1 (never pruned). Holding on reads, it first
-// checks that its own claim is still in the store: if the store was
-// emptied or restored meanwhile, Walk withdraws it and returns ErrReset.
+// release that ends the walk, the claims in between ended or passed, a
+// missing claim below a floor that counts, or epoch 1 (never pruned).
+// Holding on reads, it first checks that its own claim is still in the
+// store: if the store was emptied or restored meanwhile, Walk withdraws
+// it and returns ErrReset.
 //
 // An unended claim whose session has expired in server time is ended by a
 // dead marker first, so that a late renewal reviving the session cannot
@@ -29,12 +31,21 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 	}
 	for {
 		if c.clear || c.checked <= 1 {
+			if c.checked <= 1 {
+				c.strong = true // epoch 1 has nothing below
+			}
+			if !e.fits(c.Terms, c.passed) {
+				if b, full, err := e.full(ctx, c); err != nil || full {
+					return false, b, err
+				}
+			}
 			if c.read && e.bug != BugTrustCache {
 				if err := e.confirmOwn(ctx, c); err != nil {
 					return false, Blocker{}, err
 				}
 			}
 			c.clear, c.read = true, false
+			c.Below = c.strong && len(c.passed) == 0
 			return true, Blocker{}, nil
 		}
 		epoch := c.checked - 1
@@ -57,36 +68,103 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 				e.noteGap(c.Key, epoch)
 				return false, Blocker{}, err
 			}
+			c.strong = true
 			continue
 		}
 		c.read = true
-		ended, kind, _, b, err := e.ended(ctx, d)
+		ended, kind, marker, b, err := e.ended(ctx, d)
 		if err != nil {
 			return false, Blocker{}, err
 		}
 		if !ended {
 			if epoch < c.Epoch-1 {
-				// Below an ended claim: perhaps left behind by pruning (a
-				// marker deleted before its claim, or an insert that landed
-				// late in a pruned hole). A floor that counts says.
+				// Below an ended or passed claim: perhaps left behind by
+				// pruning (a marker deleted before its claim, or an insert
+				// that landed late in a pruned hole). A floor that counts
+				// says.
 				if c.clear, err = e.floorAbove(ctx, c.Key, epoch); err != nil || c.clear {
 					if err != nil {
 						return false, Blocker{}, err
 					}
+					c.strong = true
 					continue
 				}
+			}
+			if e.passes(c.Terms, d) {
+				c.passed = append(c.passed, passedClaim{d, b})
+				c.checked = epoch
+				if !e.fits(c.Terms, c.passed) {
+					// More claims below only add weight: wait for one of
+					// these to end first.
+					if b, full, err := e.full(ctx, c); err != nil || full {
+						return false, b, err
+					}
+				}
+				continue
 			}
 			c.blocker, c.hasBlocker = d, true
 			return false, b, nil
 		}
-		if kind == KindRelease {
-			// It held once: everything below it had ended by then.
-			c.clear = true
+		if kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
+			// It held once: nothing below it can keep c from holding.
+			c.clear, c.strong = true, stopsAll(d, marker)
 			c.after, c.hasAfter = d, true
 			continue
 		}
 		c.checked = epoch
 	}
+}
+
+// full re-reads the live claims c passed, drops those that ended since,
+// and reports whether their weights still leave no room for c; if so, b
+// is the lowest of them, which c waits for.
+func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
+	live := c.passed[:0]
+	for _, p := range c.passed {
+		ended, _, _, pb, err := e.ended(ctx, p.d)
+		if err != nil {
+			c.passed = append(live, c.passed[len(live):]...)
+			return Blocker{}, false, err
+		}
+		if !ended {
+			p.b = pb
+			live = append(live, p)
+		}
+	}
+	c.passed = live
+	if e.fits(c.Terms, c.passed) {
+		return Blocker{}, false, nil
+	}
+	return c.passed[len(c.passed)-1].b, true, nil
+}
+
+// passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
+// walker passing every live claim.
+func (e *Engine) passes(w Terms, d Doc) bool {
+	if e.bug == BugSharedPassesAll && w.Mode == Shared {
+		return true
+	}
+	return passes(w, d)
+}
+
+// fits is the grant rule's fits, or, with BugWeightsNotSummed, each
+// weight checked against the limit alone.
+func (e *Engine) fits(w Terms, passed []passedClaim) bool {
+	if e.bug == BugWeightsNotSummed {
+		for _, p := range passed {
+			if !fits(w, []passedClaim{p}) {
+				return false
+			}
+		}
+		return true
+	}
+	return fits(w, passed)
+}
+
+// stopsAt is the grant rule's stopsAt, or, with BugAnyReleaseStops, any
+// release ending every walk.
+func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
+	return e.bug == BugAnyReleaseStops || stopsAt(w, d, m)
 }
 
 // floorAbove reports whether a floor that counts lies above epoch (every

@@ -35,6 +35,8 @@ type Claim struct {
 	Key, Owner, Session string
 	Token               uint64
 	Nonce               string
+	Terms               chain.Terms
+	Below               bool
 }
 
 // Raw is a Client's protocol calls beneath its primitives, one call each,
