@@ -203,7 +203,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// succeeds only for a key that never had an epoch (or a store that
 	// lost the key's history).
 	epoch := q.base + 1
-	proven := epoch == 1 || e.bug == BugNoFloorProof
+	proven := epoch == 1 || e.has(BugNoFloorProof)
 	var proofSent time.Duration
 	if !proven {
 		f, sent, err := e.freshFloor(ctx, q.key)
@@ -228,7 +228,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		}
 	}
 	c = &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Terms: q.terms, checked: epoch}
-	if e.bug == BugEndBySession {
+	if e.has(BugEndBySession) {
 		c.Nonce = q.session
 	}
 	now := e.clock.ServerNow().Latest
@@ -238,7 +238,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	docs := []Doc{d, shadowOf(d)}
 	// Only a release that ends every walk (its claim held with everything
 	// below ended) proves anything for the claim above it.
-	chained := q.tip.Epoch == q.base && q.base > 0 && q.tip.Clear && e.bug != BugTrustCache
+	chained := q.tip.Epoch == q.base && q.base > 0 && q.tip.Clear && !e.has(BugTrustCache)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -269,7 +269,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 			}
 		}
 		e.learnNewest(q.key, epoch)
-		if chained && dup == 2 || e.bug == BugTrustCache && q.tip.Epoch == q.base && q.base > 0 {
+		if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base > 0 {
 			// The claim below, which this process released, is still in
 			// the store: everything below ours has ended.
 			c.clear, c.strong, c.Below = true, true, true

@@ -13,7 +13,7 @@ import (
 // is unknown; Flush sends it again.
 func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	kind := KindWithdraw
-	if held || e.bug == BugWithdrawAsRelease {
+	if held || e.has(BugWithdrawAsRelease) {
 		kind = KindRelease
 	}
 	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
@@ -121,7 +121,7 @@ func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	}
 	// The floor's claim must still be in the store: a store restored from
 	// a backup older than the floor holds a history this prune would cut.
-	if e.bug != BugPruneAnyAge {
+	if !e.has(BugPruneAnyAge) {
 		d, found, err := e.store.Get(ctx, ClaimID(key, due.below))
 		if err != nil || !found || d.Nonce != due.nonce {
 			return
@@ -131,7 +131,7 @@ func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	// in this store's history was, and a prune that lands late, after the
 	// store was emptied, finds nothing of the new history to delete.
 	before := due.sent
-	if e.bug == BugPruneAnyAge {
+	if e.has(BugPruneAnyAge) {
 		before = e.clock.ServerNow().Latest.Add(1 << 40)
 	}
 	_ = e.store.Prune(ctx, key, due.below, before)

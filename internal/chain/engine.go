@@ -217,8 +217,22 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 	}, nil
 }
 
-// SetBug plants a protocol error (tests only).
-func (e *Engine) SetBug(b Bug) { e.bug = b }
+// Planted reports whether this build can plant protocol errors (SetBug):
+// only one built with -tags dsync_planted, for the negative controls. In
+// every other build the planted errors' branches compile away.
+const Planted = planted
+
+// SetBug plants a protocol error, for the negative controls; it panics in
+// a build without them (Planted).
+func (e *Engine) SetBug(b Bug) {
+	if b != NoBug && !planted {
+		panic("chain: planting a bug needs -tags dsync_planted")
+	}
+	e.bug = b
+}
+
+// has reports whether b is planted.
+func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
 
 // state returns key's entry, creating it; e.mu must be held.
 func (e *Engine) state(key string) *keyState {
@@ -324,7 +338,7 @@ func (e *Engine) takeHead(c *Claim) bool {
 }
 
 func (e *Engine) headID(c *Claim) string {
-	if e.bug == BugHeadsByKey {
+	if e.has(BugHeadsByKey) {
 		return c.Key
 	}
 	return c.Nonce

@@ -76,7 +76,7 @@ func (e *Engine) countingFloor(ctx context.Context, key string) (Floor, error) {
 		if err != nil || !found {
 			return Floor{}, err
 		}
-		if e.bug == BugTrustCache {
+		if e.has(BugTrustCache) {
 			return f, nil
 		}
 		d, found, err := e.store.Get(ctx, ClaimID(key, f.Epoch))

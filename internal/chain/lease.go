@@ -54,7 +54,15 @@ func NewLease(ttl, interval, sent, now time.Duration) (*Lease, bool) {
 }
 
 // SetBug plants a protocol error (tests only).
-func (l *Lease) SetBug(b Bug) { l.bug = b }
+func (l *Lease) SetBug(b Bug) {
+	if b != NoBug && !planted {
+		panic("chain: planting a bug needs -tags dsync_planted")
+	}
+	l.bug = b
+}
+
+// has reports whether b is planted.
+func (l *Lease) has(b Bug) bool { return planted && l.bug == b }
 
 // Deadline is the local deadline: the lease may be relied on strictly
 // before it.
@@ -84,8 +92,8 @@ func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
 	switch {
 	case l.retired:
 		return LeaseIgnored
-	case now >= l.deadline && l.bug != BugLateConfirmExtends:
-		if l.bug == BugLateConfirmKept {
+	case now >= l.deadline && !l.has(BugLateConfirmExtends):
+		if l.has(BugLateConfirmKept) {
 			// The planted bug: the reply is ignored, but the lease stays,
 			// and the next renewal is due in the past.
 			return LeaseKept

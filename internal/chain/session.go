@@ -124,7 +124,7 @@ func (e *Engine) RenewSession(ctx context.Context, id string, ttl time.Duration)
 func (e *Engine) renew(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
 	if !r.insert {
 		found, err := e.store.RenewSession(ctx, id, r.gen, expires)
-		if err == nil || e.bug == BugRenewSameGen {
+		if err == nil || e.has(BugRenewSameGen) {
 			return found, err
 		}
 		r.gen, r.insert = r.gen+1, true

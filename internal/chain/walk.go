@@ -39,7 +39,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 					return false, b, err
 				}
 			}
-			if c.read && e.bug != BugTrustCache {
+			if c.read && !e.has(BugTrustCache) {
 				if err := e.confirmOwn(ctx, c); err != nil {
 					return false, Blocker{}, err
 				}
@@ -141,7 +141,7 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 // passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
 // walker passing every live claim.
 func (e *Engine) passes(w Terms, d Doc) bool {
-	if e.bug == BugSharedPassesAll && w.Mode == Shared {
+	if e.has(BugSharedPassesAll) && w.Mode == Shared {
 		return true
 	}
 	return passes(w, d)
@@ -150,7 +150,7 @@ func (e *Engine) passes(w Terms, d Doc) bool {
 // fits is the grant rule's fits, or, with BugWeightsNotSummed, each
 // weight checked against the limit alone.
 func (e *Engine) fits(w Terms, passed []passedClaim) bool {
-	if e.bug == BugWeightsNotSummed {
+	if e.has(BugWeightsNotSummed) {
 		for _, p := range passed {
 			if !fits(w, []passedClaim{p}) {
 				return false
@@ -164,14 +164,14 @@ func (e *Engine) fits(w Terms, passed []passedClaim) bool {
 // stopsAt is the grant rule's stopsAt, or, with BugAnyReleaseStops, any
 // release ending every walk.
 func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
-	return e.bug == BugAnyReleaseStops || stopsAt(w, d, m)
+	return e.has(BugAnyReleaseStops) || stopsAt(w, d, m)
 }
 
 // floorAbove reports whether a floor that counts lies above epoch (every
 // epoch up to it has ended). A missing claim with no such floor is what a
 // store that lost its history looks like.
 func (e *Engine) floorAbove(ctx context.Context, key string, epoch uint64) (bool, error) {
-	if e.bug == BugTrustCache {
+	if e.has(BugTrustCache) {
 		return true, nil
 	}
 	f, _, err := e.readFloor(ctx, key)
@@ -250,7 +250,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 		if !b.ExpiresAt.Before(earliest) {
 			return false, "", Doc{}, b, nil
 		}
-	case d.TTL > 0 && e.bug != BugAbsentIsDead:
+	case d.TTL > 0 && !e.has(BugAbsentIsDead):
 		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, replied, d.TTL)); left > 0 {
 			b.ExpiresAt = e.clock.ServerNow().Latest.Add(left)
 			return false, "", Doc{}, b, nil
