@@ -68,12 +68,17 @@ func runCandidate(g *globals, args []string) int {
 		return exitFailure
 	}
 	defer disconnect(client)
-	b, err := g.leaderBackend(db, dsyncmongo.WithPollInterval(demoPoll), dsyncmongo.WithLogger(logger))
+	locks, err := g.lockBackend(db, dsyncmongo.WithPollInterval(demoPoll), dsyncmongo.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
 	}
-	defer b.Close()
+	defer locks.Close()
+	b, err := g.electionBackend(locks)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitFailure
+	}
 	var term uint64 // set by OnElected, on the campaigning goroutine
 	e, err := leader.NewElection(b, *electionName,
 		leader.WithTTL(*ttl), leader.WithVersion(*label), leader.WithLogger(logger),
@@ -85,7 +90,7 @@ func runCandidate(g *globals, args []string) int {
 	}
 	defer e.Close()
 	// The same backend and TTL as the election: one renewal a round for both.
-	mu, err := dsync.NewMutex(b, *lockName, dsync.WithTTL(*ttl), dsync.WithLogger(logger))
+	mu, err := dsync.NewMutex(locks, *lockName, dsync.WithTTL(*ttl), dsync.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure

@@ -49,10 +49,15 @@ DSYNC_ELECTION=NAME and DSYNC_TOKEN, the fencing token of this term.
 'dsync status' shows the candidates.
 
 NAME is up to %d bytes of UTF-8: the leadership is a lease on the key
-"leader/NAME" in the election collection (--elections), and a lock's name
-may have %d (dsyncmongo.MaxKeyLen). The lease is not a lock: 'dsync lock
-leader/NAME' takes a lock of its own, in the lock collection. A NAME that
-starts with '-' goes after '--'.
+"dsync:election/NAME" in the lock collection (--collection), and a lock's
+name may have %d (dsyncmongo.MaxKeyLen). No lock is the lease: lock names
+may not begin with "dsync:", so 'dsync lock leader/NAME', say, takes a
+lock of its own. A NAME that starts with '-' goes after '--'.
+
+Older releases of dsync kept the leases in a collection of their own
+(--elections). Before each campaign dsync reads it, and while a candidate
+of an older release holds or waits for NAME there, it exits 125 rather
+than lead beside it: stop the older release's candidates of NAME first.
 
 Flags:
   --ttl D       lease length: a crashed leader is replaced within about D (default 15s)
@@ -63,8 +68,8 @@ Flags:
 
 Exit status: CMD's, or 128+N when signal N ended it or ended the campaign;
 without CMD, and with --listen, 0 after an interrupt. 125: dsync failed
-(no server). 126, 127: CMD could not be run, was not found. 2: usage
-error.
+(no server; a candidate of an older release holds or waits for NAME).
+126, 127: CMD could not be run, was not found. 2: usage error.
 `
 
 var electHelp = fmt.Sprintf(electUsage, maxElectionName, maxLockName)
@@ -141,11 +146,15 @@ func runElect(g *globals, args []string) int {
 		return failOrSignal(ctx, "elect", err)
 	}
 	defer disconnect(client)
-	backend, err := g.leaderBackend(db, dsyncmongo.WithLogger(r.logger()))
+	locks, err := g.lockBackend(db, dsyncmongo.WithLogger(r.logger()))
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}
-	defer backend.Close()
+	defer locks.Close() // runs after e.Close, which resigns first
+	backend, err := g.electionBackend(locks)
+	if err != nil {
+		return fail("elect", exitDsync, err)
+	}
 	e, err := leader.NewElection(backend, name, opts...)
 	if err != nil {
 		return fail("elect", exitDsync, err)

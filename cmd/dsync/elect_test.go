@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -166,4 +168,53 @@ func TestElectWithoutACommandAndListen(t *testing.T) {
 	}
 	stop("the second candidate", b)
 	stop("the listener", listener)
+}
+
+// Older releases kept the leases of elections in a collection of their
+// own, which --elections named. While a candidate of such a release holds
+// the election there, dsync elect refuses to lead beside it; --elections
+// says where to look, so a command line that moved the leases in an older
+// release keeps the check.
+func TestElectRefusesToLeadBesideAnOlderRelease(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	e := env(uri)
+	db := mongotest.DatabaseName(t)
+	// What a candidate of an older release leaves while it leads "old":
+	// its claim of the lease "leader/old" in its election collection, and
+	// its session, alive for an hour, in that collection's sessions.
+	// (Written here by hand: this release writes no such thing.)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(30*time.Second))
+	defer cancel()
+	d := mongotest.NewClient(t, uri).Database(db)
+	if _, err := d.Collection("old_elections").InsertOne(ctx, bson.D{
+		{Key: "_id", Value: "leader/old@1"}, {Key: "kind", Value: "claim"}, {Key: "key", Value: "leader/old"},
+		{Key: "epoch", Value: 1}, {Key: "nonce", Value: "n1"}, {Key: "session", Value: "s1"},
+		{Key: "owner", Value: "o1"}, {Key: "host", Value: "elsewhere"}, {Key: "pid", Value: 1}, {Key: "at", Value: time.Now()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Collection("old_elections_sessions").InsertOne(ctx, bson.D{
+		{Key: "_id", Value: "s1"}, {Key: "expiresAt", Value: time.Now().Add(time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "--elections", "old_elections", "elect", "old", "--", "touch", ran)
+	if r.code != exitDsync || !strings.Contains(r.stderr, "older dsync release") || len(readLines(r.stderr)) != 1 {
+		t.Errorf("dsync --elections old_elections elect old, led by an older release: exit %d, stderr %q; want %d and one line saying so",
+			r.code, r.stderr, exitDsync)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Errorf("the command ran beside the older release's leader")
+	}
+	// Without --elections, the default collection, where the older
+	// release left nothing, is read: dsync leads.
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "elect", "old", "--", "touch", ran)
+	if _, err := os.Stat(ran); r.code != 0 || err != nil {
+		t.Errorf("dsync elect old, with nothing in the default collection of older releases: exit %d, command run: %v; want 0 and run\nstderr: %s",
+			r.code, err == nil, r.stderr)
+	}
 }

@@ -26,7 +26,7 @@ import (
 const (
 	defaultDB         = "dsync"
 	defaultCollection = dsyncmongo.DefaultCollection
-	defaultElections  = leadermongo.DefaultCollection
+	defaultElections  = leadermongo.LegacyCollection
 	defaultMembers    = leadermongo.DefaultMembersCollection
 	defaultTimeout    = 10 * time.Second
 )
@@ -35,8 +35,8 @@ const (
 type globals struct {
 	uri        string
 	db         string
-	collection string // plain locks
-	elections  string // election leases, apart from plain locks
+	collection string // locks, and the leases of elections
+	elections  string // where older releases kept election leases (see electionBackend)
 	members    string
 	timeout    time.Duration
 	verbose    bool
@@ -60,7 +60,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.StringVar(&g.uri, "uri", g.uri, "MongoDB connection string (default $MONGODB_URI)")
 	fs.StringVar(&g.db, "db", g.db, "database")
 	fs.StringVar(&g.collection, "collection", g.collection, "lock collection")
-	fs.StringVar(&g.elections, "elections", g.elections, "election lease collection")
+	fs.StringVar(&g.elections, "elections", g.elections, "where older releases kept election leases")
 	fs.StringVar(&g.members, "members", g.members, "election member collection")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
@@ -173,9 +173,10 @@ func flagError(err error, name, arg string) error {
 }
 
 // Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen
-// bytes; an election's lease has the key leader.LockKey(NAME), "leader/"
-// followed by the name (in the election collection, apart from the
-// locks), so its names are shorter by that prefix.
+// bytes; an election's lease has the key leader.LockKey(NAME),
+// "dsync:election/" followed by the name (in the lock collection, in a
+// namespace no lock name reaches), so its names are shorter by that
+// prefix.
 var (
 	maxLockName     = dsyncmongo.MaxKeyLen
 	maxElectionName = dsyncmongo.MaxKeyLen - len(leader.LockKey(""))
@@ -310,18 +311,28 @@ func uriSecrets(uri string) []string {
 	return out
 }
 
-// lockOptions are the dsyncmongo options the global flags select for
-// plain locks.
-func (g *globals) lockOptions() []dsyncmongo.Option {
-	return []dsyncmongo.Option{dsyncmongo.WithCollection(g.collection), dsyncmongo.WithWakeups(g.wakeups)}
+// lockBackend returns the process's dsyncmongo backend on db, with the
+// global flags' lock collection: the one backend of the command, whose
+// lease its locks and its election share (extra adds options, such as a
+// logger).
+func (g *globals) lockBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*dsyncmongo.Backend, error) {
+	return dsyncmongo.New(db, append([]dsyncmongo.Option{
+		dsyncmongo.WithCollection(g.collection), dsyncmongo.WithWakeups(g.wakeups)}, extra...)...)
 }
 
-// leaderBackend returns an election backend on db with the global flags'
-// collections: the leases in --elections, apart from the plain locks of
-// --collection, so that the lock leader/NAME is not election NAME's lease.
-func (g *globals) leaderBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*leadermongo.Backend, error) {
-	return leadermongo.New(db,
+// electionBackend returns an election backend on locks: its leases are
+// locks of that backend, in the election namespace, so that no lock
+// (leader/NAME included) is election NAME's lease; members go in
+// --members.
+//
+// --elections names the collection where releases before this one kept
+// the leases: a candidate checks it before campaigning, so that it does
+// not lead beside a candidate of an older release that still runs there
+// (leadermongo's Preflight). A command line written for an older release
+// that moved the leases with --elections so keeps checking the right
+// collection.
+func (g *globals) electionBackend(locks *dsyncmongo.Backend) (*leadermongo.Backend, error) {
+	return leadermongo.New(locks,
 		leadermongo.WithMembersCollection(g.members),
-		leadermongo.WithLockOptions(append([]dsyncmongo.Option{
-			dsyncmongo.WithCollection(g.elections), dsyncmongo.WithWakeups(g.wakeups)}, extra...)...))
+		leadermongo.WithLegacyCollection(g.elections))
 }

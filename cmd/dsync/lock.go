@@ -35,7 +35,9 @@ then releases it and exits 0; it prints the token on stdout, one line,
 once it holds the lock.
 
 NAME is up to %d bytes of UTF-8 (dsyncmongo.MaxKeyLen: lock documents
-are indexed by name). A NAME that starts with '-' goes after '--'.
+are indexed by name), and does not begin with "dsync:", which dsync keeps
+for keys of its own (the leases of elections). A NAME that starts with
+'-' goes after '--'.
 
 If the hold is lost (the server could not confirm it within --ttl), CMD
 gets SIGTERM, and SIGKILL after --grace; from then on another process may
@@ -126,7 +128,7 @@ func runLock(g *globals, args []string) int {
 			disconnect(client)
 		}
 	}()
-	backend, err := dsyncmongo.New(db, append(g.lockOptions(), dsyncmongo.WithLogger(r.logger()))...)
+	backend, err := g.lockBackend(db, dsyncmongo.WithLogger(r.logger()))
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}

@@ -350,9 +350,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"help", "frobnicate"}, `unknown command "frobnicate" (see 'dsync -h')`},
 		{[]string{"completion"}, "name one shell"},
 		// Names: a lock's up to dsyncmongo.MaxKeyLen bytes, an election's
-		// shorter by "leader/".
+		// shorter by "dsync:election/", the namespace of its lease, which
+		// no lock name may enter.
 		{[]string{"lock", strings.Repeat("n", maxLockName+1), "--", "true"}, "name of 513 bytes; the limit is 512"},
-		{[]string{"elect", strings.Repeat("n", maxElectionName+1), "--", "true"}, "name of 506 bytes; the limit is 505"},
+		{[]string{"elect", strings.Repeat("n", maxElectionName+1), "--", "true"}, "name of 498 bytes; the limit is 497"},
+		{[]string{"lock", "dsync:election/x", "--", "true"}, `beginning with "dsync:" are reserved`},
 		{[]string{"lock", strings.Repeat("n", maxLockName), "--", "true"}, "dsync server"},
 		{[]string{"lock", "x", "--", "true"}, "dsync server"},
 		{[]string{"lock", "x"}, "dsync server"},

@@ -114,9 +114,11 @@ Commands:
 Flags (also accepted after COMMAND):
   --uri URI       MongoDB connection string (default $MONGODB_URI)
   --db NAME       database (default %q)
-  --collection C  lock collection (default %q)
-  --elections C   election lease collection (default %q), apart
-                  from the locks: lock leader/x is not election x's lease
+  --collection C  lock collection, which holds the leases of elections
+                  too (default %q)
+  --elections C   where older releases of dsync kept the leases of
+                  elections (default %q): elect refuses to
+                  campaign while a candidate of one leads or waits there
   --members C     election member collection (default %q)
   --timeout D     how long to wait for the server to answer (default %v);
                   a refused connection, an unknown host or a failed
