@@ -1,16 +1,23 @@
 // Package dsync provides a distributed mutual exclusion lock, Mutex, with
 // the shape of sync.Mutex: it satisfies sync.Locker and adds TryLock,
 // LockContext, UnlockContext, Lost and Token. Processes on many machines
-// that use the same key on the same Backend exclude each other. The
-// MongoDB backend is in dsync/mongo; NewMemoryBackend gives an in-process
-// backend for unit tests.
+// that use the same key in the same store exclude each other.
+//
+// A Client is one process's connection to a store: it owns the process's
+// lease, the protocol's state and the goroutines that keep them, and every
+// Mutex (and every leader.Election) made on it shares them. Close it when
+// done: its holds are released and its waiting claims withdrawn, so other
+// processes go on at once. The MongoDB store is package dsync/mongo, whose
+// New returns a Backend that has a Client; NewMemoryBackend gives one in
+// memory for unit tests. Stores are drivers (package dsync/driver), and
+// NewClient runs dsync over any of them.
 //
 // # Guarantees
 //
-// A process holds one session per backend, TTL and renew interval: a lease
-// of TTL length that every hold and every waiting claim of the process
-// shares, renewed in the background with one backend call per renew
-// interval however many locks it holds or waits for. A key is a FIFO queue
+// A Client holds one session per TTL and renew interval: a lease of TTL
+// length that every hold and every waiting claim of the process shares,
+// renewed in the background with one store call per renew interval
+// however many locks it holds or waits for. A key is a FIFO queue
 // of claims: Lock appends a claim (the key's next epoch) and holds once
 // every earlier claim has ended — released by its owner, withdrawn by a
 // waiter that gave up, or dead because its session expired. Ownership never
@@ -44,10 +51,11 @@
 //     stalled connection delivers its bytes late): a late renewal can only
 //     lengthen the stored session, a claim whose insert had an unknown
 //     outcome is withdrawn, and nothing the Mutex or the backend decides
-//     rests on a reply that arrived after its deadline. Backends must keep
-//     that promise (see Backend); the protocol and its safety argument are
-//     in the repository's internal/chain package, whose tests replay
-//     thousands of seeded schedules with late and reordered writes.
+//     rests on a reply that arrived after its deadline. A driver need not
+//     apply requests in order or atomically (see package dsync/driver);
+//     the protocol and its safety argument are in the repository's
+//     internal/chain package, whose tests replay thousands of seeded
+//     schedules with late and reordered writes.
 //
 // # Limits
 //

@@ -13,8 +13,8 @@ import (
 // Claims queue in the order their inserts land, and a Lock's insert lands
 // some time after the call: after the duplicate keys it meets on the way
 // to the end of the queue, or later still when FerretDB's SQLite keeps an
-// insert waiting for its write lock while later ones pass (measured: an
-// insert sent 74 ms before another lost the epoch to it). Processes that
+// insert waiting for its write lock while later ones pass (an insert sent
+// tens of milliseconds before another can lose the epoch to it). Processes that
 // lock and unlock in a loop call Lock right after their release, so the
 // Locks of two of them in a row overlap: the first releases and locks
 // again; the second takes over, releases and locks again a few commands

@@ -4,9 +4,10 @@
 // no longer be guaranteed; Run restarts leader-only work after every
 // re-election, and composes with errgroup.
 //
-// Leadership is a dsync lock on the key LockKey(name) in the Backend, a
-// store apart from plain locks (see Backend), so it has the guarantees of
-// dsync.Mutex: at most one leader holds a valid lease at any time; each
+// Leadership is a dsync lock of the Backend's Client, in the election
+// namespace (LockKey(name)), so a process's elections share its lease
+// with its locks, and no plain lock is ever an election's lease. It has
+// the guarantees of dsync.Mutex: at most one leader holds a valid lease at any time; each
 // term has a fencing token larger than every earlier term's;
 // the leadership context is cancelled at the lease's local deadline even
 // when the backend cannot be reached; takeover is judged in the backend's

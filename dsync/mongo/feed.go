@@ -48,8 +48,9 @@ const (
 	// waiting getMore by querying the collection every 10 ms, and each
 	// query closes again every iterator the getMore's earlier queries
 	// opened: the cost of a waiting cursor grows with how long its
-	// getMore has waited (bench/RESULTS.md, "FerretDB event cursors").
-	// Each getMore is a command: 0.2 per second per process at 5 s. A
+	// getMore has waited (the server's load with this cap:
+	// bench/RESULTS.md, "Load of waiting processes"). Each getMore is a
+	// command, one per 5 s per process. A
 	// process that follows the stream while no other one waits keeps the
 	// long getMores: one or two cursors cost FerretDB little. MongoDB
 	// pushes events to a waiting getMore; there the getMore waits the

@@ -1,11 +1,12 @@
 // Package chain is the queue protocol behind dsync's locks and elections:
 // one lease per process (a session) that all its claims share, and a FIFO
 // queue per key made of inserted documents only, so that it is safe on
-// every MongoDB-compatible store. Backends provide a small Store (exclusive
-// inserts, ordered inserts, point reads, two newest-first reads, a session
-// update that only raises an expiry, deletes below a floor); the Engine
-// runs the protocol over it, and a Lease holds a session's local deadline
-// and renewal schedule.
+// every MongoDB-compatible store. Drivers provide a small Store (package
+// dsync/driver: exclusive inserts, ordered inserts, point reads, two
+// newest-first reads, a session update that only raises an expiry,
+// deletes below a floor); the Engine runs the protocol over it, and a
+// Lease holds a session's local deadline and renewal schedule. Only
+// package dsync uses it, through its Client.
 //
 // # The documents
 //
@@ -47,22 +48,29 @@
 // # Holding
 //
 // Claim inserts key@(N+1), where N is an epoch known to have existed. The
-// claim holds once every lower epoch has ended, and only on what the store
-// shows after the insert:
+// claim holds by the grant rule (grant.go): an exclusive claim once every
+// lower epoch has ended; a shared one once every lower claim that is not
+// shared has; a weighted one once every lower claim that is not weighted
+// has and the live lower weights plus its own fit its limit. It holds
+// only on what the store shows after the insert:
 //
-//   - When this process released N itself, the insert carries N's shadow
-//     again, after its own documents: the shadow's duplicate key proves N's
-//     claim still in the store, and N's release stands (this process made
-//     it), so the claim holds with no further read. An uncontended
-//     Lock+Unlock is two commands.
+//   - When this process released N itself, and N held with every lower
+//     claim ended (its release says so, Clear: an exclusive claim's
+//     always does), the insert carries N's shadow again, after its own
+//     documents: the shadow's duplicate key proves N's claim still in the
+//     store, and N's release stands (this process made it), so the claim
+//     holds with no further read. An uncontended Lock+Unlock is two
+//     commands.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none, its session; a claim whose
-//     session expired gets a dead marker). It stops at a release (that
-//     claim held, so everything below it had ended then), at a missing
-//     claim below a floor that counts (pruned), or at epoch 1. A claim
-//     that holds on reads then reads its own claim back: still there with
-//     its nonce, the store was not emptied since the insert, so the reads
-//     saw the history it belongs to.
+//     session expired gets a dead marker). It passes ended claims, and
+//     live ones its mode allows (counting their weights), and stops at a
+//     release that proves enough (of a claim that held with every lower
+//     claim ended, or an exclusive one, or, for a shared walker, a shared
+//     one), at a missing claim below a floor that counts (pruned), or at
+//     epoch 1. A claim that holds on reads then reads its own claim back:
+//     still there with its nonce, the store was not emptied since the
+//     insert, so the reads saw the history it belongs to.
 //
 // A claim that finds a missing claim with no counting floor above it, or
 // its own claim gone, was made on knowledge the store no longer has (it
@@ -83,8 +91,8 @@
 //	(F2) Only pruning deletes claims, and it deletes below the floor P only
 //	     after raising the floor to P and waiting PruneDelay after that was
 //	     confirmed, and only what was sent before the floor was raised. P
-//	     is raised only by the holder of epoch P, at its release: every
-//	     epoch below P had ended.
+//	     is raised only by the holder of epoch P, at its release, and only
+//	     if P held with every lower claim ended.
 //	(F3) A claim counts (its owner ever walks it) only if it was proven to
 //	     be above every existing epoch when inserted: epoch 1, or a floor
 //	     read f <= E sent less than ViewTrust before the insert with the
@@ -130,6 +138,20 @@
 // a lower claim hold after a higher one did: B's walk found A ended, and
 // an ended claim never holds afterwards. Holds therefore go in epoch
 // order, and epochs (tokens) strictly increase from hold to hold.
+//
+// With modes, the argument is the same for claims that conflict (grant.go:
+// claims of different modes, or two exclusive ones). Let A < B conflict,
+// and B hold at t. B's walk cannot pass A live (its mode does not allow
+// it), so A ended, or lies below where the walk stopped: a counting floor
+// or epoch 1 (only ended epochs lie below), or a release of a claim D
+// whose own hold proves A ended before it: D held with every lower claim
+// ended (Clear), or D is exclusive (it held only once every lower claim
+// had ended), or B and D are shared (D held once every lower non-shared
+// claim, A among them, had ended). For weighted claims: F1 puts every
+// lower epoch in the store before a claim's insert, so when the highest H
+// of several weighted holds valid at once last checked its weights, every
+// other one was live below it, not below a stop (that would have ended
+// it), and counted: their weights and H's fit H's limit.
 //
 // # A store emptied or restored
 //
@@ -208,8 +230,9 @@
 //     alive for up to one TTL after it was sent (liveness only).
 //   - A marker states a fact that stays true: the owner held (release),
 //     will never hold (withdraw), or stopped trusting the session (dead).
-//   - A floor insert states that everything below an epoch that held has
-//     ended, and counts only while that epoch's claim exists.
+//   - A floor insert states that everything below an epoch that held with
+//     every lower claim ended has ended, and counts only while that
+//     epoch's claim exists.
 //   - A prune deletes only below a floor, and only what was sent before it.
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
@@ -218,7 +241,8 @@
 // processes against one store with requests delayed, reordered, applied
 // long after their senders gave up and torn, with crashes, pauses,
 // suspends, drifting clocks, failovers, pruning, and the store emptied or
-// restored, and checks every seed's history for overlapping holds, token
-// order, late loss signals and renewal storms; planted protocol errors
-// must be caught.
+// restored, and checks every seed's history for conflicting holds valid
+// at once, weights over the limit, token order between conflicting holds,
+// late loss signals and renewal storms; planted protocol errors (in a
+// build with -tags dsync_planted) must be caught.
 package chain
