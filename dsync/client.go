@@ -183,7 +183,10 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
-	c.wake = newWakeups(c, xid.New().String())
+	c.wake = newWakeups(wakeEnv{
+		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
+		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
+	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // Wake-ups. A waiter announces, through the store's feed, which claim it
@@ -71,8 +69,23 @@ type claimMark struct {
 	at  time.Duration // local monotonic
 }
 
+// wakeEnv is what the wake-ups need of their Client: its clocks, a look
+// at a session, where to log, and how often to look again.
+type wakeEnv struct {
+	mono         func() time.Duration   // local monotonic time
+	now          func() driver.Interval // the store's time
+	sessionAlive func(ctx context.Context, id string) (alive bool, expires time.Time, err error)
+	logger       *slog.Logger
+	// poll: a waiter's look while the stream is down; safetyPoll: while
+	// it is live.
+	poll, safetyPoll time.Duration
+}
+
+// wakeups are a Client's wake-ups: the handler of its store's feed
+// (wake.go), the registry of its waiters (wait.go) and the announcer of
+// what they wait for and what ended (announce.go).
 type wakeups struct {
-	c    *Client
+	env  wakeEnv
 	feed driver.Feed // nil: waiters poll
 	proc string      // this Client's name in events
 
@@ -112,9 +125,9 @@ type wakeups struct {
 	claimWatch map[string]map[chan struct{}]uint64
 }
 
-func newWakeups(c *Client, proc string) *wakeups {
+func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 	return &wakeups{
-		c: c, feed: c.feed, proc: proc,
+		env: env, feed: feed, proc: proc,
 		local:      make(map[waitKey]map[chan struct{}]struct{}),
 		remote:     make(map[waitKey]time.Time),
 		remoteTop:  make(map[string]topWait),
@@ -169,7 +182,7 @@ func (w *wakeups) close() {
 func (w *wakeups) Live(gen uint64) {
 	w.mu.Lock()
 	w.gen++
-	w.liveAt = w.c.mono()
+	w.liveAt = w.env.mono()
 	var blind []waitKey
 	for k, at := range w.unsure {
 		if w.liveAt-at >= w.feed.Replay() {
@@ -201,11 +214,11 @@ func (w *wakeups) Down(err error, off bool) {
 	switch {
 	case off:
 		w.off.Store(true)
-		w.c.cfg.logger.Warn(fmt.Sprintf("dsync: wake-ups are off: %v; waiters poll", err))
+		w.env.logger.Warn(fmt.Sprintf("dsync: wake-ups are off: %v; waiters poll", err))
 	case first:
-		w.c.cfg.logger.Warn("dsync: wake-up event stream unavailable; waiters poll", slog.Any("err", err))
+		w.env.logger.Warn("dsync: wake-up event stream unavailable; waiters poll", slog.Any("err", err))
 	default:
-		w.c.cfg.logger.Debug("dsync: wake-up event stream unavailable; waiters poll", slog.Any("err", err))
+		w.env.logger.Debug("dsync: wake-up event stream unavailable; waiters poll", slog.Any("err", err))
 	}
 }
 
@@ -215,7 +228,7 @@ func (w *wakeups) Event(e driver.Event) {
 		return
 	}
 	k := waitKey{e.Key, e.Epoch}
-	now := w.c.store.ServerTime().Earliest
+	now := w.env.now().Earliest
 	w.mu.Lock()
 	if b, ok := w.next[e.Key]; ok && !(e.Kind == driver.Ended && b == k.epoch) {
 		// Activity about the key of a waiter that is next in line: the
@@ -232,7 +245,7 @@ func (w *wakeups) Event(e driver.Event) {
 		// A claim above k exists: whoever waits for the key's claims
 		// there to appear (relock.go) looks again.
 		w.claimSeenLocked(e.Key, k.epoch+1)
-		if at, ok := w.ends[k]; ok && w.c.mono()-at < endMemory {
+		if at, ok := w.ends[k]; ok && w.env.mono()-at < endMemory {
 			// We ended that claim before the announcement reached us:
 			// answer it now, or the waiter would learn of the end only at
 			// its next look.
@@ -293,269 +306,5 @@ func notify(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
 	default:
-	}
-}
-
-// wait blocks a waiter whose claim of key is behind blocker until
-// blocker's end may have been recorded: an Ended event for it, the moment
-// its session can have expired, or the poll interval (the safety poll
-// interval while the stream is live). It returns nil to walk again, or
-// ctx's cause.
-func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
-	k := waitKey{key, blocker.Epoch}
-	c := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.local[k] == nil {
-		w.local[k] = make(map[chan struct{}]struct{})
-	}
-	w.local[k][c] = struct{}{}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.local[k], c)
-		if len(w.local[k]) == 0 {
-			delete(w.local, k)
-		}
-		w.mu.Unlock()
-	}()
-
-	cfg := w.c.cfg
-	expires := blocker.ExpiresAt
-	poll := cfg.poll
-	if w.healthy.Load() {
-		// The owner of the claim publishes its end if it has heard of us
-		// by then, or when it hears of us if it ended the claim first. For
-		// lostWindow after an announcement a waiter looks again at
-		// doubling intervals (from the poll interval), covering ends that
-		// come soon and were lost; after that only the safety poll.
-		if age, err := w.announce(ctx, k); err == nil {
-			poll = cfg.safetyPoll
-			if age < lostWindow {
-				poll = min(max(cfg.poll, age), poll)
-			}
-		}
-	}
-	// Whatever happens, the caller looks again within poll.
-	lookAgain := w.c.mono() + poll
-	for {
-		// A millisecond more makes the wait end strictly after expires.
-		wait := min(until(w.c.store, expires)+time.Millisecond, lookAgain-w.c.mono())
-		if wait <= 0 {
-			return nil
-		}
-		t := time.NewTimer(jitterUp(wait))
-		select {
-		case <-c:
-			t.Stop()
-			return nil
-		case <-ctx.Done():
-			t.Stop()
-			return context.Cause(ctx)
-		case <-t.C:
-		}
-		if !w.healthy.Load() || w.c.mono() >= lookAgain || !w.c.store.ServerTime().Earliest.After(expires) {
-			return nil
-		}
-		// The blocker's session may have run out. With events flowing, its
-		// end would have been announced: one read of the session tells
-		// whether it was renewed meanwhile, and the wait goes on until the
-		// new expiry or the time to look again.
-		alive, renewed, err := w.c.eng.SessionAlive(ctx, blocker.Session)
-		if err != nil || !alive || !renewed.After(expires) {
-			return nil
-		}
-		expires = renewed
-	}
-}
-
-// until is how long, at least, until the store's earliest possible time
-// passes t (0 if it has).
-func until(s driver.Store, t time.Time) time.Duration {
-	return max(t.Sub(s.ServerTime().Earliest), 0)
-}
-
-// jitterUp spreads waiters that wake at once a little: a wait grows by up
-// to 1% or 10 ms, whichever is less, and never shrinks, so a waiter never
-// looks before the moment it waits for (such as a session's expiry), nor
-// much after it: FIFO order means only one waiter acts on it anyway.
-func jitterUp(d time.Duration) time.Duration {
-	return max(d+rand.N(min(d/100, 10*time.Millisecond)+1), time.Millisecond)
-}
-
-// announce tells the other processes that this one waits for k, unless an
-// announcement of ours still holds for more than a safety poll interval.
-// It returns the age of the announcement in force.
-func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error) {
-	now := w.c.store.ServerTime()
-	safety := w.c.cfg.safetyPoll
-	w.mu.Lock()
-	a, ok := w.announced[k]
-	w.mu.Unlock()
-	if ok && a.until.Sub(now.Latest) > safety {
-		return w.c.mono() - a.sent, nil
-	}
-	sent, again := w.c.mono(), ok && a.until.After(now.Earliest)
-	if again {
-		// Announcing again while the last announcement holds: the owner
-		// has heard of us since then (or lost the event, as it may lose
-		// this one), so the looks that follow a first announcement are
-		// not needed again. Its age runs from the first.
-		sent = a.sent
-	}
-	until := now.Earliest.Add(announceFor * safety)
-	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Proc: w.proc}
-	if err := w.feed.Publish(ctx, e); err != nil {
-		w.c.cfg.logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
-		return 0, err
-	}
-	w.mu.Lock()
-	if len(w.announced) >= maxRemote {
-		clear(w.announced)
-	}
-	w.announced[k] = announcement{until: until, sent: sent}
-	w.mu.Unlock()
-	if again {
-		return w.c.mono() - sent, nil
-	}
-	return 0, nil
-}
-
-// claimed records a claim of ours, and whether the stream is live as it
-// is made: an announcement for it can only come after it exists. It also
-// wakes whoever waits for the key's claims to appear (relock.go).
-func (w *wakeups) claimed(key string, epoch uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.claimSeenLocked(key, epoch)
-	if w.feed == nil {
-		return
-	}
-	k := waitKey{key, epoch}
-	if len(w.mine) >= maxMine {
-		clear(w.mine) // their ends are then announced as if blind
-	}
-	m := claimMark{at: w.c.mono()}
-	if w.healthy.Load() {
-		m.gen = w.gen
-	}
-	w.mine[k] = m
-}
-
-// seenAll reports whether the stream has shown every announcement made
-// for a claim of ours: it was live since the claim was made, or it turned
-// live soon enough after to replay them. w.mu must be held.
-func (w *wakeups) seenAll(k waitKey) bool {
-	m, ok := w.mine[k]
-	switch {
-	case !ok || !w.healthy.Load():
-		return false
-	case m.gen != 0:
-		return m.gen == w.gen
-	default:
-		return w.liveAt-m.at < w.feed.Replay()
-	}
-}
-
-// ended wakes the waiters for key's epoch: those of this process directly,
-// and others through an Ended event if one of them may wait for it:
-// another process announced it waits for it, or for a later claim of the
-// key (its own announcement may have been lost on the way), or our stream
-// was not live all along since the claim was made (announcements may have
-// passed unseen). Best effort: a waiter that misses it looks again later.
-func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
-	k := waitKey{key, epoch}
-	now := w.c.store.ServerTime().Earliest
-	w.mu.Lock()
-	for c := range w.local[k] {
-		notify(c)
-	}
-	if w.feed == nil {
-		w.mu.Unlock()
-		return
-	}
-	until, waited := w.remote[k]
-	delete(w.remote, k)
-	waited = waited && until.After(now)
-	if top, ok := w.remoteTop[key]; ok && top.epoch > epoch && top.until.After(now) {
-		waited = true
-	}
-	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
-		// Too early to tell: the stream, once live, replays the
-		// announcements kept (and answers them, see Event), and announces
-		// this end if some may have passed by then.
-		if len(w.unsure) >= maxRemote {
-			clear(w.unsure)
-		}
-		w.unsure[k] = m.at
-	} else if !w.seenAll(k) {
-		waited = true
-	}
-	delete(w.mine, k)
-	mono := w.c.mono()
-	if len(w.ends) >= maxRemote {
-		for k, at := range w.ends {
-			if mono-at >= endMemory {
-				delete(w.ends, k)
-			}
-		}
-		if len(w.ends) >= maxRemote {
-			clear(w.ends)
-		}
-	}
-	w.ends[k] = mono
-	w.mu.Unlock()
-	if waited && !w.off.Load() {
-		w.sendEnded(ctx, k)
-	}
-}
-
-// sendEnded publishes an Ended event for k.
-func (w *wakeups) sendEnded(ctx context.Context, k waitKey) {
-	e := driver.Event{Kind: driver.Ended, Key: k.key, Epoch: k.epoch, Proc: w.proc}
-	if err := w.feed.Publish(ctx, e); err != nil {
-		w.c.cfg.logger.Debug("dsync: announcing an end failed", slog.String("key", k.key), slog.Any("err", err))
-	}
-}
-
-// awaitClaim waits until an event shows that key's epoch may have been
-// claimed (an announcement by a claim at or above it, or a claim of this
-// process), or for d; it reports false if ctx ended first.
-func (w *wakeups) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	c := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.claimWatch[key] == nil {
-		w.claimWatch[key] = make(map[chan struct{}]uint64)
-	}
-	w.claimWatch[key][c] = epoch
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.claimWatch[key], c)
-		if len(w.claimWatch[key]) == 0 {
-			delete(w.claimWatch, key)
-		}
-		w.mu.Unlock()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	case <-ctx.Done():
-		return false
-	}
-	return true
-}
-
-// claimSeenLocked wakes those waiting in awaitClaim for a claim of key at
-// or below epoch. w.mu must be held.
-func (w *wakeups) claimSeenLocked(key string, epoch uint64) {
-	for c, want := range w.claimWatch[key] {
-		if want <= epoch {
-			notify(c)
-		}
 	}
 }

@@ -1,0 +1,148 @@
+package dsync
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The announcer: a waiter tells the other processes which claim it waits
+// for; the owner of a claim, when it ends it, tells them it ended if one
+// of them may wait for it (an uncontended Lock+Unlock sends no event).
+
+// announce tells the other processes that this one waits for k, unless an
+// announcement of ours still holds for more than a safety poll interval.
+// It returns the age of the announcement in force.
+func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error) {
+	now := w.env.now()
+	safety := w.env.safetyPoll
+	w.mu.Lock()
+	a, ok := w.announced[k]
+	w.mu.Unlock()
+	if ok && a.until.Sub(now.Latest) > safety {
+		return w.env.mono() - a.sent, nil
+	}
+	sent, again := w.env.mono(), ok && a.until.After(now.Earliest)
+	if again {
+		// Announcing again while the last announcement holds: the owner
+		// has heard of us since then (or lost the event, as it may lose
+		// this one), so the looks that follow a first announcement are
+		// not needed again. Its age runs from the first.
+		sent = a.sent
+	}
+	until := now.Earliest.Add(announceFor * safety)
+	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Proc: w.proc}
+	if err := w.feed.Publish(ctx, e); err != nil {
+		w.env.logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
+		return 0, err
+	}
+	w.mu.Lock()
+	if len(w.announced) >= maxRemote {
+		clear(w.announced)
+	}
+	w.announced[k] = announcement{until: until, sent: sent}
+	w.mu.Unlock()
+	if again {
+		return w.env.mono() - sent, nil
+	}
+	return 0, nil
+}
+
+// claimed records a claim of ours, and whether the stream is live as it
+// is made: an announcement for it can only come after it exists. It also
+// wakes whoever waits for the key's claims to appear (relock.go).
+func (w *wakeups) claimed(key string, epoch uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.claimSeenLocked(key, epoch)
+	if w.feed == nil {
+		return
+	}
+	k := waitKey{key, epoch}
+	if len(w.mine) >= maxMine {
+		clear(w.mine) // their ends are then announced as if blind
+	}
+	m := claimMark{at: w.env.mono()}
+	if w.healthy.Load() {
+		m.gen = w.gen
+	}
+	w.mine[k] = m
+}
+
+// seenAll reports whether the stream has shown every announcement made
+// for a claim of ours: it was live since the claim was made, or it turned
+// live soon enough after to replay them. w.mu must be held.
+func (w *wakeups) seenAll(k waitKey) bool {
+	m, ok := w.mine[k]
+	switch {
+	case !ok || !w.healthy.Load():
+		return false
+	case m.gen != 0:
+		return m.gen == w.gen
+	default:
+		return w.liveAt-m.at < w.feed.Replay()
+	}
+}
+
+// ended wakes the waiters for key's epoch: those of this process directly,
+// and others through an Ended event if one of them may wait for it:
+// another process announced it waits for it, or for a later claim of the
+// key (its own announcement may have been lost on the way), or our stream
+// was not live all along since the claim was made (announcements may have
+// passed unseen). Best effort: a waiter that misses it looks again later.
+func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
+	k := waitKey{key, epoch}
+	now := w.env.now().Earliest
+	w.mu.Lock()
+	for c := range w.local[k] {
+		notify(c)
+	}
+	if w.feed == nil {
+		w.mu.Unlock()
+		return
+	}
+	until, waited := w.remote[k]
+	delete(w.remote, k)
+	waited = waited && until.After(now)
+	if top, ok := w.remoteTop[key]; ok && top.epoch > epoch && top.until.After(now) {
+		waited = true
+	}
+	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
+		// Too early to tell: the stream, once live, replays the
+		// announcements kept (and answers them, see Event), and announces
+		// this end if some may have passed by then.
+		if len(w.unsure) >= maxRemote {
+			clear(w.unsure)
+		}
+		w.unsure[k] = m.at
+	} else if !w.seenAll(k) {
+		waited = true
+	}
+	delete(w.mine, k)
+	mono := w.env.mono()
+	if len(w.ends) >= maxRemote {
+		for k, at := range w.ends {
+			if mono-at >= endMemory {
+				delete(w.ends, k)
+			}
+		}
+		if len(w.ends) >= maxRemote {
+			clear(w.ends)
+		}
+	}
+	w.ends[k] = mono
+	w.mu.Unlock()
+	if waited && !w.off.Load() {
+		w.sendEnded(ctx, k)
+	}
+}
+
+// sendEnded publishes an Ended event for k.
+func (w *wakeups) sendEnded(ctx context.Context, k waitKey) {
+	e := driver.Event{Kind: driver.Ended, Key: k.key, Epoch: k.epoch, Proc: w.proc}
+	if err := w.feed.Publish(ctx, e); err != nil {
+		w.env.logger.Debug("dsync: announcing an end failed", slog.String("key", k.key), slog.Any("err", err))
+	}
+}

@@ -1,0 +1,144 @@
+package dsync
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// The waiter registry: a waiter sleeps until an event about the claim it
+// waits for, the claim's session can have expired, or it is time to look
+// again; a Mutex that locks again after a takeover sleeps until a claim
+// above its own appears (relock.go).
+
+// wait blocks a waiter whose claim of key is behind blocker until
+// blocker's end may have been recorded: an Ended event for it, the moment
+// its session can have expired, or the poll interval (the safety poll
+// interval while the stream is live). It returns nil to walk again, or
+// ctx's cause.
+func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
+	k := waitKey{key, blocker.Epoch}
+	c := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.local[k] == nil {
+		w.local[k] = make(map[chan struct{}]struct{})
+	}
+	w.local[k][c] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.local[k], c)
+		if len(w.local[k]) == 0 {
+			delete(w.local, k)
+		}
+		w.mu.Unlock()
+	}()
+
+	cfg := w.env
+	expires := blocker.ExpiresAt
+	poll := cfg.poll
+	if w.healthy.Load() {
+		// The owner of the claim publishes its end if it has heard of us
+		// by then, or when it hears of us if it ended the claim first. For
+		// lostWindow after an announcement a waiter looks again at
+		// doubling intervals (from the poll interval), covering ends that
+		// come soon and were lost; after that only the safety poll.
+		if age, err := w.announce(ctx, k); err == nil {
+			poll = cfg.safetyPoll
+			if age < lostWindow {
+				poll = min(max(cfg.poll, age), poll)
+			}
+		}
+	}
+	// Whatever happens, the caller looks again within poll.
+	lookAgain := w.env.mono() + poll
+	for {
+		// A millisecond more makes the wait end strictly after expires.
+		wait := min(until(w.env.now(), expires)+time.Millisecond, lookAgain-w.env.mono())
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(jitterUp(wait))
+		select {
+		case <-c:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		if !w.healthy.Load() || w.env.mono() >= lookAgain || !w.env.now().Earliest.After(expires) {
+			return nil
+		}
+		// The blocker's session may have run out. With events flowing, its
+		// end would have been announced: one read of the session tells
+		// whether it was renewed meanwhile, and the wait goes on until the
+		// new expiry or the time to look again.
+		alive, renewed, err := w.env.sessionAlive(ctx, blocker.Session)
+		if err != nil || !alive || !renewed.After(expires) {
+			return nil
+		}
+		expires = renewed
+	}
+}
+
+// until is how long, at least, until the store's earliest possible time
+// passes t (0 if it has), the store's time being now.
+func until(now driver.Interval, t time.Time) time.Duration {
+	return max(t.Sub(now.Earliest), 0)
+}
+
+// jitterUp spreads waiters that wake at once a little: a wait grows by up
+// to 1% or 10 ms, whichever is less, and never shrinks, so a waiter never
+// looks before the moment it waits for (such as a session's expiry), nor
+// much after it: FIFO order means only one waiter acts on it anyway.
+func jitterUp(d time.Duration) time.Duration {
+	return max(d+rand.N(min(d/100, 10*time.Millisecond)+1), time.Millisecond)
+}
+
+// awaitClaim waits until an event shows that key's epoch may have been
+// claimed (an announcement by a claim at or above it, or a claim of this
+// process), or for d; it reports false if ctx ended first.
+func (w *wakeups) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	c := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.claimWatch[key] == nil {
+		w.claimWatch[key] = make(map[chan struct{}]uint64)
+	}
+	w.claimWatch[key][c] = epoch
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.claimWatch[key], c)
+		if len(w.claimWatch[key]) == 0 {
+			delete(w.claimWatch, key)
+		}
+		w.mu.Unlock()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// claimSeenLocked wakes those waiting in awaitClaim for a claim of key at
+// or below epoch. w.mu must be held.
+func (w *wakeups) claimSeenLocked(key string, epoch uint64) {
+	for c, want := range w.claimWatch[key] {
+		if want <= epoch {
+			notify(c)
+		}
+	}
+}
