@@ -41,7 +41,8 @@
 //     generation's expiry and never lowers it, and creates nothing; a read
 //     returns the generation with the highest expiry.
 //   - ServerTime: intervals that can each contain the store's clock as it
-//     moves forward.
+//     moves forward; called before Prepare, an answer (of no use), not a
+//     panic.
 //   - Feed (a driver.Feed with a Peer): a follower turns live, receives
 //     what another store publishes (also from within Live), and nothing
 //     once stopped. Delivery is a hint: neither order nor exactly-once is
@@ -112,8 +113,13 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 // succeed as well).
 func (s *suite) store(t *testing.T) (driver.Store, context.Context) {
 	t.Helper()
+	return s.prepare(t, s.open(t))
+}
+
+// prepare prepares st, twice.
+func (s *suite) prepare(t *testing.T, st driver.Store) (driver.Store, context.Context) {
+	t.Helper()
 	ctx := testCtx(t)
-	st := s.open(t)
 	for range 2 {
 		if err := st.Prepare(ctx); err != nil {
 			t.Fatalf("Prepare: %v", err)

@@ -129,14 +129,25 @@ func (s *suite) testRenewMissing(t *testing.T) {
 	checkSession(t, ctx, st, id, 0, t1)
 }
 
-// testServerTime: every interval ServerTime returns can contain the
-// store's clock as it moves forward: Earliest is at most Latest; a later
+// testServerTime: ServerTime may be called before Prepare (driver.Store:
+// Prepare "is called before any other method but ServerTime"). Once
+// prepared, every interval it returns can contain the store's clock as it
+// moves forward: Earliest is at most Latest; a later
 // interval's Latest is at least an earlier one's Earliest; and across a
 // pause the intervals move by about the time that passed. (Earliest
 // itself may move back a little: an estimate from a new sample of a
 // remote clock may be wider than the one before.)
 func (s *suite) testServerTime(t *testing.T) {
-	st, _ := s.store(t)
+	st := s.open(t)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("ServerTime before Prepare panicked: %v", r)
+			}
+		}()
+		st.ServerTime() // allowed, though not valid yet
+	}()
+	s.prepare(t, st)
 	check := func(iv driver.Interval) {
 		t.Helper()
 		if iv.Earliest.IsZero() || iv.Latest.Before(iv.Earliest) {
