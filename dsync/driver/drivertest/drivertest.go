@@ -45,17 +45,19 @@
 //     panic.
 //   - Feed (a driver.Feed with a Peer): a follower turns live, receives
 //     what another store publishes (also from within Live), and nothing
-//     once stopped. Delivery is a hint: neither order nor exactly-once is
-//     required.
+//     once stopped; it is told from one goroutine at a time. Delivery is
+//     a hint: neither order nor exactly-once is required. The suite
+//     follows each store once, as a Client does.
 //
 // What a driver may do, and the suite allows: store times to the
 // millisecond, rounding Doc.Sent up (it is the latest possible time of
-// sending, and stays so); delete sessions long expired (the suite's
-// expiries are near the store's now); apply an update as a read and a
-// later write, so concurrent renewals of one session document are not
-// checked (the protocol never sends them). The times the protocol sends
-// in Doc.Exp, Doc.TTL, Session.ExpiresAt and Event.Until are whole
-// milliseconds, and so are the suite's.
+// sending, and stays so); the suite sends Doc.Exp, Doc.TTL and
+// Session.ExpiresAt in whole milliseconds, as the protocol does, and
+// Event.Until too (a hint's). It may delete sessions long expired (the
+// suite's expiries are near the store's now), and apply an update as a
+// read and a later write, so concurrent renewals of one session document
+// are not checked (the protocol never sends them); a late renewal with a
+// lower expiry is.
 package drivertest
 
 import (
