@@ -86,9 +86,15 @@ func (s *lockStore) Prepare(ctx context.Context) error {
 	return err
 }
 
-// ServerTime implements driver.Store, from the estimator.
+// ServerTime implements driver.Store, from the estimator; before Prepare
+// has started it, the zero Interval (driver.Store allows the call, and
+// the answer is not valid until then).
 func (s *lockStore) ServerTime() driver.Interval {
-	iv := s.est.Load().Now()
+	e := s.est.Load()
+	if e == nil {
+		return driver.Interval{}
+	}
+	iv := e.Now()
 	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
 }
 

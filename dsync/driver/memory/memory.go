@@ -393,11 +393,20 @@ func (s *Store) Unended(f func(driver.Doc) bool) {
 // Follow implements driver.Feed: the follower is live at once, and
 // receives every event published from then on, until stop.
 func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
-	f := &follower{h: h}
-	h.Live(1)
+	// Registered before Live, so that an event published from Live on (by
+	// Live itself, too, as a Client's does) is delivered; running until
+	// Live returns, so that events wait for it (one goroutine at a time).
+	f := &follower{h: h, running: true}
 	s.feedMu.Lock()
 	s.followers[f] = struct{}{}
 	s.feedMu.Unlock()
+	h.Live(1)
+	f.mu.Lock()
+	f.running = len(f.q) > 0
+	if f.running {
+		go f.deliver()
+	}
+	f.mu.Unlock()
 	return func() {
 		s.feedMu.Lock()
 		delete(s.followers, f)

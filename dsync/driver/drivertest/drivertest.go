@@ -1,0 +1,216 @@
+// Package drivertest is the conformance suite of dsync's drivers: every
+// guarantee package driver states, checked against a real store. A driver
+// passes it before dsync may run on it; dsync/driver/memory and dsync/mongo
+// both do.
+//
+// A driver's test calls Run with a function that opens a fresh, empty
+// store (the suite calls Prepare itself), and, if the store is a
+// driver.Feed, Peer with a function that opens a second store on the same
+// data, as another process would:
+//
+//	func TestConformance(t *testing.T) {
+//		drivertest.Run(t, func(t *testing.T) driver.Store {
+//			s := mydriver.Open(...) // fresh and empty
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		}, drivertest.Peer(func(t *testing.T, first driver.Store) driver.Store {
+//			return mydriver.Open(...) // the same data as first
+//		}))
+//	}
+//
+// The suite checks, each in a subtest:
+//
+//   - Insert: an insert creates the document, and Get reads back every
+//     field the contract carries; a second insert of its ID answers
+//     ErrExists and changes nothing; of many concurrent inserts of one ID,
+//     exactly one succeeds.
+//   - InsertOrdered: all created (dup -1), or created up to the first
+//     existing ID, whose index is returned, and none after it, also when
+//     several processes insert a claim and its shadow at once.
+//   - Get of a missing ID: not found, no error.
+//   - Newest: the claim of the key with the highest epoch, ignoring other
+//     kinds and other keys.
+//   - Floor and RaiseFloor: the highest floor below an epoch, with its
+//     nonce; raising a floor again succeeds; concurrent raises leave the
+//     highest.
+//   - Prune: deletes exactly the documents and floors of the key with
+//     1 < epoch < below sent before the time given.
+//   - Keys: sorted, distinct, filtered by prefix, after, and limit; paging
+//     through them all.
+//   - Sessions: generations are inserted once; a renewal raises a
+//     generation's expiry and never lowers it, and creates nothing; a read
+//     returns the generation with the highest expiry.
+//   - ServerTime: intervals that can each contain the store's clock as it
+//     moves forward; called before Prepare, an answer (of no use), not a
+//     panic.
+//   - Feed (a driver.Feed with a Peer): a follower turns live, receives
+//     what another store publishes (also from within Live), and nothing
+//     once stopped; it is told from one goroutine at a time. Delivery is
+//     a hint: neither order nor exactly-once is required. The suite
+//     follows each store once, as a Client does.
+//
+// What a driver may do, and the suite allows: store times to the
+// millisecond, rounding Doc.Sent up (it is the latest possible time of
+// sending, and stays so); the suite sends Doc.Exp, Doc.TTL and
+// Session.ExpiresAt in whole milliseconds, as the protocol does, and
+// Event.Until too (a hint's). It may delete sessions long expired (the
+// suite's expiries are near the store's now), and apply an update as a
+// read and a later write, so concurrent renewals of one session document
+// are not checked (the protocol never sends them); a late renewal with a
+// lower expiry is.
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Option adds to what the suite knows of the driver.
+type Option func(*suite)
+
+// Peer gives the suite a way to open a second store on the same data as
+// first (a store open returned), as another process would: the feed's
+// events published through one must reach a follower of the other. A
+// driver whose stores share their data in process may return first
+// itself. Without Peer, the feed's delivery is not checked.
+func Peer(peer func(t *testing.T, first driver.Store) driver.Store) Option {
+	return func(s *suite) { s.peer = peer }
+}
+
+type suite struct {
+	open func(t *testing.T) driver.Store
+	peer func(t *testing.T, first driver.Store) driver.Store
+}
+
+// Run runs the suite against the stores open returns. open must return a
+// fresh, empty store each time, and close it when t ends (t.Cleanup): the
+// suite does not call Close.
+func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
+	s := &suite{open: open}
+	for _, o := range opts {
+		o(s)
+	}
+	t.Run("Insert", s.testInsert)
+	t.Run("InsertConcurrent", s.testInsertConcurrent)
+	t.Run("InsertOrdered", s.testInsertOrdered)
+	t.Run("InsertOrderedConcurrent", s.testInsertOrderedConcurrent)
+	t.Run("GetMissing", s.testGetMissing)
+	t.Run("Newest", s.testNewest)
+	t.Run("Floor", s.testFloor)
+	t.Run("RaiseFloorConcurrent", s.testRaiseFloorConcurrent)
+	t.Run("Prune", s.testPrune)
+	t.Run("Keys", s.testKeys)
+	t.Run("Sessions", s.testSessions)
+	t.Run("RenewSessionNeverLowers", s.testRenewNeverLowers)
+	t.Run("RenewSessionMissing", s.testRenewMissing)
+	t.Run("ServerTime", s.testServerTime)
+	t.Run("Feed", s.testFeed)
+}
+
+// store opens a fresh store and prepares it (twice: a second Prepare must
+// succeed as well).
+func (s *suite) store(t *testing.T) (driver.Store, context.Context) {
+	t.Helper()
+	return s.prepare(t, s.open(t))
+}
+
+// prepare prepares st, twice.
+func (s *suite) prepare(t *testing.T, st driver.Store) (driver.Store, context.Context) {
+	t.Helper()
+	ctx := testCtx(t)
+	for range 2 {
+		if err := st.Prepare(ctx); err != nil {
+			t.Fatalf("Prepare: %v", err)
+		}
+	}
+	return st, ctx
+}
+
+// testCtx bounds a subtest, so that a hung driver fails it.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// now is the store's time, for the times the suite sends: a little in the
+// future of the store's clock, as the protocol's Sent is, and with a
+// fraction of a millisecond, to show rounding.
+func now(st driver.Store) time.Time {
+	return st.ServerTime().Latest.Truncate(time.Millisecond).Add(123456 * time.Nanosecond)
+}
+
+// claim returns epoch's claim of key, every field set.
+func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
+	return driver.Doc{
+		ID: driver.ClaimID(key, epoch), Key: key, Epoch: epoch, Kind: driver.KindClaim, Nonce: nonce,
+		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
+		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
+		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
+	}
+}
+
+// shadow returns the shadow of c.
+func shadow(c driver.Doc) driver.Doc {
+	return driver.Doc{ID: driver.ShadowID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: driver.KindShadow,
+		Nonce: c.Nonce, Session: c.Session, Sent: c.Sent}
+}
+
+// end returns the marker of kind that ends c.
+func end(c driver.Doc, kind string, sent time.Time) driver.Doc {
+	return driver.Doc{ID: driver.EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind,
+		Nonce: c.Nonce, Session: c.Session, Sent: sent}
+}
+
+func insert(t *testing.T, ctx context.Context, st driver.Store, docs ...driver.Doc) {
+	t.Helper()
+	for _, d := range docs {
+		if err := st.Insert(ctx, d); err != nil {
+			t.Fatalf("Insert(%s): %v", d.ID, err)
+		}
+	}
+}
+
+// get reads id, failing t on an error.
+func get(t *testing.T, ctx context.Context, st driver.Store, id string) (driver.Doc, bool) {
+	t.Helper()
+	d, found, err := st.Get(ctx, id)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return d, found
+}
+
+// checkStored reads want.ID and reports how it differs from want.
+func checkStored(t *testing.T, ctx context.Context, st driver.Store, want driver.Doc) {
+	t.Helper()
+	got, found := get(t, ctx, st, want.ID)
+	if !found {
+		t.Errorf("Get(%s): not found", want.ID)
+		return
+	}
+	if diff := docDiff(got, want); diff != "" {
+		t.Errorf("Get(%s): %s", want.ID, diff)
+	}
+}
+
+// docDiff describes how got differs from want: in any field, but Sent,
+// which may be rounded up to the millisecond.
+func docDiff(got, want driver.Doc) string {
+	if got.Sent.Before(want.Sent) || !got.Sent.Before(want.Sent.Add(time.Millisecond)) {
+		return fmt.Sprintf("Sent %v, want %v (or rounded up to the millisecond)", got.Sent, want.Sent)
+	}
+	if !got.Exp.Equal(want.Exp) {
+		return fmt.Sprintf("Exp %v, want %v", got.Exp, want.Exp)
+	}
+	g, w := got, want
+	g.Sent, w.Sent, g.Exp, w.Exp = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if g != w {
+		return fmt.Sprintf("got %+v, want %+v", g, w)
+	}
+	return ""
+}
