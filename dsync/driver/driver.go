@@ -69,6 +69,9 @@ type Doc struct {
 	Session string // the session of the claim (for a marker: of the claim it ends)
 	Owner   string // claims only: the primitive that claimed
 	// Sent is the latest possible store time when the document was sent.
+	// A driver may keep times to the millisecond, rounding Sent up (it
+	// must stay the latest possible) and the others as it likes: the
+	// engine sends expiries already rounded up.
 	Sent time.Time
 	// Claims only: the session's TTL, and the expiry its owner had seen
 	// confirmed when it claimed; zero in claims of an older dsync.
@@ -162,8 +165,9 @@ type Store interface {
 	// Prune deletes key's claims, shadows, markers and floors with
 	// 1 < epoch < below that were sent before sentBefore.
 	Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error
-	// Keys returns up to limit keys, in increasing order, that begin with
-	// prefix and come after after, among those that have documents.
+	// Keys returns up to limit keys (limit > 0), in increasing order of
+	// their bytes, that begin with prefix and come after after, among
+	// those that have documents (claims, shadows, markers or floors).
 	Keys(ctx context.Context, prefix, after string, limit int) ([]string, error)
 
 	// InsertSession creates generation s.Gen of session s.ID, or returns
@@ -210,9 +214,9 @@ type Event struct {
 // Feed is what a store that can carry wake-up hints between processes
 // provides, besides Store. Its events go to every follower.
 type Feed interface {
-	// Follow adds a follower, until stop is called or the store is
-	// closed, and reports to h from one goroutine at a time. A Client
-	// follows once, and calls stop when it is closed.
+	// Follow adds a follower, until stop is called, and reports to h from
+	// one goroutine at a time. A Client follows once, and calls stop when
+	// it is closed (before it closes the store).
 	Follow(h FeedHandler) (stop func())
 	// Publish sends an event to the other processes.
 	Publish(ctx context.Context, e Event) error

@@ -271,6 +271,14 @@ func (s *suite) testKeys(t *testing.T) {
 	keys("c", "", 100)
 	keys("dsync:", "", 1, "dsync:election/x")
 
+	// A key whose only documents are floors is listed too.
+	if err := st.RaiseFloor(ctx, "f", driver.Floor{Epoch: 3, Nonce: "n"}, sent); err != nil {
+		t.Fatal(err)
+	}
+	keys("f", "", 100, "f")
+	all = append(all, "f")
+	slices.Sort(all)
+
 	// Paging through every key, one and three at a time.
 	for _, limit := range []int{1, 3} {
 		var got []string

@@ -487,10 +487,18 @@ func (s *Store) Keys(ctx context.Context, prefix, after string, limit int) ([]st
 	s.mu.Lock()
 	var keys []string
 	seen := make(map[string]bool)
+	add := func(key string) {
+		if !seen[key] && strings.HasPrefix(key, prefix) && key > after {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
 	for _, d := range s.docs {
-		if !seen[d.Key] && strings.HasPrefix(d.Key, prefix) && d.Key > after {
-			seen[d.Key] = true
-			keys = append(keys, d.Key)
+		add(d.Key)
+	}
+	for key, fs := range s.floors {
+		if len(fs) > 0 {
+			add(key)
 		}
 	}
 	s.mu.Unlock()
