@@ -196,8 +196,12 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	}
 	defer func() { <-m.sem }()
 
+	// The hold is ended (which looks at the deadline, and loses the hold
+	// if it has passed) before its keeper stops counting it: a hold the
+	// keeper no longer counts is not lost when its session is retired.
+	lostErr := h.end()
 	h.keeper.remove(h)
-	if lostErr := h.end(); lostErr != nil {
+	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in
 		// the backend is the margin that lets a holder which was told

@@ -497,21 +497,29 @@ func (c *stuckClock) advance(d time.Duration) {
 func (c *stuckClock) AfterFunc(time.Duration, func()) func() bool { return func() bool { return true } }
 
 func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
-	clock := &stuckClock{now: time.Now()}
-	mem := dsync.NewMemoryBackend()
-	m := newMutex(t, mem, "k", dsync.WithTTL(time.Minute), dsync.WithClock(clock))
-	m.Lock()
-	clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
-	select {
-	case <-m.Lost():
-	default:
-		t.Fatal("Lost open after the deadline passed")
-	}
-	if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
-		t.Fatalf("UnlockContext after the deadline = %v, want ErrLost", err)
-	}
-	if _, ok := mem.Holder("k"); !ok {
-		t.Fatal("a lost lease was released instead of left to expire")
+	// Unlock may be the first call after the pause (the integration
+	// suite's SIGSTOP before Unlock), or follow a look at Lost.
+	for _, lookFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost-looked-at-first=%v", lookFirst), func(t *testing.T) {
+			clock := &stuckClock{now: time.Now()}
+			mem := dsync.NewMemoryBackend()
+			m := newMutex(t, mem, "k", dsync.WithTTL(time.Minute), dsync.WithClock(clock))
+			m.Lock()
+			clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
+			if lookFirst {
+				select {
+				case <-m.Lost():
+				default:
+					t.Fatal("Lost open after the deadline passed")
+				}
+			}
+			if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+				t.Fatalf("UnlockContext after the deadline = %v, want ErrLost", err)
+			}
+			if _, ok := mem.Holder("k"); !ok {
+				t.Fatal("a lost lease was released instead of left to expire")
+			}
+		})
 	}
 }
 

@@ -201,7 +201,7 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		t.trim = newTrimmer(s)
 		defer t.trim.stop()
 	}
-	for cur.SetMaxAwaitTime(t.awaitTime()); cur.Next(ctx); cur.SetMaxAwaitTime(t.awaitTime()) {
+	for t.next(ctx, cur) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
 			continue
@@ -252,6 +252,24 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 	}
 	t.h.Event(ev)
 }
+
+// next waits for the cursor's next event, a getMore waiting up to
+// awaitTime on the server. Its context has a deadline of its own, a
+// little past that wait: without one, the driver would apply a client's
+// operation timeout (options.Client().SetTimeout), and refuse any wait
+// not shorter than that timeout.
+func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
+	await := t.awaitTime()
+	cur.SetMaxAwaitTime(await)
+	ctx, cancel := context.WithTimeout(ctx, await+getMoreSlack)
+	defer cancel()
+	return cur.Next(ctx)
+}
+
+// getMoreSlack is how long past its wait a getMore of the event cursor
+// may take to come back before the stream is taken for broken (and
+// reopened).
+const getMoreSlack = 10 * time.Second
 
 // awaitTime is how long the next getMore of the event cursor waits for an
 // event: the safety poll interval, or at most ferretAwait on FerretDB while

@@ -510,3 +510,41 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 		})
 	}
 }
+
+// TestWakeupsWithAnOperationTimeout: a client with an operation timeout
+// shorter than the safety poll interval (options.Client().SetTimeout, as
+// the integration suite's workers use) still follows the event stream,
+// its getMores waiting the whole safety poll interval; the driver would
+// refuse them if they ran under the client's timeout.
+func TestWakeupsWithAnOperationTimeout(t *testing.T) {
+	const timeout, safety = time.Second, 3 * time.Second
+	awaits := make(chan time.Duration, 64)
+	db := mongotest.NewDatabase(t, options.Client().SetTimeout(timeout).SetMonitor(&event.CommandMonitor{
+		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+			if e.CommandName == "getMore" {
+				select {
+				case awaits <- e.Duration:
+				default:
+				}
+			}
+		},
+	}))
+	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	// Two getMores that found no event: each waited about the safety
+	// poll interval, past the operation timeout.
+	for n := 0; n < 2; {
+		select {
+		case d := <-awaits:
+			if d > timeout {
+				n++
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d getMores of the event cursor waited past the operation timeout within 30s, want 2", n)
+		}
+	}
+	if !tail(b).healthy.Load() {
+		t.Fatal("the event stream failed under an operation timeout")
+	}
+}
