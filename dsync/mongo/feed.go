@@ -253,23 +253,32 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 	t.h.Event(ev)
 }
 
-// next waits for the cursor's next event, a getMore waiting up to
-// awaitTime on the server. Its context has a deadline of its own, a
-// little past that wait: without one, the driver would apply a client's
-// operation timeout (options.Client().SetTimeout), and refuse any wait
-// not shorter than that timeout.
+// next waits for the cursor's next event, one getMore at a time: each
+// waits up to awaitTime on the server (read again before each, as other
+// processes start or stop waiting), under a deadline of its own a little
+// past that wait. Cursor.Next would chain getMores under one deadline:
+// a client's operation timeout (options.Client().SetTimeout) when the
+// context has none, which the driver refuses as shorter than the wait.
 func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
-	await := t.awaitTime()
-	cur.SetMaxAwaitTime(await)
-	ctx, cancel := context.WithTimeout(ctx, await+getMoreSlack)
-	defer cancel()
-	return cur.Next(ctx)
+	for {
+		await := t.awaitTime()
+		cur.SetMaxAwaitTime(await)
+		gctx, cancel := context.WithTimeout(ctx, await+getMoreSlack)
+		got := cur.TryNext(gctx)
+		cancel()
+		if got {
+			return true
+		}
+		if cur.Err() != nil || cur.ID() == 0 {
+			return false
+		}
+	}
 }
 
 // getMoreSlack is how long past its wait a getMore of the event cursor
 // may take to come back before the stream is taken for broken (and
 // reopened).
-const getMoreSlack = 10 * time.Second
+const getMoreSlack = 5 * time.Second
 
 // awaitTime is how long the next getMore of the event cursor waits for an
 // event: the safety poll interval, or at most ferretAwait on FerretDB while

@@ -514,12 +514,20 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 // TestWakeupsWithAnOperationTimeout: a client with an operation timeout
 // shorter than the safety poll interval (options.Client().SetTimeout, as
 // the integration suite's workers use) still follows the event stream,
-// its getMores waiting the whole safety poll interval; the driver would
-// refuse them if they ran under the client's timeout.
+// its getMores waiting the whole safety poll interval (the driver refuses
+// them under the client's timeout), and the stream stays open through
+// getMores that find nothing for longer than any one getMore's deadline.
 func TestWakeupsWithAnOperationTimeout(t *testing.T) {
-	const timeout, safety = time.Second, 3 * time.Second
+	const timeout, safety = 500 * time.Millisecond, time.Second
+	const rounds = 8 // empty getMores: longer than safety + getMoreSlack
 	awaits := make(chan time.Duration, 64)
+	var opens atomic.Int32
 	db := mongotest.NewDatabase(t, options.Client().SetTimeout(timeout).SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if coll, _ := e.Command.Lookup("find").StringValueOK(); coll == DefaultCollection+eventsSuffix {
+				opens.Add(1)
+			}
+		},
 		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
 			if e.CommandName == "getMore" {
 				select {
@@ -530,21 +538,22 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 		},
 	}))
 	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety))
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testCtx(t, 60*time.Second)
 	follow(t, ctx, b)
-	// Two getMores that found no event: each waited about the safety
-	// poll interval, past the operation timeout.
-	for n := 0; n < 2; {
+	for n := 0; n < rounds; {
 		select {
 		case d := <-awaits:
 			if d > timeout {
 				n++
 			}
 		case <-ctx.Done():
-			t.Fatalf("%d getMores of the event cursor waited past the operation timeout within 30s, want 2", n)
+			t.Fatalf("%d getMores of the event cursor waited past the operation timeout within 60s, want %d", n, rounds)
 		}
 	}
 	if !tail(b).healthy.Load() {
 		t.Fatal("the event stream failed under an operation timeout")
+	}
+	if n := opens.Load(); n != 1 {
+		t.Fatalf("the event stream was opened %d times during %d empty getMores, want once", n, rounds)
 	}
 }
