@@ -71,9 +71,17 @@ func (h *hold) lose(reason error) {
 }
 
 // end marks the hold ended by Unlock and returns why it was lost before,
-// if it was. The deadline is checked here too (expireIfDue).
+// if it was. The deadline is checked here too (expireIfDue), and a session
+// retired by another goroutine (its deadline timer, say, run at the same
+// moment after a pause) loses the hold here even if that goroutine has
+// not yet told its holds.
 func (h *hold) end() error {
 	h.expireIfDue()
+	if h.keeper != nil {
+		if why := h.keeper.retiredWith(h.sess); why != nil {
+			h.lose(why) // nothing if it was told already
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	prev := h.state

@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,5 +48,34 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		}
 		h2.end()
 		k.remove(h2)
+	})
+}
+
+// TestUnlockWhileTheSessionIsBeingRetired: the session's deadline timer
+// and a late Unlock may run together after a pause. Once the timer's
+// goroutine has retired the session, and before it tells the session's
+// holds, Unlock must already report the hold lost (the integration
+// suite's SIGSTOP before Unlock found the window).
+func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Lock()
+		h := m.hold
+		// The first half of retire: the session is retired; its holds are
+		// not told yet.
+		h.keeper.mu.Lock()
+		h.sess.retired, h.sess.why = true, ErrLost
+		h.keeper.mu.Unlock()
+		if err := m.UnlockContext(context.Background()); !errors.Is(err, ErrLost) {
+			t.Fatalf("UnlockContext while the session was being retired = %v, want ErrLost", err)
+		}
+		select {
+		case <-h.lost:
+		default:
+			t.Fatal("the hold's Lost channel stayed open")
+		}
 	})
 }

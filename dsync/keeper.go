@@ -49,6 +49,8 @@ type session struct {
 	// retired: the session's end has been handled (holds told, waiters
 	// cancelled). Guarded by keeper.mu.
 	retired bool
+	// why the session was retired; set with retired. Guarded by keeper.mu.
+	why error
 	// ctx is cancelled, with the reason, when the session is retired.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -302,6 +304,17 @@ func (k *keeper) expireIfDue(s *session) {
 	}
 }
 
+// retiredWith returns why s was retired, or nil while it is not. The
+// holds of a retired session are lost even before retire has told them.
+func (k *keeper) retiredWith(s *session) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !s.retired {
+		return nil
+	}
+	return s.why
+}
+
 // retire ends s for good: its holds are lost, its waiters are told through
 // s.ctx, and the next claim gets a new session.
 func (k *keeper) retire(s *session, reason error) {
@@ -310,7 +323,7 @@ func (k *keeper) retire(s *session, reason error) {
 		k.mu.Unlock()
 		return
 	}
-	s.retired = true
+	s.retired, s.why = true, reason
 	s.lease.Retire()
 	k.disarmLocked(s)
 	if k.sess == s {
