@@ -50,9 +50,25 @@ type Hold struct {
 	Limit  int64
 }
 
-// conflicts reports whether holds of modes a and b may not be valid at
-// once (weighted holds may, up to the limit).
-func conflicts(a, b string) bool { return a != b || a == "" }
+// conflicts reports whether holds a and b may not be valid at once:
+// readers may share a key, and weighted holds of one limit up to it;
+// weighted holds of different limits conflict (a key's limit changed, or
+// its processes disagree on it: the claims of each limit take turns).
+func conflicts(a, b *Hold) bool { return a.class() != b.class() || a.Mode == "" }
+
+// class is what a hold shares its key with: its mode and, for a weighted
+// hold, its limit.
+type class struct {
+	mode  string
+	limit int64
+}
+
+func (h *Hold) class() class {
+	if h.Mode == ModeWeighted {
+		return class{h.Mode, h.Limit}
+	}
+	return class{h.Mode, 0}
+}
 
 // ValidEnd is the end of the hold's validity interval: its end, or its
 // deadline if that came first (or if it has no end).
@@ -178,9 +194,11 @@ type interval struct{ from, to int64 }
 
 // Check rebuilds the holds of a merged history (any order) and checks:
 //
-//   - no two holds of a key overlap in their validity intervals
-//     [Acquired, ValidEnd];
-//   - tokens strictly increase in the order holds began;
+//   - no two holds of a key that conflict overlap in their validity
+//     intervals [Acquired, ValidEnd] (readers may share a key, and
+//     weighted holds of one limit while their weights fit it; weighted
+//     holds of different limits conflict);
+//   - tokens strictly increase in the order holds that conflict began;
 //   - every loss was signalled no later than its deadline plus the
 //     tolerance, not counting the time the process was paused (SIGSTOP)
 //     or stalled (EvStall: not scheduled at all, on an overloaded host);
@@ -328,11 +346,11 @@ func Check(events []Event, opts *Options) *Report {
 		})
 		// valid: the holds whose validity had not ended when the hold
 		// being looked at began. maxTok: the largest token of a hold of
-		// each mode begun so far in this era (tokens restart after a
+		// each class begun so far in this era (tokens restart after a
 		// reset of the store).
 		var prev *Hold
 		var valid []*Hold
-		maxTok := map[string]*Hold{}
+		maxTok := map[class]*Hold{}
 		curEra := -1
 		for _, h := range hs {
 			if h.Deadline == 0 {
@@ -347,7 +365,7 @@ func Check(events []Event, opts *Options) *Report {
 			valid = live
 			weight := h.Weight
 			for _, v := range valid {
-				if conflicts(h.Mode, v.Mode) {
+				if conflicts(h, v) {
 					r.add(KindOverlap, key, "%v acquired at %s while %v was valid until %s (%v overlap)",
 						h, ts(h.Acquired), v, ts(v.ValidEnd()), time.Duration(v.ValidEnd()-h.Acquired))
 				} else if h.Mode == ModeWeighted {
@@ -364,14 +382,14 @@ func Check(events []Event, opts *Options) *Report {
 			}
 			// Holds that conflict begin in token order: a hold's token is
 			// larger than that of every conflicting hold begun before it.
-			for mode, p := range maxTok {
-				if conflicts(h.Mode, mode) && h.Token <= p.Token {
+			for _, p := range maxTok {
+				if conflicts(h, p) && h.Token <= p.Token {
 					r.add(KindTokenOrder, key, "%v began at %s after %v began at %s, with a token not larger",
 						h, ts(h.Acquired), p, ts(p.Acquired))
 				}
 			}
-			if p := maxTok[h.Mode]; p == nil || h.Token > p.Token {
-				maxTok[h.Mode] = h
+			if p := maxTok[h.class()]; p == nil || h.Token > p.Token {
+				maxTok[h.class()] = h
 			}
 			if prev != nil && h.PID != prev.PID {
 				r.Handoffs++

@@ -294,6 +294,21 @@ func TestCheckModes(t *testing.T) {
 			moded(hold("b", 2, 2, 100*ms, 1050*ms, 600*ms, 0), ModeWeighted, 2, 3)),
 		want: KindOverlap,
 	}, {
+		name: "weighted holds of different limits",
+		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 2, 100*ms, 1050*ms, 600*ms, 0), ModeWeighted, 1, 2)),
+		want: KindOverlap,
+	}, {
+		name: "weighted holds of different limits in turn",
+		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 100*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 3, 200*ms, 1150*ms, 600*ms, 0), ModeWeighted, 1, 2),
+			moded(hold("c", 3, 2, 300*ms, 1250*ms, 700*ms, 0), ModeWeighted, 1, 2)),
+	}, {
+		name: "a limit's token below another limit's begun before",
+		evs: concat(moded(hold("a", 1, 5, 1*ms, 950*ms, 100*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 4, 200*ms, 1150*ms, 300*ms, 0), ModeWeighted, 1, 2)),
+		want: KindTokenOrder,
+	}, {
 		name: "a weighted hold with a reader",
 		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
 			moded(hold("b", 2, 2, 100*ms, 1050*ms, 600*ms, 0), ModeShared, 0, 0)),

@@ -140,7 +140,8 @@
 // order, and epochs (tokens) strictly increase from hold to hold.
 //
 // With modes, the argument is the same for claims that conflict (grant.go:
-// claims of different modes, or two exclusive ones). Let A < B conflict,
+// claims of different modes, weighted claims of different limits, or two
+// exclusive ones). Let A < B conflict,
 // and B hold at t. B's walk cannot pass A live (its mode does not allow
 // it), so A ended, or lies below where the walk stopped: a counting floor
 // or epoch 1 (only ended epochs lie below), or a release of a claim D
@@ -151,7 +152,8 @@
 // lower epoch in the store before a claim's insert, so when the highest H
 // of several weighted holds valid at once last checked its weights, every
 // other one was live below it, not below a stop (that would have ended
-// it), and counted: their weights and H's fit H's limit.
+// it), and counted: their weights and H's fit H's limit, which is theirs
+// (holds of another limit conflict with H).
 //
 // # A store emptied or restored
 //

@@ -14,16 +14,22 @@ import (
 //   - Exclusive: it holds when every lower claim has ended.
 //   - Shared: it holds when every lower claim that is not shared has
 //     ended.
-//   - Weighted: it holds when every lower claim that is not weighted has
-//     ended, and the weights of the live lower weighted claims plus its
-//     own are at most its limit.
+//   - Weighted: it holds when every lower claim that is not weighted with
+//     the same limit has ended, and the weights of the live lower weighted
+//     claims plus its own are at most its limit.
 //
 // Live lower claims count whether they hold or still wait, so claims hold
 // in queue order: a claim never passes one below it that conflicts with
 // it, nor one that waits because the limit is full. Claims of different
 // modes conflict (a key's primitives are meant to use one family: an
 // exclusive and shared one, or a weighted one; mixing them is safe, only
-// coarse).
+// coarse), and so do weighted claims of different limits: the limit is
+// each claim's, and processes may disagree on it (a limit changed by a
+// rolling restart), so claims of each limit take turns, in queue order,
+// and the weighted holds valid at once all carry one limit and fit it.
+// Were they to pass each other, a claim of a large limit could hold
+// beside claims of a small one with more weight than the small limit
+// allows.
 //
 // A walk reads down the queue until it knows enough. A release says its
 // claim held, so everything its own mode conflicts with had ended below
@@ -72,7 +78,7 @@ func passes(w Terms, d Doc) bool {
 	case Shared:
 		return d.Mode == Shared
 	case Weighted:
-		return d.Mode == Weighted
+		return d.Mode == Weighted && d.Limit == w.Limit
 	}
 	return false
 }

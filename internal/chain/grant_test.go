@@ -155,6 +155,56 @@ func TestGrantWeighted(t *testing.T) {
 	}
 }
 
+// Weighted claims of different limits take turns: a claim passes only
+// live claims of its own limit, so the weighted holds valid at once all
+// fit one limit.
+func TestGrantWeightedLimits(t *testing.T) {
+	g := grantRig{t, memory.New()}
+	of := func(w, limit int64) chain.Terms { return chain.Terms{Mode: chain.Weighted, Weight: w, Limit: limit} }
+	e1, a := g.claim("a", of(1, 2))
+	e2, b := g.claim("b", of(1, 2))
+	e3, c := g.claim("c", of(1, 10))
+	e4, d := g.claim("d", of(1, 10))
+	e5, f := g.claim("f", of(1, 2))
+	if !g.holds(e1, a) || !g.holds(e2, b) {
+		t.Fatal("weights 1 and 1 do not fit a limit of 2")
+	}
+	if g.holds(e3, c) {
+		t.Fatal("a claim of limit 10 holds beside claims of limit 2 that fill it")
+	}
+	if g.holds(e4, d) || g.holds(e5, f) {
+		t.Fatal("a claim passed a lower one of another limit that waits")
+	}
+	g.release(e1, a)
+	if g.holds(e3, c) {
+		t.Fatal("a claim of limit 10 holds beside a live claim of limit 2")
+	}
+	g.release(e2, b)
+	if !g.holds(e3, c) || !g.holds(e4, d) {
+		t.Fatal("claims of limit 10 do not share the key once the claims of limit 2 ended")
+	}
+	if g.holds(e5, f) {
+		t.Fatal("a claim of limit 2 holds beside claims of limit 10")
+	}
+	g.release(e3, c)
+	g.release(e4, d)
+	if !g.holds(e5, f) {
+		t.Fatal("a claim of limit 2 does not hold once the claims of limit 10 ended")
+	}
+	// A try of another limit than the live top claim's never queues.
+	sess, _, err := e1.OpenSession(context.Background(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy *chain.BusyError
+	if _, err := e1.TryClaim(context.Background(), "k", "x", sess, of(1, 3)); !errors.As(err, &busy) {
+		t.Fatalf("TryClaim of limit 3 while a claim of limit 2 holds = %v, want busy", err)
+	}
+	if c, err := e1.TryClaim(context.Background(), "k", "y", sess, of(1, 2)); err != nil || c == nil {
+		t.Fatalf("TryClaim of limit 2 beside a claim of limit 2 holding weight 1: %v", err)
+	}
+}
+
 // TryClaim of a reader succeeds while readers hold, and fails while a
 // writer holds or waits.
 func TestGrantTryShared(t *testing.T) {

@@ -170,6 +170,8 @@ type sim struct {
 	// the terms of claims.
 	families map[string]family
 	frng     *rand.Rand
+	// limits draws the limits of weighted claims (simfamily_test.go).
+	limits simLimits
 }
 
 // A family is the kind of primitive a key serves, which decides the terms
@@ -194,7 +196,7 @@ func (s *sim) terms(key string) (chain.Terms, string) {
 			return chain.Terms{Mode: chain.Shared}, history.ModeShared
 		}
 	case familyWeighted:
-		return chain.Terms{Mode: chain.Weighted, Weight: 1 + s.frng.Int64N(2), Limit: simLimit}, history.ModeWeighted
+		return chain.Terms{Mode: chain.Weighted, Weight: 1 + s.frng.Int64N(2), Limit: s.limits.draw()}, history.ModeWeighted
 	}
 	return chain.ExclusiveTerms, ""
 }
@@ -304,6 +306,7 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	// families. k1 is always a Mutex's.
 	s.frng = rand.New(rand.NewPCG(uint64(seed), 0xfa111e5))
 	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3))}
+	s.limits = newSimLimits(seed)
 	for i := range 3 + rng.IntN(4) {
 		s.addOwner(i < 2)
 	}
@@ -379,7 +382,7 @@ func plantedSeeds() []int64 {
 // are signalled in time, observers polling the head of the queue never see
 // it go back, and no session's renewals storm.
 func TestSimulation(t *testing.T) {
-	holds, handoffs, losses, polls, sharing := 0, 0, 0, 0, map[string]int{}
+	holds, handoffs, losses, polls, sharing, limits := 0, 0, 0, 0, map[string]int{}, 0
 	var total simStats
 	for _, seed := range seeds() {
 		r, st := runSim(t, seed, chain.NoBug, simNoBug, *simSeed >= 0)
@@ -387,6 +390,7 @@ func TestSimulation(t *testing.T) {
 		for mode, n := range sharingHolds(r) {
 			sharing[mode] += n
 		}
+		limits += limitChanges(r)
 		holds += r.NumHolds
 		handoffs += r.Handoffs
 		losses += r.Losses
@@ -399,15 +403,15 @@ func TestSimulation(t *testing.T) {
 			t.Fatalf("seed %d (replay: go test ./internal/chain -run TestSimulation -chain.seed=%d):%s", seed, seed, b.String())
 		}
 	}
-	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; %+v",
-		len(seeds()), holds, handoffs, losses, polls, sharing[history.ModeShared], sharing[history.ModeWeighted], total)
+	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; limit changes %d; %+v",
+		len(seeds()), holds, handoffs, losses, polls, sharing[history.ModeShared], sharing[history.ModeWeighted], limits, total)
 	if total.torn > 0 {
 		t.Fatalf("%d session renewals wrote back a lower expiry than a later renewal's", total.torn)
 	}
 	if *simSeed < 0 && (holds == 0 || polls == 0 || handoffs == 0 || losses == 0 || total.late == 0 || total.prunes == 0 ||
 		total.dead == 0 || total.withdrawn == 0 || total.tornDeletes == 0 || total.cleaned == 0 || total.lateConfirms == 0 ||
 		total.nearDeadline == 0 || total.failovers == 0 || total.resets == 0 || total.restores == 0 || total.sessionDrops == 0 ||
-		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0) {
+		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }

@@ -139,10 +139,14 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 }
 
 // passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
-// walker passing every live claim.
+// walker passing every live claim (and the sync family's planted errors,
+// plantedPasses).
 func (e *Engine) passes(w Terms, d Doc) bool {
 	if e.has(BugSharedPassesAll) && w.Mode == Shared {
 		return true
+	}
+	if p, ok := e.plantedPasses(w, d); ok {
+		return p
 	}
 	return passes(w, d)
 }
