@@ -17,12 +17,13 @@ const (
 	holdEnded             // ended by Unlock
 )
 
-// A hold is one acquisition of a Mutex: its claim and the session whose
+// A hold is one acquisition of a primitive (a Mutex's, a reader's or
+// writer's of an RWMutex, a Semaphore's): its claim and the session whose
 // lease it shares. It is valid until its session's local deadline, and
 // lost when the session is retired (its keeper sees to both): it has no
 // timer of its own.
 type hold struct {
-	m      *Mutex
+	p      *core // the primitive it is a hold of
 	claim  claimRef
 	keeper *keeper
 	sess   *session
@@ -38,7 +39,7 @@ type hold struct {
 func (h *hold) start(deadline time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.m.cfg.clock.Now().Before(deadline) {
+	if !h.p.cfg.clock.Now().Before(deadline) {
 		return false
 	}
 	h.state = holdActive
@@ -67,7 +68,10 @@ func (h *hold) lose(reason error) {
 	h.mu.Unlock()
 
 	h.keeper.remove(h)
-	h.m.report(h.lostErr)
+	h.p.report(h.lostErr)
+	if h.p.lostHook != nil {
+		h.p.lostHook(h)
+	}
 }
 
 // end marks the hold ended by Unlock and returns why it was lost before,

@@ -19,7 +19,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := m.client.keeperOf(m)
+		k, err := m.client.keeperOf(&m.core)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.retire(s, ErrLost)
-		h := &hold{m: m, claim: claimRef{Key: "k", Token: 1}, lost: make(chan struct{})}
+		h := &hold{p: &m.core, claim: claimRef{Key: "k", Token: 1}, lost: make(chan struct{})}
 		if k.join(h, s) {
 			t.Fatal("a hold joined a retired session")
 		}
@@ -42,7 +42,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if s2 == s || s2.id == s.id {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		h2 := &hold{m: m, claim: claimRef{Key: "k", Token: 2}, lost: make(chan struct{})}
+		h2 := &hold{p: &m.core, claim: claimRef{Key: "k", Token: 2}, lost: make(chan struct{})}
 		if !k.join(h2, s2) || !h2.active() {
 			t.Fatal("a hold could not join a live session")
 		}

@@ -96,16 +96,16 @@ type keeperID struct {
 	ttl      time.Duration
 	interval time.Duration
 	clock    Clock
-	// mutex is set only when clock cannot be a map key: the Mutex then
+	// own is set only when clock cannot be a map key: the primitive then
 	// gets a keeper of its own.
-	mutex *Mutex
+	own *core
 }
 
-// keeperOf returns the keeper m's holds join, creating it.
-func (c *Client) keeperOf(m *Mutex) (*keeper, error) {
-	id := keeperID{ttl: m.cfg.ttl, interval: m.cfg.renewInterval, clock: m.cfg.clock}
-	if !reflect.TypeOf(m.cfg.clock).Comparable() {
-		id.mutex = m
+// keeperOf returns the keeper p's holds join, creating it.
+func (c *Client) keeperOf(p *core) (*keeper, error) {
+	id := keeperID{ttl: p.cfg.ttl, interval: p.cfg.renewInterval, clock: p.cfg.clock}
+	if !reflect.TypeOf(p.cfg.clock).Comparable() {
+		id.own = p
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -423,19 +423,19 @@ func (k *keeper) check(s *session) {
 	}
 }
 
-// report sends a renewal error to the Mutexes that use the session, once
-// per distinct Mutex.
+// report sends a renewal error to the primitives that use the session,
+// once per distinct primitive.
 func (k *keeper) report(err error) {
 	k.mu.Lock()
-	seen := make(map[*Mutex]bool)
+	seen := make(map[*core]bool)
 	for h := range k.holds {
-		seen[h.m] = true
+		seen[h.p] = true
 	}
 	k.mu.Unlock()
-	if k.id.mutex != nil {
-		seen[k.id.mutex] = true
+	if k.id.own != nil {
+		seen[k.id.own] = true
 	}
-	for m := range seen {
-		m.report(err)
+	for p := range seen {
+		p.report(err)
 	}
 }

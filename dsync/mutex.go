@@ -1,25 +1,12 @@
 package dsync
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/rs/xid"
-
 	"github.com/go-dsync/dsync/internal/chain"
-)
-
-// Backoff between acquire attempts that failed with an error (not with
-// contention): doubled from minBackoff up to maxBackoff, with jitter.
-const (
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = 2 * time.Second
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
@@ -42,11 +29,7 @@ const (
 // at most one of them talks to the backend; like sync.Mutex, a locked Mutex
 // is not tied to a goroutine, and any goroutine may Unlock it.
 type Mutex struct {
-	client *Client
-	key    string // as given
-	stored string // the key in the store: key, or in a namespace
-	owner  string
-	cfg    config
+	core
 
 	// sem is the local lock: a token in it means some goroutine holds or
 	// is acquiring the Mutex.
@@ -60,47 +43,11 @@ type Mutex struct {
 // own owner identity: two Mutex values for the same key exclude each
 // other even in one process.
 func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
-	if backend == nil {
-		return nil, errors.New("dsync: nil backend")
-	}
-	cfg, err := newConfig(opts)
+	p, err := newCore(backend, key, "", opts)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := storedKey(key, cfg.namespace)
-	if err != nil {
-		return nil, err
-	}
-	client := backend.Client()
-	if err := client.checkKey(stored); err != nil {
-		return nil, err
-	}
-	m := &Mutex{
-		client: client,
-		key:    key,
-		stored: stored,
-		owner:  xid.New().String(),
-		cfg:    cfg,
-		sem:    make(chan struct{}, 1),
-	}
-	return m, nil
-}
-
-// reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
-// plain keys may not.
-const reservedPrefix = "dsync:"
-
-// storedKey is the key a Mutex claims in its store.
-func storedKey(key, namespace string) (string, error) {
-	switch {
-	case key == "":
-		return "", errors.New("dsync: empty key")
-	case namespace != "":
-		return reservedPrefix + namespace + "/" + key, nil
-	case strings.HasPrefix(key, reservedPrefix):
-		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
-	}
-	return key, nil
+	return &Mutex{core: p, sem: make(chan struct{}, 1)}, nil
 }
 
 // Key returns the lock's key.
@@ -137,10 +84,12 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	if _, err := m.acquire(ctx, true); err != nil {
+	h, err := m.acquire(ctx, chain.ExclusiveTerms, true)
+	if err != nil {
 		<-m.sem
 		return err
 	}
+	m.install(h)
 	return nil
 }
 
@@ -157,11 +106,13 @@ func (m *Mutex) TryLock() bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ttl)
 	defer cancel()
-	ok, _ := m.acquire(ctx, false)
-	if !ok {
+	h, _ := m.acquire(ctx, chain.ExclusiveTerms, false)
+	if h == nil {
 		<-m.sem
+		return false
 	}
-	return ok
+	m.install(h)
+	return true
 }
 
 // Unlock unlocks m and releases its lease so that the next holder need not
@@ -195,25 +146,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		panic("dsync: unlock of unlocked mutex")
 	}
 	defer func() { <-m.sem }()
-
-	// The hold is ended (which looks at the deadline, and loses the hold
-	// if it has passed) before its keeper stops counting it: a hold the
-	// keeper no longer counts is not lost when its session is retired.
-	lostErr := h.end()
-	h.keeper.remove(h)
-	if lostErr != nil {
-		// A lost hold is left to run out instead of being released: the
-		// time between the local deadline and the session's expiry in
-		// the backend is the margin that lets a holder which was told
-		// late stop before anyone else starts.
-		return lostErr
-	}
-	// The release is a write of its own (not an update of anything a
-	// renewal touches), so it races no renewal in flight.
-	if err := m.client.end(ctx, h.claim, true); err != nil {
-		return fmt.Errorf("dsync: release %q: %w", m.key, err)
-	}
-	return nil
+	return m.release(ctx, h)
 }
 
 // Lost returns a channel that is closed when the current hold ends without
@@ -258,7 +191,7 @@ func (m *Mutex) ValidUntil() time.Time {
 	if m.hold == nil {
 		return time.Time{}
 	}
-	return time.Now().Add(m.hold.validUntil().Sub(m.cfg.clock.Now()))
+	return m.validUntil(m.hold)
 }
 
 var closedChan = func() chan struct{} {
@@ -267,189 +200,9 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// acquire claims m's key and waits for the claim to hold, retrying
-// backend errors, until it holds, or — when wait is false — makes one
-// attempt that never waits (TryLock). m.sem is held by the caller.
-func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
-	backoff := minBackoff
-	var lastErr error
-	// backOff sleeps before the next attempt after a failed one, doubling
-	// the pause each time; it reports false if ctx ended first.
-	backOff := func() bool {
-		ok := sleep(m.cfg.clock, jitter(backoff), ctx.Done())
-		backoff = min(2*backoff, maxBackoff)
-		return ok
-	}
-	fail := func(err error) (retry bool) {
-		lastErr = err
-		m.report(err)
-		return wait && backOff()
-	}
-	resets := 0
-	for {
-		k, err := m.client.keeperOf(m)
-		if err != nil {
-			return false, err
-		}
-		sess, err := k.enter(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, m.contextErr(ctx, cmp.Or(lastErr, err))
-			}
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
-				return false, m.failure(ctx, err, lastErr)
-			}
-			continue
-		}
-		held, err := m.claimAndAwait(ctx, k, sess, wait)
-		switch {
-		case held:
-			return true, nil
-		case errors.Is(err, ErrHeld) && !wait:
-			k.leave(sess)
-			return false, err
-		case errors.Is(err, ErrHeld):
-			// Lost every race for a place at the end of the queue, with
-			// many processes claiming at once: contention, not failure.
-			k.leave(sess)
-			if !sleep(m.cfg.clock, jitter(minBackoff), ctx.Done()) {
-				return false, m.contextErr(ctx, lastErr)
-			}
-		case ctx.Err() != nil:
-			k.leave(sess)
-			return false, m.contextErr(ctx, cmp.Or(lastErr, err))
-		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
-			// The store lost the key's history (emptied or restored): the
-			// claim is void. The session may be gone with it: renewing it
-			// now retires it if so, and the next claim opens another.
-			k.check(sess)
-			k.leave(sess)
-			if resets++; resets > 1 && !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
-				return false, m.failure(ctx, err, lastErr)
-			}
-			m.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", m.key, err))
-		case sess.ctx.Err() != nil:
-			// The session was retired while we waited: its claim is
-			// withdrawn; queue again in a new one.
-			k.leave(sess)
-			if !fail(err) {
-				return false, m.failure(ctx, err, lastErr)
-			}
-		default:
-			k.leave(sess)
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", m.key, err)) {
-				return false, m.failure(ctx, err, lastErr)
-			}
-		}
-	}
-}
-
-// failure is what a failed attempt returns: ctx's cause if it ended,
-// otherwise the backend's error.
-func (m *Mutex) failure(ctx context.Context, err, lastErr error) error {
-	if ctx.Err() != nil {
-		return m.contextErr(ctx, lastErr)
-	}
-	return err
-}
-
-// claimAndAwait queues m in sess and waits until the claim holds, then
-// installs the hold. Whatever stops it first (ctx, the session's
-// retirement, a backend error) withdraws the claim. With wait false, the
-// backend's Claim either holds at once or returns a *HeldError.
-func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wait bool) (bool, error) {
-	// Bound by the session: a claim made in a retired session must never
-	// hold.
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
-	defer stop()
-
-	cctx, ccancel := context.WithTimeout(wctx, m.cfg.ttl-m.cfg.margin())
-	c, err := m.client.claim(cctx, m.stored, m.owner, sess.id, chain.ExclusiveTerms, !wait)
-	ccancel()
-	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
-		// The session was retired meanwhile: that is why.
-		return false, fmt.Errorf("dsync: acquire %q: %w (%w)", m.key, context.Cause(sess.ctx), err)
-	}
-	if err != nil {
-		return false, err
-	}
-	if wait {
-		for {
-			c.Below, err = m.client.await(wctx, c)
-			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
-				break
-			}
-			// A backend error while waiting: the claim keeps its place
-			// (a waiter that stops waiting would lose it); try again.
-			m.report(fmt.Errorf("dsync: waiting for %q: %w", m.key, err))
-			if !sleep(m.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
-				break
-			}
-		}
-		if err == nil && wctx.Err() != nil {
-			err = context.Cause(wctx)
-		}
-	}
-	if err == nil && m.install(c, k, sess) {
-		return true, nil
-	}
-	if err == nil {
-		err = fmt.Errorf("dsync: acquire %q: %w", m.key, context.Cause(sess.ctx))
-	}
-	m.withdraw(c)
-	return false, err
-}
-
-// withdraw gives up a claim that will not be held. If the store cannot
-// confirm it, the Client sends it again in the background, and before its
-// next claim; until then it waits in the queue for as long as its session
-// lives.
-func (m *Mutex) withdraw(c claimRef) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())
-	defer cancel()
-	if err := m.client.end(ctx, c, false); err != nil {
-		m.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", m.key, c.Token, err))
-	}
-}
-
-// contextErr is what LockContext returns when ctx ends: its cause, with the
-// last backend error attached when there was one (even one that only says
-// the context ended: the driver's message tells why, such as no server
-// answering).
-func (m *Mutex) contextErr(ctx context.Context, lastErr error) error {
-	cause := context.Cause(ctx)
-	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
-		return cause
-	}
-	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
-}
-
-// install makes c the current hold, valid until its session's deadline, if
-// the session is still live.
-func (m *Mutex) install(c claimRef, k *keeper, sess *session) bool {
-	h := &hold{m: m, claim: c, lost: make(chan struct{})}
-	if !k.join(h, sess) {
-		return false
-	}
+// install makes h the current hold.
+func (m *Mutex) install(h *hold) {
 	m.mu.Lock()
 	m.hold = h
 	m.mu.Unlock()
-	return true
-}
-
-func (m *Mutex) report(err error) {
-	m.cfg.logger.Warn("dsync", "key", m.key, "err", err)
-	if m.cfg.onError != nil {
-		m.cfg.onError(err)
-	}
-}
-
-// jitter returns a duration in [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
 }

@@ -74,7 +74,11 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	if try {
 		cl, err = c.eng.TryClaim(ctx, key, owner, session, t)
 	} else {
-		c.afterPredecessor(ctx, key, owner)
+		if t.Mode == chain.Exclusive {
+			// Strict turns after a takeover (relock.go) are a lock's:
+			// claims that share a key do not take turns.
+			c.afterPredecessor(ctx, key, owner)
+		}
 		cl, err = c.eng.Claim(ctx, key, owner, session, t, false)
 	}
 	var busy *chain.BusyError
@@ -109,7 +113,9 @@ func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error)
 			return false, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
-			c.relock.tookOver(cl.Key, cl.Owner, cl.Token, cc, c.mono())
+			if cl.Terms.Mode == chain.Exclusive {
+				c.relock.tookOver(cl.Key, cl.Owner, cl.Token, cc, c.mono())
+			}
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true

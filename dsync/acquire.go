@@ -1,0 +1,304 @@
+package dsync
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// The acquire loop that every primitive shares: a claim made in the
+// session of the primitive's keeper, waited on until it holds by the
+// grant rule of its terms, and installed as a hold of the session; or
+// withdrawn. Each primitive keeps the holds it has (one for a Mutex,
+// several for the readers of an RWMutex or the acquisitions of a
+// Semaphore) and ends each with release.
+
+// Backoff between acquire attempts that failed with an error (not with
+// contention): doubled from minBackoff up to maxBackoff, with jitter.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
+
+// core is what every primitive has: its Client, its key as given and as
+// stored, its owner identity (the Owner of every claim it makes) and its
+// options.
+type core struct {
+	client *Client
+	key    string // as given
+	stored string // the key in the store: key, or in a namespace
+	owner  string
+	cfg    config
+	// lostHook, if set, is told of each of the primitive's holds that is
+	// lost (after its lost channel is closed).
+	lostHook func(*hold)
+}
+
+// newCore checks a primitive's backend, key and options. A primitive of
+// the sync family passes its namespace (family), which WithNamespace may
+// not change; a Mutex passes "" and takes WithNamespace's, if any.
+func newCore(backend Backend, key, family string, opts []Option) (core, error) {
+	if backend == nil {
+		return core{}, errors.New("dsync: nil backend")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return core{}, err
+	}
+	ns := cfg.namespace
+	if family != "" {
+		if ns != "" {
+			return core{}, fmt.Errorf("dsync: WithNamespace is for a Mutex: a %s has its namespace (%q)", family, reservedPrefix+family+"/")
+		}
+		ns = family
+	}
+	stored, err := storedKey(key, ns)
+	if err != nil {
+		return core{}, err
+	}
+	client := backend.Client()
+	if err := client.checkKey(stored); err != nil {
+		return core{}, err
+	}
+	return core{client: client, key: key, stored: stored, owner: xid.New().String(), cfg: cfg}, nil
+}
+
+// reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
+// plain keys may not.
+const reservedPrefix = "dsync:"
+
+// storedKey is the key a primitive claims in its store.
+func storedKey(key, namespace string) (string, error) {
+	switch {
+	case key == "":
+		return "", errors.New("dsync: empty key")
+	case namespace != "":
+		return reservedPrefix + namespace + "/" + key, nil
+	case strings.HasPrefix(key, reservedPrefix):
+		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
+	}
+	return key, nil
+}
+
+// acquire claims p's key with terms t and waits for the claim to hold,
+// retrying backend errors, until it holds, or — when wait is false —
+// makes one attempt that never waits (a try). It returns the hold, joined
+// to its session; it may be lost by the time the caller stores it (its
+// lost channel is then closed).
+func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
+	backoff := minBackoff
+	var lastErr error
+	// backOff sleeps before the next attempt after a failed one, doubling
+	// the pause each time; it reports false if ctx ended first.
+	backOff := func() bool {
+		ok := sleep(p.cfg.clock, jitter(backoff), ctx.Done())
+		backoff = min(2*backoff, maxBackoff)
+		return ok
+	}
+	fail := func(err error) (retry bool) {
+		lastErr = err
+		p.report(err)
+		return wait && backOff()
+	}
+	resets := 0
+	for {
+		k, err := p.client.keeperOf(p)
+		if err != nil {
+			return nil, err
+		}
+		sess, err := k.enter(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
+			}
+			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
+				return nil, p.failure(ctx, err, lastErr)
+			}
+			continue
+		}
+		h, err := p.claimAndAwait(ctx, k, sess, t, wait)
+		switch {
+		case h != nil:
+			return h, nil
+		case errors.Is(err, ErrHeld) && !wait:
+			k.leave(sess)
+			return nil, err
+		case errors.Is(err, ErrHeld):
+			// Lost every race for a place at the end of the queue, with
+			// many processes claiming at once: contention, not failure.
+			k.leave(sess)
+			if !sleep(p.cfg.clock, jitter(minBackoff), ctx.Done()) {
+				return nil, p.contextErr(ctx, lastErr)
+			}
+		case ctx.Err() != nil:
+			k.leave(sess)
+			return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
+		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
+			// The store lost the key's history (emptied or restored): the
+			// claim is void. The session may be gone with it: renewing it
+			// now retires it if so, and the next claim opens another.
+			k.check(sess)
+			k.leave(sess)
+			if resets++; resets > 1 && !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
+				return nil, p.failure(ctx, err, lastErr)
+			}
+			p.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", p.key, err))
+		case sess.ctx.Err() != nil:
+			// The session was retired while we waited: its claim is
+			// withdrawn; queue again in a new one.
+			k.leave(sess)
+			if !fail(err) {
+				return nil, p.failure(ctx, err, lastErr)
+			}
+		default:
+			k.leave(sess)
+			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
+				return nil, p.failure(ctx, err, lastErr)
+			}
+		}
+	}
+}
+
+// failure is what a failed attempt returns: ctx's cause if it ended,
+// otherwise the backend's error.
+func (p *core) failure(ctx context.Context, err, lastErr error) error {
+	if ctx.Err() != nil {
+		return p.contextErr(ctx, lastErr)
+	}
+	return err
+}
+
+// claimAndAwait queues p in sess with terms t and waits until the claim
+// holds, then joins the hold to sess. Whatever stops it first (ctx, the
+// session's retirement, a backend error) withdraws the claim. With wait
+// false, the backend's Claim either holds at once or returns a
+// *HeldError.
+func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t chain.Terms, wait bool) (*hold, error) {
+	// Bound by the session: a claim made in a retired session must never
+	// hold.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
+	defer stop()
+
+	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.cfg.margin())
+	c, err := p.client.claim(cctx, p.stored, p.owner, sess.id, t, !wait)
+	ccancel()
+	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
+		// The session was retired meanwhile: that is why.
+		return nil, fmt.Errorf("dsync: acquire %q: %w (%w)", p.key, context.Cause(sess.ctx), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		for {
+			c.Below, err = p.client.await(wctx, c)
+			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
+				break
+			}
+			// A backend error while waiting: the claim keeps its place
+			// (a waiter that stops waiting would lose it); try again.
+			p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
+			if !sleep(p.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
+				break
+			}
+		}
+		if err == nil && wctx.Err() != nil {
+			err = context.Cause(wctx)
+		}
+	}
+	if err == nil {
+		if h := p.join(c, k, sess); h != nil {
+			return h, nil
+		}
+		err = fmt.Errorf("dsync: acquire %q: %w", p.key, context.Cause(sess.ctx))
+	}
+	p.withdraw(c)
+	return nil, err
+}
+
+// join makes c a hold, valid until its session's deadline, if the session
+// is still live.
+func (p *core) join(c claimRef, k *keeper, sess *session) *hold {
+	h := &hold{p: p, claim: c, lost: make(chan struct{})}
+	if !k.join(h, sess) {
+		return nil
+	}
+	return h
+}
+
+// release ends h, which the primitive no longer counts as held: a lost
+// hold reports why (wrapping ErrLost) and is left to run out, any other
+// is released. The hold is ended (which looks at the deadline, and loses
+// the hold if it has passed) before its keeper stops counting it: a hold
+// the keeper no longer counts is not lost when its session is retired.
+func (p *core) release(ctx context.Context, h *hold) error {
+	lostErr := h.end()
+	h.keeper.remove(h)
+	if lostErr != nil {
+		// A lost hold is left to run out instead of being released: the
+		// time between the local deadline and the session's expiry in
+		// the backend is the margin that lets a holder which was told
+		// late stop before anyone else starts.
+		return lostErr
+	}
+	// The release is a write of its own (not an update of anything a
+	// renewal touches), so it races no renewal in flight.
+	if err := p.client.end(ctx, h.claim, true); err != nil {
+		return fmt.Errorf("dsync: release %q: %w", p.key, err)
+	}
+	return nil
+}
+
+// withdraw gives up a claim that will not be held. If the store cannot
+// confirm it, the Client sends it again in the background, and before its
+// next claim; until then it waits in the queue for as long as its session
+// lives.
+func (p *core) withdraw(c claimRef) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
+	defer cancel()
+	if err := p.client.end(ctx, c, false); err != nil {
+		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Token, err))
+	}
+}
+
+// contextErr is what an acquire returns when ctx ends: its cause, with the
+// last backend error attached when there was one (even one that only says
+// the context ended: the driver's message tells why, such as no server
+// answering).
+func (p *core) contextErr(ctx context.Context, lastErr error) error {
+	cause := context.Cause(ctx)
+	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
+		return cause
+	}
+	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
+}
+
+// validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).
+func (p *core) validUntil(h *hold) time.Time {
+	return time.Now().Add(h.validUntil().Sub(p.cfg.clock.Now()))
+}
+
+func (p *core) report(err error) {
+	p.cfg.logger.Warn("dsync", "key", p.key, "err", err)
+	if p.cfg.onError != nil {
+		p.cfg.onError(err)
+	}
+}
+
+// jitter returns a duration in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
