@@ -1,7 +1,12 @@
 // Package dsync provides a distributed mutual exclusion lock, Mutex, with
 // the shape of sync.Mutex: it satisfies sync.Locker and adds TryLock,
 // LockContext, UnlockContext, Lost and Token. Processes on many machines
-// that use the same key in the same store exclude each other.
+// that use the same key in the same store exclude each other. RWMutex
+// (readers share, a writer excludes everyone) and Semaphore (at most n
+// units held at once, with the shape of x/sync's semaphore.Weighted) run
+// the same protocol with claims that share a key; each lives in a
+// namespace of its own, so a Mutex, an RWMutex and a Semaphore of one
+// name are three different locks.
 //
 // A Client is one process's connection to a store: it owns the process's
 // lease, the protocol's state and the goroutines that keep them, and every

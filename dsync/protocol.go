@@ -125,10 +125,32 @@ func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error)
 			c.mu.Unlock()
 			return cc.Below, nil
 		}
-		if err := c.wake.wait(ctx, cl.Key, blocker); err != nil {
+		if err := c.waitAny(ctx, cl.Key, cc.WaitsFor(blocker)); err != nil {
 			return false, err
 		}
 	}
+}
+
+// waitAny waits, as wakeups.wait does, until the end of any of blockers
+// may have been recorded: a weighted claim waiting for room waits for
+// every claim it passed, since any of their ends can make room. It
+// returns nil to walk again, or ctx's cause.
+func (c *Client) waitAny(ctx context.Context, key string, blockers []chain.Blocker) error {
+	if len(blockers) == 1 {
+		return c.wake.wait(ctx, key, blockers[0])
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, len(blockers))
+	for _, b := range blockers {
+		go func() { done <- c.wake.wait(wctx, key, b) }()
+	}
+	err := <-done
+	cancel()
+	for range len(blockers) - 1 {
+		<-done
+	}
+	return err
 }
 
 // end ends cl: a release if it held, a withdrawal if not. After an error

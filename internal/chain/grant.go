@@ -117,3 +117,22 @@ type passedClaim struct {
 	d Doc
 	b Blocker
 }
+
+// WaitsFor returns the claims a waiter of c waits for, after a Walk found
+// c blocked by b: b itself, or, when b is one of the live claims weighted
+// c passed and c has no room beside them, every one of those, since the
+// end of any of them can make room.
+func (c *Claim) WaitsFor(b Blocker) []Blocker {
+	room := false
+	for _, p := range c.passed {
+		room = room || p.d.Epoch == b.Epoch
+	}
+	if !room || len(c.passed) < 2 {
+		return []Blocker{b}
+	}
+	out := make([]Blocker, len(c.passed))
+	for i, p := range c.passed {
+		out[i] = p.b
+	}
+	return out
+}

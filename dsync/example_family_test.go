@@ -1,0 +1,59 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Readers share an RWMutex; a writer waits for them, and its token is
+// above every earlier hold's.
+func ExampleRWMutex() {
+	backend := dsync.NewMemoryBackend() // dsyncmongo.New(db) in production
+	defer backend.Close()
+	reader, _ := dsync.NewRWMutex(backend, "config")
+	writer, _ := dsync.NewRWMutex(backend, "config") // another process, say
+
+	reader.RLock()
+	reader.RLock() // readers share the key: a second read hold
+	fmt.Println("reader tokens up to", reader.Token())
+	fmt.Println("writer while read:", writer.TryLock())
+	reader.RUnlock()
+	reader.RUnlock()
+
+	writer.Lock()
+	fmt.Println("reader while written:", reader.TryRLock())
+	fmt.Println("writer token", writer.Token())
+	writer.Unlock()
+	// Output:
+	// reader tokens up to 2
+	// writer while read: false
+	// reader while written: false
+	// writer token 3
+}
+
+// A Semaphore bounds the units held at once across processes.
+func ExampleSemaphore() {
+	backend := dsync.NewMemoryBackend()
+	defer backend.Close()
+	ctx := context.Background()
+	a, _ := dsync.NewSemaphore(backend, "transcoders", 3)
+	b, _ := dsync.NewSemaphore(backend, "transcoders", 3) // another process, say
+
+	if err := a.Acquire(ctx, 2); err != nil {
+		panic(err)
+	}
+	fmt.Println("b takes 2:", b.TryAcquire(2))
+	fmt.Println("b takes 1:", b.TryAcquire(1))
+	a.Release(2)
+	fmt.Println("b takes 2 more:", b.TryAcquire(2), "- holds", b.Held())
+	b.Release(3)
+	fmt.Println(errors.Is(a.Acquire(ctx, 4), dsync.ErrOverLimit))
+	// Output:
+	// b takes 2: false
+	// b takes 1: true
+	// b takes 2 more: true - holds 3
+	// true
+}

@@ -1,0 +1,248 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
+const rwNamespace = "rw"
+
+// An RWMutex is a reader/writer lock shared by every process that uses the
+// same key on the same backend, with the shape of sync.RWMutex: any number
+// of readers or one writer hold it at a time. Its zero value is not
+// usable: create it with NewRWMutex. An RWMutex must not be copied after
+// first use.
+//
+// Readers and writers queue together, first come first served: a reader
+// holds once every writer queued before it has ended, a writer once every
+// claim queued before it has ended. So a waiting writer blocks the readers
+// that come after it and is never starved, as sync.RWMutex promises within
+// a process. As with sync.RWMutex, a goroutine must not read-lock again
+// while it holds a read lock: a writer queued in between would deadlock
+// it.
+//
+// Each hold, read or write, is a claim of its own with a fencing token
+// (Token), and shares the process's lease like a Mutex's. A writer's token
+// is larger than that of every hold that began before it, and smaller
+// than that of every hold that begins after it; readers' tokens are
+// unique, and ordered against every writer's, but not among themselves
+// (readers do not exclude each other). A resource fenced against writers
+// keeps the highest token a writer used and rejects lower ones.
+//
+// Lost closes when any hold of the RWMutex is lost; Unlock and RUnlock
+// report nothing, UnlockContext and RUnlockContext return ErrLost for a
+// hold that was lost.
+//
+// Within one process, writers on one *RWMutex contend locally first, as
+// on a Mutex; every RLock is a claim of its own. RWMutex keys live in a
+// namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of the
+// same key do not exclude each other.
+type RWMutex struct {
+	core
+
+	// sem is the local writers' lock: a token in it means some goroutine
+	// holds or is acquiring the write lock.
+	sem chan struct{}
+
+	mu    sync.Mutex
+	write *hold // the write hold; nil when not write-locked
+
+	holds holdSet // every hold, read and write
+}
+
+// NewRWMutex returns an RWMutex for key on backend. Every RWMutex value
+// has its own owner identity: two values for the same key exclude each
+// other's writers even in one process. WithNamespace does not apply.
+func NewRWMutex(backend Backend, key string, opts ...Option) (*RWMutex, error) {
+	p, err := newCore(backend, key, rwNamespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	rw := &RWMutex{core: p, sem: make(chan struct{}, 1)}
+	rw.lostHook = rw.holds.onLost
+	return rw, nil
+}
+
+// Key returns the lock's key, as given to NewRWMutex.
+func (rw *RWMutex) Key() string { return rw.key }
+
+// Owner returns the identity this RWMutex acquires under: unique per
+// value, and the Owner of every claim it makes.
+func (rw *RWMutex) Owner() string { return rw.owner }
+
+// Lock locks rw for writing, blocking until no other hold of the key is
+// valid, like sync.RWMutex.Lock. It retries backend errors for as long as
+// it takes (see Mutex.Lock); use LockContext to bound the wait.
+func (rw *RWMutex) Lock() { _ = rw.LockContext(context.Background()) }
+
+// LockContext locks rw for writing, blocking until held or ctx ends; it
+// then returns context.Cause(ctx) (see Mutex.LockContext).
+func (rw *RWMutex) LockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	select {
+	case rw.sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	h, err := rw.acquire(ctx, chain.ExclusiveTerms, true)
+	if err != nil {
+		<-rw.sem
+		return err
+	}
+	rw.installWrite(h)
+	return nil
+}
+
+// TryLock tries to lock rw for writing and reports whether it succeeded.
+// It never waits: not for another goroutine of this process, not for any
+// other hold or claim of the key (it never queues).
+func (rw *RWMutex) TryLock() bool {
+	select {
+	case rw.sem <- struct{}{}:
+	default:
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.ttl)
+	defer cancel()
+	h, _ := rw.acquire(ctx, chain.ExclusiveTerms, false)
+	if h == nil {
+		<-rw.sem
+		return false
+	}
+	rw.installWrite(h)
+	return true
+}
+
+func (rw *RWMutex) installWrite(h *hold) {
+	rw.mu.Lock()
+	rw.write = h
+	rw.mu.Unlock()
+	rw.holds.add(h)
+}
+
+// Unlock unlocks rw for writing and releases the write hold (see
+// Mutex.Unlock). It is a run-time error if rw is not locked for writing.
+func (rw *RWMutex) Unlock() {
+	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
+	defer cancel()
+	if err := rw.UnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
+		rw.report(err)
+	}
+}
+
+// UnlockContext unlocks rw for writing like Unlock and reports the
+// outcome, as Mutex.UnlockContext does.
+func (rw *RWMutex) UnlockContext(ctx context.Context) error {
+	rw.mu.Lock()
+	h := rw.write
+	rw.write = nil
+	rw.mu.Unlock()
+	if h == nil {
+		panic("dsync: Unlock of unlocked RWMutex")
+	}
+	defer func() { <-rw.sem }()
+	rw.holds.remove(h)
+	return rw.release(ctx, h)
+}
+
+// RLock locks rw for reading, blocking until every writer queued before
+// it has ended, like sync.RWMutex.RLock. It retries backend errors for as
+// long as it takes; use RLockContext to bound the wait.
+func (rw *RWMutex) RLock() { _ = rw.RLockContext(context.Background()) }
+
+// RLockContext locks rw for reading, blocking until held or ctx ends; it
+// then returns context.Cause(ctx).
+func (rw *RWMutex) RLockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	h, err := rw.acquire(ctx, chain.Terms{Mode: chain.Shared}, true)
+	if err != nil {
+		return err
+	}
+	rw.holds.add(h)
+	return nil
+}
+
+// TryRLock tries to lock rw for reading and reports whether it succeeded.
+// It never waits: it fails while a writer holds or waits for the key.
+func (rw *RWMutex) TryRLock() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.ttl)
+	defer cancel()
+	h, _ := rw.acquire(ctx, chain.Terms{Mode: chain.Shared}, false)
+	if h == nil {
+		return false
+	}
+	rw.holds.add(h)
+	return true
+}
+
+// RUnlock undoes a single RLock call, releasing a read hold (the one with
+// the lowest token: the oldest). It is a run-time error if rw is not
+// locked for reading.
+func (rw *RWMutex) RUnlock() {
+	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
+	defer cancel()
+	if err := rw.RUnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
+		rw.report(err)
+	}
+}
+
+// RUnlockContext undoes a single RLock call like RUnlock and reports the
+// outcome: an error wrapping ErrLost if that read hold had been lost, or
+// the backend's error if its release could not be confirmed.
+func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+	taken := rw.holds.take(func(holds []*hold) []int {
+		for i, h := range holds {
+			if h.claim.Terms.Mode == chain.Shared {
+				return []int{i}
+			}
+		}
+		return nil
+	})
+	if taken == nil {
+		panic("dsync: RUnlock of unlocked RWMutex")
+	}
+	return rw.release(ctx, taken[0])
+}
+
+// RLocker returns a sync.Locker whose Lock and Unlock are rw's RLock and
+// RUnlock.
+func (rw *RWMutex) RLocker() sync.Locker { return rlocker{rw} }
+
+type rlocker struct{ rw *RWMutex }
+
+func (r rlocker) Lock()   { r.rw.RLock() }
+func (r rlocker) Unlock() { r.rw.RUnlock() }
+
+// Lost returns a channel that is closed when any current hold of rw, read
+// or write, ends without an unlock (see Mutex.Lost). When rw holds
+// nothing, Lost returns a closed channel: nothing is protected.
+func (rw *RWMutex) Lost() <-chan struct{} { return rw.holds.lostChan() }
+
+// Token returns the fencing token of the write hold, or else of the newest
+// read hold, or 0 when rw holds nothing.
+func (rw *RWMutex) Token() uint64 {
+	rw.mu.Lock()
+	w := rw.write
+	rw.mu.Unlock()
+	if w != nil {
+		return w.claim.Token
+	}
+	if h, ok := rw.holds.newest(); ok {
+		return h.claim.Token
+	}
+	return 0
+}
+
+// ValidUntil returns the earliest local deadline of rw's holds, on
+// time.Now's scale (see Mutex.ValidUntil), or the zero Time when rw holds
+// nothing.
+func (rw *RWMutex) ValidUntil() time.Time { return rw.holds.validUntil(&rw.core) }

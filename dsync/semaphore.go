@@ -1,0 +1,230 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
+const semNamespace = "sem"
+
+// ErrOverLimit is what Semaphore.Acquire returns for a request of more
+// units than the semaphore's limit: it could never be granted.
+var ErrOverLimit = errors.New("dsync: more units than the semaphore's limit")
+
+// A Semaphore is a weighted semaphore shared by every process that uses
+// the same key on the same backend, with the shape of
+// golang.org/x/sync/semaphore.Weighted: at any instant the units held
+// across every process are at most the limit. Its zero value is not
+// usable: create it with NewSemaphore.
+//
+// Each Acquire is a claim of its own in the key's queue, which holds once
+// the units of the claims queued before it that have not ended (holding
+// or still waiting) plus its own fit the limit. Waiters are served first
+// come first served, as x/sync's are: a large request that waits for room
+// blocks the smaller ones queued after it. Units held by a process that
+// dies come back when its session expires in the store (its lease, at
+// most the TTL after its last renewal), as a crashed Mutex holder's lock
+// does.
+//
+// The limit belongs to each claim: a process that disagrees on it (a
+// limit changed by a rolling restart, or configured differently) is not
+// refused. Claims of different limits exclude each other and take turns
+// in queue order, so the units held at once always fit one limit, the
+// limit of every claim holding them; while processes disagree, the
+// semaphore drains before the other limit's claims hold.
+//
+// Acquisitions cannot be split: Release ends whole acquisitions. Each has
+// a fencing token, unique to the key, that orders it against claims of
+// another limit (which exclude it) but not against claims it shares the
+// key with; Token reports the newest. Lost closes when any acquisition
+// of the Semaphore is lost.
+//
+// Semaphore keys live in a namespace of their own ("dsync:sem/KEY").
+type Semaphore struct {
+	core
+	limit int64
+	holds holdSet
+}
+
+// NewSemaphore returns a Semaphore of limit units for key on backend. The
+// limit must be at least 1. WithNamespace does not apply.
+func NewSemaphore(backend Backend, key string, limit int64, opts ...Option) (*Semaphore, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("dsync: semaphore limit must be at least 1, got %d", limit)
+	}
+	p, err := newCore(backend, key, semNamespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Semaphore{core: p, limit: limit}
+	s.lostHook = s.holds.onLost
+	return s, nil
+}
+
+// Key returns the semaphore's key, as given to NewSemaphore.
+func (s *Semaphore) Key() string { return s.key }
+
+// Owner returns the identity this Semaphore acquires under.
+func (s *Semaphore) Owner() string { return s.owner }
+
+// Limit returns the semaphore's limit, as given to NewSemaphore.
+func (s *Semaphore) Limit() int64 { return s.limit }
+
+// Held returns the units this Semaphore holds.
+func (s *Semaphore) Held() int64 { return s.holds.weight() }
+
+func (s *Semaphore) terms(n int64) (chain.Terms, error) {
+	switch {
+	case n < 1:
+		return chain.Terms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
+	case n > s.limit:
+		return chain.Terms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
+	}
+	return chain.Terms{Mode: chain.Weighted, Weight: n, Limit: s.limit}, nil
+}
+
+// Acquire acquires n units, blocking until they are held or ctx ends. On
+// success it returns nil; when ctx ends first it returns
+// context.Cause(ctx) (with the last backend error, if attempts were
+// failing) and holds nothing. It retries backend errors meanwhile. n must
+// be at least 1: a request of more units than the limit fails at once
+// with ErrOverLimit (x/sync's would block until ctx ends).
+func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	t, err := s.terms(n)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	h, err := s.acquire(ctx, t, true)
+	if err != nil {
+		return err
+	}
+	s.holds.add(h)
+	return nil
+}
+
+// TryAcquire acquires n units only if they are free at once, and never
+// queues: it fails while the units held and awaited leave no room, and
+// while a claim of another limit holds or waits. It reports whether it
+// succeeded (false for n < 1 or more than the limit).
+func (s *Semaphore) TryAcquire(n int64) bool {
+	t, err := s.terms(n)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
+	defer cancel()
+	h, _ := s.acquire(ctx, t, false)
+	if h == nil {
+		return false
+	}
+	s.holds.add(h)
+	return true
+}
+
+// Release releases n units: whole acquisitions whose units add up to n,
+// one of exactly n units if there is one, else the oldest that do. It
+// panics, as x/sync's does on releasing more than held, if no set of this
+// Semaphore's acquisitions adds up to n (an acquisition cannot be split).
+// Errors are reported like Mutex.Unlock's; use ReleaseContext to see
+// them.
+func (s *Semaphore) Release(n int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.releaseTimeout())
+	defer cancel()
+	if err := s.ReleaseContext(ctx, n); err != nil && !errors.Is(err, ErrLost) {
+		s.report(err)
+	}
+}
+
+// ReleaseContext releases n units like Release and reports the outcome:
+// an error wrapping ErrLost if any of the acquisitions released had been
+// lost, or the backend's error for releases that could not be confirmed
+// (their units then come back when the lease expires).
+func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
+	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })
+	if held == nil {
+		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.Held()))
+	}
+	var errs []error
+	for _, h := range held {
+		if err := s.release(ctx, h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unitsOf picks the acquisitions (indexes into holds, oldest first) that
+// Release(n) ends: one of exactly n if any, else the set that adds up to
+// n whose oldest members are the oldest possible; nil if none does.
+func unitsOf(holds []*hold, n int64) []int {
+	if n < 1 {
+		return nil
+	}
+	for i, h := range holds {
+		if h.claim.Terms.Weight == n {
+			return []int{i}
+		}
+	}
+	// Depth first, taking the oldest first: the first set found is the
+	// one whose oldest members are the oldest possible. dead remembers
+	// the (position, units) that cannot be made up, so no state is
+	// searched twice.
+	type state struct {
+		i int
+		v int64
+	}
+	dead := make(map[state]bool)
+	var pick []int
+	var search func(i int, v int64) bool
+	search = func(i int, v int64) bool {
+		if v == 0 {
+			return true
+		}
+		if i == len(holds) || dead[state{i, v}] {
+			return false
+		}
+		if w := holds[i].claim.Terms.Weight; w <= v {
+			pick = append(pick, i)
+			if search(i+1, v-w) {
+				return true
+			}
+			pick = pick[:len(pick)-1]
+		}
+		if search(i+1, v) {
+			return true
+		}
+		dead[state{i, v}] = true
+		return false
+	}
+	if !search(0, n) {
+		return nil
+	}
+	return pick
+}
+
+// Lost returns a channel that is closed when any acquisition of s ends
+// without a Release (see Mutex.Lost). When s holds nothing, Lost returns
+// a closed channel.
+func (s *Semaphore) Lost() <-chan struct{} { return s.holds.lostChan() }
+
+// Token returns the token of s's newest acquisition, or 0 when s holds
+// nothing.
+func (s *Semaphore) Token() uint64 {
+	if h, ok := s.holds.newest(); ok {
+		return h.claim.Token
+	}
+	return 0
+}
+
+// ValidUntil returns the earliest local deadline of s's acquisitions, on
+// time.Now's scale (see Mutex.ValidUntil), or the zero Time when s holds
+// nothing.
+func (s *Semaphore) ValidUntil() time.Time { return s.holds.validUntil(&s.core) }
