@@ -41,6 +41,11 @@ const (
 	KindFloor = "floor"
 )
 
+// KindDone is a key's done record (a dsync.Once whose function
+// succeeded), with ID DoneID(key): inserted once, never updated, and
+// with no epoch, so that Newest, Floor and Prune never see it.
+const KindDone = "done"
+
 // Mode is how a claim shares its key with others (see dsync.Client).
 type Mode int
 
@@ -89,6 +94,10 @@ type Doc struct {
 	// (always true of an exclusive claim), so nothing below it can keep a
 	// later claim from holding.
 	Clear bool
+
+	// Done records only (KindDone): the fencing token (epoch) of the hold
+	// whose run succeeded; the record's own Epoch is 0.
+	Token uint64
 }
 
 // ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only
@@ -102,6 +111,11 @@ func ClaimID(key string, epoch uint64) string {
 func EndID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "~" + nonce
 }
+
+// DoneID is the ID of key's done record (KindDone). Claim IDs end in
+// "@digits", markers in "~nonce", shadows in "#nonce" (a nonce is never
+// "done"), so it is no other document's ID.
+func DoneID(key string) string { return key + "#done" }
 
 // ShadowID is the ID of the shadow of the claim of epoch inserted with
 // nonce.

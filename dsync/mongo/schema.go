@@ -44,6 +44,10 @@ type lockDoc struct {
 	// Release markers only: the claim held with every lower claim ended
 	// (driver.Doc.Clear).
 	Clear bool `bson:"clear,omitempty"`
+	// Done records only: the token of the run that succeeded
+	// (driver.Doc.Token). A done record has no epoch: prunes never match
+	// it.
+	Token int64 `bson:"token,omitempty"`
 }
 
 // floorID is the _id of key's floor document at floor: {key, epoch: F,
@@ -59,6 +63,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Token: int64(d.Token),
 	}
 }
 
@@ -67,6 +72,7 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
 		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Token: uint64(d.Token),
 	}
 }
 

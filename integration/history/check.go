@@ -159,7 +159,9 @@ type Report struct {
 	MaxStall     time.Duration
 	Observations int
 	Writes       WriteStats
-	Violations   []Violation
+	// Once counts the events of Once runs (check_once.go).
+	Once       OnceStats
+	Violations []Violation
 }
 
 // WriteStats counts register writes by outcome.
@@ -207,7 +209,9 @@ type interval struct{ from, to int64 }
 //     replies that arrived in time (a late reply was not counted);
 //   - an Unlock called after the deadline reported ErrLost;
 //   - observers saw leaders with strictly increasing tokens, owned by the
-//     hold with that token.
+//     hold with that token;
+//   - no run of a Once started after its done record was confirmed or
+//     seen, and every record names a run that succeeded (check_once.go).
 //
 // Register writes are checked by CheckWrites.
 func Check(events []Event, opts *Options) *Report {
@@ -485,6 +489,7 @@ func Check(events []Event, opts *Options) *Report {
 				ev.Worker, ev.PID, ev.Token, ev.Owner, h, h.Owner)
 		}
 	}
+	checkOnce(r, events, era)
 	slices.SortFunc(r.Violations, func(a, b Violation) int { return cmp.Compare(a.Kind+a.Msg, b.Kind+b.Msg) })
 	return r
 }

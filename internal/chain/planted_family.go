@@ -9,6 +9,10 @@ const (
 	// then holds beside claims of a small one with more weight than the
 	// small limit allows.
 	BugLimitIgnored Bug = 64 + iota
+	// BugOnceStaleRead skips the read of a Once's done record under its
+	// hold and trusts the read before the claim: two runs that both read
+	// "not done" before claiming both run, one after the other.
+	BugOnceStaleRead
 )
 
 // plantedPasses is passes as a planted error of this file changes it; ok

@@ -172,6 +172,8 @@ type sim struct {
 	frng     *rand.Rand
 	// limits draws the limits of weighted claims (simfamily_test.go).
 	limits simLimits
+	// once: whether owners run once workers (simonce_test.go).
+	once *simOnce
 }
 
 // A family is the kind of primitive a key serves, which decides the terms
@@ -214,6 +216,7 @@ func (s *sim) addOwner(observes bool) *owner {
 	if observes {
 		s.spawn(o, func(a *actor) { o.observer(a, s.keys) })
 	}
+	s.spawnOnce(o)
 	return o
 }
 
@@ -307,6 +310,7 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	s.frng = rand.New(rand.NewPCG(uint64(seed), 0xfa111e5))
 	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3))}
 	s.limits = newSimLimits(seed)
+	s.once = newSimOnce(seed)
 	for i := range 3 + rng.IntN(4) {
 		s.addOwner(i < 2)
 	}
@@ -384,6 +388,7 @@ func plantedSeeds() []int64 {
 func TestSimulation(t *testing.T) {
 	holds, handoffs, losses, polls, sharing, limits := 0, 0, 0, 0, map[string]int{}, 0
 	var total simStats
+	var once history.OnceStats
 	for _, seed := range seeds() {
 		r, st := runSim(t, seed, chain.NoBug, simNoBug, *simSeed >= 0)
 		total.add(st)
@@ -391,6 +396,7 @@ func TestSimulation(t *testing.T) {
 			sharing[mode] += n
 		}
 		limits += limitChanges(r)
+		addOnce(&once, r.Once)
 		holds += r.NumHolds
 		handoffs += r.Handoffs
 		losses += r.Losses
@@ -403,15 +409,16 @@ func TestSimulation(t *testing.T) {
 			t.Fatalf("seed %d (replay: go test ./internal/chain -run TestSimulation -chain.seed=%d):%s", seed, seed, b.String())
 		}
 	}
-	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; limit changes %d; %+v",
-		len(seeds()), holds, handoffs, losses, polls, sharing[history.ModeShared], sharing[history.ModeWeighted], limits, total)
+	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; limit changes %d; once %+v; %+v",
+		len(seeds()), holds, handoffs, losses, polls, sharing[history.ModeShared], sharing[history.ModeWeighted], limits, once, total)
 	if total.torn > 0 {
 		t.Fatalf("%d session renewals wrote back a lower expiry than a later renewal's", total.torn)
 	}
 	if *simSeed < 0 && (holds == 0 || polls == 0 || handoffs == 0 || losses == 0 || total.late == 0 || total.prunes == 0 ||
 		total.dead == 0 || total.withdrawn == 0 || total.tornDeletes == 0 || total.cleaned == 0 || total.lateConfirms == 0 ||
 		total.nearDeadline == 0 || total.failovers == 0 || total.resets == 0 || total.restores == 0 || total.sessionDrops == 0 ||
-		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0) {
+		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0 ||
+		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }

@@ -68,6 +68,7 @@ func TestSimulationCatchesPlantedFamilyBugs(t *testing.T) {
 		bug  chain.Bug
 	}{
 		{"weighted claims passing claims of another limit", chain.BugLimitIgnored},
+		{"a Once trusting its read before the claim", chain.BugOnceStaleRead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !chain.Planted {

@@ -43,6 +43,9 @@
 //   - ServerTime: intervals that can each contain the store's clock as it
 //     moves forward; called before Prepare, an answer (of no use), not a
 //     panic.
+//   - Done: a done record (KindDone, DoneID) is stored with its Token and
+//     every other field, inserted once, and never seen by Newest, Floor
+//     or Prune (it has no epoch); Keys lists its key.
 //   - Feed (a driver.Feed with a Peer): a follower turns live, receives
 //     what another store publishes (also from within Live), and nothing
 //     once stopped; it is told from one goroutine at a time. Delivery is
@@ -109,6 +112,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("RenewSessionMissing", s.testRenewMissing)
 	t.Run("ServerTime", s.testServerTime)
 	t.Run("Feed", s.testFeed)
+	t.Run("Done", s.testDone)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must
