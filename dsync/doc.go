@@ -4,9 +4,10 @@
 // that use the same key in the same store exclude each other. RWMutex
 // (readers share, a writer excludes everyone) and Semaphore (at most n
 // units held at once, with the shape of x/sync's semaphore.Weighted) run
-// the same protocol with claims that share a key; each lives in a
-// namespace of its own, so a Mutex, an RWMutex and a Semaphore of one
-// name are three different locks.
+// the same protocol with claims that share a key, and Once runs a
+// function to success once per key across processes; each lives in a
+// namespace of its own, so a Mutex, an RWMutex, a Semaphore and a Once of
+// one name are four different things.
 //
 // A Client is one process's connection to a store: it owns the process's
 // lease, the protocol's state and the goroutines that keep them, and every

@@ -57,3 +57,28 @@ func ExampleSemaphore() {
 	// b takes 2 more: true - holds 3
 	// true
 }
+
+// Replicas that start at once run a migration once between them; each Do
+// returns once it has run somewhere.
+func ExampleOnce() {
+	backend := dsync.NewMemoryBackend()
+	defer backend.Close()
+	ctx := context.Background()
+	migrate := func(ctx context.Context) error {
+		token, _ := dsync.TokenOf(ctx) // fences what the migration writes
+		fmt.Println("migrating under token", token)
+		return nil
+	}
+	for range 3 { // three replicas, say
+		once, _ := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+		if err := once.Do(ctx, migrate); err != nil {
+			panic(err)
+		}
+	}
+	once, _ := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+	done, _ := once.Done(ctx)
+	fmt.Println("done:", done)
+	// Output:
+	// migrating under token 1
+	// done: true
+}

@@ -193,3 +193,41 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
+
+// readDone reads key's done record (a Once's).
+func (c *Client) readDone(ctx context.Context, key string) (rec chain.Doc, found bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return chain.Doc{}, false, err
+	}
+	rec, found, err = c.eng.ReadDone(ctx, key)
+	if err != nil {
+		return chain.Doc{}, false, wrap(ctx, "read the done record of", key, err)
+	}
+	return rec, found, nil
+}
+
+// doneUnder reads the done record of cl's key while cl holds: the read a
+// Once's run must follow.
+func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec chain.Doc, found bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return chain.Doc{}, false, err
+	}
+	rec, found, err = c.eng.DoneUnder(ctx, cl.resume())
+	if err != nil {
+		return chain.Doc{}, false, wrap(ctx, "read the done record of", cl.Key, err)
+	}
+	return rec, found, nil
+}
+
+// markDone inserts the done record of cl's key, naming cl's token, with
+// nonce; mine reports whether the record in the store is this one.
+func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string) (rec chain.Doc, mine bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return chain.Doc{}, false, err
+	}
+	rec, mine, err = c.eng.MarkDone(ctx, cl.resume(), nonce)
+	if err != nil {
+		return chain.Doc{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
+	}
+	return rec, mine, nil
+}

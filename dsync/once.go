@@ -1,0 +1,296 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// onceNamespace is the namespace of Once keys: "dsync:once/KEY".
+const onceNamespace = "once"
+
+// A Once runs a function to success once per key, across every process
+// that uses the key on the same backend and across their restarts: at
+// least once, and more than once only after a success that could not be
+// recorded (see below). Its zero value is not usable: create it with
+// NewOnce.
+//
+// Do takes the key's lock (a Mutex's, in the namespace "dsync:once/"),
+// reads the key's done record under it, and only if there is none runs f.
+// When f returns nil the record is inserted, naming the hold's fencing
+// token, and the lock released: every Do that was waiting, and every
+// later one, returns nil without running f. When f fails, or its process
+// dies, or the hold is lost, the next Do (queued or later) runs f again.
+// The record is inserted once and never updated, and kept until the
+// collections are emptied.
+//
+// What a Once guarantees:
+//
+//   - Runs of f never overlap while their holds are valid (they are holds
+//     of one lock), and f's context is cancelled, with cause ErrLost, when
+//     its hold is lost. TokenOf(ctx) gives f the hold's token: pass it to
+//     what f writes, so that a run that outlived its hold (a paused
+//     process) is rejected.
+//   - Once a record is confirmed (Do returned nil, or Done reported true,
+//     anywhere), no run of f starts again: a run starts only after a read
+//     under its hold found no record.
+//   - The record names a run whose f returned nil.
+//   - f runs again after a success only if that success's record was not
+//     confirmed within its hold: the process died or lost the hold, or
+//     the store did not answer, between f's return and the record. So f
+//     must be idempotent, or fence its effects with TokenOf: it runs at
+//     least once, and exactly once in the absence of those faults.
+//
+// Typical uses: a migration at start-up on every replica (one runs it,
+// the others wait in Do and then go on), and a scheduled job that must
+// run once per slot across replicas (a key per slot, such as
+// "report/2026-11-23T10:00").
+type Once struct {
+	core
+
+	// sem is the local lock: goroutines of one process that call Do on
+	// one *Once contend locally first, so at most one claims the key.
+	sem chan struct{}
+	// done: this Once saw the record (or made it); it never looks again.
+	done atomic.Bool
+}
+
+// NewOnce returns a Once for key on backend. WithNamespace does not
+// apply.
+func NewOnce(backend Backend, key string, opts ...Option) (*Once, error) {
+	p, err := newCore(backend, key, onceNamespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Once{core: p, sem: make(chan struct{}, 1)}, nil
+}
+
+// Key returns the Once's key, as given to NewOnce.
+func (o *Once) Key() string { return o.key }
+
+// Done reports whether f has run to success for o's key: whether the
+// done record exists. A Once that saw it answers true without looking
+// again.
+func (o *Once) Done(ctx context.Context) (bool, error) {
+	if o.done.Load() {
+		return true, nil
+	}
+	_, found, err := o.client.readDone(ctx, o.stored)
+	if err != nil {
+		return false, err
+	}
+	if found {
+		o.done.Store(true)
+	}
+	return found, nil
+}
+
+// Do runs f unless it has run to success for o's key, in this process or
+// any other, blocking until f has succeeded somewhere, or f failed here,
+// or ctx ended. It returns nil once f has succeeded (here or elsewhere),
+// f's error if f failed here (the next Do runs it again), or ctx's cause
+// if ctx ended first. Backend errors are retried while waiting for the
+// lock, as Mutex.Lock retries them.
+//
+// f runs under the key's lock, with a context derived from ctx that is
+// cancelled when the hold is lost (cause ErrLost) and that carries the
+// hold's token (TokenOf). A panic in f releases the lock and is not
+// recorded as a success.
+//
+// When f returned nil but its record could not be confirmed before the
+// hold was lost (or ctx ended), Do returns an error that says so: f may
+// run again elsewhere.
+func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
+	if f == nil {
+		return errors.New("dsync: Once.Do with a nil function")
+	}
+	if o.done.Load() {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	select {
+	case o.sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-o.sem }()
+	if o.done.Load() {
+		return nil
+	}
+	// The read before claiming spares the claim once done; it proves
+	// nothing for the hold (an error only means: claim and see).
+	if _, found, err := o.client.readDone(ctx, o.stored); err == nil && found {
+		o.done.Store(true)
+		return nil
+	}
+	for {
+		h, err := o.acquire(ctx, chain.ExclusiveTerms, true)
+		if err != nil {
+			return err
+		}
+		done, err := o.under(ctx, h, f)
+		if done {
+			o.done.Store(true)
+		}
+		if done || err != nil {
+			return err
+		}
+	}
+}
+
+// under does Do's work while h holds: it reads the record again, runs f
+// if there is none, and records f's success. done reports that the record
+// exists (made now or found); with done false and a nil error, the hold
+// was lost before anything ran, and Do claims again.
+func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) error) (done bool, err error) {
+	releaseCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), o.cfg.releaseTimeout())
+	}
+	release := func() {
+		rctx, cancel := releaseCtx()
+		defer cancel()
+		if err := o.release(rctx, h); err != nil && !errors.Is(err, ErrLost) {
+			o.report(err)
+		}
+	}
+	found, err := o.readUnder(ctx, h)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		release()
+		return false, o.contextErr(ctx, err)
+	case err != nil:
+		release() // the hold was lost while reading: claim again
+		return false, nil
+	case found:
+		release()
+		return true, nil
+	}
+
+	ok := false
+	defer func() {
+		if !ok { // f panicked
+			release()
+		}
+	}()
+	ferr := o.run(ctx, h, f)
+	if ferr != nil {
+		ok = true
+		release()
+		return false, ferr
+	}
+	err = o.record(ctx, h)
+	ok = true
+	// A hold lost with its record unconfirmed is not released (release
+	// leaves a lost hold to run out): its claim ends with its session, so
+	// the next holder gets in only once that expired, which gives the
+	// record time to land.
+	release()
+	return err == nil, err
+}
+
+// readUnder reads the done record while h holds, retrying errors while
+// the hold is valid and ctx lives.
+func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
+	held, stop := whileHeld(ctx, h)
+	defer stop()
+	backoff := minBackoff
+	for {
+		_, found, err = o.client.doneUnder(held, h.claim)
+		if err == nil {
+			return found, nil
+		}
+		o.report(err)
+		if !h.active() || !sleep(o.cfg.clock, jitter(backoff), held.Done()) || !h.active() {
+			return false, err
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// run runs f under h: with a context cancelled when h is lost, carrying
+// h's token. The goroutine that watches the loss is gone when run
+// returns.
+func (o *Once) run(ctx context.Context, h *hold, f func(ctx context.Context) error) error {
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, h.claim.Token))
+	defer cancel(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-h.lost:
+			cancel(fmt.Errorf("%w (key %q)", ErrLost, o.key))
+		case <-fctx.Done():
+		}
+	}()
+	defer func() {
+		cancel(nil)
+		<-watched
+	}()
+	return f(fctx)
+}
+
+// record inserts the done record of h's run, sending it again with the
+// same nonce while its outcome is unknown, the hold is valid and ctx
+// lives (its first attempt is made in any case: the record states a fact
+// whenever it lands).
+func (o *Once) record(ctx context.Context, h *hold) error {
+	nonce := xid.New().String()
+	held, stop := whileHeld(ctx, h)
+	defer stop()
+	backoff := minBackoff
+	for {
+		rec, mine, err := o.client.markDone(context.WithoutCancel(ctx), h.claim, nonce)
+		if err == nil {
+			if !mine {
+				o.cfg.logger.Warn("dsync: once: the function succeeded in two holds: the record of an earlier run landed after this run's read",
+					"key", o.key, "token", h.claim.Token, "record token", rec.Token)
+			}
+			return nil
+		}
+		o.report(err)
+		if !h.active() || !sleep(o.cfg.clock, jitter(backoff), held.Done()) || !h.active() {
+			why := "the hold was lost"
+			if ctx.Err() != nil {
+				why = context.Cause(ctx).Error()
+			}
+			return fmt.Errorf("dsync: once %q: the function succeeded, but its record is unconfirmed (%s): it may run again: %w", o.key, why, err)
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// whileHeld returns a context derived from ctx that is cancelled when h
+// is lost, and a function that releases its goroutine.
+func whileHeld(ctx context.Context, h *hold) (context.Context, func()) {
+	held, cancel := context.WithCancel(ctx)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		select {
+		case <-h.lost:
+			cancel()
+		case <-held.Done():
+		}
+	}()
+	return held, func() {
+		cancel()
+		<-gone
+	}
+}
+
+type tokenKey struct{}
+
+// TokenOf returns the fencing token of the hold that a Once's function
+// runs under, from the context Do passed it (or one derived from it);
+// ok is false for any other context.
+func TokenOf(ctx context.Context) (token uint64, ok bool) {
+	token, ok = ctx.Value(tokenKey{}).(uint64)
+	return token, ok
+}
