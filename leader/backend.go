@@ -59,6 +59,13 @@ type Info struct {
 	Version string    // application version the leader reported (WithVersion)
 	Since   time.Time // when this term began, in the backend's time
 	Token   uint64    // fencing token of this term; increases from term to term
+	// Value is what the leader advertises: its WithValue value, until it
+	// proclaims another in this term (Proclaim). Rev orders the values of
+	// one term: 0 for the WithValue value, then one more for each
+	// proclamation. Empty and 0 when the leader's member status could not
+	// be read.
+	Value string
+	Rev   uint64
 }
 
 // Member is the status a candidate reports about itself, refreshed every
@@ -70,4 +77,28 @@ type Member struct {
 	Version  string
 	Leader   bool      // whether it led when it last reported
 	LastSeen time.Time // set by the backend, in its time
+
+	// Value is the member's WithValue value. Term is the term (token) in
+	// which it last led, Proclaimed its value in that term and Rev the
+	// number of proclamations it made in it (MemberValue reads them).
+	Value      string
+	Term       uint64
+	Proclaimed string
+	Rev        uint64
+}
+
+// MemberValue is the value, and its Rev, that the leader of term advertises
+// according to m, its member status: the value proclaimed in term if m
+// is of that term, else (the term began after m was written) its
+// WithValue value. current is false when m is of a later term: term has
+// ended, and the read of the leader was stale; read it again. A Backend's
+// Leader fills Info.Value and Info.Rev with it.
+func MemberValue(term uint64, m Member) (value string, rev uint64, current bool) {
+	switch {
+	case m.Term == term:
+		return m.Proclaimed, m.Rev, true
+	case m.Term > term:
+		return "", 0, false
+	}
+	return m.Value, 0, true
 }

@@ -23,6 +23,13 @@
 // miss shorter terms.
 //
 // Each candidate keeps a member status document (host, pid, version,
-// whether it leads, last seen), written only by itself; Members lists the
-// live ones.
+// whether it leads, last seen, what it advertises), written only by
+// itself; Members lists the live ones.
+//
+// A leader advertises a value (Info.Value: where it serves, say): its
+// WithValue value from the start of each term, and what it proclaims
+// after (Proclaim), without a new election. Leader and Observe show it;
+// within a term Info.Rev orders the values, and Observe never reports an
+// older one after a newer. TermOf gives leader-only work the term behind
+// its context, token included, to fence what it writes.
 package leader

@@ -30,6 +30,16 @@ type Election struct {
 	stop         chan struct{} // closed by Close to stop the background
 	wg           sync.WaitGroup
 	kick         chan struct{} // asks for a heartbeat now
+	// What this candidate advertises (proclaim.go): the term it last led,
+	// its value in that term and the number of proclamations in it.
+	procTerm   uint64
+	proclaimed string
+	rev        uint64
+
+	// putMu orders the member writes: each is composed and sent under it,
+	// so that a write composed later is sent later (and carries a later
+	// sequence in the backend).
+	putMu sync.Mutex
 }
 
 // term is one leadership of this candidate.
@@ -66,7 +76,7 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 		backend: backend,
 		cfg:     cfg,
 		mu:      mu,
-		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version},
+		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
 		stop:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}, nil
@@ -149,8 +159,10 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		e.unlockQuietly()
 		return nil, ErrClosed
 	}
-	lctx, cancel := context.WithCancelCause(ctx)
-	info := e.selfInfo()
+	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
+	ref := &termRef{e: e, token: e.procTerm}
+	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
+	info := e.selfInfoLocked()
 	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{})}
 	if managed {
 		t.fnDone = make(chan struct{})
@@ -255,15 +267,17 @@ func (e *Election) Members(ctx context.Context) ([]Member, error) {
 }
 
 // Observe returns a channel that receives the leader each time a new one
-// is seen, in order of terms: tokens strictly increase. Leaders whose
-// whole term fell between two polls are not seen. The channel is closed
-// when ctx ends, which is how the goroutine behind it stops; Observe does
-// not need this Election to campaign.
+// is seen, in order of terms (tokens strictly increase), and again each
+// time it is seen to advertise a newer value (Proclaim: within a term,
+// Info.Rev strictly increases). Leaders whose whole term fell between two
+// polls are not seen, nor values that were replaced between two polls.
+// The channel is closed when ctx ends, which is how the goroutine behind
+// it stops; Observe does not need this Election to campaign.
 func (e *Election) Observe(ctx context.Context) <-chan Info {
 	ch := make(chan Info)
 	go func() {
 		defer close(ch)
-		e.pollLeaders(ctx.Done(), func(info Info) bool {
+		e.pollLeaders(ctx.Done(), true, func(info Info) bool {
 			select {
 			case ch <- info:
 				return true
@@ -276,19 +290,20 @@ func (e *Election) Observe(ctx context.Context) <-chan Info {
 }
 
 // pollLeaders asks who leads every poll interval until done closes, and
-// calls emit for each leader with a higher token than the last one.
-func (e *Election) pollLeaders(done <-chan struct{}, emit func(Info) bool) {
-	var last uint64
+// calls emit for each leader with a higher token than the last one; with
+// values set, also for a higher Rev of the same token.
+func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info) bool) {
+	var last Info
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.cfg.ttl)
 		info, err := e.backend.Leader(ctx, e.name)
 		cancel()
 		switch {
-		case err == nil && info.Token > last:
+		case err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev):
 			if !emit(info) {
 				return
 			}
-			last = info.Token
+			last = info
 		case err != nil && !errors.Is(err, ErrNoLeader):
 			e.cfg.logger.Warn("leader: observe", "election", e.name, "err", err)
 		}
@@ -363,10 +378,12 @@ func (e *Election) Close() error {
 	return nil
 }
 
-// selfInfo describes this candidate as leader. Since is left zero: it is
-// the backend's time, which Leader and Observe report.
-func (e *Election) selfInfo() Info {
-	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.mu.Token()}
+// selfInfoLocked describes this candidate as leader. Since is left zero:
+// it is the backend's time, which Leader and Observe report. e.state is
+// held.
+func (e *Election) selfInfoLocked() Info {
+	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
+		Value: e.proclaimed, Rev: e.rev}
 }
 
 // startBackground starts the heartbeat, and the new-leader watch if
@@ -382,7 +399,7 @@ func (e *Election) startBackground() {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			e.pollLeaders(e.stop, func(info Info) bool {
+			e.pollLeaders(e.stop, false, func(info Info) bool {
 				e.cfg.onNewLeader(info)
 				return true
 			})
@@ -413,9 +430,19 @@ func (e *Election) heartbeat() {
 }
 
 func (e *Election) putMember(ctx context.Context) {
-	m := e.self
-	m.Leader = e.IsLeader()
-	if err := e.backend.PutMember(ctx, e.name, m); err != nil {
+	e.putMu.Lock()
+	defer e.putMu.Unlock()
+	if err := e.backend.PutMember(ctx, e.name, e.member()); err != nil {
 		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
 	}
+}
+
+// member is this candidate's status now.
+func (e *Election) member() Member {
+	e.state.Lock()
+	defer e.state.Unlock()
+	m := e.self
+	m.Leader = e.term != nil && e.term.ctx.Err() == nil
+	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
+	return m
 }

@@ -23,4 +23,8 @@ var (
 
 	// ErrClosed is returned by the methods of a closed Election.
 	ErrClosed = errors.New("leader: election closed")
+
+	// ErrNotLeader is returned by Proclaim when this candidate does not
+	// lead, or its term ended before the value was confirmed.
+	ErrNotLeader = errors.New("leader: not the leader")
 )

@@ -96,3 +96,34 @@ func ExampleElection_Observe() {
 	// Output:
 	// leader runs v2.1.0 with token 1
 }
+
+// The leader advertises where it serves (WithValue), and moves without a
+// new election (Proclaim); others read it with Leader or Observe. Inside
+// Run, TermOf gives the term's token, to fence what the leader writes.
+func ExampleElection_Proclaim() {
+	backend := leader.NewMemoryBackend()
+	e, err := leader.NewElection(backend, "primary", leader.WithValue("10.0.0.7:5432"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+	err = e.Run(context.Background(), func(lctx context.Context) error {
+		term, _ := leader.TermOf(lctx)
+		fmt.Println("term", term.Token, "serving at", term.Value)
+		if err := e.Proclaim(lctx, "10.0.0.8:5432"); err != nil {
+			return err
+		}
+		info, err := e.Leader(lctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println("others see", info.Value, "rev", info.Rev)
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// term 1 serving at 10.0.0.7:5432
+	// others see 10.0.0.8:5432 rev 1
+}

@@ -65,6 +65,10 @@ func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, erro
 	info := Info{ID: l.Owner, Token: l.Token, Since: l.QueuedAt, Host: l.Host, PID: l.PID}
 	if m, ok := b.members[election][l.Owner]; ok {
 		info.Version = m.Version
+		// The member's status is of a later term only if the queue moved
+		// on since it was read: then the term has ended, and its value
+		// stays as it was.
+		info.Value, info.Rev, _ = MemberValue(l.Token, m)
 	}
 	return info, nil
 }

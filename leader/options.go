@@ -18,6 +18,7 @@ type config struct {
 	heartbeatInterval time.Duration // 0: the renew interval
 	pollInterval      time.Duration
 	version           string
+	value             string
 	logger            *slog.Logger
 	onElected         func(Info)
 	onLost            func(cause error)
@@ -110,6 +111,23 @@ func WithPollInterval(d time.Duration) Option {
 func WithVersion(v string) Option {
 	return func(c *config) error {
 		c.version = v
+		return nil
+	}
+}
+
+// MaxValueSize bounds an advertised value (WithValue, Proclaim), in bytes:
+// it is stored in the member status, which readers of the leader decode.
+const MaxValueSize = 16 << 10
+
+// WithValue sets the value this candidate advertises when it leads
+// (Info.Value), from the start of each of its terms until it proclaims
+// another (Proclaim). Default: empty. At most MaxValueSize bytes.
+func WithValue(v string) Option {
+	return func(c *config) error {
+		if len(v) > MaxValueSize {
+			return fmt.Errorf("leader: value of %d bytes, more than %d", len(v), MaxValueSize)
+		}
+		c.value = v
 		return nil
 	}
 }

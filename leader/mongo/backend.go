@@ -194,6 +194,13 @@ type memberDoc struct {
 	// Seq orders the writes of the member's process: the member's state is
 	// that of its document with the highest Seq.
 	Seq int64 `bson:"seq"`
+	// What the member advertises (leader.Member): its WithValue value,
+	// the term it last led, its value in that term and the number of
+	// proclamations in it. Absent in documents of an older release.
+	Value      string `bson:"value,omitempty"`
+	Term       int64  `bson:"term,omitempty"`
+	Proclaimed string `bson:"proclaimed,omitempty"`
+	Rev        int64  `bson:"rev,omitempty"`
 }
 
 // memberSeq numbers member writes in this process. Only a member's own
@@ -216,7 +223,8 @@ func memberFilter(election, id string) bson.D {
 }
 
 func (d *memberDoc) member() leader.Member {
-	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen}
+	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen,
+		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev)}
 }
 
 // memberWriter is what the backend knows of one member's documents. Its
@@ -270,8 +278,14 @@ func (b *Backend) writer(ctx context.Context, key string) (*memberWriter, error)
 
 func (w *memberWriter) release() { <-w.sem }
 
-// Leader implements leader.Backend.
+// Leader implements leader.Backend. Info.Value and Info.Rev come from the
+// leader's member status (leader.MemberValue).
 func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, error) {
+	return b.leader(ctx, election, 0)
+}
+
+// leader is Leader, after stale reads of who leads.
+func (b *Backend) leader(ctx context.Context, election string, stale int) (leader.Info, error) {
 	if election == "" {
 		return leader.Info{}, errors.New("leadermongo: empty election name")
 	}
@@ -289,6 +303,13 @@ func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, err
 	switch {
 	case err == nil:
 		info.Version = d.Version
+		var current bool
+		if info.Value, info.Rev, current = leader.MemberValue(info.Token, d.member()); !current && stale < 2 {
+			// The status is of a later term of this member: the term read
+			// has ended since. Read who leads again, rather than pair the
+			// ended term with what a later one advertises.
+			return b.leader(ctx, election, stale+1)
+		}
 	case !errors.Is(err, mongo.ErrNoDocuments):
 		return leader.Info{}, fmt.Errorf("leadermongo: read member status: %w", err)
 	}
@@ -327,6 +348,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 	d := memberDoc{
 		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
 		Leader: m.Leader, LastSeen: seen, Seq: seq,
+		Value: m.Value, Term: int64(m.Term), Proclaimed: m.Proclaimed, Rev: int64(m.Rev),
 	}
 	if w.gen != "" && w.exists {
 		err := b.updateMember(ctx, w.gen, &d)
@@ -387,6 +409,10 @@ func (b *Backend) updateMember(ctx context.Context, gen string, d *memberDoc) er
 				{Key: "version", Value: d.Version},
 				{Key: "leader", Value: d.Leader},
 				{Key: "seq", Value: d.Seq},
+				{Key: "value", Value: d.Value},
+				{Key: "term", Value: d.Term},
+				{Key: "proclaimed", Value: d.Proclaimed},
+				{Key: "rev", Value: d.Rev},
 			}},
 			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: d.LastSeen}}},
 		})
