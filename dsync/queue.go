@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // What a Client reads for people: the keys of its store, and each key's
@@ -23,6 +25,12 @@ type ClaimInfo struct {
 	// renewed.
 	QueuedAt  time.Time
 	ExpiresAt time.Time
+	// Mode is how the claim shares its key (exclusive: a Mutex's or a
+	// writer's, shared: a reader's, weighted: a Semaphore's); Weight and
+	// Limit are a weighted claim's units and limit.
+	Mode   driver.Mode
+	Weight int64
+	Limit  int64
 }
 
 // Queue returns the claims of key that have not ended, in the order they
@@ -43,7 +51,7 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	q := make([]ClaimInfo, len(docs))
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
 		if s, found, err := c.store.GetSession(ctx, d.Session); err != nil {
 			return nil, err
 		} else if found && s.ExpiresAt.After(q[i].ExpiresAt) {

@@ -46,7 +46,8 @@ var globalFlags = []completedFlag{
 var commandFlags = map[string][]completedFlag{
 	"demo":       {{"ttl", "duration"}},
 	"server":     {{"addr", "addr"}, {"data", "dir"}, {"temp", ""}},
-	"lock":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"try", ""}},
+	"lock":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"try", ""}, {"n", "count"}},
+	"once":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"check", ""}},
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
 	"status":     {{"seen", "duration"}, {"json", ""}},
 	"clock":      {{"max", "duration"}},

@@ -30,6 +30,13 @@ it increases from hold to hold, so a resource can reject a stale holder.
 When the lock is held by another, dsync says so on stderr and waits;
 waiting processes get the lock in the order they started waiting.
 
+With -n N (N > 1), at most N commands run at once under NAME: each takes
+one unit of a semaphore of N units (a key apart from the lock NAME, so
+'dsync lock NAME' and 'dsync lock -n 3 NAME' do not exclude each other),
+and waiters are served in the order they came. CMD also gets
+DSYNC_LIMIT=N. All processes of one NAME should pass the same N: those
+that disagree take turns, never exceeding the smaller N.
+
 Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
 then releases it and exits 0; it prints the token on stdout, one line,
 once it holds the lock.
@@ -55,6 +62,7 @@ Flags:
   --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when the lock is not acquired within D (default: wait on)
   --try        give up at once when the lock is held
+  -n N         run at most N commands at once under NAME (default 1: a lock)
   (and the global flags; see 'dsync -h')
 
 Exit status: CMD's, or 128+N when signal N ended it; without CMD, 0 after
@@ -76,7 +84,26 @@ var lockCmd = &command{
 type lockFlags struct {
 	ttl, grace, wait time.Duration
 	try              bool
+	n                int64
 }
+
+// A lockable is what dsync lock holds: a Mutex, or one unit of a
+// Semaphore (-n).
+type lockable interface {
+	TryLock() bool
+	LockContext(ctx context.Context) error
+	UnlockContext(ctx context.Context) error
+	Lost() <-chan struct{}
+	Token() uint64
+	Key() string
+}
+
+// semUnit is one unit of a Semaphore, as a lockable.
+type semUnit struct{ *dsync.Semaphore }
+
+func (u semUnit) TryLock() bool                           { return u.TryAcquire(1) }
+func (u semUnit) LockContext(ctx context.Context) error   { return u.Acquire(ctx, 1) }
+func (u semUnit) UnlockContext(ctx context.Context) error { return u.ReleaseContext(ctx, 1) }
 
 func runLock(g *globals, args []string) int {
 	fs := newFlagSet("lock", g)
@@ -85,6 +112,7 @@ func runLock(g *globals, args []string) int {
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
 	fs.DurationVar(&f.wait, "wait", 0, "")
 	fs.BoolVar(&f.try, "try", false, "")
+	fs.Int64Var(&f.n, "n", 1, "")
 	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
 	if err != nil {
 		return code
@@ -96,9 +124,15 @@ func runLock(g *globals, args []string) int {
 		return usageError("lock", fmt.Errorf("--grace must be positive, got %v", f.grace))
 	case f.wait < 0:
 		return usageError("lock", fmt.Errorf("--wait must not be negative, got %v", f.wait))
+	case f.n < 1:
+		return usageError("lock", fmt.Errorf("-n must be at least 1, got %d", f.n))
 	}
 	name := pos[0]
-	if err := checkName(name, maxLockName); err != nil {
+	limit := maxLockName
+	if f.n > 1 {
+		limit -= len("dsync:sem/")
+	}
+	if err := checkName(name, limit); err != nil {
 		return usageError("lock", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
@@ -133,10 +167,21 @@ func runLock(g *globals, args []string) int {
 		return fail("lock", exitDsync, err)
 	}
 	defer backend.Close()
-	mu, err := dsync.NewMutex(backend, name,
-		dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
-	if err != nil {
-		return fail("lock", exitDsync, err)
+	var mu lockable
+	env := []string{"DSYNC_LOCK=" + name}
+	if f.n > 1 {
+		s, err := dsync.NewSemaphore(backend, name, f.n, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+		if err != nil {
+			return fail("lock", exitDsync, err)
+		}
+		mu = semUnit{s}
+		env = append(env, "DSYNC_LIMIT="+strconv.FormatInt(f.n, 10))
+	} else {
+		m, err := dsync.NewMutex(backend, name, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+		if err != nil {
+			return fail("lock", exitDsync, err)
+		}
+		mu = m
 	}
 
 	if code, ok := acquire(ctx, r, mu, backend, name, f); !ok {
@@ -146,7 +191,7 @@ func runLock(g *globals, args []string) int {
 		return hold(ctx, r, mu, f.ttl)
 	}
 
-	env := []string{"DSYNC_LOCK=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(mu.Token(), 10)}
+	env = append(env, "DSYNC_TOKEN="+strconv.FormatUint(mu.Token(), 10))
 	select {
 	case <-mu.Lost():
 		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
@@ -188,7 +233,7 @@ func runLock(g *globals, args []string) int {
 // hold keeps the lock until a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
 // arrives, then releases it: dsync lock NAME without a command. The token
 // goes to stdout, one line, once the lock is held.
-func hold(ctx context.Context, r *reporter, mu *dsync.Mutex, ttl time.Duration) int {
+func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int {
 	fmt.Printf("%d\n", mu.Token())
 	r.say("holding lock %q (token %d) until interrupted", mu.Key(), mu.Token())
 	select {
@@ -205,7 +250,7 @@ func hold(ctx context.Context, r *reporter, mu *dsync.Mutex, ttl time.Duration) 
 
 // acquire takes the lock as the flags say, saying so when it has to wait.
 // When it does not get the lock, it returns the exit status.
-func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
+func acquire(ctx context.Context, r *reporter, mu lockable, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
 	if mu.TryLock() {
 		r.info("acquired lock %q (token %d)", name, mu.Token())
 		return 0, true
@@ -213,7 +258,7 @@ func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Ba
 	if ctx.Err() != nil {
 		return signalStatus(ctx), false
 	}
-	holder := describeHolder(ctx, b, name)
+	holder := describeHolder(ctx, b, name, f.n)
 	if f.try {
 		r.say("lock %q not acquired: %s", name, holder)
 		return exitNotLocked, false
@@ -233,7 +278,7 @@ func acquire(ctx context.Context, r *reporter, mu *dsync.Mutex, b *dsyncmongo.Ba
 	case ctx.Err() != nil:
 		return signalStatus(ctx), false
 	case errors.Is(err, errWaited):
-		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name))
+		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name, f.n))
 		return exitNotLocked, false
 	default:
 		return fail("lock", exitDsync, err), false
@@ -245,9 +290,12 @@ var errWaited = errors.New("waited long enough")
 // describeHolder says who holds name, for a message: "held by HOST (pid
 // N, token T)", with the pid of the holder's command when the holder
 // runs on this machine.
-func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) string {
+func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string, n int64) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if n > 1 {
+		return describeUnits(ctx, b, name)
+	}
 	// The head of the lock's queue: its holder, or the claim whose turn
 	// has just come.
 	info, err := b.Current(ctx, name)
@@ -267,9 +315,30 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string) str
 	return fmt.Sprintf("held by %s (pid %d, token %d)", info.Host, info.PID, info.Token)
 }
 
+// describeUnits says how the units of the semaphore name are held, for a
+// message: "3/3 units held (first by HOST, pid N, token T)". The claims at
+// the head of the queue that fit the head's limit hold (or are about to).
+func describeUnits(ctx context.Context, b *dsyncmongo.Backend, name string) string {
+	q, err := b.Client().Queue(ctx, "dsync:sem/"+name)
+	switch {
+	case err != nil:
+		return "its holders cannot be read: " + oneLine(err)
+	case len(q) == 0:
+		return "it is free now"
+	}
+	limit, held := q[0].Limit, int64(0)
+	for _, c := range q {
+		if c.Limit != limit || held+c.Weight > limit {
+			break
+		}
+		held += c.Weight
+	}
+	return fmt.Sprintf("%d/%d units held (first by %s, pid %d, token %d)", held, limit, q[0].Host, q[0].PID, q[0].Token)
+}
+
 // unlock releases the hold, bounded by the TTL; a lost hold needs no
 // release, and a failed one just expires.
-func unlock(r *reporter, mu *dsync.Mutex, ttl time.Duration) {
+func unlock(r *reporter, mu lockable, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
 	if err := mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {

@@ -59,7 +59,7 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, electCmd, statusCmd, clockCmd, completionCmd,
+		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, clockCmd, completionCmd,
 		candidateCmd,
 		{name: "help", usage: helpUsage, run: runHelp},
 	}
