@@ -391,7 +391,7 @@ func (c *cluster) lockKey() string {
 	if c.base.Mode == worker.ModeElection {
 		return leader.LockKey(c.base.Key)
 	}
-	return c.base.Key
+	return worker.StoredKey(c.base.Mode, c.base.Key)
 }
 
 // deadlineOf returns the latest deadline recorded so far for a hold.
@@ -623,16 +623,22 @@ func randDuration(lo, hi time.Duration) time.Duration {
 func ms(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 
 // corrupt runs the checker's negative controls on a real history that
-// passed: the same events with one hold moved into its predecessor's
-// validity, with two tokens swapped, and with a loss signalled late. Each
-// broken copy must be rejected with the matching violation.
+// passed: the same events with one hold moved into the validity of an
+// earlier one it conflicts with (readers and weighted holds may share),
+// with their two tokens swapped, and with a loss signalled late. Each
+// broken copy must be rejected with the matching violation. A history of
+// weighted holds is also checked with one weight inflated to the limit
+// (weightControl).
 func (c *cluster) corrupt(events []history.Event, r *history.Report) {
 	c.t.Helper()
+	c.weightControl(events, r)
 	var a, b *history.Hold
 	for _, hs := range r.Holds {
 		for i := 1; i < len(hs) && a == nil; i++ {
-			if hs[i].PID != hs[i-1].PID {
-				a, b = hs[i-1], hs[i]
+			for j := i - 1; j >= 0 && a == nil; j-- {
+				if hs[i].PID != hs[j].PID && history.Conflicts(hs[i], hs[j]) {
+					a, b = hs[j], hs[i]
+				}
 			}
 		}
 	}
@@ -696,4 +702,38 @@ func (c *cluster) corrupt(events []history.Event, r *history.Report) {
 		}
 		summary.negative(detected)
 	}
+}
+
+// weightControl: a weighted hold that began while another was valid gets
+// the whole limit as its weight; the checker must find the limit
+// exceeded.
+func (c *cluster) weightControl(events []history.Event, r *history.Report) {
+	c.t.Helper()
+	var h *history.Hold
+	for _, hs := range r.Holds {
+		for i, x := range hs {
+			for _, p := range hs[:i] {
+				if h == nil && x.Mode == history.ModeWeighted && p.Mode == x.Mode && p.Limit == x.Limit &&
+					p.Acquired <= x.Acquired && x.Acquired < p.ValidEnd() {
+					h = x
+				}
+			}
+		}
+	}
+	if h == nil {
+		return
+	}
+	evs := slices.Clone(events)
+	for i := range evs {
+		if evs[i].Ev == history.EvAcquire && evs[i].PID == h.PID && evs[i].Key == h.Key && evs[i].Token == h.Token {
+			evs[i].Weight = h.Limit
+		}
+	}
+	detected := slices.ContainsFunc(history.Check(evs, nil).Violations, func(v history.Violation) bool {
+		return v.Kind == history.KindOverlap && strings.Contains(v.Msg, "over the limit")
+	})
+	if !detected {
+		c.t.Errorf("negative control: the checker accepted this history with a weight inflated to the limit")
+	}
+	summary.negative(detected)
 }

@@ -116,3 +116,54 @@ func ExampleBackend_Current() {
 		fmt.Printf("free; last token %d\n", info.Token)
 	}
 }
+
+// The README's "RWMutex, Semaphore, Once" snippet: the three on one
+// backend, which gives all of them the process's one lease.
+func Example_family() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	backend, err := dsyncmongo.New(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer backend.Close()
+	ctx := context.Background()
+
+	// Migrate once, whichever replica starts first; the others wait here.
+	migration, err := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := migration.Do(ctx, migrateOrders); err != nil {
+		log.Fatal(err)
+	}
+
+	// At most 3 transcodes at once across every replica.
+	transcoders, err := dsync.NewSemaphore(backend, "transcoders", 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := transcoders.Acquire(ctx, 1); err != nil {
+		log.Fatal(err)
+	}
+	defer transcoders.Release(1)
+
+	// Many readers of the catalog, or one writer.
+	catalog, err := dsync.NewRWMutex(backend, "catalog")
+	if err != nil {
+		log.Fatal(err)
+	}
+	catalog.RLock()
+	defer catalog.RUnlock()
+}
+
+// migrateOrders stands for a migration: it passes its token to what it
+// writes, so that a run that outlived its lease is rejected.
+func migrateOrders(ctx context.Context) error {
+	token, _ := dsync.TokenOf(ctx)
+	_ = token
+	return nil
+}

@@ -56,6 +56,10 @@ type Hold struct {
 // its processes disagree on it: the claims of each limit take turns).
 func conflicts(a, b *Hold) bool { return a.class() != b.class() || a.Mode == "" }
 
+// Conflicts reports whether holds a and b may not be valid at once (see
+// conflicts).
+func Conflicts(a, b *Hold) bool { return conflicts(a, b) }
+
 // class is what a hold shares its key with: its mode and, for a weighted
 // hold, its limit.
 type class struct {

@@ -59,7 +59,7 @@ type Config struct {
 	Name       string        // worker name, e.g. "w1"
 	URI        string        // server (or proxy) URI
 	DB         string        // database
-	Mode       string        // ModeMutex or ModeElection
+	Mode       string        // ModeMutex, ModeElection, ModeRWMutex or ModeSemaphore
 	Key        string        // lock key, or election name
 	TTL        time.Duration // lease TTL
 	Renew      time.Duration // renew interval; 0: TTL/3
@@ -199,7 +199,7 @@ func (w *worker) run() error {
 
 	w.rec = newRecorder(w, cfg.TTL)
 
-	regName := cfg.Key
+	regName := StoredKey(cfg.Mode, cfg.Key)
 	if cfg.Mode == ModeElection {
 		regName = leader.LockKey(cfg.Key)
 	}
@@ -215,6 +215,8 @@ func (w *worker) run() error {
 		err = w.runMutex(ctx, db)
 	case ModeElection:
 		err = w.runElection(ctx, db)
+	case ModeRWMutex, ModeSemaphore:
+		err = w.runShared(ctx, db)
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
