@@ -632,6 +632,7 @@ func ms(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecon
 func (c *cluster) corrupt(events []history.Event, r *history.Report) {
 	c.t.Helper()
 	c.weightControl(events, r)
+	c.onceControl(events)
 	var a, b *history.Hold
 	for _, hs := range r.Holds {
 		for i := 1; i < len(hs) && a == nil; i++ {
@@ -734,6 +735,25 @@ func (c *cluster) weightControl(events []history.Event, r *history.Report) {
 	})
 	if !detected {
 		c.t.Errorf("negative control: the checker accepted this history with a weight inflated to the limit")
+	}
+	summary.negative(detected)
+}
+
+// onceControl: a run of a Once that starts after its key's record was
+// confirmed; the checker must find it.
+func (c *cluster) onceControl(events []history.Event) {
+	c.t.Helper()
+	i := slices.IndexFunc(events, func(ev history.Event) bool { return ev.Ev == history.EvOnceDone })
+	if i < 0 {
+		return
+	}
+	d := events[i]
+	run := history.Event{Ev: history.EvOnceRun, Worker: "control", PID: 1 << 30, Key: d.Key, Token: d.Token + 1000, T: d.T + 1}
+	detected := slices.ContainsFunc(history.Check(append(slices.Clone(events), run), nil).Violations, func(v history.Violation) bool {
+		return v.Kind == history.KindOnceTwice && strings.Contains(v.Msg, "control(pid")
+	})
+	if !detected {
+		c.t.Errorf("negative control: the checker accepted a Once run after its record was confirmed")
 	}
 	summary.negative(detected)
 }

@@ -41,8 +41,13 @@
 // delayed replies through a TCP proxy (TestPartition, package
 // faultproxy), requests delivered after their sender gave up on them
 // (TestDelayRequests), client clock skew and wall-clock jumps
-// (TestClockSkew), leader election under all of them (TestElection), and
-// everything mixed (TestMixedFaults).
+// (TestClockSkew), leader election under all of them (TestElection),
+// everything mixed (TestMixedFaults), and the primitives that share a key
+// under each fault in turn: an RWMutex and a Semaphore
+// (TestRWMutexUnderFaults, TestSemaphoreUnderFaults: no writer beside
+// anyone, units within the limit) and a Once on slot keys
+// (TestOnceUnderFaults: no run after its record was confirmed or seen,
+// every record names a run that succeeded).
 //
 // # Requests delivered late
 //

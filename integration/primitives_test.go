@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +72,46 @@ func sharedUnderFaults(t *testing.T, mode string) {
 	t.Logf("%s: faults %v; %d holds began beside another of their mode", mode, counts, shared)
 	if shared == 0 {
 		t.Errorf("no hold shared the key in %d holds", r.NumHolds)
+	}
+}
+
+// Fault 8: Once on slot keys under faults: four worker processes run a
+// function once per slot (failing one run in five, running long one in
+// ten), and faults hit the process running it. No run starts after its
+// slot's record was confirmed or seen, and every record names a run that
+// succeeded.
+func TestOnceUnderFaults(t *testing.T) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	cfg := baseConfig()
+	cfg.Mode, cfg.Key, cfg.Register = worker.ModeOnce, "tick", ""
+	c := newCluster(t, srv.URI(), db, cfg)
+	c.viaProxy = true
+	c.startN(4, nil)
+	// delay-requests needs a guest worker that holds a lock.
+	kinds := slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" })
+	isRun := func(after int64) func(history.Event) bool {
+		return func(e history.Event) bool { return e.Ev == history.EvOnceRun && e.T > after }
+	}
+	from, counts := 0, make(map[string]int)
+	for n := 0; n < rounds(len(kinds), 10*len(kinds)); n++ {
+		ev, next := c.await(from, 60*time.Second, "run", isRun(0))
+		from = next
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		kind := kinds[n%len(kinds)]
+		counts[kind]++
+		c.inject(kind, p, srv)
+		_, from = c.await(from, 60*time.Second, "run after "+kind, isRun(history.Now()))
+	}
+	for range 3 {
+		_, from = c.await(from, 60*time.Second, "run", isRun(0))
+	}
+	r := c.check()
+	t.Logf("once: faults %v; %+v", counts, r.Once)
+	if r.Once.Runs == 0 || r.Once.Done == 0 || r.Once.Skips == 0 {
+		t.Errorf("too little ran: %+v", r.Once)
 	}
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,11 +63,22 @@ type recorder struct {
 	sessions map[string]*predSession
 	claims   map[leaseID]predClaim
 	holds    map[leaseID]*predHold
+	// dones: for each Once key (as stored), when its done record was last
+	// read (the send time) and the token of the record last seen or
+	// inserted (once.go).
+	dones map[string]doneSeen
+}
+
+// doneSeen is what the recorder saw of a key's done record.
+type doneSeen struct {
+	readSent int64
+	token    uint64
 }
 
 func newRecorder(w *worker, ttl time.Duration) *recorder {
 	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20),
-		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold)}
+		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold),
+		dones: make(map[string]doneSeen)}
 }
 
 // opened records a session opened by a request sent at sent whose reply
@@ -226,10 +238,54 @@ func (s *recordingStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (
 }
 
 // Insert: an end is forgotten before it is sent: from then on the claim
-// may have ended for others.
+// may have ended for others. A done record inserted is seen.
 func (s *recordingStore) Insert(ctx context.Context, d driver.Doc) error {
 	if d.Kind == driver.KindRelease || d.Kind == driver.KindWithdraw {
 		s.rec.ended(d.Key, d.Epoch, d.Nonce)
 	}
-	return s.Store.Insert(ctx, d)
+	err := s.Store.Insert(ctx, d)
+	if err == nil && d.Kind == driver.KindDone {
+		s.rec.sawDone(d.Key, d.Token)
+	}
+	return err
+}
+
+// Get: a read of a done record is noted (when it was sent, and the token
+// of a record found).
+func (s *recordingStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	sent := history.Now()
+	d, found, err := s.Store.Get(ctx, id)
+	if key, ok := strings.CutSuffix(id, "#done"); ok && err == nil {
+		s.rec.readDone(key, sent)
+		if found && d.Kind == driver.KindDone {
+			s.rec.sawDone(key, d.Token)
+		}
+	}
+	return d, found, err
+}
+
+// readDone records that key's done record was read by a request sent at
+// sent.
+func (r *recorder) readDone(key string, sent int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.dones[key]
+	d.readSent = sent
+	r.dones[key] = d
+}
+
+// sawDone records that key's done record names token.
+func (r *recorder) sawDone(key string, token uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.dones[key]
+	d.token = token
+	r.dones[key] = d
+}
+
+// done returns what was seen of key's done record.
+func (r *recorder) done(key string) doneSeen {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dones[key]
 }

@@ -59,7 +59,7 @@ type Config struct {
 	Name       string        // worker name, e.g. "w1"
 	URI        string        // server (or proxy) URI
 	DB         string        // database
-	Mode       string        // ModeMutex, ModeElection, ModeRWMutex or ModeSemaphore
+	Mode       string        // ModeMutex, ModeElection, ModeRWMutex, ModeSemaphore or ModeOnce
 	Key        string        // lock key, or election name
 	TTL        time.Duration // lease TTL
 	Renew      time.Duration // renew interval; 0: TTL/3
@@ -217,6 +217,8 @@ func (w *worker) run() error {
 		err = w.runElection(ctx, db)
 	case ModeRWMutex, ModeSemaphore:
 		err = w.runShared(ctx, db)
+	case ModeOnce:
+		err = w.runOnce(ctx, db)
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
