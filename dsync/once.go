@@ -173,6 +173,10 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 		return true, nil
 	}
 
+	if !h.active() {
+		release() // lost while reading: claim again
+		return false, nil
+	}
 	ok := false
 	defer func() {
 		if !ok { // f panicked
@@ -202,7 +206,9 @@ func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 	defer stop()
 	backoff := minBackoff
 	for {
-		_, found, err = o.client.doneUnder(held, h.claim)
+		rctx, cancel := context.WithTimeout(held, o.cfg.ttl)
+		_, found, err = o.client.doneUnder(rctx, h.claim)
+		cancel()
 		if err == nil {
 			return found, nil
 		}
@@ -246,7 +252,11 @@ func (o *Once) record(ctx context.Context, h *hold) error {
 	defer stop()
 	backoff := minBackoff
 	for {
-		rec, mine, err := o.client.markDone(context.WithoutCancel(ctx), h.claim, nonce)
+		// Each attempt is detached from ctx (f has succeeded: an attempt
+		// cut short only invites a second run) and bounded by the TTL.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.ttl)
+		rec, mine, err := o.client.markDone(actx, h.claim, nonce)
+		cancel()
 		if err == nil {
 			if !mine {
 				o.cfg.logger.Warn("dsync: once: the function succeeded in two holds: the record of an earlier run landed after this run's read",
