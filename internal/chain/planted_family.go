@@ -1,5 +1,7 @@
 package chain
 
+import "context"
+
 // Planted errors of the grant rule's modes and limits, for the
 // simulation's negative controls (see Bug). They are numbered apart from
 // the engine's own, which grow from the other end.
@@ -13,13 +15,26 @@ const (
 	// hold and trusts the read before the claim: two runs that both read
 	// "not done" before claiming both run, one after the other.
 	BugOnceStaleRead
+	// BugReadersPassWaitingWriters lets a shared claim pass a live
+	// exclusive claim that is still waiting (the claim below it is live):
+	// readers preferred over a waiting writer, which then holds beside
+	// them once the claims below it end.
+	BugReadersPassWaitingWriters
 )
 
 // plantedPasses is passes as a planted error of this file changes it; ok
 // is false when none is planted.
-func (e *Engine) plantedPasses(w Terms, d Doc) (p, ok bool) {
-	if e.has(BugLimitIgnored) && w.Mode == Weighted {
+func (e *Engine) plantedPasses(ctx context.Context, w Terms, d Doc) (p, ok bool) {
+	switch {
+	case e.has(BugLimitIgnored) && w.Mode == Weighted:
 		return d.Mode == Weighted, true
+	case e.has(BugReadersPassWaitingWriters) && w.Mode == Shared && d.Mode == Exclusive && d.Epoch > 1:
+		below, found, err := e.store.Get(ctx, ClaimID(d.Key, d.Epoch-1))
+		if err != nil || !found {
+			return false, true
+		}
+		ended, _, _, _, err := e.ended(ctx, below)
+		return err == nil && !ended, true
 	}
 	return false, false
 }

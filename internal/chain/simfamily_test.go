@@ -69,6 +69,7 @@ func TestSimulationCatchesPlantedFamilyBugs(t *testing.T) {
 	}{
 		{"weighted claims passing claims of another limit", chain.BugLimitIgnored},
 		{"a Once trusting its read before the claim", chain.BugOnceStaleRead},
+		{"a reader admitted past a waiting writer", chain.BugReadersPassWaitingWriters},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !chain.Planted {

@@ -90,7 +90,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 					continue
 				}
 			}
-			if e.passes(c.Terms, d) {
+			if e.passes(ctx, c.Terms, d) {
 				c.passed = append(c.passed, passedClaim{d, b})
 				c.checked = epoch
 				if !e.fits(c.Terms, c.passed) {
@@ -141,11 +141,11 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 // passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
 // walker passing every live claim (and the sync family's planted errors,
 // plantedPasses).
-func (e *Engine) passes(w Terms, d Doc) bool {
+func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
 	if e.has(BugSharedPassesAll) && w.Mode == Shared {
 		return true
 	}
-	if p, ok := e.plantedPasses(w, d); ok {
+	if p, ok := e.plantedPasses(ctx, w, d); ok {
 		return p
 	}
 	return passes(w, d)
