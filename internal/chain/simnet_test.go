@@ -27,6 +27,8 @@ type server struct {
 	backup             *backup
 	// lastReset is the true time of the last reset (0: none).
 	lastReset time.Duration
+	// dropped is the true time the sessions were last dropped (0: never).
+	dropped time.Duration
 }
 
 // backup is a copy of the server's documents.
@@ -51,12 +53,16 @@ func (sv *server) snapshot() {
 }
 
 // liveClaims reports whether some claim has not ended and its session has
-// not expired in the server's time.
+// not expired in the server's time. A claim whose session documents went
+// with the sessions collection less than a TTL ago counts as live: its
+// owner may not have noticed yet (walkers wait a TTL too), and a walk of
+// it may have just found it holding.
 func (sv *server) liveClaims() bool {
 	now, live := sv.now(), false
 	sv.store.Unended(func(d chain.Doc) bool {
 		s, found := memory.LatestGen(d.Session, sv.sessions[d.Session])
-		live = found && !s.ExpiresAt.Before(now) || d.Exp.After(now)
+		live = found && !s.ExpiresAt.Before(now) || d.Exp.After(now) ||
+			!found && sv.dropped > 0 && sv.s.now-sv.dropped < simTTL
 		return !live
 	})
 	return live

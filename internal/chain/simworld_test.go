@@ -60,6 +60,7 @@ func (s *sim) scheduleFaults() {
 // the claim's TTL (see chain's ended).
 func (s *sim) dropSessions() {
 	clear(s.server.sessions)
+	s.server.dropped = s.now
 	s.stats.sessionDrops++
 	s.tracef("DROP SESSIONS")
 }
