@@ -160,6 +160,13 @@ func (o *owner) onceHold(a *actor, c *chain.Claim, ss *simSession) {
 		return
 	}
 	o.record(history.Event{Ev: history.EvOnceOK, Key: c.Key, Token: c.Epoch, T: int64(s.now)})
+	if s.rng.IntN(20) == 0 {
+		// The process stops between the run's success and its record (a
+		// pause past the lease): the record may never be confirmed in the
+		// hold, and the next holder runs again.
+		s.pause(o, simTTL+time.Duration(s.rng.Int64N(int64(simTTL))))
+		a.sleep(time.Microsecond)
+	}
 	nonce := fmt.Sprintf("d%s", c.Nonce)
 	for o.valid(ss) {
 		sent := s.now
