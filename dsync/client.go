@@ -44,7 +44,13 @@ type Client struct {
 	// by nonce, with whether each holds: Close ends them.
 	claims  map[string]liveClaim
 	closed  bool
-	running sync.WaitGroup // keepers' renewal goroutines
+	running sync.WaitGroup // keepers' renewal goroutines and the sweeper
+
+	// agreed: the engine's bucket span is settled with the store's
+	// (agree), and the sweeper runs.
+	agreeMu sync.Mutex
+	agreed  bool
+	sweep   sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -78,6 +84,8 @@ type clientConfig struct {
 	// waits for the owner it took over from (relock.go); 0: poll.
 	relockWindow time.Duration
 	chain        chain.Config
+	spanSet      bool                            // the span was set (ClientWithBucketSpan): refuse another
+	idleAge      time.Duration                   // compact keys idle this long; 0: never sweep
 	bug          chain.Bug                       // tests only
 	wrapStore    func(driver.Store) driver.Store // tests only
 }
@@ -216,6 +224,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.sweep.stop()
 	keepers := make([]*keeper, 0, len(c.keepers))
 	for _, k := range c.keepers {
 		keepers = append(keepers, k)
@@ -250,7 +259,26 @@ func (c *Client) prepare(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return c.store.Prepare(ctx)
+	if err := c.store.Prepare(ctx); err != nil {
+		return err
+	}
+	return c.agree(ctx)
+}
+
+// agree settles, once, the bucket span this Client's engine uses with the
+// store's (chain.Engine.Agree), and starts the sweeper.
+func (c *Client) agree(ctx context.Context) error {
+	c.agreeMu.Lock()
+	defer c.agreeMu.Unlock()
+	if c.agreed {
+		return nil
+	}
+	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
+		return fmt.Errorf("dsync: %w", err)
+	}
+	c.agreed = true
+	c.startSweeper()
+	return nil
 }
 
 // checkKey refuses keys the store cannot hold, before any I/O.

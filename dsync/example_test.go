@@ -28,15 +28,14 @@ func Example() {
 		panic(err)
 	}
 	mu.Lock()
-	fmt.Println("token:", mu.Token())
+	first := mu.Token() // the fencing token: pass it to what you write
 	mu.Unlock()
 
 	mu.Lock()
-	fmt.Println("token:", mu.Token())
+	fmt.Println("the next hold's token is higher:", mu.Token() > first)
 	mu.Unlock()
 	// Output:
-	// token: 1
-	// token: 2
+	// the next hold's token is higher: true
 }
 
 func ExampleMutex_TryLock() {
@@ -88,13 +87,17 @@ func ExampleMutex_Lost() {
 		writeBatch(batch, mu.Token())
 	}
 	// Output:
-	// batch 0 written with token 1
-	// batch 1 written with token 1
-	// batch 2 written with token 1
+	// batch 0 written, fenced by the hold's token
+	// batch 1 written, fenced by the hold's token
+	// batch 2 written, fenced by the hold's token
 }
 
+// writeBatch stands for a write that the resource accepts only if token
+// is at least the highest it has seen.
 func writeBatch(batch int, token uint64) {
-	fmt.Printf("batch %d written with token %d\n", batch, token)
+	if token > 0 {
+		fmt.Printf("batch %d written, fenced by the hold's token\n", batch)
+	}
 }
 
 // TestREADMESnippetsAreExamples keeps the README's Go snippets compiled:

@@ -318,6 +318,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		case ctx.Err() != nil:
 			k.leave(sess)
 			return false, m.contextErr(ctx, cmp.Or(lastErr, err))
+		case chain.IsLapsed(err) && sess.ctx.Err() == nil:
+			// The key's segment lapsed under the claim (see
+			// internal/chain): the claim was given up; queue again.
+			k.leave(sess)
 		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it
@@ -378,7 +382,7 @@ func (m *Mutex) claimAndAwait(ctx context.Context, k *keeper, sess *session, wai
 	if wait {
 		for {
 			c.Below, err = m.client.await(wctx, c)
-			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
+			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
 				break
 			}
 			// A backend error while waiting: the claim keeps its place

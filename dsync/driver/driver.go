@@ -39,6 +39,13 @@ const (
 	KindDead = "dead"
 	// KindFloor is a key's floor: every epoch below it has ended.
 	KindFloor = "floor"
+	// KindGate names the segment of a key's queue that owns a bucket of
+	// store time (GateID): of the segments that ever start, only one can
+	// own a bucket, since the gate's ID is exclusive.
+	KindGate = "gate"
+	// KindProtocol is the store's one protocol document (ProtocolID): the
+	// bucket length every process must agree on.
+	KindProtocol = "protocol"
 )
 
 // Mode is how a claim shares its key with others (see dsync.Client).
@@ -89,7 +96,27 @@ type Doc struct {
 	// (always true of an exclusive claim), so nothing below it can keep a
 	// later claim from holding.
 	Clear bool
+
+	// Seg is the segment of the key's queue: for a claim, its segment's
+	// first epoch (a claim with Epoch == Seg is the first of its
+	// segment); for a gate, the segment it names. Zero in documents of an
+	// older dsync.
+	Seg uint64
+	// Bucket is a gate's bucket of store time: the store times in
+	// [Bucket×Span, (Bucket+1)×Span), Span being the protocol document's.
+	Bucket int64
+	// Span is the protocol document's bucket length.
+	Span time.Duration
 }
+
+// GateID is the ID of the gate of key for bucket: one per (key, bucket),
+// so that only one segment owns a bucket.
+func GateID(key string, bucket int64) string {
+	return key + "#g/" + strconv.FormatInt(bucket, 10)
+}
+
+// ProtocolID is the ID of the store's protocol document.
+const ProtocolID = "#protocol"
 
 // ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only
 // one insert of an epoch succeeds.
@@ -114,6 +141,9 @@ func ShadowID(key string, epoch uint64, nonce string) string {
 type Floor struct {
 	Epoch uint64
 	Nonce string
+	// Seg is the segment of Epoch's claim: a floor says nothing of other
+	// segments. Zero in floors of an older dsync.
+	Seg uint64
 }
 
 // Session is one document of a session: a lease that every claim naming it
@@ -155,16 +185,28 @@ type Store interface {
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Newest reads the claim of key with the highest epoch.
 	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
-	// Floor reads the highest floor of key below below (any, if below is
-	// 0); found is false if there is none.
-	Floor(ctx context.Context, key string, below uint64) (f Floor, found bool, err error)
+	// Floor reads the highest floor of key's segment seg below below (any,
+	// if below is 0); found is false if there is none.
+	Floor(ctx context.Context, key string, seg, below uint64) (f Floor, found bool, err error)
 	// RaiseFloor records f as a floor of key, by an insert that succeeds
 	// whether or not it was recorded before; sent is the latest possible
 	// store time at sending.
 	RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error
 	// Prune deletes key's claims, shadows, markers and floors with
-	// 1 < epoch < below that were sent before sentBefore.
-	Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error
+	// epoch < below and epoch != keep that were sent before sentBefore.
+	// (keep is the first epoch of the key's segment: it ends every walk.)
+	Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error
+	// IdleKeys returns up to limit keys (limit > 0) that have a document
+	// sent before sentBefore and no gate of a bucket at or above from:
+	// keys nobody relied on for a while, whose documents Compact may
+	// delete. Its cost may grow with the documents stored: only a sweeper
+	// calls it, once in a while.
+	IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error)
+	// Compact deletes every document of keys (claims, shadows, markers,
+	// floors, gates) sent before sentBefore.
+	Compact(ctx context.Context, keys []string, sentBefore time.Time) error
+	// DropGates deletes the gates of buckets below below, of every key.
+	DropGates(ctx context.Context, below int64) error
 	// Keys returns up to limit keys (limit > 0), in increasing order of
 	// their bytes, that begin with prefix and come after after, among
 	// those that have documents (claims, shadows, markers or floors).

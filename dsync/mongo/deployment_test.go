@@ -518,13 +518,13 @@ func TestFloorKeepsTheHighestRaise(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := uint64(1); i <= 16; i++ {
 			wg.Go(func() {
-				if err := b.s.RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n"}, time.Now()); err != nil {
+				if err := b.s.RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n", Seg: 1}, time.Now()); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if f, _, err := b.s.Floor(ctx, key, 0); err != nil || f.Epoch != 256 {
+		if f, _, err := b.s.Floor(ctx, key, 1, 0); err != nil || f.Epoch != 256 {
 			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f.Epoch, err)
 		}
 	}

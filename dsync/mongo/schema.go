@@ -44,6 +44,11 @@ type lockDoc struct {
 	// Release markers only: the claim held with every lower claim ended
 	// (driver.Doc.Clear).
 	Clear bool `bson:"clear,omitempty"`
+	// The segment of a claim or a gate, a gate's bucket, and the protocol
+	// document's bucket length in milliseconds (driver.Doc).
+	Seg    int64 `bson:"seg,omitempty"`
+	Bucket int64 `bson:"bucket,omitempty"`
+	Span   int64 `bson:"span,omitempty"`
 }
 
 // floorID is the _id of key's floor document at floor: {key, epoch: F,
@@ -59,6 +64,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Seg: int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
 	}
 }
 
@@ -67,6 +73,7 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
 		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Seg: uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,
 	}
 }
 

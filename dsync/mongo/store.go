@@ -289,8 +289,8 @@ func (s *lockStore) Newest(ctx context.Context, key string) (driver.Doc, bool, e
 }
 
 // Floor implements driver.Store: a find on the (key, kind, epoch) index.
-func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
-	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}}
+func (s *lockStore) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
+	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}, {Key: "seg", Value: segValue(seg)}}
 	if below > 0 {
 		filter = append(filter, bson.E{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(below)}}})
 	}
@@ -303,7 +303,7 @@ func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver
 		s.noteFailure(err)
 		return driver.Floor{}, false, err
 	}
-	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce}, true, nil
+	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce, Seg: uint64(d.Seg)}, true, nil
 }
 
 // RaiseFloor implements driver.Store. It inserts a floor document, never
@@ -311,7 +311,7 @@ func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver
 // higher value on FerretDB, and a floor that went down would let a claim
 // landing in a pruned hole count.
 func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
-	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
+	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Seg: int64(f.Seg), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
 	err := s.write(ctx, "floor", func(ctx context.Context) error {
 		_, err := s.coll.InsertOne(ctx, doc)
 		return err
@@ -323,11 +323,11 @@ func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, 
 }
 
 // Prune implements driver.Store: one deleteMany on the index.
-func (s *lockStore) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (s *lockStore) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	return s.write(ctx, "prune", func(ctx context.Context) error {
 		_, err := s.coll.DeleteMany(ctx, bson.D{
 			{Key: "key", Value: key},
-			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 0}, {Key: "$lt", Value: int64(below)}, {Key: "$ne", Value: int64(keep)}}},
 			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
 		})
 		return err
@@ -399,4 +399,13 @@ func jitter(d time.Duration) time.Duration {
 
 func midpoint(iv clockcheck.Interval) time.Time {
 	return iv.Earliest.Add(iv.Latest.Sub(iv.Earliest) / 2).Truncate(time.Millisecond).UTC()
+}
+
+// segValue matches the seg field of a document of segment seg: a document
+// of an older dsync has none (segment 0).
+func segValue(seg uint64) any {
+	if seg == 0 {
+		return bson.D{{Key: "$exists", Value: false}}
+	}
+	return int64(seg)
 }

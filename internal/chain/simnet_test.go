@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/chain"
@@ -186,6 +187,14 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
 	if cerr := n.call(ctx, func() {
 		dup, err = n.s.server.store.InsertOrdered(bg, docs)
+		if len(docs) > 0 && docs[0].Kind == chain.KindGate {
+			switch {
+			case dup == -1:
+				n.s.stats.starts++
+			case dup > 0 && docs[dup].Kind == chain.KindGate:
+				n.s.stats.orphans++
+			}
+		}
 		n.s.tracef("insertordered %v -> dup %d %v", docs, dup, err)
 	}); cerr != nil {
 		return 0, cerr
@@ -213,9 +222,9 @@ func (n net) Newest(ctx context.Context, key string) (d chain.Doc, found bool, e
 	return d, found, err
 }
 
-func (n net) Floor(ctx context.Context, key string, below uint64) (f chain.Floor, found bool, err error) {
+func (n net) Floor(ctx context.Context, key string, seg, below uint64) (f chain.Floor, found bool, err error) {
 	if cerr := n.call(ctx, func() {
-		f, found, err = n.s.server.store.Floor(bg, key, below)
+		f, found, err = n.s.server.store.Floor(bg, key, seg, below)
 		n.s.tracef("floor %s below %d -> %v", key, below, f)
 	}); cerr != nil {
 		return chain.Floor{}, false, cerr
@@ -233,17 +242,59 @@ func (n net) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent tim
 	return err
 }
 
-func (n net) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (n net) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	store := n.s.server.store
 	return n.tornDelete(ctx, func() []string {
 		n.s.stats.prunes++
-		n.s.tracef("prune %s below %d", key, below)
-		return store.PruneSet(key, below, sentBefore)
+		n.s.tracef("prune %s below %d keep %d", key, below, keep)
+		return store.PruneSet(key, keep, below, sentBefore)
 	}, func(ids []string) {
 		for _, id := range ids {
 			store.Delete(id)
 		}
 	})
+}
+
+func (n net) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) (keys []string, err error) {
+	if cerr := n.call(ctx, func() {
+		keys, err = n.s.server.store.IdleKeys(bg, sentBefore, from, limit)
+		n.s.tracef("idlekeys before %v from %d -> %v", sentBefore, from, keys)
+	}); cerr != nil {
+		return nil, cerr
+	}
+	return keys, err
+}
+
+// Compact is torn as a prune is: FerretDB reads what to delete, then
+// deletes it by ID.
+func (n net) Compact(ctx context.Context, keys []string, sentBefore time.Time) error {
+	store := n.s.server.store
+	return n.tornDelete(ctx, func() []string {
+		ids := store.CompactSet(keys, sentBefore)
+		if len(ids) > 0 {
+			n.s.stats.compactions++
+		}
+		for _, id := range ids {
+			if strings.HasPrefix(id, keyIdle+"@") {
+				n.s.compacted[keyIdle] = true
+			}
+		}
+		n.s.tracef("compact %v before %v -> %v", keys, sentBefore, ids)
+		return ids
+	}, func(ids []string) {
+		for _, id := range ids {
+			store.Delete(id)
+		}
+	})
+}
+
+func (n net) DropGates(ctx context.Context, below int64) (err error) {
+	if cerr := n.call(ctx, func() {
+		err = n.s.server.store.DropGates(bg, below)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // Sessions live in the simulation's own table rather than the MemStore,

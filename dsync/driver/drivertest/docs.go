@@ -221,7 +221,7 @@ func (s *suite) testNewest(t *testing.T) {
 	insert(t, ctx, st, end(top, driver.KindRelease, sent))
 	above := claim("k", 12, "n12", sent) // not a claim of k's: only its shadow and marker
 	insert(t, ctx, st, shadow(above), end(above, driver.KindWithdraw, sent), claim("other", 20, "o20", sent), claim("k2", 30, "x", sent), claim("k/", 40, "e", sent))
-	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 15, Nonce: "f"}, sent); err != nil {
+	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 15, Nonce: "f", Seg: testSeg}, sent); err != nil {
 		t.Fatal(err)
 	}
 	d, found, err := st.Newest(ctx, "k")
@@ -272,7 +272,7 @@ func (s *suite) testKeys(t *testing.T) {
 	keys("dsync:", "", 1, "dsync:election/x")
 
 	// A key whose only documents are floors is listed too.
-	if err := st.RaiseFloor(ctx, "f", driver.Floor{Epoch: 3, Nonce: "n"}, sent); err != nil {
+	if err := st.RaiseFloor(ctx, "f", driver.Floor{Epoch: 3, Nonce: "n", Seg: testSeg}, sent); err != nil {
 		t.Fatal(err)
 	}
 	keys("f", "", 100, "f")

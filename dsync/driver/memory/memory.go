@@ -82,6 +82,7 @@ func live(ctx context.Context) error {
 // sent.
 type floorRec struct {
 	nonce string
+	seg   uint64
 	sent  time.Time
 }
 
@@ -159,7 +160,7 @@ func (s *Store) Newest(ctx context.Context, key string) (driver.Doc, bool, error
 }
 
 // Floor implements driver.Store.
-func (s *Store) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
+func (s *Store) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
 	if err := live(ctx); err != nil {
 		return driver.Floor{}, false, err
 	}
@@ -167,8 +168,8 @@ func (s *Store) Floor(ctx context.Context, key string, below uint64) (driver.Flo
 	defer s.mu.Unlock()
 	var top driver.Floor
 	for f, r := range s.floors[key] {
-		if (below == 0 || f < below) && f > top.Epoch {
-			top = driver.Floor{Epoch: f, Nonce: r.nonce}
+		if r.seg == seg && (below == 0 || f < below) && f > top.Epoch {
+			top = driver.Floor{Epoch: f, Nonce: r.nonce, Seg: r.seg}
 		}
 	}
 	return top, top.Epoch > 0, nil
@@ -185,31 +186,129 @@ func (s *Store) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent
 		s.floors[key] = make(map[uint64]floorRec)
 	}
 	if _, ok := s.floors[key][f.Epoch]; !ok {
-		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, sent: sent}
+		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, seg: f.Seg, sent: sent}
 	}
 	return nil
 }
 
 // Prune implements driver.Store.
-func (s *Store) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (s *Store) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range s.pruneSetLocked(key, below, sentBefore) {
+	for _, id := range s.pruneSetLocked(key, keep, below, sentBefore) {
 		s.deleteLocked(id)
 	}
 	return nil
 }
 
-// PruneSet returns the IDs of the documents Prune(key, below, sentBefore)
-// would delete now: a store whose deletes are not atomic reads this set
-// first and deletes its members later (the simulation does).
-func (s *Store) PruneSet(key string, below uint64, sentBefore time.Time) []string {
+// PruneSet returns the IDs of the documents Prune(key, keep, below,
+// sentBefore) would delete now: a store whose deletes are not atomic reads
+// this set first and deletes its members later (the simulation does).
+func (s *Store) PruneSet(key string, keep, below uint64, sentBefore time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pruneSetLocked(key, below, sentBefore)
+	return s.pruneSetLocked(key, keep, below, sentBefore)
+}
+
+// IdleKeys implements driver.Store.
+func (s *Store) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error) {
+	if err := live(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, recent := make(map[string]bool), make(map[string]bool)
+	for _, d := range s.docs {
+		switch {
+		case d.Kind == driver.KindProtocol:
+		case d.Kind == driver.KindGate && d.Bucket >= from:
+			recent[d.Key] = true
+		case d.Sent.Before(sentBefore):
+			old[d.Key] = true
+		}
+	}
+	for key, fs := range s.floors {
+		for _, r := range fs {
+			if r.sent.Before(sentBefore) {
+				old[key] = true
+			}
+		}
+	}
+	var keys []string
+	for key := range old {
+		if !recent[key] {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	return keys, nil
+}
+
+// Compact implements driver.Store.
+func (s *Store) Compact(ctx context.Context, keys []string, sentBefore time.Time) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.compactSetLocked(keys, sentBefore) {
+		s.deleteLocked(id)
+	}
+	return nil
+}
+
+// CompactSet returns the IDs of the documents Compact(keys, sentBefore)
+// would delete now (see PruneSet).
+func (s *Store) CompactSet(keys []string, sentBefore time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compactSetLocked(keys, sentBefore)
+}
+
+func (s *Store) compactSetLocked(keys []string, sentBefore time.Time) []string {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	var ids []string
+	for id, d := range s.docs {
+		if set[d.Key] && d.Kind != driver.KindProtocol && d.Sent.Before(sentBefore) {
+			ids = append(ids, id)
+		}
+	}
+	for key, fs := range s.floors {
+		if !set[key] {
+			continue
+		}
+		for f, r := range fs {
+			if r.sent.Before(sentBefore) {
+				ids = append(ids, FloorID(key, f))
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// DropGates implements driver.Store.
+func (s *Store) DropGates(ctx context.Context, below int64) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, d := range s.docs {
+		if d.Kind == driver.KindGate && d.Bucket < below {
+			s.deleteLocked(id)
+		}
+	}
+	return nil
 }
 
 // Delete deletes the document (or floor, by FloorID) with the given ID,
@@ -225,15 +324,15 @@ func FloorID(key string, floor uint64) string {
 	return key + "#floor#" + strconv.FormatUint(floor, 10)
 }
 
-func (s *Store) pruneSetLocked(key string, below uint64, sentBefore time.Time) []string {
+func (s *Store) pruneSetLocked(key string, keep, below uint64, sentBefore time.Time) []string {
 	var ids []string
 	for id, d := range s.docs {
-		if d.Key == key && d.Epoch > 1 && d.Epoch < below && d.Sent.Before(sentBefore) {
+		if d.Key == key && d.Epoch > 0 && d.Epoch != keep && d.Epoch < below && d.Sent.Before(sentBefore) {
 			ids = append(ids, id)
 		}
 	}
 	for f, r := range s.floors[key] {
-		if f > 1 && f < below && r.sent.Before(sentBefore) {
+		if f != keep && f < below && r.sent.Before(sentBefore) {
 			ids = append(ids, FloorID(key, f))
 		}
 	}
