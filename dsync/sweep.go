@@ -101,7 +101,9 @@ func (c *Client) sweepOnce(ctx context.Context) {
 		return
 	}
 	defer m.Unlock()
-	n, err := c.Compact(ctx, c.cfg.idleAge)
+	// An idle age below four spans (the store's span may be longer than
+	// this process was told) is raised to that.
+	n, err := c.Compact(ctx, max(c.cfg.idleAge, c.eng.MinIdle()))
 	if err != nil {
 		c.cfg.logger.Debug("dsync: sweep", "err", err)
 		return

@@ -2,9 +2,12 @@ package dsyncmongo
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
@@ -22,35 +25,53 @@ import (
 const compactBatch = 1000
 
 // IdleKeys implements driver.Store: the keys of the documents sent before
-// sentBefore, less those of the gates of buckets from on.
+// sentBefore, less those of the gates of buckets from on (two finds that
+// return only keys).
 func (s *lockStore) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error) {
-	recent := s.coll.Distinct(ctx, "key", bson.D{
+	recent, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
 	})
-	live := make(map[string]bool)
-	var rows []string
-	if err := recent.Decode(&rows); err != nil {
-		s.noteFailure(err)
+	if err != nil {
 		return nil, err
 	}
-	for _, k := range rows {
-		live[k] = true
-	}
-	old := s.coll.Distinct(ctx, "key", bson.D{
+	old, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
 		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
 	})
-	rows = nil
-	if err := old.Decode(&rows); err != nil {
-		s.noteFailure(err)
+	if err != nil {
 		return nil, err
 	}
 	var keys []string
-	for _, k := range rows {
-		if !live[k] && len(keys) < limit {
+	for _, k := range slices.Sorted(maps.Keys(old)) {
+		if !recent[k] && len(keys) < limit {
 			keys = append(keys, k)
 		}
+	}
+	return keys, nil
+}
+
+// keysOf returns the keys of the documents filter selects.
+func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "key", Value: 1}, {Key: "_id", Value: 0}}))
+	if err != nil {
+		s.noteFailure(err)
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	keys := make(map[string]bool)
+	for cur.Next(ctx) {
+		var d struct {
+			Key string `bson:"key"`
+		}
+		if err := cur.Decode(&d); err != nil {
+			return nil, err
+		}
+		keys[d.Key] = true
+	}
+	if err := cur.Err(); err != nil {
+		s.noteFailure(err)
+		return nil, err
 	}
 	return keys, nil
 }

@@ -211,7 +211,7 @@ func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
 		// outcome, and the engine withdraws it by its nonce.
 		err = insert()
 	} else {
-		// An end marker states a fact that stays true, and has a
+		// An end marker (or a gate) states a fact that stays true, and has a
 		// deterministic _id: sending it again is harmless, and a
 		// duplicate key then means an earlier attempt was applied. A
 		// transient failure (a failover, a dropped connection, a busy
@@ -225,10 +225,14 @@ func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
 	return err
 }
 
-// insertOp names an insert for the test hook (withFault): "claim" or "end".
+// insertOp names an insert for the test hook (withFault): "claim", "gate"
+// (gates and the protocol document) or "end".
 func insertOp(d driver.Doc) string {
-	if d.Kind == driver.KindClaim {
+	switch d.Kind {
+	case driver.KindClaim:
 		return "claim"
+	case driver.KindGate, driver.KindProtocol:
+		return "gate"
 	}
 	return "end"
 }

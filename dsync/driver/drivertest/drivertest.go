@@ -34,7 +34,12 @@
 //     nonce; raising a floor again succeeds; concurrent raises leave the
 //     highest.
 //   - Prune: deletes exactly the documents and floors of the key with
-//     1 < epoch < below sent before the time given.
+//     epoch < below, but epoch keep, sent before the time given.
+//   - Segments: gates and the protocol document keep their fields; a
+//     floor is read only in its own segment.
+//   - IdleKeys, Compact, DropGates: the keys with old documents and no
+//     recent gate; every document of those keys sent before a time, and
+//     nothing else; the gates of old buckets, and nothing else.
 //   - Keys: sorted, distinct, filtered by prefix, after, and limit; paging
 //     through them all.
 //   - Sessions: generations are inserted once; a renewal raises a
@@ -103,6 +108,12 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Floor", s.testFloor)
 	t.Run("RaiseFloorConcurrent", s.testRaiseFloorConcurrent)
 	t.Run("Prune", s.testPrune)
+	t.Run("SegmentDocs", s.testSegmentDocs)
+	t.Run("FloorOfSegment", s.testFloorOfSegment)
+	t.Run("PruneKeeps", s.testPruneKeeps)
+	t.Run("IdleKeys", s.testIdleKeys)
+	t.Run("Compact", s.testCompact)
+	t.Run("DropGates", s.testDropGates)
 	t.Run("Keys", s.testKeys)
 	t.Run("Sessions", s.testSessions)
 	t.Run("RenewSessionNeverLowers", s.testRenewNeverLowers)
@@ -151,6 +162,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
 		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
+		Seg: testSeg,
 	}
 }
 

@@ -608,6 +608,21 @@ func (s *Store) Keys(ctx context.Context, prefix, after string, limit int) ([]st
 	return keys, nil
 }
 
+// Each calls f with the key of every document stored (floors included),
+// in no order. f must not call the store.
+func (s *Store) Each(f func(key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.docs {
+		f(d.Key)
+	}
+	for key, fs := range s.floors {
+		for range fs {
+			f(key)
+		}
+	}
+}
+
 // Len returns the number of documents stored (claims, shadows, markers).
 func (s *Store) Len() int {
 	s.mu.Lock()
