@@ -75,6 +75,9 @@ func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
 	if err := client.checkKey(stored); err != nil {
 		return nil, err
 	}
+	if span := client.eng.Span(); cfg.ttl > span {
+		return nil, fmt.Errorf("dsync: TTL %v is above the bucket span %v (a hold must end before its key's coverage can)", cfg.ttl, span)
+	}
 	m := &Mutex{
 		client: client,
 		key:    key,

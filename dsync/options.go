@@ -72,7 +72,9 @@ func (c *config) releaseTimeout() time.Duration {
 func (c *config) margin() time.Duration { return c.ttl / 20 }
 
 // WithTTL sets the lease length. Default: DefaultTTL (15 s). It must be
-// at least MinTTL (100 ms), and well above the backend's round trip. A
+// at least MinTTL (100 ms), well above the backend's round trip, and at
+// most the store's bucket span (5 minutes unless set otherwise: see
+// ClientWithBucketSpan). A
 // shorter TTL hands a crashed holder's lock over sooner and costs more
 // renewals.
 func WithTTL(ttl time.Duration) Option {
