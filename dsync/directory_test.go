@@ -143,6 +143,11 @@ func TestListKeysAndQueues(t *testing.T) {
 				t.Errorf("List(%+v) = %q, want %q", c.opts, got, c.want)
 			}
 		}
+		for key, want := range map[string]bool{"a/held": true, "b/free": true, "old": false, "a": false} {
+			if got, err := b.HasKey(ctx, key); err != nil || got != want {
+				t.Errorf("HasKey(%q) = %v, %v; want %v", key, got, err, want)
+			}
+		}
 		for _, err := range a.List(ctx, dsync.ListOptions{Limit: -1}) {
 			if err == nil {
 				t.Error("List with limit -1: no error")

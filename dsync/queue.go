@@ -145,6 +145,19 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 	}
 }
 
+// HasKey reports whether List lists key: whether a Client has recorded it
+// (see List). It reads one entry of the store's directory, whatever its
+// queue.
+func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
+	if err := c.checkKey(key); err != nil {
+		return false, err
+	}
+	if err := c.prepare(ctx); err != nil {
+		return false, err
+	}
+	return c.store.HasKey(ctx, key)
+}
+
 // ListOrder returns the order in which List lists the store's keys.
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
 	if err := c.prepare(ctx); err != nil {

@@ -172,6 +172,8 @@ type Store interface {
 	// documents: a key is listed whether or not the store holds
 	// documents of it, and entries are never removed but by an operator.
 	PutKey(ctx context.Context, key string) error
+	// HasKey reports whether key is recorded in the directory.
+	HasKey(ctx context.Context, key string) (bool, error)
 	// ListKeys streams the keys of the directory that q selects, each
 	// once, in the store's order (KeyOrder), reading them from the store
 	// a batch at a time as the caller goes on, so that a listing's memory

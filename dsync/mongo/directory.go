@@ -2,6 +2,7 @@ package dsyncmongo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -67,6 +68,20 @@ func (s *lockStore) PutKey(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// HasKey implements driver.Store: a find by _id, which FerretDB, unlike
+// a range, answers without decoding the documents it passes.
+func (s *lockStore) HasKey(ctx context.Context, key string) (bool, error) {
+	err := s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return false, nil
+	}
+	s.noteFailure(err)
+	return false, wrap(ctx, "look up in "+s.cfg.collection+keysSuffix+" the key", key, err)
 }
 
 // KeyOrder implements driver.Store: OrderFirstUse on FerretDB,

@@ -78,7 +78,10 @@ func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time fr
 func (net) Close() error                  { return nil }
 
 func (net) PutKey(context.Context, string) error { return errors.New("sim: keys are not listed") }
-func (net) KeyOrder() driver.KeyOrder            { return 0 }
+func (net) HasKey(context.Context, string) (bool, error) {
+	return false, errors.New("sim: keys are not listed")
+}
+func (net) KeyOrder() driver.KeyOrder { return 0 }
 func (net) ListKeys(context.Context, driver.KeyQuery) iter.Seq2[string, error] {
 	panic("sim: keys are not listed")
 }

@@ -76,8 +76,9 @@ func putKeys(t *testing.T, ctx context.Context, st driver.Store, keys ...string)
 }
 
 // testPutKey: recording a key again, or from many processes at once,
-// succeeds and lists it once; the directory lists the keys recorded, and
-// only them, whether or not the store holds documents of them.
+// succeeds and lists it once; the directory has (HasKey) and lists the
+// keys recorded, and only them, whether or not the store holds documents
+// of them.
 func (s *suite) testPutKey(t *testing.T) {
 	st, ctx := s.store(t)
 	if got := list(t, ctx, st, driver.KeyQuery{}); len(got) != 0 {
@@ -102,6 +103,11 @@ func (s *suite) testPutKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	putKeys(t, ctx, st, "b")
+	for key, want := range map[string]bool{"a": true, "b": true, "ghost": false, "c": false, "a/": false} {
+		if got, err := st.HasKey(ctx, key); err != nil || got != want {
+			t.Errorf("HasKey(%q) = %v, %v; want %v", key, got, err, want)
+		}
+	}
 	want := order(t, st, []string{"b", "a"})
 	if got := list(t, ctx, st, driver.KeyQuery{}); !slices.Equal(got, want) {
 		t.Errorf("ListKeys after recording b twice, a 16 times at once and b again = %q, want %q (%v)", got, want, st.KeyOrder())

@@ -35,9 +35,9 @@
 //     highest.
 //   - Prune: deletes exactly the documents and floors of the key with
 //     1 < epoch < below sent before the time given.
-//   - PutKey: recording a key again, or from many processes at once,
-//     succeeds; the directory lists every key recorded once, and no key
-//     that has documents but was never recorded.
+//   - PutKey, HasKey: recording a key again, or from many processes at
+//     once, succeeds; the directory has and lists every key recorded,
+//     once, and no key that has documents but was never recorded.
 //   - ListKeys: in the order the store declares (KeyOrder: of bytes, or
 //     of first use, for keys recorded one after the other), filtered by
 //     prefix, after (refused with ErrAfterUnsupported by a store of

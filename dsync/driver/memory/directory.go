@@ -91,6 +91,17 @@ func (s *Store) PutKey(ctx context.Context, key string) error {
 	return nil
 }
 
+// HasKey implements driver.Store.
+func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
+	if err := live(ctx); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.dir.keys[key]
+	return ok, nil
+}
+
 // KeyOrder implements driver.Store: driver.OrderBytes.
 func (s *Store) KeyOrder() driver.KeyOrder { return driver.OrderBytes }
 
