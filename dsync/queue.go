@@ -71,8 +71,8 @@ const (
 	OrderFirstUse = driver.OrderFirstUse
 )
 
-// ErrAfterUnsupported is what List reports, before any I/O, when asked to
-// resume after a key on a store that lists in OrderFirstUse.
+// ErrAfterUnsupported is what List reports, before it reads any key, when
+// asked to resume after a key on a store that lists in OrderFirstUse.
 var ErrAfterUnsupported = driver.ErrAfterUnsupported
 
 // ListOptions selects the keys List lists.
@@ -104,8 +104,9 @@ type KeyState struct {
 //
 // The keys are those claimed through a Client of this release or a later
 // one: a Client records a key in the store's directory, in the
-// background, the first time it claims it, so a key claimed only before
-// this release is listed once it is claimed again. A key stays listed
+// background, the first time it claims it (and again at a claim an hour
+// or more later), so a key claimed only before this release is listed
+// once it is claimed again. A key stays listed
 // when nothing holds or waits for it any more (its Queue is empty); only
 // an operator removes it. A key claimed while a listing runs may be
 // listed or not.
