@@ -312,6 +312,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 	// ... and starts following wake-up events, which costs a create, an
 	// insert and a find, once.
 	waitWakeups(t, p.b)
+	waitRecorded(t, ctx, p.db, 1) // ... and records the key, in the background
 	p.cmd.take()
 	start := time.Now()
 	for range cycles {
@@ -370,18 +371,7 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Each key's first Lock records it in the directory of keys, in the
-	// background: let those inserts finish before counting.
-	for {
-		recorded, err := db.Collection(DefaultCollection+keysSuffix).CountDocuments(ctx, bson.D{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if recorded == int64(n) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitRecorded(t, ctx, db, n)
 	t.Logf("locked %d keys in %v: %v", n, time.Since(start).Round(time.Millisecond), cmd.take())
 	mu.Lock()
 	updates = nil
