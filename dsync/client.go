@@ -37,6 +37,7 @@ type Client struct {
 	resend *chain.Resender
 	wake   *wakeups
 	relock relocks
+	dir    *recorder // records the keys claimed in the store's directory
 
 	mu      sync.Mutex
 	keepers map[keeperID]*keeper
@@ -191,6 +192,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
+	c.dir = newRecorder(c.store, c.mono, cfg.logger)
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
@@ -246,6 +248,7 @@ func (c *Client) Close() error {
 	c.running.Wait()
 	c.resend.Close()
 	c.wake.close()
+	c.dir.close(DefaultReleaseTimeout)
 	return c.store.Close()
 }
 

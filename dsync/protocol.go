@@ -84,6 +84,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	case err != nil:
 		return claimRef{}, wrap(ctx, "claim", key, err)
 	}
+	c.dir.claimed(key) // after the claim's insert, so as not to delay it
 	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}

@@ -48,7 +48,7 @@ var commandFlags = map[string][]completedFlag{
 	"server":     {{"addr", "addr"}, {"data", "dir"}, {"temp", ""}},
 	"lock":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"try", ""}},
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
-	"status":     {{"seen", "duration"}, {"json", ""}},
+	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}},
 	"clock":      {{"max", "duration"}},
 	"completion": {},
 	"help":       {},

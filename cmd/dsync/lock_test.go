@@ -403,7 +403,7 @@ func TestNamesStartingWithADash(t *testing.T) {
 		}
 	}
 	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "--", "-x")
-	if r.code != 0 || !strings.Contains(r.stdout, `"name": "-x"`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `"name":"-x"`) {
 		t.Errorf("dsync status -- -x: exit %d, stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -16,6 +16,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"time"
 )
@@ -207,10 +208,26 @@ type Store interface {
 	Compact(ctx context.Context, keys []string, sentBefore time.Time) error
 	// DropGates deletes the gates of buckets below below, of every key.
 	DropGates(ctx context.Context, below int64) error
-	// Keys returns up to limit keys (limit > 0), in increasing order of
-	// their bytes, that begin with prefix and come after after, among
-	// those that have documents (claims, shadows, markers or floors).
-	Keys(ctx context.Context, prefix, after string, limit int) ([]string, error)
+	// PutKey records key in the store's directory of keys, which
+	// ListKeys reads. Recording a key already recorded is not an error,
+	// and changes nothing. The directory is apart from the keys'
+	// documents: a key is listed whether or not the store holds
+	// documents of it, and entries are never removed but by an operator.
+	PutKey(ctx context.Context, key string) error
+	// HasKey reports whether key is recorded in the directory.
+	HasKey(ctx context.Context, key string) (bool, error)
+	// ListKeys streams the keys of the directory that q selects, each
+	// once, in the store's order (KeyOrder), reading them from the store
+	// a batch at a time as the caller goes on, so that a listing's memory
+	// and its first key's latency do not grow with the directory. A key
+	// recorded while a listing runs may be listed or not. An error ends
+	// the listing: it is yielded with an empty key. A query the store
+	// cannot serve (KeyQuery.After on a store of OrderFirstUse) yields an
+	// error wrapping ErrAfterUnsupported, before any I/O.
+	ListKeys(ctx context.Context, q KeyQuery) iter.Seq2[string, error]
+	// KeyOrder is the order in which ListKeys lists keys. Valid once
+	// Prepare has succeeded (a store may learn it from the server).
+	KeyOrder() KeyOrder
 
 	// InsertSession creates generation s.Gen of session s.ID, or returns
 	// ErrExists if it exists.
@@ -286,3 +303,46 @@ type FeedHandler interface {
 type KeyChecker interface {
 	CheckKey(key string) error
 }
+
+// KeyQuery selects the keys of a listing (Store.ListKeys).
+type KeyQuery struct {
+	// Prefix: only keys that begin with it; "" selects every key.
+	Prefix string
+	// After: only keys that come after it in the store's order; "" starts
+	// at the first key. Only a store of OrderBytes can resume a listing
+	// after a key (it need not be recorded itself).
+	After string
+	// Limit: at most this many keys; 0 lists every key selected. It must
+	// not be negative.
+	Limit int
+}
+
+// KeyOrder is the order in which a store lists its keys.
+type KeyOrder int
+
+const (
+	// OrderBytes lists keys in increasing order of their bytes (as
+	// bytes.Compare orders them), and can resume after any key.
+	OrderBytes KeyOrder = iota + 1
+	// OrderFirstUse lists keys in the order they were first recorded
+	// (PutKey): a stable order, since entries are never updated or
+	// removed, in which keys recorded later come later. A store lists
+	// them in this order when reading any other order would cost it a
+	// read of its whole directory (FerretDB). It cannot resume after a
+	// key: a query with After fails with ErrAfterUnsupported.
+	OrderFirstUse
+)
+
+func (o KeyOrder) String() string {
+	switch o {
+	case OrderBytes:
+		return "bytes"
+	case OrderFirstUse:
+		return "first use"
+	}
+	return "KeyOrder(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ErrAfterUnsupported is what a listing with KeyQuery.After fails with on
+// a store of OrderFirstUse.
+var ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")

@@ -397,6 +397,7 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	for i := range 200 {
 		claimed(t, ctx, p.b, fmt.Sprintf("k%d", i), "o", s)
 	}
+	waitRecorded(t, ctx, p.db, 200)
 	p.cmd.take()
 	if err := p.b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)

@@ -312,6 +312,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 	// ... and starts following wake-up events, which costs a create, an
 	// insert and a find, once.
 	waitWakeups(t, p.b)
+	waitRecorded(t, ctx, p.db, 1) // ... and records the key, in the background
 	p.cmd.take()
 	start := time.Now()
 	for range cycles {
@@ -370,6 +371,7 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitRecorded(t, ctx, db, n)
 	t.Logf("locked %d keys in %v: %v", n, time.Since(start).Round(time.Millisecond), cmd.take())
 	mu.Lock()
 	updates = nil

@@ -34,6 +34,7 @@ type lockStore struct {
 	// server-time samples (servertime.go).
 	clockColl *mongo.Collection
 	events    *mongo.Collection // wake-up events (feed.go)
+	keys      *mongo.Collection // the directory of keys (directory.go)
 	cfg       *config
 
 	// sem serializes preparation (index creation, estimator start) and
@@ -67,6 +68,7 @@ func newLockStore(db *mongo.Database, cfg *config) *lockStore {
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
 	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
+	s.keys = s.collection(cfg.collection + keysSuffix)
 	return s
 }
 
@@ -336,42 +338,6 @@ func (s *lockStore) Prune(ctx context.Context, key string, keep, below uint64, s
 		})
 		return err
 	})
-}
-
-// maxRune bounds the keys that begin with a prefix: every such key, but
-// one whose next character is U+10FFFF (a noncharacter), is below prefix
-// followed by it.
-const maxRune = "\U0010FFFF"
-
-// Keys implements driver.Store: one aggregation over the index's key
-// prefix.
-func (s *lockStore) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
-	from := bson.E{Key: "$gte", Value: prefix}
-	if after >= prefix {
-		from = bson.E{Key: "$gt", Value: after}
-	}
-	match := bson.D{{Key: "key", Value: bson.D{from, {Key: "$lt", Value: prefix + maxRune}}}}
-	cur, err := s.coll.Aggregate(ctx, mongo.Pipeline{
-		{{Key: "$match", Value: match}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$key"}}}},
-		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-		{{Key: "$limit", Value: limit}},
-	})
-	if err != nil {
-		s.noteFailure(err)
-		return nil, err
-	}
-	var rows []struct {
-		Key string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &rows); err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(rows))
-	for i, r := range rows {
-		keys[i] = r.Key
-	}
-	return keys, nil
 }
 
 // wrap prefixes an error with the operation and what it was on, adding

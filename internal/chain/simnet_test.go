@@ -3,7 +3,9 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"iter"
 	"maps"
 	"strings"
 	"time"
@@ -75,8 +77,14 @@ var _ chain.Store = net{}
 func (net) Prepare(context.Context) error { return nil }
 func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Clock") }
 func (net) Close() error                  { return nil }
-func (net) Keys(context.Context, string, string, int) ([]string, error) {
-	return nil, errors.New("sim: keys are not listed")
+
+func (net) PutKey(context.Context, string) error { return errors.New("sim: keys are not listed") }
+func (net) HasKey(context.Context, string) (bool, error) {
+	return false, errors.New("sim: keys are not listed")
+}
+func (net) KeyOrder() driver.KeyOrder { return 0 }
+func (net) ListKeys(context.Context, driver.KeyQuery) iter.Seq2[string, error] {
+	panic("sim: keys are not listed")
 }
 
 type actorKey struct{}

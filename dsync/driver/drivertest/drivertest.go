@@ -40,8 +40,18 @@
 //   - IdleKeys, Compact, DropGates: the keys with old documents and no
 //     recent gate; every document of those keys sent before a time, and
 //     nothing else; the gates of old buckets, and nothing else.
-//   - Keys: sorted, distinct, filtered by prefix, after, and limit; paging
-//     through them all.
+//   - PutKey, HasKey: recording a key again, or from many processes at
+//     once, succeeds; the directory has and lists every key recorded,
+//     once, and no key that has documents but was never recorded.
+//   - ListKeys: in the order the store declares (KeyOrder: of bytes, or
+//     of first use, for keys recorded one after the other), filtered by
+//     prefix, after (refused with ErrAfterUnsupported by a store of
+//     OrderFirstUse) and limit, against a reference; paging through them
+//     all; a negative limit refused.
+//   - ListKeysStream: 600 keys recorded from several processes at once
+//     are each listed once; a listing ends when its caller stops, and
+//     with an error, before its end, when its context ends after the
+//     first key (a store reads at most 500 keys at a time).
 //   - Sessions: generations are inserted once; a renewal raises a
 //     generation's expiry and never lowers it, and creates nothing; a read
 //     returns the generation with the highest expiry.
@@ -114,7 +124,9 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("IdleKeys", s.testIdleKeys)
 	t.Run("Compact", s.testCompact)
 	t.Run("DropGates", s.testDropGates)
-	t.Run("Keys", s.testKeys)
+	t.Run("PutKey", s.testPutKey)
+	t.Run("ListKeys", s.testListKeys)
+	t.Run("ListKeysStream", s.testListKeysStream)
 	t.Run("Sessions", s.testSessions)
 	t.Run("RenewSessionNeverLowers", s.testRenewNeverLowers)
 	t.Run("RenewSessionMissing", s.testRenewMissing)

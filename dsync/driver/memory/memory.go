@@ -11,7 +11,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ type Store struct {
 	claims   map[string]map[uint64]struct{} // epochs of each key's claims
 	floors   map[string]map[uint64]floorRec // each key's recorded floors
 	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
+	dir      directory                      // the keys recorded (directory.go)
 	closed   bool
 
 	feedMu    sync.Mutex
@@ -363,13 +363,15 @@ type State struct {
 	docs     map[string]driver.Doc
 	floors   map[string]map[uint64]floorRec
 	sessions map[string]map[int]time.Time
+	keys     []string
 }
 
 // Snapshot copies the store's contents, as a backup would.
 func (s *Store) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time)}
+	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time),
+		keys: s.dir.all()}
 	for k, fs := range s.floors {
 		st.floors[k] = maps.Clone(fs)
 	}
@@ -402,6 +404,7 @@ func (s *Store) Restore(st State) {
 	for id, gens := range st.sessions {
 		s.sessions[id] = maps.Clone(gens)
 	}
+	s.dir.reset(st.keys)
 }
 
 // Reset empties the store, as dropping its collections would.
@@ -412,6 +415,7 @@ func (s *Store) Reset() {
 	clear(s.claims)
 	clear(s.floors)
 	clear(s.sessions)
+	s.dir.reset(nil)
 }
 
 // InsertSession implements driver.Store.
@@ -576,36 +580,6 @@ func (f *follower) deliver() {
 			f.h.Event(e)
 		}
 	}
-}
-
-// Keys implements driver.Store.
-func (s *Store) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
-	if err := live(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	var keys []string
-	seen := make(map[string]bool)
-	add := func(key string) {
-		if !seen[key] && strings.HasPrefix(key, prefix) && key > after {
-			seen[key] = true
-			keys = append(keys, key)
-		}
-	}
-	for _, d := range s.docs {
-		add(d.Key)
-	}
-	for key, fs := range s.floors {
-		if len(fs) > 0 {
-			add(key)
-		}
-	}
-	s.mu.Unlock()
-	slices.Sort(keys)
-	if len(keys) > limit {
-		keys = keys[:limit]
-	}
-	return keys, nil
 }
 
 // Each calls f with the key of every document stored (floors included),
