@@ -10,6 +10,10 @@
 #                                              poll (handoff, graceful, idle and
 #                                              throughput unless --scenarios says
 #                                              otherwise)
+#   bash bench/run.sh --only dsync --as dsync@f28f297 --scenarios scale
+#                                              measure dsync under another name
+#                                              (bench/results/NAME.json): a
+#                                              "before" kept beside the after
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing)
 #
@@ -21,8 +25,8 @@
 # Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
 # while they were an option, means dsync. Any other bench/results/*.json (a
-# run kept under another name with dsyncbench -name, such as a "before") is
-# reported too, after these.
+# run kept under another name with --as, such as a "before") is reported
+# too, after these.
 # Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
 # throughput, race, scale (its curves: bench/scale.svg).
 #
@@ -40,14 +44,16 @@ cd "$root"
 only="dsync,dsync-polling,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
+as="" # dsync's figures under this name, in bench/results/$as.json
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--only) only="$2"; shift 2 ;;
 	--scenarios) scenarios="$2"; shift 2 ;;
 	--quick) quick="-quick"; shift ;;
+	--as) as="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -162,7 +168,7 @@ failed=()
 
 if want dsync; then
 	log "measuring dsync"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -out "$resdir/dsync.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -out "$resdir/${as:-dsync}.json" ${as:+-name "$as"} -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
 fi
 
