@@ -131,8 +131,13 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 				}
 			}
 			t := time.Now()
-			if err := rn.loadKeys(ctx, loaders, loaded, n); err != nil {
+			failures, err := rn.loadKeys(ctx, loaders, loaded, n)
+			if err != nil {
 				return fmt.Errorf("loading %d keys: %w", n, err)
+			}
+			loadNote := ""
+			if failures > 0 {
+				loadNote = fmt.Sprintf("%s of a Lock+Unlock failed and were tried again", count(failures, "attempt"))
 			}
 			took := time.Since(t)
 			sent := map[string]int64{}
@@ -148,8 +153,8 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 				total -= k
 			}
 			keys := float64(n - loaded)
-			rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(loaders)), "keys/s", []float64{keys / took.Seconds()}, "")
-			rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / keys}, "")
+			rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(loaders)), "keys/s", []float64{keys / took.Seconds()}, loadNote)
+			rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / keys}, loadNote)
 			rn.logf("%s: scale: loaded keys %d to %d in %v, commands %v", rn.d.Name(), loaded, n, took.Round(time.Millisecond), sent)
 			loaded, lastLoad = n, time.Now()
 		}
@@ -165,10 +170,26 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 	return nil
 }
 
+// loadAttempts is how many times a loader tries a key's Lock+Unlock: an
+// embedded FerretDB on a loaded machine fails a write now and then
+// (SQLite's "database is locked").
+const loadAttempts = 3
+
 // loadKeys locks and unlocks keys from..to-1 with the loaders, each
-// taking the next key when done with one.
-func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) error {
+// taking the next key when done with one. A key whose Lock or Unlock
+// fails is tried again, with a new lock; it returns how many failed.
+func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) (failures int, err error) {
+	// The first key alone: the collections are created once, not by
+	// several Clients at once (which FerretDB's SQLite backend does not
+	// always survive).
+	if from < to {
+		if err := loadKey(ctx, loaders[0], from); err != nil {
+			return 0, fmt.Errorf("key %d: %w", from, err)
+		}
+		from++
+	}
 	var next atomic.Int64
+	var failed atomic.Int64
 	next.Store(int64(from))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -180,22 +201,34 @@ func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) er
 				if i >= to || ctx.Err() != nil {
 					return
 				}
-				l, err := c.NewMutex(scaleKey(i), DefaultTTL)
-				if err == nil {
-					err = l.Lock(ctx)
-					if err == nil {
-						err = l.Unlock(ctx)
+				var err error
+				for range loadAttempts {
+					if err = loadKey(ctx, c, i); err == nil || ctx.Err() != nil {
+						break
 					}
+					failed.Add(1)
 				}
 				if err != nil {
-					cancel(fmt.Errorf("key %d: %w", i, err))
+					cancel(fmt.Errorf("key %d, %d attempts: %w", i, loadAttempts, err))
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return context.Cause(ctx)
+	return int(failed.Load()), context.Cause(ctx)
+}
+
+// loadKey locks and unlocks the i-th idle key.
+func loadKey(ctx context.Context, c Conn, i int) error {
+	l, err := c.NewMutex(scaleKey(i), DefaultTTL)
+	if err != nil {
+		return err
+	}
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
 }
 
 // awaitCompaction waits, if the driver compacts idle keys, until the keys
@@ -360,6 +393,16 @@ func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
 	note := ""
 	if len(clients)-1 < w {
 		note = fmt.Sprintf("%d waiting Clients in %d processes (up to %d in each)", w, len(clients)-1, clients[1])
+	}
+	// The collections are created by one Client before the others start
+	// (FerretDB's SQLite backend does not always survive several Clients
+	// creating one collection at once).
+	if c, err := rn.d.Connect(ctx, NewMeter(), ns); err == nil {
+		err = loadKey(ctx, c, 0)
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("creating the namespace: %w", err)
+		}
 	}
 	g, err := spawnPacked(ctx, clients, childSpec{NS: ns, Key: "k", TTL: DefaultTTL})
 	if err != nil {
