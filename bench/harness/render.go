@@ -39,13 +39,13 @@ func scenarioText(sc string, o Options) (title, text string) {
 		return "Scale", fmt.Sprintf("What grows with the history of the lock collection, and with the number of waiting processes; "+
 			"one run per figure. **Idle keys**: one collection is grown in turn to each size by %d Clients locking and unlocking new keys "+
 			"(named as a user names dated jobs, `report-2026-11-23-<i>`); at each size up to %d fresh Clients (a new connection and backend "+
-			"each, cold caches: a cron job's process) each make a first Lock+Unlock of a random idle key, one at a time (fewer once %v is spent: "+
-			"the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over them is divided "+
+			"each, cold caches: a cron job's process) each make a first Lock+Unlock of a random idle key, one at a time (fewer once %v is spent, "+
+			"and none more after one is cut short at %v, shown as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over them is divided "+
 			"among them. The status page is the library's command-line listing of %d keys, cut short after %v. Documents are counted per "+
 			"collection after loading. **Waiting processes**: one process holds a key and W wait for it (beyond %d processes, the waiting "+
 			"Clients are packed several to a process, each with its own connection and backend: the notes say how); %d handoffs as in Handoff, "+
 			"then, while they wait, what each waiter sends over %v, by command, and the server's CPU meanwhile.",
-			o.ScaleLoaders, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleStatusLimit, o.ScaleStatusTimeout, o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
+			o.ScaleLoaders, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleFreshTimeout, o.ScaleStatusLimit, o.ScaleStatusTimeout, o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."

@@ -84,16 +84,18 @@ func thousands(n int) string {
 	return s
 }
 
+// scale runs the waiters part first: it is the shorter, and the idle-key
+// part may take long at its largest sizes.
 func (rn *runner) scale(ctx context.Context) error {
 	var errs []error
-	if len(rn.o.ScaleKeys) > 0 {
-		if err := rn.scaleKeys(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("idle keys: %w", err))
-		}
-	}
 	for _, w := range rn.o.ScaleWaiters {
 		if err := rn.scaleWaiters(ctx, w); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", scaleWaitersParam(w), err))
+		}
+	}
+	if len(rn.o.ScaleKeys) > 0 {
+		if err := rn.scaleKeys(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("idle keys: %w", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -294,8 +296,9 @@ func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string
 	var total int64
 	cpu0, cpuOK := ProcessCPU(rn.o.ServerPID)
 	start := time.Now()
-	samples := 0
-	for samples < rn.o.ScaleFresh {
+	samples, cut := 0, 0
+	limit := ms(int64(rn.o.ScaleFreshTimeout))
+	for samples < rn.o.ScaleFresh && cut == 0 {
 		if samples >= 3 && time.Since(start) > rn.o.ScaleFreshBudget {
 			break
 		}
@@ -310,33 +313,57 @@ func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string
 			if err != nil {
 				return 0, err
 			}
+			// A Lock retries what fails; one that cannot finish (every
+			// read of a first Lock times out, say) is cut short.
+			lctx, cancel := context.WithTimeout(ctx, rn.o.ScaleFreshTimeout)
+			defer cancel()
 			a := Mono()
-			if err := l.Lock(ctx); err != nil {
+			if err := l.Lock(lctx); err != nil {
 				return 0, err
 			}
-			if err := l.Unlock(ctx); err != nil {
+			if err := l.Unlock(lctx); err != nil {
 				return 0, err
 			}
 			return Mono() - a, nil
 		}()
-		if err != nil {
+		switch {
+		case err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)):
 			return err
+		case err != nil:
+			cut++ // this size is past the timeout: no more samples
+			lat = append(lat, limit)
+		default:
+			lat = append(lat, ms(took))
 		}
 		for name, k := range m.ByName() {
 			byName[name] += k
 			total += k
 		}
-		lat = append(lat, ms(took))
 		samples++
 	}
 	cpu1, cpuOK1 := ProcessCPU(rn.o.ServerPID)
-	note := ""
-	if samples < rn.o.ScaleFresh {
-		note = fmt.Sprintf("%d fresh Clients, not %d: the budget of %v was spent", samples, rn.o.ScaleFresh, rn.o.ScaleFreshBudget)
+	var notes []string
+	if cut > 0 {
+		notes = append(notes, fmt.Sprintf("a first Lock+Unlock was cut short after %v (shown as ≥)", rn.o.ScaleFreshTimeout))
 	}
+	if samples < rn.o.ScaleFresh {
+		notes = append(notes, fmt.Sprintf("%d fresh Clients, not %d", samples, rn.o.ScaleFresh))
+		if cut == 0 {
+			notes[len(notes)-1] += fmt.Sprintf(": the budget of %v was spent", rn.o.ScaleFreshBudget)
+		}
+	}
+	note := strings.Join(notes, "; ")
 	k := float64(samples)
-	rn.r.add(Scale, param, scaleFirstP50, "ms", []float64{Percentile(lat, 50)}, note)
-	rn.r.add(Scale, param, scaleFirstP99, "ms", []float64{Percentile(lat, 99)}, note)
+	for _, f := range []struct {
+		metric string
+		p      float64
+	}{{scaleFirstP50, 50}, {scaleFirstP99, 99}} {
+		if v := Percentile(lat, f.p); v >= limit {
+			rn.r.atLeast(Scale, param, f.metric, "ms", v, note)
+		} else {
+			rn.r.add(Scale, param, f.metric, "ms", []float64{v}, note)
+		}
+	}
 	rn.r.add(Scale, param, scaleFirstCmds, "cmds", []float64{float64(total) / k}, note)
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		rn.r.add(Scale, param, fmt.Sprintf(scaleFirstName, name), "cmds", []float64{float64(byName[name]) / k}, note)

@@ -66,6 +66,7 @@ type Options struct {
 	ScaleLoaders       int
 	ScaleFresh         int
 	ScaleFreshBudget   time.Duration
+	ScaleFreshTimeout  time.Duration // one first Lock+Unlock is cut short after this
 	ScaleStatusLimit   int
 	ScaleStatusTimeout time.Duration
 	// scale: a holder and each number of waiters; waiting Clients are
@@ -111,6 +112,7 @@ var Defaults = Options{
 	ScaleLoaders:       4,
 	ScaleFresh:         20,
 	ScaleFreshBudget:   2 * time.Minute,
+	ScaleFreshTimeout:  2 * time.Minute,
 	ScaleStatusLimit:   100,
 	ScaleStatusTimeout: 30 * time.Second,
 	ScaleWaiters:       []int{1, 4, 16, 64},
@@ -147,6 +149,7 @@ var Quick = Options{
 	ScaleLoaders:       2,
 	ScaleFresh:         3,
 	ScaleFreshBudget:   30 * time.Second,
+	ScaleFreshTimeout:  time.Minute,
 	ScaleStatusLimit:   100,
 	ScaleStatusTimeout: 10 * time.Second,
 	ScaleWaiters:       []int{1, 3},
@@ -194,6 +197,7 @@ func (o Options) withDefaults(d Options) Options {
 	def(&o.ScaleLoaders, d.ScaleLoaders)
 	def(&o.ScaleFresh, d.ScaleFresh)
 	defD(&o.ScaleFreshBudget, d.ScaleFreshBudget)
+	defD(&o.ScaleFreshTimeout, d.ScaleFreshTimeout)
 	def(&o.ScaleStatusLimit, d.ScaleStatusLimit)
 	defD(&o.ScaleStatusTimeout, d.ScaleStatusTimeout)
 	defS(&o.ScaleWaiters, d.ScaleWaiters)
