@@ -117,9 +117,11 @@ var Defaults = Options{
 	ScaleStatusTimeout: 30 * time.Second,
 	ScaleWaiters:       []int{1, 4, 16, 64},
 	ScaleProcs:         16,
-	// As the idle scenario's: longer than anything a waiter does
-	// periodically but announce again (every 105 s, by then spread out).
-	ScaleIdleWindow: 40 * time.Second,
+	// Longer than anything a waiter does periodically: before issue 25 a
+	// waiter announced itself again every 105 s, and the waiters of a run,
+	// which announce together when they start, all did so within one
+	// window of 40 s seen only after it (which then showed no growth).
+	ScaleIdleWindow: 2 * time.Minute,
 	ScaleRuns:       1,
 }
 
