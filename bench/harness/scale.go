@@ -449,13 +449,17 @@ func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
 	holder := 0
 	var p50, p99 []float64
 	doubles := 0
+	var handoffErr error
 	for run := range rn.o.ScaleRuns {
 		s, d, h, err := rn.chainOn(ctx, g, holder, rn.o.Handoffs)
 		doubles += d
-		if err != nil {
-			return fmt.Errorf("handoffs: %w", err)
-		}
 		holder = h
+		if err != nil {
+			// The waiters still wait: they are counted all the same.
+			handoffErr = fmt.Errorf("handoffs: %w", err)
+			rn.logf("%s: scale %s: %v", rn.d.Name(), param, handoffErr)
+			break
+		}
 		p50, p99 = append(p50, Percentile(s, 50)), append(p99, Percentile(s, 99))
 		rn.logf("%s: scale %s: handoff run %d: p50 %.1f ms, p99 %.1f ms", rn.d.Name(), param, run+1, p50[run], p99[run])
 	}
@@ -463,8 +467,14 @@ func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
 	if doubles > 0 {
 		hnote = strings.TrimPrefix(hnote+fmt.Sprintf("; %s while another process held", count(doubles, "acquisition")), "; ")
 	}
-	rn.r.add(Scale, param, scaleHandoffP50, "ms", p50, hnote)
-	rn.r.add(Scale, param, scaleHandoffP99, "ms", p99, hnote)
+	if handoffErr != nil {
+		hnote = strings.TrimPrefix(hnote+"; failed: "+handoffErr.Error(), "; ")
+		rn.r.na(Scale, param, scaleHandoffP50, "ms", hnote)
+		rn.r.na(Scale, param, scaleHandoffP99, "ms", hnote)
+	} else {
+		rn.r.add(Scale, param, scaleHandoffP50, "ms", p50, hnote)
+		rn.r.add(Scale, param, scaleHandoffP99, "ms", p99, hnote)
+	}
 
 	// Idle: the waiters settle (a waiter looks again at doubling intervals
 	// for a second after it announces itself), then are counted.
@@ -527,7 +537,7 @@ func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
 	if len(cpu) > 0 {
 		rn.r.add(Scale, param, scaleServerCPU, "% of a core", cpu, note)
 	}
-	return nil
+	return handoffErr
 }
 
 // clientCounts is what one Client of a group sent so far.

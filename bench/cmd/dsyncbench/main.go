@@ -97,6 +97,7 @@ func measure() int {
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario (default 100,1000,10000; 100,1000,10000,100000 for issue 25's; none: skip that part)")
 	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
+	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
 	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
 	idleAge := flag.Duration("idle-age", 0, "compact idle keys after this age (dsyncmongo's option, once it has one: see compaction.go)")
 	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off), e.g. to keep a before/after pair")
@@ -138,7 +139,7 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}

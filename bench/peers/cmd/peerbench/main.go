@@ -44,6 +44,7 @@ func run() int {
 	// grows with the square of the count. Opt in with a list.
 	scaleKeys := flag.String("scale-keys", "none", "comma-separated idle key counts of the scale scenario (default none: see the comment in main.go)")
 	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
+	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
 	serverPID := flag.Int("server-pid", 0, "process id of the library's server, to report its CPU while processes wait (Linux)")
 	flag.Parse()
 
@@ -67,7 +68,7 @@ func run() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
