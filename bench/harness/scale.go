@@ -87,6 +87,18 @@ func thousands(n int) string {
 // scale runs the waiters part first: it is the shorter, and the idle-key
 // part may take long at its largest sizes.
 func (rn *runner) scale(ctx context.Context) error {
+	// Every namespace is dropped at the end: FerretDB's SQLite backend
+	// failed inserts into a new collection ("no such table") right after
+	// another namespace was dropped, and the waiters' event streams with
+	// them.
+	var dropped []string
+	rn.dropLater = func(ns string) { dropped = append(dropped, ns) }
+	defer func() {
+		rn.dropLater = nil
+		for _, ns := range dropped {
+			rn.drop(ctx, ns)
+		}
+	}()
 	var errs []error
 	for _, w := range rn.o.ScaleWaiters {
 		if err := rn.scaleWaiters(ctx, w); err != nil {
@@ -108,7 +120,7 @@ func scaleKey(i int) string { return fmt.Sprintf("report-2026-11-23-%d", i) }
 // Client's first Lock+Unlock and a status page at each.
 func (rn *runner) scaleKeys(ctx context.Context) error {
 	ns := rn.ns("scale")
-	defer rn.drop(ctx, ns)
+	rn.dropLater(ns)
 	loaders := make([]Conn, rn.o.ScaleLoaders)
 	meters := make([]*Meter, len(loaders))
 	for i := range loaders {
@@ -414,7 +426,7 @@ func packing(w, procs int) []int {
 // send while they wait.
 func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
 	ns := rn.ns("scalew")
-	defer rn.drop(ctx, ns)
+	rn.dropLater(ns)
 	clients := packing(w, rn.o.ScaleProcs)
 	param := scaleWaitersParam(w)
 	note := ""

@@ -218,6 +218,9 @@ type runner struct {
 	o   Options
 	r   *Report
 	seq int
+	// dropLater, while the scale scenario runs, takes the namespaces it
+	// drops at its end.
+	dropLater func(ns string)
 }
 
 // Run runs the chosen scenarios against d and returns their figures. A
