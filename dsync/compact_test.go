@@ -45,8 +45,8 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 		}
 		time.Sleep(idle + 3*span)
 		n, err := c.Compact(ctx, idle)
-		if err != nil || n != 3 {
-			t.Fatalf("Compact after the idle age = %d, %v; want the 3 idle keys", n, err)
+		if err != nil || n == 0 {
+			t.Fatalf("Compact after the idle age = %d, %v; want the idle keys' documents deleted", n, err)
 		}
 		for _, key := range []string{"report-2026-11-23", "report-2026-11-24", "report-2026-11-25"} {
 			if left := docsOf(store, key); left != 0 {

@@ -21,10 +21,10 @@ const DefaultIdleAge = 30 * time.Minute
 
 // Compact deletes the documents of the keys nobody has held or waited for
 // during at least idle (at least four bucket spans), and returns how many
-// keys it compacted. A compacted key's next Lock starts afresh, with a
+// documents it deleted. A compacted key's next Lock starts afresh, with a
 // token above every token the key had. Safe to call from many processes
 // at once; a Client with an idle age calls it in the background.
-func (c *Client) Compact(ctx context.Context, idle time.Duration) (int, error) {
+func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error) {
 	if err := c.prepare(ctx); err != nil {
 		return 0, err
 	}
@@ -109,7 +109,7 @@ func (c *Client) sweepOnce(ctx context.Context) {
 		return
 	}
 	if n > 0 {
-		c.cfg.logger.Debug("dsync: compacted idle keys", "keys", n)
+		c.cfg.logger.Debug("dsync: compacted idle keys", "documents", n)
 	}
 }
 

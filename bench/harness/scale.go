@@ -254,7 +254,10 @@ func (rn *runner) awaitCompaction(ctx context.Context, ns string, lastLoad time.
 		return nil
 	}
 	age := ic.IdleAge()
-	time.Sleep(time.Until(lastLoad.Add(age)))
+	// A key is compacted once it is idle for the age past the end of its
+	// coverage (two bucket spans of a quarter of the age), at a sweep
+	// (every span or so).
+	time.Sleep(time.Until(lastLoad.Add(2 * age)))
 	dc, ok := rn.d.(DocCounter)
 	if !ok {
 		return nil

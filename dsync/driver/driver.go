@@ -197,15 +197,15 @@ type Store interface {
 	// epoch < below and epoch != keep that were sent before sentBefore.
 	// (keep is the first epoch of the key's segment: it ends every walk.)
 	Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error
-	// IdleKeys returns up to limit keys (limit > 0) that have a document
-	// sent before sentBefore and no gate of a bucket at or above from:
-	// keys nobody relied on for a while, whose documents Compact may
-	// delete. Its cost may grow with the documents stored: only a sweeper
-	// calls it, once in a while.
-	IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error)
-	// Compact deletes every document of keys (claims, shadows, markers,
-	// floors, gates) sent before sentBefore.
-	Compact(ctx context.Context, keys []string, sentBefore time.Time) error
+	// RecentKeys returns the keys that have a gate of a bucket at or above
+	// from: the keys in use. Its cost may grow with the documents stored:
+	// only a sweeper calls it, once in a while.
+	RecentKeys(ctx context.Context, from int64) ([]string, error)
+	// Compact deletes every document sent before sentBefore (claims,
+	// shadows, markers, floors, gates), but the protocol document and the
+	// documents of the keys in keep, and returns how many it deleted. It
+	// may cost a pass over the documents stored: it should be one.
+	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
 	// DropGates deletes the gates of buckets below below, of every key.
 	DropGates(ctx context.Context, below int64) error
 	// PutKey records key in the store's directory of keys, which

@@ -12,7 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The sweeper's reads and deletes (driver.Store IdleKeys, Compact,
+// The sweeper's reads and deletes (driver.Store RecentKeys, Compact,
 // DropGates). Each is one command over the lock collection: on MongoDB a
 // scan of the documents it selects, on FerretDB a decode of every
 // document of the collection. Only the sweeper sends them, once per
@@ -20,35 +20,17 @@ import (
 // used within the idle age, so their cost follows the keys in use, not
 // the keys ever used.
 
-// compactBatch bounds the keys of one Compact command (SQLite, under
-// FerretDB, limits the variables of one statement).
-const compactBatch = 1000
-
-// IdleKeys implements driver.Store: the keys of the documents sent before
-// sentBefore, less those of the gates of buckets from on (two finds that
-// return only keys).
-func (s *lockStore) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error) {
-	recent, err := s.keysOf(ctx, bson.D{
+// RecentKeys implements driver.Store: the keys of the gates of buckets
+// from on (a find that returns only keys).
+func (s *lockStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+	keys, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
 	})
 	if err != nil {
 		return nil, err
 	}
-	old, err := s.keysOf(ctx, bson.D{
-		{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
-		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	var keys []string
-	for _, k := range slices.Sorted(maps.Keys(old)) {
-		if !recent[k] && len(keys) < limit {
-			keys = append(keys, k)
-		}
-	}
-	return keys, nil
+	return slices.Sorted(maps.Keys(keys)), nil
 }
 
 // keysOf returns the keys of the documents filter selects.
@@ -76,25 +58,26 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 	return keys, nil
 }
 
-// Compact implements driver.Store: a deleteMany per batch of keys.
-func (s *lockStore) Compact(ctx context.Context, keys []string, sentBefore time.Time) error {
-	for len(keys) > 0 {
-		n := min(len(keys), compactBatch)
-		batch := keys[:n]
-		keys = keys[n:]
-		err := s.write(ctx, "compact", func(ctx context.Context) error {
-			_, err := s.coll.DeleteMany(ctx, bson.D{
-				{Key: "key", Value: bson.D{{Key: "$in", Value: batch}}},
-				{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
-				{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
-			})
-			return err
-		})
-		if err != nil {
-			return err
-		}
+// Compact implements driver.Store: one deleteMany, whose filter names the
+// keys kept (those in use: few), so that FerretDB decodes the collection
+// once however many keys go.
+func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	if keep == nil {
+		keep = []string{}
 	}
-	return nil
+	var n int64
+	err := s.write(ctx, "compact", func(ctx context.Context) error {
+		r, err := s.coll.DeleteMany(ctx, bson.D{
+			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
+			{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
+			{Key: "key", Value: bson.D{{Key: "$nin", Value: keep}}},
+		})
+		if r != nil {
+			n = r.DeletedCount
+		}
+		return err
+	})
+	return n, err
 }
 
 // DropGates implements driver.Store: one deleteMany.

@@ -69,8 +69,8 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 	// Past the idle age, and the two buckets a key's coverage reaches.
 	time.Sleep(idle + 2*span + time.Second)
 	n, err := big[0].b.Client().Compact(ctx, idle)
-	if err != nil || n != keys {
-		t.Fatalf("Compact = %d, %v; want the %d idle keys", n, err, keys)
+	if err != nil || n < loaded-1 {
+		t.Fatalf("Compact = %d, %v; want the %d documents of the %d idle keys deleted", n, err, loaded-1, keys)
 	}
 	if left := count(big[0]); left > 1 {
 		t.Errorf("%d documents left of %d after compacting every key, want at most the protocol document", left, loaded)

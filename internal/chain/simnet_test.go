@@ -263,10 +263,10 @@ func (n net) Prune(ctx context.Context, key string, keep, below uint64, sentBefo
 	})
 }
 
-func (n net) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) (keys []string, err error) {
+func (n net) RecentKeys(ctx context.Context, from int64) (keys []string, err error) {
 	if cerr := n.call(ctx, func() {
-		keys, err = n.s.server.store.IdleKeys(bg, sentBefore, from, limit)
-		n.s.tracef("idlekeys before %v from %d -> %v", sentBefore, from, keys)
+		keys, err = n.s.server.store.RecentKeys(bg, from)
+		n.s.tracef("recentkeys from %d -> %v", from, keys)
 	}); cerr != nil {
 		return nil, cerr
 	}
@@ -275,10 +275,12 @@ func (n net) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, lim
 
 // Compact is torn as a prune is: FerretDB reads what to delete, then
 // deletes it by ID.
-func (n net) Compact(ctx context.Context, keys []string, sentBefore time.Time) error {
+func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	store := n.s.server.store
-	return n.tornDelete(ctx, func() []string {
-		ids := store.CompactSet(keys, sentBefore)
+	var count int64
+	err := n.tornDelete(ctx, func() []string {
+		ids := store.CompactSet(sentBefore, keep)
+		count = int64(len(ids))
 		if len(ids) > 0 {
 			n.s.stats.compactions++
 		}
@@ -287,13 +289,14 @@ func (n net) Compact(ctx context.Context, keys []string, sentBefore time.Time) e
 				n.s.compacted[keyIdle] = true
 			}
 		}
-		n.s.tracef("compact %v before %v -> %v", keys, sentBefore, ids)
+		n.s.tracef("compact before %v keep %v -> %v", sentBefore, keep, ids)
 		return ids
 	}, func(ids []string) {
 		for _, id := range ids {
 			store.Delete(id)
 		}
 	})
+	return count, err
 }
 
 func (n net) DropGates(ctx context.Context, below int64) (err error) {

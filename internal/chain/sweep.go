@@ -16,44 +16,32 @@ import (
 // late, deletes only what a later one would.
 //
 // Why it is safe: a key is swept only if it has no gate of a bucket from
-// the one of (now − idle age) on, and only its documents sent before
-// (now − idle age) go. A process relies on a segment only while a gate
+// the one of (now − idle age) on (those with one are kept: RecentKeys),
+// and only its documents sent before (now − idle age) go. A process relies on a segment only while a gate
 // covers the store's time, so no segment of the key was relied on for
 // about idle − 2 × Span before the sweep; a start that lands late with
 // old gates gave its sender coverage that had ended by then. A segment
 // that starts after the sweep read the store sends its documents after
 // it, and they stay.
 
-// sweepBatch bounds the keys one IdleKeys read returns.
-const sweepBatch = 10000
-
 // MinIdle is the shortest idle age Sweep accepts: four buckets.
 func (e *Engine) MinIdle() time.Duration { return 4 * e.span() }
 
 // Sweep compacts the keys idle for at least idle, and deletes gates of
-// buckets long past. It returns how many keys it compacted.
-func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+// buckets long past. It returns how many documents it deleted.
+func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	if idle < e.MinIdle() {
 		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, e.MinIdle(), e.span())
 	}
 	now := e.clock.ServerNow()
 	before := now.Earliest.Add(-idle)
-	n := 0
-	for {
-		keys, err := e.store.IdleKeys(ctx, before, e.bucket(before), sweepBatch)
-		if err != nil {
-			return n, err
-		}
-		if len(keys) == 0 {
-			break
-		}
-		if err := e.store.Compact(ctx, keys, before); err != nil {
-			return n, err
-		}
-		n += len(keys)
-		if len(keys) < sweepBatch {
-			break
-		}
+	keep, err := e.store.RecentKeys(ctx, e.bucket(before))
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.store.Compact(ctx, before, keep)
+	if err != nil {
+		return n, err
 	}
 	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3)
 }

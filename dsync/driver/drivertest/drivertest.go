@@ -37,9 +37,9 @@
 //     epoch < below, but epoch keep, sent before the time given.
 //   - Segments: gates and the protocol document keep their fields; a
 //     floor is read only in its own segment.
-//   - IdleKeys, Compact, DropGates: the keys with old documents and no
-//     recent gate; every document of those keys sent before a time, and
-//     nothing else; the gates of old buckets, and nothing else.
+//   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
+//     document sent before a time but those of the keys kept and the
+//     protocol document; the gates of old buckets, and nothing else.
 //   - PutKey, HasKey: recording a key again, or from many processes at
 //     once, succeeds; the directory has and lists every key recorded,
 //     once, and no key that has documents but was never recorded.
@@ -121,7 +121,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("SegmentDocs", s.testSegmentDocs)
 	t.Run("FloorOfSegment", s.testFloorOfSegment)
 	t.Run("PruneKeeps", s.testPruneKeeps)
-	t.Run("IdleKeys", s.testIdleKeys)
+	t.Run("RecentKeys", s.testRecentKeys)
 	t.Run("Compact", s.testCompact)
 	t.Run("DropGates", s.testDropGates)
 	t.Run("PutKey", s.testPutKey)

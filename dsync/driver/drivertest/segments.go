@@ -68,35 +68,29 @@ func (s *suite) testPruneKeeps(t *testing.T) {
 	}
 }
 
-// testIdleKeys: the keys with a document sent before the time given and
-// no gate of a bucket from the one given on.
-func (s *suite) testIdleKeys(t *testing.T) {
+// testRecentKeys: the keys that have a gate of a bucket from the one given
+// on, each once.
+func (s *suite) testRecentKeys(t *testing.T) {
 	st, ctx := s.store(t)
-	t0 := now(st)
-	old, recent := t0.Add(-time.Hour), t0
+	sent := now(st)
 	insert(t, ctx, st,
-		claim("idle", 1, "n", old), gateDoc("idle", 1, 10, old), // old claim, old gate: idle
-		claim("busy", 1, "n", old), gateDoc("busy", 1, 20, old), // a gate of bucket 20: in use
-		claim("young", 1, "n", recent), // nothing old
-		claim("idle2", 1, "n", old),    // old, no gate at all
-		driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: time.Minute, Sent: old},
+		gateDoc("idle", 1, 10, sent), claim("idle", 1, "n", sent),
+		gateDoc("busy", 1, 20, sent), gateDoc("busy", 1, 21, sent),
+		gateDoc("busy2", 1, 25, sent),
 	)
-	keys, err := st.IdleKeys(ctx, t0.Add(-time.Minute), 20, 10)
+	keys, err := st.RecentKeys(ctx, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	if want := []string{"idle", "idle2"}; !slices.Equal(keys, want) {
-		t.Errorf("IdleKeys = %q, want %q", keys, want)
-	}
-	if keys, err := st.IdleKeys(ctx, t0.Add(-time.Minute), 20, 1); err != nil || len(keys) != 1 {
-		t.Errorf("IdleKeys with limit 1 = %q, %v; want one key", keys, err)
+	if want := []string{"busy", "busy2"}; !slices.Equal(keys, want) {
+		t.Errorf("RecentKeys(20) = %q, want %q", keys, want)
 	}
 }
 
-// testCompact: every document of the keys given sent before the time
-// given goes (claims, shadows, markers, floors, gates); later ones, other
-// keys' and the protocol document stay.
+// testCompact: every document sent before the time given goes (claims,
+// shadows, markers, floors, gates), but those of the keys kept and the
+// protocol document; later documents stay.
 func (s *suite) testCompact(t *testing.T) {
 	st, ctx := s.store(t)
 	t0 := now(st)
@@ -104,21 +98,25 @@ func (s *suite) testCompact(t *testing.T) {
 	c := claim("k", 1, "n", old)
 	gone := []driver.Doc{c, shadow(c), end(c, driver.KindRelease, old), gateDoc("k", 1, 3, old)}
 	late := claim("k", 2, "n", t0)
-	other := claim("k2", 1, "n", old)
+	kept := claim("k2", 1, "n", old)
 	proto := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: time.Minute, Sent: old}
-	insert(t, ctx, st, append(gone, late, other, proto)...)
+	insert(t, ctx, st, append(gone, late, kept, proto)...)
 	raise(t, ctx, st, "k", 1, old)
-	if err := st.Compact(ctx, []string{"k"}, t0.Add(-time.Minute)); err != nil {
+	n, err := st.Compact(ctx, t0.Add(-time.Minute), []string{"k2"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if n != int64(len(gone))+1 { // and the floor
+		t.Errorf("Compact deleted %d documents, want %d", n, len(gone)+1)
 	}
 	for _, d := range gone {
 		if _, found := get(t, ctx, st, d.ID); found {
-			t.Errorf("after Compact(k): %s (%s) is still there", d.ID, d.Kind)
+			t.Errorf("after Compact: %s (%s) is still there", d.ID, d.Kind)
 		}
 	}
-	for _, d := range []driver.Doc{late, other, proto} {
+	for _, d := range []driver.Doc{late, kept, proto} {
 		if _, found := get(t, ctx, st, d.ID); !found {
-			t.Errorf("after Compact(k): %s is gone", d.ID)
+			t.Errorf("after Compact: %s is gone", d.ID)
 		}
 	}
 	checkFloor(t, ctx, st, "k", 0, 0)

@@ -213,77 +213,57 @@ func (s *Store) PruneSet(key string, keep, below uint64, sentBefore time.Time) [
 	return s.pruneSetLocked(key, keep, below, sentBefore)
 }
 
-// IdleKeys implements driver.Store.
-func (s *Store) IdleKeys(ctx context.Context, sentBefore time.Time, from int64, limit int) ([]string, error) {
+// RecentKeys implements driver.Store.
+func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	if err := live(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, recent := make(map[string]bool), make(map[string]bool)
+	set := make(map[string]bool)
 	for _, d := range s.docs {
-		switch {
-		case d.Kind == driver.KindProtocol:
-		case d.Kind == driver.KindGate && d.Bucket >= from:
-			recent[d.Key] = true
-		case d.Sent.Before(sentBefore):
-			old[d.Key] = true
+		if d.Kind == driver.KindGate && d.Bucket >= from {
+			set[d.Key] = true
 		}
 	}
-	for key, fs := range s.floors {
-		for _, r := range fs {
-			if r.sent.Before(sentBefore) {
-				old[key] = true
-			}
-		}
-	}
-	var keys []string
-	for key := range old {
-		if !recent[key] {
-			keys = append(keys, key)
-		}
-	}
-	slices.Sort(keys)
-	if len(keys) > limit {
-		keys = keys[:limit]
-	}
-	return keys, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // Compact implements driver.Store.
-func (s *Store) Compact(ctx context.Context, keys []string, sentBefore time.Time) error {
+func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	if err := live(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range s.compactSetLocked(keys, sentBefore) {
+	ids := s.compactSetLocked(sentBefore, keep)
+	for _, id := range ids {
 		s.deleteLocked(id)
 	}
-	return nil
+	return int64(len(ids)), nil
 }
 
-// CompactSet returns the IDs of the documents Compact(keys, sentBefore)
+// CompactSet returns the IDs of the documents Compact(sentBefore, keep)
 // would delete now (see PruneSet).
-func (s *Store) CompactSet(keys []string, sentBefore time.Time) []string {
+func (s *Store) CompactSet(sentBefore time.Time, keep []string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.compactSetLocked(keys, sentBefore)
+	return s.compactSetLocked(sentBefore, keep)
 }
 
-func (s *Store) compactSetLocked(keys []string, sentBefore time.Time) []string {
-	set := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		set[k] = true
+func (s *Store) compactSetLocked(sentBefore time.Time, keep []string) []string {
+	kept := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		kept[k] = true
 	}
 	var ids []string
 	for id, d := range s.docs {
-		if set[d.Key] && d.Kind != driver.KindProtocol && d.Sent.Before(sentBefore) {
+		if !kept[d.Key] && d.Kind != driver.KindProtocol && d.Sent.Before(sentBefore) {
 			ids = append(ids, id)
 		}
 	}
 	for key, fs := range s.floors {
-		if !set[key] {
+		if kept[key] {
 			continue
 		}
 		for f, r := range fs {
