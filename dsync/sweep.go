@@ -93,7 +93,11 @@ func (c *Client) sweepLoop(ctx context.Context) {
 
 // sweepOnce compacts the idle keys if this Client gets the sweep lock.
 func (c *Client) sweepOnce(ctx context.Context) {
-	m, err := NewMutex(c, sweepKey, WithNamespace(sweepKey))
+	// Its failures are the sweep's, which are only ever retried at the
+	// next sweep: reported at Debug, not to the application.
+	m, err := NewMutex(c, sweepKey, WithNamespace(sweepKey), WithErrorHandler(func(err error) {
+		c.cfg.logger.Debug("dsync: sweep lock", "err", err)
+	}))
 	if err != nil {
 		return
 	}
