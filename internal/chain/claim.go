@@ -140,7 +140,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 	}
 	topRead := false
 	for round := range maxClaimRounds {
-		if !e.covered(e.snapshot(key), e.clock.ServerNow().Latest) {
+		if ks := e.snapshot(key); !e.covered(ks, e.clock.ServerNow().Latest) {
 			c, done, err := q.enter(ctx)
 			if done {
 				return c, err
@@ -148,7 +148,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 			if q.seg == 0 {
 				continue // the gate went: start again
 			}
-		} else if q.seg != e.snapshot(key).seg {
+		} else if q.seg != ks.seg {
 			q.load()
 		}
 		if try && q.tip.Epoch == 0 && !topRead {
