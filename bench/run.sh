@@ -10,14 +10,25 @@
 #                                              poll (handoff, graceful, idle and
 #                                              throughput unless --scenarios says
 #                                              otherwise)
+#   bash bench/run.sh --only dsync --as dsync@f28f297 --scenarios scale
+#                                              measure dsync under another name
+#                                              (bench/results/NAME.json): a
+#                                              "before" kept beside the after
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing)
 #
+#   bash bench/run.sh --only dsync --scenarios scale -- -scale-keys 100,1000,10000,100000
+#                                              issue 25's scale scenario with
+#                                              100,000 idle keys (opt-in: about
+#                                              half an hour more before issue 25)
+#
 # Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
-# while they were an option, means dsync.
+# while they were an option, means dsync. Any other bench/results/*.json (a
+# run kept under another name with --as, such as a "before") is reported
+# too, after these.
 # Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
-# throughput, race.
+# throughput, race, scale (its curves: bench/scale.svg).
 #
 # Servers, all on loopback, all stopped on exit:
 #   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB
@@ -33,14 +44,16 @@ cd "$root"
 only="dsync,dsync-polling,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
+as="" # dsync's figures under this name, in bench/results/$as.json
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--only) only="$2"; shift 2 ;;
 	--scenarios) scenarios="$2"; shift 2 ;;
 	--quick) quick="-quick"; shift ;;
+	--as) as="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -122,6 +135,8 @@ fi
 
 log "building"
 go build -o "$work/dsyncbench" ./bench/cmd/dsyncbench
+# The dsync command, whose status page the scale scenario times.
+go build -o "$work/dsync" ./cmd/dsync
 if want mongo-lock || want redsync || want etcd; then
 	# bench/peers is not in go.work (its own island of dependencies).
 	(cd bench/peers && GOWORK=off go build -o "$work/peerbench" ./cmd/peerbench)
@@ -153,19 +168,19 @@ failed=()
 
 if want dsync; then
 	log "measuring dsync"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -out "$resdir/dsync.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -out "$resdir/${as:-dsync}.json" ${as:+-name "$as"} -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
 fi
 
 if want dsync-polling; then
 	log "measuring dsync without wake-ups (waiters poll)"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-polling); fi
 fi
 
 if want mongo-lock; then
 	log "measuring mongo-lock"
-	if "$work/peerbench" -lib mongo-lock -mongo-uri "$mongo_uri" -out "$resdir/mongo-lock.json" \
+	if "$work/peerbench" -lib mongo-lock -mongo-uri "$mongo_uri" -out "$resdir/mongo-lock.json" ${server_pid:+-server-pid "$server_pid"} \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(mongo-lock); fi
 fi
 
@@ -178,7 +193,7 @@ if want redsync; then
 		pids+=($!)
 		wait_port "$port" || { cat "$work/redis.log" >&2; exit 1; }
 		log "measuring redsync (redis-server on 127.0.0.1:$port)"
-		if "$work/peerbench" -lib redsync -redis "127.0.0.1:$port" -out "$resdir/redsync.json" \
+		if "$work/peerbench" -lib redsync -redis "127.0.0.1:$port" -out "$resdir/redsync.json" -server-pid "${pids[-1]}" \
 			${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(redsync); fi
 		kill "${pids[-1]}" 2>/dev/null || true
 	else
@@ -198,7 +213,7 @@ if want etcd; then
 		pids+=($!)
 		wait_port "$cport" || { tail -20 "$work/etcd.log" >&2; exit 1; }
 		log "measuring etcd (etcd on 127.0.0.1:$cport)"
-		if "$work/peerbench" -lib etcd -etcd "127.0.0.1:$cport" -out "$resdir/etcd.json" \
+		if "$work/peerbench" -lib etcd -etcd "127.0.0.1:$cport" -out "$resdir/etcd.json" -server-pid "${pids[-1]}" \
 			${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(etcd); fi
 		kill "${pids[-1]}" 2>/dev/null || true
 	else
@@ -209,6 +224,12 @@ fi
 
 for lib in dsync dsync-polling mongo-lock redsync etcd; do
 	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
+done
+for f in "$resdir"/*.json; do
+	case "$(basename "$f" .json)" in
+	dsync|dsync-polling|mongo-lock|redsync|etcd) ;;
+	*) [ -f "$f" ] && results+=("$f") ;;
+	esac
 done
 cmd="bash bench/run.sh"
 [ -n "$quick" ] && cmd="$cmd --quick"

@@ -53,6 +53,9 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	if err != nil {
 		return core{}, err
 	}
+	if cfg.forgetAfter != 0 && family != onceNamespace {
+		return core{}, errors.New("dsync: WithForgetAfter is for a Once")
+	}
 	ns := cfg.namespace
 	if family != "" {
 		if ns != "" {
@@ -67,6 +70,9 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	client := backend.Client()
 	if err := client.checkKey(stored); err != nil {
 		return core{}, err
+	}
+	if span := client.eng.Span(); cfg.ttl > span {
+		return core{}, fmt.Errorf("dsync: TTL %v is above the bucket span %v (a hold must end before its key's coverage can)", cfg.ttl, span)
 	}
 	return core{client: client, key: key, stored: stored, owner: xid.New().String(), cfg: cfg}, nil
 }
@@ -141,6 +147,10 @@ func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, er
 		case ctx.Err() != nil:
 			k.leave(sess)
 			return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
+		case chain.IsLapsed(err) && sess.ctx.Err() == nil:
+			// The key's segment lapsed under the claim (see
+			// internal/chain): the claim was given up; queue again.
+			k.leave(sess)
 		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it
@@ -202,7 +212,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 	if wait {
 		for {
 			c.Below, err = p.client.await(wctx, c)
-			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) {
+			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
 				break
 			}
 			// A backend error while waiting: the claim keeps its place

@@ -13,8 +13,9 @@ import (
 // of them may wait for it (an uncontended Lock+Unlock sends no event).
 
 // announce tells the other processes that this one waits for k, unless an
-// announcement of ours still holds for more than a safety poll interval.
-// It returns the age of the announcement in force.
+// announcement of ours still holds for more than a safety poll interval
+// (it holds holdFor: once per claim waited for, in practice). It returns
+// the age of the announcement in force.
 func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error) {
 	now := w.env.now()
 	safety := w.env.safetyPoll
@@ -32,7 +33,7 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 		// not needed again. Its age runs from the first.
 		sent = a.sent
 	}
-	until := now.Earliest.Add(announceFor * safety)
+	until := now.Earliest.Add(w.holdFor())
 	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Proc: w.proc}
 	if err := w.feed.Publish(ctx, e); err != nil {
 		w.env.logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
@@ -54,6 +55,10 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 // is made: an announcement for it can only come after it exists. It also
 // wakes whoever waits for the key's claims to appear (relock.go).
 func (w *wakeups) claimed(key string, epoch uint64) {
+	var now time.Time
+	if w.feed != nil {
+		now = w.env.now().Earliest
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.claimSeenLocked(key, epoch)
@@ -69,6 +74,14 @@ func (w *wakeups) claimed(key string, epoch uint64) {
 		m.gen = w.gen
 	}
 	w.mine[k] = m
+	if until, ok := w.remote[k]; ok {
+		// Announced before we learnt that the claim is ours, and kept as
+		// another's: keep it as long as the waiter's own announcements
+		// hold (at worst, one Ended more than needed).
+		if until.After(now) {
+			w.remote[k] = now.Add(w.holdFor())
+		}
+	}
 }
 
 // seenAll reports whether the stream has shown every announcement made

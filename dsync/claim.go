@@ -21,11 +21,14 @@ type claimRef struct {
 	// Below: every lower claim had ended when it began to hold (see
 	// chain.Claim.Below).
 	Below bool
+	// Seg is the segment of the key's queue the claim belongs to (see
+	// internal/chain).
+	Seg uint64
 }
 
 // resume is the engine's claim for c.
 func (c claimRef) resume() *chain.Claim {
-	cc := chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token, c.Terms)
+	cc := chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token, c.Seg, c.Terms)
 	cc.Below = c.Below
 	return cc
 }

@@ -37,6 +37,7 @@ type Client struct {
 	resend *chain.Resender
 	wake   *wakeups
 	relock relocks
+	dir    *recorder // records the keys claimed in the store's directory
 
 	mu      sync.Mutex
 	keepers map[keeperID]*keeper
@@ -44,7 +45,13 @@ type Client struct {
 	// by nonce, with whether each holds: Close ends them.
 	claims  map[string]liveClaim
 	closed  bool
-	running sync.WaitGroup // keepers' renewal goroutines
+	running sync.WaitGroup // keepers' renewal goroutines and the sweeper
+
+	// agreed: the engine's bucket span is settled with the store's
+	// (agree), and the sweeper runs.
+	agreeMu sync.Mutex
+	agreed  bool
+	sweep   sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -78,6 +85,8 @@ type clientConfig struct {
 	// waits for the owner it took over from (relock.go); 0: poll.
 	relockWindow time.Duration
 	chain        chain.Config
+	spanSet      bool                            // the span was set (ClientWithBucketSpan): refuse another
+	idleAge      time.Duration                   // compact keys idle this long; 0: never sweep
 	bug          chain.Bug                       // tests only
 	wrapStore    func(driver.Store) driver.Store // tests only
 }
@@ -183,6 +192,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
+	c.dir = newRecorder(c.store, c.mono, cfg.logger)
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
@@ -216,6 +226,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.sweep.stop()
 	keepers := make([]*keeper, 0, len(c.keepers))
 	for _, k := range c.keepers {
 		keepers = append(keepers, k)
@@ -237,6 +248,7 @@ func (c *Client) Close() error {
 	c.running.Wait()
 	c.resend.Close()
 	c.wake.close()
+	c.dir.close(DefaultReleaseTimeout)
 	return c.store.Close()
 }
 
@@ -250,7 +262,26 @@ func (c *Client) prepare(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return c.store.Prepare(ctx)
+	if err := c.store.Prepare(ctx); err != nil {
+		return err
+	}
+	return c.agree(ctx)
+}
+
+// agree settles, once, the bucket span this Client's engine uses with the
+// store's (chain.Engine.Agree), and starts the sweeper.
+func (c *Client) agree(ctx context.Context) error {
+	c.agreeMu.Lock()
+	defer c.agreeMu.Unlock()
+	if c.agreed {
+		return nil
+	}
+	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
+		return fmt.Errorf("dsync: %w", err)
+	}
+	c.agreed = true
+	c.startSweeper()
+	return nil
 }
 
 // checkKey refuses keys the store cannot hold, before any I/O.

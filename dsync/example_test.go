@@ -28,15 +28,14 @@ func Example() {
 		panic(err)
 	}
 	mu.Lock()
-	fmt.Println("token:", mu.Token())
+	first := mu.Token() // the fencing token: pass it to what you write
 	mu.Unlock()
 
 	mu.Lock()
-	fmt.Println("token:", mu.Token())
+	fmt.Println("the next hold's token is higher:", mu.Token() > first)
 	mu.Unlock()
 	// Output:
-	// token: 1
-	// token: 2
+	// the next hold's token is higher: true
 }
 
 func ExampleMutex_TryLock() {
@@ -88,13 +87,46 @@ func ExampleMutex_Lost() {
 		writeBatch(batch, mu.Token())
 	}
 	// Output:
-	// batch 0 written with token 1
-	// batch 1 written with token 1
-	// batch 2 written with token 1
+	// batch 0 written, fenced by the hold's token
+	// batch 1 written, fenced by the hold's token
+	// batch 2 written, fenced by the hold's token
 }
 
+// A page of the keys that begin with "report-", with who holds each, and
+// the next page where the store can resume after a key.
+func ExampleClient_List() {
+	backend := dsync.NewMemoryBackend() // in production, dsyncmongo.New(db)
+	c := backend.Client()
+	ctx := context.Background()
+
+	opts := dsync.ListOptions{Prefix: "report-", Limit: 100}
+	for {
+		last, n := "", 0
+		for k, err := range c.List(ctx, opts) {
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			if len(k.Queue) == 0 {
+				fmt.Println(k.Key, "free")
+			} else {
+				fmt.Println(k.Key, "held by", k.Queue[0].Owner, "with token", k.Queue[0].Token, "and", len(k.Queue)-1, "waiting")
+			}
+			last, n = k.Key, n+1
+		}
+		if order, err := c.ListOrder(ctx); err != nil || order != dsync.OrderBytes || n < opts.Limit {
+			return // the end, or a store that streams instead (OrderFirstUse): list without a limit there
+		}
+		opts.After = last
+	}
+}
+
+// writeBatch stands for a write that the resource accepts only if token
+// is at least the highest it has seen.
 func writeBatch(batch int, token uint64) {
-	fmt.Printf("batch %d written with token %d\n", batch, token)
+	if token > 0 {
+		fmt.Printf("batch %d written, fenced by the hold's token\n", batch)
+	}
 }
 
 // TestREADMESnippetsAreExamples keeps the README's Go snippets compiled:

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // TestHoldDoesNotJoinARetiredSession: once a session is retired (its
@@ -42,7 +44,11 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if s2 == s || s2.id == s.id {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		h2 := &hold{p: &m.core, claim: claimRef{Key: "k", Token: 2}, lost: make(chan struct{})}
+		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.id, chain.ExclusiveTerms, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h2 := &hold{p: &m.core, claim: c2, lost: make(chan struct{})}
 		if !k.join(h2, s2) || !h2.active() {
 			t.Fatal("a hold could not join a live session")
 		}

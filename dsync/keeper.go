@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -248,7 +249,7 @@ func (k *keeper) join(h *hold, s *session) bool {
 	if k.sess == s && k.waiters > 0 {
 		k.waiters--
 	}
-	if s.retired || k.sess != s || !h.start(k.deadlineLocked(s)) {
+	if s.retired || k.sess != s || !k.coveredLocked(h, s) || !h.start(k.deadlineLocked(s)) {
 		k.signalLocked()
 		return false
 	}
@@ -373,10 +374,14 @@ func (k *keeper) run() {
 	}
 }
 
-// renew renews s once and applies the outcome to its lease.
+// renew renews s once and applies the outcome to its lease. It first
+// keeps the segments of the keys held covered (chain.Engine.Refresh): a
+// hold relies on its key's coverage as on its session, so the renewal
+// extends the lease no further than the earliest coverage among them.
 func (k *keeper) renew(s *session) {
 	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
 	defer cancel()
+	k.refresh(ctx, s)
 	sent := k.id.clock.Now()
 	err := k.client.renewSession(ctx, s.id, k.id.ttl)
 	if errors.Is(err, ErrSessionGone) {
@@ -438,4 +443,66 @@ func (k *keeper) report(err error) {
 	for p := range seen {
 		p.report(err)
 	}
+}
+
+// refresh extends the coverage of the keys of s's active holds, loses
+// the holds whose key's segment lapsed, and caps s's lease at the
+// earliest coverage left.
+func (k *keeper) refresh(ctx context.Context, s *session) {
+	k.mu.Lock()
+	var keys []string
+	for h := range k.holds {
+		if h.sess == s {
+			keys = append(keys, h.claim.Key)
+		}
+	}
+	k.mu.Unlock()
+	if len(keys) == 0 {
+		k.mu.Lock()
+		s.lease.SetCap(0)
+		k.mu.Unlock()
+		return
+	}
+	lapsed, err := k.client.eng.Refresh(ctx, keys)
+	if err != nil && s.ctx.Err() == nil {
+		k.report(fmt.Errorf("dsync: keep segments covered: %w", err))
+	}
+	var lost []*hold
+	k.mu.Lock()
+	cp := time.Duration(0)
+	for h := range k.holds {
+		if h.sess != s {
+			continue
+		}
+		if slices.Contains(lapsed, h.claim.Key) {
+			lost = append(lost, h)
+			continue
+		}
+		if c := k.coverLocked(h.claim.Key); cp == 0 || c < cp {
+			cp = c
+		}
+	}
+	s.lease.SetCap(max(cp, 1))
+	k.mu.Unlock()
+	for _, h := range lost {
+		h.lose(fmt.Errorf("%w: the segment of %q lapsed", ErrLost, h.claim.Key))
+	}
+}
+
+// coverLocked is when the engine's coverage of key's segment ends, as a
+// local reading on the lease's scale (judged from the latest possible
+// store time: early); k.mu must be held.
+func (k *keeper) coverLocked(key string) time.Duration {
+	end := k.client.eng.CoverEnd(key)
+	if end.IsZero() {
+		return 0
+	}
+	return k.mono(k.id.clock.Now()) + end.Sub(k.client.store.ServerTime().Latest)
+}
+
+// coveredLocked reports whether h's key stays covered past s's deadline,
+// so that a hold that starts now relies on nothing that ends before its
+// session; k.mu must be held.
+func (k *keeper) coveredLocked(h *hold, s *session) bool {
+	return k.coverLocked(h.claim.Key) >= s.lease.Deadline()
 }

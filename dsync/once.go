@@ -26,8 +26,9 @@ const onceNamespace = "once"
 // token, and the lock released: every Do that was waiting, and every
 // later one, returns nil without running f. When f fails, or its process
 // dies, or the hold is lost, the next Do (queued or later) runs f again.
-// The record is inserted once and never updated, and kept until the
-// collections are emptied.
+// The record is inserted once and never updated. Compaction of idle keys
+// keeps it: it stays until the collections are emptied, or, with
+// WithForgetAfter(d), until d and then the idle age have passed.
 //
 // What a Once guarantees:
 //
@@ -49,7 +50,8 @@ const onceNamespace = "once"
 // Typical uses: a migration at start-up on every replica (one runs it,
 // the others wait in Do and then go on), and a scheduled job that must
 // run once per slot across replicas (a key per slot, such as
-// "report/2026-11-23T10:00").
+// "report/2026-11-23T10:00", with WithForgetAfter so that the records of
+// old slots go).
 type Once struct {
 	core
 
@@ -255,7 +257,7 @@ func (o *Once) record(ctx context.Context, h *hold) error {
 		// Each attempt is detached from ctx (f has succeeded: an attempt
 		// cut short only invites a second run) and bounded by the TTL.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.ttl)
-		rec, mine, err := o.client.markDone(actx, h.claim, nonce)
+		rec, mine, err := o.client.markDone(actx, h.claim, nonce, o.cfg.forgetAfter)
 		cancel()
 		if err == nil {
 			if !mine {

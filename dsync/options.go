@@ -35,6 +35,7 @@ type config struct {
 	onError       func(error)
 	clock         Clock
 	namespace     string
+	forgetAfter   time.Duration // a Once's: 0 keeps its done record
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -72,7 +73,9 @@ func (c *config) releaseTimeout() time.Duration {
 func (c *config) margin() time.Duration { return c.ttl / 20 }
 
 // WithTTL sets the lease length. Default: DefaultTTL (15 s). It must be
-// at least MinTTL (100 ms), and well above the backend's round trip. A
+// at least MinTTL (100 ms), well above the backend's round trip, and at
+// most the store's bucket span (5 minutes unless set otherwise: see
+// ClientWithBucketSpan). A
 // shorter TTL hands a crashed holder's lock over sooner and costs more
 // renewals.
 func WithTTL(ttl time.Duration) Option {
@@ -151,6 +154,24 @@ func WithClock(clock Clock) Option {
 			return errors.New("dsync: nil clock")
 		}
 		c.clock = clock
+		return nil
+	}
+}
+
+// WithForgetAfter lets a Once forget that its function succeeded, d after
+// the success: once d and then the idle age of compaction have passed
+// (ClientWithIdleAge; 30 minutes by default on MongoDB), a sweep deletes
+// the done record, and a Do after that runs the function again. Use it for keys made per
+// slot of time ("report@2026-11-23T10:00"), whose records would otherwise
+// pile up, with d longer than any Do of a slot can come late. Without it
+// a done record is kept until the collections are emptied. For a Once
+// only; d must be positive.
+func WithForgetAfter(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
+		}
+		c.forgetAfter = d
 		return nil
 	}
 }

@@ -88,7 +88,8 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	case err != nil:
 		return claimRef{}, wrap(ctx, "claim", key, err)
 	}
-	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below}
+	c.dir.claimed(key) // after the claim's insert, so as not to delay it
+	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
@@ -220,12 +221,13 @@ func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec chain.Doc, fou
 }
 
 // markDone inserts the done record of cl's key, naming cl's token, with
-// nonce; mine reports whether the record in the store is this one.
-func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string) (rec chain.Doc, mine bool, err error) {
+// nonce, to be forgotten after keep (0: never); mine reports whether the
+// record in the store is this one.
+func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string, keep time.Duration) (rec chain.Doc, mine bool, err error) {
 	if err := c.prepare(ctx); err != nil {
 		return chain.Doc{}, false, err
 	}
-	rec, mine, err = c.eng.MarkDone(ctx, cl.resume(), nonce)
+	rec, mine, err = c.eng.MarkDone(ctx, cl.resume(), nonce, keep)
 	if err != nil {
 		return chain.Doc{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
 	}

@@ -3,13 +3,14 @@ package dsync
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// What a Client reads for people: the keys of its store, and each key's
-// queue.
+// What a Client reads for people: the keys of its store (its directory,
+// kept by directory.go), and each key's queue.
 
 // ClaimInfo describes a claim of a key's queue that has not ended.
 type ClaimInfo struct {
@@ -61,16 +62,113 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	return q, nil
 }
 
-// Keys returns up to limit keys, in increasing order, that begin with
-// prefix and come after after, among those the store holds documents of
-// (held, awaited, or kept from earlier holds). Namespaced keys begin with
-// "dsync:".
-func (c *Client) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("dsync: limit must be positive, got %d", limit)
+// KeyOrder is the order in which a store lists its keys (List).
+type KeyOrder = driver.KeyOrder
+
+// The orders of listings.
+const (
+	// OrderBytes: increasing order of the keys' bytes (MongoDB, and the
+	// in-memory store). A listing can resume after any key.
+	OrderBytes = driver.OrderBytes
+	// OrderFirstUse: the order in which keys were first claimed, which
+	// does not change as keys are added (FerretDB: any other order would
+	// cost it a read of every key). A listing cannot resume after a key
+	// (ErrAfterUnsupported); it streams instead.
+	OrderFirstUse = driver.OrderFirstUse
+)
+
+// ErrAfterUnsupported is what List reports, before it reads any key, when
+// asked to resume after a key on a store that lists in OrderFirstUse.
+var ErrAfterUnsupported = driver.ErrAfterUnsupported
+
+// ListOptions selects the keys List lists.
+type ListOptions struct {
+	// Prefix: only keys that begin with it; "" lists every key.
+	Prefix string
+	// After: only keys after it in the store's order, which must be
+	// OrderBytes; "" starts at the first key. Passing the last key of a
+	// page gives the next page.
+	After string
+	// Limit: at most this many keys; 0 lists them all. It must not be
+	// negative.
+	Limit int
+}
+
+// KeyState is a key of the store and its queue, as List reads them.
+type KeyState struct {
+	// Key is the key as stored: a namespaced key, such as an election's
+	// lease, begins with "dsync:".
+	Key string
+	// Queue is what Queue returns for Key: the claims that have not
+	// ended, the one that holds (or is about to) first. It is empty when
+	// nothing holds or waits for the key: the key was used, and is free.
+	Queue []ClaimInfo
+}
+
+// List streams the keys of the store that opts selects, each with its
+// queue, in the store's order (ListOrder), each once.
+//
+// The keys are those claimed through a Client of this release or a later
+// one: a Client records a key in the store's directory, in the
+// background, the first time it claims it (and again at a claim an hour
+// or more later), so a key claimed only before this release is listed
+// once it is claimed again. A key stays listed
+// when nothing holds or waits for it any more (its Queue is empty); only
+// an operator removes it. A key claimed while a listing runs may be
+// listed or not.
+//
+// List reads the keys from the store a batch at a time as the caller
+// goes on (see the driver: on MongoDB a range of the directory's index;
+// on FerretDB, in order of first use, a prefix costs a read of the keys
+// the server passes until a batch is full), and each key's queue with a
+// call of Queue when it comes to the key. Stopping the loop stops the
+// reads. An error ends the listing; it comes with the key it concerns, if
+// any.
+func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
+	return func(yield func(KeyState, error) bool) {
+		if opts.Limit < 0 {
+			yield(KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", opts.Limit))
+			return
+		}
+		if err := c.prepare(ctx); err != nil {
+			yield(KeyState{}, err)
+			return
+		}
+		q := driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit}
+		for key, err := range c.store.ListKeys(ctx, q) {
+			if err != nil {
+				yield(KeyState{}, fmt.Errorf("dsync: list keys: %w", err))
+				return
+			}
+			queue, err := c.Queue(ctx, key)
+			if err != nil {
+				yield(KeyState{Key: key}, err)
+				return
+			}
+			if !yield(KeyState{Key: key, Queue: queue}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// HasKey reports whether List lists key: whether a Client has recorded it
+// (see List). It reads one entry of the store's directory, whatever its
+// queue.
+func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
+	if err := c.checkKey(key); err != nil {
+		return false, err
 	}
 	if err := c.prepare(ctx); err != nil {
-		return nil, err
+		return false, err
 	}
-	return c.store.Keys(ctx, prefix, after, limit)
+	return c.store.HasKey(ctx, key)
+}
+
+// ListOrder returns the order in which List lists the store's keys.
+func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
+	if err := c.prepare(ctx); err != nil {
+		return 0, err
+	}
+	return c.store.KeyOrder(), nil
 }

@@ -24,6 +24,14 @@ import (
 // commits after a later one it has returned): for lostWindow after
 // announcing itself a waiter looks again at doubling intervals, and the
 // next in line looks whenever another event about its key passes.
+//
+// Every follower receives every event, so nothing is published
+// periodically: a waiter announces itself once for each claim it waits
+// for (again only after its stream was down, or when the announcement
+// is about to lapse, an hour on), and the owner of that claim keeps the
+// announcement until the claim ends. An announcement repeated every
+// interval would cost each of W waiters W events per interval, a term
+// that grew with the square of the waiters (bench/RESULTS.md, Scale).
 
 const (
 	// lostWindow is how long after announcing itself a waiter looks again
@@ -32,8 +40,14 @@ const (
 	// endMemory is how long a process remembers a claim it ended, to
 	// answer an announcement that arrives after the end.
 	endMemory = 10 * time.Second
-	// announceFor is how long an announcement holds, in safety poll
-	// intervals; a waiter announces again when less than one is left.
+	// announceHold is how long an announcement holds, at least: a waiter
+	// announces again when less than a safety poll interval is left.
+	announceHold = time.Hour
+	// announceFor is how long, in safety poll intervals, an announcement
+	// holds at least (with a long safety poll), and how long a process
+	// keeps one for a claim that is not its own (if the claim turns out
+	// to be ours, it was announced before we learnt that we made it:
+	// claimed keeps it on).
 	announceFor = 8
 	// maxRemote bounds the announcements kept; past it, expired ones are
 	// dropped, and then everything (a dropped one costs a waiter latency).
@@ -256,14 +270,24 @@ func (w *wakeups) Event(e driver.Event) {
 		if len(w.remote) >= maxRemote {
 			w.expireLocked(now)
 		}
-		if e.Until.After(w.remote[k]) {
-			w.remote[k] = e.Until
+		// Only the owner of the claim acts on an announcement (it
+		// publishes the claim's end): others keep it only a while, in
+		// case the claim is ours and we have not learnt it yet.
+		until := e.Until
+		if _, ours := w.mine[k]; !ours {
+			until = minTime(until, now.Add(w.othersHold()))
 		}
-		if top := w.remoteTop[e.Key]; k.epoch > top.epoch || k.epoch == top.epoch && e.Until.After(top.until) {
+		if until.After(w.remote[k]) {
+			w.remote[k] = until
+		}
+		if top := w.remoteTop[e.Key]; k.epoch > top.epoch || k.epoch == top.epoch && until.After(top.until) {
 			if len(w.remoteTop) >= maxRemote {
 				clear(w.remoteTop)
 			}
-			w.remoteTop[e.Key] = topWait{k.epoch, e.Until}
+			// The highest waiter of a key hints that announcements for
+			// lower claims were lost; a hint as old as it was before
+			// announcements held an hour.
+			w.remoteTop[e.Key] = topWait{k.epoch, minTime(until, now.Add(w.othersHold()))}
 		}
 	case driver.Ended:
 		for c := range w.local[k] {
@@ -300,6 +324,20 @@ func (w *wakeups) wakeAllLocked() {
 			notify(c)
 		}
 	}
+}
+
+// othersHold is how long a process keeps an announcement for a claim
+// that is not its own.
+func (w *wakeups) othersHold() time.Duration { return announceFor * w.env.safetyPoll }
+
+// holdFor is how long our announcements hold.
+func (w *wakeups) holdFor() time.Duration { return max(announceHold, w.othersHold()) }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func notify(c chan struct{}) {

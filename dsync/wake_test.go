@@ -61,8 +61,9 @@ func TestAnnouncementAfterTheEndIsAnswered(t *testing.T) {
 // after the last lapsed starts afresh.
 func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const safety = 100 * time.Millisecond // announcements hold announceFor × safety
+		const safety = 100 * time.Millisecond
 		c := followingClient(t, memory.New(), ClientWithSafetyPoll(safety))
+		hold := c.wake.holdFor() // how long announcements hold
 		ctx := context.Background()
 		k := waitKey{"k", 1}
 		if age, err := c.wake.announce(ctx, k); err != nil || age != 0 {
@@ -75,7 +76,7 @@ func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 		}
 		first := announced()
 		// Past the point where less than a safety poll interval is left.
-		time.Sleep(announceFor*safety - safety/2)
+		time.Sleep(hold - safety/2)
 		age, err := c.wake.announce(ctx, k)
 		if err != nil {
 			t.Fatal(err)
@@ -84,11 +85,11 @@ func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 		if !again.until.After(first.until) {
 			t.Fatalf("announcement not made again: until %v, was %v", again.until, first.until)
 		}
-		if want := announceFor*safety - safety/2; age != want {
+		if want := hold - safety/2; age != want {
 			t.Errorf("age after announcing again = %v, want %v (the first announcement's)", age, want)
 		}
 		// Let it lapse: the next announcement is a first one again.
-		time.Sleep(announceFor*safety + time.Millisecond)
+		time.Sleep(hold + time.Millisecond)
 		if age, err := c.wake.announce(ctx, k); err != nil || age != 0 {
 			t.Errorf("announce after the last lapsed = %v, %v; want a new announcement (age 0)", age, err)
 		}

@@ -92,9 +92,9 @@ func ExampleElection_Observe() {
 		log.Fatal(err)
 	}
 	info := <-leaders
-	fmt.Println("leader runs", info.Version, "with token", info.Token)
+	fmt.Println("leader runs", info.Version, "with a token:", info.Token > 0)
 	// Output:
-	// leader runs v2.1.0 with token 1
+	// leader runs v2.1.0 with a token: true
 }
 
 // The leader advertises where it serves (WithValue), and moves without a

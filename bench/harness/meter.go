@@ -19,6 +19,7 @@ type Meter struct {
 	mu     sync.Mutex
 	record bool
 	events []Event
+	byName map[string]int64 // commands sent, by name
 }
 
 // An Event is one command the client completed.
@@ -36,6 +37,10 @@ func NewMeter() *Meter { return &Meter{} }
 func (m *Meter) Command(name string, took time.Duration, failed bool) {
 	m.commands.Add(1)
 	m.mu.Lock()
+	if m.byName == nil {
+		m.byName = make(map[string]int64)
+	}
+	m.byName[name]++
 	if m.record {
 		m.events = append(m.events, Event{Name: name, At: Mono(), Took: took, Failed: failed})
 	}
@@ -57,6 +62,17 @@ func (c Counts) Sub(o Counts) Counts {
 // Snapshot returns the counters now.
 func (m *Meter) Snapshot() Counts {
 	return Counts{m.commands.Load(), m.out.Load(), m.in.Load()}
+}
+
+// ByName returns how many commands of each name were sent so far.
+func (m *Meter) ByName() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.byName))
+	for n, c := range m.byName {
+		out[n] = c
+	}
+	return out
 }
 
 // Record starts keeping every command as an Event (clearing earlier ones).

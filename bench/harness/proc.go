@@ -24,6 +24,12 @@ type childSpec struct {
 	Key      string        `json:"key"`
 	Election bool          `json:"election,omitempty"`
 	TTL      time.Duration `json:"ttl"`
+	// Clients, if more than one, packs that many Clients into the child,
+	// each with its own connection and lock, as if each were a process of
+	// its own (they share nothing but the Go runtime): the scale scenario's
+	// 64 waiting Clients on two cores. Every line to and from a packed
+	// child begins with the index of its Client.
+	Clients int `json:"clients,omitempty"`
 }
 
 // IsChild reports whether this process was started by a scenario as one
@@ -39,7 +45,8 @@ type msg struct {
 	text string
 }
 
-// proc is a child process seen from the scenario.
+// proc is a child process seen from the scenario; it runs one Client or,
+// packed, several (each one "proc" of the group's numbering).
 type proc struct {
 	id    int
 	cmd   *exec.Cmd
@@ -51,23 +58,52 @@ type proc struct {
 // group is the children of one scenario run; their messages arrive on one
 // channel.
 type group struct {
-	procs   []*proc
+	procs []*proc
+	// at maps a Client's number in the group (the proc of msg, send and
+	// wait) to its child and its index there; packed children's Clients
+	// are numbered one after the other.
+	at      []clientAt
+	first   []int // the number of each child's first Client
+	packed  []bool
 	msgs    chan msg
 	pending []msg        // received, not yet asked for
 	killed  map[int]bool // children killed on purpose: their exit is no error
 	closed  bool
 }
 
-// spawn starts n children of spec; they re-execute this binary with its
-// arguments. It returns once all are connected and ready.
+// clientAt is where a Client of a group runs.
+type clientAt struct{ child, index int }
+
+// spawn starts n children of spec, one Client each; they re-execute this
+// binary with its arguments. It returns once all are connected and ready.
 func spawn(ctx context.Context, n int, spec childSpec) (*group, error) {
+	clients := make([]int, n)
+	for i := range clients {
+		clients[i] = 1
+	}
+	return spawnPacked(ctx, clients, spec)
+}
+
+// spawnPacked starts one child per element of clients, with that many
+// Clients in it, numbered in order across the children. It returns once
+// every Client is connected and ready.
+func spawnPacked(ctx context.Context, clients []int, spec childSpec) (*group, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.Marshal(spec)
-	g := &group{msgs: make(chan msg, 1024)}
-	for i := range n {
+	g := &group{msgs: make(chan msg, 4096)}
+	for i, k := range clients {
+		g.first = append(g.first, len(g.at))
+		g.packed = append(g.packed, k > 1)
+		for j := range k {
+			g.at = append(g.at, clientAt{i, j})
+		}
+	}
+	for i := range clients {
+		spec := spec
+		spec.Clients = clients[i]
+		b, _ := json.Marshal(spec)
 		cmd := exec.Command(exe, os.Args[1:]...)
 		cmd.Env = append(os.Environ(), childEnv+"="+string(b))
 		cmd.Stderr = os.Stderr
@@ -88,18 +124,27 @@ func spawn(ctx context.Context, n int, spec childSpec) (*group, error) {
 		}
 		p := &proc{id: i, cmd: cmd, stdin: stdin, done: make(chan struct{})}
 		g.procs = append(g.procs, p)
+		first, packed := g.first[i], g.packed[i]
 		go func() {
 			sc := bufio.NewScanner(out)
 			sc.Buffer(make([]byte, 1<<20), 1<<20)
 			for sc.Scan() {
-				g.msgs <- parseMsg(p.id, sc.Text())
+				line, id := sc.Text(), first
+				if packed {
+					idx, rest, _ := strings.Cut(line, " ")
+					j, err := strconv.Atoi(idx)
+					if err == nil {
+						id, line = first+j, rest
+					}
+				}
+				g.msgs <- parseMsg(id, line)
 			}
 			_ = cmd.Wait()
-			g.msgs <- msg{proc: p.id, kind: "exited"}
+			g.msgs <- msg{proc: first, kind: "exited"}
 			close(p.done)
 		}()
 	}
-	for range n {
+	for range len(g.at) {
 		if _, err := g.wait(ctx, "ready", -1, 120*time.Second); err != nil {
 			g.close()
 			return nil, err
@@ -125,9 +170,13 @@ func parseMsg(id int, line string) msg {
 	return m
 }
 
-// send writes a command line to child i.
+// send writes a command line to Client i.
 func (g *group) send(i int, words ...any) {
-	p := g.procs[i]
+	at := g.at[i]
+	p := g.procs[at.child]
+	if g.packed[at.child] {
+		words = append([]any{at.index}, words...)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = fmt.Fprintln(p.stdin, words...)
@@ -171,14 +220,14 @@ func (g *group) wait(ctx context.Context, kind string, proc int, timeout time.Du
 	}
 }
 
-// kill sends SIGKILL to child i and returns the Mono time just before.
+// kill sends SIGKILL to the child of Client i (not packed) and returns the Mono time just before.
 func (g *group) kill(i int) int64 {
 	if g.killed == nil {
 		g.killed = map[int]bool{}
 	}
 	g.killed[i] = true
 	t := Mono()
-	_ = g.procs[i].cmd.Process.Signal(syscall.SIGKILL)
+	_ = g.procs[g.at[i].child].cmd.Process.Signal(syscall.SIGKILL)
 	return t
 }
 
@@ -208,85 +257,128 @@ func (g *group) close() {
 	}
 }
 
-// RunChild is the whole life of a child process: connect, make the lock,
-// then obey commands on stdin until "exit" or EOF. It returns the exit code.
+// RunChild is the whole life of a child process: connect, make the lock
+// (of each of its Clients, if packed), then obey commands on stdin until
+// "exit" or EOF. It returns the exit code.
 func RunChild(d Driver) int {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &spec); err != nil {
 		fmt.Fprintln(os.Stderr, "bench child: bad spec:", err)
 		return 2
 	}
-	out := &lineWriter{w: bufio.NewWriter(os.Stdout)}
+	w := &lineWriter{w: bufio.NewWriter(os.Stdout)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := NewMeter()
-	conn, err := d.Connect(ctx, m, spec.NS)
-	if err != nil {
-		out.say("error connect:", err)
-		return 1
-	}
-	defer conn.Close()
-	var l Locker
-	if spec.Election {
-		e, ok := conn.(Elections)
-		if !ok {
-			out.say("error", d.Name(), "has no elections")
+	n := max(spec.Clients, 1)
+	subs := make([]*childClient, n)
+	for i := range subs {
+		c := &childClient{m: NewMeter(), out: clientWriter{w: w}}
+		if n > 1 {
+			c.out.prefix = []any{i}
+		}
+		subs[i] = c
+		conn, err := d.Connect(ctx, c.m, spec.NS)
+		if err != nil {
+			c.out.say("error connect:", err)
 			return 1
 		}
-		l, err = e.NewElection(spec.Key, spec.TTL)
-	} else {
-		l, err = conn.NewMutex(spec.Key, spec.TTL)
+		defer conn.Close()
+		if spec.Election {
+			e, ok := conn.(Elections)
+			if !ok {
+				c.out.say("error", d.Name(), "has no elections")
+				return 1
+			}
+			c.l, err = e.NewElection(spec.Key, spec.TTL)
+		} else {
+			c.l, err = conn.NewMutex(spec.Key, spec.TTL)
+		}
+		if err != nil {
+			c.out.say("error new lock:", err)
+			return 1
+		}
 	}
-	if err != nil {
-		out.say("error new lock:", err)
-		return 1
+	for _, c := range subs {
+		c.out.say("ready")
 	}
-	out.say("ready")
 
-	var held sync.WaitGroup // a Lock in flight
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
+		if len(f) > 0 && f[0] == "exit" {
+			return 0
 		}
-		switch f[0] {
-		case "lock":
-			held.Add(1)
-			go func() {
-				defer held.Done()
-				if err := l.Lock(ctx); err != nil {
-					out.say("error lock:", err)
-					return
-				}
-				out.say("acquired", Mono())
-			}()
-		case "unlock":
-			held.Wait()
-			out.say("releasing", Mono())
-			if err := l.Unlock(ctx); err != nil {
-				out.say("error unlock:", err)
+		c := subs[0]
+		if n > 1 && len(f) > 0 {
+			i, err := strconv.Atoi(f[0])
+			if err != nil || i < 0 || i >= n {
 				continue
 			}
-			out.say("released", Mono())
-		case "stats":
-			c := m.Snapshot()
-			out.say("stats", Mono(), c.Commands, c.BytesOut, c.BytesIn)
-		case "loop":
-			start, _ := strconv.ParseInt(f[1], 10, 64)
-			until, _ := strconv.ParseInt(f[2], 10, 64)
-			go loop(ctx, l, start, until, out)
-		case "exit":
-			return 0
+			c, f = subs[i], f[1:]
+		}
+		if len(f) > 0 {
+			c.obey(ctx, f)
 		}
 	}
 	return 0
 }
 
+// A childClient is one Client of a child process, with its lock.
+type childClient struct {
+	m    *Meter
+	l    Locker
+	out  clientWriter
+	held sync.WaitGroup // a Lock in flight
+}
+
+// obey carries out one command line f (without the Client's index).
+func (c *childClient) obey(ctx context.Context, f []string) {
+	out := c.out
+	switch f[0] {
+	case "lock":
+		c.held.Add(1)
+		go func() {
+			defer c.held.Done()
+			if err := c.l.Lock(ctx); err != nil {
+				out.say("error lock:", err)
+				return
+			}
+			out.say("acquired", Mono())
+		}()
+	case "unlock":
+		c.held.Wait()
+		out.say("releasing", Mono())
+		if err := c.l.Unlock(ctx); err != nil {
+			out.say("error unlock:", err)
+			return
+		}
+		out.say("released", Mono())
+	case "stats":
+		s := c.m.Snapshot()
+		out.say("stats", Mono(), s.Commands, s.BytesOut, s.BytesIn)
+	case "names":
+		// names <mono> <commands> <bytes out> <bytes in> then <name>
+		// <count> pairs: commands by name, spaces in a name written '_'.
+		s := c.m.Snapshot()
+		words := []any{"names", Mono(), s.Commands, s.BytesOut, s.BytesIn}
+		for name, k := range c.m.ByName() {
+			words = append(words, strings.ReplaceAll(name, " ", "_"), k)
+		}
+		out.say(words...)
+	case "loop":
+		if len(f) < 3 {
+			return
+		}
+		start, _ := strconv.ParseInt(f[1], 10, 64)
+		until, _ := strconv.ParseInt(f[2], 10, 64)
+		go loop(ctx, c.l, start, until, out)
+	}
+}
+
 // loop locks and unlocks as fast as it can from start to until (Mono
 // times), then reports "loopdone <holds>": the holds that began before
 // until.
-func loop(ctx context.Context, l Locker, start, until int64, out *lineWriter) {
+func loop(ctx context.Context, l Locker, start, until int64, out clientWriter) {
 	time.Sleep(time.Duration(start - Mono()))
 	n := 0
 	for {
@@ -306,6 +398,15 @@ func loop(ctx context.Context, l Locker, start, until int64, out *lineWriter) {
 	}
 	out.say("loopdone", n)
 }
+
+// clientWriter writes the lines of one Client of a child: with its index
+// first if the child is packed.
+type clientWriter struct {
+	w      *lineWriter
+	prefix []any
+}
+
+func (c clientWriter) say(a ...any) { c.w.say(append(c.prefix[:len(c.prefix):len(c.prefix)], a...)...) }
 
 // lineWriter writes whole lines to stdout, one writer at a time.
 type lineWriter struct {

@@ -35,6 +35,17 @@ func scenarioText(sc string, o Options) (title, text string) {
 	case Throughput:
 		return "Contended throughput", fmt.Sprintf("%d processes lock and unlock one key as fast as they can, for %v per run; holds per second in all, "+
 			"and how evenly they are split (Jain's index: 1 is an equal split, 1/%d is one process taking everything).", o.Procs, o.ThroughputFor, o.Procs)
+	case Scale:
+		return "Scale", fmt.Sprintf("What grows with the history of the lock collection, and with the number of waiting processes; "+
+			"one run per figure. **Idle keys**: one collection is grown in turn to each size by %d Clients locking and unlocking new keys "+
+			"(named as a user names dated jobs, `report-2026-11-23-<i>`); at each size up to %d fresh Clients (a new connection and backend "+
+			"each, cold caches: a cron job's process) each make a first Lock+Unlock of a random idle key, one at a time (fewer once %v is spent, "+
+			"and none more after one is cut short at %v, shown as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over them is divided "+
+			"among them. The status page is the library's command-line listing of %d keys, cut short after %v. Documents are counted per "+
+			"collection after loading. **Waiting processes**: one process holds a key and W wait for it (beyond %d processes, the waiting "+
+			"Clients are packed several to a process, each with its own connection and backend: the notes say how); %d handoffs as in Handoff, "+
+			"then, while they wait, what each waiter sends over %v, by command, and the server's CPU meanwhile.",
+			o.ScaleLoaders, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleFreshTimeout, o.ScaleStatusLimit, o.ScaleStatusTimeout, o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."
@@ -91,11 +102,26 @@ func Render(reports []*Report, command string) string {
 	}
 	p("\n")
 
-	libs := make([]string, len(reports))
-	for i, r := range reports {
-		libs[i] = r.Lib
-	}
 	for i, sc := range AllScenarios {
+		// The libraries with figures of this scenario, dsync's first.
+		var libs []string
+		for _, r := range reports {
+			if slices.ContainsFunc(r.Figures, func(f Figure) bool { return f.Scenario == sc }) {
+				libs = append(libs, r.Lib)
+			}
+		}
+		if sc == Scale && len(libs) > 0 {
+			so := o // the sizes of a report that ran the scenario
+			for _, r := range reports {
+				if r.Lib == libs[0] {
+					so = r.Options
+				}
+			}
+			title, text := scenarioText(sc, so)
+			p("## %d. %s\n\n%s\n\n", i+1, title, text)
+			renderScale(p, reports)
+			continue
+		}
 		// Rows in order of first appearance, dsync's first.
 		var keys []string
 		figs := map[string]map[string]Figure{} // key → lib → figure
@@ -148,6 +174,8 @@ func Render(reports []*Report, command string) string {
 					p(" – |")
 				case f.Value == nil:
 					p(" n/a |")
+				case f.AtLeast:
+					p(" ≥ %s |", num(*f.Value))
 				default:
 					p(" %s |", num(*f.Value))
 				}
@@ -165,7 +193,7 @@ func Render(reports []*Report, command string) string {
 			}
 			for _, l := range libs[1:] {
 				ours, theirs := figs[k]["dsync"], figs[k][l]
-				if ours.Value == nil || theirs.Value == nil || *theirs.Value == 0 {
+				if ours.Value == nil || theirs.Value == nil || *theirs.Value == 0 || ours.AtLeast || theirs.AtLeast {
 					p(" – |")
 					continue
 				}

@@ -32,7 +32,10 @@ type Figure struct {
 	Unit     string    `json:"unit"`
 	Runs     []float64 `json:"runs,omitempty"`
 	Value    *float64  `json:"value"` // median of Runs; nil when not measured
-	Note     string    `json:"note,omitempty"`
+	// AtLeast: Value is a lower bound (the measurement was cut short at
+	// it, as a status page that timed out).
+	AtLeast bool   `json:"atLeast,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // Key identifies a figure across libraries and runs.
@@ -102,6 +105,11 @@ func (r *Report) add(scenario, param, metric, unit string, runs []float64, note 
 		f.Value = &v
 	}
 	r.Figures = append(r.Figures, f)
+}
+
+// atLeast appends a figure known only to be at least v (cut short there).
+func (r *Report) atLeast(scenario, param, metric, unit string, v float64, note string) {
+	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Runs: []float64{v}, Value: &v, AtLeast: true, Note: note})
 }
 
 // na records that a figure could not be measured, and why.

@@ -23,10 +23,11 @@ const (
 	Renewal     = "renewal"
 	Throughput  = "throughput"
 	Race        = "race"
+	Scale       = "scale"
 )
 
 // AllScenarios lists every scenario.
-var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race}
+var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -55,11 +56,32 @@ type Options struct {
 	Contenders     int           // race: contenders per round
 	Rounds         int           // race: rounds
 
+	// scale (scale.go): idle keys in one namespace, grown in turn to each
+	// size (empty, not nil: that part is not run), by ScaleLoaders
+	// Clients; at each size ScaleFresh fresh Clients each make a first
+	// Lock+Unlock (no more once ScaleFreshBudget is spent, at least 3),
+	// and a status page of ScaleStatusLimit keys is timed, cut short
+	// after ScaleStatusTimeout.
+	ScaleKeys          []int
+	ScaleLoaders       int
+	ScaleFresh         int
+	ScaleFreshBudget   time.Duration
+	ScaleFreshTimeout  time.Duration // one first Lock+Unlock is cut short after this
+	ScaleStatusLimit   int
+	ScaleStatusTimeout time.Duration
+	// scale: a holder and each number of waiters; waiting Clients are
+	// packed evenly into at most ScaleProcs processes; handoffs, then
+	// counts over ScaleIdleWindow, ScaleRuns times each.
+	ScaleWaiters    []int
+	ScaleProcs      int
+	ScaleIdleWindow time.Duration
+	ScaleRuns       int
+
 	Log io.Writer `json:"-"` // progress; nil: discard
 }
 
 // Defaults are the sizes run.sh uses: about six to eight minutes per
-// library on two cores.
+// library on two cores, and the scale scenario 10 to 20 more.
 var Defaults = Options{
 	Runs:         3,
 	Cycles:       200,
@@ -83,6 +105,24 @@ var Defaults = Options{
 	ThroughputFor:  5 * time.Second,
 	Contenders:     16,
 	Rounds:         30,
+	// 100,000 idle keys take about half an hour more on FerretDB before
+	// issue 25 (a fresh Client's first Lock reads the whole collection):
+	// -scale-keys 100,1000,10000,100000 adds them.
+	ScaleKeys:          []int{100, 1000, 10000},
+	ScaleLoaders:       4,
+	ScaleFresh:         20,
+	ScaleFreshBudget:   2 * time.Minute,
+	ScaleFreshTimeout:  2 * time.Minute,
+	ScaleStatusLimit:   100,
+	ScaleStatusTimeout: 30 * time.Second,
+	ScaleWaiters:       []int{1, 4, 16, 64},
+	ScaleProcs:         16,
+	// Longer than anything a waiter does periodically: before issue 25 a
+	// waiter announced itself again every 105 s, and the waiters of a run,
+	// which announce together when they start, all did so within one
+	// window of 40 s seen only after it (which then showed no growth).
+	ScaleIdleWindow: 2 * time.Minute,
+	ScaleRuns:       1,
 }
 
 // Quick are tiny sizes for checking that everything runs.
@@ -106,6 +146,18 @@ var Quick = Options{
 	ThroughputFor:  500 * time.Millisecond,
 	Contenders:     4,
 	Rounds:         3,
+
+	ScaleKeys:          []int{10, 30},
+	ScaleLoaders:       2,
+	ScaleFresh:         3,
+	ScaleFreshBudget:   30 * time.Second,
+	ScaleFreshTimeout:  time.Minute,
+	ScaleStatusLimit:   100,
+	ScaleStatusTimeout: 10 * time.Second,
+	ScaleWaiters:       []int{1, 3},
+	ScaleProcs:         2,
+	ScaleIdleWindow:    500 * time.Millisecond,
+	ScaleRuns:          1,
 }
 
 func (o Options) withDefaults(d Options) Options {
@@ -143,6 +195,17 @@ func (o Options) withDefaults(d Options) Options {
 	defD(&o.ThroughputFor, d.ThroughputFor)
 	def(&o.Contenders, d.Contenders)
 	def(&o.Rounds, d.Rounds)
+	defS(&o.ScaleKeys, d.ScaleKeys)
+	def(&o.ScaleLoaders, d.ScaleLoaders)
+	def(&o.ScaleFresh, d.ScaleFresh)
+	defD(&o.ScaleFreshBudget, d.ScaleFreshBudget)
+	defD(&o.ScaleFreshTimeout, d.ScaleFreshTimeout)
+	def(&o.ScaleStatusLimit, d.ScaleStatusLimit)
+	defD(&o.ScaleStatusTimeout, d.ScaleStatusTimeout)
+	defS(&o.ScaleWaiters, d.ScaleWaiters)
+	def(&o.ScaleProcs, d.ScaleProcs)
+	defD(&o.ScaleIdleWindow, d.ScaleIdleWindow)
+	def(&o.ScaleRuns, d.ScaleRuns)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -155,6 +218,9 @@ type runner struct {
 	o   Options
 	r   *Report
 	seq int
+	// dropLater, while the scale scenario runs, takes the namespaces it
+	// drops at its end.
+	dropLater func(ns string)
 }
 
 // Run runs the chosen scenarios against d and returns their figures. A
@@ -177,6 +243,7 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		{Renewal, rn.renewal},
 		{Throughput, rn.throughput},
 		{Race, rn.race},
+		{Scale, rn.scale},
 	}
 	for _, s := range steps {
 		if !want(s.name) {
@@ -315,14 +382,24 @@ func (rn *runner) chain(ctx context.Context, n, handoffs int, election bool) ([]
 		g.send(i, "lock")
 	}
 	time.Sleep(time.Second) // let the waiters start waiting
-	holder, doubles := 0, 0
+	samples, doubles, _, err := rn.chainOn(ctx, g, 0, handoffs)
+	return samples, doubles, err
+}
+
+// chainOn runs handoffs on g, whose Client holder holds and whose others
+// wait in Lock. It returns the Unlock→Lock times in ms, how many
+// acquisitions happened while another process held, and the Client that
+// holds at the end.
+func (rn *runner) chainOn(ctx context.Context, g *group, holder, handoffs int) ([]float64, int, int, error) {
+	const timeout = 2 * time.Minute
+	doubles := 0
 	var samples []float64
 	for range handoffs {
 		time.Sleep(rn.o.HoldMin + rand.N(rn.o.HoldMax-rn.o.HoldMin+1))
 		g.send(holder, "unlock")
 		rel, err := g.wait(ctx, "releasing", holder, timeout)
 		if err != nil {
-			return samples, doubles, err
+			return samples, doubles, holder, err
 		}
 		// An acquisition reported before this release began happened
 		// while holder held: two holders at once. That process unlocks
@@ -343,25 +420,25 @@ func (rn *runner) chain(ctx context.Context, n, handoffs int, election bool) ([]
 			g.pending = slices.Delete(g.pending, early, early+1)
 			g.send(p, "unlock")
 			if _, err := g.wait(ctx, "releasing", p, timeout); err != nil {
-				return samples, doubles, err
+				return samples, doubles, holder, err
 			}
 			if _, err := g.wait(ctx, "released", p, timeout); err != nil {
-				return samples, doubles, err
+				return samples, doubles, holder, err
 			}
 			g.send(p, "lock")
 		}
 		acq, err := g.wait(ctx, "acquired", -1, timeout)
 		if err != nil {
-			return samples, doubles, err
+			return samples, doubles, holder, err
 		}
 		if _, err := g.wait(ctx, "released", holder, timeout); err != nil {
-			return samples, doubles, err
+			return samples, doubles, holder, err
 		}
 		samples = append(samples, ms(acq.args[0]-rel.args[0]))
 		g.send(holder, "lock")
 		holder = acq.proc
 	}
-	return samples, doubles, nil
+	return samples, doubles, holder, nil
 }
 
 func (rn *runner) handoffs(ctx context.Context) error {

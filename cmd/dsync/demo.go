@@ -483,14 +483,17 @@ func (d *demo) showStatus(ctx context.Context) error {
 	defer disconnect(client)
 	rctx, cancel := context.WithTimeout(ctx, d.g.timeout)
 	defer cancel()
+	d.row(now, "status", "", "", "what 'dsync status' shows now:")
+	fmt.Fprintln(d.out)
 	// Members heartbeat every ttl/3: one seen longer than ttl ago is gone.
-	st, err := readStatus(rctx, d.g, db, "", d.ttl)
+	out := newTableSink(d.out, "      ", d.g.db+"."+d.g.collection, selection{})
+	sum, err := readStatus(rctx, d.g, db, selection{}, d.ttl, out)
+	if err == nil {
+		err = out.done(sum)
+	}
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	d.row(now, "status", "", "", "what 'dsync status' shows now:")
-	fmt.Fprintln(d.out)
-	st.write(d.out, "      ")
 	fmt.Fprintln(d.out)
 	return nil
 }

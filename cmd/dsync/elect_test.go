@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -145,26 +146,29 @@ func TestElectWithoutACommandAndListen(t *testing.T) {
 	wait := slow(30 * time.Second)
 
 	a := start("--ttl", "2s", "--version", "va", "svc")
-	if got := a.stdout.next(t, wait); got != "1" {
-		t.Fatalf("the first candidate printed %q, want its term, 1", got)
+	term := a.stdout.next(t, wait)
+	if n, err := strconv.ParseUint(term, 10, 64); err != nil || n == 0 {
+		t.Fatalf("the first candidate printed %q, want its term", term)
 	}
-	if got := a.stderr.next(t, wait); got != `dsync: leading "svc" (term 1) until interrupted` {
+	if got := a.stderr.next(t, wait); got != `dsync: leading "svc" (term `+term+`) until interrupted` {
 		t.Errorf("the first candidate said %q", got)
 	}
 	listener := start("svc", "--listen")
-	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term=1 host=") || !strings.HasSuffix(got, ` version="va"`) {
-		t.Errorf("--listen printed %q, want term 1 led by va", got)
+	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term="+term+" host=") || !strings.HasSuffix(got, ` version="va"`) {
+		t.Errorf("--listen printed %q, want term %s led by va", got, term)
 	}
 	b := start("--ttl", "2s", "--version", "vb", "svc")
-	if got := b.stderr.next(t, wait); !strings.HasPrefix(got, `dsync: standing by for "svc": led by `) || !strings.Contains(got, "term 1") {
+	if got := b.stderr.next(t, wait); !strings.HasPrefix(got, `dsync: standing by for "svc": led by `) || !strings.Contains(got, "term "+term) {
 		t.Errorf("the second candidate said %q, want it to stand by", got)
 	}
 	stop("the first candidate", a)
-	if got := b.stdout.next(t, wait); got != "2" {
-		t.Errorf("the second candidate printed %q, want its term, 2", got)
+	first, _ := strconv.ParseUint(term, 10, 64)
+	term2 := strconv.FormatUint(first+1, 10)
+	if got := b.stdout.next(t, wait); got != term2 {
+		t.Errorf("the second candidate printed %q, want its term, %s", got, term2)
 	}
-	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term=2 host=") || !strings.HasSuffix(got, ` version="vb"`) {
-		t.Errorf("--listen printed %q, want term 2 led by vb", got)
+	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term="+term2+" host=") || !strings.HasSuffix(got, ` version="vb"`) {
+		t.Errorf("--listen printed %q, want term %s led by vb", got, term2)
 	}
 	stop("the second candidate", b)
 	stop("the listener", listener)

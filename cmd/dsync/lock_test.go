@@ -403,7 +403,7 @@ func TestNamesStartingWithADash(t *testing.T) {
 		}
 	}
 	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "--", "-x")
-	if r.code != 0 || !strings.Contains(r.stdout, `"name": "-x"`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `"name":"-x"`) {
 		t.Errorf("dsync status -- -x: exit %d, stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -427,8 +427,8 @@ func TestLockWithoutACommandHoldsUntilInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	token, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || token != "1\n" {
-		t.Fatalf("dsync lock held: stdout %q, %v; want its token, 1\nstderr: %s", token, err, holderErr.String())
+	if n, perr := strconv.ParseUint(strings.TrimSpace(token), 10, 64); err != nil || perr != nil || n == 0 {
+		t.Fatalf("dsync lock held: stdout %q, %v; want its token\nstderr: %s", token, err, holderErr.String())
 	}
 	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "--try", "held", "--", "true"); r.code != exitNotLocked {
 		t.Errorf("dsync lock --try on the held lock: exit %d, want %d", r.code, exitNotLocked)
@@ -450,10 +450,12 @@ func TestLockWithoutACommandHoldsUntilInterrupted(t *testing.T) {
 	if err := holder.Wait(); err != nil {
 		t.Errorf("dsync lock held after SIGTERM: %v, want exit 0\nstderr: %s", err, holderErr.String())
 	}
-	if err := waiter.Wait(); err != nil || waiterOut.String() != "2\n" {
-		t.Errorf("the waiter: %v, stdout %q; want exit 0 and token 2", err, waiterOut.String())
+	held, _ := strconv.ParseUint(strings.TrimSpace(token), 10, 64)
+	next := strconv.FormatUint(held+1, 10)
+	if err := waiter.Wait(); err != nil || waiterOut.String() != next+"\n" {
+		t.Errorf("the waiter: %v, stdout %q; want exit 0 and token %s", err, waiterOut.String(), next)
 	}
-	if line := waiterErr.next(t, time.Second); !strings.Contains(line, `acquired lock "held" (token 2) after`) {
+	if line := waiterErr.next(t, time.Second); !strings.Contains(line, `acquired lock "held" (token `+next+`) after`) {
 		t.Errorf("the waiter's second line: %q; want it to say it got the lock", line)
 	}
 }

@@ -30,7 +30,8 @@ CMD runs at least once, and more than once only if a run exited 0 but its
 success could not be recorded before its lock was lost (the process was
 killed, or the server did not answer): make CMD idempotent, or have it
 fence what it writes with DSYNC_TOKEN. For a job that runs once per
-period across replicas, put the period in NAME: report/2026-11-23T10:00.
+period across replicas, put the period in NAME, and let old periods go
+with --forget-after: report/2026-11-23T10:00.
 
 NAME is up to %d bytes of UTF-8.
 
@@ -39,6 +40,10 @@ Flags:
   --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when CMD could not start within D (default: wait on)
   --check      run nothing: exit 0 if NAME is done ("done" on stdout), 1 if not
+  --forget-after D
+               let compaction delete NAME's record of success D after it (plus
+               the idle age, 30m): a later run of NAME runs CMD again
+               (default: keep it for good)
   (and the global flags; see 'dsync -h')
 
 Exit status: 0 when CMD has run to success (now or before); CMD's status,
@@ -70,10 +75,12 @@ func runOnce(g *globals, args []string) int {
 	fs := newFlagSet("once", g)
 	var f lockFlags
 	var check bool
+	var forget time.Duration
 	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
 	fs.DurationVar(&f.wait, "wait", 0, "")
 	fs.BoolVar(&check, "check", false, "")
+	fs.DurationVar(&forget, "forget-after", 0, "")
 	pos, argv, code, err := parseArgs(fs, onceHelp, args, true)
 	if err != nil {
 		return code
@@ -89,12 +96,18 @@ func runOnce(g *globals, args []string) int {
 		return usageError("once", fmt.Errorf("--grace must be positive, got %v", f.grace))
 	case f.wait < 0:
 		return usageError("once", fmt.Errorf("--wait must not be negative, got %v", f.wait))
+	case forget < 0:
+		return usageError("once", fmt.Errorf("--forget-after must not be negative, got %v", forget))
+	}
+	var onceOpts []dsync.Option
+	if forget > 0 {
+		onceOpts = append(onceOpts, dsync.WithForgetAfter(forget))
 	}
 	name := pos[0]
 	if err := checkName(name, maxOnceName); err != nil {
 		return usageError("once", err)
 	}
-	if _, err := dsync.NewOnce(dsync.NewMemoryBackend(), name, dsync.WithTTL(f.ttl)); err != nil {
+	if _, err := dsync.NewOnce(dsync.NewMemoryBackend(), name, append(onceOpts, dsync.WithTTL(f.ttl))...); err != nil {
 		return usageError("once", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
@@ -124,7 +137,7 @@ func runOnce(g *globals, args []string) int {
 		return fail("once", exitDsync, err)
 	}
 	defer backend.Close()
-	once, err := dsync.NewOnce(backend, name, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+	once, err := dsync.NewOnce(backend, name, append(onceOpts, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))...)
 	if err != nil {
 		return fail("once", exitDsync, err)
 	}

@@ -15,8 +15,9 @@ func setParentDeathSignal(cmd *exec.Cmd, sig syscall.Signal) {
 	cmd.SysProcAttr.Pdeathsig = sig
 }
 
-// childProcesses returns the pid of a child process of each of pids that
-// has one, read from /proc.
+// childProcesses returns the pid of a child process (the lowest) of each
+// of pids that has one, read from /proc; of every process, if pids is
+// nil.
 func childProcesses(pids []int) map[int]int {
 	want := map[int]bool{}
 	for _, p := range pids {
@@ -45,7 +46,7 @@ func childProcesses(pids []int) map[int]int {
 		if len(f) < 2 {
 			continue
 		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil && want[ppid] {
+		if ppid, err := strconv.Atoi(f[1]); err == nil && (pids == nil || want[ppid]) {
 			if old, ok := children[ppid]; !ok || pid < old {
 				children[ppid] = pid
 			}

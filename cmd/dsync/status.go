@@ -19,8 +19,8 @@ import (
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
 
-Lists the locks and the elections in the lock collection, with the
-elections' members, judged in the server's time:
+Lists the locks and the elections, with the elections' members, judged in
+the server's time, as they are read (a long list streams):
 
   STATE      held (a live claim heads the lock's queue); free (no claim
              holds or waits: every one was released, withdrawn, or ended
@@ -37,23 +37,44 @@ elections' members, judged in the server's time:
   WAITING    live claims queued behind the holder: Lock calls waiting
   LAST SEEN  a candidate's last heartbeat
 
-A lock is listed as long as the collection keeps documents of it, held or
-not. Reading who holds a lock records, as any waiter would, that a claim
-whose session expired has ended.
+A lock or an election is listed from its first use by this release of
+dsync (or a later one) on, held or not; one last used by an older release
+is listed once it is used again. Reading who holds a lock records, as any
+waiter would, that a claim whose session expired has ended.
+
+The order is the server's: on MongoDB, the order of the names' bytes; on
+FerretDB (dsync server), the order in which the names were first used,
+which stays as it is as others are added (FerretDB would read every name
+to sort them). The locks are shown as they come; the elections of the
+list (keys "dsync:election/NAME") in a table after them.
 
 Names longer than 40 characters are cut short in the table; --json shows
 them whole. With NAME (after '--' if it starts with '-'), only the lock
 NAME and the election NAME.
 
 Flags:
+  --prefix P list only the names that begin with P (an election's is
+             dsync:election/NAME: --prefix dsync:election/ lists the
+             elections)
+  --limit N  list at most N names, and say how to list the next ones
+  --after K  list the names after K in the order above: with --limit N,
+             the next page (the name the previous page ended with).
+             MongoDB only: FerretDB cannot resume after a name without
+             reading every name before it, so there list without --after
+             (the list streams), or narrow it with --prefix
   --seen D   list the election members whose last heartbeat is at most D
              old (default %v: three heartbeats of a candidate with the
              default --ttl; dsync elect heartbeats at least every %v)
-  --json     print one JSON object instead of tables
-  (and the global flags; see 'dsync -h')
+  --json     print one JSON object per line, as they are read: one per
+             lock ("kind": "lock") and per election ("kind": "election"),
+             then a summary ("kind": "summary": the server's time, the
+             order, the counts, and with --limit whether more follow and
+             the --after that lists them)
+  (and the global flags; see 'dsync -h': --timeout bounds each wait for
+  the server, not the whole list)
 
 Exit status: 0; 1 if the server cannot be read or NAME is neither a lock
-nor an election; 2: usage error.
+nor an election; 2: usage error (--after on FerretDB too).
 `
 
 // defaultSeen is how recent a member's heartbeat must be for status to
@@ -74,6 +95,10 @@ func runStatus(g *globals, args []string) int {
 	fs := newFlagSet("status", g)
 	seen := fs.Duration("seen", defaultSeen, "")
 	asJSON := fs.Bool("json", false, "")
+	var sel selection
+	fs.StringVar(&sel.prefix, "prefix", "", "")
+	fs.StringVar(&sel.after, "after", "", "")
+	fs.IntVar(&sel.limit, "limit", 0, "")
 	pos, _, code, err := parseArgs(fs, statusHelp, args, false)
 	if err != nil {
 		return code
@@ -83,11 +108,14 @@ func runStatus(g *globals, args []string) int {
 		return usageError("status", fmt.Errorf("unexpected argument %q", pos[1]))
 	case *seen <= 0:
 		return usageError("status", fmt.Errorf("--seen must be positive, got %v", *seen))
+	case sel.limit < 0:
+		return usageError("status", fmt.Errorf("--limit must not be negative, got %d", sel.limit))
+	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
+		return usageError("status", errors.New("NAME selects one lock and one election: no --prefix, --after or --limit with it"))
 	}
-	name := ""
 	if len(pos) == 1 {
-		name = pos[0]
-		if err := checkName(name, maxLockName); err != nil {
+		sel.name = pos[0]
+		if err := checkName(sel.name, maxLockName); err != nil {
 			return usageError("status", err)
 		}
 	}
@@ -100,46 +128,91 @@ func runStatus(g *globals, args []string) int {
 		return fail("status", exitFailure, err)
 	}
 	defer disconnect(client)
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	st, err := readStatus(ctx, g, db, name, *seen)
-	if err != nil {
-		return fail("status", exitFailure, err)
-	}
-	if name != "" && len(st.locks) == 0 && len(st.elections) == 0 {
-		return fail("status", exitFailure, fmt.Errorf("no lock or election named %q in %s.%s", name, g.db, g.collection))
-	}
-	st.findCommands()
+	// --timeout bounds each wait for the server: a long list takes as
+	// long as it takes, and a server that stops answering ends it.
+	ctx, kick, stop := idleTimeout(ctx, g.timeout)
+	defer stop()
+	var out statusSink
 	if *asJSON {
-		if err := st.writeJSON(os.Stdout); err != nil {
-			return fail("status", exitFailure, err)
-		}
-		return exitOK
+		out = newJSONSink(os.Stdout)
+	} else {
+		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), sel)
 	}
-	if len(st.locks) == 0 && len(st.elections) == 0 {
-		fmt.Printf("no locks or elections in %s.%s\n", g.db, g.collection)
-		return exitOK
+	sum, err := readStatus(ctx, g, db, sel, *seen, sinkKicking{out, kick})
+	switch {
+	case errors.Is(err, dsync.ErrAfterUnsupported):
+		return fail("status", exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix"))
+	case err != nil:
+		return fail("status", exitFailure, err)
+	case sel.name != "" && sum.locks == 0 && sum.elections == 0:
+		return fail("status", exitFailure, fmt.Errorf("no lock or election named %q in %s.%s", sel.name, g.db, g.collection))
 	}
-	if st.write(os.Stdout, "") {
-		fmt.Printf("\n(names cut to %d characters; 'dsync status --json' shows them whole)\n", maxNameWidth)
+	if err := out.done(sum); err != nil {
+		return fail("status", exitFailure, err)
 	}
 	return exitOK
 }
 
-// A status is what `dsync status` shows.
-type status struct {
-	now       time.Time     // server time when read
-	within    time.Duration // uncertainty of now
-	locks     []lockState   // plain locks, by key
-	elections []election    // by name
+// A selection is what status lists: the lock and the election name, or
+// the keys that begin with prefix, after after, at most limit of them (0:
+// all).
+type selection struct {
+	name          string
+	prefix, after string
+	limit         int
+}
 
-	// commands are the pids of the commands that holders on this host
-	// run, by holder pid (see findCommands).
-	commands map[int]int
+// idleTimeout returns a context that ends, with a cause that names
+// --timeout, once d passes without a call of kick; stop releases it.
+func idleTimeout(parent context.Context, d time.Duration) (ctx context.Context, kick, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := time.AfterFunc(d, func() { cancel(fmt.Errorf("%w: no answer within %v (--timeout)", context.DeadlineExceeded, d)) })
+	return ctx, func() { t.Reset(d) }, func() {
+		t.Stop()
+		cancel(nil)
+	}
+}
+
+// A statusSink prints what status reads, as it is read.
+type statusSink interface {
+	lock(l lockState) error
+	election(e election) error
+	// done prints what follows the last lock and election.
+	done(s statusSummary) error
+}
+
+// sinkKicking is a sink that tells the idle timeout that the server
+// answered, at each lock and election.
+type sinkKicking struct {
+	statusSink
+	kick func()
+}
+
+func (s sinkKicking) lock(l lockState) error {
+	s.kick()
+	return s.statusSink.lock(l)
+}
+
+func (s sinkKicking) election(e election) error {
+	s.kick()
+	return s.statusSink.election(e)
+}
+
+// A statusSummary is what status says after the locks and elections.
+type statusSummary struct {
+	now    time.Time     // server time at the end
+	within time.Duration // uncertainty of the server times
+	order  dsync.KeyOrder
+	// locks and elections count those listed.
+	locks, elections int
+	// more: --limit ended the list before its end. next is the --after
+	// that lists the rest (only where the order allows it).
+	more bool
+	next string
 }
 
 // A lockState is what status shows of one lock: its key as stored, and
-// its queue as dsync.Client.Queue reads it.
+// its queue as dsync.Client.List reads it.
 type lockState struct {
 	key string
 	// holder is the head of the queue: the claim that holds, or is
@@ -147,6 +220,7 @@ type lockState struct {
 	holder *dsync.ClaimInfo
 	// waiting counts the claims queued behind the holder.
 	waiting int
+	now     time.Time // server time when read
 }
 
 func (l lockState) state() string {
@@ -166,4 +240,5 @@ type election struct {
 	// read.
 	lease   *dsync.ClaimInfo
 	members []leader.Member
+	now     time.Time // server time when read
 }

@@ -10,16 +10,13 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// The JSON of dsync status --json. Times are the server's, durations in
-// milliseconds.
+// The JSON of dsync status --json: one object per line (NDJSON), one per
+// lock and per election as they are read, then a summary. Times are the
+// server's, durations in milliseconds, each measured from when its line
+// was read.
 type (
-	jsonStatus struct {
-		ServerTime    time.Time      `json:"serverTime"`
-		UncertaintyMS float64        `json:"uncertaintyMs"`
-		Locks         []jsonLock     `json:"locks"`
-		Elections     []jsonElection `json:"elections"`
-	}
 	jsonLock struct {
+		Kind  string `json:"kind"`  // "lock"
 		Name  string `json:"name"`  // the key as stored
 		State string `json:"state"` // held, free
 		Token uint64 `json:"token"` // the holder's; 0 when free
@@ -43,6 +40,7 @@ type (
 		ExpiresInMS float64 `json:"expiresInMs"`
 	}
 	jsonElection struct {
+		Kind    string       `json:"kind"` // "election"
 		Name    string       `json:"name"`
 		Term    uint64       `json:"term"`            // of the current leader; 0 when nobody leads
 		Leader  *jsonMember  `json:"leader"`          // null when nobody leads
@@ -59,51 +57,77 @@ type (
 		LastSeen   time.Time `json:"lastSeen"`
 		AgoMS      float64   `json:"lastSeenAgoMs"`
 	}
+	jsonSummary struct {
+		Kind          string    `json:"kind"` // "summary"
+		ServerTime    time.Time `json:"serverTime"`
+		UncertaintyMS float64   `json:"uncertaintyMs"`
+		// Order is the order of the list: "bytes" (MongoDB) or "first
+		// use" (FerretDB); absent when there is nothing to list.
+		Order     string `json:"order,omitempty"`
+		Locks     int    `json:"locks"`     // listed
+		Elections int    `json:"elections"` // listed
+		// More: --limit ended the list before its end. Next is the
+		// --after that lists the rest, where the order allows it.
+		More bool   `json:"more"`
+		Next string `json:"next,omitempty"`
+	}
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func (st *status) holder(c *dsync.ClaimInfo) *jsonHolder {
-	return &jsonHolder{Host: c.Host, PID: c.PID, CommandPID: st.commands[c.PID], AcquiredAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
-		HeldForMS: ms(max(st.now.Sub(c.QueuedAt), 0)), ExpiresInMS: ms(max(c.ExpiresAt.Sub(st.now), 0))}
+// jsonSink prints each lock and election on a line of its own, as it is
+// read.
+type jsonSink struct {
+	enc  *json.Encoder
+	cmds commandFinder
 }
 
-func (st *status) writeJSON(w io.Writer) error {
-	out := jsonStatus{ServerTime: st.now, UncertaintyMS: ms(st.within), Locks: []jsonLock{}, Elections: []jsonElection{}}
-	for _, ls := range st.locks {
-		l := jsonLock{Name: ls.key, State: ls.state(), Waiting: ls.waiting}
-		if ls.holder != nil {
-			l.Token, l.Holder = ls.holder.Token, st.holder(ls.holder)
-		}
-		out.Locks = append(out.Locks, l)
-	}
-	for _, e := range st.elections {
-		out.Elections = append(out.Elections, st.jsonElection(e))
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+func newJSONSink(w io.Writer) *jsonSink { return &jsonSink{enc: json.NewEncoder(w)} }
+
+func (s *jsonSink) holder(c *dsync.ClaimInfo, now time.Time) *jsonHolder {
+	cmd, _ := s.cmds.of(c.Host, c.PID)
+	return &jsonHolder{Host: c.Host, PID: c.PID, CommandPID: cmd, AcquiredAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
+		HeldForMS: ms(max(now.Sub(c.QueuedAt), 0)), ExpiresInMS: ms(max(c.ExpiresAt.Sub(now), 0))}
 }
 
-func (st *status) jsonElection(e election) jsonElection {
-	je := jsonElection{Name: e.name, Members: []jsonMember{}}
+func (s *jsonSink) lock(ls lockState) error {
+	l := jsonLock{Kind: "lock", Name: ls.key, State: ls.state(), Waiting: ls.waiting}
+	if ls.holder != nil {
+		l.Token, l.Holder = ls.holder.Token, s.holder(ls.holder, ls.now)
+	}
+	return s.enc.Encode(l)
+}
+
+func (s *jsonSink) election(e election) error {
+	je := jsonElection{Kind: "election", Name: e.name, Members: []jsonMember{}}
 	if e.leader != nil {
 		je.Term = e.leader.Token
 	}
 	if e.lease != nil {
-		je.Lease = st.holder(e.lease)
+		je.Lease = s.holder(e.lease, e.now)
 	}
 	for _, m := range e.members {
 		jm := jsonMember{ID: m.ID, Role: "standby", Host: m.Host, PID: m.PID, Version: m.Version,
-			LastSeen: m.LastSeen, AgoMS: ms(max(st.now.Sub(m.LastSeen), 0))}
+			LastSeen: m.LastSeen, AgoMS: ms(max(e.now.Sub(m.LastSeen), 0))}
 		if e.leader != nil && m.ID == e.leader.ID {
-			jm.Role, jm.CommandPID = "leader", st.commands[m.PID]
+			jm.Role = "leader"
+			jm.CommandPID, _ = s.cmds.of(m.Host, m.PID)
 			je.Leader = &jm
 		}
 		je.Members = append(je.Members, jm)
 	}
 	if l := e.leader; l != nil && je.Leader == nil { // the leader's status document is missing or stale
-		je.Leader = &jsonMember{ID: l.ID, Role: "leader", Host: l.Host, PID: l.PID, CommandPID: st.commands[l.PID], Version: l.Version}
+		cmd, _ := s.cmds.of(l.Host, l.PID)
+		je.Leader = &jsonMember{ID: l.ID, Role: "leader", Host: l.Host, PID: l.PID, CommandPID: cmd, Version: l.Version}
 	}
-	return je
+	return s.enc.Encode(je)
+}
+
+func (s *jsonSink) done(sum statusSummary) error {
+	js := jsonSummary{Kind: "summary", ServerTime: sum.now, UncertaintyMS: ms(sum.within),
+		Locks: sum.locks, Elections: sum.elections, More: sum.more, Next: sum.next}
+	if sum.order != 0 {
+		js.Order = sum.order.String()
+	}
+	return s.enc.Encode(js)
 }

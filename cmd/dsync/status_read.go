@@ -2,12 +2,12 @@
 
 package main
 
-// What dsync status reads, all of it through the library: the keys of the
-// lock collection (dsync.Client.Keys), each key's queue (Client.Queue),
-// and, of an election, who leads and who stands by (leadermongo's Leader
-// and Members). How the library stores them is its own business: status
-// knows no document of it, so it shows what the library tells, and no
-// more (the last holder of a lock that is free, say, it cannot tell).
+// What dsync status reads, all of it through the library: the keys and
+// their queues (dsync.Client.List, a stream), and, of an election, who
+// leads and who stands by (leadermongo's Leader and Members). How the
+// library stores them is its own business: status knows no document of
+// it, so it shows what the library tells, and no more (the last holder of
+// a lock that is free, say, it cannot tell).
 
 import (
 	"context"
@@ -27,74 +27,145 @@ import (
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
-// keysPage is how many keys status asks the library for at a time.
-const keysPage = 100
-
 // electionReads is how many times status reads an election's leader and
 // lease when they disagree (see readElection).
 const electionReads = 3
 
-// readStatus reads the locks and the elections (all, or the lock name and
-// the election name), and the elections' members seen within seen.
-func readStatus(ctx context.Context, g *globals, db *mongo.Database, name string, seen time.Duration) (*status, error) {
+// readStatus reads the locks and the elections that sel selects, and the
+// elections' members seen within seen, and hands each to out as it is
+// read. It returns the summary for out.done, which it does not call.
+func readStatus(ctx context.Context, g *globals, db *mongo.Database, sel selection, seen time.Duration, out statusSink) (statusSummary, error) {
 	// The times shown are the server's, from hello, which needs no
 	// privilege and writes nothing.
 	sample, err := clockcheck.Measure(ctx, db, clockcheck.WithSamples(3))
 	if err != nil {
-		return nil, err
+		return statusSummary{}, err
 	}
 	measured := time.Now()
-	st := &status{within: sample.Uncertainty}
 	// The server read its clock about half a round trip before the reply.
 	serverNow := func() time.Time { return sample.ServerTime.Add(sample.RTT/2 + time.Since(measured)) }
+	sum := statusSummary{within: sample.Uncertainty}
 
 	if !collectionExists(ctx, db, g.collection) {
-		st.now = serverNow()
-		return st, nil
+		sum.now = serverNow()
+		return sum, nil
 	}
 	// Status reports what it reads; the backend's own warnings would only
 	// interleave with the table.
 	locks, err := g.lockBackend(db, dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
-		return nil, err
+		return sum, err
 	}
 	defer locks.Close()
 	elections, err := g.electionBackend(locks)
 	if err != nil {
-		return nil, err
+		return sum, err
 	}
-	c := locks.Client()
+	r := &statusReader{c: locks.Client(), elections: elections, seen: seen, now: serverNow, out: out, sum: &sum}
 	reading := func(err error) error { return fmt.Errorf("reading %s.%s: %w", g.db, g.collection, err) }
-	keys, err := listKeys(ctx, c, name)
+	if sum.order, err = r.c.ListOrder(ctx); err != nil {
+		return sum, reading(err)
+	}
+	if sel.after != "" && sum.order != dsync.OrderBytes {
+		return sum, dsync.ErrAfterUnsupported
+	}
+	if sel.name != "" {
+		err = r.named(ctx, sel.name)
+	} else {
+		err = r.list(ctx, sel)
+	}
 	if err != nil {
-		return nil, reading(err)
+		return sum, reading(err)
 	}
-	for _, key := range keys {
-		if e, ok := strings.CutPrefix(key, leader.LockKey("")); ok {
-			if e == "" {
-				continue // no election has an empty name
-			}
-			el, err := readElection(ctx, c, elections, e, seen)
-			if err != nil {
-				return nil, reading(err)
-			}
-			st.elections = append(st.elections, el)
-			continue
-		}
-		// Every other key is a lock's, namespaced ones ("dsync:...")
-		// included: they are shown as stored.
-		q, err := c.Queue(ctx, key)
+	sum.now = serverNow()
+	return sum, nil
+}
+
+// A statusReader reads locks and elections for status, and hands them
+// to out.
+type statusReader struct {
+	c         *dsync.Client
+	elections *leadermongo.Backend
+	seen      time.Duration
+	now       func() time.Time // the server's time
+	out       statusSink
+	sum       *statusSummary
+}
+
+// list hands out the locks and elections of the keys sel selects, as the
+// library lists them.
+func (r *statusReader) list(ctx context.Context, sel selection) error {
+	opts := dsync.ListOptions{Prefix: sel.prefix, After: sel.after}
+	if sel.limit > 0 {
+		opts.Limit = sel.limit + 1 // one more, to tell whether more follow
+	}
+	listed, last := 0, ""
+	for ks, err := range r.c.List(ctx, opts) {
 		if err != nil {
-			return nil, reading(err)
+			return err
 		}
-		l := lockState{key: key}
-		if len(q) > 0 {
-			l.holder, l.waiting = &q[0], len(q)-1
+		if sel.limit > 0 && listed == sel.limit {
+			r.sum.more = true
+			if r.sum.order == dsync.OrderBytes {
+				r.sum.next = last
+			}
+			return nil
 		}
-		st.locks = append(st.locks, l)
+		listed, last = listed+1, ks.Key
+		if err := r.key(ctx, ks.Key, ks.Queue); err != nil {
+			return err
+		}
 	}
-	st.now = serverNow()
-	return st, nil
+	return nil
+}
+
+// key hands out the lock or the election of key, whose queue is q.
+func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo) error {
+	if name, ok := strings.CutPrefix(key, leader.LockKey("")); ok {
+		if name == "" {
+			return nil // no election has an empty name
+		}
+		e, err := r.readElection(ctx, name)
+		if err != nil {
+			return err
+		}
+		r.sum.elections++
+		return r.out.election(e)
+	}
+	// Every other key is a lock's, namespaced ones ("dsync:...")
+	// included: they are shown as stored.
+	l := lockState{key: key, now: r.now()}
+	if len(q) > 0 {
+		l.holder, l.waiting = &q[0], len(q)-1
+	}
+	r.sum.locks++
+	return r.out.lock(l)
+}
+
+// named hands out the lock name and the election name, those of them
+// that exist: whose key something holds or waits for, or that the
+// library lists.
+func (r *statusReader) named(ctx context.Context, name string) error {
+	for _, key := range []string{name, leader.LockKey(name)} {
+		if len(key) > dsyncmongo.MaxKeyLen {
+			continue // no such lease: the election name is too long
+		}
+		q, err := r.c.Queue(ctx, key)
+		if err != nil {
+			return err
+		}
+		if len(q) == 0 {
+			if known, err := r.c.HasKey(ctx, key); err != nil {
+				return err
+			} else if !known {
+				continue
+			}
+		}
+		if err := r.key(ctx, key, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // collectionExists reports whether db has the collection coll, so that
@@ -108,57 +179,21 @@ func collectionExists(ctx context.Context, db *mongo.Database, coll string) bool
 	return err != nil || len(names) > 0
 }
 
-// listKeys returns the keys status shows, in order: every key of the
-// store, a page at a time, or, with a name, those of the lock name and
-// the election name that the store has.
-func listKeys(ctx context.Context, c *dsync.Client, name string) ([]string, error) {
-	var keys []string
-	if name != "" {
-		for _, k := range []string{name, leader.LockKey(name)} {
-			if len(k) > dsyncmongo.MaxKeyLen {
-				continue // no such lease: the election name is too long
-			}
-			// The first key with k as a prefix is k itself, if the
-			// store has it.
-			found, err := c.Keys(ctx, k, "", 1)
-			if err != nil {
-				return nil, err
-			}
-			if len(found) == 1 && found[0] == k {
-				keys = append(keys, k)
-			}
-		}
-		return keys, nil
-	}
-	after := ""
-	for {
-		page, err := c.Keys(ctx, "", after, keysPage)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, page...)
-		if len(page) < keysPage {
-			return keys, nil
-		}
-		after = page[len(page)-1]
-	}
-}
-
 // readElection reads who leads election name, the lease of that term, and
 // the members seen within seen. The leader and the lease are two reads
 // (Leader, then the lease key's Queue); a term that begins or ends
 // between them makes them disagree, and they are read again, a few
 // times. If they still disagree, the leader is shown as Leader told,
 // with its lease if the queue still had it.
-func readElection(ctx context.Context, c *dsync.Client, b *leadermongo.Backend, name string, seen time.Duration) (election, error) {
+func (r *statusReader) readElection(ctx context.Context, name string) (election, error) {
 	e := election{name: name}
 	for range electionReads {
-		info, err := b.Leader(ctx, name)
+		info, err := r.elections.Leader(ctx, name)
 		nobody := errors.Is(err, leader.ErrNoLeader)
 		if err != nil && !nobody {
 			return e, err
 		}
-		q, err := c.Queue(ctx, leader.LockKey(name))
+		q, err := r.c.Queue(ctx, leader.LockKey(name))
 		if err != nil {
 			return e, err
 		}
@@ -176,6 +211,7 @@ func readElection(ctx context.Context, c *dsync.Client, b *leadermongo.Backend, 
 		}
 	}
 	var err error
-	e.members, err = b.Members(ctx, name, seen)
+	e.members, err = r.elections.Members(ctx, name, r.seen)
+	e.now = r.now()
 	return e, err
 }

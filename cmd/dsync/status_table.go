@@ -2,8 +2,9 @@
 
 package main
 
-// How dsync status prints what it read as tables, and finds the commands
-// that holders on this machine run.
+// How dsync status prints what it reads as tables: the locks as they
+// come, in columns of fixed width, then the elections, and finds the
+// commands that holders on this machine run.
 
 import (
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,100 +22,156 @@ import (
 const (
 	maxNameWidth    = 40
 	maxHostWidth    = 30
+	lockHostWidth   = 20 // in the lock table, whose columns are fixed
 	maxVersionWidth = 20
 )
 
-// findCommands finds the commands that holders and candidates on this
-// host run: a dsync lock or dsync elect process has one child, its
-// command. A claim tells the holder's pid only.
-func (st *status) findCommands() {
-	host, err := os.Hostname()
-	if err != nil {
-		return
-	}
-	var pids []int
-	for _, l := range st.locks {
-		if l.holder != nil && l.holder.Host == host {
-			pids = append(pids, l.holder.PID)
-		}
-	}
-	for _, e := range st.elections {
-		if e.leader != nil && e.leader.Host == host {
-			pids = append(pids, e.leader.PID)
-		}
-		for _, m := range e.members {
-			if m.Host == host {
-				pids = append(pids, m.PID)
-			}
-		}
-	}
-	if len(pids) > 0 {
-		st.commands = childProcesses(pids)
-	}
+// lockColumns are the lock table's headers ('>': right-aligned) and
+// widths: fixed, since its rows are printed as they are read. A cell
+// wider than its column (a token of more than 6 digits) pushes the rest
+// of its row to the right.
+var lockColumns = []struct {
+	header string
+	width  int
+}{
+	{"LOCK", maxNameWidth}, {"STATE", 5}, {">TOKEN", 6}, {"HOST", lockHostWidth}, {">PID", 7},
+	{">CMD PID", 7}, {">HELD FOR", 8}, {">EXPIRES IN", 10}, {">WAITING", 7},
 }
 
-// commandPID is the pid of the command holder pid runs, as a cell.
-func (st *status) commandPID(pid int) string {
-	if c, ok := st.commands[pid]; ok {
-		return strconv.Itoa(c)
-	}
-	return "-"
+// tableSink prints the locks as they come, and the elections in a table
+// after them (a list has few).
+type tableSink struct {
+	w      io.Writer
+	indent string
+	where  string    // the database and collection, for "nothing found"
+	sel    selection // for how to list the next page
+	cmds   commandFinder
+
+	locks     int
+	elections []election
+	cut       bool // a name was cut short
 }
 
-// write prints the tables, reporting whether a name was cut short.
-func (st *status) write(w io.Writer, indent string) (cut bool) {
-	cell := func(s string, width int) string {
-		c, shortened := fitCellCut(s, width)
-		cut = cut || shortened && width == maxNameWidth
-		return c
+func newTableSink(w io.Writer, indent, where string, sel selection) *tableSink {
+	return &tableSink{w: w, indent: indent, where: where, sel: sel}
+}
+
+// cell fits s to a cell of width characters, noting a name cut short.
+func (t *tableSink) cell(s string, width int) string {
+	c, shortened := fitCellCut(s, width)
+	t.cut = t.cut || shortened && width == maxNameWidth
+	return c
+}
+
+// row prints one line of the lock table.
+func (t *tableSink) row(cells ...string) error {
+	var b strings.Builder
+	b.WriteString(t.indent)
+	for i, c := range cells {
+		_, right := strings.CutPrefix(lockColumns[i].header, ">")
+		pad := strings.Repeat(" ", max(lockColumns[i].width-utf8.RuneCountInString(c), 0))
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		if right {
+			b.WriteString(pad + c)
+		} else {
+			b.WriteString(c + pad)
+		}
 	}
-	if len(st.locks) > 0 {
-		t := newTable("LOCK", "STATE", ">TOKEN", "HOST", ">PID", ">CMD PID", ">HELD FOR", ">EXPIRES IN", ">WAITING")
-		for _, l := range st.locks {
-			token, host, pid, cmd, heldFor, left, waiting := "-", "-", "-", "-", "-", "-", "-"
-			if h := l.holder; h != nil {
-				token = strconv.FormatUint(h.Token, 10)
-				host, pid, cmd = cell(h.Host, maxHostWidth), strconv.Itoa(h.PID), st.commandPID(h.PID)
-				heldFor, left = fmtDur(max(st.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(st.now), 0))
-				waiting = strconv.Itoa(l.waiting)
+	_, err := fmt.Fprintln(t.w, strings.TrimRight(b.String(), " "))
+	return err
+}
+
+func (t *tableSink) lock(l lockState) error {
+	if t.locks == 0 {
+		header := make([]string, len(lockColumns))
+		for i, c := range lockColumns {
+			header[i] = strings.TrimPrefix(c.header, ">")
+		}
+		if err := t.row(header...); err != nil {
+			return err
+		}
+	}
+	t.locks++
+	token, host, pid, cmd, heldFor, left, waiting := "-", "-", "-", "-", "-", "-", "-"
+	if h := l.holder; h != nil {
+		token = strconv.FormatUint(h.Token, 10)
+		host, pid, cmd = t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
+		heldFor, left = fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
+		waiting = strconv.Itoa(l.waiting)
+	}
+	return t.row(t.cell(l.key, maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, waiting)
+}
+
+func (t *tableSink) election(e election) error {
+	t.elections = append(t.elections, e)
+	return nil
+}
+
+// done prints the elections, then says whether more follow and whether
+// names were cut short.
+func (t *tableSink) done(s statusSummary) error {
+	if len(t.elections) > 0 {
+		if t.locks > 0 {
+			fmt.Fprintln(t.w)
+		}
+		tb := newTable("ELECTION", "ROLE", ">TERM", "HOST", ">PID", ">CMD PID", "VERSION", ">LAST SEEN", ">EXPIRES IN")
+		for _, e := range t.elections {
+			for _, row := range t.electionRows(e) {
+				tb.add(row...)
 			}
-			t.add(cell(l.key, maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, waiting)
 		}
-		t.write(w, indent)
+		tb.write(t.w, t.indent)
 	}
-	if len(st.elections) > 0 {
-		if len(st.locks) > 0 {
-			fmt.Fprintln(w)
+	if t.locks == 0 && len(t.elections) == 0 {
+		what := "no locks or elections"
+		if t.sel.prefix != "" {
+			what += fmt.Sprintf(" beginning with %q", t.sel.prefix)
 		}
-		t := newTable("ELECTION", "ROLE", ">TERM", "HOST", ">PID", ">CMD PID", "VERSION", ">LAST SEEN", ">EXPIRES IN")
-		for _, e := range st.elections {
-			for _, row := range st.electionRows(e, cell) {
-				t.add(row...)
+		if t.sel.after != "" {
+			what += fmt.Sprintf(" after %q", t.sel.after)
+		}
+		_, err := fmt.Fprintf(t.w, "%s%s in %s\n", t.indent, what, t.where)
+		return err
+	}
+	if s.more {
+		fmt.Fprintln(t.w)
+		switch {
+		case s.next != "":
+			next := fmt.Sprintf("dsync status --limit %d --after %s", t.sel.limit, shellQuote(s.next))
+			if t.sel.prefix != "" {
+				next += " --prefix " + shellQuote(t.sel.prefix)
 			}
+			fmt.Fprintf(t.w, "%s(more follow: %s)\n", t.indent, next)
+		default:
+			fmt.Fprintf(t.w, "%s(more follow; this server lists in the order of first use, and cannot resume after a name: list without --limit, or narrow the list with --prefix)\n", t.indent)
 		}
-		t.write(w, indent)
 	}
-	return cut
+	if t.cut {
+		fmt.Fprintf(t.w, "\n%s(names cut to %d characters; 'dsync status --json' shows them whole)\n", t.indent, maxNameWidth)
+	}
+	return nil
 }
 
 // electionRows are the rows of election e: its leader first (or "no
 // leader"), then the members standing by.
-func (st *status) electionRows(e election, cell func(string, int) string) [][]string {
-	name := cell(e.name, maxNameWidth)
+func (t *tableSink) electionRows(e election) [][]string {
+	name := t.cell(e.name, maxNameWidth)
 	term, left := "", "-"
 	if e.leader != nil {
 		term = strconv.FormatUint(e.leader.Token, 10)
 	}
 	if e.lease != nil {
-		left = fmtDur(max(e.lease.ExpiresAt.Sub(st.now), 0))
+		left = fmtDur(max(e.lease.ExpiresAt.Sub(e.now), 0))
 	}
 	var first []string // the leader's row
 	var standby [][]string
 	for _, m := range e.members {
-		row := []string{name, "standby", "", cell(m.Host, maxHostWidth), strconv.Itoa(m.PID), "-",
-			cell(dash(m.Version), maxVersionWidth), fmtDur(max(st.now.Sub(m.LastSeen), 0)) + " ago", ""}
+		row := []string{name, "standby", "", t.cell(m.Host, maxHostWidth), strconv.Itoa(m.PID), "-",
+			t.cell(dash(m.Version), maxVersionWidth), fmtDur(max(e.now.Sub(m.LastSeen), 0)) + " ago", ""}
 		if e.leader != nil && m.ID == e.leader.ID {
-			row[1], row[2], row[5], row[8] = "leader", term, st.commandPID(m.PID), left
+			row[1], row[2], row[5], row[8] = "leader", term, t.cmds.cell(m.Host, m.PID), left
 			first = row
 		} else {
 			standby = append(standby, row)
@@ -123,12 +181,56 @@ func (st *status) electionRows(e election, cell func(string, int) string) [][]st
 	case first != nil:
 	case e.leader != nil: // the leader's status document is missing or stale
 		l := e.leader
-		first = []string{name, "leader", term, cell(l.Host, maxHostWidth), strconv.Itoa(l.PID), st.commandPID(l.PID),
-			cell(dash(l.Version), maxVersionWidth), "-", left}
+		first = []string{name, "leader", term, t.cell(l.Host, maxHostWidth), strconv.Itoa(l.PID), t.cmds.cell(l.Host, l.PID),
+			t.cell(dash(l.Version), maxVersionWidth), "-", left}
 	default:
 		first = []string{name, "no leader", "", "", "", "", "", "", ""}
 	}
 	return append([][]string{first}, standby...)
+}
+
+// commandFinder finds the commands that holders and candidates on this
+// host run: a dsync lock or dsync elect process has one child, its
+// command. A claim tells the holder's pid only. It reads the process
+// table once, and again, at most once a second, for a pid it lacks.
+type commandFinder struct {
+	host     string
+	children map[int]int // the lowest child of each process
+	read     time.Time
+}
+
+// of returns the pid of the command that pid, on host, runs.
+func (f *commandFinder) of(host string, pid int) (int, bool) {
+	if f.host == "" {
+		f.host, _ = os.Hostname()
+	}
+	if host != f.host || f.host == "" {
+		return 0, false
+	}
+	c, ok := f.children[pid]
+	if !ok && (f.children == nil || time.Since(f.read) > time.Second) {
+		f.children, f.read = childProcesses(nil), time.Now()
+		c, ok = f.children[pid]
+	}
+	return c, ok
+}
+
+// cell is the command's pid as a table cell.
+func (f *commandFinder) cell(host string, pid int) string {
+	if c, ok := f.of(host, pid); ok {
+		return strconv.Itoa(c)
+	}
+	return "-"
+}
+
+// shellQuote quotes s for a POSIX shell, unless it needs no quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./:@%+=,", r)))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // fitCell makes s fit a table cell of width characters: control

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,8 +47,8 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	if want := "LOCK STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN WAITING"; strings.Join(header, " ") != want {
 		t.Errorf("status header %q, want %q", strings.Join(header, " "), want)
 	}
-	if len(row) != 9 || row[1] != "held" || row[2] != "1" || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID || row[8] != "0" {
-		t.Errorf("status under the lock:\n%s\nwant nightly held with token 1 by %s, the command's pid %s, dsync's another, nobody waiting", r.stdout, host, cmdPID)
+	if len(row) != 9 || row[1] != "held" || !positive(row[2]) || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID || row[8] != "0" {
+		t.Errorf("status under the lock:\n%s\nwant nightly held with a token by %s, the command's pid %s, dsync's another, nobody waiting", r.stdout, host, cmdPID)
 	}
 
 	// The member's status document is written in the background: wait
@@ -61,8 +60,8 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	}
 	cmdPID = readLines(r.stdout)[0]
 	row = fields(t, r.stdout, "cron")
-	if len(row) < 8 || row[1] != "leader" || row[2] != "1" || row[5] != cmdPID || row[6] != "v9" {
-		t.Errorf("status under the election:\n%s\nwant cron's leader with term 1, command pid %s and version v9", r.stdout, cmdPID)
+	if len(row) < 8 || row[1] != "leader" || !positive(row[2]) || row[5] != cmdPID || row[6] != "v9" {
+		t.Errorf("status under the election:\n%s\nwant cron's leader with a term, command pid %s and version v9", r.stdout, cmdPID)
 	}
 	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly free - - - - - - -" {
 		t.Errorf("status after the lock was released:\n%s\nwant nightly free, with no holder", r.stdout)
@@ -96,22 +95,19 @@ func TestStatusPlainLockAndElectionAreApart(t *testing.T) {
 	if !ok {
 		t.Fatalf("no separator in\n%s", r.stdout)
 	}
-	var st jsonStatus
-	if err := json.Unmarshal([]byte(all), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, all)
+	st := parseStatusJSON(t, all)
+	if len(st.locks) != 1 || st.locks[0].Name != "leader/coll" || st.locks[0].State != "held" || st.locks[0].Token == 0 {
+		t.Errorf("status --json locks: %+v; want leader/coll alone, held with a token", st.locks)
 	}
-	if len(st.Locks) != 1 || st.Locks[0].Name != "leader/coll" || st.Locks[0].State != "held" || st.Locks[0].Token != 1 {
-		t.Errorf("status --json locks: %+v; want leader/coll alone, held with token 1", st.Locks)
+	if len(st.elections) != 1 || st.elections[0].Name != "coll" || st.elections[0].Leader == nil || st.elections[0].Term == 0 ||
+		st.elections[0].Lease == nil || st.elections[0].Lease.ExpiresInMS <= 0 {
+		t.Errorf("status --json elections: %+v; want coll alone, led in a term under a lease that has not expired", st.elections)
 	}
-	if len(st.Elections) != 1 || st.Elections[0].Name != "coll" || st.Elections[0].Leader == nil || st.Elections[0].Term != 1 ||
-		st.Elections[0].Lease == nil || st.Elections[0].Lease.ExpiresInMS <= 0 {
-		t.Errorf("status --json elections: %+v; want coll alone, led in term 1 under a lease that has not expired", st.Elections)
+	if st.summary.Locks != 1 || st.summary.Elections != 1 || st.summary.More {
+		t.Errorf("status --json summary: %+v; want 1 lock, 1 election, no more", st.summary)
 	}
-	st = jsonStatus{}
-	if err := json.Unmarshal([]byte(named), &st); err != nil {
-		t.Fatalf("status --json coll: %v\n%s", err, named)
-	}
-	if len(st.Locks) != 0 || len(st.Elections) != 1 || st.Elections[0].Name != "coll" || st.Elections[0].Leader == nil {
+	st = parseStatusJSON(t, named)
+	if len(st.locks) != 0 || len(st.elections) != 1 || st.elections[0].Name != "coll" || st.elections[0].Leader == nil {
 		t.Errorf("status --json coll: %+v; want the election coll, led, and no lock", st)
 	}
 
@@ -123,9 +119,8 @@ func TestStatusPlainLockAndElectionAreApart(t *testing.T) {
 		t.Fatalf("dsync --elections other_elections elect moved: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "moved")
-	st = jsonStatus{}
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 0 || len(st.Elections) != 1 || st.Elections[0].Name != "moved" {
-		t.Errorf("status --json moved, after an election with --elections: %v, %+v; want the election moved in the lock collection\nstderr: %s", err, st, r.stderr)
+	if st := parseStatusJSON(t, r.stdout); len(st.locks) != 0 || len(st.elections) != 1 || st.elections[0].Name != "moved" {
+		t.Errorf("status --json moved, after an election with --elections: %+v; want the election moved in the lock collection\nstderr: %s", st, r.stderr)
 	}
 }
 
@@ -147,29 +142,25 @@ func TestStatusJSONAndLongNames(t *testing.T) {
 		t.Fatalf("no JSON in\n%s", r.stdout)
 	}
 	for _, l := range readLines(table) {
-		if n := utf8.RuneCountInString(l); n > 120 {
+		if n := utf8.RuneCountInString(l); n > 140 {
 			t.Errorf("a line of %d characters:\n%s", n, l)
 		}
 	}
 	if !strings.Contains(table, fitCell(long, maxNameWidth)+" ") || !strings.Contains(table, "--json") {
 		t.Errorf("the table should cut the name short and say where it is whole:\n%s", table)
 	}
-	var st jsonStatus
-	if err := json.Unmarshal([]byte("{"+js), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, js)
-	}
+	st := parseStatusJSON(t, "{"+js)
 	host, _ := os.Hostname()
-	if len(st.Locks) != 1 || st.Locks[0].Name != long || st.Locks[0].State != "held" || st.Locks[0].Token != 1 ||
-		st.Locks[0].Holder == nil || st.Locks[0].Holder.Host != host || st.Locks[0].Holder.CommandPID != cmdPID ||
-		st.Locks[0].Holder.ExpiresInMS <= 0 || st.Locks[0].Waiting != 0 || st.ServerTime.IsZero() {
-		t.Errorf("status --json: %+v; want the whole name held with token 1 by %s, command pid %d", st, host, cmdPID)
+	if len(st.locks) != 1 || st.locks[0].Name != long || st.locks[0].State != "held" || st.locks[0].Token == 0 ||
+		st.locks[0].Holder == nil || st.locks[0].Holder.Host != host || st.locks[0].Holder.CommandPID != cmdPID ||
+		st.locks[0].Holder.ExpiresInMS <= 0 || st.locks[0].Waiting != 0 || st.summary.ServerTime.IsZero() {
+		t.Errorf("status --json: %+v; want the whole name held with a token by %s, command pid %d", st, host, cmdPID)
 	}
 
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
-	st = jsonStatus{}
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 1 || st.Locks[0].Name != long ||
-		st.Locks[0].State != "free" || st.Locks[0].Token != 0 || st.Locks[0].Holder != nil || st.Locks[0].Waiting != 0 {
-		t.Errorf("status --json after the release: %v\n%s\nwant the lock listed, free, with no holder", err, r.stdout)
+	if st := parseStatusJSON(t, r.stdout); len(st.locks) != 1 || st.locks[0].Name != long ||
+		st.locks[0].State != "free" || st.locks[0].Token != 0 || st.locks[0].Holder != nil || st.locks[0].Waiting != 0 {
+		t.Errorf("status --json after the release:\n%s\nwant the lock listed, free, with no holder", r.stdout)
 	}
 }
 
@@ -184,32 +175,30 @@ func TestStatusCountsWaiters(t *testing.T) {
 	// The holder's command starts a second dsync lock on the same name in
 	// the background (it waits), then reads status until it shows it.
 	script := `"$0" --db "$1" lock queue -- sh -c 'echo "$DSYNC_TOKEN" >"$0.tmp" && mv "$0.tmp" "$0"' "$2/second" >/dev/null 2>&1 &
-for i in $(seq 100); do out=$("$0" --db "$1" status --json queue); case $out in *'"waiting": 1'*) break;; esac; sleep 0.1; done
+for i in $(seq 100); do out=$("$0" --db "$1" status --json queue); case $out in *'"waiting":1'*) break;; esac; sleep 0.1; done
 echo "$out"`
 	r := runDsync(t, e, "", slow(60*time.Second), "--db", db, "lock", "queue", "--", "sh", "-c", script, dsyncBin, db, dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
-	var st jsonStatus
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	st := parseStatusJSON(t, r.stdout)
+	if len(st.locks) != 1 || st.locks[0].State != "held" || st.locks[0].Token == 0 || st.locks[0].Holder == nil || st.locks[0].Waiting != 1 {
+		t.Fatalf("status --json with one process waiting:\n%s\nwant queue held with a token, 1 waiting", r.stdout)
 	}
-	if len(st.Locks) != 1 || st.Locks[0].State != "held" || st.Locks[0].Token != 1 || st.Locks[0].Holder == nil || st.Locks[0].Waiting != 1 {
-		t.Errorf("status --json with one process waiting:\n%s\nwant queue held with token 1, 1 waiting", r.stdout)
-	}
+	firstToken := st.locks[0].Token
 	// The waiter takes the lock when the holder's command is done.
 	waitFile(t, filepath.Join(dir, "second"), slow(30*time.Second))
-	if b, err := os.ReadFile(filepath.Join(dir, "second")); err != nil || strings.TrimSpace(string(b)) != "2" {
-		t.Errorf("the waiter's token: %q (%v); want 2, the next after the first hold's", b, err)
+	if b, err := os.ReadFile(filepath.Join(dir, "second")); err != nil || strings.TrimSpace(string(b)) != strconv.FormatUint(firstToken+1, 10) {
+		t.Errorf("the waiter's token: %q (%v); want %d, the next after the first hold's", b, err, firstToken+1)
 	}
 	deadline := time.Now().Add(slow(30 * time.Second))
 	for {
 		r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "queue")
-		st = jsonStatus{}
-		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Locks) != 1 {
-			t.Fatalf("status --json queue: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+		st = parseStatusJSON(t, r.stdout)
+		if len(st.locks) != 1 {
+			t.Fatalf("status --json queue:\n%s\nstderr: %s", r.stdout, r.stderr)
 		}
-		if l := st.Locks[0]; l.State == "free" {
+		if l := st.locks[0]; l.State == "free" {
 			if l.Token != 0 || l.Holder != nil || l.Waiting != 0 {
 				t.Errorf("status --json after both holds:\n%s\nwant queue free, no holder, nobody waiting", r.stdout)
 			}
@@ -280,15 +269,15 @@ func TestStatusForgetsADeadCandidate(t *testing.T) {
 	killed := time.Now()
 	for {
 		r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json", "svc")
-		var st jsonStatus
-		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Elections) != 1 {
-			t.Fatalf("status --json svc: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+		st := parseStatusJSON(t, r.stdout)
+		if len(st.elections) != 1 {
+			t.Fatalf("status --json svc:\n%s\nstderr: %s", r.stdout, r.stderr)
 		}
-		if len(st.Elections[0].Members) == 0 {
+		if len(st.elections[0].Members) == 0 {
 			break
 		}
 		if time.Since(killed) > defaultSeen+slow(5*time.Second) {
-			t.Fatalf("%v after SIGKILL, status still lists %+v", time.Since(killed), st.Elections[0].Members)
+			t.Fatalf("%v after SIGKILL, status still lists %+v", time.Since(killed), st.elections[0].Members)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -307,4 +296,10 @@ func TestClock(t *testing.T) {
 	if r := runDsync(t, e, "", 10*time.Second, "clock", "--max", "-1s"); r.code != exitUsage {
 		t.Errorf("dsync clock --max -1s: exit %d, want %d", r.code, exitUsage)
 	}
+}
+
+// positive reports whether cell is a token or term: a number above 0.
+func positive(cell string) bool {
+	n, err := strconv.ParseUint(cell, 10, 64)
+	return err == nil && n > 0
 }

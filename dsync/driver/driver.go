@@ -16,6 +16,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"time"
 )
@@ -39,6 +40,13 @@ const (
 	KindDead = "dead"
 	// KindFloor is a key's floor: every epoch below it has ended.
 	KindFloor = "floor"
+	// KindGate names the segment of a key's queue that owns a bucket of
+	// store time (GateID): of the segments that ever start, only one can
+	// own a bucket, since the gate's ID is exclusive.
+	KindGate = "gate"
+	// KindProtocol is the store's one protocol document (ProtocolID): the
+	// bucket length every process must agree on.
+	KindProtocol = "protocol"
 )
 
 // KindDone is a key's done record (a dsync.Once whose function
@@ -79,7 +87,9 @@ type Doc struct {
 	// engine sends expiries already rounded up.
 	Sent time.Time
 	// Claims only: the session's TTL, and the expiry its owner had seen
-	// confirmed when it claimed; zero in claims of an older dsync.
+	// confirmed when it claimed; zero in claims of an older dsync. For a
+	// done record, Exp is when it may be forgotten (zero: never; see
+	// Compact).
 	TTL time.Duration
 	Exp time.Time
 	// Claims only: how the claim shares the key, its weight and the key's
@@ -98,7 +108,26 @@ type Doc struct {
 	// Done records only (KindDone): the fencing token (epoch) of the hold
 	// whose run succeeded; the record's own Epoch is 0.
 	Token uint64
+	// Seg is the segment of the key's queue: for a claim, its segment's
+	// first epoch (a claim with Epoch == Seg is the first of its
+	// segment); for a gate, the segment it names. Zero in documents of an
+	// older dsync.
+	Seg uint64
+	// Bucket is a gate's bucket of store time: the store times in
+	// [Bucket×Span, (Bucket+1)×Span), Span being the protocol document's.
+	Bucket int64
+	// Span is the protocol document's bucket length.
+	Span time.Duration
 }
+
+// GateID is the ID of the gate of key for bucket: one per (key, bucket),
+// so that only one segment owns a bucket.
+func GateID(key string, bucket int64) string {
+	return key + "#g/" + strconv.FormatInt(bucket, 10)
+}
+
+// ProtocolID is the ID of the store's protocol document.
+const ProtocolID = "#protocol"
 
 // ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only
 // one insert of an epoch succeeds.
@@ -128,6 +157,9 @@ func ShadowID(key string, epoch uint64, nonce string) string {
 type Floor struct {
 	Epoch uint64
 	Nonce string
+	// Seg is the segment of Epoch's claim: a floor says nothing of other
+	// segments. Zero in floors of an older dsync.
+	Seg uint64
 }
 
 // Session is one document of a session: a lease that every claim naming it
@@ -169,20 +201,49 @@ type Store interface {
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Newest reads the claim of key with the highest epoch.
 	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
-	// Floor reads the highest floor of key below below (any, if below is
-	// 0); found is false if there is none.
-	Floor(ctx context.Context, key string, below uint64) (f Floor, found bool, err error)
+	// Floor reads the highest floor of key's segment seg below below (any,
+	// if below is 0); found is false if there is none.
+	Floor(ctx context.Context, key string, seg, below uint64) (f Floor, found bool, err error)
 	// RaiseFloor records f as a floor of key, by an insert that succeeds
 	// whether or not it was recorded before; sent is the latest possible
 	// store time at sending.
 	RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error
 	// Prune deletes key's claims, shadows, markers and floors with
-	// 1 < epoch < below that were sent before sentBefore.
-	Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error
-	// Keys returns up to limit keys (limit > 0), in increasing order of
-	// their bytes, that begin with prefix and come after after, among
-	// those that have documents (claims, shadows, markers or floors).
-	Keys(ctx context.Context, prefix, after string, limit int) ([]string, error)
+	// epoch < below and epoch != keep that were sent before sentBefore.
+	// (keep is the first epoch of the key's segment: it ends every walk.)
+	Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error
+	// RecentKeys returns the keys that have a gate of a bucket at or above
+	// from: the keys in use. Its cost may grow with the documents stored:
+	// only a sweeper calls it, once in a while.
+	RecentKeys(ctx context.Context, from int64) ([]string, error)
+	// Compact deletes every document sent before sentBefore (claims,
+	// shadows, markers, floors, gates), but the protocol document, the
+	// documents of the keys in keep, and the done records without an Exp
+	// or with one at or after sentBefore, and returns how many it deleted. It
+	// may cost a pass over the documents stored: it should be one.
+	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
+	// DropGates deletes the gates of buckets below below, of every key.
+	DropGates(ctx context.Context, below int64) error
+	// PutKey records key in the store's directory of keys, which
+	// ListKeys reads. Recording a key already recorded is not an error,
+	// and changes nothing. The directory is apart from the keys'
+	// documents: a key is listed whether or not the store holds
+	// documents of it, and entries are never removed but by an operator.
+	PutKey(ctx context.Context, key string) error
+	// HasKey reports whether key is recorded in the directory.
+	HasKey(ctx context.Context, key string) (bool, error)
+	// ListKeys streams the keys of the directory that q selects, each
+	// once, in the store's order (KeyOrder), reading them from the store
+	// a batch at a time as the caller goes on, so that a listing's memory
+	// and its first key's latency do not grow with the directory. A key
+	// recorded while a listing runs may be listed or not. An error ends
+	// the listing: it is yielded with an empty key. A query the store
+	// cannot serve (KeyQuery.After on a store of OrderFirstUse) yields an
+	// error wrapping ErrAfterUnsupported, before any I/O.
+	ListKeys(ctx context.Context, q KeyQuery) iter.Seq2[string, error]
+	// KeyOrder is the order in which ListKeys lists keys. Valid once
+	// Prepare has succeeded (a store may learn it from the server).
+	KeyOrder() KeyOrder
 
 	// InsertSession creates generation s.Gen of session s.ID, or returns
 	// ErrExists if it exists.
@@ -258,3 +319,46 @@ type FeedHandler interface {
 type KeyChecker interface {
 	CheckKey(key string) error
 }
+
+// KeyQuery selects the keys of a listing (Store.ListKeys).
+type KeyQuery struct {
+	// Prefix: only keys that begin with it; "" selects every key.
+	Prefix string
+	// After: only keys that come after it in the store's order; "" starts
+	// at the first key. Only a store of OrderBytes can resume a listing
+	// after a key (it need not be recorded itself).
+	After string
+	// Limit: at most this many keys; 0 lists every key selected. It must
+	// not be negative.
+	Limit int
+}
+
+// KeyOrder is the order in which a store lists its keys.
+type KeyOrder int
+
+const (
+	// OrderBytes lists keys in increasing order of their bytes (as
+	// bytes.Compare orders them), and can resume after any key.
+	OrderBytes KeyOrder = iota + 1
+	// OrderFirstUse lists keys in the order they were first recorded
+	// (PutKey): a stable order, since entries are never updated or
+	// removed, in which keys recorded later come later. A store lists
+	// them in this order when reading any other order would cost it a
+	// read of its whole directory (FerretDB). It cannot resume after a
+	// key: a query with After fails with ErrAfterUnsupported.
+	OrderFirstUse
+)
+
+func (o KeyOrder) String() string {
+	switch o {
+	case OrderBytes:
+		return "bytes"
+	case OrderFirstUse:
+		return "first use"
+	}
+	return "KeyOrder(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ErrAfterUnsupported is what a listing with KeyQuery.After fails with on
+// a store of OrderFirstUse.
+var ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")

@@ -168,8 +168,8 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 		cs = append(cs, claimed(t, ctx, p.b, "k", fmt.Sprintf("p%d", i), s))
 	}
 	for i, c := range cs {
-		if c.Token != uint64(i+1) {
-			t.Fatalf("claim %d has token %d, want %d", i, c.Token, i+1)
+		if c.Token != cs[0].Token+uint64(i) {
+			t.Fatalf("claim %d has token %d, want %d", i, c.Token, cs[0].Token+uint64(i))
 		}
 	}
 	if !holdsWithin(ctx, ps[0].b, cs[0], 5*time.Second) {
@@ -193,8 +193,8 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 	if holdsWithin(ctx, ps[3].b, cs[3], 300*time.Millisecond) {
 		t.Fatal("the last claim holds while the second holds")
 	}
-	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != 2 || info.Owner != "p1" {
-		t.Fatalf("Current = %+v, %v; want p1's claim 2", info, err)
+	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != cs[1].Token || info.Owner != "p1" {
+		t.Fatalf("Current = %+v, %v; want p1's claim %d", info, err, cs[1].Token)
 	}
 	if err := ps[1].b.raw().End(ctx, cs[1], true); err != nil {
 		t.Fatal(err)
@@ -321,8 +321,9 @@ func TestWithCollection(t *testing.T) {
 	b := newBackend(t, db, WithCollection("my_locks"))
 	ctx := testCtx(t, 30*time.Second)
 	claimed(t, ctx, b, "k", "alice", open(t, ctx, b, time.Minute))
-	// The claim and its shadow; the session.
-	for name, want := range map[string]int64{"my_locks": 2, "my_locks" + sessionsSuffix: 1, DefaultCollection: 0, DefaultCollection + sessionsSuffix: 0} {
+	// The claim and its shadow, the three gates its segment started with
+	// and the protocol document; the session.
+	for name, want := range map[string]int64{"my_locks": 6, "my_locks" + sessionsSuffix: 1, DefaultCollection: 0, DefaultCollection + sessionsSuffix: 0} {
 		if n, err := db.Collection(name).CountDocuments(ctx, notClock); err != nil || n != want {
 			t.Errorf("collection %s holds %d documents (%v), want %d", name, n, err, want)
 		}
@@ -396,6 +397,7 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	for i := range 200 {
 		claimed(t, ctx, p.b, fmt.Sprintf("k%d", i), "o", s)
 	}
+	waitRecorded(t, ctx, p.db, 200)
 	p.cmd.take()
 	if err := p.b.raw().RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
@@ -410,10 +412,12 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 
 // fastPrune makes pruning happen within a test: a floor every 4 epochs,
 // epochs below it deleted 60 ms later.
-var fastPrune = withChain(chain.Config{
-	ViewTrust: 10 * time.Millisecond, AcquireWindow: 20 * time.Millisecond,
-	PruneDelay: 60 * time.Millisecond, PruneEvery: 4,
-})
+var fastPrune = withChain(func() chain.Config {
+	c := chain.DefaultConfig()
+	c.ViewTrust, c.AcquireWindow = 10*time.Millisecond, 20*time.Millisecond
+	c.PruneDelay, c.PruneEvery = 60*time.Millisecond, 4
+	return c
+}())
 
 // cycle claims key, waits until it holds and releases it.
 func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) uint64 {
@@ -428,17 +432,22 @@ func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session st
 	return c.Token
 }
 
-// TestPruneKeepsEpochOneAndTheTop: pruning deletes claims and markers
-// below the floor, except epoch 1, and never the newest.
-func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
+// TestPruneKeepsTheFirstEpochAndTheTop: pruning deletes claims and
+// markers below the floor, except the segment's first epoch, and never
+// the newest.
+func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	p := newProcs(t, 1, fastPrune)[0]
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, p.b, time.Minute)
-	var last uint64
-	for range 40 {
+	var first, last uint64
+	for i := range 40 {
 		last = cycle(t, ctx, p.b, "k", "o", s)
+		if i == 0 {
+			first = last
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	f := int64(first)
 	ds := docs(t, p.db, "k")
 	var floor int64
 	epochs := map[int64]bool{}
@@ -449,25 +458,26 @@ func TestPruneKeepsEpochOneAndTheTop(t *testing.T) {
 		}
 		epochs[d.Epoch] = true
 	}
-	if floor < 24 || !epochs[1] || !epochs[int64(last)] {
-		t.Fatalf("floor %d, epochs %v: want a floor of at least 24, epoch 1 and the newest (%d) kept", floor, epochs, last)
+	if floor < f+23 || !epochs[f] || !epochs[int64(last)] {
+		t.Fatalf("floor %d, epochs %v: want a floor of at least %d, the first epoch %d and the newest (%d) kept", floor, epochs, f+23, f, last)
 	}
 	// The last floors may not have ripened (PruneDelay after the raise,
 	// at a later release); everything below them must be gone.
 	for e := range epochs {
-		if e > 1 && e < floor-3*4 {
+		if e > f && e < floor-3*4 {
 			t.Errorf("epoch %d, far below the floor %d, survived pruning", e, floor)
 		}
 	}
 }
 
 // TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key
-// is old (it last claimed epoch 2, and withdrew it) claims the key after
-// others have gone far ahead and pruned: its insert of epoch 3 lands in
-// the pruned hole, and only the floor tells it that the claim is below the
-// newest. Without the floor proof (the planted bug) the stale claim would
-// hold with token 3, below the tokens already handed out. (Had it released
-// epoch 2, its insert would carry that release again and find it pruned.)
+// is old (it last claimed the segment's second epoch, and withdrew it)
+// claims the key after others have gone far ahead and pruned: its insert
+// of the third lands in the pruned hole, and only the floor tells it that
+// the claim is below the newest. Without the floor proof (the planted bug)
+// the stale claim would hold with a token below those already handed out.
+// (Had it released its claim, its insert would carry that release again
+// and find it pruned.)
 func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 	for _, bug := range []chain.Bug{chain.NoBug, chain.BugNoFloorProof} {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
@@ -478,9 +488,9 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			ctx := testCtx(t, time.Minute)
 			stale, busy := newBackend(t, ps[0].db, fastPrune, withBug(bug)), ps[1].b
 			ss, sb := open(t, ctx, stale, time.Minute), open(t, ctx, busy, time.Minute)
-			cycle(t, ctx, stale, "k", "stale", ss)
-			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != 2 {
-				t.Fatalf("second claim got token %d, want 2", c.Token)
+			first := cycle(t, ctx, stale, "k", "stale", ss)
+			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != first+1 {
+				t.Fatalf("second claim got token %d, want %d", c.Token, first+1)
 			} else if err := stale.raw().End(ctx, c, false); err != nil {
 				t.Fatal(err)
 			}

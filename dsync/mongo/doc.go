@@ -15,10 +15,13 @@
 //
 // # What it stores
 //
-// Three collections, named after the lock collection (WithCollection):
+// Four collections, named after the lock collection (WithCollection):
 // the lock collection holds each key's queue of claims and the markers
-// that end them, "<collection>_sessions" the processes' sessions, and
-// "<collection>_events" (a 1 MiB capped collection) wake-up hints. Every
+// that end them, "<collection>_sessions" the processes' sessions,
+// "<collection>_events" (a 1 MiB capped collection) wake-up hints, and
+// "<collection>_keys" the directory of keys that dsync.Client.List reads
+// (in order of bytes on MongoDB; in the order of first use on FerretDB,
+// where resuming a listing after a key is refused). Every
 // process that locks the same keys must use the same collection. The
 // repository's docs/deployments.md describes the documents, the
 // privileges they need and each kind of deployment; docs/operations.md

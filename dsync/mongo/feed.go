@@ -58,7 +58,9 @@ const (
 	ferretAwait = 5 * time.Second
 	// othersWaitFor is how long, in safety poll intervals, after the
 	// stream last showed another process announce that it waits the
-	// getMores stay short on FerretDB (as long as an announcement holds).
+	// getMores stay short on FerretDB at least; and for as long as an
+	// announcement it showed holds (announcements are made once per claim
+	// waited for, and hold an hour: see dsync's wake.go).
 	othersWaitFor = 8
 )
 
@@ -74,9 +76,12 @@ type tailer struct {
 	cursor  atomic.Int64 // its id while healthy, for tests that kill it
 	ownSeen atomic.Int64 // events of this store the cursor returned (tests)
 	// othersWaitAt: when the stream last showed another process announce
-	// that it waits (local monotonic; 0: never).
-	othersWaitAt atomic.Int64
-	gen          uint64 // the times the stream turned live
+	// that it waits (local monotonic; 0: never); othersWaitUntil: the
+	// latest store time until which one of those announcements holds
+	// (Unix nanoseconds).
+	othersWaitAt    atomic.Int64
+	othersWaitUntil atomic.Int64
+	gen             uint64 // the times the stream turned live
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -244,6 +249,12 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 		ev.Kind, ev.Until = driver.Waiting, e.Until
 		if e.Until.After(now) {
 			t.othersWaitAt.Store(int64(t.s.mono()))
+			for u := e.Until.UnixNano(); ; {
+				old := t.othersWaitUntil.Load()
+				if old >= u || t.othersWaitUntil.CompareAndSwap(old, u) {
+					break
+				}
+			}
 		}
 	case eventEnded:
 		ev.Kind = driver.Ended
@@ -283,12 +294,17 @@ const getMoreSlack = 5 * time.Second
 // awaitTime is how long the next getMore of the event cursor waits for an
 // event: the safety poll interval, or at most ferretAwait on FerretDB while
 // other processes wait (their cursors are what makes long getMores costly
-// there; a process that follows the stream alone costs FerretDB little).
+// there; a process that follows the stream alone costs FerretDB little):
+// while an announcement the stream showed holds, or othersWaitFor safety
+// poll intervals after it showed one.
 func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.safetyPoll
 	if t.s.ferret.Load() {
 		at := time.Duration(t.othersWaitAt.Load())
 		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
+			return min(safety, ferretAwait)
+		}
+		if u := t.othersWaitUntil.Load(); u != 0 && t.s.ServerTime().Earliest.Before(time.Unix(0, u)) {
 			return min(safety, ferretAwait)
 		}
 	}

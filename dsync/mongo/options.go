@@ -66,6 +66,11 @@ type config struct {
 	topology *topology
 	configDB string
 
+	// idleAge: the Client sweeps keys idle this long (0: never); span:
+	// the bucket span, if set (0: the store's, or the default).
+	idleAge time.Duration
+	span    time.Duration
+
 	// client holds the Client's test-only settings (package
 	// internal/clienthook).
 	client []dsync.ClientOption
@@ -88,6 +93,7 @@ func newConfig(opts []Option) (*config, error) {
 		manageIndexes: true,
 		memberSkew:    -1,
 		configDB:      "config",
+		idleAge:       dsync.DefaultIdleAge,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -102,10 +108,49 @@ func newConfig(opts []Option) (*config, error) {
 
 // clientOptions are the options of the Backend's Client.
 func (c *config) clientOptions() []dsync.ClientOption {
-	return append([]dsync.ClientOption{
+	opts := []dsync.ClientOption{
 		dsync.ClientWithLogger(c.logger), dsync.ClientWithWakeups(c.wakeups),
 		dsync.ClientWithPollInterval(c.poll), dsync.ClientWithSafetyPoll(c.safetyPoll),
-	}, c.client...)
+		dsync.ClientWithIdleAge(c.idleAge),
+	}
+	if c.span > 0 {
+		opts = append(opts, dsync.ClientWithBucketSpan(c.span))
+	}
+	return append(opts, c.client...)
+}
+
+// WithIdleAge sets how long a key must have been idle (nobody holding or
+// waiting for it) before the backend's sweeps delete its documents. A
+// compacted key costs nothing; its next Lock starts afresh, with a token
+// above every token it had. Default: dsync.DefaultIdleAge (30 minutes).
+// It must be at least four bucket spans (20 minutes with the default
+// span; see WithBucketSpan); 0 turns this process's sweeps off (another
+// process may still sweep).
+func WithIdleAge(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("dsyncmongo: idle age must not be negative, got %v", d)
+		}
+		c.idleAge = d
+		return nil
+	}
+}
+
+// WithBucketSpan sets the store's bucket span: the unit of time in which
+// a key's queue proves it is the live one (see docs/architecture.md).
+// Every process on a store must use the same: the first process records
+// its span in the lock collection, and a process given another one fails
+// with an error. Default: the span recorded, or 5 minutes. A lock's TTL
+// must be at most the span. Shorter spans allow shorter idle ages (tests,
+// benchmarks) and cost a holder one insert per span and key held.
+func WithBucketSpan(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 4*time.Second {
+			return fmt.Errorf("dsyncmongo: bucket span %v is below the minimum 4s", d)
+		}
+		c.span = d
+		return nil
+	}
 }
 
 // WithCollection sets the collection of lock documents. Default:

@@ -10,11 +10,11 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The documents this driver stores. Three collections, named after the
+// The documents this driver stores. Four collections, named after the
 // lock collection (DefaultCollection unless WithCollection says
 // otherwise): the lock collection holds the keys' queues, "_sessions" the
 // sessions (and the server-time samples' document), "_events" the
-// wake-up events (feed.go).
+// wake-up events (feed.go), "_keys" the directory of keys (directory.go).
 
 // lockDoc is a document of the lock collection: a claim of an epoch, its
 // shadow, a marker that ends a claim, or a key's floor (driver.Doc).
@@ -48,6 +48,11 @@ type lockDoc struct {
 	// (driver.Doc.Token). A done record has no epoch: prunes never match
 	// it.
 	Token int64 `bson:"token,omitempty"`
+	// The segment of a claim or a gate, a gate's bucket, and the protocol
+	// document's bucket length in milliseconds (driver.Doc).
+	Seg    int64 `bson:"seg,omitempty"`
+	Bucket int64 `bson:"bucket,omitempty"`
+	Span   int64 `bson:"span,omitempty"`
 }
 
 // floorID is the _id of key's floor document at floor: {key, epoch: F,
@@ -64,6 +69,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: int64(d.Token),
+		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
 	}
 }
 
@@ -73,6 +79,7 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: uint64(d.Token),
+		Seg:   uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,
 	}
 }
 

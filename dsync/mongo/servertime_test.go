@@ -235,7 +235,8 @@ func TestPrimaryChangeResamplesAtOnce(t *testing.T) {
 // TestShardedCollectionsChecked: through a mongos, a lock collection
 // sharded on a field that its documents' _ids do not determine, or a
 // sessions collection sharded on anything but _id, is refused with
-// ErrSharded; the shard keys that keep _ids unique are accepted. The
+// ErrSharded, and so is a directory of keys sharded on anything but _id;
+// the shard keys that keep _ids unique are accepted. The
 // cluster's config.collections is stood in for by a test database.
 func TestShardedCollectionsChecked(t *testing.T) {
 	sharded := topologySharded
@@ -254,6 +255,8 @@ func TestShardedCollectionsChecked(t *testing.T) {
 		{"on owner", map[string]bson.D{DefaultCollection: {{Key: "owner", Value: 1}}}, false},
 		{"on key and session", map[string]bson.D{DefaultCollection: {{Key: "key", Value: 1}, {Key: "session", Value: 1}}}, false},
 		{"sessions on expiry", map[string]bson.D{DefaultCollection + sessionsSuffix: {{Key: "expiresAt", Value: 1}}}, false},
+		{"keys on hashed _id", map[string]bson.D{DefaultCollection + keysSuffix: {{Key: "_id", Value: "hashed"}}}, true},
+		{"keys on created", map[string]bson.D{DefaultCollection + keysSuffix: {{Key: "created", Value: 1}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := mongotest.NewDatabase(t)

@@ -34,6 +34,7 @@ type lockStore struct {
 	// server-time samples (servertime.go).
 	clockColl *mongo.Collection
 	events    *mongo.Collection // wake-up events (feed.go)
+	keys      *mongo.Collection // the directory of keys (directory.go)
 	cfg       *config
 
 	// sem serializes preparation (index creation, estimator start) and
@@ -67,6 +68,7 @@ func newLockStore(db *mongo.Database, cfg *config) *lockStore {
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
 	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
+	s.keys = s.collection(cfg.collection + keysSuffix)
 	return s
 }
 
@@ -211,7 +213,7 @@ func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
 		// outcome, and the engine withdraws it by its nonce.
 		err = insert()
 	} else {
-		// An end marker states a fact that stays true, and has a
+		// An end marker (or a gate) states a fact that stays true, and has a
 		// deterministic _id: sending it again is harmless, and a
 		// duplicate key then means an earlier attempt was applied. A
 		// transient failure (a failover, a dropped connection, a busy
@@ -225,10 +227,14 @@ func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
 	return err
 }
 
-// insertOp names an insert for the test hook (withFault): "claim" or "end".
+// insertOp names an insert for the test hook (withFault): "claim", "gate"
+// (gates and the protocol document) or "end".
 func insertOp(d driver.Doc) string {
-	if d.Kind == driver.KindClaim {
+	switch d.Kind {
+	case driver.KindClaim:
 		return "claim"
+	case driver.KindGate, driver.KindProtocol:
+		return "gate"
 	}
 	return "end"
 }
@@ -289,8 +295,8 @@ func (s *lockStore) Newest(ctx context.Context, key string) (driver.Doc, bool, e
 }
 
 // Floor implements driver.Store: a find on the (key, kind, epoch) index.
-func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
-	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}}
+func (s *lockStore) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
+	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}, {Key: "seg", Value: segValue(seg)}}
 	if below > 0 {
 		filter = append(filter, bson.E{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(below)}}})
 	}
@@ -303,7 +309,7 @@ func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver
 		s.noteFailure(err)
 		return driver.Floor{}, false, err
 	}
-	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce}, true, nil
+	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce, Seg: uint64(d.Seg)}, true, nil
 }
 
 // RaiseFloor implements driver.Store. It inserts a floor document, never
@@ -311,7 +317,7 @@ func (s *lockStore) Floor(ctx context.Context, key string, below uint64) (driver
 // higher value on FerretDB, and a floor that went down would let a claim
 // landing in a pruned hole count.
 func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
-	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
+	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Seg: int64(f.Seg), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
 	err := s.write(ctx, "floor", func(ctx context.Context) error {
 		_, err := s.coll.InsertOne(ctx, doc)
 		return err
@@ -323,51 +329,15 @@ func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, 
 }
 
 // Prune implements driver.Store: one deleteMany on the index.
-func (s *lockStore) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (s *lockStore) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	return s.write(ctx, "prune", func(ctx context.Context) error {
 		_, err := s.coll.DeleteMany(ctx, bson.D{
 			{Key: "key", Value: key},
-			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 1}, {Key: "$lt", Value: int64(below)}}},
+			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 0}, {Key: "$lt", Value: int64(below)}, {Key: "$ne", Value: int64(keep)}}},
 			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
 		})
 		return err
 	})
-}
-
-// maxRune bounds the keys that begin with a prefix: every such key, but
-// one whose next character is U+10FFFF (a noncharacter), is below prefix
-// followed by it.
-const maxRune = "\U0010FFFF"
-
-// Keys implements driver.Store: one aggregation over the index's key
-// prefix.
-func (s *lockStore) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
-	from := bson.E{Key: "$gte", Value: prefix}
-	if after >= prefix {
-		from = bson.E{Key: "$gt", Value: after}
-	}
-	match := bson.D{{Key: "key", Value: bson.D{from, {Key: "$lt", Value: prefix + maxRune}}}}
-	cur, err := s.coll.Aggregate(ctx, mongo.Pipeline{
-		{{Key: "$match", Value: match}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$key"}}}},
-		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-		{{Key: "$limit", Value: limit}},
-	})
-	if err != nil {
-		s.noteFailure(err)
-		return nil, err
-	}
-	var rows []struct {
-		Key string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &rows); err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(rows))
-	for i, r := range rows {
-		keys[i] = r.Key
-	}
-	return keys, nil
 }
 
 // wrap prefixes an error with the operation and what it was on, adding
@@ -399,4 +369,13 @@ func jitter(d time.Duration) time.Duration {
 
 func midpoint(iv clockcheck.Interval) time.Time {
 	return iv.Earliest.Add(iv.Latest.Sub(iv.Earliest) / 2).Truncate(time.Millisecond).UTC()
+}
+
+// segValue matches the seg field of a document of segment seg: a document
+// of an older dsync has none (segment 0).
+func segValue(seg uint64) any {
+	if seg == 0 {
+		return bson.D{{Key: "$exists", Value: false}}
+	}
+	return int64(seg)
 }

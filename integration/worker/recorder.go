@@ -231,8 +231,15 @@ func (s *recordingStore) RenewSession(ctx context.Context, id string, gen int, e
 
 func (s *recordingStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	dup, err := s.Store.InsertOrdered(ctx, docs)
-	if d := docs[0]; err == nil && dup != 0 && d.Kind == driver.KindClaim {
-		s.rec.claimed(d.Key, d.Epoch, d.Session, d.Nonce)
+	// The claim is the first document, or follows its segment's gates (a
+	// start): confirmed if everything up to it landed.
+	for i, d := range docs {
+		if d.Kind == driver.KindClaim {
+			if err == nil && (dup == -1 || dup > i) {
+				s.rec.claimed(d.Key, d.Epoch, d.Session, d.Nonce)
+			}
+			break
+		}
 	}
 	return dup, err
 }

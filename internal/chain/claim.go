@@ -32,7 +32,10 @@ type Claim struct {
 	Session string
 	Nonce   string
 	Epoch   uint64 // the fencing token once the claim holds
-	Terms   Terms
+	// Seg is the claim's segment: its first epoch (segment.go). A walk
+	// ends there: nothing below it belongs to the segment.
+	Seg   uint64
+	Terms Terms
 	// Below reports, once the claim holds, whether every lower claim had
 	// ended by then (always, for an exclusive claim): its release says so
 	// (Doc.Clear), which ends every walk that reads it, and may raise the
@@ -73,10 +76,10 @@ type Claim struct {
 // that every claim below c had ended).
 func (c *Claim) After() (Doc, bool) { return c.after, c.hasAfter }
 
-// Resume rebuilds a claim from what its owner kept of it (a Walk on it
-// starts from the top again).
-func Resume(key, owner, session, nonce string, epoch uint64, t Terms) *Claim {
-	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, Terms: t, checked: epoch}
+// Resume rebuilds a claim of segment seg from what its owner kept of it
+// (a Walk on it starts from the top again).
+func Resume(key, owner, session, nonce string, epoch, seg uint64, t Terms) *Claim {
+	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, Seg: seg, Terms: t, checked: epoch}
 }
 
 // Blocker describes the live claim a waiter waits for.
@@ -127,25 +130,67 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	ks := e.snapshot(key)
-	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try,
-		base: ks.newest, known: ks.newest > 0}
-	if ks.hasTip() {
-		q.tip = ks.tip
-	}
+	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try}
+	q.load()
 	q.ttl, q.exp = e.claimTerms(session)
-	if try && q.tip.Epoch == 0 {
-		if err := q.readTop(ctx); err != nil {
-			return nil, err
-		}
+	if q.ttl > e.span() {
+		// A hold must end before its key's coverage can (segment.go):
+		// coverage reaches about two spans ahead when it starts.
+		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.span())
 	}
+	topRead := false
 	for round := range maxClaimRounds {
+		if ks := e.snapshot(key); !e.covered(ks, e.clock.ServerNow().Latest) {
+			c, done, err := q.enter(ctx)
+			if done {
+				return c, err
+			}
+			if q.seg == 0 {
+				continue // the gate went: start again
+			}
+		} else if q.seg != ks.seg {
+			q.load()
+		}
+		if try && q.tip.Epoch == 0 && !topRead {
+			topRead = true
+			if err := q.readTop(ctx); err != nil {
+				return nil, err
+			}
+		}
 		c, done, err := q.round(ctx, round)
 		if done {
 			return c, err
 		}
 	}
 	return nil, &BusyError{Key: key}
+}
+
+// load sets what q knows of its key from the engine's knowledge.
+func (q *claimRun) load() {
+	ks := q.e.snapshot(q.key)
+	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, Doc{}
+	if ks.hasTip() {
+		q.tip = ks.tip
+	}
+}
+
+// newClaim returns q's claim of epoch in segment seg.
+func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
+	e := q.e
+	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch}
+	if e.has(BugEndBySession) {
+		c.Nonce = q.session
+	}
+	return c
+}
+
+// claimDoc returns c's claim document, sent at the latest possible store
+// time now.
+func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
+	e := q.e
+	return Doc{ID: ClaimID(q.key, c.Epoch), Key: q.key, Epoch: c.Epoch, Seg: c.Seg, Kind: KindClaim, Nonce: c.Nonce,
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
+		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit}
 }
 
 // claimRun is the state of one Claim call: where it inserts next and what
@@ -158,6 +203,7 @@ type claimRun struct {
 	base                uint64 // the epoch known to exist below the next insert
 	known               bool   // base is known (false: read the newest claim first)
 	tip                 Doc    // the release marker of base, if known
+	seg                 uint64 // the segment claimed in (segment.go)
 	dups                int    // epochs lost in a row
 	newestRead          bool   // this run read the newest claim once
 	ttl                 time.Duration
@@ -167,12 +213,15 @@ type claimRun struct {
 // readTop reads the key's newest claim for a try: busy unless it ended.
 func (q *claimRun) readTop(ctx context.Context) error {
 	e := q.e
-	d, found, err := e.top(ctx, q.key)
+	d, found, err := e.top(ctx, q.key, q.seg)
 	if err != nil {
 		return err
 	}
 	q.base, q.known = 0, true
-	if found {
+	if found && d.Epoch >= q.seg && d.Seg != q.seg {
+		return q.stale()
+	}
+	if found && d.Epoch >= q.seg {
 		ended, _, _, blocker, err := e.ended(ctx, d)
 		if err != nil {
 			return err
@@ -186,34 +235,55 @@ func (q *claimRun) readTop(ctx context.Context) error {
 	return nil
 }
 
+// stale drops q's segment, which a claim of a later one showed over: a
+// try reports the key busy (its next attempt finds the live segment).
+func (q *claimRun) stale() error {
+	q.e.dropCover(q.key, q.seg)
+	q.seg = 0
+	return &BusyError{Key: q.key}
+}
+
 // round makes one insert attempt; done reports that Claim returns (c, err).
 func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
 	e := q.e
 	if !q.known && (round > 0 || e.snapshot(q.key).gap > 0) {
-		d, found, err := e.top(ctx, q.key)
+		d, found, err := e.top(ctx, q.key, q.seg)
 		if err != nil {
 			return nil, true, err
 		}
 		q.base, q.known, q.tip = 0, true, Doc{}
-		if found {
+		if found && d.Epoch >= q.seg && d.Seg != q.seg {
+			// A claim of a later segment: this process's segment is over.
+			e.dropCover(q.key, q.seg)
+			q.seg = 0
+			return nil, false, nil
+		}
+		if found && d.Epoch >= q.seg {
 			q.base = d.Epoch
 		}
 	}
-	// Without knowledge, try epoch 1: it is never pruned, so its insert
-	// succeeds only for a key that never had an epoch (or a store that
-	// lost the key's history).
-	epoch := q.base + 1
-	proven := epoch == 1 || e.has(BugNoFloorProof)
+	// Without knowledge, try the segment's first epoch: it is never
+	// pruned, so its insert succeeds only in a segment that has none (a
+	// start whose claim never landed, or a store that lost the key's
+	// history).
+	epoch := max(q.base+1, q.seg)
+	proven := epoch == q.seg || e.has(BugNoFloorProof)
+	now := e.clock.ServerNow().Latest
+	if epoch >= e.ceiling(now) {
+		// More than Rate epochs in a Quantum: a later segment's base
+		// might not clear them. Wait for the store's time to move on.
+		return nil, true, &BusyError{Key: q.key}
+	}
 	var proofSent time.Duration
 	if !proven {
-		f, sent, err := e.freshFloor(ctx, q.key)
+		f, sent, err := e.freshFloor(ctx, q.key, q.seg)
 		if err != nil {
 			return nil, true, err
 		}
 		if f.Epoch >= epoch {
 			// Our knowledge is older than the floor: if the floor counts,
 			// its epoch existed, and the next insert may follow it.
-			cf, err := e.countingFloor(ctx, q.key)
+			cf, err := e.countingFloor(ctx, q.key, q.seg)
 			if err != nil {
 				return nil, true, err
 			}
@@ -227,18 +297,12 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 			proofSent = sent
 		}
 	}
-	c = &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Terms: q.terms, checked: epoch}
-	if e.has(BugEndBySession) {
-		c.Nonce = q.session
-	}
-	now := e.clock.ServerNow().Latest
-	d := Doc{ID: ClaimID(q.key, epoch), Key: q.key, Epoch: epoch, Kind: KindClaim, Nonce: c.Nonce,
-		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
-		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit}
+	c = q.newClaim(epoch, q.seg)
+	d := q.claimDoc(c, now)
 	docs := []Doc{d, shadowOf(d)}
 	// Only a release that ends every walk (its claim held with everything
 	// below ended) proves anything for the claim above it.
-	chained := q.tip.Epoch == q.base && q.base > 0 && q.tip.Clear && !e.has(BugTrustCache)
+	chained := q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -269,7 +333,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 			}
 		}
 		e.learnNewest(q.key, epoch)
-		if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base > 0 {
+		if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
 			// The claim below, which this process released, is still in
 			// the store: everything below ours has ended.
 			c.clear, c.strong, c.Below = true, true, true
@@ -302,11 +366,11 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 // floor that counts; if so, the next insert follows that floor.
 func (q *claimRun) inPrunedHole(ctx context.Context, epoch uint64) (bool, error) {
 	e := q.e
-	f, _, err := e.readFloor(ctx, q.key)
+	f, _, err := e.readFloor(ctx, q.key, q.seg)
 	if err != nil || f.Epoch < epoch {
 		return false, err
 	}
-	cf, err := e.countingFloor(ctx, q.key)
+	cf, err := e.countingFloor(ctx, q.key, q.seg)
 	if err != nil || cf.Epoch < epoch {
 		return false, err
 	}

@@ -35,9 +35,14 @@
 //     session expired in server time). A marker ends only the claim with
 //     its nonce, so withdrawing an insert of unknown outcome never ends a
 //     later claim of the same epoch, even by the same session.
-//   - key's floors {floor: P, nonce}, one inserted document per floor: every
-//     epoch below P has ended. The nonce is that of P's claim, and a floor
-//     counts only while that claim exists with it (see floor.go).
+//   - key's floors {floor: P, nonce, seg}, one inserted document per floor:
+//     every epoch of segment seg below P has ended. The nonce is that of P's
+//     claim, and a floor counts only while that claim exists with it (see
+//     floor.go).
+//   - key's gates, one per bucket of store time (key#g/B: the store times in
+//     [B×Span, (B+1)×Span)), each naming the segment that owns its bucket (see
+//     Segments below), and the store's one protocol document, which records
+//     Span: every process on a store must use the same.
 //
 // Every document records the latest possible server time at its sending.
 //
@@ -47,7 +52,10 @@
 //
 // # Holding
 //
-// Claim inserts key@(N+1), where N is an epoch known to have existed. The
+// A key's epochs come in segments (see Segments below): a claim belongs to
+// one, named in it, and its segment's first claim has nothing below it.
+// Claim inserts key@(N+1), where N is an epoch of its segment known to have
+// existed. The
 // claim holds by the grant rule (grant.go): an exclusive claim once every
 // lower epoch has ended; a shared one once every lower claim that is not
 // shared has; a weighted one once every lower claim that is not weighted
@@ -155,6 +163,78 @@
 // it), and counted: their weights and H's fit H's limit, which is theirs
 // (holds of another limit conflict with H).
 //
+// # Segments
+//
+// A key's queue is a series of segments. A process that finds no live
+// segment for a key starts one; a process relies on a segment (inserts into
+// it, holds in it, takes the fast path) only while it is covered; and every
+// fact above (F1–F3, floors, the walk, with the segment's first claim in the
+// place of epoch 1) is about one segment. Two rules make segments safe: at
+// most one segment is relied on at any time (L1), and a later segment's
+// epochs lie above every earlier one's (L2).
+//
+// Time is cut in buckets of Span. A gate names the segment that owns its
+// bucket; its ID is exclusive, so a bucket has one owner. A start inserts,
+// in one ordered request, the gates of every bucket from bucket(E)−1 to
+// bucket(L)+1 (E and L the earliest and latest possible store times at
+// sending), lowest first, then its first claim, of epoch base(E) =
+// ⌊E/Quantum⌋ × Rate, and that claim's shadow. It succeeds only if every
+// document lands: no other segment owned any of those buckets. Otherwise
+// the highest gate in the range that still gives coverage names the live
+// segment, which the claim joins.
+//
+// Coverage: a process that knows the gate of bucket b names segment S (it
+// inserted it, or read it) relies on S while the latest possible store time
+// is before the start of bucket b+2, less Margin. A holder inserts the gates
+// of the buckets up to bucket(L)+1 as time goes on (Refresh, at each
+// renewal), and its lease is never extended past its keys' coverage
+// (Lease.SetCap); a claim about to hold refreshes first, and one that holds
+// with nothing below it in its segment reads its gate (the store may have
+// been emptied since the process learned it). Only holders refresh: a
+// process that holds nothing never extends a segment it may know only from
+// a store since emptied. A claim whose segment is no longer covered, or
+// that meets a claim of another segment above its segment's first epoch, is
+// withdrawn, and the caller claims again (IsLapsed): the next claim starts
+// or joins the live segment.
+//
+// (L1) Suppose P relies on S through the gate of bucket b at store time t,
+// and a start of another segment S' succeeded. A segment's gates form a
+// contiguous run of buckets from its start's lowest: a start's run is
+// contiguous, and a refresh inserts only the buckets after the highest its
+// process knows. Whichever of S's gate of b and the start of S' was applied
+// second would have met the other had their runs shared a bucket, so the
+// runs are apart. If the run of S' lies above b, bucket(E') − 1 > b, so E'
+// is at or after the start of bucket b+2, later than t + Margin: S' was sent
+// after P stopped relying on S. If it lies below S's run, S' is the earlier
+// segment, and the same argument applies with the roles exchanged. Gates are
+// deleted only when their bucket is long past (three buckets) or their key
+// idle (Sweep), never while they can give coverage. The gates that a failed
+// start left below the one it met (an ordered insert stops there) name a
+// segment that never started; nobody can rely on them: the gate met belongs
+// to a segment whose start came at least a bucket after their buckets, and
+// they are read only after it.
+//
+// (L2) Every epoch E inserted into S was sent at a latest store time L with
+// E < base(L + Margin) (Claim waits otherwise: at most Rate epochs per
+// Quantum). A segment S' relied on after S was started at E' ≥ L + Margin
+// (L1), so its first epoch base(E') ≥ base(L + Margin) > E, as Margin ≥
+// Quantum. Tokens only grow from segment to segment, whatever the store
+// forgot in between.
+//
+// A hold needs coverage past its session's deadline: coverage reaches about
+// two buckets ahead after a refresh, so a TTL must be at most Span (Claim
+// refuses a longer one).
+//
+// Compaction (Sweep): a key with documents older than the idle age and no
+// gate of a bucket from (now − idle age) on has not been relied on for at
+// least the idle age less two buckets; its documents sent before (now −
+// idle age) are deleted. A segment started after the sweep read the store
+// sends its documents after that, and they stay; a start that lands late in
+// old buckets gave its sender coverage that had ended by then (coverage is
+// judged against the store's time when relied on, not when sent). The idle
+// age must be at least four buckets. A compacted key leaves nothing in the
+// store, and its next claim starts a segment above every token it had (L2).
+//
 // # A store emptied or restored
 //
 // The collections may be emptied (or dropped) under running processes
@@ -168,8 +248,10 @@
 // floor raised before that lands after names a claim the new history does
 // not have (it does not count). A prune sent before deletes only what was
 // sent before its floor was raised, and checks, just before, that its
-// floor's claim is still there. Tokens of the new history start again at
-// 1. Two limits: FerretDB deletes by _id what a delete read before, so a
+// floor's claim is still there. The new history starts a segment above the
+// old one (L2), but a process that knew the old segment may continue it in
+// the new history (a gate of it landing late): tokens are ordered within
+// each history, not across an emptying. Two limits: FerretDB deletes by _id what a delete read before, so a
 // prune being applied at the very moment of the reset could delete a
 // claim of the new history that reuses an _id; and a lock held at the
 // moment is not protected (its holder does not notice until its session
@@ -235,7 +317,18 @@
 //   - A floor insert states that everything below an epoch that held with
 //     every lower claim ended has ended, and counts only while that
 //     epoch's claim exists.
-//   - A prune deletes only below a floor, and only what was sent before it.
+//   - A prune deletes only below a floor, only what was sent before it, and
+//     never its segment's first claim.
+//   - A start's gates land in buckets of their sending time: landing late,
+//     they meet a gate a covered segment relies on (and nothing after them
+//     lands), or they are in buckets whose coverage is over.
+//   - A gate refresh of unknown outcome gives its sender no coverage.
+//     Landing late, its gate is of a bucket at most one past its sending
+//     time: a start after it meets it and joins, one before it makes it
+//     fail.
+//   - A compaction deletes only documents sent more than the idle age
+//     before it, of keys no gate covered since; landing later, it deletes
+//     only older documents still.
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
 //

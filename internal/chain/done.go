@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
@@ -21,8 +22,14 @@ import (
 // read before claiming (ReadDone) only spares the claim when the record
 // is there; it proves nothing for the hold that follows.
 //
+// Compaction (sweep.go) keeps a done record, however idle its key, unless
+// the record has an expiry (Exp, set when the Once was told to forget its
+// key after a while) that lies before the sweep's bound: a Do of the key
+// after that runs the function again, which is what forgetting means.
+//
 // Late writes of the record: it states a fact that stays true whenever
-// it lands.
+// it lands (a record landing after a sweep deleted it only comes back, to
+// be deleted by a later sweep if it has an expiry).
 //
 //   - Landing after its sender's hold ended: the sender retries it while
 //     the hold is valid, and releases the hold only once it is confirmed;
@@ -64,13 +71,19 @@ func (e *Engine) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, 
 }
 
 // MarkDone inserts the done record of c's key, naming c's epoch, with
-// nonce (the same on every attempt for one run). It returns the record in
+// nonce (the same on every attempt for one run). keep > 0 lets compaction
+// delete the record once keep has passed (its Exp: the store's latest
+// possible time when sent, plus keep); with 0 it is kept until the
+// collections are emptied. It returns the record in
 // the store: mine reports whether it is this run's (inserted now, or by
 // an earlier attempt of the same nonce). An error means the outcome is
 // unknown: send it again, with the same nonce, while c holds.
-func (e *Engine) MarkDone(ctx context.Context, c *Claim, nonce string) (rec Doc, mine bool, err error) {
+func (e *Engine) MarkDone(ctx context.Context, c *Claim, nonce string, keep time.Duration) (rec Doc, mine bool, err error) {
 	d := Doc{ID: DoneID(c.Key), Key: c.Key, Kind: KindDone, Nonce: nonce, Session: c.Session, Owner: c.Owner,
 		Host: e.cfg.Host, PID: e.cfg.PID, Sent: e.clock.ServerNow().Latest, Token: c.Epoch}
+	if keep > 0 {
+		d.Exp = d.Sent.Add(keep)
+	}
 	err = e.store.Insert(ctx, d)
 	if err == nil {
 		return d, true, nil

@@ -21,6 +21,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	if held && (c.Below || c.Terms.Mode == Exclusive) {
 		d.Clear = true
 	}
+	e.noteLive(c, false)
 	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
 		e.mu.Lock()
 		e.ends[d.ID] = d
@@ -90,7 +91,7 @@ func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	key := released.Key
 	if released.Epoch%e.cfg.PruneEvery == 0 && m.Clear {
 		sent := e.clock.ServerNow()
-		if err := e.store.RaiseFloor(ctx, key, Floor{Epoch: released.Epoch, Nonce: released.Nonce}, sent.Latest); err == nil {
+		if err := e.store.RaiseFloor(ctx, key, Floor{Epoch: released.Epoch, Nonce: released.Nonce, Seg: released.Seg}, sent.Latest); err == nil {
 			confirmed := e.clock.Mono()
 			e.mu.Lock()
 			ks := e.state(key)
@@ -116,7 +117,7 @@ func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	}
 	ks.prunes = rest
 	e.mu.Unlock()
-	if due.below <= 2 {
+	if due.below <= max(released.Seg, 1)+1 {
 		return
 	}
 	// The floor's claim must still be in the store: a store restored from
@@ -134,5 +135,5 @@ func (e *Engine) maintain(ctx context.Context, released *Claim, m Doc) {
 	if e.has(BugPruneAnyAge) {
 		before = e.clock.ServerNow().Latest.Add(1 << 40)
 	}
-	_ = e.store.Prune(ctx, key, due.below, before)
+	_ = e.store.Prune(ctx, key, max(released.Seg, 1), due.below, before)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -28,6 +29,17 @@ type Config struct {
 	// PruneEvery: the holder of every PruneEvery-th epoch raises the floor
 	// to it when it releases, and prunes below it PruneDelay later.
 	PruneEvery uint64
+	// Span is the length of a bucket of store time (segment.go): every
+	// process on a store must use the same, which the store's protocol
+	// document records (Prepare). A segment in use costs each process with
+	// claims in it one gate insert per Span.
+	Span time.Duration
+	// Quantum and Rate: a segment starting at store time t has base
+	// ⌊t/Quantum⌋ × Rate, and no claim takes more than Rate epochs per
+	// Quantum. Margin (at least Quantum) is taken off every coverage.
+	Quantum time.Duration
+	Rate    uint64
+	Margin  time.Duration
 	// NewID makes session IDs and claim nonces. Default: xid.
 	NewID func() string
 	// Host and PID name this process in its claims, for people (dsync
@@ -43,12 +55,19 @@ func DefaultConfig() Config {
 		AcquireWindow: 2 * time.Second,
 		PruneDelay:    6 * time.Second,
 		PruneEvery:    16,
+		Span:          5 * time.Minute,
+		Quantum:       time.Second,
+		Rate:          1 << 20,
+		Margin:        time.Second,
 	}
 }
 
 func (c Config) validate() error {
 	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 || c.PruneEvery < 2 {
 		return errors.New("chain: ViewTrust and AcquireWindow must be positive and PruneEvery at least 2")
+	}
+	if c.Quantum <= 0 || c.Rate < 2 || c.Margin < c.Quantum || c.Span < 4*c.Margin {
+		return errors.New("chain: Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
 	}
 	if c.PruneDelay < 2*(c.ViewTrust+c.AcquireWindow) {
 		return fmt.Errorf("chain: PruneDelay %v must be at least 2 × (ViewTrust + AcquireWindow) = %v",
@@ -99,6 +118,12 @@ type Engine struct {
 	// session has gone unrenewed for two of its TTLs: its owner's
 	// deadline has passed by then.
 	renewals map[string]*renewal
+	// live holds the nonces of this engine's claims that hold, by key:
+	// Refresh keeps their segments covered.
+	live map[string]map[string]struct{}
+	// spanNs is the bucket span in force: Config.Span, or the store's
+	// (Agree).
+	spanNs atomic.Int64
 
 	bug Bug
 }
@@ -158,6 +183,19 @@ const (
 	// the deadline, extending a lease that another process may already
 	// have taken over.
 	BugLateConfirmExtends
+	// BugCompactResetsTokens starts a new segment at a fixed low base (the
+	// lowest epoch above it that has no claim), as if a key the sweeper
+	// compacted had never been used: its tokens start again below those
+	// of holds before the compaction.
+	BugCompactResetsTokens
+	// BugNoCoverage relies on a segment once known, whether or not a gate
+	// still covers it: after a lapse, a new segment and the old one both
+	// hold.
+	BugNoCoverage
+	// BugStartSkipsPrevBucket omits, from a start's gates, the bucket
+	// before the earliest possible store time, so a start can miss the
+	// gate a covered segment relies on.
+	BugStartSkipsPrevBucket
 )
 
 // keyState is what this process knows of a key. Every field is a fact
@@ -183,6 +221,11 @@ type keyState struct {
 	// gap is a missing epoch a walk found with no floor that counts above
 	// it (see gap.go): the next claim starts below it. 0: none.
 	gap uint64
+	// seg is the segment all of the above belongs to (0: none known), and
+	// cover the highest bucket whose gate is known to name it (see
+	// segment.go).
+	seg   uint64
+	cover int64
 }
 
 // hasTip reports whether ks knows the release of its newest epoch.
@@ -206,7 +249,7 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return xid.New().String() }
 	}
-	return &Engine{
+	e := &Engine{
 		store: store, clock: clock, cfg: cfg,
 		keys:     make(map[string]*keyState),
 		expiries: make(map[string]time.Time),
@@ -214,7 +257,10 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 		heads:    make(map[string]struct{}),
 		ends:     make(map[string]Doc),
 		renewals: make(map[string]*renewal),
-	}, nil
+		live:     make(map[string]map[string]struct{}),
+	}
+	e.spanNs.Store(int64(cfg.Span))
+	return e, nil
 }
 
 // Planted reports whether this build can plant protocol errors (SetBug):
@@ -239,7 +285,12 @@ func (e *Engine) state(key string) *keyState {
 	ks := e.keys[key]
 	if ks == nil {
 		if len(e.keys) >= maxKeys {
-			clear(e.keys)
+			// Keys with live claims stay: their segments must stay covered.
+			for k := range e.keys {
+				if len(e.live[k]) == 0 {
+					delete(e.keys, k)
+				}
+			}
 		}
 		ks = &keyState{}
 		e.keys[key] = ks

@@ -12,8 +12,11 @@ import (
 
 type fixedClock struct{}
 
-func (fixedClock) ServerNow() chain.Interval { return chain.Interval{} }
-func (fixedClock) Mono() time.Duration       { return 0 }
+func (fixedClock) ServerNow() chain.Interval {
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return chain.Interval{Earliest: t, Latest: t}
+}
+func (fixedClock) Mono() time.Duration { return 0 }
 
 func TestNewChecksItsArguments(t *testing.T) {
 	store := memory.New()
@@ -73,7 +76,7 @@ func TestAfterAndReadClaim(t *testing.T) {
 	a, b, c := engine(), engine(), engine()
 	claim := func(e *chain.Engine, owner string) *chain.Claim {
 		t.Helper()
-		sess, _, err := e.OpenSession(ctx, time.Hour)
+		sess, _, err := e.OpenSession(ctx, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,18 +103,20 @@ func TestAfterAndReadClaim(t *testing.T) {
 		t.Errorf("After = %+v, %v; want a's claim of epoch %d", prev, ok, ca.Epoch)
 	}
 
-	// c queues at 3, 4 and 5 behind b; b, having read 5, claims 6 at once.
+	// c queues at the next three epochs behind b; b, having read the
+	// last of them, claims the one above at once.
 	for range 3 {
 		claim(c, "c")
 	}
 	if err := b.End(ctx, cb, true); err != nil {
 		t.Fatal(err)
 	}
-	if d, found, err := b.ReadClaim(ctx, "k", 5); err != nil || !found || d.Owner != "c" {
-		t.Fatalf("ReadClaim(5) = %+v, %v, %v", d, found, err)
+	last := cb.Epoch + 3
+	if d, found, err := b.ReadClaim(ctx, "k", last); err != nil || !found || d.Owner != "c" {
+		t.Fatalf("ReadClaim(%d) = %+v, %v, %v", last, d, found, err)
 	}
 	store.dups = 0
-	if cl := claim(b, "b"); cl.Epoch != 6 || store.dups != 0 {
-		t.Errorf("b's claim after reading epoch 5: epoch %d after %d duplicate keys, want 6 after none", cl.Epoch, store.dups)
+	if cl := claim(b, "b"); cl.Epoch != last+1 || store.dups != 0 {
+		t.Errorf("b's claim after reading epoch %d: epoch %d after %d duplicate keys, want %d after none", last, cl.Epoch, store.dups, last+1)
 	}
 }

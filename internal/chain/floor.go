@@ -27,24 +27,24 @@ import (
 
 // freshFloor returns key's highest floor from a read sent less than
 // ViewTrust ago, reading it if needed, with that read's send time.
-func (e *Engine) freshFloor(ctx context.Context, key string) (Floor, time.Duration, error) {
+func (e *Engine) freshFloor(ctx context.Context, key string, seg uint64) (Floor, time.Duration, error) {
 	ks := e.snapshot(key)
-	if ks.floorRead && e.clock.Mono()-ks.floorSent < e.cfg.ViewTrust {
+	if ks.floorRead && ks.seg == seg && e.clock.Mono()-ks.floorSent < e.cfg.ViewTrust {
 		return ks.floor, ks.floorSent, nil
 	}
-	return e.readFloor(ctx, key)
+	return e.readFloor(ctx, key, seg)
 }
 
-// readFloor reads key's highest floor document.
-func (e *Engine) readFloor(ctx context.Context, key string) (Floor, time.Duration, error) {
+// readFloor reads the highest floor document of key's segment seg.
+func (e *Engine) readFloor(ctx context.Context, key string, seg uint64) (Floor, time.Duration, error) {
 	sent := e.clock.Mono()
-	f, _, err := e.store.Floor(ctx, key, 0)
+	f, _, err := e.store.Floor(ctx, key, seg, 0)
 	if err != nil {
 		return Floor{}, 0, err
 	}
 	e.mu.Lock()
 	ks := e.state(key)
-	if !ks.floorRead || sent > ks.floorSent {
+	if ks.seg == seg && (!ks.floorRead || sent > ks.floorSent) {
 		ks.floor, ks.floorSent, ks.floorRead = f, sent, true
 	}
 	e.mu.Unlock()
@@ -68,11 +68,11 @@ var errSlowFloor = errors.New("chain: reading the key's floor took too long")
 // least PruneDelay after raising it; a claim found missing within half
 // that time of the floor read that returned it as the highest was not
 // pruned: the floor is a stray.
-func (e *Engine) countingFloor(ctx context.Context, key string) (Floor, error) {
+func (e *Engine) countingFloor(ctx context.Context, key string, seg uint64) (Floor, error) {
 	below := uint64(0)
 	for range maxFloorReads {
 		sent := e.clock.Mono()
-		f, found, err := e.store.Floor(ctx, key, below)
+		f, found, err := e.store.Floor(ctx, key, seg, below)
 		if err != nil || !found {
 			return Floor{}, err
 		}

@@ -25,12 +25,12 @@ func (e *Engine) noteGap(key string, epoch uint64) {
 // top returns the claim the next insert of key should follow when the
 // engine knows nothing better: the key's newest claim, or, below a gap
 // found earlier, the highest claim under it.
-func (e *Engine) top(ctx context.Context, key string) (Doc, bool, error) {
+func (e *Engine) top(ctx context.Context, key string, seg uint64) (Doc, bool, error) {
 	gap := e.snapshot(key).gap
 	if gap == 0 {
 		return e.store.Newest(ctx, key)
 	}
-	d, found, err := e.claimBelow(ctx, key, gap)
+	d, found, err := e.claimBelow(ctx, key, gap, seg)
 	if err == nil {
 		e.mu.Lock()
 		if ks := e.keys[key]; ks != nil && ks.gap == gap {
@@ -44,13 +44,15 @@ func (e *Engine) top(ctx context.Context, key string) (Doc, bool, error) {
 // claimBelow returns the highest claim of key below epoch whose next epoch
 // is missing: the end of the contiguous history under a gap (or of a
 // stray run inside it, which the next walk finds and steps below). It
-// reads by ID only: galloping down from epoch, then halving.
-func (e *Engine) claimBelow(ctx context.Context, key string, epoch uint64) (Doc, bool, error) {
+// reads by ID only: galloping down from epoch to seg, the first epoch of
+// its segment, then halving.
+func (e *Engine) claimBelow(ctx context.Context, key string, epoch, seg uint64) (Doc, bool, error) {
+	seg = max(seg, 1)
 	missing := epoch // known missing (or the gap's top)
 	var found Doc
 	for step := uint64(1); ; step *= 2 {
-		x := uint64(1)
-		if missing > step+1 {
+		x := seg
+		if missing > seg+step {
 			x = missing - step
 		}
 		d, ok, err := e.store.Get(ctx, ClaimID(key, x))
@@ -62,8 +64,8 @@ func (e *Engine) claimBelow(ctx context.Context, key string, epoch uint64) (Doc,
 			break
 		}
 		missing = x
-		if x == 1 {
-			return Doc{}, false, nil // not even epoch 1: nothing below
+		if x == seg {
+			return Doc{}, false, nil // not even the segment's first: nothing below
 		}
 	}
 	for missing-found.Epoch > 1 {

@@ -24,7 +24,7 @@ func (g grantRig) claim(owner string, terms chain.Terms) (*chain.Engine, *chain.
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	sess, _, err := e.OpenSession(ctx, time.Hour)
+	sess, _, err := e.OpenSession(ctx, time.Minute)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestGrantTryShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sess, _, err := e.OpenSession(ctx, time.Hour)
+		sess, _, err := e.OpenSession(ctx, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,10 @@ type Lease struct {
 	retryAt       time.Duration // after a failed renewal: when to try again
 	failed        bool
 	retired       bool
-	bug           Bug
+	// cap bounds what a renewal may extend the deadline to (0: nothing):
+	// the end of the coverage of the keys its holds rely on (SetCap).
+	cap time.Duration
+	bug Bug
 }
 
 // LeaseEvent is what a confirmed renewal did to a Lease.
@@ -102,12 +105,27 @@ func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
 		return LeaseLate
 	}
 	l.failed = false
-	if d := sent + l.ttl - l.ttl/20; d > l.deadline {
+	d := sent + l.ttl - l.ttl/20
+	if l.cap > 0 {
+		d = min(d, l.cap)
+	}
+	if d > l.deadline {
 		l.sent, l.deadline = sent, d
 		return LeaseExtended
 	}
+	if l.cap > 0 && sent > l.sent {
+		// Capped: the renewal counts for the schedule, not the deadline.
+		l.sent = sent
+	}
 	return LeaseKept
 }
+
+// SetCap bounds the deadline later renewals may extend the lease to, to c
+// (0: no bound): a hold relies on its key's segment being covered as well
+// as on its session (see Engine.CoverEnd), so its owner caps the lease at
+// the earliest end of coverage among the keys it holds. The deadline in
+// force never moves earlier.
+func (l *Lease) SetCap(c time.Duration) { l.cap = c }
 
 // Fail records a renewal that failed at now (its outcome unknown): the
 // next one is due a quarter interval later.

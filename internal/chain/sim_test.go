@@ -70,6 +70,15 @@ const (
 	// simMaxRenewals bounds the renewals of one session within any TTL:
 	// three per TTL normally, a quarter interval apart after failures.
 	simMaxRenewals = 16
+	// simSpan is the bucket of store time, and simIdle the age after
+	// which the sweepers compact a key: keyIdle ("k3") is used only in
+	// two phases far enough apart for it to be compacted in between.
+	simSpan    = time.Second
+	simIdle    = 4 * simSpan
+	keyIdle    = "k3"
+	simPhase1  = 4 * time.Second
+	simPhase2  = 15 * time.Second
+	simSweepAt = 2 * simSpan
 )
 
 func simConfig() chain.Config {
@@ -78,6 +87,10 @@ func simConfig() chain.Config {
 		AcquireWindow: 200 * time.Millisecond,
 		PruneDelay:    700 * time.Millisecond,
 		PruneEvery:    4,
+		Span:          simSpan,
+		Quantum:       100 * time.Millisecond,
+		Rate:          4,
+		Margin:        simSkew,
 	}
 }
 
@@ -93,17 +106,23 @@ const (
 	// simBugNarrowEstimate: the server-time estimate is the sample plus
 	// the local time elapsed, with no error, drift or member skew.
 	simBugNarrowEstimate
+	// simBugCompactForgetsDone: compaction deletes the done records of
+	// the keys it compacts, expired or not.
+	simBugCompactForgetsDone
 )
 
 // simStats counts what a run exercised, so the test can show that the hard
 // paths ran.
 type simStats struct {
 	late, prunes, dead, withdrawn, sessionsLost int
+	starts, orphans, compactions, lapses        int // segments started, starts that met a gate, keys compacted, claims given up as their segment lapsed
+	revivals                                    int // holds of keyIdle after a compaction of it
 	torn                                        int // renewals whose write lowered a session's expiry
 	tornDeletes, cleaned                        int
 	lateConfirms, suspends, nearDeadline        int
 	failovers, resets, restores, sessionDrops   int
 	storeResets                                 int // ErrReset seen by claims
+	onceLags, doneKept                          int // once workers' Dos of old slots, and their reads that found the record of a compacted key
 }
 
 func (a *simStats) add(b simStats) {
@@ -123,6 +142,13 @@ func (a *simStats) add(b simStats) {
 	a.restores += b.restores
 	a.sessionDrops += b.sessionDrops
 	a.storeResets += b.storeResets
+	a.starts += b.starts
+	a.orphans += b.orphans
+	a.compactions += b.compactions
+	a.lapses += b.lapses
+	a.revivals += b.revivals
+	a.onceLags += b.onceLags
+	a.doneKept += b.doneKept
 }
 
 type simEvent struct {
@@ -174,6 +200,8 @@ type sim struct {
 	limits simLimits
 	// once: whether owners run once workers (simonce_test.go).
 	once *simOnce
+	// compacted: keys a sweep compacted.
+	compacted map[string]bool
 }
 
 // A family is the kind of primitive a key serves, which decides the terms
@@ -291,28 +319,35 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
-		rng:   rng,
-		now:   time.Second,
-		yield: make(chan struct{}),
-		t0:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		bug:   bug,
-		sbug:  sbug,
-		lateP: []float64{0, 0.01, 0.03, 0.08}[rng.IntN(4)],
+		rng:       rng,
+		now:       time.Second,
+		yield:     make(chan struct{}),
+		t0:        time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		bug:       bug,
+		sbug:      sbug,
+		lateP:     []float64{0, 0.01, 0.03, 0.08}[rng.IntN(4)],
+		compacted: map[string]bool{},
 	}
 	s.server = newServer(s)
 	if verbose {
 		s.trace = func(f string, args ...any) { t.Logf("%v "+f, append([]any{s.now}, args...)...) }
 	}
+	s.frng = rand.New(rand.NewPCG(uint64(seed), 0xfa111e5))
 	s.keys = []string{"k1", "k2"}[:1+rng.IntN(2)]
+	if s.frng.Float64() < 0.5 {
+		s.keys = append(s.keys, keyIdle)
+	}
 	// Families and terms draw from a stream of their own, so that a
 	// seed whose keys are all exclusive runs as it did before keys had
 	// families. k1 is always a Mutex's.
-	s.frng = rand.New(rand.NewPCG(uint64(seed), 0xfa111e5))
-	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3))}
+	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3)), keyIdle: familyExclusive}
 	s.limits = newSimLimits(seed)
 	s.once = newSimOnce(seed)
 	for i := range 3 + rng.IntN(4) {
-		s.addOwner(i < 2)
+		o := s.addOwner(i < 2)
+		if i < 2 {
+			s.spawn(o, o.sweeper)
+		}
 	}
 	s.scheduleFaults()
 	for s.q.Len() > 0 {
@@ -370,13 +405,13 @@ func seedRange(n int) []int64 {
 }
 
 // plantedSeeds are the seeds a planted bug is looked for in: at least
-// 300, since some need a rare coincidence (a prune delivered late across
+// 1000, since some need a rare coincidence (a prune delivered late across
 // a reset), and the search stops at the first seed that catches it.
 func plantedSeeds() []int64 {
-	if *simSeed >= 0 || *simSeeds > 300 {
+	if *simSeed >= 0 || *simSeeds > 1000 {
 		return seeds()
 	}
-	return seedRange(300)
+	return seedRange(1000)
 }
 
 // TestSimulation: on every seed, no two holds of a key that conflict are
@@ -418,7 +453,9 @@ func TestSimulation(t *testing.T) {
 		total.dead == 0 || total.withdrawn == 0 || total.tornDeletes == 0 || total.cleaned == 0 || total.lateConfirms == 0 ||
 		total.nearDeadline == 0 || total.failovers == 0 || total.resets == 0 || total.restores == 0 || total.sessionDrops == 0 ||
 		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0 ||
-		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0) {
+		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0 ||
+		total.starts == 0 || total.orphans == 0 || total.compactions == 0 || total.lapses == 0 || total.revivals == 0 ||
+		total.onceLags == 0 || total.doneKept == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }
@@ -458,7 +495,6 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"renewing a session document after an unknown outcome", chain.BugRenewSameGen, simNoBug},
 		{"holding on knowledge the store no longer confirms", chain.BugTrustCache, simNoBug},
 		{"a session found missing taken for dead at once", chain.BugAbsentIsDead, simNoBug},
-		{"pruning documents of any age", chain.BugPruneAnyAge, simNoBug},
 		{"claims confirmed at their insert remembered by key", chain.BugHeadsByKey, simNoBug},
 		{"a shared claim passing every live claim", chain.BugSharedPassesAll, simNoBug},
 		{"any release ending every walk", chain.BugAnyReleaseStops, simNoBug},
@@ -467,6 +503,10 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug},
 		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers},
 		{"a server-time estimate without its error bounds", chain.NoBug, simBugNarrowEstimate},
+		{"a compacted key's tokens starting again low", chain.BugCompactResetsTokens, simNoBug},
+		{"compaction deleting done records", chain.NoBug, simBugCompactForgetsDone},
+		{"relying on a segment without coverage", chain.BugNoCoverage, simNoBug},
+		{"a start skipping the bucket before its time", chain.BugStartSkipsPrevBucket, simNoBug},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != chain.NoBug && !chain.Planted {

@@ -3,8 +3,11 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"iter"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/chain"
@@ -80,8 +83,14 @@ var _ chain.Store = net{}
 func (net) Prepare(context.Context) error { return nil }
 func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Clock") }
 func (net) Close() error                  { return nil }
-func (net) Keys(context.Context, string, string, int) ([]string, error) {
-	return nil, errors.New("sim: keys are not listed")
+
+func (net) PutKey(context.Context, string) error { return errors.New("sim: keys are not listed") }
+func (net) HasKey(context.Context, string) (bool, error) {
+	return false, errors.New("sim: keys are not listed")
+}
+func (net) KeyOrder() driver.KeyOrder { return 0 }
+func (net) ListKeys(context.Context, driver.KeyQuery) iter.Seq2[string, error] {
+	panic("sim: keys are not listed")
 }
 
 type actorKey struct{}
@@ -192,6 +201,14 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
 	if cerr := n.call(ctx, func() {
 		dup, err = n.s.server.store.InsertOrdered(bg, docs)
+		if len(docs) > 0 && docs[0].Kind == chain.KindGate {
+			switch {
+			case dup == -1:
+				n.s.stats.starts++
+			case dup > 0 && docs[dup].Kind == chain.KindGate:
+				n.s.stats.orphans++
+			}
+		}
 		n.s.tracef("insertordered %v -> dup %d %v", docs, dup, err)
 	}); cerr != nil {
 		return 0, cerr
@@ -219,9 +236,9 @@ func (n net) Newest(ctx context.Context, key string) (d chain.Doc, found bool, e
 	return d, found, err
 }
 
-func (n net) Floor(ctx context.Context, key string, below uint64) (f chain.Floor, found bool, err error) {
+func (n net) Floor(ctx context.Context, key string, seg, below uint64) (f chain.Floor, found bool, err error) {
 	if cerr := n.call(ctx, func() {
-		f, found, err = n.s.server.store.Floor(bg, key, below)
+		f, found, err = n.s.server.store.Floor(bg, key, seg, below)
 		n.s.tracef("floor %s below %d -> %v", key, below, f)
 	}); cerr != nil {
 		return chain.Floor{}, false, cerr
@@ -239,17 +256,65 @@ func (n net) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent tim
 	return err
 }
 
-func (n net) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (n net) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	store := n.s.server.store
 	return n.tornDelete(ctx, func() []string {
 		n.s.stats.prunes++
-		n.s.tracef("prune %s below %d", key, below)
-		return store.PruneSet(key, below, sentBefore)
+		n.s.tracef("prune %s below %d keep %d", key, below, keep)
+		return store.PruneSet(key, keep, below, sentBefore)
 	}, func(ids []string) {
 		for _, id := range ids {
 			store.Delete(id)
 		}
 	})
+}
+
+func (n net) RecentKeys(ctx context.Context, from int64) (keys []string, err error) {
+	if cerr := n.call(ctx, func() {
+		keys, err = n.s.server.store.RecentKeys(bg, from)
+		n.s.tracef("recentkeys from %d -> %v", from, keys)
+	}); cerr != nil {
+		return nil, cerr
+	}
+	return keys, err
+}
+
+// Compact is torn as a prune is: FerretDB reads what to delete, then
+// deletes it by ID.
+func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	store := n.s.server.store
+	var count int64
+	err := n.tornDelete(ctx, func() []string {
+		ids := store.CompactSet(sentBefore, keep)
+		if n.s.sbug == simBugCompactForgetsDone {
+			ids = append(ids, n.s.doneRecordsBefore(sentBefore, keep)...)
+		}
+		count = int64(len(ids))
+		if len(ids) > 0 {
+			n.s.stats.compactions++
+		}
+		for _, id := range ids {
+			if key, _, ok := strings.Cut(id, "@"); ok {
+				n.s.compacted[key] = true
+			}
+		}
+		n.s.tracef("compact before %v keep %v -> %v", sentBefore, keep, ids)
+		return ids
+	}, func(ids []string) {
+		for _, id := range ids {
+			store.Delete(id)
+		}
+	})
+	return count, err
+}
+
+func (n net) DropGates(ctx context.Context, below int64) (err error) {
+	if cerr := n.call(ctx, func() {
+		err = n.s.server.store.DropGates(bg, below)
+	}); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // Sessions live in the simulation's own table rather than the MemStore,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/integration/history"
@@ -25,12 +26,40 @@ import (
 // simOnceSlot is how long a slot key is current.
 const simOnceSlot = 3 * time.Second
 
-// simOnce says whether a seed runs once workers; the choice comes from a
-// stream of its own, so that the other seeds run as before.
-type simOnce struct{ on bool }
+// simOnce says whether a seed runs once workers, and how long their done
+// records are kept (0: for ever; otherwise longer than a run, so that
+// compaction must keep them all); the choices come from a stream of their
+// own, so that the other seeds run as before.
+type simOnce struct {
+	on   bool
+	keep time.Duration
+}
 
 func newSimOnce(seed int64) *simOnce {
-	return &simOnce{on: rand.New(rand.NewPCG(uint64(seed), 0x0ce)).IntN(3) == 0}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x0ce))
+	return &simOnce{on: rng.IntN(3) == 0, keep: []time.Duration{0, time.Hour}[rng.IntN(2)]}
+}
+
+// simOnceLagP is how often a once worker takes a slot up to four slots
+// old, as a replica whose tick came late would: the keys of old slots are
+// idle, and sweepers compact them, but their done records must stay.
+const simOnceLagP = 0.25
+
+// doneRecordsBefore returns the IDs of the done records of slot keys not
+// in keep sent before sentBefore: what a compaction that forgets done
+// records (simBugCompactForgetsDone) deletes too.
+func (s *sim) doneRecordsBefore(sentBefore time.Time, keep []string) []string {
+	var ids []string
+	for slot := range s.now/simOnceSlot + 1 {
+		key := fmt.Sprintf("once%d", slot)
+		if slices.Contains(keep, key) {
+			continue
+		}
+		if d, found, _ := s.server.store.Get(bg, chain.DoneID(key)); found && d.Sent.Before(sentBefore) {
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids
 }
 
 // spawnOnce starts o's once worker, on a seed that runs them.
@@ -48,7 +77,12 @@ func (o *owner) onceWorker(a *actor) {
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
-		key := fmt.Sprintf("once%d", s.now/simOnceSlot)
+		slot := s.now / simOnceSlot
+		if lag := 1 + time.Duration(s.rng.IntN(4)); s.rng.Float64() < simOnceLagP && lag <= slot {
+			slot -= lag
+			s.stats.onceLags++
+		}
+		key := fmt.Sprintf("once%d", slot)
 		sent := s.now
 		rec, found, err := o.eng.ReadDone(ctx, key)
 		if err != nil {
@@ -59,6 +93,9 @@ func (o *owner) onceWorker(a *actor) {
 			// Done: wait for the next slot (and look again now and then,
 			// to see a record that a reset or a restore took away).
 			o.onceSeen(history.EvOnceSkip, key, rec.Token, sent)
+			if s.compacted[key] {
+				s.stats.doneKept++
+			}
 			next := (s.now/simOnceSlot+1)*simOnceSlot - s.now
 			a.sleep(min(next, time.Second) + time.Duration(s.rng.IntN(200))*time.Millisecond)
 			continue
@@ -170,7 +207,7 @@ func (o *owner) onceHold(a *actor, c *chain.Claim, ss *simSession) {
 	nonce := fmt.Sprintf("d%s", c.Nonce)
 	for o.valid(ss) {
 		sent := s.now
-		rec, _, err := o.eng.MarkDone(ctx, c, nonce)
+		rec, _, err := o.eng.MarkDone(ctx, c, nonce, s.once.keep)
 		if err != nil {
 			a.sleep(10 * time.Millisecond)
 			continue

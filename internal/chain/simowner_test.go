@@ -244,6 +244,11 @@ func (o *owner) keeper(a *actor) {
 		if ss.over > 0 {
 			ss.after++
 		}
+		// Keep the segments of this owner's claims covered, and let the
+		// renewal extend the lease no further than the coverage of the
+		// keys held.
+		_, _ = o.eng.Refresh(ctx, o.heldKeys(ss))
+		o.capLease(ss)
 		found, sent, err := o.eng.RenewSession(ctx, ss.id, simTTL)
 		now := o.mono()
 		switch {
@@ -258,6 +263,46 @@ func (o *owner) keeper(a *actor) {
 		}
 		_, _ = o.eng.Flush(ctx)
 	}
+}
+
+// coverLocal is when the engine's coverage of key's segment ends, on the
+// owner's clock (judged from the latest possible store time: early).
+func (o *owner) coverLocal(key string) time.Duration {
+	end := o.eng.CoverEnd(key)
+	if end.IsZero() {
+		return 0
+	}
+	return o.mono() + end.Sub(ownerClock{o}.ServerNow().Latest)
+}
+
+// heldKeys returns the keys of ss's holds whose validity has not ended.
+func (o *owner) heldKeys(ss *simSession) []string {
+	var keys []string
+	for c, hs := range o.holds {
+		if hs == ss && !ss.lease.Retired() && o.mono() < ss.lease.Deadline() {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
+}
+
+// capLease bounds ss's next extensions by the coverage of the keys held
+// in it, as the dsync keeper does.
+func (o *owner) capLease(ss *simSession) {
+	cp := time.Duration(-1)
+	for c, hs := range o.holds {
+		if hs == ss {
+			if l := o.coverLocal(c.Key); cp < 0 || l < cp {
+				cp = l
+			}
+		}
+	}
+	if cp < 0 {
+		cp = 0 // no holds: no bound
+	} else if cp == 0 {
+		cp = 1 // a hold without coverage: no extension
+	}
+	ss.lease.SetCap(cp)
 }
 
 // confirmed applies a renewal sent at sent and confirmed at now.
@@ -305,11 +350,18 @@ func (o *owner) worker(a *actor, keys []string) {
 			continue
 		}
 		key := keys[s.rng.IntN(len(keys))]
+		if key == keyIdle && (s.now > simPhase1 && s.now < simPhase2) {
+			a.sleep(10 * time.Millisecond)
+			continue
+		}
 		try := s.rng.Float64() < 0.2
 		terms, mode := s.terms(key)
 		c, err := o.eng.Claim(ctx, key, o.name, ss.id, terms, try)
 		if errors.Is(err, chain.ErrReset) {
 			s.stats.storeResets++
+		}
+		if chain.IsLapsed(err) {
+			s.stats.lapses++
 		}
 		if err != nil {
 			a.sleep(time.Duration(5+s.rng.IntN(25)) * time.Millisecond)
@@ -336,6 +388,10 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode s
 			s.stats.storeResets++
 			return // the engine gave the claim up
 		}
+		if chain.IsLapsed(err) {
+			s.stats.lapses++
+			return // the engine gave the claim up: its segment lapsed
+		}
 		if err != nil {
 			a.sleep(10 * time.Millisecond)
 			continue
@@ -345,10 +401,25 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode s
 				_ = o.eng.End(ctx, c, false)
 				return
 			}
+			if o.coverLocal(c.Key) < ss.lease.Deadline() {
+				// The key's coverage would end before the session's
+				// deadline: a hold must not outlive either.
+				s.stats.lapses++
+				_ = o.eng.End(ctx, c, false)
+				return
+			}
 			o.holds[c] = ss
+			if c.Key == keyIdle && s.compacted[keyIdle] {
+				s.stats.revivals++
+			}
 			o.record(history.Event{Ev: history.EvAcquire, Key: c.Key, Token: c.Epoch, T: int64(s.now), DL: int64(o.deadline(ss)), Src: history.SrcLib,
 				Mode: mode, Weight: c.Terms.Weight, Limit: c.Terms.Limit})
-			a.sleep(time.Duration(s.rng.IntN(300)) * time.Millisecond)
+			hold := time.Duration(s.rng.IntN(300)) * time.Millisecond
+			if s.frng.Float64() < 0.05 {
+				// A long hold, across renewals and gate refreshes.
+				hold = time.Duration(1000+s.frng.IntN(2500)) * time.Millisecond
+			}
+			a.sleep(hold)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)
 			_ = o.eng.End(ctx, c, true)
@@ -385,12 +456,23 @@ func (o *owner) observer(a *actor, keys []string) {
 }
 
 // holding reports whether the owner holds a claim whose validity has not
-// ended (a crashed owner's holds last until their deadline).
+// ended (a crashed owner's holds, and those of a session retired early,
+// last until their deadline).
 func (o *owner) holding() bool {
 	for _, ss := range o.holds {
-		if !ss.lease.Retired() && o.s.now < o.deadline(ss)+simMargin {
+		if o.s.now < o.deadline(ss)+simMargin {
 			return true
 		}
 	}
 	return false
+}
+
+// sweeper compacts idle keys now and then, as a dsync Client holding the
+// sweep lock does (two owners sweep: sweeps may overlap).
+func (o *owner) sweeper(a *actor) {
+	s, ctx := o.s, a.ctx()
+	for s.now < simLength {
+		a.sleep(simSweepAt/2 + time.Duration(s.rng.Int64N(int64(simSweepAt))))
+		_, _ = o.eng.Sweep(ctx, simIdle)
+	}
 }

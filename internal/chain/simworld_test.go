@@ -97,7 +97,8 @@ func (s *sim) suspendNearDeadline(o *owner) {
 // reset empties the store or restores its backup, at a moment when, as
 // far as the store shows, no lock is held or awaited (every claim has
 // ended, or its session has expired: what `dsync status` shows an
-// operator), no owner believes it holds, and no delete is half applied
+// operator), no running owner has a claim in flight or believes it
+// holds, and no delete is half applied
 // (FerretDB deletes by ID what it read before: a delete torn across the
 // reset could delete a document of the new history that reuses an ID). A
 // restore also waits until no request is in flight, and restarts every
@@ -109,7 +110,10 @@ func (s *sim) suspendNearDeadline(o *owner) {
 func (s *sim) reset(kind string, tries int) {
 	ready := s.server.deleting == 0 && !s.server.liveClaims() && (kind != "restore" || s.server.inflight == 0)
 	for _, o := range s.owners {
-		if o.holding() {
+		// A claim in flight may be about to hold (its owner's reads came
+		// before the reset, their replies after it) even when the store
+		// shows it dead (its session's documents dropped).
+		if o.holding() || !o.crashed && o.claims > 0 {
 			ready = false
 		}
 	}

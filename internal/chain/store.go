@@ -25,6 +25,8 @@ const (
 	KindRelease  = driver.KindRelease
 	KindWithdraw = driver.KindWithdraw
 	KindDead     = driver.KindDead
+	KindGate     = driver.KindGate
+	KindProtocol = driver.KindProtocol
 )
 
 // Modes of claims (see Grant).
@@ -43,7 +45,11 @@ var (
 	ClaimID  = driver.ClaimID
 	EndID    = driver.EndID
 	ShadowID = driver.ShadowID
+	GateID   = driver.GateID
 )
+
+// ProtocolID is the ID of the store's protocol document.
+const ProtocolID = driver.ProtocolID
 
 // ErrReset reports that the store no longer holds what this process knew
 // of a key: its collections were emptied, dropped or restored from a

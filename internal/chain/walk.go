@@ -26,26 +26,45 @@ import (
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
 	if e.takeHead(c) || c.clear && !c.read {
+		if err := e.ensureCover(ctx, c); err != nil {
+			return false, Blocker{}, err
+		}
 		c.clear = true
+		e.noteLive(c, true)
 		return true, Blocker{}, nil
 	}
+	first := max(c.Seg, 1)
 	for {
-		if c.clear || c.checked <= 1 {
-			if c.checked <= 1 {
-				c.strong = true // epoch 1 has nothing below
+		if c.clear || c.checked <= first {
+			if c.checked <= first {
+				c.strong = true // the segment's first epoch: nothing below
 			}
 			if !e.fits(c.Terms, c.passed) {
 				if b, full, err := e.full(ctx, c); err != nil || full {
 					return false, b, err
 				}
 			}
+			if c.checked <= first && !e.has(BugNoCoverage) {
+				// Nothing below c in its segment: only the segment's
+				// gates keep another segment from holding. What this
+				// process knows of them may be older than the store's
+				// history (emptied or restored since): read the gate.
+				if err := e.proveGate(ctx, c); err != nil {
+					return false, Blocker{}, err
+				}
+				c.read = true
+			}
 			if c.read && !e.has(BugTrustCache) {
 				if err := e.confirmOwn(ctx, c); err != nil {
 					return false, Blocker{}, err
 				}
 			}
+			if err := e.ensureCover(ctx, c); err != nil {
+				return false, Blocker{}, err
+			}
 			c.clear, c.read = true, false
 			c.Below = c.strong && len(c.passed) == 0
+			e.noteLive(c, true)
 			return true, Blocker{}, nil
 		}
 		epoch := c.checked - 1
@@ -60,7 +79,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 		if !found {
 			// A missing claim: pruning deletes only below a floor that
 			// counts. Otherwise the store lost the key's history.
-			if c.clear, err = e.floorAbove(ctx, c.Key, epoch); err != nil {
+			if c.clear, err = e.floorAbove(ctx, c.Key, c.Seg, epoch); err != nil {
 				return false, Blocker{}, err
 			}
 			if !c.clear {
@@ -72,6 +91,13 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			continue
 		}
 		c.read = true
+		if d.Seg != c.Seg && !e.has(BugNoCoverage) {
+			// A claim of another segment above c's first: a later
+			// segment started, so c's is over.
+			e.dropCover(c.Key, c.Seg)
+			e.abandon(context.WithoutCancel(ctx), c)
+			return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
+		}
 		ended, kind, marker, b, err := e.ended(ctx, d)
 		if err != nil {
 			return false, Blocker{}, err
@@ -82,7 +108,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 				// pruning (a marker deleted before its claim, or an insert
 				// that landed late in a pruned hole). A floor that counts
 				// says.
-				if c.clear, err = e.floorAbove(ctx, c.Key, epoch); err != nil || c.clear {
+				if c.clear, err = e.floorAbove(ctx, c.Key, c.Seg, epoch); err != nil || c.clear {
 					if err != nil {
 						return false, Blocker{}, err
 					}
@@ -174,15 +200,15 @@ func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
 // floorAbove reports whether a floor that counts lies above epoch (every
 // epoch up to it has ended). A missing claim with no such floor is what a
 // store that lost its history looks like.
-func (e *Engine) floorAbove(ctx context.Context, key string, epoch uint64) (bool, error) {
+func (e *Engine) floorAbove(ctx context.Context, key string, seg, epoch uint64) (bool, error) {
 	if e.has(BugTrustCache) {
 		return true, nil
 	}
-	f, _, err := e.readFloor(ctx, key)
+	f, _, err := e.readFloor(ctx, key, seg)
 	if err != nil || f.Epoch <= epoch {
 		return false, err
 	}
-	cf, err := e.countingFloor(ctx, key)
+	cf, err := e.countingFloor(ctx, key, seg)
 	return cf.Epoch > epoch, err
 }
 

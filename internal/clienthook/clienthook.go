@@ -37,6 +37,7 @@ type Claim struct {
 	Nonce               string
 	Terms               chain.Terms
 	Below               bool
+	Seg                 uint64
 }
 
 // Raw is a Client's protocol calls beneath its primitives, one call each,

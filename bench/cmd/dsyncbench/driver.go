@@ -28,6 +28,10 @@ type driver struct {
 	uri, db, rev string
 	poll         time.Duration // 0: dsyncmongo's default
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
+	name         string        // -name: the figures' library name, if not the default
+	cli          string        // -cli: the dsync command, for the status page
+	idleAge      time.Duration // -idle-age: compact idle keys (compaction.go)
+	cliState
 }
 
 // lockOptions are the dsyncmongo options of every backend for scenario ns.
@@ -41,12 +45,16 @@ func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
 	if d.wakeups != "" {
 		opts = append(opts, dsyncmongo.WithWakeups(d.wakeups == "on"))
 	}
-	return opts
+	compact, _ := idleAgeOptions(d.idleAge) // checked by main
+	return append(opts, compact...)
 }
 
 // Name is "dsync", or "dsync-polling" with wake-ups turned off (waiters
 // poll): the before/after of wake-ups, which are dsyncmongo's default.
 func (d *driver) Name() string {
+	if d.name != "" {
+		return d.name
+	}
 	if d.wakeups == "off" {
 		return "dsync-polling"
 	}
@@ -64,6 +72,9 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.wakeups != "" {
 		lib += fmt.Sprintf(", WithWakeups(%v)", d.wakeups == "on")
+	}
+	if d.idleAge != 0 {
+		lib += fmt.Sprintf(", idle keys compacted after %v", d.idleAge)
 	}
 	return lib, describeServer(ctx, d.uri)
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +73,13 @@ func report(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsyncbench report:", err)
 		return 1
 	}
+	// The scale scenario's curves, beside the tables that link to them.
+	if svg, ok := harness.RenderScaleSVG(reports); ok {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(*out), harness.ScaleSVG), []byte(svg), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "dsyncbench report:", err)
+			return 1
+		}
+	}
 	return 0
 }
 
@@ -89,13 +95,23 @@ func measure() int {
 	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's, on); off reports as dsync-polling")
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
+	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario (default 100,1000,10000; 100,1000,10000,100000 for issue 25's; none: skip that part)")
+	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
+	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
+	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
+	idleAge := flag.Duration("idle-age", 0, "compact idle keys after this age (dsyncmongo's option, once it has one: see compaction.go)")
+	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off), e.g. to keep a before/after pair")
 	flag.Parse()
 
 	if *wakeups != "" && *wakeups != "on" && *wakeups != "off" {
 		fmt.Fprintln(os.Stderr, "dsyncbench: -wakeups must be on or off")
 		return 2
 	}
-	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups}
+	if _, err := idleAgeOptions(*idleAge); err != nil {
+		fmt.Fprintln(os.Stderr, "dsyncbench:", err)
+		return 2
+	}
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, name: *name, cli: *cli, idleAge: *idleAge}
 	if harness.IsChild() {
 		return harness.RunChild(d)
 	}
@@ -123,19 +139,23 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
-	if *renewLocks != "" {
-		for _, s := range strings.Split(*renewLocks, ",") {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "dsyncbench: -renew-locks:", err)
-				return 2
-			}
-			opts.RenewLocks = append(opts.RenewLocks, n)
+	for _, l := range []struct {
+		flag, value string
+		to          *[]int
+	}{{"renew-locks", *renewLocks, &opts.RenewLocks}, {"scale-keys", *scaleKeys, &opts.ScaleKeys}, {"scale-waiters", *scaleWaiters, &opts.ScaleWaiters}} {
+		if l.value == "" {
+			continue
 		}
+		v, err := parseInts(l.value)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsyncbench: -%s: %v\n", l.flag, err)
+			return 2
+		}
+		*l.to = v
 	}
 	ctx := context.Background()
 	start := time.Now()

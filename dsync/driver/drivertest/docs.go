@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -221,7 +220,7 @@ func (s *suite) testNewest(t *testing.T) {
 	insert(t, ctx, st, end(top, driver.KindRelease, sent))
 	above := claim("k", 12, "n12", sent) // not a claim of k's: only its shadow and marker
 	insert(t, ctx, st, shadow(above), end(above, driver.KindWithdraw, sent), claim("other", 20, "o20", sent), claim("k2", 30, "x", sent), claim("k/", 40, "e", sent))
-	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 15, Nonce: "f"}, sent); err != nil {
+	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 15, Nonce: "f", Seg: testSeg}, sent); err != nil {
 		t.Fatal(err)
 	}
 	d, found, err := st.Newest(ctx, "k")
@@ -235,69 +234,6 @@ func (s *suite) testNewest(t *testing.T) {
 	for _, key := range []string{"none", "k@"} {
 		if _, found, err := st.Newest(ctx, key); err != nil || found {
 			t.Errorf("Newest(%q) = found %v, %v; want not found", key, found, err)
-		}
-	}
-}
-
-// testKeys: Keys lists the keys that have documents, each once, in order,
-// filtered by prefix and after, a page of at most limit at a time.
-func (s *suite) testKeys(t *testing.T) {
-	st, ctx := s.store(t)
-	sent := now(st)
-	all := []string{"a", "a/1", "a/10", "a/2", "a/3", "a/é", "a0", "b/1", "b/2", "dsync:election/x"}
-	for _, k := range slices.Backward(all) { // not in order
-		c := claim(k, 1, "n", sent)
-		insert(t, ctx, st, c, shadow(c), end(c, driver.KindRelease, sent)) // three documents of each key
-	}
-	keys := func(prefix, after string, limit int, want ...string) {
-		t.Helper()
-		got, err := st.Keys(ctx, prefix, after, limit)
-		if err != nil {
-			t.Fatalf("Keys(%q, %q, %d): %v", prefix, after, limit, err)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("Keys(%q, %q, %d) = %q, want %q", prefix, after, limit, got, want)
-		}
-	}
-	keys("", "", 100, all...)
-	keys("a/", "", 100, "a/1", "a/10", "a/2", "a/3", "a/é")
-	keys("a/", "", 2, "a/1", "a/10")
-	keys("a/", "a/10", 2, "a/2", "a/3")
-	keys("a/", "a/10x", 100, "a/2", "a/3", "a/é")
-	keys("a/", "a/é", 100)
-	keys("a", "a", 100, "a/1", "a/10", "a/2", "a/3", "a/é", "a0")
-	keys("b/", "a/zzz", 100, "b/1", "b/2")
-	keys("b/", "c", 100)
-	keys("c", "", 100)
-	keys("dsync:", "", 1, "dsync:election/x")
-
-	// A key whose only documents are floors is listed too.
-	if err := st.RaiseFloor(ctx, "f", driver.Floor{Epoch: 3, Nonce: "n"}, sent); err != nil {
-		t.Fatal(err)
-	}
-	keys("f", "", 100, "f")
-	all = append(all, "f")
-	slices.Sort(all)
-
-	// Paging through every key, one and three at a time.
-	for _, limit := range []int{1, 3} {
-		var got []string
-		for after := ""; ; {
-			page, err := st.Keys(ctx, "", after, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) > limit {
-				t.Fatalf("Keys(%q, %q, %d) = %q: more than the limit", "", after, limit, page)
-			}
-			if len(page) == 0 || len(got) > len(all) {
-				break
-			}
-			got = append(got, page...)
-			after = page[len(page)-1]
-		}
-		if !slices.Equal(got, all) {
-			t.Errorf("paging %d at a time = %q, want %q", limit, got, all)
 		}
 	}
 }

@@ -34,9 +34,24 @@
 //     nonce; raising a floor again succeeds; concurrent raises leave the
 //     highest.
 //   - Prune: deletes exactly the documents and floors of the key with
-//     1 < epoch < below sent before the time given.
-//   - Keys: sorted, distinct, filtered by prefix, after, and limit; paging
-//     through them all.
+//     epoch < below, but epoch keep, sent before the time given.
+//   - Segments: gates and the protocol document keep their fields; a
+//     floor is read only in its own segment.
+//   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
+//     document sent before a time but those of the keys kept and the
+//     protocol document; the gates of old buckets, and nothing else.
+//   - PutKey, HasKey: recording a key again, or from many processes at
+//     once, succeeds; the directory has and lists every key recorded,
+//     once, and no key that has documents but was never recorded.
+//   - ListKeys: in the order the store declares (KeyOrder: of bytes, or
+//     of first use, for keys recorded one after the other), filtered by
+//     prefix, after (refused with ErrAfterUnsupported by a store of
+//     OrderFirstUse) and limit, against a reference; paging through them
+//     all; a negative limit refused.
+//   - ListKeysStream: 600 keys recorded from several processes at once
+//     are each listed once; a listing ends when its caller stops, and
+//     with an error, before its end, when its context ends after the
+//     first key (a store reads at most 500 keys at a time).
 //   - Sessions: generations are inserted once; a renewal raises a
 //     generation's expiry and never lowers it, and creates nothing; a read
 //     returns the generation with the highest expiry.
@@ -106,7 +121,15 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Floor", s.testFloor)
 	t.Run("RaiseFloorConcurrent", s.testRaiseFloorConcurrent)
 	t.Run("Prune", s.testPrune)
-	t.Run("Keys", s.testKeys)
+	t.Run("SegmentDocs", s.testSegmentDocs)
+	t.Run("FloorOfSegment", s.testFloorOfSegment)
+	t.Run("PruneKeeps", s.testPruneKeeps)
+	t.Run("RecentKeys", s.testRecentKeys)
+	t.Run("Compact", s.testCompact)
+	t.Run("DropGates", s.testDropGates)
+	t.Run("PutKey", s.testPutKey)
+	t.Run("ListKeys", s.testListKeys)
+	t.Run("ListKeysStream", s.testListKeysStream)
 	t.Run("Sessions", s.testSessions)
 	t.Run("RenewSessionNeverLowers", s.testRenewNeverLowers)
 	t.Run("RenewSessionMissing", s.testRenewMissing)
@@ -155,6 +178,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
 		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
+		Seg: testSeg,
 	}
 }
 

@@ -13,15 +13,19 @@ import (
 // raise records floor e of key, with the nonce "f<e>".
 func raise(t *testing.T, ctx context.Context, st driver.Store, key string, e uint64, sent time.Time) {
 	t.Helper()
-	if err := st.RaiseFloor(ctx, key, driver.Floor{Epoch: e, Nonce: fmt.Sprint("f", e)}, sent); err != nil {
+	if err := st.RaiseFloor(ctx, key, driver.Floor{Epoch: e, Nonce: fmt.Sprint("f", e), Seg: testSeg}, sent); err != nil {
 		t.Fatalf("RaiseFloor(%s, %d): %v", key, e, err)
 	}
 }
 
+// testSeg is the segment of the floors these tests raise: the one whose
+// first epoch is 1.
+const testSeg = 1
+
 // checkFloor checks that Floor(key, below) is want (0: none).
 func checkFloor(t *testing.T, ctx context.Context, st driver.Store, key string, below, want uint64) {
 	t.Helper()
-	f, found, err := st.Floor(ctx, key, below)
+	f, found, err := st.Floor(ctx, key, testSeg, below)
 	switch {
 	case err != nil:
 		t.Errorf("Floor(%s, %d): %v", key, below, err)
@@ -74,7 +78,7 @@ func (s *suite) testRaiseFloorConcurrent(t *testing.T) {
 		for _, e := range []uint64{uint64(i + 2), uint64(procs + 1 - i)} {
 			wg.Go(func() {
 				<-start
-				if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: e, Nonce: fmt.Sprint("f", e)}, sent); err != nil {
+				if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: e, Nonce: fmt.Sprint("f", e), Seg: testSeg}, sent); err != nil {
 					t.Errorf("RaiseFloor(k, %d): %v", e, err)
 				}
 			})
@@ -113,7 +117,7 @@ func (s *suite) testPrune(t *testing.T) {
 	}
 	insert(t, ctx, st, docs...)
 
-	if err := st.Prune(ctx, "k", below, before); err != nil {
+	if err := st.Prune(ctx, "k", testSeg, below, before); err != nil {
 		t.Fatalf("Prune: %v", err)
 	}
 	deleted := func(d driver.Doc) bool { return d.Key == "k" && (d.Epoch == 2 || d.Epoch == 5) }

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ type Store struct {
 	claims   map[string]map[uint64]struct{} // epochs of each key's claims
 	floors   map[string]map[uint64]floorRec // each key's recorded floors
 	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
+	dir      directory                      // the keys recorded (directory.go)
 	closed   bool
 
 	feedMu    sync.Mutex
@@ -82,6 +82,7 @@ func live(ctx context.Context) error {
 // sent.
 type floorRec struct {
 	nonce string
+	seg   uint64
 	sent  time.Time
 }
 
@@ -159,7 +160,7 @@ func (s *Store) Newest(ctx context.Context, key string) (driver.Doc, bool, error
 }
 
 // Floor implements driver.Store.
-func (s *Store) Floor(ctx context.Context, key string, below uint64) (driver.Floor, bool, error) {
+func (s *Store) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
 	if err := live(ctx); err != nil {
 		return driver.Floor{}, false, err
 	}
@@ -167,8 +168,8 @@ func (s *Store) Floor(ctx context.Context, key string, below uint64) (driver.Flo
 	defer s.mu.Unlock()
 	var top driver.Floor
 	for f, r := range s.floors[key] {
-		if (below == 0 || f < below) && f > top.Epoch {
-			top = driver.Floor{Epoch: f, Nonce: r.nonce}
+		if r.seg == seg && (below == 0 || f < below) && f > top.Epoch {
+			top = driver.Floor{Epoch: f, Nonce: r.nonce, Seg: r.seg}
 		}
 	}
 	return top, top.Epoch > 0, nil
@@ -185,31 +186,112 @@ func (s *Store) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent
 		s.floors[key] = make(map[uint64]floorRec)
 	}
 	if _, ok := s.floors[key][f.Epoch]; !ok {
-		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, sent: sent}
+		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, seg: f.Seg, sent: sent}
 	}
 	return nil
 }
 
 // Prune implements driver.Store.
-func (s *Store) Prune(ctx context.Context, key string, below uint64, sentBefore time.Time) error {
+func (s *Store) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range s.pruneSetLocked(key, below, sentBefore) {
+	for _, id := range s.pruneSetLocked(key, keep, below, sentBefore) {
 		s.deleteLocked(id)
 	}
 	return nil
 }
 
-// PruneSet returns the IDs of the documents Prune(key, below, sentBefore)
-// would delete now: a store whose deletes are not atomic reads this set
-// first and deletes its members later (the simulation does).
-func (s *Store) PruneSet(key string, below uint64, sentBefore time.Time) []string {
+// PruneSet returns the IDs of the documents Prune(key, keep, below,
+// sentBefore) would delete now: a store whose deletes are not atomic reads
+// this set first and deletes its members later (the simulation does).
+func (s *Store) PruneSet(key string, keep, below uint64, sentBefore time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pruneSetLocked(key, below, sentBefore)
+	return s.pruneSetLocked(key, keep, below, sentBefore)
+}
+
+// RecentKeys implements driver.Store.
+func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+	if err := live(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := make(map[string]bool)
+	for _, d := range s.docs {
+		if d.Kind == driver.KindGate && d.Bucket >= from {
+			set[d.Key] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// Compact implements driver.Store.
+func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	if err := live(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.compactSetLocked(sentBefore, keep)
+	for _, id := range ids {
+		s.deleteLocked(id)
+	}
+	return int64(len(ids)), nil
+}
+
+// CompactSet returns the IDs of the documents Compact(sentBefore, keep)
+// would delete now (see PruneSet).
+func (s *Store) CompactSet(sentBefore time.Time, keep []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compactSetLocked(sentBefore, keep)
+}
+
+func (s *Store) compactSetLocked(sentBefore time.Time, keep []string) []string {
+	kept := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		kept[k] = true
+	}
+	var ids []string
+	for id, d := range s.docs {
+		if d.Kind == driver.KindDone && (d.Exp.IsZero() || !d.Exp.Before(sentBefore)) {
+			continue // a done record goes only once its expiry passed
+		}
+		if !kept[d.Key] && d.Kind != driver.KindProtocol && d.Sent.Before(sentBefore) {
+			ids = append(ids, id)
+		}
+	}
+	for key, fs := range s.floors {
+		if kept[key] {
+			continue
+		}
+		for f, r := range fs {
+			if r.sent.Before(sentBefore) {
+				ids = append(ids, FloorID(key, f))
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// DropGates implements driver.Store.
+func (s *Store) DropGates(ctx context.Context, below int64) error {
+	if err := live(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, d := range s.docs {
+		if d.Kind == driver.KindGate && d.Bucket < below {
+			s.deleteLocked(id)
+		}
+	}
+	return nil
 }
 
 // Delete deletes the document (or floor, by FloorID) with the given ID,
@@ -225,15 +307,15 @@ func FloorID(key string, floor uint64) string {
 	return key + "#floor#" + strconv.FormatUint(floor, 10)
 }
 
-func (s *Store) pruneSetLocked(key string, below uint64, sentBefore time.Time) []string {
+func (s *Store) pruneSetLocked(key string, keep, below uint64, sentBefore time.Time) []string {
 	var ids []string
 	for id, d := range s.docs {
-		if d.Key == key && d.Epoch > 1 && d.Epoch < below && d.Sent.Before(sentBefore) {
+		if d.Key == key && d.Epoch > 0 && d.Epoch != keep && d.Epoch < below && d.Sent.Before(sentBefore) {
 			ids = append(ids, id)
 		}
 	}
 	for f, r := range s.floors[key] {
-		if f > 1 && f < below && r.sent.Before(sentBefore) {
+		if f != keep && f < below && r.sent.Before(sentBefore) {
 			ids = append(ids, FloorID(key, f))
 		}
 	}
@@ -264,13 +346,15 @@ type State struct {
 	docs     map[string]driver.Doc
 	floors   map[string]map[uint64]floorRec
 	sessions map[string]map[int]time.Time
+	keys     []string
 }
 
 // Snapshot copies the store's contents, as a backup would.
 func (s *Store) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time)}
+	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time),
+		keys: s.dir.all()}
 	for k, fs := range s.floors {
 		st.floors[k] = maps.Clone(fs)
 	}
@@ -303,6 +387,7 @@ func (s *Store) Restore(st State) {
 	for id, gens := range st.sessions {
 		s.sessions[id] = maps.Clone(gens)
 	}
+	s.dir.reset(st.keys)
 }
 
 // Reset empties the store, as dropping its collections would.
@@ -313,6 +398,7 @@ func (s *Store) Reset() {
 	clear(s.claims)
 	clear(s.floors)
 	clear(s.sessions)
+	s.dir.reset(nil)
 }
 
 // InsertSession implements driver.Store.
@@ -479,34 +565,19 @@ func (f *follower) deliver() {
 	}
 }
 
-// Keys implements driver.Store.
-func (s *Store) Keys(ctx context.Context, prefix, after string, limit int) ([]string, error) {
-	if err := live(ctx); err != nil {
-		return nil, err
-	}
+// Each calls f with the key of every document stored (floors included),
+// in no order. f must not call the store.
+func (s *Store) Each(f func(key string)) {
 	s.mu.Lock()
-	var keys []string
-	seen := make(map[string]bool)
-	add := func(key string) {
-		if !seen[key] && strings.HasPrefix(key, prefix) && key > after {
-			seen[key] = true
-			keys = append(keys, key)
-		}
-	}
+	defer s.mu.Unlock()
 	for _, d := range s.docs {
-		add(d.Key)
+		f(d.Key)
 	}
 	for key, fs := range s.floors {
-		if len(fs) > 0 {
-			add(key)
+		for range fs {
+			f(key)
 		}
 	}
-	s.mu.Unlock()
-	slices.Sort(keys)
-	if len(keys) > limit {
-		keys = keys[:limit]
-	}
-	return keys, nil
 }
 
 // Len returns the number of documents stored (claims, shadows, markers).

@@ -37,6 +37,15 @@ func run() int {
 	quick := flag.Bool("quick", false, "tiny sizes, to check that everything runs")
 	runs := flag.Int("runs", 0, "repeated runs per figure (default 3)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
+	// The idle-key part of the scale scenario is dsync's: redsync and
+	// etcd delete a lock's key at Unlock (no idle keys are kept), and
+	// mongo-lock finds a lock by resource, which FerretDB answers by
+	// reading the whole collection, so loading 10,000 keys through it
+	// grows with the square of the count. Opt in with a list.
+	scaleKeys := flag.String("scale-keys", "none", "comma-separated idle key counts of the scale scenario (default none: see the comment in main.go)")
+	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
+	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
+	serverPID := flag.Int("server-pid", 0, "process id of the library's server, to report its CPU while processes wait (Linux)")
 	flag.Parse()
 
 	var d harness.Driver
@@ -59,19 +68,23 @@ func run() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
-	if *renewLocks != "" {
-		for _, s := range strings.Split(*renewLocks, ",") {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "peerbench: -renew-locks:", err)
-				return 2
-			}
-			opts.RenewLocks = append(opts.RenewLocks, n)
+	for _, l := range []struct {
+		flag, value string
+		to          *[]int
+	}{{"renew-locks", *renewLocks, &opts.RenewLocks}, {"scale-keys", *scaleKeys, &opts.ScaleKeys}, {"scale-waiters", *scaleWaiters, &opts.ScaleWaiters}} {
+		if l.value == "" {
+			continue
 		}
+		v, err := parseInts(l.value)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "peerbench: -%s: %v\n", l.flag, err)
+			return 2
+		}
+		*l.to = v
 	}
 	start := time.Now()
 	r := harness.Run(context.Background(), d, opts, base)
@@ -109,6 +122,23 @@ func moduleVersion(path string) string {
 		}
 	}
 	return "(unknown version)"
+}
+
+// parseInts parses a comma-separated list of counts; "none" is an empty
+// list (a part of a scenario not run).
+func parseInts(s string) ([]int, error) {
+	if s == "none" {
+		return []int{}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // jitter returns a uniform random duration in [lo, hi).

@@ -1,0 +1,242 @@
+// Command liststatus measures the first page of a listing of locks when
+// the store knows many keys: the time to read the first 100 keys, with
+// their queues, through dsync.Client.List, and the wall time of
+// `dsync status --limit 100` (a fresh process: start, connect, the
+// server's clock, the page), with -keys entries in the directory of keys.
+//
+// Usage:
+//
+//	go build -o /tmp/dsync ./cmd/dsync
+//	go run ./bench/cmd/liststatus [-keys 100000] [-locked 0] [-runs 5] [-dsync /tmp/dsync]
+//	liststatus serve DIR   (run FerretDB for it; used internally)
+//
+// The server is MONGODB_URI if set; otherwise an embedded FerretDB in a
+// child process. The directory is filled with inserts of its documents
+// (as if -keys keys had each been locked once and their lock documents
+// compacted away); -locked of them are also locked and unlocked through
+// the library, leaving the lock documents that a key used once leaves
+// today, so that their queues cost what they cost.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/bench/internal/ferret"
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+)
+
+const (
+	dbName     = "liststatus"
+	collection = dsyncmongo.DefaultCollection
+	page       = 100
+)
+
+func main() {
+	if len(os.Args) == 3 && os.Args[1] == "serve" {
+		if err := ferret.Serve(context.Background(), os.Args[2], "127.0.0.1:0", os.Stdout, true); err != nil {
+			fmt.Fprintln(os.Stderr, "liststatus serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	keys := flag.Int("keys", 100_000, "entries in the directory of keys")
+	locked := flag.Int("locked", 0, "of them, how many to lock and unlock through the library first")
+	runs := flag.Int("runs", 5, "measurements of each figure")
+	dsyncBin := flag.String("dsync", "", "the dsync command to time 'dsync status --limit 100' with (skipped if empty)")
+	flag.Parse()
+	if err := run(*keys, *locked, *runs, *dsyncBin); err != nil {
+		fmt.Fprintln(os.Stderr, "liststatus:", err)
+		os.Exit(1)
+	}
+}
+
+func run(keys, locked, runs int, dsyncBin string) error {
+	ctx := context.Background()
+	uri := os.Getenv("MONGODB_URI")
+	server := "MongoDB at MONGODB_URI"
+	if uri == "" {
+		dir, err := os.MkdirTemp("", "liststatus-ferretdb-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		uri, server = srv.URI, "embedded FerretDB 1.24 (SQLite)"
+	}
+	cmds := &counter{}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(cmds.monitor()))
+	if err != nil {
+		return err
+	}
+	defer client.Disconnect(ctx)
+	db := client.Database(dbName)
+	if err := db.Drop(ctx); err != nil {
+		return err
+	}
+	b, err := dsyncmongo.New(db)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	c := b.Client()
+
+	names := make([]string, keys)
+	for i, n := range rand.Perm(keys) { // first used in no particular order
+		names[i] = fmt.Sprintf("job/%06d", n)
+	}
+	start := time.Now()
+	for i := 0; i < locked && i < keys; i++ {
+		m, err := dsync.NewMutex(b, names[i])
+		if err != nil {
+			return err
+		}
+		if err := m.LockContext(ctx); err != nil {
+			return err
+		}
+		m.Unlock()
+	}
+	if err := fill(ctx, db.Collection(collection+"_keys"), names[min(locked, keys):]); err != nil {
+		return err
+	}
+	order, err := c.ListOrder(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "liststatus: %d keys in the directory (%d locked once) in %v, on %s\n", keys, locked, time.Since(start).Round(time.Millisecond), server)
+
+	// The first page through the library: the backend is prepared.
+	var lib []time.Duration
+	var perPage map[string]int
+	for range runs {
+		cmds.take()
+		t0 := time.Now()
+		n := 0
+		for _, err := range c.List(ctx, dsync.ListOptions{Limit: page}) {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		lib = append(lib, time.Since(t0))
+		perPage = cmds.take()
+		if n != min(page, keys) {
+			return fmt.Errorf("listed %d keys, want %d", n, min(page, keys))
+		}
+	}
+	// The directory's part: the find that ListKeys sends for a page
+	// (no sort on FerretDB, the _id index on MongoDB), alone.
+	var dir []time.Duration
+	findOpts := options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(page).SetLimit(page)
+	if order == dsync.OrderBytes {
+		findOpts.SetSort(bson.D{{Key: "_id", Value: 1}})
+	}
+	for range runs {
+		t0 := time.Now()
+		cur, err := db.Collection(collection+"_keys").Find(ctx, bson.D{}, findOpts)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for cur.Next(ctx) {
+			n++
+		}
+		cur.Close(ctx)
+		dir = append(dir, time.Since(t0))
+		if n != min(page, keys) {
+			return fmt.Errorf("the directory's find read %d keys, want %d", n, min(page, keys))
+		}
+	}
+	fmt.Printf("server: %s; directory: %d keys (%d locked once through the library, %d recorded only); order: %v\n\n",
+		server, keys, min(locked, keys), keys-min(locked, keys), order)
+	fmt.Printf("| what | median | min | max |\n|---|---|---|---|\n")
+	row := func(what string, ds []time.Duration) {
+		slices.Sort(ds)
+		fmt.Printf("| %s | %v | %v | %v |\n", what, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
+	}
+	row(fmt.Sprintf("the directory's find of the first %d keys, alone (%d runs)", page, runs), dir)
+	row(fmt.Sprintf("Client.List, first %d keys with their queues (%d runs)", page, runs), lib)
+
+	if dsyncBin != "" {
+		for _, args := range [][]string{{"status", "--limit", "100"}, {"status", "--limit", "100", "--json"}} {
+			var wall []time.Duration
+			for range runs {
+				cmd := exec.Command(dsyncBin, append([]string{"--uri", uri, "--db", dbName}, args...)...)
+				cmd.Stderr = os.Stderr
+				t0 := time.Now()
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("%s: %w", cmd, err)
+				}
+				wall = append(wall, time.Since(t0))
+			}
+			row(fmt.Sprintf("`dsync %s`, wall time of a fresh process (%d runs)", join(args), runs), wall)
+		}
+	}
+	fmt.Printf("\ncommands of one Client.List page: %v\n", perPage)
+	return nil
+}
+
+// fill inserts a directory entry for each key, a thousand at a time.
+func fill(ctx context.Context, coll *mongo.Collection, keys []string) error {
+	now := time.Now()
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		docs := make([]any, n)
+		for i, k := range keys[:n] {
+			docs[i] = bson.D{{Key: "_id", Value: k}, {Key: "created", Value: now}}
+		}
+		if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func join(args []string) string { return strings.Join(args, " ") }
+
+// counter counts the commands a client sends, by name.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.n == nil {
+			c.n = make(map[string]int)
+		}
+		c.n[e.CommandName]++
+	}}
+}
+
+func (c *counter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}

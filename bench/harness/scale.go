@@ -1,0 +1,590 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The scale scenario: what grows with the history of a collection, and
+// with the number of processes waiting for one key.
+//
+// Idle keys: one namespace is grown in turn to each size of ScaleKeys by
+// loaders (ScaleLoaders Clients of this process, each locking and
+// unlocking new keys named like a user names a dated job,
+// "report-2026-11-23-<i>"). At each size, fresh Clients (cold caches, as
+// a cron job's process) each make a first Lock+Unlock of a random idle
+// key, and the driver's status page of ScaleStatusLimit keys is timed.
+//
+// Waiters: one Client holds a key and W others wait for it, in child
+// processes (packed several to a process beyond ScaleProcs processes, on
+// two cores); handoffs as in Handoff, then, while they wait idle, what
+// each waiter sends by command, and the server's CPU.
+
+// Optional Driver interfaces of the scale scenario.
+type (
+	// A StatusPager shows a page of the locks of namespace ns as its
+	// users would see it (dsync: the dsync command's status), cut short
+	// after timeout. how says how the page was asked for.
+	StatusPager interface {
+		StatusPage(ctx context.Context, ns string, limit int, timeout time.Duration) (took time.Duration, how string, timedOut bool, err error)
+	}
+	// A DocCounter counts what a namespace stores, by collection (or the
+	// store's equivalent), named as the driver's users know them.
+	DocCounter interface {
+		CountDocs(ctx context.Context, ns string) (map[string]int64, error)
+	}
+	// An IdleCompactor is a Driver whose store compacts idle keys once
+	// nobody held or awaited them for IdleAge (0: it does not): the
+	// scenario then waits for the compaction before it counts and
+	// measures.
+	IdleCompactor interface {
+		IdleAge() time.Duration
+	}
+)
+
+// The figures the scale scenario reports that the targets and the plot
+// read.
+const (
+	scaleFirstP50   = "fresh Client's first Lock+Unlock p50"
+	scaleFirstP99   = "fresh Client's first Lock+Unlock p99"
+	scaleFirstCmds  = "fresh Client's first Lock+Unlock: commands"
+	scaleFirstCPU   = "fresh Client's first Lock+Unlock: server CPU"
+	scaleStatus     = "status page"
+	scaleDocs       = "documents"
+	scaleLoadRate   = "loading: new keys locked and unlocked per second"
+	scaleHandoffP50 = "handoff Unlock→Lock p50"
+	scaleHandoffP99 = "handoff Unlock→Lock p99"
+	scalePerWaiter  = "while waiting: commands/s per waiter"
+	scaleBytes      = "while waiting: bytes/s per waiter"
+	scaleServerCPU  = "while waiting: server CPU"
+	scaleHolder     = "while waiting: commands/s sent by the holder"
+	scaleByName     = "while waiting: %s/s per waiter"
+	scaleFirstName  = "fresh Client's first Lock+Unlock: %s commands"
+)
+
+// scaleKeysParam and scaleWaitersParam name a size of each part.
+func scaleKeysParam(n int) string    { return thousands(n) + " idle keys" }
+func scaleWaitersParam(w int) string { return count(w, "waiter") }
+
+// thousands writes n with thousands separators: 100,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// scale runs the waiters part first: it is the shorter, and the idle-key
+// part may take long at its largest sizes.
+func (rn *runner) scale(ctx context.Context) error {
+	// Every namespace is dropped at the end: FerretDB's SQLite backend
+	// failed inserts into a new collection ("no such table") right after
+	// another namespace was dropped, and the waiters' event streams with
+	// them.
+	var dropped []string
+	rn.dropLater = func(ns string) { dropped = append(dropped, ns) }
+	defer func() {
+		rn.dropLater = nil
+		for _, ns := range dropped {
+			rn.drop(ctx, ns)
+		}
+	}()
+	var errs []error
+	for _, w := range rn.o.ScaleWaiters {
+		if err := rn.scaleWaiters(ctx, w); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", scaleWaitersParam(w), err))
+		}
+	}
+	if len(rn.o.ScaleKeys) > 0 {
+		if err := rn.scaleKeys(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("idle keys: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scaleKey names the i-th idle key.
+func scaleKey(i int) string { return fmt.Sprintf("report-2026-11-23-%d", i) }
+
+// scaleKeys grows one namespace to each size in turn and measures a fresh
+// Client's first Lock+Unlock and a status page at each.
+func (rn *runner) scaleKeys(ctx context.Context) error {
+	ns := rn.ns("scale")
+	rn.dropLater(ns)
+	loaders := make([]Conn, rn.o.ScaleLoaders)
+	meters := make([]*Meter, len(loaders))
+	for i := range loaders {
+		meters[i] = NewMeter()
+		c, err := rn.d.Connect(ctx, meters[i], ns)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		loaders[i] = c
+	}
+	sizes := slices.Sorted(slices.Values(rn.o.ScaleKeys))
+	loaded := 0
+	var lastLoad time.Time
+	for _, n := range sizes {
+		param := scaleKeysParam(n)
+		if n > loaded {
+			before := map[string]int64{}
+			for _, m := range meters {
+				for name, k := range m.ByName() {
+					before[name] += k
+				}
+			}
+			t := time.Now()
+			failures, err := rn.loadKeys(ctx, loaders, loaded, n)
+			if err != nil {
+				return fmt.Errorf("loading %d keys: %w", n, err)
+			}
+			loadNote := ""
+			if failures > 0 {
+				loadNote = fmt.Sprintf("%s of a Lock+Unlock failed and were tried again", count(failures, "attempt"))
+			}
+			took := time.Since(t)
+			sent := map[string]int64{}
+			var total int64
+			for _, m := range meters {
+				for name, k := range m.ByName() {
+					sent[name] += k
+					total += k
+				}
+			}
+			for name, k := range before {
+				sent[name] -= k
+				total -= k
+			}
+			keys := float64(n - loaded)
+			rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(loaders)), "keys/s", []float64{keys / took.Seconds()}, loadNote)
+			rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / keys}, loadNote)
+			rn.logf("%s: scale: loaded keys %d to %d in %v, commands %v", rn.d.Name(), loaded, n, took.Round(time.Millisecond), sent)
+			loaded, lastLoad = n, time.Now()
+		}
+		if err := rn.awaitCompaction(ctx, ns, lastLoad, n); err != nil {
+			rn.logf("%s: scale: %v", rn.d.Name(), err)
+		}
+		rn.countDocs(ctx, ns, param)
+		if err := rn.firstLocks(ctx, ns, n, param); err != nil {
+			return fmt.Errorf("%d keys: %w", n, err)
+		}
+		rn.statusPage(ctx, ns, param)
+	}
+	return nil
+}
+
+// loadAttempts is how many times a loader tries a key's Lock+Unlock: an
+// embedded FerretDB on a loaded machine fails a write now and then
+// (SQLite's "database is locked").
+const loadAttempts = 3
+
+// loadKeys locks and unlocks keys from..to-1 with the loaders, each
+// taking the next key when done with one. A key whose Lock or Unlock
+// fails is tried again, with a new lock; it returns how many failed.
+func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) (failures int, err error) {
+	// The first key alone: the collections are created once, not by
+	// several Clients at once (which FerretDB's SQLite backend does not
+	// always survive).
+	if from < to {
+		if err := loadKey(ctx, loaders[0], from); err != nil {
+			return 0, fmt.Errorf("key %d: %w", from, err)
+		}
+		from++
+	}
+	var next atomic.Int64
+	var failed atomic.Int64
+	next.Store(int64(from))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, c := range loaders {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= to || ctx.Err() != nil {
+					return
+				}
+				var err error
+				for range loadAttempts {
+					if err = loadKey(ctx, c, i); err == nil || ctx.Err() != nil {
+						break
+					}
+					failed.Add(1)
+				}
+				if err != nil {
+					cancel(fmt.Errorf("key %d, %d attempts: %w", i, loadAttempts, err))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(failed.Load()), context.Cause(ctx)
+}
+
+// loadKey locks and unlocks the i-th idle key.
+func loadKey(ctx context.Context, c Conn, i int) error {
+	l, err := c.NewMutex(scaleKey(i), DefaultTTL)
+	if err != nil {
+		return err
+	}
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
+// awaitCompaction waits, if the driver compacts idle keys, until the keys
+// loaded up to lastLoad are past the idle age and the store's documents
+// stop falling.
+func (rn *runner) awaitCompaction(ctx context.Context, ns string, lastLoad time.Time, n int) error {
+	ic, ok := rn.d.(IdleCompactor)
+	if !ok || ic.IdleAge() <= 0 {
+		return nil
+	}
+	age := ic.IdleAge()
+	// A key is compacted once it is idle for the age past the end of its
+	// coverage (two bucket spans of a quarter of the age), at a sweep
+	// (every span or so).
+	time.Sleep(time.Until(lastLoad.Add(2 * age)))
+	dc, ok := rn.d.(DocCounter)
+	if !ok {
+		return nil
+	}
+	// Compaction runs in the background of the store's Clients: give it
+	// another idle age, and stop once the count holds still for 5 s.
+	deadline := time.Now().Add(age + time.Minute)
+	last := int64(-1)
+	for time.Now().Before(deadline) {
+		docs, err := dc.CountDocs(ctx, ns)
+		if err != nil {
+			return err
+		}
+		total := int64(0)
+		for _, c := range docs {
+			total += c
+		}
+		if total == last {
+			rn.logf("%s: scale: %d keys compacted to %d documents", rn.d.Name(), n, total)
+			return nil
+		}
+		last = total
+		time.Sleep(5 * time.Second)
+	}
+	return fmt.Errorf("%d keys: documents still falling %v after the idle age", n, time.Minute)
+}
+
+// countDocs reports what the namespace stores, by collection.
+func (rn *runner) countDocs(ctx context.Context, ns, param string) {
+	dc, ok := rn.d.(DocCounter)
+	if !ok {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	docs, err := dc.CountDocs(cctx, ns)
+	if err != nil {
+		rn.logf("%s: scale: counting documents: %v", rn.d.Name(), err)
+		return
+	}
+	for _, coll := range slices.Sorted(maps.Keys(docs)) {
+		rn.r.add(Scale, param, scaleDocs+" in "+coll, "docs", []float64{float64(docs[coll])}, "")
+	}
+}
+
+// firstLocks measures fresh Clients' first Lock+Unlock of random idle keys
+// among the first n, one Client at a time.
+func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string) error {
+	var lat []float64
+	byName := map[string]int64{}
+	var total int64
+	cpu0, cpuOK := ProcessCPU(rn.o.ServerPID)
+	start := time.Now()
+	samples, cut := 0, 0
+	limit := ms(int64(rn.o.ScaleFreshTimeout))
+	for samples < rn.o.ScaleFresh && cut == 0 {
+		if samples >= 3 && time.Since(start) > rn.o.ScaleFreshBudget {
+			break
+		}
+		m := NewMeter()
+		c, err := rn.d.Connect(ctx, m, ns)
+		if err != nil {
+			return err
+		}
+		took, err := func() (int64, error) {
+			defer c.Close()
+			l, err := c.NewMutex(scaleKey(rand.N(n)), DefaultTTL)
+			if err != nil {
+				return 0, err
+			}
+			// A Lock retries what fails; one that cannot finish (every
+			// read of a first Lock times out, say) is cut short.
+			lctx, cancel := context.WithTimeout(ctx, rn.o.ScaleFreshTimeout)
+			defer cancel()
+			a := Mono()
+			if err := l.Lock(lctx); err != nil {
+				return 0, err
+			}
+			if err := l.Unlock(lctx); err != nil {
+				return 0, err
+			}
+			return Mono() - a, nil
+		}()
+		switch {
+		case err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)):
+			return err
+		case err != nil:
+			cut++ // this size is past the timeout: no more samples
+			lat = append(lat, limit)
+		default:
+			lat = append(lat, ms(took))
+		}
+		for name, k := range m.ByName() {
+			byName[name] += k
+			total += k
+		}
+		samples++
+	}
+	cpu1, cpuOK1 := ProcessCPU(rn.o.ServerPID)
+	var notes []string
+	if cut > 0 {
+		notes = append(notes, fmt.Sprintf("a first Lock+Unlock was cut short after %v (shown as ≥)", rn.o.ScaleFreshTimeout))
+	}
+	if samples < rn.o.ScaleFresh {
+		notes = append(notes, fmt.Sprintf("%d fresh Clients, not %d", samples, rn.o.ScaleFresh))
+		if cut == 0 {
+			notes[len(notes)-1] += fmt.Sprintf(": the budget of %v was spent", rn.o.ScaleFreshBudget)
+		}
+	}
+	note := strings.Join(notes, "; ")
+	k := float64(samples)
+	for _, f := range []struct {
+		metric string
+		p      float64
+	}{{scaleFirstP50, 50}, {scaleFirstP99, 99}} {
+		if v := Percentile(lat, f.p); v >= limit {
+			rn.r.atLeast(Scale, param, f.metric, "ms", v, note)
+		} else {
+			rn.r.add(Scale, param, f.metric, "ms", []float64{v}, note)
+		}
+	}
+	rn.r.add(Scale, param, scaleFirstCmds, "cmds", []float64{float64(total) / k}, note)
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		rn.r.add(Scale, param, fmt.Sprintf(scaleFirstName, name), "cmds", []float64{float64(byName[name]) / k}, note)
+	}
+	if cpuOK && cpuOK1 {
+		rn.r.add(Scale, param, scaleFirstCPU, "ms", []float64{ms(int64(cpu1-cpu0)) / k}, note)
+	}
+	rn.logf("%s: scale %s: first Lock+Unlock p50 %.1f ms, p99 %.1f ms, %.1f commands (%d fresh Clients)", rn.d.Name(), param,
+		Percentile(lat, 50), Percentile(lat, 99), float64(total)/k, samples)
+	return nil
+}
+
+// statusPage times the driver's status page, if it has one.
+func (rn *runner) statusPage(ctx context.Context, ns, param string) {
+	sp, ok := rn.d.(StatusPager)
+	if !ok {
+		return
+	}
+	metric := fmt.Sprintf("%s of %d keys", scaleStatus, rn.o.ScaleStatusLimit)
+	took, how, timedOut, err := sp.StatusPage(ctx, ns, rn.o.ScaleStatusLimit, rn.o.ScaleStatusTimeout)
+	switch {
+	case err != nil:
+		rn.r.na(Scale, param, metric, "ms", fmt.Sprintf("failed: %v (%s)", err, how))
+	case timedOut:
+		rn.r.atLeast(Scale, param, metric, "ms", ms(int64(rn.o.ScaleStatusTimeout)), fmt.Sprintf("%s: timed out after %v", how, rn.o.ScaleStatusTimeout))
+	default:
+		rn.r.add(Scale, param, metric, "ms", []float64{ms(int64(took))}, how)
+	}
+	rn.logf("%s: scale %s: %s: %v (timed out: %v, err %v)", rn.d.Name(), param, how, took.Round(time.Millisecond), timedOut, err)
+}
+
+// packing returns how many Clients each child process runs for a holder
+// and w waiters: the holder alone, the waiters one to a process up to
+// procs processes, packed evenly beyond.
+func packing(w, procs int) []int {
+	per := 1
+	if procs > 0 && w > procs {
+		per = (w + procs - 1) / procs
+	}
+	clients := []int{1}
+	for left := w; left > 0; left -= per {
+		clients = append(clients, min(per, left))
+	}
+	return clients
+}
+
+// scaleWaiters: one Client holds, w wait; handoffs, then what the waiters
+// send while they wait.
+func (rn *runner) scaleWaiters(ctx context.Context, w int) error {
+	ns := rn.ns("scalew")
+	rn.dropLater(ns)
+	clients := packing(w, rn.o.ScaleProcs)
+	param := scaleWaitersParam(w)
+	note := ""
+	if len(clients)-1 < w {
+		note = fmt.Sprintf("%d waiting Clients in %d processes (up to %d in each)", w, len(clients)-1, clients[1])
+	}
+	// The collections are created by one Client before the others start
+	// (FerretDB's SQLite backend does not always survive several Clients
+	// creating one collection at once).
+	if c, err := rn.d.Connect(ctx, NewMeter(), ns); err == nil {
+		err = loadKey(ctx, c, 0)
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("creating the namespace: %w", err)
+		}
+	}
+	g, err := spawnPacked(ctx, clients, childSpec{NS: ns, Key: "k", TTL: DefaultTTL})
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	const timeout = 2 * time.Minute
+	g.send(0, "lock")
+	if _, err := g.wait(ctx, "acquired", 0, timeout); err != nil {
+		return err
+	}
+	for i := 1; i <= w; i++ {
+		g.send(i, "lock")
+	}
+	time.Sleep(time.Second) // let the waiters start waiting
+
+	holder := 0
+	var p50, p99 []float64
+	doubles := 0
+	var handoffErr error
+	for run := range rn.o.ScaleRuns {
+		s, d, h, err := rn.chainOn(ctx, g, holder, rn.o.Handoffs)
+		doubles += d
+		holder = h
+		if err != nil {
+			// The waiters still wait: they are counted all the same.
+			handoffErr = fmt.Errorf("handoffs: %w", err)
+			rn.logf("%s: scale %s: %v", rn.d.Name(), param, handoffErr)
+			break
+		}
+		p50, p99 = append(p50, Percentile(s, 50)), append(p99, Percentile(s, 99))
+		rn.logf("%s: scale %s: handoff run %d: p50 %.1f ms, p99 %.1f ms", rn.d.Name(), param, run+1, p50[run], p99[run])
+	}
+	hnote := note
+	if doubles > 0 {
+		hnote = strings.TrimPrefix(hnote+fmt.Sprintf("; %s while another process held", count(doubles, "acquisition")), "; ")
+	}
+	if handoffErr != nil {
+		hnote = strings.TrimPrefix(hnote+"; failed: "+handoffErr.Error(), "; ")
+		rn.r.na(Scale, param, scaleHandoffP50, "ms", hnote)
+		rn.r.na(Scale, param, scaleHandoffP99, "ms", hnote)
+	} else {
+		rn.r.add(Scale, param, scaleHandoffP50, "ms", p50, hnote)
+		rn.r.add(Scale, param, scaleHandoffP99, "ms", p99, hnote)
+	}
+
+	// Idle: the waiters settle (a waiter looks again at doubling intervals
+	// for a second after it announces itself), then are counted.
+	time.Sleep(2 * time.Second)
+	var per, bytes, cpu, held []float64
+	rates := map[string][]float64{}
+	for run := range rn.o.ScaleRuns {
+		a, err := rn.names(ctx, g)
+		if err != nil {
+			return err
+		}
+		cpu0, cpuOK := ProcessCPU(rn.o.ServerPID)
+		time.Sleep(rn.o.ScaleIdleWindow)
+		cpu1, cpuOK1 := ProcessCPU(rn.o.ServerPID)
+		b, err := rn.names(ctx, g)
+		if err != nil {
+			return err
+		}
+		if cpuOK && cpuOK1 {
+			cpu = append(cpu, 100*(cpu1-cpu0).Seconds()/rn.o.ScaleIdleWindow.Seconds())
+		}
+		var sum, sumBytes float64
+		byName := map[string]float64{}
+		for i := range b {
+			secs := float64(b[i].mono-a[i].mono) / 1e9
+			if i == holder {
+				held = append(held, float64(b[i].commands-a[i].commands)/secs)
+				continue
+			}
+			sum += float64(b[i].commands-a[i].commands) / secs
+			sumBytes += float64(b[i].bytes-a[i].bytes) / secs
+			for name, k := range b[i].byName {
+				byName[name] += float64(k-a[i].byName[name]) / secs
+			}
+		}
+		fw := float64(w)
+		per, bytes = append(per, sum/fw), append(bytes, sumBytes/fw)
+		for name := range rates {
+			if _, ok := byName[name]; !ok {
+				byName[name] = 0
+			}
+		}
+		for name, r := range byName {
+			for len(rates[name]) < run {
+				rates[name] = append(rates[name], 0)
+			}
+			rates[name] = append(rates[name], r/fw)
+		}
+		rn.logf("%s: scale %s: idle run %d: %.3f cmds/s per waiter %v", rn.d.Name(), param, run+1, sum/fw, byName)
+	}
+	rn.r.add(Scale, param, scalePerWaiter, "cmds/s", per, note)
+	for _, name := range slices.Sorted(maps.Keys(rates)) {
+		if !slices.ContainsFunc(rates[name], func(r float64) bool { return r != 0 }) {
+			continue // sent while setting up, not while waiting
+		}
+		rn.r.add(Scale, param, fmt.Sprintf(scaleByName, name), "cmds/s", rates[name], note)
+	}
+	rn.r.add(Scale, param, scaleBytes, "B/s", bytes, note)
+	rn.r.add(Scale, param, scaleHolder, "cmds/s", held, note)
+	if len(cpu) > 0 {
+		rn.r.add(Scale, param, scaleServerCPU, "% of a core", cpu, note)
+	}
+	return handoffErr
+}
+
+// clientCounts is what one Client of a group sent so far.
+type clientCounts struct {
+	mono, commands, bytes int64
+	byName                map[string]int64
+}
+
+// names asks every Client of g for its counts.
+func (rn *runner) names(ctx context.Context, g *group) ([]clientCounts, error) {
+	for i := range g.at {
+		g.send(i, "names")
+	}
+	out := make([]clientCounts, len(g.at))
+	for range g.at {
+		m, err := g.wait(ctx, "names", -1, time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.args) < 4 {
+			return nil, fmt.Errorf("process %d: bad names reply %q", m.proc, m.text)
+		}
+		c := clientCounts{mono: m.args[0], commands: m.args[1], bytes: m.args[2] + m.args[3], byName: map[string]int64{}}
+		f := strings.Fields(m.text)
+		for j := 5; j+1 < len(f); j += 2 {
+			k, err := strconv.ParseInt(f[j+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("process %d: bad names reply %q", m.proc, m.text)
+			}
+			c.byName[strings.ReplaceAll(f[j], "_", " ")] = k
+		}
+		out[m.proc] = c
+	}
+	return out, nil
+}

@@ -1,0 +1,228 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// statusJSON is what dsync status --json printed: its locks and
+// elections, in the order printed, and its summary.
+type statusJSON struct {
+	locks     []jsonLock
+	elections []jsonElection
+	names     []string // of the locks and elections, in the order printed
+	summary   jsonSummary
+}
+
+// parseStatusJSON reads the NDJSON of status --json: each line one
+// object, a lock or an election, and the summary last.
+func parseStatusJSON(t *testing.T, out string) statusJSON {
+	t.Helper()
+	var st statusJSON
+	lines := readLines(out)
+	if len(lines) == 0 {
+		t.Fatalf("status --json printed nothing")
+	}
+	for i, l := range lines {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(l), &kind); err != nil {
+			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
+		}
+		last := i == len(lines)-1
+		if (kind.Kind == "summary") != last {
+			t.Fatalf("status --json, line %d is of kind %q; want the summary last, and only there:\n%s", i+1, kind.Kind, out)
+		}
+		var err error
+		switch kind.Kind {
+		case "lock":
+			var lk jsonLock
+			err = json.Unmarshal([]byte(l), &lk)
+			st.locks, st.names = append(st.locks, lk), append(st.names, lk.Name)
+		case "election":
+			var e jsonElection
+			err = json.Unmarshal([]byte(l), &e)
+			st.elections, st.names = append(st.elections, e), append(st.names, e.Name)
+		case "summary":
+			err = json.Unmarshal([]byte(l), &st.summary)
+		default:
+			t.Fatalf("status --json, line %d: unknown kind %q\n%s", i+1, kind.Kind, out)
+		}
+		if err != nil {
+			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
+		}
+	}
+	return st
+}
+
+// TestStatusPages: status lists the locks with a prefix a page at a
+// time, in the server's order (bytes on MongoDB, first use on FerretDB),
+// and says how to go on; --after continues where the order allows it and
+// is refused where it does not; --json streams a line per lock and a
+// summary.
+func TestStatusPages(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	e := env(uri)
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
+	defer cancel()
+
+	// 25 locks page/NN used in a shuffled order, and one other; page/07
+	// is held while status runs.
+	client := mongotest.NewClient(t, uri)
+	b, err := dsyncmongo.New(client.Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var used []string
+	for _, i := range rand.Perm(25) {
+		used = append(used, fmt.Sprintf("page/%02d", i))
+	}
+	used = append(used, "zz-other")
+	for _, k := range used {
+		m, err := dsync.NewMutex(b, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if k != "page/07" {
+			m.Unlock()
+		} else {
+			defer m.Unlock()
+		}
+	}
+	// The keys are recorded in the background: wait for them.
+	for {
+		n := 0
+		for _, err := range b.Client().List(ctx, dsync.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n == len(used) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	order, err := b.Client().ListOrder(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := slices.DeleteFunc(slices.Clone(used), func(k string) bool { return !strings.HasPrefix(k, "page/") })
+	if order == dsync.OrderBytes {
+		slices.Sort(pages)
+	}
+	status := func(args ...string) outcome {
+		t.Helper()
+		return runDsync(t, e, "", slow(30*time.Second), append([]string{"--db", db, "status"}, args...)...)
+	}
+
+	// The first page of 10, as JSON lines.
+	r := status("--json", "--prefix", "page/", "--limit", "10")
+	st := parseStatusJSON(t, r.stdout)
+	if r.code != 0 || !slices.Equal(st.names, pages[:10]) || len(st.elections) != 0 {
+		t.Fatalf("status --json --prefix page/ --limit 10: exit %d, names %q; want %q (%v order)\nstderr: %s", r.code, st.names, pages[:10], order, r.stderr)
+	}
+	for _, l := range st.locks {
+		if held := l.Name == "page/07"; held != (l.State == "held") || held != (l.Holder != nil) {
+			t.Errorf("lock %+v: want page/07 held, the others free", l)
+		}
+	}
+	wantNext := ""
+	if order == dsync.OrderBytes {
+		wantNext = pages[9]
+	}
+	if s := st.summary; !s.More || s.Next != wantNext || s.Locks != 10 || s.Elections != 0 || s.Order != order.String() || s.ServerTime.IsZero() {
+		t.Errorf("summary of the first page: %+v; want 10 locks, more, next %q, order %q", s, wantNext, order)
+	}
+
+	// The rest, a page at a time, where the order allows it.
+	if order == dsync.OrderBytes {
+		all := st.names
+		for next := st.summary.Next; next != ""; {
+			r := status("--json", "--prefix", "page/", "--limit", "10", "--after", next)
+			page := parseStatusJSON(t, r.stdout)
+			if r.code != 0 || len(page.names) > 10 || len(all) > len(pages) {
+				t.Fatalf("status --after %s: exit %d, %d names\nstderr: %s", next, r.code, len(page.names), r.stderr)
+			}
+			all, next = append(all, page.names...), page.summary.Next
+			if page.summary.More != (next != "") {
+				t.Errorf("summary %+v: more and next disagree", page.summary)
+			}
+		}
+		if !slices.Equal(all, pages) {
+			t.Errorf("paging 10 at a time listed %q, want %q", all, pages)
+		}
+	} else {
+		r := status("--json", "--prefix", "page/", "--after", "page/03")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "FerretDB") || r.stdout != "" {
+			t.Errorf("status --after on FerretDB: exit %d, stdout %q, stderr %q; want %d, nothing printed, and why", r.code, r.stdout, r.stderr, exitUsage)
+		}
+	}
+
+	// The whole list, streamed, with nothing more to follow.
+	r = status("--json")
+	st = parseStatusJSON(t, r.stdout)
+	want := slices.Clone(used)
+	if order == dsync.OrderBytes {
+		slices.Sort(want)
+	}
+	if r.code != 0 || !slices.Equal(st.names, want) || st.summary.More || st.summary.Next != "" || st.summary.Locks != len(used) {
+		t.Errorf("status --json: exit %d, names %q, summary %+v; want %q and no more", r.code, st.names, st.summary, want)
+	}
+
+	// A page as a table: fixed columns, and how to list the next page.
+	r = status("--prefix", "page/", "--limit", "3")
+	lines := readLines(r.stdout)
+	if r.code != 0 || len(lines) != 5 {
+		t.Fatalf("status --prefix page/ --limit 3: exit %d\n%s\nstderr: %s\nwant a header, 3 rows and a note", r.code, r.stdout, r.stderr)
+	}
+	for i, l := range lines[:4] {
+		if at := utf8.RuneCountInString(l[:strings.Index(l, "  ")]); i > 0 && at != len(pages[i-1]) {
+			t.Errorf("row %d %q: want the name %q first", i, l, pages[i-1])
+		}
+		if col := strings.Index(l, []string{"STATE", "free", "free", "free"}[i]); col != maxNameWidth+2 && !strings.Contains(l, "held") {
+			t.Errorf("line %d: the STATE column begins at %d, want %d:\n%s", i, col, maxNameWidth+2, r.stdout)
+		}
+	}
+	note := "(more follow: dsync status --limit 3 --after " + pages[2] + " --prefix page/)"
+	if order != dsync.OrderBytes {
+		note = "(more follow; this server lists in the order of first use"
+	}
+	if !strings.HasPrefix(lines[4], note) {
+		t.Errorf("the note after a page: %q, want it to begin with %q", lines[4], note)
+	}
+
+	// Nothing with the prefix; a bad limit; NAME with a page.
+	if r := status("--prefix", "nothing/"); r.code != 0 || !strings.Contains(r.stdout, `no locks or elections beginning with "nothing/"`) {
+		t.Errorf("status --prefix nothing/: exit %d, stdout %q", r.code, r.stdout)
+	}
+	for _, args := range [][]string{{"--limit", "-1"}, {"page/01", "--limit", "3"}, {"page/01", "--prefix", "page/"}} {
+		if r := status(args...); r.code != exitUsage || len(readLines(r.stderr)) != 1 {
+			t.Errorf("status %q: exit %d, stderr %q; want %d and one line", args, r.code, r.stderr, exitUsage)
+		}
+	}
+	// NAME of a free lock: listed, free.
+	if r := status("--json", "page/03"); r.code != 0 || len(parseStatusJSON(t, r.stdout).locks) != 1 {
+		t.Errorf("status --json page/03: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

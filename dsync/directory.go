@@ -1,0 +1,133 @@
+package dsync
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The keys a Client claims are recorded in the store's directory of keys
+// (driver.Store.PutKey), which List reads: the first time this process
+// claims a key, and again after recordAgain, in the background, so that
+// a claim never waits for it. A put that fails is tried again at a later
+// claim of its key.
+
+const (
+	// maxRecorded bounds the keys a Client remembers having recorded; a
+	// key it forgot is recorded again (an insert the store answers with a
+	// duplicate key) at its next claim.
+	maxRecorded = 4096
+	// recordAgain is how long a Client trusts a key it recorded to stay
+	// recorded: an operator may empty the directory, and a key claimed
+	// again after this long is recorded again.
+	recordAgain = time.Hour
+	// putTimeout bounds one put.
+	putTimeout = 10 * time.Second
+)
+
+// recorder records keys in the store's directory, one put at a time,
+// from a goroutine that runs while it has keys to put.
+type recorder struct {
+	store  driver.Store
+	mono   func() time.Duration
+	logger *slog.Logger
+	// ctx bounds the puts; close cancels it once its grace has passed.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	recorded map[string]time.Duration // keys put, with the monotonic time of the put's sending
+	pending  []string                 // keys to put, in the order claimed
+	queued   map[string]struct{}      // the keys of pending, and the one being put
+	running  bool                     // the goroutine runs
+	closed   bool
+	done     sync.WaitGroup // the goroutine
+}
+
+func newRecorder(store driver.Store, mono func() time.Duration, logger *slog.Logger) *recorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &recorder{store: store, mono: mono, logger: logger, ctx: ctx, cancel: cancel,
+		recorded: make(map[string]time.Duration), queued: make(map[string]struct{})}
+}
+
+// claimed notes a claim of key, and puts key in the background unless it
+// was put within recordAgain, or is being put. It does no I/O itself.
+func (r *recorder) claimed(key string) {
+	now := r.mono()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if at, ok := r.recorded[key]; ok && now-at < recordAgain {
+		return
+	}
+	if _, ok := r.queued[key]; ok {
+		return
+	}
+	if len(r.pending) >= maxRecorded {
+		return // put at a later claim
+	}
+	r.queued[key] = struct{}{}
+	r.pending = append(r.pending, key)
+	if !r.running {
+		r.running = true
+		r.done.Add(1)
+		go r.run()
+	}
+}
+
+// run puts the pending keys, one at a time, until there are none.
+func (r *recorder) run() {
+	defer r.done.Done()
+	for {
+		r.mu.Lock()
+		if len(r.pending) == 0 || r.ctx.Err() != nil {
+			for _, k := range r.pending {
+				delete(r.queued, k)
+			}
+			r.pending, r.running = nil, false
+			r.mu.Unlock()
+			return
+		}
+		key := r.pending[0]
+		r.pending = r.pending[1:]
+		r.mu.Unlock()
+
+		sent := r.mono()
+		ctx, cancel := context.WithTimeout(r.ctx, putTimeout)
+		err := r.store.PutKey(ctx, key)
+		cancel()
+
+		r.mu.Lock()
+		delete(r.queued, key)
+		if err == nil {
+			if _, ok := r.recorded[key]; !ok && len(r.recorded) >= maxRecorded {
+				for k := range r.recorded { // forget any: it is put again at its next claim
+					delete(r.recorded, k)
+					break
+				}
+			}
+			r.recorded[key] = sent
+		}
+		r.mu.Unlock()
+		if err != nil {
+			r.logger.Debug("dsync: recording a key in the store's directory failed; it is tried again at its next claim", "key", key, "err", err)
+		}
+	}
+}
+
+// close stops taking keys, waits up to grace for the keys pending to be
+// put, then gives up on the rest, and waits for the goroutine.
+func (r *recorder) close(grace time.Duration) {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	t := time.AfterFunc(grace, r.cancel)
+	r.done.Wait()
+	t.Stop()
+	r.cancel()
+}

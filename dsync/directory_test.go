@@ -1,0 +1,295 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// putStore is a memory store that counts the keys put in its directory,
+// can fail the first puts, and can hold each put until released.
+type putStore struct {
+	*memory.Store
+	mu      sync.Mutex
+	puts    []string      // every PutKey call, in order
+	fail    int           // fail this many more puts
+	release chan struct{} // if not nil, a put waits for it to close, or for its context
+}
+
+var errPut = errors.New("put failed")
+
+func (s *putStore) PutKey(ctx context.Context, key string) error {
+	s.mu.Lock()
+	s.puts = append(s.puts, key)
+	release, fail := s.release, s.fail > 0
+	if fail {
+		s.fail--
+	}
+	s.mu.Unlock()
+	if release != nil {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if fail {
+		return errPut
+	}
+	return s.Store.PutKey(ctx, key)
+}
+
+func (s *putStore) putCalls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.puts)
+}
+
+// lockOnce locks key through c and unlocks it.
+func lockOnce(t *testing.T, c dsync.Backend, key string) {
+	t.Helper()
+	m := newMutex(t, c, key, dsync.WithTTL(time.Minute))
+	ctx := context.Background()
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listAll reads a whole listing.
+func listAll(t *testing.T, c *dsync.Client, opts dsync.ListOptions) []dsync.KeyState {
+	t.Helper()
+	var all []dsync.KeyState
+	for ks, err := range c.List(context.Background(), opts) {
+		if err != nil {
+			t.Fatalf("List(%+v): %v", opts, err)
+		}
+		all = append(all, ks)
+	}
+	return all
+}
+
+func keysOf(states []dsync.KeyState) []string {
+	keys := make([]string, len(states))
+	for i, s := range states {
+		keys[i] = s.Key
+	}
+	return keys
+}
+
+// TestListKeysAndQueues: List gives every key claimed through a Client,
+// with its queue (empty once nothing holds or waits), selected by
+// prefix, after and limit, in order of bytes on the memory store; a key
+// that has documents but was never claimed through a Client of this
+// release is listed once it is claimed again.
+func TestListKeysAndQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		a, b := newClient(t, store), newClient(t, store)
+		ctx := context.Background()
+		// A key an older release used: documents, no directory entry.
+		old := driver.Doc{ID: driver.ClaimID("old", 1), Key: "old", Epoch: 1, Kind: driver.KindClaim, Nonce: "n", Session: "s"}
+		if err := store.Insert(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Insert(ctx, driver.Doc{ID: driver.EndID("old", 1, "n"), Key: "old", Epoch: 1, Kind: driver.KindRelease, Nonce: "n", Session: "s", Clear: true}); err != nil {
+			t.Fatal(err)
+		}
+
+		lockOnce(t, a, "b/free")
+		held := newMutex(t, a, "a/held", dsync.WithTTL(time.Minute))
+		held.Lock()
+		waiting := newMutex(t, b, "a/held", dsync.WithTTL(time.Minute))
+		waited := make(chan struct{})
+		go func() {
+			waiting.Lock()
+			close(waited)
+		}()
+		synctest.Wait() // the waiter queued, and the puts are done
+
+		if o, err := a.ListOrder(ctx); err != nil || o != dsync.OrderBytes {
+			t.Errorf("ListOrder = %v, %v; want %v", o, err, dsync.OrderBytes)
+		}
+		all := listAll(t, a, dsync.ListOptions{})
+		if got := keysOf(all); !slices.Equal(got, []string{"a/held", "b/free"}) {
+			t.Fatalf("List() keys = %q, want a/held and b/free (old was never claimed through this release)", got)
+		}
+		if q := all[0].Queue; len(q) != 2 || q[0].Token != held.Token() || q[1].Token != held.Token()+1 {
+			t.Errorf("the queue of a/held = %+v, want its holder (token %d) and the waiter behind it", q, held.Token())
+		}
+		if q := all[1].Queue; len(q) != 0 {
+			t.Errorf("the queue of b/free = %+v, want none: nothing holds or waits", q)
+		}
+		for _, c := range []struct {
+			opts dsync.ListOptions
+			want []string
+		}{
+			{dsync.ListOptions{Prefix: "a/"}, []string{"a/held"}},
+			{dsync.ListOptions{After: "a/held"}, []string{"b/free"}},
+			{dsync.ListOptions{Limit: 1}, []string{"a/held"}},
+			{dsync.ListOptions{Prefix: "c"}, nil},
+		} {
+			if got := keysOf(listAll(t, b, c.opts)); !slices.Equal(got, c.want) {
+				t.Errorf("List(%+v) = %q, want %q", c.opts, got, c.want)
+			}
+		}
+		for key, want := range map[string]bool{"a/held": true, "b/free": true, "old": false, "a": false} {
+			if got, err := b.HasKey(ctx, key); err != nil || got != want {
+				t.Errorf("HasKey(%q) = %v, %v; want %v", key, got, err, want)
+			}
+		}
+		for _, err := range a.List(ctx, dsync.ListOptions{Limit: -1}) {
+			if err == nil {
+				t.Error("List with limit -1: no error")
+			}
+		}
+
+		held.Unlock()
+		<-waited
+		waiting.Unlock()
+		lockOnce(t, b, "old")
+		synctest.Wait()
+		if got := keysOf(listAll(t, a, dsync.ListOptions{})); !slices.Equal(got, []string{"a/held", "b/free", "old"}) {
+			t.Errorf("List() after old was claimed again = %q, want it listed", got)
+		}
+	})
+}
+
+// TestListStopsWhenTheCallerDoes: a listing reads each key's queue when
+// it comes to the key, and stops at the caller's break.
+func TestListStopsWhenTheCallerDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		c := newClient(t, store)
+		for _, k := range []string{"k1", "k2", "k3"} {
+			lockOnce(t, c, k)
+		}
+		synctest.Wait()
+		n := 0
+		for ks, err := range c.List(context.Background(), dsync.ListOptions{}) {
+			if err != nil || ks.Key != "k1" {
+				t.Fatalf("first key %q, %v; want k1", ks.Key, err)
+			}
+			n++
+			break
+		}
+		if n != 1 {
+			t.Errorf("listed %d keys, want 1", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, err := range c.List(ctx, dsync.ListOptions{}) {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("List with an ended context: %v, want context.Canceled", err)
+			}
+		}
+	})
+}
+
+// TestKeyRecordedOffTheLockPath: the first claim of a key puts it in the
+// directory in the background: Lock and Unlock return while the put is
+// still in flight, later claims of the key put nothing, and Close waits
+// for the put.
+func TestKeyRecordedOffTheLockPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		store := &putStore{Store: memory.New(), release: release}
+		c, err := dsync.NewClient(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			lockOnce(t, c, "k") // returns while the first put waits
+		}
+		synctest.Wait()
+		if got := store.putCalls(); !slices.Equal(got, []string{"k"}) {
+			t.Errorf("puts after 5 Lock+Unlock of k, the first put in flight: %q, want one of k", got)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while a put was in flight", err)
+		default:
+		}
+		close(release)
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if got := store.Keys(); !slices.Equal(got, []string{"k"}) {
+			t.Errorf("directory after Close: %q, want k", got)
+		}
+	})
+}
+
+// TestKeyRecordedAgainAfterFailureAndAfterAnHour: a put that failed is
+// tried again at the key's next claim; a key recorded is recorded again
+// at a claim an hour later, so a directory an operator emptied fills up
+// again with the keys in use.
+func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &putStore{Store: memory.New(), fail: 1}
+		c := newClient(t, store)
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		if got := store.Keys(); len(got) != 0 {
+			t.Fatalf("directory after a failed put: %q", got)
+		}
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		if got, keys := store.putCalls(), store.Keys(); !slices.Equal(got, []string{"k", "k"}) || !slices.Equal(keys, []string{"k"}) {
+			t.Errorf("puts %q, directory %q; want the failed put, one more at the next claim, none at the third, and k recorded", got, keys)
+		}
+
+		store.Reset() // an operator empties the collections
+		time.Sleep(59 * time.Minute)
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		if got := store.Keys(); len(got) != 0 {
+			t.Errorf("directory 59 minutes after the put, emptied: %q; want it still empty (the key is trusted to be there)", got)
+		}
+		time.Sleep(2 * time.Minute)
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		if got := store.Keys(); !slices.Equal(got, []string{"k"}) {
+			t.Errorf("directory after a claim over an hour after the put: %q, want k recorded again", got)
+		}
+	})
+}
+
+// TestCloseGivesUpOnAPutThatHangs: Close waits for a put in flight at
+// most DefaultReleaseTimeout, then cancels it.
+func TestCloseGivesUpOnAPutThatHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &putStore{Store: memory.New(), release: make(chan struct{})}
+		c, err := dsync.NewClient(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lockOnce(t, c, "k")
+		lockOnce(t, c, "j") // queued behind k's put
+		start := time.Now()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != dsync.DefaultReleaseTimeout {
+			t.Errorf("Close took %v with a put that never returns, want %v", took, dsync.DefaultReleaseTimeout)
+		}
+		if got := store.putCalls(); !slices.Equal(got, []string{"k"}) {
+			t.Errorf("puts %q; want k's only: j's is given up with it", got)
+		}
+	})
+}

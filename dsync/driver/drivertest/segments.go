@@ -1,0 +1,149 @@
+package drivertest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// gateDoc returns key's gate of bucket b, naming segment seg.
+func gateDoc(key string, seg uint64, b int64, sent time.Time) driver.Doc {
+	return driver.Doc{ID: driver.GateID(key, b), Key: key, Kind: driver.KindGate, Seg: seg, Bucket: b, Sent: sent}
+}
+
+// testSegmentDocs: gates and the protocol document keep every field.
+func (s *suite) testSegmentDocs(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	g := gateDoc("k", 1<<50, 5893418, sent)
+	p := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: 5 * time.Minute, Sent: sent}
+	insert(t, ctx, st, g, p)
+	checkStored(t, ctx, st, g)
+	checkStored(t, ctx, st, p)
+}
+
+// testFloorOfSegment: a floor of one segment is not another's.
+func (s *suite) testFloorOfSegment(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 1<<40 + 16, Nonce: "hi", Seg: 1 << 40}, sent); err != nil {
+		t.Fatal(err)
+	}
+	raise(t, ctx, st, "k", 8, sent)
+	checkFloor(t, ctx, st, "k", 0, 8)
+	f, found, err := st.Floor(ctx, "k", 1<<40, 0)
+	if err != nil || !found || f.Epoch != 1<<40+16 || f.Seg != 1<<40 {
+		t.Errorf("Floor(k, seg 2^40) = %+v, %v, %v; want the floor 2^40+16 of that segment", f, found, err)
+	}
+	if _, found, err := st.Floor(ctx, "k", 7, 0); err != nil || found {
+		t.Errorf("Floor(k, seg 7) = found %v, %v; want none", found, err)
+	}
+}
+
+// testPruneKeeps: Prune deletes below, but never the epoch it keeps (the
+// segment's first), nor another key's documents.
+func (s *suite) testPruneKeeps(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	const seg = 100
+	var docs []driver.Doc
+	for e := uint64(98); e <= 104; e++ {
+		c := claim("k", e, "n", sent)
+		c.Seg = seg
+		docs = append(docs, c, shadow(c))
+	}
+	other := claim("k2", 101, "n", sent)
+	docs = append(docs, other)
+	insert(t, ctx, st, docs...)
+	if err := st.Prune(ctx, "k", seg, 103, sent.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		want := d.Key != "k" || d.Epoch == seg || d.Epoch >= 103
+		if _, found := get(t, ctx, st, d.ID); found != want {
+			t.Errorf("after Prune(k, keep %d, below 103): %s exists %v, want %v", seg, d.ID, found, want)
+		}
+	}
+}
+
+// testRecentKeys: the keys that have a gate of a bucket from the one given
+// on, each once.
+func (s *suite) testRecentKeys(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	insert(t, ctx, st,
+		gateDoc("idle", 1, 10, sent), claim("idle", 1, "n", sent),
+		gateDoc("busy", 1, 20, sent), gateDoc("busy", 1, 21, sent),
+		gateDoc("busy2", 1, 25, sent),
+	)
+	keys, err := st.RecentKeys(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"busy", "busy2"}; !slices.Equal(keys, want) {
+		t.Errorf("RecentKeys(20) = %q, want %q", keys, want)
+	}
+}
+
+// testCompact: every document sent before the time given goes (claims,
+// shadows, markers, floors, gates), but those of the keys kept, the
+// protocol document and the done records whose expiry is absent or not
+// yet before that time; later documents stay.
+func (s *suite) testCompact(t *testing.T) {
+	st, ctx := s.store(t)
+	t0 := now(st)
+	old := t0.Add(-time.Hour)
+	c := claim("k", 1, "n", old)
+	gone := []driver.Doc{c, shadow(c), end(c, driver.KindRelease, old), gateDoc("k", 1, 3, old)}
+	late := claim("k", 2, "n", t0)
+	kept := claim("k2", 1, "n", old)
+	proto := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: time.Minute, Sent: old}
+	done := func(key string, exp time.Time) driver.Doc {
+		return driver.Doc{ID: driver.DoneID(key), Key: key, Kind: driver.KindDone, Nonce: "d-" + key, Sent: old, Token: 7, Exp: exp}
+	}
+	forever, notYet := done("k", time.Time{}), done("k3", t0)
+	gone = append(gone, done("k4", old.Add(time.Minute)))
+	insert(t, ctx, st, append(gone, late, kept, proto, forever, notYet)...)
+	raise(t, ctx, st, "k", 1, old)
+	n, err := st.Compact(ctx, t0.Add(-time.Minute), []string{"k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(len(gone))+1 { // and the floor
+		t.Errorf("Compact deleted %d documents, want %d", n, len(gone)+1)
+	}
+	for _, d := range gone {
+		if _, found := get(t, ctx, st, d.ID); found {
+			t.Errorf("after Compact: %s (%s) is still there", d.ID, d.Kind)
+		}
+	}
+	for _, d := range []driver.Doc{late, kept, proto, forever, notYet} {
+		if _, found := get(t, ctx, st, d.ID); !found {
+			t.Errorf("after Compact: %s is gone", d.ID)
+		}
+	}
+	checkFloor(t, ctx, st, "k", 0, 0)
+}
+
+// testDropGates: the gates of buckets below the one given go, of every
+// key; later gates and other documents stay.
+func (s *suite) testDropGates(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	low, high := gateDoc("a", 1, 9, sent), gateDoc("a", 1, 10, sent)
+	low2 := gateDoc("b", 1, 2, sent)
+	c := claim("a", 1, "n", sent)
+	insert(t, ctx, st, low, high, low2, c)
+	if err := st.DropGates(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []driver.Doc{low, high, low2, c} {
+		want := d.ID == high.ID || d.ID == c.ID
+		if _, found := get(t, ctx, st, d.ID); found != want {
+			t.Errorf("after DropGates(10): %s exists %v, want %v", d.ID, found, want)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package dsyncmongo
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The sweeper's reads and deletes (driver.Store RecentKeys, Compact,
+// DropGates). Each is one command over the lock collection: on MongoDB a
+// scan of the documents it selects, on FerretDB a decode of every
+// document of the collection. Only the sweeper sends them, once per
+// bucket of time, and the collection holds only the documents of keys
+// used within the idle age, so their cost follows the keys in use, not
+// the keys ever used.
+
+// RecentKeys implements driver.Store: the keys of the gates of buckets
+// from on (a find that returns only keys).
+func (s *lockStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+	keys, err := s.keysOf(ctx, bson.D{
+		{Key: "kind", Value: driver.KindGate},
+		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(keys)), nil
+}
+
+// keysOf returns the keys of the documents filter selects.
+func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
+	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "key", Value: 1}, {Key: "_id", Value: 0}}))
+	if err != nil {
+		s.noteFailure(err)
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	keys := make(map[string]bool)
+	for cur.Next(ctx) {
+		var d struct {
+			Key string `bson:"key"`
+		}
+		if err := cur.Decode(&d); err != nil {
+			return nil, err
+		}
+		keys[d.Key] = true
+	}
+	if err := cur.Err(); err != nil {
+		s.noteFailure(err)
+		return nil, err
+	}
+	return keys, nil
+}
+
+// Compact implements driver.Store: one deleteMany, whose filter names the
+// keys kept (those in use: few), so that FerretDB decodes the collection
+// once however many keys go.
+func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	if keep == nil {
+		keep = []string{}
+	}
+	var n int64
+	err := s.write(ctx, "compact", func(ctx context.Context) error {
+		r, err := s.coll.DeleteMany(ctx, bson.D{
+			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
+			{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
+			{Key: "key", Value: bson.D{{Key: "$nin", Value: keep}}},
+			// A done record goes only once its expiry passed too (none:
+			// it stays).
+			{Key: "$or", Value: bson.A{
+				bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
+				bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}}},
+			}},
+		})
+		if r != nil {
+			n = r.DeletedCount
+		}
+		return err
+	})
+	return n, err
+}
+
+// DropGates implements driver.Store: one deleteMany.
+func (s *lockStore) DropGates(ctx context.Context, below int64) error {
+	return s.write(ctx, "drop gates", func(ctx context.Context) error {
+		_, err := s.coll.DeleteMany(ctx, bson.D{
+			{Key: "kind", Value: driver.KindGate},
+			{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
+		})
+		return err
+	})
+}

@@ -1,0 +1,149 @@
+package dsync
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Compaction of idle keys. A key nobody has held for the idle age leaves
+// no document in the store: its next Lock starts its queue again, with
+// tokens above every one it had (see internal/chain). A Client given an
+// idle age (ClientWithIdleAge; dsyncmongo.Backend has one by default)
+// sweeps now and then, under a lock of its own so that one process sweeps
+// at a time (two sweeping at once is harmless, only wasted work).
+
+// DefaultIdleAge is how long a key must have been idle before the
+// sweeps of a dsyncmongo.Backend compact it.
+const DefaultIdleAge = 30 * time.Minute
+
+// Compact deletes the documents of the keys nobody has held or waited for
+// during at least idle (at least four bucket spans), and returns how many
+// documents it deleted. A compacted key's next Lock starts afresh, with a
+// token above every token the key had. Safe to call from many processes
+// at once; a Client with an idle age calls it in the background.
+func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error) {
+	if err := c.prepare(ctx); err != nil {
+		return 0, err
+	}
+	n, err := c.eng.Sweep(ctx, idle)
+	if err != nil {
+		return n, fmt.Errorf("dsync: compact: %w", err)
+	}
+	return n, nil
+}
+
+// sweepKey is the lock the sweeping Client holds, in dsync's namespace.
+const sweepKey = "sweep"
+
+// sweeper runs a Client's sweeps.
+type sweeper struct {
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+// startSweeper starts the sweeps, unless the Client was told not to
+// sweep; the Client waits for them on Close.
+func (c *Client) startSweeper() {
+	if c.cfg.idleAge <= 0 {
+		return
+	}
+	c.sweep.mu.Lock()
+	defer c.sweep.mu.Unlock()
+	if c.sweep.stopped || c.sweep.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.sweep.cancel = cancel
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		c.sweepLoop(ctx)
+	}()
+}
+
+func (s *sweeper) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// sweepLoop sweeps about once per bucket span, at a random phase so that
+// processes started together do not all try at once.
+func (c *Client) sweepLoop(ctx context.Context) {
+	span := c.eng.Span()
+	for {
+		wait := span/2 + time.Duration(rand.Int64N(int64(span)))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c.sweepOnce(ctx)
+	}
+}
+
+// sweepOnce compacts the idle keys if this Client gets the sweep lock.
+func (c *Client) sweepOnce(ctx context.Context) {
+	// Its failures are the sweep's, which are only ever retried at the
+	// next sweep: reported at Debug, not to the application.
+	m, err := NewMutex(c, sweepKey, WithNamespace(sweepKey), WithErrorHandler(func(err error) {
+		c.cfg.logger.Debug("dsync: sweep lock", "err", err)
+	}))
+	if err != nil {
+		return
+	}
+	if !m.TryLock() {
+		return
+	}
+	defer m.Unlock()
+	// An idle age below four spans (the store's span may be longer than
+	// this process was told) is raised to that.
+	n, err := c.Compact(ctx, max(c.cfg.idleAge, c.eng.MinIdle()))
+	if err != nil {
+		c.cfg.logger.Debug("dsync: sweep", "err", err)
+		return
+	}
+	if n > 0 {
+		c.cfg.logger.Debug("dsync: compacted idle keys", "documents", n)
+	}
+}
+
+// ClientWithIdleAge makes this Client sweep in the background, about once
+// per bucket span: it compacts the keys idle (nobody holding or waiting
+// for them) for at least d (Compact). It must be at least four bucket
+// spans (ClientWithBucketSpan). Default: 0, no sweeping (a
+// dsyncmongo.Backend sets DefaultIdleAge).
+func ClientWithIdleAge(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 0 {
+			return fmt.Errorf("dsync: idle age must not be negative, got %v", d)
+		}
+		c.idleAge = d
+		return nil
+	}
+}
+
+// ClientWithBucketSpan sets the store's bucket span: every process on a
+// store must use the same, which the first process records in the store.
+// Default: the store's, or 5 minutes for a new store. A hold's TTL must
+// be at most the span. Shorter spans cost each holder a gate insert per
+// span and key held, and allow shorter idle ages (ClientWithIdleAge); the
+// default suits every TTL up to 5 minutes.
+func ClientWithBucketSpan(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 4*c.chain.Margin {
+			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.chain.Margin)
+		}
+		c.chain.Span, c.spanSet = d, true
+		return nil
+	}
+}

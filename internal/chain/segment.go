@@ -1,0 +1,337 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A key's queue is a series of segments. A segment starts when a process
+// finds no live one: its first claim's epoch, the segment's base, is
+// derived from the store's time (base), so that it lies above every epoch
+// of every earlier segment, and the store can forget a key entirely
+// (Sweep) without a later hold ever reusing a token.
+//
+// Which segment is live is decided by gates: one document per key and
+// bucket of store time (driver.GateID), naming a segment. A gate's ID is
+// exclusive, so at most one segment owns a bucket. A start inserts the
+// gates of every bucket from the one before the earliest possible store
+// time to the one after the latest, then its first claim, in one ordered
+// insert: it succeeds only if no other segment owns any of those buckets.
+// A process relies on a segment (inserts into it, holds in it) only while
+// it knows a gate of that segment for a bucket b with the latest possible
+// store time before end(b+1) − Margin: it is covered. Processes with live
+// claims in a segment insert the gates of the next buckets as time goes
+// on (Refresh), so a segment in use stays covered; one that nobody
+// covers any more is over, and the next claim starts a new one above it.
+// (See the package documentation for why two segments are never relied
+// on at once, and why tokens still only grow.)
+
+// errLapsed reports that a claim's segment is no longer covered, or is
+// over: the claim was withdrawn, and its owner claims again (a new claim
+// joins or starts the live segment).
+var errLapsed = errors.New("chain: the key's segment lapsed")
+
+// IsLapsed reports whether err says a claim was given up because its
+// segment lapsed: claiming again is the remedy, and nothing was lost.
+func IsLapsed(err error) bool { return errors.Is(err, errLapsed) }
+
+// bucket returns the bucket of store time t.
+func (e *Engine) bucket(t time.Time) int64 {
+	return floorDiv(t.UnixNano(), int64(e.span()))
+}
+
+// bucketEnd returns the start of the bucket after b.
+func (e *Engine) bucketEnd(b int64) time.Time {
+	return time.Unix(0, (b+1)*int64(e.span()))
+}
+
+// base returns the first epoch of a segment that starts at store time t
+// (at the earliest): Rate epochs per Quantum of store time since 1970.
+func (e *Engine) base(t time.Time) uint64 {
+	q := floorDiv(t.UnixNano(), int64(e.cfg.Quantum))
+	if q < 1 {
+		q = 1
+	}
+	return uint64(q) * e.cfg.Rate
+}
+
+// ceiling is the bound every epoch inserted at a latest possible store
+// time L stays below: base(L + Margin). A segment started later than any
+// process relied on this one begins at or above it (Margin ≥ Quantum).
+func (e *Engine) ceiling(latest time.Time) uint64 {
+	return e.base(latest.Add(e.cfg.Margin))
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// covered reports whether ks relies on a segment whose coverage lasts
+// past the latest possible store time now.
+func (e *Engine) covered(ks keyState, latest time.Time) bool {
+	if e.has(BugNoCoverage) {
+		return ks.seg != 0
+	}
+	return ks.seg != 0 && latest.Before(e.coverEnd(ks))
+}
+
+// coverEnd is when ks's coverage ends, in store time.
+func (e *Engine) coverEnd(ks keyState) time.Time {
+	if ks.seg == 0 {
+		return time.Time{}
+	}
+	return e.bucketEnd(ks.cover + 1).Add(-e.cfg.Margin)
+}
+
+// learnCover records that the gate of key's bucket b names seg. Knowledge
+// of another segment is dropped: it belonged to a segment that is over.
+func (e *Engine) learnCover(key string, seg uint64, b int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.state(key)
+	if ks.seg != seg {
+		*ks = keyState{seg: seg, cover: b}
+		return
+	}
+	ks.cover = max(ks.cover, b)
+}
+
+// dropCover forgets key's segment (and with it all that is known of the
+// key): the next claim finds the live segment again.
+func (e *Engine) dropCover(key string, seg uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ks := e.keys[key]; ks != nil && (seg == 0 || ks.seg == seg) {
+		*ks = keyState{}
+	}
+}
+
+// gate returns the gate of key's bucket b naming seg, sent at sent.
+func gate(key string, seg uint64, b int64, sent time.Time) Doc {
+	return Doc{ID: GateID(key, b), Key: key, Kind: KindGate, Seg: seg, Bucket: b, Sent: sent}
+}
+
+// enter makes q's key covered: it starts a segment, in which case c is
+// its first claim and holds at once, or it learns the live segment and
+// returns c nil (q then claims in it). done reports that Claim returns
+// (c, err).
+func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
+	e := q.e
+	now := e.clock.ServerNow()
+	seg := e.base(now.Earliest)
+	if e.has(BugCompactResetsTokens) {
+		seg = 1 << 20
+		for {
+			d, found, gerr := e.store.Get(ctx, ClaimID(q.key, seg))
+			if gerr != nil || !found || d.Kind != KindClaim {
+				break
+			}
+			seg++
+		}
+	}
+	lo, hi := e.bucket(now.Earliest)-1, e.bucket(now.Latest)+1
+	if e.has(BugStartSkipsPrevBucket) {
+		lo++
+	}
+	// Lowest bucket first, so that a start that meets a gate leaves its
+	// own gates only below it: such a gate gives nobody coverage (see the
+	// package documentation).
+	var docs []Doc
+	for b := lo; b <= hi; b++ {
+		docs = append(docs, gate(q.key, seg, b, now.Latest))
+	}
+	c = q.newClaim(seg, seg)
+	d := q.claimDoc(c, now.Latest)
+	docs = append(docs, d, shadowOf(d))
+	gates := len(docs) - 2
+	dup, err := e.store.InsertOrdered(ctx, docs)
+	switch {
+	case err != nil:
+		// Gates and the claim may have landed: the claim is withdrawn, and
+		// this process relies on none of them (the next claim starts or
+		// joins again).
+		e.abandon(ctx, c)
+		e.dropCover(q.key, 0)
+		return nil, true, err
+	case dup == -1:
+		e.learnCover(q.key, seg, hi)
+		e.learnNewest(q.key, seg)
+		// The first claim of a segment: nothing is below it.
+		c.clear, c.strong, c.Below = true, true, true
+		e.confirmHead(c)
+		return c, true, nil
+	case dup == gates:
+		// Every gate landed, and the first claim exists: this segment's
+		// (an earlier start of this process, of unknown outcome).
+		e.learnCover(q.key, seg, hi)
+		e.learnNewest(q.key, seg)
+		q.join(seg)
+		q.base, q.known = seg, true
+		return nil, false, nil
+	case dup > gates:
+		return nil, true, fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
+	}
+	// A gate of bucket lo+dup exists: the buckets from there up are owned.
+	// The live segment is the one of the highest gate that still gives
+	// coverage.
+	q.seg = 0
+	for b := hi; b >= lo+int64(dup); b-- {
+		g, found, err := e.store.Get(ctx, GateID(q.key, b))
+		if err != nil {
+			return nil, true, err
+		}
+		if !found || g.Kind != KindGate || g.Seg == 0 {
+			continue
+		}
+		if !e.clock.ServerNow().Latest.Before(e.bucketEnd(b + 1).Add(-e.cfg.Margin)) {
+			// Its coverage is over, but its bucket is still too recent to
+			// start in: try again once the store's time moves on.
+			return nil, false, nil
+		}
+		e.learnCover(q.key, g.Seg, b)
+		q.join(g.Seg)
+		return nil, false, nil
+	}
+	return nil, false, nil // gone since (dropped): try again
+}
+
+// join makes q claim in segment seg, knowing nothing of it yet.
+func (q *claimRun) join(seg uint64) {
+	q.seg, q.base, q.known, q.tip = seg, 0, false, Doc{}
+}
+
+// Refresh inserts, for each of keys, the gates of the buckets up to the
+// one after the latest possible store time, so that its segment stays
+// covered. keys are those of the holds whose validity has not ended: only
+// holders refresh. A claim that comes to hold makes sure of its coverage
+// then (ensureCover), and a process whose holds are over never extends a
+// segment it may know only from a store since emptied. A key whose
+// segment turns out to be over (a gate names another) is forgotten. It
+// returns the keys whose segment lapsed or is over: their holds are lost.
+func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, err error) {
+	keys = slices.Clone(keys)
+	slices.Sort(keys) // one request at a time, in an order that replays
+	keys = slices.Compact(keys)
+	for _, key := range keys {
+		ok, rerr := e.refreshKey(ctx, key)
+		if rerr != nil {
+			err = rerr
+			continue
+		}
+		if !ok {
+			lapsed = append(lapsed, key)
+		}
+	}
+	return lapsed, err
+}
+
+// refreshKey extends key's coverage to the bucket after the latest
+// possible store time, and reports whether the key is still covered.
+func (e *Engine) refreshKey(ctx context.Context, key string) (bool, error) {
+	ks := e.snapshot(key)
+	now := e.clock.ServerNow()
+	if !e.covered(ks, now.Latest) {
+		e.dropCover(key, ks.seg)
+		return false, nil
+	}
+	want := e.bucket(now.Latest) + 1
+	for b := ks.cover + 1; b <= want; b++ {
+		err := e.store.Insert(ctx, gate(key, ks.seg, b, now.Latest))
+		if errors.Is(err, ErrExists) {
+			g, found, gerr := e.store.Get(ctx, GateID(key, b))
+			if gerr != nil {
+				return true, gerr
+			}
+			if !found || g.Seg != ks.seg {
+				// Another segment owns the bucket: this one is over (or
+				// its gate was dropped, which happens only to buckets
+				// long past: this process lost track of time).
+				e.dropCover(key, ks.seg)
+				return false, nil
+			}
+		} else if err != nil {
+			// Unknown outcome: no coverage from it (it may land late).
+			return true, err
+		}
+		e.learnCover(key, ks.seg, b)
+	}
+	return true, nil
+}
+
+// ensureCover checks, before c holds, that its segment is covered now
+// (refreshing it if its coverage is near its end). A claim whose segment
+// lapsed is withdrawn, and errLapsed returned: a process that lost
+// coverage never relies on that segment again.
+func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
+	ks := e.snapshot(c.Key)
+	now := e.clock.ServerNow()
+	if ks.seg != c.Seg || !e.covered(ks, now.Latest) {
+		e.abandon(context.WithoutCancel(ctx), c)
+		if ks.seg == c.Seg {
+			e.dropCover(c.Key, c.Seg)
+		}
+		return fmt.Errorf("%w: %q", errLapsed, c.Key)
+	}
+	if e.bucket(now.Latest)+1 > ks.cover {
+		if ok, err := e.refreshKey(ctx, c.Key); err != nil || !ok {
+			if err == nil {
+				e.abandon(context.WithoutCancel(ctx), c)
+				err = fmt.Errorf("%w: %q", errLapsed, c.Key)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// proveGate reads the gate that covers c's segment: it must name it. A
+// claim that holds with nothing below it in its segment relies on that
+// gate being in the store now, not only once.
+func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
+	ks := e.snapshot(c.Key)
+	if ks.seg == c.Seg {
+		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
+		if err != nil {
+			return err
+		}
+		if found && g.Kind == KindGate && g.Seg == c.Seg {
+			return nil
+		}
+		e.dropCover(c.Key, c.Seg)
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: no gate names segment %d", errLapsed, c.Key, c.Seg)
+}
+
+// CoverEnd returns when this engine's coverage of key's segment ends, in
+// store time (zero if it has none): a hold of key must end before it.
+func (e *Engine) CoverEnd(key string) time.Time {
+	return e.coverEnd(e.snapshot(key))
+}
+
+// noteLive records that c holds (on) or has ended (off): Refresh covers
+// the keys held.
+func (e *Engine) noteLive(c *Claim, on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.live[c.Key]
+	if on {
+		if m == nil {
+			m = make(map[string]struct{})
+			e.live[c.Key] = m
+		}
+		m[c.Nonce] = struct{}{}
+		return
+	}
+	delete(m, c.Nonce)
+	if len(m) == 0 {
+		delete(e.live, c.Key)
+	}
+}

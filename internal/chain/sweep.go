@@ -1,0 +1,88 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Compaction. A key whose segments nobody has covered for the idle age
+// leaves nothing in the store: Sweep deletes its documents, and the next
+// claim of the key starts a segment whose base, taken from the store's
+// time, lies above every token the key ever had. Old gates of keys still
+// in use are deleted too. One process at a time sweeps (dsync runs it
+// under a lock of its own); a sweep that runs twice, or whose deletes land
+// late, deletes only what a later one would.
+//
+// Why it is safe: a key is swept only if it has no gate of a bucket from
+// the one of (now − idle age) on (those with one are kept: RecentKeys),
+// and only its documents sent before (now − idle age) go. A process relies on a segment only while a gate
+// covers the store's time, so no segment of the key was relied on for
+// about idle − 2 × Span before the sweep; a start that lands late with
+// old gates gave its sender coverage that had ended by then. A segment
+// that starts after the sweep read the store sends its documents after
+// it, and they stay.
+
+// MinIdle is the shortest idle age Sweep accepts: four buckets.
+func (e *Engine) MinIdle() time.Duration { return 4 * e.span() }
+
+// Sweep compacts the keys idle for at least idle, and deletes gates of
+// buckets long past. It returns how many documents it deleted.
+func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
+	if idle < e.MinIdle() {
+		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, e.MinIdle(), e.span())
+	}
+	now := e.clock.ServerNow()
+	before := now.Earliest.Add(-idle)
+	keep, err := e.store.RecentKeys(ctx, e.bucket(before))
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.store.Compact(ctx, before, keep)
+	if err != nil {
+		return n, err
+	}
+	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3)
+}
+
+// ErrSpan reports that the store's processes do not agree on the bucket
+// span: exclusion between segments needs one.
+var ErrSpan = errors.New("chain: the store's bucket span differs")
+
+// Agree records this engine's bucket span as the store's, or adopts the
+// store's: only an engine configured with Fixed refuses another span
+// (ErrSpan). It must succeed before the engine claims.
+func (e *Engine) Agree(ctx context.Context, fixed bool) error {
+	span := e.span()
+	d := Doc{ID: ProtocolID, Kind: KindProtocol, Span: span, Sent: e.clock.ServerNow().Latest}
+	err := e.store.Insert(ctx, d)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	got, found, err := e.store.Get(ctx, ProtocolID)
+	switch {
+	case err != nil:
+		return err
+	case !found || got.Kind != KindProtocol || got.Span <= 0:
+		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
+	case got.Span == span:
+		return nil
+	case fixed:
+		return fmt.Errorf("%w: the store uses %v, this process %v", ErrSpan, got.Span, span)
+	case got.Span < 4*e.cfg.Margin:
+		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+	}
+	e.spanNs.Store(int64(got.Span))
+	return nil
+}
+
+// Span is the bucket span in force: Config.Span, or the store's once
+// Agree has run.
+func (e *Engine) Span() time.Duration { return e.span() }
+
+// span is the bucket length in force.
+func (e *Engine) span() time.Duration { return time.Duration(e.spanNs.Load()) }
