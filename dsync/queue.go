@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // What a Client reads for people: the keys of its store (its directory,
@@ -32,11 +33,15 @@ type ClaimInfo struct {
 	Mode   driver.Mode
 	Weight int64
 	Limit  int64
+	// Holds: the claim holds by the grant rule, given the live claims
+	// before it (readers share, weighted claims up to their limit), or
+	// is about to; the others wait.
+	Holds bool
 }
 
 // Queue returns the claims of key that have not ended, in the order they
-// hold: the first holds, or is about to (it may not know yet, and may
-// still withdraw); the others wait. It returns none when nothing holds or
+// hold: those marked Holds hold, or are about to (they may not know yet,
+// and may still withdraw), the first always; the others wait. It returns none when nothing holds or
 // waits for key.
 func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.checkKey(key); err != nil {
@@ -50,9 +55,10 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 		return nil, err
 	}
 	q := make([]ClaimInfo, len(docs))
+	holds := chain.Holding(docs)
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit, Holds: holds[i]}
 		if s, found, err := c.store.GetSession(ctx, d.Session); err != nil {
 			return nil, err
 		} else if found && s.ExpiresAt.After(q[i].ExpiresAt) {

@@ -3,6 +3,7 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,19 @@ func TestRWMutexFIFO(t *testing.T) {
 		}
 		if returned(r3Done) {
 			t.Fatal("a reader queued behind a waiting writer passed it")
+		}
+		// What dsync status shows: the two readers hold, the writer and
+		// the reader behind it wait.
+		q, err := newClient(t, store).Queue(context.Background(), "dsync:rw/k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var holds []bool
+		for _, c := range q {
+			holds = append(holds, c.Holds)
+		}
+		if want := []bool{true, true, false, false}; !slices.Equal(holds, want) {
+			t.Fatalf("Queue's Holds = %v, want %v", holds, want)
 		}
 		r1.RUnlock()
 		synctest.Wait()

@@ -316,8 +316,8 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string, n i
 }
 
 // describeUnits says how the units of the semaphore name are held, for a
-// message: "3/3 units held (first by HOST, pid N, token T)". The claims at
-// the head of the queue that fit the head's limit hold (or are about to).
+// message: "3/3 units held (first by HOST, pid N, token T)". The claims of
+// the queue that hold by the grant rule (or are about to) count.
 func describeUnits(ctx context.Context, b *dsyncmongo.Backend, name string) string {
 	q, err := b.Client().Queue(ctx, "dsync:sem/"+name)
 	switch {
@@ -328,10 +328,9 @@ func describeUnits(ctx context.Context, b *dsyncmongo.Backend, name string) stri
 	}
 	limit, held := q[0].Limit, int64(0)
 	for _, c := range q {
-		if c.Limit != limit || held+c.Weight > limit {
-			break
+		if c.Holds {
+			held += c.Weight
 		}
-		held += c.Weight
 	}
 	return fmt.Sprintf("%d/%d units held (first by %s, pid %d, token %d)", held, limit, q[0].Host, q[0].PID, q[0].Token)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -22,7 +23,9 @@ const statusUsage = `Usage: dsync status [NAME] [flags]
 Lists the locks and the elections, with the elections' members, judged in
 the server's time, as they are read (a long list streams):
 
-  STATE      held (a live claim heads the lock's queue); free (no claim
+  STATE      held (a live claim heads the lock's queue); read (readers of
+             an RWMutex hold it, one line each); U/N (a Semaphore of N
+             units, U of them held, one line per holder); free (no claim
              holds or waits: every one was released, withdrawn, or ended
              with its holder's session)
   TOKEN      the fencing token of the holder (an election's TERM); "-"
@@ -34,7 +37,7 @@ the server's time, as they are read (a long list streams):
   HELD FOR   since the holder queued for the lock: for a holder that
              waited behind others, its wait is counted too
   EXPIRES IN when the holder's session expires unless renewed
-  WAITING    live claims queued behind the holder: Lock calls waiting
+  WAITING    live claims queued behind the holders: Lock calls waiting
   LAST SEEN  a candidate's last heartbeat
 
 A lock or an election is listed from its first use by this release of
@@ -215,19 +218,38 @@ type statusSummary struct {
 // its queue as dsync.Client.List reads it.
 type lockState struct {
 	key string
-	// holder is the head of the queue: the claim that holds, or is
-	// about to; nil when nothing holds or waits.
-	holder *dsync.ClaimInfo
-	// waiting counts the claims queued behind the holder.
+	// holders are the claims that hold, or are about to, in queue
+	// order: one, or several readers (an RWMutex's) or units (a
+	// Semaphore's); none when nothing holds or waits.
+	holders []*dsync.ClaimInfo
+	// waiting counts the claims queued behind the holders.
 	waiting int
 	now     time.Time // server time when read
 }
 
+// state is what the STATE column shows: held (by a Mutex, a writer or a
+// Once's run), read (by readers), units held/limit (a Semaphore's), or
+// free.
 func (l lockState) state() string {
-	if l.holder != nil {
-		return "held"
+	if len(l.holders) == 0 {
+		return "free"
 	}
-	return "free"
+	switch h := l.holders[0]; h.Mode {
+	case driver.Shared:
+		return "read"
+	case driver.Weighted:
+		return fmt.Sprintf("%d/%d", l.units(), h.Limit)
+	}
+	return "held"
+}
+
+// units is the weight the holders hold (a Semaphore's units).
+func (l lockState) units() int64 {
+	var n int64
+	for _, h := range l.holders {
+		n += h.Weight
+	}
+	return n
 }
 
 // An election is what status shows of one election.

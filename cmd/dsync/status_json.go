@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // The JSON of dsync status --json: one object per line (NDJSON), one per
@@ -18,15 +19,25 @@ type (
 	jsonLock struct {
 		Kind  string `json:"kind"`  // "lock"
 		Name  string `json:"name"`  // the key as stored
-		State string `json:"state"` // held, free
-		Token uint64 `json:"token"` // the holder's; 0 when free
-		// Holder is who holds it; null when free.
-		Holder *jsonHolder `json:"holder"`
-		// Waiting counts the live claims queued behind the holder (0
+		State string `json:"state"` // held, read, U/N (a Semaphore's units held and limit), free
+		// Mode: "exclusive" (a Mutex, a writer, a Once), "shared"
+		// (readers) or "weighted" (a Semaphore); "" when free.
+		Mode  string `json:"mode,omitempty"`
+		Token uint64 `json:"token"` // the first holder's; 0 when free
+		// Holder is the first holder; null when free. Holders are all of
+		// them (readers, a Semaphore's holders), in queue order.
+		Holder  *jsonHolder   `json:"holder"`
+		Holders []*jsonHolder `json:"holders,omitempty"`
+		// Units and Limit: a Semaphore's units held, and its limit.
+		Units int64 `json:"units,omitempty"`
+		Limit int64 `json:"limit,omitempty"`
+		// Waiting counts the live claims queued behind the holders (0
 		// when free).
 		Waiting int `json:"waiting"`
 	}
 	jsonHolder struct {
+		Token      uint64 `json:"token"`
+		Weight     int64  `json:"weight,omitempty"` // a Semaphore holder's units
 		Host       string `json:"host"`
 		PID        int    `json:"pid"`                  // the process holding the lease
 		CommandPID int    `json:"commandPid,omitempty"` // the command it runs, when known
@@ -86,14 +97,21 @@ func newJSONSink(w io.Writer) *jsonSink { return &jsonSink{enc: json.NewEncoder(
 
 func (s *jsonSink) holder(c *dsync.ClaimInfo, now time.Time) *jsonHolder {
 	cmd, _ := s.cmds.of(c.Host, c.PID)
-	return &jsonHolder{Host: c.Host, PID: c.PID, CommandPID: cmd, AcquiredAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
+	return &jsonHolder{Token: c.Token, Weight: c.Weight, Host: c.Host, PID: c.PID, CommandPID: cmd, AcquiredAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
 		HeldForMS: ms(max(now.Sub(c.QueuedAt), 0)), ExpiresInMS: ms(max(c.ExpiresAt.Sub(now), 0))}
 }
 
 func (s *jsonSink) lock(ls lockState) error {
 	l := jsonLock{Kind: "lock", Name: ls.key, State: ls.state(), Waiting: ls.waiting}
-	if ls.holder != nil {
-		l.Token, l.Holder = ls.holder.Token, s.holder(ls.holder, ls.now)
+	for _, h := range ls.holders {
+		l.Holders = append(l.Holders, s.holder(h, ls.now))
+	}
+	if len(ls.holders) > 0 {
+		first := ls.holders[0]
+		l.Mode, l.Token, l.Holder = first.Mode.String(), first.Token, l.Holders[0]
+		if first.Mode == driver.Weighted {
+			l.Units, l.Limit = ls.units(), first.Limit
+		}
 	}
 	return s.enc.Encode(l)
 }

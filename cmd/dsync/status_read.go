@@ -135,8 +135,12 @@ func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo)
 	// Every other key is a lock's, namespaced ones ("dsync:...")
 	// included: they are shown as stored.
 	l := lockState{key: key, now: r.now()}
-	if len(q) > 0 {
-		l.holder, l.waiting = &q[0], len(q)-1
+	for i := range q {
+		if q[i].Holds {
+			l.holders = append(l.holders, &q[i])
+		} else {
+			l.waiting++
+		}
 	}
 	r.sum.locks++
 	return r.out.lock(l)

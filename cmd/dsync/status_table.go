@@ -94,14 +94,19 @@ func (t *tableSink) lock(l lockState) error {
 		}
 	}
 	t.locks++
-	token, host, pid, cmd, heldFor, left, waiting := "-", "-", "-", "-", "-", "-", "-"
-	if h := l.holder; h != nil {
-		token = strconv.FormatUint(h.Token, 10)
-		host, pid, cmd = t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
-		heldFor, left = fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
-		waiting = strconv.Itoa(l.waiting)
+	if len(l.holders) == 0 {
+		return t.row(t.cell(l.key, maxNameWidth), l.state(), "-", "-", "-", "-", "-", "-", "-")
 	}
-	return t.row(t.cell(l.key, maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, waiting)
+	// One line per holder: readers and a Semaphore's holders share it.
+	for _, h := range l.holders {
+		token := strconv.FormatUint(h.Token, 10)
+		host, pid, cmd := t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
+		heldFor, left := fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
+		if err := t.row(t.cell(l.key, maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *tableSink) election(e election) error {

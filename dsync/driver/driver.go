@@ -67,6 +67,19 @@ const (
 	Weighted
 )
 
+// String names the mode: exclusive, shared, weighted.
+func (m Mode) String() string {
+	switch m {
+	case Exclusive:
+		return "exclusive"
+	case Shared:
+		return "shared"
+	case Weighted:
+		return "weighted"
+	}
+	return "mode(" + strconv.Itoa(int(m)) + ")"
+}
+
 // ErrExists is what an insert returns when a document with the same ID
 // exists. It is an answer, not a failure.
 var ErrExists = errors.New("driver: document exists")

@@ -136,3 +136,25 @@ func (c *Claim) WaitsFor(b Blocker) []Blocker {
 	}
 	return out
 }
+
+// Holding reports which of a key's live claims, in queue order (as Queue
+// returns them), hold by the grant rule: those that pass every live
+// claim below them and, weighted, fit beside them. It is for showing a
+// queue (dsync status): a walk decides for itself.
+func Holding(q []Doc) []bool {
+	out := make([]bool, len(q))
+	for i, d := range q {
+		w := terms(d)
+		var passed []passedClaim
+		out[i] = true
+		for _, below := range q[:i] {
+			if !passes(w, below) {
+				out[i] = false
+				break
+			}
+			passed = append(passed, passedClaim{d: below})
+		}
+		out[i] = out[i] && fits(w, passed)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -262,5 +263,31 @@ func TestQueueWithModes(t *testing.T) {
 	}
 	if len(q) != 2 || q[0].Epoch != r1.Epoch || q[1].Epoch != w.Epoch {
 		t.Fatalf("queue %+v; want r1 then w", q)
+	}
+}
+
+// TestHolding: which claims of a queue hold, as dsync status shows them.
+func TestHolding(t *testing.T) {
+	x := chain.Doc{Mode: chain.Exclusive}
+	r := chain.Doc{Mode: chain.Shared}
+	w := func(weight, limit int64) chain.Doc {
+		return chain.Doc{Mode: chain.Weighted, Weight: weight, Limit: limit}
+	}
+	for _, tc := range []struct {
+		name string
+		q    []chain.Doc
+		want []bool
+	}{
+		{"a mutex and its waiters", []chain.Doc{x, x, x}, []bool{true, false, false}},
+		{"readers share", []chain.Doc{r, r, r}, []bool{true, true, true}},
+		{"a writer waits for readers, and later readers for it", []chain.Doc{r, r, x, r}, []bool{true, true, false, false}},
+		{"units up to the limit", []chain.Doc{w(1, 3), w(2, 3), w(1, 3)}, []bool{true, true, false}},
+		{"a large request blocks later small ones", []chain.Doc{w(2, 3), w(2, 3), w(1, 3)}, []bool{true, false, false}},
+		{"limits take turns", []chain.Doc{w(1, 3), w(1, 2)}, []bool{true, false}},
+		{"empty", nil, []bool{}},
+	} {
+		if got := chain.Holding(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Holding = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
