@@ -37,6 +37,8 @@ type Client struct {
 	resend *chain.Resender
 	wake   *wakeups
 	relock relocks
+	// limits warns of semaphores whose processes disagree on the limit.
+	limits limitWarnings
 	dir    *recorder // records the keys claimed in the store's directory
 
 	mu      sync.Mutex

@@ -126,6 +126,7 @@ func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error)
 			c.mu.Unlock()
 			return cc.Below, nil
 		}
+		c.limits.check(c.cfg.logger, cl, blocker)
 		if err := c.waitAny(ctx, cl.Key, cc.WaitsFor(blocker)); err != nil {
 			return false, err
 		}

@@ -36,7 +36,9 @@ var ErrOverLimit = errors.New("dsync: more units than the semaphore's limit")
 // refused. Claims of different limits exclude each other and take turns
 // in queue order, so the units held at once always fit one limit, the
 // limit of every claim holding them; while processes disagree, the
-// semaphore drains before the other limit's claims hold.
+// semaphore drains before the other limit's claims hold. A process whose
+// claim waits behind one of another limit logs a warning (at Warn, on
+// its Backend's logger, once per key and pair of limits).
 //
 // Acquisitions cannot be split: Release ends whole acquisitions. Each has
 // a fencing token, unique to the key, that orders it against claims of

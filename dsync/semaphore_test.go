@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,24 @@ func acquired(s *dsync.Semaphore, n int64) <-chan struct{} {
 			panic(err)
 		}
 	})
+}
+
+// logBuffer keeps what a logger writes, for goroutines to share.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // A request that waits for room blocks the smaller ones queued after it
@@ -198,7 +217,14 @@ func TestSemaphoreLimitsTakeTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		small := newSemaphore(t, newClient(t, store), "k", 2)
-		big := newSemaphore(t, newClient(t, store), "k", 5)
+		var logged logBuffer
+		warned := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		bigClient, err := dsync.NewClient(store, dsync.ClientWithLogger(warned))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bigClient.Close()
+		big := newSemaphore(t, bigClient, "k", 5)
 		later := newSemaphore(t, newClient(t, store), "k", 2)
 		if err := small.Acquire(context.Background(), 1); err != nil {
 			t.Fatal(err)
@@ -209,6 +235,9 @@ func TestSemaphoreLimitsTakeTurns(t *testing.T) {
 		synctest.Wait()
 		if returned(bigDone) {
 			t.Fatal("3 units of limit 5 held beside 1 of limit 2")
+		}
+		if got := logged.String(); strings.Count(got, "semaphore limits differ") != 1 || !strings.Contains(got, "limit=5 other=2") {
+			t.Errorf("the waiter of limit 5 behind one of limit 2 logged %q; want one warning naming both limits", got)
 		}
 		if returned(laterDone) {
 			t.Fatal("a claim of limit 2 passed a claim of limit 5 queued before it")

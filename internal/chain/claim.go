@@ -91,6 +91,9 @@ type Blocker struct {
 	// again if nothing else wakes it: its session's expiry when read (or
 	// the end of the wait for a session found missing).
 	ExpiresAt time.Time
+	// Terms are the blocking claim's (a Semaphore's limit may differ
+	// from the waiter's).
+	Terms Terms
 }
 
 // BusyError is returned by Claim with try set, when the key's newest

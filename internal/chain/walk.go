@@ -262,7 +262,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	if known, ok := e.expiry(d.Session); ok && known.After(exp) {
 		exp = known
 	}
-	b = Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp}
+	b = Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
 	if !exp.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
