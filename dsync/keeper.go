@@ -60,6 +60,9 @@ type session struct {
 	// deadline before using it. Both guarded by keeper.mu.
 	stopTimer func() bool
 	armed     bool
+	// refreshing: a refresh of the segments of its keys is under way
+	// (refreshAsync). Guarded by keeper.mu.
+	refreshing bool
 }
 
 // mono is t on the scale of lease times.
@@ -374,14 +377,22 @@ func (k *keeper) run() {
 	}
 }
 
-// renew renews s once and applies the outcome to its lease. It first
-// keeps the segments of the keys held covered (chain.Engine.Refresh): a
-// hold relies on its key's coverage as on its session, so the renewal
-// extends the lease no further than the earliest coverage among them.
+// renew renews s once and applies the outcome to its lease. A hold relies
+// on its key's coverage as on its session, so the renewal extends the
+// lease no further than the earliest coverage among the keys held (the
+// coverage known now: capping needs no request). Extending that coverage
+// (chain.Engine.Refresh) takes a request per key held each time a bucket
+// begins, and goes on beside renewals (refreshAsync): a process holding
+// thousands of keys would otherwise renew late, every bucket span, by the
+// time those requests take. Coverage reaches a bucket past the current
+// one, so the extension has that long.
 func (k *keeper) renew(s *session) {
 	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
 	defer cancel()
-	k.refresh(ctx, s)
+	k.mu.Lock()
+	k.capLocked(s)
+	k.mu.Unlock()
+	k.refreshAsync(s)
 	sent := k.id.clock.Now()
 	err := k.client.renewSession(ctx, s.id, k.id.ttl)
 	if errors.Is(err, ErrSessionGone) {
@@ -445,6 +456,49 @@ func (k *keeper) report(err error) {
 	}
 }
 
+// capLocked caps s's lease at the earliest coverage of the keys its holds
+// rely on (none: no cap). k.mu must be held.
+func (k *keeper) capLocked(s *session) {
+	cp, held := time.Duration(0), false
+	for h := range k.holds {
+		if h.sess != s {
+			continue
+		}
+		held = true
+		if c := k.coverLocked(h.claim.Key); cp == 0 || c < cp {
+			cp = c
+		}
+	}
+	if !held {
+		s.lease.SetCap(0)
+		return
+	}
+	s.lease.SetCap(max(cp, 1))
+}
+
+// refreshAsync refreshes the segments of s's keys in a goroutine of its
+// own, unless a refresh of s is under way. It is bounded by half a bucket
+// span (what is left is refreshed at the next renewal).
+func (k *keeper) refreshAsync(s *session) {
+	k.mu.Lock()
+	if s.refreshing {
+		k.mu.Unlock()
+		return
+	}
+	s.refreshing = true
+	k.mu.Unlock()
+	k.client.running.Add(1)
+	go func() {
+		defer k.client.running.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, max(k.id.ttl, k.client.eng.Span()/2))
+		defer cancel()
+		k.refresh(ctx, s)
+		k.mu.Lock()
+		s.refreshing = false
+		k.mu.Unlock()
+	}()
+}
+
 // refresh extends the coverage of the keys of s's active holds, loses
 // the holds whose key's segment lapsed, and caps s's lease at the
 // earliest coverage left.
@@ -469,20 +523,12 @@ func (k *keeper) refresh(ctx context.Context, s *session) {
 	}
 	var lost []*hold
 	k.mu.Lock()
-	cp := time.Duration(0)
 	for h := range k.holds {
-		if h.sess != s {
-			continue
-		}
-		if slices.Contains(lapsed, h.claim.Key) {
+		if h.sess == s && slices.Contains(lapsed, h.claim.Key) {
 			lost = append(lost, h)
-			continue
-		}
-		if c := k.coverLocked(h.claim.Key); cp == 0 || c < cp {
-			cp = c
 		}
 	}
-	s.lease.SetCap(max(cp, 1))
+	k.capLocked(s)
 	k.mu.Unlock()
 	for _, h := range lost {
 		h.lose(fmt.Errorf("%w: the segment of %q lapsed", ErrLost, h.claim.Key))

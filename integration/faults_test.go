@@ -228,8 +228,11 @@ func sigstop(t *testing.T, reg string) {
 		wr, _ := c.await(from, 2*ttl+takeoverBound, "the resumed holder's write", func(ev history.Event) bool {
 			return ev.Ev == history.EvWrite && ev.PID == p.pid && ev.Token == win.Token
 		})
+		// It learns of the loss from Lost(), or, when it ended the hold
+		// and called Unlock before the loss signal's goroutine ran after
+		// the pause, from Unlock's ErrLost.
 		lost, _ := c.await(from, 2*ttl+takeoverBound, "the resumed holder's loss signal", func(ev history.Event) bool {
-			return ev.Ev == history.EvLost && ev.PID == p.pid && ev.Token == win.Token
+			return (ev.Ev == history.EvLost || ev.Ev == history.EvReleased && ev.Lost) && ev.PID == p.pid && ev.Token == win.Token
 		})
 		if lost.DL >= resumedAt {
 			t.Errorf("the resumed holder's deadline %v is after it was resumed", ms(lost.DL-resumedAt))

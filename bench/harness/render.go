@@ -169,16 +169,7 @@ func Render(reports []*Report, command string) string {
 			p("| %s |", label)
 			for _, l := range libs {
 				f, ok := figs[k][l]
-				switch {
-				case !ok:
-					p(" – |")
-				case f.Value == nil:
-					p(" n/a |")
-				case f.AtLeast:
-					p(" ≥ %s |", num(*f.Value))
-				default:
-					p(" %s |", num(*f.Value))
-				}
+				p(" %s |", cell(f, ok))
 				if ok && f.Note != "" {
 					n := l
 					if f.Param != "" {
@@ -225,6 +216,20 @@ func Render(reports []*Report, command string) string {
 }
 
 // num formats v with about three significant digits.
+// cell is a figure as a table shows it: "–" when it was not measured,
+// "n/a" when it does not apply, "≥ v" for a lower bound.
+func cell(f Figure, ok bool) string {
+	switch {
+	case !ok:
+		return "–"
+	case f.Value == nil:
+		return "n/a"
+	case f.AtLeast:
+		return "≥ " + num(*f.Value)
+	}
+	return num(*f.Value)
+}
+
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {

@@ -141,16 +141,7 @@ func scaleTable(p func(string, ...any), series []scaleSeries, what string, label
 			var first, last *Figure
 			for _, n := range sizes {
 				f, ok := s.at[k][n]
-				switch {
-				case !ok:
-					p(" – |")
-				case f.Value == nil:
-					p(" n/a |")
-				case f.AtLeast:
-					p(" ≥ %s |", num(*f.Value))
-				default:
-					p(" %s |", num(*f.Value))
-				}
+				p(" %s |", cell(f, ok))
 				if ok && f.Value != nil {
 					if first == nil {
 						first = &f

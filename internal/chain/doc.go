@@ -186,9 +186,10 @@
 // Coverage: a process that knows the gate of bucket b names segment S (it
 // inserted it, or read it) relies on S while the latest possible store time
 // is before the start of bucket b+2, less Margin. A holder inserts the gates
-// of the buckets up to bucket(L)+1 as time goes on (Refresh, at each
-// renewal), and its lease is never extended past its keys' coverage
-// (Lease.SetCap); a claim about to hold refreshes first, and one that holds
+// of the buckets up to bucket(L)+1 as time goes on (Refresh, started at
+// each renewal and running beside it, since it takes a request per key
+// held when a bucket begins), and its lease is never extended past its
+// keys' coverage as known when the renewal is sent (Lease.SetCap); a claim about to hold refreshes first, and one that holds
 // with nothing below it in its segment reads its gate (the store may have
 // been emptied since the process learned it). Only holders refresh: a
 // process that holds nothing never extends a segment it may know only from

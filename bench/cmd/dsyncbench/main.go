@@ -143,19 +143,9 @@ func measure() int {
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
-	for _, l := range []struct {
-		flag, value string
-		to          *[]int
-	}{{"renew-locks", *renewLocks, &opts.RenewLocks}, {"scale-keys", *scaleKeys, &opts.ScaleKeys}, {"scale-waiters", *scaleWaiters, &opts.ScaleWaiters}} {
-		if l.value == "" {
-			continue
-		}
-		v, err := parseInts(l.value)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dsyncbench: -%s: %v\n", l.flag, err)
-			return 2
-		}
-		*l.to = v
+	if err := opts.SetCounts(*renewLocks, *scaleKeys, *scaleWaiters); err != nil {
+		fmt.Fprintf(os.Stderr, "dsyncbench: %v\n", err)
+		return 2
 	}
 	ctx := context.Background()
 	start := time.Now()

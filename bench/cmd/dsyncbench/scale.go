@@ -107,20 +107,3 @@ type cliState struct {
 	cliOnce  sync.Once
 	cliLimit bool
 }
-
-// parseInts parses a comma-separated list of counts; "none" is an empty
-// list (a part of a scenario not run).
-func parseInts(s string) ([]int, error) {
-	if s == "none" {
-		return []int{}, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}

@@ -17,7 +17,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,19 +71,9 @@ func run() int {
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
-	for _, l := range []struct {
-		flag, value string
-		to          *[]int
-	}{{"renew-locks", *renewLocks, &opts.RenewLocks}, {"scale-keys", *scaleKeys, &opts.ScaleKeys}, {"scale-waiters", *scaleWaiters, &opts.ScaleWaiters}} {
-		if l.value == "" {
-			continue
-		}
-		v, err := parseInts(l.value)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "peerbench: -%s: %v\n", l.flag, err)
-			return 2
-		}
-		*l.to = v
+	if err := opts.SetCounts(*renewLocks, *scaleKeys, *scaleWaiters); err != nil {
+		fmt.Fprintf(os.Stderr, "peerbench: %v\n", err)
+		return 2
 	}
 	start := time.Now()
 	r := harness.Run(context.Background(), d, opts, base)
@@ -122,23 +111,6 @@ func moduleVersion(path string) string {
 		}
 	}
 	return "(unknown version)"
-}
-
-// parseInts parses a comma-separated list of counts; "none" is an empty
-// list (a part of a scenario not run).
-func parseInts(s string) ([]int, error) {
-	if s == "none" {
-		return []int{}, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // jitter returns a uniform random duration in [lo, hi).
