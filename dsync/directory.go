@@ -12,8 +12,11 @@ import (
 // The keys a Client claims are recorded in the store's directory of keys
 // (driver.Store.PutKey), which List reads: the first time this process
 // claims a key, and again after recordAgain, in the background, so that
-// a claim never waits for it. A put that fails is tried again at a later
-// claim of its key.
+// a claim never waits for it. A put that fails is tried again, after a
+// pause that doubles each time (putRetries times, then at a later claim
+// of its key): a key used once, such as a lock named for a day, is
+// claimed only once, and a busy server (FerretDB answers "database is
+// locked" under load) would otherwise leave it unlisted.
 
 const (
 	// maxRecorded bounds the keys a Client remembers having recorded; a
@@ -26,6 +29,10 @@ const (
 	recordAgain = time.Hour
 	// putTimeout bounds one put.
 	putTimeout = 10 * time.Second
+	// putRetries is how many times a failed put is tried again, the first
+	// after putPause, each later one after twice the pause before.
+	putRetries = 6
+	putPause   = time.Second
 )
 
 // recorder records keys in the store's directory, one put at a time,
@@ -42,15 +49,17 @@ type recorder struct {
 	recorded map[string]time.Duration // keys put, with the monotonic time of the put's sending
 	pending  []string                 // keys to put, in the order claimed
 	queued   map[string]struct{}      // the keys of pending, and the one being put
+	failures map[string]int           // keys whose puts failed, and how many times
 	running  bool                     // the goroutine runs
 	closed   bool
+	closing  chan struct{}  // closed by close: pauses before retries end
 	done     sync.WaitGroup // the goroutine
 }
 
 func newRecorder(store driver.Store, mono func() time.Duration, logger *slog.Logger) *recorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &recorder{store: store, mono: mono, logger: logger, ctx: ctx, cancel: cancel,
-		recorded: make(map[string]time.Duration), queued: make(map[string]struct{})}
+	return &recorder{store: store, mono: mono, logger: logger, ctx: ctx, cancel: cancel, closing: make(chan struct{}),
+		recorded: make(map[string]time.Duration), queued: make(map[string]struct{}), failures: make(map[string]int)}
 }
 
 // claimed notes a claim of key, and puts key in the background unless it
@@ -68,6 +77,12 @@ func (r *recorder) claimed(key string) {
 	if _, ok := r.queued[key]; ok {
 		return
 	}
+	r.enqueueLocked(key)
+}
+
+// enqueueLocked adds key to the keys to put, and starts the goroutine
+// that puts them if it is not running. r.mu must be held.
+func (r *recorder) enqueueLocked(key string) {
 	if len(r.pending) >= maxRecorded {
 		return // put at a later claim
 	}
@@ -104,7 +119,11 @@ func (r *recorder) run() {
 
 		r.mu.Lock()
 		delete(r.queued, key)
+		if err != nil && r.ctx.Err() == nil {
+			r.retryLocked(key)
+		}
 		if err == nil {
+			delete(r.failures, key)
 			if _, ok := r.recorded[key]; !ok && len(r.recorded) >= maxRecorded {
 				for k := range r.recorded { // forget any: it is put again at its next claim
 					delete(r.recorded, k)
@@ -115,16 +134,49 @@ func (r *recorder) run() {
 		}
 		r.mu.Unlock()
 		if err != nil {
-			r.logger.Debug("dsync: recording a key in the store's directory failed; it is tried again at its next claim", "key", key, "err", err)
+			r.logger.Debug("dsync: recording a key in the store's directory failed; it is tried again later", "key", key, "err", err)
 		}
 	}
+}
+
+// retryLocked puts key again after a pause, unless it failed putRetries
+// times already (it is then put at a later claim). r.mu must be held.
+func (r *recorder) retryLocked(key string) {
+	n := r.failures[key]
+	if n >= putRetries || len(r.failures) >= maxRecorded {
+		delete(r.failures, key)
+		return
+	}
+	r.failures[key] = n + 1
+	r.queued[key] = struct{}{} // a claim meanwhile need not queue it again
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		t := time.NewTimer(putPause << n)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.closing:
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.queued, key)
+		if r.ctx.Err() != nil || r.closed {
+			delete(r.failures, key)
+			return
+		}
+		r.enqueueLocked(key)
+	}()
 }
 
 // close stops taking keys, waits up to grace for the keys pending to be
 // put, then gives up on the rest, and waits for the goroutine.
 func (r *recorder) close(grace time.Duration) {
 	r.mu.Lock()
-	r.closed = true
+	if !r.closed {
+		r.closed = true
+		close(r.closing)
+	}
 	r.mu.Unlock()
 	t := time.AfterFunc(grace, r.cancel)
 	r.done.Wait()

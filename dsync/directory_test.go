@@ -234,9 +234,10 @@ func TestKeyRecordedOffTheLockPath(t *testing.T) {
 }
 
 // TestKeyRecordedAgainAfterFailureAndAfterAnHour: a put that failed is
-// tried again at the key's next claim; a key recorded is recorded again
-// at a claim an hour later, so a directory an operator emptied fills up
-// again with the keys in use.
+// tried again a second later, without another claim (a key used once is
+// claimed once); a key recorded is recorded again at a claim an hour
+// later, so a directory an operator emptied fills up again with the keys
+// in use.
 func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &putStore{Store: memory.New(), fail: 1}
@@ -246,12 +247,14 @@ func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
 		if got := store.Keys(); len(got) != 0 {
 			t.Fatalf("directory after a failed put: %q", got)
 		}
-		lockOnce(t, c, "k")
+		lockOnce(t, c, "k") // while the put waits to be tried again: no put of its own
+		synctest.Wait()
+		time.Sleep(dsync.PutPause)
 		synctest.Wait()
 		lockOnce(t, c, "k")
 		synctest.Wait()
 		if got, keys := store.putCalls(), store.Keys(); !slices.Equal(got, []string{"k", "k"}) || !slices.Equal(keys, []string{"k"}) {
-			t.Errorf("puts %q, directory %q; want the failed put, one more at the next claim, none at the third, and k recorded", got, keys)
+			t.Errorf("puts %q, directory %q; want the failed put, one more a second later, none at the later claims, and k recorded", got, keys)
 		}
 
 		store.Reset() // an operator empties the collections
@@ -266,6 +269,34 @@ func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
 		synctest.Wait()
 		if got := store.Keys(); !slices.Equal(got, []string{"k"}) {
 			t.Errorf("directory after a claim over an hour after the put: %q, want k recorded again", got)
+		}
+	})
+}
+
+// TestFailedPutsGiveUpAfterTheirRetries: a put that keeps failing is tried
+// PutRetries more times, at doubling pauses, then waits for a later claim
+// of its key; Close does not wait for a pause.
+func TestFailedPutsGiveUpAfterTheirRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &putStore{Store: memory.New(), fail: 1000}
+		c := newClient(t, store)
+		lockOnce(t, c, "k")
+		time.Sleep(dsync.PutPause << (dsync.PutRetries + 1))
+		synctest.Wait()
+		if got := len(store.putCalls()); got != 1+dsync.PutRetries {
+			t.Fatalf("%d puts of a key whose puts fail, want %d", got, 1+dsync.PutRetries)
+		}
+		lockOnce(t, c, "k")
+		synctest.Wait()
+		if got := len(store.putCalls()); got != 2+dsync.PutRetries {
+			t.Fatalf("%d puts after a later claim, want %d", got, 2+dsync.PutRetries)
+		}
+		start := time.Now()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited >= dsync.PutPause {
+			t.Errorf("Close waited %v for a pause before a retry", waited)
 		}
 	})
 }

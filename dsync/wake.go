@@ -122,12 +122,7 @@ type wakeups struct {
 	// ended, what the stream was when it was made.
 	gen    uint64
 	liveAt time.Duration
-	// downAt: when the stream last went down after being live (local
-	// monotonic); blindAt fires Replay later, unless it is live again by
-	// then (see Down).
-	downAt  time.Duration
-	blindAt *time.Timer
-	mine    map[waitKey]claimMark
+	mine   map[waitKey]claimMark
 	// unsure: claims of ours that ended while the stream was not live,
 	// with when they were made: once it is live, the ends of those made
 	// too long before are announced (announcements may have passed by).
@@ -187,9 +182,6 @@ func (w *wakeups) close() {
 	w.closed = true
 	stop := w.unfollow
 	w.healthy.Store(false)
-	if w.blindAt != nil {
-		w.blindAt.Stop()
-	}
 	w.wakeAllLocked()
 	w.mu.Unlock()
 	if stop != nil {
@@ -203,20 +195,6 @@ func (w *wakeups) close() {
 // waiter looks once more (and announces itself).
 func (w *wakeups) Live(gen uint64) {
 	w.mu.Lock()
-	if w.blindAt != nil {
-		w.blindAt.Stop()
-		w.blindAt = nil
-		if w.env.mono()-w.downAt < w.feed.Replay() {
-			// Back within Replay: the stream replays whatever was
-			// published meanwhile, as if it had stayed live (so the
-			// ends of our claims made meanwhile need no more events
-			// than if it had).
-			clear(w.unsure)
-			w.healthy.Store(true)
-			w.mu.Unlock()
-			return
-		}
-	}
 	w.gen++
 	w.liveAt = w.env.mono()
 	var blind []waitKey
@@ -237,31 +215,13 @@ func (w *wakeups) Live(gen uint64) {
 }
 
 // Down implements driver.FeedHandler: every local waiter falls back to
-// polling, and our announcements are forgotten (they are made again once
-// the stream is back). A stream that was live and fails now and then
-// (FerretDB's tailable cursors do, under load: see dsync/mongo's feed.go)
-// is reopened at once, and is live again within Replay, having missed
-// nothing: so when a live stream goes down, that waits Replay, and
-// happens only if the stream is not back by then. Reacting at once cost
-// every waiter a look and an announcement at each failure, which the
-// announcement woke other processes' waiters to answer: a cost that grew
-// with the waiters.
+// polling at once, and our announcements are forgotten (they are made
+// again once the stream is back).
 func (w *wakeups) Down(err error, off bool) {
 	w.healthy.Store(false)
 	w.mu.Lock()
-	switch {
-	case off || w.gen == 0:
-		w.blindLocked()
-	case w.blindAt == nil:
-		w.downAt = w.env.mono()
-		w.blindAt = time.AfterFunc(w.feed.Replay(), func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if !w.healthy.Load() {
-				w.blindLocked()
-			}
-		})
-	}
+	clear(w.announced)
+	w.wakeAllLocked()
 	first := !w.noticed
 	w.noticed = true
 	w.mu.Unlock()
@@ -354,14 +314,6 @@ func (w *wakeups) expireLocked(now time.Time) {
 	if len(w.remote) >= maxRemote {
 		clear(w.remote)
 	}
-}
-
-// blindLocked forgets our announcements and wakes every local waiter to
-// look (and, once the stream is back, to announce itself again): events
-// may have passed unseen. w.mu must be held.
-func (w *wakeups) blindLocked() {
-	clear(w.announced)
-	w.wakeAllLocked()
 }
 
 // wakeAllLocked wakes every waiter of this process, to look again. w.mu

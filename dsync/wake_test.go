@@ -2,17 +2,15 @@ package dsync
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // followingClient returns a Client on store that follows its feed.
-func followingClient(t *testing.T, store driver.Store, opts ...ClientOption) *Client {
+func followingClient(t *testing.T, store *memory.Store, opts ...ClientOption) *Client {
 	t.Helper()
 	c, err := NewClient(store, opts...)
 	if err != nil {
@@ -109,75 +107,4 @@ func TestJitterUpStaysClose(t *testing.T) {
 			}
 		}
 	}
-}
-
-// replayingStore is an in-memory store whose feed replays the events of
-// the last replay to a stream that turns live (as FerretDB's does).
-type replayingStore struct {
-	*memory.Store
-	replay time.Duration
-}
-
-func (s replayingStore) Replay() time.Duration { return s.replay }
-
-// TestStreamBackWithinReplayChangesNothing: a stream that goes down and
-// is live again within Replay has missed nothing, so no waiter looks
-// again and no announcement is made again (each failure of FerretDB's
-// cursors cost every waiter both, which other processes' waiters then
-// answered); one that stays down longer than Replay makes waiters poll
-// and announce themselves again.
-func TestStreamBackWithinReplayChangesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const replay = time.Second
-		c := followingClient(t, replayingStore{memory.New(), replay}, ClientWithSafetyPoll(time.Hour))
-		synctest.Wait()
-		k := waitKey{"k", 1}
-		woken := make(chan struct{}, 1)
-		c.wake.mu.Lock()
-		c.wake.local[k] = map[chan struct{}]struct{}{woken: {}}
-		c.wake.mu.Unlock()
-		if _, err := c.wake.announce(context.Background(), k); err != nil {
-			t.Fatal(err)
-		}
-		announced := func() bool {
-			c.wake.mu.Lock()
-			defer c.wake.mu.Unlock()
-			_, ok := c.wake.announced[k]
-			return ok
-		}
-		wasWoken := func() bool {
-			select {
-			case <-woken:
-				return true
-			default:
-				return false
-			}
-		}
-
-		c.wake.Down(errors.New("cursor failed"), false)
-		time.Sleep(replay / 2)
-		c.wake.Live(2)
-		time.Sleep(2 * replay)
-		synctest.Wait()
-		if wasWoken() || !announced() || !c.wake.healthy.Load() {
-			t.Fatalf("back within Replay: woken %v, announcement kept %v, healthy %v; want not woken, kept, healthy",
-				wasWoken(), announced(), c.wake.healthy.Load())
-		}
-
-		c.wake.Down(errors.New("cursor failed"), false)
-		time.Sleep(replay / 2)
-		synctest.Wait()
-		if wasWoken() || !announced() {
-			t.Fatal("the waiter was woken, or the announcement forgotten, before Replay passed")
-		}
-		time.Sleep(replay)
-		synctest.Wait()
-		if !wasWoken() || announced() {
-			t.Fatal("down for longer than Replay: the waiter was not woken, or the announcement not forgotten")
-		}
-		c.wake.Live(3)
-		if !wasWoken() {
-			t.Fatal("live again after Replay: the waiter was not woken to look and announce itself")
-		}
-	})
 }

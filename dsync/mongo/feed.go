@@ -41,9 +41,6 @@ const (
 	// eventsCap and eventsMaxDocs bound the capped events collection.
 	eventsCap     = 1 << 20
 	eventsMaxDocs = 1000
-	// reopenAtOnceAfter is how long a stream must have been live to be
-	// reopened at once when it fails.
-	reopenAtOnceAfter = time.Second
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
 	// ferretAwait caps how long a getMore of the event cursor waits on
@@ -84,8 +81,7 @@ type tailer struct {
 	// (Unix nanoseconds).
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
-	gen             uint64        // the times the stream turned live
-	liveAt          time.Duration // when it last did (local monotonic)
+	gen             uint64 // the times the stream turned live
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -162,25 +158,15 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		// A stream that was live for a while is reopened at once:
-		// FerretDB fails a tailable cursor now and then under load (an
-		// InternalError of its getMore, "iterator is read to the end or
-		// closed"), and one back within Replay missed nothing (see
-		// dsync's wake.go). One that fails again, or soon after it
-		// turned live, waits, longer each time.
-		wait := time.Duration(0)
-		if !wasLive || t.s.mono()-t.liveAt < reopenAtOnceAfter {
-			wait = jitter(backoff)
-			backoff = min(2*backoff, maxReopenBackoff)
-		}
-		t.h.Down(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", wait.Round(time.Millisecond), err), false)
-		timer := time.NewTimer(wait)
+		t.h.Down(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err), false)
+		timer := time.NewTimer(jitter(backoff))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		}
+		backoff = min(2*backoff, maxReopenBackoff)
 	}
 }
 
@@ -235,7 +221,6 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 				live = true
 				t.cursor.Store(cur.ID())
 				t.healthy.Store(true)
-				t.liveAt = t.s.mono()
 				t.gen++
 				t.h.Live(t.gen)
 			}
