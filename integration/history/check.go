@@ -108,6 +108,7 @@ const (
 	KindRegister    = "register"     // the register's state contradicts the writes
 	KindPhantomHold = "phantom-hold" // a hold whose events contradict each other
 	KindLateUnlock  = "late-unlock"  // Unlock called after the deadline did not report the loss
+	KindFIFO        = "fifo"         // a weighted hold began while claims queued before it left no room
 )
 
 // Options tune a check.
@@ -205,6 +206,8 @@ type interval struct{ from, to int64 }
 //     weighted holds of one limit while their weights fit it; weighted
 //     holds of different limits conflict);
 //   - tokens strictly increase in the order holds that conflict began;
+//   - weighted holds began in queue order: none while claims queued
+//     before it left no room (check_fifo.go);
 //   - every loss was signalled no later than its deadline plus the
 //     tolerance, not counting the time the process was paused (SIGSTOP)
 //     or stalled (EvStall: not scheduled at all, on an overloaded host);
@@ -449,6 +452,9 @@ func Check(events []Event, opts *Options) *Report {
 	}
 	if first {
 		r.MaxLossLateness = 0
+	}
+	for key, hs := range r.Holds {
+		checkFIFO(r, key, hs, era)
 	}
 
 	// Observers: per process, tokens strictly increase, and each observed

@@ -309,6 +309,22 @@ func TestCheckModes(t *testing.T) {
 			moded(hold("b", 2, 4, 200*ms, 1150*ms, 300*ms, 0), ModeWeighted, 1, 2)),
 		want: KindTokenOrder,
 	}, {
+		name: "a small claim after a larger one that waits, with room for both",
+		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 2, 600*ms, 1550*ms, 800*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("c", 3, 3, 100*ms, 1050*ms, 200*ms, 0), ModeWeighted, 1, 3)),
+	}, {
+		name: "a small claim passes a larger one waiting for room",
+		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 2, 600*ms, 1550*ms, 800*ms, 0), ModeWeighted, 2, 3),
+			moded(hold("c", 3, 3, 100*ms, 1050*ms, 200*ms, 0), ModeWeighted, 1, 3)),
+		want: KindFIFO,
+	}, {
+		name: "a small claim after a larger waiting one that lost its session",
+		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
+			moded(hold("b", 2, 2, 600*ms, 550*ms, 0, 0), ModeWeighted, 2, 3),
+			moded(hold("c", 3, 3, 100*ms, 1050*ms, 200*ms, 0), ModeWeighted, 1, 3)),
+	}, {
 		name: "a weighted hold with a reader",
 		evs: concat(moded(hold("a", 1, 1, 1*ms, 950*ms, 500*ms, 0), ModeWeighted, 1, 3),
 			moded(hold("b", 2, 2, 100*ms, 1050*ms, 600*ms, 0), ModeShared, 0, 0)),

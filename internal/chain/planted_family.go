@@ -20,6 +20,12 @@ const (
 	// readers preferred over a waiting writer, which then holds beside
 	// them once the claims below it end.
 	BugReadersPassWaitingWriters
+	// BugWeightedFirstFit counts, below a weighted walker, only the claims
+	// that would hold were each judged in queue order against the claims
+	// counted so far (first fit): a small claim goes ahead of a larger one
+	// waiting for room, as a semaphore without FIFO lets it, and the
+	// larger one can wait for ever behind a stream of small ones.
+	BugWeightedFirstFit
 )
 
 // plantedPasses is passes as a planted error of this file changes it; ok
@@ -37,4 +43,19 @@ func (e *Engine) plantedPasses(ctx context.Context, w Terms, d Doc) (p, ok bool)
 		return err == nil && !ended, true
 	}
 	return false, false
+}
+
+// plantedFits is fits as a planted error of this file changes it; ok is
+// false when none is planted.
+func (e *Engine) plantedFits(w Terms, passed []passedClaim) (f, ok bool) {
+	if !e.has(BugWeightedFirstFit) || w.Mode != Weighted {
+		return false, false
+	}
+	var held int64
+	for i := len(passed) - 1; i >= 0; i-- { // passed runs down the queue
+		if wt := passed[i].d.Weight; wt <= w.Limit-held {
+			held += wt
+		}
+	}
+	return w.Weight <= w.Limit-held, true
 }

@@ -178,8 +178,12 @@ func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
 }
 
 // fits is the grant rule's fits, or, with BugWeightsNotSummed, each
-// weight checked against the limit alone.
+// weight checked against the limit alone (and the sync family's planted
+// errors, plantedFits).
 func (e *Engine) fits(w Terms, passed []passedClaim) bool {
+	if f, ok := e.plantedFits(w, passed); ok {
+		return f
+	}
 	if e.has(BugWeightsNotSummed) {
 		for _, p := range passed {
 			if !fits(w, []passedClaim{p}) {
