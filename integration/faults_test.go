@@ -517,7 +517,8 @@ func TestMixedFaults(t *testing.T) {
 // leader at a time (terms are holds of the leadership lease, checked like
 // locks), observers see leaders with increasing tokens (Observe strictly,
 // direct Leader polls never decreasing), each the owner of that term, and
-// a new leader is elected after every fault.
+// the values each leader proclaims in its term in order, as proclaimed;
+// and a new leader is elected after every fault.
 func TestElection(t *testing.T) {
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
@@ -560,5 +561,10 @@ func TestElection(t *testing.T) {
 	r := c.check()
 	if r.Observations == 0 {
 		t.Error("no observation recorded")
+	}
+	// Each leader proclaims two values: observers must have seen some.
+	t.Logf("%d values proclaimed, %d observations of one", r.Proclaims, r.ValuesSeen)
+	if r.Proclaims == 0 || r.ValuesSeen == 0 {
+		t.Errorf("%d values proclaimed, %d observations of one: the check of values saw nothing", r.Proclaims, r.ValuesSeen)
 	}
 }

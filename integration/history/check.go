@@ -163,7 +163,10 @@ type Report struct {
 	Stalls       int
 	MaxStall     time.Duration
 	Observations int
-	Writes       WriteStats
+	// Proclaims counts values leaders confirmed (EvProclaim), ValuesSeen
+	// the observations of a proclaimed value (a revision above 0).
+	Proclaims, ValuesSeen int
+	Writes                WriteStats
 	// Once counts the events of Once runs (check_once.go).
 	Once       OnceStats
 	Violations []Violation
@@ -215,8 +218,9 @@ type interval struct{ from, to int64 }
 //   - the library's deadline never exceeded the one predicted from
 //     replies that arrived in time (a late reply was not counted);
 //   - an Unlock called after the deadline reported ErrLost;
-//   - observers saw leaders with strictly increasing tokens, owned by the
-//     hold with that token;
+//   - observers saw leaders with strictly increasing tokens, and the
+//     values of a term (Proclaim) with increasing revisions, each as its
+//     leader proclaimed it, owned by the hold with that token;
 //   - no run of a Once started after its done record was confirmed or
 //     seen, and every record names a run that succeeded (check_once.go).
 //
@@ -457,8 +461,10 @@ func Check(events []Event, opts *Options) *Report {
 		checkFIFO(r, key, hs, era)
 	}
 
-	// Observers: per process, tokens strictly increase, and each observed
-	// leader is the owner of the hold with that token (within an era).
+	// Observers: per process, tokens strictly increase, and so do the
+	// revisions of a term's values; each observed leader is the owner of
+	// the hold with that token, and each value the one its leader
+	// proclaimed at that revision (within an era).
 	type eraToken struct {
 		era   int
 		token uint64
@@ -479,20 +485,53 @@ func Check(events []Event, opts *Options) *Report {
 	type seen struct {
 		era   int
 		token uint64
+		rev   uint64
+		adv   string
+	}
+	// What each term's leader proclaimed, by revision.
+	type termRev struct {
+		era        int
+		key        string
+		token, rev uint64
+	}
+	proclaimed := make(map[termRev]string)
+	for i := range events {
+		if ev := &events[i]; ev.Ev == EvProclaim {
+			proclaimed[termRev{era(ev.T), ev.Key, ev.Token, ev.Rev}] = ev.Adv
+			r.Proclaims++
+		}
 	}
 	last := make(map[observer]seen)
 	for _, ev := range observed {
 		r.Observations++
+		if ev.Rev > 0 {
+			r.ValuesSeen++
+		}
 		id := observer{ev.PID, ev.Key, ev.Ev}
 		e := era(ev.T)
-		// Observe reports each new leader once: strictly increasing. Polls
-		// may see the same leader again: never decreasing.
-		if prev, ok := last[id]; ok && prev.era == e && (ev.Token < prev.token || ev.Token == prev.token && ev.Ev == EvObserve) {
-			r.add(KindObserve, ev.Key, "%s(pid %d) %s token %d at %s after token %d",
-				ev.Worker, ev.PID, ev.Ev, ev.Token, ts(ev.T), prev.token)
+		// Observe reports each new leader, and each newer value of its
+		// term, once: (token, revision) strictly increase. Polls may see
+		// the same value again: never decreasing.
+		prev, ok := last[id]
+		back := ok && prev.era == e && (ev.Token < prev.token || ev.Token == prev.token && ev.Rev < prev.rev)
+		again := ok && prev.era == e && ev.Token == prev.token && ev.Rev == prev.rev
+		switch {
+		case back:
+			r.add(KindObserve, ev.Key, "%s(pid %d) %s token %d revision %d at %s after token %d revision %d",
+				ev.Worker, ev.PID, ev.Ev, ev.Token, ev.Rev, ts(ev.T), prev.token, prev.rev)
+		case again && ev.Ev == EvObserve:
+			r.add(KindObserve, ev.Key, "%s(pid %d) observe reported token %d revision %d again at %s",
+				ev.Worker, ev.PID, ev.Token, ev.Rev, ts(ev.T))
+		case again && ev.Adv != prev.adv:
+			r.add(KindObserve, ev.Key, "%s(pid %d) %s token %d revision %d with value %q at %s, %q before",
+				ev.Worker, ev.PID, ev.Ev, ev.Token, ev.Rev, ev.Adv, ts(ev.T), prev.adv)
 		}
-		if prev := last[id]; prev.era != e || ev.Token > prev.token {
-			last[id] = seen{e, ev.Token}
+		if !ok || prev.era != e || ev.Token > prev.token || ev.Token == prev.token && ev.Rev > prev.rev {
+			last[id] = seen{era: e, token: ev.Token, rev: ev.Rev, adv: ev.Adv}
+		}
+		if adv, ok := proclaimed[termRev{e, ev.Key, ev.Token, ev.Rev}]; ok && ev.Rev > 0 && adv != ev.Adv {
+			r.add(KindObserve, ev.Key, "%s(pid %d) %s token %d revision %d with value %q, proclaimed as %q",
+				ev.Worker, ev.PID, ev.Ev, ev.Token, ev.Rev, ev.Adv, adv)
 		}
 		if h := byToken[ev.Key][eraToken{e, ev.Token}]; h != nil && h.Owner != "" && ev.Owner != "" && h.Owner != ev.Owner {
 			r.add(KindObserve, ev.Key, "%s(pid %d) observed token %d owned by %s, but %v has owner %s",

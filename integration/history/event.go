@@ -44,8 +44,12 @@ const (
 	// and ended with Outcome.
 	EvWriteStart = "wstart"
 	EvWrite      = "write"
-	// EvObserve: Election.Observe reported a leader with Token and Owner.
+	// EvObserve: Election.Observe reported a leader with Token and Owner,
+	// advertising Adv at revision Rev.
 	EvObserve = "observe"
+	// EvProclaim: the leader of term Token confirmed the value Adv at
+	// revision Rev (Election.Proclaim returned nil).
+	EvProclaim = "proclaim"
 	// EvPoll: a direct Leader query sent at T answered Token and Owner.
 	EvPoll = "poll"
 	// EvFault: the test injected a fault of Kind on PID from T to End.
@@ -116,6 +120,10 @@ type Event struct {
 	Mode   string `json:"mode,omitempty"`
 	Weight int64  `json:"weight,omitempty"`
 	Limit  int64  `json:"limit,omitempty"`
+	// EvProclaim, EvObserve and EvPoll: the value a leader advertised
+	// (Info.Value) and its revision within the term (Info.Rev).
+	Adv string `json:"adv,omitempty"`
+	Rev uint64 `json:"rev,omitempty"`
 }
 
 // Modes of holds (Event.Mode). The empty mode is exclusive.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +63,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		go func() {
 			defer wg.Done()
 			for info := range e.Observe(octx) {
-				w.emit(history.Event{Ev: history.EvObserve, Key: key, Token: info.Token, Owner: info.ID})
+				w.emit(history.Event{Ev: history.EvObserve, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev})
 			}
 		}()
 		go func() {
@@ -73,7 +74,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 				info, err := e.Leader(pctx)
 				cancel()
 				if err == nil {
-					w.emit(history.Event{Ev: history.EvPoll, Key: key, Token: info.Token, Owner: info.ID, T: sent})
+					w.emit(history.Event{Ev: history.EvPoll, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev, T: sent})
 				}
 			}
 		}()
@@ -88,6 +89,9 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 			return err
 		}
 		info := elected.Load()
+		if term, ok := leader.TermOf(lctx); !ok || term.Token != info.Token {
+			return fmt.Errorf("TermOf of the leadership context: %+v, %v; OnElected said token %d", term, ok, info.Token)
+		}
 		h := &hold{w: w, key: key, token: info.Token}
 		w.rec.holding(key, h.token, history.Now())
 		deadline := func() int64 { return w.rec.deadline(key, h.token) }
@@ -102,6 +106,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		}()
 		stopWatch := h.watch(lost, deadline, history.SrcPred)
 
+		w.proclaim(ctx, lctx, e, key, h.token)
 		w.criticalSection(ctx, h)
 
 		h.end(deadline(), history.SrcPred)
@@ -116,4 +121,22 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		}
 	}
 	return nil
+}
+
+// proclaim has the leader of term token advertise two values in turn, and
+// records each one confirmed with the revision it got, for the check that
+// observers see a term's values in order, each as proclaimed.
+func (w *worker) proclaim(ctx, lctx context.Context, e *leader.Election, key string, token uint64) {
+	for i := 1; i <= 2; i++ {
+		value := fmt.Sprintf("%s/%d/%d", w.cfg.Name, token, i)
+		pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
+		err := e.Proclaim(pctx, value)
+		cancel()
+		if err != nil {
+			return // not confirmed: observers may or may not see it
+		}
+		if term, ok := leader.TermOf(lctx); ok && term.Token == token && term.Value == value {
+			w.emit(history.Event{Ev: history.EvProclaim, Key: key, Token: token, Adv: value, Rev: term.Rev})
+		}
+	}
 }
