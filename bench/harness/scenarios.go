@@ -99,7 +99,8 @@ type Options struct {
 }
 
 // Defaults are the sizes run.sh uses: about six to eight minutes per
-// library on two cores, and the scale scenario 10 to 20 more.
+// library on two cores, the scale scenario 10 to 20 more, and the family
+// scenarios a few more for each library that has their primitives.
 var Defaults = Options{
 	Runs:         3,
 	Cycles:       200,
