@@ -14,6 +14,11 @@
 #                                              measure dsync under another name
 #                                              (bench/results/NAME.json): a
 #                                              "before" kept beside the after
+#   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios rwmutex,semaphore,once
+#                                              issue 26's family: RWMutex readers,
+#                                              Semaphore cost and handoff, Once
+#                                              races (a peer without the primitive
+#                                              shows "—" and why)
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing)
 #
@@ -28,7 +33,10 @@
 # run kept under another name with --as, such as a "before") is reported
 # too, after these.
 # Scenarios: uncontended, handoff, failover, graceful, idle, renewal,
-# throughput, race, scale (its curves: bench/scale.svg).
+# throughput, race, scale (its curves: bench/scale.svg), rwmutex (4 and 1
+# processes taking the read side of one RWMutex), semaphore (uncontended
+# Acquire(1)+Release, and a full semaphore's unit handed to a waiter), once
+# (4 processes racing Do on a fresh key; Do on a done key).
 #
 # Servers, all on loopback, all stopped on exit:
 #   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB
@@ -53,7 +61,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick="-quick"; shift ;;
 	--as) as="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,46p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

@@ -4,9 +4,11 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,6 +43,92 @@ func (c flockConn) NewElection(name string, ttl time.Duration) (Locker, error) {
 }
 
 func (c flockConn) Close() error { return nil }
+
+// NewRWMutex is flock's shared lock on a file of its own.
+func (c flockConn) NewRWMutex(key string, ttl time.Duration) (RWLocker, error) {
+	l, err := c.NewMutex("rw-"+key, ttl)
+	return flockRW{l.(*flock)}, err
+}
+
+type flockRW struct{ l *flock }
+
+func (r flockRW) RLock(context.Context) error   { return r.l.op(syscall.LOCK_SH) }
+func (r flockRW) RUnlock(context.Context) error { return r.l.op(syscall.LOCK_UN) }
+
+// NewSemaphore is limit files, each a unit: Acquire takes the first one
+// free, polling every millisecond.
+func (c flockConn) NewSemaphore(key string, limit int64, ttl time.Duration) (Semaphore, error) {
+	s := &flockSemaphore{}
+	for i := range limit {
+		l, err := c.NewMutex(fmt.Sprintf("sem-%s-%d", key, i), ttl)
+		if err != nil {
+			return nil, err
+		}
+		s.units = append(s.units, l.(*flock))
+	}
+	return s, nil
+}
+
+type flockSemaphore struct {
+	units []*flock
+	held  []int // indexes of units, in the order taken
+}
+
+func (s *flockSemaphore) Acquire(ctx context.Context, n int64) error {
+	for range n {
+		for got := false; !got; {
+			for i, u := range s.units {
+				if !slices.Contains(s.held, i) {
+					if ok, err := u.TryLock(ctx); err != nil {
+						return err
+					} else if ok {
+						s.held, got = append(s.held, i), true
+						break
+					}
+				}
+			}
+			if !got {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *flockSemaphore) Release(ctx context.Context, n int64) error {
+	for range n {
+		if err := s.units[s.held[0]].Unlock(ctx); err != nil {
+			return err
+		}
+		s.held = s.held[1:]
+	}
+	return nil
+}
+
+// NewOnce runs f under the flock of a file, unless a marker file exists.
+func (c flockConn) NewOnce(key string) (Once, error) {
+	l, err := c.NewMutex("once-"+key, 0)
+	return flockOnce{l: l.(*flock), done: filepath.Join(c.dir, "done-"+key)}, err
+}
+
+type flockOnce struct {
+	l    *flock
+	done string
+}
+
+func (o flockOnce) Do(ctx context.Context, f func(context.Context) error) error {
+	if err := o.l.Lock(ctx); err != nil {
+		return err
+	}
+	defer o.l.Unlock(ctx)
+	if _, err := os.Stat(o.done); err == nil {
+		return nil
+	}
+	if err := f(ctx); err != nil {
+		return err
+	}
+	return os.WriteFile(o.done, nil, 0o600)
+}
 
 type flock struct {
 	f *os.File
@@ -96,6 +184,15 @@ func TestScenariosRun(t *testing.T) {
 		if f.Value == nil && f.Scenario != Renewal {
 			t.Errorf("%s: no value: %s", f.Key(), f.Note)
 		}
+		if f.Note != "" && f.Scenario != Renewal {
+			t.Errorf("%s: %s", f.Key(), f.Note)
+		}
+		if f.Metric == "runs of f per key, most (must be 1)" && *f.Value != 1 {
+			t.Errorf("f ran %v times for a key", *f.Value)
+		}
+	}
+	if len(r.Lacks) > 0 {
+		t.Errorf("lacks: %v", r.Lacks)
 	}
 	for _, s := range AllScenarios {
 		if !got[s] {
@@ -103,7 +200,7 @@ func TestScenariosRun(t *testing.T) {
 		}
 	}
 	md := Render([]*Report{r}, "go test")
-	for _, want := range []string{"## 1. Uncontended", "## 8. Race", "| flock |"} {
+	for _, want := range []string{"## 1. Uncontended", "## 8. Race", "| flock |", "## 10. Reader/writer lock", "## 12. Once"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -140,5 +237,100 @@ func TestMerge(t *testing.T) {
 	old.Merge(&Report{Lib: "x", Figures: []Figure{{Scenario: Handoff, Metric: "p50", Unit: "ms", Value: &v2}}})
 	if len(old.Figures) != 2 || *old.Figures[0].Value != 2 || *old.Figures[1].Value != 1 {
 		t.Fatalf("merged: %+v", old.Figures)
+	}
+}
+
+// mutexOnly is a driver whose connections have a mutex and nothing else
+// of the family, with a reason for lacking semaphores.
+type mutexOnly struct{ flockDriver }
+
+type mutexOnlyConn struct{ c flockConn }
+
+func (c mutexOnlyConn) NewMutex(key string, ttl time.Duration) (Locker, error) {
+	return c.c.NewMutex(key, ttl)
+}
+
+func (c mutexOnlyConn) Close() error { return c.c.Close() }
+
+func (d mutexOnly) Name() string { return "mutexonly" }
+
+func (d mutexOnly) Connect(ctx context.Context, m *Meter, ns string) (Conn, error) {
+	c, err := d.flockDriver.Connect(ctx, m, ns)
+	return mutexOnlyConn{c.(flockConn)}, err
+}
+
+func (d mutexOnly) Lacks(scenario string) string {
+	if scenario == SemaphoreScenario {
+		return "it has locks only"
+	}
+	return ""
+}
+
+// TestLacks: a library without the family's primitives is recorded as
+// lacking them, with its reason or the default one, and measures nothing.
+func TestLacks(t *testing.T) {
+	family := []string{RWMutexScenario, SemaphoreScenario, OnceScenario}
+	r := Run(context.Background(), mutexOnly{flockDriver{dir: t.TempDir()}}, Options{Scenarios: family}, Quick)
+	if len(r.Notes) > 0 || len(r.Figures) > 0 {
+		t.Fatalf("notes %v, figures %v", r.Notes, r.Figures)
+	}
+	want := []Lack{
+		{RWMutexScenario, "no reader/writer lock in this library"},
+		{SemaphoreScenario, "it has locks only"},
+		{OnceScenario, "no Once in this library"},
+	}
+	if !slices.Equal(r.Lacks, want) {
+		t.Errorf("lacks %v, want %v", r.Lacks, want)
+	}
+}
+
+// TestRenderLacks: a lacking library gets a column of "—" in the
+// scenario's table and its reason under it; a library that did not run
+// the scenario gets no column.
+func TestRenderLacks(t *testing.T) {
+	v := 2.0
+	ours := &Report{Lib: "dsync", Options: Quick, Figures: []Figure{
+		{Scenario: SemaphoreScenario, Param: "limit 2, one process", Metric: "Acquire(1)+Release(1) p50", Unit: "ms", Value: &v},
+	}}
+	theirs := &Report{Lib: "etcd", Lacks: []Lack{{SemaphoreScenario, "no semaphore in etcd's client"}}}
+	absent := &Report{Lib: "redsync"}
+	md := Render([]*Report{theirs, absent, ours}, "go test")
+	for _, want := range []string{
+		"| figure | dsync | etcd | dsync ÷ etcd |",
+		"| limit 2, one process: Acquire(1)+Release(1) p50 (ms) | 2.00 | — | – |",
+		"- etcd: no semaphore in etcd's client\n",
+		"A semaphore of 2 units",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestMergeLacks: re-running a scenario replaces what a library lacked or
+// measured of it, and keeps the other scenarios' figures and lacks.
+func TestMergeLacks(t *testing.T) {
+	v := 1.0
+	old := &Report{Lib: "x",
+		Figures: []Figure{
+			{Scenario: SemaphoreScenario, Metric: "p50", Unit: "ms", Value: &v},
+			{Scenario: Handoff, Metric: "p50", Unit: "ms", Value: &v},
+		},
+		Lacks: []Lack{{OnceScenario, "none"}, {RWMutexScenario, "none"}},
+	}
+	old.Merge(&Report{Lib: "x",
+		Figures: []Figure{{Scenario: OnceScenario, Metric: "Do p50", Unit: "ms", Value: &v}},
+		Lacks:   []Lack{{SemaphoreScenario, "gone"}},
+	})
+	var keys []string
+	for _, f := range old.Figures {
+		keys = append(keys, f.Scenario)
+	}
+	if !slices.Equal(keys, []string{Handoff, OnceScenario}) {
+		t.Errorf("figures of %v, want handoff and once", keys)
+	}
+	want := []Lack{{RWMutexScenario, "none"}, {SemaphoreScenario, "gone"}}
+	if !slices.Equal(old.Lacks, want) {
+		t.Errorf("lacks %v, want %v", old.Lacks, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,6 +26,10 @@ type childSpec struct {
 	Key      string        `json:"key"`
 	Election bool          `json:"election,omitempty"`
 	TTL      time.Duration `json:"ttl"`
+	// Kind, if set, makes the child's lock another primitive of the
+	// family (kindRead, kindSemaphore, kindOnce); Limit is a semaphore's.
+	Kind  string `json:"kind,omitempty"`
+	Limit int64  `json:"limit,omitempty"`
 	// Clients, if more than one, packs that many Clients into the child,
 	// each with its own connection and lock, as if each were a process of
 	// its own (they share nothing but the Go runtime): the scale scenario's
@@ -283,17 +289,8 @@ func RunChild(d Driver) int {
 			return 1
 		}
 		defer conn.Close()
-		if spec.Election {
-			e, ok := conn.(Elections)
-			if !ok {
-				c.out.say("error", d.Name(), "has no elections")
-				return 1
-			}
-			c.l, err = e.NewElection(spec.Key, spec.TTL)
-		} else {
-			c.l, err = conn.NewMutex(spec.Key, spec.TTL)
-		}
-		if err != nil {
+		c.conn = conn
+		if c.l, err = childLock(conn, spec); err != nil {
 			c.out.say("error new lock:", err)
 			return 1
 		}
@@ -323,9 +320,63 @@ func RunChild(d Driver) int {
 	return 0
 }
 
+// childLock makes the lock a child's commands take and release: a mutex,
+// an election, the read side of a reader/writer lock, or one unit of a
+// semaphore; nil for a Once, which its "do" command makes per key.
+func childLock(conn Conn, spec childSpec) (Locker, error) {
+	switch {
+	case spec.Election:
+		e, ok := conn.(Elections)
+		if !ok {
+			return nil, errors.New("no elections in this library")
+		}
+		return e.NewElection(spec.Key, spec.TTL)
+	case spec.Kind == kindRead:
+		rws, ok := conn.(RWMutexes)
+		if !ok {
+			return nil, errors.New("no reader/writer lock in this library")
+		}
+		rw, err := rws.NewRWMutex(spec.Key, spec.TTL)
+		return readSide{rw}, err
+	case spec.Kind == kindSemaphore:
+		ss, ok := conn.(Semaphores)
+		if !ok {
+			return nil, errors.New("no semaphore in this library")
+		}
+		s, err := ss.NewSemaphore(spec.Key, spec.Limit, spec.TTL)
+		return oneUnit{s}, err
+	case spec.Kind == kindOnce:
+		if _, ok := conn.(Onces); !ok {
+			return nil, errors.New("no Once in this library")
+		}
+		return nil, nil
+	}
+	return conn.NewMutex(spec.Key, spec.TTL)
+}
+
+// The kinds of child (childSpec.Kind) besides a mutex or an election.
+const (
+	kindRead      = "read"      // Lock and Unlock are RLock and RUnlock
+	kindSemaphore = "semaphore" // Lock and Unlock are Acquire(1) and Release(1)
+	kindOnce      = "once"      // "do KEY START" calls Do on a new Once of KEY
+)
+
+// readSide is an RWLocker's read side as a Locker.
+type readSide struct{ rw RWLocker }
+
+func (r readSide) Lock(ctx context.Context) error   { return r.rw.RLock(ctx) }
+func (r readSide) Unlock(ctx context.Context) error { return r.rw.RUnlock(ctx) }
+
+// oneUnit is a Semaphore's single unit as a Locker.
+type oneUnit struct{ s Semaphore }
+
+func (u oneUnit) Lock(ctx context.Context) error   { return u.s.Acquire(ctx, 1) }
+func (u oneUnit) Unlock(ctx context.Context) error { return u.s.Release(ctx, 1) }
+
 // A childClient is one Client of a child process, with its lock.
 type childClient struct {
 	m    *Meter
+	conn Conn
 	l    Locker
 	out  clientWriter
 	held sync.WaitGroup // a Lock in flight
@@ -371,15 +422,43 @@ func (c *childClient) obey(ctx context.Context, f []string) {
 		}
 		start, _ := strconv.ParseInt(f[1], 10, 64)
 		until, _ := strconv.ParseInt(f[2], 10, 64)
-		go loop(ctx, c.l, start, until, out)
+		go loop(ctx, c.l, c.m, start, until, out)
+	case "do":
+		// do <key> <start>: at Mono time start, Do on a new Once of key;
+		// then "did <runs of f here> <Mono at return> <commands sent>".
+		if len(f) < 3 {
+			return
+		}
+		key := f[1]
+		start, _ := strconv.ParseInt(f[2], 10, 64)
+		go do(ctx, c.conn, c.m, key, start, out)
 	}
 }
 
-// loop locks and unlocks as fast as it can from start to until (Mono
-// times), then reports "loopdone <holds>": the holds that began before
-// until.
-func loop(ctx context.Context, l Locker, start, until int64, out clientWriter) {
+func do(ctx context.Context, conn Conn, m *Meter, key string, start int64, out clientWriter) {
 	time.Sleep(time.Duration(start - Mono()))
+	before := m.Snapshot()
+	o, err := conn.(Onces).NewOnce(key)
+	if err != nil {
+		out.say("error new once:", err)
+		return
+	}
+	var ran atomic.Int64
+	if err := o.Do(ctx, func(context.Context) error { ran.Add(1); return nil }); err != nil {
+		out.say("error do:", err)
+		return
+	}
+	at := Mono()
+	out.say("did", ran.Load(), at, m.Snapshot().Sub(before).Commands)
+}
+
+// loop locks and unlocks as fast as it can from start to until (Mono
+// times), then reports "loopdone <holds> <commands>": the holds that began
+// before until, and the commands m counted over all the cycles (one more
+// than the holds: the last began at or after until).
+func loop(ctx context.Context, l Locker, m *Meter, start, until int64, out clientWriter) {
+	time.Sleep(time.Duration(start - Mono()))
+	before := m.Snapshot()
 	n := 0
 	for {
 		if err := l.Lock(ctx); err != nil {
@@ -396,7 +475,7 @@ func loop(ctx context.Context, l Locker, start, until int64, out clientWriter) {
 		}
 		n++
 	}
-	out.say("loopdone", n)
+	out.say("loopdone", n, m.Snapshot().Sub(before).Commands)
 }
 
 // clientWriter writes the lines of one Client of a child: with its index

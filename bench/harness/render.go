@@ -46,6 +46,23 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"Clients are packed several to a process, each with its own connection and backend: the notes say how); %d handoffs as in Handoff, "+
 			"then, while they wait, what each waiter sends over %v, by command, and the server's CPU meanwhile.",
 			o.ScaleLoaders, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleFreshTimeout, o.ScaleStatusLimit, o.ScaleStatusTimeout, o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
+	case RWMutexScenario:
+		return "Reader/writer lock: readers", fmt.Sprintf("N processes, each with the same reader/writer lock (dsync.RWMutex; etcd's "+
+			"experimental/recipes RWMutex), take and release its read side (RLock+RUnlock) as fast as they can, for %v per run, with no writer. "+
+			"RLock+RUnlock per second in all, and the commands each process sent over its cycles divided by its cycles (renewals and "+
+			"other background commands included).", o.ThroughputFor)
+	case SemaphoreScenario:
+		return "Semaphore", fmt.Sprintf("A semaphore of %d units. **Uncontended**: one process acquires and releases one unit in a loop "+
+			"(%d cycles per run), as in Uncontended. **Handoff**: all %d units are held, %d of them by a process that keeps them; the holder of "+
+			"the last releases it after a random %v–%v hold and N processes wait in Acquire(1); the figure is the time from the start of "+
+			"Release in the holder to the return of Acquire in the next holder, as in Handoff (%d handoffs per run).",
+			o.SemLimit, o.Cycles, o.SemLimit, o.SemLimit-1, o.HoldMin, o.HoldMax, o.Handoffs)
+	case OnceScenario:
+		return "Once", fmt.Sprintf("**Racing**: %d processes call Do on a new Once of a fresh key at the same CLOCK_MONOTONIC instant, "+
+			"%d keys per run; f returns at once. The time from that instant until the last Do returned (p50, p99 within a run), how many times "+
+			"f ran for a key (the most over all keys), and the commands all the processes sent during their Do. **Done key**: one process "+
+			"calls Do on a key done earlier, with a new Once each time (%d per run): what a process starting up pays; a Once that saw the "+
+			"record answers later calls from memory.", o.OnceProcs, o.OnceRaces, o.Cycles)
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."
@@ -78,7 +95,9 @@ func Render(reports []*Report, command string) string {
 	p("Written by `%s`; do not edit, run it again. Every figure is measured, on one machine in one run of the command, ", command)
 	p("against servers on loopback. A figure is the median of %d repeated runs unless its row says otherwise ", o.Runs)
 	p("(the JSON files next to this one have every run); p50 and p99 are taken within each run, then the median of the runs is shown. ")
-	p("`dsync ÷ X` is dsync's figure divided by library X's: below 1, dsync has less of it (time, commands, bytes, holds/s).\n\n")
+	p("`dsync ÷ X` is dsync's figure divided by library X's: below 1, dsync has less of it (time, commands, bytes, holds/s). ")
+	p("— marks a library without the primitive a scenario measures (the note under the table says what it has instead); ")
+	p("– a figure not measured for that library.\n\n")
 	p("Each library runs on the server it is made for, so latencies include the server: dsync and mongo-lock share one server ")
 	p("(see the table below), redsync has Redis and etcd has etcd. Nothing else is tuned: every server runs with its defaults ")
 	p("and its data in a temporary directory.\n\n")
@@ -103,10 +122,15 @@ func Render(reports []*Report, command string) string {
 	p("\n")
 
 	for i, sc := range AllScenarios {
-		// The libraries with figures of this scenario, dsync's first.
+		// The libraries with figures of this scenario, or lacking its
+		// primitive, dsync's first.
 		var libs []string
+		lacks := map[string]string{} // lib → why
 		for _, r := range reports {
-			if slices.ContainsFunc(r.Figures, func(f Figure) bool { return f.Scenario == sc }) {
+			if why, ok := r.Lacking(sc); ok {
+				lacks[r.Lib] = why
+				libs = append(libs, r.Lib)
+			} else if slices.ContainsFunc(r.Figures, func(f Figure) bool { return f.Scenario == sc }) {
 				libs = append(libs, r.Lib)
 			}
 		}
@@ -141,7 +165,15 @@ func Render(reports []*Report, command string) string {
 		if len(keys) == 0 {
 			continue
 		}
-		title, text := scenarioText(sc, o)
+		// The sizes of the first report that measured the scenario.
+		so := o
+		for _, r := range reports {
+			if _, lacking := r.Lacking(sc); !lacking && slices.Contains(libs, r.Lib) && r.Options.Runs != 0 {
+				so = r.Options
+				break
+			}
+		}
+		title, text := scenarioText(sc, so)
 		p("## %d. %s\n\n%s\n\n", i+1, title, text)
 		p("| figure |")
 		for _, l := range libs {
@@ -169,7 +201,11 @@ func Render(reports []*Report, command string) string {
 			p("| %s |", label)
 			for _, l := range libs {
 				f, ok := figs[k][l]
-				p(" %s |", cell(f, ok))
+				if _, lacking := lacks[l]; lacking {
+					p(" — |")
+				} else {
+					p(" %s |", cell(f, ok))
+				}
 				if ok && f.Note != "" {
 					n := l
 					if f.Param != "" {
@@ -191,6 +227,11 @@ func Render(reports []*Report, command string) string {
 				p(" %s |", num(*ours.Value / *theirs.Value))
 			}
 			p("\n")
+		}
+		for _, l := range libs {
+			if why, ok := lacks[l]; ok {
+				notes = append(notes, fmt.Sprintf("%s: %s", l, why))
+			}
 		}
 		if len(notes) > 0 {
 			p("\n")

@@ -20,7 +20,27 @@ type Report struct {
 	Machine Machine   `json:"machine"`
 	Options Options   `json:"options"` // the sizes the figures were measured with
 	Figures []Figure  `json:"figures"`
-	Notes   []string  `json:"notes,omitempty"`
+	// Lacks are the scenarios the library has no primitive for: a column
+	// of "—" in RESULTS.md, with the reason under the table.
+	Lacks []Lack   `json:"lacks,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// A Lack is a scenario a library has no primitive for, and why.
+type Lack struct {
+	Scenario string `json:"scenario"`
+	Why      string `json:"why"`
+}
+
+// Lacking returns why r's library lacks scenario's primitive, and whether
+// it does.
+func (r *Report) Lacking(scenario string) (string, bool) {
+	for _, l := range r.Lacks {
+		if l.Scenario == scenario {
+			return l.Why, true
+		}
+	}
+	return "", false
 }
 
 // A Figure is one measured quantity: its value in each repeated run and
@@ -117,9 +137,31 @@ func (r *Report) na(scenario, param, metric, unit, why string) {
 	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Note: why})
 }
 
+// lack records that the library has no primitive for scenario.
+func (r *Report) lack(scenario, why string) {
+	r.Lacks = append(r.Lacks, Lack{Scenario: scenario, Why: why})
+}
+
 // Merge replaces r's figures with those of newer that have the same key,
-// and adds the others: re-running some scenarios keeps the rest.
+// and adds the others: re-running some scenarios keeps the rest. A
+// scenario newer measured is no longer lacking; one newer lacks loses the
+// figures r had of it.
 func (r *Report) Merge(newer *Report) {
+	measured := map[string]bool{}
+	for _, f := range newer.Figures {
+		measured[f.Scenario] = true
+	}
+	lacks := r.Lacks[:0:0]
+	for _, l := range r.Lacks {
+		if _, now := newer.Lacking(l.Scenario); !now && !measured[l.Scenario] {
+			lacks = append(lacks, l)
+		}
+	}
+	r.Lacks = append(lacks, newer.Lacks...)
+	r.Figures = slices.DeleteFunc(r.Figures, func(f Figure) bool {
+		_, now := newer.Lacking(f.Scenario)
+		return now
+	})
 	idx := map[string]int{}
 	for i, f := range r.Figures {
 		idx[f.Key()] = i

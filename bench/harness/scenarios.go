@@ -24,10 +24,15 @@ const (
 	Throughput  = "throughput"
 	Race        = "race"
 	Scale       = "scale"
+	// The rest of the sync family (family.go).
+	RWMutexScenario   = "rwmutex"
+	SemaphoreScenario = "semaphore"
+	OnceScenario      = "once"
 )
 
 // AllScenarios lists every scenario.
-var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale}
+var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
+	RWMutexScenario, SemaphoreScenario, OnceScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -77,11 +82,25 @@ type Options struct {
 	ScaleIdleWindow time.Duration
 	ScaleRuns       int
 
+	// The family scenarios (family.go). rwmutex: each number of processes
+	// takes and releases the read side of one reader/writer lock for
+	// ThroughputFor per run. semaphore: Cycles uncontended Acquire(1) and
+	// Release(1) of a semaphore of SemLimit units, then Handoffs of a
+	// unit of the full semaphore with each number of waiting processes.
+	// once: OnceProcs processes race Do on OnceRaces fresh keys per run;
+	// then Cycles Do on a done key.
+	Readers    []int
+	SemLimit   int64
+	SemWaiters []int
+	OnceProcs  int
+	OnceRaces  int
+
 	Log io.Writer `json:"-"` // progress; nil: discard
 }
 
 // Defaults are the sizes run.sh uses: about six to eight minutes per
-// library on two cores, and the scale scenario 10 to 20 more.
+// library on two cores, the scale scenario 10 to 20 more, and the family
+// scenarios a few more for each library that has their primitives.
 var Defaults = Options{
 	Runs:         3,
 	Cycles:       200,
@@ -125,6 +144,12 @@ var Defaults = Options{
 	// window of 40 s seen only after it (which then showed no growth).
 	ScaleIdleWindow: 2 * time.Minute,
 	ScaleRuns:       1,
+
+	Readers:    []int{1, 4},
+	SemLimit:   2,
+	SemWaiters: []int{1, 4},
+	OnceProcs:  4,
+	OnceRaces:  10,
 }
 
 // Quick are tiny sizes for checking that everything runs.
@@ -160,6 +185,12 @@ var Quick = Options{
 	ScaleProcs:         2,
 	ScaleIdleWindow:    500 * time.Millisecond,
 	ScaleRuns:          1,
+
+	Readers:    []int{2},
+	SemLimit:   2,
+	SemWaiters: []int{1},
+	OnceProcs:  2,
+	OnceRaces:  2,
 }
 
 func (o Options) withDefaults(d Options) Options {
@@ -208,6 +239,13 @@ func (o Options) withDefaults(d Options) Options {
 	def(&o.ScaleProcs, d.ScaleProcs)
 	defD(&o.ScaleIdleWindow, d.ScaleIdleWindow)
 	def(&o.ScaleRuns, d.ScaleRuns)
+	defS(&o.Readers, d.Readers)
+	if o.SemLimit == 0 {
+		o.SemLimit = d.SemLimit
+	}
+	defS(&o.SemWaiters, d.SemWaiters)
+	def(&o.OnceProcs, d.OnceProcs)
+	def(&o.OnceRaces, d.OnceRaces)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -246,6 +284,9 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		{Throughput, rn.throughput},
 		{Race, rn.race},
 		{Scale, rn.scale},
+		{RWMutexScenario, rn.rwmutex},
+		{SemaphoreScenario, rn.semaphore},
+		{OnceScenario, rn.once},
 	}
 	for _, s := range steps {
 		if !want(s.name) {
@@ -315,52 +356,80 @@ func (rn *runner) uncontended(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cycle := func() (lock, unlock int64, err error) {
-		a := Mono()
-		if err := l.Lock(ctx); err != nil {
-			return 0, 0, err
-		}
-		b := Mono()
-		if err := l.Unlock(ctx); err != nil {
-			return 0, 0, err
-		}
-		return b - a, Mono() - b, nil
+	if err := l.Lock(ctx); err != nil {
+		return err
 	}
-	if _, _, err := cycle(); err != nil {
+	if err := l.Unlock(ctx); err != nil {
 		return err
 	}
 	first := m.Snapshot().Sub(before)
 	rn.r.add(Uncontended, "", "commands, connecting and the first Lock+Unlock (setup included)", "cmds", []float64{float64(first.Commands)}, "")
-	for range 10 {
-		if _, _, err := cycle(); err != nil {
-			return err
-		}
+	st, err := rn.timedCycles(ctx, m, "uncontended", l.Lock, l.Unlock)
+	if err != nil {
+		return err
 	}
-	var p50, p99, lockP50, unlockP50, cmds, bytes []float64
-	for run := range rn.o.Runs {
-		s := m.Snapshot()
-		var cyc, lk, ul []float64
-		for range rn.o.Cycles {
-			a, b, err := cycle()
-			if err != nil {
+	rn.r.add(Uncontended, "", "commands per Lock+Unlock (steady state)", "cmds", st.cmds, "")
+	rn.r.add(Uncontended, "", "bytes on the wire per Lock+Unlock", "B", st.bytes, "")
+	rn.r.add(Uncontended, "", "Lock+Unlock p50", "ms", st.p50, "")
+	rn.r.add(Uncontended, "", "Lock+Unlock p99", "ms", st.p99, "")
+	rn.r.add(Uncontended, "", "Lock p50", "ms", st.stepP50[0], "")
+	rn.r.add(Uncontended, "", "Unlock p50", "ms", st.stepP50[1], "")
+	return nil
+}
+
+// cycleStats are what timedCycles measured, one value per run.
+type cycleStats struct {
+	p50, p99    []float64   // of a whole cycle, ms
+	stepP50     [][]float64 // [step][run], ms
+	cmds, bytes []float64   // per cycle, as m counted them
+}
+
+// timedCycles runs a cycle of steps (Lock then Unlock, say) 10 times to
+// warm up, then Cycles times in each of Runs runs, and returns each run's
+// latencies and counts. what names the cycles in the log.
+func (rn *runner) timedCycles(ctx context.Context, m *Meter, what string, steps ...func(context.Context) error) (cycleStats, error) {
+	took := make([]int64, len(steps))
+	cycle := func() error {
+		for i, step := range steps {
+			a := Mono()
+			if err := step(ctx); err != nil {
 				return err
 			}
-			cyc, lk, ul = append(cyc, ms(a+b)), append(lk, ms(a)), append(ul, ms(b))
+			took[i] = Mono() - a
+		}
+		return nil
+	}
+	for range 10 {
+		if err := cycle(); err != nil {
+			return cycleStats{}, err
+		}
+	}
+	st := cycleStats{stepP50: make([][]float64, len(steps))}
+	for run := range rn.o.Runs {
+		s := m.Snapshot()
+		var cyc []float64
+		perStep := make([][]float64, len(steps))
+		for range rn.o.Cycles {
+			if err := cycle(); err != nil {
+				return cycleStats{}, err
+			}
+			var sum int64
+			for i, t := range took {
+				sum += t
+				perStep[i] = append(perStep[i], ms(t))
+			}
+			cyc = append(cyc, ms(sum))
 		}
 		c := m.Snapshot().Sub(s)
 		n := float64(rn.o.Cycles)
-		p50, p99 = append(p50, Percentile(cyc, 50)), append(p99, Percentile(cyc, 99))
-		lockP50, unlockP50 = append(lockP50, Percentile(lk, 50)), append(unlockP50, Percentile(ul, 50))
-		cmds, bytes = append(cmds, float64(c.Commands)/n), append(bytes, float64(c.BytesOut+c.BytesIn)/n)
-		rn.logf("%s: uncontended run %d: p50 %.2f ms, p99 %.2f ms, %.2f cmds/cycle", rn.d.Name(), run+1, p50[run], p99[run], cmds[run])
+		st.p50, st.p99 = append(st.p50, Percentile(cyc, 50)), append(st.p99, Percentile(cyc, 99))
+		for i := range steps {
+			st.stepP50[i] = append(st.stepP50[i], Percentile(perStep[i], 50))
+		}
+		st.cmds, st.bytes = append(st.cmds, float64(c.Commands)/n), append(st.bytes, float64(c.BytesOut+c.BytesIn)/n)
+		rn.logf("%s: %s run %d: p50 %.2f ms, p99 %.2f ms, %.2f cmds/cycle", rn.d.Name(), what, run+1, st.p50[run], st.p99[run], st.cmds[run])
 	}
-	rn.r.add(Uncontended, "", "commands per Lock+Unlock (steady state)", "cmds", cmds, "")
-	rn.r.add(Uncontended, "", "bytes on the wire per Lock+Unlock", "B", bytes, "")
-	rn.r.add(Uncontended, "", "Lock+Unlock p50", "ms", p50, "")
-	rn.r.add(Uncontended, "", "Lock+Unlock p99", "ms", p99, "")
-	rn.r.add(Uncontended, "", "Lock p50", "ms", lockP50, "")
-	rn.r.add(Uncontended, "", "Unlock p50", "ms", unlockP50, "")
-	return nil
+	return st, nil
 }
 
 // chain runs handoffs among n+1 processes: one holds, n wait in Lock; the
@@ -932,18 +1001,9 @@ func (rn *runner) throughput(ctx context.Context) error {
 	param := count(n, "process") + ", one key"
 	var rates, jain, maxShare, minShare []float64
 	for run := range rn.o.Runs {
-		start := Mono() + int64(300*time.Millisecond)
-		until := start + int64(rn.o.ThroughputFor)
-		for i := range n {
-			g.send(i, "loop", start, until)
-		}
-		counts := make([]float64, n)
-		for range n {
-			m, err := g.wait(ctx, "loopdone", -1, rn.o.ThroughputFor+2*time.Minute)
-			if err != nil {
-				return err
-			}
-			counts[m.proc] = float64(m.args[0])
+		counts, _, err := rn.loops(ctx, g, n)
+		if err != nil {
+			return err
 		}
 		var total float64
 		for _, c := range counts {

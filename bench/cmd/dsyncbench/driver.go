@@ -205,12 +205,13 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 func (c *conn) RenewCommands() []string { return []string{"findAndModify"} }
 
 // Drop removes the collections dsyncmongo and leadermongo named after the
-// scenario's lock collection.
+// scenario's lock collection (the four of dsyncmongo's schema.go).
 func (c *conn) Drop(ctx context.Context) error {
 	return errors.Join(
 		c.db.Collection("locks_"+c.ns).Drop(ctx),             // claims, end markers, floors
 		c.db.Collection("locks_"+c.ns+"_sessions").Drop(ctx), // sessions
 		c.db.Collection("locks_"+c.ns+"_events").Drop(ctx),   // wake-ups
+		c.db.Collection("locks_"+c.ns+"_keys").Drop(ctx),     // the directory of keys
 		c.db.Collection("members_"+c.ns).Drop(ctx))
 }
 
@@ -241,6 +242,39 @@ func (m mutex) Lost() bool {
 	default:
 		return false
 	}
+}
+
+func (c *conn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, error) {
+	rw, err := dsync.NewRWMutex(c.locks, key, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	return rwmutex{rw}, nil
+}
+
+// rwmutex is a dsync.RWMutex's read side.
+type rwmutex struct{ rw *dsync.RWMutex }
+
+func (r rwmutex) RLock(ctx context.Context) error   { return r.rw.RLockContext(ctx) }
+func (r rwmutex) RUnlock(ctx context.Context) error { return r.rw.RUnlockContext(ctx) }
+
+func (c *conn) NewSemaphore(key string, limit int64, ttl time.Duration) (harness.Semaphore, error) {
+	s, err := dsync.NewSemaphore(c.locks, key, limit, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	return semaphore{s}, nil
+}
+
+// semaphore is a dsync.Semaphore.
+type semaphore struct{ s *dsync.Semaphore }
+
+func (s semaphore) Acquire(ctx context.Context, n int64) error { return s.s.Acquire(ctx, n) }
+func (s semaphore) Release(ctx context.Context, n int64) error { return s.s.ReleaseContext(ctx, n) }
+
+// NewOnce returns a dsync.Once, whose Do has the harness's shape.
+func (c *conn) NewOnce(key string) (harness.Once, error) {
+	return dsync.NewOnce(c.locks, key, dsync.WithLogger(quiet))
 }
 
 // election is a leader.Election: Lock campaigns, Unlock resigns.

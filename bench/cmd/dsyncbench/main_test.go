@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestDriverRuns runs the scenarios that exercise the dsync driver (locks,
-// elections, processes, kills, single attempts) with tiny sizes. It checks
+// elections, processes, kills, single attempts, the read side of an
+// RWMutex, a Semaphore, a Once) with tiny sizes. It checks
 // that they run, not what they measure.
 func TestDriverRuns(t *testing.T) {
 	srv := mongotest.Shared(t)
@@ -41,7 +42,9 @@ func TestDriverRuns(t *testing.T) {
 	o.FailoverTTL = time.Second
 	o.Contenders = 3
 	o.Rounds = 2
-	scenarios := []string{harness.Uncontended, harness.Handoff, harness.Failover, harness.Graceful, harness.Race}
+	o.ThroughputFor = 300 * time.Millisecond
+	scenarios := []string{harness.Uncontended, harness.Handoff, harness.Failover, harness.Graceful, harness.Race,
+		harness.RWMutexScenario, harness.SemaphoreScenario, harness.OnceScenario}
 	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: scenarios}, o)
 	if len(r.Notes) > 0 {
 		t.Fatalf("scenarios failed: %v", r.Notes)
@@ -52,6 +55,12 @@ func TestDriverRuns(t *testing.T) {
 		if f.Value == nil {
 			t.Errorf("%s: no value: %s", f.Key(), f.Note)
 		}
+		if f.Note != "" {
+			t.Errorf("%s: %s", f.Key(), f.Note)
+		}
+	}
+	if len(r.Lacks) > 0 {
+		t.Errorf("dsync lacks %v", r.Lacks)
 	}
 	for _, s := range scenarios {
 		if !got[s] {

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // etcdDriver is etcd's concurrency package: Mutex and Election over a
-// Session, whose lease the client keeps alive.
+// Session, whose lease the client keeps alive; and the RWMutex of its
+// experimental/recipes over the same Session.
 type etcdDriver struct{ endpoints []string }
 
 func (d *etcdDriver) Name() string { return "etcd" }
@@ -180,6 +182,39 @@ func (m *etcdMutex) Lost() bool {
 	default:
 		return false
 	}
+}
+
+// NewRWMutex is the reader/writer lock of etcd's experimental/recipes:
+// RLock puts a key of the session's lease under "<key>/read" and waits for
+// the writers' keys created before it to go; RUnlock deletes it. Its
+// methods take no context (it uses context.TODO()).
+func (c *etcdConn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, error) {
+	s, err := c.session(ttl)
+	if err != nil {
+		return nil, err
+	}
+	return etcdRWMutex{recipe.NewRWMutex(s, "/"+c.ns+"/rwmutex/"+key)}, nil
+}
+
+type etcdRWMutex struct{ rw *recipe.RWMutex }
+
+func (m etcdRWMutex) RLock(context.Context) error   { return m.rw.RLock() }
+func (m etcdRWMutex) RUnlock(context.Context) error { return m.rw.RUnlock() }
+
+// etcdRecipes is what etcd's Go client offers for coordination, for the
+// primitives it lacks.
+const etcdRecipes = "go.etcd.io/etcd/client/v3 has Mutex, Election and STM (concurrency) and Barrier, DoubleBarrier, Queue, " +
+	"PriorityQueue and RWMutex (experimental/recipes)"
+
+// Lacks says why etcd has no column in the semaphore and Once scenarios.
+func (d *etcdDriver) Lacks(scenario string) string {
+	switch scenario {
+	case harness.SemaphoreScenario:
+		return "no semaphore in etcd's client: " + etcdRecipes + "; the bench does not write one"
+	case harness.OnceScenario:
+		return "no Once in etcd's client: " + etcdRecipes
+	}
+	return ""
 }
 
 type etcdElection struct {

@@ -2,9 +2,16 @@
 // the same scenarios as dsyncbench (see bench/harness):
 //
 //   - mongo-lock: github.com/square/mongo-lock on the same MongoDB (or
-//     FerretDB) server as dsync;
-//   - redsync: github.com/go-redsync/redsync/v4 on a Redis server;
-//   - etcd: go.etcd.io/etcd/client/v3/concurrency on an etcd server.
+//     FerretDB) server as dsync; its shared locks are the reader/writer
+//     lock's read side and a semaphore's units;
+//   - redsync: github.com/go-redsync/redsync/v4 on a Redis server (a
+//     mutex only);
+//   - etcd: go.etcd.io/etcd/client/v3/concurrency on an etcd server, and
+//     the RWMutex of go.etcd.io/etcd/client/v3/experimental/recipes.
+//
+// A library without a primitive of the family scenarios (rwmutex,
+// semaphore, once) is reported as lacking it, with the reason its driver's
+// Lacks gives.
 //
 // It lives in its own module so that none of them enters dsync's go.mod.
 // bench/run.sh starts the servers and runs it.

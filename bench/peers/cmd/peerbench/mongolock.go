@@ -68,10 +68,16 @@ func (d *mongoLockDriver) Describe(ctx context.Context) (string, string) {
 func (d *mongoLockDriver) notes() []string {
 	n := []string{"mongo-lock has no blocking lock and no renewal: Lock retries XLock after a uniform random 50–250 ms (redsync's default delay), " +
 		"and a held lock is renewed every TTL/3; XLock takes a lock over when its expiresAt, written with the holder's clock, is not after the caller's clock."}
+	n = append(n, "mongo-lock's reader/writer lock and semaphore are its shared locks: RLock and each unit of Acquire are an SLock "+
+		"(maxConcurrent unlimited for readers, the limit for a semaphore) under a lock id of their own, retried like XLock; a semaphore's units "+
+		"are taken one SLock at a time. Neither SLock nor XLock looks at a shared lock's expiry: one left by a dead process stays until "+
+		"mongo-lock's Purger removes it.")
 	if d.ferret {
 		n = append(n, "On FerretDB 1.24 mongo-lock's Client.Unlock, Renew and Status fail (NotImplemented: their aggregate's $project uses $filter). "+
 			"The bench releases and renews with the library's own findAndModify documents (those of its xUnlock and Renew) addressed by resource, "+
 			"skipping that aggregate: one command fewer per Unlock and per renewal than mongo-lock sends to MongoDB.")
+		n = append(n, "On FerretDB the same goes for shared locks: released with the update of mongo-lock's sUnlock, renewed with the one Renew "+
+			"sends for a shared lock; and the Purger, which starts with Status, cannot run.")
 	}
 	return n
 }

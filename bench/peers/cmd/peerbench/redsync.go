@@ -135,3 +135,18 @@ func (m *redsyncMutex) Unlock(ctx context.Context) error {
 }
 
 func (m *redsyncMutex) Lost() bool { return m.k.isLost() }
+
+// Lacks says why redsync has no column in the family scenarios: it offers
+// a Mutex only.
+func (d *redsyncDriver) Lacks(scenario string) string {
+	const has = "redsync has only a Mutex (Lock, TryLock, Extend, Valid, Unlock)"
+	switch scenario {
+	case harness.RWMutexScenario:
+		return "no reader/writer lock: " + has
+	case harness.SemaphoreScenario:
+		return "no semaphore: " + has
+	case harness.OnceScenario:
+		return "no Once: " + has
+	}
+	return ""
+}
