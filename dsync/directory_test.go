@@ -3,6 +3,7 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -321,6 +322,78 @@ func TestCloseGivesUpOnAPutThatHangs(t *testing.T) {
 		}
 		if got := store.putCalls(); !slices.Equal(got, []string{"k"}) {
 			t.Errorf("puts %q; want k's only: j's is given up with it", got)
+		}
+	})
+}
+
+// slowSessions is a store whose session reads take 10 ms and are counted:
+// how many were under way at once.
+type slowSessions struct {
+	*memory.Store
+	mu             sync.Mutex
+	now, most, all int
+}
+
+func (s *slowSessions) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	s.mu.Lock()
+	s.now++
+	s.all++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.now--
+		s.mu.Unlock()
+	}()
+	time.Sleep(10 * time.Millisecond)
+	return s.Store.GetSession(ctx, id)
+}
+
+// TestListReadsQueuesAhead: List reads the queues of a few keys at once,
+// no more than it promises, and hands them out in the store's order, each
+// with its own queue; a caller that stops leaves no read behind (the
+// bubble would not end).
+func TestListReadsQueuesAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		holder := newClient(t, mem)
+		var keys []string
+		for i := range 30 {
+			key := fmt.Sprintf("k%02d", i)
+			keys = append(keys, key)
+			m := newMutex(t, holder, key, dsync.WithTTL(time.Minute))
+			if err := m.LockContext(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		store := &slowSessions{Store: mem}
+		c := newClient(t, store)
+		var got []string
+		for ks, err := range c.List(context.Background(), dsync.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ks.Queue) != 1 || ks.Queue[0].Key != ks.Key {
+				t.Fatalf("%s: queue %+v, want its one holder", ks.Key, ks.Queue)
+			}
+			got = append(got, ks.Key)
+		}
+		if !slices.Equal(got, keys) {
+			t.Errorf("listed %q, want %q", got, keys)
+		}
+		if store.most < 2 || store.most > dsync.ListAhead {
+			t.Errorf("at most %d queue reads at once, want 2 to %d", store.most, dsync.ListAhead)
+		}
+		store.all = 0
+		for _, err := range c.List(context.Background(), dsync.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if store.all > dsync.ListAhead {
+			t.Errorf("a listing stopped at its first key read %d queues, want at most %d", store.all, dsync.ListAhead)
 		}
 	})
 }

@@ -11,3 +11,6 @@ const (
 	PutRetries = putRetries
 	PutPause   = putPause
 )
+
+// ListAhead is how many keys' queues List reads at once, at most.
+const ListAhead = listAhead

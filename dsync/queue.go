@@ -127,8 +127,8 @@ type KeyState struct {
 // goes on (see the driver: on MongoDB a range of the directory's index;
 // on FerretDB, in order of first use, a prefix costs a read of the keys
 // the server passes until a batch is full), and each key's queue with a
-// call of Queue when it comes to the key. Stopping the loop stops the
-// reads. An error ends the listing; it comes with the key it concerns, if
+// call of Queue, a few keys ahead of the caller (their reads overlap).
+// Stopping the loop stops the reads, and List returns once they have. An error ends the listing; it comes with the key it concerns, if
 // any.
 func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
 	return func(yield func(KeyState, error) bool) {
@@ -140,22 +140,75 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 			yield(KeyState{}, err)
 			return
 		}
-		q := driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit}
-		for key, err := range c.store.ListKeys(ctx, q) {
-			if err != nil {
-				yield(KeyState{}, fmt.Errorf("dsync: list keys: %w", err))
+		ctx, cancel := context.WithCancel(ctx)
+		ahead := c.readAhead(ctx, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
+		defer func() {
+			// Stop the reads still under way and wait for them: nothing
+			// of a listing outlives its loop.
+			cancel()
+			for r := range ahead {
+				<-r.done
+			}
+		}()
+		for r := range ahead {
+			<-r.done
+			if r.err != nil {
+				yield(r.ks, r.err)
 				return
 			}
-			queue, err := c.Queue(ctx, key)
-			if err != nil {
-				yield(KeyState{Key: key}, err)
-				return
-			}
-			if !yield(KeyState{Key: key, Queue: queue}, nil) {
+			if !yield(r.ks, nil) {
 				return
 			}
 		}
 	}
+}
+
+// listAhead is how many keys' queues List reads at once, at most: the one
+// its caller waits for and those after it. Each queue is a few point reads, one after another; reading
+// the queues of a page's keys side by side makes a page cost about the
+// round trips of a few keys, not of all of them.
+const listAhead = 8
+
+// aRead is one key of a listing whose queue is being read: done closes
+// when ks and err are set.
+type aRead struct {
+	ks   KeyState
+	err  error
+	done chan struct{}
+}
+
+// readAhead lists the keys q selects and starts reading each one's queue
+// as it comes, at most listAhead at once (listAhead-2 in the channel, one
+// the caller waits for, one waiting to be sent), to a caller who receives
+// them in the store's order. The channel closes after the last
+// key, after an error of the listing (its read, last), or when ctx ends.
+func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead {
+	ahead := make(chan *aRead, listAhead-2)
+	go func() {
+		defer close(ahead)
+		for key, err := range c.store.ListKeys(ctx, q) {
+			r := &aRead{ks: KeyState{Key: key}, done: make(chan struct{})}
+			if err != nil {
+				r.ks, r.err = KeyState{}, fmt.Errorf("dsync: list keys: %w", err)
+				close(r.done)
+			} else {
+				go func() {
+					defer close(r.done)
+					r.ks.Queue, r.err = c.Queue(ctx, key)
+				}()
+			}
+			select {
+			case ahead <- r:
+			case <-ctx.Done():
+				<-r.done
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ahead
 }
 
 // HasKey reports whether List lists key: whether a Client has recorded it
