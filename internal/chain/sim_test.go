@@ -488,37 +488,46 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		name string
 		bug  chain.Bug
 		sbug simBug
+		// rare: the error needs a timing few seeds produce (it was caught
+		// on 1 seed of the first 600, and, once the sync family's workers
+		// shared the simulated time, first on seed 1556): run twice the
+		// seeds for it.
+		rare bool
 	}{
-		{"withdrawal recorded as release", chain.BugWithdrawAsRelease, simNoBug},
-		{"no floor proof for inserts", chain.BugNoFloorProof, simNoBug},
-		{"end markers named by session, not by claim", chain.BugEndBySession, simNoBug},
-		{"renewing a session document after an unknown outcome", chain.BugRenewSameGen, simNoBug},
-		{"holding on knowledge the store no longer confirms", chain.BugTrustCache, simNoBug},
-		{"a session found missing taken for dead at once", chain.BugAbsentIsDead, simNoBug},
-		{"claims confirmed at their insert remembered by key", chain.BugHeadsByKey, simNoBug},
-		{"a shared claim passing every live claim", chain.BugSharedPassesAll, simNoBug},
-		{"any release ending every walk", chain.BugAnyReleaseStops, simNoBug},
-		{"weights checked one by one, not summed", chain.BugWeightsNotSummed, simNoBug},
-		{"a renewal confirmed past the deadline keeps the lease", chain.BugLateConfirmKept, simNoBug},
-		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug},
-		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers},
-		{"a server-time estimate without its error bounds", chain.NoBug, simBugNarrowEstimate},
-		{"a compacted key's tokens starting again low", chain.BugCompactResetsTokens, simNoBug},
-		{"compaction deleting done records", chain.NoBug, simBugCompactForgetsDone},
-		{"relying on a segment without coverage", chain.BugNoCoverage, simNoBug},
-		{"a start skipping the bucket before its time", chain.BugStartSkipsPrevBucket, simNoBug},
+		{"withdrawal recorded as release", chain.BugWithdrawAsRelease, simNoBug, false},
+		{"no floor proof for inserts", chain.BugNoFloorProof, simNoBug, false},
+		{"end markers named by session, not by claim", chain.BugEndBySession, simNoBug, false},
+		{"renewing a session document after an unknown outcome", chain.BugRenewSameGen, simNoBug, false},
+		{"holding on knowledge the store no longer confirms", chain.BugTrustCache, simNoBug, false},
+		{"a session found missing taken for dead at once", chain.BugAbsentIsDead, simNoBug, false},
+		{"claims confirmed at their insert remembered by key", chain.BugHeadsByKey, simNoBug, false},
+		{"a shared claim passing every live claim", chain.BugSharedPassesAll, simNoBug, false},
+		{"any release ending every walk", chain.BugAnyReleaseStops, simNoBug, false},
+		{"weights checked one by one, not summed", chain.BugWeightsNotSummed, simNoBug, false},
+		{"a renewal confirmed past the deadline keeps the lease", chain.BugLateConfirmKept, simNoBug, false},
+		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug, false},
+		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers, false},
+		{"a server-time estimate without its error bounds", chain.NoBug, simBugNarrowEstimate, false},
+		{"a compacted key's tokens starting again low", chain.BugCompactResetsTokens, simNoBug, false},
+		{"compaction deleting done records", chain.NoBug, simBugCompactForgetsDone, false},
+		{"relying on a segment without coverage", chain.BugNoCoverage, simNoBug, false},
+		{"a start skipping the bucket before its time", chain.BugStartSkipsPrevBucket, simNoBug, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != chain.NoBug && !chain.Planted {
 				t.Skip("planting a bug in the engine needs -tags dsync_planted")
 			}
-			for _, seed := range plantedSeeds() {
+			seeds := plantedSeeds()
+			if tc.rare && *simSeed < 0 && len(seeds) < 2000 {
+				seeds = seedRange(2000)
+			}
+			for _, seed := range seeds {
 				if r, _ := runSim(t, seed, tc.bug, tc.sbug, false); !r.OK() {
 					t.Logf("caught on seed %d: %v", seed, r.Violations[0])
 					return
 				}
 			}
-			t.Errorf("no seed out of %d caught it", len(plantedSeeds()))
+			t.Errorf("no seed out of %d caught it", len(seeds))
 		})
 	}
 }
