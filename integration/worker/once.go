@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 )
 
@@ -32,19 +31,11 @@ var errRunFailed = errors.New("the run failed (on purpose)")
 
 func (w *worker) runOnce(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, err := dsyncmongo.New(db,
-		dsyncmongo.WithClock(w.clock),
-		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger),
-		w.rec.option())
+	backend, opts, err := w.backend(db)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	opts := []dsync.Option{dsync.WithTTL(cfg.TTL), dsync.WithLogger(w.logger)}
-	if cfg.Renew > 0 {
-		opts = append(opts, dsync.WithRenewInterval(cfg.Renew))
-	}
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {
 		slot := time.Now().UnixNano() / int64(OnceSlot)
 		key := fmt.Sprintf("%s-%d", cfg.Key, slot)

@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 )
 
@@ -50,19 +49,11 @@ type held interface {
 // shared runs the loop of an RWMutex or Semaphore worker.
 func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, err := dsyncmongo.New(db,
-		dsyncmongo.WithClock(w.clock),
-		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger),
-		w.rec.option())
+	backend, opts, err := w.backend(db)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	opts := []dsync.Option{dsync.WithTTL(cfg.TTL), dsync.WithLogger(w.logger)}
-	if cfg.Renew > 0 {
-		opts = append(opts, dsync.WithRenewInterval(cfg.Renew))
-	}
 	var (
 		rw  *dsync.RWMutex
 		sem *dsync.Semaphore

@@ -273,7 +273,10 @@ func (w *worker) emit(ev history.Event) {
 	w.outMu.Unlock()
 }
 
-func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
+// backend returns the worker's backend on db (its clock, poll interval,
+// logger and recording of requests) and the options of its primitives
+// (TTL, renewal interval, logger).
+func (w *worker) backend(db *mongo.Database) (*dsyncmongo.Backend, []dsync.Option, error) {
 	cfg := &w.cfg
 	backend, err := dsyncmongo.New(db,
 		dsyncmongo.WithClock(w.clock),
@@ -281,13 +284,22 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 		dsyncmongo.WithLogger(w.logger),
 		w.rec.option())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer backend.Close()
 	opts := []dsync.Option{dsync.WithTTL(cfg.TTL), dsync.WithLogger(w.logger)}
 	if cfg.Renew > 0 {
 		opts = append(opts, dsync.WithRenewInterval(cfg.Renew))
 	}
+	return backend, opts, nil
+}
+
+func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
+	cfg := &w.cfg
+	backend, opts, err := w.backend(db)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
 	mu, err := dsync.NewMutex(backend, cfg.Key, opts...)
 	if err != nil {
 		return err
