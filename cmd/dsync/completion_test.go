@@ -59,7 +59,7 @@ printf '%s\n' "${COMPREPLY[@]}" | sort -u | tr '\n' ' '`
 
 // Every flag a command's help lists is completed for it, and no other.
 func TestCompletionMatchesHelp(t *testing.T) {
-	flagRE := regexp.MustCompile(`(?m)^  (--?[a-z]+)`)
+	flagRE := regexp.MustCompile(`(?m)^  (--?[a-z][a-z-]*)`)
 	for _, c := range commands {
 		if c.summary == "" {
 			continue
