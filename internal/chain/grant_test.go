@@ -193,7 +193,7 @@ func TestGrantWeightedLimits(t *testing.T) {
 		t.Fatal("a claim of limit 2 does not hold once the claims of limit 10 ended")
 	}
 	// A try of another limit than the live top claim's never queues.
-	sess, _, err := e1.OpenSession(context.Background(), time.Hour)
+	sess, _, err := e1.OpenSession(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
