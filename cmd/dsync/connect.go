@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -35,9 +36,12 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	switch {
 	case g.timeout <= 0:
 		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
-	case g.db == "":
+	case g.dbSet && g.db == "":
 		return nil, nil, errors.New("--db must not be empty")
 	}
+	// From here on g.db is the database in use, which the commands name
+	// in what they print.
+	g.db = g.database(uri)
 	opts := options.Client().ApplyURI(uri)
 	if err := opts.Validate(); err != nil {
 		var dns *net.DNSError
@@ -65,6 +69,9 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	}()
 	err = client.Ping(pctx, nil)
 	if err == nil {
+		if g.verbose {
+			fmt.Fprintf(os.Stderr, "dsync: connected to %s: database %q, lock collection %q\n", redact(uri), g.db, g.collection)
+		}
 		return client, client.Database(g.db), nil
 	}
 	// Read the cause before Disconnect: it cancels the heartbeats in

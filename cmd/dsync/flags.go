@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
@@ -34,7 +35,8 @@ const (
 // globals are the flags every command accepts, before or after its name.
 type globals struct {
 	uri        string
-	db         string
+	db         string // --db's value, or defaultDB; see database
+	dbSet      bool   // --db was given
 	collection string // locks, and the leases of elections
 	elections  string // where older releases kept election leases (see electionBackend)
 	members    string
@@ -58,7 +60,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 		g.defaulted = true
 	}
 	fs.StringVar(&g.uri, "uri", g.uri, "MongoDB connection string (default $MONGODB_URI)")
-	fs.StringVar(&g.db, "db", g.db, "database")
+	fs.Var(dbFlag{g}, "db", "database (default: the connection string's, else "+defaultDB+")")
 	fs.StringVar(&g.collection, "collection", g.collection, "lock collection")
 	fs.StringVar(&g.elections, "elections", g.elections, "where older releases kept election leases")
 	fs.StringVar(&g.members, "members", g.members, "election member collection")
@@ -200,6 +202,35 @@ func checkName(name string, limit int) error {
 // an error.
 var errNoServer = errors.New("no server: set MONGODB_URI or --uri; for a local one, run 'dsync server' " +
 	"and export MONGODB_URI=mongodb://127.0.0.1:27017/")
+
+// dbFlag is --db: it records that the flag was given, since a database
+// named by the connection string (mongodb://host/app) is used otherwise.
+type dbFlag struct{ g *globals }
+
+func (f dbFlag) String() string {
+	if f.g == nil {
+		return ""
+	}
+	return f.g.db
+}
+
+func (f dbFlag) Set(s string) error {
+	f.g.db, f.g.dbSet = s, true
+	return nil
+}
+
+// database returns the database a command uses: --db's if given, else
+// the one the connection string names (mongodb://host/app, as the
+// driver reads it), else defaultDB.
+func (g *globals) database(uri string) string {
+	if g.dbSet {
+		return g.db
+	}
+	if cs, err := connstring.Parse(uri); err == nil && cs.Database != "" {
+		return cs.Database
+	}
+	return defaultDB
+}
 
 // resolveURI returns --uri, else $MONGODB_URI.
 func (g *globals) resolveURI() (string, error) {

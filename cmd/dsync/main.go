@@ -113,7 +113,8 @@ Commands:
 %s
 Flags (also accepted after COMMAND):
   --uri URI       MongoDB connection string (default $MONGODB_URI)
-  --db NAME       database (default %q)
+  --db NAME       database (default: the one the connection string names,
+                  as mongodb://host/app, else %q)
   --collection C  lock collection, which holds the leases of elections
                   too (default %q)
   --elections C   where older releases of dsync kept the leases of
