@@ -68,8 +68,10 @@ Flags:
 
 Exit status: CMD's, or 128+N when signal N ended it or ended the campaign;
 without CMD, and with --listen, 0 after an interrupt. 125: dsync failed
-(no server; a candidate of an older release holds or waits for NAME).
-126, 127: CMD could not be run, was not found. 2: usage error.
+(the server could not be reached or answered an error; a candidate of
+an older release holds or waits for NAME). 126, 127: CMD could not be
+run, was not found. 2: usage error, or no server given (neither --uri
+nor MONGODB_URI).
 `
 
 var electHelp = fmt.Sprintf(electUsage, maxElectionName, maxLockName)

@@ -68,8 +68,9 @@ Flags:
 Exit status: CMD's, or 128+N when signal N ended it; without CMD, 0 after
 an interrupt. 122: the hold was lost (CMD was stopped; its status is in
 the message on stderr). 124: the lock was not acquired (--try, --wait).
-125: dsync failed (no server). 126, 127: CMD could not be run, was not
-found. 2: usage error.
+125: dsync failed (the server could not be reached, or answered an
+error). 126, 127: CMD could not be run, was not found. 2: usage error,
+or no server given (neither --uri nor MONGODB_URI).
 `
 
 var lockHelp = fmt.Sprintf(lockUsage, maxLockName)

@@ -349,6 +349,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"help", "frobnicate"}, `unknown command "frobnicate" (see 'dsync -h')`},
 		{[]string{"completion"}, "name one shell"},
+		{[]string{"version", "x"}, `unexpected argument "x"`},
 		// Names: a lock's up to dsyncmongo.MaxKeyLen bytes, an election's
 		// shorter by "dsync:election/", the namespace of its lease, which
 		// no lock name may enter.
@@ -377,9 +378,22 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("dsync %s: exit %d, stdout %q; want usage and exit 0", strings.Join(args, " "), r.code, r.stdout)
 		}
 	}
-	r := runDsync(t, noServer, "", 10*time.Second, "--version")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "dsync ") || !strings.Contains(r.stdout, "FerretDB") {
-		t.Errorf("dsync --version: exit %d, stdout %q", r.code, r.stdout)
+	// A command's help, however it is asked for.
+	for _, tc := range []struct{ args []string }{{[]string{"--help", "lock"}}, {[]string{"-h", "once"}}, {[]string{"help", "lock"}}, {[]string{"once", "--help"}}} {
+		cmd := tc.args[0]
+		if strings.HasPrefix(cmd, "-") || cmd == "help" {
+			cmd = tc.args[1]
+		}
+		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
+		if want := "Usage: dsync " + cmd; r.code != 0 || !strings.HasPrefix(r.stdout, want) {
+			t.Errorf("dsync %s: exit %d, stdout %q; want it to begin with %q", strings.Join(tc.args, " "), r.code, r.stdout, want)
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		r := runDsync(t, noServer, "", 10*time.Second, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "dsync ") || !strings.Contains(r.stdout, "FerretDB") {
+			t.Errorf("dsync %s: exit %d, stdout %q", args[0], r.code, r.stdout)
+		}
 	}
 }
 

@@ -39,10 +39,10 @@ import (
 const (
 	exitOK        = 0
 	exitFailure   = 1   // status, clock, server, demo: something went wrong
-	exitUsage     = 2   // bad flags or arguments; nothing was done
+	exitUsage     = 2   // bad flags or arguments, or no server given; nothing was done
 	exitLost      = 122 // lock: the hold was lost, and the command stopped
 	exitNotLocked = 124 // lock --try or --wait: the lock was not acquired
-	exitDsync     = 125 // lock, elect: dsync failed (no server)
+	exitDsync     = 125 // lock, elect, once: dsync failed (server unreachable or in error)
 	exitNoExec    = 126 // lock, elect: the command could not be run
 	exitNotFound  = 127 // lock, elect: the command was not found
 )
@@ -61,6 +61,7 @@ func init() {
 	commands = []*command{
 		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, clockCmd, completionCmd,
 		candidateCmd,
+		{name: "version", summary: "print dsync's version", usage: versionUsage, run: runVersion},
 		{name: "help", usage: helpUsage, run: runHelp},
 	}
 }
@@ -86,6 +87,13 @@ func run(args []string) int {
 	plain, _, err := scanFlags(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		// dsync --help lock: the command's help, as dsync help lock.
+		for _, a := range args {
+			if c := lookup(a); c != nil && c.usage != "" {
+				fmt.Fprint(os.Stdout, c.usage)
+				return exitOK
+			}
+		}
 		printUsage(os.Stdout)
 		return exitOK
 	case err != nil:
@@ -163,6 +171,21 @@ func runHelp(_ *globals, args []string) int {
 		return usageError("help", fmt.Errorf("unknown command %q", args[0]))
 	}
 	fmt.Fprint(os.Stdout, c.usage)
+	return exitOK
+}
+
+const versionUsage = `Usage: dsync version
+
+Prints dsync's version, as --version before a command does: the module
+version it was built from (or "(devel)" and the commit, for a build in a
+work tree), the Go version and the embedded FerretDB's.
+`
+
+func runVersion(_ *globals, args []string) int {
+	if len(args) > 0 {
+		return usageError("version", fmt.Errorf("unexpected argument %q", args[0]))
+	}
+	printVersion(os.Stdout)
 	return exitOK
 }
 
