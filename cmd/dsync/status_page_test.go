@@ -226,3 +226,16 @@ func TestStatusPages(t *testing.T) {
 		t.Errorf("status --json page/03: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Names that white space or unprintable characters would hide are
+// quoted in the table: "k" and "k " are told apart.
+func TestShownName(t *testing.T) {
+	for in, want := range map[string]string{
+		"k": "k", "report-2026-11-23": "report-2026-11-23", "k ": `"k "`, " k": `" k"`, "a b": `"a b"`,
+		"tab\there": `"tab\there"`, "bell\a": `"bell\a"`, `"q"`: `"\"q\""`, "": `""`, "é": "é",
+	} {
+		if got := shownName(in); got != want {
+			t.Errorf("shownName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

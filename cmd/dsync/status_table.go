@@ -56,6 +56,19 @@ func newTableSink(w io.Writer, indent, where string, sel selection) *tableSink {
 	return &tableSink{w: w, indent: indent, where: where, sel: sel}
 }
 
+// shownName is how the table shows a lock or election name: as it is,
+// unless that would hide something (white space, which also splits the
+// columns, a character that does not print, a leading quote): then
+// quoted as Go quotes a string, so that "k" and "k " differ. --json
+// gives names as they are.
+func shownName(s string) string {
+	hides := func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }
+	if s == "" || strings.HasPrefix(s, `"`) || strings.IndexFunc(s, hides) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // cell fits s to a cell of width characters, noting a name cut short.
 func (t *tableSink) cell(s string, width int) string {
 	c, shortened := fitCellCut(s, width)
@@ -95,14 +108,14 @@ func (t *tableSink) lock(l lockState) error {
 	}
 	t.locks++
 	if len(l.holders) == 0 {
-		return t.row(t.cell(l.key, maxNameWidth), l.state(), "-", "-", "-", "-", "-", "-", "-")
+		return t.row(t.cell(shownName(l.key), maxNameWidth), l.state(), "-", "-", "-", "-", "-", "-", "-")
 	}
 	// One line per holder: readers and a Semaphore's holders share it.
 	for _, h := range l.holders {
 		token := strconv.FormatUint(h.Token, 10)
 		host, pid, cmd := t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
 		heldFor, left := fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
-		if err := t.row(t.cell(l.key, maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
+		if err := t.row(t.cell(shownName(l.key), maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
 			return err
 		}
 	}
@@ -162,7 +175,7 @@ func (t *tableSink) done(s statusSummary) error {
 // electionRows are the rows of election e: its leader first (or "no
 // leader"), then the members standing by.
 func (t *tableSink) electionRows(e election) [][]string {
-	name := t.cell(e.name, maxNameWidth)
+	name := t.cell(shownName(e.name), maxNameWidth)
 	term, left := "", "-"
 	if e.leader != nil {
 		term = strconv.FormatUint(e.leader.Token, 10)
