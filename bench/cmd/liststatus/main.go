@@ -3,6 +3,10 @@
 // their queues, through dsync.Client.List, and the wall time of
 // `dsync status --limit 100` (a fresh process: start, connect, the
 // server's clock, the page), with -keys entries in the directory of keys.
+// With -locked, it also times a fresh Client's first Lock+Unlock (a new
+// connection and backend, as a process started by cron) of a key locked
+// a moment before, whose documents are within the idle age, and of a key
+// never used.
 //
 // Usage:
 //
@@ -175,6 +179,32 @@ func run(keys, locked, runs int, dsyncBin string) error {
 	}
 	row(fmt.Sprintf("the directory's find of the first %d keys, alone (%d runs)", page, runs), dir)
 	row(fmt.Sprintf("Client.List, first %d keys with their queues (%d runs)", page, runs), lib)
+	if locked > 0 {
+		docs, err := db.Collection(collection).CountDocuments(ctx, bson.D{})
+		if err != nil {
+			return err
+		}
+		for _, used := range []bool{true, false} {
+			var ds []time.Duration
+			var perLock map[string]int
+			for i := range runs {
+				key := fmt.Sprintf("new/%d", i)
+				if used {
+					key = names[i*locked/runs]
+				}
+				d, n, err := firstLock(ctx, uri, key)
+				if err != nil {
+					return err
+				}
+				ds, perLock = append(ds, d), n
+			}
+			what := "a key never used"
+			if used {
+				what = "a key locked and unlocked minutes before"
+			}
+			row(fmt.Sprintf("a fresh Client's first Lock+Unlock of %s, %d lock documents (%d runs; commands %v)", what, docs, runs, perLock), ds)
+		}
+	}
 
 	if dsyncBin != "" {
 		for _, args := range [][]string{{"status", "--limit", "100"}, {"status", "--limit", "100", "--json"}} {
@@ -193,6 +223,48 @@ func run(keys, locked, runs int, dsyncBin string) error {
 	}
 	fmt.Printf("\ncommands of one Client.List page: %v\n", perPage)
 	return nil
+}
+
+// firstLock connects anew, makes a backend on dbName and times its first
+// Lock+Unlock of key (the connection and the backend's preparation are
+// not timed); it returns the commands the Lock+Unlock sent, by name.
+func firstLock(ctx context.Context, uri, key string) (time.Duration, map[string]int, error) {
+	cmds := &counter{}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(cmds.monitor()))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer client.Disconnect(ctx)
+	b, err := dsyncmongo.New(client.Database(dbName))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer b.Close()
+	// The clock's first samples, not timed. FerretDB may still be busy
+	// with the listings' reads ("database is locked"): try a few times.
+	for try := 1; ; try++ {
+		_, err := b.ServerTime(ctx)
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			return 0, nil, err
+		}
+		time.Sleep(time.Second)
+	}
+	m, err := dsync.NewMutex(b, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	cmds.take()
+	t0 := time.Now()
+	if err := m.LockContext(ctx); err != nil {
+		return 0, nil, err
+	}
+	if err := m.UnlockContext(ctx); err != nil {
+		return 0, nil, err
+	}
+	return time.Since(t0), cmds.take(), nil
 }
 
 // fill inserts a directory entry for each key, a thousand at a time.
