@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/internal/errtext"
 )
 
 // An Interval is a range of possible server times, as wall times in the
@@ -243,7 +245,7 @@ func (e *Estimator) resample(ctx context.Context, force bool) {
 	log := e.cfg.logger
 	if err != nil {
 		log.Warn("clockcheck: re-sample failed; keeping the previous sample",
-			slog.Any("err", err), slog.Duration("age", e.cfg.clock.Monotonic()-e.Sample().Taken))
+			slog.Any("err", errtext.Tidy(err)), slog.Duration("age", e.cfg.clock.Monotonic()-e.Sample().Taken))
 		return
 	}
 

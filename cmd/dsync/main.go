@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/errtext"
 	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
@@ -240,7 +241,7 @@ func fail(cmd string, code int, err error) int {
 
 // oneLine flattens a multi-line error message, without the repetitions
 // of the driver's messages (see tidy).
-func oneLine(err error) string { return tidy(err.Error()) }
+func oneLine(err error) string { return tidy(errtext.Tidy(err).Error()) }
 
 // fmtDur formats d for a table: 3 significant figures at most, no
 // trailing zeros.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/errtext"
 )
 
 // lockStore is the MongoDB driver: a driver.Store over a database's lock
@@ -341,12 +342,13 @@ func (s *lockStore) Prune(ctx context.Context, key string, keep, below uint64, s
 }
 
 // wrap prefixes an error with the operation and what it was on, adding
-// ctx's cause when the error does not carry it.
+// ctx's cause when the error does not carry it, and cuts FerretDB's stack
+// frames out of its text (errtext.Tidy).
 func wrap(ctx context.Context, op, what string, err error) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		return fmt.Errorf("dsyncmongo: %s %q: %w: %w", op, what, cause, err)
+		return errtext.Tidy(fmt.Errorf("dsyncmongo: %s %q: %w: %w", op, what, cause, err))
 	}
-	return fmt.Errorf("dsyncmongo: %s %q: %w", op, what, err)
+	return errtext.Tidy(fmt.Errorf("dsyncmongo: %s %q: %w", op, what, err))
 }
 
 // checkKey refuses, before any I/O, a key this driver cannot store.
