@@ -71,6 +71,9 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	if err := client.checkKey(stored); err != nil {
 		return core{}, err
 	}
+	if cfg.logger == nil {
+		cfg.logger = client.cfg.logger
+	}
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, fmt.Errorf("dsync: TTL %v is above the bucket span %v (a hold must end before its key's coverage can)", cfg.ttl, span)
 	}

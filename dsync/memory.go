@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
@@ -20,19 +21,31 @@ import (
 //	a, _ := dsync.NewClient(store)
 //	b, _ := dsync.NewClient(store)
 //
+// SetReachable(false) makes the store unreachable, for tests of what code
+// does when its lock is lost or the database is gone.
+//
 // The zero value is not usable; call NewMemoryBackend.
 type MemoryBackend struct {
-	c *Client
+	c     *Client
+	store *faultyStore
 }
 
-// NewMemoryBackend returns a Client on a store of its own, in memory.
-func NewMemoryBackend() *MemoryBackend {
-	c, err := NewClient(memory.New(), ClientWithPollInterval(memoryPollInterval))
+// NewMemoryBackend returns a Client on a store of its own, in memory. It
+// logs nothing unless opts give it a logger (ClientWithLogger): in tests,
+// a failed renewal is something the test provoked (SetReachable), not news.
+// It panics if an option is invalid, as a test's mistake.
+func NewMemoryBackend(opts ...ClientOption) *MemoryBackend {
+	store := &faultyStore{Store: memory.New()}
+	opts = append([]ClientOption{ClientWithPollInterval(memoryPollInterval), ClientWithLogger(discardLogger)}, opts...)
+	c, err := NewClient(store, opts...)
 	if err != nil {
-		panic(err) // the options are valid
+		panic(err)
 	}
-	return &MemoryBackend{c: c}
+	return &MemoryBackend{c: c, store: store}
 }
+
+// discardLogger logs nothing.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // Client returns the backend's Client.
 func (b *MemoryBackend) Client() *Client { return b.c }

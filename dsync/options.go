@@ -39,7 +39,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{ttl: DefaultTTL, logger: slog.Default(), clock: SystemClock()}
+	c := config{ttl: DefaultTTL, clock: SystemClock()} // logger: the Client's, unless WithLogger (newCore)
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("dsync: nil option")
@@ -123,7 +123,9 @@ func WithRenewInterval(d time.Duration) Option {
 
 // WithLogger sets where backend errors are logged (at Warn level): acquire
 // attempts that Lock retries, failed renewals and failed releases. Default:
-// slog.Default(). Pass slog.New(slog.DiscardHandler) to silence them.
+// the backend Client's logger (ClientWithLogger; dsyncmongo.WithLogger),
+// which is slog.Default() unless set, and which a MemoryBackend leaves
+// silent. Pass slog.New(slog.DiscardHandler) to silence them.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {

@@ -1,0 +1,85 @@
+package dsync_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// A MemoryBackend made unreachable behaves as a store that went away: the
+// hold ends at its deadline, Unlock reports the loss, Lock keeps trying
+// until its context ends; once reachable again, Lock works. Nothing is
+// logged unless a logger is given.
+func TestMemoryBackendUnreachable(t *testing.T) {
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	defer slog.SetDefault(prev)
+	synctest.Test(t, func(t *testing.T) {
+		b := dsync.NewMemoryBackend()
+		defer b.Close()
+		const ttl = time.Second
+		m, err := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		b.SetReachable(false)
+		select {
+		case <-m.Lost():
+		case <-time.After(2 * ttl):
+			t.Fatal("the hold outlived its TTL with the store unreachable")
+		}
+		if at := time.Since(start); at > ttl {
+			t.Errorf("lost %v after the store went away, TTL %v", at, ttl)
+		}
+		if err := m.UnlockContext(ctx); !errors.Is(err, dsync.ErrLost) {
+			t.Errorf("UnlockContext after the loss = %v, want ErrLost", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*ttl)
+		err = m.LockContext(wctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("LockContext while unreachable = %v, want the context's deadline", err)
+		}
+		b.SetReachable(true)
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatalf("LockContext once reachable again: %v", err)
+		}
+		m.Unlock()
+	})
+	if logged.Len() > 0 {
+		t.Errorf("the memory backend logged, with no logger given:\n%s", logged.String())
+	}
+}
+
+// A unit test of code that must stop when its lock is lost: make the
+// in-memory store unreachable, and the hold ends at its deadline, as it
+// would with a database that went away. (Under testing/synctest the wait
+// takes no real time.)
+func ExampleMemoryBackend_SetReachable() {
+	b := dsync.NewMemoryBackend()
+	defer b.Close()
+	m, err := dsync.NewMutex(b, "report", dsync.WithTTL(200*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	m.Lock()
+	b.SetReachable(false) // the database goes away
+	<-m.Lost()            // the code under test must stop here
+	err = m.UnlockContext(context.Background())
+	fmt.Println("lost:", errors.Is(err, dsync.ErrLost))
+	b.SetReachable(true)
+	// Output: lost: true
+}
