@@ -296,3 +296,8 @@ func (c *Client) checkKey(key string) error {
 	}
 	return nil
 }
+
+// Logger returns the logger the Client reports to (ClientWithLogger,
+// else slog.Default()); its primitives use it unless given their own
+// (WithLogger).
+func (c *Client) Logger() *slog.Logger { return c.cfg.logger }

@@ -27,6 +27,10 @@ var ErrUnreachable = errors.New("dsync: the in-memory store is unreachable (Memo
 // use it with a short TTL, under testing/synctest for fake time.
 func (b *MemoryBackend) SetReachable(reachable bool) { b.store.down.Store(!reachable) }
 
+// Reachable reports whether the backend's store is reachable (see
+// SetReachable).
+func (b *MemoryBackend) Reachable() bool { return !b.store.down.Load() }
+
 // faultyStore is a memory.Store that can be made unreachable.
 type faultyStore struct {
 	*memory.Store

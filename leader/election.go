@@ -65,6 +65,9 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 	if err != nil {
 		return nil, err
 	}
+	if cfg.logger == nil {
+		cfg.logger = backend.Client().Logger()
+	}
 	mu, err := dsync.NewMutex(backend, name, dsync.WithNamespace(Namespace),
 		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
 	if err != nil {

@@ -46,6 +46,33 @@ func (b *MemoryBackend) WithLocks(locks dsync.Backend) *MemoryBackend {
 	return &MemoryBackend{Backend: locks, memberTable: b.memberTable}
 }
 
+// SetReachable makes the backend's store unreachable (false), as a
+// database that went away, or reachable again (true), as
+// dsync.MemoryBackend.SetReachable does: the leader's lease cannot be
+// renewed, so its term ends at its deadline (the leadership context is
+// cancelled with ErrLeadershipLost), and member status can be neither
+// written nor read. It panics on a backend from WithLocks whose locks are
+// not a *dsync.MemoryBackend.
+func (b *MemoryBackend) SetReachable(reachable bool) {
+	mb, ok := b.Backend.(*dsync.MemoryBackend)
+	if !ok {
+		panic("leader: SetReachable needs the locks of a dsync.MemoryBackend")
+	}
+	mb.SetReachable(reachable)
+}
+
+// reach returns ctx's cause if it ended, or dsync.ErrUnreachable while
+// the store is set unreachable.
+func (b *MemoryBackend) reach(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	if mb, ok := b.Backend.(*dsync.MemoryBackend); ok && !mb.Reachable() {
+		return dsync.ErrUnreachable
+	}
+	return nil
+}
+
 // Leader implements Backend. Info.Since is when the leader's claim was
 // queued.
 func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, error) {
@@ -75,8 +102,8 @@ func (b *MemoryBackend) Leader(ctx context.Context, election string) (Info, erro
 
 // PutMember implements Backend.
 func (b *MemoryBackend) PutMember(ctx context.Context, election string, m Member) error {
-	if err := ctx.Err(); err != nil {
-		return context.Cause(ctx)
+	if err := b.reach(ctx); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -90,8 +117,8 @@ func (b *MemoryBackend) PutMember(ctx context.Context, election string, m Member
 
 // Members implements Backend.
 func (b *MemoryBackend) Members(ctx context.Context, election string, maxAge time.Duration) ([]Member, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, context.Cause(ctx)
+	if err := b.reach(ctx); err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -107,8 +134,8 @@ func (b *MemoryBackend) Members(ctx context.Context, election string, maxAge tim
 
 // DeleteMember implements Backend.
 func (b *MemoryBackend) DeleteMember(ctx context.Context, election, id string) error {
-	if err := ctx.Err(); err != nil {
-		return context.Cause(ctx)
+	if err := b.reach(ctx); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -35,7 +35,7 @@ const (
 )
 
 func newConfig(opts []Option) (config, error) {
-	c := config{ttl: DefaultTTL, pollInterval: DefaultPollInterval, logger: slog.Default()}
+	c := config{ttl: DefaultTTL, pollInterval: DefaultPollInterval} // logger: the backend Client's, unless WithLogger (NewElection)
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("leader: nil option")
@@ -133,7 +133,9 @@ func WithValue(v string) Option {
 }
 
 // WithLogger sets where background errors are logged (at Warn level):
-// failed renewals, releases and heartbeats. Default: slog.Default().
+// failed renewals, releases and heartbeats. Default: the backend Client's
+// logger (dsync.ClientWithLogger, dsyncmongo.WithLogger), slog.Default()
+// unless set; a MemoryBackend's logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
