@@ -367,8 +367,8 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("dsync %s: exit %d, stderr %q; want exit %d and one line with %q",
+		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, ": dsync: ") {
+			t.Errorf("dsync %s: exit %d, stderr %q; want exit %d and one line with %q, the prefix once",
 				strings.Join(tc.args, " "), r.code, r.stderr, exitUsage, tc.want)
 		}
 	}

@@ -229,7 +229,7 @@ func usageError(cmd string, err error) int {
 			hint = "dsync help " + cmd
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s: %v (see '%s')\n", prefix, err, hint)
+	fmt.Fprintf(os.Stderr, "%s: %s (see '%s')\n", prefix, strings.TrimPrefix(err.Error(), "dsync: "), hint)
 	return exitUsage
 }
 
@@ -240,8 +240,11 @@ func fail(cmd string, code int, err error) int {
 }
 
 // oneLine flattens a multi-line error message, without the repetitions
-// of the driver's messages (see tidy).
-func oneLine(err error) string { return tidy(errtext.Tidy(err).Error()) }
+// of the driver's messages (see tidy), FerretDB's stack frames, and the
+// library's "dsync: " prefix, which the command's own prefix repeats.
+func oneLine(err error) string {
+	return strings.TrimPrefix(tidy(errtext.Tidy(err).Error()), "dsync: ")
+}
 
 // fmtDur formats d for a table: 3 significant figures at most, no
 // trailing zeros.
