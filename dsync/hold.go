@@ -68,7 +68,7 @@ func (h *hold) lose(reason error) {
 	h.mu.Unlock()
 
 	h.keeper.remove(h)
-	h.p.report(h.lostErr)
+	h.p.reportLoss(h.lostErr)
 	if h.p.lostHook != nil {
 		h.p.lostHook(h)
 	}

@@ -122,7 +122,9 @@ func WithRenewInterval(d time.Duration) Option {
 }
 
 // WithLogger sets where backend errors are logged (at Warn level): acquire
-// attempts that Lock retries, failed renewals and failed releases. Default:
+// attempts that Lock retries, failed renewals and failed releases. A
+// hold's loss, which Lost and UnlockContext report to the caller, is
+// logged at Info. Default:
 // the backend Client's logger (ClientWithLogger; dsyncmongo.WithLogger),
 // which is slog.Default() unless set, and which a MemoryBackend leaves
 // silent. Pass slog.New(slog.DiscardHandler) to silence them.
