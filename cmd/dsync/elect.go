@@ -60,7 +60,8 @@ of an older release holds or waits for NAME there, it exits 125 rather
 than lead beside it: stop the older release's candidates of NAME first.
 
 Flags:
-  --ttl D       lease length: a crashed leader is replaced within about D (default 15s)
+  --ttl D       lease length: a crashed leader is replaced within about D
+                (default 15s, at least 100ms, at most 5m)
   --grace D     time between SIGTERM and SIGKILL (default 5s)
   --version V   version string this candidate reports in 'dsync status'
   --listen      watch the election instead of campaigning

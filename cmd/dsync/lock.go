@@ -58,7 +58,8 @@ keys' signals (Ctrl-C) from the terminal directly, and only CMD itself
 is signalled.
 
 Flags:
-  --ttl D      lease length: a crashed holder blocks others this long (default 15s)
+  --ttl D      lease length: a crashed holder blocks others this long
+               (default 15s, at least 100ms, at most 5m)
   --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when the lock is not acquired within D (default: wait on)
   --try        give up at once when the lock is held

@@ -36,7 +36,8 @@ with --forget-after: report/2026-11-23T10:00.
 NAME is up to %d bytes of UTF-8.
 
 Flags:
-  --ttl D      lease length: a crashed runner blocks others this long (default 15s)
+  --ttl D      lease length: a crashed runner blocks others this long
+               (default 15s, at least 100ms, at most 5m)
   --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when CMD could not start within D (default: wait on)
   --check      run nothing: exit 0 if NAME is done ("done" on stdout), 1 if not
