@@ -70,19 +70,27 @@ func (t *table) write(w io.Writer, indent string) {
 // A reporter prints dsync's own messages on stderr, one line each. Errors
 // the libraries handle themselves (renewals that failed, acquire attempts
 // retried) are rate-limited unless verbose, so a server outage gives a
-// line every few seconds rather than a wall of them.
+// line after 5 s, then at intervals that double to 2 minutes while it
+// lasts, rather than a wall of them.
 type reporter struct {
 	w       io.Writer
 	verbose bool
 
 	mu         sync.Mutex
-	last       time.Time
+	last       time.Time     // when a problem was last printed
+	seen       time.Time     // when one was last reported, printed or not
+	every      time.Duration // the interval between printed problems now
 	suppressed int
 	muted      bool
 }
 
-// problemEvery is the rate limit of background problems.
-const problemEvery = 5 * time.Second
+// problemEvery is the first interval between printed background problems,
+// problemEveryMax the longest: it doubles while problems keep coming, and
+// starts again after a quiet spell of twice the interval.
+const (
+	problemEvery    = 5 * time.Second
+	problemEveryMax = 2 * time.Minute
+)
 
 // say prints a message always.
 func (r *reporter) say(format string, args ...any) {
@@ -114,12 +122,17 @@ func (r *reporter) problem(msg string) {
 		return
 	}
 	now := time.Now()
-	if !r.verbose && !r.last.IsZero() && now.Sub(r.last) < problemEvery {
+	if r.every == 0 || !r.seen.IsZero() && now.Sub(r.seen) > 2*r.every {
+		r.every = problemEvery // the first, or after a quiet spell
+	}
+	r.seen = now
+	if !r.verbose && !r.last.IsZero() && now.Sub(r.last) < r.every {
 		r.suppressed++
 		return
 	}
 	if r.suppressed > 0 {
 		msg = fmt.Sprintf("%s (and %d more like it)", msg, r.suppressed)
+		r.every = min(2*r.every, problemEveryMax)
 	}
 	r.last, r.suppressed = now, 0
 	fmt.Fprintf(r.w, "dsync: %s\n", msg)
