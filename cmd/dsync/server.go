@@ -167,7 +167,7 @@ func startEmbedded(addr, dir string, logw io.Writer) (*embedded, error) {
 		}
 	}
 	e.dir = dir
-	if err := e.lockDir(); err != nil {
+	if err := e.lockDir(logw); err != nil {
 		e.removeTemp()
 		return nil, err
 	}
@@ -193,23 +193,41 @@ func startEmbedded(addr, dir string, logw io.Writer) (*embedded, error) {
 	return e, nil
 }
 
+// lockWait is how long a server waits for another that has its data
+// directory: long enough for one that is stopping (stopTimeout).
+const lockWait = stopTimeout
+
 // lockDir takes the data directory's lock file, so that no two servers
-// share one store.
-func (e *embedded) lockDir() error {
+// share one store. If another server has it, lockDir waits up to lockWait
+// for that one to exit (saying so on logw, if not nil).
+func (e *embedded) lockDir(logw io.Writer) error {
 	f, err := os.OpenFile(filepath.Join(e.dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Perhaps a server that is stopping (FerretDB gives its clients
+		// a few seconds): wait for it a little, saying so.
 		owner, _ := io.ReadAll(f)
-		f.Close()
+		who := "another dsync server"
+		if pid := strings.TrimSpace(string(owner)); pid != "" {
+			who += " (pid " + pid + ")"
+		}
+		if logw != nil {
+			fmt.Fprintf(logw, "dsync server: data directory %s is in use by %s; waiting up to %v for it to exit\n", e.dir, who, lockWait)
+		}
+		for deadline := time.Now().Add(lockWait); errors.Is(err, syscall.EWOULDBLOCK) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		}
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := "another dsync server"
-			if pid := strings.TrimSpace(string(owner)); pid != "" {
-				who += " (pid " + pid + ")"
-			}
+			f.Close()
 			return fmt.Errorf("data directory %s is in use by %s; give this one another --data", e.dir, who)
 		}
+	}
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
 	if err := f.Truncate(0); err == nil {

@@ -13,13 +13,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // A serverProc is a running dsync server.
 type serverProc struct {
-	uri   string
-	lines []string // what it printed before "Ctrl-C to stop."
-	stop  func() outcome
+	uri       string
+	lines     []string // what it printed before "Ctrl-C to stop."
+	stop      func() outcome
+	interrupt func() // sends SIGTERM, and returns at once
 }
 
 // startServer runs dsync server with args, returning once it listens.
@@ -55,6 +58,7 @@ func startServer(t *testing.T, environ []string, args ...string) *serverProc {
 		}
 		return outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
 	}
+	p.interrupt = func() { _ = cmd.Process.Signal(syscall.SIGTERM) }
 	t.Cleanup(func() { p.stop() })
 	if p.uri == "" {
 		r := p.stop()
@@ -106,15 +110,33 @@ func TestServerKeepsLocksAcrossRestarts(t *testing.T) {
 	if got := tokenOf(t, second.uri, "kept"); got != strconv.FormatUint(firstToken+1, 10) {
 		t.Errorf("hold after a restart: token %q, want %d (the next after the first run's)", got, firstToken+1)
 	}
-	second.stop()
+
+	// Started while the one before is still stopping (a client connected
+	// makes FerretDB wait for it), a server waits for the data directory.
+	client := mongotest.NewClient(t, second.uri)
+	if err := client.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	second.interrupt()
+	third := startServer(t, e)
+	if !strings.Contains(third.lines[0], "kept from an earlier run") {
+		t.Errorf("a restart at once: %q; want the data kept", third.lines[0])
+	}
+	if r := second.stop(); r.code != 0 {
+		t.Errorf("the server stopped for the restart: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if got := tokenOf(t, third.uri, "kept"); got != strconv.FormatUint(firstToken+2, 10) {
+		t.Errorf("hold after a restart at once: token %q, want %d", got, firstToken+2)
+	}
+	third.stop()
 
 	// --data names the directory; --temp forgets, and says so loudly.
 	data := filepath.Join(t.TempDir(), "here")
-	third := startServer(t, e, "--data", data)
-	if !strings.Contains(third.lines[0], "data in "+data+", new") {
-		t.Errorf("--data %s: %q", data, third.lines[0])
+	named := startServer(t, e, "--data", data)
+	if !strings.Contains(named.lines[0], "data in "+data+", new") {
+		t.Errorf("--data %s: %q", data, named.lines[0])
 	}
-	third.stop()
+	named.stop()
 	if _, err := os.Stat(filepath.Join(data, lockFile)); err != nil {
 		t.Errorf("--data %s holds no data after a run: %v", data, err)
 	}
