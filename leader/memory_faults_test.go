@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +18,7 @@ import (
 // its deadline, and member status fails meanwhile; nothing is logged
 // unless a logger is given.
 func TestMemoryBackendUnreachable(t *testing.T) {
-	var logged bytes.Buffer
+	var logged lockedBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
 	defer slog.SetDefault(prev)
@@ -50,7 +51,25 @@ func TestMemoryBackendUnreachable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if logged.Len() > 0 {
-		t.Errorf("the memory backend logged, with no logger given:\n%s", logged.String())
+	if out := logged.String(); out != "" {
+		t.Errorf("the memory backend logged, with no logger given:\n%s", out)
 	}
+}
+
+// lockedBuffer is a log's destination that goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
