@@ -20,9 +20,10 @@ import (
 // A serverProc is a running dsync server.
 type serverProc struct {
 	uri       string
-	lines     []string // what it printed before "Ctrl-C to stop."
-	stop      func() outcome
-	interrupt func() // sends SIGTERM, and returns at once
+	lines     []string       // what it printed before "Ctrl-C to stop."
+	stop      func() outcome // sends SIGTERM and waits for the exit
+	interrupt func()         // sends SIGTERM, and returns at once
+	wait      func() outcome // waits for the exit (after interrupt)
 }
 
 // startServer runs dsync server with args, returning once it listens.
@@ -47,16 +48,21 @@ func startServer(t *testing.T, environ []string, args ...string) *serverProc {
 			p.uri = uri
 		}
 	}
-	stopped := false
-	p.stop = func() outcome {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+	exited := false
+	p.wait = func() outcome {
+		if !exited {
+			exited = true
 			_, _ = io.Copy(io.Discard, out)
 			_ = cmd.Wait()
 			cancel()
 		}
 		return outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	}
+	p.stop = func() outcome {
+		if !exited {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+		return p.wait()
 	}
 	p.interrupt = func() { _ = cmd.Process.Signal(syscall.SIGTERM) }
 	t.Cleanup(func() { p.stop() })
@@ -122,7 +128,7 @@ func TestServerKeepsLocksAcrossRestarts(t *testing.T) {
 	if !strings.Contains(third.lines[0], "kept from an earlier run") {
 		t.Errorf("a restart at once: %q; want the data kept", third.lines[0])
 	}
-	if r := second.stop(); r.code != 0 {
+	if r := second.wait(); r.code != 0 {
 		t.Errorf("the server stopped for the restart: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	if got := tokenOf(t, third.uri, "kept"); got != strconv.FormatUint(firstToken+2, 10) {
