@@ -314,16 +314,31 @@ func transient(err error) bool {
 const endAttempts = 3
 
 // retry runs f up to attempts times while it fails transiently and ctx
-// lasts.
+// lasts, pausing between attempts (retryPause, doubling): FerretDB's
+// SQLite answers "database is locked" while another write holds it, and
+// attempts sent at once meet the same write.
 func (s *lockStore) retry(ctx context.Context, attempts int, what string, f func() error) error {
+	pause := retryPause
 	for i := 1; ; i++ {
 		err := f()
 		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
 		s.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
+		t := time.NewTimer(jitter(pause))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		pause *= 2
 	}
 }
+
+// retryPause is the first pause between attempts of a write that failed
+// transiently.
+const retryPause = 20 * time.Millisecond
 
 // shardKeyFields are the fields a lock collection may be sharded on: each
 // is a function of a document's _id (a claim's or marker's _id names its

@@ -587,6 +587,45 @@ func TestEndRetriesOnlyTransient(t *testing.T) {
 	}
 }
 
+// TestEndRetriesPause: the attempts of an end marker are spread out, so
+// that a server busy for a moment with another write (FerretDB's SQLite
+// answering "database is locked" for 30 ms here) does not see all three.
+// Sent at once, as before, all three failed and Unlock reported the
+// error (TestMutexRenewsManyLocks, now and then in CI).
+func TestEndRetriesPause(t *testing.T) {
+	var mu sync.Mutex
+	var first time.Time
+	busyFor := 30 * time.Millisecond
+	fault := func(op string) error {
+		if op != "end" {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if time.Since(first) < busyFor {
+			return errBusy
+		}
+		return nil
+	}
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, withFault(fault), WithWakeups(false))
+	ctx := testCtx(t, 30*time.Second)
+	s := open(t, ctx, b, time.Minute)
+	c := claimed(t, ctx, b, "k", "o", s)
+	if err := b.raw().Await(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.raw().End(ctx, c, true); err != nil {
+		t.Fatalf("End with the server busy for %v: %v", busyFor, err)
+	}
+	if !released(t, db, "k", c.Token) {
+		t.Error("not released")
+	}
+}
+
 // TestClaimNotRetried: a claim insert that fails, even transiently, is
 // not sent again by the store: its outcome is unknown, and the engine
 // withdraws it by its nonce.
