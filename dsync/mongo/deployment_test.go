@@ -565,22 +565,14 @@ func TestEndRetriesOnlyTransient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fault, calls := faults("end", tc.errs...)
-			db := mongotest.NewDatabase(t)
-			b := newBackend(t, db, withFault(fault), WithWakeups(false))
-			ctx := testCtx(t, 30*time.Second)
-			s := open(t, ctx, b, time.Minute)
-			c := claimed(t, ctx, b, "k", "o", s)
-			if err := b.raw().Await(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			err := b.raw().End(ctx, c, true)
+			db, token, err := endWithFault(t, fault)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("End = %v, want error: %v", err, tc.wantErr)
 			}
 			if n := calls(); n != tc.wantCalls {
 				t.Errorf("%d end marker inserts, want %d", n, tc.wantCalls)
 			}
-			if got := released(t, db, "k", c.Token); got == tc.wantErr {
+			if got := released(t, db, "k", token); got == tc.wantErr {
 				t.Errorf("released: %v, want %v", got, !tc.wantErr)
 			}
 		})
@@ -610,6 +602,20 @@ func TestEndRetriesPause(t *testing.T) {
 		}
 		return nil
 	}
+	db, token, err := endWithFault(t, fault)
+	if err != nil {
+		t.Fatalf("End with the server busy for %v: %v", busyFor, err)
+	}
+	if !released(t, db, "k", token) {
+		t.Error("not released")
+	}
+}
+
+// endWithFault claims key "k" on a new database through a backend whose
+// writes go through fault, holds it, and ends the claim; it returns the
+// database, the claim's token and End's error.
+func endWithFault(t *testing.T, fault func(op string) error) (*mongo.Database, uint64, error) {
+	t.Helper()
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withFault(fault), WithWakeups(false))
 	ctx := testCtx(t, 30*time.Second)
@@ -618,12 +624,7 @@ func TestEndRetriesPause(t *testing.T) {
 	if err := b.raw().Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.raw().End(ctx, c, true); err != nil {
-		t.Fatalf("End with the server busy for %v: %v", busyFor, err)
-	}
-	if !released(t, db, "k", c.Token) {
-		t.Error("not released")
-	}
+	return db, c.Token, b.raw().End(ctx, c, true)
 }
 
 // TestClaimNotRetried: a claim insert that fails, even transiently, is
