@@ -29,6 +29,7 @@ type Server struct {
 
 // Start runs FerretDB with its SQLite data in dir (which must exist),
 // listening on addr ("127.0.0.1:0" picks a port), logging to logger.
+// It indexes _id so that point reads do not scan (idindex.go).
 // FerretDB logs every failed command (the driver's endSessions, for one)
 // at Warn, so callers usually pass a logger at Error level.
 func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
@@ -43,9 +44,15 @@ func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cancel: cancel, done: make(chan struct{})}
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		newIDIndexer(dir).run(ctx)
+	}()
 	go func() {
 		defer close(s.done)
 		_ = f.Run(ctx)
+		<-indexed
 	}()
 	s.URI = f.MongoDBURI() // blocks until the listener is up
 	return s, nil
