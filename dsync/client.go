@@ -238,10 +238,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.sweep.stop()
-	keepers := make([]*keeper, 0, len(c.keepers))
-	for _, k := range c.keepers {
-		keepers = append(keepers, k)
-	}
+	keepers := c.keeperListLocked()
 	c.mu.Unlock()
 	for _, k := range keepers {
 		k.close()
@@ -311,3 +308,12 @@ func (c *Client) checkKey(key string) error {
 // else slog.Default()); its primitives use it unless given their own
 // (WithLogger).
 func (c *Client) Logger() *slog.Logger { return c.cfg.logger }
+
+// keeperListLocked returns c's keepers; c.mu must be held.
+func (c *Client) keeperListLocked() []*keeper {
+	keepers := make([]*keeper, 0, len(c.keepers))
+	for _, k := range c.keepers {
+		keepers = append(keepers, k)
+	}
+	return keepers
+}

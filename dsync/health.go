@@ -16,10 +16,7 @@ import (
 // leader election offers as its HealthzAdaptor.
 func (c *Client) Health(maxLag time.Duration) error {
 	c.mu.Lock()
-	keepers := make([]*keeper, 0, len(c.keepers))
-	for _, k := range c.keepers {
-		keepers = append(keepers, k)
-	}
+	keepers := c.keeperListLocked()
 	c.mu.Unlock()
 	for _, k := range keepers {
 		if err := k.health(maxLag); err != nil {

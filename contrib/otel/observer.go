@@ -31,28 +31,26 @@ func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
 	}
 	var i instruments
 	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	hist := func(name, unit, desc string) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return h
+	}
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	i.acquire = hist("dsync.acquire.duration", "s", "How long a call that asked for a hold took.")
+	i.hold = hist("dsync.hold.duration", "s", "How long holds lasted.")
+	i.renewal = hist("dsync.lease.renewal.duration", "s", "Round trips of the lease's renewals.")
+	i.headroom = hist("dsync.lease.renewal.headroom", "s", "Time the lease had left when a renewal was confirmed.")
+	i.lost = counter("dsync.hold.lost", "Holds lost without their caller.")
+	i.renewFailed = counter("dsync.lease.renewal.failures", "Renewals that failed.")
+	i.dropped = counter("dsync.observer.dropped", "Events the observer fell too far behind to record.")
 	var err error
-	i.acquire, err = meter.Float64Histogram("dsync.acquire.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long a call that asked for a hold took."))
-	add(err)
-	i.hold, err = meter.Float64Histogram("dsync.hold.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long holds lasted."))
-	add(err)
-	i.lost, err = meter.Int64Counter("dsync.hold.lost", metric.WithDescription("Holds lost without their caller."))
-	add(err)
 	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithDescription("Callers of this process waiting for a hold."))
-	add(err)
-	i.renewal, err = meter.Float64Histogram("dsync.lease.renewal.duration", metric.WithUnit("s"),
-		metric.WithDescription("Round trips of the lease's renewals."))
-	add(err)
-	i.headroom, err = meter.Float64Histogram("dsync.lease.renewal.headroom", metric.WithUnit("s"),
-		metric.WithDescription("Time the lease had left when a renewal was confirmed."))
-	add(err)
-	i.renewFailed, err = meter.Int64Counter("dsync.lease.renewal.failures", metric.WithDescription("Renewals that failed."))
-	add(err)
-	i.dropped, err = meter.Int64Counter("dsync.observer.dropped", metric.WithDescription("Events the observer fell too far behind to record."))
-	add(err)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return dsync.Observer{}, err
 	}
