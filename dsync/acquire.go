@@ -35,6 +35,7 @@ type core struct {
 	client *Client
 	key    string // as given
 	stored string // the key in the store: key, or in a namespace
+	family string // the sync family's namespace ("" for a Mutex)
 	owner  string
 	cfg    config
 	// lostHook, if set, is told of each of the primitive's holds that is
@@ -77,7 +78,7 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, fmt.Errorf("dsync: TTL %v is above the bucket span %v (a hold must end before its key's coverage can)", cfg.ttl, span)
 	}
-	return core{client: client, key: key, stored: stored, owner: xid.New().String(), cfg: cfg}, nil
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg}, nil
 }
 
 // reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
@@ -103,6 +104,32 @@ func storedKey(key, namespace string) (string, error) {
 // to its session; it may be lost by the time the caller stores it (its
 // lost channel is then closed).
 func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
+	start := p.cfg.clock.Now()
+	if wait {
+		p.client.waitingDelta(1)
+		defer p.client.waitingDelta(-1)
+	}
+	h, err := p.acquireLoop(ctx, t, wait)
+	a := Acquisition{Key: p.key, Kind: p.kindOf(t), Wait: p.cfg.clock.Now().Sub(start)}
+	if err != nil {
+		p.client.observe(func(o *Observer) {
+			if o.AcquireFailed != nil {
+				o.AcquireFailed(a, err)
+			}
+		})
+		return nil, err
+	}
+	a.Token = h.claim.Token
+	p.client.observe(func(o *Observer) {
+		if o.Acquired != nil {
+			o.Acquired(a)
+		}
+	})
+	return h, nil
+}
+
+// acquireLoop is acquire's work: its attempts and their backoff.
+func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
 	backoff := minBackoff
 	var lastErr error
 	// backOff sleeps before the next attempt after a failed one, doubling
@@ -230,7 +257,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 		}
 	}
 	if err == nil {
-		if h := p.join(c, k, sess); h != nil {
+		if h := p.join(c, k, sess, p.kindOf(t)); h != nil {
 			return h, nil
 		}
 		err = fmt.Errorf("dsync: acquire %q: %w", p.key, context.Cause(sess.ctx))
@@ -241,8 +268,8 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 
 // join makes c a hold, valid until its session's deadline, if the session
 // is still live.
-func (p *core) join(c claimRef, k *keeper, sess *session) *hold {
-	h := &hold{p: p, claim: c, lost: make(chan struct{})}
+func (p *core) join(c claimRef, k *keeper, sess *session, kind Kind) *hold {
+	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{})}
 	if !k.join(h, sess) {
 		return nil
 	}
@@ -257,6 +284,14 @@ func (p *core) join(c claimRef, k *keeper, sess *session) *hold {
 func (p *core) release(ctx context.Context, h *hold) error {
 	lostErr := h.end()
 	h.keeper.remove(h)
+	if lostErr == nil {
+		held := h.heldFor()
+		p.client.observe(func(o *Observer) {
+			if o.Released != nil {
+				o.Released(held)
+			}
+		})
+	}
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in

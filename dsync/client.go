@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/observe"
 )
 
 // A Client is one process's connection to a store for coordination. It
@@ -48,6 +49,12 @@ type Client struct {
 	claims  map[string]liveClaim
 	closed  bool
 	running sync.WaitGroup // keepers' renewal goroutines and the sweeper
+
+	// events calls the observer (observer.go); nil without one. waiting
+	// is the count of callers waiting for a hold, guarded by waitMu.
+	events  *observe.Queue
+	waitMu  sync.Mutex
+	waiting int
 
 	// agreed: the engine's bucket span is settled with the store's
 	// (agree), and the sweeper runs.
@@ -89,6 +96,7 @@ type clientConfig struct {
 	chain        chain.Config
 	spanSet      bool                            // the span was set (ClientWithBucketSpan): refuse another
 	idleAge      time.Duration                   // compact keys idle this long; 0: never sweep
+	observer     *Observer                       // nil: none (ClientWithObserver)
 	bug          chain.Bug                       // tests only
 	wrapStore    func(driver.Store) driver.Store // tests only
 }
@@ -195,6 +203,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
 	c.dir = newRecorder(c.store, c.mono, cfg.logger)
+	c.newEvents()
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
@@ -229,10 +238,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.sweep.stop()
-	keepers := make([]*keeper, 0, len(c.keepers))
-	for _, k := range c.keepers {
-		keepers = append(keepers, k)
-	}
+	keepers := c.keeperListLocked()
 	c.mu.Unlock()
 	for _, k := range keepers {
 		k.close()
@@ -251,6 +257,7 @@ func (c *Client) Close() error {
 	c.resend.Close()
 	c.wake.close()
 	c.dir.close(DefaultReleaseTimeout)
+	c.events.Close() // after everything that reports
 	return c.store.Close()
 }
 
@@ -301,3 +308,12 @@ func (c *Client) checkKey(key string) error {
 // else slog.Default()); its primitives use it unless given their own
 // (WithLogger).
 func (c *Client) Logger() *slog.Logger { return c.cfg.logger }
+
+// keeperListLocked returns c's keepers; c.mu must be held.
+func (c *Client) keeperListLocked() []*keeper {
+	keepers := make([]*keeper, 0, len(c.keepers))
+	for _, k := range c.keepers {
+		keepers = append(keepers, k)
+	}
+	return keepers
+}

@@ -32,6 +32,10 @@ type hold struct {
 	mu      sync.Mutex
 	state   holdState
 	lostErr error // why the hold was lost; wraps ErrLost
+	// since is when the hold began, on its primitive's clock; kind is
+	// its primitive's (for the observer).
+	since time.Time
+	kind  Kind
 }
 
 // start makes the hold active. It reports false when the session's
@@ -43,6 +47,7 @@ func (h *hold) start(deadline time.Time) bool {
 		return false
 	}
 	h.state = holdActive
+	h.since = h.p.cfg.clock.Now()
 	return true
 }
 
@@ -69,6 +74,12 @@ func (h *hold) lose(reason error) {
 
 	h.keeper.remove(h)
 	h.p.reportLoss(h.lostErr)
+	held, err := h.heldFor(), h.lostErr
+	h.p.client.observe(func(o *Observer) {
+		if o.Lost != nil {
+			o.Lost(held, err)
+		}
+	})
 	if h.p.lostHook != nil {
 		h.p.lostHook(h)
 	}
@@ -105,4 +116,9 @@ func (h *hold) active() bool {
 // validUntil is the hold's deadline: its session's.
 func (h *hold) validUntil() time.Time {
 	return h.keeper.deadline(h.sess)
+}
+
+// heldFor describes h for the observer, held until now.
+func (h *hold) heldFor() Held {
+	return Held{Key: h.p.key, Kind: h.kind, Token: h.claim.Token, Held: h.p.cfg.clock.Now().Sub(h.since)}
 }

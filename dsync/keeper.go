@@ -63,6 +63,9 @@ type session struct {
 	// refreshing: a refresh of the segments of its keys is under way
 	// (refreshAsync). Guarded by keeper.mu.
 	refreshing bool
+	// confirmed is when the last renewal confirmed (or the open) was sent,
+	// on the keeper's clock (health.go). Guarded by keeper.mu.
+	confirmed time.Time
 }
 
 // mono is t on the scale of lease times.
@@ -225,7 +228,7 @@ func (k *keeper) open(ctx context.Context) (*session, error) {
 	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}
-	s := &session{id: id, lease: lease}
+	s := &session{id: id, lease: lease, confirmed: sent}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	k.mu.Lock()
 	k.armLocked(s)
@@ -405,7 +408,13 @@ func (k *keeper) renew(s *session) {
 		s.lease.Fail(k.mono(now))
 		k.mu.Unlock()
 		if s.ctx.Err() == nil {
-			k.report(fmt.Errorf("dsync: renew session: %w", err))
+			err = fmt.Errorf("dsync: renew session: %w", err)
+			k.report(err)
+			k.client.observe(func(o *Observer) {
+				if o.RenewFailed != nil {
+					o.RenewFailed(err)
+				}
+			})
 		}
 		return
 	}
@@ -417,11 +426,20 @@ func (k *keeper) renew(s *session) {
 	// expiry only grows (the backend sees to it on stores whose updates
 	// are not atomic).
 	k.mu.Lock()
+	r := Renewal{TTL: k.id.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
 	ev := s.lease.Confirm(k.mono(sent), k.mono(now))
 	if ev == chain.LeaseExtended {
 		k.armLocked(s)
+		s.confirmed = sent
 	}
 	k.mu.Unlock()
+	if ev == chain.LeaseExtended {
+		k.client.observe(func(o *Observer) {
+			if o.Renewed != nil {
+				o.Renewed(r)
+			}
+		})
+	}
 	if ev == chain.LeaseLate {
 		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
 	}

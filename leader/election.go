@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/observe"
 )
 
 // An Election is one candidate for the leadership of a named election.
@@ -40,6 +41,9 @@ type Election struct {
 	// so that a write composed later is sent later (and carries a later
 	// sequence in the backend).
 	putMu sync.Mutex
+
+	// events calls the observer (observer.go); nil without one.
+	events *observe.Queue
 }
 
 // term is one leadership of this candidate.
@@ -47,6 +51,7 @@ type term struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed once the lock is given up
+	token  uint64        // the term's fencing token
 	// fnDone, for a term run by Run, is closed when fn has returned: the
 	// lock is released only then, so the next leader never overlaps it.
 	fnDone chan struct{}
@@ -74,7 +79,7 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 		return nil, fmt.Errorf("leader: %w", err)
 	}
 	host, _ := os.Hostname()
-	return &Election{
+	e := &Election{
 		name:    name,
 		backend: backend,
 		cfg:     cfg,
@@ -82,7 +87,9 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
 		stop:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
-	}, nil
+	}
+	e.newEvents()
+	return e, nil
 }
 
 // Name returns the election's name.
@@ -166,7 +173,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	ref := &termRef{e: e, token: e.procTerm}
 	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
 	info := e.selfInfoLocked()
-	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{})}
+	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{}), token: info.Token}
 	if managed {
 		t.fnDone = make(chan struct{})
 	}
@@ -176,6 +183,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	e.state.Unlock()
 
 	e.heartbeatNow()
+	e.observe(Transition{Election: e.name, Leading: true, Term: info.Token})
 	if e.cfg.onElected != nil {
 		e.cfg.onElected(info)
 	}
@@ -208,6 +216,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 		}
 	}
 	cause := context.Cause(t.ctx)
+	e.observe(Transition{Election: e.name, Term: t.token, Cause: cause})
 	e.unlockQuietly()
 
 	e.state.Lock()
@@ -370,6 +379,7 @@ func (e *Election) Close() error {
 	}
 	close(e.stop)
 	e.wg.Wait()
+	e.events.Close()
 	if !started {
 		return nil
 	}

@@ -23,6 +23,7 @@ type config struct {
 	onElected         func(Info)
 	onLost            func(cause error)
 	onNewLeader       func(Info)
+	observer          func(Transition)
 }
 
 // Defaults of an Election's options.

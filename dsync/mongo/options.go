@@ -74,6 +74,8 @@ type config struct {
 	// client holds the Client's test-only settings (package
 	// internal/clienthook).
 	client []dsync.ClientOption
+	// observer is the Client's observer option (WithObserver), if any.
+	observer *dsync.ClientOption
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -115,6 +117,9 @@ func (c *config) clientOptions() []dsync.ClientOption {
 	}
 	if c.span > 0 {
 		opts = append(opts, dsync.ClientWithBucketSpan(c.span))
+	}
+	if c.observer != nil {
+		opts = append(opts, *c.observer)
 	}
 	return append(opts, c.client...)
 }
@@ -308,6 +313,17 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("dsyncmongo: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// WithObserver sets the observer of the Backend's Client: it is told of
+// waits, holds, losses and renewals, for metrics (dsync.Observer).
+// Default: none.
+func WithObserver(o dsync.Observer) Option {
+	return func(c *config) error {
+		opt := dsync.ClientWithObserver(o)
+		c.observer = &opt
 		return nil
 	}
 }

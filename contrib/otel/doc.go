@@ -1,0 +1,41 @@
+// Package dsyncotel records dsync's and leader's observer events as
+// OpenTelemetry metrics, in a module of its own
+// (github.com/go-dsync/dsync/contrib/otel) so that the library's users
+// who do not want OpenTelemetry do not get it.
+//
+//	obs, err := dsyncotel.Observer(otel.Meter("dsync"))
+//	...
+//	locks, err := dsyncmongo.New(db, dsyncmongo.WithObserver(obs))
+//	...
+//	transitions, err := dsyncotel.LeaderObserver(otel.Meter("dsync"))
+//	...
+//	e, err := leader.NewElection(elections, "billing", leader.WithObserver(transitions))
+//
+// The instruments (units in brackets):
+//
+//   - dsync.acquire.duration [s], histogram: how long a call that asked
+//     for a hold took, with attributes dsync.kind (mutex, rwmutex-read,
+//     rwmutex-write, semaphore, once) and dsync.outcome (acquired, held:
+//     a try that found the key held, canceled, error).
+//   - dsync.hold.duration [s], histogram: how long holds lasted, with
+//     dsync.kind and dsync.outcome (released, lost).
+//   - dsync.hold.lost, counter: holds lost without their caller (renewals
+//     failed, or the store no longer knew the session), with dsync.kind.
+//   - dsync.waiting, gauge: callers of this process waiting for a hold.
+//   - dsync.lease.renewal.duration [s], histogram: renewals' round trips.
+//   - dsync.lease.renewal.headroom [s], histogram: how much of the lease
+//     was left when a renewal was confirmed: alert when it nears zero.
+//   - dsync.lease.renewal.failures, counter.
+//   - dsync.observer.dropped, counter: events the observer fell too far
+//     behind to record.
+//   - leader_election_master_status, gauge, attribute name: 1 while this
+//     candidate leads the election name, 0 otherwise; the name and
+//     meaning of client-go's, so that alerts on two leaders at once (a
+//     sum above 1) carry over from Kubernetes controllers.
+//   - dsync.leader.transitions, counter, attributes name and
+//     dsync.leading (true when a term began).
+//
+// Keys are not attributes by default: lock names often carry dates or
+// IDs, and each would be a time series. WithKeys adds them (dsync.key),
+// for a deployment whose keys are few.
+package dsyncotel

@@ -1,0 +1,123 @@
+package dsyncotel
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// An Option configures Observer.
+type Option func(*config)
+
+type config struct{ keys bool }
+
+// WithKeys adds each event's key as the attribute dsync.key. Use it only
+// when the keys are few: each key is a time series.
+func WithKeys() Option { return func(c *config) { c.keys = true } }
+
+// Observer returns a dsync.Observer that records its events with meter's
+// instruments (see the package doc).
+func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
+	if meter == nil {
+		return dsync.Observer{}, errors.New("dsyncotel: nil meter")
+	}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	var i instruments
+	var errs []error
+	hist := func(name, unit, desc string) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return h
+	}
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	i.acquire = hist("dsync.acquire.duration", "s", "How long a call that asked for a hold took.")
+	i.hold = hist("dsync.hold.duration", "s", "How long holds lasted.")
+	i.renewal = hist("dsync.lease.renewal.duration", "s", "Round trips of the lease's renewals.")
+	i.headroom = hist("dsync.lease.renewal.headroom", "s", "Time the lease had left when a renewal was confirmed.")
+	i.lost = counter("dsync.hold.lost", "Holds lost without their caller.")
+	i.renewFailed = counter("dsync.lease.renewal.failures", "Renewals that failed.")
+	i.dropped = counter("dsync.observer.dropped", "Events the observer fell too far behind to record.")
+	var err error
+	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithDescription("Callers of this process waiting for a hold."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return dsync.Observer{}, err
+	}
+	i.keys = c.keys
+	return i.observer(), nil
+}
+
+type instruments struct {
+	keys              bool
+	acquire, hold     metric.Float64Histogram
+	renewal, headroom metric.Float64Histogram
+	lost, renewFailed metric.Int64Counter
+	dropped           metric.Int64Counter
+	waiting           metric.Int64Gauge
+}
+
+// Attribute keys.
+const (
+	attrKind    = attribute.Key("dsync.kind")
+	attrOutcome = attribute.Key("dsync.outcome")
+	attrKey     = attribute.Key("dsync.key")
+)
+
+func (i *instruments) attrs(key string, kind dsync.Kind, outcome string) metric.MeasurementOption {
+	kv := []attribute.KeyValue{attrKind.String(string(kind))}
+	if outcome != "" {
+		kv = append(kv, attrOutcome.String(outcome))
+	}
+	if i.keys {
+		kv = append(kv, attrKey.String(key))
+	}
+	return metric.WithAttributes(kv...)
+}
+
+// failure names why an acquisition failed.
+func failure(err error) string {
+	switch {
+	case errors.Is(err, dsync.ErrHeld):
+		return "held"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "error"
+}
+
+func (i *instruments) observer() dsync.Observer {
+	ctx := context.Background()
+	return dsync.Observer{
+		Acquired: func(a dsync.Acquisition) {
+			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, "acquired"))
+		},
+		AcquireFailed: func(a dsync.Acquisition, err error) {
+			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, failure(err)))
+		},
+		Released: func(h dsync.Held) {
+			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "released"))
+		},
+		Lost: func(h dsync.Held, _ error) {
+			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "lost"))
+			i.lost.Add(ctx, 1, i.attrs(h.Key, h.Kind, ""))
+		},
+		Waiting: func(n int) { i.waiting.Record(ctx, int64(n)) },
+		Renewed: func(r dsync.Renewal) {
+			i.renewal.Record(ctx, r.Latency.Seconds())
+			i.headroom.Record(ctx, r.Headroom.Seconds())
+		},
+		RenewFailed: func(error) { i.renewFailed.Add(ctx, 1) },
+		Dropped:     func(n int) { i.dropped.Add(ctx, int64(n)) },
+	}
+}

@@ -1,0 +1,33 @@
+package dsync_test
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Metrics and a health check: an Observer is told of waits, holds,
+// losses and renewals (feed them to your metrics library; module
+// github.com/go-dsync/dsync/contrib/otel does it for OpenTelemetry), and
+// HealthHandler answers 503 while the process's lease renewals lag.
+func ExampleClientWithObserver() {
+	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(dsync.Observer{
+		Acquired: func(a dsync.Acquisition) { fmt.Println("acquired", a.Key, "after waiting", a.Wait.Round(time.Second)) },
+		Released: func(h dsync.Held) { fmt.Println("released", h.Key) },
+		Lost:     func(h dsync.Held, err error) { fmt.Println("lost", h.Key) },
+	}))
+	http.Handle("/healthz", dsync.HealthHandler(b.Client(), 5*time.Second))
+
+	m, err := dsync.NewMutex(b, "nightly-report")
+	if err != nil {
+		panic(err)
+	}
+	m.Lock()
+	m.Unlock()
+	b.Close() // delivers the events still queued
+	// Output:
+	// acquired nightly-report after waiting 0s
+	// released nightly-report
+}

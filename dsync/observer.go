@@ -1,0 +1,155 @@
+package dsync
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/observe"
+)
+
+// An Observer is told what a Client's locks and its lease do, for metrics
+// and alerts: how long callers wait and hold, holds lost, how renewals
+// go. Every field is optional. The calls come after the fact, one at a
+// time and in order, from a goroutine of the Client's own: an observer
+// never delays a lock, a renewal or anything else of the protocol. An
+// observer that falls far behind loses events rather than make anything
+// wait: Dropped, if set, is told how many.
+//
+// Keys are as the caller gave them (a Mutex's key, an RWMutex's...), with
+// Kind telling the primitive apart. Durations are on the Client's clock
+// (WithClock).
+type Observer struct {
+	// Acquired: a Lock, RLock, Acquire, TryLock... held after waiting
+	// Wait (from the call to the hold).
+	Acquired func(Acquisition)
+	// AcquireFailed: a call that asked for a hold returned without one,
+	// after Wait: its context ended, the key was held (a try: ErrHeld),
+	// or the backend failed.
+	AcquireFailed func(a Acquisition, err error)
+	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
+	// after Held.
+	Released func(h Held)
+	// Lost: a hold ended without its caller: its lease ran out
+	// (renewals failed) or the backend no longer knew its session.
+	Lost func(h Held, err error)
+	// Waiting: how many callers of this Client wait for a hold now (a
+	// Lock, RLock or Acquire that waits; tries do not count).
+	Waiting func(n int)
+	// Renewed: a renewal of the Client's lease was confirmed.
+	Renewed func(Renewal)
+	// RenewFailed: a renewal failed; the lease stands until its deadline
+	// (Renewal.Headroom of the last confirmed one tells how close that is).
+	RenewFailed func(err error)
+	// Dropped: n events were dropped because the observer fell behind.
+	Dropped func(n int)
+}
+
+// Kind names the primitive an event is of.
+type Kind string
+
+// The kinds of holds.
+const (
+	KindMutex     Kind = "mutex"
+	KindRead      Kind = "rwmutex-read"  // RWMutex.RLock
+	KindWrite     Kind = "rwmutex-write" // RWMutex.Lock
+	KindSemaphore Kind = "semaphore"
+	KindOnce      Kind = "once"
+)
+
+// An Acquisition is a call that asked for a hold.
+type Acquisition struct {
+	Key  string
+	Kind Kind
+	// Wait is how long the call took, from its start to its hold or
+	// failure.
+	Wait time.Duration
+	// Token is the hold's fencing token; 0 if it failed.
+	Token uint64
+}
+
+// Held is a hold that ended.
+type Held struct {
+	Key   string
+	Kind  Kind
+	Token uint64
+	// Held is how long it was held: from the hold to its end (for a lost
+	// hold, to when the Client found it lost).
+	Held time.Duration
+}
+
+// A Renewal is a confirmed renewal of a Client's lease (one per TTL and
+// renew interval in use, shared by every hold and waiting claim with
+// them).
+type Renewal struct {
+	TTL time.Duration
+	// Latency is the renewal's round trip.
+	Latency time.Duration
+	// Headroom is how much time the lease had left, at the confirmation,
+	// before the deadline then in force: the closer to 0, the closer its
+	// holds came to being lost. A healthy lease has about TTL minus the
+	// renew interval (and the margin) at every renewal.
+	Headroom time.Duration
+}
+
+// ClientWithObserver sets the Client's observer. Default: none.
+func ClientWithObserver(o Observer) ClientOption {
+	return func(c *clientConfig) error {
+		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
+			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
+			return errors.New("dsync: an observer with no callback")
+		}
+		c.observer = &o
+		return nil
+	}
+}
+
+// observe queues f's call of the Client's observer, if it has one.
+func (c *Client) observe(f func(o *Observer)) {
+	if c.cfg.observer == nil {
+		return
+	}
+	o := c.cfg.observer
+	c.events.Send(func() { f(o) })
+}
+
+// waitingDelta counts a caller of c starting (+1) or ending (-1) a wait
+// for a hold, and tells the observer the new count. The count and its
+// sending are under one lock, so the observer sees the counts in order.
+func (c *Client) waitingDelta(d int) {
+	if c.cfg.observer == nil {
+		return
+	}
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.waiting += d
+	n := c.waiting
+	c.observe(func(o *Observer) {
+		if o.Waiting != nil {
+			o.Waiting(n)
+		}
+	})
+}
+
+// kindOf is the Kind of p's holds of terms t.
+func (p *core) kindOf(t chain.Terms) Kind {
+	switch p.family {
+	case rwNamespace:
+		if t.Mode == chain.Shared {
+			return KindRead
+		}
+		return KindWrite
+	case semNamespace:
+		return KindSemaphore
+	case onceNamespace:
+		return KindOnce
+	}
+	return KindMutex
+}
+
+// newEvents starts the queue that calls c's observer, if it has one.
+func (c *Client) newEvents() {
+	if o := c.cfg.observer; o != nil {
+		c.events = observe.New(o.Dropped)
+	}
+}
