@@ -284,14 +284,6 @@ func (p *core) join(c claimRef, k *keeper, sess *session, kind Kind) *hold {
 func (p *core) release(ctx context.Context, h *hold) error {
 	lostErr := h.end()
 	h.keeper.remove(h)
-	if lostErr == nil {
-		held := h.heldFor()
-		p.client.observe(func(o *Observer) {
-			if o.Released != nil {
-				o.Released(held)
-			}
-		})
-	}
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in
@@ -299,6 +291,12 @@ func (p *core) release(ctx context.Context, h *hold) error {
 		// late stop before anyone else starts.
 		return lostErr
 	}
+	held := h.heldFor() // the hold ended here, whatever the write below does
+	p.client.observe(func(o *Observer) {
+		if o.Released != nil {
+			o.Released(held)
+		}
+	})
 	// The release is a write of its own (not an update of anything a
 	// renewal touches), so it races no renewal in flight.
 	if err := p.client.end(ctx, h.claim, true); err != nil {
