@@ -1,0 +1,151 @@
+package dsyncgocron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Namespace is the dsync namespace of the jobs' locks, and the prefix of
+// their slots' Once keys.
+const Namespace = "gocron"
+
+var (
+	// ErrRunning is what Lock returns when the job's lock could not be
+	// taken at once: another run of the job holds it (or waits for it),
+	// or the backend did not answer. gocron skips the tick.
+	ErrRunning = errors.New("dsyncgocron: the job is running elsewhere, or its lock could not be taken")
+	// ErrSlotTaken is what Lock returns when the job already ran for this
+	// tick's slot: gocron skips the tick.
+	ErrSlotTaken = errors.New("dsyncgocron: the job already ran for this slot")
+)
+
+// unlockTimeout bounds an Unlock, which gocron calls with the job's
+// context: a context cancelled at shutdown must not leave the lock to
+// expire.
+const unlockTimeout = 30 * time.Second
+
+// A Locker is a gocron.Locker that runs each scheduled time of a job once
+// across schedulers (see the package documentation). Create it with
+// NewLocker; it is safe for concurrent use.
+type Locker struct {
+	backend dsync.Backend
+	slot    time.Duration
+	now     func() time.Time
+	opts    []dsync.Option
+
+	mu    sync.Mutex
+	locks map[string]*dsync.Mutex
+}
+
+var _ gocron.Locker = (*Locker)(nil)
+
+// NewLocker returns a Locker on backend whose slots are slot long: the
+// interval of the jobs it locks, whose scheduled times are multiples of it
+// (see the package documentation). opts apply to the jobs' locks
+// (dsync.WithTTL, dsync.WithLogger, ...); a slot's record is forgotten
+// (dsync.WithForgetAfter) ten slots after its run, and at least an hour.
+func NewLocker(backend dsync.Backend, slot time.Duration, opts ...dsync.Option) (*Locker, error) {
+	if backend == nil {
+		return nil, errors.New("dsyncgocron: nil backend")
+	}
+	if slot <= 0 {
+		return nil, fmt.Errorf("dsyncgocron: slot length %v: it must be positive (the jobs' interval)", slot)
+	}
+	// Check the options once, here, rather than at the first tick.
+	if _, err := dsync.NewMutex(backend, "check", append(opts[:len(opts):len(opts)], dsync.WithNamespace(Namespace))...); err != nil {
+		return nil, fmt.Errorf("dsyncgocron: %w", err)
+	}
+	return &Locker{backend: backend, slot: slot, now: time.Now, opts: opts, locks: make(map[string]*dsync.Mutex)}, nil
+}
+
+// Slot returns the slot a tick at t counts for: t rounded to the nearest
+// multiple of the slot length.
+func (l *Locker) Slot(t time.Time) time.Time {
+	return t.Add(l.slot / 2).Truncate(l.slot)
+}
+
+// SlotKey is the dsync.Once key of job's slot at t (see Slot).
+func (l *Locker) SlotKey(job string, t time.Time) string {
+	return Namespace + "/" + job + "/" + l.Slot(t).UTC().Format(time.RFC3339Nano)
+}
+
+// Lock implements gocron.Locker: it takes job's lock without waiting,
+// and claims the slot of this tick (now, on this machine's clock: the
+// clock that scheduled it). It fails with ErrRunning or ErrSlotTaken when
+// the tick is to be skipped, or with the backend's error.
+func (l *Locker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
+	key := l.SlotKey(job, l.now())
+	m, err := l.mutex(job)
+	if err != nil {
+		return nil, err
+	}
+	if !m.TryLock() {
+		return nil, fmt.Errorf("%w: %q", ErrRunning, job)
+	}
+	won, err := l.claim(ctx, key)
+	if err == nil && !won {
+		err = fmt.Errorf("%w: %q", ErrSlotTaken, key)
+	}
+	if err != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		_ = m.UnlockContext(uctx)
+		return nil, err
+	}
+	return &lock{m: m}, nil
+}
+
+// claim records key's slot as run, and reports whether this call was the
+// one that recorded it.
+func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
+	o, err := dsync.NewOnce(l.backend, key, dsync.WithForgetAfter(max(10*l.slot, time.Hour)))
+	if err != nil {
+		return false, fmt.Errorf("dsyncgocron: %w", err)
+	}
+	err = o.Do(ctx, func(context.Context) error {
+		won = true
+		return nil
+	})
+	if err != nil {
+		// Whether the record landed is unknown: skip the slot rather
+		// than risk a second run of it.
+		return false, fmt.Errorf("dsyncgocron: claiming slot %q: %w", key, err)
+	}
+	return won, nil
+}
+
+// mutex returns job's lock, one per job and Locker.
+func (l *Locker) mutex(job string) (*dsync.Mutex, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m, ok := l.locks[job]; ok {
+		return m, nil
+	}
+	m, err := dsync.NewMutex(l.backend, job, append(l.opts[:len(l.opts):len(l.opts)], dsync.WithNamespace(Namespace))...)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncgocron: %w", err)
+	}
+	l.locks[job] = m
+	return m, nil
+}
+
+// lock is a run's hold of its job's lock.
+type lock struct {
+	m *dsync.Mutex
+}
+
+// Unlock implements gocron.Lock: it releases the job's lock, even if ctx
+// is cancelled (within a bound of its own). It fails with an error
+// wrapping dsync.ErrLost if the hold had been lost while the job ran.
+func (k *lock) Unlock(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	return k.m.UnlockContext(ctx)
+}

@@ -1,0 +1,55 @@
+package dsyncgocron_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// The acceptance check on the test server (the embedded FerretDB unless
+// MONGODB_URI names one), in real time: three schedulers, each a process
+// with a backend of its own, a short job every second for 10 s: exactly
+// 10 runs.
+func TestLockerOnTheServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 12 s of real time")
+	}
+	db := mongotest.NewDatabase(t)
+	var lockers []gocron.Locker
+	for range skews {
+		b, err := dsyncmongo.New(db, dsyncmongo.WithLogger(quietLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		l, err := dsyncgocron.NewLocker(b, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lockers = append(lockers, l)
+	}
+	// Let the first backend create the collections and index before the
+	// schedulers race (FerretDB's SQLite backend copes badly with several
+	// clients creating one collection at once).
+	warm, err := lockers[0].Lock(t.Context(), "warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	r, stop := schedule(t, lockers, start)
+	time.Sleep(time.Until(start.Add(9500 * time.Millisecond)))
+	stop()
+	if r.count() != 10 {
+		t.Fatalf("%d runs in 10 s (by scheduler %v), want 10", r.all, r.by)
+	}
+}
