@@ -72,6 +72,18 @@
 //     documents' _ids determine (through a mongos, the backend's first
 //     call checks, and refuses others with ErrSharded).
 //
+// # Fenced writes
+//
+// A lock's token protects the user's own documents through Fence: a
+// collection seen through one hold's token, whose FindOne raises the
+// document's fence to the token and whose writes apply only while no
+// later token has done so, each in one single-document command with the
+// majority write concern. A holder paused past its lease that wakes and
+// writes gets ErrFenced instead of overwriting the next holder's work.
+// It needs MongoDB: FerretDB applies an update as a read and a later
+// write, and Fence's operations fail there with ErrFenceNotAtomic unless
+// WithNonAtomicFence accepts the weaker promise (see fence.go's comment).
+//
 // Keys are limited to MaxKeyLen bytes of valid UTF-8. The protocol and its
 // safety argument are in the repository's internal/chain package.
 package dsyncmongo

@@ -7,6 +7,7 @@ import (
 	"log"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -166,4 +167,50 @@ func migrateOrders(ctx context.Context) error {
 	token, _ := dsync.TokenOf(ctx)
 	_ = token
 	return nil
+}
+
+// A read-modify-write under a lock, fenced: the read raises the
+// document's fence to the hold's token, and the write applies only while
+// no later holder has read or written the document. A holder paused past
+// its lease (GC, SIGSTOP) that wakes up and writes is refused with
+// ErrFenced instead of overwriting the next holder's work.
+func ExampleFence() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	db := client.Database("app")
+	locks, err := dsyncmongo.New(db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	ctx := context.Background()
+	mu, err := dsync.NewMutex(locks, "visits")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := mu.LockContext(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer mu.Unlock()
+
+	counters, err := dsyncmongo.Fence(db.Collection("counters"), mu.Token())
+	if err != nil {
+		log.Fatal(err)
+	}
+	filter := bson.D{{Key: "_id", Value: "visits"}}
+	var c struct{ N int }
+	if err := counters.FindOne(ctx, filter, &c); err != nil {
+		log.Fatal(err) // ErrFenced: a later holder has the lock already
+	}
+	_, err = counters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: c.N + 1}}}})
+	switch {
+	case errors.Is(err, dsyncmongo.ErrFenced):
+		fmt.Println("our hold ended before the write; the next holder's work stands")
+	case err != nil:
+		log.Fatal(err)
+	}
 }

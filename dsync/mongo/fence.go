@@ -1,0 +1,364 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"weak"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// Fenced writes: a lock's fencing token checked by MongoDB itself, on
+// the documents a critical section reads and writes.
+//
+// A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
+// protects a resource only if the resource compares it with the token of
+// every later holder, and only if a later holder shows its token before
+// it reads: a holder paused past its lease can otherwise write after the
+// next holder has read, and the next holder then overwrites that write
+// with a value computed from what it read before (a lost update). A
+// Fenced collection does both. Every document it touches carries a fence
+// (the field FenceField): the highest token that read or wrote it. Each
+// operation raises the fence to the Fenced's token and does its work in
+// one single-document command that applies only while the fence is at
+// most that token, so an operation with a lower token than the
+// document's fence changes nothing and fails with ErrFenced.
+//
+// What it guarantees, on MongoDB (a replica set, a sharded cluster or a
+// standalone server): once a holder's FindOne, UpdateOne or ReplaceOne of
+// a document has returned, no operation of a holder with a lower token on
+// that document applies, however late it reaches the server. The commands
+// use the majority write concern, so an acknowledged fence raise or write
+// is not rolled back by a failover; FindOne reads by raising the fence
+// (findAndModify), on the primary, so what it returns is the latest
+// majority-committed document. On FerretDB, which applies an update as a
+// read and a later write, two operations on one document can interleave
+// (a stale holder's update read before the next holder's raise and
+// written after it): Fence refuses to work there (ErrFenceNotAtomic)
+// unless WithNonAtomicFence accepts that.
+//
+// What it cannot do: fence documents it does not touch (a critical
+// section that reads one document and writes another must read the
+// second through FindOne first, or write both), or keep a fence once a
+// document is deleted (a stale holder's InsertOne can then create it
+// again: mark documents deleted instead, if that matters).
+
+// FenceField is the field in which a Fenced collection keeps each
+// document's fence. Updates and replacements must not set it.
+const FenceField = "_dsyncFence"
+
+var (
+	// ErrFenced is returned by an operation of a Fenced collection on a
+	// document whose fence is above the Fenced's token: a later holder
+	// has read or written it, so this holder's hold has ended (its
+	// process was paused, or its lease lost). Nothing was written.
+	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
+	// ErrFenceNotAtomic is returned by a Fenced collection's operations on
+	// a server that cannot apply a conditional update atomically
+	// (FerretDB), unless the Fenced was made WithNonAtomicFence.
+	ErrFenceNotAtomic = errors.New("dsyncmongo: fenced writes need a server that applies an update atomically (MongoDB); FerretDB does not")
+)
+
+// A Fenced is a MongoDB collection seen through one hold's fencing token
+// (see FenceField and Fence). It is safe for concurrent use.
+type Fenced struct {
+	coll      *mongo.Collection // with the majority write concern
+	token     int64
+	nonAtomic bool
+}
+
+// A FenceOption configures a Fenced.
+type FenceOption func(*Fenced)
+
+// WithNonAtomicFence lets a Fenced work on a server that applies updates
+// as a read and a later write (FerretDB), where it rejects a stale
+// holder's write only when the two holders' operations on a document do
+// not overlap in time: fine for tests and for a store whose holders are
+// never paused mid-operation, not a guarantee.
+func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = true } }
+
+// Fence returns coll seen through token, the fencing token of the hold
+// under which the caller works. It does no I/O.
+func Fence(coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
+	if coll == nil {
+		return nil, errors.New("dsyncmongo: Fence of a nil collection")
+	}
+	if token == 0 || token > 1<<63-1 {
+		return nil, fmt.Errorf("dsyncmongo: Fence with token %d: a hold's token is at least 1 (is the lock held?)", token)
+	}
+	f := &Fenced{
+		coll:  coll.Database().Collection(coll.Name(), options.Collection().SetWriteConcern(writeconcern.Majority())),
+		token: int64(token),
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	return f, nil
+}
+
+// Token returns the Fenced's token.
+func (f *Fenced) Token() uint64 { return uint64(f.token) }
+
+// FindOne raises the fence of the document that filter matches to the
+// Fenced's token, and decodes the document into v. It fails with ErrFenced
+// if the document's fence is above the token, and with
+// mongo.ErrNoDocuments if no document matches. Read through FindOne
+// before computing a write from what was read.
+func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
+	if err := f.check(ctx); err != nil {
+		return err
+	}
+	fenced, err := f.filter(filter)
+	if err != nil {
+		return err
+	}
+	res := f.coll.FindOneAndUpdate(ctx, fenced, bson.D{{Key: "$max", Value: bson.D{{Key: FenceField, Value: f.token}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After))
+	err = res.Err()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return f.missed(ctx, filter)
+	}
+	if err != nil {
+		return err
+	}
+	return res.Decode(v)
+}
+
+// UpdateOne applies update (a document of update operators, such as
+// {$set: ...}) to the document that filter matches, and raises its fence
+// to the Fenced's token, in one command that applies only while the fence
+// is at most the token. It fails with ErrFenced if the document's fence
+// is above the token; if no document matches it returns a result with
+// MatchedCount 0, as the driver does. It does not upsert: create
+// documents with InsertOne.
+func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.UpdateResult, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	fenced, err := f.filter(filter)
+	if err != nil {
+		return nil, err
+	}
+	u, err := f.update(update)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.coll.UpdateOne(ctx, fenced, u)
+	if err != nil {
+		return nil, err
+	}
+	if res.MatchedCount == 0 {
+		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// ReplaceOne replaces the document that filter matches with replacement,
+// which gets the Fenced's token as its fence, in one command that applies
+// only while the fence is at most the token. Errors as UpdateOne's.
+func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mongo.UpdateResult, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	fenced, err := f.filter(filter)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := f.withFence(replacement)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.coll.ReplaceOne(ctx, fenced, doc)
+	if err != nil {
+		return nil, err
+	}
+	if res.MatchedCount == 0 {
+		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// InsertOne inserts doc with the Fenced's token as its fence.
+func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	d, err := f.withFence(doc)
+	if err != nil {
+		return nil, err
+	}
+	return f.coll.InsertOne(ctx, d)
+}
+
+// DeleteOne deletes the document that filter matches if its fence is at
+// most the Fenced's token; it fails with ErrFenced otherwise. The fence
+// goes with the document (see Fence).
+func (f *Fenced) DeleteOne(ctx context.Context, filter any) (*mongo.DeleteResult, error) {
+	if err := f.check(ctx); err != nil {
+		return nil, err
+	}
+	fenced, err := f.filter(filter)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.coll.DeleteOne(ctx, fenced)
+	if err != nil {
+		return nil, err
+	}
+	if res.DeletedCount == 0 {
+		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// filter is filter, restricted to documents whose fence is at most the
+// token (or that have none yet).
+func (f *Fenced) filter(filter any) (bson.D, error) {
+	if filter == nil {
+		return nil, errors.New("dsyncmongo: Fenced: nil filter")
+	}
+	return bson.D{{Key: "$and", Value: bson.A{
+		filter,
+		bson.D{{Key: FenceField, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: f.token}}}}}},
+	}}}, nil
+}
+
+// update is update with the fence raised to the token: an update document
+// of operators, none of which may name FenceField.
+func (f *Fenced) update(update any) (bson.D, error) {
+	raw, err := marshalDoc(update)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: Fenced: update: %w", err)
+	}
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, err
+	}
+	var out bson.D
+	raised := false
+	for _, e := range elems {
+		op := e.Key()
+		if len(op) == 0 || op[0] != '$' {
+			return nil, fmt.Errorf("dsyncmongo: Fenced: update field %q is not an update operator (use ReplaceOne to replace a document)", op)
+		}
+		fields, ok := e.Value().DocumentOK()
+		if !ok {
+			return nil, fmt.Errorf("dsyncmongo: Fenced: update operator %s takes a document", op)
+		}
+		if _, err := fields.LookupErr(FenceField); err == nil {
+			return nil, fmt.Errorf("dsyncmongo: Fenced: the update sets %s, the fence", FenceField)
+		}
+		if op != "$max" {
+			out = append(out, bson.E{Key: op, Value: fields})
+			continue
+		}
+		var max bson.D
+		if err := bson.Unmarshal(fields, &max); err != nil {
+			return nil, err
+		}
+		out = append(out, bson.E{Key: "$max", Value: append(max, bson.E{Key: FenceField, Value: f.token})})
+		raised = true
+	}
+	if !raised {
+		out = append(out, bson.E{Key: "$max", Value: bson.D{{Key: FenceField, Value: f.token}}})
+	}
+	return out, nil
+}
+
+// withFence is doc with FenceField set to the token; doc must not have it.
+func (f *Fenced) withFence(doc any) (bson.D, error) {
+	raw, err := marshalDoc(doc)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: Fenced: %w", err)
+	}
+	if _, err := raw.LookupErr(FenceField); err == nil {
+		return nil, fmt.Errorf("dsyncmongo: Fenced: the document sets %s, the fence", FenceField)
+	}
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	return append(d, bson.E{Key: FenceField, Value: f.token}), nil
+}
+
+// marshalDoc marshals a document given as any type the driver accepts.
+func marshalDoc(v any) (bson.Raw, error) {
+	switch d := v.(type) {
+	case nil:
+		return nil, errors.New("nil document")
+	case bson.Raw:
+		return d, nil
+	}
+	b, err := bson.Marshal(v)
+	return bson.Raw(b), err
+}
+
+// missed tells why a fenced operation matched nothing: ErrFenced if a
+// document matches filter (its fence is above the token), else
+// mongo.ErrNoDocuments.
+func (f *Fenced) missed(ctx context.Context, filter any) error {
+	err := f.coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: FenceField, Value: 1}})).Err()
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w (token %d)", ErrFenced, f.token)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return mongo.ErrNoDocuments
+	}
+	return err
+}
+
+// check refuses to work on FerretDB unless WithNonAtomicFence.
+func (f *Fenced) check(ctx context.Context) error {
+	if f.nonAtomic {
+		return nil
+	}
+	ferret, err := serverIsFerretDB(ctx, f.coll.Database())
+	if err != nil {
+		return err
+	}
+	if ferret {
+		return ErrFenceNotAtomic
+	}
+	return nil
+}
+
+// ferretClients remembers, per driver client, whether its server is
+// FerretDB, once a buildInfo has told; an entry goes with its client.
+var ferretClients sync.Map // weak.Pointer[mongo.Client] → bool
+
+// serverIsFerretDB reports whether db's server is FerretDB, asking it once
+// per driver client. A server that refuses buildInfo counts as MongoDB.
+func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
+	client := db.Client()
+	key := weak.Make(client)
+	if v, ok := ferretClients.Load(key); ok {
+		return v.(bool), nil
+	}
+	raw, err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	var se mongo.ServerError
+	ferret := false
+	switch {
+	case err == nil:
+		_, lerr := raw.LookupErr("ferretdbVersion")
+		ferret = lerr == nil
+	case errors.As(err, &se) && ctx.Err() == nil:
+	default:
+		return false, fmt.Errorf("dsyncmongo: Fenced: buildInfo: %w", err)
+	}
+	if _, loaded := ferretClients.LoadOrStore(key, ferret); !loaded {
+		runtime.AddCleanup(client, func(k weak.Pointer[mongo.Client]) { ferretClients.Delete(k) }, key)
+	}
+	return ferret, nil
+}

@@ -1,0 +1,234 @@
+package dsyncmongo
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// fenceOpts are the options the fence tests need on the test server: on
+// FerretDB, fencing works only by consent (WithNonAtomicFence), and the
+// tests' operations never overlap, which is when it holds there.
+func fenceOpts(t *testing.T) []FenceOption {
+	if mongotest.Shared(t).IsFerretDB() {
+		return []FenceOption{WithNonAtomicFence()}
+	}
+	return nil
+}
+
+type counterDoc struct {
+	ID    string `bson:"_id"`
+	N     int    `bson:"n"`
+	Fence int64  `bson:"_dsyncFence"`
+}
+
+// The trial's lost update, done with a Fenced collection: holder A reads
+// the counter under its lock and is paused past its lease; B takes the
+// lock, reads (raising the fence) and, before B writes, A's write
+// arrives. A's write is refused; B's increment stands.
+func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	db := mongotest.NewDatabase(t)
+	counters := db.Collection("counters")
+	b, err := New(db, WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := counters.InsertOne(ctx, bson.D{{Key: "_id", Value: "visits"}, {Key: "n", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	filter := bson.D{{Key: "_id", Value: "visits"}}
+
+	a, _ := dsync.NewMutex(b, "visits")
+	if err := a.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fa, err := Fence(counters, a.Token(), fenceOpts(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seenA counterDoc
+	if err := fa.FindOne(ctx, filter, &seenA); err != nil {
+		t.Fatal(err)
+	}
+	// A is paused here; its hold ends (the lease is lost: released here,
+	// which hands the lock on the same way) and B takes the lock.
+	if err := a.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bm, _ := dsync.NewMutex(b, "visits")
+	if err := bm.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer bm.Unlock()
+	if bm.Token() <= a.Token() {
+		t.Fatalf("B's token %d is not above A's %d", bm.Token(), a.Token())
+	}
+	fb, err := Fence(counters, bm.Token(), fenceOpts(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seenB counterDoc
+	if err := fb.FindOne(ctx, filter, &seenB); err != nil {
+		t.Fatal(err)
+	}
+	if seenB.Fence != int64(bm.Token()) {
+		t.Fatalf("B's read left fence %d, want its token %d", seenB.Fence, bm.Token())
+	}
+
+	// A wakes and writes what it computed: refused, and nothing changed.
+	_, err = fa.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: seenA.N + 1}}}})
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("the stale holder's write: %v, want ErrFenced", err)
+	}
+	if _, err := fa.ReplaceOne(ctx, filter, bson.D{{Key: "n", Value: 100}}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the stale holder's replace: %v, want ErrFenced", err)
+	}
+	if _, err := fa.DeleteOne(ctx, filter); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the stale holder's delete: %v, want ErrFenced", err)
+	}
+	if err := fa.FindOne(ctx, filter, &seenA); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the stale holder's read: %v, want ErrFenced", err)
+	}
+
+	if _, err := fb.UpdateOne(ctx, filter, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var got counterDoc
+	if err := counters.FindOne(ctx, filter).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 4 || got.Fence != int64(bm.Token()) {
+		t.Fatalf("counter %+v, want n 4 (B's increment only) and B's fence %d", got, bm.Token())
+	}
+}
+
+// Without a fenced read, the same interleaving loses an update: the
+// reason FindOne raises the fence. (A plain token check on writes alone
+// accepts A's write, since B has not written yet.)
+func TestFencedWritesAloneLoseTheUpdate(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	db := mongotest.NewDatabase(t)
+	counters := db.Collection("counters")
+	if _, err := counters.InsertOne(ctx, bson.D{{Key: "_id", Value: "visits"}, {Key: "n", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	filter := bson.D{{Key: "_id", Value: "visits"}}
+	fa, _ := Fence(counters, 5, fenceOpts(t)...)
+	fb, _ := Fence(counters, 6, fenceOpts(t)...)
+	var a, b counterDoc
+	if err := counters.FindOne(ctx, filter).Decode(&a); err != nil { // A reads without the fence
+		t.Fatal(err)
+	}
+	if err := counters.FindOne(ctx, filter).Decode(&b); err != nil { // so does B
+		t.Fatal(err)
+	}
+	if _, err := fa.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: a.N + 1}}}}); err != nil {
+		t.Fatalf("A's write before any later holder wrote: %v", err)
+	}
+	if _, err := fb.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: b.N + 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var got counterDoc
+	if err := counters.FindOne(ctx, filter).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 4 {
+		t.Fatalf("n = %d: two increments from 3 should have lost one", got.N)
+	}
+}
+
+func TestFencedInsertAndMissingDocuments(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	db := mongotest.NewDatabase(t)
+	coll := db.Collection("things")
+	f, err := Fence(coll, 7, fenceOpts(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := bson.D{{Key: "_id", Value: "none"}}
+	var d counterDoc
+	if err := f.FindOne(ctx, missing, &d); !errors.Is(err, mongo.ErrNoDocuments) {
+		t.Fatalf("FindOne of a missing document: %v, want mongo.ErrNoDocuments", err)
+	}
+	if res, err := f.UpdateOne(ctx, missing, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil || res.MatchedCount != 0 {
+		t.Fatalf("UpdateOne of a missing document: %+v, %v", res, err)
+	}
+	if _, err := f.InsertOne(ctx, counterDoc{ID: "x", N: 1}); err == nil {
+		t.Fatal("InsertOne of a document that names the fence field accepted")
+	}
+	if _, err := f.InsertOne(ctx, bson.D{{Key: "_id", Value: "x"}, {Key: "n", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FindOne(ctx, bson.D{{Key: "_id", Value: "x"}}, &d); err != nil || d.Fence != 7 || d.N != 1 {
+		t.Fatalf("inserted %+v, %v: want n 1, fence 7", d, err)
+	}
+	// $max of the caller's is kept beside the fence's.
+	if _, err := f.UpdateOne(ctx, bson.D{{Key: "_id", Value: "x"}}, bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: 9}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FindOne(ctx, bson.D{{Key: "_id", Value: "x"}}, &d); err != nil || d.N != 9 || d.Fence != 7 {
+		t.Fatalf("after $max: %+v, %v", d, err)
+	}
+	for _, bad := range []any{
+		bson.D{{Key: "n", Value: 1}}, // not an operator
+		bson.D{{Key: "$set", Value: bson.D{{Key: FenceField, Value: 1}}}},
+		bson.D{{Key: "$set", Value: 1}},
+	} {
+		if _, err := f.UpdateOne(ctx, bson.D{{Key: "_id", Value: "x"}}, bad); err == nil || !strings.Contains(err.Error(), "Fenced") {
+			t.Errorf("update %v: %v, want a refusal", bad, err)
+		}
+	}
+	if res, err := f.DeleteOne(ctx, bson.D{{Key: "_id", Value: "x"}}); err != nil || res.DeletedCount != 1 {
+		t.Fatalf("DeleteOne: %+v, %v", res, err)
+	}
+}
+
+func TestFenceRejectsBadInput(t *testing.T) {
+	db := offlineDB(t)
+	if _, err := Fence(nil, 1); err == nil {
+		t.Error("nil collection accepted")
+	}
+	for _, tok := range []uint64{0, 1 << 63} {
+		if _, err := Fence(db.Collection("c"), tok); err == nil {
+			t.Errorf("token %d accepted", tok)
+		}
+	}
+}
+
+// On FerretDB, which applies an update as a read and a later write,
+// fencing is refused unless asked for knowingly.
+func TestFenceRefusesFerretDB(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("the test server is MongoDB")
+	}
+	ctx := testCtx(t, time.Minute)
+	db := mongotest.NewDatabase(t)
+	f, err := Fence(db.Collection("c"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); !errors.Is(err, ErrFenceNotAtomic) {
+		t.Fatalf("InsertOne on FerretDB: %v, want ErrFenceNotAtomic", err)
+	}
+	var d bson.D
+	if err := f.FindOne(ctx, bson.D{}, &d); !errors.Is(err, ErrFenceNotAtomic) {
+		t.Fatalf("FindOne on FerretDB: %v, want ErrFenceNotAtomic", err)
+	}
+	if n, err := db.Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
+		t.Fatalf("%d documents after refused writes (%v)", n, err)
+	}
+}
+
+// quietLogger drops what a test's backend logs.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
