@@ -138,25 +138,19 @@ func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
 // MatchedCount 0, as the driver does. It does not upsert: create
 // documents with InsertOne.
 func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.UpdateResult, error) {
-	if err := f.check(ctx); err != nil {
-		return nil, err
-	}
-	fenced, err := f.filter(filter)
-	if err != nil {
-		return nil, err
-	}
 	u, err := f.update(update)
 	if err != nil {
 		return nil, err
 	}
-	res, err := f.coll.UpdateOne(ctx, fenced, u)
+	var res *mongo.UpdateResult
+	err = f.fenced(ctx, filter, func(fenced bson.D) (n int64, err error) {
+		if res, err = f.coll.UpdateOne(ctx, fenced, u); err != nil {
+			return 0, err
+		}
+		return res.MatchedCount, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if res.MatchedCount == 0 {
-		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, err
-		}
 	}
 	return res, nil
 }
@@ -165,36 +159,30 @@ func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.Upda
 // which gets the Fenced's token as its fence, in one command that applies
 // only while the fence is at most the token. Errors as UpdateOne's.
 func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mongo.UpdateResult, error) {
-	if err := f.check(ctx); err != nil {
-		return nil, err
-	}
-	fenced, err := f.filter(filter)
-	if err != nil {
-		return nil, err
-	}
 	doc, err := f.withFence(replacement)
 	if err != nil {
 		return nil, err
 	}
-	res, err := f.coll.ReplaceOne(ctx, fenced, doc)
+	var res *mongo.UpdateResult
+	err = f.fenced(ctx, filter, func(fenced bson.D) (n int64, err error) {
+		if res, err = f.coll.ReplaceOne(ctx, fenced, doc); err != nil {
+			return 0, err
+		}
+		return res.MatchedCount, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if res.MatchedCount == 0 {
-		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, err
-		}
 	}
 	return res, nil
 }
 
 // InsertOne inserts doc with the Fenced's token as its fence.
 func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult, error) {
-	if err := f.check(ctx); err != nil {
-		return nil, err
-	}
 	d, err := f.withFence(doc)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.check(ctx); err != nil {
 		return nil, err
 	}
 	return f.coll.InsertOne(ctx, d)
@@ -204,23 +192,40 @@ func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult
 // most the Fenced's token; it fails with ErrFenced otherwise. The fence
 // goes with the document (see Fence).
 func (f *Fenced) DeleteOne(ctx context.Context, filter any) (*mongo.DeleteResult, error) {
-	if err := f.check(ctx); err != nil {
+	var res *mongo.DeleteResult
+	err := f.fenced(ctx, filter, func(fenced bson.D) (n int64, err error) {
+		if res, err = f.coll.DeleteOne(ctx, fenced); err != nil {
+			return 0, err
+		}
+		return res.DeletedCount, nil
+	})
+	if err != nil {
 		return nil, err
+	}
+	return res, nil
+}
+
+// fenced runs op with filter restricted to documents whose fence is at
+// most the token, and, when op matched nothing, tells a document fenced
+// off (ErrFenced) from none at all (nil: the caller's result says so).
+func (f *Fenced) fenced(ctx context.Context, filter any, op func(fenced bson.D) (matched int64, err error)) error {
+	if err := f.check(ctx); err != nil {
+		return err
 	}
 	fenced, err := f.filter(filter)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res, err := f.coll.DeleteOne(ctx, fenced)
+	n, err := op(fenced)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if res.DeletedCount == 0 {
+	if n == 0 {
 		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // filter is filter, restricted to documents whose fence is at most the
