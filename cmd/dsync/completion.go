@@ -51,6 +51,7 @@ var commandFlags = map[string][]completedFlag{
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
 	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}},
 	"clock":      {{"max", "duration"}},
+	"doctor":     {{"ttl", "duration"}, {"renew", "duration"}, {"json", ""}},
 	"completion": {},
 	"help":       {},
 }

@@ -60,7 +60,7 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, clockCmd, completionCmd,
+		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, clockCmd, doctorCmd, completionCmd,
 		candidateCmd,
 		{name: "version", summary: "print dsync's version", usage: versionUsage, run: runVersion},
 		{name: "help", usage: helpUsage, run: runHelp},

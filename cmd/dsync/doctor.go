@@ -1,0 +1,122 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+)
+
+const doctorUsage = `Usage: dsync doctor [--ttl D] [--renew D] [--json] [flags]
+
+Checks the deployment behind --uri for dsync, in a few seconds, and says
+pass, warn or fail for each check, with what to do:
+
+  server          MongoDB or FerretDB, its version, standalone, replica
+                  set or sharded cluster
+  write concern   a majority write is acknowledged, and how fast
+  wake-ups        capped collections and tailable cursors work, and how
+                  soon an event reaches a waiting cursor
+  lock index      the lock collection's index exists or can be made
+  sharding        the collections are sharded only in ways dsync allows
+  privileges      what the server refused in the checks above
+  clock           this machine's clock against the server's
+  member skew     the members' clock skew dsync assumes
+  failover        whether a hold with --ttl outlasts a primary election
+
+It writes only to two scratch collections named after the lock collection
+(_doctor and _doctor_events), and drops them.
+
+Flags:
+  --ttl D     the TTL the locks use (default 15s, dsync's)
+  --renew D   their renew interval (default a third of the TTL)
+  --json      print the findings as a JSON array
+  (and the global flags; see 'dsync -h')
+
+Exit status: 0 when nothing failed (warnings allowed); 1 when a check
+failed, or the server cannot be reached; 2: usage error.
+`
+
+var doctorCmd = &command{
+	name:    "doctor",
+	summary: "check a deployment for dsync",
+	usage:   doctorUsage,
+	run:     runDoctor,
+}
+
+func runDoctor(g *globals, args []string) int {
+	fs := newFlagSet("doctor", g)
+	ttl := fs.Duration("ttl", dsync.DefaultTTL, "")
+	renew := fs.Duration("renew", 0, "")
+	asJSON := fs.Bool("json", false, "")
+	pos, _, code, err := parseArgs(fs, doctorUsage, args, false)
+	if err != nil {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError("doctor", fmt.Errorf("unexpected argument %q", pos[0]))
+	case *ttl <= 0:
+		return usageError("doctor", fmt.Errorf("--ttl must be positive, got %v", *ttl))
+	case *renew < 0:
+		return usageError("doctor", fmt.Errorf("--renew must not be negative, got %v", *renew))
+	}
+	ctx := context.Background()
+	client, db, err := g.connect(ctx)
+	if err != nil {
+		if errors.Is(err, errNoServer) {
+			return fail("doctor", exitUsage, err)
+		}
+		return fail("doctor", exitFailure, err)
+	}
+	defer disconnect(client)
+	// The checks bound themselves (about 30 s at worst); --timeout bounds
+	// each, not the whole.
+	ctx, cancel := context.WithTimeout(ctx, max(g.timeout, 45*time.Second))
+	defer cancel()
+	findings, err := dsyncmongo.Doctor(ctx, db, dsyncmongo.DoctorConfig{TTL: *ttl, RenewInterval: *renew},
+		dsyncmongo.WithCollection(g.collection))
+	if err != nil {
+		return usageError("doctor", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(findings); err != nil {
+			return fail("doctor", exitFailure, err)
+		}
+	} else {
+		writeFindings(os.Stdout, findings)
+	}
+	for _, f := range findings {
+		if f.Status == dsyncmongo.Fail {
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// writeFindings prints one line per finding (status, check, what was
+// found) and the fix under it.
+func writeFindings(w io.Writer, findings []dsyncmongo.Finding) {
+	width := 0
+	for _, f := range findings {
+		width = max(width, len(f.Check))
+	}
+	pad := strings.Repeat(" ", 4+2+width+2)
+	for _, f := range findings {
+		fmt.Fprintf(w, "%-4s  %-*s  %s\n", strings.ToUpper(f.Status.String()), width, f.Check, f.Found)
+		if f.Fix != "" {
+			fmt.Fprintf(w, "%sfix: %s\n", pad, f.Fix)
+		}
+	}
+}
