@@ -44,6 +44,9 @@ const (
 	eventsMaxDocs = 1000
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
+	// quickEvery: a live stream that failed is reopened at once, without
+	// going down, at most this often (see follow).
+	quickEvery = time.Second
 	// ferretAwait caps how long a getMore of the event cursor waits on
 	// FerretDB while other processes wait. FerretDB 1.24 answers a
 	// waiting getMore by querying the collection every 10 ms, and each
@@ -83,6 +86,9 @@ type tailer struct {
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
 	gen             uint64 // the times the stream turned live
+	// passed: the events the stream returned lately, so that a cursor
+	// reopened does not pass them again.
+	passed recentIDs
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -144,8 +150,10 @@ func (t *tailer) stop() {
 func (t *tailer) run(ctx context.Context) {
 	defer close(t.done)
 	backoff := time.Second
+	quick := false
+	var lastQuick time.Duration
 	for {
-		wasLive, err := t.follow(ctx)
+		wasLive, err := t.follow(ctx, quick)
 		t.healthy.Store(false)
 		t.cursor.Store(0)
 		if wasLive {
@@ -158,6 +166,14 @@ func (t *tailer) run(ctx context.Context) {
 		if errors.As(err, &ne) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
+		}
+		// A live stream that failed is reopened at once, quietly (see
+		// follow), at most once per quickEvery; a quick reopen that fails
+		// before it is live, and a stream that never was, go down.
+		quick = wasLive && (lastQuick == 0 || t.s.mono()-lastQuick >= quickEvery)
+		if quick {
+			lastQuick = t.s.mono()
+			continue
 		}
 		t.h.Down(errtext.Tidy(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err)), false)
 		timer := time.NewTimer(jitter(backoff))
@@ -172,24 +188,39 @@ func (t *tailer) run(ctx context.Context) {
 }
 
 // follow opens the cursor and passes events on until it fails or ctx
-// ends. It reports whether the stream was live (reached our "open"
-// event).
-func (t *tailer) follow(ctx context.Context) (live bool, err error) {
+// ends. It reports whether the stream was live.
+//
+// It first makes sure the capped collection exists and inserts an "open"
+// event: the stream is live once the cursor reaches it. A quick follow,
+// after a live stream failed, does neither: the collection exists and
+// holds an event (the newest is never trimmed), and the stream is live
+// once the cursor's first batch came back, since every event inserted
+// after the find (or too recently to be trimmed before it: Replay) comes
+// after that batch. It inserts nothing, so that a cursor failure does not
+// make events for the others to read and trim: on FerretDB, where a trim
+// fails every cursor that sits on an event it deletes, reopening with an
+// event of its own fed a storm of reopens. Events the stream passed
+// before are not passed again.
+func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
 	s := t.s
 	est, err := s.prepare(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := s.createEvents(ctx); err != nil {
-		return false, err
-	}
-	open := eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
-	if err := s.insertEvent(ctx, open); err != nil {
-		return false, err
+	var open eventDoc
+	if !quick {
+		if err := s.createEvents(ctx); err != nil {
+			return false, err
+		}
+		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
+		if err := s.insertEvent(ctx, open); err != nil {
+			return false, err
+		}
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
-	// tailable cursor open; our "open" event is there at least. How long
-	// each getMore waits is set before each one (awaitTime).
+	// tailable cursor open; our "open" event is there at least (the
+	// newest event, for a quick follow). How long each getMore waits is
+	// set before each one (awaitTime).
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetBatchSize(1))
 	if err != nil {
 		if unsupported(err) {
@@ -202,6 +233,12 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()
+	if quick {
+		if cur.RemainingBatchLength() == 0 || cur.ID() == 0 {
+			return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
+		}
+		live = t.turnLive(cur)
+	}
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
 	if s.ferret.Load() {
 		t.trim = newTrimmer(s)
@@ -212,18 +249,17 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		ours := e.ID == open.ID || t.s.publishedByUs(e.Proc)
+		ours := !quick && e.ID == open.ID || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
 		}
+		if !t.passed.add(e.ID) {
+			continue // passed before this cursor was opened
+		}
 		switch {
-		case e.ID == open.ID:
+		case !quick && e.ID == open.ID:
 			if !live {
-				live = true
-				t.cursor.Store(cur.ID())
-				t.healthy.Store(true)
-				t.gen++
-				t.h.Live(t.gen)
+				live = t.turnLive(cur)
 			}
 		case ours:
 			t.ownSeen.Add(1)
@@ -235,6 +271,15 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		return live, err
 	}
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
+}
+
+// turnLive reports the stream live, on cur; it returns true.
+func (t *tailer) turnLive(cur *mongo.Cursor) bool {
+	t.cursor.Store(cur.ID())
+	t.healthy.Store(true)
+	t.gen++
+	t.h.Live(t.gen)
+	return true
 }
 
 // pass hands another process's event to the handler. History read before
