@@ -606,7 +606,9 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	}
 	announced := time.Now()
 	announce(t, ctx, other, "other", "k", 7)
-	defer func() { t.Logf("another process's event passed %v after it was sent", time.Since(announced).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("another process's event passed %v after it was sent", time.Since(announced).Round(time.Millisecond))
+	}()
 	for w.othersWaitAt.Load() == 0 {
 		select {
 		case <-ctx.Done():
