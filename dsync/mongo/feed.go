@@ -367,9 +367,18 @@ func (s *lockStore) publishedByUs(proc string) bool {
 // createEvents creates the capped events collection unless it exists. A
 // collection of that name that is not capped, or a server without capped
 // collections, is a *noEventsError.
+//
+// It looks before it creates: a stream that goes down reopens through
+// here, and on FerretDB's SQLite backend many clients creating one
+// collection at once have left another collection's table missing from
+// its registry ("no such table"), failing every write to it.
 func (s *lockStore) createEvents(ctx context.Context) error {
 	name := s.cfg.collection + eventsSuffix
-	err := s.fault("create events")
+	exists, err := s.checkEvents(ctx, name)
+	if err != nil || exists {
+		return err
+	}
+	err = s.fault("create events")
 	if err == nil {
 		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
 			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
@@ -379,19 +388,32 @@ func (s *lockStore) createEvents(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
-		specs, lerr := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
-		if lerr != nil || len(specs) != 1 || specs[0].Options == nil {
-			// Unknown: a tailable cursor on it fails if it is not capped.
-			return nil
-		}
-		if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
-			return &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", err}
-		}
-		return nil
+		// Created meanwhile by another process.
+		_, err = s.checkEvents(ctx, name)
+		return err
 	case unsupported(err):
 		return &noEventsError{"the server does not support capped collections", err}
 	}
 	return err
+}
+
+// checkEvents reports whether the events collection exists, and fails
+// with a *noEventsError if it exists but is not capped. A listing that
+// fails or says nothing of the options counts as not knowing: the
+// collection is taken to exist only if listed (a tailable cursor on it
+// fails later if it is not capped).
+func (s *lockStore) checkEvents(ctx context.Context, name string) (bool, error) {
+	specs, err := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil || len(specs) != 1 {
+		return false, nil
+	}
+	if specs[0].Options == nil {
+		return true, nil
+	}
+	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
+		return true, &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", errors.New("not capped")}
+	}
+	return true, nil
 }
 
 // noEventsError: wake-ups cannot work on this deployment.
