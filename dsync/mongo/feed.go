@@ -44,9 +44,12 @@ const (
 	eventsMaxDocs = 1000
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
-	// quickEvery: a live stream that failed is reopened at once, without
-	// going down, at most this often (see follow).
-	quickEvery = time.Second
+	// A live stream that failed is reopened without going down (see
+	// follow): at once if it had been live for quickCalm, else after a
+	// pause that doubles from quickFirst up to quickMax.
+	quickCalm  = 5 * time.Second
+	quickFirst = 50 * time.Millisecond
+	quickMax   = time.Second
 	// ferretAwait caps how long a getMore of the event cursor waits on
 	// FerretDB while other processes wait. FerretDB 1.24 answers a
 	// waiting getMore by querying the collection every 10 ms, and each
@@ -85,7 +88,8 @@ type tailer struct {
 	// (Unix nanoseconds).
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
-	gen             uint64 // the times the stream turned live
+	gen             uint64        // the times the stream turned live
+	liveAt          time.Duration // when it last did (local monotonic)
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
@@ -151,7 +155,7 @@ func (t *tailer) run(ctx context.Context) {
 	defer close(t.done)
 	backoff := time.Second
 	quick := false
-	var lastQuick time.Duration
+	var pause time.Duration // before the next quick reopen
 	for {
 		wasLive, err := t.follow(ctx, quick)
 		t.healthy.Store(false)
@@ -167,12 +171,27 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		// A live stream that failed is reopened at once, quietly (see
-		// follow), at most once per quickEvery; a quick reopen that fails
-		// before it is live, and a stream that never was, go down.
-		quick = wasLive && (lastQuick == 0 || t.s.mono()-lastQuick >= quickEvery)
-		if quick {
-			lastQuick = t.s.mono()
+		// A live stream that failed is reopened quietly (see follow); a
+		// quick reopen that fails before it is live, and a stream that
+		// never was, go down. Quick reopens insert nothing, so they never
+		// make other streams fail: one that keeps failing is reopened
+		// every quickMax at worst.
+		if quick = wasLive; quick {
+			switch {
+			case t.s.mono()-t.liveAt >= quickCalm:
+				pause = 0
+			default:
+				pause = min(max(2*pause, quickFirst), quickMax)
+			}
+			if pause > 0 {
+				timer := time.NewTimer(jitter(pause))
+				select {
+				case <-timer.C:
+				case <-ctx.Done():
+					timer.Stop()
+					return
+				}
+			}
 			continue
 		}
 		t.h.Down(errtext.Tidy(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err)), false)
@@ -275,6 +294,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 
 // turnLive reports the stream live, on cur; it returns true.
 func (t *tailer) turnLive(cur *mongo.Cursor) bool {
+	t.liveAt = t.s.mono()
 	t.cursor.Store(cur.ID())
 	t.healthy.Store(true)
 	t.gen++
