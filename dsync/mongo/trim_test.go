@@ -42,7 +42,7 @@ func TestTrimTakes(t *testing.T) {
 		{"a second later", []time.Duration{0, 10 * time.Second}, 11 * time.Second, 0},
 		{"quiet again", []time.Duration{0, 10 * time.Second}, 12 * time.Second, 1},
 		{"quiet: all but the newest", many(40, ms), 40*ms + trimQuiet, 39},
-		{"busy: the oldest beyond trimKeep", many(20, 100*ms), 2 * time.Second, 4},
+		{"busy: the oldest beyond trimKeep", many(trimKeep+4, 10*ms), time.Duration(trimKeep+3)*10*ms + time.Second, 4},
 		{"busy, but their successors are young", many(20, ms), 100 * ms, 0},
 		{"busy: only those whose successor is old enough", many(20, 100*ms), 550 * ms, 3},
 		{"busy: fewer than trimKeep", many(trimKeep, 100*ms), 1900 * ms, 0},
