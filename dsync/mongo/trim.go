@@ -56,8 +56,8 @@ const (
 	trimSlack = 250 * time.Millisecond
 	trimEvery = 250 * time.Millisecond
 	// trimKeep: each event kept costs every waiting cursor a decode per
-	// poll; 16 made handoffs among 16 waiting processes 15 to 20 ms slower
-	// (bench/scale-notes.md), 4 did not.
+	// poll; 16 slowed handoffs among 16 waiting processes, 4 did not
+	// (bench/scale-notes.md).
 	trimKeep  = 4
 	trimQuiet = 2 * time.Second
 	// maxSeen bounds the events remembered for trimming.
