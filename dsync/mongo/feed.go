@@ -50,6 +50,7 @@ const (
 	quickCalm  = 5 * time.Second
 	quickFirst = 50 * time.Millisecond
 	quickMax   = time.Second
+	quickTries = 3
 	// ferretAwait caps how long a getMore of the event cursor waits on
 	// FerretDB while other processes wait. FerretDB 1.24 answers a
 	// waiting getMore by querying the collection every 10 ms, and each
@@ -156,6 +157,7 @@ func (t *tailer) run(ctx context.Context) {
 	backoff := time.Second
 	quick := false
 	var pause time.Duration // before the next quick reopen
+	quickFails := 0         // quick reopens in a row that failed before they were live
 	for {
 		wasLive, err := t.follow(ctx, quick)
 		t.healthy.Store(false)
@@ -171,14 +173,21 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		// A live stream that failed is reopened quietly (see follow); a
-		// quick reopen that fails before it is live, and a stream that
-		// never was, go down. Quick reopens insert nothing, so they never
-		// make other streams fail: one that keeps failing is reopened
-		// every quickMax at worst.
-		if quick = wasLive; quick {
+		// A live stream that failed is reopened quietly (see follow), and
+		// so is one whose quiet reopening failed, up to quickTries times
+		// in a row (a loaded FerretDB answers "database is locked" now and
+		// then); then, and for a stream that never was live, it goes down.
+		// Quick reopens insert nothing, so they never make other streams
+		// fail: one that keeps failing is reopened every quickMax at worst.
+		switch {
+		case wasLive:
+			quickFails = 0
+		case quick:
+			quickFails++
+		}
+		if quick = (wasLive || quick) && quickFails < quickTries; quick {
 			switch {
-			case t.s.mono()-t.liveAt >= quickCalm:
+			case wasLive && t.s.mono()-t.liveAt >= quickCalm:
 				pause = 0
 			default:
 				pause = min(max(2*pause, quickFirst), quickMax)
