@@ -192,7 +192,11 @@ func (w *wakeups) close() {
 // Live implements driver.FeedHandler: the stream turned live. The ends of
 // our claims made while it was not live, too long ago for the stream to
 // replay the announcements made for them, are announced; every local
-// waiter looks once more (and announces itself).
+// waiter looks once more (and announces itself again if the stream went
+// down: a stream reopened at once, with no Down, keeps our announcements,
+// which were published whatever our stream did; the ends of claims made
+// before it are published as if announcements for them had passed unseen,
+// see seenAll).
 func (w *wakeups) Live(gen uint64) {
 	w.mu.Lock()
 	w.gen++

@@ -95,6 +95,7 @@ func renderScale(p func(string, ...any), reports []*Report) {
 		p("### Waiting processes\n\n")
 		scaleTable(p, waiters, "waiters", strconv.Itoa)
 	}
+	p("Measured outside run.sh, with the commands that print them (keys used minutes before; repeated runs with 64 waiters): [scale-notes.md](scale-notes.md).\n\n")
 	scaleTargets(p, keys, waiters)
 }
 

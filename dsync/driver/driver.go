@@ -318,7 +318,10 @@ type Feed interface {
 type FeedHandler interface {
 	// Live: the stream is live from now on, the gen-th time: every event
 	// published from now on will be delivered (and those published less
-	// than Replay before).
+	// than Replay before). A Live may follow the last with no Down between
+	// (a stream that failed and was reopened at once): events published
+	// in between, longer than Replay before, may have been missed, as
+	// across a Down.
 	Live(gen uint64)
 	// Down: the stream stopped; events may be missed until the next Live.
 	// off: it will never be live (the store cannot carry events).

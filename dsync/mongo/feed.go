@@ -44,6 +44,13 @@ const (
 	eventsMaxDocs = 1000
 	// maxReopenBackoff caps the wait before reopening a failed stream.
 	maxReopenBackoff = 30 * time.Second
+	// A live stream that failed is reopened without going down (see
+	// follow): at once if it had been live for quickCalm, else after a
+	// pause that doubles from quickFirst up to quickMax.
+	quickCalm  = 5 * time.Second
+	quickFirst = 50 * time.Millisecond
+	quickMax   = time.Second
+	quickTries = 3
 	// ferretAwait caps how long a getMore of the event cursor waits on
 	// FerretDB while other processes wait. FerretDB 1.24 answers a
 	// waiting getMore by querying the collection every 10 ms, and each
@@ -82,7 +89,11 @@ type tailer struct {
 	// (Unix nanoseconds).
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
-	gen             uint64 // the times the stream turned live
+	gen             uint64        // the times the stream turned live
+	liveAt          time.Duration // when it last did (local monotonic)
+	// passed: the events the stream returned lately, so that a cursor
+	// reopened does not pass them again.
+	passed recentIDs
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -144,8 +155,11 @@ func (t *tailer) stop() {
 func (t *tailer) run(ctx context.Context) {
 	defer close(t.done)
 	backoff := time.Second
+	quick := false
+	var pause time.Duration // before the next quick reopen
+	quickFails := 0         // quick reopens in a row that failed before they were live
 	for {
-		wasLive, err := t.follow(ctx)
+		wasLive, err := t.follow(ctx, quick)
 		t.healthy.Store(false)
 		t.cursor.Store(0)
 		if wasLive {
@@ -158,6 +172,36 @@ func (t *tailer) run(ctx context.Context) {
 		if errors.As(err, &ne) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
+		}
+		// A live stream that failed is reopened quietly (see follow), and
+		// so is one whose quiet reopening failed, up to quickTries times
+		// in a row (a loaded FerretDB answers "database is locked" now and
+		// then); then, and for a stream that never was live, it goes down.
+		// Quick reopens insert nothing, so they never make other streams
+		// fail: one that keeps failing is reopened every quickMax at worst.
+		switch {
+		case wasLive:
+			quickFails = 0
+		case quick:
+			quickFails++
+		}
+		if quick = (wasLive || quick) && quickFails < quickTries; quick {
+			switch {
+			case wasLive && t.s.mono()-t.liveAt >= quickCalm:
+				pause = 0
+			default:
+				pause = min(max(2*pause, quickFirst), quickMax)
+			}
+			if pause > 0 {
+				timer := time.NewTimer(jitter(pause))
+				select {
+				case <-timer.C:
+				case <-ctx.Done():
+					timer.Stop()
+					return
+				}
+			}
+			continue
 		}
 		t.h.Down(errtext.Tidy(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err)), false)
 		timer := time.NewTimer(jitter(backoff))
@@ -172,24 +216,39 @@ func (t *tailer) run(ctx context.Context) {
 }
 
 // follow opens the cursor and passes events on until it fails or ctx
-// ends. It reports whether the stream was live (reached our "open"
-// event).
-func (t *tailer) follow(ctx context.Context) (live bool, err error) {
+// ends. It reports whether the stream was live.
+//
+// It first makes sure the capped collection exists and inserts an "open"
+// event: the stream is live once the cursor reaches it. A quick follow,
+// after a live stream failed, does neither: the collection exists and
+// holds an event (the newest is never trimmed), and the stream is live
+// once the cursor's first batch came back, since every event inserted
+// after the find (or too recently to be trimmed before it: Replay) comes
+// after that batch. It inserts nothing, so that a cursor failure does not
+// make events for the others to read and trim: on FerretDB, where a trim
+// fails every cursor that sits on an event it deletes, reopening with an
+// event of its own fed a storm of reopens. Events the stream passed
+// before are not passed again.
+func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
 	s := t.s
 	est, err := s.prepare(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := s.createEvents(ctx); err != nil {
-		return false, err
-	}
-	open := eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
-	if err := s.insertEvent(ctx, open); err != nil {
-		return false, err
+	var open eventDoc
+	if !quick {
+		if err := s.createEvents(ctx); err != nil {
+			return false, err
+		}
+		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
+		if err := s.insertEvent(ctx, open); err != nil {
+			return false, err
+		}
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
-	// tailable cursor open; our "open" event is there at least. How long
-	// each getMore waits is set before each one (awaitTime).
+	// tailable cursor open; our "open" event is there at least (the
+	// newest event, for a quick follow). How long each getMore waits is
+	// set before each one (awaitTime).
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetBatchSize(1))
 	if err != nil {
 		if unsupported(err) {
@@ -202,6 +261,12 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()
+	if quick {
+		if cur.RemainingBatchLength() == 0 || cur.ID() == 0 {
+			return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
+		}
+		live = t.turnLive(cur)
+	}
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
 	if s.ferret.Load() {
 		t.trim = newTrimmer(s)
@@ -212,18 +277,17 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		ours := e.ID == open.ID || t.s.publishedByUs(e.Proc)
+		ours := !quick && e.ID == open.ID || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
 		}
+		if !t.passed.add(e.ID) {
+			continue // passed before this cursor was opened
+		}
 		switch {
-		case e.ID == open.ID:
+		case !quick && e.ID == open.ID:
 			if !live {
-				live = true
-				t.cursor.Store(cur.ID())
-				t.healthy.Store(true)
-				t.gen++
-				t.h.Live(t.gen)
+				live = t.turnLive(cur)
 			}
 		case ours:
 			t.ownSeen.Add(1)
@@ -235,6 +299,16 @@ func (t *tailer) follow(ctx context.Context) (live bool, err error) {
 		return live, err
 	}
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
+}
+
+// turnLive reports the stream live, on cur; it returns true.
+func (t *tailer) turnLive(cur *mongo.Cursor) bool {
+	t.liveAt = t.s.mono()
+	t.cursor.Store(cur.ID())
+	t.healthy.Store(true)
+	t.gen++
+	t.h.Live(t.gen)
+	return true
 }
 
 // pass hands another process's event to the handler. History read before
@@ -322,9 +396,18 @@ func (s *lockStore) publishedByUs(proc string) bool {
 // createEvents creates the capped events collection unless it exists. A
 // collection of that name that is not capped, or a server without capped
 // collections, is a *noEventsError.
+//
+// It looks before it creates: a stream that goes down reopens through
+// here, and on FerretDB's SQLite backend many clients creating one
+// collection at once have left another collection's table missing from
+// its registry ("no such table"), failing every write to it.
 func (s *lockStore) createEvents(ctx context.Context) error {
 	name := s.cfg.collection + eventsSuffix
-	err := s.fault("create events")
+	exists, err := s.checkEvents(ctx, name)
+	if err != nil || exists {
+		return err
+	}
+	err = s.fault("create events")
 	if err == nil {
 		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
 			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
@@ -334,19 +417,32 @@ func (s *lockStore) createEvents(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
-		specs, lerr := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
-		if lerr != nil || len(specs) != 1 || specs[0].Options == nil {
-			// Unknown: a tailable cursor on it fails if it is not capped.
-			return nil
-		}
-		if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
-			return &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", err}
-		}
-		return nil
+		// Created meanwhile by another process.
+		_, err = s.checkEvents(ctx, name)
+		return err
 	case unsupported(err):
 		return &noEventsError{"the server does not support capped collections", err}
 	}
 	return err
+}
+
+// checkEvents reports whether the events collection exists, and fails
+// with a *noEventsError if it exists but is not capped. A listing that
+// fails or says nothing of the options counts as not knowing: the
+// collection is taken to exist only if listed (a tailable cursor on it
+// fails later if it is not capped).
+func (s *lockStore) checkEvents(ctx context.Context, name string) (bool, error) {
+	specs, err := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil || len(specs) != 1 {
+		return false, nil
+	}
+	if specs[0].Options == nil {
+		return true, nil
+	}
+	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
+		return true, &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", errors.New("not capped")}
+	}
+	return true, nil
 }
 
 // noEventsError: wake-ups cannot work on this deployment.

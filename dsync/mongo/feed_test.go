@@ -161,7 +161,7 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 			if err != nil {
 				t.Fatalf("killCursors: %v", err)
 			}
-			for w.healthy.Load() { // the waiter notices, and polls
+			for w.healthy.Load() && w.cursor.Load() == id { // the waiter notices
 				time.Sleep(time.Millisecond)
 			}
 		})
@@ -555,5 +555,65 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 	}
 	if n := opens.Load(); n != 1 {
 		t.Fatalf("the event stream was opened %d times during %d empty getMores, want once", n, rounds)
+	}
+}
+
+// A live stream whose cursor fails is reopened at once, without going
+// down (waiters do not fall back to polling, nor announce themselves
+// again) and without an event of its own: on FerretDB each event makes
+// others trim, and a trim fails the cursors that sit on what it deletes.
+func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
+	var inserts atomic.Int32
+	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if coll, _ := e.Command.Lookup("insert").StringValueOK(); coll == DefaultCollection+eventsSuffix {
+				inserts.Add(1)
+			}
+		},
+	}))
+	logs := &logRecords{}
+	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(2*time.Second), WithLogger(slog.New(logs)))
+	other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	w := tail(b)
+	id := w.cursor.Load()
+	before := inserts.Load()
+	if err := db.RunCommand(ctx, bson.D{
+		{Key: "killCursors", Value: DefaultCollection + eventsSuffix},
+		{Key: "cursors", Value: bson.A{id}},
+	}).Err(); err != nil {
+		t.Fatalf("killCursors: %v", err)
+	}
+	killed := time.Now()
+	for !w.healthy.Load() || w.cursor.Load() == id {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the stream was not reopened")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n := inserts.Load() - before; n != 0 {
+		t.Errorf("%d events inserted by the reopening, want none", n)
+	}
+	if msgs := logs.warnings("event stream unavailable"); len(msgs) != 0 {
+		t.Errorf("the stream went down: %q", msgs)
+	}
+	t.Logf("reopened %v after the kill (a getMore in flight ends first)", time.Since(killed).Round(time.Millisecond))
+	// It is live: another process's announcement reaches it.
+	if err := other.s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	announced := time.Now()
+	announce(t, ctx, other, "other", "k", 7)
+	defer func() {
+		t.Logf("another process's event passed %v after it was sent", time.Since(announced).Round(time.Millisecond))
+	}()
+	for w.othersWaitAt.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the reopened stream did not pass another process's event")
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

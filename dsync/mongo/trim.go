@@ -16,16 +16,38 @@ import (
 // decoding every event up to the last one the cursor returned, so the
 // events kept cost every follower CPU a hundred times a second.
 //
-// A process whose follower read one of its own events deletes the events
-// the follower returned trimSlack or more ago, except the newest one, at
-// most once per trimEvery, until none is left to delete. Every cursor
-// that keeps up reads an event within about 20 ms of its insert; what is
-// trimmed is missed only by a cursor that lags further, or opens later
-// (it reopens a second or more after a failure): a waiter it should have
-// woken looks again within the safety poll interval, and a waiter whose
-// own stream reopens announces itself again (driver.Feed.Replay). A
-// cursor whose last event is deleted fails on FerretDB, and reopens; the
-// newest event is never deleted.
+// A process whose follower read one of its own events deletes events
+// its follower returned, at most once per trimEvery, until only the
+// newest is left:
+//
+//   - while events flow, only beyond the newest trimKeep, and only an
+//     event whose successor the follower returned trimSlack or more ago;
+//   - once the follower returned no event for trimQuiet, every event but
+//     the newest.
+//
+// A tailable cursor on FerretDB fails when the last event it returned is
+// deleted (each getMore finds its place again by reading the collection
+// up to that event), and its process then reopens it: a getMore, an
+// insert of an "open" event, a find, and a look at every key it waits
+// for, with events of its own that make others trim. Deleting only what
+// every cursor that keeps up has left behind keeps that from feeding on
+// itself: an event goes only once the event after it has been there for
+// trimSlack (a cursor that keeps up returns an event within about 20 ms
+// of its insert), and only when more than trimKeep events are kept, or
+// when the stream has been quiet for trimQuiet (a cursor whose last
+// event is not the newest after that lags by seconds). Deleting the
+// previous events as soon as a new one came, as an earlier trimmer did,
+// failed every cursor that had not yet returned the new one: with 64
+// waiting processes on two cores, a storm of reopens that cost each
+// waiter ten commands a second (bench/RESULTS.md, Scale).
+//
+// What is trimmed is missed only by a cursor that lags that far, or
+// opens later (it reopens a second or more after a failure): a waiter it
+// should have woken looks again within the safety poll interval, and a
+// waiter whose own stream reopens announces itself again
+// (driver.Feed.Replay: an event is deleted no sooner than trimSlack after
+// the follower that deletes it returned it). The newest event is never
+// deleted.
 //
 // Deleting by _id what the cursor returned, rather than by the "at" of
 // events, makes trimming independent of the senders' clocks (and of how
@@ -33,6 +55,11 @@ import (
 const (
 	trimSlack = 250 * time.Millisecond
 	trimEvery = 250 * time.Millisecond
+	// trimKeep: each event kept costs every waiting cursor a decode per
+	// poll; 16 slowed handoffs among 16 waiting processes, 4 did not
+	// (bench/scale-notes.md).
+	trimKeep  = 4
+	trimQuiet = 2 * time.Second
 	// maxSeen bounds the events remembered for trimming.
 	maxSeen = 4096
 )
@@ -86,10 +113,9 @@ func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	}
 }
 
-// run deletes old events until ctx ends. Asked, it deletes the events
-// seen trimSlack or more ago, except the newest one, waiting for them to
-// age and at least trimEvery between deletes; and once more for those
-// that were too young, so that a quiet stream ends with one event kept.
+// run deletes old events until ctx ends: asked, it deletes what take
+// allows as soon as it allows it, at least trimEvery apart, until only
+// the newest event is left.
 func (t *trimmer) run(ctx context.Context) {
 	var last time.Duration
 	first := true
@@ -99,12 +125,9 @@ func (t *trimmer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		for range 2 {
+		for {
 			t.mu.Lock()
-			var due time.Duration
-			if len(t.seen) > 1 {
-				due = t.seen[0].at + trimSlack
-			}
+			due := t.due()
 			t.mu.Unlock()
 			if due == 0 {
 				break // nothing but the newest event
@@ -129,13 +152,31 @@ func (t *trimmer) run(ctx context.Context) {
 	}
 }
 
-// take removes from seen, and returns, the events seen trimSlack or more
-// before now, except the newest.
+// due is when take will next return an event (local monotonic), or 0 if
+// only the newest event is kept. t.mu must be held.
+func (t *trimmer) due() time.Duration {
+	n := len(t.seen)
+	if n <= 1 {
+		return 0
+	}
+	at := t.seen[n-1].at + trimQuiet
+	if n > trimKeep {
+		at = min(at, t.seen[1].at+trimSlack)
+	}
+	return at
+}
+
+// take removes from seen, and returns, the events that may be deleted at
+// now: all but the newest once the stream has been quiet for trimQuiet;
+// otherwise the oldest, while more than trimKeep are kept, each only if
+// the event after it was returned trimSlack or more before now.
 func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	kept := len(t.seen)
+	quiet := kept > 1 && now-t.seen[kept-1].at >= trimQuiet
 	n := 0
-	for n < len(t.seen)-1 && now-t.seen[n].at >= trimSlack {
+	for n < kept-1 && (quiet || kept-n > trimKeep && now-t.seen[n+1].at >= trimSlack) {
 		n++
 	}
 	ids := make([]bson.ObjectID, n)
