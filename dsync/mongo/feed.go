@@ -175,8 +175,8 @@ func (t *tailer) run(ctx context.Context) {
 		}
 		// A live stream that failed is reopened quietly (see follow), and
 		// so is one whose quiet reopening failed, up to quickTries times
-		// in a row (a loaded FerretDB answers "database is locked" now and
-		// then); then, and for a stream that never was live, it goes down.
+		// in a row (a loaded server fails some); then, and for a stream
+		// that never was live, it goes down.
 		// Quick reopens insert nothing, so they never make other streams
 		// fail: one that keeps failing is reopened every quickMax at worst.
 		switch {
