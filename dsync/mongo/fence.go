@@ -93,7 +93,9 @@ func Fence(coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, 
 		return nil, fmt.Errorf("dsyncmongo: Fence with token %d: a hold's token is at least 1 (is the lock held?)", token)
 	}
 	f := &Fenced{
-		coll:  coll.Database().Collection(coll.Name(), options.Collection().SetWriteConcern(writeconcern.Majority())),
+		// The caller's collection options (registry, read concern) stay;
+		// the write concern is the majority's.
+		coll:  coll.Clone(options.Collection().SetWriteConcern(writeconcern.Majority())),
 		token: int64(token),
 	}
 	for _, o := range opts {
