@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+	"github.com/robfig/cron/v3"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -90,5 +92,46 @@ func ExampleNewElector() {
 	}
 	s.Start()
 	defer s.Shutdown()
+	// ... serve until asked to stop.
+}
+
+// A robfig/cron job that runs once per scheduled time across replicas:
+// a JobWrapper that runs the job inside a dsync.Once for its name and
+// the nearest slot. The other replicas' Do waits while the run goes on
+// and returns without running it.
+func Example_robfigCron() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	locks, err := dsyncmongo.New(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	// onceEach runs the wrapped job once per scheduled time across replicas.
+	onceEach := func(name string, slot time.Duration) cron.JobWrapper {
+		return func(j cron.Job) cron.Job {
+			return cron.FuncJob(func() {
+				at := time.Now().Add(slot / 2).Truncate(slot).UTC() // the nearest slot
+				o, err := dsync.NewOnce(locks, name+"/"+at.Format(time.RFC3339), dsync.WithForgetAfter(time.Hour))
+				if err == nil {
+					err = o.Do(context.Background(), func(context.Context) error { j.Run(); return nil })
+				}
+				if err != nil {
+					log.Printf("%s at %v: %v", name, at, err)
+				}
+			})
+		}
+	}
+	c := cron.New() // a spec's times are whole minutes; "@every 1m" counts from each replica's start
+	_, err = c.AddJob("* * * * *", cron.NewChain(onceEach("report", time.Minute)).Then(cron.FuncJob(func() { log.Println("report") })))
+	if err != nil {
+		log.Fatal(err)
+	}
+	c.Start()
+	defer c.Stop()
 	// ... serve until asked to stop.
 }

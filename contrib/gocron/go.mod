@@ -9,6 +9,7 @@ replace github.com/go-dsync/dsync => ../..
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
+	github.com/robfig/cron/v3 v3.0.1
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
@@ -16,7 +17,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/klauspost/compress v1.17.6 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
 	github.com/xdg-go/scram v1.2.0 // indirect
