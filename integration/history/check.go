@@ -511,9 +511,14 @@ func Check(events []Event, opts *Options) *Report {
 		e := era(ev.T)
 		// Observe reports each new leader, and each newer value of its
 		// term, once: (token, revision) strictly increase. Polls may see
-		// the same value again: never decreasing.
+		// the same value again: never decreasing, except to the status
+		// Leader reports when it cannot read the leader's member status
+		// (Value "" and Rev 0: Close deletes the status once the term's
+		// lock is given up, and a release that was not confirmed leaves
+		// the lock looking live until its session expires).
 		prev, ok := last[id]
-		back := ok && prev.era == e && (ev.Token < prev.token || ev.Token == prev.token && ev.Rev < prev.rev)
+		unread := ev.Ev == EvPoll && ev.Rev == 0 && ev.Adv == ""
+		back := ok && prev.era == e && (ev.Token < prev.token || ev.Token == prev.token && ev.Rev < prev.rev && !unread)
 		again := ok && prev.era == e && ev.Token == prev.token && ev.Rev == prev.rev
 		switch {
 		case back:

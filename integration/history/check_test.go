@@ -439,6 +439,16 @@ func TestCheckValues(t *testing.T) {
 		evs:  []Event{obs(EvPoll, 1, 2, "a2", 250*ms), obs(EvPoll, 1, 1, "a1", 300*ms)},
 		want: true,
 	}, {
+		// Leader reports Value "" and Rev 0 when the leader's member status
+		// cannot be read: after Close deleted it while the term's lock,
+		// whose release was not confirmed, still looks live.
+		name: "a poll finds the term's status unreadable",
+		evs:  []Event{obs(EvPoll, 1, 2, "a2", 250*ms), obs(EvPoll, 1, 0, "", 300*ms), obs(EvPoll, 1, 2, "a2", 350*ms)},
+	}, {
+		name: "a poll goes back to the term's first value",
+		evs:  []Event{obs(EvPoll, 1, 2, "a2", 250*ms), obs(EvPoll, 1, 0, "a0", 300*ms)},
+		want: true,
+	}, {
 		name: "observe reports a value twice",
 		evs:  []Event{obs(EvObserve, 1, 1, "a1", 150*ms), obs(EvObserve, 1, 1, "a1", 250*ms)},
 		want: true,
