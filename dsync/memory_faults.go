@@ -72,32 +72,11 @@ func (s *faultyStore) Get(ctx context.Context, id string) (driver.Doc, bool, err
 	return s.Store.Get(ctx, id)
 }
 
-func (s *faultyStore) Newest(ctx context.Context, key string) (driver.Doc, bool, error) {
-	if err := s.fail(); err != nil {
-		return driver.Doc{}, false, err
-	}
-	return s.Store.Newest(ctx, key)
-}
-
-func (s *faultyStore) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
-	if err := s.fail(); err != nil {
-		return driver.Floor{}, false, err
-	}
-	return s.Store.Floor(ctx, key, seg, below)
-}
-
-func (s *faultyStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
+func (s *faultyStore) Delete(ctx context.Context, ids []string) error {
 	if err := s.fail(); err != nil {
 		return err
 	}
-	return s.Store.RaiseFloor(ctx, key, f, sent)
-}
-
-func (s *faultyStore) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
-	if err := s.fail(); err != nil {
-		return err
-	}
-	return s.Store.Prune(ctx, key, keep, below, sentBefore)
+	return s.Store.Delete(ctx, ids)
 }
 
 func (s *faultyStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {

@@ -38,7 +38,9 @@ const (
 	// KindDead ends an epoch whose session another process proved expired
 	// in the store's time.
 	KindDead = "dead"
-	// KindFloor is a key's floor: every epoch below it has ended.
+	// KindFloor is a floor document of an older dsync, which raised a
+	// key's floor by inserting one. This one keeps a key's floor in its
+	// gates (Doc.Floor), and reads no floor document.
 	KindFloor = "floor"
 	// KindGate names the segment of a key's queue that owns a bucket of
 	// store time (GateID): of the segments that ever start, only one can
@@ -51,7 +53,7 @@ const (
 
 // KindDone is a key's done record (a dsync.Once whose function
 // succeeded), with ID DoneID(key): inserted once, never updated, and
-// with no epoch, so that Newest, Floor and Prune never see it.
+// with no epoch, so that the protocol never takes it for a claim.
 const KindDone = "done"
 
 // Mode is how a claim shares its key with others (see dsync.Client).
@@ -131,6 +133,10 @@ type Doc struct {
 	Bucket int64
 	// Span is the protocol document's bucket length.
 	Span time.Duration
+	// Floor is a gate's floor (zero: none): every epoch of the gate's
+	// segment below Floor.Epoch has ended, and the claim of Floor.Epoch
+	// was inserted with Floor.Nonce.
+	Floor Floor
 }
 
 // GateID is the ID of the gate of key for bucket: one per (key, bucket),
@@ -165,8 +171,8 @@ func ShadowID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "#" + nonce
 }
 
-// Floor is a key's floor: every epoch below Epoch has ended. Nonce is that
-// of Epoch's claim; empty in floors of an older dsync.
+// Floor is a key's floor, recorded in its gates: every epoch below Epoch
+// (of the segment Seg) has ended. Nonce is that of Epoch's claim.
 type Floor struct {
 	Epoch uint64
 	Nonce string
@@ -212,19 +218,11 @@ type Store interface {
 	InsertOrdered(ctx context.Context, docs []Doc) (dup int, err error)
 	// Get reads the document with the given ID; found is false if absent.
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
-	// Newest reads the claim of key with the highest epoch.
-	Newest(ctx context.Context, key string) (d Doc, found bool, err error)
-	// Floor reads the highest floor of key's segment seg below below (any,
-	// if below is 0); found is false if there is none.
-	Floor(ctx context.Context, key string, seg, below uint64) (f Floor, found bool, err error)
-	// RaiseFloor records f as a floor of key, by an insert that succeeds
-	// whether or not it was recorded before; sent is the latest possible
-	// store time at sending.
-	RaiseFloor(ctx context.Context, key string, f Floor, sent time.Time) error
-	// Prune deletes key's claims, shadows, markers and floors with
-	// epoch < below and epoch != keep that were sent before sentBefore.
-	// (keep is the first epoch of the key's segment: it ends every walk.)
-	Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error
+	// Delete deletes the documents with the given IDs that exist, one
+	// after the other in the order given, in one request. It may be
+	// applied as a read and a later delete of each document; an error
+	// means that any of them may be deleted, now or later.
+	Delete(ctx context.Context, ids []string) error
 	// RecentKeys returns the keys that have a gate of a bucket at or above
 	// from: the keys in use. Its cost may grow with the documents stored:
 	// only a sweeper calls it, once in a while.

@@ -56,7 +56,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		{"nil logger", WithLogger(nil)},
 		{"negative drift", WithMaxDrift(-1e-6)},
 		{"huge drift", WithMaxDrift(0.5)},
-		{"inconsistent protocol constants", withChain(chain.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second, PruneEvery: 4})},
+		{"inconsistent protocol constants", withChain(chain.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second})},
 	} {
 		if b, err := New(db, tc.opt); err == nil {
 			t.Errorf("%s: New succeeded (%v), want an error", tc.name, b)
@@ -410,12 +410,14 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	}
 }
 
-// fastPrune makes pruning happen within a test: a floor every 4 epochs,
-// epochs below it deleted 60 ms later.
+// fastPrune makes pruning happen within a test: buckets of a second,
+// whose gates' floors are pruned below 50 ms after the next bucket began.
+// Leases must then be at most a second.
 var fastPrune = withChain(func() chain.Config {
 	c := chain.DefaultConfig()
-	c.ViewTrust, c.AcquireWindow = 10*time.Millisecond, 20*time.Millisecond
-	c.PruneDelay, c.PruneEvery = 60*time.Millisecond, 4
+	c.ViewTrust, c.AcquireWindow = 10*time.Millisecond, 15*time.Millisecond
+	c.PruneDelay = 50 * time.Millisecond
+	c.Span, c.Quantum, c.Margin = time.Second, 50*time.Millisecond, 200*time.Millisecond
 	return c
 }())
 
@@ -432,52 +434,62 @@ func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session st
 	return c.Token
 }
 
-// TestPruneKeepsTheFirstEpochAndTheTop: pruning deletes claims and
-// markers below the floor, except the segment's first epoch, and never
-// the newest.
+// TestPruneKeepsTheFirstEpochAndTheTop: a key in use sheds its history:
+// its claims and markers below the floor of a gate a bucket old are
+// deleted, lowest first, but the segment's first epoch, and never the
+// newest.
 func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	p := newProcs(t, 1, fastPrune)[0]
 	ctx := testCtx(t, time.Minute)
-	s := open(t, ctx, p.b, time.Minute)
+	s := open(t, ctx, p.b, time.Second)
 	var first, last uint64
-	for i := range 40 {
+	n := 0
+	for start := time.Now(); time.Since(start) < 4*time.Second; n++ {
 		last = cycle(t, ctx, p.b, "k", "o", s)
-		if i == 0 {
+		if n == 0 {
 			first = last
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	f := int64(first)
-	ds := docs(t, p.db, "k")
-	var floor int64
-	epochs := map[int64]bool{}
-	for _, d := range ds {
-		if d.Kind == driver.KindFloor {
-			floor = max(floor, d.Epoch)
-			continue
-		}
-		epochs[d.Epoch] = true
-	}
-	if floor < f+23 || !epochs[f] || !epochs[int64(last)] {
-		t.Fatalf("floor %d, epochs %v: want a floor of at least %d, the first epoch %d and the newest (%d) kept", floor, epochs, f+23, f, last)
-	}
-	// The last floors may not have ripened (PruneDelay after the raise,
-	// at a later release); everything below them must be gone.
-	for e := range epochs {
-		if e > f && e < floor-3*4 {
-			t.Errorf("epoch %d, far below the floor %d, survived pruning", e, floor)
+	claims, others := map[int64]bool{}, 0
+	for _, d := range docs(t, p.db, "k") {
+		switch d.Kind {
+		case driver.KindClaim:
+			claims[d.Epoch] = true
+		case driver.KindShadow, driver.KindRelease, driver.KindWithdraw, driver.KindDead:
+			others++
 		}
 	}
+	if !claims[int64(first)] || !claims[int64(last)] {
+		t.Fatalf("claims %v: want the first epoch %d and the newest %d kept", claims, first, last)
+	}
+	// What is left above the first epoch is a run up to the newest: the
+	// prunes went from the bottom up.
+	low := int64(last)
+	for claims[low-1] {
+		low--
+	}
+	if len(claims) != int(int64(last)-low+1)+1 {
+		t.Errorf("claims %v: want the first epoch %d and a run up to %d, nothing else", claims, first, last)
+	}
+	// Four buckets of cycles: at least the first two have been pruned.
+	if kept := len(claims); kept > n*3/4 {
+		t.Errorf("%d of %d claims kept after %d buckets", kept, n, 4)
+	}
+	if others > 2*len(claims) {
+		t.Errorf("%d shadows and markers for %d claims left", others, len(claims))
+	}
+	t.Logf("%d cycles: claims of epochs %d and %d..%d kept, %d shadows and markers", n, first, low, last, others)
 }
 
 // TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key
 // is old (it last claimed the segment's second epoch, and withdrew it)
-// claims the key after others have gone far ahead and pruned: its insert
-// of the third lands in the pruned hole, and only the floor tells it that
-// the claim is below the newest. Without the floor proof (the planted bug)
-// the stale claim would hold with a token below those already handed out.
-// (Had it released its claim, its insert would carry that release again
-// and find it pruned.)
+// claims the key after another has gone far ahead and pruned: the floor
+// of the gate that covers the key tells it that what it knows is pruned,
+// and it claims above the floor. Ignoring the floor (the planted bug),
+// its insert of the third epoch lands in the pruned hole and holds with a
+// token below those already handed out. (Had it released its claim, its
+// insert would carry that release again and find it pruned.)
 func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 	for _, bug := range []chain.Bug{chain.NoBug, chain.BugNoFloorProof} {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
@@ -487,7 +499,7 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			ps := newProcs(t, 2, fastPrune)
 			ctx := testCtx(t, time.Minute)
 			stale, busy := newBackend(t, ps[0].db, fastPrune, withBug(bug)), ps[1].b
-			ss, sb := open(t, ctx, stale, time.Minute), open(t, ctx, busy, time.Minute)
+			ss, sb := open(t, ctx, stale, time.Second), open(t, ctx, busy, time.Second)
 			first := cycle(t, ctx, stale, "k", "stale", ss)
 			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != first+1 {
 				t.Fatalf("second claim got token %d, want %d", c.Token, first+1)
@@ -495,11 +507,13 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 			var top uint64
-			for range 30 {
+			for start := time.Now(); time.Since(start) < 3500*time.Millisecond; {
 				top = cycle(t, ctx, busy, "k", "busy", sb)
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(100 * time.Millisecond) // the stale process's floor read is old now
+			if _, found, err := stale.s.Get(ctx, chain.ClaimID("k", first+1)); err != nil || found {
+				t.Fatalf("the claim of epoch %d: found %v, %v; want it pruned", first+1, found, err)
+			}
 			got := cycle(t, ctx, stale, "k", "stale", ss)
 			switch {
 			case bug == chain.NoBug && got <= top:

@@ -3,7 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -506,32 +505,6 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 				t.Errorf("GetSession = %+v, %v, %v; want generation 1 expiring %v", sess, found, err, got[next])
 			}
 		})
-	}
-}
-
-// TestFloorKeepsTheHighestRaise: floors raised at once by many processes
-// leave the highest. FerretDB applies an update as a read and a later
-// write of the whole document, so $max raises of one floor document lose
-// the highest in most rounds; floors are therefore inserted.
-func TestFloorKeepsTheHighestRaise(t *testing.T) {
-	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, WithWakeups(false))
-	ctx := testCtx(t, time.Minute)
-	open(t, ctx, b, time.Minute) // prepares the backend
-	for round := range 5 {
-		key := fmt.Sprintf("k%d", round)
-		var wg sync.WaitGroup
-		for i := uint64(1); i <= 16; i++ {
-			wg.Go(func() {
-				if err := b.s.RaiseFloor(ctx, key, chain.Floor{Epoch: 16 * i, Nonce: "n", Seg: 1}, time.Now()); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if f, _, err := b.s.Floor(ctx, key, 1, 0); err != nil || f.Epoch != 256 {
-			t.Errorf("round %d: floor %d, %v after raises up to 256", round, f.Epoch, err)
-		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package dsyncmongo
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 // wake-up events (feed.go), "_keys" the directory of keys (directory.go).
 
 // lockDoc is a document of the lock collection: a claim of an epoch, its
-// shadow, a marker that ends a claim, or a key's floor (driver.Doc).
+// shadow, a marker that ends a claim, a gate, the protocol document or a
+// done record (driver.Doc).
 type lockDoc struct {
 	ID      string `bson:"_id"`
 	Key     string `bson:"key"`
@@ -29,8 +29,8 @@ type lockDoc struct {
 	Host    string `bson:"host,omitempty"`
 	PID     int    `bson:"pid,omitempty"`
 	// At is the latest possible server time when the document was sent:
-	// for a claim, when it queued. A prune deletes only documents sent
-	// before the floor it prunes below (driver.Store.Prune).
+	// for a claim, when it queued. Compaction deletes the documents of
+	// idle keys sent before a time (driver.Store.Compact).
 	At time.Time `bson:"at"`
 	// Claims only: the session's TTL in milliseconds, and the expiry its
 	// owner had seen confirmed when it claimed.
@@ -53,14 +53,11 @@ type lockDoc struct {
 	Seg    int64 `bson:"seg,omitempty"`
 	Bucket int64 `bson:"bucket,omitempty"`
 	Span   int64 `bson:"span,omitempty"`
+	// Gates only: the key's floor (driver.Doc.Floor), its epoch and the
+	// nonce of its claim.
+	Floor      int64  `bson:"floor,omitempty"`
+	FloorNonce string `bson:"floorNonce,omitempty"`
 }
-
-// floorID is the _id of key's floor document at floor: {key, epoch: F,
-// nonce} records that every epoch of key below F has ended; nonce is that
-// of F's claim. A key has one per floor raised and not yet pruned; its
-// floor is the highest. Claim and marker IDs end in "@digits", "~nonce"
-// or "#nonce", so no floor ID is another key's claim or marker.
-func floorID(key string, floor uint64) string { return fmt.Sprintf("%s#floor#%020d", key, floor) }
 
 // toLockDoc is how d is stored.
 func toLockDoc(d driver.Doc) lockDoc {
@@ -70,17 +67,22 @@ func toLockDoc(d driver.Doc) lockDoc {
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: int64(d.Token),
 		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
+		Floor: int64(d.Floor.Epoch), FloorNonce: d.Floor.Nonce,
 	}
 }
 
 func fromLockDoc(d *lockDoc) driver.Doc {
-	return driver.Doc{
+	out := driver.Doc{
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
 		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: uint64(d.Token),
 		Seg:   uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,
 	}
+	if d.Floor != 0 {
+		out.Floor = driver.Floor{Epoch: uint64(d.Floor), Nonce: d.FloorNonce, Seg: uint64(d.Seg)}
+	}
+	return out
 }
 
 // ceilMilli rounds t up to BSON's millisecond: a document's "at" is the

@@ -279,64 +279,19 @@ func (s *lockStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 	return fromLockDoc(&d), true, nil
 }
 
-// Newest implements driver.Store: a find on the (key, kind, epoch) index,
-// newest first.
-func (s *lockStore) Newest(ctx context.Context, key string) (driver.Doc, bool, error) {
-	var d lockDoc
-	err := s.coll.FindOne(ctx, bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindClaim}},
-		options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return driver.Doc{}, false, nil
+// Delete implements driver.Store: one ordered delete command, a statement
+// per ID whose filter is the _id alone (which FerretDB answers by ID, not
+// by decoding the collection).
+func (s *lockStore) Delete(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
 	}
-	if err != nil {
-		s.noteFailure(err)
-		return driver.Doc{}, false, err
+	models := make([]mongo.WriteModel, len(ids))
+	for i, id := range ids {
+		models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
 	}
-	return fromLockDoc(&d), true, nil
-}
-
-// Floor implements driver.Store: a find on the (key, kind, epoch) index.
-func (s *lockStore) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
-	filter := bson.D{{Key: "key", Value: key}, {Key: "kind", Value: driver.KindFloor}, {Key: "seg", Value: segValue(seg)}}
-	if below > 0 {
-		filter = append(filter, bson.E{Key: "epoch", Value: bson.D{{Key: "$lt", Value: int64(below)}}})
-	}
-	var d lockDoc
-	err := s.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "epoch", Value: -1}})).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return driver.Floor{}, false, nil
-	}
-	if err != nil {
-		s.noteFailure(err)
-		return driver.Floor{}, false, err
-	}
-	return driver.Floor{Epoch: uint64(d.Epoch), Nonce: d.Nonce, Seg: uint64(d.Seg)}, true, nil
-}
-
-// RaiseFloor implements driver.Store. It inserts a floor document, never
-// updates one: two updates of one document applied at once can lose the
-// higher value on FerretDB, and a floor that went down would let a claim
-// landing in a pruned hole count.
-func (s *lockStore) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
-	doc := lockDoc{ID: floorID(key, f.Epoch), Key: key, Epoch: int64(f.Epoch), Seg: int64(f.Seg), Kind: driver.KindFloor, Nonce: f.Nonce, At: ceilMilli(sent)}
-	err := s.write(ctx, "floor", func(ctx context.Context) error {
-		_, err := s.coll.InsertOne(ctx, doc)
-		return err
-	})
-	if mongo.IsDuplicateKeyError(err) {
-		return nil // recorded by an earlier attempt
-	}
-	return err
-}
-
-// Prune implements driver.Store: one deleteMany on the index.
-func (s *lockStore) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
 	return s.write(ctx, "prune", func(ctx context.Context) error {
-		_, err := s.coll.DeleteMany(ctx, bson.D{
-			{Key: "key", Value: key},
-			{Key: "epoch", Value: bson.D{{Key: "$gt", Value: 0}, {Key: "$lt", Value: int64(below)}, {Key: "$ne", Value: int64(keep)}}},
-			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
-		})
+		_, err := s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
 		return err
 	})
 }
@@ -371,13 +326,4 @@ func jitter(d time.Duration) time.Duration {
 
 func midpoint(iv clockcheck.Interval) time.Time {
 	return iv.Earliest.Add(iv.Latest.Sub(iv.Earliest) / 2).Truncate(time.Millisecond).UTC()
-}
-
-// segValue matches the seg field of a document of segment seg: a document
-// of an older dsync has none (segment 0).
-func segValue(seg uint64) any {
-	if seg == 0 {
-		return bson.D{{Key: "$exists", Value: false}}
-	}
-	return int64(seg)
 }

@@ -18,11 +18,9 @@ import (
 const maxClaimRounds = 32
 
 // maxDups is how many epochs in a row a Claim loses to other processes
-// before it reads the key's newest claim instead of trying the next. A
-// lost insert is a lookup by _id, the cheapest command there is; the
-// newest-first read is a sorted query, which FerretDB answers by decoding
-// every document of the collection. Four covers the queue of a handful of
-// processes taking turns.
+// before it looks for the key's newest claim (reads by ID, galloping up:
+// floor.go) instead of trying the next. Four covers the queue of a
+// handful of processes taking turns.
 const maxDups = 4
 
 // Claim is a place in a key's queue: one epoch, made in one session.
@@ -218,7 +216,7 @@ func (q *claimRun) readTop(ctx context.Context) error {
 	e := q.e
 	d, found, err := e.top(ctx, q.key, q.seg)
 	if err != nil {
-		return err
+		return q.topFailed(ctx, err)
 	}
 	q.base, q.known = 0, true
 	if found && d.Epoch >= q.seg && d.Seg != q.seg {
@@ -238,6 +236,28 @@ func (q *claimRun) readTop(ctx context.Context) error {
 	return nil
 }
 
+// topFailed handles an error of top: a floor that does not count (a gate
+// of a store's earlier history) leaves the segment to lapse, unless its
+// gate is gone, in which case the segment is forgotten at once.
+func (q *claimRun) topFailed(ctx context.Context, err error) error {
+	if !errors.Is(err, errFloorStray) {
+		return err
+	}
+	e := q.e
+	ks := e.snapshot(q.key)
+	if ks.seg == q.seg {
+		g, found, gerr := e.store.Get(ctx, GateID(q.key, ks.cover))
+		if gerr != nil {
+			return gerr
+		}
+		if !found || g.Kind != KindGate || g.Seg != q.seg {
+			e.dropCover(q.key, q.seg)
+		}
+	}
+	q.seg = 0
+	return &BusyError{Key: q.key}
+}
+
 // stale drops q's segment, which a claim of a later one showed over: a
 // try reports the key busy (its next attempt finds the live segment).
 func (q *claimRun) stale() error {
@@ -249,10 +269,19 @@ func (q *claimRun) stale() error {
 // round makes one insert attempt; done reports that Claim returns (c, err).
 func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
 	e := q.e
-	if !q.known && (round > 0 || e.snapshot(q.key).gap > 0) {
+	ks := e.snapshot(q.key)
+	if ks.seg != q.seg {
+		return nil, false, nil // the segment went (dropped): enter again
+	}
+	if q.known && q.base < ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		// What this run knows lies below the key's floor, where epochs may
+		// be pruned: go on from the floor.
+		q.known = false
+	}
+	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
 		d, found, err := e.top(ctx, q.key, q.seg)
 		if err != nil {
-			return nil, true, err
+			return nil, true, q.topFailed(ctx, err)
 		}
 		q.base, q.known, q.tip = 0, true, Doc{}
 		if found && d.Epoch >= q.seg && d.Seg != q.seg {
@@ -270,36 +299,24 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// start whose claim never landed, or a store that lost the key's
 	// history).
 	epoch := max(q.base+1, q.seg)
-	proven := epoch == q.seg || e.has(BugNoFloorProof)
 	now := e.clock.ServerNow().Latest
 	if epoch >= e.ceiling(now) {
 		// More than Rate epochs in a Quantum: a later segment's base
 		// might not clear them. Wait for the store's time to move on.
 		return nil, true, &BusyError{Key: q.key}
 	}
-	var proofSent time.Duration
-	if !proven {
-		f, sent, err := e.freshFloor(ctx, q.key, q.seg)
-		if err != nil {
-			return nil, true, err
-		}
-		if f.Epoch >= epoch {
-			// Our knowledge is older than the floor: if the floor counts,
-			// its epoch existed, and the next insert may follow it.
-			cf, err := e.countingFloor(ctx, q.key, q.seg)
-			if err != nil {
-				return nil, true, err
-			}
-			if cf.Epoch >= epoch {
-				q.base, q.tip = cf.Epoch, Doc{}
-				e.learnNewest(q.key, cf.Epoch)
-				return nil, false, nil
-			}
-			proofSent = -1 << 62 // a stray floor: prove the insert after it
-		} else {
-			proofSent = sent
-		}
+	// The proof that the insert lands above every pruned epoch: the gate
+	// that covers the segment now, and its floor (see floor.go).
+	checked := e.clock.Mono()
+	ks = e.snapshot(q.key)
+	if ks.seg != q.seg || !e.covered(ks, now) {
+		return nil, false, nil // the coverage ended meanwhile: enter again
 	}
+	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		q.known = false // below the floor: go on from it
+		return nil, false, nil
+	}
+	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.has(BugNoFloorProof)
 	c = q.newClaim(epoch, q.seg)
 	d := q.claimDoc(c, now)
 	docs := []Doc{d, shadowOf(d)}
@@ -322,20 +339,16 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	}
 	switch {
 	case err == nil:
-		if !proven && !(sent-proofSent < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow) {
-			// The proof after the insert needs no timing: a floor that
-			// counts, read after it, shows whether a prune had passed it.
-			inHole, err := q.inPrunedHole(ctx, epoch)
-			if err != nil {
-				e.abandon(ctx, c)
-				return nil, true, err
-			}
-			if inHole {
+		if !proven && !(sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow) {
+			// The reply came too late for the coverage known before the
+			// insert to prove it: judge it by the coverage known now.
+			if ok := q.aboveFloor(epoch); !ok {
 				e.abandon(ctx, c)
 				return nil, false, nil
 			}
 		}
 		e.learnNewest(q.key, epoch)
+		e.noteMine(c, d.Sent)
 		if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
 			// The claim below, which this process released, is still in
 			// the store: everything below ours has ended.
@@ -352,9 +365,9 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		}
 		q.base, q.tip = epoch, Doc{}
 		if q.dups++; q.dups >= maxDups && !q.newestRead {
-			// Many waiters ahead: read where the queue ends rather than
+			// Many waiters ahead: look for where the queue ends rather than
 			// walk up it one insert at a time (once: by the time a second
-			// read came back the end would have moved on).
+			// look came back the end would have moved on).
 			q.known, q.dups, q.newestRead = false, 0, true
 		}
 		return nil, false, nil
@@ -365,21 +378,22 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	}
 }
 
-// inPrunedHole reports whether a claim inserted at epoch landed below a
-// floor that counts; if so, the next insert follows that floor.
-func (q *claimRun) inPrunedHole(ctx context.Context, epoch uint64) (bool, error) {
+// aboveFloor reports, after a claim's insert of epoch was confirmed,
+// whether the coverage this process knows now proves it above every
+// pruned epoch: the segment is covered, and epoch lies above its gate's
+// floor. If not, the claim must be given up, and the next insert goes on
+// from the floor.
+func (q *claimRun) aboveFloor(epoch uint64) bool {
 	e := q.e
-	f, _, err := e.readFloor(ctx, q.key, q.seg)
-	if err != nil || f.Epoch < epoch {
-		return false, err
+	ks := e.snapshot(q.key)
+	if ks.seg != q.seg || !e.covered(ks, e.clock.ServerNow().Latest) {
+		return false // the Claim loop enters the segment again
 	}
-	cf, err := e.countingFloor(ctx, q.key, q.seg)
-	if err != nil || cf.Epoch < epoch {
-		return false, err
+	if epoch <= ks.floor.Epoch {
+		q.known = false
+		return false
 	}
-	q.base, q.tip = cf.Epoch, Doc{}
-	e.learnNewest(q.key, cf.Epoch)
-	return true, nil
+	return true
 }
 
 // ReadClaim reads the claim of key's epoch. A claim found has existed, so

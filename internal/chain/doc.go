@@ -2,11 +2,14 @@
 // one lease per process (a session) that all its claims share, and a FIFO
 // queue per key made of inserted documents only, so that it is safe on
 // every MongoDB-compatible store. Drivers provide a small Store (package
-// dsync/driver: exclusive inserts, ordered inserts, point reads, two
-// newest-first reads, a session update that only raises an expiry,
-// deletes below a floor); the Engine runs the protocol over it, and a
-// Lease holds a session's local deadline and renewal schedule. Only
-// package dsync uses it, through its Client.
+// dsync/driver: exclusive inserts, ordered inserts, reads and deletes by
+// ID, a session update that only raises an expiry, and the sweeper's
+// reads and deletes, once in a while); the Engine runs the protocol over
+// it, and a Lease holds a session's local deadline and renewal schedule.
+// Every read and delete of the protocol's is by ID, so that its cost does
+// not grow with the documents stored on a store (FerretDB) whose other
+// queries decode them all. Only package dsync uses it, through its
+// Client.
 //
 // # The documents
 //
@@ -35,14 +38,17 @@
 //     session expired in server time). A marker ends only the claim with
 //     its nonce, so withdrawing an insert of unknown outcome never ends a
 //     later claim of the same epoch, even by the same session.
-//   - key's floors {floor: P, nonce, seg}, one inserted document per floor:
-//     every epoch of segment seg below P has ended. The nonce is that of P's
-//     claim, and a floor counts only while that claim exists with it (see
-//     floor.go).
 //   - key's gates, one per bucket of store time (key#g/B: the store times in
 //     [B×Span, (B+1)×Span)), each naming the segment that owns its bucket (see
 //     Segments below), and the store's one protocol document, which records
 //     Span: every process on a store must use the same.
+//   - key's floor {epoch F, nonce}, recorded in its gates: every epoch of
+//     the gate's segment below F has ended. The nonce is that of F's claim,
+//     and a floor counts only while that claim exists with it (floor.go).
+//     A gate records a floor at least that of the gate of the bucket
+//     before it (its inserter knows that gate), so a segment's floors rise
+//     with its buckets; and a process records a floor only when a claim
+//     of its own held with every lower claim ended, or a gate said so.
 //
 // Every document records the latest possible server time at its sending.
 //
@@ -75,13 +81,14 @@
 //     live ones its mode allows (counting their weights), and stops at a
 //     release that proves enough (of a claim that held with every lower
 //     claim ended, or an exclusive one, or, for a shared walker, a shared
-//     one), at a missing claim below a floor that counts (pruned), or at
-//     epoch 1. A claim that holds on reads then reads its own claim back:
+//     one), below the key's floor (if it counts), or at its segment's first
+//     epoch. A claim that holds on reads then reads its own claim back:
 //     still there with its nonce, the store was not emptied since the
 //     insert, so the reads saw the history it belongs to.
 //
-// A claim that finds a missing claim with no counting floor above it, or
-// its own claim gone, was made on knowledge the store no longer has (it
+// A claim that finds a missing claim above the floor (or a floor that does
+// not count), or its own claim gone, was made on knowledge the store no
+// longer has (it
 // was emptied or restored): it is withdrawn, the engine forgets what it
 // knew of every key, and the caller gets ErrReset. Its next claim starts
 // below the gap (gap.go): claims made above what the store still holds
@@ -92,36 +99,41 @@
 // Invariants, within one history of the store (between two resets):
 //
 //	(F1) Every claim insert of epoch M > 1 is sent only after M−1 was seen
-//	     to exist (a newest-first read, a point read, a duplicate-key
-//	     answer, a floor that counts, or this process's own confirmed
-//	     claim). So whenever M exists, every epoch below M existed at some
-//	     time before M did.
-//	(F2) Only pruning deletes claims, and it deletes below the floor P only
-//	     after raising the floor to P and waiting PruneDelay after that was
-//	     confirmed, and only what was sent before the floor was raised. P
-//	     is raised only by the holder of epoch P, at its release, and only
-//	     if P held with every lower claim ended.
-//	(F3) A claim counts (its owner ever walks it) only if it was proven to
-//	     be above every existing epoch when inserted: epoch 1, or a floor
-//	     read f <= E sent less than ViewTrust before the insert with the
-//	     reply arriving within AcquireWindow, or a counting floor read
-//	     f < E after the insert's reply.
+//	     to exist (a point read, a duplicate-key answer, a floor that
+//	     counts, or this process's own confirmed claim). So whenever M
+//	     exists, every epoch below M existed at some time before M did.
+//	(F2) Only pruning deletes claims, and it deletes only epochs below the
+//	     floor F_b of a gate of some bucket b of their segment, only once
+//	     the earliest possible store time is PruneDelay past the start of
+//	     bucket b+1, and only claims sent before that gate was (prune.go).
+//	(F3) A claim of epoch E counts (its owner ever walks it) only if its
+//	     owner relied at some time o on a gate of its segment (knew it, and
+//	     was covered by it: see Segments) whose floor lies below E, with
+//	     either o less than ViewTrust before the insert was sent and the
+//	     reply within AcquireWindow after, or o after the reply; or E is
+//	     its segment's first epoch and no floor was known.
 //
-// F3 holds because a counted insert of E succeeded, so E did not exist.
-// If some M > E existed, E had existed before (F1) and had been deleted,
-// by a prune below some P > E (F2). With the later read, that read
-// follows the raise to P, and P's floor counts (its claim, the highest
-// floor's, is never pruned), so it shows f >= P > E. With the earlier
-// read, sent at o: the raise to P was confirmed before the deletion minus
-// PruneDelay, so before the insert minus PruneDelay, so before o, and the
-// read shows f >= P (a floor that does not count can only make f higher).
-// Both contradict f <= E. (The two delays are measured on two processes'
-// monotonic clocks; PruneDelay exceeding twice their sum leaves room for
-// any plausible drift.)
+// F3 makes every counted claim lie above every existing epoch when it was
+// inserted. A counted insert of E succeeded, so E did not exist. If some
+// M > E existed, E had existed before (F1) and had been deleted, by a
+// prune below the floor F_b' > E of a gate of some bucket b' (F2), applied
+// before the insert, so at a store time PruneDelay past the start of b'+1
+// at least. The owner's coverage at o was judged with a latest possible
+// store time L(o): in the earlier case, o came less than ViewTrust +
+// AcquireWindow before the insert was applied, and PruneDelay exceeds that
+// sum, so the store's time at o, and L(o), were past the start of b'+1; in
+// the later case, o came after the deletion. A gate of bucket b covers a
+// process only while L is before the start of b+2, so the owner's gate at
+// o had b ≥ b', and the floors of a segment's gates rise with their
+// buckets: F_b ≥ F_b' > E, against the owner's floor lying below E. (The
+// delays are measured on two processes' monotonic clocks; PruneDelay
+// exceeding twice their sum leaves room for any plausible drift.) The
+// owner checks its coverage again before it holds, and a claim found
+// below the floor of a gate that covers it (a hole) is withdrawn.
 //
 // Now suppose claims A < B both hold at time t. B held, so everything
 // below it had ended: A among them, by one of its markers, or below a
-// release, a pruned gap (a counting floor) or this process's own release
+// release, the key's floor (counting) or this process's own release
 // (proven by its shadow), each of which covers only ended epochs. A's end
 // came before B held:
 //
@@ -226,6 +238,17 @@
 // two buckets ahead after a refresh, so a TTL must be at most Span (Claim
 // refuses a longer one).
 //
+// Pruning (prune.go) sheds the history of a segment in use: below the
+// floor of its gate of bucket b, once the earliest possible store time is
+// PruneDelay past the start of bucket b+1 (F2), a process that releases a
+// claim deletes by ID the claims sent before that gate, their shadows and
+// markers, lowest first, but the segment's first claim. A segment in use
+// thus keeps about the epochs of its last two or three buckets. F3 says
+// why no claim lands, and counts, in what a prune deleted; and a walk
+// never reads below the floor of the gate that covers it, which is at
+// least that of any gate a prune relied on (a waiter whose coverage ended
+// reads the gates again, and gives its claim up if none covers it).
+//
 // Compaction (Sweep): a key with documents older than the idle age and no
 // gate of a bucket from (now − idle age) on has not been relied on for at
 // least the idle age less two buckets; its documents sent before (now −
@@ -246,24 +269,26 @@
 // (above): knowledge from before is never enough. A release marker sent
 // before may land after, but it cannot vouch for a claim the store lost:
 // the fast path checks the claim's shadow, which is never sent twice. A
-// floor raised before that lands after names a claim the new history does
-// not have (it does not count). A prune sent before deletes only what was
-// sent before its floor was raised, and checks, just before, that its
-// floor's claim is still there. The new history starts a segment above the
-// old one (L2), but a process that knew the old segment may continue it in
-// the new history (a gate of it landing late): tokens are ordered within
-// each history, not across an emptying. Two limits: FerretDB deletes by _id what a delete read before, so a
-// prune being applied at the very moment of the reset could delete a
-// claim of the new history that reuses an _id; and a lock held at the
-// moment is not protected (its holder does not notice until its session
-// is found gone).
+// gate sent before that lands after carries a floor whose claim the new
+// history does not have: it does not count, and the segment's claims wait
+// until it lapses. The new history starts a segment above the old one
+// (L2), but a process that knew the old segment may continue it in the
+// new history (a gate of it landing late): tokens are ordered within each
+// history, not across an emptying. A prune sent before deletes by ID:
+// shadows and markers are named by nonces, never sent twice; claims below
+// a floor of the old history, where no claim that counts lies in the new
+// one either: a process that continues the old segment relies on a gate
+// at least as recent as any the prune relied on (a gate gives coverage
+// only within two buckets of its own, and the prune was sent a bucket
+// after its gate's), and inserts above its floor (F3). One limit: a lock held at the moment is not
+// protected (its holder does not notice until its session is found gone).
 //
 // A session's documents may vanish at any time (its collection emptied),
 // holds or not: the owner finds its session gone at its next renewal and
 // retires it, and walkers wait a TTL before they take the session for dead
 // (see above). This assumes they do not vanish twice within one TTL.
 //
-// Restoring a backup brings back an older history, which may hold floors
+// Restoring a backup brings back an older history, which may hold gates
 // and claims a process's cached reads never saw: it requires the
 // processes to be stopped (no caches, no requests in flight). Tokens then
 // continue from the backup's.
@@ -274,10 +299,9 @@
 // document, in separate transactions (FerretDB 1.24 does): two updates of
 // one document applied at once can then lose the higher value, so "a $max
 // only raises" holds only for updates that are never in flight together.
-// Floors are therefore inserted, one document per floor: a prune below P
-// deletes only lower floors, and P's floor stays until a prune below a
-// higher floor, so the highest floor ever confirmed is never lost and the
-// floor a read returns only rises (within a history). A session document
+// Floors are therefore recorded in gates, which are inserted, never
+// updated: a floor once recorded stays as long as its gate, and the floor
+// of a segment's highest gate only rises. A session document
 // is updated only by its owner, each renewal sent after the last one's
 // reply, so two of its renewals are in flight together only if one
 // failed: its outcome is unknown, it may be applied at any time, even
@@ -291,9 +315,8 @@
 // expiry only rises, and the backends delete a document only long after
 // its expiry passed (an hour), by which time the session is dead if that
 // expiry was its highest. Deletes are torn the same way (a read, then a
-// delete by _id): a prune reads only documents of its own history (its
-// time bound), and deleting what it read stays harmless unless the store
-// is emptied in between (see above).
+// delete by _id): a prune deletes only documents below a floor, where no
+// claim that counts is ever inserted again (F3; see above).
 //
 // # Writes that land late
 //
@@ -305,8 +328,7 @@
 //     its owner forgets which epoch is the newest (a later insert must
 //     again follow a known epoch, F1). Landing after the withdrawal, it is
 //     ended on arrival. Landing in a hole below the floor, it is below
-//     every walk's stopping point or skipped by the floor check a blocked
-//     walk makes below an ended claim.
+//     every walk's stopping point, and its owner never counts it (F3).
 //   - A session renewal only raises the expiry (of a document no other
 //     renewal will update if this one's outcome is unknown: see above); an
 //     insert of a new generation is as harmless. Landing after the session
@@ -315,11 +337,11 @@
 //     alive for up to one TTL after it was sent (liveness only).
 //   - A marker states a fact that stays true: the owner held (release),
 //     will never hold (withdraw), or stopped trusting the session (dead).
-//   - A floor insert states that everything below an epoch that held with
-//     every lower claim ended has ended, and counts only while that
-//     epoch's claim exists.
-//   - A prune deletes only below a floor, only what was sent before it, and
-//     never its segment's first claim.
+//   - A gate's floor states that everything below an epoch has ended,
+//     and counts only while that epoch's claim exists.
+//   - A prune deletes by ID only documents below a floor, where no claim
+//     that counts is inserted again (F3), and never its segment's first
+//     claim.
 //   - A start's gates land in buckets of their sending time: landing late,
 //     they meet a gate a covered segment relies on (and nothing after them
 //     lands), or they are in buckets whose coverage is over.

@@ -13,22 +13,21 @@ import (
 // Config holds the protocol's timing constants (see the package
 // documentation for why they exist and how they relate).
 type Config struct {
-	// ViewTrust: a floor read counts for a claim's insert only if it was
-	// sent less than ViewTrust before the insert.
+	// ViewTrust: a claim's insert is proven above every pruned epoch by
+	// the key's coverage as known less than ViewTrust before it was sent
+	// (see claim.go).
 	ViewTrust time.Duration
-	// AcquireWindow: an insert proven by an earlier floor read counts
-	// only if its reply arrived less than AcquireWindow after it was sent;
-	// otherwise the floor is read again after the insert.
+	// AcquireWindow: an insert proven by the coverage known before it
+	// counts only if its reply arrived less than AcquireWindow after it
+	// was sent; otherwise the coverage is judged again after the reply.
 	AcquireWindow time.Duration
-	// PruneDelay: epochs below a floor are deleted only PruneDelay or
-	// more after the floor was raised. It must be at least twice
-	// ViewTrust + AcquireWindow: the proof needs it to exceed their sum,
-	// and the factor leaves room for the drift between two processes'
-	// monotonic clocks.
+	// PruneDelay: a key's documents below the floor of its gate of
+	// bucket b are deleted only once the store's time is PruneDelay past
+	// the start of bucket b+1 (see Prune in the package documentation).
+	// It must be at least twice ViewTrust + AcquireWindow: the proof
+	// needs it to exceed their sum, and the factor leaves room for the
+	// drift between two processes' monotonic clocks.
 	PruneDelay time.Duration
-	// PruneEvery: the holder of every PruneEvery-th epoch raises the floor
-	// to it when it releases, and prunes below it PruneDelay later.
-	PruneEvery uint64
 	// Span is the length of a bucket of store time (segment.go): every
 	// process on a store must use the same, which the store's protocol
 	// document records (Prepare). A segment in use costs each process with
@@ -54,7 +53,6 @@ func DefaultConfig() Config {
 		ViewTrust:     time.Second,
 		AcquireWindow: 2 * time.Second,
 		PruneDelay:    6 * time.Second,
-		PruneEvery:    16,
 		Span:          5 * time.Minute,
 		Quantum:       time.Second,
 		Rate:          1 << 20,
@@ -63,8 +61,8 @@ func DefaultConfig() Config {
 }
 
 func (c Config) validate() error {
-	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 || c.PruneEvery < 2 {
-		return errors.New("chain: ViewTrust and AcquireWindow must be positive and PruneEvery at least 2")
+	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 {
+		return errors.New("chain: ViewTrust and AcquireWindow must be positive")
 	}
 	if c.Quantum <= 0 || c.Rate < 2 || c.Margin < c.Quantum || c.Span < 4*c.Margin {
 		return errors.New("chain: Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
@@ -136,8 +134,9 @@ const (
 	// BugWithdrawAsRelease records withdrawals as releases: walkers stop
 	// at a withdrawn claim as if everything below it had ended.
 	BugWithdrawAsRelease
-	// BugNoFloorProof counts every successful insert, even one that landed
-	// in a hole pruning left below the newest epoch.
+	// BugNoFloorProof inserts above whatever epoch it knows, below the
+	// floor of the gate that covers the key too, and counts every
+	// successful insert, even one that landed in a hole pruning left.
 	BugNoFloorProof
 	// BugEndBySession names end markers by epoch and session instead of
 	// by the claim's nonce, so withdrawing an insert of unknown outcome can
@@ -156,10 +155,11 @@ const (
 	// BugAbsentIsDead takes a session whose documents are all missing for
 	// dead at once, as if every missing session had expired long ago.
 	BugAbsentIsDead
-	// BugPruneAnyAge prunes every document below the floor, whenever it
-	// was sent: a prune landing late, after the store was emptied,
-	// deletes claims of its new history.
-	BugPruneAnyAge
+	// BugPruneEarly prunes below the floor of a gate as soon as it knows
+	// the gate, before the store's time is past its bucket: a process
+	// still covered by the gate before, whose floor is lower, can insert
+	// into the hole.
+	BugPruneEarly
 	// BugHeadsByKey remembers the claims confirmed to hold at their
 	// insert by key instead of by nonce: another claim of the same key in
 	// the same engine, still waiting, then takes the confirmation for its
@@ -196,6 +196,10 @@ const (
 	// before the earliest possible store time, so a start can miss the
 	// gate a covered segment relies on.
 	BugStartSkipsPrevBucket
+	// BugFloorNotMonotone records in a gate only the floor this process
+	// vouches for itself, not that of the gate before: a later gate can
+	// then carry a lower floor than one a prune relied on.
+	BugFloorNotMonotone
 )
 
 // keyState is what this process knows of a key. Every field is a fact
@@ -210,33 +214,31 @@ type keyState struct {
 	// with its own insert: the duplicate key proves the claim still in
 	// the store (see Claim).
 	tip Doc
-	// floor is the last floor read, sent at floorSent (local monotonic);
-	// floorRead reports whether there was one.
-	floor     Floor
-	floorSent time.Duration
-	floorRead bool
-	// prunes are floors this process raised, with when the raise was
-	// confirmed and the earliest server time at its sending.
-	prunes []pruneMark
 	// gap is a missing epoch a walk found with no floor that counts above
 	// it (see gap.go): the next claim starts below it. 0: none.
 	gap uint64
-	// seg is the segment all of the above belongs to (0: none known), and
-	// cover the highest bucket whose gate is known to name it (see
-	// segment.go).
+	// seg is the segment all of the above belongs to (0: none known),
+	// cover the highest bucket whose gate is known to name it, and floor
+	// that gate's floor (see segment.go and floor.go).
 	seg   uint64
 	cover int64
+	floor Floor
+	// own is the highest floor this process can vouch for itself: a
+	// claim of seg that held with every lower claim ended. The gates it
+	// inserts record the higher of own and floor.
+	own Floor
+	// mine are this process's claims of seg not yet pruned (epoch →
+	// nonce and sending time), so that a prune deletes them without
+	// reading them; pruned is the highest bucket whose gate's floor this
+	// process has pruned below, and prunedTo the epoch below which it
+	// pruned (see prune.go).
+	mine     map[uint64]mineRec
+	pruned   int64
+	prunedTo uint64
 }
 
 // hasTip reports whether ks knows the release of its newest epoch.
 func (ks *keyState) hasTip() bool { return ks.newest > 0 && ks.tip.Epoch == ks.newest }
-
-type pruneMark struct {
-	below     uint64
-	nonce     string        // of the claim of epoch below, which raised it
-	confirmed time.Duration // local monotonic
-	sent      time.Time     // earliest server time when the raise was sent
-}
 
 // New returns an engine over store, judging time by clock.
 func New(store Store, clock Clock, cfg Config) (*Engine, error) {

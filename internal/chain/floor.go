@@ -3,96 +3,144 @@ package chain
 import (
 	"context"
 	"errors"
-	"time"
+	"fmt"
 )
 
-// A key's floor says that every epoch below it has ended. Floors are
-// inserted, one document per floor, by the holder of the floor's epoch
-// when it releases, and name that epoch's claim by its nonce.
+// A key's floor says that every epoch of its segment below it has ended.
+// It lives in the key's gates, one per bucket of store time (segment.go):
+// each gate records a floor at least that of the gate of the bucket
+// before it (its inserter knows that gate), so a segment's floors only
+// rise with their buckets, and the floor of the highest gate a process
+// knows is the highest it needs. A process learns floors from the gates
+// it inserts or reads, and vouches for one itself when a claim of its
+// holds with every lower claim ended (own): the gates it inserts record
+// the higher of the two.
 //
-// Two uses, with different needs:
+// Three rules rest on it (see the package documentation for why):
 //
-//   - The proof that an insert landed above every existing epoch (F3)
-//     reads the highest floor document, whatever it names: a floor that
-//     does not count (below) can only make that floor higher, which makes
-//     the proof stricter, never looser.
-//   - Stopping a walk, or moving a claim up to the floor, relies on the
-//     floor being true of the store's history as it is now. A floor
-//     counts only while the claim it names exists with its nonce: a floor
-//     raised before the store was emptied (an insert that lands late)
-//     names a claim the new history does not have. The highest floor's
-//     claim is never pruned (pruning deletes only below a floor, and the
-//     floor's own document only below a higher one), so a floor that is
-//     the highest and does not count can only be such a stray.
+//   - A claim is inserted above the floor of the gate that covers its
+//     segment, never at or below it; an insert that the coverage known
+//     around it cannot prove so is given up (claim.go).
+//   - A walk stops below the floor: every epoch there has ended.
+//   - Only epochs below the floor of a gate of bucket b are pruned, and
+//     only once the store's time is PruneDelay past the start of bucket
+//     b+1 (prune.go): by then every process that relies on the segment
+//     knows a gate of bucket b or later, whose floor is at least as high.
+//
+// A floor counts only while its claim exists with its nonce: a gate that
+// landed after the store was emptied may carry a floor of the history
+// before, whose claim the new history does not have.
 
-// freshFloor returns key's highest floor from a read sent less than
-// ViewTrust ago, reading it if needed, with that read's send time.
-func (e *Engine) freshFloor(ctx context.Context, key string, seg uint64) (Floor, time.Duration, error) {
-	ks := e.snapshot(key)
-	if ks.floorRead && ks.seg == seg && e.clock.Mono()-ks.floorSent < e.cfg.ViewTrust {
-		return ks.floor, ks.floorSent, nil
+// errFloorStray: the floor of the gate that covers the key's segment names
+// a claim the store does not hold; claims of the segment wait until the
+// store shows a floor that counts, or the segment lapses.
+var errFloorStray = errors.New("chain: the key's floor names a claim the store does not hold")
+
+// nextFloor is the floor a gate inserted after ks's gate of bucket cover
+// records: the higher of that gate's and the one this process vouches for.
+func (e *Engine) nextFloor(ks keyState) Floor {
+	own := ks.own
+	if own.Seg != ks.seg {
+		own = Floor{}
 	}
-	return e.readFloor(ctx, key, seg)
+	if e.has(BugFloorNotMonotone) {
+		return own
+	}
+	if own.Epoch > ks.floor.Epoch {
+		return own
+	}
+	return ks.floor
 }
 
-// readFloor reads the highest floor document of key's segment seg.
-func (e *Engine) readFloor(ctx context.Context, key string, seg uint64) (Floor, time.Duration, error) {
-	sent := e.clock.Mono()
-	f, _, err := e.store.Floor(ctx, key, seg, 0)
-	if err != nil {
-		return Floor{}, 0, err
-	}
+// learnOwn records that claim c held with every lower claim ended: every
+// epoch of its segment below it has ended, a floor this process can vouch
+// for.
+func (e *Engine) learnOwn(c *Claim) {
 	e.mu.Lock()
-	ks := e.state(key)
-	if ks.seg == seg && (!ks.floorRead || sent > ks.floorSent) {
-		ks.floor, ks.floorSent, ks.floorRead = f, sent, true
+	defer e.mu.Unlock()
+	ks := e.state(c.Key)
+	if ks.seg == c.Seg && c.Epoch > ks.own.Epoch {
+		ks.own = Floor{Epoch: c.Epoch, Nonce: c.Nonce, Seg: c.Seg}
 	}
-	e.mu.Unlock()
-	return f, sent, nil
 }
 
-// maxFloorReads bounds the floor documents countingFloor reads in one
-// call: strays are rare (a floor insert that landed after the store was
-// emptied), so a longer run means the reads are too slow to tell.
-const maxFloorReads = 8
+// floorOf returns the floor of the gate that covers key's segment seg, as
+// this process knows it (zero if it knows none).
+func (e *Engine) floorOf(key string, seg uint64) Floor {
+	ks := e.snapshot(key)
+	if ks.seg != seg {
+		return Floor{}
+	}
+	return ks.floor
+}
 
-// errSlowFloor: countingFloor could not read a floor and its claim within
-// the time that tells a stray floor from one pruned meanwhile.
-var errSlowFloor = errors.New("chain: reading the key's floor took too long")
+// floorCounts reports whether floor f of key counts: its claim exists with
+// its nonce. A floor without a nonce was recorded by a process that knew
+// only its epoch existed.
+func (e *Engine) floorCounts(ctx context.Context, key string, f Floor) (Doc, bool, error) {
+	d, found, err := e.store.Get(ctx, ClaimID(key, f.Epoch))
+	if err != nil {
+		return Doc{}, false, err
+	}
+	return d, found && d.Kind == KindClaim && (f.Nonce == "" || d.Nonce == f.Nonce), nil
+}
 
-// countingFloor returns key's highest floor that counts (its claim exists
-// with its nonce), read now; the zero Floor if none does. Floors that do
-// not count are passed over.
-//
-// A floor's claim is pruned only by the holder of a higher floor, at
-// least PruneDelay after raising it; a claim found missing within half
-// that time of the floor read that returned it as the highest was not
-// pruned: the floor is a stray.
-func (e *Engine) countingFloor(ctx context.Context, key string, seg uint64) (Floor, error) {
-	below := uint64(0)
-	for range maxFloorReads {
-		sent := e.clock.Mono()
-		f, found, err := e.store.Floor(ctx, key, seg, below)
-		if err != nil || !found {
-			return Floor{}, err
-		}
-		if e.has(BugTrustCache) {
-			return f, nil
-		}
-		d, found, err := e.store.Get(ctx, ClaimID(key, f.Epoch))
+// newest returns the newest claim of key's segment seg it can find with
+// reads by ID: from the claim of the floor f (or of the segment's first
+// epoch, without a floor), it gallops up, doubling its steps until a
+// claim is missing, then halves between the highest found and the lowest
+// missing. Claims above the floor are never pruned, so they run without a
+// hole up to the newest (but where the store lost its history). found is
+// false if the segment has no claim. Nothing rests on it being the
+// newest: a claim inserted above it follows an epoch seen to exist (F1),
+// and a duplicate key sends the next insert higher.
+func (e *Engine) newest(ctx context.Context, key string, seg uint64, f Floor) (Doc, bool, error) {
+	start := max(seg, 1)
+	if f.Epoch > start {
+		d, counts, err := e.floorCounts(ctx, key, f)
 		if err != nil {
-			return Floor{}, err
+			return Doc{}, false, err
 		}
-		switch {
-		case found && (d.Nonce == f.Nonce || f.Nonce == ""):
-			// A floor without a nonce was raised by an older dsync: its
-			// claim existing is all it can show.
-			return f, nil
-		case e.clock.Mono()-sent >= e.cfg.PruneDelay/2:
-			below = 0 // too slow to tell: from the top again
-		default:
-			below = f.Epoch
+		if !counts {
+			return Doc{}, false, fmt.Errorf("%w: %q epoch %d", errFloorStray, key, f.Epoch)
+		}
+		return e.climb(ctx, key, d)
+	}
+	d, found, err := e.store.Get(ctx, ClaimID(key, start))
+	if err != nil || !found {
+		return Doc{}, false, err
+	}
+	return e.climb(ctx, key, d)
+}
+
+// climb returns the highest claim above the existing claim d that it
+// reaches by galloping and halving (see newest).
+func (e *Engine) climb(ctx context.Context, key string, d Doc) (Doc, bool, error) {
+	found := d
+	missing := uint64(0) // the lowest epoch known missing (0: none yet)
+	for step := uint64(1); missing == 0; step *= 2 {
+		x := found.Epoch + step
+		next, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if ok && next.Kind == KindClaim {
+			found = next
+		} else {
+			missing = x
 		}
 	}
-	return Floor{}, errSlowFloor
+	for missing-found.Epoch > 1 {
+		x := found.Epoch + (missing-found.Epoch)/2
+		next, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		if err != nil {
+			return Doc{}, false, err
+		}
+		if ok && next.Kind == KindClaim {
+			found = next
+		} else {
+			missing = x
+		}
+	}
+	return found, true, nil
 }

@@ -23,12 +23,12 @@ func (e *Engine) noteGap(key string, epoch uint64) {
 }
 
 // top returns the claim the next insert of key should follow when the
-// engine knows nothing better: the key's newest claim, or, below a gap
-// found earlier, the highest claim under it.
+// engine knows nothing better: the newest claim of segment seg, or, below
+// a gap found earlier, the highest claim under it.
 func (e *Engine) top(ctx context.Context, key string, seg uint64) (Doc, bool, error) {
 	gap := e.snapshot(key).gap
 	if gap == 0 {
-		return e.store.Newest(ctx, key)
+		return e.newest(ctx, key, seg, e.floorOf(key, seg))
 	}
 	d, found, err := e.claimBelow(ctx, key, gap, seg)
 	if err == nil {

@@ -90,17 +90,23 @@ func (e *Engine) coverEnd(ks keyState) time.Time {
 	return e.bucketEnd(ks.cover + 1).Add(-e.cfg.Margin)
 }
 
-// learnCover records that the gate of key's bucket b names seg. Knowledge
-// of another segment is dropped: it belonged to a segment that is over.
-func (e *Engine) learnCover(key string, seg uint64, b int64) {
+// learnGate records gate g of key (a gate of g.Seg for bucket g.Bucket):
+// coverage up to its bucket, and its floor. Knowledge of another segment
+// is dropped: it belonged to a segment that is over. A segment's gates
+// carry floors that only rise with their buckets (refreshKey), so the
+// floor known is that of the highest gate known.
+func (e *Engine) learnGate(key string, g Doc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks := e.state(key)
-	if ks.seg != seg {
-		*ks = keyState{seg: seg, cover: b}
+	if ks.seg != g.Seg {
+		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor}
 		return
 	}
-	ks.cover = max(ks.cover, b)
+	ks.cover = max(ks.cover, g.Bucket)
+	if g.Floor.Epoch > ks.floor.Epoch {
+		ks.floor = g.Floor
+	}
 }
 
 // dropCover forgets key's segment (and with it all that is known of the
@@ -113,9 +119,10 @@ func (e *Engine) dropCover(key string, seg uint64) {
 	}
 }
 
-// gate returns the gate of key's bucket b naming seg, sent at sent.
-func gate(key string, seg uint64, b int64, sent time.Time) Doc {
-	return Doc{ID: GateID(key, b), Key: key, Kind: KindGate, Seg: seg, Bucket: b, Sent: sent}
+// gate returns the gate of key's bucket b naming seg, with floor f, sent
+// at sent.
+func gate(key string, seg uint64, b int64, f Floor, sent time.Time) Doc {
+	return Doc{ID: GateID(key, b), Key: key, Kind: KindGate, Seg: seg, Bucket: b, Floor: f, Sent: sent}
 }
 
 // enter makes q's key covered: it starts a segment, in which case c is
@@ -145,7 +152,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	// package documentation).
 	var docs []Doc
 	for b := lo; b <= hi; b++ {
-		docs = append(docs, gate(q.key, seg, b, now.Latest))
+		docs = append(docs, gate(q.key, seg, b, Floor{}, now.Latest))
 	}
 	c = q.newClaim(seg, seg)
 	d := q.claimDoc(c, now.Latest)
@@ -161,7 +168,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		e.dropCover(q.key, 0)
 		return nil, true, err
 	case dup == -1:
-		e.learnCover(q.key, seg, hi)
+		e.learnGate(q.key, gate(q.key, seg, hi, Floor{}, now.Latest))
 		e.learnNewest(q.key, seg)
 		// The first claim of a segment: nothing is below it.
 		c.clear, c.strong, c.Below = true, true, true
@@ -170,7 +177,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	case dup == gates:
 		// Every gate landed, and the first claim exists: this segment's
 		// (an earlier start of this process, of unknown outcome).
-		e.learnCover(q.key, seg, hi)
+		e.learnGate(q.key, gate(q.key, seg, hi, Floor{}, now.Latest))
 		e.learnNewest(q.key, seg)
 		q.join(seg)
 		q.base, q.known = seg, true
@@ -195,7 +202,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 			// start in: try again once the store's time moves on.
 			return nil, false, nil
 		}
-		e.learnCover(q.key, g.Seg, b)
+		e.learnGate(q.key, g)
 		q.join(g.Seg)
 		return nil, false, nil
 	}
@@ -243,24 +250,33 @@ func (e *Engine) refreshKey(ctx context.Context, key string) (bool, error) {
 	}
 	want := e.bucket(now.Latest) + 1
 	for b := ks.cover + 1; b <= want; b++ {
-		err := e.store.Insert(ctx, gate(key, ks.seg, b, now.Latest))
+		// The gate of b records a floor at least that of b−1 (which this
+		// process inserted or read): a segment's floors only rise with
+		// its buckets, which is what makes pruning below one safe.
+		ks = e.snapshot(key)
+		if ks.seg == 0 {
+			return false, nil
+		}
+		g := gate(key, ks.seg, b, e.nextFloor(ks), now.Latest)
+		err := e.store.Insert(ctx, g)
 		if errors.Is(err, ErrExists) {
-			g, found, gerr := e.store.Get(ctx, GateID(key, b))
+			got, found, gerr := e.store.Get(ctx, GateID(key, b))
 			if gerr != nil {
 				return true, gerr
 			}
-			if !found || g.Seg != ks.seg {
+			if !found || got.Kind != KindGate || got.Seg != ks.seg {
 				// Another segment owns the bucket: this one is over (or
 				// its gate was dropped, which happens only to buckets
 				// long past: this process lost track of time).
 				e.dropCover(key, ks.seg)
 				return false, nil
 			}
+			g = got
 		} else if err != nil {
 			// Unknown outcome: no coverage from it (it may land late).
 			return true, err
 		}
-		e.learnCover(key, ks.seg, b)
+		e.learnGate(key, g)
 	}
 	return true, nil
 }
@@ -302,6 +318,7 @@ func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
 			return err
 		}
 		if found && g.Kind == KindGate && g.Seg == c.Seg {
+			e.learnGate(c.Key, g)
 			return nil
 		}
 		e.dropCover(c.Key, c.Seg)

@@ -86,7 +86,6 @@ func simConfig() chain.Config {
 		ViewTrust:     100 * time.Millisecond,
 		AcquireWindow: 200 * time.Millisecond,
 		PruneDelay:    700 * time.Millisecond,
-		PruneEvery:    4,
 		Span:          simSpan,
 		Quantum:       100 * time.Millisecond,
 		Rate:          4,
@@ -495,7 +494,9 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		rare bool
 	}{
 		{"withdrawal recorded as release", chain.BugWithdrawAsRelease, simNoBug, false},
-		{"no floor proof for inserts", chain.BugNoFloorProof, simNoBug, false},
+		{"inserts below the floor, counted without proof", chain.BugNoFloorProof, simNoBug, false},
+		{"pruning below a gate's floor before its bucket is past", chain.BugPruneEarly, simNoBug, false},
+		{"a gate's floor lower than the gate's before", chain.BugFloorNotMonotone, simNoBug, false},
 		{"end markers named by session, not by claim", chain.BugEndBySession, simNoBug, false},
 		{"renewing a session document after an unknown outcome", chain.BugRenewSameGen, simNoBug, false},
 		{"holding on knowledge the store no longer confirms", chain.BugTrustCache, simNoBug, false},

@@ -226,45 +226,26 @@ func (n net) Get(ctx context.Context, id string) (d chain.Doc, found bool, err e
 	return d, found, err
 }
 
-func (n net) Newest(ctx context.Context, key string) (d chain.Doc, found bool, err error) {
-	if cerr := n.call(ctx, func() {
-		d, found, err = n.s.server.store.Newest(bg, key)
-		n.s.tracef("newest %s -> %v %v", key, d, found)
-	}); cerr != nil {
-		return chain.Doc{}, false, cerr
-	}
-	return d, found, err
-}
-
-func (n net) Floor(ctx context.Context, key string, seg, below uint64) (f chain.Floor, found bool, err error) {
-	if cerr := n.call(ctx, func() {
-		f, found, err = n.s.server.store.Floor(bg, key, seg, below)
-		n.s.tracef("floor %s below %d -> %v", key, below, f)
-	}); cerr != nil {
-		return chain.Floor{}, false, cerr
-	}
-	return f, found, err
-}
-
-func (n net) RaiseFloor(ctx context.Context, key string, f chain.Floor, sent time.Time) (err error) {
-	if cerr := n.call(ctx, func() {
-		err = n.s.server.store.RaiseFloor(bg, key, f, sent)
-		n.s.tracef("raisefloor %s %v", key, f)
-	}); cerr != nil {
-		return cerr
-	}
-	return err
-}
-
-func (n net) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
+// Delete is torn as FerretDB's is: each statement reads the document by
+// ID when the request arrives, and deletes it by ID a delay later (a late
+// request's, long after).
+func (n net) Delete(ctx context.Context, ids []string) error {
 	store := n.s.server.store
 	return n.tornDelete(ctx, func() []string {
-		n.s.stats.prunes++
-		n.s.tracef("prune %s below %d keep %d", key, below, keep)
-		return store.PruneSet(key, keep, below, sentBefore)
+		var found []string
+		for _, id := range ids {
+			if _, ok, _ := store.Get(bg, id); ok {
+				found = append(found, id)
+			}
+		}
+		if len(found) > 0 {
+			n.s.stats.prunes++
+		}
+		n.s.tracef("delete %v -> %v", ids, found)
+		return found
 	}, func(ids []string) {
 		for _, id := range ids {
-			store.Delete(id)
+			store.DeleteNow(id)
 		}
 	})
 }
@@ -302,7 +283,7 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 		return ids
 	}, func(ids []string) {
 		for _, id := range ids {
-			store.Delete(id)
+			store.DeleteNow(id)
 		}
 	})
 	return count, err

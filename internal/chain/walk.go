@@ -15,8 +15,9 @@ import (
 //
 // A claim holds only on what the store shows after its insert: the
 // release its insert carried (see Claim), or what the walk reads — a
-// release that ends the walk, the claims in between ended or passed, a
-// missing claim below a floor that counts, or epoch 1 (never pruned).
+// release that ends the walk, the claims in between ended or passed, the
+// key's floor (if it counts: floor.go), or the first epoch of its segment
+// (never pruned).
 // Holding on reads, it first checks that its own claim is still in the
 // store: if the store was emptied or restored meanwhile, Walk withdraws
 // it and returns ErrReset.
@@ -31,6 +32,9 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 		}
 		c.clear = true
 		e.noteLive(c, true)
+		if c.Below {
+			e.learnOwn(c)
+		}
 		return true, Blocker{}, nil
 	}
 	first := max(c.Seg, 1)
@@ -65,9 +69,23 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			c.clear, c.read = true, false
 			c.Below = c.strong && len(c.passed) == 0
 			e.noteLive(c, true)
+			if c.Below {
+				e.learnOwn(c)
+			}
 			return true, Blocker{}, nil
 		}
 		epoch := c.checked - 1
+		f, err := e.coverFloor(ctx, c)
+		if err != nil {
+			return false, Blocker{}, err
+		}
+		if epoch < f.Epoch && !e.has(BugNoFloorProof) {
+			// Below the key's floor every epoch has ended.
+			if err := e.belowFloor(ctx, c, f); err != nil {
+				return false, Blocker{}, err
+			}
+			continue
+		}
 		d, found := c.blocker, true
 		if !c.hasBlocker || c.blocker.Epoch != epoch {
 			c.read = true
@@ -77,18 +95,24 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			}
 		}
 		if !found {
-			// A missing claim: pruning deletes only below a floor that
-			// counts. Otherwise the store lost the key's history.
-			if c.clear, err = e.floorAbove(ctx, c.Key, c.Seg, epoch); err != nil {
-				return false, Blocker{}, err
+			// A missing claim: pruning deletes only below a floor, and the
+			// floor this process knows while it relies on the segment is
+			// at least that of any gate a prune relied on (floor.go).
+			if e.has(BugTrustCache) {
+				c.clear, c.strong = true, true
+				continue
 			}
-			if !c.clear {
-				err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
-				e.noteGap(c.Key, epoch)
-				return false, Blocker{}, err
+			if f := e.floorOf(c.Key, c.Seg); epoch < f.Epoch {
+				// The floor rose meanwhile: below it, everything has ended.
+				if err := e.belowFloor(ctx, c, f); err != nil {
+					return false, Blocker{}, err
+				}
+				continue
 			}
-			c.strong = true
-			continue
+			// Otherwise the store lost the key's history.
+			err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
+			e.noteGap(c.Key, epoch)
+			return false, Blocker{}, err
 		}
 		c.read = true
 		if d.Seg != c.Seg && !e.has(BugNoCoverage) {
@@ -103,19 +127,6 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			return false, Blocker{}, err
 		}
 		if !ended {
-			if epoch < c.Epoch-1 {
-				// Below an ended or passed claim: perhaps left behind by
-				// pruning (a marker deleted before its claim, or an insert
-				// that landed late in a pruned hole). A floor that counts
-				// says.
-				if c.clear, err = e.floorAbove(ctx, c.Key, c.Seg, epoch); err != nil || c.clear {
-					if err != nil {
-						return false, Blocker{}, err
-					}
-					c.strong = true
-					continue
-				}
-			}
 			if e.passes(ctx, c.Terms, d) {
 				c.passed = append(c.passed, passedClaim{d, b})
 				c.checked = epoch
@@ -201,19 +212,58 @@ func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
 	return e.has(BugAnyReleaseStops) || stopsAt(w, d, m)
 }
 
-// floorAbove reports whether a floor that counts lies above epoch (every
-// epoch up to it has ended). A missing claim with no such floor is what a
-// store that lost its history looks like.
-func (e *Engine) floorAbove(ctx context.Context, key string, seg, epoch uint64) (bool, error) {
-	if e.has(BugTrustCache) {
-		return true, nil
+// coverFloor returns the floor of the gate that covers c's segment now.
+// A process that no longer knows such a gate (a waiter's coverage comes
+// from its claim's insert, and only holders insert the next gates) reads
+// the gates around the store's time; if none covers c's segment, c is
+// given up (its segment lapsed: claim again).
+func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
+	ks := e.snapshot(c.Key)
+	if ks.seg == c.Seg && e.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
+		return e.ownFloorCheck(ctx, c, ks.floor)
 	}
-	f, _, err := e.readFloor(ctx, key, seg)
-	if err != nil || f.Epoch <= epoch {
-		return false, err
+	g, ok, err := e.liveSegment(ctx, c.Key)
+	if err != nil {
+		return Floor{}, err
 	}
-	cf, err := e.countingFloor(ctx, key, seg)
-	return cf.Epoch > epoch, err
+	if !ok || g.Seg != c.Seg {
+		e.abandon(context.WithoutCancel(ctx), c)
+		if ks.seg == c.Seg {
+			e.dropCover(c.Key, c.Seg)
+		}
+		return Floor{}, fmt.Errorf("%w: %q: no gate covers segment %d", errLapsed, c.Key, c.Seg)
+	}
+	e.learnGate(c.Key, g)
+	return e.ownFloorCheck(ctx, c, e.floorOf(c.Key, c.Seg))
+}
+
+// ownFloorCheck returns f, unless c itself lies below it (or at it, with
+// another nonce): c's insert landed in a hole pruning left (no claim that
+// has not ended lies below a floor), and c is given up.
+func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, error) {
+	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce || e.has(BugNoFloorProof) {
+		return f, nil
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	return Floor{}, fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)
+}
+
+// belowFloor ends c's walk at floor f: every epoch below it has ended, if
+// the floor counts. A floor that does not count came from a store's
+// earlier history: the store lost the key's, and c is given up.
+func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
+	_, counts, err := e.floorCounts(ctx, c.Key, f)
+	if err != nil {
+		return err
+	}
+	if !counts && !e.has(BugTrustCache) {
+		err := e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
+		e.noteGap(c.Key, f.Epoch)
+		return err
+	}
+	c.read = true
+	c.clear, c.strong = true, true
+	return nil
 }
 
 // confirmOwn checks that c's own claim document is in the store, with its

@@ -99,9 +99,6 @@ func (s *suite) testPutKey(t *testing.T) {
 	// A key with documents that was never recorded is not listed.
 	c := claim("ghost", 1, "n", now(st))
 	insert(t, ctx, st, c, end(c, driver.KindRelease, now(st)))
-	if err := st.RaiseFloor(ctx, "ghost", driver.Floor{Epoch: 2, Nonce: "n"}, now(st)); err != nil {
-		t.Fatal(err)
-	}
 	putKeys(t, ctx, st, "b")
 	for key, want := range map[string]bool{"a": true, "b": true, "ghost": false, "c": false, "a/": false} {
 		if got, err := st.HasKey(ctx, key); err != nil || got != want {

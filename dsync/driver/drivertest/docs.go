@@ -203,37 +203,3 @@ func (s *suite) testGetMissing(t *testing.T) {
 		}
 	}
 }
-
-// testNewest: Newest reads the claim of the key with the highest epoch,
-// ignoring shadows, markers, floors and other keys.
-func (s *suite) testNewest(t *testing.T) {
-	st, ctx := s.store(t)
-	sent := now(st)
-	if _, found, err := st.Newest(ctx, "k"); err != nil || found {
-		t.Fatalf("Newest of an empty store = found %v, %v; want not found", found, err)
-	}
-	var top driver.Doc
-	for _, e := range []uint64{1, 2, 9, 10} { // 10 after 9: numbers, not strings
-		top = claim("k", e, fmt.Sprint("n", e), sent)
-		insert(t, ctx, st, top, shadow(top))
-	}
-	insert(t, ctx, st, end(top, driver.KindRelease, sent))
-	above := claim("k", 12, "n12", sent) // not a claim of k's: only its shadow and marker
-	insert(t, ctx, st, shadow(above), end(above, driver.KindWithdraw, sent), claim("other", 20, "o20", sent), claim("k2", 30, "x", sent), claim("k/", 40, "e", sent))
-	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 15, Nonce: "f", Seg: testSeg}, sent); err != nil {
-		t.Fatal(err)
-	}
-	d, found, err := st.Newest(ctx, "k")
-	if err != nil || !found {
-		t.Fatalf("Newest = found %v, %v", found, err)
-	}
-	if diff := docDiff(d, top); diff != "" {
-		t.Errorf("Newest: %s", diff)
-	}
-
-	for _, key := range []string{"none", "k@"} {
-		if _, found, err := st.Newest(ctx, key); err != nil || found {
-			t.Errorf("Newest(%q) = found %v, %v; want not found", key, found, err)
-		}
-	}
-}

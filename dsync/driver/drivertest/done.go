@@ -8,8 +8,7 @@ import (
 )
 
 // testDone: a key's done record (KindDone) is stored with every field,
-// answers ErrExists to a second insert, and is no claim or floor: Newest,
-// Floor and Prune never see it.
+// and answers ErrExists to a second insert.
 func (s *suite) testDone(t *testing.T) {
 	st, ctx := s.store(t)
 	sent := now(st)
@@ -25,17 +24,4 @@ func (s *suite) testDone(t *testing.T) {
 	}
 	checkStored(t, ctx, st, rec)
 
-	if d, found, err := st.Newest(ctx, "k"); err != nil || !found || d.ID != c.ID {
-		t.Errorf("Newest = %s, %v, %v; want %s", d.ID, found, err, c.ID)
-	}
-	if f, found, err := st.Floor(ctx, "k", testSeg, 0); err != nil || found {
-		t.Errorf("Floor = %+v, %v, %v; want none", f, found, err)
-	}
-	if err := st.Prune(ctx, "k", testSeg, 1<<50, sent.Add(time.Hour)); err != nil {
-		t.Fatalf("Prune: %v", err)
-	}
-	checkStored(t, ctx, st, rec)
-	if _, found := get(t, ctx, st, c.ID); found {
-		t.Errorf("Prune left %s", c.ID)
-	}
 }

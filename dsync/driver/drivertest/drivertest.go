@@ -28,15 +28,10 @@
 //     existing ID, whose index is returned, and none after it, also when
 //     several processes insert a claim and its shadow at once.
 //   - Get of a missing ID: not found, no error.
-//   - Newest: the claim of the key with the highest epoch, ignoring other
-//     kinds and other keys.
-//   - Floor and RaiseFloor: the highest floor below an epoch, with its
-//     nonce; raising a floor again succeeds; concurrent raises leave the
-//     highest.
-//   - Prune: deletes exactly the documents and floors of the key with
-//     epoch < below, but epoch keep, sent before the time given.
-//   - Segments: gates and the protocol document keep their fields; a
-//     floor is read only in its own segment.
+//   - Delete: deletes exactly the documents named, skips the missing
+//     ones, and leaves every other; deletes of one ID at once all succeed.
+//   - Segments: gates (with their floor) and the protocol document keep
+//     their fields.
 //   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
 //     document sent before a time but those of the keys kept and the
 //     protocol document; the gates of old buckets, and nothing else.
@@ -59,8 +54,7 @@
 //     moves forward; called before Prepare, an answer (of no use), not a
 //     panic.
 //   - Done: a done record (KindDone, DoneID) is stored with its Token and
-//     every other field, inserted once, and never seen by Newest, Floor
-//     or Prune (it has no epoch); Keys lists its key.
+//     every other field, inserted once; Keys lists its key.
 //   - Feed (a driver.Feed with a Peer): a follower turns live, receives
 //     what another store publishes (also from within Live), and nothing
 //     once stopped; it is told from one goroutine at a time. Delivery is
@@ -117,13 +111,9 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("InsertOrdered", s.testInsertOrdered)
 	t.Run("InsertOrderedConcurrent", s.testInsertOrderedConcurrent)
 	t.Run("GetMissing", s.testGetMissing)
-	t.Run("Newest", s.testNewest)
-	t.Run("Floor", s.testFloor)
-	t.Run("RaiseFloorConcurrent", s.testRaiseFloorConcurrent)
-	t.Run("Prune", s.testPrune)
+	t.Run("Delete", s.testDelete)
+	t.Run("DeleteConcurrent", s.testDeleteConcurrent)
 	t.Run("SegmentDocs", s.testSegmentDocs)
-	t.Run("FloorOfSegment", s.testFloorOfSegment)
-	t.Run("PruneKeeps", s.testPruneKeeps)
 	t.Run("RecentKeys", s.testRecentKeys)
 	t.Run("Compact", s.testCompact)
 	t.Run("DropGates", s.testDropGates)

@@ -13,59 +13,19 @@ func gateDoc(key string, seg uint64, b int64, sent time.Time) driver.Doc {
 	return driver.Doc{ID: driver.GateID(key, b), Key: key, Kind: driver.KindGate, Seg: seg, Bucket: b, Sent: sent}
 }
 
-// testSegmentDocs: gates and the protocol document keep every field.
+// testSegmentDocs: gates, with or without a floor, and the protocol
+// document keep every field.
 func (s *suite) testSegmentDocs(t *testing.T) {
 	st, ctx := s.store(t)
 	sent := now(st)
 	g := gateDoc("k", 1<<50, 5893418, sent)
+	floored := gateDoc("k", 1<<50, 5893419, sent)
+	floored.Floor = driver.Floor{Epoch: 1<<50 + 1<<20 + 7, Nonce: "cvn0q3s2fd0s73d1ju6g", Seg: 1 << 50}
 	p := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: 5 * time.Minute, Sent: sent}
-	insert(t, ctx, st, g, p)
+	insert(t, ctx, st, g, floored, p)
 	checkStored(t, ctx, st, g)
+	checkStored(t, ctx, st, floored)
 	checkStored(t, ctx, st, p)
-}
-
-// testFloorOfSegment: a floor of one segment is not another's.
-func (s *suite) testFloorOfSegment(t *testing.T) {
-	st, ctx := s.store(t)
-	sent := now(st)
-	if err := st.RaiseFloor(ctx, "k", driver.Floor{Epoch: 1<<40 + 16, Nonce: "hi", Seg: 1 << 40}, sent); err != nil {
-		t.Fatal(err)
-	}
-	raise(t, ctx, st, "k", 8, sent)
-	checkFloor(t, ctx, st, "k", 0, 8)
-	f, found, err := st.Floor(ctx, "k", 1<<40, 0)
-	if err != nil || !found || f.Epoch != 1<<40+16 || f.Seg != 1<<40 {
-		t.Errorf("Floor(k, seg 2^40) = %+v, %v, %v; want the floor 2^40+16 of that segment", f, found, err)
-	}
-	if _, found, err := st.Floor(ctx, "k", 7, 0); err != nil || found {
-		t.Errorf("Floor(k, seg 7) = found %v, %v; want none", found, err)
-	}
-}
-
-// testPruneKeeps: Prune deletes below, but never the epoch it keeps (the
-// segment's first), nor another key's documents.
-func (s *suite) testPruneKeeps(t *testing.T) {
-	st, ctx := s.store(t)
-	sent := now(st)
-	const seg = 100
-	var docs []driver.Doc
-	for e := uint64(98); e <= 104; e++ {
-		c := claim("k", e, "n", sent)
-		c.Seg = seg
-		docs = append(docs, c, shadow(c))
-	}
-	other := claim("k2", 101, "n", sent)
-	docs = append(docs, other)
-	insert(t, ctx, st, docs...)
-	if err := st.Prune(ctx, "k", seg, 103, sent.Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		want := d.Key != "k" || d.Epoch == seg || d.Epoch >= 103
-		if _, found := get(t, ctx, st, d.ID); found != want {
-			t.Errorf("after Prune(k, keep %d, below 103): %s exists %v, want %v", seg, d.ID, found, want)
-		}
-	}
 }
 
 // testRecentKeys: the keys that have a gate of a bucket from the one given
@@ -89,7 +49,7 @@ func (s *suite) testRecentKeys(t *testing.T) {
 }
 
 // testCompact: every document sent before the time given goes (claims,
-// shadows, markers, floors, gates), but those of the keys kept, the
+// shadows, markers, gates), but those of the keys kept, the
 // protocol document and the done records whose expiry is absent or not
 // yet before that time; later documents stay.
 func (s *suite) testCompact(t *testing.T) {
@@ -107,13 +67,12 @@ func (s *suite) testCompact(t *testing.T) {
 	forever, notYet := done("k", time.Time{}), done("k3", t0)
 	gone = append(gone, done("k4", old.Add(time.Minute)))
 	insert(t, ctx, st, append(gone, late, kept, proto, forever, notYet)...)
-	raise(t, ctx, st, "k", 1, old)
 	n, err := st.Compact(ctx, t0.Add(-time.Minute), []string{"k2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != int64(len(gone))+1 { // and the floor
-		t.Errorf("Compact deleted %d documents, want %d", n, len(gone)+1)
+	if n != int64(len(gone)) {
+		t.Errorf("Compact deleted %d documents, want %d", n, len(gone))
 	}
 	for _, d := range gone {
 		if _, found := get(t, ctx, st, d.ID); found {
@@ -125,7 +84,6 @@ func (s *suite) testCompact(t *testing.T) {
 			t.Errorf("after Compact: %s is gone", d.ID)
 		}
 	}
-	checkFloor(t, ctx, st, "k", 0, 0)
 }
 
 // testDropGates: the gates of buckets below the one given go, of every

@@ -10,7 +10,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,10 +24,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	docs     map[string]driver.Doc
-	claims   map[string]map[uint64]struct{} // epochs of each key's claims
-	floors   map[string]map[uint64]floorRec // each key's recorded floors
-	sessions map[string]map[int]time.Time   // each session's documents: expiry by generation
-	dir      directory                      // the keys recorded (directory.go)
+	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
+	dir      directory                    // the keys recorded (directory.go)
 	closed   bool
 
 	feedMu    sync.Mutex
@@ -47,8 +44,6 @@ func New() *Store {
 		start:     start,
 		base:      start.Round(0),
 		docs:      make(map[string]driver.Doc),
-		claims:    make(map[string]map[uint64]struct{}),
-		floors:    make(map[string]map[uint64]floorRec),
 		sessions:  make(map[string]map[int]time.Time),
 		followers: make(map[*follower]struct{}),
 	}
@@ -76,14 +71,6 @@ func live(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	return nil
-}
-
-// floorRec is a recorded floor: the nonce of its claim, and when it was
-// sent.
-type floorRec struct {
-	nonce string
-	seg   uint64
-	sent  time.Time
 }
 
 // Insert implements driver.Store.
@@ -120,14 +107,6 @@ func (s *Store) insertLocked(d driver.Doc) bool {
 		return false
 	}
 	s.docs[d.ID] = d
-	if d.Kind == driver.KindClaim {
-		m := s.claims[d.Key]
-		if m == nil {
-			m = make(map[uint64]struct{})
-			s.claims[d.Key] = m
-		}
-		m[d.Epoch] = struct{}{}
-	}
 	return true
 }
 
@@ -142,75 +121,17 @@ func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	return d, ok, nil
 }
 
-// Newest implements driver.Store.
-func (s *Store) Newest(ctx context.Context, key string) (driver.Doc, bool, error) {
-	if err := live(ctx); err != nil {
-		return driver.Doc{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var top uint64
-	for e := range s.claims[key] {
-		top = max(top, e)
-	}
-	if top == 0 {
-		return driver.Doc{}, false, nil
-	}
-	return s.docs[driver.ClaimID(key, top)], true, nil
-}
-
-// Floor implements driver.Store.
-func (s *Store) Floor(ctx context.Context, key string, seg, below uint64) (driver.Floor, bool, error) {
-	if err := live(ctx); err != nil {
-		return driver.Floor{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var top driver.Floor
-	for f, r := range s.floors[key] {
-		if r.seg == seg && (below == 0 || f < below) && f > top.Epoch {
-			top = driver.Floor{Epoch: f, Nonce: r.nonce, Seg: r.seg}
-		}
-	}
-	return top, top.Epoch > 0, nil
-}
-
-// RaiseFloor implements driver.Store.
-func (s *Store) RaiseFloor(ctx context.Context, key string, f driver.Floor, sent time.Time) error {
+// Delete implements driver.Store.
+func (s *Store) Delete(ctx context.Context, ids []string) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.floors[key] == nil {
-		s.floors[key] = make(map[uint64]floorRec)
-	}
-	if _, ok := s.floors[key][f.Epoch]; !ok {
-		s.floors[key][f.Epoch] = floorRec{nonce: f.Nonce, seg: f.Seg, sent: sent}
+	for _, id := range ids {
+		delete(s.docs, id)
 	}
 	return nil
-}
-
-// Prune implements driver.Store.
-func (s *Store) Prune(ctx context.Context, key string, keep, below uint64, sentBefore time.Time) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range s.pruneSetLocked(key, keep, below, sentBefore) {
-		s.deleteLocked(id)
-	}
-	return nil
-}
-
-// PruneSet returns the IDs of the documents Prune(key, keep, below,
-// sentBefore) would delete now: a store whose deletes are not atomic reads
-// this set first and deletes its members later (the simulation does).
-func (s *Store) PruneSet(key string, keep, below uint64, sentBefore time.Time) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pruneSetLocked(key, keep, below, sentBefore)
 }
 
 // RecentKeys implements driver.Store.
@@ -238,13 +159,14 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 	defer s.mu.Unlock()
 	ids := s.compactSetLocked(sentBefore, keep)
 	for _, id := range ids {
-		s.deleteLocked(id)
+		delete(s.docs, id)
 	}
 	return int64(len(ids)), nil
 }
 
 // CompactSet returns the IDs of the documents Compact(sentBefore, keep)
-// would delete now (see PruneSet).
+// would delete now: a store whose deletes are not atomic reads this set
+// first and deletes its members later (the simulation does).
 func (s *Store) CompactSet(sentBefore time.Time, keep []string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,16 +187,6 @@ func (s *Store) compactSetLocked(sentBefore time.Time, keep []string) []string {
 			ids = append(ids, id)
 		}
 	}
-	for key, fs := range s.floors {
-		if kept[key] {
-			continue
-		}
-		for f, r := range fs {
-			if r.sent.Before(sentBefore) {
-				ids = append(ids, FloorID(key, f))
-			}
-		}
-	}
 	slices.Sort(ids)
 	return ids
 }
@@ -288,63 +200,24 @@ func (s *Store) DropGates(ctx context.Context, below int64) error {
 	defer s.mu.Unlock()
 	for id, d := range s.docs {
 		if d.Kind == driver.KindGate && d.Bucket < below {
-			s.deleteLocked(id)
+			delete(s.docs, id)
 		}
 	}
 	return nil
 }
 
-// Delete deletes the document (or floor, by FloorID) with the given ID,
-// if it exists.
-func (s *Store) Delete(id string) {
+// DeleteNow deletes the document with the given ID, if it exists: the
+// second half of a delete applied as a read and a later delete (the
+// simulation tears the store's deletes so).
+func (s *Store) DeleteNow(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deleteLocked(id)
-}
-
-// FloorID names a floor for PruneSet and Delete.
-func FloorID(key string, floor uint64) string {
-	return key + "#floor#" + strconv.FormatUint(floor, 10)
-}
-
-func (s *Store) pruneSetLocked(key string, keep, below uint64, sentBefore time.Time) []string {
-	var ids []string
-	for id, d := range s.docs {
-		if d.Key == key && d.Epoch > 0 && d.Epoch != keep && d.Epoch < below && d.Sent.Before(sentBefore) {
-			ids = append(ids, id)
-		}
-	}
-	for f, r := range s.floors[key] {
-		if f != keep && f < below && r.sent.Before(sentBefore) {
-			ids = append(ids, FloorID(key, f))
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-func (s *Store) deleteLocked(id string) {
-	if d, ok := s.docs[id]; ok {
-		delete(s.docs, id)
-		if d.Kind == driver.KindClaim {
-			delete(s.claims[d.Key], d.Epoch)
-		}
-		return
-	}
-	for key, fs := range s.floors {
-		for f := range fs {
-			if FloorID(key, f) == id {
-				delete(fs, f)
-				return
-			}
-		}
-	}
+	delete(s.docs, id)
 }
 
 // State is a copy of a Store's contents (Snapshot).
 type State struct {
 	docs     map[string]driver.Doc
-	floors   map[string]map[uint64]floorRec
 	sessions map[string]map[int]time.Time
 	keys     []string
 }
@@ -353,11 +226,7 @@ type State struct {
 func (s *Store) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{docs: maps.Clone(s.docs), floors: make(map[string]map[uint64]floorRec), sessions: make(map[string]map[int]time.Time),
-		keys: s.dir.all()}
-	for k, fs := range s.floors {
-		st.floors[k] = maps.Clone(fs)
-	}
+	st := State{docs: maps.Clone(s.docs), sessions: make(map[string]map[int]time.Time), keys: s.dir.all()}
 	for id, gens := range s.sessions {
 		st.sessions[id] = maps.Clone(gens)
 	}
@@ -370,19 +239,6 @@ func (s *Store) Restore(st State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.docs = maps.Clone(st.docs)
-	clear(s.claims)
-	for _, d := range s.docs {
-		if d.Kind == driver.KindClaim {
-			if s.claims[d.Key] == nil {
-				s.claims[d.Key] = make(map[uint64]struct{})
-			}
-			s.claims[d.Key][d.Epoch] = struct{}{}
-		}
-	}
-	s.floors = make(map[string]map[uint64]floorRec)
-	for k, fs := range st.floors {
-		s.floors[k] = maps.Clone(fs)
-	}
 	s.sessions = make(map[string]map[int]time.Time)
 	for id, gens := range st.sessions {
 		s.sessions[id] = maps.Clone(gens)
@@ -395,8 +251,6 @@ func (s *Store) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.docs)
-	clear(s.claims)
-	clear(s.floors)
 	clear(s.sessions)
 	s.dir.reset(nil)
 }
@@ -466,12 +320,12 @@ func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 func (s *Store) Unended(f func(driver.Doc) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key, epochs := range s.claims {
-		for epoch := range epochs {
-			d := s.docs[driver.ClaimID(key, epoch)]
-			if _, ended := s.docs[driver.EndID(key, epoch, d.Nonce)]; !ended && !f(d) {
-				return
-			}
+	for _, d := range s.docs {
+		if d.Kind != driver.KindClaim {
+			continue
+		}
+		if _, ended := s.docs[driver.EndID(d.Key, d.Epoch, d.Nonce)]; !ended && !f(d) {
+			return
 		}
 	}
 }
@@ -565,18 +419,13 @@ func (f *follower) deliver() {
 	}
 }
 
-// Each calls f with the key of every document stored (floors included),
-// in no order. f must not call the store.
+// Each calls f with the key of every document stored, in no order. f
+// must not call the store.
 func (s *Store) Each(f func(key string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range s.docs {
 		f(d.Key)
-	}
-	for key, fs := range s.floors {
-		for range fs {
-			f(key)
-		}
 	}
 }
 
