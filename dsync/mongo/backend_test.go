@@ -484,9 +484,9 @@ func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 
 // TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key
 // is old (it last claimed the segment's second epoch, and withdrew it)
-// claims the key after another has gone far ahead and pruned: the floor
-// of the gate that covers the key tells it that what it knows is pruned,
-// and it claims above the floor. Ignoring the floor (the planted bug),
+// claims the key after another has gone far ahead and pruned, having
+// learned only the gate that covers the key now: the gate's floor tells it
+// that what it knows is pruned, and it claims above the floor. Ignoring the floor (the planted bug),
 // its insert of the third epoch lands in the pruned hole and holds with a
 // token below those already handed out. (Had it released its claim, its
 // insert would carry that release again and find it pruned.)
@@ -513,6 +513,12 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			}
 			if _, found, err := stale.s.Get(ctx, chain.ClaimID("k", first+1)); err != nil || found {
 				t.Fatalf("the claim of epoch %d: found %v, %v; want it pruned", first+1, found, err)
+			}
+			// The stale process learns the gate that covers the key now (a
+			// look at its queue), and with it the floor, but nothing newer
+			// of the key's epochs.
+			if _, err := stale.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
+				t.Fatalf("Current = %v, want ErrNoLock", err)
 			}
 			got := cycle(t, ctx, stale, "k", "stale", ss)
 			switch {

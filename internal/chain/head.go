@@ -32,6 +32,9 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 		return nil, err // no segment anyone may rely on: nothing holds
 	}
 	seg, floor := g.Seg, g.Floor
+	if ks := e.snapshot(key); ks.seg == seg || ks.seg == 0 {
+		e.learnGate(key, g) // what covers the key now, for this process's claims too
+	}
 	d, ok, err := e.newest(ctx, key, seg, floor)
 	if errors.Is(err, errFloorStray) {
 		// A gate of a store's earlier history: no claim of the segment

@@ -122,7 +122,16 @@ func (n net) call(ctx context.Context, op func()) error {
 // callTorn sends a request whose read happens when it arrives and whose
 // write, if read returns one, a delay later; the reply follows the write.
 func (n net) callTorn(ctx context.Context, read func() (write func())) error {
+	return n.callLagged(ctx, 0, read)
+}
+
+// callLagged is callTorn whose request reaches the store after lag (0: a
+// delay drawn as for any request).
+func (n net) callLagged(ctx context.Context, lag time.Duration, read func() (write func())) error {
 	s, a := n.s, ctx.Value(actorKey{}).(*actor)
+	if lag <= 0 {
+		lag = s.delay()
+	}
 	var woken, timedOut bool
 	sent := s.now
 	reply := func() {
@@ -135,7 +144,7 @@ func (n net) callTorn(ctx context.Context, read func() (write func())) error {
 		})
 	}
 	s.server.inflight++
-	s.at(s.now+s.delay(), func() {
+	s.at(s.now+lag, func() {
 		if timedOut {
 			s.stats.late++
 		}
@@ -183,7 +192,14 @@ func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids 
 }
 
 func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
-	if cerr := n.call(ctx, func() {
+	var lag time.Duration
+	if d.Kind == chain.KindGate && ctx.Value(actorKey{}).(*actor).o == n.s.slowGates && n.s.grng.Float64() < 0.8 {
+		// The slow link of one owner: its refreshes' gates land late,
+		// while its renewals go through (simworld_test.go).
+		lag = simTimeout + time.Duration(n.s.grng.Int64N(int64(2*simSpan)))
+		n.s.stats.slowGates++
+	}
+	if cerr := n.callLagged(ctx, lag, func() func() {
 		switch d.Kind {
 		case chain.KindDead:
 			n.s.stats.dead++
@@ -192,6 +208,7 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 		}
 		err = n.s.server.store.Insert(bg, d)
 		n.s.tracef("insert %v -> %v", d, err)
+		return nil
 	}); cerr != nil {
 		return cerr
 	}

@@ -56,11 +56,14 @@ type simSession struct {
 	// renewals are the true send times of its renewals; over is when a
 	// renewal was confirmed at or after the deadline (0: never), after
 	// which the session is over and must not be renewed again; after
-	// counts the renewals sent after that.
+	// counts the renewals sent after that. capSent is the bound the
+	// coverage of the keys held put on the renewal in flight (local; 0:
+	// none): the rule extends a lease no further than that.
 	pred     time.Duration
 	renewals []time.Duration
 	over     time.Duration
 	after    int
+	capSent  time.Duration
 }
 
 func newOwner(s *sim, pid int) *owner {
@@ -303,6 +306,7 @@ func (o *owner) capLease(ss *simSession) {
 		cp = 1 // a hold without coverage: no extension
 	}
 	ss.lease.SetCap(cp)
+	ss.capSent = cp
 }
 
 // confirmed applies a renewal sent at sent and confirmed at now.
@@ -310,8 +314,13 @@ func (o *owner) confirmed(ss *simSession, sent, now time.Duration) {
 	s := o.s
 	if now < ss.pred {
 		// The rule, independently of the lease: a reply before the
-		// deadline in force counts.
-		ss.pred = max(ss.pred, sent+simTTL-simMargin)
+		// deadline in force counts, as far as the coverage of the keys
+		// held when the renewal was sent reaches.
+		ext := sent + simTTL - simMargin
+		if ss.capSent > 0 {
+			ext = min(ext, ss.capSent)
+		}
+		ss.pred = max(ss.pred, ext)
 	}
 	if now >= ss.lease.Deadline() && !ss.lease.Retired() {
 		s.stats.lateConfirms++
