@@ -218,7 +218,7 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 // any failed write (the protocol is built for that: see "Writes that
 // land late" in the package documentation). The default, 1 s, is below
 // the 2 s within which a claim's reply must arrive to count without
-// reading the key's floor again, and far above a healthy write's few
+// judging the key's coverage again, and far above a healthy write's few
 // milliseconds, so it fires only when the deployment cannot acknowledge
 // writes.
 //
@@ -260,9 +260,9 @@ func WithWriteTimeout(d time.Duration) Option {
 //	db.dsync_locks.createIndex({key: 1, kind: 1, epoch: 1})
 //
 // and make sure no unique index other than _id's is left on the
-// collection. Exclusion does not depend on the index (the deterministic
-// _id of each claim makes inserts exclusive); without it, reads of a
-// key's newest claim and pruning scan the collection.
+// collection. Neither exclusion nor cost depends on the index: the
+// deterministic _id of each claim makes inserts exclusive, and the
+// protocol reads and deletes a key's documents by _id only.
 func WithIndexManagement(on bool) Option {
 	return func(c *config) error {
 		c.manageIndexes = on

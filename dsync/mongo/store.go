@@ -29,7 +29,7 @@ import (
 // whole collection.
 type lockStore struct {
 	db       *mongo.Database
-	coll     *mongo.Collection // claims, shadows, end markers, floors
+	coll     *mongo.Collection // claims, shadows, end markers, gates
 	sessions *mongo.Collection
 	// clockColl is the sessions collection with write concern 1, for the
 	// server-time samples (servertime.go).
@@ -168,9 +168,10 @@ func (s *lockStore) prepare(ctx context.Context) (*clockcheck.Estimator, error) 
 		}
 	}
 	if !s.indexed && s.cfg.manageIndexes {
-		// The (key, kind, epoch) index serves the newest-first read and
-		// pruning. It is not unique: a claim and its marker share key and
-		// epoch. The deterministic _id alone makes inserts exclusive.
+		// The (key, kind, epoch) index serves queries of people (the
+		// protocol reads by _id only). It is not unique: a claim and its
+		// marker share key and epoch. The deterministic _id alone makes
+		// inserts exclusive.
 		if err := s.ensureIndex(ctx); err != nil {
 			return nil, err
 		}

@@ -67,6 +67,9 @@ type Claim struct {
 	// stopped at: the hold just before c's.
 	after    Doc
 	hasAfter bool
+	// ended: End was called on c (a release or a withdrawal); a walk of
+	// it never finds it holding again.
+	ended bool
 }
 
 // After returns the claim that held just before c, if the walk that found

@@ -247,7 +247,13 @@
 // why no claim lands, and counts, in what a prune deleted; and a walk
 // never reads below the floor of the gate that covers it, which is at
 // least that of any gate a prune relied on (a waiter whose coverage ended
-// reads the gates again, and gives its claim up if none covers it).
+// reads the gates again, and gives its claim up if none covers it). A
+// claim read as live may have lost its marker to a prune that ran after
+// the floor was checked, but only if a claim lies between it and the
+// walker (the one right below a live claim is not below any floor): a
+// walk that finds a live claim below an ended or passed one reads the
+// covering gate again, and a read of a key's queue reads it again at its
+// end.
 //
 // Compaction (Sweep): a key with documents older than the idle age and no
 // gate of a bucket from (now − idle age) on has not been relied on for at

@@ -21,6 +21,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	if held && (c.Below || c.Terms.Mode == Exclusive) {
 		d.Clear = true
 	}
+	c.ended = true
 	e.noteLive(c, false)
 	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
 		e.mu.Lock()

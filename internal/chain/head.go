@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -25,31 +26,62 @@ func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, er
 // its head (see Head) up. It reads by ID only: the gate that covers the
 // key now (its segment and floor), the newest claim above the floor
 // (floor.go), and down from there until it knows everything below has
-// ended.
+// ended; then the covering gate again. Pruning deletes only below a
+// floor, and a prune that ran while the reads went on relied on a gate no
+// later than the one read last (see the package documentation), so a
+// claim read as live below that gate's floor may have lost its marker to
+// it: it is dropped, and if the floor rose past every claim read, the
+// reads are made again.
 func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
-	g, ok, err := e.liveSegment(ctx, key)
-	if err != nil || !ok {
-		return nil, err // no segment anyone may rely on: nothing holds
+	for attempt := 0; ; attempt++ {
+		g, ok, err := e.liveSegment(ctx, key)
+		if err != nil || !ok {
+			return nil, err // no segment anyone may rely on: nothing holds
+		}
+		if ks := e.snapshot(key); ks.seg == g.Seg || ks.seg == 0 {
+			e.learnGate(key, g) // what covers the key now, for this process's claims too
+		}
+		live, top, err := e.queueFrom(ctx, key, g)
+		if err != nil || top == 0 {
+			return nil, err
+		}
+		after, ok, err := e.liveSegment(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ok && after.Seg == g.Seg && after.Floor.Epoch <= top:
+			for len(live) > 0 && live[0].Epoch < after.Floor.Epoch {
+				live = live[1:]
+			}
+			return live, nil
+		case attempt == 2:
+			// The key moved on faster than three reads of its queue: what
+			// they found is no longer the queue.
+			return nil, fmt.Errorf("chain: %q: the queue changed under three reads of it", key)
+		}
 	}
+}
+
+// queueFrom reads key's queue under gate g: its claims that have not
+// ended, lowest first, and the epoch of the newest claim it started from
+// (0: none; the queue is then empty).
+func (e *Engine) queueFrom(ctx context.Context, key string, g Doc) (live []Doc, top uint64, err error) {
 	seg, floor := g.Seg, g.Floor
-	if ks := e.snapshot(key); ks.seg == seg || ks.seg == 0 {
-		e.learnGate(key, g) // what covers the key now, for this process's claims too
-	}
 	d, ok, err := e.newest(ctx, key, seg, floor)
 	if errors.Is(err, errFloorStray) {
 		// A gate of a store's earlier history: no claim of the segment
 		// can hold until a floor that counts covers it.
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil || !ok || d.Epoch < seg {
-		return nil, err
+		return nil, 0, err
 	}
-	top := d.Epoch
-	var live []Doc // unended claims found, highest first
+	top = d.Epoch
 	for {
 		ended, kind, marker, _, err := e.ended(ctx, d)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if !ended {
 			live = append(live, d)
@@ -61,34 +93,21 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 		}
 		next, ok, err := e.store.Get(ctx, ClaimID(key, d.Epoch-1))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if !ok {
 			// A missing claim above the floor: not pruned, but a gap in a
 			// store that lost the key's history, and the claims above it
 			// never hold (see gap.go): the head is below it.
 			if next, ok, err = e.claimBelow(ctx, key, d.Epoch-1, seg); err != nil || !ok {
-				return nil, err
+				return nil, 0, err
 			}
-			live, top = live[:0], next.Epoch
+			live = live[:0]
 		}
 		d = next
 	}
-	if len(live) > 0 && live[len(live)-1].Epoch < top {
-		// A claim below the top read as live may have lost its marker to
-		// a prune that ran after its claim was read; the prune relied on a
-		// gate whose floor lies above it, which the covering gate read now
-		// shows.
-		if g, ok, err := e.liveSegment(ctx, key); err != nil {
-			return nil, err
-		} else if ok && g.Seg == seg {
-			for len(live) > 0 && live[len(live)-1].Epoch < g.Floor.Epoch {
-				live = live[:len(live)-1]
-			}
-		}
-	}
 	slices.Reverse(live)
-	return live, nil
+	return live, top, nil
 }
 
 // liveSegment returns the gate that covers key now: the highest gate,

@@ -28,7 +28,7 @@ const (
 	// pruneChunk bounds the epochs one release prunes.
 	pruneChunk = 64
 	// maxMine bounds the own claims remembered per key for pruning.
-	maxMine = 4096
+	maxMine = 512
 )
 
 // mineRec is one of this process's claims, for pruning: its nonce and the

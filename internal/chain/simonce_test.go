@@ -145,6 +145,10 @@ func (o *owner) onceHold(a *actor, c *chain.Claim, ss *simSession) {
 			s.stats.storeResets++
 			return
 		}
+		if chain.IsLapsed(err) {
+			s.stats.lapses++
+			return // the engine gave the claim up: its segment lapsed
+		}
 		if err != nil {
 			a.sleep(10 * time.Millisecond)
 			continue

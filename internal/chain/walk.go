@@ -26,6 +26,9 @@ import (
 // dead marker first, so that a late renewal reviving the session cannot
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
+	if c.ended {
+		return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d was ended", errLapsed, c.Key, c.Epoch)
+	}
 	if e.takeHead(c) || c.clear && !c.read {
 		if err := e.ensureCover(ctx, c); err != nil {
 			return false, Blocker{}, err
@@ -127,6 +130,20 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			return false, Blocker{}, err
 		}
 		if !ended {
+			if epoch < c.Epoch-1 && !e.has(BugNoFloorProof) {
+				// Below an ended or passed claim: perhaps a claim whose
+				// marker a prune deleted after this walk's floor check (a
+				// claim right below a live one is never pruned). The gate
+				// that covers the key now says.
+				if f, err := e.freshFloor(ctx, c); err != nil {
+					return false, Blocker{}, err
+				} else if epoch < f.Epoch {
+					if err := e.belowFloor(ctx, c, f); err != nil {
+						return false, Blocker{}, err
+					}
+					continue
+				}
+			}
 			if e.passes(ctx, c.Terms, d) {
 				c.passed = append(c.passed, passedClaim{d, b})
 				c.checked = epoch
@@ -222,15 +239,19 @@ func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	if ks.seg == c.Seg && e.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
 		return e.ownFloorCheck(ctx, c, ks.floor)
 	}
+	return e.freshFloor(ctx, c)
+}
+
+// freshFloor reads the gate that covers c's segment now, and returns its
+// floor (c is given up if no gate covers its segment).
+func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 	g, ok, err := e.liveSegment(ctx, c.Key)
 	if err != nil {
 		return Floor{}, err
 	}
 	if !ok || g.Seg != c.Seg {
 		e.abandon(context.WithoutCancel(ctx), c)
-		if ks.seg == c.Seg {
-			e.dropCover(c.Key, c.Seg)
-		}
+		e.dropCover(c.Key, c.Seg)
 		return Floor{}, fmt.Errorf("%w: %q: no gate covers segment %d", errLapsed, c.Key, c.Seg)
 	}
 	e.learnGate(c.Key, g)
