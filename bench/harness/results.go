@@ -54,7 +54,10 @@ type Figure struct {
 	Value    *float64  `json:"value"` // median of Runs; nil when not measured
 	// AtLeast: Value is a lower bound (the measurement was cut short at
 	// it, as a status page that timed out).
-	AtLeast bool   `json:"atLeast,omitempty"`
+	AtLeast bool `json:"atLeast,omitempty"`
+	// Lacking: the figure does not apply to the library (it has no such
+	// thing: a status page, compaction); Note says why. Shown as "—".
+	Lacking bool   `json:"lacking,omitempty"`
 	Note    string `json:"note,omitempty"`
 }
 
@@ -135,6 +138,12 @@ func (r *Report) atLeast(scenario, param, metric, unit string, v float64, note s
 // na records that a figure could not be measured, and why.
 func (r *Report) na(scenario, param, metric, unit, why string) {
 	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Note: why})
+}
+
+// lackFigure records that a figure does not apply to the library, and
+// why.
+func (r *Report) lackFigure(scenario, param, metric, unit, why string) {
+	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Lacking: true, Note: why})
 }
 
 // lack records that the library has no primitive for scenario.

@@ -61,14 +61,17 @@ type Options struct {
 	Contenders     int           // race: contenders per round
 	Rounds         int           // race: rounds
 
-	// scale (scale.go): idle keys in one namespace, grown in turn to each
-	// size (empty, not nil: that part is not run), by ScaleLoaders
-	// Clients; at each size ScaleFresh fresh Clients each make a first
-	// Lock+Unlock (no more once ScaleFreshBudget is spent, at least 3),
-	// and a status page of ScaleStatusLimit keys is timed, cut short
-	// after ScaleStatusTimeout.
+	// scale (scale.go): idle keys in two namespaces (keys in the
+	// collection, keys compacted), each grown in turn to each size (empty,
+	// not nil: that part is not run), by ScaleLoaders Clients; a size
+	// whose loading would take longer than ScaleLoadBudget is not
+	// measured, nor the larger ones. At each size ScaleFresh fresh
+	// Clients each make a first Lock+Unlock (no more once
+	// ScaleFreshBudget is spent, at least 3), and a status page of
+	// ScaleStatusLimit keys is timed, cut short after ScaleStatusTimeout.
 	ScaleKeys          []int
 	ScaleLoaders       int
+	ScaleLoadBudget    time.Duration
 	ScaleFresh         int
 	ScaleFreshBudget   time.Duration
 	ScaleFreshTimeout  time.Duration // one first Lock+Unlock is cut short after this
@@ -131,6 +134,7 @@ var Defaults = Options{
 	// -scale-keys 100,1000,10000,100000 adds them.
 	ScaleKeys:          []int{100, 1000, 10000},
 	ScaleLoaders:       4,
+	ScaleLoadBudget:    20 * time.Minute,
 	ScaleFresh:         20,
 	ScaleFreshBudget:   2 * time.Minute,
 	ScaleFreshTimeout:  2 * time.Minute,
@@ -176,6 +180,7 @@ var Quick = Options{
 
 	ScaleKeys:          []int{10, 30},
 	ScaleLoaders:       2,
+	ScaleLoadBudget:    time.Minute,
 	ScaleFresh:         3,
 	ScaleFreshBudget:   30 * time.Second,
 	ScaleFreshTimeout:  time.Minute,
@@ -230,6 +235,7 @@ func (o Options) withDefaults(d Options) Options {
 	def(&o.Rounds, d.Rounds)
 	defS(&o.ScaleKeys, d.ScaleKeys)
 	def(&o.ScaleLoaders, d.ScaleLoaders)
+	defD(&o.ScaleLoadBudget, d.ScaleLoadBudget)
 	def(&o.ScaleFresh, d.ScaleFresh)
 	defD(&o.ScaleFreshBudget, d.ScaleFreshBudget)
 	defD(&o.ScaleFreshTimeout, d.ScaleFreshTimeout)
