@@ -233,21 +233,31 @@ func scaleTargets(p func(string, ...any), keys map[string][]scaleSeries, waiters
 				}
 				r.measured = fmt.Sprintf("%s%s ms at 100,000, %s ms at 100: %s%s×", at, num(big), num(small), at, num(big/small))
 				r.result = passFail(big <= 2*small)
-			case okS && len(s.at[k]) > 1:
+			default:
+				// Not measured at 100,000: why, if a figure says, and the
+				// growth up to the largest size measured.
+				r.measured, r.result = "not measured at 100,000", "not measured"
+				if f, ok := s.at[k][100000]; ok && f.Note != "" {
+					r.measured += " (" + f.Note + ")"
+				}
 				var n int
 				for m := range s.at[k] {
 					if _, ok := s.value(k, m); ok {
 						n = max(n, m)
 					}
 				}
+				if !okS || n <= 100 {
+					break
+				}
 				v, _ := s.value(k, n)
-				r.measured = fmt.Sprintf("not measured at 100,000; at %s: %s ms, %s× its cost at 100", thousands(n), num(v), num(v/small))
-				r.result = "not measured"
+				at := ""
+				if s.at[k][n].AtLeast {
+					at = "at least "
+				}
+				r.measured += fmt.Sprintf("; at %s: %s%s ms, %s%s× its cost at 100", thousands(n), at, num(v), at, num(v/small))
 				if v > 2*small {
 					r.result = "fail (already at " + thousands(n) + ")"
 				}
-			default:
-				r.measured, r.result = "not measured", "not measured"
 			}
 			rows = append(rows, r)
 			if ks.name != keysCompacted {

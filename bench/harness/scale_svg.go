@@ -116,9 +116,9 @@ func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
 	}
 	plain := func(suffix string) func(string) string { return func(lib string) string { return lib + suffix } }
 	panels := []plotPanel{
-		{title: "A fresh Client's first Lock+Unlock, p50", xlabel: "idle keys in the collection", ylabel: "ms", logY: true,
+		{title: "A fresh Client's first Lock+Unlock, p50", xlabel: "idle keys", ylabel: "ms", logY: true,
 			lines: keyLines(is(scaleFirstP50+"|ms"), "")},
-		{title: "A status page (△: timed out, at least)", xlabel: "idle keys in the collection", ylabel: "ms", logY: true,
+		{title: "A status page (△: timed out, at least)", xlabel: "idle keys", ylabel: "ms", logY: true,
 			lines: keyLines(prefix(scaleStatus+" of "), "")},
 		{title: "Commands per second per waiter, while waiting", xlabel: "waiting processes", ylabel: "commands/s",
 			lines: lines(waiters, is(scalePerWaiter+"|cmds/s"), plain(""), dashSolid, false)},
@@ -129,7 +129,13 @@ func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
 		{title: "Documents in the lock collection", xlabel: "idle keys, each locked once", ylabel: "documents", logY: true,
 			lines: keyLines(is(scaleLockDocs+"|docs"), "")},
 	}
-	const pw, ph, cols = 540, 380, 2
+	// Every panel leaves room below its plot for the longest legend.
+	legend := 0
+	for _, pn := range panels {
+		legend = max(legend, legendRows(pn))
+	}
+	const pw, cols = 540, 2
+	ph := plotBottom + 44 + 12*legend
 	rows := (len(panels) + cols - 1) / cols
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
@@ -138,17 +144,38 @@ func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" text-anchor="middle">bench/RESULTS.md, Scale: the curves of its tables</text>`+"\n", cols*pw/2)
 	fmt.Fprintf(&b, `<text x="%d" y="38" fill="#444" text-anchor="middle">idle keys: solid, keys in the collection (used within the idle age); dashed, keys compacted; dotted, an older report's one series</text>`+"\n", cols*pw/2)
 	for i, pn := range panels {
-		drawPanel(&b, pn, float64(i%cols*pw), float64(48+i/cols*ph), pw, ph)
+		drawPanel(&b, pn, float64(i%cols*pw), float64(48+i/cols*ph), pw)
 	}
 	b.WriteString("</svg>\n")
 	return b.String(), true
 }
 
-// drawPanel draws one panel in the box at (x0, y0) of size w×h.
-func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w, h int) {
-	const left, right, top, bottom = 64, 16, 28, 90
+// legendColumns is how many entries of pn's legend share a line: three
+// when the names are short, two otherwise.
+func legendColumns(pn plotPanel) int {
+	for _, l := range pn.lines {
+		if len([]rune(l.name)) > 20 {
+			return 2
+		}
+	}
+	return 3
+}
+
+// legendRows is how many lines pn's legend takes.
+func legendRows(pn plotPanel) int {
+	cols := legendColumns(pn)
+	return (len(pn.lines) + cols - 1) / cols
+}
+
+// plotBottom is where a panel's plot ends, below the panel's top: the x
+// axis's labels and the legend follow.
+const plotBottom = 250
+
+// drawPanel draws one panel of width w, its top left corner at (x0, y0).
+func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w int) {
+	const left, right, top = 64, 16, 28
 	pl, pr := x0+left, x0+float64(w-right)
-	pt, pb := y0+top, y0+float64(h-bottom)
+	pt, pb := y0+top, y0+plotBottom
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="12" font-weight="bold" text-anchor="middle">%s</text>`+"\n", (pl+pr)/2, y0+16, html.EscapeString(pn.title))
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`+"\n", pl, pt, pr-pl, pb-pt)
 	var xs, ys []float64
@@ -240,8 +267,9 @@ func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w, h int) {
 			}
 			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s at %s</title></circle>`+"\n", x, y, l.color, html.EscapeString(l.name), num(p.y), axisNum(p.x))
 		}
-		// The legend, below the x label, two entries to a line.
-		lx, ly := pl+float64(i%2)*(pr-pl)/2, pb+42+float64(i/2)*12
+		// The legend, below the x label.
+		cols := legendColumns(pn)
+		lx, ly := pl+float64(i%cols)*(pr-pl)/float64(cols), pb+42+float64(i/cols)*12
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly-4, lx+18, ly-4, l.color, dash)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+22, ly, html.EscapeString(l.name))
 	}

@@ -68,6 +68,9 @@ func TestScaleTargets(t *testing.T) {
 	cut := scaleReport("dsync", keysKept, map[int]float64{100: 4}, nil)
 	cut.atLeast(Scale, scaleKeysParam(100000, keysKept), scaleFirstP50, "ms", 120000, "cut short")
 	old := scaleReport("dsync@f28f297", keysOld, map[int]float64{100: 108, 1000: 478}, nil)
+	relock := scaleReport("dsync", keysKept, map[int]float64{100: 40, 1000: 1900}, nil)
+	relock.na(Scale, scaleKeysParam(10000, keysKept), scaleFirstP50, "ms", "the loader's Lock+Unlock was cut short")
+	relock.na(Scale, scaleKeysParam(100000, keysKept), scaleFirstP50, "ms", "the loader's Lock+Unlock was cut short")
 	for _, c := range []struct {
 		name string
 		r    *Report
@@ -81,6 +84,7 @@ func TestScaleTargets(t *testing.T) {
 			"### Keys compacted"}},
 		{"docs", docs, []string{"| 812 documents | **pass** |", "1.25× | **pass**"}},
 		{"cut", cut, []string{"at least 120000 ms at 100,000, 4.00 ms at 100: at least 30000× | **fail**"}},
+		{"relock", relock, []string{"| not measured at 100,000 (the loader's Lock+Unlock was cut short); at 1,000: 1900 ms, 47.5× its cost at 100 | fail (already at 1,000) |"}},
 		{"old", old, []string{"### Idle keys (one series", "dsync@f28f297, idle keys: a fresh Client's first Lock+Unlock (p50) at 100,000 keys at most 2× its cost at 100 | not measured at 100,000; at 1,000: 478 ms, 4.43× its cost at 100 | fail (already at 1,000)"}},
 	} {
 		md := Render([]*Report{c.r}, "test")
