@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -170,7 +171,7 @@ type keySeries struct {
 	loaders  []Conn
 	meters   []*Meter
 	loaded   int
-	rate     float64 // keys/s of the last loading
+	loads    []loadStep // the loadings so far, in order
 	lastLoad time.Time
 	// stopped says why the sizes from here on are not measured (their
 	// loading would take longer than ScaleLoadBudget).
@@ -263,9 +264,10 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 	}
 	budget := rn.o.ScaleLoadBudget
 	keys := n - s.loaded
-	if s.rate > 0 && float64(keys)/s.rate > budget.Seconds() {
-		s.stopped = fmt.Sprintf("not measured: loading %d more keys would take about %v at the %.0f keys/s of the size before, more than the %v allowed",
-			keys, (time.Duration(float64(keys)/s.rate) * time.Second).Round(time.Minute), s.rate, budget)
+	if est, ok := loadEstimate(s.loads, s.loaded, n); ok && est > budget {
+		last := s.loads[len(s.loads)-1]
+		s.stopped = fmt.Sprintf("not measured: loading %d more keys would take about %v (%.0f keys/s from %s to %s keys), more than the %v allowed",
+			keys, est.Round(time.Minute), float64(last.to-last.from)/last.took.Seconds(), thousands(last.from), thousands(last.to), budget)
 		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
 		return nil
 	}
@@ -305,13 +307,47 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 		sent[name] -= k
 		total -= k
 	}
-	s.rate = float64(keys) / took.Seconds()
-	rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(s.loaders)), "keys/s", []float64{s.rate}, loadNote)
+	s.loads = append(s.loads, loadStep{from: s.loaded, to: n, took: took})
+	rate := float64(keys) / took.Seconds()
+	rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(s.loaders)), "keys/s", []float64{rate}, loadNote)
 	rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / float64(keys)}, loadNote)
 	rn.logf("%s: scale: %s: loaded keys %d to %d in %v (%.0f keys/s), commands %v", rn.d.Name(), s.name, s.loaded, n,
-		took.Round(time.Millisecond), s.rate, sent)
+		took.Round(time.Millisecond), rate, sent)
 	s.loaded, s.lastLoad = n, time.Now()
 	return nil
+}
+
+// A loadStep is one loading of a series: keys from..to-1, and how long
+// it took.
+type loadStep struct {
+	from, to int
+	took     time.Duration
+}
+
+// loadEstimate returns how long loading keys from..to-1 may take after
+// the loadings steps, and whether it can tell (not before a first one).
+// The time per key is the last loading's, grown as it grew between the
+// last two (a store that reads the whole collection for every key slows
+// as the collection grows; the growth is taken as at most linear in the
+// size and never below flat), from the middle of the last loading's keys
+// to the middle of the next's.
+func loadEstimate(steps []loadStep, from, to int) (time.Duration, bool) {
+	if len(steps) == 0 || to <= from {
+		return 0, false
+	}
+	mid := func(a, b int) float64 { return float64(a+b) / 2 }
+	perKey := func(st loadStep) float64 { return st.took.Seconds() / float64(st.to-st.from) }
+	last := steps[len(steps)-1]
+	growth := 0.0 // the exponent of the time per key in the size
+	if len(steps) > 1 {
+		prev := steps[len(steps)-2]
+		if a, b := perKey(prev), perKey(last); a > 0 && b > 0 {
+			growth = math.Log(b/a) / math.Log(mid(last.from, last.to)/mid(prev.from, prev.to))
+			growth = min(max(growth, 0), 1)
+		}
+	}
+	t := perKey(last) * math.Pow(mid(from, to)/mid(last.from, last.to), growth) * float64(to-from)
+	return time.Duration(t * float64(time.Second)), true
 }
 
 // loadAttempts is how many times a loader tries a key's Lock+Unlock: an

@@ -3,9 +3,11 @@ package harness
 import (
 	"encoding/xml"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPacking(t *testing.T) {
@@ -29,6 +31,38 @@ func TestPacking(t *testing.T) {
 		}
 		if sum != c.w {
 			t.Errorf("packing(%d, %d) runs %d waiters", c.w, c.procs, sum)
+		}
+	}
+}
+
+// TestLoadEstimate: the time a loading may take grows with the time per
+// key of the loadings before, flat or linear in the size at most.
+func TestLoadEstimate(t *testing.T) {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	if _, ok := loadEstimate(nil, 0, 100); ok {
+		t.Error("an estimate before any loading")
+	}
+	for _, c := range []struct {
+		name  string
+		steps []loadStep
+		to    int
+		want  float64 // seconds
+	}{
+		// 100 keys/s throughout: 9,000 keys in 90 s.
+		{"flat", []loadStep{{0, 100, sec(1)}, {100, 1000, sec(9)}}, 10000, 90},
+		// Faster at the second loading (the first created the
+		// collections): flat, not faster still.
+		{"faster", []loadStep{{0, 100, sec(4)}, {100, 1000, sec(9)}}, 10000, 90},
+		// The time per key grew tenfold from a middle of 50 to one of 550
+		// keys (11×): about linear, so the next 9,000 keys, around 5,500,
+		// take ten times as long per key again.
+		{"linear", []loadStep{{0, 100, sec(1)}, {100, 1000, sec(90 * 1.1)}}, 10000, 9000 * 0.11 * 10},
+		// One loading: its rate.
+		{"one", []loadStep{{0, 1000, sec(10)}}, 10000, 90},
+	} {
+		got, ok := loadEstimate(c.steps, c.steps[len(c.steps)-1].to, c.to)
+		if !ok || math.Abs(got.Seconds()-c.want) > c.want*0.01 {
+			t.Errorf("%s: %v, %v; want %vs", c.name, got, ok, c.want)
 		}
 	}
 }
