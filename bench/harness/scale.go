@@ -242,6 +242,7 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 			}
 			rn.countDocs(ctx, s.ns, param)
 			if err := rn.firstLocks(ctx, s, n, param); err != nil {
+				rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
 				errs = append(errs, fmt.Errorf("%s, %d keys: %w", s.name, n, err))
 				continue
 			}
@@ -364,14 +365,21 @@ func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) (f
 	// The first key alone: the collections are created once, not by
 	// several Clients at once (which FerretDB's SQLite backend does not
 	// always survive).
+	var failed atomic.Int64
 	if from < to {
-		if err := loadKey(ctx, loaders[0], from); err != nil {
-			return 0, fmt.Errorf("key %d: %w", from, err)
+		var err error
+		for range loadAttempts {
+			if err = loadKey(ctx, loaders[0], from); err == nil || ctx.Err() != nil {
+				break
+			}
+			failed.Add(1)
+		}
+		if err != nil {
+			return int(failed.Load()), fmt.Errorf("key %d, %d attempts: %w", from, loadAttempts, err)
 		}
 		from++
 	}
 	var next atomic.Int64
-	var failed atomic.Int64
 	next.Store(int64(from))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -431,7 +439,11 @@ func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) erro
 	for time.Now().Before(deadline) {
 		docs, err := dc.CountDocs(ctx, s.ns)
 		if err != nil {
-			return err
+			// FerretDB's SQLite backend interrupts a read now and then
+			// while others write: count again.
+			rn.logf("%s: scale: %d keys: counting: %v", rn.d.Name(), n, err)
+			time.Sleep(5 * time.Second)
+			continue
 		}
 		total := int64(0)
 		for _, c := range docs {
@@ -456,9 +468,15 @@ func (rn *runner) countDocs(ctx context.Context, ns, param string) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	t := time.Now()
-	docs, err := dc.CountDocs(cctx, ns)
+	var docs map[string]int64
+	var err error
+	for range 3 { // FerretDB interrupts a read now and then
+		if docs, err = dc.CountDocs(cctx, ns); err == nil || cctx.Err() != nil {
+			break
+		}
+		rn.logf("%s: scale %s: counting documents: %v", rn.d.Name(), param, err)
+	}
 	if err != nil {
-		rn.logf("%s: scale: counting documents: %v", rn.d.Name(), err)
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(docs)) {
@@ -484,9 +502,14 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 	start := time.Now()
 	samples, cut := 0, 0
 	var relockCut bool
+	// failed: fresh Clients whose Lock+Unlock failed (FerretDB's SQLite
+	// backend interrupts a command now and then on a busy machine), not
+	// counted as samples; a size gives up after maxFailed.
+	const maxFailed = 3
+	var failed []error
 	limit := ms(int64(rn.o.ScaleFreshTimeout))
 	var relocks []float64
-	for samples < rn.o.ScaleFresh && cut == 0 {
+	for samples < rn.o.ScaleFresh && cut == 0 && len(failed) < maxFailed {
 		if samples >= 3 && time.Since(start) > rn.o.ScaleFreshBudget {
 			break
 		}
@@ -497,8 +520,13 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 			err := loadKey(rctx, s.loaders[0], key)
 			cancel()
 			if err != nil {
-				if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-					return fmt.Errorf("a loader's Lock+Unlock before: %w", err)
+				if ctx.Err() != nil {
+					return err
+				}
+				if !errors.Is(err, context.DeadlineExceeded) {
+					failed = append(failed, fmt.Errorf("the loader's Lock+Unlock before: %w", err))
+					rn.logf("%s: scale %s: %v", rn.d.Name(), param, failed[len(failed)-1])
+					continue
 				}
 				relockCut = true
 				break
@@ -531,17 +559,21 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 			return Mono() - a, nil
 		}()
 		cpu1, ok1 := ProcessCPU(rn.o.ServerPID)
-		cpu += cpu1 - cpu0
-		cpuOK = cpuOK && ok0 && ok1
 		switch {
-		case err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)):
+		case err != nil && ctx.Err() != nil:
 			return err
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			failed = append(failed, err)
+			rn.logf("%s: scale %s: a fresh Client's Lock+Unlock: %v", rn.d.Name(), param, err)
+			continue
 		case err != nil:
 			cut++ // this size is past the timeout: no more samples
 			lat = append(lat, limit)
 		default:
 			lat = append(lat, ms(took))
 		}
+		cpu += cpu1 - cpu0
+		cpuOK = cpuOK && ok0 && ok1
 		for name, k := range m.ByName() {
 			byName[name] += k
 			total += k
@@ -549,6 +581,9 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 		samples++
 	}
 	var notes []string
+	if len(failed) > 0 {
+		notes = append(notes, fmt.Sprintf("%s failed and were not counted (the first: %v)", count(len(failed), "Lock+Unlock"), failed[0]))
+	}
 	if relockCut {
 		notes = append(notes, fmt.Sprintf("a loader's Lock+Unlock of the key, just before a fresh Client's, was cut short after %v", rn.o.ScaleFreshTimeout))
 	}
@@ -557,7 +592,7 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 	}
 	if samples < rn.o.ScaleFresh {
 		notes = append(notes, fmt.Sprintf("%d fresh Clients, not %d", samples, rn.o.ScaleFresh))
-		if cut == 0 && !relockCut {
+		if cut == 0 && !relockCut && len(failed) < maxFailed {
 			notes[len(notes)-1] += fmt.Sprintf(": the budget of %v was spent", rn.o.ScaleFreshBudget)
 		}
 	}
