@@ -225,7 +225,10 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 	for _, n := range slices.Sorted(slices.Values(rn.o.ScaleKeys)) {
 		for _, s := range series {
 			if err := rn.loadSeries(ctx, s, n); err != nil {
-				return fmt.Errorf("%s: loading %d keys: %w", s.name, n, err)
+				// The series stops; the other goes on.
+				s.stopped = fmt.Sprintf("not measured: loading %s keys failed: %v", thousands(n), err)
+				rn.logf("%s: scale: %s: %s", rn.d.Name(), s.name, s.stopped)
+				errs = append(errs, fmt.Errorf("%s: loading %d keys: %w", s.name, n, err))
 			}
 		}
 		for _, s := range series {
