@@ -240,6 +240,25 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeScale: the part of the scale scenario measured again loses the
+// figures it no longer has (an older report's one series of idle keys);
+// the other part stays.
+func TestMergeScale(t *testing.T) {
+	v := 1.0
+	fig := func(param string) Figure {
+		return Figure{Scenario: Scale, Param: param, Metric: "m", Unit: "ms", Value: &v}
+	}
+	old := &Report{Lib: "x", Figures: []Figure{fig("100 idle keys"), fig("100 keys compacted"), fig("4 waiters")}}
+	old.Merge(&Report{Lib: "x", Figures: []Figure{fig("100 keys compacted"), fig("100 keys in the collection")}})
+	var got []string
+	for _, f := range old.Figures {
+		got = append(got, f.Param)
+	}
+	if want := []string{"100 keys compacted", "4 waiters", "100 keys in the collection"}; !slices.Equal(got, want) {
+		t.Errorf("merged: %v, want %v", got, want)
+	}
+}
+
 // mutexOnly is a driver whose connections have a mutex and nothing else
 // of the family, with a reason for lacking semaphores.
 type mutexOnly struct{ flockDriver }

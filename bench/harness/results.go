@@ -167,9 +167,19 @@ func (r *Report) Merge(newer *Report) {
 		}
 	}
 	r.Lacks = append(lacks, newer.Lacks...)
+	// A part of the scale scenario measured again (its idle keys, its
+	// waiters) loses the figures newer does not have: sizes or series no
+	// longer measured, the one series of idle keys of older reports.
+	parts, keys := map[string]bool{}, map[string]bool{}
+	for _, f := range newer.Figures {
+		keys[f.Key()] = true
+		if p := scalePartOf(f); p != "" {
+			parts[p] = true
+		}
+	}
 	r.Figures = slices.DeleteFunc(r.Figures, func(f Figure) bool {
 		_, now := newer.Lacking(f.Scenario)
-		return now
+		return now || (parts[scalePartOf(f)] && !keys[f.Key()])
 	})
 	idx := map[string]int{}
 	for i, f := range r.Figures {
@@ -189,6 +199,18 @@ func (r *Report) Merge(newer *Report) {
 			r.Notes = append(r.Notes, n)
 		}
 	}
+}
+
+// scalePartOf names the part of the scale scenario f belongs to,
+// "waiters" or "keys" ("" for the other scenarios).
+func scalePartOf(f Figure) string {
+	switch {
+	case f.Scenario != Scale:
+		return ""
+	case strings.HasSuffix(f.Param, " waiters") || strings.HasSuffix(f.Param, " waiter"):
+		return "waiters"
+	}
+	return "keys"
 }
 
 // ReadReport reads a report written by WriteReport.
