@@ -266,6 +266,9 @@ func scaleTargets(p func(string, ...any), keys map[string][]scaleSeries, waiters
 			r = row{target: fmt.Sprintf("%s: at most 100,000 documents in the lock collection after 100,000 keys were each locked once and left idle past the idle age", lib)}
 			if v, ok := s.value(scaleLockDocs+"|docs", 100000); ok {
 				r.measured, r.result = fmt.Sprintf("%s documents", thousands(int(v))), passFail(v <= 100000)
+				if note := s.at[scaleLockDocs+"|docs"][100000].Note; note != "" {
+					r.measured += " (" + note + ")"
+				}
 			} else {
 				r.measured, r.result = "not measured at 100,000", "not measured"
 			}

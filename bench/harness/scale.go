@@ -237,13 +237,15 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 				rn.r.na(Scale, param, scaleFirstP50, "ms", s.stopped)
 				continue
 			}
+			docsNote := ""
 			if s.age > 0 {
 				rn.r.add(Scale, param, scaleIdleAge, "s", []float64{s.age.Seconds()}, "")
 				if err := rn.awaitCompaction(ctx, s, n); err != nil {
 					rn.logf("%s: scale: %v", rn.d.Name(), err)
+					docsNote = err.Error()
 				}
 			}
-			rn.countDocs(ctx, s.ns, param)
+			rn.countDocs(ctx, s.ns, param, docsNote)
 			if err := rn.firstLocks(ctx, s, n, param); err != nil {
 				rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
 				errs = append(errs, fmt.Errorf("%s, %d keys: %w", s.name, n, err))
@@ -459,11 +461,11 @@ func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) erro
 		last = total
 		time.Sleep(5 * time.Second)
 	}
-	return fmt.Errorf("%d keys: documents still falling %v after the idle age", n, time.Minute)
+	return fmt.Errorf("compaction not over: the documents were still falling %v after twice the idle age", s.age+time.Minute)
 }
 
 // countDocs reports what the namespace stores, by collection.
-func (rn *runner) countDocs(ctx context.Context, ns, param string) {
+func (rn *runner) countDocs(ctx context.Context, ns, param, note string) {
 	dc, ok := rn.d.(DocCounter)
 	if !ok {
 		return
@@ -487,7 +489,7 @@ func (rn *runner) countDocs(ctx context.Context, ns, param string) {
 		if strings.HasPrefix(name, "keys") {
 			unit = "keys"
 		}
-		rn.r.add(Scale, param, name, unit, []float64{float64(docs[name])}, "")
+		rn.r.add(Scale, param, name, unit, []float64{float64(docs[name])}, note)
 	}
 	rn.logf("%s: scale %s: counted in %v: %v", rn.d.Name(), param, time.Since(t).Round(time.Millisecond), docs)
 }
