@@ -86,6 +86,7 @@ const (
 	scaleFirstP99   = "fresh Client's first Lock+Unlock p99"
 	scaleFirstCmds  = "fresh Client's first Lock+Unlock: commands"
 	scaleFirstCPU   = "fresh Client's first Lock+Unlock: server CPU"
+	scaleRelockP50  = "a loader's Lock+Unlock of the key just before, p50"
 	scaleStatus     = "status page"
 	scaleDocs       = "documents"
 	scaleLockDocs   = "documents in the lock collection"
@@ -602,6 +603,19 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 		}
 	}
 	note := strings.Join(notes, "; ")
+	// The loader's Lock+Unlock just before each fresh Client's: a Lock of
+	// a used key by a Client that is not fresh, with a bound when one was
+	// cut short.
+	if relockCut {
+		relocks = append(relocks, limit)
+	}
+	if len(relocks) > 0 {
+		if v := Percentile(relocks, 50); v >= limit {
+			rn.r.atLeast(Scale, param, scaleRelockP50, "ms", v, note)
+		} else {
+			rn.r.add(Scale, param, scaleRelockP50, "ms", []float64{v}, note)
+		}
+	}
 	if samples == 0 {
 		rn.r.na(Scale, param, scaleFirstP50, "ms", note)
 		rn.logf("%s: scale %s: no first Lock+Unlock measured: %s", rn.d.Name(), param, note)
