@@ -2,7 +2,9 @@
 # Measures dsync and the libraries users compare it with, on this machine,
 # and writes bench/RESULTS.md (and the raw figures in bench/results/*.json).
 #
-#   bash bench/run.sh                          everything (about 35 minutes on 2 cores)
+#   bash bench/run.sh                          everything (about 35 minutes on 2 cores,
+#                                              and the scale scenario about 30 more
+#                                              for dsync, 10 to 15 for each peer)
 #   bash bench/run.sh --only dsync             only dsync; the peers' last figures are kept
 #   bash bench/run.sh --only dsync --scenarios handoff,idle
 #                                              re-measure some figures, keep the others
@@ -20,12 +22,19 @@
 #                                              races (a peer without the primitive
 #                                              shows "—" and why)
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
-#                                              (prints its table, keeps nothing)
+#                                              (prints its table, keeps nothing; about
+#                                              15 minutes: dsync's scale scenario waits
+#                                              for compaction)
 #
-#   bash bench/run.sh --only dsync --scenarios scale -- -scale-keys 100,1000,10000,100000
+#   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios scale -- -scale-keys 100,1000,10000,100000 -scale-load-budget 3h
 #                                              issue 25's scale scenario with
-#                                              100,000 idle keys (opt-in: about
-#                                              half an hour more before issue 25)
+#                                              100,000 idle keys in each of its
+#                                              two series (opt-in: the loading
+#                                              slows as the collection grows, 125
+#                                              keys/s to 1,000 and 53 to 10,000 on
+#                                              a machine with a load of 3 to 6; the
+#                                              90,000 more take about an hour in
+#                                              each series)
 #
 # Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
@@ -61,7 +70,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick="-quick"; shift ;;
 	--as) as="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,55p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

@@ -181,7 +181,7 @@ func TestScenariosRun(t *testing.T) {
 	got := map[string]bool{}
 	for _, f := range r.Figures {
 		got[f.Scenario] = true
-		if f.Value == nil && f.Scenario != Renewal {
+		if f.Value == nil && f.Scenario != Renewal && !f.Lacking {
 			t.Errorf("%s: no value: %s", f.Key(), f.Note)
 		}
 		if f.Note != "" && slices.Contains([]string{RWMutexScenario, SemaphoreScenario, OnceScenario}, f.Scenario) {
@@ -237,6 +237,25 @@ func TestMerge(t *testing.T) {
 	old.Merge(&Report{Lib: "x", Figures: []Figure{{Scenario: Handoff, Metric: "p50", Unit: "ms", Value: &v2}}})
 	if len(old.Figures) != 2 || *old.Figures[0].Value != 2 || *old.Figures[1].Value != 1 {
 		t.Fatalf("merged: %+v", old.Figures)
+	}
+}
+
+// TestMergeScale: the part of the scale scenario measured again loses the
+// figures it no longer has (an older report's one series of idle keys);
+// the other part stays.
+func TestMergeScale(t *testing.T) {
+	v := 1.0
+	fig := func(param string) Figure {
+		return Figure{Scenario: Scale, Param: param, Metric: "m", Unit: "ms", Value: &v}
+	}
+	old := &Report{Lib: "x", Figures: []Figure{fig("100 idle keys"), fig("100 keys compacted"), fig("4 waiters")}}
+	old.Merge(&Report{Lib: "x", Figures: []Figure{fig("100 keys compacted"), fig("100 keys in the collection")}})
+	var got []string
+	for _, f := range old.Figures {
+		got = append(got, f.Param)
+	}
+	if want := []string{"100 keys compacted", "4 waiters", "100 keys in the collection"}; !slices.Equal(got, want) {
+		t.Errorf("merged: %v, want %v", got, want)
 	}
 }
 

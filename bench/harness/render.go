@@ -37,15 +37,20 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"and how evenly they are split (Jain's index: 1 is an equal split, 1/%d is one process taking everything).", o.Procs, o.ThroughputFor, o.Procs)
 	case Scale:
 		return "Scale", fmt.Sprintf("What grows with the history of the lock collection, and with the number of waiting processes; "+
-			"one run per figure. **Idle keys**: one collection is grown in turn to each size by %d Clients locking and unlocking new keys "+
-			"(named as a user names dated jobs, `report-2026-11-23-<i>`); at each size up to %d fresh Clients (a new connection and backend "+
-			"each, cold caches: a cron job's process) each make a first Lock+Unlock of a random idle key, one at a time (fewer once %v is spent, "+
-			"and none more after one is cut short at %v, shown as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over them is divided "+
-			"among them. The status page is the library's command-line listing of %d keys, cut short after %v. Documents are counted per "+
-			"collection after loading. **Waiting processes**: one process holds a key and W wait for it (beyond %d processes, the waiting "+
-			"Clients are packed several to a process, each with its own connection and backend: the notes say how); %d handoffs as in Handoff, "+
-			"then, while they wait, what each waiter sends over %v, by command, and the server's CPU meanwhile.",
-			o.ScaleLoaders, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleFreshTimeout, o.ScaleStatusLimit, o.ScaleStatusTimeout, o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
+			"one run per figure. **Idle keys**, in two series, each in a namespace of its own grown in turn to each size by %d Clients "+
+			"locking and unlocking new keys (named as a user names dated jobs, `report-2026-11-23-<i>`); a size whose loading would take "+
+			"longer than %v is not measured (the notes say so). *Keys in the collection*: used within the idle age, nothing compacted; "+
+			"*keys compacted*: left idle past a short idle age, and compacted before the figures are taken. At each size up to %d fresh "+
+			"Clients (a new connection and backend each, cold caches: a cron job's process) each make a first Lock+Unlock, one at a time, "+
+			"timed from the new connection to Unlock's return (fewer once %v is spent, and none more after one is cut short at %v, shown "+
+			"as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over "+
+			"each is divided among them. The status page is the library's command-line listing of %d keys, cut short after %v. What the "+
+			"store keeps is counted per collection after loading (and compaction). **Waiting processes**: one process holds a key and W "+
+			"wait for it (beyond %d processes, the waiting Clients are packed several to a process, each with its own connection and "+
+			"backend: the notes say how); %d handoffs as in Handoff, then, while they wait, what each waiter sends over %v, by command, "+
+			"and the server's CPU meanwhile.",
+			o.ScaleLoaders, o.ScaleLoadBudget, o.ScaleFresh, o.ScaleFreshBudget, o.ScaleFreshTimeout, o.ScaleStatusLimit, o.ScaleStatusTimeout,
+			o.ScaleProcs, o.Handoffs, o.ScaleIdleWindow)
 	case RWMutexScenario:
 		return "Reader/writer lock: readers", fmt.Sprintf("N processes, each with the same reader/writer lock (dsync.RWMutex; etcd's "+
 			"experimental/recipes RWMutex), take and release its read side (RLock+RUnlock) as fast as they can, for %v per run, with no writer. "+
@@ -258,11 +263,14 @@ func Render(reports []*Report, command string) string {
 
 // num formats v with about three significant digits.
 // cell is a figure as a table shows it: "–" when it was not measured,
-// "n/a" when it does not apply, "≥ v" for a lower bound.
+// "—" when it does not apply to the library (Lacking), "n/a" when it
+// could not be measured, "≥ v" for a lower bound.
 func cell(f Figure, ok bool) string {
 	switch {
 	case !ok:
 		return "–"
+	case f.Lacking:
+		return "—"
 	case f.Value == nil:
 		return "n/a"
 	case f.AtLeast:

@@ -54,7 +54,10 @@ type Figure struct {
 	Value    *float64  `json:"value"` // median of Runs; nil when not measured
 	// AtLeast: Value is a lower bound (the measurement was cut short at
 	// it, as a status page that timed out).
-	AtLeast bool   `json:"atLeast,omitempty"`
+	AtLeast bool `json:"atLeast,omitempty"`
+	// Lacking: the figure does not apply to the library (it has no such
+	// thing: a status page, compaction); Note says why. Shown as "—".
+	Lacking bool   `json:"lacking,omitempty"`
 	Note    string `json:"note,omitempty"`
 }
 
@@ -137,6 +140,12 @@ func (r *Report) na(scenario, param, metric, unit, why string) {
 	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Note: why})
 }
 
+// lackFigure records that a figure does not apply to the library, and
+// why.
+func (r *Report) lackFigure(scenario, param, metric, unit, why string) {
+	r.Figures = append(r.Figures, Figure{Scenario: scenario, Param: param, Metric: metric, Unit: unit, Lacking: true, Note: why})
+}
+
 // lack records that the library has no primitive for scenario.
 func (r *Report) lack(scenario, why string) {
 	r.Lacks = append(r.Lacks, Lack{Scenario: scenario, Why: why})
@@ -158,9 +167,19 @@ func (r *Report) Merge(newer *Report) {
 		}
 	}
 	r.Lacks = append(lacks, newer.Lacks...)
+	// A part of the scale scenario measured again (its idle keys, its
+	// waiters) loses the figures newer does not have: sizes or series no
+	// longer measured, the one series of idle keys of older reports.
+	parts, keys := map[string]bool{}, map[string]bool{}
+	for _, f := range newer.Figures {
+		keys[f.Key()] = true
+		if p := scalePartOf(f); p != "" {
+			parts[p] = true
+		}
+	}
 	r.Figures = slices.DeleteFunc(r.Figures, func(f Figure) bool {
 		_, now := newer.Lacking(f.Scenario)
-		return now
+		return now || (parts[scalePartOf(f)] && !keys[f.Key()])
 	})
 	idx := map[string]int{}
 	for i, f := range r.Figures {
@@ -180,6 +199,18 @@ func (r *Report) Merge(newer *Report) {
 			r.Notes = append(r.Notes, n)
 		}
 	}
+}
+
+// scalePartOf names the part of the scale scenario f belongs to,
+// "waiters" or "keys" ("" for the other scenarios).
+func scalePartOf(f Figure) string {
+	switch {
+	case f.Scenario != Scale:
+		return ""
+	case strings.HasSuffix(f.Param, " waiters") || strings.HasSuffix(f.Param, " waiter"):
+		return "waiters"
+	}
+	return "keys"
 }
 
 // ReadReport reads a report written by WriteReport.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -17,12 +18,23 @@ import (
 // The scale scenario: what grows with the history of a collection, and
 // with the number of processes waiting for one key.
 //
-// Idle keys: one namespace is grown in turn to each size of ScaleKeys by
-// loaders (ScaleLoaders Clients of this process, each locking and
-// unlocking new keys named like a user names a dated job,
-// "report-2026-11-23-<i>"). At each size, fresh Clients (cold caches, as
-// a cron job's process) each make a first Lock+Unlock of a random idle
-// key, and the driver's status page of ScaleStatusLimit keys is timed.
+// Idle keys, in two series, each in a namespace of its own grown in turn
+// to each size of ScaleKeys by loaders (ScaleLoaders Clients of this
+// process, each locking and unlocking new keys named like a user names a
+// dated job, "report-2026-11-23-<i>"):
+//
+//   - keys in the collection: the keys were used within the idle age (the
+//     namespace's Clients do not compact), so every document they left is
+//     there; a loader locks and unlocks a random one of them, then a fresh
+//     Client (cold caches, as a cron job's process) makes its first
+//     Lock+Unlock of that key, whose queue is live, with history. The
+//     peers, which compact nothing, run this series only;
+//   - keys compacted: the namespace's Clients compact keys idle past a
+//     short idle age (IdleCompactor), the scenario waits for it, then a
+//     fresh Client makes its first Lock+Unlock of a random idle key.
+//
+// At each size of each series the store's documents are counted and the
+// driver's status page of ScaleStatusLimit keys is timed.
 //
 // Waiters: one Client holds a key and W others wait for it, in child
 // processes (packed several to a process beyond ScaleProcs processes, on
@@ -37,18 +49,34 @@ type (
 	StatusPager interface {
 		StatusPage(ctx context.Context, ns string, limit int, timeout time.Duration) (took time.Duration, how string, timedOut bool, err error)
 	}
-	// A DocCounter counts what a namespace stores, by collection (or the
-	// store's equivalent), named as the driver's users know them.
+	// A DocCounter counts what a namespace stores, each count under the
+	// name of its figure as the driver's users know the place:
+	// "documents in the lock collection", one per collection, or the
+	// store's equivalent ("keys in Redis"; the unit is "keys" for a name
+	// that starts with "keys", "docs" otherwise).
 	DocCounter interface {
 		CountDocs(ctx context.Context, ns string) (map[string]int64, error)
 	}
-	// An IdleCompactor is a Driver whose store compacts idle keys once
-	// nobody held or awaited them for IdleAge (0: it does not): the
-	// scenario then waits for the compaction before it counts and
-	// measures.
+	// An IdleCompactor is a Driver whose store compacts idle keys (keys
+	// nobody held or awaited for an idle age). The scale scenario sets up
+	// each series' namespace before any Client connects to it:
+	// KeepIdle(ns) turns compaction off in ns (keys in the collection);
+	// CompactIdle(ns) makes ns's Clients compact keys idle past a short
+	// age and returns it (keys compacted; 0: not in this run), and the
+	// scenario waits for the compaction before it counts and measures.
 	IdleCompactor interface {
-		IdleAge() time.Duration
+		KeepIdle(ns string)
+		CompactIdle(ns string) time.Duration
 	}
+)
+
+// What the scale scenario asks a Lacker (Lacks) about, for the figures
+// that do not apply to a library: "—" in the tables, with its reason.
+const (
+	// ScaleStatusPage: the library has no status page.
+	ScaleStatusPage = "scale: status page"
+	// ScaleCompaction: the library compacts no idle keys.
+	ScaleCompaction = "scale: compaction"
 )
 
 // The figures the scale scenario reports that the targets and the plot
@@ -58,8 +86,11 @@ const (
 	scaleFirstP99   = "fresh Client's first Lock+Unlock p99"
 	scaleFirstCmds  = "fresh Client's first Lock+Unlock: commands"
 	scaleFirstCPU   = "fresh Client's first Lock+Unlock: server CPU"
+	scaleRelockP50  = "a loader's Lock+Unlock of the key just before, p50"
 	scaleStatus     = "status page"
 	scaleDocs       = "documents"
+	scaleLockDocs   = "documents in the lock collection"
+	scaleIdleAge    = "keys compacted once idle for"
 	scaleLoadRate   = "loading: new keys locked and unlocked per second"
 	scaleHandoffP50 = "handoff Unlock→Lock p50"
 	scaleHandoffP99 = "handoff Unlock→Lock p99"
@@ -71,9 +102,19 @@ const (
 	scaleFirstName  = "fresh Client's first Lock+Unlock: %s commands"
 )
 
+// The series of idle keys, named by the end of their params ("1,000 keys
+// in the collection"). Reports written before the two series have one,
+// "idle keys" (keysOld): keys compacted where the library compacted
+// them, in the collection where it did not.
+const (
+	keysKept      = "keys in the collection"
+	keysCompacted = "keys compacted"
+	keysOld       = "idle keys"
+)
+
 // scaleKeysParam and scaleWaitersParam name a size of each part.
-func scaleKeysParam(n int) string    { return thousands(n) + " idle keys" }
-func scaleWaitersParam(w int) string { return count(w, "waiter") }
+func scaleKeysParam(n int, series string) string { return thousands(n) + " " + series }
+func scaleWaitersParam(w int) string             { return count(w, "waiter") }
 
 // thousands writes n with thousands separators: 100,000.
 func thousands(n int) string {
@@ -116,72 +157,204 @@ func (rn *runner) scale(ctx context.Context) error {
 // scaleKey names the i-th idle key.
 func scaleKey(i int) string { return fmt.Sprintf("report-2026-11-23-%d", i) }
 
-// scaleKeys grows one namespace to each size in turn and measures a fresh
-// Client's first Lock+Unlock and a status page at each.
+// A keySeries is one series of idle keys: its namespace, its loaders and
+// how far they loaded it.
+type keySeries struct {
+	name string // keysKept or keysCompacted
+	ns   string
+	// age: the idle age after which the namespace's Clients compact (0:
+	// they do not).
+	age time.Duration
+	// relock: a loader locks and unlocks the key a fresh Client is about
+	// to lock, just before it.
+	relock bool
+
+	loaders  []Conn
+	meters   []*Meter
+	loaded   int
+	loads    []loadStep // the loadings so far, in order
+	lastLoad time.Time
+	// stopped says why the sizes from here on are not measured (their
+	// loading would take longer than ScaleLoadBudget).
+	stopped string
+}
+
+// why returns the driver's reason for lacking what (Lacker), or def.
+func (rn *runner) why(what, def string) string {
+	if l, ok := rn.d.(Lacker); ok {
+		if s := l.Lacks(what); s != "" {
+			return s
+		}
+	}
+	return def
+}
+
+// scaleKeys grows each series' namespace to each size in turn and
+// measures, at each, a fresh Client's first Lock+Unlock and a status page.
 func (rn *runner) scaleKeys(ctx context.Context) error {
-	ns := rn.ns("scale")
-	rn.dropLater(ns)
-	loaders := make([]Conn, rn.o.ScaleLoaders)
-	meters := make([]*Meter, len(loaders))
-	for i := range loaders {
-		meters[i] = NewMeter()
-		c, err := rn.d.Connect(ctx, meters[i], ns)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		loaders[i] = c
+	kept := &keySeries{name: keysKept, ns: rn.ns("scalekept"), relock: true}
+	comp := &keySeries{name: keysCompacted, ns: rn.ns("scale")}
+	// compLacks: why the library has no compacted series ("" if it has).
+	compLacks := rn.why(ScaleCompaction, "the library compacts no idle keys")
+	if ic, ok := rn.d.(IdleCompactor); ok {
+		compLacks = ""
+		ic.KeepIdle(kept.ns)
+		comp.age = ic.CompactIdle(comp.ns)
 	}
-	sizes := slices.Sorted(slices.Values(rn.o.ScaleKeys))
-	loaded := 0
-	var lastLoad time.Time
-	for _, n := range sizes {
-		param := scaleKeysParam(n)
-		if n > loaded {
-			before := map[string]int64{}
-			for _, m := range meters {
-				for name, k := range m.ByName() {
-					before[name] += k
-				}
-			}
-			t := time.Now()
-			failures, err := rn.loadKeys(ctx, loaders, loaded, n)
+	// The compacted series loads first at each size: its keys age (and
+	// are compacted) while the other series loads.
+	var series []*keySeries
+	if comp.age > 0 {
+		series = append(series, comp)
+	} else if compLacks == "" {
+		rn.logf("%s: scale: no idle age given: the series %q is not measured", rn.d.Name(), keysCompacted)
+	}
+	series = append(series, kept)
+	for _, s := range series {
+		rn.dropLater(s.ns)
+		for range rn.o.ScaleLoaders {
+			m := NewMeter()
+			c, err := rn.d.Connect(ctx, m, s.ns)
 			if err != nil {
-				return fmt.Errorf("loading %d keys: %w", n, err)
+				return err
 			}
-			loadNote := ""
-			if failures > 0 {
-				loadNote = fmt.Sprintf("%s of a Lock+Unlock failed and were tried again", count(failures, "attempt"))
+			defer c.Close()
+			s.loaders, s.meters = append(s.loaders, c), append(s.meters, m)
+		}
+	}
+	var errs []error
+	for _, n := range slices.Sorted(slices.Values(rn.o.ScaleKeys)) {
+		for _, s := range series {
+			if err := rn.loadSeries(ctx, s, n); err != nil {
+				// The series stops; the other goes on.
+				s.stopped = fmt.Sprintf("not measured: loading %s keys failed: %v", thousands(n), err)
+				rn.logf("%s: scale: %s: %s", rn.d.Name(), s.name, s.stopped)
+				errs = append(errs, fmt.Errorf("%s: loading %d keys: %w", s.name, n, err))
 			}
-			took := time.Since(t)
-			sent := map[string]int64{}
-			var total int64
-			for _, m := range meters {
-				for name, k := range m.ByName() {
-					sent[name] += k
-					total += k
+		}
+		for _, s := range series {
+			param := scaleKeysParam(n, s.name)
+			if s.stopped != "" {
+				rn.r.na(Scale, param, scaleFirstP50, "ms", s.stopped)
+				continue
+			}
+			docsNote := ""
+			if s.age > 0 {
+				rn.r.add(Scale, param, scaleIdleAge, "s", []float64{s.age.Seconds()}, "")
+				if err := rn.awaitCompaction(ctx, s, n); err != nil {
+					rn.logf("%s: scale: %v", rn.d.Name(), err)
+					docsNote = err.Error()
 				}
 			}
-			for name, k := range before {
-				sent[name] -= k
-				total -= k
+			rn.countDocs(ctx, s.ns, param, docsNote)
+			if err := rn.firstLocks(ctx, s, n, param); err != nil {
+				rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
+				errs = append(errs, fmt.Errorf("%s, %d keys: %w", s.name, n, err))
+				continue
 			}
-			keys := float64(n - loaded)
-			rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(loaders)), "keys/s", []float64{keys / took.Seconds()}, loadNote)
-			rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / keys}, loadNote)
-			rn.logf("%s: scale: loaded keys %d to %d in %v, commands %v", rn.d.Name(), loaded, n, took.Round(time.Millisecond), sent)
-			loaded, lastLoad = n, time.Now()
+			rn.statusPage(ctx, s.ns, param)
 		}
-		if err := rn.awaitCompaction(ctx, ns, lastLoad, n); err != nil {
-			rn.logf("%s: scale: %v", rn.d.Name(), err)
+		if compLacks != "" {
+			param := scaleKeysParam(n, keysCompacted)
+			rn.r.lackFigure(Scale, param, scaleFirstP50, "ms", compLacks)
+			rn.r.lackFigure(Scale, param, scaleFirstP99, "ms", compLacks)
 		}
-		rn.countDocs(ctx, ns, param)
-		if err := rn.firstLocks(ctx, ns, n, param); err != nil {
-			return fmt.Errorf("%d keys: %w", n, err)
-		}
-		rn.statusPage(ctx, ns, param)
 	}
+	return errors.Join(errs...)
+}
+
+// loadSeries grows series s to n keys, unless that would take longer than
+// ScaleLoadBudget (then s stops: its sizes from n on are not measured).
+func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
+	if n <= s.loaded || s.stopped != "" {
+		return nil
+	}
+	budget := rn.o.ScaleLoadBudget
+	keys := n - s.loaded
+	if est, ok := loadEstimate(s.loads, s.loaded, n); ok && est > budget {
+		last := s.loads[len(s.loads)-1]
+		s.stopped = fmt.Sprintf("not measured: loading %d more keys would take about %v (%.0f keys/s from %s to %s keys), more than the %v allowed",
+			keys, est.Round(time.Minute), float64(last.to-last.from)/last.took.Seconds(), thousands(last.from), thousands(last.to), budget)
+		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
+		return nil
+	}
+	param := scaleKeysParam(n, s.name)
+	before := map[string]int64{}
+	for _, m := range s.meters {
+		for name, k := range m.ByName() {
+			before[name] += k
+		}
+	}
+	t := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, budget)
+	failures, err := rn.loadKeys(lctx, s.loaders, s.loaded, n)
+	cancel()
+	took := time.Since(t)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		s.stopped = fmt.Sprintf("not measured: loading %d keys was cut short after %v", n, budget)
+		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	loadNote := ""
+	if failures > 0 {
+		loadNote = fmt.Sprintf("%s of a Lock+Unlock failed and were tried again", count(failures, "attempt"))
+	}
+	sent := map[string]int64{}
+	var total int64
+	for _, m := range s.meters {
+		for name, k := range m.ByName() {
+			sent[name] += k
+			total += k
+		}
+	}
+	for name, k := range before {
+		sent[name] -= k
+		total -= k
+	}
+	s.loads = append(s.loads, loadStep{from: s.loaded, to: n, took: took})
+	rate := float64(keys) / took.Seconds()
+	rn.r.add(Scale, param, fmt.Sprintf("%s (%d Clients)", scaleLoadRate, len(s.loaders)), "keys/s", []float64{rate}, loadNote)
+	rn.r.add(Scale, param, "loading: commands per new key", "cmds", []float64{float64(total) / float64(keys)}, loadNote)
+	rn.logf("%s: scale: %s: loaded keys %d to %d in %v (%.0f keys/s), commands %v", rn.d.Name(), s.name, s.loaded, n,
+		took.Round(time.Millisecond), rate, sent)
+	s.loaded, s.lastLoad = n, time.Now()
 	return nil
+}
+
+// A loadStep is one loading of a series: keys from..to-1, and how long
+// it took.
+type loadStep struct {
+	from, to int
+	took     time.Duration
+}
+
+// loadEstimate returns how long loading keys from..to-1 may take after
+// the loadings steps, and whether it can tell (not before a first one).
+// The time per key is the last loading's, grown as it grew between the
+// last two (a store that reads the whole collection for every key slows
+// as the collection grows; the growth is taken as at most linear in the
+// size and never below flat), from the middle of the last loading's keys
+// to the middle of the next's.
+func loadEstimate(steps []loadStep, from, to int) (time.Duration, bool) {
+	if len(steps) == 0 || to <= from {
+		return 0, false
+	}
+	mid := func(a, b int) float64 { return float64(a+b) / 2 }
+	perKey := func(st loadStep) float64 { return st.took.Seconds() / float64(st.to-st.from) }
+	last := steps[len(steps)-1]
+	growth := 0.0 // the exponent of the time per key in the size
+	if len(steps) > 1 {
+		prev := steps[len(steps)-2]
+		if a, b := perKey(prev), perKey(last); a > 0 && b > 0 {
+			growth = math.Log(b/a) / math.Log(mid(last.from, last.to)/mid(prev.from, prev.to))
+			growth = min(max(growth, 0), 1)
+		}
+	}
+	t := perKey(last) * math.Pow(mid(from, to)/mid(last.from, last.to), growth) * float64(to-from)
+	return time.Duration(t * float64(time.Second)), true
 }
 
 // loadAttempts is how many times a loader tries a key's Lock+Unlock: an
@@ -190,20 +363,29 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 const loadAttempts = 3
 
 // loadKeys locks and unlocks keys from..to-1 with the loaders, each
-// taking the next key when done with one. A key whose Lock or Unlock
-// fails is tried again, with a new lock; it returns how many failed.
+// taking the next key when done with one (several Lock+Unlock at once per
+// loader did not load FerretDB faster: its writes wait for each other).
+// A key whose Lock or Unlock fails is tried again, with a new lock; it
+// returns how many failed.
 func (rn *runner) loadKeys(ctx context.Context, loaders []Conn, from, to int) (failures int, err error) {
 	// The first key alone: the collections are created once, not by
 	// several Clients at once (which FerretDB's SQLite backend does not
 	// always survive).
+	var failed atomic.Int64
 	if from < to {
-		if err := loadKey(ctx, loaders[0], from); err != nil {
-			return 0, fmt.Errorf("key %d: %w", from, err)
+		var err error
+		for range loadAttempts {
+			if err = loadKey(ctx, loaders[0], from); err == nil || ctx.Err() != nil {
+				break
+			}
+			failed.Add(1)
+		}
+		if err != nil {
+			return int(failed.Load()), fmt.Errorf("key %d, %d attempts: %w", from, loadAttempts, err)
 		}
 		from++
 	}
 	var next atomic.Int64
-	var failed atomic.Int64
 	next.Store(int64(from))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -245,31 +427,29 @@ func loadKey(ctx context.Context, c Conn, i int) error {
 	return l.Unlock(ctx)
 }
 
-// awaitCompaction waits, if the driver compacts idle keys, until the keys
-// loaded up to lastLoad are past the idle age and the store's documents
-// stop falling.
-func (rn *runner) awaitCompaction(ctx context.Context, ns string, lastLoad time.Time, n int) error {
-	ic, ok := rn.d.(IdleCompactor)
-	if !ok || ic.IdleAge() <= 0 {
-		return nil
-	}
-	age := ic.IdleAge()
+// awaitCompaction waits until the keys of s loaded up to its last loading
+// are past the idle age and the store's documents stop falling.
+func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) error {
 	// A key is compacted once it is idle for the age past the end of its
 	// coverage (two bucket spans of a quarter of the age), at a sweep
 	// (every span or so).
-	time.Sleep(time.Until(lastLoad.Add(2 * age)))
+	time.Sleep(time.Until(s.lastLoad.Add(2 * s.age)))
 	dc, ok := rn.d.(DocCounter)
 	if !ok {
 		return nil
 	}
 	// Compaction runs in the background of the store's Clients: give it
 	// another idle age, and stop once the count holds still for 5 s.
-	deadline := time.Now().Add(age + time.Minute)
+	deadline := time.Now().Add(s.age + time.Minute)
 	last := int64(-1)
 	for time.Now().Before(deadline) {
-		docs, err := dc.CountDocs(ctx, ns)
+		docs, err := dc.CountDocs(ctx, s.ns)
 		if err != nil {
-			return err
+			// FerretDB's SQLite backend interrupts a read now and then
+			// while others write: count again.
+			rn.logf("%s: scale: %d keys: counting: %v", rn.d.Name(), n, err)
+			time.Sleep(5 * time.Second)
+			continue
 		}
 		total := int64(0)
 		for _, c := range docs {
@@ -282,57 +462,100 @@ func (rn *runner) awaitCompaction(ctx context.Context, ns string, lastLoad time.
 		last = total
 		time.Sleep(5 * time.Second)
 	}
-	return fmt.Errorf("%d keys: documents still falling %v after the idle age", n, time.Minute)
+	return fmt.Errorf("compaction not over: the documents were still falling %v after twice the idle age", s.age+time.Minute)
 }
 
 // countDocs reports what the namespace stores, by collection.
-func (rn *runner) countDocs(ctx context.Context, ns, param string) {
+func (rn *runner) countDocs(ctx context.Context, ns, param, note string) {
 	dc, ok := rn.d.(DocCounter)
 	if !ok {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	docs, err := dc.CountDocs(cctx, ns)
+	t := time.Now()
+	var docs map[string]int64
+	var err error
+	for range 3 { // FerretDB interrupts a read now and then
+		if docs, err = dc.CountDocs(cctx, ns); err == nil || cctx.Err() != nil {
+			break
+		}
+		rn.logf("%s: scale %s: counting documents: %v", rn.d.Name(), param, err)
+	}
 	if err != nil {
-		rn.logf("%s: scale: counting documents: %v", rn.d.Name(), err)
 		return
 	}
-	for _, coll := range slices.Sorted(maps.Keys(docs)) {
-		rn.r.add(Scale, param, scaleDocs+" in "+coll, "docs", []float64{float64(docs[coll])}, "")
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		unit := "docs"
+		if strings.HasPrefix(name, "keys") {
+			unit = "keys"
+		}
+		rn.r.add(Scale, param, name, unit, []float64{float64(docs[name])}, note)
 	}
+	rn.logf("%s: scale %s: counted in %v: %v", rn.d.Name(), param, time.Since(t).Round(time.Millisecond), docs)
 }
 
-// firstLocks measures fresh Clients' first Lock+Unlock of random idle keys
-// among the first n, one Client at a time.
-func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string) error {
+// firstLocks measures fresh Clients' first Lock+Unlock of random keys
+// among the first n of series s, one Client at a time: each timed from
+// its connection to the return of its Unlock. In a series with relock, a
+// loader locks and unlocks the key just before (not timed).
+func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param string) error {
 	var lat []float64
 	byName := map[string]int64{}
 	var total int64
-	cpu0, cpuOK := ProcessCPU(rn.o.ServerPID)
+	var cpu time.Duration
+	cpuOK := true
 	start := time.Now()
 	samples, cut := 0, 0
+	var relockCut bool
+	// failed: fresh Clients whose Lock+Unlock failed (FerretDB's SQLite
+	// backend interrupts a command now and then on a busy machine), not
+	// counted as samples; a size gives up after maxFailed.
+	const maxFailed = 3
+	var failed []error
 	limit := ms(int64(rn.o.ScaleFreshTimeout))
-	for samples < rn.o.ScaleFresh && cut == 0 {
+	var relocks []float64
+	for samples < rn.o.ScaleFresh && cut == 0 && len(failed) < maxFailed {
 		if samples >= 3 && time.Since(start) > rn.o.ScaleFreshBudget {
 			break
 		}
-		m := NewMeter()
-		c, err := rn.d.Connect(ctx, m, ns)
-		if err != nil {
-			return err
-		}
-		took, err := func() (int64, error) {
-			defer c.Close()
-			l, err := c.NewMutex(scaleKey(rand.N(n)), DefaultTTL)
+		key := rand.N(n)
+		if s.relock {
+			rctx, cancel := context.WithTimeout(ctx, rn.o.ScaleFreshTimeout)
+			a := Mono()
+			err := loadKey(rctx, s.loaders[0], key)
+			cancel()
 			if err != nil {
-				return 0, err
+				if ctx.Err() != nil {
+					return err
+				}
+				if !errors.Is(err, context.DeadlineExceeded) {
+					failed = append(failed, fmt.Errorf("the loader's Lock+Unlock before: %w", err))
+					rn.logf("%s: scale %s: %v", rn.d.Name(), param, failed[len(failed)-1])
+					continue
+				}
+				relockCut = true
+				break
 			}
+			relocks = append(relocks, ms(Mono()-a))
+		}
+		m := NewMeter()
+		cpu0, ok0 := ProcessCPU(rn.o.ServerPID)
+		took, err := func() (int64, error) {
 			// A Lock retries what fails; one that cannot finish (every
 			// read of a first Lock times out, say) is cut short.
 			lctx, cancel := context.WithTimeout(ctx, rn.o.ScaleFreshTimeout)
 			defer cancel()
 			a := Mono()
+			c, err := rn.d.Connect(lctx, m, s.ns)
+			if err != nil {
+				return 0, err
+			}
+			defer c.Close()
+			l, err := c.NewMutex(scaleKey(key), DefaultTTL)
+			if err != nil {
+				return 0, err
+			}
 			if err := l.Lock(lctx); err != nil {
 				return 0, err
 			}
@@ -341,33 +564,63 @@ func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string
 			}
 			return Mono() - a, nil
 		}()
+		cpu1, ok1 := ProcessCPU(rn.o.ServerPID)
 		switch {
-		case err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)):
+		case err != nil && ctx.Err() != nil:
 			return err
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			failed = append(failed, err)
+			rn.logf("%s: scale %s: a fresh Client's Lock+Unlock: %v", rn.d.Name(), param, err)
+			continue
 		case err != nil:
 			cut++ // this size is past the timeout: no more samples
 			lat = append(lat, limit)
 		default:
 			lat = append(lat, ms(took))
 		}
+		cpu += cpu1 - cpu0
+		cpuOK = cpuOK && ok0 && ok1
 		for name, k := range m.ByName() {
 			byName[name] += k
 			total += k
 		}
 		samples++
 	}
-	cpu1, cpuOK1 := ProcessCPU(rn.o.ServerPID)
 	var notes []string
+	if len(failed) > 0 {
+		notes = append(notes, fmt.Sprintf("%s failed and were not counted (the first: %v)", count(len(failed), "Lock+Unlock"), failed[0]))
+	}
+	if relockCut {
+		notes = append(notes, fmt.Sprintf("a loader's Lock+Unlock of the key, just before a fresh Client's, was cut short after %v", rn.o.ScaleFreshTimeout))
+	}
 	if cut > 0 {
 		notes = append(notes, fmt.Sprintf("a first Lock+Unlock was cut short after %v (shown as ≥)", rn.o.ScaleFreshTimeout))
 	}
 	if samples < rn.o.ScaleFresh {
 		notes = append(notes, fmt.Sprintf("%d fresh Clients, not %d", samples, rn.o.ScaleFresh))
-		if cut == 0 {
+		if cut == 0 && !relockCut && len(failed) < maxFailed {
 			notes[len(notes)-1] += fmt.Sprintf(": the budget of %v was spent", rn.o.ScaleFreshBudget)
 		}
 	}
 	note := strings.Join(notes, "; ")
+	// The loader's Lock+Unlock just before each fresh Client's: a Lock of
+	// a used key by a Client that is not fresh, with a bound when one was
+	// cut short.
+	if relockCut {
+		relocks = append(relocks, limit)
+	}
+	if len(relocks) > 0 {
+		if v := Percentile(relocks, 50); v >= limit {
+			rn.r.atLeast(Scale, param, scaleRelockP50, "ms", v, note)
+		} else {
+			rn.r.add(Scale, param, scaleRelockP50, "ms", []float64{v}, note)
+		}
+	}
+	if samples == 0 {
+		rn.r.na(Scale, param, scaleFirstP50, "ms", note)
+		rn.logf("%s: scale %s: no first Lock+Unlock measured: %s", rn.d.Name(), param, note)
+		return nil
+	}
 	k := float64(samples)
 	for _, f := range []struct {
 		metric string
@@ -383,21 +636,26 @@ func (rn *runner) firstLocks(ctx context.Context, ns string, n int, param string
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		rn.r.add(Scale, param, fmt.Sprintf(scaleFirstName, name), "cmds", []float64{float64(byName[name]) / k}, note)
 	}
-	if cpuOK && cpuOK1 {
-		rn.r.add(Scale, param, scaleFirstCPU, "ms", []float64{ms(int64(cpu1-cpu0)) / k}, note)
+	if cpuOK {
+		rn.r.add(Scale, param, scaleFirstCPU, "ms", []float64{ms(int64(cpu)) / k}, note)
 	}
-	rn.logf("%s: scale %s: first Lock+Unlock p50 %.1f ms, p99 %.1f ms, %.1f commands (%d fresh Clients)", rn.d.Name(), param,
-		Percentile(lat, 50), Percentile(lat, 99), float64(total)/k, samples)
+	relock := ""
+	if len(relocks) > 0 {
+		relock = fmt.Sprintf(", the loader's Lock+Unlock before it p50 %.1f ms", Percentile(relocks, 50))
+	}
+	rn.logf("%s: scale %s: first Lock+Unlock p50 %.1f ms, p99 %.1f ms, %.1f commands (%d fresh Clients)%s", rn.d.Name(), param,
+		Percentile(lat, 50), Percentile(lat, 99), float64(total)/k, samples, relock)
 	return nil
 }
 
 // statusPage times the driver's status page, if it has one.
 func (rn *runner) statusPage(ctx context.Context, ns, param string) {
+	metric := fmt.Sprintf("%s of %d keys", scaleStatus, rn.o.ScaleStatusLimit)
 	sp, ok := rn.d.(StatusPager)
 	if !ok {
+		rn.r.lackFigure(Scale, param, metric, "ms", rn.why(ScaleStatusPage, "the library has no status page"))
 		return
 	}
-	metric := fmt.Sprintf("%s of %d keys", scaleStatus, rn.o.ScaleStatusLimit)
 	took, how, timedOut, err := sp.StatusPage(ctx, ns, rn.o.ScaleStatusLimit, rn.o.ScaleStatusTimeout)
 	switch {
 	case err != nil:

@@ -3,7 +3,9 @@ package harness
 import (
 	"fmt"
 	"html"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -18,10 +20,10 @@ type plotPoint struct {
 }
 
 type plotLine struct {
-	name   string // legend
-	color  string
-	dashed bool
-	pts    []plotPoint
+	name  string // legend
+	color string
+	dash  string // stroke-dasharray; "" solid
+	pts   []plotPoint
 }
 
 type plotPanel struct {
@@ -33,12 +35,27 @@ type plotPanel struct {
 // plotColors are given to the libraries in the order of the reports.
 var plotColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
 
+// Dash patterns: the series of idle keys, and p99 beside p50.
+const (
+	dashSolid  = ""
+	dashDashed = "5 3"
+	dashDotted = "2 2"
+)
+
+// keySeriesDash is how each series of idle keys is drawn.
+var keySeriesDash = map[string]string{keysKept: dashSolid, keysCompacted: dashDashed, keysOld: dashDotted}
+
 // RenderScaleSVG draws the scale scenario's curves of the reports; ok is
 // false if none has scale figures.
 func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
-	keys := scalePart(reports, idleKeysSuffixes...)
+	keys := map[string][]scaleSeries{}
+	found := false
+	for _, ks := range keySeriesList {
+		keys[ks.name] = scalePart(reports, ks.suffixes...)
+		found = found || len(keys[ks.name]) > 0
+	}
 	waiters := scalePart(reports, waitersSuffixes...)
-	if len(keys) == 0 && len(waiters) == 0 {
+	if !found && len(waiters) == 0 {
 		return "", false
 	}
 	color := map[string]string{}
@@ -49,14 +66,14 @@ func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
 	}
 	// lines returns the curves of the metrics metric picks; on a log axis
 	// (positive) only the values above zero.
-	lines := func(series []scaleSeries, metric func(string) bool, suffix string, dashed, positive bool) []plotLine {
+	lines := func(series []scaleSeries, metric func(string) bool, name func(lib string) string, dash string, positive bool) []plotLine {
 		var out []plotLine
 		for _, s := range series {
 			for _, k := range s.metrics {
 				if !metric(k) {
 					continue
 				}
-				l := plotLine{name: s.lib + suffix, color: color[s.lib], dashed: dashed}
+				l := plotLine{name: name(s.lib), color: color[s.lib], dash: dash}
 				for _, n := range s.sizes {
 					if f, ok := s.at[k][n]; ok && f.Value != nil && (*f.Value > 0 || !positive) {
 						l.pts = append(l.pts, plotPoint{float64(n), *f.Value, f.AtLeast})
@@ -71,39 +88,94 @@ func RenderScaleSVG(reports []*Report) (svg string, ok bool) {
 	}
 	is := func(m string) func(string) bool { return func(k string) bool { return k == m } }
 	prefix := func(m string) func(string) bool { return func(k string) bool { return strings.HasPrefix(k, m) } }
-	panels := []plotPanel{
-		{title: "A fresh Client's first Lock+Unlock", xlabel: "idle keys in the collection", ylabel: "ms (p50 solid, p99 dashed)", logY: true,
-			lines: append(lines(keys, is(scaleFirstP50+"|ms"), " p50", false, true), lines(keys, is(scaleFirstP99+"|ms"), " p99", true, true)...)},
-		{title: "A status page (△: timed out, at least)", xlabel: "idle keys in the collection", ylabel: "ms", logY: true,
-			lines: lines(keys, prefix(scaleStatus+" of "), "", false, true)},
-		{title: "Commands per second per waiter, while waiting", xlabel: "waiting processes", ylabel: "commands/s",
-			lines: lines(waiters, is(scalePerWaiter+"|cmds/s"), "", false, false)},
-		{title: "Server CPU while they wait", xlabel: "waiting processes", ylabel: "% of a core",
-			lines: lines(waiters, is(scaleServerCPU+"|% of a core"), "", false, false)},
-		{title: "Handoff Unlock→Lock", xlabel: "waiting processes", ylabel: "ms (p50 solid, p99 dashed)", logY: true,
-			lines: append(lines(waiters, is(scaleHandoffP50+"|ms"), " p50", false, true), lines(waiters, is(scaleHandoffP99+"|ms"), " p99", true, true)...)},
-		{title: "Documents in the lock collection", xlabel: "idle keys locked once", ylabel: "documents", logY: true,
-			lines: lines(keys, is(scaleDocs+" in the lock collection|docs"), "", false, true)},
+	// A library with more than one series of idle keys (dsync) names the
+	// series in the legend; one with a single series (a peer) does not.
+	seriesOf := map[string]int{}
+	for _, ks := range keySeriesList {
+		for _, s := range keys[ks.name] {
+			if slices.ContainsFunc(slices.Collect(maps.Values(s.at)), func(at map[int]Figure) bool {
+				return slices.ContainsFunc(slices.Collect(maps.Values(at)), func(f Figure) bool { return f.Value != nil })
+			}) {
+				seriesOf[s.lib]++
+			}
+		}
 	}
-	const pw, ph, cols = 480, 350, 2
+	// keyLines draws metric in each series of idle keys.
+	keyLines := func(metric func(string) bool, suffix string) []plotLine {
+		var out []plotLine
+		for _, ks := range keySeriesList {
+			name := func(lib string) string {
+				if seriesOf[lib] > 1 || ks.name != keysKept {
+					return lib + ", " + ks.name + suffix
+				}
+				return lib + suffix
+			}
+			out = append(out, lines(keys[ks.name], metric, name, keySeriesDash[ks.name], true)...)
+		}
+		return out
+	}
+	plain := func(suffix string) func(string) string { return func(lib string) string { return lib + suffix } }
+	panels := []plotPanel{
+		{title: "A fresh Client's first Lock+Unlock, p50", xlabel: "idle keys", ylabel: "ms", logY: true,
+			lines: keyLines(is(scaleFirstP50+"|ms"), "")},
+		{title: "A status page (△: timed out, at least)", xlabel: "idle keys", ylabel: "ms", logY: true,
+			lines: keyLines(prefix(scaleStatus+" of "), "")},
+		{title: "Commands per second per waiter, while waiting", xlabel: "waiting processes", ylabel: "commands/s",
+			lines: lines(waiters, is(scalePerWaiter+"|cmds/s"), plain(""), dashSolid, false)},
+		{title: "Server CPU while they wait", xlabel: "waiting processes", ylabel: "% of a core",
+			lines: lines(waiters, is(scaleServerCPU+"|% of a core"), plain(""), dashSolid, false)},
+		{title: "Handoff Unlock→Lock", xlabel: "waiting processes", ylabel: "ms (p50 solid, p99 dashed)", logY: true,
+			lines: append(lines(waiters, is(scaleHandoffP50+"|ms"), plain(" p50"), dashSolid, true), lines(waiters, is(scaleHandoffP99+"|ms"), plain(" p99"), dashDashed, true)...)},
+		{title: "Documents in the lock collection", xlabel: "idle keys, each locked once", ylabel: "documents", logY: true,
+			lines: keyLines(is(scaleLockDocs+"|docs"), "")},
+	}
+	// Every panel leaves room below its plot for the longest legend.
+	legend := 0
+	for _, pn := range panels {
+		legend = max(legend, legendRows(pn))
+	}
+	const pw, cols = 540, 2
+	ph := plotBottom + 44 + 12*legend
 	rows := (len(panels) + cols - 1) / cols
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
-		cols*pw, rows*ph+30, cols*pw, rows*ph+30)
+		cols*pw, rows*ph+48, cols*pw, rows*ph+48)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" text-anchor="middle">bench/RESULTS.md, Scale: the curves of its tables</text>`+"\n", cols*pw/2)
+	fmt.Fprintf(&b, `<text x="%d" y="38" fill="#444" text-anchor="middle">idle keys: solid, keys in the collection (used within the idle age); dashed, keys compacted; dotted, an older report's one series</text>`+"\n", cols*pw/2)
 	for i, pn := range panels {
-		drawPanel(&b, pn, float64(i%cols*pw), float64(30+i/cols*ph), pw, ph)
+		drawPanel(&b, pn, float64(i%cols*pw), float64(48+i/cols*ph), pw)
 	}
 	b.WriteString("</svg>\n")
 	return b.String(), true
 }
 
-// drawPanel draws one panel in the box at (x0, y0) of size w×h.
-func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w, h int) {
-	const left, right, top, bottom = 64, 16, 28, 90
+// legendColumns is how many entries of pn's legend share a line: three
+// when the names are short, two otherwise.
+func legendColumns(pn plotPanel) int {
+	for _, l := range pn.lines {
+		if len([]rune(l.name)) > 20 {
+			return 2
+		}
+	}
+	return 3
+}
+
+// legendRows is how many lines pn's legend takes.
+func legendRows(pn plotPanel) int {
+	cols := legendColumns(pn)
+	return (len(pn.lines) + cols - 1) / cols
+}
+
+// plotBottom is where a panel's plot ends, below the panel's top: the x
+// axis's labels and the legend follow.
+const plotBottom = 250
+
+// drawPanel draws one panel of width w, its top left corner at (x0, y0).
+func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w int) {
+	const left, right, top = 64, 16, 28
 	pl, pr := x0+left, x0+float64(w-right)
-	pt, pb := y0+top, y0+float64(h-bottom)
+	pt, pb := y0+top, y0+plotBottom
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="12" font-weight="bold" text-anchor="middle">%s</text>`+"\n", (pl+pr)/2, y0+16, html.EscapeString(pn.title))
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`+"\n", pl, pt, pr-pl, pb-pt)
 	var xs, ys []float64
@@ -182,8 +254,8 @@ func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w, h int) {
 			path = append(path, fmt.Sprintf("%.1f,%.1f", fx(p.x), fy(p.y)))
 		}
 		dash := ""
-		if l.dashed {
-			dash = ` stroke-dasharray="5 3"`
+		if l.dash != "" {
+			dash = ` stroke-dasharray="` + l.dash + `"`
 		}
 		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>`+"\n", strings.Join(path, " "), l.color, dash)
 		for _, p := range l.pts {
@@ -195,8 +267,9 @@ func drawPanel(b *strings.Builder, pn plotPanel, x0, y0 float64, w, h int) {
 			}
 			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s at %s</title></circle>`+"\n", x, y, l.color, html.EscapeString(l.name), num(p.y), axisNum(p.x))
 		}
-		// The legend, below the x label, two entries to a line.
-		lx, ly := pl+float64(i%2)*(pr-pl)/2, pb+42+float64(i/2)*12
+		// The legend, below the x label.
+		cols := legendColumns(pn)
+		lx, ly := pl+float64(i%cols)*(pr-pl)/float64(cols), pb+42+float64(i/cols)*12
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly-4, lx+18, ly-4, l.color, dash)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+22, ly, html.EscapeString(l.name))
 	}

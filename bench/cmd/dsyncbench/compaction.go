@@ -16,3 +16,7 @@ func idleAgeOptions(age time.Duration) ([]dsyncmongo.Option, error) {
 	}
 	return []dsyncmongo.Option{dsyncmongo.WithIdleAge(age), dsyncmongo.WithBucketSpan(age / 4)}, nil
 }
+
+// noCompaction is the option of the scale scenario's namespace of keys
+// in the collection: its backends do not sweep.
+func noCompaction() []dsyncmongo.Option { return []dsyncmongo.Option{dsyncmongo.WithIdleAge(0)} }

@@ -30,8 +30,12 @@ type driver struct {
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
 	name         string        // -name: the figures' library name, if not the default
 	cli          string        // -cli: the dsync command, for the status page
-	idleAge      time.Duration // -idle-age: compact idle keys (compaction.go)
+	// idleAge (-idle-age): the idle age of the scale scenario's namespace
+	// of keys compacted (compaction.go); every other namespace has the
+	// library's default, but the one of keys in the collection, none.
+	idleAge time.Duration
 	cliState
+	compaction
 }
 
 // lockOptions are the dsyncmongo options of every backend for scenario ns.
@@ -45,8 +49,7 @@ func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
 	if d.wakeups != "" {
 		opts = append(opts, dsyncmongo.WithWakeups(d.wakeups == "on"))
 	}
-	compact, _ := idleAgeOptions(d.idleAge) // checked by main
-	return append(opts, compact...)
+	return append(opts, d.compactionOptions(ns)...)
 }
 
 // Name is "dsync", or "dsync-polling" with wake-ups turned off (waiters
@@ -72,9 +75,6 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.wakeups != "" {
 		lib += fmt.Sprintf(", WithWakeups(%v)", d.wakeups == "on")
-	}
-	if d.idleAge != 0 {
-		lib += fmt.Sprintf(", idle keys compacted after %v", d.idleAge)
 	}
 	return lib, describeServer(ctx, d.uri)
 }

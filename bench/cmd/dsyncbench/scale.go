@@ -17,11 +17,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/bench/harness"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 )
 
 // What the scale scenario asks of dsync beyond locks: the status page of
-// the dsync command, the documents of a namespace, and the idle age after
-// which the backend compacts idle keys (compaction.go).
+// the dsync command, the documents of a namespace, and the compaction of
+// idle keys in each series' namespace (compaction.go).
 
 var (
 	_ harness.StatusPager   = (*driver)(nil)
@@ -88,19 +89,65 @@ func (d *driver) CountDocs(ctx context.Context, ns string) (map[string]int64, er
 		"the lock collection":     "locks_" + ns,
 		"the sessions collection": "locks_" + ns + "_sessions",
 		"the events collection":   "locks_" + ns + "_events",
+		"the directory of keys":   "locks_" + ns + "_keys",
 	} {
 		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{})
 		if err != nil {
 			return nil, fmt.Errorf("counting %s: %w", coll, err)
 		}
-		out[name] = n
+		out["documents in "+name] = n
 	}
 	return out, nil
 }
 
-// IdleAge is the -idle-age the backends compact idle keys after (0: they
-// do not).
-func (d *driver) IdleAge() time.Duration { return d.idleAge }
+// compaction is how each namespace of the scale scenario compacts.
+type compaction struct {
+	mu      sync.Mutex
+	kept    map[string]bool // namespaces whose backends do not sweep
+	compact map[string]bool // namespaces whose backends sweep after -idle-age
+}
+
+// KeepIdle turns the sweeps off in namespace ns: the scale scenario's
+// keys in the collection.
+func (d *driver) KeepIdle(ns string) {
+	d.compaction.mu.Lock()
+	defer d.compaction.mu.Unlock()
+	if d.compaction.kept == nil {
+		d.compaction.kept = map[string]bool{}
+	}
+	d.compaction.kept[ns] = true
+}
+
+// CompactIdle makes namespace ns's backends sweep keys idle for -idle-age
+// (0: not in this run), with a bucket span of a quarter of it: the scale
+// scenario's keys compacted.
+func (d *driver) CompactIdle(ns string) time.Duration {
+	if d.idleAge <= 0 {
+		return 0
+	}
+	d.compaction.mu.Lock()
+	defer d.compaction.mu.Unlock()
+	if d.compaction.compact == nil {
+		d.compaction.compact = map[string]bool{}
+	}
+	d.compaction.compact[ns] = true
+	return d.idleAge
+}
+
+// compactionOptions are the dsyncmongo options of namespace ns's
+// backends for its compaction (none: the library's defaults).
+func (d *driver) compactionOptions(ns string) []dsyncmongo.Option {
+	d.compaction.mu.Lock()
+	defer d.compaction.mu.Unlock()
+	switch {
+	case d.compaction.kept[ns]:
+		return noCompaction()
+	case d.compaction.compact[ns]:
+		opts, _ := idleAgeOptions(d.idleAge) // checked by main
+		return opts
+	}
+	return nil
+}
 
 // cliState is what the driver learnt of the dsync command.
 type cliState struct {

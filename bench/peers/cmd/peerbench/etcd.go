@@ -206,7 +206,8 @@ func (m etcdRWMutex) RUnlock(context.Context) error { return m.rw.RUnlock() }
 const etcdRecipes = "go.etcd.io/etcd/client/v3 has Mutex, Election and STM (concurrency) and Barrier, DoubleBarrier, Queue, " +
 	"PriorityQueue and RWMutex (experimental/recipes)"
 
-// Lacks says why etcd has no column in the semaphore and Once scenarios.
+// Lacks says why etcd has no column in the semaphore and Once scenarios,
+// and no status page or compaction in the scale scenario.
 func (d *etcdDriver) Lacks(scenario string) string {
 	switch scenario {
 	case harness.SemaphoreScenario:
@@ -214,7 +215,7 @@ func (d *etcdDriver) Lacks(scenario string) string {
 	case harness.OnceScenario:
 		return "no Once in etcd's client: " + etcdRecipes
 	}
-	return ""
+	return scaleLacks(scenario, etcdStatus, etcdCompaction)
 }
 
 type etcdElection struct {

@@ -174,10 +174,11 @@ func (s shared) renew(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
-// Lacks says why mongo-lock has no column in the Once scenario.
+// Lacks says why mongo-lock has no column in the Once scenario, and no
+// status page or compaction in the scale scenario.
 func (d *mongoLockDriver) Lacks(scenario string) string {
 	if scenario == harness.OnceScenario {
 		return "no Once in mongo-lock: it has exclusive (XLock) and shared (SLock) locks only"
 	}
-	return ""
+	return scaleLacks(scenario, mongoLockStatus, mongoLockCompaction)
 }

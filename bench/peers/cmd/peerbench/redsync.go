@@ -136,8 +136,8 @@ func (m *redsyncMutex) Unlock(ctx context.Context) error {
 
 func (m *redsyncMutex) Lost() bool { return m.k.isLost() }
 
-// Lacks says why redsync has no column in the family scenarios: it offers
-// a Mutex only.
+// Lacks says why redsync has no column in the family scenarios (it offers
+// a Mutex only), and no status page or compaction in the scale scenario.
 func (d *redsyncDriver) Lacks(scenario string) string {
 	const has = "redsync has only a Mutex (Lock, TryLock, Extend, Valid, Unlock)"
 	switch scenario {
@@ -148,5 +148,5 @@ func (d *redsyncDriver) Lacks(scenario string) string {
 	case harness.OnceScenario:
 		return "no Once: " + has
 	}
-	return ""
+	return scaleLacks(scenario, redsyncStatus, redsyncCompaction)
 }
