@@ -94,6 +94,8 @@ type tailer struct {
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
+	// openID: our last "open" event.
+	openID bson.ObjectID
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -244,6 +246,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if err := s.insertEvent(ctx, open); err != nil {
 			return false, err
 		}
+		t.openID = open.ID // ours to delete (trim.go)
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
 	// tailable cursor open; our "open" event is there at least (the
@@ -277,7 +280,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		ours := !quick && e.ID == open.ID || t.s.publishedByUs(e.Proc)
+		ours := e.ID == t.openID || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
 		}

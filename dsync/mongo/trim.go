@@ -16,38 +16,44 @@ import (
 // decoding every event up to the last one the cursor returned, so the
 // events kept cost every follower CPU a hundred times a second.
 //
-// A process whose follower read one of its own events deletes events
-// its follower returned, at most once per trimEvery, until only the
-// newest is left:
+// Each process deletes its own events (those it published, and its
+// follower's "open" events), once its follower returned them, at most
+// once per trimEvery, never its follower's newest:
 //
 //   - while events flow, only beyond the newest trimKeep, and only an
 //     event whose successor the follower returned trimSlack or more ago;
 //   - once the follower returned no event for trimQuiet, every event but
 //     the newest.
 //
+// So each event is deleted once, by the process that sent it. Every
+// process whose event its follower had returned used to delete every
+// event it had returned: the same events, deleted by as many processes
+// as had sent one lately, so that with many waiting processes most
+// deletes found nothing; yet each was a write, which FerretDB's SQLite
+// backend serializes with every other write, the sessions' renewals
+// among them (bench/scale-notes.md). Events of a process that stopped
+// before deleting them (leftovers, older than leftoverAge) are deleted
+// by the process that sent the newest event, under the same rules.
+//
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
-// up to that event), and its process then reopens it: a getMore, an
-// insert of an "open" event, a find, and a look at every key it waits
-// for, with events of its own that make others trim. Deleting only what
-// every cursor that keeps up has left behind keeps that from feeding on
-// itself: an event goes only once the event after it has been there for
+// up to that event), and its process then reopens it (feed.go). Deleting
+// only what every cursor that keeps up has left behind keeps that rare:
+// an event goes only once the event after it has been there for
 // trimSlack (a cursor that keeps up returns an event within about 20 ms
-// of its insert), and only when more than trimKeep events are kept, or
-// when the stream has been quiet for trimQuiet (a cursor whose last
-// event is not the newest after that lags by seconds). Deleting the
-// previous events as soon as a new one came, as an earlier trimmer did,
-// failed every cursor that had not yet returned the new one: with 64
-// waiting processes on two cores, a storm of reopens that cost each
-// waiter ten commands a second (bench/RESULTS.md, Scale).
+// of its insert), and only when more than trimKeep events come after it,
+// or when the stream has been quiet for trimQuiet (a cursor whose last
+// event is not the newest after that lags by seconds).
 //
 // What is trimmed is missed only by a cursor that lags that far, or
 // opens later (it reopens a second or more after a failure): a waiter it
 // should have woken looks again within the safety poll interval, and a
 // waiter whose own stream reopens announces itself again
 // (driver.Feed.Replay: an event is deleted no sooner than trimSlack after
-// the follower that deletes it returned it). The newest event is never
-// deleted.
+// the follower that deletes it returned it). Since no process deletes
+// the newest event its follower returned, an event is deleted only while
+// a later one is in the collection (the latest of all is never
+// deleted).
 //
 // Deleting by _id what the cursor returned, rather than by the "at" of
 // events, makes trimming independent of the senders' clocks (and of how
@@ -60,14 +66,21 @@ const (
 	// (bench/scale-notes.md).
 	trimKeep  = 4
 	trimQuiet = 2 * time.Second
+	// leftoverAge: how long after the follower returned another process's
+	// event that event counts as left over by a process that stopped
+	// (a live one deletes its own within trimQuiet or so of the stream's
+	// going quiet, trimEvery apart at worst).
+	leftoverAge = 30 * time.Second
 	// maxSeen bounds the events remembered for trimming.
 	maxSeen = 4096
 )
 
-// A seenEvent is an event the cursor returned, and when (local monotonic).
+// A seenEvent is an event the cursor returned, when (local monotonic),
+// and whether this process sent it.
 type seenEvent struct {
-	id bson.ObjectID
-	at time.Duration
+	id   bson.ObjectID
+	at   time.Duration
+	ours bool
 }
 
 // A trimmer deletes the events a follower read, in a goroutine of its
@@ -97,93 +110,133 @@ func (t *trimmer) stop() {
 	<-t.done
 }
 
-// note records an event the cursor returned; one of ours asks for a trim.
+// note records an event the cursor returned, ours if this process sent
+// it, and has the trimmer look again at what it may delete and when.
 func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	t.mu.Lock()
 	if len(t.seen) >= maxSeen {
 		t.seen = append(t.seen[:0], t.seen[len(t.seen)/2:]...)
 	}
-	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono()})
+	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono(), ours: ours})
 	t.mu.Unlock()
-	if ours {
-		select {
-		case t.asked <- struct{}{}:
-		default: // already asked
-		}
+	select {
+	case t.asked <- struct{}{}:
+	default: // already asked
 	}
 }
 
-// run deletes old events until ctx ends: asked, it deletes what take
-// allows as soon as it allows it, at least trimEvery apart, until only
-// the newest event is left.
+// run deletes old events until ctx ends: what take allows, as soon as it
+// allows it (due), at least trimEvery apart.
 func (t *trimmer) run(ctx context.Context) {
 	var last time.Duration
 	first := true
 	for {
-		select {
-		case <-t.asked:
-		case <-ctx.Done():
-			return
-		}
-		for {
-			t.mu.Lock()
-			due := t.due()
-			t.mu.Unlock()
-			if due == 0 {
-				break // nothing but the newest event
-			}
+		t.mu.Lock()
+		due := t.due()
+		t.mu.Unlock()
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if due != 0 {
 			if !first {
 				due = max(due, last+trimEvery)
 			}
 			if d := due - t.s.mono(); d > 0 {
-				timer := time.NewTimer(d)
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					timer.Stop()
-					return
+				timer = time.NewTimer(d)
+				fire = timer.C
+			} else {
+				if ids := t.take(t.s.mono()); len(ids) > 0 {
+					t.delete(ctx, ids)
 				}
+				last, first = t.s.mono(), false
+				continue
 			}
-			if ids := t.take(t.s.mono()); len(ids) > 0 {
-				t.delete(ctx, ids)
-			}
-			last, first = t.s.mono(), false
+		}
+		select {
+		case <-t.asked: // events came: due may have changed
+		case <-fire:
+		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
 
-// due is when take will next return an event (local monotonic), or 0 if
-// only the newest event is kept. t.mu must be held.
-func (t *trimmer) due() time.Duration {
-	n := len(t.seen)
-	if n <= 1 {
-		return 0
-	}
-	at := t.seen[n-1].at + trimQuiet
-	if n > trimKeep {
-		at = min(at, t.seen[1].at+trimSlack)
+// eligibleAt is when the event at i (not the newest) may be deleted, as
+// far as the events after it tell: once the stream has been quiet for
+// trimQuiet, or, if more than trimKeep events come after it, trimSlack
+// after the next one came. It never decreases with i. t.mu must be held.
+func (t *trimmer) eligibleAt(i int) time.Duration {
+	kept := len(t.seen)
+	at := t.seen[kept-1].at + trimQuiet
+	if kept-i > trimKeep {
+		at = min(at, t.seen[i+1].at+trimSlack)
 	}
 	return at
 }
 
-// take removes from seen, and returns, the events that may be deleted at
-// now: all but the newest once the stream has been quiet for trimQuiet;
-// otherwise the oldest, while more than trimKeep are kept, each only if
-// the event after it was returned trimSlack or more before now.
+// due is when take will next return an event (local monotonic), or 0 if
+// it will not before another event comes. t.mu must be held.
+func (t *trimmer) due() time.Duration {
+	kept := len(t.seen)
+	var due time.Duration
+	mine, leftover := false, false
+	for i := 0; i < kept-1 && !(mine && leftover); i++ {
+		e := t.seen[i]
+		var at time.Duration
+		switch {
+		case e.ours && !mine:
+			mine, at = true, t.eligibleAt(i)
+		case !e.ours && !leftover && t.seen[kept-1].ours:
+			leftover, at = true, max(t.eligibleAt(i), e.at+leftoverAge)
+		default:
+			continue
+		}
+		if due == 0 || at < due {
+			due = at
+		}
+	}
+	return due
+}
+
+// take removes from seen, and returns, the events to delete at now:
+// among those that may be deleted (all but the newest once the stream has
+// been quiet for trimQuiet; otherwise the oldest, while more than
+// trimKeep come after them, each only if the event after it was returned
+// trimSlack or more before now), ours, and others' left over for
+// leftoverAge if the newest is ours. Others' events that old are
+// forgotten (their senders delete them).
 func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	kept := len(t.seen)
-	quiet := kept > 1 && now-t.seen[kept-1].at >= trimQuiet
+	if kept == 0 {
+		return nil
+	}
+	quiet := now-t.seen[kept-1].at >= trimQuiet
 	n := 0
 	for n < kept-1 && (quiet || kept-n > trimKeep && now-t.seen[n+1].at >= trimSlack) {
 		n++
 	}
-	ids := make([]bson.ObjectID, n)
-	for i := range n {
-		ids[i] = t.seen[i].id
+	newestOurs := t.seen[kept-1].ours
+	var ids []bson.ObjectID
+	rest := t.seen[:0]
+	for i, e := range t.seen {
+		old := now-e.at >= leftoverAge
+		switch {
+		case i >= n:
+		case e.ours || old && newestOurs:
+			ids = append(ids, e.id)
+			continue
+		case old:
+			continue
+		}
+		rest = append(rest, e)
 	}
-	t.seen = append(t.seen[:0], t.seen[n:]...)
+	t.seen = rest
 	return ids
 }
 
