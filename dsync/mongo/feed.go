@@ -89,13 +89,14 @@ type tailer struct {
 	// (Unix nanoseconds).
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
-	gen             uint64        // the times the stream turned live
-	liveAt          time.Duration // when it last did (local monotonic)
+	gen             atomic.Uint64 // the times the handler heard it turned live
+	liveAt          time.Duration // when it last turned live, told or not (local monotonic)
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
-	// openID: our last "open" event.
-	openID bson.ObjectID
+	// openID: our last "open" event; last: the last event the stream
+	// returned.
+	openID, last bson.ObjectID
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -230,7 +231,8 @@ func (t *tailer) run(ctx context.Context) {
 // make events for the others to read and trim: on FerretDB, where a trim
 // fails every cursor that sits on an event it deletes, reopening with an
 // event of its own fed a storm of reopens. Events the stream passed
-// before are not passed again.
+// before are not passed again, and the handler hears of the stream's
+// turning live again only if events may have gone unseen.
 func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
 	s := t.s
 	est, err := s.prepare(ctx)
@@ -264,18 +266,34 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()
-	if quick {
-		if cur.RemainingBatchLength() == 0 || cur.ID() == 0 {
-			return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
-		}
-		live = t.turnLive(cur)
+	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
+		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
 	}
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
 	if s.ferret.Load() {
 		t.trim = newTrimmer(s)
 		defer t.trim.stop()
 	}
-	for t.next(ctx, cur) {
+	// A quick follow is live at its first batch. Whether it tells the
+	// handler so (which has every waiter of the process look again, one
+	// read each) waits until it knows whether the cursor goes on where
+	// the last one stopped (resuming): it does if the events kept still
+	// hold the last event the stream returned, which comes before any
+	// event the stream never returned. If that event is gone (deleted:
+	// a trim fails the cursors that sit on what it deletes), events after
+	// it may have gone unseen too.
+	resuming := false
+	resumed := func(tell bool) {
+		resuming = false
+		if tell {
+			t.h.Live(t.gen.Add(1))
+		}
+	}
+	for t.next(ctx, cur, func() {
+		if resuming {
+			resumed(true) // caught up without meeting it
+		}
+	}) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
 			continue
@@ -284,13 +302,28 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
 		}
+		if quick && !live {
+			live = t.turnLive(cur, false)
+			resuming = true
+		}
+		if resuming {
+			switch {
+			case e.ID == t.last:
+				resumed(false)
+			case !t.passed.has(e.ID):
+				resumed(true)
+			}
+		}
+		if !resuming {
+			t.last = e.ID
+		}
 		if !t.passed.add(e.ID) {
 			continue // passed before this cursor was opened
 		}
 		switch {
 		case !quick && e.ID == open.ID:
 			if !live {
-				live = t.turnLive(cur)
+				live = t.turnLive(cur, true)
 			}
 		case ours:
 			t.ownSeen.Add(1)
@@ -304,13 +337,15 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-// turnLive reports the stream live, on cur; it returns true.
-func (t *tailer) turnLive(cur *mongo.Cursor) bool {
+// turnLive marks the stream live, on cur, and, if tell, reports it to
+// the handler; it returns true.
+func (t *tailer) turnLive(cur *mongo.Cursor, tell bool) bool {
 	t.liveAt = t.s.mono()
 	t.cursor.Store(cur.ID())
 	t.healthy.Store(true)
-	t.gen++
-	t.h.Live(t.gen)
+	if tell {
+		t.h.Live(t.gen.Add(1))
+	}
 	return true
 }
 
@@ -348,7 +383,7 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 // past that wait. Cursor.Next would chain getMores under one deadline:
 // a client's operation timeout (options.Client().SetTimeout) when the
 // context has none, which the driver refuses as shorter than the wait.
-func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
+func (t *tailer) next(ctx context.Context, cur *mongo.Cursor, caughtUp func()) bool {
 	for {
 		await := t.awaitTime()
 		cur.SetMaxAwaitTime(await)
@@ -361,6 +396,7 @@ func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
 		if cur.Err() != nil || cur.ID() == 0 {
 			return false
 		}
+		caughtUp() // a getMore found nothing more
 	}
 }
 

@@ -562,6 +562,9 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 // down (waiters do not fall back to polling, nor announce themselves
 // again) and without an event of its own: on FerretDB each event makes
 // others trim, and a trim fails the cursors that sit on what it deletes.
+// Its new cursor starts at an event it passed before, so it missed
+// nothing, and the handler is not told it turned live again (its waiters
+// would all look again: one read each, for every reopening).
 func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	var inserts atomic.Int32
 	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
@@ -578,6 +581,7 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	follow(t, ctx, b)
 	w := tail(b)
 	id := w.cursor.Load()
+	gen := w.gen.Load()
 	before := inserts.Load()
 	if err := db.RunCommand(ctx, bson.D{
 		{Key: "killCursors", Value: DefaultCollection + eventsSuffix},
@@ -599,6 +603,9 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	if msgs := logs.warnings("event stream unavailable"); len(msgs) != 0 {
 		t.Errorf("the stream went down: %q", msgs)
 	}
+	if g := w.gen.Load(); g != gen {
+		t.Errorf("the handler was told the stream turned live again (%d times, then %d), though it missed nothing", gen, g)
+	}
 	t.Logf("reopened %v after the kill (a getMore in flight ends first)", time.Since(killed).Round(time.Millisecond))
 	// It is live: another process's announcement reaches it.
 	if err := other.s.Prepare(ctx); err != nil {
@@ -613,6 +620,42 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 		select {
 		case <-ctx.Done():
 			t.Fatal("the reopened stream did not pass another process's event")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestReopenedStreamTellsWhatItMayHaveMissed: a stream whose cursor failed
+// because the events it had reached were deleted (on FerretDB, a cursor
+// fails when the last event it returned is deleted) reopens on events it
+// never passed: events may have gone unseen in between, and the handler
+// is told the stream turned live again (its waiters look again), and
+// gets the event that is there.
+func TestReopenedStreamTellsWhatItMayHaveMissed(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("a cursor fails when its event is deleted on FerretDB")
+	}
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(2*time.Second))
+	other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	w := tail(b)
+	gen := w.gen.Load()
+	if err := other.s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Everything the cursor passed goes; another process's event comes.
+	events := db.Collection(DefaultCollection + eventsSuffix)
+	if _, err := events.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	announce(t, ctx, other, "other", "k", 7)
+	for w.gen.Load() == gen || w.othersWaitAt.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("told live %d times (%d before), another's event passed: %v; want told once more, and the event",
+				w.gen.Load(), gen, w.othersWaitAt.Load() != 0)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
