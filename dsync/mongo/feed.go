@@ -137,7 +137,82 @@ func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
 		return fmt.Errorf("dsyncmongo: unknown event kind %d", e.Kind)
 	}
 	s.publishedBy.Store(&e.Proc)
-	return s.insertEvent(ctx, d)
+	if err := s.insertEvent(ctx, d); err != nil {
+		return err
+	}
+	if !s.ferret.Load() || d.Kind != eventEnded {
+		return nil
+	}
+	// On FerretDB, a cursor returns events in the order of their record
+	// ids, which the server gives each insert before it commits: a cursor
+	// that returned an event whose insert overtook ours never returns ours.
+	// An event after ours that was sent before ours landed may have done
+	// that: ours is sent again, to come after it (lateTries times at most).
+	// Only ends are checked: a waiter that misses the end it waits for
+	// sleeps until its safety poll, while an owner that misses an
+	// announcement still publishes its claim's end if it saw one for a
+	// later claim of the key (wake.go), and a waiter looks again at
+	// doubling intervals for a while after announcing itself.
+	for range lateTries {
+		landed := est.Now().Latest
+		if err := s.fault("event landed"); err != nil {
+			return nil
+		}
+		late, err := s.landedLate(ctx, d.ID, landed)
+		if err != nil || !late {
+			return nil // best effort: the event itself was sent
+		}
+		d.ID, d.At = bson.NewObjectID(), est.Now().Earliest
+		if err := s.insertEvent(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateTries bounds how many times Publish sends an event again because
+// it may have been passed over (see landedLate).
+const lateTries = 2
+
+// landedLate reports whether the event id, whose insert returned before
+// the store time landed, may have been passed over by a cursor: it is no
+// longer in the events collection, or an event after it in the
+// collection's order was sent before landed (its insert may have
+// committed before ours, and a cursor may have returned it before ours
+// was there). An event sent after landed was inserted after ours
+// committed, and comes after it in every cursor.
+//
+// This holds because an event is deleted only while a later one is kept
+// (trim.go): if any cursor returned an event after ours, an event after
+// ours is in the collection now.
+func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (bool, error) {
+	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
+		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
+		SetBatchSize(eventsMaxDocs))
+	if err != nil {
+		return false, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	found := false
+	for cur.Next(ctx) {
+		var e struct {
+			ID bson.ObjectID `bson:"_id"`
+			At time.Time     `bson:"at"`
+		}
+		if err := cur.Decode(&e); err != nil {
+			continue
+		}
+		switch {
+		case e.ID == id:
+			found = true
+		case found && !e.At.After(landed):
+			return true, nil
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return false, err
+	}
+	return !found, nil
 }
 
 // insertEvent writes an event, with the write timeout.

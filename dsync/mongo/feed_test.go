@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -658,5 +659,70 @@ func TestReopenedStreamTellsWhatItMayHaveMissed(t *testing.T) {
 				w.gen.Load(), gen, w.othersWaitAt.Load() != 0)
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// TestEndSentAgainWhenOvertaken: on FerretDB a cursor returns events in
+// the order of record ids given before the inserts commit, so a cursor
+// that returned an event whose insert overtook an end never returns the
+// end, and the waiter it should have woken sleeps until its safety poll.
+// An end after which the collection holds an event sent before the end
+// landed, or that is gone, is sent again; one that nothing can have
+// overtaken is sent once.
+func TestEndSentAgainWhenOvertaken(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("MongoDB's cursors do not pass over an insert that commits late")
+	}
+	for _, tc := range []struct {
+		name  string
+		meta  func(ctx context.Context, events *mongo.Collection) error // as the end lands
+		sends int                                                       // ends in the collection after
+	}{
+		{"overtaken", func(ctx context.Context, events *mongo.Collection) error {
+			// Sent a minute ago (before ours landed), after ours in the
+			// collection: it may have committed first.
+			_, err := events.InsertOne(ctx, eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: "other", Key: "k", Epoch: 9,
+				At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour)})
+			return err
+		}, 2},
+		{"deleted", func(ctx context.Context, events *mongo.Collection) error {
+			_, err := events.DeleteMany(ctx, bson.D{{Key: "kind", Value: eventEnded}})
+			return err
+		}, 1},
+		{"sent after it landed", func(ctx context.Context, events *mongo.Collection) error {
+			_, err := events.InsertOne(ctx, eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: "other", Key: "k", Epoch: 9,
+				At: time.Now().Add(time.Minute), Until: time.Now().Add(time.Hour)})
+			return err
+		}, 1},
+		{"alone", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := mongotest.NewDatabase(t)
+			events := db.Collection(DefaultCollection + eventsSuffix)
+			ctx := testCtx(t, 30*time.Second)
+			var once sync.Once
+			hook := func(op string) error {
+				if op == "event landed" && tc.meta != nil {
+					once.Do(func() {
+						if err := tc.meta(ctx, events); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				return nil
+			}
+			b := newBackend(t, db, WithWakeups(true), asFerretDB(true), withFault(hook))
+			follow(t, ctx, b)
+			if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+				t.Fatal(err)
+			}
+			n, err := events.CountDocuments(ctx, bson.D{{Key: "kind", Value: eventEnded}, {Key: "key", Value: "k"}, {Key: "epoch", Value: 5}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(tc.sends) {
+				t.Errorf("%d ends in the collection, want %d", n, tc.sends)
+			}
+		})
 	}
 }

@@ -53,7 +53,7 @@ import (
 // the follower that deletes it returned it). Since no process deletes
 // the newest event its follower returned, an event is deleted only while
 // a later one is in the collection (the latest of all is never
-// deleted).
+// deleted), which the check after each insert relies on (Publish).
 //
 // Deleting by _id what the cursor returned, rather than by the "at" of
 // events, makes trimming independent of the senders' clocks (and of how
