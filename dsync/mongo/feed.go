@@ -23,7 +23,8 @@ import (
 //   - "wait" {key, epoch, until}: a process waits for the claim of key's
 //     epoch to end (driver.Waiting).
 //   - "ended" {key, epoch}: the claim ended (driver.Ended).
-//   - "open": written by a follower before it opens its cursor. Reaching
+//   - "open": written by a follower before it opens its cursor (its proc
+//     names the follower, not a process: trim.go). Reaching
 //     it is how the follower knows its stream is live; on FerretDB it
 //     also fills the cursor's first batch (of size one), which keeps the
 //     cursor open.
@@ -94,9 +95,11 @@ type tailer struct {
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
-	// openID: our last "open" event; last: the last event the stream
-	// returned.
-	openID, last bson.ObjectID
+	// last: the last event the stream returned.
+	last bson.ObjectID
+	// openProc: the sender named in our "open" events, which are ours to
+	// delete (trim.go).
+	openProc string
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -110,7 +113,7 @@ func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{})}
+	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{}), openProc: "open:" + bson.NewObjectID().Hex()}
 	s.tail = t
 	go t.run(ctx)
 	return t.stop
@@ -153,12 +156,16 @@ func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
 	// announcement still publishes its claim's end if it saw one for a
 	// later claim of the key (wake.go), and a waiter looks again at
 	// doubling intervals for a while after announcing itself.
-	for range lateTries {
+	for try := range lateTries {
 		landed := est.Now().Latest
 		if err := s.fault("event landed"); err != nil {
 			return nil
 		}
-		late, err := s.landedLate(ctx, d.ID, landed)
+		late, leftovers, err := s.landedLate(ctx, d.ID, landed)
+		if try == 0 && len(leftovers) > 0 {
+			// Read anyway: events their senders did not delete (trim.go).
+			s.deleteEvents(ctx, leftovers)
+		}
 		if err != nil || !late {
 			return nil // best effort: the event itself was sent
 		}
@@ -185,15 +192,19 @@ const lateTries = 2
 // This holds because an event is deleted only while a later one is kept
 // (trim.go): if any cursor returned an event after ours, an event after
 // ours is in the collection now.
-func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (bool, error) {
+//
+// It also returns the events sent leftoverAge or more before landed but
+// the last (its senders did not delete them: trim.go).
+func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, leftovers []bson.ObjectID, err error) {
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
 		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
 		SetBatchSize(eventsMaxDocs))
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	found := false
+	var old bson.ObjectID // the last event seen that was sent long ago
 	for cur.Next(ctx) {
 		var e struct {
 			ID bson.ObjectID `bson:"_id"`
@@ -202,17 +213,23 @@ func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed tim
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
+		if !old.IsZero() {
+			leftovers = append(leftovers, old) // a later one is kept
+			old = bson.ObjectID{}
+		}
 		switch {
 		case e.ID == id:
 			found = true
 		case found && !e.At.After(landed):
-			return true, nil
+			late = true
+		case e.At.Add(leftoverAge).Before(landed):
+			old = e.ID
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return !found, nil
+	return late || !found, leftovers, nil
 }
 
 // insertEvent writes an event, with the write timeout.
@@ -319,11 +336,10 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if err := s.createEvents(ctx); err != nil {
 			return false, err
 		}
-		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
+		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, Proc: t.openProc, At: est.Now().Earliest}
 		if err := s.insertEvent(ctx, open); err != nil {
 			return false, err
 		}
-		t.openID = open.ID // ours to delete (trim.go)
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
 	// tailable cursor open; our "open" event is there at least (the
@@ -373,7 +389,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		ours := e.ID == t.openID || t.s.publishedByUs(e.Proc)
+		ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
 		}

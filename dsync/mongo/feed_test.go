@@ -726,3 +726,43 @@ func TestEndSentAgainWhenOvertaken(t *testing.T) {
 		})
 	}
 }
+
+// TestEndDeletesLeftoverEvents: events their senders did not delete (a
+// process that stopped, or whose follower lags far behind: each process
+// deletes only its own, trim.go) are deleted by a process that sends an
+// end, which reads the collection anyway: those sent leftoverAge or more
+// before, but the collection's last event.
+func TestEndDeletesLeftoverEvents(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("trimming is FerretDB's alone")
+	}
+	db := mongotest.NewDatabase(t)
+	events := db.Collection(DefaultCollection + eventsSuffix)
+	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	old := func() bson.ObjectID {
+		t.Helper()
+		id := bson.NewObjectID()
+		if _, err := events.InsertOne(ctx, eventDoc{ID: id, Kind: eventWait, Proc: "gone", Key: "k", Epoch: 3,
+			At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	left := []bson.ObjectID{old(), old()}
+	// The collection's last event stays, however old.
+	if _, leftovers, err := b.s.landedLate(ctx, bson.NewObjectID(), b.s.ServerTime().Latest); err != nil || len(leftovers) != 1 || leftovers[0] != left[0] {
+		t.Errorf("leftovers %v (%v), want the first of %v alone", leftovers, err, left)
+	}
+	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := events.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: left}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d of the %d events left over are still there, want none", n, len(left))
+	}
+}

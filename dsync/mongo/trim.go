@@ -31,9 +31,12 @@ import (
 // as had sent one lately, so that with many waiting processes most
 // deletes found nothing; yet each was a write, which FerretDB's SQLite
 // backend serializes with every other write, the sessions' renewals
-// among them (bench/scale-notes.md). Events of a process that stopped
-// before deleting them (leftovers, older than leftoverAge) are deleted
-// by the process that sent the newest event, under the same rules.
+// among them (bench/scale-notes.md). A process does not learn that
+// another deleted an event, so it cannot delete others' events without
+// deleting them again. Events that their sender did not delete (it
+// stopped, or its follower lags far behind) are deleted when a process
+// that sends an end reads the collection (Publish): those sent more than
+// leftoverAge before, but the last.
 //
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
@@ -66,11 +69,10 @@ const (
 	// (bench/scale-notes.md).
 	trimKeep  = 4
 	trimQuiet = 2 * time.Second
-	// leftoverAge: how long after the follower returned another process's
-	// event that event counts as left over by a process that stopped
-	// (a live one deletes its own within trimQuiet or so of the stream's
-	// going quiet, trimEvery apart at worst).
-	leftoverAge = 30 * time.Second
+	// leftoverAge: how long after it was sent an event counts as left
+	// over by its sender (which deletes its own within trimQuiet or so of
+	// the stream's going quiet, trimEvery apart at worst, unless it lags).
+	leftoverAge = 10 * time.Second
 	// maxSeen bounds the events remembered for trimming.
 	maxSeen = 4096
 )
@@ -179,35 +181,22 @@ func (t *trimmer) eligibleAt(i int) time.Duration {
 }
 
 // due is when take will next return an event (local monotonic), or 0 if
-// it will not before another event comes. t.mu must be held.
+// it will not before another event comes: when the first of ours that is
+// not the newest may be deleted. t.mu must be held.
 func (t *trimmer) due() time.Duration {
-	kept := len(t.seen)
-	var due time.Duration
-	mine, leftover := false, false
-	for i := 0; i < kept-1 && !(mine && leftover); i++ {
-		e := t.seen[i]
-		var at time.Duration
-		switch {
-		case e.ours && !mine:
-			mine, at = true, t.eligibleAt(i)
-		case !e.ours && !leftover && t.seen[kept-1].ours:
-			leftover, at = true, max(t.eligibleAt(i), e.at+leftoverAge)
-		default:
-			continue
-		}
-		if due == 0 || at < due {
-			due = at
+	for i := 0; i < len(t.seen)-1; i++ {
+		if t.seen[i].ours {
+			return t.eligibleAt(i)
 		}
 	}
-	return due
+	return 0
 }
 
-// take removes from seen, and returns, the events to delete at now:
-// among those that may be deleted (all but the newest once the stream has
-// been quiet for trimQuiet; otherwise the oldest, while more than
-// trimKeep come after them, each only if the event after it was returned
-// trimSlack or more before now), ours, and others' left over for
-// leftoverAge if the newest is ours. Others' events that old are
+// take removes from seen, and returns, the events of ours to delete at
+// now, among those that may be deleted: all but the newest once the
+// stream has been quiet for trimQuiet; otherwise the oldest, while more
+// than trimKeep come after them, each only if the event after it was
+// returned trimSlack or more before now. Others' events among those are
 // forgotten (their senders delete them).
 func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 	t.mu.Lock()
@@ -221,32 +210,28 @@ func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 	for n < kept-1 && (quiet || kept-n > trimKeep && now-t.seen[n+1].at >= trimSlack) {
 		n++
 	}
-	newestOurs := t.seen[kept-1].ours
 	var ids []bson.ObjectID
-	rest := t.seen[:0]
-	for i, e := range t.seen {
-		old := now-e.at >= leftoverAge
-		switch {
-		case i >= n:
-		case e.ours || old && newestOurs:
+	for _, e := range t.seen[:n] {
+		if e.ours {
 			ids = append(ids, e.id)
-			continue
-		case old:
-			continue
 		}
-		rest = append(rest, e)
 	}
-	t.seen = rest
+	t.seen = append(t.seen[:0], t.seen[n:]...)
 	return ids
 }
 
 // delete deletes the events ids. Best effort.
 func (t *trimmer) delete(ctx context.Context, ids []bson.ObjectID) {
-	err := t.s.write(ctx, "trim events", func(ctx context.Context) error {
-		_, err := t.s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+	t.s.deleteEvents(ctx, ids)
+}
+
+// deleteEvents deletes the events ids. Best effort.
+func (s *lockStore) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
+	err := s.write(ctx, "trim events", func(ctx context.Context) error {
+		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
 	})
 	if err != nil {
-		t.s.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
+		s.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
 	}
 }

@@ -61,14 +61,9 @@ func TestTrimTakes(t *testing.T) {
 		// Each process deletes its own events: the others' are theirs to
 		// delete (every process whose event its follower returned used to
 		// delete every event, the same ones).
-		{"others' events are not ours to delete", seenAt(many(40, ms)...).theirs(1, 3, 5), 40*ms + trimQuiet, append([]int{0, 2, 4}, seq(6, 39)...), nil},
+		{"others' events are not ours to delete", seenAt(many(40, ms)...).theirs(1, 3, 5), 40*ms + trimQuiet, append([]int{0, 2, 4}, seq(6, 39)...), []int{1, 3, 5}},
 		{"ours go while another's is the newest", seenAt(many(trimKeep+4, 10*ms)...).theirs(trimKeep + 3), time.Second, seq(0, 4), nil},
-		{"only others' events: nothing", seenAt(many(10, ms)...).theirs(seq(0, 10)...), trimQuiet + time.Second, nil, nil},
-		// Another process's event long after it came: its sender stopped
-		// before deleting it. The sender of the newest deletes it; others
-		// forget it.
-		{"a leftover, the newest ours", seenAt(0, leftoverAge).theirs(0), leftoverAge + trimQuiet, []int{0}, nil},
-		{"a leftover, the newest another's", seenAt(0, time.Second, leftoverAge).theirs(0, 2), leftoverAge + trimQuiet, []int{1}, []int{0}},
+		{"only others' events: nothing", seenAt(many(10, ms)...).theirs(seq(0, 10)...), trimQuiet + time.Second, nil, seq(0, 9)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,17 +108,14 @@ func TestTrimDue(t *testing.T) {
 	if d, want := seenAt(ats...).due(), ms+trimSlack; d != want {
 		t.Errorf("due beyond trimKeep: %v, want %v", d, want)
 	}
-	if d, want := seenAt(ats...).theirs(seq(0, trimKeep)...).due(), leftoverAge; d != want {
-		t.Errorf("due with only others' events before our newest: %v, want when the first is left over, %v", d, want)
+	if d := seenAt(ats...).theirs(seq(0, trimKeep)...).due(); d != 0 {
+		t.Errorf("due with only others' events before our newest: %v, want 0 (their senders delete them)", d)
 	}
 	if d, want := seenAt(append(ats, 10*ms)...).theirs(0).due(), 2*ms+trimSlack; d != want {
 		t.Errorf("due with another's event first: %v, want when ours after it may go, %v", d, want)
 	}
-	if d, want := seenAt(0, time.Second).theirs(0).due(), leftoverAge; d != want {
-		t.Errorf("due with another's event and our newest: %v, want when it is left over, %v", d, want)
-	}
-	if d := seenAt(0, time.Second).theirs(0, 1).due(); d != 0 {
-		t.Errorf("due with others' events alone: %v, want 0", d)
+	if d, want := seenAt(0, time.Second, 2*time.Second).theirs(0, 2).due(), 2*time.Second+trimQuiet; d != want {
+		t.Errorf("due with ours between others': %v, want the quiet time %v", d, want)
 	}
 }
 
