@@ -93,8 +93,9 @@ type trimmer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu   sync.Mutex
-	seen []seenEvent // oldest first
+	mu     sync.Mutex
+	seen   []seenEvent // oldest first
+	seenID map[bson.ObjectID]struct{}
 }
 
 func newTrimmer(s *lockStore) *trimmer {
@@ -114,12 +115,26 @@ func (t *trimmer) stop() {
 
 // note records an event the cursor returned, ours if this process sent
 // it, and has the trimmer look again at what it may delete and when.
+//
+// An event the cursor returned before is not recorded again: FerretDB's
+// cursor returns an event again when a getMore's time runs out while it
+// reads its way back to its place (it stops short, on an older event).
+// Recorded again, the newest event seemed to have a successor (itself),
+// was deleted, and every cursor sitting on it failed.
 func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	t.mu.Lock()
+	if _, ok := t.seenID[id]; ok {
+		t.mu.Unlock()
+		return
+	}
+	if t.seenID == nil {
+		t.seenID = make(map[bson.ObjectID]struct{})
+	}
 	if len(t.seen) >= maxSeen {
-		t.seen = append(t.seen[:0], t.seen[len(t.seen)/2:]...)
+		t.forget(len(t.seen) / 2)
 	}
 	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono(), ours: ours})
+	t.seenID[id] = struct{}{}
 	t.mu.Unlock()
 	select {
 	case t.asked <- struct{}{}:
@@ -216,8 +231,16 @@ func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 			ids = append(ids, e.id)
 		}
 	}
-	t.seen = append(t.seen[:0], t.seen[n:]...)
+	t.forget(n)
 	return ids
+}
+
+// forget drops the oldest n events from seen. t.mu must be held.
+func (t *trimmer) forget(n int) {
+	for _, e := range t.seen[:n] {
+		delete(t.seenID, e.id)
+	}
+	t.seen = append(t.seen[:0], t.seen[n:]...)
 }
 
 // delete deletes the events ids. Best effort.

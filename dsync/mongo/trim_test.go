@@ -249,3 +249,30 @@ func TestEachEventTrimmedByItsSender(t *testing.T) {
 		}
 	}
 }
+
+// fixedClock is a clockcheck.Clock whose monotonic time a test sets.
+type fixedClock struct{ mono time.Duration }
+
+func (c *fixedClock) Wall() time.Time          { return time.Unix(0, 0).Add(c.mono) }
+func (c *fixedClock) Monotonic() time.Duration { return c.mono }
+
+// TestTrimIgnoresAnEventReturnedAgain: FerretDB's cursor returns an event
+// again when a getMore's time runs out while it reads its way back to its
+// place. Recorded twice, the newest event (ours) seemed to have a
+// successor, itself, and was deleted once the stream was quiet: every
+// cursor sitting on it failed.
+func TestTrimIgnoresAnEventReturnedAgain(t *testing.T) {
+	clk := &fixedClock{}
+	tr := &trimmer{s: &lockStore{cfg: &config{clock: clk}}, asked: make(chan struct{}, 1)}
+	older, newest := bson.NewObjectID(), bson.NewObjectID()
+	tr.note(older, false)
+	tr.note(newest, true)
+	clk.mono = 10 * time.Second
+	tr.note(newest, true) // returned again
+	clk.mono += 2 * trimQuiet
+	for _, id := range tr.take(clk.mono) {
+		if id == newest {
+			t.Fatal("the newest event was deleted: it was returned twice, and the first counted as an older one")
+		}
+	}
+}
