@@ -21,9 +21,11 @@ import (
 // where the store has none, waiters poll.
 //
 // Feeds lose events (FerretDB's cursor skips an event whose insert
-// commits after a later one it has returned): for lostWindow after
-// announcing itself a waiter looks again at doubling intervals, and the
-// next in line looks whenever another event about its key passes.
+// commits after a later one it has returned, which its driver makes rare
+// for ends by sending them again): for lostWindow after announcing
+// itself a waiter looks again at doubling intervals, and the next in
+// line looks when another event about its key passes, at most once per
+// nextLookEvery.
 //
 // Every follower receives every event, so nothing is published
 // periodically: a waiter announces itself once for each claim it waits
@@ -37,6 +39,13 @@ const (
 	// lostWindow is how long after announcing itself a waiter looks again
 	// at doubling intervals, against lost events.
 	lostWindow = time.Second
+	// nextLookEvery: a waiter next in line looks again on another event
+	// about its key at most this often. The end of a claim that was
+	// withdrawn, not released, makes the waiter behind the next claim
+	// seem next in line too; in a storm of withdrawals (sessions that
+	// expire under load), many waiters seemed so, and each looked at
+	// every event about the key.
+	nextLookEvery = time.Second
 	// endMemory is how long a process remembers a claim it ended, to
 	// answer an announcement that arrives after the end.
 	endMemory = 10 * time.Second
@@ -68,6 +77,14 @@ type waitKey struct {
 type topWait struct {
 	epoch uint64
 	until time.Time
+}
+
+// nextInLine is the claim that local waiters wait for that was seen to
+// become the head of a key's queue, and when they last looked again on
+// another event about the key (local monotonic).
+type nextInLine struct {
+	epoch  uint64
+	looked time.Duration
 }
 
 // An announcement is one of our Waiting events: until when it holds (store
@@ -128,9 +145,9 @@ type wakeups struct {
 	// too long before are announced (announcements may have passed by).
 	unsure map[waitKey]time.Duration
 	// next: for a key, the claim a local waiter waits for that was seen to
-	// become the head of the queue: such a waiter is woken by any other
+	// become the head of the queue: such a waiter is woken by another
 	// event about the key, in case the end of its claim was lost.
-	next map[string]uint64
+	next map[string]nextInLine
 	// ends: claims this process ended lately (local monotonic time), so
 	// that an announcement that comes after the end is answered.
 	ends map[waitKey]time.Duration
@@ -148,7 +165,7 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 		announced:  make(map[waitKey]announcement),
 		mine:       make(map[waitKey]claimMark),
 		unsure:     make(map[waitKey]time.Duration),
-		next:       make(map[string]uint64),
+		next:       make(map[string]nextInLine),
 		ends:       make(map[waitKey]time.Duration),
 		claimWatch: make(map[string]map[chan struct{}]uint64),
 	}
@@ -248,11 +265,15 @@ func (w *wakeups) Event(e driver.Event) {
 	k := waitKey{e.Key, e.Epoch}
 	now := w.env.now().Earliest
 	w.mu.Lock()
-	if b, ok := w.next[e.Key]; ok && !(e.Kind == driver.Ended && b == k.epoch) {
+	if n, ok := w.next[e.Key]; ok && !(e.Kind == driver.Ended && n.epoch == k.epoch) {
 		// Activity about the key of a waiter that is next in line: the
-		// end it waits for may have been lost; it looks (one read).
-		for c := range w.local[waitKey{e.Key, b}] {
-			notify(c)
+		// end it waits for may have been lost; it looks (one read), at
+		// most once per nextLookEvery.
+		if mono := w.env.mono(); mono-n.looked >= nextLookEvery {
+			w.next[e.Key] = nextInLine{n.epoch, mono}
+			for c := range w.local[waitKey{e.Key, n.epoch}] {
+				notify(c)
+			}
 		}
 	}
 	switch e.Kind {
@@ -303,7 +324,7 @@ func (w *wakeups) Event(e driver.Event) {
 			if len(w.next) >= maxRemote {
 				clear(w.next)
 			}
-			w.next[e.Key] = after.epoch
+			w.next[e.Key] = nextInLine{after.epoch, w.env.mono() - nextLookEvery}
 		}
 	}
 	w.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -107,4 +108,39 @@ func TestJitterUpStaysClose(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNextInLineLooksAtMostEverySecond: a waiter next in line looks again
+// when another event about its key passes (the end it waits for may have
+// been lost), but once per nextLookEvery at most: the end of a withdrawn
+// claim makes waiters seem next in line that are not, and in a storm of
+// withdrawals each such waiter read the queue at every event about the
+// key.
+func TestNextInLineLooksAtMostEverySecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := followingClient(t, memory.New(), ClientWithSafetyPoll(time.Hour))
+		w := c.wake
+		woken := make(chan struct{}, 1)
+		w.mu.Lock()
+		w.local[waitKey{"k", 6}] = map[chan struct{}]struct{}{woken: {}}
+		w.mu.Unlock()
+		// The claim before 6 ended: who waits for 6 is next in line.
+		w.Event(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "other"})
+		looks := 0
+		for i := range 20 {
+			until := w.env.now().Earliest.Add(time.Hour)
+			w.Event(driver.Event{Kind: driver.Waiting, Key: "k", Epoch: uint64(10 + i), Until: until, Proc: "other"})
+			select {
+			case <-woken:
+				looks++
+			default:
+			}
+			time.Sleep(nextLookEvery / 10)
+		}
+		// Events for two intervals: a look at the first, and one an
+		// interval later.
+		if looks != 2 {
+			t.Errorf("the waiter next in line looked %d times at 20 events over %v, want 2", looks, 2*nextLookEvery)
+		}
+	})
 }

@@ -23,7 +23,8 @@ import (
 //   - "wait" {key, epoch, until}: a process waits for the claim of key's
 //     epoch to end (driver.Waiting).
 //   - "ended" {key, epoch}: the claim ended (driver.Ended).
-//   - "open": written by a follower before it opens its cursor. Reaching
+//   - "open": written by a follower before it opens its cursor (its proc
+//     names the follower, not a process: trim.go). Reaching
 //     it is how the follower knows its stream is live; on FerretDB it
 //     also fills the cursor's first batch (of size one), which keeps the
 //     cursor open.
@@ -89,11 +90,16 @@ type tailer struct {
 	// (Unix nanoseconds).
 	othersWaitAt    atomic.Int64
 	othersWaitUntil atomic.Int64
-	gen             uint64        // the times the stream turned live
-	liveAt          time.Duration // when it last did (local monotonic)
+	gen             atomic.Uint64 // the times the handler heard it turned live
+	liveAt          time.Duration // when it last turned live, told or not (local monotonic)
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
+	// last: the last event the stream returned.
+	last bson.ObjectID
+	// openProc: the sender named in our "open" events, which are ours to
+	// delete (trim.go).
+	openProc string
 
 	trim *trimmer // FerretDB only; nil elsewhere
 }
@@ -107,7 +113,7 @@ func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{})}
+	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{}), openProc: "open:" + bson.NewObjectID().Hex()}
 	s.tail = t
 	go t.run(ctx)
 	return t.stop
@@ -134,7 +140,96 @@ func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
 		return fmt.Errorf("dsyncmongo: unknown event kind %d", e.Kind)
 	}
 	s.publishedBy.Store(&e.Proc)
-	return s.insertEvent(ctx, d)
+	if err := s.insertEvent(ctx, d); err != nil {
+		return err
+	}
+	if !s.ferret.Load() || d.Kind != eventEnded {
+		return nil
+	}
+	// On FerretDB, a cursor returns events in the order of their record
+	// ids, which the server gives each insert before it commits: a cursor
+	// that returned an event whose insert overtook ours never returns ours.
+	// An event after ours that was sent before ours landed may have done
+	// that: ours is sent again, to come after it (lateTries times at most).
+	// Only ends are checked: a waiter that misses the end it waits for
+	// sleeps until its safety poll, while an owner that misses an
+	// announcement still publishes its claim's end if it saw one for a
+	// later claim of the key (wake.go), and a waiter looks again at
+	// doubling intervals for a while after announcing itself.
+	for try := range lateTries {
+		landed := est.Now().Latest
+		if err := s.fault("event landed"); err != nil {
+			return nil
+		}
+		late, leftovers, err := s.landedLate(ctx, d.ID, landed)
+		if try == 0 && len(leftovers) > 0 {
+			// Read anyway: events their senders did not delete (trim.go).
+			s.deleteEvents(ctx, leftovers)
+		}
+		if err != nil || !late {
+			return nil // best effort: the event itself was sent
+		}
+		d.ID, d.At = bson.NewObjectID(), est.Now().Earliest
+		if err := s.insertEvent(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateTries bounds how many times Publish sends an event again because
+// it may have been passed over (see landedLate).
+const lateTries = 2
+
+// landedLate reports whether the event id, whose insert returned before
+// the store time landed, may have been passed over by a cursor: it is no
+// longer in the events collection, or an event after it in the
+// collection's order was sent before landed (its insert may have
+// committed before ours, and a cursor may have returned it before ours
+// was there). An event sent after landed was inserted after ours
+// committed, and comes after it in every cursor.
+//
+// This holds because an event is deleted only while a later one is kept
+// (trim.go): if any cursor returned an event after ours, an event after
+// ours is in the collection now.
+//
+// It also returns the events sent leftoverAge or more before landed but
+// the last (its senders did not delete them: trim.go).
+func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, leftovers []bson.ObjectID, err error) {
+	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
+		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
+		SetBatchSize(eventsMaxDocs))
+	if err != nil {
+		return false, nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	found := false
+	var old bson.ObjectID // the last event seen that was sent long ago
+	for cur.Next(ctx) {
+		var e struct {
+			ID bson.ObjectID `bson:"_id"`
+			At time.Time     `bson:"at"`
+		}
+		if err := cur.Decode(&e); err != nil {
+			continue
+		}
+		if !old.IsZero() {
+			leftovers = append(leftovers, old) // a later one is kept
+			old = bson.ObjectID{}
+		}
+		switch {
+		case e.ID == id:
+			found = true
+		case found && !e.At.After(landed):
+			late = true
+		case e.At.Add(leftoverAge).Before(landed):
+			old = e.ID
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return false, nil, err
+	}
+	return late || !found, leftovers, nil
 }
 
 // insertEvent writes an event, with the write timeout.
@@ -228,7 +323,8 @@ func (t *tailer) run(ctx context.Context) {
 // make events for the others to read and trim: on FerretDB, where a trim
 // fails every cursor that sits on an event it deletes, reopening with an
 // event of its own fed a storm of reopens. Events the stream passed
-// before are not passed again.
+// before are not passed again, and the handler hears of the stream's
+// turning live again only if events may have gone unseen.
 func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
 	s := t.s
 	est, err := s.prepare(ctx)
@@ -240,7 +336,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		if err := s.createEvents(ctx); err != nil {
 			return false, err
 		}
-		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, At: est.Now().Earliest}
+		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, Proc: t.openProc, At: est.Now().Earliest}
 		if err := s.insertEvent(ctx, open); err != nil {
 			return false, err
 		}
@@ -261,25 +357,56 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()
-	if quick {
-		if cur.RemainingBatchLength() == 0 || cur.ID() == 0 {
-			return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
-		}
-		live = t.turnLive(cur)
+	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
+		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
 	}
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
 	if s.ferret.Load() {
 		t.trim = newTrimmer(s)
 		defer t.trim.stop()
 	}
-	for t.next(ctx, cur) {
+	// A quick follow is live at its first batch. Whether it tells the
+	// handler so (which has every waiter of the process look again, one
+	// read each) waits until it knows whether the cursor goes on where
+	// the last one stopped (resuming): it does if the events kept still
+	// hold the last event the stream returned, which comes before any
+	// event the stream never returned. If that event is gone (deleted:
+	// a trim fails the cursors that sit on what it deletes), events after
+	// it may have gone unseen too.
+	resuming := false
+	resumed := func(tell bool) {
+		resuming = false
+		if tell {
+			t.h.Live(t.gen.Add(1))
+		}
+	}
+	for t.next(ctx, cur, func() {
+		if resuming {
+			resumed(true) // caught up without meeting it
+		}
+	}) {
 		var e eventDoc
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		ours := !quick && e.ID == open.ID || t.s.publishedByUs(e.Proc)
+		ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
+		}
+		if quick && !live {
+			live = t.turnLive(cur, false)
+			resuming = true
+		}
+		if resuming {
+			switch {
+			case e.ID == t.last:
+				resumed(false)
+			case !t.passed.has(e.ID):
+				resumed(true)
+			}
+		}
+		if !resuming {
+			t.last = e.ID
 		}
 		if !t.passed.add(e.ID) {
 			continue // passed before this cursor was opened
@@ -287,7 +414,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		switch {
 		case !quick && e.ID == open.ID:
 			if !live {
-				live = t.turnLive(cur)
+				live = t.turnLive(cur, true)
 			}
 		case ours:
 			t.ownSeen.Add(1)
@@ -301,13 +428,15 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 	return live, errors.New("dsyncmongo: event cursor closed by the server")
 }
 
-// turnLive reports the stream live, on cur; it returns true.
-func (t *tailer) turnLive(cur *mongo.Cursor) bool {
+// turnLive marks the stream live, on cur, and, if tell, reports it to
+// the handler; it returns true.
+func (t *tailer) turnLive(cur *mongo.Cursor, tell bool) bool {
 	t.liveAt = t.s.mono()
 	t.cursor.Store(cur.ID())
 	t.healthy.Store(true)
-	t.gen++
-	t.h.Live(t.gen)
+	if tell {
+		t.h.Live(t.gen.Add(1))
+	}
 	return true
 }
 
@@ -345,7 +474,7 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 // past that wait. Cursor.Next would chain getMores under one deadline:
 // a client's operation timeout (options.Client().SetTimeout) when the
 // context has none, which the driver refuses as shorter than the wait.
-func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
+func (t *tailer) next(ctx context.Context, cur *mongo.Cursor, caughtUp func()) bool {
 	for {
 		await := t.awaitTime()
 		cur.SetMaxAwaitTime(await)
@@ -358,6 +487,7 @@ func (t *tailer) next(ctx context.Context, cur *mongo.Cursor) bool {
 		if cur.Err() != nil || cur.ID() == 0 {
 			return false
 		}
+		caughtUp() // a getMore found nothing more
 	}
 }
 

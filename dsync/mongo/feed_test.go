@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -562,6 +563,9 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 // down (waiters do not fall back to polling, nor announce themselves
 // again) and without an event of its own: on FerretDB each event makes
 // others trim, and a trim fails the cursors that sit on what it deletes.
+// Its new cursor starts at an event it passed before, so it missed
+// nothing, and the handler is not told it turned live again (its waiters
+// would all look again: one read each, for every reopening).
 func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	var inserts atomic.Int32
 	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
@@ -578,6 +582,7 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	follow(t, ctx, b)
 	w := tail(b)
 	id := w.cursor.Load()
+	gen := w.gen.Load()
 	before := inserts.Load()
 	if err := db.RunCommand(ctx, bson.D{
 		{Key: "killCursors", Value: DefaultCollection + eventsSuffix},
@@ -599,6 +604,9 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 	if msgs := logs.warnings("event stream unavailable"); len(msgs) != 0 {
 		t.Errorf("the stream went down: %q", msgs)
 	}
+	if g := w.gen.Load(); g != gen {
+		t.Errorf("the handler was told the stream turned live again (%d times, then %d), though it missed nothing", gen, g)
+	}
 	t.Logf("reopened %v after the kill (a getMore in flight ends first)", time.Since(killed).Round(time.Millisecond))
 	// It is live: another process's announcement reaches it.
 	if err := other.s.Prepare(ctx); err != nil {
@@ -615,5 +623,146 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 			t.Fatal("the reopened stream did not pass another process's event")
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// TestReopenedStreamTellsWhatItMayHaveMissed: a stream whose cursor failed
+// because the events it had reached were deleted (on FerretDB, a cursor
+// fails when the last event it returned is deleted) reopens on events it
+// never passed: events may have gone unseen in between, and the handler
+// is told the stream turned live again (its waiters look again), and
+// gets the event that is there.
+func TestReopenedStreamTellsWhatItMayHaveMissed(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("a cursor fails when its event is deleted on FerretDB")
+	}
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(2*time.Second))
+	other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	w := tail(b)
+	gen := w.gen.Load()
+	if err := other.s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Everything the cursor passed goes; another process's event comes.
+	events := db.Collection(DefaultCollection + eventsSuffix)
+	if _, err := events.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	announce(t, ctx, other, "other", "k", 7)
+	for w.gen.Load() == gen || w.othersWaitAt.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("told live %d times (%d before), another's event passed: %v; want told once more, and the event",
+				w.gen.Load(), gen, w.othersWaitAt.Load() != 0)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestEndSentAgainWhenOvertaken: on FerretDB a cursor returns events in
+// the order of record ids given before the inserts commit, so a cursor
+// that returned an event whose insert overtook an end never returns the
+// end, and the waiter it should have woken sleeps until its safety poll.
+// An end after which the collection holds an event sent before the end
+// landed, or that is gone, is sent again; one that nothing can have
+// overtaken is sent once.
+func TestEndSentAgainWhenOvertaken(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("MongoDB's cursors do not pass over an insert that commits late")
+	}
+	for _, tc := range []struct {
+		name  string
+		meta  func(ctx context.Context, events *mongo.Collection) error // as the end lands
+		sends int                                                       // ends in the collection after
+	}{
+		{"overtaken", func(ctx context.Context, events *mongo.Collection) error {
+			// Sent a minute ago (before ours landed), after ours in the
+			// collection: it may have committed first.
+			_, err := events.InsertOne(ctx, eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: "other", Key: "k", Epoch: 9,
+				At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour)})
+			return err
+		}, 2},
+		{"deleted", func(ctx context.Context, events *mongo.Collection) error {
+			_, err := events.DeleteMany(ctx, bson.D{{Key: "kind", Value: eventEnded}})
+			return err
+		}, 1},
+		{"sent after it landed", func(ctx context.Context, events *mongo.Collection) error {
+			_, err := events.InsertOne(ctx, eventDoc{ID: bson.NewObjectID(), Kind: eventWait, Proc: "other", Key: "k", Epoch: 9,
+				At: time.Now().Add(time.Minute), Until: time.Now().Add(time.Hour)})
+			return err
+		}, 1},
+		{"alone", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := mongotest.NewDatabase(t)
+			events := db.Collection(DefaultCollection + eventsSuffix)
+			ctx := testCtx(t, 30*time.Second)
+			var once sync.Once
+			hook := func(op string) error {
+				if op == "event landed" && tc.meta != nil {
+					once.Do(func() {
+						if err := tc.meta(ctx, events); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				return nil
+			}
+			b := newBackend(t, db, WithWakeups(true), asFerretDB(true), withFault(hook))
+			follow(t, ctx, b)
+			if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+				t.Fatal(err)
+			}
+			n, err := events.CountDocuments(ctx, bson.D{{Key: "kind", Value: eventEnded}, {Key: "key", Value: "k"}, {Key: "epoch", Value: 5}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(tc.sends) {
+				t.Errorf("%d ends in the collection, want %d", n, tc.sends)
+			}
+		})
+	}
+}
+
+// TestEndDeletesLeftoverEvents: events their senders did not delete (a
+// process that stopped, or whose follower lags far behind: each process
+// deletes only its own, trim.go) are deleted by a process that sends an
+// end, which reads the collection anyway: those sent leftoverAge or more
+// before, but the collection's last event.
+func TestEndDeletesLeftoverEvents(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("trimming is FerretDB's alone")
+	}
+	db := mongotest.NewDatabase(t)
+	events := db.Collection(DefaultCollection + eventsSuffix)
+	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	ctx := testCtx(t, 30*time.Second)
+	follow(t, ctx, b)
+	old := func() bson.ObjectID {
+		t.Helper()
+		id := bson.NewObjectID()
+		if _, err := events.InsertOne(ctx, eventDoc{ID: id, Kind: eventWait, Proc: "gone", Key: "k", Epoch: 3,
+			At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	left := []bson.ObjectID{old(), old()}
+	// The collection's last event stays, however old.
+	if _, leftovers, err := b.s.landedLate(ctx, bson.NewObjectID(), b.s.ServerTime().Latest); err != nil || len(leftovers) != 1 || leftovers[0] != left[0] {
+		t.Errorf("leftovers %v (%v), want the first of %v alone", leftovers, err, left)
+	}
+	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := events.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: left}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d of the %d events left over are still there, want none", n, len(left))
 	}
 }

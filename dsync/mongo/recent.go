@@ -14,6 +14,12 @@ type recentIDs struct {
 	order []bson.ObjectID // oldest first
 }
 
+// has reports whether id was added (and not yet forgotten).
+func (r *recentIDs) has(id bson.ObjectID) bool {
+	_, ok := r.set[id]
+	return ok
+}
+
 // add records id and reports whether it is new.
 func (r *recentIDs) add(id bson.ObjectID) bool {
 	if _, ok := r.set[id]; ok {

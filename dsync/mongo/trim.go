@@ -16,38 +16,47 @@ import (
 // decoding every event up to the last one the cursor returned, so the
 // events kept cost every follower CPU a hundred times a second.
 //
-// A process whose follower read one of its own events deletes events
-// its follower returned, at most once per trimEvery, until only the
-// newest is left:
+// Each process deletes its own events (those it published, and its
+// follower's "open" events), once its follower returned them, at most
+// once per trimEvery, never its follower's newest:
 //
 //   - while events flow, only beyond the newest trimKeep, and only an
 //     event whose successor the follower returned trimSlack or more ago;
 //   - once the follower returned no event for trimQuiet, every event but
 //     the newest.
 //
+// So each event is deleted once, by the process that sent it. Every
+// process whose event its follower had returned used to delete every
+// event it had returned: the same events, deleted by as many processes
+// as had sent one lately, so that with many waiting processes most
+// deletes found nothing; yet each was a write, which FerretDB's SQLite
+// backend serializes with every other write, the sessions' renewals
+// among them (bench/scale-notes.md). A process does not learn that
+// another deleted an event, so it cannot delete others' events without
+// deleting them again. Events that their sender did not delete (it
+// stopped, or its follower lags far behind) are deleted when a process
+// that sends an end reads the collection (Publish): those sent more than
+// leftoverAge before, but the last.
+//
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
-// up to that event), and its process then reopens it: a getMore, an
-// insert of an "open" event, a find, and a look at every key it waits
-// for, with events of its own that make others trim. Deleting only what
-// every cursor that keeps up has left behind keeps that from feeding on
-// itself: an event goes only once the event after it has been there for
+// up to that event), and its process then reopens it (feed.go). Deleting
+// only what every cursor that keeps up has left behind keeps that rare:
+// an event goes only once the event after it has been there for
 // trimSlack (a cursor that keeps up returns an event within about 20 ms
-// of its insert), and only when more than trimKeep events are kept, or
-// when the stream has been quiet for trimQuiet (a cursor whose last
-// event is not the newest after that lags by seconds). Deleting the
-// previous events as soon as a new one came, as an earlier trimmer did,
-// failed every cursor that had not yet returned the new one: with 64
-// waiting processes on two cores, a storm of reopens that cost each
-// waiter ten commands a second (bench/RESULTS.md, Scale).
+// of its insert), and only when more than trimKeep events come after it,
+// or when the stream has been quiet for trimQuiet (a cursor whose last
+// event is not the newest after that lags by seconds).
 //
 // What is trimmed is missed only by a cursor that lags that far, or
 // opens later (it reopens a second or more after a failure): a waiter it
 // should have woken looks again within the safety poll interval, and a
 // waiter whose own stream reopens announces itself again
 // (driver.Feed.Replay: an event is deleted no sooner than trimSlack after
-// the follower that deletes it returned it). The newest event is never
-// deleted.
+// the follower that deletes it returned it). Since no process deletes
+// the newest event its follower returned, an event is deleted only while
+// a later one is in the collection (the latest of all is never
+// deleted), which the check after each insert relies on (Publish).
 //
 // Deleting by _id what the cursor returned, rather than by the "at" of
 // events, makes trimming independent of the senders' clocks (and of how
@@ -60,14 +69,20 @@ const (
 	// (bench/scale-notes.md).
 	trimKeep  = 4
 	trimQuiet = 2 * time.Second
+	// leftoverAge: how long after it was sent an event counts as left
+	// over by its sender (which deletes its own within trimQuiet or so of
+	// the stream's going quiet, trimEvery apart at worst, unless it lags).
+	leftoverAge = 10 * time.Second
 	// maxSeen bounds the events remembered for trimming.
 	maxSeen = 4096
 )
 
-// A seenEvent is an event the cursor returned, and when (local monotonic).
+// A seenEvent is an event the cursor returned, when (local monotonic),
+// and whether this process sent it.
 type seenEvent struct {
-	id bson.ObjectID
-	at time.Duration
+	id   bson.ObjectID
+	at   time.Duration
+	ours bool
 }
 
 // A trimmer deletes the events a follower read, in a goroutine of its
@@ -78,8 +93,9 @@ type trimmer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu   sync.Mutex
-	seen []seenEvent // oldest first
+	mu     sync.Mutex
+	seen   []seenEvent // oldest first
+	seenID map[bson.ObjectID]struct{}
 }
 
 func newTrimmer(s *lockStore) *trimmer {
@@ -97,103 +113,148 @@ func (t *trimmer) stop() {
 	<-t.done
 }
 
-// note records an event the cursor returned; one of ours asks for a trim.
+// note records an event the cursor returned, ours if this process sent
+// it, and has the trimmer look again at what it may delete and when.
+//
+// An event the cursor returned before is not recorded again: FerretDB's
+// cursor returns an event again when a getMore's time runs out while it
+// reads its way back to its place (it stops short, on an older event).
+// Recorded again, the newest event seemed to have a successor (itself),
+// was deleted, and every cursor sitting on it failed.
 func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	t.mu.Lock()
-	if len(t.seen) >= maxSeen {
-		t.seen = append(t.seen[:0], t.seen[len(t.seen)/2:]...)
+	if _, ok := t.seenID[id]; ok {
+		t.mu.Unlock()
+		return
 	}
-	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono()})
+	if t.seenID == nil {
+		t.seenID = make(map[bson.ObjectID]struct{})
+	}
+	if len(t.seen) >= maxSeen {
+		t.forget(len(t.seen) / 2)
+	}
+	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono(), ours: ours})
+	t.seenID[id] = struct{}{}
 	t.mu.Unlock()
-	if ours {
-		select {
-		case t.asked <- struct{}{}:
-		default: // already asked
-		}
+	select {
+	case t.asked <- struct{}{}:
+	default: // already asked
 	}
 }
 
-// run deletes old events until ctx ends: asked, it deletes what take
-// allows as soon as it allows it, at least trimEvery apart, until only
-// the newest event is left.
+// run deletes old events until ctx ends: what take allows, as soon as it
+// allows it (due), at least trimEvery apart.
 func (t *trimmer) run(ctx context.Context) {
 	var last time.Duration
 	first := true
 	for {
-		select {
-		case <-t.asked:
-		case <-ctx.Done():
-			return
-		}
-		for {
-			t.mu.Lock()
-			due := t.due()
-			t.mu.Unlock()
-			if due == 0 {
-				break // nothing but the newest event
-			}
+		t.mu.Lock()
+		due := t.due()
+		t.mu.Unlock()
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if due != 0 {
 			if !first {
 				due = max(due, last+trimEvery)
 			}
 			if d := due - t.s.mono(); d > 0 {
-				timer := time.NewTimer(d)
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					timer.Stop()
-					return
+				timer = time.NewTimer(d)
+				fire = timer.C
+			} else {
+				if ids := t.take(t.s.mono()); len(ids) > 0 {
+					t.delete(ctx, ids)
 				}
+				last, first = t.s.mono(), false
+				continue
 			}
-			if ids := t.take(t.s.mono()); len(ids) > 0 {
-				t.delete(ctx, ids)
-			}
-			last, first = t.s.mono(), false
+		}
+		select {
+		case <-t.asked: // events came: due may have changed
+		case <-fire:
+		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
 
-// due is when take will next return an event (local monotonic), or 0 if
-// only the newest event is kept. t.mu must be held.
-func (t *trimmer) due() time.Duration {
-	n := len(t.seen)
-	if n <= 1 {
-		return 0
-	}
-	at := t.seen[n-1].at + trimQuiet
-	if n > trimKeep {
-		at = min(at, t.seen[1].at+trimSlack)
+// eligibleAt is when the event at i (not the newest) may be deleted, as
+// far as the events after it tell: once the stream has been quiet for
+// trimQuiet, or, if more than trimKeep events come after it, trimSlack
+// after the next one came. It never decreases with i. t.mu must be held.
+func (t *trimmer) eligibleAt(i int) time.Duration {
+	kept := len(t.seen)
+	at := t.seen[kept-1].at + trimQuiet
+	if kept-i > trimKeep {
+		at = min(at, t.seen[i+1].at+trimSlack)
 	}
 	return at
 }
 
-// take removes from seen, and returns, the events that may be deleted at
-// now: all but the newest once the stream has been quiet for trimQuiet;
-// otherwise the oldest, while more than trimKeep are kept, each only if
-// the event after it was returned trimSlack or more before now.
+// due is when take will next return an event (local monotonic), or 0 if
+// it will not before another event comes: when the first of ours that is
+// not the newest may be deleted. t.mu must be held.
+func (t *trimmer) due() time.Duration {
+	for i := 0; i < len(t.seen)-1; i++ {
+		if t.seen[i].ours {
+			return t.eligibleAt(i)
+		}
+	}
+	return 0
+}
+
+// take removes from seen, and returns, the events of ours to delete at
+// now, among those that may be deleted: all but the newest once the
+// stream has been quiet for trimQuiet; otherwise the oldest, while more
+// than trimKeep come after them, each only if the event after it was
+// returned trimSlack or more before now. Others' events among those are
+// forgotten (their senders delete them).
 func (t *trimmer) take(now time.Duration) []bson.ObjectID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	kept := len(t.seen)
-	quiet := kept > 1 && now-t.seen[kept-1].at >= trimQuiet
+	if kept == 0 {
+		return nil
+	}
+	quiet := now-t.seen[kept-1].at >= trimQuiet
 	n := 0
 	for n < kept-1 && (quiet || kept-n > trimKeep && now-t.seen[n+1].at >= trimSlack) {
 		n++
 	}
-	ids := make([]bson.ObjectID, n)
-	for i := range n {
-		ids[i] = t.seen[i].id
+	var ids []bson.ObjectID
+	for _, e := range t.seen[:n] {
+		if e.ours {
+			ids = append(ids, e.id)
+		}
+	}
+	t.forget(n)
+	return ids
+}
+
+// forget drops the oldest n events from seen. t.mu must be held.
+func (t *trimmer) forget(n int) {
+	for _, e := range t.seen[:n] {
+		delete(t.seenID, e.id)
 	}
 	t.seen = append(t.seen[:0], t.seen[n:]...)
-	return ids
 }
 
 // delete deletes the events ids. Best effort.
 func (t *trimmer) delete(ctx context.Context, ids []bson.ObjectID) {
-	err := t.s.write(ctx, "trim events", func(ctx context.Context) error {
-		_, err := t.s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+	t.s.deleteEvents(ctx, ids)
+}
+
+// deleteEvents deletes the events ids. Best effort.
+func (s *lockStore) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
+	err := s.write(ctx, "trim events", func(ctx context.Context) error {
+		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
 	})
 	if err != nil {
-		t.s.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
+		s.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
 	}
 }
