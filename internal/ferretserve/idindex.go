@@ -39,6 +39,9 @@ const idIndexSuffix = "_dsync_id"
 type idIndexer struct {
 	dir  string
 	seen map[string]fileState // data files as of their last pass
+	// walNext: for a data file whose last checkpoint gave up, when the
+	// next may be tried.
+	walNext map[string]time.Time
 }
 
 // fileState is what changes when SQLite writes a file (or its log).
@@ -48,7 +51,7 @@ type fileState struct {
 }
 
 func newIDIndexer(dir string) *idIndexer {
-	return &idIndexer{dir: dir, seen: map[string]fileState{}}
+	return &idIndexer{dir: dir, seen: map[string]fileState{}, walNext: map[string]time.Time{}}
 }
 
 // run indexes until ctx ends.
@@ -65,12 +68,17 @@ func (x *idIndexer) run(ctx context.Context) {
 	}
 }
 
-// pass indexes the unindexed tables of every database file written since
-// the last pass. A file it cannot read now (being created, or dropped) is
+// pass starts long logs over (walcheckpoint.go) and indexes the
+// unindexed tables of every database file written since the last pass. A file it cannot read now (being created, or dropped) is
 // tried again at the next pass.
 func (x *idIndexer) pass(ctx context.Context) {
 	files, _ := filepath.Glob(filepath.Join(x.dir, "*.sqlite"))
 	for _, f := range files {
+		if time.Now().After(x.walNext[f]) {
+			if gaveUp, _ := checkpointWAL(ctx, f); gaveUp { // best effort: walcheckpoint.go
+				x.walNext[f] = time.Now().Add(walRetry)
+			}
+		}
 		st, ok := stateOf(f)
 		if !ok || st == x.seen[f] {
 			continue

@@ -1,0 +1,87 @@
+package ferretserve
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestLongLogIsStartedOver: a data file's log that grew past walLimit,
+// while a client keeps reading, is emptied within a few passes, and no
+// document is lost. Without checkpointWAL, SQLite never shrinks the log
+// file: it stays at the largest size it reached.
+func TestLongLogIsStartedOver(t *testing.T) {
+	defer func(l int64) { walLimit = l }(walLimit)
+	walLimit = 1 << 20
+	dir := t.TempDir()
+	s, err := Start(dir, "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(s.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	coll := c.Database("wal").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: -1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A reader that never pauses, as event cursors are.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_ = coll.FindOne(ctx, bson.D{{Key: "_id", Value: -1}}).Err()
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	wal := filepath.Join(dir, "wal.sqlite-wal")
+	size := func() int64 {
+		fi, err := os.Stat(wal)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	pad := strings.Repeat("x", 16<<10)
+	const docs = 400 // 6.4 MB of documents, more in the log
+	peak := int64(0)
+	for i := range docs {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, size())
+	}
+	if peak < walLimit {
+		t.Fatalf("the log reached %d bytes at most, not enough to test with (walLimit %d)", peak, walLimit)
+	}
+	deadline := time.Now().Add(100 * pollInterval)
+	for size() >= walLimit && time.Now().Before(deadline) {
+		time.Sleep(pollInterval / 2)
+	}
+	if got := size(); got >= walLimit {
+		t.Fatalf("the log is %d bytes %v after the writes (peak %d), want less than %d", got, 100*pollInterval, peak, walLimit)
+	}
+	n, err := coll.CountDocuments(ctx, bson.D{})
+	if err != nil || n != docs+1 {
+		t.Fatalf("count after the checkpoints: %d, %v; want %d", n, err, docs+1)
+	}
+}
