@@ -269,6 +269,11 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 	if n <= s.loaded || s.stopped != "" {
 		return nil
 	}
+	if s.relock && rn.o.ScaleKeptMax > 0 && n > rn.o.ScaleKeptMax {
+		s.stopped = fmt.Sprintf("not measured: this run grew the series to %s keys at most (-scale-kept-max)", thousands(rn.o.ScaleKeptMax))
+		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
+		return nil
+	}
 	budget := rn.o.ScaleLoadBudget
 	keys := n - s.loaded
 	if est, ok := loadEstimate(s.loads, s.loaded, n); ok && est > budget {

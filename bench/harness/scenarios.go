@@ -77,6 +77,11 @@ type Options struct {
 	ScaleFreshTimeout  time.Duration // one first Lock+Unlock is cut short after this
 	ScaleStatusLimit   int
 	ScaleStatusTimeout time.Duration
+	// ScaleKeptMax, if above 0, is the largest size the series of keys in
+	// the collection is grown to (the compacted series goes on alone):
+	// loading runs at the pace of the server's commits, so that a run to
+	// 100,000 keys in both series takes hours on FerretDB.
+	ScaleKeptMax int
 	// scale: a holder and each number of waiters; waiting Clients are
 	// packed evenly into at most ScaleProcs processes; handoffs, then
 	// counts over ScaleIdleWindow, ScaleRuns times each.

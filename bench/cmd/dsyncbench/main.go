@@ -100,6 +100,7 @@ func measure() int {
 	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
 	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
 	scaleLoadBudget := flag.Duration("scale-load-budget", 0, "the scale scenario does not load a size of idle keys whose loading would take longer, estimated from the loadings before (default 20m)")
+	scaleKeptMax := flag.Int("scale-kept-max", 0, "the scale scenario grows its series of keys in the collection (used within the idle age) to this many keys at most; 0: every size of -scale-keys")
 	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
 	idleAge := flag.Duration("idle-age", time.Minute, "the scale scenario's keys compacted: their backends compact keys idle for this long (dsyncmongo.WithIdleAge, with a bucket span of a quarter of it; at least 1m with the scenario's 15 s TTL; 0: that series is not measured). The other namespaces have the library's default")
 	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off), e.g. to keep a before/after pair")
@@ -141,7 +142,7 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}

@@ -53,6 +53,7 @@ func run() int {
 	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
 	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
 	scaleLoadBudget := flag.Duration("scale-load-budget", 0, "the scale scenario does not load a size of idle keys whose loading would take longer, estimated from the loadings before (default 20m)")
+	scaleKeptMax := flag.Int("scale-kept-max", 0, "the scale scenario grows its series of keys in the collection (used within the idle age) to this many keys at most; 0: every size of -scale-keys")
 	serverPID := flag.Int("server-pid", 0, "process id of the library's server, to report its CPU while processes wait (Linux)")
 	flag.Parse()
 
@@ -76,7 +77,7 @@ func run() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget}
+	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
