@@ -111,14 +111,9 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 		// Prepared (indexes, the clock) before counting, as any process
 		// is after its first call.
 		_, _ = p.b.Current(context.Background(), "warm-up")
-		p.cmd.mu.Lock()
-		p.cmd.onStart = byID
-		p.cmd.mu.Unlock()
-		p.cmd.take()
+		sent := protocolCommands(p, byID)
 		token := lockUnlock(p, key)
-		cmds := p.cmd.take()
-		delete(cmds, clockSample) // server-time samples run on their own schedule
-		return cmds, token
+		return sent(), token
 	}
 	bigCmds, bigToken := first(big[1])
 	smallCmds, smallToken := first(small[1])

@@ -117,6 +117,40 @@ func (c *counter) latency() map[string]time.Duration {
 	return m
 }
 
+// protocolCommands counts what p sends from now until the returned
+// function is called, which returns the counts by command and
+// collection: all but the server-time samples and the commands on the
+// sessions collection (the lease's insert and renewals run on their own
+// schedule, so that under load one falls inside a measured call or not).
+// also, if not nil, sees every command started meanwhile.
+func protocolCommands(p *proc, also func(*event.CommandStartedEvent)) (stop func() map[string]int) {
+	var mu sync.Mutex
+	n := make(map[string]int)
+	counting := true
+	p.cmd.mu.Lock()
+	p.cmd.onStart = func(e *event.CommandStartedEvent) {
+		if also != nil {
+			also(e)
+		}
+		coll, _ := e.Command.Index(0).Value().StringValueOK()
+		if kindOf(e) == clockSample || coll == DefaultCollection+sessionsSuffix {
+			return
+		}
+		mu.Lock()
+		if counting {
+			n[e.CommandName+" "+coll]++
+		}
+		mu.Unlock()
+	}
+	p.cmd.mu.Unlock()
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		counting = false
+		return n
+	}
+}
+
 // lockOps is the number of commands of the lock protocol among n (not
 // the clock estimator's samples).
 func lockOps(n map[string]int) int {
