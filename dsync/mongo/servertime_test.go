@@ -320,10 +320,10 @@ func TestProbeRetriesTransient(t *testing.T) {
 		wantErr   error
 		wantCalls int
 	}{
-		// Two failures, the retry, then the other samples of the first
+		// Four failures, the retry, then the other samples of the first
 		// measurement.
-		{"busy", []error{errBusy, errBusy}, nil, 2 + clockcheck.DefaultSamples},
-		{"busy throughout", []error{errBusy, errBusy, errBusy}, errBusy, probeAttempts},
+		{"busy", []error{errBusy, errBusy, errBusy, errBusy}, nil, 4 + clockcheck.DefaultSamples},
+		{"busy throughout", []error{errBusy, errBusy, errBusy, errBusy, errBusy}, errBusy, probeAttempts},
 		{"not transient", []error{errBadValue}, errBadValue, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
