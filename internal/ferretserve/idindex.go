@@ -41,7 +41,8 @@ type idIndexer struct {
 	seen map[string]fileState // data files as of their last pass
 	// walNext: for a data file whose last checkpoint gave up, when the
 	// next may be tried.
-	walNext map[string]time.Time
+	walNext  map[string]time.Time
+	walFails map[string]int // checkpoints that gave up in a row
 }
 
 // fileState is what changes when SQLite writes a file (or its log).
@@ -51,7 +52,7 @@ type fileState struct {
 }
 
 func newIDIndexer(dir string) *idIndexer {
-	return &idIndexer{dir: dir, seen: map[string]fileState{}, walNext: map[string]time.Time{}}
+	return &idIndexer{dir: dir, seen: map[string]fileState{}, walNext: map[string]time.Time{}, walFails: map[string]int{}}
 }
 
 // run indexes until ctx ends.
@@ -76,7 +77,10 @@ func (x *idIndexer) pass(ctx context.Context) {
 	for _, f := range files {
 		if time.Now().After(x.walNext[f]) {
 			if gaveUp, _ := checkpointWAL(ctx, f); gaveUp { // best effort: walcheckpoint.go
-				x.walNext[f] = time.Now().Add(walRetry)
+				x.walFails[f]++
+				x.walNext[f] = time.Now().Add(walBackoff(x.walFails[f]))
+			} else {
+				delete(x.walFails, f)
 			}
 		}
 		st, ok := stateOf(f)

@@ -24,7 +24,7 @@ import (
 // the readers of the log to finish (new readers read the database file,
 // all of it copied by then) and empties the log. While it waits, writers
 // wait too, at most walBusy; if readers outlast that, it gives up and
-// tries again walRetry later. It changes no data, only where SQLite finds
+// tries again later (walRetry). It changes no data, only where SQLite finds
 // it.
 
 // walLimit is the size of a data file's log above which it is started
@@ -35,9 +35,25 @@ var walLimit int64 = 32 << 20
 // writers wait) before it gives up until the next pass.
 const walBusy = "500"
 
-// walRetry is how long after a checkpoint that gave up the next is tried:
-// writers wait while one waits for readers.
-const walRetry = 2 * time.Second
+// walRetry is how long after a checkpoint that gave up the next is tried,
+// doubling with each that gives up in a row up to walRetryMax: writers
+// wait while one waits for readers, and a reader that never finishes
+// (FerretDB's pool can keep a connection inside a transaction whose
+// COMMIT failed) would have every writer wait a quarter of the time.
+const (
+	walRetry    = 2 * time.Second
+	walRetryMax = 2 * time.Minute
+)
+
+// walBackoff is how long to wait before the next checkpoint after fails
+// gave up in a row.
+func walBackoff(fails int) time.Duration {
+	d := walRetry
+	for range min(fails, 10) - 1 {
+		d *= 2
+	}
+	return min(d, walRetryMax)
+}
 
 // checkpointWAL starts file's log over if it has grown past walLimit. It
 // reports whether it tried and gave up (readers outlasted walBusy).

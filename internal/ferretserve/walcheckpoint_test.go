@@ -85,3 +85,17 @@ func TestLongLogIsStartedOver(t *testing.T) {
 		t.Fatalf("count after the checkpoints: %d, %v; want %d", n, err, docs+1)
 	}
 }
+
+// TestWALBackoffDoubles: checkpoints that give up in a row wait longer
+// and longer, up to walRetryMax.
+func TestWALBackoffDoubles(t *testing.T) {
+	want := []time.Duration{walRetry, 2 * walRetry, 4 * walRetry, 8 * walRetry}
+	for i, w := range want {
+		if got := walBackoff(i + 1); got != w {
+			t.Errorf("walBackoff(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+	if got := walBackoff(1000); got != walRetryMax {
+		t.Errorf("walBackoff(1000) = %v, want %v", got, walRetryMax)
+	}
+}
