@@ -26,15 +26,14 @@
 #                                              15 minutes: dsync's scale scenario waits
 #                                              for compaction)
 #
-#   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios scale -- -scale-keys 100,1000,10000,100000 -scale-load-budget 3h
+#   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios scale -- -scale-keys 100,1000,10000,100000 -scale-kept-max 10000 -scale-load-budget 90m
 #                                              issue 25's scale scenario with
-#                                              100,000 idle keys in each of its
-#                                              two series (opt-in: the loading
-#                                              slows as the collection grows, 125
-#                                              keys/s to 1,000 and 53 to 10,000 on
-#                                              a machine with a load of 3 to 6; the
-#                                              90,000 more take about an hour in
-#                                              each series)
+#                                              100,000 compacted idle keys
+#                                              (opt-in: loading runs at the pace
+#                                              of FerretDB's commits, about 42
+#                                              keys/s in that series: 40 minutes
+#                                              for 100,000; the series of keys in
+#                                              the collection stops at 10,000)
 #
 # Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
@@ -70,7 +69,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick="-quick"; shift ;;
 	--as) as="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,55p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^# Extra flags/p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
