@@ -21,7 +21,10 @@ import (
 // document is lost. Without checkpointWAL, SQLite never shrinks the log
 // file: it stays at the largest size it reached.
 func TestLongLogIsStartedOver(t *testing.T) {
-	defer func(l int64) { walLimit = l }(walLimit)
+	// Restored after the server has stopped (cleanups run last first):
+	// its indexer reads walLimit until then.
+	l := walLimit
+	t.Cleanup(func() { walLimit = l })
 	walLimit = 1 << 20
 	dir := t.TempDir()
 	s, err := Start(dir, "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
