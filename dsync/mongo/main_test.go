@@ -120,9 +120,11 @@ func (c *counter) latency() map[string]time.Duration {
 // protocolCommands counts what p sends from now until the returned
 // function is called, which returns the counts by command and
 // collection: all but the server-time samples and the commands on the
-// sessions collection (the lease's insert and renewals run on their own
-// schedule, so that under load one falls inside a measured call or not).
-// also, if not nil, sees every command started meanwhile.
+// sessions collection and the directory of keys, which run on their own
+// schedule (the lease's insert and renewals; the directory's insert of a
+// key, in the background after its claim), so that under load one falls
+// inside a measured call or not. also, if not nil, sees every command
+// started meanwhile.
 func protocolCommands(p *proc, also func(*event.CommandStartedEvent)) (stop func() map[string]int) {
 	var mu sync.Mutex
 	n := make(map[string]int)
@@ -133,7 +135,7 @@ func protocolCommands(p *proc, also func(*event.CommandStartedEvent)) (stop func
 			also(e)
 		}
 		coll, _ := e.Command.Index(0).Value().StringValueOK()
-		if kindOf(e) == clockSample || coll == DefaultCollection+sessionsSuffix {
+		if kindOf(e) == clockSample || coll == DefaultCollection+sessionsSuffix || coll == DefaultCollection+keysSuffix {
 			return
 		}
 		mu.Lock()
