@@ -118,28 +118,27 @@ func (e *Engine) newest(ctx context.Context, key string, seg uint64, f Floor) (D
 func (e *Engine) climb(ctx context.Context, key string, d Doc) (Doc, bool, error) {
 	found := d
 	missing := uint64(0) // the lowest epoch known missing (0: none yet)
-	for step := uint64(1); missing == 0; step *= 2 {
-		x := found.Epoch + step
+	// probe reads epoch x and moves found up to it, or missing down.
+	probe := func(x uint64) error {
 		next, ok, err := e.store.Get(ctx, ClaimID(key, x))
-		if err != nil {
-			return Doc{}, false, err
-		}
-		if ok && next.Kind == KindClaim {
+		switch {
+		case err != nil:
+			return err
+		case ok && next.Kind == KindClaim:
 			found = next
-		} else {
+		default:
 			missing = x
+		}
+		return nil
+	}
+	for step := uint64(1); missing == 0; step *= 2 {
+		if err := probe(found.Epoch + step); err != nil {
+			return Doc{}, false, err
 		}
 	}
 	for missing-found.Epoch > 1 {
-		x := found.Epoch + (missing-found.Epoch)/2
-		next, ok, err := e.store.Get(ctx, ClaimID(key, x))
-		if err != nil {
+		if err := probe(found.Epoch + (missing-found.Epoch)/2); err != nil {
 			return Doc{}, false, err
-		}
-		if ok && next.Kind == KindClaim {
-			found = next
-		} else {
-			missing = x
 		}
 	}
 	return found, true, nil
