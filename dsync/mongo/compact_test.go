@@ -77,28 +77,9 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 	}
 	t.Logf("%d keys: %d documents after loading, %d after compaction", keys, loaded, count(big[0]))
 
-	first := func(p *proc, key string) (map[string]int, uint64) {
-		t.Helper()
-		// Prepared (indexes, the clock) before counting, as any process
-		// is after its first call.
-		_, _ = p.b.Current(ctx, "warm-up")
-		sent := protocolCommands(p, nil)
-		m, err := dsync.NewMutex(p.b, key, dsync.WithTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.LockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		token := m.Token()
-		if err := m.UnlockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return sent(), token
-	}
 	key := "report-2026-11-23-7"
-	bigCmds, token := first(big[1], key)
-	smallCmds, _ := first(small[1], "report-2026-11-23-0")
+	bigCmds, token := firstLockUnlock(ctx, t, big[1], key, nil)
+	smallCmds, _ := firstLockUnlock(ctx, t, small[1], "report-2026-11-23-0", nil)
 	if !maps.Equal(bigCmds, smallCmds) {
 		t.Errorf("a fresh process's first Lock+Unlock sent %v after %d keys were compacted, %v on a collection of one key", bigCmds, keys, smallCmds)
 	}

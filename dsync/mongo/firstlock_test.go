@@ -1,7 +1,6 @@
 package dsyncmongo
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"sync"
@@ -33,21 +32,6 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 	small := newProcs(t, 2, opts...) // the same, on a collection of the one key
 	ctx := testCtx(t, 3*time.Minute)
 
-	lockUnlock := func(p *proc, k string) uint64 {
-		t.Helper()
-		m, err := dsync.NewMutex(p.b, k, dsync.WithTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.LockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		token := m.Token()
-		if err := m.UnlockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return token
-	}
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
@@ -73,7 +57,7 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 	var last [2]uint64
 	for i, p := range []*proc{big[0], small[0]} {
 		for range runs {
-			last[i] = lockUnlock(p, key)
+			last[i] = lockUnlockOnce(ctx, t, p, key)
 		}
 	}
 
@@ -106,17 +90,8 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 			}
 		}
 	}
-	first := func(p *proc) (map[string]int, uint64) {
-		t.Helper()
-		// Prepared (indexes, the clock) before counting, as any process
-		// is after its first call.
-		_, _ = p.b.Current(context.Background(), "warm-up")
-		sent := protocolCommands(p, byID)
-		token := lockUnlock(p, key)
-		return sent(), token
-	}
-	bigCmds, bigToken := first(big[1])
-	smallCmds, smallToken := first(small[1])
+	bigCmds, bigToken := firstLockUnlock(ctx, t, big[1], key, byID)
+	smallCmds, smallToken := firstLockUnlock(ctx, t, small[1], key, byID)
 	if !maps.Equal(bigCmds, smallCmds) {
 		t.Errorf("a fresh process's first Lock+Unlock of a key in use sent %v beside %d other keys, %v on a collection of that key alone", bigCmds, others, smallCmds)
 	}

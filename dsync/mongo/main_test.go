@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -151,6 +152,36 @@ func protocolCommands(p *proc, also func(*event.CommandStartedEvent)) (stop func
 		counting = false
 		return n
 	}
+}
+
+// lockUnlockOnce locks and unlocks key once through p (TTL 2 s) and returns
+// the hold's token.
+func lockUnlockOnce(ctx context.Context, t *testing.T, p *proc, key string) uint64 {
+	t.Helper()
+	m, err := dsync.NewMutex(p.b, key, dsync.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	token := m.Token()
+	if err := m.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// firstLockUnlock is a fresh process's first Lock+Unlock of key: the
+// protocol's commands it sends (protocolCommands, also seeing each) and
+// the hold's token. The process is prepared first (indexes, the clock),
+// as any process is after its first call.
+func firstLockUnlock(ctx context.Context, t *testing.T, p *proc, key string, also func(*event.CommandStartedEvent)) (map[string]int, uint64) {
+	t.Helper()
+	_, _ = p.b.Current(ctx, "warm-up")
+	sent := protocolCommands(p, also)
+	token := lockUnlockOnce(ctx, t, p, key)
+	return sent(), token
 }
 
 // lockOps is the number of commands of the lock protocol among n (not
