@@ -162,7 +162,7 @@ func (t *trimmer) run(ctx context.Context) {
 				fire = timer.C
 			} else {
 				if ids := t.take(t.s.mono()); len(ids) > 0 {
-					t.delete(ctx, ids)
+					t.s.deleteEvents(ctx, ids)
 				}
 				last, first = t.s.mono(), false
 				continue
@@ -241,11 +241,6 @@ func (t *trimmer) forget(n int) {
 		delete(t.seenID, e.id)
 	}
 	t.seen = append(t.seen[:0], t.seen[n:]...)
-}
-
-// delete deletes the events ids. Best effort.
-func (t *trimmer) delete(ctx context.Context, ids []bson.ObjectID) {
-	t.s.deleteEvents(ctx, ids)
 }
 
 // deleteEvents deletes the events ids. Best effort.
