@@ -3,6 +3,12 @@
 // test harness (through cmd/ferretserver) and the benchmarks. It is its own
 // module, github.com/go-dsync/dsync/internal/ferretserve, so that the
 // library module never requires FerretDB; library packages must not import it.
+//
+// The module requires modernc.org/sqlite v1.59.0 or later, not the v1.31.1
+// FerretDB 1.24 was built with. That version left a connection stuck (stale
+// reads, then "interrupted" on every statement) when a client gave up on a
+// query at the wrong moment. sqlitedriver_test.go fails with it. Do not
+// downgrade.
 package ferretserve
 
 import (
