@@ -65,6 +65,17 @@ func (s *faultyStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int
 	return s.Store.InsertOrdered(ctx, docs)
 }
 
+func (s *faultyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	if err := s.fail(); err != nil {
+		errs := make([]error, len(docs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	return s.Store.InsertEach(ctx, docs)
+}
+
 func (s *faultyStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	if err := s.fail(); err != nil {
 		return driver.Doc{}, false, err

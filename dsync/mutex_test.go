@@ -423,6 +423,45 @@ func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	})
 }
 
+// TestCoverageOfManyLocksIsOneRequestPerBucket: the gates that keep many
+// held keys' segments covered go in one request per bucket (five minutes
+// by default), each with a gate of every key, never one request per key.
+func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Store: memory.New()}
+		c := newClient(t, f)
+		const locks = 100
+		var ms []*dsync.Mutex
+		for i := range locks {
+			m := newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
+			m.Lock()
+			ms = append(ms, m)
+		}
+		f.gateInserts.Store(0)
+		f.gateBatches.Store(0)
+		f.gatesBatched.Store(0)
+		time.Sleep(16 * time.Minute) // three buckets begin
+		for i, m := range ms {
+			select {
+			case <-m.Lost():
+				t.Fatalf("k%d lost while its process kept renewing", i)
+			default:
+			}
+			m.Unlock()
+		}
+		if n := f.gateInserts.Load(); n != 0 {
+			t.Errorf("%d gates sent one per request, want none", n)
+		}
+		// Each key's coverage grows by a bucket when a bucket begins (at 5,
+		// 10 and 15 minutes; and at once for the keys whose first gates,
+		// sent as synctest's clock sat on a bucket's start, end a bucket
+		// lower), all keys in the same request.
+		if b, g := f.gateBatches.Load(), f.gatesBatched.Load(); b < 3 || b > 4 || g < 3*locks || g > b*locks {
+			t.Errorf("%d requests of %d gates in 16 minutes for %d held keys, want one request per bucket (3 or 4) with a gate of each key that needs one (%d to %d in all)", b, g, locks, 3*locks, b*locks)
+		}
+	})
+}
+
 func TestReleaseFailureIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &flaky{Store: memory.New()}

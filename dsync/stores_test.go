@@ -47,6 +47,9 @@ type flaky struct {
 	renewCalls  atomic.Int64
 	claims      atomic.Int64  // claim inserts sent
 	acquireWait time.Duration // delay before a claim's reply
+	// gateInserts: gates sent one per request (Insert); gateBatches and
+	// gatesBatched: requests of InsertEach, and the gates in them.
+	gateInserts, gateBatches, gatesBatched atomic.Int64
 }
 
 // A session's generation above 0 is inserted by a renewal (after one of
@@ -81,7 +84,17 @@ func (f *flaky) RenewSession(ctx context.Context, id string, gen int, expires ti
 	return f.Store.RenewSession(ctx, id, gen, expires)
 }
 
+// InsertEach counts the requests and the gates it sends.
+func (f *flaky) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	f.gateBatches.Add(1)
+	f.gatesBatched.Add(int64(len(docs)))
+	return f.Store.InsertEach(ctx, docs)
+}
+
 func (f *flaky) Insert(ctx context.Context, d driver.Doc) error {
+	if d.Kind == driver.KindGate {
+		f.gateInserts.Add(1)
+	}
 	if d.Kind == driver.KindRelease && f.releaseDown.Load() {
 		return errDown
 	}

@@ -216,6 +216,14 @@ type Store interface {
 	// stops at the first whose ID exists: dup is its index, or -1 if all
 	// were created. Those before it were created, none after it.
 	InsertOrdered(ctx context.Context, docs []Doc) (dup int, err error)
+	// InsertEach creates each of docs whose ID does not exist, in one
+	// request, each independently of the others (in any order): errs has
+	// one entry per doc, nil if it was created, ErrExists if its ID
+	// exists, or another error if its outcome is unknown. The engine sends
+	// only gates through it (the coverage of every key a process holds,
+	// in one request per bucket), so a store may send each again on a
+	// transient failure, as it does an end marker.
+	InsertEach(ctx context.Context, docs []Doc) (errs []error)
 	// Get reads the document with the given ID; found is false if absent.
 	Get(ctx context.Context, id string) (d Doc, found bool, err error)
 	// Delete deletes the documents with the given IDs that exist, one

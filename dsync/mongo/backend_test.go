@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,41 +274,6 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	var held *dsync.HeldError
 	if _, err := ps[2].b.raw().Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
 		t.Fatalf("carol's try = %v, want held by bob", err)
-	}
-}
-
-// TestLongExpiredSessionsAreDeleted: opening a session deletes the
-// sessions that expired more than an hour ago, and only those, so the
-// collection every renewal updates stays small.
-func TestLongExpiredSessionsAreDeleted(t *testing.T) {
-	p := newProcs(t, 1)[0]
-	ctx := testCtx(t, 30*time.Second)
-	now, err := p.b.ServerTime(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := []any{
-		sessionDoc{ID: "long-gone", ExpiresAt: now.Earliest.Add(-2 * time.Hour)},
-		sessionDoc{ID: "recently-expired", ExpiresAt: now.Earliest.Add(-time.Minute)},
-	}
-	if _, err := p.b.s.sessions.InsertMany(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	open(t, ctx, p.b, time.Minute)
-	var ids []string
-	cur, err := p.b.s.sessions.Find(ctx, notClock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ds []sessionDoc
-	if err := cur.All(ctx, &ds); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range ds {
-		ids = append(ids, d.ID)
-	}
-	if len(ds) != 2 || slices.Contains(ids, "long-gone") || !slices.Contains(ids, "recently-expired") {
-		t.Fatalf("sessions after opening one: %v; want the recently expired one and the new one", ids)
 	}
 }
 

@@ -60,8 +60,10 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 
 // Compact implements driver.Store: one deleteMany, whose filter names the
 // keys kept (those in use: few), so that FerretDB decodes the collection
-// once however many keys go.
+// once however many keys go. The sweep also deletes the session documents
+// long expired (cleanSessions), in a second deleteMany.
 func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	defer s.cleanSessions(ctx)
 	if keep == nil {
 		keep = []string{}
 	}

@@ -3,11 +3,13 @@ package dsyncmongo
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync"
 )
@@ -87,4 +89,63 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 	if token <= bigTokens[key] {
 		t.Errorf("token %d after compaction, not above the key's earlier %d", token, bigTokens[key])
 	}
+}
+
+// TestLongExpiredSessionsGoOnCloseAndSweep: the documents of sessions
+// that expired more than sessionRetention ago are deleted when a process
+// that made a session closes its backend, and by a sweep, never on the way
+// to a Lock: a fresh process's first Lock+Unlock sends nothing to the
+// sessions collection but its session's insert and clock samples (on
+// FerretDB a delete there decodes every session document, and there is one
+// for each process started within the retention).
+func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
+	p := newProcs(t, 1)[0]
+	ctx := testCtx(t, time.Minute)
+	sessions := p.db.Collection(DefaultCollection + sessionsSuffix)
+	now := time.Now()
+	insertSession := func(id string, expired time.Duration) {
+		t.Helper()
+		if _, err := sessions.InsertOne(ctx, sessionDoc{ID: id, ExpiresAt: now.Add(-expired), Host: "h", PID: 1, Started: now.Add(-expired - time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func(when string, want map[string]int64) {
+		t.Helper()
+		for id, n := range want {
+			if got, err := sessions.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}); err != nil || got != n {
+				t.Errorf("%s: %d documents of session %s (err %v), want %d", when, got, id, err, n)
+			}
+		}
+	}
+	insertSession("long-gone~0", sessionRetention+10*time.Minute)
+	insertSession("lately~0", 10*time.Minute)
+
+	var mu sync.Mutex
+	var toSessions []string
+	sent := protocolCommands(p, func(e *event.CommandStartedEvent) {
+		if coll, _ := e.Command.Index(0).Value().StringValueOK(); coll == DefaultCollection+sessionsSuffix && kindOf(e) != clockSample {
+			mu.Lock()
+			toSessions = append(toSessions, e.CommandName)
+			mu.Unlock()
+		}
+	})
+	lockUnlockOnce(ctx, t, p, "k")
+	sent()
+	mu.Lock()
+	if !slices.Equal(toSessions, []string{"insert"}) {
+		t.Errorf("a fresh process's first Lock+Unlock sent %v to the sessions collection, want its session's insert only", toSessions)
+	}
+	mu.Unlock()
+	left("after a first Lock+Unlock", map[string]int64{"long-gone~0": 1, "lately~0": 1})
+	if err := p.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left("after Close", map[string]int64{"long-gone~0": 0, "lately~0": 1})
+
+	insertSession("long-gone-2~0", sessionRetention+10*time.Minute)
+	sweeper := newBackend(t, p.db)
+	if _, err := sweeper.Client().Compact(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	left("after a sweep", map[string]int64{"long-gone-2~0": 0, "lately~0": 1})
 }

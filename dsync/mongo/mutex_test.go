@@ -340,6 +340,38 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 	}
 }
 
+// TestCoverageOfManyHeldKeysIsOneInsertPerBucket: the gates that keep the
+// segments of the keys a process holds covered go to the store in one
+// insert per bucket, whatever the number of keys (buckets of a second
+// here, fastPrune). One insert per key and bucket was the cost before.
+func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
+	const keys = 30
+	p := newProcs(t, 1, fastPrune)[0]
+	ctx := testCtx(t, time.Minute)
+	ms := make([]*dsync.Mutex, keys)
+	for i := range ms {
+		ms[i] = newMutex(t, p.b, fmt.Sprintf("held-%02d", i), dsync.WithTTL(time.Second))
+		if err := ms[i].LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := protocolCommands(p, nil)
+	start := time.Now()
+	time.Sleep(3 * time.Second)
+	n := sent()
+	elapsed := time.Since(start)
+	for _, m := range ms {
+		_ = m.UnlockContext(ctx)
+	}
+	inserts := n["insert "+DefaultCollection]
+	// A bucket begins each second: one insert for each bucket begun
+	// while counting, and one more at most for a refresh in flight.
+	buckets := int(elapsed/time.Second) + 1
+	if inserts < 1 || inserts > buckets+1 {
+		t.Fatalf("holding %d keys for %v sent %d inserts of gates (%v), want one per bucket (1 to %d)", keys, elapsed.Round(time.Millisecond), inserts, n, buckets+1)
+	}
+}
+
 // TestMutexRenewsManyLocks holds many locks through one backend and checks
 // that each renew interval costs one findAndModify of the session
 // document, and that none is lost.

@@ -20,15 +20,13 @@ const sessionsSuffix = "_sessions"
 
 // sessionRetention is how long after its expiry a session document is
 // kept. Deleting it changes nothing for its claims (a claim whose session
-// is gone counts as dead, as it did once the session expired), but a
-// findAndModify by _id and a read of a session's documents cost FerretDB
-// time in proportion to the collection's size, and renewals and waiters'
-// looks at a holder's session are such commands.
+// is gone counts as dead, as it did once the session expired), but a read
+// of a session's documents costs FerretDB time in proportion to the
+// collection's size, and waiters' looks at a holder's session are such
+// reads. The sweeps delete them (Compact).
 const sessionRetention = time.Hour
 
-// InsertSession implements driver.Store: one insert. A session's first
-// document is followed by a delete of the sessions that expired more than
-// sessionRetention ago.
+// InsertSession implements driver.Store: one insert.
 func (s *lockStore) InsertSession(ctx context.Context, sess driver.Session) error {
 	err := s.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, sessionDoc{
@@ -40,13 +38,21 @@ func (s *lockStore) InsertSession(ctx context.Context, sess driver.Session) erro
 		return driver.ErrExists
 	}
 	if err == nil && sess.Gen == 0 {
-		s.cleanSessions(ctx)
+		s.sessionMade.Store(true)
 	}
 	return err
 }
 
+// closeCleanTime bounds the cleaning of sessions on Close.
+const closeCleanTime = 2 * time.Second
+
 // cleanSessions deletes the sessions that expired more than
-// sessionRetention ago. Best effort.
+// sessionRetention ago. Best effort. On FerretDB its deleteMany decodes
+// the whole sessions collection, which holds a document for each process
+// started within the retention, so it is sent when a process that made a
+// session closes its store, and by sweeps (Compact), never on the way to
+// a Lock. When each new session sent it, a fresh process's first
+// Lock+Unlock cost grew with the processes started in the last hour.
 func (s *lockStore) cleanSessions(ctx context.Context) {
 	before := s.est.Load().Now().Earliest.Add(-sessionRetention)
 	err := s.write(ctx, "clean sessions", func(ctx context.Context) error {

@@ -47,6 +47,9 @@ type lockStore struct {
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
 	est     atomic.Pointer[clockcheck.Estimator]
 	closed  atomic.Bool
+	// sessionMade: this store inserted a session, whose process cleans
+	// the long-expired sessions on Close (cleanSessions).
+	sessionMade atomic.Bool
 
 	feedMu sync.Mutex
 	tail   *tailer // the wake-up stream's follower; nil until Follow
@@ -104,9 +107,16 @@ func (s *lockStore) ServerTime() driver.Interval {
 // CheckKey implements driver.KeyChecker.
 func (s *lockStore) CheckKey(key string) error { return checkKey(key) }
 
-// Close implements driver.Store: it stops the wake-up stream's follower
-// and the estimator's goroutine, and waits for them.
+// Close implements driver.Store: it deletes the sessions long expired if
+// this store made one (at most closeCleanTime, best effort), stops the
+// wake-up stream's follower and the estimator's goroutine, and waits for
+// them.
 func (s *lockStore) Close() error {
+	if !s.closed.Load() && s.sessionMade.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeCleanTime)
+		s.cleanSessions(ctx)
+		cancel()
+	}
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	s.closed.Store(true)

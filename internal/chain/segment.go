@@ -224,61 +224,88 @@ func (q *claimRun) join(seg uint64) {
 // returns the keys whose segment lapsed or is over: their holds are lost.
 func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, err error) {
 	keys = slices.Clone(keys)
-	slices.Sort(keys) // one request at a time, in an order that replays
+	slices.Sort(keys) // in an order that replays
 	keys = slices.Compact(keys)
+	now := e.clock.ServerNow()
+	want := e.bucket(now.Latest) + 1
+	var pending []string
 	for _, key := range keys {
-		ok, rerr := e.refreshKey(ctx, key)
-		if rerr != nil {
-			err = rerr
+		if ks := e.snapshot(key); !e.covered(ks, now.Latest) {
+			e.dropCover(key, ks.seg)
+			lapsed = append(lapsed, key)
 			continue
 		}
-		if !ok {
-			lapsed = append(lapsed, key)
+		pending = append(pending, key)
+	}
+	// One request per bucket still to cover (usually one in all), with the
+	// next gate of every key that needs one: renewing N holds costs the
+	// same commands as renewing one.
+	for len(pending) > 0 {
+		var gates []Doc
+		for _, key := range pending {
+			// The gate of bucket b records a floor at least that of b−1
+			// (which this process inserted or read): a segment's floors
+			// only rise with its buckets, which is what makes pruning
+			// below one safe.
+			ks := e.snapshot(key)
+			switch {
+			case ks.seg == 0:
+				lapsed = append(lapsed, key) // forgotten meanwhile: over
+			case ks.cover < want:
+				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest))
+			}
+		}
+		if len(gates) == 0 {
+			break
+		}
+		errs := e.store.InsertEach(ctx, gates)
+		pending = pending[:0]
+		for i, g := range gates {
+			ok, more, gerr := e.gateLanded(ctx, g, errs[i])
+			switch {
+			case gerr != nil:
+				err = gerr // unknown outcome: no coverage from it (it may land late)
+			case !ok:
+				lapsed = append(lapsed, g.Key)
+			case more:
+				pending = append(pending, g.Key)
+			}
 		}
 	}
 	return lapsed, err
 }
 
-// refreshKey extends key's coverage to the bucket after the latest
-// possible store time, and reports whether the key is still covered.
+// refreshKey is Refresh of one key: it reports whether key is still
+// covered.
 func (e *Engine) refreshKey(ctx context.Context, key string) (bool, error) {
-	ks := e.snapshot(key)
-	now := e.clock.ServerNow()
-	if !e.covered(ks, now.Latest) {
-		e.dropCover(key, ks.seg)
-		return false, nil
-	}
-	want := e.bucket(now.Latest) + 1
-	for b := ks.cover + 1; b <= want; b++ {
-		// The gate of b records a floor at least that of b−1 (which this
-		// process inserted or read): a segment's floors only rise with
-		// its buckets, which is what makes pruning below one safe.
-		ks = e.snapshot(key)
-		if ks.seg == 0 {
-			return false, nil
+	lapsed, err := e.Refresh(ctx, []string{key})
+	return len(lapsed) == 0, err
+}
+
+// gateLanded learns from the outcome ierr of inserting gate g whether g's
+// key is still covered (ok), and whether it may need a gate above g
+// (more). A gate of g's bucket that exists already counts if it names
+// g's segment (an earlier attempt of this process, or another holder's
+// refresh); if it names another, the segment is over and forgotten.
+func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok, more bool, err error) {
+	if errors.Is(ierr, ErrExists) {
+		got, found, gerr := e.store.Get(ctx, GateID(g.Key, g.Bucket))
+		if gerr != nil {
+			return true, false, gerr
 		}
-		g := gate(key, ks.seg, b, e.nextFloor(ks), now.Latest)
-		err := e.store.Insert(ctx, g)
-		if errors.Is(err, ErrExists) {
-			got, found, gerr := e.store.Get(ctx, GateID(key, b))
-			if gerr != nil {
-				return true, gerr
-			}
-			if !found || got.Kind != KindGate || got.Seg != ks.seg {
-				// Another segment owns the bucket: this one is over (or
-				// its gate was dropped, which happens only to buckets
-				// long past: this process lost track of time).
-				e.dropCover(key, ks.seg)
-				return false, nil
-			}
-			g = got
-		} else if err != nil {
-			// Unknown outcome: no coverage from it (it may land late).
-			return true, err
+		if !found || got.Kind != KindGate || got.Seg != g.Seg {
+			// Another segment owns the bucket: this one is over (or its
+			// gate was dropped, which happens only to buckets long past:
+			// this process lost track of time).
+			e.dropCover(g.Key, g.Seg)
+			return false, false, nil
 		}
-		e.learnGate(key, g)
+		g = got
+	} else if ierr != nil {
+		return true, false, ierr
 	}
-	return true, nil
+	e.learnGate(g.Key, g)
+	return true, true, nil
 }
 
 // ensureCover checks, before c holds, that its segment is covered now

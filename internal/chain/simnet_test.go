@@ -233,6 +233,17 @@ func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err 
 	return dup, err
 }
 
+// InsertEach sends each document as an insert of its own: each lands,
+// fails or comes late apart from the others, which covers every way a
+// real unordered insert's documents can.
+func (n net) InsertEach(ctx context.Context, docs []chain.Doc) []error {
+	errs := make([]error, len(docs))
+	for i, d := range docs {
+		errs[i] = n.Insert(ctx, d)
+	}
+	return errs
+}
+
 func (n net) Get(ctx context.Context, id string) (d chain.Doc, found bool, err error) {
 	if cerr := n.call(ctx, func() {
 		d, found, err = n.s.server.store.Get(bg, id)

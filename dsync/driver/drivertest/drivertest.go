@@ -32,6 +32,8 @@
 //     ones, and leaves every other; deletes of one ID at once all succeed.
 //   - Segments: gates (with their floor) and the protocol document keep
 //     their fields.
+//   - InsertEach: each document created apart from the others; ErrExists
+//     for each whose ID exists, which is left as it was.
 //   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
 //     document sent before a time but those of the keys kept and the
 //     protocol document; the gates of old buckets, and nothing else.
@@ -114,6 +116,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Delete", s.testDelete)
 	t.Run("DeleteConcurrent", s.testDeleteConcurrent)
 	t.Run("SegmentDocs", s.testSegmentDocs)
+	t.Run("InsertEach", s.testInsertEach)
 	t.Run("RecentKeys", s.testRecentKeys)
 	t.Run("Compact", s.testCompact)
 	t.Run("DropGates", s.testDropGates)

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -26,6 +27,38 @@ func (s *suite) testSegmentDocs(t *testing.T) {
 	checkStored(t, ctx, st, g)
 	checkStored(t, ctx, st, floored)
 	checkStored(t, ctx, st, p)
+}
+
+// testInsertEach: InsertEach creates every document whose ID is free and
+// answers ErrExists for each of the others, leaving them as they were,
+// whatever their place in the request.
+func (s *suite) testInsertEach(t *testing.T) {
+	st, ctx := s.store(t)
+	sent := now(st)
+	taken := gateDoc("b", 1, 7, sent)
+	insert(t, ctx, st, taken)
+	other := gateDoc("b", 2, 7, sent) // the same bucket, another segment
+	docs := []driver.Doc{gateDoc("a", 1, 7, sent), other, gateDoc("c", 1, 7, sent), gateDoc("a", 1, 8, sent)}
+	errs := st.InsertEach(ctx, docs)
+	if len(errs) != len(docs) {
+		t.Fatalf("InsertEach returned %d outcomes for %d documents", len(errs), len(docs))
+	}
+	for i, d := range docs {
+		switch {
+		case d.ID == taken.ID:
+			if !errors.Is(errs[i], driver.ErrExists) {
+				t.Errorf("InsertEach of the existing %s = %v, want ErrExists", d.ID, errs[i])
+			}
+		case errs[i] != nil:
+			t.Errorf("InsertEach of %s = %v, want it created", d.ID, errs[i])
+		default:
+			checkStored(t, ctx, st, d)
+		}
+	}
+	checkStored(t, ctx, st, taken)
+	if errs := st.InsertEach(ctx, nil); len(errs) != 0 {
+		t.Errorf("InsertEach of nothing = %v, want no outcomes", errs)
+	}
 }
 
 // testRecentKeys: the keys that have a gate of a bucket from the one given

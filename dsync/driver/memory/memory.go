@@ -101,6 +101,25 @@ func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, erro
 	return -1, nil
 }
 
+// InsertEach implements driver.Store.
+func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	errs := make([]error, len(docs))
+	if err := live(ctx); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, d := range docs {
+		if !s.insertLocked(d) {
+			errs[i] = driver.ErrExists
+		}
+	}
+	return errs
+}
+
 // insertLocked stores d unless its ID exists; s.mu must be held.
 func (s *Store) insertLocked(d driver.Doc) bool {
 	if _, ok := s.docs[d.ID]; ok {
