@@ -240,6 +240,19 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeDropsNotesOfScenariosMeasuredAgain: a note of a scenario run
+// again ("scenario: what went wrong") goes with the figures it was about;
+// the notes of other scenarios, and those of no scenario, stay.
+func TestMergeDropsNotesOfScenariosMeasuredAgain(t *testing.T) {
+	v := 1.0
+	old := &Report{Lib: "x", Notes: []string{Handoff + ": process 3: error unlock", Idle + ": no acquired within 1m0s", "x has no blocking lock"}}
+	old.Merge(&Report{Lib: "x", Figures: []Figure{{Scenario: Handoff, Metric: "p50", Unit: "ms", Value: &v}}, Notes: []string{Handoff + ": process 1: slow"}})
+	want := []string{Idle + ": no acquired within 1m0s", "x has no blocking lock", Handoff + ": process 1: slow"}
+	if !slices.Equal(old.Notes, want) {
+		t.Fatalf("notes after merging %q, want %q", old.Notes, want)
+	}
+}
+
 // TestMergeScale: the part of the scale scenario measured again loses the
 // figures it no longer has (an older report's one series of idle keys);
 // the other part stays.

@@ -153,8 +153,8 @@ func (r *Report) lack(scenario, why string) {
 
 // Merge replaces r's figures with those of newer that have the same key,
 // and adds the others: re-running some scenarios keeps the rest. A
-// scenario newer measured is no longer lacking; one newer lacks loses the
-// figures r had of it.
+// scenario newer measured is no longer lacking, and loses r's notes of it;
+// one newer lacks loses the figures r had of it.
 func (r *Report) Merge(newer *Report) {
 	measured := map[string]bool{}
 	for _, f := range newer.Figures {
@@ -194,6 +194,12 @@ func (r *Report) Merge(newer *Report) {
 	}
 	r.Started, r.Took, r.Machine, r.Options = newer.Started, newer.Took, newer.Machine, newer.Options
 	r.Library, r.Server = newer.Library, newer.Server
+	// A note of a scenario measured again ("scale: ...", what went wrong in
+	// that run) is of the run whose figures are gone.
+	r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool {
+		scenario, _, ok := strings.Cut(n, ": ")
+		return ok && measured[scenario]
+	})
 	for _, n := range newer.Notes {
 		if !slices.Contains(r.Notes, n) {
 			r.Notes = append(r.Notes, n)
