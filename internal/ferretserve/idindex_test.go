@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestPointReadsUseAnIndex: the plan FerretDB reports for a find by _id
@@ -22,18 +19,8 @@ import (
 // explain command reports SCAN either way, so the test asks SQLite.)
 func TestPointReadsUseAnIndex(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Start(dir, "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(s.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Disconnect(ctx) })
-	db := c.Database("idindex")
+	db := startClient(t, dir).Database("idindex")
 	var docs []any
 	for i := range 100 {
 		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "n", Value: i}})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,8 +11,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // The SQLite driver FerretDB 1.24 was built with (modernc.org/sqlite
@@ -90,18 +86,8 @@ func TestCancelledQueryKeepsConnectionUsable(t *testing.T) {
 // every count with time to spare must succeed and see every insert.
 // With v1.31.1, after a few seconds each count failed with "interrupted".
 func TestClientTimeoutsLeaveServerUsable(t *testing.T) {
-	s, err := Start(t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
 	ctx := context.Background()
-	c, err := mongo.Connect(options.Client().ApplyURI(s.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Disconnect(ctx) })
-	coll := c.Database("timeouts").Collection("c")
+	coll := startClient(t, t.TempDir()).Database("timeouts").Collection("c")
 	var inserted atomic.Int64
 	for i := range 100 {
 		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("seed%d", i)}}); err != nil {

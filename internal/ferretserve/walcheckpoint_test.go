@@ -2,8 +2,6 @@ package ferretserve
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +10,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestLongLogIsStartedOver: a data file's log that grew past walLimit,
@@ -27,18 +23,9 @@ func TestLongLogIsStartedOver(t *testing.T) {
 	t.Cleanup(func() { walLimit = l })
 	walLimit = 1 << 20
 	dir := t.TempDir()
-	s, err := Start(dir, "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
+	c := startClient(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := mongo.Connect(options.Client().ApplyURI(s.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
 	coll := c.Database("wal").Collection("c")
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: -1}}); err != nil {
 		t.Fatal(err)
