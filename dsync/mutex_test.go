@@ -401,17 +401,23 @@ func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 	})
 }
 
+// lockMany locks n keys, k0 to k(n−1), through c (TTL 3 s).
+func lockMany(t *testing.T, c *dsync.Client, n int) []*dsync.Mutex {
+	t.Helper()
+	ms := make([]*dsync.Mutex, n)
+	for i := range ms {
+		ms[i] = newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
+		ms[i].Lock()
+	}
+	return ms
+}
+
 func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &flaky{Store: memory.New()}
 		c := newClient(t, f)
 		const locks = 100
-		var ms []*dsync.Mutex
-		for i := range locks {
-			m := newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
-			m.Lock()
-			ms = append(ms, m)
-		}
+		ms := lockMany(t, c, locks)
 		f.renewCalls.Store(0)
 		time.Sleep(10*time.Second + time.Second/2) // renew interval 1s
 		for _, m := range ms {
@@ -431,12 +437,7 @@ func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
 		f := &flaky{Store: memory.New()}
 		c := newClient(t, f)
 		const locks = 100
-		var ms []*dsync.Mutex
-		for i := range locks {
-			m := newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
-			m.Lock()
-			ms = append(ms, m)
-		}
+		ms := lockMany(t, c, locks)
 		f.gateInserts.Store(0)
 		f.gateBatches.Store(0)
 		f.gatesBatched.Store(0)
