@@ -306,6 +306,10 @@ func transient(err error) bool {
 			return true
 		}
 	}
+	var we mongo.WriteError // one document's, in a bulk write's reply (InsertEach)
+	if errors.As(err, &we) && (we.Code == 112 || strings.Contains(we.Message, "SQLITE_BUSY") || strings.Contains(we.Message, "database is locked")) {
+		return true
+	}
 	return mongo.IsNetworkError(err)
 }
 

@@ -3,8 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -25,21 +23,13 @@ func (s *lockStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	for i := range todo {
 		todo[i] = i
 	}
-	pause := retryPause
-	for attempt := 1; len(todo) > 0; attempt++ {
+	_ = s.retry(ctx, endAttempts, "gates", func() error {
 		todo = s.insertEachOnce(ctx, docs, todo, errs)
-		if len(todo) == 0 || attempt >= endAttempts || ctx.Err() != nil {
-			break
+		if len(todo) == 0 {
+			return nil
 		}
-		t := time.NewTimer(jitter(pause))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return errs
-		}
-		pause *= 2
-	}
+		return errs[todo[0]] // transient, as each of todo's
+	})
 	return errs
 }
 
@@ -80,17 +70,10 @@ func (s *lockStore) insertEachOnce(ctx context.Context, docs []driver.Doc, todo 
 			errs[i] = driver.ErrExists
 		default:
 			errs[i] = we
-			if transientWrite(we) {
+			if transient(we) {
 				again = append(again, i)
 			}
 		}
 	}
 	return again
-}
-
-// transientWrite reports whether one document's write error in a bulk
-// reply is worth sending again: a write conflict, or FerretDB's SQLite
-// busy (see transient).
-func transientWrite(we mongo.WriteError) bool {
-	return we.Code == 112 || strings.Contains(we.Message, "SQLITE_BUSY") || strings.Contains(we.Message, "database is locked")
 }
