@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -221,6 +222,12 @@ func (o *owner) keeper(a *actor) {
 	s, ctx := o.s, a.ctx()
 	for s.now < simLength {
 		if o.sess == nil || o.sess.lease.Retired() {
+			if o.sess != nil {
+				// A backend that made a session deletes the long-expired
+				// ones when it closes: this owner is done with its
+				// session, as a process that closed its backend is.
+				o.cleanSessions(ctx)
+			}
 			sent := o.mono()
 			id, _, err := o.eng.OpenSession(ctx, simTTL)
 			if err != nil {
@@ -235,8 +242,6 @@ func (o *owner) keeper(a *actor) {
 			o.sess = &simSession{id: id, lease: lease, pred: lease.Deadline()}
 			o.sessions = append(o.sessions, o.sess)
 			o.armDeadline(o.sess)
-			// A backend deletes long-expired sessions when it opens one.
-			_ = net{s}.cleanSessions(ctx, ownerClock{o}.ServerNow().Earliest.Add(-simRetention))
 		}
 		ss := o.sess
 		o.sleepUntil(a, o.trueAt(ss.lease.Due()))
@@ -483,5 +488,12 @@ func (o *owner) sweeper(a *actor) {
 	for s.now < simLength {
 		a.sleep(simSweepAt/2 + time.Duration(s.rng.Int64N(int64(simSweepAt))))
 		_, _ = o.eng.Sweep(ctx, simIdle)
+		o.cleanSessions(ctx) // as the mongo driver's Compact does
 	}
+}
+
+// cleanSessions deletes the sessions that expired more than simRetention
+// ago by this owner's clock, in a delete that may land late and torn.
+func (o *owner) cleanSessions(ctx context.Context) {
+	_ = net{o.s}.cleanSessions(ctx, ownerClock{o}.ServerNow().Earliest.Add(-simRetention))
 }
