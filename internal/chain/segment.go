@@ -261,14 +261,14 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 		errs := e.store.InsertEach(ctx, gates)
 		pending = pending[:0]
 		for i, g := range gates {
-			ok, more, gerr := e.gateLanded(ctx, g, errs[i])
+			ok, gerr := e.gateLanded(ctx, g, errs[i])
 			switch {
 			case gerr != nil:
 				err = gerr // unknown outcome: no coverage from it (it may land late)
 			case !ok:
 				lapsed = append(lapsed, g.Key)
-			case more:
-				pending = append(pending, g.Key)
+			default:
+				pending = append(pending, g.Key) // it may need a gate above g
 			}
 		}
 	}
@@ -283,29 +283,29 @@ func (e *Engine) refreshKey(ctx context.Context, key string) (bool, error) {
 }
 
 // gateLanded learns from the outcome ierr of inserting gate g whether g's
-// key is still covered (ok), and whether it may need a gate above g
-// (more). A gate of g's bucket that exists already counts if it names
-// g's segment (an earlier attempt of this process, or another holder's
-// refresh); if it names another, the segment is over and forgotten.
-func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok, more bool, err error) {
+// key is still covered (ok); err reports an outcome unknown. A gate of
+// g's bucket that exists already counts if it names g's segment (an
+// earlier attempt of this process, or another holder's refresh); if it
+// names another, the segment is over and forgotten.
+func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok bool, err error) {
 	if errors.Is(ierr, ErrExists) {
 		got, found, gerr := e.store.Get(ctx, GateID(g.Key, g.Bucket))
 		if gerr != nil {
-			return true, false, gerr
+			return true, gerr
 		}
 		if !found || got.Kind != KindGate || got.Seg != g.Seg {
 			// Another segment owns the bucket: this one is over (or its
 			// gate was dropped, which happens only to buckets long past:
 			// this process lost track of time).
 			e.dropCover(g.Key, g.Seg)
-			return false, false, nil
+			return false, nil
 		}
 		g = got
 	} else if ierr != nil {
-		return true, false, ierr
+		return true, ierr
 	}
 	e.learnGate(g.Key, g)
-	return true, true, nil
+	return true, nil
 }
 
 // ensureCover checks, before c holds, that its segment is covered now
