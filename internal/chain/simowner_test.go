@@ -222,12 +222,6 @@ func (o *owner) keeper(a *actor) {
 	s, ctx := o.s, a.ctx()
 	for s.now < simLength {
 		if o.sess == nil || o.sess.lease.Retired() {
-			if o.sess != nil {
-				// A backend that made a session deletes the long-expired
-				// ones when it closes: this owner is done with its
-				// session, as a process that closed its backend is.
-				o.cleanSessions(ctx)
-			}
 			sent := o.mono()
 			id, _, err := o.eng.OpenSession(ctx, simTTL)
 			if err != nil {
@@ -242,6 +236,10 @@ func (o *owner) keeper(a *actor) {
 			o.sess = &simSession{id: id, lease: lease, pred: lease.Deadline()}
 			o.sessions = append(o.sessions, o.sess)
 			o.armDeadline(o.sess)
+			// A backend that made a session deletes the long-expired ones
+			// when it closes, which another process may do at any moment:
+			// here, as this one opens its session.
+			o.cleanSessions(ctx)
 		}
 		ss := o.sess
 		o.sleepUntil(a, o.trueAt(ss.lease.Due()))
