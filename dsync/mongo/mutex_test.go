@@ -419,8 +419,10 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 	if got := n5["findAndModify"]; got < 5 || got > 6 {
 		t.Errorf("%d renewals (findAndModify) in 5.5 renew intervals, want 5 or 6: one per interval for all %d locks", got, n)
 	}
-	if lockOps(n5) != n5["findAndModify"] {
-		t.Errorf("commands %v while holding: want only the session's renewals", n5)
+	// A bucket (five minutes) may begin within the 5.5 intervals: then the
+	// gates of all the keys held go in one insert.
+	if lockOps(n5) != n5["findAndModify"]+n5["insert"] || n5["insert"] > 1 {
+		t.Errorf("commands %v while holding: want only the session's renewals, and one insert of gates at most", n5)
 	}
 	for i, m := range ms {
 		select {
