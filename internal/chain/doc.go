@@ -292,7 +292,11 @@
 // A session's documents may vanish at any time (its collection emptied),
 // holds or not: the owner finds its session gone at its next renewal and
 // retires it, and walkers wait a TTL before they take the session for dead
-// (see above). This assumes they do not vanish twice within one TTL.
+// (see above). This assumes they do not vanish twice within three TTLs
+// (the longest TTL in use): a session that vanished, came back (its
+// owner's renewal re-creates it when the reply of the renewal before was
+// lost) and vanished again between two of a waiter's reads would look
+// missing throughout (see noteAbsent for the bound).
 //
 // Restoring a backup brings back an older history, which may hold gates
 // and claims a process's cached reads never saw: it requires the

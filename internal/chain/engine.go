@@ -155,6 +155,11 @@ const (
 	// BugAbsentIsDead takes a session whose documents are all missing for
 	// dead at once, as if every missing session had expired long ago.
 	BugAbsentIsDead
+	// BugAbsenceNeverStale keeps a run of reads that found a session
+	// missing however long ago the last of them was: a session that came
+	// back and vanished again between two reads of a run is taken for
+	// dead while its owner still holds.
+	BugAbsenceNeverStale
 	// BugPruneEarly prunes below the floor of a gate as soon as it knows
 	// the gate, before the store's time is past its bucket: a process
 	// still covered by the gate before, whose floor is lower, can insert

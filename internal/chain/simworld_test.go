@@ -48,9 +48,17 @@ func (s *sim) scheduleFaults() {
 		kind := []string{"empty", "restore"}[rng.IntN(2)]
 		s.at(randomTime(), func() { s.reset(kind, 0) })
 	}
-	// The sessions collection emptied at any moment, locks held or not.
+	// The sessions collection emptied at any moment, locks held or not,
+	// but at least three TTLs after the last time (see chain's noteAbsent):
+	// closer, a waiter can take a session that came back and went again
+	// unseen for dead.
+	var drops []time.Duration
 	for range rng.IntN(3) {
-		s.at(randomTime(), s.dropSessions)
+		at := randomTime()
+		if !slices.ContainsFunc(drops, func(d time.Duration) bool { return (at - d).Abs() < 3*simTTL }) {
+			drops = append(drops, at)
+			s.at(at, s.dropSessions)
+		}
 	}
 }
 

@@ -341,6 +341,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	if !exp.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
+	sent := e.clock.Mono()
 	s, found, err := e.store.GetSession(ctx, d.Session)
 	if err != nil {
 		return false, "", Doc{}, Blocker{}, err
@@ -356,7 +357,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 			return false, "", Doc{}, b, nil
 		}
 	case d.TTL > 0 && !e.has(BugAbsentIsDead):
-		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, replied, d.TTL)); left > 0 {
+		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, sent, replied, d.TTL)); left > 0 {
 			b.ExpiresAt = e.clock.ServerNow().Latest.Add(left)
 			return false, "", Doc{}, b, nil
 		}
@@ -373,30 +374,43 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 }
 
 // noteAbsent records that session's documents were found missing by a
-// read that replied at replied, and returns since when they have been
-// found missing without a break: a run of such reads in which none is
-// more than two TTLs after the one before (a waiter reads again within
-// about one; a record older than that is stale, and the session may have
-// come back meanwhile). A read that finds the session ends the run
-// (learnExpiry). The rule assumes the session's documents do not vanish
-// twice within one TTL: a session that came back (its owner's renewal
-// re-created it) and vanished again unseen could have been renewed in
-// between.
-func (e *Engine) noteAbsent(session string, replied, ttl time.Duration) time.Duration {
+// read sent at sent that replied at replied (local monotonic times), and
+// returns since when they have been found missing without a break: a run
+// of such reads, each replying at most two TTLs after the one before it
+// was sent (a waiter reads again within about one TTL). A run with a
+// longer gap starts again: the session may have come back unseen in the
+// gap. A read that finds the session ends the run (learnExpiry).
+//
+// The gap is counted from the earlier read's send, not its reply, so that
+// it bounds the time between the two reads' landing whatever their round
+// trips took. That bound is what makes the rule safe for a sessions
+// collection emptied once every three TTLs or less often. Suppose a
+// session's documents vanish at D1, its owner re-creates them at R (a
+// renewal of unknown outcome goes on as an insert of the next generation,
+// or an insert lands late) and they vanish again at D2, and a waiter's
+// run spans both. Its first read landed after D1 and missed R, so R and
+// D2 fall between two of its reads that landed less than two TTLs apart:
+// D2 - R < 2 TTL. The owner's renewals found nothing after D1 until R, so
+// R came before the deadline of its last renewal before D1: R - D1 < TTL.
+// So D2 - D1 < 3 TTL. Two vanishings further apart cannot both fall in a
+// run, and the owner's last renewal before the run's first read (the only
+// one it can count) expired within the run's TTL.
+func (e *Engine) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if run, ok := e.absent[session]; ok && replied-run.last <= 2*ttl {
-		run.last = max(run.last, replied)
+	if run, ok := e.absent[session]; ok && (replied-run.lastSent <= 2*ttl || e.has(BugAbsenceNeverStale)) {
+		run.lastSent = max(run.lastSent, sent)
 		e.absent[session] = run
 		return run.since
 	}
 	if len(e.absent) >= maxExpiries {
 		clear(e.absent)
 	}
-	e.absent[session] = absence{since: replied, last: replied}
+	e.absent[session] = absence{since: replied, lastSent: sent}
 	return replied
 }
 
-// absence is a run of reads that found a session's documents missing
-// (local monotonic reply times of the first and the last).
-type absence struct{ since, last time.Duration }
+// absence is a run of reads that found a session's documents missing:
+// the local monotonic reply time of the first, and the send time of the
+// last.
+type absence struct{ since, lastSent time.Duration }
