@@ -150,9 +150,12 @@
 //   - dead, its session's documents missing: they stayed missing for the
 //     claim's TTL, counted from the reply of the first read that found
 //     them so. A renewal confirmed after they went would have had to find
-//     them (or re-create the next generation, which the walker would see),
-//     so A's owner's last confirmed renewal was sent before that read
-//     replied, and its deadline passed within the TTL.
+//     them (or re-create the next generation, which the walker would see
+//     at its next read: the documents cannot vanish again before it, as
+//     they vanish at most once in three TTLs and a run's reads land less
+//     than two TTLs apart; see noteAbsent), so A's owner's last confirmed
+//     renewal was sent before that read replied, and its deadline passed
+//     within the TTL.
 //
 // So A's owner did not hold A at t: two claims never hold at once. Nor can
 // a lower claim hold after a higher one did: B's walk found A ended, and
