@@ -78,18 +78,175 @@ func (s *droppableSessions) GetSession(ctx context.Context, id string) (chain.Se
 	return sess, found, nil
 }
 
-// TestAbsenceRunCountsFromTheEarlierSend: a waiter takes a session whose
-// documents are missing for dead only after a run of reads that found
-// them missing, each replying within two TTLs of the send of the one
-// before. Here the sessions collection is emptied twice, three TTLs and a
-// little apart (what the documentation allows), and the owner re-creates
-// its session in between, unseen: the waiter's first read landed before
-// that and replied late, and its next read landed after the second
-// emptying, less than two TTLs after that late reply. Counting from the
-// reply, the waiter would take the session for dead while its owner's
-// last renewal still has a TTL to run.
+// absenceRig is an owner o holding key k and a waiter w queued behind
+// it, in engines of their own on one store and one clock, each with a
+// session of TTL one second.
+type absenceRig struct {
+	t     *testing.T
+	clock *stepClock
+	store *droppableSessions
+	o, w  *chain.Engine
+	osess string
+	wc    *chain.Claim
+	// lastConfirmed is the send of the owner's last confirmed renewal:
+	// the owner holds until a TTL after it (less its margin).
+	lastConfirmed time.Duration
+}
+
+const absenceTTL = time.Second
+
+func newAbsenceRig(t *testing.T, bug chain.Bug) *absenceRig {
+	ctx := context.Background()
+	r := &absenceRig{
+		t:     t,
+		clock: &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		store: &droppableSessions{Store: memory.New(), sessions: make(map[string]map[int]time.Time)},
+	}
+	engine := func() *chain.Engine {
+		e, err := chain.New(r.store, r.clock, chain.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	r.o, r.w = engine(), engine()
+	if bug != chain.NoBug {
+		r.w.SetBug(bug)
+	}
+	var err error
+	if r.osess, _, err = r.o.OpenSession(ctx, absenceTTL); err != nil {
+		t.Fatal(err)
+	}
+	oc, err := r.o.Claim(ctx, "k", "o", r.osess, chain.ExclusiveTerms, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, err := r.o.Walk(ctx, oc); err != nil || !head {
+		t.Fatalf("the owner's walk of a free key = %v, %v", head, err)
+	}
+	wsess, _, err := r.w.OpenSession(ctx, absenceTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.wc, err = r.w.Claim(ctx, "k", "w", wsess, chain.ExclusiveTerms, false); err != nil {
+		t.Fatal(err)
+	}
+	if r.walk() {
+		t.Fatal("the waiter holds behind a live claim")
+	}
+	return r
+}
+
+func (r *absenceRig) at(d time.Duration) { r.clock.now = d }
+
+// walk is the waiter's walk; it must read the owner's session when a
+// read hook is set.
+func (r *absenceRig) walk() bool {
+	r.t.Helper()
+	ctx := context.Background()
+	if _, err := r.w.Refresh(ctx, []string{"k"}); err != nil {
+		r.t.Fatal(err)
+	}
+	head, _, err := r.w.Walk(ctx, r.wc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if r.store.onRead != nil {
+		r.t.Fatalf("at %v the waiter's walk did not read the owner's session", r.clock.now)
+	}
+	return head
+}
+
+// renew is the owner's renewal; lost says its reply is lost.
+func (r *absenceRig) renew(lost bool) {
+	r.t.Helper()
+	found, sent, err := r.o.RenewSession(context.Background(), r.osess, absenceTTL)
+	switch {
+	case lost && err == nil:
+		r.t.Fatalf("at %v a lost renewal was confirmed", r.clock.now)
+	case !lost && err != nil:
+		r.t.Fatalf("at %v the owner's renewal: %v", r.clock.now, err)
+	case !lost && !found:
+		r.t.Fatalf("at %v the owner's renewal found its session gone", r.clock.now)
+	case !lost:
+		r.lastConfirmed = sent
+	}
+}
+
+// lostRenewals are the owner's renewals after its session's documents
+// vanished: each finds nothing, but its reply is lost, so the first goes
+// on to insert the session's next generation, which is lost too, and so
+// is that insert sent again by the next one.
+func (r *absenceRig) lostRenewals(at ...time.Duration) {
+	for i, d := range at {
+		r.at(d)
+		if i == 0 {
+			r.store.lostReply = 1
+		}
+		r.store.lose = 1
+		r.renew(true)
+	}
+}
+
+// TestAbsenceIsCountedToTheLastReadsSend: a waiter takes a session whose
+// documents are missing for dead only once a read sent a TTL after the
+// first reply that found them missing finds them missing too. Counted to
+// that read's reply, a slow reply would do: here the owner re-creates its
+// session (an insert of its next generation, after a renewal whose reply
+// was lost) between the landing of the waiter's read and its reply, and
+// holds on.
+func TestAbsenceIsCountedToTheLastReadsSend(t *testing.T) {
+	if now, deadline, held := slowReply(t, chain.NoBug); held && now < deadline {
+		t.Fatalf("the waiter took the session for dead at %v, while its owner holds until %v", now, deadline)
+	}
+}
+
+// TestAbsenceScenarioCatchesCountingToTheReply is the negative control of
+// the test above.
+func TestAbsenceScenarioCatchesCountingToTheReply(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	if now, deadline, held := slowReply(t, chain.BugAbsenceToReply); !held || now >= deadline {
+		t.Fatalf("counting to the reply the waiter held = %v at %v, owner's deadline %v: the scenario misses the bug", held, now, deadline)
+	}
+}
+
+// slowReply plays the scenario of TestAbsenceIsCountedToTheLastReadsSend
+// with bug planted in the waiter's engine, and returns when the waiter's
+// last walk ended, the owner's deadline then, and whether that walk held.
+func slowReply(t *testing.T, bug chain.Bug) (now, deadline time.Duration, held bool) {
+	r := newAbsenceRig(t, bug)
+	r.at(900 * time.Millisecond)
+	r.renew(false)
+	r.at(1000 * time.Millisecond)
+	r.store.drop()
+	r.at(1050 * time.Millisecond) // past the claim's own expiry
+	if r.walk() {
+		t.Fatal("the waiter held on its first read of a missing session")
+	}
+	r.lostRenewals(1200*time.Millisecond, 1500*time.Millisecond)
+	r.at(1700 * time.Millisecond)
+	r.store.onRead = func() {
+		r.at(1800 * time.Millisecond)
+		r.renew(false) // lands, before the owner's deadline
+		r.at(2100 * time.Millisecond)
+	}
+	held = r.walk()
+	return r.clock.now, r.lastConfirmed + absenceTTL, held
+}
+
+// TestAbsenceRunCountsFromTheEarlierSend: a waiter's run of reads that
+// found a session missing starts again when a read replies more than two
+// TTLs after the one before it was sent. Here the sessions collection is
+// emptied twice, three TTLs and a little apart (what the documentation
+// allows), and the owner re-creates its session in between, unseen: the
+// waiter's first read landed before that and replied late, and its next
+// read landed after the second emptying, less than two TTLs after that
+// late reply. Counting from the reply, the waiter would take the session
+// for dead while its owner's last renewal still has a TTL to run.
 func TestAbsenceRunCountsFromTheEarlierSend(t *testing.T) {
-	if now, deadline, held := absenceScenario(t, chain.NoBug); held && now < deadline {
+	if now, deadline, held := twoEmptyings(t, chain.NoBug); held && now < deadline {
 		t.Fatalf("the waiter took the session for dead at %v, while its owner holds until %v", now, deadline)
 	}
 }
@@ -101,122 +258,41 @@ func TestAbsenceScenarioCatchesStaleRuns(t *testing.T) {
 	if !chain.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}
-	if now, deadline, held := absenceScenario(t, chain.BugAbsenceNeverStale); !held || now >= deadline {
+	if now, deadline, held := twoEmptyings(t, chain.BugAbsenceNeverStale); !held || now >= deadline {
 		t.Fatalf("with runs that never go stale the waiter held = %v at %v, owner's deadline %v: the scenario misses the bug", held, now, deadline)
 	}
 }
 
-// absenceScenario plays the scenario of TestAbsenceRunCountsFromTheEarlierSend
+// twoEmptyings plays the scenario of TestAbsenceRunCountsFromTheEarlierSend
 // with bug planted in the waiter's engine, and returns when the waiter's
 // last walk ended, the owner's deadline then, and whether that walk held.
-func absenceScenario(t *testing.T, bug chain.Bug) (now, deadline time.Duration, held bool) {
-	ctx := context.Background()
-	const ttl = time.Second
-	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	store := &droppableSessions{Store: memory.New(), sessions: make(map[string]map[int]time.Time)}
-	at := func(d time.Duration) { clock.now = d }
-	engine := func() *chain.Engine {
-		e, err := chain.New(store, clock, chain.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	o, w := engine(), engine()
-	if bug != chain.NoBug {
-		w.SetBug(bug)
-	}
-	osess, _, err := o.OpenSession(ctx, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := o.Claim(ctx, "k", "o", osess, chain.ExclusiveTerms, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if head, _, err := o.Walk(ctx, oc); err != nil || !head {
-		t.Fatalf("the owner's walk of a free key = %v, %v", head, err)
-	}
-	wsess, _, err := w.OpenSession(ctx, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := w.Claim(ctx, "k", "w", wsess, chain.ExclusiveTerms, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	walk := func() bool {
-		t.Helper()
-		if _, err := w.Refresh(ctx, []string{"k"}); err != nil {
-			t.Fatal(err)
-		}
-		head, _, err := w.Walk(ctx, wc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if store.onRead != nil {
-			t.Fatalf("at %v the waiter's walk did not read the owner's session", clock.now)
-		}
-		return head
-	}
-	if walk() {
-		t.Fatal("the waiter holds behind a live claim")
-	}
-	var lastConfirmed time.Duration // the send of the owner's last confirmed renewal
-	renew := func() error {
-		t.Helper()
-		found, sent, err := o.RenewSession(ctx, osess, ttl)
-		if err == nil && !found {
-			t.Fatalf("at %v the owner's renewal found its session gone", clock.now)
-		}
-		if err == nil {
-			lastConfirmed = sent
-		}
-		return err
-	}
-	at(300 * time.Millisecond)
-	if err := renew(); err != nil {
-		t.Fatal(err)
-	}
-	at(350 * time.Millisecond)
-	store.drop() // D1
-	// The owner's next renewals find nothing, but their replies are
-	// lost: the first goes on to insert the session's next generation,
-	// which is lost too, and so is the insert sent again.
-	at(600 * time.Millisecond)
-	store.lostReply, store.lose = 1, 1
-	if err := renew(); err == nil {
-		t.Fatal("a lost renewal was confirmed")
-	}
-	at(900 * time.Millisecond)
-	store.lose = 1
-	if err := renew(); err == nil {
-		t.Fatal("a lost renewal was confirmed")
-	}
+func twoEmptyings(t *testing.T, bug chain.Bug) (now, deadline time.Duration, held bool) {
+	r := newAbsenceRig(t, bug)
+	r.at(300 * time.Millisecond)
+	r.renew(false)
+	r.at(350 * time.Millisecond)
+	r.store.drop() // D1
+	r.lostRenewals(600*time.Millisecond, 900*time.Millisecond)
 	// The waiter's read lands at 1.05 s and finds the session missing;
 	// while its reply is on the way (it comes at 1.9 s), the owner's
 	// insert lands and re-creates the session.
-	at(1050 * time.Millisecond)
-	store.onRead = func() {
-		at(1100 * time.Millisecond)
-		if err := renew(); err != nil {
-			t.Fatalf("the owner's insert of its next generation: %v", err)
-		}
-		at(1900 * time.Millisecond)
+	r.at(1050 * time.Millisecond)
+	r.store.onRead = func() {
+		r.at(1100 * time.Millisecond)
+		r.renew(false)
+		r.at(1900 * time.Millisecond)
 	}
-	if walk() {
+	if r.walk() {
 		t.Fatal("the waiter held on its first read of a missing session")
 	}
 	for now := 1400 * time.Millisecond; now <= 3350*time.Millisecond; now += 325 * time.Millisecond {
-		at(now)
-		if err := renew(); err != nil {
-			t.Fatal(err)
-		}
+		r.at(now)
+		r.renew(false)
 	}
-	at(3400 * time.Millisecond)
-	store.drop() // D2, 3.05 TTLs after D1
-	at(3800 * time.Millisecond)
-	store.onRead = func() { at(3850 * time.Millisecond) }
-	held = walk()
-	return clock.now, lastConfirmed + ttl, held
+	r.at(3400 * time.Millisecond)
+	r.store.drop() // D2, 3.05 TTLs after D1
+	r.at(3800 * time.Millisecond)
+	r.store.onRead = func() { r.at(3850 * time.Millisecond) }
+	held = r.walk()
+	return r.clock.now, r.lastConfirmed + absenceTTL, held
 }

@@ -148,14 +148,20 @@
 //     session then. A renewal confirmed after that does not count: its
 //     reply came after the deadline in force (Lease).
 //   - dead, its session's documents missing: they stayed missing for the
-//     claim's TTL, counted from the reply of the first read that found
-//     them so. A renewal confirmed after they went would have had to find
-//     them (or re-create the next generation, which the walker would see
-//     at its next read: the documents cannot vanish again before it, as
-//     they vanish at most once in three TTLs and a run's reads land less
-//     than two TTLs apart; see noteAbsent), so A's owner's last confirmed
-//     renewal was sent before that read replied, and its deadline passed
-//     within the TTL.
+//     claim's TTL, from the reply of the first read that found them so
+//     to the send of the last (whose reply can come long after it
+//     landed). A's owner's renewals after they went found nothing, unless
+//     one re-created them first (the insert of the next generation after
+//     a renewal of unknown outcome, or an insert landing late), which
+//     counts only before the owner's deadline in force. That deadline came
+//     from a renewal sent before they went, before the first read
+//     replied, so it passed within a TTL of that reply, before the last
+//     read was sent: a re-creation landed before the last read did, which
+//     would have found it. (Unless the documents vanished again in
+//     between, unseen: they vanish at most once in three TTLs, and a run's
+//     reads land less than two TTLs apart; see noteAbsent.) So A's
+//     owner's last confirmed renewal was sent before the first read
+//     replied, and its deadline passed before the last read was sent.
 //
 // So A's owner did not hold A at t: two claims never hold at once. Nor can
 // a lower claim hold after a higher one did: B's walk found A ended, and

@@ -160,6 +160,11 @@ const (
 	// back and vanished again between two reads of a run is taken for
 	// dead while its owner still holds.
 	BugAbsenceNeverStale
+	// BugAbsenceToReply counts how long a session was found missing to
+	// the reply of the last read, not its send: a read that landed before
+	// the owner re-created its session and replied after can find it
+	// missing for a TTL while the owner holds on.
+	BugAbsenceToReply
 	// BugPruneEarly prunes below the floor of a gate as soon as it knows
 	// the gate, before the store's time is past its bucket: a process
 	// still covered by the gate before, whose floor is lower, can insert

@@ -320,8 +320,9 @@ func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
 // is earlier than the earliest possible server time before the reads. A
 // session whose documents are all missing counts as dead only after they
 // stayed missing for the claim's TTL, from the reply of the first read
-// that found them so: its owner either found its session gone at a
-// renewal meanwhile (and retired it) or let its deadline pass. Claims
+// that found them so to the send of the last: its owner either found its
+// session gone at a renewal meanwhile (and retired it) or let its
+// deadline pass. Claims
 // without a TTL (written by an older dsync) count missing as dead at once.
 func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
 	endID := EndID(d.Key, d.Epoch, d.Nonce)
@@ -357,8 +358,15 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 			return false, "", Doc{}, b, nil
 		}
 	case d.TTL > 0 && !e.has(BugAbsentIsDead):
-		if left := d.TTL - (e.clock.Mono() - e.noteAbsent(d.Session, sent, replied, d.TTL)); left > 0 {
-			b.ExpiresAt = e.clock.ServerNow().Latest.Add(left)
+		// Missing for the TTL as of this read's send, not its reply: the
+		// read may have landed long before its reply came, and the owner
+		// re-created its session since (see noteAbsent).
+		asOf := sent
+		if e.has(BugAbsenceToReply) {
+			asOf = replied
+		}
+		if since := e.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
+			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-e.clock.Mono(), 0))
 			return false, "", Doc{}, b, nil
 		}
 	}
@@ -392,9 +400,11 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 // D2 fall between two of its reads that landed less than two TTLs apart:
 // D2 - R < 2 TTL. The owner's renewals found nothing after D1 until R, so
 // R came before the deadline of its last renewal before D1: R - D1 < TTL.
-// So D2 - D1 < 3 TTL. Two vanishings further apart cannot both fall in a
-// run, and the owner's last renewal before the run's first read (the only
-// one it can count) expired within the run's TTL.
+// So D2 - D1 < 3 TTL. With vanishings further apart, no run spans two,
+// and the session did not come back before the run's last read landed:
+// the owner counts no renewal after the one before D1, whose deadline
+// passed within a TTL of that renewal's send, before the first read
+// replied (ended judges the TTL from that reply to the last read's send).
 func (e *Engine) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
