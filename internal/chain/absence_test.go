@@ -23,59 +23,48 @@ func (c *stepClock) ServerNow() chain.Interval {
 }
 func (c *stepClock) Mono() time.Duration { return c.now }
 
-// droppableSessions keeps the sessions apart from the memory store's
-// documents, so that the test can empty the sessions collection alone
-// (drop), lose a session write without applying it (lose), lose only the
-// reply of one (lostReply), and run something while a session read is on
-// its way back (onRead, after the read has landed).
+// droppableSessions keeps the sessions in a memory store of their own,
+// apart from the documents, so that the test can empty the sessions
+// collection alone (drop), lose a session write without applying it
+// (lose), lose only the reply of a renewal (lostReply), and run something
+// while a session read is on its way back (onRead, after the read has
+// landed).
 type droppableSessions struct {
 	*memory.Store
-	sessions  map[string]map[int]time.Time
-	lose      int // session writes to lose, unapplied
-	lostReply int // session writes applied whose replies are lost
+	sessions  *memory.Store
+	lose      int // session inserts to lose, unapplied
+	lostReply int // renewals applied whose replies are lost
 	onRead    func()
 }
 
 var errLost = errors.New("test: no reply")
 
-func (s *droppableSessions) drop() { clear(s.sessions) }
+func (s *droppableSessions) drop() { s.sessions.Reset() }
 
 func (s *droppableSessions) InsertSession(ctx context.Context, sess chain.Session) error {
 	if s.lose > 0 {
 		s.lose--
 		return errLost
 	}
-	gens := s.sessions[sess.ID]
-	if gens == nil {
-		gens = make(map[int]time.Time)
-		s.sessions[sess.ID] = gens
-	}
-	if _, ok := gens[sess.Gen]; ok {
-		return chain.ErrExists
-	}
-	gens[sess.Gen] = sess.ExpiresAt
-	return nil
+	return s.sessions.InsertSession(ctx, sess)
 }
 
 func (s *droppableSessions) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	old, found := s.sessions[id][gen]
-	if found && expires.After(old) {
-		s.sessions[id][gen] = expires
-	}
+	found, err := s.sessions.RenewSession(ctx, id, gen, expires)
 	if s.lostReply > 0 {
 		s.lostReply--
 		return false, errLost
 	}
-	return found, nil
+	return found, err
 }
 
 func (s *droppableSessions) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
-	sess, found := memory.LatestGen(id, s.sessions[id])
+	sess, found, err := s.sessions.GetSession(ctx, id)
 	if f := s.onRead; f != nil {
 		s.onRead = nil
 		f()
 	}
-	return sess, found, nil
+	return sess, found, err
 }
 
 // absenceRig is an owner o holding key k and a waiter w queued behind
@@ -100,7 +89,7 @@ func newAbsenceRig(t *testing.T, bug chain.Bug) *absenceRig {
 	r := &absenceRig{
 		t:     t,
 		clock: &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
-		store: &droppableSessions{Store: memory.New(), sessions: make(map[string]map[int]time.Time)},
+		store: &droppableSessions{Store: memory.New(), sessions: memory.New()},
 	}
 	engine := func() *chain.Engine {
 		e, err := chain.New(r.store, r.clock, chain.DefaultConfig())
@@ -203,7 +192,7 @@ func TestAbsenceIsCountedToTheLastReadsSend(t *testing.T) {
 
 // TestAbsenceScenarioCatchesCountingToTheReply is the negative control of
 // the test above.
-func TestAbsenceScenarioCatchesCountingToTheReply(t *testing.T) {
+func TestAbsenceScenarioCatchesPlantedCountingToTheReply(t *testing.T) {
 	if !chain.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}
@@ -254,7 +243,7 @@ func TestAbsenceRunCountsFromTheEarlierSend(t *testing.T) {
 // TestAbsenceScenarioCatchesStaleRuns is the negative control of the
 // test above: a waiter that keeps a run of missing reads however long
 // ago the last was holds before the owner's deadline.
-func TestAbsenceScenarioCatchesStaleRuns(t *testing.T) {
+func TestAbsenceScenarioCatchesPlantedStaleRuns(t *testing.T) {
 	if !chain.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}

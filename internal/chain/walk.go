@@ -322,8 +322,8 @@ func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
 // stayed missing for the claim's TTL, from the reply of the first read
 // that found them so to the send of the last: its owner either found its
 // session gone at a renewal meanwhile (and retired it) or let its
-// deadline pass. Claims
-// without a TTL (written by an older dsync) count missing as dead at once.
+// deadline pass. Claims without a TTL (written by an older dsync) count
+// missing as dead at once.
 func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
 	endID := EndID(d.Key, d.Epoch, d.Nonce)
 	m, found, err := e.store.Get(ctx, endID)
@@ -366,7 +366,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 			asOf = replied
 		}
 		if since := e.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
-			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-e.clock.Mono(), 0))
+			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
 			return false, "", Doc{}, b, nil
 		}
 	}
