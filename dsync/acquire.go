@@ -128,6 +128,13 @@ func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, er
 	return h, nil
 }
 
+// errNotStarted: a claim came to hold, but its hold could not start in
+// the session it was made in, which had not been retired: the key's
+// coverage ended before the session's deadline (a renewal moved the
+// deadline on meanwhile), or the deadline passed. The claim is withdrawn
+// and the key queued again.
+var errNotStarted = errors.New("the hold could not start before its key's coverage or its session's deadline ends")
+
 // acquireLoop is acquire's work: its attempts and their backoff.
 func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
 	backoff := minBackoff
@@ -177,9 +184,10 @@ func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold
 		case ctx.Err() != nil:
 			k.leave(sess)
 			return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
-		case chain.IsLapsed(err) && sess.ctx.Err() == nil:
+		case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && sess.ctx.Err() == nil:
 			// The key's segment lapsed under the claim (see
-			// internal/chain): the claim was given up; queue again.
+			// internal/chain), or the hold could not start in its
+			// session: the claim was given up; queue again.
 			k.leave(sess)
 		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
 			// The store lost the key's history (emptied or restored): the
@@ -260,7 +268,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 		if h := p.join(c, k, sess, p.kindOf(t)); h != nil {
 			return h, nil
 		}
-		err = fmt.Errorf("dsync: acquire %q: %w", p.key, context.Cause(sess.ctx))
+		err = fmt.Errorf("dsync: acquire %q: %w", p.key, cmp.Or(context.Cause(sess.ctx), errNotStarted))
 	}
 	p.withdraw(c)
 	return nil, err

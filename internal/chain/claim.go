@@ -70,6 +70,9 @@ type Claim struct {
 	// ended: End was called on c (a release or a withdrawal); a walk of
 	// it never finds it holding again.
 	ended bool
+	// pinned: c keeps its key's knowledge in the engine until End (see
+	// Engine.state).
+	pinned bool
 }
 
 // After returns the claim that held just before c, if the walk that found
@@ -134,9 +137,24 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
+	// The key's knowledge stays while the Claim runs, and then until the
+	// claim it returns ends (see Engine.state).
+	e.pin(key)
 	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try}
+	c, err := q.run(ctx)
+	if c != nil && err == nil {
+		c.pinned = true
+	} else {
+		e.unpin(key)
+	}
+	return c, err
+}
+
+// run is Claim's work.
+func (q *claimRun) run(ctx context.Context) (*Claim, error) {
+	e, key, try := q.e, q.key, q.try
 	q.load()
-	q.ttl, q.exp = e.claimTerms(session)
+	q.ttl, q.exp = e.claimTerms(q.session)
 	if q.ttl > e.span() {
 		// A hold must end before its key's coverage can (segment.go):
 		// coverage reaches about two spans ahead when it starts.

@@ -23,6 +23,10 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	}
 	c.ended = true
 	e.noteLive(c, false)
+	if c.pinned {
+		c.pinned = false
+		defer e.unpin(c.Key) // after what the end teaches of the key
+	}
 	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
 		e.mu.Lock()
 		e.ends[d.ID] = d

@@ -119,6 +119,10 @@ type Engine struct {
 	// live holds the nonces of this engine's claims that hold, by key:
 	// Refresh keeps their segments covered.
 	live map[string]map[string]struct{}
+	// pins counts, by key, the Claim calls in progress and the claims they
+	// made that have not ended: their keys' knowledge (the segment, its
+	// gate and floor) is kept while they need it (see state).
+	pins map[string]int
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
@@ -270,6 +274,7 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 		ends:     make(map[string]Doc),
 		renewals: make(map[string]*renewal),
 		live:     make(map[string]map[string]struct{}),
+		pins:     make(map[string]int),
 	}
 	e.spanNs.Store(int64(cfg.Span))
 	return e, nil
@@ -293,13 +298,21 @@ func (e *Engine) SetBug(b Bug) {
 func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
 
 // state returns key's entry, creating it; e.mu must be held.
+//
+// Past maxKeys entries, it drops the knowledge of every key on which this
+// engine has no claim in progress or not yet ended: a claim relies on the
+// segment and gate it entered until it holds, and then on their coverage,
+// so dropping theirs would send them back to the store (or make a claim
+// give up an insert that landed, or a hold fail to start) for every key
+// another goroutine adds. The keys kept do not count toward the bound, so
+// that a process with more claims than it does not scan them all for each
+// new key.
 func (e *Engine) state(key string) *keyState {
 	ks := e.keys[key]
 	if ks == nil {
-		if len(e.keys) >= maxKeys {
-			// Keys with live claims stay: their segments must stay covered.
+		if len(e.keys) >= maxKeys+len(e.pins) {
 			for k := range e.keys {
-				if len(e.live[k]) == 0 {
+				if e.pins[k] == 0 {
 					delete(e.keys, k)
 				}
 			}
@@ -308,6 +321,22 @@ func (e *Engine) state(key string) *keyState {
 		e.keys[key] = ks
 	}
 	return ks
+}
+
+// pin and unpin count a Claim call or an unended claim on key (see
+// state).
+func (e *Engine) pin(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pins[key]++
+}
+
+func (e *Engine) unpin(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pins[key]--; e.pins[key] <= 0 {
+		delete(e.pins, key)
+	}
 }
 
 func (e *Engine) snapshot(key string) keyState {

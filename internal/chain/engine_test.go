@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"fmt"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"strings"
 	"testing"
@@ -118,5 +119,57 @@ func TestAfterAndReadClaim(t *testing.T) {
 	store.dups = 0
 	if cl := claim(b, "b"); cl.Epoch != last+1 || store.dups != 0 {
 		t.Errorf("b's claim after reading epoch %d: epoch %d after %d duplicate keys, want %d after none", last, cl.Epoch, store.dups, last+1)
+	}
+}
+
+// TestKnowledgeOfUnendedClaimsOutlivesTheCache: an engine that learns of
+// more keys than it keeps drops what it knows of idle keys only. A claim
+// made and not yet ended keeps its key's segment and coverage (its hold
+// relies on them: CoverEnd is what a hold checks before it starts), and
+// lets go of them once it ends.
+func TestKnowledgeOfUnendedClaimsOutlivesTheCache(t *testing.T) {
+	ctx := context.Background()
+	e, err := chain.New(memory.New(), fixedClock{}, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const others = 4200 // more keys than the engine keeps (4096)
+	lockMany := func(prefix string) {
+		t.Helper()
+		for i := range others {
+			c, err := e.Claim(ctx, fmt.Sprintf("%s-%d", prefix, i), "o", sess, chain.ExclusiveTerms, false)
+			if err == nil {
+				err = e.End(ctx, c, true)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	kept, err := e.Claim(ctx, "kept", "o", sess, chain.ExclusiveTerms, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.CoverEnd("kept")
+	if before.IsZero() {
+		t.Fatal("no coverage known of a key just claimed")
+	}
+	lockMany("a")
+	if got := e.CoverEnd("kept"); !got.Equal(before) {
+		t.Fatalf("after %d other keys, the coverage of an unended claim's key is %v, want %v", others, got, before)
+	}
+	if head, _, err := e.Walk(ctx, kept); err != nil || !head {
+		t.Fatalf("Walk of the claim = %v, %v; want it holding", head, err)
+	}
+	if err := e.End(ctx, kept, true); err != nil {
+		t.Fatal(err)
+	}
+	lockMany("b")
+	if got := e.CoverEnd("kept"); !got.IsZero() {
+		t.Errorf("after its claim ended and %d other keys, the key's coverage is still kept (%v): its pin leaked", others, got)
 	}
 }
