@@ -3,6 +3,7 @@ package dsync
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // The keys a Client claims are recorded in the store's directory of keys
-// (driver.Store.PutKey), which List reads: the first time this process
+// (driver.Store.PutKeys), which List reads: the first time this process
 // claims a key, and again after recordAgain, in the background, so that
 // a claim never waits for it. A put that fails is tried again, after a
 // pause that doubles each time (putRetries times, then at a later claim
@@ -33,10 +34,17 @@ const (
 	// after putPause, each later one after twice the pause before.
 	putRetries = 6
 	putPause   = time.Second
+	// putBatch is the most keys one put records: a process that claims
+	// thousands of new keys in a burst records them in a few requests,
+	// not one each (FerretDB commits its writes one at a time: puts of
+	// one key each trailed a burst of claims long after it, and counted
+	// in whatever the process did next: bench/RESULTS.md, renewal).
+	putBatch = 500
 )
 
-// recorder records keys in the store's directory, one put at a time,
-// from a goroutine that runs while it has keys to put.
+// recorder records keys in the store's directory, one put (of up to
+// putBatch keys) at a time, from a goroutine that runs while it has keys
+// to put.
 type recorder struct {
 	store  driver.Store
 	mono   func() time.Duration
@@ -95,7 +103,8 @@ func (r *recorder) enqueueLocked(key string) {
 	}
 }
 
-// run puts the pending keys, one at a time, until there are none.
+// run puts the pending keys, up to putBatch in a request, until there
+// are none.
 func (r *recorder) run() {
 	defer r.done.Done()
 	for {
@@ -108,51 +117,65 @@ func (r *recorder) run() {
 			r.mu.Unlock()
 			return
 		}
-		key := r.pending[0]
-		r.pending = r.pending[1:]
+		n := min(len(r.pending), putBatch)
+		batch := slices.Clone(r.pending[:n])
+		r.pending = r.pending[n:]
 		r.mu.Unlock()
 
 		sent := r.mono()
 		ctx, cancel := context.WithTimeout(r.ctx, putTimeout)
-		err := r.store.PutKey(ctx, key)
+		err := r.store.PutKeys(ctx, batch)
 		cancel()
-
 		r.mu.Lock()
-		delete(r.queued, key)
+		for _, key := range batch {
+			delete(r.queued, key)
+		}
 		if err != nil && r.ctx.Err() == nil {
-			r.retryLocked(key)
+			r.retryLocked(batch)
 		}
 		if err == nil {
-			delete(r.failures, key)
-			if _, ok := r.recorded[key]; !ok && len(r.recorded) >= maxRecorded {
-				for k := range r.recorded { // forget any: it is put again at its next claim
-					delete(r.recorded, k)
-					break
+			for _, key := range batch {
+				delete(r.failures, key)
+				if _, ok := r.recorded[key]; !ok && len(r.recorded) >= maxRecorded {
+					for k := range r.recorded { // forget any: it is put again at its next claim
+						delete(r.recorded, k)
+						break
+					}
 				}
+				r.recorded[key] = sent
 			}
-			r.recorded[key] = sent
 		}
 		r.mu.Unlock()
 		if err != nil {
-			r.logger.Debug("dsync: recording a key in the store's directory failed; it is tried again later", "key", key, "err", err)
+			r.logger.Debug("dsync: recording keys in the store's directory failed; they are tried again later", "keys", len(batch), "first", batch[0], "err", err)
 		}
 	}
 }
 
-// retryLocked puts key again after a pause, unless it failed putRetries
-// times already (it is then put at a later claim). r.mu must be held.
-func (r *recorder) retryLocked(key string) {
-	n := r.failures[key]
-	if n >= putRetries || len(r.failures) >= maxRecorded {
-		delete(r.failures, key)
+// retryLocked puts keys again after a pause, but those that failed
+// putRetries times already (they are put at a later claim). r.mu must be
+// held.
+func (r *recorder) retryLocked(keys []string) {
+	var again []string
+	pause := putPause
+	for _, key := range keys {
+		n := r.failures[key]
+		if n >= putRetries || len(r.failures) >= maxRecorded {
+			delete(r.failures, key)
+			continue
+		}
+		r.failures[key] = n + 1
+		r.queued[key] = struct{}{} // a claim meanwhile need not queue it again
+		again = append(again, key)
+		pause = max(pause, putPause<<n)
+	}
+	if len(again) == 0 {
 		return
 	}
-	r.failures[key] = n + 1
-	r.queued[key] = struct{}{} // a claim meanwhile need not queue it again
 	r.done.Add(1)
 	go func() {
 		defer r.done.Done()
-		t := time.NewTimer(putPause << n)
+		t := time.NewTimer(pause)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -160,12 +183,14 @@ func (r *recorder) retryLocked(key string) {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		delete(r.queued, key)
-		if r.ctx.Err() != nil || r.closed {
-			delete(r.failures, key)
-			return
+		for _, key := range again {
+			delete(r.queued, key)
+			if r.ctx.Err() != nil || r.closed {
+				delete(r.failures, key)
+				continue
+			}
+			r.enqueueLocked(key)
 		}
-		r.enqueueLocked(key)
 	}()
 }
 

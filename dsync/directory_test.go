@@ -20,16 +20,18 @@ import (
 type putStore struct {
 	*memory.Store
 	mu      sync.Mutex
-	puts    []string      // every PutKey call, in order
+	puts    []string      // the keys of every PutKeys call, in order
+	calls   int           // PutKeys calls
 	fail    int           // fail this many more puts
 	release chan struct{} // if not nil, a put waits for it to close, or for its context
 }
 
 var errPut = errors.New("put failed")
 
-func (s *putStore) PutKey(ctx context.Context, key string) error {
+func (s *putStore) PutKeys(ctx context.Context, keys []string) error {
 	s.mu.Lock()
-	s.puts = append(s.puts, key)
+	s.puts = append(s.puts, keys...)
+	s.calls++
 	release, fail := s.release, s.fail > 0
 	if fail {
 		s.fail--
@@ -45,7 +47,7 @@ func (s *putStore) PutKey(ctx context.Context, key string) error {
 	if fail {
 		return errPut
 	}
-	return s.Store.PutKey(ctx, key)
+	return s.Store.PutKeys(ctx, keys)
 }
 
 func (s *putStore) putCalls() []string {
@@ -234,6 +236,36 @@ func TestKeyRecordedOffTheLockPath(t *testing.T) {
 	})
 }
 
+// TestKeysRecordedInBatches: keys claimed while a put is in flight are
+// recorded together, up to 500 a request, each once: a process that
+// claims thousands of new keys does not trail its claims with a put per
+// key.
+func TestKeysRecordedInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		store := &putStore{Store: memory.New(), release: release}
+		c := newClient(t, store)
+		const n = 1200
+		for i := range n {
+			lockOnce(t, c, fmt.Sprintf("k%04d", i))
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		store.mu.Lock()
+		calls, puts := store.calls, len(store.puts)
+		store.mu.Unlock()
+		// The first put took k0000 alone; the rest waited for it, and go
+		// in batches of PutBatch (500).
+		if calls != 4 || puts != n {
+			t.Errorf("%d keys claimed during a put: %d puts of %d keys, want 4 puts of %d", n, calls, puts, n)
+		}
+		if got := len(store.Keys()); got != n {
+			t.Errorf("directory holds %d keys, want %d", got, n)
+		}
+	})
+}
+
 // TestKeyRecordedAgainAfterFailureAndAfterAnHour: a put that failed is
 // tried again a second later, without another claim (a key used once is
 // claimed once); a key recorded is recorded again at a claim an hour
@@ -312,7 +344,8 @@ func TestCloseGivesUpOnAPutThatHangs(t *testing.T) {
 			t.Fatal(err)
 		}
 		lockOnce(t, c, "k")
-		lockOnce(t, c, "j") // queued behind k's put
+		synctest.Wait()     // k's put is in flight
+		lockOnce(t, c, "j") // queued behind it
 		start := time.Now()
 		if err := c.Close(); err != nil {
 			t.Fatal(err)

@@ -111,11 +111,11 @@ func (s *faultyStore) DropGates(ctx context.Context, below int64) error {
 	return s.Store.DropGates(ctx, below)
 }
 
-func (s *faultyStore) PutKey(ctx context.Context, key string) error {
+func (s *faultyStore) PutKeys(ctx context.Context, keys []string) error {
 	if err := s.fail(); err != nil {
 		return err
 	}
-	return s.Store.PutKey(ctx, key)
+	return s.Store.PutKeys(ctx, keys)
 }
 
 func (s *faultyStore) HasKey(ctx context.Context, key string) (bool, error) {

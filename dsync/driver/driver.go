@@ -243,12 +243,16 @@ type Store interface {
 	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
 	// DropGates deletes the gates of buckets below below, of every key.
 	DropGates(ctx context.Context, below int64) error
-	// PutKey records key in the store's directory of keys, which
-	// ListKeys reads. Recording a key already recorded is not an error,
-	// and changes nothing. The directory is apart from the keys'
-	// documents: a key is listed whether or not the store holds
-	// documents of it, and entries are never removed but by an operator.
-	PutKey(ctx context.Context, key string) error
+	// PutKeys records keys in the store's directory of keys, which
+	// ListKeys reads, in one request where the store can (a process that
+	// claims thousands of new keys records them in batches). Recording a
+	// key already recorded, or twice in one call, is not an error, and
+	// changes nothing. On an error, any of the keys may have been
+	// recorded: the caller puts them all again. The directory is apart
+	// from the keys' documents: a key is listed whether or not the store
+	// holds documents of it, and entries are never removed but by an
+	// operator.
+	PutKeys(ctx context.Context, keys []string) error
 	// HasKey reports whether key is recorded in the directory.
 	HasKey(ctx context.Context, key string) (bool, error)
 	// ListKeys streams the keys of the directory that q selects, each
@@ -363,7 +367,7 @@ const (
 	// bytes.Compare orders them), and can resume after any key.
 	OrderBytes KeyOrder = iota + 1
 	// OrderFirstUse lists keys in the order they were first recorded
-	// (PutKey): a stable order, since entries are never updated or
+	// (PutKeys): a stable order, since entries are never updated or
 	// removed, in which keys recorded later come later. A store lists
 	// them in this order when reading any other order would cost it a
 	// read of its whole directory (FerretDB). It cannot resume after a

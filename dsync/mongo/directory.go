@@ -16,7 +16,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys (driver.Store.PutKey, ListKeys): a collection
+// The directory of keys (driver.Store.PutKeys, ListKeys): a collection
 // named after the lock collection, "<collection>_keys", of one document
 // per key, {_id: key, created}, inserted once and never updated. It is
 // the list of keys, whatever the lock collection keeps of them.
@@ -54,20 +54,33 @@ type keyDoc struct {
 	Created time.Time `bson:"created"`
 }
 
-// PutKey implements driver.Store: one insert, whose duplicate-key answer
-// means the key is recorded.
-func (s *lockStore) PutKey(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	err := s.write(ctx, "key", func(ctx context.Context) error {
-		_, err := s.keys.InsertOne(ctx, keyDoc{ID: key, Created: s.now()})
-		return err
-	})
-	if mongo.IsDuplicateKeyError(err) {
+// PutKeys implements driver.Store: one unordered insert, whose
+// duplicate-key answers mean those keys are recorded.
+func (s *lockStore) PutKeys(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
 		return nil
 	}
-	return err
+	docs := make([]any, len(keys))
+	for i, key := range keys {
+		if err := checkKey(key); err != nil {
+			return err
+		}
+		docs[i] = keyDoc{ID: key, Created: s.now()}
+	}
+	err := s.write(ctx, "keys", func(ctx context.Context) error {
+		_, err := s.keys.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+		return err
+	})
+	var bwe mongo.BulkWriteException
+	if err == nil || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+		return err
+	}
+	for _, we := range bwe.WriteErrors {
+		if !isDuplicateKey(we.Code) {
+			return err
+		}
+	}
+	return nil // each failure was a key recorded already
 }
 
 // HasKey implements driver.Store: a find by _id, which FerretDB, unlike

@@ -257,7 +257,7 @@ func TestKeyPutIsOffTheLockPath(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	b, err := New(mongotest.NewDatabase(t), withFault(func(op string) error {
-		if op == "key" {
+		if op == "keys" {
 			entered <- struct{}{}
 			<-release
 		}
@@ -275,7 +275,11 @@ func TestKeyPutIsOffTheLockPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-entered // the put was sent, and still hangs
+	select { // the put was sent, and still hangs
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the key's put was never sent")
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
 	select {

@@ -84,7 +84,7 @@ func (net) Prepare(context.Context) error { return nil }
 func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Clock") }
 func (net) Close() error                  { return nil }
 
-func (net) PutKey(context.Context, string) error { return errors.New("sim: keys are not listed") }
+func (net) PutKeys(context.Context, []string) error { return errors.New("sim: keys are not listed") }
 func (net) HasKey(context.Context, string) (bool, error) {
 	return false, errors.New("sim: keys are not listed")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys: PutKey records a key, ListKeys streams them.
+// The directory of keys: PutKeys records keys, ListKeys streams them.
 
 // dirKeys are the keys the listing cases record, in the order they are
 // recorded (not in order of bytes): prefixes of each other, a key that
@@ -65,21 +65,23 @@ func listErr(ctx context.Context, st driver.Store, q driver.KeyQuery) ([]string,
 	return keys, nil
 }
 
-// putKeys records keys one after the other.
+// putKeys records keys one after the other, each in a request of its
+// own.
 func putKeys(t *testing.T, ctx context.Context, st driver.Store, keys ...string) {
 	t.Helper()
 	for _, k := range keys {
-		if err := st.PutKey(ctx, k); err != nil {
-			t.Fatalf("PutKey(%q): %v", k, err)
+		if err := st.PutKeys(ctx, []string{k}); err != nil {
+			t.Fatalf("PutKeys(%q): %v", k, err)
 		}
 	}
 }
 
-// testPutKey: recording a key again, or from many processes at once,
-// succeeds and lists it once; the directory has (HasKey) and lists the
+// testPutKeys: recording a key again, or from many processes at once, or
+// several keys in one request (some recorded already, one twice),
+// succeeds and lists each once; the directory has (HasKey) and lists the
 // keys recorded, and only them, whether or not the store holds documents
 // of them.
-func (s *suite) testPutKey(t *testing.T) {
+func (s *suite) testPutKeys(t *testing.T) {
 	st, ctx := s.store(t)
 	if got := list(t, ctx, st, driver.KeyQuery{}); len(got) != 0 {
 		t.Fatalf("a fresh store lists %q, want nothing", got)
@@ -88,12 +90,12 @@ func (s *suite) testPutKey(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 16)
 	for i := range errs {
-		wg.Go(func() { errs[i] = st.PutKey(ctx, "a") })
+		wg.Go(func() { errs[i] = st.PutKeys(ctx, []string{"a"}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Errorf("PutKey(%q), %d of %d at once: %v", "a", i, len(errs), err)
+			t.Errorf("PutKeys(%q), %d of %d at once: %v", "a", i, len(errs), err)
 		}
 	}
 	// A key with documents that was never recorded is not listed.
@@ -108,6 +110,17 @@ func (s *suite) testPutKey(t *testing.T) {
 	want := order(t, st, []string{"b", "a"})
 	if got := list(t, ctx, st, driver.KeyQuery{}); !slices.Equal(got, want) {
 		t.Errorf("ListKeys after recording b twice, a 16 times at once and b again = %q, want %q (%v)", got, want, st.KeyOrder())
+	}
+	// One request with keys recorded already, new ones, and a key twice.
+	if err := st.PutKeys(ctx, []string{"b", "c", "a", "d", "c"}); err != nil {
+		t.Errorf("PutKeys of keys new, recorded and repeated: %v", err)
+	}
+	if err := st.PutKeys(ctx, nil); err != nil {
+		t.Errorf("PutKeys of no keys: %v", err)
+	}
+	want = order(t, st, []string{"b", "a", "c", "d"})
+	if got := list(t, ctx, st, driver.KeyQuery{}); !slices.Equal(got, want) {
+		t.Errorf("ListKeys after recording b, a, c and d in one request = %q, want %q (%v)", got, want, st.KeyOrder())
 	}
 }
 
@@ -211,8 +224,8 @@ func (s *suite) testListKeysStream(t *testing.T) {
 	for p := range procs {
 		wg.Go(func() {
 			for i := p; i < len(keys); i += procs {
-				if err := st.PutKey(ctx, keys[i]); err != nil {
-					t.Errorf("PutKey(%q): %v", keys[i], err)
+				if err := st.PutKeys(ctx, []string{keys[i]}); err != nil {
+					t.Errorf("PutKeys(%q): %v", keys[i], err)
 					return
 				}
 			}

@@ -37,7 +37,7 @@
 //   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
 //     document sent before a time but those of the keys kept and the
 //     protocol document; the gates of old buckets, and nothing else.
-//   - PutKey, HasKey: recording a key again, or from many processes at
+//   - PutKeys, HasKey: recording a key again, or from many processes at
 //     once, succeeds; the directory has and lists every key recorded,
 //     once, and no key that has documents but was never recorded.
 //   - ListKeys: in the order the store declares (KeyOrder: of bytes, or
@@ -120,7 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("RecentKeys", s.testRecentKeys)
 	t.Run("Compact", s.testCompact)
 	t.Run("DropGates", s.testDropGates)
-	t.Run("PutKey", s.testPutKey)
+	t.Run("PutKeys", s.testPutKeys)
 	t.Run("ListKeys", s.testListKeys)
 	t.Run("ListKeysStream", s.testListKeysStream)
 	t.Run("Sessions", s.testSessions)

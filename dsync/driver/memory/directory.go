@@ -10,7 +10,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys (driver.Store.PutKey, ListKeys): a set, listed in
+// The directory of keys (driver.Store.PutKeys, ListKeys): a set, listed in
 // increasing order of the keys' bytes, a batch at a time.
 
 // listBatch is how many keys a listing takes from the store at a time,
@@ -80,14 +80,16 @@ func (d *directory) next(from string, inclusive bool, prefix string, n int) []st
 	return batch
 }
 
-// PutKey implements driver.Store.
-func (s *Store) PutKey(ctx context.Context, key string) error {
+// PutKeys implements driver.Store.
+func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dir.put(key)
+	for _, key := range keys {
+		s.dir.put(key)
+	}
 	return nil
 }
 
