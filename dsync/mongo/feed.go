@@ -373,6 +373,10 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 	// event the stream never returned. If that event is gone (deleted:
 	// a trim fails the cursors that sit on what it deletes), events after
 	// it may have gone unseen too.
+	// The history before our "open" event holds the events their
+	// senders left (trim.go): those sent leftoverAge or more before ours,
+	// but the newest of them, are deleted once the stream is live.
+	var left leftovers
 	resuming := false
 	resumed := func(tell bool) {
 		resuming = false
@@ -392,6 +396,9 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
 		if t.trim != nil {
 			t.trim.note(e.ID, ours)
+			if !quick && !live && e.ID != open.ID {
+				left.note(e.ID, e.At, open.At, ours)
+			}
 		}
 		if quick && !live {
 			live = t.turnLive(cur, false)
@@ -415,6 +422,9 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		case !quick && e.ID == open.ID:
 			if !live {
 				live = t.turnLive(cur, true)
+				if t.trim != nil {
+					t.trim.dropLeftovers(left.take())
+				}
 			}
 		case ours:
 			t.ownSeen.Add(1)

@@ -766,3 +766,63 @@ func TestEndDeletesLeftoverEvents(t *testing.T) {
 		t.Errorf("%d of the %d events left over are still there, want none", n, len(left))
 	}
 }
+
+// TestOpeningDeletesLeftoverEvents: a process that opens its stream
+// deletes the events their senders left (sent leftoverAge or more before
+// its "open"), but the newest of them before its own, on which cursors
+// that keep up may sit; and it does so before its Close returns, however
+// soon that comes (a job run from cron locks once and exits). Others'
+// recent events stay.
+func TestOpeningDeletesLeftoverEvents(t *testing.T) {
+	if !mongotest.Shared(t).IsFerretDB() {
+		t.Skip("trimming is FerretDB's alone")
+	}
+	db := mongotest.NewDatabase(t)
+	events := db.Collection(DefaultCollection + eventsSuffix)
+	ctx := testCtx(t, 30*time.Second)
+	first := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	follow(t, ctx, first) // creates the collection; its "open" event is recent
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var left []bson.ObjectID
+	for range 3 {
+		id := bson.NewObjectID()
+		if _, err := events.InsertOne(ctx, eventDoc{ID: id, Kind: eventWait, Proc: "gone", Key: "k", Epoch: 3,
+			At: time.Now().Add(-time.Minute), Until: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, id)
+	}
+	before, err := events.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	follow(t, ctx, b)
+	if err := b.Close(); err != nil { // at once: within trimSlack of the open
+		t.Fatal(err)
+	}
+	for i, id := range left {
+		n, err := events.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if i == len(left)-1 { // the newest before the stream's "open" stays
+			want = 1
+		}
+		if n != want {
+			t.Errorf("event %d of %d left over: %d in the collection, want %d", i+1, len(left), n, want)
+		}
+	}
+	after, err := events.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first process's "open" event (recent) and the last left over
+	// stay, and the new process's "open" joins them.
+	if after != before-2+1 {
+		t.Errorf("the events collection held %d events before the stream opened, %d after its Close, want %d", before, after, before-1)
+	}
+}

@@ -43,7 +43,9 @@ func (s *lockStore) InsertSession(ctx context.Context, sess driver.Session) erro
 	return err
 }
 
-// closeCleanTime bounds the cleaning of sessions on Close.
+// closeCleanTime bounds the cleaning of sessions on Close, and the
+// deleting of the events a stream found left over when it stops
+// (trim.go).
 const closeCleanTime = 2 * time.Second
 
 // cleanSessions deletes the sessions that expired more than

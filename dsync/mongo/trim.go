@@ -36,7 +36,11 @@ import (
 // deleting them again. Events that their sender did not delete (it
 // stopped, or its follower lags far behind) are deleted when a process
 // that sends an end reads the collection (Publish): those sent more than
-// leftoverAge before, but the last.
+// leftoverAge before, but the last; and when a process opens its stream,
+// from the history it reads first (leftovers): a process that locks once
+// and exits (a job run from cron) leaves its "open" event behind, the
+// newest, and the next one deletes it, so that such events do not pile
+// up however many processes ran.
 //
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
@@ -96,6 +100,10 @@ type trimmer struct {
 	mu     sync.Mutex
 	seen   []seenEvent // oldest first
 	seenID map[bson.ObjectID]struct{}
+	// left: events their senders left, to delete from leftAt on (local
+	// monotonic; 0: none pending).
+	left   []bson.ObjectID
+	leftAt time.Duration
 }
 
 func newTrimmer(s *lockStore) *trimmer {
@@ -143,13 +151,27 @@ func (t *trimmer) note(id bson.ObjectID, ours bool) {
 }
 
 // run deletes old events until ctx ends: what take allows, as soon as it
-// allows it (due), at least trimEvery apart.
+// allows it (due), at least trimEvery apart, and the leftovers when they
+// are due; when ctx ends, the leftovers not deleted yet.
 func (t *trimmer) run(ctx context.Context) {
+	defer func() {
+		t.mu.Lock()
+		ids := t.takeLeftovers(0, true)
+		t.mu.Unlock()
+		if len(ids) > 0 {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeCleanTime)
+			defer cancel()
+			t.s.deleteEvents(dctx, ids)
+		}
+	}()
 	var last time.Duration
 	first := true
 	for {
 		t.mu.Lock()
 		due := t.due()
+		if t.leftAt != 0 && (due == 0 || t.leftAt < due) {
+			due = t.leftAt
+		}
 		t.mu.Unlock()
 		var timer *time.Timer
 		var fire <-chan time.Time
@@ -161,7 +183,12 @@ func (t *trimmer) run(ctx context.Context) {
 				timer = time.NewTimer(d)
 				fire = timer.C
 			} else {
-				if ids := t.take(t.s.mono()); len(ids) > 0 {
+				now := t.s.mono()
+				ids := t.take(now)
+				t.mu.Lock()
+				ids = append(ids, t.takeLeftovers(now, false)...)
+				t.mu.Unlock()
+				if len(ids) > 0 {
 					t.s.deleteEvents(ctx, ids)
 				}
 				last, first = t.s.mono(), false
@@ -241,6 +268,72 @@ func (t *trimmer) forget(n int) {
 		delete(t.seenID, e.id)
 	}
 	t.seen = append(t.seen[:0], t.seen[n:]...)
+}
+
+// leftovers collects, from the history a new stream reads before its
+// "open" event, the events their senders left: others' events sent
+// leftoverAge or more before the open, but the newest event before it,
+// on which the cursors that keep up may sit (deleting it would fail
+// them). A process that opens its stream deletes them (deleteLeftovers),
+// so that processes that each lock once and exit (a job run from cron)
+// leave no more than one such event behind, however many ran: each event
+// kept costs every later stream's first read, and on FerretDB every
+// waiting cursor a decode a hundred times a second.
+type leftovers struct {
+	ids  []bson.ObjectID
+	last bson.ObjectID // an aged event, deleted only if another follows
+}
+
+// note records the history's next event, id, sent at (by its sender's
+// estimate of the server's time), before the open event sent at open.
+func (l *leftovers) note(id bson.ObjectID, at, open time.Time, ours bool) {
+	if !l.last.IsZero() {
+		l.ids = append(l.ids, l.last) // another event follows it
+		l.last = bson.ObjectID{}
+	}
+	if !ours && at.Add(leftoverAge).Before(open) {
+		l.last = id
+	}
+}
+
+// take returns the events to delete: the aged ones another event of the
+// history followed.
+func (l *leftovers) take() []bson.ObjectID {
+	ids := l.ids
+	l.ids, l.last = nil, bson.ObjectID{}
+	return ids
+}
+
+// dropLeftovers has the trimmer delete ids, events their senders left,
+// trimSlack from now (so that the streams that keep up, and those that
+// opened beside ours, have moved past them), or at once when it stops: a
+// process that exits at once still deletes what its stream found, in a
+// write that Close waits for up to closeCleanTime.
+func (t *trimmer) dropLeftovers(ids []bson.ObjectID) {
+	if len(ids) == 0 {
+		return
+	}
+	t.mu.Lock()
+	t.left = append(t.left, ids...)
+	if t.leftAt == 0 {
+		t.leftAt = t.s.mono() + trimSlack
+	}
+	t.mu.Unlock()
+	select {
+	case t.asked <- struct{}{}:
+	default: // already asked
+	}
+}
+
+// takeLeftovers returns the leftovers to delete at now (all of them if
+// force). t.mu must be held.
+func (t *trimmer) takeLeftovers(now time.Duration, force bool) []bson.ObjectID {
+	if len(t.left) == 0 || !force && now < t.leftAt {
+		return nil
+	}
+	ids := t.left
+	t.left, t.leftAt = nil, 0
+	return ids
 }
 
 // deleteEvents deletes the events ids. Best effort.
