@@ -44,7 +44,7 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"Clients (a new connection and backend each, cold caches: a cron job's process) each make a first Lock+Unlock, one at a time, "+
 			"timed from the new connection to Unlock's return (fewer once %v is spent, and none more after one is cut short at %v, shown "+
 			"as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over "+
-			"each is divided among them. The status page is the library's command-line listing of %d keys, cut short after %v. What the "+
+			"each is divided among them, as are the commands the loaders (connected all along) send meanwhile. The status page is the library's command-line listing of %d keys, cut short after %v. What the "+
 			"store keeps is counted per collection after loading (and compaction). **Waiting processes**: one process holds a key and W "+
 			"wait for it (beyond %d processes, the waiting Clients are packed several to a process, each with its own connection and "+
 			"backend: the notes say how); %d handoffs as in Handoff, then, while they wait, what each waiter sends over %v, by command, "+

@@ -100,6 +100,8 @@ const (
 	scaleHolder     = "while waiting: commands/s sent by the holder"
 	scaleByName     = "while waiting: %s/s per waiter"
 	scaleFirstName  = "fresh Client's first Lock+Unlock: %s commands"
+	scaleOtherCmds  = "fresh Client's first Lock+Unlock: the loaders' commands meanwhile"
+	scaleOtherName  = "fresh Client's first Lock+Unlock: the loaders' %s commands meanwhile"
 )
 
 // The series of idle keys, named by the end of their params ("1,000 keys
@@ -247,7 +249,7 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 				}
 			}
 			rn.countDocs(ctx, s.ns, param, docsNote)
-			if err := rn.firstLocks(ctx, s, n, param); err != nil {
+			if err := rn.firstLocks(ctx, s, n, param, others(series)); err != nil {
 				rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
 				errs = append(errs, fmt.Errorf("%s, %d keys: %w", s.name, n, err))
 				continue
@@ -500,14 +502,29 @@ func (rn *runner) countDocs(ctx context.Context, ns, param, note string) {
 	rn.logf("%s: scale %s: counted in %v: %v", rn.d.Name(), param, time.Since(t).Round(time.Millisecond), docs)
 }
 
+// others returns the meters of every series' loaders: the Clients that
+// stay connected while fresh Clients make their first Lock+Unlock.
+func others(series []*keySeries) []*Meter {
+	var ms []*Meter
+	for _, s := range series {
+		ms = append(ms, s.meters...)
+	}
+	return ms
+}
+
 // firstLocks measures fresh Clients' first Lock+Unlock of random keys
 // among the first n of series s, one Client at a time: each timed from
 // its connection to the return of its Unlock. In a series with relock, a
-// loader locks and unlocks the key just before (not timed).
-func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param string) error {
+// loader locks and unlocks the key just before (not timed). What the
+// other Clients (loaders, whose meters are others) send to the server
+// during those Lock+Unlocks is counted too, by command: their background
+// work shares the server with the fresh Client (a getMore of their event
+// streams is counted when it returns, most after waiting seconds).
+func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param string, others []*Meter) error {
 	var lat []float64
 	byName := map[string]int64{}
 	var total int64
+	otherNames := map[string]int64{}
 	var cpu time.Duration
 	cpuOK := true
 	start := time.Now()
@@ -545,6 +562,9 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 			relocks = append(relocks, ms(Mono()-a))
 		}
 		m := NewMeter()
+		for _, o := range others {
+			o.Record()
+		}
 		cpu0, ok0 := ProcessCPU(rn.o.ServerPID)
 		took, err := func() (int64, error) {
 			// A Lock retries what fails; one that cannot finish (every
@@ -570,6 +590,10 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 			return Mono() - a, nil
 		}()
 		cpu1, ok1 := ProcessCPU(rn.o.ServerPID)
+		var meanwhile []Event
+		for _, o := range others {
+			meanwhile = append(meanwhile, o.Stop()...)
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return err
@@ -588,6 +612,9 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 		for name, k := range m.ByName() {
 			byName[name] += k
 			total += k
+		}
+		for _, e := range meanwhile {
+			otherNames[e.Name]++
 		}
 		samples++
 	}
@@ -644,12 +671,19 @@ func (rn *runner) firstLocks(ctx context.Context, s *keySeries, n int, param str
 	if cpuOK {
 		rn.r.add(Scale, param, scaleFirstCPU, "ms", []float64{ms(int64(cpu)) / k}, note)
 	}
+	otherTotal := int64(0)
+	for _, name := range slices.Sorted(maps.Keys(otherNames)) {
+		otherTotal += otherNames[name]
+		rn.r.add(Scale, param, fmt.Sprintf(scaleOtherName, name), "cmds", []float64{float64(otherNames[name]) / k}, note)
+	}
+	rn.r.add(Scale, param, scaleOtherCmds, "cmds", []float64{float64(otherTotal) / k}, note)
 	relock := ""
 	if len(relocks) > 0 {
 		relock = fmt.Sprintf(", the loader's Lock+Unlock before it p50 %.1f ms", Percentile(relocks, 50))
 	}
-	rn.logf("%s: scale %s: first Lock+Unlock p50 %.1f ms, p99 %.1f ms, %.1f commands (%d fresh Clients)%s", rn.d.Name(), param,
-		Percentile(lat, 50), Percentile(lat, 99), float64(total)/k, samples, relock)
+	rn.logf("%s: scale %s: first Lock+Unlock p50 %.1f ms, p99 %.1f ms, %.1f commands (%d fresh Clients)%s; meanwhile the loaders sent %.1f commands (%v)",
+		rn.d.Name(), param, Percentile(lat, 50), Percentile(lat, 99), float64(total)/k, samples, relock,
+		float64(otherTotal)/k, otherNames)
 	return nil
 }
 
