@@ -82,26 +82,29 @@ const (
 // The figures the scale scenario reports that the targets and the plot
 // read.
 const (
-	scaleFirstP50   = "fresh Client's first Lock+Unlock p50"
-	scaleFirstP99   = "fresh Client's first Lock+Unlock p99"
-	scaleFirstCmds  = "fresh Client's first Lock+Unlock: commands"
-	scaleFirstCPU   = "fresh Client's first Lock+Unlock: server CPU"
-	scaleRelockP50  = "a loader's Lock+Unlock of the key just before, p50"
-	scaleStatus     = "status page"
-	scaleDocs       = "documents"
-	scaleLockDocs   = "documents in the lock collection"
-	scaleIdleAge    = "keys compacted once idle for"
-	scaleLoadRate   = "loading: new keys locked and unlocked per second"
-	scaleHandoffP50 = "handoff Unlock→Lock p50"
-	scaleHandoffP99 = "handoff Unlock→Lock p99"
-	scalePerWaiter  = "while waiting: commands/s per waiter"
-	scaleBytes      = "while waiting: bytes/s per waiter"
-	scaleServerCPU  = "while waiting: server CPU"
-	scaleHolder     = "while waiting: commands/s sent by the holder"
-	scaleByName     = "while waiting: %s/s per waiter"
-	scaleFirstName  = "fresh Client's first Lock+Unlock: %s commands"
-	scaleOtherCmds  = "fresh Client's first Lock+Unlock: the loaders' commands meanwhile"
-	scaleOtherName  = "fresh Client's first Lock+Unlock: the loaders' %s commands meanwhile"
+	scaleFirstP50  = "fresh Client's first Lock+Unlock p50"
+	scaleFirstP99  = "fresh Client's first Lock+Unlock p99"
+	scaleFirstCmds = "fresh Client's first Lock+Unlock: commands"
+	scaleFirstCPU  = "fresh Client's first Lock+Unlock: server CPU"
+	scaleRelockP50 = "a loader's Lock+Unlock of the key just before, p50"
+	scaleStatus    = "status page"
+	scaleDocs      = "documents"
+	scaleLockDocs  = "documents in the lock collection"
+	scaleIdleAge   = "keys compacted once idle for"
+	// scaleCompactedAfter: when the documents stopped falling, counted
+	// from the end of the loading (at least twice the idle age).
+	scaleCompactedAfter = "documents stopped falling, after the loading"
+	scaleLoadRate       = "loading: new keys locked and unlocked per second"
+	scaleHandoffP50     = "handoff Unlock→Lock p50"
+	scaleHandoffP99     = "handoff Unlock→Lock p99"
+	scalePerWaiter      = "while waiting: commands/s per waiter"
+	scaleBytes          = "while waiting: bytes/s per waiter"
+	scaleServerCPU      = "while waiting: server CPU"
+	scaleHolder         = "while waiting: commands/s sent by the holder"
+	scaleByName         = "while waiting: %s/s per waiter"
+	scaleFirstName      = "fresh Client's first Lock+Unlock: %s commands"
+	scaleOtherCmds      = "fresh Client's first Lock+Unlock: the loaders' commands meanwhile"
+	scaleOtherName      = "fresh Client's first Lock+Unlock: the loaders' %s commands meanwhile"
 )
 
 // The series of idle keys, named by the end of their params ("1,000 keys
@@ -243,9 +246,12 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 			docsNote := ""
 			if s.age > 0 {
 				rn.r.add(Scale, param, scaleIdleAge, "s", []float64{s.age.Seconds()}, "")
-				if err := rn.awaitCompaction(ctx, s, n); err != nil {
+				took, err := rn.awaitCompaction(ctx, s, n)
+				if err != nil {
 					rn.logf("%s: scale: %v", rn.d.Name(), err)
 					docsNote = err.Error()
+				} else if took > 0 {
+					rn.r.add(Scale, param, scaleCompactedAfter, "s", []float64{took.Seconds()}, "")
 				}
 			}
 			rn.countDocs(ctx, s.ns, param, docsNote)
@@ -434,21 +440,30 @@ func loadKey(ctx context.Context, c Conn, i int) error {
 	return l.Unlock(ctx)
 }
 
+// compactionWait bounds how long after a loading the scenario waits for
+// the compaction: it ends sooner once the documents stop falling.
+const compactionWait = 40 * time.Minute
+
 // awaitCompaction waits until the keys of s loaded up to its last loading
-// are past the idle age and the store's documents stop falling.
-func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) error {
+// are past the idle age and the store's documents stop falling, and
+// returns how long after the loading they stopped.
+func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) (time.Duration, error) {
 	// A key is compacted once it is idle for the age past the end of its
 	// coverage (two bucket spans of a quarter of the age), at a sweep
 	// (every span or so).
 	time.Sleep(time.Until(s.lastLoad.Add(2 * s.age)))
 	dc, ok := rn.d.(DocCounter)
 	if !ok {
-		return nil
+		return 0, nil
 	}
-	// Compaction runs in the background of the store's Clients: give it
-	// another idle age, and stop once the count holds still for 5 s.
-	deadline := time.Now().Add(s.age + time.Minute)
+	// Compaction runs in the background of the store's Clients, one
+	// sweep at a time, each a few commands over the whole collection: it
+	// falls behind a loading that outpaces it. Count until the count
+	// holds still for half the idle age (two bucket spans: a sweep at
+	// least), and take the first count of that stretch as the end.
+	deadline := s.lastLoad.Add(compactionWait)
 	last := int64(-1)
+	var lastAt time.Time // when last was first counted
 	for time.Now().Before(deadline) {
 		docs, err := dc.CountDocs(ctx, s.ns)
 		if err != nil {
@@ -462,14 +477,18 @@ func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) erro
 		for _, c := range docs {
 			total += c
 		}
-		if total == last {
-			rn.logf("%s: scale: %d keys compacted to %d documents", rn.d.Name(), n, total)
-			return nil
+		switch {
+		case total != last:
+			last, lastAt = total, time.Now()
+			rn.logf("%s: scale: %d keys: %d documents, %v after the loading", rn.d.Name(), n, total, time.Since(s.lastLoad).Round(time.Second))
+		case time.Since(lastAt) >= s.age/2:
+			took := lastAt.Sub(s.lastLoad)
+			rn.logf("%s: scale: %d keys compacted to %d documents, %v after the loading", rn.d.Name(), n, total, took.Round(time.Second))
+			return took, nil
 		}
-		last = total
 		time.Sleep(5 * time.Second)
 	}
-	return fmt.Errorf("compaction not over: the documents were still falling %v after twice the idle age", s.age+time.Minute)
+	return 0, fmt.Errorf("compaction not over: the documents were still falling %v after the loading", compactionWait)
 }
 
 // countDocs reports what the namespace stores, by collection.
