@@ -13,7 +13,8 @@ import (
 )
 
 // The sweeper's reads and deletes (driver.Store RecentKeys, Compact,
-// DropGates). Each is one command over the lock collection: on MongoDB a
+// DropGates). Each is one command over the lock collection (on FerretDB,
+// a delete is a read and then deletes by _id: deleteWhere): on MongoDB a
 // scan of the documents it selects, on FerretDB a decode of every
 // document of the collection. Only the sweeper sends them, once per
 // bucket of time, and the collection holds only the documents of keys
@@ -58,43 +59,34 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 	return keys, nil
 }
 
-// Compact implements driver.Store: one deleteMany, whose filter names the
-// keys kept (those in use: few), so that FerretDB decodes the collection
-// once however many keys go. The sweep also deletes the session documents
-// long expired (cleanSessions), in a second deleteMany.
+// Compact implements driver.Store: one deleteMany (on FerretDB, deletes
+// by _id: deleteWhere), whose filter names the keys kept (those in use:
+// few), so that FerretDB decodes the collection once however many keys
+// go. The sweep also deletes the session documents long expired
+// (cleanSessions).
 func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.cleanSessions(ctx)
 	if keep == nil {
 		keep = []string{}
 	}
-	var n int64
-	err := s.write(ctx, "compact", func(ctx context.Context) error {
-		r, err := s.coll.DeleteMany(ctx, bson.D{
-			{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
-			{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
-			{Key: "key", Value: bson.D{{Key: "$nin", Value: keep}}},
-			// A done record goes only once its expiry passed too (none:
-			// it stays).
-			{Key: "$or", Value: bson.A{
-				bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
-				bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}}},
-			}},
-		})
-		if r != nil {
-			n = r.DeletedCount
-		}
-		return err
+	return s.deleteWhere(ctx, s.coll, "compact", bson.D{
+		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
+		{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
+		{Key: "key", Value: bson.D{{Key: "$nin", Value: keep}}},
+		// A done record goes only once its expiry passed too (none: it
+		// stays).
+		{Key: "$or", Value: bson.A{
+			bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
+			bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}}},
+		}},
 	})
-	return n, err
 }
 
-// DropGates implements driver.Store: one deleteMany.
+// DropGates implements driver.Store: one deleteMany (deleteWhere).
 func (s *lockStore) DropGates(ctx context.Context, below int64) error {
-	return s.write(ctx, "drop gates", func(ctx context.Context) error {
-		_, err := s.coll.DeleteMany(ctx, bson.D{
-			{Key: "kind", Value: driver.KindGate},
-			{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
-		})
-		return err
+	_, err := s.deleteWhere(ctx, s.coll, "drop gates", bson.D{
+		{Key: "kind", Value: driver.KindGate},
+		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
 	})
+	return err
 }

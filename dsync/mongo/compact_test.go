@@ -12,6 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // TestIdleKeysAreCompactedAndFirstLocksCostTheSame: keys used once and
@@ -148,4 +150,67 @@ func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	left("after a sweep", map[string]int64{"long-gone-2~0": 0, "lately~0": 1})
+}
+
+// TestSweepDeletesMoreThanOneStatementMayName: Compact and DropGates
+// delete every document they select, however many: FerretDB deletes the
+// documents of a deleteMany in one SQL statement that names each of them,
+// which SQLite refuses beyond 32,766 ("too many SQL variables"), and a
+// sweep that fell that far behind deleted nothing ever after. Documents
+// the sweep must keep stay.
+func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
+	const idle, kept = 33000, 100 // idle: above SQLite's 32,766 parameters of a statement
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, WithWakeups(false))
+	ctx := testCtx(t, 5*time.Minute)
+	if _, err := b.s.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection(DefaultCollection)
+	sent := time.Now().Add(-time.Hour)
+	// insert inserts n gates of keys prefix0... in bucket.
+	insert := func(prefix string, n int, bucket int64) {
+		t.Helper()
+		for i := 0; i < n; i += 1000 {
+			docs := make([]any, min(1000, n-i))
+			for j := range docs {
+				key := fmt.Sprintf("%s%d", prefix, i+j)
+				docs[j] = bson.D{{Key: "_id", Value: fmt.Sprintf("%s/g%d", key, bucket)}, {Key: "key", Value: key},
+					{Key: "kind", Value: driver.KindGate}, {Key: "bucket", Value: bucket}, {Key: "at", Value: sent}}
+			}
+			if _, err := coll.InsertMany(ctx, docs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(filter bson.D) int64 {
+		t.Helper()
+		c, err := coll.CountDocuments(ctx, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	insert("idle", idle, 1)
+	insert("kept", kept, 100) // keys in use: Compact keeps them
+	keep := make([]string, 0, kept)
+	for i := range kept {
+		keep = append(keep, fmt.Sprintf("kept%d", i))
+	}
+	deleted, err := b.s.Compact(ctx, time.Now().Add(-time.Minute), keep)
+	if err != nil || deleted != idle {
+		t.Errorf("Compact of %d idle keys' documents = %d, %v; want %d deleted", idle, deleted, err, idle)
+	}
+	if c := count(bson.D{{Key: "bucket", Value: 1}}); c != 0 {
+		t.Errorf("%d of the idle keys' %d documents left after Compact, want none", c, idle)
+	}
+	if c := count(bson.D{{Key: "bucket", Value: 100}}); c != kept {
+		t.Errorf("%d of the kept keys' %d documents left after Compact, want all", c, kept)
+	}
+	if err := b.s.DropGates(ctx, 101); err != nil {
+		t.Errorf("DropGates: %v", err)
+	}
+	if c := count(bson.D{}); c > 1 {
+		t.Errorf("%d documents left after DropGates below every gate's bucket, want at most the protocol document", c)
+	}
 }

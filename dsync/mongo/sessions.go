@@ -57,10 +57,7 @@ const closeCleanTime = 2 * time.Second
 // Lock+Unlock cost grew with the processes started in the last hour.
 func (s *lockStore) cleanSessions(ctx context.Context) {
 	before := s.est.Load().Now().Earliest.Add(-sessionRetention)
-	err := s.write(ctx, "clean sessions", func(ctx context.Context) error {
-		_, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
-		return err
-	})
+	_, err := s.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
 		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}

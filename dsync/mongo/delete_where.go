@@ -1,0 +1,105 @@
+package dsyncmongo
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Deleting every document a filter selects (the sweeps' Compact and
+// DropGates, and the cleaning of long-expired sessions), however many.
+//
+// On MongoDB that is one deleteMany. FerretDB answers a deleteMany by
+// reading every document the filter selects and then deleting them all
+// in one SQL statement that names each _id; SQLite refuses a statement
+// with more than 32,766 parameters ("too many SQL variables"), so a
+// deleteMany of more documents fails and deletes nothing. A sweep that
+// once fell that far behind (keys made faster than it deleted them) never
+// caught up: every later one had more to delete. On FerretDB the driver
+// therefore reads the _ids the filter selects, deletePass at most at a
+// time, and deletes them by _id, deleteBatch to a request; a delete by
+// _id is a point delete there, whatever the collection holds.
+//
+// That is what FerretDB does inside a deleteMany anyway (a read, then
+// deletes by _id), so it changes nothing of what a delete can meet: the
+// documents it selects are never updated (the lock collection is
+// insert-only; a session document expired long before is no longer
+// renewed), and a delete that lands late deletes only what a later sweep
+// would.
+const (
+	deletePass  = 20000
+	deleteBatch = 1000
+)
+
+// deleteWhere deletes the documents of coll that filter selects, and
+// returns how many it deleted. op names the write for errors and faults.
+func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+	if !s.ferret.Load() {
+		var n int64
+		err := s.write(ctx, op, func(ctx context.Context) error {
+			r, err := coll.DeleteMany(ctx, filter)
+			if r != nil {
+				n = r.DeletedCount
+			}
+			return err
+		})
+		return n, err
+	}
+	var total int64
+	for {
+		ids, err := idsWhere(ctx, coll, filter, deletePass)
+		if err != nil {
+			s.noteFailure(err)
+			return total, err
+		}
+		var deleted int64
+		for chunk := range slices.Chunk(ids, deleteBatch) {
+			models := make([]mongo.WriteModel, len(chunk))
+			for i, id := range chunk {
+				models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
+			}
+			err := s.write(ctx, op, func(ctx context.Context) error {
+				r, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+				if r != nil {
+					deleted += r.DeletedCount
+				}
+				return err
+			})
+			if err != nil {
+				return total + deleted, err
+			}
+		}
+		total += deleted
+		// A pass that found fewer than it may was the last; one that
+		// deleted nothing of what it found (others deleted them first)
+		// ends too, rather than find them again.
+		if len(ids) < deletePass || deleted == 0 {
+			return total, nil
+		}
+	}
+}
+
+// idsWhere returns the _ids of up to limit documents of coll that filter
+// selects.
+func idsWhere(ctx context.Context, coll *mongo.Collection, filter bson.D, limit int) ([]bson.RawValue, error) {
+	cur, err := coll.Find(ctx, filter, options.Find().
+		SetProjection(bson.D{{Key: "_id", Value: 1}}).
+		SetLimit(int64(limit)).
+		SetBatchSize(int32(min(limit, 10000))))
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var ids []bson.RawValue
+	for cur.Next(ctx) {
+		id, err := cur.Current.LookupErr("_id")
+		if err != nil {
+			continue
+		}
+		ids = append(ids, bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)})
+	}
+	return ids, cur.Err()
+}
