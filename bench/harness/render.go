@@ -40,7 +40,8 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"one run per figure. **Idle keys**, in two series, each in a namespace of its own grown in turn to each size by %d Clients "+
 			"locking and unlocking new keys (named as a user names dated jobs, `report-2026-11-23-<i>`); a size whose loading would take "+
 			"longer than %v is not measured (the notes say so). *Keys in the collection*: used within the idle age, nothing compacted; "+
-			"*keys compacted*: left idle past a short idle age, and compacted before the figures are taken. At each size up to %d fresh "+
+			"*keys compacted*: left idle past a short idle age, and compacted before the figures are taken (the lock collection's "+
+			"documents counted until they stop falling; when they did, after the loading, is a figure). At each size up to %d fresh "+
 			"Clients (a new connection and backend each, cold caches: a cron job's process) each make a first Lock+Unlock, one at a time, "+
 			"timed from the new connection to Unlock's return (fewer once %v is spent, and none more after one is cut short at %v, shown "+
 			"as ≥: the notes say so); their commands are counted by name by the driver's command monitor, and the server's CPU over "+

@@ -458,12 +458,16 @@ func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) (tim
 	}
 	// Compaction runs in the background of the store's Clients, one
 	// sweep at a time, each a few commands over the whole collection: it
-	// falls behind a loading that outpaces it. Count until the count
-	// holds still for half the idle age (two bucket spans: a sweep at
-	// least), and take the first count of that stretch as the end.
+	// falls behind a loading that outpaces it. Count the lock
+	// collection's documents (all the store's where the driver names no
+	// lock collection) until they stop falling: until no count for half
+	// the idle age (two bucket spans: a sweep at least) went below the
+	// lowest before it, which is taken as the end. Other documents come
+	// and go meanwhile (sessions, events, gates of the sweeps' lock), so
+	// a count that rises again does not count as falling.
 	deadline := s.lastLoad.Add(compactionWait)
-	last := int64(-1)
-	var lastAt time.Time // when last was first counted
+	low := int64(-1)
+	var lowAt time.Time // when low was first counted
 	for time.Now().Before(deadline) {
 		docs, err := dc.CountDocs(ctx, s.ns)
 		if err != nil {
@@ -473,17 +477,19 @@ func (rn *runner) awaitCompaction(ctx context.Context, s *keySeries, n int) (tim
 			time.Sleep(5 * time.Second)
 			continue
 		}
-		total := int64(0)
-		for _, c := range docs {
-			total += c
+		count, ok := docs[scaleLockDocs]
+		if !ok {
+			for _, c := range docs {
+				count += c
+			}
 		}
 		switch {
-		case total != last:
-			last, lastAt = total, time.Now()
-			rn.logf("%s: scale: %d keys: %d documents, %v after the loading", rn.d.Name(), n, total, time.Since(s.lastLoad).Round(time.Second))
-		case time.Since(lastAt) >= s.age/2:
-			took := lastAt.Sub(s.lastLoad)
-			rn.logf("%s: scale: %d keys compacted to %d documents, %v after the loading", rn.d.Name(), n, total, took.Round(time.Second))
+		case low < 0 || count < low:
+			low, lowAt = count, time.Now()
+			rn.logf("%s: scale: %d keys: %d documents, %v after the loading", rn.d.Name(), n, count, time.Since(s.lastLoad).Round(time.Second))
+		case time.Since(lowAt) >= s.age/2:
+			took := lowAt.Sub(s.lastLoad)
+			rn.logf("%s: scale: %d keys compacted to %d documents, %v after the loading", rn.d.Name(), n, low, took.Round(time.Second))
 			return took, nil
 		}
 		time.Sleep(5 * time.Second)
