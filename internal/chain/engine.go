@@ -45,6 +45,12 @@ type Config struct {
 	// status).
 	Host string
 	PID  int
+	// MaxKeys bounds the keys whose knowledge the engine keeps beyond
+	// those with a Claim in progress or a claim not yet ended (see
+	// state). Default (0): 4,096. Knowledge dropped is read again when
+	// needed, so a smaller bound costs reads, never safety (the
+	// simulation runs some owners with a bound of 1).
+	MaxKeys int
 }
 
 // DefaultConfig returns the constants dsync uses.
@@ -77,7 +83,7 @@ func (c Config) validate() error {
 // Bounds of the engine's caches. Everything in them may be dropped at any
 // time: it is read again when needed.
 const (
-	maxKeys     = 4096 // keys whose knowledge is kept
+	maxKeys     = 4096 // keys whose knowledge is kept (Config.MaxKeys)
 	maxExpiries = 4096 // session expiries remembered
 	maxHeads    = 4096 // claims confirmed to hold at their insert
 )
@@ -126,6 +132,8 @@ type Engine struct {
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
+	// drops counts the keys whose knowledge state dropped (Drops).
+	drops atomic.Int64
 
 	bug Bug
 }
@@ -265,6 +273,9 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return xid.New().String() }
 	}
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = maxKeys
+	}
 	e := &Engine{
 		store: store, clock: clock, cfg: cfg,
 		keys:     make(map[string]*keyState),
@@ -299,7 +310,7 @@ func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
 
 // state returns key's entry, creating it; e.mu must be held.
 //
-// Past maxKeys entries, it drops the knowledge of every key on which this
+// Past Config.MaxKeys entries, it drops the knowledge of every key on which this
 // engine has no claim in progress or not yet ended: a claim relies on the
 // segment and gate it entered until it holds, and then on their coverage,
 // so dropping theirs would send them back to the store (or make a claim
@@ -310,10 +321,11 @@ func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
 func (e *Engine) state(key string) *keyState {
 	ks := e.keys[key]
 	if ks == nil {
-		if len(e.keys) >= maxKeys+len(e.pins) {
+		if len(e.keys) >= e.cfg.MaxKeys+len(e.pins) {
 			for k := range e.keys {
 				if e.pins[k] == 0 {
 					delete(e.keys, k)
+					e.drops.Add(1)
 				}
 			}
 		}
@@ -322,6 +334,10 @@ func (e *Engine) state(key string) *keyState {
 	}
 	return ks
 }
+
+// Drops returns how many times the engine dropped a key's knowledge to
+// stay within Config.MaxKeys.
+func (e *Engine) Drops() int64 { return e.drops.Load() }
 
 // pin and unpin count a Claim call or an unended claim on key (see
 // state).

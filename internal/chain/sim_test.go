@@ -126,11 +126,13 @@ type simStats struct {
 	storeResets                                 int // ErrReset seen by claims
 	onceLags, doneKept                          int // once workers' Dos of old slots, and their reads that found the record of a compacted key
 	slowGates                                   int // gate inserts held back on an owner's slow link
+	drops                                       int // keys' knowledge dropped by owners with a bound of one key (Config.MaxKeys)
 }
 
 func (a *simStats) add(b simStats) {
 	a.late += b.late
 	a.slowGates += b.slowGates
+	a.drops += b.drops
 	a.prunes += b.prunes
 	a.dead += b.dead
 	a.withdrawn += b.withdrawn
@@ -372,6 +374,7 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	}
 	// Stop every actor still parked.
 	for _, o := range s.owners {
+		s.stats.drops += int(o.eng.Drops())
 		o.crashed = true
 		o.pausedUntil, o.suspendedUntil = 0, 0
 	}
@@ -467,7 +470,7 @@ func TestSimulation(t *testing.T) {
 		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0 ||
 		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0 ||
 		total.starts == 0 || total.orphans == 0 || total.compactions == 0 || total.lapses == 0 || total.revivals == 0 ||
-		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0) {
+		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0 || total.drops == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }
