@@ -59,27 +59,44 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 	return keys, nil
 }
 
-// Compact implements driver.Store: one deleteMany (on FerretDB, deletes
-// by _id: deleteWhere), whose filter names the keys kept (those in use:
-// few), so that FerretDB decodes the collection once however many keys
-// go. The sweep also deletes the session documents long expired
-// (cleanSessions).
+// Compact implements driver.Store: one deleteMany, whose filter names
+// the keys kept (those in use: few), so that FerretDB decodes the
+// collection once however many keys go. On FerretDB it deletes by _id
+// (deleteWhere) all but the done records, whose ID comes back when a Do
+// after the record's expiry inserts it again: a delete by _id that landed
+// late would take that new record, so they go in a deleteMany whose
+// filter the server applies when it lands. The sweep also deletes the
+// session documents long expired (cleanSessions).
 func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.cleanSessions(ctx)
 	if keep == nil {
 		keep = []string{}
 	}
-	return s.deleteWhere(ctx, s.coll, "compact", bson.D{
-		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
-		{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
+	before := sentBefore.UTC()
+	idle := bson.D{
+		{Key: "at", Value: bson.D{{Key: "$lt", Value: before}}},
 		{Key: "key", Value: bson.D{{Key: "$nin", Value: keep}}},
-		// A done record goes only once its expiry passed too (none: it
-		// stays).
-		{Key: "$or", Value: bson.A{
-			bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
-			bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}}},
-		}},
-	})
+	}
+	// A done record goes only once its expiry passed too (none: it
+	// stays).
+	expiredDone := append(idle[:len(idle):len(idle)],
+		bson.E{Key: "kind", Value: driver.KindDone},
+		bson.E{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}})
+	if !s.ferret.Load() {
+		return s.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+			bson.E{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
+			bson.E{Key: "$or", Value: bson.A{
+				bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
+				bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}}},
+			}}))
+	}
+	n, err := s.deleteWhere(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+		bson.E{Key: "kind", Value: bson.D{{Key: "$nin", Value: bson.A{driver.KindProtocol, driver.KindDone}}}}))
+	if err != nil {
+		return n, err
+	}
+	m, err := s.deleteMany(ctx, s.coll, "compact done", expiredDone)
+	return n + m, err
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).

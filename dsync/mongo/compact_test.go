@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -212,5 +213,68 @@ func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
 	}
 	if c := count(bson.D{}); c > 1 {
 		t.Errorf("%d documents left after DropGates below every gate's bucket, want at most the protocol document", c)
+	}
+}
+
+// TestLateCompactSparesANewDoneRecord: a sweep's delete that lands late,
+// after another sweep deleted a done record past its expiry and a Do
+// inserted the key's record again (the same _id), leaves the new record:
+// the delete selects done records by their expiry when it lands, not by
+// _id (on FerretDB the sweeps delete other documents by _id).
+func TestLateCompactSparesANewDoneRecord(t *testing.T) {
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	db := mongotest.NewDatabase(t)
+	b := newBackend(t, db, WithWakeups(false), withFault(func(op string) error {
+		if strings.HasPrefix(op, "compact") {
+			once.Do(func() { // the sweep's first delete is held back
+				close(held)
+				<-release
+			})
+		}
+		return nil
+	}))
+	ctx := testCtx(t, time.Minute)
+	if _, err := b.s.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection(DefaultCollection)
+	id := driver.DoneID("slot")
+	record := func(at, exp time.Time, nonce string) bson.D {
+		return bson.D{{Key: "_id", Value: id}, {Key: "key", Value: "slot"}, {Key: "kind", Value: driver.KindDone},
+			{Key: "nonce", Value: nonce}, {Key: "at", Value: at}, {Key: "exp", Value: exp}}
+	}
+	now := time.Now()
+	if _, err := coll.InsertOne(ctx, record(now.Add(-time.Hour), now.Add(-30*time.Minute), "old")); err != nil {
+		t.Fatal(err)
+	}
+	swept := make(chan error, 1)
+	go func() {
+		_, err := b.s.Compact(ctx, now.Add(-time.Minute), nil)
+		swept <- err
+	}()
+	select {
+	case <-held:
+	case err := <-swept:
+		t.Fatalf("Compact returned (%v) without sending a delete", err)
+	}
+	// Meanwhile another sweep deletes the expired record, and a Do of
+	// the key inserts it again, to be kept for an hour.
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(ctx, record(now, now.Add(time.Hour), "new")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-swept; err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Nonce string `bson:"nonce"`
+	}
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil || got.Nonce != "new" {
+		t.Errorf("after the late sweep, the key's done record is %+v (%v), want the new one", got, err)
 	}
 }

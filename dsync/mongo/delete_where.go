@@ -23,30 +23,30 @@ import (
 // time, and deletes them by _id, deleteBatch to a request; a delete by
 // _id is a point delete there, whatever the collection holds.
 //
-// That is what FerretDB does inside a deleteMany anyway (a read, then
-// deletes by _id), so it changes nothing of what a delete can meet: the
-// documents it selects are never updated (the lock collection is
-// insert-only; a session document expired long before is no longer
-// renewed), and a delete that lands late deletes only what a later sweep
-// would.
+// A delete by _id is right only for documents whose _id, once the filter
+// selects them, is never inserted again: a delete that lands late, after
+// its sender gave up on it and after its later writes, then deletes that
+// document or nothing, as a deleteMany landing then would. The callers
+// vouch for it: the old gates of DropGates name buckets long past; of
+// Compact's documents, claims, markers and shadows name epochs below
+// every token a compacted key takes again, and gates buckets before any
+// it covers again (Compact deletes done records, whose ID comes back,
+// with a deleteMany); a session document names a generation its owner
+// retired long before. Those documents are never updated but a session's
+// expiry, which a renewal landing late raises no further than its
+// sender's deadline, long past.
 const (
 	deletePass  = 20000
 	deleteBatch = 1000
 )
 
 // deleteWhere deletes the documents of coll that filter selects, and
-// returns how many it deleted. op names the write for errors and faults.
+// returns how many it deleted: by _id on FerretDB, so filter must select
+// only documents whose _id never comes back (see above). op names the
+// write for errors and faults.
 func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
 	if !s.ferret.Load() {
-		var n int64
-		err := s.write(ctx, op, func(ctx context.Context) error {
-			r, err := coll.DeleteMany(ctx, filter)
-			if r != nil {
-				n = r.DeletedCount
-			}
-			return err
-		})
-		return n, err
+		return s.deleteMany(ctx, coll, op, filter)
 	}
 	var total int64
 	for {
@@ -82,9 +82,23 @@ func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op 
 	}
 }
 
+// deleteMany deletes the documents of coll that filter selects, in one
+// deleteMany, and returns how many it deleted.
+func (s *lockStore) deleteMany(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+	var n int64
+	err := s.write(ctx, op, func(ctx context.Context) error {
+		r, err := coll.DeleteMany(ctx, filter)
+		if r != nil {
+			n = r.DeletedCount
+		}
+		return err
+	})
+	return n, err
+}
+
 // idsWhere returns the _ids of up to limit documents of coll that filter
 // selects.
-func idsWhere(ctx context.Context, coll *mongo.Collection, filter bson.D, limit int) ([]bson.RawValue, error) {
+func idsWhere(ctx context.Context, coll *mongo.Collection, filter bson.D, limit int) ([]any, error) {
 	cur, err := coll.Find(ctx, filter, options.Find().
 		SetProjection(bson.D{{Key: "_id", Value: 1}}).
 		SetLimit(int64(limit)).
@@ -93,7 +107,7 @@ func idsWhere(ctx context.Context, coll *mongo.Collection, filter bson.D, limit 
 		return nil, err
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
-	var ids []bson.RawValue
+	var ids []any
 	for cur.Next(ctx) {
 		id, err := cur.Current.LookupErr("_id")
 		if err != nil {
