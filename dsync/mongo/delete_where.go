@@ -57,17 +57,8 @@ func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op 
 		}
 		var deleted int64
 		for chunk := range slices.Chunk(ids, deleteBatch) {
-			models := make([]mongo.WriteModel, len(chunk))
-			for i, id := range chunk {
-				models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
-			}
-			err := s.write(ctx, op, func(ctx context.Context) error {
-				r, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-				if r != nil {
-					deleted += r.DeletedCount
-				}
-				return err
-			})
+			n, err := s.deleteByID(ctx, coll, op, chunk)
+			deleted += n
 			if err != nil {
 				return total + deleted, err
 			}
@@ -80,6 +71,28 @@ func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op 
 			return total, nil
 		}
 	}
+}
+
+// deleteByID deletes the documents of coll with these _ids, one delete
+// by _id after the other in one request, and returns how many it
+// deleted.
+func (s *lockStore) deleteByID(ctx context.Context, coll *mongo.Collection, op string, ids []any) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	models := make([]mongo.WriteModel, len(ids))
+	for i, id := range ids {
+		models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
+	}
+	var n int64
+	err := s.write(ctx, op, func(ctx context.Context) error {
+		r, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
+		if r != nil {
+			n = r.DeletedCount
+		}
+		return err
+	})
+	return n, err
 }
 
 // deleteMany deletes the documents of coll that filter selects, in one

@@ -294,17 +294,12 @@ func (s *lockStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 // per ID whose filter is the _id alone (which FerretDB answers by ID, not
 // by decoding the collection).
 func (s *lockStore) Delete(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	models := make([]mongo.WriteModel, len(ids))
+	anyIDs := make([]any, len(ids))
 	for i, id := range ids {
-		models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
+		anyIDs[i] = id
 	}
-	return s.write(ctx, "prune", func(ctx context.Context) error {
-		_, err := s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
-		return err
-	})
+	_, err := s.deleteByID(ctx, s.coll, "prune", anyIDs)
+	return err
 }
 
 // wrap prefixes an error with the operation and what it was on, adding
