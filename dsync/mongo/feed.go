@@ -193,9 +193,9 @@ const lateTries = 2
 // (trim.go): if any cursor returned an event after ours, an event after
 // ours is in the collection now.
 //
-// It also returns the events sent leftoverAge or more before landed but
-// the last (its senders did not delete them: trim.go).
-func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, leftovers []bson.ObjectID, err error) {
+// It also returns, as old, the events sent leftoverAge or more before
+// landed but the last (their senders did not delete them: trim.go).
+func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
 		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
 		SetBatchSize(eventsMaxDocs))
@@ -204,7 +204,7 @@ func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed tim
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	found := false
-	var old bson.ObjectID // the last event seen that was sent long ago
+	var left leftovers
 	for cur.Next(ctx) {
 		var e struct {
 			ID bson.ObjectID `bson:"_id"`
@@ -213,23 +213,21 @@ func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed tim
 		if err := cur.Decode(&e); err != nil {
 			continue
 		}
-		if !old.IsZero() {
-			leftovers = append(leftovers, old) // a later one is kept
-			old = bson.ObjectID{}
-		}
 		switch {
 		case e.ID == id:
 			found = true
+			left.note(e.ID, e.At, landed, true)
 		case found && !e.At.After(landed):
 			late = true
-		case e.At.Add(leftoverAge).Before(landed):
-			old = e.ID
+			left.note(e.ID, e.At, landed, true)
+		default:
+			left.note(e.ID, e.At, landed, false)
 		}
 	}
 	if err := cur.Err(); err != nil {
 		return false, nil, err
 	}
-	return late || !found, leftovers, nil
+	return late || !found, left.take(), nil
 }
 
 // insertEvent writes an event, with the write timeout.

@@ -270,34 +270,36 @@ func (t *trimmer) forget(n int) {
 	t.seen = append(t.seen[:0], t.seen[n:]...)
 }
 
-// leftovers collects, from the history a new stream reads before its
-// "open" event, the events their senders left: others' events sent
-// leftoverAge or more before the open, but the newest event before it,
-// on which the cursors that keep up may sit (deleting it would fail
-// them). A process that opens its stream deletes them (deleteLeftovers),
-// so that processes that each lock once and exit (a job run from cron)
-// leave no more than one such event behind, however many ran: each event
-// kept costs every later stream's first read, and on FerretDB every
-// waiting cursor a decode a hundred times a second.
+// leftovers collects, from events read in the collection's order, the
+// events their senders left: those sent leftoverAge or more before a
+// time, but the last of the events read, on which the cursors that keep
+// up may sit (deleting it would fail them). Two reads collect them: the
+// history a new stream reads before its "open" event (dropLeftovers
+// deletes them), so that processes that each lock once and exit (a job
+// run from cron) leave no more than one such event behind, however many
+// ran; and Publish's read after an end (landedLate). Each event kept
+// costs every later stream's first read, and on FerretDB every waiting
+// cursor a decode a hundred times a second.
 type leftovers struct {
 	ids  []bson.ObjectID
 	last bson.ObjectID // an aged event, deleted only if another follows
 }
 
-// note records the history's next event, id, sent at (by its sender's
-// estimate of the server's time), before the open event sent at open.
-func (l *leftovers) note(id bson.ObjectID, at, open time.Time, ours bool) {
+// note records the next event read, id, sent at (by its sender's
+// estimate of the server's time): a leftover if it was sent leftoverAge
+// before now and another event follows it, unless keep.
+func (l *leftovers) note(id bson.ObjectID, at, now time.Time, keep bool) {
 	if !l.last.IsZero() {
 		l.ids = append(l.ids, l.last) // another event follows it
 		l.last = bson.ObjectID{}
 	}
-	if !ours && at.Add(leftoverAge).Before(open) {
+	if !keep && at.Add(leftoverAge).Before(now) {
 		l.last = id
 	}
 }
 
-// take returns the events to delete: the aged ones another event of the
-// history followed.
+// take returns the events to delete: the aged ones another event
+// followed.
 func (l *leftovers) take() []bson.ObjectID {
 	ids := l.ids
 	l.ids, l.last = nil, bson.ObjectID{}
