@@ -239,7 +239,12 @@ type Store interface {
 	// shadows, markers, floors, gates), but the protocol document, the
 	// documents of the keys in keep, and the done records without an Exp
 	// or with one at or after sentBefore, and returns how many it deleted. It
-	// may cost a pass over the documents stored: it should be one.
+	// may cost a pass over the documents stored: it should be one. It may
+	// be applied as a read and a later delete by ID, but for done records:
+	// a done record's ID comes back when a Do after its expiry inserts it
+	// again, so the store judges a done record by sentBefore when the
+	// delete reaches it (a delete landing late must spare a record
+	// inserted again since).
 	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
 	// DropGates deletes the gates of buckets below below, of every key.
 	DropGates(ctx context.Context, below int64) error

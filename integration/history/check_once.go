@@ -16,10 +16,11 @@ const (
 	EvOnceOK = "once-ok"
 	// EvOnceDone: at T the done record was confirmed in the store; Token
 	// is the token the record names (another run's, if an earlier run's
-	// record landed first).
+	// record landed first), DL when it expires (0: never), in the time
+	// of T.
 	EvOnceDone = "once-done"
 	// EvOnceSkip: a read that replied at T found the done record, naming
-	// Token: the function is not run.
+	// Token and expiring at DL: the function is not run.
 	EvOnceSkip = "once-skip"
 )
 
@@ -40,8 +41,9 @@ type OnceStats struct {
 
 // checkOnce checks the Once events of a history: no run starts after its
 // key's done record was confirmed or seen (within an era: a store emptied
-// or restored may lose it), and every record names a run that returned
-// nil.
+// or restored may lose it) and before that record expired (a record with
+// an expiry is forgotten after it: a run then is the next of the key),
+// and every record names a run that returned nil.
 func checkOnce(r *Report, events []Event, era func(int64) int) {
 	type keyTok struct {
 		key string
@@ -76,6 +78,10 @@ func checkOnce(r *Report, events []Event, era func(int64) int) {
 		switch ev.Ev {
 		case EvOnceRun:
 			r.Once.Runs++
+			if d := seen[ke]; d != nil && d.DL != 0 && ev.T >= d.DL {
+				delete(seen, ke) // forgotten: the record expired
+				delete(succeeded, ke)
+			}
 			if succeeded[ke] {
 				r.Once.Reruns++
 			}

@@ -355,6 +355,16 @@ func once(w string, pid int, tok uint64, run int64, ok bool, done int64) []Event
 	return evs
 }
 
+// expiring gives the confirmed records among evs the expiry dl.
+func expiring(evs []Event, dl int64) []Event {
+	for i := range evs {
+		if evs[i].Ev == EvOnceDone {
+			evs[i].DL = dl
+		}
+	}
+	return evs
+}
+
 func skip(w string, pid int, tok uint64, at int64) []Event {
 	return []Event{{Ev: EvOnceSkip, Worker: w, PID: pid, Key: "o", Token: tok, T: at}}
 }
@@ -388,6 +398,14 @@ func TestCheckOnce(t *testing.T) {
 		name: "a record naming a run that failed",
 		evs:  concat(once("a", 1, 1, 1*ms, false, 0), skip("c", 3, 1, 60*ms)),
 		want: KindOnceRecord,
+	}, {
+		name: "a run after the record expired is the next of the key",
+		evs:  concat(expiring(once("a", 1, 1, 1*ms, true, 50*ms), 80*ms), once("b", 2, 2, 100*ms, true, 150*ms)),
+	}, {
+		name:   "a run after the record was confirmed, before it expired",
+		evs:    concat(expiring(once("a", 1, 1, 1*ms, true, 50*ms), 120*ms), once("b", 2, 2, 100*ms, true, 0)),
+		want:   KindOnceTwice,
+		reruns: 1,
 	}, {
 		name: "a run after a reset of the store",
 		evs: concat(once("a", 1, 1, 1*ms, true, 50*ms), []Event{{Ev: EvReset, Kind: "empty", T: 80 * ms}},

@@ -370,7 +370,8 @@
 //     fail.
 //   - A compaction deletes only documents sent more than the idle age
 //     before it, of keys no gate covered since; landing later, it deletes
-//     only older documents still.
+//     only older documents still (a done record is judged when the
+//     delete reaches it: its ID comes back once it expired, see done.go).
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
 //

@@ -26,6 +26,11 @@ import (
 // the record has an expiry (Exp, set when the Once was told to forget its
 // key after a while) that lies before the sweep's bound: a Do of the key
 // after that runs the function again, which is what forgetting means.
+// That Do inserts the record again under the same ID, so a compaction's
+// delete of the old record that lands late must not take the new one:
+// stores judge done records by the sweep's bound when the delete reaches
+// them, not by the ID read before (driver.Store.Compact; the simulation
+// plants the other way, simBugCompactDoneByID).
 //
 // Late writes of the record: it states a fact that stays true whenever
 // it lands (a record landing after a sweep deleted it only comes back, to

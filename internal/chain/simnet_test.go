@@ -289,7 +289,11 @@ func (n net) RecentKeys(ctx context.Context, from int64) (keys []string, err err
 }
 
 // Compact is torn as a prune is: FerretDB reads what to delete, then
-// deletes it by ID.
+// deletes it by ID. Done records past their expiry are the exception:
+// their ID comes back when a Do after the expiry inserts the record
+// again, so the driver deletes them with a filter that the server applies
+// when the delete lands (dsync/mongo: compact.go), which the write here
+// checks again (unless simBugCompactDoneByID).
 func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	store := n.s.server.store
 	var count int64
@@ -311,6 +315,16 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 		return ids
 	}, func(ids []string) {
 		for _, id := range ids {
+			if n.s.sbug != simBugCompactDoneByID && n.s.sbug != simBugCompactForgetsDone {
+				if d, found, _ := store.Get(bg, id); found && d.Kind == chain.KindDone &&
+					(d.Exp.IsZero() || !d.Exp.Before(sentBefore) || !d.Sent.Before(sentBefore)) {
+					n.s.stats.doneSpared++
+					continue // a record inserted again since the read
+				}
+			}
+			if d, found, _ := store.Get(bg, id); found && d.Kind == chain.KindDone {
+				n.s.stats.doneForgotten++
+			}
 			store.DeleteNow(id)
 		}
 	})

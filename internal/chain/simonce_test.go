@@ -27,9 +27,11 @@ import (
 const simOnceSlot = 3 * time.Second
 
 // simOnce says whether a seed runs once workers, and how long their done
-// records are kept (0: for ever; otherwise longer than a run, so that
-// compaction must keep them all); the choices come from a stream of their
-// own, so that the other seeds run as before.
+// records are kept: 0 (for ever), an hour (longer than a run, so that
+// compaction must keep them all), or simOnceForget (a slot's record
+// expires and is compacted while workers that lag still take the slot,
+// and run again: what forgetting means). The choices come from a stream
+// of their own, so that the other seeds run as before.
 type simOnce struct {
 	on   bool
 	keep time.Duration
@@ -37,13 +39,23 @@ type simOnce struct {
 
 func newSimOnce(seed int64) *simOnce {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x0ce))
-	return &simOnce{on: rng.IntN(3) == 0, keep: []time.Duration{0, time.Hour}[rng.IntN(2)]}
+	return &simOnce{on: rng.IntN(3) == 0, keep: []time.Duration{0, time.Hour, simOnceForget}[rng.IntN(3)]}
 }
+
+// simOnceForget is the short keep of done records: shorter than a slot,
+// so that a record is compacted (idle age past its expiry) while workers
+// lagging up to four slots still take its key.
+const simOnceForget = 3 * time.Second
 
 // simOnceLagP is how often a once worker takes a slot up to four slots
 // old, as a replica whose tick came late would: the keys of old slots are
 // idle, and sweepers compact them, but their done records must stay.
 const simOnceLagP = 0.25
+
+// simOnceForgetLagP is simOnceLagP where records expire (simOnceForget):
+// more workers come back to a slot after its record was compacted, to
+// run again, while others' late deletes of the record may still land.
+const simOnceForgetLagP = 0.6
 
 // doneRecordsBefore returns the IDs of the done records of slot keys not
 // in keep sent before sentBefore: what a compaction that forgets done
@@ -78,7 +90,11 @@ func (o *owner) onceWorker(a *actor) {
 			continue
 		}
 		slot := s.now / simOnceSlot
-		if lag := 1 + time.Duration(s.rng.IntN(4)); s.rng.Float64() < simOnceLagP && lag <= slot {
+		lagP := simOnceLagP
+		if s.once.keep == simOnceForget {
+			lagP = simOnceForgetLagP
+		}
+		if lag := 1 + time.Duration(s.rng.IntN(4)); s.rng.Float64() < lagP && lag <= slot {
 			slot -= lag
 			s.stats.onceLags++
 		}
@@ -92,7 +108,7 @@ func (o *owner) onceWorker(a *actor) {
 		if found {
 			// Done: wait for the next slot (and look again now and then,
 			// to see a record that a reset or a restore took away).
-			o.onceSeen(history.EvOnceSkip, key, rec.Token, sent)
+			o.onceSeen(history.EvOnceSkip, rec, sent)
 			if s.compacted[key] {
 				s.stats.doneKept++
 			}
@@ -115,14 +131,19 @@ func (o *owner) onceWorker(a *actor) {
 	}
 }
 
-// onceSeen records that a request sent at sent found or confirmed key's
-// done record naming token, unless a reset of the store fell between the
-// request and now (the record read may belong to the history before it).
-func (o *owner) onceSeen(ev, key string, token uint64, sent time.Duration) {
+// onceSeen records that a request sent at sent found or confirmed the
+// done record rec, with its expiry in simulated time (DL; 0: none),
+// unless a reset of the store fell between the request and now (the
+// record read may belong to the history before it).
+func (o *owner) onceSeen(ev string, rec chain.Doc, sent time.Duration) {
 	if o.s.server.lastReset >= sent {
 		return
 	}
-	o.record(history.Event{Ev: ev, Key: key, Token: token, T: int64(o.s.now)})
+	var exp int64
+	if !rec.Exp.IsZero() {
+		exp = int64(rec.Exp.Sub(o.s.t0))
+	}
+	o.record(history.Event{Ev: ev, Key: rec.Key, Token: rec.Token, T: int64(o.s.now), DL: exp})
 }
 
 // valid reports whether ss's lease still covers a hold.
@@ -184,7 +205,7 @@ func (o *owner) onceHold(a *actor, c *chain.Claim, ss *simSession) {
 		release()
 		return
 	case found:
-		o.onceSeen(history.EvOnceSkip, c.Key, rec.Token, sent)
+		o.onceSeen(history.EvOnceSkip, rec, sent)
 		release()
 		return
 	}
@@ -216,7 +237,7 @@ func (o *owner) onceHold(a *actor, c *chain.Claim, ss *simSession) {
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
-		o.onceSeen(history.EvOnceDone, c.Key, rec.Token, sent)
+		o.onceSeen(history.EvOnceDone, rec, sent)
 		release()
 		return
 	}
