@@ -65,8 +65,11 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 // (deleteWhere) all but the done records, whose ID comes back when a Do
 // after the record's expiry inserts it again: a delete by _id that landed
 // late would take that new record, so they go in a deleteMany whose
-// filter the server applies when it lands. The sweep also deletes the
-// session documents long expired (cleanSessions).
+// filter the server applies when it lands. (FerretDB itself runs that
+// deleteMany as a read and then deletes by _id: what remains open is the
+// server's own time between the two, not a request's time on the way.)
+// The sweep also deletes the session documents long expired
+// (cleanSessions).
 func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.cleanSessions(ctx)
 	if keep == nil {
