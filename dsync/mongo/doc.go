@@ -80,9 +80,16 @@
 // later token has done so, each in one single-document command with the
 // majority write concern. A holder paused past its lease that wakes and
 // writes gets ErrFenced instead of overwriting the next holder's work.
-// It needs MongoDB: FerretDB applies an update as a read and a later
-// write, and Fence's operations fail there with ErrFenceNotAtomic unless
-// WithNonAtomicFence accepts the weaker promise (see fence.go's comment).
+// A fence lives on an existing document: a read that finds nothing
+// leaves none, and InsertOne carries no condition.
+//
+// It needs MongoDB. FerretDB (what `dsync server` runs) applies an update
+// as a read and a later write, so a stale holder's update can land after
+// the next holder's read: Fence asks the server once per driver client
+// and refuses FerretDB at once with ErrFenceNotAtomic, before any read or
+// write, unless WithNonAtomicFence accepts a fence that holds only while
+// two holders' operations do not overlap. There, pass the token to a
+// resource that checks it instead.
 //
 // Keys are limited to MaxKeyLen bytes of valid UTF-8. The protocol and its
 // safety argument are in the repository's internal/chain package.

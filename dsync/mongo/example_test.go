@@ -173,7 +173,9 @@ func migrateOrders(ctx context.Context) error {
 // document's fence to the hold's token, and the write applies only while
 // no later holder has read or written the document. A holder paused past
 // its lease (GC, SIGSTOP) that wakes up and writes is refused with
-// ErrFenced instead of overwriting the next holder's work.
+// ErrFenced instead of overwriting the next holder's work. On FerretDB
+// (what `dsync server` runs) Fence refuses at once with
+// ErrFenceNotAtomic; the example then falls back to the token alone.
 func ExampleFence() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {
@@ -197,11 +199,24 @@ func ExampleFence() {
 	}
 	defer mu.Unlock()
 
-	counters, err := dsyncmongo.Fence(db.Collection("counters"), mu.Token())
+	counters, err := dsyncmongo.Fence(ctx, db.Collection("counters"), mu.Token())
+	if errors.Is(err, dsyncmongo.ErrFenceNotAtomic) {
+		// FerretDB, e.g. `dsync server`: no fenced documents there. Pass
+		// the token to a resource that keeps the highest one it has seen.
+		fmt.Printf("%v\nfence with the token instead: %d\n", err, mu.Token())
+		return
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
 	filter := bson.D{{Key: "_id", Value: "visits"}}
+	// The counter must exist before the fenced read: a read that finds
+	// nothing leaves no fence. This upsert never changes a counter.
+	_, err = db.Collection("counters").UpdateOne(ctx, filter,
+		bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "n", Value: 0}}}}, options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		log.Fatal(err)
+	}
 	var c struct{ N int }
 	if err := counters.FindOne(ctx, filter, &c); err != nil {
 		log.Fatal(err) // ErrFenced: a later holder has the lock already
@@ -212,5 +227,7 @@ func ExampleFence() {
 		fmt.Println("our hold ended before the write; the next holder's work stands")
 	case err != nil:
 		log.Fatal(err)
+	default:
+		fmt.Println("visits:", c.N+1)
 	}
 }

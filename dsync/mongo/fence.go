@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"weak"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -37,15 +34,24 @@ import (
 // use the majority write concern, so an acknowledged fence raise or write
 // is not rolled back by a failover; FindOne reads by raising the fence
 // (findAndModify), on the primary, so what it returns is the latest
-// majority-committed document. On FerretDB, which applies an update as a
-// read and a later write, two operations on one document can interleave
-// (a stale holder's update read before the next holder's raise and
-// written after it): Fence refuses to work there (ErrFenceNotAtomic)
-// unless WithNonAtomicFence accepts that.
+// majority-committed document.
+//
+// Why not on FerretDB: it applies an update as a read and a later,
+// unconditional write of the whole document, so a stale holder's update
+// that read the document before the next holder's raise can write after
+// it, undoing the raise and the next holder's fence with it. No command
+// that changes a document in place can be made safe there against a
+// request that lands late; only inserts under a unique index are atomic,
+// which would need the data itself kept as inserted versions. So Fence
+// asks the server at once and refuses FerretDB (ErrFenceNotAtomic),
+// unless WithNonAtomicFence accepts the weaker promise.
 //
 // What it cannot do: fence documents it does not touch (a critical
 // section that reads one document and writes another must read the
-// second through FindOne first, or write both), or keep a fence once a
+// second through FindOne first, or write both), fence a document that
+// does not exist (a read that finds nothing leaves no fence, and
+// InsertOne carries no condition, so a stale holder's InsertOne can land
+// after a later holder's read that found nothing), or keep a fence once a
 // document is deleted (a stale holder's InsertOne can then create it
 // again: mark documents deleted instead, if that matters).
 
@@ -59,10 +65,12 @@ var (
 	// has read or written it, so this holder's hold has ended (its
 	// process was paused, or its lease lost). Nothing was written.
 	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
-	// ErrFenceNotAtomic is returned by a Fenced collection's operations on
-	// a server that cannot apply a conditional update atomically
-	// (FerretDB), unless the Fenced was made WithNonAtomicFence.
-	ErrFenceNotAtomic = errors.New("dsyncmongo: fenced writes need a server that applies an update atomically (MongoDB); FerretDB does not")
+	// ErrFenceNotAtomic is returned by Fence when the collection's
+	// server is FerretDB (as under `dsync server`), which cannot apply a
+	// conditional update atomically, unless WithNonAtomicFence is given.
+	// Nothing was read or written. Fence a resource there by passing the
+	// token to it instead (see the package documentation).
+	ErrFenceNotAtomic = errors.New("dsyncmongo: Fence needs MongoDB: the server is FerretDB, which applies an update as a read and a later write, so a stale holder's write could land after a later holder's read")
 )
 
 // A Fenced is a MongoDB collection seen through one hold's fencing token
@@ -76,16 +84,19 @@ type Fenced struct {
 // A FenceOption configures a Fenced.
 type FenceOption func(*Fenced)
 
-// WithNonAtomicFence lets a Fenced work on a server that applies updates
-// as a read and a later write (FerretDB), where it rejects a stale
+// WithNonAtomicFence lets Fence work on a server that applies updates as
+// a read and a later write (FerretDB), where a Fenced rejects a stale
 // holder's write only when the two holders' operations on a document do
-// not overlap in time: fine for tests and for a store whose holders are
-// never paused mid-operation, not a guarantee.
+// not overlap in time: fine for tests, not a guarantee. Fence then asks
+// the server nothing.
 func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = true } }
 
 // Fence returns coll seen through token, the fencing token of the hold
-// under which the caller works. It does no I/O.
-func Fence(coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
+// under which the caller works. Unless WithNonAtomicFence is given, it
+// asks coll's server once per driver client whether it is FerretDB
+// (buildInfo), and fails there with ErrFenceNotAtomic; an error of that
+// command (an unreachable server) is returned as is.
+func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
 	if coll == nil {
 		return nil, errors.New("dsyncmongo: Fence of a nil collection")
 	}
@@ -101,6 +112,16 @@ func Fence(coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, 
 	for _, o := range opts {
 		o(f)
 	}
+	if f.nonAtomic {
+		return f, nil
+	}
+	ferret, err := serverIsFerretDB(ctx, coll.Database())
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: Fence: %w", err)
+	}
+	if ferret {
+		return nil, ErrFenceNotAtomic
+	}
 	return f, nil
 }
 
@@ -113,9 +134,6 @@ func (f *Fenced) Token() uint64 { return uint64(f.token) }
 // mongo.ErrNoDocuments if no document matches. Read through FindOne
 // before computing a write from what was read.
 func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
-	if err := f.check(ctx); err != nil {
-		return err
-	}
 	fenced, err := f.filter(filter)
 	if err != nil {
 		return err
@@ -184,9 +202,6 @@ func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult
 	if err != nil {
 		return nil, err
 	}
-	if err := f.check(ctx); err != nil {
-		return nil, err
-	}
 	return f.coll.InsertOne(ctx, d)
 }
 
@@ -211,9 +226,6 @@ func (f *Fenced) DeleteOne(ctx context.Context, filter any) (*mongo.DeleteResult
 // most the token, and, when op matched nothing, tells a document fenced
 // off (ErrFenced) from none at all (nil: the caller's result says so).
 func (f *Fenced) fenced(ctx context.Context, filter any, op func(fenced bson.D) (matched int64, err error)) error {
-	if err := f.check(ctx); err != nil {
-		return err
-	}
 	fenced, err := f.filter(filter)
 	if err != nil {
 		return err
@@ -324,48 +336,4 @@ func (f *Fenced) missed(ctx context.Context, filter any) error {
 		return mongo.ErrNoDocuments
 	}
 	return err
-}
-
-// check refuses to work on FerretDB unless WithNonAtomicFence.
-func (f *Fenced) check(ctx context.Context) error {
-	if f.nonAtomic {
-		return nil
-	}
-	ferret, err := serverIsFerretDB(ctx, f.coll.Database())
-	if err != nil {
-		return err
-	}
-	if ferret {
-		return ErrFenceNotAtomic
-	}
-	return nil
-}
-
-// ferretClients remembers, per driver client, whether its server is
-// FerretDB, once a buildInfo has told; an entry goes with its client.
-var ferretClients sync.Map // weak.Pointer[mongo.Client] → bool
-
-// serverIsFerretDB reports whether db's server is FerretDB, asking it once
-// per driver client. A server that refuses buildInfo counts as MongoDB.
-func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
-	client := db.Client()
-	key := weak.Make(client)
-	if v, ok := ferretClients.Load(key); ok {
-		return v.(bool), nil
-	}
-	raw, err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
-	var se mongo.ServerError
-	ferret := false
-	switch {
-	case err == nil:
-		_, lerr := raw.LookupErr("ferretdbVersion")
-		ferret = lerr == nil
-	case errors.As(err, &se) && ctx.Err() == nil:
-	default:
-		return false, fmt.Errorf("dsyncmongo: Fenced: buildInfo: %w", err)
-	}
-	if _, loaded := ferretClients.LoadOrStore(key, ferret); !loaded {
-		runtime.AddCleanup(client, func(k weak.Pointer[mongo.Client]) { ferretClients.Delete(k) }, key)
-	}
-	return ferret, nil
 }

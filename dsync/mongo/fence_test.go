@@ -53,7 +53,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	if err := a.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fa, err := Fence(counters, a.Token(), fenceOpts(t)...)
+	fa, err := Fence(ctx, counters, a.Token(), fenceOpts(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	if bm.Token() <= a.Token() {
 		t.Fatalf("B's token %d is not above A's %d", bm.Token(), a.Token())
 	}
-	fb, err := Fence(counters, bm.Token(), fenceOpts(t)...)
+	fb, err := Fence(ctx, counters, bm.Token(), fenceOpts(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,8 @@ func TestFencedWritesAloneLoseTheUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	filter := bson.D{{Key: "_id", Value: "visits"}}
-	fa, _ := Fence(counters, 5, fenceOpts(t)...)
-	fb, _ := Fence(counters, 6, fenceOpts(t)...)
+	fa, _ := Fence(ctx, counters, 5, fenceOpts(t)...)
+	fb, _ := Fence(ctx, counters, 6, fenceOpts(t)...)
 	var a, b counterDoc
 	if err := counters.FindOne(ctx, filter).Decode(&a); err != nil { // A reads without the fence
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestFencedInsertAndMissingDocuments(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
 	coll := db.Collection("things")
-	f, err := Fence(coll, 7, fenceOpts(t)...)
+	f, err := Fence(ctx, coll, 7, fenceOpts(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,38 +195,49 @@ func TestFencedInsertAndMissingDocuments(t *testing.T) {
 }
 
 func TestFenceRejectsBadInput(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
 	db := offlineDB(t)
-	if _, err := Fence(nil, 1); err == nil {
+	if _, err := Fence(ctx, nil, 1); err == nil {
 		t.Error("nil collection accepted")
 	}
 	for _, tok := range []uint64{0, 1 << 63} {
-		if _, err := Fence(db.Collection("c"), tok); err == nil {
-			t.Errorf("token %d accepted", tok)
+		if _, err := Fence(ctx, db.Collection("c"), tok); err == nil || !strings.Contains(err.Error(), "token") {
+			t.Errorf("token %d: %v, want a refusal of the token", tok, err)
 		}
+	}
+	// An unreachable server: Fence cannot tell what it is, and says so.
+	if _, err := Fence(ctx, db.Collection("c"), 1); err == nil || errors.Is(err, ErrFenceNotAtomic) {
+		t.Errorf("Fence with the server unreachable: %v, want the server's error", err)
 	}
 }
 
-// On FerretDB, which applies an update as a read and a later write,
-// fencing is refused unless asked for knowingly.
-func TestFenceRefusesFerretDB(t *testing.T) {
+// On FerretDB (what `dsync server` runs), which applies an update as a
+// read and a later write, Fence itself refuses, with the reason, before
+// any read or write: the README's fencing snippet checks that error. With
+// WithNonAtomicFence it accepts.
+func TestFenceRefusesFerretDBAtOnce(t *testing.T) {
 	if !mongotest.Shared(t).IsFerretDB() {
 		t.Skip("the test server is MongoDB")
 	}
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
-	f, err := Fence(db.Collection("c"), 1)
-	if err != nil {
-		t.Fatal(err)
+	f, err := Fence(ctx, db.Collection("c"), 1)
+	if !errors.Is(err, ErrFenceNotAtomic) || f != nil {
+		t.Fatalf("Fence on FerretDB: %v, %v; want nil and ErrFenceNotAtomic", f, err)
 	}
-	if _, err := f.InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); !errors.Is(err, ErrFenceNotAtomic) {
-		t.Fatalf("InsertOne on FerretDB: %v, want ErrFenceNotAtomic", err)
+	if !strings.Contains(err.Error(), "FerretDB") {
+		t.Errorf("the refusal %q does not name the server", err)
 	}
-	var d bson.D
-	if err := f.FindOne(ctx, bson.D{}, &d); !errors.Is(err, ErrFenceNotAtomic) {
-		t.Fatalf("FindOne on FerretDB: %v, want ErrFenceNotAtomic", err)
+	// Asked again through the same driver client (the answer is
+	// remembered): the same refusal.
+	if _, err := Fence(ctx, db.Collection("d"), 2); !errors.Is(err, ErrFenceNotAtomic) {
+		t.Fatalf("the second Fence on FerretDB: %v, want ErrFenceNotAtomic", err)
+	}
+	if f, err := Fence(ctx, db.Collection("c"), 1, WithNonAtomicFence()); err != nil || f == nil {
+		t.Fatalf("Fence WithNonAtomicFence on FerretDB: %v, %v", f, err)
 	}
 	if n, err := db.Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
-		t.Fatalf("%d documents after refused writes (%v)", n, err)
+		t.Fatalf("%d documents after Fence (%v), want none", n, err)
 	}
 }
 
