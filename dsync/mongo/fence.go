@@ -95,7 +95,7 @@ func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = t
 // under which the caller works. Unless WithNonAtomicFence is given, it
 // asks coll's server once per driver client whether it is FerretDB
 // (buildInfo), and fails there with ErrFenceNotAtomic; an error of that
-// command (an unreachable server) is returned as is.
+// command (an unreachable server) is returned, wrapped.
 func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
 	if coll == nil {
 		return nil, errors.New("dsyncmongo: Fence of a nil collection")
@@ -117,7 +117,7 @@ func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...Fe
 	}
 	ferret, err := serverIsFerretDB(ctx, coll.Database())
 	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: Fence: %w", err)
+		return nil, fmt.Errorf("dsyncmongo: Fence: asking the server what it is (buildInfo): %w", err)
 	}
 	if ferret {
 		return nil, ErrFenceNotAtomic

@@ -3,7 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"weak"
@@ -17,7 +16,8 @@ import (
 var ferretClients sync.Map // weak.Pointer[mongo.Client] → bool
 
 // serverIsFerretDB reports whether db's server is FerretDB, asking it once
-// per driver client. A server that refuses buildInfo counts as MongoDB.
+// per driver client. A server that refuses buildInfo counts as MongoDB;
+// an error of the command itself (an unreachable server) is returned.
 func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
 	client := db.Client()
 	key := weak.Make(client)
@@ -33,7 +33,7 @@ func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
 		ferret = lerr == nil
 	case errors.As(err, &se) && ctx.Err() == nil:
 	default:
-		return false, fmt.Errorf("dsyncmongo: buildInfo: %w", err)
+		return false, err
 	}
 	if _, loaded := ferretClients.LoadOrStore(key, ferret); !loaded {
 		runtime.AddCleanup(client, func(k weak.Pointer[mongo.Client]) { ferretClients.Delete(k) }, key)
