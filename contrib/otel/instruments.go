@@ -43,8 +43,7 @@ type instruments struct {
 
 // newInstruments makes Observer's instruments on meter. Units are UCUM, as
 // the semantic conventions want: seconds, and for counts an annotation in
-// braces naming what is counted (exporters to Prometheus add no suffix
-// for it).
+// braces naming what is counted.
 func newInstruments(meter metric.Meter) (*instruments, error) {
 	var i instruments
 	var errs []error
