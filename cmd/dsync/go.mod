@@ -13,8 +13,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261125234624-3c3f77d44996
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125234624-3c3f77d44996
+	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125235743-db1771b08f06
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 )

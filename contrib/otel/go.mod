@@ -10,7 +10,7 @@ go 1.25.0
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261125234624-3c3f77d44996
+	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
 	go.opentelemetry.io/otel v1.34.0
 	go.opentelemetry.io/otel/metric v1.34.0
 	go.opentelemetry.io/otel/sdk/metric v1.34.0
