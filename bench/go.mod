@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-00010101000000-000000000000
+	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125235743-db1771b08f06
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 

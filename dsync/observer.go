@@ -55,7 +55,14 @@ const (
 	KindWrite     Kind = "rwmutex-write" // RWMutex.Lock
 	KindSemaphore Kind = "semaphore"
 	KindOnce      Kind = "once"
+	KindElection  Kind = "election" // a leader.Election's lease
 )
+
+// electionNamespace is package leader's namespace (leader.Namespace): a
+// Mutex in it is an election's lease, which an observer should not count
+// with the plain Mutexes of the same name. A test of package leader keeps
+// the two names equal.
+const electionNamespace = "election"
 
 // An Acquisition is a call that asked for a hold.
 type Acquisition struct {
@@ -143,6 +150,9 @@ func (p *core) kindOf(t chain.Terms) Kind {
 		return KindSemaphore
 	case onceNamespace:
 		return KindOnce
+	}
+	if p.cfg.namespace == electionNamespace {
+		return KindElection
 	}
 	return KindMutex
 }

@@ -3,9 +3,11 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -53,5 +55,38 @@ func TestWithObserverNil(t *testing.T) {
 	b := leader.NewMemoryBackend()
 	if _, err := leader.NewElection(b, "jobs", leader.WithObserver(nil)); err == nil {
 		t.Error("NewElection accepted a nil observer")
+	}
+}
+
+// An election's lease is told to a dsync observer as dsync.KindElection,
+// not as a Mutex of the election's name: dsync recognizes the lease by
+// this package's Namespace.
+func TestLeaseObservedAsElection(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []dsync.Kind
+	add := func(k dsync.Kind) { mu.Lock(); kinds = append(kinds, k); mu.Unlock() }
+	locks := dsync.NewMemoryBackend(dsync.ClientWithObserver(dsync.Observer{
+		Acquired: func(a dsync.Acquisition) { add(a.Kind) },
+		Released: func(h dsync.Held) { add(h.Kind) },
+	}))
+	e, err := leader.NewElection(leader.NewMemoryBackend().WithLocks(locks), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	locks.Close() // delivers what is queued
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kinds) != 2 || kinds[0] != dsync.KindElection || kinds[1] != dsync.KindElection {
+		t.Errorf("the lease's acquisition and release observed as %v, want [%s %s]", kinds, dsync.KindElection, dsync.KindElection)
 	}
 }

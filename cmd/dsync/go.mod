@@ -2,18 +2,19 @@ module github.com/go-dsync/dsync/cmd/dsync
 
 go 1.25.0
 
-// For development in this repository. A release of the command (tag
-// cmd/dsync/vX.Y.Z) must be made from a commit whose go.mod requires
-// tagged versions of these modules instead: `go install ...@version`
-// refuses a go.mod with replace directives.
+// For development in this repository. The versions required below are
+// set by scripts/pin-library. A release of the command (tag
+// cmd/dsync/vX.Y.Z) must be made from a commit whose go.mod has no
+// replace directives, which `go install ...@version` refuses
+// (docs/releasing.md).
 replace (
 	github.com/go-dsync/dsync => ../..
 	github.com/go-dsync/dsync/internal/ferretserve => ../../internal/ferretserve
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-00010101000000-000000000000
+	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125235743-db1771b08f06
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 )

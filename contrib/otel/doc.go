@@ -11,29 +11,44 @@
 //	...
 //	e, err := leader.NewElection(elections, "billing", leader.WithObserver(transitions))
 //
-// The instruments (units in brackets):
+// The instruments, with their units in the semantic conventions' style
+// (seconds, or a count of what the braces name):
 //
 //   - dsync.acquire.duration [s], histogram: how long a call that asked
 //     for a hold took, with attributes dsync.kind (mutex, rwmutex-read,
-//     rwmutex-write, semaphore, once) and dsync.outcome (acquired, held:
-//     a try that found the key held, canceled, error).
+//     rwmutex-write, semaphore, once, election: a leader.Election's lease)
+//     and dsync.outcome (acquired, held: a try that found the key held,
+//     canceled, error).
 //   - dsync.hold.duration [s], histogram: how long holds lasted, with
 //     dsync.kind and dsync.outcome (released, lost).
-//   - dsync.hold.lost, counter: holds lost without their caller (renewals
-//     failed, or the store no longer knew the session), with dsync.kind.
-//   - dsync.waiting, gauge: callers of this process waiting for a hold.
+//   - dsync.hold.lost [{hold}], counter: holds lost without their caller
+//     (renewals failed, or the store no longer knew the session), with
+//     dsync.kind.
+//   - dsync.waiting [{call}], gauge: callers of this process waiting for
+//     a hold.
 //   - dsync.lease.renewal.duration [s], histogram: renewals' round trips.
 //   - dsync.lease.renewal.headroom [s], histogram: how much of the lease
 //     was left when a renewal was confirmed: alert when it nears zero.
-//   - dsync.lease.renewal.failures, counter.
-//   - dsync.observer.dropped, counter: events the observer fell too far
-//     behind to record.
+//   - dsync.lease.renewal.failures [{renewal}], counter.
+//   - dsync.observer.dropped [{event}], counter: events the observer fell
+//     too far behind to record.
 //   - leader_election_master_status, gauge, attribute name: 1 while this
 //     candidate leads the election name, 0 otherwise; the name and
 //     meaning of client-go's, so that alerts on two leaders at once (a
 //     sum above 1) carry over from Kubernetes controllers.
-//   - dsync.leader.transitions, counter, attributes name and
-//     dsync.leading (true when a term began).
+//   - dsync.leader.transitions [{transition}], counter, attributes name
+//     and dsync.leading (true when a term began).
+//
+// The histograms advise bucket boundaries for lock latencies (a View
+// may replace them): from a millisecond, through the semantic
+// conventions' boundaries for HTTP durations, to a minute for the lease's
+// (renewal round trips and headroom), and to an hour for waits and holds.
+//
+// The counters and dsync.waiting are at 0 from the Observer's creation,
+// dsync.hold.lost for each kind, so that an alert on them reads 0 before
+// the first failure rather than an absent series. The leader's
+// instruments start with the first transition: election names are not
+// known before.
 //
 // Keys are not attributes by default: lock names often carry dates or
 // IDs, and each would be a time series. WithKeys adds them (dsync.key),

@@ -2,12 +2,15 @@ module github.com/go-dsync/dsync/contrib/otel
 
 go 1.25.0
 
-// For development in this repository; a release requires a tagged
-// version of the library instead (see cmd/dsync/go.mod).
+// The replace is for work in this repository (go.work joins the modules
+// anyway; it keeps GOWORK=off builds and tidying offline). A consumer's
+// build ignores it and fetches the library at the version required
+// below, which scripts/pin-library sets to a commit of this repository
+// (docs/releasing.md).
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
+	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
 	go.opentelemetry.io/otel v1.34.0
 	go.opentelemetry.io/otel/metric v1.34.0
 	go.opentelemetry.io/otel/sdk/metric v1.34.0

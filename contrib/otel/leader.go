@@ -22,7 +22,7 @@ func LeaderObserver(meter metric.Meter) (func(leader.Transition), error) {
 	if err != nil {
 		return nil, err
 	}
-	transitions, err := meter.Int64Counter("dsync.leader.transitions",
+	transitions, err := meter.Int64Counter("dsync.leader.transitions", metric.WithUnit("{transition}"),
 		metric.WithDescription("Times this process started (dsync.leading true) or stopped leading."))
 	if err != nil {
 		return nil, err

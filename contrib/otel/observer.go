@@ -29,42 +29,13 @@ func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	var i instruments
-	var errs []error
-	hist := func(name, unit, desc string) metric.Float64Histogram {
-		h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return h
-	}
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := meter.Int64Counter(name, metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
-	i.acquire = hist("dsync.acquire.duration", "s", "How long a call that asked for a hold took.")
-	i.hold = hist("dsync.hold.duration", "s", "How long holds lasted.")
-	i.renewal = hist("dsync.lease.renewal.duration", "s", "Round trips of the lease's renewals.")
-	i.headroom = hist("dsync.lease.renewal.headroom", "s", "Time the lease had left when a renewal was confirmed.")
-	i.lost = counter("dsync.hold.lost", "Holds lost without their caller.")
-	i.renewFailed = counter("dsync.lease.renewal.failures", "Renewals that failed.")
-	i.dropped = counter("dsync.observer.dropped", "Events the observer fell too far behind to record.")
-	var err error
-	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithDescription("Callers of this process waiting for a hold."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	i, err := newInstruments(meter)
+	if err != nil {
 		return dsync.Observer{}, err
 	}
+	i.zeroSeries()
 	i.keys = c.keys
 	return i.observer(), nil
-}
-
-type instruments struct {
-	keys              bool
-	acquire, hold     metric.Float64Histogram
-	renewal, headroom metric.Float64Histogram
-	lost, renewFailed metric.Int64Counter
-	dropped           metric.Int64Counter
-	waiting           metric.Int64Gauge
 }
 
 // Attribute keys.
