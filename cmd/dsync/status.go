@@ -63,8 +63,9 @@ sort them). The locks are shown as they come; the elections in a table
 after them.
 
 The columns are as wide as their cells (in terminal columns: a Chinese
-character takes two), a page of lines at a time: a long list is printed
-in pages, and a page with a wider cell widens its column from there on.
+character takes two). The locks are printed a page at a time (100 lines,
+or fewer when the next line came more than a second after the page's
+first): a page with a wider cell widens its column from there on.
 Names longer than 40 columns are cut short in the table; --json shows
 them whole. With NAME (after '--' if it starts with '-'), everything
 named NAME: the mutex, rwmutex, semaphore, once and election of that
