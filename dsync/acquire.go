@@ -76,7 +76,9 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 		cfg.logger = client.cfg.logger
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
-		return core{}, fmt.Errorf("dsync: TTL %v is above the bucket span %v (a hold must end before its key's coverage can)", cfg.ttl, span)
+		// A hold must end within one span of the store's time (see
+		// ClientWithBucketSpan): say what to change, not why.
+		return core{}, fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan or dsyncmongo.WithBucketSpan)", cfg.ttl, span)
 	}
 	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg}, nil
 }

@@ -30,9 +30,11 @@
 // changes hands by updating someone else's record, only by inserting, so it
 // is safe on every MongoDB-compatible store, and the epoch number is the
 // hold's fencing token: it strictly increases from hold to hold of a key
-// and is never reused, for as long as the store keeps the key's history
-// (an operator who empties the collections restarts every key at 1; see
-// the backend's documentation).
+// and is never reused: a key's queue starts at a base taken from the
+// store's clock (2^20 a second since 1970, about 2^50), so tokens grow
+// also after its history was compacted away, or the collections emptied
+// (then above the tokens handed out more than a second before, unless the
+// store's clock was set back; see the backend's documentation).
 //
 //   - While a hold is valid, no other hold of its key is valid.
 //   - Waiters hold in the order they called Lock (FIFO); a releasing

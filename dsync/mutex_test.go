@@ -44,6 +44,7 @@ func TestNewMutexRejectsBadInput(t *testing.T) {
 		{"zero TTL", mem, "k", []dsync.Option{dsync.WithTTL(0)}, "TTL must be positive"},
 		{"negative TTL", mem, "k", []dsync.Option{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
 		{"TTL below the minimum", mem, "k", []dsync.Option{dsync.WithTTL(time.Millisecond)}, "below the minimum 100ms"},
+		{"TTL above the store's span", mem, "k", []dsync.Option{dsync.WithTTL(9999 * time.Hour)}, "use a TTL of at most 5m0s (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan"},
 		{"zero release timeout", mem, "k", []dsync.Option{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
 		{"renew interval equal to TTL", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
 		{"renew interval inside the margin", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},

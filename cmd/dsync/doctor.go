@@ -30,8 +30,14 @@ pass, warn or fail for each check, with what to do:
   sharding        the collections are sharded only in ways dsync allows
   privileges      what the server refused in the checks above
   clock           this machine's clock against the server's
-  member skew     the members' clock skew dsync assumes
+  member skew     the members' clock skew dsync assumes; on a replica set
+                  or a sharded cluster only (a standalone server has one
+                  clock: the line is left out)
   failover        whether a hold with --ttl outlasts a primary election
+                  (a standalone server has none: it passes, and says so)
+
+When the server cannot be reached, no check runs: with --json, the array
+holds one finding, the server check failed, with the reason.
 
 It writes only to two scratch collections named after the lock collection
 (_doctor and _doctor_events), and drops them.
@@ -76,6 +82,11 @@ func runDoctor(g *globals, args []string) int {
 		if errors.Is(err, errNoServer) {
 			return fail("doctor", exitUsage, err)
 		}
+		if *asJSON {
+			// A script reading the findings gets them, this one too.
+			_ = writeJSONFindings([]dsyncmongo.Finding{{Check: "server", Status: dsyncmongo.Fail, Found: oneLine(err),
+				Fix: "check the URI, that the server runs, the network path and the credentials"}})
+		}
 		return fail("doctor", exitFailure, err)
 	}
 	defer disconnect(client)
@@ -89,9 +100,7 @@ func runDoctor(g *globals, args []string) int {
 		return usageError("doctor", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(findings); err != nil {
+		if err := writeJSONFindings(findings); err != nil {
 			return fail("doctor", exitFailure, err)
 		}
 	} else {
@@ -103,6 +112,13 @@ func runDoctor(g *globals, args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// writeJSONFindings prints the findings on stdout as a JSON array.
+func writeJSONFindings(findings []dsyncmongo.Finding) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(findings)
 }
 
 // writeFindings prints one line per finding (status, check, what was

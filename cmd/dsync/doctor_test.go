@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,76 @@ func TestDoctor(t *testing.T) {
 		if o := runDsync(t, e, "", slow(30*time.Second), append([]string{"--db", db}, args...)...); o.code != exitUsage {
 			t.Errorf("dsync %v: exit %d, want %d\nstderr: %s", args, o.code, exitUsage, o.stderr)
 		}
+	}
+}
+
+// doctor --json against a server that cannot be reached still prints a
+// JSON array: the server check, failed, with the reason.
+func TestDoctorJSONWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := "mongodb://" + l.Addr().String() + "/?connectTimeoutMS=2000"
+	l.Close() // nothing listens there now
+	r := runDsync(t, env(""), "", slow(60*time.Second), "--uri", uri, "--timeout", "3s", "doctor", "--json")
+	var findings []struct{ Check, Status, Found, Fix string }
+	if err := json.Unmarshal([]byte(r.stdout), &findings); err != nil || r.code != exitFailure {
+		t.Fatalf("doctor --json, nothing listening: exit %d, stdout %q (%v); want %d and a JSON array\nstderr: %s", r.code, r.stdout, err, exitFailure, r.stderr)
+	}
+	if len(findings) != 1 || findings[0].Check != "server" || findings[0].Status != "fail" || !strings.Contains(findings[0].Found, "cannot reach") || findings[0].Fix == "" {
+		t.Errorf("doctor --json, nothing listening: %+v; want the server check failed, with the reason and a fix", findings)
+	}
+}
+
+// Every check that doctor's help lists is printed, unless the help says
+// when it applies: a standalone server (the test server, unless
+// MONGODB_URI names a replica set) prints no member skew.
+func TestDoctorHelpSaysWhenAChecksApplies(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	out := runDsync(t, e, "", slow(60*time.Second), "--db", mongotest.DatabaseName(t), "doctor")
+	if out.code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", out.code, out.stdout, out.stderr)
+	}
+	// The checks are the lines of the help's list: a name, two blanks or
+	// more, what it checks, and lines indented further that go on.
+	checks := map[string]string{}
+	list, _, _ := strings.Cut(doctorUsage[strings.Index(doctorUsage, "with what to do:\n\n")+len("with what to do:\n\n"):], "\n\n")
+	last := ""
+	for _, l := range strings.Split(list, "\n") {
+		if name, what, ok := strings.Cut(strings.TrimPrefix(l, "  "), "  "); ok && name != "" && !strings.HasPrefix(l, "   ") {
+			last = name
+			checks[last] = what
+		} else {
+			checks[last] += " " + strings.TrimSpace(l)
+		}
+	}
+	if len(checks) < 9 {
+		t.Fatalf("the help lists %d checks: %q", len(checks), checks)
+	}
+	for name, what := range checks {
+		if !strings.Contains(out.stdout, "  "+name+" ") && !strings.Contains(what, " only ") {
+			t.Errorf("the help lists %q (%s) without saying when it applies, and doctor did not print it:\n%s", name, what, out.stdout)
+		}
+	}
+}
+
+// doctor names the version of the embedded server as dsync version does,
+// not "unknown".
+func TestDoctorNamesTheEmbeddedServersVersion(t *testing.T) {
+	t.Parallel()
+	e := append(env(""), "XDG_STATE_HOME="+t.TempDir())
+	v := runDsync(t, e, "", slow(30*time.Second), "version")
+	_, ferret, ok := strings.Cut(v.stdout, "embedded FerretDB ")
+	ferret, _, _ = strings.Cut(ferret, ")")
+	if !ok || !strings.HasPrefix(ferret, "v") {
+		t.Fatalf("dsync version: %q; want the embedded FerretDB's version", v.stdout)
+	}
+	srv := startServer(t, e, "--temp")
+	out := runDsync(t, e, "", slow(60*time.Second), "--uri", srv.uri, "doctor")
+	if server := fields(t, out.stdout, "WARN  server"); len(server) < 4 || server[2] != "FerretDB" || server[3] != ferret+"," {
+		t.Errorf("doctor against dsync server:\n%s\nwant the server named FerretDB %s", out.stdout, ferret)
 	}
 }

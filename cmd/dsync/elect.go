@@ -130,7 +130,7 @@ func runElect(g *globals, args []string) int {
 		opts = append(opts, leader.WithHeartbeatInterval(maxHeartbeat))
 	}
 	if _, err := leader.NewElection(leader.NewMemoryBackend(), name, opts...); err != nil {
-		return usageError("elect", err) // a bad --ttl, found before connecting
+		return usageError("elect", ttlError(err, ttl)) // a bad --ttl, found before connecting
 	}
 	var path string
 	if len(argv) > 0 {

@@ -17,6 +17,7 @@ require (
 	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125235743-db1771b08f06
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/text v0.22.0
 )
 
 require (
@@ -69,7 +70,6 @@ require (
 	golang.org/x/net v0.26.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.22.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240701130421-f6361c86f094 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240701130421-f6361c86f094 // indirect
 	google.golang.org/grpc v1.65.0 // indirect

@@ -140,7 +140,7 @@ func runLock(g *globals, args []string) int {
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	// A bad --ttl is a usage error, found before connecting.
 	if _, err := dsync.NewMutex(dsync.NewMemoryBackend(), name, dsync.WithTTL(f.ttl)); err != nil {
-		return usageError("lock", err)
+		return usageError("lock", ttlError(err, f.ttl))
 	}
 	var path string
 	if len(argv) > 0 {

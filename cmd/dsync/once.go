@@ -110,7 +110,7 @@ func runOnce(g *globals, args []string) int {
 		return usageError("once", err)
 	}
 	if _, err := dsync.NewOnce(dsync.NewMemoryBackend(), name, append(onceOpts, dsync.WithTTL(f.ttl))...); err != nil {
-		return usageError("once", err)
+		return usageError("once", ttlError(err, f.ttl))
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	var path string

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-dsync/dsync/dsync"
 )
@@ -41,7 +40,7 @@ func (t *table) write(w io.Writer, indent string) {
 	width := make([]int, len(t.header))
 	for _, r := range append([][]string{t.header}, t.rows...) {
 		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
+			width[i] = max(width[i], displayWidth(c))
 		}
 	}
 	rows := t.rows
@@ -52,15 +51,10 @@ func (t *table) write(w io.Writer, indent string) {
 	for _, r := range rows {
 		b.WriteString(indent)
 		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
 			if i > 0 {
 				b.WriteString("  ")
 			}
-			if t.right[i] {
-				b.WriteString(pad + c)
-			} else {
-				b.WriteString(c + pad)
-			}
+			b.WriteString(padCell(c, width[i], t.right[i]))
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 		b.Reset()

@@ -29,15 +29,19 @@ use MongoDB itself.
 
 The data is kept, by default in a directory of your own (below), so that
 a restarted server still knows every lock: a server that forgot them
-would give a waiter the lock, with token 1, while the old holder's
-command still ran. One server at a time may use a data directory.
+would give a waiter the lock while the old holder's command still ran.
+(The waiter's token would still be above the old holder's: a lock's
+tokens start from the server's clock, 2^20 a second since 1970, about
+2^50, so they only grow unless this machine's clock is set back.) One
+server at a time may use a data directory.
 
 Flags:
   --addr HOST:PORT   where to listen (default 127.0.0.1:27017)
   --data DIR         keep the data in DIR (default %s)
   --temp             keep the data in a temporary directory, removed on
-                     exit: every restart forgets all locks and starts
-                     their tokens at 1 again; only for throwaway tests
+                     exit: every restart forgets all locks (their tokens
+                     start again from the clock, above the old ones); only
+                     for throwaway tests
 
 Exit status: 0 after an interrupt; 1 if the server cannot start; 2: usage error.
 `
@@ -119,7 +123,7 @@ func runServer(g *globals, args []string) int {
 	fmt.Printf("dsync server: FerretDB listening on %s (%s)\n", strings.TrimSuffix(strings.TrimPrefix(srv.URI, "mongodb://"), "/"), where)
 	if srv.temporary {
 		fmt.Printf("dsync server: WARNING: --temp: stopping this server forgets every lock; after a restart, a waiter\n" +
-			"  gets a lock (token 1 again) while its old holder may still run. Use --data for anything that matters.\n")
+			"  gets a lock while its old holder may still run. Use --data for anything that matters.\n")
 	}
 	fmt.Printf("  export MONGODB_URI=%s\n", srv.URI)
 	fmt.Printf("Ctrl-C to stop.\n")

@@ -146,12 +146,21 @@ func TestServerKeepsLocksAcrossRestarts(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, lockFile)); err != nil {
 		t.Errorf("--data %s holds no data after a run: %v", data, err)
 	}
+	// A new server's tokens start from its clock (2^20 a second), as the
+	// help and the warning say, not at 1.
+	started := time.Now()
 	temp := startServer(t, e, "--temp")
-	if all := strings.Join(temp.lines, "\n"); !strings.Contains(all, "removed on exit") || !strings.Contains(all, "WARNING") {
-		t.Errorf("--temp: %q; want a warning that the locks are forgotten", all)
+	if all := strings.Join(temp.lines, "\n"); !strings.Contains(all, "removed on exit") || !strings.Contains(all, "WARNING") || strings.Contains(all, "token 1") {
+		t.Errorf("--temp: %q; want a warning that the locks are forgotten (and no tokens at 1)", all)
 	}
-	if got := tokenOf(t, temp.uri, "kept"); got == "" || got == "0" {
-		t.Errorf("hold on a --temp server: token %q, want one", got)
+	got, err := strconv.ParseUint(tokenOf(t, temp.uri, "kept"), 10, 64)
+	if fromClock := uint64(started.Unix()-60) << 20; err != nil || got < fromClock {
+		t.Errorf("hold on a --temp server: token %d (%v), want one from the server's clock, at least %d", got, err, fromClock)
+	}
+	for _, wrong := range []string{"token 1", "at 1 again"} {
+		if strings.Contains(serverHelp(), wrong) {
+			t.Errorf("dsync help server says %q: a new server's tokens start from its clock", wrong)
+		}
 	}
 	temp.stop()
 

@@ -23,9 +23,18 @@ const statusUsage = `Usage: dsync status [NAME] [flags]
 Lists the locks and the elections, with the elections' members, judged in
 the server's time, as they are read (a long list streams):
 
+  NAME       the name the lock was made with: 'dsync lock -n 3 encode'
+             and 'dsync once migrate-42' are listed as encode and
+             migrate-42 (see KIND)
+  KIND       mutex (dsync lock, dsync.Mutex), rwmutex (dsync.RWMutex),
+             semaphore (dsync lock -n N, dsync.Semaphore), once (dsync
+             once, dsync.Once); the elections follow in a table of their
+             own. A Mutex made with dsync.WithNamespace is a mutex listed
+             by its key as stored, dsync:NS/NAME
   STATE      held (a live claim heads the lock's queue); read (readers of
              an RWMutex hold it, one line each); U/N (a Semaphore of N
-             units, U of them held, one line per holder); free (no claim
+             units, U of them held, one line per holder); done (a Once
+             whose command or function ran to success); free (no claim
              holds or waits: every one was released, withdrawn, or ended
              with its holder's session)
   TOKEN      the fencing token of the holder (an election's TERM); "-"
@@ -45,39 +54,48 @@ dsync (or a later one) on, held or not; one last used by an older release
 is listed once it is used again. Reading who holds a lock records, as any
 waiter would, that a claim whose session expired has ended.
 
-The order is the server's: on MongoDB, the order of the names' bytes; on
-FerretDB (dsync server), the order in which the names were first used,
-which stays as it is as others are added (FerretDB would read every name
-to sort them). The locks are shown as they come; the elections of the
-list (keys "dsync:election/NAME") in a table after them.
+The order is the server's: on MongoDB, the order of the names' bytes as
+stored (each kind but the mutex stores its names under a prefix of its
+own: dsync:rw/, dsync:sem/, dsync:once/, dsync:election/); on FerretDB
+(dsync server), the order in which the names were first used, which
+stays as it is as others are added (FerretDB would read every name to
+sort them). The locks are shown as they come; the elections in a table
+after them.
 
-Names longer than 40 characters are cut short in the table; --json shows
-them whole. With NAME (after '--' if it starts with '-'), only the lock
-NAME and the election NAME.
+The columns are as wide as their cells (in terminal columns: a Chinese
+character takes two). The locks are printed a page at a time (100 lines,
+or fewer when the next line came more than a second after the page's
+first): a page with a wider cell widens its column from there on.
+Names longer than 40 columns are cut short in the table; --json shows
+them whole. With NAME (after '--' if it starts with '-'), everything
+named NAME: the mutex, rwmutex, semaphore, once and election of that
+name, those that exist.
 
 Flags:
-  --prefix P list only the names that begin with P (an election's is
-             dsync:election/NAME: --prefix dsync:election/ lists the
-             elections)
+  --prefix P list only the names whose key as stored begins with P: a
+             mutex's key is its name; the other kinds' keys begin with
+             their prefix above (--prefix dsync:election/ lists the
+             elections, --prefix dsync:sem/enc the semaphores named enc...)
   --limit N  list at most N names, and say how to list the next ones
-  --after K  list the names after K in the order above: with --limit N,
-             the next page (the name the previous page ended with).
-             MongoDB only: FerretDB cannot resume after a name without
-             reading every name before it, so there list without --after
-             (the list streams), or narrow it with --prefix
+  --after K  list the names after the key K in the order above: with
+             --limit N, the next page (the key the previous page ended
+             with). MongoDB only: FerretDB cannot resume after a name
+             without reading every name before it, so there list without
+             --after (the list streams), or narrow it with --prefix
   --seen D   list the election members whose last heartbeat is at most D
              old (default %v: three heartbeats of a candidate with the
              default --ttl; dsync elect heartbeats at least every %v)
   --json     print one JSON object per line, as they are read: one per
              lock ("kind": "lock") and per election ("kind": "election"),
-             then a summary ("kind": "summary": the server's time, the
-             order, the counts, and with --limit whether more follow and
-             the --after that lists them)
+             each with its "name", its "primitive" (the KIND above) and
+             its "key" as stored, then a summary ("kind": "summary": the
+             server's time, the order, the counts, and with --limit
+             whether more follow and the --after that lists them)
   (and the global flags; see 'dsync -h': --timeout bounds each wait for
   the server, not the whole list)
 
-Exit status: 0; 1 if the server cannot be read or NAME is neither a lock
-nor an election; 2: usage error (--after on FerretDB too).
+Exit status: 0; 1 if the server cannot be read or nothing is named NAME;
+2: usage error (--after on FerretDB too).
 `
 
 // defaultSeen is how recent a member's heartbeat must be for status to
@@ -114,7 +132,7 @@ func runStatus(g *globals, args []string) int {
 	case sel.limit < 0:
 		return usageError("status", fmt.Errorf("--limit must not be negative, got %d", sel.limit))
 	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
-		return usageError("status", errors.New("NAME selects one lock and one election: no --prefix, --after or --limit with it"))
+		return usageError("status", errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it"))
 	}
 	if len(pos) == 1 {
 		sel.name = pos[0]
@@ -148,7 +166,7 @@ func runStatus(g *globals, args []string) int {
 	case err != nil:
 		return fail("status", exitFailure, err)
 	case sel.name != "" && sum.locks == 0 && sum.elections == 0:
-		return fail("status", exitFailure, fmt.Errorf("no lock or election named %q in %s.%s", sel.name, g.db, g.collection))
+		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once or election)", sel.name, g.db, g.collection))
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
@@ -214,10 +232,15 @@ type statusSummary struct {
 	next string
 }
 
-// A lockState is what status shows of one lock: its key as stored, and
-// its queue as dsync.Client.List reads it.
+// A lockState is what status shows of one lock: its key as stored, the
+// kind and name of the primitive that claims it (primitiveOf), and its
+// queue as dsync.Client.List reads it.
 type lockState struct {
-	key string
+	key        string
+	kind, name string
+	// done: a Once whose function ran to success (its done record
+	// exists), which nothing holds or waits for.
+	done bool
 	// holders are the claims that hold, or are about to, in queue
 	// order: one, or several readers (an RWMutex's) or units (a
 	// Semaphore's); none when nothing holds or waits.
@@ -228,10 +251,13 @@ type lockState struct {
 }
 
 // state is what the STATE column shows: held (by a Mutex, a writer or a
-// Once's run), read (by readers), units held/limit (a Semaphore's), or
-// free.
+// Once's run), read (by readers), units held/limit (a Semaphore's), done
+// (a Once that ran to success), or free.
 func (l lockState) state() string {
-	if len(l.holders) == 0 {
+	switch {
+	case len(l.holders) == 0 && l.done:
+		return "done"
+	case len(l.holders) == 0:
 		return "free"
 	}
 	switch h := l.holders[0]; h.Mode {

@@ -91,16 +91,16 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	byName := map[string]jsonLock{}
+	byKey := map[string]jsonLock{}
 	for _, l := range st.locks {
-		byName[l.Name] = l
+		byKey[l.Key] = l
 	}
-	rw := byName["dsync:rw/doc"]
+	rw := byKey["dsync:rw/doc"]
 	if rw.State != "read" || rw.Mode != "shared" || len(rw.Holders) != 2 || rw.Waiting != 1 ||
 		rw.Holder == nil || rw.Token != rw.Holders[0].Token || rw.Holders[0].Token >= rw.Holders[1].Token {
 		t.Errorf("the RWMutex: %+v; want read by 2 readers in token order, 1 waiting", rw)
 	}
-	sem := byName["dsync:sem/encode"]
+	sem := byKey["dsync:sem/encode"]
 	if sem.State != "3/3" || sem.Mode != "weighted" || sem.Units != 3 || sem.Limit != 3 || len(sem.Holders) != 2 ||
 		sem.Holders[0].Weight != 1 || sem.Holders[1].Weight != 2 || sem.Waiting != 1 {
 		t.Errorf("the Semaphore: %+v; want 3/3 units held by 2 holders (1 and 2), 1 waiting", sem)
@@ -110,11 +110,11 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--prefix", "dsync:")
 	lines := map[string]int{}
 	for _, l := range readLines(r.stdout) {
-		if f := strings.Fields(l); len(f) > 2 {
-			lines[f[0]+" "+f[1]]++
+		if f := strings.Fields(l); len(f) > 3 {
+			lines[f[0]+" "+f[1]+" "+f[2]]++
 		}
 	}
-	if lines["dsync:rw/doc read"] != 2 || lines["dsync:sem/encode 3/3"] != 2 {
+	if lines["doc rwmutex read"] != 2 || lines["encode semaphore 3/3"] != 2 {
 		t.Errorf("status: want two lines each for the readers and the semaphore's holders:\n%s", r.stdout)
 	}
 }

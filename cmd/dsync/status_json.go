@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/leader"
 )
 
 // The JSON of dsync status --json: one object per line (NDJSON), one per
@@ -17,9 +18,16 @@ import (
 // was read.
 type (
 	jsonLock struct {
-		Kind  string `json:"kind"`  // "lock"
-		Name  string `json:"name"`  // the key as stored
-		State string `json:"state"` // held, read, U/N (a Semaphore's units held and limit), free
+		Kind string `json:"kind"` // "lock"
+		// Name is the name the primitive was made with, Primitive its
+		// kind (mutex, rwmutex, semaphore, once), Key its key as stored
+		// (a Semaphore "encode" claims "dsync:sem/encode").
+		Name      string `json:"name"`
+		Primitive string `json:"primitive"`
+		Key       string `json:"key"`
+		// State: held, read, U/N (a Semaphore's units held and limit),
+		// done (a Once that ran to success), free.
+		State string `json:"state"`
 		// Mode: "exclusive" (a Mutex, a writer, a Once), "shared"
 		// (readers) or "weighted" (a Semaphore); "" when free.
 		Mode  string `json:"mode,omitempty"`
@@ -51,12 +59,14 @@ type (
 		ExpiresInMS float64 `json:"expiresInMs"`
 	}
 	jsonElection struct {
-		Kind    string       `json:"kind"` // "election"
-		Name    string       `json:"name"`
-		Term    uint64       `json:"term"`            // of the current leader; 0 when nobody leads
-		Leader  *jsonMember  `json:"leader"`          // null when nobody leads
-		Members []jsonMember `json:"members"`         // seen within --seen, the leader included
-		Lease   *jsonHolder  `json:"lease,omitempty"` // the leader's lease, when someone leads
+		Kind      string       `json:"kind"` // "election"
+		Name      string       `json:"name"`
+		Primitive string       `json:"primitive"`       // "election"
+		Key       string       `json:"key"`             // of its lease: "dsync:election/NAME"
+		Term      uint64       `json:"term"`            // of the current leader; 0 when nobody leads
+		Leader    *jsonMember  `json:"leader"`          // null when nobody leads
+		Members   []jsonMember `json:"members"`         // seen within --seen, the leader included
+		Lease     *jsonHolder  `json:"lease,omitempty"` // the leader's lease, when someone leads
 	}
 	jsonMember struct {
 		ID         string    `json:"id"`
@@ -102,7 +112,7 @@ func (s *jsonSink) holder(c *dsync.ClaimInfo, now time.Time) *jsonHolder {
 }
 
 func (s *jsonSink) lock(ls lockState) error {
-	l := jsonLock{Kind: "lock", Name: ls.key, State: ls.state(), Waiting: ls.waiting}
+	l := jsonLock{Kind: "lock", Name: ls.name, Primitive: ls.kind, Key: ls.key, State: ls.state(), Waiting: ls.waiting}
 	for _, h := range ls.holders {
 		l.Holders = append(l.Holders, s.holder(h, ls.now))
 	}
@@ -117,7 +127,7 @@ func (s *jsonSink) lock(ls lockState) error {
 }
 
 func (s *jsonSink) election(e election) error {
-	je := jsonElection{Kind: "election", Name: e.name, Members: []jsonMember{}}
+	je := jsonElection{Kind: "election", Name: e.name, Primitive: kindElection, Key: leader.LockKey(e.name), Members: []jsonMember{}}
 	if e.leader != nil {
 		je.Term = e.leader.Token
 	}

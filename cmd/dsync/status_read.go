@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -121,10 +120,8 @@ func (r *statusReader) list(ctx context.Context, sel selection) error {
 
 // key hands out the lock or the election of key, whose queue is q.
 func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo) error {
-	if name, ok := strings.CutPrefix(key, leader.LockKey("")); ok {
-		if name == "" {
-			return nil // no election has an empty name
-		}
+	kind, name := primitiveOf(key)
+	if kind == kindElection {
 		e, err := r.readElection(ctx, name)
 		if err != nil {
 			return err
@@ -132,9 +129,7 @@ func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo)
 		r.sum.elections++
 		return r.out.election(e)
 	}
-	// Every other key is a lock's, namespaced ones ("dsync:...")
-	// included: they are shown as stored.
-	l := lockState{key: key, now: r.now()}
+	l := lockState{key: key, kind: kind, name: name}
 	for i := range q {
 		if q[i].Holds {
 			l.holders = append(l.holders, &q[i])
@@ -142,17 +137,29 @@ func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo)
 			l.waiting++
 		}
 	}
+	if kind == kindOnce && len(q) == 0 {
+		// Nothing holds or waits: the Once is done, or its runs failed
+		// (or none ran to the end).
+		once, err := dsync.NewOnce(r.c, name)
+		if err != nil {
+			return err
+		}
+		if l.done, err = once.Done(ctx); err != nil {
+			return err
+		}
+	}
+	l.now = r.now()
 	r.sum.locks++
 	return r.out.lock(l)
 }
 
-// named hands out the lock name and the election name, those of them
-// that exist: whose key something holds or waits for, or that the
-// library lists.
+// named hands out every primitive named name (see keysNamed) that
+// exists: whose key something holds or waits for, or that the library
+// lists.
 func (r *statusReader) named(ctx context.Context, name string) error {
-	for _, key := range []string{name, leader.LockKey(name)} {
+	for _, key := range keysNamed(name) {
 		if len(key) > dsyncmongo.MaxKeyLen {
-			continue // no such lease: the election name is too long
+			continue // no such primitive: its key would be too long
 		}
 		q, err := r.c.Queue(ctx, key)
 		if err != nil {

@@ -3,8 +3,8 @@
 package main
 
 // How dsync status prints what it reads as tables: the locks as they
-// come, in columns of fixed width, then the elections, and finds the
-// commands that holders on this machine run.
+// come, a page at a time, in columns as wide as their cells, then the
+// elections, and finds the commands that holders on this machine run.
 
 import (
 	"fmt"
@@ -17,29 +17,28 @@ import (
 	"unicode/utf8"
 )
 
-// Table cells are cut to these widths (in characters), so that one long
-// name does not make every line hundreds of columns wide.
+// Table cells are cut to these widths (in terminal columns), so that one
+// long name does not make every line hundreds of columns wide.
 const (
 	maxNameWidth    = 40
 	maxHostWidth    = 30
-	lockHostWidth   = 20 // in the lock table, whose columns are fixed
+	lockHostWidth   = 20 // in the lock table, whose lines come a page at a time
 	maxVersionWidth = 20
 )
 
-// lockColumns are the lock table's headers ('>': right-aligned) and
-// widths: fixed, since its rows are printed as they are read. A cell
-// wider than its column (a token of more than 6 digits) pushes the rest
-// of its row to the right.
-var lockColumns = []struct {
-	header string
-	width  int
-}{
-	{"LOCK", maxNameWidth}, {"STATE", 5}, {">TOKEN", 6}, {"HOST", lockHostWidth}, {">PID", 7},
-	{">CMD PID", 7}, {">HELD FOR", 8}, {">EXPIRES IN", 10}, {">WAITING", 7},
-}
+// The lock table is printed a page at a time, its columns as wide as the
+// cells so far: a page is printed once it has pageLines lines, or once a
+// line waited pageWait for more (a long list streams).
+const (
+	pageLines = 100
+	pageWait  = time.Second
+)
 
-// tableSink prints the locks as they come, and the elections in a table
-// after them (a list has few).
+// lockHeader is the lock table's header ('>': right-aligned).
+var lockHeader = []string{"NAME", "KIND", "STATE", ">TOKEN", "HOST", ">PID", ">CMD PID", ">HELD FOR", ">EXPIRES IN", ">WAITING"}
+
+// tableSink prints the locks as they come, a page at a time, and the
+// elections in a table after them (a list has few).
 type tableSink struct {
 	w      io.Writer
 	indent string
@@ -48,6 +47,9 @@ type tableSink struct {
 	cmds   commandFinder
 
 	locks     int
+	page      [][]string // lock lines read, not yet printed
+	pageSince time.Time  // when the first of them was read
+	widths    []int      // of the lock table's columns so far
 	elections []election
 	cut       bool // a name was cut short
 }
@@ -69,53 +71,85 @@ func shownName(s string) string {
 	return s
 }
 
-// cell fits s to a cell of width characters, noting a name cut short.
+// cell fits s to a cell of width columns, noting a name cut short.
 func (t *tableSink) cell(s string, width int) string {
 	c, shortened := fitCellCut(s, width)
 	t.cut = t.cut || shortened && width == maxNameWidth
 	return c
 }
 
-// row prints one line of the lock table.
-func (t *tableSink) row(cells ...string) error {
-	var b strings.Builder
-	b.WriteString(t.indent)
-	for i, c := range cells {
-		_, right := strings.CutPrefix(lockColumns[i].header, ">")
-		pad := strings.Repeat(" ", max(lockColumns[i].width-utf8.RuneCountInString(c), 0))
-		if i > 0 {
-			b.WriteString("  ")
+// flush prints the lock lines read so far, the header first if none was
+// printed: each column as wide as the widest of its cells so far.
+func (t *tableSink) flush() error {
+	if len(t.page) == 0 {
+		return nil
+	}
+	lines := t.page
+	if t.widths == nil {
+		t.widths = make([]int, len(lockHeader))
+		header := make([]string, len(lockHeader))
+		for i, h := range lockHeader {
+			header[i] = strings.TrimPrefix(h, ">")
 		}
-		if right {
-			b.WriteString(pad + c)
-		} else {
-			b.WriteString(c + pad)
+		lines = append([][]string{header}, lines...)
+	}
+	for _, l := range lines {
+		for i, c := range l {
+			t.widths[i] = max(t.widths[i], displayWidth(c))
 		}
 	}
-	_, err := fmt.Fprintln(t.w, strings.TrimRight(b.String(), " "))
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(t.indent)
+		for i, c := range l {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(padCell(c, t.widths[i], strings.HasPrefix(lockHeader[i], ">")))
+		}
+		b.WriteString("\n")
+	}
+	t.page = t.page[:0]
+	_, err := io.WriteString(t.w, trimLines(b.String()))
 	return err
 }
 
-func (t *tableSink) lock(l lockState) error {
-	if t.locks == 0 {
-		header := make([]string, len(lockColumns))
-		for i, c := range lockColumns {
-			header[i] = strings.TrimPrefix(c.header, ">")
-		}
-		if err := t.row(header...); err != nil {
-			return err
+// trimLines drops the blanks at the ends of s's lines.
+func trimLines(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if body, ok := strings.CutSuffix(l, "\n"); ok {
+			lines[i] = strings.TrimRight(body, " ") + "\n"
 		}
 	}
+	return strings.Join(lines, "")
+}
+
+// add queues one line of the lock table, and prints the page once it is
+// full or has waited long enough.
+func (t *tableSink) add(cells ...string) error {
+	if len(t.page) == 0 {
+		t.pageSince = time.Now()
+	}
+	t.page = append(t.page, cells)
+	if len(t.page) >= pageLines || time.Since(t.pageSince) >= pageWait {
+		return t.flush()
+	}
+	return nil
+}
+
+func (t *tableSink) lock(l lockState) error {
 	t.locks++
+	name := t.cell(shownName(l.name), maxNameWidth)
 	if len(l.holders) == 0 {
-		return t.row(t.cell(shownName(l.key), maxNameWidth), l.state(), "-", "-", "-", "-", "-", "-", "-")
+		return t.add(name, l.kind, l.state(), "-", "-", "-", "-", "-", "-", "-")
 	}
 	// One line per holder: readers and a Semaphore's holders share it.
 	for _, h := range l.holders {
 		token := strconv.FormatUint(h.Token, 10)
 		host, pid, cmd := t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
 		heldFor, left := fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
-		if err := t.row(t.cell(shownName(l.key), maxNameWidth), l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
+		if err := t.add(name, l.kind, l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
 			return err
 		}
 	}
@@ -130,6 +164,9 @@ func (t *tableSink) election(e election) error {
 // done prints the elections, then says whether more follow and whether
 // names were cut short.
 func (t *tableSink) done(s statusSummary) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
 	if len(t.elections) > 0 {
 		if t.locks > 0 {
 			fmt.Fprintln(t.w)
@@ -251,7 +288,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// fitCell makes s fit a table cell of width characters: control
+// fitCell makes s fit a table cell of width columns: control
 // characters quoted, and cut short with "…".
 func fitCell(s string, width int) string {
 	c, _ := fitCellCut(s, width)
@@ -264,10 +301,7 @@ func fitCellCut(s string, width int) (string, bool) {
 	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) && r != ' ' }) >= 0 {
 		s = strconv.Quote(s)
 	}
-	if utf8.RuneCountInString(s) <= width {
-		return s, false
-	}
-	return string([]rune(s)[:width-1]) + "…", true
+	return cutToWidth(s, width)
 }
 
 func dash(s string) string {

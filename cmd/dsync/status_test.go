@@ -42,12 +42,12 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	cmdPID := readLines(r.stdout)[0]
-	header := fields(t, r.stdout, "LOCK")
+	header := fields(t, r.stdout, "NAME")
 	row := fields(t, r.stdout, "nightly")
-	if want := "LOCK STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN WAITING"; strings.Join(header, " ") != want {
+	if want := "NAME KIND STATE TOKEN HOST PID CMD PID HELD FOR EXPIRES IN WAITING"; strings.Join(header, " ") != want {
 		t.Errorf("status header %q, want %q", strings.Join(header, " "), want)
 	}
-	if len(row) != 9 || row[1] != "held" || !positive(row[2]) || row[3] != fitCell(host, maxHostWidth) || row[4] == cmdPID || row[5] != cmdPID || row[8] != "0" {
+	if len(row) != 10 || row[1] != "mutex" || row[2] != "held" || !positive(row[3]) || row[4] != fitCell(host, lockHostWidth) || row[5] == cmdPID || row[6] != cmdPID || row[9] != "0" {
 		t.Errorf("status under the lock:\n%s\nwant nightly held with a token by %s, the command's pid %s, dsync's another, nobody waiting", r.stdout, host, cmdPID)
 	}
 
@@ -63,7 +63,7 @@ func TestStatusShowsLocksAndElections(t *testing.T) {
 	if len(row) < 8 || row[1] != "leader" || !positive(row[2]) || row[5] != cmdPID || row[6] != "v9" {
 		t.Errorf("status under the election:\n%s\nwant cron's leader with a term, command pid %s and version v9", r.stdout, cmdPID)
 	}
-	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly free - - - - - - -" {
+	if row := fields(t, r.stdout, "nightly"); strings.Join(row, " ") != "nightly mutex free - - - - - - -" {
 		t.Errorf("status after the lock was released:\n%s\nwant nightly free, with no holder", r.stdout)
 	}
 
@@ -227,7 +227,7 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 	}
 	waitFile(t, filepath.Join(dir, "holding"), slow(20*time.Second))
 	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "doomed")
-	if row := fields(t, r.stdout, "doomed"); len(row) != 9 || row[1] != "held" {
+	if row := fields(t, r.stdout, "doomed"); len(row) != 10 || row[2] != "held" {
 		t.Errorf("status while held:\n%s\nwant doomed held", r.stdout)
 	}
 	_ = cmd.Process.Kill()
@@ -236,8 +236,8 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 	for {
 		r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "doomed")
 		row := fields(t, r.stdout, "doomed")
-		if row[1] != "held" {
-			if strings.Join(row, " ") != "doomed free - - - - - - -" {
+		if row[2] != "held" {
+			if strings.Join(row, " ") != "doomed mutex free - - - - - - -" {
 				t.Errorf("status after the holder's session expired:\n%s\nwant doomed free, with no holder", r.stdout)
 			}
 			break

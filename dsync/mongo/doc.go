@@ -67,7 +67,8 @@
 //   - Nothing but dsync writes to the lock and sessions collections, and
 //     their documents are not deleted by hand, except as
 //     docs/operations.md allows (emptying them while no lock is held or
-//     awaited restarts every key's tokens at 1).
+//     awaited starts every key's queue again at a base from the server's
+//     clock, above the tokens handed out more than a second before).
 //   - The lock collection is sharded, if at all, only on fields its
 //     documents' _ids determine (through a mongos, the backend's first
 //     call checks, and refuses others with ErrSharded).

@@ -20,9 +20,11 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/FerretDB/FerretDB/build/version"
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
 
@@ -39,6 +41,15 @@ type Server struct {
 // FerretDB logs every failed command (the driver's endSessions, for one)
 // at Warn, so callers usually pass a logger at Error level.
 func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
+	reportVersion.Do(func() {
+		// FerretDB reads its version from files that only its own
+		// builds carry: embedded, it answers buildInfo (and dsync
+		// doctor) with ferretdbVersion "unknown". The module's version
+		// is the true one.
+		if v := version.Get(); v.Version == "unknown" {
+			v.Version = Version()
+		}
+	})
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Handler:   "sqlite",
@@ -106,6 +117,9 @@ func ServeChild(ctx context.Context, dir, addr string, logger *slog.Logger, uriO
 	<-ctx.Done()
 	return s.Stop(10 * time.Second)
 }
+
+// reportVersion sets, once, the version FerretDB reports.
+var reportVersion sync.Once
 
 // Version returns the version of FerretDB built into this binary.
 func Version() string {

@@ -1,0 +1,53 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The lock table is printed a page of pageLines lines at a time, each
+// page's columns as wide as its cells and the pages' before; a page whose
+// first line waited pageWait is printed at the next line.
+func TestLockTablePages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		sink := newTableSink(&out, "", "db.coll", selection{})
+		free := func(name string) lockState { return lockState{key: name, kind: kindMutex, name: name} }
+		for i := range pageLines - 1 {
+			if err := sink.lock(free(fmt.Sprintf("k%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out.Len() != 0 {
+			t.Fatalf("printed before a page was full:\n%s", out.String())
+		}
+		// The page's last line: the page is printed, header first, its
+		// columns as wide as its cells.
+		if err := sink.lock(free("k99")); err != nil {
+			t.Fatal(err)
+		}
+		lines := readLines(out.String())
+		if len(lines) != pageLines+1 || !strings.HasPrefix(lines[0], "NAME  KIND   STATE") || lines[1] != "k0    mutex  free       -  -       -        -         -           -        -" {
+			t.Fatalf("the first page (%d lines):\n%s", len(lines), out.String())
+		}
+		// A wider name on the next page widens the column from there on;
+		// a line that waited pageWait is printed at the next one.
+		if err := sink.lock(free("a-longer-name")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(pageWait)
+		if err := sink.lock(free("k100")); err != nil {
+			t.Fatal(err)
+		}
+		lines = readLines(out.String())
+		if len(lines) != pageLines+3 || lines[pageLines+1] != "a-longer-name  mutex  free       -  -       -        -         -           -        -" ||
+			!strings.HasPrefix(lines[pageLines+2], "k100           mutex") {
+			t.Fatalf("after a line that waited %v:\n%s", pageWait, out.String())
+		}
+	})
+}
