@@ -220,3 +220,39 @@ func TestTryLockContextHeldHere(t *testing.T) {
 		}
 	})
 }
+
+// A try is bounded even when it is a process's first call beside another
+// that waits for the store without a bound (a Lock, whose first call
+// settles the Client's settings with the store): it does not queue
+// behind that call.
+func TestTryBoundedBesideAFirstCallThatWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := dsync.NewMemoryBackend()
+		defer b.Close()
+		b.SetAnswering(false)
+		waiter, err := dsync.NewMutex(b, "a", dsync.WithTTL(10*time.Second)) // a session of its own
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx, cancel := context.WithCancel(context.Background())
+		locked := make(chan error, 1)
+		go func() { locked <- waiter.LockContext(lctx) }()
+		synctest.Wait() // the Lock waits for the store
+		m, err := dsync.NewMutex(b, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = m.TryLockContext(context.Background())
+		took := time.Since(start)
+		if err == nil || errors.Is(err, dsync.ErrHeld) {
+			t.Errorf("TryLockContext on a store that does not answer: %v, want the store's error", err)
+		}
+		if took > dsync.DefaultTryTimeout {
+			t.Errorf("TryLockContext returned after %v, want within the try timeout %v", took, dsync.DefaultTryTimeout)
+		}
+		cancel()
+		<-locked
+		b.SetAnswering(true)
+	})
+}
