@@ -13,11 +13,12 @@ import (
 // same key on the same backend. Its zero value is not usable: create it
 // with NewMutex. A Mutex must not be copied after first use.
 //
-// A successful Lock, LockContext or TryLock establishes a hold: a lease the
-// Mutex renews in the background until Unlock. While the hold is valid no
-// other holder of the key exists anywhere, and Token returns a fencing
-// token larger than that of every earlier hold of the key. A failed TryLock
-// or LockContext establishes nothing.
+// A successful Lock, LockContext, TryLock or TryLockContext establishes a
+// hold: a lease the Mutex renews in the background until Unlock. While
+// the hold is valid no other holder of the key exists anywhere, and Token
+// returns a fencing token larger than that of every earlier hold of the
+// key. A failed TryLock, TryLockContext or LockContext establishes
+// nothing.
 //
 // A hold can end without Unlock: when its lease cannot be confirmed before
 // its local deadline (backend unreachable, renewal refused), Lost() is
@@ -99,8 +100,9 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // (it never queues). The attempt is bounded by the try timeout
 // (WithTryTimeout: 2 s by default, or the TTL if shorter) whatever the
 // store does: a store that does not answer makes TryLock return false
-// when the bound passes. A backend error counts as failure and is
-// reported like Lock's; use TryLockContext to learn why it failed.
+// when the bound passes (drivers return when their context ends). A
+// backend error counts as failure and is reported like Lock's; use
+// TryLockContext to learn why it failed.
 func (m *Mutex) TryLock() bool {
 	return m.TryLockContext(context.Background()) == nil
 }
