@@ -127,8 +127,8 @@ func (s *faultyStore) gate(ctx context.Context, land func()) error {
 	}
 }
 
-// bg is the context a late write lands with.
-var bg = context.Background()
+// lateCtx is the context a late write lands with.
+var lateCtx = context.Background()
 
 // Prepare fails while the store is unreachable, but does not wait while
 // it does not answer: a store that is prepared once (MongoDB's) sends
@@ -141,21 +141,21 @@ func (s *faultyStore) Prepare(ctx context.Context) error {
 }
 
 func (s *faultyStore) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Insert(bg, d) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Insert(lateCtx, d) }); err != nil {
 		return err
 	}
 	return s.Store.Insert(ctx, d)
 }
 
 func (s *faultyStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.InsertOrdered(bg, docs) }); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.InsertOrdered(lateCtx, docs) }); err != nil {
 		return 0, err
 	}
 	return s.Store.InsertOrdered(ctx, docs)
 }
 
 func (s *faultyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	if err := s.gate(ctx, func() { _ = s.Store.InsertEach(bg, docs) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.InsertEach(lateCtx, docs) }); err != nil {
 		errs := make([]error, len(docs))
 		for i := range errs {
 			errs[i] = err
@@ -173,7 +173,7 @@ func (s *faultyStore) Get(ctx context.Context, id string) (driver.Doc, bool, err
 }
 
 func (s *faultyStore) Delete(ctx context.Context, ids []string) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Delete(bg, ids) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Delete(lateCtx, ids) }); err != nil {
 		return err
 	}
 	return s.Store.Delete(ctx, ids)
@@ -187,21 +187,21 @@ func (s *faultyStore) RecentKeys(ctx context.Context, from int64) ([]string, err
 }
 
 func (s *faultyStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.Compact(bg, sentBefore, keep) }); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.Compact(lateCtx, sentBefore, keep) }); err != nil {
 		return 0, err
 	}
 	return s.Store.Compact(ctx, sentBefore, keep)
 }
 
 func (s *faultyStore) DropGates(ctx context.Context, below int64) error {
-	if err := s.gate(ctx, func() { _ = s.Store.DropGates(bg, below) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.DropGates(lateCtx, below) }); err != nil {
 		return err
 	}
 	return s.Store.DropGates(ctx, below)
 }
 
 func (s *faultyStore) PutKeys(ctx context.Context, keys []string) error {
-	if err := s.gate(ctx, func() { _ = s.Store.PutKeys(bg, keys) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.PutKeys(lateCtx, keys) }); err != nil {
 		return err
 	}
 	return s.Store.PutKeys(ctx, keys)
@@ -222,14 +222,14 @@ func (s *faultyStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2
 }
 
 func (s *faultyStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.gate(ctx, func() { _ = s.Store.InsertSession(bg, sess) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.InsertSession(lateCtx, sess) }); err != nil {
 		return err
 	}
 	return s.Store.InsertSession(ctx, sess)
 }
 
 func (s *faultyStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.RenewSession(bg, id, gen, expires) }); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.RenewSession(lateCtx, id, gen, expires) }); err != nil {
 		return false, err
 	}
 	return s.Store.RenewSession(ctx, id, gen, expires)
@@ -243,7 +243,7 @@ func (s *faultyStore) GetSession(ctx context.Context, id string) (driver.Session
 }
 
 func (s *faultyStore) Publish(ctx context.Context, e driver.Event) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Publish(bg, e) }); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Publish(lateCtx, e) }); err != nil {
 		return err
 	}
 	return s.Store.Publish(ctx, e)
