@@ -130,6 +130,47 @@ func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, er
 	return h, nil
 }
 
+// try makes a Try method's one attempt at p's key with terms t, bounded
+// by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
+// why there is none: an error wrapping ErrHeld (a *HeldError) when
+// another claim holds the key or waits for it ahead; context.Cause(ctx),
+// unchanged, when ctx ended first; otherwise the store's error, which
+// says the store did not answer in time if the try timeout passed first.
+//
+// Whatever the attempt sent and did not see confirmed is withdrawn: a
+// claim whose insert had no reply may still land, so its withdrawal goes
+// on in the background (the Client's resender) until it lands. Such a
+// claim never holds for this process, and keeps no one waiting once its
+// withdrawal lands.
+func (p *core) try(ctx context.Context, t chain.Terms) (*hold, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	bound := p.cfg.tryTimeout()
+	tctx, cancel := context.WithTimeoutCause(ctx, bound, &noAnswerError{key: p.key, bound: bound})
+	defer cancel()
+	h, err := p.acquire(tctx, t, false)
+	if h != nil {
+		return h, nil
+	}
+	p.client.resend.Kick()
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return nil, err
+}
+
+// noAnswerError is the cause that ends a try whose store did not answer
+// within the try timeout.
+type noAnswerError struct {
+	key   string
+	bound time.Duration
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("dsync: try %q: the store did not answer within %v (WithTryTimeout)", e.key, e.bound)
+}
+
 // errNotStarted: a claim came to hold, but its hold could not start in
 // the session it was made in, which had not been retired: the key's
 // coverage ended before the session's deadline (a renewal moved the
@@ -272,7 +313,11 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 		}
 		err = fmt.Errorf("dsync: acquire %q: %w", p.key, cmp.Or(context.Cause(sess.ctx), errNotStarted))
 	}
-	p.withdraw(c)
+	if wait {
+		p.withdraw(context.Background(), c)
+	} else {
+		p.withdraw(ctx, c) // a try's bound covers its withdrawal: the rest goes on in the background
+	}
 	return nil, err
 }
 
@@ -315,12 +360,12 @@ func (p *core) release(ctx context.Context, h *hold) error {
 	return nil
 }
 
-// withdraw gives up a claim that will not be held. If the store cannot
-// confirm it, the Client sends it again in the background, and before its
-// next claim; until then it waits in the queue for as long as its session
-// lives.
-func (p *core) withdraw(c claimRef) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
+// withdraw gives up a claim that will not be held, within ctx and the
+// release timeout. If the store cannot confirm it, the Client sends it
+// again in the background, and before its next claim; until then it
+// waits in the queue for as long as its session lives.
+func (p *core) withdraw(ctx context.Context, c claimRef) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, c, false); err != nil {
 		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Token, err))

@@ -33,9 +33,11 @@ func (c claimRef) resume() *chain.Claim {
 	return cc
 }
 
-// HeldError is what TryLock's attempt meets when another claim holds or
-// waits for the key (a Mutex reports it through WithErrorHandler only as
-// ErrHeld). errors.Is(err, ErrHeld) reports true for it.
+// HeldError is what a try meets (TryLockContext, TryRLockContext,
+// TryAcquireContext) when another claim holds the key or waits for it
+// ahead, or when another goroutine of this process holds or is acquiring
+// the same Mutex (or the same RWMutex's write lock). errors.Is(err,
+// ErrHeld) reports true for it.
 type HeldError struct {
 	Key   string
 	Owner string // the current holder or first waiter, if known
@@ -43,8 +45,11 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	if e.Owner == "" {
+	switch {
+	case e.Owner == "":
 		return fmt.Sprintf("dsync: lock %q held by another owner", e.Key)
+	case e.Token == 0:
+		return fmt.Sprintf("dsync: lock %q held by %s", e.Key, e.Owner)
 	}
 	return fmt.Sprintf("dsync: lock %q held by %s (token %d)", e.Key, e.Owner, e.Token)
 }

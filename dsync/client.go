@@ -57,10 +57,12 @@ type Client struct {
 	waiting int
 
 	// agreed: the engine's bucket span is settled with the store's
-	// (agree), and the sweeper runs.
-	agreeMu sync.Mutex
-	agreed  bool
-	sweep   sweeper
+	// (agree), and the sweeper runs. agreeing holds a token while a call
+	// settles it: a channel, so that a caller waiting for another's
+	// settling gives up when its context ends (a try stays bounded).
+	agreeing chan struct{}
+	agreed   bool
+	sweep    sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -181,7 +183,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 			return nil, err
 		}
 	}
-	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), keepers: make(map[keeperID]*keeper), claims: make(map[string]liveClaim)}
+	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), keepers: make(map[keeperID]*keeper), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
 	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
 		c.feed = f
 	}
@@ -280,8 +282,12 @@ func (c *Client) prepare(ctx context.Context) error {
 // agree settles, once, the bucket span this Client's engine uses with the
 // store's (chain.Engine.Agree), and starts the sweeper.
 func (c *Client) agree(ctx context.Context) error {
-	c.agreeMu.Lock()
-	defer c.agreeMu.Unlock()
+	select {
+	case c.agreeing <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-c.agreeing }()
 	if c.agreed {
 		return nil
 	}

@@ -15,8 +15,10 @@
 // done: its holds are released and its waiting claims withdrawn, so other
 // processes go on at once. The MongoDB store is package dsync/mongo, whose
 // New returns a Backend that has a Client; NewMemoryBackend gives one in
-// memory for unit tests. Stores are drivers (package dsync/driver), and
-// NewClient runs dsync over any of them.
+// memory for unit tests (NewMemoryBackendOn, one per simulated process
+// on a shared store, partitions one process while another takes over).
+// Stores are drivers (package dsync/driver), and NewClient runs dsync
+// over any of them.
 //
 // # Guarantees
 //
@@ -39,7 +41,8 @@
 //   - While a hold is valid, no other hold of its key is valid.
 //   - Waiters hold in the order they called Lock (FIFO); a releasing
 //     process that locks again queues behind them. TryLock never queues:
-//     it holds at once or fails.
+//     it holds at once or fails, within the try timeout (WithTryTimeout)
+//     whatever the store does; TryLockContext says why it failed.
 //   - A hold is valid until its session's local deadline: the monotonic
 //     send time of the session's last confirmed open or renewal plus the
 //     TTL minus a margin of TTL/20. A confirmation that arrives after that

@@ -5,8 +5,8 @@ import "errors"
 // Sentinel errors. Match them with errors.Is.
 var (
 	// ErrHeld reports that another owner holds the lock, or waits for it
-	// ahead of the caller. Backend.Claim returns it, for TryLock's attempt,
-	// as a *HeldError that carries the holder.
+	// ahead of the caller. The Try methods' Context forms return it as a
+	// *HeldError that carries the holder.
 	ErrHeld = errors.New("dsync: lock held")
 
 	// ErrLost is returned by UnlockContext when the hold had already ended

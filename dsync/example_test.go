@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 func Example() {
@@ -52,6 +53,54 @@ func ExampleMutex_TryLock() {
 	// a: true
 	// b: false
 	// b after a unlocked: true
+}
+
+// TryLockContext says why a try failed: the lock is held (ErrHeld, with
+// the holder), the context ended, or the store did not answer in time.
+func ExampleMutex_TryLockContext() {
+	backend := dsync.NewMemoryBackend()
+	a, _ := dsync.NewMutex(backend, "migrations")
+	b, _ := dsync.NewMutex(backend, "migrations")
+	a.Lock()
+	defer a.Unlock()
+
+	err := b.TryLockContext(context.Background())
+	var held *dsync.HeldError
+	switch {
+	case errors.As(err, &held):
+		fmt.Println("held by a:", held.Owner == a.Owner())
+	case err != nil:
+		fmt.Println("the store did not answer:", err) // an outage, not contention
+	}
+	// Output:
+	// held by a: true
+}
+
+// Two processes on one store: the holder is cut off from the store, its
+// hold ends at its local deadline, and then the other process takes the
+// lock over, with a higher fencing token.
+func ExampleNewMemoryBackendOn() {
+	store := memory.New()
+	a := dsync.NewMemoryBackendOn(store) // one backend per process
+	defer a.Close()
+	b := dsync.NewMemoryBackendOn(store)
+	defer b.Close()
+
+	ma, _ := dsync.NewMutex(a, "report", dsync.WithTTL(200*time.Millisecond))
+	mb, _ := dsync.NewMutex(b, "report", dsync.WithTTL(200*time.Millisecond))
+	ma.Lock()
+	a.SetReachable(false) // a is partitioned; b still reaches the store
+	<-ma.Lost()
+	fmt.Println("a lost its hold")
+
+	mb.Lock()
+	fmt.Println("b holds with a higher token:", mb.Token() > ma.Token())
+	mb.Unlock()
+	fmt.Println("a's Unlock reports the loss:", errors.Is(ma.UnlockContext(context.Background()), dsync.ErrLost))
+	// Output:
+	// a lost its hold
+	// b holds with a higher token: true
+	// a's Unlock reports the loss: true
 }
 
 func ExampleMutex_LockContext() {

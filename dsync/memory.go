@@ -14,15 +14,19 @@ import (
 // tokens, end markers. Time is the time package's, so tests under
 // testing/synctest run on fake time.
 //
-// It coordinates the goroutines of one process. To test several processes
-// against one store, give each a Client of its own on one memory.Store:
+// NewMemoryBackend coordinates the goroutines of one process. To test
+// several processes against one store, give each a MemoryBackend of its
+// own on one memory.Store (NewMemoryBackendOn):
 //
 //	store := memory.New()
-//	a, _ := dsync.NewClient(store)
-//	b, _ := dsync.NewClient(store)
+//	a := dsync.NewMemoryBackendOn(store)
+//	b := dsync.NewMemoryBackendOn(store)
 //
-// SetReachable(false) makes the store unreachable, for tests of what code
-// does when its lock is lost or the database is gone.
+// SetReachable(false) cuts a backend off from its store, for tests of
+// what code does when its lock is lost or the database is gone; on a
+// shared store, the other backends go on, so a test can partition one
+// process while another takes over. SetAnswering(false) makes the store
+// hang instead, for tests of how long code waits.
 //
 // The zero value is not usable; call NewMemoryBackend.
 type MemoryBackend struct {
@@ -35,13 +39,23 @@ type MemoryBackend struct {
 // a failed renewal is something the test provoked (SetReachable), not news.
 // It panics if an option is invalid, as a test's mistake.
 func NewMemoryBackend(opts ...ClientOption) *MemoryBackend {
-	store := &faultyStore{Store: memory.New()}
+	return NewMemoryBackendOn(memory.New(), opts...)
+}
+
+// NewMemoryBackendOn returns a Client on store, which other
+// MemoryBackends (or Clients) may share, as processes share a database:
+// one per simulated process. Its faults (SetReachable, SetAnswering) are
+// its own; the store and the other backends on it are not affected.
+// Closing it leaves the store to the others. Otherwise it is
+// NewMemoryBackend.
+func NewMemoryBackendOn(store *memory.Store, opts ...ClientOption) *MemoryBackend {
+	fs := &faultyStore{Store: store}
 	opts = append([]ClientOption{ClientWithPollInterval(memoryPollInterval), ClientWithLogger(discardLogger)}, opts...)
-	c, err := NewClient(store, opts...)
+	c, err := NewClient(fs, opts...)
 	if err != nil {
 		panic(err)
 	}
-	return &MemoryBackend{c: c, store: store}
+	return &MemoryBackend{c: c, store: fs}
 }
 
 // discardLogger logs nothing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,10 +19,12 @@ var ErrUnreachable = errors.New("dsync: the in-memory store is unreachable (Memo
 
 // SetReachable makes the backend's store unreachable (false), as a
 // database that went away, or reachable again (true). While it is
-// unreachable, every request fails with ErrUnreachable: renewals fail, so
-// every hold ends at its deadline (Lost closes, UnlockContext returns
-// ErrLost), and Lock keeps trying until its context ends or the store is
-// back. Holds of other Clients on the same store are not affected.
+// unreachable, every request fails at once with ErrUnreachable: renewals
+// fail, so every hold ends at its deadline (Lost closes, UnlockContext
+// returns ErrLost), and Lock keeps trying until its context ends or the
+// store is back. Only this backend's Client is cut off: on a store shared
+// with other MemoryBackends (NewMemoryBackendOn), the others go on, as
+// the other processes of a partition do.
 //
 // Tests of code that must stop using a resource when its lock is lost
 // use it with a short TTL, under testing/synctest for fake time.
@@ -31,42 +34,128 @@ func (b *MemoryBackend) SetReachable(reachable bool) { b.store.down.Store(!reach
 // SetReachable).
 func (b *MemoryBackend) Reachable() bool { return !b.store.down.Load() }
 
-// faultyStore is a memory.Store that can be made unreachable.
+// SetAnswering(false) makes the backend's store stop answering, as a
+// server that hangs or a network that holds requests back: every request
+// of this backend's Client waits until the store answers again or the
+// request's context ends, and then fails with the context's cause. A
+// write whose sender gave up that way is not lost: it lands when the
+// store answers again (SetAnswering(true)), in the order the senders gave
+// up, as a request held back in a network lands late; its sender never
+// learns that it did. SetReachable(false) takes precedence: an
+// unreachable store fails requests at once.
+//
+// Tests of how long code waits for a store that does not answer, and of
+// what a late write leaves behind, use it under testing/synctest.
+func (b *MemoryBackend) SetAnswering(answering bool) { b.store.setAnswering(answering) }
+
+// faultyStore is a memory.Store that can be made unreachable, or made to
+// stop answering.
 type faultyStore struct {
 	*memory.Store
 	down atomic.Bool
+
+	mu sync.Mutex
+	// stalled is not nil while the store does not answer, and is closed
+	// when it answers again.
+	stalled chan struct{}
+	// late holds the writes whose senders gave up while the store did not
+	// answer, to land when it answers again.
+	late []func()
 }
 
-func (s *faultyStore) fail() error {
+func (s *faultyStore) setAnswering(answering bool) {
+	if !answering {
+		s.mu.Lock()
+		if s.stalled == nil {
+			s.stalled = make(chan struct{})
+		}
+		s.mu.Unlock()
+		return
+	}
+	for {
+		s.mu.Lock()
+		late := s.late
+		s.late = nil
+		if len(late) == 0 {
+			if s.stalled != nil {
+				close(s.stalled)
+				s.stalled = nil
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		for _, land := range late {
+			land()
+		}
+	}
+}
+
+// gate lets a request go on (nil), or returns the error its sender gets:
+// ErrUnreachable while the store is unreachable, or ctx's cause if ctx
+// ends while the store does not answer. A write (land, nil for a read)
+// whose sender gave up then lands when the store answers again.
+func (s *faultyStore) gate(ctx context.Context, land func()) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // never sent
+	}
+	for {
+		if s.down.Load() {
+			return ErrUnreachable
+		}
+		s.mu.Lock()
+		stalled := s.stalled
+		s.mu.Unlock()
+		if stalled == nil {
+			return nil
+		}
+		select {
+		case <-stalled:
+			continue
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		still := s.stalled == stalled
+		if still && land != nil {
+			s.late = append(s.late, land)
+		}
+		s.mu.Unlock()
+		if !still && land != nil {
+			land() // the store answered as its sender gave up: it lands, its reply is lost
+		}
+		return context.Cause(ctx)
+	}
+}
+
+// lateCtx is the context a late write lands with.
+var lateCtx = context.Background()
+
+// Prepare fails while the store is unreachable, but does not wait while
+// it does not answer: a store that is prepared once (MongoDB's) sends
+// nothing for it again.
+func (s *faultyStore) Prepare(ctx context.Context) error {
 	if s.down.Load() {
 		return ErrUnreachable
-	}
-	return nil
-}
-
-func (s *faultyStore) Prepare(ctx context.Context) error {
-	if err := s.fail(); err != nil {
-		return err
 	}
 	return s.Store.Prepare(ctx)
 }
 
 func (s *faultyStore) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Insert(lateCtx, d) }); err != nil {
 		return err
 	}
 	return s.Store.Insert(ctx, d)
 }
 
 func (s *faultyStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.InsertOrdered(lateCtx, docs) }); err != nil {
 		return 0, err
 	}
 	return s.Store.InsertOrdered(ctx, docs)
 }
 
 func (s *faultyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.InsertEach(lateCtx, docs) }); err != nil {
 		errs := make([]error, len(docs))
 		for i := range errs {
 			errs[i] = err
@@ -77,84 +166,84 @@ func (s *faultyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error
 }
 
 func (s *faultyStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, nil); err != nil {
 		return driver.Doc{}, false, err
 	}
 	return s.Store.Get(ctx, id)
 }
 
 func (s *faultyStore) Delete(ctx context.Context, ids []string) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Delete(lateCtx, ids) }); err != nil {
 		return err
 	}
 	return s.Store.Delete(ctx, ids)
 }
 
 func (s *faultyStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, nil); err != nil {
 		return nil, err
 	}
 	return s.Store.RecentKeys(ctx, from)
 }
 
 func (s *faultyStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.Compact(lateCtx, sentBefore, keep) }); err != nil {
 		return 0, err
 	}
 	return s.Store.Compact(ctx, sentBefore, keep)
 }
 
 func (s *faultyStore) DropGates(ctx context.Context, below int64) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.DropGates(lateCtx, below) }); err != nil {
 		return err
 	}
 	return s.Store.DropGates(ctx, below)
 }
 
 func (s *faultyStore) PutKeys(ctx context.Context, keys []string) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.PutKeys(lateCtx, keys) }); err != nil {
 		return err
 	}
 	return s.Store.PutKeys(ctx, keys)
 }
 
 func (s *faultyStore) HasKey(ctx context.Context, key string) (bool, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, nil); err != nil {
 		return false, err
 	}
 	return s.Store.HasKey(ctx, key)
 }
 
 func (s *faultyStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, nil); err != nil {
 		return func(yield func(string, error) bool) { yield("", err) }
 	}
 	return s.Store.ListKeys(ctx, q)
 }
 
 func (s *faultyStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.InsertSession(lateCtx, sess) }); err != nil {
 		return err
 	}
 	return s.Store.InsertSession(ctx, sess)
 }
 
 func (s *faultyStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _, _ = s.Store.RenewSession(lateCtx, id, gen, expires) }); err != nil {
 		return false, err
 	}
 	return s.Store.RenewSession(ctx, id, gen, expires)
 }
 
 func (s *faultyStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, nil); err != nil {
 		return driver.Session{}, false, err
 	}
 	return s.Store.GetSession(ctx, id)
 }
 
 func (s *faultyStore) Publish(ctx context.Context, e driver.Event) error {
-	if err := s.fail(); err != nil {
+	if err := s.gate(ctx, func() { _ = s.Store.Publish(lateCtx, e) }); err != nil {
 		return err
 	}
 	return s.Store.Publish(ctx, e)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // A MemoryBackend made unreachable behaves as a store that went away: the
@@ -82,6 +83,76 @@ func ExampleMemoryBackend_SetReachable() {
 	fmt.Println("lost:", errors.Is(err, dsync.ErrLost))
 	b.SetReachable(true)
 	// Output: lost: true
+}
+
+// Two processes on one memory store, as two replicas on one database: the
+// holder is partitioned from the store (SetReachable on its backend only)
+// and the other takes over. The partitioned hold's Lost closes at its
+// deadline, before the other's hold begins; the other's token is higher;
+// the store serves the other process throughout, and the partitioned one
+// again once it heals.
+func TestPartitionedHolderAndATakeover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		a := dsync.NewMemoryBackendOn(store)
+		defer a.Close()
+		b := dsync.NewMemoryBackendOn(store)
+		defer b.Close()
+		const ttl = 2 * time.Second
+		ma, err := dsync.NewMutex(a, "k", dsync.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, err := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		ma.Lock()
+		a.SetReachable(false)
+		if !b.Reachable() {
+			t.Fatal("cutting one backend off cut the other off too")
+		}
+		lost := make(chan time.Time, 1)
+		go func() {
+			<-ma.Lost()
+			lost <- time.Now()
+		}()
+		if err := mb.LockContext(ctx); err != nil {
+			t.Fatalf("the other process's Lock: %v", err)
+		}
+		heldAt := time.Now()
+		synctest.Wait()
+		var lostAt time.Time
+		select {
+		case lostAt = <-lost:
+		default:
+			t.Fatal("the partitioned hold's Lost is open while another process holds")
+		}
+		if heldAt.Before(lostAt) {
+			t.Errorf("the other process held at %v, before the partitioned hold was lost at %v", heldAt, lostAt)
+		}
+		if mb.Token() <= ma.Token() {
+			t.Errorf("the takeover's token %d is not above the partitioned hold's %d", mb.Token(), ma.Token())
+		}
+		if err := ma.UnlockContext(ctx); !errors.Is(err, dsync.ErrLost) {
+			t.Errorf("the partitioned holder's UnlockContext = %v, want ErrLost", err)
+		}
+		a.SetReachable(true)
+		wctx, cancel := context.WithTimeout(ctx, 10*ttl)
+		defer cancel()
+		go func() {
+			synctest.Wait() // a queued behind b
+			mb.Unlock()
+		}()
+		if err := ma.LockContext(wctx); err != nil {
+			t.Fatalf("the healed process's Lock: %v", err)
+		}
+		if ma.Token() <= mb.Token() {
+			t.Errorf("the healed process's token %d is not above the takeover's %d", ma.Token(), mb.Token())
+		}
+		ma.Unlock()
+	})
 }
 
 // A hold's loss, which the caller learns from Lost and Unlock, is logged

@@ -13,11 +13,12 @@ import (
 // same key on the same backend. Its zero value is not usable: create it
 // with NewMutex. A Mutex must not be copied after first use.
 //
-// A successful Lock, LockContext or TryLock establishes a hold: a lease the
-// Mutex renews in the background until Unlock. While the hold is valid no
-// other holder of the key exists anywhere, and Token returns a fencing
-// token larger than that of every earlier hold of the key. A failed TryLock
-// or LockContext establishes nothing.
+// A successful Lock, LockContext, TryLock or TryLockContext establishes a
+// hold: a lease the Mutex renews in the background until Unlock. While
+// the hold is valid no other holder of the key exists anywhere, and Token
+// returns a fencing token larger than that of every earlier hold of the
+// key. A failed TryLock, TryLockContext or LockContext establishes
+// nothing.
 //
 // A hold can end without Unlock: when its lease cannot be confirmed before
 // its local deadline (backend unreachable, renewal refused), Lost() is
@@ -96,23 +97,48 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // TryLock tries to lock m and reports whether it succeeded. It makes one
 // attempt and never waits on contention: not on another goroutine of this
 // process holding m, not on another owner holding or waiting for the key
-// (it never queues). The attempt is bounded by the TTL; a backend error
-// counts as failure and is reported like Lock's.
+// (it never queues). The attempt is bounded by the try timeout
+// (WithTryTimeout: 2 s by default, or the TTL if shorter) whatever the
+// store does: a store that does not answer makes TryLock return false
+// when the bound passes (drivers return when their context ends). A
+// backend error counts as failure and is reported like Lock's; use
+// TryLockContext to learn why it failed.
 func (m *Mutex) TryLock() bool {
+	return m.TryLockContext(context.Background()) == nil
+}
+
+// TryLockContext makes TryLock's one attempt, bounded by ctx as well as by
+// the try timeout, and says why it failed: an error wrapping ErrHeld (a
+// *HeldError, naming the holder when known) when the lock is held or
+// waited for, here or elsewhere; context.Cause(ctx), unchanged, when ctx
+// ended first; otherwise the backend's error (the store could not be
+// reached, or did not answer within the try timeout).
+//
+// A claim the attempt inserted and could not see confirmed in time is
+// never trusted: it is withdrawn, in the background if the store does
+// not answer, so that it keeps no one waiting once the withdrawal lands.
+func (m *Mutex) TryLockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	select {
 	case m.sem <- struct{}{}:
 	default:
-		return false
+		return m.heldHere()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ttl)
-	defer cancel()
-	h, _ := m.acquire(ctx, chain.ExclusiveTerms, false)
-	if h == nil {
+	h, err := m.try(ctx, chain.ExclusiveTerms)
+	if err != nil {
 		<-m.sem
-		return false
+		return err
 	}
 	m.install(h)
-	return true
+	return nil
+}
+
+// heldHere is what a try meets when another goroutine of this process
+// holds m or is acquiring it.
+func (m *Mutex) heldHere() error {
+	return &HeldError{Key: m.key, Owner: m.owner, Token: m.Token()}
 }
 
 // Unlock unlocks m and releases its lease so that the next holder need not

@@ -22,6 +22,11 @@ const (
 	// does not finish in time is left undone, and the lease expires by
 	// itself after the TTL.
 	DefaultReleaseTimeout = 2 * time.Second
+	// DefaultTryTimeout bounds the one attempt of TryLock, TryRLock and
+	// TryAcquire (and of their Context forms), unless the TTL is shorter:
+	// an attempt the store does not answer in time fails, whatever the
+	// store does meanwhile.
+	DefaultTryTimeout = 2 * time.Second
 )
 
 // An Option configures a Mutex.
@@ -31,6 +36,7 @@ type config struct {
 	ttl           time.Duration
 	renewInterval time.Duration // 0: ttl/3
 	release       time.Duration // 0: min(DefaultReleaseTimeout, ttl)
+	try           time.Duration // 0: min(DefaultTryTimeout, ttl)
 	logger        *slog.Logger
 	onError       func(error)
 	clock         Clock
@@ -64,6 +70,14 @@ func (c *config) releaseTimeout() time.Duration {
 		return c.release
 	}
 	return min(DefaultReleaseTimeout, c.ttl)
+}
+
+// tryTimeout is the bound of a Try method's one attempt.
+func (c *config) tryTimeout() time.Duration {
+	if c.try > 0 {
+		return c.try
+	}
+	return min(DefaultTryTimeout, c.ttl)
 }
 
 // margin is how much earlier than the backend's expiry a holder stops
@@ -103,6 +117,21 @@ func WithReleaseTimeout(d time.Duration) Option {
 			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
 		}
 		c.release = d
+		return nil
+	}
+}
+
+// WithTryTimeout bounds the one attempt of TryLock, TryRLock and
+// TryAcquire and of their Context forms: the attempt fails if the store
+// has not answered within d (as the first attempt of a process, it
+// includes the store's preparation). Default: DefaultTryTimeout (2 s),
+// or the TTL if shorter. It must be positive.
+func WithTryTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: try timeout must be positive, got %v", d)
+		}
+		c.try = d
 		return nil
 	}
 }

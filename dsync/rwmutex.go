@@ -102,22 +102,40 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 
 // TryLock tries to lock rw for writing and reports whether it succeeded.
 // It never waits: not for another goroutine of this process, not for any
-// other hold or claim of the key (it never queues).
-func (rw *RWMutex) TryLock() bool {
+// other hold or claim of the key (it never queues). Its one attempt is
+// bounded by the try timeout, as Mutex.TryLock's is; TryLockContext says
+// why it failed.
+func (rw *RWMutex) TryLock() bool { return rw.TryLockContext(context.Background()) == nil }
+
+// TryLockContext makes TryLock's one attempt, bounded by ctx as well, and
+// says why it failed, as Mutex.TryLockContext does: an error wrapping
+// ErrHeld, context.Cause(ctx) unchanged, or the backend's error.
+func (rw *RWMutex) TryLockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	select {
 	case rw.sem <- struct{}{}:
 	default:
-		return false
+		return &HeldError{Key: rw.key, Owner: rw.owner, Token: rw.writeToken()}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.ttl)
-	defer cancel()
-	h, _ := rw.acquire(ctx, chain.ExclusiveTerms, false)
-	if h == nil {
+	h, err := rw.try(ctx, chain.ExclusiveTerms)
+	if err != nil {
 		<-rw.sem
-		return false
+		return err
 	}
 	rw.installWrite(h)
-	return true
+	return nil
+}
+
+// writeToken is the token of rw's write hold, 0 if none.
+func (rw *RWMutex) writeToken() uint64 {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.write == nil {
+		return 0
+	}
+	return rw.write.claim.Token
 }
 
 func (rw *RWMutex) installWrite(h *hold) {
@@ -172,16 +190,22 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded.
-// It never waits: it fails while a writer holds or waits for the key.
-func (rw *RWMutex) TryRLock() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.ttl)
-	defer cancel()
-	h, _ := rw.acquire(ctx, chain.Terms{Mode: chain.Shared}, false)
-	if h == nil {
-		return false
+// It never waits: it fails while a writer holds or waits for the key. Its
+// one attempt is bounded by the try timeout, as Mutex.TryLock's is;
+// TryRLockContext says why it failed.
+func (rw *RWMutex) TryRLock() bool { return rw.TryRLockContext(context.Background()) == nil }
+
+// TryRLockContext makes TryRLock's one attempt, bounded by ctx as well,
+// and says why it failed, as Mutex.TryLockContext does: an error wrapping
+// ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
+// backend's error.
+func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
+	h, err := rw.try(ctx, chain.Terms{Mode: chain.Shared})
+	if err != nil {
+		return err
 	}
 	rw.holds.add(h)
-	return true
+	return nil
 }
 
 // RUnlock undoes a single RLock call, releasing a read hold (the one with

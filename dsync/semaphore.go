@@ -115,20 +115,29 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // TryAcquire acquires n units only if they are free at once, and never
 // queues: it fails while the units held and awaited leave no room, and
 // while a claim of another limit holds or waits. It reports whether it
-// succeeded (false for n < 1 or more than the limit).
+// succeeded (false for n < 1 or more than the limit). Its one attempt is
+// bounded by the try timeout, as Mutex.TryLock's is; TryAcquireContext
+// says why it failed.
 func (s *Semaphore) TryAcquire(n int64) bool {
+	return s.TryAcquireContext(context.Background(), n) == nil
+}
+
+// TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as
+// well, and says why it failed, as Mutex.TryLockContext does: an error
+// wrapping ErrHeld (no room now), context.Cause(ctx) unchanged, or the
+// backend's error; for n < 1 or above the limit, the error Acquire
+// returns.
+func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 	t, err := s.terms(n)
 	if err != nil {
-		return false
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
-	defer cancel()
-	h, _ := s.acquire(ctx, t, false)
-	if h == nil {
-		return false
+	h, err := s.try(ctx, t)
+	if err != nil {
+		return err
 	}
 	s.holds.add(h)
-	return true
+	return nil
 }
 
 // Release releases n units: whole acquisitions whose units add up to n,

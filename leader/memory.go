@@ -41,7 +41,9 @@ func NewMemoryBackend() *MemoryBackend {
 // WithLocks returns a backend with b's member status and leases on locks:
 // for tests of several processes, each with a Client of its own on one
 // memory store (package dsync/driver/memory), as processes share one
-// database.
+// database. With locks from dsync.NewMemoryBackendOn, SetReachable cuts
+// off that process alone: a test can partition the leader while another
+// process takes over.
 func (b *MemoryBackend) WithLocks(locks dsync.Backend) *MemoryBackend {
 	return &MemoryBackend{Backend: locks, memberTable: b.memberTable}
 }
@@ -51,8 +53,9 @@ func (b *MemoryBackend) WithLocks(locks dsync.Backend) *MemoryBackend {
 // dsync.MemoryBackend.SetReachable does: the leader's lease cannot be
 // renewed, so its term ends at its deadline (the leadership context is
 // cancelled with ErrLeadershipLost), and member status can be neither
-// written nor read. It panics on a backend from WithLocks whose locks are
-// not a *dsync.MemoryBackend.
+// written nor read. On a backend from WithLocks, only that backend's
+// process is cut off. It panics on a backend from WithLocks whose locks
+// are not a *dsync.MemoryBackend.
 func (b *MemoryBackend) SetReachable(reachable bool) {
 	mb, ok := b.Backend.(*dsync.MemoryBackend)
 	if !ok {

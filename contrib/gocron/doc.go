@@ -10,7 +10,9 @@
 //     leader of a dsync election, runs every job; the others skip them.
 //     IsLeader answers from the election's own state, the leadership
 //     context that is cancelled at the lease's local deadline, never from
-//     a read of who led a moment ago.
+//     a read of who led a moment ago. A leader that dies stops the jobs
+//     until another takes over, up to the election's TTL (15 s by
+//     default) later: a job every second wants a TTL of a few seconds.
 //   - A Locker (gocron.WithDistributedLocker, or
 //     gocron.WithDistributedJobLocker for one job): every scheduler ticks,
 //     and each scheduled time runs once across them. A tick takes the
@@ -45,4 +47,10 @@
 // that must fence what it writes takes a dsync.Mutex itself. A slot whose
 // claim could not be confirmed (the store did not answer) is skipped by
 // the replica that asked, and may be run by another.
+//
+// A skipped tick says why: ErrRunning or ErrSlotTaken when the job runs or
+// ran elsewhere (normal), ErrUnavailable when the store failed or did not
+// answer (an outage: alert on it). Taking the job's lock is one attempt,
+// bounded by the lock's try timeout (dsync.WithTryTimeout, 2 s by
+// default), so a store that hangs does not hold up the scheduler.
 package dsyncgocron

@@ -24,6 +24,12 @@ var _ gocron.Elector = (*Elector)(nil)
 // NewElector starts campaigning in e, in a goroutine of its own, and
 // again after each lost term, until Close. The Elector does not own e:
 // close e after the Elector.
+//
+// When the leader's process dies, no scheduler runs the jobs until
+// another takes over, up to e's TTL later (leader.DefaultTTL, 15 s,
+// unless leader.WithTTL): the ticks meanwhile are missed. A job every
+// second wants a TTL of a few seconds; a shorter TTL costs more
+// renewals.
 func NewElector(e *leader.Election) (*Elector, error) {
 	if e == nil {
 		return nil, errors.New("dsyncgocron: nil election")

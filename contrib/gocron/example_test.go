@@ -54,7 +54,9 @@ func ExampleNewLocker() {
 
 // Every replica runs this scheduler; only the leader of the election
 // "scheduler" runs its jobs, and another replica takes over within the
-// lease's TTL if it dies.
+// lease's TTL if it dies: the ticks of that TTL are missed. The default
+// TTL (15 s) suits jobs a minute or more apart; for jobs every second
+// or few, shorten it as here.
 func ExampleNewElector() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {
@@ -70,7 +72,7 @@ func ExampleNewElector() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := leader.NewElection(elections, "scheduler")
+	e, err := leader.NewElection(elections, "scheduler", leader.WithTTL(3*time.Second)) // a leader's crash misses at most about 3 s of ticks
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -85,8 +87,8 @@ func ExampleNewElector() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = s.NewJob(gocron.DurationJob(10*time.Second),
-		gocron.NewTask(func() { log.Println("leader-only work") }))
+	_, err = s.NewJob(gocron.DurationJob(time.Second),
+		gocron.NewTask(func() { log.Println("leader-only work, every second") }))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -17,10 +17,17 @@ import (
 const Namespace = "gocron"
 
 var (
-	// ErrRunning is what Lock returns when the job's lock could not be
-	// taken at once: another run of the job holds it (or waits for it),
-	// or the backend did not answer. gocron skips the tick.
-	ErrRunning = errors.New("dsyncgocron: the job is running elsewhere, or its lock could not be taken")
+	// ErrRunning is what Lock returns when another run of the job holds
+	// its lock (or waits for it), in this process or another: gocron skips
+	// the tick, as it should. The error also wraps the *dsync.HeldError
+	// that names the holder.
+	ErrRunning = errors.New("dsyncgocron: the job is running elsewhere")
+	// ErrUnavailable is what Lock returns when the job's lock could not be
+	// taken, or its slot claimed, because the backend failed or did not
+	// answer (within the lock's try timeout, dsync.WithTryTimeout, for the
+	// lock): gocron skips the tick, but unlike ErrRunning this is an
+	// outage, worth an alert. The error also wraps the backend's error.
+	ErrUnavailable = errors.New("dsyncgocron: the store failed or did not answer")
 	// ErrSlotTaken is what Lock returns when the job already ran for this
 	// tick's slot: gocron skips the tick.
 	ErrSlotTaken = errors.New("dsyncgocron: the job already ran for this slot")
@@ -76,18 +83,27 @@ func (l *Locker) SlotKey(job string, t time.Time) string {
 	return Namespace + "/" + job + "/" + l.Slot(t).UTC().Format(time.RFC3339Nano)
 }
 
-// Lock implements gocron.Locker: it takes job's lock without waiting,
+// Lock implements gocron.Locker: it takes job's lock without waiting
+// (one attempt, within ctx and the lock's try timeout: 2 s by default),
 // and claims the slot of this tick (now, on this machine's clock: the
 // clock that scheduled it). It fails with ErrRunning or ErrSlotTaken when
-// the tick is to be skipped, or with the backend's error.
+// the tick is to be skipped because the job runs or ran; with
+// ErrUnavailable when the store failed or did not answer; or with ctx's
+// cause when ctx ended first.
 func (l *Locker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	key := l.SlotKey(job, l.now())
 	m, err := l.mutex(job)
 	if err != nil {
 		return nil, err
 	}
-	if !m.TryLock() {
-		return nil, fmt.Errorf("%w: %q", ErrRunning, job)
+	if err := m.TryLockContext(ctx); err != nil {
+		switch {
+		case errors.Is(err, dsync.ErrHeld):
+			return nil, fmt.Errorf("%w: %q: %w", ErrRunning, job, err)
+		case ctx.Err() != nil:
+			return nil, err // context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("%w: %q: %w", ErrUnavailable, job, err)
 	}
 	won, err := l.claim(ctx, key)
 	if err == nil && !won {
@@ -113,10 +129,13 @@ func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
 		won = true
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false, err // context.Cause(ctx), with the last backend error if any
+	case err != nil:
 		// Whether the record landed is unknown: skip the slot rather
 		// than risk a second run of it.
-		return false, fmt.Errorf("dsyncgocron: claiming slot %q: %w", key, err)
+		return false, fmt.Errorf("%w: claiming slot %q: %w", ErrUnavailable, key, err)
 	}
 	return won, nil
 }

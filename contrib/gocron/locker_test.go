@@ -208,6 +208,66 @@ func TestLockerSkips(t *testing.T) {
 	})
 }
 
+// Lock tells a run elsewhere (ErrRunning) from an outage (ErrUnavailable):
+// a store that cannot be reached, or does not answer, is not a job that
+// runs, and an alert that treats ErrRunning as normal still sees it. A
+// store that does not answer costs a tick at most the try timeout.
+func TestLockerTellsAnOutageFromARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		a := dsync.NewMemoryBackendOn(store)
+		defer a.Close()
+		b := dsync.NewMemoryBackendOn(store)
+		defer b.Close()
+		la, err := dsyncgocron.NewLocker(a, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := dsyncgocron.NewLocker(b, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		held, err := la.Lock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lb.Lock(ctx, "job")
+		if !errors.Is(err, dsyncgocron.ErrRunning) || errors.Is(err, dsyncgocron.ErrUnavailable) || !errors.Is(err, dsync.ErrHeld) {
+			t.Errorf("Lock while another replica runs the job: %v, want ErrRunning (and the HeldError)", err)
+		}
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		b.SetReachable(false)
+		_, err = lb.Lock(ctx, "other")
+		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsyncgocron.ErrRunning) || !errors.Is(err, dsync.ErrUnreachable) {
+			t.Errorf("Lock with the store unreachable: %v, want ErrUnavailable wrapping the store's error, not ErrRunning", err)
+		}
+		b.SetReachable(true)
+
+		b.SetAnswering(false)
+		start := time.Now()
+		_, err = lb.Lock(ctx, "third")
+		took := time.Since(start)
+		b.SetAnswering(true)
+		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsyncgocron.ErrRunning) {
+			t.Errorf("Lock with the store not answering: %v, want ErrUnavailable, not ErrRunning", err)
+		}
+		if took > dsync.DefaultTryTimeout {
+			t.Errorf("Lock with the store not answering returned after %v, want within the try timeout %v", took, dsync.DefaultTryTimeout)
+		}
+
+		cause := errors.New("scheduler shutting down")
+		cctx, cancel := context.WithCancelCause(ctx)
+		cancel(cause)
+		if _, err := lb.Lock(cctx, "job"); err != cause {
+			t.Errorf("Lock with an ended context: %v, want its cause unchanged", err)
+		}
+	})
+}
+
 func TestNewLockerRejectsBadInput(t *testing.T) {
 	b := dsync.NewMemoryBackend()
 	defer b.Close()

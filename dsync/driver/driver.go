@@ -198,7 +198,9 @@ type Interval struct {
 
 // Store is what a driver provides. Every method may be called from many
 // goroutines at once. Every error from a write other than ErrExists (and
-// a duplicate within InsertOrdered) means its outcome is unknown.
+// a duplicate within InsertOrdered) means its outcome is unknown. A
+// method returns soon after its context ends, whatever the server does:
+// the bounds of dsync's calls (a TryLock's, a release's) rest on it.
 type Store interface {
 	// Prepare makes the store ready to serve (indexes, the clock); it is
 	// called before any other method but ServerTime, and again after it

@@ -438,6 +438,52 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 	}
 }
 
+// TestTryLockWithTheServerGone: with the server killed under a process
+// that had used it (its session open, its connections made), TryLock
+// returns false within the try timeout, not after about a TTL, and
+// TryLockContext says the server did not answer, not that the lock is
+// held. The client keeps the driver's default server selection timeout
+// (30 s), as a user's would.
+func TestTryLockWithTheServerGone(t *testing.T) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	b := newBackend(t, db)
+	m := newMutex(t, b, "k", dsync.WithTTL(dsync.DefaultTTL))
+	ctx := context.Background()
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	defer srv.Restart() // so that the cleanups' Close finds a server
+	// The bound is checked against the TTL, which today's code took: the
+	// slack is for a loaded machine's scheduling, not a measure of speed.
+	const slack = 3 * time.Second
+	start := time.Now()
+	if m.TryLock() {
+		t.Fatal("TryLock with the server gone succeeded")
+	}
+	took := time.Since(start)
+	t.Logf("TryLock with the server gone: false after %v", took.Round(time.Millisecond))
+	if took > dsync.DefaultTryTimeout+slack {
+		t.Errorf("TryLock with the server gone returned after %v, want within the try timeout %v", took, dsync.DefaultTryTimeout)
+	}
+	start = time.Now()
+	err := m.TryLockContext(ctx)
+	took = time.Since(start)
+	t.Logf("TryLockContext with the server gone: %v after %v", err, took.Round(time.Millisecond))
+	switch {
+	case err == nil:
+		t.Fatal("TryLockContext with the server gone succeeded")
+	case errors.Is(err, dsync.ErrHeld):
+		t.Errorf("TryLockContext with the server gone = %v, want the server's error, not ErrHeld", err)
+	case took > dsync.DefaultTryTimeout+slack:
+		t.Errorf("TryLockContext with the server gone returned after %v, want within the try timeout %v", took, dsync.DefaultTryTimeout)
+	}
+}
+
 func TestMutexUnreachableServer(t *testing.T) {
 	b := newBackend(t, offlineDB(t))
 	m := newMutex(t, b, "k")

@@ -444,7 +444,9 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Ter
 	if errors.Is(err, ErrReset) {
 		return nil, err // Walk gave the claim up
 	}
-	e.abandon(context.WithoutCancel(ctx), c)
+	// Within the try's own bound: a withdrawal that cannot be confirmed
+	// in it is left to Flush, and the try returns on time.
+	e.abandon(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,10 @@
 // Package memory is a dsync driver that keeps its documents in process
 // memory: for unit tests of code that uses dsync (dsync.NewMemoryBackend
 // runs on one), and for tests that run several Clients, as several
-// processes would, on one shared store. Its time is this process's
-// monotonic clock, known exactly. Its feed delivers every event at once to
-// every other Client following it.
+// processes would, on one shared store (dsync.NewMemoryBackendOn gives
+// each such Client switches of its own to cut it off from the store). Its
+// time is this process's monotonic clock, known exactly. Its feed
+// delivers every event at once to every other Client following it.
 package memory
 
 import (
