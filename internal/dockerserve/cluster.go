@@ -45,7 +45,7 @@ type Cluster struct {
 // socket), initiates its replica sets, adds its shards, and returns once
 // the deployment is ready (see [ReplicaSetReady] and [RouterReady]).
 // Progress goes to log. On error nothing is left running.
-func Start(ctx context.Context, plan Plan, repo, tag string, log io.Writer) (c *Cluster, err error) {
+func Start(ctx context.Context, plan Plan, repo, tag string, log io.Writer) (_ *Cluster, err error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
@@ -56,11 +56,12 @@ func Start(ctx context.Context, plan Plan, repo, tag string, log io.Writer) (c *
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	c = &Cluster{pool: pool, containers: map[string]*dockertest.Resource{}, host: engineHost(), log: log}
+	c := &Cluster{pool: pool, containers: map[string]*dockertest.Resource{}, host: engineHost(), log: log}
 	defer func() {
 		if err != nil {
-			c.Close()
-			c = nil
+			if cerr := c.Close(); cerr != nil {
+				fmt.Fprintf(log, "dockerserver: cleaning up after a failed start: %v\n", cerr)
+			}
 		}
 	}()
 
