@@ -32,6 +32,8 @@ pass, warn or fail for each check, with what to do:
   clock           this machine's clock against the server's
   member skew     the members' clock skew dsync assumes
   failover        whether a hold with --ttl outlasts a primary election
+  product         Amazon DocumentDB, Azure Cosmos DB, FerretDB 1 or 2:
+                  each of its quirks, what it means for dsync, the fix
 
 It writes only to two scratch collections named after the lock collection
 (_doctor and _doctor_events), and drops them.
@@ -88,6 +90,7 @@ func runDoctor(g *globals, args []string) int {
 	if err != nil {
 		return usageError("doctor", err)
 	}
+	findings = append(findings, lookAlikeFindings(ctx, g, db)...)
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
