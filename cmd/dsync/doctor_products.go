@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ const (
 
 // productCheck is the Check of the findings about the product.
 const productCheck = "product"
+
+// unauthorized is the server's code for a command refused for want of a
+// privilege.
+const unauthorized = 13
 
 // lookAlikeFindings are the findings about the product behind db, after
 // dsyncmongo.Doctor's.
@@ -194,8 +199,9 @@ func productFindings(a productAnswers) []dsyncmongo.Finding {
 		version = "(version not reported)"
 	}
 	noCapped := func(name string) {
-		if a.cappedErr == nil {
-			return
+		var se mongo.ServerError
+		if a.cappedErr == nil || errors.As(a.cappedErr, &se) && se.HasErrorCode(unauthorized) {
+			return // the privileges check says what was refused
 		}
 		add(dsyncmongo.Warn,
 			name+" has no capped collections (creating one was refused: "+a.cappedErr.Error()+"): dsync's wake-ups need one, so waiters poll: a released lock passes to a waiter at its next poll instead of at once",

@@ -150,6 +150,13 @@ func TestProductFindings(t *testing.T) {
 	if f := productFindings(mongodb); len(f) != 0 {
 		t.Errorf("MongoDB: %+v", f)
 	}
+	// A capped create refused for want of a privilege says nothing of
+	// the product.
+	docdb := lookAlikes[0].answers(t)
+	docdb.cappedErr = mongo.CommandError{Code: unauthorized, Name: "Unauthorized", Message: "not authorized on db to execute command { create: ... }"}
+	if hasFinding(productFindings(docdb), "no capped collections") {
+		t.Errorf("an unauthorized create taken for no capped collections: %+v", productFindings(docdb))
+	}
 	// A refused capped create alone does not make a product: the wake-ups
 	// check reports it.
 	mongodb.cappedErr = errors.New("not authorized")
