@@ -49,7 +49,7 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	if lvl := os.Getenv(envLogLvl); lvl != "" {
 		args = append(args, "-log", lvl)
 	}
-	return startServerProcess("FerretDB child", exe, args, logPath, childStartTimeout)
+	return startServerProcess("FerretDB child", exe, args, logPath, childStartTimeout, syscall.SIGKILL)
 }
 
 // childExit is a child that exited before it printed its URI.
@@ -67,8 +67,9 @@ func (e *childExit) Error() string {
 // startServerProcess runs exe with args, stderr appended to logPath
 // (unless DSYNC_MONGOTEST_LOG is set, in which case it goes to our
 // stderr), and waits up to timeout for the URI line it prints on stdout
-// when it serves. A child that exits first is a *childExit.
-func startServerProcess(name, exe string, args []string, logPath string, timeout time.Duration) (*child, error) {
+// when it serves. A child that exits first is a *childExit. deathSig is
+// what the child gets if the parent dies (Linux).
+func startServerProcess(name, exe string, args []string, logPath string, timeout time.Duration, deathSig syscall.Signal) (*child, error) {
 	var files []*os.File // parent's copies of the child's ends, closed after Start
 	closeAll := func() {
 		for _, f := range files {
@@ -105,7 +106,7 @@ func startServerProcess(name, exe string, args []string, logPath string, timeout
 	} else {
 		logPath = ""
 	}
-	setPdeathsig(cmd)
+	setPdeathsig(cmd, deathSig)
 	c := &child{name: name, cmd: cmd, stdin: inW, logPath: logPath}
 
 	err = cmd.Start()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -95,7 +96,7 @@ func startDocker() (*dockerServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := startServerProcess("dockerserver child", exe, args, filepath.Join(dir, "stderr.log"), dockerStartTimeout)
+	c, err := startServerProcess("dockerserver child", exe, args, filepath.Join(dir, "stderr.log"), dockerStartTimeout, syscall.SIGTERM)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		var exit *childExit
