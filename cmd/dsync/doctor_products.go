@@ -222,7 +222,7 @@ func productFindings(a productAnswers) []dsyncmongo.Finding {
 		noCapped("FerretDB " + version)
 	case productFerretDB1SQLite:
 		add(dsyncmongo.Warn,
-			"FerretDB "+version+" on SQLite (its query plans are SQLite's): write concern is accepted and ignored, and nothing is replicated: an acknowledged lock is as durable as the SQLite file on that one disk, and only one FerretDB process may use that data directory",
+			"FerretDB "+version+" on SQLite (its query plans are SQLite's): write concern is accepted and ignored, and nothing is replicated: an acknowledged lock is as durable as the SQLite file on that one disk",
 			"fine on one machine; where locks guard production work, run a MongoDB replica set, or FerretDB on PostgreSQL with a synchronous standby")
 	case productFerretDB1PostgreSQL:
 		add(dsyncmongo.Warn,
