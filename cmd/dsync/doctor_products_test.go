@@ -386,8 +386,14 @@ func TestDoctorRecognisesTestServer(t *testing.T) {
 	}
 	switch {
 	case !srv.IsFerretDB():
-		if len(product) != 0 {
-			t.Errorf("%s server: product findings %q", srv.Kind(), product)
+		// (A MONGODB_URI's own readPreference or retryWrites may give
+		// findings; no product may be named.)
+		for _, f := range product {
+			for _, name := range []string{"FerretDB", "DocumentDB", "Cosmos"} {
+				if strings.Contains(f, name) {
+					t.Errorf("%s server taken for %s: %q", srv.Kind(), name, f)
+				}
+			}
 		}
 	default:
 		backend := "on SQLite"
