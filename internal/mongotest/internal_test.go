@@ -3,6 +3,7 @@ package mongotest
 import (
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,4 +181,61 @@ func TestChildStartFailureReportsStderr(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 	t.Logf("error as reported: %v", err)
+}
+
+// With an engine that answers, the harness runs the dockerserver child
+// with the topology and version asked for, hands the tests the URI the
+// child prints, and stops the child (stdin closed, SIGTERM) so that it
+// removes its containers. The child here is a script standing in for
+// dockerserver (DSYNC_MONGOTEST_DOCKERSERVER), since no engine runs here.
+func TestDockerChildProtocol(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("OK")) // a ping is all the harness asks
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "dockerserver")
+	const uri = "mongodb://127.0.0.1:1/?directConnection=true"
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+echo "$@" >"$0.args"
+trap 'echo stopped >"$0.stopped"; exit 0' TERM
+echo '`+uri+`'
+cat >/dev/null
+echo stopped >"$0.stopped"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MONGODB_URI", "")
+	t.Setenv("DSYNC_MONGOTEST_DOCKER", "")
+	t.Setenv("DSYNC_MONGOTEST_DOCKERSERVER", script)
+	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "replset")
+	t.Setenv("DSYNC_MONGOTEST_MONGO_VERSION", "6.0")
+	t.Setenv("DSYNC_MONGOTEST_MONGO_IMAGE", "")
+	t.Setenv("DOCKER_CERT_PATH", "")
+	t.Setenv("DOCKER_TLS_VERIFY", "")
+	t.Setenv("DOCKER_HOST", "tcp://"+l.Addr().String())
+	s, err := resolveShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Kind() != KindDocker || s.URI() != uri {
+		_ = s.stop()
+		t.Fatalf("kind %q URI %q, want %q %q", s.Kind(), s.URI(), KindDocker, uri)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := os.ReadFile(script + ".args")
+	if got := strings.TrimSpace(string(args)); got != "-topology replset -version 6.0" {
+		t.Errorf("dockerserver ran with %q", got)
+	}
+	if _, err := os.Stat(script + ".stopped"); err != nil {
+		t.Errorf("the child was not stopped: %v", err)
+	}
 }
