@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -35,7 +34,7 @@ var dockerModule = serverModule{
 	envBin: envDockerBin,
 }
 
-var dockerServerBinary = sync.OnceValues(dockerModule.binary)
+var dockerServerBinary = dockerModule.binary()
 
 // dockerStartTimeout bounds a deployment's start, image pulls included
 // (dockerserver bounds its own start a little sooner).

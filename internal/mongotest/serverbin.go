@@ -44,20 +44,29 @@ var ferretServer = serverModule{
 
 // serverBinary returns the ferretserver executable the FerretDB children
 // run (see [serverModule.binary]).
-var serverBinary = sync.OnceValues(ferretServer.binary)
+var serverBinary = ferretServer.binary()
 
-// binary returns the command's executable: $envBin if set, else a binary
-// built once per test binary from this repository (without -race,
-// whatever the tests were built with: a race-instrumented FerretDB runs
-// 10–25× slower). The go build cache makes every build after the first a
-// link step. The binary goes to a temp dir that [Run] removes.
-func (m serverModule) binary() (string, error) {
-	if p := os.Getenv(m.envBin); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", m.envBin, err)
+// binary returns a function that returns the command's executable:
+// $envBin if set (read at each call), else a binary built once per test
+// binary from this repository (without -race, whatever the tests were
+// built with: a race-instrumented FerretDB runs 10–25× slower). The go
+// build cache makes every build after the first a link step. The binary
+// goes to a temp dir that [Run] removes.
+func (m serverModule) binary() func() (string, error) {
+	build := sync.OnceValues(m.build)
+	return func() (string, error) {
+		if p := os.Getenv(m.envBin); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("%s: %w", m.envBin, err)
+			}
+			return p, nil
 		}
-		return p, nil
+		return build()
 	}
+}
+
+// build builds the command into a temp dir.
+func (m serverModule) build() (string, error) {
 	src, err := m.sourceDir()
 	if err != nil {
 		return "", fmt.Errorf("cannot build %s: %w; set MONGODB_URI, or set %s to a %s binary (built with go build ./cmd/%s in %s of a clone of github.com/go-dsync/dsync)", m.what, err, m.envBin, m.cmd, m.cmd, filepath.ToSlash(m.dir))
