@@ -35,6 +35,8 @@ pass, warn or fail for each check, with what to do:
                   clock: the line is left out)
   failover        whether a hold with --ttl outlasts a primary election
                   (a standalone server has none: it passes, and says so)
+  product         Amazon DocumentDB, Azure Cosmos DB, FerretDB 1 or 2:
+                  each of its quirks, what it means for dsync, the fix
 
 When the server cannot be reached, no check runs: with --json, the array
 holds one finding, the server check failed, with the reason.
@@ -99,6 +101,7 @@ func runDoctor(g *globals, args []string) int {
 	if err != nil {
 		return usageError("doctor", err)
 	}
+	findings = append(findings, lookAlikeFindings(ctx, g, db)...)
 	if *asJSON {
 		if err := writeJSONFindings(findings); err != nil {
 			return fail("doctor", exitFailure, err)

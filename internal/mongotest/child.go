@@ -17,13 +17,16 @@ import (
 // its stderr to ours instead of a file.
 const envLogLvl = "DSYNC_MONGOTEST_LOG"
 
-// childStartTimeout bounds how long we wait for a child's URI line.
+// childStartTimeout bounds how long we wait for a FerretDB child's URI
+// line.
 const childStartTimeout = 60 * time.Second
 
-// child is a FerretDB child process seen from the parent. While it runs,
+// child is a server child process (FerretDB, or the Docker deployment's
+// keeper) seen from the parent. While it runs,
 // the parent has NO goroutine attached to it (stderr goes to a file, the
 // process is reaped only by kill/stop), so goleak checks stay clean.
 type child struct {
+	name    string // for messages: "FerretDB child"
 	cmd     *exec.Cmd
 	stdin   *os.File // write end of the child's stdin; closing it stops the child
 	logPath string   // child's stderr; "" when it goes to our stderr
@@ -42,7 +45,31 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
+	args := []string{"-dir", dir, "-addr", addr}
+	if lvl := os.Getenv(envLogLvl); lvl != "" {
+		args = append(args, "-log", lvl)
+	}
+	return startServerProcess("FerretDB child", exe, args, logPath, childStartTimeout, syscall.SIGKILL)
+}
 
+// childExit is a child that exited before it printed its URI.
+type childExit struct {
+	name   string
+	code   int    // its exit status
+	stdout string // what it printed instead
+	stderr string
+}
+
+func (e *childExit) Error() string {
+	return fmt.Sprintf("%s exited before listening (exit status %d); stdout %q; stderr:\n%s", e.name, e.code, e.stdout, e.stderr)
+}
+
+// startServerProcess runs exe with args, stderr appended to logPath
+// (unless DSYNC_MONGOTEST_LOG is set, in which case it goes to our
+// stderr), and waits up to timeout for the URI line it prints on stdout
+// when it serves. A child that exits first is a *childExit. deathSig is
+// what the child gets if the parent dies (Linux).
+func startServerProcess(name, exe string, args []string, logPath string, timeout time.Duration, deathSig syscall.Signal) (*child, error) {
 	var files []*os.File // parent's copies of the child's ends, closed after Start
 	closeAll := func() {
 		for _, f := range files {
@@ -62,10 +89,6 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	}
 	files = append(files, outW)
 
-	args := []string{"-dir", dir, "-addr", addr}
-	if lvl := os.Getenv(envLogLvl); lvl != "" {
-		args = append(args, "-log", lvl)
-	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdin = inR
 	cmd.Stdout = outW
@@ -83,8 +106,8 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	} else {
 		logPath = ""
 	}
-	setPdeathsig(cmd)
-	c := &child{cmd: cmd, stdin: inW, logPath: logPath}
+	setPdeathsig(cmd, deathSig)
+	c := &child{name: name, cmd: cmd, stdin: inW, logPath: logPath}
 
 	err = cmd.Start()
 	closeAll()
@@ -95,7 +118,7 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	}
 
 	// Read the URI line synchronously, with a deadline (pipes are pollable).
-	_ = outR.SetReadDeadline(time.Now().Add(childStartTimeout))
+	_ = outR.SetReadDeadline(time.Now().Add(timeout))
 	line, rerr := bufio.NewReader(outR).ReadString('\n')
 	outR.Close()
 	line = strings.TrimSpace(line)
@@ -105,10 +128,10 @@ func startChild(dir, addr, logPath string) (*child, error) {
 	}
 	if errors.Is(rerr, os.ErrDeadlineExceeded) {
 		c.kill()
-		return nil, fmt.Errorf("FerretDB child did not listen within %v; stderr:\n%s", childStartTimeout, c.stderr())
+		return nil, fmt.Errorf("%s did not listen within %v; stderr:\n%s", name, timeout, c.stderr())
 	}
 	c.kill() // most likely exited already; reap it
-	return nil, fmt.Errorf("FerretDB child exited before listening (%v); stdout %q; stderr:\n%s", c.waitErr, line, c.stderr())
+	return nil, &childExit{name: name, code: c.cmd.ProcessState.ExitCode(), stdout: line, stderr: c.stderr()}
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
@@ -142,13 +165,13 @@ func (c *child) stop(timeout time.Duration) error {
 			if errors.As(c.waitErr, &ee) && ee.ExitCode() == -1 {
 				return nil // killed by a signal (a test may have sent one)
 			}
-			return fmt.Errorf("FerretDB child: %v; stderr:\n%s", c.waitErr, c.stderr())
+			return fmt.Errorf("%s: %v; stderr:\n%s", c.name, c.waitErr, c.stderr())
 		}
 		return nil
 	case <-time.After(timeout):
 		_ = c.cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("FerretDB child did not stop within %v, killed", timeout)
+		return fmt.Errorf("%s did not stop within %v, killed", c.name, timeout)
 	}
 }
 

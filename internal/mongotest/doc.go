@@ -1,8 +1,8 @@
 // Package mongotest hands tests a MongoDB-compatible server, whatever the
 // machine has. It is TEST-ONLY: import it from _test.go files only; library
 // code must never import it. It links in neither FerretDB nor a Docker
-// client: the embedded server is built from its own module (step 3) and
-// Docker is driven through its HTTP API (step 2).
+// client: each runs in a child process built from a module of its own
+// (steps 2 and 3), so that the library module requires neither.
 //
 // # Resolution order
 //
@@ -12,16 +12,29 @@
 //  1. MONGODB_URI, if set: a real MongoDB (what users run in production).
 //     It must answer a ping within 10 s or [Shared] fails; there is no
 //     fallback when a URI was given explicitly. Kind "uri".
-//  2. Docker, through the Engine API (DOCKER_HOST, default the local
-//     socket; no client library), only when a Docker engine answers a
-//     ping within 1.5 s: a single-node replica set (mongo:7 by
-//     default, override with DSYNC_MONGOTEST_MONGO_IMAGE) started with
-//     --replSet rs0, initiated with replSetInitiate and reached with
-//     directConnection=true. The container is purged by [Run]/[Main] and
-//     stops itself after an hour anyway (entrypoint wrapped in `timeout
-//     3600`). Set DSYNC_MONGOTEST_DOCKER=0 to skip this step. If the
-//     container cannot be started the harness says why and falls back to
-//     step 3. Kind "docker".
+//  2. MongoDB in Docker, when a Docker engine (DOCKER_HOST, default the
+//     local socket) answers a ping within 1.5 s. The harness builds the
+//     command dockerserver of the module
+//     github.com/go-dsync/dsync/internal/dockerserve (which drives Docker
+//     through github.com/ory/dockertest/v3) as it builds ferretserver
+//     below, or runs DSYNC_MONGOTEST_DOCKERSERVER, and keeps it as a child
+//     until [Run]: the child starts the deployment, prints its URI once
+//     the primary is writable, and removes the containers and their
+//     network when it is stopped (its containers stop themselves after an
+//     hour anyway). DSYNC_MONGOTEST_TOPOLOGY chooses the deployment:
+//     single (the default: a one-member replica set), replset (three
+//     members; the URI names the primary with directConnection=true, since
+//     the members' names resolve only on their network) or sharded (two
+//     one-member shards, a config server and a mongos, which the URI
+//     names). DSYNC_MONGOTEST_MONGO_VERSION is the official mongo image's
+//     tag (default 7.0); DSYNC_MONGOTEST_MONGO_IMAGE an image to run
+//     instead. The child's progress goes to a log file the harness names.
+//     Set DSYNC_MONGOTEST_DOCKER=0 to skip this step. Without an engine
+//     the harness goes on to step 3 at once, building nothing; when the
+//     engine answers but the deployment fails it says why and goes on to
+//     step 3, unless DSYNC_MONGOTEST_TOPOLOGY is set: a topology asked for
+//     by name gets no fallback, so that a run meant for a sharded cluster
+//     never passes on FerretDB. Kind "docker".
 //  3. Otherwise an embedded FerretDB v1.24.0 (SQLite handler, data in a temp
 //     dir, random loopback port) running in a CHILD PROCESS: the command
 //     ferretserver of the module github.com/go-dsync/dsync/internal/ferretserve
@@ -43,6 +56,7 @@
 // To force a real server:
 //
 //	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test work
+//	DSYNC_MONGOTEST_TOPOLOGY=sharded DSYNC_MONGOTEST_MONGO_VERSION=8.0 go test work
 //
 // # Using it
 //

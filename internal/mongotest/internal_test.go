@@ -1,14 +1,11 @@
 package mongotest
 
 import (
-	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -62,8 +59,9 @@ func TestDockerSilentEngineFailsFast(t *testing.T) {
 	}
 }
 
-// An engine that answers ping but cannot run the container yields a real
-// error (Shared then logs it and falls back to FerretDB).
+// An engine that answers ping but cannot run the deployment yields a real
+// error, with the dockerserver child's stderr (Shared then logs it and
+// falls back to FerretDB).
 func TestDockerBrokenEngineReportsError(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,14 +81,55 @@ func TestDockerBrokenEngineReportsError(t *testing.T) {
 	t.Setenv("DOCKER_CERT_PATH", "")
 	t.Setenv("DOCKER_HOST", "tcp://"+l.Addr().String())
 	_, err = startDocker()
-	if err == nil || err == errNoDocker {
-		t.Fatalf("startDocker() error = %v, want a container error", err)
+	if err == nil || err == errNoDocker || !strings.Contains(err.Error(), "fake engine") {
+		t.Fatalf("startDocker() error = %v, want the engine's error", err)
 	}
 	t.Logf("error as reported: %v", err)
 
 	t.Setenv("DSYNC_MONGOTEST_DOCKER", "0")
 	if _, err := startDocker(); err != errNoDocker {
 		t.Fatalf("DSYNC_MONGOTEST_DOCKER=0: error = %v, want errNoDocker", err)
+	}
+}
+
+// Without a Docker engine the harness falls through to the embedded
+// FerretDB, and builds no dockerserver for it; a topology asked for by
+// name gets no fallback, so that a run meant for a sharded cluster never
+// passes on FerretDB.
+func TestResolveWithoutDocker(t *testing.T) {
+	t.Setenv("MONGODB_URI", "")
+	t.Setenv("DSYNC_MONGOTEST_DOCKER", "")
+	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "")
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-such.sock"))
+	builtDirs.Lock()
+	builtBefore := len(builtDirs.dirs)
+	builtDirs.Unlock()
+	s, err := resolveShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stop(); err != nil {
+		t.Error(err)
+	}
+	if s.Kind() != KindFerretDB {
+		t.Fatalf("kind %q, want %q", s.Kind(), KindFerretDB)
+	}
+	builtDirs.Lock()
+	for _, d := range builtDirs.dirs[builtBefore:] {
+		if fileExists(filepath.Join(d, dockerModule.cmd)) {
+			t.Errorf("built %s without a Docker engine", filepath.Join(d, dockerModule.cmd))
+		}
+	}
+	builtDirs.Unlock()
+
+	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "sharded")
+	s, err = resolveShared()
+	if err == nil {
+		_ = s.stop()
+		t.Fatalf("DSYNC_MONGOTEST_TOPOLOGY=sharded without Docker: got a %s server", s.Kind())
+	}
+	if !strings.Contains(err.Error(), "DSYNC_MONGOTEST_TOPOLOGY=sharded") {
+		t.Fatalf("error does not name the variable: %v", err)
 	}
 }
 
@@ -144,96 +183,59 @@ func TestChildStartFailureReportsStderr(t *testing.T) {
 	t.Logf("error as reported: %v", err)
 }
 
-// The Engine API calls in order, against a fake engine that lacks the
-// image: create (404), pull, create, start, inspect, and the container is
-// removed when its mongod never answers.
-func TestDockerAPIFlow(t *testing.T) {
-	dead, err := net.Listen("tcp", "127.0.0.1:0") // the "published" port: closed, nothing answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadPort := dead.Addr().(*net.TCPAddr).Port
-	dead.Close()
-
+// With an engine that answers, the harness runs the dockerserver child
+// with the topology and version asked for, hands the tests the URI the
+// child prints, and stops the child (stdin closed, SIGTERM) so that it
+// removes its containers. The child here is a script standing in for
+// dockerserver (DSYNC_MONGOTEST_DOCKERSERVER), since no engine runs here.
+func TestDockerChildProtocol(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var calls []string
-	var created map[string]any
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path := strings.TrimPrefix(r.URL.Path, dockerAPI)
-		mu.Lock()
-		calls = append(calls, r.Method+" "+path)
-		n := len(calls)
-		mu.Unlock()
-		switch {
-		case path == "/_ping":
-			_, _ = w.Write([]byte("OK"))
-		case path == "/containers/create" && n == 2:
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"message":"No such image: mongo:7"}`))
-		case path == "/images/create":
-			if q := r.URL.Query(); q.Get("fromImage") != "mongo" || q.Get("tag") != "7" {
-				t.Errorf("pull %v", q)
-			}
-			_, _ = w.Write([]byte(`{"status":"Pulling"}` + "\n" + `{"status":"Done"}` + "\n"))
-		case path == "/containers/create":
-			mu.Lock()
-			err := json.NewDecoder(r.Body).Decode(&created)
-			mu.Unlock()
-			if err != nil {
-				t.Error(err)
-			}
-			w.WriteHeader(http.StatusCreated)
-			_, _ = w.Write([]byte(`{"Id":"0123456789abcdef0123"}`))
-		case path == "/containers/0123456789abcdef0123/start":
-			w.WriteHeader(http.StatusNoContent)
-		case path == "/containers/0123456789abcdef0123/json":
-			fmt.Fprintf(w, `{"NetworkSettings":{"Ports":{"27017/tcp":[{"HostIp":"0.0.0.0","HostPort":"%d"}]}}}`, deadPort)
-		case r.Method == "DELETE" && path == "/containers/0123456789abcdef0123":
-			if r.URL.Query().Get("force") != "1" {
-				t.Errorf("remove without force: %v", r.URL)
-			}
-			w.WriteHeader(http.StatusNoContent)
-		default:
-			http.Error(w, `{"message":"unexpected"}`, http.StatusInternalServerError)
-		}
+		_, _ = w.Write([]byte("OK")) // a ping is all the harness asks
 	})}
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 
-	defer func(d time.Duration) { replSetTimeout = d }(replSetTimeout)
-	replSetTimeout = time.Second
+	dir := t.TempDir()
+	script := filepath.Join(dir, "dockerserver")
+	const uri = "mongodb://127.0.0.1:1/?directConnection=true"
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+echo "$@" >"$0.args"
+trap 'echo stopped >"$0.stopped"; exit 0' TERM
+echo '`+uri+`'
+cat >/dev/null
+echo stopped >"$0.stopped"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MONGODB_URI", "")
 	t.Setenv("DSYNC_MONGOTEST_DOCKER", "")
+	t.Setenv("DSYNC_MONGOTEST_DOCKERSERVER", script)
+	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "replset")
+	t.Setenv("DSYNC_MONGOTEST_MONGO_VERSION", "6.0")
 	t.Setenv("DSYNC_MONGOTEST_MONGO_IMAGE", "")
+	t.Setenv("DOCKER_CERT_PATH", "")
 	t.Setenv("DOCKER_TLS_VERIFY", "")
 	t.Setenv("DOCKER_HOST", "tcp://"+l.Addr().String())
-	_, err = startDocker()
-	if err == nil || !strings.Contains(err.Error(), "replica set in mongo:7") {
-		t.Fatalf("startDocker() error = %v, want a replica set error", err)
+	s, err := resolveShared()
+	if err != nil {
+		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	want := []string{
-		"GET /_ping",
-		"POST /containers/create",
-		"POST /images/create",
-		"POST /containers/create",
-		"POST /containers/0123456789abcdef0123/start",
-		"GET /containers/0123456789abcdef0123/json",
-		"DELETE /containers/0123456789abcdef0123",
+	if s.Kind() != KindDocker || s.URI() != uri {
+		_ = s.stop()
+		t.Fatalf("kind %q URI %q, want %q %q", s.Kind(), s.URI(), KindDocker, uri)
 	}
-	if !slices.Equal(calls, want) {
-		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
 	}
-	if created["Image"] != "mongo:7" || fmt.Sprint(created["Entrypoint"]) != "[timeout 3600 docker-entrypoint.sh]" ||
-		fmt.Sprint(created["Cmd"]) != "[mongod --replSet rs0 --bind_ip_all]" {
-		t.Errorf("create body: %v", created)
+	args, _ := os.ReadFile(script + ".args")
+	if got := strings.TrimSpace(string(args)); got != "-topology replset -version 6.0" {
+		t.Errorf("dockerserver ran with %q", got)
 	}
-	hc, _ := created["HostConfig"].(map[string]any)
-	if hc["AutoRemove"] != true || hc["PublishAllPorts"] != true {
-		t.Errorf("HostConfig: %v", hc)
+	if _, err := os.Stat(script + ".stopped"); err != nil {
+		t.Errorf("the child was not stopped: %v", err)
 	}
 }

@@ -75,15 +75,13 @@ func Main(m *testing.M) {
 
 // Run is [Main] without os.Exit, so that a TestMain can run goleak (or
 // other checks) after the shared server has been stopped. It also removes
-// the ferretserver binary the harness built, if any.
+// the server binaries the harness built, if any.
 func Run(m *testing.M) int {
 	code := m.Run()
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest: stopping shared server: %v\n", err)
 	}
-	if serverBinaryDir != "" {
-		os.RemoveAll(serverBinaryDir)
-	}
+	removeBuilt()
 	return code
 }
 
@@ -136,14 +134,17 @@ func resolveShared() (*Server, error) {
 		return s, nil
 	}
 
-	if d, err := startDocker(); err != nil {
-		if err != errNoDocker {
-			logf("Docker engine answers but the mongo container failed, falling back to FerretDB: %v", err)
-		}
-	} else {
-		s := &Server{kind: KindDocker, uri: d.uri, docker: d, start: time.Since(start)}
-		logf("using Docker container %s (%s) at %s, ready in %v", d.shortID(), d.image, d.uri, s.start.Round(time.Millisecond))
+	d, err := startDocker()
+	switch {
+	case err == nil:
+		s := &Server{kind: KindDocker, uri: d.child.uri, docker: d, start: time.Since(start)}
+		logf("using a %s of %s in Docker (dockerserver child pid %d, log %s) at %s, ready in %v",
+			d.topology, d.image, d.child.pid(), d.child.logPath, s.uri, s.start.Round(time.Millisecond))
 		return s, nil
+	case dockerAsked() != "":
+		return nil, fmt.Errorf("%s=%s asks for MongoDB in Docker, which cannot be had: %w", envTopology, dockerAsked(), err)
+	case err != errNoDocker:
+		logf("Docker engine answers but the MongoDB deployment failed, falling back to FerretDB: %v", err)
 	}
 
 	base, err := os.MkdirTemp("", "dsync-mongotest-")

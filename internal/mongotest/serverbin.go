@@ -14,43 +14,74 @@ import (
 	"time"
 )
 
+// serverModule is a module of this repository holding a server command
+// the harness runs as a child process. The library module must not
+// require what those servers link in (FerretDB, dockertest), so the
+// harness does not link them: it builds the command with `go build` and
+// runs it.
+type serverModule struct {
+	what   string // for messages: "the embedded FerretDB server"
+	module string // module path
+	dir    string // its directory, relative to the repository's root
+	cmd    string // the command's package, relative to dir
+	envBin string // names a ready-built binary to use instead
+}
+
 // envServerBin names a ready-built ferretserver binary to use instead of
 // building one.
 const envServerBin = "DSYNC_MONGOTEST_FERRETSERVER"
 
-// ferretModule is the module holding the embedded server. The library
-// module must not require FerretDB, so the harness does not link it in:
-// it builds that module's cmd/ferretserver with `go build` and runs it.
+// ferretModule is the module holding the embedded server.
 const ferretModule = "github.com/go-dsync/dsync/internal/ferretserve"
 
+var ferretServer = serverModule{
+	what:   "the embedded FerretDB server",
+	module: ferretModule,
+	dir:    filepath.Join("internal", "ferretserve"),
+	cmd:    "ferretserver",
+	envBin: envServerBin,
+}
+
 // serverBinary returns the ferretserver executable the FerretDB children
-// run: $DSYNC_MONGOTEST_FERRETSERVER if set, else a binary built once per
-// test binary from internal/ferretserve in this repository (without -race,
-// whatever the tests were built with: a race-instrumented FerretDB runs
-// 10–25× slower). The go build cache makes every build after the first a
-// link step. The binary goes to a temp dir that [Run] removes.
-var serverBinary = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv(envServerBin); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", envServerBin, err)
+// run (see [serverModule.binary]).
+var serverBinary = ferretServer.binary()
+
+// binary returns a function that returns the command's executable:
+// $envBin if set (read at each call), else a binary built once per test
+// binary from this repository (without -race, whatever the tests were
+// built with: a race-instrumented FerretDB runs 10–25× slower). The go
+// build cache makes every build after the first a link step. The binary
+// goes to a temp dir that [Run] removes.
+func (m serverModule) binary() func() (string, error) {
+	build := sync.OnceValues(m.build)
+	return func() (string, error) {
+		if p := os.Getenv(m.envBin); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("%s: %w", m.envBin, err)
+			}
+			return p, nil
 		}
-		return p, nil
+		return build()
 	}
-	src, err := ferretModuleDir()
+}
+
+// build builds the command into a temp dir.
+func (m serverModule) build() (string, error) {
+	src, err := m.sourceDir()
 	if err != nil {
-		return "", fmt.Errorf("cannot build the embedded FerretDB server: %w; set MONGODB_URI, run a Docker engine, or set %s to a ferretserver binary (built with go build ./cmd/ferretserver in internal/ferretserve of a clone of github.com/go-dsync/dsync)", err, envServerBin)
+		return "", fmt.Errorf("cannot build %s: %w; set MONGODB_URI, or set %s to a %s binary (built with go build ./cmd/%s in %s of a clone of github.com/go-dsync/dsync)", m.what, err, m.envBin, m.cmd, m.cmd, filepath.ToSlash(m.dir))
 	}
 	dir, err := os.MkdirTemp("", "dsync-mongotest-bin-")
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "ferretserver")
+	out := filepath.Join(dir, m.cmd)
 	if runtime.GOOS == "windows" {
 		out += ".exe"
 	}
 	start := time.Now()
-	logf("building the embedded FerretDB server: go build -o %s ./cmd/ferretserver in %s", out, src)
-	cmd := exec.Command(goTool(), "build", "-buildvcs=false", "-o", out, "./cmd/ferretserver")
+	logf("building %s: go build -o %s ./cmd/%s in %s", m.what, out, m.cmd, src)
+	cmd := exec.Command(goTool(), "build", "-buildvcs=false", "-o", out, "./cmd/"+m.cmd)
 	cmd.Dir = src
 	// Its own module alone, with its own go.mod's versions; no -race or
 	// -mod=vendor from the environment, and no VCS stamp (git may not be
@@ -61,21 +92,36 @@ var serverBinary = sync.OnceValues(func() (string, error) {
 	unlock()
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("cannot build the embedded FerretDB server (go build in %s: %v):\n%s", src, err, bytes.TrimSpace(msg))
+		return "", fmt.Errorf("cannot build %s (go build in %s: %v):\n%s", m.what, src, err, bytes.TrimSpace(msg))
 	}
-	logf("built the embedded FerretDB server in %v", time.Since(start).Round(time.Millisecond))
-	serverBinaryDir = dir
+	logf("built %s in %v", m.what, time.Since(start).Round(time.Millisecond))
+	builtDirs.Lock()
+	builtDirs.dirs = append(builtDirs.dirs, dir)
+	builtDirs.Unlock()
 	return out, nil
-})
+}
 
-// serverBinaryDir holds the binary serverBinary built, removed by Run.
-var serverBinaryDir string
+// builtDirs holds the directories of the binaries the harness built,
+// removed by [Run].
+var builtDirs struct {
+	sync.Mutex
+	dirs []string
+}
 
-// ferretModuleDir finds internal/ferretserve in the repository the tests
-// run from: next to the go.work or the go.mod that `go env` reports for
-// the current directory (a test runs in its package's directory), else
-// next to this source file as it was compiled.
-func ferretModuleDir() (string, error) {
+func removeBuilt() {
+	builtDirs.Lock()
+	defer builtDirs.Unlock()
+	for _, d := range builtDirs.dirs {
+		os.RemoveAll(d)
+	}
+	builtDirs.dirs = nil
+}
+
+// sourceDir finds the module in the repository the tests run from: next
+// to the go.work or the go.mod that `go env` reports for the current
+// directory (a test runs in its package's directory), else next to this
+// source file as it was compiled.
+func (m serverModule) sourceDir() (string, error) {
 	var roots []string
 	for _, v := range []string{"GOWORK", "GOMOD"} {
 		out, err := exec.Command(goTool(), "env", v).Output()
@@ -87,15 +133,15 @@ func ferretModuleDir() (string, error) {
 		roots = append(roots, filepath.Join(filepath.Dir(file), "..", ".."))
 	}
 	for _, root := range roots {
-		dir := filepath.Join(root, "internal", "ferretserve")
-		if modulePath(filepath.Join(dir, "go.mod")) == ferretModule {
+		dir := filepath.Join(root, m.dir)
+		if modulePath(filepath.Join(dir, "go.mod")) == m.module {
 			return dir, nil
 		}
 	}
 	if len(roots) == 0 {
 		return "", errors.New("cannot locate the repository: no go.work or go.mod around the current directory")
 	}
-	return "", fmt.Errorf("module %s not found under %s", ferretModule, strings.Join(roots, ", "))
+	return "", fmt.Errorf("module %s not found under %s", m.module, strings.Join(roots, ", "))
 }
 
 // modulePath returns the module path a go.mod declares, or "".
