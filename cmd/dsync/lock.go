@@ -190,13 +190,18 @@ func runLock(g *globals, args []string) int {
 		return code
 	}
 	if len(argv) == 0 {
-		return hold(ctx, r, mu, f.ttl)
+		code := hold(ctx, r, mu, f.ttl)
+		if code == exitLost {
+			polite = false
+		}
+		return code
 	}
 
 	env = append(env, "DSYNC_TOKEN="+strconv.FormatUint(mu.Token(), 10))
 	select {
 	case <-mu.Lost():
 		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
+		polite = false
 		return exitLost
 	default:
 	}
@@ -227,7 +232,9 @@ func runLock(g *globals, args []string) int {
 	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	// No Unlock: a lost lease is left to expire, and Unlock would only
 	// wait for a renewal still in flight to time out. Nor a Disconnect,
-	// which would wait for a server that is probably gone.
+	// which would wait for a server that is probably gone. The backend's
+	// Close sends nothing for a lost hold, nor its cleaning when the
+	// server left a write unanswered.
 	polite = false
 	return exitLost
 }
