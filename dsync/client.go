@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -46,9 +47,12 @@ type Client struct {
 	keepers map[keeperID]*keeper
 	// claims are the claims made through this Client and not yet ended,
 	// by nonce, with whether each holds: Close ends them.
-	claims  map[string]liveClaim
-	closed  bool
-	running sync.WaitGroup // keepers' renewal goroutines and the sweeper
+	claims map[string]liveClaim
+	closed bool
+	// renewFailed: the last renewal of a session failed (the store may
+	// be gone): Close does not wait for the directory's puts.
+	renewFailed atomic.Bool
+	running     sync.WaitGroup // keepers' renewal goroutines and the sweeper
 
 	// events calls the observer (observer.go); nil without one. waiting
 	// is the count of callers waiting for a hold, guarded by waitMu.
@@ -241,7 +245,9 @@ func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin)
 // whatever they could not end in that time, the lease ends: other
 // processes take those keys once the session expires, a TTL at most
 // after its last renewal. Holds already lost (Lost closed) are not ended
-// again: their lease has run out, so they need no request.
+// again: their lease has run out, so they need no request. Nor does
+// Close wait for keys being recorded in the directory when the last
+// renewal failed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -274,6 +280,9 @@ func (c *Client) Close() error {
 	}
 	c.running.Wait()
 	c.wake.close()
+	if c.renewFailed.Load() {
+		cancel() // keys are recorded again at their next claim
+	}
 	c.dir.close(ctx)
 	c.events.Close() // after everything that reports
 	return c.store.Close()

@@ -19,7 +19,8 @@ import (
 // answers nothing returns within DefaultReleaseTimeout, although it has a
 // hold and a waiting claim to end, a key to record in the directory and
 // an end of unknown outcome being sent again; and holds already lost (their
-// lease ran out) cost it no request at all.
+// lease ran out) cost it no request at all, nor a wait for the key being
+// recorded.
 func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 	t.Run("live claims", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -78,6 +79,8 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The directory's put of the key hangs: it is in flight at Close.
+			store.hang("PutKeys")
 			m := newMutex(t, c, "k", dsync.WithTTL(2*time.Second))
 			m.Lock()
 			synctest.Wait()
