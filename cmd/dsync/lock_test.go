@@ -144,13 +144,14 @@ func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
 	dir := t.TempDir()
 	const ttl = 2 * time.Second
 	// Both commands write the time they got SIGTERM; one exits then, the
-	// other goes on until SIGKILL.
+	// other goes on until SIGKILL (its sleeps ignore the SIGTERM sent to
+	// its group, so the shell has no killed child to report).
 	traps := `trap 'date +%s.%N >"$1/term"; exit 3' TERM
 touch "$1/started"
 while :; do sleep 0.1; done`
 	ignores := `trap 'date +%s.%N >"$1/term"' TERM
 touch "$1/started"
-while :; do sleep 0.1; done`
+while :; do (trap '' TERM; exec sleep 0.1); done`
 
 	type result struct {
 		r      outcome
