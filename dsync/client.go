@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -46,9 +47,12 @@ type Client struct {
 	keepers map[keeperID]*keeper
 	// claims are the claims made through this Client and not yet ended,
 	// by nonce, with whether each holds: Close ends them.
-	claims  map[string]liveClaim
-	closed  bool
-	running sync.WaitGroup // keepers' renewal goroutines and the sweeper
+	claims map[string]liveClaim
+	closed bool
+	// renewFailed: the last renewal of a session failed (the store may
+	// be gone): Close does not wait for the directory's puts.
+	renewFailed atomic.Bool
+	running     sync.WaitGroup // keepers' renewal goroutines and the sweeper
 
 	// events calls the observer (observer.go); nil without one. waiting
 	// is the count of callers waiting for a hold, guarded by waitMu.
@@ -69,6 +73,10 @@ type Client struct {
 type liveClaim struct {
 	c    claimRef
 	held bool
+	// lost: its hold was lost (the session's lease ran out, or the store
+	// said the session is gone), which ended the claim in the store's
+	// eyes: Close sends it no end.
+	lost bool
 }
 
 // Backend is what the primitives run on: anything that has a Client (a
@@ -232,6 +240,16 @@ func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin)
 // other processes go on at once, not after a TTL; stops c's goroutines
 // and waits for them, and closes its store. Calls made afterwards fail
 // with ErrClosed. Close is idempotent.
+//
+// Close is bounded when the store cannot be reached: all the requests it
+// sends (the ends, ends of unknown outcome sent again, keys not yet
+// recorded in the store's directory) share DefaultReleaseTimeout, and
+// whatever they could not end in that time, the lease ends: other
+// processes take those keys once the session expires, a TTL at most
+// after its last renewal. Holds already lost (Lost closed) are not ended
+// again: their lease has run out, so they need no request. Nor does
+// Close wait for keys being recorded in the directory when the last
+// renewal failed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -241,27 +259,39 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.sweep.stop()
 	keepers := c.keeperListLocked()
+	// Taken before the keepers retire their sessions, which loses every
+	// hold: the holds lost before Close are the lease's to end.
+	claims := c.claims
+	c.claims = make(map[string]liveClaim)
 	c.mu.Unlock()
 	for _, k := range keepers {
 		k.close()
 	}
-	c.mu.Lock()
-	claims := c.claims
-	c.claims = make(map[string]liveClaim)
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	for _, lc := range claims {
+		if lc.lost {
+			continue
+		}
 		_ = c.eng.End(ctx, lc.c.resume(), lc.held)
 		c.wake.ended(ctx, lc.c.Key, lc.c.Token)
 	}
+	c.resend.Close() // stops a resend under way: it would wait on its own
+	if c.eng.Pending() > 0 && ctx.Err() == nil {
+		_, _ = c.eng.Flush(ctx)
+	}
 	c.running.Wait()
-	c.resend.Close()
 	c.wake.close()
-	c.dir.close(DefaultReleaseTimeout)
+	if c.renewFailed.Load() {
+		cancel() // keys are recorded again at their next claim
+	}
+	c.dir.close(ctx)
 	c.events.Close() // after everything that reports
 	return c.store.Close()
 }
+
+// closeTimeout bounds the requests Close sends, all together.
+const closeTimeout = DefaultReleaseTimeout
 
 // ErrClosed is returned by calls on a closed Client.
 var ErrClosed = errors.New("dsync: client closed")

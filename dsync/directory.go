@@ -194,17 +194,17 @@ func (r *recorder) retryLocked(keys []string) {
 	}()
 }
 
-// close stops taking keys, waits up to grace for the keys pending to be
-// put, then gives up on the rest, and waits for the goroutine.
-func (r *recorder) close(grace time.Duration) {
+// close stops taking keys, waits until ctx ends for the keys pending to
+// be put, then gives up on the rest, and waits for the goroutine.
+func (r *recorder) close(ctx context.Context) {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
 		close(r.closing)
 	}
 	r.mu.Unlock()
-	t := time.AfterFunc(grace, r.cancel)
+	stop := context.AfterFunc(ctx, r.cancel)
 	r.done.Wait()
-	t.Stop()
+	stop()
 	r.cancel()
 }

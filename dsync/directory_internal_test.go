@@ -1,6 +1,7 @@
 package dsync
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -45,6 +46,8 @@ func TestRecorderIsBounded(t *testing.T) {
 		if got := len(store.Keys()); got != n {
 			t.Errorf("directory has %d keys after every key was claimed twice, want all %d", got, n)
 		}
-		r.close(time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r.close(ctx)
 	})
 }

@@ -246,7 +246,9 @@ func TestKeysRecordedInBatches(t *testing.T) {
 		store := &putStore{Store: memory.New(), release: release}
 		c := newClient(t, store)
 		const n = 1200
-		for i := range n {
+		lockOnce(t, c, "k0000")
+		synctest.Wait() // its put is in flight, waiting for release
+		for i := 1; i < n; i++ {
 			lockOnce(t, c, fmt.Sprintf("k%04d", i))
 		}
 		synctest.Wait()

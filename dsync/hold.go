@@ -73,6 +73,7 @@ func (h *hold) lose(reason error) {
 	h.mu.Unlock()
 
 	h.keeper.remove(h)
+	h.p.client.claimLost(h.claim.Nonce)
 	h.p.reportLoss(h.lostErr)
 	held, err := h.heldFor(), h.lostErr
 	h.p.client.observe(func(o *Observer) {

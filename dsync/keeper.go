@@ -403,6 +403,7 @@ func (k *keeper) renew(s *session) {
 		return
 	}
 	now := k.id.clock.Now()
+	k.client.renewFailed.Store(err != nil)
 	if err != nil {
 		k.mu.Lock()
 		s.lease.Fail(k.mono(now))

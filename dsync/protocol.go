@@ -155,6 +155,17 @@ func (c *Client) waitAny(ctx context.Context, key string, blockers []chain.Block
 	return err
 }
 
+// claimLost notes that the hold of the claim nonce was lost: its lease
+// ended it, and Close sends it no end.
+func (c *Client) claimLost(nonce string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lc, ok := c.claims[nonce]; ok {
+		lc.lost = true
+		c.claims[nonce] = lc
+	}
+}
+
 // end ends cl: a release if it held, a withdrawal if not. After an error
 // the end is sent again in the background until it lands.
 func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {

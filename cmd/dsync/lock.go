@@ -158,7 +158,11 @@ func runLock(g *globals, args []string) int {
 	if err != nil {
 		return failOrSignal(ctx, "lock", err)
 	}
-	polite := true // whether to end the client's sessions on the server at exit
+	// polite: whether to close the backend and end the client's sessions
+	// on the server at exit. Not once the lock is lost: its lease ended
+	// it, so Close has nothing to end, and what else both send is best
+	// effort, for a server that is probably gone.
+	polite := true
 	defer func() {
 		if polite {
 			disconnect(client)
@@ -168,7 +172,11 @@ func runLock(g *globals, args []string) int {
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}
-	defer backend.Close()
+	defer func() {
+		if polite {
+			backend.Close()
+		}
+	}()
 	var mu lockable
 	env := []string{"DSYNC_LOCK=" + name}
 	if f.n > 1 {
@@ -190,13 +198,18 @@ func runLock(g *globals, args []string) int {
 		return code
 	}
 	if len(argv) == 0 {
-		return hold(ctx, r, mu, f.ttl)
+		code := hold(ctx, r, mu, f.ttl)
+		if code == exitLost {
+			polite = false
+		}
+		return code
 	}
 
 	env = append(env, "DSYNC_TOKEN="+strconv.FormatUint(mu.Token(), 10))
 	select {
 	case <-mu.Lost():
 		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
+		polite = false
 		return exitLost
 	default:
 	}
@@ -226,8 +239,8 @@ func runLock(g *globals, args []string) int {
 	sup.finished()
 	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	// No Unlock: a lost lease is left to expire, and Unlock would only
-	// wait for a renewal still in flight to time out. Nor a Disconnect,
-	// which would wait for a server that is probably gone.
+	// wait for a renewal still in flight to time out. Nor a Close or a
+	// Disconnect (see polite).
 	polite = false
 	return exitLost
 }

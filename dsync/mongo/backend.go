@@ -60,6 +60,13 @@ func (b *Backend) Client() *dsync.Client { return b.c }
 // at once, and stops its goroutines (the wake-up stream's follower, the
 // server-time estimate), waiting for them. Calls made afterwards fail
 // with ErrClosed. It does not disconnect the client. Close is idempotent.
+//
+// When the server cannot be reached, Close is bounded as
+// dsync.Client.Close says: what it could not end within
+// dsync.DefaultReleaseTimeout, the lease ends. Its own cleaning on the
+// way out (sessions expired long ago, events its wake-up stream found
+// left over) takes at most 2 s more, and is skipped when the server left
+// a write unanswered and has answered none since.
 func (b *Backend) Close() error { return b.c.Close() }
 
 // Collection returns a collection of the backend's database with the

@@ -401,28 +401,35 @@ func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session st
 // TestPruneKeepsTheFirstEpochAndTheTop: a key in use sheds its history:
 // its claims and markers below the floor of a gate a bucket old are
 // deleted, lowest first, but the segment's first epoch, and never the
-// newest.
+// newest. The key is cycled for four buckets at least, and until the
+// prunes have caught up with all but the last quarter of its claims
+// (a loaded machine cycles unevenly, and a prune that fails only keeps
+// history longer), within a minute.
 func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	p := newProcs(t, 1, fastPrune)[0]
-	ctx := testCtx(t, time.Minute)
+	ctx := testCtx(t, 2*time.Minute)
 	s := open(t, ctx, p.b, time.Second)
 	var first, last uint64
+	var claims map[int64]bool
+	var others int
 	n := 0
-	for start := time.Now(); time.Since(start) < 4*time.Second; n++ {
+	start := time.Now()
+	for {
 		last = cycle(t, ctx, p.b, "k", "o", s)
 		if n == 0 {
 			first = last
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	claims, others := map[int64]bool{}, 0
-	for _, d := range docs(t, p.db, "k") {
-		switch d.Kind {
-		case driver.KindClaim:
-			claims[d.Epoch] = true
-		case driver.KindShadow, driver.KindRelease, driver.KindWithdraw, driver.KindDead:
-			others++
+		n++
+		if time.Since(start) >= 4*time.Second && n%10 == 0 {
+			claims, others = history(t, p.db, "k")
+			if len(claims) <= n*3/4 {
+				break
+			}
+			if time.Since(start) > time.Minute {
+				t.Fatalf("%d claims kept after %d cycles over %v: the prunes do not keep up", len(claims), n, time.Since(start).Round(time.Second))
+			}
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if !claims[int64(first)] || !claims[int64(last)] {
 		t.Fatalf("claims %v: want the first epoch %d and the newest %d kept", claims, first, last)
@@ -436,14 +443,26 @@ func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	if len(claims) != int(int64(last)-low+1)+1 {
 		t.Errorf("claims %v: want the first epoch %d and a run up to %d, nothing else", claims, first, last)
 	}
-	// Four buckets of cycles: at least the first two have been pruned.
-	if kept := len(claims); kept > n*3/4 {
-		t.Errorf("%d of %d claims kept after %d buckets", kept, n, 4)
-	}
 	if others > 2*len(claims) {
 		t.Errorf("%d shadows and markers for %d claims left", others, len(claims))
 	}
-	t.Logf("%d cycles: claims of epochs %d and %d..%d kept, %d shadows and markers", n, first, low, last, others)
+	t.Logf("%d cycles in %v: claims of epochs %d and %d..%d kept, %d shadows and markers", n, time.Since(start).Round(time.Millisecond), first, low, last, others)
+}
+
+// history returns the epochs of key's claims in the store, and how many
+// shadows and markers it has.
+func history(t *testing.T, db *mongo.Database, key string) (claims map[int64]bool, others int) {
+	t.Helper()
+	claims = map[int64]bool{}
+	for _, d := range docs(t, db, key) {
+		switch d.Kind {
+		case driver.KindClaim:
+			claims[d.Epoch] = true
+		case driver.KindShadow, driver.KindRelease, driver.KindWithdraw, driver.KindDead:
+			others++
+		}
+	}
+	return claims, others
 }
 
 // TestStaleKnowledgeIsCaughtByTheFloor: a process whose knowledge of a key

@@ -2,8 +2,13 @@ package dsyncmongo
 
 import (
 	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"go.uber.org/goleak"
 
@@ -59,5 +64,59 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 	}
 	if err := ps[1].b.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCloseSendsNothingOnceTheServerIsGone: a backend whose writes get no
+// answer (its server is gone) loses its hold at the deadline; its Close
+// then sends nothing, nor tries to: no end for the lost hold (its lease
+// ended it), no cleaning of old sessions, which would only wait for a
+// server that is not there.
+func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
+	var gone atomic.Bool
+	var mu sync.Mutex
+	var tried, sent []string // writes tried, commands sent, once gone
+	fault := func(op string) error {
+		if !gone.Load() {
+			return nil
+		}
+		mu.Lock()
+		tried = append(tried, op)
+		mu.Unlock()
+		return errors.New("no server answered")
+	}
+	p := newProcs(t, 1, WithWakeups(false), withFault(fault))[0]
+	p.cmd.onStart = func(e *event.CommandStartedEvent) {
+		// Called with the counter's lock held: the kinds the driver and
+		// the clock estimate send on their own are not Close's.
+		k := kindOf(e)
+		if !gone.Load() || k == clockSample || slices.Contains([]string{"hello", "isMaster", "ping", "buildInfo", "endSessions"}, k) {
+			return
+		}
+		mu.Lock()
+		sent = append(sent, k)
+		mu.Unlock()
+	}
+	ctx := testCtx(t, time.Minute)
+	m := newMutex(t, p.b, "k", dsync.WithTTL(time.Second))
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone.Store(true)
+	select {
+	case <-m.Lost():
+	case <-ctx.Done():
+		t.Fatal("the hold was not lost with every write failing")
+	}
+	mu.Lock()
+	tried, sent = nil, nil
+	mu.Unlock()
+	if err := p.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tried) > 0 || len(sent) > 0 {
+		t.Errorf("Close with the server gone and the hold lost tried writes %q and sent commands %q; want none", tried, sent)
 	}
 }

@@ -230,12 +230,14 @@ func (s *lockStore) fault(op string) error {
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
 func (s *lockStore) write(ctx context.Context, op string, f func(context.Context) error) error {
+	sent := s.mono()
 	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
 		err := s.fault(op)
 		if err == nil {
 			err = f(ctx)
 		}
 		s.noteFailure(err)
+		s.noteAnswer(sent, err)
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
@@ -245,6 +247,7 @@ func (s *lockStore) write(ctx context.Context, op string, f func(context.Context
 		err = f(wctx)
 	}
 	s.noteFailure(err)
+	s.noteAnswer(sent, err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
 		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
 	}

@@ -116,7 +116,12 @@ func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
 	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{}), openProc: "open:" + bson.NewObjectID().Hex()}
 	s.tail = t
 	go t.run(ctx)
-	return t.stop
+	// The stream stops for good (Follow starts no other): what its end
+	// deletes shares the deadline of the way out (closing.go).
+	return func() {
+		s.beginClose()
+		t.stop()
+	}
 }
 
 // Replay implements driver.Feed: a stream that turns live replays the
@@ -351,7 +356,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		return false, err
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		cctx, cancel := s.cleanupContext(time.Second)
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()

@@ -50,6 +50,14 @@ type lockStore struct {
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool
+	// answeredAt is when the server last answered a write, and
+	// unansweredSent when the last write it did not answer was sent, on
+	// s.mono's scale (noteAnswer); closeBy is the deadline of the writes
+	// on the way out, once Close has begun (closing.go).
+	reachMu        sync.Mutex
+	answeredAt     time.Duration
+	unansweredSent time.Duration
+	closeBy        atomic.Pointer[time.Time]
 
 	feedMu sync.Mutex
 	tail   *tailer // the wake-up stream's follower; nil until Follow
@@ -108,13 +116,17 @@ func (s *lockStore) ServerTime() driver.Interval {
 func (s *lockStore) CheckKey(key string) error { return checkKey(key) }
 
 // Close implements driver.Store: it deletes the sessions long expired if
-// this store made one (at most closeCleanTime, best effort), stops the
-// wake-up stream's follower and the estimator's goroutine, and waits for
-// them.
+// this store made one, best effort, stops the wake-up stream's follower
+// and the estimator's goroutine, and waits for them. What it writes on
+// the way out shares closeCleanTime, and is skipped when the server seems
+// gone (closing.go).
 func (s *lockStore) Close() error {
+	s.beginClose()
 	if !s.closed.Load() && s.sessionMade.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeCleanTime)
-		s.cleanSessions(ctx)
+		ctx, cancel := s.cleanupContext(closeCleanTime)
+		if ctx.Err() == nil {
+			s.cleanSessions(ctx)
+		}
 		cancel()
 	}
 	s.sem <- struct{}{}

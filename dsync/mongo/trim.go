@@ -159,9 +159,11 @@ func (t *trimmer) run(ctx context.Context) {
 		ids := t.takeLeftovers(0, true)
 		t.mu.Unlock()
 		if len(ids) > 0 {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeCleanTime)
+			dctx, cancel := t.s.cleanupContext(closeCleanTime)
 			defer cancel()
-			t.s.deleteEvents(dctx, ids)
+			if dctx.Err() == nil {
+				t.s.deleteEvents(dctx, ids)
+			}
 		}
 	}()
 	var last time.Duration

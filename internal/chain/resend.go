@@ -24,6 +24,11 @@ type Resender struct {
 	e      *Engine
 	report func(pending int, err error) // called after each failed Flush
 
+	// ctx bounds the sends; Close cancels it, so as not to wait for a
+	// store that does not answer.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu      sync.Mutex
 	running bool
 	closed  bool
@@ -34,7 +39,8 @@ type Resender struct {
 // NewResender returns a Resender for e. report, if not nil, is told of
 // each Flush that left markers pending.
 func NewResender(e *Engine, report func(pending int, err error)) *Resender {
-	return &Resender{e: e, report: report, stop: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Resender{e: e, report: report, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
 }
 
 // Kick starts the background resend if markers are pending and it is not
@@ -62,7 +68,7 @@ func (r *Resender) run() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), maxResend)
+		ctx, cancel := context.WithTimeout(r.ctx, maxResend)
 		pending, err := r.e.Flush(ctx)
 		cancel()
 		if pending == 0 {
@@ -91,12 +97,14 @@ func (r *Resender) done() bool {
 	return true
 }
 
-// Close stops the background resend and waits for it.
+// Close stops the background resend, cancelling a send under way, and
+// waits for it. The markers still pending stay pending (Flush).
 func (r *Resender) Close() {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
 		close(r.stop)
+		r.cancel()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()

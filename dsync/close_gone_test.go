@@ -1,0 +1,245 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// TestCloseIsBoundedWhenTheStoreIsGone: Close of a Client whose store
+// answers nothing returns within DefaultReleaseTimeout, although it has a
+// hold and a waiting claim to end, a key to record in the directory and
+// an end of unknown outcome being sent again; and holds already lost (their
+// lease ran out) cost it no request at all, nor a wait for the key being
+// recorded.
+func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
+	t.Run("live claims", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := newGoneStore()
+			other := newClient(t, store)
+			c, err := dsync.NewClient(store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocker := newMutex(t, other, "w", dsync.WithTTL(time.Minute))
+			blocker.Lock()
+			held := newMutex(t, c, "k", dsync.WithTTL(time.Minute))
+			held.Lock()
+			released := newMutex(t, c, "r", dsync.WithTTL(time.Minute))
+			released.Lock()
+			waiting := newMutex(t, c, "w", dsync.WithTTL(time.Minute))
+			waited := make(chan error, 1)
+			go func() { waited <- waiting.LockContext(context.Background()) }()
+			synctest.Wait()
+			// The directory's put of a key claimed next hangs; so does
+			// everything once the store is gone.
+			store.hang("PutKeys")
+			recorded := newMutex(t, c, "d", dsync.WithTTL(time.Minute))
+			recorded.Lock()
+			synctest.Wait()
+			store.goAway()
+			// An Unlock whose end is not answered: its end is sent again
+			// in the background.
+			uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := released.UnlockContext(uctx); err == nil {
+				t.Fatal("Unlock succeeded on a store that answers nothing")
+			}
+			time.Sleep(time.Second) // the end is being sent again
+
+			start := time.Now()
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			t.Logf("Close took %v (fake time) with the store gone", took)
+			if took > dsync.DefaultReleaseTimeout {
+				t.Errorf("Close took %v with the store gone, want at most %v (DefaultReleaseTimeout)", took, dsync.DefaultReleaseTimeout)
+			}
+			if err := <-waited; !errors.Is(err, dsync.ErrClosed) {
+				t.Errorf("a Lock waiting on the closed Client returned %v, want ErrClosed", err)
+			}
+			store.comeBack()
+			blocker.Unlock()
+		})
+	})
+	t.Run("holds already lost", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := newGoneStore()
+			c, err := dsync.NewClient(store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The directory's put of the key hangs: it is in flight at Close.
+			store.hang("PutKeys")
+			m := newMutex(t, c, "k", dsync.WithTTL(2*time.Second))
+			m.Lock()
+			synctest.Wait()
+			store.goAway()
+			<-m.Lost()
+			synctest.Wait()
+
+			sent := store.requests.Load()
+			start := time.Now()
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := store.requests.Load() - sent; n != 0 {
+				t.Errorf("Close sent %d requests for a hold already lost, want none: its lease ended it", n)
+			}
+			if took := time.Since(start); took > 0 {
+				t.Errorf("Close took %v for a hold already lost, with the store gone; want no wait", took)
+			}
+		})
+	})
+}
+
+// goneStore is a memory.Store that can stop answering, as a database that
+// went away does for a MongoDB driver: a request waits until its context
+// ends (the driver finds no server to send it to), then fails. Prepare,
+// which sends nothing once done, is the memory.Store's.
+type goneStore struct {
+	*memory.Store
+	mu       sync.Mutex
+	all      bool            // every request hangs
+	hung     map[string]bool // the requests that hang, by method
+	requests atomic.Int64    // requests made while hanging
+}
+
+func newGoneStore() *goneStore { return &goneStore{Store: memory.New(), hung: map[string]bool{}} }
+
+func (s *goneStore) hang(method string) { s.mu.Lock(); s.hung[method] = true; s.mu.Unlock() }
+func (s *goneStore) goAway()            { s.mu.Lock(); s.all = true; s.mu.Unlock() }
+func (s *goneStore) comeBack()          { s.mu.Lock(); s.all = false; clear(s.hung); s.mu.Unlock() }
+
+// wait returns nil if the store answers method, or else ctx's error once
+// ctx ends.
+func (s *goneStore) wait(ctx context.Context, method string) error {
+	s.mu.Lock()
+	gone := s.all || s.hung[method]
+	s.mu.Unlock()
+	if !gone {
+		return nil
+	}
+	s.requests.Add(1)
+	<-ctx.Done()
+	return errors.Join(errors.New("no server answered"), ctx.Err())
+}
+
+func (s *goneStore) Insert(ctx context.Context, d driver.Doc) error {
+	if err := s.wait(ctx, "Insert"); err != nil {
+		return err
+	}
+	return s.Store.Insert(ctx, d)
+}
+
+func (s *goneStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+	if err := s.wait(ctx, "InsertOrdered"); err != nil {
+		return 0, err
+	}
+	return s.Store.InsertOrdered(ctx, docs)
+}
+
+func (s *goneStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	if err := s.wait(ctx, "InsertEach"); err != nil {
+		errs := make([]error, len(docs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	return s.Store.InsertEach(ctx, docs)
+}
+
+func (s *goneStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	if err := s.wait(ctx, "Get"); err != nil {
+		return driver.Doc{}, false, err
+	}
+	return s.Store.Get(ctx, id)
+}
+
+func (s *goneStore) Delete(ctx context.Context, ids []string) error {
+	if err := s.wait(ctx, "Delete"); err != nil {
+		return err
+	}
+	return s.Store.Delete(ctx, ids)
+}
+
+func (s *goneStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+	if err := s.wait(ctx, "RecentKeys"); err != nil {
+		return nil, err
+	}
+	return s.Store.RecentKeys(ctx, from)
+}
+
+func (s *goneStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	if err := s.wait(ctx, "Compact"); err != nil {
+		return 0, err
+	}
+	return s.Store.Compact(ctx, sentBefore, keep)
+}
+
+func (s *goneStore) DropGates(ctx context.Context, below int64) error {
+	if err := s.wait(ctx, "DropGates"); err != nil {
+		return err
+	}
+	return s.Store.DropGates(ctx, below)
+}
+
+func (s *goneStore) PutKeys(ctx context.Context, keys []string) error {
+	if err := s.wait(ctx, "PutKeys"); err != nil {
+		return err
+	}
+	return s.Store.PutKeys(ctx, keys)
+}
+
+func (s *goneStore) HasKey(ctx context.Context, key string) (bool, error) {
+	if err := s.wait(ctx, "HasKey"); err != nil {
+		return false, err
+	}
+	return s.Store.HasKey(ctx, key)
+}
+
+func (s *goneStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+	if err := s.wait(ctx, "ListKeys"); err != nil {
+		return func(yield func(string, error) bool) { yield("", err) }
+	}
+	return s.Store.ListKeys(ctx, q)
+}
+
+func (s *goneStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	if err := s.wait(ctx, "InsertSession"); err != nil {
+		return err
+	}
+	return s.Store.InsertSession(ctx, sess)
+}
+
+func (s *goneStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	if err := s.wait(ctx, "RenewSession"); err != nil {
+		return false, err
+	}
+	return s.Store.RenewSession(ctx, id, gen, expires)
+}
+
+func (s *goneStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	if err := s.wait(ctx, "GetSession"); err != nil {
+		return driver.Session{}, false, err
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+func (s *goneStore) Publish(ctx context.Context, e driver.Event) error {
+	if err := s.wait(ctx, "Publish"); err != nil {
+		return err
+	}
+	return s.Store.Publish(ctx, e)
+}
