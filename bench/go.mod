@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261125235743-db1771b08f06
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261125235743-db1771b08f06
+	github.com/go-dsync/dsync v0.0.0-20261126002916-2864e4991af7
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126002916-2864e4991af7
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
