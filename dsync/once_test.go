@@ -292,9 +292,11 @@ func TestOnceRecordConfirmedAfterTheHoldEnded(t *testing.T) {
 				runs.Add(1)
 				p.SetAnswering(false)
 				close(pStarted)
-				// Return while the hold is still valid: the record's
-				// insert goes out in time, and is held up on the way.
-				time.Sleep(ttl / 4)
+				// Return while the hold is still valid (its deadline is
+				// near the TTL): the record's insert goes out in time, is
+				// held up on the way, and its attempt lasts a TTL, beyond
+				// the moment Q takes over.
+				time.Sleep(ttl / 2)
 				return nil
 			})
 		}()
