@@ -14,6 +14,25 @@ import (
 // onceNamespace is the namespace of Once keys: "dsync:once/KEY".
 const onceNamespace = "once"
 
+// Errors of a run that Do cannot report as the one run of f. Match them
+// with errors.Is; each is returned wrapped, with the key and the tokens.
+var (
+	// ErrUnconfirmed: f returned nil, but its done record was not
+	// confirmed while f's hold was valid. Either no reply to the insert
+	// came before the hold was lost (or ctx ended), and the record may
+	// not be in the store; or the record landed but its reply came only
+	// after the hold had ended, when another holder may already have
+	// read no record and run f too. f ran here, and may run, or have
+	// run, elsewhere.
+	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
+	// ErrRanTwice: f returned nil, and its done record met the record of
+	// another hold's run of f, which landed after this hold's read found
+	// none (its insert was held up on the way while that hold ended): f
+	// succeeded in two holds. The other Do, if it returned, returned
+	// ErrUnconfirmed.
+	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
+)
+
 // A Once runs a function to success once per key, across every process
 // that uses the key on the same backend and across their restarts: at
 // least once, and more than once only after a success that could not be
@@ -41,11 +60,18 @@ const onceNamespace = "once"
 //     anywhere), no run of f starts again: a run starts only after a read
 //     under its hold found no record.
 //   - The record names a run whose f returned nil.
+//   - Of the runs of f that succeed, at most one makes its Do return
+//     nil: the one whose record's insert was answered while its hold was
+//     valid, before another holder could read the key. Any other returns
+//     an error wrapping ErrUnconfirmed or ErrRanTwice (unless its process
+//     died first); any other Do returns nil only after finding the
+//     record, without running f.
 //   - f runs again after a success only if that success's record was not
 //     confirmed within its hold: the process died or lost the hold, or
-//     the store did not answer, between f's return and the record. So f
-//     must be idempotent, or fence its effects with TokenOf: it runs at
-//     least once, and exactly once in the absence of those faults.
+//     the store did not answer in time, between f's return and the
+//     record's reply. So f must be idempotent, or fence its effects with
+//     TokenOf: it runs at least once, and exactly once in the absence of
+//     those faults.
 //
 // Typical uses: a migration at start-up on every replica (one runs it,
 // the others wait in Do and then go on), and a scheduled job that must
@@ -104,9 +130,15 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 // hold's token (TokenOf). A panic in f releases the lock and is not
 // recorded as a success.
 //
-// When f returned nil but its record could not be confirmed before the
-// hold was lost (or ctx ended), Do returns an error that says so: f may
-// run again elsewhere.
+// When f returned nil, Do returns nil only if f's record was confirmed
+// while its hold was valid. Otherwise it says why f may have run twice:
+// an error wrapping ErrUnconfirmed when the reply to the record's insert
+// did not come before the hold was lost (or ctx ended), or came after it
+// (f may run, or have run, elsewhere too); an error wrapping ErrRanTwice
+// when the record met another hold's record that landed after this
+// hold's read (f did run elsewhere too). After either, the key may be
+// done (Done says), and a later Do of this Once that sees the record
+// returns nil.
 func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
 	if f == nil {
 		return errors.New("dsync: Once.Do with a nil function")
@@ -191,14 +223,14 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 		release()
 		return false, ferr
 	}
-	err = o.record(ctx, h)
+	landed, err := o.record(ctx, h)
 	ok = true
 	// A hold lost with its record unconfirmed is not released (release
 	// leaves a lost hold to run out): its claim ends with its session, so
 	// the next holder gets in only once that expired, which gives the
 	// record time to land.
 	release()
-	return err == nil, err
+	return landed, err
 }
 
 // readUnder reads the done record while h holds, retrying errors while
@@ -247,8 +279,10 @@ func (o *Once) run(ctx context.Context, h *hold, f func(ctx context.Context) err
 // record inserts the done record of h's run, sending it again with the
 // same nonce while its outcome is unknown, the hold is valid and ctx
 // lives (its first attempt is made in any case: the record states a fact
-// whenever it lands).
-func (o *Once) record(ctx context.Context, h *hold) error {
+// whenever it lands). landed reports that a record is in the store: this
+// run's, or another hold's that met it. err is nil only when the record
+// is this run's and its reply came while h was valid.
+func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 	nonce := xid.New().String()
 	held, stop := whileHeld(ctx, h)
 	defer stop()
@@ -260,11 +294,7 @@ func (o *Once) record(ctx context.Context, h *hold) error {
 		rec, mine, err := o.client.markDone(actx, h.claim, nonce, o.cfg.forgetAfter)
 		cancel()
 		if err == nil {
-			if !mine {
-				o.cfg.logger.Warn("dsync: once: the function succeeded in two holds: the record of an earlier run landed after this run's read",
-					"key", o.key, "token", h.claim.Token, "record token", rec.Token)
-			}
-			return nil
+			return true, o.confirm(h, rec, mine)
 		}
 		o.report(err)
 		if !h.active() || !sleep(o.cfg.clock, jitter(backoff), held.Done()) || !h.active() {
@@ -272,10 +302,40 @@ func (o *Once) record(ctx context.Context, h *hold) error {
 			if ctx.Err() != nil {
 				why = context.Cause(ctx).Error()
 			}
-			return fmt.Errorf("dsync: once %q: the function succeeded, but its record is unconfirmed (%s): it may run again: %w", o.key, why, err)
+			return false, fmt.Errorf("%w (key %q, token %d): no reply to its insert before %s: %w", ErrUnconfirmed, o.key, h.claim.Token, why, err)
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// confirm judges the reply to the insert of h's record, which found rec
+// in the store (this run's record when mine). A reply counts for h only
+// if it came while h was valid: a record that landed after h's session
+// expired in the store may have landed after another holder's read found
+// none, and that holder then runs f too.
+func (o *Once) confirm(h *hold, rec chain.Doc, mine bool) error {
+	if !mine {
+		// Another hold's run succeeded, and its record landed after this
+		// hold's read found none: both ran f.
+		return fmt.Errorf("%w (key %q): this run's record (token %d) met that of the run of token %d, which landed after this run's read",
+			ErrRanTwice, o.key, h.claim.Token, rec.Token)
+	}
+	if !validNow(h) {
+		return fmt.Errorf("%w (key %q, token %d): its record landed, but the reply came after the hold had ended: another holder may have run the function too",
+			ErrUnconfirmed, o.key, h.claim.Token)
+	}
+	return nil
+}
+
+// validNow reports whether h is valid at this moment: its deadline has
+// not passed and its session has not been retired (even if the holds
+// have not been told yet).
+func validNow(h *hold) bool {
+	h.expireIfDue()
+	if h.keeper != nil && h.keeper.retiredWith(h.sess) != nil {
+		return false
+	}
+	return h.active()
 }
 
 // whileHeld returns a context derived from ctx that is cancelled when h

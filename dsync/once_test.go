@@ -3,7 +3,6 @@ package dsync_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,8 +225,8 @@ func TestOnceRecordUnconfirmed(t *testing.T) {
 			s.renewDown.Store(true) // the store is out of reach from here on
 			return nil
 		})
-		if err == nil || !strings.Contains(err.Error(), "unconfirmed") {
-			t.Fatalf("Do = %v, want an unconfirmed record", err)
+		if !errors.Is(err, dsync.ErrUnconfirmed) {
+			t.Fatalf("Do = %v, want ErrUnconfirmed", err)
 		}
 		if d := time.Since(start); d != ttl-ttl/20 {
 			t.Fatalf("Do gave up after %v, want at the hold's deadline %v", d, ttl-ttl/20)
@@ -262,6 +261,71 @@ func TestOncePanicReleases(t *testing.T) {
 		defer cancel()
 		if err := b.Do(ctx, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 			t.Fatalf("Do after a panic: %v, ran %v", err, ran)
+		}
+	})
+}
+
+// P runs f; the store stops answering P, so P's renewals fail and its
+// record's insert is held up on the way; P's hold ends at its deadline; Q
+// takes over once P's session expired, reads no record and runs f; P's
+// insert then lands, just before Q's, and its reply reaches P within the
+// attempt's timeout. f ran twice, so neither Do may return nil: P's reply
+// came after its hold ended (ErrUnconfirmed), and Q's record met P's
+// (ErrRanTwice).
+func TestOnceRecordConfirmedAfterTheHoldEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		p := dsync.NewMemoryBackendOn(store)
+		defer p.Close()
+		q := dsync.NewMemoryBackendOn(store)
+		defer q.Close()
+		const ttl = time.Second
+		po := newOnce(t, p, "k", dsync.WithTTL(ttl))
+		qo := newOnce(t, q, "k", dsync.WithTTL(ttl))
+		ctx := context.Background()
+
+		var runs atomic.Int32
+		pStarted := make(chan struct{})
+		pDone := make(chan error, 1)
+		go func() {
+			pDone <- po.Do(ctx, func(context.Context) error {
+				runs.Add(1)
+				p.SetAnswering(false)
+				close(pStarted)
+				// Return while the hold is still valid (its deadline is
+				// near the TTL): the record's insert goes out in time, is
+				// held up on the way, and its attempt lasts a TTL, beyond
+				// the moment Q takes over.
+				time.Sleep(ttl / 2)
+				return nil
+			})
+		}()
+		<-pStarted
+		var pErr error
+		qErr := qo.Do(ctx, func(context.Context) error {
+			runs.Add(1)
+			p.SetAnswering(true) // P's insert lands now, and P hears of it
+			pErr = <-pDone
+			return nil
+		})
+		if runs.Load() != 2 {
+			t.Fatalf("f ran %d times, want twice (the test's faults did not happen)", runs.Load())
+		}
+		if !errors.Is(pErr, dsync.ErrUnconfirmed) {
+			t.Errorf("P's Do = %v, want ErrUnconfirmed: its record's reply came after its hold ended", pErr)
+		}
+		if !errors.Is(qErr, dsync.ErrRanTwice) {
+			t.Errorf("Q's Do = %v, want ErrRanTwice: its record met P's, which landed after Q's read", qErr)
+		}
+		rec, found, err := store.Get(ctx, driver.DoneID("dsync:once/k"))
+		if err != nil || !found {
+			t.Fatalf("record %+v, %v, %v", rec, found, err)
+		}
+		// The key is done: a later Do anywhere runs nothing and returns nil.
+		for _, o := range []*dsync.Once{po, qo, newOnce(t, newClient(t, store), "k")} {
+			if err := o.Do(ctx, func(context.Context) error { runs.Add(1); return nil }); err != nil || runs.Load() != 2 {
+				t.Fatalf("a later Do: %v, %d runs", err, runs.Load())
+			}
 		}
 	})
 }

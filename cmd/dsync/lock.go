@@ -35,7 +35,9 @@ one unit of a semaphore of N units (a key apart from the lock NAME, so
 'dsync lock NAME' and 'dsync lock -n 3 NAME' do not exclude each other),
 and waiters are served in the order they came. CMD also gets
 DSYNC_LIMIT=N. All processes of one NAME should pass the same N: those
-that disagree take turns, never exceeding the smaller N.
+that disagree take turns (the commands running at once all have one N,
+and are at most that many), so while they disagree up to the larger N
+may run at once.
 
 Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
 then releases it and exits 0; it prints the token on stdout, one line,

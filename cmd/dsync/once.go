@@ -50,10 +50,12 @@ Flags:
 Exit status: 0 when CMD has run to success (now or before); CMD's status,
 or 128+N when signal N ended it, when it failed here. 1: --check, not
 done. 122: the lock was lost (CMD was stopped), or CMD succeeded but its
-success could not be recorded. 124: CMD did not start within --wait. 125:
-dsync failed (the server could not be reached, or answered an error).
-126, 127: CMD could not be run, was not found. 2: usage error, or no
-server given (neither --uri nor MONGODB_URI).
+success could not be confirmed before its lock was lost, or met the
+record of another run (CMD may also run, or have run, elsewhere).
+124: CMD did not start within --wait. 125: dsync failed (the server could
+not be reached, or answered an error). 126, 127: CMD could not be run,
+was not found. 2: usage error, or no server given (neither --uri nor
+MONGODB_URI).
 `
 
 // maxOnceName is the longest NAME: its key is "dsync:once/NAME".

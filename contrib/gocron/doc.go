@@ -45,8 +45,13 @@
 // valid. What it cannot: gocron hands the job no context of the lock, so
 // a job that outlives its lease (a paused process) is not told; a job
 // that must fence what it writes takes a dsync.Mutex itself. A slot whose
-// claim could not be confirmed (the store did not answer) is skipped by
-// the replica that asked, and may be run by another.
+// claim could not be confirmed while the claiming replica held it (the
+// store did not answer, or answered only after the hold ended) is
+// skipped by that replica, and may be run by another; a replica whose
+// claim meets another's that the store held back and applied after its
+// own read skips it too (ErrUnavailable, wrapping dsync.ErrRanTwice), so
+// such a slot may not run at all, but never runs on two replicas that
+// were each told they won.
 //
 // A skipped tick says why: ErrRunning or ErrSlotTaken when the job runs or
 // ran elsewhere (normal), ErrUnavailable when the store failed or did not

@@ -27,6 +27,12 @@ var (
 	// answer (within the lock's try timeout, dsync.WithTryTimeout, for the
 	// lock): gocron skips the tick, but unlike ErrRunning this is an
 	// outage, worth an alert. The error also wraps the backend's error.
+	// It is also what Lock returns when the slot's claim may have been
+	// made twice: its reply came after this replica's hold had ended
+	// (wrapping dsync.ErrUnconfirmed), or it met the claim of another
+	// replica whose request the store had held back until after this
+	// one's read (wrapping dsync.ErrRanTwice). Each replica then skips
+	// the tick: the slot is not run rather than run twice.
 	ErrUnavailable = errors.New("dsyncgocron: the store failed or did not answer")
 	// ErrSlotTaken is what Lock returns when the job already ran for this
 	// tick's slot: gocron skips the tick.
@@ -133,8 +139,10 @@ func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
 	case err != nil && ctx.Err() != nil:
 		return false, err // context.Cause(ctx), with the last backend error if any
 	case err != nil:
-		// Whether the record landed is unknown: skip the slot rather
-		// than risk a second run of it.
+		// Whether the record landed is unknown, or it landed only after
+		// the hold ended (dsync.ErrUnconfirmed), or another replica's
+		// claim landed after this one's read (dsync.ErrRanTwice): skip
+		// the slot rather than risk a second run of it.
 		return false, fmt.Errorf("%w: claiming slot %q: %w", ErrUnavailable, key, err)
 	}
 	return won, nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -303,4 +304,129 @@ func TestSlot(t *testing.T) {
 	if got, want := l.SlotKey("report", at.Add(time.Second)), "gocron/report/2026-11-23T10:00:00Z"; got != want {
 		t.Errorf("SlotKey = %q, want %q", got, want)
 	}
+}
+
+// heldRecords is a process's store whose done records are held up on the
+// way while its renewals fail (from failRenewals on): a record's insert
+// waits until land is closed (it then lands, and its reply comes in
+// time) or its sender gives up.
+type heldRecords struct {
+	*memory.Store
+	failRenewals atomic.Bool
+	sent         chan struct{} // closed when a record's insert is sent
+	sentOnce     sync.Once
+	land         chan struct{}
+}
+
+func (s *heldRecords) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	if s.failRenewals.Load() {
+		return false, errors.New("renewal lost on the way")
+	}
+	return s.Store.RenewSession(ctx, id, gen, expires)
+}
+
+func (s *heldRecords) InsertSession(ctx context.Context, sess driver.Session) error {
+	if s.failRenewals.Load() && sess.Gen > 0 { // a renewal's insert
+		return errors.New("renewal lost on the way")
+	}
+	return s.Store.InsertSession(ctx, sess)
+}
+
+func (s *heldRecords) Insert(ctx context.Context, d driver.Doc) error {
+	if d.Kind == driver.KindDone {
+		s.sentOnce.Do(func() { close(s.sent) })
+		select {
+		case <-s.land:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return s.Store.Insert(ctx, d)
+}
+
+// beforeRecords is a process's store that calls before ahead of inserting
+// a done record.
+type beforeRecords struct {
+	*memory.Store
+	before func()
+}
+
+func (s *beforeRecords) Insert(ctx context.Context, d driver.Doc) error {
+	if d.Kind == driver.KindDone {
+		s.before()
+	}
+	return s.Store.Insert(ctx, d)
+}
+
+// Replica P claims a slot: its record's insert is held up on the way
+// while its renewals fail, and its holds end at their deadline. Replica Q
+// takes the job's lock once P's session expired, reads no record of the
+// slot and claims it; P's insert then lands, just before Q's, and its
+// reply reaches P in time. Both claims ran, so neither replica may run
+// the job: each skips the tick with ErrUnavailable, saying why.
+func TestLockerClaimConfirmedAfterTheHoldEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		ps := &heldRecords{Store: store, sent: make(chan struct{}), land: make(chan struct{})}
+		pc := newClient(t, ps)
+		pLocked := make(chan struct{})
+		qs := &beforeRecords{Store: store, before: func() {
+			close(ps.land) // P's record lands now, and P hears of it
+			<-pLocked
+		}}
+		qc := newClient(t, qs)
+		la, err := dsyncgocron.NewLocker(pc, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := dsyncgocron.NewLocker(qc, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+
+		// P's lease is opened now, and its renewals fail from here on; P
+		// claims the slot a third of the TTL later, so that its record's
+		// insert is still on the way when its session has expired.
+		warm, err := dsync.NewMutex(pc, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm.Lock()
+		ps.failRenewals.Store(true)
+		time.Sleep(dsync.DefaultTTL / 3)
+		var pErr error
+		go func() {
+			defer close(pLocked)
+			_, pErr = la.Lock(ctx, "report")
+		}()
+		<-ps.sent
+
+		var qLock gocron.Lock
+		for giveUp := time.Now().Add(2 * dsync.DefaultTTL); ; time.Sleep(100 * time.Millisecond) {
+			qLock, err = lb.Lock(ctx, "report")
+			if !errors.Is(err, dsyncgocron.ErrRunning) || time.Now().After(giveUp) {
+				break
+			}
+		}
+		select {
+		case <-ps.land:
+		default:
+			t.Fatalf("Q's Lock = %v, %v without claiming the slot: the test's faults did not happen", qLock, err)
+		}
+		<-pLocked
+		if pErr == nil && err == nil {
+			t.Fatalf("both replicas were told to run the slot (P: %v, Q: %v)", pErr, err)
+		}
+		if !errors.Is(pErr, dsyncgocron.ErrUnavailable) || !errors.Is(pErr, dsync.ErrUnconfirmed) {
+			t.Errorf("P's Lock = %v, want ErrUnavailable wrapping dsync.ErrUnconfirmed", pErr)
+		}
+		if !errors.Is(err, dsyncgocron.ErrUnavailable) || !errors.Is(err, dsync.ErrRanTwice) {
+			t.Errorf("Q's Lock = %v, want ErrUnavailable wrapping dsync.ErrRanTwice", err)
+		}
+		if _, err := lb.Lock(ctx, "report"); !errors.Is(err, dsyncgocron.ErrSlotTaken) {
+			t.Errorf("a later tick of the slot: %v, want ErrSlotTaken", err)
+		}
+	})
 }
