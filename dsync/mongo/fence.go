@@ -29,14 +29,26 @@ import (
 // most that token, so an operation with a lower token than the
 // document's fence changes nothing and fails with ErrFenced.
 //
+// A fence also stays where a later holder found nothing. A FindOne,
+// UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}
+// or {_id: {$eq: v}} at its top level) and matches nothing raises the
+// fence of that _id before it answers, keeping it in a placeholder (a
+// document with only the _id, the fence and AbsentField) where no
+// document has the _id; DeleteOne leaves such a placeholder in place of
+// the document it deletes. InsertOne applies only where no document has
+// its _id, over a placeholder whose fence is at most the token or none.
+// Fenced operations take placeholders for missing documents.
+//
 // What it guarantees, on MongoDB (a replica set, a sharded cluster or a
-// standalone server): once a holder's FindOne, UpdateOne or ReplaceOne of
-// a document has returned, no operation of a holder with a lower token on
-// that document applies, however late it reaches the server. The commands
-// use the majority write concern, so an acknowledged fence raise or write
-// is not rolled back by a failover; FindOne reads by raising the fence
-// (findAndModify), on the primary, so what it returns is the latest
-// majority-committed document.
+// standalone server): once a holder's FindOne, UpdateOne, ReplaceOne or
+// DeleteOne of a document has returned, no operation of a holder with a
+// lower token on that document applies, however late it reaches the
+// server; and once one of them by _id has returned, whatever it found,
+// no InsertOne of that _id by a holder with a lower token applies either.
+// The commands use the majority write concern, so an acknowledged fence
+// raise or write is not rolled back by a failover; FindOne reads by
+// raising the fence (findAndModify), on the primary, so what it returns
+// is the latest majority-committed document.
 //
 // Why not on FerretDB: it applies an update as a read and a later,
 // unconditional write of the whole document, so a stale holder's update
@@ -50,12 +62,18 @@ import (
 //
 // What it cannot do: fence documents it does not touch (a critical
 // section that reads one document and writes another must read the
-// second through FindOne first, or write both), fence a document that
-// does not exist (a read that finds nothing leaves no fence, and
-// InsertOne carries no condition, so a stale holder's InsertOne can land
-// after a later holder's read that found nothing), or keep a fence once a
-// document is deleted (a stale holder's InsertOne can then create it
-// again: mark documents deleted instead, if that matters).
+// second through FindOne first, or write both); fence an absence that a
+// filter naming no single _id found (no _id to keep it on: a stale
+// holder's InsertOne of a matching document still applies; give such
+// documents a deterministic _id and read them by it); or fence the
+// collection's own writers (an unfenced write is not checked, an unfenced
+// delete of a document or placeholder takes its fence away, and an
+// unfenced upsert takes a placeholder for a document). Placeholders
+// stay in the collection: readers of the collection itself skip them with
+// {AbsentField: {$exists: false}}, and a unique index on another field
+// must skip them (sparse, or partial on {field: {$exists: true}}). To
+// remove placeholders, delete them with AbsentField once no holder of a
+// token below their fence can still be running, its writes included.
 
 // FenceField is the field in which a Fenced collection keeps each
 // document's fence. Updates and replacements must not set it.
@@ -64,8 +82,9 @@ const FenceField = "_dsyncFence"
 var (
 	// ErrFenced is returned by an operation of a Fenced collection on a
 	// document whose fence is above the Fenced's token: a later holder
-	// has read or written it, so this holder's hold has ended (its
-	// process was paused, or its lease lost). Nothing was written.
+	// has read, written or deleted it, or found it missing, so this
+	// holder's hold has ended (its process was paused, or its lease
+	// lost). Nothing was written.
 	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
 	// ErrFenceNotAtomic is returned by Fence when the collection's
 	// server is FerretDB (as under `dsync server`), which cannot apply a
@@ -168,8 +187,8 @@ func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
 // to the Fenced's token, in one command that applies only while the fence
 // is at most the token. It fails with ErrFenced if the document's fence
 // is above the token; if no document matches it returns a result with
-// MatchedCount 0, as the driver does, and leaves the fence on the _id
-// as FindOne does. It does not upsert: read with FindOne, then create a
+// MatchedCount 0, as the driver does, and, if filter names one _id,
+// leaves the fence on it as FindOne does. It does not upsert: read with FindOne, then create a
 // missing document with InsertOne.
 func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.UpdateResult, error) {
 	u, err := f.update(update)
@@ -212,8 +231,9 @@ func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mong
 
 // InsertOne inserts doc with the Fenced's token as its fence, if its _id
 // was never fenced above the token: it fails with ErrFenced once a holder
-// with a later token has read the _id (even finding nothing), written or
-// deleted its document, however late the insert reaches the server. It
+// with a later token has read the _id through a filter that names it
+// (even finding nothing), written or deleted its document, however late
+// the insert reaches the server. It
 // fails with the server's duplicate key error if a document has the _id.
 // A doc without _id gets a new ObjectID, which no one can have read.
 func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult, error) {
@@ -325,8 +345,8 @@ func (f *Fenced) update(update any) (bson.D, error) {
 		if !ok {
 			return nil, fmt.Errorf("dsyncmongo: Fenced: update operator %s takes a document", op)
 		}
-		if _, err := fields.LookupErr(FenceField); err == nil {
-			return nil, fmt.Errorf("dsyncmongo: Fenced: the update sets %s, the fence", FenceField)
+		if err := ownFields(fields, "update"); err != nil {
+			return nil, err
 		}
 		if op != "$max" {
 			out = append(out, bson.E{Key: op, Value: fields})
@@ -351,14 +371,26 @@ func (f *Fenced) withFence(doc any) (bson.D, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: Fenced: %w", err)
 	}
-	if _, err := raw.LookupErr(FenceField); err == nil {
-		return nil, fmt.Errorf("dsyncmongo: Fenced: the document sets %s, the fence", FenceField)
+	if err := ownFields(raw, "document"); err != nil {
+		return nil, err
 	}
 	var d bson.D
 	if err := bson.Unmarshal(raw, &d); err != nil {
 		return nil, err
 	}
 	return append(d, bson.E{Key: FenceField, Value: f.token}), nil
+}
+
+// ownFields refuses a document (of what) that names the fields a Fenced
+// keeps for itself.
+func ownFields(doc bson.Raw, what string) error {
+	if _, err := doc.LookupErr(FenceField); err == nil {
+		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the fence", what, FenceField)
+	}
+	if _, err := doc.LookupErr(AbsentField); err == nil {
+		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the mark of a placeholder", what, AbsentField)
+	}
+	return nil
 }
 
 // marshalDoc marshals a document given as any type the driver accepts.
