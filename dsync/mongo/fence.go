@@ -44,7 +44,11 @@ import (
 // DeleteOne of a document has returned, no operation of a holder with a
 // lower token on that document applies, however late it reaches the
 // server; and once one of them by _id has returned, whatever it found,
-// no InsertOne of that _id by a holder with a lower token applies either.
+// no InsertOne of that _id by a holder with a lower token applies either
+// (in a sharded cluster, only in collections unsharded or sharded on _id:
+// elsewhere _id is not unique across shards, so an insert is not stopped
+// by a placeholder on another shard, and servers before 7.0 refuse the
+// upserts by _id alone that keep the fence).
 // The commands use the majority write concern, so an acknowledged fence
 // raise or write is not rolled back by a failover; FindOne reads by
 // raising the fence (findAndModify), on the primary, so what it returns
@@ -71,7 +75,8 @@ import (
 // unfenced upsert takes a placeholder for a document). Placeholders
 // stay in the collection: readers of the collection itself skip them with
 // {AbsentField: {$exists: false}}, and a unique index on another field
-// must skip them (sparse, or partial on {field: {$exists: true}}). To
+// must skip them (sparse, or partial on {field: {$exists: true}}), and so
+// must a schema validator that requires fields. To
 // remove placeholders, delete them with AbsentField once no holder of a
 // token below their fence can still be running, its writes included.
 
