@@ -27,7 +27,8 @@ import (
 // operation raises the fence to the Fenced's token and does its work in
 // one single-document command that applies only while the fence is at
 // most that token, so an operation with a lower token than the
-// document's fence changes nothing and fails with ErrFenced.
+// document's fence changes nothing and fails with ErrFenced. (One by _id
+// that finds nothing raises the _id's fence and tries again, below.)
 //
 // A fence also stays where a later holder found nothing. A FindOne,
 // UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}
