@@ -44,16 +44,16 @@ import (
 // standalone server): once a holder's FindOne, UpdateOne, ReplaceOne or
 // DeleteOne of a document has returned, no operation of a holder with a
 // lower token on that document applies, however late it reaches the
-// server; and once one of them by _id has returned, whatever it found,
-// no InsertOne of that _id by a holder with a lower token applies either
-// (in a sharded cluster, only in collections unsharded or sharded on _id:
+// server; and once one of them by _id has returned, whatever it found, no
+// InsertOne of that _id by a holder with a lower token applies either (in
+// a sharded cluster, only in collections unsharded or sharded on _id:
 // elsewhere _id is not unique across shards, so an insert is not stopped
 // by a placeholder on another shard, and servers before 7.0 refuse the
-// upserts by _id alone that keep the fence).
-// The commands use the majority write concern, so an acknowledged fence
-// raise or write is not rolled back by a failover; FindOne reads by
-// raising the fence (findAndModify), on the primary, so what it returns
-// is the latest majority-committed document.
+// upserts by _id alone that keep the fence). The commands use the
+// majority write concern, so an acknowledged fence raise or write is not
+// rolled back by a failover; FindOne reads by raising the fence
+// (findAndModify), on the primary, so what it returns is the latest
+// majority-committed document.
 //
 // Why not on FerretDB: it applies an update as a read and a later,
 // unconditional write of the whole document, so a stale holder's update
@@ -66,20 +66,20 @@ import (
 // unless WithNonAtomicFence accepts the weaker promise.
 //
 // What it cannot do: fence documents it does not touch (a critical
-// section that reads one document and writes another must read the
-// second through FindOne first, or write both); fence an absence that a
-// filter naming no single _id found (no _id to keep it on: a stale
-// holder's InsertOne of a matching document still applies; give such
-// documents a deterministic _id and read them by it); or fence the
-// collection's own writers (an unfenced write is not checked, an unfenced
-// delete of a document or placeholder takes its fence away, and an
-// unfenced upsert takes a placeholder for a document). Placeholders
-// stay in the collection: readers of the collection itself skip them with
+// section that reads one document and writes another must read the second
+// through FindOne first, or write both); fence an absence that a filter
+// naming no single _id found (no _id to keep it on: a stale holder's
+// InsertOne of a matching document still applies; give such documents a
+// deterministic _id and read them by it); or fence the collection's own
+// writers (an unfenced write is not checked, an unfenced delete of a
+// document or placeholder takes its fence away, and an unfenced upsert
+// takes a placeholder for a document). Placeholders stay in the
+// collection: readers of the collection itself skip them with
 // {AbsentField: {$exists: false}}, and a unique index on another field
 // must skip them (sparse, or partial on {field: {$exists: true}}), and so
-// must a schema validator that requires fields. To
-// remove placeholders, delete them with AbsentField once no holder of a
-// token below their fence can still be running, its writes included.
+// must a schema validator that requires fields. To remove placeholders,
+// delete them with AbsentField once no holder of a token below their
+// fence can still be running, its writes included.
 
 // FenceField is the field in which a Fenced collection keeps each
 // document's fence. Updates and replacements must not set it.
