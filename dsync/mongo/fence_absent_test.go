@@ -233,6 +233,7 @@ func TestFencedMissWithoutAnIDLeavesNoFence(t *testing.T) {
 func TestFencedPlaceholdersAndUniqueIndexes(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	coll := mongotest.NewDatabase(t).Collection("users")
+	stale, _ := Fence(ctx, coll, 4, fenceOpts(t)...)
 	f, _ := Fence(ctx, coll, 5, fenceOpts(t)...)
 	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true),
@@ -243,6 +244,9 @@ func TestFencedPlaceholdersAndUniqueIndexes(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		if err := f.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, &d); !errors.Is(err, mongo.ErrNoDocuments) {
 			t.Fatalf("read of missing %s under a sparse unique index: %v", id, err)
+		}
+		if _, err := stale.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "email", Value: id + "@example.com"}}); !errors.Is(err, ErrFenced) {
+			t.Fatalf("a stale insert of %s after the read: %v, want ErrFenced", id, err)
 		}
 	}
 	if _, err := f.InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "email", Value: "x@example.com"}}); err != nil {
