@@ -86,6 +86,9 @@
 // document is), and InsertOne applies only below it: a stale holder
 // cannot create a document after a later holder read its _id and found
 // nothing. A read by a filter that names no single _id leaves no fence.
+// Fenced's documentation says what placeholders ask of the collection's
+// own readers and indexes, and where else (a collection sharded on
+// another field than _id) a fence on an absent _id does not hold.
 //
 // It needs MongoDB. FerretDB (what `dsync server` runs) applies an update
 // as a read and a later write, so a stale holder's update can land after
