@@ -81,8 +81,14 @@
 // later token has done so, each in one single-document command with the
 // majority write concern. A holder paused past its lease that wakes and
 // writes gets ErrFenced instead of overwriting the next holder's work.
-// A fence lives on an existing document: a read that finds nothing
-// leaves none, and InsertOne carries no condition.
+// A fenced access by _id that finds nothing, and a fenced delete, leave
+// the fence on the _id (in a placeholder, marked AbsentField, where no
+// document is), and InsertOne applies only below it: a stale holder
+// cannot create a document after a later holder read its _id and found
+// nothing. A read by a filter that names no single _id leaves no fence.
+// Fenced's documentation says what placeholders ask of the collection's
+// own readers and indexes, and where else (a collection sharded on
+// another field than _id) a fence on an absent _id does not hold.
 //
 // It needs MongoDB. FerretDB (what `dsync server` runs) applies an update
 // as a read and a later write, so a stale holder's update can land after

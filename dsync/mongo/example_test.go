@@ -170,9 +170,10 @@ func migrateOrders(ctx context.Context) error {
 }
 
 // A read-modify-write under a lock, fenced: the read raises the
-// document's fence to the hold's token, and the write applies only while
-// no later holder has read or written the document. A holder paused past
-// its lease (GC, SIGSTOP) that wakes up and writes is refused with
+// document's fence to the hold's token (or leaves it on the _id, if the
+// counter does not exist yet), and the write or first insert applies only
+// while no later holder has read or written the counter. A holder paused
+// past its lease (GC, SIGSTOP) that wakes up and writes is refused with
 // ErrFenced instead of overwriting the next holder's work. On FerretDB
 // (what `dsync server` runs) Fence refuses at once with
 // ErrFenceNotAtomic; the example then falls back to the token alone.
@@ -210,21 +211,19 @@ func ExampleFence() {
 		log.Fatal(err)
 	}
 	filter := bson.D{{Key: "_id", Value: "visits"}}
-	// The counter must exist before the fenced read: a read that finds
-	// nothing leaves no fence. This upsert never changes a counter.
-	_, err = db.Collection("counters").UpdateOne(ctx, filter,
-		bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "n", Value: 0}}}}, options.UpdateOne().SetUpsert(true))
-	if err != nil {
-		log.Fatal(err)
-	}
 	var c struct{ N int }
-	if err := counters.FindOne(ctx, filter, &c); err != nil {
-		log.Fatal(err) // ErrFenced: a later holder has the lock already
+	err = counters.FindOne(ctx, filter, &c)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		// The first visit. The read left our fence on the _id, so a
+		// holder paused since before us cannot create the counter now.
+		_, err = counters.InsertOne(ctx, bson.D{{Key: "_id", Value: "visits"}, {Key: "n", Value: 1}})
+	case err == nil:
+		_, err = counters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: c.N + 1}}}})
 	}
-	_, err = counters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: c.N + 1}}}})
 	switch {
 	case errors.Is(err, dsyncmongo.ErrFenced):
-		fmt.Println("our hold ended before the write; the next holder's work stands")
+		fmt.Println("our hold ended; the next holder's work stands")
 	case err != nil:
 		log.Fatal(err)
 	default:

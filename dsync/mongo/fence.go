@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
@@ -25,14 +27,31 @@ import (
 // operation raises the fence to the Fenced's token and does its work in
 // one single-document command that applies only while the fence is at
 // most that token, so an operation with a lower token than the
-// document's fence changes nothing and fails with ErrFenced.
+// document's fence changes nothing and fails with ErrFenced. (One by _id
+// that finds nothing raises the _id's fence and tries again, below.)
+//
+// A fence also stays where a later holder found nothing. A FindOne,
+// UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}
+// or {_id: {$eq: v}} at its top level) and matches nothing raises the
+// fence of that _id before it answers, keeping it in a placeholder (a
+// document with only the _id, the fence and AbsentField) where no
+// document has the _id; DeleteOne leaves such a placeholder in place of
+// the document it deletes. InsertOne applies only where no document has
+// its _id, over a placeholder whose fence is at most the token or none.
+// Fenced operations take placeholders for missing documents.
 //
 // What it guarantees, on MongoDB (a replica set, a sharded cluster or a
-// standalone server): once a holder's FindOne, UpdateOne or ReplaceOne of
-// a document has returned, no operation of a holder with a lower token on
-// that document applies, however late it reaches the server. The commands
-// use the majority write concern, so an acknowledged fence raise or write
-// is not rolled back by a failover; FindOne reads by raising the fence
+// standalone server): once a holder's FindOne, UpdateOne, ReplaceOne or
+// DeleteOne of a document has returned, no operation of a holder with a
+// lower token on that document applies, however late it reaches the
+// server; and once one of them by _id has returned, whatever it found, no
+// InsertOne of that _id by a holder with a lower token applies either (in
+// a sharded cluster, only in collections unsharded or sharded on _id:
+// elsewhere _id is not unique across shards, so an insert is not stopped
+// by a placeholder on another shard, and servers before 7.0 refuse the
+// upserts by _id alone that keep the fence). The commands use the
+// majority write concern, so an acknowledged fence raise or write is not
+// rolled back by a failover; FindOne reads by raising the fence
 // (findAndModify), on the primary, so what it returns is the latest
 // majority-committed document.
 //
@@ -47,13 +66,20 @@ import (
 // unless WithNonAtomicFence accepts the weaker promise.
 //
 // What it cannot do: fence documents it does not touch (a critical
-// section that reads one document and writes another must read the
-// second through FindOne first, or write both), fence a document that
-// does not exist (a read that finds nothing leaves no fence, and
-// InsertOne carries no condition, so a stale holder's InsertOne can land
-// after a later holder's read that found nothing), or keep a fence once a
-// document is deleted (a stale holder's InsertOne can then create it
-// again: mark documents deleted instead, if that matters).
+// section that reads one document and writes another must read the second
+// through FindOne first, or write both); fence an absence that a filter
+// naming no single _id found (no _id to keep it on: a stale holder's
+// InsertOne of a matching document still applies; give such documents a
+// deterministic _id and read them by it); or fence the collection's own
+// writers (an unfenced write is not checked, an unfenced delete of a
+// document or placeholder takes its fence away, and an unfenced upsert
+// takes a placeholder for a document). Placeholders stay in the
+// collection: readers of the collection itself skip them with
+// {AbsentField: {$exists: false}}, and a unique index on another field
+// must skip them (sparse, or partial on {field: {$exists: true}}), and so
+// must a schema validator that requires fields. To remove placeholders,
+// delete them with AbsentField once no holder of a token below their
+// fence can still be running, its writes included.
 
 // FenceField is the field in which a Fenced collection keeps each
 // document's fence. Updates and replacements must not set it.
@@ -62,8 +88,9 @@ const FenceField = "_dsyncFence"
 var (
 	// ErrFenced is returned by an operation of a Fenced collection on a
 	// document whose fence is above the Fenced's token: a later holder
-	// has read or written it, so this holder's hold has ended (its
-	// process was paused, or its lease lost). Nothing was written.
+	// has read, written or deleted it, or found it missing, so this
+	// holder's hold has ended (its process was paused, or its lease
+	// lost). Nothing was written.
 	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
 	// ErrFenceNotAtomic is returned by Fence when the collection's
 	// server is FerretDB (as under `dsync server`), which cannot apply a
@@ -76,7 +103,7 @@ var (
 // A Fenced is a MongoDB collection seen through one hold's fencing token
 // (see FenceField and Fence). It is safe for concurrent use.
 type Fenced struct {
-	coll      *mongo.Collection // with the majority write concern
+	coll      *mongo.Collection // with the majority write concern, read on the primary
 	token     int64
 	nonAtomic bool
 }
@@ -105,8 +132,10 @@ func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...Fe
 	}
 	f := &Fenced{
 		// The caller's collection options (registry, read concern) stay;
-		// the write concern is the majority's.
-		coll:  coll.Clone(options.Collection().SetWriteConcern(writeconcern.Majority())),
+		// the write concern is the majority's, and the reads that tell
+		// why a command matched nothing see what the commands wrote.
+		coll: coll.Clone(options.Collection().SetWriteConcern(writeconcern.Majority()).
+			SetReadPreference(readpref.Primary())),
 		token: int64(token),
 	}
 	for _, o := range opts {
@@ -132,22 +161,31 @@ func (f *Fenced) Token() uint64 { return uint64(f.token) }
 // Fenced's token, and decodes the document into v. It fails with ErrFenced
 // if the document's fence is above the token, and with
 // mongo.ErrNoDocuments if no document matches. Read through FindOne
-// before computing a write from what was read.
+// before computing a write from what was read. If filter names one _id
+// ({_id: v} or {_id: {$eq: v}}) and finds nothing, the fence stays on
+// that _id (in a placeholder if no document has it), so that no holder
+// with a lower token can then insert it.
 func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
-	fenced, err := f.filter(filter)
-	if err != nil {
+	var found *mongo.SingleResult
+	err := f.fenced(ctx, filter, func(fenced bson.D) (matched int64, err error) {
+		res := f.coll.FindOneAndUpdate(ctx, fenced, bson.D{{Key: "$max", Value: bson.D{{Key: FenceField, Value: f.token}}}},
+			options.FindOneAndUpdate().SetReturnDocument(options.After))
+		switch err := res.Err(); {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			return 0, nil
+		case err != nil:
+			return 0, err
+		}
+		found = res
+		return 1, nil
+	})
+	switch {
+	case err != nil:
 		return err
+	case found == nil:
+		return mongo.ErrNoDocuments
 	}
-	res := f.coll.FindOneAndUpdate(ctx, fenced, bson.D{{Key: "$max", Value: bson.D{{Key: FenceField, Value: f.token}}}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After))
-	err = res.Err()
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return f.missed(ctx, filter)
-	}
-	if err != nil {
-		return err
-	}
-	return res.Decode(v)
+	return found.Decode(v)
 }
 
 // UpdateOne applies update (a document of update operators, such as
@@ -155,8 +193,9 @@ func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
 // to the Fenced's token, in one command that applies only while the fence
 // is at most the token. It fails with ErrFenced if the document's fence
 // is above the token; if no document matches it returns a result with
-// MatchedCount 0, as the driver does. It does not upsert: create
-// documents with InsertOne.
+// MatchedCount 0, as the driver does, and, if filter names one _id,
+// leaves the fence on it as FindOne does. It does not upsert: read with FindOne, then create a
+// missing document with InsertOne.
 func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.UpdateResult, error) {
 	u, err := f.update(update)
 	if err != nil {
@@ -196,62 +235,98 @@ func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mong
 	return res, nil
 }
 
-// InsertOne inserts doc with the Fenced's token as its fence.
+// InsertOne inserts doc with the Fenced's token as its fence, if its _id
+// was never fenced above the token: it fails with ErrFenced once a holder
+// with a later token has read the _id through a filter that names it
+// (even finding nothing), written or deleted its document, however late
+// the insert reaches the server. It
+// fails with the server's duplicate key error if a document has the _id.
+// A doc without _id gets a new ObjectID, which no one can have read.
 func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult, error) {
 	d, err := f.withFence(doc)
 	if err != nil {
 		return nil, err
 	}
-	return f.coll.InsertOne(ctx, d)
+	i := slices.IndexFunc(d, func(e bson.E) bool { return e.Key == "_id" })
+	if i < 0 {
+		d = append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, d...)
+		i = 0
+	}
+	idType, idBytes, err := bson.MarshalValue(d[i].Value)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: Fenced: the document's _id: %w", err)
+	}
+	res, err := f.insert(ctx, bson.RawValue{Type: idType, Value: idBytes}, d)
+	if err != nil {
+		return nil, err
+	}
+	return &mongo.InsertOneResult{InsertedID: d[i].Value, Acknowledged: res.Acknowledged}, nil
 }
 
 // DeleteOne deletes the document that filter matches if its fence is at
-// most the Fenced's token; it fails with ErrFenced otherwise. The fence
-// goes with the document (see Fence).
+// most the Fenced's token; it fails with ErrFenced otherwise. It leaves a
+// placeholder with the token as the _id's fence (see AbsentField), so
+// that a holder with a lower token cannot insert the document again.
 func (f *Fenced) DeleteOne(ctx context.Context, filter any) (*mongo.DeleteResult, error) {
-	var res *mongo.DeleteResult
+	// A replacement keeps the _id.
+	placeholder := bson.D{{Key: AbsentField, Value: true}, {Key: FenceField, Value: f.token}}
+	var res *mongo.UpdateResult
 	err := f.fenced(ctx, filter, func(fenced bson.D) (n int64, err error) {
-		if res, err = f.coll.DeleteOne(ctx, fenced); err != nil {
+		if res, err = f.coll.ReplaceOne(ctx, fenced, placeholder); err != nil {
 			return 0, err
 		}
-		return res.DeletedCount, nil
+		return res.MatchedCount, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return &mongo.DeleteResult{DeletedCount: res.MatchedCount, Acknowledged: res.Acknowledged}, nil
 }
 
-// fenced runs op with filter restricted to documents whose fence is at
-// most the token, and, when op matched nothing, tells a document fenced
-// off (ErrFenced) from none at all (nil: the caller's result says so).
+// fenced runs op with filter restricted to documents (not placeholders)
+// whose fence is at most the token. When op matched nothing and filter
+// names one _id, it raises that _id's fence to the token (ErrFenced if it
+// is above) and runs op again: no lower token can change the _id from
+// then on, so what this second run finds stays true against them. When
+// op matched nothing at last, it tells a document fenced off (ErrFenced)
+// from none at all (nil: the caller's result says so).
 func (f *Fenced) fenced(ctx context.Context, filter any, op func(fenced bson.D) (matched int64, err error)) error {
 	fenced, err := f.filter(filter)
 	if err != nil {
 		return err
 	}
 	n, err := op(fenced)
-	if err != nil {
+	if err != nil || n > 0 {
 		return err
 	}
-	if n == 0 {
-		if err := f.missed(ctx, filter); !errors.Is(err, mongo.ErrNoDocuments) {
+	id, byID := idOf(filter)
+	if byID {
+		if err := f.raise(ctx, id); err != nil {
 			return err
 		}
+		if n, err = op(fenced); err != nil || n > 0 {
+			return err
+		}
+	}
+	if err := f.missed(ctx, filter, byID); !errors.Is(err, mongo.ErrNoDocuments) {
+		return err
 	}
 	return nil
 }
 
 // filter is filter, restricted to documents whose fence is at most the
-// token (or that have none yet).
+// token (or that have none yet), placeholders left out.
 func (f *Fenced) filter(filter any) (bson.D, error) {
 	if filter == nil {
 		return nil, errors.New("dsyncmongo: Fenced: nil filter")
 	}
-	return bson.D{{Key: "$and", Value: bson.A{
-		filter,
-		bson.D{{Key: FenceField, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: f.token}}}}}},
-	}}}, nil
+	return bson.D{{Key: "$and", Value: bson.A{filter, bson.D{f.atMostToken()}, notPlaceholder}}}, nil
+}
+
+// atMostToken is the condition that a document's fence is at most the
+// token, or that it has none.
+func (f *Fenced) atMostToken() bson.E {
+	return bson.E{Key: FenceField, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: f.token}}}}}
 }
 
 // update is update with the fence raised to the token: an update document
@@ -276,8 +351,8 @@ func (f *Fenced) update(update any) (bson.D, error) {
 		if !ok {
 			return nil, fmt.Errorf("dsyncmongo: Fenced: update operator %s takes a document", op)
 		}
-		if _, err := fields.LookupErr(FenceField); err == nil {
-			return nil, fmt.Errorf("dsyncmongo: Fenced: the update sets %s, the fence", FenceField)
+		if err := ownFields(fields, "update"); err != nil {
+			return nil, err
 		}
 		if op != "$max" {
 			out = append(out, bson.E{Key: op, Value: fields})
@@ -302,14 +377,26 @@ func (f *Fenced) withFence(doc any) (bson.D, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: Fenced: %w", err)
 	}
-	if _, err := raw.LookupErr(FenceField); err == nil {
-		return nil, fmt.Errorf("dsyncmongo: Fenced: the document sets %s, the fence", FenceField)
+	if err := ownFields(raw, "document"); err != nil {
+		return nil, err
 	}
 	var d bson.D
 	if err := bson.Unmarshal(raw, &d); err != nil {
 		return nil, err
 	}
 	return append(d, bson.E{Key: FenceField, Value: f.token}), nil
+}
+
+// ownFields refuses a document (of what) that names the fields a Fenced
+// keeps for itself.
+func ownFields(doc bson.Raw, what string) error {
+	if _, err := doc.LookupErr(FenceField); err == nil {
+		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the fence", what, FenceField)
+	}
+	if _, err := doc.LookupErr(AbsentField); err == nil {
+		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the mark of a placeholder", what, AbsentField)
+	}
+	return nil
 }
 
 // marshalDoc marshals a document given as any type the driver accepts.
@@ -325,10 +412,15 @@ func marshalDoc(v any) (bson.Raw, error) {
 }
 
 // missed tells why a fenced operation matched nothing: ErrFenced if a
-// document matches filter (its fence is above the token), else
+// document whose fence is above the token matches filter (a placeholder
+// too, if filter names its _id: a later holder found it absent), else
 // mongo.ErrNoDocuments.
-func (f *Fenced) missed(ctx context.Context, filter any) error {
-	err := f.coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: FenceField, Value: 1}})).Err()
+func (f *Fenced) missed(ctx context.Context, filter any, byID bool) error {
+	above := bson.A{filter, bson.D{{Key: FenceField, Value: bson.D{{Key: "$gt", Value: f.token}}}}}
+	if !byID {
+		above = append(above, notPlaceholder)
+	}
+	err := f.coll.FindOne(ctx, bson.D{{Key: "$and", Value: above}}, options.FindOne().SetProjection(bson.D{{Key: FenceField, Value: 1}})).Err()
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w (token %d)", ErrFenced, f.token)

@@ -167,6 +167,9 @@ func TestFencedInsertAndMissingDocuments(t *testing.T) {
 	if _, err := f.InsertOne(ctx, counterDoc{ID: "x", N: 1}); err == nil {
 		t.Fatal("InsertOne of a document that names the fence field accepted")
 	}
+	if _, err := f.InsertOne(ctx, bson.D{{Key: "_id", Value: "x"}, {Key: AbsentField, Value: true}}); err == nil || !strings.Contains(err.Error(), "placeholder") {
+		t.Fatalf("InsertOne of a document that marks itself a placeholder: %v, want a refusal", err)
+	}
 	if _, err := f.InsertOne(ctx, bson.D{{Key: "_id", Value: "x"}, {Key: "n", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +186,7 @@ func TestFencedInsertAndMissingDocuments(t *testing.T) {
 	for _, bad := range []any{
 		bson.D{{Key: "n", Value: 1}}, // not an operator
 		bson.D{{Key: "$set", Value: bson.D{{Key: FenceField, Value: 1}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: AbsentField, Value: true}}}},
 		bson.D{{Key: "$set", Value: 1}},
 	} {
 		if _, err := f.UpdateOne(ctx, bson.D{{Key: "_id", Value: "x"}}, bad); err == nil || !strings.Contains(err.Error(), "Fenced") {
