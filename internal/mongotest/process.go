@@ -21,6 +21,7 @@ type Process struct {
 	log  string // children's stderr, appended across restarts
 	addr string // 127.0.0.1:port, fixed after the first start
 	uri  string
+	pg   string // the PostgreSQL database with DSYNC_MONGOTEST_BACKEND=postgresql, else ""
 
 	mu sync.Mutex
 	c  *child // nil when not running
@@ -28,11 +29,19 @@ type Process struct {
 
 // StartProcess starts a FerretDB child process (always FerretDB, whatever
 // [Shared] resolved to) with its own temp data dir on a loopback port picked
-// at start and kept for restarts. It is stopped in tb.Cleanup.
+// at start and kept for restarts. It is stopped in tb.Cleanup. With
+// DSYNC_MONGOTEST_BACKEND=postgresql its data is in a PostgreSQL database
+// of its own instead (on the test binary's PostgreSQL), which outlives
+// its kills and restarts as the data dir does.
 func StartProcess(tb testing.TB) *Process {
 	tb.Helper()
 	base := tb.TempDir()
 	p := &Process{tb: tb, dir: filepath.Join(base, "data"), log: filepath.Join(base, "stderr.log"), addr: "127.0.0.1:0"}
+	pg, err := embeddedPostgresDatabase()
+	if err != nil {
+		tb.Fatalf("mongotest: StartProcess: %v", err)
+	}
+	p.pg = pg
 	c, err := p.start(10 * time.Second)
 	if err != nil {
 		tb.Fatalf("mongotest: StartProcess: %v", err)
@@ -54,7 +63,7 @@ func StartProcess(tb testing.TB) *Process {
 func (p *Process) start(retryFor time.Duration) (*child, error) {
 	deadline := time.Now().Add(retryFor)
 	for {
-		c, err := startChild(p.dir, p.addr, p.log)
+		c, err := startChild(p.dir, p.addr, p.pg, p.log)
 		if err == nil {
 			if err = pingURI(c.uri, 30*time.Second); err == nil {
 				return c, nil
