@@ -34,6 +34,7 @@ type Server struct {
 
 	child   *child        // KindFerretDB
 	backend string        // KindFerretDB: BackendSQLite or BackendPostgreSQL
+	pgURL   string        // BackendPostgreSQL: FerretDB's database
 	dir     string        // KindFerretDB temp dir (data/, stderr.log), removed by stop
 	docker  *dockerServer // KindDocker
 	start   time.Duration // how long resolution took
@@ -175,7 +176,7 @@ func resolveShared() (*Server, error) {
 		_ = os.RemoveAll(base)
 		return nil, err
 	}
-	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, backend: backend, dir: base, start: time.Since(start)}
+	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, backend: backend, pgURL: pgURL, dir: base, start: time.Since(start)}
 	on := "SQLite, dir " + base
 	if pgURL != "" {
 		on = "PostgreSQL, database " + pgURL

@@ -144,3 +144,32 @@ func (p *Process) Restart() {
 	}
 	p.c = c
 }
+
+// StartFrontEnd starts another FerretDB process over the PostgreSQL
+// database of [Shared]'s server, as people run several FerretDB front ends
+// over one database, and returns its URI; it is stopped in tb.Cleanup.
+// It skips the test unless Shared is the embedded FerretDB on PostgreSQL
+// (DSYNC_MONGOTEST_BACKEND=postgresql). FerretDB 1.24 reads a database's
+// collections when it first uses that database: one made afterwards
+// through another front end does not exist for this one.
+func StartFrontEnd(tb testing.TB) string {
+	tb.Helper()
+	srv := Shared(tb)
+	if srv.pgURL == "" {
+		tb.Skipf("mongotest: StartFrontEnd needs the embedded FerretDB on PostgreSQL (%s=%s); the server is %s %s", envBackend, BackendPostgreSQL, srv.kind, srv.backend)
+	}
+	base := tb.TempDir()
+	c, err := startChild(filepath.Join(base, "data"), "127.0.0.1:0", srv.pgURL, filepath.Join(base, "stderr.log"))
+	if err != nil {
+		tb.Fatalf("mongotest: StartFrontEnd: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := c.stop(15 * time.Second); err != nil {
+			tb.Logf("mongotest: StartFrontEnd: %v", err)
+		}
+	})
+	if err := pingURI(c.uri, 30*time.Second); err != nil {
+		tb.Fatalf("mongotest: StartFrontEnd: FerretDB at %s does not answer: %v; stderr:\n%s", c.uri, err, c.stderr())
+	}
+	return c.uri
+}
