@@ -51,6 +51,8 @@
 // harness runs them as the postgres user (or nobody). The shared server
 // and each [StartProcess] keep their data in a database of their own
 // there; a FerretDB process killed or restarted leaves it in place.
+// [StartFrontEnd] starts a second FerretDB process over the shared
+// server's database, as people run several front ends.
 // PostgreSQL gets SIGQUIT if the test binary dies (Linux). Starting it
 // takes a few seconds. Its log is postgres.log in its temp dir.
 //
