@@ -85,7 +85,7 @@ func serverCredential() (*syscall.Credential, error) {
 		if err1 != nil || err2 != nil || uid == 0 {
 			continue
 		}
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil // and no supplementary groups
 	}
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as (initdb refuses root)")
 }
