@@ -21,6 +21,14 @@
 #                                              Semaphore cost and handoff, Once
 #                                              races (a peer without the primitive
 #                                              shows "—" and why)
+#   bash bench/run.sh --uri "$URI" --name atlas-m10 [--server "Atlas M10, MongoDB 7.0"]
+#                                              dsync against any deployment: its
+#                                              figures, in a column of their own
+#                                              (bench/results/NAME.json), beside
+#                                              those kept; the server described as
+#                                              --server says, else from buildInfo.
+#                                              It uses the database dsyncbench
+#                                              and drops the collections it made
 #   bash bench/run.sh --quick                  tiny sizes: checks that everything runs
 #                                              (prints its table, keeps nothing; about
 #                                              15 minutes: dsync's scale scenario waits
@@ -61,13 +69,18 @@ only="dsync,dsync-polling,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
 as="" # dsync's figures under this name, in bench/results/$as.json
+uri=""    # --uri: the server for dsync, instead of MONGODB_URI or the embedded one
+server="" # --server: its description in the report
+only_given=""
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--only) only="$2"; shift 2 ;;
+	--only) only="$2"; only_given=1; shift 2 ;;
 	--scenarios) scenarios="$2"; shift 2 ;;
 	--quick) quick="-quick"; shift ;;
-	--as) as="$2"; shift 2 ;;
+	--as|--name) as="$2"; shift 2 ;;
+	--uri) uri="$2"; shift 2 ;;
+	--server) server="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
 	-h|--help) sed -n '2,/^# Extra flags/p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -76,6 +89,16 @@ done
 if [[ ",$only," == *",dsync-wakeups,"* ]]; then
 	# Wake-ups are dsync's default now: the dsync figures are theirs.
 	only="${only//dsync-wakeups/dsync}"
+fi
+if [ -n "$uri" ]; then
+	# A deployment of one's own: dsync's figures, under a name of their
+	# own, so that the embedded server's column stays (the peers' and
+	# dsync-polling's files have fixed names, which a run against another
+	# server would overwrite).
+	[ -n "$as" ] || { echo "run.sh: --uri needs --name NAME, the column its figures go in" >&2; exit 2; }
+	[ -z "$only_given" ] || [ "$only" = dsync ] || { echo "run.sh: --uri measures dsync only" >&2; exit 2; }
+	only=dsync
+	MONGODB_URI="$uri"
 fi
 want() { [[ ",$only," == *",$1,"* ]]; }
 
@@ -163,7 +186,7 @@ fi
 server_pid=""
 if want dsync || want dsync-polling || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
-		log "using MONGODB_URI"
+		log "using ${uri:+--uri, }MONGODB_URI"
 		mongo_uri="$MONGODB_URI"
 	else
 		"$work/dsyncbench" serve -stdin=false "$work/ferretdb" >"$work/ferretdb.uri" 2>"$work/ferretdb.log" </dev/null &
@@ -184,7 +207,7 @@ failed=()
 
 if want dsync; then
 	log "measuring dsync"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -out "$resdir/${as:-dsync}.json" ${as:+-name "$as"} -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -out "$resdir/${as:-dsync}.json" ${as:+-name "$as"} ${server:+-server "$server"} -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		${scenarios:+-scenarios "$scenarios"} $quick "${extra[@]}"; then :; else failed+=(dsync); fi
 fi
 

@@ -60,12 +60,21 @@ func TestMutexHammerWakeups(t *testing.T) {
 	hammer(t, procs, rounds, WithSafetyPoll(2*time.Second))
 }
 
+// hammerPoll is the hammer's poll interval. A process pauses after
+// Unlock, up to a poll interval: otherwise it would relock at once, ahead
+// of the sleeping waiters, and run all its rounds in a row. Waiters poll
+// more often than by default.
+const hammerPoll = 100 * time.Millisecond
+
 func hammer(t *testing.T, procs, rounds int, opts ...Option) {
-	// A process pauses after Unlock, up to a poll interval: otherwise it
-	// would relock at once, ahead of the sleeping waiters, and run all its
-	// rounds in a row. Waiters poll more often than by default.
-	const poll = 100 * time.Millisecond
-	ps := newProcs(t, procs, append([]Option{WithPollInterval(poll)}, opts...)...)
+	hammerProcs(t, newProcs(t, procs, append([]Option{WithPollInterval(hammerPoll)}, opts...)...), rounds)
+}
+
+// hammerProcs has the processes ps take one key in turns, rounds times
+// each, and checks what hammer's doc says.
+func hammerProcs(t *testing.T, ps []*proc, rounds int) {
+	const poll = hammerPoll
+	procs := len(ps)
 	ctx := testCtx(t, 3*time.Minute)
 
 	var (

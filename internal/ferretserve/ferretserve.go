@@ -1,4 +1,5 @@
-// Package ferretserve runs an embedded FerretDB (v1.24, SQLite handler):
+// Package ferretserve runs an embedded FerretDB (v1.24, SQLite handler, or
+// its PostgreSQL handler over a PostgreSQL the caller runs):
 // the MongoDB-compatible server behind `dsync server`, `dsync demo`, the
 // test harness (through cmd/ferretserver) and the benchmarks. It is its own
 // module, github.com/go-dsync/dsync/internal/ferretserve, so that the
@@ -35,12 +36,32 @@ type Server struct {
 	done   chan struct{} // closed when FerretDB's Run has returned
 }
 
+// Config says which FerretDB to run.
+type Config struct {
+	// Dir holds the SQLite data (it must exist). With PostgreSQLURL set,
+	// nothing is stored there.
+	Dir string
+	// Addr is the listen address ("127.0.0.1:0" picks a port).
+	Addr string
+	// PostgreSQLURL, when set, runs FerretDB's PostgreSQL backend on that
+	// database (postgres://user@host:port/dbname) instead of SQLite.
+	PostgreSQLURL string
+	// Logger gets FerretDB's log. FerretDB logs every failed command (the
+	// driver's endSessions, for one) at Warn, so callers usually pass a
+	// logger at Error level.
+	Logger *slog.Logger
+}
+
 // Start runs FerretDB with its SQLite data in dir (which must exist),
 // listening on addr ("127.0.0.1:0" picks a port), logging to logger.
 // It indexes _id so that point reads do not scan (idindex.go).
-// FerretDB logs every failed command (the driver's endSessions, for one)
-// at Warn, so callers usually pass a logger at Error level.
 func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
+	return StartConfig(Config{Dir: dir, Addr: addr, Logger: logger})
+}
+
+// StartConfig runs the FerretDB cfg describes. On either backend it adds
+// the indexes FerretDB's own queries can use (idindex.go, pgindex.go).
+func StartConfig(cfg Config) (*Server, error) {
 	reportVersion.Do(func() {
 		// FerretDB reads its version from files that only its own
 		// builds carry: embedded, it answers buildInfo (and dsync
@@ -50,12 +71,24 @@ func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
 			v.Version = Version()
 		}
 	})
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
+	fc := &ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: cfg.Addr},
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + strings.TrimSuffix(dir, "/") + "/",
-		Logger:    logger,
-	})
+		SQLiteURL: "file:" + strings.TrimSuffix(cfg.Dir, "/") + "/",
+		Logger:    cfg.Logger,
+	}
+	var indexer func(context.Context)
+	if cfg.PostgreSQLURL != "" {
+		pgURL, err := withCustomPlans(cfg.PostgreSQLURL) // pgindex.go says why
+		if err != nil {
+			return nil, err
+		}
+		fc.Handler, fc.SQLiteURL, fc.PostgreSQLURL = "postgresql", "", pgURL
+		indexer = newPGIndexer(pgURL, cfg.Logger).run
+	} else {
+		indexer = newIDIndexer(cfg.Dir).run
+	}
+	f, err := ferretdb.New(fc)
 	if err != nil {
 		return nil, fmt.Errorf("ferretdb.New: %w", err)
 	}
@@ -64,7 +97,7 @@ func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
 	indexed := make(chan struct{})
 	go func() {
 		defer close(indexed)
-		newIDIndexer(dir).run(ctx)
+		indexer(ctx)
 	}()
 	go func() {
 		defer close(s.done)
@@ -95,7 +128,12 @@ func (s *Server) Stop(timeout time.Duration) error {
 // and returns once ctx ends, SIGTERM or SIGINT arrives, or — with
 // watchStdin — stdin reaches EOF (the parent is done with it, or died).
 func ServeChild(ctx context.Context, dir, addr string, logger *slog.Logger, uriOut io.Writer, watchStdin bool) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	return ServeChildConfig(ctx, Config{Dir: dir, Addr: addr, Logger: logger}, uriOut, watchStdin)
+}
+
+// ServeChildConfig is [ServeChild] for the FerretDB cfg describes.
+func ServeChildConfig(ctx context.Context, cfg Config, uriOut io.Writer, watchStdin bool) error {
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return err
 	}
 	// The parent may close its end of our stdout after reading the URI
@@ -109,7 +147,7 @@ func ServeChild(ctx context.Context, dir, addr string, logger *slog.Logger, uriO
 			stop()
 		}()
 	}
-	s, err := Start(dir, addr, logger)
+	s, err := StartConfig(cfg)
 	if err != nil {
 		return err
 	}

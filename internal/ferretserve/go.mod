@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/FerretDB/FerretDB v1.24.0
+	github.com/jackc/pgx/v5 v5.6.0
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	modernc.org/sqlite v1.59.0
 )
@@ -26,7 +27,6 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20221227161230-091c0ba34f0a // indirect
-	github.com/jackc/pgx/v5 v5.6.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.1 // indirect
 	github.com/klauspost/compress v1.17.6 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

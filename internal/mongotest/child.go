@@ -37,15 +37,18 @@ type child struct {
 }
 
 // startChild runs the ferretserver command (see [serverBinary]) with data
-// in dir, listening on addr, appending its stderr to logPath (unless
+// in dir (or, with pgURL set, in that PostgreSQL database), listening on addr, appending its stderr to logPath (unless
 // DSYNC_MONGOTEST_LOG is set, in which case it goes to our stderr); it waits
 // for the URI line and returns. It does not ping; callers do.
-func startChild(dir, addr, logPath string) (*child, error) {
+func startChild(dir, addr, pgURL, logPath string) (*child, error) {
 	exe, err := serverBinary()
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"-dir", dir, "-addr", addr}
+	if pgURL != "" {
+		args = append(args, "-postgresql", pgURL)
+	}
 	if lvl := os.Getenv(envLogLvl); lvl != "" {
 		args = append(args, "-log", lvl)
 	}

@@ -53,10 +53,30 @@
 //     goleak checks (even per test) stay clean. Startup takes ~20 ms after
 //     the build. Kind "ferretdb".
 //
+// With DSYNC_MONGOTEST_BACKEND=postgresql, step 3's FerretDB runs its
+// PostgreSQL backend instead of SQLite ([Server.Backend] says which),
+// over a PostgreSQL the harness starts once per test binary and stops in
+// [Run]: a cluster made by initdb in a temp dir (os.TempDir()/
+// dsync-mongotest-pg-*, fsync off), listening on a free 127.0.0.1 port.
+// Its programs are found by the initdb on PATH, `pg_config --bindir`, or
+// Debian's /usr/lib/postgresql/*/bin (Debian: apt-get install
+// postgresql). initdb and postgres refuse to run as root, so as root the
+// harness runs them as the postgres user (or nobody). The shared server
+// and each [StartProcess] keep their data in a database of their own
+// there; a FerretDB process killed or restarted leaves it in place.
+// [StartFrontEnd] starts a second FerretDB process over the shared
+// server's database, as people run several front ends.
+// PostgreSQL gets SIGQUIT if the test binary dies (Linux). Starting it
+// takes a few seconds. Its log is postgres.log in its temp dir.
+//
 // To force a real server:
 //
 //	MONGODB_URI='mongodb://localhost:27017/?directConnection=true' go test work
 //	DSYNC_MONGOTEST_TOPOLOGY=sharded DSYNC_MONGOTEST_MONGO_VERSION=8.0 go test work
+//
+// To run on FerretDB with PostgreSQL:
+//
+//	DSYNC_MONGOTEST_BACKEND=postgresql go test ./dsync/mongo ./integration
 //
 // # Using it
 //

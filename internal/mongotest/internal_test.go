@@ -169,7 +169,7 @@ func TestChildStartFailureReportsStderr(t *testing.T) {
 	defer l.Close()
 	base := t.TempDir()
 	start := time.Now()
-	c, err := startChild(filepath.Join(base, "data"), l.Addr().String(), filepath.Join(base, "stderr.log"))
+	c, err := startChild(filepath.Join(base, "data"), l.Addr().String(), "", filepath.Join(base, "stderr.log"))
 	if err == nil {
 		c.kill()
 		t.Fatal("child started on a busy port")

@@ -32,10 +32,12 @@ type Server struct {
 	kind string
 	uri  string
 
-	child  *child        // KindFerretDB
-	dir    string        // KindFerretDB temp dir (data/, stderr.log), removed by stop
-	docker *dockerServer // KindDocker
-	start  time.Duration // how long resolution took
+	child   *child        // KindFerretDB
+	backend string        // KindFerretDB: BackendSQLite or BackendPostgreSQL
+	pgURL   string        // BackendPostgreSQL: FerretDB's database
+	dir     string        // KindFerretDB temp dir (data/, stderr.log), removed by stop
+	docker  *dockerServer // KindDocker
+	start   time.Duration // how long resolution took
 }
 
 // URI returns the connection string of the server.
@@ -43,6 +45,10 @@ func (s *Server) URI() string { return s.uri }
 
 // Kind returns "uri", "docker" or "ferretdb".
 func (s *Server) Kind() string { return s.kind }
+
+// Backend returns the embedded FerretDB's backend, [BackendSQLite] or
+// [BackendPostgreSQL] (DSYNC_MONGOTEST_BACKEND), or "" for other kinds.
+func (s *Server) Backend() string { return s.backend }
 
 // IsFerretDB reports whether the server is the embedded FerretDB, for tests
 // that must skip features FerretDB lacks.
@@ -81,6 +87,7 @@ func Run(m *testing.M) int {
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest: stopping shared server: %v\n", err)
 	}
+	stopSharedPostgres()
 	removeBuilt()
 	return code
 }
@@ -147,11 +154,19 @@ func resolveShared() (*Server, error) {
 		logf("Docker engine answers but the MongoDB deployment failed, falling back to FerretDB: %v", err)
 	}
 
+	backend, err := embeddedBackend()
+	if err != nil {
+		return nil, err
+	}
+	pgURL, err := embeddedPostgresDatabase()
+	if err != nil {
+		return nil, err
+	}
 	base, err := os.MkdirTemp("", "dsync-mongotest-")
 	if err != nil {
 		return nil, err
 	}
-	c, err := startChild(filepath.Join(base, "data"), "127.0.0.1:0", filepath.Join(base, "stderr.log"))
+	c, err := startChild(filepath.Join(base, "data"), "127.0.0.1:0", pgURL, filepath.Join(base, "stderr.log"))
 	if err != nil {
 		_ = os.RemoveAll(base)
 		return nil, fmt.Errorf("embedded FerretDB: %w", err)
@@ -162,9 +177,13 @@ func resolveShared() (*Server, error) {
 		_ = os.RemoveAll(base)
 		return nil, err
 	}
-	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, dir: base, start: time.Since(start)}
-	logf("using embedded FerretDB v1.24.0 (child pid %d running %s, dir %s) at %s, ready in %v",
-		c.pid(), c.cmd.Path, base, c.uri, s.start.Round(time.Millisecond))
+	s := &Server{kind: KindFerretDB, uri: c.uri, child: c, backend: backend, pgURL: pgURL, dir: base, start: time.Since(start)}
+	on := "SQLite, dir " + base
+	if pgURL != "" {
+		on = "PostgreSQL, database " + pgURL
+	}
+	logf("using embedded FerretDB v1.24.0 on %s (child pid %d running %s) at %s, ready in %v",
+		on, c.pid(), c.cmd.Path, c.uri, s.start.Round(time.Millisecond))
 	return s, nil
 }
 

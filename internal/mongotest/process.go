@@ -21,6 +21,7 @@ type Process struct {
 	log  string // children's stderr, appended across restarts
 	addr string // 127.0.0.1:port, fixed after the first start
 	uri  string
+	pg   string // the PostgreSQL database with DSYNC_MONGOTEST_BACKEND=postgresql, else ""
 
 	mu sync.Mutex
 	c  *child // nil when not running
@@ -28,11 +29,19 @@ type Process struct {
 
 // StartProcess starts a FerretDB child process (always FerretDB, whatever
 // [Shared] resolved to) with its own temp data dir on a loopback port picked
-// at start and kept for restarts. It is stopped in tb.Cleanup.
+// at start and kept for restarts. It is stopped in tb.Cleanup. With
+// DSYNC_MONGOTEST_BACKEND=postgresql its data is in a PostgreSQL database
+// of its own instead (on the test binary's PostgreSQL), which outlives
+// its kills and restarts as the data dir does.
 func StartProcess(tb testing.TB) *Process {
 	tb.Helper()
 	base := tb.TempDir()
 	p := &Process{tb: tb, dir: filepath.Join(base, "data"), log: filepath.Join(base, "stderr.log"), addr: "127.0.0.1:0"}
+	pg, err := embeddedPostgresDatabase()
+	if err != nil {
+		tb.Fatalf("mongotest: StartProcess: %v", err)
+	}
+	p.pg = pg
 	c, err := p.start(10 * time.Second)
 	if err != nil {
 		tb.Fatalf("mongotest: StartProcess: %v", err)
@@ -54,7 +63,7 @@ func StartProcess(tb testing.TB) *Process {
 func (p *Process) start(retryFor time.Duration) (*child, error) {
 	deadline := time.Now().Add(retryFor)
 	for {
-		c, err := startChild(p.dir, p.addr, p.log)
+		c, err := startChild(p.dir, p.addr, p.pg, p.log)
 		if err == nil {
 			if err = pingURI(c.uri, 30*time.Second); err == nil {
 				return c, nil
@@ -134,4 +143,33 @@ func (p *Process) Restart() {
 		p.tb.Fatalf("mongotest: Process.Restart: URI changed from %s to %s", p.uri, c.uri)
 	}
 	p.c = c
+}
+
+// StartFrontEnd starts another FerretDB process over the PostgreSQL
+// database of [Shared]'s server, as people run several FerretDB front ends
+// over one database, and returns its URI; it is stopped in tb.Cleanup.
+// It skips the test unless Shared is the embedded FerretDB on PostgreSQL
+// (DSYNC_MONGOTEST_BACKEND=postgresql). FerretDB 1.24 reads a database's
+// collections when it first uses that database: one made afterwards
+// through another front end does not exist for this one.
+func StartFrontEnd(tb testing.TB) string {
+	tb.Helper()
+	srv := Shared(tb)
+	if srv.pgURL == "" {
+		tb.Skipf("mongotest: StartFrontEnd needs the embedded FerretDB on PostgreSQL (%s=%s); the server is %s %s", envBackend, BackendPostgreSQL, srv.kind, srv.backend)
+	}
+	base := tb.TempDir()
+	c, err := startChild(filepath.Join(base, "data"), "127.0.0.1:0", srv.pgURL, filepath.Join(base, "stderr.log"))
+	if err != nil {
+		tb.Fatalf("mongotest: StartFrontEnd: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := c.stop(15 * time.Second); err != nil {
+			tb.Logf("mongotest: StartFrontEnd: %v", err)
+		}
+	})
+	if err := pingURI(c.uri, 30*time.Second); err != nil {
+		tb.Fatalf("mongotest: StartFrontEnd: FerretDB at %s does not answer: %v; stderr:\n%s", c.uri, err, c.stderr())
+	}
+	return c.uri
 }

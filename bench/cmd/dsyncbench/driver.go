@@ -29,6 +29,7 @@ type driver struct {
 	poll         time.Duration // 0: dsyncmongo's default
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
 	name         string        // -name: the figures' library name, if not the default
+	server       string        // -server: the server's description, if not from buildInfo
 	cli          string        // -cli: the dsync command, for the status page
 	// idleAge (-idle-age): the idle age of the scale scenario's namespace
 	// of keys compacted (compaction.go); every other namespace has the
@@ -75,6 +76,9 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.wakeups != "" {
 		lib += fmt.Sprintf(", WithWakeups(%v)", d.wakeups == "on")
+	}
+	if d.server != "" {
+		return lib, d.server
 	}
 	return lib, describeServer(ctx, d.uri)
 }

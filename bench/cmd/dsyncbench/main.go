@@ -103,6 +103,7 @@ func measure() int {
 	scaleKeptMax := flag.Int("scale-kept-max", 0, "the scale scenario grows its series of keys in the collection (used within the idle age) to this many keys at most; 0: every size of -scale-keys")
 	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
 	idleAge := flag.Duration("idle-age", time.Minute, "the scale scenario's keys compacted: their backends compact keys idle for this long (dsyncmongo.WithIdleAge, with a bucket span of a quarter of it; at least 1m with the scenario's 15 s TTL; 0: that series is not measured). The other namespaces have the library's default")
+	server := flag.String("server", "", "describe the server for the report (default: from its buildInfo), e.g. \"FerretDB 1.24 on PostgreSQL 15\" or \"Atlas M10, MongoDB 7.0\"")
 	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off), e.g. to keep a before/after pair")
 	flag.Parse()
 
@@ -114,7 +115,7 @@ func measure() int {
 		fmt.Fprintln(os.Stderr, "dsyncbench:", err)
 		return 2
 	}
-	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, name: *name, cli: *cli, idleAge: *idleAge}
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, name: *name, server: *server, cli: *cli, idleAge: *idleAge}
 	if harness.IsChild() {
 		return harness.RunChild(d)
 	}

@@ -7,9 +7,10 @@
 //
 // Usage:
 //
-//	ferretserver -dir DATADIR [-addr 127.0.0.1:0] [-log error]
+//	ferretserver -dir DATADIR [-addr 127.0.0.1:0] [-log error] [-postgresql URL]
 //
-// It creates DATADIR, prints the server's URI as one line on stdout once it
+// With -postgresql it runs FerretDB's PostgreSQL backend on that database
+// (which must exist) instead of SQLite in DATADIR. It creates DATADIR, prints the server's URI as one line on stdout once it
 // listens, and serves until SIGTERM or SIGINT arrives or its stdin reaches
 // EOF (the parent is done with it, or died). Errors go to stderr, exit
 // status 3.
@@ -30,9 +31,10 @@ func main() {
 	dir := flag.String("dir", "", "data directory (created if missing; required)")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address; port 0 picks one")
 	logLevel := flag.String("log", "error", "FerretDB log level: debug, info, warn or error")
+	pgURL := flag.String("postgresql", "", "run FerretDB's PostgreSQL backend on this database (postgres://user@host:port/db) instead of SQLite in DATADIR")
 	flag.Parse()
 	if *dir == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: ferretserver -dir DATADIR [-addr HOST:PORT] [-log LEVEL]")
+		fmt.Fprintln(os.Stderr, "usage: ferretserver -dir DATADIR [-addr HOST:PORT] [-log LEVEL] [-postgresql URL]")
 		os.Exit(2)
 	}
 
@@ -47,7 +49,7 @@ func main() {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	if err := ferretserve.ServeChild(context.Background(), *dir, *addr, logger, os.Stdout, true); err != nil {
+	if err := ferretserve.ServeChildConfig(context.Background(), ferretserve.Config{Dir: *dir, Addr: *addr, PostgreSQLURL: *pgURL, Logger: logger}, os.Stdout, true); err != nil {
 		fmt.Fprintf(os.Stderr, "ferretserver: %v\n", err)
 		os.Exit(3)
 	}
