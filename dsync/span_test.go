@@ -128,6 +128,15 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("Semaphore.Acquire", sem.Acquire(ctx, 1))
+		once, err := dsync.NewOnce(b, "other", quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		check("Once.Do", once.Do(ctx, func(context.Context) error { ran = true; return nil }))
+		if ran {
+			t.Error("Once.Do ran its function with the store's span not its own")
+		}
 		panics := func(what string, f func()) {
 			t.Helper()
 			defer func() {
