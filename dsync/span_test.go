@@ -149,3 +149,35 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 		panics("RWMutex.RLock", rw.RLock)
 	})
 }
+
+// TestSweepOfAnotherSpanDeletesNothing: after an emptying that let a
+// process of the default span record its own, a process still running
+// buckets of a minute compacts nothing: gates are judged by their
+// buckets' numbers, which mean other times under another span, so its
+// sweep would take the holder's gates for old ones.
+func TestSweepOfAnotherSpanDeletesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		a := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(time.Minute))
+		defer a.Close()
+		ma := newMutex(t, a, "job", dsync.WithTTL(10*time.Second))
+		ma.Lock()
+		ma.Unlock()
+
+		store.Reset() // nothing held
+		c := dsync.NewMemoryBackendOn(store)
+		defer c.Close()
+		mc := newMutex(t, c, "job", dsync.WithTTL(10*time.Second))
+		mc.Lock() // records five minutes, and holds
+		defer mc.Unlock()
+		before := docsOf(store, "job")
+
+		_, err := a.Client().Compact(context.Background(), 4*time.Minute)
+		if !errors.Is(err, dsync.ErrSpan) {
+			t.Errorf("Compact by the process of a minute: %v, want dsync.ErrSpan", err)
+		}
+		if after := docsOf(store, "job"); after != before {
+			t.Errorf("the held key's documents went from %d to %d in a sweep by a process of another span", before, after)
+		}
+	})
+}
