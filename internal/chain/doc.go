@@ -308,7 +308,8 @@
 // updated, decides it: a start inserts it after its segment's gates and
 // first claim and relies on the segment only if the document, inserted or
 // read back, names its Span; a join reads it after the gate it joins
-// (inserting it if missing); a sweep reads it first (span.go). Two starts
+// (inserting it if missing); a sweep reads it first; nothing else makes a
+// process rely on a segment it did not (span.go). Two starts
 // of different spans in one history both send it after their segments'
 // documents: one insert wins, and the other start reads the winner's
 // Span and withdraws its claim. A segment relied on across an emptying
@@ -400,8 +401,9 @@
 // The simulation test in this package runs the protocol of several
 // processes against one store with requests delayed, reordered, applied
 // long after their senders gave up and torn, with crashes, pauses,
-// suspends, drifting clocks, failovers, pruning, and the store emptied or
-// restored, and checks every seed's history for conflicting holds valid
+// suspends, drifting clocks, failovers, pruning, the store emptied or
+// restored, and in a quarter of the runs a process configured with another
+// bucket span, and checks every seed's history for conflicting holds valid
 // at once, weights over the limit, token order between conflicting holds,
 // late loss signals and renewal storms; planted protocol errors (in a
 // build with -tags dsync_planted) must be caught.

@@ -187,22 +187,25 @@ func (h *eventHeap) Pop() any {
 }
 
 type sim struct {
-	rng    *rand.Rand
-	now    time.Duration // true time
-	q      eventHeap
-	seq    int
-	yield  chan struct{}
-	server *server
-	t0     time.Time
-	log    []history.Event
-	actors []*actor
-	owners []*owner
-	ids    int
-	bug    chain.Bug
-	sbug   simBug
-	lateP  float64
-	stats  simStats
-	trace  func(string, ...any)
+	// otherSpan is the pid of the owner that runs another bucket span
+	// (0: none).
+	otherSpan int
+	rng       *rand.Rand
+	now       time.Duration // true time
+	q         eventHeap
+	seq       int
+	yield     chan struct{}
+	server    *server
+	t0        time.Time
+	log       []history.Event
+	actors    []*actor
+	owners    []*owner
+	ids       int
+	bug       chain.Bug
+	sbug      simBug
+	lateP     float64
+	stats     simStats
+	trace     func(string, ...any)
 	// storms are renewal storms found (see checkStorms).
 	storms []string
 	keys   []string
@@ -361,6 +364,12 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	s.families = map[string]family{"k1": familyExclusive, "k2": family(s.frng.IntN(3)), keyIdle: familyExclusive}
 	s.limits = newSimLimits(seed)
 	s.once = newSimOnce(seed)
+	// In a quarter of the runs one of the first three owners runs another
+	// bucket span, drawn from a stream of its own so that the other runs
+	// go as they did before.
+	if srng := rand.New(rand.NewPCG(uint64(seed), 0x5ba17)); srng.IntN(4) == 0 {
+		s.otherSpan = 1 + srng.IntN(3)
+	}
 	for i := range 3 + rng.IntN(4) {
 		o := s.addOwner(i < 2)
 		if i < 2 {
@@ -546,6 +555,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"compaction deleting expired done records by ID, late", chain.NoBug, simBugCompactDoneByID, true},
 		{"relying on a segment without coverage", chain.BugNoCoverage, simNoBug, false},
 		{"a start skipping the bucket before its time", chain.BugStartSkipsPrevBucket, simNoBug, true},
+		{"a segment relied on whatever span the store records", chain.BugSpanIgnored, simNoBug, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != chain.NoBug && !chain.Planted {
