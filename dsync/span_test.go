@@ -147,6 +147,7 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 		}
 		panics("Lock", m.Lock)
 		panics("RWMutex.RLock", rw.RLock)
+		panics("RWMutex.Lock", rw.Lock)
 	})
 }
 
