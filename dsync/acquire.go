@@ -202,6 +202,9 @@ func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold
 		}
 		sess, err := k.enter(ctx)
 		if err != nil {
+			if errors.Is(err, ErrSpan) {
+				return nil, err // a configuration error: retrying cannot mend it
+			}
 			if ctx.Err() != nil {
 				return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
 			}
@@ -214,7 +217,7 @@ func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold
 		switch {
 		case h != nil:
 			return h, nil
-		case errors.Is(err, ErrHeld) && !wait:
+		case errors.Is(err, ErrHeld) && !wait, errors.Is(err, ErrSpan):
 			k.leave(sess)
 			return nil, err
 		case errors.Is(err, ErrHeld):

@@ -322,7 +322,7 @@ func (c *Client) agree(ctx context.Context) error {
 		return nil
 	}
 	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
-		return fmt.Errorf("dsync: %w", err)
+		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
 	c.agreed = true
 	c.startSweeper()

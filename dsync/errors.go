@@ -22,4 +22,12 @@ var (
 	// Mutex checks its session and queues again, so Lock and LockContext
 	// never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
+
+	// ErrSpan reports that the store records a bucket span other than
+	// this process's (ClientWithBucketSpan, dsyncmongo.WithBucketSpan): a
+	// configuration error, which retrying does not mend. Every method
+	// that acquires returns it at once (Lock and RLock, which have no
+	// error to return, panic with it); the error's text says which span
+	// the store uses and what to change.
+	ErrSpan = errors.New("dsync: the store's bucket span is not this process's")
 )

@@ -63,10 +63,15 @@ func (m *Mutex) Owner() string { return m.owner }
 // Lock has no error to return: it retries backend errors (an unreachable
 // server, timeouts) with capped, jittered backoff for as long as it takes,
 // and reports each one through WithLogger and WithErrorHandler. Use
-// LockContext to bound the wait or to see the errors.
+// LockContext to bound the wait or to see the errors. A configuration
+// error that retrying cannot mend, a bucket span other than the store's,
+// makes it panic with an error wrapping ErrSpan (LockContext returns it).
 func (m *Mutex) Lock() {
-	// context.Background never ends, so LockContext returns only once held.
-	_ = m.LockContext(context.Background())
+	// context.Background never ends, so LockContext returns only once held,
+	// or on an error no retry mends.
+	if err := m.LockContext(context.Background()); errors.Is(err, ErrSpan) {
+		panic(err)
+	}
 }
 
 // LockContext locks m, blocking until it is held or ctx ends. When ctx ends

@@ -85,6 +85,8 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	switch {
 	case errors.As(err, &busy):
 		return claimRef{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
+	case errors.Is(err, chain.ErrSpan):
+		return claimRef{}, c.spanError(fmt.Errorf("dsync: claim %q: %w", key, err))
 	case err != nil:
 		return claimRef{}, wrap(ctx, "claim", key, err)
 	}

@@ -77,8 +77,13 @@ func (rw *RWMutex) Owner() string { return rw.owner }
 
 // Lock locks rw for writing, blocking until no other hold of the key is
 // valid, like sync.RWMutex.Lock. It retries backend errors for as long as
-// it takes (see Mutex.Lock); use LockContext to bound the wait.
-func (rw *RWMutex) Lock() { _ = rw.LockContext(context.Background()) }
+// it takes (see Mutex.Lock); use LockContext to bound the wait. It panics
+// with an error wrapping ErrSpan, as Mutex.Lock does.
+func (rw *RWMutex) Lock() {
+	if err := rw.LockContext(context.Background()); errors.Is(err, ErrSpan) {
+		panic(err)
+	}
+}
 
 // LockContext locks rw for writing, blocking until held or ctx ends; it
 // then returns context.Cause(ctx) (see Mutex.LockContext).
@@ -172,8 +177,13 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 
 // RLock locks rw for reading, blocking until every writer queued before
 // it has ended, like sync.RWMutex.RLock. It retries backend errors for as
-// long as it takes; use RLockContext to bound the wait.
-func (rw *RWMutex) RLock() { _ = rw.RLockContext(context.Background()) }
+// long as it takes; use RLockContext to bound the wait. It panics with an
+// error wrapping ErrSpan, as Mutex.Lock does.
+func (rw *RWMutex) RLock() {
+	if err := rw.RLockContext(context.Background()); errors.Is(err, ErrSpan) {
+		panic(err)
+	}
+}
 
 // RLockContext locks rw for reading, blocking until held or ctx ends; it
 // then returns context.Cause(ctx).

@@ -30,7 +30,7 @@ func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error)
 	}
 	n, err := c.eng.Sweep(ctx, idle)
 	if err != nil {
-		return n, fmt.Errorf("dsync: compact: %w", err)
+		return n, c.spanError(fmt.Errorf("dsync: compact: %w", err))
 	}
 	return n, nil
 }
@@ -134,6 +134,9 @@ func ClientWithIdleAge(d time.Duration) ClientOption {
 
 // ClientWithBucketSpan sets the store's bucket span: every process on a
 // store must use the same, which the first process records in the store.
+// A process whose span is not the store's fails every acquire with an
+// error wrapping ErrSpan, also when the store was emptied and first
+// written by a process of another span while it ran.
 // Default: the store's, or 5 minutes for a new store. A hold's TTL must
 // be at most the span. Shorter spans cost each holder a gate insert per
 // span and key held, and allow shorter idle ages (ClientWithIdleAge); the

@@ -145,7 +145,10 @@ func WithIdleAge(d time.Duration) Option {
 // a key's queue proves it is the live one (see docs/architecture.md).
 // Every process on a store must use the same: the first process records
 // its span in the lock collection, and a process given another one fails
-// with an error. Default: the span recorded, or 5 minutes. A lock's TTL
+// every acquire with an error wrapping dsync.ErrSpan, also when the
+// collection was emptied and first written by a process of another span
+// while this one ran (see docs/operations.md). Default: the span
+// recorded, or 5 minutes. A lock's TTL
 // must be at most the span. Shorter spans allow shorter idle ages (tests,
 // benchmarks) and cost a holder one insert per span and key held.
 func WithBucketSpan(d time.Duration) Option {

@@ -41,7 +41,7 @@
 //   - key's gates, one per bucket of store time (key#g/B: the store times in
 //     [B×Span, (B+1)×Span)), each naming the segment that owns its bucket (see
 //     Segments below), and the store's one protocol document, which records
-//     Span: every process on a store must use the same.
+//     Span: every process on a store must use the same (see Spans below).
 //   - key's floor {epoch F, nonce}, recorded in its gates: every epoch of
 //     the gate's segment below F has ended. The nonce is that of F's claim,
 //     and a floor counts only while that claim exists with it (floor.go).
@@ -199,10 +199,12 @@
 // in one ordered request, the gates of every bucket from bucket(E)−1 to
 // bucket(L)+1 (E and L the earliest and latest possible store times at
 // sending), lowest first, then its first claim, of epoch base(E) =
-// ⌊E/Quantum⌋ × Rate, and that claim's shadow. It succeeds only if every
-// document lands: no other segment owned any of those buckets. Otherwise
-// the highest gate in the range that still gives coverage names the live
-// segment, which the claim joins.
+// ⌊E/Quantum⌋ × Rate, and that claim's shadow, and last the protocol
+// document. It succeeds only if every gate and the claim land (no other
+// segment owned any of those buckets) and the protocol document, inserted
+// or read back, names the starter's Span. Otherwise the highest gate in
+// the range that still gives coverage names the live segment, which the
+// claim joins once the protocol document names its Span.
 //
 // Coverage: a process that knows the gate of bucket b names segment S (it
 // inserted it, or read it) relies on S while the latest possible store time
@@ -298,6 +300,24 @@
 // after its gate's), and inserts above its floor (F3). One limit: a lock held at the moment is not
 // protected (its holder does not notice until its session is found gone).
 //
+// # Spans
+//
+// All of the above is about processes of one Span: buckets of two spans
+// have different numbers for one time, so segments of two spans never meet
+// at a gate. The protocol document, inserted once per history and never
+// updated, decides it: a start inserts it after its segment's gates and
+// first claim and relies on the segment only if the document, inserted or
+// read back, names its Span; a join reads it after the gate it joins
+// (inserting it if missing); a sweep reads it first; nothing else makes a
+// process rely on a segment it did not (span.go). Two starts
+// of different spans in one history both send it after their segments'
+// documents: one insert wins, and the other start reads the winner's
+// Span and withdraws its claim. A segment relied on across an emptying
+// has a claim held or awaited then, which the emptying's condition rules
+// out; a claim made on knowledge from before the emptying holds only on
+// what the store shows after its insert. A process whose Span the store
+// does not record gets a *SpanError (ErrSpan) from Claim and Sweep.
+//
 // A session's documents may vanish at any time (its collection emptied),
 // holds or not: the owner finds its session gone at its next renewal and
 // retires it, and walkers wait a TTL before they take the session for dead
@@ -374,12 +394,16 @@
 //     delete reaches it: its ID comes back once it expired, see done.go).
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
+//   - A protocol document is only inserted: landing late in an emptied
+//     store, it records its sender's Span first, and processes of another
+//     Span are refused (an error to fix, not a second holder).
 //
 // The simulation test in this package runs the protocol of several
 // processes against one store with requests delayed, reordered, applied
 // long after their senders gave up and torn, with crashes, pauses,
-// suspends, drifting clocks, failovers, pruning, and the store emptied or
-// restored, and checks every seed's history for conflicting holds valid
+// suspends, drifting clocks, failovers, pruning, the store emptied or
+// restored, and in a quarter of the runs a process configured with another
+// bucket span, and checks every seed's history for conflicting holds valid
 // at once, weights over the limit, token order between conflicting holds,
 // late loss signals and renewal storms; planted protocol errors (in a
 // build with -tags dsync_planted) must be caught.

@@ -222,6 +222,10 @@ const (
 	// vouches for itself, not that of the gate before: a later gate can
 	// then carry a lower floor than one a prune relied on.
 	BugFloorNotMonotone
+	// BugSpanIgnored relies on a segment whatever bucket span the store's
+	// protocol document records: segments of two spans never meet at a
+	// gate.
+	BugSpanIgnored
 )
 
 // keyState is what this process knows of a key. Every field is a fact

@@ -38,8 +38,12 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 		if err != nil || !ok {
 			return nil, err // no segment anyone may rely on: nothing holds
 		}
-		if ks := e.snapshot(key); ks.seg == g.Seg || ks.seg == 0 {
-			e.learnGate(key, g) // what covers the key now, for this process's claims too
+		if ks := e.snapshot(key); ks.seg == g.Seg {
+			// What covers the key now, for this process's claims too. A
+			// segment it does not rely on yet it learns only by a start or
+			// a join, which check that the store's span is this
+			// process's (span.go).
+			e.learnGate(key, g)
 		}
 		live, top, err := e.queueFrom(ctx, key, g)
 		if err != nil || top == 0 {

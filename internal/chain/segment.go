@@ -156,9 +156,18 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	}
 	c = q.newClaim(seg, seg)
 	d := q.claimDoc(c, now.Latest)
-	docs = append(docs, d, shadowOf(d))
-	gates := len(docs) - 2
+	// The protocol document last: the segment is relied on only if, after
+	// its documents landed, the store's span is this process's (span.go).
+	docs = append(docs, d, shadowOf(d), e.protocolDoc())
+	gates := len(docs) - 3
 	dup, err := e.store.InsertOrdered(ctx, docs)
+	if err == nil && dup == gates+2 {
+		// The protocol document exists (as it usually does): it must name
+		// this process's span, or the claim is given up.
+		if err = e.confirmSpan(ctx); err == nil {
+			dup = -1
+		}
+	}
 	switch {
 	case err != nil:
 		// Gates and the claim may have landed: the claim is withdrawn, and
@@ -177,6 +186,9 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	case dup == gates:
 		// Every gate landed, and the first claim exists: this segment's
 		// (an earlier start of this process, of unknown outcome).
+		if err := e.confirmSpan(ctx); err != nil {
+			return nil, true, err
+		}
 		e.learnGate(q.key, gate(q.key, seg, hi, Floor{}, now.Latest))
 		e.learnNewest(q.key, seg)
 		q.join(seg)
@@ -187,7 +199,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	}
 	// A gate of bucket lo+dup exists: the buckets from there up are owned.
 	// The live segment is the one of the highest gate that still gives
-	// coverage.
+	// coverage, if the store's span is this process's.
 	q.seg = 0
 	for b := hi; b >= lo+int64(dup); b-- {
 		g, found, err := e.store.Get(ctx, GateID(q.key, b))
@@ -201,6 +213,9 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 			// Its coverage is over, but its bucket is still too recent to
 			// start in: try again once the store's time moves on.
 			return nil, false, nil
+		}
+		if err := e.confirmSpan(ctx); err != nil {
+			return nil, true, err
 		}
 		e.learnGate(q.key, g)
 		q.join(g.Seg)

@@ -80,6 +80,11 @@ func newOwner(s *sim, pid int) *owner {
 		// its claims and walks read again what they would have known.
 		cfg.MaxKeys = 1
 	}
+	if pid == s.otherSpan {
+		// A process run with another bucket span (its starts and joins
+		// are refused while the store records the others').
+		cfg.Span = 2 * simSpan
+	}
 	eng, err := chain.New(net{s}, ownerClock{o}, cfg)
 	if err != nil {
 		panic(err) // simConfig is valid

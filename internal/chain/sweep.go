@@ -2,7 +2,6 @@ package chain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -33,6 +32,11 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	if idle < e.MinIdle() {
 		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, e.MinIdle(), e.span())
 	}
+	// Gates are judged by their buckets' numbers, which mean other times
+	// under another span.
+	if err := e.confirmSpan(ctx); err != nil {
+		return 0, err
+	}
 	now := e.clock.ServerNow()
 	before := now.Earliest.Add(-idle)
 	keep, err := e.store.RecentKeys(ctx, e.bucket(before))
@@ -45,44 +49,3 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	}
 	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3)
 }
-
-// ErrSpan reports that the store's processes do not agree on the bucket
-// span: exclusion between segments needs one.
-var ErrSpan = errors.New("chain: the store's bucket span differs")
-
-// Agree records this engine's bucket span as the store's, or adopts the
-// store's: only an engine configured with Fixed refuses another span
-// (ErrSpan). It must succeed before the engine claims.
-func (e *Engine) Agree(ctx context.Context, fixed bool) error {
-	span := e.span()
-	d := Doc{ID: ProtocolID, Kind: KindProtocol, Span: span, Sent: e.clock.ServerNow().Latest}
-	err := e.store.Insert(ctx, d)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, ErrExists) {
-		return err
-	}
-	got, found, err := e.store.Get(ctx, ProtocolID)
-	switch {
-	case err != nil:
-		return err
-	case !found || got.Kind != KindProtocol || got.Span <= 0:
-		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
-	case got.Span == span:
-		return nil
-	case fixed:
-		return fmt.Errorf("%w: the store uses %v, this process %v", ErrSpan, got.Span, span)
-	case got.Span < 4*e.cfg.Margin:
-		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
-	}
-	e.spanNs.Store(int64(got.Span))
-	return nil
-}
-
-// Span is the bucket span in force: Config.Span, or the store's once
-// Agree has run.
-func (e *Engine) Span() time.Duration { return e.span() }
-
-// span is the bucket length in force.
-func (e *Engine) span() time.Duration { return time.Duration(e.spanNs.Load()) }

@@ -1,0 +1,30 @@
+package dsync
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// spanError turns err, if it says that the store's bucket span is not
+// this process's, into an error wrapping ErrSpan that says what to
+// change; any other err is returned as it is. Every process of a store
+// must use one span (see internal/chain): a process configured with
+// another is refused when it starts, and a running process is refused
+// when the store, emptied, was written first by a process of another
+// span.
+func (c *Client) spanError(err error) error {
+	var se *chain.SpanError
+	switch {
+	case errors.As(err, &se) && c.cfg.spanSet:
+		return fmt.Errorf("%w: the store uses %v, this process %v (ClientWithBucketSpan, dsyncmongo.WithBucketSpan): give every process of the store the same span, or none to adopt the store's (%w)",
+			ErrSpan, se.Store, se.Engine, err)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: the store uses %v, this process %v, which the store used when this process started (the store was emptied since, and first written by a process configured with %v): restart this process to adopt the store's span, and give every process of the store the same span (ClientWithBucketSpan, dsyncmongo.WithBucketSpan) (%w)",
+			ErrSpan, se.Store, se.Engine, se.Store, err)
+	case errors.Is(err, chain.ErrSpan):
+		return fmt.Errorf("%w (%w)", ErrSpan, err)
+	}
+	return err
+}

@@ -1,0 +1,135 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The bucket span. Gates exclude each other only within one span: a gate's
+// ID names its bucket's number, and buckets of two spans have different
+// numbers for the same time, so two segments whose processes run
+// different spans never meet (segment.go). Every process on a store must
+// therefore use the one its protocol document (ProtocolID) records.
+//
+// The document is inserted, never updated, and it goes when the store is
+// emptied: the first process to write it after that decides the span. So
+// a process checks it where it comes to rely on a segment it did not
+// already rely on:
+//
+//   - A start inserts the protocol document with its span last, in the
+//     same ordered insert as its gates and first claim, and reads it back
+//     if it exists: a start relies on its segment only if the document
+//     then names its span. Two starts of different spans in one history of
+//     the store both insert it after their segments' documents; one insert
+//     wins, and the other start reads a span not its own and gives its
+//     claim up. So no history holds two segments of different spans that
+//     are relied on, whichever order their requests land in.
+//   - A claim that joins the segment of a gate it read (a start that met
+//     a gate) reads the document after the gate, and inserts it if it is
+//     missing.
+//   - A sweep reads it before it reads or deletes anything, since it
+//     deletes gates by bucket number and judges keys idle by it.
+//
+// Nothing else makes a process rely on a segment it did not rely on: a
+// read of a key's queue (Queue) learns only more of the segment this
+// process relies on already.
+//
+// A process with the store's span keeps relying on what it already
+// relies on: the store is emptied only while nothing is held or awaited,
+// and a claim made on knowledge from before an emptying holds only on
+// what the store shows after its insert (see the package documentation).
+
+// ErrSpan reports that the store's processes do not agree on the bucket
+// span: exclusion between segments needs one.
+var ErrSpan = errors.New("chain: the store's bucket span differs")
+
+// SpanError is ErrSpan with the two spans: the store's, recorded in its
+// protocol document, and the engine's.
+type SpanError struct {
+	Store, Engine time.Duration
+}
+
+func (e *SpanError) Error() string {
+	return fmt.Sprintf("chain: the store's bucket span is %v, this process's %v", e.Store, e.Engine)
+}
+
+// Is makes a *SpanError match ErrSpan.
+func (e *SpanError) Is(target error) bool { return target == ErrSpan }
+
+// Agree records this engine's bucket span as the store's, or adopts the
+// store's: only an engine configured with Fixed refuses another span
+// (ErrSpan). It must succeed before the engine claims. The engine's span
+// does not change after that: a store that records another one later
+// (emptied, and written first by a process of another span) has this
+// engine's starts and joins refused with a *SpanError.
+func (e *Engine) Agree(ctx context.Context, fixed bool) error {
+	err := e.store.Insert(ctx, e.protocolDoc())
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrExists) {
+		return err
+	}
+	got, found, err := e.store.Get(ctx, ProtocolID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: the protocol document %q went while it was read", ErrSpan, ProtocolID)
+	}
+	err = e.sameSpan(got)
+	switch {
+	case err == nil, fixed:
+		return err
+	case got.Span < 4*e.cfg.Margin:
+		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+	}
+	e.spanNs.Store(int64(got.Span))
+	return nil
+}
+
+// confirmSpan makes sure the store's protocol document names this
+// engine's span: it reads it, and inserts it if it is missing. A
+// *SpanError says it names another.
+func (e *Engine) confirmSpan(ctx context.Context) error {
+	for range 2 {
+		got, found, err := e.store.Get(ctx, ProtocolID)
+		if err != nil {
+			return err
+		}
+		if found {
+			return e.sameSpan(got)
+		}
+		// Missing: the store was emptied. Inserting it is what a start
+		// does; landing late, it is as harmless as a start's.
+		if err := e.store.Insert(ctx, e.protocolDoc()); !errors.Is(err, ErrExists) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
+}
+
+// sameSpan checks that the protocol document d names this engine's span.
+func (e *Engine) sameSpan(d Doc) error {
+	if d.Kind != KindProtocol || d.Span <= 0 {
+		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
+	}
+	if span := e.span(); d.Span != span && !e.has(BugSpanIgnored) {
+		return &SpanError{Store: d.Span, Engine: span}
+	}
+	return nil
+}
+
+// protocolDoc is the store's protocol document as this engine writes it.
+func (e *Engine) protocolDoc() Doc {
+	return Doc{ID: ProtocolID, Kind: KindProtocol, Span: e.span(), Sent: e.clock.ServerNow().Latest}
+}
+
+// Span is the bucket span in force: Config.Span, or the store's once
+// Agree has run.
+func (e *Engine) Span() time.Duration { return e.span() }
+
+// span is the bucket length in force.
+func (e *Engine) span() time.Duration { return time.Duration(e.spanNs.Load()) }
