@@ -68,6 +68,9 @@ type productAnswers struct {
 	// it names none; retryWrites its retryWrites, nil when it names none.
 	readPref    string
 	retryWrites *bool
+	// idPlans is what a find by _id on dsync's collections costs, asked
+	// of FerretDB 1 on PostgreSQL only (doctor_pgindex.go).
+	idPlans []idPlan
 }
 
 // probeProduct asks db's server what the recognition needs. It writes
@@ -107,6 +110,9 @@ func probeProduct(ctx context.Context, db *mongo.Database, collection, uri strin
 		a.readPref = opts.ReadPreference.Mode().String()
 	}
 	a.retryWrites = opts.RetryWrites
+	if p, _ := recognise(a); p == productFerretDB1PostgreSQL {
+		a.idPlans = probeIDPlans(ctx, db, collection)
+	}
 	return a
 }
 
@@ -228,6 +234,7 @@ func productFindings(a productAnswers) []dsyncmongo.Finding {
 		add(dsyncmongo.Warn,
 			"FerretDB "+version+" on PostgreSQL (its query plans are PostgreSQL's): write concern is accepted and ignored: an acknowledged lock is as durable as PostgreSQL's commit, and outlives a PostgreSQL failover only if a synchronous standby has it; several FerretDB front ends over one PostgreSQL are several clocks",
 			"keep synchronous_commit on and set synchronous_standby_names on the primary; with several FerretDB front ends, set dsyncmongo.WithMemberSkew to the bound on their hosts' clock skew")
+		out = append(out, idIndexFindings(a.idPlans)...)
 	case productFerretDB1:
 		add(dsyncmongo.Warn,
 			"FerretDB "+version+" on a backend its answers do not name: write concern is accepted and ignored: an acknowledged lock is as durable as the backend's commit",

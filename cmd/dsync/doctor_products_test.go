@@ -32,6 +32,7 @@ type lookAlike struct {
 	buildInfo bson.D
 	capped    bson.D // the answer to a capped create
 	plan      bson.D // explain's queryPlanner
+	count     int32  // the answer to count (refused when 0)
 	uriQuery  string // the connection string's options
 	want      []string
 }
@@ -348,6 +349,15 @@ func (l lookAlike) answer(cmd bson.Raw) bson.Raw {
 			return mustMarshal(l.capped)
 		}
 		d = bson.D{ok}
+	case "count":
+		if l.count == 0 {
+			return mustMarshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "count not supported"}, {Key: "code", Value: int32(115)}})
+		}
+		n := l.count
+		if limit, ok := cmd.Lookup("limit").AsInt64OK(); ok && limit > 0 && int64(n) > limit {
+			n = int32(limit)
+		}
+		d = bson.D{{Key: "n", Value: n}, ok}
 	case "explain":
 		if l.plan == nil {
 			return mustMarshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "explain not supported"}, {Key: "code", Value: int32(115)}})
