@@ -37,7 +37,7 @@ pass, warn or fail for each check, with what to do:
                   (a standalone server has none: it passes, and says so)
   product         Amazon DocumentDB, Azure Cosmos DB, FerretDB 1 or 2:
                   each of its quirks, what it means for dsync, the fix
-  _id index       on FerretDB 1 over PostgreSQL only: whether PostgreSQL
+  _id index       only on FerretDB 1 over PostgreSQL: whether PostgreSQL
                   serves a find by _id on the lock and sessions
                   collections from an index, or reads the whole table at
                   each of a Lock's reads (told from 1,000 documents on:
