@@ -3,8 +3,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // PostgreSQL's plans of a find by _id as FerretDB 1.24 passes them through
@@ -136,5 +139,58 @@ func TestDoctorJSONIDIndex(t *testing.T) {
 				t.Errorf("want a %s %q finding for dsync_locks and dsync_locks_sessions, got:\n%s", c.status, c.want, out.stdout)
 			}
 		})
+	}
+}
+
+// On the harness's FerretDB over PostgreSQL (DSYNC_MONGOTEST_BACKEND=
+// postgresql), which adds the GIN index of docs/deployments.md to every
+// table: with a lock collection of idIndexMinDocs documents, the doctor
+// sees PostgreSQL read a find by _id from that index, and says the
+// sessions collection, which it leaves near empty, is too small to tell.
+func TestDoctorIDIndexOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	srv := mongotest.Shared(t)
+	if srv.Backend() != mongotest.BackendPostgreSQL {
+		t.Skip("the test server is not FerretDB on PostgreSQL (DSYNC_MONGOTEST_BACKEND=postgresql)")
+	}
+	db := mongotest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	locks := db.Collection("dsync_locks")
+	var docs []any
+	for i := range idIndexMinDocs {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("doctor-test/%06d", i)}, {Key: "key", Value: fmt.Sprintf("k%d", i/5)}, {Key: "kind", Value: "claim"}, {Key: "epoch", Value: int64(i)}})
+	}
+	if _, err := locks.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	// The server indexes a new table within a pass or two of its poll.
+	for {
+		p := probeIDPlans(ctx, db, "dsync_locks")
+		if _, index := planScans(p[0].plan); index != "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the lock collection's table never got an index a find by _id uses: %+v", p[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := runDsync(t, env(srv.URI()), "", slow(90*time.Second), "--db", db.Name(), "doctor", "--json")
+	var findings []struct{ Check, Status, Found, Fix string }
+	if err := json.Unmarshal([]byte(out.stdout), &findings); err != nil {
+		t.Fatalf("exit %d, %v\nstdout: %s\nstderr: %s", out.code, err, out.stdout, out.stderr)
+	}
+	want := map[string]string{
+		"PostgreSQL serves a find by _id on dsync_locks from an index (dsync_id_": "pass",
+		"dsync_locks_sessions holds ": "pass",
+	}
+	for w, status := range want {
+		found := false
+		for _, f := range findings {
+			found = found || f.Check == idIndexCheck && f.Status == status && strings.Contains(f.Found, w)
+		}
+		if !found {
+			t.Errorf("no %s %s finding containing %q in:\n%s", status, idIndexCheck, w, out.stdout)
+		}
 	}
 }
