@@ -93,11 +93,7 @@ func ExampleMemoryBackend_SetReachable() {
 // again once it heals.
 func TestPartitionedHolderAndATakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store)
-		defer a.Close()
-		b := dsync.NewMemoryBackendOn(store)
-		defer b.Close()
+		a, b := twoProcesses(t)
 		const ttl = 2 * time.Second
 		ma, err := dsync.NewMutex(a, "k", dsync.WithTTL(ttl))
 		if err != nil {
@@ -185,4 +181,17 @@ func TestLossLoggedAtInfo(t *testing.T) {
 			t.Errorf("log:\n%s\nwant the loss at Info and the failed renewal at Warn", logged.String())
 		}
 	})
+}
+
+// twoProcesses returns the backends of two processes on one shared memory
+// store, each with its own lease and its own switches (SetReachable,
+// SetAnswering); both are closed when the test ends.
+func twoProcesses(t *testing.T) (a, b *dsync.MemoryBackend) {
+	store := memory.New()
+	a, b = dsync.NewMemoryBackendOn(store), dsync.NewMemoryBackendOn(store)
+	t.Cleanup(func() {
+		b.Close()
+		a.Close()
+	})
+	return a, b
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // tryer is one Try method of a primitive, in its Context form, with what
@@ -56,11 +55,7 @@ func tryers(t *testing.T, b dsync.Backend, opts ...dsync.Option) []tryer {
 // at once, long before the lease of the process that tried could expire.
 func TestTryBoundedWhenTheStoreDoesNotAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store)
-		defer a.Close()
-		b := dsync.NewMemoryBackendOn(store)
-		defer b.Close()
+		a, b := twoProcesses(t)
 		ctx := context.Background()
 		as := tryers(t, a)
 		for _, tr := range as {
@@ -134,11 +129,7 @@ func waitTry(ctx context.Context, tr tryer) error {
 // not be reached.
 func TestTryContextSaysWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store)
-		defer a.Close()
-		b := dsync.NewMemoryBackendOn(store)
-		defer b.Close()
+		a, b := twoProcesses(t)
 		ctx := context.Background()
 		bs := tryers(t, b)
 		// Process a holds every key: the Mutex, both RWMutexes for
