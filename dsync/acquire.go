@@ -43,14 +43,14 @@ type core struct {
 	lostHook func(*hold)
 }
 
-// newCore checks a primitive's backend, key and options. A primitive of
+// newCore checks a primitive's Client, key and options. A primitive of
 // the sync family passes its namespace (family), which WithNamespace may
 // not change; a Mutex passes "" and takes WithNamespace's, if any.
-func newCore(backend Backend, key, family string, opts []Option) (core, error) {
-	if backend == nil {
-		return core{}, errors.New("dsync: nil backend")
+func newCore(client *Client, key, family string, opts []KeyOption) (core, error) {
+	if client == nil {
+		return core{}, ErrNilClient
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(opts, client.cfg.lease)
 	if err != nil {
 		return core{}, err
 	}
@@ -68,7 +68,6 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	if err != nil {
 		return core{}, err
 	}
-	client := backend.Client()
 	if err := client.checkKey(stored); err != nil {
 		return core{}, err
 	}
@@ -76,9 +75,7 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 		cfg.logger = client.cfg.logger
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
-		// A hold must end within one span of the store's time (see
-		// ClientWithBucketSpan): say what to change, not why.
-		return core{}, fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan or dsyncmongo.WithBucketSpan)", cfg.ttl, span)
+		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
 	}
 	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg}, nil
 }
@@ -91,7 +88,7 @@ const reservedPrefix = "dsync:"
 func storedKey(key, namespace string) (string, error) {
 	switch {
 	case key == "":
-		return "", errors.New("dsync: empty key")
+		return "", ErrEmptyKey
 	case namespace != "":
 		return reservedPrefix + namespace + "/" + key, nil
 	case strings.HasPrefix(key, reservedPrefix):
@@ -101,7 +98,7 @@ func storedKey(key, namespace string) (string, error) {
 }
 
 // acquire claims p's key with terms t and waits for the claim to hold,
-// retrying backend errors, until it holds, or — when wait is false —
+// retrying store errors, until it holds, or — when wait is false —
 // makes one attempt that never waits (a try). It returns the hold, joined
 // to its session; it may be lost by the time the caller stores it (its
 // lost channel is then closed).
@@ -196,14 +193,11 @@ func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold
 	}
 	resets := 0
 	for {
-		k, err := p.client.keeperOf(p)
-		if err != nil {
-			return nil, err
-		}
+		k := p.client.keeper
 		sess, err := k.enter(ctx)
 		if err != nil {
-			if errors.Is(err, ErrSpan) {
-				return nil, err // a configuration error: retrying cannot mend it
+			if errors.Is(err, ErrSpan) || errors.Is(err, ErrClosed) {
+				return nil, err // a configuration error, or the end: retrying cannot mend it
 			}
 			if ctx.Err() != nil {
 				return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
@@ -262,7 +256,7 @@ func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold
 }
 
 // failure is what a failed attempt returns: ctx's cause if it ended,
-// otherwise the backend's error.
+// otherwise the store's error.
 func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	if ctx.Err() != nil {
 		return p.contextErr(ctx, lastErr)
@@ -272,8 +266,8 @@ func (p *core) failure(ctx context.Context, err, lastErr error) error {
 
 // claimAndAwait queues p in sess with terms t and waits until the claim
 // holds, then joins the hold to sess. Whatever stops it first (ctx, the
-// session's retirement, a backend error) withdraws the claim. With wait
-// false, the backend's Claim either holds at once or returns a
+// session's retirement, a store error) withdraws the claim. With wait
+// false, the store's Claim either holds at once or returns a
 // *HeldError.
 func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t chain.Terms, wait bool) (*hold, error) {
 	// Bound by the session: a claim made in a retired session must never
@@ -283,7 +277,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 	defer stop()
 
-	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.cfg.margin())
+	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.client.cfg.lease.margin)
 	c, err := p.client.claim(cctx, p.stored, p.owner, sess.id, t, !wait)
 	ccancel()
 	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
@@ -299,7 +293,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
 				break
 			}
-			// A backend error while waiting: the claim keeps its place
+			// A store error while waiting: the claim keeps its place
 			// (a waiter that stops waiting would lose it); try again.
 			p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
 			if !sleep(p.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
@@ -345,7 +339,7 @@ func (p *core) release(ctx context.Context, h *hold) error {
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in
-		// the backend is the margin that lets a holder which was told
+		// the store is the margin that lets a holder which was told
 		// late stop before anyone else starts.
 		return lostErr
 	}
@@ -376,7 +370,7 @@ func (p *core) withdraw(ctx context.Context, c claimRef) {
 }
 
 // contextErr is what an acquire returns when ctx ends: its cause, with the
-// last backend error attached when there was one (even one that only says
+// last store error attached when there was one (even one that only says
 // the context ended: the driver's message tells why, such as no server
 // answering).
 func (p *core) contextErr(ctx context.Context, lastErr error) error {
@@ -384,7 +378,7 @@ func (p *core) contextErr(ctx context.Context, lastErr error) error {
 	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
 		return cause
 	}
-	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
+	return fmt.Errorf("%w (last store error: %w)", cause, lastErr)
 }
 
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).

@@ -17,14 +17,11 @@ import (
 // session.
 func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
+		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := m.client.keeperOf(&m.core)
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := m.client.keeper
 		s, err := k.enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +61,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 // suite's SIGSTOP before Unlock found the window).
 func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
+		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}

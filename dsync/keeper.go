@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -12,21 +11,16 @@ import (
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// ErrSessionGone is what a renewal returns (wrapped) when the session no
-// longer exists: it certainly was not extended.
-var ErrSessionGone = errors.New("dsync: session gone")
-
-// A keeper owns the session that every Mutex sharing a Client, a TTL, a
-// renew interval and a clock uses: one lease for all their holds and
-// waiting claims, renewed by one call per interval however many there
-// are. Its goroutine runs while the session has holds or waiters, and
-// exits when it has none; the session itself is kept for the next Lock
-// while its deadline has not passed. Its Client owns it, and Close ends
-// it.
+// A keeper owns the session that every primitive of a Client uses: one
+// lease for all their holds and waiting claims, renewed by one call per
+// interval however many there are. Its goroutine runs while the session
+// has holds or waiters, and exits when it has none; the session itself is
+// kept for the next Lock while its deadline has not passed. Each Client
+// has one, and Close ends it.
 type keeper struct {
-	id     keeperID
+	lease  lease // the Client's
 	client *Client
-	// origin is the reading of id.clock that lease times count from.
+	// origin is the reading of lease.clock that lease times count from.
 	origin time.Time
 
 	mu      sync.Mutex
@@ -40,7 +34,7 @@ type keeper struct {
 }
 
 // A session is the lease a keeper renews: its local deadline and renewal
-// schedule follow chain.Lease. When the deadline passes, or the backend
+// schedule follow chain.Lease. When the deadline passes, or the store
 // says the session is gone, the session is retired for good: its holds
 // are lost, its waiting claims are withdrawn, and the next Lock opens a
 // new session.
@@ -87,7 +81,7 @@ func (k *keeper) armLocked(s *session) {
 	if s.armed {
 		s.stopTimer()
 	}
-	s.stopTimer = k.id.clock.AfterFunc(k.deadlineLocked(s).Sub(k.id.clock.Now()), func() { k.expireIfDue(s) })
+	s.stopTimer = k.lease.clock.AfterFunc(k.deadlineLocked(s).Sub(k.lease.clock.Now()), func() { k.expireIfDue(s) })
 	s.armed = true
 }
 
@@ -99,52 +93,9 @@ func (k *keeper) disarmLocked(s *session) {
 	}
 }
 
-type keeperID struct {
-	ttl      time.Duration
-	interval time.Duration
-	clock    Clock
-	// own is set only when clock cannot be a map key: the primitive then
-	// gets a keeper of its own.
-	own *core
-}
-
-// keeperOf returns the keeper p's holds join, creating it.
-func (c *Client) keeperOf(p *core) (*keeper, error) {
-	id := keeperID{ttl: p.cfg.ttl, interval: p.cfg.renewInterval, clock: p.cfg.clock}
-	if !reflect.TypeOf(p.cfg.clock).Comparable() {
-		id.own = p
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
-	c.sweepLocked(id)
-	k := c.keepers[id]
-	if k == nil {
-		k = &keeper{id: id, client: c, origin: id.clock.Now(), holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
-		c.keepers[id] = k
-	}
-	return k, nil
-}
-
-// sweepLocked drops keepers that are idle and whose session is gone or
-// past its deadline (except the one for id, about to be used), so that
-// Mutexes a process stopped using are not kept forever. c.mu must be
-// held.
-func (c *Client) sweepLocked(except keeperID) {
-	for id, k := range c.keepers {
-		if id == except {
-			continue
-		}
-		k.mu.Lock()
-		dead := !k.running && !k.busyLocked() && k.opening == nil &&
-			(k.sess == nil || !k.id.clock.Now().Before(k.deadlineLocked(k.sess)))
-		k.mu.Unlock()
-		if dead {
-			delete(c.keepers, id)
-		}
-	}
+// newKeeper returns c's keeper of lease l.
+func newKeeper(c *Client, l lease) *keeper {
+	return &keeper{lease: l, client: c, origin: l.clock.Now(), holds: make(map[*hold]struct{}), wake: make(chan struct{}, 1)}
 }
 
 // close retires the keeper's session for good (its holds are lost, its
@@ -172,7 +123,7 @@ func (k *keeper) enter(ctx context.Context) (*session, error) {
 			k.mu.Unlock()
 			return nil, ErrClosed
 		}
-		now := k.id.clock.Now()
+		now := k.lease.clock.Now()
 		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.lease.Usable(k.mono(now))) {
 			k.waiters++
 			if !s.armed {
@@ -216,15 +167,15 @@ func (k *keeper) enter(ctx context.Context) (*session, error) {
 // open creates a session. A reply that arrives after the deadline it
 // would have does not count: the session is left to expire.
 func (k *keeper) open(ctx context.Context) (*session, error) {
-	octx, cancel := context.WithTimeout(ctx, k.id.ttl-k.id.ttl/20)
+	octx, cancel := context.WithTimeout(ctx, k.lease.ttl-k.lease.margin)
 	defer cancel()
-	sent := k.id.clock.Now()
-	id, err := k.client.openSession(octx, k.id.ttl)
+	sent := k.lease.clock.Now()
+	id, err := k.client.openSession(octx, k.lease.ttl)
 	if err != nil {
 		return nil, err
 	}
-	now := k.id.clock.Now()
-	lease, ok := chain.NewLease(k.id.ttl, k.id.interval, k.mono(sent), k.mono(now))
+	now := k.lease.clock.Now()
+	lease, ok := chain.NewLease(k.lease.ttl, k.lease.interval, k.mono(sent), k.mono(now))
 	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}
@@ -304,7 +255,7 @@ func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 // in time.
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
-	due := !s.retired && s.lease.Expire(k.mono(k.id.clock.Now()))
+	due := !s.retired && s.lease.Expire(k.mono(k.lease.clock.Now()))
 	k.mu.Unlock()
 	if due {
 		k.retire(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
@@ -353,7 +304,7 @@ func (k *keeper) retire(s *session, reason error) {
 // run renews the current session when its lease says (chain.Lease.Due)
 // while it has holds or waiters.
 func (k *keeper) run() {
-	clock := k.id.clock
+	clock := k.lease.clock
 	for {
 		k.mu.Lock()
 		s := k.sess
@@ -390,19 +341,19 @@ func (k *keeper) run() {
 // time those requests take. Coverage reaches a bucket past the current
 // one, so the extension has that long.
 func (k *keeper) renew(s *session) {
-	ctx, cancel := context.WithTimeout(s.ctx, k.id.ttl)
+	ctx, cancel := context.WithTimeout(s.ctx, k.lease.ttl)
 	defer cancel()
 	k.mu.Lock()
 	k.capLocked(s)
 	k.mu.Unlock()
 	k.refreshAsync(s)
-	sent := k.id.clock.Now()
-	err := k.client.renewSession(ctx, s.id, k.id.ttl)
+	sent := k.lease.clock.Now()
+	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
 	if errors.Is(err, ErrSessionGone) {
-		k.retire(s, fmt.Errorf("%w: the backend no longer knows the session", ErrLost))
+		k.retire(s, fmt.Errorf("%w: the store no longer knows the session", ErrLost))
 		return
 	}
-	now := k.id.clock.Now()
+	now := k.lease.clock.Now()
 	k.client.renewFailed.Store(err != nil)
 	if err != nil {
 		k.mu.Lock()
@@ -424,10 +375,10 @@ func (k *keeper) renew(s *session) {
 	// lease retires it now rather than wait for its deadline timer, which
 	// may run late after a suspend). The renewal may also be applied later
 	// than others, even after this one's retry: harmless, since a stored
-	// expiry only grows (the backend sees to it on stores whose updates
+	// expiry only grows (the store sees to it on stores whose updates
 	// are not atomic).
 	k.mu.Lock()
-	r := Renewal{TTL: k.id.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
+	r := Renewal{TTL: k.lease.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
 	ev := s.lease.Confirm(k.mono(sent), k.mono(now))
 	if ev == chain.LeaseExtended {
 		k.armLocked(s)
@@ -467,9 +418,6 @@ func (k *keeper) report(err error) {
 		seen[h.p] = true
 	}
 	k.mu.Unlock()
-	if k.id.own != nil {
-		seen[k.id.own] = true
-	}
 	for p := range seen {
 		p.report(err)
 	}
@@ -509,7 +457,7 @@ func (k *keeper) refreshAsync(s *session) {
 	k.client.running.Add(1)
 	go func() {
 		defer k.client.running.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, max(k.id.ttl, k.client.eng.Span()/2))
+		ctx, cancel := context.WithTimeout(s.ctx, max(k.lease.ttl, k.client.eng.Span()/2))
 		defer cancel()
 		k.refresh(ctx, s)
 		k.mu.Lock()
@@ -562,7 +510,7 @@ func (k *keeper) coverLocked(key string) time.Duration {
 	if end.IsZero() {
 		return 0
 	}
-	return k.mono(k.id.clock.Now()) + end.Sub(k.client.store.ServerTime().Latest)
+	return k.mono(k.lease.clock.Now()) + end.Sub(k.client.store.ServerTime().Latest)
 }
 
 // coveredLocked reports whether h's key stays covered past s's deadline,

@@ -55,7 +55,7 @@ func TestLateConfirmationRetiresTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second // deadline 1.9 s, first renewal due at 0.67 s
 		b := &lateRenewals{Store: memory.New(), slow: 300 * time.Millisecond, max: 50}
-		m := newMutex(t, newClient(t, b), "k", dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+		m := newMutex(t, newClient(t, b, dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second})), "k")
 		m.Lock()
 		lost := m.Lost()
 		// The renewal goes out at 1.67 s (its timer lags) and is confirmed

@@ -14,27 +14,8 @@ import (
 // onceNamespace is the namespace of Once keys: "dsync:once/KEY".
 const onceNamespace = "once"
 
-// Errors of a run that Do cannot report as the one run of f. Match them
-// with errors.Is; each is returned wrapped, with the key and the tokens.
-var (
-	// ErrUnconfirmed: f returned nil, but its done record was not
-	// confirmed while f's hold was valid. Either no reply to the insert
-	// came before the hold was lost (or ctx ended), and the record may
-	// not be in the store; or the record landed but its reply came only
-	// after the hold had ended, when another holder may already have
-	// read no record and run f too. f ran here, and may run, or have
-	// run, elsewhere.
-	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
-	// ErrRanTwice: f returned nil, and its done record met the record of
-	// another hold's run of f, which landed after this hold's read found
-	// none (its insert was held up on the way while that hold ended): f
-	// succeeded in two holds. The other Do, if it returned, returned
-	// ErrUnconfirmed.
-	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
-)
-
 // A Once runs a function to success once per key, across every process
-// that uses the key on the same backend and across their restarts: at
+// that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be
 // recorded (see below). Its zero value is not usable: create it with
 // NewOnce.
@@ -88,10 +69,10 @@ type Once struct {
 	done atomic.Bool
 }
 
-// NewOnce returns a Once for key on backend. WithNamespace does not
+// NewOnce returns a Once for key on c. WithNamespace does not
 // apply.
-func NewOnce(backend Backend, key string, opts ...Option) (*Once, error) {
-	p, err := newCore(backend, key, onceNamespace, opts)
+func NewOnce(c *Client, key string, opts ...KeyOption) (*Once, error) {
+	p, err := newCore(c, key, onceNamespace, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +103,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 // any other, blocking until f has succeeded somewhere, or f failed here,
 // or ctx ended. It returns nil once f has succeeded (here or elsewhere),
 // f's error if f failed here (the next Do runs it again), or ctx's cause
-// if ctx ended first. Backend errors are retried while waiting for the
+// if ctx ended first. Store errors are retried while waiting for the
 // lock, as Mutex.Lock retries them.
 //
 // f runs under the key's lock, with a context derived from ctx that is

@@ -66,7 +66,7 @@ type takeover struct {
 
 type ownerKey struct{ key, owner string }
 
-// relocks remembers the takeovers of a backend's Mutexes until their next
+// relocks remembers the takeovers of a Client's Mutexes until their next
 // Claim.
 type relocks struct {
 	mu   sync.Mutex

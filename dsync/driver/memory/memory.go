@@ -1,10 +1,11 @@
 // Package memory is a dsync driver that keeps its documents in process
-// memory: for unit tests of code that uses dsync (dsync.NewMemoryBackend
-// runs on one), and for tests that run several Clients, as several
-// processes would, on one shared store (dsync.NewMemoryBackendOn gives
-// each such Client switches of its own to cut it off from the store). Its
-// time is this process's monotonic clock, known exactly. Its feed
-// delivers every event at once to every other Client following it.
+// memory: for unit tests of code that uses dsync
+// (dsync.NewClient(memory.New())), and for tests that run several
+// Clients, as several processes would, on one shared store (Store.Process
+// gives each such Client a view with switches of its own to cut it off
+// from the store). Its time is this process's monotonic clock, known
+// exactly. Its feed delivers every event at once to every other Client
+// following it. It imports no dsync package but the driver contract.
 package memory
 
 import (
@@ -27,7 +28,6 @@ type Store struct {
 	docs     map[string]driver.Doc
 	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
 	dir      directory                    // the keys recorded (directory.go)
-	closed   bool
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
