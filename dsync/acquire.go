@@ -84,13 +84,18 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 // plain keys may not.
 const reservedPrefix = "dsync:"
 
+// NamespacedKey is key, in namespace ns (WithNamespace), as it is stored:
+// the key Client.Queue and Client.List show for it. Package leader's
+// election NAME is NamespacedKey("election", NAME).
+func NamespacedKey(ns, key string) string { return reservedPrefix + ns + "/" + key }
+
 // storedKey is the key a primitive claims in its store.
 func storedKey(key, namespace string) (string, error) {
 	switch {
 	case key == "":
 		return "", ErrEmptyKey
 	case namespace != "":
-		return reservedPrefix + namespace + "/" + key, nil
+		return NamespacedKey(namespace, key), nil
 	case strings.HasPrefix(key, reservedPrefix):
 		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
 	}

@@ -354,6 +354,10 @@ func (c *Client) checkKey(key string) error {
 // TTL returns the length of the Client's lease (WithTTL).
 func (c *Client) TTL() time.Duration { return c.cfg.lease.ttl }
 
+// RenewInterval returns how often the Client renews its lease
+// (WithRenewInterval).
+func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.interval }
+
 // Logger returns the logger the Client reports to (ClientWithLogger,
 // else slog.Default()); its primitives use it unless given their own
 // (WithLogger).

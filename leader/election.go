@@ -16,9 +16,9 @@ import (
 // Create it with NewElection; Close it when done. Its methods are safe for
 // concurrent use.
 type Election struct {
-	name    string
-	backend Backend
-	cfg     config
+	name   string
+	client *dsync.Client
+	cfg    config
 	mu      *dsync.Mutex
 	self    Member // ID, Host, PID, Version
 
@@ -57,33 +57,32 @@ type term struct {
 	fnDone chan struct{}
 }
 
-// NewElection returns a candidate for election name on backend. It does no
-// I/O. The TTL, renew interval and heartbeat options are checked here.
-func NewElection(backend Backend, name string, opts ...Option) (*Election, error) {
-	if backend == nil {
-		return nil, errors.New("leader: nil backend")
+// NewElection returns a candidate for election name on c: its leadership
+// lease is a lock of c's in the namespace Namespace, so it shares c's
+// lease (its TTL and renew interval, dsync.WithTTL) with every lock of
+// the process. Its member status goes to the MemberStore given with
+// WithMembers, if any. It does no I/O.
+func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error) {
+	if c == nil {
+		return nil, errors.New("leader: nil client")
 	}
 	if name == "" {
 		return nil, errors.New("leader: empty election name")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(opts, c)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.logger == nil {
-		cfg.logger = backend.Client().Logger()
-	}
-	mu, err := dsync.NewMutex(backend, name, dsync.WithNamespace(Namespace),
-		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
+	mu, err := dsync.NewMutex(c, name, dsync.WithNamespace(Namespace), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
 	host, _ := os.Hostname()
 	e := &Election{
-		name:    name,
-		backend: backend,
-		cfg:     cfg,
-		mu:      mu,
+		name:   name,
+		client: c,
+		cfg:    cfg,
+		mu:     mu,
 		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
 		stop:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
@@ -101,7 +100,7 @@ func (e *Election) ID() string { return e.self.ID }
 // Campaign blocks until this candidate leads, and returns a context that
 // lives exactly as long as the leadership. The context is cancelled with
 // cause ErrLeadershipLost the moment the lease can no longer be
-// guaranteed (at its local deadline, even with the backend unreachable),
+// guaranteed (at its local deadline, even with the store unreachable),
 // ErrResigned after Resign or Close, or the parent's cause when ctx ends.
 // Leadership is then given up: on Resign or when ctx ends the lease is
 // released at once, so stop leader-only work first (Run does this for
@@ -144,7 +143,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	first := !e.background
 	e.startBackground()
 	e.state.Unlock()
-	if first {
+	if first && e.cfg.members != nil {
 		// Report this member before it can lead, so that whoever sees it
 		// lead can also read its status (version).
 		e.putMember(cctx)
@@ -190,10 +189,10 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	return t, nil
 }
 
-// preflight asks the backend, if it checks, whether this candidate may
-// campaign.
+// preflight asks the member store, if it checks, whether this candidate
+// may campaign.
 func (e *Election) preflight(ctx context.Context) error {
-	if p, ok := e.backend.(Preflighter); ok {
+	if p, ok := e.cfg.members.(Preflighter); ok {
 		return p.Preflight(ctx, e.name)
 	}
 	return nil
@@ -201,7 +200,7 @@ func (e *Election) preflight(ctx context.Context) error {
 
 // watch ends term t when its lease is lost or its context ends, and gives
 // the lock up. A lost lease is left to run out: the margin between the
-// local deadline and its expiry in the backend is what lets the work under
+// local deadline and its expiry in the store is what lets the work under
 // the cancelled context stop before another leader starts. Otherwise the
 // lease is released — at once for Campaign, so other candidates need not
 // wait for the TTL, and after fn returns for Run.
@@ -230,7 +229,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 }
 
 func (e *Election) unlockQuietly() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
 	defer cancel()
 	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
 		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
@@ -267,15 +266,20 @@ func (e *Election) IsLeader() bool {
 	return e.term != nil && e.term.ctx.Err() == nil
 }
 
-// Leader returns who leads now, or an error wrapping ErrNoLeader.
+// Leader returns who leads now, or an error wrapping ErrNoLeader (see
+// who.go).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
-	return e.backend.Leader(ctx, e.name)
+	return e.readLeader(ctx)
 }
 
 // Members returns the candidates whose heartbeat is recent: within three
-// heartbeat intervals, in the backend's time.
+// heartbeat intervals, in the member store's time. Without a member store
+// (WithMembers) it returns ErrNoMembers.
 func (e *Election) Members(ctx context.Context) ([]Member, error) {
-	return e.backend.Members(ctx, e.name, e.cfg.memberMaxAge())
+	if e.cfg.members == nil {
+		return nil, ErrNoMembers
+	}
+	return e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
 }
 
 // Observe returns a channel that receives the leader each time a new one
@@ -307,8 +311,8 @@ func (e *Election) Observe(ctx context.Context) <-chan Info {
 func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info) bool) {
 	var last Info
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.cfg.ttl)
-		info, err := e.backend.Leader(ctx, e.name)
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.client.TTL())
+		info, err := e.readLeader(ctx)
 		cancel()
 		switch {
 		case err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev):
@@ -380,19 +384,19 @@ func (e *Election) Close() error {
 	close(e.stop)
 	e.wg.Wait()
 	e.events.Close()
-	if !started {
+	if !started || e.cfg.members == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
 	defer cancel()
-	if err := e.backend.DeleteMember(ctx, e.name, e.self.ID); err != nil {
+	if err := e.cfg.members.DeleteMember(ctx, e.name, e.self.ID); err != nil {
 		return fmt.Errorf("leader: remove member status: %w", err)
 	}
 	return nil
 }
 
 // selfInfoLocked describes this candidate as leader. Since is left zero:
-// it is the backend's time, which Leader and Observe report. e.state is
+// it is the store's time, which Leader and Observe report. e.state is
 // held.
 func (e *Election) selfInfoLocked() Info {
 	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
@@ -406,8 +410,10 @@ func (e *Election) startBackground() {
 		return
 	}
 	e.background = true
-	e.wg.Add(1)
-	go e.heartbeat()
+	if e.cfg.members != nil {
+		e.wg.Add(1)
+		go e.heartbeat()
+	}
 	if e.cfg.onNewLeader != nil {
 		e.wg.Add(1)
 		go func() {
@@ -445,7 +451,10 @@ func (e *Election) heartbeat() {
 func (e *Election) putMember(ctx context.Context) {
 	e.putMu.Lock()
 	defer e.putMu.Unlock()
-	if err := e.backend.PutMember(ctx, e.name, e.member()); err != nil {
+	if e.cfg.members == nil {
+		return
+	}
+	if err := e.cfg.members.PutMember(ctx, e.name, e.member()); err != nil {
 		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
 	}
 }

@@ -39,7 +39,7 @@ var markerFields = []string{"key", "kind", "epoch"}
 // ensureIndex creates the (key, kind, epoch) index, or accepts an
 // equivalent one that exists (WithIndexManagement), and refuses a
 // collection with a unique index that would refuse end markers.
-func (s *lockStore) ensureIndex(ctx context.Context) error {
+func (s *Store) ensureIndex(ctx context.Context) error {
 	err := s.fault("createIndexes")
 	if err == nil {
 		_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
@@ -96,7 +96,7 @@ func (x indexes) v1Hint() string {
 }
 
 // findIndex lists the lock collection's indexes.
-func (s *lockStore) findIndex(ctx context.Context) (indexes, error) {
+func (s *Store) findIndex(ctx context.Context) (indexes, error) {
 	var x indexes
 	cur, err := s.coll.Indexes().List(ctx)
 	if err != nil {
@@ -201,7 +201,7 @@ func equivalentIndex(spec bson.Raw) bool {
 // ferretdbVersion to its buildInfo reply. A server that refuses
 // buildInfo (the Stable API in strict mode does) counts as MongoDB; any
 // other failure is returned.
-func (s *lockStore) detectFerretDB(ctx context.Context) (bool, error) {
+func (s *Store) detectFerretDB(ctx context.Context) (bool, error) {
 	if s.cfg.ferretDB != nil {
 		return *s.cfg.ferretDB, nil
 	}
@@ -219,7 +219,7 @@ func (s *lockStore) detectFerretDB(ctx context.Context) (bool, error) {
 }
 
 // fault consults the test hook for the write named op.
-func (s *lockStore) fault(op string) error {
+func (s *Store) fault(op string) error {
 	if s.cfg.fault != nil {
 		return s.cfg.fault(op)
 	}
@@ -229,7 +229,7 @@ func (s *lockStore) fault(op string) error {
 // write runs f, a write named op (for the test hook), with the write
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
-func (s *lockStore) write(ctx context.Context, op string, f func(context.Context) error) error {
+func (s *Store) write(ctx context.Context, op string, f func(context.Context) error) error {
 	sent := s.mono()
 	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
 		err := s.fault(op)
@@ -324,7 +324,7 @@ const endAttempts = 3
 // lasts, pausing between attempts (retryPause, doubling): FerretDB's
 // SQLite answers "database is locked" while another write holds it, and
 // attempts sent at once meet the same write.
-func (s *lockStore) retry(ctx context.Context, attempts int, what string, f func() error) error {
+func (s *Store) retry(ctx context.Context, attempts int, what string, f func() error) error {
 	pause := retryPause
 	for i := 1; ; i++ {
 		err := f()
@@ -366,7 +366,7 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // the collection is sharded at all, and a sharded one whose key cannot be
 // read is refused too (ErrSharded). If neither answers, the call fails with
 // their errors, and the next call asks again. Run through a mongos only.
-func (s *lockStore) checkSharding(ctx context.Context) error {
+func (s *Store) checkSharding(ctx context.Context) error {
 	for _, c := range []struct {
 		name    string
 		allowed []string
@@ -406,7 +406,7 @@ func (s *lockStore) checkSharding(ctx context.Context) error {
 // shardKey returns the shard key of the collection name of the backend's
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
-func (s *lockStore) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
 	if err := s.fault("shard key"); err != nil {
 		return nil, false, err
 	}

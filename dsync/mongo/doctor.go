@@ -13,7 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
-	"github.com/go-dsync/dsync/dsync"
 )
 
 // Doctor checks a deployment for dsync: what the server is, whether the
@@ -59,7 +58,7 @@ type Finding struct {
 // DoctorConfig is what Doctor checks the deployment against: the lease of
 // the locks that will run on it.
 type DoctorConfig struct {
-	TTL           time.Duration // dsync.WithTTL; dsync.DefaultTTL if zero
+	TTL           time.Duration // the Client's lease (dsync.WithTTL); must be positive
 	RenewInterval time.Duration // dsync.WithRenewInterval; a third of the TTL if zero
 }
 
@@ -73,7 +72,7 @@ const defaultElectionTimeout = 10 * time.Second
 // wakeupWait bounds the wait for the test event.
 const wakeupWait = 3 * time.Second
 
-// Doctor runs the checks against db with the backend options opts (the
+// Doctor runs the checks against db with the store options opts (the
 // collection, the member skew, the write timeout: those the locks use),
 // and returns what each found, in a fixed order. Each check is bounded;
 // ctx bounds them all. It fails only on bad arguments.
@@ -85,16 +84,13 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if dc.TTL == 0 {
-		dc.TTL = dsync.DefaultTTL
-	}
 	if dc.RenewInterval == 0 {
 		dc.RenewInterval = dc.TTL / 3
 	}
-	if dc.TTL < 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-dc.TTL/20 {
+	if dc.TTL <= 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-dc.TTL/20 {
 		return nil, fmt.Errorf("dsyncmongo: Doctor: TTL %v and renew interval %v: the renew interval must be positive and below the TTL less TTL/20", dc.TTL, dc.RenewInterval)
 	}
-	s := newLockStore(db, cfg)
+	s := newStore(db, cfg)
 	d := &doctor{s: s, cfg: dc}
 	d.server(ctx)
 	d.writeConcern(ctx)
@@ -108,7 +104,7 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 }
 
 type doctor struct {
-	s      *lockStore
+	s      *Store
 	cfg    DoctorConfig
 	out    []Finding
 	topo   deployment
@@ -259,10 +255,10 @@ func (d *doctor) wakeups(ctx context.Context) {
 			Fix: "grant createCollection on the database (see privileges), or create " + d.s.cfg.collection + eventsSuffix + " capped beforehand"})
 	case unsupported(err):
 		d.add(Finding{Check: "wake-ups", Status: Warn, Found: "the server has no capped collections or tailable cursors: " + err.Error(),
-			Fix: fmt.Sprintf("nothing to do: waiters poll every %v (WithPollInterval) instead of being woken", d.s.cfg.poll)})
+			Fix: "nothing to do: waiters poll (dsync.ClientWithPollInterval, 250 ms by default) instead of being woken"})
 	default:
 		d.add(Finding{Check: "wake-ups", Status: Warn, Found: "the test event did not arrive: " + err.Error(),
-			Fix: "waiters fall back to polling (WithPollInterval) while events do not flow"})
+			Fix: "waiters fall back to polling (dsync.ClientWithPollInterval) while events do not flow"})
 	}
 }
 

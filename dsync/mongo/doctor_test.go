@@ -73,7 +73,7 @@ func TestDoctorOnTheTestServer(t *testing.T) {
 
 	// Once a lock ran, the index is there.
 	b := newBackend(t, db)
-	m, _ := dsync.NewMutex(b, "k")
+	m, _ := dsync.NewMutex(b.Client, "k")
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package dsyncmongo
 
 import (
+	"github.com/go-dsync/dsync/dsync"
 	"testing"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -9,13 +10,13 @@ import (
 )
 
 // TestDriverConformance runs the driver conformance suite against the
-// lockStore, each subtest on a fresh database; a peer is the lockStore of
+// Store, each subtest on a fresh database; a peer is the Store of
 // another Backend (another process) on the same database, through a client
 // of its own. The Backends close their stores.
 func TestDriverConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) driver.Store {
-		return newBackend(t, mongotest.NewDatabase(t), WithWakeups(true)).s
+		return newBackend(t, mongotest.NewDatabase(t), dsync.ClientWithWakeups(true)).s
 	}, drivertest.Peer(func(t *testing.T, first driver.Store) driver.Store {
-		return newBackend(t, mongotest.SameDatabase(t, first.(*lockStore).db), WithWakeups(true)).s
+		return newBackend(t, mongotest.SameDatabase(t, first.(*Store).db), dsync.ClientWithWakeups(true)).s
 	}))
 }

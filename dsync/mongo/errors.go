@@ -1,15 +1,11 @@
 package dsyncmongo
 
-import (
-	"errors"
-
-	"github.com/go-dsync/dsync/dsync"
-)
+import "errors"
 
 // Sentinel errors. Match them with errors.Is; most are returned wrapped,
 // with the key or the value at fault.
 var (
-	// ErrNilDatabase is returned by New when given a nil database.
+	// ErrNilDatabase is returned by NewStore when given a nil database.
 	ErrNilDatabase = errors.New("dsyncmongo: nil database")
 
 	// ErrEmptyKey, ErrKeyTooLong and ErrInvalidKey reject a key before any
@@ -19,13 +15,9 @@ var (
 	ErrKeyTooLong = errors.New("dsyncmongo: key too long")
 	ErrInvalidKey = errors.New("dsyncmongo: key is not valid UTF-8")
 
-	// ErrNoLock is returned by Current for a key that nothing holds or
-	// waits for.
-	ErrNoLock = errors.New("dsyncmongo: no lock for key")
-
-	// ErrClosed is returned by calls made after Close: it is
-	// dsync.ErrClosed.
-	ErrClosed = dsync.ErrClosed
+	// ErrClosed is returned by the store's calls made after Close (which
+	// the Client's Close calls).
+	ErrClosed = errors.New("dsyncmongo: store closed")
 
 	// ErrWriteTimeout matches a write that the server did not acknowledge
 	// within the write timeout (WithWriteTimeout): on a replica set, most

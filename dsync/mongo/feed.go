@@ -76,7 +76,7 @@ const (
 // A tailer follows the events collection for one handler, in one
 // goroutine, until the store is closed.
 type tailer struct {
-	s      *lockStore
+	s      *Store
 	h      driver.FeedHandler
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -105,8 +105,8 @@ type tailer struct {
 }
 
 // Follow implements driver.Feed: it starts the follower, one per store
-// (its Backend's Client).
-func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
+// (its Client's).
+func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
 	s.feedMu.Lock()
 	defer s.feedMu.Unlock()
 	if s.tail != nil || s.closed.Load() {
@@ -127,10 +127,10 @@ func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
 // Replay implements driver.Feed: a stream that turns live replays the
 // events kept, and on FerretDB events are trimmed trimSlack after a
 // follower read them (trim.go). MongoDB keeps the newest eventsMaxDocs.
-func (s *lockStore) Replay() time.Duration { return trimSlack }
+func (s *Store) Replay() time.Duration { return trimSlack }
 
 // Publish implements driver.Feed: one insert into the events collection.
-func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
+func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	est, err := s.prepare(ctx)
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ const lateTries = 2
 //
 // It also returns, as old, the events sent leftoverAge or more before
 // landed but the last (their senders did not delete them: trim.go).
-func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
+func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
 		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
 		SetBatchSize(eventsMaxDocs))
@@ -236,7 +236,7 @@ func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed tim
 }
 
 // insertEvent writes an event, with the write timeout.
-func (s *lockStore) insertEvent(ctx context.Context, e eventDoc) error {
+func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
 	return s.write(ctx, "event", func(ctx context.Context) error {
 		_, err := s.events.InsertOne(ctx, e)
 		return err
@@ -509,14 +509,21 @@ func (t *tailer) next(ctx context.Context, cur *mongo.Cursor, caughtUp func()) b
 // reopened).
 const getMoreSlack = 5 * time.Second
 
+// eventAwait is how long a getMore of the event cursor waits for an
+// event: dsync's default safety poll (dsync.DefaultSafetyPoll), so that a
+// stream that stopped delivering is found broken within about one. A
+// waiter's own safety poll is the Client's (dsync.ClientWithSafetyPoll):
+// the cursor's wait does not delay an event, which ends a getMore at once.
+const eventAwait = 15 * time.Second
+
 // awaitTime is how long the next getMore of the event cursor waits for an
-// event: the safety poll interval, or at most ferretAwait on FerretDB while
+// event: eventAwait, or at most ferretAwait on FerretDB while
 // other processes wait (their cursors are what makes long getMores costly
 // there; a process that follows the stream alone costs FerretDB little):
 // while an announcement the stream showed holds, or othersWaitFor safety
 // poll intervals after it showed one.
 func (t *tailer) awaitTime() time.Duration {
-	safety := t.s.cfg.safetyPoll
+	safety := eventAwait
 	if t.s.ferret.Load() {
 		at := time.Duration(t.othersWaitAt.Load())
 		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
@@ -531,7 +538,7 @@ func (t *tailer) awaitTime() time.Duration {
 
 // publishedByUs reports whether proc names the process that publishes
 // through this store.
-func (s *lockStore) publishedByUs(proc string) bool {
+func (s *Store) publishedByUs(proc string) bool {
 	p := s.publishedBy.Load()
 	return p != nil && *p == proc && proc != ""
 }
@@ -544,7 +551,7 @@ func (s *lockStore) publishedByUs(proc string) bool {
 // here, and on FerretDB's SQLite backend many clients creating one
 // collection at once have left another collection's table missing from
 // its registry ("no such table"), failing every write to it.
-func (s *lockStore) createEvents(ctx context.Context) error {
+func (s *Store) createEvents(ctx context.Context) error {
 	name := s.cfg.collection + eventsSuffix
 	exists, err := s.checkEvents(ctx, name)
 	if err != nil || exists {
@@ -574,7 +581,7 @@ func (s *lockStore) createEvents(ctx context.Context) error {
 // fails or says nothing of the options counts as not knowing: the
 // collection is taken to exist only if listed (a tailable cursor on it
 // fails later if it is not capped).
-func (s *lockStore) checkEvents(ctx context.Context, name string) (bool, error) {
+func (s *Store) checkEvents(ctx context.Context, name string) (bool, error) {
 	specs, err := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
 	if err != nil || len(specs) != 1 {
 		return false, nil

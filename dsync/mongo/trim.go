@@ -92,7 +92,7 @@ type seenEvent struct {
 // A trimmer deletes the events a follower read, in a goroutine of its
 // own, while that follower's cursor is open.
 type trimmer struct {
-	s      *lockStore
+	s      *Store
 	asked  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -106,7 +106,7 @@ type trimmer struct {
 	leftAt time.Duration
 }
 
-func newTrimmer(s *lockStore) *trimmer {
+func newTrimmer(s *Store) *trimmer {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &trimmer{s: s, asked: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -341,7 +341,7 @@ func (t *trimmer) takeLeftovers(now time.Duration, force bool) []bson.ObjectID {
 }
 
 // deleteEvents deletes the events ids. Best effort.
-func (s *lockStore) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
+func (s *Store) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
 	err := s.write(ctx, "trim events", func(ctx context.Context) error {
 		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
