@@ -19,8 +19,8 @@ type Election struct {
 	name   string
 	client *dsync.Client
 	cfg    config
-	mu      *dsync.Mutex
-	self    Member // ID, Host, PID, Version
+	mu     *dsync.Mutex
+	self   Member // ID, Host, PID, Version
 
 	state        sync.Mutex
 	campaigning  bool
@@ -83,9 +83,9 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		client: c,
 		cfg:    cfg,
 		mu:     mu,
-		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
-		stop:    make(chan struct{}),
-		kick:    make(chan struct{}, 1),
+		self:   Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		stop:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
 	}
 	e.newEvents()
 	return e, nil

@@ -1,16 +1,20 @@
-// Package leadermongo is the MongoDB backend of package leader. An
-// election's lease is a lock of the process's dsyncmongo backend, in the
-// election namespace (leader.LockKey), so a process's locks and elections
-// share one session and one renewal command per interval, and no plain
-// lock is ever an election's lease; each candidate's status is kept in
-// documents of its own (usually one) in a members collection.
+// Package leadermongo is the MongoDB member store of package leader
+// (leader.MemberStore): each candidate's status is kept in documents of
+// its own (usually one) in a members collection, beside the locks of a
+// dsyncmongo.Store. An election's lease is a lock of the process's
+// dsync.Client, in the election namespace (leader.LockKey), so a
+// process's locks and elections share one session and one renewal
+// command per interval, and no plain lock is ever an election's lease;
+// package leader reads who leads from it.
 //
-//	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
+//	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 //	...
-//	defer locks.Close()
-//	elections, err := leadermongo.New(locks) // members in "dsync_members"
+//	client, err := dsync.NewClient(store)
 //	...
-//	e, err := leader.NewElection(elections, "scheduler")
+//	defer client.Close()
+//	members, err := leadermongo.NewStore(store) // members in "dsync_members"
+//	...
+//	e, err := leader.NewElection(client, "scheduler", leader.WithMembers(members))
 //	...
 //	defer e.Close()
 //	err = e.Run(ctx, func(lctx context.Context) error { ... })
@@ -21,15 +25,15 @@
 //
 // The members collection is read and written like the lock collection,
 // whatever the read preference and concerns of the database or client
-// given to New: reads from the primary at read concern local, writes with
-// the lock backend's write concern (dsyncmongo.WithWriteConcern; majority
+// given to NewStore: reads from the primary at read concern local, writes
+// with the lock store's write concern (dsyncmongo.WithWriteConcern; majority
 // by default).
 //
 // A member's status is written only by its member (the process of its
 // Election) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
 // listed live while their last heartbeat is younger than the age the
-// caller gives, measured against the earliest server time the backend can
+// caller gives, measured against the earliest server time the store can
 // prove.
 //
 // Like every write of dsync, a member write may be applied long after it
@@ -79,7 +83,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
@@ -87,16 +90,20 @@ import (
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
-// Backend is a leader.Backend over a MongoDB database: its elections'
-// leases are locks of a dsyncmongo.Backend, in the election namespace, so
-// a process's locks and elections share one lease; member status lives in
-// a collection of its own. Create it with New, one per process and
-// database, on the process's dsyncmongo backend; closing that backend
-// ends its elections too.
-type Backend struct {
-	locks   *dsyncmongo.Backend
+// Store is a leader.MemberStore over a MongoDB database: member status
+// lives in a collection of its own, beside the locks of a
+// dsyncmongo.Store, whose settings and server-time estimate it shares.
+// Create it with NewStore, one per process and database.
+type Store struct {
+	locks   *dsyncmongo.Store
 	members *mongo.Collection
 	legacy  legacyLeases
+
+	// seq numbers this store's member writes. Only a member's own
+	// process writes its documents, through one store, so a counter per
+	// store orders them; it also names the member's generations, so no
+	// two are ever named alike.
+	seq atomic.Int64
 
 	indexOnce sync.Mutex
 	indexed   bool
@@ -106,11 +113,11 @@ type Backend struct {
 }
 
 var (
-	_ leader.Backend     = (*Backend)(nil)
-	_ leader.Preflighter = (*Backend)(nil)
+	_ leader.MemberStore = (*Store)(nil)
+	_ leader.Preflighter = (*Store)(nil)
 )
 
-// An Option configures a Backend.
+// An Option configures a Store.
 type Option func(*config) error
 
 type config struct {
@@ -151,12 +158,12 @@ func checkCollection(name string) error {
 	return nil
 }
 
-// New returns a backend for elections on locks, the process's
-// dsyncmongo backend, with member status in a collection of its
-// database. It does no I/O.
-func New(locks *dsyncmongo.Backend, opts ...Option) (*Backend, error) {
+// NewStore returns a member store beside locks, the process's
+// dsyncmongo store, with member status in a collection of its database.
+// It does no I/O.
+func NewStore(locks *dsyncmongo.Store, opts ...Option) (*Store, error) {
 	if locks == nil {
-		return nil, errors.New("leadermongo: nil locks backend")
+		return nil, errors.New("leadermongo: nil locks store")
 	}
 	cfg := config{members: DefaultMembersCollection, legacy: LegacyCollection}
 	for _, opt := range opts {
@@ -169,16 +176,13 @@ func New(locks *dsyncmongo.Backend, opts ...Option) (*Backend, error) {
 	}
 	// The members collection gets the lock collection's settings, not the
 	// caller's: a member list read from a lagging secondary goes stale.
-	return &Backend{
+	return &Store{
 		locks:   locks,
 		members: locks.Collection(cfg.members),
 		legacy:  legacyLeases{locks: locks.Collection(cfg.legacy), sessions: locks.Collection(cfg.legacy + "_sessions")},
 		writers: make(map[string]*memberWriter),
 	}, nil
 }
-
-// Client implements dsync.Backend: the locks backend's Client.
-func (b *Backend) Client() *dsync.Client { return b.locks.Client() }
 
 // memberDoc is one document of a candidate's status: one generation of
 // its member record (see the package doc).
@@ -203,11 +207,6 @@ type memberDoc struct {
 	Rev        int64  `bson:"rev,omitempty"`
 }
 
-// memberSeq numbers member writes in this process. Only a member's own
-// process writes its documents, so a process-wide counter orders them; it
-// also names the member's generations, so no two are ever named alike.
-var memberSeq atomic.Int64
-
 func memberID(election, id string) string { return election + "/" + id }
 
 // memberGenID is the _id of the generation of member id first written
@@ -227,7 +226,7 @@ func (d *memberDoc) member() leader.Member {
 		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev)}
 }
 
-// memberWriter is what the backend knows of one member's documents. Its
+// memberWriter is what the store knows of one member's documents. Its
 // writes hold sem, so they are sent one at a time, each after the last
 // one's reply.
 type memberWriter struct {
@@ -252,7 +251,7 @@ type memberWriter struct {
 
 // writer returns member key's writer, holding its sem, or the cause of
 // ctx if ctx ends first. Release it with release.
-func (b *Backend) writer(ctx context.Context, key string) (*memberWriter, error) {
+func (b *Store) writer(ctx context.Context, key string) (*memberWriter, error) {
 	for {
 		b.writersMu.Lock()
 		w := b.writers[key]
@@ -278,47 +277,24 @@ func (b *Backend) writer(ctx context.Context, key string) (*memberWriter, error)
 
 func (w *memberWriter) release() { <-w.sem }
 
-// Leader implements leader.Backend. Info.Value and Info.Rev come from the
-// leader's member status (leader.MemberValue).
-func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, error) {
-	return b.leader(ctx, election, 0)
-}
-
-// leader is Leader, after stale reads of who leads.
-func (b *Backend) leader(ctx context.Context, election string, stale int) (leader.Info, error) {
-	if election == "" {
-		return leader.Info{}, errors.New("leadermongo: empty election name")
-	}
-	cur, err := b.locks.Current(ctx, leader.LockKey(election))
-	if errors.Is(err, dsyncmongo.ErrNoLock) || (err == nil && !cur.Live) {
-		return leader.Info{}, fmt.Errorf("%w in %q", leader.ErrNoLeader, election)
-	}
-	if err != nil {
-		return leader.Info{}, err
-	}
-	info := leader.Info{ID: cur.Owner, Host: cur.Host, PID: cur.PID, Since: cur.AcquiredAt, Token: cur.Token}
+// Member implements leader.MemberStore: the member's document with the
+// highest Seq.
+func (b *Store) Member(ctx context.Context, election, id string) (leader.Member, bool, error) {
 	var d memberDoc
-	err = b.members.FindOne(ctx, memberFilter(election, cur.Owner),
+	err := b.members.FindOne(ctx, memberFilter(election, id),
 		options.FindOne().SetSort(bson.D{{Key: "seq", Value: -1}})).Decode(&d)
 	switch {
-	case err == nil:
-		info.Version = d.Version
-		var current bool
-		if info.Value, info.Rev, current = leader.MemberValue(info.Token, d.member()); !current && stale < 2 {
-			// The status is of a later term of this member: the term read
-			// has ended since. Read who leads again, rather than pair the
-			// ended term with what a later one advertises.
-			return b.leader(ctx, election, stale+1)
-		}
-	case !errors.Is(err, mongo.ErrNoDocuments):
-		return leader.Info{}, fmt.Errorf("leadermongo: read member status: %w", err)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return leader.Member{}, false, nil
+	case err != nil:
+		return leader.Member{}, false, fmt.Errorf("leadermongo: read member status: %w", err)
 	}
-	return info, nil
+	return d.member(), true, nil
 }
 
-// PutMember implements leader.Backend. The member's writes wait for each
+// PutMember implements leader.MemberStore. The member's writes wait for each
 // other; see the package doc for where each one goes.
-func (b *Backend) PutMember(ctx context.Context, election string, m leader.Member) error {
+func (b *Store) PutMember(ctx context.Context, election string, m leader.Member) error {
 	if err := b.ensureIndex(ctx); err != nil {
 		return err
 	}
@@ -327,7 +303,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 		return err
 	}
 	defer w.release()
-	now, err := b.locks.ServerTime(ctx)
+	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return err
 	}
@@ -344,7 +320,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 	}
 	w.seen = seen
 	// Taken with sem held: the member's writes are sent in Seq order.
-	seq := memberSeq.Add(1)
+	seq := b.seq.Add(1)
 	d := memberDoc{
 		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
 		Leader: m.Leader, LastSeen: seen, Seq: seq,
@@ -364,7 +340,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 		if ctx.Err() != nil {
 			return fmt.Errorf("leadermongo: write member status: %w", err)
 		}
-		d.Seq = memberSeq.Add(1)
+		d.Seq = b.seq.Add(1)
 	}
 	if w.gen == "" {
 		w.gen, w.genSeq, w.exists = memberGenID(election, m.ID, d.Seq), d.Seq, false
@@ -399,7 +375,7 @@ var errNoMatch = errors.New("member document not found")
 // answered (or, an insert, cannot land over it): so updates of gen land in
 // the order they were sent, and it filters on _id alone, which FerretDB
 // answers without decoding the whole collection.
-func (b *Backend) updateMember(ctx context.Context, gen string, d *memberDoc) error {
+func (b *Store) updateMember(ctx context.Context, gen string, d *memberDoc) error {
 	res, err := b.members.UpdateOne(ctx,
 		bson.D{{Key: "_id", Value: gen}},
 		bson.D{
@@ -430,7 +406,7 @@ func (b *Backend) updateMember(ctx context.Context, gen string, d *memberDoc) er
 // lands: every document of the current or a later generation has a Seq of
 // at least the current one's number. A failure is left for the member's
 // next write to try again.
-func (b *Backend) deleteOlder(ctx context.Context, election, id string, w *memberWriter) {
+func (b *Store) deleteOlder(ctx context.Context, election, id string, w *memberWriter) {
 	if !w.older {
 		return
 	}
@@ -440,9 +416,9 @@ func (b *Backend) deleteOlder(ctx context.Context, election, id string, w *membe
 	}
 }
 
-// Members implements leader.Backend.
-func (b *Backend) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
-	now, err := b.locks.ServerTime(ctx)
+// Members implements leader.MemberStore.
+func (b *Store) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
+	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -471,9 +447,9 @@ func (b *Backend) Members(ctx context.Context, election string, maxAge time.Dura
 	return members, nil
 }
 
-// DeleteMember implements leader.Backend. It waits for the member's write
+// DeleteMember implements leader.MemberStore. It waits for the member's write
 // under way, if any, and removes all its documents.
-func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
+func (b *Store) DeleteMember(ctx context.Context, election, id string) error {
 	key := memberID(election, id)
 	w, err := b.writer(ctx, key)
 	if err != nil {
@@ -491,7 +467,7 @@ func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
 	return nil
 }
 
-func (b *Backend) ensureIndex(ctx context.Context) error {
+func (b *Store) ensureIndex(ctx context.Context) error {
 	b.indexOnce.Lock()
 	defer b.indexOnce.Unlock()
 	if b.indexed {
