@@ -23,7 +23,11 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	db := mongotest.DatabaseName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
-	b, err := dsyncmongo.New(mongotest.NewClient(t, uri).Database(db))
+	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dsync.NewClient(store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,15 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // maxTTL is the longest --ttl of lock, once and elect: the bucket span of
 // a store dsync made, within which a hold must end. The commands check
-// --ttl before connecting, with dsync's in-memory backend, whose span
-// this is; a program may give a new store a longer span, the commands
+// --ttl before connecting (checkTTL), with dsync's in-memory store, whose
+// span this is; a program may give a new store a longer span, the commands
 // cannot.
 const maxTTL = 5 * time.Minute
 
@@ -21,4 +24,14 @@ func ttlError(err error, ttl time.Duration) error {
 		return fmt.Errorf("--ttl %v is too long: at most %v", ttl, maxTTL)
 	}
 	return err
+}
+
+// checkTTL is the library's judgement of --ttl ttl, before connecting: a
+// Client's lease of ttl over an in-memory store.
+func checkTTL(ttl time.Duration, extra ...dsync.ClientOption) error {
+	c, err := dsync.NewClient(memory.New(), append([]dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithIdleAge(0)}, extra...)...)
+	if err != nil {
+		return ttlError(err, ttl)
+	}
+	return c.Close()
 }

@@ -10,6 +10,7 @@ import (
 
 	dsyncotel "github.com/go-dsync/dsync/contrib/otel"
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -52,7 +53,7 @@ func TestObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
+	b := memClient(t, dsync.ClientWithObserver(obs))
 	m, _ := dsync.NewMutex(b, "k")
 	other, _ := dsync.NewMutex(b, "k")
 	m.Lock()
@@ -89,7 +90,7 @@ func TestObserverWithKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
+	b := memClient(t, dsync.ClientWithObserver(obs))
 	m, _ := dsync.NewMutex(b, "report-2026-11-24")
 	m.Lock()
 	m.Unlock()
@@ -107,7 +108,7 @@ func TestLeaderObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := leader.NewElection(leader.NewMemoryBackend(), "billing", leader.WithObserver(f))
+	e, err := leader.NewElection(memClient(t), "billing", leader.WithObserver(f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +156,16 @@ func TestNilMeter(t *testing.T) {
 	if _, err := dsyncotel.LeaderObserver(nil); err == nil {
 		t.Error("LeaderObserver(nil) succeeded")
 	}
+}
+
+// memClient returns a Client on a store of its own in memory, closed
+// when the test ends (again: Close is idempotent).
+func memClient(t *testing.T, opts ...dsync.ClientOption) *dsync.Client {
+	t.Helper()
+	c, err := dsync.NewClient(memory.New(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
