@@ -338,10 +338,10 @@ func TestCloseStopsTheBackend(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.raw.Claim(ctx, "k", "o", s, false); !errors.Is(err, ErrClosed) {
+	if _, err := b.raw.Claim(ctx, "k", "o", s, false); !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("Claim after Close = %v, want ErrClosed", err)
 	}
-	if err := b.raw.RenewSession(ctx, s, time.Second); !errors.Is(err, ErrClosed) {
+	if err := b.raw.RenewSession(ctx, s, time.Second); !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("RenewSession after Close = %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {

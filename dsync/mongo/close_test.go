@@ -53,7 +53,7 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 	if d := at.Sub(closed); d > 5*time.Second {
 		t.Errorf("the key was taken %v after its holder's backend closed, want at once (TTL 1m)", d)
 	}
-	if err := <-waited; !errors.Is(err, ErrClosed) {
+	if err := <-waited; !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("a Lock waiting on the closed backend returned %v, want ErrClosed", err)
 	}
 	if err := taker.UnlockContext(ctx); err != nil {

@@ -45,6 +45,8 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 		switch o := o.(type) {
 		case Option:
 			sopts = append(sopts, o)
+		case func(*config) error:
+			sopts = append(sopts, o)
 		case dsync.ClientOption:
 			copts = append(copts, o)
 		case wakeupsOff:
@@ -67,6 +69,11 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 		default:
 			panic(fmt.Sprintf("newTestClient: option of type %T", o))
 		}
+	}
+	if hooks.Chain != nil && hooks.Chain.Span > 0 && hooks.Chain.Span < dsync.DefaultTTL {
+		// A short span (fastPrune) allows no longer lease: the default
+		// TTL comes down to it, unless opts set one.
+		copts = append([]dsync.ClientOption{dsync.WithTTL(hooks.Chain.Span)}, copts...)
 	}
 	s, err := NewStore(db, sopts...)
 	if err != nil {

@@ -509,21 +509,14 @@ func (t *tailer) next(ctx context.Context, cur *mongo.Cursor, caughtUp func()) b
 // reopened).
 const getMoreSlack = 5 * time.Second
 
-// eventAwait is how long a getMore of the event cursor waits for an
-// event: dsync's default safety poll (dsync.DefaultSafetyPoll), so that a
-// stream that stopped delivering is found broken within about one. A
-// waiter's own safety poll is the Client's (dsync.ClientWithSafetyPoll):
-// the cursor's wait does not delay an event, which ends a getMore at once.
-const eventAwait = 15 * time.Second
-
 // awaitTime is how long the next getMore of the event cursor waits for an
-// event: eventAwait, or at most ferretAwait on FerretDB while
+// event: the event await (WithEventAwait), or at most ferretAwait on FerretDB while
 // other processes wait (their cursors are what makes long getMores costly
 // there; a process that follows the stream alone costs FerretDB little):
 // while an announcement the stream showed holds, or othersWaitFor safety
 // poll intervals after it showed one.
 func (t *tailer) awaitTime() time.Duration {
-	safety := eventAwait
+	safety := t.s.cfg.eventAwait
 	if t.s.ferret.Load() {
 		at := time.Duration(t.othersWaitAt.Load())
 		if at != 0 && t.s.mono()-at < othersWaitFor*safety {

@@ -380,7 +380,7 @@ func TestEventsUnusable(t *testing.T) {
 				}
 			}
 			logs := &logRecords{}
-			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)), dsync.WithTTL(time.Minute),
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)), dsync.ClientWithLogger(slog.New(logs)), dsync.WithTTL(time.Minute),
 				withFault(faultOn("create events", tc.fault)))
 			ctx := testCtx(t, 30*time.Second)
 			holder := newMutex(t, b.Client, "k")
@@ -478,8 +478,8 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 					}
 				},
 			}))
-			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), asFerretDB(ferret))
-			other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), asFerretDB(ferret))
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
+			other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
 			ctx := testCtx(t, 30*time.Second)
 			next := func() time.Duration {
 				t.Helper()
@@ -538,7 +538,7 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 			}
 		},
 	}))
-	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety))
 	ctx := testCtx(t, 60*time.Second)
 	follow(t, ctx, b)
 	for n := 0; n < rounds; {

@@ -20,6 +20,10 @@ const (
 	// DefaultWriteTimeout bounds how long the server may take to
 	// acknowledge a write (WithWriteTimeout).
 	DefaultWriteTimeout = 1 * time.Second
+	// DefaultEventAwait is how long a getMore of the wake-up events'
+	// cursor waits for an event (WithEventAwait): dsync's default safety
+	// poll (dsync.DefaultSafetyPoll).
+	DefaultEventAwait = 15 * time.Second
 )
 
 // An Option configures a Store: what the store is and how it writes.
@@ -45,6 +49,8 @@ type config struct {
 	// memberSkew is the bound on replica-set members' clock skew
 	// (WithMemberSkew); negative: by the deployment (servertime.go).
 	memberSkew time.Duration
+	// eventAwait bounds each getMore of the events cursor (WithEventAwait).
+	eventAwait time.Duration
 
 	// Tests only. fault, if set, is consulted before the writes named
 	// "createIndexes", "claim", "end", "renew", "probe", "shard key" and "create events" are
@@ -72,6 +78,7 @@ func newConfig(opts []Option) (*config, error) {
 		writeTimeout:  DefaultWriteTimeout,
 		manageIndexes: true,
 		memberSkew:    -1,
+		eventAwait:    DefaultEventAwait,
 		configDB:      "config",
 	}
 	for _, opt := range opts {
@@ -265,6 +272,25 @@ func WithMemberSkew(d time.Duration) Option {
 			return fmt.Errorf("dsyncmongo: member skew must be at least 0, got %v", d)
 		}
 		c.memberSkew = d
+		return nil
+	}
+}
+
+// WithEventAwait sets how long each getMore of the wake-up events' cursor
+// waits for an event before it returns empty and the next is sent.
+// Default: DefaultEventAwait (15 s). An event ends the wait at once, so
+// it does not delay wake-ups; it bounds how soon a stream that stopped
+// delivering is found broken and reopened, and is best set to the
+// Client's safety poll (dsync.ClientWithSafetyPoll), which bounds how
+// long a waiter relies on the events alone. At most 5 s on FerretDB
+// while other processes wait, since there a long wait costs the server
+// CPU. It must be positive.
+func WithEventAwait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsyncmongo: event await must be positive, got %v", d)
+		}
+		c.eventAwait = d
 		return nil
 	}
 }
