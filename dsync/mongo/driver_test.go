@@ -1,9 +1,9 @@
 package dsyncmongo
 
 import (
-	"github.com/go-dsync/dsync/dsync"
 	"testing"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/drivertest"
 	"github.com/go-dsync/dsync/internal/mongotest"

@@ -1,13 +1,13 @@
 package dsyncmongo
 
 import (
-	"github.com/go-dsync/dsync/dsync"
 	"slices"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 

@@ -3,7 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"fmt"
-	"github.com/go-dsync/dsync/dsync"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 

@@ -2,7 +2,6 @@ package leadermongo_test
 
 import (
 	"context"
-	"github.com/go-dsync/dsync/dsync"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/latewrite"
 	"github.com/go-dsync/dsync/internal/mongotest"

@@ -3,13 +3,13 @@ package leadermongo_test
 import (
 	"context"
 	"errors"
-	"github.com/go-dsync/dsync/dsync"
 	"log/slog"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"

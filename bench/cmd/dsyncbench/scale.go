@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-dsync/dsync/dsync"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/bench/harness"
+	"github.com/go-dsync/dsync/dsync"
 )
 
 // What the scale scenario asks of dsync beyond locks: the status page of
