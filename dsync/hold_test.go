@@ -59,9 +59,9 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 
 // TestUnlockWhileTheSessionIsBeingRetired: the session's deadline timer
 // and a late Unlock may run together after a pause. Once the timer's
-// goroutine has retired the session, and before it tells the session's
-// holds, Unlock must already report the hold lost (the integration
-// suite's SIGSTOP before Unlock found the window).
+// goroutine has retired the session, and before it reports the loss of
+// the session's holds, Unlock must already report the hold lost (the
+// integration suite's SIGSTOP before Unlock found the window).
 func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
@@ -70,18 +70,19 @@ func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 		}
 		m.Lock()
 		h := m.hold
-		// The first half of retire: the session is retired; its holds are
-		// not told yet.
+		// The first half of retire: the session is retired; the loss of
+		// its holds is not reported yet.
 		h.keeper.mu.Lock()
-		h.sess.retired, h.sess.why = true, ErrLost
+		lost := h.keeper.retireLocked(h.sess, ErrLost)
 		h.keeper.mu.Unlock()
+		select {
+		case <-m.Lost():
+		default:
+			t.Error("the hold's Lost channel stayed open")
+		}
 		if err := m.UnlockContext(context.Background()); !errors.Is(err, ErrLost) {
 			t.Fatalf("UnlockContext while the session was being retired = %v, want ErrLost", err)
 		}
-		select {
-		case <-h.lost:
-		default:
-			t.Fatal("the hold's Lost channel stayed open")
-		}
+		tellLost(lost)
 	})
 }
