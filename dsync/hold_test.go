@@ -86,3 +86,59 @@ func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 		tellLost(lost)
 	})
 }
+
+// TestLostOnceTheSessionIsRetired: the Lost channel of an RWMutex or a
+// Semaphore, whose holds share one loss signal, is closed as soon as the
+// session of one of its holds is retired, before the goroutine that
+// retired it reports the loss (onLost): a caller that checks Lost after a
+// pause, before acting, must not find it open.
+func TestLostOnceTheSessionIsRetired(t *testing.T) {
+	tests := []struct {
+		name string
+		// lock locks a primitive on b and returns its Lost and its holds.
+		lock func(t *testing.T, b Backend) (lost func() <-chan struct{}, holds *holdSet)
+	}{
+		{"RWMutex", func(t *testing.T, b Backend) (func() <-chan struct{}, *holdSet) {
+			rw, err := NewRWMutex(b, "k", WithTTL(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rw.RLock()
+			return rw.Lost, &rw.holds
+		}},
+		{"Semaphore", func(t *testing.T, b Backend) (func() <-chan struct{}, *holdSet) {
+			s, err := NewSemaphore(b, "k", 3, WithTTL(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Acquire(context.Background(), 2); err != nil {
+				t.Fatal(err)
+			}
+			return s.Lost, &s.holds
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := NewMemoryBackend()
+				lost, holds := tt.lock(t, b)
+				h, ok := holds.newest()
+				if !ok {
+					t.Fatal("no hold counted after the lock")
+				}
+				h.keeper.mu.Lock()
+				told := h.keeper.retireLocked(h.sess, ErrLost)
+				h.keeper.mu.Unlock()
+				select {
+				case <-lost():
+				default:
+					t.Error("Lost open once the session was retired, before the loss was reported")
+				}
+				tellLost(told)
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
