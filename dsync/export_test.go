@@ -14,3 +14,17 @@ const (
 
 // ListAhead is how many keys' queues List reads at once, at most.
 const ListAhead = listAhead
+
+// OnJudgedOver makes f run each time a session of m's keeper is judged
+// over by its deadline timer or by a renewal reply that came too late,
+// right after the keeper's lock is released, in the goroutine that judged
+// it (keeper.judgedOver).
+func OnJudgedOver(m *Mutex, f func()) {
+	k, err := m.client.keeperOf(&m.core)
+	if err != nil {
+		panic(err)
+	}
+	k.mu.Lock()
+	k.judgedOver = f
+	k.mu.Unlock()
+}
