@@ -323,7 +323,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool
 }
 
 // LatestGen returns the document of session id with the highest expiry,
-// given the expiry of each of its generations.
+// given the expiry of each of its generations, as GetSession does (with
+// HasFirst).
 func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 	var best driver.Session
 	found := false
@@ -332,6 +333,7 @@ func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 			best, found = driver.Session{ID: id, Gen: gen, ExpiresAt: exp}, true
 		}
 	}
+	_, best.HasFirst = gens[0]
 	return best, found
 }
 
