@@ -17,8 +17,9 @@ import (
 // stayed missing for the claim's TTL, from the reply of the first read
 // that found them so to the send of the last: its owner either found its
 // session gone at a renewal meanwhile (and retired it) or let its
-// deadline pass. Claims without a TTL (written by an older dsync) count
-// missing as dead at once.
+// deadline pass. So does one found expired without its first generation
+// (see judgedByExpiry). Claims without a TTL (written by an older dsync)
+// count missing as dead at once.
 func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
 	endID := EndID(d.Key, d.Epoch, d.Nonce)
 	m, found, err := e.store.Get(ctx, endID)
@@ -44,7 +45,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	}
 	replied := e.clock.Mono()
 	switch {
-	case found:
+	case e.judgedByExpiry(s, found, earliest):
 		e.learnExpiry(s.ID, s.ExpiresAt)
 		if s.ExpiresAt.After(exp) {
 			b.ExpiresAt = s.ExpiresAt
@@ -75,6 +76,35 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	}
 	return true, KindDead, dead, Blocker{}, nil
 }
+
+// judgedByExpiry reports whether a session read (s, found), sent at
+// earliest possible server time earliest, can be judged by its expiry.
+// Otherwise it counts as missing.
+//
+// A session found with its first generation can: that document was
+// confirmed before any claim named the session, so its collection was
+// not dropped since, and its documents hold every renewal confirmed (an
+// expiry only rises). One found without it may have been dropped (its
+// documents' cleaners delete the first only long after its expiry): an
+// insert of a later generation sent before the drop, held back and
+// landing after it, brings the session back with that insert's old
+// expiry, while its owner holds on renewals confirmed since, whose
+// documents went with the drop. Such a session, expired, counts as
+// missing: dead only after the claim's TTL (see noteAbsent). Not expired,
+// it is alive until then, whatever brought it back.
+func (e *Engine) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
+	if e.has(BugLostFirstIsDead) {
+		return found
+	}
+	return found && (s.HasFirst || !s.ExpiresAt.Before(earliest))
+}
+
+// BugLostFirstIsDead judges a session found without its first
+// generation by its expiry, as one found with it: after the sessions are
+// dropped, a late insert of a later generation brings a session back with
+// an old expiry, and a waiter takes it for dead while its owner holds on.
+// (Numbered apart from the engine's own bugs and the grant rule's.)
+const BugLostFirstIsDead Bug = 48
 
 // noteAbsent records that session's documents were found missing by a
 // read sent at sent that replied at replied (local monotonic times), and
