@@ -191,8 +191,8 @@ type Session struct {
 	ExpiresAt time.Time // store time; only ever raised
 	// HasFirst (GetSession only) reports that generation 0 was among the
 	// documents read. Generation 0 is confirmed before any claim names the
-	// session, and only an operator's drop (or a cleaner, long after its
-	// expiry) removes it, so a session read without it may be one that a
+	// session, and only an operator's drop (or a cleaner, once it
+	// expired) removes it, so a session read without it may be one that a
 	// late insert of a later generation brought back, with an old expiry,
 	// after its collection was dropped: the engine then takes an expired
 	// session for missing, not for expired. A driver that never sets it

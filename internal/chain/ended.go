@@ -84,11 +84,11 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 // A session found with its first generation can: that document was
 // confirmed before any claim named the session, so its collection was
 // not dropped since, and its documents hold every renewal confirmed (an
-// expiry only rises). One found without it may have been dropped (its
-// documents' cleaners delete the first only long after its expiry): an
-// insert of a later generation sent before the drop, held back and
-// landing after it, brings the session back with that insert's old
-// expiry, while its owner holds on renewals confirmed since, whose
+// expiry only rises; cleaners delete only expired documents). One found
+// without it may have been dropped (or its first generation cleaned once
+// expired): an insert of a later generation sent before the drop, held
+// back and landing after it, brings the session back with that insert's
+// old expiry, while its owner holds on renewals confirmed since, whose
 // documents went with the drop. Such a session, expired, counts as
 // missing: dead only after the claim's TTL (see noteAbsent). Not expired,
 // it is alive until then, whatever brought it back.
