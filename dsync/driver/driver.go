@@ -189,14 +189,8 @@ type Session struct {
 	ID        string
 	Gen       int       // the generation of the document (GetSession: of the one with the highest expiry)
 	ExpiresAt time.Time // store time; only ever raised
-	// HasFirst (GetSession only) reports that generation 0 was among the
-	// documents read. Generation 0 is confirmed before any claim names the
-	// session, and only an operator's drop (or a cleaner, once it
-	// expired) removes it, so a session read without it may be one that a
-	// late insert of a later generation brought back, with an old expiry,
-	// after its collection was dropped: the engine then takes an expired
-	// session for missing, not for expired. A driver that never sets it
-	// stays safe, but every takeover from an expired session waits a TTL.
+	// HasFirst (GetSession): generation 0 was read. Expired without it, a
+	// session may be back after a drop (a late insert): it counts as missing.
 	HasFirst bool
 }
 
@@ -292,8 +286,7 @@ type Store interface {
 	// does not exist (it creates nothing).
 	RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error)
 	// GetSession reads every generation of a session and returns the one
-	// with the highest expiry, with HasFirst set if generation 0 was among
-	// them; found is false if there is none.
+	// with the highest expiry, and HasFirst; found is false if none.
 	GetSession(ctx context.Context, id string) (s Session, found bool, err error)
 
 	// Close releases what the store holds (goroutines, cursors); it does

@@ -322,9 +322,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool
 	return sess, found, nil
 }
 
-// LatestGen returns the document of session id with the highest expiry,
-// given the expiry of each of its generations, as GetSession does (with
-// HasFirst).
+// LatestGen returns the document of session id with the highest expiry
+// and HasFirst, as GetSession does, given each generation's expiry.
 func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 	var best driver.Session
 	found := false
