@@ -60,19 +60,35 @@ func (h *hold) expireIfDue() {
 	}
 }
 
-// lose ends an active hold without Unlock and closes lost.
+// lose ends an active hold without Unlock, closes lost, stops counting
+// it in its keeper, and reports the loss.
 func (h *hold) lose(reason error) {
+	if h.markLost(reason) {
+		h.keeper.remove(h)
+		h.tellLost()
+	}
+}
+
+// markLost ends an active hold without Unlock and closes lost; it
+// reports whether it did. A keeper calls it under its lock, in the step
+// that retires the hold's session (keeper.retireLocked), so that no one
+// sees the session over and the hold still active.
+func (h *hold) markLost(reason error) bool {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.state != holdActive {
-		h.mu.Unlock()
-		return
+		return false
 	}
 	h.state = holdLost
 	h.lostErr = fmt.Errorf("%w (key %q)", reason, h.claim.Key)
 	close(h.lost)
-	h.mu.Unlock()
+	return true
+}
 
-	h.keeper.remove(h)
+// tellLost reports the loss of a hold that markLost ended: to its Client
+// (its claim gets no end), its primitive's handlers and the observers.
+// It runs under no lock, since it calls the user's handlers.
+func (h *hold) tellLost() {
 	h.p.client.claimLost(h.claim.Nonce)
 	h.p.reportLoss(h.lostErr)
 	held, err := h.heldFor(), h.lostErr
@@ -87,17 +103,13 @@ func (h *hold) lose(reason error) {
 }
 
 // end marks the hold ended by Unlock and returns why it was lost before,
-// if it was. The deadline is checked here too (expireIfDue), and a session
-// retired by another goroutine (its deadline timer, say, run at the same
-// moment after a pause) loses the hold here even if that goroutine has
-// not yet told its holds.
+// if it was. The deadline is checked here too (expireIfDue): a hold whose
+// deadline has passed is lost, whether this call or another goroutine
+// (its session's deadline timer, say, run at the same moment after a
+// pause) judged its session over, since the keeper loses the holds of a
+// session in the step that judges it over.
 func (h *hold) end() error {
 	h.expireIfDue()
-	if h.keeper != nil {
-		if why := h.keeper.retiredWith(h.sess); why != nil {
-			h.lose(why) // nothing if it was told already
-		}
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	prev := h.state

@@ -56,9 +56,9 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 
 // TestUnlockWhileTheSessionIsBeingRetired: the session's deadline timer
 // and a late Unlock may run together after a pause. Once the timer's
-// goroutine has retired the session, and before it tells the session's
-// holds, Unlock must already report the hold lost (the integration
-// suite's SIGSTOP before Unlock found the window).
+// goroutine has retired the session, and before it reports the loss of
+// the session's holds, Unlock must already report the hold lost (the
+// integration suite's SIGSTOP before Unlock found the window).
 func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
@@ -67,18 +67,75 @@ func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 		}
 		m.Lock()
 		h := m.hold
-		// The first half of retire: the session is retired; its holds are
-		// not told yet.
+		// The first half of retire: the session is retired; the loss of
+		// its holds is not reported yet.
 		h.keeper.mu.Lock()
-		h.sess.retired, h.sess.why = true, ErrLost
+		lost := h.keeper.retireLocked(h.sess, ErrLost)
 		h.keeper.mu.Unlock()
+		select {
+		case <-m.Lost():
+		default:
+			t.Error("the hold's Lost channel stayed open")
+		}
 		if err := m.UnlockContext(context.Background()); !errors.Is(err, ErrLost) {
 			t.Fatalf("UnlockContext while the session was being retired = %v, want ErrLost", err)
 		}
-		select {
-		case <-h.lost:
-		default:
-			t.Fatal("the hold's Lost channel stayed open")
-		}
+		tellLost(lost)
 	})
+}
+
+// TestLostOnceTheSessionIsRetired: the Lost channel of an RWMutex or a
+// Semaphore, whose holds share one loss signal, is closed as soon as the
+// session of one of its holds is retired, before the goroutine that
+// retired it reports the loss (onLost): a caller that checks Lost after a
+// pause, before acting, must not find it open.
+func TestLostOnceTheSessionIsRetired(t *testing.T) {
+	tests := []struct {
+		name string
+		// lock locks a primitive on b and returns its Lost and its holds.
+		lock func(t *testing.T, b *Client) (lost func() <-chan struct{}, holds *holdSet)
+	}{
+		{"RWMutex", func(t *testing.T, b *Client) (func() <-chan struct{}, *holdSet) {
+			rw, err := NewRWMutex(b, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rw.RLock()
+			return rw.Lost, &rw.holds
+		}},
+		{"Semaphore", func(t *testing.T, b *Client) (func() <-chan struct{}, *holdSet) {
+			s, err := NewSemaphore(b, "k", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Acquire(context.Background(), 2); err != nil {
+				t.Fatal(err)
+			}
+			return s.Lost, &s.holds
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := NewMemClient(WithTTL(time.Second))
+				lost, holds := tt.lock(t, b.Client)
+				h, ok := holds.newest()
+				if !ok {
+					t.Fatal("no hold counted after the lock")
+				}
+				h.keeper.mu.Lock()
+				told := h.keeper.retireLocked(h.sess, ErrLost)
+				h.keeper.mu.Unlock()
+				select {
+				case <-lost():
+				default:
+					t.Error("Lost open once the session was retired, before the loss was reported")
+				}
+				tellLost(told)
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
 }

@@ -101,6 +101,15 @@ func (s *holdSet) lostChan() <-chan struct{} {
 	if len(s.holds) == 0 {
 		return closedChan
 	}
+	// A hold's own channel closes in the step that retires its session;
+	// onLost runs a moment later, in the goroutine that retired it.
+	for _, h := range s.holds {
+		select {
+		case <-h.lost:
+			s.fireLocked()
+		default:
+		}
+	}
 	return s.lost
 }
 

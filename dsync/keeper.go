@@ -31,6 +31,12 @@ type keeper struct {
 	running bool          // the renewal goroutine is running
 	closed  bool          // the Client was closed
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
+	// judgedOver, set only by tests (export_test.go), runs right after a
+	// session was judged over by its deadline timer or by a renewal reply
+	// that came too late, once k.mu is released and before the loss is
+	// reported: where a late Unlock runs when a paused process resumes and
+	// every timer fires at once. Guarded by mu.
+	judgedOver func()
 }
 
 // A session is the lease a keeper renews: its local deadline and renewal
@@ -41,8 +47,9 @@ type keeper struct {
 type session struct {
 	id    string
 	lease *chain.Lease // guarded by keeper.mu
-	// retired: the session's end has been handled (holds told, waiters
-	// cancelled). Guarded by keeper.mu.
+	// retired: the session is over, set in the same locked step that
+	// judged it over (retireLocked): its lease is retired, its holds are
+	// lost, its waiters' ctx is cancelled. Guarded by keeper.mu.
 	retired bool
 	// why the session was retired; set with retired. Guarded by keeper.mu.
 	why error
@@ -252,18 +259,26 @@ func (k *keeper) startLocked() {
 func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 
 // expireIfDue retires s if its deadline has passed: no renewal confirmed
-// in time.
+// in time. Judging it over and retiring it are one step under k.mu, so
+// that whoever takes k.mu next (an Unlock, a Lost, another timer) sees s
+// retired and its holds lost, never a lease that is over in a session
+// that still looks live.
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
+	var lost []*hold
 	due := !s.retired && s.lease.Expire(k.mono(k.lease.clock.Now()))
-	k.mu.Unlock()
 	if due {
-		k.retire(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
+		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
 	}
+	hook := k.judgedOver
+	k.mu.Unlock()
+	if due && hook != nil {
+		hook()
+	}
+	tellLost(lost)
 }
 
-// retiredWith returns why s was retired, or nil while it is not. The
-// holds of a retired session are lost even before retire has told them.
+// retiredWith returns why s was retired, or nil while it is not.
 func (k *keeper) retiredWith(s *session) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -277,9 +292,19 @@ func (k *keeper) retiredWith(s *session) error {
 // s.ctx, and the next claim gets a new session.
 func (k *keeper) retire(s *session, reason error) {
 	k.mu.Lock()
+	lost := k.retireLocked(s, reason)
+	k.mu.Unlock()
+	tellLost(lost)
+}
+
+// retireLocked ends s for good, in the locked step that judged it over:
+// its lease is retired, its waiters' ctx is cancelled, and its holds are
+// lost (their Lost channels closed) and no longer counted. It returns the
+// holds it lost, whose loss the caller reports (tellLost) once k.mu is
+// released: reports call the user's handlers. k.mu must be held.
+func (k *keeper) retireLocked(s *session, reason error) []*hold {
 	if s.retired {
-		k.mu.Unlock()
-		return
+		return nil
 	}
 	s.retired, s.why = true, reason
 	s.lease.Retire()
@@ -288,16 +313,27 @@ func (k *keeper) retire(s *session, reason error) {
 		k.sess = nil
 		k.waiters = 0
 	}
+	// Cancelling runs no user code under k.mu: functions registered with
+	// context.AfterFunc run in goroutines of their own.
+	s.cancel(reason)
 	var lost []*hold
 	for h := range k.holds {
-		if h.sess == s {
+		if h.sess != s {
+			continue
+		}
+		delete(k.holds, h)
+		if h.markLost(reason) {
 			lost = append(lost, h)
 		}
 	}
-	k.mu.Unlock()
-	s.cancel(reason)
+	k.signalLocked()
+	return lost
+}
+
+// tellLost reports the loss of holds that retireLocked lost.
+func tellLost(lost []*hold) {
 	for _, h := range lost {
-		h.lose(reason)
+		h.tellLost()
 	}
 }
 
@@ -376,24 +412,30 @@ func (k *keeper) renew(s *session) {
 	// may run late after a suspend). The renewal may also be applied later
 	// than others, even after this one's retry: harmless, since a stored
 	// expiry only grows (the store sees to it on stores whose updates
-	// are not atomic).
+	// are not atomic). Judging the session over and retiring it are one
+	// step, as in expireIfDue.
 	k.mu.Lock()
 	r := Renewal{TTL: k.lease.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
-	ev := s.lease.Confirm(k.mono(sent), k.mono(now))
-	if ev == chain.LeaseExtended {
+	switch ev := s.lease.Confirm(k.mono(sent), k.mono(now)); ev {
+	case chain.LeaseExtended:
 		k.armLocked(s)
 		s.confirmed = sent
-	}
-	k.mu.Unlock()
-	if ev == chain.LeaseExtended {
+		k.mu.Unlock()
 		k.client.observe(func(o *Observer) {
 			if o.Renewed != nil {
 				o.Renewed(r)
 			}
 		})
-	}
-	if ev == chain.LeaseLate {
-		k.retire(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
+	case chain.LeaseLate:
+		lost := k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
+		hook := k.judgedOver
+		k.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+		tellLost(lost)
+	default:
+		k.mu.Unlock()
 	}
 }
 

@@ -189,6 +189,9 @@ type Session struct {
 	ID        string
 	Gen       int       // the generation of the document (GetSession: of the one with the highest expiry)
 	ExpiresAt time.Time // store time; only ever raised
+	// HasFirst (GetSession): generation 0 was read. Expired without it, a
+	// session may be back after a drop (a late insert): it counts as missing.
+	HasFirst bool
 }
 
 // Interval is a range of possible store times.
@@ -283,7 +286,7 @@ type Store interface {
 	// does not exist (it creates nothing).
 	RenewSession(ctx context.Context, id string, gen int, expires time.Time) (found bool, err error)
 	// GetSession reads every generation of a session and returns the one
-	// with the highest expiry; found is false if there is none.
+	// with the highest expiry, and HasFirst; found is false if none.
 	GetSession(ctx context.Context, id string) (s Session, found bool, err error)
 
 	// Close releases what the store holds (goroutines, cursors); it does

@@ -20,7 +20,8 @@ const sessionsSuffix = "_sessions"
 
 // sessionRetention is how long after its expiry a session document is
 // kept. Deleting it changes nothing for its claims (a claim whose session
-// is gone counts as dead, as it did once the session expired), but a read
+// is gone, or left without its generation 0 and expired, counts as dead a
+// TTL after a walker first finds it so; it expired long before), but a read
 // of a session's documents costs FerretDB time in proportion to the
 // collection's size, and waiters' looks at a holder's session are such
 // reads. The sweeps delete them (Compact).
@@ -117,6 +118,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool
 		if i == 0 || d.ExpiresAt.After(best.ExpiresAt) {
 			best.ExpiresAt = d.ExpiresAt
 			best.Gen, _ = strconv.Atoi(strings.TrimPrefix(d.ID, id+"~"))
+		}
+		if d.ID == sessionDocID(id, 0) {
+			best.HasFirst = true
 		}
 	}
 	return best, len(docs) > 0, nil

@@ -26,13 +26,15 @@ func (c *stepClock) Mono() time.Duration { return c.now }
 // droppableSessions keeps the sessions in a memory store of their own,
 // apart from the documents, so that the test can empty the sessions
 // collection alone (drop), lose a session write without applying it
-// (lose), lose only the reply of a renewal (lostReply), and run something
-// while a session read is on its way back (onRead, after the read has
-// landed).
+// (lose), hold a session insert back and apply it later (hold, land),
+// lose only the reply of a renewal (lostReply), and run something while a
+// session read is on its way back (onRead, after the read has landed).
 type droppableSessions struct {
 	*memory.Store
 	sessions  *memory.Store
 	lose      int // session inserts to lose, unapplied
+	hold      int // session inserts to hold back, unapplied until land
+	held      []chain.Session
 	lostReply int // renewals applied whose replies are lost
 	onRead    func()
 }
@@ -42,11 +44,25 @@ var errLost = errors.New("test: no reply")
 func (s *droppableSessions) drop() { s.sessions.Reset() }
 
 func (s *droppableSessions) InsertSession(ctx context.Context, sess chain.Session) error {
-	if s.lose > 0 {
+	switch {
+	case s.lose > 0:
 		s.lose--
+		return errLost
+	case s.hold > 0:
+		s.hold--
+		s.held = append(s.held, sess)
 		return errLost
 	}
 	return s.sessions.InsertSession(ctx, sess)
+}
+
+// land applies the inserts held back, long after their sender gave up on
+// them.
+func (s *droppableSessions) land() {
+	for _, sess := range s.held {
+		s.sessions.InsertSession(context.Background(), sess)
+	}
+	s.held = nil
 }
 
 func (s *droppableSessions) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
@@ -284,4 +300,63 @@ func twoEmptyings(t *testing.T, bug chain.Bug) (now, deadline time.Duration, hel
 	r.store.onRead = func() { r.at(3850 * time.Millisecond) }
 	held = r.walk()
 	return r.clock.now, r.lastConfirmed + absenceTTL, held
+}
+
+// TestLateSessionInsertAfterADropIsNotAnExpiry: a session that a late
+// insert of a later generation brought back after the sessions were
+// dropped, with an old expiry, is not taken for expired while its owner
+// still holds: without its first generation it counts as missing, and
+// its claim as dead only after the claim's TTL. Here the owner's renewal
+// at 0.4 s loses its reply, so it goes on to insert generation 1 (expiry
+// 1.4 s), held back; the next renewal's insert of generation 1 lands and
+// a renewal of it at 1 s is confirmed (the owner holds until 2 s). The
+// sessions are dropped at 1.05 s, the held insert lands just after, and
+// the owner pauses: at 1.5 s the waiter finds only generation 1, expired.
+func TestLateSessionInsertAfterADropIsNotAnExpiry(t *testing.T) {
+	r, held := lateInsert(t, chain.NoBug)
+	if deadline := r.lastConfirmed + absenceTTL; held && r.clock.now < deadline {
+		t.Fatalf("the waiter took the session for dead at %v, while its owner holds until %v", r.clock.now, deadline)
+	}
+	// Found so for the TTL, the session is dead: the waiter takes over.
+	r.at(2600 * time.Millisecond)
+	r.store.onRead = func() {}
+	if !r.walk() {
+		t.Fatalf("at %v, a TTL after the waiter first found the session expired without its first generation, the waiter does not hold", r.clock.now)
+	}
+}
+
+// TestLateInsertScenarioCatchesPlantedLostFirstIsDead is the negative
+// control of the test above.
+func TestLateInsertScenarioCatchesPlantedLostFirstIsDead(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	r, held := lateInsert(t, chain.BugLostFirstIsDead)
+	if deadline := r.lastConfirmed + absenceTTL; !held || r.clock.now >= deadline {
+		t.Fatalf("judging a session without its first generation by its expiry the waiter held = %v at %v, owner's deadline %v: the scenario misses the bug", held, r.clock.now, deadline)
+	}
+}
+
+// lateInsert plays the scenario of
+// TestLateSessionInsertAfterADropIsNotAnExpiry with bug planted in the
+// waiter's engine, and returns the rig after the waiter's walk at 1.5 s,
+// and whether that walk held.
+func lateInsert(t *testing.T, bug chain.Bug) (r *absenceRig, held bool) {
+	r = newAbsenceRig(t, bug)
+	r.at(300 * time.Millisecond)
+	r.renew(false)
+	r.at(400 * time.Millisecond)
+	r.store.lostReply, r.store.hold = 1, 1
+	r.renew(true) // generation 0's renewal loses its reply; generation 1's insert is held back
+	r.at(700 * time.Millisecond)
+	r.renew(false) // generation 1's insert, sent again, lands
+	r.at(1000 * time.Millisecond)
+	r.renew(false) // an update of generation 1; then the owner pauses
+	r.at(1050 * time.Millisecond)
+	r.store.drop()
+	r.at(1060 * time.Millisecond)
+	r.store.land() // generation 1 again, expiring at 1.4 s
+	r.at(1500 * time.Millisecond)
+	r.store.onRead = func() {}
+	return r, r.walk()
 }

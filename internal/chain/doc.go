@@ -19,7 +19,8 @@
 //     (a server clock stepped back cannot shorten it). It is one document,
 //     and one more (the next generation, inserted with the expiry) each
 //     time a renewal's outcome is unknown; its expiry is the highest of its
-//     documents'. Its owner trusts it until its local deadline (Lease): the
+//     documents'. The first (generation 0) is confirmed before any claim
+//     names the session. Its owner trusts it until its local deadline (Lease): the
 //     send time of the last renewal confirmed before the deadline then in
 //     force, plus the TTL, minus a margin of TTL/20. When a deadline passes,
 //     or a renewal is confirmed only after it, or the session's documents
@@ -141,7 +142,10 @@
 //   - withdraw: A's owner never holds a claim it withdrew.
 //   - dead: A's session had expired in server time when the walker's read
 //     applied, judged by the highest expiry the walker could know of: the
-//     session's documents', and the expiry A carries. A's owner's deadline
+//     session's documents', and the expiry A carries. The read found the
+//     session's first generation, so its documents were not dropped since
+//     it was opened (see below for one found without it), and they hold
+//     every renewal confirmed since: stored expiries only rise. A's owner's deadline
 //     is its last confirmed renewal's send plus TTL minus the margin, and
 //     that renewal set the expiry to at least the latest server time at
 //     sending plus TTL: the deadline came first, and the owner retired the
@@ -162,6 +166,16 @@
 //     reads land less than two TTLs apart; see noteAbsent.) So A's
 //     owner's last confirmed renewal was sent before the first read
 //     replied, and its deadline passed before the last read was sent.
+//   - dead, its session found without its first generation, every
+//     document expired: counted as missing, as above (judgedByExpiry).
+//     Only a drop (or a cleaner, once it expired) removes the first
+//     generation, and an insert of a later one sent before a drop can
+//     land after it, bringing the session back with that insert's old
+//     expiry, while its owner holds on renewals confirmed since, whose
+//     documents went with the drop. Such a document tells nothing of the
+//     owner's deadline: a renewal confirmed after the drop raised a
+//     document that a read landing after it finds unexpired until that
+//     renewal's deadline, so an expired one is as good as missing.
 //
 // So A's owner did not hold A at t: two claims never hold at once. Nor can
 // a lower claim hold after a higher one did: B's walk found A ended, and
@@ -321,7 +335,8 @@
 // A session's documents may vanish at any time (its collection emptied),
 // holds or not: the owner finds its session gone at its next renewal and
 // retires it, and walkers wait a TTL before they take the session for dead
-// (see above). This assumes they do not vanish twice within three TTLs
+// (see above), also when a late insert brought part of it back without its
+// first generation. This assumes they do not vanish twice within three TTLs
 // (the longest TTL in use): a session that vanished, came back (its
 // owner's renewal re-creates it when the reply of the renewal before was
 // lost) and vanished again between two of a waiter's reads would look
@@ -370,7 +385,9 @@
 //     every walk's stopping point, and its owner never counts it (F3).
 //   - A session renewal only raises the expiry (of a document no other
 //     renewal will update if this one's outcome is unknown: see above); an
-//     insert of a new generation is as harmless. Landing after the session
+//     insert of a new generation is as harmless, and landing after a drop
+//     it brings back a session without its first generation, which counts
+//     as missing once expired. Landing after the session
 //     was judged dead, it revives nothing: the dead marker stays, and the
 //     owner has retired the session. It can keep a claim without a marker
 //     alive for up to one TTL after it was sent (liveness only).

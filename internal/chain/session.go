@@ -166,7 +166,7 @@ func (e *Engine) claimTerms(session string) (ttl time.Duration, exp time.Time) {
 func (e *Engine) SessionAlive(ctx context.Context, id string) (alive bool, expires time.Time, err error) {
 	earliest := e.clock.ServerNow().Earliest
 	s, found, err := e.store.GetSession(ctx, id)
-	if err != nil || !found {
+	if err != nil || !e.judgedByExpiry(s, found, earliest) {
 		return false, time.Time{}, err
 	}
 	e.learnExpiry(id, s.ExpiresAt)

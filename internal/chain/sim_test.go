@@ -38,7 +38,10 @@ import (
 //   - simworld_test.go: faults. Crashes, pauses (SIGSTOP), suspends that
 //     end near a deadline, failovers that step the server's clock within
 //     the member skew, and the store emptied, its sessions dropped, or a
-//     backup restored, while no lock is held. On half the seeds one
+//     backup restored, while no lock is held. The sessions are also
+//     dropped under holders, and on half the seeds a drop comes with an
+//     insert of a later generation of a holder's session held back until
+//     just after it, the holder paused (heldSession). On half the seeds one
 //     owner's link holds its gate inserts back (most land after their
 //     sender gave up on them) while its renewals go through, so that it
 //     holds on a gate it could not extend while others start segments.
@@ -133,6 +136,7 @@ type simStats struct {
 	slowGates                                   int // gate inserts held back on an owner's slow link
 	drops                                       int // keys' knowledge dropped by owners with a bound of one key (Config.MaxKeys)
 	doneForgotten, doneSpared                   int // done records compacted past their expiry, and records inserted again that a compaction's late delete spared
+	heldSessions                                int // drops with a session insert held back across them (simHeld)
 }
 
 func (a *simStats) add(b simStats) {
@@ -163,6 +167,7 @@ func (a *simStats) add(b simStats) {
 	a.revivals += b.revivals
 	a.onceLags += b.onceLags
 	a.doneKept += b.doneKept
+	a.heldSessions += b.heldSessions
 }
 
 type simEvent struct {
@@ -223,6 +228,10 @@ type sim struct {
 	// (nil: none), drawn with grng, a stream of its own.
 	slowGates *owner
 	grng      *rand.Rand
+	// drops are the times the sessions are dropped (scheduleFaults, and
+	// the heldSession fault); held is that fault (nil: not on this seed).
+	drops []time.Duration
+	held  *simHeld
 }
 
 // A family is the kind of primitive a key serves, which decides the terms
@@ -381,6 +390,9 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 		s.slowGates = s.owners[s.grng.IntN(len(s.owners))]
 	}
 	s.scheduleFaults()
+	if hrng := rand.New(rand.NewPCG(uint64(seed), 0x4e1d5e55)); hrng.Float64() < 0.5 {
+		s.held = &simHeld{rng: hrng}
+	}
 	for s.q.Len() > 0 {
 		ev := heap.Pop(&s.q).(*simEvent)
 		if ev.at > simLength+5*simTTL {
@@ -487,7 +499,8 @@ func TestSimulation(t *testing.T) {
 		total.storeResets == 0 || sharing[history.ModeShared] == 0 || sharing[history.ModeWeighted] == 0 || limits == 0 ||
 		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0 ||
 		total.starts == 0 || total.orphans == 0 || total.compactions == 0 || total.lapses == 0 || total.revivals == 0 ||
-		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0 || total.drops == 0 || total.doneForgotten == 0) {
+		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0 || total.drops == 0 || total.doneForgotten == 0 ||
+		total.heldSessions == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }
@@ -557,6 +570,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"relying on a segment without coverage", chain.BugNoCoverage, simNoBug, false},
 		{"a start skipping the bucket before its time", chain.BugStartSkipsPrevBucket, simNoBug, true},
 		{"a segment relied on whatever span the store records", chain.BugSpanIgnored, simNoBug, false},
+		{"a session back without its first generation judged by its expiry", chain.BugLostFirstIsDead, simNoBug, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != chain.NoBug && !chain.Planted {

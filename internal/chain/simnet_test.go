@@ -64,8 +64,11 @@ func (sv *server) liveClaims() bool {
 	now, live := sv.now(), false
 	sv.store.Unended(func(d chain.Doc) bool {
 		s, found := memory.LatestGen(d.Session, sv.sessions[d.Session])
-		live = found && !s.ExpiresAt.Before(now) || d.Exp.After(now) ||
-			!found && sv.dropped > 0 && sv.s.now-sv.dropped < simTTL
+		// Expired without its first generation: back after a drop (chain's
+		// judgedByExpiry), and as good as missing.
+		missing := !found || !s.HasFirst && s.ExpiresAt.Before(now)
+		live = !missing && !s.ExpiresAt.Before(now) || d.Exp.After(now) ||
+			missing && sv.dropped > 0 && sv.s.now-sv.dropped < simTTL
 		return !live
 	})
 	return live
@@ -99,6 +102,7 @@ func (a *actor) ctx() context.Context { return context.WithValue(context.Backgro
 
 var (
 	errSimTimeout = errors.New("sim: no reply in time")
+	errSimReset   = errors.New("sim: connection reset, request on its way")
 	bg            = context.Background()
 )
 
@@ -347,7 +351,7 @@ func (n net) DropGates(ctx context.Context, below int64) (err error) {
 // applied at once can lose the higher expiry.
 
 func (n net) InsertSession(ctx context.Context, sess chain.Session) (err error) {
-	if cerr := n.call(ctx, func() {
+	apply := func() (err error) {
 		sv := n.s.server
 		gens := sv.sessions[sess.ID]
 		if gens == nil {
@@ -360,7 +364,15 @@ func (n net) InsertSession(ctx context.Context, sess chain.Session) (err error) 
 			gens[sess.Gen] = sess.ExpiresAt
 		}
 		n.s.tracef("insertsession %s gen %d %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), err)
-	}); cerr != nil {
+		return err
+	}
+	if a := ctx.Value(actorKey{}).(*actor); n.s.holdSession(a.o, sess, func() { _ = apply() }) {
+		// The connection fails at once, the request still on its way: the
+		// heldSession fault lands it later.
+		a.sleep(time.Millisecond)
+		return errSimReset
+	}
+	if cerr := n.call(ctx, func() { err = apply() }); cerr != nil {
 		return cerr
 	}
 	return err

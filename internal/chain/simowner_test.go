@@ -490,6 +490,17 @@ func (o *owner) holding() bool {
 	return false
 }
 
+// holdingIn reports whether the owner holds a claim of session id whose
+// validity has not ended.
+func (o *owner) holdingIn(id string) bool {
+	for _, ss := range o.holds {
+		if ss.id == id && o.s.now < o.deadline(ss) {
+			return true
+		}
+	}
+	return false
+}
+
 // sweeper compacts idle keys now and then, as a dsync Client holding the
 // sweep lock does (two owners sweep: sweeps may overlap).
 func (o *owner) sweeper(a *actor) {

@@ -2,10 +2,12 @@ package chain_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // scheduleFaults draws the run's faults from the seed.
@@ -52,14 +54,78 @@ func (s *sim) scheduleFaults() {
 	// but at least three TTLs after the last time (see chain's noteAbsent):
 	// closer, a waiter can take a session that came back and went again
 	// unseen for dead.
-	var drops []time.Duration
 	for range rng.IntN(3) {
-		at := randomTime()
-		if !slices.ContainsFunc(drops, func(d time.Duration) bool { return (at - d).Abs() < 3*simTTL }) {
-			drops = append(drops, at)
+		if at := randomTime(); s.dropAllowed(at) {
+			s.drops = append(s.drops, at)
 			s.at(at, s.dropSessions)
 		}
 	}
+}
+
+// dropAllowed reports whether the sessions may be dropped at at: at least
+// three TTLs from every other drop scheduled.
+func (s *sim) dropAllowed(at time.Duration) bool {
+	return !slices.ContainsFunc(s.drops, func(d time.Duration) bool { return (at - d).Abs() < 3*simTTL })
+}
+
+// simHeld is the heldSession fault, on the seeds that draw it (with a
+// stream of its own, so that the others run as they did before it): the
+// first insert of a later generation of a session (sent when a renewal's
+// outcome was unknown) fails at once for its sender (a connection reset)
+// but is held back in the network until, one to four TTLs later, a hold
+// of that session's owner is valid; then the owner is paused (for a TTL
+// and more), the sessions are dropped, and the insert lands just after.
+// (Had its sender waited for its timeout, the next renewal would have
+// come too late to keep the session.) It brings the session back with its old
+// expiry, past or soon past, while the owner holds on renewals confirmed
+// since, whose documents went with the drop: a waiter must not take the
+// session for expired (chain's judgedByExpiry), only for missing.
+type simHeld struct {
+	rng *rand.Rand
+	// holding: an insert is held back; done: the fault has dropped the
+	// sessions. An insert whose owner stops holding (or crashes) before
+	// the fault can drop lands, and the next insert is taken.
+	holding, done bool
+}
+
+// holdSession reports whether the heldSession fault takes the insert of
+// sess by o; it then applies the insert (apply) when the fault says.
+func (s *sim) holdSession(o *owner, sess chain.Session, apply func()) bool {
+	h := s.held
+	if h == nil || h.holding || h.done || sess.Gen == 0 || o.crashed {
+		return false
+	}
+	h.holding = true
+	s.server.inflight++
+	s.tracef("HOLD %s's insert of session %s gen %d", o.name, sess.ID, sess.Gen)
+	land := func() {
+		h.holding = false
+		s.server.inflight--
+		s.stats.late++
+		apply()
+	}
+	from, until := s.now+simTTL, s.now+4*simTTL
+	var try func()
+	try = func() {
+		switch {
+		case o.crashed || s.now >= until || !o.holdingIn(sess.ID) && o.sess != nil && o.sess.id != sess.ID:
+			land()
+		case o.holdingIn(sess.ID) && s.dropAllowed(s.now+time.Millisecond):
+			h.done = true
+			s.pause(o, simTTL+time.Duration(h.rng.Int64N(int64(simTTL/2))))
+			drop := s.now + time.Millisecond
+			s.drops = append(s.drops, drop)
+			s.at(drop, func() {
+				s.dropSessions()
+				s.stats.heldSessions++
+			})
+			s.at(drop+time.Millisecond, land)
+		default:
+			s.at(s.now+10*time.Millisecond, try)
+		}
+	}
+	s.at(from+time.Duration(h.rng.Int64N(int64(simTTL))), try)
+	return true
 }
 
 // dropSessions empties the sessions collection, whatever is held: a

@@ -124,6 +124,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("ListKeys", s.testListKeys)
 	t.Run("ListKeysStream", s.testListKeysStream)
 	t.Run("Sessions", s.testSessions)
+	t.Run("SessionFirst", s.testSessionFirst)
 	t.Run("RenewSessionNeverLowers", s.testRenewNeverLowers)
 	t.Run("RenewSessionMissing", s.testRenewMissing)
 	t.Run("ServerTime", s.testServerTime)

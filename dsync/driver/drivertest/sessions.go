@@ -83,6 +83,35 @@ func (s *suite) testSessions(t *testing.T) {
 	checkSession(t, ctx, st, sessionID(3), -1, time.Time{})
 }
 
+// testSessionFirst: GetSession says whether generation 0 is among the
+// session's documents, whichever generation has the highest expiry. (A
+// session found without it, every document expired, may be one a late
+// insert brought back after its collection was dropped: the engine waits
+// a TTL before it takes its claims for dead.)
+func (s *suite) testSessionFirst(t *testing.T) {
+	st, ctx := s.store(t)
+	id, other := sessionID(1), sessionID(2)
+	first := func(id string, want bool) {
+		t.Helper()
+		if sess, found, err := st.GetSession(ctx, id); err != nil || !found || sess.HasFirst != want {
+			t.Errorf("GetSession(%s) = %+v, found %v, %v; want HasFirst %v", id, sess, found, err, want)
+		}
+	}
+	t1 := expiry(st, time.Minute)
+	insertSession(t, ctx, st, id, 2, t1)
+	first(id, false)
+	insertSession(t, ctx, st, id, 1, t1.Add(time.Minute))
+	first(id, false)
+	insertSession(t, ctx, st, other, 0, t1) // another session's generation 0
+	first(id, false)
+	insertSession(t, ctx, st, id, 0, t1.Add(-time.Second)) // the lowest expiry
+	checkSession(t, ctx, st, id, 1, t1.Add(time.Minute))
+	first(id, true)
+	first(other, true)
+	insertSession(t, ctx, st, sessionID(3), 10, t1) // "~10" is not generation 0's ID
+	first(sessionID(3), false)
+}
+
 // testRenewNeverLowers: a renewal applied after a later one, with a lower
 // expiry, leaves the higher. (A session that a shorter renewal cut short
 // would let another process take over a live holder's key.)

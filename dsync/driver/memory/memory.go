@@ -322,8 +322,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool
 	return sess, found, nil
 }
 
-// LatestGen returns the document of session id with the highest expiry,
-// given the expiry of each of its generations.
+// LatestGen returns the document of session id with the highest expiry
+// and HasFirst, as GetSession does, given each generation's expiry.
 func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 	var best driver.Session
 	found := false
@@ -332,6 +332,7 @@ func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 			best, found = driver.Session{ID: id, Gen: gen, ExpiresAt: exp}, true
 		}
 	}
+	_, best.HasFirst = gens[0]
 	return best, found
 }
 

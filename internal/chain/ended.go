@@ -1,0 +1,151 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ended reports whether claim d has ended, reading its marker and, if it
+// has none, its session; a claim whose session expired is marked dead.
+// marker is the end marker (read, or the dead marker written).
+//
+// A session counts as expired once its highest expiry — of its documents,
+// of what this engine read before, and of what the claim carries (Exp) —
+// is earlier than the earliest possible server time before the reads. A
+// session whose documents are all missing counts as dead only after they
+// stayed missing for the claim's TTL, from the reply of the first read
+// that found them so to the send of the last: its owner either found its
+// session gone at a renewal meanwhile (and retired it) or let its
+// deadline pass. So does one found expired without its first generation
+// (see judgedByExpiry). Claims without a TTL (written by an older dsync)
+// count missing as dead at once.
+func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+	endID := EndID(d.Key, d.Epoch, d.Nonce)
+	m, found, err := e.store.Get(ctx, endID)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	if found {
+		return true, m.Kind, m, Blocker{}, nil
+	}
+	earliest := e.clock.ServerNow().Earliest
+	exp := d.Exp
+	if known, ok := e.expiry(d.Session); ok && known.After(exp) {
+		exp = known
+	}
+	b = Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
+	if !exp.Before(earliest) {
+		return false, "", Doc{}, b, nil
+	}
+	sent := e.clock.Mono()
+	s, found, err := e.store.GetSession(ctx, d.Session)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	replied := e.clock.Mono()
+	switch {
+	case e.judgedByExpiry(s, found, earliest):
+		e.learnExpiry(s.ID, s.ExpiresAt)
+		if s.ExpiresAt.After(exp) {
+			b.ExpiresAt = s.ExpiresAt
+		}
+		if !b.ExpiresAt.Before(earliest) {
+			return false, "", Doc{}, b, nil
+		}
+	case d.TTL > 0 && !e.has(BugAbsentIsDead):
+		// Missing for the TTL as of this read's send, not its reply: the
+		// read may have landed long before its reply came, and the owner
+		// re-created its session since (see noteAbsent).
+		asOf := sent
+		if e.has(BugAbsenceToReply) {
+			asOf = replied
+		}
+		if since := e.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
+			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
+			return false, "", Doc{}, b, nil
+		}
+	}
+	// The session expired before the read was sent (or has been missing
+	// for its TTL): its owner stopped relying on it at its local deadline,
+	// earlier still. Record that, for good.
+	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: e.clock.ServerNow().Latest}
+	err = e.store.Insert(ctx, dead)
+	if err != nil && !errors.Is(err, ErrExists) {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	return true, KindDead, dead, Blocker{}, nil
+}
+
+// judgedByExpiry reports whether a session read (s, found), sent at
+// earliest possible server time earliest, can be judged by its expiry.
+// Otherwise it counts as missing.
+//
+// A session found with its first generation can: that document was
+// confirmed before any claim named the session, so its collection was
+// not dropped since, and its documents hold every renewal confirmed (an
+// expiry only rises; cleaners delete only expired documents). One found
+// without it may have been dropped (or its first generation cleaned once
+// expired): an insert of a later generation sent before the drop, held
+// back and landing after it, brings the session back with that insert's
+// old expiry, while its owner holds on renewals confirmed since, whose
+// documents went with the drop. Such a session, expired, counts as
+// missing: dead only after the claim's TTL (see noteAbsent). Not expired,
+// it is alive until then, whatever brought it back.
+func (e *Engine) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
+	if e.has(BugLostFirstIsDead) {
+		return found
+	}
+	return found && (s.HasFirst || !s.ExpiresAt.Before(earliest))
+}
+
+// BugLostFirstIsDead judges a session found without its first
+// generation by its expiry, as one found with it: after the sessions are
+// dropped, a late insert of a later generation brings a session back with
+// an old expiry, and a waiter takes it for dead while its owner holds on.
+// (Numbered apart from the engine's own bugs and the grant rule's.)
+const BugLostFirstIsDead Bug = 48
+
+// noteAbsent records that session's documents were found missing by a
+// read sent at sent that replied at replied (local monotonic times), and
+// returns since when they have been found missing without a break: a run
+// of such reads, each replying at most two TTLs after the one before it
+// was sent (a waiter reads again within about one TTL). A run with a
+// longer gap starts again: the session may have come back unseen in the
+// gap. A read that finds the session ends the run (learnExpiry).
+//
+// The gap is counted from the earlier read's send, not its reply, so that
+// it bounds the time between the two reads' landing whatever their round
+// trips took. That bound is what makes the rule safe for a sessions
+// collection emptied once every three TTLs or less often. Suppose a
+// session's documents vanish at D1, its owner re-creates them at R (a
+// renewal of unknown outcome goes on as an insert of the next generation,
+// or an insert lands late) and they vanish again at D2, and a waiter's
+// run spans both. Its first read landed after D1 and missed R, so R and
+// D2 fall between two of its reads that landed less than two TTLs apart:
+// D2 - R < 2 TTL. The owner's renewals found nothing after D1 until R, so
+// R came before the deadline of its last renewal before D1: R - D1 < TTL.
+// So D2 - D1 < 3 TTL. With vanishings further apart, no run spans two,
+// and the session did not come back before the run's last read landed:
+// the owner counts no renewal after the one before D1, whose deadline
+// passed within a TTL of that renewal's send, before the first read
+// replied (ended judges the TTL from that reply to the last read's send).
+func (e *Engine) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if run, ok := e.absent[session]; ok && (replied-run.lastSent <= 2*ttl || e.has(BugAbsenceNeverStale)) {
+		run.lastSent = max(run.lastSent, sent)
+		e.absent[session] = run
+		return run.since
+	}
+	if len(e.absent) >= maxExpiries {
+		clear(e.absent)
+	}
+	e.absent[session] = absence{since: replied, lastSent: sent}
+	return replied
+}
+
+// absence is a run of reads that found a session's documents missing:
+// the local monotonic reply time of the first, and the send time of the
+// last.
+type absence struct{ since, lastSent time.Duration }
