@@ -41,6 +41,11 @@ type core struct {
 	// lostHook, if set, is told of each of the primitive's holds that is
 	// lost (after its lost channel is closed).
 	lostHook func(*hold)
+	// blocked, if set, is told each time a claim of the primitive is
+	// found waiting behind another (by its terms and epoch).
+	blocked func(by claimTerms, epoch uint64)
+	// relock is the primitive's last takeover (relock.go).
+	relock *relockState
 }
 
 // newCore checks a primitive's Client, key and options. A primitive of
@@ -77,7 +82,7 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
 	}
-	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg}, nil
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{}}, nil
 }
 
 // reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
@@ -107,7 +112,7 @@ func storedKey(key, namespace string) (string, error) {
 // makes one attempt that never waits (a try). It returns the hold, joined
 // to its session; it may be lost by the time the caller stores it (its
 // lost channel is then closed).
-func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
+func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
 	start := p.cfg.clock.Now()
 	if wait {
 		p.client.waitingDelta(1)
@@ -144,7 +149,7 @@ func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, er
 // on in the background (the Client's resender) until it lands. Such a
 // claim never holds for this process, and keeps no one waiting once its
 // withdrawal lands.
-func (p *core) try(ctx context.Context, t chain.Terms) (*hold, error) {
+func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -181,7 +186,7 @@ func (e *noAnswerError) Error() string {
 var errNotStarted = errors.New("the hold could not start before its key's coverage or its session's deadline ends")
 
 // acquireLoop is acquire's work: its attempts and their backoff.
-func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
+func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
 	backoff := minBackoff
 	var lastErr error
 	// backOff sleeps before the next attempt after a failed one, doubling
@@ -274,7 +279,7 @@ func (p *core) failure(ctx context.Context, err, lastErr error) error {
 // session's retirement, a store error) withdraws the claim. With wait
 // false, the store's Claim either holds at once or returns a
 // *HeldError.
-func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t chain.Terms, wait bool) (*hold, error) {
+func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, wait bool) (*hold, error) {
 	// Bound by the session: a claim made in a retired session must never
 	// hold.
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -283,6 +288,11 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 	defer stop()
 
 	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.client.cfg.lease.margin)
+	if wait && isExclusive(t) {
+		// Strict turns after a takeover (relock.go) are an exclusive
+		// claim's: claims that share a key do not take turns.
+		p.afterPredecessor(cctx)
+	}
 	c, err := p.client.claim(cctx, p.stored, p.owner, sess.id, t, !wait)
 	ccancel()
 	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
@@ -294,7 +304,14 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 	}
 	if wait {
 		for {
-			c.Below, err = p.client.await(wctx, c)
+			var a awaited
+			a, err = p.client.await(wctx, c, p.blocked)
+			if err == nil {
+				c.Below = a.below
+				if isExclusive(t) {
+					p.tookOver(c.Token, a.after)
+				}
+			}
 			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
 				break
 			}

@@ -40,9 +40,6 @@ type Client struct {
 	origin time.Time
 	resend *chain.Resender
 	wake   *wakeups
-	relock relocks
-	// limits warns of semaphores whose processes disagree on the limit.
-	limits limitWarnings
 	dir    *recorder // records the keys claimed in the store's directory
 
 	// keeper renews the lease: one per Client (keeper.go).

@@ -53,7 +53,7 @@ func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (c
 }
 
 func (r raw) Await(ctx context.Context, c clienthook.Claim) error {
-	_, err := r.c.await(ctx, claimRef(c))
+	_, err := r.c.await(ctx, claimRef(c), nil)
 	return err
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
@@ -90,7 +88,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	h, err := m.acquire(ctx, chain.ExclusiveTerms, true)
+	h, err := m.acquire(ctx, exclusive(), true)
 	if err != nil {
 		<-m.sem
 		return err
@@ -131,7 +129,7 @@ func (m *Mutex) TryLockContext(ctx context.Context) error {
 	default:
 		return m.heldHere()
 	}
-	h, err := m.try(ctx, chain.ExclusiveTerms)
+	h, err := m.try(ctx, exclusive())
 	if err != nil {
 		<-m.sem
 		return err

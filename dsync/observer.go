@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
@@ -139,10 +138,10 @@ func (c *Client) waitingDelta(d int) {
 }
 
 // kindOf is the Kind of p's holds of terms t.
-func (p *core) kindOf(t chain.Terms) Kind {
+func (p *core) kindOf(t claimTerms) Kind {
 	switch p.family {
 	case rwNamespace:
-		if t.Mode == chain.Shared {
+		if isShared(t) {
 			return KindRead
 		}
 		return KindWrite

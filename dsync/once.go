@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/xid"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // onceNamespace is the namespace of Once keys: "dsync:once/KEY".
@@ -146,7 +144,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 		return nil
 	}
 	for {
-		h, err := o.acquire(ctx, chain.ExclusiveTerms, true)
+		h, err := o.acquire(ctx, exclusive(), true)
 		if err != nil {
 			return err
 		}
@@ -294,7 +292,7 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 // if it came while h was valid: a record that landed after h's session
 // expired in the store may have landed after another holder's read found
 // none, and that holder then runs f too.
-func (o *Once) confirm(h *hold, rec chain.Doc, mine bool) error {
+func (o *Once) confirm(h *hold, rec doneRecord, mine bool) error {
 	if !mine {
 		// Another hold's run succeeded, and its record landed after this
 		// hold's read found none: both ran f.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
@@ -96,7 +94,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	h, err := rw.acquire(ctx, chain.ExclusiveTerms, true)
+	h, err := rw.acquire(ctx, exclusive(), true)
 	if err != nil {
 		<-rw.sem
 		return err
@@ -124,7 +122,7 @@ func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 	default:
 		return &HeldError{Key: rw.key, Owner: rw.owner, Token: rw.writeToken()}
 	}
-	h, err := rw.try(ctx, chain.ExclusiveTerms)
+	h, err := rw.try(ctx, exclusive())
 	if err != nil {
 		<-rw.sem
 		return err
@@ -191,7 +189,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	h, err := rw.acquire(ctx, chain.Terms{Mode: chain.Shared}, true)
+	h, err := rw.acquire(ctx, shared(), true)
 	if err != nil {
 		return err
 	}
@@ -210,7 +208,7 @@ func (rw *RWMutex) TryRLock() bool { return rw.TryRLockContext(context.Backgroun
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
 // store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
-	h, err := rw.try(ctx, chain.Terms{Mode: chain.Shared})
+	h, err := rw.try(ctx, shared())
 	if err != nil {
 		return err
 	}
@@ -235,7 +233,7 @@ func (rw *RWMutex) RUnlock() {
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	taken := rw.holds.take(func(holds []*hold) []int {
 		for i, h := range holds {
-			if h.claim.Terms.Mode == chain.Shared {
+			if isShared(h.claim.Terms) {
 				return []int{i}
 			}
 		}

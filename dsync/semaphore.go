@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
@@ -34,7 +32,7 @@ const semNamespace = "sem"
 // limit of every claim holding them; while processes disagree, the
 // semaphore drains before the other limit's claims hold. A process whose
 // claim waits behind one of another limit logs a warning (at Warn, on
-// its Client's logger, once per key and pair of limits).
+// its Client's logger, once per Semaphore and other limit).
 //
 // Acquisitions cannot be split: Release ends whole acquisitions. Each has
 // a fencing token, unique to the key, that orders it against claims of
@@ -47,6 +45,8 @@ type Semaphore struct {
 	core
 	limit int64
 	holds holdSet
+	// limits: the other limits this Semaphore warned about (limits.go).
+	limits limitWarnings
 }
 
 // NewSemaphore returns a Semaphore of limit units for key on c. The
@@ -61,6 +61,7 @@ func NewSemaphore(c *Client, key string, limit int64, opts ...KeyOption) (*Semap
 	}
 	s := &Semaphore{core: p, limit: limit}
 	s.lostHook = s.holds.onLost
+	s.blocked = s.blockedBy
 	return s, nil
 }
 
@@ -76,14 +77,14 @@ func (s *Semaphore) Limit() int64 { return s.limit }
 // Held returns the units this Semaphore holds.
 func (s *Semaphore) Held() int64 { return s.holds.weight() }
 
-func (s *Semaphore) terms(n int64) (chain.Terms, error) {
+func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	switch {
 	case n < 1:
-		return chain.Terms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
+		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
 	case n > s.limit:
-		return chain.Terms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
+		return claimTerms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
-	return chain.Terms{Mode: chain.Weighted, Weight: n, Limit: s.limit}, nil
+	return weighted(n, s.limit), nil
 }
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On
