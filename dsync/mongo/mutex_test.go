@@ -355,7 +355,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 // here, fastPrune). One insert per key and bucket was the cost before.
 func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 	const keys = 30
-	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second))[0]
+	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
 	ctx := testCtx(t, time.Minute)
 	ms := make([]*dsync.Mutex, keys)
 	for i := range ms {
