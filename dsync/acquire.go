@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/rs/xid"
@@ -83,28 +82,6 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
 	}
 	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{}}, nil
-}
-
-// reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
-// plain keys may not.
-const reservedPrefix = "dsync:"
-
-// NamespacedKey is key, in namespace ns (WithNamespace), as it is stored:
-// the key Client.Queue and Client.List show for it. Package leader's
-// election NAME is NamespacedKey("election", NAME).
-func NamespacedKey(ns, key string) string { return reservedPrefix + ns + "/" + key }
-
-// storedKey is the key a primitive claims in its store.
-func storedKey(key, namespace string) (string, error) {
-	switch {
-	case key == "":
-		return "", ErrEmptyKey
-	case namespace != "":
-		return NamespacedKey(namespace, key), nil
-	case strings.HasPrefix(key, reservedPrefix):
-		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
-	}
-	return key, nil
 }
 
 // acquire claims p's key with terms t and waits for the claim to hold,
@@ -406,24 +383,6 @@ func (p *core) contextErr(ctx context.Context, lastErr error) error {
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).
 func (p *core) validUntil(h *hold) time.Time {
 	return time.Now().Add(h.validUntil().Sub(p.cfg.clock.Now()))
-}
-
-func (p *core) report(err error) {
-	p.cfg.logger.Warn("dsync", "key", p.key, "err", err)
-	if p.cfg.onError != nil {
-		p.cfg.onError(err)
-	}
-}
-
-// reportLoss reports a hold's loss: to the error handler, as report does,
-// but logged at Info, not Warn. The caller learns of it anyway (Lost,
-// ErrLost from Unlock), and the failures that caused it (renewals) were
-// logged at Warn as they happened.
-func (p *core) reportLoss(err error) {
-	p.cfg.logger.Info("dsync: hold lost", "key", p.key, "err", err)
-	if p.cfg.onError != nil {
-		p.cfg.onError(err)
-	}
 }
 
 // jitter returns a duration in [d/2, d).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -282,55 +281,6 @@ func (e *Election) Members(ctx context.Context) ([]Member, error) {
 	return e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
 }
 
-// Observe returns a channel that receives the leader each time a new one
-// is seen, in order of terms (tokens strictly increase), and again each
-// time it is seen to advertise a newer value (Proclaim: within a term,
-// Info.Rev strictly increases). Leaders whose whole term fell between two
-// polls are not seen, nor values that were replaced between two polls.
-// The channel is closed when ctx ends, which is how the goroutine behind
-// it stops; Observe does not need this Election to campaign.
-func (e *Election) Observe(ctx context.Context) <-chan Info {
-	ch := make(chan Info)
-	go func() {
-		defer close(ch)
-		e.pollLeaders(ctx.Done(), true, func(info Info) bool {
-			select {
-			case ch <- info:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		})
-	}()
-	return ch
-}
-
-// pollLeaders asks who leads every poll interval until done closes, and
-// calls emit for each leader with a higher token than the last one; with
-// values set, also for a higher Rev of the same token.
-func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info) bool) {
-	var last Info
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.client.TTL())
-		info, err := e.readLeader(ctx)
-		cancel()
-		switch {
-		case err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev):
-			if !emit(info) {
-				return
-			}
-			last = info
-		case err != nil && !errors.Is(err, ErrNoLeader):
-			e.cfg.logger.Warn("leader: observe", "election", e.name, "err", err)
-		}
-		select {
-		case <-done:
-			return
-		case <-time.After(e.cfg.pollInterval):
-		}
-	}
-}
-
 // Run campaigns, runs fn under the leadership context, and when that
 // leadership is lost waits for fn to return and campaigns again. It returns
 // when ctx ends (with its cause), when fn returns an error of its own while
@@ -401,70 +351,4 @@ func (e *Election) Close() error {
 func (e *Election) selfInfoLocked() Info {
 	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
 		Value: e.proclaimed, Rev: e.rev}
-}
-
-// startBackground starts the heartbeat, and the new-leader watch if
-// OnNewLeader is set, once. e.state is held.
-func (e *Election) startBackground() {
-	if e.background {
-		return
-	}
-	e.background = true
-	if e.cfg.members != nil {
-		e.wg.Add(1)
-		go e.heartbeat()
-	}
-	if e.cfg.onNewLeader != nil {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.pollLeaders(e.stop, false, func(info Info) bool {
-				e.cfg.onNewLeader(info)
-				return true
-			})
-		}()
-	}
-}
-
-func (e *Election) heartbeatNow() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (e *Election) heartbeat() {
-	defer e.wg.Done()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-e.kick:
-		case <-time.After(e.cfg.heartbeatInterval):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
-		e.putMember(ctx)
-		cancel()
-	}
-}
-
-func (e *Election) putMember(ctx context.Context) {
-	e.putMu.Lock()
-	defer e.putMu.Unlock()
-	if e.cfg.members == nil {
-		return
-	}
-	if err := e.cfg.members.PutMember(ctx, e.name, e.member()); err != nil {
-		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
-	}
-}
-
-// member is this candidate's status now.
-func (e *Election) member() Member {
-	e.state.Lock()
-	defer e.state.Unlock()
-	m := e.self
-	m.Leader = e.term != nil && e.term.ctx.Err() == nil
-	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
-	return m
 }
