@@ -99,12 +99,6 @@ type Store struct {
 	members *mongo.Collection
 	legacy  legacyLeases
 
-	// seq numbers this store's member writes. Only a member's own
-	// process writes its documents, through one store, so a counter per
-	// store orders them; it also names the member's generations, so no
-	// two are ever named alike.
-	seq atomic.Int64
-
 	indexOnce sync.Mutex
 	indexed   bool
 
@@ -207,6 +201,17 @@ type memberDoc struct {
 	Rev        int64  `bson:"rev,omitempty"`
 }
 
+// memberSeq numbers member writes in this process: the one piece of
+// package-level state in dsync's library packages (docs/architecture.md
+// says why). Only a member's own process writes its documents, so a
+// process-wide counter orders them whichever Store (and client) sends
+// them: a member whose write had an unknown outcome may write next
+// through another, and a counter per Store would start that one below
+// the stalled write, which could then land last and win
+// (TestLateMemberWriteChangesNothing fails so). It also names the
+// member's generations, so no two are ever named alike.
+var memberSeq atomic.Int64
+
 func memberID(election, id string) string { return election + "/" + id }
 
 // memberGenID is the _id of the generation of member id first written
@@ -269,7 +274,7 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 	}
 	w.seen = seen
 	// Taken with sem held: the member's writes are sent in Seq order.
-	seq := b.seq.Add(1)
+	seq := memberSeq.Add(1)
 	d := memberDoc{
 		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
 		Leader: m.Leader, LastSeen: seen, Seq: seq,
@@ -289,7 +294,7 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 		if ctx.Err() != nil {
 			return fmt.Errorf("leadermongo: write member status: %w", err)
 		}
-		d.Seq = b.seq.Add(1)
+		d.Seq = memberSeq.Add(1)
 	}
 	if w.gen == "" {
 		w.gen, w.genSeq, w.exists = memberGenID(election, m.ID, d.Seq), d.Seq, false
