@@ -164,82 +164,129 @@ var errNotStarted = errors.New("the hold could not start before its key's covera
 
 // acquireLoop is acquire's work: its attempts and their backoff.
 func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
-	backoff := minBackoff
-	var lastErr error
-	// backOff sleeps before the next attempt after a failed one, doubling
-	// the pause each time; it reports false if ctx ended first.
-	backOff := func() bool {
-		ok := sleep(p.cfg.clock, jitter(backoff), ctx.Done())
-		backoff = min(2*backoff, maxBackoff)
-		return ok
-	}
-	fail := func(err error) (retry bool) {
-		lastErr = err
-		p.report(err)
-		return wait && backOff()
-	}
-	resets := 0
+	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: minBackoff}
 	for {
 		k := p.client.keeper
 		sess, err := k.enter(ctx)
 		if err != nil {
-			if errors.Is(err, ErrSpan) || errors.Is(err, ErrClosed) {
-				return nil, err // a configuration error, or the end: retrying cannot mend it
-			}
-			if ctx.Err() != nil {
-				return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
-			}
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
+			if err := a.enterFailed(err); err != nil {
+				return nil, err
 			}
 			continue
 		}
 		h, err := p.claimAndAwait(ctx, k, sess, t, wait)
-		switch {
-		case h != nil:
+		if h != nil {
 			return h, nil
-		case errors.Is(err, ErrHeld) && !wait, errors.Is(err, ErrSpan):
-			k.leave(sess)
-			return nil, err
-		case errors.Is(err, ErrHeld):
-			// Lost every race for a place at the end of the queue, with
-			// many processes claiming at once: contention, not failure.
-			k.leave(sess)
-			if !sleep(p.cfg.clock, jitter(minBackoff), ctx.Done()) {
-				return nil, p.contextErr(ctx, lastErr)
-			}
-		case ctx.Err() != nil:
-			k.leave(sess)
-			return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
-		case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && sess.ctx.Err() == nil:
-			// The key's segment lapsed under the claim (see
-			// internal/chain), or the hold could not start in its
-			// session: the claim was given up; queue again.
-			k.leave(sess)
-		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
+		}
+		live := sess.ctx.Err() == nil // before check may retire it
+		if errors.Is(err, ErrReset) && live {
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it
 			// now retires it if so, and the next claim opens another.
 			k.check(sess)
-			k.leave(sess)
-			if resets++; resets > 1 && !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
-			p.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", p.key, err))
-		case sess.ctx.Err() != nil:
-			// The session was retired while we waited: its claim is
-			// withdrawn; queue again in a new one.
-			k.leave(sess)
-			if !fail(err) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
-		default:
-			k.leave(sess)
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
+		}
+		k.leave(sess)
+		if err := a.claimFailed(err, live); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// attempts is one acquire's state across its attempts: the pause before
+// the next, the last store error, the resets met.
+type attempts struct {
+	p       *core
+	ctx     context.Context
+	wait    bool
+	backoff time.Duration
+	lastErr error
+	resets  int
+}
+
+// fail reports err and sleeps before the next attempt, doubling the
+// pause each time; it reports whether to try again (false for a try, or
+// when ctx ended first).
+func (a *attempts) fail(err error) (retry bool) {
+	a.lastErr = err
+	a.p.report(err)
+	if !a.wait {
+		return false
+	}
+	ok := sleep(a.p.cfg.clock, jitter(a.backoff), a.ctx.Done())
+	a.backoff = min(2*a.backoff, maxBackoff)
+	return ok
+}
+
+// stop is what an attempt that ends the acquire returns: ctx's cause if
+// it ended, otherwise err.
+func (a *attempts) stop(err error) error { return a.p.failure(a.ctx, err, a.lastErr) }
+
+// again fails with report (fail) and returns nil to try again, or what
+// the acquire returns (stop) when it is not to.
+func (a *attempts) again(report, err error) error {
+	if !a.fail(report) {
+		return a.stop(err)
+	}
+	return nil
+}
+
+// heldAhead judges a claim that met another holding or waiting ahead: a
+// try's answer; for a Lock, a race lost for a place at the end of the
+// queue, with many processes claiming at once: contention, not failure.
+func (a *attempts) heldAhead(err error) error {
+	if !a.wait {
+		return err
+	}
+	if !sleep(a.p.cfg.clock, jitter(minBackoff), a.ctx.Done()) {
+		return a.p.contextErr(a.ctx, a.lastErr)
+	}
+	return nil
+}
+
+// enterFailed judges a failure to get a session: nil to try again, or
+// what the acquire returns.
+func (a *attempts) enterFailed(err error) error {
+	p, ctx := a.p, a.ctx
+	switch {
+	case errors.Is(err, ErrSpan), errors.Is(err, ErrClosed):
+		return err // a configuration error, or the end: retrying cannot mend it
+	case ctx.Err() != nil:
+		return p.contextErr(ctx, cmp.Or(a.lastErr, err))
+	}
+	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)
+}
+
+// claimFailed judges an attempt whose claim did not come to hold (live:
+// its session had not been retired): nil to try again, or what the
+// acquire returns.
+func (a *attempts) claimFailed(err error, live bool) error {
+	p, ctx := a.p, a.ctx
+	switch {
+	case errors.Is(err, ErrSpan):
+		return err
+	case errors.Is(err, ErrHeld):
+		return a.heldAhead(err)
+	case ctx.Err() != nil:
+		return p.contextErr(ctx, cmp.Or(a.lastErr, err))
+	case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
+		// The key's segment lapsed under the claim (see internal/chain),
+		// or the hold could not start in its session: the claim was given
+		// up; queue again.
+		return nil
+	case errors.Is(err, ErrReset) && live:
+		if a.resets++; a.resets > 1 {
+			if err := a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err); err != nil {
+				return err
+			}
+		}
+		p.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", p.key, err))
+		return nil
+	case !live:
+		// The session was retired while we waited: its claim is
+		// withdrawn; queue again in a new one.
+		return a.again(err, err)
+	}
+	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)
 }
 
 // failure is what a failed attempt returns: ctx's cause if it ended,
@@ -280,28 +327,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		return nil, err
 	}
 	if wait {
-		for {
-			var a awaited
-			a, err = p.client.await(wctx, c, p.blocked)
-			if err == nil {
-				c.Below = a.below
-				if isExclusive(t) {
-					p.tookOver(c.Token, a.after)
-				}
-			}
-			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
-				break
-			}
-			// A store error while waiting: the claim keeps its place
-			// (a waiter that stops waiting would lose it); try again.
-			p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
-			if !sleep(p.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
-				break
-			}
-		}
-		if err == nil && wctx.Err() != nil {
-			err = context.Cause(wctx)
-		}
+		err = p.awaitHold(wctx, &c, t)
 	}
 	if err == nil {
 		if h := p.join(c, k, sess, p.kindOf(t)); h != nil {
@@ -315,6 +341,31 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		p.withdraw(ctx, c) // a try's bound covers its withdrawal: the rest goes on in the background
 	}
 	return nil, err
+}
+
+// awaitHold waits until c holds, retrying store errors (the claim keeps
+// its place: a waiter that stops waiting would lose it), until ctx ends
+// (its cause), or the store says the key's history or segment is gone.
+func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
+	for {
+		a, err := p.client.await(ctx, *c, p.blocked)
+		switch {
+		case err == nil && ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err == nil:
+			c.Below = a.below
+			if isExclusive(t) {
+				p.tookOver(c.Token, a.after)
+			}
+			return nil
+		case ctx.Err() != nil, errors.Is(err, ErrReset), chain.IsLapsed(err):
+			return err
+		}
+		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
+		if !sleep(p.cfg.clock, jitter(minBackoff*10), ctx.Done()) {
+			return err
+		}
+	}
 }
 
 // join makes c a hold, valid until its session's deadline, if the session

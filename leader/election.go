@@ -116,39 +116,17 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 }
 
 func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
-	e.state.Lock()
-	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
-		// The previous term is over and is giving its lock up: wait for
-		// that rather than report this candidate as still leading.
-		e.state.Unlock()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		e.state.Lock()
+	cctx, stop, first, err := e.beginCampaign(ctx)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case e.closed:
-		e.state.Unlock()
-		return nil, ErrClosed
-	case e.campaigning || e.term != nil:
-		e.state.Unlock()
-		return nil, ErrCampaigning
-	}
-	e.campaigning = true
-	cctx, stop := context.WithCancelCause(ctx)
-	e.stopCampaign = stop
-	first := !e.background
-	e.startBackground()
-	e.state.Unlock()
 	if first && e.cfg.members != nil {
 		// Report this member before it can lead, so that whoever sees it
 		// lead can also read its status (version).
 		e.putMember(cctx)
 	}
 
-	err := e.preflight(cctx)
+	err = e.preflight(cctx)
 	if err == nil {
 		err = e.mu.LockContext(cctx)
 	}
@@ -167,6 +145,52 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		e.unlockQuietly()
 		return nil, ErrClosed
 	}
+	t, info := e.beginTermLocked(ctx, managed)
+	e.state.Unlock()
+
+	e.heartbeatNow()
+	e.observe(Transition{Election: e.name, Leading: true, Term: info.Token})
+	if e.cfg.onElected != nil {
+		e.cfg.onElected(info)
+	}
+	return t, nil
+}
+
+// beginCampaign marks this candidate as campaigning, once the previous
+// term (if it is over) has given its lock up, and starts the background
+// (first: for the first time). It returns the campaign's context, which
+// Close cancels, or why this candidate may not campaign.
+func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, stop context.CancelCauseFunc, first bool, err error) {
+	e.state.Lock()
+	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
+		// The previous term is over and is giving its lock up: wait for
+		// that rather than report this candidate as still leading.
+		e.state.Unlock()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, nil, false, context.Cause(ctx)
+		}
+		e.state.Lock()
+	}
+	defer e.state.Unlock()
+	switch {
+	case e.closed:
+		return nil, nil, false, ErrClosed
+	case e.campaigning || e.term != nil:
+		return nil, nil, false, ErrCampaigning
+	}
+	e.campaigning = true
+	cctx, stop = context.WithCancelCause(ctx)
+	e.stopCampaign = stop
+	first = !e.background
+	e.startBackground()
+	return cctx, stop, first, nil
+}
+
+// beginTermLocked starts the term this candidate was just elected to,
+// under ctx (the campaign's parent), and its watch; e.state is held.
+func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, Info) {
 	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
 	ref := &termRef{e: e, token: e.procTerm}
 	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
@@ -178,14 +202,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	e.term = t
 	e.wg.Add(1)
 	go e.watch(t, e.mu.Lost())
-	e.state.Unlock()
-
-	e.heartbeatNow()
-	e.observe(Transition{Election: e.name, Leading: true, Term: info.Token})
-	if e.cfg.onElected != nil {
-		e.cfg.onElected(info)
-	}
-	return t, nil
+	return t, info
 }
 
 // preflight asks the member store, if it checks, whether this candidate

@@ -166,40 +166,12 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if e := s.est.Load(); e != nil {
 		return e, nil
 	}
-	if !s.probed {
-		// Before any write: it decides the write timeout.
-		ferret, err := s.detectFerretDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		topo := topologySingle
-		switch {
-		case s.cfg.topology != nil:
-			topo = *s.cfg.topology
-		case !ferret:
-			if topo, err = s.detectTopology(ctx); err != nil {
-				return nil, err
-			}
-		}
-		s.ferret.Store(ferret)
-		s.topo = topo
-		s.probed = true
+	if err := s.probeLocked(ctx); err != nil {
+		return nil, err
 	}
-	if s.topo == topologySharded {
-		if err := s.checkSharding(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.checkLocked(ctx); err != nil {
+		return nil, err
 	}
-	if !s.indexed && s.cfg.manageIndexes {
-		// The (key, kind, epoch) index serves queries of people (the
-		// protocol reads by _id only). It is not unique: a claim and its
-		// marker share key and epoch. The deterministic _id alone makes
-		// inserts exclusive.
-		if err := s.ensureIndex(ctx); err != nil {
-			return nil, err
-		}
-	}
-	s.indexed = true
 	opts := append([]clockcheck.Option{
 		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
 		clockcheck.WithProbe(s.probeTime), clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
@@ -210,6 +182,53 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	}
 	s.est.Store(e)
 	return e, nil
+}
+
+// probeLocked detects, once, whether the server is FerretDB and what
+// kind of deployment it is; s.sem is held. It comes before any write: it
+// decides the write timeout.
+func (s *Store) probeLocked(ctx context.Context) error {
+	if s.probed {
+		return nil
+	}
+	ferret, err := s.detectFerretDB(ctx)
+	if err != nil {
+		return err
+	}
+	topo := topologySingle
+	switch {
+	case s.cfg.topology != nil:
+		topo = *s.cfg.topology
+	case !ferret:
+		if topo, err = s.detectTopology(ctx); err != nil {
+			return err
+		}
+	}
+	s.ferret.Store(ferret)
+	s.topo = topo
+	s.probed = true
+	return nil
+}
+
+// checkLocked checks the collections' sharding on a sharded cluster and
+// creates the index, unless told not to; s.sem is held.
+func (s *Store) checkLocked(ctx context.Context) error {
+	if s.topo == topologySharded {
+		if err := s.checkSharding(ctx); err != nil {
+			return err
+		}
+	}
+	if !s.indexed && s.cfg.manageIndexes {
+		// The (key, kind, epoch) index serves queries of people (the
+		// protocol reads by _id only). It is not unique: a claim and its
+		// marker share key and epoch. The deterministic _id alone makes
+		// inserts exclusive.
+		if err := s.ensureIndex(ctx); err != nil {
+			return err
+		}
+	}
+	s.indexed = true
+	return nil
 }
 
 // mono is the local monotonic clock's reading.
