@@ -17,14 +17,14 @@ package history
 //
 // hs are the holds of key in the order they began; era tells the store's
 // resets apart (tokens restart after one).
-func checkFIFO(r *Report, key string, hs []*Hold, era func(int64) int) {
+func checkFIFO(r *Report, key string, hs []*Hold, era eras) {
 	for _, b := range hs {
 		if b.Mode != ModeWeighted {
 			continue
 		}
 		weight, lower, waiting := b.Weight, 0, 0
 		for _, a := range hs {
-			if a == b || a.class() != b.class() || a.Token >= b.Token || era(a.Acquired) != era(b.Acquired) {
+			if a == b || a.class() != b.class() || a.Token >= b.Token || era.of(a.Acquired) != era.of(b.Acquired) {
 				continue
 			}
 			if end := a.ValidEnd(); end > b.Acquired && end > a.Acquired {

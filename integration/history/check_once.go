@@ -44,18 +44,19 @@ type OnceStats struct {
 // or restored may lose it) and before that record expired (a record with
 // an expiry is forgotten after it: a run then is the next of the key),
 // and every record names a run that returned nil.
-func checkOnce(r *Report, events []Event, era func(int64) int) {
-	type keyTok struct {
-		key string
-		tok uint64
+func checkOnce(r *Report, events []Event, era eras) {
+	c := onceCheck{
+		r:         r,
+		ok:        make(map[keyTok]bool),
+		seen:      make(map[keyEra]*Event),
+		succeeded: make(map[keyEra]bool),
 	}
-	ok := make(map[keyTok]bool)
 	var evs []*Event
 	for i := range events {
 		ev := &events[i]
 		switch ev.Ev {
 		case EvOnceOK:
-			ok[keyTok{ev.Key, ev.Token}] = true
+			c.ok[keyTok{ev.Key, ev.Token}] = true
 			r.Once.OK++
 			evs = append(evs, ev)
 		case EvOnceRun, EvOnceDone, EvOnceSkip:
@@ -67,44 +68,71 @@ func checkOnce(r *Report, events []Event, era func(int64) int) {
 	slices.SortStableFunc(evs, func(a, b *Event) int {
 		return cmp.Or(cmp.Compare(a.T, b.T), cmp.Compare(runsFirst(b), runsFirst(a)))
 	})
-	type keyEra struct {
-		key string
-		era int
-	}
-	seen := make(map[keyEra]*Event)    // the first confirmation or sighting of a record
-	succeeded := make(map[keyEra]bool) // a run returned nil
 	for _, ev := range evs {
-		ke := keyEra{ev.Key, era(ev.T)}
+		ke := keyEra{ev.Key, era.of(ev.T)}
 		switch ev.Ev {
 		case EvOnceRun:
-			r.Once.Runs++
-			if d := seen[ke]; d != nil && d.DL != 0 && ev.T >= d.DL {
-				delete(seen, ke) // forgotten: the record expired
-				delete(succeeded, ke)
-			}
-			if succeeded[ke] {
-				r.Once.Reruns++
-			}
-			if d := seen[ke]; d != nil {
-				r.add(KindOnceTwice, ev.Key, "%s(pid %d) began a run under token %d at %s, after the done record (token %d) was %s at %s by %s(pid %d)",
-					ev.Worker, ev.PID, ev.Token, ts(ev.T), d.Token, map[bool]string{true: "confirmed", false: "seen"}[d.Ev == EvOnceDone], ts(d.T), d.Worker, d.PID)
-			}
+			c.run(ev, ke)
 		case EvOnceOK:
-			succeeded[ke] = true
+			c.succeeded[ke] = true
 		case EvOnceDone, EvOnceSkip:
-			if ev.Ev == EvOnceDone {
-				r.Once.Done++
-			} else {
-				r.Once.Skips++
-			}
-			if seen[ke] == nil {
-				seen[ke] = ev
-			}
-			if !ok[keyTok{ev.Key, ev.Token}] {
-				r.add(KindOnceRecord, ev.Key, "%s(pid %d) %s a done record naming token %d, whose run never returned nil",
-					ev.Worker, ev.PID, map[bool]string{true: "confirmed", false: "read"}[ev.Ev == EvOnceDone], ev.Token)
-			}
+			c.record(ev, ke)
 		}
+	}
+}
+
+// keyTok names a run of a Once: its key and the token of its hold.
+type keyTok struct {
+	key string
+	tok uint64
+}
+
+// keyEra names a key within an era.
+type keyEra struct {
+	key string
+	era int
+}
+
+// onceCheck is what checkOnce keeps while it goes through the Once events
+// in time order.
+type onceCheck struct {
+	r         *Report
+	ok        map[keyTok]bool   // the runs that returned nil, at any time
+	seen      map[keyEra]*Event // the first confirmation or sighting of a record
+	succeeded map[keyEra]bool   // a run returned nil
+}
+
+// run checks a run that started: after no done record of its key that
+// was confirmed or seen and had not expired.
+func (c *onceCheck) run(ev *Event, ke keyEra) {
+	c.r.Once.Runs++
+	if d := c.seen[ke]; d != nil && d.DL != 0 && ev.T >= d.DL {
+		delete(c.seen, ke) // forgotten: the record expired
+		delete(c.succeeded, ke)
+	}
+	if c.succeeded[ke] {
+		c.r.Once.Reruns++
+	}
+	if d := c.seen[ke]; d != nil {
+		c.r.add(KindOnceTwice, ev.Key, "%s(pid %d) began a run under token %d at %s, after the done record (token %d) was %s at %s by %s(pid %d)",
+			ev.Worker, ev.PID, ev.Token, ts(ev.T), d.Token, map[bool]string{true: "confirmed", false: "seen"}[d.Ev == EvOnceDone], ts(d.T), d.Worker, d.PID)
+	}
+}
+
+// record checks a done record that was confirmed or read: it names a run
+// that returned nil.
+func (c *onceCheck) record(ev *Event, ke keyEra) {
+	if ev.Ev == EvOnceDone {
+		c.r.Once.Done++
+	} else {
+		c.r.Once.Skips++
+	}
+	if c.seen[ke] == nil {
+		c.seen[ke] = ev
+	}
+	if !c.ok[keyTok{ev.Key, ev.Token}] {
+		c.r.add(KindOnceRecord, ev.Key, "%s(pid %d) %s a done record naming token %d, whose run never returned nil",
+			ev.Worker, ev.PID, map[bool]string{true: "confirmed", false: "read"}[ev.Ev == EvOnceDone], ev.Token)
 	}
 }
 
