@@ -34,7 +34,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	defer b.Close()
 
 	// Two readers hold "doc"; a writer waits behind them.
-	var readers []*dsync.RWMutex
 	for range 2 {
 		rw, err := dsync.NewRWMutex(b, "doc")
 		if err != nil {
@@ -44,7 +43,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rw.RUnlock()
-		readers = append(readers, rw)
 	}
 	writer, err := dsync.NewRWMutex(b, "doc")
 	if err != nil {
@@ -56,7 +54,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	defer func() { stopWriter(); <-writerDone }()
 
 	// Units 1 and 2 of 3 held on "encode"; a request for 2 more waits.
-	var sems []*dsync.Semaphore
 	for _, n := range []int64{1, 2} {
 		s, err := dsync.NewSemaphore(b, "encode", 3)
 		if err != nil {
@@ -66,7 +63,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Release(n)
-		sems = append(sems, s)
 	}
 	waiter, err := dsync.NewSemaphore(b, "encode", 3)
 	if err != nil {
