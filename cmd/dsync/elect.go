@@ -129,8 +129,11 @@ func runElect(g *globals, args []string) int {
 		// lists members seen within three default heartbeats.
 		opts = append(opts, leader.WithHeartbeatInterval(maxHeartbeat))
 	}
-	if err := checkTTL(ttl); err != nil {
-		return usageError("elect", err) // a bad --ttl, found before connecting
+	if err := checkArgs(ttl, func(c *dsync.Client) error {
+		_, err := leader.NewElection(c, name, opts...)
+		return err
+	}); err != nil {
+		return usageError("elect", err) // a bad --ttl or name, found before connecting
 	}
 	var path string
 	if len(argv) > 0 {

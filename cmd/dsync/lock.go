@@ -140,7 +140,10 @@ func runLock(g *globals, args []string) int {
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	// A bad --ttl is a usage error, found before connecting.
-	if err := checkTTL(f.ttl); err != nil {
+	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
+		_, err := dsync.NewMutex(c, name)
+		return err
+	}); err != nil {
 		return usageError("lock", err)
 	}
 	var path string

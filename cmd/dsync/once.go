@@ -110,7 +110,10 @@ func runOnce(g *globals, args []string) int {
 	if err := checkName(name, maxOnceName); err != nil {
 		return usageError("once", err)
 	}
-	if err := checkTTL(f.ttl); err != nil {
+	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
+		_, err := dsync.NewOnce(c, name, onceOpts...)
+		return err
+	}); err != nil {
 		return usageError("once", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}

@@ -12,7 +12,7 @@ import (
 
 // maxTTL is the longest --ttl of lock, once and elect: the bucket span of
 // a store dsync made, within which a hold must end. The commands check
-// --ttl before connecting (checkTTL), with dsync's in-memory store, whose
+// --ttl before connecting (checkArgs), with dsync's in-memory store, whose
 // span this is; a program may give a new store a longer span, the commands
 // cannot.
 const maxTTL = 5 * time.Minute
@@ -26,12 +26,14 @@ func ttlError(err error, ttl time.Duration) error {
 	return err
 }
 
-// checkTTL is the library's judgement of --ttl ttl, before connecting: a
-// Client's lease of ttl over an in-memory store.
-func checkTTL(ttl time.Duration, extra ...dsync.ClientOption) error {
-	c, err := dsync.NewClient(memory.New(), append([]dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithIdleAge(0)}, extra...)...)
+// checkArgs is the library's judgement of --ttl ttl and of what make
+// makes on a Client of that lease (a Mutex of the command's name, say),
+// before connecting: over an in-memory store.
+func checkArgs(ttl time.Duration, make func(c *dsync.Client) error) error {
+	c, err := dsync.NewClient(memory.New(), dsync.WithTTL(ttl), dsync.ClientWithIdleAge(0))
 	if err != nil {
 		return ttlError(err, ttl)
 	}
-	return c.Close()
+	defer c.Close()
+	return make(c)
 }
