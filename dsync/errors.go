@@ -1,6 +1,10 @@
 package dsync
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
 
 // Sentinel errors. Match them with errors.Is.
 var (
@@ -67,4 +71,9 @@ var (
 	// succeeded in two holds. The other Do, if it returned, returned
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
+
+	// ErrAfterUnsupported is what List reports, before it reads any key,
+	// when asked to resume after a key on a store that lists in
+	// OrderFirstUse: it is driver.ErrAfterUnsupported.
+	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )

@@ -85,21 +85,6 @@ import (
 // document's fence. Updates and replacements must not set it.
 const FenceField = "_dsyncFence"
 
-var (
-	// ErrFenced is returned by an operation of a Fenced collection on a
-	// document whose fence is above the Fenced's token: a later holder
-	// has read, written or deleted it, or found it missing, so this
-	// holder's hold has ended (its process was paused, or its lease
-	// lost). Nothing was written.
-	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
-	// ErrFenceNotAtomic is returned by Fence when the collection's
-	// server is FerretDB (as under `dsync server`), which cannot apply a
-	// conditional update atomically, unless WithNonAtomicFence is given.
-	// Nothing was read or written. Fence a resource there by passing the
-	// token to it instead (see the package documentation).
-	ErrFenceNotAtomic = errors.New("dsyncmongo: Fence needs MongoDB: the server is FerretDB, which applies an update as a read and a later write, so a stale holder's write could land after a later holder's read")
-)
-
 // A Fenced is a MongoDB collection seen through one hold's fencing token
 // (see FenceField and Fence). It is safe for concurrent use.
 type Fenced struct {

@@ -2,7 +2,6 @@ package leadermongo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,11 +26,6 @@ import (
 // LegacyCollection is the collection where older releases kept the
 // leadership leases.
 const LegacyCollection = "dsync_elections"
-
-// ErrLegacyCandidate is what Campaign returns (wrapped) while a candidate
-// of an older release holds or waits for the same election (see
-// WithLegacyCollection).
-var ErrLegacyCandidate = errors.New("leadermongo: a candidate of an older dsync release holds or waits for this election; stop the older release's candidates before starting this one's")
 
 // legacyClaims is how many of the newest legacy claims Preflight looks at.
 const legacyClaims = 16
