@@ -104,7 +104,7 @@
 //     Linux 3.15), the timers notice a suspend only once a second of awake
 //     time: a Lost() channel may close up to a second after the deadline,
 //     and an overdue renewal go out up to a second after the resume. The
-//     MongoDB backend's clock, clockcheck.SystemClock, counts suspended
+//     MongoDB store's clock, clockcheck.SystemClock, counts suspended
 //     time in the same way.
 //   - On macOS and iOS, Go's monotonic clock (mach_absolute_time) does not
 //     advance while the machine sleeps, and SystemClock adds nothing: after
@@ -125,6 +125,6 @@
 // protect the resource in both cases.
 //
 // Do not use dsync where a sync.Mutex would do: every Lock and Unlock is
-// a round trip to the backend, and a lock held by a crashed process blocks
+// a round trip to the store, and a lock held by a crashed process blocks
 // others for up to one TTL.
 package dsync

@@ -38,7 +38,7 @@ type Election struct {
 
 	// putMu orders the member writes: each is composed and sent under it,
 	// so that a write composed later is sent later (and carries a later
-	// sequence in the backend).
+	// sequence in the member store).
 	putMu sync.Mutex
 
 	// events calls the observer (observer.go); nil without one.

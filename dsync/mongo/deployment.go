@@ -13,7 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// What the backend adapts to the deployment it runs on: the index it
+// What the store adapts to the deployment it runs on: the index it
 // needs, the server's kind, write timeouts and which failed writes are
 // worth sending again.
 
@@ -171,7 +171,7 @@ func sameKeys(keys bson.Raw) bool {
 }
 
 // equivalentIndex reports whether an index on the lock keys can stand in
-// for the one the backend creates: over every document, with binary
+// for the one the store creates: over every document, with binary
 // string comparison, used by queries, and not unique (a unique one
 // refuses a second marker of one kind for an epoch).
 func equivalentIndex(spec bson.Raw) bool {
@@ -273,7 +273,7 @@ func (s *Store) checkSharding(ctx context.Context) error {
 	return nil
 }
 
-// shardKey returns the shard key of the collection name of the backend's
+// shardKey returns the shard key of the collection name of the store's
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
 func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {

@@ -76,7 +76,7 @@
 //     awaited starts every key's queue again at a base from the server's
 //     clock, above the tokens handed out more than a second before).
 //   - The lock collection is sharded, if at all, only on fields its
-//     documents' _ids determine (through a mongos, the backend's first
+//     documents' _ids determine (through a mongos, the store's first
 //     call checks, and refuses others with ErrSharded).
 //
 // # Fenced writes

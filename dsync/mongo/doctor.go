@@ -191,7 +191,7 @@ func serverFinding(t deployment, build bson.Raw, berr error) Finding {
 }
 
 // scratch returns a scratch collection named after the lock collection,
-// with the majority write concern and the backend's write timeout.
+// with the majority write concern and the store's write timeout.
 func (d *doctor) scratch(suffix string) *mongo.Collection {
 	wc := writeconcern.Majority()
 	if d.s.cfg.wc != nil {

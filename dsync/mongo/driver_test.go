@@ -11,7 +11,7 @@ import (
 
 // TestDriverConformance runs the driver conformance suite against the
 // Store, each subtest on a fresh database; a peer is the Store of
-// another Backend (another process) on the same database, through a client
+// another Client (another process) on the same database, through a client
 // of its own. The Backends close their stores.
 func TestDriverConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) driver.Store {

@@ -178,7 +178,7 @@ func (s *Store) checkEvents(ctx context.Context, name string) (bool, error) {
 		return true, nil
 	}
 	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
-		return true, &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", errors.New("not capped")}
+		return true, &noEventsError{"the events collection exists but is not capped (drop it, and a store recreates it capped)", errors.New("not capped")}
 	}
 	return true, nil
 }

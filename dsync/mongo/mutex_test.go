@@ -199,7 +199,7 @@ type crashable struct {
 
 var errCrashed = errors.New("process crashed")
 
-// crashableBackend returns a Backend on db whose store is c.
+// crashableBackend returns a Client on db whose store is c.
 func crashableBackend(t *testing.T, db *mongo.Database, c *crashable, opts ...any) *testClient {
 	return newBackend(t, db, append(opts, clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		c.Store = s

@@ -32,7 +32,7 @@ import (
 // Every process of a deployment samples the same primary.
 //
 // A failover moves the writes, and the samples, to another member. The
-// backend asks for a new sample at once when one of its commands fails in
+// store asks for a new sample at once when one of its commands fails in
 // a way that says the primary may have changed (a not-primary error, a
 // shutdown, a dropped connection); a failover that the driver hides (it
 // retries a write once on the new primary by itself) is noticed at the

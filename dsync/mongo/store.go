@@ -86,7 +86,7 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 }
 
 // collection returns a collection of the database with the settings of
-// the lock collection (see Backend.Collection).
+// the lock collection (see Store.Collection).
 func (s *Store) collection(name string) *mongo.Collection {
 	return s.db.Collection(name, options.Collection().
 		SetWriteConcern(s.cfg.wc).
