@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/errtext"
 )
@@ -214,19 +215,55 @@ func (t *tailer) run(ctx context.Context) {
 // before are not passed again, and the handler hears of the stream's
 // turning live again only if events may have gone unseen.
 func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
+	cur, open, est, err := t.open(ctx, quick)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := t.s.cleanupContext(time.Second)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
+		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
+	}
+	cur.SetBatchSize(256) // the history before "open" is read in bulk
+	if t.s.ferret.Load() {
+		t.trim = newTrimmer(t.s)
+		defer t.trim.stop()
+	}
+	p := &streamPass{t: t, cur: cur, quick: quick, open: open, now: func() time.Time { return est.Now().Earliest }}
+	for t.next(ctx, cur, p.caughtUp) {
+		var e eventDoc
+		if err := cur.Decode(&e); err != nil {
+			continue
+		}
+		p.see(e)
+	}
+	if err := cur.Err(); err != nil {
+		return p.live, err
+	}
+	return p.live, errors.New("dsyncmongo: event cursor closed by the server")
+}
+
+// open prepares the store and opens the events' tailable cursor: for a
+// follow that is not quick, after making sure the capped collection
+// exists and inserting the "open" event the stream turns live at. It
+// returns the cursor, that event, and the server-time estimate.
+func (t *tailer) open(ctx context.Context, quick bool) (*mongo.Cursor, eventDoc, *clockcheck.Estimator, error) {
 	s := t.s
 	est, err := s.prepare(ctx)
 	if err != nil {
-		return false, err
+		return nil, eventDoc{}, nil, err
 	}
 	var open eventDoc
 	if !quick {
 		if err := s.createEvents(ctx); err != nil {
-			return false, err
+			return nil, eventDoc{}, nil, err
 		}
 		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, Proc: t.openProc, At: est.Now().Earliest}
 		if err := s.insertEvent(ctx, open); err != nil {
-			return false, err
+			return nil, eventDoc{}, nil, err
 		}
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
@@ -236,94 +273,11 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetBatchSize(1))
 	if err != nil {
 		if unsupported(err) {
-			return false, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
+			return nil, eventDoc{}, nil, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
 		}
-		return false, err
+		return nil, eventDoc{}, nil, err
 	}
-	defer func() {
-		cctx, cancel := s.cleanupContext(time.Second)
-		defer cancel()
-		_ = cur.Close(cctx)
-	}()
-	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
-		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
-	}
-	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	if s.ferret.Load() {
-		t.trim = newTrimmer(s)
-		defer t.trim.stop()
-	}
-	// A quick follow is live at its first batch. Whether it tells the
-	// handler so (which has every waiter of the process look again, one
-	// read each) waits until it knows whether the cursor goes on where
-	// the last one stopped (resuming): it does if the events kept still
-	// hold the last event the stream returned, which comes before any
-	// event the stream never returned. If that event is gone (deleted:
-	// a trim fails the cursors that sit on what it deletes), events after
-	// it may have gone unseen too.
-	// The history before our "open" event holds the events their
-	// senders left (trim.go): those sent leftoverAge or more before ours,
-	// but the newest of them, are deleted once the stream is live.
-	var left leftovers
-	resuming := false
-	resumed := func(tell bool) {
-		resuming = false
-		if tell {
-			t.h.Live(t.gen.Add(1))
-		}
-	}
-	for t.next(ctx, cur, func() {
-		if resuming {
-			resumed(true) // caught up without meeting it
-		}
-	}) {
-		var e eventDoc
-		if err := cur.Decode(&e); err != nil {
-			continue
-		}
-		ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
-		if t.trim != nil {
-			t.trim.note(e.ID, ours)
-			if !quick && !live && e.ID != open.ID {
-				left.note(e.ID, e.At, open.At, ours)
-			}
-		}
-		if quick && !live {
-			live = t.turnLive(cur, false)
-			resuming = true
-		}
-		if resuming {
-			switch {
-			case e.ID == t.last:
-				resumed(false)
-			case !t.passed.has(e.ID):
-				resumed(true)
-			}
-		}
-		if !resuming {
-			t.last = e.ID
-		}
-		if !t.passed.add(e.ID) {
-			continue // passed before this cursor was opened
-		}
-		switch {
-		case !quick && e.ID == open.ID:
-			if !live {
-				live = t.turnLive(cur, true)
-				if t.trim != nil {
-					t.trim.dropLeftovers(left.take())
-				}
-			}
-		case ours:
-			t.ownSeen.Add(1)
-		default:
-			t.pass(e, est.Now().Earliest)
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return live, err
-	}
-	return live, errors.New("dsyncmongo: event cursor closed by the server")
+	return cur, open, est, nil
 }
 
 // turnLive marks the stream live, on cur, and, if tell, reports it to
