@@ -139,11 +139,9 @@ func (t *tailer) stop() {
 func (t *tailer) run(ctx context.Context) {
 	defer close(t.done)
 	backoff := time.Second
-	quick := false
-	var pause time.Duration // before the next quick reopen
-	quickFails := 0         // quick reopens in a row that failed before they were live
+	var q quickReopens
 	for {
-		wasLive, err := t.follow(ctx, quick)
+		wasLive, err := t.follow(ctx, q.on)
 		t.healthy.Store(false)
 		t.cursor.Store(0)
 		if wasLive {
@@ -157,45 +155,67 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		// A live stream that failed is reopened quietly (see follow), and
-		// so is one whose quiet reopening failed, up to quickTries times
-		// in a row (a loaded server fails some); then, and for a stream
-		// that never was live, it goes down.
-		// Quick reopens insert nothing, so they never make other streams
-		// fail: one that keeps failing is reopened every quickMax at worst.
-		switch {
-		case wasLive:
-			quickFails = 0
-		case quick:
-			quickFails++
-		}
-		if quick = (wasLive || quick) && quickFails < quickTries; quick {
-			switch {
-			case wasLive && t.s.mono()-t.liveAt >= quickCalm:
-				pause = 0
-			default:
-				pause = min(max(2*pause, quickFirst), quickMax)
-			}
-			if pause > 0 {
-				timer := time.NewTimer(jitter(pause))
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					timer.Stop()
-					return
-				}
+		if q.next(wasLive, t.s.mono()-t.liveAt) {
+			if !sleepCtx(ctx, q.pause) {
+				return
 			}
 			continue
 		}
 		t.h.Down(errtext.Tidy(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err)), false)
-		timer := time.NewTimer(jitter(backoff))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if !sleepCtx(ctx, backoff) {
 			return
 		}
 		backoff = min(2*backoff, maxReopenBackoff)
+	}
+}
+
+// quickReopens decides how a failed stream is reopened. A live stream that
+// failed is reopened quietly (see follow), and so is one whose quiet
+// reopening failed, up to quickTries times in a row (a loaded server fails
+// some); then, and for a stream that never was live, it goes down. Quick
+// reopens insert nothing, so they never make other streams fail: one
+// that keeps failing is reopened every quickMax at worst.
+type quickReopens struct {
+	on    bool          // the next follow is quick
+	pause time.Duration // before the next quick reopen
+	fails int           // quick reopens in a row that failed before they were live
+}
+
+// next judges a follow that ended (wasLive: its stream had turned live,
+// liveFor ago): it reports whether the next is a quick reopen, after
+// q.pause.
+func (q *quickReopens) next(wasLive bool, liveFor time.Duration) bool {
+	switch {
+	case wasLive:
+		q.fails = 0
+	case q.on:
+		q.fails++
+	}
+	q.on = (wasLive || q.on) && q.fails < quickTries
+	if !q.on {
+		return false
+	}
+	if wasLive && liveFor >= quickCalm {
+		q.pause = 0
+	} else {
+		q.pause = min(max(2*q.pause, quickFirst), quickMax)
+	}
+	return true
+}
+
+// sleepCtx sleeps for about d (jittered; not at all for 0), and reports
+// false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(jitter(d))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
