@@ -29,6 +29,7 @@ func init() {
 		})
 	}
 	clienthook.RawOf = func(b any) clienthook.Raw { return raw{b.(Backend).Client()} }
+	clienthook.Namespace = func(ns string) any { return ownNamespace(ns) }
 }
 
 // raw is a Client's clienthook.Raw.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
@@ -73,7 +74,10 @@ func NewElection(backend Backend, name string, opts ...Option) (*Election, error
 	if cfg.logger == nil {
 		cfg.logger = backend.Client().Logger()
 	}
-	mu, err := dsync.NewMutex(backend, name, dsync.WithNamespace(Namespace),
+	// The leases live in a namespace of dsync's own, which
+	// dsync.WithNamespace refuses to users' Mutexes.
+	inElections := clienthook.Namespace(Namespace).(dsync.Option)
+	mu, err := dsync.NewMutex(backend, name, inElections,
 		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)

@@ -1,7 +1,8 @@
 // Package clienthook lets the tests of dsync's drivers, and of packages
 // built on dsync, set what only tests may set on a dsync.Client: the
-// protocol's timing constants, a planted bug, the relock window. It is
-// internal, so users cannot reach it.
+// protocol's timing constants, a planted bug, the relock window; and
+// lets package leader claim keys in dsync's own namespace of elections
+// (Namespace). It is internal, so users cannot reach it.
 package clienthook
 
 import (
