@@ -61,13 +61,17 @@ func (m *Mutex) Owner() string { return m.owner }
 // Lock has no error to return: it retries store errors (an unreachable
 // server, timeouts) with capped, jittered backoff for as long as it takes,
 // and reports each one through WithLogger and WithErrorHandler. Use
-// LockContext to bound the wait or to see the errors. A configuration
-// error that retrying cannot mend, a bucket span other than the store's,
-// makes it panic with an error wrapping ErrSpan (LockContext returns it).
+// LockContext to bound the wait or to see the errors.
+//
+// Lock never returns without the lock. An error that retrying cannot mend
+// is a run-time error, as misuse of a sync.Mutex is: Lock panics with the
+// error LockContext returns, which wraps ErrClosed when m's Client (or
+// backend) is closed, before or during the wait, and ErrSpan for a bucket
+// span other than the store's (a configuration error).
 func (m *Mutex) Lock() {
 	// context.Background never ends, so LockContext returns only once held,
 	// or on an error no retry mends.
-	if err := m.LockContext(context.Background()); errors.Is(err, ErrSpan) {
+	if err := m.LockContext(context.Background()); err != nil {
 		panic(err)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // Defaults of the lease (the Client's options) and of a primitive's.
@@ -156,13 +159,60 @@ func WithForgetAfter(d time.Duration) KeyOption {
 }
 
 // WithNamespace keeps the Mutex's key apart from plain keys: it claims the
-// key in the namespace ns, which no plain key of the same name reaches
-// (package leader keeps its elections in "election"). ns must not be
-// empty. Keys outside a namespace may not begin with "dsync:".
+// key in the namespace ns (stored as "dsync:NS/KEY"), which no plain key
+// of the same name reaches. Keys outside a namespace may not begin with
+// "dsync:".
+//
+// ns must not be empty, must not contain "/" (the namespace "a/b" would
+// share its keys with the namespace "a": "dsync:a/b/KEY" is KEY "b/KEY"
+// there), and must not be one of dsync's own: "rw", "sem" and "once"
+// (the keys of RWMutexes, Semaphores and Onces), "election" (package
+// leader's leases) and "sweep" (the Client's compaction lock), whose
+// keys a Mutex in them would share. NewMutex returns the error, which
+// names the namespace and why.
 func WithNamespace(ns string) KeyOption {
 	return func(c *config) error {
-		if ns == "" {
+		switch {
+		case ns == "":
 			return errors.New("dsync: empty namespace")
+		case strings.Contains(ns, "/"):
+			err := fmt.Errorf("dsync: WithNamespace(%q): a namespace may not contain \"/\", which ends it in a stored key (dsync:NS/KEY)", ns)
+			if outer, _, _ := strings.Cut(ns, "/"); outer != "" {
+				err = fmt.Errorf("%w: its keys would be those of the namespace %q", err, outer)
+			}
+			return err
+		case ownNamespaces[ns] != "":
+			return fmt.Errorf("dsync: WithNamespace(%q): dsync keeps %s keys there: a Mutex in it would share them", ns, ownNamespaces[ns])
+		}
+		c.namespace = ns
+		return nil
+	}
+}
+
+// ownNamespaces are dsync's own namespaces, each with whose keys it
+// holds. WithNamespace refuses them; dsync and package leader put their
+// Mutexes in them with ownNamespace.
+var ownNamespaces = map[string]string{
+	rwNamespace:       "the RWMutexes'",
+	semNamespace:      "the Semaphores'",
+	onceNamespace:     "the Onces'",
+	electionNamespace: "package leader's election leases'",
+	sweepKey:          "the compaction lock's", // the key sweep, in the namespace sweep
+}
+
+// InOwnNamespace is WithNamespace for a namespace of dsync's own (see
+// WithNamespace), for dsync's own packages only: its argument's type is
+// internal, so no other package can name one. Package leader puts its
+// leases in "election" with it (clienthook.Elections).
+func InOwnNamespace(ns clienthook.OwnNamespace) KeyOption { return ownNamespace(ns.Name()) }
+
+// ownNamespace is WithNamespace for dsync's own namespaces (see
+// ownNamespaces): package leader's, through InOwnNamespace, and the
+// sweep's.
+func ownNamespace(ns string) KeyOption {
+	return func(c *config) error {
+		if ownNamespaces[ns] == "" {
+			return fmt.Errorf("dsync: %q is not a namespace of dsync's own", ns)
 		}
 		c.namespace = ns
 		return nil

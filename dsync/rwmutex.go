@@ -75,10 +75,11 @@ func (rw *RWMutex) Owner() string { return rw.owner }
 
 // Lock locks rw for writing, blocking until no other hold of the key is
 // valid, like sync.RWMutex.Lock. It retries store errors for as long as
-// it takes (see Mutex.Lock); use LockContext to bound the wait. It panics
-// with an error wrapping ErrSpan, as Mutex.Lock does.
+// it takes (see Mutex.Lock); use LockContext to bound the wait. It never
+// returns without the lock: as Mutex.Lock does, it panics with an error
+// wrapping ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) Lock() {
-	if err := rw.LockContext(context.Background()); errors.Is(err, ErrSpan) {
+	if err := rw.LockContext(context.Background()); err != nil {
 		panic(err)
 	}
 }
@@ -175,10 +176,11 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 
 // RLock locks rw for reading, blocking until every writer queued before
 // it has ended, like sync.RWMutex.RLock. It retries store errors for as
-// long as it takes; use RLockContext to bound the wait. It panics with an
-// error wrapping ErrSpan, as Mutex.Lock does.
+// long as it takes; use RLockContext to bound the wait. It never returns
+// without the lock: as Mutex.Lock does, it panics with an error wrapping
+// ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) RLock() {
-	if err := rw.RLockContext(context.Background()); errors.Is(err, ErrSpan) {
+	if err := rw.RLockContext(context.Background()); err != nil {
 		panic(err)
 	}
 }
@@ -246,7 +248,7 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 }
 
 // RLocker returns a sync.Locker whose Lock and Unlock are rw's RLock and
-// RUnlock.
+// RUnlock (so its Lock panics where RLock does).
 func (rw *RWMutex) RLocker() sync.Locker { return rlocker{rw} }
 
 type rlocker struct{ rw *RWMutex }

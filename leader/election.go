@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
@@ -72,7 +73,9 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	if err != nil {
 		return nil, err
 	}
-	mu, err := dsync.NewMutex(c, name, dsync.WithNamespace(Namespace), dsync.WithLogger(cfg.logger))
+	// The leases live in a namespace of dsync's own, which
+	// dsync.WithNamespace refuses to users' Mutexes.
+	mu, err := dsync.NewMutex(c, name, dsync.InOwnNamespace(clienthook.Elections()), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}

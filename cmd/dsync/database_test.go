@@ -52,8 +52,8 @@ func TestDatabaseOfTheConnectionString(t *testing.T) {
 		withDB += "?" + opts
 	}
 	e := env(withDB)
-	script := `"$0" -v status`
-	r := runDsync(t, e, "", slow(30*time.Second), "lock", "nightly", "--", "sh", "-c", script, dsyncBin)
+	script := untilListed(`"$0"`, "nightly") + `; "$0" -v status`
+	r := runDsync(t, e, "", slow(2*time.Minute), "lock", "nightly", "--", "sh", "-c", script, dsyncBin)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}

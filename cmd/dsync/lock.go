@@ -27,7 +27,9 @@ through; signals dsync receives are passed on. CMD gets the environment
 variables DSYNC_LOCK=NAME and DSYNC_TOKEN, the fencing token of the hold:
 it increases from hold to hold, so a resource can reject a stale holder.
 When the lock is held by another, dsync says so on stderr and waits;
-waiting processes get the lock in the order they started waiting.
+waiting processes get the lock in the order they started waiting. When
+the server cannot be reached or answers an error, dsync says so and
+keeps trying.
 
 With -n N (N > 1), at most N commands run at once under NAME: each takes
 one unit of a semaphore of N units (a key apart from the lock NAME, so
@@ -63,16 +65,18 @@ Flags:
                (default 15s, at least 100ms, at most 5m)
   --grace D    time between SIGTERM and SIGKILL (default 5s)
   --wait D     give up when the lock is not acquired within D (default: wait on)
-  --try        give up at once when the lock is held
+  --try        give up at once when the lock is held (124), or when the
+               server cannot be reached or answers an error (125)
   -n N         run at most N commands at once under NAME (default 1: a lock)
   (and the global flags; see 'dsync -h')
 
 Exit status: CMD's, or 128+N when signal N ended it; without CMD, 0 after
 an interrupt. 122: the hold was lost (CMD was stopped; its status is in
-the message on stderr). 124: the lock was not acquired (--try, --wait).
-125: dsync failed (the server could not be reached, or answered an
-error). 126, 127: CMD could not be run, was not found. 2: usage error,
-or no server given (neither --uri nor MONGODB_URI).
+the message on stderr). 124: the lock was not acquired (--try: another
+holds it; --wait). 125: dsync failed (the server could not be reached,
+or answered an error; with --try too). 126, 127: CMD could not be run,
+was not found. 2: usage error, or no server given (neither --uri nor
+MONGODB_URI).
 `
 
 var lockHelp = fmt.Sprintf(lockUsage, maxLockName)
@@ -93,7 +97,7 @@ type lockFlags struct {
 // A lockable is what dsync lock holds: a Mutex, or one unit of a
 // Semaphore (-n).
 type lockable interface {
-	TryLock() bool
+	TryLockContext(ctx context.Context) error
 	LockContext(ctx context.Context) error
 	UnlockContext(ctx context.Context) error
 	Lost() <-chan struct{}
@@ -104,9 +108,9 @@ type lockable interface {
 // semUnit is one unit of a Semaphore, as a lockable.
 type semUnit struct{ *dsync.Semaphore }
 
-func (u semUnit) TryLock() bool                           { return u.TryAcquire(1) }
-func (u semUnit) LockContext(ctx context.Context) error   { return u.Acquire(ctx, 1) }
-func (u semUnit) UnlockContext(ctx context.Context) error { return u.ReleaseContext(ctx, 1) }
+func (u semUnit) TryLockContext(ctx context.Context) error { return u.TryAcquireContext(ctx, 1) }
+func (u semUnit) LockContext(ctx context.Context) error    { return u.Acquire(ctx, 1) }
+func (u semUnit) UnlockContext(ctx context.Context) error  { return u.ReleaseContext(ctx, 1) }
 
 func runLock(g *globals, args []string) int {
 	fs := newFlagSet("lock", g)
@@ -269,27 +273,38 @@ func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int 
 
 // acquire takes the lock as the flags say, saying so when it has to wait.
 // When it does not get the lock, it returns the exit status.
+//
+// Only a lock held (or waited for) by another is "not acquired" (124):
+// with --try, a server that cannot be reached or answers an error is a
+// failure (125), with its error; a waiting dsync lock says the error and
+// waits on, as LockContext retries.
 func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, name string, f lockFlags) (int, bool) {
-	if mu.TryLock() {
+	err := mu.TryLockContext(ctx)
+	switch {
+	case err == nil:
 		r.info("acquired lock %q (token %d)", name, mu.Token())
 		return 0, true
-	}
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		return signalStatus(ctx), false
+	case !errors.Is(err, dsync.ErrHeld) && f.try:
+		return fail("lock", exitDsync, err), false
+	case !errors.Is(err, dsync.ErrHeld):
+		r.say("lock %q not acquired at once: %s; waiting", name, oneLine(err))
+	default:
+		holder := describeHolder(ctx, b, name, f.n)
+		if f.try {
+			r.say("lock %q not acquired: %s", name, holder)
+			return exitNotLocked, false
+		}
+		r.say("lock %q %s; waiting", name, holder)
 	}
-	holder := describeHolder(ctx, b, name, f.n)
-	if f.try {
-		r.say("lock %q not acquired: %s", name, holder)
-		return exitNotLocked, false
-	}
-	r.say("lock %q %s; waiting", name, holder)
 	start := time.Now()
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if f.wait > 0 {
 		wctx, cancel = context.WithTimeoutCause(ctx, f.wait, errWaited)
 	}
 	defer cancel()
-	err := mu.LockContext(wctx)
+	err = mu.LockContext(wctx)
 	switch {
 	case err == nil:
 		r.say("acquired lock %q (token %d) after %s", name, mu.Token(), fmtDur(time.Since(start)))

@@ -5,10 +5,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,6 +135,55 @@ func waitFile(t *testing.T, path string, timeout time.Duration) {
 			t.Fatalf("%s did not appear within %v", path, timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// listedWithin bounds the waits of untilListed and waitListed. The
+// library records a key in the directory that status lists in the
+// background, so that a claim never waits for it: a status run just
+// after a claim may not list the key yet. A put that fails (FerretDB
+// answers "database is locked" under load) is tried again a second
+// later, then after pauses that double.
+const listedWithin = time.Minute
+
+// listedPattern is what dsync status --json prints of key, as stored.
+func listedPattern(key string) string {
+	b, err := json.Marshal(key)
+	if err != nil {
+		panic(err)
+	}
+	return `"key":` + string(b)
+}
+
+// untilListed is a shell command that waits, polling, until dsync status
+// --json lists every one of keys (as stored), for listedWithin at most.
+// run is how the script runs dsync (say "$0" --db "$1"). The command
+// succeeds either way: the status that the script runs next shows what
+// is listed.
+func untilListed(run string, keys ...string) string {
+	var cond []string
+	for _, k := range keys {
+		cond = append(cond, `printf '%s' "$out" | grep -qF `+shellQuote(listedPattern(k)))
+	}
+	return fmt.Sprintf(`end=$(($(date +%%s) + %d)); until out=$(%s status --json) && %s || [ "$(date +%%s)" -ge "$end" ]; do sleep 0.1; done`,
+		int(listedWithin/time.Second), run, strings.Join(cond, " && "))
+}
+
+// waitListed waits, polling, until dsync status --json lists every one
+// of keys (as stored) in db, for listedWithin at most.
+func waitListed(t *testing.T, environ []string, db string, keys ...string) {
+	t.Helper()
+	deadline := time.Now().Add(listedWithin)
+	for {
+		r := runDsync(t, environ, "", slow(30*time.Second), "--db", db, "status", "--json")
+		missing := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return r.code == 0 && strings.Contains(r.stdout, listedPattern(k)) })
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dsync status --json did not list %q within %v: exit %d\n%s\nstderr: %s", missing, listedWithin, r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

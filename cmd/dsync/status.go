@@ -51,8 +51,11 @@ the server's time, as they are read (a long list streams):
 
 A lock or an election is listed from its first use by this release of
 dsync (or a later one) on, held or not; one last used by an older release
-is listed once it is used again. Reading who holds a lock records, as any
-waiter would, that a claim whose session expired has ended.
+is listed once it is used again. A name claimed a moment ago may not be
+listed yet: the name is recorded in the background, so that a claim never
+waits for it (with NAME, a lock held or waited for is shown at once).
+Reading who holds a lock records, as any waiter would, that a claim whose
+session expired has ended.
 
 The order is the server's: on MongoDB, the order of the names' bytes as
 stored (each kind but the mutex stores its names under a prefix of its

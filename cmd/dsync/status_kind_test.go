@@ -32,9 +32,12 @@ func TestStatusShowsNamesAndKinds(t *testing.T) {
 		t.Fatalf("dsync lock migrate-42 -- true: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	// A unit of the semaphore encode held, and under it the lock 名前-ключ
-	// (wide and multibyte characters), and under both: status.
-	script := `"$0" --db "$1" status; echo "#"; "$0" --db "$1" status --json encode`
-	r := dsync("lock", "-n", "3", "encode", "--", dsyncBin, "--db", db, "lock", "名前-ключ", "--", "sh", "-c", script, dsyncBin, db)
+	// (wide and multibyte characters), and under both: status, once it
+	// lists them and the three above.
+	script := untilListed(`"$0" --db "$1"`, "dsync:sem/encode", "名前-ключ", "dsync:once/migrate-42", "dsync:once/failing", "migrate-42") +
+		`; "$0" --db "$1" status; echo "#"; "$0" --db "$1" status --json encode`
+	r := runDsync(t, e, "", slow(2*time.Minute), "--db", db, "lock", "-n", "3", "encode", "--",
+		dsyncBin, "--db", db, "lock", "名前-ключ", "--", "sh", "-c", script, dsyncBin, db)
 	if r.code != 0 {
 		t.Fatalf("status under encode and 名前-ключ: exit %d\nstderr: %s", r.code, r.stderr)
 	}

@@ -85,9 +85,12 @@ func TestStatusPlainLockAndElectionAreApart(t *testing.T) {
 	e := env(mongotest.Shared(t).URI())
 	db := mongotest.DatabaseName(t)
 	// As leader of coll, take the lock leader/coll without waiting, and
-	// under both print status, all of it and then only the name coll.
-	script := `"$0" --db "$1" lock --try leader/coll -- sh -c '"$0" --db "$1" status --json; echo "#"; "$0" --db "$1" status --json coll' "$0" "$1"`
-	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "elect", "coll", "--", "sh", "-c", script, dsyncBin, db)
+	// under both print status, all of it (once it lists both) and then
+	// only the name coll.
+	under := untilListed(`"$0" --db "$1"`, "leader/coll", "dsync:election/coll") +
+		`; "$0" --db "$1" status --json; echo "#"; "$0" --db "$1" status --json coll`
+	script := `"$0" --db "$1" lock --try leader/coll -- sh -c "$2" "$0" "$1"`
+	r := runDsync(t, e, "", slow(2*time.Minute), "--db", db, "elect", "coll", "--", "sh", "-c", script, dsyncBin, db, under)
 	if r.code != 0 {
 		t.Fatalf("dsync lock --try leader/coll under the leadership of election coll: exit %d; want 0, the two apart\nstderr: %s", r.code, r.stderr)
 	}
@@ -131,8 +134,8 @@ func TestStatusJSONAndLongNames(t *testing.T) {
 	e := env(mongotest.Shared(t).URI())
 	db := mongotest.DatabaseName(t)
 	long := strings.Repeat("long-name-", maxLockName/10) // 510 bytes
-	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", long, "--",
-		"sh", "-c", `echo "$$"; "$0" --db "$1" status; "$0" --db "$1" status --json`, dsyncBin, db)
+	r := runDsync(t, e, "", slow(2*time.Minute), "--db", db, "lock", long, "--",
+		"sh", "-c", `echo "$$"; `+untilListed(`"$0" --db "$1"`, long)+`; "$0" --db "$1" status; "$0" --db "$1" status --json`, dsyncBin, db)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
@@ -230,6 +233,10 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 	if row := fields(t, r.stdout, "doomed"); len(row) != 10 || row[2] != "held" {
 		t.Errorf("status while held:\n%s\nwant doomed held", r.stdout)
 	}
+	// Once free, the lock is found by its name in the directory, where
+	// the holder records it in the background: it must have, before it
+	// dies.
+	waitListed(t, e, db, "doomed")
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	killed := time.Now()
@@ -264,6 +271,10 @@ func TestStatusForgetsADeadCandidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, filepath.Join(dir, "leading"), slow(20*time.Second))
+	// Once nobody leads, the election is found by its name in the
+	// directory, where the candidate records it in the background: it
+	// must have, before it dies.
+	waitListed(t, e, db, "dsync:election/svc")
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	killed := time.Now()

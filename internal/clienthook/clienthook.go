@@ -1,7 +1,8 @@
 // Package clienthook lets the tests of dsync's drivers, and of packages
 // built on dsync, set what only tests may set on a dsync.Client: the
 // protocol's timing constants, a planted bug, the relock window. The
-// settings ride on the store given to dsync.NewClient (Store). It is
+// settings ride on the store given to dsync.NewClient (Store). It also
+// names dsync's own namespaces for package leader (OwnNamespace). It is
 // internal, so users cannot reach it, and it holds no state.
 package clienthook
 

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -35,7 +36,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	defer cancel()
 
 	// One member leads, so that Leader reads its status too.
-	mu, err := dsync.NewMutex(b.c, election, dsync.WithNamespace(leader.Namespace))
+	mu, err := dsync.NewMutex(b.c, election, dsync.InOwnNamespace(clienthook.Elections()))
 	if err != nil {
 		t.Fatal(err)
 	}
