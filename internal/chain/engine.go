@@ -129,6 +129,9 @@ type Engine struct {
 	// made that have not ended: their keys' knowledge (the segment, its
 	// gate and floor) is kept while they need it (see state).
 	pins map[string]int
+	// history is the nonce of the store's protocol document as this
+	// engine read or inserted it last: the store's history (history.go).
+	history string
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
@@ -226,6 +229,11 @@ const (
 	// protocol document records: segments of two spans never meet at a
 	// gate.
 	BugSpanIgnored
+	// BugHistoryIgnored relies on a gate whatever history of the store it
+	// was sent in: a start or a refresh held back across an emptying makes
+	// a segment of the history before look covered, and its tokens lie
+	// below those handed out before the emptying.
+	BugHistoryIgnored
 )
 
 // keyState is what this process knows of a key. Every field is a fact
@@ -261,6 +269,9 @@ type keyState struct {
 	mine     map[uint64]mineRec
 	pruned   int64
 	prunedTo uint64
+	// strayUntil: until then (store time), a start of the key meets the
+	// gates of a segment of another history of the store (history.go).
+	strayUntil time.Time
 }
 
 // hasTip reports whether ks knows the release of its newest epoch.

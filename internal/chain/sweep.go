@@ -34,7 +34,7 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	}
 	// Gates are judged by their buckets' numbers, which mean other times
 	// under another span.
-	if err := e.confirmSpan(ctx); err != nil {
+	if _, err := e.confirmSpan(ctx); err != nil {
 		return 0, err
 	}
 	now := e.clock.ServerNow()
