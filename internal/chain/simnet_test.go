@@ -32,6 +32,12 @@ type server struct {
 	lastReset time.Duration
 	// dropped is the true time the sessions were last dropped (0: never).
 	dropped time.Duration
+	// held are the requests held back until the next emptying
+	// (simheld_test.go).
+	held []*heldReq
+	// heldAfter: by ID, the held requests that the withdrawal with that
+	// ID follows on a stalled link.
+	heldAfter map[string]*heldReq
 }
 
 // backup is a copy of the server's documents.
@@ -41,7 +47,7 @@ type backup struct {
 }
 
 func newServer(s *sim) *server {
-	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time)}
+	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), heldAfter: make(map[string]*heldReq)}
 }
 
 // now is the server's clock.
@@ -196,6 +202,19 @@ func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids 
 }
 
 func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
+	if h := n.s.server.heldAfter[d.ID]; h != nil && d.Kind == chain.KindWithdraw {
+		return n.callAfterHeld(ctx, h, func() {
+			err := n.s.server.store.Insert(bg, d)
+			n.s.tracef("insert after held %v -> %v", d, err)
+		})
+	}
+	if d.Kind == chain.KindGate && n.s.holdBack() {
+		return n.callHeld(ctx, "", func() {
+			err := n.s.server.store.Insert(bg, d)
+			n.s.noteHeldGates([]chain.Doc{d})
+			n.s.tracef("held insert %v -> %v", d, err)
+		})
+	}
 	var lag time.Duration
 	if d.Kind == chain.KindGate && ctx.Value(actorKey{}).(*actor).o == n.s.slowGates && n.s.grng.Float64() < 0.8 {
 		// The slow link of one owner: its refreshes' gates land late,
@@ -220,6 +239,21 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 }
 
 func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
+	if len(docs) > 1 && docs[0].Kind == chain.KindGate && n.s.holdBack() {
+		var follow string
+		for _, d := range docs {
+			if d.Kind == chain.KindClaim {
+				follow = chain.EndID(d.Key, d.Epoch, d.Nonce)
+			}
+		}
+		return 0, n.callHeld(ctx, follow, func() {
+			dup, err := n.s.server.store.InsertOrdered(bg, docs)
+			if dup == -1 {
+				n.s.noteHeldGates(docs)
+			}
+			n.s.tracef("held insertordered %v -> dup %d %v", docs, dup, err)
+		})
+	}
 	if cerr := n.call(ctx, func() {
 		dup, err = n.s.server.store.InsertOrdered(bg, docs)
 		if len(docs) > 0 && docs[0].Kind == chain.KindGate {
