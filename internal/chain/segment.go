@@ -182,8 +182,10 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		e.abandon(ctx, c)
 		e.dropCover(q.key, 0)
 		if errors.Is(err, errOtherHistory) {
-			e.noteStray(q.key, hi)
-			return nil, true, &BusyError{Key: q.key}
+			// The store was emptied since the history was read: start
+			// again in its new history (meeting these gates, if they
+			// landed after the emptying).
+			return nil, false, nil
 		}
 		return nil, true, err
 	case dup == -1:
