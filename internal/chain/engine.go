@@ -234,6 +234,11 @@ const (
 	// a segment of the history before look covered, and its tokens lie
 	// below those handed out before the emptying.
 	BugHistoryIgnored
+	// BugStartWritesHistory has a start insert the protocol document
+	// last, recording the history its gates record (as a start once
+	// inserted it, with the span): a start held back across an emptying
+	// then makes the next history look like the one before it.
+	BugStartWritesHistory
 )
 
 // keyState is what this process knows of a key. Every field is a fact

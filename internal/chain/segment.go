@@ -168,7 +168,11 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	d := q.claimDoc(c, now.Latest)
 	docs = append(docs, d, shadowOf(d))
 	gates := len(docs) - 2
+	docs, landed := e.plantedStartDocs(docs, history)
 	dup, err := e.store.InsertOrdered(ctx, docs)
+	if landed >= 0 && dup == landed {
+		dup = -1
+	}
 	if err == nil && (dup == -1 || dup == gates) {
 		// Its gates landed: the segment is relied on only if the store
 		// is still in the history they record, with this process's span.

@@ -594,6 +594,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a segment relied on whatever span the store records", chain.BugSpanIgnored, simNoBug, false},
 		{"a session back without its first generation judged by its expiry", chain.BugLostFirstIsDead, simNoBug, false},
 		{"a gate relied on whatever history of the store it was sent in", chain.BugHistoryIgnored, simNoBug, false},
+		{"a start writing the protocol document with its gates' history", chain.BugStartWritesHistory, simNoBug, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != chain.NoBug && !chain.Planted {
