@@ -269,11 +269,15 @@
 // history H, whose protocol document is inserted after T (by whichever
 // insert lands first, even one sent before T) with a fresh nonce N: the
 // document is never updated, and an insert lands once at most, so N names
-// H alone. A process relies on a segment in H only through a gate
+// H alone. A claim holds in H only in a segment relied on through a gate
 // recording N: one it read, followed by a read of the document naming N
 // (a join, or a claim that holds with nothing below it in its segment),
 // or its own start's, followed the same way; or a refresh by a holder
-// that relies on the segment in H already. Every gate recording N was
+// that relies on the segment in H already. (A process that knew a
+// segment before T may insert into it, but a walk stops only at what a
+// claim that held in H left, or at the first epoch, where it reads the
+// gate and the document; the fast path needs the claim below in H.)
+// Every gate recording N was
 // sent after its sender read N, so after T; by induction on time, the
 // first gate recording N of each segment relied on in H is a start's, so
 // the segment started after T (nothing is held at T, so no holder
