@@ -229,16 +229,6 @@ const (
 	// protocol document records: segments of two spans never meet at a
 	// gate.
 	BugSpanIgnored
-	// BugHistoryIgnored relies on a gate whatever history of the store it
-	// was sent in: a start or a refresh held back across an emptying makes
-	// a segment of the history before look covered, and its tokens lie
-	// below those handed out before the emptying.
-	BugHistoryIgnored
-	// BugStartWritesHistory has a start insert the protocol document
-	// last, recording the history its gates record (as a start once
-	// inserted it, with the span): a start held back across an emptying
-	// then makes the next history look like the one before it.
-	BugStartWritesHistory
 )
 
 // keyState is what this process knows of a key. Every field is a fact

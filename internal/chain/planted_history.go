@@ -1,5 +1,21 @@
 package chain
 
+// Planted errors of the store's histories (history.go), for the
+// simulation's negative controls (see Bug), numbered apart from the
+// others.
+const (
+	// BugHistoryIgnored relies on a gate whatever history of the store it
+	// was sent in: a start or a refresh held back across an emptying makes
+	// a segment of the history before look covered, and its tokens lie
+	// below those handed out before the emptying.
+	BugHistoryIgnored Bug = 96 + iota
+	// BugStartWritesHistory has a start insert the protocol document
+	// last, recording the history its gates record (as a start once
+	// inserted it, with the span): a start held back across an emptying
+	// then makes the next history look like the one before it.
+	BugStartWritesHistory
+)
+
 // plantedStartDocs appends to a start's documents what a planted error of
 // the store's histories adds (see Bug), and returns the index at which a
 // duplicate means the start's own documents all landed (-1: none).
