@@ -45,9 +45,12 @@ import (
 //     owner's link holds its gate inserts back (most land after their
 //     sender gave up on them) while its renewals go through, so that it
 //     holds on a gate it could not extend while others start segments.
+//   - simstall_test.go: on half the seeds, a start or a refresh's gate is
+//     now and then held back on a stalled link until just after an
+//     emptying, which follows once the workers go quiet.
 //
 // Each seed's history goes through integration/history's checker, with
-// the resets marked, and the owners' renewals through a storm check;
+// the resets marked (tokens compared across emptyings too), and the owners' renewals through a storm check;
 // planted protocol errors (chain.Bug, and the simulation's own for what
 // it models outside the engine) must be caught.
 
@@ -144,7 +147,7 @@ type simStats struct {
 	drops                                       int // keys' knowledge dropped by owners with a bound of one key (Config.MaxKeys)
 	doneForgotten, doneSpared                   int // done records compacted past their expiry, and records inserted again that a compaction's late delete spared
 	heldSessions                                int // drops with a session insert held back across them (simHeld)
-	held, heldAfterEmpty, heldCovering          int // requests held back (simheld_test.go), landed just after an emptying, and gates among them still covering
+	stalled, stalledAfterEmpty, stalledCovering int // requests held back (simstall_test.go), landed just after an emptying, and gates among them still covering
 }
 
 func (a *simStats) add(b simStats) {
@@ -153,9 +156,9 @@ func (a *simStats) add(b simStats) {
 	a.drops += b.drops
 	a.doneForgotten += b.doneForgotten
 	a.doneSpared += b.doneSpared
-	a.held += b.held
-	a.heldAfterEmpty += b.heldAfterEmpty
-	a.heldCovering += b.heldCovering
+	a.stalled += b.stalled
+	a.stalledAfterEmpty += b.stalledAfterEmpty
+	a.stalledCovering += b.stalledCovering
 	a.prunes += b.prunes
 	a.dead += b.dead
 	a.withdrawn += b.withdrawn
@@ -243,11 +246,11 @@ type sim struct {
 	// the heldSession fault); held is that fault (nil: not on this seed).
 	drops []time.Duration
 	held  *simHeld
-	// hrng draws the requests the held link holds back (nil: none on
-	// this seed; simheld_test.go).
-	hrng *rand.Rand
+	// lrng draws the requests the stalled link holds back (nil: none on
+	// this seed; simstall_test.go).
+	lrng *rand.Rand
 	// quietFrom and quietUntil: workers claim nothing in between, so that
-	// the emptying a held request waits for can come (simheld_test.go).
+	// the emptying a held request waits for can come (simstall_test.go).
 	quietFrom, quietUntil time.Duration
 }
 
@@ -406,12 +409,12 @@ func runSim(t *testing.T, seed int64, bug chain.Bug, sbug simBug, verbose bool) 
 	if s.grng.Float64() < 0.5 {
 		s.slowGates = s.owners[s.grng.IntN(len(s.owners))]
 	}
-	if hrng := rand.New(rand.NewPCG(uint64(seed), 0x4e1d)); hrng.Float64() < 0.5 {
-		s.hrng = hrng
+	if lrng := rand.New(rand.NewPCG(uint64(seed), 0x4e1d)); lrng.Float64() < 0.5 {
+		s.lrng = lrng
 	}
 	s.scheduleFaults()
-	if hrng := rand.New(rand.NewPCG(uint64(seed), 0x4e1d5e55)); hrng.Float64() < 0.5 {
-		s.held = &simHeld{rng: hrng}
+	if lrng := rand.New(rand.NewPCG(uint64(seed), 0x4e1d5e55)); lrng.Float64() < 0.5 {
+		s.held = &simHeld{rng: lrng}
 	}
 	for s.q.Len() > 0 {
 		ev := heap.Pop(&s.q).(*simEvent)
@@ -520,7 +523,7 @@ func TestSimulation(t *testing.T) {
 		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0 ||
 		total.starts == 0 || total.orphans == 0 || total.compactions == 0 || total.lapses == 0 || total.revivals == 0 ||
 		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0 || total.drops == 0 || total.doneForgotten == 0 ||
-		total.heldSessions == 0 || total.heldAfterEmpty == 0 || total.heldCovering == 0) {
+		total.heldSessions == 0 || total.stalledAfterEmpty == 0 || total.stalledCovering == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }

@@ -32,12 +32,12 @@ type server struct {
 	lastReset time.Duration
 	// dropped is the true time the sessions were last dropped (0: never).
 	dropped time.Duration
-	// held are the requests held back until the next emptying
-	// (simheld_test.go).
-	held []*heldReq
-	// heldAfter: by ID, the held requests that the withdrawal with that
-	// ID follows on a stalled link.
-	heldAfter map[string]*heldReq
+	// stalled are the requests held back until the next emptying
+	// (simstall_test.go).
+	stalled []*stalledReq
+	// stalledAfter: by ID, the stalled requests that the withdrawal with
+	// that ID follows on their link.
+	stalledAfter map[string]*stalledReq
 }
 
 // backup is a copy of the server's documents.
@@ -47,7 +47,7 @@ type backup struct {
 }
 
 func newServer(s *sim) *server {
-	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), heldAfter: make(map[string]*heldReq)}
+	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), stalledAfter: make(map[string]*stalledReq)}
 }
 
 // now is the server's clock.
@@ -202,17 +202,17 @@ func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids 
 }
 
 func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
-	if h := n.s.server.heldAfter[d.ID]; h != nil && d.Kind == chain.KindWithdraw {
-		return n.callAfterHeld(ctx, h, func() {
+	if h := n.s.server.stalledAfter[d.ID]; h != nil && d.Kind == chain.KindWithdraw {
+		return n.callAfterStalled(ctx, h, func() {
 			err := n.s.server.store.Insert(bg, d)
-			n.s.tracef("insert after held %v -> %v", d, err)
+			n.s.tracef("insert after stalled %v -> %v", d, err)
 		})
 	}
-	if d.Kind == chain.KindGate && n.s.holdBack() {
-		return n.callHeld(ctx, "", func() {
+	if d.Kind == chain.KindGate && n.s.stallNext() {
+		return n.callStalled(ctx, "", func() {
 			err := n.s.server.store.Insert(bg, d)
-			n.s.noteHeldGates([]chain.Doc{d})
-			n.s.tracef("held insert %v -> %v", d, err)
+			n.s.noteStalledGates([]chain.Doc{d})
+			n.s.tracef("stalled insert %v -> %v", d, err)
 		})
 	}
 	var lag time.Duration
@@ -239,19 +239,19 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 }
 
 func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
-	if len(docs) > 1 && docs[0].Kind == chain.KindGate && n.s.holdBack() {
+	if len(docs) > 1 && docs[0].Kind == chain.KindGate && n.s.stallNext() {
 		var follow string
 		for _, d := range docs {
 			if d.Kind == chain.KindClaim {
 				follow = chain.EndID(d.Key, d.Epoch, d.Nonce)
 			}
 		}
-		return 0, n.callHeld(ctx, follow, func() {
+		return 0, n.callStalled(ctx, follow, func() {
 			dup, err := n.s.server.store.InsertOrdered(bg, docs)
 			if dup == -1 {
-				n.s.noteHeldGates(docs)
+				n.s.noteStalledGates(docs)
 			}
-			n.s.tracef("held insertordered %v -> dup %d %v", docs, dup, err)
+			n.s.tracef("stalled insertordered %v -> dup %d %v", docs, dup, err)
 		})
 	}
 	if cerr := n.call(ctx, func() {
@@ -372,6 +372,7 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 func (n net) DropGates(ctx context.Context, below int64) (err error) {
 	if cerr := n.call(ctx, func() {
 		err = n.s.server.store.DropGates(bg, below)
+		n.s.tracef("dropgates below %d -> %v", below, err)
 	}); cerr != nil {
 		return cerr
 	}

@@ -374,7 +374,7 @@ func (o *owner) worker(a *actor, keys []string) {
 		}
 		if s.quiet() {
 			// Nothing claimed while an operator waits to empty the
-			// store (simheld_test.go).
+			// store (simstall_test.go).
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
