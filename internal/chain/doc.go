@@ -447,6 +447,11 @@
 //     before it, of keys no gate covered since; landing later, it deletes
 //     only older documents still (a done record is judged when the
 //     delete reaches it: its ID comes back once it expired, see done.go).
+//     Old gates are dropped by bucket number, sent only if the protocol
+//     document still names the history the sweep began in; a drop that
+//     lands after an emptying deletes only gates long past in its span,
+//     but those of a process of another span if one recorded its span
+//     since (a limit of stores whose processes disagree on the span).
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
 //   - A protocol document is only inserted: landing late in an emptied
