@@ -176,3 +176,70 @@ func TestRefreshHeldBackAcrossAnEmptying(t *testing.T) {
 		clock.set(clock.ServerNow().Latest.Add(10 * time.Second))
 	}
 }
+
+// compactHook runs hook once, after a Compact has been applied.
+type compactHook struct {
+	*memory.Store
+	hook func()
+}
+
+func (c *compactHook) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	n, err := c.Store.Compact(ctx, sentBefore, keep)
+	if h := c.hook; h != nil {
+		c.hook = nil
+		h()
+	}
+	return n, err
+}
+
+// TestSweepAcrossAnEmptyingKeepsAnotherSpansGates: a sweep of a process
+// with buckets of a minute begins; meanwhile the store is emptied, and a
+// process with buckets of five minutes records its span and starts a
+// segment. The sweep must not drop that segment's gates: their numbers,
+// five times smaller, lie below the sweeper's bucket, and a start that
+// no longer meets them would hold beside the segment.
+func TestSweepAcrossAnEmptyingKeepsAnotherSpansGates(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	link := &compactHook{Store: store}
+	cfg := chain.DefaultConfig()
+	cfg.Span = time.Minute
+	sweeper, err := chain.New(link, fixedClock{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sweeper.Agree(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	other, err := chain.New(store, fixedClock{}, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gate string
+	link.hook = func() {
+		store.Reset() // nothing held
+		if err := other.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := other.OpenSession(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := other.Claim(ctx, "k", "other", sess, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head, _, err := other.Walk(ctx, c); err != nil || !head {
+			t.Fatalf("the other span's claim: %v, %v; want it holding", head, err)
+		}
+		gate = chain.GateID("k", fixedClock{}.ServerNow().Latest.UnixNano()/int64(5*time.Minute))
+	}
+	// The sweep may fail (the store's span is no longer the sweeper's),
+	// but must not drop the other span's gates.
+	if _, err := sweeper.Sweep(ctx, 4*time.Minute); err != nil && !errors.Is(err, chain.ErrSpan) {
+		t.Fatal(err)
+	}
+	if _, found, err := store.Get(ctx, gate); err != nil || !found {
+		t.Fatalf("the gate %s of the segment the other span holds in: found %v, %v; want it kept", gate, found, err)
+	}
+}
