@@ -31,7 +31,9 @@ import (
 //     a gate) reads the document after the gate, and inserts it if it is
 //     missing.
 //   - A sweep reads it before it reads or deletes anything, since it
-//     deletes gates by bucket number and judges keys idle by it.
+//     deletes gates by bucket number and judges keys idle by it, and
+//     again before it drops gates: it drops none if the store's history
+//     changed meanwhile (another span may be the store's since).
 //
 // Nothing else makes a process rely on a segment it did not rely on: a
 // read of a key's queue (Queue) learns only more of the segment this
