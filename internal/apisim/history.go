@@ -60,6 +60,11 @@ type Hold struct {
 	// scheduling slack, plus the time the process was paused at the
 	// deadline.
 	LostSlack time.Duration
+	// Paused: the process was paused between the hold's deadline and
+	// its start. "A paused process can act after its lease ended": such
+	// a hold is the documented limit, not a broken promise of Lock (its
+	// Lost() must still close).
+	Paused bool
 }
 
 // End is when the hold stopped being valid: the earliest of its end by

@@ -94,6 +94,9 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 		}
 	}()
 	return func() {
+		// A paused process runs no code: its holder gives up when it
+		// resumes.
+		inc.p.waitRunning(context.Background())
 		w.end(h, time.Now())
 		inc.mu.Lock()
 		delete(inc.active, h)

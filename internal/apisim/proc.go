@@ -126,6 +126,19 @@ func (p *proc) pausedAt(t time.Time) time.Time {
 	return time.Time{}
 }
 
+// pausedWithin reports whether the process was paused at some time in
+// [a, b].
+func (p *proc) pausedWithin(a, b time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.pauses {
+		if !pp[0].After(b) && !pp[1].Before(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // unreachable cuts the process off from the store for d: every request
 // fails at once.
 func (p *proc) unreachable(d time.Duration) {

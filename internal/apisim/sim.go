@@ -99,6 +99,14 @@ type Report struct {
 // Simulate simulates one seed. It must run in a testing/synctest bubble: it
 // sleeps for the fake time it simulates.
 func Simulate(seed int64, o Options) Report {
+	w := debugWorld(seed, o)
+	vs := Check(&w.hist)
+	w.fig.Seeds, w.fig.Violations = 1, len(vs)
+	return Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
+}
+
+// debugWorld runs a seed and returns its world.
+func debugWorld(seed int64, o Options) *world {
 	if o.Procs == 0 {
 		o.Procs = 4
 	}
@@ -138,9 +146,7 @@ func Simulate(seed int64, o Options) Report {
 	w.inflight.Wait()
 	closeMembers()
 	w.finish()
-	vs := Check(&w.hist)
-	w.fig.Seeds, w.fig.Violations = 1, len(vs)
-	return Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
+	return w
 }
 
 // configs draws the processes' configurations: most seeds agree, others
@@ -268,6 +274,7 @@ func (w *world) finish() {
 			h.Deadline = l.expiry()
 		}
 		h.LostSlack = lostSlack
+		h.Paused = p.pausedWithin(h.Deadline, h.Start)
 		if resume := p.pausedAt(h.Deadline); !resume.IsZero() {
 			h.LostSlack += resume.Sub(h.Deadline)
 		}

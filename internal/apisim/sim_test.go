@@ -60,3 +60,34 @@ func TestSimulation(t *testing.T) {
 	}
 	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
 }
+
+// TestDebugSeed shows, for -apisim.seed, the sessions of the holds that
+// broke a promise: every confirmation the oracle saw.
+func TestDebugSeed(t *testing.T) {
+	if *simSeed < 0 {
+		t.Skip("needs -apisim.seed")
+	}
+	var w *world
+	for range 30 { // goroutines' order is not the seed's: try again until it breaks
+		synctest.Test(t, func(t *testing.T) {
+			w = debugWorld(*simSeed, Options{Duration: *simDur})
+		})
+		if len(Check(&w.hist)) > 0 {
+			break
+		}
+	}
+	for _, v := range Check(&w.hist) {
+		t.Log(v)
+	}
+	for _, h := range w.hist.Holds {
+		if h.Deadline.IsZero() || (!h.Ended.IsZero() && h.Ended.Before(h.Deadline)) || (!h.LostAt.IsZero() && !h.LostAt.After(h.Deadline)) {
+			continue
+		}
+		t.Logf("%v session %s ended %v lost %v", h, h.Session, h.Ended.Format(tf), h.LostAt.Format(tf))
+		if l := w.procs[h.Proc].leases[h.Session]; l != nil {
+			for _, u := range l.updates {
+				t.Logf("   confirmed at %v deadline %v", u.at.Format(tf), u.deadline.Format(tf))
+			}
+		}
+	}
+}

@@ -23,10 +23,15 @@ type world struct {
 	members *leader.MemoryBackend
 	procs   []*proc
 
-	// maint is taken shared by every operation, and exclusively by the
-	// operator to empty the collections "while no lock is held or
-	// awaited"; opCtx ends the operations under way when he wants to.
-	maint    sync.RWMutex
+	// The operator empties the collections "while no lock is held or
+	// awaited": ops counts the operations under way; while maint is not
+	// nil, no operation begins (it is closed when they may), and drained
+	// is closed when the last one ends; opCtx ends the operations under
+	// way when he wants to. (Channels, not a sync.RWMutex: a goroutine
+	// blocked on a mutex would keep synctest's fake time from advancing.)
+	ops      int
+	maint    chan struct{}
+	drained  chan struct{}
 	opCtx    context.Context
 	opCancel context.CancelFunc
 	ending   bool
@@ -192,8 +197,14 @@ func (w *world) fault(kind string) {
 // operations under way to end, or when parent ends, and the function that
 // ends the operation.
 func (w *world) op(parent context.Context) (context.Context, func()) {
-	w.maint.RLock()
 	w.mu.Lock()
+	for w.maint != nil {
+		m := w.maint
+		w.mu.Unlock()
+		<-m
+		w.mu.Lock()
+	}
+	w.ops++
 	oc := w.opCtx
 	w.mu.Unlock()
 	ctx, cancel := context.WithCancel(parent)
@@ -201,7 +212,13 @@ func (w *world) op(parent context.Context) (context.Context, func()) {
 	return ctx, func() {
 		stop()
 		cancel()
-		w.maint.RUnlock()
+		w.mu.Lock()
+		w.ops--
+		if w.ops == 0 && w.drained != nil {
+			close(w.drained)
+			w.drained = nil
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -210,10 +227,18 @@ func (w *world) op(parent context.Context) (context.Context, func()) {
 // go on after a while. Requests on their way land whenever they land.
 func (w *world) empty() {
 	w.mu.Lock()
+	w.maint = make(chan struct{})
 	w.opCancel()
 	w.opCtx, w.opCancel = context.WithCancel(context.Background())
+	var drained chan struct{}
+	if w.ops > 0 {
+		w.drained = make(chan struct{})
+		drained = w.drained
+	}
 	w.mu.Unlock()
-	w.maint.Lock()
+	if drained != nil {
+		<-drained
+	}
 	w.mem.Reset()
 	w.sess.empty()
 	w.mu.Lock()
@@ -222,7 +247,10 @@ func (w *world) empty() {
 	w.lastSes = time.Now()
 	w.mu.Unlock()
 	time.Sleep(w.rand(0, 500*time.Millisecond))
-	w.maint.Unlock()
+	w.mu.Lock()
+	close(w.maint)
+	w.maint = nil
+	w.mu.Unlock()
 }
 
 // emptySessions empties the sessions collection alone, locks held or
