@@ -49,7 +49,9 @@ func build(p *proc) (*parts, error) {
 	}, nil
 }
 
-func (ps *parts) mutex(key string) (*dsync.Mutex, error) { return dsync.NewMutex(ps.client, key, ps.opts...) }
+func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
+	return dsync.NewMutex(ps.client, key, ps.opts...)
+}
 
 func (ps *parts) rwmutex(key string) (*dsync.RWMutex, error) {
 	return dsync.NewRWMutex(ps.client, key, ps.opts...)
@@ -59,7 +61,9 @@ func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {
 	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, ps.opts...)
 }
 
-func (ps *parts) once(key string) (*dsync.Once, error) { return dsync.NewOnce(ps.client, key, ps.opts...) }
+func (ps *parts) once(key string) (*dsync.Once, error) {
+	return dsync.NewOnce(ps.client, key, ps.opts...)
+}
 
 // election makes a candidate. Its lease runs on the library's clock (the
 // leader package takes none), so a pause stops its requests but not its
