@@ -91,3 +91,33 @@ func TestDebugSeed(t *testing.T) {
 		}
 	}
 }
+
+var simAcross = flag.Bool("apisim.across", false, "public-API simulation: fail TestTokensAcrossEmptyings on tokens that go back across an emptying (issue 42, defect 3) instead of skipping")
+
+// TestTokensAcrossEmptyings checks the README's promise for tokens across
+// an emptying of the collections: "tokens above those handed out more
+// than a second before". Issue 42 (defect 3) shows them going back when a
+// start held back before the emptying lands after it, and
+// docs/operations.md allows that a process that cached a key continues
+// its old queue; so the default run reports what it finds and skips,
+// until the defect is closed (-apisim.across makes it fail).
+func TestTokensAcrossEmptyings(t *testing.T) {
+	found := 0
+	for _, seed := range seeds() {
+		r := simulate(t, seed)
+		vs := CheckTokensAcrossEmptyings(r.History)
+		for i, v := range vs {
+			if i < 3 {
+				t.Logf("seed %d: %v", seed, v)
+			}
+		}
+		found += len(vs)
+	}
+	switch {
+	case found == 0:
+	case *simAcross:
+		t.Errorf("%d tokens went back across emptyings", found)
+	default:
+		t.Skipf("issue 42, defect 3 (open): %d tokens went back across emptyings; -apisim.across makes this fail", found)
+	}
+}
