@@ -111,7 +111,7 @@ func TestCheckLost(t *testing.T) {
 		{"lost at the deadline", History{Holds: []*Hold{h(1000, 900, 900, 0)}}, 0},
 		{"lost late", History{Holds: []*Hold{h(1000, 900, 950, 0)}}, 1},
 		{"lost never", History{Holds: []*Hold{h(1000, 900, -1, 0)}}, 1},
-		{"paused at the deadline", History{Holds: []*Hold{h(1000, 900, 950, 60 * time.Millisecond)}}, 0},
+		{"paused at the deadline", History{Holds: []*Hold{h(1000, 900, 950, 60*time.Millisecond)}}, 0},
 	})
 }
 

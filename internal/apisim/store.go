@@ -47,7 +47,9 @@ type plan struct {
 // ends), whatever the sender does meanwhile: a sender whose ctx ends
 // first returns, and its request lands later, after its later requests.
 // The reply comes back after its own delay, unless lost. done, if not
-// nil, runs when the reply reaches the sender (for the oracle).
+// nil, runs when the reply reaches the sender (for the oracle). What
+// apply writes may be read only when request returns nil: after an
+// error, the request may still be landing.
 func (s *procStore) request(ctx context.Context, op string, apply func(pl plan), done func(sent time.Time)) error {
 	p := s.p
 	if err := p.waitRunning(ctx); err != nil {
@@ -139,23 +141,25 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 // InsertEach implements driver.Store: torn, the documents land in any
 // order, apart.
 func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	errs := make([]error, len(docs))
+	res := make([]error, len(docs)) // written by the request, which may land after it returned
 	err := s.request(ctx, "insert-each", func(pl plan) {
 		order := s.p.w.perm(len(docs), pl.torn)
 		for n, i := range order {
 			if pl.torn && n > 0 {
 				time.Sleep(s.p.w.tearGap())
 			}
-			errs[i] = s.Store.Insert(context.Background(), docs[i])
-			if errs[i] == nil {
+			res[i] = s.Store.Insert(context.Background(), docs[i])
+			if res[i] == nil {
 				s.p.w.landed(s.p, docs[i])
 			}
 		}
 	}, nil)
-	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
+	if err == nil {
+		return res
+	}
+	errs := make([]error, len(docs))
+	for i := range errs {
+		errs[i] = err
 	}
 	return errs
 }
@@ -171,7 +175,10 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 			s.p.w.doneReply(s.p, d.Key, d.Token)
 		}
 	})
-	return d, found, err
+	if err != nil {
+		return driver.Doc{}, false, err
+	}
+	return d, found, nil
 }
 
 // Delete implements driver.Store: torn, it is applied as a read of the
@@ -198,8 +205,10 @@ func (s *procStore) Delete(ctx context.Context, ids []string) error {
 // RecentKeys implements driver.Store.
 func (s *procStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	var keys []string
-	err := s.request(ctx, "recent-keys", func(plan) { keys, _ = s.Store.RecentKeys(context.Background(), from) }, nil)
-	return keys, err
+	if err := s.request(ctx, "recent-keys", func(plan) { keys, _ = s.Store.RecentKeys(context.Background(), from) }, nil); err != nil {
+		return nil, err
+	}
+	return keys, nil
 }
 
 // Compact implements driver.Store (applied whole: the contract lets a
@@ -207,8 +216,10 @@ func (s *procStore) RecentKeys(ctx context.Context, from int64) ([]string, error
 // takes).
 func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	var n int64
-	err := s.request(ctx, "compact", func(plan) { n, _ = s.Store.Compact(context.Background(), sentBefore, keep) }, nil)
-	return n, err
+	if err := s.request(ctx, "compact", func(plan) { n, _ = s.Store.Compact(context.Background(), sentBefore, keep) }, nil); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // DropGates implements driver.Store.
@@ -224,8 +235,10 @@ func (s *procStore) PutKeys(ctx context.Context, keys []string) error {
 // HasKey implements driver.Store.
 func (s *procStore) HasKey(ctx context.Context, key string) (bool, error) {
 	var ok bool
-	err := s.request(ctx, "has-key", func(plan) { ok, _ = s.Store.HasKey(context.Background(), key) }, nil)
-	return ok, err
+	if err := s.request(ctx, "has-key", func(plan) { ok, _ = s.Store.HasKey(context.Background(), key) }, nil); err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // ListKeys implements driver.Store (unfaulted: only listings read it,
@@ -267,15 +280,20 @@ func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expire
 			s.p.w.confirmed(s.p, id, sent)
 		}
 	})
-	return found, err
+	if err != nil {
+		return false, err
+	}
+	return found, nil
 }
 
 // GetSession implements driver.Store.
 func (s *procStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	var sess driver.Session
 	var found bool
-	err := s.request(ctx, "get-session", func(plan) { sess, found = s.p.w.sess.get(id) }, nil)
-	return sess, found, err
+	if err := s.request(ctx, "get-session", func(plan) { sess, found = s.p.w.sess.get(id) }, nil); err != nil {
+		return driver.Session{}, false, err
+	}
+	return sess, found, nil
 }
 
 // isWrite reports whether op changes the store (the ops a held-back
