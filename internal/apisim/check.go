@@ -194,6 +194,24 @@ func CheckFIFO(h *History) []Violation {
 	return vs
 }
 
+// fifoPairs counts the pairs of Locks whose order CheckFIFO fixes.
+func fifoPairs(h *History) int {
+	n := 0
+	for _, hs := range byKey(h) {
+		for _, a := range hs {
+			if a.Prim != PrimMutex || a.Try || a.Landed.IsZero() {
+				continue
+			}
+			for _, b := range hs {
+				if b.Prim == PrimMutex && !b.Try && b != a && a.Landed.Before(b.Call) && !h.emptiedBetween(a.Landed, b.Start) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // CheckLost: "At the deadline Lost() is closed, whether or not the
 // backend can be reached; a hold is never lost silently" (an election's
 // context "is cancelled at the lease's local deadline even when the

@@ -50,6 +50,10 @@ type Figures struct {
 	ClockSteps       int
 	Disagreements    int // processes configured unlike the first
 	Violations       int
+	// What the checkers had to judge: holds lost (Lost() closed before
+	// their holder gave them up), pairs of Locks whose order FIFO fixes,
+	// Dos that ran f and returned nil.
+	Losses, FIFOPairs, OnceWinners int
 }
 
 // Add adds o's figures to f's.
@@ -73,6 +77,9 @@ func (f *Figures) Add(o Figures) {
 	f.ClockSteps += o.ClockSteps
 	f.Disagreements += o.Disagreements
 	f.Violations += o.Violations
+	f.Losses += o.Losses
+	f.FIFOPairs += o.FIFOPairs
+	f.OnceWinners += o.OnceWinners
 }
 
 // String is the summary line.
@@ -84,8 +91,8 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds, %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements; %d violations",
-		f.Seeds, f.Holds, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Violations)
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements; judged %d FIFO pairs, %d Dos that ran f and returned nil; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.FIFOPairs, f.OnceWinners, f.Violations)
 }
 
 // Report is one seed's run.
@@ -102,6 +109,17 @@ func Simulate(seed int64, o Options) Report {
 	w := debugWorld(seed, o)
 	vs := Check(&w.hist)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
+	w.fig.FIFOPairs = fifoPairs(&w.hist)
+	for _, h := range w.hist.Holds {
+		if !h.LostAt.IsZero() && (h.Ended.IsZero() || h.LostAt.Before(h.Ended)) {
+			w.fig.Losses++
+		}
+	}
+	for _, d := range w.hist.Dos {
+		if d.Err == nil && d.Run != nil {
+			w.fig.OnceWinners++
+		}
+	}
 	return Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
 }
 
