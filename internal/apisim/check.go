@@ -38,9 +38,14 @@ func Check(h *History) []Violation {
 }
 
 // byKey groups the holds by stored key, each group in order of start.
+// A hold that was never valid (it began at or after its deadline, which
+// CheckHeld judges) is left out: it is no hold for the other promises.
 func byKey(h *History) map[string][]*Hold {
 	m := make(map[string][]*Hold)
 	for _, x := range h.Holds {
+		if !x.Start.Before(x.End()) {
+			continue
+		}
 		m[x.Key] = append(m[x.Key], x)
 	}
 	for _, hs := range m {

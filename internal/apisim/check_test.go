@@ -73,6 +73,7 @@ func TestCheckTokens(t *testing.T) {
 		{"reused", History{Holds: []*Hold{hold(1, PrimMutex, "k", 2, 0, 100, 900), hold(2, PrimMutex, "k", 2, 100, 200, 900)}}, 1},
 		{"readers unordered", History{Holds: []*Hold{hold(1, PrimRead, "rw", 5, 0, 100, 900), hold(2, PrimRead, "rw", 2, 50, 200, 900)}}, 0},
 		{"reader then writer", History{Holds: []*Hold{hold(1, PrimRead, "rw", 5, 0, 100, 900), hold(2, PrimWrite, "rw", 2, 100, 200, 900)}}, 1},
+		{"one never valid", History{Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 100, 900), hold(2, PrimMutex, "k", 2, 100, 200, 50)}}, 0},
 		{"across an emptying", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 2000, 2100, 2900)}}, 0},
 	})
 	runCases(t, CheckTokensAcrossEmptyings, []checkCase{

@@ -137,7 +137,13 @@ func (inc *incarnation) work(who string) {
 		ctx, done := w.op(inc.ctx)
 		switch x := w.rand(0, 100); {
 		case x < 35:
-			inc.mutex(ctx, who, fmt.Sprintf("m%d", x%2))
+			key := fmt.Sprintf("m%d", x%2)
+			if w.chance(0.05) {
+				// A key used now and then: idle long enough, a sweep
+				// compacts it, and its tokens must still grow.
+				key = "rare"
+			}
+			inc.mutex(ctx, who, key)
 		case x < 55:
 			inc.rw(ctx, who, "rw")
 		case x < 75:

@@ -49,6 +49,7 @@ type Figures struct {
 	Pauses           int
 	ClockSteps       int
 	Disagreements    int // processes configured unlike the first
+	Compacted        int // documents the sweeps of idle keys deleted
 	Violations       int
 	// What the checkers had to judge: holds lost (Lost() closed before
 	// their holder gave them up), pairs of Locks whose order FIFO fixes,
@@ -76,6 +77,7 @@ func (f *Figures) Add(o Figures) {
 	f.Pauses += o.Pauses
 	f.ClockSteps += o.ClockSteps
 	f.Disagreements += o.Disagreements
+	f.Compacted += o.Compacted
 	f.Violations += o.Violations
 	f.Losses += o.Losses
 	f.FIFOPairs += o.FIFOPairs
@@ -91,8 +93,8 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements; judged %d FIFO pairs, %d Dos that ran f and returned nil; %d violations",
-		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.FIFOPairs, f.OnceWinners, f.Violations)
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs, %d Dos that ran f and returned nil; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.OnceWinners, f.Violations)
 }
 
 // Report is one seed's run.

@@ -216,7 +216,10 @@ func (s *procStore) RecentKeys(ctx context.Context, from int64) ([]string, error
 // takes).
 func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	var n int64
-	if err := s.request(ctx, "compact", func(plan) { n, _ = s.Store.Compact(context.Background(), sentBefore, keep) }, nil); err != nil {
+	if err := s.request(ctx, "compact", func(plan) {
+		n, _ = s.Store.Compact(context.Background(), sentBefore, keep)
+		s.p.w.compacted(n)
+	}, nil); err != nil {
 		return 0, err
 	}
 	return n, nil

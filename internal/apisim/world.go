@@ -186,6 +186,12 @@ func (w *world) count(what string) {
 	w.mu.Unlock()
 }
 
+func (w *world) compacted(n int64) {
+	w.mu.Lock()
+	w.fig.Compacted += int(n)
+	w.mu.Unlock()
+}
+
 func (w *world) fault(kind string) {
 	w.mu.Lock()
 	w.fig.Faults[kind]++
