@@ -179,8 +179,14 @@ func configs(w *world, n int) []procConfig {
 			Span:  4 * time.Second,
 			Limit: 2 + int64(w.rand(0, 2)),
 		}
-		if w.chance(0.3) {
+		switch x := w.rand(0, 10); {
+		case x < 2:
 			c.Span = 8 * time.Second
+		case x < 3:
+			// At least the sweep lock's TTL (15 s): only then do the
+			// sweeps compact (TestSweepWithShortSpan), in runs longer
+			// than the idle age (-apisim.duration).
+			c.Span = 16 * time.Second
 		}
 		if w.chance(0.4) {
 			c.Idle = 4 * c.Span
