@@ -173,47 +173,52 @@ func checkTokens(h *History, across bool) []Violation {
 	return vs
 }
 
-// CheckFIFO: "Waiters hold in the order they called Lock". A Lock whose
-// claim was in the store before another Lock was called must hold first,
-// unless the collections were emptied in between (every queue starts
-// again). Tries do not queue.
+// CheckFIFO: "Waiters hold in the order they called Lock" (Mutex);
+// an RWMutex's "readers and writers queue together, first come first
+// served"; an election's candidates: "the candidate that has campaigned
+// longest leads next". A call whose claim was in the store before another
+// call was made must hold first, unless the collections were emptied in
+// between (every queue starts again). Tries do not queue; two readers, or
+// two acquisitions of a semaphore, may hold together, in either order.
 func CheckFIFO(h *History) []Violation {
 	var vs []Violation
+	forFIFO(h, func(a, b *Hold) {
+		if b.Start.Before(a.Start) {
+			vs = append(vs, Violation{PromiseFIFO, fmt.Sprintf("%v held before %v, whose claim landed at %v, before it was called at %v",
+				b, a, a.Landed.Format(tf), b.Call.Format(tf))})
+		}
+	})
+	return vs
+}
+
+// forFIFO calls f with every pair of holds whose order FIFO fixes: a
+// must hold before b.
+func forFIFO(h *History, f func(a, b *Hold)) {
+	queued := func(x *Hold) bool {
+		return !x.Try && (x.Prim == PrimMutex || x.Prim == PrimRead || x.Prim == PrimWrite || x.Prim == PrimElection)
+	}
 	for _, hs := range byKey(h) {
 		for _, a := range hs {
-			if a.Prim != PrimMutex || a.Try || a.Landed.IsZero() {
+			if !queued(a) || a.Landed.IsZero() {
 				continue
 			}
 			for _, b := range hs {
-				if b.Prim != PrimMutex || b.Try || b == a || !a.Landed.Before(b.Call) || !b.Start.Before(a.Start) {
+				if b == a || !queued(b) || !a.Landed.Before(b.Call) || (a.Prim == PrimRead && b.Prim == PrimRead) {
 					continue
 				}
 				if h.emptiedBetween(a.Landed, b.Start) {
 					continue
 				}
-				vs = append(vs, Violation{PromiseFIFO, fmt.Sprintf("%v held before %v, whose claim landed at %v, before it called Lock at %v",
-					b, a, a.Landed.Format(tf), b.Call.Format(tf))})
+				f(a, b)
 			}
 		}
 	}
-	return vs
 }
 
-// fifoPairs counts the pairs of Locks whose order CheckFIFO fixes.
+// fifoPairs counts the pairs of holds whose order CheckFIFO fixes.
 func fifoPairs(h *History) int {
 	n := 0
-	for _, hs := range byKey(h) {
-		for _, a := range hs {
-			if a.Prim != PrimMutex || a.Try || a.Landed.IsZero() {
-				continue
-			}
-			for _, b := range hs {
-				if b.Prim == PrimMutex && !b.Try && b != a && a.Landed.Before(b.Call) && !h.emptiedBetween(a.Landed, b.Start) {
-					n++
-				}
-			}
-		}
-	}
+	forFIFO(h, func(a, b *Hold) { n++ })
 	return n
 }
 

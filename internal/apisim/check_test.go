@@ -94,6 +94,8 @@ func TestCheckFIFO(t *testing.T) {
 		{"overtaken", History{Holds: []*Hold{waiter(1, 0, 5, 200, 1), waiter(2, 10, 15, 100, 2)}}, 1},
 		{"called together", History{Holds: []*Hold{waiter(1, 0, 20, 200, 1), waiter(2, 10, 15, 100, 2)}}, 0},
 		{"emptied between", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{waiter(1, 0, 5, 200, 1), waiter(2, 10, 15, 100, 2)}}, 0},
+		{"a reader overtaken by a writer", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.Prim, h.Key = PrimRead, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Prim, h.Key = PrimWrite, "rw"; return h }()}}, 1},
+		{"readers in either order", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.Prim, h.Key = PrimRead, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Prim, h.Key = PrimRead, "rw"; return h }()}}, 0},
 		{"a try", History{Holds: []*Hold{waiter(1, 0, 5, 200, 1), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Try = true; return h }()}}, 0},
 	})
 }
