@@ -18,6 +18,14 @@
 // and when each renewal of a session was sent and its reply came back,
 // from which it derives each session's deadline by the documented rule
 // (an upper bound of the library's own: see leaseLog.expiry).
+//
+// What it does not model: a pause freezes a process's requests, replies
+// and its primitives' timers (their Clock), not its goroutines, and not
+// its elections' timers (package leader takes no Clock); clock steps go
+// forward only (a monotonic clock never goes back; a suspend it counts);
+// backups restored; Fence and the gocron Locker. The figures of a run say
+// which faults it met; the planted bugs (planted_test.go, -tags
+// dsync_planted) show that each checker catches what it is for.
 package apisim
 
 import (
