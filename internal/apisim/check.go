@@ -335,7 +335,7 @@ func CheckOnce(h *History) []Violation {
 		}
 		for _, w := range ws {
 			for _, r := range h.Runs {
-				if r.Key == k.key && r != w.Run && r.Start.After(w.Run.Start) && era(r.Start) == k.era {
+				if r.Key == k.key && r != w.Run && r.valid() && r.Start.After(w.Run.Start) && era(r.Start) == k.era {
 					vs = append(vs, Violation{PromiseOnce, fmt.Sprintf("p%d ran f of %s (token %d) at %v, after p%d's run (token %d, from %v), whose Do returned nil",
 						r.Proc, k.key, r.Token, r.Start.Format(tf), w.Proc, w.Run.Token, w.Run.Start.Format(tf))})
 				}

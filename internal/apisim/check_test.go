@@ -148,6 +148,7 @@ func TestCheckOnce(t *testing.T) {
 		{"never confirmed", History{Runs: []*Run{r1}, Dos: []*Do{do(0, r1, 1000, nil, -1, 900)}}, 1},
 		{"unconfirmed, then run again", History{Runs: []*Run{r1, r2}, Dos: []*Do{do(0, r1, 1000, unconfirmed, 950, 900), do(1, r2, 410, nil, 405, 900)}}, 0},
 		{"run after a nil", History{Runs: []*Run{r1, r2}, Dos: []*Do{do(0, r1, 110, nil, 105, 900), do(1, r2, 410, unconfirmed, 405, 900)}}, 1},
+		{"a run begun past its deadline", History{Runs: []*Run{r1, func() *Run { r := run(1, 0, 300, 400, true); r.Deadline = at(250); return r }()}, Dos: []*Do{do(0, r1, 110, nil, 105, 900)}}, 0},
 		{"two nils", History{Runs: []*Run{r1, r2}, Dos: []*Do{do(0, r1, 110, nil, 105, 900), do(1, r2, 410, nil, 405, 900)}}, 2},
 		{"nil without a run", History{Dos: []*Do{do(1, nil, 120, nil, -1, 0)}}, 1},
 		{"nil after a failed run", History{Runs: []*Run{failed}, Dos: []*Do{do(0, failed, 110, nil, 105, 900)}}, 1},

@@ -101,7 +101,15 @@ type Run struct {
 	Token      uint64 // TokenOf the function's context
 	Start, End time.Time
 	OK         bool // the function returned nil
+	// Deadline is the latest its hold could be valid (as Hold's; zero:
+	// unknown). A run that began at or after it is CheckHeld's to judge
+	// (a paused process may act after its lease ended): no run for Once's
+	// promises.
+	Deadline time.Time
 }
+
+// valid reports whether the run began while its hold could be valid.
+func (r *Run) valid() bool { return r.Deadline.IsZero() || r.Start.Before(r.Deadline) }
 
 // Do is one call of Once.Do.
 type Do struct {

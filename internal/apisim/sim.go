@@ -313,6 +313,13 @@ func (w *world) finish() {
 			h.LostSlack += resume.Sub(h.Deadline)
 		}
 	}
+	for _, r := range w.hist.Runs {
+		if c, ok := w.procs[r.Proc].claims[claimKey{r.Key, r.Token}]; ok {
+			if l := w.procs[r.Proc].leases[c.session]; l != nil {
+				r.Deadline = l.expiry()
+			}
+		}
+	}
 	for _, d := range w.hist.Dos {
 		if d.Run == nil {
 			continue
