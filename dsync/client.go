@@ -208,6 +208,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		return nil, fmt.Errorf("dsync: %w", err)
 	}
 	eng.SetBug(cfg.bug)
+	plantEngine(eng)
 	c.eng = eng
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)

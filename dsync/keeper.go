@@ -94,7 +94,7 @@ func (k *keeper) armLocked(s *session) {
 	if s.armed {
 		s.stopTimer()
 	}
-	s.stopTimer = k.id.clock.AfterFunc(k.deadlineLocked(s).Sub(k.id.clock.Now()), func() { k.expireIfDue(s) })
+	s.stopTimer = k.id.clock.AfterFunc(k.deadlineLocked(s).Sub(k.id.clock.Now())+plantedLate(k.id.ttl), func() { k.expireIfDue(s) })
 	s.armed = true
 }
 
@@ -315,7 +315,7 @@ func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
 	var lost []*hold
-	due := !s.retired && s.lease.Expire(k.mono(k.id.clock.Now()))
+	due := !s.retired && s.lease.Expire(k.mono(k.id.clock.Now())-plantedLate(k.id.ttl))
 	if due {
 		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
 	}

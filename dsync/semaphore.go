@@ -87,7 +87,7 @@ func (s *Semaphore) terms(n int64) (chain.Terms, error) {
 	case n > s.limit:
 		return chain.Terms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
-	return chain.Terms{Mode: chain.Weighted, Weight: n, Limit: s.limit}, nil
+	return chain.Terms{Mode: chain.Weighted, Weight: n, Limit: plantedLimit(s.limit)}, nil
 }
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On

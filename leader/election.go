@@ -183,7 +183,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	}
 	e.term = t
 	e.wg.Add(1)
-	go e.watch(t, e.mu.Lost())
+	go e.watch(t, plantedLost(e.mu.Lost()))
 	e.state.Unlock()
 
 	e.heartbeatNow()
