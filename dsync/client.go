@@ -211,6 +211,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		return nil, ttlSpanError(cfg.lease.ttl, span)
 	}
 	eng.SetBug(cfg.bug)
+	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
 	c.resend = chain.NewResender(eng, func(pending int, err error) {

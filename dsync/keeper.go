@@ -86,7 +86,7 @@ func (k *keeper) armLocked(s *session) {
 	if s.armed {
 		s.stopTimer()
 	}
-	s.stopTimer = k.lease.clock.AfterFunc(k.deadlineLocked(s).Sub(k.lease.clock.Now()), func() { k.expireIfDue(s) })
+	s.stopTimer = k.lease.clock.AfterFunc(k.deadlineLocked(s).Sub(k.lease.clock.Now())+plantedLate(k.lease.ttl), func() { k.expireIfDue(s) })
 	s.armed = true
 }
 
@@ -264,7 +264,7 @@ func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
 	var lost []*hold
-	due := !s.retired && s.lease.Expire(k.mono(k.lease.clock.Now()))
+	due := !s.retired && s.lease.Expire(k.mono(k.lease.clock.Now())-plantedLate(k.lease.ttl))
 	if due {
 		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
 	}

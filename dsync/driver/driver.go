@@ -84,11 +84,15 @@ func (m Mode) String() string {
 // Doc is a document of a key's queue: a claim, its shadow, or a marker
 // that ends a claim.
 type Doc struct {
-	ID      string
-	Key     string
-	Epoch   uint64
-	Kind    string
-	Nonce   string // unique per claim insert (for a marker or a shadow: the claim's)
+	ID    string
+	Key   string
+	Epoch uint64
+	Kind  string
+	// Nonce is unique per claim insert (for a marker or a shadow: the
+	// claim's). The protocol document's is unique per insert: it names
+	// the store's history since it was last emptied; a gate's is the
+	// protocol document's that its sender had read.
+	Nonce   string
 	Session string // the session of the claim (for a marker: of the claim it ends)
 	Owner   string // claims only: the primitive that claimed
 	// Sent is the latest possible store time when the document was sent.

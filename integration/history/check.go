@@ -7,7 +7,9 @@ package history
 //     weighted holds of one limit while their weights fit it; weighted
 //     holds of different limits conflict) (check_exclusion.go);
 //   - tokens strictly increase in the order holds that conflict began
-//     (check_tokens.go);
+//     (check_tokens.go), between resets of the store; with
+//     Options.EmptyingGap, across emptyings too, as they promise
+//     (check_emptying.go);
 //   - weighted holds began in queue order: none while claims queued
 //     before it left no room (check_fifo.go);
 //   - every loss was signalled no later than its deadline plus the
@@ -42,6 +44,9 @@ func Check(events []Event, opts *Options) *Report {
 	checkLosses(r, opts, ps)
 	checkObservers(r, events, era)
 	checkOnce(r, events, era)
+	if opts != nil && opts.EmptyingGap > 0 {
+		checkAcrossEmptyings(r, events, opts.EmptyingGap)
+	}
 	r.sortViolations()
 	return r
 }

@@ -42,6 +42,12 @@ type Options struct {
 	// deadline predicted from reply times before it counts as a late
 	// reply having been counted. Default 1 ms (clock conversion error).
 	PredTolerance time.Duration
+	// EmptyingGap, if set, compares tokens across emptyings of the store
+	// (EvReset of kind ResetEmpty): a hold's token must be larger than
+	// that of every conflicting hold begun more than EmptyingGap before
+	// the last emptying before it (check_emptying.go). Zero: tokens are
+	// compared only between resets.
+	EmptyingGap time.Duration
 }
 
 func (o *Options) lossTolerance(h *Hold) int64 {

@@ -43,6 +43,9 @@
 //     [B×Span, (B+1)×Span)), each naming the segment that owns its bucket (see
 //     Segments below), and the store's one protocol document, which records
 //     Span: every process on a store must use the same (see Spans below).
+//     Its nonce, fresh at each insert, names the store's history (since
+//     the last emptying), and every gate records the history its sender
+//     had read (see Histories below).
 //   - key's floor {epoch F, nonce}, recorded in its gates: every epoch of
 //     the gate's segment below F has ended. The nonce is that of F's claim,
 //     and a floor counts only while that claim exists with it (floor.go).
@@ -209,16 +212,18 @@
 // epochs lie above every earlier one's (L2).
 //
 // Time is cut in buckets of Span. A gate names the segment that owns its
-// bucket; its ID is exclusive, so a bucket has one owner. A start inserts,
-// in one ordered request, the gates of every bucket from bucket(E)−1 to
+// bucket; its ID is exclusive, so a bucket has one owner. A start reads
+// the protocol document (inserting it if missing), then inserts, in one
+// ordered request, the gates of every bucket from bucket(E)−1 to
 // bucket(L)+1 (E and L the earliest and latest possible store times at
-// sending), lowest first, then its first claim, of epoch base(E) =
-// ⌊E/Quantum⌋ × Rate, and that claim's shadow, and last the protocol
-// document. It succeeds only if every gate and the claim land (no other
-// segment owned any of those buckets) and the protocol document, inserted
-// or read back, names the starter's Span. Otherwise the highest gate in
-// the range that still gives coverage names the live segment, which the
-// claim joins once the protocol document names its Span.
+// sending), lowest first, recording the history read, then its first
+// claim, of epoch base(E) = ⌊E/Quantum⌋ × Rate, and that claim's shadow.
+// It succeeds only if every gate and the claim land (no other segment
+// owned any of those buckets) and the protocol document, read again,
+// names the starter's Span and the history its gates record. Otherwise
+// the highest gate in the range that still gives coverage names the live
+// segment, which the claim joins once the protocol document, read after
+// it, names its Span and the gate's history.
 //
 // Coverage: a process that knows the gate of bucket b names segment S (it
 // inserted it, or read it) relies on S while the latest possible store time
@@ -227,8 +232,9 @@
 // each renewal and running beside it, since it takes a request per key
 // held when a bucket begins), and its lease is never extended past its
 // keys' coverage as known when the renewal is sent (Lease.SetCap); a claim about to hold refreshes first, and one that holds
-// with nothing below it in its segment reads its gate (the store may have
-// been emptied since the process learned it). Only holders refresh: a
+// with nothing below it in its segment reads its gate, and the protocol
+// document after it (the store may have been emptied since the process
+// learned it: L3). Only holders refresh: a
 // process that holds nothing never extends a segment it may know only from
 // a store since emptied. A claim whose segment is no longer covered, or
 // that meets a claim of another segment above its segment's first epoch, is
@@ -258,6 +264,33 @@
 // (L1), so its first epoch base(E') ≥ base(L + Margin) > E, as Margin ≥
 // Quantum. Tokens only grow from segment to segment, whatever the store
 // forgot in between.
+//
+// (L3) Histories (history.go). An emptying at store time T begins a
+// history H, whose protocol document is inserted after T (by whichever
+// insert lands first, even one sent before T) with a fresh nonce N: the
+// document is never updated, and an insert lands once at most, so N names
+// H alone. A claim holds in H only in a segment relied on through a gate
+// recording N: one it read, followed by a read of the document naming N
+// (a join, or a claim that holds with nothing below it in its segment),
+// or its own start's, followed the same way; or a refresh by a holder
+// that relies on the segment in H already. (A process that knew a
+// segment before T may insert into it, but a walk stops only at what a
+// claim that held in H left, or at the first epoch, where it reads the
+// gate and the document; the fast path needs the claim below in H.)
+// Every gate recording N was
+// sent after its sender read N, so after T; by induction on time, the
+// first gate recording N of each segment relied on in H is a start's, so
+// the segment started after T (nothing is held at T, so no holder
+// refreshes across it). Its base is then base(E') with E' ≥ T less the
+// width of the sender's clock estimate, and every epoch inserted before T
+// at a latest store time L lies below base(L + Margin): a hold in H gets a
+// token above every token inserted more than Margin, two widths of the
+// clock estimate and a Quantum before T (README: "more than a second
+// before"). A start or refresh held back across the emptying records the
+// history before it: its segment is never relied on in H, but its gates
+// own their buckets, so the key's next start waits until its range lies
+// above them (up to three buckets after they were sent); the engine then
+// reports the key busy without a request (noteStray).
 //
 // A hold needs coverage past its session's deadline: coverage reaches about
 // two buckets ahead after a refresh, so a TTL must be at most Span (Claim
@@ -301,32 +334,30 @@
 // before may land after, but it cannot vouch for a claim the store lost:
 // the fast path checks the claim's shadow, which is never sent twice. A
 // gate sent before that lands after carries a floor whose claim the new
-// history does not have: it does not count, and the segment's claims wait
-// until it lapses. The new history starts a segment above the old one
-// (L2), but a process that knew the old segment may continue it in the
-// new history (a gate of it landing late): tokens are ordered within each
-// history, not across an emptying. A prune sent before deletes by ID:
-// shadows and markers are named by nonces, never sent twice; claims below
-// a floor of the old history, where no claim that counts lies in the new
-// one either: a process that continues the old segment relies on a gate
-// at least as recent as any the prune relied on (a gate gives coverage
-// only within two buckets of its own, and the prune was sent a bucket
-// after its gate's), and inserts above its floor (F3). One limit: a lock held at the moment is not
-// protected (its holder does not notice until its session is found gone).
+// history does not have: it does not count. No segment of the old history
+// is relied on in the new one (L3: its gates record the old history; a
+// process that knew it holds only on what the store shows, and a claim
+// at its first epoch reads the gate and then the protocol document), so
+// every segment relied on starts above the tokens handed out before the
+// emptying. A prune sent before deletes by ID: shadows and markers are
+// named by nonces, never sent twice; claims below a floor of a segment of
+// the old history, in which no claim counts in the new one. One limit: a
+// lock held at the moment is not protected (its holder does not notice
+// until its session is found gone).
 //
 // # Spans
 //
 // All of the above is about processes of one Span: buckets of two spans
 // have different numbers for one time, so segments of two spans never meet
 // at a gate. The protocol document, inserted once per history and never
-// updated, decides it: a start inserts it after its segment's gates and
-// first claim and relies on the segment only if the document, inserted or
-// read back, names its Span; a join reads it after the gate it joins
-// (inserting it if missing); a sweep reads it first; nothing else makes a
-// process rely on a segment it did not (span.go). Two starts
-// of different spans in one history both send it after their segments'
-// documents: one insert wins, and the other start reads the winner's
-// Span and withdraws its claim. A segment relied on across an emptying
+// updated, decides it: a start reads it (inserting it if missing) before
+// and after its segment's gates and first claim land, and relies on the
+// segment only if it names its Span (and one history both times); a join
+// reads it after the gate it joins (inserting it if missing); a sweep
+// reads it first, and again before it drops gates; nothing else makes a
+// process rely on a segment it did not (span.go). Two starts of different spans in one history read one
+// document after their segments' documents landed: the start whose Span
+// it does not name withdraws its claim. A segment relied on across an emptying
 // has a claim held or awaited then, which the emptying's condition rules
 // out; a claim made on knowledge from before the emptying holds only on
 // what the store shows after its insert. A process whose Span the store
@@ -400,28 +431,44 @@
 //     claim.
 //   - A start's gates land in buckets of their sending time: landing late,
 //     they meet a gate a covered segment relies on (and nothing after them
-//     lands), or they are in buckets whose coverage is over.
+//     lands), or they are in buckets whose coverage is over, or, after an
+//     emptying, they record the history before it and nobody relies on
+//     them (L3). Twice: a start is sent once; a later start of the same
+//     process, with a new claim, meets the earlier one's gates and joins
+//     it (in one history). Landing after its own withdrawal, its claim is
+//     ended on arrival.
 //   - A gate refresh of unknown outcome gives its sender no coverage.
 //     Landing late, its gate is of a bucket at most one past its sending
 //     time: a start after it meets it and joins, one before it makes it
-//     fail.
+//     fail; after an emptying, it records the history before it (L3).
+//     Twice (a driver sends a gate again on a transient failure): its ID
+//     is taken, and the second is ErrExists.
 //   - A compaction deletes only documents sent more than the idle age
 //     before it, of keys no gate covered since; landing later, it deletes
 //     only older documents still (a done record is judged when the
 //     delete reaches it: its ID comes back once it expired, see done.go).
+//     Old gates are dropped by bucket number, sent only if the protocol
+//     document still names the history the sweep began in; a drop that
+//     lands after an emptying deletes only gates long past in its span,
+//     but those of a process of another span if one recorded its span
+//     since (a limit of stores whose processes disagree on the span).
 //   - The insert that opens a session, if its outcome is unknown, leaves
 //     a session that is never used.
 //   - A protocol document is only inserted: landing late in an emptied
 //     store, it records its sender's Span first, and processes of another
-//     Span are refused (an error to fix, not a second holder).
+//     Span are refused (an error to fix, not a second holder); it begins
+//     a history under a nonce nobody knew, which every process reads
+//     before it relies on a gate of it (L3). Twice: the same nonce, and
+//     ErrExists.
 //
 // The simulation test in this package runs the protocol of several
 // processes against one store with requests delayed, reordered, applied
 // long after their senders gave up and torn, with crashes, pauses,
 // suspends, drifting clocks, failovers, pruning, the store emptied or
-// restored, and in a quarter of the runs a process configured with another
-// bucket span, and checks every seed's history for conflicting holds valid
-// at once, weights over the limit, token order between conflicting holds,
-// late loss signals and renewal storms; planted protocol errors (in a
+// restored, starts and refreshes held back until just after an emptying,
+// and in a quarter of the runs a process configured with another bucket
+// span, and checks every seed's history for conflicting holds valid at
+// once, weights over the limit, token order between conflicting holds
+// (across emptyings too, L3), late loss signals and renewal storms; planted protocol errors (in a
 // build with -tags dsync_planted) must be caught.
 package chain

@@ -126,6 +126,9 @@ type Engine struct {
 	// made that have not ended: their keys' knowledge (the segment, its
 	// gate and floor) is kept while they need it (see state).
 	pins map[string]int
+	// history is the nonce of the store's protocol document as this
+	// engine read or inserted it last: the store's history (history.go).
+	history string
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
@@ -258,6 +261,9 @@ type keyState struct {
 	mine     map[uint64]mineRec
 	pruned   int64
 	prunedTo uint64
+	// strayUntil: until then (store time), a start of the key meets the
+	// gates of a segment of another history of the store (history.go).
+	strayUntil time.Time
 }
 
 // hasTip reports whether ks knows the release of its newest epoch.

@@ -120,9 +120,9 @@ func (e *Engine) dropCover(key string, seg uint64) {
 }
 
 // gate returns the gate of key's bucket b naming seg, with floor f, sent
-// at sent.
-func gate(key string, seg uint64, b int64, f Floor, sent time.Time) Doc {
-	return Doc{ID: GateID(key, b), Key: key, Kind: KindGate, Seg: seg, Bucket: b, Floor: f, Sent: sent}
+// at sent in the store's history (history.go).
+func gate(key string, seg uint64, b int64, f Floor, sent time.Time, history string) Doc {
+	return Doc{ID: GateID(key, b), Key: key, Kind: KindGate, Seg: seg, Bucket: b, Floor: f, Sent: sent, Nonce: history}
 }
 
 // enter makes q's key covered: it starts a segment, in which case c is
@@ -131,6 +131,16 @@ func gate(key string, seg uint64, b int64, f Floor, sent time.Time) Doc {
 // (c, err).
 func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	e := q.e
+	if e.clock.ServerNow().Latest.Before(e.strayUntil(q.key)) {
+		// A segment of another history owns the buckets a start needs.
+		return nil, true, &BusyError{Key: q.key}
+	}
+	// The store's span and history as its protocol document names them
+	// now: the start's gates record the history, and count only in it.
+	history, err := e.confirmSpan(ctx)
+	if err != nil {
+		return nil, true, err
+	}
 	now := e.clock.ServerNow()
 	seg := e.base(now.Earliest)
 	if e.has(BugCompactResetsTokens) {
@@ -152,21 +162,21 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	// package documentation).
 	var docs []Doc
 	for b := lo; b <= hi; b++ {
-		docs = append(docs, gate(q.key, seg, b, Floor{}, now.Latest))
+		docs = append(docs, gate(q.key, seg, b, Floor{}, now.Latest, history))
 	}
 	c = q.newClaim(seg, seg)
 	d := q.claimDoc(c, now.Latest)
-	// The protocol document last: the segment is relied on only if, after
-	// its documents landed, the store's span is this process's (span.go).
-	docs = append(docs, d, shadowOf(d), e.protocolDoc())
-	gates := len(docs) - 3
+	docs = append(docs, d, shadowOf(d))
+	gates := len(docs) - 2
+	docs, landed := e.plantedStartDocs(docs, history)
 	dup, err := e.store.InsertOrdered(ctx, docs)
-	if err == nil && dup == gates+2 {
-		// The protocol document exists (as it usually does): it must name
-		// this process's span, or the claim is given up.
-		if err = e.confirmSpan(ctx); err == nil {
-			dup = -1
-		}
+	if landed >= 0 && dup == landed {
+		dup = -1
+	}
+	if err == nil && (dup == -1 || dup == gates) {
+		// Its gates landed: the segment is relied on only if the store
+		// is still in the history they record, with this process's span.
+		err = e.gateOfThisHistory(ctx, docs[0])
 	}
 	switch {
 	case err != nil:
@@ -175,9 +185,15 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		// joins again).
 		e.abandon(ctx, c)
 		e.dropCover(q.key, 0)
+		if errors.Is(err, errOtherHistory) {
+			// The store was emptied since the history was read: start
+			// again in its new history (meeting these gates, if they
+			// landed after the emptying).
+			return nil, false, nil
+		}
 		return nil, true, err
 	case dup == -1:
-		e.learnGate(q.key, gate(q.key, seg, hi, Floor{}, now.Latest))
+		e.learnGate(q.key, docs[gates-1])
 		e.learnNewest(q.key, seg)
 		// The first claim of a segment: nothing is below it.
 		c.clear, c.strong, c.Below = true, true, true
@@ -186,10 +202,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	case dup == gates:
 		// Every gate landed, and the first claim exists: this segment's
 		// (an earlier start of this process, of unknown outcome).
-		if err := e.confirmSpan(ctx); err != nil {
-			return nil, true, err
-		}
-		e.learnGate(q.key, gate(q.key, seg, hi, Floor{}, now.Latest))
+		e.learnGate(q.key, docs[gates-1])
 		e.learnNewest(q.key, seg)
 		q.join(seg)
 		q.base, q.known = seg, true
@@ -197,11 +210,17 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	case dup > gates:
 		return nil, true, fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
 	}
-	// A gate of bucket lo+dup exists: the buckets from there up are owned.
-	// The live segment is the one of the highest gate that still gives
-	// coverage, if the store's span is this process's.
+	return q.meet(ctx, lo+int64(dup), hi)
+}
+
+// meet learns the live segment after a start met a gate of bucket from:
+// the buckets from there to hi are owned. It is the one of the highest
+// gate that still gives coverage, if that gate was sent in the store's
+// history and the store's span is this process's.
+func (q *claimRun) meet(ctx context.Context, from, hi int64) (c *Claim, done bool, err error) {
+	e := q.e
 	q.seg = 0
-	for b := hi; b >= lo+int64(dup); b-- {
+	for b := hi; b >= from; b-- {
 		g, found, err := e.store.Get(ctx, GateID(q.key, b))
 		if err != nil {
 			return nil, true, err
@@ -214,7 +233,13 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 			// start in: try again once the store's time moves on.
 			return nil, false, nil
 		}
-		if err := e.confirmSpan(ctx); err != nil {
+		if err := e.gateOfThisHistory(ctx, g); err != nil {
+			if errors.Is(err, errOtherHistory) {
+				// A start or refresh of a history before an emptying,
+				// landed since: its segment is not this history's.
+				e.noteStray(q.key, b)
+				return nil, true, &BusyError{Key: q.key}
+			}
 			return nil, true, err
 		}
 		e.learnGate(q.key, g)
@@ -243,6 +268,9 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 	keys = slices.Compact(keys)
 	now := e.clock.ServerNow()
 	want := e.bucket(now.Latest) + 1
+	// A holder knows the history its segment is relied on in: its gates
+	// record it (history.go).
+	history := e.knownHistory()
 	var pending []string
 	for _, key := range keys {
 		if ks := e.snapshot(key); !e.covered(ks, now.Latest) {
@@ -267,7 +295,7 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 			case ks.seg == 0:
 				lapsed = append(lapsed, key) // forgotten meanwhile: over
 			case ks.cover < want:
-				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest))
+				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, history))
 			}
 		}
 		if len(gates) == 0 {
@@ -321,52 +349,6 @@ func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok bool, er
 	}
 	e.learnGate(g.Key, g)
 	return true, nil
-}
-
-// ensureCover checks, before c holds, that its segment is covered now
-// (refreshing it if its coverage is near its end). A claim whose segment
-// lapsed is withdrawn, and errLapsed returned: a process that lost
-// coverage never relies on that segment again.
-func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
-	ks := e.snapshot(c.Key)
-	now := e.clock.ServerNow()
-	if ks.seg != c.Seg || !e.covered(ks, now.Latest) {
-		e.abandon(context.WithoutCancel(ctx), c)
-		if ks.seg == c.Seg {
-			e.dropCover(c.Key, c.Seg)
-		}
-		return fmt.Errorf("%w: %q", errLapsed, c.Key)
-	}
-	if e.bucket(now.Latest)+1 > ks.cover {
-		if ok, err := e.refreshKey(ctx, c.Key); err != nil || !ok {
-			if err == nil {
-				e.abandon(context.WithoutCancel(ctx), c)
-				err = fmt.Errorf("%w: %q", errLapsed, c.Key)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// proveGate reads the gate that covers c's segment: it must name it. A
-// claim that holds with nothing below it in its segment relies on that
-// gate being in the store now, not only once.
-func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
-	ks := e.snapshot(c.Key)
-	if ks.seg == c.Seg {
-		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
-		if err != nil {
-			return err
-		}
-		if found && g.Kind == KindGate && g.Seg == c.Seg {
-			e.learnGate(c.Key, g)
-			return nil
-		}
-		e.dropCover(c.Key, c.Seg)
-	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: no gate names segment %d", errLapsed, c.Key, c.Seg)
 }
 
 // CoverEnd returns when this engine's coverage of key's segment ends, in

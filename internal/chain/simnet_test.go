@@ -32,6 +32,12 @@ type server struct {
 	lastReset time.Duration
 	// dropped is the true time the sessions were last dropped (0: never).
 	dropped time.Duration
+	// stalled are the requests held back until the next emptying
+	// (simstall_test.go).
+	stalled []*stalledReq
+	// stalledAfter: by ID, the stalled requests that the withdrawal with
+	// that ID follows on their link.
+	stalledAfter map[string]*stalledReq
 }
 
 // backup is a copy of the server's documents.
@@ -41,7 +47,7 @@ type backup struct {
 }
 
 func newServer(s *sim) *server {
-	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time)}
+	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), stalledAfter: make(map[string]*stalledReq)}
 }
 
 // now is the server's clock.
@@ -196,6 +202,19 @@ func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids 
 }
 
 func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
+	if h := n.s.server.stalledAfter[d.ID]; h != nil && d.Kind == chain.KindWithdraw {
+		return n.callAfterStalled(ctx, h, func() {
+			err := n.s.server.store.Insert(bg, d)
+			n.s.tracef("insert after stalled %v -> %v", d, err)
+		})
+	}
+	if d.Kind == chain.KindGate && n.s.stallNext() {
+		return n.callStalled(ctx, "", func() {
+			err := n.s.server.store.Insert(bg, d)
+			n.s.noteStalledGates([]chain.Doc{d})
+			n.s.tracef("stalled insert %v -> %v", d, err)
+		})
+	}
 	var lag time.Duration
 	if d.Kind == chain.KindGate && ctx.Value(actorKey{}).(*actor).o == n.s.slowGates && n.s.grng.Float64() < 0.8 {
 		// The slow link of one owner: its refreshes' gates land late,
@@ -220,6 +239,21 @@ func (n net) Insert(ctx context.Context, d chain.Doc) (err error) {
 }
 
 func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err error) {
+	if len(docs) > 1 && docs[0].Kind == chain.KindGate && n.s.stallNext() {
+		var follow string
+		for _, d := range docs {
+			if d.Kind == chain.KindClaim {
+				follow = chain.EndID(d.Key, d.Epoch, d.Nonce)
+			}
+		}
+		return 0, n.callStalled(ctx, follow, func() {
+			dup, err := n.s.server.store.InsertOrdered(bg, docs)
+			if dup == -1 {
+				n.s.noteStalledGates(docs)
+			}
+			n.s.tracef("stalled insertordered %v -> dup %d %v", docs, dup, err)
+		})
+	}
 	if cerr := n.call(ctx, func() {
 		dup, err = n.s.server.store.InsertOrdered(bg, docs)
 		if len(docs) > 0 && docs[0].Kind == chain.KindGate {
@@ -338,6 +372,7 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 func (n net) DropGates(ctx context.Context, below int64) (err error) {
 	if cerr := n.call(ctx, func() {
 		err = n.s.server.store.DropGates(bg, below)
+		n.s.tracef("dropgates below %d -> %v", below, err)
 	}); cerr != nil {
 		return cerr
 	}

@@ -372,6 +372,12 @@ func (o *owner) worker(a *actor, keys []string) {
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
+		if s.quiet() {
+			// Nothing claimed while an operator waits to empty the
+			// store (simstall_test.go).
+			a.sleep(10 * time.Millisecond)
+			continue
+		}
 		key := keys[s.rng.IntN(len(keys))]
 		if key == keyIdle && (s.now > simPhase1 && s.now < simPhase2) {
 			a.sleep(10 * time.Millisecond)

@@ -206,6 +206,7 @@ func (s *sim) reset(kind string, tries int) {
 		sv.store.Reset()
 		clear(sv.sessions)
 		s.stats.resets++
+		defer sv.releaseStalled()
 	case "restore":
 		sv.store.Restore(sv.backup.store)
 		sv.sessions = make(map[string]map[int]time.Time, len(sv.backup.sessions))

@@ -18,19 +18,22 @@ import (
 // a process checks it where it comes to rely on a segment it did not
 // already rely on:
 //
-//   - A start inserts the protocol document with its span last, in the
-//     same ordered insert as its gates and first claim, and reads it back
-//     if it exists: a start relies on its segment only if the document
-//     then names its span. Two starts of different spans in one history of
-//     the store both insert it after their segments' documents; one insert
-//     wins, and the other start reads a span not its own and gives its
-//     claim up. So no history holds two segments of different spans that
-//     are relied on, whichever order their requests land in.
+//   - A start reads the protocol document (inserting it if it is
+//     missing) before it sends its gates and first claim, and reads it
+//     again after they landed: it relies on its segment only if the
+//     document then names its span (and the history its gates name:
+//     history.go). Two starts of different spans in one history of the
+//     store read one document, whichever inserted it: the start whose
+//     span it does not name gives its claim up. So no history holds two
+//     segments of different spans that are relied on, whichever order
+//     their requests land in.
 //   - A claim that joins the segment of a gate it read (a start that met
 //     a gate) reads the document after the gate, and inserts it if it is
 //     missing.
 //   - A sweep reads it before it reads or deletes anything, since it
-//     deletes gates by bucket number and judges keys idle by it.
+//     deletes gates by bucket number and judges keys idle by it, and
+//     again before it drops gates: it drops none if the store's history
+//     changed meanwhile (another span may be the store's since).
 //
 // Nothing else makes a process rely on a segment it did not rely on: a
 // read of a key's queue (Queue) learns only more of the segment this
@@ -65,8 +68,10 @@ func (e *SpanError) Is(target error) bool { return target == ErrSpan }
 // (emptied, and written first by a process of another span) has this
 // engine's starts and joins refused with a *SpanError.
 func (e *Engine) Agree(ctx context.Context, fixed bool) error {
-	err := e.store.Insert(ctx, e.protocolDoc())
+	d := e.protocolDoc()
+	err := e.store.Insert(ctx, d)
 	if err == nil {
+		e.learnHistory(d.Nonce)
 		return nil
 	}
 	if !errors.Is(err, ErrExists) {
@@ -80,6 +85,9 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 		return fmt.Errorf("%w: the protocol document %q went while it was read", ErrSpan, ProtocolID)
 	}
 	err = e.sameSpan(got)
+	if err == nil {
+		e.learnHistory(got.Nonce)
+	}
 	switch {
 	case err == nil, fixed:
 		return err
@@ -87,28 +95,41 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
 	}
 	e.spanNs.Store(int64(got.Span))
+	e.learnHistory(got.Nonce)
 	return nil
 }
 
 // confirmSpan makes sure the store's protocol document names this
 // engine's span: it reads it, and inserts it if it is missing. A
-// *SpanError says it names another.
-func (e *Engine) confirmSpan(ctx context.Context) error {
+// *SpanError says it names another. It returns the document's nonce,
+// which names the store's history (history.go).
+func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 	for range 2 {
 		got, found, err := e.store.Get(ctx, ProtocolID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if found {
-			return e.sameSpan(got)
+			if err := e.sameSpan(got); err != nil {
+				return "", err
+			}
+			e.learnHistory(got.Nonce)
+			return got.Nonce, nil
 		}
-		// Missing: the store was emptied. Inserting it is what a start
-		// does; landing late, it is as harmless as a start's.
-		if err := e.store.Insert(ctx, e.protocolDoc()); !errors.Is(err, ErrExists) {
-			return err
+		// Missing: the store was emptied. The insert begins its next
+		// history; landing late, it begins one that nobody relied on
+		// before (history.go).
+		d := e.protocolDoc()
+		err = e.store.Insert(ctx, d)
+		if err == nil {
+			e.learnHistory(d.Nonce)
+			return d.Nonce, nil
+		}
+		if !errors.Is(err, ErrExists) {
+			return "", err
 		}
 	}
-	return fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
+	return "", fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
 }
 
 // sameSpan checks that the protocol document d names this engine's span.
@@ -122,9 +143,10 @@ func (e *Engine) sameSpan(d Doc) error {
 	return nil
 }
 
-// protocolDoc is the store's protocol document as this engine writes it.
+// protocolDoc is the store's protocol document as this engine writes it,
+// with a nonce of its own: the history it begins, if it lands (history.go).
 func (e *Engine) protocolDoc() Doc {
-	return Doc{ID: ProtocolID, Kind: KindProtocol, Span: e.span(), Sent: e.clock.ServerNow().Latest}
+	return Doc{ID: ProtocolID, Kind: KindProtocol, Span: e.span(), Nonce: e.cfg.NewID(), Sent: e.clock.ServerNow().Latest}
 }
 
 // Span is the bucket span in force: Config.Span, or the store's once

@@ -34,7 +34,8 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	}
 	// Gates are judged by their buckets' numbers, which mean other times
 	// under another span.
-	if err := e.confirmSpan(ctx); err != nil {
+	history, err := e.confirmSpan(ctx)
+	if err != nil {
 		return 0, err
 	}
 	now := e.clock.ServerNow()
@@ -45,6 +46,13 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	}
 	n, err := e.store.Compact(ctx, before, keep)
 	if err != nil {
+		return n, err
+	}
+	// The store may have been emptied since the sweep began, and a
+	// process of another span have recorded its own: its gates' numbers
+	// are not this span's, and dropping by number would delete gates it
+	// relies on. So the drop is sent only if the history is the same.
+	if again, err := e.confirmSpan(ctx); err != nil || again != history {
 		return n, err
 	}
 	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3)

@@ -15,14 +15,17 @@ func gateDoc(key string, seg uint64, b int64, sent time.Time) driver.Doc {
 }
 
 // testSegmentDocs: gates, with or without a floor, and the protocol
-// document keep every field.
+// document keep every field, their nonces too.
 func (s *suite) testSegmentDocs(t *testing.T) {
 	st, ctx := s.store(t)
 	sent := now(st)
 	g := gateDoc("k", 1<<50, 5893418, sent)
 	floored := gateDoc("k", 1<<50, 5893419, sent)
 	floored.Floor = driver.Floor{Epoch: 1<<50 + 1<<20 + 7, Nonce: "cvn0q3s2fd0s73d1ju6g", Seg: 1 << 50}
-	p := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: 5 * time.Minute, Sent: sent}
+	// The protocol document's nonce names the store's history, which
+	// every gate records (the engine relies on no gate of another).
+	floored.Nonce = "d4ht7lq2fd0s73a1kq80"
+	p := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: 5 * time.Minute, Nonce: floored.Nonce, Sent: sent}
 	insert(t, ctx, st, g, floored, p)
 	checkStored(t, ctx, st, g)
 	checkStored(t, ctx, st, floored)
