@@ -34,7 +34,6 @@ type world struct {
 	drained  chan struct{}
 	opCtx    context.Context
 	opCancel context.CancelFunc
-	ending   bool
 
 	inflight sync.WaitGroup // requests on their way, which land even after their senders
 
