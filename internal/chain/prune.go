@@ -55,6 +55,26 @@ func (e *Engine) noteMine(c *Claim, sent time.Time) {
 	}
 }
 
+// mineBetween copies, under the engine's lock, this process's claims of
+// segment seg with epochs in [lo, end). A snapshot shares the key's map,
+// which noteMine and notePruned change under the lock while a prune of
+// another release reads it.
+func (e *Engine) mineBetween(key string, seg, lo, end uint64) map[uint64]mineRec {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[key]
+	if ks == nil || ks.seg != seg {
+		return nil
+	}
+	mine := make(map[uint64]mineRec)
+	for epoch, r := range ks.mine {
+		if epoch >= lo && epoch < end {
+			mine[epoch] = r
+		}
+	}
+	return mine
+}
+
 // prune deletes the next chunk of key's history below the floor of the
 // highest gate of segment seg that allows it now. Best effort.
 func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
@@ -89,7 +109,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		return
 	}
 	end := min(hi, lo+pruneChunk)
-	mine := e.snapshot(key).mine
+	mine := e.mineBetween(key, seg, lo, end)
 	var ids []string
 	for epoch := lo; epoch < end; epoch++ {
 		r, ok := mine[epoch]
