@@ -25,14 +25,17 @@ import (
 // the lock; without that, -race reports the race here.
 func TestConcurrentReleasesPrune(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := dsync.NewMemoryBackendOn(memory.New(), dsync.ClientWithBucketSpan(4*time.Second))
+		b, err := dsync.NewClient(memory.New(), dsync.ClientWithBucketSpan(4*time.Second), dsync.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer b.Close()
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s, err := dsync.NewSemaphore(b, "s", 8, dsync.WithTTL(time.Second))
+				s, err := dsync.NewSemaphore(b, "s", 8)
 				if err != nil {
 					t.Error(err)
 					return

@@ -20,7 +20,7 @@ type world struct {
 
 	mem     *memory.Store
 	sess    *sessions
-	members *leader.MemoryBackend
+	members *leader.MemoryMembers
 	procs   []*proc
 
 	// The operator empties the collections "while no lock is held or
@@ -34,7 +34,6 @@ type world struct {
 	drained  chan struct{}
 	opCtx    context.Context
 	opCancel context.CancelFunc
-	ending   bool
 
 	inflight sync.WaitGroup // requests on their way, which land even after their senders
 

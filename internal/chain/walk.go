@@ -32,7 +32,6 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			return false, Blocker{}, err
 		}
 		c.clear = true
-		e.noteLive(c, true)
 		if c.Below {
 			e.learnOwn(c)
 		}
@@ -69,7 +68,6 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 			}
 			c.clear, c.read = true, false
 			c.Below = c.strong && len(c.passed) == 0
-			e.noteLive(c, true)
 			if c.Below {
 				e.learnOwn(c)
 			}
