@@ -51,7 +51,8 @@ type predClaim struct {
 // It writes each hold's deadline to the history when the hold begins and
 // whenever it moves, before the library sees the reply, so a worker
 // killed right after a renewal still leaves it on record. Its send times
-// are read after the library's, so its deadlines are never earlier than
+// are read after the library's (for a renewal that took two calls, at
+// the first: see firstSent), so its deadlines are never earlier than
 // the library's (by microseconds); the checker flags a library deadline
 // later than the prediction: that would be a late reply counted.
 type recorder struct {
@@ -66,6 +67,16 @@ type recorder struct {
 	// read (the send time) and the token of the record last seen or
 	// inserted (once.go).
 	dones map[string]doneSeen
+	// attempts: for each session, the expiry of its latest open or
+	// renewal and when the first call carrying it was sent (see
+	// firstSent).
+	attempts map[string]attempt
+}
+
+// attempt is one renewal (or open) of a session, as the store saw it.
+type attempt struct {
+	expires time.Time
+	sent    int64
 }
 
 // doneSeen is what the recorder saw of a key's done record.
@@ -77,7 +88,7 @@ type doneSeen struct {
 func newRecorder(w *worker, ttl time.Duration) *recorder {
 	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20),
 		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold),
-		dones: make(map[string]doneSeen)}
+		dones: make(map[string]doneSeen), attempts: make(map[string]attempt)}
 }
 
 // opened records a session opened by a request sent at sent whose reply
@@ -115,6 +126,25 @@ func (r *recorder) renewed(id string, sent, reply int64) {
 			r.w.emit(history.Event{Ev: history.EvDeadline, Key: lid.key, Token: lid.token, T: reply, DL: dl, Src: history.SrcPred})
 		}
 	}
+}
+
+// firstSent returns when the first store call of the renewal that sent
+// expires to session id was sent. One renewal may take two calls with
+// the same expiry (an update that failed, then the insert of the next
+// generation, or an insert answered ErrExists, then an update), and the
+// library counts it from its own send time, before the first; the
+// second call's send time would move the predicted deadline past the
+// library's by the first call's whole wait (hundreds of milliseconds on
+// a loaded machine), and a takeover after the library's deadline would
+// look early.
+func (r *recorder) firstSent(id string, expires time.Time, sent int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.attempts[id]; ok && a.expires.Equal(expires) {
+		return a.sent
+	}
+	r.attempts[id] = attempt{expires: expires, sent: sent}
+	return sent
 }
 
 // gone records that the backend no longer knows session id.
@@ -204,7 +234,7 @@ func (r *recorder) wrap(s driver.Store) driver.Store { return &recordingStore{St
 // InsertSession: generation 0 opens a session; a later one is a renewal
 // (after one of unknown outcome).
 func (s *recordingStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	sent := history.Now()
+	sent := s.rec.firstSent(sess.ID, sess.ExpiresAt, history.Now())
 	err := s.Store.InsertSession(ctx, sess)
 	switch {
 	case err != nil:
@@ -217,7 +247,7 @@ func (s *recordingStore) InsertSession(ctx context.Context, sess driver.Session)
 }
 
 func (s *recordingStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	sent := history.Now()
+	sent := s.rec.firstSent(id, expires, history.Now())
 	found, err := s.Store.RenewSession(ctx, id, gen, expires)
 	switch {
 	case err != nil:

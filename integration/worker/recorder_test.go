@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -132,10 +133,52 @@ func TestRecorderPredictsDeadlines(t *testing.T) {
 type fakeStore struct {
 	*memory.Store
 	renewFound bool
+	// renewFails makes RenewSession fail after taking renewWait.
+	renewFails bool
+	renewWait  time.Duration
 }
 
 func (f *fakeStore) RenewSession(context.Context, string, int, time.Time) (bool, error) {
+	if f.renewFails {
+		time.Sleep(f.renewWait) // a call that timed out took this long
+		return false, errors.New("fake: no reply")
+	}
 	return f.renewFound, nil
+}
+
+// A renewal whose update fails and whose insert of the next generation
+// then lands (the library sends both with one expiry, counting from the
+// first send) moves the deadline to the first call's send time, not the
+// insert's: otherwise the prediction would lie the failed call's whole
+// wait past the library's deadline, and a takeover after the library's
+// deadline would look early (TestClockSkew, once on a loaded machine).
+func TestRenewalInTwoCallsCountsFromTheFirst(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Hour
+	r, _ := testRecorder(t, ttl)
+	f := &fakeStore{Store: memory.New(), renewFails: true, renewWait: 50 * time.Millisecond}
+	s := r.wrap(f)
+	if err := s.InsertSession(ctx, driver.Session{ID: "s", ExpiresAt: time.Now().Add(ttl)}); err != nil {
+		t.Fatal(err)
+	}
+	r.claimed("k", 1, "s", "n")
+	r.holding("k", 1, history.Now())
+
+	exp := time.Now().Add(ttl)
+	if _, err := s.RenewSession(ctx, "s", 0, exp); err == nil {
+		t.Fatal("the fake's update did not fail")
+	}
+	failed := history.Now()
+	if err := s.InsertSession(ctx, driver.Session{ID: "s", Gen: 1, ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	margin := int64(ttl / 20)
+	if got, after := r.deadline("k", 1), failed+int64(ttl)-margin; got >= after {
+		t.Fatalf("deadline %d counts from the insert's send (at or after %d), not the update's", got, after)
+	}
+	if got := r.firstSent("s", exp.Add(time.Second), 7); got != 7 {
+		t.Fatalf("a renewal with another expiry counts from %d, want its own send 7", got)
+	}
 }
 
 // The recording wrapper passes every call on, and records sessions,
