@@ -133,20 +133,37 @@ func (s *suite) testListKeys(t *testing.T) {
 	if got := list(t, ctx, st, driver.KeyQuery{}); !slices.Equal(got, all) {
 		t.Fatalf("ListKeys() = %q, want %q (%v)", got, all, st.KeyOrder())
 	}
-	byBytes := st.KeyOrder() == driver.OrderBytes
-	// want is what q selects of all: the reference the store must match.
-	want := func(q driver.KeyQuery) []string {
-		var keys []string
-		for _, k := range all {
-			if strings.HasPrefix(k, q.Prefix) && (q.After == "" || k > q.After) {
-				keys = append(keys, k)
-			}
-		}
-		if q.Limit > 0 && len(keys) > q.Limit {
-			keys = keys[:q.Limit]
-		}
-		return keys
+	checkQueryGrid(t, ctx, st, all)
+	if st.KeyOrder() == driver.OrderBytes {
+		checkReferenceCases(t, ctx, st)
+		checkPaging(t, ctx, st, all)
 	}
+	if _, err := listErr(ctx, st, driver.KeyQuery{Limit: -1}); err == nil {
+		t.Errorf("ListKeys with limit -1: no error")
+	}
+}
+
+// selectKeys is what q selects of all (in the store's order): the
+// reference a store's listing must match.
+func selectKeys(all []string, q driver.KeyQuery) []string {
+	var keys []string
+	for _, k := range all {
+		if strings.HasPrefix(k, q.Prefix) && (q.After == "" || k > q.After) {
+			keys = append(keys, k)
+		}
+	}
+	if q.Limit > 0 && len(keys) > q.Limit {
+		keys = keys[:q.Limit]
+	}
+	return keys
+}
+
+// checkQueryGrid lists every combination of a set of prefixes, limits
+// and afters, and compares each listing with the reference; a store of
+// OrderFirstUse must refuse every one that names After.
+func checkQueryGrid(t *testing.T, ctx context.Context, st driver.Store, all []string) {
+	t.Helper()
+	byBytes := st.KeyOrder() == driver.OrderBytes
 	prefixes := []string{"", "a", "a/", "a/1", "a/\U0010FFFF", "a0", "b/", "c", "dsync:", "é", "\U0010FFFF", "a/10x"}
 	afters := []string{"", "a", "a/", "a/10", "a/10x", "a/é", "a/zzz", "a0", "b", "\U0010FFFF"}
 	for _, prefix := range prefixes {
@@ -161,48 +178,53 @@ func (s *suite) testListKeys(t *testing.T) {
 					}
 				case err != nil:
 					t.Errorf("ListKeys(%s): %v", qs(q), err)
-				case !slices.Equal(got, want(q)):
-					t.Errorf("ListKeys(%s) = %q, want %q", qs(q), got, want(q))
+				case !slices.Equal(got, selectKeys(all, q)):
+					t.Errorf("ListKeys(%s) = %q, want %q", qs(q), got, selectKeys(all, q))
 				}
 			}
 		}
 	}
-	if byBytes {
-		// The reference itself, in a few cases written out.
-		for _, c := range []struct {
-			q    driver.KeyQuery
-			want []string
-		}{
-			{driver.KeyQuery{Prefix: "a/"}, []string{"a/1", "a/10", "a/2", "a/3", "a/é", "a/\U0010FFFF", "a/\U0010FFFFz"}},
-			{driver.KeyQuery{Prefix: "a/", After: "a/10", Limit: 2}, []string{"a/2", "a/3"}},
-			{driver.KeyQuery{Prefix: "a", After: "a/\U0010FFFF"}, []string{"a/\U0010FFFFz", "a0"}},
-			{driver.KeyQuery{Prefix: "b/", After: "a/zzz"}, []string{"b/1", "b/2"}},
-		} {
-			if got := list(t, ctx, st, c.q); !slices.Equal(got, c.want) {
-				t.Errorf("ListKeys(%s) = %q, want %q", qs(c.q), got, c.want)
-			}
-		}
-		// Paging through every key, one and three at a time.
-		for _, limit := range []int{1, 3} {
-			var got []string
-			for after := ""; len(got) <= len(all); {
-				page := list(t, ctx, st, driver.KeyQuery{After: after, Limit: limit})
-				if len(page) > limit {
-					t.Fatalf("ListKeys(after %q, limit %d) = %q: more than the limit", after, limit, page)
-				}
-				if len(page) == 0 {
-					break
-				}
-				got = append(got, page...)
-				after = page[len(page)-1]
-			}
-			if !slices.Equal(got, all) {
-				t.Errorf("paging %d at a time = %q, want %q", limit, got, all)
-			}
+}
+
+// checkReferenceCases checks the reference itself, in a few cases
+// written out, on a store of OrderBytes.
+func checkReferenceCases(t *testing.T, ctx context.Context, st driver.Store) {
+	t.Helper()
+	for _, c := range []struct {
+		q    driver.KeyQuery
+		want []string
+	}{
+		{driver.KeyQuery{Prefix: "a/"}, []string{"a/1", "a/10", "a/2", "a/3", "a/é", "a/\U0010FFFF", "a/\U0010FFFFz"}},
+		{driver.KeyQuery{Prefix: "a/", After: "a/10", Limit: 2}, []string{"a/2", "a/3"}},
+		{driver.KeyQuery{Prefix: "a", After: "a/\U0010FFFF"}, []string{"a/\U0010FFFFz", "a0"}},
+		{driver.KeyQuery{Prefix: "b/", After: "a/zzz"}, []string{"b/1", "b/2"}},
+	} {
+		if got := list(t, ctx, st, c.q); !slices.Equal(got, c.want) {
+			t.Errorf("ListKeys(%s) = %q, want %q", qs(c.q), got, c.want)
 		}
 	}
-	if _, err := listErr(ctx, st, driver.KeyQuery{Limit: -1}); err == nil {
-		t.Errorf("ListKeys with limit -1: no error")
+}
+
+// checkPaging pages through every key, one and three at a time, on a
+// store of OrderBytes.
+func checkPaging(t *testing.T, ctx context.Context, st driver.Store, all []string) {
+	t.Helper()
+	for _, limit := range []int{1, 3} {
+		var got []string
+		for after := ""; len(got) <= len(all); {
+			page := list(t, ctx, st, driver.KeyQuery{After: after, Limit: limit})
+			if len(page) > limit {
+				t.Fatalf("ListKeys(after %q, limit %d) = %q: more than the limit", after, limit, page)
+			}
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			after = page[len(page)-1]
+		}
+		if !slices.Equal(got, all) {
+			t.Errorf("paging %d at a time = %q, want %q", limit, got, all)
+		}
 	}
 }
 
@@ -244,8 +266,14 @@ func (s *suite) testListKeysStream(t *testing.T) {
 		t.Errorf("ListKeys() listed %d keys (%d distinct), want each of the %d recorded once", len(got), len(slices.Compact(got)), len(want))
 	}
 
-	// The caller stops early: the listing ends (ranging over it would
-	// panic if it went on), and the store serves the next one.
+	checkStopsEarly(t, ctx, st)
+	checkContextEnds(t, ctx, st)
+}
+
+// checkStopsEarly: the caller stops early, so the listing ends (ranging
+// over it would panic if it went on), and the store serves the next one.
+func checkStopsEarly(t *testing.T, ctx context.Context, st driver.Store) {
+	t.Helper()
 	n := 0
 	for _, err := range st.ListKeys(ctx, driver.KeyQuery{}) {
 		if err != nil {
@@ -258,11 +286,14 @@ func (s *suite) testListKeysStream(t *testing.T) {
 	if got := list(t, ctx, st, driver.KeyQuery{Limit: 3}); len(got) != 3 {
 		t.Errorf("ListKeys(limit 3) after a listing stopped early = %q, want 3 keys", got)
 	}
+}
 
-	// The context ends after the first key: the listing reads no further
-	// batch, and reports it.
+// checkContextEnds: the context ends after the first key, so the
+// listing reads no further batch, and reports it.
+func checkContextEnds(t *testing.T, ctx context.Context, st driver.Store) {
+	t.Helper()
 	cctx, cancel := context.WithCancel(ctx)
-	n = 0
+	n := 0
 	var end error
 	for _, err := range st.ListKeys(cctx, driver.KeyQuery{}) {
 		if err != nil {
