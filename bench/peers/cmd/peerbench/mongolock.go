@@ -86,10 +86,10 @@ func (d *mongoLockDriver) Connect(ctx context.Context, m *harness.Meter, ns stri
 	d.probe(ctx)
 	mon := &event.CommandMonitor{
 		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
-			m.Command(e.CommandName, time.Duration(e.DurationNanos), false)
+			m.Command(e.CommandName, e.Duration, false)
 		},
 		Failed: func(_ context.Context, e *event.CommandFailedEvent) {
-			m.Command(e.CommandName, time.Duration(e.DurationNanos), true)
+			m.Command(e.CommandName, e.Duration, true)
 		},
 	}
 	c, err := mongo.Connect(ctx, options.Client().ApplyURI(d.uri).SetMonitor(mon).SetDialer(dialer{m}))
