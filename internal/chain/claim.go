@@ -294,26 +294,8 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	if ks.seg != q.seg {
 		return nil, false, nil // the segment went (dropped): enter again
 	}
-	if q.known && q.base < ks.floor.Epoch && !e.has(BugNoFloorProof) {
-		// What this run knows lies below the key's floor, where epochs may
-		// be pruned: go on from the floor.
-		q.known = false
-	}
-	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
-		d, found, err := e.top(ctx, q.key, q.seg)
-		if err != nil {
-			return nil, true, q.topFailed(ctx, err)
-		}
-		q.base, q.known, q.tip = 0, true, Doc{}
-		if found && d.Epoch >= q.seg && d.Seg != q.seg {
-			// A claim of a later segment: this process's segment is over.
-			e.dropCover(q.key, q.seg)
-			q.seg = 0
-			return nil, false, nil
-		}
-		if found && d.Epoch >= q.seg {
-			q.base = d.Epoch
-		}
+	if again, err := q.findBase(ctx, round, ks); err != nil || again {
+		return nil, err != nil, err
 	}
 	// Without knowledge, try the segment's first epoch: it is never
 	// pruned, so its insert succeeds only in a segment that has none (a
@@ -330,73 +312,149 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// that covers the segment now, and its floor (see floor.go).
 	checked := e.clock.Mono()
 	ks = e.snapshot(q.key)
-	if ks.seg != q.seg || !e.covered(ks, now) {
-		return nil, false, nil // the coverage ended meanwhile: enter again
-	}
-	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
-		q.known = false // below the floor: go on from it
+	if !q.insertable(ks, epoch, now) {
 		return nil, false, nil
 	}
 	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.has(BugNoFloorProof)
 	c = q.newClaim(epoch, q.seg)
+	docs, chained := q.insertDocs(c, now)
+	sent := e.clock.Mono()
+	dup, err := e.store.InsertOrdered(ctx, docs)
+	replied := e.clock.Mono()
+	err = claimInsertErr(docs[0], dup, err)
+	switch {
+	case err == nil:
+		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
+		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
+	case errors.Is(err, ErrExists):
+		return q.lost(epoch)
+	default:
+		e.abandon(ctx, c)
+		e.forget(q.key)
+		return nil, true, err
+	}
+}
+
+// findBase settles the epoch q inserts above: what q knows below the key's
+// floor is dropped, and what it does not know is read (the key's newest
+// claim), unless the segment's first epoch is worth a try. again: the
+// newest claim showed q's segment over, so the Claim loop enters again.
+func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again bool, err error) {
+	e := q.e
+	if q.known && q.base < ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		// What this run knows lies below the key's floor, where epochs may
+		// be pruned: go on from the floor.
+		q.known = false
+	}
+	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
+		d, found, err := e.top(ctx, q.key, q.seg)
+		if err != nil {
+			return false, q.topFailed(ctx, err)
+		}
+		q.base, q.known, q.tip = 0, true, Doc{}
+		if found && d.Epoch >= q.seg && d.Seg != q.seg {
+			// A claim of a later segment: this process's segment is over.
+			e.dropCover(q.key, q.seg)
+			q.seg = 0
+			return true, nil
+		}
+		if found && d.Epoch >= q.seg {
+			q.base = d.Epoch
+		}
+	}
+	return false, nil
+}
+
+// insertable reports whether the coverage ks, known now, proves an insert
+// of epoch above every pruned epoch: the segment is covered, and epoch
+// lies above its gate's floor. If not, the Claim loop enters the segment
+// again, or goes on from the floor.
+func (q *claimRun) insertable(ks keyState, epoch uint64, now time.Time) bool {
+	e := q.e
+	if ks.seg != q.seg || !e.covered(ks, now) {
+		return false // the coverage ended meanwhile: enter again
+	}
+	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		q.known = false // below the floor: go on from it
+		return false
+	}
+	return true
+}
+
+// insertDocs returns what the insert of c sends, in order: its claim
+// document, its shadow, and, if chained, the shadow of the claim below.
+func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool) {
+	e := q.e
 	d := q.claimDoc(c, now)
-	docs := []Doc{d, shadowOf(d)}
+	docs = []Doc{d, shadowOf(d)}
 	// Only a release that ends every walk (its claim held with everything
 	// below ended) proves anything for the claim above it.
-	chained := q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
+	chained = q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
 		docs = append(docs, shadowOf(Doc{Key: q.key, Epoch: q.tip.Epoch, Nonce: q.tip.Nonce, Session: q.tip.Session, Sent: now}))
 	}
-	sent := e.clock.Mono()
-	dup, err := e.store.InsertOrdered(ctx, docs)
-	replied := e.clock.Mono()
+	return docs, chained
+}
+
+// claimInsertErr is the outcome of the ordered insert of claim d and what
+// follows it, where dup is the index of the first duplicate key: nil if
+// the claim and its shadow landed, ErrExists if the epoch was taken.
+func claimInsertErr(d Doc, dup int, err error) error {
 	switch {
 	case err == nil && dup == 0:
 		err = ErrExists
 	case err == nil && dup == 1:
 		err = fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
 	}
-	switch {
-	case err == nil:
-		if !proven && !(sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow) {
-			// The reply came too late for the coverage known before the
-			// insert to prove it: judge it by the coverage known now.
-			if ok := q.aboveFloor(epoch); !ok {
-				e.abandon(ctx, c)
-				return nil, false, nil
-			}
+	return err
+}
+
+// landed decides what an insert of c that landed gives (d is its claim
+// document, dup as in claimInsertErr): c, unless the coverage known before
+// it cannot prove it (not provenBefore) and the coverage known now does
+// not either; c holds at once if its chained shadow proved the claim
+// below still in the store.
+func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, chained bool, dup int) (*Claim, bool, error) {
+	e := q.e
+	if !provenBefore {
+		// The reply came too late for the coverage known before the
+		// insert to prove it: judge it by the coverage known now.
+		if ok := q.aboveFloor(c.Epoch); !ok {
+			e.abandon(ctx, c)
+			return nil, false, nil
 		}
-		e.learnNewest(q.key, epoch)
-		e.noteMine(c, d.Sent)
-		if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
-			// The claim below, which this process released, is still in
-			// the store: everything below ours has ended.
-			c.clear, c.strong, c.Below = true, true, true
-			e.confirmHead(c)
-		}
-		// Otherwise (the shadow was missing: the store lost the claim
-		// below, or never had its shadow) the walk reads what it needs.
-		return c, true, nil
-	case errors.Is(err, ErrExists):
-		e.learnNewest(q.key, epoch)
-		if q.try {
-			return nil, true, &BusyError{Key: q.key}
-		}
-		q.base, q.tip = epoch, Doc{}
-		if q.dups++; q.dups >= maxDups && !q.newestRead {
-			// Many waiters ahead: look for where the queue ends rather than
-			// walk up it one insert at a time (once: by the time a second
-			// look came back the end would have moved on).
-			q.known, q.dups, q.newestRead = false, 0, true
-		}
-		return nil, false, nil
-	default:
-		e.abandon(ctx, c)
-		e.forget(q.key)
-		return nil, true, err
 	}
+	e.learnNewest(q.key, c.Epoch)
+	e.noteMine(c, d.Sent)
+	if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
+		// The claim below, which this process released, is still in
+		// the store: everything below ours has ended.
+		c.clear, c.strong, c.Below = true, true, true
+		e.confirmHead(c)
+	}
+	// Otherwise (the shadow was missing: the store lost the claim
+	// below, or never had its shadow) the walk reads what it needs.
+	return c, true, nil
+}
+
+// lost records that another process took epoch first: a try is busy; any
+// other Claim tries the epoch above, or after maxDups epochs lost in a row
+// looks for where the queue ends.
+func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
+	q.e.learnNewest(q.key, epoch)
+	if q.try {
+		return nil, true, &BusyError{Key: q.key}
+	}
+	q.base, q.tip = epoch, Doc{}
+	if q.dups++; q.dups >= maxDups && !q.newestRead {
+		// Many waiters ahead: look for where the queue ends rather than
+		// walk up it one insert at a time (once: by the time a second
+		// look came back the end would have moved on).
+		q.known, q.dups, q.newestRead = false, 0, true
+	}
+	return nil, false, nil
 }
 
 // aboveFloor reports, after a claim's insert of epoch was confirmed,
