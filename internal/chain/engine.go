@@ -15,7 +15,7 @@ import (
 type Config struct {
 	// ViewTrust: a claim's insert is proven above every pruned epoch by
 	// the key's coverage as known less than ViewTrust before it was sent
-	// (see claim.go).
+	// (see claimrun.go).
 	ViewTrust time.Duration
 	// AcquireWindow: an insert proven by the coverage known before it
 	// counts only if its reply arrived less than AcquireWindow after it
