@@ -177,6 +177,14 @@ func (e *Engine) pruneStart(ctx context.Context, key string, seg, hi uint64) (ui
 			low = p
 		}
 	}
+	return runStart(exists, low, present, hi)
+}
+
+// runStart returns the lowest epoch in (low, present] whose claim exists
+// (by exists), where low's is gone (or is the segment's first) and
+// present's exists: it gallops down from present, then halves. On an
+// error it returns hi, as pruneStart does.
+func runStart(exists func(uint64) (bool, error), low, present, hi uint64) (uint64, error) {
 	for step := uint64(1); present-low > 1; step *= 2 {
 		x := low + 1
 		if present > low+step {
