@@ -8,6 +8,11 @@ import (
 
 // Clock is the local time source a measurement is taken with.
 //
+// It differs from dsync.Clock, the time source of a Client's lease: a
+// measurement needs the wall clock (a sample's offset is wall time against
+// the server's) and no timers, where a lease needs timers and only
+// elapsed time.
+//
 // Wall may be off by any amount and may jump in either direction at any time;
 // it is used only to express a sample's offset. Monotonic must advance with
 // real time, including time the machine spends suspended, and must never be

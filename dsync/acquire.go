@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/rs/xid"
@@ -41,16 +40,21 @@ type core struct {
 	// lostHook, if set, is told of each of the primitive's holds that is
 	// lost (after its lost channel is closed).
 	lostHook func(*hold)
+	// blocked, if set, is told each time a claim of the primitive is
+	// found waiting behind another (by its terms and epoch).
+	blocked func(by claimTerms, epoch uint64)
+	// relock is the primitive's last takeover (relock.go).
+	relock *relockState
 }
 
-// newCore checks a primitive's backend, key and options. A primitive of
+// newCore checks a primitive's Client, key and options. A primitive of
 // the sync family passes its namespace (family), which WithNamespace may
 // not change; a Mutex passes "" and takes WithNamespace's, if any.
-func newCore(backend Backend, key, family string, opts []Option) (core, error) {
-	if backend == nil {
-		return core{}, errors.New("dsync: nil backend")
+func newCore(client *Client, key, family string, opts []KeyOption) (core, error) {
+	if client == nil {
+		return core{}, ErrNilClient
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(opts, client.cfg.lease)
 	if err != nil {
 		return core{}, err
 	}
@@ -68,7 +72,6 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 	if err != nil {
 		return core{}, err
 	}
-	client := backend.Client()
 	if err := client.checkKey(stored); err != nil {
 		return core{}, err
 	}
@@ -76,36 +79,17 @@ func newCore(backend Backend, key, family string, opts []Option) (core, error) {
 		cfg.logger = client.cfg.logger
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
-		// A hold must end within one span of the store's time (see
-		// ClientWithBucketSpan): say what to change, not why.
-		return core{}, fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan or dsyncmongo.WithBucketSpan)", cfg.ttl, span)
+		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
 	}
-	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg}, nil
-}
-
-// reservedPrefix begins the keys of dsync's own namespaces (WithNamespace):
-// plain keys may not.
-const reservedPrefix = "dsync:"
-
-// storedKey is the key a primitive claims in its store.
-func storedKey(key, namespace string) (string, error) {
-	switch {
-	case key == "":
-		return "", errors.New("dsync: empty key")
-	case namespace != "":
-		return reservedPrefix + namespace + "/" + key, nil
-	case strings.HasPrefix(key, reservedPrefix):
-		return "", fmt.Errorf("dsync: key %q: keys beginning with %q are reserved", key, reservedPrefix)
-	}
-	return key, nil
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{}}, nil
 }
 
 // acquire claims p's key with terms t and waits for the claim to hold,
-// retrying backend errors, until it holds, or — when wait is false —
+// retrying store errors, until it holds, or — when wait is false —
 // makes one attempt that never waits (a try). It returns the hold, joined
 // to its session; it may be lost by the time the caller stores it (its
 // lost channel is then closed).
-func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
+func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
 	start := p.cfg.clock.Now()
 	if wait {
 		p.client.waitingDelta(1)
@@ -142,7 +126,7 @@ func (p *core) acquire(ctx context.Context, t chain.Terms, wait bool) (*hold, er
 // on in the background (the Client's resender) until it lands. Such a
 // claim never holds for this process, and keeps no one waiting once its
 // withdrawal lands.
-func (p *core) try(ctx context.Context, t chain.Terms) (*hold, error) {
+func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -179,90 +163,37 @@ func (e *noAnswerError) Error() string {
 var errNotStarted = errors.New("the hold could not start before its key's coverage or its session's deadline ends")
 
 // acquireLoop is acquire's work: its attempts and their backoff.
-func (p *core) acquireLoop(ctx context.Context, t chain.Terms, wait bool) (*hold, error) {
-	backoff := minBackoff
-	var lastErr error
-	// backOff sleeps before the next attempt after a failed one, doubling
-	// the pause each time; it reports false if ctx ended first.
-	backOff := func() bool {
-		ok := sleep(p.cfg.clock, jitter(backoff), ctx.Done())
-		backoff = min(2*backoff, maxBackoff)
-		return ok
-	}
-	fail := func(err error) (retry bool) {
-		lastErr = err
-		p.report(err)
-		return wait && backOff()
-	}
-	resets := 0
+func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
+	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: minBackoff}
 	for {
-		k, err := p.client.keeperOf(p)
-		if err != nil {
-			return nil, err
-		}
+		k := p.client.keeper
 		sess, err := k.enter(ctx)
 		if err != nil {
-			if errors.Is(err, ErrSpan) {
-				return nil, err // a configuration error: retrying cannot mend it
-			}
-			if ctx.Err() != nil {
-				return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
-			}
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
+			if err := a.enterFailed(err); err != nil {
+				return nil, err
 			}
 			continue
 		}
 		h, err := p.claimAndAwait(ctx, k, sess, t, wait)
-		switch {
-		case h != nil:
+		if h != nil {
 			return h, nil
-		case errors.Is(err, ErrHeld) && !wait, errors.Is(err, ErrSpan):
-			k.leave(sess)
-			return nil, err
-		case errors.Is(err, ErrHeld):
-			// Lost every race for a place at the end of the queue, with
-			// many processes claiming at once: contention, not failure.
-			k.leave(sess)
-			if !sleep(p.cfg.clock, jitter(minBackoff), ctx.Done()) {
-				return nil, p.contextErr(ctx, lastErr)
-			}
-		case ctx.Err() != nil:
-			k.leave(sess)
-			return nil, p.contextErr(ctx, cmp.Or(lastErr, err))
-		case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && sess.ctx.Err() == nil:
-			// The key's segment lapsed under the claim (see
-			// internal/chain), or the hold could not start in its
-			// session: the claim was given up; queue again.
-			k.leave(sess)
-		case errors.Is(err, ErrReset) && sess.ctx.Err() == nil:
+		}
+		live := sess.ctx.Err() == nil // before check may retire it
+		if errors.Is(err, ErrReset) && live {
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it
 			// now retires it if so, and the next claim opens another.
 			k.check(sess)
-			k.leave(sess)
-			if resets++; resets > 1 && !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
-			p.report(fmt.Errorf("dsync: acquire %q: queueing again: %w", p.key, err))
-		case sess.ctx.Err() != nil:
-			// The session was retired while we waited: its claim is
-			// withdrawn; queue again in a new one.
-			k.leave(sess)
-			if !fail(err) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
-		default:
-			k.leave(sess)
-			if !fail(fmt.Errorf("dsync: acquire %q: %w", p.key, err)) {
-				return nil, p.failure(ctx, err, lastErr)
-			}
+		}
+		k.leave(sess)
+		if err := a.claimFailed(err, live); err != nil {
+			return nil, err
 		}
 	}
 }
 
 // failure is what a failed attempt returns: ctx's cause if it ended,
-// otherwise the backend's error.
+// otherwise the store's error.
 func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	if ctx.Err() != nil {
 		return p.contextErr(ctx, lastErr)
@@ -272,10 +203,10 @@ func (p *core) failure(ctx context.Context, err, lastErr error) error {
 
 // claimAndAwait queues p in sess with terms t and waits until the claim
 // holds, then joins the hold to sess. Whatever stops it first (ctx, the
-// session's retirement, a backend error) withdraws the claim. With wait
-// false, the backend's Claim either holds at once or returns a
+// session's retirement, a store error) withdraws the claim. With wait
+// false, the store's Claim either holds at once or returns a
 // *HeldError.
-func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t chain.Terms, wait bool) (*hold, error) {
+func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, wait bool) (*hold, error) {
 	// Bound by the session: a claim made in a retired session must never
 	// hold.
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -283,7 +214,12 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 	defer stop()
 
-	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.cfg.margin())
+	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.client.cfg.lease.margin)
+	if wait && isExclusive(t) {
+		// Strict turns after a takeover (relock.go) are an exclusive
+		// claim's: claims that share a key do not take turns.
+		p.afterPredecessor(cctx)
+	}
 	c, err := p.client.claim(cctx, p.stored, p.owner, sess.id, t, !wait)
 	ccancel()
 	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
@@ -294,21 +230,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 		return nil, err
 	}
 	if wait {
-		for {
-			c.Below, err = p.client.await(wctx, c)
-			if err == nil || wctx.Err() != nil || errors.Is(err, ErrReset) || chain.IsLapsed(err) {
-				break
-			}
-			// A backend error while waiting: the claim keeps its place
-			// (a waiter that stops waiting would lose it); try again.
-			p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
-			if !sleep(p.cfg.clock, jitter(minBackoff*10), wctx.Done()) {
-				break
-			}
-		}
-		if err == nil && wctx.Err() != nil {
-			err = context.Cause(wctx)
-		}
+		err = p.awaitHold(wctx, &c, t)
 	}
 	if err == nil {
 		if h := p.join(c, k, sess, p.kindOf(t)); h != nil {
@@ -322,6 +244,31 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t ch
 		p.withdraw(ctx, c) // a try's bound covers its withdrawal: the rest goes on in the background
 	}
 	return nil, err
+}
+
+// awaitHold waits until c holds, retrying store errors (the claim keeps
+// its place: a waiter that stops waiting would lose it), until ctx ends
+// (its cause), or the store says the key's history or segment is gone.
+func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
+	for {
+		a, err := p.client.await(ctx, *c, p.blocked)
+		switch {
+		case err == nil && ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err == nil:
+			c.Below = a.below
+			if isExclusive(t) {
+				p.tookOver(c.Token, a.after)
+			}
+			return nil
+		case ctx.Err() != nil, errors.Is(err, ErrReset), chain.IsLapsed(err):
+			return err
+		}
+		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
+		if !sleep(p.cfg.clock, jitter(minBackoff*10), ctx.Done()) {
+			return err
+		}
+	}
 }
 
 // join makes c a hold, valid until its session's deadline, if the session
@@ -345,7 +292,7 @@ func (p *core) release(ctx context.Context, h *hold) error {
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in
-		// the backend is the margin that lets a holder which was told
+		// the store is the margin that lets a holder which was told
 		// late stop before anyone else starts.
 		return lostErr
 	}
@@ -376,7 +323,7 @@ func (p *core) withdraw(ctx context.Context, c claimRef) {
 }
 
 // contextErr is what an acquire returns when ctx ends: its cause, with the
-// last backend error attached when there was one (even one that only says
+// last store error attached when there was one (even one that only says
 // the context ended: the driver's message tells why, such as no server
 // answering).
 func (p *core) contextErr(ctx context.Context, lastErr error) error {
@@ -384,30 +331,12 @@ func (p *core) contextErr(ctx context.Context, lastErr error) error {
 	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
 		return cause
 	}
-	return fmt.Errorf("%w (last backend error: %w)", cause, lastErr)
+	return fmt.Errorf("%w (last store error: %w)", cause, lastErr)
 }
 
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).
 func (p *core) validUntil(h *hold) time.Time {
 	return time.Now().Add(h.validUntil().Sub(p.cfg.clock.Now()))
-}
-
-func (p *core) report(err error) {
-	p.cfg.logger.Warn("dsync", "key", p.key, "err", err)
-	if p.cfg.onError != nil {
-		p.cfg.onError(err)
-	}
-}
-
-// reportLoss reports a hold's loss: to the error handler, as report does,
-// but logged at Info, not Warn. The caller learns of it anyway (Lost,
-// ErrLost from Unlock), and the failures that caused it (renewals) were
-// logged at Warn as they happened.
-func (p *core) reportLoss(err error) {
-	p.cfg.logger.Info("dsync: hold lost", "key", p.key, "err", err)
-	if p.cfg.onError != nil {
-		p.cfg.onError(err)
-	}
 }
 
 // jitter returns a duration in [d/2, d).

@@ -116,10 +116,23 @@ func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
 		w.mu.Unlock()
 		return
 	}
+	waited := w.waitedForLocked(k, now)
+	w.rememberEndLocked(k)
+	w.mu.Unlock()
+	if waited && !w.off.Load() {
+		w.sendEnded(ctx, k)
+	}
+}
+
+// waitedForLocked reports whether another process may wait for k, whose
+// claim this process just ended: it announced it waits for it, or for a
+// later claim of its key, or this process cannot tell (its stream was not
+// live all along since the claim was made). w.mu is held.
+func (w *wakeups) waitedForLocked(k waitKey, now time.Time) bool {
 	until, waited := w.remote[k]
 	delete(w.remote, k)
 	waited = waited && until.After(now)
-	if top, ok := w.remoteTop[key]; ok && top.epoch > epoch && top.until.After(now) {
+	if top, ok := w.remoteTop[k.key]; ok && top.epoch > k.epoch && top.until.After(now) {
 		waited = true
 	}
 	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
@@ -134,6 +147,13 @@ func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
 		waited = true
 	}
 	delete(w.mine, k)
+	return waited
+}
+
+// rememberEndLocked keeps, for endMemory, that this process ended k, so
+// that an announcement of a waiter for it that comes late is answered
+// (Event). w.mu is held.
+func (w *wakeups) rememberEndLocked(k waitKey) {
 	mono := w.env.mono()
 	if len(w.ends) >= maxRemote {
 		for k, at := range w.ends {
@@ -146,10 +166,6 @@ func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
 		}
 	}
 	w.ends[k] = mono
-	w.mu.Unlock()
-	if waited && !w.off.Load() {
-		w.sendEnded(ctx, k)
-	}
 }
 
 // sendEnded publishes an Ended event for k.

@@ -14,19 +14,21 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
-// A Client is one process's connection to a store for coordination. It
-// owns the process's lease (one session per TTL and renew interval,
-// renewed with one command per interval however many locks the process
-// holds or waits for, and however many elections it runs), the protocol's
-// state, and the goroutines that keep them: every Mutex and Election made
-// on it shares them. Close ends its sessions and waits for its goroutines.
+// A Client is one process's connection to a store for coordination: the
+// front door of dsync. It owns the process's lease (one session, of the
+// Client's TTL, renewed with one command per renew interval however many
+// locks the process holds or waits for, and however many elections it
+// runs), the protocol's state, and the goroutines that keep them: every
+// Mutex, RWMutex, Semaphore, Once and leader.Election made on it shares
+// them. Close ends its sessions and waits for its goroutines.
 //
-// A Client is made by a driver's constructor (dsyncmongo.New returns a
-// Backend that embeds one; NewMemoryBackend gives one in memory) or by
-// NewClient over any driver.Store. It is safe for concurrent use.
+// A Client is made by NewClient over a driver's store
+// (dsyncmongo.NewStore for MongoDB, memory.New for tests). It is safe for
+// concurrent use.
 type Client struct {
 	store driver.Store
 	feed  driver.Feed       // nil: the store carries no wake-ups
@@ -38,13 +40,12 @@ type Client struct {
 	origin time.Time
 	resend *chain.Resender
 	wake   *wakeups
-	relock relocks
-	// limits warns of semaphores whose processes disagree on the limit.
-	limits limitWarnings
 	dir    *recorder // records the keys claimed in the store's directory
 
-	mu      sync.Mutex
-	keepers map[keeperID]*keeper
+	// keeper renews the lease: one per Client (keeper.go).
+	keeper *keeper
+
+	mu sync.Mutex
 	// claims are the claims made through this Client and not yet ended,
 	// by nonce, with whether each holds: Close ends them.
 	claims map[string]liveClaim
@@ -79,19 +80,6 @@ type liveClaim struct {
 	lost bool
 }
 
-// Backend is what the primitives run on: anything that has a Client (a
-// *Client itself, a dsyncmongo.Backend or a MemoryBackend, which embed
-// one, a leadermongo.Backend, which uses one). All the primitives made on
-// one Backend share its Client, and so its lease.
-type Backend interface {
-	Client() *Client
-}
-
-// Client returns c: a Client is a Backend.
-func (c *Client) Client() *Client { return c }
-
-var _ Backend = (*Client)(nil)
-
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig) error
 
@@ -101,14 +89,17 @@ type clientConfig struct {
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
 	// relockWindow: how long after a takeover a Mutex that locks again
-	// waits for the owner it took over from (relock.go); 0: poll.
+	// waits for the owner it took over from (relock.go); 0: poll. Tests
+	// only, as are bug and wrapStore.
 	relockWindow time.Duration
+	lease        lease
 	chain        chain.Config
-	spanSet      bool                            // the span was set (ClientWithBucketSpan): refuse another
-	idleAge      time.Duration                   // compact keys idle this long; 0: never sweep
-	observer     *Observer                       // nil: none (ClientWithObserver)
-	bug          chain.Bug                       // tests only
-	wrapStore    func(driver.Store) driver.Store // tests only
+	spanSet      bool          // the span was set (ClientWithBucketSpan): refuse another
+	idleAge      time.Duration // compact keys idle this long; 0: never sweep
+	observer     *Observer     // nil: none (ClientWithObserver)
+	bug          chain.Bug
+	wrapStore    func(driver.Store) driver.Store
+	raw          func(clienthook.Raw) // given the Client's protocol calls
 }
 
 // Defaults of the Client's options.
@@ -170,8 +161,11 @@ func ClientWithSafetyPoll(d time.Duration) ClientOption {
 	}
 }
 
-// NewClient returns a Client over store. It does no I/O: the store is
-// prepared by the first call that needs it.
+// NewClient returns a Client over store, a driver's (dsyncmongo.NewStore,
+// memory.New). It does no I/O: the store is prepared by the first call
+// that needs it. The options set the lease (WithTTL, WithRenewInterval,
+// WithClock) and how the Client waits, sweeps and reports (the
+// ClientWith options).
 func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("dsync: nil store")
@@ -181,8 +175,11 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		wakeups:    true,
 		poll:       DefaultPollInterval,
 		safetyPoll: DefaultSafetyPoll,
+		lease:      lease{ttl: DefaultTTL, clock: SystemClock()},
 		chain:      chain.DefaultConfig(),
+		idleAge:    DefaultIdleAge,
 	}
+	store = cfg.takeHooks(store)
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, errors.New("dsync: nil option")
@@ -191,7 +188,10 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 			return nil, err
 		}
 	}
-	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), keepers: make(map[keeperID]*keeper), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
+	if err := cfg.lease.settle(); err != nil {
+		return nil, err
+	}
+	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
 	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
 		c.feed = f
 	}
@@ -207,8 +207,13 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dsync: %w", err)
 	}
+	if span := eng.Span(); cfg.lease.ttl > span {
+		return nil, ttlSpanError(cfg.lease.ttl, span)
+	}
 	eng.SetBug(cfg.bug)
+	plantEngine(eng)
 	c.eng = eng
+	c.keeper = newKeeper(c, cfg.lease)
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
@@ -223,7 +228,17 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		defer cancel()
 		c.wake.ended(ctx, d.Key, d.Epoch)
 	})
+	if cfg.raw != nil {
+		cfg.raw(raw{c})
+	}
 	return c, nil
+}
+
+// ttlSpanError says that the lease is longer than the store's bucket
+// span allows: a hold must end within one span of the store's time (see
+// ClientWithBucketSpan). It says what to change, not why.
+func ttlSpanError(ttl, span time.Duration) error {
+	return fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan)", ttl, span)
 }
 
 // engineClock is the engine's clock: the store's time, and this
@@ -258,15 +273,12 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.sweep.stop()
-	keepers := c.keeperListLocked()
 	// Taken before the keepers retire their sessions, which loses every
 	// hold: the holds lost before Close are the lease's to end.
 	claims := c.claims
 	c.claims = make(map[string]liveClaim)
 	c.mu.Unlock()
-	for _, k := range keepers {
-		k.close()
-	}
+	c.keeper.close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	for _, lc := range claims {
@@ -292,9 +304,6 @@ func (c *Client) Close() error {
 
 // closeTimeout bounds the requests Close sends, all together.
 const closeTimeout = DefaultReleaseTimeout
-
-// ErrClosed is returned by calls on a closed Client.
-var ErrClosed = errors.New("dsync: client closed")
 
 func (c *Client) prepare(ctx context.Context) error {
 	c.mu.Lock()
@@ -335,21 +344,19 @@ func (c *Client) checkKey(key string) error {
 		return c.keys.CheckKey(key)
 	}
 	if key == "" {
-		return errors.New("dsync: empty key")
+		return ErrEmptyKey
 	}
 	return nil
 }
+
+// TTL returns the length of the Client's lease (WithTTL).
+func (c *Client) TTL() time.Duration { return c.cfg.lease.ttl }
+
+// RenewInterval returns how often the Client renews its lease
+// (WithRenewInterval).
+func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.interval }
 
 // Logger returns the logger the Client reports to (ClientWithLogger,
 // else slog.Default()); its primitives use it unless given their own
 // (WithLogger).
 func (c *Client) Logger() *slog.Logger { return c.cfg.logger }
-
-// keeperListLocked returns c's keepers; c.mu must be held.
-func (c *Client) keeperListLocked() []*keeper {
-	keepers := make([]*keeper, 0, len(c.keepers))
-	for _, k := range c.keepers {
-		keepers = append(keepers, k)
-	}
-	return keepers
-}

@@ -6,13 +6,18 @@ import (
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
-// Clock is the time source of a Mutex. A Mutex only measures elapsed time
-// with it (deadlines, waits), so Now must carry a monotonic reading, as
-// time.Now does; the wall-clock part is never used. Elapsed time should
-// include time the machine spends suspended, or a hold outlives its lease
-// after a suspend (see Suspend in the package documentation). Tests rarely
-// need a Clock of their own: testing/synctest fakes the time package that
-// the default clock uses.
+// Clock is the time source of a Client's lease (WithClock) and of its
+// primitives' waits. It only measures elapsed time (deadlines, waits), so
+// Now must carry a monotonic reading, as time.Now does; the wall-clock
+// part is never used. Elapsed time should include time the machine spends
+// suspended, or a hold outlives its lease after a suspend (see Suspend in
+// the package documentation). Tests rarely need a Clock of their own:
+// testing/synctest fakes the time package that the default clock uses.
+//
+// It differs from clockcheck.Clock, which a store uses to measure the
+// server's clock: that one reads the wall clock (to express an offset)
+// and has no timers; this one needs timers (AfterFunc), for the lease's
+// deadlines and renewals, and never reads the wall clock.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine after d; stop prevents the

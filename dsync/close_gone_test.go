@@ -25,25 +25,25 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 	t.Run("live claims", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newGoneStore()
-			other := newClient(t, store)
-			c, err := dsync.NewClient(store)
+			other := newClient(t, store, dsync.WithTTL(time.Minute))
+			c, err := dsync.NewClient(store, dsync.WithTTL(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocker := newMutex(t, other, "w", dsync.WithTTL(time.Minute))
+			blocker := newMutex(t, other, "w")
 			blocker.Lock()
-			held := newMutex(t, c, "k", dsync.WithTTL(time.Minute))
+			held := newMutex(t, c, "k")
 			held.Lock()
-			released := newMutex(t, c, "r", dsync.WithTTL(time.Minute))
+			released := newMutex(t, c, "r")
 			released.Lock()
-			waiting := newMutex(t, c, "w", dsync.WithTTL(time.Minute))
+			waiting := newMutex(t, c, "w")
 			waited := make(chan error, 1)
 			go func() { waited <- waiting.LockContext(context.Background()) }()
 			synctest.Wait()
 			// The directory's put of a key claimed next hangs; so does
 			// everything once the store is gone.
 			store.hang("PutKeys")
-			recorded := newMutex(t, c, "d", dsync.WithTTL(time.Minute))
+			recorded := newMutex(t, c, "d")
 			recorded.Lock()
 			synctest.Wait()
 			store.goAway()
@@ -75,13 +75,13 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 	t.Run("holds already lost", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newGoneStore()
-			c, err := dsync.NewClient(store)
+			c, err := dsync.NewClient(store, dsync.WithTTL(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The directory's put of the key hangs: it is in flight at Close.
 			store.hang("PutKeys")
-			m := newMutex(t, c, "k", dsync.WithTTL(2*time.Second))
+			m := newMutex(t, c, "k")
 			m.Lock()
 			synctest.Wait()
 			store.goAway()

@@ -18,22 +18,22 @@ import (
 func TestCloseEndsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a, err := dsync.NewClient(store)
+		a, err := dsync.NewClient(store, dsync.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := newClient(t, store)
-		held := newMutex(t, a, "k", dsync.WithTTL(time.Minute))
+		b := newClient(t, store, dsync.WithTTL(time.Minute))
+		held := newMutex(t, a, "k")
 		held.Lock()
 		lost := held.Lost()
 
-		blocker := newMutex(t, b, "j", dsync.WithTTL(time.Minute))
+		blocker := newMutex(t, b, "j")
 		blocker.Lock()
-		waiting := newMutex(t, a, "j", dsync.WithTTL(time.Minute))
+		waiting := newMutex(t, a, "j")
 		waited := make(chan error, 1)
 		go func() { waited <- waiting.LockContext(context.Background()) }()
 
-		other := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+		other := newMutex(t, b, "k")
 		took := make(chan time.Time, 1)
 		go func() {
 			other.Lock()

@@ -17,7 +17,7 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, idle = 4 * time.Second, 16 * time.Second
 		store := memory.New()
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,14 +26,14 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 
 		var tokens []uint64
 		for _, key := range []string{"report-2026-11-23", "report-2026-11-24", "report-2026-11-25"} {
-			m := newMutex(t, c, key, dsync.WithTTL(time.Second))
+			m := newMutex(t, c, key)
 			for range 3 {
 				m.Lock()
 				tokens = append(tokens, m.Token())
 				m.Unlock()
 			}
 		}
-		busy := newMutex(t, c, "busy", dsync.WithTTL(time.Second))
+		busy := newMutex(t, c, "busy")
 		busy.Lock()
 		defer busy.Unlock()
 
@@ -62,7 +62,7 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 		default:
 		}
 
-		m := newMutex(t, c, "report-2026-11-23", dsync.WithTTL(time.Second))
+		m := newMutex(t, c, "report-2026-11-23")
 		m.Lock()
 		defer m.Unlock()
 		for _, old := range tokens {
@@ -93,16 +93,16 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, idle, forget = 4 * time.Second, 16 * time.Second, time.Minute
 		store := memory.New()
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		ctx := context.Background()
 		runs := map[string]int{}
-		do := func(key string, opts ...dsync.Option) {
+		do := func(key string, opts ...dsync.KeyOption) {
 			t.Helper()
-			o, err := dsync.NewOnce(c, key, append(opts, dsync.WithTTL(time.Second))...)
+			o, err := dsync.NewOnce(c, key, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,14 +138,14 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 // TestWithForgetAfterIsForAOnce: the option is refused elsewhere, and
 // must be positive.
 func TestWithForgetAfterIsForAOnce(t *testing.T) {
-	b := dsync.NewMemoryBackend()
-	if _, err := dsync.NewMutex(b, "k", dsync.WithForgetAfter(time.Hour)); err == nil {
+	b := dsync.NewMemClient()
+	if _, err := dsync.NewMutex(b.Client, "k", dsync.WithForgetAfter(time.Hour)); err == nil {
 		t.Error("NewMutex accepted WithForgetAfter")
 	}
-	if _, err := dsync.NewOnce(b, "k", dsync.WithForgetAfter(0)); err == nil {
+	if _, err := dsync.NewOnce(b.Client, "k", dsync.WithForgetAfter(0)); err == nil {
 		t.Error("NewOnce accepted WithForgetAfter(0)")
 	}
-	if _, err := dsync.NewOnce(b, "k", dsync.WithForgetAfter(time.Hour)); err != nil {
+	if _, err := dsync.NewOnce(b.Client, "k", dsync.WithForgetAfter(time.Hour)); err != nil {
 		t.Errorf("NewOnce(WithForgetAfter(1h)): %v", err)
 	}
 }

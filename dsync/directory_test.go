@@ -57,9 +57,9 @@ func (s *putStore) putCalls() []string {
 }
 
 // lockOnce locks key through c and unlocks it.
-func lockOnce(t *testing.T, c dsync.Backend, key string) {
+func lockOnce(t *testing.T, c *dsync.Client, key string) {
 	t.Helper()
-	m := newMutex(t, c, key, dsync.WithTTL(time.Minute))
+	m := newMutex(t, c, key)
 	ctx := context.Background()
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func keysOf(states []dsync.KeyState) []string {
 func TestListKeysAndQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a, b := newClient(t, store), newClient(t, store)
+		a, b := newClient(t, store, dsync.WithTTL(time.Minute)), newClient(t, store)
 		ctx := context.Background()
 		// A key an older release used: documents, no directory entry.
 		old := driver.Doc{ID: driver.ClaimID("old", 1), Key: "old", Epoch: 1, Kind: driver.KindClaim, Nonce: "n", Session: "s"}
@@ -110,9 +110,9 @@ func TestListKeysAndQueues(t *testing.T) {
 		}
 
 		lockOnce(t, a, "b/free")
-		held := newMutex(t, a, "a/held", dsync.WithTTL(time.Minute))
+		held := newMutex(t, a, "a/held")
 		held.Lock()
-		waiting := newMutex(t, b, "a/held", dsync.WithTTL(time.Minute))
+		waiting := newMutex(t, b, "a/held")
 		waited := make(chan struct{})
 		go func() {
 			waiting.Lock()
@@ -391,12 +391,12 @@ func (s *slowSessions) GetSession(ctx context.Context, id string) (driver.Sessio
 func TestListReadsQueuesAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		holder := newClient(t, mem)
+		holder := newClient(t, mem, dsync.WithTTL(time.Minute))
 		var keys []string
 		for i := range 30 {
 			key := fmt.Sprintf("k%02d", i)
 			keys = append(keys, key)
-			m := newMutex(t, holder, key, dsync.WithTTL(time.Minute))
+			m := newMutex(t, holder, key)
 			if err := m.LockContext(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -9,21 +9,24 @@
 // namespace of its own, so a Mutex, an RWMutex, a Semaphore and a Once of
 // one name are four different things.
 //
-// A Client is one process's connection to a store: it owns the process's
-// lease, the protocol's state and the goroutines that keep them, and every
-// Mutex (and every leader.Election) made on it shares them. Close it when
-// done: its holds are released and its waiting claims withdrawn, so other
-// processes go on at once. The MongoDB store is package dsync/mongo, whose
-// New returns a Backend that has a Client; NewMemoryBackend gives one in
-// memory for unit tests (NewMemoryBackendOn, one per simulated process
-// on a shared store, partitions one process while another takes over).
-// Stores are drivers (package dsync/driver), and NewClient runs dsync
-// over any of them.
+// A Client is one process's connection to a store, and the one way in:
+// NewClient makes it over a driver's store, and every Mutex, RWMutex,
+// Semaphore, Once (and every leader.Election) is made on it. It owns the
+// process's lease (its TTL, renew interval and clock are the Client's
+// options), the protocol's state and the goroutines that keep them, and
+// every primitive made on it shares them. Close it when done: its holds
+// are released and its waiting claims withdrawn, so other processes go on
+// at once. Stores are drivers (package dsync/driver), which know nothing
+// of the protocol: the MongoDB one is dsync/mongo (dsyncmongo.NewStore),
+// and dsync/driver/memory keeps one in memory for unit tests (memory.New;
+// its Process gives each simulated process of a shared store switches to
+// cut it off, so that a test partitions one process while another takes
+// over).
 //
 // # Guarantees
 //
-// A Client holds one session per TTL and renew interval: a lease of TTL
-// length that every hold and every waiting claim of the process shares,
+// A Client holds one session: a lease of TTL length (WithTTL) that every
+// hold and every waiting claim of the process shares,
 // renewed in the background with one store call per renew interval
 // however many locks it holds or waits for. A key is a FIFO queue
 // of claims: Lock appends a claim (the key's next epoch) and holds once
@@ -37,7 +40,7 @@
 // also after its history was compacted away, or the collections emptied
 // (then above the tokens handed out more than a second before the
 // emptying, even when requests sent before it land after it, unless the
-// store's clock was set back; see the backend's documentation).
+// store's clock was set back; see the store's documentation).
 //
 //   - While a hold is valid, no other hold of its key is valid.
 //   - Waiters hold in the order they called Lock (FIFO); a releasing
@@ -51,18 +54,18 @@
 //     its holds are lost and its waiting claims withdrawn. The deadline
 //     counts time the machine spends suspended where the platform allows
 //     (see Suspend below).
-//   - At the deadline Lost() is closed, whether or not the backend can be
+//   - At the deadline Lost() is closed, whether or not the store can be
 //     reached; a hold is never lost silently.
 //   - Another process moves past a claim whose owner stopped renewing only
-//     after that claim's session has expired in the backend's time, judged
+//     after that claim's session has expired in the store's time, judged
 //     with an error bound (see package clockcheck), so the clocks of the
 //     processes may differ by any amount. It records that judgment, so a
 //     renewal that arrives later cannot bring the claim back.
-//   - These hold even when a request reaches the backend long after its
+//   - These hold even when a request reaches the store long after its
 //     sender gave up on it, or after the sender's later requests (a
 //     stalled connection delivers its bytes late): a late renewal can only
 //     lengthen the stored session, a claim whose insert had an unknown
-//     outcome is withdrawn, and nothing the Mutex or the backend decides
+//     outcome is withdrawn, and nothing the Mutex or the store decides
 //     rests on a reply that arrived after its deadline. A driver need not
 //     apply requests in order or atomically (see package dsync/driver);
 //     the protocol and its safety argument are in the repository's
@@ -82,7 +85,7 @@
 // # Suspend
 //
 // A holder whose machine is suspended past its deadline must not resume
-// believing it still holds the lock: the backend may have let another
+// believing it still holds the lock: the store may have let another
 // process take over meanwhile. The local deadline therefore has to count
 // the time the machine spends suspended, and what does so depends on the
 // platform:
@@ -97,12 +100,12 @@
 //     slept past it. After a resume past the deadline, a call to Lost() also
 //     returns a closed channel and UnlockContext reports ErrLost at once. A
 //     resume before the deadline sends the renewal that the suspend made
-//     overdue at once, so the hold survives if the backend confirms it in
+//     overdue at once, so the hold survives if the store confirms it in
 //     time. Where the kernel offers no such timerfd (before
 //     Linux 3.15), the timers notice a suspend only once a second of awake
 //     time: a Lost() channel may close up to a second after the deadline,
 //     and an overdue renewal go out up to a second after the resume. The
-//     MongoDB backend's clock, clockcheck.SystemClock, counts suspended
+//     MongoDB store's clock, clockcheck.SystemClock, counts suspended
 //     time in the same way.
 //   - On macOS and iOS, Go's monotonic clock (mach_absolute_time) does not
 //     advance while the machine sleeps, and SystemClock adds nothing: after
@@ -123,6 +126,6 @@
 // protect the resource in both cases.
 //
 // Do not use dsync where a sync.Mutex would do: every Lock and Unlock is
-// a round trip to the backend, and a lock held by a crashed process blocks
+// a round trip to the store, and a lock held by a crashed process blocks
 // others for up to one TTL.
 package dsync

@@ -65,7 +65,7 @@ func TestTokensRiseAcrossAnEmptyingWithAStartHeldBack(t *testing.T) {
 		// Buckets of a minute: R waits at most three of them for P's
 		// stray queue to lapse.
 		client := func(store driver.Store) *dsync.Client {
-			c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(100*time.Millisecond), dsync.ClientWithBucketSpan(time.Minute))
+			c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(100*time.Millisecond), dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestTokensRiseAcrossAnEmptyingWithAStartHeldBack(t *testing.T) {
 		q := client(store)
 
 		link.armed.Store(true)
-		mp := newMutex(t, p, "job", dsync.WithTTL(ttl))
+		mp := newMutex(t, p, "job")
 		if mp.TryLock() {
 			t.Fatal("P's TryLock held although its start was held back")
 		}
@@ -87,7 +87,7 @@ func TestTokensRiseAcrossAnEmptyingWithAStartHeldBack(t *testing.T) {
 		}
 
 		time.Sleep(1200 * time.Millisecond)
-		mq := newMutex(t, q, "job", dsync.WithTTL(ttl))
+		mq := newMutex(t, q, "job")
 		mq.Lock()
 		tokQ := mq.Token()
 		mq.Unlock()
@@ -97,7 +97,7 @@ func TestTokensRiseAcrossAnEmptyingWithAStartHeldBack(t *testing.T) {
 		link.land(t)
 
 		r := client(store)
-		mr := newMutex(t, r, "job", dsync.WithTTL(ttl))
+		mr := newMutex(t, r, "job")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		start := time.Now()

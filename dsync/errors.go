@@ -1,6 +1,10 @@
 package dsync
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
 
 // Sentinel errors. Match them with errors.Is.
 var (
@@ -15,19 +19,61 @@ var (
 	// after Lost() closed was not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
 
-	// ErrReset is what a Backend's Claim or Await returns (wrapped) when
-	// the store no longer holds what the backend knew of the key: its
+	// ErrReset is what the Client's claims return (wrapped) when the
+	// store no longer holds what the Client knew of the key: its
 	// collections were emptied, dropped or restored from a backup while
-	// this process ran. The claim is void (the backend gave it up); a
+	// this process ran. The claim is void (the Client gave it up); a
 	// Mutex checks its session and queues again, so Lock and LockContext
 	// never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 
 	// ErrSpan reports that the store records a bucket span other than
-	// this process's (ClientWithBucketSpan, dsyncmongo.WithBucketSpan): a
+	// this process's (ClientWithBucketSpan): a
 	// configuration error, which retrying does not mend. Every method
 	// that acquires returns it at once (Lock and RLock, which have no
 	// error to return, panic with it); the error's text says which span
 	// the store uses and what to change.
 	ErrSpan = errors.New("dsync: the store's bucket span is not this process's")
+
+	// ErrClosed is returned by calls on a closed Client.
+	ErrClosed = errors.New("dsync: client closed")
+
+	// ErrNilClient is returned by the constructors of the primitives
+	// given no Client.
+	ErrNilClient = errors.New("dsync: nil client")
+
+	// ErrEmptyKey is returned by the constructors of the primitives, and
+	// by the Client's reads, given an empty key.
+	ErrEmptyKey = errors.New("dsync: empty key")
+
+	// ErrSessionGone is what a renewal returns (wrapped) when the session
+	// no longer exists: it certainly was not extended.
+	ErrSessionGone = errors.New("dsync: session gone")
+
+	// ErrOverLimit is what Semaphore.Acquire returns for a request of
+	// more units than the semaphore's limit: it could never be granted.
+	ErrOverLimit = errors.New("dsync: more units than the semaphore's limit")
+
+	// Errors of a run that Once.Do cannot report as the one run of f;
+	// each is returned wrapped, with the key and the tokens.
+
+	// ErrUnconfirmed: f returned nil, but its done record was not
+	// confirmed while f's hold was valid. Either no reply to the insert
+	// came before the hold was lost (or ctx ended), and the record may
+	// not be in the store; or the record landed but its reply came only
+	// after the hold had ended, when another holder may already have
+	// read no record and run f too. f ran here, and may run, or have
+	// run, elsewhere.
+	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
+	// ErrRanTwice: f returned nil, and its done record met the record of
+	// another hold's run of f, which landed after this hold's read found
+	// none (its insert was held up on the way while that hold ended): f
+	// succeeded in two holds. The other Do, if it returned, returned
+	// ErrUnconfirmed.
+	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
+
+	// ErrAfterUnsupported is what List reports, before it reads any key,
+	// when asked to resume after a key on a store that lists in
+	// OrderFirstUse: it is driver.ErrAfterUnsupported.
+	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )

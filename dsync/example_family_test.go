@@ -6,15 +6,20 @@ import (
 	"fmt"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // Readers share an RWMutex; a writer waits for them, and its token is
 // above every earlier hold's.
 func ExampleRWMutex() {
-	backend := dsync.NewMemoryBackend() // dsyncmongo.New(db) in production
-	defer backend.Close()
-	reader, _ := dsync.NewRWMutex(backend, "config")
-	writer, _ := dsync.NewRWMutex(backend, "config") // another process, say
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	defer client.Close()
+	reader, _ := dsync.NewRWMutex(client, "config")
+	writer, _ := dsync.NewRWMutex(client, "config") // another process, say
 
 	reader.RLock()
 	reader.RLock()         // readers share the key: a second read hold
@@ -35,11 +40,15 @@ func ExampleRWMutex() {
 
 // A Semaphore bounds the units held at once across processes.
 func ExampleSemaphore() {
-	backend := dsync.NewMemoryBackend()
-	defer backend.Close()
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	defer client.Close()
 	ctx := context.Background()
-	a, _ := dsync.NewSemaphore(backend, "transcoders", 3)
-	b, _ := dsync.NewSemaphore(backend, "transcoders", 3) // another process, say
+	a, _ := dsync.NewSemaphore(client, "transcoders", 3)
+	b, _ := dsync.NewSemaphore(client, "transcoders", 3) // another process, say
 
 	if err := a.Acquire(ctx, 2); err != nil {
 		panic(err)
@@ -60,8 +69,12 @@ func ExampleSemaphore() {
 // Replicas that start at once run a migration once between them; each Do
 // returns once it has run somewhere.
 func ExampleOnce() {
-	backend := dsync.NewMemoryBackend()
-	defer backend.Close()
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	defer client.Close()
 	ctx := context.Background()
 	migrate := func(ctx context.Context) error {
 		_, fenced := dsync.TokenOf(ctx) // the token fences what the migration writes
@@ -69,12 +82,12 @@ func ExampleOnce() {
 		return nil
 	}
 	for range 3 { // three replicas, say
-		once, _ := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+		once, _ := dsync.NewOnce(client, "migrate/2026-03-orders-index")
 		if err := once.Do(ctx, migrate); err != nil {
 			panic(err)
 		}
 	}
-	once, _ := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+	once, _ := dsync.NewOnce(client, "migrate/2026-03-orders-index")
 	done, _ := once.Done(ctx)
 	fmt.Println("done:", done)
 	// Output:

@@ -20,11 +20,15 @@ import (
 )
 
 func Example() {
-	// In production the backend is dsyncmongo.New(db); the in-memory
-	// backend follows the same protocol for unit tests.
-	backend := dsync.NewMemoryBackend()
+	// In production the store is dsyncmongo.NewStore(db); the in-memory
+	// store runs the same protocol, for unit tests.
+	client, err := dsync.NewClient(memory.New(), dsync.WithTTL(10*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
 
-	mu, err := dsync.NewMutex(backend, "nightly-billing", dsync.WithTTL(10*time.Second))
+	mu, err := dsync.NewMutex(client, "nightly-billing")
 	if err != nil {
 		panic(err)
 	}
@@ -40,9 +44,13 @@ func Example() {
 }
 
 func ExampleMutex_TryLock() {
-	backend := dsync.NewMemoryBackend()
-	a, _ := dsync.NewMutex(backend, "migrations")
-	b, _ := dsync.NewMutex(backend, "migrations")
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	a, _ := dsync.NewMutex(client, "migrations")
+	b, _ := dsync.NewMutex(client, "migrations")
 
 	fmt.Println("a:", a.TryLock())
 	fmt.Println("b:", b.TryLock()) // another owner holds it: false at once
@@ -58,13 +66,17 @@ func ExampleMutex_TryLock() {
 // TryLockContext says why a try failed: the lock is held (ErrHeld, with
 // the holder), the context ended, or the store did not answer in time.
 func ExampleMutex_TryLockContext() {
-	backend := dsync.NewMemoryBackend()
-	a, _ := dsync.NewMutex(backend, "migrations")
-	b, _ := dsync.NewMutex(backend, "migrations")
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	a, _ := dsync.NewMutex(client, "migrations")
+	b, _ := dsync.NewMutex(client, "migrations")
 	a.Lock()
 	defer a.Unlock()
 
-	err := b.TryLockContext(context.Background())
+	err = b.TryLockContext(context.Background())
 	var held *dsync.HeldError
 	switch {
 	case errors.As(err, &held):
@@ -79,17 +91,24 @@ func ExampleMutex_TryLockContext() {
 // Two processes on one store: the holder is cut off from the store, its
 // hold ends at its local deadline, and then the other process takes the
 // lock over, with a higher fencing token.
-func ExampleNewMemoryBackendOn() {
+func Example_partition() {
 	store := memory.New()
-	a := dsync.NewMemoryBackendOn(store) // one backend per process
+	procA, procB := store.Process(), store.Process() // one view per process
+	a, err := dsync.NewClient(procA, dsync.WithTTL(200*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 	defer a.Close()
-	b := dsync.NewMemoryBackendOn(store)
+	b, err := dsync.NewClient(procB, dsync.WithTTL(200*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 	defer b.Close()
 
-	ma, _ := dsync.NewMutex(a, "report", dsync.WithTTL(200*time.Millisecond))
-	mb, _ := dsync.NewMutex(b, "report", dsync.WithTTL(200*time.Millisecond))
+	ma, _ := dsync.NewMutex(a, "report")
+	mb, _ := dsync.NewMutex(b, "report")
 	ma.Lock()
-	a.SetReachable(false) // a is partitioned; b still reaches the store
+	procA.SetReachable(false) // a is partitioned; b still reaches the store
 	<-ma.Lost()
 	fmt.Println("a lost its hold")
 
@@ -104,15 +123,19 @@ func ExampleNewMemoryBackendOn() {
 }
 
 func ExampleMutex_LockContext() {
-	backend := dsync.NewMemoryBackend()
-	holder, _ := dsync.NewMutex(backend, "report")
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	holder, _ := dsync.NewMutex(client, "report")
 	holder.Lock()
 	defer holder.Unlock()
 
-	waiter, _ := dsync.NewMutex(backend, "report")
+	waiter, _ := dsync.NewMutex(client, "report")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := waiter.LockContext(ctx)
+	err = waiter.LockContext(ctx)
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// true
@@ -121,8 +144,12 @@ func ExampleMutex_LockContext() {
 // A long critical section watches Lost and passes the fencing token to the
 // resource it writes, so a write made after the lease ended is rejected.
 func ExampleMutex_Lost() {
-	backend := dsync.NewMemoryBackend()
-	mu, _ := dsync.NewMutex(backend, "ledger")
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	mu, _ := dsync.NewMutex(client, "ledger")
 	mu.Lock()
 	defer mu.Unlock()
 
@@ -144,8 +171,11 @@ func ExampleMutex_Lost() {
 // A page of the keys that begin with "report-", with who holds each, and
 // the next page where the store can resume after a key.
 func ExampleClient_List() {
-	backend := dsync.NewMemoryBackend() // in production, dsyncmongo.New(db)
-	c := backend.Client()
+	c, err := dsync.NewClient(memory.New()) // in production, over dsyncmongo.NewStore(db)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
 	ctx := context.Background()
 
 	opts := dsync.ListOptions{Prefix: "report-", Limit: 100}

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Health reports whether c's leases are renewed on time: nil, or an error
-// naming a lease in use (one that holds or awaits something) whose last
+// Health reports whether c's lease is renewed on time: nil, or an error
+// if the lease is in use (it holds or awaits something) and its last
 // confirmed renewal was sent more than its renew interval plus maxLag
 // ago. Such a process is about to lose its holds, or already serves
 // nothing but stale ones; restarting it (a liveness probe) or routing away
@@ -15,15 +15,7 @@ import (
 // that holds and awaits nothing is healthy. This is what client-go's
 // leader election offers as its HealthzAdaptor.
 func (c *Client) Health(maxLag time.Duration) error {
-	c.mu.Lock()
-	keepers := c.keeperListLocked()
-	c.mu.Unlock()
-	for _, k := range keepers {
-		if err := k.health(maxLag); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.keeper.health(maxLag)
 }
 
 // health is Health for k's session.
@@ -34,9 +26,9 @@ func (k *keeper) health(maxLag time.Duration) error {
 	if s == nil || s.retired || !k.busyLocked() {
 		return nil
 	}
-	if since := k.id.clock.Now().Sub(s.confirmed); since > k.id.interval+maxLag {
+	if since := k.lease.clock.Now().Sub(s.confirmed); since > k.lease.interval+maxLag {
 		return fmt.Errorf("dsync: the lease (TTL %v) has had no renewal confirmed for %v, renew interval %v: holds lapse %v after it",
-			k.id.ttl, since.Round(time.Millisecond), k.id.interval, k.id.ttl-k.id.ttl/20)
+			k.lease.ttl, since.Round(time.Millisecond), k.lease.interval, k.lease.ttl-k.lease.margin)
 	}
 	return nil
 }

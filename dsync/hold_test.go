@@ -17,14 +17,11 @@ import (
 // session.
 func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
+		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := m.client.keeperOf(&m.core)
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := m.client.keeper
 		s, err := k.enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +61,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 // integration suite's SIGSTOP before Unlock found the window).
 func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemoryBackend(), "k", WithTTL(time.Second))
+		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,18 +93,18 @@ func TestLostOnceTheSessionIsRetired(t *testing.T) {
 	tests := []struct {
 		name string
 		// lock locks a primitive on b and returns its Lost and its holds.
-		lock func(t *testing.T, b Backend) (lost func() <-chan struct{}, holds *holdSet)
+		lock func(t *testing.T, b *Client) (lost func() <-chan struct{}, holds *holdSet)
 	}{
-		{"RWMutex", func(t *testing.T, b Backend) (func() <-chan struct{}, *holdSet) {
-			rw, err := NewRWMutex(b, "k", WithTTL(time.Second))
+		{"RWMutex", func(t *testing.T, b *Client) (func() <-chan struct{}, *holdSet) {
+			rw, err := NewRWMutex(b, "k")
 			if err != nil {
 				t.Fatal(err)
 			}
 			rw.RLock()
 			return rw.Lost, &rw.holds
 		}},
-		{"Semaphore", func(t *testing.T, b Backend) (func() <-chan struct{}, *holdSet) {
-			s, err := NewSemaphore(b, "k", 3, WithTTL(time.Second))
+		{"Semaphore", func(t *testing.T, b *Client) (func() <-chan struct{}, *holdSet) {
+			s, err := NewSemaphore(b, "k", 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,8 +117,8 @@ func TestLostOnceTheSessionIsRetired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := NewMemoryBackend()
-				lost, holds := tt.lock(t, b)
+				b := NewMemClient(WithTTL(time.Second))
+				lost, holds := tt.lock(t, b.Client)
 				h, ok := holds.newest()
 				if !ok {
 					t.Fatal("no hold counted after the lock")

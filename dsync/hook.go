@@ -4,32 +4,36 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
-// What tests of other packages may reach (package internal/clienthook):
-// a Client's test-only settings, and its protocol calls one by one.
-func init() {
-	clienthook.Option = func(s clienthook.Settings) any {
-		return ClientOption(func(c *clientConfig) error {
-			if s.Chain != nil {
-				c.chain = *s.Chain
-			}
-			if s.Bug != 0 {
-				c.bug = s.Bug
-			}
-			if s.RelockWindow > 0 {
-				c.relockWindow = s.RelockWindow
-			}
-			if s.WrapStore != nil {
-				c.wrapStore = s.WrapStore
-			}
-			return nil
-		})
+// What tests of other packages may set (package internal/clienthook): a
+// store wrapped in a clienthook.Store carries a Client's test-only
+// settings, and may ask for its protocol calls one by one. Users cannot
+// name the type, so they cannot reach these settings.
+
+// takeHooks applies the test-only settings that store carries, if it is
+// a *clienthook.Store, and returns the store beneath.
+func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
+	h, ok := store.(*clienthook.Store)
+	if !ok {
+		return store
 	}
-	clienthook.RawOf = func(b any) clienthook.Raw { return raw{b.(Backend).Client()} }
-	clienthook.Namespace = func(ns string) any { return ownNamespace(ns) }
+	s := h.Settings
+	if s.Chain != nil {
+		c.chain = *s.Chain
+	}
+	if s.Bug != 0 {
+		c.bug = s.Bug
+	}
+	if s.RelockWindow > 0 {
+		c.relockWindow = s.RelockWindow
+	}
+	c.wrapStore = s.WrapStore
+	c.raw = s.Raw
+	return h.Store
 }
 
 // raw is a Client's clienthook.Raw.
@@ -49,7 +53,7 @@ func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (c
 }
 
 func (r raw) Await(ctx context.Context, c clienthook.Claim) error {
-	_, err := r.c.await(ctx, claimRef(c))
+	_, err := r.c.await(ctx, claimRef(c), nil)
 	return err
 }
 

@@ -57,7 +57,7 @@ func TestLateConfirmationRetiresTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second // deadline 1.9 s, first renewal due at 0.67 s
 		b := &lateRenewals{Store: memory.New(), slow: 300 * time.Millisecond, max: 50}
-		m := newMutex(t, newClient(t, b), "k", dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+		m := newMutex(t, newClient(t, b, dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second})), "k")
 		m.Lock()
 		lost := m.Lost()
 		// The renewal goes out at 1.67 s (its timer lags) and is confirmed
@@ -91,8 +91,8 @@ func TestLateConfirmationRetiresTheSession(t *testing.T) {
 func TestUnlockOnceTheSessionIsJudgedOver(t *testing.T) {
 	t.Run("by the deadline timer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := dsync.NewMemoryBackend()
-			m := newMutex(t, mem, "k", dsync.WithTTL(time.Second))
+			mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
+			m := newMutex(t, mem.Client, "k")
 			judged, resume := stopWhenJudged(m)
 			start := time.Now()
 			m.Lock()
@@ -112,8 +112,8 @@ func TestUnlockOnceTheSessionIsJudgedOver(t *testing.T) {
 			// The deadline is at 1.9 s and its timer fires at 2.9 s; the
 			// first renewal is due at 0.67 s and sent at 1.67 s.
 			const ttl = 2 * time.Second
-			mem := dsync.NewMemoryBackend()
-			m := newMutex(t, mem, "k", dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+			mem := dsync.NewMemClient(dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+			m := newMutex(t, mem.Client, "k")
 			judged, resume := stopWhenJudged(m)
 			start := time.Now()
 			m.Lock()

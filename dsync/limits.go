@@ -1,49 +1,41 @@
 package dsync
 
-import (
-	"log/slog"
-	"sync"
-
-	"github.com/go-dsync/dsync/internal/chain"
-)
+import "sync"
 
 // Semaphores whose processes disagree on the limit are not refused: the
 // claims of each limit take turns (see Semaphore). That is safe but slow,
 // and nearly always a mistake (a limit changed by a rolling restart, or
-// configured differently), so a Client warns when one of its weighted
-// claims waits behind a claim of another limit: once per key and pair of
-// limits.
+// configured differently), so a Semaphore warns when one of its claims
+// waits behind a claim of another limit: once per Semaphore and other
+// limit, to its Client's logger (a configuration matter, not the key's).
 
-// maxLimitWarnings bounds the pairs remembered; past it they are
+// maxLimitWarnings bounds the other limits remembered; past it they are
 // forgotten, and warned about again.
-const maxLimitWarnings = 1024
+const maxLimitWarnings = 64
 
+// limitWarnings is a Semaphore's memory of the other limits it warned
+// about.
 type limitWarnings struct {
 	mu     sync.Mutex
-	warned map[limitPair]bool
+	warned map[int64]bool
 }
 
-type limitPair struct {
-	key         string
-	mine, other int64
-}
-
-// check warns if cl, a weighted claim, waits behind blocker, a weighted
-// claim of another limit.
-func (w *limitWarnings) check(logger *slog.Logger, cl claimRef, blocker chain.Blocker) {
-	if cl.Terms.Mode != chain.Weighted || blocker.Terms.Mode != chain.Weighted || blocker.Terms.Limit == cl.Terms.Limit {
+// blockedBy warns if a claim of s waits behind a weighted claim (of epoch)
+// of another limit: once per Semaphore and other limit.
+func (s *Semaphore) blockedBy(by claimTerms, epoch uint64) {
+	if !isWeighted(by) || by.Limit == s.limit {
 		return
 	}
-	p := limitPair{cl.Key, cl.Terms.Limit, blocker.Terms.Limit}
+	w := &s.limits
 	w.mu.Lock()
 	if w.warned == nil || len(w.warned) >= maxLimitWarnings {
-		w.warned = make(map[limitPair]bool)
+		w.warned = make(map[int64]bool)
 	}
-	seen := w.warned[p]
-	w.warned[p] = true
+	seen := w.warned[by.Limit]
+	w.warned[by.Limit] = true
 	w.mu.Unlock()
 	if !seen {
-		logger.Warn("dsync: semaphore limits differ: claims of each limit take turns until every process agrees",
-			"key", cl.Key, "limit", p.mine, "other", p.other, "token", blocker.Epoch)
+		s.client.Logger().Warn("dsync: semaphore limits differ: claims of each limit take turns until every process agrees",
+			"key", s.key, "limit", s.limit, "other", by.Limit, "token", epoch)
 	}
 }

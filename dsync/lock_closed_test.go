@@ -28,33 +28,33 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 	}
 	for _, m := range []struct {
 		name string
-		make func(t *testing.T, b dsync.Backend, key string) lockable
+		make func(t *testing.T, b *dsync.Client, key string) lockable
 		// take takes key on b, as a holder the method must wait for.
-		take func(t *testing.T, b dsync.Backend, key string) (release func())
+		take func(t *testing.T, b *dsync.Client, key string) (release func())
 		// try tries the key on b once, as another process would.
-		try func(t *testing.T, b dsync.Backend) error
+		try func(t *testing.T, b *dsync.Client) error
 		// stored is the key as stored.
 		stored string
 	}{
 		{
 			name: "Mutex.Lock",
-			make: func(t *testing.T, b dsync.Backend, key string) lockable {
+			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				mu := newMutex(t, b, key)
 				return lockable{mu.Lock, mu.Unlock, mu.Token, mu.Owner}
 			},
-			take: func(t *testing.T, b dsync.Backend, key string) func() {
+			take: func(t *testing.T, b *dsync.Client, key string) func() {
 				mu := newMutex(t, b, key)
 				mu.Lock()
 				return mu.Unlock
 			},
-			try: func(t *testing.T, b dsync.Backend) error {
+			try: func(t *testing.T, b *dsync.Client) error {
 				return newMutex(t, b, "k").TryLockContext(context.Background())
 			},
 			stored: "k",
 		},
 		{
 			name: "RWMutex.Lock",
-			make: func(t *testing.T, b dsync.Backend, key string) lockable {
+			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
 				return lockable{rw.Lock, rw.Unlock, rw.Token, rw.Owner}
 			},
@@ -64,7 +64,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 		},
 		{
 			name: "RWMutex.RLock",
-			make: func(t *testing.T, b dsync.Backend, key string) lockable {
+			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
 				return lockable{rw.RLock, rw.RUnlock, rw.Token, rw.Owner}
 			},
@@ -74,7 +74,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 		},
 		{
 			name: "RWMutex.RLocker",
-			make: func(t *testing.T, b dsync.Backend, key string) lockable {
+			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
 				l := rw.RLocker()
 				return lockable{l.Lock, l.Unlock, rw.Token, rw.Owner}
@@ -161,14 +161,14 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 }
 
 // takeRW write-locks key's RWMutex on b.
-func takeRW(t *testing.T, b dsync.Backend, key string) func() {
+func takeRW(t *testing.T, b *dsync.Client, key string) func() {
 	rw := newRWMutex(t, b, key)
 	rw.Lock()
 	return rw.Unlock
 }
 
 // tryRW tries to write-lock the RWMutex k on b.
-func tryRW(t *testing.T, b dsync.Backend) error {
+func tryRW(t *testing.T, b *dsync.Client) error {
 	return newRWMutex(t, b, "k").TryLockContext(context.Background())
 }
 

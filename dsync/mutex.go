@@ -5,12 +5,10 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
-// same key on the same backend. Its zero value is not usable: create it
+// same key on the same store. Its zero value is not usable: create it
 // with NewMutex. A Mutex must not be copied after first use.
 //
 // A successful Lock, LockContext, TryLock or TryLockContext establishes a
@@ -21,13 +19,13 @@ import (
 // nothing.
 //
 // A hold can end without Unlock: when its lease cannot be confirmed before
-// its local deadline (backend unreachable, renewal refused), Lost() is
+// its local deadline (store unreachable, renewal refused), Lost() is
 // closed. After that the caller must stop relying on the lock and should
 // Unlock. The Mutex stays locked locally until Unlock, as a sync.Mutex
 // would.
 //
 // Goroutines of one process that share a *Mutex contend locally first, so
-// at most one of them talks to the backend; like sync.Mutex, a locked Mutex
+// at most one of them talks to the store; like sync.Mutex, a locked Mutex
 // is not tied to a goroutine, and any goroutine may Unlock it.
 type Mutex struct {
 	core
@@ -40,11 +38,11 @@ type Mutex struct {
 	hold *hold // the current hold; nil when not held
 }
 
-// NewMutex returns a Mutex for key on backend. Every Mutex value has its
+// NewMutex returns a Mutex for key on c. Every Mutex value has its
 // own owner identity: two Mutex values for the same key exclude each
 // other even in one process.
-func NewMutex(backend Backend, key string, opts ...Option) (*Mutex, error) {
-	p, err := newCore(backend, key, "", opts)
+func NewMutex(c *Client, key string, opts ...KeyOption) (*Mutex, error) {
+	p, err := newCore(c, key, "", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +58,7 @@ func (m *Mutex) Owner() string { return m.owner }
 
 // Lock locks m, blocking until it is held, like sync.Mutex.Lock.
 //
-// Lock has no error to return: it retries backend errors (an unreachable
+// Lock has no error to return: it retries store errors (an unreachable
 // server, timeouts) with capped, jittered backoff for as long as it takes,
 // and reports each one through WithLogger and WithErrorHandler. Use
 // LockContext to bound the wait or to see the errors.
@@ -80,11 +78,11 @@ func (m *Mutex) Lock() {
 
 // LockContext locks m, blocking until it is held or ctx ends. When ctx ends
 // first it returns context.Cause(ctx) — unchanged, or wrapped together with
-// the last backend error if attempts were failing — and m is not held.
+// the last store error if attempts were failing — and m is not held.
 //
 // The claim LockContext made is withdrawn when ctx ends first, so that it
 // does not keep others waiting; if the withdrawal cannot be confirmed, the
-// backend keeps trying, and the claim ends with its session at the latest.
+// store keeps trying, and the claim ends with its session at the latest.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -94,7 +92,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	h, err := m.acquire(ctx, chain.ExclusiveTerms, true)
+	h, err := m.acquire(ctx, exclusive(), true)
 	if err != nil {
 		<-m.sem
 		return err
@@ -110,7 +108,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // (WithTryTimeout: 2 s by default, or the TTL if shorter) whatever the
 // store does: a store that does not answer makes TryLock return false
 // when the bound passes (drivers return when their context ends). A
-// backend error counts as failure and is reported like Lock's; use
+// store error counts as failure and is reported like Lock's; use
 // TryLockContext to learn why it failed.
 func (m *Mutex) TryLock() bool {
 	return m.TryLockContext(context.Background()) == nil
@@ -120,7 +118,7 @@ func (m *Mutex) TryLock() bool {
 // the try timeout, and says why it failed: an error wrapping ErrHeld (a
 // *HeldError, naming the holder when known) when the lock is held or
 // waited for, here or elsewhere; context.Cause(ctx), unchanged, when ctx
-// ended first; otherwise the backend's error (the store could not be
+// ended first; otherwise the store's error (the store could not be
 // reached, or did not answer within the try timeout).
 //
 // A claim the attempt inserted and could not see confirmed in time is
@@ -135,7 +133,7 @@ func (m *Mutex) TryLockContext(ctx context.Context) error {
 	default:
 		return m.heldHere()
 	}
-	h, err := m.try(ctx, chain.ExclusiveTerms)
+	h, err := m.try(ctx, exclusive())
 	if err != nil {
 		<-m.sem
 		return err
@@ -169,7 +167,7 @@ func (m *Mutex) Unlock() {
 // UnlockContext unlocks m like Unlock and reports the outcome: an error
 // wrapping ErrLost if the hold had been lost before this call (the critical
 // section was not fully protected; the lease is then left to expire rather
-// than released), or the backend's error if the release could not be
+// than released), or the store's error if the release could not be
 // confirmed (the lease then expires after its TTL). m is unlocked locally
 // in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
@@ -186,7 +184,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 
 // Lost returns a channel that is closed when the current hold ends without
 // an Unlock: its lease could not be confirmed before the local deadline, or
-// the backend refused to renew it. Unlock does not close it. When m is not
+// the store refused to renew it. Unlock does not close it. When m is not
 // held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()

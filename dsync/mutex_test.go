@@ -21,9 +21,9 @@ var _ sync.Locker = (*dsync.Mutex)(nil)
 
 var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
 
-func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *dsync.Mutex {
+func newMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
+	m, err := dsync.NewMutex(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,31 +31,23 @@ func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *
 }
 
 func TestNewMutexRejectsBadInput(t *testing.T) {
-	mem := dsync.NewMemoryBackend()
+	mem := dsync.NewMemClient()
 	tests := []struct {
-		name    string
-		backend dsync.Backend
-		key     string
-		opts    []dsync.Option
-		want    string
+		name   string
+		client *dsync.Client
+		key    string
+		opts   []dsync.KeyOption
+		want   string
 	}{
-		{"nil backend", nil, "k", nil, "nil backend"},
-		{"empty key", mem, "", nil, "empty key"},
-		{"zero TTL", mem, "k", []dsync.Option{dsync.WithTTL(0)}, "TTL must be positive"},
-		{"negative TTL", mem, "k", []dsync.Option{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
-		{"TTL below the minimum", mem, "k", []dsync.Option{dsync.WithTTL(time.Millisecond)}, "below the minimum 100ms"},
-		{"TTL above the store's span", mem, "k", []dsync.Option{dsync.WithTTL(9999 * time.Hour)}, "use a TTL of at most 5m0s (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan"},
-		{"zero release timeout", mem, "k", []dsync.Option{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
-		{"renew interval equal to TTL", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
-		{"renew interval inside the margin", mem, "k", []dsync.Option{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
-		{"zero renew interval", mem, "k", []dsync.Option{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
-		{"nil logger", mem, "k", []dsync.Option{dsync.WithLogger(nil)}, "nil logger"},
-		{"nil clock", mem, "k", []dsync.Option{dsync.WithClock(nil)}, "nil clock"},
-		{"nil option", mem, "k", []dsync.Option{nil}, "nil option"},
+		{"nil client", nil, "k", nil, "nil client"},
+		{"empty key", mem.Client, "", nil, "empty key"},
+		{"zero release timeout", mem.Client, "k", []dsync.KeyOption{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
+		{"nil logger", mem.Client, "k", []dsync.KeyOption{dsync.WithLogger(nil)}, "nil logger"},
+		{"nil option", mem.Client, "k", []dsync.KeyOption{nil}, "nil option"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := dsync.NewMutex(tt.backend, tt.key, tt.opts...)
+			m, err := dsync.NewMutex(tt.client, tt.key, tt.opts...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil {
 				t.Fatalf("NewMutex = %v, %v; want error containing %q", m, err, tt.want)
 			}
@@ -63,16 +55,47 @@ func TestNewMutexRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestNewClientRejectsBadLease: the lease's options are the Client's, and
+// checked when it is made.
+func TestNewClientRejectsBadLease(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []dsync.ClientOption
+		want string
+	}{
+		{"zero TTL", []dsync.ClientOption{dsync.WithTTL(0)}, "TTL must be positive"},
+		{"negative TTL", []dsync.ClientOption{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
+		{"TTL below the minimum", []dsync.ClientOption{dsync.WithTTL(time.Millisecond)}, "below the minimum 100ms"},
+		{"TTL above the store's span", []dsync.ClientOption{dsync.WithTTL(9999 * time.Hour)}, "use a TTL of at most 5m0s (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan"},
+		{"renew interval equal to TTL", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
+		{"renew interval inside the margin", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
+		{"zero renew interval", []dsync.ClientOption{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
+		{"nil clock", []dsync.ClientOption{dsync.WithClock(nil)}, "nil clock"},
+		{"nil option", []dsync.ClientOption{nil}, "nil option"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := dsync.NewClient(memory.New(), tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || c != nil {
+				t.Fatalf("NewClient = %v, %v; want error containing %q", c, err, tt.want)
+			}
+		})
+	}
+	if _, err := dsync.NewClient(nil); err == nil {
+		t.Fatal("NewClient(nil) succeeded")
+	}
+}
+
 func TestHammerExcludesAndTokensIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
+		mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
 		const mutexes, goroutinesPerMutex, rounds = 4, 4, 50
 		var inside atomic.Int32
 		var mu sync.Mutex
 		var tokens []uint64
 		var wg sync.WaitGroup
 		for range mutexes {
-			m := newMutex(t, mem, "hammer", dsync.WithTTL(time.Second))
+			m := newMutex(t, mem.Client, "hammer")
 			for range goroutinesPerMutex {
 				wg.Go(func() {
 					for range rounds {
@@ -104,8 +127,8 @@ func TestHammerExcludesAndTokensIncrease(t *testing.T) {
 
 func TestHoldRenewsPastTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k", dsync.WithTTL(time.Second))
+		mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
+		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		time.Sleep(10 * time.Second) // ten TTLs
 		select {
@@ -127,10 +150,10 @@ func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		f := &flaky{Store: store}
-		mem := newClient(t, store)
 		const ttl = time.Second
-		a := newMutex(t, newClient(t, f), "k", dsync.WithTTL(ttl))
-		b := newMutex(t, mem, "k", dsync.WithTTL(ttl))
+		mem := newClient(t, store, dsync.WithTTL(ttl))
+		a := newMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
+		b := newMutex(t, mem, "k")
 
 		start := time.Now()
 		a.Lock()
@@ -176,7 +199,7 @@ func TestForgottenSessionLosesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		f := &forgetful{Store: store}
-		a := newMutex(t, newClient(t, f), "k", dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond))
+		a := newMutex(t, newClient(t, f, dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond)), "k")
 		a.Lock()
 		start := time.Now()
 		foreign := driver.Doc{ID: driver.EndID("k", a.Token(), "other"), Key: "k", Epoch: a.Token(),
@@ -203,9 +226,9 @@ func TestForgottenSessionLosesAtOnce(t *testing.T) {
 
 func TestTryLockNeverWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		a := newMutex(t, mem, "k")
-		b := newMutex(t, mem, "k")
+		mem := dsync.NewMemClient()
+		a := newMutex(t, mem.Client, "k")
+		b := newMutex(t, mem.Client, "k")
 		if !a.TryLock() {
 			t.Fatal("TryLock on a free key failed")
 		}
@@ -249,9 +272,9 @@ func TestTryLockFailsOnBackendError(t *testing.T) {
 
 func TestLockContextReturnsCauseAndHoldsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		a := newMutex(t, mem, "k")
-		b := newMutex(t, mem, "k")
+		mem := dsync.NewMemClient()
+		a := newMutex(t, mem.Client, "k")
+		b := newMutex(t, mem.Client, "k")
 		errStop := errors.New("shutting down")
 
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -329,7 +352,7 @@ func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 		f.renewDown.Store(true)
 		mem := newClient(t, store)
 		var reported []error
-		m := newMutex(t, newClient(t, f), "k", dsync.WithTTL(time.Second),
+		m := newMutex(t, newClient(t, f, dsync.WithTTL(time.Second)), "k",
 			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -352,7 +375,7 @@ func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 }
 
 func TestUnlockOfUnlockedMutexPanics(t *testing.T) {
-	m := newMutex(t, dsync.NewMemoryBackend(), "k")
+	m := newMutex(t, dsync.NewMemClient().Client, "k")
 	defer func() {
 		if r := recover(); r != "dsync: unlock of unlocked mutex" {
 			t.Fatalf("recovered %v, want the misuse panic", r)
@@ -363,8 +386,8 @@ func TestUnlockOfUnlockedMutexPanics(t *testing.T) {
 
 func TestUnlockFromAnotherGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k")
+		mem := dsync.NewMemClient()
+		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		done := make(chan struct{})
 		go func() {
@@ -373,6 +396,7 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 		}()
 		<-done
 		m.Lock() // would block forever if the other goroutine's Unlock did not count
+		//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 		m.Unlock()
 	})
 }
@@ -387,6 +411,7 @@ func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 		for range 10 {
 			wg.Go(func() {
 				m.Lock()
+				//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 				m.Unlock()
 			})
 		}
@@ -402,12 +427,12 @@ func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 	})
 }
 
-// lockMany locks n keys, k0 to k(n−1), through c (TTL 3 s).
+// lockMany locks n keys, k0 to k(n−1), through c (whose TTL is 3 s).
 func lockMany(t *testing.T, c *dsync.Client, n int) []*dsync.Mutex {
 	t.Helper()
 	ms := make([]*dsync.Mutex, n)
 	for i := range ms {
-		ms[i] = newMutex(t, c, fmt.Sprintf("k%d", i), dsync.WithTTL(3*time.Second))
+		ms[i] = newMutex(t, c, fmt.Sprintf("k%d", i))
 		ms[i].Lock()
 	}
 	return ms
@@ -416,7 +441,7 @@ func lockMany(t *testing.T, c *dsync.Client, n int) []*dsync.Mutex {
 func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &flaky{Store: memory.New()}
-		c := newClient(t, f)
+		c := newClient(t, f, dsync.WithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
 		f.renewCalls.Store(0)
@@ -436,7 +461,7 @@ func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &flaky{Store: memory.New()}
-		c := newClient(t, f)
+		c := newClient(t, f, dsync.WithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
 		f.gateInserts.Store(0)
@@ -484,7 +509,7 @@ func TestReleaseFailureIsReported(t *testing.T) {
 }
 
 func TestLostWhenNotHeldIsClosed(t *testing.T) {
-	m := newMutex(t, dsync.NewMemoryBackend(), "k")
+	m := newMutex(t, dsync.NewMemClient().Client, "k")
 	select {
 	case <-m.Lost():
 	default:
@@ -497,9 +522,9 @@ func TestLostWhenNotHeldIsClosed(t *testing.T) {
 
 func TestReleaseWakesWaiterAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
-		a := newMutex(t, mem, "k")
-		b := newMutex(t, mem, "k")
+		mem := dsync.NewMemClient()
+		a := newMutex(t, mem.Client, "k")
+		b := newMutex(t, mem.Client, "k")
 		a.Lock()
 		got := make(chan time.Time)
 		go func() {
@@ -544,8 +569,8 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 	for _, lookFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lost-looked-at-first=%v", lookFirst), func(t *testing.T) {
 			clock := &stuckClock{now: time.Now()}
-			mem := dsync.NewMemoryBackend()
-			m := newMutex(t, mem, "k", dsync.WithTTL(time.Minute), dsync.WithClock(clock))
+			mem := dsync.NewMemClient(dsync.WithTTL(time.Minute), dsync.WithClock(clock))
+			m := newMutex(t, mem.Client, "k")
 			m.Lock()
 			clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
 			if lookFirst {
@@ -573,7 +598,7 @@ func TestLateRepliesBackOff(t *testing.T) {
 		f := &flaky{Store: memory.New(), acquireWait: 150 * time.Millisecond}
 		f.renewDown.Store(true)
 		attempts := &f.claims
-		m := newMutex(t, newClient(t, f), "k", dsync.WithTTL(dsync.MinTTL))
+		m := newMutex(t, newClient(t, f, dsync.WithTTL(dsync.MinTTL)), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dsync.ErrLost) {
@@ -623,7 +648,7 @@ func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &hanging{Store: memory.New(), stuck: make(chan struct{})}
 		var reported []error
-		m := newMutex(t, newClient(t, h), "k", dsync.WithTTL(time.Minute),
+		m := newMutex(t, newClient(t, h, dsync.WithTTL(time.Minute)), "k",
 			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		m.Lock()
 		h.hang.Store(true)
@@ -667,6 +692,7 @@ func TestLockRidesOutLostRaces(t *testing.T) {
 		// no claim to race for).
 		m0 := newMutex(t, c, "k")
 		m0.Lock()
+		//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 		m0.Unlock()
 		b.lose.Store(40) // more than one Claim's rounds
 		m := newMutex(t, c, "k")

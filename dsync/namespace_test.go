@@ -14,7 +14,7 @@ import (
 // (one with "/") is refused when the Mutex is made, with an error that
 // names it and says why; any other is taken, and keeps its keys apart.
 func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
-	mem := dsync.NewMemoryBackend()
+	mem := dsync.NewMemClient()
 	defer mem.Close()
 	for _, c := range []struct {
 		ns, why string
@@ -28,7 +28,7 @@ func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
 		{"/", `may not contain "/"`},
 		{"rw/", `may not contain "/"`},
 	} {
-		m, err := dsync.NewMutex(mem, "k", dsync.WithNamespace(c.ns))
+		m, err := dsync.NewMutex(mem.Client, "k", dsync.WithNamespace(c.ns))
 		if err == nil || m != nil || !strings.Contains(err.Error(), "WithNamespace("+strconv.Quote(c.ns)+")") || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("NewMutex in the namespace %q: error %v (a Mutex made: %v); want an error naming it and saying %q", c.ns, err, m != nil, c.why)
 		}
@@ -36,7 +36,7 @@ func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
 
 	// Another namespace is taken: its keys are its own.
 	for _, ns := range []string{"jobs", "gocron", "RW", "dsync:rw"} {
-		m, err := dsync.NewMutex(mem, "k", dsync.WithNamespace(ns), quiet)
+		m, err := dsync.NewMutex(mem.Client, "k", dsync.WithNamespace(ns), quiet)
 		if err != nil {
 			t.Errorf("NewMutex in the namespace %q: %v; want it made", ns, err)
 			continue
@@ -45,7 +45,7 @@ func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
 			t.Errorf("TryLock in the namespace %q: %v", ns, err)
 			continue
 		}
-		q, err := mem.Client().Queue(context.Background(), "dsync:"+ns+"/k")
+		q, err := mem.Client.Queue(context.Background(), "dsync:"+ns+"/k")
 		if err != nil || len(q) != 1 || q[0].Owner != m.Owner() {
 			t.Errorf("queue of dsync:%s/k: %+v, %v; want the Mutex's claim alone", ns, q, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
@@ -25,13 +24,13 @@ type Observer struct {
 	Acquired func(Acquisition)
 	// AcquireFailed: a call that asked for a hold returned without one,
 	// after Wait: its context ended, the key was held (a try: ErrHeld),
-	// or the backend failed.
+	// or the store failed.
 	AcquireFailed func(a Acquisition, err error)
 	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
 	// after Held.
 	Released func(h Held)
 	// Lost: a hold ended without its caller: its lease ran out
-	// (renewals failed) or the backend no longer knew its session.
+	// (renewals failed) or the store no longer knew its session.
 	Lost func(h Held, err error)
 	// Waiting: how many callers of this Client wait for a hold now (a
 	// Lock, RLock or Acquire that waits; tries do not count).
@@ -139,10 +138,10 @@ func (c *Client) waitingDelta(d int) {
 }
 
 // kindOf is the Kind of p's holds of terms t.
-func (p *core) kindOf(t chain.Terms) Kind {
+func (p *core) kindOf(t claimTerms) Kind {
 	switch p.family {
 	case rwNamespace:
-		if t.Mode == chain.Shared {
+		if isShared(t) {
 			return KindRead
 		}
 		return KindWrite

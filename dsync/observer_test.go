@@ -61,10 +61,10 @@ func (e *events) String() string {
 func TestObserver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ev events
-		b := dsync.NewMemoryBackend(dsync.ClientWithObserver(ev.observer()))
 		const ttl = 3 * time.Second // renewed every second
-		a, _ := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
-		w, _ := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
+		b := dsync.NewMemClient(dsync.ClientWithObserver(ev.observer()), dsync.WithTTL(ttl))
+		a, _ := dsync.NewMutex(b.Client, "k")
+		w, _ := dsync.NewMutex(b.Client, "k")
 		ctx := context.Background()
 		if err := a.LockContext(ctx); err != nil {
 			t.Fatal(err)
@@ -80,17 +80,17 @@ func TestObserver(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Client().Health(time.Second); err != nil {
+		if err := b.Client.Health(time.Second); err != nil {
 			t.Errorf("Health with renewals on time: %v", err)
 		}
 		b.SetReachable(false)
 		time.Sleep(ttl / 3 * 2) // the renewal after the last confirmed one is late
 		synctest.Wait()
-		if err := b.Client().Health(time.Second / 2); err == nil {
+		if err := b.Client.Health(time.Second / 2); err == nil {
 			t.Error("Health with renewals failing for two renew intervals: nil")
 		}
 		rec := httptest.NewRecorder()
-		dsync.HealthHandler(b.Client(), time.Second/2).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		dsync.HealthHandler(b.Client, time.Second/2).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("HealthHandler answered %d, want 503", rec.Code)
 		}
@@ -132,14 +132,15 @@ func TestObserverThatBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		unblock := make(chan struct{})
 		var dropped int
-		b := dsync.NewMemoryBackend(dsync.ClientWithObserver(dsync.Observer{
+		b := dsync.NewMemClient(dsync.ClientWithObserver(dsync.Observer{
 			Acquired: func(dsync.Acquisition) { <-unblock },
 			Dropped:  func(n int) { dropped += n },
 		}))
-		m, _ := dsync.NewMutex(b, "k")
+		m, _ := dsync.NewMutex(b.Client, "k")
 		const n = 3000 // more than the observer's queue holds
 		for range n {
 			m.Lock()
+			//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 			m.Unlock()
 		}
 		close(unblock)

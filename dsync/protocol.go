@@ -12,7 +12,9 @@ import (
 // The protocol's calls, one per step of a primitive: a session opened and
 // renewed, a claim made, waited on and ended. The engine (internal/chain)
 // does the work; these add the Client's bookkeeping (the claims Close
-// ends, wake-ups, relocks) and say which call failed.
+// ends, wake-ups) and say which call failed. What each primitive does
+// with them (a Mutex's relock wait, a Semaphore's limit warnings, a
+// Once's done record) is the primitive's.
 
 // openSession opens a session valid for ttl from when the request was
 // sent, and starts following the store's wake-ups.
@@ -74,11 +76,6 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	if try {
 		cl, err = c.eng.TryClaim(ctx, key, owner, session, t)
 	} else {
-		if t.Mode == chain.Exclusive {
-			// Strict turns after a takeover (relock.go) are a lock's:
-			// claims that share a key do not take turns.
-			c.afterPredecessor(ctx, key, owner)
-		}
 		cl, err = c.eng.Claim(ctx, key, owner, session, t, false)
 	}
 	var busy *chain.BusyError
@@ -99,26 +96,35 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	return claim, nil
 }
 
+// awaited is how a claim came to hold.
+type awaited struct {
+	// below: every lower claim had ended when it began to hold.
+	below bool
+	// after is the owner of the claim whose release it came to hold
+	// after, if that claim was the one just below it; "" otherwise (a
+	// relock wait's cue, relock.go).
+	after string
+}
+
 // await blocks until cl holds (by the grant rule: for an exclusive claim,
 // every lower epoch of its key has ended), or ctx ends (its cause), or the
-// store fails. It returns whether every lower claim had ended.
-func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error) {
+// store fails. Each time the claim is found blocked, blocked (if not nil)
+// is told by the terms and epoch of which claim: a Semaphore's limit
+// warnings (limits.go).
+func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
 	if err := c.checkKey(cl.Key); err != nil {
-		return false, err
+		return awaited{}, err
 	}
 	if err := c.prepare(ctx); err != nil {
-		return false, err
+		return awaited{}, err
 	}
 	cc := cl.resume()
 	for {
 		head, blocker, err := c.eng.Walk(ctx, cc)
 		if err != nil {
-			return false, wrap(ctx, "wait for", cl.Key, err)
+			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
-			if cl.Terms.Mode == chain.Exclusive {
-				c.relock.tookOver(cl.Key, cl.Owner, cl.Token, cc, c.mono())
-			}
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
@@ -126,11 +132,17 @@ func (c *Client) await(ctx context.Context, cl claimRef) (below bool, err error)
 				c.claims[cl.Nonce] = lc
 			}
 			c.mu.Unlock()
-			return cc.Below, nil
+			a := awaited{below: cc.Below}
+			if prev, ok := cc.After(); ok {
+				a.after = prev.Owner
+			}
+			return a, nil
 		}
-		c.limits.check(c.cfg.logger, cl, blocker)
+		if blocked != nil {
+			blocked(blocker.Terms, blocker.Epoch)
+		}
 		if err := c.waitAny(ctx, cl.Key, cc.WaitsFor(blocker)); err != nil {
-			return false, err
+			return awaited{}, err
 		}
 	}
 }
@@ -207,43 +219,4 @@ func wrap(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("%s: %w: %w", where, cause, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
-}
-
-// readDone reads key's done record (a Once's).
-func (c *Client) readDone(ctx context.Context, key string) (rec chain.Doc, found bool, err error) {
-	if err := c.prepare(ctx); err != nil {
-		return chain.Doc{}, false, err
-	}
-	rec, found, err = c.eng.ReadDone(ctx, key)
-	if err != nil {
-		return chain.Doc{}, false, wrap(ctx, "read the done record of", key, err)
-	}
-	return rec, found, nil
-}
-
-// doneUnder reads the done record of cl's key while cl holds: the read a
-// Once's run must follow.
-func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec chain.Doc, found bool, err error) {
-	if err := c.prepare(ctx); err != nil {
-		return chain.Doc{}, false, err
-	}
-	rec, found, err = c.eng.DoneUnder(ctx, cl.resume())
-	if err != nil {
-		return chain.Doc{}, false, wrap(ctx, "read the done record of", cl.Key, err)
-	}
-	return rec, found, nil
-}
-
-// markDone inserts the done record of cl's key, naming cl's token, with
-// nonce, to be forgotten after keep (0: never); mine reports whether the
-// record in the store is this one.
-func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string, keep time.Duration) (rec chain.Doc, mine bool, err error) {
-	if err := c.prepare(ctx); err != nil {
-		return chain.Doc{}, false, err
-	}
-	rec, mine, err = c.eng.MarkDone(ctx, cl.resume(), nonce, keep)
-	if err != nil {
-		return chain.Doc{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
-	}
-	return rec, mine, nil
 }

@@ -83,10 +83,6 @@ const (
 	OrderFirstUse = driver.OrderFirstUse
 )
 
-// ErrAfterUnsupported is what List reports, before it reads any key, when
-// asked to resume after a key on a store that lists in OrderFirstUse.
-var ErrAfterUnsupported = driver.ErrAfterUnsupported
-
 // ListOptions selects the keys List lists.
 type ListOptions struct {
 	// Prefix: only keys that begin with it; "" lists every key.

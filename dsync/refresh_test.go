@@ -39,14 +39,14 @@ func TestManyHoldsOutliveBucketBoundaries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, ttl, keys = 4 * time.Second, time.Second, 40
 		store := slowGates{memory.New(), 50 * time.Millisecond} // 2 s a boundary, twice the TTL
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(ttl))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		var held []*dsync.Mutex
 		for i := range keys {
-			m := newMutex(t, c, fmt.Sprintf("k%02d", i), dsync.WithTTL(ttl))
+			m := newMutex(t, c, fmt.Sprintf("k%02d", i))
 			m.Lock()
 			held = append(held, m)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // Locking again right after a takeover.
@@ -23,7 +21,8 @@ import (
 // tells the second process that the first is locking again, so no choice
 // of epochs can prevent that: the second has to wait for the first.
 //
-// So a Mutex that locks again less than the poll interval
+// So a primitive whose exclusive claim (a Mutex's, a writer's, a Once's,
+// an election's) locks again less than the poll interval
 // (ClientWithPollInterval) after it took the key over from another owner's
 // release first looks for that owner's next claim: it reads by _id the
 // claims above its own (as many reads as the duplicate keys its claim
@@ -52,63 +51,52 @@ const (
 // maxRelockReads bounds the claims read on the way to that owner's.
 const maxRelockReads = 32
 
-// maxTakeovers bounds the takeovers remembered; past it they are
-// forgotten.
-const maxTakeovers = 4096
-
-// A takeover is how a Mutex came to hold a key: after the release of
-// another owner's claim.
+// A takeover is how a primitive's exclusive claim came to hold: after the
+// release of another owner's claim.
 type takeover struct {
 	pred string        // the owner of the released claim
 	mine uint64        // the epoch that then held
-	at   time.Duration // local monotonic: when it found that it held
+	at   time.Duration // the Client's monotonic time: when it found that it held
 }
 
-type ownerKey struct{ key, owner string }
-
-// relocks remembers the takeovers of a backend's Mutexes until their next
-// Claim.
-type relocks struct {
+// relockState is a primitive's last takeover, until its next claim.
+type relockState struct {
 	mu   sync.Mutex
-	took map[ownerKey]takeover
+	took takeover
+	ok   bool
 }
 
-// tookOver records how owner's claim c of key, of epoch, came to hold, at
-// at: after the release of another owner's claim, or not.
-func (r *relocks) tookOver(key, owner string, epoch uint64, c *chain.Claim, at time.Duration) {
-	k := ownerKey{key, owner}
-	prev, ok := c.After()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !ok || prev.Owner == owner {
-		delete(r.took, k)
+// tookOver records how p's exclusive claim of epoch came to hold: after
+// the release of after's claim ("" when nothing ended just below it).
+func (p *core) tookOver(epoch uint64, after string) {
+	p.relock.mu.Lock()
+	defer p.relock.mu.Unlock()
+	if after == "" || after == p.owner {
+		p.relock.ok = false
 		return
 	}
-	if r.took == nil || len(r.took) >= maxTakeovers {
-		r.took = make(map[ownerKey]takeover)
-	}
-	r.took[k] = takeover{pred: prev.Owner, mine: epoch, at: at}
+	p.relock.took, p.relock.ok = takeover{pred: after, mine: epoch, at: p.client.mono()}, true
 }
 
-// take returns and forgets owner's last takeover of key.
-func (r *relocks) take(key, owner string) (takeover, bool) {
-	k := ownerKey{key, owner}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t, ok := r.took[k]
-	delete(r.took, k)
+// lastTakeover returns and forgets p's last takeover.
+func (p *core) lastTakeover() (takeover, bool) {
+	p.relock.mu.Lock()
+	defer p.relock.mu.Unlock()
+	t, ok := p.relock.took, p.relock.ok
+	p.relock.ok = false
 	return t, ok
 }
 
-// afterPredecessor lets the owner that owner's Mutex last took key over
-// from claim first, if that was less than the poll interval ago (see
-// above). The claims it reads count as seen, so the Claim that follows
-// inserts above the last one found.
-func (c *Client) afterPredecessor(ctx context.Context, key, owner string) {
-	t, ok := c.relock.take(key, owner)
+// afterPredecessor lets the owner that p last took its key over from
+// claim first, if that was less than the relock window ago (see above).
+// The claims it reads count as seen, so the claim that follows inserts
+// above the last one found.
+func (p *core) afterPredecessor(ctx context.Context) {
+	t, ok := p.lastTakeover()
 	if !ok {
 		return
 	}
+	c := p.client
 	until := t.at + c.relockWindow()
 	pause, misses := relockPoll, 0
 	epoch := t.mine + 1
@@ -116,23 +104,37 @@ func (c *Client) afterPredecessor(ctx context.Context, key, owner string) {
 		if c.mono() >= until {
 			return
 		}
-		d, found, err := c.eng.ReadClaim(ctx, key, epoch)
+		owner, found, err := c.claimOwner(ctx, p.stored, epoch)
 		switch {
 		case err != nil:
 			return
-		case found && d.Owner == t.pred:
+		case found && owner == t.pred:
 			return
 		case found:
 			epoch++
 			continue
 		}
-		if !c.wake.awaitClaim(ctx, key, epoch, min(pause, until-c.mono())) {
+		if !c.awaitClaim(ctx, p.stored, epoch, min(pause, until-c.mono())) {
 			return
 		}
 		if misses++; misses >= relockFastReads {
 			pause *= 2
 		}
 	}
+}
+
+// claimOwner reads the owner of key's claim of epoch, if there is one:
+// the read a relock wait makes. Reading it counts it as seen, so the
+// next claim of key inserts above it.
+func (c *Client) claimOwner(ctx context.Context, key string, epoch uint64) (owner string, found bool, err error) {
+	d, found, err := c.eng.ReadClaim(ctx, key, epoch)
+	return d.Owner, found, err
+}
+
+// awaitClaim waits until an event shows that key's epoch may have been
+// claimed, or for d; it reports false if ctx ended first.
+func (c *Client) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
+	return c.wake.awaitClaim(ctx, key, epoch, d)
 }
 
 // relockWindow is how long after a takeover a Mutex that locks again waits

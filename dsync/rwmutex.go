@@ -5,15 +5,13 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
 const rwNamespace = "rw"
 
 // An RWMutex is a reader/writer lock shared by every process that uses the
-// same key on the same backend, with the shape of sync.RWMutex: any number
+// same key on the same store, with the shape of sync.RWMutex: any number
 // of readers or one writer hold it at a time. Its zero value is not
 // usable: create it with NewRWMutex. An RWMutex must not be copied after
 // first use.
@@ -55,11 +53,11 @@ type RWMutex struct {
 	holds holdSet // every hold, read and write
 }
 
-// NewRWMutex returns an RWMutex for key on backend. Every RWMutex value
+// NewRWMutex returns an RWMutex for key on c. Every RWMutex value
 // has its own owner identity: two values for the same key exclude each
 // other's writers even in one process. WithNamespace does not apply.
-func NewRWMutex(backend Backend, key string, opts ...Option) (*RWMutex, error) {
-	p, err := newCore(backend, key, rwNamespace, opts)
+func NewRWMutex(c *Client, key string, opts ...KeyOption) (*RWMutex, error) {
+	p, err := newCore(c, key, rwNamespace, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +74,10 @@ func (rw *RWMutex) Key() string { return rw.key }
 func (rw *RWMutex) Owner() string { return rw.owner }
 
 // Lock locks rw for writing, blocking until no other hold of the key is
-// valid, like sync.RWMutex.Lock. It retries backend errors for as long as
+// valid, like sync.RWMutex.Lock. It retries store errors for as long as
 // it takes (see Mutex.Lock); use LockContext to bound the wait. It never
 // returns without the lock: as Mutex.Lock does, it panics with an error
-// wrapping ErrClosed when rw's Client (or backend) is closed, or ErrSpan.
+// wrapping ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) Lock() {
 	if err := rw.LockContext(context.Background()); err != nil {
 		panic(err)
@@ -97,7 +95,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	h, err := rw.acquire(ctx, chain.ExclusiveTerms, true)
+	h, err := rw.acquire(ctx, exclusive(), true)
 	if err != nil {
 		<-rw.sem
 		return err
@@ -115,7 +113,7 @@ func (rw *RWMutex) TryLock() bool { return rw.TryLockContext(context.Background(
 
 // TryLockContext makes TryLock's one attempt, bounded by ctx as well, and
 // says why it failed, as Mutex.TryLockContext does: an error wrapping
-// ErrHeld, context.Cause(ctx) unchanged, or the backend's error.
+// ErrHeld, context.Cause(ctx) unchanged, or the store's error.
 func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -125,7 +123,7 @@ func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 	default:
 		return &HeldError{Key: rw.key, Owner: rw.owner, Token: rw.writeToken()}
 	}
-	h, err := rw.try(ctx, chain.ExclusiveTerms)
+	h, err := rw.try(ctx, exclusive())
 	if err != nil {
 		<-rw.sem
 		return err
@@ -177,10 +175,10 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 }
 
 // RLock locks rw for reading, blocking until every writer queued before
-// it has ended, like sync.RWMutex.RLock. It retries backend errors for as
+// it has ended, like sync.RWMutex.RLock. It retries store errors for as
 // long as it takes; use RLockContext to bound the wait. It never returns
 // without the lock: as Mutex.Lock does, it panics with an error wrapping
-// ErrClosed when rw's Client (or backend) is closed, or ErrSpan.
+// ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) RLock() {
 	if err := rw.RLockContext(context.Background()); err != nil {
 		panic(err)
@@ -193,7 +191,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	h, err := rw.acquire(ctx, chain.Terms{Mode: chain.Shared}, true)
+	h, err := rw.acquire(ctx, shared(), true)
 	if err != nil {
 		return err
 	}
@@ -210,9 +208,9 @@ func (rw *RWMutex) TryRLock() bool { return rw.TryRLockContext(context.Backgroun
 // TryRLockContext makes TryRLock's one attempt, bounded by ctx as well,
 // and says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
-// backend's error.
+// store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
-	h, err := rw.try(ctx, chain.Terms{Mode: chain.Shared})
+	h, err := rw.try(ctx, shared())
 	if err != nil {
 		return err
 	}
@@ -233,11 +231,11 @@ func (rw *RWMutex) RUnlock() {
 
 // RUnlockContext undoes a single RLock call like RUnlock and reports the
 // outcome: an error wrapping ErrLost if that read hold had been lost, or
-// the backend's error if its release could not be confirmed.
+// the store's error if its release could not be confirmed.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	taken := rw.holds.take(func(holds []*hold) []int {
 		for i, h := range holds {
-			if h.claim.Terms.Mode == chain.Shared {
+			if isShared(h.claim.Terms) {
 				return []int{i}
 			}
 		}

@@ -17,9 +17,9 @@ import (
 
 var _ sync.Locker = (*dsync.RWMutex)(nil)
 
-func newRWMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *dsync.RWMutex {
+func newRWMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.RWMutex {
 	t.Helper()
-	rw, err := dsync.NewRWMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
+	rw, err := dsync.NewRWMutex(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func TestRWMutexFIFO(t *testing.T) {
 // the newest read hold.
 func TestRWMutexManyReadersOneValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
+		mem := dsync.NewMemClient()
 		defer mem.Close()
-		rw := newRWMutex(t, mem, "k")
-		other := newRWMutex(t, mem, "k")
+		rw := newRWMutex(t, mem.Client, "k")
+		other := newRWMutex(t, mem.Client, "k")
 		rw.RLock()
 		first := rw.Token()
 		rw.RLock()
@@ -182,7 +182,7 @@ func TestRWMutexLost(t *testing.T) {
 		store := memory.New()
 		f := &flaky{Store: store}
 		const ttl = time.Second
-		rw := newRWMutex(t, newClient(t, f), "k", dsync.WithTTL(ttl))
+		rw := newRWMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
 		select {
 		case <-rw.Lost():
 		default:
@@ -213,9 +213,9 @@ func TestRWMutexLost(t *testing.T) {
 }
 
 func TestRWMutexUnlockOfUnlockedPanics(t *testing.T) {
-	mem := dsync.NewMemoryBackend()
+	mem := dsync.NewMemClient()
 	defer mem.Close()
-	rw := newRWMutex(t, mem, "k")
+	rw := newRWMutex(t, mem.Client, "k")
 	for name, f := range map[string]func(){"Unlock": rw.Unlock, "RUnlock": rw.RUnlock} {
 		func() {
 			defer func() {
@@ -240,11 +240,11 @@ func TestRWMutexUnlockOfUnlockedPanics(t *testing.T) {
 
 // A Mutex, an RWMutex and a Semaphore of one name are apart.
 func TestFamilyNamespaces(t *testing.T) {
-	mem := dsync.NewMemoryBackend()
+	mem := dsync.NewMemClient()
 	defer mem.Close()
-	m := newMutex(t, mem, "k")
-	rw := newRWMutex(t, mem, "k")
-	sem := newSemaphore(t, mem, "k", 1)
+	m := newMutex(t, mem.Client, "k")
+	rw := newRWMutex(t, mem.Client, "k")
+	sem := newSemaphore(t, mem.Client, "k", 1)
 	m.Lock()
 	if !rw.TryLock() || !sem.TryAcquire(1) {
 		t.Fatal("a Mutex excludes an RWMutex or a Semaphore of the same name")
@@ -257,10 +257,10 @@ func TestFamilyNamespaces(t *testing.T) {
 	sem.Release(1)
 	rw.Unlock()
 	m.Unlock()
-	if _, err := dsync.NewRWMutex(mem, "k", dsync.WithNamespace("x")); err == nil || !strings.Contains(err.Error(), "WithNamespace") {
+	if _, err := dsync.NewRWMutex(mem.Client, "k", dsync.WithNamespace("x")); err == nil || !strings.Contains(err.Error(), "WithNamespace") {
 		t.Fatalf("NewRWMutex with WithNamespace: %v", err)
 	}
-	if _, err := dsync.NewRWMutex(mem, ""); err == nil {
+	if _, err := dsync.NewRWMutex(mem.Client, ""); err == nil {
 		t.Fatal("NewRWMutex accepted an empty key")
 	}
 }
@@ -280,7 +280,7 @@ func TestRWMutexHammer(t *testing.T) {
 		)
 		var wg sync.WaitGroup
 		for p := range 4 {
-			rw := newRWMutex(t, newClient(t, store), "k", dsync.WithTTL(time.Second))
+			rw := newRWMutex(t, newClient(t, store, dsync.WithTTL(time.Second)), "k")
 			for g := range 3 {
 				wg.Go(func() {
 					for i := range 20 {

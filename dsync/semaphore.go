@@ -5,19 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
 const semNamespace = "sem"
 
-// ErrOverLimit is what Semaphore.Acquire returns for a request of more
-// units than the semaphore's limit: it could never be granted.
-var ErrOverLimit = errors.New("dsync: more units than the semaphore's limit")
-
 // A Semaphore is a weighted semaphore shared by every process that uses
-// the same key on the same backend, with the shape of
+// the same key on the same store, with the shape of
 // golang.org/x/sync/semaphore.Weighted: at any instant the units held
 // across every process are at most the limit. Its zero value is not
 // usable: create it with NewSemaphore.
@@ -38,7 +32,7 @@ var ErrOverLimit = errors.New("dsync: more units than the semaphore's limit")
 // limit of every claim holding them; while processes disagree, the
 // semaphore drains before the other limit's claims hold. A process whose
 // claim waits behind one of another limit logs a warning (at Warn, on
-// its Backend's logger, once per key and pair of limits).
+// its Client's logger, once per Semaphore and other limit).
 //
 // Acquisitions cannot be split: Release ends whole acquisitions. Each has
 // a fencing token, unique to the key, that orders it against claims of
@@ -51,20 +45,23 @@ type Semaphore struct {
 	core
 	limit int64
 	holds holdSet
+	// limits: the other limits this Semaphore warned about (limits.go).
+	limits limitWarnings
 }
 
-// NewSemaphore returns a Semaphore of limit units for key on backend. The
+// NewSemaphore returns a Semaphore of limit units for key on c. The
 // limit must be at least 1. WithNamespace does not apply.
-func NewSemaphore(backend Backend, key string, limit int64, opts ...Option) (*Semaphore, error) {
+func NewSemaphore(c *Client, key string, limit int64, opts ...KeyOption) (*Semaphore, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("dsync: semaphore limit must be at least 1, got %d", limit)
 	}
-	p, err := newCore(backend, key, semNamespace, opts)
+	p, err := newCore(c, key, semNamespace, opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &Semaphore{core: p, limit: limit}
 	s.lostHook = s.holds.onLost
+	s.blocked = s.blockedBy
 	return s, nil
 }
 
@@ -80,20 +77,20 @@ func (s *Semaphore) Limit() int64 { return s.limit }
 // Held returns the units this Semaphore holds.
 func (s *Semaphore) Held() int64 { return s.holds.weight() }
 
-func (s *Semaphore) terms(n int64) (chain.Terms, error) {
+func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	switch {
 	case n < 1:
-		return chain.Terms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
+		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
 	case n > s.limit:
-		return chain.Terms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
+		return claimTerms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
-	return chain.Terms{Mode: chain.Weighted, Weight: n, Limit: s.limit}, nil
+	return weighted(n, plantedLimit(s.limit)), nil
 }
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On
 // success it returns nil; when ctx ends first it returns
-// context.Cause(ctx) (with the last backend error, if attempts were
-// failing) and holds nothing. It retries backend errors meanwhile. n must
+// context.Cause(ctx) (with the last store error, if attempts were
+// failing) and holds nothing. It retries store errors meanwhile. n must
 // be at least 1: a request of more units than the limit fails at once
 // with ErrOverLimit (x/sync's would block until ctx ends).
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
@@ -125,7 +122,7 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 // TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as
 // well, and says why it failed, as Mutex.TryLockContext does: an error
 // wrapping ErrHeld (no room now), context.Cause(ctx) unchanged, or the
-// backend's error; for n < 1 or above the limit, the error Acquire
+// store's error; for n < 1 or above the limit, the error Acquire
 // returns.
 func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 	t, err := s.terms(n)
@@ -156,7 +153,7 @@ func (s *Semaphore) Release(n int64) {
 
 // ReleaseContext releases n units like Release and reports the outcome:
 // an error wrapping ErrLost if any of the acquisitions released had been
-// lost, or the backend's error for releases that could not be confirmed
+// lost, or the store's error for releases that could not be confirmed
 // (their units then come back when the lease expires).
 func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
 	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })

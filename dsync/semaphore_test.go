@@ -16,9 +16,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-func newSemaphore(t *testing.T, b dsync.Backend, key string, n int64, opts ...dsync.Option) *dsync.Semaphore {
+func newSemaphore(t *testing.T, b *dsync.Client, key string, n int64, opts ...dsync.KeyOption) *dsync.Semaphore {
 	t.Helper()
-	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.Option{quiet}, opts...)...)
+	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.KeyOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,15 +84,15 @@ func TestSemaphoreFIFO(t *testing.T) {
 }
 
 func TestSemaphoreRejectsBadInput(t *testing.T) {
-	mem := dsync.NewMemoryBackend()
+	mem := dsync.NewMemClient()
 	defer mem.Close()
-	if _, err := dsync.NewSemaphore(mem, "k", 0); err == nil {
+	if _, err := dsync.NewSemaphore(mem.Client, "k", 0); err == nil {
 		t.Fatal("NewSemaphore accepted a limit of 0")
 	}
-	if _, err := dsync.NewSemaphore(mem, "k", 2, dsync.WithNamespace("x")); err == nil {
+	if _, err := dsync.NewSemaphore(mem.Client, "k", 2, dsync.WithNamespace("x")); err == nil {
 		t.Fatal("NewSemaphore accepted WithNamespace")
 	}
-	s := newSemaphore(t, mem, "k", 2)
+	s := newSemaphore(t, mem.Client, "k", 2)
 	if err := s.Acquire(context.Background(), 3); !errors.Is(err, dsync.ErrOverLimit) {
 		t.Fatalf("Acquire(3) of 2 = %v, want ErrOverLimit", err)
 	}
@@ -143,9 +143,9 @@ func TestSemaphoreTryAcquire(t *testing.T) {
 // one, else the oldest that add up to n; anything else panics.
 func TestSemaphoreRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemoryBackend()
+		mem := dsync.NewMemClient()
 		defer mem.Close()
-		s := newSemaphore(t, mem, "k", 10)
+		s := newSemaphore(t, mem.Client, "k", 10)
 		ctx := context.Background()
 		var tokens []uint64
 		for _, n := range []int64{1, 2, 3, 1} {
@@ -190,8 +190,8 @@ func TestSemaphoreUnitsOfADeadProcessComeBack(t *testing.T) {
 		store := memory.New()
 		f := &flaky{Store: store}
 		const ttl = time.Second
-		dead := newSemaphore(t, newClient(t, f), "k", 2, dsync.WithTTL(ttl))
-		live := newSemaphore(t, newClient(t, store), "k", 2, dsync.WithTTL(ttl))
+		dead := newSemaphore(t, newClient(t, f, dsync.WithTTL(ttl)), "k", 2)
+		live := newSemaphore(t, newClient(t, store, dsync.WithTTL(ttl)), "k", 2)
 		if err := dead.Acquire(context.Background(), 2); err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestSemaphoreHammer(t *testing.T) {
 		)
 		var wg sync.WaitGroup
 		for p := range 4 {
-			s := newSemaphore(t, newClient(t, store), "k", limit, dsync.WithTTL(time.Second))
+			s := newSemaphore(t, newClient(t, store, dsync.WithTTL(time.Second)), "k", limit)
 			for g := range 2 {
 				wg.Go(func() {
 					for i := range 20 {

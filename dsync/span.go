@@ -18,10 +18,10 @@ func (c *Client) spanError(err error) error {
 	var se *chain.SpanError
 	switch {
 	case errors.As(err, &se) && c.cfg.spanSet:
-		return fmt.Errorf("%w: the store uses %v, this process %v (ClientWithBucketSpan, dsyncmongo.WithBucketSpan): give every process of the store the same span, or none to adopt the store's (%w)",
+		return fmt.Errorf("%w: the store uses %v, this process %v (ClientWithBucketSpan): give every process of the store the same span, or none to adopt the store's (%w)",
 			ErrSpan, se.Store, se.Engine, err)
 	case errors.As(err, &se):
-		return fmt.Errorf("%w: the store uses %v, this process %v, which the store used when this process started (the store was emptied since, and first written by a process configured with %v): restart this process to adopt the store's span, and give every process of the store the same span (ClientWithBucketSpan, dsyncmongo.WithBucketSpan) (%w)",
+		return fmt.Errorf("%w: the store uses %v, this process %v, which the store used when this process started (the store was emptied since, and first written by a process configured with %v): restart this process to adopt the store's span, and give every process of the store the same span (ClientWithBucketSpan) (%w)",
 			ErrSpan, se.Store, se.Engine, se.Store, err)
 	case errors.Is(err, chain.ErrSpan):
 		return fmt.Errorf("%w (%w)", ErrSpan, err)

@@ -32,19 +32,21 @@ func TestSpanHoldsAcrossAnEmptying(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := memory.New()
-				a := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(time.Minute))
+				a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
 				defer a.Close()
-				ma := newMutex(t, a, "job", dsync.WithTTL(ttl))
+				ma := newMutex(t, a.Client, "job")
 				ma.Lock()
+				//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 				ma.Unlock()
 
 				store.Reset() // an operator empties the collections: nothing is held
-				c := dsync.NewMemoryBackendOn(store)
+				c := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
 				defer c.Close()
-				mc := newMutex(t, c, "job", dsync.WithTTL(ttl))
+				mc := newMutex(t, c.Client, "job")
 				if tc.newcomerFirst {
-					other := newMutex(t, c, "cron", dsync.WithTTL(ttl))
+					other := newMutex(t, c.Client, "cron")
 					other.Lock()
+					//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 					other.Unlock()
 				}
 
@@ -96,11 +98,11 @@ func TestSpanHoldsAcrossAnEmptying(t *testing.T) {
 func TestSpanMismatchFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(time.Minute))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
 		defer a.Close()
-		newMutex(t, a, "job", dsync.WithTTL(10*time.Second)).Lock() // records a minute
+		newMutex(t, a.Client, "job").Lock() // records a minute
 
-		b := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(5*time.Minute))
+		b := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(5*time.Minute), dsync.WithTTL(10*time.Second))
 		defer b.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
@@ -115,20 +117,20 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 				t.Errorf("%s: %q, want it to name both spans and the option", what, err)
 			}
 		}
-		m := newMutex(t, b, "other", dsync.WithTTL(10*time.Second))
+		m := newMutex(t, b.Client, "other")
 		check("LockContext", m.LockContext(ctx))
 		check("TryLockContext", m.TryLockContext(ctx))
-		rw, err := dsync.NewRWMutex(b, "other", quiet)
+		rw, err := dsync.NewRWMutex(b.Client, "other", quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("RWMutex.RLockContext", rw.RLockContext(ctx))
-		sem, err := dsync.NewSemaphore(b, "other", 3, quiet)
+		sem, err := dsync.NewSemaphore(b.Client, "other", 3, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("Semaphore.Acquire", sem.Acquire(ctx, 1))
-		once, err := dsync.NewOnce(b, "other", quiet)
+		once, err := dsync.NewOnce(b.Client, "other", quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,21 +161,22 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 func TestSweepOfAnotherSpanDeletesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(time.Minute))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
 		defer a.Close()
-		ma := newMutex(t, a, "job", dsync.WithTTL(10*time.Second))
+		ma := newMutex(t, a.Client, "job")
 		ma.Lock()
+		//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 		ma.Unlock()
 
 		store.Reset() // nothing held
-		c := dsync.NewMemoryBackendOn(store)
+		c := dsync.NewMemClientOn(store, dsync.WithTTL(10*time.Second))
 		defer c.Close()
-		mc := newMutex(t, c, "job", dsync.WithTTL(10*time.Second))
+		mc := newMutex(t, c.Client, "job")
 		mc.Lock() // records five minutes, and holds
 		defer mc.Unlock()
 		before := docsOf(store, "job")
 
-		_, err := a.Client().Compact(context.Background(), 4*time.Minute)
+		_, err := a.Client.Compact(context.Background(), 4*time.Minute)
 		if !errors.Is(err, dsync.ErrSpan) {
 			t.Errorf("Compact by the process of a minute: %v, want dsync.ErrSpan", err)
 		}

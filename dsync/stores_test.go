@@ -17,9 +17,9 @@ import (
 // the Clients tests run on them.
 
 // newClient returns a Client over store, closed when the test ends.
-func newClient(t *testing.T, store driver.Store) *dsync.Client {
+func newClient(t *testing.T, store driver.Store, opts ...dsync.ClientOption) *dsync.Client {
 	t.Helper()
-	c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(100*time.Millisecond))
+	c, err := dsync.NewClient(store, append([]dsync.ClientOption{dsync.ClientWithPollInterval(100 * time.Millisecond), dsync.ClientWithIdleAge(0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

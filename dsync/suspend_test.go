@@ -24,8 +24,8 @@ import (
 func TestLostClosesAtResumePastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost() // taken before the suspend: only the deadline timer can close it
 
@@ -52,8 +52,8 @@ func TestLostClosesAtResumePastDeadline(t *testing.T) {
 func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		time.Sleep(2 * time.Second)
 		suspendFor(20 * time.Second)
@@ -73,8 +73,8 @@ func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
 func TestShortSuspendKeepsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost()
 		for range 5 {
@@ -99,9 +99,9 @@ func TestShortSuspendKeepsTheHold(t *testing.T) {
 func TestValidUntilIsOnTimeNowsScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemoryBackend()
-		m := newMutex(t, mem, "k", dsync.WithTTL(15*time.Second), dsync.WithRenewInterval(14*time.Second),
+		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithRenewInterval(14*time.Second),
 			dsync.WithClock(dsync.SuspendClock(counter)))
+		m := newMutex(t, mem.Client, "k")
 		suspendFor(time.Hour)
 		m.Lock()
 		if left := time.Until(m.ValidUntil()); left != 14250*time.Millisecond {
@@ -166,7 +166,7 @@ func TestLostClosesAtDeadlineAfterResumeShortlyBefore(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					counter, suspendFor := suspend.Fake()
 					backend := &partitioned{Store: memory.New()}
-					m := newMutex(t, newClient(t, backend), "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
+					m := newMutex(t, newClient(t, backend, dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
 					m.Lock()
 					lost := m.Lost()
 					backend.down.Store(true)
@@ -201,7 +201,7 @@ func TestResumeShortlyBeforeDeadlineRenewsAtOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				counter, suspendFor := suspend.Fake()
 				backend := &partitioned{Store: memory.New()}
-				m := newMutex(t, newClient(t, backend), "k", dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter)))
+				m := newMutex(t, newClient(t, backend, dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
 				m.Lock()
 				lost := m.Lost()
 

@@ -10,13 +10,13 @@ import (
 
 // Compaction of idle keys. A key nobody has held for the idle age leaves
 // no document in the store: its next Lock starts its queue again, with
-// tokens above every one it had (see internal/chain). A Client given an
-// idle age (ClientWithIdleAge; dsyncmongo.Backend has one by default)
-// sweeps now and then, under a lock of its own so that one process sweeps
+// tokens above every one it had (see internal/chain). A Client with an
+// idle age (ClientWithIdleAge; DefaultIdleAge unless set) sweeps now and
+// then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).
 
-// DefaultIdleAge is how long a key must have been idle before the
-// sweeps of a dsyncmongo.Backend compact it.
+// DefaultIdleAge is how long a key must have been idle before a Client's
+// sweeps compact it (ClientWithIdleAge).
 const DefaultIdleAge = 30 * time.Minute
 
 // Compact deletes the documents of the keys nobody has held or waited for
@@ -120,8 +120,8 @@ func (c *Client) sweepOnce(ctx context.Context) {
 // ClientWithIdleAge makes this Client sweep in the background, about once
 // per bucket span: it compacts the keys idle (nobody holding or waiting
 // for them) for at least d (Compact). It must be at least four bucket
-// spans (ClientWithBucketSpan). Default: 0, no sweeping (a
-// dsyncmongo.Backend sets DefaultIdleAge).
+// spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
+// process may still sweep). Default: DefaultIdleAge (30 minutes).
 func ClientWithIdleAge(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d < 0 {

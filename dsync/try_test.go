@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // tryer is one Try method of a primitive, in its Context form, with what
@@ -21,7 +22,7 @@ type tryer struct {
 
 // tryers returns the Try methods of a Mutex, an RWMutex (write and read)
 // and a Semaphore on b, each on a key of its own.
-func tryers(t *testing.T, b dsync.Backend, opts ...dsync.Option) []tryer {
+func tryers(t *testing.T, b *dsync.Client, opts ...dsync.KeyOption) []tryer {
 	t.Helper()
 	m, err := dsync.NewMutex(b, "mutex", opts...)
 	if err != nil {
@@ -57,7 +58,7 @@ func TestTryBoundedWhenTheStoreDoesNotAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
 		ctx := context.Background()
-		as := tryers(t, a)
+		as := tryers(t, a.Client)
 		for _, tr := range as {
 			// A first hold opens the process's session, so that the
 			// attempts below get as far as inserting their claims.
@@ -66,7 +67,7 @@ func TestTryBoundedWhenTheStoreDoesNotAnswer(t *testing.T) {
 			}
 			tr.undo()
 		}
-		bs := tryers(t, b)
+		bs := tryers(t, b.Client)
 		for i, tr := range as {
 			a.SetAnswering(false)
 			start := time.Now()
@@ -92,7 +93,7 @@ func TestTryBoundedWhenTheStoreDoesNotAnswer(t *testing.T) {
 			}
 			bs[i].undo()
 		}
-		m, err := dsync.NewMutex(a, "mutex")
+		m, err := dsync.NewMutex(a.Client, "mutex")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,25 +132,25 @@ func TestTryContextSaysWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
 		ctx := context.Background()
-		bs := tryers(t, b)
+		bs := tryers(t, b.Client)
 		// Process a holds every key: the Mutex, both RWMutexes for
 		// writing (readers wait for writers), both units of the
 		// Semaphore.
-		m, err := dsync.NewMutex(a, "mutex")
+		m, err := dsync.NewMutex(a.Client, "mutex")
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Lock()
 		defer m.Unlock()
 		for _, key := range []string{"rw", "rw-read"} {
-			w, err := dsync.NewRWMutex(a, key)
+			w, err := dsync.NewRWMutex(a.Client, key)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w.Lock()
 			defer w.Unlock()
 		}
-		s, err := dsync.NewSemaphore(a, "sem", 2)
+		s, err := dsync.NewSemaphore(a.Client, "sem", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +185,7 @@ func TestTryContextSaysWhy(t *testing.T) {
 		b.SetAnswering(true)
 		b.SetReachable(false)
 		for _, tr := range bs {
-			if err := tr.try(ctx); !errors.Is(err, dsync.ErrUnreachable) || errors.Is(err, dsync.ErrHeld) {
+			if err := tr.try(ctx); !errors.Is(err, memory.ErrUnreachable) || errors.Is(err, dsync.ErrHeld) {
 				t.Errorf("%s on an unreachable store: %v, want the store's error", tr.name, err)
 			}
 		}
@@ -196,9 +197,9 @@ func TestTryContextSaysWhy(t *testing.T) {
 // ErrHeld, at once.
 func TestTryLockContextHeldHere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := dsync.NewMemoryBackend()
+		b := dsync.NewMemClient()
 		defer b.Close()
-		m, err := dsync.NewMutex(b, "k")
+		m, err := dsync.NewMutex(b.Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,10 +219,10 @@ func TestTryLockContextHeldHere(t *testing.T) {
 // behind that call.
 func TestTryBoundedBesideAFirstCallThatWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := dsync.NewMemoryBackend()
+		b := dsync.NewMemClient(dsync.WithTTL(10 * time.Second))
 		defer b.Close()
 		b.SetAnswering(false)
-		waiter, err := dsync.NewMutex(b, "a", dsync.WithTTL(10*time.Second)) // a session of its own
+		waiter, err := dsync.NewMutex(b.Client, "a") // a session of its own
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestTryBoundedBesideAFirstCallThatWaits(t *testing.T) {
 		locked := make(chan error, 1)
 		go func() { locked <- waiter.LockContext(lctx) }()
 		synctest.Wait() // the Lock waits for the store
-		m, err := dsync.NewMutex(b, "b")
+		m, err := dsync.NewMutex(b.Client, "b")
 		if err != nil {
 			t.Fatal(err)
 		}

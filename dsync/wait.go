@@ -21,38 +21,11 @@ import (
 // ctx's cause.
 func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
 	k := waitKey{key, blocker.Epoch}
-	c := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.local[k] == nil {
-		w.local[k] = make(map[chan struct{}]struct{})
-	}
-	w.local[k][c] = struct{}{}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.local[k], c)
-		if len(w.local[k]) == 0 {
-			delete(w.local, k)
-		}
-		w.mu.Unlock()
-	}()
+	c, leave := w.enterLocal(k)
+	defer leave()
 
-	cfg := w.env
 	expires := blocker.ExpiresAt
-	poll := cfg.poll
-	if w.healthy.Load() {
-		// The owner of the claim publishes its end if it has heard of us
-		// by then, or when it hears of us if it ended the claim first. For
-		// lostWindow after an announcement a waiter looks again at
-		// doubling intervals (from the poll interval), covering ends that
-		// come soon and were lost; after that only the safety poll.
-		if age, err := w.announce(ctx, k); err == nil {
-			poll = cfg.safetyPoll
-			if age < lostWindow {
-				poll = min(max(cfg.poll, age), poll)
-			}
-		}
-	}
+	poll := w.pollFor(ctx, k)
 	// Whatever happens, the caller looks again within poll.
 	lookAgain := w.env.mono() + poll
 	for {
@@ -84,6 +57,49 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) e
 		}
 		expires = renewed
 	}
+}
+
+// enterLocal registers a waiter of this process for k's end: its channel
+// is notified when k ends here or an event says so; leave unregisters it.
+func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
+	c = make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.local[k] == nil {
+		w.local[k] = make(map[chan struct{}]struct{})
+	}
+	w.local[k][c] = struct{}{}
+	w.mu.Unlock()
+	return c, func() {
+		w.mu.Lock()
+		delete(w.local[k], c)
+		if len(w.local[k]) == 0 {
+			delete(w.local, k)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// pollFor is how long a waiter for k relies on events before it looks
+// again: the poll interval, or with the stream live (and k announced)
+// the safety poll, shorter for lostWindow after the announcement.
+func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
+	cfg := w.env
+	if !w.healthy.Load() {
+		return cfg.poll
+	}
+	// The owner of the claim publishes its end if it has heard of us by
+	// then, or when it hears of us if it ended the claim first. For
+	// lostWindow after an announcement a waiter looks again at doubling
+	// intervals (from the poll interval), covering ends that come soon
+	// and were lost; after that only the safety poll.
+	age, err := w.announce(ctx, k)
+	if err != nil {
+		return cfg.poll
+	}
+	if age < lostWindow {
+		return min(max(cfg.poll, age), cfg.safetyPoll)
+	}
+	return cfg.safetyPoll
 }
 
 // until is how long, at least, until the store's earliest possible time

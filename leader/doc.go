@@ -1,16 +1,18 @@
 // Package leader elects one leader among processes, coordinated through a
-// Backend (MongoDB in leader/mongo). Campaign blocks until this process
+// dsync.Client: an Election is made on the process's Client
+// (NewElection), and its member status goes to a MemberStore (WithMembers;
+// MongoDB's in leader/mongo). Campaign blocks until this process
 // leads and returns a context that is cancelled the moment leadership can
 // no longer be guaranteed; Run restarts leader-only work after every
 // re-election, and composes with errgroup.
 //
-// Leadership is a dsync lock of the Backend's Client, in the election
+// Leadership is a dsync lock of the Election's Client, in the election
 // namespace (LockKey(name)), so a process's elections share its lease
 // with its locks, and no plain lock is ever an election's lease. It has
 // the guarantees of dsync.Mutex: at most one leader holds a valid lease at any time; each
 // term has a fencing token larger than every earlier term's;
 // the leadership context is cancelled at the lease's local deadline even
-// when the backend cannot be reached; takeover is judged in the backend's
+// when the store cannot be reached; takeover is judged in the store's
 // time, so client clock skew does not matter. Candidates queue for the
 // lock: when the leader resigns, the candidate that has campaigned longest
 // leads next, and Leader reports the head of that queue.
@@ -22,9 +24,13 @@
 // that held office for longer than the poll interval, in order, but may
 // miss shorter terms.
 //
-// Each candidate keeps a member status document (host, pid, version,
-// whether it leads, last seen, what it advertises), written only by
-// itself; Members lists the live ones.
+// Who leads is decided here, once, for every store: the head of the
+// lease key's queue, read through the Client, with what the leader's
+// member status adds. Each candidate keeps a member status document
+// (host, pid, version, whether it leads, last seen, what it advertises)
+// in the MemberStore, written only by itself; Members lists the live
+// ones. Without a MemberStore an Election elects and Leader reports who
+// leads, and Members and Proclaim return ErrNoMembers.
 //
 // A leader advertises a value (Info.Value: where it serves, say): its
 // WithValue value from the start of each term, and what it proclaims

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -17,11 +16,11 @@ import (
 // Create it with NewElection; Close it when done. Its methods are safe for
 // concurrent use.
 type Election struct {
-	name    string
-	backend Backend
-	cfg     config
-	mu      *dsync.Mutex
-	self    Member // ID, Host, PID, Version
+	name   string
+	client *dsync.Client
+	cfg    config
+	mu     *dsync.Mutex
+	self   Member // ID, Host, PID, Version
 
 	state        sync.Mutex
 	campaigning  bool
@@ -40,7 +39,7 @@ type Election struct {
 
 	// putMu orders the member writes: each is composed and sent under it,
 	// so that a write composed later is sent later (and carries a later
-	// sequence in the backend).
+	// sequence in the member store).
 	putMu sync.Mutex
 
 	// events calls the observer (observer.go); nil without one.
@@ -58,39 +57,37 @@ type term struct {
 	fnDone chan struct{}
 }
 
-// NewElection returns a candidate for election name on backend. It does no
-// I/O. The TTL, renew interval and heartbeat options are checked here.
-func NewElection(backend Backend, name string, opts ...Option) (*Election, error) {
-	if backend == nil {
-		return nil, errors.New("leader: nil backend")
+// NewElection returns a candidate for election name on c: its leadership
+// lease is a lock of c's in the namespace Namespace, so it shares c's
+// lease (its TTL and renew interval, dsync.WithTTL) with every lock of
+// the process. Its member status goes to the MemberStore given with
+// WithMembers, if any. It does no I/O.
+func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error) {
+	if c == nil {
+		return nil, errors.New("leader: nil client")
 	}
 	if name == "" {
 		return nil, errors.New("leader: empty election name")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(opts, c)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.logger == nil {
-		cfg.logger = backend.Client().Logger()
-	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	inElections := clienthook.Namespace(Namespace).(dsync.Option)
-	mu, err := dsync.NewMutex(backend, name, inElections,
-		dsync.WithTTL(cfg.ttl), dsync.WithRenewInterval(cfg.renewInterval), dsync.WithLogger(cfg.logger))
+	mu, err := dsync.NewMutex(c, name, dsync.InOwnNamespace(clienthook.Elections()), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
 	host, _ := os.Hostname()
 	e := &Election{
-		name:    name,
-		backend: backend,
-		cfg:     cfg,
-		mu:      mu,
-		self:    Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
-		stop:    make(chan struct{}),
-		kick:    make(chan struct{}, 1),
+		name:   name,
+		client: c,
+		cfg:    cfg,
+		mu:     mu,
+		self:   Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		stop:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
 	}
 	e.newEvents()
 	return e, nil
@@ -105,7 +102,7 @@ func (e *Election) ID() string { return e.self.ID }
 // Campaign blocks until this candidate leads, and returns a context that
 // lives exactly as long as the leadership. The context is cancelled with
 // cause ErrLeadershipLost the moment the lease can no longer be
-// guaranteed (at its local deadline, even with the backend unreachable),
+// guaranteed (at its local deadline, even with the store unreachable),
 // ErrResigned after Resign or Close, or the parent's cause when ctx ends.
 // Leadership is then given up: on Resign or when ctx ends the lease is
 // released at once, so stop leader-only work first (Run does this for
@@ -122,39 +119,17 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 }
 
 func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
-	e.state.Lock()
-	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
-		// The previous term is over and is giving its lock up: wait for
-		// that rather than report this candidate as still leading.
-		e.state.Unlock()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		e.state.Lock()
+	cctx, stop, first, err := e.beginCampaign(ctx)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case e.closed:
-		e.state.Unlock()
-		return nil, ErrClosed
-	case e.campaigning || e.term != nil:
-		e.state.Unlock()
-		return nil, ErrCampaigning
-	}
-	e.campaigning = true
-	cctx, stop := context.WithCancelCause(ctx)
-	e.stopCampaign = stop
-	first := !e.background
-	e.startBackground()
-	e.state.Unlock()
-	if first {
+	if first && e.cfg.members != nil {
 		// Report this member before it can lead, so that whoever sees it
 		// lead can also read its status (version).
 		e.putMember(cctx)
 	}
 
-	err := e.preflight(cctx)
+	err = e.preflight(cctx)
 	if err == nil {
 		err = e.mu.LockContext(cctx)
 	}
@@ -173,17 +148,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		e.unlockQuietly()
 		return nil, ErrClosed
 	}
-	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
-	ref := &termRef{e: e, token: e.procTerm}
-	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
-	info := e.selfInfoLocked()
-	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{}), token: info.Token}
-	if managed {
-		t.fnDone = make(chan struct{})
-	}
-	e.term = t
-	e.wg.Add(1)
-	go e.watch(t, e.mu.Lost())
+	t, info := e.beginTermLocked(ctx, managed)
 	e.state.Unlock()
 
 	e.heartbeatNow()
@@ -194,10 +159,59 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	return t, nil
 }
 
-// preflight asks the backend, if it checks, whether this candidate may
-// campaign.
+// beginCampaign marks this candidate as campaigning, once the previous
+// term (if it is over) has given its lock up, and starts the background
+// (first: for the first time). It returns the campaign's context, which
+// Close cancels, or why this candidate may not campaign.
+func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, stop context.CancelCauseFunc, first bool, err error) {
+	e.state.Lock()
+	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
+		// The previous term is over and is giving its lock up: wait for
+		// that rather than report this candidate as still leading.
+		e.state.Unlock()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, nil, false, context.Cause(ctx)
+		}
+		e.state.Lock()
+	}
+	defer e.state.Unlock()
+	switch {
+	case e.closed:
+		return nil, nil, false, ErrClosed
+	case e.campaigning || e.term != nil:
+		return nil, nil, false, ErrCampaigning
+	}
+	e.campaigning = true
+	cctx, stop = context.WithCancelCause(ctx)
+	e.stopCampaign = stop
+	first = !e.background
+	e.startBackground()
+	return cctx, stop, first, nil
+}
+
+// beginTermLocked starts the term this candidate was just elected to,
+// under ctx (the campaign's parent), and its watch; e.state is held.
+func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, Info) {
+	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
+	ref := &termRef{e: e, token: e.procTerm}
+	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
+	info := e.selfInfoLocked()
+	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{}), token: info.Token}
+	if managed {
+		t.fnDone = make(chan struct{})
+	}
+	e.term = t
+	e.wg.Add(1)
+	go e.watch(t, plantedLost(e.mu.Lost()))
+	return t, info
+}
+
+// preflight asks the member store, if it checks, whether this candidate
+// may campaign.
 func (e *Election) preflight(ctx context.Context) error {
-	if p, ok := e.backend.(Preflighter); ok {
+	if p, ok := e.cfg.members.(Preflighter); ok {
 		return p.Preflight(ctx, e.name)
 	}
 	return nil
@@ -205,7 +219,7 @@ func (e *Election) preflight(ctx context.Context) error {
 
 // watch ends term t when its lease is lost or its context ends, and gives
 // the lock up. A lost lease is left to run out: the margin between the
-// local deadline and its expiry in the backend is what lets the work under
+// local deadline and its expiry in the store is what lets the work under
 // the cancelled context stop before another leader starts. Otherwise the
 // lease is released — at once for Campaign, so other candidates need not
 // wait for the TTL, and after fn returns for Run.
@@ -234,7 +248,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 }
 
 func (e *Election) unlockQuietly() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
 	defer cancel()
 	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
 		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
@@ -271,64 +285,20 @@ func (e *Election) IsLeader() bool {
 	return e.term != nil && e.term.ctx.Err() == nil
 }
 
-// Leader returns who leads now, or an error wrapping ErrNoLeader.
+// Leader returns who leads now, or an error wrapping ErrNoLeader (see
+// who.go).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
-	return e.backend.Leader(ctx, e.name)
+	return e.readLeader(ctx)
 }
 
 // Members returns the candidates whose heartbeat is recent: within three
-// heartbeat intervals, in the backend's time.
+// heartbeat intervals, in the member store's time. Without a member store
+// (WithMembers) it returns ErrNoMembers.
 func (e *Election) Members(ctx context.Context) ([]Member, error) {
-	return e.backend.Members(ctx, e.name, e.cfg.memberMaxAge())
-}
-
-// Observe returns a channel that receives the leader each time a new one
-// is seen, in order of terms (tokens strictly increase), and again each
-// time it is seen to advertise a newer value (Proclaim: within a term,
-// Info.Rev strictly increases). Leaders whose whole term fell between two
-// polls are not seen, nor values that were replaced between two polls.
-// The channel is closed when ctx ends, which is how the goroutine behind
-// it stops; Observe does not need this Election to campaign.
-func (e *Election) Observe(ctx context.Context) <-chan Info {
-	ch := make(chan Info)
-	go func() {
-		defer close(ch)
-		e.pollLeaders(ctx.Done(), true, func(info Info) bool {
-			select {
-			case ch <- info:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		})
-	}()
-	return ch
-}
-
-// pollLeaders asks who leads every poll interval until done closes, and
-// calls emit for each leader with a higher token than the last one; with
-// values set, also for a higher Rev of the same token.
-func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info) bool) {
-	var last Info
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.cfg.ttl)
-		info, err := e.backend.Leader(ctx, e.name)
-		cancel()
-		switch {
-		case err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev):
-			if !emit(info) {
-				return
-			}
-			last = info
-		case err != nil && !errors.Is(err, ErrNoLeader):
-			e.cfg.logger.Warn("leader: observe", "election", e.name, "err", err)
-		}
-		select {
-		case <-done:
-			return
-		case <-time.After(e.cfg.pollInterval):
-		}
+	if e.cfg.members == nil {
+		return nil, ErrNoMembers
 	}
+	return e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
 }
 
 // Run campaigns, runs fn under the leadership context, and when that
@@ -384,82 +354,21 @@ func (e *Election) Close() error {
 	close(e.stop)
 	e.wg.Wait()
 	e.events.Close()
-	if !started {
+	if !started || e.cfg.members == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
 	defer cancel()
-	if err := e.backend.DeleteMember(ctx, e.name, e.self.ID); err != nil {
+	if err := e.cfg.members.DeleteMember(ctx, e.name, e.self.ID); err != nil {
 		return fmt.Errorf("leader: remove member status: %w", err)
 	}
 	return nil
 }
 
 // selfInfoLocked describes this candidate as leader. Since is left zero:
-// it is the backend's time, which Leader and Observe report. e.state is
+// it is the store's time, which Leader and Observe report. e.state is
 // held.
 func (e *Election) selfInfoLocked() Info {
 	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
 		Value: e.proclaimed, Rev: e.rev}
-}
-
-// startBackground starts the heartbeat, and the new-leader watch if
-// OnNewLeader is set, once. e.state is held.
-func (e *Election) startBackground() {
-	if e.background {
-		return
-	}
-	e.background = true
-	e.wg.Add(1)
-	go e.heartbeat()
-	if e.cfg.onNewLeader != nil {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.pollLeaders(e.stop, false, func(info Info) bool {
-				e.cfg.onNewLeader(info)
-				return true
-			})
-		}()
-	}
-}
-
-func (e *Election) heartbeatNow() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (e *Election) heartbeat() {
-	defer e.wg.Done()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-e.kick:
-		case <-time.After(e.cfg.heartbeatInterval):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
-		e.putMember(ctx)
-		cancel()
-	}
-}
-
-func (e *Election) putMember(ctx context.Context) {
-	e.putMu.Lock()
-	defer e.putMu.Unlock()
-	if err := e.backend.PutMember(ctx, e.name, e.member()); err != nil {
-		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
-	}
-}
-
-// member is this candidate's status now.
-func (e *Election) member() Member {
-	e.state.Lock()
-	defer e.state.Unlock()
-	m := e.self
-	m.Leader = e.term != nil && e.term.ctx.Err() == nil
-	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
-	return m
 }

@@ -26,46 +26,76 @@ const ttl = 3 * time.Second
 
 var quiet = leader.WithLogger(slog.New(slog.DiscardHandler))
 
-// cut is an election backend for one candidate that can sever it.
+// A proc is one candidate's process: its Client (with the TTL ttl) and
+// the member store it reports to.
+type proc struct {
+	c       *dsync.Client
+	members leader.MemberStore
+	store   *memory.Process // the process's view of the store; nil for a cut
+}
+
+// cut is a proc that can be severed: its renewals fail while renewDown is
+// set, its heartbeats while heartbeatDown is.
 type cut struct {
-	*leader.MemoryBackend
+	*proc
 	renewDown     *atomic.Bool
 	heartbeatDown atomic.Bool
 }
 
-var errCut = errors.New("candidate cut off from the backend")
+var errCut = errors.New("candidate cut off from the store")
 
 // A world is one store, and one member status, for candidates in
 // processes of their own.
 type world struct {
 	store   *memory.Store
-	members *leader.MemoryBackend
+	members *leader.MemoryMembers
 }
 
-func newWorld() *world { return &world{store: memory.New(), members: leader.NewMemoryBackend()} }
+func newWorld() *world { return &world{store: memory.New(), members: leader.NewMemoryMembers()} }
 
-// process returns the backend of a new process in w.
-func (w *world) process(t *testing.T) *leader.MemoryBackend {
-	return w.members.WithLocks(newClient(t, w.store))
+// process returns a new process in w.
+func (w *world) process(t *testing.T, opts ...dsync.ClientOption) *proc {
+	p := w.store.Process()
+	return &proc{c: newClient(t, p, opts...), members: w.members, store: p}
 }
 
-// cut returns the backend of a new process in w that can be cut off.
+// cut returns a new process in w that can be cut off.
 func (w *world) cut(t *testing.T) *cut {
 	s := &cutStore{Store: w.store}
-	return &cut{MemoryBackend: w.members.WithLocks(newClient(t, s)), renewDown: &s.renewDown}
+	c := &cut{renewDown: &s.renewDown}
+	c.proc = &proc{c: newClient(t, s), members: &cutMembers{MemberStore: w.members, down: &c.heartbeatDown}}
+	return c
 }
 
-// newCut returns a cut candidate backend in a world of its own.
+// newCut returns a cut candidate process in a world of its own.
 func newCut(t *testing.T) *cut { return newWorld().cut(t) }
 
-func newClient(t *testing.T, s driver.Store) *dsync.Client {
+// newProc returns a process in a world of its own.
+func newProc(t *testing.T, opts ...dsync.ClientOption) *proc { return newWorld().process(t, opts...) }
+
+// newClient returns a Client on s with the TTL ttl, unless opts say
+// otherwise, closed when the test ends.
+func newClient(t *testing.T, s driver.Store, opts ...dsync.ClientOption) *dsync.Client {
 	t.Helper()
-	c, err := dsync.NewClient(s)
+	c, err := dsync.NewClient(s, append([]dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// cutMembers fails member writes while down is set.
+type cutMembers struct {
+	leader.MemberStore
+	down *atomic.Bool
+}
+
+func (c *cutMembers) PutMember(ctx context.Context, election string, m leader.Member) error {
+	if c.down.Load() {
+		return errCut
+	}
+	return c.MemberStore.PutMember(ctx, election, m)
 }
 
 // cutStore fails renewals while renewDown is set.
@@ -89,16 +119,9 @@ func (s *cutStore) InsertSession(ctx context.Context, sess driver.Session) error
 	return s.Store.InsertSession(ctx, sess)
 }
 
-func (c *cut) PutMember(ctx context.Context, election string, m leader.Member) error {
-	if c.heartbeatDown.Load() {
-		return errCut
-	}
-	return c.MemoryBackend.PutMember(ctx, election, m)
-}
-
-func newElection(t *testing.T, b leader.Backend, opts ...leader.Option) *leader.Election {
+func newElection(t *testing.T, p *proc, opts ...leader.Option) *leader.Election {
 	t.Helper()
-	e, err := leader.NewElection(b, "cron", append([]leader.Option{quiet, leader.WithTTL(ttl)}, opts...)...)
+	e, err := leader.NewElection(p.c, "cron", append([]leader.Option{quiet, leader.WithMembers(p.members)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,18 +129,17 @@ func newElection(t *testing.T, b leader.Backend, opts ...leader.Option) *leader.
 }
 
 func TestNewElectionRejectsBadInput(t *testing.T) {
-	mem := leader.NewMemoryBackend()
+	mem := newProc(t).c
 	tests := []struct {
 		name    string
-		backend leader.Backend
+		backend *dsync.Client
 		elect   string
 		opts    []leader.Option
 		want    string
 	}{
-		{"nil backend", nil, "x", nil, "nil backend"},
+		{"nil client", nil, "x", nil, "nil client"},
 		{"empty name", mem, "", nil, "empty election name"},
-		{"zero TTL", mem, "x", []leader.Option{leader.WithTTL(0)}, "TTL must be positive"},
-		{"TTL too short for the renew interval", mem, "x", []leader.Option{leader.WithTTL(time.Second), leader.WithRenewInterval(time.Second)}, "renew interval"},
+		{"nil member store", mem, "x", []leader.Option{leader.WithMembers(nil)}, "nil member store"},
 		{"zero heartbeat", mem, "x", []leader.Option{leader.WithHeartbeatInterval(0)}, "heartbeat interval must be positive"},
 		{"nil callback", mem, "x", []leader.Option{leader.OnLost(nil)}, "nil OnLost"},
 	}
@@ -148,7 +170,7 @@ func TestAtMostOneLeaderAcrossForcedLosses(t *testing.T) {
 		var elections []*leader.Election
 		for i := range candidates {
 			cuts[i] = w.cut(t)
-			e := newElection(t, cuts[i])
+			e := newElection(t, cuts[i].proc)
 			elections = append(elections, e)
 			wg.Go(func() {
 				err := e.Run(ctx, func(lctx context.Context) error {
@@ -206,7 +228,7 @@ func TestCampaignContextCauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld()
 		ca := w.cut(t)
-		a := newElection(t, ca)
+		a := newElection(t, ca.proc)
 		b := newElection(t, w.process(t))
 		defer a.Close()
 		defer b.Close()
@@ -302,7 +324,7 @@ func TestCampaignContextCauses(t *testing.T) {
 
 func TestCampaignTwiceIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newElection(t, leader.NewMemoryBackend())
+		e := newElection(t, newProc(t))
 		if _, err := e.Campaign(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +343,7 @@ func TestCampaignTwiceIsAnError(t *testing.T) {
 func TestRunRestartsJobAndReturnsItsError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCut(t)
-		e := newElection(t, c)
+		e := newElection(t, c.proc)
 		defer e.Close()
 		errBoom := errors.New("job failed")
 		var starts int
@@ -352,7 +374,7 @@ func TestRunRestartsJobAndReturnsItsError(t *testing.T) {
 
 func TestObserveSeesEveryChangeInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := leader.NewMemoryBackend()
+		mem := newProc(t)
 		var es []*leader.Election
 		for range 3 {
 			es = append(es, newElection(t, mem))
@@ -409,7 +431,7 @@ func TestMembers(t *testing.T) {
 		for range 3 {
 			c := w.cut(t)
 			cuts = append(cuts, c)
-			es = append(es, newElection(t, c, leader.WithVersion("v1.2.3")))
+			es = append(es, newElection(t, c.proc, leader.WithVersion("v1.2.3")))
 		}
 		if _, err := es[0].Campaign(ctx); err != nil {
 			t.Fatal(err)
@@ -464,7 +486,7 @@ func TestMembers(t *testing.T) {
 
 func TestCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := leader.NewMemoryBackend()
+		mem := newProc(t)
 		var events []string
 		var mu sync.Mutex
 		add := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }

@@ -7,7 +7,7 @@ import "errors"
 var (
 	// ErrLeadershipLost is the cause of a leadership context cancelled
 	// because the lease could no longer be guaranteed: at the lease's local
-	// deadline, even when the backend cannot be reached.
+	// deadline, even when the store cannot be reached.
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 
 	// ErrResigned is the cause of a leadership context cancelled by Resign
@@ -27,4 +27,13 @@ var (
 	// ErrNotLeader is returned by Proclaim when this candidate does not
 	// lead, or its term ended before the value was confirmed.
 	ErrNotLeader = errors.New("leader: not the leader")
+
+	// ErrNoMembers is returned by Members and Proclaim of an Election
+	// given no MemberStore (WithMembers): member status has nowhere to
+	// live.
+	ErrNoMembers = errors.New("leader: no member store (WithMembers)")
+
+	// ErrMembersUnreachable is what a MemoryMembers set unreachable
+	// returns.
+	ErrMembersUnreachable = errors.New("leader: the in-memory member store is unreachable (MemoryMembers.SetReachable)")
 )

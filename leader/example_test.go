@@ -8,13 +8,21 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
 func ExampleElection_Campaign() {
-	// In production: leadermongo.New(db).
-	backend := leader.NewMemoryBackend()
-	e, err := leader.NewElection(backend, "billing")
+	// In production: a Client over dsyncmongo.NewStore(db), and member
+	// status in leadermongo.NewStore(store).
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	members := leader.NewMemoryMembers()
+	e, err := leader.NewElection(client, "billing", leader.WithMembers(members))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -43,8 +51,12 @@ func ExampleElection_Campaign() {
 // and Run campaigns again. A job that fails for its own reasons ends Run
 // with its error.
 func ExampleElection_Run() {
-	backend := leader.NewMemoryBackend()
-	e, err := leader.NewElection(backend, "scheduler")
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	e, err := leader.NewElection(client, "scheduler") // no member status needed
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,10 +90,17 @@ func sendReports(ctx context.Context) error {
 }
 
 func ExampleElection_Observe() {
-	backend := leader.NewMemoryBackend()
-	candidate, _ := leader.NewElection(backend, "cron", leader.WithVersion("v2.1.0"))
+	// In production: a Client over dsyncmongo.NewStore(db), and member
+	// status in leadermongo.NewStore(store).
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	members := leader.NewMemoryMembers()
+	candidate, _ := leader.NewElection(client, "cron", leader.WithMembers(members), leader.WithVersion("v2.1.0"))
 	defer candidate.Close()
-	watcher, _ := leader.NewElection(backend, "cron")
+	watcher, _ := leader.NewElection(client, "cron", leader.WithMembers(members))
 	defer watcher.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,8 +120,13 @@ func ExampleElection_Observe() {
 // new election (Proclaim); others read it with Leader or Observe. Inside
 // Run, TermOf gives the term's token, to fence what the leader writes.
 func ExampleElection_Proclaim() {
-	backend := leader.NewMemoryBackend()
-	e, err := leader.NewElection(backend, "primary", leader.WithValue("10.0.0.7:5432"))
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	members := leader.NewMemoryMembers()
+	e, err := leader.NewElection(client, "primary", leader.WithMembers(members), leader.WithValue("10.0.0.7:5432"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,50 +1,42 @@
 package leader_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
 // A leader whose in-memory store becomes unreachable loses its term at
-// its deadline, and member status fails meanwhile; nothing is logged
-// unless a logger is given.
-func TestMemoryBackendUnreachable(t *testing.T) {
-	var logged lockedBuffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
-	defer slog.SetDefault(prev)
+// its deadline, and member status fails meanwhile; once reachable again,
+// it is elected again.
+func TestMemoryStoreUnreachable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := leader.NewMemoryBackend()
 		const ttl = time.Second
-		e, err := leader.NewElection(b, "svc", leader.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newWorld()
+		p := w.process(t, dsync.WithTTL(ttl))
+		e := newElection(t, p)
 		defer e.Close()
 		lctx, err := e.Campaign(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		b.SetReachable(false)
+		p.store.SetReachable(false)
+		w.members.SetReachable(false)
 		<-lctx.Done()
 		if at := time.Since(start); at > ttl || !errors.Is(context.Cause(lctx), leader.ErrLeadershipLost) {
 			t.Errorf("leadership ended %v after the store went away (TTL %v), cause %v; want ErrLeadershipLost within the TTL", at, ttl, context.Cause(lctx))
 		}
-		if _, err := b.Members(context.Background(), "svc", time.Minute); !errors.Is(err, dsync.ErrUnreachable) {
-			t.Errorf("Members while unreachable = %v, want ErrUnreachable", err)
+		if _, err := e.Members(context.Background()); !errors.Is(err, leader.ErrMembersUnreachable) {
+			t.Errorf("Members while unreachable = %v, want ErrMembersUnreachable", err)
 		}
-		b.SetReachable(true)
+		p.store.SetReachable(true)
+		w.members.SetReachable(true)
 		if _, err := e.Campaign(context.Background()); err != nil {
 			t.Fatalf("Campaign once reachable again: %v", err)
 		}
@@ -52,60 +44,27 @@ func TestMemoryBackendUnreachable(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if out := logged.String(); out != "" {
-		t.Errorf("the memory backend logged, with no logger given:\n%s", out)
-	}
 }
 
-// lockedBuffer is a log's destination that goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// Two processes on one memory store, each with a backend of its own
-// (dsync.NewMemoryBackendOn, shared member status through WithLocks):
-// the leader is partitioned from the store, its term ends at its
-// deadline, and the other process is elected after that, with a higher
-// term; the partitioned process's member status fails, the other's
-// does not.
+// Two processes on one memory store, each with a Client of its own on its
+// view of the store (memory.Store.Process): the leader is partitioned
+// from the store, its term ends at its deadline, and the other process is
+// elected after that, with a higher term.
 func TestPartitionedLeaderAndATakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New()
-		members := leader.NewMemoryBackend()
-		da, db := dsync.NewMemoryBackendOn(store), dsync.NewMemoryBackendOn(store)
-		defer da.Close()
-		defer db.Close()
-		a, b := members.WithLocks(da), members.WithLocks(db)
 		const ttl = 2 * time.Second
-		ea, err := leader.NewElection(a, "svc", leader.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newWorld()
+		a, b := w.process(t, dsync.WithTTL(ttl)), w.process(t, dsync.WithTTL(ttl))
+		ea := newElection(t, a)
 		defer ea.Close()
-		eb, err := leader.NewElection(b, "svc", leader.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
+		eb := newElection(t, b)
 		defer eb.Close()
 		ctx := context.Background()
 		actx, err := ea.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.SetReachable(false)
+		a.store.SetReachable(false)
 		bctx, err := eb.Campaign(ctx)
 		if err != nil {
 			t.Fatalf("the other process's Campaign: %v", err)
@@ -123,13 +82,10 @@ func TestPartitionedLeaderAndATakeover(t *testing.T) {
 		if tb.Token <= ta.Token {
 			t.Errorf("the new leader's term %d is not above the partitioned one's %d", tb.Token, ta.Token)
 		}
-		if _, err := a.Members(ctx, "svc", time.Minute); !errors.Is(err, dsync.ErrUnreachable) {
-			t.Errorf("Members from the partitioned process = %v, want ErrUnreachable", err)
+		if info, err := eb.Leader(ctx); err != nil || info.ID != eb.ID() {
+			t.Errorf("Leader from the other process = %+v, %v; want it", info, err)
 		}
-		if _, err := b.Members(ctx, "svc", time.Minute); err != nil {
-			t.Errorf("Members from the other process: %v", err)
-		}
-		a.SetReachable(true)
+		a.store.SetReachable(true)
 		if err := eb.Resign(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -12,17 +12,17 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
-// A process's plain locks and elections share one backend (and its
+// A process's plain locks and elections share one Client (and its
 // lease), yet the lock "coll" is not the lease of the election "coll", in
 // either order, and no plain lock can name an election's lease.
 func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		elections := leader.NewMemoryBackend()
+		elections := newProc(t).c
 		ctx := context.Background()
 		if _, err := dsync.NewMutex(elections, leader.LockKey("coll")); err == nil {
 			t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
 		}
-		mu, err := dsync.NewMutex(elections, "coll", dsync.WithTTL(ttl), dsync.WithLogger(slog.New(slog.DiscardHandler)))
+		mu, err := dsync.NewMutex(elections, "coll", dsync.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 		}
 		defer mu.Unlock()
 
-		e, err := leader.NewElection(elections, "coll", quiet, leader.WithTTL(ttl))
+		e, err := leader.NewElection(elections, "coll", quiet)
 		if err != nil {
 			t.Fatal(err)
 		}

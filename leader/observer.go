@@ -24,7 +24,7 @@ type Transition struct {
 // called after the fact, in order, from a goroutine of the Election's own,
 // and never delays the election; if it falls far behind, transitions are
 // dropped rather than wait. Package dsync's Observer (through the
-// backend's Client) covers the lease the election's lock shares.
+// Election's Client) covers the lease the election's lock shares.
 func WithObserver(f func(Transition)) Option {
 	return func(c *config) error {
 		if f == nil {

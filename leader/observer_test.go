@@ -15,9 +15,9 @@ import (
 // the term and the cause, in order: what a leader gauge needs.
 func TestObserverTransitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := leader.NewMemoryBackend()
+		b := newProc(t)
 		var got []leader.Transition
-		e, err := leader.NewElection(b, "jobs", leader.WithObserver(func(tr leader.Transition) { got = append(got, tr) }))
+		e, err := leader.NewElection(b.c, "jobs", leader.WithObserver(func(tr leader.Transition) { got = append(got, tr) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +52,8 @@ func TestObserverTransitions(t *testing.T) {
 }
 
 func TestWithObserverNil(t *testing.T) {
-	b := leader.NewMemoryBackend()
-	if _, err := leader.NewElection(b, "jobs", leader.WithObserver(nil)); err == nil {
+	b := newProc(t)
+	if _, err := leader.NewElection(b.c, "jobs", leader.WithObserver(nil)); err == nil {
 		t.Error("NewElection accepted a nil observer")
 	}
 }
@@ -65,11 +65,11 @@ func TestLeaseObservedAsElection(t *testing.T) {
 	var mu sync.Mutex
 	var kinds []dsync.Kind
 	add := func(k dsync.Kind) { mu.Lock(); kinds = append(kinds, k); mu.Unlock() }
-	locks := dsync.NewMemoryBackend(dsync.ClientWithObserver(dsync.Observer{
+	p := newProc(t, dsync.ClientWithObserver(dsync.Observer{
 		Acquired: func(a dsync.Acquisition) { add(a.Kind) },
 		Released: func(h dsync.Held) { add(h.Kind) },
 	}))
-	e, err := leader.NewElection(leader.NewMemoryBackend().WithLocks(locks), "jobs")
+	e, err := leader.NewElection(p.c, "jobs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestLeaseObservedAsElection(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	locks.Close() // delivers what is queued
+	p.c.Close() // delivers what is queued
 	mu.Lock()
 	defer mu.Unlock()
 	if len(kinds) != 2 || kinds[0] != dsync.KindElection || kinds[1] != dsync.KindElection {

@@ -13,9 +13,8 @@ import (
 type Option func(*config) error
 
 type config struct {
-	ttl               time.Duration
-	renewInterval     time.Duration // 0: ttl/3
-	heartbeatInterval time.Duration // 0: the renew interval
+	members           MemberStore   // nil: none (WithMembers)
+	heartbeatInterval time.Duration // 0: the Client's renew interval
 	pollInterval      time.Duration
 	version           string
 	value             string
@@ -28,15 +27,12 @@ type config struct {
 
 // Defaults of an Election's options.
 const (
-	// DefaultTTL is the leadership lease: how long a crashed leader keeps
-	// others from taking over.
-	DefaultTTL = dsync.DefaultTTL
 	// DefaultPollInterval is how often Observe and OnNewLeader ask who leads.
 	DefaultPollInterval = 500 * time.Millisecond
 )
 
-func newConfig(opts []Option) (config, error) {
-	c := config{ttl: DefaultTTL, pollInterval: DefaultPollInterval} // logger: the backend Client's, unless WithLogger (NewElection)
+func newConfig(opts []Option, client *dsync.Client) (config, error) {
+	c := config{pollInterval: DefaultPollInterval, logger: client.Logger()}
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("leader: nil option")
@@ -45,11 +41,8 @@ func newConfig(opts []Option) (config, error) {
 			return config{}, err
 		}
 	}
-	if c.renewInterval == 0 {
-		c.renewInterval = c.ttl / 3
-	}
 	if c.heartbeatInterval == 0 {
-		c.heartbeatInterval = c.renewInterval
+		c.heartbeatInterval = client.RenewInterval()
 	}
 	return c, nil
 }
@@ -58,32 +51,24 @@ func newConfig(opts []Option) (config, error) {
 // heartbeat: three missed heartbeats.
 func (c *config) memberMaxAge() time.Duration { return 3 * c.heartbeatInterval }
 
-// WithTTL sets the leadership lease length. Default: DefaultTTL (15 s). A
-// crashed leader is replaced after at most about one TTL.
-func WithTTL(ttl time.Duration) Option {
+// WithMembers sets where the Election keeps its member status: a
+// MemberStore (leadermongo.NewStore on MongoDB, NewMemoryMembers in
+// tests). Default: none; the Election then elects, and Leader, Observe
+// and OnNewLeader report who leads (without Version and Value), while
+// Members and Proclaim return ErrNoMembers.
+func WithMembers(ms MemberStore) Option {
 	return func(c *config) error {
-		if ttl <= 0 {
-			return fmt.Errorf("leader: TTL must be positive, got %v", ttl)
+		if ms == nil {
+			return errors.New("leader: nil member store")
 		}
-		c.ttl = ttl
-		return nil
-	}
-}
-
-// WithRenewInterval sets how often the leader renews its lease. Default: a
-// third of the TTL. It must be shorter than the TTL minus TTL/20.
-func WithRenewInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("leader: renew interval must be positive, got %v", d)
-		}
-		c.renewInterval = d
+		c.members = ms
 		return nil
 	}
 }
 
 // WithHeartbeatInterval sets how often a candidate refreshes its member
-// status document. Default: the renew interval. Members counts a member
+// status document. Default: the Client's renew interval
+// (dsync.WithRenewInterval). Members counts a member
 // live for three intervals after its last heartbeat.
 func WithHeartbeatInterval(d time.Duration) Option {
 	return func(c *config) error {
@@ -95,7 +80,7 @@ func WithHeartbeatInterval(d time.Duration) Option {
 	}
 }
 
-// WithPollInterval sets how often Observe and OnNewLeader ask the backend
+// WithPollInterval sets how often Observe and OnNewLeader ask the store
 // who leads. Default: DefaultPollInterval (500 ms).
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
@@ -134,9 +119,8 @@ func WithValue(v string) Option {
 }
 
 // WithLogger sets where background errors are logged (at Warn level):
-// failed renewals, releases and heartbeats. Default: the backend Client's
-// logger (dsync.ClientWithLogger, dsyncmongo.WithLogger), slog.Default()
-// unless set; a MemoryBackend's logs nothing.
+// failed renewals, releases and heartbeats. Default: the Client's logger
+// (dsync.ClientWithLogger), slog.Default() unless set.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {

@@ -12,13 +12,17 @@ import (
 // next term starts again from WithValue's.
 //
 // Proclaim returns ErrNotLeader when this candidate does not lead, or
-// when its term ended before the value was confirmed; the backend's error
+// when its term ended before the value was confirmed; ErrNoMembers without
+// a member store (WithMembers), which keeps the value; the store's error
 // when the value could not be confirmed (the next heartbeat sends it
 // again). In both cases the value may still be shown, for the term it was
 // proclaimed in only.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if len(value) > MaxValueSize {
 		return fmt.Errorf("leader: value of %d bytes, more than %d", len(value), MaxValueSize)
+	}
+	if e.cfg.members == nil {
+		return ErrNoMembers
 	}
 	e.putMu.Lock()
 	defer e.putMu.Unlock()
@@ -30,9 +34,9 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	}
 	e.proclaimed, e.rev = value, e.rev+1
 	e.state.Unlock()
-	pctx, cancel := context.WithTimeout(ctx, e.cfg.ttl)
+	pctx, cancel := context.WithTimeout(ctx, e.client.TTL())
 	defer cancel()
-	if err := e.backend.PutMember(pctx, e.name, e.member()); err != nil {
+	if err := e.cfg.members.PutMember(pctx, e.name, e.member()); err != nil {
 		return fmt.Errorf("leader: proclaim %q: %w", e.name, err)
 	}
 	if t.ctx.Err() != nil {

@@ -93,7 +93,7 @@ func TestTermOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leader.NewElection(leader.NewMemoryBackend(), "x", leader.WithValue(strings.Repeat("x", leader.MaxValueSize+1))); err == nil {
+		if _, err := leader.NewElection(newProc(t).c, "x", leader.WithValue(strings.Repeat("x", leader.MaxValueSize+1))); err == nil {
 			t.Fatal("WithValue accepted a value over MaxValueSize")
 		}
 	})

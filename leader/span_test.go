@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -17,19 +16,17 @@ import (
 // dsync.ErrSpan, instead of retrying until its context ends.
 func TestCampaignFailsOnASpanMismatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New()
-		first := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(time.Minute))
-		defer first.Close()
-		m, err := dsync.NewMutex(first, "job", dsync.WithTTL(10*time.Second))
+		w := newWorld()
+		first := w.process(t, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
+		m, err := dsync.NewMutex(first.c, "job")
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Lock() // records a minute as the store's span
 		defer m.Unlock()
 
-		other := dsync.NewMemoryBackendOn(store, dsync.ClientWithBucketSpan(5*time.Minute))
-		defer other.Close()
-		e, err := leader.NewElection(leader.NewMemoryBackend().WithLocks(other), "svc", leader.WithTTL(10*time.Second))
+		other := w.process(t, dsync.ClientWithBucketSpan(5*time.Minute), dsync.WithTTL(10*time.Second))
+		e, err := leader.NewElection(other.c, "svc")
 		if err != nil {
 			t.Fatal(err)
 		}

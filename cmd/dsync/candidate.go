@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -68,20 +67,20 @@ func runCandidate(g *globals, args []string) int {
 		return exitFailure
 	}
 	defer disconnect(client)
-	locks, err := g.lockBackend(db, dsyncmongo.WithPollInterval(demoPoll), dsyncmongo.WithLogger(logger))
+	locks, store, err := g.lockClient(db, logger, *ttl, dsync.ClientWithPollInterval(demoPoll))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
 	}
 	defer locks.Close()
-	b, err := g.electionBackend(locks)
+	members, err := g.memberStore(store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
 	}
 	var term uint64 // set by OnElected, on the campaigning goroutine
-	e, err := leader.NewElection(b, *electionName,
-		leader.WithTTL(*ttl), leader.WithVersion(*label), leader.WithLogger(logger),
+	e, err := leader.NewElection(locks, *electionName, leader.WithMembers(members),
+		leader.WithVersion(*label), leader.WithLogger(logger),
 		leader.WithPollInterval(demoPoll),
 		leader.OnElected(func(info leader.Info) { term = info.Token }))
 	if err != nil {
@@ -89,8 +88,9 @@ func runCandidate(g *globals, args []string) int {
 		return exitFailure
 	}
 	defer e.Close()
-	// The same backend and TTL as the election: one renewal a round for both.
-	mu, err := dsync.NewMutex(locks, *lockName, dsync.WithTTL(*ttl), dsync.WithLogger(logger))
+	// The same Client, so the same lease, as the election: one renewal a
+	// round for both.
+	mu, err := dsync.NewMutex(locks, *lockName, dsync.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure

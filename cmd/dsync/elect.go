@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -98,7 +98,7 @@ func runElect(g *globals, args []string) int {
 	var ttl, grace time.Duration
 	var version string
 	var listen bool
-	fs.DurationVar(&ttl, "ttl", leader.DefaultTTL, "")
+	fs.DurationVar(&ttl, "ttl", dsync.DefaultTTL, "")
 	fs.DurationVar(&grace, "grace", defaultGrace, "")
 	fs.StringVar(&version, "version", "", "")
 	fs.BoolVar(&listen, "listen", false, "")
@@ -121,7 +121,7 @@ func runElect(g *globals, args []string) int {
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	var term leader.Info // set by OnElected, on the goroutine that calls Run
 	opts := []leader.Option{
-		leader.WithTTL(ttl), leader.WithVersion(version), leader.WithLogger(r.logger()),
+		leader.WithVersion(version), leader.WithLogger(r.logger()),
 		leader.OnElected(func(info leader.Info) { term = info }),
 	}
 	if ttl/3 > maxHeartbeat {
@@ -129,8 +129,11 @@ func runElect(g *globals, args []string) int {
 		// lists members seen within three default heartbeats.
 		opts = append(opts, leader.WithHeartbeatInterval(maxHeartbeat))
 	}
-	if _, err := leader.NewElection(leader.NewMemoryBackend(), name, opts...); err != nil {
-		return usageError("elect", ttlError(err, ttl)) // a bad --ttl, found before connecting
+	if err := checkArgs(ttl, func(c *dsync.Client) error {
+		_, err := leader.NewElection(c, name, opts...)
+		return err
+	}); err != nil {
+		return usageError("elect", err) // a bad --ttl or name, found before connecting
 	}
 	var path string
 	if len(argv) > 0 {
@@ -149,16 +152,16 @@ func runElect(g *globals, args []string) int {
 		return failOrSignal(ctx, "elect", err)
 	}
 	defer disconnect(client)
-	locks, err := g.lockBackend(db, dsyncmongo.WithLogger(r.logger()))
+	locks, store, err := g.lockClient(db, r.logger(), ttl)
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}
 	defer locks.Close() // runs after e.Close, which resigns first
-	backend, err := g.electionBackend(locks)
+	members, err := g.memberStore(store)
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}
-	e, err := leader.NewElection(backend, name, opts...)
+	e, err := leader.NewElection(locks, name, append(opts, leader.WithMembers(members))...)
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}

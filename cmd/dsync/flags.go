@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -38,7 +40,7 @@ type globals struct {
 	db         string // --db's value, or defaultDB; see database
 	dbSet      bool   // --db was given
 	collection string // locks, and the leases of elections
-	elections  string // where older releases kept election leases (see electionBackend)
+	elections  string // where older releases kept election leases (see memberStore)
 	members    string
 	timeout    time.Duration
 	verbose    bool
@@ -342,19 +344,29 @@ func uriSecrets(uri string) []string {
 	return out
 }
 
-// lockBackend returns the process's dsyncmongo backend on db, with the
-// global flags' lock collection: the one backend of the command, whose
-// lease its locks and its election share (extra adds options, such as a
-// logger).
-func (g *globals) lockBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*dsyncmongo.Backend, error) {
-	return dsyncmongo.New(db, append([]dsyncmongo.Option{
-		dsyncmongo.WithCollection(g.collection), dsyncmongo.WithWakeups(g.wakeups)}, extra...)...)
+// lockClient returns the command's one dsync.Client, over a dsyncmongo
+// store on db with the global flags' lock collection, and that store:
+// the Client's lease (of ttl; 0: dsync's default) is shared by the
+// command's locks and its election. extra adds Client options, such as
+// a poll interval. Closing the Client closes the store.
+func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.Duration, extra ...dsync.ClientOption) (*dsync.Client, *dsyncmongo.Store, error) {
+	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithCollection(g.collection), dsyncmongo.WithLogger(logger))
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []dsync.ClientOption{dsync.ClientWithWakeups(g.wakeups), dsync.ClientWithLogger(logger)}
+	if ttl > 0 {
+		opts = append(opts, dsync.WithTTL(ttl))
+	}
+	c, err := dsync.NewClient(store, append(opts, extra...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, store, nil
 }
 
-// electionBackend returns an election backend on locks: its leases are
-// locks of that backend, in the election namespace, so that no lock
-// (leader/NAME included) is election NAME's lease; members go in
-// --members.
+// memberStore returns the member store of the command's elections, beside
+// store: members go in --members.
 //
 // --elections names the collection where releases before this one kept
 // the leases: a candidate checks it before campaigning, so that it does
@@ -362,8 +374,8 @@ func (g *globals) lockBackend(db *mongo.Database, extra ...dsyncmongo.Option) (*
 // (leadermongo's Preflight). A command line written for an older release
 // that moved the leases with --elections so keeps checking the right
 // collection.
-func (g *globals) electionBackend(locks *dsyncmongo.Backend) (*leadermongo.Backend, error) {
-	return leadermongo.New(locks,
+func (g *globals) memberStore(store *dsyncmongo.Store) (*leadermongo.Store, error) {
+	return leadermongo.NewStore(store,
 		leadermongo.WithMembersCollection(g.members),
 		leadermongo.WithLegacyCollection(g.elections))
 }

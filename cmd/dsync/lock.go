@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 )
 
 // defaultGrace is how long a command has between SIGTERM and SIGKILL.
@@ -145,8 +144,11 @@ func runLock(g *globals, args []string) int {
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	// A bad --ttl is a usage error, found before connecting.
-	if _, err := dsync.NewMutex(dsync.NewMemoryBackend(), name, dsync.WithTTL(f.ttl)); err != nil {
-		return usageError("lock", ttlError(err, f.ttl))
+	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
+		_, err := dsync.NewMutex(c, name)
+		return err
+	}); err != nil {
+		return usageError("lock", err)
 	}
 	var path string
 	if len(argv) > 0 {
@@ -164,7 +166,7 @@ func runLock(g *globals, args []string) int {
 	if err != nil {
 		return failOrSignal(ctx, "lock", err)
 	}
-	// polite: whether to close the backend and end the client's sessions
+	// polite: whether to close the locks' Client and end the driver's sessions
 	// on the server at exit. Not once the lock is lost: its lease ended
 	// it, so Close has nothing to end, and what else both send is best
 	// effort, for a server that is probably gone.
@@ -174,33 +176,33 @@ func runLock(g *globals, args []string) int {
 			disconnect(client)
 		}
 	}()
-	backend, err := g.lockBackend(db, dsyncmongo.WithLogger(r.logger()))
+	locks, _, err := g.lockClient(db, r.logger(), f.ttl)
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}
 	defer func() {
 		if polite {
-			backend.Close()
+			locks.Close()
 		}
 	}()
 	var mu lockable
 	env := []string{"DSYNC_LOCK=" + name}
 	if f.n > 1 {
-		s, err := dsync.NewSemaphore(backend, name, f.n, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+		s, err := dsync.NewSemaphore(locks, name, f.n, dsync.WithLogger(r.logger()))
 		if err != nil {
 			return fail("lock", exitDsync, err)
 		}
 		mu = semUnit{s}
 		env = append(env, "DSYNC_LIMIT="+strconv.FormatInt(f.n, 10))
 	} else {
-		m, err := dsync.NewMutex(backend, name, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))
+		m, err := dsync.NewMutex(locks, name, dsync.WithLogger(r.logger()))
 		if err != nil {
 			return fail("lock", exitDsync, err)
 		}
 		mu = m
 	}
 
-	if code, ok := acquire(ctx, r, mu, backend, name, f); !ok {
+	if code, ok := acquire(ctx, r, mu, locks, name, f); !ok {
 		return code
 	}
 	if len(argv) == 0 {
@@ -276,7 +278,7 @@ func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int 
 // with --try, a server that cannot be reached or answers an error is a
 // failure (125), with its error; a waiting dsync lock says the error and
 // waits on, as LockContext retries.
-func acquire(ctx context.Context, r *reporter, mu lockable, b *dsyncmongo.Backend, name string, f lockFlags) (int, bool) {
+func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, name string, f lockFlags) (int, bool) {
 	err := mu.TryLockContext(ctx)
 	switch {
 	case err == nil:
@@ -322,7 +324,7 @@ var errWaited = errors.New("waited long enough")
 // describeHolder says who holds name, for a message: "held by HOST (pid
 // N, token T)", with the pid of the holder's command when the holder
 // runs on this machine.
-func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string, n int64) string {
+func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if n > 1 {
@@ -330,15 +332,14 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string, n i
 	}
 	// The head of the lock's queue: its holder, or the claim whose turn
 	// has just come.
-	info, err := b.Current(ctx, name)
+	q, err := b.Queue(ctx, name)
 	switch {
-	case errors.Is(err, dsyncmongo.ErrNoLock):
-		return "it is free now"
 	case err != nil:
 		return "its holder cannot be read: " + oneLine(err)
-	case !info.Live:
+	case len(q) == 0:
 		return "it is free now"
 	}
+	info := q[0]
 	if host, _ := os.Hostname(); host == info.Host {
 		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
 			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)
@@ -350,8 +351,8 @@ func describeHolder(ctx context.Context, b *dsyncmongo.Backend, name string, n i
 // describeUnits says how the units of the semaphore name are held, for a
 // message: "3/3 units held (first by HOST, pid N, token T)". The claims of
 // the queue that hold by the grant rule (or are about to) count.
-func describeUnits(ctx context.Context, b *dsyncmongo.Backend, name string) string {
-	q, err := b.Client().Queue(ctx, "dsync:sem/"+name)
+func describeUnits(ctx context.Context, b *dsync.Client, name string) string {
+	q, err := b.Queue(ctx, dsync.NamespacedKey("sem", name))
 	switch {
 	case err != nil:
 		return "its holders cannot be read: " + oneLine(err)

@@ -135,7 +135,7 @@ Flags (also accepted after COMMAND):
                   authentication is reported at once
   -v              say more about what dsync is doing, on stderr
   --wakeups=false wait by polling instead of wake-up events (on by default,
-                  dsyncmongo.WithWakeups; polling is also the fallback
+                  dsync.ClientWithWakeups; polling is also the fallback
                   when the server has no tailable cursors)
   --version       print dsync's version and exit (before COMMAND only)
 

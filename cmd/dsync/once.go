@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 )
 
 const onceUsage = `Usage: dsync once NAME [flags] [--] CMD [ARG...]
@@ -103,7 +102,7 @@ func runOnce(g *globals, args []string) int {
 	case forget < 0:
 		return usageError("once", fmt.Errorf("--forget-after must not be negative, got %v", forget))
 	}
-	var onceOpts []dsync.Option
+	var onceOpts []dsync.KeyOption
 	if forget > 0 {
 		onceOpts = append(onceOpts, dsync.WithForgetAfter(forget))
 	}
@@ -111,8 +110,11 @@ func runOnce(g *globals, args []string) int {
 	if err := checkName(name, maxOnceName); err != nil {
 		return usageError("once", err)
 	}
-	if _, err := dsync.NewOnce(dsync.NewMemoryBackend(), name, append(onceOpts, dsync.WithTTL(f.ttl))...); err != nil {
-		return usageError("once", ttlError(err, f.ttl))
+	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
+		_, err := dsync.NewOnce(c, name, onceOpts...)
+		return err
+	}); err != nil {
+		return usageError("once", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	var path string
@@ -136,12 +138,12 @@ func runOnce(g *globals, args []string) int {
 			disconnect(client)
 		}
 	}()
-	backend, err := g.lockBackend(db, dsyncmongo.WithLogger(r.logger()))
+	locks, _, err := g.lockClient(db, r.logger(), f.ttl)
 	if err != nil {
 		return fail("once", exitDsync, err)
 	}
-	defer backend.Close()
-	once, err := dsync.NewOnce(backend, name, append(onceOpts, dsync.WithTTL(f.ttl), dsync.WithLogger(r.logger()))...)
+	defer locks.Close()
+	once, err := dsync.NewOnce(locks, name, append(onceOpts, dsync.WithLogger(r.logger()))...)
 	if err != nil {
 		return fail("once", exitDsync, err)
 	}

@@ -104,7 +104,7 @@ Exit status: 0; 1 if the server cannot be read or nothing is named NAME;
 // defaultSeen is how recent a member's heartbeat must be for status to
 // list it: three heartbeats of a candidate with the default TTL, which is
 // how long leader.Election.Members counts one live.
-const defaultSeen = leader.DefaultTTL
+const defaultSeen = dsync.DefaultTTL
 
 var statusCmd = &command{
 	name:    "status",
@@ -284,7 +284,7 @@ func (l lockState) units() int64 {
 // An election is what status shows of one election.
 type election struct {
 	name string
-	// leader is who leads (leader.Backend.Leader); nil when nobody does.
+	// leader is who leads (leader.Election.Leader); nil when nobody does.
 	leader *leader.Info
 	// lease is the leader's claim on leader.LockKey(name), for its
 	// expiry; nil when nobody leads, or when the term ended while it was

@@ -23,14 +23,17 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	db := mongotest.DatabaseName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
-	b, err := dsyncmongo.New(mongotest.NewClient(t, uri).Database(db))
+	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dsync.NewClient(store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 
 	// Two readers hold "doc"; a writer waits behind them.
-	var readers []*dsync.RWMutex
 	for range 2 {
 		rw, err := dsync.NewRWMutex(b, "doc")
 		if err != nil {
@@ -40,7 +43,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rw.RUnlock()
-		readers = append(readers, rw)
 	}
 	writer, err := dsync.NewRWMutex(b, "doc")
 	if err != nil {
@@ -52,7 +54,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	defer func() { stopWriter(); <-writerDone }()
 
 	// Units 1 and 2 of 3 held on "encode"; a request for 2 more waits.
-	var sems []*dsync.Semaphore
 	for _, n := range []int64{1, 2} {
 		s, err := dsync.NewSemaphore(b, "encode", 3)
 		if err != nil {
@@ -62,7 +63,6 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Release(n)
-		sems = append(sems, s)
 	}
 	waiter, err := dsync.NewSemaphore(b, "encode", 3)
 	if err != nil {

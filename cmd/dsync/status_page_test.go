@@ -85,7 +85,11 @@ func TestStatusPages(t *testing.T) {
 	// 25 locks page/NN used in a shuffled order, and one other; page/07
 	// is held while status runs.
 	client := mongotest.NewClient(t, uri)
-	b, err := dsyncmongo.New(client.Database(db))
+	store, err := dsyncmongo.NewStore(client.Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dsync.NewClient(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +116,7 @@ func TestStatusPages(t *testing.T) {
 	// The keys are recorded in the background: wait for them.
 	for {
 		n := 0
-		for _, err := range b.Client().List(ctx, dsync.ListOptions{}) {
+		for _, err := range b.List(ctx, dsync.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +127,7 @@ func TestStatusPages(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	order, err := b.Client().ListOrder(ctx)
+	order, err := b.ListOrder(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

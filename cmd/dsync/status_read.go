@@ -49,18 +49,18 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, sel selecti
 		sum.now = serverNow()
 		return sum, nil
 	}
-	// Status reports what it reads; the backend's own warnings would only
+	// Status reports what it reads; the library's own warnings would only
 	// interleave with the table.
-	locks, err := g.lockBackend(db, dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
+	locks, store, err := g.lockClient(db, slog.New(slog.DiscardHandler), 0)
 	if err != nil {
 		return sum, err
 	}
 	defer locks.Close()
-	elections, err := g.electionBackend(locks)
+	members, err := g.memberStore(store)
 	if err != nil {
 		return sum, err
 	}
-	r := &statusReader{c: locks.Client(), elections: elections, seen: seen, now: serverNow, out: out, sum: &sum}
+	r := &statusReader{c: locks, members: members, seen: seen, now: serverNow, out: out, sum: &sum}
 	reading := func(err error) error { return fmt.Errorf("reading %s.%s: %w", g.db, g.collection, err) }
 	if sum.order, err = r.c.ListOrder(ctx); err != nil {
 		return sum, reading(err)
@@ -83,12 +83,12 @@ func readStatus(ctx context.Context, g *globals, db *mongo.Database, sel selecti
 // A statusReader reads locks and elections for status, and hands them
 // to out.
 type statusReader struct {
-	c         *dsync.Client
-	elections *leadermongo.Backend
-	seen      time.Duration
-	now       func() time.Time // the server's time
-	out       statusSink
-	sum       *statusSummary
+	c       *dsync.Client
+	members *leadermongo.Store
+	seen    time.Duration
+	now     func() time.Time // the server's time
+	out     statusSink
+	sum     *statusSummary
 }
 
 // list hands out the locks and elections of the keys sel selects, as the
@@ -181,10 +181,10 @@ func (r *statusReader) named(ctx context.Context, name string) error {
 
 // collectionExists reports whether db has the collection coll, so that
 // status pointed at a database without one (a mistyped --db, say) lists
-// nothing rather than create it: the backend's first call creates the
+// nothing rather than create it: the store's first call creates the
 // lock collection's index, and samples the server's clock with a write.
 // When the server does not say (a user without the listCollections
-// privilege), status goes on and lets the backend read.
+// privilege), status goes on and lets the Client read.
 func collectionExists(ctx context.Context, db *mongo.Database, coll string) bool {
 	names, err := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: coll}})
 	return err != nil || len(names) > 0
@@ -198,8 +198,13 @@ func collectionExists(ctx context.Context, db *mongo.Database, coll string) bool
 // with its lease if the queue still had it.
 func (r *statusReader) readElection(ctx context.Context, name string) (election, error) {
 	e := election{name: name}
+	watcher, err := leader.NewElection(r.c, name, leader.WithMembers(r.members)) // campaigns never
+	if err != nil {
+		return e, err
+	}
+	defer watcher.Close()
 	for range electionReads {
-		info, err := r.elections.Leader(ctx, name)
+		info, err := watcher.Leader(ctx)
 		nobody := errors.Is(err, leader.ErrNoLeader)
 		if err != nil && !nobody {
 			return e, err
@@ -221,8 +226,7 @@ func (r *statusReader) readElection(ctx context.Context, name string) (election,
 			break
 		}
 	}
-	var err error
-	e.members, err = r.elections.Members(ctx, name, r.seen)
+	e.members, err = r.members.Members(ctx, name, r.seen)
 	e.now = r.now()
 	return e, err
 }

@@ -40,7 +40,7 @@
 // such jobs at a multiple (gocron.WithStartAt) or elect instead.
 //
 // What it guarantees: a slot's run starts at most once, across every
-// scheduler on the backend, whatever the ticks' order and however short
+// scheduler on the store, whatever the ticks' order and however short
 // the job; runs of one job never overlap while their lock's lease is
 // valid. What it cannot: gocron hands the job no context of the lock, so
 // a job that outlives its lease (a paused process) is not told; a job

@@ -26,8 +26,9 @@ var _ gocron.Elector = (*Elector)(nil)
 // close e after the Elector.
 //
 // When the leader's process dies, no scheduler runs the jobs until
-// another takes over, up to e's TTL later (leader.DefaultTTL, 15 s,
-// unless leader.WithTTL): the ticks meanwhile are missed. A job every
+// another takes over, up to the TTL of e's Client later
+// (dsync.DefaultTTL, 15 s, unless dsync.WithTTL): the ticks meanwhile
+// are missed. A job every
 // second wants a TTL of a few seconds; a shorter TTL costs more
 // renewals.
 func NewElector(e *leader.Election) (*Elector, error) {

@@ -19,10 +19,10 @@ import (
 func TestElectorRunsJobsOnTheLeaderOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		members := leader.NewMemoryBackend()
+		members := leader.NewMemoryMembers()
 		var electors []*dsyncgocron.Elector
 		for range 3 {
-			e, err := leader.NewElection(members.WithLocks(newClient(t, store)), "cron", leader.WithLogger(quietLog))
+			e, err := leader.NewElection(newClient(t, store.Process()), "cron", leader.WithMembers(members), leader.WithLogger(quietLog))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,11 @@ func ExampleNewLocker() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	locks, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,16 +67,20 @@ func ExampleNewElector() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	locks, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store, dsync.WithTTL(3*time.Second)) // a leader's crash misses at most about 3 s of ticks
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer locks.Close()
-	elections, err := leadermongo.New(locks)
+	members, err := leadermongo.NewStore(store)
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := leader.NewElection(elections, "scheduler", leader.WithTTL(3*time.Second)) // a leader's crash misses at most about 3 s of ticks
+	e, err := leader.NewElection(locks, "scheduler", leader.WithMembers(members))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,7 +115,11 @@ func Example_robfigCron() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	locks, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -23,10 +23,10 @@ var (
 	// that names the holder.
 	ErrRunning = errors.New("dsyncgocron: the job is running elsewhere")
 	// ErrUnavailable is what Lock returns when the job's lock could not be
-	// taken, or its slot claimed, because the backend failed or did not
+	// taken, or its slot claimed, because the store failed or did not
 	// answer (within the lock's try timeout, dsync.WithTryTimeout, for the
 	// lock): gocron skips the tick, but unlike ErrRunning this is an
-	// outage, worth an alert. The error also wraps the backend's error.
+	// outage, worth an alert. The error also wraps the store's error.
 	// It is also what Lock returns when the slot's claim may have been
 	// made twice: its reply came after this replica's hold had ended
 	// (wrapping dsync.ErrUnconfirmed), or it met the claim of another
@@ -48,10 +48,10 @@ const unlockTimeout = 30 * time.Second
 // across schedulers (see the package documentation). Create it with
 // NewLocker; it is safe for concurrent use.
 type Locker struct {
-	backend dsync.Backend
-	slot    time.Duration
-	now     func() time.Time
-	opts    []dsync.Option
+	client *dsync.Client
+	slot   time.Duration
+	now    func() time.Time
+	opts   []dsync.KeyOption
 
 	mu    sync.Mutex
 	locks map[string]*dsync.Mutex
@@ -59,23 +59,24 @@ type Locker struct {
 
 var _ gocron.Locker = (*Locker)(nil)
 
-// NewLocker returns a Locker on backend whose slots are slot long: the
+// NewLocker returns a Locker on client whose slots are slot long: the
 // interval of the jobs it locks, whose scheduled times are multiples of it
-// (see the package documentation). opts apply to the jobs' locks
-// (dsync.WithTTL, dsync.WithLogger, ...); a slot's record is forgotten
+// (see the package documentation). The locks share client's lease (its
+// TTL is the Client's: dsync.WithTTL). opts apply to the jobs' locks
+// (dsync.WithLogger, dsync.WithTryTimeout, ...); a slot's record is forgotten
 // (dsync.WithForgetAfter) ten slots after its run, and at least an hour.
-func NewLocker(backend dsync.Backend, slot time.Duration, opts ...dsync.Option) (*Locker, error) {
-	if backend == nil {
-		return nil, errors.New("dsyncgocron: nil backend")
+func NewLocker(client *dsync.Client, slot time.Duration, opts ...dsync.KeyOption) (*Locker, error) {
+	if client == nil {
+		return nil, errors.New("dsyncgocron: nil client")
 	}
 	if slot <= 0 {
 		return nil, fmt.Errorf("dsyncgocron: slot length %v: it must be positive (the jobs' interval)", slot)
 	}
 	// Check the options once, here, rather than at the first tick.
-	if _, err := dsync.NewMutex(backend, "check", append(opts[:len(opts):len(opts)], dsync.WithNamespace(Namespace))...); err != nil {
+	if _, err := dsync.NewMutex(client, "check", append(opts[:len(opts):len(opts)], dsync.WithNamespace(Namespace))...); err != nil {
 		return nil, fmt.Errorf("dsyncgocron: %w", err)
 	}
-	return &Locker{backend: backend, slot: slot, now: time.Now, opts: opts, locks: make(map[string]*dsync.Mutex)}, nil
+	return &Locker{client: client, slot: slot, now: time.Now, opts: opts, locks: make(map[string]*dsync.Mutex)}, nil
 }
 
 // Slot returns the slot a tick at t counts for: t rounded to the nearest
@@ -127,7 +128,7 @@ func (l *Locker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 // claim records key's slot as run, and reports whether this call was the
 // one that recorded it.
 func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
-	o, err := dsync.NewOnce(l.backend, key, dsync.WithForgetAfter(max(10*l.slot, time.Hour)))
+	o, err := dsync.NewOnce(l.client, key, dsync.WithForgetAfter(max(10*l.slot, time.Hour)))
 	if err != nil {
 		return false, fmt.Errorf("dsyncgocron: %w", err)
 	}
@@ -155,7 +156,7 @@ func (l *Locker) mutex(job string) (*dsync.Mutex, error) {
 	if m, ok := l.locks[job]; ok {
 		return m, nil
 	}
-	m, err := dsync.NewMutex(l.backend, job, append(l.opts[:len(l.opts):len(l.opts)], dsync.WithNamespace(Namespace))...)
+	m, err := dsync.NewMutex(l.client, job, append(l.opts[:len(l.opts):len(l.opts)], dsync.WithNamespace(Namespace))...)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncgocron: %w", err)
 	}

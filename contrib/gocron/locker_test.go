@@ -122,7 +122,7 @@ func TestLockerRunsEachSlotOnce(t *testing.T) {
 
 // mutexLocker is a Locker with only a lock held while the job runs: what
 // gocron's issue 841 is about.
-type mutexLocker struct{ b dsync.Backend }
+type mutexLocker struct{ b *dsync.Client }
 
 func (l mutexLocker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	m, err := dsync.NewMutex(l.b, job)
@@ -216,10 +216,9 @@ func TestLockerSkips(t *testing.T) {
 func TestLockerTellsAnOutageFromARun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemoryBackendOn(store)
-		defer a.Close()
-		b := dsync.NewMemoryBackendOn(store)
-		defer b.Close()
+		a := newClient(t, store.Process())
+		bp := store.Process()
+		b := newClient(t, bp)
 		la, err := dsyncgocron.NewLocker(a, time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -241,18 +240,18 @@ func TestLockerTellsAnOutageFromARun(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		b.SetReachable(false)
+		bp.SetReachable(false)
 		_, err = lb.Lock(ctx, "other")
-		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsyncgocron.ErrRunning) || !errors.Is(err, dsync.ErrUnreachable) {
+		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsyncgocron.ErrRunning) || !errors.Is(err, memory.ErrUnreachable) {
 			t.Errorf("Lock with the store unreachable: %v, want ErrUnavailable wrapping the store's error, not ErrRunning", err)
 		}
-		b.SetReachable(true)
+		bp.SetReachable(true)
 
-		b.SetAnswering(false)
+		bp.SetAnswering(false)
 		start := time.Now()
 		_, err = lb.Lock(ctx, "third")
 		took := time.Since(start)
-		b.SetAnswering(true)
+		bp.SetAnswering(true)
 		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsyncgocron.ErrRunning) {
 			t.Errorf("Lock with the store not answering: %v, want ErrUnavailable, not ErrRunning", err)
 		}
@@ -270,25 +269,22 @@ func TestLockerTellsAnOutageFromARun(t *testing.T) {
 }
 
 func TestNewLockerRejectsBadInput(t *testing.T) {
-	b := dsync.NewMemoryBackend()
-	defer b.Close()
+	b := newClient(t, memory.New())
 	if _, err := dsyncgocron.NewLocker(nil, time.Second); err == nil {
-		t.Error("nil backend accepted")
+		t.Error("nil client accepted")
 	}
 	for _, slot := range []time.Duration{0, -time.Second} {
 		if _, err := dsyncgocron.NewLocker(b, slot); err == nil {
 			t.Errorf("slot %v accepted", slot)
 		}
 	}
-	if _, err := dsyncgocron.NewLocker(b, time.Second, dsync.WithTTL(-time.Second)); err == nil {
+	if _, err := dsyncgocron.NewLocker(b, time.Second, dsync.WithTryTimeout(-time.Second)); err == nil {
 		t.Error("a bad lock option accepted")
 	}
 }
 
 func TestSlot(t *testing.T) {
-	b := dsync.NewMemoryBackend()
-	defer b.Close()
-	l, err := dsyncgocron.NewLocker(b, time.Minute)
+	l, err := dsyncgocron.NewLocker(newClient(t, memory.New()), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 
 // The acceptance check on the test server (the embedded FerretDB unless
 // MONGODB_URI names one), in real time: three schedulers, each a process
-// with a backend of its own, a short job every second for 10 s: exactly
+// with a Client of its own, a short job every second for 10 s: exactly
 // 10 runs.
 func TestLockerOnTheServer(t *testing.T) {
 	if testing.Short() {
@@ -24,11 +24,11 @@ func TestLockerOnTheServer(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	var lockers []gocron.Locker
 	for range skews {
-		b, err := dsyncmongo.New(db, dsyncmongo.WithLogger(quietLog))
+		store, err := dsyncmongo.NewStore(db, dsyncmongo.WithLogger(quietLog))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.Close() })
+		b := newClient(t, store)
 		l, err := dsyncgocron.NewLocker(b, time.Second)
 		if err != nil {
 			t.Fatal(err)

@@ -93,13 +93,13 @@ func TestUnitsAndBuckets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
-		m, _ := dsync.NewMutex(b, "k", dsync.WithTTL(3*time.Second)) // renewed every second
+		b := memClient(t, dsync.ClientWithObserver(obs), dsync.WithTTL(3*time.Second)) // renewed every second
+		m, _ := dsync.NewMutex(b, "k")
 		m.Lock()
 		time.Sleep(2500 * time.Millisecond)
 		synctest.Wait()
 		m.Unlock()
-		e, err := leader.NewElection(leader.NewMemoryBackend().WithLocks(b), "jobs", leader.WithObserver(transitions))
+		e, err := leader.NewElection(b, "jobs", leader.WithObserver(transitions))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestKindPerPrimitive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
+	b := memClient(t, dsync.ClientWithObserver(obs))
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -194,12 +194,15 @@ func TestKindPerPrimitive(t *testing.T) {
 	m, err := dsync.NewMutex(b, "jobs")
 	must(err)
 	m.Lock()
+	//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 	m.Unlock()
 	rw, err := dsync.NewRWMutex(b, "jobs")
 	must(err)
 	rw.RLock()
+	//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 	rw.RUnlock()
 	rw.Lock()
+	//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 	rw.Unlock()
 	s, err := dsync.NewSemaphore(b, "jobs", 2)
 	must(err)
@@ -208,7 +211,7 @@ func TestKindPerPrimitive(t *testing.T) {
 	o, err := dsync.NewOnce(b, "jobs")
 	must(err)
 	must(o.Do(ctx, func(context.Context) error { return nil }))
-	e, err := leader.NewElection(leader.NewMemoryBackend().WithLocks(b), "jobs")
+	e, err := leader.NewElection(b, "jobs")
 	must(err)
 	_, err = e.Campaign(ctx)
 	must(err)

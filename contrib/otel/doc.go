@@ -5,11 +5,11 @@
 //
 //	obs, err := dsyncotel.Observer(otel.Meter("dsync"))
 //	...
-//	locks, err := dsyncmongo.New(db, dsyncmongo.WithObserver(obs))
+//	locks, err := dsync.NewClient(store, dsync.ClientWithObserver(obs))
 //	...
 //	transitions, err := dsyncotel.LeaderObserver(otel.Meter("dsync"))
 //	...
-//	e, err := leader.NewElection(elections, "billing", leader.WithObserver(transitions))
+//	e, err := leader.NewElection(locks, "billing", leader.WithObserver(transitions))
 //
 // The instruments, with their units in the semantic conventions' style
 // (seconds, or a count of what the braces name):

@@ -10,6 +10,7 @@ import (
 
 	dsyncotel "github.com/go-dsync/dsync/contrib/otel"
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -52,7 +53,7 @@ func TestObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
+	b := memClient(t, dsync.ClientWithObserver(obs))
 	m, _ := dsync.NewMutex(b, "k")
 	other, _ := dsync.NewMutex(b, "k")
 	m.Lock()
@@ -89,9 +90,10 @@ func TestObserverWithKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dsync.NewMemoryBackend(dsync.ClientWithObserver(obs))
+	b := memClient(t, dsync.ClientWithObserver(obs))
 	m, _ := dsync.NewMutex(b, "report-2026-11-24")
 	m.Lock()
+	//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 	m.Unlock()
 	b.Close()
 	if n := histCount(t, collect(t, r)["dsync.hold.duration"], "dsync.key", "report-2026-11-24"); n != 1 {
@@ -107,7 +109,7 @@ func TestLeaderObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := leader.NewElection(leader.NewMemoryBackend(), "billing", leader.WithObserver(f))
+	e, err := leader.NewElection(memClient(t), "billing", leader.WithObserver(f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +157,16 @@ func TestNilMeter(t *testing.T) {
 	if _, err := dsyncotel.LeaderObserver(nil); err == nil {
 		t.Error("LeaderObserver(nil) succeeded")
 	}
+}
+
+// memClient returns a Client on a store of its own in memory, closed
+// when the test ends (again: Close is idempotent).
+func memClient(t *testing.T, opts ...dsync.ClientOption) *dsync.Client {
+	t.Helper()
+	c, err := dsync.NewClient(memory.New(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

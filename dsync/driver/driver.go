@@ -15,7 +15,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"strconv"
 	"time"
@@ -81,10 +80,6 @@ func (m Mode) String() string {
 	}
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
-
-// ErrExists is what an insert returns when a document with the same ID
-// exists. It is an answer, not a failure.
-var ErrExists = errors.New("driver: document exists")
 
 // Doc is a document of a key's queue: a claim, its shadow, or a marker
 // that ends a claim.
@@ -398,7 +393,3 @@ func (o KeyOrder) String() string {
 	}
 	return "KeyOrder(" + strconv.Itoa(int(o)) + ")"
 }
-
-// ErrAfterUnsupported is what a listing with KeyQuery.After fails with on
-// a store of OrderFirstUse.
-var ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")

@@ -34,37 +34,34 @@ func offlineDB(t *testing.T) *mongo.Database {
 }
 
 func TestNewRejectsBadArguments(t *testing.T) {
-	if _, err := New(nil); !errors.Is(err, ErrNilDatabase) {
-		t.Errorf("New(nil) = %v, want ErrNilDatabase", err)
+	if _, err := NewStore(nil); !errors.Is(err, ErrNilDatabase) {
+		t.Errorf("NewStore(nil) = %v, want ErrNilDatabase", err)
 	}
 	db := offlineDB(t)
 	for _, tc := range []struct {
 		name string
-		opt  Option
+		opt  any
 	}{
-		{"nil option", nil},
+		{"nil option", Option(nil)},
 		{"empty collection", WithCollection("")},
 		{"collection with $", WithCollection("a$b")},
 		{"system collection", WithCollection("system.locks")},
 		{"nil write concern", WithWriteConcern(nil)},
 		{"w:0", WithWriteConcern(writeconcern.Unacknowledged())},
-		{"zero poll interval", WithPollInterval(0)},
-		{"negative poll interval", WithPollInterval(-time.Second)},
-		{"zero safety poll", WithSafetyPoll(0)},
 		{"nil clock", WithClock(nil)},
 		{"nil logger", WithLogger(nil)},
 		{"negative drift", WithMaxDrift(-1e-6)},
 		{"huge drift", WithMaxDrift(0.5)},
 		{"inconsistent protocol constants", withChain(chain.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second})},
 	} {
-		if b, err := New(db, tc.opt); err == nil {
+		if b, err := newTestClient(db, tc.opt); err == nil {
 			t.Errorf("%s: New succeeded (%v), want an error", tc.name, b)
 		} else if !strings.HasPrefix(err.Error(), "dsyncmongo: ") {
 			t.Errorf("%s: error %q lacks the package prefix", tc.name, err)
 		}
 	}
-	b, err := New(db, WithCollection("locks"), WithWriteConcern(writeconcern.W1()),
-		WithPollInterval(time.Second), WithMaxDrift(1e-4))
+	b, err := newTestClient(db, WithCollection("locks"), WithWriteConcern(writeconcern.W1()),
+		dsync.ClientWithPollInterval(time.Second), WithMaxDrift(1e-4))
 	if err != nil {
 		t.Fatalf("New with valid options: %v", err)
 	}
@@ -88,13 +85,13 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 		{"bad\xffutf8", ErrInvalidKey},
 	} {
 		start := time.Now()
-		if _, err := b.raw().Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
+		if _, err := b.raw.Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
 			t.Errorf("Claim(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw().End(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
+		if err := b.raw.End(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
 			t.Errorf("End(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw().Await(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
+		if err := b.raw.Await(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
 			t.Errorf("Await(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
 		if _, err := b.Current(ctx, tc.key); !errors.Is(err, tc.want) {
@@ -104,13 +101,13 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 			t.Errorf("rejecting %.20q took %v: it waited for the server", tc.key, d)
 		}
 	}
-	if _, err := b.raw().Claim(ctx, "k", "o", "", false); err == nil {
+	if _, err := b.raw.Claim(ctx, "k", "o", "", false); err == nil {
 		t.Error("Claim without a session succeeded")
 	}
-	if _, err := b.raw().OpenSession(ctx, 0); err == nil {
+	if _, err := b.raw.OpenSession(ctx, 0); err == nil {
 		t.Error("OpenSession with zero TTL succeeded")
 	}
-	if err := b.raw().End(ctx, clienthook.Claim{Key: "k", Owner: "o"}, true); err == nil {
+	if err := b.raw.End(ctx, clienthook.Claim{Key: "k", Owner: "o"}, true); err == nil {
 		t.Error("End of a claim without token and nonce succeeded")
 	}
 }
@@ -119,20 +116,20 @@ func TestUnreachableServerIsAnError(t *testing.T) {
 	b := newBackend(t, offlineDB(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := b.raw().OpenSession(ctx, time.Second); err == nil {
+	if _, err := b.raw.OpenSession(ctx, time.Second); err == nil {
 		t.Fatal("OpenSession against no server succeeded")
 	} else {
 		t.Logf("OpenSession error: %v", err)
 	}
-	if err := b.raw().RenewSession(ctx, "s", time.Second); err == nil || errors.Is(err, dsync.ErrSessionGone) {
+	if err := b.raw.RenewSession(ctx, "s", time.Second); err == nil || errors.Is(err, dsync.ErrSessionGone) {
 		t.Errorf("RenewSession against no server = %v, want an error of unknown outcome", err)
 	}
 }
 
 // open opens a session on b.
-func open(t *testing.T, ctx context.Context, b *Backend, ttl time.Duration) string {
+func open(t *testing.T, ctx context.Context, b *testClient, ttl time.Duration) string {
 	t.Helper()
-	s, err := b.raw().OpenSession(ctx, ttl)
+	s, err := b.raw.OpenSession(ctx, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +137,9 @@ func open(t *testing.T, ctx context.Context, b *Backend, ttl time.Duration) stri
 }
 
 // claimed claims key and reports whether it holds at once (one walk).
-func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) clienthook.Claim {
+func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) clienthook.Claim {
 	t.Helper()
-	c, err := b.raw().Claim(ctx, key, owner, session, false)
+	c, err := b.raw.Claim(ctx, key, owner, session, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +147,10 @@ func claimed(t *testing.T, ctx context.Context, b *Backend, key, owner, session 
 }
 
 // holdsWithin reports whether Await returns within d.
-func holdsWithin(ctx context.Context, b *Backend, c clienthook.Claim, d time.Duration) bool {
+func holdsWithin(ctx context.Context, b *testClient, c clienthook.Claim, d time.Duration) bool {
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return b.raw().Await(actx, c) == nil
+	return b.raw.Await(actx, c) == nil
 }
 
 // TestQueueHoldsInClaimOrder: claims hold in epoch order, one at a time; a
@@ -180,10 +177,10 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 		}
 	}
 	// p2 gives up; p0 releases: p1 holds, p3 still waits for p1.
-	if err := ps[2].b.raw().End(ctx, cs[2], false); err != nil {
+	if err := ps[2].b.raw.End(ctx, cs[2], false); err != nil {
 		t.Fatal(err)
 	}
-	if err := ps[0].b.raw().End(ctx, cs[0], true); err != nil {
+	if err := ps[0].b.raw.End(ctx, cs[0], true); err != nil {
 		t.Fatal(err)
 	}
 	if !holdsWithin(ctx, ps[1].b, cs[1], 5*time.Second) {
@@ -195,7 +192,7 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != cs[1].Token || info.Owner != "p1" {
 		t.Fatalf("Current = %+v, %v; want p1's claim %d", info, err, cs[1].Token)
 	}
-	if err := ps[1].b.raw().End(ctx, cs[1], true); err != nil {
+	if err := ps[1].b.raw.End(ctx, cs[1], true); err != nil {
 		t.Fatal(err)
 	}
 	if !holdsWithin(ctx, ps[3].b, cs[3], 5*time.Second) {
@@ -209,18 +206,18 @@ func TestTryClaimNeverQueues(t *testing.T) {
 	ps := newProcs(t, 2)
 	ctx := testCtx(t, time.Minute)
 	sa, sb := open(t, ctx, ps[0].b, time.Minute), open(t, ctx, ps[1].b, time.Minute)
-	a, err := ps[0].b.raw().Claim(ctx, "k", "alice", sa, true)
+	a, err := ps[0].b.raw.Claim(ctx, "k", "alice", sa, true)
 	if err != nil {
 		t.Fatalf("TryClaim of a free key = %v", err)
 	}
 	var held *dsync.HeldError
-	if _, err := ps[1].b.raw().Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
+	if _, err := ps[1].b.raw.Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
 		t.Fatalf("TryClaim of a held key = %v, want a HeldError naming alice's token %d", err, a.Token)
 	}
-	if err := ps[0].b.raw().End(ctx, a, true); err != nil {
+	if err := ps[0].b.raw.End(ctx, a, true); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ps[1].b.raw().Claim(ctx, "k", "bob", sb, true)
+	b, err := ps[1].b.raw.Claim(ctx, "k", "bob", sb, true)
 	if err != nil {
 		t.Fatalf("TryClaim after the release = %v: the failed try left something in the queue", err)
 	}
@@ -245,7 +242,7 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 		t.Fatal("alice's claim does not hold")
 	}
 	b := claimed(t, ctx, ps[1].b, "k", "bob", open(t, ctx, ps[1].b, time.Minute))
-	if err := ps[1].b.raw().Await(ctx, b); err != nil {
+	if err := ps[1].b.raw.Await(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	waited := time.Since(sent)
@@ -265,14 +262,14 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	}
 	// Alice's renewal arrives now, late: the session document is extended,
 	// but the dead claim stays ended for every reader.
-	if err := ps[0].b.raw().RenewSession(ctx, sa, time.Minute); err != nil {
+	if err := ps[0].b.raw.RenewSession(ctx, sa, time.Minute); err != nil {
 		t.Fatalf("late renewal: %v", err)
 	}
 	if info, err := ps[2].b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != b.Token {
 		t.Fatalf("after alice's late renewal, Current = %+v, %v; want bob's claim %d", info, err, b.Token)
 	}
 	var held *dsync.HeldError
-	if _, err := ps[2].b.raw().Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
+	if _, err := ps[2].b.raw.Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
 		t.Fatalf("carol's try = %v, want held by bob", err)
 	}
 }
@@ -298,8 +295,8 @@ func TestCurrent(t *testing.T) {
 	ps := newProcs(t, 2)
 	b := ps[0].b
 	ctx := testCtx(t, 30*time.Second)
-	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
-		t.Fatalf("Current of a fresh key = %v, want ErrNoLock", err)
+	if _, err := b.Current(ctx, "k"); !errors.Is(err, errNoLock) {
+		t.Fatalf("Current of a fresh key = %v, want errNoLock", err)
 	}
 	before := time.Now()
 	c := claimed(t, ctx, b, "k", "alice", open(t, ctx, b, time.Minute))
@@ -319,17 +316,17 @@ func TestCurrent(t *testing.T) {
 	if d := info.AcquiredAt.Sub(before); d < -5*time.Second || d > 5*time.Second {
 		t.Errorf("AcquiredAt %v is %v from the claim", info.AcquiredAt, d)
 	}
-	if err := b.raw().End(ctx, c, true); err != nil {
+	if err := b.raw.End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != w.Token {
 		t.Errorf("after the release Current = %+v, %v; want bob's waiting claim, now the head", info, err)
 	}
-	if err := ps[1].b.raw().End(ctx, w, false); err != nil {
+	if err := ps[1].b.raw.End(ctx, w, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
-		t.Errorf("Current after every claim ended = %v, want ErrNoLock", err)
+	if _, err := b.Current(ctx, "k"); !errors.Is(err, errNoLock) {
+		t.Errorf("Current after every claim ended = %v, want errNoLock", err)
 	}
 }
 
@@ -341,10 +338,10 @@ func TestCloseStopsTheBackend(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.raw().Claim(ctx, "k", "o", s, false); !errors.Is(err, ErrClosed) {
+	if _, err := b.raw.Claim(ctx, "k", "o", s, false); !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("Claim after Close = %v, want ErrClosed", err)
 	}
-	if err := b.raw().RenewSession(ctx, s, time.Second); !errors.Is(err, ErrClosed) {
+	if err := b.raw.RenewSession(ctx, s, time.Second); !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("RenewSession after Close = %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {
@@ -363,13 +360,13 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 	}
 	waitRecorded(t, ctx, p.db, 200)
 	p.cmd.take()
-	if err := p.b.raw().RenewSession(ctx, s, time.Minute); err != nil {
+	if err := p.b.raw.RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.cmd.take(); lockOps(n) != 1 || n["findAndModify"] != 1 {
 		t.Fatalf("renewing a session of 200 claims sent %v, want one findAndModify", n)
 	}
-	if err := p.b.raw().RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
+	if err := p.b.raw.RenewSession(ctx, "no-such-session", time.Minute); !errors.Is(err, dsync.ErrSessionGone) {
 		t.Fatalf("renewing an unknown session = %v, want ErrSessionGone", err)
 	}
 }
@@ -386,13 +383,13 @@ var fastPrune = withChain(func() chain.Config {
 }())
 
 // cycle claims key, waits until it holds and releases it.
-func cycle(t *testing.T, ctx context.Context, b *Backend, key, owner, session string) uint64 {
+func cycle(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) uint64 {
 	t.Helper()
 	c := claimed(t, ctx, b, key, owner, session)
-	if err := b.raw().Await(ctx, c); err != nil {
+	if err := b.raw.Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.raw().End(ctx, c, true); err != nil {
+	if err := b.raw.End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
 	return c.Token
@@ -486,7 +483,7 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			first := cycle(t, ctx, stale, "k", "stale", ss)
 			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != first+1 {
 				t.Fatalf("second claim got token %d, want %d", c.Token, first+1)
-			} else if err := stale.raw().End(ctx, c, false); err != nil {
+			} else if err := stale.raw.End(ctx, c, false); err != nil {
 				t.Fatal(err)
 			}
 			var top uint64
@@ -500,8 +497,8 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			// The stale process learns the gate that covers the key now (a
 			// look at its queue), and with it the floor, but nothing newer
 			// of the key's epochs.
-			if _, err := stale.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
-				t.Fatalf("Current = %v, want ErrNoLock", err)
+			if _, err := stale.Current(ctx, "k"); !errors.Is(err, errNoLock) {
+				t.Fatalf("Current = %v, want errNoLock", err)
 			}
 			got := cycle(t, ctx, stale, "k", "stale", ss)
 			switch {
@@ -536,7 +533,7 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		sent := time.Now()
 		h := claimed(t, ctx, tc.holder.b, key, "holder", open(t, ctx, tc.holder.b, ttl))
 		w := claimed(t, ctx, tc.waiter.b, key, "waiter", open(t, ctx, tc.waiter.b, time.Minute))
-		if err := tc.waiter.b.raw().Await(ctx, w); err != nil {
+		if err := tc.waiter.b.raw.Await(ctx, w); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		waited := time.Since(sent)

@@ -24,20 +24,20 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 	// Registered first, so it runs last: after every Close and
 	// disconnect the test's other cleanups do.
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
-	ps := newProcs(t, 2)
+	ps := newProcs(t, 2, dsync.WithTTL(time.Minute))
 	ctx := testCtx(t, time.Minute)
-	holder := newMutex(t, ps[0].b, "k", dsync.WithTTL(time.Minute))
+	holder := newMutex(t, ps[0].b.Client, "k")
 	if err := holder.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	blocker := newMutex(t, ps[1].b, "j", dsync.WithTTL(time.Minute))
+	blocker := newMutex(t, ps[1].b.Client, "j")
 	if err := blocker.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waiting := newMutex(t, ps[0].b, "j", dsync.WithTTL(time.Minute))
+	waiting := newMutex(t, ps[0].b.Client, "j")
 	waited := make(chan error, 1)
 	go func() { waited <- waiting.LockContext(ctx) }()
-	taker := newMutex(t, ps[1].b, "k", dsync.WithTTL(time.Minute))
+	taker := newMutex(t, ps[1].b.Client, "k")
 	took := lockInBackground(t, ctx, taker)
 	time.Sleep(time.Second) // both wait
 
@@ -53,7 +53,7 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 	if d := at.Sub(closed); d > 5*time.Second {
 		t.Errorf("the key was taken %v after its holder's backend closed, want at once (TTL 1m)", d)
 	}
-	if err := <-waited; !errors.Is(err, ErrClosed) {
+	if err := <-waited; !errors.Is(err, dsync.ErrClosed) {
 		t.Errorf("a Lock waiting on the closed backend returned %v, want ErrClosed", err)
 	}
 	if err := taker.UnlockContext(ctx); err != nil {
@@ -85,7 +85,7 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 		mu.Unlock()
 		return errors.New("no server answered")
 	}
-	p := newProcs(t, 1, WithWakeups(false), withFault(fault))[0]
+	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.WithTTL(time.Second))[0]
 	p.cmd.onStart = func(e *event.CommandStartedEvent) {
 		// Called with the counter's lock held: the kinds the driver and
 		// the clock estimate send on their own are not Close's.
@@ -98,7 +98,7 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 		mu.Unlock()
 	}
 	ctx := testCtx(t, time.Minute)
-	m := newMutex(t, p.b, "k", dsync.WithTTL(time.Second))
+	m := newMutex(t, p.b.Client, "k")
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

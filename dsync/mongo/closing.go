@@ -19,7 +19,7 @@ import (
 // scale) that returned err: the server answered it when err is nil or an
 // error the server sent; otherwise (no reply in time, a broken
 // connection, the caller gave up) it did not.
-func (s *lockStore) noteAnswer(sent time.Duration, err error) {
+func (s *Store) noteAnswer(sent time.Duration, err error) {
 	var se mongo.ServerError
 	s.reachMu.Lock()
 	defer s.reachMu.Unlock()
@@ -32,7 +32,7 @@ func (s *lockStore) noteAnswer(sent time.Duration, err error) {
 
 // unreachable reports whether the server has answered no write since it
 // left one unanswered: it seems gone.
-func (s *lockStore) unreachable() bool {
+func (s *Store) unreachable() bool {
 	s.reachMu.Lock()
 	defer s.reachMu.Unlock()
 	return s.unansweredSent > s.answeredAt
@@ -43,7 +43,7 @@ func (s *lockStore) unreachable() bool {
 // server seems gone. The way out begins when the Client stops following
 // the wake-up stream (its Close does, before it closes the store), or at
 // Close.
-func (s *lockStore) beginClose() {
+func (s *Store) beginClose() {
 	d := closeCleanTime
 	if s.unreachable() {
 		d = 0
@@ -56,7 +56,7 @@ func (s *lockStore) beginClose() {
 // out: bounded by the deadline of the way out once it has begun, else by
 // d from now, or already ended when the server seems gone. Its caller
 // skips the write if the context has ended already.
-func (s *lockStore) cleanupContext(d time.Duration) (context.Context, context.CancelFunc) {
+func (s *Store) cleanupContext(d time.Duration) (context.Context, context.CancelFunc) {
 	if by := s.closeBy.Load(); by != nil {
 		return context.WithDeadline(context.Background(), *by)
 	}

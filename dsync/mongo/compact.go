@@ -23,7 +23,7 @@ import (
 
 // RecentKeys implements driver.Store: the keys of the gates of buckets
 // from on (a find that returns only keys).
-func (s *lockStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	keys, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
@@ -35,7 +35,7 @@ func (s *lockStore) RecentKeys(ctx context.Context, from int64) ([]string, error
 }
 
 // keysOf returns the keys of the documents filter selects.
-func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
+func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "key", Value: 1}, {Key: "_id", Value: 0}}))
 	if err != nil {
 		s.noteFailure(err)
@@ -70,7 +70,7 @@ func (s *lockStore) keysOf(ctx context.Context, filter bson.D) (map[string]bool,
 // server's own time between the two, not a request's time on the way.)
 // The sweep also deletes the session documents long expired
 // (cleanSessions).
-func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.cleanSessions(ctx)
 	if keep == nil {
 		keep = []string{}
@@ -103,7 +103,7 @@ func (s *lockStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).
-func (s *lockStore) DropGates(ctx context.Context, below int64) error {
+func (s *Store) DropGates(ctx context.Context, below int64) error {
 	_, err := s.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},

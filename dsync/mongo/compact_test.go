@@ -24,7 +24,7 @@ import (
 // almost empty collection, and gets a token above every one the key had.
 func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 	const span, idle, keys = 4 * time.Second, 16 * time.Second, 300
-	opts := []Option{WithBucketSpan(span), WithIdleAge(0), WithWakeups(false)}
+	opts := []any{dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.WithTTL(2 * time.Second)}
 	big := newProcs(t, 2, opts...)   // a loader and a fresh process
 	small := newProcs(t, 2, opts...) // the same, on a collection of one key
 	ctx := testCtx(t, 2*time.Minute)
@@ -38,7 +38,7 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 			wg.Go(func() {
 				for i := w; i < n; i += 8 {
 					key := fmt.Sprintf("report-2026-11-23-%d", i)
-					m, err := dsync.NewMutex(p.b, key, dsync.WithTTL(2*time.Second))
+					m, err := dsync.NewMutex(p.b.Client, key)
 					if err != nil {
 						t.Error(err)
 						return
@@ -73,7 +73,7 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 
 	// Past the idle age, and the two buckets a key's coverage reaches.
 	time.Sleep(idle + 2*span + time.Second)
-	n, err := big[0].b.Client().Compact(ctx, idle)
+	n, err := big[0].b.Client.Compact(ctx, idle)
 	if err != nil || n < loaded-1 {
 		t.Fatalf("Compact = %d, %v; want the %d documents of the %d idle keys deleted", n, err, loaded-1, keys)
 	}
@@ -147,7 +147,7 @@ func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
 
 	insertSession("long-gone-2~0", sessionRetention+10*time.Minute)
 	sweeper := newBackend(t, p.db)
-	if _, err := sweeper.Client().Compact(ctx, time.Hour); err != nil {
+	if _, err := sweeper.Client.Compact(ctx, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	left("after a sweep", map[string]int64{"long-gone-2~0": 0, "lately~0": 1})
@@ -162,7 +162,7 @@ func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
 func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
 	const idle, kept = 33000, 100 // idle: above SQLite's 32,766 parameters of a statement
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, WithWakeups(false))
+	b := newBackend(t, db, withoutWakeups())
 	ctx := testCtx(t, 5*time.Minute)
 	if _, err := b.s.prepare(ctx); err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestLateCompactSparesANewDoneRecord(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, WithWakeups(false), withFault(func(op string) error {
+	b := newBackend(t, db, withoutWakeups(), withFault(func(op string) error {
 		if strings.HasPrefix(op, "compact") {
 			once.Do(func() { // the sweep's first delete is held back
 				close(held)

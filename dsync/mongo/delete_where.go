@@ -44,7 +44,7 @@ const (
 // returns how many it deleted: by _id on FerretDB, so filter must select
 // only documents whose _id never comes back (see above). op names the
 // write for errors and faults.
-func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+func (s *Store) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
 	if !s.ferret.Load() {
 		return s.deleteMany(ctx, coll, op, filter)
 	}
@@ -76,7 +76,7 @@ func (s *lockStore) deleteWhere(ctx context.Context, coll *mongo.Collection, op 
 // deleteByID deletes the documents of coll with these _ids, one delete
 // by _id after the other in one request, and returns how many it
 // deleted.
-func (s *lockStore) deleteByID(ctx context.Context, coll *mongo.Collection, op string, ids []any) (int64, error) {
+func (s *Store) deleteByID(ctx context.Context, coll *mongo.Collection, op string, ids []any) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -97,7 +97,7 @@ func (s *lockStore) deleteByID(ctx context.Context, coll *mongo.Collection, op s
 
 // deleteMany deletes the documents of coll that filter selects, in one
 // deleteMany, and returns how many it deleted.
-func (s *lockStore) deleteMany(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+func (s *Store) deleteMany(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
 	var n int64
 	err := s.write(ctx, op, func(ctx context.Context) error {
 		r, err := coll.DeleteMany(ctx, filter)

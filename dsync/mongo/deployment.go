@@ -8,13 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// What the backend adapts to the deployment it runs on: the index it
+// What the store adapts to the deployment it runs on: the index it
 // needs, the server's kind, write timeouts and which failed writes are
 // worth sending again.
 
@@ -39,7 +38,7 @@ var markerFields = []string{"key", "kind", "epoch"}
 // ensureIndex creates the (key, kind, epoch) index, or accepts an
 // equivalent one that exists (WithIndexManagement), and refuses a
 // collection with a unique index that would refuse end markers.
-func (s *lockStore) ensureIndex(ctx context.Context) error {
+func (s *Store) ensureIndex(ctx context.Context) error {
 	err := s.fault("createIndexes")
 	if err == nil {
 		_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
@@ -96,7 +95,7 @@ func (x indexes) v1Hint() string {
 }
 
 // findIndex lists the lock collection's indexes.
-func (s *lockStore) findIndex(ctx context.Context) (indexes, error) {
+func (s *Store) findIndex(ctx context.Context) (indexes, error) {
 	var x indexes
 	cur, err := s.coll.Indexes().List(ctx)
 	if err != nil {
@@ -172,7 +171,7 @@ func sameKeys(keys bson.Raw) bool {
 }
 
 // equivalentIndex reports whether an index on the lock keys can stand in
-// for the one the backend creates: over every document, with binary
+// for the one the store creates: over every document, with binary
 // string comparison, used by queries, and not unique (a unique one
 // refuses a second marker of one kind for an epoch).
 func equivalentIndex(spec bson.Raw) bool {
@@ -201,7 +200,7 @@ func equivalentIndex(spec bson.Raw) bool {
 // ferretdbVersion to its buildInfo reply. A server that refuses
 // buildInfo (the Stable API in strict mode does) counts as MongoDB; any
 // other failure is returned.
-func (s *lockStore) detectFerretDB(ctx context.Context) (bool, error) {
+func (s *Store) detectFerretDB(ctx context.Context) (bool, error) {
 	if s.cfg.ferretDB != nil {
 		return *s.cfg.ferretDB, nil
 	}
@@ -217,135 +216,6 @@ func (s *lockStore) detectFerretDB(ctx context.Context) (bool, error) {
 	}
 	return false, wrap(ctx, "buildInfo on", s.db.Name(), err)
 }
-
-// fault consults the test hook for the write named op.
-func (s *lockStore) fault(op string) error {
-	if s.cfg.fault != nil {
-		return s.cfg.fault(op)
-	}
-	return nil
-}
-
-// write runs f, a write named op (for the test hook), with the write
-// timeout (WithWriteTimeout) on servers that replicate, and makes a
-// timeout read as one.
-func (s *lockStore) write(ctx context.Context, op string, f func(context.Context) error) error {
-	sent := s.mono()
-	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
-		err := s.fault(op)
-		if err == nil {
-			err = f(ctx)
-		}
-		s.noteFailure(err)
-		s.noteAnswer(sent, err)
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
-	defer cancel()
-	err := s.fault(op)
-	if err == nil {
-		err = f(wctx)
-	}
-	s.noteFailure(err)
-	s.noteAnswer(sent, err)
-	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
-		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
-	}
-	return err
-}
-
-// serverTimeout reports whether the server reports a timeout: the
-// command's maxTimeMS expired (50), or the write concern timed out
-// (WriteConcernFailed, 64, for a wtimeout the deployment's default write
-// concern may set).
-func serverTimeout(err error) bool {
-	var we mongo.WriteException
-	if errors.As(err, &we) && we.WriteConcernError != nil {
-		if c := we.WriteConcernError.Code; c == 50 || c == 64 {
-			return true
-		}
-	}
-	var ce mongo.CommandError
-	return errors.As(err, &ce) && ce.Code == 50
-}
-
-// writeTimeoutError is a write the server did not acknowledge in time.
-type writeTimeoutError struct {
-	limit time.Duration
-	err   error
-}
-
-func (e *writeTimeoutError) Error() string {
-	return fmt.Sprintf("not acknowledged within the write timeout of %v "+
-		"(on a replica set, a majority of its members may be unreachable, so the write concern cannot be satisfied; "+
-		"the outcome is unknown): %v", e.limit, e.err)
-}
-
-func (e *writeTimeoutError) Unwrap() error { return e.err }
-
-func (e *writeTimeoutError) Is(target error) bool { return target == ErrWriteTimeout }
-
-// transient reports whether a failed write is worth sending again at
-// once: the server says so (the RetryableWriteError label MongoDB puts on
-// errors during failovers and shutdowns, or a WriteConflict, 112),
-// FerretDB's SQLite was busy with another write ("database is locked",
-// SQLITE_BUSY, reported as an internal error) or had not yet caught up
-// with a collection that other connections were creating at that moment
-// ("no such table", seen when several processes start on a new
-// collection at once), or the connection failed.
-// A timeout is not: the caller's time is running out, or the write
-// concern cannot be satisfied.
-func transient(err error) bool {
-	if err == nil || errors.Is(err, ErrWriteTimeout) || errors.Is(err, context.Canceled) || mongo.IsTimeout(err) {
-		return false
-	}
-	var se mongo.ServerError
-	if errors.As(err, &se) {
-		if se.HasErrorLabel("RetryableWriteError") || se.HasErrorCode(112) {
-			return true
-		}
-		msg := se.Error()
-		if strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQL logic error: no such table") {
-			return true
-		}
-	}
-	var we mongo.WriteError // one document's, in a bulk write's reply (InsertEach)
-	if errors.As(err, &we) && (we.Code == 112 || strings.Contains(we.Message, "SQLITE_BUSY") || strings.Contains(we.Message, "database is locked")) {
-		return true
-	}
-	return mongo.IsNetworkError(err)
-}
-
-// endAttempts is how many times an end marker is sent while it fails
-// transiently.
-const endAttempts = 3
-
-// retry runs f up to attempts times while it fails transiently and ctx
-// lasts, pausing between attempts (retryPause, doubling): FerretDB's
-// SQLite answers "database is locked" while another write holds it, and
-// attempts sent at once meet the same write.
-func (s *lockStore) retry(ctx context.Context, attempts int, what string, f func() error) error {
-	pause := retryPause
-	for i := 1; ; i++ {
-		err := f()
-		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
-			return err
-		}
-		s.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
-		t := time.NewTimer(jitter(pause))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-		pause *= 2
-	}
-}
-
-// retryPause is the first pause between attempts of a write that failed
-// transiently.
-const retryPause = 20 * time.Millisecond
 
 // shardKeyFields are the fields a lock collection may be sharded on: each
 // is a function of a document's _id (a claim's or marker's _id names its
@@ -366,7 +236,7 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // the collection is sharded at all, and a sharded one whose key cannot be
 // read is refused too (ErrSharded). If neither answers, the call fails with
 // their errors, and the next call asks again. Run through a mongos only.
-func (s *lockStore) checkSharding(ctx context.Context) error {
+func (s *Store) checkSharding(ctx context.Context) error {
 	for _, c := range []struct {
 		name    string
 		allowed []string
@@ -403,10 +273,10 @@ func (s *lockStore) checkSharding(ctx context.Context) error {
 	return nil
 }
 
-// shardKey returns the shard key of the collection name of the backend's
+// shardKey returns the shard key of the collection name of the store's
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
-func (s *lockStore) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
 	if err := s.fault("shard key"); err != nil {
 		return nil, false, err
 	}

@@ -87,19 +87,19 @@ var (
 )
 
 // lockAndEnd opens a session, claims key, awaits the hold and ends it.
-func lockAndEnd(ctx context.Context, b *Backend, key string) error {
-	s, err := b.raw().OpenSession(ctx, time.Minute)
+func lockAndEnd(ctx context.Context, b *testClient, key string) error {
+	s, err := b.raw.OpenSession(ctx, time.Minute)
 	if err != nil {
 		return err
 	}
-	c, err := b.raw().Claim(ctx, key, "o", s, false)
+	c, err := b.raw.Claim(ctx, key, "o", s, false)
 	if err != nil {
 		return err
 	}
-	if err := b.raw().Await(ctx, c); err != nil {
+	if err := b.raw.Await(ctx, c); err != nil {
 		return err
 	}
-	return b.raw().End(ctx, c, true)
+	return b.raw.End(ctx, c, true)
 }
 
 // TestIndexEquivalentExisting: when creating the index fails, for want of
@@ -129,7 +129,7 @@ func TestIndexEquivalentExisting(t *testing.T) {
 func TestIndexMissingOrConflicting(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withFault(faultOn("createIndexes", errUnauthorized)))
-	_, err := b.raw().OpenSession(testCtx(t, 30*time.Second), time.Minute)
+	_, err := b.raw.OpenSession(testCtx(t, 30*time.Second), time.Minute)
 	if !errors.Is(err, ErrIndex) {
 		t.Fatalf("OpenSession = %v, want ErrIndex", err)
 	}
@@ -193,8 +193,8 @@ func TestIndexManagementOff(t *testing.T) {
 	if n := c.take(); n["createIndexes"] != 0 || n["listIndexes"] != 0 {
 		t.Errorf("commands %v: want no index management", n)
 	}
-	if _, err := b.Current(ctx, "k"); !errors.Is(err, ErrNoLock) {
-		t.Fatalf("Current = %v, want ErrNoLock", err)
+	if _, err := b.Current(ctx, "k"); !errors.Is(err, errNoLock) {
+		t.Fatalf("Current = %v, want errNoLock", err)
 	}
 }
 
@@ -276,17 +276,17 @@ func TestWriteTimeout(t *testing.T) {
 	opts, arm, sawMaxTime := blockWrites("insert")
 	db := mongotest.NewDatabase(t, opts)
 	const limit = 200 * time.Millisecond
-	b := newBackend(t, db, asFerretDB(false), WithWriteTimeout(limit), WithWakeups(false))
+	b := newBackend(t, db, asFerretDB(false), WithWriteTimeout(limit), withoutWakeups())
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
 	c := claimed(t, ctx, b, "k", "o", s)
-	if err := b.raw().Await(ctx, c); err != nil {
+	if err := b.raw.Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	arm(true)
 	ctx = testCtx(t, 5*time.Second)
 	start := time.Now()
-	err := b.raw().End(ctx, c, true)
+	err := b.raw.End(ctx, c, true)
 	took := time.Since(start)
 	arm(false)
 	if !errors.Is(err, ErrWriteTimeout) {
@@ -327,7 +327,7 @@ func TestNoWriteTimeoutOnFerretDB(t *testing.T) {
 	b := newBackend(t, db)
 	ctx := context.Background() // no deadline: only the backend's could add maxTimeMS
 	s := open(t, ctx, b, time.Minute)
-	if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
+	if err := b.raw.RenewSession(ctx, s, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := lockAndEnd(ctx, b, "k"); err != nil {
@@ -472,7 +472,7 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 				}
 				return nil
 			}
-			b := newBackend(t, db, withFault(fault), WithWakeups(false))
+			b := newBackend(t, db, withFault(fault), withoutWakeups())
 			ctx := testCtx(t, 30*time.Second)
 			s := open(t, ctx, b, time.Minute)
 			first := sessionDocs(t, ctx, db, s)[s]
@@ -484,12 +484,12 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 				}
 			}
 			time.Sleep(5 * time.Millisecond) // each renewal's expiry is later
-			if err := b.raw().RenewSession(ctx, s, time.Minute); (err != nil) != tc.wantErr {
+			if err := b.raw.RenewSession(ctx, s, time.Minute); (err != nil) != tc.wantErr {
 				t.Fatalf("first RenewSession = %v, want an error: %v", err, tc.wantErr)
 			}
 			for range 2 {
 				time.Sleep(5 * time.Millisecond)
-				if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
+				if err := b.raw.RenewSession(ctx, s, time.Minute); err != nil {
 					t.Fatalf("RenewSession = %v", err)
 				}
 			}
@@ -590,14 +590,14 @@ func TestEndRetriesPause(t *testing.T) {
 func endWithFault(t *testing.T, fault func(op string) error) (*mongo.Database, uint64, error) {
 	t.Helper()
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, withFault(fault), WithWakeups(false))
+	b := newBackend(t, db, withFault(fault), withoutWakeups())
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
 	c := claimed(t, ctx, b, "k", "o", s)
-	if err := b.raw().Await(ctx, c); err != nil {
+	if err := b.raw.Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	return db, c.Token, b.raw().End(ctx, c, true)
+	return db, c.Token, b.raw.End(ctx, c, true)
 }
 
 // TestClaimNotRetried: a claim insert that fails, even transiently, is
@@ -606,10 +606,10 @@ func endWithFault(t *testing.T, fault func(op string) error) (*mongo.Database, u
 func TestClaimNotRetried(t *testing.T) {
 	fault, calls := faults("claim", errRetryable)
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, withFault(fault), WithWakeups(false))
+	b := newBackend(t, db, withFault(fault), withoutWakeups())
 	ctx := testCtx(t, 30*time.Second)
 	s := open(t, ctx, b, time.Minute)
-	if _, err := b.raw().Claim(ctx, "k", "o", s, false); !sameCommandError(err, errRetryable) {
+	if _, err := b.raw.Claim(ctx, "k", "o", s, false); !sameCommandError(err, errRetryable) {
 		t.Fatalf("Claim = %v, want %v", err, errRetryable)
 	}
 	if n := calls(); n != 1 {

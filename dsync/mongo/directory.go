@@ -56,7 +56,7 @@ type keyDoc struct {
 
 // PutKeys implements driver.Store: one unordered insert, whose
 // duplicate-key answers mean those keys are recorded.
-func (s *lockStore) PutKeys(ctx context.Context, keys []string) error {
+func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (s *lockStore) PutKeys(ctx context.Context, keys []string) error {
 
 // HasKey implements driver.Store: a find by _id, which FerretDB, unlike
 // a range, answers without decoding the documents it passes.
-func (s *lockStore) HasKey(ctx context.Context, key string) (bool, error) {
+func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
 	err := s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
 	switch {
 	case err == nil:
@@ -99,7 +99,7 @@ func (s *lockStore) HasKey(ctx context.Context, key string) (bool, error) {
 
 // KeyOrder implements driver.Store: OrderFirstUse on FerretDB,
 // OrderBytes elsewhere.
-func (s *lockStore) KeyOrder() driver.KeyOrder {
+func (s *Store) KeyOrder() driver.KeyOrder {
 	if s.ferret.Load() {
 		return driver.OrderFirstUse
 	}
@@ -108,7 +108,7 @@ func (s *lockStore) KeyOrder() driver.KeyOrder {
 
 // ListKeys implements driver.Store: one find, and a getMore per batch of
 // listBatch keys as the caller goes on.
-func (s *lockStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		filter, opts, exact, err := s.keyQuery(q)
 		if err != nil {
@@ -154,7 +154,7 @@ func (s *lockStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[s
 // keyQuery is the find of a listing: its filter and options, and whether
 // the filter selects exactly the keys with the prefix (else the caller
 // filters too).
-func (s *lockStore) keyQuery(q driver.KeyQuery) (filter bson.D, opts *options.FindOptionsBuilder, exact bool, err error) {
+func (s *Store) keyQuery(q driver.KeyQuery) (filter bson.D, opts *options.FindOptionsBuilder, exact bool, err error) {
 	switch {
 	case q.Limit < 0:
 		return nil, nil, false, fmt.Errorf("dsyncmongo: listing keys: negative limit %d", q.Limit)

@@ -27,14 +27,14 @@ import (
 // may take seconds on a busy machine.)
 func TestDriverConformanceOtherKeyOrder(t *testing.T) {
 	ferret := mongotest.Shared(t).IsFerretDB()
-	opts := []Option{WithWakeups(true), asFerretDB(!ferret)}
+	opts := []any{dsync.ClientWithWakeups(true), asFerretDB(!ferret)}
 	if ferret {
 		opts = append(opts, WithWriteTimeout(0))
 	}
 	drivertest.Run(t, func(t *testing.T) driver.Store {
 		return newBackend(t, mongotest.NewDatabase(t), opts...).s
 	}, drivertest.Peer(func(t *testing.T, first driver.Store) driver.Store {
-		return newBackend(t, mongotest.SameDatabase(t, first.(*lockStore).db), opts...).s
+		return newBackend(t, mongotest.SameDatabase(t, first.(*Store).db), opts...).s
 	}))
 }
 
@@ -191,8 +191,8 @@ func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
 		} else {
 			db = mongotest.SameDatabase(t, db, cmds.monitor())
 		}
-		b := newBackend(t, db)
-		m := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+		b := newBackend(t, db, dsync.WithTTL(time.Minute))
+		m := newMutex(t, b.Client, "k")
 		cycle := func() {
 			if err := m.LockContext(ctx); err != nil {
 				t.Fatal(err)
@@ -231,7 +231,7 @@ func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
 		}
 	}
 	var listed []string
-	for k, err := range newBackend(t, db).Client().List(ctx, dsync.ListOptions{}) {
+	for k, err := range newBackend(t, db).Client.List(ctx, dsync.ListOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,17 +256,17 @@ func TestKeyPutIsOffTheLockPath(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	b, err := New(mongotest.NewDatabase(t), withFault(func(op string) error {
+	b, err := newTestClient(mongotest.NewDatabase(t), withFault(func(op string) error {
 		if op == "keys" {
 			entered <- struct{}{}
 			<-release
 		}
 		return nil
-	}))
+	}), dsync.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+	m := newMutex(t, b.Client, "k")
 	for range 3 {
 		if err := m.LockContext(ctx); err != nil {
 			t.Fatal(err)

@@ -1,17 +1,23 @@
-// Package dsyncmongo runs dsync on MongoDB, or a MongoDB-compatible store
-// such as FerretDB: New returns a Backend whose Client keeps the process's
-// locks, and its elections (package leader/mongo), in a database.
+// Package dsyncmongo is dsync's MongoDB driver, for MongoDB or a
+// MongoDB-compatible store such as FerretDB: NewStore returns a Store
+// (a driver.Store and driver.Feed) that keeps a process's locks, and its
+// elections, in a database, and a dsync.Client runs the protocol over it.
+// It knows nothing of the protocol, and imports no dsync package but the
+// driver contract (dsync/driver).
 //
-//	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
+//	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 //	...
-//	defer locks.Close()
-//	mu, err := dsync.NewMutex(locks, "nightly-billing")
+//	client, err := dsync.NewClient(store)
+//	...
+//	defer client.Close()
+//	mu, err := dsync.NewMutex(client, "nightly-billing")
 //
-// One Backend per process and database is the intended use: every Mutex
-// and Election made on it shares one session, renewed with one command per
-// renew interval, and one goroutine that follows wake-ups. Close ends
-// every claim made through it, so that other processes go on at once, and
-// waits for its goroutines.
+// One Store and one Client per process and database is the intended use:
+// every Mutex and Election made on the Client shares one session, renewed
+// with one command per renew interval, and one goroutine that follows
+// wake-ups. The Client's Close ends every claim made through it, so that
+// other processes go on at once, waits for its goroutines and closes the
+// store.
 //
 // # What it stores
 //
@@ -48,7 +54,7 @@
 //     renews all its holds, waiting claims and elections with one command
 //     per renew interval; a waiter in another process is woken by an
 //     event when the claim ahead of it ends, and falls back to polling
-//     (WithPollInterval) where events cannot flow.
+//     (dsync.ClientWithPollInterval) where events cannot flow.
 //
 // # Assumptions
 //
@@ -71,7 +77,7 @@
 //     clock, above the tokens handed out more than a second before the
 //     emptying).
 //   - The lock collection is sharded, if at all, only on fields its
-//     documents' _ids determine (through a mongos, the backend's first
+//     documents' _ids determine (through a mongos, the store's first
 //     call checks, and refuses others with ErrSharded).
 //
 // # Fenced writes

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
-
-	"github.com/go-dsync/dsync/clockcheck"
-	"github.com/go-dsync/dsync/dsync"
 )
 
 // Doctor checks a deployment for dsync: what the server is, whether the
@@ -59,7 +55,7 @@ type Finding struct {
 // DoctorConfig is what Doctor checks the deployment against: the lease of
 // the locks that will run on it.
 type DoctorConfig struct {
-	TTL           time.Duration // dsync.WithTTL; dsync.DefaultTTL if zero
+	TTL           time.Duration // the Client's lease (dsync.WithTTL); must be positive
 	RenewInterval time.Duration // dsync.WithRenewInterval; a third of the TTL if zero
 }
 
@@ -73,7 +69,7 @@ const defaultElectionTimeout = 10 * time.Second
 // wakeupWait bounds the wait for the test event.
 const wakeupWait = 3 * time.Second
 
-// Doctor runs the checks against db with the backend options opts (the
+// Doctor runs the checks against db with the store options opts (the
 // collection, the member skew, the write timeout: those the locks use),
 // and returns what each found, in a fixed order. Each check is bounded;
 // ctx bounds them all. It fails only on bad arguments.
@@ -85,16 +81,13 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	if dc.TTL == 0 {
-		dc.TTL = dsync.DefaultTTL
-	}
 	if dc.RenewInterval == 0 {
 		dc.RenewInterval = dc.TTL / 3
 	}
-	if dc.TTL < 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-dc.TTL/20 {
+	if dc.TTL <= 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-dc.TTL/20 {
 		return nil, fmt.Errorf("dsyncmongo: Doctor: TTL %v and renew interval %v: the renew interval must be positive and below the TTL less TTL/20", dc.TTL, dc.RenewInterval)
 	}
-	s := newLockStore(db, cfg)
+	s := newStore(db, cfg)
 	d := &doctor{s: s, cfg: dc}
 	d.server(ctx)
 	d.writeConcern(ctx)
@@ -108,7 +101,7 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 }
 
 type doctor struct {
-	s      *lockStore
+	s      *Store
 	cfg    DoctorConfig
 	out    []Finding
 	topo   deployment
@@ -198,7 +191,7 @@ func serverFinding(t deployment, build bson.Raw, berr error) Finding {
 }
 
 // scratch returns a scratch collection named after the lock collection,
-// with the majority write concern and the backend's write timeout.
+// with the majority write concern and the store's write timeout.
 func (d *doctor) scratch(suffix string) *mongo.Collection {
 	wc := writeconcern.Majority()
 	if d.s.cfg.wc != nil {
@@ -259,10 +252,10 @@ func (d *doctor) wakeups(ctx context.Context) {
 			Fix: "grant createCollection on the database (see privileges), or create " + d.s.cfg.collection + eventsSuffix + " capped beforehand"})
 	case unsupported(err):
 		d.add(Finding{Check: "wake-ups", Status: Warn, Found: "the server has no capped collections or tailable cursors: " + err.Error(),
-			Fix: fmt.Sprintf("nothing to do: waiters poll every %v (WithPollInterval) instead of being woken", d.s.cfg.poll)})
+			Fix: "nothing to do: waiters poll (dsync.ClientWithPollInterval, 250 ms by default) instead of being woken"})
 	default:
 		d.add(Finding{Check: "wake-ups", Status: Warn, Found: "the test event did not arrive: " + err.Error(),
-			Fix: "waiters fall back to polling (WithPollInterval) while events do not flow"})
+			Fix: "waiters fall back to polling (dsync.ClientWithPollInterval) while events do not flow"})
 	}
 }
 
@@ -308,137 +301,4 @@ func (d *doctor) eventLatency(ctx context.Context, coll *mongo.Collection) (time
 		return 0, r.err
 	}
 	return max(r.at.Sub(sent), 0), nil
-}
-
-// index: the lock collection's index exists, or can be created.
-func (d *doctor) index(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var x indexes
-	names, err := d.s.db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: d.s.cfg.collection}})
-	if err == nil && len(names) > 0 {
-		x, err = d.s.findIndex(ctx)
-	}
-	var se mongo.ServerError
-	switch {
-	case err == nil && len(names) == 0,
-		err != nil && errors.As(err, &se) && se.HasErrorCode(26): // NamespaceNotFound
-		d.add(Finding{Check: "lock index", Status: Pass, Found: fmt.Sprintf("collection %q does not exist yet: the first lock creates it and its index", d.s.cfg.collection)})
-	case err != nil && d.unauthorized("listCollections and listIndexes on "+d.s.cfg.collection, err):
-		d.add(Finding{Check: "lock index", Status: Fail, Found: "listing the collection's indexes was refused: " + err.Error(), Fix: "grant listCollections, listIndexes and createIndex (see privileges)"})
-	case err != nil:
-		d.add(Finding{Check: "lock index", Status: Warn, Found: "listing the indexes failed: " + err.Error()})
-	case x.blocking != "":
-		d.add(Finding{Check: "lock index", Status: Fail, Found: "the unique index " + x.blocking + " refuses end markers" + x.v1Hint(), Fix: "drop that index (see docs/operations.md), or use another collection (WithCollection)"})
-	case x.equivalent != "":
-		d.add(Finding{Check: "lock index", Status: Pass, Found: fmt.Sprintf("index %q on {key: 1, kind: 1, epoch: 1}", x.equivalent)})
-	case x.conflict != "":
-		d.add(Finding{Check: "lock index", Status: Fail, Found: "the " + x.conflict + " is not equivalent to dsync's lock index", Fix: "drop it, or use another collection (WithCollection)"})
-	default:
-		d.add(Finding{Check: "lock index", Status: Warn, Found: "no index on {key: 1, kind: 1, epoch: 1} yet", Fix: "the first lock creates it (createIndex privilege); with WithIndexManagement(false), create it beforehand"})
-	}
-}
-
-// sharding: through a mongos, the collections are sharded only in ways
-// that keep exclusion.
-func (d *doctor) sharding(ctx context.Context) {
-	if d.topo.kind != "mongos" {
-		d.add(Finding{Check: "sharding", Status: Pass, Found: "not a sharded cluster"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	err := d.s.checkSharding(ctx)
-	switch {
-	case err == nil:
-		d.add(Finding{Check: "sharding", Status: Pass, Found: "the lock, sessions and keys collections are unsharded, or sharded on keys dsync allows"})
-	case errors.Is(err, ErrSharded):
-		d.add(Finding{Check: "sharding", Status: Fail, Found: err.Error(), Fix: "use another collection (WithCollection), unsharded or sharded on key"})
-	default:
-		d.unauthorized("find on config.collections", err)
-		d.add(Finding{Check: "sharding", Status: Warn, Found: err.Error(), Fix: "grant find on config.collections, so that dsync can check the shard keys"})
-	}
-}
-
-// privileges: what the server refused in the checks above.
-func (d *doctor) privileges() {
-	if len(d.denied) == 0 {
-		d.add(Finding{Check: "privileges", Status: Pass, Found: "nothing the checks did was refused"})
-		return
-	}
-	d.add(Finding{Check: "privileges", Status: Fail, Found: fmt.Sprintf("refused: %q", d.denied),
-		Fix: "grant the role readWrite on the database (find, insert, update, remove, createCollection, createIndex, listIndexes), and find on config.collections on a sharded cluster"})
-}
-
-// clock: this machine's clock against the server's, and the member skew
-// dsync assumes.
-func (d *doctor) clock(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := clockcheck.Measure(ctx, d.s.db)
-	switch {
-	case err != nil:
-		d.add(Finding{Check: "clock", Status: Warn, Found: "could not measure: " + err.Error()})
-	case s.Offset.Abs()-s.Uncertainty > clockcheck.DefaultMaxOffset:
-		d.add(Finding{Check: "clock", Status: Warn, Found: fmt.Sprintf("this machine's clock is %v off the server's (±%v)", s.Offset.Round(time.Millisecond), s.Uncertainty.Round(time.Millisecond)),
-			Fix: "locks do not depend on it (expiry is judged in server time), but logs and member status do: fix this machine's time synchronization"})
-	default:
-		d.add(Finding{Check: "clock", Status: Pass, Found: fmt.Sprintf("this machine's clock is %v off the server's (±%v)", s.Offset.Round(time.Millisecond), s.Uncertainty.Round(time.Millisecond))})
-	}
-	if d.topo.kind == "standalone" {
-		return
-	}
-	d.add(Finding{Check: "member skew", Status: Pass,
-		Found: fmt.Sprintf("dsync assumes the members' clocks within %v of each other (WithMemberSkew); it cannot measure them from here", d.s.memberSkew(map[string]topology{"replica set": topologyReplicas, "mongos": topologySharded}[d.topo.kind])),
-		Fix:   "keep NTP on every member; measure one with: dsync clock --uri 'mongodb://MEMBER/?directConnection=true'"})
-}
-
-// failover: whether a hold outlasts a primary election.
-func (d *doctor) failover(ctx context.Context) {
-	if d.topo.kind == "standalone" {
-		d.add(Finding{Check: "failover", Status: Pass, Found: "a standalone server has no elections (see server)"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	timeout, known := defaultElectionTimeout, false
-	if d.topo.kind == "replica set" {
-		raw, err := d.s.db.Client().Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Raw()
-		if err == nil {
-			if ms, ok := raw.Lookup("config", "settings", "electionTimeoutMillis").AsInt64OK(); ok && ms > 0 {
-				timeout, known = time.Duration(ms)*time.Millisecond, true
-			}
-		}
-	}
-	d.add(failoverFinding(timeout, known, d.cfg.TTL, d.cfg.RenewInterval))
-}
-
-// failoverFinding judges whether a hold outlasts an election that starts
-// electionTimeout after the primary stops answering: in the worst case
-// the last confirmed renewal was sent a renew interval before, and the
-// hold ends TTL − TTL/20 after that send.
-func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.Duration) Finding {
-	election := electionTimeout + electionTime
-	left := ttl - ttl/20 - renew
-	source := fmt.Sprintf("electionTimeoutMillis %d", electionTimeout.Milliseconds())
-	if !known {
-		source = fmt.Sprintf("MongoDB's default electionTimeoutMillis %d (replSetGetConfig was not available)", electionTimeout.Milliseconds())
-	}
-	found := fmt.Sprintf("a primary election takes about %v (%s, plus about %v); a hold with TTL %v and renew interval %v lasts at least %v without a renewal",
-		election, source, electionTime, ttl, renew, left)
-	if left > election {
-		return Finding{Check: "failover", Status: Pass, Found: found + ": holds ride through an election"}
-	}
-	// TTL × (1 − 1/20 − 1/3) must exceed the election, with the renew
-	// interval at its default third of the TTL.
-	need := time.Duration(math.Ceil(float64(election)/(1-1.0/20-1.0/3)/float64(time.Second))) * time.Second
-	return Finding{Check: "failover", Status: Warn, Found: found + ": a hold can be lost during an election (Lost() closes, a leader steps down)",
-		Fix: fmt.Sprintf("for holds that must ride through an election use a TTL of at least %v (dsync.WithTTL, leader.WithTTL; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long", need)}
-}
-
-// drop drops a scratch collection, best effort.
-func drop(coll *mongo.Collection) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = coll.Drop(ctx)
 }

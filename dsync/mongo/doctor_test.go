@@ -35,7 +35,7 @@ func findings(t *testing.T, fs []Finding) map[string]Finding {
 func TestDoctorOnTheTestServer(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
-	fs, err := Doctor(ctx, db, DoctorConfig{})
+	fs, err := Doctor(ctx, db, DoctorConfig{TTL: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,12 @@ func TestDoctorOnTheTestServer(t *testing.T) {
 
 	// Once a lock ran, the index is there.
 	b := newBackend(t, db)
-	m, _ := dsync.NewMutex(b, "k")
+	m, _ := dsync.NewMutex(b.Client, "k")
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	m.Unlock()
-	fs, err = Doctor(ctx, db, DoctorConfig{})
+	fs, err = Doctor(ctx, db, DoctorConfig{TTL: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDoctorReportsASlowServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	px.SetDelay(faultproxy.Down, 300*time.Millisecond)
-	fs, err := Doctor(ctx, db, DoctorConfig{})
+	fs, err := Doctor(ctx, db, DoctorConfig{TTL: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDoctorReportsASlowServer(t *testing.T) {
 
 func TestDoctorRejectsBadInput(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	if _, err := Doctor(ctx, nil, DoctorConfig{}); err == nil {
+	if _, err := Doctor(ctx, nil, DoctorConfig{TTL: 15 * time.Second}); err == nil {
 		t.Error("nil database accepted")
 	}
 	db := offlineDB(t)

@@ -3,19 +3,20 @@ package dsyncmongo
 import (
 	"testing"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/drivertest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // TestDriverConformance runs the driver conformance suite against the
-// lockStore, each subtest on a fresh database; a peer is the lockStore of
-// another Backend (another process) on the same database, through a client
+// Store, each subtest on a fresh database; a peer is the Store of
+// another Client (another process) on the same database, through a client
 // of its own. The Backends close their stores.
 func TestDriverConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) driver.Store {
-		return newBackend(t, mongotest.NewDatabase(t), WithWakeups(true)).s
+		return newBackend(t, mongotest.NewDatabase(t), dsync.ClientWithWakeups(true)).s
 	}, drivertest.Peer(func(t *testing.T, first driver.Store) driver.Store {
-		return newBackend(t, mongotest.SameDatabase(t, first.(*lockStore).db), WithWakeups(true)).s
+		return newBackend(t, mongotest.SameDatabase(t, first.(*Store).db), dsync.ClientWithWakeups(true)).s
 	}))
 }

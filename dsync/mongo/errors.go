@@ -1,15 +1,11 @@
 package dsyncmongo
 
-import (
-	"errors"
-
-	"github.com/go-dsync/dsync/dsync"
-)
+import "errors"
 
 // Sentinel errors. Match them with errors.Is; most are returned wrapped,
 // with the key or the value at fault.
 var (
-	// ErrNilDatabase is returned by New when given a nil database.
+	// ErrNilDatabase is returned by NewStore when given a nil database.
 	ErrNilDatabase = errors.New("dsyncmongo: nil database")
 
 	// ErrEmptyKey, ErrKeyTooLong and ErrInvalidKey reject a key before any
@@ -19,13 +15,9 @@ var (
 	ErrKeyTooLong = errors.New("dsyncmongo: key too long")
 	ErrInvalidKey = errors.New("dsyncmongo: key is not valid UTF-8")
 
-	// ErrNoLock is returned by Current for a key that nothing holds or
-	// waits for.
-	ErrNoLock = errors.New("dsyncmongo: no lock for key")
-
-	// ErrClosed is returned by calls made after Close: it is
-	// dsync.ErrClosed.
-	ErrClosed = dsync.ErrClosed
+	// ErrClosed is returned by the store's calls made after Close (which
+	// the Client's Close calls).
+	ErrClosed = errors.New("dsyncmongo: store closed")
 
 	// ErrWriteTimeout matches a write that the server did not acknowledge
 	// within the write timeout (WithWriteTimeout): on a replica set, most
@@ -45,4 +37,17 @@ var (
 	// uses them: two claims of one epoch could then both count. The error
 	// names the collection and its shard key.
 	ErrSharded = errors.New("dsyncmongo: a collection is sharded in a way that breaks exclusion")
+
+	// ErrFenced is returned by an operation of a Fenced collection on a
+	// document whose fence is above the Fenced's token: a later holder
+	// has read, written or deleted it, or found it missing, so this
+	// holder's hold has ended (its process was paused, or its lease
+	// lost). Nothing was written.
+	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
+	// ErrFenceNotAtomic is returned by Fence when the collection's
+	// server is FerretDB (as under `dsync server`), which cannot apply a
+	// conditional update atomically, unless WithNonAtomicFence is given.
+	// Nothing was read or written. Fence a resource there by passing the
+	// token to it instead (see the package documentation).
+	ErrFenceNotAtomic = errors.New("dsyncmongo: Fence needs MongoDB: the server is FerretDB, which applies an update as a read and a later write, so a stale holder's write could land after a later holder's read")
 )

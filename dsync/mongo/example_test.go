@@ -24,11 +24,15 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	locks, err := dsyncmongo.New(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer locks.Close()
+	locks, err := dsync.NewClient(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close() // ends its claims, then closes the store
 
 	mu, err := dsync.NewMutex(locks, "nightly-billing")
 	if err != nil {
@@ -60,18 +64,22 @@ func Example_quickStart() {
 	}
 	defer client.Disconnect(context.Background())
 
-	locks, err := dsyncmongo.New(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer locks.Close()
+	locks, err := dsync.NewClient(store, dsync.WithTTL(15*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close() // ends its claims, then closes the store
 
-	mu, err := dsync.NewMutex(locks, "nightly-billing", dsync.WithTTL(15*time.Second))
+	mu, err := dsync.NewMutex(locks, "nightly-billing")
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	mu.Lock() // blocks like sync.Mutex; retries backend errors
+	mu.Lock() // blocks like sync.Mutex; retries store errors
 	defer mu.Unlock()
 
 	for part := range 3 {
@@ -92,49 +100,57 @@ func writePart(part int, token uint64) {
 	fmt.Printf("part %d written with token %d\n", part, token)
 }
 
-func ExampleBackend_Current() {
+// Who holds a key: the head of its queue, through the Client.
+func ExampleNewStore_queue() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	locks, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer locks.Close()
+	locks, err := dsync.NewClient(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close() // ends its claims, then closes the store
 
-	info, err := locks.Current(context.Background(), "nightly-billing")
+	q, err := locks.Queue(context.Background(), "nightly-billing")
 	switch {
-	case errors.Is(err, dsyncmongo.ErrNoLock):
-		fmt.Println("never locked")
 	case err != nil:
 		log.Fatal(err)
-	case info.Live:
-		fmt.Printf("held by %s on %s (pid %d), token %d, until %v\n",
-			info.Owner, info.Host, info.PID, info.Token, info.ExpiresAt)
+	case len(q) == 0:
+		fmt.Println("free")
 	default:
-		fmt.Printf("free; last token %d\n", info.Token)
+		h := q[0]
+		fmt.Printf("held by %s on %s (pid %d), token %d, until %v\n",
+			h.Owner, h.Host, h.PID, h.Token, h.ExpiresAt)
 	}
 }
 
 // The README's "RWMutex, Semaphore, Once" snippet: the three on one
-// backend, which gives all of them the process's one lease.
+// Client, which gives all of them the process's one lease.
 func Example_family() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	backend, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer backend.Close()
+	locks, err := dsync.NewClient(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close() // ends its claims, then closes the store
 	ctx := context.Background()
 
 	// Migrate once, whichever replica starts first; the others wait here.
-	migration, err := dsync.NewOnce(backend, "migrate/2026-03-orders-index")
+	migration, err := dsync.NewOnce(locks, "migrate/2026-03-orders-index")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -143,7 +159,7 @@ func Example_family() {
 	}
 
 	// At most 3 transcodes at once across every replica.
-	transcoders, err := dsync.NewSemaphore(backend, "transcoders", 3)
+	transcoders, err := dsync.NewSemaphore(locks, "transcoders", 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -153,7 +169,7 @@ func Example_family() {
 	defer transcoders.Release(1)
 
 	// Many readers of the catalog, or one writer.
-	catalog, err := dsync.NewRWMutex(backend, "catalog")
+	catalog, err := dsync.NewRWMutex(locks, "catalog")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -184,11 +200,15 @@ func ExampleFence() {
 	}
 	defer client.Disconnect(context.Background())
 	db := client.Database("app")
-	locks, err := dsyncmongo.New(db)
+	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer locks.Close()
+	locks, err := dsync.NewClient(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close() // ends its claims, then closes the store
 
 	ctx := context.Background()
 	mu, err := dsync.NewMutex(locks, "visits")

@@ -1,29 +1,140 @@
 package dsyncmongo
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
-// withClient applies test-only settings to the Backend's Client.
-func withClient(s clienthook.Settings) Option {
-	return func(c *config) error { return clienthook.MongoOption(s).(Option)(c) }
+// testClient is what a program makes of this package: a dsync.Client over
+// a Store. The tests reach the store (s) and the Client's protocol calls
+// one by one (raw).
+type testClient struct {
+	*dsync.Client
+	s       *Store
+	raw     clienthook.Raw
+	wakeups bool // the Client follows the store's wake-ups
+}
+
+// wakeupsOff is the test option that turns the Client's wake-ups off
+// (withoutWakeups()), noting it in testClient.wakeups.
+type wakeupsOff struct{}
+
+// withoutWakeups turns the Client's wake-ups off.
+func withoutWakeups() wakeupsOff { return wakeupsOff{} }
+
+// newTestClient makes a Store over db and a Client over it. opts are the
+// store's Options, the Client's dsync.ClientOptions and test-only
+// clienthook.Settings, in any order.
+func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
+	var (
+		sopts   []Option
+		copts   = []dsync.ClientOption{dsync.ClientWithIdleAge(dsync.DefaultIdleAge)}
+		hooks   clienthook.Settings
+		wakeups = true
+	)
+	for _, o := range opts {
+		switch o := o.(type) {
+		case Option:
+			sopts = append(sopts, o)
+		case func(*config) error:
+			sopts = append(sopts, o)
+		case dsync.ClientOption:
+			copts = append(copts, o)
+		case wakeupsOff:
+			copts, wakeups = append(copts, dsync.ClientWithWakeups(false)), false
+		case clienthook.Settings:
+			if o.Chain != nil {
+				hooks.Chain = o.Chain
+			}
+			if o.Bug != 0 {
+				hooks.Bug = o.Bug
+			}
+			if o.RelockWindow != 0 {
+				hooks.RelockWindow = o.RelockWindow
+			}
+			if o.WrapStore != nil {
+				hooks.WrapStore = o.WrapStore
+			}
+		case nil:
+			return nil, errors.New("dsyncmongo: nil option")
+		default:
+			panic(fmt.Sprintf("newTestClient: option of type %T", o))
+		}
+	}
+	if hooks.Chain != nil && hooks.Chain.Span > 0 && hooks.Chain.Span < dsync.DefaultTTL {
+		// A short span (fastPrune) allows no longer lease: the default
+		// TTL comes down to it, unless opts set one.
+		copts = append([]dsync.ClientOption{dsync.WithTTL(hooks.Chain.Span)}, copts...)
+	}
+	s, err := NewStore(db, sopts...)
+	if err != nil {
+		return nil, err
+	}
+	tc := &testClient{s: s, wakeups: wakeups}
+	hooks.Raw = func(r clienthook.Raw) { tc.raw = r }
+	c, err := dsync.NewClient(&clienthook.Store{Store: s, Settings: hooks}, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: %w", err)
+	}
+	tc.Client = c
+	return tc, nil
 }
 
 // withRelockWindow sets how long a Mutex that locks again after a
 // takeover waits at most for the owner it took over from.
-func withRelockWindow(d time.Duration) Option {
-	return withClient(clienthook.Settings{RelockWindow: d})
+func withRelockWindow(d time.Duration) clienthook.Settings {
+	return clienthook.Settings{RelockWindow: d}
 }
 
 // withChain sets the protocol's timing constants, so that a test can see
 // pruning within seconds.
-func withChain(c chain.Config) Option { return withClient(clienthook.Settings{Chain: &c}) }
+func withChain(c chain.Config) clienthook.Settings { return clienthook.Settings{Chain: &c} }
 
-// withBug plants a bug in the Backend's engine.
-func withBug(b chain.Bug) Option { return withClient(clienthook.Settings{Bug: b}) }
+// withBug plants a bug in the Client's engine.
+func withBug(b chain.Bug) clienthook.Settings { return clienthook.Settings{Bug: b} }
 
-// raw returns b's protocol calls, one by one.
-func (b *Backend) raw() clienthook.Raw { return clienthook.RawOf(b) }
+// Collection is the store's Collection.
+func (b *testClient) Collection(name string) *mongo.Collection { return b.s.Collection(name) }
+
+// ServerTime is the store's ServerNow.
+func (b *testClient) ServerTime(ctx context.Context) (clockcheck.Interval, error) {
+	return b.s.ServerNow(ctx)
+}
+
+// LockInfo describes who holds a key, or waits first for it.
+type LockInfo struct {
+	Key                   string
+	Token                 uint64
+	Owner, Host           string
+	PID                   int
+	AcquiredAt, ExpiresAt time.Time
+	Live                  bool
+}
+
+// errNoLock: Current found nothing holding or waiting for the key.
+var errNoLock = errors.New("dsyncmongo: no lock for key")
+
+// Current reads the claim at the head of key's queue, through the Client.
+func (b *testClient) Current(ctx context.Context, key string) (LockInfo, error) {
+	q, err := b.Queue(ctx, key)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	if len(q) == 0 {
+		return LockInfo{}, fmt.Errorf("%w %q", errNoLock, key)
+	}
+	h := q[0]
+	return LockInfo{
+		Key: key, Token: h.Token, Owner: h.Owner, Host: h.Host, PID: h.PID,
+		AcquiredAt: h.QueuedAt, ExpiresAt: h.ExpiresAt, Live: true,
+	}, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/errtext"
 )
@@ -76,7 +76,7 @@ const (
 // A tailer follows the events collection for one handler, in one
 // goroutine, until the store is closed.
 type tailer struct {
-	s      *lockStore
+	s      *Store
 	h      driver.FeedHandler
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -105,8 +105,8 @@ type tailer struct {
 }
 
 // Follow implements driver.Feed: it starts the follower, one per store
-// (its Backend's Client).
-func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
+// (its Client's).
+func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
 	s.feedMu.Lock()
 	defer s.feedMu.Unlock()
 	if s.tail != nil || s.closed.Load() {
@@ -127,121 +127,7 @@ func (s *lockStore) Follow(h driver.FeedHandler) (stop func()) {
 // Replay implements driver.Feed: a stream that turns live replays the
 // events kept, and on FerretDB events are trimmed trimSlack after a
 // follower read them (trim.go). MongoDB keeps the newest eventsMaxDocs.
-func (s *lockStore) Replay() time.Duration { return trimSlack }
-
-// Publish implements driver.Feed: one insert into the events collection.
-func (s *lockStore) Publish(ctx context.Context, e driver.Event) error {
-	est, err := s.prepare(ctx)
-	if err != nil {
-		return err
-	}
-	d := eventDoc{ID: bson.NewObjectID(), Proc: e.Proc, Key: e.Key, Epoch: int64(e.Epoch), At: est.Now().Earliest}
-	switch e.Kind {
-	case driver.Waiting:
-		d.Kind, d.Until = eventWait, e.Until
-	case driver.Ended:
-		d.Kind = eventEnded
-	default:
-		return fmt.Errorf("dsyncmongo: unknown event kind %d", e.Kind)
-	}
-	s.publishedBy.Store(&e.Proc)
-	if err := s.insertEvent(ctx, d); err != nil {
-		return err
-	}
-	if !s.ferret.Load() || d.Kind != eventEnded {
-		return nil
-	}
-	// On FerretDB, a cursor returns events in the order of their record
-	// ids, which the server gives each insert before it commits: a cursor
-	// that returned an event whose insert overtook ours never returns ours.
-	// An event after ours that was sent before ours landed may have done
-	// that: ours is sent again, to come after it (lateTries times at most).
-	// Only ends are checked: a waiter that misses the end it waits for
-	// sleeps until its safety poll, while an owner that misses an
-	// announcement still publishes its claim's end if it saw one for a
-	// later claim of the key (wake.go), and a waiter looks again at
-	// doubling intervals for a while after announcing itself.
-	for try := range lateTries {
-		landed := est.Now().Latest
-		if err := s.fault("event landed"); err != nil {
-			return nil
-		}
-		late, leftovers, err := s.landedLate(ctx, d.ID, landed)
-		if try == 0 && len(leftovers) > 0 {
-			// Read anyway: events their senders did not delete (trim.go).
-			s.deleteEvents(ctx, leftovers)
-		}
-		if err != nil || !late {
-			return nil // best effort: the event itself was sent
-		}
-		d.ID, d.At = bson.NewObjectID(), est.Now().Earliest
-		if err := s.insertEvent(ctx, d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lateTries bounds how many times Publish sends an event again because
-// it may have been passed over (see landedLate).
-const lateTries = 2
-
-// landedLate reports whether the event id, whose insert returned before
-// the store time landed, may have been passed over by a cursor: it is no
-// longer in the events collection, or an event after it in the
-// collection's order was sent before landed (its insert may have
-// committed before ours, and a cursor may have returned it before ours
-// was there). An event sent after landed was inserted after ours
-// committed, and comes after it in every cursor.
-//
-// This holds because an event is deleted only while a later one is kept
-// (trim.go): if any cursor returned an event after ours, an event after
-// ours is in the collection now.
-//
-// It also returns, as old, the events sent leftoverAge or more before
-// landed but the last (their senders did not delete them: trim.go).
-func (s *lockStore) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
-	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
-		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
-		SetBatchSize(eventsMaxDocs))
-	if err != nil {
-		return false, nil, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	found := false
-	var left leftovers
-	for cur.Next(ctx) {
-		var e struct {
-			ID bson.ObjectID `bson:"_id"`
-			At time.Time     `bson:"at"`
-		}
-		if err := cur.Decode(&e); err != nil {
-			continue
-		}
-		switch {
-		case e.ID == id:
-			found = true
-			left.note(e.ID, e.At, landed, true)
-		case found && !e.At.After(landed):
-			late = true
-			left.note(e.ID, e.At, landed, true)
-		default:
-			left.note(e.ID, e.At, landed, false)
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return false, nil, err
-	}
-	return late || !found, left.take(), nil
-}
-
-// insertEvent writes an event, with the write timeout.
-func (s *lockStore) insertEvent(ctx context.Context, e eventDoc) error {
-	return s.write(ctx, "event", func(ctx context.Context) error {
-		_, err := s.events.InsertOne(ctx, e)
-		return err
-	})
-}
+func (s *Store) Replay() time.Duration { return trimSlack }
 
 // stop stops the follower and waits for it. It may be called more than
 // once.
@@ -253,11 +139,9 @@ func (t *tailer) stop() {
 func (t *tailer) run(ctx context.Context) {
 	defer close(t.done)
 	backoff := time.Second
-	quick := false
-	var pause time.Duration // before the next quick reopen
-	quickFails := 0         // quick reopens in a row that failed before they were live
+	var q quickReopens
 	for {
-		wasLive, err := t.follow(ctx, quick)
+		wasLive, err := t.follow(ctx, q.on)
 		t.healthy.Store(false)
 		t.cursor.Store(0)
 		if wasLive {
@@ -271,45 +155,67 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		// A live stream that failed is reopened quietly (see follow), and
-		// so is one whose quiet reopening failed, up to quickTries times
-		// in a row (a loaded server fails some); then, and for a stream
-		// that never was live, it goes down.
-		// Quick reopens insert nothing, so they never make other streams
-		// fail: one that keeps failing is reopened every quickMax at worst.
-		switch {
-		case wasLive:
-			quickFails = 0
-		case quick:
-			quickFails++
-		}
-		if quick = (wasLive || quick) && quickFails < quickTries; quick {
-			switch {
-			case wasLive && t.s.mono()-t.liveAt >= quickCalm:
-				pause = 0
-			default:
-				pause = min(max(2*pause, quickFirst), quickMax)
-			}
-			if pause > 0 {
-				timer := time.NewTimer(jitter(pause))
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-					timer.Stop()
-					return
-				}
+		if q.next(wasLive, t.s.mono()-t.liveAt) {
+			if !sleepCtx(ctx, q.pause) {
+				return
 			}
 			continue
 		}
 		t.h.Down(errtext.Tidy(fmt.Errorf("dsyncmongo: the wake-up event stream failed (reopening in about %v): %w", backoff, err)), false)
-		timer := time.NewTimer(jitter(backoff))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if !sleepCtx(ctx, backoff) {
 			return
 		}
 		backoff = min(2*backoff, maxReopenBackoff)
+	}
+}
+
+// quickReopens decides how a failed stream is reopened. A live stream that
+// failed is reopened quietly (see follow), and so is one whose quiet
+// reopening failed, up to quickTries times in a row (a loaded server fails
+// some); then, and for a stream that never was live, it goes down. Quick
+// reopens insert nothing, so they never make other streams fail: one
+// that keeps failing is reopened every quickMax at worst.
+type quickReopens struct {
+	on    bool          // the next follow is quick
+	pause time.Duration // before the next quick reopen
+	fails int           // quick reopens in a row that failed before they were live
+}
+
+// next judges a follow that ended (wasLive: its stream had turned live,
+// liveFor ago): it reports whether the next is a quick reopen, after
+// q.pause.
+func (q *quickReopens) next(wasLive bool, liveFor time.Duration) bool {
+	switch {
+	case wasLive:
+		q.fails = 0
+	case q.on:
+		q.fails++
+	}
+	q.on = (wasLive || q.on) && q.fails < quickTries
+	if !q.on {
+		return false
+	}
+	if wasLive && liveFor >= quickCalm {
+		q.pause = 0
+	} else {
+		q.pause = min(max(2*q.pause, quickFirst), quickMax)
+	}
+	return true
+}
+
+// sleepCtx sleeps for about d (jittered; not at all for 0), and reports
+// false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(jitter(d))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -329,19 +235,55 @@ func (t *tailer) run(ctx context.Context) {
 // before are not passed again, and the handler hears of the stream's
 // turning live again only if events may have gone unseen.
 func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) {
+	cur, open, est, err := t.open(ctx, quick)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := t.s.cleanupContext(time.Second)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
+		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
+	}
+	cur.SetBatchSize(256) // the history before "open" is read in bulk
+	if t.s.ferret.Load() {
+		t.trim = newTrimmer(t.s)
+		defer t.trim.stop()
+	}
+	p := &streamPass{t: t, cur: cur, quick: quick, open: open, now: func() time.Time { return est.Now().Earliest }}
+	for t.next(ctx, cur, p.caughtUp) {
+		var e eventDoc
+		if err := cur.Decode(&e); err != nil {
+			continue
+		}
+		p.see(e)
+	}
+	if err := cur.Err(); err != nil {
+		return p.live, err
+	}
+	return p.live, errors.New("dsyncmongo: event cursor closed by the server")
+}
+
+// open prepares the store and opens the events' tailable cursor: for a
+// follow that is not quick, after making sure the capped collection
+// exists and inserting the "open" event the stream turns live at. It
+// returns the cursor, that event, and the server-time estimate.
+func (t *tailer) open(ctx context.Context, quick bool) (*mongo.Cursor, eventDoc, *clockcheck.Estimator, error) {
 	s := t.s
 	est, err := s.prepare(ctx)
 	if err != nil {
-		return false, err
+		return nil, eventDoc{}, nil, err
 	}
 	var open eventDoc
 	if !quick {
 		if err := s.createEvents(ctx); err != nil {
-			return false, err
+			return nil, eventDoc{}, nil, err
 		}
 		open = eventDoc{ID: bson.NewObjectID(), Kind: eventOpen, Proc: t.openProc, At: est.Now().Earliest}
 		if err := s.insertEvent(ctx, open); err != nil {
-			return false, err
+			return nil, eventDoc{}, nil, err
 		}
 	}
 	// Batch size 1: the first batch must be full for FerretDB to keep a
@@ -351,94 +293,11 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 	cur, err := s.events.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetBatchSize(1))
 	if err != nil {
 		if unsupported(err) {
-			return false, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
+			return nil, eventDoc{}, nil, &noEventsError{"the server refuses a tailable cursor on the events collection", err}
 		}
-		return false, err
+		return nil, eventDoc{}, nil, err
 	}
-	defer func() {
-		cctx, cancel := s.cleanupContext(time.Second)
-		defer cancel()
-		_ = cur.Close(cctx)
-	}()
-	if quick && (cur.RemainingBatchLength() == 0 || cur.ID() == 0) {
-		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
-	}
-	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	if s.ferret.Load() {
-		t.trim = newTrimmer(s)
-		defer t.trim.stop()
-	}
-	// A quick follow is live at its first batch. Whether it tells the
-	// handler so (which has every waiter of the process look again, one
-	// read each) waits until it knows whether the cursor goes on where
-	// the last one stopped (resuming): it does if the events kept still
-	// hold the last event the stream returned, which comes before any
-	// event the stream never returned. If that event is gone (deleted:
-	// a trim fails the cursors that sit on what it deletes), events after
-	// it may have gone unseen too.
-	// The history before our "open" event holds the events their
-	// senders left (trim.go): those sent leftoverAge or more before ours,
-	// but the newest of them, are deleted once the stream is live.
-	var left leftovers
-	resuming := false
-	resumed := func(tell bool) {
-		resuming = false
-		if tell {
-			t.h.Live(t.gen.Add(1))
-		}
-	}
-	for t.next(ctx, cur, func() {
-		if resuming {
-			resumed(true) // caught up without meeting it
-		}
-	}) {
-		var e eventDoc
-		if err := cur.Decode(&e); err != nil {
-			continue
-		}
-		ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
-		if t.trim != nil {
-			t.trim.note(e.ID, ours)
-			if !quick && !live && e.ID != open.ID {
-				left.note(e.ID, e.At, open.At, ours)
-			}
-		}
-		if quick && !live {
-			live = t.turnLive(cur, false)
-			resuming = true
-		}
-		if resuming {
-			switch {
-			case e.ID == t.last:
-				resumed(false)
-			case !t.passed.has(e.ID):
-				resumed(true)
-			}
-		}
-		if !resuming {
-			t.last = e.ID
-		}
-		if !t.passed.add(e.ID) {
-			continue // passed before this cursor was opened
-		}
-		switch {
-		case !quick && e.ID == open.ID:
-			if !live {
-				live = t.turnLive(cur, true)
-				if t.trim != nil {
-					t.trim.dropLeftovers(left.take())
-				}
-			}
-		case ours:
-			t.ownSeen.Add(1)
-		default:
-			t.pass(e, est.Now().Earliest)
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return live, err
-	}
-	return live, errors.New("dsyncmongo: event cursor closed by the server")
+	return cur, open, est, nil
 }
 
 // turnLive marks the stream live, on cur, and, if tell, reports it to
@@ -504,118 +363,9 @@ func (t *tailer) next(ctx context.Context, cur *mongo.Cursor, caughtUp func()) b
 	}
 }
 
-// getMoreSlack is how long past its wait a getMore of the event cursor
-// may take to come back before the stream is taken for broken (and
-// reopened).
-const getMoreSlack = 5 * time.Second
-
-// awaitTime is how long the next getMore of the event cursor waits for an
-// event: the safety poll interval, or at most ferretAwait on FerretDB while
-// other processes wait (their cursors are what makes long getMores costly
-// there; a process that follows the stream alone costs FerretDB little):
-// while an announcement the stream showed holds, or othersWaitFor safety
-// poll intervals after it showed one.
-func (t *tailer) awaitTime() time.Duration {
-	safety := t.s.cfg.safetyPoll
-	if t.s.ferret.Load() {
-		at := time.Duration(t.othersWaitAt.Load())
-		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
-			return min(safety, ferretAwait)
-		}
-		if u := t.othersWaitUntil.Load(); u != 0 && t.s.ServerTime().Earliest.Before(time.Unix(0, u)) {
-			return min(safety, ferretAwait)
-		}
-	}
-	return safety
-}
-
 // publishedByUs reports whether proc names the process that publishes
 // through this store.
-func (s *lockStore) publishedByUs(proc string) bool {
+func (s *Store) publishedByUs(proc string) bool {
 	p := s.publishedBy.Load()
 	return p != nil && *p == proc && proc != ""
-}
-
-// createEvents creates the capped events collection unless it exists. A
-// collection of that name that is not capped, or a server without capped
-// collections, is a *noEventsError.
-//
-// It looks before it creates: a stream that goes down reopens through
-// here, and on FerretDB's SQLite backend many clients creating one
-// collection at once have left another collection's table missing from
-// its registry ("no such table"), failing every write to it.
-func (s *lockStore) createEvents(ctx context.Context) error {
-	name := s.cfg.collection + eventsSuffix
-	exists, err := s.checkEvents(ctx, name)
-	if err != nil || exists {
-		return err
-	}
-	err = s.fault("create events")
-	if err == nil {
-		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
-			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
-	}
-	var ce mongo.CommandError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
-		// Created meanwhile by another process.
-		_, err = s.checkEvents(ctx, name)
-		return err
-	case unsupported(err):
-		return &noEventsError{"the server does not support capped collections", err}
-	}
-	return err
-}
-
-// checkEvents reports whether the events collection exists, and fails
-// with a *noEventsError if it exists but is not capped. A listing that
-// fails or says nothing of the options counts as not knowing: the
-// collection is taken to exist only if listed (a tailable cursor on it
-// fails later if it is not capped).
-func (s *lockStore) checkEvents(ctx context.Context, name string) (bool, error) {
-	specs, err := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
-	if err != nil || len(specs) != 1 {
-		return false, nil
-	}
-	if specs[0].Options == nil {
-		return true, nil
-	}
-	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
-		return true, &noEventsError{"the events collection exists but is not capped (drop it, and a backend recreates it capped)", errors.New("not capped")}
-	}
-	return true, nil
-}
-
-// noEventsError: wake-ups cannot work on this deployment.
-type noEventsError struct {
-	reason string
-	err    error
-}
-
-func (e *noEventsError) Error() string { return e.reason + ": " + e.err.Error() }
-func (e *noEventsError) Unwrap() error { return e.err }
-
-// unsupported reports whether the server refuses a capped collection or a
-// tailable cursor as a feature it lacks, rather than for a passing cause:
-// CommandNotSupported (115), NotImplemented (238), APIStrictError (323,
-// the Stable API in strict mode), or a message that says so (Atlas
-// serverless, Amazon DocumentDB, Azure Cosmos DB; a tailable cursor on a
-// collection that is not capped).
-func unsupported(err error) bool {
-	var se mongo.ServerError
-	if !errors.As(err, &se) {
-		return false
-	}
-	if se.HasErrorCode(115) || se.HasErrorCode(238) || se.HasErrorCode(323) {
-		return true
-	}
-	msg := strings.ToLower(se.Error())
-	for _, m := range []string{"not supported", "unsupported", "not allowed", "not_allowed", "non capped", "not capped", "non-capped"} {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
 }

@@ -20,14 +20,14 @@ import (
 )
 
 // tail returns b's follower of the event stream, or nil.
-func tail(b *Backend) *tailer {
+func tail(b *testClient) *tailer {
 	b.s.feedMu.Lock()
 	defer b.s.feedMu.Unlock()
 	return b.s.tail
 }
 
 // waitWakeups waits until b follows the event stream.
-func waitWakeups(t *testing.T, b *Backend) {
+func waitWakeups(t *testing.T, b *testClient) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); tail(b) == nil || !tail(b).healthy.Load(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -38,14 +38,14 @@ func waitWakeups(t *testing.T, b *Backend) {
 
 // follow makes b follow the event stream (as its first session does) and
 // waits until the stream is live.
-func follow(t *testing.T, ctx context.Context, b *Backend) {
+func follow(t *testing.T, ctx context.Context, b *testClient) {
 	t.Helper()
 	open(t, ctx, b, time.Minute)
 	waitWakeups(t, b)
 }
 
 // announce publishes through b that proc waits for key's epoch.
-func announce(t *testing.T, ctx context.Context, b *Backend, proc, key string, epoch uint64) {
+func announce(t *testing.T, ctx context.Context, b *testClient, proc, key string, epoch uint64) {
 	t.Helper()
 	until := b.s.ServerTime().Earliest.Add(time.Minute)
 	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: key, Epoch: epoch, Until: until, Proc: proc}); err != nil {
@@ -75,12 +75,12 @@ func lockInBackground(t *testing.T, ctx context.Context, m *dsync.Mutex) <-chan 
 func handoff(t *testing.T, ps []*proc, key string, between func()) time.Duration {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
-	holder := newMutex(t, ps[0].b, key, dsync.WithTTL(time.Minute))
-	waiter := newMutex(t, ps[1].b, key, dsync.WithTTL(time.Minute))
+	holder := newMutex(t, ps[0].b.Client, key)
+	waiter := newMutex(t, ps[1].b.Client, key)
 	if err := holder.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ps[0].b.s.cfg.wakeups {
+	if ps[0].b.wakeups {
 		waitWakeups(t, ps[0].b)
 	}
 	got := lockInBackground(t, ctx, waiter)
@@ -109,7 +109,7 @@ func handoff(t *testing.T, ps []*proc, key string, between func()) time.Duration
 // far sooner than the safety poll interval it sleeps for: by the event.
 func TestWakeupHandsOverFast(t *testing.T) {
 	const safety = 10 * time.Second
-	ps := newProcs(t, 2, WithSafetyPoll(safety), WithPollInterval(safety))
+	ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety), dsync.ClientWithPollInterval(safety))
 	for i := range 3 {
 		took := handoff(t, ps, "k", nil)
 		t.Logf("handoff %d: %v after Unlock (safety poll and poll %v)", i, took.Round(time.Millisecond), safety)
@@ -125,7 +125,7 @@ func TestWakeupHandsOverFast(t *testing.T) {
 // woken by the release, rather than sleeping for its poll interval.
 func TestWaiterAnnouncesOnceTheStreamIsLive(t *testing.T) {
 	const safety = 10 * time.Second
-	opts := []Option{WithSafetyPoll(safety), WithPollInterval(safety)}
+	opts := []any{dsync.ClientWithSafetyPoll(safety), dsync.ClientWithPollInterval(safety)}
 	ps := newProcs(t, 1, opts...)
 	slowStream := func(op string) error {
 		if op == "create events" {
@@ -149,7 +149,7 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 	const safety = 2 * time.Second
 	const slack = 1500 * time.Millisecond
 	t.Run("cursor killed", func(t *testing.T) {
-		ps := newProcs(t, 2, WithSafetyPoll(safety))
+		ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety))
 		took := handoff(t, ps, "k", func() {
 			waitWakeups(t, ps[1].b)
 			w := tail(ps[1].b)
@@ -181,7 +181,7 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 			c := &counter{}
 			client := mongotest.NewClient(t, srv.URI(), c.monitor().SetServerSelectionTimeout(2*time.Second))
 			db := client.Database(name)
-			ps[i] = &proc{db: db, b: newBackend(t, db, WithSafetyPoll(safety)), cmd: c}
+			ps[i] = &proc{db: db, b: newBackend(t, db, dsync.ClientWithSafetyPoll(safety)), cmd: c}
 		}
 		took := handoff(t, ps, "k", func() {
 			waitWakeups(t, ps[1].b)
@@ -197,11 +197,11 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 		}
 	})
 	t.Run("holder sends no events", func(t *testing.T) {
-		ps := newProcs(t, 1, WithSafetyPoll(safety))
+		ps := newProcs(t, 1, dsync.ClientWithSafetyPoll(safety))
 		// The holder's process does not follow events: it never learns of
 		// the waiter, and the waiter is never told.
 		db := mongotest.SameDatabase(t, ps[0].db)
-		ps = append([]*proc{{db: db, b: newBackend(t, db, WithSafetyPoll(safety), WithWakeups(false))}}, ps...)
+		ps = append([]*proc{{db: db, b: newBackend(t, db, dsync.ClientWithSafetyPoll(safety), withoutWakeups())}}, ps...)
 		took := handoff(t, ps, "k", nil)
 		t.Logf("handoff without an event: %v", took.Round(time.Millisecond))
 		if took > safety+slack {
@@ -212,10 +212,10 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 
 // TestWakeupsOffPolls: without wake-ups, no events collection is used.
 func TestWakeupsOffPolls(t *testing.T) {
-	ps := newProcs(t, 2, WithWakeups(false))
+	ps := newProcs(t, 2, withoutWakeups())
 	took := handoff(t, ps, "k", nil)
 	t.Logf("handoff by polling: %v", took.Round(time.Millisecond))
-	if took > DefaultPollInterval*2+time.Second {
+	if took > dsync.DefaultPollInterval*2+time.Second {
 		t.Errorf("handoff by polling took %v", took)
 	}
 	for _, p := range ps {
@@ -227,7 +227,7 @@ func TestWakeupsOffPolls(t *testing.T) {
 
 // TestCloseStopsTheTailer: Close waits for the goroutine following events.
 func TestCloseStopsTheTailer(t *testing.T) {
-	p := newProcs(t, 1)[0]
+	p := newProcs(t, 1, dsync.WithTTL(time.Minute))[0]
 	ctx := testCtx(t, 30*time.Second)
 	open(t, ctx, p.b, time.Minute) // starts following events
 	waitWakeups(t, p.b)
@@ -247,11 +247,11 @@ func TestCloseStopsTheTailer(t *testing.T) {
 // from events.
 func TestWakeupTurnsInOrder(t *testing.T) {
 	const safety = 20 * time.Second
-	ps := newProcs(t, 4, WithSafetyPoll(safety), WithPollInterval(safety))
+	ps := newProcs(t, 4, dsync.ClientWithSafetyPoll(safety), dsync.ClientWithPollInterval(safety))
 	ctx := testCtx(t, 2*time.Minute)
 	ms := make([]*dsync.Mutex, len(ps))
 	for i, p := range ps {
-		ms[i] = newMutex(t, p.b, "k", dsync.WithTTL(time.Minute))
+		ms[i] = newMutex(t, p.b.Client, "k")
 	}
 	if err := ms[0].LockContext(ctx); err != nil {
 		t.Fatal(err)
@@ -304,12 +304,12 @@ func TestWakeupTurnsInOrder(t *testing.T) {
 // TestWakeupSeveralWaitersInOneProcess: waiters of one process on one key
 // are woken directly by their own process's releases, in order.
 func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
-	p := newProcs(t, 1, WithSafetyPoll(20*time.Second), WithPollInterval(20*time.Second))[0]
+	p := newProcs(t, 1, dsync.ClientWithSafetyPoll(20*time.Second), dsync.ClientWithPollInterval(20*time.Second), dsync.WithTTL(time.Minute))[0]
 	ctx := testCtx(t, time.Minute)
 	const n = 4
 	ms := make([]*dsync.Mutex, n)
 	for i := range ms {
-		ms[i] = newMutex(t, p.b, "k", dsync.WithTTL(time.Minute))
+		ms[i] = newMutex(t, p.b.Client, "k")
 	}
 	if err := ms[0].LockContext(ctx); err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
 }
 
 // waitTailerGone waits until b's event tailer has stopped for good.
-func waitTailerGone(t *testing.T, b *Backend) {
+func waitTailerGone(t *testing.T, b *testClient) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	var done chan struct{}
@@ -380,14 +380,14 @@ func TestEventsUnusable(t *testing.T) {
 				}
 			}
 			logs := &logRecords{}
-			b := newBackend(t, db, WithWakeups(true), WithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)),
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)), dsync.ClientWithLogger(slog.New(logs)), dsync.WithTTL(time.Minute),
 				withFault(faultOn("create events", tc.fault)))
 			ctx := testCtx(t, 30*time.Second)
-			holder := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+			holder := newMutex(t, b.Client, "k")
 			if err := holder.LockContext(ctx); err != nil {
 				t.Fatal(err)
 			}
-			waiter := newMutex(t, b, "k", dsync.WithTTL(time.Minute))
+			waiter := newMutex(t, b.Client, "k")
 			got := lockInBackground(t, ctx, waiter)
 			waitTailerGone(t, b)
 			if msgs := logs.warnings("wake-ups are off"); len(msgs) != 1 || !strings.Contains(msgs[0], tc.want) || !strings.Contains(msgs[0], "waiters poll") {
@@ -425,7 +425,7 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 					}
 				},
 			}))
-			b := newBackend(t, db, WithWakeups(true), asFerretDB(ferret))
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(ferret))
 			ctx := testCtx(t, 30*time.Second)
 			follow(t, ctx, b)
 			base := tail(b).ownSeen.Load()
@@ -478,8 +478,8 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 					}
 				},
 			}))
-			b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety), asFerretDB(ferret))
-			other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true), WithSafetyPoll(safety), asFerretDB(ferret))
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
+			other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
 			ctx := testCtx(t, 30*time.Second)
 			next := func() time.Duration {
 				t.Helper()
@@ -538,7 +538,7 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 			}
 		},
 	}))
-	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(safety))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety))
 	ctx := testCtx(t, 60*time.Second)
 	follow(t, ctx, b)
 	for n := 0; n < rounds; {
@@ -576,8 +576,8 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 		},
 	}))
 	logs := &logRecords{}
-	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(2*time.Second), WithLogger(slog.New(logs)))
-	other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(2*time.Second), WithLogger(slog.New(logs)))
+	other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true))
 	ctx := testCtx(t, 30*time.Second)
 	follow(t, ctx, b)
 	w := tail(b)
@@ -637,8 +637,8 @@ func TestReopenedStreamTellsWhatItMayHaveMissed(t *testing.T) {
 		t.Skip("a cursor fails when its event is deleted on FerretDB")
 	}
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, WithWakeups(true), WithSafetyPoll(2*time.Second))
-	other := newBackend(t, mongotest.SameDatabase(t, db), WithWakeups(true))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(2*time.Second))
+	other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true))
 	ctx := testCtx(t, 30*time.Second)
 	follow(t, ctx, b)
 	w := tail(b)
@@ -711,7 +711,7 @@ func TestEndSentAgainWhenOvertaken(t *testing.T) {
 				}
 				return nil
 			}
-			b := newBackend(t, db, WithWakeups(true), asFerretDB(true), withFault(hook))
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true), withFault(hook))
 			follow(t, ctx, b)
 			if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
 				t.Fatal(err)
@@ -738,7 +738,7 @@ func TestEndDeletesLeftoverEvents(t *testing.T) {
 	}
 	db := mongotest.NewDatabase(t)
 	events := db.Collection(DefaultCollection + eventsSuffix)
-	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true))
 	ctx := testCtx(t, 30*time.Second)
 	follow(t, ctx, b)
 	old := func() bson.ObjectID {
@@ -780,7 +780,7 @@ func TestOpeningDeletesLeftoverEvents(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	events := db.Collection(DefaultCollection + eventsSuffix)
 	ctx := testCtx(t, 30*time.Second)
-	first := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	first := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true))
 	follow(t, ctx, first) // creates the collection; its "open" event is recent
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
@@ -798,7 +798,7 @@ func TestOpeningDeletesLeftoverEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true))
 	follow(t, ctx, b)
 	if err := b.Close(); err != nil { // at once: within trimSlack of the open
 		t.Fatal(err)

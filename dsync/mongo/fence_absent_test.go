@@ -22,14 +22,14 @@ func TestFencedInsertCannotLandAfterALaterHoldersRead(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
 	counters := db.Collection("counters")
-	b, err := New(db, WithLogger(quietLogger()))
+	b, err := newTestClient(db, WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	visits := bson.D{{Key: "_id", Value: "visits"}}
 
-	p, _ := dsync.NewMutex(b, "visits")
+	p, _ := dsync.NewMutex(b.Client, "visits")
 	if err := p.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestFencedInsertCannotLandAfterALaterHoldersRead(t *testing.T) {
 	if err := p.UnlockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := dsync.NewMutex(b, "visits")
+	q, _ := dsync.NewMutex(b.Client, "visits")
 	if err := q.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
 	counters := db.Collection("counters")
-	b, err := New(db, WithLogger(quietLogger()))
+	b, err := newTestClient(db, WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	}
 	filter := bson.D{{Key: "_id", Value: "visits"}}
 
-	a, _ := dsync.NewMutex(b, "visits")
+	a, _ := dsync.NewMutex(b.Client, "visits")
 	if err := a.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	if err := a.UnlockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bm, _ := dsync.NewMutex(b, "visits")
+	bm, _ := dsync.NewMutex(b.Client, "visits")
 	if err := bm.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 
 	type contender struct {
 		db     *mongo.Database
-		b      *Backend
+		b      *testClient
 		m      *dsync.Mutex
 		client *fifoClient
 	}
@@ -128,7 +128,7 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 			c.db = mongotest.SameDatabase(t, cs[0].db, c.client.monitor())
 		}
 		c.b = newBackend(t, c.db, withRelockWindow(2*time.Second))
-		c.m = newMutex(t, c.b, key, onErr)
+		c.m = newMutex(t, c.b.Client, key, onErr)
 		cs[i] = c
 	}
 	// Each backend measures the server's clock, opens its session and

@@ -27,7 +27,7 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 	// bucket of an hour keeps the two collections' gates alike (a new
 	// bucket's gate would carry a floor, and the first Lock would start
 	// from there).
-	opts := []Option{WithIdleAge(0), WithWakeups(false), WithBucketSpan(time.Hour)}
+	opts := []any{dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.ClientWithBucketSpan(time.Hour), dsync.WithTTL(2 * time.Second)}
 	big := newProcs(t, 2, opts...)   // a process using the keys, and a fresh one
 	small := newProcs(t, 2, opts...) // the same, on a collection of the one key
 	ctx := testCtx(t, 3*time.Minute)
@@ -36,7 +36,7 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < others; i += 8 {
-				m, err := dsync.NewMutex(big[0].b, fmt.Sprintf("job-%d", i), dsync.WithTTL(2*time.Second))
+				m, err := dsync.NewMutex(big[0].b.Client, fmt.Sprintf("job-%d", i))
 				if err == nil {
 					err = m.LockContext(ctx)
 				}

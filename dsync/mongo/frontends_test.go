@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -20,12 +21,12 @@ func TestTwoFerretDBFrontEnds(t *testing.T) {
 	if mongotest.Shared(t).Backend() != mongotest.BackendPostgreSQL {
 		t.Skip("needs the embedded FerretDB on PostgreSQL (DSYNC_MONGOTEST_BACKEND=postgresql)")
 	}
-	opts := []Option{WithPollInterval(hammerPoll), WithSafetyPoll(2 * time.Second)}
+	opts := []any{dsync.ClientWithPollInterval(hammerPoll), dsync.ClientWithSafetyPoll(2 * time.Second)}
 	first := newProcs(t, 1, opts...)[0]
 	ctx := testCtx(t, time.Minute)
 
 	// Every collection the hammer uses, made through the first front end.
-	m := newMutex(t, first.b, "hammer")
+	m := newMutex(t, first.b.Client, "hammer")
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

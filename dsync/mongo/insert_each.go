@@ -17,7 +17,7 @@ import (
 // true and have deterministic IDs (see Insert): the documents whose
 // insert failed transiently are sent again, up to endAttempts in all, and
 // a duplicate key then may mean that an earlier attempt landed.
-func (s *lockStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	errs := make([]error, len(docs))
 	todo := make([]int, len(docs)) // the indexes in docs of those to send
 	for i := range todo {
@@ -36,7 +36,7 @@ func (s *lockStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 // insertEachOnce sends docs[i] for each i in todo in one unordered
 // insert, records each outcome in errs, and returns the indexes of those
 // that failed transiently.
-func (s *lockStore) insertEachOnce(ctx context.Context, docs []driver.Doc, todo []int, errs []error) (again []int) {
+func (s *Store) insertEachOnce(ctx context.Context, docs []driver.Doc, todo []int, errs []error) (again []int) {
 	batch := make([]any, len(todo))
 	for j, i := range todo {
 		batch[j] = toLockDoc(docs[i])

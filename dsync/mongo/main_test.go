@@ -154,11 +154,11 @@ func protocolCommands(p *proc, also func(*event.CommandStartedEvent)) (stop func
 	}
 }
 
-// lockUnlockOnce locks and unlocks key once through p (TTL 2 s) and returns
+// lockUnlockOnce locks and unlocks key once through p and returns
 // the hold's token.
 func lockUnlockOnce(ctx context.Context, t *testing.T, p *proc, key string) uint64 {
 	t.Helper()
-	m, err := dsync.NewMutex(p.b, key, dsync.WithTTL(2*time.Second))
+	m, err := dsync.NewMutex(p.b.Client, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,12 +194,12 @@ func lockOps(n map[string]int) int {
 // and its own backend.
 type proc struct {
 	db  *mongo.Database
-	b   *Backend
+	b   *testClient
 	cmd *counter
 }
 
 // newProcs returns n processes sharing one fresh database.
-func newProcs(t *testing.T, n int, opts ...Option) []*proc {
+func newProcs(t *testing.T, n int, opts ...any) []*proc {
 	t.Helper()
 	ps := make([]*proc, n)
 	for i := range ps {
@@ -215,9 +215,9 @@ func newProcs(t *testing.T, n int, opts ...Option) []*proc {
 	return ps
 }
 
-func newBackend(t *testing.T, db *mongo.Database, opts ...Option) *Backend {
+func newBackend(t *testing.T, db *mongo.Database, opts ...any) *testClient {
 	t.Helper()
-	b, err := New(db, opts...)
+	b, err := newTestClient(db, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -24,9 +24,9 @@ import (
 
 var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
 
-func newMutex(t *testing.T, b dsync.Backend, key string, opts ...dsync.Option) *dsync.Mutex {
+func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
+	m, err := dsync.NewMutex(c, key, append([]dsync.KeyOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestMutexHammer(t *testing.T) {
 		rounds = 30
 		t.Logf("-short: %d rounds instead of 100", rounds)
 	}
-	hammer(t, procs, rounds, WithWakeups(false))
+	hammer(t, procs, rounds, withoutWakeups())
 }
 
 // TestMutexHammerWakeups: the same with wake-ups (the default), where each
@@ -57,7 +57,7 @@ func TestMutexHammerWakeups(t *testing.T) {
 		rounds = 15
 		t.Logf("-short: %d rounds instead of 40", rounds)
 	}
-	hammer(t, procs, rounds, WithSafetyPoll(2*time.Second))
+	hammer(t, procs, rounds, dsync.ClientWithSafetyPoll(2*time.Second))
 }
 
 // hammerPoll is the hammer's poll interval. A process pauses after
@@ -66,8 +66,8 @@ func TestMutexHammerWakeups(t *testing.T) {
 // more often than by default.
 const hammerPoll = 100 * time.Millisecond
 
-func hammer(t *testing.T, procs, rounds int, opts ...Option) {
-	hammerProcs(t, newProcs(t, procs, append([]Option{WithPollInterval(hammerPoll)}, opts...)...), rounds)
+func hammer(t *testing.T, procs, rounds int, opts ...any) {
+	hammerProcs(t, newProcs(t, procs, append([]any{dsync.ClientWithPollInterval(hammerPoll)}, opts...)...), rounds)
 }
 
 // hammerProcs has the processes ps take one key in turns, rounds times
@@ -101,7 +101,7 @@ func hammerProcs(t *testing.T, ps []*proc, rounds int) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		m := newMutex(t, p.b, "hammer", onErr)
+		m := newMutex(t, p.b.Client, "hammer", onErr)
 		counter := p.db.Collection("counter")
 		wg.Go(func() {
 			for r := range rounds {
@@ -199,12 +199,12 @@ type crashable struct {
 
 var errCrashed = errors.New("process crashed")
 
-// crashableBackend returns a Backend on db whose store is c.
-func crashableBackend(t *testing.T, db *mongo.Database, c *crashable) *Backend {
-	return newBackend(t, db, withClient(clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
+// crashableBackend returns a Client on db whose store is c.
+func crashableBackend(t *testing.T, db *mongo.Database, c *crashable, opts ...any) *testClient {
+	return newBackend(t, db, append(opts, clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		c.Store = s
 		return c
-	}}))
+	}})...)
 }
 
 func (c *crashable) renewed(sent time.Time) {
@@ -246,12 +246,12 @@ func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 }
 
 func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
-	ps := newProcs(t, 2)
-	ctx := testCtx(t, time.Minute)
 	const ttl = time.Second
+	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	ctx := testCtx(t, time.Minute)
 	cb := &crashable{}
-	m1 := newMutex(t, crashableBackend(t, ps[0].db, cb), "k", dsync.WithTTL(ttl))
-	m2 := newMutex(t, ps[1].b, "k", dsync.WithTTL(ttl))
+	m1 := newMutex(t, crashableBackend(t, ps[0].db, cb, dsync.WithTTL(ttl)).Client, "k")
+	m2 := newMutex(t, ps[1].b.Client, "k")
 	_, _ = ps[1].b.Current(ctx, "k") // start m2's estimator outside the timing
 
 	before := time.Now()
@@ -304,10 +304,10 @@ func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 // inserts), plus, every 16 epochs, a floor insert and a prune, and a floor
 // read at most once a second.
 func TestMutexSteadyStateCommands(t *testing.T) {
-	p := newProcs(t, 1)[0]
+	p := newProcs(t, 1, dsync.WithTTL(time.Minute))[0]
 	ctx := testCtx(t, 2*time.Minute)
 	// A TTL long enough that no renewal falls into the loop.
-	m := newMutex(t, p.b, "k", dsync.WithTTL(time.Minute))
+	m := newMutex(t, p.b.Client, "k")
 	cycles := 320
 	cycle := func() {
 		if err := m.LockContext(ctx); err != nil {
@@ -355,11 +355,11 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 // here, fastPrune). One insert per key and bucket was the cost before.
 func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 	const keys = 30
-	p := newProcs(t, 1, fastPrune)[0]
+	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
 	ctx := testCtx(t, time.Minute)
 	ms := make([]*dsync.Mutex, keys)
 	for i := range ms {
-		ms[i] = newMutex(t, p.b, fmt.Sprintf("held-%02d", i), dsync.WithTTL(time.Second))
+		ms[i] = newMutex(t, p.b.Client, fmt.Sprintf("held-%02d", i))
 		if err := ms[i].LockContext(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -403,13 +403,13 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 		},
 	}
 	db := mongotest.NewDatabase(t, cmd.monitor())
-	b := newBackend(t, db)
-	ctx := testCtx(t, 5*time.Minute)
 	const interval = time.Second
+	b := newBackend(t, db, dsync.WithTTL(10*time.Second), dsync.WithRenewInterval(interval))
+	ctx := testCtx(t, 5*time.Minute)
 	ms := make([]*dsync.Mutex, n)
 	start := time.Now()
 	for i := range ms {
-		ms[i] = newMutex(t, b, fmt.Sprintf("lock-%04d", i), dsync.WithTTL(10*time.Second), dsync.WithRenewInterval(interval))
+		ms[i] = newMutex(t, b.Client, fmt.Sprintf("lock-%04d", i))
 		if err := ms[i].LockContext(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -456,8 +456,8 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 func TestTryLockWithTheServerGone(t *testing.T) {
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
-	b := newBackend(t, db)
-	m := newMutex(t, b, "k", dsync.WithTTL(dsync.DefaultTTL))
+	b := newBackend(t, db, dsync.WithTTL(dsync.DefaultTTL))
+	m := newMutex(t, b.Client, "k")
 	ctx := context.Background()
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
@@ -495,7 +495,7 @@ func TestTryLockWithTheServerGone(t *testing.T) {
 
 func TestMutexUnreachableServer(t *testing.T) {
 	b := newBackend(t, offlineDB(t))
-	m := newMutex(t, b, "k")
+	m := newMutex(t, b.Client, "k")
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	err := m.LockContext(ctx)

@@ -11,13 +11,17 @@ import (
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
-// WithObserver reaches the Backend's Client: a hold and its renewals on
-// the real server are observed.
-func TestWithObserver(t *testing.T) {
+// A Client over the store tells its observer of a hold and its renewals
+// on the real server.
+func TestObserverOverTheStore(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	var mu sync.Mutex
 	var acquired, released, renewed int
-	b, err := dsyncmongo.New(db, dsyncmongo.WithObserver(dsync.Observer{
+	store, err := dsyncmongo.NewStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dsync.NewClient(store, dsync.WithTTL(900*time.Millisecond), dsync.ClientWithObserver(dsync.Observer{
 		Acquired: func(dsync.Acquisition) { mu.Lock(); acquired++; mu.Unlock() },
 		Released: func(dsync.Held) { mu.Lock(); released++; mu.Unlock() },
 		Renewed:  func(dsync.Renewal) { mu.Lock(); renewed++; mu.Unlock() },
@@ -25,7 +29,7 @@ func TestWithObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := dsync.NewMutex(b, "observed", dsync.WithTTL(900*time.Millisecond))
+	m, err := dsync.NewMutex(b, "observed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +55,5 @@ func TestWithObserver(t *testing.T) {
 	defer mu.Unlock()
 	if acquired != 1 || released != 1 || renewed < 2 {
 		t.Errorf("observed %d acquired, %d released, %d renewed; want 1, 1, at least 2", acquired, released, renewed)
-	}
-}
-
-func TestWithObserverEmpty(t *testing.T) {
-	db := mongotest.NewDatabase(t)
-	if _, err := dsyncmongo.New(db, dsyncmongo.WithObserver(dsync.Observer{})); err == nil {
-		t.Error("New accepted an observer with no callback")
 	}
 }

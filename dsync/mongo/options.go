@@ -11,34 +11,30 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // Defaults of the options.
 const (
 	// DefaultCollection is the collection the lock documents live in.
 	DefaultCollection = "dsync_locks"
-	// DefaultPollInterval is how often a waiter checks the claim ahead of
-	// it when wake-up events are off or their stream is down.
-	DefaultPollInterval = 250 * time.Millisecond
-	// DefaultSafetyPoll caps how long a waiter relies on wake-up events
-	// alone (WithSafetyPoll).
-	DefaultSafetyPoll = 15 * time.Second
 	// DefaultWriteTimeout bounds how long the server may take to
 	// acknowledge a write (WithWriteTimeout).
 	DefaultWriteTimeout = 1 * time.Second
+	// DefaultEventAwait is how long a getMore of the wake-up events'
+	// cursor waits for an event (WithEventAwait): dsync's default safety
+	// poll (dsync.DefaultSafetyPoll).
+	DefaultEventAwait = 15 * time.Second
 )
 
-// An Option configures a Backend. Invalid values make New fail.
+// An Option configures a Store: what the store is and how it writes.
+// How the protocol runs over it (the lease, polling, wake-ups, sweeps,
+// the bucket span, observers) is the dsync.Client's. Invalid values make
+// NewStore fail.
 type Option func(*config) error
 
 type config struct {
 	collection string
 	wc         *writeconcern.WriteConcern
-	poll       time.Duration
-	wakeups    bool
-	safetyPoll time.Duration
 	clock      clockcheck.Clock
 	logger     *slog.Logger
 	estimator  []clockcheck.Option // extra estimator options (WithMaxDrift)
@@ -53,6 +49,8 @@ type config struct {
 	// memberSkew is the bound on replica-set members' clock skew
 	// (WithMemberSkew); negative: by the deployment (servertime.go).
 	memberSkew time.Duration
+	// eventAwait bounds each getMore of the events cursor (WithEventAwait).
+	eventAwait time.Duration
 
 	// Tests only. fault, if set, is consulted before the writes named
 	// "createIndexes", "claim", "end", "renew", "probe", "shard key" and "create events" are
@@ -65,17 +63,6 @@ type config struct {
 	// collection lists shard keys ("config").
 	topology *topology
 	configDB string
-
-	// idleAge: the Client sweeps keys idle this long (0: never); span:
-	// the bucket span, if set (0: the store's, or the default).
-	idleAge time.Duration
-	span    time.Duration
-
-	// client holds the Client's test-only settings (package
-	// internal/clienthook).
-	client []dsync.ClientOption
-	// observer is the Client's observer option (WithObserver), if any.
-	observer *dsync.ClientOption
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -83,9 +70,6 @@ func newConfig(opts []Option) (*config, error) {
 	c := &config{
 		collection: DefaultCollection,
 		wc:         writeconcern.Majority(),
-		poll:       DefaultPollInterval,
-		wakeups:    true,
-		safetyPoll: DefaultSafetyPoll,
 		clock:      clockcheck.SystemClock(),
 		logger:     slog.Default(),
 		host:       host,
@@ -94,8 +78,8 @@ func newConfig(opts []Option) (*config, error) {
 		writeTimeout:  DefaultWriteTimeout,
 		manageIndexes: true,
 		memberSkew:    -1,
+		eventAwait:    DefaultEventAwait,
 		configDB:      "config",
-		idleAge:       dsync.DefaultIdleAge,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -106,59 +90,6 @@ func newConfig(opts []Option) (*config, error) {
 		}
 	}
 	return c, nil
-}
-
-// clientOptions are the options of the Backend's Client.
-func (c *config) clientOptions() []dsync.ClientOption {
-	opts := []dsync.ClientOption{
-		dsync.ClientWithLogger(c.logger), dsync.ClientWithWakeups(c.wakeups),
-		dsync.ClientWithPollInterval(c.poll), dsync.ClientWithSafetyPoll(c.safetyPoll),
-		dsync.ClientWithIdleAge(c.idleAge),
-	}
-	if c.span > 0 {
-		opts = append(opts, dsync.ClientWithBucketSpan(c.span))
-	}
-	if c.observer != nil {
-		opts = append(opts, *c.observer)
-	}
-	return append(opts, c.client...)
-}
-
-// WithIdleAge sets how long a key must have been idle (nobody holding or
-// waiting for it) before the backend's sweeps delete its documents. A
-// compacted key costs nothing; its next Lock starts afresh, with a token
-// above every token it had. Default: dsync.DefaultIdleAge (30 minutes).
-// It must be at least four bucket spans (20 minutes with the default
-// span; see WithBucketSpan); 0 turns this process's sweeps off (another
-// process may still sweep).
-func WithIdleAge(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("dsyncmongo: idle age must not be negative, got %v", d)
-		}
-		c.idleAge = d
-		return nil
-	}
-}
-
-// WithBucketSpan sets the store's bucket span: the unit of time in which
-// a key's queue proves it is the live one (see docs/architecture.md).
-// Every process on a store must use the same: the first process records
-// its span in the lock collection, and a process given another one fails
-// every acquire with an error wrapping dsync.ErrSpan, also when the
-// collection was emptied and first written by a process of another span
-// while this one ran (see docs/operations.md). Default: the span
-// recorded, or 5 minutes. A lock's TTL
-// must be at most the span. Shorter spans allow shorter idle ages (tests,
-// benchmarks) and cost a holder one insert per span and key held.
-func WithBucketSpan(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 4*time.Second {
-			return fmt.Errorf("dsyncmongo: bucket span %v is below the minimum 4s", d)
-		}
-		c.span = d
-		return nil
-	}
 }
 
 // WithCollection sets the collection of lock documents. Default:
@@ -206,7 +137,7 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 }
 
 // WithWriteTimeout bounds how long the server may take to acknowledge
-// each write of the backend, including its wait for the write concern.
+// each write of the store, including its wait for the write concern.
 // Default: DefaultWriteTimeout (1 s). Zero means no bound but the
 // caller's context. It must not be negative.
 //
@@ -227,7 +158,7 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 //
 // The bound applies on MongoDB. On FerretDB, which does not replicate
 // (majority is w:1 there) and whose writes can legitimately take
-// seconds under load, it is not applied; the backend tells FerretDB by
+// seconds under load, it is not applied; the store tells FerretDB by
 // its buildInfo reply.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(c *config) error {
@@ -239,7 +170,7 @@ func WithWriteTimeout(d time.Duration) Option {
 	}
 }
 
-// WithIndexManagement sets whether the backend creates and checks the
+// WithIndexManagement sets whether the store creates and checks the
 // index on {key: 1, kind: 1, epoch: 1} of the lock collection. Default:
 // on.
 //
@@ -248,7 +179,7 @@ func WithWriteTimeout(d time.Duration) Option {
 // collection) and lists the collection's indexes (listIndexes). If
 // creating fails (a role without the privilege, common with Atlas custom
 // roles, or an index with the same keys under another name or with other
-// options), the backend carries on if an existing index is equivalent:
+// options), the store carries on if an existing index is equivalent:
 // on exactly those keys (each ascending or descending), not unique, with
 // no partial filter, no collation other than "simple", and not hidden.
 // Otherwise the call fails with an error that matches ErrIndex and names
@@ -257,7 +188,7 @@ func WithWriteTimeout(d time.Duration) Option {
 // an older dsync created, refuses end markers: calls then fail with
 // ErrIndex naming it, until it is dropped.
 //
-// Off, the backend never creates or checks indexes: have an
+// Off, the store never creates or checks indexes: have an
 // administrator create the index beforehand, for example
 //
 //	db.dsync_locks.createIndex({key: 1, kind: 1, epoch: 1})
@@ -273,25 +204,8 @@ func WithIndexManagement(on bool) Option {
 	}
 }
 
-// WithPollInterval sets how often a waiter checks the claim ahead of it
-// in the queue when wake-up events are off (WithWakeups) or their stream
-// is down. Default: DefaultPollInterval (250 ms). A waiter also checks when
-// that claim's session can have expired, whichever comes first. It must
-// be positive. It also bounds how long after taking a key over a Mutex
-// that locks it again waits for the process it took over from to queue
-// again first (see Backend.Claim).
-func WithPollInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("dsyncmongo: poll interval must be positive, got %v", d)
-		}
-		c.poll = d
-		return nil
-	}
-}
-
 // WithClock sets the local clock, for tests that simulate a wrong wall
-// clock. Default: clockcheck.SystemClock(). The backend measures time on
+// clock. Default: clockcheck.SystemClock(). The store measures time on
 // its Monotonic reading and judges expiry in server time through a
 // clockcheck.Estimator using this clock, so the wall clock may be off by
 // any amount.
@@ -305,7 +219,7 @@ func WithClock(clk clockcheck.Clock) Option {
 	}
 }
 
-// WithLogger sets where the backend reports what it handles itself:
+// WithLogger sets where the store reports what it handles itself:
 // failed pruning, late replies, estimator trouble, a wake-up stream that
 // fell back to polling. It is also the server-time estimator's logger
 // (clockcheck.WithLogger). Default: slog.Default(), as in the rest of
@@ -316,17 +230,6 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("dsyncmongo: nil logger")
 		}
 		c.logger = l
-		return nil
-	}
-}
-
-// WithObserver sets the observer of the Backend's Client: it is told of
-// waits, holds, losses and renewals, for metrics (dsync.Observer).
-// Default: none.
-func WithObserver(o dsync.Observer) Option {
-	return func(c *config) error {
-		opt := dsync.ClientWithObserver(o)
-		c.observer = &opt
 		return nil
 	}
 }
@@ -345,61 +248,16 @@ func WithMaxDrift(rate float64) Option {
 	}
 }
 
-// WithWakeups turns wake-ups through events on or off. Default: on.
-//
-// With wake-ups, each Backend that holds or waits for a lock follows a
-// small capped collection (the lock collection's name + "_events", 1 MiB,
-// created on first use) with one tailable-await cursor, in one goroutine
-// that Close stops. A waiter announces there which claim it waits for (one
-// insert when it starts waiting on it); the owner of that claim, after
-// ending it, appends one "ended" event, which wakes the waiter at once;
-// the waiter confirms with one read of the end marker. Queues live in the
-// lock collection, never in the events: a missed event only costs latency,
-// at most the safety poll interval (WithSafetyPoll), and a waiter still
-// checks when the claim ahead of it can have expired. An uncontended
-// Lock+Unlock costs two commands.
-//
-// If the stream fails (cursor killed, server restarted), waiters fall
-// back to polling (WithPollInterval), with a logged notice, while the
-// backend keeps trying to reopen the stream. If the store has no capped
-// collections or tailable cursors (the Stable API in strict mode, Amazon
-// DocumentDB, Atlas serverless), or the events collection exists but is
-// not capped, the backend logs that once, at level Warn, and waiters poll
-// for good. Off, waiters poll, and no events collection is used.
-func WithWakeups(on bool) Option {
-	return func(c *config) error {
-		c.wakeups = on
-		return nil
-	}
-}
-
-// WithSafetyPoll sets how long a waiter sleeps at most, relying on
-// wake-up events, before it checks the claim ahead of it again. Default:
-// DefaultSafetyPoll (15 s). It bounds the extra latency of a missed event;
-// a claim ahead whose session expires is noticed at its expiry regardless.
-// The event cursor's getMore commands wait up to as long (at most 5 s on
-// FerretDB while other processes wait, since there a long wait costs the
-// server CPU). It must be positive.
-func WithSafetyPoll(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("dsyncmongo: safety poll interval must be positive, got %v", d)
-		}
-		c.safetyPoll = d
-		return nil
-	}
-}
-
 // WithMemberSkew sets the bound assumed on how far apart the clocks of the
 // servers that can be primary are (replica-set members, and on a sharded
 // cluster the members of the shard holding the sessions collection).
 // Default: DefaultMemberSkew (100 ms) on a replica set or through a
 // mongos, 0 on a single server (standalone, FerretDB; several FerretDB
-// processes in front of one backend database are several clocks: set it).
+// processes in front of one database are several clocks: set it).
 //
 // Expiry is judged in the primary's time (see ServerTime). A failover
 // hands the writes to a member whose clock NTP keeps close to the former
-// primary's, but not equal: until the backend has sampled the new primary,
+// primary's, but not equal: until the store has sampled the new primary,
 // which it does at once when a command fails because the primary changed,
 // or else within a minute, every server-time interval is wider by this
 // bound on each side, so that it holds the new primary's time too. It
@@ -418,11 +276,21 @@ func WithMemberSkew(d time.Duration) Option {
 	}
 }
 
-func init() {
-	clienthook.MongoOption = func(s clienthook.Settings) any {
-		return Option(func(c *config) error {
-			c.client = append(c.client, clienthook.Option(s).(dsync.ClientOption))
-			return nil
-		})
+// WithEventAwait sets how long each getMore of the wake-up events' cursor
+// waits for an event before it returns empty and the next is sent.
+// Default: DefaultEventAwait (15 s). An event ends the wait at once, so
+// it does not delay wake-ups; it bounds how soon a stream that stopped
+// delivering is found broken and reopened, and is best set to the
+// Client's safety poll (dsync.ClientWithSafetyPoll), which bounds how
+// long a waiter relies on the events alone. At most 5 s on FerretDB
+// while other processes wait, since there a long wait costs the server
+// CPU. It must be positive.
+func WithEventAwait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("dsyncmongo: event await must be positive, got %v", d)
+		}
+		c.eventAwait = d
+		return nil
 	}
 }

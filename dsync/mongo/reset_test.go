@@ -67,6 +67,7 @@ func restore(t *testing.T, ctx context.Context, db *mongo.Database, snap [][]bso
 func lockUnlock(m *dsync.Mutex, n int) {
 	for range n {
 		m.Lock()
+		//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 		m.Unlock()
 	}
 }
@@ -90,10 +91,10 @@ func mustNotLockWhile(t *testing.T, m *dsync.Mutex, d time.Duration, other uint6
 // time); P, which knows that every epoch up to its own release ended,
 // must not hold beside Q.
 func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
-	ps := newProcs(t, 2)
+	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
-	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(3*time.Second))
-	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(3*time.Second))
+	p := newMutex(t, ps[0].b.Client, "job")
+	q := newMutex(t, ps[1].b.Client, "job")
 	lockUnlock(p, 1)
 	p.Lock()
 	before := p.Token()
@@ -125,11 +126,11 @@ func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
 // it; another process must not take P's claim for dead while P holds: it
 // takes over only after P's Lost() has closed.
 func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
-	ps := newProcs(t, 2)
-	ctx := testCtx(t, time.Minute)
 	const ttl = 2 * time.Second
-	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(ttl))
-	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(ttl))
+	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	ctx := testCtx(t, time.Minute)
+	p := newMutex(t, ps[0].b.Client, "job")
+	q := newMutex(t, ps[1].b.Client, "job")
 	sessions := ps[0].db.Collection(DefaultCollection + sessionsSuffix)
 	// A renewal of P's idle session that lands between the emptying and
 	// P's Lock finds the session gone and retires it, and P then locks in
@@ -139,6 +140,7 @@ func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
 	const rounds = 5
 	for round := 1; ; round++ {
 		p.Lock()
+		//lint:ignore SA2001 a dsync lock taken and released at once: the test wants the hold, not a critical section
 		p.Unlock()
 		if _, err := sessions.DeleteMany(ctx, notClock); err != nil {
 			t.Fatal(err)
@@ -186,10 +188,10 @@ func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
 // after it, within the backup's segment); P, which knows of later epochs,
 // must not hold beside it.
 func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
-	ps := newProcs(t, 2)
+	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
-	p := newMutex(t, ps[0].b, "job", dsync.WithTTL(3*time.Second))
-	q := newMutex(t, ps[1].b, "job", dsync.WithTTL(3*time.Second))
+	p := newMutex(t, ps[0].b.Client, "job")
+	q := newMutex(t, ps[1].b.Client, "job")
 	p.Lock()
 	first := p.Token()
 	p.Unlock()
@@ -212,17 +214,17 @@ func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
 // session expires (TTL 10 s here).
 func TestIdleProcessResendsItsWithdrawal(t *testing.T) {
 	fault, calls := faults("end", errUnauthorized)
-	h := newProcs(t, 1)[0]
+	const ttl = 10 * time.Second
+	h := newProcs(t, 1, dsync.WithTTL(ttl))[0]
 	w := &proc{cmd: &counter{}}
 	w.db = mongotest.SameDatabase(t, h.db, w.cmd.monitor())
-	w.b = newBackend(t, w.db, withFault(fault))
+	w.b = newBackend(t, w.db, withFault(fault), dsync.WithTTL(ttl))
 	x := &proc{cmd: &counter{}}
 	x.db = mongotest.SameDatabase(t, h.db, x.cmd.monitor())
-	x.b = newBackend(t, x.db)
-	const ttl = 10 * time.Second
-	mh := newMutex(t, h.b, "k", dsync.WithTTL(ttl))
-	mw := newMutex(t, w.b, "k", dsync.WithTTL(ttl))
-	mx := newMutex(t, x.b, "k", dsync.WithTTL(ttl))
+	x.b = newBackend(t, x.db, dsync.WithTTL(ttl))
+	mh := newMutex(t, h.b.Client, "k")
+	mw := newMutex(t, w.b.Client, "k")
+	mx := newMutex(t, x.b.Client, "k")
 	mh.Lock()
 	wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -32,7 +32,7 @@ import (
 // Every process of a deployment samples the same primary.
 //
 // A failover moves the writes, and the samples, to another member. The
-// backend asks for a new sample at once when one of its commands fails in
+// store asks for a new sample at once when one of its commands fails in
 // a way that says the primary may have changed (a not-primary error, a
 // shutdown, a dropped connection); a failover that the driver hides (it
 // retries a write once on the new primary by itself) is noticed at the
@@ -63,7 +63,7 @@ const DefaultMemberSkew = 100 * time.Millisecond
 // (FerretDB's "database is locked" when processes start at once, a
 // failover) is tried again, up to probeAttempts in all: the retry happens
 // within the measured round trip, which only widens the sample.
-func (s *lockStore) probeTime(ctx context.Context) (time.Time, error) {
+func (s *Store) probeTime(ctx context.Context) (time.Time, error) {
 	var now time.Time
 	err := s.retry(ctx, probeAttempts, "server-time sample", func() error {
 		var err error
@@ -79,7 +79,7 @@ func (s *lockStore) probeTime(ctx context.Context) (time.Time, error) {
 // locked" three times in a row, and failed.
 const probeAttempts = 5
 
-func (s *lockStore) probeOnce(ctx context.Context) (time.Time, error) {
+func (s *Store) probeOnce(ctx context.Context) (time.Time, error) {
 	if err := s.fault("probe"); err != nil {
 		return time.Time{}, err
 	}
@@ -108,7 +108,7 @@ func (s *lockStore) probeOnce(ctx context.Context) (time.Time, error) {
 
 // noteFailure asks the estimator for a new sample at once if err says the
 // server that applies the writes may have changed.
-func (s *lockStore) noteFailure(err error) {
+func (s *Store) noteFailure(err error) {
 	if e := s.est.Load(); e != nil && primaryMayHaveChanged(err) {
 		s.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
 		e.ResampleNow()
@@ -160,7 +160,7 @@ func (t topology) String() string {
 // mongos says "isdbgrid", a replica set member names its set. A server
 // that answers neither is taken to be a replica set, which assumes the
 // most (a member skew).
-func (s *lockStore) detectTopology(ctx context.Context) (topology, error) {
+func (s *Store) detectTopology(ctx context.Context) (topology, error) {
 	var reply struct {
 		Msg     string `bson:"msg"`
 		SetName string `bson:"setName"`
@@ -187,7 +187,7 @@ func (s *lockStore) detectTopology(ctx context.Context) (topology, error) {
 // memberSkew is the member skew to assume on a deployment: the one set
 // with WithMemberSkew, else DefaultMemberSkew wherever more than one
 // server can be primary, and 0 on a single server.
-func (s *lockStore) memberSkew(t topology) time.Duration {
+func (s *Store) memberSkew(t topology) time.Duration {
 	if s.cfg.memberSkew >= 0 {
 		return s.cfg.memberSkew
 	}

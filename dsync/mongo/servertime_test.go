@@ -154,11 +154,11 @@ func TestServerTimeIsTheWritingServers(t *testing.T) {
 
 	const ttl = 2 * time.Second
 	h := claimed(t, ctx, holder, "k", "holder", open(t, ctx, holder, ttl))
-	if err := holder.raw().Await(ctx, h); err != nil {
+	if err := holder.raw.Await(ctx, h); err != nil {
 		t.Fatal(err)
 	}
 	var held *dsync.HeldError
-	if _, err := viaRouter.raw().Claim(ctx, "k", "other", open(t, ctx, viaRouter, time.Minute), true); !errors.As(err, &held) || held.Token != h.Token {
+	if _, err := viaRouter.raw.Claim(ctx, "k", "other", open(t, ctx, viaRouter, time.Minute), true); !errors.As(err, &held) || held.Token != h.Token {
 		t.Fatalf("TryClaim through the proxy while the holder's session lives = %v, want a HeldError naming token %d", err, h.Token)
 	}
 	if proxy.rewritten.Load() == 0 {
@@ -191,7 +191,7 @@ func TestPrimaryChangeResamplesAtOnce(t *testing.T) {
 		return nil
 	}
 	db := mongotest.NewDatabase(t, cmd.monitor())
-	b := newBackend(t, db, withFault(fault), WithWakeups(false))
+	b := newBackend(t, db, withFault(fault), withoutWakeups())
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, b, time.Minute)
 	// The first measurement, done before OpenSession returned, may have
@@ -214,7 +214,7 @@ func TestPrimaryChangeResamplesAtOnce(t *testing.T) {
 		{errNetwork, true},
 	} {
 		next.Store(&tc.err)
-		_ = b.raw().RenewSession(ctx, s, time.Minute)
+		_ = b.raw.RenewSession(ctx, s, time.Minute)
 		wait := 300 * time.Millisecond // enough for a local round trip; a miss is caught by the later cases
 		if tc.resample {
 			wait = 10 * time.Second
@@ -273,7 +273,7 @@ func TestShardedCollectionsChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := newBackend(t, db, func(c *config) error { c.topology, c.configDB = &sharded, configDB.Name(); return nil })
-			_, err := b.raw().OpenSession(ctx, time.Minute)
+			_, err := b.raw.OpenSession(ctx, time.Minute)
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("OpenSession = %v, want it accepted", err)
@@ -298,11 +298,11 @@ func TestShardKeyUnknownIsNotErrSharded(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withFault(fault), func(c *config) error { c.topology, c.configDB = &sharded, db.Name()+"_config"; return nil })
 	ctx := testCtx(t, 30*time.Second)
-	_, err := b.raw().OpenSession(ctx, time.Minute)
+	_, err := b.raw.OpenSession(ctx, time.Minute)
 	if err == nil || errors.Is(err, ErrSharded) || !sameCommandError(err, errNotWanted) {
 		t.Fatalf("OpenSession with unreadable shard keys = %v, want the server's error, not ErrSharded", err)
 	}
-	if _, err := b.raw().OpenSession(ctx, time.Minute); err != nil {
+	if _, err := b.raw.OpenSession(ctx, time.Minute); err != nil {
 		t.Fatalf("OpenSession once the shard keys can be read = %v", err)
 	}
 	if n := calls(); n < 2 {
@@ -329,7 +329,7 @@ func TestProbeRetriesTransient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fault, calls := faults("probe", tc.errs...)
 			b := newBackend(t, mongotest.NewDatabase(t), withFault(fault))
-			_, err := b.raw().OpenSession(testCtx(t, 30*time.Second), time.Minute)
+			_, err := b.raw.OpenSession(testCtx(t, 30*time.Second), time.Minute)
 			checkAttempts(t, "OpenSession (server-time probes)", err, tc.wantErr, calls(), tc.wantCalls)
 		})
 	}
@@ -339,24 +339,24 @@ func TestProbeRetriesTransient(t *testing.T) {
 // are wider by the member skew on each side (100 ms unless set); on a
 // single server by what is set only.
 func TestMemberSkewWidensServerTime(t *testing.T) {
-	if _, err := New(mongotest.NewDatabase(t), WithMemberSkew(-time.Millisecond)); err == nil {
+	if _, err := newTestClient(mongotest.NewDatabase(t), WithMemberSkew(-time.Millisecond)); err == nil {
 		t.Error("WithMemberSkew(-1ms) accepted")
 	}
 	single, replicas := topologySingle, topologyReplicas
 	for _, tc := range []struct {
 		name    string
 		topo    *topology
-		opts    []Option
+		opts    []any
 		atLeast time.Duration
 		below   time.Duration
 	}{
 		{"single server", &single, nil, 0, DefaultMemberSkew},
 		{"replica set", &replicas, nil, DefaultMemberSkew, time.Hour},
-		{"replica set, set", &replicas, []Option{WithMemberSkew(time.Second)}, time.Second, time.Hour},
-		{"single server, set", &single, []Option{WithMemberSkew(time.Second)}, time.Second, time.Hour},
+		{"replica set, set", &replicas, []any{WithMemberSkew(time.Second)}, time.Second, time.Hour},
+		{"single server, set", &single, []any{WithMemberSkew(time.Second)}, time.Second, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := append([]Option{func(c *config) error { c.topology = tc.topo; return nil }}, tc.opts...)
+			opts := append([]any{Option(func(c *config) error { c.topology = tc.topo; return nil })}, tc.opts...)
 			b := newBackend(t, mongotest.NewDatabase(t), opts...)
 			iv, err := b.ServerTime(testCtx(t, 30*time.Second))
 			if err != nil {
@@ -414,7 +414,7 @@ func TestRenewalSamplesServerTime(t *testing.T) {
 	)
 	db := mongotest.NewDatabase(t)
 	fault, probes := faults("probe")
-	b := newBackend(t, db, withFault(fault), WithWakeups(false), withEstimator(clockcheck.WithInterval(interval)))
+	b := newBackend(t, db, withFault(fault), withoutWakeups(), withEstimator(clockcheck.WithInterval(interval)))
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, b, time.Minute)
 	oneServer := b.s.memberSkew(b.s.topo) == 0
@@ -427,7 +427,7 @@ func TestRenewalSamplesServerTime(t *testing.T) {
 		prev := time.Now()
 		for range 12 {
 			sent := time.Now()
-			if err := b.raw().RenewSession(ctx, s, time.Minute); err != nil {
+			if err := b.raw.RenewSession(ctx, s, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			apart = max(apart, time.Since(prev))

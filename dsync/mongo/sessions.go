@@ -28,7 +28,7 @@ const sessionsSuffix = "_sessions"
 const sessionRetention = time.Hour
 
 // InsertSession implements driver.Store: one insert.
-func (s *lockStore) InsertSession(ctx context.Context, sess driver.Session) error {
+func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 	err := s.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, sessionDoc{
 			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.now(),
@@ -56,7 +56,7 @@ const closeCleanTime = 2 * time.Second
 // session closes its store, and by sweeps (Compact), never on the way to
 // a Lock. When each new session sent it, a fresh process's first
 // Lock+Unlock cost grew with the processes started in the last hour.
-func (s *lockStore) cleanSessions(ctx context.Context) {
+func (s *Store) cleanSessions(ctx context.Context) {
 	before := s.est.Load().Now().Earliest.Add(-sessionRetention)
 	_, err := s.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *lockStore) cleanSessions(ctx context.Context) {
 // $currentDate and reads the document back, so on a single server the
 // estimator needs no sampling commands of its own while renewals flow
 // (clockcheck.Estimator.Sampled).
-func (s *lockStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
 	update := bson.D{
 		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
@@ -102,7 +102,7 @@ func (s *lockStore) RenewSession(ctx context.Context, id string, gen int, expire
 
 // GetSession implements driver.Store: one find of every document of the
 // session (usually one).
-func (s *lockStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	cur, err := s.sessions.Find(ctx, sessionDocsFilter(id))
 	if err != nil {
 		s.noteFailure(err)

@@ -21,13 +21,14 @@ import (
 	"github.com/go-dsync/dsync/internal/errtext"
 )
 
-// lockStore is the MongoDB driver: a driver.Store over a database's lock
+// Store is the MongoDB driver: a driver.Store over a database's lock
 // and sessions collections, a driver.Feed over its events collection
-// (feed.go), and a driver.KeyChecker. It decides nothing; dsync.Client
-// runs the protocol above it. Every read and update of one document
+// (feed.go), and a driver.KeyChecker. It decides nothing; a dsync.Client
+// made over it (dsync.NewClient) runs the protocol above it. Make it with
+// NewStore. Every read and update of one document
 // filters on _id alone: FerretDB answers any other query by decoding the
 // whole collection.
-type lockStore struct {
+type Store struct {
 	db       *mongo.Database
 	coll     *mongo.Collection // claims, shadows, end markers, gates
 	sessions *mongo.Collection
@@ -67,15 +68,15 @@ type lockStore struct {
 }
 
 var (
-	_ driver.Store      = (*lockStore)(nil)
-	_ driver.Feed       = (*lockStore)(nil)
-	_ driver.KeyChecker = (*lockStore)(nil)
+	_ driver.Store      = (*Store)(nil)
+	_ driver.Feed       = (*Store)(nil)
+	_ driver.KeyChecker = (*Store)(nil)
 )
 
-func newLockStore(db *mongo.Database, cfg *config) *lockStore {
+func newStore(db *mongo.Database, cfg *config) *Store {
 	// The clock that matters is the primary's, which orders the writes.
 	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
-	s := &lockStore{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
+	s := &Store{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
 	s.coll = s.collection(cfg.collection)
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
@@ -85,8 +86,8 @@ func newLockStore(db *mongo.Database, cfg *config) *lockStore {
 }
 
 // collection returns a collection of the database with the settings of
-// the lock collection (see Backend.Collection).
-func (s *lockStore) collection(name string) *mongo.Collection {
+// the lock collection (see Store.Collection).
+func (s *Store) collection(name string) *mongo.Collection {
 	return s.db.Collection(name, options.Collection().
 		SetWriteConcern(s.cfg.wc).
 		SetReadPreference(readpref.Primary()).
@@ -95,7 +96,7 @@ func (s *lockStore) collection(name string) *mongo.Collection {
 
 // Prepare implements driver.Store: it detects the deployment, creates the
 // index and starts the server-time estimator, once.
-func (s *lockStore) Prepare(ctx context.Context) error {
+func (s *Store) Prepare(ctx context.Context) error {
 	_, err := s.prepare(ctx)
 	return err
 }
@@ -103,7 +104,7 @@ func (s *lockStore) Prepare(ctx context.Context) error {
 // ServerTime implements driver.Store, from the estimator; before Prepare
 // has started it, the zero Interval (driver.Store allows the call, and
 // the answer is not valid until then).
-func (s *lockStore) ServerTime() driver.Interval {
+func (s *Store) ServerTime() driver.Interval {
 	e := s.est.Load()
 	if e == nil {
 		return driver.Interval{}
@@ -113,14 +114,14 @@ func (s *lockStore) ServerTime() driver.Interval {
 }
 
 // CheckKey implements driver.KeyChecker.
-func (s *lockStore) CheckKey(key string) error { return checkKey(key) }
+func (s *Store) CheckKey(key string) error { return checkKey(key) }
 
 // Close implements driver.Store: it deletes the sessions long expired if
 // this store made one, best effort, stops the wake-up stream's follower
 // and the estimator's goroutine, and waits for them. What it writes on
 // the way out shares closeCleanTime, and is skipped when the server seems
 // gone (closing.go).
-func (s *lockStore) Close() error {
+func (s *Store) Close() error {
 	s.beginClose()
 	if !s.closed.Load() && s.sessionMade.Load() {
 		ctx, cancel := s.cleanupContext(closeCleanTime)
@@ -146,7 +147,7 @@ func (s *lockStore) Close() error {
 
 // prepare detects the deployment, creates the index and the estimator on
 // first use, and returns the estimator.
-func (s *lockStore) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
+func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -165,40 +166,12 @@ func (s *lockStore) prepare(ctx context.Context) (*clockcheck.Estimator, error) 
 	if e := s.est.Load(); e != nil {
 		return e, nil
 	}
-	if !s.probed {
-		// Before any write: it decides the write timeout.
-		ferret, err := s.detectFerretDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		topo := topologySingle
-		switch {
-		case s.cfg.topology != nil:
-			topo = *s.cfg.topology
-		case !ferret:
-			if topo, err = s.detectTopology(ctx); err != nil {
-				return nil, err
-			}
-		}
-		s.ferret.Store(ferret)
-		s.topo = topo
-		s.probed = true
+	if err := s.probeLocked(ctx); err != nil {
+		return nil, err
 	}
-	if s.topo == topologySharded {
-		if err := s.checkSharding(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.checkLocked(ctx); err != nil {
+		return nil, err
 	}
-	if !s.indexed && s.cfg.manageIndexes {
-		// The (key, kind, epoch) index serves queries of people (the
-		// protocol reads by _id only). It is not unique: a claim and its
-		// marker share key and epoch. The deterministic _id alone makes
-		// inserts exclusive.
-		if err := s.ensureIndex(ctx); err != nil {
-			return nil, err
-		}
-	}
-	s.indexed = true
 	opts := append([]clockcheck.Option{
 		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
 		clockcheck.WithProbe(s.probeTime), clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
@@ -211,12 +184,59 @@ func (s *lockStore) prepare(ctx context.Context) (*clockcheck.Estimator, error) 
 	return e, nil
 }
 
+// probeLocked detects, once, whether the server is FerretDB and what
+// kind of deployment it is; s.sem is held. It comes before any write: it
+// decides the write timeout.
+func (s *Store) probeLocked(ctx context.Context) error {
+	if s.probed {
+		return nil
+	}
+	ferret, err := s.detectFerretDB(ctx)
+	if err != nil {
+		return err
+	}
+	topo := topologySingle
+	switch {
+	case s.cfg.topology != nil:
+		topo = *s.cfg.topology
+	case !ferret:
+		if topo, err = s.detectTopology(ctx); err != nil {
+			return err
+		}
+	}
+	s.ferret.Store(ferret)
+	s.topo = topo
+	s.probed = true
+	return nil
+}
+
+// checkLocked checks the collections' sharding on a sharded cluster and
+// creates the index, unless told not to; s.sem is held.
+func (s *Store) checkLocked(ctx context.Context) error {
+	if s.topo == topologySharded {
+		if err := s.checkSharding(ctx); err != nil {
+			return err
+		}
+	}
+	if !s.indexed && s.cfg.manageIndexes {
+		// The (key, kind, epoch) index serves queries of people (the
+		// protocol reads by _id only). It is not unique: a claim and its
+		// marker share key and epoch. The deterministic _id alone makes
+		// inserts exclusive.
+		if err := s.ensureIndex(ctx); err != nil {
+			return err
+		}
+	}
+	s.indexed = true
+	return nil
+}
+
 // mono is the local monotonic clock's reading.
-func (s *lockStore) mono() time.Duration { return s.cfg.clock.Monotonic() }
+func (s *Store) mono() time.Duration { return s.cfg.clock.Monotonic() }
 
 // now is the midpoint of the server-time estimate, for what is shown
 // (a session's start); zero before the estimator exists.
-func (s *lockStore) now() time.Time {
+func (s *Store) now() time.Time {
 	if e := s.est.Load(); e != nil {
 		return midpoint(e.Now())
 	}
@@ -224,7 +244,7 @@ func (s *lockStore) now() time.Time {
 }
 
 // Insert implements driver.Store: one insert.
-func (s *lockStore) Insert(ctx context.Context, d driver.Doc) error {
+func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 	insert := func() error {
 		return s.write(ctx, insertOp(d), func(ctx context.Context) error {
 			_, err := s.coll.InsertOne(ctx, toLockDoc(d))
@@ -266,7 +286,7 @@ func insertOp(d driver.Doc) string {
 // InsertOrdered implements driver.Store: one ordered insert, which the
 // server applies one document after the other, stopping at the first
 // duplicate key (MongoDB and FerretDB alike).
-func (s *lockStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	all := make([]any, len(docs))
 	for i, d := range docs {
 		all[i] = toLockDoc(d)
@@ -289,7 +309,7 @@ func (s *lockStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 func isDuplicateKey(code int) bool { return code == 11000 || code == 11001 || code == 12582 }
 
 // Get implements driver.Store: a find by _id.
-func (s *lockStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	var d lockDoc
 	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -305,7 +325,7 @@ func (s *lockStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 // Delete implements driver.Store: one ordered delete command, a statement
 // per ID whose filter is the _id alone (which FerretDB answers by ID, not
 // by decoding the collection).
-func (s *lockStore) Delete(ctx context.Context, ids []string) error {
+func (s *Store) Delete(ctx context.Context, ids []string) error {
 	anyIDs := make([]any, len(ids))
 	for i, id := range ids {
 		anyIDs[i] = id

@@ -92,7 +92,7 @@ type seenEvent struct {
 // A trimmer deletes the events a follower read, in a goroutine of its
 // own, while that follower's cursor is open.
 type trimmer struct {
-	s      *lockStore
+	s      *Store
 	asked  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -106,7 +106,7 @@ type trimmer struct {
 	leftAt time.Duration
 }
 
-func newTrimmer(s *lockStore) *trimmer {
+func newTrimmer(s *Store) *trimmer {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &trimmer{s: s, asked: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -154,48 +154,25 @@ func (t *trimmer) note(id bson.ObjectID, ours bool) {
 // allows it (due), at least trimEvery apart, and the leftovers when they
 // are due; when ctx ends, the leftovers not deleted yet.
 func (t *trimmer) run(ctx context.Context) {
-	defer func() {
-		t.mu.Lock()
-		ids := t.takeLeftovers(0, true)
-		t.mu.Unlock()
-		if len(ids) > 0 {
-			dctx, cancel := t.s.cleanupContext(closeCleanTime)
-			defer cancel()
-			if dctx.Err() == nil {
-				t.s.deleteEvents(dctx, ids)
-			}
-		}
-	}()
+	defer t.deleteLeftovers()
 	var last time.Duration
 	first := true
 	for {
-		t.mu.Lock()
-		due := t.due()
-		if t.leftAt != 0 && (due == 0 || t.leftAt < due) {
-			due = t.leftAt
-		}
-		t.mu.Unlock()
+		due := t.nextDue()
 		var timer *time.Timer
 		var fire <-chan time.Time
 		if due != 0 {
 			if !first {
 				due = max(due, last+trimEvery)
 			}
-			if d := due - t.s.mono(); d > 0 {
-				timer = time.NewTimer(d)
-				fire = timer.C
-			} else {
-				now := t.s.mono()
-				ids := t.take(now)
-				t.mu.Lock()
-				ids = append(ids, t.takeLeftovers(now, false)...)
-				t.mu.Unlock()
-				if len(ids) > 0 {
-					t.s.deleteEvents(ctx, ids)
-				}
+			d := due - t.s.mono()
+			if d <= 0 {
+				t.trimNow(ctx)
 				last, first = t.s.mono(), false
 				continue
 			}
+			timer = time.NewTimer(d)
+			fire = timer.C
 		}
 		select {
 		case <-t.asked: // events came: due may have changed
@@ -208,6 +185,46 @@ func (t *trimmer) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+	}
+}
+
+// nextDue is when the next deletion is due (0: none): the earlier of
+// what take allows and the leftovers'.
+func (t *trimmer) nextDue() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	due := t.due()
+	if t.leftAt != 0 && (due == 0 || t.leftAt < due) {
+		due = t.leftAt
+	}
+	return due
+}
+
+// trimNow deletes what take allows now, and the leftovers that are due.
+func (t *trimmer) trimNow(ctx context.Context) {
+	now := t.s.mono()
+	ids := t.take(now)
+	t.mu.Lock()
+	ids = append(ids, t.takeLeftovers(now, false)...)
+	t.mu.Unlock()
+	if len(ids) > 0 {
+		t.s.deleteEvents(ctx, ids)
+	}
+}
+
+// deleteLeftovers deletes, on the way out, the leftovers not deleted
+// yet, within the cleaning's bound.
+func (t *trimmer) deleteLeftovers() {
+	t.mu.Lock()
+	ids := t.takeLeftovers(0, true)
+	t.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	dctx, cancel := t.s.cleanupContext(closeCleanTime)
+	defer cancel()
+	if dctx.Err() == nil {
+		t.s.deleteEvents(dctx, ids)
 	}
 }
 
@@ -341,7 +358,7 @@ func (t *trimmer) takeLeftovers(now time.Duration, force bool) []bson.ObjectID {
 }
 
 // deleteEvents deletes the events ids. Best effort.
-func (s *lockStore) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
+func (s *Store) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
 	err := s.write(ctx, "trim events", func(ctx context.Context) error {
 		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -127,7 +128,7 @@ func TestTrimSparesACursorThatLags(t *testing.T) {
 		t.Skip("trimming is FerretDB's alone")
 	}
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, WithWakeups(true), asFerretDB(true))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true))
 	ctx := testCtx(t, 30*time.Second)
 	follow(t, ctx, b)
 	announce(t, ctx, b, "us", "k", 1)
@@ -210,9 +211,9 @@ func TestEachEventTrimmedByItsSender(t *testing.T) {
 	}
 	db := mongotest.NewDatabase(t, monitor(0))
 	ctx := testCtx(t, time.Minute)
-	bs := []*Backend{newBackend(t, db, WithWakeups(true), asFerretDB(true))}
+	bs := []*testClient{newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true))}
 	for p := 1; p < n; p++ {
-		bs = append(bs, newBackend(t, mongotest.SameDatabase(t, db, monitor(p)), WithWakeups(true), asFerretDB(true)))
+		bs = append(bs, newBackend(t, mongotest.SameDatabase(t, db, monitor(p)), dsync.ClientWithWakeups(true), asFerretDB(true)))
 	}
 	for _, b := range bs {
 		follow(t, ctx, b)
@@ -263,7 +264,7 @@ func (c *fixedClock) Monotonic() time.Duration { return c.mono }
 // cursor sitting on it failed.
 func TestTrimIgnoresAnEventReturnedAgain(t *testing.T) {
 	clk := &fixedClock{}
-	tr := &trimmer{s: &lockStore{cfg: &config{clock: clk}}, asked: make(chan struct{}, 1)}
+	tr := &trimmer{s: &Store{cfg: &config{clock: clk}}, asked: make(chan struct{}, 1)}
 	older, newest := bson.NewObjectID(), bson.NewObjectID()
 	tr.note(older, false)
 	tr.note(newest, true)

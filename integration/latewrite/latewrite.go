@@ -34,7 +34,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/mongotest"
@@ -198,17 +197,18 @@ var errDown = errors.New("latewrite: renewal path down")
 
 // NewRouter returns a Router whose stalled renewal updates the session's
 // document in late, a sessions collection reached through a Link, and is
-// given up on after giveUp. Install it with Option.
+// given up on after giveUp. Install it with Over.
 func NewRouter(late *mongo.Collection, giveUp time.Duration) *Router {
 	return &Router{late: late, giveUp: giveUp, renewed: make(chan renewal, 64)}
 }
 
-// Option makes a dsyncmongo backend call its store through r.
-func (r *Router) Option() dsyncmongo.Option {
-	return clienthook.MongoOption(clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
+// Over returns store (a dsyncmongo.Store) for dsync.NewClient, such that
+// the Client calls it through r.
+func (r *Router) Over(store driver.Store) driver.Store {
+	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		r.Store = s
 		return r
-	}}).(dsyncmongo.Option)
+	}}}
 }
 
 func (r *Router) next(rt route) {

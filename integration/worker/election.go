@@ -10,7 +10,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -24,31 +23,24 @@ import (
 // what a direct Leader poll says every poll interval.
 func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	locks, err := dsyncmongo.New(db,
-		dsyncmongo.WithClock(w.clock),
-		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger),
-		w.rec.option())
+	locks, store, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
 	defer locks.Close()
-	backend, err := leadermongo.New(locks)
+	members, err := leadermongo.NewStore(store)
 	if err != nil {
 		return err
 	}
 
 	var elected atomic.Pointer[leader.Info]
 	opts := []leader.Option{
-		leader.WithTTL(cfg.TTL),
+		leader.WithMembers(members),
 		leader.WithLogger(w.logger),
 		leader.WithPollInterval(max(cfg.Poll, 50*time.Millisecond)),
 		leader.OnElected(func(info leader.Info) { elected.Store(&info) }),
 	}
-	if cfg.Renew > 0 {
-		opts = append(opts, leader.WithRenewInterval(cfg.Renew))
-	}
-	e, err := leader.NewElection(backend, cfg.Key, opts...)
+	e, err := leader.NewElection(locks, cfg.Key, opts...)
 	if err != nil {
 		return err
 	}

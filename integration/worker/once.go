@@ -31,7 +31,7 @@ var errRunFailed = errors.New("the run failed (on purpose)")
 
 func (w *worker) runOnce(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, opts, err := w.backend(db)
+	backend, _, opts, err := w.client(db)
 	if err != nil {
 		return err
 	}

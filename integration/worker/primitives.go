@@ -49,7 +49,7 @@ type held interface {
 // shared runs the loop of an RWMutex or Semaphore worker.
 func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, opts, err := w.backend(db)
+	backend, _, opts, err := w.client(db)
 	if err != nil {
 		return err
 	}

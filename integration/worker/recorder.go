@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
@@ -186,7 +185,7 @@ func (r *recorder) forget(key string, token uint64) {
 	delete(r.holds, leaseID{key, token})
 }
 
-// recordingStore wraps a backend's store and tells the recorder about
+// recordingStore wraps a Client's store and tells the recorder about
 // every session opened and renewed, every claim confirmed and every end
 // sent.
 type recordingStore struct {
@@ -194,9 +193,10 @@ type recordingStore struct {
 	rec *recorder
 }
 
-// option makes a dsyncmongo backend call its store through the recorder.
-func (r *recorder) option() dsyncmongo.Option {
-	return clienthook.MongoOption(clienthook.Settings{WrapStore: r.wrap}).(dsyncmongo.Option)
+// over returns store for dsync.NewClient, such that the Client calls it
+// through the recorder.
+func (r *recorder) over(store driver.Store) driver.Store {
+	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap}}
 }
 
 func (r *recorder) wrap(s driver.Store) driver.Store { return &recordingStore{Store: s, rec: r} }

@@ -273,29 +273,30 @@ func (w *worker) emit(ev history.Event) {
 	w.outMu.Unlock()
 }
 
-// backend returns the worker's backend on db (its clock, poll interval,
-// logger and recording of requests) and the options of its primitives
-// (TTL, renewal interval, logger).
-func (w *worker) backend(db *mongo.Database) (*dsyncmongo.Backend, []dsync.Option, error) {
+// client returns the worker's Client over a dsyncmongo store on db (the
+// store's clock and logger; the Client's lease of the worker's TTL and
+// renew interval, its poll interval and the recording of its requests),
+// the store, and the options of its primitives (a logger).
+func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, []dsync.KeyOption, error) {
 	cfg := &w.cfg
-	backend, err := dsyncmongo.New(db,
-		dsyncmongo.WithClock(w.clock),
-		dsyncmongo.WithPollInterval(cfg.Poll),
-		dsyncmongo.WithLogger(w.logger),
-		w.rec.option())
+	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithClock(w.clock), dsyncmongo.WithLogger(w.logger))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	opts := []dsync.Option{dsync.WithTTL(cfg.TTL), dsync.WithLogger(w.logger)}
+	copts := []dsync.ClientOption{dsync.WithTTL(cfg.TTL), dsync.ClientWithPollInterval(cfg.Poll), dsync.ClientWithLogger(w.logger)}
 	if cfg.Renew > 0 {
-		opts = append(opts, dsync.WithRenewInterval(cfg.Renew))
+		copts = append(copts, dsync.WithRenewInterval(cfg.Renew))
 	}
-	return backend, opts, nil
+	c, err := dsync.NewClient(w.rec.over(store), copts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, store, []dsync.KeyOption{dsync.WithLogger(w.logger)}, nil
 }
 
 func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, opts, err := w.backend(db)
+	backend, _, opts, err := w.client(db)
 	if err != nil {
 		return err
 	}

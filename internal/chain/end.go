@@ -22,7 +22,6 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 		d.Clear = true
 	}
 	c.ended = true
-	e.noteLive(c, false)
 	if c.pinned {
 		c.pinned = false
 		defer e.unpin(c.Key) // after what the end teaches of the key

@@ -92,7 +92,7 @@ const (
 // for concurrent use.
 type Engine struct {
 	store Store
-	clock Clock
+	clock Times
 	cfg   Config
 
 	mu   sync.Mutex
@@ -122,9 +122,6 @@ type Engine struct {
 	// session has gone unrenewed for two of its TTLs: its owner's
 	// deadline has passed by then.
 	renewals map[string]*renewal
-	// live holds the nonces of this engine's claims that hold, by key:
-	// Refresh keeps their segments covered.
-	live map[string]map[string]struct{}
 	// pins counts, by key, the Claim calls in progress and the claims they
 	// made that have not ended: their keys' knowledge (the segment, its
 	// gate and floor) is kept while they need it (see state).
@@ -183,7 +180,7 @@ type keyState struct {
 func (ks *keyState) hasTip() bool { return ks.newest > 0 && ks.tip.Epoch == ks.newest }
 
 // New returns an engine over store, judging time by clock.
-func New(store Store, clock Clock, cfg Config) (*Engine, error) {
+func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	if store == nil || clock == nil {
 		return nil, errors.New("chain: nil store or clock")
 	}
@@ -204,7 +201,6 @@ func New(store Store, clock Clock, cfg Config) (*Engine, error) {
 		heads:    make(map[string]struct{}),
 		ends:     make(map[string]Doc),
 		renewals: make(map[string]*renewal),
-		live:     make(map[string]map[string]struct{}),
 		pins:     make(map[string]int),
 	}
 	e.spanNs.Store(int64(cfg.Span))

@@ -29,7 +29,7 @@ func TestNewChecksItsArguments(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		store chain.Store
-		clock chain.Clock
+		clock chain.Times
 		cfg   chain.Config
 		want  string
 	}{

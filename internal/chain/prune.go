@@ -55,6 +55,26 @@ func (e *Engine) noteMine(c *Claim, sent time.Time) {
 	}
 }
 
+// mineBetween copies, under the engine's lock, this process's claims of
+// segment seg with epochs in [lo, end). A snapshot shares the key's map,
+// which noteMine and notePruned change under the lock while a prune of
+// another release reads it.
+func (e *Engine) mineBetween(key string, seg, lo, end uint64) map[uint64]mineRec {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[key]
+	if ks == nil || ks.seg != seg {
+		return nil
+	}
+	mine := make(map[uint64]mineRec)
+	for epoch, r := range ks.mine {
+		if epoch >= lo && epoch < end {
+			mine[epoch] = r
+		}
+	}
+	return mine
+}
+
 // prune deletes the next chunk of key's history below the floor of the
 // highest gate of segment seg that allows it now. Best effort.
 func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
@@ -76,7 +96,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		return
 	}
 	end := min(hi, lo+pruneChunk)
-	ids, ok := e.pruneIDs(ctx, key, g, lo, end)
+	ids, ok := e.pruneIDs(ctx, key, seg, g, lo, end)
 	if !ok {
 		return
 	}
@@ -118,11 +138,11 @@ func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keySt
 }
 
 // pruneIDs returns the IDs of the documents of epochs [lo, end) that a
-// prune below gate g deletes: each claim sent before g was, its shadow
-// and its end marker (this process's own claims without a read). ok is
-// false if a read failed.
-func (e *Engine) pruneIDs(ctx context.Context, key string, g Doc, lo, end uint64) (ids []string, ok bool) {
-	mine := e.snapshot(key).mine
+// prune below gate g of segment seg deletes: each claim sent before g
+// was, its shadow and its end marker (this process's own claims, copied
+// under the lock, without a read). ok is false if a read failed.
+func (e *Engine) pruneIDs(ctx context.Context, key string, seg uint64, g Doc, lo, end uint64) (ids []string, ok bool) {
+	mine := e.mineBetween(key, seg, lo, end)
 	for epoch := lo; epoch < end; epoch++ {
 		r, ok := mine[epoch]
 		if !ok {

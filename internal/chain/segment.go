@@ -372,23 +372,3 @@ func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok bool, er
 func (e *Engine) CoverEnd(key string) time.Time {
 	return e.coverEnd(e.snapshot(key))
 }
-
-// noteLive records that c holds (on) or has ended (off): Refresh covers
-// the keys held.
-func (e *Engine) noteLive(c *Claim, on bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := e.live[c.Key]
-	if on {
-		if m == nil {
-			m = make(map[string]struct{})
-			e.live[c.Key] = m
-		}
-		m[c.Nonce] = struct{}{}
-		return
-	}
-	delete(m, c.Nonce)
-	if len(m) == 0 {
-		delete(e.live, c.Key)
-	}
-}

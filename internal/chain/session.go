@@ -3,16 +3,19 @@ package chain
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 )
 
 // renewal is where the next renewal of a session goes: an update of the
 // document of generation gen, or, with insert set, first the insert of
 // that generation. mu is held through each renewal, so that two renewals
-// of one session are never in flight together.
+// of one session are never in flight together. It is a channel of one
+// slot, not a sync.Mutex: a goroutine waiting on a sync.Mutex is not
+// durably blocked in a testing/synctest bubble, so a renewal waiting for
+// another whose request waits on fake time would stop the bubble's clock
+// for good (the public-API simulation, internal/apisim, met it).
 type renewal struct {
-	mu     sync.Mutex
+	mu     chan struct{}
 	gen    int
 	insert bool
 	ttl    time.Duration
@@ -50,7 +53,7 @@ func (e *Engine) OpenSession(ctx context.Context, ttl time.Duration) (id string,
 		return "", 0, errors.New("chain: TTL must be positive")
 	}
 	id = e.cfg.NewID()
-	r := &renewal{ttl: ttl}
+	r := &renewal{ttl: ttl, mu: make(chan struct{}, 1)}
 	e.mu.Lock()
 	sent = e.clock.Mono()
 	expires := r.nextExpiry(e.clock.ServerNow(), sent)
@@ -101,8 +104,8 @@ func (e *Engine) RenewSession(ctx context.Context, id string, ttl time.Duration)
 	if r == nil {
 		return false, sent, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu <- struct{}{}
+	defer func() { <-r.mu }()
 	e.mu.Lock()
 	r.ttl = ttl
 	sent = e.clock.Mono()

@@ -86,11 +86,11 @@ type net struct{ s *sim }
 
 var _ chain.Store = net{}
 
-// The engine asks its Clock for the time, and a Client prepares and
+// The engine asks its Times for the time, and a Client prepares and
 // closes the store and lists its keys: the simulation does neither.
 
 func (net) Prepare(context.Context) error { return nil }
-func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Clock") }
+func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Times") }
 func (net) Close() error                  { return nil }
 
 func (net) PutKeys(context.Context, []string) error { return errors.New("sim: keys are not listed") }

@@ -59,10 +59,12 @@ const ProtocolID = driver.ProtocolID
 // and claim again.
 var ErrReset = errors.New("chain: the store lost this key's history (emptied or restored)")
 
-// Clock gives the engine the store's time, as an interval that certainly
+// Times gives the engine the store's time, as an interval that certainly
 // contains it, and the local monotonic time that local deadlines and the
-// protocol's durations are measured on.
-type Clock interface {
+// protocol's durations are measured on. (Named apart from dsync.Clock,
+// the time source of a Client's lease, and clockcheck.Clock, a machine's
+// wall and monotonic clocks, from which the Client derives these.)
+type Times interface {
 	ServerNow() Interval
 	Mono() time.Duration
 }

@@ -47,7 +47,6 @@ func (e *Engine) holdOnInsert(ctx context.Context, c *Claim) (head bool, blocker
 		return false, Blocker{}, err
 	}
 	c.clear = true
-	e.noteLive(c, true)
 	if c.Below {
 		e.learnOwn(c)
 	}
@@ -89,7 +88,6 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	}
 	c.clear, c.read = true, false
 	c.Below = c.strong && len(c.passed) == 0
-	e.noteLive(c, true)
 	if c.Below {
 		e.learnOwn(c)
 	}

@@ -1,8 +1,9 @@
 // Package clienthook lets the tests of dsync's drivers, and of packages
 // built on dsync, set what only tests may set on a dsync.Client: the
-// protocol's timing constants, a planted bug, the relock window; and
-// lets package leader claim keys in dsync's own namespace of elections
-// (Namespace). It is internal, so users cannot reach it.
+// protocol's timing constants, a planted bug, the relock window. The
+// settings ride on the store given to dsync.NewClient (Store). It also
+// names dsync's own namespaces for package leader (OwnNamespace). It is
+// internal, so users cannot reach it, and it holds no state.
 package clienthook
 
 import (
@@ -24,12 +25,17 @@ type Settings struct {
 	// WrapStore wraps the Client's store: the Client calls the store
 	// through what it returns, and takes the feed from the store itself.
 	WrapStore func(driver.Store) driver.Store
+	// Raw, if set, is given the Client's protocol calls when it is made.
+	Raw func(Raw)
 }
 
-// Option returns a dsync.ClientOption (typed any, since package dsync
-// imports this one) that applies s. Package dsync sets it when it is
-// initialized.
-var Option func(s Settings) any
+// Store is a store that carries Settings to the dsync.Client made over
+// it: dsync.NewClient applies them and uses Store beneath (whose feed,
+// if it has one, the Client follows).
+type Store struct {
+	driver.Store
+	Settings Settings
+}
 
 // Claim is a claim as Raw passes it.
 type Claim struct {
@@ -53,12 +59,3 @@ type Raw interface {
 	Await(ctx context.Context, c Claim) error
 	End(ctx context.Context, c Claim, held bool) error
 }
-
-// MongoOption returns a dsyncmongo.Option (typed any) that applies s to
-// the backend's Client. Package dsync/mongo sets it when it is
-// initialized.
-var MongoOption func(s Settings) any
-
-// RawOf returns the Raw calls of client, a dsync.Backend. Package dsync
-// sets it when it is initialized.
-var RawOf func(client any) Raw

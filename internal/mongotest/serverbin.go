@@ -161,8 +161,10 @@ func modulePath(gomod string) string {
 }
 
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
 	if p, err := exec.LookPath("go"); err == nil {
 		return p

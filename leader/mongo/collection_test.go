@@ -51,20 +51,20 @@ func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
 				SetReadPreference(readpref.SecondaryPreferred()).
 				SetReadConcern(readconcern.Majority()).
 				SetWriteConcern(writeconcern.W1()))
-			b := newElections(t, db, tc.opts...)
+			b := newElections(t, db, anys(tc.opts)...)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			// The first write inserts the member's document, the second
 			// updates it.
 			for range 2 {
-				if err := b.PutMember(ctx, "e", leader.Member{ID: "m", Host: "h", PID: 1}); err != nil {
+				if err := b.members.PutMember(ctx, "e", leader.Member{ID: "m", Host: "h", PID: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := b.Members(ctx, "e", time.Minute); err != nil {
+			if _, err := b.members.Members(ctx, "e", time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.DeleteMember(ctx, "e", "m"); err != nil {
+			if err := b.members.DeleteMember(ctx, "e", "m"); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()

@@ -11,32 +11,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
-	if _, err := leadermongo.New(nil); err == nil || !strings.Contains(err.Error(), "nil locks backend") {
-		t.Fatalf("New(nil) = %v", err)
+	if _, err := leadermongo.NewStore(nil); err == nil || !strings.Contains(err.Error(), "nil locks store") {
+		t.Fatalf("NewStore(nil) = %v", err)
 	}
 	locks := newLocks(t, mongotest.NewDatabase(t))
-	if _, err := leadermongo.New(locks, leadermongo.WithMembersCollection("")); err == nil {
+	if _, err := leadermongo.NewStore(locks.store, leadermongo.WithMembersCollection("")); err == nil {
 		t.Fatal("empty members collection accepted")
 	}
-	if _, err := leadermongo.New(locks, leadermongo.WithLegacyCollection("system.x")); err == nil {
+	if _, err := leadermongo.NewStore(locks.store, leadermongo.WithLegacyCollection("system.x")); err == nil {
 		t.Fatal("a system collection accepted as the legacy collection")
 	}
 }
 
-// TestElectionInOneProcess covers the backend's methods directly: leader
+// TestElectionInOneProcess covers the member store through an Election: leader
 // info, member status, and no leader after a resignation.
 func TestElectionInOneProcess(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	b := newElections(t, db)
+	b := newElections(t, db, dsync.WithTTL(2*time.Second))
 	ctx := context.Background()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
-	e, err := leader.NewElection(b, "single", leader.WithTTL(2*time.Second), leader.WithVersion("v9"), quiet)
+	e, err := leader.NewElection(b.c, "single", leader.WithMembers(b.members), leader.WithVersion("v9"), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestElectionAcrossProcesses(t *testing.T) {
 	b := newElections(t, db)
 	ctx := context.Background()
 	members := func() []leader.Member {
-		ms, err := b.Members(ctx, electionName, 3*procHeartbeat)
+		ms, err := b.members.Members(ctx, electionName, 3*procHeartbeat)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -36,17 +37,21 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	locks, err := dsyncmongo.New(client.Database("app")) // one per process: its locks and elections share one lease
+	store, err := dsyncmongo.NewStore(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store) // one per process: its locks and elections share one lease
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer locks.Close()
-	elections, err := leadermongo.New(locks) // member status in "dsync_members"
+	members, err := leadermongo.NewStore(store) // member status in "dsync_members"
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	e, err := leader.NewElection(elections, "scheduler", leader.WithVersion("v1.4.2")) // shown by Leader and Members
+	e, err := leader.NewElection(locks, "scheduler", leader.WithMembers(members), leader.WithVersion("v1.4.2")) // shown by Leader and Members
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,16 +94,20 @@ func Example_status() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	locks, err := dsyncmongo.New(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database("app"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer locks.Close()
-	elections, err := leadermongo.New(locks)
+	members, err := leadermongo.NewStore(store)
 	if err != nil {
 		log.Fatal(err)
 	}
-	watcher, err := leader.NewElection(elections, "scheduler")
+	watcher, err := leader.NewElection(locks, "scheduler", leader.WithMembers(members))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -116,11 +125,11 @@ func Example_status() {
 			info.ID, info.Host, info.PID, info.Version, info.Since, info.Token)
 	}
 
-	members, err := watcher.Members(ctx) // heard from within three heartbeats
+	live, err := watcher.Members(ctx) // heard from within three heartbeats
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, m := range members {
+	for _, m := range live {
 		fmt.Printf("%s on %s, %s, leader=%v, last seen %v\n", m.ID, m.Host, m.Version, m.Leader, m.LastSeen)
 	}
 }

@@ -9,18 +9,18 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/latewrite"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
-	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
 // Regression tests for writes applied long after their sender gave up on
 // them (see internal/chain's package documentation, "Writes that land
 // late").
 
-func newLeaderBackend(t *testing.T, db *mongo.Database, lockOpts ...dsyncmongo.Option) *leadermongo.Backend {
+func newLeaderBackend(t *testing.T, db *mongo.Database, lockOpts ...any) *lproc {
 	t.Helper()
 	return newElections(t, db, lockOpts...)
 }
@@ -35,21 +35,21 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 	link := latewrite.NewLink(t, db)
 	dbB := mongotest.SameDatabase(t, db)
 	router := latewrite.NewRouter(link.DB.Collection(dsyncmongo.DefaultCollection+"_sessions"), 300*time.Millisecond)
-	direct := newLeaderBackend(t, db, router.Option())
-	other := newLeaderBackend(t, dbB)
+	direct := newLeaderBackend(t, db, router.Over, dsync.WithTTL(ttl), dsync.WithRenewInterval(interval))
+	other := newLeaderBackend(t, dbB, dsync.WithTTL(ttl), dsync.WithRenewInterval(interval))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := link.DB.Client().Ping(ctx, nil); err != nil { // connects before the stall
 		t.Fatal(err)
 	}
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
-	opts := []leader.Option{leader.WithTTL(ttl), leader.WithRenewInterval(interval), quiet}
-	a, err := leader.NewElection(direct, "late", opts...)
+	opts := []leader.Option{quiet}
+	a, err := leader.NewElection(direct.c, "late", append(opts, leader.WithMembers(direct.members))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := leader.NewElection(other, "late", opts...)
+	b, err := leader.NewElection(other.c, "late", append(opts, leader.WithMembers(other.members))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,20 +102,20 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 	const election = "members"
 	// The member's first write inserts its document, and late's first
 	// write creates the index: before the stall.
-	if err := late.PutMember(ctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: true}); err != nil {
+	if err := late.members.PutMember(ctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: true}); err != nil {
 		t.Fatal(err)
 	}
 	// late2 creates the index too (once per backend), on m0's write.
-	if err := late2.PutMember(ctx, election, leader.Member{ID: "m0"}); err != nil {
+	if err := late2.members.PutMember(ctx, election, leader.Member{ID: "m0"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := late2.DeleteMember(ctx, election, "m0"); err != nil {
+	if err := late2.members.DeleteMember(ctx, election, "m0"); err != nil {
 		t.Fatal(err)
 	}
 	link.Stall()
 	sctx, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer scancel()
-	if err := late.PutMember(sctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: false}); err == nil {
+	if err := late.members.PutMember(sctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: false}); err == nil {
 		t.Fatal("PutMember through a stalled link succeeded")
 	}
 	stalledUpdate, err := link.AwaitKept(ctx, "update")
@@ -127,14 +127,14 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 	sctx, scancel = context.WithTimeout(ctx, 300*time.Millisecond)
 	defer scancel()
 	link2.Stall()
-	if err := late2.PutMember(sctx, election, leader.Member{ID: "m2", Host: "h", PID: 2}); err == nil {
+	if err := late2.members.PutMember(sctx, election, leader.Member{ID: "m2", Host: "h", PID: 2}); err == nil {
 		t.Fatal("PutMember through a stalled link succeeded")
 	}
 	stalledInsert, err := link2.AwaitKept(ctx, "insert")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := direct.PutMember(ctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: true}); err != nil {
+	if err := direct.members.PutMember(ctx, election, leader.Member{ID: "m1", Host: "h", PID: 1, Leader: true}); err != nil {
 		t.Fatal(err)
 	}
 	before := members(t, direct, election, time.Minute)
@@ -154,7 +154,7 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 	// the stale insert a document no fresher than when it was sent.
 	time.Sleep(1500 * time.Millisecond) // server time must pass: the age is judged in it
 	for _, id := range []string{"m1", "m2"} {
-		if err := direct.DeleteMember(ctx, election, id); err != nil {
+		if err := direct.members.DeleteMember(ctx, election, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,9 +172,9 @@ func TestLateMemberWriteChangesNothing(t *testing.T) {
 	}
 }
 
-func members(t *testing.T, b *leadermongo.Backend, election string, maxAge time.Duration) []leader.Member {
+func members(t *testing.T, b *lproc, election string, maxAge time.Duration) []leader.Member {
 	t.Helper()
-	ms, err := b.Members(context.Background(), election, maxAge)
+	ms, err := b.members.Members(context.Background(), election, maxAge)
 	if err != nil {
 		t.Fatal(err)
 	}

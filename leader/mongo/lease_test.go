@@ -14,7 +14,6 @@ import (
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
-	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
 // renewals counts the commands that renew a session: a findAndModify of a
@@ -62,17 +61,13 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 	r := &renewals{}
 	db := mongotest.NewDatabase(t, r.monitor(dsyncmongo.DefaultCollection+"_sessions"))
 	locks := newLocks(t, db)
-	elections, err := leadermongo.New(locks)
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := newLocks(t, mongotest.SameDatabase(t, db))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
 	for _, key := range []string{"a", "b", "c"} {
-		m, err := dsync.NewMutex(locks, key, quiet)
+		m, err := dsync.NewMutex(locks.c, key, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +76,7 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 		}
 		defer m.Unlock()
 	}
-	e, err := leader.NewElection(elections, "e", leader.WithLogger(slog.New(slog.DiscardHandler)))
+	e, err := leader.NewElection(locks.c, "e", leader.WithMembers(locks.members), leader.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +84,7 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 	if _, err := e.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held, err := dsync.NewMutex(other, "d", quiet)
+	held, err := dsync.NewMutex(other.c, "d", quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +92,7 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Unlock()
-	waiter, err := dsync.NewMutex(locks, "d", quiet)
+	waiter, err := dsync.NewMutex(locks.c, "d", quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package leadermongo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -28,11 +27,6 @@ import (
 // leadership leases.
 const LegacyCollection = "dsync_elections"
 
-// ErrLegacyCandidate is what Campaign returns (wrapped) while a candidate
-// of an older release holds or waits for the same election (see
-// WithLegacyCollection).
-var ErrLegacyCandidate = errors.New("leadermongo: a candidate of an older dsync release holds or waits for this election; stop the older release's candidates before starting this one's")
-
 // legacyClaims is how many of the newest legacy claims Preflight looks at.
 const legacyClaims = 16
 
@@ -45,7 +39,7 @@ type legacyLeases struct {
 // ErrLegacyCandidate while a candidate of an older release holds or waits
 // for election. One read when that release left nothing of election; a
 // few more while it did.
-func (b *Backend) Preflight(ctx context.Context, election string) error {
+func (b *Store) Preflight(ctx context.Context, election string) error {
 	live, err := b.legacy.live(ctx, b, election)
 	if err != nil {
 		return fmt.Errorf("leadermongo: reading the leases of older releases: %w", err)
@@ -58,7 +52,7 @@ func (b *Backend) Preflight(ctx context.Context, election string) error {
 
 // live reports whether a claim of election among the newest in the
 // legacy collection has not ended and its session has not expired.
-func (l legacyLeases) live(ctx context.Context, b *Backend, election string) (bool, error) {
+func (l legacyLeases) live(ctx context.Context, b *Store, election string) (bool, error) {
 	cur, err := l.locks.Find(ctx, bson.D{{Key: "key", Value: "leader/" + election}, {Key: "kind", Value: "claim"}},
 		options.Find().SetSort(bson.D{{Key: "epoch", Value: -1}}).SetLimit(legacyClaims))
 	if err != nil {
@@ -72,7 +66,7 @@ func (l legacyLeases) live(ctx context.Context, b *Backend, election string) (bo
 	if err := cur.All(ctx, &claims); err != nil || len(claims) == 0 {
 		return false, err
 	}
-	now, err := b.locks.ServerTime(ctx)
+	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -36,7 +36,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	defer cancel()
 
 	// One member leads, so that Leader reads its status too.
-	mu, err := dsync.NewMutex(b, election, clienthook.Namespace(leader.Namespace).(dsync.Option))
+	mu, err := dsync.NewMutex(b.c, election, dsync.InOwnNamespace(clienthook.Elections()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,9 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	// A watcher reads who leads, and the leader's status.
+	watcher := elect(t, b, election)
+	defer watcher.Close()
 	ids := []string{mu.Owner()}
 	for i := 1; i < nMembers; i++ {
 		ids = append(ids, fmt.Sprintf("m%d", i))
@@ -59,7 +62,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	var took []time.Duration
 	for i := range 9 {
 		start := time.Now()
-		if err := b.PutMember(ctx, election, leader.Member{ID: "calibrate", Version: fmt.Sprint(i)}); err != nil {
+		if err := b.members.PutMember(ctx, election, leader.Member{ID: "calibrate", Version: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 		took = append(took, time.Since(start))
@@ -78,17 +81,17 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 				next.Version, next.Leader = fmt.Sprintf("new-%d", r), !old.Leader
 
 				actx, acancel := context.WithTimeout(ctx, rand.N(2*typical))
-				if err := b.PutMember(actx, election, old); err != nil {
+				if err := b.members.PutMember(actx, election, old); err != nil {
 					abandoned.Add(1) // its outcome is unknown: it may still be applied
 				}
 				acancel()
-				if err := b.PutMember(ctx, election, next); err != nil {
+				if err := b.members.PutMember(ctx, election, next); err != nil {
 					t.Errorf("member %s, round %d: %v", id, r, err)
 					return
 				}
 				time.Sleep(settle) // for the abandoned write to land, if it does
 
-				ms, err := b.Members(ctx, election, time.Minute)
+				ms, err := b.members.Members(ctx, election, time.Minute)
 				if err != nil {
 					t.Errorf("member %s, round %d: %v", id, r, err)
 					return
@@ -106,7 +109,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 						id, r, got, next.Leader, next.Version)
 				}
 				if id == mu.Owner() {
-					info, err := b.Leader(ctx, election)
+					info, err := watcher.Leader(ctx)
 					if err != nil {
 						t.Errorf("member %s, round %d: %v", id, r, err)
 						return

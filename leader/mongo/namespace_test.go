@@ -16,24 +16,20 @@ import (
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
-// A process's plain locks and elections share its locks backend, its
+// A process's plain locks and elections share its Client, its
 // collection and its lease, yet never a key: the lock "coll" is not the
 // lease of the election "coll", and no plain lock can name a lease.
 func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	locks := newLocks(t, db)
-	elections, err := leadermongo.New(locks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks := newLocks(t, db, dsync.WithTTL(2*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
-	if _, err := dsync.NewMutex(locks, leader.LockKey("coll"), quiet); err == nil {
+	if _, err := dsync.NewMutex(locks.c, leader.LockKey("coll"), quiet); err == nil {
 		t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
 	}
-	mu, err := dsync.NewMutex(locks, "coll", dsync.WithTTL(2*time.Second), quiet)
+	mu, err := dsync.NewMutex(locks.c, "coll", quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +38,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	}
 	defer mu.Unlock()
 
-	e, err := leader.NewElection(elections, "coll", leader.WithTTL(2*time.Second), leader.WithLogger(slog.New(slog.DiscardHandler)))
+	e, err := leader.NewElection(locks.c, "coll", leader.WithMembers(locks.members), leader.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +85,11 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	}
 }
 
-// The leases follow the locks backend's collection (WithCollection).
+// The leases follow the lock store's collection (WithCollection).
 func TestLeasesLiveInTheLockCollection(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	b := newElections(t, db, dsyncmongo.WithCollection("leases"))
-	e, err := leader.NewElection(b, "moved", leader.WithTTL(2*time.Second), leader.WithLogger(slog.New(slog.DiscardHandler)))
+	b := newElections(t, db, dsyncmongo.WithCollection("leases"), dsync.WithTTL(2*time.Second))
+	e, err := leader.NewElection(b.c, "moved", leader.WithMembers(b.members), leader.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

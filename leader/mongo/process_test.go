@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -35,17 +36,21 @@ const (
 	electionName  = "it"
 )
 
-func childBackend(ctx context.Context) (*mongo.Client, *leadermongo.Backend, error) {
+func childBackend(ctx context.Context) (*mongo.Client, *lproc, error) {
 	client, err := mongo.Connect(options.Client().ApplyURI(os.Getenv(uriEnv)))
 	if err != nil {
 		return nil, nil, err
 	}
-	locks, err := dsyncmongo.New(client.Database(os.Getenv(dbEnv)), dsyncmongo.WithPollInterval(procPoll))
+	store, err := dsyncmongo.NewStore(client.Database(os.Getenv(dbEnv)))
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := leadermongo.New(locks)
-	return client, b, err
+	c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(procPoll), dsync.WithTTL(procTTL))
+	if err != nil {
+		return nil, nil, err
+	}
+	members, err := leadermongo.NewStore(store)
+	return client, &lproc{c: c, store: store, members: members}, err
 }
 
 // runChild runs a candidate or an observer, driven by lines on stdin and
@@ -59,7 +64,7 @@ func runChild(role string) int {
 		return 2
 	}
 	defer client.Disconnect(context.Background())
-	defer b.Client().Close()
+	defer b.c.Close()
 
 	commands := make(chan string)
 	go func() {
@@ -71,8 +76,8 @@ func runChild(role string) int {
 	}()
 
 	elected := make(chan leader.Info, 1)
-	e, err := leader.NewElection(b, electionName,
-		leader.WithTTL(procTTL),
+	e, err := leader.NewElection(b.c, electionName,
+		leader.WithMembers(b.members),
 		leader.WithHeartbeatInterval(procHeartbeat),
 		leader.WithPollInterval(procPoll/2),
 		leader.WithVersion("v-"+role),

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -22,12 +23,14 @@ func TestProclaimOnMongo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
-	a, err := leader.NewElection(newElections(t, db), "p", quiet, leader.WithValue("a0"), leader.WithTTL(3*time.Second))
+	pa := newElections(t, db, dsync.WithTTL(3*time.Second))
+	a, err := leader.NewElection(pa.c, "p", quiet, leader.WithMembers(pa.members), leader.WithValue("a0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := leader.NewElection(newElections(t, mongotest.SameDatabase(t, db)), "p", quiet, leader.WithValue("b0"), leader.WithTTL(3*time.Second))
+	pb := newElections(t, mongotest.SameDatabase(t, db), dsync.WithTTL(3*time.Second))
+	b, err := leader.NewElection(pb.c, "p", quiet, leader.WithMembers(pb.members), leader.WithValue("b0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,20 @@ package main
 import (
 	"time"
 
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/dsync"
 )
 
-// idleAgeOptions returns the dsyncmongo options that make a backend
-// compact the keys nobody held or awaited for age (-idle-age; 0: none):
-// the idle age, and a bucket span of a quarter of it (the shortest the
-// idle age allows), so that the scale scenario waits little for it.
-func idleAgeOptions(age time.Duration) ([]dsyncmongo.Option, error) {
+// idleAgeOptions returns the Client options that make a Client compact
+// the keys nobody held or awaited for age (-idle-age; 0: none): the idle
+// age, and a bucket span of a quarter of it (the shortest the idle age
+// allows), so that the scale scenario waits little for it.
+func idleAgeOptions(age time.Duration) ([]dsync.ClientOption, error) {
 	if age == 0 {
 		return nil, nil
 	}
-	return []dsyncmongo.Option{dsyncmongo.WithIdleAge(age), dsyncmongo.WithBucketSpan(age / 4)}, nil
+	return []dsync.ClientOption{dsync.ClientWithIdleAge(age), dsync.ClientWithBucketSpan(age / 4)}, nil
 }
 
 // noCompaction is the option of the scale scenario's namespace of keys
-// in the collection: its backends do not sweep.
-func noCompaction() []dsyncmongo.Option { return []dsyncmongo.Option{dsyncmongo.WithIdleAge(0)} }
+// in the collection: its Clients do not sweep.
+func noCompaction() []dsync.ClientOption { return []dsync.ClientOption{dsync.ClientWithIdleAge(0)} }

@@ -39,16 +39,22 @@ type driver struct {
 	compaction
 }
 
-// lockOptions are the dsyncmongo options of every backend for scenario ns.
-func (d *driver) lockOptions(ns string) []dsyncmongo.Option {
+// storeOptions are the dsyncmongo options of every store for scenario ns.
+func (d *driver) storeOptions(ns string) []dsyncmongo.Option {
 	// Quiet like the Mutexes: a run's Drop ends the wake-up streams of
 	// the processes still connected, which would each warn.
-	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+	return []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+}
+
+// clientOptions are the options of every Client for scenario ns, of a
+// lease of ttl.
+func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOption {
+	opts := []dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithLogger(quiet)}
 	if d.poll != 0 {
-		opts = append(opts, dsyncmongo.WithPollInterval(d.poll))
+		opts = append(opts, dsync.ClientWithPollInterval(d.poll))
 	}
 	if d.wakeups != "" {
-		opts = append(opts, dsyncmongo.WithWakeups(d.wakeups == "on"))
+		opts = append(opts, dsync.ClientWithWakeups(d.wakeups == "on"))
 	}
 	return append(opts, d.compactionOptions(ns)...)
 }
@@ -147,16 +153,46 @@ func monitor(m *harness.Meter) *event.CommandMonitor {
 	}
 }
 
+// A conn is one simulated process: its MongoDB client, and its dsync
+// Client for each TTL the scenario asks for (one, in every scenario so
+// far: the lease is the Client's), each over a store of its own.
 type conn struct {
 	d      *driver
 	client *mongo.Client
 	db     *mongo.Database
 	ns     string
-	locks  *dsyncmongo.Backend
 
 	mu        sync.Mutex
-	leaders   *leadermongo.Backend
+	locks     map[time.Duration]*lease
 	elections []*leader.Election
+}
+
+// lease is a conn's Client of one TTL, its store, and the member store of
+// its elections (nil until the first).
+type lease struct {
+	c       *dsync.Client
+	store   *dsyncmongo.Store
+	members *leadermongo.Store
+}
+
+// lease returns c's Client of a lease of ttl, making it.
+func (c *conn) lease(ttl time.Duration) (*lease, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.locks[ttl]; l != nil {
+		return l, nil
+	}
+	store, err := dsyncmongo.NewStore(c.db, c.d.storeOptions(c.ns)...)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := dsync.NewClient(store, c.d.clientOptions(c.ns, ttl)...)
+	if err != nil {
+		return nil, err
+	}
+	l := &lease{c: lc, store: store}
+	c.locks[ttl] = l
+	return l, nil
 }
 
 func (d *driver) Connect(ctx context.Context, m *harness.Meter, ns string) (harness.Conn, error) {
@@ -167,18 +203,17 @@ func (d *driver) Connect(ctx context.Context, m *harness.Meter, ns string) (harn
 		return nil, err
 	}
 	db := client.Database(d.db)
-	b, err := dsyncmongo.New(db, d.lockOptions(ns)...)
-	if err != nil {
-		_ = client.Disconnect(ctx)
-		return nil, err
-	}
-	return &conn{d: d, client: client, db: db, ns: ns, locks: b}, nil
+	return &conn{d: d, client: client, db: db, ns: ns, locks: make(map[time.Duration]*lease)}, nil
 }
 
 var quiet = slog.New(slog.DiscardHandler)
 
 func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
-	mu, err := dsync.NewMutex(c.locks, key, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	l, err := c.lease(ttl)
+	if err != nil {
+		return nil, err
+	}
+	mu, err := dsync.NewMutex(l.c, key, dsync.WithLogger(quiet))
 	if err != nil {
 		return nil, err
 	}
@@ -186,16 +221,20 @@ func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
 }
 
 func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, error) {
+	l, err := c.lease(ttl)
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.leaders == nil {
-		lb, err := leadermongo.New(c.locks, leadermongo.WithMembersCollection("members_"+c.ns))
+	if l.members == nil {
+		ms, err := leadermongo.NewStore(l.store, leadermongo.WithMembersCollection("members_"+c.ns))
 		if err != nil {
 			return nil, err
 		}
-		c.leaders = lb
+		l.members = ms
 	}
-	e, err := leader.NewElection(c.leaders, name, leader.WithTTL(ttl), leader.WithLogger(quiet))
+	e, err := leader.NewElection(l.c, name, leader.WithMembers(l.members), leader.WithLogger(quiet))
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +263,10 @@ func (c *conn) Close() error {
 	for _, e := range c.elections {
 		_ = e.Close()
 	}
+	for _, l := range c.locks {
+		_ = l.c.Close()
+	}
 	c.mu.Unlock()
-	_ = c.locks.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return c.client.Disconnect(ctx)
@@ -249,7 +290,11 @@ func (m mutex) Lost() bool {
 }
 
 func (c *conn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, error) {
-	rw, err := dsync.NewRWMutex(c.locks, key, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	l, err := c.lease(ttl)
+	if err != nil {
+		return nil, err
+	}
+	rw, err := dsync.NewRWMutex(l.c, key, dsync.WithLogger(quiet))
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +308,11 @@ func (r rwmutex) RLock(ctx context.Context) error   { return r.rw.RLockContext(c
 func (r rwmutex) RUnlock(ctx context.Context) error { return r.rw.RUnlockContext(ctx) }
 
 func (c *conn) NewSemaphore(key string, limit int64, ttl time.Duration) (harness.Semaphore, error) {
-	s, err := dsync.NewSemaphore(c.locks, key, limit, dsync.WithTTL(ttl), dsync.WithLogger(quiet))
+	l, err := c.lease(ttl)
+	if err != nil {
+		return nil, err
+	}
+	s, err := dsync.NewSemaphore(l.c, key, limit, dsync.WithLogger(quiet))
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +327,11 @@ func (s semaphore) Release(ctx context.Context, n int64) error { return s.s.Rele
 
 // NewOnce returns a dsync.Once, whose Do has the harness's shape.
 func (c *conn) NewOnce(key string) (harness.Once, error) {
-	return dsync.NewOnce(c.locks, key, dsync.WithLogger(quiet))
+	l, err := c.lease(dsync.DefaultTTL)
+	if err != nil {
+		return nil, err
+	}
+	return dsync.NewOnce(l.c, key, dsync.WithLogger(quiet))
 }
 
 // election is a leader.Election: Lock campaigns, Unlock resigns.

@@ -17,7 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/bench/harness"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/dsync"
 )
 
 // What the scale scenario asks of dsync beyond locks: the status page of
@@ -134,9 +134,9 @@ func (d *driver) CompactIdle(ns string) time.Duration {
 	return d.idleAge
 }
 
-// compactionOptions are the dsyncmongo options of namespace ns's
-// backends for its compaction (none: the library's defaults).
-func (d *driver) compactionOptions(ns string) []dsyncmongo.Option {
+// compactionOptions are the Client options of namespace ns's Clients for
+// its compaction (none: the library's defaults).
+func (d *driver) compactionOptions(ns string) []dsync.ClientOption {
 	d.compaction.mu.Lock()
 	defer d.compaction.mu.Unlock()
 	switch {

@@ -97,12 +97,15 @@ func run(keys, locked, runs int, dsyncBin string) error {
 	if err := db.Drop(ctx); err != nil {
 		return err
 	}
-	b, err := dsyncmongo.New(db)
+	store, err := dsyncmongo.NewStore(db)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	c := b.Client()
+	c, err := dsync.NewClient(store)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
 
 	names := make([]string, keys)
 	for i, n := range rand.Perm(keys) { // first used in no particular order
@@ -110,7 +113,7 @@ func run(keys, locked, runs int, dsyncBin string) error {
 	}
 	start := time.Now()
 	for i := 0; i < locked && i < keys; i++ {
-		m, err := dsync.NewMutex(b, names[i])
+		m, err := dsync.NewMutex(c, names[i])
 		if err != nil {
 			return err
 		}
@@ -235,7 +238,11 @@ func firstLock(ctx context.Context, uri, key string) (time.Duration, map[string]
 		return 0, nil, err
 	}
 	defer client.Disconnect(ctx)
-	b, err := dsyncmongo.New(client.Database(dbName))
+	store, err := dsyncmongo.NewStore(client.Database(dbName))
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := dsync.NewClient(store)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -243,7 +250,7 @@ func firstLock(ctx context.Context, uri, key string) (time.Duration, map[string]
 	// The clock's first samples, not timed. FerretDB may still be busy
 	// with the listings' reads ("database is locked"): try a few times.
 	for try := 1; ; try++ {
-		_, err := b.ServerTime(ctx)
+		_, err := store.ServerNow(ctx)
 		if err == nil {
 			break
 		}

@@ -1,10 +1,11 @@
 // Package memory is a dsync driver that keeps its documents in process
-// memory: for unit tests of code that uses dsync (dsync.NewMemoryBackend
-// runs on one), and for tests that run several Clients, as several
-// processes would, on one shared store (dsync.NewMemoryBackendOn gives
-// each such Client switches of its own to cut it off from the store). Its
-// time is this process's monotonic clock, known exactly. Its feed
-// delivers every event at once to every other Client following it.
+// memory: for unit tests of code that uses dsync
+// (dsync.NewClient(memory.New())), and for tests that run several
+// Clients, as several processes would, on one shared store (Store.Process
+// gives each such Client a view with switches of its own to cut it off
+// from the store). Its time is this process's monotonic clock, known
+// exactly. Its feed delivers every event at once to every other Client
+// following it. It imports no dsync package but the driver contract.
 package memory
 
 import (
@@ -27,7 +28,6 @@ type Store struct {
 	docs     map[string]driver.Doc
 	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
 	dir      directory                    // the keys recorded (directory.go)
-	closed   bool
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
@@ -275,67 +275,6 @@ func (s *Store) Reset() {
 	s.dir.reset(nil)
 }
 
-// InsertSession implements driver.Store.
-func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gens := s.sessions[sess.ID]
-	if gens == nil {
-		gens = make(map[int]time.Time)
-		s.sessions[sess.ID] = gens
-	}
-	if _, ok := gens[sess.Gen]; ok {
-		return driver.ErrExists
-	}
-	gens[sess.Gen] = sess.ExpiresAt
-	return nil
-}
-
-// RenewSession implements driver.Store.
-func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := live(ctx); err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.sessions[id][gen]
-	if !ok {
-		return false, nil
-	}
-	if expires.After(old) {
-		s.sessions[id][gen] = expires
-	}
-	return true, nil
-}
-
-// GetSession implements driver.Store.
-func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	if err := live(ctx); err != nil {
-		return driver.Session{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, found := LatestGen(id, s.sessions[id])
-	return sess, found, nil
-}
-
-// LatestGen returns the document of session id with the highest expiry
-// and HasFirst, as GetSession does, given each generation's expiry.
-func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
-	var best driver.Session
-	found := false
-	for gen, exp := range gens {
-		if !found || exp.After(best.ExpiresAt) {
-			best, found = driver.Session{ID: id, Gen: gen, ExpiresAt: exp}, true
-		}
-	}
-	_, best.HasFirst = gens[0]
-	return best, found
-}
-
 // Unended calls f with every claim stored that has no end marker, in no
 // order, until f returns false. f must not call the store.
 func (s *Store) Unended(f func(driver.Doc) bool) {
@@ -347,95 +286,6 @@ func (s *Store) Unended(f func(driver.Doc) bool) {
 		}
 		if _, ended := s.docs[driver.EndID(d.Key, d.Epoch, d.Nonce)]; !ended && !f(d) {
 			return
-		}
-	}
-}
-
-// Follow implements driver.Feed: the follower is live at once, and
-// receives every event published from then on, until stop.
-func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
-	// Registered before Live, so that an event published from Live on (by
-	// Live itself, too, as a Client's does) is delivered; running until
-	// Live returns, so that events wait for it (one goroutine at a time).
-	f := &follower{h: h, running: true}
-	s.feedMu.Lock()
-	s.followers[f] = struct{}{}
-	s.feedMu.Unlock()
-	h.Live(1)
-	f.mu.Lock()
-	f.running = len(f.q) > 0
-	if f.running {
-		go f.deliver()
-	}
-	f.mu.Unlock()
-	return func() {
-		s.feedMu.Lock()
-		delete(s.followers, f)
-		s.feedMu.Unlock()
-		f.stop()
-	}
-}
-
-// Publish implements driver.Feed.
-func (s *Store) Publish(ctx context.Context, e driver.Event) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.feedMu.Lock()
-	defer s.feedMu.Unlock()
-	for f := range s.followers {
-		f.push(e)
-	}
-	return nil
-}
-
-// Replay implements driver.Feed: a follower is live from the start.
-func (s *Store) Replay() time.Duration { return 0 }
-
-// A follower delivers events to its handler in the order they were
-// published, from a goroutine that runs while it has events to deliver
-// (so that a store nobody closes leaves none behind).
-type follower struct {
-	h       driver.FeedHandler
-	mu      sync.Mutex
-	q       []driver.Event
-	running bool
-	stopped bool
-}
-
-func (f *follower) push(e driver.Event) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped {
-		return
-	}
-	f.q = append(f.q, e)
-	if !f.running {
-		f.running = true
-		go f.deliver()
-	}
-}
-
-func (f *follower) stop() {
-	f.mu.Lock()
-	f.stopped = true
-	f.q = nil
-	f.mu.Unlock()
-}
-
-func (f *follower) deliver() {
-	for {
-		f.mu.Lock()
-		q := f.q
-		f.q = nil
-		if len(q) == 0 {
-			f.running = false
-			f.mu.Unlock()
-			return
-		}
-		f.mu.Unlock()
-		for _, e := range q {
-			f.h.Event(e)
 		}
 	}
 }

@@ -14,20 +14,20 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-// A MemoryBackend made unreachable behaves as a store that went away: the
-// hold ends at its deadline, Unlock reports the loss, Lock keeps trying
-// until its context ends; once reachable again, Lock works. Nothing is
-// logged unless a logger is given.
-func TestMemoryBackendUnreachable(t *testing.T) {
+// A memory.Process made unreachable behaves as a store that went away:
+// the hold ends at its deadline, Unlock reports the loss, Lock keeps
+// trying until its context ends; once reachable again, Lock works.
+// Nothing is logged to the default logger when the Client has another.
+func TestMemoryProcessUnreachable(t *testing.T) {
 	var logged logBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
 	defer slog.SetDefault(prev)
 	synctest.Test(t, func(t *testing.T) {
-		b := dsync.NewMemoryBackend()
-		defer b.Close()
 		const ttl = time.Second
-		m, err := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
+		b := dsync.NewMemClient(dsync.WithTTL(ttl))
+		defer b.Close()
+		m, err := dsync.NewMutex(b.Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,22 +66,26 @@ func TestMemoryBackendUnreachable(t *testing.T) {
 }
 
 // A unit test of code that must stop when its lock is lost: make the
-// in-memory store unreachable, and the hold ends at its deadline, as it
-// would with a database that went away. (Under testing/synctest the wait
-// takes no real time.)
-func ExampleMemoryBackend_SetReachable() {
-	b := dsync.NewMemoryBackend()
-	defer b.Close()
-	m, err := dsync.NewMutex(b, "report", dsync.WithTTL(200*time.Millisecond))
+// process's view of the in-memory store unreachable, and the hold ends at
+// its deadline, as it would with a database that went away. (Under
+// testing/synctest the wait takes no real time.)
+func Example_storeUnreachable() {
+	proc := memory.New().Process()
+	c, err := dsync.NewClient(proc, dsync.WithTTL(200*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	m, err := dsync.NewMutex(c, "report")
 	if err != nil {
 		panic(err)
 	}
 	m.Lock()
-	b.SetReachable(false) // the database goes away
-	<-m.Lost()            // the code under test must stop here
+	proc.SetReachable(false) // the database goes away
+	<-m.Lost()               // the code under test must stop here
 	err = m.UnlockContext(context.Background())
 	fmt.Println("lost:", errors.Is(err, dsync.ErrLost))
-	b.SetReachable(true)
+	proc.SetReachable(true)
 	// Output: lost: true
 }
 
@@ -93,13 +97,13 @@ func ExampleMemoryBackend_SetReachable() {
 // again once it heals.
 func TestPartitionedHolderAndATakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, b := twoProcesses(t)
 		const ttl = 2 * time.Second
-		ma, err := dsync.NewMutex(a, "k", dsync.WithTTL(ttl))
+		a, b := twoProcesses(t, dsync.WithTTL(ttl))
+		ma, err := dsync.NewMutex(a.Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		mb, err := dsync.NewMutex(b, "k", dsync.WithTTL(ttl))
+		mb, err := dsync.NewMutex(b.Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,9 +160,9 @@ func TestPartitionedHolderAndATakeover(t *testing.T) {
 func TestLossLoggedAtInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logged logBuffer
-		b := dsync.NewMemoryBackend(dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		b := dsync.NewMemClient(dsync.WithTTL(time.Second), dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 		defer b.Close()
-		m, err := dsync.NewMutex(b, "k", dsync.WithTTL(time.Second))
+		m, err := dsync.NewMutex(b.Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,9 +190,9 @@ func TestLossLoggedAtInfo(t *testing.T) {
 // twoProcesses returns the backends of two processes on one shared memory
 // store, each with its own lease and its own switches (SetReachable,
 // SetAnswering); both are closed when the test ends.
-func twoProcesses(t *testing.T) (a, b *dsync.MemoryBackend) {
+func twoProcesses(t *testing.T, opts ...dsync.ClientOption) (a, b *dsync.MemClient) {
 	store := memory.New()
-	a, b = dsync.NewMemoryBackendOn(store), dsync.NewMemoryBackendOn(store)
+	a, b = dsync.NewMemClientOn(store, opts...), dsync.NewMemClientOn(store, opts...)
 	t.Cleanup(func() {
 		b.Close()
 		a.Close()

@@ -1,16 +1,20 @@
-// Package leadermongo is the MongoDB backend of package leader. An
-// election's lease is a lock of the process's dsyncmongo backend, in the
-// election namespace (leader.LockKey), so a process's locks and elections
-// share one session and one renewal command per interval, and no plain
-// lock is ever an election's lease; each candidate's status is kept in
-// documents of its own (usually one) in a members collection.
+// Package leadermongo is the MongoDB member store of package leader
+// (leader.MemberStore): each candidate's status is kept in documents of
+// its own (usually one) in a members collection, beside the locks of a
+// dsyncmongo.Store. An election's lease is a lock of the process's
+// dsync.Client, in the election namespace (leader.LockKey), so a
+// process's locks and elections share one session and one renewal
+// command per interval, and no plain lock is ever an election's lease;
+// package leader reads who leads from it.
 //
-//	locks, err := dsyncmongo.New(db) // collection "dsync_locks"
+//	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 //	...
-//	defer locks.Close()
-//	elections, err := leadermongo.New(locks) // members in "dsync_members"
+//	client, err := dsync.NewClient(store)
 //	...
-//	e, err := leader.NewElection(elections, "scheduler")
+//	defer client.Close()
+//	members, err := leadermongo.NewStore(store) // members in "dsync_members"
+//	...
+//	e, err := leader.NewElection(client, "scheduler", leader.WithMembers(members))
 //	...
 //	defer e.Close()
 //	err = e.Run(ctx, func(lctx context.Context) error { ... })
@@ -21,15 +25,15 @@
 //
 // The members collection is read and written like the lock collection,
 // whatever the read preference and concerns of the database or client
-// given to New: reads from the primary at read concern local, writes with
-// the lock backend's write concern (dsyncmongo.WithWriteConcern; majority
+// given to NewStore: reads from the primary at read concern local, writes
+// with the lock store's write concern (dsyncmongo.WithWriteConcern; majority
 // by default).
 //
 // A member's status is written only by its member (the process of its
 // Election) and stamped with the server time its write was sent at, so a
 // member's age is judged in server time like lease expiry. Members are
 // listed live while their last heartbeat is younger than the age the
-// caller gives, measured against the earliest server time the backend can
+// caller gives, measured against the earliest server time the store can
 // prove.
 //
 // Like every write of dsync, a member write may be applied long after it
@@ -79,7 +83,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
 )
@@ -87,14 +90,12 @@ import (
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
-// Backend is a leader.Backend over a MongoDB database: its elections'
-// leases are locks of a dsyncmongo.Backend, in the election namespace, so
-// a process's locks and elections share one lease; member status lives in
-// a collection of its own. Create it with New, one per process and
-// database, on the process's dsyncmongo backend; closing that backend
-// ends its elections too.
-type Backend struct {
-	locks   *dsyncmongo.Backend
+// Store is a leader.MemberStore over a MongoDB database: member status
+// lives in a collection of its own, beside the locks of a
+// dsyncmongo.Store, whose settings and server-time estimate it shares.
+// Create it with NewStore, one per process and database.
+type Store struct {
+	locks   *dsyncmongo.Store
 	members *mongo.Collection
 	legacy  legacyLeases
 
@@ -106,11 +107,11 @@ type Backend struct {
 }
 
 var (
-	_ leader.Backend     = (*Backend)(nil)
-	_ leader.Preflighter = (*Backend)(nil)
+	_ leader.MemberStore = (*Store)(nil)
+	_ leader.Preflighter = (*Store)(nil)
 )
 
-// An Option configures a Backend.
+// An Option configures a Store.
 type Option func(*config) error
 
 type config struct {
@@ -151,12 +152,12 @@ func checkCollection(name string) error {
 	return nil
 }
 
-// New returns a backend for elections on locks, the process's
-// dsyncmongo backend, with member status in a collection of its
-// database. It does no I/O.
-func New(locks *dsyncmongo.Backend, opts ...Option) (*Backend, error) {
+// NewStore returns a member store beside locks, the process's
+// dsyncmongo store, with member status in a collection of its database.
+// It does no I/O.
+func NewStore(locks *dsyncmongo.Store, opts ...Option) (*Store, error) {
 	if locks == nil {
-		return nil, errors.New("leadermongo: nil locks backend")
+		return nil, errors.New("leadermongo: nil locks store")
 	}
 	cfg := config{members: DefaultMembersCollection, legacy: LegacyCollection}
 	for _, opt := range opts {
@@ -169,16 +170,13 @@ func New(locks *dsyncmongo.Backend, opts ...Option) (*Backend, error) {
 	}
 	// The members collection gets the lock collection's settings, not the
 	// caller's: a member list read from a lagging secondary goes stale.
-	return &Backend{
+	return &Store{
 		locks:   locks,
 		members: locks.Collection(cfg.members),
 		legacy:  legacyLeases{locks: locks.Collection(cfg.legacy), sessions: locks.Collection(cfg.legacy + "_sessions")},
 		writers: make(map[string]*memberWriter),
 	}, nil
 }
-
-// Client implements dsync.Backend: the locks backend's Client.
-func (b *Backend) Client() *dsync.Client { return b.locks.Client() }
 
 // memberDoc is one document of a candidate's status: one generation of
 // its member record (see the package doc).
@@ -203,9 +201,15 @@ type memberDoc struct {
 	Rev        int64  `bson:"rev,omitempty"`
 }
 
-// memberSeq numbers member writes in this process. Only a member's own
-// process writes its documents, so a process-wide counter orders them; it
-// also names the member's generations, so no two are ever named alike.
+// memberSeq numbers member writes in this process: the one piece of
+// package-level state in dsync's library packages (docs/architecture.md
+// says why). Only a member's own process writes its documents, so a
+// process-wide counter orders them whichever Store (and client) sends
+// them: a member whose write had an unknown outcome may write next
+// through another, and a counter per Store would start that one below
+// the stalled write, which could then land last and win
+// (TestLateMemberWriteChangesNothing fails so). It also names the
+// member's generations, so no two are ever named alike.
 var memberSeq atomic.Int64
 
 func memberID(election, id string) string { return election + "/" + id }
@@ -227,98 +231,24 @@ func (d *memberDoc) member() leader.Member {
 		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev)}
 }
 
-// memberWriter is what the backend knows of one member's documents. Its
-// writes hold sem, so they are sent one at a time, each after the last
-// one's reply.
-type memberWriter struct {
-	sem chan struct{}
-	// gen is the _id of the generation writes go to, genSeq the number
-	// in it; gen is empty before the member's first write, and after an
-	// update of gen failed or matched nothing.
-	gen    string
-	genSeq int64
-	// exists: an insert of gen is confirmed (or answered duplicate key),
-	// and every write to it since has been confirmed, so no write to gen
-	// can be in flight but an insert, which cannot land over it: the next
-	// write may update it. Otherwise the next write inserts gen.
-	exists bool
-	// older: documents of generations before gen may exist.
-	older bool
-	// seen is the highest LastSeen sent, so that a later write never
-	// carries an earlier stamp, even when the server-time estimate's
-	// upper bound moves back.
-	seen time.Time
-}
-
-// writer returns member key's writer, holding its sem, or the cause of
-// ctx if ctx ends first. Release it with release.
-func (b *Backend) writer(ctx context.Context, key string) (*memberWriter, error) {
-	for {
-		b.writersMu.Lock()
-		w := b.writers[key]
-		if w == nil {
-			w = &memberWriter{sem: make(chan struct{}, 1)}
-			b.writers[key] = w
-		}
-		b.writersMu.Unlock()
-		select {
-		case w.sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		b.writersMu.Lock()
-		current := b.writers[key] == w
-		b.writersMu.Unlock()
-		if current {
-			return w, nil
-		}
-		<-w.sem // DeleteMember dropped it meanwhile
-	}
-}
-
-func (w *memberWriter) release() { <-w.sem }
-
-// Leader implements leader.Backend. Info.Value and Info.Rev come from the
-// leader's member status (leader.MemberValue).
-func (b *Backend) Leader(ctx context.Context, election string) (leader.Info, error) {
-	return b.leader(ctx, election, 0)
-}
-
-// leader is Leader, after stale reads of who leads.
-func (b *Backend) leader(ctx context.Context, election string, stale int) (leader.Info, error) {
-	if election == "" {
-		return leader.Info{}, errors.New("leadermongo: empty election name")
-	}
-	cur, err := b.locks.Current(ctx, leader.LockKey(election))
-	if errors.Is(err, dsyncmongo.ErrNoLock) || (err == nil && !cur.Live) {
-		return leader.Info{}, fmt.Errorf("%w in %q", leader.ErrNoLeader, election)
-	}
-	if err != nil {
-		return leader.Info{}, err
-	}
-	info := leader.Info{ID: cur.Owner, Host: cur.Host, PID: cur.PID, Since: cur.AcquiredAt, Token: cur.Token}
+// Member implements leader.MemberStore: the member's document with the
+// highest Seq.
+func (b *Store) Member(ctx context.Context, election, id string) (leader.Member, bool, error) {
 	var d memberDoc
-	err = b.members.FindOne(ctx, memberFilter(election, cur.Owner),
+	err := b.members.FindOne(ctx, memberFilter(election, id),
 		options.FindOne().SetSort(bson.D{{Key: "seq", Value: -1}})).Decode(&d)
 	switch {
-	case err == nil:
-		info.Version = d.Version
-		var current bool
-		if info.Value, info.Rev, current = leader.MemberValue(info.Token, d.member()); !current && stale < 2 {
-			// The status is of a later term of this member: the term read
-			// has ended since. Read who leads again, rather than pair the
-			// ended term with what a later one advertises.
-			return b.leader(ctx, election, stale+1)
-		}
-	case !errors.Is(err, mongo.ErrNoDocuments):
-		return leader.Info{}, fmt.Errorf("leadermongo: read member status: %w", err)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return leader.Member{}, false, nil
+	case err != nil:
+		return leader.Member{}, false, fmt.Errorf("leadermongo: read member status: %w", err)
 	}
-	return info, nil
+	return d.member(), true, nil
 }
 
-// PutMember implements leader.Backend. The member's writes wait for each
+// PutMember implements leader.MemberStore. The member's writes wait for each
 // other; see the package doc for where each one goes.
-func (b *Backend) PutMember(ctx context.Context, election string, m leader.Member) error {
+func (b *Store) PutMember(ctx context.Context, election string, m leader.Member) error {
 	if err := b.ensureIndex(ctx); err != nil {
 		return err
 	}
@@ -327,7 +257,7 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 		return err
 	}
 	defer w.release()
-	now, err := b.locks.ServerTime(ctx)
+	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return err
 	}
@@ -391,58 +321,9 @@ func (b *Backend) PutMember(ctx context.Context, election string, m leader.Membe
 	return nil
 }
 
-// errNoMatch: an update matched no document (it was deleted).
-var errNoMatch = errors.New("member document not found")
-
-// updateMember writes d over generation gen. Only PutMember calls it,
-// holding the member's sem, when every earlier write to gen has been
-// answered (or, an insert, cannot land over it): so updates of gen land in
-// the order they were sent, and it filters on _id alone, which FerretDB
-// answers without decoding the whole collection.
-func (b *Backend) updateMember(ctx context.Context, gen string, d *memberDoc) error {
-	res, err := b.members.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: gen}},
-		bson.D{
-			{Key: "$set", Value: bson.D{
-				{Key: "host", Value: d.Host},
-				{Key: "pid", Value: d.PID},
-				{Key: "version", Value: d.Version},
-				{Key: "leader", Value: d.Leader},
-				{Key: "seq", Value: d.Seq},
-				{Key: "value", Value: d.Value},
-				{Key: "term", Value: d.Term},
-				{Key: "proclaimed", Value: d.Proclaimed},
-				{Key: "rev", Value: d.Rev},
-			}},
-			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: d.LastSeen}}},
-		})
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		return errNoMatch
-	}
-	return nil
-}
-
-// deleteOlder removes the member's documents of generations before its
-// current one, once a write to that one is confirmed. Harmless whenever it
-// lands: every document of the current or a later generation has a Seq of
-// at least the current one's number. A failure is left for the member's
-// next write to try again.
-func (b *Backend) deleteOlder(ctx context.Context, election, id string, w *memberWriter) {
-	if !w.older {
-		return
-	}
-	filter := append(memberFilter(election, id), bson.E{Key: "seq", Value: bson.D{{Key: "$lt", Value: w.genSeq}}})
-	if _, err := b.members.DeleteMany(ctx, filter); err == nil {
-		w.older = false
-	}
-}
-
-// Members implements leader.Backend.
-func (b *Backend) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
-	now, err := b.locks.ServerTime(ctx)
+// Members implements leader.MemberStore.
+func (b *Store) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
+	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -471,9 +352,9 @@ func (b *Backend) Members(ctx context.Context, election string, maxAge time.Dura
 	return members, nil
 }
 
-// DeleteMember implements leader.Backend. It waits for the member's write
+// DeleteMember implements leader.MemberStore. It waits for the member's write
 // under way, if any, and removes all its documents.
-func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
+func (b *Store) DeleteMember(ctx context.Context, election, id string) error {
 	key := memberID(election, id)
 	w, err := b.writer(ctx, key)
 	if err != nil {
@@ -491,7 +372,7 @@ func (b *Backend) DeleteMember(ctx context.Context, election, id string) error {
 	return nil
 }
 
-func (b *Backend) ensureIndex(ctx context.Context) error {
+func (b *Store) ensureIndex(ctx context.Context) error {
 	b.indexOnce.Lock()
 	defer b.indexOnce.Unlock()
 	if b.indexed {

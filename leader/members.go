@@ -7,35 +7,35 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// Backend is what an Election runs on: a dsync.Backend, whose Client
-// holds the leadership lease (sharing the process's session with its
-// locks), plus who leads and the members' status. leader/mongo implements
-// it; NewMemoryBackend gives one for unit tests.
-type Backend interface {
-	dsync.Backend
-
-	// Leader returns the current leader of election: the live holder of
-	// LockKey(election), with the status its member document reports.
-	// It returns an error wrapping ErrNoLeader when nobody leads.
-	Leader(ctx context.Context, election string) (Info, error)
-
+// A MemberStore keeps the candidates' status (Member) beside the
+// leases, for Members, for the Version and Value that Leader reports, and
+// for Proclaim. The leases themselves are locks of the Client an Election
+// is made on; who leads is read from them (Election.Leader), never from
+// a MemberStore. leadermongo.NewStore gives one on MongoDB; NewMemoryMembers
+// one in memory for tests. An Election given none (WithMembers) elects
+// and reports who leads all the same.
+type MemberStore interface {
 	// PutMember creates or replaces the status document of member m.ID of
-	// election, setting its LastSeen to the backend's current time. Only
+	// election, setting its LastSeen to the store's current time. Only
 	// the member itself writes its document. A write applied late, after
 	// a later PutMember of the same member, must change nothing, and must
 	// not make the member look fresher than when the write was sent.
 	PutMember(ctx context.Context, election string, m Member) error
 
+	// Member returns the latest status of member id of election; found
+	// is false when it has none.
+	Member(ctx context.Context, election, id string) (m Member, found bool, err error)
+
 	// Members returns the members of election whose LastSeen is at most
-	// maxAge old, in the backend's time, ordered by ID.
+	// maxAge old, in the store's time, ordered by ID.
 	Members(ctx context.Context, election string, maxAge time.Duration) ([]Member, error)
 
 	// DeleteMember removes member id's status document.
 	DeleteMember(ctx context.Context, election, id string) error
 }
 
-// A Preflighter is a Backend that checks, before each campaign, that
-// this candidate may campaign at all (leader/mongo refuses while a
+// A Preflighter is a MemberStore that checks, before each campaign, that
+// this candidate may campaign at all (leadermongo's refuses while a
 // candidate of an older release, which keeps its lease elsewhere, holds
 // or waits for the election).
 type Preflighter interface {
@@ -48,8 +48,9 @@ type Preflighter interface {
 const Namespace = "election"
 
 // LockKey is the key, as stored, whose holder leads election: election in
-// the namespace Namespace ("dsync:election/NAME"). No plain lock has it.
-func LockKey(election string) string { return "dsync:" + Namespace + "/" + election }
+// the namespace Namespace ("dsync:election/NAME",
+// dsync.NamespacedKey). No plain lock has it.
+func LockKey(election string) string { return dsync.NamespacedKey(Namespace, election) }
 
 // Info describes a leader.
 type Info struct {
@@ -57,7 +58,7 @@ type Info struct {
 	Host    string    // host name of the leader's process
 	PID     int       // process id of the leader's process
 	Version string    // application version the leader reported (WithVersion)
-	Since   time.Time // when this term began, in the backend's time
+	Since   time.Time // when this term's claim was queued, in the store's time
 	Token   uint64    // fencing token of this term; increases from term to term
 	// Value is what the leader advertises: its WithValue value, until it
 	// proclaims another in this term (Proclaim). Rev orders the values of
@@ -76,7 +77,7 @@ type Member struct {
 	PID      int
 	Version  string
 	Leader   bool      // whether it led when it last reported
-	LastSeen time.Time // set by the backend, in its time
+	LastSeen time.Time // set by the MemberStore, in its time
 
 	// Value is the member's WithValue value. Term is the term (token) in
 	// which it last led, Proclaimed its value in that term and Rev the
@@ -91,8 +92,8 @@ type Member struct {
 // according to m, its member status: the value proclaimed in term if m
 // is of that term, else (the term began after m was written) its
 // WithValue value. current is false when m is of a later term: term has
-// ended, and the read of the leader was stale; read it again. A Backend's
-// Leader fills Info.Value and Info.Rev with it.
+// ended, and the read of the leader was stale; read it again. Leader
+// fills Info.Value and Info.Rev with it.
 func MemberValue(term uint64, m Member) (value string, rev uint64, current bool) {
 	switch {
 	case m.Term == term:

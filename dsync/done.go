@@ -1,0 +1,54 @@
+package dsync
+
+import (
+	"context"
+	"time"
+)
+
+// The calls a Once makes for its done record (once.go says what it does
+// with them; internal/chain/done.go why a record that lands late or twice
+// is harmless). Each is one engine call with the Client's preparation and
+// error wording; none decides anything.
+
+// doneRecord is what a Once learns of a key's done record: the token of
+// the hold whose run it records.
+type doneRecord struct{ Token uint64 }
+
+// readDone reads key's done record.
+func (c *Client) readDone(ctx context.Context, key string) (rec doneRecord, found bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return doneRecord{}, false, err
+	}
+	d, found, err := c.eng.ReadDone(ctx, key)
+	if err != nil {
+		return doneRecord{}, false, wrap(ctx, "read the done record of", key, err)
+	}
+	return doneRecord{Token: d.Token}, found, nil
+}
+
+// doneUnder reads the done record of cl's key while cl holds: the read a
+// Once's run must follow.
+func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec doneRecord, found bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return doneRecord{}, false, err
+	}
+	d, found, err := c.eng.DoneUnder(ctx, cl.resume())
+	if err != nil {
+		return doneRecord{}, false, wrap(ctx, "read the done record of", cl.Key, err)
+	}
+	return doneRecord{Token: d.Token}, found, nil
+}
+
+// markDone inserts the done record of cl's key, naming cl's token, with
+// nonce, to be forgotten after keep (0: never); mine reports whether the
+// record in the store is this one.
+func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string, keep time.Duration) (rec doneRecord, mine bool, err error) {
+	if err := c.prepare(ctx); err != nil {
+		return doneRecord{}, false, err
+	}
+	d, mine, err := c.eng.MarkDone(ctx, cl.resume(), nonce, keep)
+	if err != nil {
+		return doneRecord{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
+	}
+	return doneRecord{Token: d.Token}, mine, nil
+}

@@ -1,0 +1,14 @@
+package driver
+
+import "errors"
+
+// Errors of the contract. Match them with errors.Is.
+var (
+	// ErrExists is what an insert returns when a document with the same
+	// ID exists. It is an answer, not a failure.
+	ErrExists = errors.New("driver: document exists")
+
+	// ErrAfterUnsupported is what a listing with KeyQuery.After fails
+	// with on a store of OrderFirstUse.
+	ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")
+)

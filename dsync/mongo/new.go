@@ -1,0 +1,59 @@
+package dsyncmongo
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/clockcheck"
+)
+
+// MaxKeyLen is the longest key accepted, in bytes. Lock documents are
+// indexed by key, and older MongoDB versions limit an index key to 1024
+// bytes.
+const MaxKeyLen = 512
+
+// NewStore returns the driver's store over db: the lock documents in
+// collection DefaultCollection unless WithCollection says otherwise, and
+// sessions, wake-up events and the directory of keys in collections named
+// after it. Give it to dsync.NewClient, which runs the protocol over it,
+// and which closes it when the Client is closed:
+//
+//	store, err := dsyncmongo.NewStore(db)
+//	...
+//	client, err := dsync.NewClient(store, dsync.WithTTL(10*time.Second))
+//
+// It does no I/O: the index is created, and the server's clock measured,
+// by the first call that needs them, with that call's context; a failure
+// is returned to that call and retried by the next. One store (and one
+// Client) per process and database is the intended use.
+func NewStore(db *mongo.Database, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, ErrNilDatabase
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(db, cfg), nil
+}
+
+// Collection returns a collection of the store's database with the
+// settings of its lock collection, whatever the database's or client's:
+// reads go to the primary at read concern local (a secondary's or a
+// majority snapshot's view may lag, and a claim must see every end that
+// was acknowledged), and writes use the store's write concern
+// (WithWriteConcern, majority by default). Package leadermongo keeps its
+// member documents in such a collection.
+func (s *Store) Collection(name string) *mongo.Collection { return s.collection(name) }
+
+// ServerNow returns the interval the server's current time certainly lies
+// in, from the estimate the store judges expiry with (measuring the
+// server's clock first if no call has yet).
+func (s *Store) ServerNow(ctx context.Context) (clockcheck.Interval, error) {
+	est, err := s.prepare(ctx)
+	if err != nil {
+		return clockcheck.Interval{}, err
+	}
+	return est.Now(), nil
+}

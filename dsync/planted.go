@@ -1,0 +1,43 @@
+package dsync
+
+import (
+	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/plant"
+)
+
+// The bugs planted above the engine for the negative controls of the
+// public-API simulation (internal/apisim, package internal/plant). In
+// every build without -tags dsync_planted, plant.On is false and each of
+// these is a constant the compiler folds away.
+
+// plantedLate is how late a session's deadline is judged:
+// plant.MutexPastDeadline keeps holds a TTL past it.
+func plantedLate(ttl time.Duration) time.Duration {
+	if plant.On && plant.Is(plant.MutexPastDeadline) {
+		return ttl
+	}
+	return 0
+}
+
+// plantEngine plants in a Client's engine the bug of the grant rule that
+// plant.ReaderPastWriter stands for.
+func plantEngine(e *chain.Engine) {
+	if plant.On && plant.Is(plant.ReaderPastWriter) {
+		e.SetBug(chain.BugReadersPassWaitingWriters)
+	}
+}
+
+// plantedLimit is the limit a Semaphore's claims carry:
+// plant.SemaphoreOverLimit adds a unit.
+func plantedLimit(limit int64) int64 {
+	if plant.On && plant.Is(plant.SemaphoreOverLimit) {
+		return limit + 1
+	}
+	return limit
+}
+
+// plantedLateRecord reports whether Once counts a record confirmed after
+// its hold ended (plant.OnceLateRecord).
+func plantedLateRecord() bool { return plant.On && plant.Is(plant.OnceLateRecord) }

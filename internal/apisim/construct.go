@@ -1,0 +1,97 @@
+package apisim
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader"
+)
+
+// This file is the only one that knows how a process makes its Client,
+// its primitives and its election on its store: when the public API's
+// constructors change, this file changes, and no other.
+
+var discard = slog.New(slog.DiscardHandler)
+
+// pollInterval is how often a waiter polls when it has no wake-up: the
+// in-memory test clients'.
+const pollInterval = 100 * time.Millisecond
+
+// parts is one incarnation of a process: its Client and what it makes
+// primitives with.
+type parts struct {
+	client *dsync.Client
+	// elections is the Client of the process's elections: the same view
+	// of the store, but the library's clock (see election).
+	elections *dsync.Client
+	members   leader.MemberStore
+	opts      []dsync.KeyOption
+	cfg       procConfig
+}
+
+// build makes a Client for p over its faulty view of the shared store.
+func build(p *proc) (*parts, error) {
+	copts := []dsync.ClientOption{
+		dsync.ClientWithLogger(discard),
+		dsync.ClientWithPollInterval(pollInterval),
+		dsync.ClientWithBucketSpan(p.cfg.Span),
+		dsync.WithTTL(p.cfg.TTL),
+	}
+	if p.cfg.Idle > 0 {
+		copts = append(copts, dsync.ClientWithIdleAge(p.cfg.Idle))
+	}
+	c, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.WithClock(clock{p}))...)
+	if err != nil {
+		return nil, err
+	}
+	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.ClientWithIdleAge(0))...)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &parts{client: c, elections: ec, members: p.w.members, cfg: p.cfg}, nil
+}
+
+func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
+	return dsync.NewMutex(ps.client, key, ps.opts...)
+}
+
+func (ps *parts) rwmutex(key string) (*dsync.RWMutex, error) {
+	return dsync.NewRWMutex(ps.client, key, ps.opts...)
+}
+
+func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {
+	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, ps.opts...)
+}
+
+func (ps *parts) once(key string) (*dsync.Once, error) {
+	return dsync.NewOnce(ps.client, key, ps.opts...)
+}
+
+// election makes a candidate. Its lease runs on the library's clock (a
+// Client of its own, without the process's clock), so a pause stops its
+// requests but not its timers: the checker judges one leader by when the
+// term's context was cancelled (Hold.End), which a paused process's
+// timers would otherwise put after the pause.
+func (ps *parts) election(name string) (*leader.Election, error) {
+	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
+}
+
+// close closes the Clients (holds are lost, then released).
+func (ps *parts) close() error { return errors.Join(ps.client.Close(), ps.elections.Close()) }
+
+// newMembers is the member status all processes' elections share; it
+// has nothing to close.
+func newMembers() (*leader.MemoryMembers, func()) {
+	return leader.NewMemoryMembers(), func() {}
+}
+
+// Stored keys: how the primitives name their keys in the store.
+func storedRW(key string) string   { return dsync.NamespacedKey("rw", key) }
+func storedSem(key string) string  { return dsync.NamespacedKey("sem", key) }
+func storedOnce(key string) string { return dsync.NamespacedKey("once", key) }
+func storedElection(name string) string {
+	return leader.LockKey(name)
+}

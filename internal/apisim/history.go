@@ -1,0 +1,155 @@
+package apisim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Prim names the primitive a hold was made by.
+type Prim string
+
+const (
+	PrimMutex    Prim = "mutex"
+	PrimRead     Prim = "read"  // RWMutex.RLock
+	PrimWrite    Prim = "write" // RWMutex.Lock
+	PrimSem      Prim = "semaphore"
+	PrimOnce     Prim = "once" // a run of a Once's function, under its hold
+	PrimElection Prim = "election"
+)
+
+// exclusive reports whether a hold of p excludes every other hold of its
+// key.
+func (p Prim) exclusive() bool { return p != PrimRead && p != PrimSem }
+
+// Hold is one hold of a key as the simulation saw it through the public
+// API: from the moment the call that took it returned to the moment its
+// holder stopped relying on it.
+type Hold struct {
+	ID   int
+	Proc int    // the simulated process
+	Who  string // the primitive value or candidate (its owner)
+	Prim Prim
+	Key  string // the key as stored ("dsync:rw/rw", ...)
+	// Token is the hold's fencing token, as the API gave it.
+	Token uint64
+	// Call is when Lock (or RLock, Acquire, Campaign...) was called;
+	// Start when it returned with the hold.
+	Call, Start time.Time
+	// Try: a TryLock's hold (FIFO says nothing of it).
+	Try bool
+	// Weight and Limit: a semaphore hold's units and the limit its
+	// process was configured with.
+	Weight, Limit int64
+
+	// Landed is when the hold's claim landed in the store, as its
+	// process's store saw it (zero: it never did).
+	Landed time.Time
+	// Session is the session named by the hold's claim.
+	Session string
+	// Deadline is the latest the hold can be valid: its session's last
+	// renewal confirmed in time, sent plus TTL minus TTL/20 (the oracle's,
+	// an upper bound of the library's own deadline).
+	Deadline time.Time
+	// Ended is when its holder began to give it up: Unlock (or RUnlock,
+	// Release, Resign) began, or its Client began to close. Zero: never.
+	Ended time.Time
+	// LostAt is when Lost() was seen closed (for an election: the
+	// leadership context cancelled). Zero: never.
+	LostAt time.Time
+	// LostSlack is how late Lost() may close past Deadline: the
+	// scheduling slack, plus the time the process was paused at the
+	// deadline.
+	LostSlack time.Duration
+	// Paused: the process was paused between the hold's deadline and
+	// its start. "A paused process can act after its lease ended": such
+	// a hold is the documented limit, not a broken promise of Lock (its
+	// Lost() must still close).
+	Paused bool
+}
+
+// End is when the hold stopped being valid: the earliest of its end by
+// its holder, Lost() and its deadline. An election's term ends when its
+// context is cancelled or it resigns: its deadline is the job of the
+// Lost() check, so that a leader that outlives its lease is also seen
+// beside the next one.
+func (h *Hold) End() time.Time {
+	end := h.Deadline
+	if h.Prim == PrimElection || end.IsZero() {
+		end = farFuture
+	}
+	for _, t := range []time.Time{h.Ended, h.LostAt} {
+		if !t.IsZero() && t.Before(end) {
+			end = t
+		}
+	}
+	return end
+}
+
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (h *Hold) String() string {
+	return fmt.Sprintf("#%d p%d %s %s %s#%d [%v, %v)", h.ID, h.Proc, h.Who, h.Prim, h.Key, h.Token, h.Start.Format(tf), h.End().Format(tf))
+}
+
+// tf shows the fake clock's times (which begin at midnight).
+const tf = "15:04:05.000"
+
+// Run is one run of a Once's function.
+type Run struct {
+	Proc       int
+	Key        string // the Once's key as stored ("dsync:once/k")
+	Token      uint64 // TokenOf the function's context
+	Start, End time.Time
+	OK         bool // the function returned nil
+	// Deadline is the latest its hold could be valid (as Hold's; zero:
+	// unknown). A run that began at or after it is CheckHeld's to judge
+	// (a paused process may act after its lease ended): no run for Once's
+	// promises.
+	Deadline time.Time
+}
+
+// valid reports whether the run began while its hold could be valid.
+func (r *Run) valid() bool { return r.Deadline.IsZero() || r.Start.Before(r.Deadline) }
+
+// Do is one call of Once.Do.
+type Do struct {
+	Proc         int
+	Key          string
+	Call, Return time.Time
+	Err          error
+	// Run is the run of the function this call made, if it made one.
+	Run *Run
+	// Confirmed lists when the replies that carried this run's record
+	// (its insert's, or a read's that found it) came to its process.
+	Confirmed []time.Time
+	// Deadline is the latest the run's hold could be valid (as Hold's).
+	Deadline time.Time
+}
+
+// History is what a simulation saw: every hold, run and call, and the
+// operator's emptyings.
+type History struct {
+	Holds []*Hold
+	Runs  []*Run
+	Dos   []*Do
+	// Emptyings are when the operator emptied the collections.
+	Emptyings []time.Time
+}
+
+// emptiedBetween reports whether the collections were emptied in (a, b].
+func (h *History) emptiedBetween(a, b time.Time) bool {
+	for _, e := range h.Emptyings {
+		if e.After(a) && !e.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// Violation is a broken promise: which, and the evidence.
+type Violation struct {
+	Promise string
+	What    string
+}
+
+func (v Violation) String() string { return v.Promise + ": " + v.What }

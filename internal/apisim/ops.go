@@ -1,0 +1,339 @@
+package apisim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// incarnation is a process's life between two restarts: one Client, its
+// workers and its candidate.
+type incarnation struct {
+	p      *proc
+	ps     *parts
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	active  map[*Hold]struct{} // holds not yet given up
+	closeAt time.Time
+}
+
+// start makes a new incarnation of p and starts its workers.
+func (p *proc) start(workers int) (*incarnation, error) {
+	ps, err := build(p)
+	if err != nil {
+		return nil, err
+	}
+	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{})}
+	inc.ctx, inc.cancel = context.WithCancel(context.Background())
+	for i := range workers {
+		inc.wg.Add(1)
+		go func() {
+			defer inc.wg.Done()
+			inc.work(fmt.Sprintf("p%d.w%d", p.id, i))
+		}()
+	}
+	inc.wg.Add(1)
+	go func() {
+		defer inc.wg.Done()
+		inc.campaign()
+	}()
+	return inc, nil
+}
+
+// stop closes the incarnation's Client (its holds end as Close begins)
+// and waits for its workers.
+func (inc *incarnation) stop() {
+	now := time.Now()
+	inc.mu.Lock()
+	inc.closeAt = now
+	for h := range inc.active {
+		inc.p.w.end(h, now)
+	}
+	inc.mu.Unlock()
+	inc.cancel()
+	inc.ps.close()
+	inc.wg.Wait()
+}
+
+// hold records a hold that began now, and watches lost for its loss
+// until the returned function is called, as its holder gives it up.
+func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
+	w := inc.p.w
+	h.Proc, h.Start = inc.p.id, time.Now()
+	w.mu.Lock()
+	h.ID = len(w.hist.Holds)
+	if c, ok := inc.p.claims[claimKey{h.Key, h.Token}]; ok {
+		h.Landed, h.Session = c.at, c.session
+	}
+	w.hist.Holds = append(w.hist.Holds, h)
+	w.fig.Holds++
+	w.mu.Unlock()
+	inc.mu.Lock()
+	closing := !inc.closeAt.IsZero()
+	inc.active[h] = struct{}{}
+	inc.mu.Unlock()
+	if closing {
+		w.end(h, time.Now())
+	}
+	released := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-lost:
+			w.lost(h, time.Now())
+		case <-released:
+		}
+	}()
+	return func() {
+		// A paused process runs no code: its holder gives up when it
+		// resumes.
+		inc.p.waitRunning(context.Background())
+		w.end(h, time.Now())
+		inc.mu.Lock()
+		delete(inc.active, h)
+		inc.mu.Unlock()
+		close(released)
+		<-done
+	}
+}
+
+// end records that h's holder began to give it up at t (the first time).
+func (w *world) end(h *Hold, t time.Time) {
+	w.mu.Lock()
+	if h.Ended.IsZero() {
+		h.Ended = t
+	}
+	w.mu.Unlock()
+}
+
+func (w *world) lost(h *Hold, t time.Time) {
+	w.mu.Lock()
+	if h.LostAt.IsZero() {
+		h.LostAt = t
+	}
+	w.mu.Unlock()
+}
+
+// work runs operations of every primitive, one at a time, until the
+// incarnation ends.
+func (inc *incarnation) work(who string) {
+	w := inc.p.w
+	for inc.ctx.Err() == nil {
+		if inc.p.waitRunning(inc.ctx) != nil {
+			return
+		}
+		time.Sleep(w.rand(0, inc.p.cfg.TTL))
+		if inc.ctx.Err() != nil {
+			return
+		}
+		ctx, done := w.op(inc.ctx)
+		switch x := w.rand(0, 100); {
+		case x < 35:
+			key := fmt.Sprintf("m%d", x%2)
+			if w.chance(0.05) {
+				// A key used now and then: idle long enough, a sweep
+				// compacts it, and its tokens must still grow.
+				key = "rare"
+			}
+			inc.mutex(ctx, who, key)
+		case x < 55:
+			inc.rw(ctx, who, "rw")
+		case x < 75:
+			inc.sem(ctx, who, "sem")
+		default:
+			inc.once(ctx, who, fmt.Sprintf("once%d", x%2))
+		}
+		done()
+	}
+}
+
+// holdFor is how long a holder keeps a hold: mostly under a TTL, now and
+// then for several (renewed meanwhile).
+func (inc *incarnation) holdFor() time.Duration {
+	ttl := inc.p.cfg.TTL
+	if inc.p.w.chance(0.2) {
+		return inc.p.w.rand(ttl, 4*ttl)
+	}
+	return inc.p.w.rand(0, ttl)
+}
+
+// waitFor is how long a Lock may wait.
+func (inc *incarnation) waitFor() time.Duration {
+	return inc.p.w.rand(inc.p.cfg.TTL, 8*inc.p.cfg.TTL)
+}
+
+// sleepCtx sleeps d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// unlockCtx bounds an unlock.
+func (inc *incarnation) unlockCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*inc.p.cfg.TTL)
+}
+
+func (inc *incarnation) mutex(ctx context.Context, who, key string) {
+	w := inc.p.w
+	m, err := inc.ps.mutex(key)
+	if err != nil {
+		panic(err)
+	}
+	try := w.chance(0.15)
+	call := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
+	defer cancel()
+	if try {
+		err = m.TryLockContext(lctx)
+	} else {
+		err = m.LockContext(lctx)
+	}
+	w.count(outcome("mutex", err))
+	if err != nil {
+		return
+	}
+	giveUp := inc.hold(&Hold{Who: who + "/" + m.Owner(), Prim: PrimMutex, Key: key, Token: m.Token(), Call: call, Try: try}, m.Lost())
+	sleepCtx(ctx, inc.holdFor())
+	giveUp()
+	uctx, ucancel := inc.unlockCtx()
+	defer ucancel()
+	_ = m.UnlockContext(uctx)
+}
+
+func (inc *incarnation) rw(ctx context.Context, who, key string) {
+	w := inc.p.w
+	m, err := inc.ps.rwmutex(key)
+	if err != nil {
+		panic(err)
+	}
+	write, try := w.chance(0.35), w.chance(0.1)
+	call := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
+	defer cancel()
+	switch {
+	case write && try:
+		err = m.TryLockContext(lctx)
+	case write:
+		err = m.LockContext(lctx)
+	case try:
+		err = m.TryRLockContext(lctx)
+	default:
+		err = m.RLockContext(lctx)
+	}
+	prim := PrimRead
+	if write {
+		prim = PrimWrite
+	}
+	w.count(outcome("rw-"+string(prim), err))
+	if err != nil {
+		return
+	}
+	giveUp := inc.hold(&Hold{Who: who + "/" + m.Owner(), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}, m.Lost())
+	sleepCtx(ctx, inc.holdFor())
+	giveUp()
+	uctx, ucancel := inc.unlockCtx()
+	defer ucancel()
+	if write {
+		_ = m.UnlockContext(uctx)
+	} else {
+		_ = m.RUnlockContext(uctx)
+	}
+}
+
+func (inc *incarnation) sem(ctx context.Context, who, key string) {
+	w := inc.p.w
+	s, err := inc.ps.semaphore(key)
+	if err != nil {
+		panic(err)
+	}
+	n := int64(1)
+	if w.chance(0.3) {
+		n = 2
+	}
+	call := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
+	defer cancel()
+	err = s.Acquire(lctx, n)
+	w.count(outcome("semaphore", err))
+	if err != nil {
+		return
+	}
+	giveUp := inc.hold(&Hold{Who: who + "/" + s.Owner(), Prim: PrimSem, Key: storedSem(key), Token: s.Token(), Call: call, Weight: n, Limit: inc.p.cfg.Limit}, s.Lost())
+	sleepCtx(ctx, inc.holdFor())
+	giveUp()
+	uctx, ucancel := inc.unlockCtx()
+	defer ucancel()
+	_ = s.ReleaseContext(uctx, n)
+}
+
+func (inc *incarnation) once(ctx context.Context, who, key string) {
+	w := inc.p.w
+	o, err := inc.ps.once(key)
+	if err != nil {
+		panic(err)
+	}
+	d := &Do{Proc: inc.p.id, Key: storedOnce(key), Call: time.Now()}
+	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
+	defer cancel()
+	err = o.Do(lctx, func(fctx context.Context) error {
+		tok, _ := dsync.TokenOf(fctx)
+		r := &Run{Proc: inc.p.id, Key: d.Key, Token: tok, Start: time.Now()}
+		w.mu.Lock()
+		w.hist.Runs = append(w.hist.Runs, r)
+		w.mu.Unlock()
+		d.Run = r
+		lost := make(chan struct{})
+		stop := context.AfterFunc(fctx, func() {
+			if errors.Is(context.Cause(fctx), dsync.ErrLost) {
+				close(lost)
+			}
+		})
+		giveUp := inc.hold(&Hold{Who: who + "/once", Prim: PrimOnce, Key: d.Key, Token: tok, Call: d.Call}, lost)
+		sleepCtx(fctx, inc.holdFor())
+		fails := w.chance(0.25)
+		giveUp()
+		stop()
+		r.End = time.Now()
+		if fctx.Err() != nil {
+			return context.Cause(fctx)
+		}
+		if fails {
+			return errors.New("f failed")
+		}
+		r.OK = true
+		return nil
+	})
+	d.Return, d.Err = time.Now(), err
+	w.mu.Lock()
+	w.hist.Dos = append(w.hist.Dos, d)
+	w.mu.Unlock()
+	w.count(outcome("once", err))
+}
+
+// outcome names an operation's outcome for the figures.
+func outcome(op string, err error) string {
+	switch {
+	case err == nil:
+		return op + " ok"
+	case errors.Is(err, dsync.ErrSpan):
+		return op + " refused (span)"
+	case errors.Is(err, dsync.ErrHeld):
+		return op + " held"
+	case errors.Is(err, dsync.ErrUnconfirmed), errors.Is(err, dsync.ErrRanTwice):
+		return op + " unconfirmed"
+	default:
+		return op + " failed"
+	}
+}

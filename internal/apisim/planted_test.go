@@ -1,0 +1,44 @@
+//go:build dsync_planted
+
+package apisim
+
+import (
+	"testing"
+
+	"github.com/go-dsync/dsync/internal/plant"
+)
+
+// plantBudget is how many seeds a planted bug may take to be caught.
+const plantBudget = 200
+
+// TestPlanted plants a bug in each layer above the engine, one at a time,
+// and asserts that the simulation catches it, by the promise it breaks,
+// within plantBudget seeds; it reports the seed that caught it.
+func TestPlanted(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		bug     plant.Bug
+		promise string
+	}{
+		{"MutexPastDeadline", plant.MutexPastDeadline, PromiseLost},
+		{"ReaderPastWriter", plant.ReaderPastWriter, PromiseReaders},
+		{"SemaphoreOverLimit", plant.SemaphoreOverLimit, PromiseLimit},
+		{"OnceLateRecord", plant.OnceLateRecord, PromiseOnce},
+		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plant.Set(c.bug)
+			defer plant.Set(plant.None)
+			for seed := int64(1); seed <= plantBudget; seed++ {
+				r := simulate(t, seed)
+				for _, v := range r.Violations {
+					if v.Promise == c.promise {
+						t.Logf("caught on seed %d: %v", seed, v)
+						return
+					}
+				}
+			}
+			t.Errorf("not caught in %d seeds", plantBudget)
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package apisim
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// proc is a simulated process: its configuration, the faults it suffers
+// (paused, cut off from the store, the store hanging for it, its clock
+// stepped), and what the oracle learned from its store.
+type proc struct {
+	w   *world
+	id  int
+	cfg procConfig
+
+	mu     sync.Mutex
+	paused chan struct{} // not nil while paused; closed at the resume
+	down   bool          // the store is unreachable
+	hang   chan struct{} // not nil while the store hangs; closed when it answers
+	offset time.Duration // how far its clock was stepped forward
+	pauses [][2]time.Time
+
+	// The oracle's view, guarded by w.mu.
+	claims map[claimKey]claimRec    // the claims it inserted that landed
+	leases map[string]*leaseLog     // its sessions' confirmations
+	dones  map[claimKey][]time.Time // replies that carried a done record
+}
+
+// procConfig is what a process is configured with; processes may
+// disagree on each.
+type procConfig struct {
+	TTL, Span, Idle time.Duration
+	Limit           int64 // the semaphore's
+}
+
+type claimKey struct {
+	key   string
+	token uint64
+}
+
+type claimRec struct {
+	session string
+	at      time.Time
+}
+
+// leaseLog is the confirmations of one session: each a reply that came,
+// and the deadline it would set.
+type leaseLog struct {
+	ttl     time.Duration
+	updates []leaseUpdate
+}
+
+type leaseUpdate struct{ at, deadline time.Time }
+
+// expiry is when the session stopped being valid, by the rule the
+// package documents: "a hold is valid until its session's local deadline:
+// the monotonic send time of the session's last confirmed open or renewal
+// plus the TTL minus a margin of TTL/20. A confirmation that arrives
+// after that deadline does not count, and the session is then retired for
+// good". The send times are the requests' as the store saw them, at or
+// after the library's, so this is at or after the library's deadline.
+func (l *leaseLog) expiry() time.Time {
+	var d time.Time
+	for i, u := range l.updates {
+		if !u.at.Before(u.deadline) && i == 0 {
+			return u.at // opened too late: never valid
+		}
+		if i > 0 && !u.at.Before(d) {
+			break
+		}
+		if u.deadline.After(d) {
+			d = u.deadline
+		}
+	}
+	return d
+}
+
+func newProc(w *world, id int, cfg procConfig) *proc {
+	return &proc{w: w, id: id, cfg: cfg,
+		claims: make(map[claimKey]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
+}
+
+// waitRunning returns once the process is not paused, or ctx's cause if
+// ctx ends first.
+func (p *proc) waitRunning(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		ch := p.paused
+		p.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// pause freezes the process for d: it sends nothing, takes no reply in,
+// and its timers (its Clock's) fire only when it resumes.
+func (p *proc) pause(d time.Duration) {
+	p.mu.Lock()
+	p.paused = make(chan struct{})
+	from := time.Now()
+	p.mu.Unlock()
+	time.Sleep(d)
+	p.mu.Lock()
+	close(p.paused)
+	p.paused = nil
+	p.pauses = append(p.pauses, [2]time.Time{from, time.Now()})
+	p.mu.Unlock()
+}
+
+// pausedAt returns when the pause that t falls in ended (zero: none).
+func (p *proc) pausedAt(t time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.pauses {
+		if !t.Before(pp[0]) && !t.After(pp[1]) {
+			return pp[1]
+		}
+	}
+	return time.Time{}
+}
+
+// pausedWithin reports whether the process was paused at some time in
+// [a, b].
+func (p *proc) pausedWithin(a, b time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.pauses {
+		if !pp[0].After(b) && !pp[1].Before(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// unreachable cuts the process off from the store for d: every request
+// fails at once.
+func (p *proc) unreachable(d time.Duration) {
+	p.setDown(true)
+	time.Sleep(d)
+	p.setDown(false)
+}
+
+func (p *proc) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+}
+
+// hangFor makes the store hang for the process for d: its requests wait
+// (until their senders give up), and land when the hang ends.
+func (p *proc) hangFor(d time.Duration) {
+	p.mu.Lock()
+	p.hang = make(chan struct{})
+	p.mu.Unlock()
+	time.Sleep(d)
+	p.mu.Lock()
+	close(p.hang)
+	p.hang = nil
+	p.mu.Unlock()
+}
+
+// step steps the process's clock forward by d, as a suspend that its
+// clock counts does (a monotonic clock never goes back).
+func (p *proc) step(d time.Duration) {
+	p.mu.Lock()
+	p.offset += d
+	p.mu.Unlock()
+}
+
+// clock is a process's dsync.Clock: time.Now stepped by the process's
+// steps, with timers that fire only while it runs.
+type clock struct{ p *proc }
+
+func (c clock) Now() time.Time {
+	c.p.mu.Lock()
+	off := c.p.offset
+	c.p.mu.Unlock()
+	return time.Now().Add(off)
+}
+
+func (c clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	t := time.AfterFunc(d, func() {
+		c.p.waitRunning(context.Background())
+		f()
+	})
+	return t.Stop
+}

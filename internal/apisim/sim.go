@@ -1,0 +1,341 @@
+// Package apisim is a simulation of dsync's public API: several simulated
+// processes, each with a real dsync.Client and its Mutex, RWMutex,
+// Semaphore, Once and leader.Election values, over one in-memory store
+// (package dsync/driver/memory) that each process reaches through a
+// faulty network of its own (store.go): requests slow, lost replies,
+// requests held back that land after their senders gave up, torn writes,
+// the store unreachable or hanging for a process; processes paused,
+// restarted and with their clocks stepped; the operator emptying the
+// collections; and processes that disagree on their configuration (TTL,
+// bucket span, idle age, semaphore limit). It runs in fake time
+// (testing/synctest), one seed at a time, and checks what the processes
+// saw through the API against one checker per promise of the package
+// documentation (check.go).
+//
+// The checkers need to know when a hold stopped being valid; the library
+// does not say, and Lost() may be late (that is one of the promises
+// checked). The stores tell an oracle instead: when each claim landed,
+// and when each renewal of a session was sent and its reply came back,
+// from which it derives each session's deadline by the documented rule
+// (an upper bound of the library's own: see leaseLog.expiry).
+//
+// What it does not model: a pause freezes a process's requests, replies
+// and its primitives' timers (their Clock), not its goroutines, and not
+// its elections' timers (package leader takes no Clock); clock steps go
+// forward only (a monotonic clock never goes back; a suspend it counts);
+// backups restored; Fence and the gocron Locker. The figures of a run say
+// which faults it met; the planted bugs (planted_test.go, -tags
+// dsync_planted) show that each checker catches what it is for.
+package apisim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options shape a run.
+type Options struct {
+	Procs    int           // processes (default 4)
+	Workers  int           // workers per process (default 2), besides its candidate
+	Duration time.Duration // fake time simulated (default 30 s)
+}
+
+// Figures are what a run did.
+type Figures struct {
+	Seeds            int
+	Ops              map[string]int // operations by primitive and outcome
+	Holds            int
+	Requests         int
+	Faults           map[string]int // by kind
+	Emptyings        int
+	SessionEmptyings int
+	Restarts         int
+	Pauses           int
+	ClockSteps       int
+	Disagreements    int // processes configured unlike the first
+	Compacted        int // documents the sweeps of idle keys deleted
+	Violations       int
+	// What the checkers had to judge: holds lost (Lost() closed before
+	// their holder gave them up), pairs of Locks whose order FIFO fixes,
+	// Dos that ran f and returned nil.
+	Losses, FIFOPairs, OnceWinners int
+}
+
+// Add adds o's figures to f's.
+func (f *Figures) Add(o Figures) {
+	if f.Ops == nil {
+		f.Ops, f.Faults = make(map[string]int), make(map[string]int)
+	}
+	f.Seeds += o.Seeds
+	for k, v := range o.Ops {
+		f.Ops[k] += v
+	}
+	for k, v := range o.Faults {
+		f.Faults[k] += v
+	}
+	f.Holds += o.Holds
+	f.Requests += o.Requests
+	f.Emptyings += o.Emptyings
+	f.SessionEmptyings += o.SessionEmptyings
+	f.Restarts += o.Restarts
+	f.Pauses += o.Pauses
+	f.ClockSteps += o.ClockSteps
+	f.Disagreements += o.Disagreements
+	f.Compacted += o.Compacted
+	f.Violations += o.Violations
+	f.Losses += o.Losses
+	f.FIFOPairs += o.FIFOPairs
+	f.OnceWinners += o.OnceWinners
+}
+
+// String is the summary line.
+func (f Figures) String() string {
+	kv := func(m map[string]int) string {
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(&b, " %s=%d", k, m[k])
+		}
+		return strings.TrimSpace(b.String())
+	}
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs, %d Dos that ran f and returned nil; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.OnceWinners, f.Violations)
+}
+
+// Report is one seed's run.
+type Report struct {
+	Seed       int64
+	History    *History
+	Figures    Figures
+	Violations []Violation
+}
+
+// Simulate simulates one seed. It must run in a testing/synctest bubble: it
+// sleeps for the fake time it simulates.
+func Simulate(seed int64, o Options) Report {
+	w := debugWorld(seed, o)
+	vs := Check(&w.hist)
+	w.fig.Seeds, w.fig.Violations = 1, len(vs)
+	w.fig.FIFOPairs = fifoPairs(&w.hist)
+	for _, h := range w.hist.Holds {
+		if !h.LostAt.IsZero() && (h.Ended.IsZero() || h.LostAt.Before(h.Ended)) {
+			w.fig.Losses++
+		}
+	}
+	for _, d := range w.hist.Dos {
+		if d.Err == nil && d.Run != nil {
+			w.fig.OnceWinners++
+		}
+	}
+	return Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
+}
+
+// debugWorld runs a seed and returns its world.
+func debugWorld(seed int64, o Options) *world {
+	if o.Procs == 0 {
+		o.Procs = 4
+	}
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.Duration == 0 {
+		o.Duration = 30 * time.Second
+	}
+	w := newWorld(seed)
+	members, closeMembers := newMembers()
+	w.members = members
+	cfgs := configs(w, o.Procs)
+	var maxTTL time.Duration
+	for i, c := range cfgs {
+		w.procs = append(w.procs, newProc(w, i, c))
+		maxTTL = max(maxTTL, c.TTL)
+		if c != cfgs[0] {
+			w.fig.Disagreements++
+		}
+	}
+	end := time.Now().Add(o.Duration)
+	var drivers sync.WaitGroup
+	for _, p := range w.procs {
+		drivers.Add(1)
+		go func() {
+			defer drivers.Done()
+			p.live(o.Workers, end)
+		}()
+	}
+	drivers.Add(1)
+	go func() {
+		defer drivers.Done()
+		w.operate(end, maxTTL)
+	}()
+	drivers.Wait()
+	w.inflight.Wait()
+	closeMembers()
+	w.finish()
+	return w
+}
+
+// configs draws the processes' configurations: most seeds agree, others
+// have processes disagree on TTL, idle age and semaphore limit, and a few
+// on the bucket span (those refused with ErrSpan).
+func configs(w *world, n int) []procConfig {
+	draw := func() procConfig {
+		c := procConfig{
+			TTL:   []time.Duration{600 * time.Millisecond, time.Second, 1500 * time.Millisecond}[w.rand(0, 3)],
+			Span:  4 * time.Second,
+			Limit: 2 + int64(w.rand(0, 2)),
+		}
+		switch x := w.rand(0, 10); {
+		case x < 2:
+			c.Span = 8 * time.Second
+		case x < 3:
+			// At least the sweep lock's TTL (15 s): only then do the
+			// sweeps compact (TestSweepWithShortSpan), in runs longer
+			// than the idle age (-apisim.duration).
+			c.Span = 16 * time.Second
+		}
+		if w.chance(0.4) {
+			c.Idle = 4 * c.Span
+		}
+		return c
+	}
+	first := draw()
+	cfgs := make([]procConfig, n)
+	disagree, spans := w.chance(0.4), w.chance(0.1)
+	for i := range cfgs {
+		cfgs[i] = first
+		if i > 0 && disagree {
+			d := draw()
+			d.Span = first.Span
+			if d.Idle > 0 {
+				d.Idle = 4 * d.Span
+			}
+			cfgs[i] = d
+		}
+		if i > 0 && spans && w.chance(0.5) {
+			cfgs[i].Span = 12 * time.Second
+			if cfgs[i].Idle > 0 {
+				cfgs[i].Idle = 4 * cfgs[i].Span
+			}
+		}
+	}
+	return cfgs
+}
+
+// live runs process p until end: an incarnation after another, with the
+// faults of its seed between.
+func (p *proc) live(workers int, end time.Time) {
+	w := p.w
+	inc, err := p.start(workers)
+	if err != nil {
+		panic(err)
+	}
+	ttl := p.cfg.TTL
+	for {
+		time.Sleep(w.rand(500*time.Millisecond, 4*time.Second))
+		if !time.Now().Before(end) {
+			break
+		}
+		var kinds []string
+		for _, k := range []string{"unreachable", "hang", "pause", "step", "restart"} {
+			if w.rates.procFaults[k] {
+				kinds = append(kinds, k)
+			}
+		}
+		if len(kinds) == 0 {
+			continue
+		}
+		switch kinds[w.rand(0, time.Duration(len(kinds)))] {
+		case "unreachable":
+			w.fault("unreachable")
+			p.unreachable(w.rand(ttl/4, 3*ttl))
+		case "hang":
+			w.fault("hang")
+			p.hangFor(w.rand(ttl/4, 3*ttl))
+		case "pause":
+			w.mu.Lock()
+			w.fig.Pauses++
+			w.mu.Unlock()
+			p.pause(w.rand(ttl/10, 2*ttl))
+		case "step":
+			w.mu.Lock()
+			w.fig.ClockSteps++
+			w.mu.Unlock()
+			p.step(w.rand(time.Millisecond, ttl))
+		case "restart":
+			w.mu.Lock()
+			w.fig.Restarts++
+			w.mu.Unlock()
+			inc.stop()
+			time.Sleep(w.rand(0, ttl))
+			if inc, err = p.start(workers); err != nil {
+				panic(err)
+			}
+		}
+	}
+	inc.stop()
+}
+
+// operate is the operator: he empties the collections now and then
+// (while nothing is held or awaited), and the sessions collection alone.
+func (w *world) operate(end time.Time, maxTTL time.Duration) {
+	if !w.rates.emptyings && !w.rates.sessEmptyings {
+		return
+	}
+	for {
+		time.Sleep(w.rand(3*time.Second, 12*time.Second))
+		if !time.Now().Before(end) {
+			return
+		}
+		if w.rates.emptyings && (!w.rates.sessEmptyings || w.chance(0.5)) {
+			w.empty()
+		} else {
+			w.emptySessions(maxTTL)
+		}
+	}
+}
+
+// finish gives each hold its deadline, by the oracle, and each Do the
+// replies that carried its record; and the slack of Lost().
+func (w *world) finish() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.hist.Holds {
+		p := w.procs[h.Proc]
+		if l := p.leases[h.Session]; l != nil {
+			h.Deadline = l.expiry()
+		}
+		h.LostSlack = lostSlack
+		h.Paused = p.pausedWithin(h.Deadline, h.Start)
+		if resume := p.pausedAt(h.Deadline); !resume.IsZero() {
+			h.LostSlack += resume.Sub(h.Deadline)
+		}
+	}
+	for _, r := range w.hist.Runs {
+		if c, ok := w.procs[r.Proc].claims[claimKey{r.Key, r.Token}]; ok {
+			if l := w.procs[r.Proc].leases[c.session]; l != nil {
+				r.Deadline = l.expiry()
+			}
+		}
+	}
+	for _, d := range w.hist.Dos {
+		if d.Run == nil {
+			continue
+		}
+		p := w.procs[d.Proc]
+		k := claimKey{d.Key, d.Run.Token}
+		d.Confirmed = p.dones[k]
+		if c, ok := p.claims[k]; ok {
+			if l := p.leases[c.session]; l != nil {
+				d.Deadline = l.expiry()
+			}
+		}
+	}
+}
+
+// lostSlack is how late Lost() may close past the deadline in fake time:
+// the library sends times to the store rounded to the millisecond, and
+// its timers, in a synctest bubble, fire on time.
+const lostSlack = 2 * time.Millisecond

@@ -1,0 +1,94 @@
+package apisim
+
+import (
+	"flag"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	simSeeds = flag.Int("apisim.seeds", 0, "public-API simulation: seeds to run (default 200; 20 with -short)")
+	simSeed  = flag.Int64("apisim.seed", -1, "public-API simulation: run only this seed, and show its violations in full")
+	simDur   = flag.Duration("apisim.duration", 0, "public-API simulation: fake time simulated per seed (default 30s)")
+)
+
+// seeds is the seeds of a run: -apisim.seed alone, or the first
+// -apisim.seeds.
+func seeds() []int64 {
+	if *simSeed >= 0 {
+		return []int64{*simSeed}
+	}
+	n := *simSeeds
+	if n == 0 {
+		n = 200
+		if testing.Short() {
+			n = 20
+		}
+	}
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(i + 1)
+	}
+	return s
+}
+
+// simulate runs one seed in a bubble of its own.
+func simulate(t *testing.T, seed int64) Report {
+	var r Report
+	synctest.Test(t, func(t *testing.T) {
+		r = Simulate(seed, Options{Duration: *simDur})
+	})
+	return r
+}
+
+// TestSimulation runs the public API under every fault of the seeds, and
+// checks every promise; it prints one summary line.
+func TestSimulation(t *testing.T) {
+	var total Figures
+	start := time.Now()
+	for _, seed := range seeds() {
+		r := simulate(t, seed)
+		total.Add(r.Figures)
+		for i, v := range r.Violations {
+			if i == 5 && *simSeed < 0 {
+				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
+				break
+			}
+			t.Errorf("seed %d: %v", seed, v)
+		}
+	}
+	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
+}
+
+// TestDebugSeed runs -apisim.seed again and again until it breaks a
+// promise (goroutines' order is not the seed's), and shows the sessions
+// of the holds whose Lost() was late: every confirmation the oracle saw.
+func TestDebugSeed(t *testing.T) {
+	if *simSeed < 0 {
+		t.Skip("needs -apisim.seed")
+	}
+	var w *world
+	for range 30 { // goroutines' order is not the seed's: try again until it breaks
+		synctest.Test(t, func(t *testing.T) {
+			w = debugWorld(*simSeed, Options{Duration: *simDur})
+		})
+		if len(Check(&w.hist)) > 0 {
+			break
+		}
+	}
+	for _, v := range Check(&w.hist) {
+		t.Error(v)
+	}
+	for _, h := range w.hist.Holds {
+		if h.Deadline.IsZero() || (!h.Ended.IsZero() && h.Ended.Before(h.Deadline)) || (!h.LostAt.IsZero() && !h.LostAt.After(h.Deadline)) {
+			continue
+		}
+		t.Logf("%v session %s ended %v lost %v", h, h.Session, h.Ended.Format(tf), h.LostAt.Format(tf))
+		if l := w.procs[h.Proc].leases[h.Session]; l != nil {
+			for _, u := range l.updates {
+				t.Logf("   confirmed at %v deadline %v", u.at.Format(tf), u.deadline.Format(tf))
+			}
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package apisim
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// procStore is one process's way to the shared store: a driver.Store
+// (and driver.Feed, the memory store's) that delays, reorders, tears and
+// loses what the process sends, as dsync/driver allows a store and a
+// network to, and tells the world's oracle what landed and what was
+// confirmed. Sessions are kept by the world (sessions.go), so that the
+// operator can empty their collection alone.
+type procStore struct {
+	*memory.Store
+	p *proc
+}
+
+var (
+	_ driver.Store = (*procStore)(nil)
+	_ driver.Feed  = (*procStore)(nil)
+)
+
+// Errors the simulated network gives.
+var (
+	errUnreachable = errors.New("apisim: store unreachable")
+	errReplyLost   = errors.New("apisim: connection reset (the reply was lost)")
+)
+
+// plan is what the network does to one request.
+type plan struct {
+	there, back time.Duration // the request's way to the store, the reply's back
+	lost        bool          // the reply never comes: the sender learns of an error
+	torn        bool          // applied in parts, others' requests landing between
+}
+
+// request sends one request of the process: it waits while the process
+// is paused (nothing is sent), fails at once while the store is
+// unreachable, and otherwise applies apply at the store after the
+// request's way there (which a hang of the store lengthens until the hang
+// ends), whatever the sender does meanwhile: a sender whose ctx ends
+// first returns, and its request lands later, after its later requests.
+// The reply comes back after its own delay, unless lost. done, if not
+// nil, runs when the reply reaches the sender (for the oracle). What
+// apply writes may be read only when request returns nil: after an
+// error, the request may still be landing.
+func (s *procStore) request(ctx context.Context, op string, apply func(pl plan), done func(sent time.Time)) error {
+	p := s.p
+	if err := p.waitRunning(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	sent := time.Now()
+	pl, hang, down := p.w.planRequest(p, op)
+	if down {
+		return errUnreachable
+	}
+	applied := make(chan struct{})
+	p.w.inflight.Add(1)
+	go func() {
+		defer p.w.inflight.Done()
+		if hang != nil {
+			<-hang
+		}
+		time.Sleep(pl.there)
+		apply(pl)
+		close(applied)
+	}()
+	select {
+	case <-applied:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(pl.back)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	// A paused process takes its replies in when it resumes.
+	p.waitRunning(context.Background())
+	if pl.lost {
+		return errReplyLost
+	}
+	if done != nil {
+		done(sent)
+	}
+	return nil
+}
+
+// Insert implements driver.Store.
+func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
+	var err error
+	rerr := s.request(ctx, "insert", func(plan) {
+		err = s.Store.Insert(context.Background(), d)
+		if err == nil {
+			s.p.w.landed(s.p, d)
+		}
+	}, func(time.Time) {
+		if err == nil && d.Kind == driver.KindDone {
+			s.p.w.doneReply(s.p, d.Key, d.Token)
+		}
+	})
+	if rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// InsertOrdered implements driver.Store: torn, the documents land one
+// after the other with others' requests between them.
+func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+	dup := -1
+	err := s.request(ctx, "insert-ordered", func(pl plan) {
+		for i, d := range docs {
+			if pl.torn && i > 0 {
+				time.Sleep(s.p.w.tearGap())
+			}
+			if s.Store.Insert(context.Background(), d) != nil {
+				dup = i
+				return
+			}
+			s.p.w.landed(s.p, d)
+		}
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	return dup, nil
+}
+
+// InsertEach implements driver.Store: torn, the documents land in any
+// order, apart.
+func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	res := make([]error, len(docs)) // written by the request, which may land after it returned
+	err := s.request(ctx, "insert-each", func(pl plan) {
+		order := s.p.w.perm(len(docs), pl.torn)
+		for n, i := range order {
+			if pl.torn && n > 0 {
+				time.Sleep(s.p.w.tearGap())
+			}
+			res[i] = s.Store.Insert(context.Background(), docs[i])
+			if res[i] == nil {
+				s.p.w.landed(s.p, docs[i])
+			}
+		}
+	}, nil)
+	if err == nil {
+		return res
+	}
+	errs := make([]error, len(docs))
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// Get implements driver.Store.
+func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	var d driver.Doc
+	var found bool
+	err := s.request(ctx, "get", func(plan) {
+		d, found, _ = s.Store.Get(context.Background(), id)
+	}, func(time.Time) {
+		if found && d.Kind == driver.KindDone {
+			s.p.w.doneReply(s.p, d.Key, d.Token)
+		}
+	})
+	if err != nil {
+		return driver.Doc{}, false, err
+	}
+	return d, found, nil
+}
+
+// Delete implements driver.Store: torn, it is applied as a read of the
+// documents that exist and a later delete of each.
+func (s *procStore) Delete(ctx context.Context, ids []string) error {
+	return s.request(ctx, "delete", func(pl plan) {
+		if !pl.torn {
+			_ = s.Store.Delete(context.Background(), ids)
+			return
+		}
+		var there []string
+		for _, id := range ids {
+			if _, ok, _ := s.Store.Get(context.Background(), id); ok {
+				there = append(there, id)
+			}
+		}
+		for _, id := range there {
+			time.Sleep(s.p.w.tearGap())
+			s.Store.DeleteNow(id)
+		}
+	}, nil)
+}
+
+// RecentKeys implements driver.Store.
+func (s *procStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+	var keys []string
+	if err := s.request(ctx, "recent-keys", func(plan) { keys, _ = s.Store.RecentKeys(context.Background(), from) }, nil); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// Compact implements driver.Store (applied whole: the contract lets a
+// store tear it only with care for done records, which the memory store
+// takes).
+func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+	var n int64
+	if err := s.request(ctx, "compact", func(plan) {
+		n, _ = s.Store.Compact(context.Background(), sentBefore, keep)
+		s.p.w.compacted(n)
+	}, nil); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// DropGates implements driver.Store.
+func (s *procStore) DropGates(ctx context.Context, below int64) error {
+	return s.request(ctx, "drop-gates", func(plan) { _ = s.Store.DropGates(context.Background(), below) }, nil)
+}
+
+// PutKeys implements driver.Store.
+func (s *procStore) PutKeys(ctx context.Context, keys []string) error {
+	return s.request(ctx, "put-keys", func(plan) { _ = s.Store.PutKeys(context.Background(), keys) }, nil)
+}
+
+// HasKey implements driver.Store.
+func (s *procStore) HasKey(ctx context.Context, key string) (bool, error) {
+	var ok bool
+	if err := s.request(ctx, "has-key", func(plan) { ok, _ = s.Store.HasKey(context.Background(), key) }, nil); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// ListKeys implements driver.Store (unfaulted: only listings read it,
+// and the simulation lists nothing).
+func (s *procStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+	return s.Store.ListKeys(ctx, q)
+}
+
+// InsertSession implements driver.Store.
+func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	var err error
+	rerr := s.request(ctx, "insert-session", func(plan) { err = s.p.w.sess.insert(sess) }, func(sent time.Time) {
+		if err == nil {
+			s.p.w.confirmed(s.p, sess.ID, sent)
+		}
+	})
+	if rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// RenewSession implements driver.Store: torn, its read of the document
+// and its raise of the expiry are apart (an emptying between them leaves
+// the session gone, though the reply says found).
+func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	var found bool
+	err := s.request(ctx, "renew-session", func(pl plan) {
+		if !pl.torn {
+			found = s.p.w.sess.renew(id, gen, expires)
+			return
+		}
+		if found = s.p.w.sess.has(id, gen); found {
+			time.Sleep(s.p.w.tearGap())
+			s.p.w.sess.renew(id, gen, expires)
+		}
+	}, func(sent time.Time) {
+		if found {
+			s.p.w.confirmed(s.p, id, sent)
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	return found, nil
+}
+
+// GetSession implements driver.Store.
+func (s *procStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	var sess driver.Session
+	var found bool
+	if err := s.request(ctx, "get-session", func(plan) { sess, found = s.p.w.sess.get(id) }, nil); err != nil {
+		return driver.Session{}, false, err
+	}
+	return sess, found, nil
+}
+
+// isWrite reports whether op changes the store (the ops a held-back
+// request matters for).
+func isWrite(op string) bool {
+	return strings.HasPrefix(op, "insert") || strings.HasPrefix(op, "renew") || op == "delete" || op == "compact" || op == "drop-gates" || op == "put-keys"
+}

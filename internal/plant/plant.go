@@ -1,0 +1,46 @@
+// Package plant switches the bugs planted above the engine (in dsync and
+// leader) for the negative controls of the public-API simulation
+// (internal/apisim). Only a build with -tags dsync_planted can plant one:
+// in every other build On is false and the bugs' branches compile away.
+package plant
+
+import "sync/atomic"
+
+// Bug is a planted error of a layer above the engine.
+type Bug int32
+
+const (
+	// None: nothing planted.
+	None Bug = iota
+	// MutexPastDeadline: a session's deadline timer fires a TTL late, so
+	// a hold whose lease could not be renewed stays valid locally (Lost()
+	// open) past its deadline.
+	MutexPastDeadline
+	// ReaderPastWriter: the engine lets a reader pass a writer that waits
+	// (chain.BugReadersPassWaitingWriters), so the writer then holds
+	// beside readers.
+	ReaderPastWriter
+	// SemaphoreOverLimit: a Semaphore's claims carry a limit one above
+	// the one it was made with.
+	SemaphoreOverLimit
+	// OnceLateRecord: Once.Do counts a done record whose reply came after
+	// its hold ended, and returns nil.
+	OnceLateRecord
+	// LeaderKeepsTerm: an election ignores the loss of its lease, so its
+	// leadership context lives on while another candidate leads.
+	LeaderKeepsTerm
+)
+
+var planted atomic.Int32
+
+// Set plants b (None: nothing) for every Client and Election of the
+// process until the next Set. It panics unless the build can plant.
+func Set(b Bug) {
+	if b != None && !On {
+		panic("plant: planting a bug needs -tags dsync_planted")
+	}
+	planted.Store(int32(b))
+}
+
+// Is reports whether b is planted.
+func Is(b Bug) bool { return On && Bug(planted.Load()) == b }
