@@ -38,10 +38,34 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	if !exp.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
+	live, b, err := e.sessionLives(ctx, d, earliest, b)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	if live {
+		return false, "", Doc{}, b, nil
+	}
+	// The session expired before the read was sent (or has been missing
+	// for its TTL): its owner stopped relying on it at its local deadline,
+	// earlier still. Record that, for good.
+	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: e.clock.ServerNow().Latest}
+	err = e.store.Insert(ctx, dead)
+	if err != nil && !errors.Is(err, ErrExists) {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	return true, KindDead, dead, Blocker{}, nil
+}
+
+// sessionLives reads the session of claim d, whose expiry as known (b's)
+// is earlier than earliest, and decides whether it may still live: read
+// with a later expiry, or missing for less than d's TTL. If so, b is
+// returned with when to look again.
+func (e *Engine) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker) (live bool, _ Blocker, err error) {
+	exp := b.ExpiresAt
 	sent := e.clock.Mono()
 	s, found, err := e.store.GetSession(ctx, d.Session)
 	if err != nil {
-		return false, "", Doc{}, Blocker{}, err
+		return false, Blocker{}, err
 	}
 	replied := e.clock.Mono()
 	switch {
@@ -51,7 +75,7 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 			b.ExpiresAt = s.ExpiresAt
 		}
 		if !b.ExpiresAt.Before(earliest) {
-			return false, "", Doc{}, b, nil
+			return true, b, nil
 		}
 	case d.TTL > 0 && !e.has(BugAbsentIsDead):
 		// Missing for the TTL as of this read's send, not its reply: the
@@ -63,18 +87,10 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 		}
 		if since := e.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
 			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
-			return false, "", Doc{}, b, nil
+			return true, b, nil
 		}
 	}
-	// The session expired before the read was sent (or has been missing
-	// for its TTL): its owner stopped relying on it at its local deadline,
-	// earlier still. Record that, for good.
-	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: e.clock.ServerNow().Latest}
-	err = e.store.Insert(ctx, dead)
-	if err != nil && !errors.Is(err, ErrExists) {
-		return false, "", Doc{}, Blocker{}, err
-	}
-	return true, KindDead, dead, Blocker{}, nil
+	return false, b, nil
 }
 
 // judgedByExpiry reports whether a session read (s, found), sent at

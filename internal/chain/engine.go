@@ -15,7 +15,7 @@ import (
 type Config struct {
 	// ViewTrust: a claim's insert is proven above every pruned epoch by
 	// the key's coverage as known less than ViewTrust before it was sent
-	// (see claim.go).
+	// (see claimrun.go).
 	ViewTrust time.Duration
 	// AcquireWindow: an insert proven by the coverage known before it
 	// counts only if its reply arrived less than AcquireWindow after it
@@ -138,96 +138,6 @@ type Engine struct {
 	bug Bug
 }
 
-// Bug plants a protocol error, for the simulation's negative controls.
-type Bug int
-
-const (
-	NoBug Bug = iota
-	// BugWithdrawAsRelease records withdrawals as releases: walkers stop
-	// at a withdrawn claim as if everything below it had ended.
-	BugWithdrawAsRelease
-	// BugNoFloorProof inserts above whatever epoch it knows, below the
-	// floor of the gate that covers the key too, and counts every
-	// successful insert, even one that landed in a hole pruning left.
-	BugNoFloorProof
-	// BugEndBySession names end markers by epoch and session instead of
-	// by the claim's nonce, so withdrawing an insert of unknown outcome can
-	// end a later claim of the same epoch in the same session.
-	BugEndBySession
-	// BugRenewSameGen keeps renewing a session's document after a renewal
-	// of it had an unknown outcome: on a store whose updates are not
-	// atomic, that renewal can then be applied over a later one and lower
-	// the expiry its owner trusts.
-	BugRenewSameGen
-	// BugTrustCache holds on what the engine learned earlier without the
-	// store confirming it: a claim above the engine's own last release
-	// holds at once, and a missing claim is taken for a pruned one without
-	// a floor. A store emptied or restored then lets two claims hold.
-	BugTrustCache
-	// BugAbsentIsDead takes a session whose documents are all missing for
-	// dead at once, as if every missing session had expired long ago.
-	BugAbsentIsDead
-	// BugAbsenceNeverStale keeps a run of reads that found a session
-	// missing however long ago the last of them was: a session that came
-	// back and vanished again between two reads of a run is taken for
-	// dead while its owner still holds.
-	BugAbsenceNeverStale
-	// BugAbsenceToReply counts how long a session was found missing to
-	// the reply of the last read, not its send: a read that landed before
-	// the owner re-created its session and replied after can find it
-	// missing for a TTL while the owner holds on.
-	BugAbsenceToReply
-	// BugPruneEarly prunes below the floor of a gate as soon as it knows
-	// the gate, before the store's time is past its bucket: a process
-	// still covered by the gate before, whose floor is lower, can insert
-	// into the hole.
-	BugPruneEarly
-	// BugHeadsByKey remembers the claims confirmed to hold at their
-	// insert by key instead of by nonce: another claim of the same key in
-	// the same engine, still waiting, then takes the confirmation for its
-	// own.
-	BugHeadsByKey
-	// BugSharedPassesAll lets a shared claim pass every live claim below
-	// it, exclusive ones too.
-	BugSharedPassesAll
-	// BugAnyReleaseStops ends every walk at any release, as if every claim
-	// were exclusive: a release of a shared or weighted claim does not say
-	// that the claims below it had ended.
-	BugAnyReleaseStops
-	// BugWeightsNotSummed checks each live weighted claim below a weighted
-	// claim against the limit alone, not their sum.
-	BugWeightsNotSummed
-	// BugLateConfirmKept (a Lease bug) ignores a renewal confirmed past
-	// the deadline but keeps the lease: the next renewal is due in the
-	// past, and so is every one after it, until the deadline timer runs.
-	BugLateConfirmKept
-	// BugLateConfirmExtends (a Lease bug) counts a renewal confirmed past
-	// the deadline, extending a lease that another process may already
-	// have taken over.
-	BugLateConfirmExtends
-	// BugCompactResetsTokens starts a new segment at a fixed low base (the
-	// lowest epoch above it that has no claim), as if a key the sweeper
-	// compacted had never been used: its tokens start again below those
-	// of holds before the compaction.
-	BugCompactResetsTokens
-	// BugNoCoverage relies on a segment once known, whether or not a gate
-	// still covers it: after a lapse, a new segment and the old one both
-	// hold.
-	BugNoCoverage
-	// BugStartSkipsPrevBucket omits, from a start's gates, the bucket
-	// before the earliest possible store time, so a start can miss the
-	// gate a covered segment relies on.
-	BugStartSkipsPrevBucket
-	// BugFloorNotMonotone records in a gate only the floor this process
-	// vouches for itself, not that of the gate before: a later gate can
-	// then carry a lower floor than one a prune relied on.
-	BugFloorNotMonotone
-	// BugSpanIgnored relies on a segment whatever bucket span the store's
-	// protocol document records: segments of two spans never meet at a
-	// gate.
-	BugSpanIgnored
-)
-
 // keyState is what this process knows of a key. Every field is a fact
 // about the chain as the store held it when it was learned; none is acted
 // on without the store confirming it (see Claim and Walk).
@@ -296,23 +206,6 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	e.spanNs.Store(int64(cfg.Span))
 	return e, nil
 }
-
-// Planted reports whether this build can plant protocol errors (SetBug):
-// only one built with -tags dsync_planted, for the negative controls. In
-// every other build the planted errors' branches compile away.
-const Planted = planted
-
-// SetBug plants a protocol error, for the negative controls; it panics in
-// a build without them (Planted).
-func (e *Engine) SetBug(b Bug) {
-	if b != NoBug && !planted {
-		panic("chain: planting a bug needs -tags dsync_planted")
-	}
-	e.bug = b
-}
-
-// has reports whether b is planted.
-func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
 
 // state returns key's entry, creating it; e.mu must be held.
 //

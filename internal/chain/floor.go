@@ -20,7 +20,7 @@ import (
 //
 //   - A claim is inserted above the floor of the gate that covers its
 //     segment, never at or below it; an insert that the coverage known
-//     around it cannot prove so is given up (claim.go).
+//     around it cannot prove so is given up (claimrun.go).
 //   - A walk stops below the floor: every epoch there has ended.
 //   - Only epochs below the floor of a gate of bucket b are pruned, and
 //     only once the store's time is PruneDelay past the start of bucket

@@ -82,21 +82,8 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 	if ks.seg != seg || seg == 0 || ks.floor.Epoch <= seg+1 {
 		return // no floor known: the gates of lower buckets have none either
 	}
-	// The highest bucket b with the store's time PruneDelay past the start
-	// of b+1, among those this process knows a gate of.
-	b := min(e.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
-	if e.has(BugPruneEarly) {
-		b = ks.cover
-	}
-	if b <= ks.pruned {
-		return
-	}
-	g, found, err := e.store.Get(ctx, GateID(key, b))
-	if err != nil {
-		return
-	}
-	if !found || g.Kind != KindGate || g.Seg != seg || g.Floor.Epoch <= seg+1 {
-		e.notePruned(key, seg, b, 0)
+	g, b, ok := e.pruneGate(ctx, key, seg, ks)
+	if !ok {
 		return
 	}
 	hi := g.Floor.Epoch
@@ -109,14 +96,59 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		return
 	}
 	end := min(hi, lo+pruneChunk)
+	ids, ok := e.pruneIDs(ctx, key, seg, g, lo, end)
+	if !ok {
+		return
+	}
+	if len(ids) > 0 {
+		if err := e.store.Delete(ctx, ids); err != nil {
+			return
+		}
+	}
+	if end == hi {
+		e.notePruned(key, seg, b, hi)
+	} else {
+		e.notePruned(key, seg, b-1, end)
+	}
+}
+
+// pruneGate returns the gate, of bucket b, whose floor key's segment seg
+// (known as ks) may be pruned below now; ok is false if there is none to
+// prune below yet (a gate that gives no floor to prune below is recorded
+// as pruned).
+func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keyState) (g Doc, b int64, ok bool) {
+	// The highest bucket b with the store's time PruneDelay past the start
+	// of b+1, among those this process knows a gate of.
+	b = min(e.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
+	if e.has(BugPruneEarly) {
+		b = ks.cover
+	}
+	if b <= ks.pruned {
+		return Doc{}, 0, false
+	}
+	g, found, err := e.store.Get(ctx, GateID(key, b))
+	if err != nil {
+		return Doc{}, 0, false
+	}
+	if !found || g.Kind != KindGate || g.Seg != seg || g.Floor.Epoch <= seg+1 {
+		e.notePruned(key, seg, b, 0)
+		return Doc{}, 0, false
+	}
+	return g, b, true
+}
+
+// pruneIDs returns the IDs of the documents of epochs [lo, end) that a
+// prune below gate g of segment seg deletes: each claim sent before g
+// was, its shadow and its end marker (this process's own claims, copied
+// under the lock, without a read). ok is false if a read failed.
+func (e *Engine) pruneIDs(ctx context.Context, key string, seg uint64, g Doc, lo, end uint64) (ids []string, ok bool) {
 	mine := e.mineBetween(key, seg, lo, end)
-	var ids []string
 	for epoch := lo; epoch < end; epoch++ {
 		r, ok := mine[epoch]
 		if !ok {
 			d, found, err := e.store.Get(ctx, ClaimID(key, epoch))
 			if err != nil {
-				return
+				return nil, false
 			}
 			if !found || d.Kind != KindClaim {
 				continue
@@ -130,16 +162,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		}
 		ids = append(ids, ShadowID(key, epoch, r.nonce), EndID(key, epoch, r.nonce), ClaimID(key, epoch))
 	}
-	if len(ids) > 0 {
-		if err := e.store.Delete(ctx, ids); err != nil {
-			return
-		}
-	}
-	if end == hi {
-		e.notePruned(key, seg, b, hi)
-	} else {
-		e.notePruned(key, seg, b-1, end)
-	}
+	return ids, true
 }
 
 // pruneStart returns the lowest epoch of segment seg below hi whose claim
@@ -174,6 +197,14 @@ func (e *Engine) pruneStart(ctx context.Context, key string, seg, hi uint64) (ui
 			low = p
 		}
 	}
+	return runStart(exists, low, present, hi)
+}
+
+// runStart returns the lowest epoch in (low, present] whose claim exists
+// (by exists), where low's is gone (or is the segment's first) and
+// present's exists: it gallops down from present, then halves. On an
+// error it returns hi, as pruneStart does.
+func runStart(exists func(uint64) (bool, error), low, present, hi uint64) (uint64, error) {
 	for step := uint64(1); present-low > 1; step *= 2 {
 		x := low + 1
 		if present > low+step {

@@ -142,17 +142,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		return nil, true, err
 	}
 	now := e.clock.ServerNow()
-	seg := e.base(now.Earliest)
-	if e.has(BugCompactResetsTokens) {
-		seg = 1 << 20
-		for {
-			d, found, gerr := e.store.Get(ctx, ClaimID(q.key, seg))
-			if gerr != nil || !found || d.Kind != KindClaim {
-				break
-			}
-			seg++
-		}
-	}
+	seg := q.startBase(ctx, now.Earliest)
 	lo, hi := e.bucket(now.Earliest)-1, e.bucket(now.Latest)+1
 	if e.has(BugStartSkipsPrevBucket) {
 		lo++
@@ -180,18 +170,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	}
 	switch {
 	case err != nil:
-		// Gates and the claim may have landed: the claim is withdrawn, and
-		// this process relies on none of them (the next claim starts or
-		// joins again).
-		e.abandon(ctx, c)
-		e.dropCover(q.key, 0)
-		if errors.Is(err, errOtherHistory) {
-			// The store was emptied since the history was read: start
-			// again in its new history (meeting these gates, if they
-			// landed after the emptying).
-			return nil, false, nil
-		}
-		return nil, true, err
+		return q.startFailed(ctx, c, err)
 	case dup == -1:
 		e.learnGate(q.key, docs[gates-1])
 		e.learnNewest(q.key, seg)
@@ -211,6 +190,43 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		return nil, true, fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
 	}
 	return q.meet(ctx, lo+int64(dup), hi)
+}
+
+// startBase returns the base of a segment q starts at the earliest
+// possible store time earliest: its first epoch.
+func (q *claimRun) startBase(ctx context.Context, earliest time.Time) uint64 {
+	e := q.e
+	seg := e.base(earliest)
+	if e.has(BugCompactResetsTokens) {
+		seg = 1 << 20
+		for {
+			d, found, gerr := e.store.Get(ctx, ClaimID(q.key, seg))
+			if gerr != nil || !found || d.Kind != KindClaim {
+				break
+			}
+			seg++
+		}
+	}
+	return seg
+}
+
+// startFailed decides what a start whose insert, of c's claim and its
+// gates, failed with err gives: Claim returns err, unless the store was
+// emptied meanwhile (the start goes again).
+func (q *claimRun) startFailed(ctx context.Context, c *Claim, err error) (*Claim, bool, error) {
+	e := q.e
+	// Gates and the claim may have landed: the claim is withdrawn, and
+	// this process relies on none of them (the next claim starts or
+	// joins again).
+	e.abandon(ctx, c)
+	e.dropCover(q.key, 0)
+	if errors.Is(err, errOtherHistory) {
+		// The store was emptied since the history was read: start
+		// again in its new history (meeting these gates, if they
+		// landed after the emptying).
+		return nil, false, nil
+	}
+	return nil, true, err
 }
 
 // meet learns the live segment after a start met a gate of bucket from:

@@ -28,141 +28,189 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 		return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d was ended", errLapsed, c.Key, c.Epoch)
 	}
 	if e.takeHead(c) || c.clear && !c.read {
-		if err := e.ensureCover(ctx, c); err != nil {
-			return false, Blocker{}, err
-		}
-		c.clear = true
-		if c.Below {
-			e.learnOwn(c)
-		}
-		return true, Blocker{}, nil
+		return e.holdOnInsert(ctx, c)
 	}
 	first := max(c.Seg, 1)
-	for {
-		if c.clear || c.checked <= first {
-			if c.checked <= first {
-				c.strong = true // the segment's first epoch: nothing below
-			}
-			if !e.fits(c.Terms, c.passed) {
-				if b, full, err := e.full(ctx, c); err != nil || full {
-					return false, b, err
-				}
-			}
-			if c.checked <= first && !e.has(BugNoCoverage) {
-				// Nothing below c in its segment: only the segment's
-				// gates keep another segment from holding. What this
-				// process knows of them may be older than the store's
-				// history (emptied or restored since): read the gate.
-				if err := e.proveGate(ctx, c); err != nil {
-					return false, Blocker{}, err
-				}
-				c.read = true
-			}
-			if c.read && !e.has(BugTrustCache) {
-				if err := e.confirmOwn(ctx, c); err != nil {
-					return false, Blocker{}, err
-				}
-			}
-			if err := e.ensureCover(ctx, c); err != nil {
-				return false, Blocker{}, err
-			}
-			c.clear, c.read = true, false
-			c.Below = c.strong && len(c.passed) == 0
-			if c.Below {
-				e.learnOwn(c)
-			}
-			return true, Blocker{}, nil
+	for !c.clear && c.checked > first {
+		b, wait, err := e.walkDown(ctx, c)
+		if err != nil || wait {
+			return false, b, err
 		}
-		epoch := c.checked - 1
-		f, err := e.coverFloor(ctx, c)
-		if err != nil {
-			return false, Blocker{}, err
+	}
+	return e.holdOnReads(ctx, c, first)
+}
+
+// holdOnInsert finds c holding on what its insert proved (Claim), with
+// no read since: c holds once its segment's coverage is ensured.
+func (e *Engine) holdOnInsert(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
+	if err := e.ensureCover(ctx, c); err != nil {
+		return false, Blocker{}, err
+	}
+	c.clear = true
+	if c.Below {
+		e.learnOwn(c)
+	}
+	return true, Blocker{}, nil
+}
+
+// holdOnReads decides, once nothing below c's checked epoch can keep it
+// from holding (clear, or the walk reached first, its segment's first
+// epoch), whether c holds: the live claims it passed must leave room for
+// it, and what the walk read must be confirmed (the segment's gate, c's
+// own claim, its coverage). Otherwise c waits for the lowest of the
+// claims it passed.
+func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head bool, blocker Blocker, err error) {
+	if c.checked <= first {
+		c.strong = true // the segment's first epoch: nothing below
+	}
+	if !e.fits(c.Terms, c.passed) {
+		if b, full, err := e.full(ctx, c); err != nil || full {
+			return false, b, err
 		}
-		if epoch < f.Epoch && !e.has(BugNoFloorProof) {
-			// Below the key's floor every epoch has ended.
-			if err := e.belowFloor(ctx, c, f); err != nil {
-				return false, Blocker{}, err
-			}
-			continue
-		}
-		d, found := c.blocker, true
-		if !c.hasBlocker || c.blocker.Epoch != epoch {
-			c.read = true
-			d, found, err = e.store.Get(ctx, ClaimID(c.Key, epoch))
-			if err != nil {
-				return false, Blocker{}, err
-			}
-		}
-		if !found {
-			// A missing claim: pruning deletes only below a floor, and the
-			// floor this process knows while it relies on the segment is
-			// at least that of any gate a prune relied on (floor.go).
-			if e.has(BugTrustCache) {
-				c.clear, c.strong = true, true
-				continue
-			}
-			if f := e.floorOf(c.Key, c.Seg); epoch < f.Epoch {
-				// The floor rose meanwhile: below it, everything has ended.
-				if err := e.belowFloor(ctx, c, f); err != nil {
-					return false, Blocker{}, err
-				}
-				continue
-			}
-			// Otherwise the store lost the key's history.
-			err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
-			e.noteGap(c.Key, epoch)
+	}
+	if c.checked <= first && !e.has(BugNoCoverage) {
+		// Nothing below c in its segment: only the segment's
+		// gates keep another segment from holding. What this
+		// process knows of them may be older than the store's
+		// history (emptied or restored since): read the gate.
+		if err := e.proveGate(ctx, c); err != nil {
 			return false, Blocker{}, err
 		}
 		c.read = true
-		if d.Seg != c.Seg && !e.has(BugNoCoverage) {
-			// A claim of another segment above c's first: a later
-			// segment started, so c's is over.
-			e.dropCover(c.Key, c.Seg)
-			e.abandon(context.WithoutCancel(ctx), c)
-			return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
-		}
-		ended, kind, marker, b, err := e.ended(ctx, d)
-		if err != nil {
+	}
+	if c.read && !e.has(BugTrustCache) {
+		if err := e.confirmOwn(ctx, c); err != nil {
 			return false, Blocker{}, err
 		}
-		if !ended {
-			if epoch < c.Epoch-1 && !e.has(BugNoFloorProof) {
-				// Below an ended or passed claim: perhaps a claim whose
-				// marker a prune deleted after this walk's floor check (a
-				// claim right below a live one is never pruned). The gate
-				// that covers the key now says.
-				if f, err := e.freshFloor(ctx, c); err != nil {
-					return false, Blocker{}, err
-				} else if epoch < f.Epoch {
-					if err := e.belowFloor(ctx, c, f); err != nil {
-						return false, Blocker{}, err
-					}
-					continue
-				}
-			}
-			if e.passes(ctx, c.Terms, d) {
-				c.passed = append(c.passed, passedClaim{d, b})
-				c.checked = epoch
-				if !e.fits(c.Terms, c.passed) {
-					// More claims below only add weight: wait for one of
-					// these to end first.
-					if b, full, err := e.full(ctx, c); err != nil || full {
-						return false, b, err
-					}
-				}
-				continue
-			}
-			c.blocker, c.hasBlocker = d, true
-			return false, b, nil
-		}
-		if kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
-			// It held once: nothing below it can keep c from holding.
-			c.clear, c.strong = true, stopsAll(d, marker)
-			c.after, c.hasAfter = d, true
-			continue
-		}
-		c.checked = epoch
 	}
+	if err := e.ensureCover(ctx, c); err != nil {
+		return false, Blocker{}, err
+	}
+	c.clear, c.read = true, false
+	c.Below = c.strong && len(c.passed) == 0
+	if c.Below {
+		e.learnOwn(c)
+	}
+	return true, Blocker{}, nil
+}
+
+// walkDown is one step of c's walk: it looks at the epoch right below
+// c.checked and decides what it says for c. Below the key's floor, or at
+// an ended claim, the walk goes on (lower, or clear); at a live claim c
+// passes, the walk goes on with it in c.passed; at a live claim c does not
+// pass, c waits for it (wait, with its blocker b). An error ends the walk.
+func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, err error) {
+	epoch := c.checked - 1
+	if below, err := e.underFloor(ctx, c, epoch); err != nil || below {
+		return Blocker{}, false, err
+	}
+	d, found, err := e.readBelow(ctx, c, epoch)
+	if err != nil {
+		return Blocker{}, false, err
+	}
+	if !found {
+		return Blocker{}, false, e.missingBelow(ctx, c, epoch)
+	}
+	c.read = true
+	if d.Seg != c.Seg && !e.has(BugNoCoverage) {
+		// A claim of another segment above c's first: a later
+		// segment started, so c's is over.
+		e.dropCover(c.Key, c.Seg)
+		e.abandon(context.WithoutCancel(ctx), c)
+		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
+	}
+	ended, kind, marker, b, err := e.ended(ctx, d)
+	if err != nil {
+		return Blocker{}, false, err
+	}
+	if !ended {
+		return e.liveBelow(ctx, c, epoch, d, b)
+	}
+	if kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
+		// It held once: nothing below it can keep c from holding.
+		c.clear, c.strong = true, stopsAll(d, marker)
+		c.after, c.hasAfter = d, true
+		return Blocker{}, false, nil
+	}
+	c.checked = epoch
+	return Blocker{}, false, nil
+}
+
+// underFloor reports whether epoch lies below the floor of the gate that
+// covers c's segment now: if so, the walk ends there (belowFloor).
+func (e *Engine) underFloor(ctx context.Context, c *Claim, epoch uint64) (below bool, err error) {
+	f, err := e.coverFloor(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if epoch < f.Epoch && !e.has(BugNoFloorProof) {
+		// Below the key's floor every epoch has ended.
+		return true, e.belowFloor(ctx, c, f)
+	}
+	return false, nil
+}
+
+// readBelow returns the claim document of epoch, the one below c's
+// checked epoch: the blocker the last walk found live, or a read.
+func (e *Engine) readBelow(ctx context.Context, c *Claim, epoch uint64) (d Doc, found bool, err error) {
+	if c.hasBlocker && c.blocker.Epoch == epoch {
+		return c.blocker, true, nil
+	}
+	c.read = true
+	return e.store.Get(ctx, ClaimID(c.Key, epoch))
+}
+
+// missingBelow decides what a missing claim of epoch below c means: a
+// nil error goes on with the walk (the claim was pruned below a floor),
+// and an error ends it (the store lost the key's history).
+func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error {
+	// A missing claim: pruning deletes only below a floor, and the
+	// floor this process knows while it relies on the segment is
+	// at least that of any gate a prune relied on (floor.go).
+	if e.has(BugTrustCache) {
+		c.clear, c.strong = true, true
+		return nil
+	}
+	if f := e.floorOf(c.Key, c.Seg); epoch < f.Epoch {
+		// The floor rose meanwhile: below it, everything has ended.
+		return e.belowFloor(ctx, c, f)
+	}
+	// Otherwise the store lost the key's history.
+	err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
+	e.noteGap(c.Key, epoch)
+	return err
+}
+
+// liveBelow decides what the live claim d of epoch below c means for c
+// (b is d's blocker): d may lie below a floor a prune raised meanwhile
+// (the walk goes on), c may pass it (the walk goes on with d in c.passed,
+// unless their weights leave no room for c), or c waits for it.
+func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
+	if epoch < c.Epoch-1 && !e.has(BugNoFloorProof) {
+		// Below an ended or passed claim: perhaps a claim whose
+		// marker a prune deleted after this walk's floor check (a
+		// claim right below a live one is never pruned). The gate
+		// that covers the key now says.
+		if f, err := e.freshFloor(ctx, c); err != nil {
+			return Blocker{}, false, err
+		} else if epoch < f.Epoch {
+			return Blocker{}, false, e.belowFloor(ctx, c, f)
+		}
+	}
+	if e.passes(ctx, c.Terms, d) {
+		c.passed = append(c.passed, passedClaim{d, b})
+		c.checked = epoch
+		if !e.fits(c.Terms, c.passed) {
+			// More claims below only add weight: wait for one of
+			// these to end first.
+			if b, full, err := e.full(ctx, c); err != nil || full {
+				return b, full, err
+			}
+		}
+		return Blocker{}, false, nil
+	}
+	c.blocker, c.hasBlocker = d, true
+	return b, true, nil
 }
 
 // full re-reads the live claims c passed, drops those that ended since,

@@ -1,0 +1,349 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// maxClaimRounds bounds the inserts of one Claim that keeps losing epochs
+// to other processes.
+//
+// A process that locks and unlocks in a loop while nobody is queued takes
+// the next epoch one insert after its release. A process joining it reads
+// where the queue ends at most once per Claim, then walks up one insert at
+// a time, which gains on the loop (one insert against its two): it needs
+// room to catch up, or it gives up, sleeps, and starts behind again.
+const maxClaimRounds = 32
+
+// maxDups is how many epochs in a row a Claim loses to other processes
+// before it looks for the key's newest claim (reads by ID, galloping up:
+// floor.go) instead of trying the next. Four covers the queue of a
+// handful of processes taking turns.
+const maxDups = 4
+
+// claimRun is the state of one Claim call: where it inserts next and what
+// it knows of the epoch below.
+type claimRun struct {
+	e                   *Engine
+	key, owner, session string
+	terms               Terms
+	try                 bool
+	base                uint64 // the epoch known to exist below the next insert
+	known               bool   // base is known (false: read the newest claim first)
+	tip                 Doc    // the release marker of base, if known
+	seg                 uint64 // the segment claimed in (segment.go)
+	dups                int    // epochs lost in a row
+	newestRead          bool   // this run read the newest claim once
+	ttl                 time.Duration
+	exp                 time.Time
+}
+
+// run is Claim's work.
+func (q *claimRun) run(ctx context.Context) (*Claim, error) {
+	e, key, try := q.e, q.key, q.try
+	q.load()
+	q.ttl, q.exp = e.claimTerms(q.session)
+	if q.ttl > e.span() {
+		// A hold must end before its key's coverage can (segment.go):
+		// coverage reaches about two spans ahead when it starts.
+		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.span())
+	}
+	topRead := false
+	for round := range maxClaimRounds {
+		if ks := e.snapshot(key); !e.covered(ks, e.clock.ServerNow().Latest) {
+			c, done, err := q.enter(ctx)
+			if done {
+				return c, err
+			}
+			if q.seg == 0 {
+				continue // the gate went: start again
+			}
+		} else if q.seg != ks.seg {
+			q.load()
+		}
+		if try && q.tip.Epoch == 0 && !topRead {
+			topRead = true
+			if err := q.readTop(ctx); err != nil {
+				return nil, err
+			}
+		}
+		c, done, err := q.round(ctx, round)
+		if done {
+			return c, err
+		}
+	}
+	return nil, &BusyError{Key: key}
+}
+
+// load sets what q knows of its key from the engine's knowledge.
+func (q *claimRun) load() {
+	ks := q.e.snapshot(q.key)
+	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, Doc{}
+	if ks.hasTip() {
+		q.tip = ks.tip
+	}
+}
+
+// newClaim returns q's claim of epoch in segment seg.
+func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
+	e := q.e
+	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch}
+	if e.has(BugEndBySession) {
+		c.Nonce = q.session
+	}
+	return c
+}
+
+// claimDoc returns c's claim document, sent at the latest possible store
+// time now.
+func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
+	e := q.e
+	return Doc{ID: ClaimID(q.key, c.Epoch), Key: q.key, Epoch: c.Epoch, Seg: c.Seg, Kind: KindClaim, Nonce: c.Nonce,
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
+		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit}
+}
+
+// readTop reads the key's newest claim for a try: busy unless it ended.
+func (q *claimRun) readTop(ctx context.Context) error {
+	e := q.e
+	d, found, err := e.top(ctx, q.key, q.seg)
+	if err != nil {
+		return q.topFailed(ctx, err)
+	}
+	q.base, q.known = 0, true
+	if found && d.Epoch >= q.seg && d.Seg != q.seg {
+		return q.stale()
+	}
+	if found && d.Epoch >= q.seg {
+		ended, _, _, blocker, err := e.ended(ctx, d)
+		if err != nil {
+			return err
+		}
+		e.learnNewest(q.key, d.Epoch)
+		if !ended && !passes(q.terms, d) {
+			return &BusyError{Key: q.key, Blocker: blocker}
+		}
+		q.base = d.Epoch
+	}
+	return nil
+}
+
+// topFailed handles an error of top: a floor that does not count (a gate
+// of a store's earlier history) leaves the segment to lapse, unless its
+// gate is gone, in which case the segment is forgotten at once.
+func (q *claimRun) topFailed(ctx context.Context, err error) error {
+	if !errors.Is(err, errFloorStray) {
+		return err
+	}
+	e := q.e
+	ks := e.snapshot(q.key)
+	if ks.seg == q.seg {
+		g, found, gerr := e.store.Get(ctx, GateID(q.key, ks.cover))
+		if gerr != nil {
+			return gerr
+		}
+		if !found || g.Kind != KindGate || g.Seg != q.seg {
+			e.dropCover(q.key, q.seg)
+		}
+	}
+	q.seg = 0
+	return &BusyError{Key: q.key}
+}
+
+// stale drops q's segment, which a claim of a later one showed over: a
+// try reports the key busy (its next attempt finds the live segment).
+func (q *claimRun) stale() error {
+	q.e.dropCover(q.key, q.seg)
+	q.seg = 0
+	return &BusyError{Key: q.key}
+}
+
+// round makes one insert attempt; done reports that Claim returns (c, err).
+func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
+	e := q.e
+	ks := e.snapshot(q.key)
+	if ks.seg != q.seg {
+		return nil, false, nil // the segment went (dropped): enter again
+	}
+	if again, err := q.findBase(ctx, round, ks); err != nil || again {
+		return nil, err != nil, err
+	}
+	// Without knowledge, try the segment's first epoch: it is never
+	// pruned, so its insert succeeds only in a segment that has none (a
+	// start whose claim never landed, or a store that lost the key's
+	// history).
+	epoch := max(q.base+1, q.seg)
+	now := e.clock.ServerNow().Latest
+	if epoch >= e.ceiling(now) {
+		// More than Rate epochs in a Quantum: a later segment's base
+		// might not clear them. Wait for the store's time to move on.
+		return nil, true, &BusyError{Key: q.key}
+	}
+	// The proof that the insert lands above every pruned epoch: the gate
+	// that covers the segment now, and its floor (see floor.go).
+	checked := e.clock.Mono()
+	ks = e.snapshot(q.key)
+	if !q.insertable(ks, epoch, now) {
+		return nil, false, nil
+	}
+	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.has(BugNoFloorProof)
+	c = q.newClaim(epoch, q.seg)
+	docs, chained := q.insertDocs(c, now)
+	sent := e.clock.Mono()
+	dup, err := e.store.InsertOrdered(ctx, docs)
+	replied := e.clock.Mono()
+	err = claimInsertErr(docs[0], dup, err)
+	switch {
+	case err == nil:
+		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
+		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
+	case errors.Is(err, ErrExists):
+		return q.lost(epoch)
+	default:
+		e.abandon(ctx, c)
+		e.forget(q.key)
+		return nil, true, err
+	}
+}
+
+// findBase settles the epoch q inserts above: what q knows below the key's
+// floor is dropped, and what it does not know is read (the key's newest
+// claim), unless the segment's first epoch is worth a try. again: the
+// newest claim showed q's segment over, so the Claim loop enters again.
+func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again bool, err error) {
+	e := q.e
+	if q.known && q.base < ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		// What this run knows lies below the key's floor, where epochs may
+		// be pruned: go on from the floor.
+		q.known = false
+	}
+	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
+		d, found, err := e.top(ctx, q.key, q.seg)
+		if err != nil {
+			return false, q.topFailed(ctx, err)
+		}
+		q.base, q.known, q.tip = 0, true, Doc{}
+		if found && d.Epoch >= q.seg && d.Seg != q.seg {
+			// A claim of a later segment: this process's segment is over.
+			e.dropCover(q.key, q.seg)
+			q.seg = 0
+			return true, nil
+		}
+		if found && d.Epoch >= q.seg {
+			q.base = d.Epoch
+		}
+	}
+	return false, nil
+}
+
+// insertable reports whether the coverage ks, known now, proves an insert
+// of epoch above every pruned epoch: the segment is covered, and epoch
+// lies above its gate's floor. If not, the Claim loop enters the segment
+// again, or goes on from the floor.
+func (q *claimRun) insertable(ks keyState, epoch uint64, now time.Time) bool {
+	e := q.e
+	if ks.seg != q.seg || !e.covered(ks, now) {
+		return false // the coverage ended meanwhile: enter again
+	}
+	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
+		q.known = false // below the floor: go on from it
+		return false
+	}
+	return true
+}
+
+// insertDocs returns what the insert of c sends, in order: its claim
+// document, its shadow, and, if chained, the shadow of the claim below.
+func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool) {
+	e := q.e
+	d := q.claimDoc(c, now)
+	docs = []Doc{d, shadowOf(d)}
+	// Only a release that ends every walk (its claim held with everything
+	// below ended) proves anything for the claim above it.
+	chained = q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
+	if chained {
+		// The release below, as the shadow of its claim: present only if
+		// the store still holds that claim (see Claim).
+		docs = append(docs, shadowOf(Doc{Key: q.key, Epoch: q.tip.Epoch, Nonce: q.tip.Nonce, Session: q.tip.Session, Sent: now}))
+	}
+	return docs, chained
+}
+
+// claimInsertErr is the outcome of the ordered insert of claim d and what
+// follows it, where dup is the index of the first duplicate key: nil if
+// the claim and its shadow landed, ErrExists if the epoch was taken.
+func claimInsertErr(d Doc, dup int, err error) error {
+	switch {
+	case err == nil && dup == 0:
+		err = ErrExists
+	case err == nil && dup == 1:
+		err = fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
+	}
+	return err
+}
+
+// landed decides what an insert of c that landed gives (d is its claim
+// document, dup as in claimInsertErr): c, unless the coverage known before
+// it cannot prove it (not provenBefore) and the coverage known now does
+// not either; c holds at once if its chained shadow proved the claim
+// below still in the store.
+func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, chained bool, dup int) (*Claim, bool, error) {
+	e := q.e
+	if !provenBefore {
+		// The reply came too late for the coverage known before the
+		// insert to prove it: judge it by the coverage known now.
+		if ok := q.aboveFloor(c.Epoch); !ok {
+			e.abandon(ctx, c)
+			return nil, false, nil
+		}
+	}
+	e.learnNewest(q.key, c.Epoch)
+	e.noteMine(c, d.Sent)
+	if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
+		// The claim below, which this process released, is still in
+		// the store: everything below ours has ended.
+		c.clear, c.strong, c.Below = true, true, true
+		e.confirmHead(c)
+	}
+	// Otherwise (the shadow was missing: the store lost the claim
+	// below, or never had its shadow) the walk reads what it needs.
+	return c, true, nil
+}
+
+// lost records that another process took epoch first: a try is busy; any
+// other Claim tries the epoch above, or after maxDups epochs lost in a row
+// looks for where the queue ends.
+func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
+	q.e.learnNewest(q.key, epoch)
+	if q.try {
+		return nil, true, &BusyError{Key: q.key}
+	}
+	q.base, q.tip = epoch, Doc{}
+	if q.dups++; q.dups >= maxDups && !q.newestRead {
+		// Many waiters ahead: look for where the queue ends rather than
+		// walk up it one insert at a time (once: by the time a second
+		// look came back the end would have moved on).
+		q.known, q.dups, q.newestRead = false, 0, true
+	}
+	return nil, false, nil
+}
+
+// aboveFloor reports, after a claim's insert of epoch was confirmed,
+// whether the coverage this process knows now proves it above every
+// pruned epoch: the segment is covered, and epoch lies above its gate's
+// floor. If not, the claim must be given up, and the next insert goes on
+// from the floor.
+func (q *claimRun) aboveFloor(epoch uint64) bool {
+	e := q.e
+	ks := e.snapshot(q.key)
+	if ks.seg != q.seg || !e.covered(ks, e.clock.ServerNow().Latest) {
+		return false // the Claim loop enters the segment again
+	}
+	if epoch <= ks.floor.Epoch {
+		q.known = false
+		return false
+	}
+	return true
+}
