@@ -136,9 +136,9 @@ func CheckTokens(h *History) []Violation { return checkTokens(h, false) }
 
 // CheckTokensAcrossEmptyings is CheckTokens for the holds that an
 // emptying of the collections separates: the README promises tokens
-// "above those handed out more than a second before" (issue 42, defect 3,
-// closed: its default run found 164 tokens back in 3,000 seeds before the
-// fix, none in 1,000 after).
+// "above those handed out more than a second before the emptying", for
+// every primitive (issue 42, defect 3, closed: its default run found 164
+// tokens back in 3,000 seeds before the fix, none in 1,000 after).
 func CheckTokensAcrossEmptyings(h *History) []Violation { return checkTokens(h, true) }
 
 // checkTokens checks the pairs of holds an emptying separates (across),
@@ -154,10 +154,19 @@ func checkTokens(h *History, across bool) []Violation {
 				if h.emptiedBetween(a.Start, b.Start) != across {
 					continue
 				}
-				if across && b.Start.Sub(a.Start) <= time.Second {
+				// The promise is about the tokens handed out more than a
+				// second before an emptying, however long after it b
+				// began: a token handed out less than a second before
+				// may come again after it (a segment started after the
+				// emptying, in the same second of store time as a's, has
+				// a's segment's base: internal/chain, "Segments", L2 and
+				// L3). Judged by b.Start-a.Start instead, a token handed
+				// out 0.48 s before an emptying and again 1.46 s later
+				// was reported broken.
+				if across && !h.emptiedBetween(a.Start.Add(time.Second), b.Start) {
 					continue
 				}
-				ordered := a.Prim.exclusive() || b.Prim.exclusive() ||
+				ordered := across || a.Prim.exclusive() || b.Prim.exclusive() ||
 					(a.Prim == PrimSem && b.Prim == PrimSem && a.Limit != b.Limit)
 				switch {
 				case ordered && a.Token >= b.Token:
