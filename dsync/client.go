@@ -100,6 +100,7 @@ type clientConfig struct {
 	bug          chain.Bug
 	wrapStore    func(driver.Store) driver.Store
 	raw          func(clienthook.Raw) // given the Client's protocol calls
+	judgedOver   func()               // the keeper's judgedOver (tests)
 }
 
 // Defaults of the Client's options.
@@ -214,6 +215,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
+	c.keeper.judgedOver = cfg.judgedOver
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})

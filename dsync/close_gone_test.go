@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,6 +100,54 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 			if took := time.Since(start); took > 0 {
 				t.Errorf("Close took %v for a hold already lost, with the store gone; want no wait", took)
 			}
+		})
+	})
+	t.Run("holds lost a moment before Close, the sweeper's too", func(t *testing.T) {
+		// Close called the moment Lost closes, while the goroutine that
+		// judged the session over has not yet told anyone (it is stopped
+		// there): the holds are lost all the same, the sweeper's lock
+		// among them, and cost Close no request. (Before the Client
+		// learned of a loss as Lost closed, Close sent each an end.)
+		synctest.Test(t, func(t *testing.T) {
+			store := newGoneStore()
+			c, err := dsync.NewClient(store, dsync.WithTTL(2*time.Second),
+				dsync.ClientWithBucketSpan(4*time.Second), dsync.ClientWithIdleAge(16*time.Second),
+				dsync.ClientWithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The sweeper compacts under its lock: its compaction hangs,
+			// so it holds the lock from its first sweep (within 1.5
+			// spans) until Close.
+			store.hang("Compact")
+			m := newMutex(t, c, "k")
+			judged, resume := stopWhenJudged(m)
+			m.Lock()
+			time.Sleep(7 * time.Second)
+			synctest.Wait()
+			if n := store.requests.Load(); n != 1 {
+				t.Fatalf("%d requests hung before the store went away, want 1: the sweeper's compaction, under its lock", n)
+			}
+			store.goAway()
+			<-judged
+			// The renewal under way gives up (its session's context is
+			// cancelled) before Close: its requests are not Close's. The
+			// judging goroutine stays stopped.
+			synctest.Wait()
+			select {
+			case <-m.Lost():
+			default:
+				t.Fatal("Lost still open once the session was judged over")
+			}
+
+			sent := store.requests.Load()
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := store.requests.Load() - sent; n != 0 {
+				t.Errorf("Close sent %d requests for holds lost before it (the sweeper's and k's), want none: their lease ended them", n)
+			}
+			resume()
 		})
 	})
 }

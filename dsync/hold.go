@@ -69,10 +69,14 @@ func (h *hold) lose(reason error) {
 	}
 }
 
-// markLost ends an active hold without Unlock and closes lost; it
-// reports whether it did. A keeper calls it under its lock, in the step
-// that retires the hold's session (keeper.retireLocked), so that no one
-// sees the session over and the hold still active.
+// markLost ends an active hold without Unlock, tells its Client (its
+// claim gets no end) and closes lost; it reports whether it did. A keeper
+// calls it under its lock, in the step that retires the hold's session
+// (keeper.retireLocked), so that no one sees the session over and the
+// hold still active. The Client learns of the loss before lost closes: a
+// program that calls Close as soon as Lost closes must find the hold lost
+// there too, or Close would send it an end (the Client's lock is taken
+// under no other, so taking it here is safe).
 func (h *hold) markLost(reason error) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -81,15 +85,15 @@ func (h *hold) markLost(reason error) bool {
 	}
 	h.state = holdLost
 	h.lostErr = fmt.Errorf("%w (key %q)", reason, h.claim.Key)
+	h.p.client.claimLost(h.claim.Nonce)
 	close(h.lost)
 	return true
 }
 
-// tellLost reports the loss of a hold that markLost ended: to its Client
-// (its claim gets no end), its primitive's handlers and the observers.
-// It runs under no lock, since it calls the user's handlers.
+// tellLost reports the loss of a hold that markLost ended: to its
+// primitive's handlers and the observers. It runs under no lock, since it
+// calls the user's handlers.
 func (h *hold) tellLost() {
-	h.p.client.claimLost(h.claim.Nonce)
 	h.p.reportLoss(h.lostErr)
 	held, err := h.heldFor(), h.lostErr
 	h.p.client.observe(func(o *Observer) {

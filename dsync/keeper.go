@@ -33,7 +33,8 @@ type keeper struct {
 	// session was judged over by its deadline timer or by a renewal reply
 	// that came too late, once k.mu is released and before the loss is
 	// reported: where a late Unlock runs when a paused process resumes and
-	// every timer fires at once. Guarded by mu.
+	// every timer fires at once (also clienthook.Settings.JudgedOver).
+	// Guarded by mu.
 	judgedOver func()
 }
 

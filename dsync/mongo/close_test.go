@@ -71,7 +71,10 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 // answer (its server is gone) loses its hold at the deadline; its Close
 // then sends nothing, nor tries to: no end for the lost hold (its lease
 // ended it), no cleaning of old sessions, which would only wait for a
-// server that is not there.
+// server that is not there. Close is called the moment Lost closes: the
+// goroutine that judged the session over is stopped there, before it
+// reports the loss (a Close that ran in that window once sent the hold
+// an end, and its flush the end again).
 func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	var gone atomic.Bool
 	var mu sync.Mutex
@@ -85,7 +88,9 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 		mu.Unlock()
 		return errors.New("no server answered")
 	}
-	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.WithTTL(time.Second))[0]
+	stop, judged, resume := stopWhenJudged()
+	defer resume()
+	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.WithTTL(time.Second), stop)[0]
 	p.cmd.onStart = func(e *event.CommandStartedEvent) {
 		// Called with the counter's lock held: the kinds the driver and
 		// the clock estimate send on their own are not Close's.
@@ -104,9 +109,14 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	}
 	gone.Store(true)
 	select {
-	case <-m.Lost():
+	case <-judged:
 	case <-ctx.Done():
-		t.Fatal("the hold was not lost with every write failing")
+		t.Fatal("the session was not judged over with every write failing")
+	}
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Lost still open once the session was judged over")
 	}
 	mu.Lock()
 	tried, sent = nil, nil
@@ -114,6 +124,7 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	if err := p.b.Close(); err != nil {
 		t.Fatal(err)
 	}
+	resume()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(tried) > 0 || len(sent) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -64,6 +65,9 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 			if o.WrapStore != nil {
 				hooks.WrapStore = o.WrapStore
 			}
+			if o.JudgedOver != nil {
+				hooks.JudgedOver = o.JudgedOver
+			}
 		case nil:
 			return nil, errors.New("dsyncmongo: nil option")
 		default:
@@ -98,6 +102,22 @@ func withRelockWindow(d time.Duration) clienthook.Settings {
 // withChain sets the protocol's timing constants, so that a test can see
 // pruning within seconds.
 func withChain(c chain.Config) clienthook.Settings { return clienthook.Settings{Chain: &c} }
+
+// stopWhenJudged stops the goroutine that first judges a session of the
+// Client over, right after its holds' Lost channels closed and before
+// their loss is reported, until resume is called; judged is closed when
+// it stops there.
+func stopWhenJudged() (s clienthook.Settings, judged <-chan struct{}, resume func()) {
+	stopped, resumed := make(chan struct{}), make(chan struct{})
+	var stop, release sync.Once
+	s.JudgedOver = func() {
+		stop.Do(func() {
+			close(stopped)
+			<-resumed
+		})
+	}
+	return s, stopped, func() { release.Do(func() { close(resumed) }) }
+}
 
 // withBug plants a bug in the Client's engine.
 func withBug(b chain.Bug) clienthook.Settings { return clienthook.Settings{Bug: b} }

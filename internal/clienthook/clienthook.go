@@ -27,6 +27,12 @@ type Settings struct {
 	WrapStore func(driver.Store) driver.Store
 	// Raw, if set, is given the Client's protocol calls when it is made.
 	Raw func(Raw)
+	// JudgedOver, if set, runs each time a session of the Client is
+	// judged over by its deadline timer or by a renewal reply that came
+	// too late, in the goroutine that judged it, once its holds' Lost
+	// channels are closed and before their loss is reported: a test may
+	// stop that goroutine there.
+	JudgedOver func()
 }
 
 // Store is a store that carries Settings to the dsync.Client made over
