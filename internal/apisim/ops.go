@@ -170,12 +170,14 @@ func (inc *incarnation) waitFor() time.Duration {
 	return inc.p.w.rand(inc.p.cfg.TTL, 8*inc.p.cfg.TTL)
 }
 
-// sleepCtx sleeps d or until ctx ends.
+// sleepCtx sleeps d or until ctx ends. Like procStore.request, it waits
+// on a func timer rather than a timer channel (see there why).
 func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+	done := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-done:
 	case <-ctx.Done():
 	}
 }
