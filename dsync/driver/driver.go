@@ -20,7 +20,10 @@ import (
 	"time"
 )
 
-// Kinds of documents of a key's queue.
+// Kinds of documents of a key's queue. The kinds and the IDs below are
+// the engine's vocabulary, kept here because they are the contract's too:
+// a driver's queries select by kind (gates, done records, the protocol
+// document) and find a claim's end by its EndID.
 const (
 	// KindClaim is an epoch: a place in a key's queue, named by its session.
 	KindClaim = "claim"
