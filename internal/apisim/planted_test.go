@@ -25,6 +25,7 @@ func TestPlanted(t *testing.T) {
 		{"SemaphoreOverLimit", plant.SemaphoreOverLimit, PromiseLimit},
 		{"OnceLateRecord", plant.OnceLateRecord, PromiseOnce},
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
+		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
