@@ -26,6 +26,7 @@ func TestPlanted(t *testing.T) {
 		{"OnceLateRecord", plant.OnceLateRecord, PromiseOnce},
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
 		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
+		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
