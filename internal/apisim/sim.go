@@ -11,7 +11,7 @@
 // bucket span, idle age, semaphore limit). It runs in fake time
 // (testing/synctest), one seed at a time, and checks what the processes
 // saw through the API against one checker per promise of the package
-// documentation (check.go).
+// documentation (check.go and check_*.go).
 //
 // The checkers need to know when a hold stopped being valid; the library
 // does not say, and Lost() may be late (that is one of the promises
