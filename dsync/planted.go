@@ -21,11 +21,19 @@ func plantedLate(ttl time.Duration) time.Duration {
 	return 0
 }
 
-// plantEngine plants in a Client's engine the bug of the grant rule that
-// plant.ReaderPastWriter stands for.
+// plantEngine plants in a Client's engine the engine bug that the planted
+// bug stands for, if it stands for one.
 func plantEngine(e *chain.Engine) {
-	if plant.On && plant.Is(plant.ReaderPastWriter) {
+	if !plant.On {
+		return
+	}
+	switch {
+	case plant.Is(plant.ReaderPastWriter):
 		e.SetBug(chain.BugReadersPassWaitingWriters)
+	case plant.Is(plant.SpanIgnored):
+		e.SetBug(chain.BugSpanIgnored)
+	case plant.Is(plant.HistoryIgnored):
+		e.SetBug(chain.BugHistoryIgnored)
 	}
 }
 

@@ -25,6 +25,8 @@ func TestPlanted(t *testing.T) {
 		{"SemaphoreOverLimit", plant.SemaphoreOverLimit, PromiseLimit},
 		{"OnceLateRecord", plant.OnceLateRecord, PromiseOnce},
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
+		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
+		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)

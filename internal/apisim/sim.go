@@ -3,14 +3,15 @@
 // Semaphore, Once and leader.Election values, over one in-memory store
 // (package dsync/driver/memory) that each process reaches through a
 // faulty network of its own (store.go): requests slow, lost replies,
-// requests held back that land after their senders gave up, torn writes,
-// the store unreachable or hanging for a process; processes paused,
+// requests held back that land after their senders gave up, gates held
+// back until just after an emptying (stall.go), torn writes, the store
+// unreachable or hanging for a process; processes paused,
 // restarted and with their clocks stepped; the operator emptying the
 // collections; and processes that disagree on their configuration (TTL,
 // bucket span, idle age, semaphore limit). It runs in fake time
 // (testing/synctest), one seed at a time, and checks what the processes
 // saw through the API against one checker per promise of the package
-// documentation (check.go).
+// documentation (check.go and check_*.go).
 //
 // The checkers need to know when a hold stopped being valid; the library
 // does not say, and Lost() may be late (that is one of the promises
@@ -285,11 +286,11 @@ func (w *world) operate(end time.Time, maxTTL time.Duration) {
 		return
 	}
 	for {
-		time.Sleep(w.rand(3*time.Second, 12*time.Second))
+		stalled := w.operatorWait(w.rand(3*time.Second, 12*time.Second))
 		if !time.Now().Before(end) {
 			return
 		}
-		if w.rates.emptyings && (!w.rates.sessEmptyings || w.chance(0.5)) {
+		if stalled || w.rates.emptyings && (!w.rates.sessEmptyings || w.chance(0.5)) {
 			w.empty()
 		} else {
 			w.emptySessions(maxTTL)

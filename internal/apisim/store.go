@@ -126,7 +126,7 @@ func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
 // after the other with others' requests between them.
 func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	dup := -1
-	err := s.request(ctx, "insert-ordered", func(pl plan) {
+	err := s.request(ctx, "insert-ordered", s.p.w.stallGates(docs, func(pl plan) {
 		for i, d := range docs {
 			if pl.torn && i > 0 {
 				time.Sleep(s.p.w.tearGap())
@@ -137,7 +137,7 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 			}
 			s.p.w.landed(s.p, d)
 		}
-	}, nil)
+	}), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +148,7 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 // order, apart.
 func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	res := make([]error, len(docs)) // written by the request, which may land after it returned
-	err := s.request(ctx, "insert-each", func(pl plan) {
+	err := s.request(ctx, "insert-each", s.p.w.stallGates(docs, func(pl plan) {
 		order := s.p.w.perm(len(docs), pl.torn)
 		for n, i := range order {
 			if pl.torn && n > 0 {
@@ -159,7 +159,7 @@ func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 				s.p.w.landed(s.p, docs[i])
 			}
 		}
-	}, nil)
+	}), nil)
 	if err == nil {
 		return res
 	}

@@ -36,6 +36,7 @@ type world struct {
 	opCancel context.CancelFunc
 
 	inflight sync.WaitGroup // requests on their way, which land even after their senders
+	stall    stalls         // the stalled link (stall.go)
 
 	hist    History
 	fig     Figures
@@ -64,6 +65,7 @@ func newWorld(seed int64) *world {
 		procFaults: map[string]bool{"unreachable": on(0.7), "hang": on(0.7), "pause": on(0.6), "step": on(0.5), "restart": on(0.6)},
 		emptyings:  on(0.5), sessEmptyings: on(0.4),
 	}
+	w.stall = newStalls(seed, w.rates.emptyings)
 	return w
 }
 
@@ -251,6 +253,7 @@ func (w *world) empty() {
 	w.fig.Emptyings++
 	w.lastSes = time.Now()
 	w.mu.Unlock()
+	w.releaseStalls()
 	time.Sleep(w.rand(0, 500*time.Millisecond))
 	w.mu.Lock()
 	close(w.maint)

@@ -29,6 +29,16 @@ const (
 	// LeaderKeepsTerm: an election ignores the loss of its lease, so its
 	// leadership context lives on while another candidate leads.
 	LeaderKeepsTerm
+	// SpanIgnored: the engine relies on a segment whatever bucket span
+	// the store's protocol document records (chain.BugSpanIgnored), so
+	// processes configured with different spans can both hold after an
+	// emptying.
+	SpanIgnored
+	// HistoryIgnored: the engine relies on a gate whatever history of
+	// the store it was sent in (chain.BugHistoryIgnored), so a start held
+	// back across an emptying hands out tokens below those handed out
+	// before it.
+	HistoryIgnored
 )
 
 var planted atomic.Int32
