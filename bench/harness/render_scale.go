@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -345,13 +344,4 @@ func passFail(ok bool) string {
 		return "**pass**"
 	}
 	return "**fail**"
-}
-
-// logTicks returns the powers of ten from lo to hi.
-func logTicks(lo, hi float64) []float64 {
-	var t []float64
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-		t = append(t, math.Pow(10, e))
-	}
-	return t
 }
