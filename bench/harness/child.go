@@ -50,25 +50,37 @@ func RunChild(d Driver) int {
 		c.out.say("ready")
 	}
 
+	obeyStdin(ctx, subs)
+	return 0
+}
+
+// obeyStdin hands each line of stdin to the Client it names (the first
+// word, if the process has several) until "exit" or EOF.
+func obeyStdin(ctx context.Context, subs []*childClient) {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) > 0 && f[0] == "exit" {
-			return 0
+			return
 		}
-		c := subs[0]
-		if n > 1 && len(f) > 0 {
-			i, err := strconv.Atoi(f[0])
-			if err != nil || i < 0 || i >= n {
-				continue
-			}
-			c, f = subs[i], f[1:]
-		}
-		if len(f) > 0 {
+		if c, f, ok := addressee(subs, f); ok && len(f) > 0 {
 			c.obey(ctx, f)
 		}
 	}
-	return 0
+}
+
+// addressee returns the Client a command's words f are for, and the
+// command without its Client's number; ok is false if that number names
+// no Client.
+func addressee(subs []*childClient, f []string) (c *childClient, cmd []string, ok bool) {
+	if len(subs) == 1 || len(f) == 0 {
+		return subs[0], f, true
+	}
+	i, err := strconv.Atoi(f[0])
+	if err != nil || i < 0 || i >= len(subs) {
+		return nil, nil, false
+	}
+	return subs[i], f[1:], true
 }
 
 // childLock makes the lock a child's commands take and release: a mutex,

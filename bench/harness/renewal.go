@@ -145,53 +145,33 @@ func maxTook(ev []Event, names map[string]bool) time.Duration {
 // holdEach locks every key with a Locker of its own, eight at a time. It
 // returns how to release them and how to count those lost meanwhile.
 func holdEach(ctx context.Context, conn Conn, keys []string, ttl time.Duration) (func(context.Context) error, func() int, error) {
-	lockers := make([]Locker, len(keys))
+	h := &heldKeys{lockers: make([]Locker, len(keys)), held: make([]bool, len(keys))}
 	for i, k := range keys {
 		l, err := conn.NewMutex(k, ttl)
 		if err != nil {
 			return nil, nil, err
 		}
-		lockers[i] = l
+		h.lockers[i] = l
 	}
-	lost := func() int {
-		n := 0
-		for _, l := range lockers {
-			if lr, ok := l.(LostReporter); ok && lr.Lost() {
-				n++
-			}
-		}
-		return n
+	if err := h.lockAll(ctx); err != nil {
+		n := h.holding()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = h.release(rctx)
+		return nil, nil, fmt.Errorf("%d of %d locks acquired: %w", n, len(keys), err)
 	}
-	held := make([]bool, len(keys))
-	release := func(ctx context.Context) error {
-		var mu sync.Mutex
-		var errs []error
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if err := lockers[i].Unlock(ctx); err != nil {
-						mu.Lock()
-						if len(errs) < 3 {
-							errs = append(errs, err)
-						}
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		for i := range lockers {
-			if held[i] {
-				next <- i
-			}
-		}
-		close(next)
-		wg.Wait()
-		return errors.Join(errs...)
-	}
+	return h.release, h.lost, nil
+}
+
+// heldKeys are holdEach's Lockers, a key each, and which of them hold.
+type heldKeys struct {
+	lockers []Locker
+	held    []bool
+}
+
+// lockAll locks every Locker, eight at a time; after the first error it
+// starts no more, and returns that error.
+func (h *heldKeys) lockAll(ctx context.Context) error {
 	var mu sync.Mutex
 	var firstErr error
 	next := make(chan int)
@@ -201,10 +181,10 @@ func holdEach(ctx context.Context, conn Conn, keys []string, ttl time.Duration) 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				err := lockers[i].Lock(ctx)
+				err := h.lockers[i].Lock(ctx)
 				mu.Lock()
 				if err == nil {
-					held[i] = true
+					h.held[i] = true
 				} else if firstErr == nil {
 					firstErr = err
 				}
@@ -212,7 +192,7 @@ func holdEach(ctx context.Context, conn Conn, keys []string, ttl time.Duration) 
 			}
 		}()
 	}
-	for i := range keys {
+	for i := range h.lockers {
 		mu.Lock()
 		stop := firstErr != nil
 		mu.Unlock()
@@ -223,17 +203,59 @@ func holdEach(ctx context.Context, conn Conn, keys []string, ttl time.Duration) 
 	}
 	close(next)
 	wg.Wait()
-	if firstErr != nil {
-		n := 0
-		for _, h := range held {
-			if h {
-				n++
-			}
+	return firstErr
+}
+
+// holding counts the Lockers that hold.
+func (h *heldKeys) holding() int {
+	n := 0
+	for _, held := range h.held {
+		if held {
+			n++
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = release(rctx)
-		return nil, nil, fmt.Errorf("%d of %d locks acquired: %w", n, len(keys), firstErr)
 	}
-	return release, lost, nil
+	return n
+}
+
+// release unlocks the Lockers that hold, eight at a time, and returns the
+// first three errors.
+func (h *heldKeys) release(ctx context.Context) error {
+	var mu sync.Mutex
+	var errs []error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := h.lockers[i].Unlock(ctx); err != nil {
+					mu.Lock()
+					if len(errs) < 3 {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range h.lockers {
+		if h.held[i] {
+			next <- i
+		}
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lost counts the Lockers that report their lock lost (LostReporter).
+func (h *heldKeys) lost() int {
+	n := 0
+	for _, l := range h.lockers {
+		if lr, ok := l.(LostReporter); ok && lr.Lost() {
+			n++
+		}
+	}
+	return n
 }
