@@ -13,24 +13,7 @@ import (
 // scaleKeys grows each series' namespace to each size in turn and
 // measures, at each, a fresh Client's first Lock+Unlock and a status page.
 func (rn *runner) scaleKeys(ctx context.Context) error {
-	kept := &keySeries{name: keysKept, ns: rn.ns("scalekept"), relock: true}
-	comp := &keySeries{name: keysCompacted, ns: rn.ns("scale")}
-	// compLacks: why the library has no compacted series ("" if it has).
-	compLacks := rn.why(ScaleCompaction, "the library compacts no idle keys")
-	if ic, ok := rn.d.(IdleCompactor); ok {
-		compLacks = ""
-		ic.KeepIdle(kept.ns)
-		comp.age = ic.CompactIdle(comp.ns)
-	}
-	// The compacted series loads first at each size: its keys age (and
-	// are compacted) while the other series loads.
-	var series []*keySeries
-	if comp.age > 0 {
-		series = append(series, comp)
-	} else if compLacks == "" {
-		rn.logf("%s: scale: no idle age given: the series %q is not measured", rn.d.Name(), keysCompacted)
-	}
-	series = append(series, kept)
+	series, compLacks := rn.keySeriesToRun()
 	for _, s := range series {
 		rn.dropLater(s.ns)
 		for range rn.o.ScaleLoaders {
@@ -54,29 +37,9 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 			}
 		}
 		for _, s := range series {
-			param := scaleKeysParam(n, s.name)
-			if s.stopped != "" {
-				rn.r.na(Scale, param, scaleFirstP50, "ms", s.stopped)
-				continue
+			if err := rn.keysAt(ctx, s, n, series); err != nil {
+				errs = append(errs, err)
 			}
-			docsNote := ""
-			if s.age > 0 {
-				rn.r.add(Scale, param, scaleIdleAge, "s", []float64{s.age.Seconds()}, "")
-				took, err := rn.awaitCompaction(ctx, s, n)
-				if err != nil {
-					rn.logf("%s: scale: %v", rn.d.Name(), err)
-					docsNote = err.Error()
-				} else if took > 0 {
-					rn.r.add(Scale, param, scaleCompactedAfter, "s", []float64{took.Seconds()}, "")
-				}
-			}
-			rn.countDocs(ctx, s.ns, param, docsNote)
-			if err := rn.firstLocks(ctx, s, n, param, others(series)); err != nil {
-				rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
-				errs = append(errs, fmt.Errorf("%s, %d keys: %w", s.name, n, err))
-				continue
-			}
-			rn.statusPage(ctx, s.ns, param)
 		}
 		if compLacks != "" {
 			param := scaleKeysParam(n, keysCompacted)
@@ -85,6 +48,56 @@ func (rn *runner) scaleKeys(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// keySeriesToRun returns the series of idle keys this library runs, the
+// compacted one first (its keys age, and are compacted, while the other
+// loads), and why it has no compacted series ("" if it has).
+func (rn *runner) keySeriesToRun() (series []*keySeries, compLacks string) {
+	kept := &keySeries{name: keysKept, ns: rn.ns("scalekept"), relock: true}
+	comp := &keySeries{name: keysCompacted, ns: rn.ns("scale")}
+	compLacks = rn.why(ScaleCompaction, "the library compacts no idle keys")
+	if ic, ok := rn.d.(IdleCompactor); ok {
+		compLacks = ""
+		ic.KeepIdle(kept.ns)
+		comp.age = ic.CompactIdle(comp.ns)
+	}
+	if comp.age > 0 {
+		series = append(series, comp)
+	} else if compLacks == "" {
+		rn.logf("%s: scale: no idle age given: the series %q is not measured", rn.d.Name(), keysCompacted)
+	}
+	return append(series, kept), compLacks
+}
+
+// keysAt measures series s at n keys (all is every series, whose loaders
+// share the server): once compacted if it compacts, what the store keeps,
+// a fresh Client's first Lock+Unlock, and the status page. A series that
+// stopped short of n is recorded as not measured.
+func (rn *runner) keysAt(ctx context.Context, s *keySeries, n int, all []*keySeries) error {
+	param := scaleKeysParam(n, s.name)
+	if s.stopped != "" {
+		rn.r.na(Scale, param, scaleFirstP50, "ms", s.stopped)
+		return nil
+	}
+	docsNote := ""
+	if s.age > 0 {
+		rn.r.add(Scale, param, scaleIdleAge, "s", []float64{s.age.Seconds()}, "")
+		took, err := rn.awaitCompaction(ctx, s, n)
+		if err != nil {
+			rn.logf("%s: scale: %v", rn.d.Name(), err)
+			docsNote = err.Error()
+		} else if took > 0 {
+			rn.r.add(Scale, param, scaleCompactedAfter, "s", []float64{took.Seconds()}, "")
+		}
+	}
+	rn.countDocs(ctx, s.ns, param, docsNote)
+	if err := rn.firstLocks(ctx, s, n, param, others(all)); err != nil {
+		rn.logf("%s: scale %s: first Lock+Unlock: %v", rn.d.Name(), param, err)
+		return fmt.Errorf("%s, %d keys: %w", s.name, n, err)
+	}
+	rn.statusPage(ctx, s.ns, param)
+	return nil
 }
 
 // countDocs reports what the namespace stores, by collection.

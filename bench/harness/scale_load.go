@@ -16,27 +16,15 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 	if n <= s.loaded || s.stopped != "" {
 		return nil
 	}
-	if s.relock && rn.o.ScaleKeptMax > 0 && n > rn.o.ScaleKeptMax {
-		s.stopped = fmt.Sprintf("not measured: this run grew the series to %s keys at most (-scale-kept-max)", thousands(rn.o.ScaleKeptMax))
-		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
-		return nil
-	}
 	budget := rn.o.ScaleLoadBudget
 	keys := n - s.loaded
-	if est, ok := loadEstimate(s.loads, s.loaded, n); ok && est > budget {
-		last := s.loads[len(s.loads)-1]
-		s.stopped = fmt.Sprintf("not measured: loading %d more keys would take about %v (%.0f keys/s from %s to %s keys), more than the %v allowed",
-			keys, est.Round(time.Minute), float64(last.to-last.from)/last.took.Seconds(), thousands(last.from), thousands(last.to), budget)
+	if why := rn.wontLoad(s, n); why != "" {
+		s.stopped = why
 		rn.logf("%s: scale: %s: %d keys %s", rn.d.Name(), s.name, n, s.stopped)
 		return nil
 	}
 	param := scaleKeysParam(n, s.name)
-	before := map[string]int64{}
-	for _, m := range s.meters {
-		for name, k := range m.ByName() {
-			before[name] += k
-		}
-	}
+	before := commandsBy(s.meters)
 	t := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, budget)
 	failures, err := rn.loadKeys(lctx, s.loaders, s.loaded, n)
@@ -54,17 +42,13 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 	if failures > 0 {
 		loadNote = fmt.Sprintf("%s of a Lock+Unlock failed and were tried again", count(failures, "attempt"))
 	}
-	sent := map[string]int64{}
-	var total int64
-	for _, m := range s.meters {
-		for name, k := range m.ByName() {
-			sent[name] += k
-			total += k
-		}
-	}
+	sent := commandsBy(s.meters)
 	for name, k := range before {
 		sent[name] -= k
-		total -= k
+	}
+	var total int64
+	for _, k := range sent {
+		total += k
 	}
 	s.loads = append(s.loads, loadStep{from: s.loaded, to: n, took: took})
 	rate := float64(keys) / took.Seconds()
@@ -74,6 +58,33 @@ func (rn *runner) loadSeries(ctx context.Context, s *keySeries, n int) error {
 		took.Round(time.Millisecond), rate, sent)
 	s.loaded, s.lastLoad = n, time.Now()
 	return nil
+}
+
+// wontLoad says why series s is not grown to n keys: past ScaleKeptMax
+// (the series of keys in the collection), or a loading estimated to take
+// longer than ScaleLoadBudget; "" if it is.
+func (rn *runner) wontLoad(s *keySeries, n int) string {
+	if s.relock && rn.o.ScaleKeptMax > 0 && n > rn.o.ScaleKeptMax {
+		return fmt.Sprintf("not measured: this run grew the series to %s keys at most (-scale-kept-max)", thousands(rn.o.ScaleKeptMax))
+	}
+	budget := rn.o.ScaleLoadBudget
+	if est, ok := loadEstimate(s.loads, s.loaded, n); ok && est > budget {
+		last := s.loads[len(s.loads)-1]
+		return fmt.Sprintf("not measured: loading %d more keys would take about %v (%.0f keys/s from %s to %s keys), more than the %v allowed",
+			n-s.loaded, est.Round(time.Minute), float64(last.to-last.from)/last.took.Seconds(), thousands(last.from), thousands(last.to), budget)
+	}
+	return ""
+}
+
+// commandsBy adds up what the meters counted, by command name.
+func commandsBy(meters []*Meter) map[string]int64 {
+	by := map[string]int64{}
+	for _, m := range meters {
+		for name, k := range m.ByName() {
+			by[name] += k
+		}
+	}
+	return by
 }
 
 // A loadStep is one loading of a series: keys from..to-1, and how long
