@@ -53,7 +53,7 @@ type Options struct {
 	Contenders     int           // race: contenders per round
 	Rounds         int           // race: rounds
 
-	// scale (scale.go): idle keys in two namespaces (keys in the
+	// scale (scale*.go): idle keys in two namespaces (keys in the
 	// collection, keys compacted), each grown in turn to each size (empty,
 	// not nil: that part is not run), by ScaleLoaders Clients; a size
 	// whose loading would take longer than ScaleLoadBudget is not
