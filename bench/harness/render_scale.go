@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +99,7 @@ func (s scaleSeries) value(metricUnit string, n int) (float64, bool) {
 
 // renderScale writes the scale section's tables, its targets and the link
 // to its plot.
-func renderScale(p func(string, ...any), reports []*Report) {
+func renderScale(p printf, reports []*Report) {
 	p("![Scale: curves of the tables below](%s)\n\n", ScaleSVG)
 	p("The curves: [%s](%s) (log x; first Lock+Unlock, status page and documents on a log y axis).\n\n", ScaleSVG, ScaleSVG)
 	keys := map[string][]scaleSeries{}
@@ -124,7 +123,28 @@ func renderScale(p func(string, ...any), reports []*Report) {
 
 // scaleTable writes one part's figures: a row per library and metric, a
 // column per size, and the growth from the smallest size to the largest.
-func scaleTable(p func(string, ...any), series []scaleSeries, what string, label func(int) string) {
+func scaleTable(p printf, series []scaleSeries, what string, label func(int) string) {
+	sizes := scaleSizes(series)
+	p("| figure (%s →) |", what)
+	for _, n := range sizes {
+		p(" %s |", label(n))
+	}
+	p(" largest ÷ smallest |\n|---|%s---|\n", strings.Repeat("---|", len(sizes)))
+	// A row per metric (in order of first appearance) and library, the
+	// libraries of a metric side by side.
+	notes := tableNotes{seen: map[string]bool{}}
+	for _, k := range scaleMetrics(series) {
+		for _, s := range series {
+			if s.at[k] != nil {
+				scaleRow(p, s, k, sizes, &notes)
+			}
+		}
+	}
+	notes.render(p)
+}
+
+// scaleSizes returns every size of the series, in order.
+func scaleSizes(series []scaleSeries) []int {
 	var sizes []int
 	for _, s := range series {
 		for _, n := range s.sizes {
@@ -134,13 +154,12 @@ func scaleTable(p func(string, ...any), series []scaleSeries, what string, label
 		}
 	}
 	slices.Sort(sizes)
-	p("| figure (%s →) |", what)
-	for _, n := range sizes {
-		p(" %s |", label(n))
-	}
-	p(" largest ÷ smallest |\n|---|%s---|\n", strings.Repeat("---|", len(sizes)))
-	// A row per metric (in order of first appearance) and library, the
-	// libraries of a metric side by side.
+	return sizes
+}
+
+// scaleMetrics returns the metrics of the series ("metric|unit"), in
+// order of first appearance.
+func scaleMetrics(series []scaleSeries) []string {
 	var metrics []string
 	for _, s := range series {
 		for _, k := range s.metrics {
@@ -149,147 +168,81 @@ func scaleTable(p func(string, ...any), series []scaleSeries, what string, label
 			}
 		}
 	}
-	var notes []string
-	seen := map[string]bool{}
-	for _, k := range metrics {
-		for _, s := range series {
-			if s.at[k] == nil {
-				continue
+	return metrics
+}
+
+// scaleRow writes the row of metric k ("metric|unit") of one library: its
+// figure at each size and the growth. The figures' notes go to notes.
+func scaleRow(p printf, s scaleSeries, k string, sizes []int, notes *tableNotes) {
+	metric, unit, _ := strings.Cut(k, "|")
+	lbl := s.lib + ": " + metric
+	if unit != "" {
+		lbl += " (" + unit + ")"
+	}
+	p("| %s |", lbl)
+	var first, last *Figure
+	for _, n := range sizes {
+		f, ok := s.at[k][n]
+		p(" %s |", cell(f, ok))
+		if ok && f.Value != nil {
+			if first == nil {
+				first = &f
 			}
-			metric, unit, _ := strings.Cut(k, "|")
-			lbl := s.lib + ": " + metric
-			if unit != "" {
-				lbl += " (" + unit + ")"
+			last = &f
+		}
+		if ok && f.Note != "" {
+			// What does not apply says so once, not at each size.
+			note := fmt.Sprintf("%s (%s): %s", s.lib, f.Param, f.Note)
+			if f.Lacking {
+				note = fmt.Sprintf("%s: —: %s", s.lib, f.Note)
 			}
-			p("| %s |", lbl)
-			var first, last *Figure
-			for _, n := range sizes {
-				f, ok := s.at[k][n]
-				p(" %s |", cell(f, ok))
-				if ok && f.Value != nil {
-					if first == nil {
-						first = &f
-					}
-					last = &f
-				}
-				if ok && f.Note != "" {
-					// What does not apply says so once, not at each size.
-					note := fmt.Sprintf("%s (%s): %s", s.lib, f.Param, f.Note)
-					if f.Lacking {
-						note = fmt.Sprintf("%s: —: %s", s.lib, f.Note)
-					}
-					if !seen[note] {
-						seen[note] = true
-						notes = append(notes, note)
-					}
-				}
-			}
-			switch {
-			case first == nil || last == first || *first.Value == 0 || first.AtLeast:
-				p(" – |\n")
-			case last.AtLeast:
-				p(" ≥ %s |\n", num(*last.Value / *first.Value))
-			default:
-				p(" %s |\n", num(*last.Value / *first.Value))
-			}
+			notes.once(note)
 		}
 	}
-	if len(notes) > 0 {
-		p("\n")
-		for _, n := range notes {
-			p("- %s\n", n)
-		}
+	p(" %s |\n", growth(first, last))
+}
+
+// growth is a row's last figure divided by its first, "≥" if the last is
+// a lower bound, "–" if there is no ratio to take.
+func growth(first, last *Figure) string {
+	switch {
+	case first == nil || last == first || *first.Value == 0 || first.AtLeast:
+		return "–"
+	case last.AtLeast:
+		return "≥ " + num(*last.Value / *first.Value)
 	}
-	p("\n")
+	return num(*last.Value / *first.Value)
 }
 
 // scaleFlat is how much more a waiter may send at 64 waiters than at 1
 // for "flat": the noise of one 40 s count of one waiter.
 const scaleFlat = 1.25
 
+// A targetRow is one of issue 25's targets, what was measured and whether
+// it passes.
+type targetRow struct{ target, measured, result string }
+
 // scaleTargets writes issue 25's targets, each with what dsync measured
 // and whether it passes: the first Lock+Unlock in each series of idle
 // keys, the documents in the compacted one, the waiters' commands.
-func scaleTargets(p func(string, ...any), keys map[string][]scaleSeries, waiters []scaleSeries) {
-	type row struct{ target, measured, result string }
-	var rows []row
+func scaleTargets(p printf, keys map[string][]scaleSeries, waiters []scaleSeries) {
+	var rows []targetRow
 	for _, ks := range keySeriesList {
 		for _, s := range keys[ks.name] {
 			if !strings.HasPrefix(s.lib, "dsync") {
 				continue
 			}
 			lib := s.lib + ", " + ks.name
-			k := scaleFirstP50 + "|ms"
-			small, okS := s.value(k, 100)
-			big, okB := s.value(k, 100000)
-			r := row{target: fmt.Sprintf("%s: a fresh Client's first Lock+Unlock (p50) at 100,000 keys at most 2× its cost at 100", lib)}
-			switch {
-			case okS && okB && s.at[k][100000].AtLeast && big <= 2*small:
-				r.measured, r.result = fmt.Sprintf("at least %s ms at 100,000 (cut short), %s ms at 100", num(big), num(small)), "not measured"
-			case okS && okB:
-				at := ""
-				if s.at[k][100000].AtLeast {
-					at = "at least "
-				}
-				r.measured = fmt.Sprintf("%s%s ms at 100,000, %s ms at 100: %s%s×", at, num(big), num(small), at, num(big/small))
-				r.result = passFail(big <= 2*small)
-			default:
-				// Not measured at 100,000: why, if a figure says, and the
-				// growth up to the largest size measured.
-				r.measured, r.result = "not measured at 100,000", "not measured"
-				if f, ok := s.at[k][100000]; ok && f.Note != "" {
-					r.measured += " (" + f.Note + ")"
-				}
-				var n int
-				for m := range s.at[k] {
-					if _, ok := s.value(k, m); ok {
-						n = max(n, m)
-					}
-				}
-				if !okS || n <= 100 {
-					break
-				}
-				v, _ := s.value(k, n)
-				at := ""
-				if s.at[k][n].AtLeast {
-					at = "at least "
-				}
-				r.measured += fmt.Sprintf("; at %s: %s%s ms, %s%s× its cost at 100", thousands(n), at, num(v), at, num(v/small))
-				if v > 2*small {
-					r.result = "fail (already at " + thousands(n) + ")"
-				}
+			rows = append(rows, firstLockTarget(lib, s))
+			if ks.name == keysCompacted {
+				rows = append(rows, compactedDocsTarget(lib, s))
 			}
-			rows = append(rows, r)
-			if ks.name != keysCompacted {
-				continue
-			}
-			r = row{target: fmt.Sprintf("%s: at most 100,000 documents in the lock collection after 100,000 keys were each locked once and left idle past the idle age", lib)}
-			if v, ok := s.value(scaleLockDocs+"|docs", 100000); ok {
-				r.measured, r.result = fmt.Sprintf("%s documents", thousands(int(v))), passFail(v <= 100000)
-				if note := s.at[scaleLockDocs+"|docs"][100000].Note; note != "" {
-					r.measured += " (" + note + ")"
-				}
-			} else {
-				r.measured, r.result = "not measured at 100,000", "not measured"
-			}
-			rows = append(rows, r)
 		}
 	}
 	for _, s := range waiters {
-		if !strings.HasPrefix(s.lib, "dsync") {
-			continue
+		if strings.HasPrefix(s.lib, "dsync") {
+			rows = append(rows, waitersTarget(s))
 		}
-		k := scalePerWaiter + "|cmds/s"
-		one, ok1 := s.value(k, 1)
-		many, okM := s.value(k, 64)
-		r := row{target: fmt.Sprintf("%s: commands/s per waiting process flat from 1 to 64 waiters (at 64 at most %.2f× at 1)", s.lib, scaleFlat)}
-		if ok1 && okM {
-			r.measured = fmt.Sprintf("%s at 64, %s at 1: %s×", num(many), num(one), num(many/one))
-			r.result = passFail(many <= scaleFlat*one)
-		} else {
-			r.measured, r.result = "not measured", "not measured"
-		}
-		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
 		return
@@ -301,18 +254,94 @@ func scaleTargets(p func(string, ...any), keys map[string][]scaleSeries, waiters
 	p("\n")
 }
 
+// firstLockTarget: in a series of idle keys of library lib (its name and
+// the series'), a fresh Client's first Lock+Unlock at 100,000 keys costs
+// at most twice what it costs at 100.
+func firstLockTarget(lib string, s scaleSeries) targetRow {
+	k := scaleFirstP50 + "|ms"
+	small, okS := s.value(k, 100)
+	big, okB := s.value(k, 100000)
+	r := targetRow{target: fmt.Sprintf("%s: a fresh Client's first Lock+Unlock (p50) at 100,000 keys at most 2× its cost at 100", lib)}
+	switch {
+	case okS && okB && s.at[k][100000].AtLeast && big <= 2*small:
+		r.measured, r.result = fmt.Sprintf("at least %s ms at 100,000 (cut short), %s ms at 100", num(big), num(small)), "not measured"
+	case okS && okB:
+		at := ""
+		if s.at[k][100000].AtLeast {
+			at = "at least "
+		}
+		r.measured = fmt.Sprintf("%s%s ms at 100,000, %s ms at 100: %s%s×", at, num(big), num(small), at, num(big/small))
+		r.result = passFail(big <= 2*small)
+	default:
+		r.measured, r.result = notAt100000(s, k, small, okS)
+	}
+	return r
+}
+
+// notAt100000 is what firstLockTarget says of metric k not measured at
+// 100,000 keys: why, if a figure says, and the growth from 100 (small,
+// if okS) up to the largest size measured; a fail if that is already over
+// the target.
+func notAt100000(s scaleSeries, k string, small float64, okS bool) (measured, result string) {
+	measured, result = "not measured at 100,000", "not measured"
+	if f, ok := s.at[k][100000]; ok && f.Note != "" {
+		measured += " (" + f.Note + ")"
+	}
+	var n int
+	for m := range s.at[k] {
+		if _, ok := s.value(k, m); ok {
+			n = max(n, m)
+		}
+	}
+	if !okS || n <= 100 {
+		return measured, result
+	}
+	v, _ := s.value(k, n)
+	at := ""
+	if s.at[k][n].AtLeast {
+		at = "at least "
+	}
+	measured += fmt.Sprintf("; at %s: %s%s ms, %s%s× its cost at 100", thousands(n), at, num(v), at, num(v/small))
+	if v > 2*small {
+		result = "fail (already at " + thousands(n) + ")"
+	}
+	return measured, result
+}
+
+// compactedDocsTarget: 100,000 keys locked once and compacted leave at
+// most 100,000 documents in the lock collection.
+func compactedDocsTarget(lib string, s scaleSeries) targetRow {
+	r := targetRow{target: fmt.Sprintf("%s: at most 100,000 documents in the lock collection after 100,000 keys were each locked once and left idle past the idle age", lib)}
+	if v, ok := s.value(scaleLockDocs+"|docs", 100000); ok {
+		r.measured, r.result = fmt.Sprintf("%s documents", thousands(int(v))), passFail(v <= 100000)
+		if note := s.at[scaleLockDocs+"|docs"][100000].Note; note != "" {
+			r.measured += " (" + note + ")"
+		}
+	} else {
+		r.measured, r.result = "not measured at 100,000", "not measured"
+	}
+	return r
+}
+
+// waitersTarget: what a waiter sends per second is flat from 1 to 64
+// waiters.
+func waitersTarget(s scaleSeries) targetRow {
+	k := scalePerWaiter + "|cmds/s"
+	one, ok1 := s.value(k, 1)
+	many, okM := s.value(k, 64)
+	r := targetRow{target: fmt.Sprintf("%s: commands/s per waiting process flat from 1 to 64 waiters (at 64 at most %.2f× at 1)", s.lib, scaleFlat)}
+	if ok1 && okM {
+		r.measured = fmt.Sprintf("%s at 64, %s at 1: %s×", num(many), num(one), num(many/one))
+		r.result = passFail(many <= scaleFlat*one)
+	} else {
+		r.measured, r.result = "not measured", "not measured"
+	}
+	return r
+}
+
 func passFail(ok bool) string {
 	if ok {
 		return "**pass**"
 	}
 	return "**fail**"
-}
-
-// logTicks returns the powers of ten from lo to hi.
-func logTicks(lo, hi float64) []float64 {
-	var t []float64
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
-		t = append(t, math.Pow(10, e))
-	}
-	return t
 }

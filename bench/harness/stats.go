@@ -48,3 +48,18 @@ func Jain(xs []float64) float64 {
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func maxOf(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	return []float64{slices.Max(xs)}
+}
+
+func pct(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = 100 * x
+	}
+	return out
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -343,89 +342,5 @@ func (e *election) Lock(ctx context.Context) error {
 }
 
 func (e *election) Unlock(ctx context.Context) error { return e.e.Resign(ctx) }
-
-var _ harness.LatencyProber = (*driver)(nil)
-
-// ProbeLatency measures a ping's round trip, and the delivery of an event
-// through a capped collection to a tailable-await cursor of another
-// client, set up as dsyncmongo's wake-ups set up theirs (batch size 1 for
-// the first batch, which an event already there fills).
-func (d *driver) ProbeLatency(ctx context.Context, ns string, n int) (roundTrip, event []float64, err error) {
-	var clients [2]*mongo.Client
-	for i := range clients {
-		if clients[i], err = mongo.Connect(options.Client().ApplyURI(d.uri)); err != nil {
-			return nil, nil, err
-		}
-		defer clients[i].Disconnect(context.WithoutCancel(ctx))
-	}
-	sender, receiver := clients[0].Database(d.db), clients[1].Database(d.db)
-	for range n {
-		start := time.Now()
-		if err := sender.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err(); err != nil {
-			return nil, nil, err
-		}
-		roundTrip = append(roundTrip, ms(time.Since(start)))
-	}
-
-	name := "probe_" + ns
-	if err := sender.CreateCollection(ctx, name, options.CreateCollection().
-		SetCapped(true).SetSizeInBytes(1<<20).SetMaxDocuments(1000)); err != nil {
-		return nil, nil, err
-	}
-	defer sender.Collection(name).Drop(context.WithoutCancel(ctx))
-	out := sender.Collection(name)
-	if _, err := out.InsertOne(ctx, bson.D{{Key: "n", Value: -1}}); err != nil {
-		return nil, nil, err
-	}
-	cur, err := receiver.Collection(name).Find(ctx, bson.D{}, options.Find().
-		SetCursorType(options.TailableAwait).SetBatchSize(1).SetMaxAwaitTime(5*time.Second))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	if !cur.Next(ctx) {
-		return nil, nil, fmt.Errorf("tailable cursor: %v", cur.Err())
-	}
-	// The receiver always has a getMore waiting, as a tailer has: an event
-	// then arrives at a random moment of the server's wait, as a release
-	// does, not at the start of a getMore sent after it.
-	arrived := make(chan time.Time)
-	rctx, stop := context.WithCancel(ctx)
-	defer func() { // before the cursor is closed
-		stop()
-		for range arrived {
-		}
-	}()
-	go func() {
-		defer close(arrived)
-		for cur.Next(rctx) {
-			select {
-			case arrived <- time.Now():
-			case <-rctx.Done():
-				return
-			}
-		}
-	}()
-	for i := range n {
-		time.Sleep(rand.N(30 * time.Millisecond))
-		start := time.Now()
-		if _, err := out.InsertOne(ctx, bson.D{{Key: "n", Value: i}}); err != nil {
-			return nil, nil, err
-		}
-		at, ok := <-arrived
-		if !ok {
-			return nil, nil, fmt.Errorf("tailable cursor ended: %v", cur.Err())
-		}
-		event = append(event, ms(at.Sub(start)))
-		// Keep the collection short, as dsyncmongo keeps its events: on
-		// FerretDB every wait re-reads all of it.
-		if i%16 == 15 {
-			if _, err := out.DeleteMany(ctx, bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: i}}}}); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return roundTrip, event, nil
-}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

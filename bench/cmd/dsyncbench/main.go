@@ -120,21 +120,12 @@ func measure() int {
 		return harness.RunChild(d)
 	}
 	if d.uri == "" {
-		dir, err := os.MkdirTemp("", "dsyncbench-ferretdb-")
+		stop, err := d.startFerret(serverPID)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer srv.Stop()
-		d.uri = srv.URI
-		*serverPID = srv.PID()
-		fmt.Fprintln(os.Stderr, "dsyncbench: embedded FerretDB at", srv.URI)
+		defer stop()
 	}
 	// Children (re-executions of this binary) find the server here.
 	os.Setenv("MONGODB_URI", d.uri)
@@ -155,17 +146,46 @@ func measure() int {
 	start := time.Now()
 	r := harness.Run(ctx, d, opts, base)
 	fmt.Fprintf(os.Stderr, "dsyncbench: done in %v\n", time.Since(start).Round(time.Second))
-	if *out == "" {
+	return writeReport(r, *out, *scenarios != "")
+}
+
+// startFerret starts an embedded FerretDB, its data in a temporary
+// directory, for the run: d.uri is its URI, *pid its process. stop stops
+// it and removes the directory.
+func (d *driver) startFerret(pid *int) (stop func(), err error) {
+	dir, err := os.MkdirTemp("", "dsyncbench-ferretdb-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	d.uri = srv.URI
+	*pid = srv.PID()
+	fmt.Fprintln(os.Stderr, "dsyncbench: embedded FerretDB at", srv.URI)
+	return func() {
+		srv.Stop()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// writeReport writes r to the JSON file out, merged into the report there
+// if some scenarios only were run (merge), or prints its table if out is
+// empty. It returns the exit code.
+func writeReport(r *harness.Report, out string, merge bool) int {
+	if out == "" {
 		fmt.Print(harness.Render([]*harness.Report{r}, strings.Join(os.Args, " ")))
 		return 0
 	}
-	if *scenarios != "" {
-		if old, err := harness.ReadReport(*out); err == nil {
+	if merge {
+		if old, err := harness.ReadReport(out); err == nil {
 			old.Merge(r)
 			r = old
 		}
 	}
-	if err := harness.WriteReport(*out, r); err != nil {
+	if err := harness.WriteReport(out, r); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

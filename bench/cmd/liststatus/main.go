@@ -72,21 +72,11 @@ func main() {
 
 func run(keys, locked, runs int, dsyncBin string) error {
 	ctx := context.Background()
-	uri := os.Getenv("MONGODB_URI")
-	server := "MongoDB at MONGODB_URI"
-	if uri == "" {
-		dir, err := os.MkdirTemp("", "liststatus-ferretdb-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		uri, server = srv.URI, "embedded FerretDB 1.24 (SQLite)"
+	uri, server, stop, err := startServer()
+	if err != nil {
+		return err
 	}
+	defer stop()
 	cmds := &counter{}
 	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(cmds.monitor()))
 	if err != nil {
@@ -106,14 +96,80 @@ func run(keys, locked, runs int, dsyncBin string) error {
 		return err
 	}
 	defer c.Close()
+	b := &listBench{uri: uri, keys: keys, locked: locked, runs: runs, db: db, c: c, cmds: cmds}
+	if err := b.fillDirectory(ctx, server); err != nil {
+		return err
+	}
+	lib, perPage, err := b.listPages(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := b.directoryFinds(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("server: %s; directory: %d keys (%d locked once through the library, %d recorded only); order: %v\n\n",
+		server, keys, min(locked, keys), keys-min(locked, keys), b.order)
+	fmt.Printf("| what | median | min | max |\n|---|---|---|---|\n")
+	row(fmt.Sprintf("the directory's find of the first %d keys, alone (%d runs)", page, runs), dir)
+	row(fmt.Sprintf("Client.List, first %d keys with their queues (%d runs)", page, runs), lib)
+	if locked > 0 {
+		if err := b.firstLocks(ctx); err != nil {
+			return err
+		}
+	}
+	if dsyncBin != "" {
+		if err := b.statusCommands(dsyncBin); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\ncommands of one Client.List page: %v\n", perPage)
+	return nil
+}
 
-	names := make([]string, keys)
-	for i, n := range rand.Perm(keys) { // first used in no particular order
-		names[i] = fmt.Sprintf("job/%06d", n)
+// startServer returns the server's URI and description: MONGODB_URI if
+// set, else an embedded FerretDB that stop stops.
+func startServer() (uri, server string, stop func(), err error) {
+	uri = os.Getenv("MONGODB_URI")
+	if uri != "" {
+		return uri, "MongoDB at MONGODB_URI", func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "liststatus-ferretdb-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	srv, err := ferret.Start("serve", filepath.Join(dir, "data"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", nil, err
+	}
+	return srv.URI, "embedded FerretDB 1.24 (SQLite)", func() {
+		srv.Stop()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// A listBench is one run's directory of keys and the Client that lists it.
+type listBench struct {
+	uri                string
+	keys, locked, runs int
+	db                 *mongo.Database
+	c                  *dsync.Client
+	cmds               *counter // the commands c sends, by name
+	names              []string // the keys, the ones locked first
+	order              dsync.KeyOrder
+}
+
+// fillDirectory makes the directory of keys: locked keys locked and
+// unlocked through the library, the others inserted.
+func (b *listBench) fillDirectory(ctx context.Context, server string) error {
+	b.names = make([]string, b.keys)
+	for i, n := range rand.Perm(b.keys) { // first used in no particular order
+		b.names[i] = fmt.Sprintf("job/%06d", n)
 	}
 	start := time.Now()
-	for i := 0; i < locked && i < keys; i++ {
-		m, err := dsync.NewMutex(c, names[i])
+	for i := 0; i < b.locked && i < b.keys; i++ {
+		m, err := dsync.NewMutex(b.c, b.names[i])
 		if err != nil {
 			return err
 		}
@@ -122,110 +178,120 @@ func run(keys, locked, runs int, dsyncBin string) error {
 		}
 		m.Unlock()
 	}
-	if err := fill(ctx, db.Collection(collection+"_keys"), names[min(locked, keys):]); err != nil {
+	if err := fill(ctx, b.db.Collection(collection+"_keys"), b.names[min(b.locked, b.keys):]); err != nil {
 		return err
 	}
-	order, err := c.ListOrder(ctx)
-	if err != nil {
+	var err error
+	if b.order, err = b.c.ListOrder(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "liststatus: %d keys in the directory (%d locked once) in %v, on %s\n", keys, locked, time.Since(start).Round(time.Millisecond), server)
+	fmt.Fprintf(os.Stderr, "liststatus: %d keys in the directory (%d locked once) in %v, on %s\n", b.keys, b.locked, time.Since(start).Round(time.Millisecond), server)
+	return nil
+}
 
-	// The first page through the library: the backend is prepared.
-	var lib []time.Duration
-	var perPage map[string]int
-	for range runs {
-		cmds.take()
+// listPages times the first page through the library (the backend is
+// prepared), and returns the commands of the last page by name.
+func (b *listBench) listPages(ctx context.Context) (took []time.Duration, perPage map[string]int, err error) {
+	for range b.runs {
+		b.cmds.take()
 		t0 := time.Now()
 		n := 0
-		for _, err := range c.List(ctx, dsync.ListOptions{Limit: page}) {
+		for _, err := range b.c.List(ctx, dsync.ListOptions{Limit: page}) {
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			n++
 		}
-		lib = append(lib, time.Since(t0))
-		perPage = cmds.take()
-		if n != min(page, keys) {
-			return fmt.Errorf("listed %d keys, want %d", n, min(page, keys))
+		took = append(took, time.Since(t0))
+		perPage = b.cmds.take()
+		if n != min(page, b.keys) {
+			return nil, nil, fmt.Errorf("listed %d keys, want %d", n, min(page, b.keys))
 		}
 	}
-	// The directory's part: the find that ListKeys sends for a page
-	// (no sort on FerretDB, the _id index on MongoDB), alone.
-	var dir []time.Duration
+	return took, perPage, nil
+}
+
+// directoryFinds times the directory's part of a page alone: the find
+// that ListKeys sends (no sort on FerretDB, the _id index on MongoDB).
+func (b *listBench) directoryFinds(ctx context.Context) ([]time.Duration, error) {
+	var took []time.Duration
 	findOpts := options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(page).SetLimit(page)
-	if order == dsync.OrderBytes {
+	if b.order == dsync.OrderBytes {
 		findOpts.SetSort(bson.D{{Key: "_id", Value: 1}})
 	}
-	for range runs {
+	for range b.runs {
 		t0 := time.Now()
-		cur, err := db.Collection(collection+"_keys").Find(ctx, bson.D{}, findOpts)
+		cur, err := b.db.Collection(collection+"_keys").Find(ctx, bson.D{}, findOpts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n := 0
 		for cur.Next(ctx) {
 			n++
 		}
 		cur.Close(ctx)
-		dir = append(dir, time.Since(t0))
-		if n != min(page, keys) {
-			return fmt.Errorf("the directory's find read %d keys, want %d", n, min(page, keys))
+		took = append(took, time.Since(t0))
+		if n != min(page, b.keys) {
+			return nil, fmt.Errorf("the directory's find read %d keys, want %d", n, min(page, b.keys))
 		}
 	}
-	fmt.Printf("server: %s; directory: %d keys (%d locked once through the library, %d recorded only); order: %v\n\n",
-		server, keys, min(locked, keys), keys-min(locked, keys), order)
-	fmt.Printf("| what | median | min | max |\n|---|---|---|---|\n")
-	row := func(what string, ds []time.Duration) {
-		slices.Sort(ds)
-		fmt.Printf("| %s | %v | %v | %v |\n", what, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
-	}
-	row(fmt.Sprintf("the directory's find of the first %d keys, alone (%d runs)", page, runs), dir)
-	row(fmt.Sprintf("Client.List, first %d keys with their queues (%d runs)", page, runs), lib)
-	if locked > 0 {
-		docs, err := db.Collection(collection).CountDocuments(ctx, bson.D{})
-		if err != nil {
-			return err
-		}
-		for _, used := range []bool{true, false} {
-			var ds []time.Duration
-			var perLock map[string]int
-			for i := range runs {
-				key := fmt.Sprintf("new/%d", i)
-				if used {
-					key = names[i*locked/runs]
-				}
-				d, n, err := firstLock(ctx, uri, key)
-				if err != nil {
-					return err
-				}
-				ds, perLock = append(ds, d), n
-			}
-			what := "a key never used"
-			if used {
-				what = "a key locked and unlocked minutes before"
-			}
-			row(fmt.Sprintf("a fresh Client's first Lock+Unlock of %s, %d lock documents (%d runs; commands %v)", what, docs, runs, perLock), ds)
-		}
-	}
+	return took, nil
+}
 
-	if dsyncBin != "" {
-		for _, args := range [][]string{{"status", "--limit", "100"}, {"status", "--limit", "100", "--json"}} {
-			var wall []time.Duration
-			for range runs {
-				cmd := exec.Command(dsyncBin, append([]string{"--uri", uri, "--db", dbName}, args...)...)
-				cmd.Stderr = os.Stderr
-				t0 := time.Now()
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("%s: %w", cmd, err)
-				}
-				wall = append(wall, time.Since(t0))
-			}
-			row(fmt.Sprintf("`dsync %s`, wall time of a fresh process (%d runs)", join(args), runs), wall)
-		}
+// firstLocks writes the rows of a fresh Client's first Lock+Unlock of a
+// key locked before, and of a key never used.
+func (b *listBench) firstLocks(ctx context.Context) error {
+	docs, err := b.db.Collection(collection).CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return err
 	}
-	fmt.Printf("\ncommands of one Client.List page: %v\n", perPage)
+	for _, used := range []bool{true, false} {
+		var ds []time.Duration
+		var perLock map[string]int
+		for i := range b.runs {
+			key := fmt.Sprintf("new/%d", i)
+			if used {
+				key = b.names[i*b.locked/b.runs]
+			}
+			d, n, err := firstLock(ctx, b.uri, key)
+			if err != nil {
+				return err
+			}
+			ds, perLock = append(ds, d), n
+		}
+		what := "a key never used"
+		if used {
+			what = "a key locked and unlocked minutes before"
+		}
+		row(fmt.Sprintf("a fresh Client's first Lock+Unlock of %s, %d lock documents (%d runs; commands %v)", what, docs, b.runs, perLock), ds)
+	}
 	return nil
+}
+
+// statusCommands writes the rows of the wall time of dsyncBin's status
+// page, as a table and as JSON, each a fresh process.
+func (b *listBench) statusCommands(dsyncBin string) error {
+	for _, args := range [][]string{{"status", "--limit", "100"}, {"status", "--limit", "100", "--json"}} {
+		var wall []time.Duration
+		for range b.runs {
+			cmd := exec.Command(dsyncBin, append([]string{"--uri", b.uri, "--db", dbName}, args...)...)
+			cmd.Stderr = os.Stderr
+			t0 := time.Now()
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			wall = append(wall, time.Since(t0))
+		}
+		row(fmt.Sprintf("`dsync %s`, wall time of a fresh process (%d runs)", join(args), b.runs), wall)
+	}
+	return nil
+}
+
+// row writes a row of the table: what, and the median, least and most of
+// ds (which it sorts).
+func row(what string, ds []time.Duration) {
+	slices.Sort(ds)
+	fmt.Printf("| %s | %v | %v | %v |\n", what, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
 }
 
 // firstLock connects anew, makes a backend on dbName and times its first
