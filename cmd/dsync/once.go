@@ -112,12 +112,8 @@ func runOnce(g *globals, args []string) int {
 	if code, finished := onceDone(ctx, r, once, name, f.check); finished {
 		return code
 	}
-	o := &onceRun{rn: rn, name: name}
-	code = o.exit(ctx, o.do(ctx, once, f.wait), f.wait)
-	if o.lost {
-		s.abandonConn()
-	}
-	return code
+	o := &onceRun{rn: rn, s: s, name: name}
+	return o.exit(ctx, o.do(ctx, once, f.wait), f.wait)
 }
 
 // parseOnce parses dsync once's command line: its flags, NAME and the

@@ -20,6 +20,7 @@ func (e errCmdFailed) Error() string { return "the command exited " + strconv.It
 // what came of it.
 type onceRun struct {
 	rn   *runner
+	s    *session
 	name string
 
 	// waited ends the wait for the lock when --wait runs out, with cause
@@ -104,6 +105,7 @@ func (o *onceRun) exit(ctx context.Context, err error, wait time.Duration) int {
 		return failed.status
 	case o.lost:
 		r.say("once %q: command stopped (status %d); exiting %d, lock lost", o.name, o.status, exitLost)
+		o.s.abandonConn()
 		return exitLost
 	case o.ran && o.status == 0 && ctx.Err() == nil:
 		// The command succeeded, but its success is unconfirmed.

@@ -47,7 +47,7 @@ func newRunner(name string, r *reporter, grace time.Duration, argv []string) (rn
 	return rn, ctx, 0, true
 }
 
-// close stops handling signals.
+// close stops handling signals, and ends the context newRunner returned.
 func (rn *runner) close() {
 	rn.sup.stop()
 	rn.cancel(nil)
