@@ -357,12 +357,44 @@ func (s *fenceSim) check(t *testing.T, dump bool) porcupine.CheckResult {
 	if err := porcupine.VisualizePath(fenceModel, info, filepath.Join(dir, "history.html")); err != nil {
 		t.Log(err)
 	}
-	ops := append([]porcupine.Operation(nil), s.history...)
+	var ops []porcupine.Operation
+	for _, id := range simIDs {
+		var mine []porcupine.Operation
+		for _, op := range s.history {
+			if op.Input.(fenceInput).id == id {
+				mine = append(mine, op)
+			}
+		}
+		if porcupine.CheckOperations(fenceModel, mine) {
+			continue
+		}
+		t.Logf("seed %d: _id %q has no linearization", s.seed, id)
+		ops = append(ops, mine...)
+	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	var b strings.Builder
 	for _, op := range ops {
 		fmt.Fprintf(&b, "%10d %10d holder %d  %s\n", op.Call/1000, op.Return/1000, op.ClientId,
 			fenceModel.DescribeOperation(op.Input, op.Output))
+	}
+	// Where porcupine got stuck: the longest order it found that
+	// explains a prefix of a history with no linearization.
+	for _, part := range info.PartialLinearizationsOperations() {
+		var longest []porcupine.Operation
+		for _, l := range part {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == 0 || len(longest) == len(ops) {
+			continue
+		}
+		fmt.Fprintf(&b, "\nlongest linearizable order of %s's operations (%d), last ones:\n",
+			longest[0].Input.(fenceInput).id, len(longest))
+		for _, op := range longest[max(0, len(longest)-12):] {
+			fmt.Fprintf(&b, "%10d %10d holder %d  %s\n", op.Call/1000, op.Return/1000, op.ClientId,
+				fenceModel.DescribeOperation(op.Input, op.Output))
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "history.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Log(err)
