@@ -31,7 +31,10 @@ import (
 // against the sequential specification of fence_model_test.go, which
 // states the docs' promise: no operation of a holder applies once one of
 // a later holder has touched the _id, a miss by _id fences the _id, a
-// delete keeps the fence.
+// delete keeps the fence. On FerretDB, where a Fenced promises nothing to
+// operations that overlap (WithNonAtomicFence), one command at a time
+// reaches the server; the operations still interleave command by
+// command, and a request held back lands after later holders' requests.
 //
 //	go test -run TestFenceSimulation -v ./dsync/mongo -fencesim.seeds=200
 //	go test -run TestFenceSimulation -v ./dsync/mongo -fencesim.seed=7
@@ -41,7 +44,7 @@ import (
 // replays its faults, not always their outcome.
 
 var (
-	fenceSimSeeds = flag.Int("fencesim.seeds", 6, "fenced-register simulation: seeds to run")
+	fenceSimSeeds = flag.Int("fencesim.seeds", 16, "fenced-register simulation: seeds to run")
 	fenceSimSeed  = flag.Int64("fencesim.seed", -1, "fenced-register simulation: run only this seed")
 )
 
@@ -50,7 +53,7 @@ const (
 	simHolders      = 4  // holders running at once, each through a new token after every few operations
 	simOpsPerHolder = 40 // operations each holder calls
 	simHoldBackPct  = 20 // percent of operations with one request held back
-	simLoseReplyPct = 10 // percent of operations whose context is cancelled between two requests
+	simLoseReplyPct = 10 // percent of operations whose context is cancelled before a request is sent or once its reply came
 	simCheckTimeout = 60 * time.Second
 )
 
@@ -330,6 +333,9 @@ func (s *fenceSim) call(ctx context.Context, t *testing.T, f *Fenced, in fenceIn
 	s.figures.ops[in.kind][out.outcome]++
 	if c.held {
 		s.figures.heldBack++
+		if out.outcome == outFenced {
+			s.figures.heldFenced++
+		}
 	}
 	if c.cancelled {
 		s.figures.cancelled++
@@ -405,11 +411,12 @@ func (s *fenceSim) check(t *testing.T, dump bool) porcupine.CheckResult {
 
 // fenceSimFigures counts what the runs did.
 type fenceSimFigures struct {
-	seeds     int
-	ops       [simKinds][outcomes]int // by kind and outcome
-	raises    int                     // operations that raised an _id's fence after a miss
-	heldBack  int                     // operations with a request held back
-	cancelled int                     // operations whose context was cancelled in flight
+	seeds      int
+	ops        [simKinds][outcomes]int // by kind and outcome
+	raises     int                     // operations that raised an _id's fence after a miss
+	heldBack   int                     // operations with a request held back
+	heldFenced int                     // of them, refused with ErrFenced
+	cancelled  int                     // operations whose context was cancelled in flight
 }
 
 func (f *fenceSimFigures) add(g fenceSimFigures) {
@@ -421,6 +428,7 @@ func (f *fenceSimFigures) add(g fenceSimFigures) {
 	}
 	f.raises += g.raises
 	f.heldBack += g.heldBack
+	f.heldFenced += g.heldFenced
 	f.cancelled += g.cancelled
 }
 
@@ -438,7 +446,7 @@ func (f fenceSimFigures) String() string {
 		unknown += f.ops[k][outUnknown]
 		b.WriteString(" ")
 	}
-	return fmt.Sprintf("%d operations (%s); %d raised a fence after a miss, %d had a request held back, "+
-		"%d a context cancelled in flight (%d of them with the outcome lost)",
-		total, strings.TrimSuffix(b.String(), ", "), f.raises, f.heldBack, f.cancelled, unknown)
+	return fmt.Sprintf("%d operations (%s); %d raised a fence after a miss, %d had a request held back "+
+		"(%d of them refused with ErrFenced), %d a context cancelled in flight (%d of them with the outcome lost)",
+		total, strings.TrimSuffix(b.String(), ", "), f.raises, f.heldBack, f.heldFenced, f.cancelled, unknown)
 }
