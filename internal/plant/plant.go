@@ -1,7 +1,8 @@
-// Package plant switches the bugs planted above the engine (in dsync and
-// leader) for the negative controls of the public-API simulation
-// (internal/apisim). Only a build with -tags dsync_planted can plant one:
-// in every other build On is false and the bugs' branches compile away.
+// Package plant switches the bugs planted above the engine (in dsync,
+// leader and dsync/mongo) for the negative controls of the public-API
+// simulation (internal/apisim) and of dsync/mongo's fenced-register
+// simulation. Only a build with -tags dsync_planted can plant one: in
+// every other build On is false and the bugs' branches compile away.
 package plant
 
 import "sync/atomic"
@@ -39,6 +40,10 @@ const (
 	// back across an emptying hands out tokens below those handed out
 	// before it.
 	HistoryIgnored
+	// FenceSkipsCondition: a dsyncmongo Fenced compares fences with the
+	// largest token there is instead of its own, so that no fence refuses
+	// its reads and writes (dsync/mongo's fenced-register simulation).
+	FenceSkipsCondition
 )
 
 var planted atomic.Int32
