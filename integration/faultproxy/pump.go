@@ -18,41 +18,55 @@ type chunk struct {
 // and p.wg.
 func (p *Proxy) pump(l *link, src, dst net.Conn, dir int) {
 	q := make(chan chunk, 256)
+	go p.readChunks(l, src, q, dir)
+	p.writeChunks(l, dst, q, dir)
+}
+
+// readChunks is the reader of a pump: it reads src into chunks on q,
+// each with the delay in force when it was read, and ends q with an eof
+// chunk when src ends. Requests are looked at for a command that begins
+// an armed stall, replies for those to late writes, as they are read.
+func (p *Proxy) readChunks(l *link, src net.Conn, q chan<- chunk, dir int) {
 	done := l.done
-	go func() {
-		defer p.wg.Done()
-		defer l.pumps.Done()
-		defer close(q)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := src.Read(buf)
-			if n > 0 {
-				at := time.Now()
-				if dir == 0 {
-					p.triggerStall(l, buf[:n], at)
-				} else {
-					// Replies are read as they arrive, delivered or not.
-					p.replies(l, buf[:n], at)
-				}
-				c := chunk{data: buf[:n], at: at, wait: p.delayOf(dir, at)}
-				select {
-				case q <- c:
-				case <-done:
-					return
-				}
+	defer p.wg.Done()
+	defer l.pumps.Done()
+	defer close(q)
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := src.Read(buf)
+		if n > 0 {
+			at := time.Now()
+			if dir == 0 {
+				p.triggerStall(l, buf[:n], at)
+			} else {
+				// Replies are read as they arrive, delivered or not.
+				p.replies(l, buf[:n], at)
 			}
-			if err != nil {
-				if dir == 0 {
-					l.clientGone.CompareAndSwap(0, time.Now().UnixNano())
-				}
-				select {
-				case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir, time.Now())}:
-				case <-done:
-				}
+			c := chunk{data: buf[:n], at: at, wait: p.delayOf(dir, at)}
+			select {
+			case q <- c:
+			case <-done:
 				return
 			}
 		}
-	}()
+		if err != nil {
+			if dir == 0 {
+				l.clientGone.CompareAndSwap(0, time.Now().UnixNano())
+			}
+			select {
+			case q <- chunk{eof: true, at: time.Now(), wait: p.delayOf(dir, time.Now())}:
+			case <-done:
+			}
+			return
+		}
+	}
+}
+
+// writeChunks is the writer of a pump: it delivers each chunk of q to dst
+// once waitDeliverable lets it, and passes the end of the stream on;
+// down, once the client is gone, it drops what the server still sends.
+func (p *Proxy) writeChunks(l *link, dst net.Conn, q <-chan chunk, dir int) {
+	done := l.done
 	defer p.wg.Done()
 	defer l.pumps.Done()
 	dropping := false // down: the client is gone
