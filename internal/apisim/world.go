@@ -22,6 +22,7 @@ type world struct {
 	sess    *sessions
 	members *leader.MemoryMembers
 	procs   []*proc
+	actors  []Actor
 
 	// The operator empties the collections "while no lock is held or
 	// awaited": ops counts the operations under way; while maint is not
