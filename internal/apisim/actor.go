@@ -46,10 +46,18 @@ type Action struct {
 	Call, Return time.Time
 	// Outcome is the operation's outcome, in the actor's terms.
 	Outcome string
+	// Era is how many times the operator had emptied the collections
+	// when the operation was recorded: an emptying takes every record
+	// away (docs/operations.md), so promises about records hold within
+	// an era. The operator waits for the operations under way before he
+	// empties, so an operation runs within one era; its times cannot say
+	// which, when its end and an emptying fall on one instant of fake
+	// time (as they do when the emptying's cancellation ends it).
+	Era int
 }
 
 func (a *Action) String() string {
-	return fmt.Sprintf("p%d %s %s %s %s [%v, %v]", a.Proc, a.Who, a.Actor, a.Key, a.Outcome, a.Call.Format(tf), a.Return.Format(tf))
+	return fmt.Sprintf("p%d %s %s %s %s [%v, %v] era %d", a.Proc, a.Who, a.Actor, a.Key, a.Outcome, a.Call.Format(tf), a.Return.Format(tf), a.Era)
 }
 
 // Env is what an Actor's operations get of the process incarnation that
@@ -92,22 +100,10 @@ func (e *Env) Record(a *Action) {
 	a.Actor, a.Proc = e.actor, e.inc.p.id
 	w := e.inc.p.w
 	w.mu.Lock()
+	a.Era = len(w.hist.Emptyings)
 	w.hist.Actions = append(w.hist.Actions, a)
 	w.fig.Ops[e.actor+" "+a.Outcome]++
 	w.mu.Unlock()
-}
-
-// Era is how many times the collections had been emptied at t: an
-// emptying takes every record away (docs/operations.md), so promises
-// about records hold within an era.
-func (h *History) Era(t time.Time) int {
-	n := 0
-	for _, e := range h.Emptyings {
-		if !e.After(t) {
-			n++
-		}
-	}
-	return n
 }
 
 // startActors starts the world's actors for a new incarnation.
