@@ -47,9 +47,10 @@ const (
 	// its reads and writes (dsync/mongo's fenced-register simulation).
 	FenceSkipsCondition
 	// LockerIgnoresHold: contrib/gocron's Locker counts a slot as won
-	// when its claim's Once.Do ran f but returned ErrUnconfirmed or
-	// ErrRanTwice (the record was not confirmed while the hold was
-	// valid), so another replica may win the slot too.
+	// when its claim failed (the slot's Once.Do did not get its hold
+	// before ctx ended or the store failed, or its record was not
+	// confirmed while the hold was valid), as if it held the slot: a
+	// later tick of another replica finds no record and wins it too.
 	LockerIgnoresHold
 )
 
