@@ -261,7 +261,7 @@ func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) erro
 	var err error
 	rerr := s.request(ctx, "insert-session", func(plan) { err = s.p.w.sess.insert(sess) }, func(sent time.Time) {
 		if err == nil {
-			s.p.w.confirmed(s.p, sess.ID, sent)
+			s.p.w.confirmed(s.p, sess.ID, sent, sess.ExpiresAt)
 		}
 	})
 	if rerr != nil {
@@ -286,7 +286,7 @@ func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expire
 		}
 	}, func(sent time.Time) {
 		if found {
-			s.p.w.confirmed(s.p, id, sent)
+			s.p.w.confirmed(s.p, id, sent, expires)
 		}
 	})
 	if err != nil {
