@@ -21,8 +21,8 @@
 // (an upper bound of the library's own: see leaseLog.expiry).
 //
 // What it does not model: a pause freezes a process's requests, replies
-// and its primitives' timers (their Clock), not its goroutines, and not
-// its elections' timers (package leader takes no Clock); clock steps go
+// and its primitives' and elections' lease timers (their Client's Clock),
+// not its goroutines, nor package leader's own timers; clock steps go
 // forward only (a monotonic clock never goes back; a suspend it counts);
 // backups restored; Fence and the gocron Locker. The figures of a run say
 // which faults it met; the planted bugs (planted_test.go, -tags
@@ -312,6 +312,7 @@ func (w *world) finish() {
 		h.Paused = p.pausedWithin(h.Deadline, h.Start)
 		if resume := p.pausedAt(h.Deadline); !resume.IsZero() {
 			h.LostSlack += resume.Sub(h.Deadline)
+			h.PausedAtDeadline = true
 		}
 	}
 	for _, r := range w.hist.Runs {
