@@ -232,8 +232,8 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 }
 
 // DropGates implements driver.Store.
-func (s *procStore) DropGates(ctx context.Context, below int64) error {
-	return s.request(ctx, "drop-gates", func(plan) { _ = s.Store.DropGates(context.Background(), below) }, nil)
+func (s *procStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+	return s.request(ctx, "drop-gates", func(plan) { _ = s.Store.DropGates(context.Background(), below, sentBefore) }, nil)
 }
 
 // PutKeys implements driver.Store.
