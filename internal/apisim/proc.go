@@ -22,7 +22,7 @@ type proc struct {
 	pauses [][2]time.Time
 
 	// The oracle's view, guarded by w.mu.
-	claims map[claimKey]claimRec    // the claims it inserted that landed
+	claims map[claimKey][]claimRec  // the claims it inserted that landed, in order (see claimAt)
 	leases map[string]*leaseLog     // its sessions' confirmations
 	dones  map[claimKey][]time.Time // replies that carried a done record
 }
@@ -44,6 +44,24 @@ type claimRec struct {
 	at      time.Time
 }
 
+// claimAt returns the claim of k that a hold or run beginning at t
+// relies on: the last of p's claims of k to land at or before t. A key's
+// epochs begin again after an emptying, and a claim held back before it
+// (even of an older session of p's) may land after it with the same key
+// and epoch: the last to land is not always the hold's. Called with
+// p.w.mu held.
+func (p *proc) claimAt(k claimKey, t time.Time) (claimRec, bool) {
+	var c claimRec
+	var ok bool
+	for _, r := range p.claims[k] {
+		if r.at.After(t) {
+			break
+		}
+		c, ok = r, true
+	}
+	return c, ok
+}
+
 // leaseLog is the confirmations of one session: each a reply that came,
 // and the deadline it would set.
 type leaseLog struct {
@@ -52,6 +70,24 @@ type leaseLog struct {
 }
 
 type leaseUpdate struct{ at, deadline time.Time }
+
+// deadline is the deadline a confirmation sets: the request's send time
+// plus the TTL minus TTL/20, but no later than the expiry it carried
+// minus TTL/20. A renewal whose outcome is unknown goes on as an insert
+// of the session's next generation, sent later with the expiry computed
+// when the renewal began (the library's send time, and its deadline's):
+// the insert's own send time would put the deadline past the expiry the
+// store holds, past which another process rightly takes the session for
+// dead (apisim seed 133: a dead marker at 06.777, the store's expiry
+// 06.765, the insert sent at 06.296). The store's time is the fake
+// clock's, so the expiry is on the same scale.
+func (l *leaseLog) deadline(sent, expires time.Time) time.Time {
+	d := sent.Add(l.ttl - l.ttl/20)
+	if e := expires.Add(-l.ttl / 20); !expires.IsZero() && e.Before(d) {
+		d = e
+	}
+	return d
+}
 
 // expiry is when the session stopped being valid, by the rule the
 // package documents: "a hold is valid until its session's local deadline:
@@ -78,7 +114,7 @@ func (l *leaseLog) expiry() time.Time {
 
 func newProc(w *world, id int, cfg procConfig) *proc {
 	return &proc{w: w, id: id, cfg: cfg,
-		claims: make(map[claimKey]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
+		claims: make(map[claimKey][]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
 }
 
 // waitRunning returns once the process is not paused, or ctx's cause if
@@ -112,6 +148,7 @@ func (p *proc) pause(d time.Duration) {
 	p.paused = nil
 	p.pauses = append(p.pauses, [2]time.Time{from, time.Now()})
 	p.mu.Unlock()
+	p.w.tracef("p%d PAUSED from %s", p.id, from.Format(tf))
 }
 
 // pausedAt returns when the pause that t falls in ended (zero: none).
@@ -172,6 +209,7 @@ func (p *proc) step(d time.Duration) {
 	p.mu.Lock()
 	p.offset += d
 	p.mu.Unlock()
+	p.w.tracef("p%d STEP %v", p.id, d)
 }
 
 // clock is a process's dsync.Clock: time.Now stepped by the process's

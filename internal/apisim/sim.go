@@ -316,7 +316,7 @@ func (w *world) finish() {
 		}
 	}
 	for _, r := range w.hist.Runs {
-		if c, ok := w.procs[r.Proc].claims[claimKey{r.Key, r.Token}]; ok {
+		if c, ok := w.procs[r.Proc].claimAt(claimKey{r.Key, r.Token}, r.Start); ok {
 			if l := w.procs[r.Proc].leases[c.session]; l != nil {
 				r.Deadline = l.expiry()
 			}
@@ -329,7 +329,7 @@ func (w *world) finish() {
 		p := w.procs[d.Proc]
 		k := claimKey{d.Key, d.Run.Token}
 		d.Confirmed = p.dones[k]
-		if c, ok := p.claims[k]; ok {
+		if c, ok := p.claimAt(k, d.Run.Start); ok {
 			if l := p.leases[c.session]; l != nil {
 				d.Deadline = l.expiry()
 			}

@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,7 @@ var (
 	simSeed  = flag.Int64("apisim.seed", -1, "public-API simulation: run only this seed, and show its violations in full")
 	simDur   = flag.Duration("apisim.duration", 0, "public-API simulation: fake time simulated per seed (default 30s)")
 	simTries = flag.Int("apisim.tries", 30, "TestDebugSeed: runs of -apisim.seed until one breaks a promise")
+	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file")
 )
 
 // seeds is the seeds of a run: -apisim.seed alone, or the first
@@ -70,6 +72,8 @@ func TestDebugSeed(t *testing.T) {
 	if *simSeed < 0 {
 		t.Skip("needs -apisim.seed")
 	}
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	var w *world
 	for range *simTries { // goroutines' order is not the seed's: try again until it breaks
 		synctest.Test(t, func(t *testing.T) {
@@ -82,10 +86,15 @@ func TestDebugSeed(t *testing.T) {
 	for _, v := range Check(&w.hist) {
 		t.Error(v)
 	}
+	if w.trace != nil {
+		if err := os.WriteFile(*simTrace, []byte(strings.Join(w.trace.lines, "\n")+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, h := range w.hist.Holds {
 		for _, v := range Check(&w.hist) {
 			if strings.Contains(v.What, " "+h.Key+"#") {
-				t.Logf("%v call %v landed %v session %s deadline %v ended %v lost %v paused %v", h, h.Call.Format(tf), h.Landed.Format(tf), h.Session, h.Deadline.Format(tf), h.Ended.Format(tf), h.LostAt.Format(tf), h.Paused)
+				t.Logf("%v w %d/%d call %v landed %v session %s deadline %v ended %v lost %v paused %v", h, h.Weight, h.Limit, h.Call.Format(tf), h.Landed.Format(tf), h.Session, h.Deadline.Format(tf), h.Ended.Format(tf), h.LostAt.Format(tf), h.Paused)
 				break
 			}
 		}
@@ -95,7 +104,7 @@ func TestDebugSeed(t *testing.T) {
 			continue
 		}
 		p := w.procs[d.Proc]
-		c := p.claims[claimKey{d.Key, d.Run.Token}]
+		c, _ := p.claimAt(claimKey{d.Key, d.Run.Token}, d.Run.Start)
 		t.Logf("Do p%d %s token %d err %v: run [%v, %v) session %s landed %v pauses %v", d.Proc, d.Key, d.Run.Token, d.Err, d.Run.Start.Format(tf), d.Run.End.Format(tf), c.session, c.at.Format(tf), p.pauses)
 		if l := p.leases[c.session]; l != nil {
 			for _, u := range l.updates {

@@ -41,6 +41,7 @@ type world struct {
 	hist    History
 	fig     Figures
 	lastSes time.Time // the last emptying of the sessions collection
+	trace   *trace    // TestDebugSeed's (trace.go); nil otherwise
 }
 
 // rates is a seed's mix of faults: each kind's chance per request, or
@@ -66,6 +67,9 @@ func newWorld(seed int64) *world {
 		emptyings:  on(0.5), sessEmptyings: on(0.4),
 	}
 	w.stall = newStalls(seed, w.rates.emptyings)
+	if tracing {
+		w.trace = &trace{}
+	}
 	return w
 }
 
@@ -139,12 +143,13 @@ func (w *world) landed(p *proc, d driver.Doc) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p.claims[claimKey{d.Key, d.Epoch}] = claimRec{session: d.Session, at: time.Now()}
+	k := claimKey{d.Key, d.Epoch}
+	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, at: time.Now()})
 }
 
 // confirmed tells the oracle that a reply confirmed session id of p, for
-// a request sent at sent.
-func (w *world) confirmed(p *proc, id string, sent time.Time) {
+// a request sent at sent that carried the expiry expires.
+func (w *world) confirmed(p *proc, id string, sent, expires time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l := p.leases[id]
@@ -152,7 +157,7 @@ func (w *world) confirmed(p *proc, id string, sent time.Time) {
 		l = &leaseLog{ttl: p.cfg.TTL}
 		p.leases[id] = l
 	}
-	l.updates = append(l.updates, leaseUpdate{at: time.Now(), deadline: sent.Add(l.ttl - l.ttl/20)})
+	l.updates = append(l.updates, leaseUpdate{at: time.Now(), deadline: l.deadline(sent, expires)})
 }
 
 // doneReply tells the oracle that a reply carried the done record of key
@@ -248,6 +253,7 @@ func (w *world) empty() {
 	}
 	w.mem.Reset()
 	w.sess.empty()
+	w.tracef("EMPTY all")
 	w.mu.Lock()
 	w.hist.Emptyings = append(w.hist.Emptyings, time.Now())
 	w.fig.Emptyings++
@@ -273,4 +279,5 @@ func (w *world) emptySessions(maxTTL time.Duration) {
 	w.fig.SessionEmptyings++
 	w.mu.Unlock()
 	w.sess.empty()
+	w.tracef("EMPTY sessions")
 }
