@@ -24,7 +24,14 @@
 // and its primitives' and elections' lease timers (their Client's Clock),
 // not its goroutines, nor package leader's own timers; clock steps go
 // forward only (a monotonic clock never goes back; a suspend it counts);
-// backups restored; Fence and the gocron Locker. The figures of a run say
+// backups restored; Fence and the gocron Locker. A step moves a
+// process's Clock (its Clients' lease and waits) forward without the time
+// passing, which no real clock does (clockcheck: never stepped; a suspend
+// is counted as it passes): its local deadlines then come early in real
+// time, so steps test only that a lease ended early is handled, never one
+// trusted too long. The library's judgments in store time (session
+// expiries, dead markers, a segment's coverage windows) read its
+// engine's monotonic clock, dsync.SystemClock, which steps do not move. The figures of a run say
 // which faults it met; the planted bugs (planted_test.go, -tags
 // dsync_planted) show that each checker catches what it is for.
 package apisim
