@@ -3,6 +3,7 @@ module github.com/go-dsync/dsync
 go 1.25.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/rs/xid v1.6.0
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0

@@ -38,8 +38,9 @@
 // and is never reused: a key's queue starts at a base taken from the
 // store's clock (2^20 a second since 1970, about 2^50), so tokens grow
 // also after its history was compacted away, or the collections emptied
-// (then above the tokens handed out more than a second before the
-// emptying, even when requests sent before it land after it, unless the
+// (then above the tokens handed out more than two seconds, plus twice
+// the error bound of the store's time estimate, before the emptying, even
+// when requests sent before it land after it, unless the
 // store's clock was set back; see the store's documentation).
 //
 //   - While a hold is valid, no other hold of its key is valid.

@@ -208,15 +208,6 @@ func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, In
 	return t, info
 }
 
-// preflight asks the member store, if it checks, whether this candidate
-// may campaign.
-func (e *Election) preflight(ctx context.Context) error {
-	if p, ok := e.cfg.members.(Preflighter); ok {
-		return p.Preflight(ctx, e.name)
-	}
-	return nil
-}
-
 // watch ends term t when its lease is lost or its context ends, and gives
 // the lock up. A lost lease is left to run out: the margin between the
 // local deadline and its expiry in the store is what lets the work under

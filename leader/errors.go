@@ -21,6 +21,11 @@ var (
 	// campaigning or leading: one Election is one candidate.
 	ErrCampaigning = errors.New("leader: already campaigning or leading")
 
+	// ErrRefused is wrapped by a Preflighter's refusal of a candidate
+	// (leadermongo.ErrLegacyCandidate): Campaign fails with it rather
+	// than wait.
+	ErrRefused = errors.New("leader: this candidate may not campaign")
+
 	// ErrClosed is returned by the methods of a closed Election.
 	ErrClosed = errors.New("leader: election closed")
 

@@ -37,7 +37,10 @@ type MemberStore interface {
 // A Preflighter is a MemberStore that checks, before each campaign, that
 // this candidate may campaign at all (leadermongo's refuses while a
 // candidate of an older release, which keeps its lease elsewhere, holds
-// or waits for the election).
+// or waits for the election). A refusal wraps ErrRefused, and Campaign
+// fails with it; any other error is the store failing to answer, which
+// Campaign logs and asks again, with backoff, while its context lives (as
+// a Lock does with the store's errors).
 type Preflighter interface {
 	Preflight(ctx context.Context, election string) error
 }

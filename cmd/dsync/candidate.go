@@ -61,25 +61,19 @@ func runCandidate(g *globals, args []string) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client, db, err := g.connect(ctx)
+	s, err := g.openSession(ctx, logger, *ttl, dsync.ClientWithPollInterval(demoPoll))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
 	}
-	defer disconnect(client)
-	locks, store, err := g.lockClient(db, logger, *ttl, dsync.ClientWithPollInterval(demoPoll))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return exitFailure
-	}
-	defer locks.Close()
-	members, err := g.memberStore(store)
+	defer s.close()
+	members, err := g.memberStore(s.store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
 	}
 	var term uint64 // set by OnElected, on the campaigning goroutine
-	e, err := leader.NewElection(locks, *electionName, leader.WithMembers(members),
+	e, err := leader.NewElection(s.locks, *electionName, leader.WithMembers(members),
 		leader.WithVersion(*label), leader.WithLogger(logger),
 		leader.WithPollInterval(demoPoll),
 		leader.OnElected(func(info leader.Info) { term = info.Token }))
@@ -90,7 +84,7 @@ func runCandidate(g *globals, args []string) int {
 	defer e.Close()
 	// The same Client, so the same lease, as the election: one renewal a
 	// round for both.
-	mu, err := dsync.NewMutex(locks, *lockName, dsync.WithLogger(logger))
+	mu, err := dsync.NewMutex(s.locks, *lockName, dsync.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure
@@ -113,23 +107,22 @@ func runCandidate(g *globals, args []string) int {
 		takeTurns(ctx, mu, say)
 	}()
 
+	campaign(ctx, e, &term, commands, say)
+	wg.Wait()
+	return exitOK
+}
+
+// campaign campaigns for e until ctx ends, and obeys the commands read:
+// "resign" gives up a term, and then "campaign" campaigns again. term is
+// the token of the term the campaign won, which e's OnElected sets.
+func campaign(ctx context.Context, e *leader.Election, term *uint64, commands <-chan string, say func(string, ...any)) {
 	for ctx.Err() == nil {
 		lctx, err := e.Campaign(ctx)
 		if err != nil {
-			break // ctx ended
+			return // ctx ended
 		}
-		say("elected %d", term)
-		select {
-		case <-lctx.Done():
-			if ctx.Err() == nil {
-				say("lost %v", context.Cause(lctx))
-			}
-			continue
-		case cmd := <-commands:
-			if cmd != "resign" {
-				continue
-			}
-		case <-ctx.Done():
+		say("elected %d", *term)
+		if !awaitResign(ctx, lctx, commands, say) {
 			continue
 		}
 		if err := e.Resign(ctx); err == nil {
@@ -139,8 +132,22 @@ func runCandidate(g *globals, args []string) int {
 		// candidate takes over.
 		awaitCommand(ctx, commands, "campaign")
 	}
-	wg.Wait()
-	return exitOK
+}
+
+// awaitResign waits while the term, lctx's, lasts, for a command: true
+// when it is "resign". It says when the term was lost.
+func awaitResign(ctx, lctx context.Context, commands <-chan string, say func(string, ...any)) bool {
+	select {
+	case <-lctx.Done():
+		if ctx.Err() == nil {
+			say("lost %v", context.Cause(lctx))
+		}
+		return false
+	case cmd := <-commands:
+		return cmd == "resign"
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // awaitCommand waits for the command want, or for ctx to end.

@@ -42,13 +42,9 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	// From here on g.db is the database in use, which the commands name
 	// in what they print.
 	g.db = g.database(uri)
-	opts := options.Client().ApplyURI(uri)
-	if err := opts.Validate(); err != nil {
-		var dns *net.DNSError
-		if errors.As(err, &dns) { // mongodb+srv:// looks its servers up
-			return nil, nil, fmt.Errorf("cannot reach %s: %s", redact(uri), describeDialError(dns.Name, dns))
-		}
-		return nil, nil, uriError(uri, err)
+	opts, err := clientOptions(uri)
+	if err != nil {
+		return nil, nil, err
 	}
 	w := newDialWatch(opts.Hosts)
 	opts.SetAppName("dsync").SetServerSelectionTimeout(g.timeout).SetServerMonitor(w.monitor())
@@ -76,30 +72,64 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	}
 	// Read the cause before Disconnect: it cancels the heartbeats in
 	// flight, whose failures say no more than "operation was canceled".
-	why, answered := w.failure()
-	cause := context.Cause(pctx)
+	f := failedPing{uri: uri, timeout: g.timeout, err: err, cause: context.Cause(pctx)}
+	f.why, f.answered = w.failure()
+	if opts.Auth != nil {
+		f.user = opts.Auth.Username
+	}
 	disconnect(client)
-	where := redact(uri)
+	if ctx.Err() != nil {
+		return nil, nil, context.Cause(ctx)
+	}
+	return nil, nil, f.error()
+}
+
+// clientOptions are the driver's options for uri, checked.
+func clientOptions(uri string) (*options.ClientOptions, error) {
+	opts := options.Client().ApplyURI(uri)
+	if err := opts.Validate(); err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) { // mongodb+srv:// looks its servers up
+			return nil, fmt.Errorf("cannot reach %s: %s", redact(uri), describeDialError(dns.Name, dns))
+		}
+		return nil, uriError(uri, err)
+	}
+	return opts, nil
+}
+
+// A failedPing is what is known of a ping that failed.
+type failedPing struct {
+	uri     string
+	user    string // who authenticated, if anyone
+	timeout time.Duration
+	err     error  // the ping's
+	cause   error  // its context's: errAllDown, errNoAnswer or none
+	why     string // why the servers failed to answer, from the heartbeats
+	// answered: a server answered a heartbeat.
+	answered bool
+}
+
+// error says why the ping failed, in one line without secrets.
+func (f failedPing) error() error {
+	where := redact(f.uri)
 	var authErr *auth.Error
 	switch {
-	case ctx.Err() != nil:
-		return nil, nil, context.Cause(ctx)
-	case errors.As(err, &authErr):
+	case errors.As(f.err, &authErr):
 		who := ""
-		if opts.Auth != nil && opts.Auth.Username != "" {
-			who = " as " + opts.Auth.Username
+		if f.user != "" {
+			who = " as " + f.user
 		}
-		return nil, nil, fmt.Errorf("authentication failed at %s%s: %s", where, who, scrub(uri, tidy(authErr.Error())))
-	case errors.Is(cause, errAllDown):
-		return nil, nil, fmt.Errorf("cannot reach %s: %s", where, scrub(uri, why))
-	case errors.Is(cause, errNoAnswer) && answered:
-		return nil, nil, fmt.Errorf("cannot reach %s: no usable server within %v (--timeout): %s", where, g.timeout, scrub(uri, tidy(err.Error())))
-	case errors.Is(cause, errNoAnswer) && why != "":
-		return nil, nil, fmt.Errorf("cannot reach %s within %v (--timeout): %s", where, g.timeout, scrub(uri, why))
-	case errors.Is(cause, errNoAnswer):
-		return nil, nil, fmt.Errorf("cannot reach %s: no answer within %v (--timeout)", where, g.timeout)
+		return fmt.Errorf("authentication failed at %s%s: %s", where, who, scrub(f.uri, tidy(authErr.Error())))
+	case errors.Is(f.cause, errAllDown):
+		return fmt.Errorf("cannot reach %s: %s", where, scrub(f.uri, f.why))
+	case errors.Is(f.cause, errNoAnswer) && f.answered:
+		return fmt.Errorf("cannot reach %s: no usable server within %v (--timeout): %s", where, f.timeout, scrub(f.uri, tidy(f.err.Error())))
+	case errors.Is(f.cause, errNoAnswer) && f.why != "":
+		return fmt.Errorf("cannot reach %s within %v (--timeout): %s", where, f.timeout, scrub(f.uri, f.why))
+	case errors.Is(f.cause, errNoAnswer):
+		return fmt.Errorf("cannot reach %s: no answer within %v (--timeout)", where, f.timeout)
 	}
-	return nil, nil, fmt.Errorf("cannot reach %s: %s", where, scrub(uri, tidy(err.Error())))
+	return fmt.Errorf("cannot reach %s: %s", where, scrub(f.uri, tidy(f.err.Error())))
 }
 
 var (

@@ -197,55 +197,76 @@ func helloHosts(hello bson.Raw) []string {
 // string's own settings mean, on any server.
 func productFindings(a productAnswers) []dsyncmongo.Finding {
 	p, version := recognise(a)
-	var out []dsyncmongo.Finding
-	add := func(status dsyncmongo.Status, found, fix string) {
-		out = append(out, dsyncmongo.Finding{Check: productCheck, Status: status, Found: found, Fix: fix})
-	}
 	if version == "" || version == "unknown" {
 		version = "(version not reported)"
 	}
-	noCapped := func(name string) {
-		var se mongo.ServerError
-		if a.cappedErr == nil || errors.As(a.cappedErr, &se) && se.HasErrorCode(unauthorized) {
-			return // the privileges check says what was refused
-		}
-		add(dsyncmongo.Warn,
-			name+" has no capped collections (creating one was refused: "+a.cappedErr.Error()+"): dsync's wake-ups need one, so waiters poll: a released lock passes to a waiter at its next poll instead of at once",
-			"nothing to change on the server; a shorter poll interval (dsync.ClientWithPollInterval) hands locks over sooner at the cost of more reads")
+	var out findingList
+	out.productQuirks(p, version, a)
+	out.connStringSettings(p, a)
+	return out
+}
+
+// A findingList collects the findings of the product check.
+type findingList []dsyncmongo.Finding
+
+func (l *findingList) add(status dsyncmongo.Status, found, fix string) {
+	*l = append(*l, dsyncmongo.Finding{Check: productCheck, Status: status, Found: found, Fix: fix})
+}
+
+// noCapped says what the product name's refusal of capped collections
+// means, unless the privileges check says it (the refusal was for want
+// of a privilege), or none was refused.
+func (l *findingList) noCapped(a productAnswers, name string) {
+	var se mongo.ServerError
+	if a.cappedErr == nil || errors.As(a.cappedErr, &se) && se.HasErrorCode(unauthorized) {
+		return // the privileges check says what was refused
 	}
+	l.add(dsyncmongo.Warn,
+		name+" has no capped collections (creating one was refused: "+a.cappedErr.Error()+"): dsync's wake-ups need one, so waiters poll: a released lock passes to a waiter at its next poll instead of at once",
+		"nothing to change on the server; a shorter poll interval (dsync.ClientWithPollInterval) hands locks over sooner at the cost of more reads")
+}
+
+// productQuirks says what the quirks of product p, at version, mean for
+// dsync.
+func (l *findingList) productQuirks(p product, version string, a productAnswers) {
 	switch p {
 	case productDocumentDB:
-		noCapped("Amazon DocumentDB")
+		l.noCapped(a, "Amazon DocumentDB")
 	case productCosmosDB:
-		noCapped("Azure Cosmos DB for MongoDB")
-		add(dsyncmongo.Pass,
+		l.noCapped(a, "Azure Cosmos DB for MongoDB")
+		l.add(dsyncmongo.Pass,
 			"Azure Cosmos DB for MongoDB allows TTL indexes only on _ts (the time of a document's last write): dsync creates no TTL index and deletes what expires itself, so nothing it does needs one",
 			"add no TTL index to dsync's collections: one on _ts would delete the documents of locks idle longer than it, held or not")
-		add(dsyncmongo.Warn,
+		l.add(dsyncmongo.Warn,
 			"Azure Cosmos DB for MongoDB maps every write concern to the account's default consistency level: the majority writes dsync asks for are as durable as that level makes them, and with a consistency below strong across several regions a claim acknowledged before a regional failover can be lost, so that two processes hold one lock",
 			"give the account holding dsync's collections strong consistency, or a single region")
 	case productFerretDB2:
-		noCapped("FerretDB " + version)
+		l.noCapped(a, "FerretDB "+version)
 	case productFerretDB1SQLite:
-		add(dsyncmongo.Warn,
+		l.add(dsyncmongo.Warn,
 			"FerretDB "+version+" on SQLite (its query plans are SQLite's): write concern is accepted and ignored, and nothing is replicated: an acknowledged lock is as durable as the SQLite file on that one disk",
 			"fine on one machine; where locks guard production work, run a MongoDB replica set, or FerretDB on PostgreSQL with a synchronous standby")
 	case productFerretDB1PostgreSQL:
-		add(dsyncmongo.Warn,
+		l.add(dsyncmongo.Warn,
 			"FerretDB "+version+" on PostgreSQL (its query plans are PostgreSQL's): write concern is accepted and ignored: an acknowledged lock is as durable as PostgreSQL's commit, and outlives a PostgreSQL failover only if a synchronous standby has it; several FerretDB front ends over one PostgreSQL are several clocks",
 			"keep synchronous_commit on and set synchronous_standby_names on the primary; with several FerretDB front ends, set dsyncmongo.WithMemberSkew to the bound on their hosts' clock skew")
-		out = append(out, idIndexFindings(a.idPlans)...)
+		*l = append(*l, idIndexFindings(a.idPlans)...)
 	case productFerretDB1:
-		add(dsyncmongo.Warn,
+		l.add(dsyncmongo.Warn,
 			"FerretDB "+version+" on a backend its answers do not name: write concern is accepted and ignored: an acknowledged lock is as durable as the backend's commit",
 			"make the backend's commits durable and replicated where locks guard production work")
 	}
+}
+
+// connStringSettings says what the connection string's read preference
+// and retryable writes mean for dsync, on product p.
+func (l *findingList) connStringSettings(p product, a productAnswers) {
 	sample := ""
 	if p == productDocumentDB {
 		sample = ", as Amazon DocumentDB's sample connection strings do"
 	}
 	if a.readPref != "" && a.readPref != readpref.PrimaryMode.String() {
-		add(dsyncmongo.Pass,
+		l.add(dsyncmongo.Pass,
 			"the connection string reads from "+a.readPref+sample+": dsync sends its own reads and writes to the primary whatever the connection string says, so locks are unaffected; other reads through this client may see the locks' documents late",
 			"nothing for dsync; drop readPreference from the connection string if the application's own reads must be current")
 	}
@@ -254,9 +275,8 @@ func productFindings(a productAnswers) []dsyncmongo.Finding {
 		if p == productDocumentDB {
 			fix = "nothing: keep retryWrites=false, which DocumentDB requires"
 		}
-		add(dsyncmongo.Pass,
+		l.add(dsyncmongo.Pass,
 			"retryable writes are off (retryWrites=false"+sample+"): the driver does not resend a write a failover cut off; dsync does not need it to: a claim whose outcome is unknown is withdrawn and made again, and renewals and releases are sent again by dsync itself, so a Lock under way at a failover only takes longer",
 			fix)
 	}
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -87,151 +86,83 @@ var electCmd = &command{
 // maxHeartbeat is the longest interval between a candidate's heartbeats.
 const maxHeartbeat = 5 * time.Second
 
-// exited is how the leader function tells Run that the command exited by
-// itself.
-type exited struct{ status int }
-
-func (e *exited) Error() string { return "command exited with status " + strconv.Itoa(e.status) }
+// electFlags are dsync elect's flags.
+type electFlags struct {
+	ttl, grace time.Duration
+	version    string
+	listen     bool
+}
 
 func runElect(g *globals, args []string) int {
-	fs := newFlagSet("elect", g)
-	var ttl, grace time.Duration
-	var version string
-	var listen bool
-	fs.DurationVar(&ttl, "ttl", dsync.DefaultTTL, "")
-	fs.DurationVar(&grace, "grace", defaultGrace, "")
-	fs.StringVar(&version, "version", "", "")
-	fs.BoolVar(&listen, "listen", false, "")
-	pos, argv, code, err := parseArgs(fs, electHelp, args, true)
-	if err != nil {
+	f, name, argv, code, ok := parseElect(g, args)
+	if !ok {
 		return code
 	}
-	switch {
-	case len(pos) == 0:
-		return usageError("elect", errors.New("missing election NAME"))
-	case listen && len(argv) > 0:
-		return usageError("elect", errors.New("--listen runs no command"))
-	case grace <= 0:
-		return usageError("elect", fmt.Errorf("--grace must be positive, got %v", grace))
-	}
-	name := pos[0]
-	if err := checkName(name, maxElectionName); err != nil {
-		return usageError("elect", err)
-	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
-	var term leader.Info // set by OnElected, on the goroutine that calls Run
-	opts := []leader.Option{
-		leader.WithVersion(version), leader.WithLogger(r.logger()),
-		leader.OnElected(func(info leader.Info) { term = info }),
-	}
-	if ttl/3 > maxHeartbeat {
-		// The heartbeat is a third of the TTL by default; dsync status
-		// lists members seen within three default heartbeats.
-		opts = append(opts, leader.WithHeartbeatInterval(maxHeartbeat))
-	}
-	if err := checkArgs(ttl, func(c *dsync.Client) error {
+	el := &electRun{name: name}
+	opts := el.options(f, r)
+	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
 		_, err := leader.NewElection(c, name, opts...)
 		return err
 	}); err != nil {
 		return usageError("elect", err) // a bad --ttl or name, found before connecting
 	}
-	var path string
-	if len(argv) > 0 {
-		if path, code, err = lookCommand(argv[0]); err != nil {
-			return fail("elect", code, err)
-		}
+	rn, ctx, code, ok := newRunner("elect", r, f.grace, argv)
+	if !ok {
+		return code
 	}
-
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sup := supervise(cancel, grace, r)
-	defer sup.stop()
-
-	client, db, err := g.connect(ctx)
-	if err != nil {
-		return failOrSignal(ctx, "elect", err)
+	defer rn.close()
+	el.rn = rn
+	s, code, ok := rn.open(ctx, g, f.ttl)
+	if !ok {
+		return code
 	}
-	defer disconnect(client)
-	locks, store, err := g.lockClient(db, r.logger(), ttl)
+	defer s.close() // after e.Close, which resigns first
+	members, err := g.memberStore(s.store)
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}
-	defer locks.Close() // runs after e.Close, which resigns first
-	members, err := g.memberStore(store)
-	if err != nil {
-		return fail("elect", exitDsync, err)
-	}
-	e, err := leader.NewElection(locks, name, append(opts, leader.WithMembers(members))...)
+	e, err := leader.NewElection(s.locks, name, append(opts, leader.WithMembers(members))...)
 	if err != nil {
 		return fail("elect", exitDsync, err)
 	}
 	defer e.Close()
-	if listen {
+	el.e = e
+	if f.listen {
 		return watch(ctx, e)
 	}
 	r.info("campaigning for %q as %s", name, e.ID())
 	standingBy(ctx, r, e)
+	return el.exit(ctx, e.Run(ctx, func(lctx context.Context) error { return el.lead(ctx, lctx) }))
+}
 
-	err = e.Run(ctx, func(lctx context.Context) error {
-		if len(argv) == 0 {
-			fmt.Printf("%d\n", term.Token)
-			r.say("leading %q (term %d) until interrupted", name, term.Token)
-			<-lctx.Done()
-			if ctx.Err() == nil {
-				r.say("leadership of %q lost (term %d): the server did not confirm it in time; campaigning again", name, term.Token)
-			}
-			return nil
-		}
-		env := []string{"DSYNC_ELECTION=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(term.Token, 10)}
-		j, err := sup.start(lctx, path, argv, env)
-		if err != nil {
-			if lctx.Err() != nil {
-				return nil // lost, or a signal arrived: Run knows which
-			}
-			return err
-		}
-		defer sup.finished()
-		r.say("leading %q (term %d); running %s (pid %d)", name, term.Token, argv[0], j.cmd.Process.Pid)
-		select {
-		case <-j.done:
-			return &exited{j.status}
-		case <-lctx.Done():
-		}
-		if ctx.Err() != nil {
-			// Signals go to the running command rather than to ctx, so
-			// this is only a safety net: stop the command as for a loss.
-			j.stop(grace)
-			return nil
-		}
-		r.say("leadership of %q lost (term %d): the server did not confirm it in time; stopping the command (SIGTERM, SIGKILL after %v)",
-			name, term.Token, grace)
-		if j.stop(grace) {
-			r.say("command killed: it did not exit within %v of SIGTERM", grace)
-		}
-		// The command is gone: from now on a terminating signal is for
-		// dsync itself, not for a job that can no longer receive it.
-		sup.finished()
-		r.say("command stopped (status %d); campaigning again for %q", j.status, name)
-		standingBy(ctx, r, e)
-		return nil
-	})
-	var done *exited
-	switch {
-	case errors.As(err, &done):
-		r.info("command exited with status %d; resigned from %q", done.status, name)
-		return done.status
-	case ctx.Err() != nil && len(argv) == 0:
-		return exitOK // interrupted, as asked
-	case ctx.Err() != nil:
-		return signalStatus(ctx)
-	case err != nil:
-		var perr *os.PathError
-		if errors.As(err, &perr) {
-			return fail("elect", exitNoExec, err)
-		}
-		return fail("elect", exitDsync, err)
+// parseElect parses dsync elect's command line: its flags, NAME and the
+// command line to run (empty: none). When it fails, it has said why and
+// code is the exit status.
+func parseElect(g *globals, args []string) (f electFlags, name string, argv []string, code int, ok bool) {
+	fs := newFlagSet("elect", g)
+	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
+	fs.StringVar(&f.version, "version", "", "")
+	fs.BoolVar(&f.listen, "listen", false, "")
+	pos, argv, code, err := parseArgs(fs, electHelp, args, true)
+	if err != nil {
+		return f, "", nil, code, false
 	}
-	return exitOK
+	switch {
+	case len(pos) == 0:
+		err = errors.New("missing election NAME")
+	case f.listen && len(argv) > 0:
+		err = errors.New("--listen runs no command")
+	case f.grace <= 0:
+		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	default:
+		err = checkName(pos[0], maxElectionName)
+	}
+	if err != nil {
+		return f, "", nil, usageError("elect", err), false
+	}
+	return f, pos[0], argv, 0, true
 }
 
 // standingBy says who leads, if another candidate does: this one stands

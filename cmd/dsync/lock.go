@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -113,34 +112,9 @@ func (u semUnit) LockContext(ctx context.Context) error    { return u.Acquire(ct
 func (u semUnit) UnlockContext(ctx context.Context) error  { return u.ReleaseContext(ctx, 1) }
 
 func runLock(g *globals, args []string) int {
-	fs := newFlagSet("lock", g)
-	var f lockFlags
-	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
-	fs.DurationVar(&f.wait, "wait", 0, "")
-	fs.BoolVar(&f.try, "try", false, "")
-	fs.Int64Var(&f.n, "n", 1, "")
-	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
-	if err != nil {
+	f, name, argv, code, ok := parseLock(g, args)
+	if !ok {
 		return code
-	}
-	switch {
-	case len(pos) == 0:
-		return usageError("lock", errors.New("missing lock NAME"))
-	case f.grace <= 0:
-		return usageError("lock", fmt.Errorf("--grace must be positive, got %v", f.grace))
-	case f.wait < 0:
-		return usageError("lock", fmt.Errorf("--wait must not be negative, got %v", f.wait))
-	case f.n < 1:
-		return usageError("lock", fmt.Errorf("-n must be at least 1, got %d", f.n))
-	}
-	name := pos[0]
-	limit := maxLockName
-	if f.n > 1 {
-		limit -= len("dsync:sem/")
-	}
-	if err := checkName(name, limit); err != nil {
-		return usageError("lock", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	// A bad --ttl is a usage error, found before connecting.
@@ -150,106 +124,118 @@ func runLock(g *globals, args []string) int {
 	}); err != nil {
 		return usageError("lock", err)
 	}
-	var path string
-	if len(argv) > 0 {
-		if path, code, err = lookCommand(argv[0]); err != nil {
-			return fail("lock", code, err)
-		}
+	rn, ctx, code, ok := newRunner("lock", r, f.grace, argv)
+	if !ok {
+		return code
 	}
-
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sup := supervise(cancel, f.grace, r)
-	defer sup.stop()
-
-	client, db, err := g.connect(ctx)
-	if err != nil {
-		return failOrSignal(ctx, "lock", err)
+	defer rn.close()
+	s, code, ok := rn.open(ctx, g, f.ttl)
+	if !ok {
+		return code
 	}
-	// polite: whether to close the locks' Client and end the driver's sessions
-	// on the server at exit. Not once the lock is lost: its lease ended
-	// it, so Close has nothing to end, and what else both send is best
-	// effort, for a server that is probably gone.
-	polite := true
-	defer func() {
-		if polite {
-			disconnect(client)
-		}
-	}()
-	locks, _, err := g.lockClient(db, r.logger(), f.ttl)
+	defer s.close()
+	mu, env, err := newLockable(s.locks, name, f.n, r)
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}
-	defer func() {
-		if polite {
-			locks.Close()
-		}
-	}()
-	var mu lockable
-	env := []string{"DSYNC_LOCK=" + name}
-	if f.n > 1 {
-		s, err := dsync.NewSemaphore(locks, name, f.n, dsync.WithLogger(r.logger()))
-		if err != nil {
-			return fail("lock", exitDsync, err)
-		}
-		mu = semUnit{s}
-		env = append(env, "DSYNC_LIMIT="+strconv.FormatInt(f.n, 10))
-	} else {
-		m, err := dsync.NewMutex(locks, name, dsync.WithLogger(r.logger()))
-		if err != nil {
-			return fail("lock", exitDsync, err)
-		}
-		mu = m
-	}
-
-	if code, ok := acquire(ctx, r, mu, locks, name, f); !ok {
+	if code, ok := acquire(ctx, r, mu, s.locks, name, f); !ok {
 		return code
 	}
 	if len(argv) == 0 {
 		code := hold(ctx, r, mu, f.ttl)
 		if code == exitLost {
-			polite = false
+			s.abandon()
 		}
 		return code
 	}
+	return runHeld(ctx, rn, s, mu, env, f.ttl)
+}
 
+// parseLock parses dsync lock's command line: its flags, NAME and the
+// command line to run (empty: none). When it fails, it has said why and
+// code is the exit status.
+func parseLock(g *globals, args []string) (f lockFlags, name string, argv []string, code int, ok bool) {
+	fs := newFlagSet("lock", g)
+	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
+	fs.DurationVar(&f.wait, "wait", 0, "")
+	fs.BoolVar(&f.try, "try", false, "")
+	fs.Int64Var(&f.n, "n", 1, "")
+	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
+	if err != nil {
+		return f, "", nil, code, false
+	}
+	switch {
+	case len(pos) == 0:
+		err = errors.New("missing lock NAME")
+	case f.grace <= 0:
+		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	case f.wait < 0:
+		err = fmt.Errorf("--wait must not be negative, got %v", f.wait)
+	case f.n < 1:
+		err = fmt.Errorf("-n must be at least 1, got %d", f.n)
+	default:
+		// A semaphore's key is NAME in its namespace.
+		limit := maxLockName
+		if f.n > 1 {
+			limit -= len("dsync:sem/")
+		}
+		err = checkName(pos[0], limit)
+	}
+	if err != nil {
+		return f, "", nil, usageError("lock", err), false
+	}
+	return f, pos[0], argv, 0, true
+}
+
+// newLockable makes what dsync lock holds, on the Client locks, and the
+// environment variables its command gets besides the token: a Mutex, or
+// with -n N (n > 1) one unit of a Semaphore of N.
+func newLockable(locks *dsync.Client, name string, n int64, r *reporter) (lockable, []string, error) {
+	env := []string{"DSYNC_LOCK=" + name}
+	if n > 1 {
+		s, err := dsync.NewSemaphore(locks, name, n, dsync.WithLogger(r.logger()))
+		if err != nil {
+			return nil, nil, err
+		}
+		return semUnit{s}, append(env, "DSYNC_LIMIT="+strconv.FormatInt(n, 10)), nil
+	}
+	m, err := dsync.NewMutex(locks, name, dsync.WithLogger(r.logger()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, env, nil
+}
+
+// runHeld runs the command while mu is held, and releases mu after it.
+// It returns the command's status; if the hold is lost, it stops the
+// command and returns exitLost, leaving the lease to expire: an Unlock
+// would only wait for a renewal still in flight to time out (nor does
+// the session say goodbye, see session.abandon).
+func runHeld(ctx context.Context, rn *runner, s *session, mu lockable, env []string, ttl time.Duration) int {
+	r := rn.r
 	env = append(env, "DSYNC_TOKEN="+strconv.FormatUint(mu.Token(), 10))
 	select {
 	case <-mu.Lost():
-		r.say("lock %q (token %d) lost before the command started", name, mu.Token())
-		polite = false
+		r.say("lock %q (token %d) lost before the command started", mu.Key(), mu.Token())
+		s.abandon()
 		return exitLost
 	default:
 	}
-	j, err := sup.start(ctx, path, argv, env)
+	j, err := rn.start(ctx, env)
 	if err != nil {
-		unlock(r, mu, f.ttl)
-		var sig errSignal
-		if errors.As(err, &sig) {
-			return sig.status()
-		}
-		return fail("lock", exitNoExec, err)
+		unlock(r, mu, ttl)
+		return rn.startStatus(err)
 	}
-	r.info("holding lock %q (token %d); running %s (pid %d)", name, mu.Token(), argv[0], j.cmd.Process.Pid)
-	select {
-	case <-j.done:
-		sup.finished()
-		unlock(r, mu, f.ttl)
+	r.info("holding lock %q (token %d); running %s (pid %d)", mu.Key(), mu.Token(), rn.argv[0], j.cmd.Process.Pid)
+	if rn.wait(j, mu.Lost()) {
+		unlock(r, mu, ttl)
 		return j.status
-	case <-mu.Lost():
 	}
 	r.mute()
-	r.say("lock %q (token %d) lost: the server did not confirm it in time; stopping the command (SIGTERM, SIGKILL after %v)",
-		name, mu.Token(), f.grace)
-	if j.stop(f.grace) {
-		r.say("command killed: it did not exit within %v of SIGTERM", f.grace)
-	}
-	sup.finished()
+	rn.stopLost(j, "lock %q (token %d) lost: the server did not confirm it in time", mu.Key(), mu.Token())
 	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
-	// No Unlock: a lost lease is left to expire, and Unlock would only
-	// wait for a renewal still in flight to time out. Nor a Close or a
-	// Disconnect (see polite).
-	polite = false
+	s.abandon()
 	return exitLost
 }
 
@@ -269,132 +255,4 @@ func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int 
 		r.say("lock %q (token %d) lost: the server did not confirm it in time", mu.Key(), mu.Token())
 		return exitLost
 	}
-}
-
-// acquire takes the lock as the flags say, saying so when it has to wait.
-// When it does not get the lock, it returns the exit status.
-//
-// Only a lock held (or waited for) by another is "not acquired" (124):
-// with --try, a server that cannot be reached or answers an error is a
-// failure (125), with its error; a waiting dsync lock says the error and
-// waits on, as LockContext retries.
-func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, name string, f lockFlags) (int, bool) {
-	err := mu.TryLockContext(ctx)
-	switch {
-	case err == nil:
-		r.info("acquired lock %q (token %d)", name, mu.Token())
-		return 0, true
-	case ctx.Err() != nil:
-		return signalStatus(ctx), false
-	case !errors.Is(err, dsync.ErrHeld) && f.try:
-		return fail("lock", exitDsync, err), false
-	case !errors.Is(err, dsync.ErrHeld):
-		r.say("lock %q not acquired at once: %s; waiting", name, oneLine(err))
-	default:
-		holder := describeHolder(ctx, b, name, f.n)
-		if f.try {
-			r.say("lock %q not acquired: %s", name, holder)
-			return exitNotLocked, false
-		}
-		r.say("lock %q %s; waiting", name, holder)
-	}
-	start := time.Now()
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if f.wait > 0 {
-		wctx, cancel = context.WithTimeoutCause(ctx, f.wait, errWaited)
-	}
-	defer cancel()
-	err = mu.LockContext(wctx)
-	switch {
-	case err == nil:
-		r.say("acquired lock %q (token %d) after %s", name, mu.Token(), fmtDur(time.Since(start)))
-		return 0, true
-	case ctx.Err() != nil:
-		return signalStatus(ctx), false
-	case errors.Is(err, errWaited):
-		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name, f.n))
-		return exitNotLocked, false
-	default:
-		return fail("lock", exitDsync, err), false
-	}
-}
-
-var errWaited = errors.New("waited long enough")
-
-// describeHolder says who holds name, for a message: "held by HOST (pid
-// N, token T)", with the pid of the holder's command when the holder
-// runs on this machine.
-func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if n > 1 {
-		return describeUnits(ctx, b, name)
-	}
-	// The head of the lock's queue: its holder, or the claim whose turn
-	// has just come.
-	q, err := b.Queue(ctx, name)
-	switch {
-	case err != nil:
-		return "its holder cannot be read: " + oneLine(err)
-	case len(q) == 0:
-		return "it is free now"
-	}
-	info := q[0]
-	if host, _ := os.Hostname(); host == info.Host {
-		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
-			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)
-		}
-	}
-	return fmt.Sprintf("held by %s (pid %d, token %d)", info.Host, info.PID, info.Token)
-}
-
-// describeUnits says how the units of the semaphore name are held, for a
-// message: "3/3 units held (first by HOST, pid N, token T)". The claims of
-// the queue that hold by the grant rule (or are about to) count.
-func describeUnits(ctx context.Context, b *dsync.Client, name string) string {
-	q, err := b.Queue(ctx, dsync.NamespacedKey("sem", name))
-	switch {
-	case err != nil:
-		return "its holders cannot be read: " + oneLine(err)
-	case len(q) == 0:
-		return "it is free now"
-	}
-	limit, held := q[0].Limit, int64(0)
-	for _, c := range q {
-		if c.Holds {
-			held += c.Weight
-		}
-	}
-	return fmt.Sprintf("%d/%d units held (first by %s, pid %d, token %d)", held, limit, q[0].Host, q[0].PID, q[0].Token)
-}
-
-// unlock releases the hold, bounded by the TTL; a lost hold needs no
-// release, and a failed one just expires.
-func unlock(r *reporter, mu lockable, ttl time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), ttl)
-	defer cancel()
-	if err := mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
-		r.say("releasing lock %q failed; it expires within %v: %v", mu.Key(), ttl, oneLine(err))
-	}
-}
-
-// signalStatus is the exit status after ctx was cancelled by a signal.
-func signalStatus(ctx context.Context) int {
-	var sig errSignal
-	if errors.As(context.Cause(ctx), &sig) {
-		return sig.status()
-	}
-	return 128 + int(syscall.SIGTERM)
-}
-
-// failOrSignal reports err, unless a signal ended the wait.
-func failOrSignal(ctx context.Context, cmd string, err error) int {
-	if ctx.Err() != nil {
-		return signalStatus(ctx)
-	}
-	code := exitDsync
-	if errors.Is(err, errNoServer) {
-		code = exitUsage
-	}
-	return fail(cmd, code, err)
 }

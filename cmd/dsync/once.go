@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -69,173 +68,106 @@ var onceCmd = &command{
 	run:     runOnce,
 }
 
-// errCmdFailed carries a failed command's exit status out of Once.Do.
-type errCmdFailed struct{ status int }
+// onceFlags are dsync once's flags.
+type onceFlags struct {
+	ttl, grace, wait time.Duration
+	check            bool          // --check: run nothing, say whether done
+	forget           time.Duration // --forget-after
+}
 
-func (e errCmdFailed) Error() string { return "the command exited " + strconv.Itoa(e.status) }
+// options are the options of the Once the flags ask for.
+func (f onceFlags) options() []dsync.KeyOption {
+	if f.forget > 0 {
+		return []dsync.KeyOption{dsync.WithForgetAfter(f.forget)}
+	}
+	return nil
+}
 
 func runOnce(g *globals, args []string) int {
-	fs := newFlagSet("once", g)
-	var f lockFlags
-	var check bool
-	var forget time.Duration
-	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
-	fs.DurationVar(&f.wait, "wait", 0, "")
-	fs.BoolVar(&check, "check", false, "")
-	fs.DurationVar(&forget, "forget-after", 0, "")
-	pos, argv, code, err := parseArgs(fs, onceHelp, args, true)
-	if err != nil {
+	f, name, argv, code, ok := parseOnce(g, args)
+	if !ok {
 		return code
 	}
-	switch {
-	case len(pos) == 0:
-		return usageError("once", errors.New("missing NAME"))
-	case len(argv) == 0 && !check:
-		return usageError("once", errors.New("missing CMD"))
-	case len(argv) > 0 && check:
-		return usageError("once", errors.New("--check runs no command"))
-	case f.grace <= 0:
-		return usageError("once", fmt.Errorf("--grace must be positive, got %v", f.grace))
-	case f.wait < 0:
-		return usageError("once", fmt.Errorf("--wait must not be negative, got %v", f.wait))
-	case forget < 0:
-		return usageError("once", fmt.Errorf("--forget-after must not be negative, got %v", forget))
-	}
-	var onceOpts []dsync.KeyOption
-	if forget > 0 {
-		onceOpts = append(onceOpts, dsync.WithForgetAfter(forget))
-	}
-	name := pos[0]
-	if err := checkName(name, maxOnceName); err != nil {
-		return usageError("once", err)
-	}
 	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
-		_, err := dsync.NewOnce(c, name, onceOpts...)
+		_, err := dsync.NewOnce(c, name, f.options()...)
 		return err
 	}); err != nil {
 		return usageError("once", err)
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
-	var path string
-	if len(argv) > 0 {
-		if path, code, err = lookCommand(argv[0]); err != nil {
-			return fail("once", code, err)
-		}
+	rn, ctx, code, ok := newRunner("once", r, f.grace, argv)
+	if !ok {
+		return code
 	}
-
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sup := supervise(cancel, f.grace, r)
-	defer sup.stop()
-	client, db, err := g.connect(ctx)
-	if err != nil {
-		return failOrSignal(ctx, "once", err)
+	defer rn.close()
+	s, code, ok := rn.open(ctx, g, f.ttl)
+	if !ok {
+		return code
 	}
-	polite := true
-	defer func() {
-		if polite {
-			disconnect(client)
-		}
-	}()
-	locks, _, err := g.lockClient(db, r.logger(), f.ttl)
+	defer s.close()
+	once, err := dsync.NewOnce(s.locks, name, append(f.options(), dsync.WithLogger(r.logger()))...)
 	if err != nil {
 		return fail("once", exitDsync, err)
 	}
-	defer locks.Close()
-	once, err := dsync.NewOnce(locks, name, append(onceOpts, dsync.WithLogger(r.logger()))...)
-	if err != nil {
-		return fail("once", exitDsync, err)
+	if code, finished := onceDone(ctx, r, once, name, f.check); finished {
+		return code
 	}
+	o := &onceRun{rn: rn, s: s, name: name}
+	return o.exit(ctx, o.do(ctx, once, f.wait), f.wait)
+}
 
+// parseOnce parses dsync once's command line: its flags, NAME and the
+// command line to run. When it fails, it has said why and code is the
+// exit status.
+func parseOnce(g *globals, args []string) (f onceFlags, name string, argv []string, code int, ok bool) {
+	fs := newFlagSet("once", g)
+	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
+	fs.DurationVar(&f.wait, "wait", 0, "")
+	fs.BoolVar(&f.check, "check", false, "")
+	fs.DurationVar(&f.forget, "forget-after", 0, "")
+	pos, argv, code, err := parseArgs(fs, onceHelp, args, true)
+	if err != nil {
+		return f, "", nil, code, false
+	}
+	switch {
+	case len(pos) == 0:
+		err = errors.New("missing NAME")
+	case len(argv) == 0 && !f.check:
+		err = errors.New("missing CMD")
+	case len(argv) > 0 && f.check:
+		err = errors.New("--check runs no command")
+	case f.grace <= 0:
+		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	case f.wait < 0:
+		err = fmt.Errorf("--wait must not be negative, got %v", f.wait)
+	case f.forget < 0:
+		err = fmt.Errorf("--forget-after must not be negative, got %v", f.forget)
+	default:
+		err = checkName(pos[0], maxOnceName)
+	}
+	if err != nil {
+		return f, "", nil, usageError("once", err), false
+	}
+	return f, pos[0], argv, 0, true
+}
+
+// onceDone answers --check, and tells whether there is nothing to run:
+// finished, with the exit status, when NAME is done, when it could not
+// be told, and for --check.
+func onceDone(ctx context.Context, r *reporter, once *dsync.Once, name string, check bool) (code int, finished bool) {
 	done, err := once.Done(ctx)
 	switch {
 	case err != nil:
-		return failOrSignal(ctx, "once", err)
+		return failOrSignal(ctx, "once", err), true
 	case check && done:
 		fmt.Println("done")
-		return exitOK
+		return exitOK, true
 	case check:
-		return exitFailure
+		return exitFailure, true
 	case done:
 		r.info("once %q: already done", name)
-		return exitOK
+		return exitOK, true
 	}
-
-	// --wait bounds the wait for the lock, not the command's run.
-	dctx, stopWait := context.WithCancelCause(ctx)
-	defer stopWait(nil)
-	var waitTimer *time.Timer
-	if f.wait > 0 {
-		waitTimer = time.AfterFunc(f.wait, func() { stopWait(errWaited) })
-	}
-	ran, status, lost := false, 0, false
-	err = once.Do(dctx, func(fctx context.Context) error {
-		if waitTimer != nil && !waitTimer.Stop() {
-			return context.Cause(dctx) // --wait ran out just now
-		}
-		ran = true
-		token, _ := dsync.TokenOf(fctx)
-		env := []string{"DSYNC_ONCE=" + name, "DSYNC_TOKEN=" + strconv.FormatUint(token, 10)}
-		j, err := sup.start(fctx, path, argv, env)
-		if err != nil {
-			var sig errSignal
-			if errors.As(err, &sig) {
-				status = sig.status()
-				return err
-			}
-			status = exitNoExec
-			return err
-		}
-		r.info("once %q: running %s (pid %d, token %d)", name, argv[0], j.cmd.Process.Pid, token)
-		select {
-		case <-j.done:
-			sup.finished()
-		case <-fctx.Done():
-			lost = errors.Is(context.Cause(fctx), dsync.ErrLost)
-			if lost {
-				r.mute()
-				r.say("once %q (token %d): lock lost; stopping the command (SIGTERM, SIGKILL after %v)", name, token, f.grace)
-			}
-			if j.stop(f.grace) {
-				r.say("command killed: it did not exit within %v of SIGTERM", f.grace)
-			}
-			sup.finished()
-			status = j.status
-			return context.Cause(fctx)
-		}
-		status = j.status
-		if status != 0 {
-			return errCmdFailed{status}
-		}
-		return nil
-	})
-	var failed errCmdFailed
-	switch {
-	case err == nil && ran:
-		r.info("once %q: done", name)
-		return exitOK
-	case err == nil:
-		r.info("once %q: done elsewhere", name)
-		return exitOK
-	case errors.As(err, &failed):
-		return failed.status
-	case lost:
-		r.say("once %q: command stopped (status %d); exiting %d, lock lost", name, status, exitLost)
-		polite = false
-		return exitLost
-	case ran && status == 0 && ctx.Err() == nil:
-		// The command succeeded, but its success is unconfirmed.
-		r.say("once %q: %v", name, oneLine(err))
-		return exitLost
-	case ctx.Err() != nil:
-		return signalStatus(ctx)
-	case errors.Is(err, errWaited):
-		r.say("once %q: the command did not start within %v", name, f.wait)
-		return exitNotLocked
-	case ran && status == exitNoExec:
-		return fail("once", exitNoExec, err)
-	default:
-		return fail("once", exitDsync, err)
-	}
+	return 0, false
 }

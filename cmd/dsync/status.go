@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/leader"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // dsync status: the command, its flags and exit statuses. What it reads
@@ -115,33 +116,17 @@ var statusCmd = &command{
 
 var statusHelp = fmt.Sprintf(statusUsage, defaultSeen, maxHeartbeat)
 
+// statusFlags are dsync status's flags, and what they select.
+type statusFlags struct {
+	seen   time.Duration
+	asJSON bool
+	sel    selection
+}
+
 func runStatus(g *globals, args []string) int {
-	fs := newFlagSet("status", g)
-	seen := fs.Duration("seen", defaultSeen, "")
-	asJSON := fs.Bool("json", false, "")
-	var sel selection
-	fs.StringVar(&sel.prefix, "prefix", "", "")
-	fs.StringVar(&sel.after, "after", "", "")
-	fs.IntVar(&sel.limit, "limit", 0, "")
-	pos, _, code, err := parseArgs(fs, statusHelp, args, false)
-	if err != nil {
+	f, code, ok := parseStatus(g, args)
+	if !ok {
 		return code
-	}
-	switch {
-	case len(pos) > 1:
-		return usageError("status", fmt.Errorf("unexpected argument %q", pos[1]))
-	case *seen <= 0:
-		return usageError("status", fmt.Errorf("--seen must be positive, got %v", *seen))
-	case sel.limit < 0:
-		return usageError("status", fmt.Errorf("--limit must not be negative, got %d", sel.limit))
-	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
-		return usageError("status", errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it"))
-	}
-	if len(pos) == 1 {
-		sel.name = pos[0]
-		if err := checkName(sel.name, maxLockName); err != nil {
-			return usageError("status", err)
-		}
 	}
 	ctx := context.Background()
 	client, db, err := g.connect(ctx)
@@ -152,24 +137,62 @@ func runStatus(g *globals, args []string) int {
 		return fail("status", exitFailure, err)
 	}
 	defer disconnect(client)
+	return printStatus(ctx, g, db, f)
+}
+
+// parseStatus parses dsync status's command line. When it fails, it has
+// said why and code is the exit status.
+func parseStatus(g *globals, args []string) (f statusFlags, code int, ok bool) {
+	fs := newFlagSet("status", g)
+	fs.DurationVar(&f.seen, "seen", defaultSeen, "")
+	fs.BoolVar(&f.asJSON, "json", false, "")
+	fs.StringVar(&f.sel.prefix, "prefix", "", "")
+	fs.StringVar(&f.sel.after, "after", "", "")
+	fs.IntVar(&f.sel.limit, "limit", 0, "")
+	pos, _, code, err := parseArgs(fs, statusHelp, args, false)
+	if err != nil {
+		return f, code, false
+	}
+	sel := f.sel
+	switch {
+	case len(pos) > 1:
+		err = fmt.Errorf("unexpected argument %q", pos[1])
+	case f.seen <= 0:
+		err = fmt.Errorf("--seen must be positive, got %v", f.seen)
+	case sel.limit < 0:
+		err = fmt.Errorf("--limit must not be negative, got %d", sel.limit)
+	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
+		err = errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it")
+	case len(pos) == 1:
+		f.sel.name = pos[0]
+		err = checkName(f.sel.name, maxLockName)
+	}
+	if err != nil {
+		return f, usageError("status", err), false
+	}
+	return f, 0, true
+}
+
+// printStatus reads what f selects in db and prints it as it is read.
+func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFlags) int {
 	// --timeout bounds each wait for the server: a long list takes as
 	// long as it takes, and a server that stops answering ends it.
 	ctx, kick, stop := idleTimeout(ctx, g.timeout)
 	defer stop()
 	var out statusSink
-	if *asJSON {
+	if f.asJSON {
 		out = newJSONSink(os.Stdout)
 	} else {
-		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), sel)
+		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
-	sum, err := readStatus(ctx, g, db, sel, *seen, sinkKicking{out, kick})
+	sum, err := readStatus(ctx, g, db, f.sel, f.seen, sinkKicking{out, kick})
 	switch {
 	case errors.Is(err, dsync.ErrAfterUnsupported):
 		return fail("status", exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix"))
 	case err != nil:
 		return fail("status", exitFailure, err)
-	case sel.name != "" && sum.locks == 0 && sum.elections == 0:
-		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once or election)", sel.name, g.db, g.collection))
+	case f.sel.name != "" && sum.locks == 0 && sum.elections == 0:
+		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once or election)", f.sel.name, g.db, g.collection))
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)

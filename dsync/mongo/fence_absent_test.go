@@ -1,12 +1,14 @@
 package dsyncmongo
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -278,5 +280,62 @@ func TestFencedPlaceholdersAndUniqueIndexes(t *testing.T) {
 	err = fd.FindOne(ctx, bson.D{{Key: "_id", Value: "b"}}, &d)
 	if !mongo.IsDuplicateKeyError(err) || errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "sparse") {
 		t.Fatalf("a second placeholder under a unique index that does not skip it: %v, want the duplicate key error and what to change", err)
+	}
+}
+
+// ErrFenced after a raise, as ErrFenced's documentation says: a DeleteOne
+// by _id of an absent document (token 5) finds nothing, raises the _id's
+// fence to 5, and is held back before its second try; meanwhile a
+// holder of token 3 is refused by that raise, and one of token 9 raises
+// the fence above it. The DeleteOne then fails with ErrFenced, having
+// raised the fence on its way and deleted nothing.
+func TestFencedErrFencedAfterItsOwnRaise(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	type heldKey struct{}
+	raised, resume := make(chan struct{}), make(chan struct{})
+	sent := 0
+	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(ctx context.Context, _ *event.CommandStartedEvent) {
+			if ctx.Value(heldKey{}) == nil {
+				return
+			}
+			// The DeleteOne's requests: its fenced replace, the raise,
+			// its second try.
+			if sent++; sent == 3 {
+				close(raised)
+				<-resume
+			}
+		},
+	}))
+	coll := db.Collection("things")
+	x := bson.D{{Key: "_id", Value: "x"}}
+	f5, _ := Fence(ctx, coll, 5, fenceOpts(t)...)
+	f3, _ := Fence(ctx, coll, 3, fenceOpts(t)...)
+	f9, _ := Fence(ctx, coll, 9, fenceOpts(t)...)
+
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := f5.DeleteOne(context.WithValue(ctx, heldKey{}, true), x)
+		deleted <- err
+	}()
+	select {
+	case <-raised:
+	case err := <-deleted:
+		t.Fatalf("the DeleteOne returned %v before its second try", err)
+	}
+	var d counterDoc
+	if err := f3.FindOne(ctx, x, &d); !errors.Is(err, ErrFenced) {
+		t.Fatalf("token 3's read after token 5's raise: %v, want ErrFenced", err)
+	}
+	if err := f9.FindOne(ctx, x, &d); !errors.Is(err, mongo.ErrNoDocuments) {
+		t.Fatalf("token 9's read: %v, want mongo.ErrNoDocuments", err)
+	}
+	close(resume)
+	if err := <-deleted; !errors.Is(err, ErrFenced) {
+		t.Fatalf("token 5's DeleteOne: %v, want ErrFenced", err)
+	}
+	var raw bson.M
+	if err := coll.FindOne(ctx, x).Decode(&raw); err != nil || raw[AbsentField] != true || raw[FenceField] != int64(9) {
+		t.Fatalf("the _id's placeholder: %v, %v; want fence 9", raw, err)
 	}
 }

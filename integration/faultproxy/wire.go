@@ -113,6 +113,20 @@ func msgBody(msg []byte) (bson.Raw, bool) {
 	return nil, false
 }
 
+// A Command names a request: the command (the first key of its body,
+// e.g. "update"), the collection it acts on (that key's value, when it
+// is a string), and for a findAndModify the _id its query names, when a
+// string (a dsync renewal names a session, a server-time sample "#clock").
+type Command struct {
+	Name       string
+	Collection string
+	ID         string
+}
+
+// IsWrite reports whether c changes documents: insert, update, delete or
+// findAndModify.
+func (c Command) IsWrite() bool { return isWrite(c.Name) }
+
 // commandName returns the name of the command an OP_MSG request carries.
 func commandName(msg []byte) (string, bool) {
 	c, ok := commandOf(msg)

@@ -51,25 +51,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	octx, stopObserving := context.WithCancel(context.Background())
 	defer func() { stopObserving(); wg.Wait() }()
 	if cfg.Observe {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for info := range e.Observe(octx) {
-				w.emit(history.Event{Ev: history.EvObserve, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev})
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for sleepCtx(octx, cfg.Poll) {
-				pctx, cancel := context.WithTimeout(octx, cfg.TTL)
-				sent := history.Now()
-				info, err := e.Leader(pctx)
-				cancel()
-				if err == nil {
-					w.emit(history.Event{Ev: history.EvPoll, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev, T: sent})
-				}
-			}
-		}()
+		w.observe(octx, &wg, e, key)
 	}
 
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {
@@ -113,6 +95,32 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		}
 	}
 	return nil
+}
+
+// observe records, until octx ends, every leader Observe reports and what
+// a direct Leader poll says every poll interval, in two goroutines
+// counted in wg.
+func (w *worker) observe(octx context.Context, wg *sync.WaitGroup, e *leader.Election, key string) {
+	cfg := &w.cfg
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for info := range e.Observe(octx) {
+			w.emit(history.Event{Ev: history.EvObserve, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for sleepCtx(octx, cfg.Poll) {
+			pctx, cancel := context.WithTimeout(octx, cfg.TTL)
+			sent := history.Now()
+			info, err := e.Leader(pctx)
+			cancel()
+			if err == nil {
+				w.emit(history.Event{Ev: history.EvPoll, Key: key, Token: info.Token, Owner: info.ID, Adv: info.Value, Rev: info.Rev, T: sent})
+			}
+		}
+	}()
 }
 
 // proclaim has the leader of term token advertise two values in turn, and

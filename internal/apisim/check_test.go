@@ -77,16 +77,17 @@ func TestCheckTokens(t *testing.T) {
 		{"across an emptying", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 2000, 2100, 2900)}}, 0},
 	})
 	runCases(t, CheckTokensAcrossEmptyings, []checkCase{
-		{"back, handed out more than a second before", History{Emptyings: []time.Time{at(1050)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 2000, 2100, 2900)}}, 1},
-		{"back, handed out within a second before", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 600, 700, 900)}}, 0},
+		{"back, handed out more than two seconds before", History{Emptyings: []time.Time{at(2050)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 3000, 3100, 3900)}}, 1},
+		{"back, handed out 1.5 s before: within the promise", History{Emptyings: []time.Time{at(1510)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 2000, 2100, 2900)}}, 0},
+		{"back, handed out within two seconds before", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 600, 700, 900)}}, 0},
 		{"up", History{Emptyings: []time.Time{at(1050)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 9, 2000, 2100, 2900)}}, 0},
 		// Seen in the simulation: a token handed out 0.48 s before an
 		// emptying came again 1.46 s later (the first claims of two
 		// segments started in one second of store time).
-		{"shared, handed out within a second before, the next long after", History{Emptyings: []time.Time{at(500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 0},
-		{"shared, handed out more than a second before", History{Emptyings: []time.Time{at(1500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 1},
-		{"semaphore back, handed out more than a second before", History{Emptyings: []time.Time{at(1500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 6, 5000, 5100, 5900)}}, 1},
-		{"the later of two emptyings more than a second after", History{Emptyings: []time.Time{at(500), at(3000)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 1},
+		{"shared, handed out within two seconds before, the next long after", History{Emptyings: []time.Time{at(500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 0},
+		{"shared, handed out more than two seconds before", History{Emptyings: []time.Time{at(2500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 1},
+		{"semaphore back, handed out more than two seconds before", History{Emptyings: []time.Time{at(2500)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 6, 5000, 5100, 5900)}}, 1},
+		{"the later of two emptyings more than two seconds after", History{Emptyings: []time.Time{at(500), at(3000)}, Holds: []*Hold{hold(1, PrimSem, "s", 7, 0, 100, 900), hold(2, PrimSem, "s", 7, 5000, 5100, 5900)}}, 1},
 	})
 }
 

@@ -138,6 +138,8 @@ type History struct {
 	Holds []*Hold
 	Runs  []*Run
 	Dos   []*Do
+	// Actions are the operations of the Options' Actors.
+	Actions []*Action
 	// Emptyings are when the operator emptied the collections.
 	Emptyings []time.Time
 }

@@ -18,6 +18,8 @@ type incarnation struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// actorOps are the world's actors' operations on this incarnation.
+	actorOps []func(ctx context.Context, who string)
 
 	mu      sync.Mutex
 	active  map[*Hold]struct{} // holds not yet given up
@@ -32,6 +34,7 @@ func (p *proc) start(workers int) (*incarnation, error) {
 	}
 	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{})}
 	inc.ctx, inc.cancel = context.WithCancel(context.Background())
+	inc.startActors()
 	for i := range workers {
 		inc.wg.Add(1)
 		go func() {
@@ -131,8 +134,8 @@ func (w *world) lost(h *Hold, t time.Time) {
 	}
 }
 
-// work runs operations of every primitive, one at a time, until the
-// incarnation ends.
+// work runs operations of every primitive, and of the actors, one at a
+// time, until the incarnation ends.
 func (inc *incarnation) work(who string) {
 	w := inc.p.w
 	for inc.ctx.Err() == nil {
@@ -144,6 +147,11 @@ func (inc *incarnation) work(who string) {
 			return
 		}
 		ctx, done := w.op(inc.ctx)
+		if op := inc.actorOp(); op != nil {
+			op(ctx, who)
+			done()
+			continue
+		}
 		switch x := w.rand(0, 100); {
 		case x < 35:
 			key := fmt.Sprintf("m%d", x%2)

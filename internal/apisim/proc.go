@@ -71,24 +71,6 @@ type leaseLog struct {
 
 type leaseUpdate struct{ at, deadline time.Time }
 
-// deadline is the deadline a confirmation sets: the request's send time
-// plus the TTL minus TTL/20, but no later than the expiry it carried
-// minus TTL/20. A renewal whose outcome is unknown goes on as an insert
-// of the session's next generation, sent later with the expiry computed
-// when the renewal began (the library's send time, and its deadline's):
-// the insert's own send time would put the deadline past the expiry the
-// store holds, past which another process rightly takes the session for
-// dead (apisim seed 133: a dead marker at 06.777, the store's expiry
-// 06.765, the insert sent at 06.296). The store's time is the fake
-// clock's, so the expiry is on the same scale.
-func (l *leaseLog) deadline(sent, expires time.Time) time.Time {
-	d := sent.Add(l.ttl - l.ttl/20)
-	if e := expires.Add(-l.ttl / 20); !expires.IsZero() && e.Before(d) {
-		d = e
-	}
-	return d
-}
-
 // expiry is when the session stopped being valid, by the rule the
 // package documents: "a hold is valid until its session's local deadline:
 // the monotonic send time of the session's last confirmed open or renewal

@@ -24,16 +24,21 @@
 // and its primitives' and elections' lease timers (their Client's Clock),
 // not its goroutines, nor package leader's own timers; clock steps go
 // forward only (a monotonic clock never goes back; a suspend it counts);
-// backups restored; Fence and the gocron Locker. A step moves a
-// process's Clock (its Clients' lease and waits) forward without the time
-// passing, which no real clock does (clockcheck: never stepped; a suspend
-// is counted as it passes): its local deadlines then come early in real
-// time, so steps test only that a lease ended early is handled, never one
-// trusted too long. The library's judgments in store time (session
-// expiries, dead markers, a segment's coverage windows) read its
-// engine's monotonic clock, dsync.SystemClock, which steps do not move. The figures of a run say
+// backups restored; Fence. A step moves a process's Clock (its Clients'
+// lease and waits) forward without the time passing, which no real clock
+// does (clockcheck: never stepped; a suspend is counted as it passes):
+// its local deadlines then come early in real time, so steps test only
+// that a lease ended early is handled, never one trusted too long. The
+// library's judgments in store time (session expiries, dead markers, a
+// segment's coverage windows) read its engine's monotonic clock,
+// dsync.SystemClock, which steps do not move. The figures of a run say
 // which faults it met; the planted bugs (planted_test.go, -tags
 // dsync_planted) show that each checker catches what it is for.
+//
+// Code built on the API is simulated through Options.Actors (actor.go):
+// the gocron Locker is, by contrib/gocron's locker_sim_test.go, a module
+// of its own that this package cannot import, with its checker (one run
+// per slot) and its planted bug there.
 package apisim
 
 import (
@@ -50,6 +55,10 @@ type Options struct {
 	Procs    int           // processes (default 4)
 	Workers  int           // workers per process (default 2), besides its candidate
 	Duration time.Duration // fake time simulated (default 30 s)
+	// Actors are operations of code built on the API (actor.go), which
+	// the workers run beside the primitives'. Without them a seed runs
+	// as it did before they existed.
+	Actors []Actor
 }
 
 // Figures are what a run did.
@@ -125,7 +134,7 @@ type Report struct {
 // sleeps for the fake time it simulates.
 func Simulate(seed int64, o Options) Report {
 	w := debugWorld(seed, o)
-	vs := Check(&w.hist)
+	vs := append(Check(&w.hist), checkActors(w)...)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
 	w.fig.FIFOPairs = fifoPairs(&w.hist)
 	for _, h := range w.hist.Holds {
@@ -153,6 +162,7 @@ func debugWorld(seed int64, o Options) *world {
 		o.Duration = 30 * time.Second
 	}
 	w := newWorld(seed)
+	w.actors = o.Actors
 	members, closeMembers := newMembers()
 	w.members = members
 	cfgs := configs(w, o.Procs)

@@ -21,8 +21,8 @@ import (
 // emptying while their gates still cover: before the stalled link, 1
 // seed in 200 caught plant.HistoryIgnored, not always the same one.
 //
-// The emptying comes 1.5 to 4 s after the first request held back: late
-// enough for a hold of the sender's next try to come more than a second
+// The emptying comes 2.5 to 5 s after the first request held back: late
+// enough for a hold of the sender's next try to come more than two seconds
 // before it (the tokens the promise covers: CheckTokensAcrossEmptyings),
 // early enough for the gates held back to cover still when they land (a
 // start's gates cover until two bucket spans less the engine's margin
@@ -35,8 +35,8 @@ const (
 	stallSeeds    = 0.5                     // the share of the seeds with emptyings that have the stalled link
 	stallChance   = 0.1                     // a request of gates is held back with this chance,
 	stallsMax     = 4                       // up to this many per run
-	stallEmptyMin = 1500 * time.Millisecond // the emptying follows after this,
-	stallEmptyMax = 4 * time.Second         // and before this,
+	stallEmptyMin = 2500 * time.Millisecond // the emptying follows after this,
+	stallEmptyMax = 5 * time.Second         // and before this,
 	stallLandMax  = 20 * time.Millisecond   // and the request lands within this after it,
 	stallMax      = 6 * time.Second         // or after this if no emptying came
 )

@@ -285,8 +285,9 @@
 // width of the sender's clock estimate, and every epoch inserted before T
 // at a latest store time L lies below base(L + Margin): a hold in H gets a
 // token above every token inserted more than Margin, two widths of the
-// clock estimate and a Quantum before T (README: "more than a second
-// before"). A start or refresh held back across the emptying records the
+// clock estimate and a Quantum before T (README: "more than two seconds,
+// plus twice the error bound of the server-time estimate, before", with
+// the default Margin and Quantum of a second each). A start or refresh held back across the emptying records the
 // history before it: its segment is never relied on in H, but its gates
 // own their buckets, so the key's next start waits until its range lies
 // above them (up to three buckets after they were sent); the engine then

@@ -1,7 +1,10 @@
-// Package plant switches the bugs planted above the engine (in dsync and
-// leader) for the negative controls of the public-API simulation
-// (internal/apisim). Only a build with -tags dsync_planted can plant one:
-// in every other build On is false and the bugs' branches compile away.
+// Package plant switches the bugs planted above the engine (in dsync,
+// leader, dsync/mongo and contrib/gocron's Locker) for the negative
+// controls of the public-API simulation (internal/apisim, and
+// contrib/gocron's simulation of its Locker) and of dsync/mongo's
+// fenced-register simulation. Only a build with -tags dsync_planted can
+// plant one: in every other build On is false and the bugs' branches
+// compile away.
 package plant
 
 import "sync/atomic"
@@ -39,6 +42,16 @@ const (
 	// back across an emptying hands out tokens below those handed out
 	// before it.
 	HistoryIgnored
+	// FenceSkipsCondition: a dsyncmongo Fenced compares fences with the
+	// largest token there is instead of its own, so that no fence refuses
+	// its reads and writes (dsync/mongo's fenced-register simulation).
+	FenceSkipsCondition
+	// LockerIgnoresHold: contrib/gocron's Locker counts a slot as won
+	// when its claim failed (the slot's Once.Do did not get its hold
+	// before ctx ended or the store failed, or its record was not
+	// confirmed while the hold was valid), as if it held the slot: a
+	// later tick of another replica finds no record and wins it too.
+	LockerIgnoresHold
 )
 
 var planted atomic.Int32

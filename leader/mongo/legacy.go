@@ -7,6 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/leader"
 )
 
 // Upgrading from releases that kept the leases apart.
@@ -45,7 +47,7 @@ func (b *Store) Preflight(ctx context.Context, election string) error {
 		return fmt.Errorf("leadermongo: reading the leases of older releases: %w", err)
 	}
 	if live {
-		return fmt.Errorf("%w (election %q, collection %s)", ErrLegacyCandidate, election, b.legacy.locks.Name())
+		return fmt.Errorf("%w (election %q, collection %s): %w", ErrLegacyCandidate, election, b.legacy.locks.Name(), leader.ErrRefused)
 	}
 	return nil
 }

@@ -1,0 +1,68 @@
+package worker
+
+import (
+	"sync"
+
+	"github.com/go-dsync/dsync/integration/history"
+)
+
+// hold tracks one hold while the worker is in it.
+type hold struct {
+	w     *worker
+	key   string
+	token uint64
+	lost  <-chan struct{}
+
+	mu       sync.Mutex
+	ended    bool
+	lostSeen bool
+	wg       sync.WaitGroup
+}
+
+// watch records the loss signal when lost closes, unless the hold has
+// ended first. It returns a function that stops watching.
+func (h *hold) watch(lost <-chan struct{}, deadline func() int64, src string) (stop func()) {
+	h.lost = lost
+	done := make(chan struct{})
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		select {
+		case <-lost:
+			t := history.Now()
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if !h.ended && !h.lostSeen {
+				h.lostSeen = true
+				h.w.emit(history.Event{Ev: history.EvLost, Key: h.key, Token: h.token, T: t, DL: deadline(), Src: src})
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done); h.wg.Wait() }
+}
+
+func (h *hold) isLost() bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// end records that the worker stops relying on the hold now. dl is the
+// deadline in force.
+func (h *hold) end(dl int64, src string) {
+	t := history.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lost := h.isLost()
+	if lost && !h.lostSeen {
+		// The watcher has not run yet: this is when the loss was seen.
+		h.lostSeen = true
+		h.w.emit(history.Event{Ev: history.EvLost, Key: h.key, Token: h.token, T: t, DL: dl, Src: src})
+	}
+	h.ended = true
+	h.w.emit(history.Event{Ev: history.EvEnd, Key: h.key, Token: h.token, T: t, DL: dl, Src: src, Lost: lost})
+}
