@@ -237,11 +237,11 @@ func (s *goneStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 	return s.Store.Compact(ctx, sentBefore, keep)
 }
 
-func (s *goneStore) DropGates(ctx context.Context, below int64) error {
+func (s *goneStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	if err := s.wait(ctx, "DropGates"); err != nil {
 		return err
 	}
-	return s.Store.DropGates(ctx, below)
+	return s.Store.DropGates(ctx, below, sentBefore)
 }
 
 func (s *goneStore) PutKeys(ctx context.Context, keys []string) error {

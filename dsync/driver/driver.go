@@ -253,8 +253,11 @@ type Store interface {
 	// delete reaches it (a delete landing late must spare a record
 	// inserted again since).
 	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
-	// DropGates deletes the gates of buckets below below, of every key.
-	DropGates(ctx context.Context, below int64) error
+	// DropGates deletes the gates of buckets below below, of every key,
+	// that were sent before sentBefore (their Sent): a drop landing late,
+	// after the store was emptied and a process of another span recorded
+	// gates whose bucket numbers lie below below, must spare them.
+	DropGates(ctx context.Context, below int64, sentBefore time.Time) error
 	// PutKeys records keys in the store's directory of keys, which
 	// ListKeys reads, in one request where the store can (a process that
 	// claims thousands of new keys records them in batches). Recording a

@@ -103,10 +103,11 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).
-func (s *Store) DropGates(ctx context.Context, below int64) error {
+func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	_, err := s.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
+		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},
 	})
 	return err
 }

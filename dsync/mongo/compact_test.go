@@ -268,7 +268,7 @@ func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
 	if c := count(bson.D{{Key: "bucket", Value: 100}}); c != kept {
 		t.Errorf("%d of the kept keys' %d documents left after Compact, want all", c, kept)
 	}
-	if err := b.s.DropGates(ctx, 101); err != nil {
+	if err := b.s.DropGates(ctx, 101, time.Now().Add(time.Minute)); err != nil {
 		t.Errorf("DropGates: %v", err)
 	}
 	if c := count(bson.D{}); c > 1 {

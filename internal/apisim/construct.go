@@ -24,7 +24,7 @@ const pollInterval = 100 * time.Millisecond
 type parts struct {
 	client *dsync.Client
 	// elections is the Client of the process's elections: the same view
-	// of the store, but the library's clock (see election).
+	// of the store and clock, without an idle age.
 	elections *dsync.Client
 	members   leader.MemberStore
 	opts      []dsync.KeyOption
@@ -46,7 +46,7 @@ func build(p *proc) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.ClientWithIdleAge(0))...)
+	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.ClientWithIdleAge(0), dsync.WithClock(clock{p}))...)
 	if err != nil {
 		_ = c.Close()
 		return nil, err
@@ -70,11 +70,11 @@ func (ps *parts) once(key string) (*dsync.Once, error) {
 	return dsync.NewOnce(ps.client, key, ps.opts...)
 }
 
-// election makes a candidate. Its lease runs on the library's clock (a
-// Client of its own, without the process's clock), so a pause stops its
-// requests but not its timers: the checker judges one leader by when the
-// term's context was cancelled (Hold.End), which a paused process's
-// timers would otherwise put after the pause.
+// election makes a candidate. Its lease runs on the process's clock, so
+// a pause stops its requests and its timers: a leader paused at its
+// deadline learns of its loss when it resumes (the documented limit of a
+// paused process), and the checker ends its term at the deadline
+// (Hold.End).
 func (ps *parts) election(name string) (*leader.Election, error) {
 	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
 }

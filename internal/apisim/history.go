@@ -65,16 +65,22 @@ type Hold struct {
 	// a hold is the documented limit, not a broken promise of Lock (its
 	// Lost() must still close).
 	Paused bool
+	// PausedAtDeadline: the process was paused at the hold's deadline,
+	// so it could not learn of its loss then.
+	PausedAtDeadline bool
 }
 
 // End is when the hold stopped being valid: the earliest of its end by
 // its holder, Lost() and its deadline. An election's term ends when its
 // context is cancelled or it resigns: its deadline is the job of the
 // Lost() check, so that a leader that outlives its lease is also seen
-// beside the next one.
+// beside the next one; but a leader paused at its deadline is the
+// documented limit ("a paused process can act after its lease ended":
+// it learns of the loss when it resumes, which CheckLost judges), and
+// its term ends at the deadline.
 func (h *Hold) End() time.Time {
 	end := h.Deadline
-	if h.Prim == PrimElection || end.IsZero() {
+	if (h.Prim == PrimElection && !h.PausedAtDeadline) || end.IsZero() {
 		end = farFuture
 	}
 	for _, t := range []time.Time{h.Ended, h.LostAt} {

@@ -72,12 +72,13 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 	h.Proc, h.Start = inc.p.id, time.Now()
 	w.mu.Lock()
 	h.ID = len(w.hist.Holds)
-	if c, ok := inc.p.claims[claimKey{h.Key, h.Token}]; ok {
+	if c, ok := inc.p.claimAt(claimKey{h.Key, h.Token}, h.Start); ok {
 		h.Landed, h.Session = c.at, c.session
 	}
 	w.hist.Holds = append(w.hist.Holds, h)
 	w.fig.Holds++
 	w.mu.Unlock()
+	w.tracef("p%d HOLD %v session %s", h.Proc, h, h.Session)
 	inc.mu.Lock()
 	closing := !inc.closeAt.IsZero()
 	inc.active[h] = struct{}{}
@@ -111,18 +112,26 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 // end records that h's holder began to give it up at t (the first time).
 func (w *world) end(h *Hold, t time.Time) {
 	w.mu.Lock()
-	if h.Ended.IsZero() {
+	first := h.Ended.IsZero()
+	if first {
 		h.Ended = t
 	}
 	w.mu.Unlock()
+	if first {
+		w.tracef("p%d END #%d %s#%d", h.Proc, h.ID, h.Key, h.Token)
+	}
 }
 
 func (w *world) lost(h *Hold, t time.Time) {
 	w.mu.Lock()
-	if h.LostAt.IsZero() {
+	first := h.LostAt.IsZero()
+	if first {
 		h.LostAt = t
 	}
 	w.mu.Unlock()
+	if first {
+		w.tracef("p%d LOST #%d %s#%d", h.Proc, h.ID, h.Key, h.Token)
+	}
 }
 
 // work runs operations of every primitive, and of the actors, one at a

@@ -34,3 +34,34 @@ func testDeadlineFromExpiry(t *testing.T) {
 		t.Errorf("deadline %v, want %v (the send plus the TTL minus the margin)", got.Format(tf), want.Format(tf))
 	}
 }
+
+// TestClaimAt: a hold or run relies on the last of its process's claims
+// of its key and token to land at or before it began, not on one that
+// landed later (an insert held back from before an emptying, landing
+// after it with the same epoch: apisim seed 325, a Once's Do matched
+// with an older session's claim and judged past its deadline).
+func TestClaimAt(t *testing.T) {
+	k := claimKey{"dsync:once/o", 7}
+	p := newProc(nil, 0, procConfig{TTL: time.Second})
+	p.claims[k] = []claimRec{{session: "first", at: at(100)}, {session: "held-back", at: at(500)}}
+	for _, c := range []struct {
+		name  string
+		begin int
+		want  string // "": none
+	}{
+		{"before any landed", 50, ""},
+		{"as the first landed", 100, "first"},
+		{"before the late one landed", 300, "first"},
+		{"after the late one landed", 600, "held-back"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := p.claimAt(k, at(c.begin))
+			if !ok && c.want != "" || ok && got.session != c.want {
+				t.Errorf("claimAt(%v) = %q, %v; want %q", at(c.begin).Format(tf), got.session, ok, c.want)
+			}
+		})
+	}
+	if _, ok := p.claimAt(claimKey{"dsync:once/o", 8}, at(600)); ok {
+		t.Error("claimAt found a claim of a token never claimed")
+	}
+}

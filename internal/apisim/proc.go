@@ -22,7 +22,7 @@ type proc struct {
 	pauses [][2]time.Time
 
 	// The oracle's view, guarded by w.mu.
-	claims map[claimKey]claimRec    // the claims it inserted that landed
+	claims map[claimKey][]claimRec  // the claims it inserted that landed, in order (see claimAt)
 	leases map[string]*leaseLog     // its sessions' confirmations
 	dones  map[claimKey][]time.Time // replies that carried a done record
 }
@@ -42,6 +42,24 @@ type claimKey struct {
 type claimRec struct {
 	session string
 	at      time.Time
+}
+
+// claimAt returns the claim of k that a hold or run beginning at t
+// relies on: the last of p's claims of k to land at or before t. A key's
+// epochs begin again after an emptying, and a claim held back before it
+// (even of an older session of p's) may land after it with the same key
+// and epoch: the last to land is not always the hold's. Called with
+// p.w.mu held.
+func (p *proc) claimAt(k claimKey, t time.Time) (claimRec, bool) {
+	var c claimRec
+	var ok bool
+	for _, r := range p.claims[k] {
+		if r.at.After(t) {
+			break
+		}
+		c, ok = r, true
+	}
+	return c, ok
 }
 
 // leaseLog is the confirmations of one session: each a reply that came,
@@ -78,7 +96,7 @@ func (l *leaseLog) expiry() time.Time {
 
 func newProc(w *world, id int, cfg procConfig) *proc {
 	return &proc{w: w, id: id, cfg: cfg,
-		claims: make(map[claimKey]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
+		claims: make(map[claimKey][]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
 }
 
 // waitRunning returns once the process is not paused, or ctx's cause if
@@ -112,6 +130,7 @@ func (p *proc) pause(d time.Duration) {
 	p.paused = nil
 	p.pauses = append(p.pauses, [2]time.Time{from, time.Now()})
 	p.mu.Unlock()
+	p.w.tracef("p%d PAUSED from %s", p.id, from.Format(tf))
 }
 
 // pausedAt returns when the pause that t falls in ended (zero: none).
@@ -172,6 +191,7 @@ func (p *proc) step(d time.Duration) {
 	p.mu.Lock()
 	p.offset += d
 	p.mu.Unlock()
+	p.w.tracef("p%d STEP %v", p.id, d)
 }
 
 // clock is a process's dsync.Clock: time.Now stepped by the process's

@@ -21,12 +21,19 @@
 // (an upper bound of the library's own: see leaseLog.expiry).
 //
 // What it does not model: a pause freezes a process's requests, replies
-// and its primitives' timers (their Clock), not its goroutines, and not
-// its elections' timers (package leader takes no Clock); clock steps go
+// and its primitives' and elections' lease timers (their Client's Clock),
+// not its goroutines, nor package leader's own timers; clock steps go
 // forward only (a monotonic clock never goes back; a suspend it counts);
-// backups restored; Fence. The figures of a run say which faults it met;
-// the planted bugs (planted_test.go, -tags dsync_planted) show that each
-// checker catches what it is for.
+// backups restored; Fence. A step moves a process's Clock (its Clients'
+// lease and waits) forward without the time passing, which no real clock
+// does (clockcheck: never stepped; a suspend is counted as it passes):
+// its local deadlines then come early in real time, so steps test only
+// that a lease ended early is handled, never one trusted too long. The
+// library's judgments in store time (session expiries, dead markers, a
+// segment's coverage windows) read its engine's monotonic clock,
+// dsync.SystemClock, which steps do not move. The figures of a run say
+// which faults it met; the planted bugs (planted_test.go, -tags
+// dsync_planted) show that each checker catches what it is for.
 //
 // Code built on the API is simulated through Options.Actors (actor.go):
 // the gocron Locker is, by contrib/gocron's locker_sim_test.go, a module
@@ -322,10 +329,11 @@ func (w *world) finish() {
 		h.Paused = p.pausedWithin(h.Deadline, h.Start)
 		if resume := p.pausedAt(h.Deadline); !resume.IsZero() {
 			h.LostSlack += resume.Sub(h.Deadline)
+			h.PausedAtDeadline = true
 		}
 	}
 	for _, r := range w.hist.Runs {
-		if c, ok := w.procs[r.Proc].claims[claimKey{r.Key, r.Token}]; ok {
+		if c, ok := w.procs[r.Proc].claimAt(claimKey{r.Key, r.Token}, r.Start); ok {
 			if l := w.procs[r.Proc].leases[c.session]; l != nil {
 				r.Deadline = l.expiry()
 			}
@@ -338,7 +346,7 @@ func (w *world) finish() {
 		p := w.procs[d.Proc]
 		k := claimKey{d.Key, d.Run.Token}
 		d.Confirmed = p.dones[k]
-		if c, ok := p.claims[k]; ok {
+		if c, ok := p.claimAt(k, d.Run.Start); ok {
 			if l := p.leases[c.session]; l != nil {
 				d.Deadline = l.expiry()
 			}

@@ -2,6 +2,8 @@ package apisim
 
 import (
 	"flag"
+	"os"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +13,8 @@ var (
 	simSeeds = flag.Int("apisim.seeds", 0, "public-API simulation: seeds to run (default 200; 20 with -short)")
 	simSeed  = flag.Int64("apisim.seed", -1, "public-API simulation: run only this seed, and show its violations in full")
 	simDur   = flag.Duration("apisim.duration", 0, "public-API simulation: fake time simulated per seed (default 30s)")
+	simTries = flag.Int("apisim.tries", 30, "TestDebugSeed: runs of -apisim.seed until one breaks a promise")
+	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file")
 )
 
 // seeds is the seeds of a run: -apisim.seed alone, or the first
@@ -68,8 +72,10 @@ func TestDebugSeed(t *testing.T) {
 	if *simSeed < 0 {
 		t.Skip("needs -apisim.seed")
 	}
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	var w *world
-	for range 30 { // goroutines' order is not the seed's: try again until it breaks
+	for range *simTries { // goroutines' order is not the seed's: try again until it breaks
 		synctest.Test(t, func(t *testing.T) {
 			w = debugWorld(*simSeed, Options{Duration: *simDur})
 		})
@@ -79,6 +85,32 @@ func TestDebugSeed(t *testing.T) {
 	}
 	for _, v := range Check(&w.hist) {
 		t.Error(v)
+	}
+	if w.trace != nil {
+		if err := os.WriteFile(*simTrace, []byte(strings.Join(w.trace.lines, "\n")+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, h := range w.hist.Holds {
+		for _, v := range Check(&w.hist) {
+			if strings.Contains(v.What, " "+h.Key+"#") {
+				t.Logf("%v w %d/%d call %v landed %v session %s deadline %v ended %v lost %v paused %v", h, h.Weight, h.Limit, h.Call.Format(tf), h.Landed.Format(tf), h.Session, h.Deadline.Format(tf), h.Ended.Format(tf), h.LostAt.Format(tf), h.Paused)
+				break
+			}
+		}
+	}
+	for _, d := range w.hist.Dos {
+		if d.Run == nil || len(d.Confirmed) == 0 || d.Deadline.IsZero() || d.Confirmed[0].Before(d.Deadline) {
+			continue
+		}
+		p := w.procs[d.Proc]
+		c, _ := p.claimAt(claimKey{d.Key, d.Run.Token}, d.Run.Start)
+		t.Logf("Do p%d %s token %d err %v: run [%v, %v) session %s landed %v pauses %v", d.Proc, d.Key, d.Run.Token, d.Err, d.Run.Start.Format(tf), d.Run.End.Format(tf), c.session, c.at.Format(tf), p.pauses)
+		if l := p.leases[c.session]; l != nil {
+			for _, u := range l.updates {
+				t.Logf("   confirmed at %v deadline %v", u.at.Format(tf), u.deadline.Format(tf))
+			}
+		}
 	}
 	for _, h := range w.hist.Holds {
 		if h.Deadline.IsZero() || (!h.Ended.IsZero() && h.Ended.Before(h.Deadline)) || (!h.LostAt.IsZero() && !h.LostAt.After(h.Deadline)) {

@@ -108,6 +108,7 @@ func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
 	var err error
 	rerr := s.request(ctx, "insert", func(plan) {
 		err = s.Store.Insert(context.Background(), d)
+		s.p.w.tracef("p%d insert %s: %v", s.p.id, traceDoc(d), err)
 		if err == nil {
 			s.p.w.landed(s.p, d)
 		}
@@ -131,10 +132,12 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 			if pl.torn && i > 0 {
 				time.Sleep(s.p.w.tearGap())
 			}
-			if s.Store.Insert(context.Background(), d) != nil {
+			if err := s.Store.Insert(context.Background(), d); err != nil {
+				s.p.w.tracef("p%d insert-ordered %s: %v", s.p.id, traceDoc(d), err)
 				dup = i
 				return
 			}
+			s.p.w.tracef("p%d insert-ordered %s", s.p.id, traceDoc(d))
 			s.p.w.landed(s.p, d)
 		}
 	}), nil)
@@ -155,6 +158,7 @@ func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 				time.Sleep(s.p.w.tearGap())
 			}
 			res[i] = s.Store.Insert(context.Background(), docs[i])
+			s.p.w.tracef("p%d insert-each %s: %v", s.p.id, traceDoc(docs[i]), res[i])
 			if res[i] == nil {
 				s.p.w.landed(s.p, docs[i])
 			}
@@ -176,6 +180,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 	var found bool
 	err := s.request(ctx, "get", func(plan) {
 		d, found, _ = s.Store.Get(context.Background(), id)
+		s.p.w.tracef("p%d get %s: %v %s", s.p.id, id, found, traceDoc(d))
 	}, func(time.Time) {
 		if found && d.Kind == driver.KindDone {
 			s.p.w.doneReply(s.p, d.Key, d.Token)
@@ -191,6 +196,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 // documents that exist and a later delete of each.
 func (s *procStore) Delete(ctx context.Context, ids []string) error {
 	return s.request(ctx, "delete", func(pl plan) {
+		s.p.w.tracef("p%d delete %v torn %v", s.p.id, ids, pl.torn)
 		if !pl.torn {
 			_ = s.Store.Delete(context.Background(), ids)
 			return
@@ -224,6 +230,7 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 	var n int64
 	if err := s.request(ctx, "compact", func(plan) {
 		n, _ = s.Store.Compact(context.Background(), sentBefore, keep)
+		s.p.w.tracef("p%d compact sent before %s keep %v: %d", s.p.id, sentBefore.Format(tf), keep, n)
 		s.p.w.compacted(n)
 	}, nil); err != nil {
 		return 0, err
@@ -232,8 +239,11 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 }
 
 // DropGates implements driver.Store.
-func (s *procStore) DropGates(ctx context.Context, below int64) error {
-	return s.request(ctx, "drop-gates", func(plan) { _ = s.Store.DropGates(context.Background(), below) }, nil)
+func (s *procStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+	return s.request(ctx, "drop-gates", func(plan) {
+		_ = s.Store.DropGates(context.Background(), below, sentBefore)
+		s.p.w.tracef("p%d drop-gates below %d", s.p.id, below)
+	}, nil)
 }
 
 // PutKeys implements driver.Store.
@@ -259,7 +269,10 @@ func (s *procStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[s
 // InsertSession implements driver.Store.
 func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) error {
 	var err error
-	rerr := s.request(ctx, "insert-session", func(plan) { err = s.p.w.sess.insert(sess) }, func(sent time.Time) {
+	rerr := s.request(ctx, "insert-session", func(plan) {
+		err = s.p.w.sess.insert(sess)
+		s.p.w.tracef("p%d insert-session %s gen %d exp %s: %v", s.p.id, sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), err)
+	}, func(sent time.Time) {
 		if err == nil {
 			s.p.w.confirmed(s.p, sess.ID, sent, sess.ExpiresAt)
 		}
@@ -276,6 +289,7 @@ func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) erro
 func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	var found bool
 	err := s.request(ctx, "renew-session", func(pl plan) {
+		s.p.w.tracef("p%d renew-session %s gen %d exp %s torn %v", s.p.id, id, gen, expires.Format(tf), pl.torn)
 		if !pl.torn {
 			found = s.p.w.sess.renew(id, gen, expires)
 			return
@@ -285,6 +299,7 @@ func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expire
 			s.p.w.sess.renew(id, gen, expires)
 		}
 	}, func(sent time.Time) {
+		s.p.w.tracef("p%d renew-session reply %s sent %s found %v", s.p.id, id, sent.Format(tf), found)
 		if found {
 			s.p.w.confirmed(s.p, id, sent, expires)
 		}
@@ -299,7 +314,10 @@ func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expire
 func (s *procStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	var sess driver.Session
 	var found bool
-	if err := s.request(ctx, "get-session", func(plan) { sess, found = s.p.w.sess.get(id) }, nil); err != nil {
+	if err := s.request(ctx, "get-session", func(plan) {
+		sess, found = s.p.w.sess.get(id)
+		s.p.w.tracef("p%d get-session %s: %v gen %d exp %s first %v", s.p.id, id, found, sess.Gen, sess.ExpiresAt.Format(tf), sess.HasFirst)
+	}, nil); err != nil {
 		return driver.Session{}, false, err
 	}
 	return sess, found, nil

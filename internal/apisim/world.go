@@ -42,6 +42,7 @@ type world struct {
 	hist    History
 	fig     Figures
 	lastSes time.Time // the last emptying of the sessions collection
+	trace   *trace    // TestDebugSeed's (trace.go); nil otherwise
 }
 
 // rates is a seed's mix of faults: each kind's chance per request, or
@@ -67,6 +68,9 @@ func newWorld(seed int64) *world {
 		emptyings:  on(0.5), sessEmptyings: on(0.4),
 	}
 	w.stall = newStalls(seed, w.rates.emptyings)
+	if tracing {
+		w.trace = &trace{}
+	}
 	return w
 }
 
@@ -140,7 +144,8 @@ func (w *world) landed(p *proc, d driver.Doc) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p.claims[claimKey{d.Key, d.Epoch}] = claimRec{session: d.Session, at: time.Now()}
+	k := claimKey{d.Key, d.Epoch}
+	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, at: time.Now()})
 }
 
 // confirmed tells the oracle that a reply confirmed session id of p, for
@@ -265,6 +270,7 @@ func (w *world) empty() {
 	}
 	w.mem.Reset()
 	w.sess.empty()
+	w.tracef("EMPTY all")
 	w.mu.Lock()
 	w.hist.Emptyings = append(w.hist.Emptyings, time.Now())
 	w.fig.Emptyings++
@@ -290,4 +296,5 @@ func (w *world) emptySessions(maxTTL time.Duration) {
 	w.fig.SessionEmptyings++
 	w.mu.Unlock()
 	w.sess.empty()
+	w.tracef("EMPTY sessions")
 }

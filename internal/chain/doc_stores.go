@@ -33,7 +33,9 @@
 // and after its segment's gates and first claim land, and relies on the
 // segment only if it names its Span (and one history both times); a join
 // reads it after the gate it joins (inserting it if missing); a sweep
-// reads it first, and again before it drops gates; nothing else makes a
+// reads it first, and again before it drops gates, and drops only gates
+// sent before that read (landing late, after an emptying, the drop spares
+// the next history's); nothing else makes a
 // process rely on a segment it did not (span.go). Two starts of different spans in one history read one
 // document after their segments' documents landed: the start whose Span
 // it does not name withdraws its claim. A segment relied on across an emptying

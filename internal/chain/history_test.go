@@ -243,3 +243,75 @@ func TestSweepAcrossAnEmptyingKeepsAnotherSpansGates(t *testing.T) {
 		t.Fatalf("the gate %s of the segment the other span holds in: found %v, %v; want it kept", gate, found, err)
 	}
 }
+
+// lateDrop is a link on which a DropGates is held back: its sender
+// learns nothing, and it lands when the test calls land.
+type lateDrop struct {
+	*memory.Store
+	land func()
+}
+
+func (l *lateDrop) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+	l.land = func() { _ = l.Store.DropGates(context.Background(), below, sentBefore) }
+	return errors.New("no reply in time")
+}
+
+// TestLateDropKeepsAnotherSpansGates: a sweep of a process with buckets
+// of a minute reads the store's history, finds it its own, and sends its
+// drop of old gates, which the network holds back (rule 11: a write may
+// land late). Meanwhile the store is emptied, and a process with buckets
+// of five minutes records its span and starts a segment. The drop that
+// lands then must spare that segment's gates, whose numbers lie below
+// the sweeper's bucket: a start that no longer met them would hold
+// beside the segment (apisim, seed 387: two runs of a Once's function at
+// once).
+func TestLateDropKeepsAnotherSpansGates(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: start}
+	store := memory.New()
+	link := &lateDrop{Store: store}
+	cfg := chain.DefaultConfig()
+	cfg.Span = time.Minute
+	sweeper, err := chain.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sweeper.Agree(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sweeper.Sweep(ctx, 4*time.Minute); err == nil || link.land == nil {
+		t.Fatalf("Sweep = %v with the drop held back (sent: %v); want its error", err, link.land != nil)
+	}
+
+	clock.set(start.Add(2 * time.Second))
+	store.Reset() // nothing held
+	other, err := chain.New(store, clock, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Agree(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := other.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := other.Claim(ctx, "k", "other", sess, chain.ExclusiveTerms, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, err := other.Walk(ctx, c); err != nil || !head {
+		t.Fatalf("the other span's claim: %v, %v; want it holding", head, err)
+	}
+	gate := chain.GateID("k", clock.ServerNow().Latest.UnixNano()/int64(5*time.Minute))
+	if _, found, err := store.Get(ctx, gate); err != nil || !found {
+		t.Fatalf("the gate %s of the other span's segment: found %v, %v; want it there before the drop lands", gate, found, err)
+	}
+
+	clock.set(start.Add(3 * time.Second))
+	link.land()
+	if _, found, err := store.Get(ctx, gate); err != nil || !found {
+		t.Fatalf("the gate %s of the segment the other span holds in: found %v, %v after the sweeper's drop landed late; want it kept", gate, found, err)
+	}
+}

@@ -369,9 +369,9 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 	return count, err
 }
 
-func (n net) DropGates(ctx context.Context, below int64) (err error) {
+func (n net) DropGates(ctx context.Context, below int64, sentBefore time.Time) (err error) {
 	if cerr := n.call(ctx, func() {
-		err = n.s.server.store.DropGates(bg, below)
+		err = n.s.server.store.DropGates(bg, below, sentBefore)
 		n.s.tracef("dropgates below %d -> %v", below, err)
 	}); cerr != nil {
 		return cerr

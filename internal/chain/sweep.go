@@ -51,9 +51,13 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	// The store may have been emptied since the sweep began, and a
 	// process of another span have recorded its own: its gates' numbers
 	// are not this span's, and dropping by number would delete gates it
-	// relies on. So the drop is sent only if the history is the same.
+	// relies on. So the drop is sent only if the history is the same;
+	// and, as it may land late, after an emptying that came after that
+	// read, it spares the gates sent after the read was: the next
+	// history's gates are all sent after the emptying.
+	read := e.clock.ServerNow().Earliest
 	if again, err := e.confirmSpan(ctx); err != nil || again != history {
 		return n, err
 	}
-	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3)
+	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3, read)
 }

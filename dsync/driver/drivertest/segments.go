@@ -123,19 +123,22 @@ func (s *suite) testCompact(t *testing.T) {
 }
 
 // testDropGates: the gates of buckets below the one given go, of every
-// key; later gates and other documents stay.
+// key, if sent before the time given; later gates, gates sent since (a
+// drop landing late) and other documents stay.
 func (s *suite) testDropGates(t *testing.T) {
 	st, ctx := s.store(t)
 	sent := now(st)
 	low, high := gateDoc("a", 1, 9, sent), gateDoc("a", 1, 10, sent)
 	low2 := gateDoc("b", 1, 2, sent)
+	since := gateDoc("c", 1, 2, sent.Add(2*time.Second))
 	c := claim("a", 1, "n", sent)
-	insert(t, ctx, st, low, high, low2, c)
-	if err := st.DropGates(ctx, 10); err != nil {
+	insert(t, ctx, st, low, high, low2, since, c)
+	// A second apart: a driver keeps times to the millisecond.
+	if err := st.DropGates(ctx, 10, sent.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []driver.Doc{low, high, low2, c} {
-		want := d.ID == high.ID || d.ID == c.ID
+	for _, d := range []driver.Doc{low, high, low2, since, c} {
+		want := d.ID == high.ID || d.ID == c.ID || d.ID == since.ID
 		if _, found := get(t, ctx, st, d.ID); found != want {
 			t.Errorf("after DropGates(10): %s exists %v, want %v", d.ID, found, want)
 		}

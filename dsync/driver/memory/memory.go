@@ -212,14 +212,14 @@ func (s *Store) compactSetLocked(sentBefore time.Time, keep []string) []string {
 }
 
 // DropGates implements driver.Store.
-func (s *Store) DropGates(ctx context.Context, below int64) error {
+func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	if err := live(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, d := range s.docs {
-		if d.Kind == driver.KindGate && d.Bucket < below {
+		if d.Kind == driver.KindGate && d.Bucket < below && d.Sent.Before(sentBefore) {
 			delete(s.docs, id)
 		}
 	}

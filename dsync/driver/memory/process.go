@@ -205,11 +205,11 @@ func (s *Process) Compact(ctx context.Context, sentBefore time.Time, keep []stri
 	return s.Store.Compact(ctx, sentBefore, keep)
 }
 
-func (s *Process) DropGates(ctx context.Context, below int64) error {
-	if err := s.gate(ctx, func() { _ = s.Store.DropGates(lateCtx, below) }); err != nil {
+func (s *Process) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+	if err := s.gate(ctx, func() { _ = s.Store.DropGates(lateCtx, below, sentBefore) }); err != nil {
 		return err
 	}
-	return s.Store.DropGates(ctx, below)
+	return s.Store.DropGates(ctx, below, sentBefore)
 }
 
 func (s *Process) PutKeys(ctx context.Context, keys []string) error {

@@ -1,0 +1,65 @@
+package apisim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// A trace is what TestDebugSeed shows of a run beside its violations:
+// each document that landed or was deleted, each session write and read,
+// and each pause, step and emptying, in fake time. It is off (nil) in
+// every other run.
+type trace struct{ lines []string }
+
+// tracing makes every world keep a trace (TestDebugSeed's).
+var tracing bool
+
+// tracef adds a line to w's trace, if it keeps one.
+func (w *world) tracef(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.trace == nil {
+		return
+	}
+	w.trace.lines = append(w.trace.lines, time.Now().Format(tf)+" "+fmt.Sprintf(format, args...))
+}
+
+// traceDoc is one document as the trace shows it.
+func traceDoc(d driver.Doc) string {
+	s := fmt.Sprintf("%s %s", d.Kind, d.ID)
+	if d.Session != "" {
+		s += " sess " + d.Session
+	}
+	if d.Nonce != "" {
+		s += " nonce " + d.Nonce[:min(6, len(d.Nonce))]
+	}
+	if d.Kind == driver.KindClaim {
+		s += fmt.Sprintf(" seg %d mode %v w %d/%d exp %s sent %s", d.Seg, d.Mode, d.Weight, d.Limit, d.Exp.Format(tf), d.Sent.Format(tf))
+	}
+	if d.Kind == driver.KindRelease && d.Clear {
+		s += " clear"
+	}
+	return s
+}
+
+// lines returns the trace's lines that mention one of words (all, if
+// none).
+func (t *trace) match(words ...string) []string {
+	var out []string
+	for _, l := range t.lines {
+		if len(words) == 0 {
+			out = append(out, l)
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
