@@ -65,14 +65,28 @@ func runnerState() string {
 	return ""
 }
 
+// TestProcessTimersFireOnTime: never early, and on time. A busy machine
+// can delay any one firing (CI's -race pass saw 115 ms and 242 ms at a
+// load of 17 on 2 cores), so a timer gets a few tries to fire within
+// slack; a timer that fires early, or late every time, fails.
 func TestProcessTimersFireOnTime(t *testing.T) {
 	for _, d := range []time.Duration{-time.Millisecond, 0, time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
-		start := Process.Now()
-		fired := make(chan time.Time, 1)
-		Process.AfterFunc(d, func() { fired <- Process.Now() })
-		at := <-fired
-		if late := at.Sub(start) - max(d, 0); late < 0 || late > slack {
-			t.Errorf("AfterFunc(%v) fired %v after its time, want within %v", d, late, slack)
+		var lates []time.Duration
+		for range 5 {
+			start := Process.Now()
+			fired := make(chan time.Time, 1)
+			Process.AfterFunc(d, func() { fired <- Process.Now() })
+			late := (<-fired).Sub(start) - max(d, 0)
+			if late < 0 {
+				t.Fatalf("AfterFunc(%v) fired %v before its time", d, -late)
+			}
+			lates = append(lates, late)
+			if late <= slack {
+				break
+			}
+		}
+		if late := lates[len(lates)-1]; late > slack {
+			t.Errorf("AfterFunc(%v) fired late every time (%v), want within %v", d, lates, slack)
 		}
 	}
 	waitIdle(t, Process)
