@@ -204,17 +204,20 @@ func (k *keeper) leave(s *session) {
 }
 
 // join makes h a hold of session s, valid until s's deadline, and counts
-// it instead of the waiter that made it. It reports false (and counts
-// nothing) if s has been retired or its deadline has passed.
+// it instead of the waiter that made it. It reports false if s has been
+// retired, its deadline has passed or h's key is not covered until it;
+// then it counts nothing and leaves the waiter counted, for the caller's
+// leave to count off: counting it off here too would leave another waiter
+// of s uncounted, and s, seemingly idle, unrenewed and with no deadline
+// timer when that waiter's hold starts (its Lost would never close).
 func (k *keeper) join(h *hold, s *session) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.sess == s && k.waiters > 0 {
-		k.waiters--
-	}
 	if s.retired || k.sess != s || !k.coveredLocked(h, s) || !h.start(k.deadlineLocked(s)) {
-		k.signalLocked()
 		return false
+	}
+	if k.waiters > 0 {
+		k.waiters--
 	}
 	h.keeper, h.sess = k, s
 	k.holds[h] = struct{}{}

@@ -46,7 +46,7 @@ func build(p *proc) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.ClientWithIdleAge(0), dsync.WithClock(clock{p}))...)
+	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p, elections: true}, append(copts, dsync.ClientWithIdleAge(0), dsync.WithClock(clock{p}))...)
 	if err != nil {
 		_ = c.Close()
 		return nil, err

@@ -3,6 +3,7 @@ package apisim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"time"
@@ -20,6 +21,18 @@ import (
 type procStore struct {
 	*memory.Store
 	p *proc
+	// elections: the store of the process's elections' Client (the
+	// trace tells the two Clients apart).
+	elections bool
+}
+
+// name is how the trace names the Client whose store s is: "p2" for the
+// process's main Client, "p2e" for its elections'.
+func (s *procStore) name() string {
+	if s.elections {
+		return fmt.Sprintf("p%de", s.p.id)
+	}
+	return fmt.Sprintf("p%d", s.p.id)
 }
 
 var (
@@ -61,6 +74,7 @@ func (s *procStore) request(ctx context.Context, op string, apply func(pl plan),
 	sent := time.Now()
 	pl, hang, down := p.w.planRequest(p, op)
 	if down {
+		p.w.tracef("%s %s: unreachable", s.name(), op)
 		return errUnreachable
 	}
 	applied := make(chan struct{})
@@ -77,6 +91,7 @@ func (s *procStore) request(ctx context.Context, op string, apply func(pl plan),
 	select {
 	case <-applied:
 	case <-ctx.Done():
+		p.w.tracef("%s %s sent %s: given up before it landed", s.name(), op, sent.Format(tf))
 		return context.Cause(ctx)
 	}
 	// The reply's way back waits on a func timer, not a timer channel:
@@ -90,11 +105,13 @@ func (s *procStore) request(ctx context.Context, op string, apply func(pl plan),
 	select {
 	case <-back:
 	case <-ctx.Done():
+		p.w.tracef("%s %s sent %s: given up before its reply", s.name(), op, sent.Format(tf))
 		return context.Cause(ctx)
 	}
 	// A paused process takes its replies in when it resumes.
 	p.waitRunning(context.Background())
 	if pl.lost {
+		p.w.tracef("%s %s sent %s: reply lost", s.name(), op, sent.Format(tf))
 		return errReplyLost
 	}
 	if done != nil {
@@ -108,7 +125,7 @@ func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
 	var err error
 	rerr := s.request(ctx, "insert", func(plan) {
 		err = s.Store.Insert(context.Background(), d)
-		s.p.w.tracef("p%d insert %s: %v", s.p.id, traceDoc(d), err)
+		s.p.w.tracef("%s insert %s: %v", s.name(), traceDoc(d), err)
 		if err == nil {
 			s.p.w.landed(s.p, d)
 		}
@@ -133,11 +150,11 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 				time.Sleep(s.p.w.tearGap())
 			}
 			if err := s.Store.Insert(context.Background(), d); err != nil {
-				s.p.w.tracef("p%d insert-ordered %s: %v", s.p.id, traceDoc(d), err)
+				s.p.w.tracef("%s insert-ordered %s: %v", s.name(), traceDoc(d), err)
 				dup = i
 				return
 			}
-			s.p.w.tracef("p%d insert-ordered %s", s.p.id, traceDoc(d))
+			s.p.w.tracef("%s insert-ordered %s", s.name(), traceDoc(d))
 			s.p.w.landed(s.p, d)
 		}
 	}), nil)
@@ -158,7 +175,7 @@ func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 				time.Sleep(s.p.w.tearGap())
 			}
 			res[i] = s.Store.Insert(context.Background(), docs[i])
-			s.p.w.tracef("p%d insert-each %s: %v", s.p.id, traceDoc(docs[i]), res[i])
+			s.p.w.tracef("%s insert-each %s: %v", s.name(), traceDoc(docs[i]), res[i])
 			if res[i] == nil {
 				s.p.w.landed(s.p, docs[i])
 			}
@@ -180,7 +197,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 	var found bool
 	err := s.request(ctx, "get", func(plan) {
 		d, found, _ = s.Store.Get(context.Background(), id)
-		s.p.w.tracef("p%d get %s: %v %s", s.p.id, id, found, traceDoc(d))
+		s.p.w.tracef("%s get %s: %v %s", s.name(), id, found, traceDoc(d))
 	}, func(time.Time) {
 		if found && d.Kind == driver.KindDone {
 			s.p.w.doneReply(s.p, d.Key, d.Token)
@@ -196,7 +213,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 // documents that exist and a later delete of each.
 func (s *procStore) Delete(ctx context.Context, ids []string) error {
 	return s.request(ctx, "delete", func(pl plan) {
-		s.p.w.tracef("p%d delete %v torn %v", s.p.id, ids, pl.torn)
+		s.p.w.tracef("%s delete %v torn %v", s.name(), ids, pl.torn)
 		if !pl.torn {
 			_ = s.Store.Delete(context.Background(), ids)
 			return
@@ -230,7 +247,7 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 	var n int64
 	if err := s.request(ctx, "compact", func(plan) {
 		n, _ = s.Store.Compact(context.Background(), sentBefore, keep)
-		s.p.w.tracef("p%d compact sent before %s keep %v: %d", s.p.id, sentBefore.Format(tf), keep, n)
+		s.p.w.tracef("%s compact sent before %s keep %v: %d", s.name(), sentBefore.Format(tf), keep, n)
 		s.p.w.compacted(n)
 	}, nil); err != nil {
 		return 0, err
@@ -242,7 +259,7 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 func (s *procStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	return s.request(ctx, "drop-gates", func(plan) {
 		_ = s.Store.DropGates(context.Background(), below, sentBefore)
-		s.p.w.tracef("p%d drop-gates below %d", s.p.id, below)
+		s.p.w.tracef("%s drop-gates below %d", s.name(), below)
 	}, nil)
 }
 
@@ -271,7 +288,7 @@ func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) erro
 	var err error
 	rerr := s.request(ctx, "insert-session", func(plan) {
 		err = s.p.w.sess.insert(sess)
-		s.p.w.tracef("p%d insert-session %s gen %d exp %s: %v", s.p.id, sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), err)
+		s.p.w.tracef("%s insert-session %s gen %d exp %s: %v", s.name(), sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), err)
 	}, func(sent time.Time) {
 		if err == nil {
 			s.p.w.confirmed(s.p, sess.ID, sent, sess.ExpiresAt)
@@ -289,7 +306,7 @@ func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) erro
 func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	var found bool
 	err := s.request(ctx, "renew-session", func(pl plan) {
-		s.p.w.tracef("p%d renew-session %s gen %d exp %s torn %v", s.p.id, id, gen, expires.Format(tf), pl.torn)
+		s.p.w.tracef("%s renew-session %s gen %d exp %s torn %v", s.name(), id, gen, expires.Format(tf), pl.torn)
 		if !pl.torn {
 			found = s.p.w.sess.renew(id, gen, expires)
 			return
@@ -299,7 +316,7 @@ func (s *procStore) RenewSession(ctx context.Context, id string, gen int, expire
 			s.p.w.sess.renew(id, gen, expires)
 		}
 	}, func(sent time.Time) {
-		s.p.w.tracef("p%d renew-session reply %s sent %s found %v", s.p.id, id, sent.Format(tf), found)
+		s.p.w.tracef("%s renew-session reply %s sent %s found %v", s.name(), id, sent.Format(tf), found)
 		if found {
 			s.p.w.confirmed(s.p, id, sent, expires)
 		}
@@ -316,7 +333,7 @@ func (s *procStore) GetSession(ctx context.Context, id string) (driver.Session, 
 	var found bool
 	if err := s.request(ctx, "get-session", func(plan) {
 		sess, found = s.p.w.sess.get(id)
-		s.p.w.tracef("p%d get-session %s: %v gen %d exp %s first %v", s.p.id, id, found, sess.Gen, sess.ExpiresAt.Format(tf), sess.HasFirst)
+		s.p.w.tracef("%s get-session %s: %v gen %d exp %s first %v", s.name(), id, found, sess.Gen, sess.ExpiresAt.Format(tf), sess.HasFirst)
 	}, nil); err != nil {
 		return driver.Session{}, false, err
 	}

@@ -10,8 +10,11 @@ import (
 
 // A trace is what TestDebugSeed shows of a run beside its violations:
 // each document that landed or was deleted, each session write and read,
-// and each pause, step and emptying, in fake time. It is off (nil) in
-// every other run.
+// each request that failed (unreachable, given up before it landed or
+// before its reply, its reply lost), and each pause, step and emptying,
+// in fake time. A request's line names the Client that sent it: "p2" for
+// process 2's main Client, "p2e" for its elections' (construct.go). It is
+// off (nil) in every other run.
 type trace struct{ lines []string }
 
 // tracing makes every world keep a trace (TestDebugSeed's).
