@@ -174,35 +174,20 @@ type heldKeys struct {
 func (h *heldKeys) lockAll(ctx context.Context) error {
 	var mu sync.Mutex
 	var firstErr error
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				err := h.lockers[i].Lock(ctx)
-				mu.Lock()
-				if err == nil {
-					h.held[i] = true
-				} else if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := range h.lockers {
+	eightAtATime(len(h.lockers), func(i int) bool { return true }, func(i int) {
+		err := h.lockers[i].Lock(ctx)
 		mu.Lock()
-		stop := firstErr != nil
-		mu.Unlock()
-		if stop {
-			break
+		if err == nil {
+			h.held[i] = true
+		} else if firstErr == nil {
+			firstErr = err
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		mu.Unlock()
+	}, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	})
 	return firstErr
 }
 
@@ -222,6 +207,21 @@ func (h *heldKeys) holding() int {
 func (h *heldKeys) release(ctx context.Context) error {
 	var mu sync.Mutex
 	var errs []error
+	eightAtATime(len(h.lockers), func(i int) bool { return h.held[i] }, func(i int) {
+		if err := h.lockers[i].Unlock(ctx); err != nil {
+			mu.Lock()
+			if len(errs) < 3 {
+				errs = append(errs, err)
+			}
+			mu.Unlock()
+		}
+	}, func() bool { return false })
+	return errors.Join(errs...)
+}
+
+// eightAtATime calls do for each i in [0, n) that want admits, on eight
+// goroutines, and starts no more once stop reports true.
+func eightAtATime(n int, want func(i int) bool, do func(i int), stop func() bool) {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -229,24 +229,20 @@ func (h *heldKeys) release(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := h.lockers[i].Unlock(ctx); err != nil {
-					mu.Lock()
-					if len(errs) < 3 {
-						errs = append(errs, err)
-					}
-					mu.Unlock()
-				}
+				do(i)
 			}
 		}()
 	}
-	for i := range h.lockers {
-		if h.held[i] {
+	for i := range n {
+		if stop() {
+			break
+		}
+		if want(i) {
 			next <- i
 		}
 	}
 	close(next)
 	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // lost counts the Lockers that report their lock lost (LostReporter).
