@@ -88,9 +88,9 @@ var lockCmd = &command{
 }
 
 type lockFlags struct {
-	ttl, grace, wait time.Duration
-	try              bool
-	n                int64
+	runFlags
+	try bool
+	n   int64
 }
 
 // A lockable is what dsync lock holds: a Mutex, or one unit of a
@@ -156,9 +156,7 @@ func runLock(g *globals, args []string) int {
 // code is the exit status.
 func parseLock(g *globals, args []string) (f lockFlags, name string, argv []string, code int, ok bool) {
 	fs := newFlagSet("lock", g)
-	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
-	fs.DurationVar(&f.wait, "wait", 0, "")
+	f.runFlags.register(fs)
 	fs.BoolVar(&f.try, "try", false, "")
 	fs.Int64Var(&f.n, "n", 1, "")
 	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
@@ -168,10 +166,8 @@ func parseLock(g *globals, args []string) (f lockFlags, name string, argv []stri
 	switch {
 	case len(pos) == 0:
 		err = errors.New("missing lock NAME")
-	case f.grace <= 0:
-		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
-	case f.wait < 0:
-		err = fmt.Errorf("--wait must not be negative, got %v", f.wait)
+	case f.runFlags.validate() != nil:
+		err = f.runFlags.validate()
 	case f.n < 1:
 		err = fmt.Errorf("-n must be at least 1, got %d", f.n)
 	default:

@@ -70,9 +70,9 @@ var onceCmd = &command{
 
 // onceFlags are dsync once's flags.
 type onceFlags struct {
-	ttl, grace, wait time.Duration
-	check            bool          // --check: run nothing, say whether done
-	forget           time.Duration // --forget-after
+	runFlags
+	check  bool          // --check: run nothing, say whether done
+	forget time.Duration // --forget-after
 }
 
 // options are the options of the Once the flags ask for.
@@ -121,9 +121,7 @@ func runOnce(g *globals, args []string) int {
 // exit status.
 func parseOnce(g *globals, args []string) (f onceFlags, name string, argv []string, code int, ok bool) {
 	fs := newFlagSet("once", g)
-	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
-	fs.DurationVar(&f.wait, "wait", 0, "")
+	f.runFlags.register(fs)
 	fs.BoolVar(&f.check, "check", false, "")
 	fs.DurationVar(&f.forget, "forget-after", 0, "")
 	pos, argv, code, err := parseArgs(fs, onceHelp, args, true)
@@ -137,10 +135,8 @@ func parseOnce(g *globals, args []string) (f onceFlags, name string, argv []stri
 		err = errors.New("missing CMD")
 	case len(argv) > 0 && f.check:
 		err = errors.New("--check runs no command")
-	case f.grace <= 0:
-		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
-	case f.wait < 0:
-		err = fmt.Errorf("--wait must not be negative, got %v", f.wait)
+	case f.runFlags.validate() != nil:
+		err = f.runFlags.validate()
 	case f.forget < 0:
 		err = fmt.Errorf("--forget-after must not be negative, got %v", f.forget)
 	default:
