@@ -48,12 +48,6 @@ func (r *runs) add(who int) {
 	r.all++
 }
 
-func (r *runs) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.all
-}
-
 // skews are when each scheduler's ticks come after the scheduled time:
 // replicas whose clocks, start-up or load differ by tens of milliseconds.
 var skews = []time.Duration{0, 40 * time.Millisecond, 90 * time.Millisecond}

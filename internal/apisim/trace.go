@@ -2,7 +2,6 @@ package apisim
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -46,23 +45,4 @@ func traceDoc(d driver.Doc) string {
 		s += " clear"
 	}
 	return s
-}
-
-// lines returns the trace's lines that mention one of words (all, if
-// none).
-func (t *trace) match(words ...string) []string {
-	var out []string
-	for _, l := range t.lines {
-		if len(words) == 0 {
-			out = append(out, l)
-			continue
-		}
-		for _, w := range words {
-			if strings.Contains(l, w) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return out
 }
