@@ -45,7 +45,11 @@
 //
 //   - While a hold is valid, no other hold of its key is valid.
 //   - Waiters hold in the order they called Lock (FIFO); a releasing
-//     process that locks again queues behind them. TryLock never queues:
+//     process that locks again queues behind them. One exception: after
+//     the collections were emptied, a process that knew a key from before
+//     may queue its first claim on what it cached of the old queue, and
+//     that claim can then wait behind the one that starts the key's new
+//     queue, even if that one came later. TryLock never queues:
 //     it holds at once or fails, within the try timeout (WithTryTimeout)
 //     whatever the store does; TryLockContext says why it failed.
 //   - A hold is valid until its session's local deadline: the monotonic

@@ -104,6 +104,9 @@ func TestCheckFIFO(t *testing.T) {
 		{"emptied between", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{waiter(1, 0, 5, 200, 1), waiter(2, 10, 15, 100, 2)}}, 0},
 		{"a reader overtaken by a writer", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.Prim, h.Key = PrimRead, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Prim, h.Key = PrimWrite, "rw"; return h }()}}, 1},
 		{"readers in either order", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.Prim, h.Key = PrimRead, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Prim, h.Key = PrimRead, "rw"; return h }()}}, 0},
+		{"overtaken after an emptying by the new queue's first hold, knowing the key from before", History{Emptyings: []time.Time{at(3)}, Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.KnownSince = at(1); return h }(), waiter(2, 10, 15, 100, 2)}}, 0},
+		{"overtaken after an emptying, knowing the key only after it", History{Emptyings: []time.Time{at(3)}, Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.KnownSince = at(5); return h }(), waiter(2, 10, 15, 100, 2)}}, 1},
+		{"overtaken after an emptying by a hold after the new queue's first", History{Emptyings: []time.Time{at(3)}, Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.KnownSince = at(1); return h }(), waiter(2, 10, 15, 100, 2), waiter(3, 12, 16, 150, 3)}}, 1},
 		{"a try", History{Holds: []*Hold{waiter(1, 0, 5, 200, 1), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Try = true; return h }()}}, 0},
 	})
 }

@@ -46,6 +46,11 @@ type Hold struct {
 	Landed time.Time
 	// Session is the session named by the hold's claim.
 	Session string
+	// KnownSince is when the first claim of the key by the hold's process
+	// landed (zero: none before the hold's). A process that knew a key
+	// before an emptying may act on what it cached of it after (see
+	// CheckFIFO).
+	KnownSince time.Time
 	// Deadline is the latest the hold can be valid: its session's last
 	// renewal confirmed in time, sent plus TTL minus TTL/20 (the oracle's,
 	// an upper bound of the library's own deadline).
@@ -152,6 +157,17 @@ func (h *History) emptiedBetween(a, b time.Time) bool {
 		}
 	}
 	return false
+}
+
+// lastEmptying returns the last emptying at or before t.
+func (h *History) lastEmptying(t time.Time) (time.Time, bool) {
+	var last time.Time
+	for _, e := range h.Emptyings {
+		if !e.After(t) && e.After(last) {
+			last = e
+		}
+	}
+	return last, !last.IsZero()
 }
 
 // Violation is a broken promise: which, and the evidence.

@@ -75,6 +75,7 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 	if c, ok := inc.p.claimAt(claimKey{h.Key, h.Token}, h.Start); ok {
 		h.Landed, h.Session = c.at, c.session
 	}
+	h.KnownSince = inc.p.known[h.Key]
 	w.hist.Holds = append(w.hist.Holds, h)
 	w.fig.Holds++
 	w.mu.Unlock()

@@ -23,6 +23,7 @@ type proc struct {
 
 	// The oracle's view, guarded by w.mu.
 	claims map[claimKey][]claimRec  // the claims it inserted that landed, in order (see claimAt)
+	known  map[string]time.Time     // when its first claim of each key landed
 	leases map[string]*leaseLog     // its sessions' confirmations
 	dones  map[claimKey][]time.Time // replies that carried a done record
 }
@@ -96,7 +97,7 @@ func (l *leaseLog) expiry() time.Time {
 
 func newProc(w *world, id int, cfg procConfig) *proc {
 	return &proc{w: w, id: id, cfg: cfg,
-		claims: make(map[claimKey][]claimRec), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
+		claims: make(map[claimKey][]claimRec), known: make(map[string]time.Time), leases: make(map[string]*leaseLog), dones: make(map[claimKey][]time.Time)}
 }
 
 // waitRunning returns once the process is not paused, or ctx's cause if

@@ -146,6 +146,9 @@ func (w *world) landed(p *proc, d driver.Doc) {
 	defer w.mu.Unlock()
 	k := claimKey{d.Key, d.Epoch}
 	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, at: time.Now()})
+	if _, ok := p.known[d.Key]; !ok {
+		p.known[d.Key] = time.Now()
+	}
 }
 
 // confirmed tells the oracle that a reply confirmed session id of p, for
