@@ -15,7 +15,8 @@
 // when the store cannot be reached; takeover is judged in the store's
 // time, so client clock skew does not matter. Candidates queue for the
 // lock: when the leader resigns, the candidate that has campaigned longest
-// leads next, and Leader reports the head of that queue.
+// leads next (with the Mutex's one exception, after the collections were
+// emptied: see package dsync), and Leader reports the head of that queue.
 //
 // What it cannot promise: a leader paused past its lease (GC, SIGSTOP) may
 // act after a new leader started, before it sees its context cancelled.
