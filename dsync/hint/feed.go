@@ -265,12 +265,39 @@ func (i innerHandler) Event(e driver.Event) {
 }
 
 // Publish implements driver.Feed: it sends e as a hint to the processes
-// that can use it, and through the store's feed while that is live. Its
-// error is the store's feed's; hints are sent best effort.
+// that can use it, and through the store's feed while that is live. While
+// the store's feed is live, its error is Publish's (hints are sent best
+// effort); otherwise Publish fails if no hint could be sent (this process
+// does not listen, has not read the hint key yet, or knows no other
+// process), so that a waiter announces itself again at its next look.
 func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
-	f.send(e)
+	sent := f.send(e)
 	if f.inner != nil && f.innerLive.Load() {
 		return f.inner.Publish(ctx, e)
 	}
+	if sent == 0 {
+		return errNotSent
+	}
 	return nil
 }
+
+var errNotSent = errors.New("hint: not sent (not listening, the hint key not yet read, or no process known)")
+
+// Peers returns the IDs of the other processes this one sends hints to,
+// as last read from the store or heard from (for status pages and
+// tests).
+func (f *Feed) Peers() []string {
+	now := f.store.ServerTime().Earliest
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id, p := range f.peersByID {
+		if p.expires.After(now) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// ID returns this process's peer ID, as others list it (Peers).
+func (f *Feed) ID() string { return f.id }

@@ -26,7 +26,8 @@ const (
 // send sends e as a hint: an announcement to every process recorded, an
 // end to those that announced they wait for a claim of its key (to every
 // process if none did). Best effort: a hint that cannot be sent is not.
-func (f *Feed) send(e driver.Event) {
+// It returns to how many processes it was sent.
+func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	switch e.Kind {
 	case driver.Waiting:
@@ -34,13 +35,13 @@ func (f *Feed) send(e driver.Event) {
 	case driver.Ended:
 		m.kind = kindEnded
 	default:
-		return
+		return 0
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
 	if f.conn == nil || f.key == nil {
 		f.mu.Unlock()
-		return
+		return 0
 	}
 	var to []string
 	if m.kind == kindEnded {
@@ -58,14 +59,14 @@ func (f *Feed) send(e driver.Event) {
 		}
 	}
 	f.mu.Unlock()
-	f.sendTo(m, to)
+	return f.sendTo(m, to)
 }
 
 // sendTo sends m to each of to, under this process's seq, sent time and
-// address.
-func (f *Feed) sendTo(m msg, to []string) {
+// address, and returns to how many it was sent.
+func (f *Feed) sendTo(m msg, to []string) (sent int) {
 	if len(to) == 0 {
-		return
+		return 0
 	}
 	f.mu.Lock()
 	conn, key := f.conn, f.key
@@ -76,7 +77,7 @@ func (f *Feed) sendTo(m msg, to []string) {
 	b, err := encode(m, key)
 	if err != nil {
 		f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
-		return
+		return 0
 	}
 	for _, addr := range to {
 		ua, err := net.ResolveUDPAddr("udp", addr)
@@ -85,8 +86,11 @@ func (f *Feed) sendTo(m msg, to []string) {
 		}
 		if _, err := conn.WriteTo(b, ua); err != nil {
 			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", addr), slog.Any("err", err))
+			continue
 		}
+		sent++
 	}
+	return sent
 }
 
 // receive reads hints until the socket is closed.
