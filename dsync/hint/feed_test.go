@@ -2,6 +2,7 @@ package hint
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -332,3 +333,31 @@ func TestAdvertisePortZero(t *testing.T) {
 		t.Errorf("advertised %q (%v), want localhost and the port listened on", f.Addr(), err)
 	}
 }
+
+// TestCannotListen: a Feed that cannot listen (its port is taken) runs
+// without hints, and still passes the store's feed on.
+func TestCannotListen(t *testing.T) {
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	inner := &innerFeed{}
+	f, err := New(memory.New(), inner, Config{Listen: taken.LocalAddr().String(), Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	stop := f.Follow(rec)
+	defer stop()
+	if f.Addr() != "" {
+		t.Errorf("Addr = %q, want none", f.Addr())
+	}
+	inner.handler().Event(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "z"})
+	rec.waitFor(t, about("k"))
+	if err := f.Publish(context.Background(), driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1}); err == nil {
+		t.Error("Publish without hints or a live store feed reported success")
+	}
+}
+
+var quietLogger = slog.New(slog.DiscardHandler)
