@@ -63,6 +63,11 @@ type Feed struct {
 	id    string // this process's peer ID
 
 	following atomic.Bool
+	// ready is closed once this process listens, has read the hint key
+	// and the others' records, and has said hello; or when it cannot
+	// listen.
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	// innerLive: the store's feed is live now, so events also go through
 	// it (as they would without hints: the store's feed is sent nothing
@@ -109,6 +114,7 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		store: store, peers: ps, inner: inner, cfg: cfg,
 		id:        fmt.Sprintf("%x", id),
 		peersByID: make(map[string]peer),
+		ready:     make(chan struct{}),
 		interest:  make(map[string]map[string]time.Time),
 		origin:    time.Now(),
 	}
@@ -191,6 +197,7 @@ func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
 	var wg sync.WaitGroup
 	if err := f.listen(); err != nil {
 		f.cfg.Logger.Warn("dsync: direct hints are off: "+err.Error(), slog.String("listen", f.cfg.Listen))
+		f.setReady()
 	} else {
 		wg.Add(2)
 		go func() { defer wg.Done(); f.receive() }()
@@ -271,15 +278,42 @@ func (i innerHandler) Event(e driver.Event) {
 // does not listen, has not read the hint key yet, or knows no other
 // process), so that a waiter announces itself again at its next look.
 func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
-	sent := f.send(e)
 	if f.inner != nil && f.innerLive.Load() {
+		f.send(e)
 		return f.inner.Publish(ctx, e)
 	}
-	if sent == 0 {
+	f.awaitReady(ctx)
+	if f.send(e) == 0 {
 		return errNotSent
 	}
 	return nil
 }
+
+// readyWait bounds how long a Publish waits for a process that just
+// started following to be ready to send hints (see awaitReady).
+const readyWait = 2 * time.Second
+
+// awaitReady waits, at most readyWait or until ctx ends, until this
+// process can send hints: a process's first waiter announces itself as
+// its first session opens, when reading the key and the others' records
+// is under way (three requests). Without the wait, that announcement
+// would go nowhere, and the waiter would learn of its turn at its poll.
+func (f *Feed) awaitReady(ctx context.Context) {
+	select {
+	case <-f.ready:
+		return
+	default:
+	}
+	t := time.NewTimer(readyWait)
+	defer t.Stop()
+	select {
+	case <-f.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (f *Feed) setReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 
 var errNotSent = errors.New("hint: not sent (not listening, the hint key not yet read, or no process known)")
 

@@ -36,6 +36,7 @@ func (f *Feed) keepRecord(ctx context.Context) {
 		if first {
 			first = false
 			f.hello()
+			f.setReady()
 		}
 		wait = refreshEvery
 	}
