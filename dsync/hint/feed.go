@@ -68,6 +68,10 @@ type Feed struct {
 	// listen.
 	ready     chan struct{}
 	readyOnce sync.Once
+	gaveUp    atomic.Bool // a wait for ready ran out (awaitReady)
+	// onAwait, if set, is called as a Publish starts waiting for ready
+	// (tests).
+	onAwait func()
 
 	// innerLive: the store's feed is live now, so events also go through
 	// it (as they would without hints: the store's feed is sent nothing
@@ -84,7 +88,7 @@ type Feed struct {
 	peersByID map[string]peer
 	// interest: for each key, where processes that announced they wait
 	// for a claim of it take hints, and until when (store time).
-	interest map[string]map[string]time.Time
+	interest map[string]map[string]waiter
 	seq      uint64
 	guard    *guard
 	origin   time.Time
@@ -115,7 +119,7 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		id:        fmt.Sprintf("%x", id),
 		peersByID: make(map[string]peer),
 		ready:     make(chan struct{}),
-		interest:  make(map[string]map[string]time.Time),
+		interest:  make(map[string]map[string]waiter),
 		origin:    time.Now(),
 	}
 	if f.cfg.Mono == nil {
@@ -282,7 +286,9 @@ func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
 		f.send(e)
 		return f.inner.Publish(ctx, e)
 	}
-	f.awaitReady(ctx)
+	if e.Kind == driver.Waiting {
+		f.awaitReady(ctx)
+	}
 	if f.send(e) == 0 {
 		return errNotSent
 	}
@@ -298,7 +304,12 @@ const readyWait = 2 * time.Second
 // its first session opens, when reading the key and the others' records
 // is under way (three requests). Without the wait, that announcement
 // would go nowhere, and the waiter would learn of its turn at its poll.
+// Once a wait has run out, announcements wait no more (the store may
+// refuse the records: they would each wait in vain).
 func (f *Feed) awaitReady(ctx context.Context) {
+	if f.gaveUp.Load() {
+		return
+	}
 	select {
 	case <-f.ready:
 		return
@@ -306,10 +317,14 @@ func (f *Feed) awaitReady(ctx context.Context) {
 	}
 	t := time.NewTimer(readyWait)
 	defer t.Stop()
+	if f.onAwait != nil {
+		f.onAwait()
+	}
 	select {
 	case <-f.ready:
 	case <-ctx.Done():
 	case <-t.C:
+		f.gaveUp.Store(true)
 	}
 }
 

@@ -361,3 +361,45 @@ func TestCannotListen(t *testing.T) {
 }
 
 var quietLogger = slog.New(slog.DiscardHandler)
+
+// gatedKey is a store whose HintKey waits until open is closed.
+type gatedKey struct {
+	*memory.Store
+	open chan struct{}
+}
+
+func (g gatedKey) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	<-g.open
+	return g.Store.HintKey(ctx, key)
+}
+
+// TestFirstAnnouncementWaitsForReady: an announcement published while the
+// process is still reading the hint key and the others' records is sent
+// once it has, not dropped (the waiter would otherwise hear of its turn
+// only at its poll).
+func TestFirstAnnouncementWaitsForReady(t *testing.T) {
+	store := memory.New()
+	other := follow(t, store, nil)
+	g := gatedKey{store, make(chan struct{})}
+	f, err := New(g, nil, Config{Listen: "127.0.0.1:0", Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	f.onAwait = func() { close(waiting) }
+	t.Cleanup(f.Follow(newRecorder()))
+	published := make(chan error, 1)
+	go func() {
+		published <- f.Publish(context.Background(), driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 1, Until: store.ServerTime().Latest.Add(time.Hour), Proc: "w"})
+	}()
+	select {
+	case <-waiting:
+	case err := <-published:
+		t.Fatalf("Publish returned before the process was ready, without waiting: %v", err)
+	}
+	close(g.open)
+	if err := <-published; err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	other.rec.waitFor(t, about("k"))
+}

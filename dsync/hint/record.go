@@ -96,12 +96,7 @@ func (f *Feed) refresh(ctx context.Context) error {
 func (f *Feed) hello() {
 	now := f.store.ServerTime().Earliest
 	f.mu.Lock()
-	var to []string
-	for _, p := range f.peersByID {
-		if p.expires.After(now) {
-			to = append(to, p.addr.String())
-		}
-	}
+	to := f.peerAddrsLocked(now)
 	f.mu.Unlock()
 	f.sendTo(msg{kind: kindHello}, to)
 }

@@ -39,40 +39,44 @@ func (f *Feed) send(e driver.Event) int {
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
-	if f.conn == nil || f.key == nil {
-		f.mu.Unlock()
-		return 0
-	}
-	var to []string
+	var to []*net.UDPAddr
 	if m.kind == kindEnded {
-		for addr, until := range f.interest[e.Key] {
-			if until.After(now.Earliest) {
-				to = append(to, addr)
+		for _, w := range f.interest[e.Key] {
+			if w.until.After(now.Earliest) {
+				to = append(to, w.addr)
 			}
 		}
 	}
 	if len(to) == 0 {
-		for _, p := range f.peersByID {
-			if p.expires.After(now.Earliest) {
-				to = append(to, p.addr.String())
-			}
-		}
+		to = f.peerAddrsLocked(now.Earliest)
 	}
 	f.mu.Unlock()
 	return f.sendTo(m, to)
 }
 
+// peerAddrsLocked returns the addresses of the processes whose records
+// hold at now. f.mu is held.
+func (f *Feed) peerAddrsLocked(now time.Time) []*net.UDPAddr {
+	var to []*net.UDPAddr
+	for _, p := range f.peersByID {
+		if p.expires.After(now) {
+			to = append(to, p.addr)
+		}
+	}
+	return to
+}
+
 // sendTo sends m to each of to, under this process's seq, sent time and
 // address, and returns to how many it was sent.
-func (f *Feed) sendTo(m msg, to []string) (sent int) {
-	if len(to) == 0 {
-		return 0
-	}
+func (f *Feed) sendTo(m msg, to []*net.UDPAddr) (sent int) {
 	f.mu.Lock()
 	conn, key := f.conn, f.key
 	f.seq++
 	m.seq, m.from, m.addr = f.seq, f.id, f.advertise
 	f.mu.Unlock()
+	if len(to) == 0 || conn == nil || key == nil {
+		return 0
+	}
 	m.sent = f.store.ServerTime().Latest
 	b, err := encode(m, key)
 	if err != nil {
@@ -80,12 +84,8 @@ func (f *Feed) sendTo(m msg, to []string) (sent int) {
 		return 0
 	}
 	for _, addr := range to {
-		ua, err := net.ResolveUDPAddr("udp", addr)
-		if err != nil {
-			continue
-		}
-		if _, err := conn.WriteTo(b, ua); err != nil {
-			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", addr), slog.Any("err", err))
+		if _, err := conn.WriteTo(b, addr); err != nil {
+			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", addr.String()), slog.Any("err", err))
 			continue
 		}
 		sent++
@@ -163,21 +163,32 @@ func (f *Feed) notePeer(from, addr string) {
 	f.peersByID[from] = peer{addr: ua, expires: now.Earliest.Add(recordFor)}
 }
 
+// waiter is a process that announced it waits for a claim of a key:
+// where it takes hints, and until when (store time).
+type waiter struct {
+	addr  *net.UDPAddr
+	until time.Time
+}
+
 // noteInterest records that the process at addr waits for a claim of
 // key, until until (at most interestFor).
 func (f *Feed) noteInterest(key, addr string, until time.Time) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return
+	}
 	now := f.store.ServerTime().Earliest
 	until = minTime(until, now.Add(interestFor))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.interest) >= maxInterest {
-		for k, addrs := range f.interest {
-			for a, u := range addrs {
-				if !u.After(now) {
-					delete(addrs, a)
+		for k, ws := range f.interest {
+			for a, w := range ws {
+				if !w.until.After(now) {
+					delete(ws, a)
 				}
 			}
-			if len(addrs) == 0 {
+			if len(ws) == 0 {
 				delete(f.interest, k)
 			}
 		}
@@ -186,10 +197,10 @@ func (f *Feed) noteInterest(key, addr string, until time.Time) {
 		}
 	}
 	if f.interest[key] == nil {
-		f.interest[key] = make(map[string]time.Time)
+		f.interest[key] = make(map[string]waiter)
 	}
-	if until.After(f.interest[key][addr]) {
-		f.interest[key][addr] = until
+	if until.After(f.interest[key][addr].until) {
+		f.interest[key][addr] = waiter{ua, until}
 	}
 }
 
