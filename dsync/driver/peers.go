@@ -26,7 +26,9 @@ type PeerStore interface {
 	// same one.
 	HintKey(ctx context.Context, key []byte) ([]byte, error)
 	// PutPeer records p, replacing any record of p.ID. A record may be
-	// deleted once it has expired.
+	// deleted once it has expired. A put that lands late may bring back
+	// an older record: harmless, since a record only says where to send
+	// hints, and lapses at its expiry.
 	PutPeer(ctx context.Context, p Peer) error
 	// Peers lists the peers whose records expire after after.
 	Peers(ctx context.Context, after time.Time) ([]Peer, error)
