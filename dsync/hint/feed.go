@@ -34,8 +34,6 @@ type Config struct {
 	// Logger receives what goes wrong with hints (Debug: a hint dropped).
 	// Default: slog.Default().
 	Logger *slog.Logger
-	// Mono is local monotonic time (tests); default: since New.
-	Mono func() time.Duration
 }
 
 // Defaults of Config.
@@ -122,10 +120,7 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		interest:  make(map[string]map[string]waiter),
 		origin:    time.Now(),
 	}
-	if f.cfg.Mono == nil {
-		f.cfg.Mono = func() time.Duration { return time.Since(f.origin) }
-	}
-	f.guard = newGuard(store.ServerTime, f.cfg.Mono, f.cfg.Rate, f.cfg.Burst)
+	f.guard = newGuard(store.ServerTime, func() time.Duration { return time.Since(f.origin) }, f.cfg.Rate, f.cfg.Burst)
 	return f, nil
 }
 
