@@ -274,3 +274,26 @@ func TestHintsLostLeaveThePoll(t *testing.T) {
 	b := newProcess(t, store, s, "127.0.0.1:9", dsync.ClientWithPollInterval(20*time.Millisecond))
 	contend(t, ctx, a, b, s).release(t)
 }
+
+// storeOnly hides every interface of a store but driver.Store.
+type storeOnly struct{ driver.Store }
+
+// TestClientWithHintsRefuses: NewClient fails with hints on a store that
+// cannot record peers, and with an address that is malformed or names no
+// host the others could send to.
+func TestClientWithHintsRefuses(t *testing.T) {
+	for name, c := range map[string]struct {
+		store             driver.Store
+		listen, advertise string
+	}{
+		"no PeerStore":           {storeOnly{memory.New()}, "127.0.0.1:0", ""},
+		"no port":                {memory.New(), "127.0.0.1", ""},
+		"no host to advertise":   {memory.New(), "0.0.0.0:7000", ""},
+		"unspecified advertised": {memory.New(), ":7000", "[::]:7000"},
+	} {
+		if cl, err := dsync.NewClient(c.store, dsync.ClientWithHints(c.listen, c.advertise)); err == nil {
+			cl.Close()
+			t.Errorf("%s: NewClient accepted hints on %q, advertising %q", name, c.listen, c.advertise)
+		}
+	}
+}
