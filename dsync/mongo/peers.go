@@ -2,6 +2,7 @@ package dsyncmongo
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -40,11 +41,15 @@ type peerDoc struct {
 	ExpiresAt time.Time `bson:"expiresAt"`
 }
 
-// HintKey implements driver.PeerStore: an insert of key, and on a
-// duplicate a read of the key that won.
+// HintKey implements driver.PeerStore: a read of the key recorded (each
+// process calls it every 30 s: one command while there is one); if none,
+// an insert of key, and on a duplicate, a read of the key that won.
 func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 	if _, err := s.prepare(ctx); err != nil {
 		return nil, err
+	}
+	if k, found, err := s.readHintKey(ctx); err != nil || found {
+		return k, err
 	}
 	err := s.write(ctx, "hint key", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, hintKeyDoc{ID: hintKeyID, Key: key})
@@ -55,14 +60,27 @@ func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	// A duplicate, or an insert of unknown outcome (ours may have landed):
 	// either way the key recorded is the one to use.
-	var d hintKeyDoc
-	if rerr := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: hintKeyID}}).Decode(&d); rerr != nil {
-		if mongo.IsDuplicateKeyError(err) {
-			return nil, rerr
-		}
+	k, found, rerr := s.readHintKey(ctx)
+	switch {
+	case rerr != nil:
+		return nil, rerr
+	case !found:
 		return nil, err
 	}
-	return d.Key, nil
+	return k, nil
+}
+
+// readHintKey reads the hint key recorded, if any.
+func (s *Store) readHintKey(ctx context.Context) (key []byte, found bool, err error) {
+	var d hintKeyDoc
+	err = s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: hintKeyID}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return d.Key, true, nil
 }
 
 // PutPeer implements driver.PeerStore: one upsert by _id.
