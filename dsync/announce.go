@@ -22,6 +22,10 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 	w.mu.Lock()
 	a, ok := w.announced[k]
 	w.mu.Unlock()
+	healthy := w.healthy.Load()
+	if ok && a.direct && healthy {
+		ok = false // the store's stream never carried it
+	}
 	if ok && a.until.Sub(now.Latest) > safety {
 		return w.env.mono() - a.sent, nil
 	}
@@ -43,7 +47,7 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 	if len(w.announced) >= maxRemote {
 		clear(w.announced)
 	}
-	w.announced[k] = announcement{until: until, sent: sent}
+	w.announced[k] = announcement{until: until, sent: sent, direct: !healthy}
 	w.mu.Unlock()
 	if again {
 		return w.env.mono() - sent, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -86,6 +87,7 @@ type ClientOption func(*clientConfig) error
 type clientConfig struct {
 	logger     *slog.Logger
 	wakeups    bool
+	hints      *hint.Config  // nil: no direct hints (ClientWithHints)
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
 	// relockWindow: how long after a takeover a Mutex that locks again
@@ -196,6 +198,13 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
 		c.feed = f
 	}
+	if cfg.hints != nil {
+		hf, err := hint.New(store, c.feed, cfg.hintConfig(cfg.logger))
+		if err != nil {
+			return nil, fmt.Errorf("dsync: %w", err)
+		}
+		c.feed = hf
+	}
 	if kc, ok := store.(driver.KeyChecker); ok {
 		c.keys = kc
 	}
@@ -224,6 +233,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
+		direct: cfg.hints != nil,
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)

@@ -85,6 +85,10 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
+		if cfg.direct {
+			// A direct hint may wake it before the poll.
+			_, _ = w.announce(ctx, k)
+		}
 		return cfg.poll
 	}
 	// The owner of the claim publishes its end if it has heard of us by

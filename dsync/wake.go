@@ -92,6 +92,9 @@ type nextInLine struct {
 type announcement struct {
 	until time.Time
 	sent  time.Duration
+	// direct: made while the store's stream was not live, so only direct
+	// hints carried it: made again once the stream is live.
+	direct bool
 }
 
 // A claimMark is what the feed's state was when a claim of ours was made.
@@ -110,6 +113,10 @@ type wakeEnv struct {
 	// poll: a waiter's look while the stream is down; safetyPoll: while
 	// it is live.
 	poll, safetyPoll time.Duration
+	// direct: the feed also carries events directly between processes
+	// (ClientWithHints), whether or not the store's stream is live:
+	// waiters announce themselves while it is down too.
+	direct bool
 }
 
 // wakeups are a Client's wake-ups: the handler of its store's feed

@@ -39,7 +39,8 @@ type completedFlag struct {
 // globalFlags are accepted by every command.
 var globalFlags = []completedFlag{
 	{"uri", "uri"}, {"db", "name"}, {"collection", "name"}, {"elections", "name"}, {"members", "name"},
-	{"timeout", "duration"}, {"v", ""}, {"wakeups", ""}, {"help", ""},
+	{"timeout", "duration"}, {"v", ""}, {"wakeups", ""},
+	{"hints", "addr"}, {"hints-advertise", "addr"}, {"help", ""},
 }
 
 // commandFlags are each command's own flags.

@@ -26,7 +26,9 @@ SIGKILL and measures how long the others take to notice (about the TTL),
 then has the new leader resign and measures the handoff, shows what
 'dsync status' shows, checks that the lock never had two holders at once,
 and exits. Nothing needs to be installed, and --uri is not used: the demo
-brings its own server. It takes about 10 seconds.
+brings its own server. Its processes, all on this machine, wake each
+other with direct hints on loopback (--hints 127.0.0.1:0, unless --hints
+says otherwise). It takes about 10 seconds.
 
 Flags:
   --ttl D   the lease length of the election and the lock (default 2s)

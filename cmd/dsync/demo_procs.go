@@ -14,6 +14,15 @@ import (
 	"time"
 )
 
+// hints is where the candidates listen for direct hints: --hints if
+// given, else any loopback port (they all run on this machine).
+func (d *demo) hints() string {
+	if d.g.hints != "" {
+		return d.g.hints
+	}
+	return "127.0.0.1:0"
+}
+
 // spawn starts a candidate process: this binary, with the hidden
 // subcommand.
 func (d *demo) spawn(label string) error {
@@ -29,6 +38,7 @@ func (d *demo) spawn(label string) error {
 	defer logf.Close()
 	p.cmd = exec.Command(exe, "--uri", d.server.URI, "--db", d.g.db,
 		"--collection", d.g.collection, "--elections", d.g.elections, "--members", d.g.members, "--wakeups="+strconv.FormatBool(d.g.wakeups),
+		"--hints", d.hints(), "--hints-advertise", d.g.hintsAdvertise,
 		candidateCmd.name, "--label", label, "--ttl", d.ttl.String(),
 		"--election", demoElection, "--lock", demoLock)
 	p.cmd.Stderr = logf

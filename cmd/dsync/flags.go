@@ -45,6 +45,9 @@ type globals struct {
 	timeout    time.Duration
 	verbose    bool
 	wakeups    bool
+	// hints: where to listen for direct hints ("": none), and the
+	// address to advertise (see dsync.ClientWithHints).
+	hints, hintsAdvertise string
 
 	defaulted bool // the defaults above are set
 }
@@ -69,6 +72,8 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
 	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events (default); --wakeups=false polls")
+	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port (off by default)")
+	fs.StringVar(&g.hintsAdvertise, "hints-advertise", g.hintsAdvertise, "the host:port other processes send hints to (default: --hints's)")
 	return fs
 }
 
@@ -357,6 +362,9 @@ func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.D
 	opts := []dsync.ClientOption{dsync.ClientWithWakeups(g.wakeups), dsync.ClientWithLogger(logger)}
 	if ttl > 0 {
 		opts = append(opts, dsync.WithTTL(ttl))
+	}
+	if g.hints != "" {
+		opts = append(opts, dsync.ClientWithHints(g.hints, g.hintsAdvertise))
 	}
 	c, err := dsync.NewClient(store, append(opts, extra...)...)
 	if err != nil {

@@ -69,16 +69,20 @@ func TestLockTryAndWaitGiveUpWhenHeld(t *testing.T) {
 
 // Several dsync lock on one name, started at once: each command checks
 // that no other one runs by creating a directory (atomic, like O_EXCL);
-// waiting by polling (--wakeups=false), and woken by events (the
-// default, and the flag that asks for it).
+// waiting by polling (--wakeups=false), woken by events (the default,
+// and the flag that asks for it), and woken by direct hints with events
+// off.
 func TestLockNeverRunsTwoCommandsAtOnce(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"polling", "wakeups"} {
+	for _, mode := range []string{"polling", "wakeups", "hints"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			extra := []string{"--wakeups"}
-			if mode == "polling" {
+			switch mode {
+			case "polling":
 				extra = []string{"--wakeups=false"}
+			case "hints":
+				extra = []string{"--wakeups=false", "--hints", "127.0.0.1:0"}
 			}
 			lockNeverRunsTwoCommandsAtOnce(t, extra)
 		})

@@ -137,6 +137,12 @@ Flags (also accepted after COMMAND):
   --wakeups=false wait by polling instead of wake-up events (on by default,
                   dsync.ClientWithWakeups; polling is also the fallback
                   when the server has no tailable cursors)
+  --hints ADDR    also wake processes directly, by UDP hints received on
+                  ADDR (host:port; 127.0.0.1:0 for processes on one
+                  machine); off by default (dsync.ClientWithHints)
+  --hints-advertise ADDR
+                  the host:port the other processes send hints to
+                  (default: --hints's host, with the port listened on)
   --version       print dsync's version and exit (before COMMAND only)
 
 Run 'dsync help COMMAND' for a command's flags and exit statuses.

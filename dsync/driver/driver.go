@@ -2,8 +2,9 @@
 // A driver stores documents and decides nothing: dsync's protocol runs
 // once, above it, in dsync.Client. The MongoDB driver is dsync/mongo; an
 // in-memory one is dsync/driver/memory. A driver for another store
-// implements Store (and, to wake waiters at once, Feed) and passes the
-// conformance suite in dsync/driver/drivertest.
+// implements Store (and, to wake waiters at once, Feed; for direct hints
+// between processes, PeerStore) and passes the conformance suite in
+// dsync/driver/drivertest.
 //
 // What a driver must guarantee is small, and stated with each method.
 // What it may do, and the protocol copes with: apply an update as a read

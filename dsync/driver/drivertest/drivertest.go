@@ -55,6 +55,9 @@
 //   - ServerTime: intervals that can each contain the store's clock as it
 //     moves forward; called before Prepare, an answer (of no use), not a
 //     panic.
+//   - Peers (a driver.PeerStore): processes racing to record the hint
+//     key all get one key, kept; a peer's record is replaced, and the
+//     records not expired are listed, apart from the sessions.
 //   - Done: a done record (KindDone, DoneID) is stored with its Token and
 //     every other field, inserted once; Keys lists its key.
 //   - Feed (a driver.Feed with a Peer): a follower turns live, receives
@@ -130,6 +133,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("ServerTime", s.testServerTime)
 	t.Run("Feed", s.testFeed)
 	t.Run("Done", s.testDone)
+	t.Run("Peers", s.testPeers)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must

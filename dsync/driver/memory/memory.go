@@ -28,6 +28,8 @@ type Store struct {
 	docs     map[string]driver.Doc
 	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
 	dir      directory                    // the keys recorded (directory.go)
+	hintKey  []byte                       // the hint key (peers.go)
+	peers    map[string]driver.Peer       // processes that take hints, by ID
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}

@@ -1,0 +1,35 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Peer is a process that takes direct hints (package dsync/hint): where
+// other processes can send them, and until when (store time) the record
+// holds. A process records itself again before its record lapses.
+type Peer struct {
+	ID        string // unique per process (per hint transport)
+	Addr      string // host:port, as other processes reach it
+	ExpiresAt time.Time
+}
+
+// PeerStore is what a store that can carry direct hints between
+// processes provides, besides Store: the shared key that authenticates
+// hints, and where each process can be reached. Only processes that can
+// read the store can read the key, so only they can send hints that
+// other processes accept.
+type PeerStore interface {
+	// HintKey returns the store's hint key: key, recorded with one insert,
+	// if the store had none; else the one recorded, unchanged. Of many
+	// processes that call it at once with different keys, all get the
+	// same one.
+	HintKey(ctx context.Context, key []byte) ([]byte, error)
+	// PutPeer records p, replacing any record of p.ID. A record may be
+	// deleted once it has expired. A put that lands late may bring back
+	// an older record: harmless, since a record only says where to send
+	// hints, and lapses at its expiry.
+	PutPeer(ctx context.Context, p Peer) error
+	// Peers lists the peers whose records expire after after.
+	Peers(ctx context.Context, after time.Time) ([]Peer, error)
+}

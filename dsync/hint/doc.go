@@ -1,0 +1,32 @@
+// Package hint carries dsync's wake-up hints directly between processes,
+// over UDP, beside the store's own feed: a release wakes the next waiter
+// in another process in about a network round trip, whatever the store,
+// instead of when the store's feed delivers its event (FerretDB re-runs a
+// tailable cursor's query every 10 ms) or the waiter's next poll (stores
+// without capped collections).
+//
+// Users turn it on with dsync.ClientWithHints; this package is what that
+// option builds. A Feed wraps the store's driver.Feed (or none) and is
+// itself a driver.Feed: the Client follows it as it would the store's.
+//
+// Each process that takes hints records in the store where it can be
+// reached (driver.PeerStore), and reads where the others can. A waiter's
+// announcement (driver.Waiting) goes to every process recorded; the end
+// of a claim (driver.Ended) goes to the processes that announced they
+// wait for a claim of its key, or to all if none did. Every event also
+// goes through the store's feed while that is live, as without hints.
+//
+// Hints are authenticated with HMAC-SHA256 under a key kept in the store
+// (created once, by an insert, so that processes racing to create it
+// agree): only processes that can read the store can send hints that
+// others accept. A hint sent more than ten seconds from the receiver's
+// estimate of the store's time, or one already taken, is dropped; past a
+// rate (Config.Rate), hints are dropped too.
+//
+// A hint is only ever a hint. A waiter that a hint wakes confirms its
+// turn with one read of the store, and queues live in the store only: a
+// hint lost, duplicated, late or forged costs at most a read, or the
+// latency of the path it would have saved. Where hints cannot get
+// through (NAT, a firewall), the store's feed and polling work as they
+// do without hints.
+package hint

@@ -1,0 +1,347 @@
+package hint
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Config configures a Feed.
+type Config struct {
+	// Listen is the UDP address hints are received on, host:port: a port
+	// of 0 picks a free one. Required.
+	Listen string
+	// Advertise is the address other processes send hints to, host:port,
+	// recorded in the store: the address at which this process is reached
+	// from the others (a pod's IP, a host port mapped to a container's).
+	// A port of 0 takes the port listened on. Empty: the Listen address
+	// with the port listened on, which needs a host that is not
+	// unspecified (not "", 0.0.0.0 or ::).
+	Advertise string
+	// Rate is how many hints a second this process acts upon at most, on
+	// average, and Burst how many at once: each can cost a read of the
+	// store. Defaults: DefaultRate, DefaultBurst.
+	Rate  float64
+	Burst int
+	// Logger receives what goes wrong with hints (Debug: a hint dropped).
+	// Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultRate  = 200
+	DefaultBurst = 100
+)
+
+// How a process keeps its record in the store: it records itself for
+// recordFor, again every refreshEvery, and reads the others' records and
+// the hint key then too.
+const (
+	recordFor    = 2 * time.Minute
+	refreshEvery = 30 * time.Second
+	retryFirst   = time.Second
+)
+
+// A Feed is a driver.Feed that delivers hints sent directly by other
+// processes, besides the events of the store's own feed (if any).
+type Feed struct {
+	store driver.Store
+	peers driver.PeerStore
+	inner driver.Feed // nil: the store carries no events, or they are off
+	cfg   Config
+	id    string // this process's peer ID
+
+	following atomic.Bool
+	// ready is closed once this process listens, has read the hint key
+	// and the others' records, and has said hello; or when it cannot
+	// listen.
+	ready     chan struct{}
+	readyOnce sync.Once
+	gaveUp    atomic.Bool // a wait for ready ran out (awaitReady)
+	// onAwait, if set, is called as a Publish starts waiting for ready
+	// (tests).
+	onAwait func()
+
+	// innerLive: the store's feed is live now, so events also go through
+	// it (as they would without hints: the store's feed is sent nothing
+	// it was not sent before).
+	innerLive atomic.Bool
+
+	hmu sync.Mutex // serializes calls of the handler
+	h   driver.FeedHandler
+
+	mu        sync.Mutex
+	conn      net.PacketConn // nil: not listening
+	advertise string
+	key       []byte
+	peersByID map[string]peer
+	// interest: for each key, where processes that announced they wait
+	// for a claim of it take hints, and until when (store time).
+	interest map[string]map[string]waiter
+	seq      uint64
+	guard    *guard
+	origin   time.Time
+}
+
+// peer is another process's record, as last read or heard.
+type peer struct {
+	addr    *net.UDPAddr
+	expires time.Time // store time
+}
+
+var _ driver.Feed = (*Feed)(nil)
+
+// New returns a Feed over store, which must be a driver.PeerStore, and
+// the store's feed inner (nil if none). It does no I/O: Follow listens.
+func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
+	ps, ok := store.(driver.PeerStore)
+	if !ok {
+		return nil, errors.New("hint: the store cannot record peers (no driver.PeerStore)")
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	var id [10]byte
+	_, _ = rand.Read(id[:])
+	f := &Feed{
+		store: store, peers: ps, inner: inner, cfg: cfg,
+		id:        fmt.Sprintf("%x", id),
+		peersByID: make(map[string]peer),
+		ready:     make(chan struct{}),
+		interest:  make(map[string]map[string]waiter),
+		origin:    time.Now(),
+	}
+	f.guard = newGuard(store.ServerTime, func() time.Duration { return time.Since(f.origin) }, f.cfg.Rate, f.cfg.Burst)
+	return f, nil
+}
+
+// check checks the addresses' form (it resolves nothing) and fills in
+// the defaults.
+func (c *Config) check() error {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("hint: listen address %q: %w", c.Listen, err)
+	}
+	if c.Advertise == "" && unspecified(host) {
+		return fmt.Errorf("hint: listen address %q names no host others can reach: give an advertise address", c.Listen)
+	}
+	if c.Advertise != "" {
+		ahost, _, err := net.SplitHostPort(c.Advertise)
+		if err != nil {
+			return fmt.Errorf("hint: advertise address %q: %w", c.Advertise, err)
+		}
+		if unspecified(ahost) {
+			return fmt.Errorf("hint: advertise address %q names no host", c.Advertise)
+		}
+	}
+	if c.Rate < 0 || c.Burst < 0 {
+		return errors.New("hint: rate and burst must not be negative")
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+func unspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+// Replay implements driver.Feed: the store's feed's (hints are never
+// replayed).
+func (f *Feed) Replay() time.Duration {
+	if f.inner == nil {
+		return 0
+	}
+	return f.inner.Replay()
+}
+
+// Addr returns the address this Feed advertises, once it listens ("" before,
+// or if it could not listen).
+func (f *Feed) Addr() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.advertise
+}
+
+// Follow implements driver.Feed: it follows the store's feed, if any,
+// listens for hints and records this process in the store, until stop.
+// If it cannot listen, it logs why and delivers the store's feed alone.
+func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
+	if !f.following.CompareAndSwap(false, true) {
+		return func() {}
+	}
+	f.h = h
+	var stopInner func()
+	if f.inner != nil {
+		stopInner = f.inner.Follow(innerHandler{f})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if err := f.listen(); err != nil {
+		f.cfg.Logger.Warn("dsync: direct hints are off: "+err.Error(), slog.String("listen", f.cfg.Listen))
+		f.setReady()
+	} else {
+		wg.Add(2)
+		go func() { defer wg.Done(); f.receive() }()
+		go func() { defer wg.Done(); f.keepRecord(ctx) }()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			f.mu.Lock()
+			if f.conn != nil {
+				f.conn.Close()
+			}
+			f.mu.Unlock()
+			wg.Wait()
+			if stopInner != nil {
+				stopInner()
+			}
+		})
+	}
+}
+
+// listen opens the socket and settles the address advertised.
+func (f *Feed) listen() error {
+	conn, err := net.ListenPacket("udp", f.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(conn.LocalAddr().String())
+	adv := f.cfg.Advertise
+	if adv == "" {
+		adv = f.cfg.Listen
+	}
+	host, aport, _ := net.SplitHostPort(adv)
+	if aport == "0" {
+		aport = port
+	}
+	f.mu.Lock()
+	f.conn, f.advertise = conn, net.JoinHostPort(host, aport)
+	f.mu.Unlock()
+	return nil
+}
+
+// deliver hands e to the handler, one call at a time.
+func (f *Feed) deliver(call func(driver.FeedHandler)) {
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	call(f.h)
+}
+
+// innerHandler passes the store's feed on to the Feed's handler.
+type innerHandler struct{ f *Feed }
+
+func (i innerHandler) Live(gen uint64) {
+	i.f.innerLive.Store(true)
+	i.f.deliver(func(h driver.FeedHandler) { h.Live(gen) })
+}
+
+// Down passes the store's feed's failure on, but never as off for good:
+// hints still carry events, so the Client goes on announcing its waiters
+// and publishing ends (to hints only).
+func (i innerHandler) Down(err error, off bool) {
+	i.f.innerLive.Store(false)
+	if off {
+		err = fmt.Errorf("%w; direct hints still wake waiters", err)
+	}
+	i.f.deliver(func(h driver.FeedHandler) { h.Down(err, false) })
+}
+
+func (i innerHandler) Event(e driver.Event) {
+	i.f.deliver(func(h driver.FeedHandler) { h.Event(e) })
+}
+
+// Publish implements driver.Feed: it sends e as a hint to the processes
+// that can use it, and through the store's feed while that is live. While
+// the store's feed is live, its error is Publish's (hints are sent best
+// effort); otherwise Publish fails if no hint could be sent (this process
+// does not listen, has not read the hint key yet, or knows no other
+// process), so that a waiter announces itself again at its next look.
+func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
+	if f.inner != nil && f.innerLive.Load() {
+		f.send(e)
+		return f.inner.Publish(ctx, e)
+	}
+	if e.Kind == driver.Waiting {
+		f.awaitReady(ctx)
+	}
+	if f.send(e) == 0 {
+		return errNotSent
+	}
+	return nil
+}
+
+// readyWait bounds how long a Publish waits for a process that just
+// started following to be ready to send hints (see awaitReady).
+const readyWait = 2 * time.Second
+
+// awaitReady waits, at most readyWait or until ctx ends, until this
+// process can send hints: a process's first waiter announces itself as
+// its first session opens, when reading the key and the others' records
+// is under way (three requests). Without the wait, that announcement
+// would go nowhere, and the waiter would learn of its turn at its poll.
+// Once a wait has run out, announcements wait no more (the store may
+// refuse the records: they would each wait in vain).
+func (f *Feed) awaitReady(ctx context.Context) {
+	if f.gaveUp.Load() {
+		return
+	}
+	select {
+	case <-f.ready:
+		return
+	default:
+	}
+	t := time.NewTimer(readyWait)
+	defer t.Stop()
+	if f.onAwait != nil {
+		f.onAwait()
+	}
+	select {
+	case <-f.ready:
+	case <-ctx.Done():
+	case <-t.C:
+		f.gaveUp.Store(true)
+	}
+}
+
+func (f *Feed) setReady() { f.readyOnce.Do(func() { close(f.ready) }) }
+
+var errNotSent = errors.New("hint: not sent (not listening, the hint key not yet read, or no process known)")
+
+// Peers returns the IDs of the other processes this one sends hints to,
+// as last read from the store or heard from (for status pages and
+// tests).
+func (f *Feed) Peers() []string {
+	now := f.store.ServerTime().Earliest
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id, p := range f.peersByID {
+		if p.expires.After(now) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// ID returns this process's peer ID, as others list it (Peers).
+func (f *Feed) ID() string { return f.id }

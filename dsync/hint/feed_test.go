@@ -1,0 +1,405 @@
+package hint
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// recorder is a driver.FeedHandler that keeps what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	events []driver.Event
+	downs  []bool // each Down's off
+	lives  int
+	got    chan struct{} // notified on each event
+}
+
+func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1024)} }
+
+func (r *recorder) Live(uint64) { r.mu.Lock(); r.lives++; r.mu.Unlock() }
+func (r *recorder) Down(_ error, off bool) {
+	r.mu.Lock()
+	r.downs = append(r.downs, off)
+	r.mu.Unlock()
+}
+func (r *recorder) Event(e driver.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+// waitFor waits until an event e with match(e) was received, and returns
+// how many of the events received match.
+func (r *recorder) waitFor(t *testing.T, match func(driver.Event) bool) int {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		r.mu.Lock()
+		n := 0
+		for _, e := range r.events {
+			if match(e) {
+				n++
+			}
+		}
+		r.mu.Unlock()
+		if n > 0 {
+			return n
+		}
+		select {
+		case <-r.got:
+		case <-timeout:
+			t.Fatal("the event never came")
+		}
+	}
+}
+
+func (r *recorder) count(match func(driver.Event) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+func about(key string) func(driver.Event) bool {
+	return func(e driver.Event) bool { return e.Key == key }
+}
+
+// follower is a Feed that follows, and what it received.
+type follower struct {
+	f   *Feed
+	rec *recorder
+}
+
+// follow starts a Feed on store (inner: the store's own feed, or nil) on
+// a loopback port, and waits until it has read the hint key and recorded
+// itself.
+func follow(t *testing.T, store driver.Store, inner driver.Feed) follower {
+	t.Helper()
+	f, err := New(store, inner, Config{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	stop := f.Follow(rec)
+	t.Cleanup(stop)
+	waitUntil(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.key != nil })
+	return follower{f, rec}
+}
+
+// knows waits until a knows b (by a's record read or b's hello).
+func knows(t *testing.T, a, b follower) {
+	t.Helper()
+	waitUntil(t, func() bool {
+		a.f.mu.Lock()
+		defer a.f.mu.Unlock()
+		_, ok := a.f.peersByID[b.f.id]
+		return ok
+	})
+}
+
+// waitUntil polls cond: a condition another goroutine makes true.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestHintsGoWhereTheyAreUsed: an announcement goes to every process
+// recorded; an end only to those that announced they wait for its key.
+func TestHintsGoWhereTheyAreUsed(t *testing.T) {
+	store := memory.New()
+	owner, waiter, other := follow(t, store, nil), follow(t, store, nil), follow(t, store, nil)
+	for _, a := range []follower{owner, waiter, other} {
+		for _, b := range []follower{owner, waiter, other} {
+			if a != b {
+				knows(t, a, b)
+			}
+		}
+	}
+	ctx := context.Background()
+	until := store.ServerTime().Latest.Add(time.Hour)
+	if err := waiter.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 4, Until: until, Proc: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	isWaiting := func(e driver.Event) bool {
+		return e.Kind == driver.Waiting && e.Key == "k" && e.Epoch == 4 && e.Proc == "w" && e.Until.Equal(until)
+	}
+	owner.rec.waitFor(t, isWaiting)
+	other.rec.waitFor(t, isWaiting)
+	if err := owner.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 4, Proc: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	waiter.rec.waitFor(t, func(e driver.Event) bool { return e.Kind == driver.Ended && e.Key == "k" && e.Epoch == 4 })
+	// A marker after it, to the other process: hints between two
+	// processes arrive in order on loopback, so once the marker is in,
+	// the end would have been too.
+	if err := owner.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "marker", Epoch: 1, Until: until, Proc: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	other.rec.waitFor(t, about("marker"))
+	if n := other.rec.count(func(e driver.Event) bool { return e.Kind == driver.Ended }); n != 0 {
+		t.Errorf("a process that waits for nothing of the key received %d ends", n)
+	}
+}
+
+// TestHintsEndToAllWhenNoneAnnounced: an end of a key nobody announced
+// (the owner's store feed saw the announcement, or it was lost) goes to
+// every process.
+func TestHintsEndToAllWhenNoneAnnounced(t *testing.T) {
+	store := memory.New()
+	a, b := follow(t, store, nil), follow(t, store, nil)
+	knows(t, a, b)
+	if err := a.f.Publish(context.Background(), driver.Event{Kind: driver.Ended, Key: "k", Epoch: 2, Proc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	b.rec.waitFor(t, func(e driver.Event) bool { return e.Kind == driver.Ended && e.Key == "k" })
+}
+
+// sender sends raw datagrams to a Feed, as anyone on the network can.
+func sender(t *testing.T, to *Feed) func(b []byte) {
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	addr, err := net.ResolveUDPAddr("udp", to.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(b []byte) {
+		if _, err := conn.WriteTo(b, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHintsForgedLateAndReplayedAreDropped: a hint under another key, one
+// sent too long ago and one taken already are never handed on; a valid
+// one sent after them is (so they had arrived).
+func TestHintsForgedLateAndReplayedAreDropped(t *testing.T) {
+	store := memory.New()
+	a := follow(t, store, nil)
+	key, err := store.HintKey(context.Background(), nil)
+	if err != nil || len(key) != 32 {
+		t.Fatalf("the hint key: %x, %v", key, err)
+	}
+	send := sender(t, a.f)
+	now := store.ServerTime().Latest
+	hint := func(k string, seq uint64, sent time.Time, under []byte) []byte {
+		b, err := encode(msg{kind: kindEnded, seq: seq, sent: sent, epoch: 1, from: "attacker", addr: "127.0.0.1:1", proc: "x", key: k}, under)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	send(hint("forged", 1, now, []byte("not the store's key")))
+	send(hint("late", 2, now.Add(-time.Minute), key))
+	valid := hint("replayed", 3, now, key)
+	send(valid)
+	send(valid)
+	send(hint("marker", 4, now, key))
+	a.rec.waitFor(t, about("marker"))
+	for k, want := range map[string]int{"forged": 0, "late": 0, "replayed": 1} {
+		if n := a.rec.count(about(k)); n != want {
+			t.Errorf("%s hints handed on: %d, want %d", k, n, want)
+		}
+	}
+}
+
+// innerFeed is a store feed a test drives by hand.
+type innerFeed struct {
+	mu        sync.Mutex
+	h         driver.FeedHandler
+	published []driver.Event
+}
+
+func (i *innerFeed) Follow(h driver.FeedHandler) func() {
+	i.mu.Lock()
+	i.h = h
+	i.mu.Unlock()
+	return func() {}
+}
+func (i *innerFeed) Publish(_ context.Context, e driver.Event) error {
+	i.mu.Lock()
+	i.published = append(i.published, e)
+	i.mu.Unlock()
+	return nil
+}
+func (i *innerFeed) Replay() time.Duration { return 7 * time.Second }
+func (i *innerFeed) handler() driver.FeedHandler {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.h
+}
+
+// TestHintsComposeWithTheStoresFeed: the store's feed's events and state
+// pass through; events go through it only while it is live; and a store
+// feed that is off for good is passed on as down, not off, since hints
+// still carry events.
+func TestHintsComposeWithTheStoresFeed(t *testing.T) {
+	store := memory.New()
+	inner := &innerFeed{}
+	a := follow(t, store, inner)
+	b := follow(t, store, nil)
+	knows(t, a, b)
+	if a.f.Replay() != 7*time.Second {
+		t.Errorf("Replay = %v, want the store feed's", a.f.Replay())
+	}
+	ctx := context.Background()
+	h := inner.handler()
+	// Not live yet: a hint only.
+	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k1", Epoch: 1, Proc: "a"})
+	b.rec.waitFor(t, about("k1"))
+	h.Live(1)
+	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k2", Epoch: 1, Proc: "a"})
+	b.rec.waitFor(t, about("k2"))
+	h.Event(driver.Event{Kind: driver.Ended, Key: "from-store", Epoch: 1, Proc: "z"})
+	a.rec.waitFor(t, about("from-store"))
+	h.Down(nil, true)
+	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k3", Epoch: 1, Proc: "a"})
+	b.rec.waitFor(t, about("k3"))
+	inner.mu.Lock()
+	published := inner.published
+	inner.mu.Unlock()
+	if len(published) != 1 || published[0].Key != "k2" {
+		t.Errorf("the store's feed was sent %v, want only k2 (sent while it was live)", published)
+	}
+	a.rec.mu.Lock()
+	defer a.rec.mu.Unlock()
+	if a.rec.lives != 1 || len(a.rec.downs) != 1 || a.rec.downs[0] {
+		t.Errorf("handler told %d Live, Downs %v; want 1 Live and one Down, not off", a.rec.lives, a.rec.downs)
+	}
+}
+
+func TestConfigChecks(t *testing.T) {
+	store := memory.New()
+	for _, c := range []Config{
+		{Listen: "nohostport"},
+		{Listen: ":0"},
+		{Listen: "0.0.0.0:0"},
+		{Listen: "0.0.0.0:0", Advertise: "0.0.0.0:7000"},
+		{Listen: "127.0.0.1:0", Advertise: "no-port"},
+		{Listen: "127.0.0.1:0", Rate: -1},
+	} {
+		if _, err := New(store, nil, c); err == nil {
+			t.Errorf("New accepted %+v", c)
+		}
+	}
+	for _, c := range []Config{
+		{Listen: "127.0.0.1:0"},
+		{Listen: ":0", Advertise: "10.1.2.3:0"},
+		{Listen: "0.0.0.0:7946", Advertise: "pod.example:7946"},
+	} {
+		if _, err := New(store, nil, c); err != nil {
+			t.Errorf("New refused %+v: %v", c, err)
+		}
+	}
+	if _, err := New(noPeers{store}, nil, Config{Listen: "127.0.0.1:0"}); err == nil {
+		t.Error("New accepted a store that cannot record peers")
+	}
+}
+
+// noPeers hides a store's PeerStore.
+type noPeers struct{ driver.Store }
+
+// TestAdvertisePortZero: an advertised port of 0 is the port listened on.
+func TestAdvertisePortZero(t *testing.T) {
+	f, err := New(memory.New(), nil, Config{Listen: "127.0.0.1:0", Advertise: "localhost:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := f.Follow(newRecorder())
+	defer stop()
+	host, port, err := net.SplitHostPort(f.Addr())
+	if err != nil || host != "localhost" || port == "0" {
+		t.Errorf("advertised %q (%v), want localhost and the port listened on", f.Addr(), err)
+	}
+}
+
+// TestCannotListen: a Feed that cannot listen (its port is taken) runs
+// without hints, and still passes the store's feed on.
+func TestCannotListen(t *testing.T) {
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	inner := &innerFeed{}
+	f, err := New(memory.New(), inner, Config{Listen: taken.LocalAddr().String(), Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	stop := f.Follow(rec)
+	defer stop()
+	if f.Addr() != "" {
+		t.Errorf("Addr = %q, want none", f.Addr())
+	}
+	inner.handler().Event(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "z"})
+	rec.waitFor(t, about("k"))
+	if err := f.Publish(context.Background(), driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1}); err == nil {
+		t.Error("Publish without hints or a live store feed reported success")
+	}
+}
+
+var quietLogger = slog.New(slog.DiscardHandler)
+
+// gatedKey is a store whose HintKey waits until open is closed.
+type gatedKey struct {
+	*memory.Store
+	open chan struct{}
+}
+
+func (g gatedKey) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	<-g.open
+	return g.Store.HintKey(ctx, key)
+}
+
+// TestFirstAnnouncementWaitsForReady: an announcement published while the
+// process is still reading the hint key and the others' records is sent
+// once it has, not dropped (the waiter would otherwise hear of its turn
+// only at its poll).
+func TestFirstAnnouncementWaitsForReady(t *testing.T) {
+	store := memory.New()
+	other := follow(t, store, nil)
+	g := gatedKey{store, make(chan struct{})}
+	f, err := New(g, nil, Config{Listen: "127.0.0.1:0", Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	f.onAwait = func() { close(waiting) }
+	t.Cleanup(f.Follow(newRecorder()))
+	published := make(chan error, 1)
+	go func() {
+		published <- f.Publish(context.Background(), driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 1, Until: store.ServerTime().Latest.Add(time.Hour), Proc: "w"})
+	}()
+	select {
+	case <-waiting:
+	case err := <-published:
+		t.Fatalf("Publish returned before the process was ready, without waiting: %v", err)
+	}
+	close(g.open)
+	if err := <-published; err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	other.rec.waitFor(t, about("k"))
+}

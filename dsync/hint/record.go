@@ -1,0 +1,102 @@
+package hint
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// keepRecord reads the hint key, records this process in the store and
+// reads the others' records, until ctx ends: at once (retrying at
+// doubling intervals until it succeeds), then every refreshEvery. After
+// its first success it says hello to every process recorded, so that
+// they send to this one without waiting for their next read.
+func (f *Feed) keepRecord(ctx context.Context) {
+	wait, first := time.Duration(0), true
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := f.refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.cfg.Logger.Debug("dsync: recording this process for hints failed", slog.Any("err", err))
+			wait = min(max(2*wait, retryFirst), refreshEvery)
+			continue
+		}
+		if first {
+			first = false
+			f.hello()
+			f.setReady()
+		}
+		wait = refreshEvery
+	}
+}
+
+// refresh does one round of keepRecord: the key (it may have been
+// replaced, if the store was emptied), this process's record, the
+// others'.
+func (f *Feed) refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, refreshEvery/2)
+	defer cancel()
+	if err := f.store.Prepare(ctx); err != nil {
+		return err
+	}
+	candidate := make([]byte, 32)
+	_, _ = rand.Read(candidate)
+	key, err := f.peers.HintKey(ctx, candidate)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.key = key
+	adv := f.advertise
+	f.mu.Unlock()
+	now := f.store.ServerTime()
+	if err := f.peers.PutPeer(ctx, driver.Peer{ID: f.id, Addr: adv, ExpiresAt: now.Earliest.Add(recordFor)}); err != nil {
+		return err
+	}
+	ps, err := f.peers.Peers(ctx, now.Latest)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]peer, len(ps))
+	for _, p := range ps {
+		if p.ID == f.id {
+			continue
+		}
+		ua, err := net.ResolveUDPAddr("udp", p.Addr)
+		if err != nil {
+			continue
+		}
+		seen[p.ID] = peer{addr: ua, expires: p.ExpiresAt}
+	}
+	f.mu.Lock()
+	// Processes heard from directly since are kept as heard.
+	for id, p := range f.peersByID {
+		if _, ok := seen[id]; !ok && p.expires.After(now.Earliest) {
+			seen[id] = p
+		}
+	}
+	f.peersByID = seen
+	f.mu.Unlock()
+	return nil
+}
+
+// hello tells every process recorded that this one takes hints.
+func (f *Feed) hello() {
+	now := f.store.ServerTime().Earliest
+	f.mu.Lock()
+	to := f.peerAddrsLocked(now)
+	f.mu.Unlock()
+	f.sendTo(msg{kind: kindHello}, to)
+}

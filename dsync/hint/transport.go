@@ -1,0 +1,212 @@
+package hint
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Sending and receiving hints: where each event goes, and what a hint
+// received does.
+
+const (
+	// maxPeers and maxInterest bound what is kept of other processes
+	// (past them, expired entries are dropped, then all: a process
+	// forgotten is read again from the store, or broadcast to).
+	maxPeers    = 4096
+	maxInterest = 8192
+	// interestFor caps how long a process is kept as waiting for a key's
+	// claims after it announced it.
+	interestFor = 10 * time.Minute
+)
+
+// send sends e as a hint: an announcement to every process recorded, an
+// end to those that announced they wait for a claim of its key (to every
+// process if none did). Best effort: a hint that cannot be sent is not.
+// It returns to how many processes it was sent.
+func (f *Feed) send(e driver.Event) int {
+	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
+	switch e.Kind {
+	case driver.Waiting:
+		m.kind = kindWaiting
+	case driver.Ended:
+		m.kind = kindEnded
+	default:
+		return 0
+	}
+	now := f.store.ServerTime()
+	f.mu.Lock()
+	var to []*net.UDPAddr
+	if m.kind == kindEnded {
+		for _, w := range f.interest[e.Key] {
+			if w.until.After(now.Earliest) {
+				to = append(to, w.addr)
+			}
+		}
+	}
+	if len(to) == 0 {
+		to = f.peerAddrsLocked(now.Earliest)
+	}
+	f.mu.Unlock()
+	return f.sendTo(m, to)
+}
+
+// peerAddrsLocked returns the addresses of the processes whose records
+// hold at now. f.mu is held.
+func (f *Feed) peerAddrsLocked(now time.Time) []*net.UDPAddr {
+	var to []*net.UDPAddr
+	for _, p := range f.peersByID {
+		if p.expires.After(now) {
+			to = append(to, p.addr)
+		}
+	}
+	return to
+}
+
+// sendTo sends m to each of to, under this process's seq, sent time and
+// address, and returns to how many it was sent.
+func (f *Feed) sendTo(m msg, to []*net.UDPAddr) (sent int) {
+	f.mu.Lock()
+	conn, key := f.conn, f.key
+	f.seq++
+	m.seq, m.from, m.addr = f.seq, f.id, f.advertise
+	f.mu.Unlock()
+	if len(to) == 0 || conn == nil || key == nil {
+		return 0
+	}
+	m.sent = f.store.ServerTime().Latest
+	b, err := encode(m, key)
+	if err != nil {
+		f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
+		return 0
+	}
+	for _, addr := range to {
+		if _, err := conn.WriteTo(b, addr); err != nil {
+			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", addr.String()), slog.Any("err", err))
+			continue
+		}
+		sent++
+	}
+	return sent
+}
+
+// receive reads hints until the socket is closed.
+func (f *Feed) receive() {
+	f.mu.Lock()
+	conn := f.conn
+	f.mu.Unlock()
+	buf := make([]byte, maxDatagram+1)
+	for {
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if n > maxDatagram {
+			continue
+		}
+		f.take(buf[:n])
+	}
+}
+
+// take acts upon one datagram: it checks its MAC and its guard, and
+// records its sender or hands its event to the handler.
+func (f *Feed) take(b []byte) {
+	f.mu.Lock()
+	key := f.key
+	f.mu.Unlock()
+	if key == nil {
+		return // not yet read from the store: nothing can be checked
+	}
+	m, err := decode(b, key)
+	if err != nil || m.from == f.id {
+		return
+	}
+	if !f.guard.admit(m) {
+		f.cfg.Logger.Debug("dsync: hint dropped (too old, taken already, or over the rate)", slog.String("from", m.from))
+		return
+	}
+	f.notePeer(m.from, m.addr)
+	if m.kind == kindWaiting {
+		f.noteInterest(m.key, m.addr, m.until)
+	}
+	if e, ok := m.event(); ok {
+		f.deliver(func(h driver.FeedHandler) { h.Event(e) })
+	}
+}
+
+// notePeer records that the process from takes hints at addr, for as
+// long as a record in the store would hold.
+func (f *Feed) notePeer(from, addr string) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil || from == "" {
+		return
+	}
+	now := f.store.ServerTime()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.peersByID) >= maxPeers {
+		for id, p := range f.peersByID {
+			if !p.expires.After(now.Earliest) {
+				delete(f.peersByID, id)
+			}
+		}
+		if len(f.peersByID) >= maxPeers {
+			clear(f.peersByID)
+		}
+	}
+	f.peersByID[from] = peer{addr: ua, expires: now.Earliest.Add(recordFor)}
+}
+
+// waiter is a process that announced it waits for a claim of a key:
+// where it takes hints, and until when (store time).
+type waiter struct {
+	addr  *net.UDPAddr
+	until time.Time
+}
+
+// noteInterest records that the process at addr waits for a claim of
+// key, until until (at most interestFor).
+func (f *Feed) noteInterest(key, addr string, until time.Time) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return
+	}
+	now := f.store.ServerTime().Earliest
+	until = minTime(until, now.Add(interestFor))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.interest) >= maxInterest {
+		for k, ws := range f.interest {
+			for a, w := range ws {
+				if !w.until.After(now) {
+					delete(ws, a)
+				}
+			}
+			if len(ws) == 0 {
+				delete(f.interest, k)
+			}
+		}
+		if len(f.interest) >= maxInterest {
+			clear(f.interest)
+		}
+	}
+	if f.interest[key] == nil {
+		f.interest[key] = make(map[string]waiter)
+	}
+	if until.After(f.interest[key][addr].until) {
+		f.interest[key][addr] = waiter{ua, until}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

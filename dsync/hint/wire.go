@@ -1,0 +1,146 @@
+package hint
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// The wire format of a hint: one UDP datagram, authenticated with
+// HMAC-SHA256 under the store's hint key.
+//
+//	magic "dsh1" | kind (1) | seq (8) | sent (8) | epoch (8) | until (8)
+//	| from, addr, proc, key (each a 2-byte length and its bytes) | MAC (32)
+//
+// Integers are big-endian; times are Unix nanoseconds of the store's
+// time (sent: the latest it can be as the sender sends). seq counts the
+// sender's hints, so that a receiver drops one it has already taken.
+
+const (
+	magic = "dsh1"
+	// maxDatagram bounds what is sent and read: a hint about a key too
+	// long for it goes through the store's feed only.
+	maxDatagram = 8192
+	macLen      = sha256.Size
+)
+
+// Kinds of hints.
+const (
+	kindHello   byte = 1 // a process that takes hints started: record it
+	kindWaiting byte = 2 // driver.Waiting
+	kindEnded   byte = 3 // driver.Ended
+)
+
+// msg is a hint as sent.
+type msg struct {
+	kind  byte
+	seq   uint64
+	sent  time.Time
+	epoch uint64
+	until time.Time
+	from  string // the sender's peer ID
+	addr  string // where the sender takes hints
+	proc  string // the publishing Client (driver.Event.Proc)
+	key   string
+}
+
+var (
+	errShort   = errors.New("hint: datagram too short or malformed")
+	errMAC     = errors.New("hint: bad MAC")
+	errTooLong = errors.New("hint: hint too long for a datagram")
+)
+
+// encode returns m as a datagram authenticated under key.
+func encode(m msg, key []byte) ([]byte, error) {
+	b := make([]byte, 0, 64+len(m.from)+len(m.addr)+len(m.proc)+len(m.key)+macLen)
+	b = append(b, magic...)
+	b = append(b, m.kind)
+	b = binary.BigEndian.AppendUint64(b, m.seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(m.sent)))
+	b = binary.BigEndian.AppendUint64(b, m.epoch)
+	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(m.until)))
+	for _, s := range []string{m.from, m.addr, m.proc, m.key} {
+		if len(s) > 0xffff {
+			return nil, errTooLong
+		}
+		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+		b = append(b, s...)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(b)
+	b = mac.Sum(b)
+	if len(b) > maxDatagram {
+		return nil, errTooLong
+	}
+	return b, nil
+}
+
+// decode checks b's MAC under key and returns the hint it carries.
+func decode(b, key []byte) (msg, error) {
+	const fixed = len(magic) + 1 + 4*8
+	if len(b) < fixed+4*2+macLen || string(b[:len(magic)]) != magic {
+		return msg{}, errShort
+	}
+	body, sum := b[:len(b)-macLen], b[len(b)-macLen:]
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	if !hmac.Equal(mac.Sum(nil), sum) {
+		return msg{}, errMAC
+	}
+	p := body[len(magic):]
+	m := msg{kind: p[0]}
+	p = p[1:]
+	m.seq = binary.BigEndian.Uint64(p)
+	m.sent = fromUnixNano(int64(binary.BigEndian.Uint64(p[8:])))
+	m.epoch = binary.BigEndian.Uint64(p[16:])
+	m.until = fromUnixNano(int64(binary.BigEndian.Uint64(p[24:])))
+	p = p[32:]
+	var fields [4]string
+	for i := range fields {
+		if len(p) < 2 {
+			return msg{}, errShort
+		}
+		n := int(binary.BigEndian.Uint16(p))
+		if len(p) < 2+n {
+			return msg{}, errShort
+		}
+		fields[i], p = string(p[2:2+n]), p[2+n:]
+	}
+	if len(p) != 0 {
+		return msg{}, errShort
+	}
+	m.from, m.addr, m.proc, m.key = fields[0], fields[1], fields[2], fields[3]
+	return m, nil
+}
+
+// event is the feed event a hint of kind Waiting or Ended carries.
+func (m msg) event() (driver.Event, bool) {
+	e := driver.Event{Key: m.key, Epoch: m.epoch, Proc: m.proc}
+	switch m.kind {
+	case kindWaiting:
+		e.Kind, e.Until = driver.Waiting, m.until
+	case kindEnded:
+		e.Kind = driver.Ended
+	default:
+		return driver.Event{}, false
+	}
+	return e, true
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
