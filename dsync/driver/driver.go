@@ -366,7 +366,8 @@ type RunReader interface {
 	// KindDead), in increasing order of epoch, each claim before its
 	// markers: one request where the epochs have as many digits (their
 	// IDs then sort as their epochs do). It may return other documents of
-	// those epochs too (shadows): the caller skips them.
+	// those epochs too (shadows, markers of another nonce than the
+	// claim's): the caller skips them.
 	//
 	// Each document returned was read no earlier than the ones before it
 	// (a server reading an index in order does so; a store that reads
