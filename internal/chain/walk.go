@@ -188,9 +188,9 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 	// A walk that passed live claims without reading the gate again
 	// (liveBelow) may have gone below a floor a prune relied on since:
 	// the gate that covers the key now says.
-	if f, err := e.freshFloor(ctx, c); err != nil {
+	if f, ok, err := e.gateFloor(ctx, c); err != nil {
 		return err
-	} else if epoch < f.Epoch {
+	} else if ok && epoch < f.Epoch {
 		return e.belowFloor(ctx, c, f)
 	}
 	// Otherwise the store lost the key's history.
@@ -352,9 +352,9 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 		// knows may have deleted f's claim (a walk that passed live claims
 		// without reading the gate again: liveBelow): the gate that
 		// covers the key now may show a higher floor that counts.
-		if g, err := e.freshFloor(ctx, c); err != nil {
+		if g, ok, err := e.gateFloor(ctx, c); err != nil {
 			return err
-		} else if g.Epoch > f.Epoch {
+		} else if ok && g.Epoch > f.Epoch {
 			return e.belowFloor(ctx, c, g)
 		}
 		err := e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
