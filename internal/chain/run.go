@@ -86,7 +86,9 @@ func (s readCounter) GetSession(ctx context.Context, id string) (Session, bool, 
 func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epoch uint64) error {
 	depth := uint64(runWindow) << min(c.runs, 20)
 	c.runs++
-	lo := max(c.Seg, 1, e.floorOf(c.Key, c.Seg).Epoch)
+	// Not below the floor (a floor learned since the walk checked epoch
+	// against it may lie above epoch: the run then starts at epoch).
+	lo := min(max(c.Seg, 1, e.floorOf(c.Key, c.Seg).Epoch), epoch)
 	if epoch > depth && epoch-depth > lo {
 		lo = epoch - depth
 	}
