@@ -376,6 +376,11 @@ type RunReader interface {
 	// place. The engine relies on the order: a run that ends with the
 	// caller's own claim proves that claim still stored after everything
 	// below it was read.
+	//
+	// A store whose server would answer a run by reading far more than
+	// the run (FerretDB decodes a whole collection for any find that is
+	// not by _id alone) answers ErrRunsUnsupported, before any I/O: dsync
+	// then reads by ID, and stops asking.
 	GetRun(ctx context.Context, key string, from, to uint64) ([]Doc, error)
 }
 

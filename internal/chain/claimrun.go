@@ -200,7 +200,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
 		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
 	case errors.Is(err, ErrExists):
-		if q.try || e.rr == nil {
+		if q.try || e.runReader() == nil {
 			return q.lost(epoch)
 		}
 		return q.lostRun(ctx, epoch)

@@ -139,8 +139,9 @@ type Engine struct {
 	// rr reads runs of a key's queue, if the store can (run.go); reads
 	// counts the reads this engine sent, so that a walk knows whether it
 	// read anything after the run that confirmed its claim.
-	rr    driver.RunReader
-	reads atomic.Uint64
+	rr     driver.RunReader
+	noRuns atomic.Bool // rr answered ErrRunsUnsupported
+	reads  atomic.Uint64
 
 	bug Bug
 }

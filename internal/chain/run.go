@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -98,6 +99,10 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epo
 	}
 	seq := e.reads.Add(1)
 	docs, err := rr.GetRun(ctx, c.Key, lo, hi)
+	if errors.Is(err, driver.ErrRunsUnsupported) {
+		e.noRuns.Store(true) // reads by ID from now on
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -172,6 +177,9 @@ func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, err
 	}
 	q.known = true // the run below, not a gallop (top), finds where the queue ends
 	docs, rerr := q.e.rr.GetRun(ctx, q.key, epoch+1, epoch+2*runWindow)
+	if errors.Is(rerr, driver.ErrRunsUnsupported) {
+		q.e.noRuns.Store(true)
+	}
 	if rerr != nil {
 		return nil, false, nil // the next insert tries epoch+1
 	}
@@ -200,4 +208,13 @@ func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err
 	}
 	e.learnGate(c.Key, g)
 	return e.floorOf(c.Key, c.Seg), true, nil
+}
+
+// runReader returns the store's RunReader, nil if it has none or
+// answered ErrRunsUnsupported.
+func (e *Engine) runReader() driver.RunReader {
+	if e.noRuns.Load() {
+		return nil
+	}
+	return e.rr
 }

@@ -154,8 +154,8 @@ func (e *Engine) underFloor(ctx context.Context, c *Claim, epoch uint64) (below 
 // readBelow returns the claim document of epoch, the one below c's
 // checked epoch: the blocker the last walk found live, or a read.
 func (e *Engine) readBelow(ctx context.Context, c *Claim, epoch uint64) (d Doc, found bool, err error) {
-	if !c.run.covers(epoch) && e.rr != nil {
-		if err := e.readRun(ctx, c, e.rr, epoch); err != nil {
+	if rr := e.runReader(); rr != nil && !c.run.covers(epoch) {
+		if err := e.readRun(ctx, c, rr, epoch); err != nil {
 			return Doc{}, false, err
 		}
 	}
