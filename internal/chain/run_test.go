@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/chain"
 )
@@ -148,4 +149,41 @@ func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, err error, other
 		t.Fatalf("c claimed epoch %d, not b's %d: the scenario no longer shows the danger", cc.Epoch, cb.Epoch)
 	}
 	return held, err, cc.Epoch
+}
+
+// noRunsStore answers every run with driver.ErrRunsUnsupported.
+type noRunsStore struct{ readsStore }
+
+func (s *noRunsStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
+	s.runs++
+	return nil, driver.ErrRunsUnsupported
+}
+
+// TestRunsUnsupportedReadsByID: on a store that answers runs with
+// ErrRunsUnsupported (the MongoDB driver on FerretDB), a walk reads by
+// ID, as on a store without GetRun, and the engine asks for no run again.
+func TestRunsUnsupportedReadsByID(t *testing.T) {
+	ctx := context.Background()
+	store := &noRunsStore{readsStore{Store: memory.New()}}
+	e, err := chain.New(store, fixedClock{}, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := chain.Terms{Mode: chain.Shared}
+	for i := range 3 {
+		c, err := e.Claim(ctx, "k", "reader", sess, shared, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head, _, err := e.Walk(ctx, c); err != nil || !head {
+			t.Fatalf("reader %d: Walk = %v, %v; want it holding", i, head, err)
+		}
+	}
+	if store.runs != 1 || store.gets == 0 {
+		t.Errorf("%d runs asked for and %d reads by ID, want 1 run (refused) and reads by ID", store.runs, store.gets)
+	}
 }
