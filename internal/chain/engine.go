@@ -137,11 +137,13 @@ type Engine struct {
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
 	// rr reads runs of a key's queue, if the store can (run.go); reads
-	// counts the reads this engine sent, so that a walk knows whether it
-	// read anything after the run that confirmed its claim.
+	// and inRead count the reads this engine sent and those answered, so
+	// that a walk knows whether it read anything after the run that
+	// confirmed its claim.
 	rr     driver.RunReader
-	noRuns atomic.Bool // rr answered ErrRunsUnsupported
-	reads  atomic.Uint64
+	noRuns atomic.Bool   // rr answered ErrRunsUnsupported
+	reads  atomic.Uint64 // counts every read's (and run's) send and its reply (run.go)
+	inRead atomic.Int64  // reads and runs sent and not yet answered
 
 	bug Bug
 }
@@ -212,7 +214,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		pins:     make(map[string]int),
 	}
 	e.rr, _ = store.(driver.RunReader)
-	e.store = readCounter{Store: store, reads: &e.reads}
+	e.store = readCounter{Store: store, reads: &e.reads, inRead: &e.inRead}
 	e.spanNs.Store(int64(cfg.Span))
 	return e, nil
 }

@@ -60,19 +60,33 @@ func (r *run) end(d Doc) (Doc, bool) {
 	return x.end, true
 }
 
-// readCounter is the engine's store, counting its reads (Engine.reads).
+// readCounter is the engine's store, counting its reads (Engine.reads)
+// when they are sent and again when they are answered, and those in
+// flight (Engine.inRead): what a read teaches the engine arrives with
+// its reply, which may come after a run sent later (confirmedByRun).
 type readCounter struct {
 	Store
-	reads *atomic.Uint64
+	reads  *atomic.Uint64
+	inRead *atomic.Int64
+}
+
+// begin counts a read's send, and returns what counts its reply.
+func (s readCounter) begin() (answered func()) {
+	s.reads.Add(1)
+	s.inRead.Add(1)
+	return func() {
+		s.inRead.Add(-1)
+		s.reads.Add(1)
+	}
 }
 
 func (s readCounter) Get(ctx context.Context, id string) (Doc, bool, error) {
-	s.reads.Add(1)
+	defer s.begin()()
 	return s.Store.Get(ctx, id)
 }
 
 func (s readCounter) GetSession(ctx context.Context, id string) (Session, bool, error) {
-	s.reads.Add(1)
+	defer s.begin()()
 	return s.Store.GetSession(ctx, id)
 }
 
@@ -97,8 +111,16 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epo
 	if c.Epoch-epoch <= 4*runWindow {
 		hi = c.Epoch
 	}
-	seq := e.reads.Add(1)
+	// The run confirms c's claim only if no other read was in flight
+	// when it was sent, and none is sent or answered after its reply
+	// until c holds (confirmedByRun): what such a read teaches could come
+	// from the store before it lost the history the run shows gone.
+	busy := e.inRead.Load() > 0
+	e.reads.Add(1)
+	e.inRead.Add(1)
 	docs, err := rr.GetRun(ctx, c.Key, lo, hi)
+	e.inRead.Add(-1)
+	seq := e.reads.Add(1)
 	if errors.Is(err, driver.ErrRunsUnsupported) {
 		e.noRuns.Store(true) // reads by ID from now on
 		return nil
@@ -128,13 +150,16 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epo
 	if own, ok := r.claim(c.Epoch); (!ok || own.Nonce != c.Nonce) && !e.has(BugRunOwnUnchecked) {
 		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
 	}
-	c.runSeq = seq
+	if !busy {
+		c.runSeq = seq
+	}
 	return nil
 }
 
 // confirmedByRun reports whether c's own claim was confirmed by the last
-// run its walk read, with no read of this engine's since (of any claim's:
-// a read of another goroutine merely costs c a confirmOwn).
+// run its walk read, with no read of this engine's in flight when it was
+// sent, nor sent or answered since its reply (of any claim's: a read of
+// another goroutine merely costs c a confirmOwn).
 func (e *Engine) confirmedByRun(c *Claim) bool {
 	if e.has(BugRunOwnUnchecked) {
 		return c.run != nil
