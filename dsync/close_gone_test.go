@@ -216,6 +216,13 @@ func (s *goneStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 	return s.Store.Get(ctx, id)
 }
 
+func (s *goneStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	if err := s.wait(ctx, "GetRun"); err != nil {
+		return nil, err
+	}
+	return s.Store.GetRun(ctx, key, from, to)
+}
+
 func (s *goneStore) Delete(ctx context.Context, ids []string) error {
 	if err := s.wait(ctx, "Delete"); err != nil {
 		return err

@@ -94,6 +94,11 @@ func (rn *runner) rwmutex(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s: %w", count(n, "reading process"), err))
 		}
 	}
+	for _, n := range rn.o.Live {
+		if err := rn.rwLive(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", count(n, "live reader"), err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -157,6 +162,11 @@ func (rn *runner) semaphore(ctx context.Context) error {
 	for _, n := range rn.o.SemWaiters {
 		if e := rn.semaphoreHandoffs(ctx, n); e != nil {
 			err = errors.Join(err, fmt.Errorf("%s: %w", count(n, "waiting process"), e))
+		}
+	}
+	for _, n := range rn.o.Live {
+		if e := rn.semLive(ctx, n); e != nil {
+			err = errors.Join(err, fmt.Errorf("%s: %w", count(n, "live unit"), e))
 		}
 	}
 	return err

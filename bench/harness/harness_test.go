@@ -200,7 +200,9 @@ func TestScenariosRun(t *testing.T) {
 		}
 	}
 	md := Render([]*Report{r}, "go test")
-	for _, want := range []string{"## 1. Uncontended", "## 8. Race", "| flock |", "## 10. Reader/writer lock", "## 12. Once"} {
+	for _, want := range []string{"## 1. Uncontended", "## 8. Race", "| flock |", "## 10. Reader/writer lock", "## 12. Once",
+		"| 3 live readers, one key: commands per RLock+RUnlock, one process (the others hold) (cmds) |",
+		"| limit 3, 3 live units: commands per Acquire(1)+Release(1), one process (the others hold) (cmds) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -52,13 +52,13 @@ func scenarioText(sc string, o Options) (title, text string) {
 		return "Reader/writer lock: readers", fmt.Sprintf("N processes, each with the same reader/writer lock (dsync.RWMutex; etcd's "+
 			"experimental/recipes RWMutex), take and release its read side (RLock+RUnlock) as fast as they can, for %v per run, with no writer. "+
 			"RLock+RUnlock per second in all, and the commands each process sent over its cycles divided by its cycles (renewals and "+
-			"other background commands included).", o.ThroughputFor)
+			"other background commands included).", o.ThroughputFor) + liveReadersText(o)
 	case SemaphoreScenario:
 		return "Semaphore", fmt.Sprintf("A semaphore of %d units. **Uncontended**: one process acquires and releases one unit in a loop "+
 			"(%d cycles per run), as in Uncontended. **Handoff**: all %d units are held, %d of them by a process that keeps them; the holder of "+
 			"the last releases it after a random %v–%v hold and N processes wait in Acquire(1); the figure is the time from the start of "+
 			"Release in the holder to the return of Acquire in the next holder, as in Handoff (%d handoffs per run).",
-			o.SemLimit, o.Cycles, o.SemLimit, o.SemLimit-1, o.HoldMin, o.HoldMax, o.Handoffs)
+			o.SemLimit, o.Cycles, o.SemLimit, o.SemLimit-1, o.HoldMin, o.HoldMax, o.Handoffs) + liveUnitsText(o)
 	case OnceScenario:
 		return "Once", fmt.Sprintf("**Racing**: %d processes call Do on a new Once of a fresh key at the same CLOCK_MONOTONIC instant, "+
 			"%d keys per run; f returns at once. The time from that instant until the last Do returned (p50, p99 within a run), how many times "+

@@ -88,10 +88,14 @@ type Options struct {
 	// Release(1) of a semaphore of SemLimit units, then Handoffs of a
 	// unit of the full semaphore with each number of waiting processes.
 	// once: OnceProcs processes race Do on OnceRaces fresh keys per run;
-	// then Cycles Do on a done key.
+	// then Cycles Do on a done key. Live: rwmutex and semaphore also
+	// time Cycles of one process's RLock+RUnlock (Acquire(1)+Release(1),
+	// the semaphore's limit the largest of Live) while the others of each
+	// number of live claims hold (family_live.go).
 	Readers    []int
 	SemLimit   int64
 	SemWaiters []int
+	Live       []int
 	OnceProcs  int
 	OnceRaces  int
 
@@ -151,6 +155,7 @@ var Defaults = Options{
 	Readers:    []int{1, 4},
 	SemLimit:   2,
 	SemWaiters: []int{1, 4},
+	Live:       []int{1, 4, 16, 64},
 	OnceProcs:  4,
 	OnceRaces:  10,
 }
@@ -193,6 +198,7 @@ var Quick = Options{
 	Readers:    []int{2},
 	SemLimit:   2,
 	SemWaiters: []int{1},
+	Live:       []int{1, 3},
 	OnceProcs:  2,
 	OnceRaces:  2,
 }
@@ -249,6 +255,7 @@ func (o Options) withDefaults(d Options) Options {
 		o.SemLimit = d.SemLimit
 	}
 	defS(&o.SemWaiters, d.SemWaiters)
+	defS(&o.Live, d.Live)
 	def(&o.OnceProcs, d.OnceProcs)
 	def(&o.OnceRaces, d.OnceRaces)
 	if o.Log == nil {

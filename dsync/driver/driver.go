@@ -356,6 +356,35 @@ type FeedHandler interface {
 	Event(e Event)
 }
 
+// RunReader is what a store that can read a stretch of a key's queue in
+// one request provides, besides Store. With it, a walk down a queue of many
+// live claims (readers of an RWMutex, units of a Semaphore) costs a request
+// or two, not two per claim; without it, dsync reads the claims and their
+// markers one by one (Get).
+type RunReader interface {
+	// GetRun returns key's claims (KindClaim) of epochs from from to to,
+	// both included, and their end markers (KindRelease, KindWithdraw,
+	// KindDead), in increasing order of epoch, each claim before its
+	// markers: one request where the epochs have as many digits (their
+	// IDs then sort as their epochs do). It may return other documents of
+	// those epochs too (shadows, markers of another nonce than the
+	// claim's): the caller skips them.
+	//
+	// Each document returned was read no earlier than the ones before it
+	// (a server reading an index in order does so; a store that reads
+	// the whole run at one instant too), and none before the request was
+	// sent. A document not returned was missing when the read passed its
+	// place. The engine relies on the order: a run that ends with the
+	// caller's own claim proves that claim still stored after everything
+	// below it was read.
+	//
+	// A store whose server would answer a run by reading far more than
+	// the run (FerretDB decodes a whole collection for any find that is
+	// not by _id alone) answers ErrRunsUnsupported, before any I/O: dsync
+	// then reads by ID, and stops asking.
+	GetRun(ctx context.Context, key string, from, to uint64) ([]Doc, error)
+}
+
 // KeyChecker is what a store whose keys have limits provides: CheckKey
 // refuses a key it cannot store, before any I/O.
 type KeyChecker interface {

@@ -11,4 +11,9 @@ var (
 	// ErrAfterUnsupported is what a listing with KeyQuery.After fails
 	// with on a store of OrderFirstUse.
 	ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")
+
+	// ErrRunsUnsupported is what GetRun (RunReader) answers, before any
+	// I/O, on a store that cannot read runs cheaply on this server: the
+	// caller reads by ID instead.
+	ErrRunsUnsupported = errors.New("driver: this store does not read runs of a key's queue on this server")
 )

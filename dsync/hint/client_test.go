@@ -30,6 +30,13 @@ func (c *counting) Get(ctx context.Context, id string) (driver.Doc, bool, error)
 	return c.Process.Get(ctx, id)
 }
 
+// GetRun counts too: a walk reads the claims below it a run at a time
+// where the store can (driver.RunReader).
+func (c *counting) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	c.reads.Add(1)
+	return c.Process.GetRun(ctx, key, from, to)
+}
+
 func (c *counting) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	c.reads.Add(1)
 	return c.Process.GetSession(ctx, id)

@@ -46,8 +46,11 @@ type Store struct {
 	probed  bool        // guarded by sem: ferret and topo are known
 	topo    topology    // guarded by sem
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
-	est     atomic.Pointer[clockcheck.Estimator]
-	closed  atomic.Bool
+	// runsOnFerretDB: GetRun reads runs on FerretDB too (the conformance
+	// suite's test of it; run.go).
+	runsOnFerretDB bool
+	est            atomic.Pointer[clockcheck.Estimator]
+	closed         atomic.Bool
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool

@@ -36,8 +36,9 @@ func (s *procStore) name() string {
 }
 
 var (
-	_ driver.Store = (*procStore)(nil)
-	_ driver.Feed  = (*procStore)(nil)
+	_ driver.Store     = (*procStore)(nil)
+	_ driver.Feed      = (*procStore)(nil)
+	_ driver.RunReader = (*procStore)(nil)
 )
 
 // Errors the simulated network gives.
@@ -207,6 +208,21 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 		return driver.Doc{}, false, err
 	}
 	return d, found, nil
+}
+
+// GetRun implements driver.RunReader: the run is read at one instant,
+// when the request lands (the chain's simulation reads one a document at
+// a time, the weakest order the contract allows).
+func (s *procStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	var run []driver.Doc
+	err := s.request(ctx, "getrun", func(plan) {
+		run, _ = s.Store.GetRun(context.Background(), key, from, to)
+		s.p.w.tracef("%s getrun %s %d..%d: %d documents", s.name(), key, from, to, len(run))
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
 // Delete implements driver.Store: torn, it is applied as a read of the

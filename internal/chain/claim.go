@@ -47,6 +47,12 @@ type Claim struct {
 	// pruned (a prune that passed it is caught by the floor check).
 	blocker    Doc
 	hasBlocker bool
+	// run is the last run of the key's queue this claim's walk read
+	// (run.go), runSeq the engine's read count just after it was sent.
+	// Only the Walk that read it uses it.
+	run    *run
+	runSeq uint64 // 0 if the run did not reach the claim itself
+	runs   uint   // the runs this Walk read
 	// after is the claim whose release the walk that found c holding
 	// stopped at: the hold just before c's.
 	after    Doc

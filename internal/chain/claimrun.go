@@ -200,7 +200,10 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
 		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
 	case errors.Is(err, ErrExists):
-		return q.lost(epoch)
+		if q.try || e.runReader() == nil {
+			return q.lost(epoch)
+		}
+		return q.lostRun(ctx, epoch)
 	default:
 		e.abandon(ctx, c)
 		e.forget(q.key)

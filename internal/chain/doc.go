@@ -8,7 +8,9 @@
 // it, and a Lease holds a session's local deadline and renewal schedule.
 // Every read and delete of the protocol's is by ID, so that its cost does
 // not grow with the documents stored on a store (FerretDB) whose other
-// queries decode them all. Only package dsync uses it, through its
+// queries decode them all, but the reads of runs of a key's queue, on a
+// store that offers them (driver.RunReader), which replace a read by ID
+// per claim below a walker. Only package dsync uses it, through its
 // Client.
 //
 // # The documents
@@ -80,15 +82,31 @@
 //     holds with no further read. An uncontended Lock+Unlock is two
 //     commands.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
-//     and its marker (and, if it has none, its session; a claim whose
-//     session expired gets a dead marker). It passes ended claims, and
-//     live ones its mode allows (counting their weights), and stops at a
-//     release that proves enough (of a claim that held with every lower
-//     claim ended, or an exclusive one, or, for a shared walker, a shared
-//     one), below the key's floor (if it counts), or at its segment's first
-//     epoch. A claim that holds on reads then reads its own claim back:
-//     still there with its nonce, the store was not emptied since the
-//     insert, so the reads saw the history it belongs to.
+//     and its marker (and, if it has none and the walker's mode does not
+//     pass it, its session; a claim whose session expired gets a dead
+//     marker). It passes ended claims, and live ones its mode allows
+//     (counting their weights), and stops at a release that proves enough
+//     (of a claim that held with every lower claim ended, or an exclusive
+//     one, or, for a shared walker, a shared one), below the key's floor
+//     (if it counts), or at its segment's first epoch. A claim that holds
+//     on reads then reads its own claim back: still there with its nonce,
+//     the store was not emptied since the insert, so the reads saw the
+//     history it belongs to.
+//   - On a store that reads a stretch of a key's queue in one request
+//     (driver.RunReader: in increasing order of epoch, each document read
+//     no earlier than those before it), the walk reads the claims below
+//     and their markers a run at a time, up to and including its own
+//     claim (run.go): one request for any number of live claims below.
+//     A run that ends with the walker's claim, with its nonce, proves
+//     that claim stored after everything below it in the run was read,
+//     as the read back would: if the engine read nothing since, the claim
+//     holds without it. A run without it ends the claim (ErrReset).
+//
+// Passing a live claim needs no read of its session: a claim the walker's
+// mode passes is passed whether it lives or not, and one that has ended
+// only costs room (a weighted walker that finds no room reads the
+// sessions of the claims it passed, full) or makes the walker's release
+// not Clear. Both err on the side of waiting.
 //
 // A claim that finds a missing claim above the floor (or a floor that does
 // not count), or its own claim gone, was made on knowledge the store no
@@ -310,9 +328,13 @@
 // claim read as live may have lost its marker to a prune that ran after
 // the floor was checked, but only if a claim lies between it and the
 // walker (the one right below a live claim is not below any floor): a
-// walk that finds a live claim below an ended or passed one reads the
-// covering gate again, and a read of a key's queue reads it again at its
-// end.
+// walk about to wait for a live claim below an ended or passed one reads
+// the covering gate again, and a read of a key's queue reads it again at
+// its end. A walk that passes such a claim goes on below it, as if it
+// were live (which only costs room), and meets what the prune deleted:
+// a missing claim, or a floor whose claim is missing, makes it read the
+// covering gate again, and stop at its floor if that counts, before it
+// takes the store for emptied.
 //
 // Compaction (Sweep): a key with documents older than the idle age and no
 // gate of a bucket from (now − idle age) on has not been relied on for at

@@ -144,8 +144,9 @@
 //
 // The simulation test in this package runs the protocol of several
 // processes against one store with requests delayed, reordered, applied
-// long after their senders gave up and torn, with crashes, pauses,
-// suspends, drifting clocks, failovers, pruning, the store emptied or
+// long after their senders gave up and torn (a run of a key's queue read
+// a document at a time, others' requests landing between), with crashes,
+// pauses, suspends, drifting clocks, failovers, pruning, the store emptied or
 // restored, starts and refreshes held back until just after an emptying,
 // and in a quarter of the runs a process configured with another bucket
 // span, and checks every seed's history for conflicting holds valid at

@@ -29,13 +29,26 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	if found {
 		return true, m.Kind, m, Blocker{}, nil
 	}
-	earliest := e.clock.ServerNow().Earliest
+	return e.unended(ctx, d)
+}
+
+// blockerOf describes the live claim d, with the highest expiry of its
+// session known: the one d carries, or a read's.
+func (e *Engine) blockerOf(d Doc) Blocker {
 	exp := d.Exp
 	if known, ok := e.expiry(d.Session); ok && known.After(exp) {
 		exp = known
 	}
-	b = Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
-	if !exp.Before(earliest) {
+	return Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
+}
+
+// unended is ended for a claim d found without an end marker: live while
+// its session may live, and marked dead otherwise.
+func (e *Engine) unended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+	endID := EndID(d.Key, d.Epoch, d.Nonce)
+	earliest := e.clock.ServerNow().Earliest
+	b = e.blockerOf(d)
+	if !b.ExpiresAt.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
 	live, b, err := e.sessionLives(ctx, d, earliest, b)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Config holds the protocol's timing constants (see the package
@@ -134,6 +136,14 @@ type Engine struct {
 	spanNs atomic.Int64
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
+	// rr reads runs of a key's queue, if the store can (run.go); reads
+	// and inRead count the reads this engine sent and those answered, so
+	// that a walk knows whether it read anything after the run that
+	// confirmed its claim.
+	rr     driver.RunReader
+	noRuns atomic.Bool   // rr answered ErrRunsUnsupported
+	reads  atomic.Uint64 // counts every read's (and run's) send and its reply (run.go)
+	inRead atomic.Int64  // reads and runs sent and not yet answered
 
 	bug Bug
 }
@@ -203,6 +213,8 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		renewals: make(map[string]*renewal),
 		pins:     make(map[string]int),
 	}
+	e.rr, _ = store.(driver.RunReader)
+	e.store = readCounter{Store: store, reads: &e.reads, inRead: &e.inRead}
 	e.spanNs.Store(int64(cfg.Span))
 	return e, nil
 }

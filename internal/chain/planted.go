@@ -105,4 +105,9 @@ const (
 	// protocol document records: segments of two spans never meet at a
 	// gate.
 	BugSpanIgnored
+	// BugRunOwnUnchecked takes a run of the key's queue for a
+	// confirmation of the walker's own claim without looking for the
+	// claim in it, and skips confirmOwn after any run: a store emptied
+	// since the insert can then have handed the claim's epoch on.
+	BugRunOwnUnchecked
 )

@@ -58,6 +58,13 @@ func (s *stallingStore) Get(ctx context.Context, id string) (chain.Doc, bool, er
 	return s.Store.Get(ctx, id)
 }
 
+func (s *stallingStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.GetRun(ctx, key, from, to)
+}
+
 func (s *stallingStore) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
 	if err := s.wait(ctx); err != nil {
 		return chain.Session{}, false, err

@@ -27,6 +27,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 	if c.ended {
 		return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d was ended", errLapsed, c.Key, c.Epoch)
 	}
+	c.run, c.runSeq, c.runs = nil, 0, 0 // what a run showed holds for the walk that read it
 	if e.takeHead(c) || c.clear && !c.read {
 		return e.holdOnInsert(ctx, c)
 	}
@@ -78,7 +79,7 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 		}
 		c.read = true
 	}
-	if c.read && !e.has(BugTrustCache) {
+	if c.read && !e.has(BugTrustCache) && !e.confirmedByRun(c) {
 		if err := e.confirmOwn(ctx, c); err != nil {
 			return false, Blocker{}, err
 		}
@@ -119,7 +120,7 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 		e.abandon(context.WithoutCancel(ctx), c)
 		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
 	}
-	ended, kind, marker, b, err := e.ended(ctx, d)
+	ended, kind, marker, b, err := e.endedIn(ctx, c, d)
 	if err != nil {
 		return Blocker{}, false, err
 	}
@@ -153,6 +154,15 @@ func (e *Engine) underFloor(ctx context.Context, c *Claim, epoch uint64) (below 
 // readBelow returns the claim document of epoch, the one below c's
 // checked epoch: the blocker the last walk found live, or a read.
 func (e *Engine) readBelow(ctx context.Context, c *Claim, epoch uint64) (d Doc, found bool, err error) {
+	if rr := e.runReader(); rr != nil && !c.run.covers(epoch) {
+		if err := e.readRun(ctx, c, rr, epoch); err != nil {
+			return Doc{}, false, err
+		}
+	}
+	if c.run.covers(epoch) {
+		d, found := c.run.claim(epoch)
+		return d, found, nil
+	}
 	if c.hasBlocker && c.blocker.Epoch == epoch {
 		return c.blocker, true, nil
 	}
@@ -175,6 +185,14 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 		// The floor rose meanwhile: below it, everything has ended.
 		return e.belowFloor(ctx, c, f)
 	}
+	// A walk that passed live claims without reading the gate again
+	// (liveBelow) may have gone below a floor a prune relied on since:
+	// the gate that covers the key now says.
+	if f, ok, err := e.gateFloor(ctx, c); err != nil {
+		return err
+	} else if ok && epoch < f.Epoch {
+		return e.belowFloor(ctx, c, f)
+	}
 	// Otherwise the store lost the key's history.
 	err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
 	e.noteGap(c.Key, epoch)
@@ -186,26 +204,34 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 // (the walk goes on), c may pass it (the walk goes on with d in c.passed,
 // unless their weights leave no room for c), or c waits for it.
 func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
+	passes := e.passes(ctx, c.Terms, d)
+	if passes && e.fits(c.Terms, append(c.passed, passedClaim{d, b})) {
+		// Passed live or not (an ended claim whose marker a prune
+		// deleted, below: counting it only costs room), and nothing
+		// read: the walk goes on, and a claim it then finds missing
+		// makes it read the gate again (missingBelow).
+		c.passed = append(c.passed, passedClaim{d, b})
+		c.checked = epoch
+		return Blocker{}, false, nil
+	}
 	if epoch < c.Epoch-1 && !e.has(BugNoFloorProof) {
-		// Below an ended or passed claim: perhaps a claim whose
-		// marker a prune deleted after this walk's floor check (a
-		// claim right below a live one is never pruned). The gate
-		// that covers the key now says.
+		// About to wait, and below an ended or passed claim: perhaps
+		// a claim whose marker a prune deleted after this walk's floor
+		// check (a claim right below a live one is never pruned). The
+		// gate that covers the key now says.
 		if f, err := e.freshFloor(ctx, c); err != nil {
 			return Blocker{}, false, err
 		} else if epoch < f.Epoch {
 			return Blocker{}, false, e.belowFloor(ctx, c, f)
 		}
 	}
-	if e.passes(ctx, c.Terms, d) {
+	if passes {
 		c.passed = append(c.passed, passedClaim{d, b})
 		c.checked = epoch
-		if !e.fits(c.Terms, c.passed) {
-			// More claims below only add weight: wait for one of
-			// these to end first.
-			if b, full, err := e.full(ctx, c); err != nil || full {
-				return b, full, err
-			}
+		// More claims below only add weight: wait for one of these to
+		// end first.
+		if b, full, err := e.full(ctx, c); err != nil || full {
+			return b, full, err
 		}
 		return Blocker{}, false, nil
 	}
@@ -322,6 +348,15 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 		return err
 	}
 	if !counts && !e.has(BugTrustCache) {
+		// A prune that relied on a later gate than the one this process
+		// knows may have deleted f's claim (a walk that passed live claims
+		// without reading the gate again: liveBelow): the gate that
+		// covers the key now may show a higher floor that counts.
+		if g, ok, err := e.gateFloor(ctx, c); err != nil {
+			return err
+		} else if ok && g.Epoch > f.Epoch {
+			return e.belowFloor(ctx, c, g)
+		}
 		err := e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
 		e.noteGap(c.Key, f.Epoch)
 		return err

@@ -28,6 +28,10 @@
 //     existing ID, whose index is returned, and none after it, also when
 //     several processes insert a claim and its shadow at once.
 //   - Get of a missing ID: not found, no error.
+//   - GetRun (a driver.RunReader only): a key's claims and end markers of
+//     a range of epochs, in order, each claim before its markers, and
+//     nothing else of note (shadows may come too), across a change in
+//     the epochs' number of digits as well.
 //   - Delete: deletes exactly the documents named, skips the missing
 //     ones, and leaves every other; deletes of one ID at once all succeed.
 //   - Segments: gates (with their floor) and the protocol document keep
@@ -116,6 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("InsertOrdered", s.testInsertOrdered)
 	t.Run("InsertOrderedConcurrent", s.testInsertOrderedConcurrent)
 	t.Run("GetMissing", s.testGetMissing)
+	t.Run("GetRun", s.testGetRun)
 	t.Run("Delete", s.testDelete)
 	t.Run("DeleteConcurrent", s.testDeleteConcurrent)
 	t.Run("SegmentDocs", s.testSegmentDocs)

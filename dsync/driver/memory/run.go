@@ -1,0 +1,80 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+var (
+	_ driver.RunReader = (*Store)(nil)
+	_ driver.RunReader = (*Process)(nil)
+)
+
+// GetRun implements driver.RunReader: the whole run is read at one
+// instant, epoch by epoch when the run has fewer epochs than the store
+// has documents, else by a pass over them all.
+func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	if err := live(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var run []driver.Doc
+	if from <= to && to-from < uint64(len(s.docs)) {
+		// Fewer epochs than documents: each epoch's claim by ID, and the
+		// marker of its nonce (a marker of another nonce ends no claim
+		// stored).
+		for e := from; ; e++ {
+			if c, ok := s.docs[driver.ClaimID(key, e)]; ok && c.Kind == driver.KindClaim {
+				run = append(run, c)
+				if m, ok := s.docs[driver.EndID(key, e, c.Nonce)]; ok {
+					run = append(run, m)
+				}
+			}
+			if e == to {
+				break
+			}
+		}
+		return run, nil
+	}
+	for _, d := range s.docs {
+		if d.Key == key && d.Epoch >= from && d.Epoch <= to && inRun(d.Kind) {
+			run = append(run, d)
+		}
+	}
+	slices.SortFunc(run, func(a, b driver.Doc) int {
+		if c := cmp.Compare(a.Epoch, b.Epoch); c != 0 {
+			return c
+		}
+		if (a.Kind == driver.KindClaim) != (b.Kind == driver.KindClaim) {
+			if a.Kind == driver.KindClaim {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return run, nil
+}
+
+// inRun reports whether a document of kind belongs in a run: a claim or
+// an end marker.
+func inRun(kind string) bool {
+	switch kind {
+	case driver.KindClaim, driver.KindRelease, driver.KindWithdraw, driver.KindDead:
+		return true
+	}
+	return false
+}
+
+// GetRun implements driver.RunReader, failing as every request of the
+// process does while it is cut off.
+func (s *Process) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	if err := s.gate(ctx, nil); err != nil {
+		return nil, err
+	}
+	return s.Store.GetRun(ctx, key, from, to)
+}
