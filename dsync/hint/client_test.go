@@ -108,16 +108,8 @@ func (s *spy) waiting(t *testing.T) driver.Event {
 
 var quiet = slog.New(slog.DiscardHandler)
 
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// waitUntil is the package's own (feed_test.go).
+var waitUntil = hint.WaitUntil
 
 // process is a Client with hints on a store in memory, that has taken
 // hints (its first lock) and is known to the spy.
