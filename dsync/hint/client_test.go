@@ -137,8 +137,12 @@ func newProcess(t *testing.T, store *memory.Store, s *spy, advertise string, opt
 	// The first session starts the Client's feed: it listens, records
 	// itself and says hello to the processes recorded.
 	mu := mutex(t, c, "warm-up")
-	mu.Lock()
-	mu.Unlock()
+	if err := mu.LockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mu.UnlockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, func() bool { return len(s.f.Peers()) > known })
 	return process{c, st}
 }

@@ -100,7 +100,7 @@ func TestWalkPastLiveReadersIsOneRun(t *testing.T) {
 // what the run shows below it. Held, its epoch would be handed out again:
 // here another claim takes it in the restored store and holds too.
 func TestRunWithoutOwnClaimResets(t *testing.T) {
-	held, err, other := restoredUnderWalk(t, chain.NoBug)
+	held, other, err := restoredUnderWalk(t, chain.NoBug)
 	if held || !errors.Is(err, chain.ErrReset) {
 		t.Fatalf("Walk of a claim the store lost = %v, %v; want ErrReset (another claim holds its epoch %d)", held, err, other)
 	}
@@ -112,7 +112,7 @@ func TestRestoredUnderWalkCatchesPlantedRunOwnUnchecked(t *testing.T) {
 	if !chain.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}
-	held, err, other := restoredUnderWalk(t, chain.BugRunOwnUnchecked)
+	held, other, err := restoredUnderWalk(t, chain.BugRunOwnUnchecked)
 	if !held || err != nil {
 		t.Fatalf("with the run's own claim unchecked, Walk = %v, %v: the scenario misses the bug", held, err)
 	}
@@ -124,7 +124,7 @@ func TestRestoredUnderWalkCatchesPlantedRunOwnUnchecked(t *testing.T) {
 // claim is gone, a's release is there); b walks (bug planted in b's
 // engine). It returns b's walk, and the epoch a third process c then
 // claims and holds in the restored store (b's, if it failed to notice).
-func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, err error, other uint64) {
+func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, other uint64, err error) {
 	ctx := context.Background()
 	r := runRig{t, &readsStore{Store: memory.New()}}
 	a, as := r.engine(chain.NoBug)
@@ -148,7 +148,7 @@ func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, err error, other
 	if held && cc.Epoch != cb.Epoch {
 		t.Fatalf("c claimed epoch %d, not b's %d: the scenario no longer shows the danger", cc.Epoch, cb.Epoch)
 	}
-	return held, err, cc.Epoch
+	return held, cc.Epoch, err
 }
 
 // noRunsStore answers every run with driver.ErrRunsUnsupported.
