@@ -273,9 +273,9 @@ func TestWakeupTurnsInOrder(t *testing.T) {
 			}
 			turns <- turn{i, time.Now()}
 		}()
-		time.Sleep(300 * time.Millisecond) // queue in order 1, 2, 3
+		waitQueued(t, ctx, ps[0].b, "k", i+1) // queue in order 1, 2, 3
 	}
-	time.Sleep(time.Second) // every waiter has announced itself
+	waitAnnounced(t, ctx, ps[0].b, "k", len(ps)-1)
 	unlocked := time.Now()
 	if err := ms[0].UnlockContext(ctx); err != nil {
 		t.Fatal(err)
@@ -824,5 +824,54 @@ func TestOpeningDeletesLeftoverEvents(t *testing.T) {
 	// stay, and the new process's "open" joins them.
 	if after != before-2+1 {
 		t.Errorf("the events collection held %d events before the stream opened, %d after its Close, want %d", before, after, before-1)
+	}
+}
+
+// waitQueued waits until key's queue, as b reads it, holds n claims that
+// have not ended: the claims made so far have landed, in their order.
+func waitQueued(t *testing.T, ctx context.Context, b *testClient, key string, n int) {
+	t.Helper()
+	for {
+		q, err := b.Queue(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("key %q's queue holds %d claims, want %d", key, len(q), n)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// waitAnnounced waits until n processes announced in the store's events
+// that they wait for key, and b's follower of the stream has seen another
+// process announce it: b's release of key then publishes its end.
+func waitAnnounced(t *testing.T, ctx context.Context, b *testClient, key string, n int) {
+	t.Helper()
+	for {
+		cur, err := b.s.events.Find(ctx, bson.D{{Key: "kind", Value: eventWait}, {Key: "key", Value: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []eventDoc
+		if err := cur.All(ctx, &events); err != nil {
+			t.Fatal(err)
+		}
+		procs := make(map[string]bool)
+		for _, e := range events {
+			procs[e.Proc] = true
+		}
+		if len(procs) >= n && tail(b) != nil && tail(b).othersWaitAt.Load() != 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d processes announced they wait for %q, want %d", len(procs), key, n)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
