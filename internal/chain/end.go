@@ -35,8 +35,9 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	e.mu.Lock()
 	delete(e.ends, d.ID)
 	e.mu.Unlock()
+	below, known := e.takeHeld(c)
 	if held {
-		e.learnTip(d)
+		e.learnTip(tipRelease{Doc: d, terms: c.Terms, below: below, belowKnown: known})
 		if d.Clear {
 			e.learnOwn(c)
 		}
