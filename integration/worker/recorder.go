@@ -229,7 +229,12 @@ func (r *recorder) over(store driver.Store) driver.Store {
 	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap}}
 }
 
-func (r *recorder) wrap(s driver.Store) driver.Store { return &recordingStore{Store: s, rec: r} }
+// wrap passes on the optional interfaces of s (runs, hints' records):
+// they read claims and markers, or write no document of a key's queue,
+// so there is nothing in them to record.
+func (r *recorder) wrap(s driver.Store) driver.Store {
+	return clienthook.PassOptional(&recordingStore{Store: s, rec: r}, s)
+}
 
 // InsertSession: generation 0 opens a session; a later one is a renewal
 // (after one of unknown outcome).
