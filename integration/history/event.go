@@ -70,6 +70,11 @@ const (
 	// says which). Tokens, and the leaders observers see, may start
 	// again from then on; no two holds may overlap across it.
 	EvReset = "reset"
+	// EvHints: what the worker's hint transport counted since it began
+	// (Hints: hint.Stats), written every so often while it changes. The
+	// checker ignores it; the suite's summary adds up each process's
+	// last.
+	EvHints = "hints"
 )
 
 // Deadline sources.
@@ -124,6 +129,18 @@ type Event struct {
 	// (Info.Value) and its revision within the term (Info.Rev).
 	Adv string `json:"adv,omitempty"`
 	Rev uint64 `json:"rev,omitempty"`
+	// EvHints only.
+	Hints *HintCounts `json:"hints,omitempty"`
+}
+
+// HintCounts is a worker's hint.Stats, as EvHints records it.
+type HintCounts struct {
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"recv"`
+	Rejected uint64 `json:"rejected"`
+	Refused  uint64 `json:"refused"`
+	Taken    uint64 `json:"taken"`
+	Woke     uint64 `json:"woke"`
 }
 
 // Modes of holds (Event.Mode). The empty mode is exclusive.

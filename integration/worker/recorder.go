@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
@@ -225,8 +226,9 @@ type recordingStore struct {
 
 // over returns store for dsync.NewClient, such that the Client calls it
 // through the recorder.
-func (r *recorder) over(store driver.Store) driver.Store {
-	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap}}
+// hints, if the Client has direct hints, is given their transport.
+func (r *recorder) over(store driver.Store, hints func(*hint.Feed)) driver.Store {
+	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap, Hints: hints}}
 }
 
 // wrap passes on the optional interfaces of s (runs, hints' records):

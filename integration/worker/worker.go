@@ -50,6 +50,7 @@ type worker struct {
 	seq    atomic.Int64
 	// endHolds counts SIGUSR2s: a hold ends when it changes.
 	endHolds atomic.Int64
+	hints    hintReport
 }
 
 // Main runs a worker until it is told to stop, and returns the exit code.
@@ -154,6 +155,7 @@ func (w *worker) run() error {
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
+	w.flushHints()
 	w.emit(history.Event{Ev: history.EvExit, Err: errString(err)})
 	return err
 }
@@ -189,7 +191,10 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, [
 	if cfg.Renew > 0 {
 		copts = append(copts, dsync.WithRenewInterval(cfg.Renew))
 	}
-	c, err := dsync.NewClient(w.rec.over(store), copts...)
+	if cfg.HintListen != "" {
+		copts = append(copts, dsync.ClientWithHints(cfg.HintListen, cfg.HintAdvertise))
+	}
+	c, err := dsync.NewClient(w.rec.over(store, w.reportHints), copts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

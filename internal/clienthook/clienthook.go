@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -28,6 +29,9 @@ type Settings struct {
 	// (driver.RunReader) only through what WrapStore returns: a wrapper
 	// that embeds driver.Store passes them on with PassOptional.
 	WrapStore func(driver.Store) driver.Store
+	// Hints, if set, is given the Client's hint transport when it is made
+	// with direct hints (dsync.ClientWithHints), for its Stats.
+	Hints func(*hint.Feed)
 	// Raw, if set, is given the Client's protocol calls when it is made.
 	Raw func(Raw)
 	// JudgedOver, if set, runs each time a session of the Client is
