@@ -150,6 +150,7 @@ func (c *cluster) start(name string, mod func(*worker.Config)) *proc {
 	cfg := c.base
 	cfg.Name = name
 	cfg.URI = c.workerURI(name)
+	cfg.Runs = readsRuns(name)
 	if c.hints && hinted(name) {
 		cfg.HintListen, cfg.HintAdvertise = c.hintAddrs(name)
 	}
@@ -502,7 +503,7 @@ func (c *cluster) check(expect ...string) *history.Report {
 		c.t.Errorf("VIOLATION %v", v)
 	}
 	c.lateWrites()
-	c.checkHints(r)
+	c.checkCounts(r)
 	detected := true
 	for _, k := range expect {
 		if !r.Has(k) {

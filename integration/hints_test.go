@@ -22,6 +22,14 @@ import (
 // have made before it must show a waiter woken by a hint.
 const minHandoffsForWakes = 20
 
+// readsRuns reports whether worker name reads runs of the queue
+// (driver.RunReader) where the embedded FerretDB would have it read by ID
+// (worker.Config.Runs): the odd-numbered ones, so that both walks meet
+// in every cluster.
+func readsRuns(name string) bool {
+	return len(name) == 2 && name[0] == 'w' && (name[1]-'0')%2 == 1
+}
+
 // hinted reports whether worker name takes hints in a cluster with hints
 // on.
 func hinted(name string) bool { return name != "w3" }
@@ -49,16 +57,22 @@ func (c *cluster) hintAddrs(name string) (listen, advertise string) {
 	return listen, r.Addr()
 }
 
-// hintCounts adds up what each worker process last recorded of its hints,
-// and says how many processes took hints.
-func (c *cluster) hintCounts() (sum history.HintCounts, procs int) {
-	last := make(map[int]*history.HintCounts)
+// counts adds up what each worker process last recorded of its hints and
+// runs, and says how many processes took hints.
+func (c *cluster) counts() (sum history.HintCounts, procs int, runs uint64) {
+	last := make(map[int]history.Event)
 	c.log.each(func(ev history.Event) {
-		if ev.Ev == history.EvHints && ev.Hints != nil {
-			last[ev.PID] = ev.Hints
+		if ev.Ev == history.EvCounts {
+			last[ev.PID] = ev
 		}
 	})
-	for _, h := range last {
+	for _, ev := range last {
+		runs += ev.Runs
+		h := ev.Hints
+		if h == nil {
+			continue
+		}
+		procs++
 		sum.Sent += h.Sent
 		sum.Received += h.Received
 		sum.Rejected += h.Rejected
@@ -66,14 +80,18 @@ func (c *cluster) hintCounts() (sum history.HintCounts, procs int) {
 		sum.Taken += h.Taken
 		sum.Woke += h.Woke
 	}
-	return sum, len(last)
+	return sum, procs, runs
 }
 
-// checkHints adds the cluster's hints and their faults to the summary,
-// and checks that hints were used and that the forgeries reached the
-// workers' checks.
-func (c *cluster) checkHints(r *history.Report) {
+// checkCounts adds the runs the cluster's workers read, its hints and
+// their faults to the summary, and checks that hints were used and that
+// the forgeries reached the workers' checks (the suite checks that runs
+// were read: suiteSummary.used).
+func (c *cluster) checkCounts(r *history.Report) {
 	c.t.Helper()
+	h, procs, runs := c.counts()
+	c.t.Logf("runs read by the workers that read runs: %d", runs)
+	summary.addRuns(runs)
 	if !c.hints {
 		return
 	}
@@ -81,7 +99,6 @@ func (c *cluster) checkHints(r *history.Report) {
 	for _, rl := range c.relays {
 		faults.Add(rl.Counts())
 	}
-	h, procs := c.hintCounts()
 	c.t.Logf("hints: %d processes took hints: sent %d, received %d, taken %d, woke %d waiters first, rejected %d, refused %d; relays: %+v",
 		procs, h.Sent, h.Received, h.Taken, h.Woke, h.Rejected, h.Refused, faults)
 	summary.addHints(procs, h, faults)

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	}
 	code := mongotest.Run(m)
 	fmt.Println(summary.line())
-	if err := summary.hintsUsed(); err != nil && code == 0 {
+	if err := summary.used(); err != nil && code == 0 {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}

@@ -42,6 +42,15 @@ type suiteSummary struct {
 	hintProcs  int
 	hints      history.HintCounts
 	hintFaults hintrelay.Counts
+	// runs: runs of a queue read by the workers that read runs.
+	runs uint64
+}
+
+// addRuns records the runs one cluster's workers read.
+func (s *suiteSummary) addRuns(n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs += n
 }
 
 // addHints records the hints of one cluster.
@@ -58,13 +67,17 @@ func (s *suiteSummary) addHints(procs int, h history.HintCounts, faults hintrela
 	s.hintFaults.Add(faults)
 }
 
-// hintsUsed fails a run in which processes took hints and no hint woke
-// a waiter: it would pass with hints broken.
-func (s *suiteSummary) hintsUsed() error {
+// used fails a run in which processes took hints and no hint woke a
+// waiter, or no worker read a run of a queue: it would pass with hints or
+// runs broken.
+func (s *suiteSummary) used() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hintProcs > 0 && s.hints.Woke == 0 {
 		return fmt.Errorf("integration: %d processes took hints, and no hint woke a waiter", s.hintProcs)
+	}
+	if s.workers > 0 && s.runs == 0 {
+		return fmt.Errorf("integration: no worker read a run of a queue: the walks by runs met no fault")
 	}
 	return nil
 }
@@ -72,8 +85,8 @@ func (s *suiteSummary) hintsUsed() error {
 // hintsLine is the summary's hints, and the faults done to them.
 func (s *suiteSummary) hintsLine() string {
 	h, f := s.hints, s.hintFaults
-	return fmt.Sprintf("hints{procs=%d sent=%d taken=%d woke=%d rejected=%d refused=%d} hint-faults{relayed=%d dropped=%d duplicated=%d delayed=%d forged=%d replayed=%d garbage=%d}",
-		s.hintProcs, h.Sent, h.Taken, h.Woke, h.Rejected, h.Refused,
+	return fmt.Sprintf("runs=%d hints{procs=%d sent=%d taken=%d woke=%d rejected=%d refused=%d} hint-faults{relayed=%d dropped=%d duplicated=%d delayed=%d forged=%d replayed=%d garbage=%d}",
+		s.runs, s.hintProcs, h.Sent, h.Taken, h.Woke, h.Rejected, h.Refused,
 		f.Received, f.Dropped, f.Duplicated, f.Delayed, f.Forged, f.Replayed, f.Garbage)
 }
 

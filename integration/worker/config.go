@@ -53,6 +53,9 @@ type Config struct {
 	// the UDP address the worker takes them on, and HintAdvertise the one
 	// it records for the others (the test's fault relay in front of it).
 	HintListen, HintAdvertise string
+	// Runs: the worker's store reads runs of a queue (driver.RunReader)
+	// on FerretDB too (internal/mongohook), where it would read by ID.
+	Runs bool
 }
 
 // Encode returns the environment entry that makes a process a worker.

@@ -231,9 +231,9 @@ func (r *recorder) over(store driver.Store, hints func(*hint.Feed)) driver.Store
 	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap, Hints: hints}}
 }
 
-// wrap passes on the optional interfaces of s (runs, hints' records):
-// they read claims and markers, or write no document of a key's queue,
-// so there is nothing in them to record.
+// wrap passes on the optional interfaces of s: hints' records, which
+// write no document of a key's queue (nothing to record), and runs,
+// which the recording store counts.
 func (r *recorder) wrap(s driver.Store) driver.Store {
 	return clienthook.PassOptional(&recordingStore{Store: s, rec: r}, s)
 }
@@ -292,6 +292,22 @@ func (s *recordingStore) Insert(ctx context.Context, d driver.Doc) error {
 		s.rec.sawDone(d.Key, d.Token)
 	}
 	return err
+}
+
+// GetRun counts the runs read, for the suite's check that workers that
+// read runs did; they hold claims and markers, nothing to record. A store
+// that reads none answers driver.ErrRunsUnsupported, as one whose server
+// cannot read them does.
+func (s *recordingStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	rr, ok := s.Store.(driver.RunReader)
+	if !ok {
+		return nil, driver.ErrRunsUnsupported
+	}
+	docs, err := rr.GetRun(ctx, key, from, to)
+	if err == nil {
+		s.rec.w.counts.runs.Add(1)
+	}
+	return docs, err
 }
 
 // Get: a read of a done record is noted (when it was sent, and the token
