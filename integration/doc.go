@@ -57,9 +57,11 @@
 // (package hintrelay), whose address it advertises, so every hint sent
 // to it passes the relay. The relay drops a tenth of the hints, sends a
 // tenth twice, holds a tenth back for up to 300 ms while later ones pass
-// (they arrive late and out of order), and beside the hints it passes on
-// sends forgeries (a hint altered under its MAC, or under another key),
-// replays of hints passed on a second or more before, and random bytes.
+// (they arrive late, and those a later one passed are counted as
+// overtaken), and beside the hints it passes on sends forgeries (a hint
+// altered under its MAC, or under another key), replays of hints it passed
+// on a second or more before (the oldest it keeps, if none is that old),
+// and random bytes.
 // TestSIGSTOPHolder's clusters run without hints. Each worker records its
 // hint transport's counts (hint.Stats, EvCounts); a cluster fails if it
 // handed over twenty times or more and no hint woke a waiter before the

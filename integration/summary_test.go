@@ -85,9 +85,9 @@ func (s *suiteSummary) used() error {
 // hintsLine is the summary's hints, and the faults done to them.
 func (s *suiteSummary) hintsLine() string {
 	h, f := s.hints, s.hintFaults
-	return fmt.Sprintf("runs=%d hints{procs=%d sent=%d taken=%d woke=%d rejected=%d refused=%d} hint-faults{relayed=%d dropped=%d duplicated=%d delayed=%d forged=%d replayed=%d garbage=%d}",
+	return fmt.Sprintf("runs=%d hints{procs=%d sent=%d taken=%d woke=%d rejected=%d refused=%d} hint-faults{relayed=%d dropped=%d duplicated=%d delayed=%d (overtaken %d) forged=%d replayed=%d garbage=%d}",
 		s.runs, s.hintProcs, h.Sent, h.Taken, h.Woke, h.Rejected, h.Refused,
-		f.Received, f.Dropped, f.Duplicated, f.Delayed, f.Forged, f.Replayed, f.Garbage)
+		f.Received, f.Dropped, f.Duplicated, f.Delayed, f.Overtaken, f.Forged, f.Replayed, f.Garbage)
 }
 
 // addLateWrites records the late writes of one cluster's proxies.

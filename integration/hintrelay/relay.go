@@ -47,7 +47,9 @@ var Default = Faults{
 type Counts struct {
 	Received, Passed             int64 // datagrams to relay; sent on (once or more, now or late)
 	Dropped, Duplicated, Delayed int64
-	Forged, Replayed, Garbage    int64
+	// Overtaken: delayed datagrams that arrived after one received later.
+	Overtaken                 int64
+	Forged, Replayed, Garbage int64
 }
 
 // Add adds o to c.
@@ -57,6 +59,7 @@ func (c *Counts) Add(o Counts) {
 	c.Dropped += o.Dropped
 	c.Duplicated += o.Duplicated
 	c.Delayed += o.Delayed
+	c.Overtaken += o.Overtaken
 	c.Forged += o.Forged
 	c.Replayed += o.Replayed
 	c.Garbage += o.Garbage
@@ -70,7 +73,10 @@ type Relay struct {
 	to      *net.UDPAddr
 
 	received, passed, dropped, duplicated, delayed atomic.Int64
-	forged, replayed, garbage                      atomic.Int64
+	overtaken, forged, replayed, garbage           atomic.Int64
+	// sentNow counts the datagrams passed on at once: a delayed one
+	// passed on after it grew was overtaken.
+	sentNow atomic.Int64
 
 	mu     sync.Mutex
 	faults Faults
@@ -129,7 +135,7 @@ func (r *Relay) Close() {
 func (r *Relay) Counts() Counts {
 	return Counts{
 		Received: r.received.Load(), Passed: r.passed.Load(), Dropped: r.dropped.Load(),
-		Duplicated: r.duplicated.Load(), Delayed: r.delayed.Load(),
+		Duplicated: r.duplicated.Load(), Delayed: r.delayed.Load(), Overtaken: r.overtaken.Load(),
 		Forged: r.forged.Load(), Replayed: r.replayed.Load(), Garbage: r.garbage.Load(),
 	}
 }
@@ -176,15 +182,21 @@ func (r *Relay) relay(b []byte) {
 		r.duplicated.Add(1)
 		r.send(b)
 		r.send(b)
+		r.sentNow.Add(1)
 	case chance(f.Delay) && f.MaxDelay > 0:
 		r.delayed.Add(1)
 		r.wg.Add(1)
+		before := r.sentNow.Load()
 		time.AfterFunc(rand.N(f.MaxDelay), func() {
 			defer r.wg.Done()
+			if r.sentNow.Load() > before {
+				r.overtaken.Add(1) // counted before it is sent: it is when it arrives
+			}
 			r.send(b)
 		})
 	default:
 		r.send(b)
+		r.sentNow.Add(1)
 	}
 	r.passed.Add(1)
 	r.mu.Lock()

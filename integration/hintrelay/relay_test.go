@@ -99,8 +99,12 @@ func TestRelayFaults(t *testing.T) {
 		send(signed("soon", key))
 		// Up to a second late: "soon" is very likely first; both arrive.
 		got := read(2)
-		if n := r.Counts(); n.Delayed != 1 || n.Passed != 2 {
+		n := r.Counts()
+		if n.Delayed != 1 || n.Passed != 2 {
 			t.Errorf("counts %+v; got %q", n, got)
+		}
+		if overtaken := string(got[0][:4]) == "soon"; overtaken != (n.Overtaken == 1) {
+			t.Errorf("arrived %q; counted overtaken %d", got, n.Overtaken)
 		}
 	})
 	t.Run("forgeries", func(t *testing.T) {
