@@ -99,6 +99,7 @@ type clientConfig struct {
 	spanSet      bool          // the span was set (ClientWithBucketSpan): refuse another
 	idleAge      time.Duration // compact keys idle this long; 0: never sweep
 	observer     *Observer     // nil: none (ClientWithObserver)
+	onHints      func(*hint.Feed)
 	bug          chain.Bug
 	wrapStore    func(driver.Store) driver.Store
 	raw          func(clienthook.Raw) // given the Client's protocol calls
@@ -242,6 +243,9 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	})
 	if cfg.raw != nil {
 		cfg.raw(raw{c})
+	}
+	if hf, ok := c.feed.(*hint.Feed); ok && cfg.onHints != nil {
+		cfg.onHints(hf)
 	}
 	return c, nil
 }

@@ -33,6 +33,7 @@ func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
 	}
 	c.wrapStore = s.WrapStore
 	c.raw = s.Raw
+	c.onHints = s.Hints // given the hint transport, if any
 	c.judgedOver = s.JudgedOver
 	return h.Store
 }

@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/integration/faultproxy"
+	"github.com/go-dsync/dsync/integration/hintrelay"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/register"
 	"github.com/go-dsync/dsync/integration/worker"
@@ -42,6 +43,12 @@ type cluster struct {
 	// viaProxy: each worker reaches the server through a proxy of its own.
 	viaProxy bool
 	proxies  map[string]*faultproxy.Proxy
+
+	// hints: the workers take direct hints (hinted ones, hints_test.go),
+	// each through a relay of its own, from the port in hintListen.
+	hints      bool
+	relays     map[string]*hintrelay.Relay
+	hintListen map[string]string
 
 	faults *history.Writer
 
@@ -76,7 +83,8 @@ func newCluster(t *testing.T, uri string, db *mongo.Database, base worker.Config
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, dir: dir, uri: uri, db: db, base: base, faults: f,
-		procs: make(map[string]*proc), proxies: make(map[string]*faultproxy.Proxy)}
+		procs: make(map[string]*proc), proxies: make(map[string]*faultproxy.Proxy),
+		hints: true, relays: make(map[string]*hintrelay.Relay), hintListen: make(map[string]string)}
 	c.log.changed = make(chan struct{})
 	t.Cleanup(c.cleanup)
 	return c
@@ -95,6 +103,9 @@ func (c *cluster) cleanup() {
 	}
 	for _, px := range c.proxies {
 		px.Close()
+	}
+	for _, r := range c.relays {
+		r.Close()
 	}
 	c.faults.Close()
 	if c.t.Failed() {
@@ -139,6 +150,10 @@ func (c *cluster) start(name string, mod func(*worker.Config)) *proc {
 	cfg := c.base
 	cfg.Name = name
 	cfg.URI = c.workerURI(name)
+	cfg.Runs = readsRuns(name)
+	if c.hints && hinted(name) {
+		cfg.HintListen, cfg.HintAdvertise = c.hintAddrs(name)
+	}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -488,6 +503,7 @@ func (c *cluster) check(expect ...string) *history.Report {
 		c.t.Errorf("VIOLATION %v", v)
 	}
 	c.lateWrites()
+	c.checkCounts(r)
 	detected := true
 	for _, k := range expect {
 		if !r.Has(k) {

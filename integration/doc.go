@@ -49,6 +49,35 @@
 // (TestOnceUnderFaults: no run after its record was confirmed or seen,
 // every record names a run that succeeded).
 //
+// # Direct hints
+//
+// Most clusters run with direct hints on (dsync.ClientWithHints): every
+// worker but w3, which waits as a process without hints does beside the
+// others, takes hints on a loopback UDP port behind a relay of its own
+// (package hintrelay), whose address it advertises, so every hint sent
+// to it passes the relay. The relay drops a tenth of the hints, sends a
+// tenth twice, holds a tenth back for up to 300 ms while later ones pass
+// (they arrive late, and those a later one passed are counted as
+// overtaken), and beside the hints it passes on sends forgeries (a hint
+// altered under its MAC, or under another key), replays of hints it passed
+// on a second or more before (the oldest it keeps, if none is that old),
+// and random bytes.
+// TestSIGSTOPHolder's clusters run without hints. Each worker records its
+// hint transport's counts (hint.Stats, EvCounts); a cluster fails if it
+// handed over twenty times or more and no hint woke a waiter before the
+// store's feed did, or if its relays forged or replayed hints (five or
+// more) and its workers rejected or refused none; the run fails if no
+// hint woke a waiter at all. The summary line counts the hints and the
+// faults done to them.
+//
+// # Runs
+//
+// The odd-numbered workers (w1, w3) read a key's queue a run at a time
+// (driver.RunReader), which the MongoDB driver declines on FerretDB for
+// its cost: internal/mongohook turns it on for them, so that walks by
+// runs and walks by ID meet in every cluster. Each worker counts the runs
+// it read (EvCounts); the run fails if no worker read one.
+//
 // # Requests delivered late
 //
 // A request can reach the server long after its sender gave up on it,
@@ -99,6 +128,10 @@
 // testing this package alone from its directory): workers, holds,
 // handoffs, faults by kind, the writes applied after their sender gave up
 // (late-applied-writes=N, of the late writes the proxies delivered, under
-// any fault, and how many of the N were session renewals), violations, the largest loss-signal lateness, and the
-// negative controls detected.
+// any fault, and how many of the N were session renewals), the runs
+// read, the hints
+// (processes that took them; sent, taken, waiters woken first, rejected,
+// refused) and the relays' faults (datagrams relayed, dropped,
+// duplicated, delayed, forged, replayed, garbage), violations, the
+// largest loss-signal lateness, and the negative controls detected.
 package integration

@@ -161,6 +161,7 @@ func sigstopBeforeUnlock(t *testing.T) {
 	cfg := baseConfig()
 	cfg.UnlockWindow = 100 * time.Millisecond
 	c := sharedCluster(t, cfg)
+	c.hints = false // the suite's clusters without hints
 	c.startN(3, nil)
 	from := 0
 	n := rounds(2, 20)
@@ -221,6 +222,7 @@ func sigstop(t *testing.T, reg string) {
 	cfg.Register = reg
 	cfg.Window = 100 * time.Millisecond
 	c := sharedCluster(t, cfg)
+	c.hints = false // the suite's clusters without hints
 	c.startN(3, nil)
 	from := 0
 	// Unfenced: until enough stale writes went through (a write whose

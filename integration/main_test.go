@@ -22,6 +22,10 @@ func TestMain(m *testing.M) {
 	}
 	code := mongotest.Run(m)
 	fmt.Println(summary.line())
+	if err := summary.used(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-dsync/dsync/integration/hintrelay"
 	"github.com/go-dsync/dsync/integration/history"
 )
 
@@ -36,6 +37,57 @@ type suiteSummary struct {
 	// those of them the server applied, and the session renewals among
 	// those.
 	lateWrites, lateApplied, lateRenewals int
+	// Direct hints: the processes that took them, what they counted, and
+	// the faults the relays injected.
+	hintProcs  int
+	hints      history.HintCounts
+	hintFaults hintrelay.Counts
+	// runs: runs of a queue read by the workers that read runs.
+	runs uint64
+}
+
+// addRuns records the runs one cluster's workers read.
+func (s *suiteSummary) addRuns(n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs += n
+}
+
+// addHints records the hints of one cluster.
+func (s *suiteSummary) addHints(procs int, h history.HintCounts, faults hintrelay.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hintProcs += procs
+	s.hints.Sent += h.Sent
+	s.hints.Received += h.Received
+	s.hints.Rejected += h.Rejected
+	s.hints.Refused += h.Refused
+	s.hints.Taken += h.Taken
+	s.hints.Woke += h.Woke
+	s.hintFaults.Add(faults)
+}
+
+// used fails a run in which processes took hints and no hint woke a
+// waiter, or no worker read a run of a queue: it would pass with hints or
+// runs broken.
+func (s *suiteSummary) used() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hintProcs > 0 && s.hints.Woke == 0 {
+		return fmt.Errorf("integration: %d processes took hints, and no hint woke a waiter", s.hintProcs)
+	}
+	if s.workers > 0 && s.runs == 0 {
+		return fmt.Errorf("integration: no worker read a run of a queue: the walks by runs met no fault")
+	}
+	return nil
+}
+
+// hintsLine is the summary's hints, and the faults done to them.
+func (s *suiteSummary) hintsLine() string {
+	h, f := s.hints, s.hintFaults
+	return fmt.Sprintf("runs=%d hints{procs=%d sent=%d taken=%d woke=%d rejected=%d refused=%d} hint-faults{relayed=%d dropped=%d duplicated=%d delayed=%d (overtaken %d) forged=%d replayed=%d garbage=%d}",
+		s.runs, s.hintProcs, h.Sent, h.Taken, h.Woke, h.Rejected, h.Refused,
+		f.Received, f.Dropped, f.Duplicated, f.Delayed, f.Overtaken, f.Forged, f.Replayed, f.Garbage)
 }
 
 // addLateWrites records the late writes of one cluster's proxies.
@@ -101,7 +153,7 @@ func (s *suiteSummary) line() string {
 	if s.maxLateSet {
 		late = fmt.Sprintf("%v (margin %v)", s.maxLate.Round(10*time.Microsecond), s.maxMargin)
 	}
-	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} late-applied-writes=%d (of %d late; %d renewals) violations=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
+	return fmt.Sprintf("integration summary: workers=%d histories=%d holds=%d handoffs=%d losses=%d (%d while paused or stalled) stalls=%d (max %v) faults{%s} late-applied-writes=%d (of %d late; %d renewals) %s violations=%d max-loss-signal-lateness=%s negative-controls=%d/%d detected",
 		s.workers, s.histories, s.holds, s.handoffs, s.losses, s.excused, s.stalls, s.maxStall.Round(time.Millisecond), strings.Join(faults, " "),
-		s.lateApplied, s.lateWrites, s.lateRenewals, s.violations, late, s.detected, s.negatives)
+		s.lateApplied, s.lateWrites, s.lateRenewals, s.hintsLine(), s.violations, late, s.detected, s.negatives)
 }

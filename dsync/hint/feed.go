@@ -61,6 +61,7 @@ type Feed struct {
 	id    string // this process's peer ID
 
 	following atomic.Bool
+	counts    counters // what Stats reports
 	// ready is closed once this process listens, has read the hint key
 	// and the others' records, and has said hello; or when it cannot
 	// listen.
@@ -267,6 +268,7 @@ func (i innerHandler) Down(err error, off bool) {
 }
 
 func (i innerHandler) Event(e driver.Event) {
+	i.f.counts.endArrived(e, false) // the store's feed came first
 	i.f.deliver(func(h driver.FeedHandler) { h.Event(e) })
 }
 
@@ -277,6 +279,7 @@ func (i innerHandler) Event(e driver.Event) {
 // does not listen, has not read the hint key yet, or knows no other
 // process), so that a waiter announces itself again at its next look.
 func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
+	f.counts.announced(e)
 	if f.inner != nil && f.innerLive.Load() {
 		f.send(e)
 		return f.inner.Publish(ctx, e)

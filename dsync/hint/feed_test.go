@@ -158,6 +158,11 @@ func TestHintsGoWhereTheyAreUsed(t *testing.T) {
 	if n := other.rec.count(func(e driver.Event) bool { return e.Kind == driver.Ended }); n != 0 {
 		t.Errorf("a process that waits for nothing of the key received %d ends", n)
 	}
+	// The end woke the waiter that announced it waits for it, and no one
+	// else: Stats.Woke counts it once.
+	if w, o := waiter.f.Stats(), owner.f.Stats(); w.Woke != 1 || o.Woke != 0 || w.Taken == 0 || o.Sent == 0 {
+		t.Errorf("stats: waiter %+v, owner %+v; want the waiter woken once", w, o)
+	}
 }
 
 // TestHintsEndToAllWhenNoneAnnounced: an end of a key nobody announced
@@ -221,6 +226,12 @@ func TestHintsForgedLateAndReplayedAreDropped(t *testing.T) {
 		if n := a.rec.count(about(k)); n != want {
 			t.Errorf("%s hints handed on: %d, want %d", k, n, want)
 		}
+	}
+	// Counted as they were dropped: the forged one rejected, the late one
+	// and the replay refused (hellos of no other process are in this
+	// store, so the counts are exact).
+	if s := a.f.Stats(); s.Received != 5 || s.Rejected != 1 || s.Refused != 2 || s.Taken != 2 || s.Woke != 0 {
+		t.Errorf("stats %+v; want 5 received, 1 rejected, 2 refused, 2 taken", s)
 	}
 }
 

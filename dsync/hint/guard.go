@@ -2,6 +2,7 @@ package hint
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -38,6 +39,8 @@ type guard struct {
 	rate float64                // hints taken per second, at most, on average
 	cap  float64                // and at once (the bucket's size)
 
+	refused, taken atomic.Uint64 // what admit decided (Stats)
+
 	mu     sync.Mutex
 	seen   map[seenID]time.Time // sent times of the hints taken lately
 	tokens float64
@@ -50,6 +53,16 @@ func newGuard(now func() driver.Interval, mono func() time.Duration, rate float6
 
 // admit reports whether m is acted upon, and takes a token if so.
 func (g *guard) admit(m msg) bool {
+	if !g.check(m) {
+		g.refused.Add(1)
+		return false
+	}
+	g.taken.Add(1)
+	return true
+}
+
+// check is admit, uncounted.
+func (g *guard) check(m msg) bool {
 	now := g.now()
 	if m.sent.Before(now.Earliest.Add(-maxAge)) || m.sent.After(now.Latest.Add(maxAge)) {
 		return false

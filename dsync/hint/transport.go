@@ -90,6 +90,7 @@ func (f *Feed) sendTo(m msg, to []*net.UDPAddr) (sent int) {
 		}
 		sent++
 	}
+	f.counts.sent.Add(uint64(sent))
 	return sent
 }
 
@@ -107,7 +108,9 @@ func (f *Feed) receive() {
 			}
 			continue
 		}
+		f.counts.received.Add(1)
 		if n > maxDatagram {
+			f.counts.rejected.Add(1)
 			continue
 		}
 		f.take(buf[:n])
@@ -121,10 +124,15 @@ func (f *Feed) take(b []byte) {
 	key := f.key
 	f.mu.Unlock()
 	if key == nil {
+		f.counts.rejected.Add(1)
 		return // not yet read from the store: nothing can be checked
 	}
 	m, err := decode(b, key)
-	if err != nil || m.from == f.id {
+	if err != nil {
+		f.counts.rejected.Add(1)
+		return
+	}
+	if m.from == f.id {
 		return
 	}
 	if !f.guard.admit(m) {
@@ -136,6 +144,7 @@ func (f *Feed) take(b []byte) {
 		f.noteInterest(m.key, m.addr, m.until)
 	}
 	if e, ok := m.event(); ok {
+		f.counts.endArrived(e, true)
 		f.deliver(func(h driver.FeedHandler) { h.Event(e) })
 	}
 }

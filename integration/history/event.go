@@ -70,6 +70,12 @@ const (
 	// says which). Tokens, and the leaders observers see, may start
 	// again from then on; no two holds may overlap across it.
 	EvReset = "reset"
+	// EvCounts: what the worker counted since it began, written every so
+	// often while it changes: its hint transport's counts (Hints:
+	// hint.Stats; nil if hints are off) and the runs of a queue its
+	// engine read (Runs). The checker ignores it; the suite adds up each
+	// process's last.
+	EvCounts = "counts"
 )
 
 // Deadline sources.
@@ -124,6 +130,19 @@ type Event struct {
 	// (Info.Value) and its revision within the term (Info.Rev).
 	Adv string `json:"adv,omitempty"`
 	Rev uint64 `json:"rev,omitempty"`
+	// EvCounts only.
+	Hints *HintCounts `json:"hints,omitempty"`
+	Runs  uint64      `json:"runs,omitempty"`
+}
+
+// HintCounts is a worker's hint.Stats, as EvCounts records it.
+type HintCounts struct {
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"recv"`
+	Rejected uint64 `json:"rejected"`
+	Refused  uint64 `json:"refused"`
+	Taken    uint64 `json:"taken"`
+	Woke     uint64 `json:"woke"`
 }
 
 // Modes of holds (Event.Mode). The empty mode is exclusive.

@@ -49,6 +49,13 @@ type Config struct {
 	// ConnectTimeout is the client's connectTimeoutMS, which is also how
 	// long the driver waits for a heartbeat; 0: 2 s.
 	ConnectTimeout time.Duration
+	// HintListen, if set, turns direct hints on (dsync.ClientWithHints):
+	// the UDP address the worker takes them on, and HintAdvertise the one
+	// it records for the others (the test's fault relay in front of it).
+	HintListen, HintAdvertise string
+	// Runs: the worker's store reads runs of a queue (driver.RunReader)
+	// on FerretDB too (internal/mongohook), where it would read by ID.
+	Runs bool
 }
 
 // Encode returns the environment entry that makes a process a worker.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
@@ -225,11 +226,17 @@ type recordingStore struct {
 
 // over returns store for dsync.NewClient, such that the Client calls it
 // through the recorder.
-func (r *recorder) over(store driver.Store) driver.Store {
-	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap}}
+// hints, if the Client has direct hints, is given their transport.
+func (r *recorder) over(store driver.Store, hints func(*hint.Feed)) driver.Store {
+	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap, Hints: hints}}
 }
 
-func (r *recorder) wrap(s driver.Store) driver.Store { return &recordingStore{Store: s, rec: r} }
+// wrap passes on the optional interfaces of s: hints' records, which
+// write no document of a key's queue (nothing to record), and runs,
+// which the recording store counts.
+func (r *recorder) wrap(s driver.Store) driver.Store {
+	return clienthook.PassOptional(&recordingStore{Store: s, rec: r}, s)
+}
 
 // InsertSession: generation 0 opens a session; a later one is a renewal
 // (after one of unknown outcome).
@@ -285,6 +292,22 @@ func (s *recordingStore) Insert(ctx context.Context, d driver.Doc) error {
 		s.rec.sawDone(d.Key, d.Token)
 	}
 	return err
+}
+
+// GetRun counts the runs read, for the suite's check that workers that
+// read runs did; they hold claims and markers, nothing to record. A store
+// that reads none answers driver.ErrRunsUnsupported, as one whose server
+// cannot read them does.
+func (s *recordingStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	rr, ok := s.Store.(driver.RunReader)
+	if !ok {
+		return nil, driver.ErrRunsUnsupported
+	}
+	docs, err := rr.GetRun(ctx, key, from, to)
+	if err == nil {
+		s.rec.w.counts.runs.Add(1)
+	}
+	return docs, err
 }
 
 // Get: a read of a done record is noted (when it was sent, and the token

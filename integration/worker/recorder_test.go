@@ -244,3 +244,17 @@ func TestRecordingStore(t *testing.T) {
 		t.Fatal("a hold in a session the store said is gone counted")
 	}
 }
+
+// The recording store passes on the store's runs and hints' records: a
+// worker's engine walks a queue a run at a time, as it would without the
+// recorder (where the store reads runs).
+func TestRecorderPassesOptional(t *testing.T) {
+	r, _ := testRecorder(t, time.Second)
+	s := r.wrap(memory.New())
+	if _, ok := s.(driver.RunReader); !ok {
+		t.Error("the recording store hides driver.RunReader")
+	}
+	if _, ok := s.(driver.PeerStore); !ok {
+		t.Error("the recording store hides driver.PeerStore")
+	}
+}

@@ -33,6 +33,7 @@ import (
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/register"
+	"github.com/go-dsync/dsync/internal/mongohook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -50,6 +51,7 @@ type worker struct {
 	seq    atomic.Int64
 	// endHolds counts SIGUSR2s: a hold ends when it changes.
 	endHolds atomic.Int64
+	counts   counts
 }
 
 // Main runs a worker until it is told to stop, and returns the exit code.
@@ -130,6 +132,7 @@ func (w *worker) run() error {
 	db := client.Database(cfg.DB)
 
 	w.rec = newRecorder(w, cfg.TTL)
+	w.reportCounts()
 
 	regName := StoredKey(cfg.Mode, cfg.Key)
 	if cfg.Mode == ModeElection {
@@ -154,6 +157,7 @@ func (w *worker) run() error {
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
+	w.flushCounts()
 	w.emit(history.Event{Ev: history.EvExit, Err: errString(err)})
 	return err
 }
@@ -189,7 +193,13 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, [
 	if cfg.Renew > 0 {
 		copts = append(copts, dsync.WithRenewInterval(cfg.Renew))
 	}
-	c, err := dsync.NewClient(w.rec.over(store), copts...)
+	if cfg.HintListen != "" {
+		copts = append(copts, dsync.ClientWithHints(cfg.HintListen, cfg.HintAdvertise))
+	}
+	if cfg.Runs {
+		mongohook.ReadRuns(store)
+	}
+	c, err := dsync.NewClient(w.rec.over(store, w.takeHints), copts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -23,8 +24,14 @@ type Settings struct {
 	// locks again after a takeover waits for the owner it took over from.
 	RelockWindow time.Duration
 	// WrapStore wraps the Client's store: the Client calls the store
-	// through what it returns, and takes the feed from the store itself.
+	// through what it returns, and takes the feed, the key checks and the
+	// hints' records from the store itself. Its engine reads runs
+	// (driver.RunReader) only through what WrapStore returns: a wrapper
+	// that embeds driver.Store passes them on with PassOptional.
 	WrapStore func(driver.Store) driver.Store
+	// Hints, if set, is given the Client's hint transport when it is made
+	// with direct hints (dsync.ClientWithHints), for its Stats.
+	Hints func(*hint.Feed)
 	// Raw, if set, is given the Client's protocol calls when it is made.
 	Raw func(Raw)
 	// JudgedOver, if set, runs each time a session of the Client is

@@ -1,0 +1,15 @@
+// Package mongohook lets tests outside dsync/mongo set what only tests
+// may set on a dsyncmongo.Store. It is internal, so users cannot reach
+// it, and it holds no state but the hook package dsyncmongo installs.
+package mongohook
+
+import "github.com/go-dsync/dsync/dsync/driver"
+
+// ReadRuns makes store, a *dsyncmongo.Store not yet in use, read runs of
+// a key's queue (driver.RunReader) on FerretDB too, where it answers
+// driver.ErrRunsUnsupported because FerretDB decodes the whole collection
+// for such a find: slower, but the same find and the same order, so that
+// the integration suite's workers, which run on the embedded FerretDB,
+// walk queues by runs under its faults. Package dsyncmongo installs it
+// (nil in a program that does not link dsyncmongo).
+var ReadRuns func(store driver.Store)
