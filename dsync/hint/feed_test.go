@@ -2,8 +2,10 @@ package hint
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []driver.Event
-	downs  []bool // each Down's off
+	downs  []bool  // each Down's off
+	errs   []error // and its error
 	lives  int
 	got    chan struct{} // notified on each event
 }
@@ -24,9 +27,10 @@ type recorder struct {
 func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1024)} }
 
 func (r *recorder) Live(uint64) { r.mu.Lock(); r.lives++; r.mu.Unlock() }
-func (r *recorder) Down(_ error, off bool) {
+func (r *recorder) Down(err error, off bool) {
 	r.mu.Lock()
 	r.downs = append(r.downs, off)
+	r.errs = append(r.errs, err)
 	r.mu.Unlock()
 }
 func (r *recorder) Event(e driver.Event) {
@@ -79,8 +83,9 @@ func about(key string) func(driver.Event) bool {
 
 // follower is a Feed that follows, and what it received.
 type follower struct {
-	f   *Feed
-	rec *recorder
+	f    *Feed
+	rec  *recorder
+	stop func()
 }
 
 // follow starts a Feed on store (inner: the store's own feed, or nil) on
@@ -88,15 +93,25 @@ type follower struct {
 // itself.
 func follow(t *testing.T, store driver.Store, inner driver.Feed) follower {
 	t.Helper()
+	return followWith(t, store, inner, nil)
+}
+
+// followWith is follow, with set (if not nil) called on the Feed before
+// it follows.
+func followWith(t *testing.T, store driver.Store, inner driver.Feed, set func(*Feed)) follower {
+	t.Helper()
 	f, err := New(store, inner, Config{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(f)
 	}
 	rec := newRecorder()
 	stop := f.Follow(rec)
 	t.Cleanup(stop)
 	waitUntil(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.key != nil })
-	return follower{f, rec}
+	return follower{f, rec, stop}
 }
 
 // knows waits until a knows b (by a's record read or b's hello).
@@ -129,7 +144,7 @@ func TestHintsGoWhereTheyAreUsed(t *testing.T) {
 	owner, waiter, other := follow(t, store, nil), follow(t, store, nil), follow(t, store, nil)
 	for _, a := range []follower{owner, waiter, other} {
 		for _, b := range []follower{owner, waiter, other} {
-			if a != b {
+			if a.f != b.f {
 				knows(t, a, b)
 			}
 		}
@@ -250,32 +265,27 @@ func (i *innerFeed) handler() driver.FeedHandler {
 	return i.h
 }
 
-// TestHintsComposeWithTheStoresFeed: the store's feed's events and state
-// pass through; events go through it only while it is live; and a store
-// feed that is off for good is passed on as down, not off, since hints
-// still carry events.
+// TestHintsComposeWithTheStoresFeed: while no hint has reached this
+// process, the store's feed's events and state pass through; events go
+// through it only while it is live; and a store feed that is off for
+// good is passed on as down, not off, since hints still carry events.
 func TestHintsComposeWithTheStoresFeed(t *testing.T) {
 	store := memory.New()
 	inner := &innerFeed{}
 	a := follow(t, store, inner)
-	b := follow(t, store, nil)
-	knows(t, a, b)
 	if a.f.Replay() != 7*time.Second {
 		t.Errorf("Replay = %v, want the store feed's", a.f.Replay())
 	}
 	ctx := context.Background()
 	h := inner.handler()
-	// Not live yet: a hint only.
+	// Not live yet: a hint only (to nobody: no other process).
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k1", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k1"))
 	h.Live(1)
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k2", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k2"))
 	h.Event(driver.Event{Kind: driver.Ended, Key: "from-store", Epoch: 1, Proc: "z"})
 	a.rec.waitFor(t, about("from-store"))
 	h.Down(nil, true)
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k3", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k3"))
 	inner.mu.Lock()
 	published := inner.published
 	inner.mu.Unlock()
@@ -286,6 +296,96 @@ func TestHintsComposeWithTheStoresFeed(t *testing.T) {
 	defer a.rec.mu.Unlock()
 	if a.rec.lives != 1 || len(a.rec.downs) != 1 || a.rec.downs[0] {
 		t.Errorf("handler told %d Live, Downs %v; want 1 Live and one Down, not off", a.rec.lives, a.rec.downs)
+	}
+	if a.f.Paused() {
+		t.Error("paused with no hint taken")
+	}
+}
+
+// pausingInner is an innerFeed that can be paused (driver.FeedPauser).
+type pausingInner struct {
+	innerFeed
+	pauses []bool
+}
+
+func (p *pausingInner) Pause(paused bool) {
+	p.mu.Lock()
+	p.pauses = append(p.pauses, paused)
+	p.mu.Unlock()
+}
+
+// TestStoresFeedPausedWhileHintsReach: once a hint from another process
+// reaches it, a process stops reading the store's feed (its handler is
+// told the feed is down, paused; the store's feed is paused; what it
+// still delivers is dropped; events go by hints only), and reads it again
+// once no hint came for reachedFor (the store's feed says Live again).
+func TestStoresFeedPausedWhileHintsReach(t *testing.T) {
+	store := memory.New()
+	inner := &pausingInner{}
+	a := followWith(t, store, inner, func(f *Feed) { f.reachedFor, f.reachCheck = 300*time.Millisecond, 20*time.Millisecond })
+	h := inner.handler()
+	h.Live(1)
+	b := follow(t, store, nil) // says hello to a
+	waitUntil(t, a.f.Paused)
+	a.rec.mu.Lock()
+	errs := slices.Clone(a.rec.errs)
+	a.rec.mu.Unlock()
+	if len(errs) != 1 || !errors.Is(errs[0], ErrStoreFeedPaused) {
+		t.Fatalf("handler told Downs %v, want one, paused", errs)
+	}
+	h.Event(driver.Event{Kind: driver.Ended, Key: "from-store", Epoch: 1, Proc: "z"})
+	knows(t, a, b)
+	_ = a.f.Publish(context.Background(), driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "a"})
+	b.rec.waitFor(t, about("k"))
+	inner.mu.Lock()
+	published := len(inner.published)
+	inner.mu.Unlock()
+	if published != 0 {
+		t.Errorf("the paused store's feed was sent %d events", published)
+	}
+	if n := a.rec.count(about("from-store")); n != 0 {
+		t.Errorf("an event of the paused store's feed was handed on")
+	}
+	// b goes: no hint comes any more, and the feed is resumed.
+	b.stop()
+	waitUntil(t, func() bool { return !a.f.Paused() })
+	inner.mu.Lock()
+	pauses := slices.Clone(inner.pauses)
+	inner.mu.Unlock()
+	if !slices.Equal(pauses, []bool{true, false}) {
+		t.Errorf("store's feed told Pause %v, want true then false", pauses)
+	}
+	h.Live(2)
+	a.rec.mu.Lock()
+	lives := a.rec.lives
+	a.rec.mu.Unlock()
+	if lives != 2 {
+		t.Errorf("handler told %d Live, want 2 (before the pause, and as the feed came back)", lives)
+	}
+}
+
+// TestHeldGoesOnlyToTheClaimsWaiters: a Held hint goes to the processes
+// that announced they wait for that very claim, never to the others.
+func TestHeldGoesOnlyToTheClaimsWaiters(t *testing.T) {
+	store := memory.New()
+	owner, waiter, other := follow(t, store, nil), follow(t, store, nil), follow(t, store, nil)
+	for _, f := range []follower{waiter, other} {
+		knows(t, f, owner)
+	}
+	ctx := context.Background()
+	until := store.ServerTime().Latest.Add(time.Minute)
+	_ = waiter.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 7, Until: until, Proc: "w"})
+	_ = other.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 8, Until: until, Proc: "o"})
+	owner.rec.waitFor(t, func(e driver.Event) bool { return e.Epoch == 7 })
+	owner.rec.waitFor(t, func(e driver.Event) bool { return e.Epoch == 8 })
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Held, Key: "k", Epoch: 7, Proc: "x"})
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Held, Key: "k", Epoch: 7, Proc: "x"})
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "marker", Epoch: 1, Proc: "x"})
+	held := func(e driver.Event) bool { return e.Kind == driver.Held }
+	waiter.rec.waitFor(t, held)
+	other.rec.waitFor(t, about("marker"))
+	if n := other.rec.count(held); n != 0 {
+		t.Errorf("a process waiting for another claim got %d Held hints", n)
 	}
 }
 

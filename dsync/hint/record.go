@@ -13,8 +13,9 @@ import (
 // keepRecord reads the hint key, records this process in the store and
 // reads the others' records, until ctx ends: at once (retrying at
 // doubling intervals until it succeeds), then every refreshEvery. After
-// its first success it says hello to every process recorded, so that
-// they send to this one without waiting for their next read.
+// each success it says hello to every process recorded, so that they
+// send to this one without waiting for their next read (the first time),
+// and answer it (pause.go).
 func (f *Feed) keepRecord(ctx context.Context) {
 	wait, first := time.Duration(0), true
 	for {
@@ -33,9 +34,11 @@ func (f *Feed) keepRecord(ctx context.Context) {
 			wait = min(max(2*wait, retryFirst), refreshEvery)
 			continue
 		}
+		// Hello after every refresh, not only the first: the others'
+		// answers tell this process that hints still reach it (pause.go).
+		f.hello()
 		if first {
 			first = false
-			f.hello()
 			f.setReady()
 		}
 		wait = refreshEvery
