@@ -17,8 +17,8 @@ import (
 // wait blocks a waiter whose claim of key is behind blocker until
 // blocker's end may have been recorded: an Ended event for it, the moment
 // its session can have expired, or the poll interval (the safety poll
-// interval while the stream is live, or while the blocker's owner tells
-// this process by Held hints that it has not ended: wake_held.go). It
+// interval while the stream is live; later while the blocker's owner
+// tells this process by Held hints that it has not ended: wake_held.go). It
 // returns nil to walk again, or ctx's cause.
 func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
 	k := waitKey{key, blocker.Epoch}

@@ -12,8 +12,8 @@ import (
 // at once and then every half poll interval until the claim ends, that
 // the claim has not ended (driver.Held, carried by hints only, to the
 // processes that announced they wait for that claim). A waiter that
-// hears so sleeps past its poll interval, up to the safety poll, for as
-// long as it keeps hearing so: the Held hints are what tells it that
+// hears so sleeps past its poll interval for as long as it keeps
+// hearing so (lookAt): the Held hints are what tells it that
 // hints from that owner reach it. An end lost, or Held hints lost, cost
 // it at most the poll interval: it looks once a poll interval has passed
 // since the last Held it heard. A waiter behind a claim of its own
@@ -115,7 +115,13 @@ func (w *wakeups) trusted(k waitKey) bool {
 
 // lookAt is when a waiter for k that began waiting at start, and would
 // look again at base, looks again: later while it is trusted
-// (trustedLocked), but not past a safety poll interval after start.
+// (trustedLocked). Behind a claim of ours, not past a safety poll
+// interval after start, as with the store's stream live. Behind another
+// process's claim, a poll interval after the last Held hint, however
+// long they come: every way the claim can end is covered without the
+// safety poll, its end by the Held hints that stop (and the Ended hint),
+// its session's expiry by the read of the session wait makes at that
+// moment. So an idle waiter costs the store its renewals and that read.
 func (w *wakeups) lookAt(k waitKey, start, base time.Duration) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -126,6 +132,6 @@ func (w *wakeups) lookAt(k waitKey, start, base time.Duration) time.Duration {
 	case !bounded:
 		return max(base, start+w.env.safetyPoll)
 	default:
-		return max(base, min(until, start+w.env.safetyPoll))
+		return max(base, until)
 	}
 }

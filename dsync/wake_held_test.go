@@ -135,8 +135,9 @@ func heldHandoff(t *testing.T, net *hintNet, rc *readCounter) (owner *Mutex, loc
 // TestHeldHintsSpareTheWaitersLooks: a waiter in a process that reads no
 // store stream (hints reach it), whose claim's owner tells it by Held
 // hints that the claim has not ended, does not poll: over 8 s it reads
-// the store twice at most (without Held hints, every 100 ms poll), and it
-// holds as the owner's end comes.
+// the store twice at most (without Held hints, every 100 ms poll), over
+// a minute only the holder's session as it may expire (no safety poll),
+// and it holds as the owner's end comes.
 func TestHeldHintsSpareTheWaitersLooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net, rc := &hintNet{}, &readCounter{}
@@ -145,6 +146,14 @@ func TestHeldHintsSpareTheWaitersLooks(t *testing.T) {
 		time.Sleep(8 * time.Second)
 		if n := rc.reads.Load() - before; n > 2 {
 			t.Errorf("the waiter read the store %d times in 8 s while Held hints came", n)
+		}
+		// Over a minute: the holder's session each time it may have
+		// expired (a TTL of 15 s, renewed every 5 s), nothing else.
+		before = rc.reads.Load()
+		time.Sleep(time.Minute)
+		t.Logf("reads in a minute: %d", rc.reads.Load()-before)
+		if n := rc.reads.Load() - before; n > 6 {
+			t.Errorf("the waiter read the store %d times in a minute while Held hints came, want the holder's session every 10 s or so", n)
 		}
 		start := time.Now()
 		owner.Unlock()
