@@ -44,10 +44,13 @@ const (
 
 // How a process keeps its record in the store: it records itself for
 // recordFor, again every refreshEvery, and reads the others' records and
-// the hint key then too.
+// the hint key then too; while hints reach it, it records itself every
+// putEvery and reads every fullEvery (record.go).
 const (
 	recordFor    = 2 * time.Minute
 	refreshEvery = 30 * time.Second
+	putEvery     = time.Minute
+	fullEvery    = 4 * time.Minute
 	retryFirst   = time.Second
 )
 
@@ -84,8 +87,10 @@ type Feed struct {
 	paused    atomic.Bool
 	lastHeard atomic.Int64
 	pmu       sync.Mutex
-	// reachedFor and reachCheck: pause.go's constants (tests shorten them).
+	// reachedFor and reachCheck: pause.go's constants, and every,
+	// record.go's (tests shorten them).
 	reachedFor, reachCheck time.Duration
+	every                  struct{ refresh, put, full time.Duration }
 
 	hmu sync.Mutex // serializes calls of the handler
 	h   driver.FeedHandler
@@ -136,6 +141,7 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		reachedFor: reachedFor,
 		reachCheck: reachCheck,
 	}
+	f.every.refresh, f.every.put, f.every.full = refreshEvery, putEvery, fullEvery
 	f.guard = newGuard(store.ServerTime, func() time.Duration { return time.Since(f.origin) }, f.cfg.Rate, f.cfg.Burst)
 	return f, nil
 }

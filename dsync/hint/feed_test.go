@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -502,4 +503,57 @@ func TestFirstAnnouncementWaitsForReady(t *testing.T) {
 		t.Fatalf("Publish: %v", err)
 	}
 	other.rec.waitFor(t, about("k"))
+}
+
+// peerCounts is a store in memory that counts the calls of its
+// driver.PeerStore methods.
+type peerCounts struct {
+	*memory.Store
+	keys, puts, reads atomic.Int64
+}
+
+func (p *peerCounts) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	p.keys.Add(1)
+	return p.Store.HintKey(ctx, key)
+}
+
+func (p *peerCounts) PutPeer(ctx context.Context, pr driver.Peer) error {
+	p.puts.Add(1)
+	return p.Store.PutPeer(ctx, pr)
+}
+
+func (p *peerCounts) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	p.reads.Add(1)
+	return p.Store.Peers(ctx, after)
+}
+
+// TestRecordKeptLightlyWhileHintsReach: a process that no hint reaches
+// reads the key and the others' records and writes its own at every
+// refresh; once hints reach it, it writes its record every putEvery and
+// reads every fullEvery only.
+func TestRecordKeptLightlyWhileHintsReach(t *testing.T) {
+	shorten := func(f *Feed) {
+		f.every.refresh, f.every.put, f.every.full = 20*time.Millisecond, 40*time.Millisecond, 160*time.Millisecond
+	}
+	mem := memory.New()
+	alone := &peerCounts{Store: mem}
+	a := followWith(t, alone, nil, shorten)
+	time.Sleep(400 * time.Millisecond)
+	if k, p, r := alone.keys.Load(), alone.puts.Load(), alone.reads.Load(); k < 10 || p < 10 || r < 10 {
+		t.Errorf("a process no hint reaches: %d key reads, %d record writes, %d reads of records in 400 ms, want one of each every 20 ms", k, p, r)
+	}
+	// Another process hellos it every 20 ms: hints reach it.
+	b := followWith(t, mem, nil, shorten)
+	knows(t, b, a)
+	waitUntil(t, a.f.reached)
+	time.Sleep(100 * time.Millisecond)
+	k0, p0, r0 := alone.keys.Load(), alone.puts.Load(), alone.reads.Load()
+	time.Sleep(800 * time.Millisecond)
+	k, p, r := alone.keys.Load()-k0, alone.puts.Load()-p0, alone.reads.Load()-r0
+	t.Logf("in 800 ms while reached: %d key reads, %d record writes, %d reads of records", k, p, r)
+	// Every 160 ms a whole round, every 40 ms a write: 5 and 20, with
+	// slack for a loaded machine.
+	if k > 8 || r > 8 || p > 25 || p < 5 {
+		t.Errorf("a process hints reach, in 800 ms: %d key reads, %d record writes, %d reads of records; want about 5, 20, 5", k, p, r)
+	}
 }
