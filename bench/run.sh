@@ -12,10 +12,20 @@
 #                                              poll (handoff, graceful, idle and
 #                                              throughput unless --scenarios says
 #                                              otherwise)
+#   bash bench/run.sh --only dsync-hints,dsync-polling-hints
+#                                              dsync with direct hints on loopback
+#                                              (ClientWithHints), with the store's
+#                                              events, and without them (as on a
+#                                              store without capped collections):
+#                                              handoff, graceful, idle, throughput
+#                                              and the scale scenario's waiters
+#                                              unless --scenarios says otherwise
 #   bash bench/run.sh --only dsync --as dsync@f28f297 --scenarios scale
 #                                              measure dsync under another name
 #                                              (bench/results/NAME.json): a
-#                                              "before" kept beside the after
+#                                              "before" kept beside the after;
+#                                              dsync-hints and dsync-polling-hints
+#                                              go to NAME-hints, NAME-polling-hints
 #   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios rwmutex,semaphore,once
 #                                              issue 26's family: RWMutex readers,
 #                                              Semaphore cost and handoff, Once
@@ -43,7 +53,8 @@
 #                                              for 100,000; the series of keys in
 #                                              the collection stops at 10,000)
 #
-# Libraries: dsync, dsync-polling, mongo-lock, redsync, etcd (comma-separated
+# Libraries: dsync, dsync-polling, dsync-hints, dsync-polling-hints,
+# mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
 # while they were an option, means dsync. Any other bench/results/*.json (a
 # run kept under another name with --as, such as a "before") is reported
@@ -65,7 +76,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-only="dsync,dsync-polling,mongo-lock,redsync,etcd"
+only="dsync,dsync-polling,dsync-hints,dsync-polling-hints,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
 as="" # dsync's figures under this name, in bench/results/$as.json
@@ -184,7 +195,7 @@ fi
 # The MongoDB-compatible server for dsync and mongo-lock; server_pid is
 # the embedded FerretDB's process, whose CPU the idle scenario reports.
 server_pid=""
-if want dsync || want dsync-polling || want mongo-lock; then
+if want dsync || want dsync-polling || want dsync-hints || want dsync-polling-hints || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
 		log "using ${uri:+--uri, }MONGODB_URI"
 		mongo_uri="$MONGODB_URI"
@@ -216,6 +227,21 @@ if want dsync-polling; then
 	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-polling); fi
 fi
+
+# dsync with direct hints: the scenarios of dsync-polling, and the scale
+# scenario's waiters (its idle keys are no different with hints: left out
+# unless -- -scale-keys says otherwise).
+for lib in dsync-hints dsync-polling-hints; do
+	want "$lib" || continue
+	wake=on
+	[ "$lib" = dsync-polling-hints ] && wake=off
+	# --as NAME: NAME-hints, NAME-polling-hints.
+	name="$lib"
+	[ -n "$as" ] && name="$as${lib#dsync}"
+	log "measuring $lib as $name (direct hints on loopback, wake-ups $wake)"
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -wakeups "$wake" -hints on -out "$resdir/$name.json" -name "$name" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+		-scenarios "${scenarios:-handoff,graceful,idle,throughput,scale}" -scale-keys none $quick "${extra[@]}"; then :; else failed+=("$lib"); fi
+done
 
 if want mongo-lock; then
 	log "measuring mongo-lock"
@@ -261,12 +287,12 @@ if want etcd; then
 	fi
 fi
 
-for lib in dsync dsync-polling mongo-lock redsync etcd; do
+for lib in dsync dsync-polling dsync-hints dsync-polling-hints mongo-lock redsync etcd; do
 	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
 done
 for f in "$resdir"/*.json; do
 	case "$(basename "$f" .json)" in
-	dsync|dsync-polling|mongo-lock|redsync|etcd) ;;
+	dsync|dsync-polling|dsync-hints|dsync-polling-hints|mongo-lock|redsync|etcd) ;;
 	*) [ -f "$f" ] && results+=("$f") ;;
 	esac
 done

@@ -26,7 +26,7 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 	if ok && a.direct && healthy {
 		ok = false // the store's stream never carried it
 	}
-	if ok && a.until.Sub(now.Latest) > safety {
+	if ok && a.until.Sub(now.Latest) > safety && !w.unheard(k, a) {
 		return w.env.mono() - a.sent, nil
 	}
 	sent, again := w.env.mono(), ok && a.until.After(now.Earliest)
@@ -47,12 +47,20 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 	if len(w.announced) >= maxRemote {
 		clear(w.announced)
 	}
-	w.announced[k] = announcement{until: until, sent: sent, direct: !healthy}
+	w.announced[k] = announcement{until: until, sent: sent, last: w.env.mono(), direct: !healthy}
 	w.mu.Unlock()
 	if again {
 		return w.env.mono() - sent, nil
 	}
 	return 0, nil
+}
+
+// unheard reports whether, with direct hints on, our announcement a for
+// k, sent lostWindow or more ago, has not been answered: no Held hint
+// came (wake_held.go), so it may have been lost, and is sent again (at
+// most once per lostWindow).
+func (w *wakeups) unheard(k waitKey, a announcement) bool {
+	return w.env.direct && w.env.mono()-a.last >= lostWindow && !w.trusted(k)
 }
 
 // claimed records a claim of ours, and whether the stream is live as it
@@ -84,6 +92,7 @@ func (w *wakeups) claimed(key string, epoch uint64) {
 		// hold (at worst, one Ended more than needed).
 		if until.After(now) {
 			w.remote[k] = now.Add(w.holdFor())
+			notify(w.beatKick) // its waiter hears from us (wake_held.go)
 		}
 	}
 }
@@ -139,7 +148,13 @@ func (w *wakeups) waitedForLocked(k waitKey, now time.Time) bool {
 	if top, ok := w.remoteTop[k.key]; ok && top.epoch > k.epoch && top.until.After(now) {
 		waited = true
 	}
-	if m, ok := w.mine[k]; ok && !w.healthy.Load() && !w.off.Load() {
+	switch m, ok := w.mine[k]; {
+	case w.paused.Load():
+		// Hints reach this process, which does not read the store's
+		// stream: the announcements that reached it are all it goes by
+		// (a process without hints that waits behind it learns of its
+		// turn at its own looks).
+	case ok && !w.healthy.Load() && !w.off.Load():
 		// Too early to tell: the stream, once live, replays the
 		// announcements kept (and answers them, see Event), and announces
 		// this end if some may have passed by then.
@@ -147,7 +162,7 @@ func (w *wakeups) waitedForLocked(k waitKey, now time.Time) bool {
 			clear(w.unsure)
 		}
 		w.unsure[k] = m.at
-	} else if !w.seenAll(k) {
+	case !w.seenAll(k):
 		waited = true
 	}
 	delete(w.mine, k)

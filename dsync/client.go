@@ -104,6 +104,9 @@ type clientConfig struct {
 	wrapStore    func(driver.Store) driver.Store
 	raw          func(clienthook.Raw) // given the Client's protocol calls
 	judgedOver   func()               // the keeper's judgedOver (tests)
+	// directFeed, if set, stands for the hint Feed over the store's feed
+	// (tests: hints between simulated processes).
+	directFeed func(inner driver.Feed) driver.Feed
 }
 
 // Defaults of the Client's options.
@@ -199,7 +202,9 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
 		c.feed = f
 	}
-	if cfg.hints != nil {
+	if cfg.directFeed != nil {
+		c.feed = cfg.directFeed(c.feed)
+	} else if cfg.hints != nil {
 		hf, err := hint.New(store, c.feed, cfg.hintConfig(cfg.logger))
 		if err != nil {
 			return nil, fmt.Errorf("dsync: %w", err)
@@ -234,7 +239,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
-		direct: cfg.hints != nil,
+		direct: cfg.hints != nil || cfg.directFeed != nil,
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)

@@ -25,7 +25,13 @@ import (
 // one read, and where hints cannot get through (a firewall between the
 // processes), waiting works as without them, through the store's feed
 // and polling. On a store without a feed (or with ClientWithWakeups(false)),
-// waiters still poll, and a hint wakes them sooner. docs/operations.md
+// waiters still poll, and a hint wakes them sooner. While hints reach
+// the process, it does not read the store's feed (which costs the store
+// a command every few seconds, and FerretDB a query every 10 ms), and
+// its waiters rely on the Held hints of the claims' owners: a hint lost
+// costs a waiter at most the poll interval. Every process of a store
+// should then take hints: one without them that waits behind a process
+// hints reach learns of its turn at its own looks. docs/operations.md
 // ("Direct hints") says what to open in a firewall.
 //
 // Default: off. A library that opens a port its user did not ask for

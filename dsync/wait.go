@@ -17,20 +17,22 @@ import (
 // wait blocks a waiter whose claim of key is behind blocker until
 // blocker's end may have been recorded: an Ended event for it, the moment
 // its session can have expired, or the poll interval (the safety poll
-// interval while the stream is live). It returns nil to walk again, or
-// ctx's cause.
+// interval while the stream is live; later while the blocker's owner
+// tells this process by Held hints that it has not ended: wake_held.go). It
+// returns nil to walk again, or ctx's cause.
 func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
 
 	expires := blocker.ExpiresAt
-	poll := w.pollFor(ctx, k)
-	// Whatever happens, the caller looks again within poll.
-	lookAgain := w.env.mono() + poll
+	start := w.env.mono()
+	// Whatever happens, the caller looks again within poll, or as long
+	// after as Held hints keep coming (lookAt).
+	lookAgain := start + w.pollFor(ctx, k)
 	for {
 		// A millisecond more makes the wait end strictly after expires.
-		wait := min(until(w.env.now(), expires)+time.Millisecond, lookAgain-w.env.mono())
+		wait := min(until(w.env.now(), expires)+time.Millisecond, w.lookAt(k, start, lookAgain)-w.env.mono())
 		if wait <= 0 {
 			return nil
 		}
@@ -44,7 +46,13 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) e
 			return context.Cause(ctx)
 		case <-t.C:
 		}
-		if !w.healthy.Load() || w.env.mono() >= lookAgain || !w.env.now().Earliest.After(expires) {
+		if w.env.mono() >= w.lookAt(k, start, lookAgain) {
+			return nil
+		}
+		if !w.env.now().Earliest.After(expires) {
+			continue // a Held hint put the look off
+		}
+		if !w.healthy.Load() && !w.trusted(k) {
 			return nil
 		}
 		// The blocker's session may have run out. With events flowing, its
@@ -74,6 +82,7 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 		delete(w.local[k], c)
 		if len(w.local[k]) == 0 {
 			delete(w.local, k)
+			delete(w.held, k)
 		}
 		w.mu.Unlock()
 	}
@@ -89,6 +98,14 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 			// A direct hint may wake it before the poll.
 			_, _ = w.announce(ctx, k)
 		}
+		return cfg.poll
+	}
+	if cfg.direct && !w.trusted(k) {
+		// The store's stream is live, and yet no Held hint says the
+		// owner's hints reach us: if its process relies on hints (it
+		// reads the store's stream no more), its end would come by
+		// hints only.
+		_, _ = w.announce(ctx, k)
 		return cfg.poll
 	}
 	// The owner of the claim publishes its end if it has heard of us by

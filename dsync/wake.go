@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 )
 
 // Wake-ups. A waiter announces, through the store's feed, which claim it
@@ -92,6 +94,7 @@ type nextInLine struct {
 type announcement struct {
 	until time.Time
 	sent  time.Duration
+	last  time.Duration // when it was last sent (local monotonic)
 	// direct: made while the store's stream was not live, so only direct
 	// hints carried it: made again once the stream is live.
 	direct bool
@@ -129,6 +132,9 @@ type wakeups struct {
 
 	healthy atomic.Bool // the stream is live
 	off     atomic.Bool // it never will be: waiters poll
+	// paused: the store's stream is paused because direct hints reach
+	// this process (hint.ErrStoreFeedPaused): not a failure.
+	paused atomic.Bool
 
 	mu       sync.Mutex
 	started  bool
@@ -161,6 +167,12 @@ type wakeups struct {
 	// claimWatch: waiters in awaitClaim (relock.go), by key, with the
 	// epoch each waits to see claimed.
 	claimWatch map[string]map[chan struct{}]uint64
+	// held: for claims local waiters wait for, when the last Held hint
+	// about each came (local monotonic; wake_held.go).
+	held map[waitKey]time.Duration
+	// beatKick wakes the loop that sends our Held hints; beatStop stops
+	// it, beatDone is closed when it returned.
+	beatKick, beatStop, beatDone chan struct{}
 }
 
 func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
@@ -175,6 +187,9 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 		next:       make(map[string]nextInLine),
 		ends:       make(map[waitKey]time.Duration),
 		claimWatch: make(map[string]map[chan struct{}]uint64),
+		held:       make(map[waitKey]time.Duration),
+		beatKick:   make(chan struct{}, 1),
+		beatStop:   make(chan struct{}),
 	}
 }
 
@@ -194,6 +209,10 @@ func (w *wakeups) start() {
 	w.mu.Lock()
 	closed := w.closed
 	w.unfollow = stop
+	if !closed && w.env.direct {
+		w.beatDone = make(chan struct{})
+		go w.beatLoop()
+	}
 	w.mu.Unlock()
 	if closed {
 		stop()
@@ -203,11 +222,19 @@ func (w *wakeups) start() {
 // close stops following the feed, and wakes every waiter to look again.
 func (w *wakeups) close() {
 	w.mu.Lock()
+	already := w.closed
 	w.closed = true
 	stop := w.unfollow
+	beating := w.beatDone
 	w.healthy.Store(false)
 	w.wakeAllLocked()
 	w.mu.Unlock()
+	if !already {
+		close(w.beatStop)
+	}
+	if beating != nil {
+		<-beating
+	}
 	if stop != nil {
 		stop()
 	}
@@ -236,6 +263,7 @@ func (w *wakeups) Live(gen uint64) {
 	for _, k := range blind {
 		w.sendEnded(context.Background(), k)
 	}
+	w.paused.Store(false)
 	w.healthy.Store(true)
 	w.mu.Lock()
 	w.wakeAllLocked()
@@ -245,15 +273,25 @@ func (w *wakeups) Live(gen uint64) {
 // Down implements driver.FeedHandler: every local waiter falls back to
 // polling at once, and our announcements are forgotten (they are made
 // again once the stream is back).
+//
+// Paused (hint.ErrStoreFeedPaused: direct hints reach this process, so
+// it does not read the store's stream) is no failure: waiters whose
+// claim's owner sends Held hints rely on them (wake_held.go), the others
+// poll, and ends are published to the processes that announced they
+// wait, through hints.
 func (w *wakeups) Down(err error, off bool) {
+	paused := errors.Is(err, hint.ErrStoreFeedPaused)
+	w.paused.Store(paused)
 	w.healthy.Store(false)
 	w.mu.Lock()
 	clear(w.announced)
 	w.wakeAllLocked()
-	first := !w.noticed
-	w.noticed = true
+	first := !w.noticed && !paused
+	w.noticed = w.noticed || !paused
 	w.mu.Unlock()
 	switch {
+	case paused:
+		w.env.logger.Debug("dsync: " + err.Error())
 	case off:
 		w.off.Store(true)
 		w.env.logger.Warn(fmt.Sprintf("dsync: wake-ups are off: %v; waiters poll", err))

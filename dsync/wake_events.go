@@ -30,8 +30,17 @@ func (w *wakeups) Event(e driver.Event) {
 			w.sendEnded(context.Background(), k)
 			return
 		}
+		if _, ours := w.mine[k]; ours && w.env.direct {
+			// Tell the waiter at once that its hints come (wake_held.go).
+			w.mu.Unlock()
+			w.sendHeld(k)
+			notify(w.beatKick)
+			return
+		}
 	case driver.Ended:
 		w.endedLocked(k)
+	case driver.Held:
+		w.heldLocked(k)
 	}
 	w.mu.Unlock()
 }

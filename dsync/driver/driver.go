@@ -310,6 +310,12 @@ const (
 	Waiting EventKind = iota + 1
 	// Ended: the claim of Key's Epoch ended.
 	Ended
+	// Held: the claim of Key's Epoch had not ended when its owner sent
+	// this, and its owner sends another within the poll interval while
+	// it has not ended. Only direct hints (package dsync/hint) carry it,
+	// to the processes that announced they wait for that claim: a
+	// store's feed is never asked to publish it.
+	Held
 )
 
 // Event is a wake-up hint between processes. Hints may be lost,
@@ -338,6 +344,15 @@ type Feed interface {
 	// stream turns live still receives it: events published that long
 	// before Live are delivered too.
 	Replay() time.Duration
+}
+
+// A FeedPauser is a Feed whose follower can stop reading the store for
+// a while, when events reach the process another way (direct hints):
+// while paused, following costs the store nothing and no event is
+// delivered; once resumed, the stream turns live again (Live) as if it
+// had been down meanwhile.
+type FeedPauser interface {
+	Pause(paused bool)
 }
 
 // FeedHandler receives what a feed follows.

@@ -13,8 +13,18 @@
 // reached (driver.PeerStore), and reads where the others can. A waiter's
 // announcement (driver.Waiting) goes to every process recorded; the end
 // of a claim (driver.Ended) goes to the processes that announced they
-// wait for a claim of its key, or to all if none did. Every event also
-// goes through the store's feed while that is live, as without hints.
+// wait for a claim of its key, or to all if none did; a Held (the claim
+// has not ended, sent by its owner) to those that announced they wait
+// for that claim. Every event but Held also goes through the store's
+// feed while that is live, as without hints.
+//
+// Hints first: while hints reach this process (it took one from another
+// process within 75 s; processes say hello every 30 s and answer
+// hellos), it does not read the store's feed: its handler is told the
+// feed is down (ErrStoreFeedPaused), a store's feed that is a
+// driver.FeedPauser stops reading, and events go by hints only. The
+// Client's waiters then rely on Held hints rather than on the store's
+// feed (see dsync's wake_held.go).
 //
 // Hints are authenticated with HMAC-SHA256 under a key kept in the store
 // (created once, by an insert, so that processes racing to create it

@@ -44,10 +44,13 @@ const (
 
 // How a process keeps its record in the store: it records itself for
 // recordFor, again every refreshEvery, and reads the others' records and
-// the hint key then too.
+// the hint key then too; while hints reach it, it records itself every
+// putEvery and reads every fullEvery (record.go).
 const (
 	recordFor    = 2 * time.Minute
 	refreshEvery = 30 * time.Second
+	putEvery     = time.Minute
+	fullEvery    = 4 * time.Minute
 	retryFirst   = time.Second
 )
 
@@ -72,10 +75,23 @@ type Feed struct {
 	// (tests).
 	onAwait func()
 
-	// innerLive: the store's feed is live now, so events also go through
-	// it (as they would without hints: the store's feed is sent nothing
-	// it was not sent before).
+	// innerLive: the store's feed is live now, and not paused, so events
+	// also go through it (as they would without hints: the store's feed
+	// is sent nothing it was not sent before). innerUp: it is live, as it
+	// last said, paused or not.
 	innerLive atomic.Bool
+	innerUp   atomic.Bool
+	// paused: hints reach this process, so it does not read the store's
+	// feed (pause.go); lastHeard: when it last took a hint from another
+	// process (local monotonic, plus one; 0: never). pmu serializes
+	// pausing and resuming.
+	paused    atomic.Bool
+	lastHeard atomic.Int64
+	pmu       sync.Mutex
+	// reachedFor and reachCheck: pause.go's constants, and every,
+	// record.go's (tests shorten them).
+	reachedFor, reachCheck time.Duration
+	every                  struct{ refresh, put, full time.Duration }
 
 	hmu sync.Mutex // serializes calls of the handler
 	h   driver.FeedHandler
@@ -86,11 +102,13 @@ type Feed struct {
 	key       []byte
 	peersByID map[string]peer
 	// interest: for each key, where processes that announced they wait
-	// for a claim of it take hints, and until when (store time).
-	interest map[string]map[string]waiter
-	seq      uint64
-	guard    *guard
-	origin   time.Time
+	// for a claim of it take hints, and until when (store time);
+	// waitingFor: the same for each claim.
+	interest   map[string]map[string]waiter
+	waitingFor map[claimID]map[string]waiter
+	seq        uint64
+	guard      *guard
+	origin     time.Time
 }
 
 // peer is another process's record, as last read or heard.
@@ -115,12 +133,16 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 	_, _ = rand.Read(id[:])
 	f := &Feed{
 		store: store, peers: ps, inner: inner, cfg: cfg,
-		id:        fmt.Sprintf("%x", id),
-		peersByID: make(map[string]peer),
-		ready:     make(chan struct{}),
-		interest:  make(map[string]map[string]waiter),
-		origin:    time.Now(),
+		id:         fmt.Sprintf("%x", id),
+		peersByID:  make(map[string]peer),
+		ready:      make(chan struct{}),
+		interest:   make(map[string]map[string]waiter),
+		waitingFor: make(map[claimID]map[string]waiter),
+		origin:     time.Now(),
+		reachedFor: reachedFor,
+		reachCheck: reachCheck,
 	}
+	f.every.refresh, f.every.put, f.every.full = refreshEvery, putEvery, fullEvery
 	f.guard = newGuard(store.ServerTime, func() time.Duration { return time.Since(f.origin) }, f.cfg.Rate, f.cfg.Burst)
 	return f, nil
 }
@@ -199,9 +221,10 @@ func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
 		f.cfg.Logger.Warn("dsync: direct hints are off: "+err.Error(), slog.String("listen", f.cfg.Listen))
 		f.setReady()
 	} else {
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); f.receive() }()
 		go func() { defer wg.Done(); f.keepRecord(ctx) }()
+		go func() { defer wg.Done(); f.watchReach(ctx) }()
 	}
 	var once sync.Once
 	return func() {
@@ -251,25 +274,48 @@ func (f *Feed) deliver(call func(driver.FeedHandler)) {
 // innerHandler passes the store's feed on to the Feed's handler.
 type innerHandler struct{ f *Feed }
 
+// While the store's feed is paused (pause.go), what it says is kept
+// from the handler, which was told it is down.
+
 func (i innerHandler) Live(gen uint64) {
-	i.f.innerLive.Store(true)
-	i.f.deliver(func(h driver.FeedHandler) { h.Live(gen) })
+	f := i.f
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	f.innerUp.Store(true)
+	if f.paused.Load() {
+		return
+	}
+	f.innerLive.Store(true)
+	f.h.Live(gen)
 }
 
 // Down passes the store's feed's failure on, but never as off for good:
 // hints still carry events, so the Client goes on announcing its waiters
 // and publishing ends (to hints only).
 func (i innerHandler) Down(err error, off bool) {
-	i.f.innerLive.Store(false)
+	f := i.f
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	f.innerUp.Store(false)
+	f.innerLive.Store(false)
+	if f.paused.Load() {
+		return
+	}
 	if off {
 		err = fmt.Errorf("%w; direct hints still wake waiters", err)
 	}
-	i.f.deliver(func(h driver.FeedHandler) { h.Down(err, false) })
+	f.h.Down(err, false)
 }
 
 func (i innerHandler) Event(e driver.Event) {
-	i.f.counts.endArrived(e, false) // the store's feed came first
-	i.f.deliver(func(h driver.FeedHandler) { h.Event(e) })
+	f := i.f
+	f.hmu.Lock()
+	defer f.hmu.Unlock()
+	if f.paused.Load() {
+		return
+	}
+	f.counts.endArrived(e, false) // the store's feed came first
+	f.h.Event(e)
 }
 
 // Publish implements driver.Feed: it sends e as a hint to the processes
@@ -279,6 +325,10 @@ func (i innerHandler) Event(e driver.Event) {
 // does not listen, has not read the hint key yet, or knows no other
 // process), so that a waiter announces itself again at its next look.
 func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
+	if e.Kind == driver.Held {
+		f.send(e) // hints only, best effort: a Held lost costs a look
+		return nil
+	}
 	f.counts.announced(e)
 	if f.inner != nil && f.innerLive.Load() {
 		f.send(e)

@@ -2,9 +2,12 @@ package hint
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +19,8 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []driver.Event
-	downs  []bool // each Down's off
+	downs  []bool  // each Down's off
+	errs   []error // and its error
 	lives  int
 	got    chan struct{} // notified on each event
 }
@@ -24,9 +28,10 @@ type recorder struct {
 func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1024)} }
 
 func (r *recorder) Live(uint64) { r.mu.Lock(); r.lives++; r.mu.Unlock() }
-func (r *recorder) Down(_ error, off bool) {
+func (r *recorder) Down(err error, off bool) {
 	r.mu.Lock()
 	r.downs = append(r.downs, off)
+	r.errs = append(r.errs, err)
 	r.mu.Unlock()
 }
 func (r *recorder) Event(e driver.Event) {
@@ -79,8 +84,9 @@ func about(key string) func(driver.Event) bool {
 
 // follower is a Feed that follows, and what it received.
 type follower struct {
-	f   *Feed
-	rec *recorder
+	f    *Feed
+	rec  *recorder
+	stop func()
 }
 
 // follow starts a Feed on store (inner: the store's own feed, or nil) on
@@ -88,15 +94,25 @@ type follower struct {
 // itself.
 func follow(t *testing.T, store driver.Store, inner driver.Feed) follower {
 	t.Helper()
+	return followWith(t, store, inner, nil)
+}
+
+// followWith is follow, with set (if not nil) called on the Feed before
+// it follows.
+func followWith(t *testing.T, store driver.Store, inner driver.Feed, set func(*Feed)) follower {
+	t.Helper()
 	f, err := New(store, inner, Config{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(f)
 	}
 	rec := newRecorder()
 	stop := f.Follow(rec)
 	t.Cleanup(stop)
 	waitUntil(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.key != nil })
-	return follower{f, rec}
+	return follower{f, rec, stop}
 }
 
 // knows waits until a knows b (by a's record read or b's hello).
@@ -129,7 +145,7 @@ func TestHintsGoWhereTheyAreUsed(t *testing.T) {
 	owner, waiter, other := follow(t, store, nil), follow(t, store, nil), follow(t, store, nil)
 	for _, a := range []follower{owner, waiter, other} {
 		for _, b := range []follower{owner, waiter, other} {
-			if a != b {
+			if a.f != b.f {
 				knows(t, a, b)
 			}
 		}
@@ -261,32 +277,27 @@ func (i *innerFeed) handler() driver.FeedHandler {
 	return i.h
 }
 
-// TestHintsComposeWithTheStoresFeed: the store's feed's events and state
-// pass through; events go through it only while it is live; and a store
-// feed that is off for good is passed on as down, not off, since hints
-// still carry events.
+// TestHintsComposeWithTheStoresFeed: while no hint has reached this
+// process, the store's feed's events and state pass through; events go
+// through it only while it is live; and a store feed that is off for
+// good is passed on as down, not off, since hints still carry events.
 func TestHintsComposeWithTheStoresFeed(t *testing.T) {
 	store := memory.New()
 	inner := &innerFeed{}
 	a := follow(t, store, inner)
-	b := follow(t, store, nil)
-	knows(t, a, b)
 	if a.f.Replay() != 7*time.Second {
 		t.Errorf("Replay = %v, want the store feed's", a.f.Replay())
 	}
 	ctx := context.Background()
 	h := inner.handler()
-	// Not live yet: a hint only.
+	// Not live yet: a hint only (to nobody: no other process).
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k1", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k1"))
 	h.Live(1)
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k2", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k2"))
 	h.Event(driver.Event{Kind: driver.Ended, Key: "from-store", Epoch: 1, Proc: "z"})
 	a.rec.waitFor(t, about("from-store"))
 	h.Down(nil, true)
 	_ = a.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k3", Epoch: 1, Proc: "a"})
-	b.rec.waitFor(t, about("k3"))
 	inner.mu.Lock()
 	published := inner.published
 	inner.mu.Unlock()
@@ -297,6 +308,96 @@ func TestHintsComposeWithTheStoresFeed(t *testing.T) {
 	defer a.rec.mu.Unlock()
 	if a.rec.lives != 1 || len(a.rec.downs) != 1 || a.rec.downs[0] {
 		t.Errorf("handler told %d Live, Downs %v; want 1 Live and one Down, not off", a.rec.lives, a.rec.downs)
+	}
+	if a.f.Paused() {
+		t.Error("paused with no hint taken")
+	}
+}
+
+// pausingInner is an innerFeed that can be paused (driver.FeedPauser).
+type pausingInner struct {
+	innerFeed
+	pauses []bool
+}
+
+func (p *pausingInner) Pause(paused bool) {
+	p.mu.Lock()
+	p.pauses = append(p.pauses, paused)
+	p.mu.Unlock()
+}
+
+// TestStoresFeedPausedWhileHintsReach: once a hint from another process
+// reaches it, a process stops reading the store's feed (its handler is
+// told the feed is down, paused; the store's feed is paused; what it
+// still delivers is dropped; events go by hints only), and reads it again
+// once no hint came for reachedFor (the store's feed says Live again).
+func TestStoresFeedPausedWhileHintsReach(t *testing.T) {
+	store := memory.New()
+	inner := &pausingInner{}
+	a := followWith(t, store, inner, func(f *Feed) { f.reachedFor, f.reachCheck = 300*time.Millisecond, 20*time.Millisecond })
+	h := inner.handler()
+	h.Live(1)
+	b := follow(t, store, nil) // says hello to a
+	waitUntil(t, a.f.Paused)
+	a.rec.mu.Lock()
+	errs := slices.Clone(a.rec.errs)
+	a.rec.mu.Unlock()
+	if len(errs) != 1 || !errors.Is(errs[0], ErrStoreFeedPaused) {
+		t.Fatalf("handler told Downs %v, want one, paused", errs)
+	}
+	h.Event(driver.Event{Kind: driver.Ended, Key: "from-store", Epoch: 1, Proc: "z"})
+	knows(t, a, b)
+	_ = a.f.Publish(context.Background(), driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "a"})
+	b.rec.waitFor(t, about("k"))
+	inner.mu.Lock()
+	published := len(inner.published)
+	inner.mu.Unlock()
+	if published != 0 {
+		t.Errorf("the paused store's feed was sent %d events", published)
+	}
+	if n := a.rec.count(about("from-store")); n != 0 {
+		t.Errorf("an event of the paused store's feed was handed on")
+	}
+	// b goes: no hint comes any more, and the feed is resumed.
+	b.stop()
+	waitUntil(t, func() bool { return !a.f.Paused() })
+	inner.mu.Lock()
+	pauses := slices.Clone(inner.pauses)
+	inner.mu.Unlock()
+	if !slices.Equal(pauses, []bool{true, false}) {
+		t.Errorf("store's feed told Pause %v, want true then false", pauses)
+	}
+	h.Live(2)
+	a.rec.mu.Lock()
+	lives := a.rec.lives
+	a.rec.mu.Unlock()
+	if lives != 2 {
+		t.Errorf("handler told %d Live, want 2 (before the pause, and as the feed came back)", lives)
+	}
+}
+
+// TestHeldGoesOnlyToTheClaimsWaiters: a Held hint goes to the processes
+// that announced they wait for that very claim, never to the others.
+func TestHeldGoesOnlyToTheClaimsWaiters(t *testing.T) {
+	store := memory.New()
+	owner, waiter, other := follow(t, store, nil), follow(t, store, nil), follow(t, store, nil)
+	for _, f := range []follower{waiter, other} {
+		knows(t, f, owner)
+	}
+	ctx := context.Background()
+	until := store.ServerTime().Latest.Add(time.Minute)
+	_ = waiter.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 7, Until: until, Proc: "w"})
+	_ = other.f.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: "k", Epoch: 8, Until: until, Proc: "o"})
+	owner.rec.waitFor(t, func(e driver.Event) bool { return e.Epoch == 7 })
+	owner.rec.waitFor(t, func(e driver.Event) bool { return e.Epoch == 8 })
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Held, Key: "k", Epoch: 7, Proc: "x"})
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Held, Key: "k", Epoch: 7, Proc: "x"})
+	_ = owner.f.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "marker", Epoch: 1, Proc: "x"})
+	held := func(e driver.Event) bool { return e.Kind == driver.Held }
+	waiter.rec.waitFor(t, held)
+	other.rec.waitFor(t, about("marker"))
+	if n := other.rec.count(held); n != 0 {
+		t.Errorf("a process waiting for another claim got %d Held hints", n)
 	}
 }
 
@@ -413,4 +514,57 @@ func TestFirstAnnouncementWaitsForReady(t *testing.T) {
 		t.Fatalf("Publish: %v", err)
 	}
 	other.rec.waitFor(t, about("k"))
+}
+
+// peerCounts is a store in memory that counts the calls of its
+// driver.PeerStore methods.
+type peerCounts struct {
+	*memory.Store
+	keys, puts, reads atomic.Int64
+}
+
+func (p *peerCounts) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	p.keys.Add(1)
+	return p.Store.HintKey(ctx, key)
+}
+
+func (p *peerCounts) PutPeer(ctx context.Context, pr driver.Peer) error {
+	p.puts.Add(1)
+	return p.Store.PutPeer(ctx, pr)
+}
+
+func (p *peerCounts) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	p.reads.Add(1)
+	return p.Store.Peers(ctx, after)
+}
+
+// TestRecordKeptLightlyWhileHintsReach: a process that no hint reaches
+// reads the key and the others' records and writes its own at every
+// refresh; once hints reach it, it writes its record every putEvery and
+// reads every fullEvery only.
+func TestRecordKeptLightlyWhileHintsReach(t *testing.T) {
+	shorten := func(f *Feed) {
+		f.every.refresh, f.every.put, f.every.full = 20*time.Millisecond, 40*time.Millisecond, 160*time.Millisecond
+	}
+	mem := memory.New()
+	alone := &peerCounts{Store: mem}
+	a := followWith(t, alone, nil, shorten)
+	time.Sleep(400 * time.Millisecond)
+	if k, p, r := alone.keys.Load(), alone.puts.Load(), alone.reads.Load(); k < 10 || p < 10 || r < 10 {
+		t.Errorf("a process no hint reaches: %d key reads, %d record writes, %d reads of records in 400 ms, want one of each every 20 ms", k, p, r)
+	}
+	// Another process hellos it every 20 ms: hints reach it.
+	b := followWith(t, mem, nil, shorten)
+	knows(t, b, a)
+	waitUntil(t, a.f.reached)
+	time.Sleep(100 * time.Millisecond)
+	k0, p0, r0 := alone.keys.Load(), alone.puts.Load(), alone.reads.Load()
+	time.Sleep(800 * time.Millisecond)
+	k, p, r := alone.keys.Load()-k0, alone.puts.Load()-p0, alone.reads.Load()-r0
+	t.Logf("in 800 ms while reached: %d key reads, %d record writes, %d reads of records", k, p, r)
+	// Every 160 ms a whole round, every 40 ms a write: 5 and 20, with
+	// slack for a loaded machine.
+	if k > 8 || r > 8 || p > 25 || p < 5 {
+		t.Errorf("a process hints reach, in 800 ms: %d key reads, %d record writes, %d reads of records; want about 5, 20, 5", k, p, r)
+	}
 }

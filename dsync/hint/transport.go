@@ -25,7 +25,8 @@ const (
 
 // send sends e as a hint: an announcement to every process recorded, an
 // end to those that announced they wait for a claim of its key (to every
-// process if none did). Best effort: a hint that cannot be sent is not.
+// process if none did), a Held to those that announced they wait for
+// that claim (to none if none did). Best effort: a hint that cannot be sent is not.
 // It returns to how many processes it was sent.
 func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
@@ -34,12 +35,24 @@ func (f *Feed) send(e driver.Event) int {
 		m.kind = kindWaiting
 	case driver.Ended:
 		m.kind = kindEnded
+	case driver.Held:
+		m.kind = kindHeld
 	default:
 		return 0
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
 	var to []*net.UDPAddr
+	if m.kind == kindHeld {
+		// Only to those that wait for that very claim: never broadcast.
+		for _, w := range f.waitingFor[claimID{e.Key, e.Epoch}] {
+			if w.until.After(now.Earliest) {
+				to = append(to, w.addr)
+			}
+		}
+		f.mu.Unlock()
+		return f.sendTo(m, to)
+	}
 	if m.kind == kindEnded {
 		for _, w := range f.interest[e.Key] {
 			if w.until.After(now.Earliest) {
@@ -139,9 +152,17 @@ func (f *Feed) take(b []byte) {
 		f.cfg.Logger.Debug("dsync: hint dropped (too old, taken already, or over the rate)", slog.String("from", m.from))
 		return
 	}
-	f.notePeer(m.from, m.addr)
-	if m.kind == kindWaiting {
-		f.noteInterest(m.key, m.addr, m.until)
+	f.heard()
+	addr := f.notePeer(m.from, m.addr)
+	switch m.kind {
+	case kindWaiting:
+		f.noteInterest(m.key, m.epoch, m.addr, m.until)
+	case kindHello:
+		// Answered, so that a process that just started learns at once
+		// that hints reach it (pause.go). A welcome is not answered.
+		if addr != nil {
+			f.sendTo(msg{kind: kindWelcome}, []*net.UDPAddr{addr})
+		}
 	}
 	if e, ok := m.event(); ok {
 		f.counts.endArrived(e, true)
@@ -150,11 +171,12 @@ func (f *Feed) take(b []byte) {
 }
 
 // notePeer records that the process from takes hints at addr, for as
-// long as a record in the store would hold.
-func (f *Feed) notePeer(from, addr string) {
+// long as a record in the store would hold, and returns addr resolved
+// (nil if it is not an address).
+func (f *Feed) notePeer(from, addr string) *net.UDPAddr {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil || from == "" {
-		return
+		return nil
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
@@ -170,6 +192,7 @@ func (f *Feed) notePeer(from, addr string) {
 		}
 	}
 	f.peersByID[from] = peer{addr: ua, expires: now.Earliest.Add(recordFor)}
+	return ua
 }
 
 // waiter is a process that announced it waits for a claim of a key:
@@ -179,9 +202,15 @@ type waiter struct {
 	until time.Time
 }
 
-// noteInterest records that the process at addr waits for a claim of
-// key, until until (at most interestFor).
-func (f *Feed) noteInterest(key, addr string, until time.Time) {
+// claimID names a claim: a key's epoch.
+type claimID struct {
+	key   string
+	epoch uint64
+}
+
+// noteInterest records that the process at addr waits for the claim of
+// key's epoch, until until (at most interestFor).
+func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Time) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return
@@ -210,6 +239,33 @@ func (f *Feed) noteInterest(key, addr string, until time.Time) {
 	}
 	if until.After(f.interest[key][addr].until) {
 		f.interest[key][addr] = waiter{ua, until}
+	}
+	f.noteWaitingForLocked(claimID{key, epoch}, addr, waiter{ua, until}, now)
+}
+
+// noteWaitingForLocked records that the process at addr waits for claim
+// c: its owner's Held hints go there. f.mu is held.
+func (f *Feed) noteWaitingForLocked(c claimID, addr string, w waiter, now time.Time) {
+	if len(f.waitingFor) >= maxInterest {
+		for c, ws := range f.waitingFor {
+			for a, w := range ws {
+				if !w.until.After(now) {
+					delete(ws, a)
+				}
+			}
+			if len(ws) == 0 {
+				delete(f.waitingFor, c)
+			}
+		}
+		if len(f.waitingFor) >= maxInterest {
+			clear(f.waitingFor)
+		}
+	}
+	if f.waitingFor[c] == nil {
+		f.waitingFor[c] = make(map[string]waiter)
+	}
+	if w.until.After(f.waitingFor[c][addr].until) {
+		f.waitingFor[c][addr] = w
 	}
 }
 

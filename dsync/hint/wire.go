@@ -33,6 +33,8 @@ const (
 	kindHello   byte = 1 // a process that takes hints started: record it
 	kindWaiting byte = 2 // driver.Waiting
 	kindEnded   byte = 3 // driver.Ended
+	kindHeld    byte = 4 // driver.Held
+	kindWelcome byte = 5 // the answer to a hello: this process takes hints too
 )
 
 // msg is a hint as sent.
@@ -117,7 +119,7 @@ func decode(b, key []byte) (msg, error) {
 	return m, nil
 }
 
-// event is the feed event a hint of kind Waiting or Ended carries.
+// event is the feed event a hint of kind Waiting, Ended or Held carries.
 func (m msg) event() (driver.Event, bool) {
 	e := driver.Event{Key: m.key, Epoch: m.epoch, Proc: m.proc}
 	switch m.kind {
@@ -125,6 +127,8 @@ func (m msg) event() (driver.Event, bool) {
 		e.Kind, e.Until = driver.Waiting, m.until
 	case kindEnded:
 		e.Kind = driver.Ended
+	case kindHeld:
+		e.Kind = driver.Held
 	default:
 		return driver.Event{}, false
 	}

@@ -102,6 +102,8 @@ type tailer struct {
 	openProc string
 
 	trim *trimmer // FerretDB only; nil elsewhere
+
+	pause pauseState // feed_pause.go
 }
 
 // Follow implements driver.Feed: it starts the follower, one per store
@@ -114,6 +116,7 @@ func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tailer{s: s, h: h, cancel: cancel, done: make(chan struct{}), openProc: "open:" + bson.NewObjectID().Hex()}
+	t.pause.init(s.pauseFirst.Load())
 	s.tail = t
 	go t.run(ctx)
 	// The stream stops for good (Follow starts no other): what its end
@@ -141,7 +144,13 @@ func (t *tailer) run(ctx context.Context) {
 	backoff := time.Second
 	var q quickReopens
 	for {
-		wasLive, err := t.follow(ctx, q.on)
+		fctx, ok := t.pause.await(ctx)
+		if !ok {
+			return
+		}
+		wasLive, err := t.follow(fctx, q.on)
+		paused := fctx.Err() != nil
+		t.pause.done()
 		t.healthy.Store(false)
 		t.cursor.Store(0)
 		if wasLive {
@@ -149,6 +158,12 @@ func (t *tailer) run(ctx context.Context) {
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if paused {
+			// Paused: once resumed, the stream opens again from scratch
+			// (and says Live), as after a Down.
+			q, backoff = quickReopens{}, time.Second
+			continue
 		}
 		var ne *noEventsError
 		if errors.As(err, &ne) {

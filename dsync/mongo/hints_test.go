@@ -249,3 +249,59 @@ func TestPeerRecordsGoWithExpiredSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFeedPausedWhileHintsReach: with the store's events on and
+// hints on, a process that hints reach stops reading the events (its
+// tailer closes its cursor: no getMore while it waits), and a waiter
+// still holds as the lock is released, woken by a hint.
+func TestStoreFeedPausedWhileHintsReach(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	db := mongotest.NewDatabase(t)
+	s := newHintSpy(t, ctx, db)
+	var cnt counter
+	a := hintClient(t, ctx, db, s)
+	st, err := NewStore(mongotest.SameDatabase(t, db, cnt.monitor()), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dsync.NewClient(st, dsync.ClientWithLogger(slog.New(slog.DiscardHandler)), dsync.ClientWithIdleAge(0),
+		dsync.ClientWithHints("127.0.0.1:0", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	held, waiter := newMutex(t, a, "k"), newMutex(t, b, "k")
+	if err := held.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- waiter.LockContext(ctx) }()
+	paused := func() bool {
+		st.feedMu.Lock()
+		tl := st.tail
+		st.feedMu.Unlock()
+		if tl == nil {
+			return false
+		}
+		tl.pause.mu.Lock()
+		defer tl.pause.mu.Unlock()
+		return tl.pause.paused && tl.cursor.Load() == 0
+	}
+	for !paused() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the waiter's process never paused its store's feed")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cnt.take()
+	time.Sleep(2 * time.Second)
+	if n := cnt.take()["getMore"]; n != 0 {
+		t.Errorf("a paused feed sent %d getMores in 2 s", n)
+	}
+	held.Unlock()
+	if err := <-locked; err != nil {
+		t.Fatalf("the waiter was not woken: %v", err)
+	}
+	waiter.Unlock()
+}

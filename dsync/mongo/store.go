@@ -65,6 +65,8 @@ type Store struct {
 
 	feedMu sync.Mutex
 	tail   *tailer // the wake-up stream's follower; nil until Follow
+	// pauseFirst: Pause(true) came before Follow (feed_pause.go).
+	pauseFirst atomic.Bool
 	// publishedBy is the Proc of the events published through this store
 	// (its Client's), so that the follower knows them for its own.
 	publishedBy atomic.Pointer[string]

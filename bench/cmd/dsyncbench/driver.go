@@ -27,6 +27,7 @@ type driver struct {
 	uri, db, rev string
 	poll         time.Duration // 0: dsyncmongo's default
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
+	hints        bool          // -hints on: dsync.ClientWithHints on loopback
 	name         string        // -name: the figures' library name, if not the default
 	server       string        // -server: the server's description, if not from buildInfo
 	cli          string        // -cli: the dsync command, for the status page
@@ -55,19 +56,34 @@ func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOptio
 	if d.wakeups != "" {
 		opts = append(opts, dsync.ClientWithWakeups(d.wakeups == "on"))
 	}
+	if d.hints {
+		// Every process of a run is on this machine: loopback, any port.
+		opts = append(opts, dsync.ClientWithHints(hintsListen, ""))
+	}
 	return append(opts, d.compactionOptions(ns)...)
 }
 
+// hintsListen is where each process of a run with -hints on takes
+// direct hints.
+const hintsListen = "127.0.0.1:0"
+
 // Name is "dsync", or "dsync-polling" with wake-ups turned off (waiters
-// poll): the before/after of wake-ups, which are dsyncmongo's default.
+// poll): the before/after of wake-ups, which are dsyncmongo's default;
+// "-hints" is added with direct hints on (dsync-hints: events and hints;
+// dsync-polling-hints: a store without events, as one without capped
+// collections, and hints).
 func (d *driver) Name() string {
 	if d.name != "" {
 		return d.name
 	}
+	name := "dsync"
 	if d.wakeups == "off" {
-		return "dsync-polling"
+		name = "dsync-polling"
 	}
-	return "dsync"
+	if d.hints {
+		name += "-hints"
+	}
+	return name
 }
 
 func (d *driver) Describe(ctx context.Context) (string, string) {
@@ -81,6 +97,9 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.wakeups != "" {
 		lib += fmt.Sprintf(", WithWakeups(%v)", d.wakeups == "on")
+	}
+	if d.hints {
+		lib += fmt.Sprintf(", ClientWithHints(%q, \"\")", hintsListen)
 	}
 	if d.server != "" {
 		return lib, d.server

@@ -1,0 +1,207 @@
+package dsync
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/hint"
+)
+
+// hintNet stands for direct hints between the simulated processes of a
+// test: each Client's feed (netFeed) delivers what it publishes to the
+// others, in goroutines of their own (in any order), but what drop
+// refuses. The store's feed is paused in each, as in a process that
+// hints reach (dsync/hint's pause.go).
+type hintNet struct {
+	mu      sync.Mutex
+	members map[*netFeed]bool
+	drop    func(driver.Event) bool
+}
+
+type netFeed struct {
+	net *hintNet
+	hmu sync.Mutex
+	h   driver.FeedHandler
+}
+
+// member is the test option that gives a Client a feed of n.
+func (n *hintNet) member() ClientOption {
+	return func(c *clientConfig) error {
+		c.directFeed = func(driver.Feed) driver.Feed { return &netFeed{net: n} }
+		return nil
+	}
+}
+
+func (f *netFeed) Follow(h driver.FeedHandler) func() {
+	f.hmu.Lock()
+	f.h = h
+	f.hmu.Unlock()
+	h.Down(hint.ErrStoreFeedPaused, false)
+	f.net.mu.Lock()
+	if f.net.members == nil {
+		f.net.members = make(map[*netFeed]bool)
+	}
+	f.net.members[f] = true
+	f.net.mu.Unlock()
+	return func() {
+		f.net.mu.Lock()
+		delete(f.net.members, f)
+		f.net.mu.Unlock()
+	}
+}
+
+func (f *netFeed) Replay() time.Duration { return 0 }
+
+func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
+	f.net.mu.Lock()
+	defer f.net.mu.Unlock()
+	if f.net.drop != nil && f.net.drop(e) {
+		return nil
+	}
+	for m := range f.net.members {
+		if m != f {
+			go func() {
+				m.hmu.Lock()
+				defer m.hmu.Unlock()
+				m.h.Event(e)
+			}()
+		}
+	}
+	return nil
+}
+
+// readCounter is a store that counts its reads (Get, GetSession).
+type readCounter struct {
+	driver.Store
+	reads atomic.Int64
+}
+
+func (r *readCounter) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	r.reads.Add(1)
+	return r.Store.Get(ctx, id)
+}
+
+func (r *readCounter) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	r.reads.Add(1)
+	return r.Store.GetSession(ctx, id)
+}
+
+func countingReads(rc *readCounter) ClientOption {
+	return func(c *clientConfig) error {
+		c.wrapStore = func(s driver.Store) driver.Store { rc.Store = s; return rc }
+		return nil
+	}
+}
+
+// heldHandoff starts an owner holding "k" and a waiter of another process
+// in Lock behind it, over net, and returns them once the waiter waits;
+// the waiter's Lock returns on locked.
+func heldHandoff(t *testing.T, net *hintNet, rc *readCounter) (owner *Mutex, locked chan error) {
+	t.Helper()
+	store := memory.New()
+	a := NewMemClientOn(store, net.member())
+	b := NewMemClientOn(store, net.member(), countingReads(rc))
+	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
+	owner, err := NewMutex(a.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.LockContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	locked = make(chan error, 1)
+	go func() {
+		err := waiter.LockContext(t.Context())
+		if err == nil {
+			err = waiter.UnlockContext(context.Background())
+		}
+		locked <- err
+	}()
+	time.Sleep(time.Second) // it queues, announces itself, hears Held
+	synctest.Wait()
+	return owner, locked
+}
+
+// TestHeldHintsSpareTheWaitersLooks: a waiter in a process that reads no
+// store stream (hints reach it), whose claim's owner tells it by Held
+// hints that the claim has not ended, does not poll: over 8 s it reads
+// the store twice at most (without Held hints, every 100 ms poll), over
+// a minute only the holder's session as it may expire (no safety poll),
+// and it holds as the owner's end comes.
+func TestHeldHintsSpareTheWaitersLooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, rc := &hintNet{}, &readCounter{}
+		owner, locked := heldHandoff(t, net, rc)
+		before := rc.reads.Load()
+		time.Sleep(8 * time.Second)
+		if n := rc.reads.Load() - before; n > 2 {
+			t.Errorf("the waiter read the store %d times in 8 s while Held hints came", n)
+		}
+		// Over a minute: the holder's session each time it may have
+		// expired (a TTL of 15 s, renewed every 5 s), nothing else.
+		before = rc.reads.Load()
+		time.Sleep(time.Minute)
+		t.Logf("reads in a minute: %d", rc.reads.Load()-before)
+		if n := rc.reads.Load() - before; n > 6 {
+			t.Errorf("the waiter read the store %d times in a minute while Held hints came, want the holder's session every 10 s or so", n)
+		}
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 0 {
+			t.Errorf("the waiter held %v after the end, want at once (the Ended hint)", d)
+		}
+	})
+}
+
+// TestLostEndCostsAtMostThePollInterval: with every Ended hint lost, a
+// waiter that relied on Held hints holds within the poll interval of the
+// owner's Unlock (it looks once a poll interval passed since the last
+// Held), not at its safety poll.
+func TestLostEndCostsAtMostThePollInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := &hintNet{drop: func(e driver.Event) bool { return e.Kind == driver.Ended }}
+		owner, locked := heldHandoff(t, net, &readCounter{})
+		time.Sleep(3 * time.Second)
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
+		if d := time.Since(start); d > 101*time.Millisecond {
+			t.Errorf("with the end lost, the waiter held %v after it, want at most the poll interval", d)
+		}
+	})
+}
+
+// TestLostHeldCostsAtMostThePollInterval: with every Held and Ended hint
+// lost, a waiter in a process that reads no store stream polls: it
+// holds within the poll interval of the owner's Unlock.
+func TestLostHeldCostsAtMostThePollInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := &hintNet{drop: func(e driver.Event) bool { return e.Kind != driver.Waiting }}
+		owner, locked := heldHandoff(t, net, &readCounter{})
+		time.Sleep(3 * time.Second)
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 101*time.Millisecond {
+			t.Errorf("with Held hints lost, the waiter held %v after the end, want at most the poll interval", d)
+		}
+	})
+}
