@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261126155145-249bc510a6e3
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126155145-249bc510a6e3
+	github.com/go-dsync/dsync v0.0.0-20261126184048-e469f247a85d
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126184048-e469f247a85d
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
