@@ -64,7 +64,9 @@
 // and random bytes.
 // TestSIGSTOPHolder's clusters run without hints. Each worker records its
 // hint transport's counts (hint.Stats, EvCounts); a cluster fails if it
-// handed over twenty times or more and no hint woke a waiter before the
+// handed over twenty times or more after a release (a takeover after a
+// SIGKILL goes by expiry, which no hint tells; clusters with SIGKILLs are
+// left out, see minHandoffsForWakes) and no hint woke a waiter before the
 // store's feed did, or if its relays forged or replayed hints (five or
 // more) and its workers rejected or refused none; the run fails if no
 // hint woke a waiter at all. The summary line counts the hints and the
