@@ -113,12 +113,8 @@ type Engine struct {
 	// hold at once (the claim below them, released here, is still in the
 	// store), so that the Walk which follows reads nothing.
 	heads map[string]struct{}
-	// heldBelow holds, by nonce, the weight of the live claims below a
-	// weighted claim when it held (what its walk passed, or for a claim
-	// chained on its own release, the weight that release's claim had
-	// below), until it ends (tip.go). Holds lost without End stay until
-	// the map is cleared at maxHeads, which only costs later relocks a
-	// walk.
+	// heldBelow holds, by nonce, the weight of the live claims the walk
+	// of a weighted claim passed when it held, until it ends (tip.go).
 	heldBelow map[string]int64
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
