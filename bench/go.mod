@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261126184048-e469f247a85d
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126184048-e469f247a85d
+	github.com/go-dsync/dsync v0.0.0-20261126193544-ddb56fb3283f
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126193544-ddb56fb3283f
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
