@@ -219,53 +219,36 @@ func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Ti
 	until = minTime(until, now.Add(interestFor))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.interest) >= maxInterest {
-		for k, ws := range f.interest {
-			for a, w := range ws {
-				if !w.until.After(now) {
-					delete(ws, a)
-				}
-			}
-			if len(ws) == 0 {
-				delete(f.interest, k)
-			}
-		}
-		if len(f.interest) >= maxInterest {
-			clear(f.interest)
-		}
-	}
-	if f.interest[key] == nil {
-		f.interest[key] = make(map[string]waiter)
-	}
-	if until.After(f.interest[key][addr].until) {
-		f.interest[key][addr] = waiter{ua, until}
-	}
-	f.noteWaitingForLocked(claimID{key, epoch}, addr, waiter{ua, until}, now)
+	noteWaiter(f.interest, key, addr, waiter{ua, until}, now)
+	// The claim's owner sends its Held hints there (dsync/wake_held.go).
+	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, waiter{ua, until}, now)
 }
 
-// noteWaitingForLocked records that the process at addr waits for claim
-// c: its owner's Held hints go there. f.mu is held.
-func (f *Feed) noteWaitingForLocked(c claimID, addr string, w waiter, now time.Time) {
-	if len(f.waitingFor) >= maxInterest {
-		for c, ws := range f.waitingFor {
+// noteWaiter records w, the process at addr, under k in m, unless it
+// already holds there for longer. A full m (maxInterest entries) is rid
+// of the waiters whose time has passed first, and emptied if that is
+// not enough.
+func noteWaiter[K comparable](m map[K]map[string]waiter, k K, addr string, w waiter, now time.Time) {
+	if len(m) >= maxInterest {
+		for k, ws := range m {
 			for a, w := range ws {
 				if !w.until.After(now) {
 					delete(ws, a)
 				}
 			}
 			if len(ws) == 0 {
-				delete(f.waitingFor, c)
+				delete(m, k)
 			}
 		}
-		if len(f.waitingFor) >= maxInterest {
-			clear(f.waitingFor)
+		if len(m) >= maxInterest {
+			clear(m)
 		}
 	}
-	if f.waitingFor[c] == nil {
-		f.waitingFor[c] = make(map[string]waiter)
+	if m[k] == nil {
+		m[k] = make(map[string]waiter)
 	}
-	if w.until.After(f.waitingFor[c][addr].until) {
-		f.waitingFor[c][addr] = w
+	if w.until.After(m[k][addr].until) {
+		m[k][addr] = w
 	}
 }
 
