@@ -166,42 +166,34 @@ func TestHeldHintsSpareTheWaitersLooks(t *testing.T) {
 	})
 }
 
-// TestLostEndCostsAtMostThePollInterval: with every Ended hint lost, a
-// waiter that relied on Held hints holds within the poll interval of the
-// owner's Unlock (it looks once a poll interval passed since the last
-// Held), not at its safety poll.
-func TestLostEndCostsAtMostThePollInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		net := &hintNet{drop: func(e driver.Event) bool { return e.Kind == driver.Ended }}
-		owner, locked := heldHandoff(t, net, &readCounter{})
-		time.Sleep(3 * time.Second)
-		start := time.Now()
-		owner.Unlock()
-		if err := <-locked; err != nil {
-			t.Fatal(err)
-		}
-		// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
-		if d := time.Since(start); d > 101*time.Millisecond {
-			t.Errorf("with the end lost, the waiter held %v after it, want at most the poll interval", d)
-		}
-	})
-}
-
-// TestLostHeldCostsAtMostThePollInterval: with every Held and Ended hint
-// lost, a waiter in a process that reads no store stream polls: it
-// holds within the poll interval of the owner's Unlock.
-func TestLostHeldCostsAtMostThePollInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		net := &hintNet{drop: func(e driver.Event) bool { return e.Kind != driver.Waiting }}
-		owner, locked := heldHandoff(t, net, &readCounter{})
-		time.Sleep(3 * time.Second)
-		start := time.Now()
-		owner.Unlock()
-		if err := <-locked; err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(start); d > 101*time.Millisecond {
-			t.Errorf("with Held hints lost, the waiter held %v after the end, want at most the poll interval", d)
-		}
-	})
+// TestLostHintsCostAtMostThePollInterval: a waiter in a process that
+// reads no store stream holds within the poll interval of the owner's
+// Unlock, not at its safety poll, when every Ended hint is lost (it
+// relied on Held hints, and looks once a poll interval passed since the
+// last), and when every Held and Ended hint is lost (it polls).
+func TestLostHintsCostAtMostThePollInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		drop func(driver.Event) bool
+		lost string
+	}{
+		{"End", func(e driver.Event) bool { return e.Kind == driver.Ended }, "the end"},
+		{"HeldAndEnd", func(e driver.Event) bool { return e.Kind != driver.Waiting }, "Held hints"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				owner, locked := heldHandoff(t, &hintNet{drop: tc.drop}, &readCounter{})
+				time.Sleep(3 * time.Second)
+				start := time.Now()
+				owner.Unlock()
+				if err := <-locked; err != nil {
+					t.Fatal(err)
+				}
+				// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
+				if d := time.Since(start); d > 101*time.Millisecond {
+					t.Errorf("with %s lost, the waiter held %v after the end, want at most the poll interval", tc.lost, d)
+				}
+			})
+		})
+	}
 }
