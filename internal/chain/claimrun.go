@@ -30,12 +30,12 @@ type claimRun struct {
 	key, owner, session string
 	terms               Terms
 	try                 bool
-	base                uint64 // the epoch known to exist below the next insert
-	known               bool   // base is known (false: read the newest claim first)
-	tip                 Doc    // the release marker of base, if known
-	seg                 uint64 // the segment claimed in (segment.go)
-	dups                int    // epochs lost in a row
-	newestRead          bool   // this run read the newest claim once
+	base                uint64     // the epoch known to exist below the next insert
+	known               bool       // base is known (false: read the newest claim first)
+	tip                 tipRelease // this process's release of base, if known
+	seg                 uint64     // the segment claimed in (segment.go)
+	dups                int        // epochs lost in a row
+	newestRead          bool       // this run read the newest claim once
 	ttl                 time.Duration
 	exp                 time.Time
 }
@@ -80,7 +80,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 // load sets what q knows of its key from the engine's knowledge.
 func (q *claimRun) load() {
 	ks := q.e.snapshot(q.key)
-	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, Doc{}
+	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, tipRelease{}
 	if ks.hasTip() {
 		q.tip = ks.tip
 	}
@@ -227,7 +227,7 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		if err != nil {
 			return false, q.topFailed(ctx, err)
 		}
-		q.base, q.known, q.tip = 0, true, Doc{}
+		q.base, q.known, q.tip = 0, true, tipRelease{}
 		if found && d.Epoch >= q.seg && d.Seg != q.seg {
 			// A claim of a later segment: this process's segment is over.
 			e.dropCover(q.key, q.seg)
@@ -263,9 +263,9 @@ func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool
 	e := q.e
 	d := q.claimDoc(c, now)
 	docs = []Doc{d, shadowOf(d)}
-	// Only a release that ends every walk (its claim held with everything
-	// below ended) proves anything for the claim above it.
-	chained = q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
+	// Only a release whose claim's hold proves that c holds (tip.go).
+	proves, _, _ := e.tipProves(q.terms, q.tip)
+	chained = q.tip.Epoch == q.base && q.base >= q.seg && proves && !e.has(BugTrustCache)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -304,10 +304,15 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	}
 	e.learnNewest(q.key, c.Epoch)
 	e.noteMine(c, d.Sent)
-	if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
-		// The claim below, which this process released, is still in
-		// the store: everything below ours has ended.
+	if e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
 		c.clear, c.strong, c.Below = true, true, true
+		e.confirmHead(c)
+	} else if chained && dup == 2 {
+		// The claim below, which this process released, is still in
+		// the store: what its hold proved, c's walk would find.
+		_, strong, below := e.tipProves(q.terms, q.tip)
+		c.clear, c.strong, c.Below = true, strong, strong
+		e.noteHeld(c, below)
 		e.confirmHead(c)
 	}
 	// Otherwise (the shadow was missing: the store lost the claim
@@ -323,7 +328,7 @@ func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
 	if q.try {
 		return nil, true, &BusyError{Key: q.key}
 	}
-	q.base, q.tip = epoch, Doc{}
+	q.base, q.tip = epoch, tipRelease{}
 	if q.dups++; q.dups >= maxDups && !q.newestRead {
 		// Many waiters ahead: look for where the queue ends rather than
 		// walk up it one insert at a time (once: by the time a second

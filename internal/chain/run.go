@@ -21,6 +21,11 @@ import (
 // engine reads nothing after that run before the claim holds, that read
 // is not needed (confirmedByRun).
 //
+// A store without runs (FerretDB's: dsync/mongo/run.go) reads a walk by
+// ID, a claim and its marker at a time; a claim right above this
+// process's own release of a claim whose hold proves it needs no walk on
+// any store (tip.go).
+//
 // A run is only used within one Walk: a claim found without a marker
 // had none when the run passed it, and may have one since; a waiter that
 // walks again reads a new run.
