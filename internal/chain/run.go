@@ -202,10 +202,12 @@ func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (ended bool, kind
 // exists: F1), instead of trying one epoch after another, one insert each.
 func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, error) {
 	c, done, err := q.lost(epoch)
-	if done || q.dups < 2 && q.known {
+	if done || q.dups < 2 && !q.climbBase {
 		return c, done, err
 	}
-	q.known = true // the run below, not a gallop (top), finds where the queue ends
+	// The run below, not point reads (a climb, or a gallop from the
+	// floor: top), finds where the queue ends.
+	q.climbBase, q.known = false, true
 	docs, rerr := q.e.rr.GetRun(ctx, q.key, epoch+1, epoch+2*runWindow)
 	if errors.Is(rerr, driver.ErrRunsUnsupported) {
 		q.e.noRuns.Store(true)
