@@ -227,7 +227,12 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		q.known = false
 	}
 	if q.known && q.climbBase {
-		return q.climbFromBase(ctx)
+		if ks.gap == 0 {
+			return q.climbFromBase(ctx)
+		}
+		// Below a gap the next claim starts under it (top): climbing
+		// from the epoch lost would only land above it again.
+		q.climbBase, q.known = false, false
 	}
 	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
 		d, found, err := e.top(ctx, q.key, q.seg)
