@@ -394,9 +394,10 @@ type RunReader interface {
 	// below it was read.
 	//
 	// A store whose server would answer a run by reading far more than
-	// the run (FerretDB decodes a whole collection for any find that is
-	// not by _id alone) answers ErrRunsUnsupported, before any I/O: dsync
-	// then reads by ID, and stops asking.
+	// the run (FerretDB 1.24 decodes a whole collection for a find by an
+	// _id range, an _id $in list or anything but {_id: value} on SQLite)
+	// answers ErrRunsUnsupported, before any I/O: dsync then reads by ID,
+	// and stops asking.
 	GetRun(ctx context.Context, key string, from, to uint64) ([]Doc, error)
 }
 

@@ -112,8 +112,10 @@ func (e *BusyError) Error() string {
 // returns a *BusyError otherwise; it never waits.
 //
 // Every claim is inserted with its shadow (KindShadow), in one request.
-// When the engine released the epoch below its insert itself, the insert
-// also carries that claim's shadow again, after its own: the shadow's
+// When the engine released the epoch below its insert itself, and that
+// claim's hold proves the new one holds (its release is Clear, or both
+// are shared, or both weighted with room: tip.go), the insert also
+// carries that claim's shadow again, after its own: the shadow's
 // duplicate key proves the claim still in the store, so the release the
 // engine made stands, and the claim holds without another read. Without
 // it (the store was emptied or restored since), Walk reads the chain.

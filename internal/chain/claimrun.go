@@ -18,9 +18,12 @@ import (
 const maxClaimRounds = 32
 
 // maxDups is how many epochs in a row a Claim loses to other processes
-// before it looks for the key's newest claim (reads by ID, galloping up:
-// floor.go) instead of trying the next. Four covers the queue of a
-// handful of processes taking turns.
+// before it looks for the key's newest claim (reads by ID, galloping up
+// from the last epoch lost, which exists: climb, floor.go) instead of
+// trying the next. Four covers the queue of a handful of processes taking
+// turns. (Looking after the first loss, or the second, did no better with
+// four readers on FerretDB: the claim inserted after the look still
+// races those of the other readers, who look at the same time.)
 const maxDups = 4
 
 // claimRun is the state of one Claim call: where it inserts next and what
@@ -30,12 +33,13 @@ type claimRun struct {
 	key, owner, session string
 	terms               Terms
 	try                 bool
-	base                uint64 // the epoch known to exist below the next insert
-	known               bool   // base is known (false: read the newest claim first)
-	tip                 Doc    // the release marker of base, if known
-	seg                 uint64 // the segment claimed in (segment.go)
-	dups                int    // epochs lost in a row
-	newestRead          bool   // this run read the newest claim once
+	base                uint64     // the epoch known to exist below the next insert
+	known               bool       // base is known (false: read the newest claim first)
+	tip                 tipRelease // this process's release of base, if known
+	seg                 uint64     // the segment claimed in (segment.go)
+	dups                int        // epochs lost in a row
+	newestRead          bool       // this run read the newest claim once
+	climbBase           bool       // read the claims above base before the next insert
 	ttl                 time.Duration
 	exp                 time.Time
 }
@@ -80,7 +84,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 // load sets what q knows of its key from the engine's knowledge.
 func (q *claimRun) load() {
 	ks := q.e.snapshot(q.key)
-	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, Doc{}
+	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, tipRelease{}
 	if ks.hasTip() {
 		q.tip = ks.tip
 	}
@@ -222,12 +226,20 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		// be pruned: go on from the floor.
 		q.known = false
 	}
+	if q.known && q.climbBase {
+		if ks.gap == 0 {
+			return q.climbFromBase(ctx)
+		}
+		// Below a gap the next claim starts under it (top): climbing
+		// from the epoch lost would only land above it again.
+		q.climbBase, q.known = false, false
+	}
 	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
 		d, found, err := e.top(ctx, q.key, q.seg)
 		if err != nil {
 			return false, q.topFailed(ctx, err)
 		}
-		q.base, q.known, q.tip = 0, true, Doc{}
+		q.base, q.known, q.tip = 0, true, tipRelease{}
 		if found && d.Epoch >= q.seg && d.Seg != q.seg {
 			// A claim of a later segment: this process's segment is over.
 			e.dropCover(q.key, q.seg)
@@ -237,6 +249,29 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		if found && d.Epoch >= q.seg {
 			q.base = d.Epoch
 		}
+	}
+	return false, nil
+}
+
+// climbFromBase reads up from q's base, which exists, to the highest
+// claim it reaches by point reads (climb), and makes it the base: the
+// next insert follows an epoch seen to exist (F1) whatever the reads
+// found. again: a claim of a later segment showed q's segment over.
+func (q *claimRun) climbFromBase(ctx context.Context) (again bool, err error) {
+	e := q.e
+	q.climbBase = false
+	d, _, err := e.climb(ctx, q.key, Doc{Key: q.key, Epoch: q.base, Seg: q.seg, Kind: KindClaim})
+	if err != nil {
+		return false, err
+	}
+	if d.Seg != q.seg {
+		e.dropCover(q.key, q.seg)
+		q.seg = 0
+		return true, nil
+	}
+	if d.Epoch > q.base {
+		e.learnNewest(q.key, d.Epoch)
+		q.base, q.tip = d.Epoch, tipRelease{}
 	}
 	return false, nil
 }
@@ -263,9 +298,9 @@ func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool
 	e := q.e
 	d := q.claimDoc(c, now)
 	docs = []Doc{d, shadowOf(d)}
-	// Only a release that ends every walk (its claim held with everything
-	// below ended) proves anything for the claim above it.
-	chained = q.tip.Epoch == q.base && q.base >= q.seg && q.tip.Clear && !e.has(BugTrustCache)
+	// Only a release whose claim's hold proves that c holds (tip.go).
+	proves, _, _ := e.tipProves(q.terms, q.tip)
+	chained = q.tip.Epoch == q.base && q.base >= q.seg && proves && !e.has(BugTrustCache)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -304,10 +339,15 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	}
 	e.learnNewest(q.key, c.Epoch)
 	e.noteMine(c, d.Sent)
-	if chained && dup == 2 || e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
-		// The claim below, which this process released, is still in
-		// the store: everything below ours has ended.
+	if e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
 		c.clear, c.strong, c.Below = true, true, true
+		e.confirmHead(c)
+	} else if chained && dup == 2 {
+		// The claim below, which this process released, is still in
+		// the store: what its hold proved, c's walk would find.
+		_, strong, below := e.tipProves(q.terms, q.tip)
+		c.clear, c.strong, c.Below = true, strong, strong
+		e.noteHeld(c, below)
 		e.confirmHead(c)
 	}
 	// Otherwise (the shadow was missing: the store lost the claim
@@ -323,12 +363,15 @@ func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
 	if q.try {
 		return nil, true, &BusyError{Key: q.key}
 	}
-	q.base, q.tip = epoch, Doc{}
+	q.base, q.tip = epoch, tipRelease{}
 	if q.dups++; q.dups >= maxDups && !q.newestRead {
 		// Many waiters ahead: look for where the queue ends rather than
 		// walk up it one insert at a time (once: by the time a second
-		// look came back the end would have moved on).
-		q.known, q.dups, q.newestRead = false, 0, true
+		// look came back the end would have moved on). The look starts
+		// at the epoch just lost, which exists, not at the key's floor:
+		// a few reads, not two for every doubling of the epochs the
+		// segment has above its floor.
+		q.climbBase, q.dups, q.newestRead = true, 0, true
 	}
 	return nil, false, nil
 }

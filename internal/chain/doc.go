@@ -74,13 +74,17 @@
 // has and the live lower weights plus its own fit its limit. It holds
 // only on what the store shows after the insert:
 //
-//   - When this process released N itself, and N held with every lower
-//     claim ended (its release says so, Clear: an exclusive claim's
-//     always does), the insert carries N's shadow again, after its own
-//     documents: the shadow's duplicate key proves N's claim still in the
-//     store, and N's release stands (this process made it), so the claim
-//     holds with no further read. An uncontended Lock+Unlock is two
-//     commands.
+//   - When this process released N itself, and N's hold proves that the
+//     claim holds (tip.go): N held with every lower claim ended (its
+//     release says so, Clear: an exclusive claim's always does), or N
+//     and the claim are shared, or both are weighted with one limit and
+//     the live weights N's walk passed plus the claim's own fit it, the
+//     insert carries N's shadow again, after its own documents: the
+//     shadow's duplicate key proves N's claim still in the store, and N's
+//     release stands (this process made it), so the claim holds with no
+//     further read. An uncontended Lock+Unlock is two commands, and so is
+//     an RLock+RUnlock or an Acquire+Release that follows this process's
+//     own, however many readers or units are live below.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none and the walker's mode does not
 //     pass it, its session; a claim whose session expired gets a dead
@@ -209,7 +213,8 @@
 // and B hold at t. B's walk cannot pass A live (its mode does not allow
 // it), so A ended, or lies below where the walk stopped: a counting floor
 // or epoch 1 (only ended epochs lie below), or a release of a claim D
-// whose own hold proves A ended before it: D held with every lower claim
+// (read, or known to B's process, which made it, for a claim chained on
+// it) whose own hold proves A ended before it: D held with every lower claim
 // ended (Clear), or D is exclusive (it held only once every lower claim
 // had ended), or B and D are shared (D held once every lower non-shared
 // claim, A among them, had ended). For weighted claims: F1 puts every
@@ -217,7 +222,11 @@
 // of several weighted holds valid at once last checked its weights, every
 // other one was live below it, not below a stop (that would have ended
 // it), and counted: their weights and H's fit H's limit, which is theirs
-// (holds of another limit conflict with H).
+// (holds of another limit conflict with H). If H held on its insert,
+// chained on this process's release of the claim D right below it, the
+// other holds lay below D, live when D last checked its weights (a claim
+// only ends), and so were counted in the weight D passed, which with H's
+// own fits the limit.
 //
 // # Segments
 //

@@ -22,6 +22,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 		d.Clear = true
 	}
 	c.ended = true
+	below, known := e.takeHeld(c) // taken even if the insert fails: no tip then
 	if c.pinned {
 		c.pinned = false
 		defer e.unpin(c.Key) // after what the end teaches of the key
@@ -36,7 +37,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	delete(e.ends, d.ID)
 	e.mu.Unlock()
 	if held {
-		e.learnTip(d)
+		e.learnTip(tipRelease{Doc: d, terms: c.Terms, below: below, belowKnown: known})
 		if d.Clear {
 			e.learnOwn(c)
 		}

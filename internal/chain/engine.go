@@ -113,6 +113,9 @@ type Engine struct {
 	// hold at once (the claim below them, released here, is still in the
 	// store), so that the Walk which follows reads nothing.
 	heads map[string]struct{}
+	// heldBelow holds, by nonce, the weight of the live claims the walk
+	// of a weighted claim passed when it held, until it ends (tip.go).
+	heldBelow map[string]int64
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
@@ -155,11 +158,11 @@ type keyState struct {
 	// newest is an epoch known to have existed (0: none known). An insert
 	// of epoch E+1 is sent only when E is known to have existed (F1).
 	newest uint64
-	// tip is the release marker of epoch newest, when this process
-	// released it. The next claim re-inserts that claim's shadow together
-	// with its own insert: the duplicate key proves the claim still in
-	// the store (see Claim).
-	tip Doc
+	// tip is the release of epoch newest, when this process released
+	// it. The next claim re-inserts that claim's shadow together with its
+	// own insert: the duplicate key proves the claim still in the store
+	// (see Claim and tip.go).
+	tip tipRelease
 	// gap is a missing epoch a walk found with no floor that counts above
 	// it (see gap.go): the next claim starts below it. 0: none.
 	gap uint64
@@ -205,13 +208,14 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		store: store, clock: clock, cfg: cfg,
-		keys:     make(map[string]*keyState),
-		expiries: make(map[string]time.Time),
-		absent:   make(map[string]absence),
-		heads:    make(map[string]struct{}),
-		ends:     make(map[string]Doc),
-		renewals: make(map[string]*renewal),
-		pins:     make(map[string]int),
+		keys:      make(map[string]*keyState),
+		expiries:  make(map[string]time.Time),
+		absent:    make(map[string]absence),
+		heads:     make(map[string]struct{}),
+		heldBelow: make(map[string]int64),
+		ends:      make(map[string]Doc),
+		renewals:  make(map[string]*renewal),
+		pins:      make(map[string]int),
 	}
 	e.rr, _ = store.(driver.RunReader)
 	e.store = readCounter{Store: store, reads: &e.reads, inRead: &e.inRead}
@@ -286,7 +290,7 @@ func (e *Engine) learnNewest(key string, epoch uint64) {
 
 // learnTip records a release this process made, as the tip if its epoch
 // is the newest known.
-func (e *Engine) learnTip(m Doc) {
+func (e *Engine) learnTip(m tipRelease) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks := e.state(m.Key)
@@ -303,7 +307,7 @@ func (e *Engine) forget(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ks := e.keys[key]; ks != nil {
-		ks.newest, ks.tip = 0, Doc{}
+		ks.newest, ks.tip = 0, tipRelease{}
 	}
 }
 

@@ -110,4 +110,13 @@ const (
 	// claim in it, and skips confirmOwn after any run: a store emptied
 	// since the insert can then have handed the claim's epoch on.
 	BugRunOwnUnchecked
+	// BugTipAnyMode lets a claim chained on this process's own release
+	// hold at once whatever the released claim's mode and its own: an
+	// exclusive claim above a released read lock holds beside the readers
+	// still live below it.
+	BugTipAnyMode
+	// BugTipWeightIgnored lets a weighted claim chained on this process's
+	// own weighted release hold at once without counting the weight of
+	// the live claims below that release.
+	BugTipWeightIgnored
 )

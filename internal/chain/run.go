@@ -21,6 +21,11 @@ import (
 // engine reads nothing after that run before the claim holds, that read
 // is not needed (confirmedByRun).
 //
+// A store without runs (FerretDB's: dsync/mongo/run.go) reads a walk by
+// ID, a claim and its marker at a time; a claim right above this
+// process's own release of a claim whose hold proves it needs no walk on
+// any store (tip.go).
+//
 // A run is only used within one Walk: a claim found without a marker
 // had none when the run passed it, and may have one since; a waiter that
 // walks again reads a new run.
@@ -197,10 +202,12 @@ func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (ended bool, kind
 // exists: F1), instead of trying one epoch after another, one insert each.
 func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, error) {
 	c, done, err := q.lost(epoch)
-	if done || q.dups < 2 && q.known {
+	if done || q.dups < 2 && !q.climbBase {
 		return c, done, err
 	}
-	q.known = true // the run below, not a gallop (top), finds where the queue ends
+	// The run below, not point reads (a climb, or a gallop from the
+	// floor: top), finds where the queue ends.
+	q.climbBase, q.known = false, true
 	docs, rerr := q.e.rr.GetRun(ctx, q.key, epoch+1, epoch+2*runWindow)
 	if errors.Is(rerr, driver.ErrRunsUnsupported) {
 		q.e.noRuns.Store(true)

@@ -267,7 +267,7 @@ func (q *claimRun) meet(ctx context.Context, from, hi int64) (c *Claim, done boo
 
 // join makes q claim in segment seg, knowing nothing of it yet.
 func (q *claimRun) join(seg uint64) {
-	q.seg, q.base, q.known, q.tip = seg, 0, false, Doc{}
+	q.seg, q.base, q.known, q.tip = seg, 0, false, tipRelease{}
 }
 
 // Refresh inserts, for each of keys, the gates of the buckets up to the

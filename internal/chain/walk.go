@@ -89,6 +89,7 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	}
 	c.clear, c.read = true, false
 	c.Below = c.strong && len(c.passed) == 0
+	e.noteHeld(c, passedWeight(c))
 	if c.Below {
 		e.learnOwn(c)
 	}

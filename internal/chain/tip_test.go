@@ -1,0 +1,152 @@
+package chain_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// readCountStore counts the reads an engine sends (by ID, of sessions,
+// and of runs).
+type readCountStore struct {
+	*memory.Store
+	reads atomic.Int64
+}
+
+func (s *readCountStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
+	s.reads.Add(1)
+	return s.Store.Get(ctx, id)
+}
+
+func (s *readCountStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	s.reads.Add(1)
+	return s.Store.GetSession(ctx, id)
+}
+
+func (s *readCountStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	s.reads.Add(1)
+	return s.Store.GetRun(ctx, key, from, to)
+}
+
+// tipRig is a process that claims key k again and again through an
+// engine of its own, counting its reads, beside grantRig's others.
+type tipRig struct {
+	grantRig
+	store *readCountStore
+	e     *chain.Engine
+	sess  string
+}
+
+func newTipRig(t *testing.T) tipRig {
+	mem := memory.New()
+	cs := &readCountStore{Store: mem}
+	e, err := chain.New(cs, fixedClock{}, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+}
+
+// mine claims k with terms for the counting process, and reports whether
+// it holds and how many reads that took (the claim's and its walk's).
+func (r tipRig) mine(terms chain.Terms) (c *chain.Claim, holds bool, reads int64) {
+	r.t.Helper()
+	before := r.store.reads.Load()
+	c, err := r.e.Claim(context.Background(), "k", "me", r.sess, terms, false)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	holds = r.holds(r.e, c)
+	return c, holds, r.store.reads.Load() - before
+}
+
+// A reader that reads again right after its own read unlock holds on its
+// insert alone, whatever live readers lie below (the insert carries the
+// released claim's shadow: tip.go); a writer above that release still
+// walks, and waits for them.
+func TestChainedOnOwnSharedRelease(t *testing.T) {
+	r := newTipRig(t)
+	eo, other := r.claim("other", shared)
+	if !r.holds(eo, other) {
+		t.Fatal("the first reader does not hold")
+	}
+	c, holds, _ := r.mine(shared)
+	if !holds {
+		t.Fatal("a reader above a live reader does not hold")
+	}
+	for range 3 {
+		r.release(r.e, c)
+		var reads int64
+		c, holds, reads = r.mine(shared)
+		if !holds || reads != 0 {
+			t.Fatalf("a reader right above its own read unlock: holds %v after %d reads, want true after 0", holds, reads)
+		}
+		if c.Below {
+			t.Fatal("a reader chained above a live reader says every lower claim had ended")
+		}
+	}
+	r.release(r.e, c)
+	w, holds, _ := r.mine(excl)
+	if holds {
+		t.Fatal("a writer right above its own read unlock holds beside a live reader")
+	}
+	r.release(eo, other)
+	if !r.holds(r.e, w) {
+		t.Fatal("the writer does not hold once the reader below it ended")
+	}
+}
+
+// A weighted claim right above its own process's weighted release holds
+// on its insert alone when the weight that release's claim passed and
+// its own fit the limit (3); otherwise, or once another claim lies in
+// between, it walks.
+func TestChainedOnOwnWeightedRelease(t *testing.T) {
+	r := newTipRig(t)
+	eo, other := r.claim("other", weighted(2))
+	if !r.holds(eo, other) {
+		t.Fatal("the first claim does not hold")
+	}
+	c, holds, _ := r.mine(weighted(1))
+	if !holds {
+		t.Fatal("weights 2 and 1 under limit 3: the second claim does not hold")
+	}
+	r.release(r.e, c)
+	c, holds, reads := r.mine(weighted(1))
+	if !holds || reads != 0 {
+		t.Fatalf("a claim right above its own weighted release: holds %v after %d reads, want true after 0", holds, reads)
+	}
+	r.release(r.e, c)
+	big, holds, _ := r.mine(weighted(2))
+	if holds {
+		t.Fatal("weight 2 above its own release, with weight 2 live below: holds over the limit 3")
+	}
+	if err := r.e.End(context.Background(), big, false); err != nil {
+		t.Fatal(err)
+	}
+	c, holds, _ = r.mine(weighted(1)) // above a withdrawal: it walks
+	if !holds {
+		t.Fatal("weights 2 and 1 under limit 3: the claim does not hold")
+	}
+	r.release(r.e, c)
+	e3, third := r.claim("third", weighted(1))
+	if !r.holds(e3, third) {
+		t.Fatal("weights 2 and 1 under limit 3: the third claim does not hold")
+	}
+	c, holds, _ = r.mine(weighted(1))
+	if holds {
+		t.Fatal("weights 2, 1 and 1 live under limit 3: a claim holds, chained past the claim in between")
+	}
+	r.release(e3, third)
+	if !r.holds(r.e, c) {
+		t.Fatal("the claim does not hold once the claim in between ended")
+	}
+}
