@@ -150,3 +150,48 @@ func TestChainedOnOwnWeightedRelease(t *testing.T) {
 		t.Fatal("the claim does not hold once the claim in between ended")
 	}
 }
+
+// A weighted claim chained on its own process's release holds with every
+// lower claim ended (Below, so its release is Clear and raises the key's
+// floor) when the live claims that release's walk passed were all ended
+// by the same process since, as a walk would have found: otherwise a
+// process whose holds all chain (goroutines of one Client cycling a
+// semaphore) never makes a Clear release, the key's floor stops rising,
+// nothing is pruned, and every walk reads the whole history
+// (apisim's TestConcurrentReleasesPrune took 5 minutes, not 1.5).
+// A claim of another process left live below is never counted ended.
+func TestChainedOnOwnWeightedReleaseSeesOwnEnds(t *testing.T) {
+	r := newTipRig(t)
+	a, holds, _ := r.mine(weighted(1))
+	if !holds || !a.Below {
+		t.Fatalf("the first claim: holds %v, Below %v; want both", holds, a.Below)
+	}
+	b, holds, _ := r.mine(weighted(1))
+	if !holds || b.Below {
+		t.Fatalf("a claim above a live one: holds %v, Below %v; want true, false", holds, b.Below)
+	}
+	r.release(r.e, a)
+	r.release(r.e, b)
+	c, holds, reads := r.mine(weighted(1))
+	if !holds || reads != 0 {
+		t.Fatalf("a claim right above its own weighted release: holds %v after %d reads, want true after 0", holds, reads)
+	}
+	if !c.Below {
+		t.Fatal("a chained claim whose process ended every claim live below: Below is false")
+	}
+	r.release(r.e, c)
+	eo, other := r.claim("other", weighted(1))
+	if !r.holds(eo, other) {
+		t.Fatal("the other process's claim does not hold")
+	}
+	d, holds, _ := r.mine(weighted(1))
+	if !holds || d.Below {
+		t.Fatalf("a claim above another process's live one: holds %v, Below %v; want true, false", holds, d.Below)
+	}
+	r.release(r.e, d)
+	f, holds, reads := r.mine(weighted(1))
+	if !holds || reads != 0 || f.Below {
+		t.Fatalf("chained above another process's live claim: holds %v after %d reads, Below %v; want true after 0, false", holds, reads, f.Below)
+	}
+	r.release(r.e, f)
+}

@@ -89,7 +89,11 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	}
 	c.clear, c.read = true, false
 	c.Below = c.strong && len(c.passed) == 0
-	e.noteHeld(c, passedWeight(c))
+	if c.strong {
+		// Every lower claim it did not pass has ended: those it passed
+		// are all that may be live below it (tip.go).
+		e.noteHeld(c, passedRefs(c))
+	}
 	if c.Below {
 		e.learnOwn(c)
 	}
