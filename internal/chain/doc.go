@@ -94,7 +94,9 @@
 //     marker). It passes ended claims, and live ones its mode allows
 //     (counting their weights), and stops at a release that proves enough
 //     (of a claim that held with every lower claim ended, or an exclusive
-//     one, or, for a shared walker, a shared one), below the key's floor
+//     one, or, for a shared walker, a shared one, or a weighted one this
+//     process released whose hold left live below it only claims this
+//     process has ended since: tip.go), below the key's floor
 //     (if it counts), or at its segment's first epoch. A claim that holds
 //     on reads then reads its own claim back: still there with its nonce,
 //     the store was not emptied since the insert, so the reads saw the
@@ -220,7 +222,11 @@
 // it) whose own hold proves A ended before it: D held with every lower claim
 // ended (Clear), or D is exclusive (it held only once every lower claim
 // had ended), or B and D are shared (D held once every lower non-shared
-// claim, A among them, had ended). For weighted claims: F1 puts every
+// claim, A among them, had ended), or B's process released D, a weighted
+// claim, and has ended since every claim D's hold left live below it
+// (when D held, every other claim below it had ended: D's walk stopped
+// only where everything below had, and claims are never inserted below
+// an existing epoch). For weighted claims: F1 puts every
 // lower epoch in the store before a claim's insert, so when the highest H
 // of several weighted holds valid at once last checked its weights, every
 // other one was live below it, not below a stop (that would have ended

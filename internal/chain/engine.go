@@ -116,9 +116,9 @@ type Engine struct {
 	// heldBelow holds, by nonce, the claims that may have been live below
 	// a weighted claim when it held, until it ends (tip.go).
 	heldBelow map[string][]heldRef
-	// endedOwn holds the nonces of this engine's claims whose end marker
+	// endedOwn holds, by nonce, this engine's claims whose end marker
 	// landed, in two generations (tip.go).
-	endedOwn [2]map[string]struct{}
+	endedOwn [2]map[string]ownEnd
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
@@ -216,7 +216,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		absent:    make(map[string]absence),
 		heads:     make(map[string]struct{}),
 		heldBelow: make(map[string][]heldRef),
-		endedOwn:  [2]map[string]struct{}{{}, {}},
+		endedOwn:  [2]map[string]ownEnd{{}, {}},
 		ends:      make(map[string]Doc),
 		renewals:  make(map[string]*renewal),
 		pins:      make(map[string]int),

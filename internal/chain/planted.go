@@ -124,4 +124,8 @@ const (
 	// even while claims that release's walk passed live may still be:
 	// its release is Clear, and ends other walks above live claims.
 	BugTipEndsAssumed
+	// BugOwnReleaseStops ends a walk at any weighted release this
+	// process made, as at a Clear one, even while claims that release's
+	// claim passed live may still be.
+	BugOwnReleaseStops
 )

@@ -26,10 +26,13 @@ package chain
 //
 // If none of those claims is left, the new claim holds with every lower
 // claim ended, as its walk would have found: its release is Clear, and
-// it vouches for the key's floor (floor.go). Without
-// that, a process whose holds all chain (its goroutines cycling one
-// semaphore) never made a Clear release again: the floor stopped rising,
-// pruning stopped, and every walk read the key's whole history.
+// it vouches for the key's floor (floor.go). Without that, a process
+// whose holds mostly chain (its goroutines cycling one semaphore) almost
+// never made a Clear release: walks read thousands of epochs, down to
+// the segment's first. For the same reason a walk
+// of this process's stops at such a release of its own, as at a Clear
+// one (ownReleaseStops): where holds always overlap, no release is Clear
+// for hundreds of epochs, and every walk went down to the last one.
 
 // heldRef is a live claim a weighted claim's walk passed: its nonce, and
 // its weight.
@@ -111,16 +114,33 @@ func passedRefs(c *Claim) []heldRef {
 	return refs
 }
 
+// ownEnd is what this engine knows of one of its claims that has ended:
+// if it held, the claims that may have been live below it (known: this
+// engine found it holding, so below is known).
+type ownEnd struct {
+	below []heldRef
+	known bool
+}
+
 // noteEnded records that the end marker of this engine's claim with
 // nonce landed: the claim has ended for good. Two generations of
-// maxHeads nonces are kept; a claim forgotten only counts as live.
-func (e *Engine) noteEnded(nonce string) {
+// maxHeads claims are kept; a claim forgotten only counts as live.
+func (e *Engine) noteEnded(nonce string, end ownEnd) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.endedOwn[0]) >= maxHeads {
-		e.endedOwn[1], e.endedOwn[0] = e.endedOwn[0], make(map[string]struct{})
+		e.endedOwn[1], e.endedOwn[0] = e.endedOwn[0], make(map[string]ownEnd)
 	}
-	e.endedOwn[0][nonce] = struct{}{}
+	e.endedOwn[0][nonce] = end
+}
+
+// endedLocked returns what noteEnded recorded of the claim with nonce.
+func (e *Engine) endedLocked(nonce string) (ownEnd, bool) {
+	if end, ok := e.endedOwn[0][nonce]; ok {
+		return end, true
+	}
+	end, ok := e.endedOwn[1][nonce]
+	return end, ok
 }
 
 // stillLive returns the claims of refs that this engine has not seen
@@ -128,13 +148,33 @@ func (e *Engine) noteEnded(nonce string) {
 func (e *Engine) stillLive(refs []heldRef) []heldRef {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.stillLiveLocked(refs)
+}
+
+func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
 	var live []heldRef
 	for _, r := range refs {
-		_, now := e.endedOwn[0][r.nonce]
-		_, old := e.endedOwn[1][r.nonce]
-		if !now && !old {
+		if _, ended := e.endedLocked(r.nonce); !ended {
 			live = append(live, r)
 		}
 	}
 	return live
+}
+
+// ownReleaseStops reports whether the release of claim d, read by a
+// walk, ends every walk as a Clear one does: this engine released d after
+// finding it holding, and has ended since every claim that may have been
+// live below it, so every claim up to d has ended. A walk below this
+// process's own weighted releases then stops at the first whose claims
+// below have all ended, not at the last Clear release (which, with
+// holds that always overlap, lies far down: the walks of 8 goroutines
+// cycling one semaphore read hundreds of epochs each).
+func (e *Engine) ownReleaseStops(d Doc) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	end, ok := e.endedLocked(d.Nonce)
+	if !ok || !end.known {
+		return false
+	}
+	return e.has(BugOwnReleaseStops) || len(e.stillLiveLocked(end.below)) == 0
 }

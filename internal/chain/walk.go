@@ -132,9 +132,9 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if !ended {
 		return e.liveBelow(ctx, c, epoch, d, b)
 	}
-	if kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
+	if own := kind == KindRelease && e.ownReleaseStops(d); own || kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
 		// It held once: nothing below it can keep c from holding.
-		c.clear, c.strong = true, stopsAll(d, marker)
+		c.clear, c.strong = true, own || stopsAll(d, marker)
 		c.after, c.hasAfter = d, true
 		return Blocker{}, false, nil
 	}
