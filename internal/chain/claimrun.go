@@ -344,10 +344,11 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 		e.confirmHead(c)
 	} else if chained && dup == 2 {
 		// The claim below, which this process released, is still in
-		// the store: what its hold proved, c's walk would find.
-		_, strong, below := e.tipProves(q.terms, q.tip)
+		// the store: what its hold proved, c's walk would find (with
+		// every lower claim ended if those it left live have ended).
+		_, strong, live := e.tipProves(q.terms, q.tip)
 		c.clear, c.strong, c.Below = true, strong, strong
-		e.noteHeld(c, below)
+		e.noteHeld(c, live)
 		e.confirmHead(c)
 	}
 	// Otherwise (the shadow was missing: the store lost the claim

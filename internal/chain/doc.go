@@ -78,20 +78,25 @@
 //     claim holds (tip.go): N held with every lower claim ended (its
 //     release says so, Clear: an exclusive claim's always does), or N
 //     and the claim are shared, or both are weighted with one limit and
-//     the live weights N's walk passed plus the claim's own fit it, the
+//     the weights of the live claims N's walk passed that this process
+//     has not ended since, plus the claim's own, fit it, the
 //     insert carries N's shadow again, after its own documents: the
 //     shadow's duplicate key proves N's claim still in the store, and N's
 //     release stands (this process made it), so the claim holds with no
 //     further read. An uncontended Lock+Unlock is two commands, and so is
 //     an RLock+RUnlock or an Acquire+Release that follows this process's
-//     own, however many readers or units are live below.
+//     own, however many readers or units are live below. A weighted claim
+//     that holds so with none of those left (this process ended them all)
+//     holds with every lower claim ended, as its walk would have found.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none and the walker's mode does not
 //     pass it, its session; a claim whose session expired gets a dead
 //     marker). It passes ended claims, and live ones its mode allows
 //     (counting their weights), and stops at a release that proves enough
 //     (of a claim that held with every lower claim ended, or an exclusive
-//     one, or, for a shared walker, a shared one), below the key's floor
+//     one, or, for a shared walker, a shared one, or a weighted one this
+//     process released whose hold left live below it only claims this
+//     process has ended since: tip.go), below the key's floor
 //     (if it counts), or at its segment's first epoch. A claim that holds
 //     on reads then reads its own claim back: still there with its nonce,
 //     the store was not emptied since the insert, so the reads saw the
@@ -217,7 +222,11 @@
 // it) whose own hold proves A ended before it: D held with every lower claim
 // ended (Clear), or D is exclusive (it held only once every lower claim
 // had ended), or B and D are shared (D held once every lower non-shared
-// claim, A among them, had ended). For weighted claims: F1 puts every
+// claim, A among them, had ended), or B's process released D, a weighted
+// claim, and has ended since every claim D's hold left live below it
+// (when D held, every other claim below it had ended: D's walk stopped
+// only where everything below had, and claims are never inserted below
+// an existing epoch). For weighted claims: F1 puts every
 // lower epoch in the store before a claim's insert, so when the highest H
 // of several weighted holds valid at once last checked its weights, every
 // other one was live below it, not below a stop (that would have ended
@@ -225,8 +234,12 @@
 // (holds of another limit conflict with H). If H held on its insert,
 // chained on this process's release of the claim D right below it, the
 // other holds lay below D, live when D last checked its weights (a claim
-// only ends), and so were counted in the weight D passed, which with H's
-// own fits the limit.
+// only ends), and so were among the claims D passed (or, for D chained in
+// turn, those its own release left), and not among those this process
+// had ended since (an ended claim never holds again): their weights with
+// H's own fit the limit. When no such claim is left, every claim below D
+// had ended when H held, so H held with every lower claim ended, and its
+// release is Clear.
 //
 // # Segments
 //

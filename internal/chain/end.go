@@ -36,6 +36,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 	e.mu.Lock()
 	delete(e.ends, d.ID)
 	e.mu.Unlock()
+	e.noteEnded(c.Nonce, ownEnd{below: below, known: held && known})
 	if held {
 		e.learnTip(tipRelease{Doc: d, terms: c.Terms, below: below, belowKnown: known})
 		if d.Clear {
@@ -83,6 +84,7 @@ func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
 		delete(e.ends, d.ID)
 		landed := e.landed
 		e.mu.Unlock()
+		e.noteEnded(d.Nonce, ownEnd{})
 		if landed != nil {
 			landed(d)
 		}

@@ -113,9 +113,12 @@ type Engine struct {
 	// hold at once (the claim below them, released here, is still in the
 	// store), so that the Walk which follows reads nothing.
 	heads map[string]struct{}
-	// heldBelow holds, by nonce, the weight of the live claims the walk
-	// of a weighted claim passed when it held, until it ends (tip.go).
-	heldBelow map[string]int64
+	// heldBelow holds, by nonce, the claims that may have been live below
+	// a weighted claim when it held, until it ends (tip.go).
+	heldBelow map[string][]heldRef
+	// endedOwn holds, by nonce, this engine's claims whose end marker
+	// landed, in two generations (tip.go).
+	endedOwn [2]map[string]ownEnd
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
@@ -212,7 +215,8 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		expiries:  make(map[string]time.Time),
 		absent:    make(map[string]absence),
 		heads:     make(map[string]struct{}),
-		heldBelow: make(map[string]int64),
+		heldBelow: make(map[string][]heldRef),
+		endedOwn:  [2]map[string]ownEnd{{}, {}},
 		ends:      make(map[string]Doc),
 		renewals:  make(map[string]*renewal),
 		pins:      make(map[string]int),

@@ -119,4 +119,13 @@ const (
 	// own weighted release hold at once without counting the weight of
 	// the live claims below that release.
 	BugTipWeightIgnored
+	// BugTipEndsAssumed lets a weighted claim chained on this process's
+	// own weighted release hold with every lower claim ended (Below)
+	// even while claims that release's walk passed live may still be:
+	// its release is Clear, and ends other walks above live claims.
+	BugTipEndsAssumed
+	// BugOwnReleaseStops ends a walk at any weighted release this
+	// process made, as at a Clear one, even while claims that release's
+	// claim passed live may still be.
+	BugOwnReleaseStops
 )

@@ -589,6 +589,8 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"weights checked one by one, not summed", chain.BugWeightsNotSummed, simNoBug, false},
 		{"a claim chained on its own release whatever the modes", chain.BugTipAnyMode, simNoBug, false},
 		{"a weighted claim chained without the weight below", chain.BugTipWeightIgnored, simNoBug, false},
+		{"a weighted claim chained taking the claims below for ended", chain.BugTipEndsAssumed, simNoBug, false},
+		{"a walk stopping at any weighted release of its own process", chain.BugOwnReleaseStops, simNoBug, false},
 		{"a renewal confirmed past the deadline keeps the lease", chain.BugLateConfirmKept, simNoBug, false},
 		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug, false},
 		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers, false},

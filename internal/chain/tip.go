@@ -13,52 +13,78 @@ package chain
 //     that reads again right after its own read unlock holds at once;
 //   - a release of a weighted claim ends no walk by itself (it does not
 //     say how much weight was live below it), but the engine that found
-//     the claim holding knows the weight of the live claims its walk
-//     passed. The claims below it are those or fewer since: claims below
-//     an existing epoch are never inserted (F1, F3), only ended. A
+//     the claim holding knows the live claims its walk passed. The live
+//     claims below it are those or fewer since: claims below an existing
+//     epoch are never inserted (F1, F3), only ended; and those of them
+//     this engine has ended itself since (endedOwn) are no longer live. A
 //     weighted claim of the same limit right above it holds at once when
-//     that weight and its own fit the limit.
+//     the weights of the rest and its own fit the limit.
 //
 // Only the engine that found a weighted claim holding knows what it
 // passed (heldBelow): a claim rebuilt by Resume whose hold this engine
 // does not remember proves nothing for a weighted claim above it.
+//
+// If none of those claims is left, the new claim holds with every lower
+// claim ended, as its walk would have found: its release is Clear, and
+// it vouches for the key's floor (floor.go). Without that, a process
+// whose holds mostly chain (its goroutines cycling one semaphore) almost
+// never made a Clear release: walks read thousands of epochs, down to
+// the segment's first. For the same reason a walk
+// of this process's stops at such a release of its own, as at a Clear
+// one (ownReleaseStops): where holds always overlap, no release is Clear
+// for hundreds of epochs, and every walk went down to the last one.
+
+// heldRef is a live claim a weighted claim's walk passed: its nonce, and
+// its weight.
+type heldRef struct {
+	nonce  string
+	weight int64
+}
 
 // tipRelease is a release this process made, with what its claim's hold
 // proves for the claim above it.
 type tipRelease struct {
 	Doc         // the release marker
 	terms Terms // its claim's
-	// below is the weight of the live weighted claims the claim's walk
-	// passed when it held; belowKnown: this engine found it holding, so
-	// below is known.
-	below      int64
+	// below are the claims that may have been live below the claim when
+	// it held: those its walk passed live, or, for a claim chained on a
+	// release, those of that release left live. belowKnown: this engine
+	// found the claim holding, so below is known.
+	below      []heldRef
 	belowKnown bool
 }
 
 // tipProves reports whether a claim with terms w, inserted right above
 // t's claim by an insert that proved that claim still stored, holds at
-// once by the grant rule; strong: every lower claim had ended (Clear).
-// below is then the weight of the live weighted claims below it.
-func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, below int64) {
+// once by the grant rule; strong: every lower claim has ended (Clear).
+// live are then the claims below it that may be live, and strong is
+// true when there are none.
+func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldRef) {
 	switch {
 	case t.Clear:
-		return true, true, 0
+		return true, true, nil
 	case e.has(BugTipAnyMode):
-		return true, false, 0
+		return true, false, nil
 	case w.Mode == Shared && t.terms.Mode == Shared:
-		return true, false, 0
+		return true, false, nil
 	case w.Mode == Weighted && t.terms.Mode == Weighted && t.terms.Limit == w.Limit && t.belowKnown:
 		if e.has(BugTipWeightIgnored) {
-			return true, false, 0
+			return true, false, nil
 		}
-		return t.below <= w.Limit-w.Weight, false, t.below
+		live = e.stillLive(t.below)
+		var sum int64
+		for _, r := range live {
+			sum += max(r.weight, 0)
+		}
+		return sum <= w.Limit-w.Weight, len(live) == 0 || e.has(BugTipEndsAssumed), live
 	}
-	return false, false, 0
+	return false, false, nil
 }
 
-// noteHeld records, once c holds, the weight of the live weighted claims
-// its walk passed (below), for the claim chained on its release.
-func (e *Engine) noteHeld(c *Claim, below int64) {
+// noteHeld records, once c holds, the claims that may be live below it
+// (those its walk passed live, or those of the release it chained on
+// left live), for the claim chained on its release.
+func (e *Engine) noteHeld(c *Claim, live []heldRef) {
 	if c.Terms.Mode != Weighted {
 		return
 	}
@@ -67,23 +93,88 @@ func (e *Engine) noteHeld(c *Claim, below int64) {
 	if len(e.heldBelow) >= maxHeads {
 		clear(e.heldBelow)
 	}
-	e.heldBelow[c.Nonce] = below
+	e.heldBelow[c.Nonce] = live
 }
 
-// takeHeld returns (once) the weight noteHeld recorded for c, if any.
-func (e *Engine) takeHeld(c *Claim) (below int64, known bool) {
+// takeHeld returns (once) the claims noteHeld recorded for c, if any.
+func (e *Engine) takeHeld(c *Claim) (live []heldRef, known bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	below, known = e.heldBelow[c.Nonce]
+	live, known = e.heldBelow[c.Nonce]
 	delete(e.heldBelow, c.Nonce)
-	return below, known
+	return live, known
 }
 
-// passedWeight is the weight of the live claims c passed.
-func passedWeight(c *Claim) int64 {
-	var sum int64
+// passedRefs are the live claims c's walk passed.
+func passedRefs(c *Claim) []heldRef {
+	refs := make([]heldRef, 0, len(c.passed))
 	for _, p := range c.passed {
-		sum += max(p.d.Weight, 0)
+		refs = append(refs, heldRef{nonce: p.d.Nonce, weight: p.d.Weight})
 	}
-	return sum
+	return refs
+}
+
+// ownEnd is what this engine knows of one of its claims that has ended:
+// if it held, the claims that may have been live below it (known: this
+// engine found it holding, so below is known).
+type ownEnd struct {
+	below []heldRef
+	known bool
+}
+
+// noteEnded records that the end marker of this engine's claim with
+// nonce landed: the claim has ended for good. Two generations of
+// maxHeads claims are kept; a claim forgotten only counts as live.
+func (e *Engine) noteEnded(nonce string, end ownEnd) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.endedOwn[0]) >= maxHeads {
+		e.endedOwn[1], e.endedOwn[0] = e.endedOwn[0], make(map[string]ownEnd)
+	}
+	e.endedOwn[0][nonce] = end
+}
+
+// endedLocked returns what noteEnded recorded of the claim with nonce.
+func (e *Engine) endedLocked(nonce string) (ownEnd, bool) {
+	if end, ok := e.endedOwn[0][nonce]; ok {
+		return end, true
+	}
+	end, ok := e.endedOwn[1][nonce]
+	return end, ok
+}
+
+// stillLive returns the claims of refs that this engine has not seen
+// ended (noteEnded).
+func (e *Engine) stillLive(refs []heldRef) []heldRef {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stillLiveLocked(refs)
+}
+
+func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
+	var live []heldRef
+	for _, r := range refs {
+		if _, ended := e.endedLocked(r.nonce); !ended {
+			live = append(live, r)
+		}
+	}
+	return live
+}
+
+// ownReleaseStops reports whether the release of claim d, read by a
+// walk, ends every walk as a Clear one does: this engine released d after
+// finding it holding, and has ended since every claim that may have been
+// live below it, so every claim up to d has ended. A walk below this
+// process's own weighted releases then stops at the first whose claims
+// below have all ended, not at the last Clear release (which, with
+// holds that always overlap, lies far down: the walks of 8 goroutines
+// cycling one semaphore read hundreds of epochs each).
+func (e *Engine) ownReleaseStops(d Doc) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	end, ok := e.endedLocked(d.Nonce)
+	if !ok || !end.known {
+		return false
+	}
+	return e.has(BugOwnReleaseStops) || len(e.stillLiveLocked(end.below)) == 0
 }

@@ -150,3 +150,102 @@ func TestChainedOnOwnWeightedRelease(t *testing.T) {
 		t.Fatal("the claim does not hold once the claim in between ended")
 	}
 }
+
+// A weighted claim chained on its own process's release holds with every
+// lower claim ended (Below, so its release is Clear and raises the key's
+// floor) when the live claims that release's walk passed were all ended
+// by the same process since, as a walk would have found: otherwise a
+// process whose holds mostly chain (goroutines of one Client cycling a
+// semaphore) almost never makes a Clear release, and walks read down to
+// the segment's first epoch (apisim's TestConcurrentReleasesPrune took
+// over 5 minutes, not 1.5).
+// A claim of another process left live below is never counted ended.
+func TestChainedOnOwnWeightedReleaseSeesOwnEnds(t *testing.T) {
+	r := newTipRig(t)
+	a, holds, _ := r.mine(weighted(1))
+	if !holds || !a.Below {
+		t.Fatalf("the first claim: holds %v, Below %v; want both", holds, a.Below)
+	}
+	b, holds, _ := r.mine(weighted(1))
+	if !holds || b.Below {
+		t.Fatalf("a claim above a live one: holds %v, Below %v; want true, false", holds, b.Below)
+	}
+	r.release(r.e, a)
+	r.release(r.e, b)
+	c, holds, reads := r.mine(weighted(1))
+	if !holds || reads != 0 {
+		t.Fatalf("a claim right above its own weighted release: holds %v after %d reads, want true after 0", holds, reads)
+	}
+	if !c.Below {
+		t.Fatal("a chained claim whose process ended every claim live below: Below is false")
+	}
+	r.release(r.e, c)
+	eo, other := r.claim("other", weighted(1))
+	if !r.holds(eo, other) {
+		t.Fatal("the other process's claim does not hold")
+	}
+	d, holds, _ := r.mine(weighted(1))
+	if !holds || d.Below {
+		t.Fatalf("a claim above another process's live one: holds %v, Below %v; want true, false", holds, d.Below)
+	}
+	r.release(r.e, d)
+	f, holds, reads := r.mine(weighted(1))
+	if !holds || reads != 0 || f.Below {
+		t.Fatalf("chained above another process's live claim: holds %v after %d reads, Below %v; want true after 0, false", holds, reads, f.Below)
+	}
+	r.release(r.e, f)
+}
+
+// noRunCountStore is a readCountStore that reads no runs, so that a
+// walk's reads count the epochs it goes down.
+type noRunCountStore struct{ *readCountStore }
+
+func (noRunCountStore) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
+	return nil, driver.ErrRunsUnsupported
+}
+
+// A walk stops at a weighted release of its own process's whose claim's
+// walk passed only claims that process has ended since, as at a Clear
+// release: every claim up to it has ended. Here this process's holds
+// always overlap (two live, limit 3), so none of its releases is Clear
+// but the first; a claim above another process's reads that claim and
+// the newest of those releases, not the whole history down to the first.
+func TestWalkStopsAtOwnReleaseWithEndsBelow(t *testing.T) {
+	mem := memory.New()
+	cs := &readCountStore{Store: mem}
+	e, err := chain.New(noRunCountStore{cs}, fixedClock{}, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+	var live []*chain.Claim
+	for i := range 20 {
+		c, holds, _ := r.mine(weighted(1))
+		if !holds {
+			t.Fatalf("claim %d: two live weights of 1 under the limit 3, and it does not hold", i)
+		}
+		if live = append(live, c); len(live) > 2 {
+			r.release(r.e, live[0])
+			live = live[1:]
+		}
+	}
+	for _, c := range live {
+		r.release(r.e, c)
+	}
+	eo, other := r.claim("other", weighted(1))
+	if !r.holds(eo, other) {
+		t.Fatal("the other process's claim does not hold")
+	}
+	c, holds, reads := r.mine(weighted(1))
+	if !holds {
+		t.Fatal("weights 1 and 1 under the limit 3: the claim does not hold")
+	}
+	if reads > 8 {
+		t.Fatalf("a walk above its own process's releases read %d documents, want at most 8 (the claim above them, the newest release, and the checks)", reads)
+	}
+	r.release(r.e, c)
+}

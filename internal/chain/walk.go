@@ -89,7 +89,11 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	}
 	c.clear, c.read = true, false
 	c.Below = c.strong && len(c.passed) == 0
-	e.noteHeld(c, passedWeight(c))
+	if c.strong {
+		// Every lower claim it did not pass has ended: those it passed
+		// are all that may be live below it (tip.go).
+		e.noteHeld(c, passedRefs(c))
+	}
 	if c.Below {
 		e.learnOwn(c)
 	}
@@ -128,9 +132,9 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if !ended {
 		return e.liveBelow(ctx, c, epoch, d, b)
 	}
-	if kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
+	if own := kind == KindRelease && e.ownReleaseStops(d); own || kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
 		// It held once: nothing below it can keep c from holding.
-		c.clear, c.strong = true, stopsAll(d, marker)
+		c.clear, c.strong = true, own || stopsAll(d, marker)
 		c.after, c.hasAfter = d, true
 		return Blocker{}, false, nil
 	}
