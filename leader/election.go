@@ -31,6 +31,7 @@ type Election struct {
 	stop         chan struct{} // closed by Close to stop the background
 	wg           sync.WaitGroup
 	kick         chan struct{} // asks for a heartbeat now
+	kickSoon     chan struct{} // asks for one after statusAfterTerm
 	// What this candidate advertises (proclaim.go): the term it last led,
 	// its value in that term and the number of proclamations in it.
 	procTerm   uint64
@@ -81,13 +82,14 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	host, _ := os.Hostname()
 	e := &Election{
-		name:   name,
-		client: c,
-		cfg:    cfg,
-		mu:     mu,
-		self:   Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
-		stop:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		name:     name,
+		client:   c,
+		cfg:      cfg,
+		mu:       mu,
+		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		stop:     make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		kickSoon: make(chan struct{}, 1),
 	}
 	e.newEvents()
 	return e, nil
@@ -232,7 +234,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 	e.term = nil
 	e.state.Unlock()
 	close(t.done)
-	e.heartbeatNow()
+	e.heartbeatSoon()
 	if e.cfg.onLost != nil {
 		e.cfg.onLost(cause)
 	}
