@@ -56,6 +56,9 @@ type term struct {
 	// fnDone, for a term run by Run, is closed when fn has returned: the
 	// lock is released only then, so the next leader never overlaps it.
 	fnDone chan struct{}
+	// givenUp makes the lock given up once: by Resign, in its caller's
+	// goroutine, or by the term's watch (giveUp).
+	givenUp sync.Once
 }
 
 // NewElection returns a candidate for election name on c: its leadership
@@ -147,7 +150,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	if e.closed {
 		// Close ran while this candidate was being elected.
 		e.state.Unlock()
-		e.unlockQuietly()
+		e.unlockQuietly(context.Background())
 		return nil, ErrClosed
 	}
 	t, info := e.beginTermLocked(ctx, managed)
@@ -226,24 +229,35 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 			<-t.fnDone
 		}
 	}
-	cause := context.Cause(t.ctx)
-	e.observe(Transition{Election: e.name, Term: t.token, Cause: cause})
-	e.unlockQuietly()
-
-	e.state.Lock()
-	e.term = nil
-	e.state.Unlock()
-	close(t.done)
+	e.giveUp(t, context.Background())
 	e.heartbeatSoon()
 	if e.cfg.onLost != nil {
-		e.cfg.onLost(cause)
+		e.cfg.onLost(context.Cause(t.ctx))
 	}
 }
 
-func (e *Election) unlockQuietly() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
+// giveUp gives term t's lock up, once t's context is cancelled: whoever
+// comes first, Resign or the term's watch, releases it (or leaves a lost
+// lease to run out) within ctx and the TTL, and closes t.done; the other
+// waits for that.
+func (e *Election) giveUp(t *term, ctx context.Context) {
+	t.givenUp.Do(func() {
+		e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
+		e.unlockQuietly(ctx)
+		e.state.Lock()
+		e.term = nil
+		e.state.Unlock()
+		close(t.done)
+	})
+}
+
+// unlockQuietly releases the lock within ctx and the TTL, and logs a
+// failure, unless ctx ended: a release cut short goes on in the
+// Client's background (dsync's resender).
+func (e *Election) unlockQuietly(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.client.TTL())
 	defer cancel()
-	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
+	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
 	}
 }
@@ -252,8 +266,10 @@ func (e *Election) unlockQuietly() {
 // without waiting for the TTL. The leadership context is cancelled with
 // cause ErrResigned, and the lease is released at once — so stop
 // leader-only work before resigning — or, under Run, as soon as fn has
-// returned. Resign returns once the lease is released or ctx ends; it does
-// nothing when this candidate does not lead.
+// returned. Resign releases it itself, within ctx, as Unlock does a
+// Mutex's; it returns once the lease is released or ctx ends (a release
+// that ctx cut short is sent again in the background). It does nothing
+// when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
 	e.state.Lock()
 	t := e.term
@@ -262,6 +278,12 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	t.cancel(ErrResigned)
+	if t.fnDone == nil && ctx.Err() == nil {
+		// Released here rather than by the term's watch, which would
+		// first have to be woken: the next leader's wait is this
+		// release's latency, as after a Mutex's Unlock.
+		e.giveUp(t, ctx)
+	}
 	select {
 	case <-t.done:
 		return nil
