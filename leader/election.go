@@ -229,7 +229,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 			<-t.fnDone
 		}
 	}
-	e.giveUp(t, context.Background())
+	e.giveUp(context.Background(), t)
 	e.heartbeatSoon()
 	if e.cfg.onLost != nil {
 		e.cfg.onLost(context.Cause(t.ctx))
@@ -240,7 +240,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 // comes first, Resign or the term's watch, releases it (or leaves a lost
 // lease to run out) within ctx and the TTL, and closes t.done; the other
 // waits for that.
-func (e *Election) giveUp(t *term, ctx context.Context) {
+func (e *Election) giveUp(ctx context.Context, t *term) {
 	t.givenUp.Do(func() {
 		e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
 		e.unlockQuietly(ctx)
@@ -282,7 +282,7 @@ func (e *Election) Resign(ctx context.Context) error {
 		// Released here rather than by the term's watch, which would
 		// first have to be woken: the next leader's wait is this
 		// release's latency, as after a Mutex's Unlock.
-		e.giveUp(t, ctx)
+		e.giveUp(ctx, t)
 	}
 	select {
 	case <-t.done:
