@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -56,9 +57,10 @@ type term struct {
 	// fnDone, for a term run by Run, is closed when fn has returned: the
 	// lock is released only then, so the next leader never overlaps it.
 	fnDone chan struct{}
-	// givenUp makes the lock given up once: by Resign, in its caller's
-	// goroutine, or by the term's watch (giveUp).
-	givenUp sync.Once
+	// givingUp is set by whoever gives the lock up (giveUp): Resign, in
+	// its caller's goroutine, or the term's watch. The other waits for
+	// done, Resign only as long as its context lives.
+	givingUp atomic.Bool
 }
 
 // NewElection returns a candidate for election name on c: its leadership
@@ -230,6 +232,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 		}
 	}
 	e.giveUp(context.Background(), t)
+	<-t.done
 	e.heartbeatSoon()
 	if e.cfg.onLost != nil {
 		e.cfg.onLost(context.Cause(t.ctx))
@@ -238,17 +241,19 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 
 // giveUp gives term t's lock up, once t's context is cancelled: whoever
 // comes first, Resign or the term's watch, releases it (or leaves a lost
-// lease to run out) within ctx and the TTL, and closes t.done; the other
-// waits for that.
+// lease to run out) within ctx and the TTL, and closes t.done. For the
+// other, it returns at once: it waits for t.done as it can (a Resign
+// whose context ends returns then, without waiting for the release).
 func (e *Election) giveUp(ctx context.Context, t *term) {
-	t.givenUp.Do(func() {
-		e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
-		e.unlockQuietly(ctx)
-		e.state.Lock()
-		e.term = nil
-		e.state.Unlock()
-		close(t.done)
-	})
+	if !t.givingUp.CompareAndSwap(false, true) {
+		return
+	}
+	e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
+	e.unlockQuietly(ctx)
+	e.state.Lock()
+	e.term = nil
+	e.state.Unlock()
+	close(t.done)
 }
 
 // unlockQuietly releases the lock within ctx and the TTL, and logs a
