@@ -21,8 +21,10 @@ import (
 // network round trip, where the store's feed takes as long as the store
 // delivers events (FerretDB: 10-25 ms) and a store without one, a poll
 // (up to ClientWithPollInterval). Hints are authenticated under a key
-// kept in the store, and only ever hints: a waiter confirms its turn with
-// one read, and where hints cannot get through (a firewall between the
+// kept in the store, and only ever hints: a waiter confirms its turn in
+// the store (one read of a run where the store reads runs, as MongoDB;
+// otherwise two, the end marker and its own claim read back), and where
+// hints cannot get through (a firewall between the
 // processes), waiting works as without them, through the store's feed
 // and polling. On a store without a feed (or with ClientWithWakeups(false)),
 // waiters still poll, and a hint wakes them sooner. While hints reach

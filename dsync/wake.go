@@ -16,8 +16,9 @@ import (
 // Wake-ups. A waiter announces, through the store's feed, which claim it
 // waits for; the owner of that claim, after ending it, publishes that it
 // ended (only if someone announced, so that an uncontended Lock+Unlock
-// stays at two commands), and the waiter wakes and confirms with one
-// read. Waiters in the owner's own process are woken directly. Events
+// stays at two commands), and the waiter wakes and confirms its turn in
+// the store (one run, or two reads by ID: TestWokenWaiterReads). Waiters
+// in the owner's own process are woken directly. Events
 // are hints, never proof: queues live in the store. A missed event costs
 // latency, at most the safety poll interval; while the feed is down, or
 // where the store has none, waiters poll.

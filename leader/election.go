@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -31,6 +32,7 @@ type Election struct {
 	stop         chan struct{} // closed by Close to stop the background
 	wg           sync.WaitGroup
 	kick         chan struct{} // asks for a heartbeat now
+	kickSoon     chan struct{} // asks for one after statusAfterTerm
 	// What this candidate advertises (proclaim.go): the term it last led,
 	// its value in that term and the number of proclamations in it.
 	procTerm   uint64
@@ -55,6 +57,10 @@ type term struct {
 	// fnDone, for a term run by Run, is closed when fn has returned: the
 	// lock is released only then, so the next leader never overlaps it.
 	fnDone chan struct{}
+	// givingUp is set by whoever gives the lock up (giveUp): Resign, in
+	// its caller's goroutine, or the term's watch. The other waits for
+	// done, Resign only as long as its context lives.
+	givingUp atomic.Bool
 }
 
 // NewElection returns a candidate for election name on c: its leadership
@@ -81,13 +87,14 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	host, _ := os.Hostname()
 	e := &Election{
-		name:   name,
-		client: c,
-		cfg:    cfg,
-		mu:     mu,
-		self:   Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
-		stop:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		name:     name,
+		client:   c,
+		cfg:      cfg,
+		mu:       mu,
+		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		stop:     make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		kickSoon: make(chan struct{}, 1),
 	}
 	e.newEvents()
 	return e, nil
@@ -145,7 +152,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	if e.closed {
 		// Close ran while this candidate was being elected.
 		e.state.Unlock()
-		e.unlockQuietly()
+		e.unlockQuietly(context.Background())
 		return nil, ErrClosed
 	}
 	t, info := e.beginTermLocked(ctx, managed)
@@ -224,24 +231,38 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 			<-t.fnDone
 		}
 	}
-	cause := context.Cause(t.ctx)
-	e.observe(Transition{Election: e.name, Term: t.token, Cause: cause})
-	e.unlockQuietly()
+	e.giveUp(context.Background(), t)
+	<-t.done
+	e.heartbeatSoon()
+	if e.cfg.onLost != nil {
+		e.cfg.onLost(context.Cause(t.ctx))
+	}
+}
 
+// giveUp gives term t's lock up, once t's context is cancelled: whoever
+// comes first, Resign or the term's watch, releases it (or leaves a lost
+// lease to run out) within ctx and the TTL, and closes t.done. For the
+// other, it returns at once: it waits for t.done as it can (a Resign
+// whose context ends returns then, without waiting for the release).
+func (e *Election) giveUp(ctx context.Context, t *term) {
+	if !t.givingUp.CompareAndSwap(false, true) {
+		return
+	}
+	e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
+	e.unlockQuietly(ctx)
 	e.state.Lock()
 	e.term = nil
 	e.state.Unlock()
 	close(t.done)
-	e.heartbeatNow()
-	if e.cfg.onLost != nil {
-		e.cfg.onLost(cause)
-	}
 }
 
-func (e *Election) unlockQuietly() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
+// unlockQuietly releases the lock within ctx and the TTL, and logs a
+// failure, unless ctx ended: a release cut short goes on in the
+// Client's background (dsync's resender).
+func (e *Election) unlockQuietly(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.client.TTL())
 	defer cancel()
-	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
+	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
 	}
 }
@@ -250,8 +271,10 @@ func (e *Election) unlockQuietly() {
 // without waiting for the TTL. The leadership context is cancelled with
 // cause ErrResigned, and the lease is released at once — so stop
 // leader-only work before resigning — or, under Run, as soon as fn has
-// returned. Resign returns once the lease is released or ctx ends; it does
-// nothing when this candidate does not lead.
+// returned. Resign releases it itself, within ctx, as Unlock does a
+// Mutex's; it returns once the lease is released or ctx ends (a release
+// that ctx cut short is sent again in the background). It does nothing
+// when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
 	e.state.Lock()
 	t := e.term
@@ -260,6 +283,12 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	t.cancel(ErrResigned)
+	if t.fnDone == nil && ctx.Err() == nil {
+		// Released here rather than by the term's watch, which would
+		// first have to be woken: the next leader's wait is this
+		// release's latency, as after a Mutex's Unlock.
+		e.giveUp(ctx, t)
+	}
 	select {
 	case <-t.done:
 		return nil

@@ -13,7 +13,8 @@
 // reached (driver.PeerStore), and reads where the others can. A waiter's
 // announcement (driver.Waiting) goes to every process recorded; the end
 // of a claim (driver.Ended) goes to the processes that announced they
-// wait for a claim of its key, or to all if none did; a Held (the claim
+// wait for a claim of its key, those that wait for that claim first (the
+// next holder is among them), or to all if none did; a Held (the claim
 // has not ended, sent by its owner) to those that announced they wait
 // for that claim. Every event but Held also goes through the store's
 // feed while that is live, as without hints.
@@ -34,8 +35,10 @@
 // rate (Config.Rate), hints are dropped too.
 //
 // A hint is only ever a hint. A waiter that a hint wakes confirms its
-// turn with one read of the store, and queues live in the store only: a
-// hint lost, duplicated, late or forged costs at most a read, or the
+// turn in the store (one request where the store reads runs of a queue,
+// two reads by ID elsewhere: the end marker and its own claim, read back),
+// and queues live in the store only: a hint lost, duplicated, late or
+// forged costs at most those reads, or the
 // latency of the path it would have saved. Where hints cannot get
 // through (NAT, a firewall), the store's feed and polling work as they
 // do without hints.

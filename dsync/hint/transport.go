@@ -25,9 +25,10 @@ const (
 
 // send sends e as a hint: an announcement to every process recorded, an
 // end to those that announced they wait for a claim of its key (to every
-// process if none did), a Held to those that announced they wait for
-// that claim (to none if none did). Best effort: a hint that cannot be sent is not.
-// It returns to how many processes it was sent.
+// process if none did), those that wait for that very claim first, a
+// Held to those that announced they wait for that claim (to none if none
+// did). Best effort: a hint that cannot be sent is not. It returns to how
+// many processes it was sent.
 func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	switch e.Kind {
@@ -54,17 +55,35 @@ func (f *Feed) send(e driver.Event) int {
 		return f.sendTo(m, to)
 	}
 	if m.kind == kindEnded {
-		for _, w := range f.interest[e.Key] {
-			if w.until.After(now.Earliest) {
-				to = append(to, w.addr)
-			}
-		}
+		to = f.endTargetsLocked(claimID{e.Key, e.Epoch}, now.Earliest)
 	}
 	if len(to) == 0 {
 		to = f.peerAddrsLocked(now.Earliest)
 	}
 	f.mu.Unlock()
 	return f.sendTo(m, to)
+}
+
+// endTargetsLocked returns where the end of claim k goes: the processes
+// that announced they wait for a claim of its key, those that wait for k
+// itself first. The next holder is among those: its walk is the rest of
+// the handoff, and it starts before the datagrams to the others are
+// written, and their processes wake to take them. f.mu is held.
+func (f *Feed) endTargetsLocked(k claimID, now time.Time) []*net.UDPAddr {
+	var to []*net.UDPAddr
+	first := f.waitingFor[k]
+	for _, w := range first {
+		if w.until.After(now) {
+			to = append(to, w.addr)
+		}
+	}
+	for a, w := range f.interest[k.key] {
+		if fw, sent := first[a]; sent && fw.until.After(now) || !w.until.After(now) {
+			continue
+		}
+		to = append(to, w.addr)
+	}
+	return to
 }
 
 // peerAddrsLocked returns the addresses of the processes whose records

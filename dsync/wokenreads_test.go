@@ -1,0 +1,118 @@
+package dsync_test
+
+import (
+	"context"
+	"maps"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// What the next holder reads once the claim ahead of it ended, whatever
+// woke it (a direct hint, the store's event, a poll): the store must show
+// it its turn, so a hint is only ever a hint. On a store that reads a
+// stretch of a key's queue in one request (driver.RunReader: MongoDB),
+// one run, from below the claim that ended up to its own claim; on a
+// store that reads by ID only (FerretDB, where dsync/mongo answers
+// ErrRunsUnsupported), two reads: the end marker, then its own claim
+// read back (which shows the store was not emptied since its insert,
+// so that the marker it read belongs to its history). The docs
+// (README, docs/operations.md "Direct hints", ClientWithHints) state
+// these counts.
+
+// byIDStore is a costStore that reads no runs.
+type byIDStore struct{ *costStore }
+
+func (byIDStore) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
+	return nil, driver.ErrRunsUnsupported
+}
+
+// handoffReads hands key's lock (or a unit of a full Semaphore) from a
+// process to one that waits for it, and returns what the waiter sent
+// from the release's start until it held, by method.
+func handoffReads(t *testing.T, runs, semaphore bool) map[string]int {
+	var got map[string]int
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		var stores []*costStore
+		client := func() *dsync.Client {
+			s := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(1, uint64(len(stores))))}
+			stores = append(stores, s)
+			if runs {
+				return newClient(t, s, dsync.ClientWithIdleAge(0))
+			}
+			return newClient(t, byIDStore{s}, dsync.ClientWithIdleAge(0))
+		}
+		ctx := context.Background()
+		var take, give, wait func(context.Context) error
+		if semaphore {
+			// One unit held all along by a third process, the other by
+			// the releaser.
+			keep, _ := dsync.NewSemaphore(client(), "s", 2)
+			if err := keep.Acquire(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := dsync.NewSemaphore(client(), "s", 2)
+			b, _ := dsync.NewSemaphore(client(), "s", 2)
+			take = func(ctx context.Context) error { return a.Acquire(ctx, 1) }
+			give = func(ctx context.Context) error { return a.ReleaseContext(ctx, 1) }
+			wait = func(ctx context.Context) error { return b.Acquire(ctx, 1) }
+		} else {
+			a, _ := dsync.NewMutex(client(), "k")
+			b, _ := dsync.NewMutex(client(), "k")
+			take, give, wait = a.LockContext, a.UnlockContext, b.LockContext
+		}
+		waiter := stores[len(stores)-1]
+		if err := take(ctx); err != nil {
+			t.Fatal(err)
+		}
+		held := make(chan error, 1)
+		go func() { held <- wait(ctx) }()
+		time.Sleep(2 * time.Second) // the waiter waits, its first looks done
+		synctest.Wait()
+		waiter.take()
+		if err := give(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		got = waiter.take()
+	})
+	return got
+}
+
+// reads keeps the reads of what a process sent.
+func reads(sent map[string]int) map[string]int {
+	r := map[string]int{}
+	for m, k := range sent {
+		switch m {
+		case "Get claim", "Get marker", "Get gate", "Get other", "GetRun walk", "GetRun race", "GetSession":
+			r[m] = k
+		}
+	}
+	return r
+}
+
+func TestWokenWaiterReads(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		runs, semaphore bool
+		want            map[string]int
+	}{
+		{"Mutex, by ID", false, false, map[string]int{"Get marker": 1, "Get claim": 1}},
+		{"Mutex, by runs", true, false, map[string]int{"GetRun walk": 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := reads(handoffReads(t, tt.runs, tt.semaphore))
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("the woken waiter read %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
