@@ -345,7 +345,11 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	} else if chained && dup == 2 {
 		// The claim below, which this process released, is still in
 		// the store: what its hold proved, c's walk would find (with
-		// every lower claim ended if those it left live have ended).
+		// every lower claim ended if those it left live have ended,
+		// as this engine knows or, now and then, reads: recheckLive).
+		if q.tip.belowKnown && q.terms.Mode == Weighted {
+			e.recheckLive(ctx, q.key, q.tip.below)
+		}
 		_, strong, live := e.tipProves(q.terms, q.tip)
 		c.clear, c.strong, c.Below = true, strong, strong
 		e.noteHeld(c, live)

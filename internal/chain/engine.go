@@ -119,6 +119,9 @@ type Engine struct {
 	// endedOwn holds, by nonce, this engine's claims whose end marker
 	// landed, in two generations (tip.go).
 	endedOwn [2]map[string]ownEnd
+	// rechecked holds, by key, when chained holds last read the end
+	// markers of claims counted live below them (recheckLive).
+	rechecked map[string]time.Duration
 	// ends holds end markers whose insert had an unknown outcome, by ID,
 	// to be sent again until one is confirmed (Flush): a claim must never
 	// stay unended while its session lives on.
@@ -217,6 +220,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		heads:     make(map[string]struct{}),
 		heldBelow: make(map[string][]heldRef),
 		endedOwn:  [2]map[string]ownEnd{{}, {}},
+		rechecked: make(map[string]time.Duration),
 		ends:      make(map[string]Doc),
 		renewals:  make(map[string]*renewal),
 		pins:      make(map[string]int),

@@ -1,5 +1,10 @@
 package chain
 
+import (
+	"context"
+	"time"
+)
+
 // Chained holds: a claim inserted right above a claim this process
 // released carries that claim's shadow again (see Claim); the shadow's
 // duplicate key proves the released claim still in the store, and this
@@ -37,6 +42,7 @@ package chain
 // heldRef is a live claim a weighted claim's walk passed: its nonce, and
 // its weight.
 type heldRef struct {
+	epoch  uint64
 	nonce  string
 	weight int64
 }
@@ -109,7 +115,7 @@ func (e *Engine) takeHeld(c *Claim) (live []heldRef, known bool) {
 func passedRefs(c *Claim) []heldRef {
 	refs := make([]heldRef, 0, len(c.passed))
 	for _, p := range c.passed {
-		refs = append(refs, heldRef{nonce: p.d.Nonce, weight: p.d.Weight})
+		refs = append(refs, heldRef{epoch: p.d.Epoch, nonce: p.d.Nonce, weight: p.d.Weight})
 	}
 	return refs
 }
@@ -122,8 +128,9 @@ type ownEnd struct {
 	known bool
 }
 
-// noteEnded records that the end marker of this engine's claim with
-// nonce landed: the claim has ended for good. Two generations of
+// noteEnded records that the claim with nonce has ended for good: this
+// engine's own claim whose end marker landed, or (end.known false) a
+// claim whose marker recheckLive found. Two generations of
 // maxHeads claims are kept; a claim forgotten only counts as live.
 func (e *Engine) noteEnded(nonce string, end ownEnd) {
 	e.mu.Lock()
@@ -177,4 +184,42 @@ func (e *Engine) ownReleaseStops(d Doc) bool {
 		return false
 	}
 	return e.has(BugOwnReleaseStops) || len(e.stillLiveLocked(end.below)) == 0
+}
+
+// recheckEvery bounds how often chained holds read the end markers of the
+// claims their release left live (recheckLive): by time, not by count,
+// so that at any rate of holds the reads stay a small, bounded share.
+const recheckEvery = time.Second
+
+// recheckLive reads, by ID, the end markers of the claims of refs (below
+// the release a weighted claim of key chained on) that this engine has
+// not seen ended, at most once per recheckEvery per key (the first
+// chained hold of a key starts the interval), and records
+// those found ended. Without it a process never learns that another's
+// claim its walk passed has ended while its holds keep chaining: they
+// never hold Below, its releases are never Clear, and its floor stops.
+// A marker found proves an end; one not found (or a read that failed)
+// proves nothing: the claim still counts as live.
+func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
+	now := e.clock.Mono()
+	e.mu.Lock()
+	live := e.stillLiveLocked(refs)
+	last, seen := e.rechecked[key]
+	if len(live) == 0 || seen && now-last < recheckEvery {
+		e.mu.Unlock()
+		return
+	}
+	if len(e.rechecked) >= maxHeads {
+		clear(e.rechecked)
+	}
+	e.rechecked[key] = now
+	if !seen {
+		live = nil // the first sight starts the interval: no read yet
+	}
+	e.mu.Unlock()
+	for _, r := range live {
+		if _, found, err := e.store.Get(ctx, EndID(key, r.epoch, r.nonce)); err == nil && found {
+			e.noteEnded(r.nonce, ownEnd{})
+		}
+	}
 }

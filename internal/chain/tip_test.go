@@ -249,3 +249,54 @@ func TestWalkStopsAtOwnReleaseWithEndsBelow(t *testing.T) {
 	}
 	r.release(r.e, c)
 }
+
+// A process whose weighted holds keep chaining learns, by reading its end
+// marker now and then (recheckLive), that another process's claim its
+// walk passed live has ended: its chained holds then hold Below again
+// (their releases are Clear, its floor rises), with no walk.
+func TestChainedLearnsOthersEnd(t *testing.T) {
+	mem := memory.New()
+	cs := &readCountStore{Store: mem}
+	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e, err := chain.New(cs, clock, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+	eo, other := r.claim("other", weighted(1))
+	if !r.holds(eo, other) {
+		t.Fatal("the other process's claim does not hold")
+	}
+	a, holds, _ := r.mine(weighted(1))
+	if !holds || a.Below {
+		t.Fatalf("a claim above another process's live one: holds %v, Below %v; want true, false", holds, a.Below)
+	}
+	r.release(r.e, a)
+	r.release(eo, other)
+	below := 0
+	var reads int64
+	const cycles = 200
+	for range cycles {
+		clock.now += 10 * time.Millisecond
+		c, holds, n := r.mine(weighted(1))
+		if !holds {
+			t.Fatal("a chained claim does not hold")
+		}
+		reads += n
+		if c.Below {
+			below++
+		}
+		r.release(r.e, c)
+	}
+	if below == 0 {
+		t.Fatalf("%d cycles after the other process's release: no chained hold held Below", cycles)
+	}
+	if reads > cycles/10 {
+		t.Fatalf("%d cycles read %d times: want the markers read at most once a second", cycles, reads)
+	}
+	t.Logf("%d cycles: %d held Below, %d reads", cycles, below, reads)
+}
