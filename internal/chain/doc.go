@@ -88,9 +88,9 @@
 //     own, however many readers or units are live below. A weighted claim
 //     that holds so with none of those left (this process ended them all,
 //     or found their end markers: it reads those of the claims still
-//     counted live, by ID, at most once a second per key while its holds
-//     chain) holds with every lower claim ended, as its walk would have
-//     found.
+//     counted live, by ID, in turn up to the first not found, at most
+//     once a second per key while its holds chain) holds with every lower
+//     claim ended, as its walk would have found.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none and the walker's mode does not
 //     pass it, its session; a claim whose session expired gets a dead

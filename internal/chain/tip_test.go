@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -299,4 +300,51 @@ func TestChainedLearnsOthersEnd(t *testing.T) {
 		t.Fatalf("%d cycles read %d times: want the markers read at most once a second", cycles, reads)
 	}
 	t.Logf("%d cycles: %d held Below, %d reads", cycles, below, reads)
+}
+
+// While other processes' claims its walk passed stay live, a process whose
+// weighted holds keep chaining reads one end marker a look, not one per
+// such claim: a claim still live keeps the chained holds from holding
+// Below whatever the others' markers say, so the look stops at it.
+func TestChainedRecheckStopsAtALiveClaim(t *testing.T) {
+	mem := memory.New()
+	cs := &readCountStore{Store: mem}
+	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e, err := chain.New(cs, clock, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+	wide := chain.Terms{Mode: chain.Weighted, Weight: 1, Limit: 16}
+	const others = 8
+	for i := range others {
+		eo, c := r.claim(fmt.Sprintf("other%d", i), wide)
+		if !r.holds(eo, c) {
+			t.Fatalf("the other process %d's claim does not hold", i)
+		}
+	}
+	a, holds, _ := r.mine(wide)
+	if !holds || a.Below {
+		t.Fatalf("a claim above %d live claims of other processes: holds %v, Below %v; want true, false", others, holds, a.Below)
+	}
+	r.release(r.e, a)
+	var reads int64
+	const cycles = 300 // 3 s of the engine's time: three looks
+	for range cycles {
+		clock.now += 10 * time.Millisecond
+		c, holds, n := r.mine(wide)
+		if !holds || c.Below {
+			t.Fatalf("a chained claim above live claims: holds %v, Below %v; want true, false", holds, c.Below)
+		}
+		reads += n
+		r.release(r.e, c)
+	}
+	if reads > 4 {
+		t.Fatalf("%d chained cycles over 3 s with %d other claims live read %d times: want about one read a second", cycles, others, reads)
+	}
+	t.Logf("%d cycles, %d other claims live: %d reads", cycles, others, reads)
 }
