@@ -13,8 +13,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261126195750-e43d497f286e
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126195750-e43d497f286e
+	github.com/go-dsync/dsync v0.0.0-20261126230712-a3acf8ef4df9
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126230712-a3acf8ef4df9
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.22.0
