@@ -43,10 +43,13 @@ type tipRig struct {
 	sess  string
 }
 
-func newTipRig(t *testing.T) tipRig {
+func newTipRig(t *testing.T) tipRig { return newTipRigAt(t, fixedClock{}) }
+
+// newTipRigAt is newTipRig with the counting process's engine on clock.
+func newTipRigAt(t *testing.T, clock chain.Times) tipRig {
 	mem := memory.New()
 	cs := &readCountStore{Store: mem}
-	e, err := chain.New(cs, fixedClock{}, chain.DefaultConfig())
+	e, err := chain.New(cs, clock, chain.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,18 +259,8 @@ func TestWalkStopsAtOwnReleaseWithEndsBelow(t *testing.T) {
 // walk passed live has ended: its chained holds then hold Below again
 // (their releases are Clear, its floor rises), with no walk.
 func TestChainedLearnsOthersEnd(t *testing.T) {
-	mem := memory.New()
-	cs := &readCountStore{Store: mem}
 	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	e, err := chain.New(cs, clock, chain.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, _, err := e.OpenSession(context.Background(), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+	r := newTipRigAt(t, clock)
 	eo, other := r.claim("other", weighted(1))
 	if !r.holds(eo, other) {
 		t.Fatal("the other process's claim does not hold")
@@ -307,18 +300,8 @@ func TestChainedLearnsOthersEnd(t *testing.T) {
 // such claim: a claim still live keeps the chained holds from holding
 // Below whatever the others' markers say, so the look stops at it.
 func TestChainedRecheckStopsAtALiveClaim(t *testing.T) {
-	mem := memory.New()
-	cs := &readCountStore{Store: mem}
 	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	e, err := chain.New(cs, clock, chain.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, _, err := e.OpenSession(context.Background(), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := tipRig{grantRig: grantRig{t, mem}, store: cs, e: e, sess: sess}
+	r := newTipRigAt(t, clock)
 	wide := chain.Terms{Mode: chain.Weighted, Weight: 1, Limit: 16}
 	const others = 8
 	for i := range others {
