@@ -174,10 +174,13 @@ func (r *Relay) relay(b []byte) {
 		r.garbage.Add(1)
 		r.send(garbage())
 	}
-	switch {
-	case chance(f.Drop):
+	if chance(f.Drop) {
 		r.dropped.Add(1)
 		return
+	}
+	// Counted before it is sent: a test that has read it sees it counted.
+	r.passed.Add(1)
+	switch {
 	case chance(f.Duplicate):
 		r.duplicated.Add(1)
 		r.send(b)
@@ -198,7 +201,6 @@ func (r *Relay) relay(b []byte) {
 		r.send(b)
 		r.sentNow.Add(1)
 	}
-	r.passed.Add(1)
 	r.mu.Lock()
 	r.recent = append(r.recent, sent{b, time.Now()})
 	if len(r.recent) > keepRecent {
