@@ -47,6 +47,22 @@ type proc struct {
 	sess string
 }
 
+// bothHold makes two processes on st: o's claim with terms other holds,
+// then p's with terms mine, above it.
+func bothHold(t *testing.T, st chain.Store, other, mine chain.Terms) (o, p proc, r, d *chain.Claim) {
+	t.Helper()
+	o, p = newProc(t, st), newProc(t, st)
+	r = o.claim(t, "o", other)
+	if h, err := o.walk(t, r); !h || err != nil {
+		t.Fatalf("other: %v %v", h, err)
+	}
+	d = p.claim(t, "p", mine)
+	if h, err := p.walk(t, d); !h || err != nil {
+		t.Fatalf("mine: %v %v", h, err)
+	}
+	return o, p, r, d
+}
+
 func newProc(t *testing.T, st chain.Store) proc {
 	t.Helper()
 	e, err := chain.New(st, fixedClock{}, chain.DefaultConfig())
@@ -95,15 +111,7 @@ func TestChainedTipAfterEmptying(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &hookStore{Store: memory.New()}
-			o, p := newProc(t, st), newProc(t, st)
-			r := o.claim(t, "o", tc.other)
-			if h, err := o.walk(t, r); !h || err != nil {
-				t.Fatalf("other: %v %v", h, err)
-			}
-			d := p.claim(t, "p", tc.mine)
-			if h, err := p.walk(t, d); !h || err != nil {
-				t.Fatalf("mine: %v %v", h, err)
-			}
+			_, p, _, d := bothHold(t, st, tc.other, tc.mine)
 			p.end(t, d, true)
 			st.Reset()
 			h := p.claim(t, "p", tc.mine)
@@ -124,15 +132,7 @@ func TestChainedTipAfterEmptying(t *testing.T) {
 // must wait for the exclusive claim, which waits for the live reader.
 func TestChainedTipRacesOwnExclusive(t *testing.T) {
 	st := &hookStore{Store: memory.New()}
-	o, p := newProc(t, st), newProc(t, st)
-	r := o.claim(t, "o", shared)
-	if h, err := o.walk(t, r); !h || err != nil {
-		t.Fatalf("reader: %v %v", h, err)
-	}
-	d := p.claim(t, "p", shared)
-	if h, err := p.walk(t, d); !h || err != nil {
-		t.Fatalf("mine: %v %v", h, err)
-	}
+	o, p, r, d := bothHold(t, st, shared, shared)
 	p.end(t, d, true)
 	var x *chain.Claim
 	st.beforeInsert = func() { x = p.claim(t, "p-writer", excl) }
@@ -160,15 +160,7 @@ func TestChainedTipRacesOwnExclusive(t *testing.T) {
 // limit below.
 func TestChainedTipOtherLimit(t *testing.T) {
 	st := &hookStore{Store: memory.New()}
-	o, p := newProc(t, st), newProc(t, st)
-	r := o.claim(t, "o", weighted(2))
-	if h, err := o.walk(t, r); !h || err != nil {
-		t.Fatalf("other: %v %v", h, err)
-	}
-	d := p.claim(t, "p", weighted(1))
-	if h, err := p.walk(t, d); !h || err != nil {
-		t.Fatalf("mine: %v %v", h, err)
-	}
+	_, p, _, d := bothHold(t, st, weighted(2), weighted(1))
 	p.end(t, d, true)
 	before := st.reads
 	c := p.claim(t, "p", chain.Terms{Mode: chain.Weighted, Weight: 1, Limit: 4})
@@ -186,15 +178,7 @@ func TestChainedTipOtherLimit(t *testing.T) {
 // for a weighted claim above it.
 func TestChainedTipAfterResume(t *testing.T) {
 	st := &hookStore{Store: memory.New()}
-	o, p := newProc(t, st), newProc(t, st)
-	r := o.claim(t, "o", weighted(2))
-	if h, err := o.walk(t, r); !h || err != nil {
-		t.Fatalf("other: %v %v", h, err)
-	}
-	d := p.claim(t, "p", weighted(1))
-	if h, err := p.walk(t, d); !h || err != nil {
-		t.Fatalf("mine: %v %v", h, err)
-	}
+	_, p, _, d := bothHold(t, st, weighted(2), weighted(1))
 	p.end(t, chain.Resume(d.Key, d.Owner, d.Session, d.Nonce, d.Epoch, d.Seg, d.Terms), true)
 	before := st.reads
 	c := p.claim(t, "p", weighted(1))
@@ -220,15 +204,7 @@ func TestChainedTipAfterResume(t *testing.T) {
 // reader below it.
 func TestChainedTipOnDeadMarkedRelease(t *testing.T) {
 	st := &hookStore{Store: memory.New()}
-	o, p := newProc(t, st), newProc(t, st)
-	r := o.claim(t, "o", shared)
-	if h, err := o.walk(t, r); !h || err != nil {
-		t.Fatalf("reader: %v %v", h, err)
-	}
-	d := p.claim(t, "p", shared)
-	if h, err := p.walk(t, d); !h || err != nil {
-		t.Fatalf("mine: %v %v", h, err)
-	}
+	_, p, _, d := bothHold(t, st, shared, shared)
 	// Another process records d dead (as a walker whose session read
 	// found d's session expired would).
 	if err := st.Insert(context.Background(), driver.Doc{ID: chain.EndID("k", d.Epoch, d.Nonce), Key: "k", Epoch: d.Epoch,
