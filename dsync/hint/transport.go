@@ -78,10 +78,11 @@ func (f *Feed) endTargetsLocked(k claimID, now time.Time) []*net.UDPAddr {
 		}
 	}
 	for a, w := range f.interest[k.key] {
-		if fw, sent := first[a]; sent && fw.until.After(now) || !w.until.After(now) {
-			continue
+		fw, waitsForK := first[a]
+		alreadyTo := waitsForK && fw.until.After(now)
+		if !alreadyTo && w.until.After(now) {
+			to = append(to, w.addr)
 		}
-		to = append(to, w.addr)
 	}
 	return to
 }
