@@ -39,8 +39,8 @@ import (
 // one (ownReleaseStops): where holds always overlap, no release is Clear
 // for hundreds of epochs, and every walk went down to the last one.
 
-// heldRef is a live claim a weighted claim's walk passed: its nonce, and
-// its weight.
+// heldRef is a live claim a weighted claim's walk passed: its epoch and
+// nonce (which name its end marker), and its weight.
 type heldRef struct {
 	epoch  uint64
 	nonce  string
