@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261126235559-a8c78183c093
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126235559-a8c78183c093
+	github.com/go-dsync/dsync v0.0.0-20261126235639-abf220ec4877
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261126235639-abf220ec4877
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 

@@ -10,7 +10,7 @@ go 1.25.0
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261126235559-a8c78183c093
+	github.com/go-dsync/dsync v0.0.0-20261126235639-abf220ec4877
 	go.opentelemetry.io/otel v1.34.0
 	go.opentelemetry.io/otel/metric v1.34.0
 	go.opentelemetry.io/otel/sdk/metric v1.34.0
