@@ -107,6 +107,15 @@ func TestWokenWaiterReads(t *testing.T) {
 	}{
 		{"Mutex, by ID", false, false, map[string]int{"Get marker": 1, "Get claim": 1}},
 		{"Mutex, by runs", true, false, map[string]int{"GetRun walk": 1}},
+		// A full Semaphore's waiter re-reads only the claim whose release
+		// woke it (the unit still held counts live unread: full), in the
+		// run that confirms its own claim where runs are read. Its walk
+		// reached its segment's first epoch (nothing below it but the
+		// units it passed), so it reads the gate and the protocol document
+		// too (proveGate), and then its own claim back: those the Mutex's
+		// waiter, stopped by the release, does not need.
+		{"Semaphore, by ID", false, true, map[string]int{"Get marker": 1, "Get gate": 1, "Get other": 1, "Get claim": 1}},
+		{"Semaphore, by runs", true, true, map[string]int{"GetRun walk": 1, "Get gate": 1, "Get other": 1, "Get claim": 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := reads(handoffReads(t, tt.runs, tt.semaphore))

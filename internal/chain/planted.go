@@ -128,4 +128,9 @@ const (
 	// process made, as at a Clear one, even while claims that release's
 	// claim passed live may still be.
 	BugOwnReleaseStops
+	// BugRecheckMissingEnds lets recheckLive take a claim whose end
+	// marker it did not find (or could not read) for ended: a chained
+	// weighted hold above another process's live claim then holds Below,
+	// and its Clear release ends walks above that live claim.
+	BugRecheckMissingEnds
 )

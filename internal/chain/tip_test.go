@@ -331,3 +331,40 @@ func TestChainedRecheckStopsAtALiveClaim(t *testing.T) {
 	}
 	t.Logf("%d cycles, %d other claims live: %d reads", cycles, others, reads)
 }
+
+// TestChainedRecheckCatchesPlantedMissingEnds is the negative control of
+// the test above: a recheck that takes a claim whose end marker it did
+// not find for ended lets a chained hold above another process's live
+// claim hold Below (its release would then be Clear, and end walks above
+// that live claim: two holds over the limit, a floor past a live claim).
+func TestChainedRecheckCatchesPlantedMissingEnds(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	r := newTipRigAt(t, clock)
+	r.e.SetBug(chain.BugRecheckMissingEnds)
+	eo, other := r.claim("other", weighted(1))
+	if !r.holds(eo, other) {
+		t.Fatal("the other process's claim does not hold")
+	}
+	a, holds, _ := r.mine(weighted(1))
+	if !holds || a.Below {
+		t.Fatalf("a claim above another process's live one: holds %v, Below %v; want true, false", holds, a.Below)
+	}
+	r.release(r.e, a)
+	const cycles = 300 // 3 s of the engine's time: three looks
+	for i := range cycles {
+		clock.now += 10 * time.Millisecond
+		c, holds, _ := r.mine(weighted(1))
+		if !holds {
+			t.Fatal("a chained claim does not hold")
+		}
+		if c.Below {
+			t.Logf("as planted: cycle %d held Below above the other process's live claim", i)
+			return
+		}
+		r.release(r.e, c)
+	}
+	t.Fatalf("%d chained cycles with the bug planted: none held Below, the scenario misses it", cycles)
+}

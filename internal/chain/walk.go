@@ -74,6 +74,12 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 		// gates keep another segment from holding. What this
 		// process knows of them may be older than the store's
 		// history (emptied or restored since): read the gate.
+		// A woken weighted waiter whose walk reached its first epoch
+		// pays these two reads (the gate, the protocol document) on
+		// each hold: they are not merged into the run full reads (the
+		// gate is not in the key's range), and are not read before the
+		// wait instead, as nothing here argues that a gate proven then
+		// still counts after an emptying and restore meanwhile.
 		if err := e.proveGate(ctx, c); err != nil {
 			return false, Blocker{}, err
 		}
@@ -242,29 +248,6 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 	}
 	c.blocker, c.hasBlocker = d, true
 	return b, true, nil
-}
-
-// full re-reads the live claims c passed, drops those that ended since,
-// and reports whether their weights still leave no room for c; if so, b
-// is the lowest of them, which c waits for.
-func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
-	live := c.passed[:0]
-	for _, p := range c.passed {
-		ended, _, _, pb, err := e.ended(ctx, p.d)
-		if err != nil {
-			c.passed = append(live, c.passed[len(live):]...)
-			return Blocker{}, false, err
-		}
-		if !ended {
-			p.b = pb
-			live = append(live, p)
-		}
-	}
-	c.passed = live
-	if e.fits(c.Terms, c.passed) {
-		return Blocker{}, false, nil
-	}
-	return c.passed[len(c.passed)-1].b, true, nil
 }
 
 // passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
