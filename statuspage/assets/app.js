@@ -48,7 +48,7 @@
         el("span", { class: "badge " + state }, l.state),
         l.waiting.length ? el("span", { class: "kind" }, l.waiting.length + " waiting") : ""));
     const rows = l.holders.map((c) => claimRow(c, 0, true)).concat(l.waiting.map((c, i) => claimRow(c, i + 1, false)));
-    if (rows.length) card.append(table(["Claim", "Token", "Host", "PID", "Process", "Held for", "Lease ends"], rows));
+    if (rows.length) card.append(table(["Claim", "Token", "Host", "PID", "Owner", "Held for", "Lease ends"], rows));
     return card;
   }
   function electionCard(e) {
