@@ -183,7 +183,7 @@ func TestJSONFiltersAndPages(t *testing.T) {
 			break
 		}
 	}
-	if seen != 3 || after != "" {
+	if seen != 3 || after != "" || s.More {
 		t.Errorf("paged %d keys (next %q), want 3 and no next", seen, after)
 	}
 	resp, err := http.Get(f.srv.URL + "/status.json?limit=0")

@@ -28,7 +28,10 @@ type Snapshot struct {
 	After     string     `json:"after"`
 	Locks     []Lock     `json:"locks"`
 	Elections []Election `json:"elections"`
-	// Next is the After of the next page; "" when this page is the last.
+	// More: keys follow this page. Next is the After of the next page
+	// where the store's order allows one (MongoDB's; FerretDB lists in
+	// order of first use and cannot resume: narrow it with a prefix).
+	More bool   `json:"more"`
 	Next string `json:"next"`
 	// Error says why the store could not be read; the rest is then empty.
 	Error string `json:"error,omitempty"`
@@ -131,6 +134,13 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 		return err
 	}
 	s.Now, s.Clock = now, clock
+	order, err := h.cfg.Client.ListOrder(ctx)
+	if err != nil {
+		return err
+	}
+	if q.after != "" && order != dsync.OrderBytes {
+		return dsync.ErrAfterUnsupported
+	}
 	opts := dsync.ListOptions{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit + 1}
 	listed, last := 0, ""
 	for ks, err := range h.cfg.Client.List(ctx, opts) {
@@ -138,7 +148,10 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 			return err
 		}
 		if listed == q.limit {
-			s.Next = last
+			s.More = true
+			if order == dsync.OrderBytes {
+				s.Next = last
+			}
 			break
 		}
 		listed, last = listed+1, ks.Key

@@ -72,6 +72,7 @@
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
     $("elections").replaceChildren(...(s.elections.length ? s.elections.map(electionCard) : [el("p", { class: "empty" }, "No elections on this page.")]));
     next = s.next;
+    $("more").hidden = !(s.more && !s.next);
     $("next").disabled = !next;
     $("first").disabled = !after;
   }
