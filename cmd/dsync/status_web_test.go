@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
@@ -46,29 +48,8 @@ func TestStatusWeb(t *testing.T) {
 	}
 	defer m.Unlock()
 
-	cmd := dsyncCmd(ctx, env(uri), "--db", db, "status", "--web", "--addr", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("dsync status --web after SIGTERM: %v", err)
-		}
-	}()
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, stderr)
-	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-	if url == "" {
-		t.Fatalf("dsync status --web said %q, want the loopback URL it serves", line)
-	}
+	url, stop := serveWeb(t, ctx, uri, db)
+	defer stop()
 
 	if page := get(t, url); !strings.Contains(page, "<title>dsync status</title>") {
 		t.Errorf("GET /: %q, want the page", page)
@@ -89,6 +70,64 @@ func TestStatusWeb(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // the key directory is written in the background
 	}
+}
+
+// TestStatusWebEmptyDatabase: a database with no lock collection is
+// not created by the page, which says why it shows nothing.
+func TestStatusWebEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(time.Minute))
+	defer cancel()
+	url, stop := serveWeb(t, ctx, uri, db)
+	defer stop()
+	resp, err := http.Get(url + "status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s statuspage.Snapshot
+	err = json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(s.Error, "has no collection dsync_locks") {
+		t.Errorf("status.json of an empty database: %d %+v %v, want 503 saying it has no collection", resp.StatusCode, s, err)
+	}
+	names, err := mongotest.NewClient(t, uri).Database(db).ListCollectionNames(ctx, bson.D{})
+	if err != nil || len(names) != 0 {
+		t.Errorf("after the page read an empty database, its collections are %q (%v); want none", names, err)
+	}
+}
+
+// serveWeb starts dsync status --web on db, on a loopback port, and
+// returns its URL; stop ends it.
+func serveWeb(t *testing.T, ctx context.Context, uri, db string) (url string, stop func()) {
+	t.Helper()
+	cmd := dsyncCmd(ctx, env(uri), "--db", db, "status", "--web", "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("dsync status --web after SIGTERM: %v", err)
+		}
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stderr)
+	url = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	if url == "" {
+		stop()
+		t.Fatalf("dsync status --web said %q, want the loopback URL it serves", line)
+	}
+	return url, stop
 }
 
 func TestStatusWebUsageErrors(t *testing.T) {

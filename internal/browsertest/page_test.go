@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
@@ -162,6 +164,29 @@ func TestPageInBrowser(t *testing.T) {
 	holder.Unlock()
 	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
 		return strings.HasPrefix(s, "holds\t"+tok(q[1].Token)) && strings.Count(s, "waits #") == 1
+	})
+}
+
+// TestPageSaysWhenTheStoreCannotBeRead: a failing read shows as a
+// plain message on the page.
+func TestPageSaysWhenTheStoreCannotBeRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bctx := browser(t, ctx)
+	c, err := dsync.NewClient(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := httptest.NewServer(statuspage.New(statuspage.Config{Client: c,
+		Now: func(context.Context) (time.Time, error) { return time.Time{}, errors.New("server selection timed out") }}))
+	defer srv.Close()
+	defer keepScreenshot(t, bctx)
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, "#error", func(s string) bool {
+		return s == "Cannot reach the store: server selection timed out."
 	})
 }
 
