@@ -20,6 +20,7 @@ import (
 // status_json.go.
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
+       dsync status --web [--addr HOST:PORT]
 
 Lists the locks and the elections, with the elections' members, judged in
 the server's time, as they are read (a long list streams):
@@ -95,6 +96,12 @@ Flags:
              its "key" as stored, then a summary ("kind": "summary": the
              server's time, the order, the counts, and with --limit
              whether more follow and the --after that lists them)
+  --web      serve a live page of the same (it updates every second, is
+             filtered by namespace and prefix in the page, and serves the
+             same data as JSON at status.json) until interrupted
+  --addr A   where --web listens (default %s: this machine only;
+             0.0.0.0:PORT shows it to the network, to anyone who can reach
+             the port)
   (and the global flags; see 'dsync -h': --timeout bounds each wait for
   the server, not the whole list)
 
@@ -114,13 +121,16 @@ var statusCmd = &command{
 	run:     runStatus,
 }
 
-var statusHelp = fmt.Sprintf(statusUsage, defaultSeen, maxHeartbeat)
+var statusHelp = fmt.Sprintf(statusUsage, defaultSeen, maxHeartbeat, defaultWebAddr)
 
 // statusFlags are dsync status's flags, and what they select.
 type statusFlags struct {
 	seen   time.Duration
 	asJSON bool
 	sel    selection
+	// web: serve the live page on addr (status_web.go).
+	web  bool
+	addr string
 }
 
 func runStatus(g *globals, args []string) int {
@@ -137,6 +147,9 @@ func runStatus(g *globals, args []string) int {
 		return fail("status", exitFailure, err)
 	}
 	defer disconnect(client)
+	if f.web {
+		return serveStatusPage(g, db, f)
+	}
 	return printStatus(ctx, g, db, f)
 }
 
@@ -149,6 +162,8 @@ func parseStatus(g *globals, args []string) (f statusFlags, code int, ok bool) {
 	fs.StringVar(&f.sel.prefix, "prefix", "", "")
 	fs.StringVar(&f.sel.after, "after", "", "")
 	fs.IntVar(&f.sel.limit, "limit", 0, "")
+	fs.BoolVar(&f.web, "web", false, "")
+	fs.StringVar(&f.addr, "addr", defaultWebAddr, "")
 	pos, _, code, err := parseArgs(fs, statusHelp, args, false)
 	if err != nil {
 		return f, code, false
@@ -161,6 +176,10 @@ func parseStatus(g *globals, args []string) (f statusFlags, code int, ok bool) {
 		err = fmt.Errorf("--seen must be positive, got %v", f.seen)
 	case sel.limit < 0:
 		err = fmt.Errorf("--limit must not be negative, got %d", sel.limit)
+	case f.web && (len(pos) > 0 || f.asJSON || sel.prefix != "" || sel.after != "" || sel.limit != 0):
+		err = errors.New("--web serves the page, which selects what it shows: no NAME, --json, --prefix, --after or --limit with it")
+	case !f.web && f.addr != defaultWebAddr:
+		err = errors.New("--addr is where --web serves the page: give --web too")
 	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
 		err = errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it")
 	case len(pos) == 1:

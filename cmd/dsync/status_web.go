@@ -1,0 +1,72 @@
+//go:build unix
+
+package main
+
+// dsync status --web: the live page of statuspage, served from the
+// command line, reading the store as dsync status does.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/statuspage"
+)
+
+// defaultWebAddr is where --web listens without --addr: loopback only,
+// so that the page is not shown to the network unless asked for.
+const defaultWebAddr = "127.0.0.1:8046"
+
+// serveStatusPage serves the status page of db on addr until SIGINT or
+// SIGTERM.
+func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
+	locks, store, err := g.lockClient(db, slog.New(slog.DiscardHandler), 0)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
+	defer locks.Close()
+	members, err := g.memberStore(store)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
+	page := statuspage.New(statuspage.Config{
+		Client: locks, Members: members, Seen: f.seen, Timeout: g.timeout,
+		Now: func(ctx context.Context) (time.Time, error) {
+			// A database without the collection lists nothing, and is
+			// not created by reading it (see collectionExists).
+			if !collectionExists(ctx, db, g.collection) {
+				return time.Time{}, fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
+			}
+			s, err := clockcheck.Measure(ctx, db, clockcheck.WithSamples(1))
+			return s.ServerTime.Add(s.RTT / 2), err
+		},
+	})
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
+	srv := &http.Server{Handler: page, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "dsync status: serving %s.%s on http://%s/ (Ctrl-C stops)\n", g.db, g.collection, ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail("status", exitFailure, err)
+	}
+	return exitOK
+}

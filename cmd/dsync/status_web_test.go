@@ -1,0 +1,155 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/go-dsync/dsync/dsync"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
+)
+
+// TestStatusWeb: dsync status --web serves the page and its JSON, with a
+// lock held through the library, in the store's time, on loopback.
+func TestStatusWeb(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
+	defer cancel()
+	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dsync.NewClient(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := dsync.NewMutex(c, "webjob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock()
+
+	url, stop := serveWeb(t, ctx, uri, db)
+	defer stop()
+
+	if page := get(t, url); !strings.Contains(page, "<title>dsync status</title>") {
+		t.Errorf("GET /: %q, want the page", page)
+	}
+	for {
+		var s statuspage.Snapshot
+		if err := json.Unmarshal([]byte(get(t, url+"status.json")), &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Locks) == 1 && len(s.Locks[0].Holders) == 1 {
+			if s.Locks[0].Name != "webjob" || s.Locks[0].Holders[0].Token != m.Token() || s.Clock != "store" {
+				t.Errorf("status.json: %+v, want webjob held with token %d in the store's time", s, m.Token())
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("webjob never listed: last %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond) // the key directory is written in the background
+	}
+}
+
+// TestStatusWebEmptyDatabase: a database with no lock collection is
+// not created by the page, which says why it shows nothing.
+func TestStatusWebEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(time.Minute))
+	defer cancel()
+	url, stop := serveWeb(t, ctx, uri, db)
+	defer stop()
+	resp, err := http.Get(url + "status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s statuspage.Snapshot
+	err = json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(s.Error, "has no collection dsync_locks") {
+		t.Errorf("status.json of an empty database: %d %+v %v, want 503 saying it has no collection", resp.StatusCode, s, err)
+	}
+	names, err := mongotest.NewClient(t, uri).Database(db).ListCollectionNames(ctx, bson.D{})
+	if err != nil || len(names) != 0 {
+		t.Errorf("after the page read an empty database, its collections are %q (%v); want none", names, err)
+	}
+}
+
+// serveWeb starts dsync status --web on db, on a loopback port, and
+// returns its URL; stop ends it.
+func serveWeb(t *testing.T, ctx context.Context, uri, db string) (url string, stop func()) {
+	t.Helper()
+	cmd := dsyncCmd(ctx, env(uri), "--db", db, "status", "--web", "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("dsync status --web after SIGTERM: %v", err)
+		}
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stderr)
+	url = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	if url == "" {
+		stop()
+		t.Fatalf("dsync status --web said %q, want the loopback URL it serves", line)
+	}
+	return url, stop
+}
+
+func TestStatusWebUsageErrors(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	for _, args := range [][]string{{"status", "--web", "--json"}, {"status", "--web", "x"}, {"status", "--addr", "127.0.0.1:1"}} {
+		if r := runDsync(t, e, "", slow(30*time.Second), args...); r.code != exitUsage {
+			t.Errorf("dsync %s: exit %d (%s), want %d", strings.Join(args, " "), r.code, r.stderr, exitUsage)
+		}
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v %s", url, resp.StatusCode, err, b)
+	}
+	return string(b)
+}

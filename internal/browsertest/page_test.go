@@ -1,0 +1,257 @@
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/leader"
+	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/statuspage"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// chromium returns the browser to drive, or skips (fails when
+// DSYNC_BROWSERTEST_REQUIRED=1, as in CI).
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("DSYNC_BROWSERTEST_REQUIRED") == "1" {
+		t.Fatal("no chromium on PATH, and DSYNC_BROWSERTEST_REQUIRED=1: install Debian's chromium (apt-get install -y chromium)")
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium (apt-get install -y chromium) to run the browser test")
+	return ""
+}
+
+// browser starts headless Chromium on a fresh profile, with everything
+// that would reach the internet turned off.
+func browser(t *testing.T, ctx context.Context) context.Context {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1366, 768),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	return bctx
+}
+
+// TestPageInBrowser: holders, waiters, an election and a semaphore on
+// the embedded server, as a person sees them on the page; a release
+// shows without reloading.
+func TestPageInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bctx := browser(t, ctx)
+
+	db := mongotest.NewDatabase(t)
+	store, err := dsyncmongo.NewStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newClient := func() *dsync.Client {
+		c, err := dsync.NewClient(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	members, err := leadermongo.NewStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	holder, err := dsync.NewMutex(newClient(), "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Two waiters, queued one after the other: the page lists them in
+	// that order.
+	page := newClient()
+	var waiters []*dsync.Mutex
+	for range 2 {
+		w, err := dsync.NewMutex(newClient(), "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		go w.LockContext(wctx)
+		waitFor(t, ctx, func() bool {
+			q, err := page.Queue(ctx, "nightly")
+			return err == nil && len(q) == len(waiters)+2
+		})
+		waiters = append(waiters, w)
+	}
+	sem, err := dsync.NewSemaphore(newClient(), "encode", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sem.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	e, err := leader.NewElection(newClient(), "billing", leader.WithMembers(members), leader.WithVersion("v7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := page.Queue(ctx, "nightly")
+	if err != nil || len(q) != 3 {
+		t.Fatalf("queue of nightly: %v %v, want the holder and two waiters", q, err)
+	}
+
+	srv := httptest.NewServer(statuspage.New(statuspage.Config{Client: page, Members: members}))
+	defer srv.Close()
+	defer keepScreenshot(t, bctx)
+
+	nightly := `.card.lock[data-key="nightly"]`
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	// The holder's row with its token, then the waiters in queue order.
+	rows := waitText(t, bctx, nightly+` tbody`, func(s string) bool {
+		return strings.Count(s, "waits #") == 2
+	})
+	want := []string{"holds\t" + tok(holder.Token()), "waits #1\t" + tok(q[1].Token), "waits #2\t" + tok(q[2].Token)}
+	lines := strings.Split(strings.TrimSpace(rows), "\n")
+	for i, w := range want {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], w) {
+			t.Errorf("row %d of nightly: %q, want it to begin %q (all rows:\n%s)", i, at(lines, i), w, rows)
+		}
+	}
+	// The semaphore's units and the leader.
+	waitText(t, bctx, `.card.lock[data-key="dsync:sem/encode"] .badge`, func(s string) bool { return s == "2/3" })
+	waitText(t, bctx, `.card.election[data-name="billing"]`, func(s string) bool {
+		return strings.Contains(s, "led by "+info.Host+" pid "+strconv.Itoa(info.PID)) && strings.Contains(s, tok(info.Token)) && strings.Contains(s, "v7")
+	})
+
+	// A release shows without reloading: the first waiter holds, one waits.
+	holder.Unlock()
+	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
+		return strings.HasPrefix(s, "holds\t"+tok(q[1].Token)) && strings.Count(s, "waits #") == 1
+	})
+}
+
+// TestPageSaysWhenTheStoreCannotBeRead: a failing read shows as a
+// plain message on the page.
+func TestPageSaysWhenTheStoreCannotBeRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bctx := browser(t, ctx)
+	c, err := dsync.NewClient(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := httptest.NewServer(statuspage.New(statuspage.Config{Client: c,
+		Now: func(context.Context) (time.Time, error) { return time.Time{}, errors.New("server selection timed out") }}))
+	defer srv.Close()
+	defer keepScreenshot(t, bctx)
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, "#error", func(s string) bool {
+		return s == "Cannot reach the store: server selection timed out."
+	})
+}
+
+func tok(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func at(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return ""
+}
+
+// waitText waits until the text of sel (as the browser renders it: cells
+// split by tabs, rows by newlines) satisfies ok, and returns it. The page
+// fetches every second; the wait is for the condition, bounded by 30s.
+func waitText(t *testing.T, bctx context.Context, sel string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var text string
+	for {
+		found, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(`+strconv.Quote(sel)+`)).map(e => e.innerText)`))
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		if len(found) == 1 {
+			text = found[0]
+			if ok(text) {
+				return text
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never as expected; it shows %q", sel, found)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitFor(t *testing.T, ctx context.Context, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		if ctx.Err() != nil {
+			t.Fatal("condition never met")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// keepScreenshot saves what the browser shows when the test failed, in a
+// directory that outlives the test, and says where.
+func keepScreenshot(t *testing.T, bctx context.Context) {
+	if !t.Failed() {
+		return
+	}
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Logf("no screenshot: %v", err)
+		return
+	}
+	dir, err := os.MkdirTemp("", "dsync-browsertest-")
+	if err == nil {
+		path := filepath.Join(dir, "page.png")
+		if err = os.WriteFile(path, png, 0o644); err == nil {
+			t.Logf("screenshot of the page at the failure: %s", path)
+			return
+		}
+	}
+	t.Logf("no screenshot: %v", err)
+}

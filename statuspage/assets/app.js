@@ -1,0 +1,109 @@
+// dsync status page: reads status.json every second and draws it. No
+// framework, nothing fetched but status.json beside this script.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const form = $("filter");
+  let after = "", next = "", lastGood = null, timer = null;
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v; else e.setAttribute(k, v);
+    }
+    for (const k of kids) e.append(k instanceof Node ? k : String(k));
+    return e;
+  }
+  function dur(ms) {
+    const s = Math.round(ms / 1000);
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+  }
+  function clock(t) { return new Date(t).toISOString().slice(11, 19) + " UTC"; }
+  function table(head, rows) {
+    const t = el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
+    const b = el("tbody");
+    for (const r of rows) {
+      const tr = el("tr", r.cls ? { class: r.cls } : {});
+      r.cells.forEach((c, i) => tr.append(el("td", { "data-label": head[i], class: r.num && r.num[i] ? "num" : "" }, c)));
+      b.append(tr);
+    }
+    t.append(b);
+    return t;
+  }
+  function claimRow(c, i, holds) {
+    const units = c.mode === "weighted" ? " ×" + c.weight : "";
+    return {
+      cls: holds ? "holder" : "waiting",
+      cells: [holds ? "holds" + units : "waits #" + i + units, c.token, c.host, c.pid, c.owner,
+        holds ? dur(c.heldForMs) : "waiting " + dur(c.heldForMs), clock(c.expiresAt) + " (in " + dur(c.expiresInMs) + ")"],
+      num: [false, true, false, true, false, true, false],
+    };
+  }
+  function lockCard(l) {
+    const state = /^\d+\/\d+$/.test(l.state) ? "units" : l.state;
+    const card = el("div", { class: "card lock", "data-key": l.key },
+      el("div", { class: "title" }, el("span", { class: "name" }, l.name), el("span", { class: "kind" }, l.kind),
+        el("span", { class: "badge " + state }, l.state),
+        l.waiting.length ? el("span", { class: "kind" }, l.waiting.length + " waiting") : ""));
+    const rows = l.holders.map((c) => claimRow(c, 0, true)).concat(l.waiting.map((c, i) => claimRow(c, i + 1, false)));
+    if (rows.length) card.append(table(["Claim", "Token", "Host", "PID", "Owner", "Held for", "Lease ends"], rows));
+    return card;
+  }
+  function electionCard(e) {
+    const card = el("div", { class: "card election", "data-name": e.name },
+      el("div", { class: "title" }, el("span", { class: "name" }, e.name), el("span", { class: "kind" }, "election"),
+        e.leader ? el("span", { class: "badge leader" }, "led by " + e.leader.host + " pid " + e.leader.pid)
+          : el("span", { class: "badge none" }, "no leader")));
+    if (e.leader) {
+      const l = e.leader;
+      card.append(table(["Leader", "Term", "Value", "Version", "Leads for", "Lease ends"],
+        [{ cls: "leader", cells: [l.host + " pid " + l.pid, l.term, l.value || "–", l.version || "–", dur(l.heldForMs),
+          l.expiresAt ? clock(l.expiresAt) + " (in " + dur(l.expiresInMs) + ")" : "–"] }]));
+    }
+    if (e.members.length) {
+      card.append(table(["Member", "Host", "PID", "Version", "Last heartbeat"],
+        e.members.map((m) => ({ cells: [m.id + (m.leader ? " (leader)" : ""), m.host, m.pid, m.version || "–", dur(m.lastSeenAgoMs) + " ago"] }))));
+    }
+    return card;
+  }
+  function draw(s) {
+    $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
+    $("elections").replaceChildren(...(s.elections.length ? s.elections.map(electionCard) : [el("p", { class: "empty" }, "No elections on this page.")]));
+    next = s.next;
+    $("more").hidden = !(s.more && !s.next);
+    $("next").disabled = !next;
+    $("first").disabled = !after;
+  }
+  async function refresh() {
+    const p = new URLSearchParams(new FormData(form));
+    if (after) p.set("after", after);
+    let s = null, why = "";
+    try {
+      const r = await fetch("status.json?" + p.toString(), { cache: "no-store" });
+      s = await r.json();
+      if (s.error) why = s.error;
+    } catch (e) {
+      why = "the page's server does not answer (" + e.message + ")";
+    }
+    if (why) {
+      $("error").hidden = false;
+      $("error").textContent = "Cannot reach the store: " + why +
+        (lastGood ? ". Showing what was read at " + clock(lastGood) + "." : ".");
+    } else {
+      $("error").hidden = true;
+      lastGood = s.now;
+      draw(s);
+      $("meta").textContent = s.locks.length + " locks, " + s.elections.length + " elections · read at " +
+        clock(s.now) + (s.clock === "store" ? " (store time)" : " (this server's clock)") + " · updates every second";
+    }
+    timer = setTimeout(refresh, 1000);
+  }
+  function restart() { clearTimeout(timer); refresh(); }
+  form.addEventListener("input", () => { after = ""; restart(); });
+  form.addEventListener("submit", (e) => e.preventDefault());
+  $("next").addEventListener("click", () => { if (next) { after = next; restart(); } });
+  $("first").addEventListener("click", () => { after = ""; restart(); });
+  refresh();
+})();

@@ -1,0 +1,19 @@
+// Package statuspage serves a live, read-only web page of a dsync store:
+// per key who holds it (process, host, pid), its fencing token, how long
+// it has been held, when its lease ends in the store's time and the
+// queue behind it; the readers of an RWMutex, the units of a Semaphore,
+// the Once records; and the elections with their leader, term, value and
+// members. The page fetches its data every second from a JSON endpoint
+// beside it (status.json, the same data), and says plainly when the
+// store cannot be read.
+//
+// New returns an http.Handler. It only reads, and decides nothing about
+// who may see it: a program that mounts it puts it behind its own
+// authentication, for example
+//
+//	mux.Handle("/dsync/", http.StripPrefix("/dsync", statuspage.New(statuspage.Config{Client: c})))
+//
+// The page's HTML, CSS and JavaScript are embedded in the binary and use
+// no framework: nothing is fetched from the internet. `dsync status --web`
+// serves the same page from the command line.
+package statuspage
