@@ -3,6 +3,7 @@ package dsyncotel
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -39,13 +40,14 @@ type instruments struct {
 	lost, renewFailed metric.Int64Counter
 	dropped           metric.Int64Counter
 	waiting           metric.Int64Gauge
+	ages              *holdAges
 }
 
-// newInstruments makes Observer's instruments on meter. Units are UCUM, as
+// newInstruments makes Observer's instruments on meter (keys: WithKeys). Units are UCUM, as
 // the semantic conventions want: seconds, and for counts an annotation in
 // braces naming what is counted.
-func newInstruments(meter metric.Meter) (*instruments, error) {
-	var i instruments
+func newInstruments(meter metric.Meter, keys bool) (*instruments, error) {
+	i := instruments{keys: keys, ages: newHoldAges(time.Now, keys)}
 	var errs []error
 	hist := func(name, desc string, buckets []float64) metric.Float64Histogram {
 		h, err := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
@@ -68,6 +70,10 @@ func newInstruments(meter metric.Meter) (*instruments, error) {
 	var err error
 	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Callers of this process waiting for a hold."))
+	errs = append(errs, err)
+	_, err = meter.Float64ObservableGauge("dsync.hold.age", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest hold this process has now."),
+		metric.WithFloat64Callback(i.ages.observe))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -29,12 +29,11 @@ func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	i, err := newInstruments(meter)
+	i, err := newInstruments(meter, c.keys)
 	if err != nil {
 		return dsync.Observer{}, err
 	}
 	i.zeroSeries()
-	i.keys = c.keys
 	return i.observer(), nil
 }
 
@@ -71,15 +70,18 @@ func (i *instruments) observer() dsync.Observer {
 	ctx := context.Background()
 	return dsync.Observer{
 		Acquired: func(a dsync.Acquisition) {
+			i.ages.began(a)
 			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, "acquired"))
 		},
 		AcquireFailed: func(a dsync.Acquisition, err error) {
 			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, failure(err)))
 		},
 		Released: func(h dsync.Held) {
+			i.ages.ended(h)
 			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "released"))
 		},
 		Lost: func(h dsync.Held, _ error) {
+			i.ages.ended(h)
 			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "lost"))
 			i.lost.Add(ctx, 1, i.attrs(h.Key, h.Kind, ""))
 		},
