@@ -26,6 +26,10 @@
 //     dsync.kind.
 //   - dsync.waiting [{call}], gauge: callers of this process waiting for
 //     a hold.
+//   - dsync.hold.age [s], gauge: the age of the oldest hold this process
+//     has now, per dsync.kind (and dsync.key with WithKeys); no series
+//     while nothing is held. The hold's duration is recorded only when it
+//     ends: this shows a hold that does not end.
 //   - dsync.lease.renewal.duration [s], histogram: renewals' round trips.
 //   - dsync.lease.renewal.headroom [s], histogram: how much of the lease
 //     was left when a renewal was confirmed: alert when it nears zero.
@@ -49,6 +53,11 @@
 // the first failure rather than an absent series. The leader's
 // instruments start with the first transition: election names are not
 // known before.
+//
+// Prometheus alerting rules on these metrics, as Prometheus names them
+// (dsync_hold_age_seconds, dsync_lease_renewal_failures_total, ...), are
+// in the module's alerts directory (dsync.rules.yml), with promtool unit
+// tests beside them.
 //
 // Keys are not attributes by default: lock names often carry dates or
 // IDs, and each would be a time series. WithKeys adds them (dsync.key),
