@@ -33,21 +33,29 @@ func ages(t *testing.T, r *sdkmetric.ManualReader, k string) map[string]float64 
 	return out
 }
 
+// observed returns a Client of the in-memory store whose Observer records
+// with opts on the returned reader's meter; it is closed when t ends.
+func observed(t *testing.T, opts ...dsyncotel.Option) (*sdkmetric.ManualReader, *dsync.Client) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	obs, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dsync.NewClient(memory.New(), dsync.ClientWithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return r, c
+}
+
 // dsync.hold.age is the age of the oldest hold held now, while it is
 // held: what an alert on a key held too long reads (the hold's duration
 // is only recorded when it ends).
 func TestHoldAge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := sdkmetric.NewManualReader()
-		obs, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test"), dsyncotel.WithKeys())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := dsync.NewClient(memory.New(), dsync.ClientWithObserver(obs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		r, c := observed(t, dsyncotel.WithKeys())
 		if got := ages(t, r, "dsync.key"); len(got) != 0 {
 			t.Errorf("before any hold: %v, want no point", got)
 		}
@@ -87,16 +95,7 @@ func TestHoldAge(t *testing.T) {
 // Without WithKeys, the age is the oldest hold's of each kind.
 func TestHoldAgeByKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := sdkmetric.NewManualReader()
-		obs, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := dsync.NewClient(memory.New(), dsync.ClientWithObserver(obs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		r, c := observed(t)
 		a, _ := dsync.NewMutex(c, "a")
 		b, _ := dsync.NewMutex(c, "b")
 		a.Lock()
