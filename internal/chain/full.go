@@ -24,7 +24,9 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 	for i, p := range c.passed {
 		if i > 0 && e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
 			// Room for c with every claim left counted live.
-			live = append(live, c.passed[i:]...)
+			if !e.has(BugFullDropsUnread) {
+				live = append(live, c.passed[i:]...)
+			}
 			break
 		}
 		ended, pb, err := e.endedPassed(ctx, c, p.d)

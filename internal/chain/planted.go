@@ -133,4 +133,8 @@ const (
 	// weighted hold above another process's live claim then holds Below,
 	// and its Clear release ends walks above that live claim.
 	BugRecheckMissingEnds
+	// BugFullDropsUnread lets full, once the claims it has not read
+	// again leave room, drop them instead of counting them live: they
+	// are taken for ended unread.
+	BugFullDropsUnread
 )

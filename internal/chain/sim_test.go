@@ -592,6 +592,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a weighted claim chained taking the claims below for ended", chain.BugTipEndsAssumed, simNoBug, false},
 		{"a walk stopping at any weighted release of its own process", chain.BugOwnReleaseStops, simNoBug, false},
 		{"a claim whose end marker a recheck did not find taken for ended", chain.BugRecheckMissingEnds, simNoBug, false},
+		{"a full walker taking the claims it did not read again for ended", chain.BugFullDropsUnread, simNoBug, false},
 		{"a renewal confirmed past the deadline keeps the lease", chain.BugLateConfirmKept, simNoBug, false},
 		{"a renewal confirmed past the deadline extends it", chain.BugLateConfirmExtends, simNoBug, false},
 		{"timers that count only awake time", chain.NoBug, simBugAwakeTimers, false},
