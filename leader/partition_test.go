@@ -1,0 +1,177 @@
+package leader_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+// ledger records who runs which shard, failing the test if two members run
+// one shard at once or a shard's token does not increase.
+type ledger struct {
+	t         *testing.T
+	mu        sync.Mutex
+	owner     map[int]string
+	lastToken map[int]uint64
+	terms     int
+}
+
+func newLedger(t *testing.T) *ledger {
+	return &ledger{t: t, owner: map[int]string{}, lastToken: map[int]uint64{}}
+}
+
+// fn is the per-shard work of member id: it holds the shard until its
+// context ends.
+func (l *ledger) fn(id string) func(context.Context, int) error {
+	return func(ctx context.Context, s int) error {
+		info, ok := leader.TermOf(ctx)
+		l.mu.Lock()
+		if !ok {
+			l.t.Errorf("shard %d: TermOf found no term", s)
+		}
+		if o, busy := l.owner[s]; busy {
+			l.t.Errorf("shard %d run by %s while %s runs it", s, id, o)
+		}
+		if info.Token <= l.lastToken[s] {
+			l.t.Errorf("shard %d: token %d after %d", s, info.Token, l.lastToken[s])
+		}
+		l.owner[s], l.lastToken[s] = id, info.Token
+		l.terms++
+		l.mu.Unlock()
+		<-ctx.Done()
+		l.mu.Lock()
+		if l.owner[s] == id {
+			delete(l.owner, s)
+		}
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+// counts returns how many shards each member runs, and how many run.
+func (l *ledger) counts() (map[string]int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := map[string]int{}
+	for _, id := range l.owner {
+		c[id]++
+	}
+	return c, len(l.owner)
+}
+
+// waitBalanced waits, in the bubble's time, until all n shards run, spread
+// as want gives per member, and returns how long that took.
+func (l *ledger) waitBalanced(t *testing.T, n int, want map[string]int, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		c, total := l.counts()
+		ok := total == n
+		for id, k := range want {
+			ok = ok && c[id] == k
+		}
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("not balanced after %v: %v (%d of %d run), want %v", limit, c, total, n, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type member struct {
+	p      *leader.Partition
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+}
+
+func join(t *testing.T, pr *proc, l *ledger, name string, n int, opts ...leader.PartitionOption) *member {
+	p, err := leader.NewPartition(pr.c, pr.members, "jobs", n, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{p: p, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(m.done); _ = p.Run(ctx, l.fn(name)) }()
+	t.Cleanup(func() { cancel(); <-m.done; _ = p.Close() })
+	return m
+}
+
+func TestPartitionBalancesJoinsAndLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		const n = 12
+		a := join(t, w.process(t), l, "a", n)
+		l.waitBalanced(t, n, map[string]int{"a": n}, ttl)
+		join(t, w.process(t), l, "b", n)
+		l.waitBalanced(t, n, map[string]int{"a": 6, "b": 6}, 2*ttl)
+		join(t, w.process(t), l, "c", n)
+		l.waitBalanced(t, n, map[string]int{"a": 4, "b": 4, "c": 4}, 2*ttl)
+		terms := l.terms
+		if moved := terms - n - 6; moved > 4 { // the third join's minimum: ceil(12/3)
+			t.Errorf("third join moved %d shards, want at most 4", moved)
+		}
+		// a leaves gracefully: its shards go to b and c.
+		a.cancel()
+		<-a.done
+		l.waitBalanced(t, n, map[string]int{"a": 0, "b": 6, "c": 6}, 2*ttl)
+		if moved := l.terms - terms; moved != 4 {
+			t.Errorf("a's leave moved %d shards, want its 4", moved)
+		}
+	})
+}
+
+func TestPartitionWeights(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		join(t, w.process(t), l, "big", 9, leader.WithWeight(2))
+		join(t, w.process(t), l, "small", 9)
+		l.waitBalanced(t, 9, map[string]int{"big": 6, "small": 3}, 3*ttl)
+	})
+}
+
+// A member cut off from the store (its renewals and heartbeats fail, as
+// after a SIGKILL) loses its shards; the others own them again within two
+// TTLs, never while its holds are valid (the ledger fails on overlap).
+func TestPartitionReownsAfterCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		const n = 8
+		dead := w.cut(t)
+		join(t, dead.proc, l, "dead", n)
+		join(t, w.process(t), l, "b", n)
+		l.waitBalanced(t, n, map[string]int{"dead": 4, "b": 4}, 2*ttl)
+		dead.renewDown.Store(true)
+		dead.heartbeatDown.Store(true)
+		took := l.waitBalanced(t, n, map[string]int{"dead": 0, "b": 8}, 2*ttl)
+		t.Logf("re-owned %v after the crash (TTL %v)", took, ttl)
+	})
+}
+
+func TestPartitionCloseHandsOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		a := join(t, w.process(t), l, "a", 4)
+		join(t, w.process(t), l, "b", 4)
+		l.waitBalanced(t, 4, map[string]int{"a": 2, "b": 2}, 2*ttl)
+		start := time.Now()
+		a.cancel()
+		<-a.done
+		if err := a.p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l.waitBalanced(t, 4, map[string]int{"a": 0, "b": 4}, 2*ttl)
+		if took := time.Since(start); took >= ttl {
+			t.Errorf("handover took %v, want less than a TTL (%v): the shards were released, not left to expire", took, ttl)
+		}
+	})
+}
