@@ -39,4 +39,14 @@
 // within a term Info.Rev orders the values, and Observe never reports an
 // older one after a newer. TermOf gives leader-only work the term behind
 // its context, token included, to fence what it writes.
+//
+// A Partition (NewPartition) spreads n shards of one named job over the
+// processes that join it: each shard is an election of its own
+// ("NAME#i"), so at most one member holds a shard's lease at a time, and
+// each term has its own fencing token (TermOf). Members agree on who
+// should own which shard by computing the same assignment from their
+// member statuses (balanced by weight, moving the fewest shards a change
+// of members allows); an owner hands a shard over once its assigned owner
+// waits for it, and Run cancels a shard's context before its lease is
+// released.
 package leader
