@@ -36,8 +36,12 @@ type Partition struct {
 // campaign, or its term, and done closes once the shard's goroutine is over.
 type shardRun struct {
 	cancel context.CancelFunc
-	owned  bool
-	done   chan struct{}
+	owned  bool // the campaign won, and fn runs (or is about to)
+	// leaving: the campaign's context was cancelled while it waited; a
+	// campaign won meanwhile has its lease released, so fn must not run.
+	// owned and leaving are decided under Partition.mu, one or the other.
+	leaving bool
+	done    chan struct{}
 }
 
 // A PartitionOption configures a Partition.
@@ -213,9 +217,10 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 			case <-ctx.Done():
 			}
 			p.mu.Lock()
-			owned := r.owned
+			leave := !r.owned
+			r.leaving = leave
 			p.mu.Unlock()
-			if !owned {
+			if leave {
 				cancelCampaign() // still waiting: leave the queue
 			}
 		}()
@@ -225,6 +230,15 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 			return
 		}
 		p.mu.Lock()
+		if r.leaving {
+			// Won as the wait was given up: its context is cancelled, so
+			// the Election releases the lease; fn must not run beside
+			// the next owner.
+			p.mu.Unlock()
+			_ = p.shards[s].Resign(context.WithoutCancel(ctx))
+			p.forget(s, r)
+			return
+		}
 		r.owned = true
 		p.mu.Unlock()
 		fctx, cancelFn := context.WithCancel(tctx)
