@@ -229,6 +229,9 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 			p.forget(s, r)
 			return
 		}
+		if partitionWonHook != nil {
+			partitionWonHook(s)
+		}
 		p.mu.Lock()
 		if r.leaving {
 			// Won as the wait was given up: its context is cancelled, so
@@ -259,6 +262,10 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 		}
 	}()
 }
+
+// partitionWonHook, if set (by tests only), is called right after a shard's
+// campaign is won, before the run decides whether fn may run.
+var partitionWonHook func(shard int)
 
 // forget drops r from the running shards if it is still s's.
 func (p *Partition) forget(s int, r *shardRun) {
