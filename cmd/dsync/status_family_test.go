@@ -13,6 +13,22 @@ import (
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
+// libraryClient returns a dsync Client on database db of the server at
+// uri, as a program using the library has one; it is closed when t ends.
+func libraryClient(t *testing.T, uri, db string) *dsync.Client {
+	t.Helper()
+	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dsync.NewClient(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // TestStatusShowsSharedHolds: an RWMutex's readers and a Semaphore's
 // holders all show, a line each, with what they hold, and those that wait
 // behind them are counted.
@@ -23,15 +39,7 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 	db := mongotest.DatabaseName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
-	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := dsync.NewClient(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := libraryClient(t, uri, db)
 
 	// Two readers hold "doc"; a writer waits behind them.
 	for range 2 {

@@ -17,7 +17,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/go-dsync/dsync/dsync"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/statuspage"
 )
@@ -30,15 +29,7 @@ func TestStatusWeb(t *testing.T) {
 	db := mongotest.DatabaseName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
-	store, err := dsyncmongo.NewStore(mongotest.NewClient(t, uri).Database(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dsync.NewClient(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := libraryClient(t, uri, db)
 	m, err := dsync.NewMutex(c, "webjob")
 	if err != nil {
 		t.Fatal(err)
