@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -221,5 +222,54 @@ func TestPartitionHandedAwayErrorIsNotFailure(t *testing.T) {
 			t.Fatalf("a's Run ended when shards were handed to b: %v", a.err)
 		default:
 		}
+	})
+}
+
+// A shard handed over is no longer among the member's running shards,
+// but its fn may still be finishing: Close must wait for it too, and
+// not close the shard's Election (which releases its lease) under it,
+// or the next owner would run beside it (the ledger fails on overlap).
+func TestPartitionCloseWaitsForHandedOverFn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		letGo := func() { releaseOnce.Do(func() { close(release) }) }
+		defer letGo() // also when the test fails before it lets go
+		lingering := make(chan int, 1)
+		var once sync.Once
+		own := l.fn("a")
+		a := startRunner(t, w.process(t), 2, func(ctx context.Context, s int) error {
+			lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			defer cancel()
+			go func() {
+				<-ctx.Done()
+				first := false
+				once.Do(func() { first = true })
+				if first { // the shard handed to b finishes slowly
+					lingering <- s
+					<-release
+				}
+				cancel()
+			}()
+			return own(lctx, s)
+		})
+		l.waitBalanced(t, 2, map[string]int{"a": 2}, ttl)
+		join(t, w.process(t), l, "b", 2)
+		<-lingering
+		closed := make(chan error, 1)
+		go func() { closed <- a.p.Close() }()
+		time.Sleep(2 * ttl)
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while a handed-over fn still ran", err)
+		default:
+		}
+		letGo()
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		l.waitBalanced(t, 2, map[string]int{"a": 0, "b": 2}, 2*ttl)
 	})
 }
