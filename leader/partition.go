@@ -2,10 +2,9 @@ package leader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"os"
 	"sync"
 	"time"
 
@@ -17,7 +16,9 @@ import (
 // shards of one named job, each a lease of its own (an Election named
 // "NAME#i" on the Partition's Client, so a hold in the election
 // namespace with its own fencing token), spread over the live members by
-// weight. Create it with NewPartition and run the per-shard work with Run.
+// weight. Create it with NewPartition, run the per-shard work with Run,
+// watch who owns what with Observe, and leave with Resign or Close. Its
+// methods are safe for concurrent use.
 type Partition struct {
 	name     string
 	n        int
@@ -25,23 +26,22 @@ type Partition struct {
 	members  MemberStore
 	interval time.Duration
 	self     string
+	host     string
+	pid      int
 	shards   []*Election
+
+	// shardsLive counts the shard goroutines (partition_shard.go), handed
+	// over or not: Close and the end of Run wait for all of them, so no
+	// lease is released, and no Election closed, under a running fn.
+	shardsLive sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[int]*shardRun // shards this member waits for or owns
 	closed  bool
-}
-
-// shardRun is one shard this member has queued for: cancel ends its
-// campaign, or its term, and done closes once the shard's goroutine is over.
-type shardRun struct {
-	cancel context.CancelFunc
-	owned  bool // the campaign won, and fn runs (or is about to)
-	// leaving: the campaign's context was cancelled while it waited; a
-	// campaign won meanwhile has its lease released, so fn must not run.
-	// owned and leaving are decided under Partition.mu, one or the other.
-	leaving bool
-	done    chan struct{}
+	// stopRun ends the Run under way (nil when none), with the cause
+	// ErrResigned; runDone closes once that Run has handed everything over.
+	stopRun context.CancelCauseFunc
+	runDone chan struct{}
 }
 
 // A PartitionOption configures a Partition.
@@ -54,17 +54,9 @@ func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weigh
 // WithPartitionHeartbeat sets how often the member refreshes its status and
 // recomputes the assignment (default: the Client's renew interval). A
 // member counts as live for three intervals after its last heartbeat.
+// Observe reads the members' status as often.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }
-}
-
-// partitionStatus is what a member advertises in its member status (Value):
-// its weight, the shards it owns and those it waits for. Every member reads
-// all of them once per heartbeat to compute the same assignment.
-type partitionStatus struct {
-	Weight float64 `json:"w"`
-	Owns   []int   `json:"own,omitempty"`
-	Waits  []int   `json:"wait,omitempty"`
 }
 
 // NewPartition returns this process's member of partition name, of shards
@@ -73,7 +65,9 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 	if shards <= 0 || ms == nil || name == "" {
 		return nil, errors.New("leader: a Partition needs a name, a MemberStore and at least one shard")
 	}
-	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(), running: map[int]*shardRun{}}
+	host, _ := os.Hostname()
+	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
+		host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -93,25 +87,31 @@ func (p *Partition) ID() string { return p.self }
 
 // Run joins the partition and runs fn once per shard this member owns,
 // under a context cancelled the moment that shard is lost or handed away
-// (TermOf gives its term and fencing token). It returns when ctx ends, or
-// with the first error an fn returns, after every fn has returned and every
-// shard was handed over. An fn that returns nil gives its shard up; the
-// shard is queued for again while it stays assigned here.
+// (TermOf gives its term and fencing token). It returns when ctx ends
+// (its cause), after Resign or Close (ErrResigned), or with the first
+// error an fn returns, after every fn has returned and every shard was
+// handed over (see Resign). An fn that returns nil gives its shard up;
+// the shard is queued for again while it stays assigned here.
+//
+// One Run at a time: a second one returns ErrCampaigning, and Run on a
+// closed Partition ErrClosed. After Run returned, Run joins again.
 func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	done, err := p.beginRun(cancel)
+	if err != nil {
+		return err
+	}
 	var errOnce sync.Once
 	var ferr error
 	fail := func(err error) { errOnce.Do(func() { ferr = err; cancel(err) }) }
-	defer p.stopAll()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
 		p.tick(ctx, fn, fail)
 		select {
 		case <-ctx.Done():
-			p.stopAll()
-			_ = p.members.DeleteMember(context.WithoutCancel(ctx), p.name, p.self)
+			p.leave(ctx, done)
 			if ferr != nil {
 				return ferr
 			}
@@ -122,7 +122,9 @@ func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard 
 }
 
 // tick heartbeats, reads the members, and starts or stops shards to match
-// the assignment.
+// the assignment. When it queued for a shard it heartbeats again, so that
+// the shard's owner sees the claim waiting (and hands the shard over) at
+// its next tick rather than the one after.
 func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) error, fail func(error)) {
 	if err := p.heartbeat(ctx); err != nil {
 		return
@@ -131,8 +133,16 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 	if err != nil {
 		return
 	}
-	live, current, waiting := p.view(ms)
-	want := shard.Assign(p.n, live, current)
+	st := p.decode(ms)
+	want := shard.Assign(p.n, st.live, st.owners())
+	if p.apply(ctx, want, st.waiting, fn, fail) {
+		_ = p.heartbeat(ctx)
+	}
+}
+
+// apply starts and stops shards to match want, and reports whether it
+// queued for any.
+func (p *Partition) apply(ctx context.Context, want []string, waiting []map[string]bool, fn func(context.Context, int) error, fail func(error)) (queued bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for s, owner := range want {
@@ -140,6 +150,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 		switch {
 		case owner == p.self && r == nil:
 			p.startLocked(ctx, s, fn, fail)
+			queued = true
 		case owner != p.self && r != nil && !r.owned:
 			r.cancel() // stop waiting for a shard assigned elsewhere
 			delete(p.running, s)
@@ -149,161 +160,5 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 			delete(p.running, s)
 		}
 	}
-}
-
-// view decodes the members' status: the live members with their weights,
-// the owner of each shard, and who waits for which.
-func (p *Partition) view(ms []Member) ([]shard.Member, []string, []map[string]bool) {
-	current := make([]string, p.n)
-	waiting := make([]map[string]bool, p.n)
-	var live []shard.Member
-	for _, m := range ms {
-		var st partitionStatus
-		if json.Unmarshal([]byte(m.Value), &st) != nil {
-			continue
-		}
-		live = append(live, shard.Member{ID: m.ID, Weight: st.Weight})
-		for _, s := range st.Owns {
-			if s >= 0 && s < p.n {
-				current[s] = m.ID
-			}
-		}
-		for _, s := range st.Waits {
-			if s >= 0 && s < p.n {
-				if waiting[s] == nil {
-					waiting[s] = map[string]bool{}
-				}
-				waiting[s][m.ID] = true
-			}
-		}
-	}
-	return live, current, waiting
-}
-
-// heartbeat writes this member's status: weight, owned and awaited shards.
-func (p *Partition) heartbeat(ctx context.Context) error {
-	st := partitionStatus{Weight: p.weight}
-	p.mu.Lock()
-	for s, r := range p.running {
-		if r.owned {
-			st.Owns = append(st.Owns, s)
-		} else {
-			st.Waits = append(st.Waits, s)
-		}
-	}
-	p.mu.Unlock()
-	slices.Sort(st.Owns)
-	slices.Sort(st.Waits)
-	b, _ := json.Marshal(st)
-	return p.members.PutMember(ctx, p.name, Member{ID: p.self, Value: string(b)})
-}
-
-// startLocked queues for shard s and runs fn while this member owns it.
-// The campaign runs under a context of its own, not Run's: the Election
-// releases a lease at once when its campaign context ends, so a term may
-// end only after fn returned (then Resign), never before.
-func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Context, int) error, fail func(error)) {
-	sctx, cancelCampaign := context.WithCancel(context.WithoutCancel(ctx))
-	stop := make(chan struct{})
-	var once sync.Once
-	r := &shardRun{cancel: func() { once.Do(func() { close(stop) }) }, done: make(chan struct{})}
-	p.running[s] = r
-	go func() {
-		defer close(r.done)
-		defer cancelCampaign()
-		go func() {
-			select {
-			case <-stop:
-			case <-ctx.Done():
-			}
-			p.mu.Lock()
-			leave := !r.owned
-			r.leaving = leave
-			p.mu.Unlock()
-			if leave {
-				cancelCampaign() // still waiting: leave the queue
-			}
-		}()
-		tctx, err := p.shards[s].Campaign(sctx)
-		if err != nil {
-			p.forget(s, r)
-			return
-		}
-		if partitionWonHook != nil {
-			partitionWonHook(s)
-		}
-		p.mu.Lock()
-		if r.leaving {
-			// Won as the wait was given up: its context is cancelled, so
-			// the Election releases the lease; fn must not run beside
-			// the next owner.
-			p.mu.Unlock()
-			_ = p.shards[s].Resign(context.WithoutCancel(ctx))
-			p.forget(s, r)
-			return
-		}
-		r.owned = true
-		p.mu.Unlock()
-		fctx, cancelFn := context.WithCancel(tctx)
-		go func() {
-			select {
-			case <-stop:
-			case <-ctx.Done():
-			case <-fctx.Done():
-			}
-			cancelFn()
-		}()
-		err = fn(fctx, s)
-		cancelFn()
-		_ = p.shards[s].Resign(context.WithoutCancel(ctx))
-		p.forget(s, r)
-		if err != nil && tctx.Err() == nil {
-			fail(err)
-		}
-	}()
-}
-
-// partitionWonHook, if set (by tests only), is called right after a shard's
-// campaign is won, before the run decides whether fn may run.
-var partitionWonHook func(shard int)
-
-// forget drops r from the running shards if it is still s's.
-func (p *Partition) forget(s int, r *shardRun) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running[s] == r {
-		delete(p.running, s)
-	}
-}
-
-// stopAll hands every shard over and waits for their fns to return.
-func (p *Partition) stopAll() {
-	p.mu.Lock()
-	runs := make([]*shardRun, 0, len(p.running))
-	for _, r := range p.running {
-		r.cancel()
-		runs = append(runs, r)
-	}
-	p.mu.Unlock()
-	for _, r := range runs {
-		<-r.done
-	}
-}
-
-// Close hands every shard over and closes the shards' elections. Cancel
-// Run's context first; Close does not wait for it.
-func (p *Partition) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	p.mu.Unlock()
-	p.stopAll()
-	var errs []error
-	for _, e := range p.shards {
-		errs = append(errs, e.Close())
-	}
-	return errors.Join(errs...)
+	return queued
 }

@@ -59,3 +59,24 @@ func TestPartitionGivenUpAsWonDoesNotRun(t *testing.T) {
 		<-done
 	})
 }
+
+// While an old owner's report lags behind a handover, two members report
+// owning one shard: the view shows the one of the higher token. Statuses
+// that are not a partition's, and shards out of range, are left out.
+func TestPartitionDecodeHigherTokenWins(t *testing.T) {
+	p := &Partition{n: 2}
+	st := p.decode([]Member{
+		{ID: "old", Value: `{"w":1,"own":[0,5,-1],"tok":[7,9,9]}`},
+		{ID: "new", Value: `{"w":1,"own":[0],"tok":[8]}`},
+		{ID: "stray", Value: "not json"},
+	})
+	if got := st.view.Shards[0]; got.Member != "new" || got.Token != 8 {
+		t.Errorf("shard 0: %+v, want new's term 8", got)
+	}
+	if got := st.view.Shards[1]; got.Member != "" || got.Token != 0 {
+		t.Errorf("shard 1 (nobody reports it): %+v", got)
+	}
+	if len(st.view.Members) != 2 || st.view.Members[0].ID != "new" || st.view.Members[1].ID != "old" {
+		t.Errorf("members %+v, want new and old, by ID", st.view.Members)
+	}
+}

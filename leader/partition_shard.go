@@ -1,0 +1,107 @@
+package leader
+
+import (
+	"context"
+	"sync"
+)
+
+// One shard's life in a member: queue for its election, run fn while the
+// shard is owned, give it up when asked, and never let fn run under a
+// lease that is being released.
+
+// shardRun is one shard this member has queued for: cancel ends its
+// campaign, or its term, and done closes once the shard's goroutine is over.
+type shardRun struct {
+	cancel context.CancelFunc
+	owned  bool   // the campaign won, and fn runs (or is about to)
+	token  uint64 // the term's fencing token, once owned
+	// leaving: the campaign's context was cancelled while it waited; a
+	// campaign won meanwhile has its lease released, so fn must not run.
+	// owned and leaving are decided under Partition.mu, one or the other.
+	leaving bool
+	done    chan struct{}
+}
+
+// startLocked queues for shard s and runs fn while this member owns it.
+// The campaign runs under a context of its own, not Run's: the Election
+// releases a lease at once when its campaign context ends, so a term may
+// end only after fn returned (then Resign), never before. p.mu is held.
+func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Context, int) error, fail func(error)) {
+	sctx, cancelCampaign := context.WithCancel(context.WithoutCancel(ctx))
+	stop := make(chan struct{})
+	var once sync.Once
+	r := &shardRun{cancel: func() { once.Do(func() { close(stop) }) }, done: make(chan struct{})}
+	p.running[s] = r
+	p.shardsLive.Add(1)
+	go func() {
+		defer p.shardsLive.Done()
+		defer close(r.done)
+		defer cancelCampaign()
+		go func() {
+			select {
+			case <-stop:
+			case <-ctx.Done():
+			}
+			p.mu.Lock()
+			leave := !r.owned
+			r.leaving = leave
+			p.mu.Unlock()
+			if leave {
+				cancelCampaign() // still waiting: leave the queue
+			}
+		}()
+		tctx, err := p.shards[s].Campaign(sctx)
+		if err != nil {
+			p.forget(s, r)
+			return
+		}
+		if partitionWonHook != nil {
+			partitionWonHook(s)
+		}
+		info, _ := TermOf(tctx)
+		p.mu.Lock()
+		if r.leaving {
+			// Won as the wait was given up: its context is cancelled, so
+			// the Election releases the lease; fn must not run beside
+			// the next owner.
+			p.mu.Unlock()
+			_ = p.shards[s].Resign(context.WithoutCancel(ctx))
+			p.forget(s, r)
+			return
+		}
+		r.owned, r.token = true, info.Token
+		p.mu.Unlock()
+		fctx, cancelFn := context.WithCancel(tctx)
+		go func() {
+			select {
+			case <-stop:
+			case <-ctx.Done():
+			case <-fctx.Done():
+			}
+			cancelFn()
+		}()
+		err = fn(fctx, s)
+		// An error fn returns once its context ended (ctx.Err(), say) is
+		// the shard going away, not a failure of fn's own.
+		own := fctx.Err() == nil
+		cancelFn()
+		_ = p.shards[s].Resign(context.WithoutCancel(ctx))
+		p.forget(s, r)
+		if err != nil && own {
+			fail(err)
+		}
+	}()
+}
+
+// partitionWonHook, if set (by tests only), is called right after a shard's
+// campaign is won, before the run decides whether fn may run.
+var partitionWonHook func(shard int)
+
+// forget drops r from the running shards if it is still s's.
+func (p *Partition) forget(s int, r *shardRun) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running[s] == r {
+		delete(p.running, s)
+	}
+}

@@ -1,0 +1,184 @@
+package leader
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/go-dsync/dsync/leader/internal/shard"
+)
+
+// What a Partition's members tell each other, and what Observe shows of
+// it: each member's status (Member.Value) holds its weight and the shards
+// it owns (with their tokens) or waits for.
+
+// partitionStatus is what a member advertises in its member status (Value):
+// its weight, the shards it owns and those it waits for. Every member reads
+// all of them once per heartbeat to compute the same assignment.
+type partitionStatus struct {
+	Weight float64  `json:"w"`
+	Owns   []int    `json:"own,omitempty"`
+	Tokens []uint64 `json:"tok,omitempty"` // Tokens[i] is the token of shard Owns[i]
+	Waits  []int    `json:"wait,omitempty"`
+}
+
+// A PartitionView is a Partition as its members last reported it (they
+// report once per heartbeat): who owns each shard, and the live members.
+type PartitionView struct {
+	// Shards has one entry per shard, by shard number.
+	Shards []ShardOwner
+	// Members are the live members (a heartbeat within three intervals),
+	// ordered by ID.
+	Members []PartitionMember
+}
+
+// ShardOwner is one shard in a PartitionView.
+type ShardOwner struct {
+	// Member is the ID (Partition.ID) of the member that reported owning
+	// the shard, "" if none did. When two report it (the old owner's
+	// report is older than the handover) the one of the higher token is
+	// shown.
+	Member string
+	// Token is the fencing token of Member's term of the shard, as it
+	// reported it (TermOf(ctx).Token in its fn); 0 if not reported.
+	Token uint64
+	// Assigned is the member that should own the shard, as every member
+	// computes it from this view: Member, once balanced; while it
+	// differs, the shard is being handed over.
+	Assigned string
+}
+
+// PartitionMember is a live member in a PartitionView.
+type PartitionMember struct {
+	ID     string  // Partition.ID
+	Weight float64 // WithWeight
+	Host   string  // host name of its process
+	PID    int     // process id
+}
+
+// memberStatuses is the members' decoded status: the live members with
+// their weights, the owner of each shard and who waits for which.
+type memberStatuses struct {
+	live    []shard.Member
+	view    PartitionView
+	waiting []map[string]bool
+}
+
+// owners returns the ID of each shard's owner ("" for none).
+func (st *memberStatuses) owners() []string {
+	out := make([]string, len(st.view.Shards))
+	for s, o := range st.view.Shards {
+		out[s] = o.Member
+	}
+	return out
+}
+
+// decode decodes the members' status, and fills each shard's Assigned.
+// Members whose status is not a partition's are left out.
+func (p *Partition) decode(ms []Member) *memberStatuses {
+	st := &memberStatuses{view: PartitionView{Shards: make([]ShardOwner, p.n)}, waiting: make([]map[string]bool, p.n)}
+	for _, m := range ms {
+		var ps partitionStatus
+		if json.Unmarshal([]byte(m.Value), &ps) != nil {
+			continue
+		}
+		st.live = append(st.live, shard.Member{ID: m.ID, Weight: ps.Weight})
+		st.view.Members = append(st.view.Members, PartitionMember{ID: m.ID, Weight: ps.Weight, Host: m.Host, PID: m.PID})
+		for i, s := range ps.Owns {
+			if s < 0 || s >= p.n {
+				continue
+			}
+			var tok uint64
+			if i < len(ps.Tokens) {
+				tok = ps.Tokens[i]
+			}
+			if cur := &st.view.Shards[s]; cur.Member == "" || tok > cur.Token {
+				cur.Member, cur.Token = m.ID, tok
+			}
+		}
+		for _, s := range ps.Waits {
+			if s >= 0 && s < p.n {
+				if st.waiting[s] == nil {
+					st.waiting[s] = map[string]bool{}
+				}
+				st.waiting[s][m.ID] = true
+			}
+		}
+	}
+	slices.SortFunc(st.view.Members, func(a, b PartitionMember) int { return cmp.Compare(a.ID, b.ID) })
+	for s, id := range shard.Assign(p.n, st.live, st.owners()) {
+		st.view.Shards[s].Assigned = id
+	}
+	return st
+}
+
+// heartbeat writes this member's status: weight, owned and awaited shards.
+func (p *Partition) heartbeat(ctx context.Context) error {
+	st := partitionStatus{Weight: p.weight}
+	p.mu.Lock()
+	for s := range p.n {
+		switch r := p.running[s]; {
+		case r == nil:
+		case r.owned:
+			st.Owns = append(st.Owns, s)
+			st.Tokens = append(st.Tokens, r.token)
+		default:
+			st.Waits = append(st.Waits, s)
+		}
+	}
+	p.mu.Unlock()
+	b, _ := json.Marshal(st)
+	return p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)})
+}
+
+// View reads the members' status once and returns the partition as they
+// last reported it. It needs no Run: any process with the member store
+// can watch a partition.
+func (p *Partition) View(ctx context.Context) (PartitionView, error) {
+	ms, err := p.members.Members(ctx, p.name, 3*p.interval)
+	if err != nil {
+		return PartitionView{}, err
+	}
+	return p.decode(ms).view, nil
+}
+
+// Observe returns a channel that receives the partition's view (View)
+// whenever it differs from the last one sent: a shard changed owner or
+// token, a member joined, left or changed weight. It reads the members'
+// status once per heartbeat interval (WithPartitionHeartbeat), and the
+// members report once per interval, so a change shows within about two
+// intervals. The channel is unbuffered and keeps no backlog: changes
+// between two reads, or while the receiver does not read, are coalesced
+// into the next view sent, which is the state at one read, not a log of
+// changes. Failed reads are skipped. The channel is closed when ctx ends,
+// which is how the goroutine behind it stops; Observe needs no Run.
+func (p *Partition) Observe(ctx context.Context) <-chan PartitionView {
+	ch := make(chan PartitionView)
+	go func() {
+		defer close(ch)
+		var last *PartitionView
+		for {
+			v, err := p.View(ctx)
+			if err == nil && (last == nil || !v.equal(*last)) {
+				select {
+				case ch <- v:
+					last = &v
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.interval):
+			}
+		}
+	}()
+	return ch
+}
+
+func (v PartitionView) equal(w PartitionView) bool {
+	return slices.Equal(v.Shards, w.Shards) && slices.Equal(v.Members, w.Members)
+}
