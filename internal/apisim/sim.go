@@ -39,6 +39,11 @@
 // the gocron Locker is, by contrib/gocron's locker_sim_test.go, a module
 // of its own that this package cannot import, with its checker (one run
 // per slot) and its planted bug there.
+// leader.Partition is simulated so here (partition_sim.go, PartitionSim):
+// members join, leave, crash and are paused, and CheckPartition
+// (check_partition.go) judges one valid owner and increasing tokens per
+// shard, and, in calm runs (Options.Calm), every shard owned and balanced
+// after a change and the shards a change moves.
 package apisim
 
 import (
