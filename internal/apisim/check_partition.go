@@ -3,6 +3,7 @@ package apisim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -121,7 +122,12 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 	ps.mu.Lock()
 	f.Skipped = ps.spansDisagree || !ps.Calm
 	bound, hb := 2*ps.maxTTL+ps.maxHB, ps.maxHB
+	var span time.Duration
+	for sp := range ps.spans {
+		span = max(span, sp)
+	}
 	ps.mu.Unlock()
+	h = stallsCover(h, 3*span)
 	if !f.Skipped {
 		vs = append(vs, ps.checkSettled(h, ms, byShard, bound, hb, &f)...)
 	}
@@ -224,6 +230,24 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		prev = cur
 	}
 	return vs
+}
+
+// stallsCover returns h with each landing of gates held back past an
+// emptying (stall.go) made a fault that lasts cover: such gates own their
+// buckets, so the key's next start waits until its range lies above them,
+// "up to three buckets after they were sent" (go doc ./internal/chain,
+// L3), and the key cannot be taken meanwhile. (Without this, one judged
+// window in 50 to 150 found a shard whose key had them unowned for
+// seconds.)
+func stallsCover(h *History, cover time.Duration) *History {
+	c := *h
+	c.ProcFaults = slices.Clone(h.ProcFaults)
+	for i, pf := range c.ProcFaults {
+		if strings.HasPrefix(pf.Kind, stalledGates) {
+			c.ProcFaults[i].To = pf.From.Add(cover)
+		}
+	}
+	return &c
 }
 
 // faultNear reports whether a process suffered a fault, or the operator

@@ -91,6 +91,10 @@ type PartitionSim struct {
 	// refused (ErrSpan) cannot campaign for a shard they are assigned.
 	spansDisagree bool
 	live          map[int]bool // processes with a member now: one at most each
+
+	// watch, if set (by a test that debugs a seed), is given the members'
+	// status every 50 ms of the run, as process 0's incarnations read it.
+	watch func(at time.Time, ms []leader.Member)
 }
 
 // Actor returns the partition as an Actor of a run (one per seed): a
@@ -107,7 +111,17 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			}
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
+			watch := ps.watch
 			ps.mu.Unlock()
+			if watch != nil && env.Proc == 0 {
+				go func() {
+					for env.inc.ctx.Err() == nil {
+						ms, _ := env.inc.p.w.members.Members(env.inc.ctx, partitionName, time.Hour)
+						watch(time.Now(), ms)
+						time.Sleep(50 * time.Millisecond)
+					}
+				}()
+			}
 			return func(ctx context.Context, who string) { ps.member(ctx, env, who) }
 		},
 		Check: ps.Check,
