@@ -47,7 +47,10 @@
 // (TestRWMutexUnderFaults, TestSemaphoreUnderFaults: no writer beside
 // anyone, units within the limit) and a Once on slot keys
 // (TestOnceUnderFaults: no run after its record was confirmed or seen,
-// every record names a run that succeeded).
+// every record names a run that succeeded), and a leader.Partition of six
+// shards over four workers under each fault in turn and graceful leaves
+// (TestPartitionUnderFaults: each shard's terms are holds of its key, and
+// every shard is owned and balanced again after each fault).
 //
 // # Direct hints
 //

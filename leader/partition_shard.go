@@ -50,7 +50,7 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 				cancelCampaign() // still waiting: leave the queue
 			}
 		}()
-		tctx, err := p.shards[s].Campaign(sctx)
+		tctx, err := campaignShard(sctx, p.shards[s])
 		if err != nil {
 			p.forget(s, r)
 			return

@@ -1,6 +1,10 @@
 package leader
 
-import "github.com/go-dsync/dsync/internal/plant"
+import (
+	"context"
+
+	"github.com/go-dsync/dsync/internal/plant"
+)
 
 // plantedLost is the channel a term's watch takes for the loss of its
 // lease: nil, which never fires, when plant.LeaderKeepsTerm is planted (a
@@ -11,4 +15,23 @@ func plantedLost(lost <-chan struct{}) <-chan struct{} {
 		return nil
 	}
 	return lost
+}
+
+// campaignShard is how a Partition campaigns for shard election e:
+// Campaign. When plant.PartitionSkipsWait is planted (a negative control
+// of internal/apisim) it returns at once, before the campaign is won, with
+// a context that ends when the campaign fails or its term ends: the
+// shard's function then runs beside the shard's previous owner.
+func campaignShard(ctx context.Context, e *Election) (context.Context, error) {
+	if !plant.On || !plant.Is(plant.PartitionSkipsWait) {
+		return e.Campaign(ctx)
+	}
+	early, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		if tctx, err := e.Campaign(ctx); err == nil {
+			<-tctx.Done()
+		}
+	}()
+	return early, nil
 }

@@ -53,6 +53,8 @@ type Config struct {
 	// the UDP address the worker takes them on, and HintAdvertise the one
 	// it records for the others (the test's fault relay in front of it).
 	HintListen, HintAdvertise string
+	// Shards is the number of shards of ModePartition.
+	Shards int
 	// Runs: the worker's store reads runs of a queue (driver.RunReader)
 	// on FerretDB too (internal/mongohook), where it would read by ID.
 	Runs bool

@@ -154,6 +154,8 @@ func (w *worker) run() error {
 		err = w.runShared(ctx, db)
 	case ModeOnce:
 		err = w.runOnce(ctx, db)
+	case ModePartition:
+		err = w.runPartition(ctx, db)
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}

@@ -147,6 +147,19 @@ type History struct {
 	Actions []*Action
 	// Emptyings are when the operator emptied the collections.
 	Emptyings []time.Time
+	// ProcFaults are the faults of the processes, each over its time.
+	ProcFaults []ProcFault
+	// Terms are the terms of partition shards (partition_sim.go).
+	Terms []*Term
+}
+
+// ProcFault is one fault of a process, from From to To: "pause",
+// "unreachable" (the store), "hang" (the store, for it), "step" (its
+// clock, at one instant).
+type ProcFault struct {
+	Proc     int
+	Kind     string
+	From, To time.Time
 }
 
 // emptiedBetween reports whether the collections were emptied in (a, b].

@@ -44,3 +44,33 @@ func TestPlanted(t *testing.T) {
 		})
 	}
 }
+
+// TestPlantedPartition plants each of the Partition's bugs and asserts
+// that the partition simulation catches it, by the promise it breaks,
+// within plantBudget seeds; it reports the seed that caught it. Every
+// seed is calm, for more changes of membership whose moves are judged.
+func TestPlantedPartition(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		bug     plant.Bug
+		promise string
+	}{
+		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner},
+		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plant.Set(c.bug)
+			defer plant.Set(plant.None)
+			for seed := int64(1); seed <= plantBudget; seed++ {
+				_, _, vs := simulatePartition(t, seed, true)
+				for _, v := range vs {
+					if v.Promise == c.promise {
+						t.Logf("caught on seed %d: %v", seed, v)
+						return
+					}
+				}
+			}
+			t.Errorf("not caught in %d seeds", plantBudget)
+		})
+	}
+}

@@ -131,6 +131,7 @@ func (p *proc) pause(d time.Duration) {
 	p.paused = nil
 	p.pauses = append(p.pauses, [2]time.Time{from, time.Now()})
 	p.mu.Unlock()
+	p.w.faultWindow(p, "pause", from)
 	p.w.tracef("p%d PAUSED from %s", p.id, from.Format(tf))
 }
 
@@ -162,9 +163,11 @@ func (p *proc) pausedWithin(a, b time.Time) bool {
 // unreachable cuts the process off from the store for d: every request
 // fails at once.
 func (p *proc) unreachable(d time.Duration) {
+	from := time.Now()
 	p.setDown(true)
 	time.Sleep(d)
 	p.setDown(false)
+	p.w.faultWindow(p, "unreachable", from)
 }
 
 func (p *proc) setDown(down bool) {
@@ -176,9 +179,11 @@ func (p *proc) setDown(down bool) {
 // hangFor makes the store hang for the process for d: its requests wait
 // (until their senders give up), and land when the hang ends.
 func (p *proc) hangFor(d time.Duration) {
+	from := time.Now()
 	p.mu.Lock()
 	p.hang = make(chan struct{})
 	p.mu.Unlock()
+	defer p.w.faultWindow(p, "hang", from)
 	time.Sleep(d)
 	p.mu.Lock()
 	close(p.hang)
@@ -192,6 +197,7 @@ func (p *proc) step(d time.Duration) {
 	p.mu.Lock()
 	p.offset += d
 	p.mu.Unlock()
+	p.w.faultWindow(p, "step", time.Now())
 	p.w.tracef("p%d STEP %v", p.id, d)
 }
 
@@ -212,4 +218,11 @@ func (c clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 		f()
 	})
 	return t.Stop
+}
+
+// faultWindow records that p suffered a fault of kind from from to now.
+func (w *world) faultWindow(p *proc, kind string, from time.Time) {
+	w.mu.Lock()
+	w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: p.id, Kind: kind, From: from, To: time.Now()})
+	w.mu.Unlock()
 }

@@ -39,6 +39,11 @@
 // the gocron Locker is, by contrib/gocron's locker_sim_test.go, a module
 // of its own that this package cannot import, with its checker (one run
 // per slot) and its planted bug there.
+// leader.Partition is simulated so here (partition_sim.go, PartitionSim):
+// members join, leave, crash and are paused, and CheckPartition
+// (check_partition.go) judges one valid owner and increasing tokens per
+// shard, and, in calm runs (Options.Calm), every shard owned and balanced
+// after a change and the shards a change moves.
 package apisim
 
 import (
@@ -59,6 +64,13 @@ type Options struct {
 	// the workers run beside the primitives'. Without them a seed runs
 	// as it did before they existed.
 	Actors []Actor
+	// Calm spaces each process's faults (pauses, restarts, the store
+	// unreachable or hanging, clock steps) four times as far apart, and
+	// the network neither slows, holds back nor loses requests (it
+	// still tears them), so that spells free of faults are long enough
+	// to judge what must happen within one (a partition's shards owned
+	// and balanced): a seed's draws stay the same.
+	Calm bool
 }
 
 // Figures are what a run did.
@@ -163,6 +175,9 @@ func debugWorld(seed int64, o Options) *world {
 		o.Duration = 30 * time.Second
 	}
 	w := newWorld(seed)
+	if o.Calm {
+		w.rates.slow, w.rates.lost, w.rates.heldBack = 0, 0, 0
+	}
 	w.actors = o.Actors
 	members, closeMembers := newMembers()
 	w.members = members
@@ -181,7 +196,7 @@ func debugWorld(seed int64, o Options) *world {
 		drivers.Add(1)
 		go func() {
 			defer drivers.Done()
-			p.live(o.Workers, end)
+			p.live(o.Workers, end, o.Calm)
 		}()
 	}
 	drivers.Add(1)
@@ -245,7 +260,7 @@ func configs(w *world, n int) []procConfig {
 
 // live runs process p until end: an incarnation after another, with the
 // faults of its seed between.
-func (p *proc) live(workers int, end time.Time) {
+func (p *proc) live(workers int, end time.Time, calm bool) {
 	w := p.w
 	inc, err := p.start(workers)
 	if err != nil {
@@ -253,7 +268,11 @@ func (p *proc) live(workers int, end time.Time) {
 	}
 	ttl := p.cfg.TTL
 	for {
-		time.Sleep(w.rand(500*time.Millisecond, 4*time.Second))
+		gap := w.rand(500*time.Millisecond, 4*time.Second)
+		if calm {
+			gap *= 4
+		}
+		time.Sleep(gap)
 		if !time.Now().Before(end) {
 			break
 		}
@@ -333,6 +352,7 @@ func (w *world) finish() {
 			h.PausedAtDeadline = true
 		}
 	}
+	w.finishTerms()
 	for _, r := range w.hist.Runs {
 		if c, ok := w.procs[r.Proc].claimAt(claimKey{r.Key, r.Token}, r.Start); ok {
 			if l := w.procs[r.Proc].leases[c.session]; l != nil {

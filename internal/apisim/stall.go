@@ -41,6 +41,10 @@ const (
 	stallMax      = 6 * time.Second         // or after this if no emptying came
 )
 
+// stalledGates begins the Kind of the ProcFault that records the landing
+// of gates held back past an emptying.
+const stalledGates = "stalled gates of "
+
 // stalls is the state of a world's stalled link, guarded by its mu.
 type stalls struct {
 	rng  *rand.Rand // nil: no stalled link on this seed
@@ -77,6 +81,10 @@ func (w *world) stallGates(docs []driver.Doc, apply func(plan)) func(plan) {
 			case <-held:
 				time.Sleep(w.rand(time.Millisecond, stallLandMax))
 				w.fault("stalled-past-emptying")
+				now := time.Now()
+				w.mu.Lock()
+				w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " landed", From: now, To: now})
+				w.mu.Unlock()
 			case <-late:
 			}
 			t.Stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -24,6 +25,10 @@ type procStore struct {
 	// elections: the store of the process's elections' Client (the
 	// trace tells the two Clients apart).
 	elections bool
+	// dead, if not nil and set, is a crashed Client's: none of its
+	// requests reaches the store any more (a partition member's crash,
+	// partition_sim.go).
+	dead *atomic.Bool
 }
 
 // name is how the trace names the Client whose store s is: "p2" for the
@@ -71,6 +76,9 @@ func (s *procStore) request(ctx context.Context, op string, apply func(pl plan),
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if s.dead != nil && s.dead.Load() {
+		return errUnreachable
 	}
 	sent := time.Now()
 	pl, hang, down := p.w.planRequest(p, op)

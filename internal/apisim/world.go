@@ -297,6 +297,8 @@ func (w *world) emptySessions(maxTTL time.Duration) {
 	}
 	w.lastSes = time.Now()
 	w.fig.SessionEmptyings++
+	// Every process's sessions end at once: a fault of all of them.
+	w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: "sessions emptied", From: w.lastSes, To: w.lastSes})
 	w.mu.Unlock()
 	w.sess.empty()
 	w.tracef("EMPTY sessions")

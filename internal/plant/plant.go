@@ -52,6 +52,15 @@ const (
 	// confirmed while the hold was valid), as if it held the slot: a
 	// later tick of another replica finds no record and wins it too.
 	LockerIgnoresHold
+	// PartitionSkipsWait: a leader.Partition runs a shard's function as
+	// soon as it queues for the shard, before its campaign is won, so
+	// beside the shard's previous owner (internal/apisim's partition
+	// simulation).
+	PartitionSkipsWait
+	// PartitionIgnoresOwners: the Partition's assignment ignores who owns
+	// each shard now (shard.Assign given no current owners), so a change
+	// of membership moves more shards than it needs to.
+	PartitionIgnoresOwners
 )
 
 var planted atomic.Int32

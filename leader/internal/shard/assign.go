@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/go-dsync/dsync/internal/plant"
 )
 
 // A Member is a live member of the partition, with its weight: a member
@@ -22,6 +24,9 @@ type Member struct {
 // among members count as gone. With no member of positive weight every
 // shard gets "".
 func Assign(n int, members []Member, current []string) []string {
+	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
+		current = nil // a negative control of internal/apisim: see plant
+	}
 	out := make([]string, n)
 	live := liveMembers(members)
 	if n <= 0 || len(live) == 0 {

@@ -1,0 +1,143 @@
+package apisim
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+var (
+	partSeeds  = flag.Int("apisim.partseeds", 0, "partition simulation: seeds to run (default 100; 10 with -short)")
+	partShards = flag.Int("apisim.shards", 0, "partition simulation: shards (default 6 on odd seeds, 8 on even)")
+)
+
+// partitionSeeds is the seeds of a partition run: -apisim.seed alone, or
+// the first -apisim.partseeds.
+func partitionSeeds() []int64 {
+	if *simSeed >= 0 {
+		return []int64{*simSeed}
+	}
+	n := *partSeeds
+	if n == 0 {
+		n = 100
+		if testing.Short() {
+			n = 10
+		}
+	}
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(i + 1)
+	}
+	return s
+}
+
+// simulatePartition runs one seed with the partition actor beside the
+// primitives, in a bubble of its own; calm on half the seeds, or on all
+// with allCalm.
+func simulatePartition(t *testing.T, seed int64, allCalm bool) (Report, PartitionFigures, []Violation) {
+	shards := *partShards
+	if shards == 0 {
+		shards = 6 + 2*int(seed%2)
+	}
+	// Half the seeds calm, for spells long enough to judge ownership and
+	// balance in.
+	ps := &PartitionSim{Shards: shards, Calm: allCalm || seed%4 < 2}
+	var r Report
+	synctest.Test(t, func(t *testing.T) {
+		r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
+	})
+	vs, f := ps.CheckFigures(r.History)
+	return r, f, vs
+}
+
+// TestPartitionSimulation runs members of one leader.Partition on the
+// simulated processes, joining, leaving, crashing and paused under every
+// fault of the seeds, and checks the Partition's promises
+// (check_partition.go), and every other. It prints the partition's
+// figures and the simulation's summary line.
+func TestPartitionSimulation(t *testing.T) {
+	var total Figures
+	var part PartitionFigures
+	skipped := 0
+	start := time.Now()
+	for _, seed := range partitionSeeds() {
+		r, f, _ := simulatePartition(t, seed, false)
+		total.Add(r.Figures)
+		part.Add(f)
+		if f.Skipped {
+			skipped++
+		}
+		for i, v := range r.Violations {
+			if i == 5 && *simSeed < 0 {
+				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
+				break
+			}
+			t.Errorf("seed %d: %v", seed, v)
+		}
+	}
+	if part.Joins == 0 || part.Terms == 0 {
+		t.Errorf("no member joined or owned a shard: %v", part)
+	}
+	t.Logf("partition: %d seeds (%d judged for safety only: not calm, or spans disagree), %v", total.Seeds, skipped, part)
+	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
+}
+
+// TestPartitionDebugSeed runs -apisim.seed with the partition actor again
+// and again (up to -apisim.tries times) until it breaks one of the
+// Partition's promises, and shows that run: the memberships, the faults,
+// every term, and the members' status as they advertised it every 50 ms.
+func TestPartitionDebugSeed(t *testing.T) {
+	if *simSeed < 0 {
+		t.Skip("needs -apisim.seed")
+	}
+	seed := *simSeed
+	for range *simTries {
+		var status []string
+		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: seed%4 < 2}
+		if *partShards > 0 {
+			ps.Shards = *partShards
+		}
+		ps.watch = func(at time.Time, ms []leader.Member) {
+			var b strings.Builder
+			for _, m := range ms {
+				fmt.Fprintf(&b, " %s=%s", m.ID, m.Value)
+			}
+			status = append(status, at.Format(tf)+b.String())
+		}
+		var r Report
+		synctest.Test(t, func(t *testing.T) {
+			r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
+		})
+		vs, _ := ps.CheckFigures(r.History)
+		if len(vs) == 0 {
+			continue
+		}
+		for _, v := range vs {
+			t.Error(v)
+		}
+		for _, a := range r.History.Actions {
+			if a.Actor == PartitionActorName {
+				t.Logf("member %v", a)
+			}
+		}
+		for _, f := range r.History.ProcFaults {
+			t.Logf("fault p%d %s [%v, %v]", f.Proc, f.Kind, f.From.Format(tf), f.To.Format(tf))
+		}
+		ts := slices.Clone(r.History.Terms)
+		slices.SortFunc(ts, func(a, b *Term) int { return a.Start.Compare(b.Start) })
+		for _, x := range ts {
+			t.Logf("term %v", x)
+		}
+		for _, l := range status {
+			t.Log("status " + l)
+		}
+		return
+	}
+	t.Logf("seed %d broke no promise of the Partition in %d runs", seed, *simTries)
+}
