@@ -207,7 +207,7 @@ func (rn *runner) partSteady(ctx context.Context, g *group, n int, hb time.Durat
 		sm.steadyByName[name] = append(sm.steadyByName[name], v*hb.Seconds())
 	}
 	sm.steadyRuns++
-	rn.logf("%s: partition %s: steady state %.2f commands/s per member, %.2f per heartbeat (%v)", rn.d.Name(), count(n, "process"), perS, perS*hb.Seconds(), hb)
+	rn.logf("%s: partition %s: steady state %.2f commands/s per member, %.2f per heartbeat (%v)", rn.d.Name(), count(n, "process"), perS, perS*hb.Seconds(), hb.Round(time.Millisecond))
 	return nil
 }
 
@@ -226,10 +226,11 @@ func namesCounts(m msg) map[string]int64 {
 
 // report adds the figures of one number of processes (param) to r.
 func (sm *partSamples) report(r *Report, param string, ttl time.Duration, note string) {
+	hb := sm.hb.Round(time.Millisecond)
 	add := func(metric, unit string, v []float64) { r.add(PartitionScenario, param, metric, unit, v, note) }
 	add("join → balanced, median", "ms", sm.joinMs)
 	add("join → balanced, max", "ms", maxOf(sm.joinMs))
-	add(fmt.Sprintf("join → balanced, median, in heartbeats (%v)", sm.hb), "heartbeats", sm.joinHB)
+	add(fmt.Sprintf("join → balanced, median, in heartbeats (%v)", hb), "heartbeats", sm.joinHB)
 	add("join: shards moved, most", "shards", maxOf(sm.joinMoved))
 	add("join: fewest shards that must move", "shards", sm.joinMin)
 	if len(sm.leaveMs) > 0 {
@@ -251,7 +252,7 @@ func (sm *partSamples) report(r *Report, param string, ttl time.Duration, note s
 		add("SIGKILL: fewest shards that must move", "shards", sm.killMin)
 	}
 	add("steady state: commands/s per member", "cmds/s", sm.steadyPerS)
-	add(fmt.Sprintf("steady state: commands per member per heartbeat (%v)", sm.hb), "cmds", sm.steadyPerHB)
+	add(fmt.Sprintf("steady state: commands per member per heartbeat (%v)", hb), "cmds", sm.steadyPerHB)
 	names := make([]string, 0, len(sm.steadyByName))
 	for name := range sm.steadyByName {
 		names = append(names, name)
