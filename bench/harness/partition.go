@@ -104,7 +104,7 @@ func (rn *runner) partitionRun(ctx context.Context, n int, sm *partSamples) erro
 		sm.joinMs, sm.joinHB = append(sm.joinMs, d), append(sm.joinHB, d/ms(int64(pt.hb)))
 		sm.joinMoved, sm.joinMin = append(sm.joinMoved, float64(ch.moved)), append(sm.joinMin, float64(least))
 		sm.handoffs = append(sm.handoffs, ch.handoffs...)
-		rn.logf("%s: partition %s: join balanced in %.0f ms, %d shards moved (fewest %d)", rn.d.Name(), count(n, "process"), d, ch.moved, least)
+		rn.logf("%s: partition %s: join balanced in %.0f ms, %d shards moved (fewest %d)%s", rn.d.Name(), count(n, "process"), d, ch.moved, least, handoffText(ch.handoffs))
 		return nil
 	}
 	if err := join(); err != nil {
@@ -136,7 +136,7 @@ func (rn *runner) partitionRun(ctx context.Context, n int, sm *partSamples) erro
 	sm.leaveMs = append(sm.leaveMs, d)
 	sm.leaveMoved, sm.leaveMin = append(sm.leaveMoved, float64(ch.moved)), append(sm.leaveMin, float64(least))
 	sm.handoffs = append(sm.handoffs, ch.handoffs...)
-	rn.logf("%s: partition %s: leave balanced in %.0f ms, %d shards moved (fewest %d)", rn.d.Name(), count(n, "process"), d, ch.moved, least)
+	rn.logf("%s: partition %s: leave balanced in %.0f ms, %d shards moved (fewest %d)%s", rn.d.Name(), count(n, "process"), d, ch.moved, least, handoffText(ch.handoffs))
 	// The same member joins again (a second join), then is killed.
 	if err := join(); err != nil {
 		return err
@@ -209,6 +209,14 @@ func (rn *runner) partSteady(ctx context.Context, g *group, n int, hb time.Durat
 	sm.steadyRuns++
 	rn.logf("%s: partition %s: steady state %.2f commands/s per member, %.2f per heartbeat (%v)", rn.d.Name(), count(n, "process"), perS, perS*hb.Seconds(), hb.Round(time.Millisecond))
 	return nil
+}
+
+// handoffText describes the handoffs of one change for the log.
+func handoffText(hs []float64) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", handoffs p50 %.0f ms, max %.0f ms", Percentile(hs, 50), slices.Max(hs))
 }
 
 // namesCounts reads the counts by command name of a "names" message.
