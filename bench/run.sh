@@ -31,6 +31,10 @@
 #                                              Semaphore cost and handoff, Once
 #                                              races (a peer without the primitive
 #                                              shows "—" and why)
+#   bash bench/run.sh --only dsync --scenarios partition
+#                                              issue 45's partitioned election:
+#                                              16 shards over 1, 2, 4 and 8
+#                                              processes (about 10 minutes)
 #   bash bench/run.sh --uri "$URI" --name atlas-m10 [--server "Atlas M10, MongoDB 7.0"]
 #                                              dsync against any deployment: its
 #                                              figures, in a column of their own
@@ -63,7 +67,9 @@
 # throughput, race, scale (its curves: bench/scale.svg), rwmutex (4 and 1
 # processes taking the read side of one RWMutex), semaphore (uncontended
 # Acquire(1)+Release, and a full semaphore's unit handed to a waiter), once
-# (4 processes racing Do on a fresh key; Do on a done key).
+# (4 processes racing Do on a fresh key; Do on a done key), partition
+# (leader.Partition: joins, leaves and kills timed to balance; the peers
+# have none and show "—").
 #
 # Servers, all on loopback, all stopped on exit:
 #   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB

@@ -29,7 +29,7 @@ func RunChild(d Driver) int {
 	n := max(spec.Clients, 1)
 	subs := make([]*childClient, n)
 	for i := range subs {
-		c := &childClient{m: NewMeter(), out: clientWriter{w: w}}
+		c := &childClient{m: NewMeter(), out: clientWriter{w: w}, spec: spec}
 		if n > 1 {
 			c.out.prefix = []any{i}
 		}
@@ -113,6 +113,11 @@ func childLock(conn Conn, spec childSpec) (Locker, error) {
 			return nil, errors.New("no Once in this library")
 		}
 		return nil, nil
+	case spec.Kind == kindPartition:
+		if _, ok := conn.(Partitions); !ok {
+			return nil, errors.New("no partitioned election in this library")
+		}
+		return nil, nil
 	}
 	return conn.NewMutex(spec.Key, spec.TTL)
 }
@@ -122,6 +127,9 @@ const (
 	kindRead      = "read"      // Lock and Unlock are RLock and RUnlock
 	kindSemaphore = "semaphore" // Lock and Unlock are Acquire(1) and Release(1)
 	kindOnce      = "once"      // "do KEY START" calls Do on a new Once of KEY
+	// "join" makes a member of the partition Key and runs it, "leave"
+	// closes it (partition_child.go).
+	kindPartition = "partition"
 )
 
 // readSide is an RWLocker's read side as a Locker.
@@ -143,6 +151,8 @@ type childClient struct {
 	l    Locker
 	out  clientWriter
 	held sync.WaitGroup // a Lock in flight
+	spec childSpec
+	part partMember // kindPartition: the member between join and leave
 }
 
 // obey carries out one command line f (without the Client's index).
@@ -167,6 +177,10 @@ func (c *childClient) obey(ctx context.Context, f []string) {
 			return
 		}
 		out.say("released", Mono())
+	case "join":
+		c.join(ctx, c.spec)
+	case "leave":
+		c.leave()
 	case "stats":
 		s := c.m.Snapshot()
 		out.say("stats", Mono(), s.Commands, s.BytesOut, s.BytesIn)

@@ -71,6 +71,7 @@ func (rn *runner) lacking(ctx context.Context, scenario string, has func(Conn) b
 		RWMutexScenario:   "no reader/writer lock in this library",
 		SemaphoreScenario: "no semaphore in this library",
 		OnceScenario:      "no Once in this library",
+		PartitionScenario: "no partitioned election (sharded singleton) in this library",
 	}[scenario]
 	if l, ok := rn.d.(Lacker); ok {
 		if s := l.Lacks(scenario); s != "" {

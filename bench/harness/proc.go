@@ -34,6 +34,9 @@ type childSpec struct {
 	// 64 waiting Clients on two cores. Every line to and from a packed
 	// child begins with the index of its Client.
 	Clients int `json:"clients,omitempty"`
+	// Shards is the number of shards of a partition (kindPartition), Key
+	// its name.
+	Shards int `json:"shards,omitempty"`
 }
 
 // IsChild reports whether this process was started by a scenario as one

@@ -129,12 +129,16 @@ func renderScenario(p printf, reports []*Report, n int, sc string, o Options) {
 	for _, k := range keys {
 		renderRow(p, figs[k], libs, lacks, &notes)
 	}
+
 	for _, l := range libs {
 		if why, ok := lacks[l]; ok {
 			notes.list = append(notes.list, fmt.Sprintf("%s: %s", l, why))
 		}
 	}
 	notes.render(p)
+	if sc == PartitionScenario {
+		renderPartition(p, reports)
+	}
 }
 
 // scenarioLibs returns the libraries with figures of scenario sc, or

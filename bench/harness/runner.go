@@ -43,6 +43,7 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		{RWMutexScenario, rn.rwmutex},
 		{SemaphoreScenario, rn.semaphore},
 		{OnceScenario, rn.once},
+		{PartitionScenario, rn.partition},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

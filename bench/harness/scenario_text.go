@@ -65,6 +65,18 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"f ran for a key (the most over all keys), and the commands all the processes sent during their Do. **Done key**: one process "+
 			"calls Do on a key done earlier, with a new Once each time (%d per run): what a process starting up pays; a Once that saw the "+
 			"record answers later calls from memory.", o.OnceProcs, o.OnceRaces, o.Cycles)
+	case PartitionScenario:
+		return "Partitioned election", fmt.Sprintf("%d shards of one job over N processes, each a member of one partitioned election "+
+			"(leases of TTL %v, a heartbeat per renew interval); every member runs a function per shard it owns, which reports when it starts "+
+			"and when it returns, with the term's token: ownership is seen by the members themselves, read from CLOCK_MONOTONIC in their own "+
+			"processes. Balanced: every shard owned by one member, every member owning the shards divided by N, rounded down or up. "+
+			"The last member joins the N−1 others once they are balanced (N = 1: the first member, an empty partition): the time from the join to "+
+			"the last start or end that balanced the shards, and the shards moved against the fewest that must move; then what each member sends "+
+			"over %v while nothing changes, per heartbeat and by command; then it leaves gracefully (Run's context ends, then Close: the time "+
+			"from the start of the leave to balance), joins again (a second join), and is killed with SIGKILL: the time until every shard is "+
+			"owned again and until balance. The handoff of one shard is the time from its old owner's function returning to its new owner's "+
+			"starting, over every shard moved by a join or a leave (p50 and max of all of them). %s for each N; a change counts as over once the "+
+			"shards are balanced and no member reported anything for two heartbeats.", o.PartShards, o.PartTTL, o.PartSteadyWindow, count(o.Runs, "run"))
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."

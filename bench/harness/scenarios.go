@@ -20,11 +20,13 @@ const (
 	RWMutexScenario   = "rwmutex"
 	SemaphoreScenario = "semaphore"
 	OnceScenario      = "once"
+	// A partitioned election (partition.go).
+	PartitionScenario = "partition"
 )
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
-	RWMutexScenario, SemaphoreScenario, OnceScenario}
+	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -99,6 +101,15 @@ type Options struct {
 	OnceProcs  int
 	OnceRaces  int
 
+	// partition (partition.go): PartShards shards over each number of
+	// processes of PartProcs, on leases of PartTTL: joins, a graceful
+	// leave and a SIGKILL timed to balance, and what each member sends
+	// over PartSteadyWindow while nothing changes.
+	PartShards       int
+	PartProcs        []int
+	PartTTL          time.Duration
+	PartSteadyWindow time.Duration
+
 	Log io.Writer `json:"-"` // progress; nil: discard
 }
 
@@ -158,6 +169,14 @@ var Defaults = Options{
 	Live:       []int{1, 4, 16, 64},
 	OnceProcs:  4,
 	OnceRaces:  10,
+
+	PartShards: 16,
+	PartProcs:  []int{1, 2, 4, 8},
+	// Short, as the failover's, so that a SIGKILL is over in seconds; a
+	// member heartbeats once per renew interval, TTL/3.
+	PartTTL: 3 * time.Second,
+	// Many heartbeats and renewals, and a clock sample or two.
+	PartSteadyWindow: 20 * time.Second,
 }
 
 // Quick are tiny sizes for checking that everything runs.
@@ -201,6 +220,11 @@ var Quick = Options{
 	Live:       []int{1, 3},
 	OnceProcs:  2,
 	OnceRaces:  2,
+
+	PartShards:       4,
+	PartProcs:        []int{1, 2},
+	PartTTL:          2 * time.Second,
+	PartSteadyWindow: 2 * time.Second,
 }
 
 func (o Options) withDefaults(d Options) Options {
@@ -258,6 +282,10 @@ func (o Options) withDefaults(d Options) Options {
 	defS(&o.Live, d.Live)
 	def(&o.OnceProcs, d.OnceProcs)
 	def(&o.OnceRaces, d.OnceRaces)
+	def(&o.PartShards, d.PartShards)
+	defS(&o.PartProcs, d.PartProcs)
+	defD(&o.PartTTL, d.PartTTL)
+	defD(&o.PartSteadyWindow, d.PartSteadyWindow)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}

@@ -243,6 +243,23 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 	if err != nil {
 		return nil, err
 	}
+	ms, err := c.memberStore(l)
+	if err != nil {
+		return nil, err
+	}
+	e, err := leader.NewElection(l.c, name, leader.WithMembers(ms), leader.WithLogger(quiet))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.elections = append(c.elections, e)
+	c.mu.Unlock()
+	return &election{e: e}, nil
+}
+
+// memberStore returns the member store of l's elections, in the
+// scenario's member collection, making it.
+func (c *conn) memberStore(l *lease) (*leadermongo.Store, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l.members == nil {
@@ -252,12 +269,7 @@ func (c *conn) NewElection(name string, ttl time.Duration) (harness.Locker, erro
 		}
 		l.members = ms
 	}
-	e, err := leader.NewElection(l.c, name, leader.WithMembers(l.members), leader.WithLogger(quiet))
-	if err != nil {
-		return nil, err
-	}
-	c.elections = append(c.elections, e)
-	return &election{e: e}, nil
+	return l.members, nil
 }
 
 // RenewCommands: a process renews its one session (claims, holds and

@@ -1,8 +1,9 @@
 // Command dsyncbench measures dsync over MongoDB: the figures of issue 7
 // (uncontended latency and commands, handoff, failover, graceful leader
 // handoff, load of idle waiters, renewal cost, contended throughput, and
-// a race for a free lock), issue 25's scale, and issue 26's RWMutex
-// readers, Semaphore cost and handoff, and Once races. Its peers are measured by bench/peers; both
+// a race for a free lock), issue 25's scale, issue 26's RWMutex
+// readers, Semaphore cost and handoff, and Once races, and issue 45's
+// partitioned election (leader.Partition). Its peers are measured by bench/peers; both
 // write JSON that "dsyncbench report" turns into bench/RESULTS.md. See
 // bench/README.md, or just run bash bench/run.sh.
 //

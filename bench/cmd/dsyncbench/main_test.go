@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -70,4 +71,60 @@ func TestDriverRuns(t *testing.T) {
 	if !strings.Contains(r.Server, "MongoDB") {
 		t.Errorf("server described as %q", r.Server)
 	}
+}
+
+// TestPartitionRuns runs the partition scenario with tiny sizes: members
+// join, leave, are killed, and their shards are seen balanced each time,
+// with no two fns of a shard at once. It checks that it runs and that
+// what it measures is sane, not how fast.
+func TestPartitionRuns(t *testing.T) {
+	srv := mongotest.Shared(t)
+	db := mongotest.DatabaseName(t)
+	t.Setenv("MONGODB_URI", srv.URI())
+	t.Setenv(testDBEnv, db)
+	t.Cleanup(func() {
+		c := mongotest.NewClient(t, srv.URI())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Database(db).Drop(ctx)
+	})
+	o := harness.Quick
+	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{harness.PartitionScenario}, Log: testWriter{t}}, o)
+	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
+		t.Fatalf("notes %v, lacks %v", r.Notes, r.Lacks)
+	}
+	fig := map[string]float64{}
+	for _, f := range r.Figures {
+		if f.Value == nil {
+			t.Errorf("%s: no value: %s", f.Key(), f.Note)
+			continue
+		}
+		fig[f.Param+"|"+f.Metric] = *f.Value
+	}
+	two := fmt.Sprintf("2 processes, %d shards|", o.PartShards)
+	for key, want := range map[string]float64{
+		fmt.Sprintf("1 process, %d shards|join: fewest shards that must move", o.PartShards):    float64(o.PartShards),
+		two + "join: fewest shards that must move":                                              float64(o.PartShards / 2),
+		two + "graceful leave: fewest shards that must move":                                    float64(o.PartShards / 2),
+		two + "SIGKILL: fewest shards that must move":                                           float64(o.PartShards / 2),
+		two + "two fns of one shard at once, or a token not above the shard's last (must be 0)": 0,
+	} {
+		if got, ok := fig[key]; !ok || got != want {
+			t.Errorf("%s = %v (found %v), want %v", key, got, ok, want)
+		}
+	}
+	if v := fig[two+"join: shards moved, most"]; v < float64(o.PartShards/2) {
+		t.Errorf("a join moved %v shards, fewer than its share", v)
+	}
+	if v := fig[two+"steady state: commands/s per member"]; v <= 0 {
+		t.Errorf("members sent %v commands/s while nothing changed", v)
+	}
+}
+
+// testWriter logs the scenario's progress to t.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
