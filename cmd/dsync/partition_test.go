@@ -1,0 +1,191 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// shardScript is the command dsync partition runs for each shard in the
+// tests: it logs "TAG run PARTITION SHARD SHARDS TOKEN" (TAG is the
+// dsync process's, from its environment) and "TAG stop SHARD" when
+// stopped, leaves its process group's id in pid.TAG.SHARD, and marks the
+// shard held with a directory, so that two commands of one shard at once
+// log an overlap.
+const shardScript = `echo "$TAG run $DSYNC_PARTITION $DSYNC_SHARD $DSYNC_SHARDS $DSYNC_TOKEN" >>"$1/log"
+echo $$ >"$1/pid.$TAG.$DSYNC_SHARD"
+mkdir "$1/held.$DSYNC_SHARD" || echo "overlap $DSYNC_SHARD" >>"$1/overlaps"
+trap 'rmdir "$1/held.$DSYNC_SHARD"; echo "$TAG stop $DSYNC_SHARD" >>"$1/log"; exit 0' TERM
+while :; do sleep 0.1; done`
+
+// A shardRun is one run of a shard's command, as shardScript logs it.
+type shardRun struct {
+	tag, partition string
+	shard, shards  int
+	token          uint64
+	stopped        bool
+}
+
+// shardLog reads dir's log: the runs, in the order they started, with
+// whether each was stopped.
+func shardLog(t *testing.T, dir string) []shardRun {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(dir, "log"))
+	var runs []shardRun
+	for _, line := range readLines(string(b)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 6 && f[1] == "run":
+			s, err1 := strconv.Atoi(f[3])
+			n, err2 := strconv.Atoi(f[4])
+			tok, err3 := strconv.ParseUint(f[5], 10, 64)
+			if err1 != nil || err2 != nil || err3 != nil {
+				t.Fatalf("log line %q: want TAG run PARTITION SHARD SHARDS TOKEN", line)
+			}
+			runs = append(runs, shardRun{tag: f[0], partition: f[2], shard: s, shards: n, token: tok})
+		case len(f) == 3 && f[1] == "stop":
+			s, _ := strconv.Atoi(f[2])
+			// The last run of that shard by that tag stopped.
+			for i := len(runs) - 1; i >= 0; i-- {
+				if runs[i].tag == f[0] && runs[i].shard == s && !runs[i].stopped {
+					runs[i].stopped = true
+					break
+				}
+			}
+		default:
+			t.Fatalf("log line %q", line)
+		}
+	}
+	return runs
+}
+
+// running is the shards whose command tag runs, sorted.
+func running(runs []shardRun, tag string) []int {
+	var s []int
+	for _, r := range runs {
+		if r.tag == tag && !r.stopped {
+			s = append(s, r.shard)
+		}
+	}
+	slices.Sort(s)
+	return s
+}
+
+// Two processes share a partition of 4 shards: the first runs all four
+// commands, each with its shard, the shard count and its own token; the
+// second, joining, gets two, each handed over after its command on the
+// first was stopped; when the first is killed (with its commands, as
+// with its machine), the second runs all four, in terms of higher
+// tokens; SIGTERM makes it stop them and exit 0.
+func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(120*time.Second))
+	defer cancel()
+	start := func(tag string) (*exec.Cmd, *strings.Builder) {
+		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "partition", "jobs", "--shards", "4", "--ttl", "2s", "--grace", "5s",
+			"--", "sh", "-c", shardScript, "sh", dir)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &stderr
+	}
+	until := func(what string, cond func([]shardRun) bool) []shardRun {
+		t.Helper()
+		deadline := time.Now().Add(slow(45 * time.Second))
+		for {
+			runs := shardLog(t, dir)
+			if cond(runs) {
+				return runs
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v; runs: %+v", what, slow(45*time.Second), runs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	a, aErr := start("A")
+	runs := until("A runs the 4 shards", func(r []shardRun) bool { return slices.Equal(running(r, "A"), []int{0, 1, 2, 3}) })
+	firstToken := map[int]uint64{}
+	for _, r := range runs {
+		if r.partition != "jobs" || r.shards != 4 || r.token == 0 {
+			t.Errorf("run %+v: want partition jobs, 4 shards and a token", r)
+		}
+		firstToken[r.shard] = r.token
+	}
+
+	b, bErr := start("B")
+	runs = until("B gets 2 shards, A keeps 2", func(r []shardRun) bool {
+		return len(running(r, "B")) == 2 && len(running(r, "A")) == 2
+	})
+	both := append(running(runs, "A"), running(runs, "B")...)
+	if slices.Sort(both); !slices.Equal(both, []int{0, 1, 2, 3}) {
+		t.Errorf("A runs %v and B %v: want the 4 shards between them", running(runs, "A"), running(runs, "B"))
+	}
+	for _, r := range runs {
+		if r.tag == "B" && r.token <= firstToken[r.shard] {
+			t.Errorf("B's run of shard %d has token %d, not above A's %d", r.shard, r.token, firstToken[r.shard])
+		}
+	}
+
+	// A's machine dies: dsync and its commands, at once.
+	aShards := running(runs, "A")
+	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Wait()
+	for _, s := range aShards {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("pid.A.%d", s)))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			t.Fatalf("pid of A's command of shard %d: %q, %v", s, b, err)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group
+		// Killed, it may not have said it stopped (on Linux, it got
+		// SIGTERM as dsync died, and may have): the test clears its
+		// mark. B cannot own the shard before A's lease expired.
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("held.%d", s))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	runs = until("B runs the 4 shards after A was killed", func(r []shardRun) bool { return slices.Equal(running(r, "B"), []int{0, 1, 2, 3}) })
+	last := map[int]uint64{}
+	for _, r := range runs {
+		if r.token <= last[r.shard] {
+			t.Errorf("shard %d: token %d after %d; want increasing tokens", r.shard, r.token, last[r.shard])
+		}
+		last[r.shard] = r.token
+	}
+
+	if err := b.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Errorf("B after SIGTERM: %v, want exit 0\nstderr: %s", err, bErr)
+	}
+	if left := running(shardLog(t, dir), "B"); len(left) > 0 {
+		t.Errorf("B exited with the commands of shards %v not stopped", left)
+	}
+	if o, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
+		t.Errorf("two commands of one shard ran at once:\n%s\nA: %s\nB: %s", o, aErr, bErr)
+	}
+}
