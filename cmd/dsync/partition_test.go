@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,6 +148,8 @@ func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
 		}
 	}
 
+	checkShardStatus(t, uri, db, runs, map[string]int{"A": a.Process.Pid, "B": b.Process.Pid})
+
 	// A's machine dies: dsync and its commands, at once.
 	aShards := running(runs, "A")
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
@@ -187,5 +190,69 @@ func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
 	}
 	if o, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
 		t.Errorf("two commands of one shard ran at once:\n%s\nA: %s\nB: %s", o, aErr, bErr)
+	}
+}
+
+// checkShardStatus checks that dsync status, in JSON and in its table,
+// shows each shard of "jobs" owned by the dsync process whose command
+// runs it (pids: by tag), with that command's token.
+func checkShardStatus(t *testing.T, uri, db string, runs []shardRun, pids map[string]int) {
+	t.Helper()
+	e := env(uri)
+	waitListed(t, e, db, "dsync:election/jobs#0", "dsync:election/jobs#1", "dsync:election/jobs#2", "dsync:election/jobs#3")
+	want := map[int]shardRun{}
+	for _, r := range runs {
+		if !r.stopped {
+			want[r.shard] = r
+		}
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
+	var p *jsonPartition
+	var sum jsonSummary
+	for _, line := range readLines(r.stdout) {
+		var kind struct{ Kind string }
+		if err := json.Unmarshal([]byte(line), &kind); err != nil {
+			t.Fatalf("status --json line %q: %v", line, err)
+		}
+		switch kind.Kind {
+		case "partition":
+			p = new(jsonPartition)
+			if err := json.Unmarshal([]byte(line), p); err != nil {
+				t.Fatal(err)
+			}
+		case "summary":
+			if err := json.Unmarshal([]byte(line), &sum); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if r.code != 0 || p == nil || p.Name != "jobs" || len(p.Shards) != 4 || sum.Partitions != 1 || sum.Elections != 4 {
+		t.Fatalf("dsync status --json: exit %d, partition %+v, summary %+v; want jobs with 4 shards, 1 partition of 4 elections\n%s\nstderr: %s",
+			r.code, p, sum, r.stdout, r.stderr)
+	}
+	for i, sh := range p.Shards {
+		w := want[i]
+		if sh.Shard != i || sh.Election != fmt.Sprintf("jobs#%d", i) || sh.Owner == nil || sh.Owner.PID != pids[w.tag] || sh.Token != w.token ||
+			sh.Lease == nil || sh.Lease.Token != w.token {
+			t.Errorf("status --json shard %d: %+v (owner %+v); want owned by %s (pid %d) with token %d", i, sh, sh.Owner, w.tag, pids[w.tag], w.token)
+		}
+	}
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status")
+	host, _ := os.Hostname()
+	for i := range 4 {
+		w := want[i]
+		// PARTITION SHARD TOKEN HOST PID EXPIRES IN
+		var f []string
+		for _, l := range readLines(r.stdout) {
+			if lf := strings.Fields(l); len(lf) > 1 && lf[0] == "jobs" && lf[1] == strconv.Itoa(i) {
+				f = lf
+			}
+		}
+		if len(f) != 6 || f[2] != strconv.FormatUint(w.token, 10) || f[3] != host || f[4] != strconv.Itoa(pids[w.tag]) {
+			t.Errorf("status table, shard %d: %q; want token %d, host %s, pid %d\n%s", i, f, w.token, host, pids[w.tag], r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "jobs#") {
+		t.Errorf("status table lists the shards as elections too:\n%s", r.stdout)
 	}
 }
