@@ -110,9 +110,11 @@ func runPartition(g *globals, args []string) int {
 		return fail("partition", exitDsync, err)
 	}
 	defer p.Close()
-	pr := &partitionRun{name: name, shards: f.shards, rn: rn}
+	rctx, end := context.WithCancelCause(ctx)
+	defer end(nil)
+	pr := &partitionRun{name: name, shards: f.shards, rn: rn, end: end}
 	r.info("joining partition %q (%d shards) as %s", name, f.shards, p.ID())
-	return pr.exit(ctx, p.Run(ctx, pr.own))
+	return pr.exit(ctx, p.Run(rctx, pr.own))
 }
 
 // parsePartition parses dsync partition's command line. When it fails,
@@ -160,6 +162,11 @@ type partitionRun struct {
 	name   string
 	shards int
 	rn     *runner
+	// end ends Run's context, with an *exited cause, when a command
+	// exits by itself. (leader.Partition.Run does not return the error
+	// own returns then: it hands the shard back, which ends the term,
+	// before it checks whether the term had ended.)
+	end context.CancelCauseFunc
 }
 
 // own runs the command for shard while this process owns it, ctx's term.
@@ -180,7 +187,9 @@ func (pr *partitionRun) own(ctx context.Context, shard int) error {
 	rn.r.say("owning shard %d of %q (term %d); running %s (pid %d)", shard, pr.name, term.Token, rn.argv[0], j.cmd.Process.Pid)
 	select {
 	case <-j.done:
-		return &exited{j.status}
+		err := &exited{j.status}
+		pr.end(err)
+		return err
 	case <-ctx.Done():
 	}
 	rn.r.say("shard %d of %q (term %d) lost or handed over; stopping its command (SIGTERM, SIGKILL after %v)", shard, pr.name, term.Token, rn.grace)

@@ -256,3 +256,29 @@ func checkShardStatus(t *testing.T, uri, db string, runs []shardRun, pids map[st
 		t.Errorf("status table lists the shards as elections too:\n%s", r.stdout)
 	}
 }
+
+// A shard's command that exits by itself ends dsync partition with its
+// status, after the other shards' commands were stopped; a command that
+// cannot be found is reported before anything is joined.
+func TestPartitionExitsWithACommandsStatus(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	// Shard 1 exits 3 at once; shard 0 runs until stopped, and says so.
+	script := `if [ "$DSYNC_SHARD" = 1 ]; then until [ -e "$1/started.0" ]; do sleep 0.05; done; exit 3; fi
+trap 'echo stopped >"$1/stopped.0"; exit 0' TERM
+touch "$1/started.0"
+while :; do sleep 0.1; done`
+	r := runDsync(t, e, "", slow(60*time.Second), "--db", db, "partition", "once-more", "--shards", "2", "--", "sh", "-c", script, "sh", dir)
+	if r.code != 3 {
+		t.Errorf("dsync partition: exit %d, want 3, the command's\nstderr: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stopped.0")); err != nil {
+		t.Errorf("shard 0's command was not stopped before dsync exited: %v\nstderr: %s", err, r.stderr)
+	}
+	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "partition", "x", "--shards", "2", "--", "no-such-command-dsync")
+	if r.code != exitNotFound || !strings.Contains(r.stderr, "command not found") {
+		t.Errorf("dsync partition -- no-such-command: exit %d, stderr %q; want %d, command not found", r.code, r.stderr, exitNotFound)
+	}
+}
