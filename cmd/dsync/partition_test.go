@@ -255,6 +255,17 @@ func checkShardStatus(t *testing.T, uri, db string, runs []shardRun, pids map[st
 	if strings.Contains(r.stdout, "jobs#") {
 		t.Errorf("status table lists the shards as elections too:\n%s", r.stdout)
 	}
+	// By name: the partition's shards, the same lines.
+	named := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "jobs")
+	var shardLines []string
+	for _, l := range readLines(named.stdout) {
+		if strings.HasPrefix(l, "jobs ") {
+			shardLines = append(shardLines, l)
+		}
+	}
+	if named.code != 0 || len(shardLines) != 4 || !strings.HasPrefix(readLines(named.stdout)[0], "PARTITION") {
+		t.Errorf("dsync status jobs: exit %d, want the 4 shards alone\n%s\nstderr: %s", named.code, named.stdout, named.stderr)
+	}
 }
 
 // A shard's command that exits by itself ends dsync partition with its

@@ -80,7 +80,7 @@ first): a page with a wider cell widens its column from there on.
 Names longer than 40 columns are cut short in the table; --json shows
 them whole. With NAME (after '--' if it starts with '-'), everything
 named NAME: the mutex, rwmutex, semaphore, once and election of that
-name, those that exist.
+name, those that exist, and the shards of partition NAME as listed.
 
 Flags:
   --prefix P list only the names whose key as stored begins with P: a
@@ -221,7 +221,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	case err != nil:
 		return fail("status", exitFailure, err)
 	case f.sel.name != "" && sum.locks == 0 && sum.elections == 0:
-		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once or election)", f.sel.name, g.db, g.collection))
+		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection))
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
