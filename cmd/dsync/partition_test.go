@@ -188,6 +188,23 @@ func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
 	if left := running(shardLog(t, dir), "B"); len(left) > 0 {
 		t.Errorf("B exited with the commands of shards %v not stopped", left)
 	}
+	// B left gracefully: it released the shards' leases rather than let
+	// them run out (--ttl 2s), so at once nobody owns them.
+	r := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "status", "jobs", "--json")
+	for _, line := range readLines(r.stdout) {
+		var jp jsonPartition
+		if json.Unmarshal([]byte(line), &jp) != nil || jp.Kind != "partition" {
+			continue
+		}
+		for _, sh := range jp.Shards {
+			if sh.Owner != nil {
+				t.Errorf("after B left, shard %d is still owned: %+v", sh.Shard, sh.Owner)
+			}
+		}
+	}
+	if !strings.Contains(r.stdout, `"kind":"partition"`) {
+		t.Errorf("dsync status jobs --json after B left: exit %d, no partition\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
 	if o, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
 		t.Errorf("two commands of one shard ran at once:\n%s\nA: %s\nB: %s", o, aErr, bErr)
 	}
