@@ -112,7 +112,7 @@ func runPartition(g *globals, args []string) int {
 	defer p.Close()
 	rctx, end := context.WithCancelCause(ctx)
 	defer end(nil)
-	pr := &partitionRun{name: name, shards: f.shards, rn: rn, end: end}
+	pr := &partitionRun{name: name, shards: f.shards, rn: rn, leaving: ctx, end: end}
 	r.info("joining partition %q (%d shards) as %s", name, f.shards, p.ID())
 	return pr.exit(ctx, p.Run(rctx, pr.own))
 }
@@ -162,10 +162,13 @@ type partitionRun struct {
 	name   string
 	shards int
 	rn     *runner
-	// end ends Run's context, with an *exited cause, when a command
-	// exits by itself. (leader.Partition.Run does not return the error
-	// own returns then: it hands the shard back, which ends the term,
-	// before it checks whether the term had ended.)
+	// leaving ends when a signal tells dsync to leave.
+	leaving context.Context
+	// end ends Run's context, with an *exited cause when a command
+	// exits by itself, or with the error that kept one from starting.
+	// (leader.Partition.Run does not return the error own returns: it
+	// hands the shard back, which ends the term, before it checks
+	// whether the term had ended, and would run the command again.)
 	end context.CancelCauseFunc
 }
 
@@ -182,6 +185,7 @@ func (pr *partitionRun) own(ctx context.Context, shard int) error {
 	}
 	j, err := startJob(rn.path, rn.argv, env, rn.sup.group)
 	if err != nil {
+		pr.end(err)
 		return err
 	}
 	rn.r.say("owning shard %d of %q (term %d); running %s (pid %d)", shard, pr.name, term.Token, rn.argv[0], j.cmd.Process.Pid)
@@ -192,7 +196,11 @@ func (pr *partitionRun) own(ctx context.Context, shard int) error {
 		return err
 	case <-ctx.Done():
 	}
-	rn.r.say("shard %d of %q (term %d) lost or handed over; stopping its command (SIGTERM, SIGKILL after %v)", shard, pr.name, term.Token, rn.grace)
+	why := "lost or handed over"
+	if pr.leaving.Err() != nil {
+		why = "left: " + context.Cause(pr.leaving).Error()
+	}
+	rn.r.say("shard %d of %q (term %d) %s; stopping its command (SIGTERM, SIGKILL after %v)", shard, pr.name, term.Token, why, rn.grace)
 	if j.stop(rn.grace) {
 		rn.r.say("command of shard %d killed: it did not exit within %v of SIGTERM", shard, rn.grace)
 	}

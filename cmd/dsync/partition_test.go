@@ -24,13 +24,14 @@ import (
 // shardScript is the command dsync partition runs for each shard in the
 // tests: it logs "TAG run PARTITION SHARD SHARDS TOKEN" (TAG is the
 // dsync process's, from its environment) and "TAG stop SHARD" when
-// stopped, leaves its process group's id in pid.TAG.SHARD, and marks the
+// stopped (its trap set first, so that a run logged is one that logs
+// its stop), leaves its process group's id in pid.TAG.SHARD, and marks the
 // shard held with a directory, so that two commands of one shard at once
 // log an overlap.
-const shardScript = `echo "$TAG run $DSYNC_PARTITION $DSYNC_SHARD $DSYNC_SHARDS $DSYNC_TOKEN" >>"$1/log"
+const shardScript = `trap 'rmdir "$1/held.$DSYNC_SHARD"; echo "$TAG stop $DSYNC_SHARD" >>"$1/log"; exit 0' TERM
+echo "$TAG run $DSYNC_PARTITION $DSYNC_SHARD $DSYNC_SHARDS $DSYNC_TOKEN" >>"$1/log"
 echo $$ >"$1/pid.$TAG.$DSYNC_SHARD"
 mkdir "$1/held.$DSYNC_SHARD" || echo "overlap $DSYNC_SHARD" >>"$1/overlaps"
-trap 'rmdir "$1/held.$DSYNC_SHARD"; echo "$TAG stop $DSYNC_SHARD" >>"$1/log"; exit 0' TERM
 while :; do sleep 0.1; done`
 
 // A shardRun is one run of a shard's command, as shardScript logs it.
@@ -308,5 +309,22 @@ while :; do sleep 0.1; done`
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "partition", "x", "--shards", "2", "--", "no-such-command-dsync")
 	if r.code != exitNotFound || !strings.Contains(r.stderr, "command not found") {
 		t.Errorf("dsync partition -- no-such-command: exit %d, stderr %q; want %d, command not found", r.code, r.stderr, exitNotFound)
+	}
+}
+
+// A command that is found but cannot be started (its interpreter is
+// missing) ends dsync partition with 126, rather than being tried again
+// and again.
+func TestPartitionCommandThatCannotStart(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	script := filepath.Join(t.TempDir(), "job")
+	if err := os.WriteFile(script, []byte("#!/nonexistent/dsync-test-shell\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runDsync(t, e, "", slow(60*time.Second), "--db", db, "partition", "broken", "--shards", "2", "--", script)
+	if r.code != exitNoExec || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("dsync partition -- %s: exit %d, stderr %q; want %d and one line", script, r.code, r.stderr, exitNoExec)
 	}
 }
