@@ -8,12 +8,15 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/leader"
 )
 
 // What the page reads, all of it through the library: the keys and their
 // queues (dsync.Client.List), and of an election who leads
 // (leader.Election.Leader) and who stands by (leader.MemberStore.Members).
+// The elections that are a partition's shards are gathered by
+// internal/partitions, as dsync status gathers them (partitions.go).
 
 // A Snapshot is one read of the store: what status.json serves.
 type Snapshot struct {
@@ -27,7 +30,9 @@ type Snapshot struct {
 	Prefix    string     `json:"prefix"`
 	After     string     `json:"after"`
 	Locks     []Lock     `json:"locks"`
-	Elections []Election `json:"elections"`
+	Elections []Election `json:"elections"` // but the shards of Partitions
+	// Partitions are the leader.Partitions whose shards are on this page.
+	Partitions []Partition `json:"partitions"`
 	// More: keys follow this page. Next is the After of the next page
 	// where the store's order allows one (MongoDB's; FerretDB lists in
 	// order of first use and cannot resume: narrow it with a prefix).
@@ -120,10 +125,10 @@ func (q query) keyPrefix() string {
 
 // read reads one page of the store that q selects.
 func (h *handler) read(ctx context.Context, q query) Snapshot {
-	s := Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{}}
+	s := Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}}
 	if err := h.readInto(ctx, q, &s); err != nil {
 		return Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{},
-			Now: time.Now(), Clock: "local", Error: err.Error()}
+			Partitions: []Partition{}, Now: time.Now(), Clock: "local", Error: err.Error()}
 	}
 	return s
 }
@@ -143,6 +148,8 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	}
 	opts := dsync.ListOptions{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit + 1}
 	listed, last := 0, ""
+	var shards partitions.Set[Election]
+	defer func() { s.Partitions = partitionsOf(&shards) }()
 	for ks, err := range h.cfg.Client.List(ctx, opts) {
 		if err != nil {
 			return err
@@ -161,7 +168,9 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 			if err != nil {
 				return err
 			}
-			s.Elections = append(s.Elections, e)
+			if !shards.Add(e.Name, e) {
+				s.Elections = append(s.Elections, e)
+			}
 			continue
 		}
 		l, err := h.readLock(ctx, ks, kind, name, now)

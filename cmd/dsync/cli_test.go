@@ -48,6 +48,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"clock"}, "dsync server"},
 		{[]string{"elect", "x", "--", "true"}, "dsync server"},
 		{[]string{"elect", "x", "--listen"}, "dsync server"},
+		{[]string{"partition", "x", "--", "true"}, "--shards must be at least 1, got 0"},
+		{[]string{"partition", "--shards", "4", "x"}, "missing the command to run for each shard"},
+		{[]string{"partition", "--shards", "4"}, "missing partition NAME"},
+		{[]string{"partition", "--shards", "2", "--weight", "0", "x", "--", "true"}, "--weight must be positive"},
+		// The last shard's election, "NAME#1", must fit.
+		{[]string{"partition", "--shards", "2", strings.Repeat("n", maxElectionName-1), "--", "true"}, `NAME with its last shard's "#1": name of 498 bytes; the limit is 497`},
+		{[]string{"partition", "--shards", "2", strings.Repeat("n", maxElectionName-2), "--", "true"}, "dsync server"},
 	} {
 		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

@@ -50,6 +50,7 @@ var commandFlags = map[string][]completedFlag{
 	"lock":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"try", ""}, {"n", "count"}},
 	"once":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"check", ""}, {"forget-after", "duration"}},
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
+	"partition":  {{"shards", "number"}, {"weight", "number"}, {"ttl", "duration"}, {"grace", "duration"}},
 	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}, {"web", ""}, {"addr", "addr"}},
 	"clock":      {{"max", "duration"}},
 	"doctor":     {{"ttl", "duration"}, {"renew", "duration"}, {"json", ""}},

@@ -16,8 +16,8 @@ import (
 )
 
 // dsync status: the command, its flags and exit statuses. What it reads
-// is in status_read.go, how it prints it in status_table.go and
-// status_json.go.
+// is in status_read.go, how it prints it in status_table.go,
+// status_json.go and, for the shards of partitions, status_shards.go.
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
        dsync status --web [--addr HOST:PORT]
@@ -67,6 +67,12 @@ stays as it is as others are added (FerretDB would read every name to
 sort them). The locks are shown as they come; the elections in a table
 after them.
 
+The shards of a partition (dsync partition, leader.Partition), each
+the election NAME#I, are shown in a table of their own after the
+elections: PARTITION, SHARD, its owner's TOKEN, HOST and PID (from the
+shard's lease), and when that lease EXPIRES IN; "no owner" while nobody
+holds the shard. Any election named like one, "x#3", is shown as a shard.
+
 The columns are as wide as their cells (in terminal columns: a Chinese
 character takes two). The locks are printed a page at a time (100 lines,
 or fewer when the next line came more than a second after the page's
@@ -74,7 +80,7 @@ first): a page with a wider cell widens its column from there on.
 Names longer than 40 columns are cut short in the table; --json shows
 them whole. With NAME (after '--' if it starts with '-'), everything
 named NAME: the mutex, rwmutex, semaphore, once and election of that
-name, those that exist.
+name, those that exist, and the shards of partition NAME as listed.
 
 Flags:
   --prefix P list only the names whose key as stored begins with P: a
@@ -93,9 +99,13 @@ Flags:
   --json     print one JSON object per line, as they are read: one per
              lock ("kind": "lock") and per election ("kind": "election"),
              each with its "name", its "primitive" (the KIND above) and
-             its "key" as stored, then a summary ("kind": "summary": the
-             server's time, the order, the counts, and with --limit
-             whether more follow and the --after that lists them)
+             its "key" as stored, then one per partition whose shards
+             were listed ("kind": "partition", with its "shards": the
+             shard, its "election", "token", "owner" and "lease"; each
+             shard is also an election line), then a summary ("kind":
+             "summary": the server's time, the order, the counts, and
+             with --limit whether more follow and the --after that lists
+             them)
   --web      serve a live page of the same (it updates every second, is
              filtered by namespace and prefix in the page, and serves the
              same data as JSON at status.json) until interrupted
@@ -211,7 +221,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	case err != nil:
 		return fail("status", exitFailure, err)
 	case f.sel.name != "" && sum.locks == 0 && sum.elections == 0:
-		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once or election)", f.sel.name, g.db, g.collection))
+		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection))
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)

@@ -13,7 +13,8 @@ import (
 )
 
 // The JSON of dsync status --json: one object per line (NDJSON), one per
-// lock and per election as they are read, then a summary. Times are the
+// lock and per election as they are read, then one per partition whose
+// shards were read (status_shards.go), then a summary. Times are the
 // server's, durations in milliseconds, each measured from when its line
 // was read.
 type (
@@ -87,6 +88,9 @@ type (
 		Order     string `json:"order,omitempty"`
 		Locks     int    `json:"locks"`     // listed
 		Elections int    `json:"elections"` // listed
+		// Partitions counts the partitions whose shards were listed
+		// (each shard is one of Elections).
+		Partitions int `json:"partitions"`
 		// More: --limit ended the list before its end. Next is the
 		// --after that lists the rest, where the order allows it.
 		More bool   `json:"more"`
@@ -99,8 +103,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // jsonSink prints each lock and election on a line of its own, as it is
 // read.
 type jsonSink struct {
-	enc  *json.Encoder
-	cmds commandFinder
+	enc    *json.Encoder
+	cmds   commandFinder
+	shards shardSet // the elections that are a partition's shards
 }
 
 func newJSONSink(w io.Writer) *jsonSink { return &jsonSink{enc: json.NewEncoder(w)} }
@@ -127,6 +132,7 @@ func (s *jsonSink) lock(ls lockState) error {
 }
 
 func (s *jsonSink) election(e election) error {
+	s.shards.Add(e.name, e)
 	je := jsonElection{Kind: "election", Name: e.name, Primitive: kindElection, Key: leader.LockKey(e.name), Members: []jsonMember{}}
 	if e.leader != nil {
 		je.Term = e.leader.Token
@@ -152,8 +158,11 @@ func (s *jsonSink) election(e election) error {
 }
 
 func (s *jsonSink) done(sum statusSummary) error {
+	if err := s.jsonPartitions(); err != nil {
+		return err
+	}
 	js := jsonSummary{Kind: "summary", ServerTime: sum.now, UncertaintyMS: ms(sum.within),
-		Locks: sum.locks, Elections: sum.elections, More: sum.more, Next: sum.next}
+		Locks: sum.locks, Elections: sum.elections, Partitions: s.shards.Len(), More: sum.more, Next: sum.next}
 	if sum.order != 0 {
 		js.Order = sum.order.String()
 	}

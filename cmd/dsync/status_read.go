@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
@@ -155,7 +157,7 @@ func (r *statusReader) key(ctx context.Context, key string, q []dsync.ClaimInfo)
 
 // named hands out every primitive named name (see keysNamed) that
 // exists: whose key something holds or waits for, or that the library
-// lists.
+// lists; then the shards of partition name that the library lists.
 func (r *statusReader) named(ctx context.Context, name string) error {
 	for _, key := range keysNamed(name) {
 		if len(key) > dsyncmongo.MaxKeyLen {
@@ -173,6 +175,23 @@ func (r *statusReader) named(ctx context.Context, name string) error {
 			}
 		}
 		if err := r.key(ctx, key, q); err != nil {
+			return err
+		}
+	}
+	return r.shardsOf(ctx, name)
+}
+
+// shardsOf hands out the shards of partition name, the elections
+// "name#I", as the library lists them.
+func (r *statusReader) shardsOf(ctx context.Context, name string) error {
+	for ks, err := range r.c.List(ctx, dsync.ListOptions{Prefix: leader.LockKey(name + "#")}) {
+		if err != nil {
+			return err
+		}
+		if p, _, ok := partitions.ShardOf(strings.TrimPrefix(ks.Key, leader.LockKey(""))); !ok || p != name {
+			continue // a shard of another partition ("name#x#0"), or no shard
+		}
+		if err := r.key(ctx, ks.Key, ks.Queue); err != nil {
 			return err
 		}
 	}

@@ -38,7 +38,8 @@ const (
 var lockHeader = []string{"NAME", "KIND", "STATE", ">TOKEN", "HOST", ">PID", ">CMD PID", ">HELD FOR", ">EXPIRES IN", ">WAITING"}
 
 // tableSink prints the locks as they come, a page at a time, and the
-// elections in a table after them (a list has few).
+// elections in a table after them (a list has few), then the shards of
+// partitions (see status_shards.go).
 type tableSink struct {
 	w      io.Writer
 	indent string
@@ -51,7 +52,8 @@ type tableSink struct {
 	pageSince time.Time  // when the first of them was read
 	widths    []int      // of the lock table's columns so far
 	elections []election
-	cut       bool // a name was cut short
+	shards    shardSet // the elections that are a partition's shards
+	cut       bool     // a name was cut short
 }
 
 func newTableSink(w io.Writer, indent, where string, sel selection) *tableSink {
@@ -157,7 +159,9 @@ func (t *tableSink) lock(l lockState) error {
 }
 
 func (t *tableSink) election(e election) error {
-	t.elections = append(t.elections, e)
+	if !t.shards.Add(e.name, e) {
+		t.elections = append(t.elections, e)
+	}
 	return nil
 }
 
@@ -179,7 +183,13 @@ func (t *tableSink) done(s statusSummary) error {
 		}
 		tb.write(t.w, t.indent)
 	}
-	if t.locks == 0 && len(t.elections) == 0 {
+	if t.shards.Len() > 0 {
+		if t.locks > 0 || len(t.elections) > 0 {
+			fmt.Fprintln(t.w)
+		}
+		t.writePartitions(t.w)
+	}
+	if t.locks == 0 && len(t.elections) == 0 && t.shards.Len() == 0 {
 		what := "no locks or elections"
 		if t.sel.prefix != "" {
 			what += fmt.Sprintf(" beginning with %q", t.sel.prefix)

@@ -3,12 +3,14 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +137,8 @@ func TestPageInBrowser(t *testing.T) {
 		t.Fatalf("queue of nightly: %v %v, want the holder and two waiters", q, err)
 	}
 
+	shardTokens := runPartition(t, ctx, newClient(), members, "jobs", 2)
+
 	srv := httptest.NewServer(statuspage.New(statuspage.Config{Client: page, Members: members}))
 	defer srv.Close()
 	defer keepScreenshot(t, bctx)
@@ -158,6 +162,16 @@ func TestPageInBrowser(t *testing.T) {
 	waitText(t, bctx, `.card.lock[data-key="dsync:sem/encode"] .badge`, func(s string) bool { return s == "2/3" })
 	waitText(t, bctx, `.card.election[data-name="billing"]`, func(s string) bool {
 		return strings.Contains(s, "led by "+info.Host+" pid "+strconv.Itoa(info.PID)) && strings.Contains(s, tok(info.Token)) && strings.Contains(s, "v7")
+	})
+
+	// The partition's shards, each with its owner and the token its
+	// function runs under.
+	host, _ := os.Hostname()
+	waitText(t, bctx, `.card.partition[data-name="jobs"] tbody`, func(s string) bool {
+		tokens := shardTokens()
+		return len(tokens) == 2 &&
+			strings.Contains(s, "0\t"+host+" pid "+strconv.Itoa(os.Getpid())+"\t"+tok(tokens[0])) &&
+			strings.Contains(s, "1\t"+host+" pid "+strconv.Itoa(os.Getpid())+"\t"+tok(tokens[1]))
 	})
 
 	// A release shows without reloading: the first waiter holds, one waits.
@@ -254,4 +268,39 @@ func keepScreenshot(t *testing.T, bctx context.Context) {
 		}
 	}
 	t.Logf("no screenshot: %v", err)
+}
+
+// runPartition runs a member of partition name, of n shards, until the
+// test ends, and returns a function that gives the tokens its shards'
+// functions run under (by shard), once all n run.
+func runPartition(t *testing.T, ctx context.Context, c *dsync.Client, ms leader.MemberStore, name string, n int) func() map[int]uint64 {
+	t.Helper()
+	p, err := leader.NewPartition(c, ms, name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	tokens := map[int]uint64{}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = p.Run(rctx, func(ctx context.Context, shard int) error {
+			info, _ := leader.TermOf(ctx)
+			mu.Lock()
+			tokens[shard] = info.Token
+			mu.Unlock()
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done; p.Close() })
+	return func() map[int]uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(tokens) < n {
+			return nil
+		}
+		return maps.Clone(tokens)
+	}
 }

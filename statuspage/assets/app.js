@@ -68,8 +68,22 @@
     }
     return card;
   }
+  function partitionCard(p) {
+    const owners = new Set(p.shards.filter((sh) => sh.owner).map((sh) => sh.owner.host + " pid " + sh.owner.pid));
+    const card = el("div", { class: "card partition", "data-name": p.name },
+      el("div", { class: "title" }, el("span", { class: "name" }, p.name), el("span", { class: "kind" }, "partition"),
+        el("span", { class: "kind" }, p.shards.length + " shards, " + owners.size + " owners")));
+    card.append(table(["Shard", "Owner", "Token", "Owns for", "Lease ends"], p.shards.map((sh) => {
+      const o = sh.owner;
+      return o ? { cls: "shard", cells: [sh.shard, o.host + " pid " + o.pid, o.term, dur(o.heldForMs),
+        o.expiresAt ? clock(o.expiresAt) + " (in " + dur(o.expiresInMs) + ")" : "–"], num: [true, false, true, true, false] }
+        : { cls: "shard unowned", cells: [sh.shard, "no owner", "–", "–", "–"], num: [true, false, false, false, false] };
+    })));
+    return card;
+  }
   function draw(s) {
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
+    $("partitions").replaceChildren(...(s.partitions.length ? s.partitions.map(partitionCard) : [el("p", { class: "empty" }, "No partitions on this page.")]));
     $("elections").replaceChildren(...(s.elections.length ? s.elections.map(electionCard) : [el("p", { class: "empty" }, "No elections on this page.")]));
     next = s.next;
     $("more").hidden = !(s.more && !s.next);
@@ -95,7 +109,7 @@
       $("error").hidden = true;
       lastGood = s.now;
       draw(s);
-      $("meta").textContent = s.locks.length + " locks, " + s.elections.length + " elections · read at " +
+      $("meta").textContent = s.locks.length + " locks, " + s.elections.length + " elections, " + s.partitions.length + " partitions · read at " +
         clock(s.now) + (s.clock === "store" ? " (store time)" : " (this server's clock)") + " · updates every second";
     }
     timer = setTimeout(refresh, 1000);

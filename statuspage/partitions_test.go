@@ -1,0 +1,73 @@
+package statuspage_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
+)
+
+// The shards of a leader.Partition are shown as a partition, in shard
+// order, each owned with the token its function runs under, and not among
+// the elections.
+func TestJSONShowsPartitionShards(t *testing.T) {
+	store := memory.New()
+	ms := leader.NewMemoryMembers()
+	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 3, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	var mu sync.Mutex
+	tokens := map[int]uint64{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Run(ctx, func(ctx context.Context, shard int) error {
+			info, _ := leader.TermOf(ctx)
+			mu.Lock()
+			tokens[shard] = info.Token
+			mu.Unlock()
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	f := &fixture{client: newClient(t, store.Process())}
+	f.srv = httptest.NewServer(statuspage.New(statuspage.Config{Client: f.client, Members: ms}))
+	t.Cleanup(f.srv.Close)
+	s := f.until(t, "/status.json", func(s statuspage.Snapshot) bool {
+		mu.Lock()
+		running := len(tokens)
+		mu.Unlock()
+		if running != 3 || len(s.Partitions) != 1 || len(s.Partitions[0].Shards) != 3 {
+			return false
+		}
+		for _, sh := range s.Partitions[0].Shards {
+			if sh.Owner == nil {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if pt := s.Partitions[0]; pt.Name != "jobs" {
+		t.Errorf("partition %q, want jobs", pt.Name)
+	}
+	for i, sh := range s.Partitions[0].Shards {
+		if sh.Shard != i || sh.Election != "jobs#"+strconv.Itoa(i) || sh.Owner.Term != tokens[i] || sh.Owner.PID == 0 || sh.Owner.ExpiresInMS <= 0 {
+			t.Errorf("shard %d: %+v (owner %+v), want owned in the term its function runs in, %d", i, sh, sh.Owner, tokens[i])
+		}
+	}
+	if len(s.Elections) != 0 {
+		t.Errorf("elections %+v: the shards are listed as elections too", s.Elections)
+	}
+}
