@@ -306,8 +306,10 @@ func (c *Client) Close() error {
 		if lc.lost {
 			continue
 		}
-		_ = c.eng.End(ctx, lc.c.resume(), lc.held)
-		c.wake.ended(ctx, lc.c.Key, lc.c.Token)
+		wake := func() { c.wake.ended(ctx, lc.c.Key, lc.c.Token) }
+		if err := c.eng.EndThen(ctx, lc.c.resume(), lc.held, wake); err != nil {
+			wake() // this process's waiters look again
+		}
 	}
 	c.resend.Close() // stops a resend under way: it would wait on its own
 	if c.eng.Pending() > 0 && ctx.Err() == nil {

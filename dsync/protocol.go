@@ -196,11 +196,13 @@ func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
 	if err := c.store.Prepare(ctx); err != nil {
 		return err
 	}
-	if err := c.eng.End(ctx, cl.resume(), held); err != nil {
+	// The waiters are woken as soon as the marker is confirmed, before the
+	// release's prune (EndThen).
+	err := c.eng.EndThen(ctx, cl.resume(), held, func() { c.wake.ended(ctx, cl.Key, cl.Token) })
+	if err != nil {
 		c.resend.Kick()
 		return wrap(ctx, "end", cl.Key, err)
 	}
-	c.wake.ended(ctx, cl.Key, cl.Token)
 	return nil
 }
 

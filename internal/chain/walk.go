@@ -357,7 +357,13 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 // confirmOwn checks that c's own claim document is in the store, with its
 // nonce. A walk's reads came after the insert; if the claim is still there
 // after them, the store was not emptied since the insert, so the reads saw
-// the history the claim is part of.
+// the history the claim is part of. It is a request of its own, sent once
+// the walk's reads are answered, never beside them: a marker sent before
+// an emptying may land after it (DESIGN.md, rule 11), in a store where
+// another process then holds the key, and a read of the claim that the
+// store answered before the emptying would not show it gone. So a woken
+// Mutex waiter on a store that reads no runs pays two reads in a row (the
+// marker, then its claim: TestWokenWaiterReads).
 func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
 	d, found, err := e.store.Get(ctx, ClaimID(c.Key, c.Epoch))
 	if err != nil {
