@@ -19,9 +19,9 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 // and before the release prunes: a caller that wakes the claim's waiters
 // there hands the key over after one request (the marker's insert), where
 // a prune (a read of a gate, of the claims below it, and a delete) would
-// otherwise come first: in 390 handoffs traced on the embedded FerretDB
-// with a 4 s bucket span, 16 waited for one, the longest 169 ms. It is not called when End returns an error. The
-// prune's deletes may then land while the next holder walks, as another
+// otherwise come first, once per bucket span and key (docs/deployments.md,
+// "Costs", has the traced figures). It is not called when End returns an
+// error. The prune's deletes may then land while the next holder walks, as another
 // process's prune may (its walk reads the gate again if it finds a claim
 // missing: walk.go, missingBelow).
 func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func()) error {
