@@ -27,7 +27,15 @@ type Revocation struct {
 type RevokeStore interface {
 	// Revoke records r with one insert, or returns ErrExists if
 	// r.Session has a revocation already: the first one recorded stays.
-	// Of many revokes of one session, at most one succeeds.
+	// Of many revokes of one session, at most one succeeds. Once Revoke
+	// (or, on ErrExists, an earlier one) has returned, RenewSession of
+	// the session's generations then existing reports them not found
+	// and raises no expiry. A store may mark them with a write apart
+	// from the record's insert: a renewal in flight may then land after
+	// the mark and erase it (a store whose updates are a read and a
+	// later write), and a generation inserted later carries no mark. A
+	// caller that must be sure calls Revoke again (it marks again, and
+	// returns ErrExists) until the session has expired.
 	Revoke(ctx context.Context, r Revocation) error
 	// Revocations lists every revocation recorded, in no given order.
 	Revocations(ctx context.Context) ([]Revocation, error)

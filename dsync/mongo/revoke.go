@@ -32,7 +32,16 @@ type revokeDoc struct {
 	At     time.Time `bson:"at"`
 }
 
-// Revoke implements driver.RevokeStore: one insert.
+// revokedField marks a session's documents as revoked: RenewSession's
+// filter excludes documents that have it, and no renewal sets it.
+const revokedField = "revoked"
+
+// Revoke implements driver.RevokeStore: one insert of the record, then,
+// whether it was inserted or existed, one updateMany that sets
+// revokedField on every generation of the session. On FerretDB a
+// renewal in flight may erase the mark (its update is a read and a later
+// write of the whole document); the caller revokes again (see
+// driver.RevokeStore).
 func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 	if _, err := s.prepare(ctx); err != nil {
 		return err
@@ -42,7 +51,18 @@ func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
-		return driver.ErrExists
+		err = driver.ErrExists
+	}
+	if err != nil && err != driver.ErrExists {
+		return err
+	}
+	merr := s.write(ctx, "revoke mark", func(ctx context.Context) error {
+		_, err := s.sessions.UpdateMany(ctx, sessionDocsFilter(r.Session),
+			bson.D{{Key: "$set", Value: bson.D{{Key: revokedField, Value: true}}}})
+		return err
+	})
+	if merr != nil {
+		return merr
 	}
 	return err
 }

@@ -51,8 +51,8 @@ func (s *suite) testRevoke(t *testing.T) {
 		t.Fatal("no Revoke succeeded")
 	}
 	// A renewal after the revoke leaves the record as it was.
-	if found, err := st.RenewSession(ctx, id, 0, exp.Add(time.Minute)); err != nil || !found {
-		t.Fatalf("RenewSession after Revoke = found %v, %v; want found", found, err)
+	if found, err := st.RenewSession(ctx, id, 0, exp.Add(time.Minute)); err != nil || found {
+		t.Fatalf("RenewSession after Revoke = found %v, %v; want not found", found, err)
 	}
 	if err := rs.Revoke(ctx, driver.Revocation{Session: id, By: "late", Reason: "again"}); !errors.Is(err, driver.ErrExists) {
 		t.Errorf("a second Revoke later = %v; want ErrExists", err)
@@ -81,5 +81,39 @@ func (s *suite) testRevoke(t *testing.T) {
 	// The records are not generations of a session.
 	if sess, found, err := st.GetSession(ctx, other); err != nil || found {
 		t.Errorf("GetSession of a revoked session never inserted = %+v, found %v, %v; want not found", sess, found, err)
+	}
+}
+
+// testRevokeStopsRenewals: once Revoke returns, RenewSession of the
+// session's generations reports them not found and raises no expiry;
+// other sessions renew as before.
+func (s *suite) testRevokeStopsRenewals(t *testing.T) {
+	st, ctx := s.store(t)
+	rs, ok := st.(driver.RevokeStore)
+	if !ok {
+		t.Skip("not a driver.RevokeStore")
+	}
+	id, other := sessionID(1), sessionID(2)
+	exp := expiry(st, time.Minute)
+	insertSession(t, ctx, st, id, 0, exp)
+	insertSession(t, ctx, st, id, 1, exp)
+	insertSession(t, ctx, st, other, 0, exp)
+	if err := rs.Revoke(ctx, driver.Revocation{Session: id, By: "op", Reason: "r", At: st.ServerTime().Latest}); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	for gen := range 2 {
+		if found, err := st.RenewSession(ctx, id, gen, exp.Add(time.Hour)); err != nil || found {
+			t.Errorf("RenewSession(%s, %d) after Revoke = found %v, %v; want not found", id, gen, found, err)
+		}
+	}
+	if sess, found, err := st.GetSession(ctx, id); err != nil || !found || !sess.ExpiresAt.Equal(exp) {
+		t.Errorf("GetSession(%s) after refused renewals = %+v, found %v, %v; want found, expiry %v unchanged", id, sess, found, err, exp)
+	}
+	if found, err := st.RenewSession(ctx, other, 0, exp.Add(time.Hour)); err != nil || !found {
+		t.Errorf("RenewSession of a session not revoked = found %v, %v; want found", found, err)
+	}
+	// A second Revoke returns ErrExists and marks again.
+	if err := rs.Revoke(ctx, driver.Revocation{Session: id, By: "op2"}); !errors.Is(err, driver.ErrExists) {
+		t.Errorf("second Revoke = %v; want ErrExists", err)
 	}
 }

@@ -36,7 +36,7 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.sessions[id][gen]
-	if !ok {
+	if _, revoked := s.revoked[id]; !ok || revoked {
 		return false, nil
 	}
 	if expires.After(old) {
