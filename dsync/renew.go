@@ -62,7 +62,11 @@ func (k *keeper) renew(s *session) {
 	sent := k.lease.clock.Now()
 	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
 	if errors.Is(err, ErrSessionGone) {
-		k.retire(s, fmt.Errorf("%w: the store no longer knows the session", ErrLost))
+		k.retire(s, fmt.Errorf("%w: the store no longer knows the session, or it was revoked", ErrLost))
+		// s.ctx, and ctx with it, ended with the retirement.
+		lctx, lcancel := context.WithTimeout(context.Background(), k.lease.ttl)
+		defer lcancel()
+		k.client.logRevoked(lctx, s.id)
 		return
 	}
 	now := k.lease.clock.Now()

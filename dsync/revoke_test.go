@@ -1,7 +1,10 @@
 package dsync_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"errors"
 	"sync"
 	"testing"
@@ -37,7 +40,9 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
 		seen := &sessionsSeen{Store: mem}
-		a := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
+		var logged syncBuffer
+		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		a := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(logger)), "k")
 		b := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
 		a.Lock()
 		lost := a.Lost()
@@ -79,9 +84,31 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 		if at.Before(sess.ExpiresAt) {
 			t.Errorf("the waiter held at %v, before the revoked lease expired at %v", at, sess.ExpiresAt)
 		}
+		synctest.Wait()
+		if log := logged.String(); !strings.Contains(log, "revoked") || !strings.Contains(log, "by=test") || !strings.Contains(log, "reason=stuck") {
+			t.Errorf("the revoked process logged %q; want a warning with who and why", log)
+		}
 		// No renewal raised the expiry after the revoke.
 		if after, _, _ := mem.GetSession(context.Background(), id); !after.ExpiresAt.Equal(sess.ExpiresAt) {
 			t.Errorf("expiry moved from %v to %v after the revoke", sess.ExpiresAt, after.ExpiresAt)
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
