@@ -3,9 +3,9 @@ package dsync_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
-	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
