@@ -62,11 +62,12 @@ func (k *keeper) renew(s *session) {
 	sent := k.lease.clock.Now()
 	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
 	if errors.Is(err, ErrSessionGone) {
+		// Say who revoked it, if anyone, before the holds are reported
+		// lost: a program (dsync lock) may exit at once on a loss. The
+		// read cannot make a hold outlive its deadline: the deadline
+		// timer retires the session on its own.
+		k.client.logRevoked(ctx, s.id)
 		k.retire(s, fmt.Errorf("%w: the store no longer knows the session, or it was revoked", ErrLost))
-		// s.ctx, and ctx with it, ended with the retirement.
-		lctx, lcancel := context.WithTimeout(context.Background(), k.lease.ttl)
-		defer lcancel()
-		k.client.logRevoked(lctx, s.id)
 		return
 	}
 	now := k.lease.clock.Now()

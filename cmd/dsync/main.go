@@ -11,6 +11,7 @@
 //	dsync elect NAME -- CMD [ARG...]     # run CMD only while this process leads NAME
 //	dsync elect NAME --listen            # print each new leader of NAME
 //	dsync status [NAME] [--json]         # locks, holders, election members
+//	dsync revoke --key K --reason TEXT   # make K's holder lose it at its lease's end
 //	dsync clock                          # this clock's offset from the server's
 //	dsync completion bash|zsh|fish       # a shell completion script
 //
@@ -60,7 +61,7 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, clockCmd, doctorCmd, completionCmd,
+		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, statusCmd, revokeCmd, clockCmd, doctorCmd, completionCmd,
 		candidateCmd,
 		{name: "version", summary: "print dsync's version", usage: versionUsage, run: runVersion},
 		{name: "help", usage: helpUsage, run: runHelp},
