@@ -45,6 +45,14 @@ func TestRevokeEndsAHolder(t *testing.T) {
 	if !strings.Contains(stderr.String(), "revoked") || !strings.Contains(stderr.String(), "stuck job") {
 		t.Errorf("the holder's log does not say who revoked it and why:\n%s", stderr.String())
 	}
+	st := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status")
+	if !strings.Contains(st.stdout, "revoked sessions:") || !strings.Contains(st.stdout, "stuck job") {
+		t.Errorf("dsync status does not show the revocation:\n%s", st.stdout)
+	}
+	st = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
+	if !strings.Contains(st.stdout, `"kind":"revocation"`) || !strings.Contains(st.stdout, `"reason":"stuck job"`) {
+		t.Errorf("dsync status --json does not show the revocation:\n%s", st.stdout)
+	}
 	if r := runDsync(t, e, "", 10*time.Second, "--db", db, "revoke", "--reason", "x"); r.code != exitUsage {
 		t.Errorf("dsync revoke without --key or --process: exit %d, want %d", r.code, exitUsage)
 	}
