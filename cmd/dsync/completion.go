@@ -51,6 +51,7 @@ var commandFlags = map[string][]completedFlag{
 	"once":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"check", ""}, {"forget-after", "duration"}},
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
 	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}, {"web", ""}, {"addr", "addr"}},
+	"revoke":     {{"key", "name"}, {"process", "string"}, {"reason", "string"}},
 	"clock":      {{"max", "duration"}},
 	"doctor":     {{"ttl", "duration"}, {"renew", "duration"}, {"json", ""}},
 	"completion": {},
