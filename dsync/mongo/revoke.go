@@ -68,11 +68,9 @@ func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 }
 
 // Revocations implements driver.RevokeStore: one find on the range of
-// revocations' _ids.
+// revocations' _ids. It does not prepare the store: a read must not
+// create the collections (dsync status of an empty database).
 func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	if _, err := s.prepare(ctx); err != nil {
-		return nil, err
-	}
 	cur, err := s.sessions.Find(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gt", Value: revokeIDPrefix}, {Key: "$lt", Value: revokeIDAfterAll}}},
 	})
