@@ -6,8 +6,8 @@ import (
 )
 
 // Revocation is an operator's record that a session (a process's lease)
-// must no longer be renewed: who asked, when and why. It is the first
-// piece of a revoke (issue 46); nothing in dsync reads it yet.
+// must no longer be renewed: who asked, when and why (dsync revoke
+// writes it; dsync status and Client.Revocations list it).
 //
 // A revocation is insert-only: no write changes or deletes it, so no
 // renewal, however late it lands, can erase it (FerretDB applies an
