@@ -14,7 +14,8 @@ import (
 // primitives whose holds rely on it.
 
 // run renews the current session when its lease says (chain.Lease.Due)
-// while it has holds or waiters.
+// while it has holds or waiters, and reads whether it was revoked every
+// half TTL (revoked.go).
 func (k *keeper) run() {
 	clock := k.lease.clock
 	for {
@@ -29,17 +30,27 @@ func (k *keeper) run() {
 			return
 		}
 		due := k.origin.Add(s.lease.Due())
+		next := due
+		check, checks := k.revokeCheckDueLocked(s)
+		if checks && check.Before(next) {
+			next = check
+		}
 		k.mu.Unlock()
 
 		fired := make(chan struct{})
-		stop := clock.AfterFunc(due.Sub(clock.Now()), func() { close(fired) })
+		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
 		select {
 		case <-fired:
 		case <-k.wake:
 			stop()
 			continue
 		}
-		k.renew(s)
+		if checks && !check.After(next) {
+			k.checkRevokedAsync(s)
+		}
+		if !due.After(next) {
+			k.renew(s)
+		}
 	}
 }
 
@@ -62,12 +73,7 @@ func (k *keeper) renew(s *session) {
 	sent := k.lease.clock.Now()
 	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
 	if errors.Is(err, ErrSessionGone) {
-		// Say who revoked it, if anyone, before the holds are reported
-		// lost: a program (dsync lock) may exit at once on a loss. The
-		// read cannot make a hold outlive its deadline: the deadline
-		// timer retires the session on its own.
-		k.client.logRevoked(ctx, s.id)
-		k.retire(s, fmt.Errorf("%w: the store no longer knows the session, or it was revoked", ErrLost))
+		k.retire(s, fmt.Errorf("%w: the store no longer knows the session", ErrLost))
 		return
 	}
 	now := k.lease.clock.Now()

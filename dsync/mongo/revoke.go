@@ -2,6 +2,7 @@ package dsyncmongo
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,16 +33,11 @@ type revokeDoc struct {
 	At     time.Time `bson:"at"`
 }
 
-// revokedField marks a session's documents as revoked: RenewSession's
-// filter excludes documents that have it, and no renewal sets it.
-const revokedField = "revoked"
-
-// Revoke implements driver.RevokeStore: one insert of the record, then,
-// whether it was inserted or existed, one updateMany that sets
-// revokedField on every generation of the session. On FerretDB a
-// renewal in flight may erase the mark (its update is a read and a later
-// write of the whole document); the caller revokes again (see
-// driver.RevokeStore).
+// Revoke implements driver.RevokeStore: one insert of the record, and
+// no other write. It never writes a session's documents: on FerretDB an
+// update is a read and a later whole-document write, so a revoke's write
+// could land after a renewal its owner already counted and put back the
+// older expiresAt (two holders). The owner reads the record (Revoked).
 func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 	if _, err := s.prepare(ctx); err != nil {
 		return err
@@ -51,20 +47,23 @@ func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
-		err = driver.ErrExists
-	}
-	if err != nil && err != driver.ErrExists {
-		return err
-	}
-	merr := s.write(ctx, "revoke mark", func(ctx context.Context) error {
-		_, err := s.sessions.UpdateMany(ctx, sessionDocsFilter(r.Session),
-			bson.D{{Key: "$set", Value: bson.D{{Key: revokedField, Value: true}}}})
-		return err
-	})
-	if merr != nil {
-		return merr
+		return driver.ErrExists
 	}
 	return err
+}
+
+// Revoked implements driver.RevokeStore: one find by _id.
+func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	var d revokeDoc
+	err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: revokeIDPrefix + session}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return driver.Revocation{}, false, nil
+	}
+	if err != nil {
+		s.noteFailure(err)
+		return driver.Revocation{}, false, err
+	}
+	return driver.Revocation{Session: session, By: d.By, Reason: d.Reason, At: d.At}, true, nil
 }
 
 // Revocations implements driver.RevokeStore: one find on the range of

@@ -71,15 +71,12 @@ func (s *Store) cleanSessions(ctx context.Context) {
 // together). It is never sent again here: after an unknown outcome the
 // engine moves to the session's next document.
 //
-// A document marked revoked (revoke.go) matches nothing: the renewal
-// reports it not found, and the keeper retires the session.
-//
 // The renewal also samples the server's clock: it sets "seen" with
 // $currentDate and reads the document back, so on a single server the
 // estimator needs no sampling commands of its own while renewals flow
 // (clockcheck.Estimator.Sampled).
 func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}, {Key: revokedField, Value: bson.D{{Key: "$exists", Value: false}}}}
+	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
 	update := bson.D{
 		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
 		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},

@@ -275,6 +275,7 @@ func (s *Store) Reset() {
 	defer s.mu.Unlock()
 	clear(s.docs)
 	clear(s.sessions)
+	clear(s.revoked) // kept with the sessions
 	s.dir.reset(nil)
 }
 

@@ -36,7 +36,7 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.sessions[id][gen]
-	if _, revoked := s.revoked[id]; !ok || revoked {
+	if !ok {
 		return false, nil
 	}
 	if expires.After(old) {
