@@ -1,6 +1,7 @@
 package dsyncmongo
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/event"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
@@ -84,4 +86,74 @@ func TestRevokeWritesOnlyItsRecord(t *testing.T) {
 	if sess, _, err := st.GetSession(ctx, id); err != nil || !sess.ExpiresAt.Equal(exp.Add(time.Hour)) {
 		t.Errorf("expiry after a renewal that followed the revoke = %v, %v; want %v", sess.ExpiresAt, err, exp.Add(time.Hour))
 	}
+}
+
+// TestRevokedHolderLosesWithinATTL, on the real server: a holder whose
+// session is revoked sees its Lost close within one TTL of the revoke
+// (it reads its revocation every half TTL), its Unlock reports ErrLost
+// and ErrRevoked, and the waiter of another process holds only once the
+// revoked session's lease has expired in store time, never before.
+func TestRevokedHolderLosesWithinATTL(t *testing.T) {
+	ctx := testCtx(t, 2*time.Minute)
+	const ttl = 2 * time.Second
+	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	a := newMutex(t, ps[0].b.Client, "revoked")
+	b := newMutex(t, ps[1].b.Client, "revoked")
+	if err := a.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := a.Lost()
+	q, err := ps[0].b.Client.Queue(ctx, "revoked")
+	if err != nil || len(q) != 1 {
+		t.Fatalf("Queue = %+v, %v; want the holder", q, err)
+	}
+	session := q[0].Session
+	heldAt := make(chan time.Time, 1)
+	go func() {
+		if err := b.LockContext(ctx); err != nil {
+			t.Error(err)
+			close(heldAt)
+			return
+		}
+		heldAt <- ps[1].b.s.ServerTime().Earliest
+		_ = b.UnlockContext(ctx)
+	}()
+	for {
+		q, err := ps[1].b.Client.Queue(ctx, "revoked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	revoked := time.Now()
+	if err := ps[1].b.s.Revoke(ctx, driver.Revocation{Session: session, By: "op", Reason: "stuck", At: ps[1].b.s.ServerTime().Latest}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+		t.Logf("Lost closed %v after the revoke (TTL %v)", time.Since(revoked), ttl)
+	case <-time.After(ttl):
+		_ = a.UnlockContext(ctx)
+		t.Fatalf("Lost still open one TTL (%v) after the revoke", ttl)
+	}
+	if err := a.UnlockContext(ctx); !errors.Is(err, dsync.ErrLost) || !errors.Is(err, dsync.ErrRevoked) {
+		t.Errorf("Unlock after the revoke = %v; want ErrLost and ErrRevoked", err)
+	}
+	at, ok := <-heldAt
+	if !ok {
+		return
+	}
+	// The stored expiry only grows: read after the waiter held, it is at
+	// least what it was then.
+	sess, _, err := ps[1].b.s.GetSession(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.Before(sess.ExpiresAt) {
+		t.Errorf("the waiter held at %v (store time, earliest), before the revoked lease expired at %v", at, sess.ExpiresAt)
+	}
+	t.Logf("the waiter held %v after the revoked lease expired", at.Sub(sess.ExpiresAt))
 }
