@@ -11,7 +11,7 @@
 //	dsync elect NAME -- CMD [ARG...]     # run CMD only while this process leads NAME
 //	dsync elect NAME --listen            # print each new leader of NAME
 //	dsync status [NAME] [--json]         # locks, holders, election members
-//	dsync revoke --key K --reason TEXT   # make K's holder lose it at its lease's end
+//	dsync revoke --key K --reason TEXT   # make K's holder give it up (within one TTL)
 //	dsync clock                          # this clock's offset from the server's
 //	dsync completion bash|zsh|fish       # a shell completion script
 //

@@ -16,18 +16,15 @@ import (
 
 const revokeUsage = `Usage: dsync revoke (--key K | --process SESSION) --reason TEXT [flags]
 
-Revokes a process's lease: the store refuses its renewals from now on, so
-the process loses every hold within one TTL, at its own deadline (its
-Lost() closes, and dsync lock exits 122), and logs who revoked it and
-why. Waiters take over only once the lease has expired in the store's
-time, exactly as after a crash: never at once, and a renewal that lands
-late, after the revoke, only delays the takeover. The record (who, when,
-why) stays in the store.
+Revokes a process's lease: it records who revoked it, when and why in
+the store (one insert, and no other write). The process reads that
+record every half TTL while it holds or waits, stops renewing and loses
+every hold at once (its Lost() closes with ErrRevoked, and dsync lock
+exits 122), and logs who revoked it and why. Waiters take over only once
+the lease has expired in the store's time, exactly as after a crash:
+never at once. The record stays in the store (dsync status lists it).
 
-revoke waits until the lease has expired in store time, revoking again
-meanwhile: a renewal in flight may erase the mark on stores whose
-updates are a read and a later write (FerretDB), and a process may renew
-through a new document of its lease.
+revoke then waits until the lease has expired in store time.
 
 Flags:
   --key K          revoke the process holding K (the head of its queue)
@@ -42,7 +39,7 @@ error.
 
 var revokeCmd = &command{
 	name:    "revoke",
-	summary: "make a process lose its holds at its lease's end",
+	summary: "make a process give up its holds (within one TTL)",
 	usage:   revokeUsage,
 	run:     runRevoke,
 }
@@ -108,15 +105,15 @@ type revokeStore interface {
 	driver.RevokeStore
 }
 
-// revokeUntilExpired revokes r.Session, again every second, until its
-// lease has expired in store time, and returns its expiry: each revoke
-// marks again what a late renewal erased or a new document lacks.
+// revokeUntilExpired revokes r.Session once (ErrExists: it was already;
+// the first record stays) and waits, reading the session every second,
+// until its lease has expired in store time; it returns its expiry.
 func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocation) (time.Time, error) {
+	r.At = store.ServerTime().Latest
+	if err := store.Revoke(ctx, r); err != nil && !errors.Is(err, driver.ErrExists) {
+		return time.Time{}, err
+	}
 	for {
-		r.At = store.ServerTime().Latest
-		if err := store.Revoke(ctx, r); err != nil && !errors.Is(err, driver.ErrExists) {
-			return time.Time{}, err
-		}
 		sess, found, err := store.GetSession(ctx, r.Session)
 		if err != nil {
 			return time.Time{}, err
