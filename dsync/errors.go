@@ -14,10 +14,17 @@ var (
 	ErrHeld = errors.New("dsync: lock held")
 
 	// ErrLost is returned by UnlockContext when the hold had already ended
-	// without an Unlock: its lease expired, a renewal was refused, or the
-	// outcome of renewals stayed unknown past the local deadline. Work done
+	// without an Unlock: its lease expired, a renewal was refused, the
+	// outcome of renewals stayed unknown past the local deadline, or its
+	// session was revoked (ErrRevoked). Work done
 	// after Lost() closed was not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
+
+	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when an
+	// operator revoked its session (dsync revoke): the process read the
+	// revocation and stopped renewing. Its waiting claims are withdrawn;
+	// the next Lock opens a new session.
+	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
 	// ErrReset is what the Client's claims return (wrapped) when the
 	// store no longer holds what the Client knew of the key: its

@@ -66,6 +66,11 @@ type session struct {
 	// confirmed is when the last renewal confirmed (or the open) was sent,
 	// on the keeper's clock (health.go). Guarded by keeper.mu.
 	confirmed time.Time
+	// revokeChecked is when the last read of the session's revocation
+	// was started (or the open sent), on the keeper's clock; revokeReading:
+	// one is under way (revoked.go). Both guarded by keeper.mu.
+	revokeChecked time.Time
+	revokeReading bool
 }
 
 // mono is t on the scale of lease times.
@@ -185,7 +190,7 @@ func (k *keeper) open(ctx context.Context) (*session, error) {
 	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}
-	s := &session{id: id, lease: lease, confirmed: sent}
+	s := &session{id: id, lease: lease, confirmed: sent, revokeChecked: sent}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	k.mu.Lock()
 	k.armLocked(s)

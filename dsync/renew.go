@@ -14,7 +14,8 @@ import (
 // primitives whose holds rely on it.
 
 // run renews the current session when its lease says (chain.Lease.Due)
-// while it has holds or waiters.
+// while it has holds or waiters, and reads whether it was revoked every
+// half TTL (revoked.go).
 func (k *keeper) run() {
 	clock := k.lease.clock
 	for {
@@ -29,17 +30,27 @@ func (k *keeper) run() {
 			return
 		}
 		due := k.origin.Add(s.lease.Due())
+		next := due
+		check, checks := k.revokeCheckDueLocked(s)
+		if checks && check.Before(next) {
+			next = check
+		}
 		k.mu.Unlock()
 
 		fired := make(chan struct{})
-		stop := clock.AfterFunc(due.Sub(clock.Now()), func() { close(fired) })
+		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
 		select {
 		case <-fired:
 		case <-k.wake:
 			stop()
 			continue
 		}
-		k.renew(s)
+		if checks && !check.After(next) {
+			k.checkRevokedAsync(s)
+		}
+		if !due.After(next) {
+			k.renew(s)
+		}
 	}
 }
 

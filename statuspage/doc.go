@@ -3,8 +3,10 @@
 // it has been held, when its lease ends in the store's time and the
 // queue behind it; the readers of an RWMutex, the units of a Semaphore,
 // the Once records; the elections with their leader, term, value and
-// members; and the shards of each leader.Partition with their owner
-// (host, pid), fencing token and lease. The page fetches its data every second from a JSON endpoint
+// members; the shards of each leader.Partition with their owner (host,
+// pid), fencing token and lease; and the sessions operators revoked
+// (dsync revoke): who, when in store time and why, with the revoked
+// session's claims marked. The page fetches its data every second from a JSON endpoint
 // beside it (status.json, the same data), and says plainly when the
 // store cannot be read.
 //

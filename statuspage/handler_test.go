@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/statuspage"
@@ -267,4 +268,45 @@ func body(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
 	}
 	return string(b)
+}
+
+// TestJSONShowsRevocations: a revoked session's record (who, when, why)
+// is in status.json, and its holder's claim is marked revoked until it
+// leaves the queue; the page has the section that draws them.
+func TestJSONShowsRevocations(t *testing.T) {
+	f := setup(t)
+	ctx := t.Context()
+	s := f.until(t, "/status.json", func(s statuspage.Snapshot) bool {
+		j := lockNamed(s, "jobs")
+		return j != nil && len(j.Holders) == 1 && j.Holders[0].Session != ""
+	})
+	if len(s.Revocations) != 0 || lockNamed(s, "jobs").Holders[0].Revoked {
+		t.Fatalf("before any revoke: revocations %+v, holder %+v", s.Revocations, lockNamed(s, "jobs").Holders[0])
+	}
+	session := lockNamed(s, "jobs").Holders[0].Session
+	at := f.store.ServerTime().Latest
+	if err := f.store.Revoke(ctx, driver.Revocation{Session: session, By: "ops@host", Reason: "stuck since Monday", At: at}); err != nil {
+		t.Fatal(err)
+	}
+	_, s = f.get(t, "/status.json")
+	if len(s.Revocations) != 1 {
+		t.Fatalf("revocations = %+v; want the one revoke", s.Revocations)
+	}
+	if r := s.Revocations[0]; r.Session != session || r.By != "ops@host" || r.Reason != "stuck since Monday" || !r.At.Equal(at) {
+		t.Errorf("revocation = %+v; want %s by ops@host at %v, stuck since Monday", r, session, at)
+	}
+	if j := lockNamed(s, "jobs"); len(j.Holders) == 1 && j.Holders[0].Session == session && !j.Holders[0].Revoked {
+		t.Errorf("the revoked holder's claim %+v is not marked revoked", j.Holders[0])
+	}
+	for path, want := range map[string]string{"/": `id="revocations"`, "/app.js": "s.revocations"} {
+		resp, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET %s has no %q", path, want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Snapshot struct {
 	Elections []Election `json:"elections"` // but the shards of Partitions
 	// Partitions are the leader.Partitions whose shards are on this page.
 	Partitions []Partition `json:"partitions"`
+	// Revocations are every session an operator revoked (dsync revoke),
+	// newest first, whatever the filter: who, when and why.
+	Revocations []Revocation `json:"revocations"`
 	// More: keys follow this page. Next is the After of the next page
 	// where the store's order allows one (MongoDB's; FerretDB lists in
 	// order of first use and cannot resume: narrow it with a prefix).
@@ -70,6 +74,20 @@ type Claim struct {
 	ExpiresAt   time.Time `json:"expiresAt"`
 	HeldForMS   int64     `json:"heldForMs"`
 	ExpiresInMS int64     `json:"expiresInMs"`
+	// Session is the claim's process session; Revoked says that an
+	// operator revoked it (its holder gives its holds up within one TTL,
+	// and the claim stays until its lease has expired).
+	Session string `json:"session"`
+	Revoked bool   `json:"revoked,omitempty"`
+}
+
+// A Revocation is an operator's revoke of a session, as recorded in the
+// store (driver.Revocation).
+type Revocation struct {
+	Session string    `json:"session"`
+	By      string    `json:"by"`
+	Reason  string    `json:"reason"`
+	At      time.Time `json:"at"` // store time
 }
 
 // An Election is an election as the page shows it.
@@ -125,10 +143,10 @@ func (q query) keyPrefix() string {
 
 // read reads one page of the store that q selects.
 func (h *handler) read(ctx context.Context, q query) Snapshot {
-	s := Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}}
+	s := Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}}
 	if err := h.readInto(ctx, q, &s); err != nil {
 		return Snapshot{Namespace: q.namespace, Prefix: q.prefix, After: q.after, Locks: []Lock{}, Elections: []Election{},
-			Partitions: []Partition{}, Now: time.Now(), Clock: "local", Error: err.Error()}
+			Partitions: []Partition{}, Revocations: []Revocation{}, Now: time.Now(), Clock: "local", Error: err.Error()}
 	}
 	return s
 }
@@ -139,6 +157,10 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 		return err
 	}
 	s.Now, s.Clock = now, clock
+	revoked, err := h.readRevocations(ctx, s)
+	if err != nil {
+		return err
+	}
 	order, err := h.cfg.Client.ListOrder(ctx)
 	if err != nil {
 		return err
@@ -173,7 +195,7 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 			}
 			continue
 		}
-		l, err := h.readLock(ctx, ks, kind, name, now)
+		l, err := h.readLock(ctx, ks, kind, name, now, revoked)
 		if err != nil {
 			return err
 		}
@@ -191,15 +213,15 @@ func (h *handler) now(ctx context.Context) (time.Time, string, error) {
 	return t, "store", err
 }
 
-func (h *handler) readLock(ctx context.Context, ks dsync.KeyState, kind, name string, now time.Time) (Lock, error) {
+func (h *handler) readLock(ctx context.Context, ks dsync.KeyState, kind, name string, now time.Time, revoked map[string]bool) (Lock, error) {
 	l := Lock{Key: ks.Key, Kind: kind, Name: name, Holders: []Claim{}, Waiting: []Claim{}}
 	var units int64
 	for _, c := range ks.Queue {
 		if c.Holds {
-			l.Holders = append(l.Holders, claimOf(c, now))
+			l.Holders = append(l.Holders, claimOf(c, now, revoked))
 			units += c.Weight
 		} else {
-			l.Waiting = append(l.Waiting, claimOf(c, now))
+			l.Waiting = append(l.Waiting, claimOf(c, now, revoked))
 		}
 	}
 	switch {
@@ -228,8 +250,9 @@ func (h *handler) readLock(ctx context.Context, ks dsync.KeyState, kind, name st
 	return l, nil
 }
 
-func claimOf(c dsync.ClaimInfo, now time.Time) Claim {
+func claimOf(c dsync.ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 	return Claim{
+		Session: c.Session, Revoked: revoked[c.Session],
 		Token: c.Token, Owner: c.Owner, Host: c.Host, PID: c.PID,
 		Mode: c.Mode.String(), Weight: c.Weight, Limit: c.Limit,
 		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
@@ -294,4 +317,20 @@ func kindOf(key string) (kind, name string) {
 		}
 	}
 	return "mutex", key
+}
+
+// readRevocations reads every revocation into s, newest first, and
+// returns the revoked sessions.
+func (h *handler) readRevocations(ctx context.Context, s *Snapshot) (map[string]bool, error) {
+	rs, err := h.cfg.Client.Revocations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	revoked := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		revoked[r.Session] = true
+		s.Revocations = append(s.Revocations, Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
+	}
+	slices.SortFunc(s.Revocations, func(a, b Revocation) int { return b.At.Compare(a.At) })
+	return revoked, nil
 }

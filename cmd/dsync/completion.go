@@ -52,6 +52,7 @@ var commandFlags = map[string][]completedFlag{
 	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}},
 	"partition":  {{"shards", "number"}, {"weight", "number"}, {"ttl", "duration"}, {"grace", "duration"}},
 	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}, {"web", ""}, {"addr", "addr"}},
+	"revoke":     {{"key", "name"}, {"process", "string"}, {"reason", "string"}},
 	"clock":      {{"max", "duration"}},
 	"doctor":     {{"ttl", "duration"}, {"renew", "duration"}, {"json", ""}},
 	"completion": {},

@@ -12,6 +12,7 @@
 //	dsync elect NAME --listen            # print each new leader of NAME
 //	dsync partition NAME --shards N -- CMD  # run CMD for each shard of NAME this process owns
 //	dsync status [NAME] [--json]         # locks, holders, election members
+//	dsync revoke --key K --reason TEXT   # make K's holder give it up (within one TTL)
 //	dsync clock                          # this clock's offset from the server's
 //	dsync completion bash|zsh|fish       # a shell completion script
 //
@@ -61,7 +62,7 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, partitionCmd, statusCmd, clockCmd, doctorCmd, completionCmd,
+		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, partitionCmd, statusCmd, revokeCmd, clockCmd, doctorCmd, completionCmd,
 		candidateCmd,
 		{name: "version", summary: "print dsync's version", usage: versionUsage, run: runVersion},
 		{name: "help", usage: helpUsage, run: runHelp},

@@ -226,6 +226,13 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
 	}
+	rs, err := readRevocations(ctx, g, db)
+	if err == nil {
+		err = printRevocations(os.Stdout, rs, f.asJSON)
+	}
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
 	return exitOK
 }
 

@@ -7,7 +7,7 @@
 // back until just after an emptying (stall.go), torn writes, the store
 // unreachable or hanging for a process; processes paused,
 // restarted and with their clocks stepped; the operator emptying the
-// collections; and processes that disagree on their configuration (TTL,
+// collections, and revoking sessions at any moment (revoke.go); and processes that disagree on their configuration (TTL,
 // bucket span, idle age, semaphore limit). It runs in fake time
 // (testing/synctest), one seed at a time, and checks what the processes
 // saw through the API against one checker per promise of the package
@@ -82,6 +82,12 @@ type Figures struct {
 	Faults           map[string]int // by kind
 	Emptyings        int
 	SessionEmptyings int
+	Revokes          int // sessions the operator revoked (revoke.go)
+	// RevokedLosses: holds under way at their session's revoke and lost
+	// after it; RevokedLostAfter: the longest from a revoke to such a
+	// hold's Lost() (fake time; faults may delay the read of the record).
+	RevokedLosses    int
+	RevokedLostAfter time.Duration
 	Restarts         int
 	Pauses           int
 	ClockSteps       int
@@ -110,6 +116,9 @@ func (f *Figures) Add(o Figures) {
 	f.Requests += o.Requests
 	f.Emptyings += o.Emptyings
 	f.SessionEmptyings += o.SessionEmptyings
+	f.Revokes += o.Revokes
+	f.RevokedLosses += o.RevokedLosses
+	f.RevokedLostAfter = max(f.RevokedLostAfter, o.RevokedLostAfter)
 	f.Restarts += o.Restarts
 	f.Pauses += o.Pauses
 	f.ClockSteps += o.ClockSteps
@@ -131,8 +140,8 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil; %d violations",
-		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Violations)
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Violations)
 }
 
 // Report is one seed's run.
@@ -203,6 +212,11 @@ func debugWorld(seed int64, o Options) *world {
 	go func() {
 		defer drivers.Done()
 		w.operate(end, maxTTL)
+	}()
+	drivers.Add(1)
+	go func() {
+		defer drivers.Done()
+		w.revoker(end)
 	}()
 	drivers.Wait()
 	w.inflight.Wait()
@@ -360,6 +374,7 @@ func (w *world) finish() {
 			}
 		}
 	}
+	w.countRevokedLosses()
 	for _, d := range w.hist.Dos {
 		if d.Run == nil {
 			continue

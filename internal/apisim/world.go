@@ -42,7 +42,11 @@ type world struct {
 	hist    History
 	fig     Figures
 	lastSes time.Time // the last emptying of the sessions collection
-	trace   *trace    // TestDebugSeed's (trace.go); nil otherwise
+	// revokeRng draws the operator's revokes (revoke.go); nil: the seed
+	// has none.
+	revokeRng *rand.Rand
+	revoked   map[string]time.Time // when each session was revoked
+	trace     *trace               // TestDebugSeed's (trace.go); nil otherwise
 }
 
 // rates is a seed's mix of faults: each kind's chance per request, or
@@ -68,6 +72,7 @@ func newWorld(seed int64) *world {
 		emptyings:  on(0.5), sessEmptyings: on(0.4),
 	}
 	w.stall = newStalls(seed, w.rates.emptyings)
+	w.revokeRng, w.revoked = newRevokeRng(seed), make(map[string]time.Time)
 	if tracing {
 		w.trace = &trace{}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
@@ -178,6 +179,18 @@ func TestPageInBrowser(t *testing.T) {
 	holder.Unlock()
 	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
 		return strings.HasPrefix(s, "holds\t"+tok(q[1].Token)) && strings.Count(s, "waits #") == 1
+	})
+
+	// A revoke shows without reloading: the record (who, why) and the
+	// revoked holder's row marked.
+	if err := store.Revoke(ctx, driver.Revocation{Session: q[1].Session, By: "ops@bastion", Reason: "stuck since Monday", At: store.ServerTime().Latest}); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, `#revocations`, func(s string) bool {
+		return strings.Contains(s, q[1].Session) && strings.Contains(s, "ops@bastion") && strings.Contains(s, "stuck since Monday")
+	})
+	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
+		return strings.HasPrefix(s, "holds (revoked)\t"+tok(q[1].Token))
 	})
 }
 

@@ -34,9 +34,10 @@
   }
   function claimRow(c, i, holds) {
     const units = c.mode === "weighted" ? " ×" + c.weight : "";
+    const revoked = c.revoked ? " (revoked)" : "";
     return {
-      cls: holds ? "holder" : "waiting",
-      cells: [holds ? "holds" + units : "waits #" + i + units, c.token, c.host, c.pid, c.owner,
+      cls: (holds ? "holder" : "waiting") + (c.revoked ? " revoked" : ""),
+      cells: [(holds ? "holds" + units : "waits #" + i + units) + revoked, c.token, c.host, c.pid, c.owner,
         holds ? dur(c.heldForMs) : "waiting " + dur(c.heldForMs), clock(c.expiresAt) + " (in " + dur(c.expiresInMs) + ")"],
       num: [false, true, false, true, false, true, false],
     };
@@ -81,7 +82,14 @@
     })));
     return card;
   }
+  function when(t) { return new Date(t).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
+  function revocations(rs) {
+    if (!rs.length) return [el("p", { class: "empty" }, "No session was revoked.")];
+    return [el("div", { class: "card" }, table(["Session", "Revoked by", "When", "Why"],
+      rs.map((r) => ({ cls: "revoked", cells: [r.session, r.by, when(r.at), r.reason] }))))];
+  }
   function draw(s) {
+    $("revocations").replaceChildren(...revocations(s.revocations || []));
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
     $("partitions").replaceChildren(...(s.partitions.length ? s.partitions.map(partitionCard) : [el("p", { class: "empty" }, "No partitions on this page.")]));
     $("elections").replaceChildren(...(s.elections.length ? s.elections.map(electionCard) : [el("p", { class: "empty" }, "No elections on this page.")]));

@@ -139,6 +139,8 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Feed", s.testFeed)
 	t.Run("Done", s.testDone)
 	t.Run("Peers", s.testPeers)
+	t.Run("Revoke", s.testRevoke)
+	t.Run("RevokeLeavesSessions", s.testRevokeLeavesSessions)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must

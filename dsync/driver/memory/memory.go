@@ -30,6 +30,7 @@ type Store struct {
 	dir      directory                    // the keys recorded (directory.go)
 	hintKey  []byte                       // the hint key (peers.go)
 	peers    map[string]driver.Peer       // processes that take hints, by ID
+	revoked  map[string]driver.Revocation // revocations by session (revoke.go)
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
@@ -274,6 +275,7 @@ func (s *Store) Reset() {
 	defer s.mu.Unlock()
 	clear(s.docs)
 	clear(s.sessions)
+	clear(s.revoked) // kept with the sessions
 	s.dir.reset(nil)
 }
 

@@ -1,0 +1,88 @@
+package dsyncmongo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Revocations (driver.RevokeStore), kept in the sessions collection
+// beside the sessions under _ids "#revoke/<session>" (a session's _ids
+// are xids, which never begin with "#"). A record is inserted once and
+// never updated, so no renewal can erase it, even on FerretDB, which
+// applies an update as a read and a later write. It has no expiresAt:
+// the cleaning of expired sessions never selects it.
+
+const (
+	revokeIDPrefix   = "#revoke/"
+	revokeIDAfterAll = "#revoke0" // '0' follows '/': the end of the prefix's range
+)
+
+var _ driver.RevokeStore = (*Store)(nil)
+
+// revokeDoc is a revocation's document.
+type revokeDoc struct {
+	ID     string    `bson:"_id"`
+	By     string    `bson:"by"`
+	Reason string    `bson:"reason"`
+	At     time.Time `bson:"at"`
+}
+
+// Revoke implements driver.RevokeStore: one insert of the record, and
+// no other write. It never writes a session's documents: on FerretDB an
+// update is a read and a later whole-document write, so a revoke's write
+// could land after a renewal its owner already counted and put back the
+// older expiresAt (two holders). The owner reads the record (Revoked).
+func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
+	if _, err := s.prepare(ctx); err != nil {
+		return err
+	}
+	err := s.write(ctx, "revoke", func(ctx context.Context) error {
+		_, err := s.sessions.InsertOne(ctx, revokeDoc{ID: revokeIDPrefix + r.Session, By: r.By, Reason: r.Reason, At: r.At})
+		return err
+	})
+	if mongo.IsDuplicateKeyError(err) {
+		return driver.ErrExists
+	}
+	return err
+}
+
+// Revoked implements driver.RevokeStore: one find by _id.
+func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	var d revokeDoc
+	err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: revokeIDPrefix + session}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return driver.Revocation{}, false, nil
+	}
+	if err != nil {
+		s.noteFailure(err)
+		return driver.Revocation{}, false, err
+	}
+	return driver.Revocation{Session: session, By: d.By, Reason: d.Reason, At: d.At}, true, nil
+}
+
+// Revocations implements driver.RevokeStore: one find on the range of
+// revocations' _ids. It does not prepare the store: a read must not
+// create the collections (dsync status of an empty database).
+func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+	cur, err := s.sessions.Find(ctx, bson.D{
+		{Key: "_id", Value: bson.D{{Key: "$gt", Value: revokeIDPrefix}, {Key: "$lt", Value: revokeIDAfterAll}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var docs []revokeDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	rs := make([]driver.Revocation, 0, len(docs))
+	for _, d := range docs {
+		rs = append(rs, driver.Revocation{Session: d.ID[len(revokeIDPrefix):], By: d.By, Reason: d.Reason, At: d.At})
+	}
+	return rs, nil
+}

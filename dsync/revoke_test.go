@@ -1,0 +1,213 @@
+package dsync_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// sessionsSeen records the sessions inserted through it, and counts the
+// renewals and the reads of revocations made through it.
+type sessionsSeen struct {
+	*memory.Store
+	mu               sync.Mutex
+	ids              []string
+	renewals, checks int
+}
+
+func (s *sessionsSeen) InsertSession(ctx context.Context, sess driver.Session) error {
+	s.mu.Lock()
+	s.ids = append(s.ids, sess.ID)
+	s.mu.Unlock()
+	return s.Store.InsertSession(ctx, sess)
+}
+
+func (s *sessionsSeen) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	s.mu.Lock()
+	s.renewals++
+	s.mu.Unlock()
+	return s.Store.RenewSession(ctx, id, gen, expires)
+}
+
+func (s *sessionsSeen) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
+	return s.Store.Revoked(ctx, session)
+}
+
+func (s *sessionsSeen) counts() (renewals, checks int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renewals, s.checks
+}
+
+// TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry: the revoke
+// writes only its record; the holder reads it and retires its session,
+// so its Lost closes within one TTL (half a TTL here, with no latency)
+// and its Unlock reports ErrLost and ErrRevoked; a waiter in another
+// process holds only once the session's lease has expired in store time,
+// never at once.
+func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		mem := memory.New()
+		seen := &sessionsSeen{Store: mem}
+		var logged syncBuffer
+		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		a := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(logger)), "k")
+		b := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
+		a.Lock()
+		lost := a.Lost()
+		time.Sleep(ttl) // a few renewals
+		seen.mu.Lock()
+		id := seen.ids[0]
+		seen.mu.Unlock()
+
+		heldAt := make(chan time.Time, 1)
+		go func() {
+			b.Lock()
+			heldAt <- mem.ServerTime().Earliest
+			b.Unlock()
+		}()
+		synctest.Wait()
+		revokedAt := time.Now()
+		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "stuck", At: mem.ServerTime().Latest}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lost:
+		case <-time.After(ttl):
+			_ = a.UnlockContext(context.Background()) // lets the waiter and the bubble end
+			t.Fatalf("Lost still open %v after the revoke", time.Since(revokedAt))
+		}
+		if d := time.Since(revokedAt); d > ttl/2 {
+			t.Errorf("Lost closed %v after the revoke; want within half a TTL (%v) with no latency", d, ttl/2)
+		}
+		err := a.UnlockContext(context.Background())
+		if !errors.Is(err, dsync.ErrLost) || !errors.Is(err, dsync.ErrRevoked) || !strings.Contains(err.Error(), "by test") || !strings.Contains(err.Error(), "stuck") {
+			t.Errorf("Unlock after the revoke = %v; want ErrLost and ErrRevoked, with who and why", err)
+		}
+		at := <-heldAt
+		// The stored expiry only grows: read after the waiter held, it
+		// is at least what it was then.
+		sess, _, err := mem.GetSession(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.Before(sess.ExpiresAt) {
+			t.Errorf("the waiter held at %v, before the revoked lease expired at %v", at, sess.ExpiresAt)
+		}
+		synctest.Wait()
+		if log := logged.String(); !strings.Contains(log, "revoked") || !strings.Contains(log, "by=test") || !strings.Contains(log, "reason=stuck") {
+			t.Errorf("the revoked process logged %q; want a warning with who and why", log)
+		}
+	})
+}
+
+// TestRevokeCheckCost: a process holding a lock reads its revocation
+// once per half TTL, beside its renewals (one per third of a TTL by
+// default): over 10 TTLs, 20 reads (give or take one at each end) and 30
+// renewals; then, holding nothing, none. The figures docs/operations.md
+// states.
+func TestRevokeCheckCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		seen := &sessionsSeen{Store: memory.New()}
+		m := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
+		m.Lock()
+		synctest.Wait()
+		r0, c0 := seen.counts()
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+		r1, c1 := seen.counts()
+		m.Unlock()
+		synctest.Wait()
+		_, c2 := seen.counts()
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+		if _, c3 := seen.counts(); c3 != c2 {
+			t.Errorf("%d revocation reads over 10 TTLs of an idle process; want none", c3-c2)
+		}
+		renewals, checks := r1-r0, c1-c0
+		t.Logf("over 10 TTLs: %d renewals, %d revocation reads", renewals, checks)
+		if checks < 19 || checks > 21 {
+			t.Errorf("%d revocation reads over 10 TTLs; want 20 (one per half TTL)", checks)
+		}
+		if renewals < 29 || renewals > 31 {
+			t.Errorf("%d renewals over 10 TTLs; want 30 (one per third of a TTL)", renewals)
+		}
+	})
+}
+
+// TestRevokeOfAWaitingSessionWithdrawsIt: a process revoked while it only
+// waits gives its claim up: its Lock, under a context, returns once the
+// revocation is read, and the holder is not disturbed.
+func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		mem := memory.New()
+		seen := &sessionsSeen{Store: mem}
+		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
+		b := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+		a.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- b.LockContext(ctx) }()
+		synctest.Wait()
+		seen.mu.Lock()
+		id := seen.ids[0]
+		seen.mu.Unlock()
+		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl)
+		select {
+		case <-a.Lost():
+			t.Fatal("the holder lost its hold when the waiter's session was revoked")
+		default:
+		}
+		a.Unlock()
+		// The waiter's claim was withdrawn with the revoked session; its
+		// Lock goes on in a new session and holds.
+		if err := <-done; err != nil {
+			t.Fatalf("the waiter's LockContext = %v; want it to hold in a new session", err)
+		}
+		seen.mu.Lock()
+		n := len(seen.ids)
+		seen.mu.Unlock()
+		if n < 2 {
+			t.Errorf("the waiter held in %d session(s); want a new one after the revoke", n)
+		}
+		b.Unlock()
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
