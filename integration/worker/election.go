@@ -66,19 +66,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		if term, ok := leader.TermOf(lctx); !ok || term.Token != info.Token {
 			return fmt.Errorf("TermOf of the leadership context: %+v, %v; OnElected said token %d", term, ok, info.Token)
 		}
-		h := &hold{w: w, key: key, token: info.Token}
-		w.rec.holding(key, h.token, history.Now())
-		deadline := func() int64 { return w.rec.deadline(key, h.token) }
-		w.emit(history.Event{Ev: history.EvAcquire, Owner: e.ID(), Key: key, Token: h.token,
-			DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
-		lost := make(chan struct{})
-		go func() {
-			<-lctx.Done()
-			if errors.Is(context.Cause(lctx), leader.ErrLeadershipLost) {
-				close(lost)
-			}
-		}()
-		stopWatch := h.watch(lost, deadline, history.SrcPred)
+		h, deadline, stopWatch := w.beginTerm(lctx, e.ID(), key, info.Token)
 
 		w.proclaim(ctx, lctx, e, key, h.token)
 		w.criticalSection(ctx, h)
@@ -139,4 +127,25 @@ func (w *worker) proclaim(ctx, lctx context.Context, e *leader.Election, key str
 			w.emit(history.Event{Ev: history.EvProclaim, Key: key, Token: token, Adv: value, Rev: term.Rev})
 		}
 	}
+}
+
+// beginTerm records the start of a leadership term (an election's, or a
+// Partition shard's) of token on key as a hold, and watches tctx for its
+// loss (leader.ErrLeadershipLost) against the hold's deadline; stopWatch
+// ends the watch.
+func (w *worker) beginTerm(tctx context.Context, owner, key string, token uint64) (h *hold, deadline func() int64, stopWatch func()) {
+	cfg := &w.cfg
+	h = &hold{w: w, key: key, token: token}
+	w.rec.holding(key, h.token, history.Now())
+	deadline = func() int64 { return w.rec.deadline(key, h.token) }
+	w.emit(history.Event{Ev: history.EvAcquire, Owner: owner, Key: key, Token: h.token,
+		DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
+	lost := make(chan struct{})
+	go func() {
+		<-tctx.Done()
+		if errors.Is(context.Cause(tctx), leader.ErrLeadershipLost) {
+			close(lost)
+		}
+	}()
+	return h, deadline, h.watch(lost, deadline, history.SrcPred)
 }

@@ -48,19 +48,7 @@ func (w *worker) runPartition(ctx context.Context, db *mongo.Database) error {
 			return errors.New("a shard's function without a term (TermOf)")
 		}
 		key := PartitionKey(cfg.Key, s)
-		h := &hold{w: w, key: key, token: term.Token}
-		w.rec.holding(key, h.token, history.Now())
-		deadline := func() int64 { return w.rec.deadline(key, h.token) }
-		w.emit(history.Event{Ev: history.EvAcquire, Owner: p.ID(), Key: key, Token: h.token,
-			DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
-		lost := make(chan struct{})
-		go func() {
-			<-fctx.Done()
-			if errors.Is(context.Cause(fctx), leader.ErrLeadershipLost) {
-				close(lost)
-			}
-		}()
-		stopWatch := h.watch(lost, deadline, history.SrcPred)
+		h, deadline, stopWatch := w.beginTerm(fctx, p.ID(), key, term.Token)
 		<-fctx.Done()
 		h.end(deadline(), history.SrcPred)
 		stopWatch()
