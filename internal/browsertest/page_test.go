@@ -192,6 +192,42 @@ func TestPageInBrowser(t *testing.T) {
 	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
 		return strings.HasPrefix(s, "holds (revoked)\t"+tok(q[1].Token))
 	})
+	saveScreenshots(t, bctx)
+}
+
+// saveScreenshots, when DSYNC_BROWSERTEST_SCREENSHOTS names a directory,
+// saves the page as a person sees it on a laptop (1366x768) and on a
+// phone (390x844, mobile emulation), as laptop.png and phone.png, for a
+// person to look at.
+func saveScreenshots(t *testing.T, bctx context.Context) {
+	dir := os.Getenv("DSYNC_BROWSERTEST_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []struct {
+		name    string
+		emulate chromedp.Action[chromedp.Void]
+	}{
+		{"laptop.png", chromedp.EmulateViewport(1366, 768)},
+		{"phone.png", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)},
+	}
+	for _, sz := range sizes {
+		if _, err := chromedp.Run(bctx, sz.emulate); err != nil {
+			t.Fatalf("viewport for %s: %v", sz.name, err)
+		}
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: a PNG
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", sz.name, err)
+		}
+		path := filepath.Join(dir, sz.name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("saved %s", path)
+	}
 }
 
 // TestPageSaysWhenTheStoreCannotBeRead: a failing read shows as a
@@ -267,7 +303,7 @@ func keepScreenshot(t *testing.T, bctx context.Context) {
 	if !t.Failed() {
 		return
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: a PNG, as its name says
 	if err != nil {
 		t.Logf("no screenshot: %v", err)
 		return

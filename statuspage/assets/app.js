@@ -69,11 +69,12 @@
     }
     return card;
   }
+  function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
   function partitionCard(p) {
     const owners = new Set(p.shards.filter((sh) => sh.owner).map((sh) => sh.owner.host + " pid " + sh.owner.pid));
     const card = el("div", { class: "card partition", "data-name": p.name },
       el("div", { class: "title" }, el("span", { class: "name" }, p.name), el("span", { class: "kind" }, "partition"),
-        el("span", { class: "kind" }, p.shards.length + " shards, " + owners.size + " owners")));
+        el("span", { class: "kind" }, count(p.shards.length, "shard") + ", " + count(owners.size, "owner"))));
     card.append(table(["Shard", "Owner", "Token", "Owns for", "Lease ends"], p.shards.map((sh) => {
       const o = sh.owner;
       return o ? { cls: "shard", cells: [sh.shard, o.host + " pid " + o.pid, o.term, dur(o.heldForMs),
@@ -117,7 +118,7 @@
       $("error").hidden = true;
       lastGood = s.now;
       draw(s);
-      $("meta").textContent = s.locks.length + " locks, " + s.elections.length + " elections, " + s.partitions.length + " partitions · read at " +
+      $("meta").textContent = count(s.locks.length, "lock") + ", " + count(s.elections.length, "election") + ", " + count(s.partitions.length, "partition") + " · read at " +
         clock(s.now) + (s.clock === "store" ? " (store time)" : " (this server's clock)") + " · updates every second";
     }
     timer = setTimeout(refresh, 1000);
