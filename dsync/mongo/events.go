@@ -123,8 +123,20 @@ func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Ti
 	return late || !found, left.take(), nil
 }
 
-// insertEvent writes an event, with the write timeout.
+// insertEvent writes an event, with the write timeout. On FerretDB, a
+// store's inserts go one at a time: a cursor returns events in the order
+// of the record ids the server gives inserts before they commit, so of
+// two inserts sent together the later may commit first, and a cursor
+// that returned it never returns the other (see Publish). A process that
+// releases or queues for many keys at once sent its events together, and
+// the cursors passed over some of them, and over the copies sent again
+// (TestWaitersOfManyKeysWokenByTheirEnds); one at a time, a process's
+// events commit in the order of their record ids.
 func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
+	if s.ferret.Load() {
+		s.eventMu.Lock()
+		defer s.eventMu.Unlock()
+	}
 	return s.write(ctx, "event", func(ctx context.Context) error {
 		_, err := s.events.InsertOne(ctx, e)
 		return err
