@@ -36,7 +36,7 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	if err := s.insertEvent(ctx, d); err != nil {
 		return err
 	}
-	if !s.ferret.Load() || d.Kind != eventEnded {
+	if !s.ferret.Load() {
 		return nil
 	}
 	// On FerretDB, a cursor returns events in the order of their record
@@ -44,11 +44,16 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	// that returned an event whose insert overtook ours never returns ours.
 	// An event after ours that was sent before ours landed may have done
 	// that: ours is sent again, to come after it (lateTries times at most).
-	// Only ends are checked: a waiter that misses the end it waits for
-	// sleeps until its safety poll, while an owner that misses an
-	// announcement still publishes its claim's end if it saw one for a
-	// later claim of the key (wake.go), and a waiter looks again at
-	// doubling intervals for a while after announcing itself.
+	// Ends and announcements alike: a waiter that misses the end it waits
+	// for sleeps until its safety poll, and so does one whose announcement
+	// the owner missed, if it is the last in line (no later announcement
+	// tells the owner that someone waits) and the claim ends after the
+	// waiter's looks of its first second (wake.go), as a leader.Partition
+	// shard handed over at its owner's next tick does. A process's own
+	// events go one at a time (insertEvent), but another process's may
+	// still overtake ours (TestAnnouncementSentAgainWhenOvertaken). The
+	// cost is one read of the events per announcement, made once per
+	// claim waited for.
 	for try := range lateTries {
 		landed := est.Now().Latest
 		if err := s.fault("event landed"); err != nil {
