@@ -25,7 +25,9 @@ import (
 //
 // Feeds lose events (FerretDB's cursor skips an event whose insert
 // commits after a later one it has returned, which its driver makes rare
-// for ends by sending them again): for lostWindow after announcing
+// by sending a process's events one at a time, and ends and
+// announcements again when another may have overtaken them): for
+// lostWindow after announcing
 // itself a waiter looks again at doubling intervals, and the next in
 // line looks when another event about its key passes, at most once per
 // nextLookEvery.

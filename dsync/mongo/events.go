@@ -36,7 +36,7 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	if err := s.insertEvent(ctx, d); err != nil {
 		return err
 	}
-	if !s.ferret.Load() || d.Kind != eventEnded {
+	if !s.ferret.Load() {
 		return nil
 	}
 	// On FerretDB, a cursor returns events in the order of their record
@@ -44,11 +44,16 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	// that returned an event whose insert overtook ours never returns ours.
 	// An event after ours that was sent before ours landed may have done
 	// that: ours is sent again, to come after it (lateTries times at most).
-	// Only ends are checked: a waiter that misses the end it waits for
-	// sleeps until its safety poll, while an owner that misses an
-	// announcement still publishes its claim's end if it saw one for a
-	// later claim of the key (wake.go), and a waiter looks again at
-	// doubling intervals for a while after announcing itself.
+	// Ends and announcements alike: a waiter that misses the end it waits
+	// for sleeps until its safety poll, and so does one whose announcement
+	// the owner missed, if it is the last in line (no later announcement
+	// tells the owner that someone waits) and the claim ends after the
+	// waiter's looks of its first second (wake.go), as a leader.Partition
+	// shard handed over at its owner's next tick does. A process's own
+	// events go one at a time (insertEvent), but another process's may
+	// still overtake ours (TestAnnouncementSentAgainWhenOvertaken). The
+	// cost is one read of the events per announcement, made once per
+	// claim waited for.
 	for try := range lateTries {
 		landed := est.Now().Latest
 		if err := s.fault("event landed"); err != nil {
@@ -123,8 +128,20 @@ func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Ti
 	return late || !found, left.take(), nil
 }
 
-// insertEvent writes an event, with the write timeout.
+// insertEvent writes an event, with the write timeout. On FerretDB, a
+// store's inserts go one at a time: a cursor returns events in the order
+// of the record ids the server gives inserts before they commit, so of
+// two inserts sent together the later may commit first, and a cursor
+// that returned it never returns the other (see Publish). A process that
+// releases or queues for many keys at once sent its events together, and
+// the cursors passed over some of them, and over the copies sent again
+// (TestWaitersOfManyKeysWokenByTheirEnds); one at a time, a process's
+// events commit in the order of their record ids.
 func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
+	if s.ferret.Load() {
+		s.eventMu.Lock()
+		defer s.eventMu.Unlock()
+	}
 	return s.write(ctx, "event", func(ctx context.Context) error {
 		_, err := s.events.InsertOne(ctx, e)
 		return err

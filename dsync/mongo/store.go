@@ -70,6 +70,9 @@ type Store struct {
 	// publishedBy is the Proc of the events published through this store
 	// (its Client's), so that the follower knows them for its own.
 	publishedBy atomic.Pointer[string]
+	// eventMu: on FerretDB, this store's event inserts go one at a time
+	// (events.go, insertEvent).
+	eventMu sync.Mutex
 }
 
 var (
