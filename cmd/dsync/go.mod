@@ -13,8 +13,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127021149-c768e831a3ee
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127021149-c768e831a3ee
+	github.com/go-dsync/dsync v0.0.0-20261127045606-532319ba40e0
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127045606-532319ba40e0
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.22.0
