@@ -67,7 +67,7 @@ type Options struct {
 	// Calm spaces each process's faults (pauses, restarts, the store
 	// unreachable or hanging, clock steps) four times as far apart, and
 	// the network neither slows, holds back nor loses requests (it
-	// still tears them), so that spells free of faults are long enough
+	// still tears them), and the operator revokes nothing, so that spells free of faults are long enough
 	// to judge what must happen within one (a partition's shards owned
 	// and balanced): a seed's draws stay the same.
 	Calm bool
@@ -185,7 +185,11 @@ func debugWorld(seed int64, o Options) *world {
 	}
 	w := newWorld(seed)
 	if o.Calm {
+		// A calm run judges liveness (every shard owned soon after a
+		// change): no requests slowed, lost or held back, and no revokes,
+		// which take a member's shards away as a crash does.
 		w.rates.slow, w.rates.lost, w.rates.heldBack = 0, 0, 0
+		w.revokeRng = nil
 	}
 	w.actors = o.Actors
 	members, closeMembers := newMembers()
