@@ -232,19 +232,22 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 	return vs
 }
 
-// stallsCover returns h with each landing of gates held back past an
-// emptying (stall.go) made a fault that lasts cover: such gates own their
-// buckets, so the key's next start waits until its range lies above them,
-// "up to three buckets after they were sent" (go doc ./internal/chain,
-// L3), and the key cannot be taken meanwhile. (Without this, one judged
-// window in 50 to 150 found a shard whose key had them unowned for
-// seconds.)
+// stallsCover returns h with each request of gates held back past an
+// emptying (stall.go) made a fault from when it was held back to cover
+// after it landed. While it is held, its sender may be the member the
+// assignment gives the shard, waiting on a request whose outcome it
+// cannot know (seed 21 once left a shard unowned 1.8 s that way); once
+// it landed, its gates own their buckets, so the key's next start waits
+// until its range lies above them, "up to three buckets after they were
+// sent" (go doc ./internal/chain, L3), and the key cannot be taken
+// meanwhile. (Without the latter, one judged window in 50 to 150 found a
+// shard whose key had them unowned for seconds.)
 func stallsCover(h *History, cover time.Duration) *History {
 	c := *h
 	c.ProcFaults = slices.Clone(h.ProcFaults)
 	for i, pf := range c.ProcFaults {
 		if strings.HasPrefix(pf.Kind, stalledGates) {
-			c.ProcFaults[i].To = pf.From.Add(cover)
+			c.ProcFaults[i].To = pf.To.Add(cover)
 		}
 	}
 	return &c

@@ -95,6 +95,8 @@ type PartitionSim struct {
 	// watch, if set (by a test that debugs a seed), is given the members'
 	// status every 50 ms of the run, as process 0's incarnations read it.
 	watch func(at time.Time, ms []leader.Member)
+	// watchEnd: when the run ends, and the watch with it.
+	watchEnd time.Time
 }
 
 // Actor returns the partition as an Actor of a run (one per seed): a
@@ -111,11 +113,11 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			}
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
-			watch := ps.watch
+			watch, watchEnd := ps.watch, ps.watchEnd
 			ps.mu.Unlock()
 			if watch != nil && env.Proc == 0 {
 				go func() {
-					for env.inc.ctx.Err() == nil {
+					for env.inc.ctx.Err() == nil && time.Now().Before(watchEnd) {
 						ms, _ := env.inc.p.w.members.Members(env.inc.ctx, partitionName, time.Hour)
 						watch(time.Now(), ms)
 						time.Sleep(50 * time.Millisecond)

@@ -112,6 +112,7 @@ func TestPartitionDebugSeed(t *testing.T) {
 		}
 		var r Report
 		synctest.Test(t, func(t *testing.T) {
+			ps.watchEnd = time.Now().Add(*simDur)
 			r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
 		})
 		vs, _ := ps.CheckFigures(r.History)

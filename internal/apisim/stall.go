@@ -41,8 +41,8 @@ const (
 	stallMax      = 6 * time.Second         // or after this if no emptying came
 )
 
-// stalledGates begins the Kind of the ProcFault that records the landing
-// of gates held back past an emptying.
+// stalledGates begins the Kind of the ProcFault that records gates held
+// back past an emptying, from when they were held to when they landed.
 const stalledGates = "stalled gates of "
 
 // stalls is the state of a world's stalled link, guarded by its mu.
@@ -75,6 +75,7 @@ func (w *world) stallGates(docs []driver.Doc, apply func(plan)) func(plan) {
 	return func(pl plan) {
 		held, ok := w.stallNext()
 		if ok {
+			since := time.Now()
 			late := make(chan struct{})
 			t := time.AfterFunc(stallMax, func() { close(late) })
 			select {
@@ -83,7 +84,7 @@ func (w *world) stallGates(docs []driver.Doc, apply func(plan)) func(plan) {
 				w.fault("stalled-past-emptying")
 				now := time.Now()
 				w.mu.Lock()
-				w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " landed", From: now, To: now})
+				w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " held back, then landed", From: since, To: now})
 				w.mu.Unlock()
 			case <-late:
 			}
