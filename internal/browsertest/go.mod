@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261127045606-532319ba40e0
+	github.com/go-dsync/dsync v0.0.0-20261127050531-a67784bc3214
 )
 
 require (
