@@ -129,6 +129,14 @@ func (c *cluster) checkCounts(r *history.Report) {
 	if n >= minHandoffsForWakes && h.Woke == 0 && r.Faults["sigkill"] == 0 {
 		c.t.Errorf("no hint woke a waiter in %d handoffs after a release: hints were not used, and the test shows nothing of them", n)
 	}
+	// A SIGKILLed worker's counts die with it, while the relays count
+	// what they sent it: where workers are killed, the suite's summary
+	// checks these instead (suiteSummary.used). (TestClockSkew once had 3
+	// replays and 2 duplicates in all, and the counts of the live workers
+	// only.)
+	if r.Faults["sigkill"] > 0 {
+		return
+	}
 	if faults.Forged+faults.Garbage >= 5 && h.Rejected == 0 {
 		c.t.Errorf("the relays sent %d forged hints and %d of garbage; the workers rejected none", faults.Forged, faults.Garbage)
 	}

@@ -68,13 +68,19 @@ func (s *suiteSummary) addHints(procs int, h history.HintCounts, faults hintrela
 }
 
 // used fails a run in which processes took hints and no hint woke a
-// waiter, or no worker read a run of a queue: it would pass with hints or
-// runs broken.
+// waiter, or rejected no forged hint, or refused no replayed one, or no
+// worker read a run of a queue: it would pass with hints or runs broken.
 func (s *suiteSummary) used() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hintProcs > 0 && s.hints.Woke == 0 {
 		return fmt.Errorf("integration: %d processes took hints, and no hint woke a waiter", s.hintProcs)
+	}
+	if f := s.hintFaults; f.Forged+f.Garbage >= 20 && s.hints.Rejected == 0 {
+		return fmt.Errorf("integration: the relays sent %d forged hints and %d of garbage; the workers rejected none", f.Forged, f.Garbage)
+	}
+	if f := s.hintFaults; f.Replayed+f.Duplicated >= 20 && s.hints.Refused == 0 {
+		return fmt.Errorf("integration: the relays sent %d replays and %d duplicates; the workers refused none", f.Replayed, f.Duplicated)
 	}
 	if s.workers > 0 && s.runs == 0 {
 		return fmt.Errorf("integration: no worker read a run of a queue: the walks by runs met no fault")
