@@ -125,3 +125,70 @@ func TestWokenWaiterReads(t *testing.T) {
 		})
 	}
 }
+
+// TestWokenBehindAWithdrawnClaimWaitsForTheHolder: an Ended event says
+// that the claim ahead ended, not how. A waiter woken by the end of a
+// claim that was withdrawn (its Lock's context ended) reads that claim's
+// marker, finds a withdraw, and walks on to the holder below, for which
+// it waits: taking the event for a release that ends its walk (skipping
+// the marker read, as issue 44 asked of hinted waiters) would make it
+// hold beside the holder (docs/architecture.md, "Why a hinted turn needs
+// two reads").
+func TestWokenBehindAWithdrawnClaimWaitsForTheHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		var stores []*costStore
+		mutex := func() *dsync.Mutex {
+			s := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(2, uint64(len(stores))))}
+			stores = append(stores, s)
+			m, err := dsync.NewMutex(newClient(t, byIDStore{s}, dsync.ClientWithIdleAge(0)), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		a, b, w := mutex(), mutex(), mutex()
+		waiter := stores[2]
+		ctx := context.Background()
+		if err := a.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		bctx, cancelB := context.WithCancel(ctx)
+		bDone := make(chan error, 1)
+		go func() { bDone <- b.LockContext(bctx) }()
+		time.Sleep(time.Second) // b's claim is in, waiting for a's
+		synctest.Wait()
+		wDone := make(chan error, 1)
+		go func() { wDone <- w.LockContext(ctx) }()
+		time.Sleep(2 * time.Second) // w waits for b's claim, its first looks done
+		synctest.Wait()
+		observer := newClient(t, mem)
+		if q, err := observer.Queue(ctx, "k"); err != nil || len(q) != 3 {
+			t.Fatalf("the queue is %+v (%v), want a's claim, b's and w's", q, err)
+		}
+		waiter.take()
+		cancelB()
+		if err := <-bDone; err == nil {
+			t.Fatal("b's LockContext held after its context ended")
+		}
+		time.Sleep(2 * time.Second) // w woke and looked again
+		synctest.Wait()
+		select {
+		case err := <-wDone:
+			t.Fatalf("w's LockContext returned %v while a holds: the end of b's withdrawn claim ended its walk", err)
+		default:
+		}
+		if got := waiter.take(); got["Get marker"] == 0 {
+			t.Errorf("after b withdrew, w read %v: no end marker", reads(got))
+		}
+		if err := a.UnlockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-wDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := w.UnlockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
