@@ -328,17 +328,24 @@ func (c *Client) Close() error {
 // closeTimeout bounds the requests Close sends, all together.
 const closeTimeout = DefaultReleaseTimeout
 
+// prepare readies the store before a request: the store's Prepare (on
+// MongoDB it creates the collections and indexes, the first time), then
+// agree.
 func (c *Client) prepare(ctx context.Context) error {
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if c.isClosed() {
 		return ErrClosed
 	}
 	if err := c.store.Prepare(ctx); err != nil {
 		return err
 	}
 	return c.agree(ctx)
+}
+
+// isClosed reports whether Close was called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // agree settles, once, the bucket span this Client's engine uses with the

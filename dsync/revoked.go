@@ -20,14 +20,18 @@ import (
 
 // Revocations returns the revocations recorded in the store: who revoked
 // which session, when (store time) and why. It returns nil and no error
-// on a store that records none (not a driver.RevokeStore).
+// on a store that records none (not a driver.RevokeStore). It only reads:
+// on a database nothing has used yet it returns none and creates nothing.
 func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	rs, ok := c.store.(driver.RevokeStore)
 	if !ok {
 		return nil, nil
 	}
-	if err := c.prepare(ctx); err != nil {
-		return nil, err
+	// Not c.prepare: preparing the store creates its collections and
+	// indexes, and a read of who was revoked must leave an empty database
+	// empty (dsync status, the status page).
+	if c.isClosed() {
+		return nil, ErrClosed
 	}
 	return rs.Revocations(ctx)
 }

@@ -101,5 +101,3 @@ func (h *handler) serveJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	json.NewEncoder(w).Encode(snap)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

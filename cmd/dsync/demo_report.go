@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // row prints one line of the event table.
@@ -105,15 +107,26 @@ func (d *demo) showStatus(ctx context.Context) error {
 	fmt.Fprintln(d.out)
 	// Members heartbeat every ttl/3: one seen longer than ttl ago is gone.
 	out := newTableSink(d.out, "      ", d.g.db+"."+d.g.collection, selection{})
-	sum, err := readStatus(rctx, d.g, db, selection{}, d.ttl, out)
-	if err == nil {
-		err = out.done(sum)
-	}
-	if err != nil {
+	if err := d.printStatus(rctx, db, out); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	fmt.Fprintln(d.out)
 	return nil
+}
+
+// printStatus reads all of db's locks and elections into out, with the
+// members seen within the demo's TTL, and prints them.
+func (d *demo) printStatus(ctx context.Context, db *mongo.Database, out *tableSink) error {
+	store, err := openStatus(ctx, d.g, db, d.ttl)
+	if err != nil {
+		return err
+	}
+	defer store.close()
+	sum, err := store.read(ctx, selection{}, out)
+	if err != nil {
+		return err
+	}
+	return out.done(sum)
 }
 
 // checkLock checks that the holds of the lock, in order of their tokens,

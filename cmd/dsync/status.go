@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/internal/statusread"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // dsync status: the command, its flags and exit statuses. What it reads
-// is in status_read.go, how it prints it in status_table.go,
-// status_json.go and, for the shards of partitions, status_shards.go.
+// is in status_read.go (through internal/statusread), how it prints it in
+// status_table.go, status_json.go, status_revoked.go and, for the shards
+// of partitions, status_shards.go.
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
        dsync status --web [--addr HOST:PORT]
@@ -214,19 +214,24 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	} else {
 		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
-	sum, err := readStatus(ctx, g, db, f.sel, f.seen, sinkKicking{out, kick})
+	store, err := openStatus(ctx, g, db, f.seen)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
+	defer store.close()
+	sum, err := store.read(ctx, f.sel, sinkKicking{out, kick})
 	switch {
 	case errors.Is(err, dsync.ErrAfterUnsupported):
 		return fail("status", exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix"))
 	case err != nil:
 		return fail("status", exitFailure, err)
-	case f.sel.name != "" && sum.locks == 0 && sum.elections == 0:
+	case f.sel.name != "" && sum.Locks == 0 && sum.Elections == 0:
 		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection))
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
 	}
-	rs, err := readRevocations(ctx, g, db)
+	rs, err := store.revocations(ctx)
 	if err == nil {
 		err = printRevocations(os.Stdout, rs, f.asJSON)
 	}
@@ -258,8 +263,7 @@ func idleTimeout(parent context.Context, d time.Duration) (ctx context.Context, 
 
 // A statusSink prints what status reads, as it is read.
 type statusSink interface {
-	lock(l lockState) error
-	election(e election) error
+	statusread.Sink
 	// done prints what follows the last lock and election.
 	done(s statusSummary) error
 }
@@ -271,84 +275,20 @@ type sinkKicking struct {
 	kick func()
 }
 
-func (s sinkKicking) lock(l lockState) error {
+func (s sinkKicking) Lock(l statusread.Lock) error {
 	s.kick()
-	return s.statusSink.lock(l)
+	return s.statusSink.Lock(l)
 }
 
-func (s sinkKicking) election(e election) error {
+func (s sinkKicking) Election(e statusread.Election) error {
 	s.kick()
-	return s.statusSink.election(e)
+	return s.statusSink.Election(e)
 }
 
-// A statusSummary is what status says after the locks and elections.
+// A statusSummary is what status says after the locks and elections:
+// what the read found (statusread.Listed), and when.
 type statusSummary struct {
 	now    time.Time     // server time at the end
 	within time.Duration // uncertainty of the server times
-	order  dsync.KeyOrder
-	// locks and elections count those listed.
-	locks, elections int
-	// more: --limit ended the list before its end. next is the --after
-	// that lists the rest (only where the order allows it).
-	more bool
-	next string
-}
-
-// A lockState is what status shows of one lock: its key as stored, the
-// kind and name of the primitive that claims it (primitiveOf), and its
-// queue as dsync.Client.List reads it.
-type lockState struct {
-	key        string
-	kind, name string
-	// done: a Once whose function ran to success (its done record
-	// exists), which nothing holds or waits for.
-	done bool
-	// holders are the claims that hold, or are about to, in queue
-	// order: one, or several readers (an RWMutex's) or units (a
-	// Semaphore's); none when nothing holds or waits.
-	holders []*dsync.ClaimInfo
-	// waiting counts the claims queued behind the holders.
-	waiting int
-	now     time.Time // server time when read
-}
-
-// state is what the STATE column shows: held (by a Mutex, a writer or a
-// Once's run), read (by readers), units held/limit (a Semaphore's), done
-// (a Once that ran to success), or free.
-func (l lockState) state() string {
-	switch {
-	case len(l.holders) == 0 && l.done:
-		return "done"
-	case len(l.holders) == 0:
-		return "free"
-	}
-	switch h := l.holders[0]; h.Mode {
-	case driver.Shared:
-		return "read"
-	case driver.Weighted:
-		return fmt.Sprintf("%d/%d", l.units(), h.Limit)
-	}
-	return "held"
-}
-
-// units is the weight the holders hold (a Semaphore's units).
-func (l lockState) units() int64 {
-	var n int64
-	for _, h := range l.holders {
-		n += h.Weight
-	}
-	return n
-}
-
-// An election is what status shows of one election.
-type election struct {
-	name string
-	// leader is who leads (leader.Election.Leader); nil when nobody does.
-	leader *leader.Info
-	// lease is the leader's claim on leader.LockKey(name), for its
-	// expiry; nil when nobody leads, or when the term ended while it was
-	// read.
-	lease   *dsync.ClaimInfo
-	members []leader.Member
-	now     time.Time // server time when read
+	statusread.Listed
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -116,41 +117,41 @@ func (s *jsonSink) holder(c *dsync.ClaimInfo, now time.Time) *jsonHolder {
 		HeldForMS: ms(max(now.Sub(c.QueuedAt), 0)), ExpiresInMS: ms(max(c.ExpiresAt.Sub(now), 0))}
 }
 
-func (s *jsonSink) lock(ls lockState) error {
-	l := jsonLock{Kind: "lock", Name: ls.name, Primitive: ls.kind, Key: ls.key, State: ls.state(), Waiting: ls.waiting}
-	for _, h := range ls.holders {
-		l.Holders = append(l.Holders, s.holder(h, ls.now))
+func (s *jsonSink) Lock(ls statusread.Lock) error {
+	l := jsonLock{Kind: "lock", Name: ls.Name, Primitive: ls.Kind, Key: ls.Key, State: ls.State(), Waiting: len(ls.Waiting)}
+	for i := range ls.Holders {
+		l.Holders = append(l.Holders, s.holder(&ls.Holders[i], ls.Now))
 	}
-	if len(ls.holders) > 0 {
-		first := ls.holders[0]
+	if len(ls.Holders) > 0 {
+		first := ls.Holders[0]
 		l.Mode, l.Token, l.Holder = first.Mode.String(), first.Token, l.Holders[0]
 		if first.Mode == driver.Weighted {
-			l.Units, l.Limit = ls.units(), first.Limit
+			l.Units, l.Limit = ls.Units(), first.Limit
 		}
 	}
 	return s.enc.Encode(l)
 }
 
-func (s *jsonSink) election(e election) error {
-	s.shards.Add(e.name, e)
-	je := jsonElection{Kind: "election", Name: e.name, Primitive: kindElection, Key: leader.LockKey(e.name), Members: []jsonMember{}}
-	if e.leader != nil {
-		je.Term = e.leader.Token
+func (s *jsonSink) Election(e statusread.Election) error {
+	s.shards.Add(e.Name, e)
+	je := jsonElection{Kind: "election", Name: e.Name, Primitive: statusread.KindElection, Key: leader.LockKey(e.Name), Members: []jsonMember{}}
+	if e.Leader != nil {
+		je.Term = e.Leader.Token
 	}
-	if e.lease != nil {
-		je.Lease = s.holder(e.lease, e.now)
+	if e.Lease != nil {
+		je.Lease = s.holder(e.Lease, e.Now)
 	}
-	for _, m := range e.members {
+	for _, m := range e.Members {
 		jm := jsonMember{ID: m.ID, Role: "standby", Host: m.Host, PID: m.PID, Version: m.Version,
-			LastSeen: m.LastSeen, AgoMS: ms(max(e.now.Sub(m.LastSeen), 0))}
-		if e.leader != nil && m.ID == e.leader.ID {
+			LastSeen: m.LastSeen, AgoMS: ms(max(e.Now.Sub(m.LastSeen), 0))}
+		if e.Leader != nil && m.ID == e.Leader.ID {
 			jm.Role = "leader"
 			jm.CommandPID, _ = s.cmds.of(m.Host, m.PID)
 			je.Leader = &jm
 		}
 		je.Members = append(je.Members, jm)
 	}
-	if l := e.leader; l != nil && je.Leader == nil { // the leader's status document is missing or stale
+	if l := e.Leader; l != nil && je.Leader == nil { // the leader's status document is missing or stale
 		cmd, _ := s.cmds.of(l.Host, l.PID)
 		je.Leader = &jsonMember{ID: l.ID, Role: "leader", Host: l.Host, PID: l.PID, CommandPID: cmd, Version: l.Version}
 	}
@@ -162,9 +163,9 @@ func (s *jsonSink) done(sum statusSummary) error {
 		return err
 	}
 	js := jsonSummary{Kind: "summary", ServerTime: sum.now, UncertaintyMS: ms(sum.within),
-		Locks: sum.locks, Elections: sum.elections, Partitions: s.shards.Len(), More: sum.more, Next: sum.next}
-	if sum.order != 0 {
-		js.Order = sum.order.String()
+		Locks: sum.Locks, Elections: sum.Elections, Partitions: s.shards.Len(), More: sum.More, Next: sum.Next}
+	if sum.Order != 0 {
+		js.Order = sum.Order.String()
 	}
 	return s.enc.Encode(js)
 }

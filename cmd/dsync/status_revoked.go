@@ -3,22 +3,18 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/go-dsync/dsync/dsync/driver"
-	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 )
 
 // The revocations dsync status shows after the locks and elections (see
-// dsync revoke): who revoked which session, when and why. Printed only
-// when there are any.
+// dsync revoke): who revoked which session, when and why, as the store
+// keeps them (statusStore.revocations reads them). Printed only when
+// there are any.
 
 // jsonRevocation is a revocation's line in dsync status --json.
 type jsonRevocation struct {
@@ -27,16 +23,6 @@ type jsonRevocation struct {
 	By      string    `json:"by"`
 	Reason  string    `json:"reason"`
 	At      time.Time `json:"at"` // store time
-}
-
-// readRevocations reads the revocations recorded in the lock collection.
-func readRevocations(ctx context.Context, g *globals, db *mongo.Database) ([]driver.Revocation, error) {
-	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithCollection(g.collection), dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	return store.Revocations(ctx)
 }
 
 // printRevocations prints rs as a table, or as JSON lines.

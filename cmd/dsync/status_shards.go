@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/partitions"
+	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -48,12 +49,12 @@ func (s *jsonSink) jsonPartitions() error {
 		jp := jsonPartition{Kind: "partition", Name: p.Name, Shards: []jsonShard{}}
 		for _, sh := range p.Shards {
 			e := sh.Of
-			js := jsonShard{Shard: sh.Index, Election: e.name, Key: leader.LockKey(e.name)}
-			if l := e.leader; l != nil {
+			js := jsonShard{Shard: sh.Index, Election: e.Name, Key: leader.LockKey(e.Name)}
+			if l := e.Leader; l != nil {
 				js.Token, js.Owner = l.Token, &jsonShardOwner{ID: l.ID, Host: l.Host, PID: l.PID}
 			}
-			if e.lease != nil {
-				js.Lease = s.holder(e.lease, e.now)
+			if e.Lease != nil {
+				js.Lease = s.holder(e.Lease, e.Now)
 			}
 			jp.Shards = append(jp.Shards, js)
 		}
@@ -79,17 +80,17 @@ func (t *tableSink) writePartitions(w io.Writer) {
 }
 
 // shardRow is the table's line of shard i, read as election e.
-func shardRow(name string, i int, e election, cell func(string, int) string) []string {
-	if e.leader == nil {
+func shardRow(name string, i int, e statusread.Election, cell func(string, int) string) []string {
+	if e.Leader == nil {
 		return []string{name, strconv.Itoa(i), "-", "no owner", "-", "-"}
 	}
 	left := "-"
-	if e.lease != nil {
-		left = fmtDur(max(e.lease.ExpiresAt.Sub(e.now), time.Duration(0)))
+	if e.Lease != nil {
+		left = fmtDur(max(e.Lease.ExpiresAt.Sub(e.Now), time.Duration(0)))
 	}
-	l := e.leader
+	l := e.Leader
 	return []string{name, strconv.Itoa(i), strconv.FormatUint(l.Token, 10), cell(l.Host, maxHostWidth), strconv.Itoa(l.PID), left}
 }
 
 // shardSet is what each sink gathers.
-type shardSet = partitions.Set[election]
+type shardSet = partitions.Set[statusread.Election]

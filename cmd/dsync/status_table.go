@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-dsync/dsync/internal/statusread"
 )
 
 // Table cells are cut to these widths (in terminal columns), so that one
@@ -51,7 +53,7 @@ type tableSink struct {
 	page      [][]string // lock lines read, not yet printed
 	pageSince time.Time  // when the first of them was read
 	widths    []int      // of the lock table's columns so far
-	elections []election
+	elections []statusread.Election
 	shards    shardSet // the elections that are a partition's shards
 	cut       bool     // a name was cut short
 }
@@ -140,26 +142,26 @@ func (t *tableSink) add(cells ...string) error {
 	return nil
 }
 
-func (t *tableSink) lock(l lockState) error {
+func (t *tableSink) Lock(l statusread.Lock) error {
 	t.locks++
-	name := t.cell(shownName(l.name), maxNameWidth)
-	if len(l.holders) == 0 {
-		return t.add(name, l.kind, l.state(), "-", "-", "-", "-", "-", "-", "-")
+	name := t.cell(shownName(l.Name), maxNameWidth)
+	if len(l.Holders) == 0 {
+		return t.add(name, l.Kind, l.State(), "-", "-", "-", "-", "-", "-", "-")
 	}
 	// One line per holder: readers and a Semaphore's holders share it.
-	for _, h := range l.holders {
+	for _, h := range l.Holders {
 		token := strconv.FormatUint(h.Token, 10)
 		host, pid, cmd := t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
-		heldFor, left := fmtDur(max(l.now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.now), 0))
-		if err := t.add(name, l.kind, l.state(), token, host, pid, cmd, heldFor, left, strconv.Itoa(l.waiting)); err != nil {
+		heldFor, left := fmtDur(max(l.Now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.Now), 0))
+		if err := t.add(name, l.Kind, l.State(), token, host, pid, cmd, heldFor, left, strconv.Itoa(len(l.Waiting))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *tableSink) election(e election) error {
-	if !t.shards.Add(e.name, e) {
+func (t *tableSink) Election(e statusread.Election) error {
+	if !t.shards.Add(e.Name, e) {
 		t.elections = append(t.elections, e)
 	}
 	return nil
@@ -200,11 +202,11 @@ func (t *tableSink) done(s statusSummary) error {
 		_, err := fmt.Fprintf(t.w, "%s%s in %s\n", t.indent, what, t.where)
 		return err
 	}
-	if s.more {
+	if s.More {
 		fmt.Fprintln(t.w)
 		switch {
-		case s.next != "":
-			next := fmt.Sprintf("dsync status --limit %d --after %s", t.sel.limit, shellQuote(s.next))
+		case s.Next != "":
+			next := fmt.Sprintf("dsync status --limit %d --after %s", t.sel.limit, shellQuote(s.Next))
 			if t.sel.prefix != "" {
 				next += " --prefix " + shellQuote(t.sel.prefix)
 			}
@@ -221,21 +223,21 @@ func (t *tableSink) done(s statusSummary) error {
 
 // electionRows are the rows of election e: its leader first (or "no
 // leader"), then the members standing by.
-func (t *tableSink) electionRows(e election) [][]string {
-	name := t.cell(shownName(e.name), maxNameWidth)
+func (t *tableSink) electionRows(e statusread.Election) [][]string {
+	name := t.cell(shownName(e.Name), maxNameWidth)
 	term, left := "", "-"
-	if e.leader != nil {
-		term = strconv.FormatUint(e.leader.Token, 10)
+	if e.Leader != nil {
+		term = strconv.FormatUint(e.Leader.Token, 10)
 	}
-	if e.lease != nil {
-		left = fmtDur(max(e.lease.ExpiresAt.Sub(e.now), 0))
+	if e.Lease != nil {
+		left = fmtDur(max(e.Lease.ExpiresAt.Sub(e.Now), 0))
 	}
 	var first []string // the leader's row
 	var standby [][]string
-	for _, m := range e.members {
+	for _, m := range e.Members {
 		row := []string{name, "standby", "", t.cell(m.Host, maxHostWidth), strconv.Itoa(m.PID), "-",
-			t.cell(dash(m.Version), maxVersionWidth), fmtDur(max(e.now.Sub(m.LastSeen), 0)) + " ago", ""}
-		if e.leader != nil && m.ID == e.leader.ID {
+			t.cell(dash(m.Version), maxVersionWidth), fmtDur(max(e.Now.Sub(m.LastSeen), 0)) + " ago", ""}
+		if e.Leader != nil && m.ID == e.Leader.ID {
 			row[1], row[2], row[5], row[8] = "leader", term, t.cmds.cell(m.Host, m.PID), left
 			first = row
 		} else {
@@ -244,8 +246,8 @@ func (t *tableSink) electionRows(e election) [][]string {
 	}
 	switch {
 	case first != nil:
-	case e.leader != nil: // the leader's status document is missing or stale
-		l := e.leader
+	case e.Leader != nil: // the leader's status document is missing or stale
+		l := e.Leader
 		first = []string{name, "leader", term, t.cell(l.Host, maxHostWidth), strconv.Itoa(l.PID), t.cmds.cell(l.Host, l.PID),
 			t.cell(dash(l.Version), maxVersionWidth), "-", left}
 	default:

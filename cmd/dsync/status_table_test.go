@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/statusread"
 )
 
 // The lock table is printed a page of pageLines lines at a time, each
@@ -17,9 +19,11 @@ func TestLockTablePages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out strings.Builder
 		sink := newTableSink(&out, "", "db.coll", selection{})
-		free := func(name string) lockState { return lockState{key: name, kind: kindMutex, name: name} }
+		free := func(name string) statusread.Lock {
+			return statusread.Lock{Key: name, Kind: statusread.KindMutex, Name: name}
+		}
 		for i := range pageLines - 1 {
-			if err := sink.lock(free(fmt.Sprintf("k%d", i))); err != nil {
+			if err := sink.Lock(free(fmt.Sprintf("k%d", i))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -28,7 +32,7 @@ func TestLockTablePages(t *testing.T) {
 		}
 		// The page's last line: the page is printed, header first, its
 		// columns as wide as its cells.
-		if err := sink.lock(free("k99")); err != nil {
+		if err := sink.Lock(free("k99")); err != nil {
 			t.Fatal(err)
 		}
 		lines := readLines(out.String())
@@ -37,11 +41,11 @@ func TestLockTablePages(t *testing.T) {
 		}
 		// A wider name on the next page widens the column from there on;
 		// a line that waited pageWait is printed at the next one.
-		if err := sink.lock(free("a-longer-name")); err != nil {
+		if err := sink.Lock(free("a-longer-name")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(pageWait)
-		if err := sink.lock(free("k100")); err != nil {
+		if err := sink.Lock(free("k100")); err != nil {
 			t.Fatal(err)
 		}
 		lines = readLines(out.String())

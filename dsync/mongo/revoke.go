@@ -3,6 +3,7 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,6 +32,12 @@ type revokeDoc struct {
 	By     string    `bson:"by"`
 	Reason string    `bson:"reason"`
 	At     time.Time `bson:"at"`
+}
+
+// revocation is the record d holds: its session is d's _id without the
+// prefix.
+func (d revokeDoc) revocation() driver.Revocation {
+	return driver.Revocation{Session: strings.TrimPrefix(d.ID, revokeIDPrefix), By: d.By, Reason: d.Reason, At: d.At}
 }
 
 // Revoke implements driver.RevokeStore: one insert of the record, and
@@ -63,7 +70,7 @@ func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation,
 		s.noteFailure(err)
 		return driver.Revocation{}, false, err
 	}
-	return driver.Revocation{Session: session, By: d.By, Reason: d.Reason, At: d.At}, true, nil
+	return d.revocation(), true, nil
 }
 
 // Revocations implements driver.RevokeStore: one find on the range of
@@ -82,7 +89,7 @@ func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	}
 	rs := make([]driver.Revocation, 0, len(docs))
 	for _, d := range docs {
-		rs = append(rs, driver.Revocation{Session: d.ID[len(revokeIDPrefix):], By: d.By, Reason: d.Reason, At: d.At})
+		rs = append(rs, d.revocation())
 	}
 	return rs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -156,4 +157,34 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 		t.Errorf("the waiter held at %v (store time, earliest), before the revoked lease expired at %v", at, sess.ExpiresAt)
 	}
 	t.Logf("the waiter held %v after the revoked lease expired", at.Sub(sess.ExpiresAt))
+}
+
+// TestClientRevocationsCreatesNothing: dsync.Client.Revocations is a
+// read, and on a database nothing has used it returns none and leaves the
+// database as empty as it found it. It used to prepare the store first,
+// which creates the collections and their indexes: dsync status and the
+// status page, which read the revocations, created them in a database
+// they were merely pointed at.
+func TestClientRevocationsCreatesNothing(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	db := mongotest.NewDatabase(t)
+	collections := func() []string {
+		t.Helper()
+		names, err := db.ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	c := newBackend(t, db).Client
+	if names := collections(); len(names) != 0 {
+		t.Fatalf("before any read, the database has the collections %q; want none", names)
+	}
+	rs, err := c.Revocations(ctx)
+	if err != nil || len(rs) != 0 {
+		t.Errorf("Revocations of an empty database = %+v, %v; want none", rs, err)
+	}
+	if names := collections(); len(names) != 0 {
+		t.Errorf("after Revocations of an empty database, its collections are %q; want none", names)
+	}
 }

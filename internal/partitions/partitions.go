@@ -1,9 +1,9 @@
 // Package partitions tells the shards of a leader.Partition apart from
-// other elections, for the two status readers (dsync status and package
-// statuspage), so that both show them alike.
+// other elections, for the two that show what internal/statusread reads
+// (dsync status and package statuspage), so that both show them alike.
 //
 // A Partition's shard I is the election "NAME#I", whose leader owns it
-// with the term's fencing token: the lease, which each reader reads as an
+// with the term's fencing token: the lease, which the reader reads as an
 // election already, is the truth of who owns a shard. The members'
 // advertised status (what they own and wait for) is the Partition's own
 // bookkeeping, and may lag the leases; it is not read here. An election

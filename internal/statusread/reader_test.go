@@ -1,0 +1,229 @@
+package statusread_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/leader"
+)
+
+// sink keeps what a Reader hands out, in order.
+type sink struct {
+	locks     []statusread.Lock
+	elections []statusread.Election
+}
+
+func (s *sink) Lock(l statusread.Lock) error { s.locks = append(s.locks, l); return nil }
+func (s *sink) Election(e statusread.Election) error {
+	s.elections = append(s.elections, e)
+	return nil
+}
+
+func (s *sink) keys() []string {
+	var ks []string
+	for _, l := range s.locks {
+		ks = append(ks, l.Key)
+	}
+	for _, e := range s.elections {
+		ks = append(ks, leader.LockKey(e.Name))
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func newClient(t *testing.T, store *memory.Store) *dsync.Client {
+	t.Helper()
+	c, err := dsync.NewClient(store.Process())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func must[T any](v T, err error) func(*testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// store makes, in a store of its own, a held Mutex "jobs" with a waiter,
+// a Semaphore "encode" with 2 of 3 units held, an RWMutex "cfg" a reader
+// holds, a Once "migrate" that ran to success, and an election "billing"
+// with a leader; it returns a Reader of it on a Client of its own, once
+// the keys are recorded.
+func store(t *testing.T, members leader.MemberStore) *statusread.Reader {
+	ctx := t.Context()
+	s := memory.New()
+	jobs := must(dsync.NewMutex(newClient(t, s), "jobs"))(t)
+	if err := jobs.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiter := must(dsync.NewMutex(newClient(t, s), "jobs"))(t)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	t.Cleanup(stopWaiting)
+	go waiter.LockContext(waitCtx)
+	sem := must(dsync.NewSemaphore(newClient(t, s), "encode", 3))(t)
+	if err := sem.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	cfg := must(dsync.NewRWMutex(newClient(t, s), "cfg"))(t)
+	if err := cfg.RLockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	once := must(dsync.NewOnce(newClient(t, s), "migrate"))(t)
+	if err := once.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	opts := []leader.Option{leader.WithVersion("v1")}
+	if members != nil {
+		opts = append(opts, leader.WithMembers(members))
+	}
+	e := must(leader.NewElection(newClient(t, s), "billing", opts...))(t)
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait() // the waiter's claim and the keys' records are written
+	now := time.Now()
+	return &statusread.Reader{Client: newClient(t, s), Members: members, Seen: dsync.DefaultTTL, Now: func() time.Time { return now }}
+}
+
+// List hands out every kind as read: its name and kind from its key, its
+// holders and waiters, the state each shows, a Once's done record, an
+// election's leader with the lease of its term and its members; and
+// counts them.
+func TestListHandsOutEachKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := store(t, leader.NewMemoryMembers())
+		var out sink
+		listed, err := r.List(t.Context(), statusread.Selection{}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed.Order != dsync.OrderBytes || listed.Locks != 4 || listed.Elections != 1 || listed.More || listed.Next != "" {
+			t.Errorf("Listed = %+v; want bytes order, 4 locks, 1 election, nothing more", listed)
+		}
+		type shown struct {
+			kind, name, state string
+			holders, waiting  int
+		}
+		want := map[string]shown{
+			"jobs":               {statusread.KindMutex, "jobs", "held", 1, 1},
+			"dsync:sem/encode":   {statusread.KindSemaphore, "encode", "2/3", 1, 0},
+			"dsync:rw/cfg":       {statusread.KindRWMutex, "cfg", "read", 1, 0},
+			"dsync:once/migrate": {statusread.KindOnce, "migrate", "done", 0, 0},
+		}
+		for _, l := range out.locks {
+			got := shown{l.Kind, l.Name, l.State(), len(l.Holders), len(l.Waiting)}
+			if w, ok := want[l.Key]; !ok || got != w {
+				t.Errorf("lock %q: %+v; want %+v", l.Key, got, w)
+			}
+			if !l.Now.Equal(r.Now()) {
+				t.Errorf("lock %q read at %v; want Reader.Now, %v", l.Key, l.Now, r.Now())
+			}
+		}
+		if len(out.elections) != 1 {
+			t.Fatalf("elections %+v; want billing", out.elections)
+		}
+		e := out.elections[0]
+		if e.Name != "billing" || e.Leader == nil || e.Lease == nil || e.Lease.Token != e.Leader.Token ||
+			len(e.Members) != 1 || e.Members[0].ID != e.Leader.ID || e.Members[0].Version != "v1" {
+			t.Errorf("election %+v; want billing's leader, the lease of its term, and it as the one member", e)
+		}
+	})
+}
+
+// Without a MemberStore an election is read with its leader and lease,
+// and no members.
+func TestElectionWithoutMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := store(t, nil)
+		var out sink
+		if _, err := r.List(t.Context(), statusread.Selection{Prefix: leader.LockKey("")}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.locks) != 0 || len(out.elections) != 1 {
+			t.Fatalf("with the elections' prefix: %d locks, elections %+v; want billing only", len(out.locks), out.elections)
+		}
+		if e := out.elections[0]; e.Leader == nil || e.Lease == nil || len(e.Members) != 0 {
+			t.Errorf("election %+v; want a leader and its lease, no members", e)
+		}
+	})
+}
+
+// A Limit reads one page, says that more follow and where the next one
+// starts; After reads the rest, and the two pages are every key once.
+func TestListPages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := store(t, nil)
+		var first, rest, all sink
+		if _, err := r.List(t.Context(), statusread.Selection{}, &all); err != nil {
+			t.Fatal(err)
+		}
+		listed, err := r.List(t.Context(), statusread.Selection{Limit: 2}, &first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(first.locks) + len(first.elections); n != 2 || !listed.More || listed.Next == "" {
+			t.Fatalf("Limit 2: %d handed out, Listed %+v; want 2, more, and where to go on", n, listed)
+		}
+		listed, err = r.List(t.Context(), statusread.Selection{After: listed.Next, Limit: 10}, &rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed.More {
+			t.Errorf("the rest, Limit 10: Listed %+v; want no more", listed)
+		}
+		got := append(first.keys(), rest.keys()...)
+		slices.Sort(got)
+		if want := all.keys(); !slices.Equal(got, want) {
+			t.Errorf("two pages: %q; want every key once, %q", got, want)
+		}
+	})
+}
+
+// Named hands out what exists under a name, whatever its kind, the
+// shards of the partition of that name, and nothing for a name nothing
+// has.
+func TestNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := store(t, nil)
+		ctx := t.Context()
+		var out sink
+		if _, err := r.Named(ctx, "encode", &out); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.keys(); !slices.Equal(got, []string{"dsync:sem/encode"}) {
+			t.Errorf("Named(encode): %q; want the semaphore", got)
+		}
+		out = sink{}
+		listed, err := r.Named(ctx, "nothing", &out)
+		if err != nil || listed.Locks+listed.Elections != 0 {
+			t.Errorf("Named(nothing) = %+v, %v; want nothing", listed, err)
+		}
+		shard := must(leader.NewElection(r.Client, "part#0"))(t)
+		t.Cleanup(func() { shard.Close() })
+		if _, err := shard.Campaign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		out = sink{}
+		if _, err := r.Named(ctx, "part", &out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.elections) != 1 || out.elections[0].Name != "part#0" || out.elections[0].Leader == nil {
+			t.Errorf("Named(part): %+v; want its shard 0, led", out.elections)
+		}
+	})
+}
