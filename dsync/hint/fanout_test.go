@@ -2,9 +2,11 @@ package hint_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
@@ -90,4 +92,77 @@ func (s *spy) count(match func(driver.Event) bool) int {
 		}
 	}
 	return n
+}
+
+// TestReleaseWakesEveryWaiterItCanLetGo: an end that can let several
+// waiters go reaches each of their processes: two readers (in two
+// processes) behind a writer, and a full Semaphore's waiter, whose
+// announcements name every unit it passed, take their turn on the
+// release with the store's feed off and polls an hour apart, so only a
+// hint can wake them in time.
+func TestReleaseWakesEveryWaiterItCanLetGo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := memory.New()
+	s := newSpy(t, store)
+	a := newProcess(t, store, s, "")
+	b := newProcess(t, store, s, "")
+	c := newProcess(t, store, s, "")
+	// announced waits until n announcements for claims of name's key
+	// came (the store's key is name under its kind's prefix).
+	announced := func(name string, n int) {
+		t.Helper()
+		waitUntil(t, func() bool {
+			return s.count(func(e driver.Event) bool {
+				return e.Kind == driver.Waiting && strings.HasSuffix(e.Key, "/"+name)
+			}) >= n
+		})
+	}
+
+	rw := func(p process) *dsync.RWMutex {
+		m, err := dsync.NewRWMutex(p.c, "rw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	writer, r1, r2 := rw(a), rw(b), rw(c)
+	if err := writer.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 2)
+	go func() { read <- r1.RLockContext(ctx) }()
+	go func() { read <- r2.RLockContext(ctx) }()
+	announced("rw", 2)
+	writer.Unlock()
+	for range 2 {
+		if err := <-read; err != nil {
+			t.Fatalf("a reader behind the writer never took its turn: %v", err)
+		}
+	}
+	r1.RUnlock()
+	r2.RUnlock()
+
+	sem := func(p process) *dsync.Semaphore {
+		m, err := dsync.NewSemaphore(p.c, "sem", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	sa, sb, sc := sem(a), sem(b), sem(c)
+	for _, m := range []*dsync.Semaphore{sa, sb} {
+		if err := m.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acquired := make(chan error, 1)
+	go func() { acquired <- sc.Acquire(ctx, 1) }()
+	announced("sem", 2) // one for each unit it passed
+	sa.Release(1)
+	if err := <-acquired; err != nil {
+		t.Fatalf("the Semaphore's waiter never took its turn: %v", err)
+	}
+	sb.Release(1)
+	sc.Release(1)
 }
