@@ -46,11 +46,14 @@ func (w *wakeups) Event(e driver.Event) {
 }
 
 // nudgeNextLocked: activity about the key of a waiter that is next in
-// line (but the end it waits for) may mean that end was lost; the waiter
-// looks (one read), at most once per nextLookEvery. w.mu is held.
+// line may mean the end it waits for was lost; the waiter looks (one
+// read), at most once per nextLookEvery. Not on that end itself, which
+// wakes it anyway, nor on a Held hint for the claim it waits for: its
+// owner says the claim has not ended (TestHeldSparesTheWaiterNextInLine).
+// w.mu is held.
 func (w *wakeups) nudgeNextLocked(e driver.Event, k waitKey) {
 	n, ok := w.next[e.Key]
-	if !ok || e.Kind == driver.Ended && n.epoch == k.epoch {
+	if !ok || n.epoch == k.epoch && (e.Kind == driver.Ended || e.Kind == driver.Held) {
 		return
 	}
 	if mono := w.env.mono(); mono-n.looked >= nextLookEvery {

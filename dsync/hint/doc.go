@@ -13,8 +13,9 @@
 // reached (driver.PeerStore), and reads where the others can. A waiter's
 // announcement (driver.Waiting) goes to every process recorded; the end
 // of a claim (driver.Ended) goes to the processes that announced they
-// wait for a claim of its key, those that wait for that claim first (the
-// next holder is among them), or to all if none did; a Held (the claim
+// wait for that claim (those its end can let go: the next holder is among
+// them), else to those that announced they wait for a claim of its key,
+// else to all; a Held (the claim
 // has not ended, sent by its owner) to those that announced they wait
 // for that claim. Every event but Held also goes through the store's
 // feed while that is live, as without hints.

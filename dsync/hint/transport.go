@@ -23,12 +23,13 @@ const (
 	interestFor = 10 * time.Minute
 )
 
-// send sends e as a hint: an announcement to every process recorded, an
-// end to those that announced they wait for a claim of its key (to every
-// process if none did), those that wait for that very claim first, a
-// Held to those that announced they wait for that claim (to none if none
-// did). Best effort: a hint that cannot be sent is not. It returns to how
-// many processes it was sent.
+// send sends e as a hint: an announcement to every process recorded; an
+// end to the processes that announced they wait for that very claim (the
+// ones its end can let go next), or, if none did, to those that announced
+// they wait for a claim of its key, or to every process if none did
+// either; a Held to those that announced they wait for that claim (to
+// none if none did). Best effort: a hint that cannot be sent is not. It
+// returns to how many processes it was sent.
 func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	switch e.Kind {
@@ -46,11 +47,7 @@ func (f *Feed) send(e driver.Event) int {
 	var to []*net.UDPAddr
 	if m.kind == kindHeld {
 		// Only to those that wait for that very claim: never broadcast.
-		for _, w := range f.waitingFor[claimID{e.Key, e.Epoch}] {
-			if w.until.After(now.Earliest) {
-				to = append(to, w.addr)
-			}
-		}
+		to = liveAddrs(f.waitingFor[claimID{e.Key, e.Epoch}], now.Earliest)
 		f.mu.Unlock()
 		return f.sendTo(m, to)
 	}
@@ -65,22 +62,27 @@ func (f *Feed) send(e driver.Event) int {
 }
 
 // endTargetsLocked returns where the end of claim k goes: the processes
-// that announced they wait for a claim of its key, those that wait for k
-// itself first. The next holder is among those: its walk is the rest of
-// the handoff, and it starts before the datagrams to the others are
-// written, and their processes wake to take them. f.mu is held.
+// that announced they wait for k itself, whose waiters the end can let
+// go (a Mutex's next holder; every reader behind a writer; every waiter
+// of a Semaphore that passed k, see chain.Claim.WaitsFor). The other
+// waiters of the key cannot go on that end: a hint to each would cost its
+// process a wake-up and a MAC check at every release, and the next holder
+// the CPU they took. If no process announced it waits for k (its
+// announcement may have been lost), the end goes to those that wait for a
+// claim of the key, as the next holder may be among them. f.mu is held.
 func (f *Feed) endTargetsLocked(k claimID, now time.Time) []*net.UDPAddr {
-	var to []*net.UDPAddr
-	first := f.waitingFor[k]
-	for _, w := range first {
-		if w.until.After(now) {
-			to = append(to, w.addr)
-		}
+	if to := liveAddrs(f.waitingFor[k], now); len(to) > 0 {
+		return to
 	}
-	for a, w := range f.interest[k.key] {
-		fw, waitsForK := first[a]
-		alreadyTo := waitsForK && fw.until.After(now)
-		if !alreadyTo && w.until.After(now) {
+	return liveAddrs(f.interest[k.key], now)
+}
+
+// liveAddrs returns the addresses of the waiters in ws whose time has not
+// passed at now.
+func liveAddrs(ws map[string]waiter, now time.Time) []*net.UDPAddr {
+	var to []*net.UDPAddr
+	for _, w := range ws {
+		if w.until.After(now) {
 			to = append(to, w.addr)
 		}
 	}
