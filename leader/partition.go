@@ -35,6 +35,10 @@ type Partition struct {
 	// lease is released, and no Election closed, under a running fn.
 	shardsLive sync.WaitGroup
 
+	// beat is this member's last status write (partition_status.go):
+	// when it was sent and what it said. Only Run's goroutine uses it.
+	beat lastBeat
+
 	mu      sync.Mutex
 	running map[int]*shardRun // shards this member waits for or owns
 	closed  bool
@@ -51,10 +55,12 @@ type PartitionOption func(*Partition)
 // takes twice the shards of one of weight 1.
 func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weight = w } }
 
-// WithPartitionHeartbeat sets how often the member refreshes its status and
-// recomputes the assignment (default: the Client's renew interval). A
-// member counts as live for three intervals after its last heartbeat.
-// Observe reads the members' status as often.
+// WithPartitionHeartbeat sets how often the member reads the members'
+// status and recomputes the assignment (default: the Client's renew
+// interval). It writes its own status at once when it changed (a shard
+// taken, handed over or queued for), and otherwise every other interval;
+// a member counts as live for four intervals after its last write.
+// Observe reads the members' status once per interval.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }
 }
@@ -129,7 +135,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 	if err := p.heartbeat(ctx); err != nil {
 		return
 	}
-	ms, err := p.members.Members(ctx, p.name, 3*p.interval)
+	ms, err := p.members.Members(ctx, p.name, p.liveFor())
 	if err != nil {
 		return
 	}

@@ -29,6 +29,7 @@ func (p *Partition) beginRun(stop context.CancelCauseFunc) (chan struct{}, error
 func (p *Partition) leave(ctx context.Context, done chan struct{}) {
 	p.stopAll()
 	_ = p.members.DeleteMember(context.WithoutCancel(ctx), p.name, p.self)
+	p.beat = lastBeat{} // the next Run writes its status at its first tick
 	p.mu.Lock()
 	p.stopRun, p.runDone = nil, nil
 	p.mu.Unlock()

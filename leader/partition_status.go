@@ -29,7 +29,7 @@ type partitionStatus struct {
 type PartitionView struct {
 	// Shards has one entry per shard, by shard number.
 	Shards []ShardOwner
-	// Members are the live members (a heartbeat within three intervals),
+	// Members are the live members (a status written within four intervals),
 	// ordered by ID.
 	Members []PartitionMember
 }
@@ -114,7 +114,31 @@ func (p *Partition) decode(ms []Member) *memberStatuses {
 	return st
 }
 
-// heartbeat writes this member's status: weight, owned and awaited shards.
+// lastBeat is a member's last status write that succeeded: when it was
+// sent, on this process's clock, and the status it wrote.
+type lastBeat struct {
+	sent   time.Time
+	status string
+}
+
+// liveFor is how long after its last status write a member counts as
+// live: four intervals. An unchanged status is written every other
+// interval (heartbeat), so a member stays live through two intervals of
+// delay, as it did when it wrote every interval and counted for three.
+func (p *Partition) liveFor() time.Duration { return 4 * p.interval }
+
+// refreshAfter is how old the last write of an unchanged status may be
+// before a tick writes it again: one and a half intervals, so that every
+// other tick writes even when ticks come early or late by up to half an
+// interval.
+func (p *Partition) refreshAfter() time.Duration { return p.interval + p.interval/2 }
+
+// heartbeat writes this member's status (weight, owned and awaited
+// shards) when it differs from the last one written, or when that write
+// is older than refreshAfter. Writing an unchanged status only every other
+// interval halves what a member of a settled partition writes: with its
+// lease's renewal and its read of the members, that is its whole steady
+// cost (issue 45).
 func (p *Partition) heartbeat(ctx context.Context) error {
 	st := partitionStatus{Weight: p.weight}
 	p.mu.Lock()
@@ -130,14 +154,22 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	b, _ := json.Marshal(st)
-	return p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)})
+	now := time.Now()
+	if p.beat.status == string(b) && !p.beat.sent.IsZero() && now.Sub(p.beat.sent) < p.refreshAfter() {
+		return nil
+	}
+	if err := p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)}); err != nil {
+		return err
+	}
+	p.beat = lastBeat{sent: now, status: string(b)}
+	return nil
 }
 
 // View reads the members' status once and returns the partition as they
 // last reported it. It needs no Run: any process with the member store
 // can watch a partition.
 func (p *Partition) View(ctx context.Context) (PartitionView, error) {
-	ms, err := p.members.Members(ctx, p.name, 3*p.interval)
+	ms, err := p.members.Members(ctx, p.name, p.liveFor())
 	if err != nil {
 		return PartitionView{}, err
 	}

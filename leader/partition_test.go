@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,6 +173,50 @@ func TestPartitionCloseHandsOver(t *testing.T) {
 		l.waitBalanced(t, 4, map[string]int{"a": 0, "b": 4}, 2*ttl)
 		if took := time.Since(start); took >= ttl {
 			t.Errorf("handover took %v, want less than a TTL (%v): the shards were released, not left to expire", took, ttl)
+		}
+	})
+}
+
+// countingMembers counts the member status writes of one process.
+type countingMembers struct {
+	leader.MemberStore
+	puts atomic.Int64
+}
+
+func (c *countingMembers) PutMember(ctx context.Context, election string, m leader.Member) error {
+	c.puts.Add(1)
+	return c.MemberStore.PutMember(ctx, election, m)
+}
+
+// A member of a settled partition writes its unchanged status every other
+// heartbeat interval, not every one (issue 45: a member's steady cost is
+// its lease's renewal, its read of the members and this write), and stays
+// live for the others meanwhile: nothing moves.
+func TestPartitionSettledWritesEveryOtherInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		const n = 4
+		pa, pb := w.process(t), w.process(t)
+		ca := &countingMembers{MemberStore: pa.members}
+		cb := &countingMembers{MemberStore: pb.members}
+		pa.members, pb.members = ca, cb
+		join(t, pa, l, "a", n)
+		join(t, pb, l, "b", n)
+		l.waitBalanced(t, n, map[string]int{"a": 2, "b": 2}, 2*ttl)
+		time.Sleep(2 * ttl) // settle: the last status changes are written
+		terms := l.terms
+		a0, b0 := ca.puts.Load(), cb.puts.Load()
+		interval := pa.c.RenewInterval()
+		const intervals = 24
+		time.Sleep(intervals * interval)
+		for name, got := range map[string]int64{"a": ca.puts.Load() - a0, "b": cb.puts.Load() - b0} {
+			if got < intervals/2-1 || got > intervals/2+1 {
+				t.Errorf("member %s wrote its unchanged status %d times in %d intervals, want about %d (every other interval)", name, got, intervals, intervals/2)
+			}
+		}
+		if l.terms != terms {
+			t.Errorf("%d terms began in a settled partition: a member looked dead between its writes", l.terms-terms)
 		}
 	})
 }
