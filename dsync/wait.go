@@ -90,7 +90,9 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 
 // pollFor is how long a waiter for k relies on events before it looks
 // again: the poll interval, or with the stream live (and k announced)
-// the safety poll, shorter for lostWindow after the announcement.
+// the safety poll, shorter for lostWindow after the announcement; for a
+// waiter without hints in a store where processes take them, the poll
+// interval again after lostWindow (wake_mixed.go).
 func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
@@ -119,6 +121,11 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	}
 	if age < lostWindow {
 		return min(max(cfg.poll, age), cfg.safetyPoll)
+	}
+	if w.hintsAround(ctx) {
+		// The owner may be a process that hints reach, which does not
+		// read our announcement on the stream (wake_mixed.go).
+		return cfg.poll
 	}
 	return cfg.safetyPoll
 }

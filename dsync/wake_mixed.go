@@ -1,0 +1,85 @@
+package dsync
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// A waiter without hints in a store where other processes take them.
+//
+// A process that direct hints reach stops reading the store's stream
+// (dsync/hint's pause.go) and publishes through hints only. A process
+// without hints announces that it waits through the store's stream
+// only, so such an owner never hears of it, and sends no Ended event
+// when its claim ends: the end reaches the waiter at its own looks.
+// With its stream live, those came within lostWindow, then once a safety
+// poll interval: every handoff from a process that hints reach to one
+// without hints took up to the safety poll (15 s; TestElection's worker
+// without hints took 13-15 s to follow each release by one with hints,
+// while expiries and every other handoff took under 2.5 s).
+//
+// So a waiter without hints looks every poll interval past lostWindow,
+// as a waiter with hints does that hears no Held hint, when processes
+// that take hints are recorded in the store (driver.PeerStore). It reads
+// their records at most once per peerCheckEvery; where none are
+// recorded, it relies on the stream and the safety poll as before.
+
+// peerCheckEvery is how often a waiter without hints reads whether
+// processes that take hints are recorded: as often as those processes
+// refresh their records (dsync/hint's refreshEvery). One that starts
+// taking hints meanwhile costs the waiters at most a safety poll each.
+const peerCheckEvery = 30 * time.Second
+
+// peerCheck is what a Client without hints last read of the processes
+// that take hints: whether any was recorded, and when it read (local
+// monotonic). Guarded by wakeups.mu.
+type peerCheck struct {
+	any     bool
+	at      time.Duration
+	done    bool // read at least once
+	reading bool // a read is under way
+}
+
+// hintsAround reports whether a waiter of this process, which takes no
+// hints, must look every poll interval because processes that take
+// hints, and may not read its announcements, are recorded in the store.
+// It reads their records if the last read is older than peerCheckEvery;
+// a read that fails counts as finding some (the waiter polls).
+func (w *wakeups) hintsAround(ctx context.Context) bool {
+	if w.env.peers == nil {
+		return false
+	}
+	mono := w.env.mono()
+	w.mu.Lock()
+	pc := w.peerCheck
+	fresh := pc.done && mono-pc.at < peerCheckEvery
+	if fresh || pc.reading {
+		w.mu.Unlock()
+		return pc.any
+	}
+	w.peerCheck.reading = true
+	w.mu.Unlock()
+
+	peers, err := w.env.peers.Peers(ctx, w.env.now().Earliest)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.peerCheck.reading = false
+	if err != nil {
+		return true
+	}
+	w.peerCheck = peerCheck{any: len(peers) > 0, at: mono, done: true}
+	return w.peerCheck.any
+}
+
+// peersOf returns the store's peer records for a Client that takes no
+// hints (direct false), or nil: a Client with hints relies on Held
+// hints instead, and a store that is no driver.PeerStore carries none.
+func peersOf(store driver.Store, direct bool) driver.PeerStore {
+	ps, ok := store.(driver.PeerStore)
+	if direct || !ok {
+		return nil
+	}
+	return ps
+}

@@ -1,0 +1,187 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// mixedHandoff starts an owner holding "k" in a process that hints reach
+// (over net: it reads no store stream, and publishes through hints
+// only), and a waiter without hints, whose store stream is live, in Lock
+// behind it; with peer, a process that takes hints is recorded in the
+// store, as the owner's hint transport would record it. It returns once
+// the waiter has waited past lostWindow; the waiter's Lock returns on
+// locked.
+func mixedHandoff(t *testing.T, peer bool, rc *readCounter) (owner *Mutex, locked chan error) {
+	t.Helper()
+	store := memory.New()
+	if peer {
+		p := driver.Peer{ID: "owner", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
+		if err := store.PutPeer(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := NewMemClientOn(store, (&hintNet{}).member())
+	b := NewMemClientOn(store, countingReads(rc))
+	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
+	owner, err := NewMutex(a.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.LockContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	locked = make(chan error, 1)
+	go func() {
+		err := waiter.LockContext(t.Context())
+		if err == nil {
+			err = waiter.UnlockContext(context.Background())
+		}
+		locked <- err
+	}()
+	time.Sleep(3 * lostWindow) // it queues, announces itself, looks at doubling intervals
+	synctest.Wait()
+	return owner, locked
+}
+
+// TestWaiterWithoutHintsBehindAHintedOwner: a waiter without hints behind
+// the claim of a process that hints reach (which does not read the store's
+// stream, so never hears the waiter's announcement and sends no Ended
+// event for it) holds within the poll interval of the owner's Unlock,
+// not at its safety poll, when processes that take hints are recorded in
+// the store. TestElection's worker without hints took 13-15 s to follow
+// each release by a worker with hints.
+func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		owner, locked := mixedHandoff(t, true, &readCounter{})
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
+		if d := time.Since(start); d > 101*time.Millisecond {
+			t.Errorf("the waiter without hints held %v after the end, want at most the poll interval (safety poll: %v)", d, DefaultSafetyPoll)
+		}
+	})
+}
+
+// TestWaiterWithoutHintsPollsOnlyBesideHints: where no process that takes
+// hints is recorded, a waiter without hints relies on the store's stream
+// and does not poll: past its first second it reads the store only as
+// the holder's session may expire and at its safety poll (a few reads in
+// 30 s, where polling every 100 ms would make hundreds). Beside a
+// recorded process with hints, it polls.
+func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		peer     bool
+		min, max int64
+	}{
+		{"NoPeers", false, 0, 15},
+		{"Peers", true, 200, 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rc := &readCounter{}
+				owner, locked := mixedHandoff(t, tc.peer, rc)
+				before := rc.reads.Load()
+				time.Sleep(30 * time.Second)
+				n := rc.reads.Load() - before
+				t.Logf("reads in 30 s: %d", n)
+				if n < tc.min || n > tc.max {
+					t.Errorf("the waiter read the store %d times in 30 s, want %d to %d", n, tc.min, tc.max)
+				}
+				owner.Unlock()
+				if err := <-locked; err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// countingPeers is a peer store that counts its reads of the peers, and
+// fails them while failing is set.
+type countingPeers struct {
+	*memory.Store
+	reads   atomic.Int64
+	failing atomic.Bool
+}
+
+func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	c.reads.Add(1)
+	if c.failing.Load() {
+		return nil, errors.New("no answer")
+	}
+	return c.Store.Peers(ctx, after)
+}
+
+// TestPeerRecordsReadEveryThirtySeconds: a waiter without hints reads
+// whether processes that take hints are recorded at most once per
+// peerCheckEvery (30 s), so a process recorded meanwhile counts from the
+// next read on; a read that fails counts as finding some (the waiter
+// polls), and is made again at the next look. A Client with hints never
+// reads them.
+func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, start := memory.New(), time.Now()
+		peers := &countingPeers{Store: store}
+		env := wakeEnv{
+			mono: func() time.Duration { return time.Since(start) }, now: store.ServerTime,
+			logger: slog.New(slog.DiscardHandler), poll: DefaultPollInterval, safetyPoll: DefaultSafetyPoll,
+			peers: peersOf(peers, false),
+		}
+		w := newWakeups(env, &publishes{}, "me")
+		ctx := context.Background()
+		if w.hintsAround(ctx) {
+			t.Error("processes with hints found where none is recorded")
+		}
+		p := driver.Peer{ID: "p", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
+		if err := store.PutPeer(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(peerCheckEvery - time.Second)
+		if w.hintsAround(ctx) {
+			t.Error("a process recorded since the last read counted before peerCheckEvery passed")
+		}
+		time.Sleep(time.Second)
+		if !w.hintsAround(ctx) {
+			t.Error("a process recorded with hints not found once peerCheckEvery passed")
+		}
+		if n := peers.reads.Load(); n != 2 {
+			t.Errorf("%d reads of the peers in %v, want 2", n, peerCheckEvery)
+		}
+		time.Sleep(peerCheckEvery)
+		peers.failing.Store(true)
+		if err := store.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
+			t.Fatal(err) // lapsed: none recorded now
+		}
+		if !w.hintsAround(ctx) || !w.hintsAround(ctx) {
+			t.Error("a failed read of the peers did not count as finding some")
+		}
+		if n := peers.reads.Load(); n != 4 {
+			t.Errorf("%d reads of the peers, want 4: a failed read is made again at the next look", n)
+		}
+		peers.failing.Store(false)
+		if w.hintsAround(ctx) {
+			t.Error("processes with hints found after every record lapsed")
+		}
+
+		if peersOf(peers, true) != nil {
+			t.Error("a Client with hints reads the peers")
+		}
+	})
+}
