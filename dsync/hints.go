@@ -34,7 +34,7 @@ import (
 // costs a waiter at most the poll interval. Every process of a store
 // should then take hints: one without them that waits behind a process
 // hints reach learns of its turn at its own looks, every poll interval
-// once it has waited a second (wake_mixed.go). docs/operations.md
+// (wake_mixed.go). docs/operations.md
 // ("Direct hints") says what to open in a firewall.
 //
 // Default: off. A library that opens a port its user did not ask for

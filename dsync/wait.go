@@ -92,7 +92,7 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 // again: the poll interval, or with the stream live (and k announced)
 // the safety poll, shorter for lostWindow after the announcement; for a
 // waiter without hints in a store where processes take them, the poll
-// interval again after lostWindow (wake_mixed.go).
+// interval (wake_mixed.go).
 func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
@@ -119,13 +119,13 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	if err != nil {
 		return cfg.poll
 	}
-	if age < lostWindow {
-		return min(max(cfg.poll, age), cfg.safetyPoll)
-	}
 	if w.hintsAround(ctx) {
 		// The owner may be a process that hints reach, which does not
 		// read our announcement on the stream (wake_mixed.go).
 		return cfg.poll
+	}
+	if age < lostWindow {
+		return min(max(cfg.poll, age), cfg.safetyPoll)
 	}
 	return cfg.safetyPoll
 }

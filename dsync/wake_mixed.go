@@ -14,17 +14,20 @@ import (
 // without hints announces that it waits through the store's stream
 // only, so such an owner never hears of it, and sends no Ended event
 // when its claim ends: the end reaches the waiter at its own looks.
-// With its stream live, those came within lostWindow, then once a safety
-// poll interval: every handoff from a process that hints reach to one
-// without hints took up to the safety poll (15 s; TestElection's worker
-// without hints took 13-15 s to follow each release by one with hints,
-// while expiries and every other handoff took under 2.5 s).
+// With its stream live, those came at doubling intervals for lostWindow,
+// then once a safety poll interval: a handoff from a process that hints
+// reach to one without hints took up to the safety poll (15 s; in
+// TestElection, 12 of 14 releases by a worker with hints to the worker
+// without them took 10-15 s, while every handoff after an expiry took
+// under 0.6 s).
 //
-// So a waiter without hints looks every poll interval past lostWindow,
-// as a waiter with hints does that hears no Held hint, when processes
-// that take hints are recorded in the store (driver.PeerStore). It reads
-// their records at most once per peerCheckEvery; where none are
-// recorded, it relies on the stream and the safety poll as before.
+// So a waiter without hints looks every poll interval, as a waiter with
+// hints does that hears no Held hint, when processes that take hints are
+// recorded in the store (driver.PeerStore); from the start, since the
+// looks at doubling intervals cover an event lost, and here none may
+// come. It reads their records at most once per peerCheckEvery; where
+// none are recorded, it relies on the stream and the safety poll as
+// before.
 
 // peerCheckEvery is how often a waiter without hints reads whether
 // processes that take hints are recorded: as often as those processes

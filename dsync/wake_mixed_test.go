@@ -18,9 +18,8 @@ import (
 // only), and a waiter without hints, whose store stream is live, in Lock
 // behind it; with peer, a process that takes hints is recorded in the
 // store, as the owner's hint transport would record it. It returns once
-// the waiter has waited past lostWindow; the waiter's Lock returns on
-// locked.
-func mixedHandoff(t *testing.T, peer bool, rc *readCounter) (owner *Mutex, locked chan error) {
+// the waiter has waited for waited; the waiter's Lock returns on locked.
+func mixedHandoff(t *testing.T, peer bool, rc *readCounter, waited time.Duration) (owner *Mutex, locked chan error) {
 	t.Helper()
 	store := memory.New()
 	if peer {
@@ -51,7 +50,7 @@ func mixedHandoff(t *testing.T, peer bool, rc *readCounter) (owner *Mutex, locke
 		}
 		locked <- err
 	}()
-	time.Sleep(3 * lostWindow) // it queues, announces itself, looks at doubling intervals
+	time.Sleep(waited) // it queues, announces itself, looks
 	synctest.Wait()
 	return owner, locked
 }
@@ -64,18 +63,24 @@ func mixedHandoff(t *testing.T, peer bool, rc *readCounter) (owner *Mutex, locke
 // the store. TestElection's worker without hints took 13-15 s to follow
 // each release by a worker with hints.
 func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		owner, locked := mixedHandoff(t, true, &readCounter{})
-		start := time.Now()
-		owner.Unlock()
-		if err := <-locked; err != nil {
-			t.Fatal(err)
-		}
-		// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
-		if d := time.Since(start); d > 101*time.Millisecond {
-			t.Errorf("the waiter without hints held %v after the end, want at most the poll interval (safety poll: %v)", d, DefaultSafetyPoll)
-		}
-	})
+	// Within lostWindow of its announcement (when it looked at doubling
+	// intervals), and past it (when it looked at its safety poll).
+	for _, waited := range []time.Duration{450 * time.Millisecond, 3 * lostWindow} {
+		t.Run(waited.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				owner, locked := mixedHandoff(t, true, &readCounter{}, waited)
+				start := time.Now()
+				owner.Unlock()
+				if err := <-locked; err != nil {
+					t.Fatal(err)
+				}
+				// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
+				if d := time.Since(start); d > 101*time.Millisecond {
+					t.Errorf("the waiter without hints held %v after the end, want at most the poll interval (safety poll: %v)", d, DefaultSafetyPoll)
+				}
+			})
+		})
+	}
 }
 
 // TestWaiterWithoutHintsPollsOnlyBesideHints: where no process that takes
@@ -96,7 +101,7 @@ func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := &readCounter{}
-				owner, locked := mixedHandoff(t, tc.peer, rc)
+				owner, locked := mixedHandoff(t, tc.peer, rc, 3*lostWindow)
 				before := rc.reads.Load()
 				time.Sleep(30 * time.Second)
 				n := rc.reads.Load() - before
