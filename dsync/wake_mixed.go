@@ -25,14 +25,19 @@ import (
 // hints does that hears no Held hint, when processes that take hints are
 // recorded in the store (driver.PeerStore); from the start, since the
 // looks at doubling intervals cover an event lost, and here none may
-// come. It reads their records at most once per peerCheckEvery; where
-// none are recorded, it relies on the stream and the safety poll as
-// before.
+// come. It reads their records at most once per peerCheckEvery, sooner
+// after finding none (a process without hints that starts beside ones
+// with them may read before they recorded themselves: TestElection's
+// soak saw one handoff at the safety poll so); where none are recorded,
+// it relies on the stream and the safety poll as before.
 
 // peerCheckEvery is how often a waiter without hints reads whether
 // processes that take hints are recorded: as often as those processes
-// refresh their records (dsync/hint's refreshEvery). One that starts
-// taking hints meanwhile costs the waiters at most a safety poll each.
+// refresh their records (dsync/hint's refreshEvery). After a read that
+// found none, the next comes lostWindow later, then at doubling
+// intervals up to peerCheckEvery: a process that takes hints recorded
+// meanwhile counts within about its age, where waiters behind it wait
+// for a safety poll each.
 const peerCheckEvery = 30 * time.Second
 
 // peerCheck is what a Client without hints last read of the processes
@@ -41,15 +46,17 @@ const peerCheckEvery = 30 * time.Second
 type peerCheck struct {
 	any     bool
 	at      time.Duration
-	done    bool // read at least once
-	reading bool // a read is under way
+	every   time.Duration // how long the read holds (peerCheckEvery, or less after none)
+	done    bool          // read at least once
+	reading bool          // a read is under way
 }
 
 // hintsAround reports whether a waiter of this process, which takes no
 // hints, must look every poll interval because processes that take
 // hints, and may not read its announcements, are recorded in the store.
-// It reads their records if the last read is older than peerCheckEvery;
-// a read that fails counts as finding some (the waiter polls).
+// It reads their records once the last read is older than it holds
+// (peerCheckEvery); a read that fails counts as finding some (the waiter
+// polls), and is made again at the next look.
 func (w *wakeups) hintsAround(ctx context.Context) bool {
 	if w.env.peers == nil {
 		return false
@@ -57,7 +64,7 @@ func (w *wakeups) hintsAround(ctx context.Context) bool {
 	mono := w.env.mono()
 	w.mu.Lock()
 	pc := w.peerCheck
-	fresh := pc.done && mono-pc.at < peerCheckEvery
+	fresh := pc.done && mono-pc.at < pc.every
 	if fresh || pc.reading {
 		w.mu.Unlock()
 		return pc.any
@@ -72,7 +79,11 @@ func (w *wakeups) hintsAround(ctx context.Context) bool {
 	if err != nil {
 		return true
 	}
-	w.peerCheck = peerCheck{any: len(peers) > 0, at: mono, done: true}
+	every := peerCheckEvery
+	if len(peers) == 0 {
+		every = min(max(2*pc.every, lostWindow), peerCheckEvery)
+	}
+	w.peerCheck = peerCheck{any: len(peers) > 0, at: mono, every: every, done: true}
 	return w.peerCheck.any
 }
 

@@ -16,18 +16,10 @@ import (
 // mixedHandoff starts an owner holding "k" in a process that hints reach
 // (over net: it reads no store stream, and publishes through hints
 // only), and a waiter without hints, whose store stream is live, in Lock
-// behind it; with peer, a process that takes hints is recorded in the
-// store, as the owner's hint transport would record it. It returns once
-// the waiter has waited for waited; the waiter's Lock returns on locked.
-func mixedHandoff(t *testing.T, peer bool, rc *readCounter, waited time.Duration) (owner *Mutex, locked chan error) {
+// behind it, on store. It returns once the waiter has waited for waited;
+// the waiter's Lock returns on locked.
+func mixedHandoff(t *testing.T, store *memory.Store, rc *readCounter, waited time.Duration) (owner *Mutex, locked chan error) {
 	t.Helper()
-	store := memory.New()
-	if peer {
-		p := driver.Peer{ID: "owner", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
-		if err := store.PutPeer(t.Context(), p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	a := NewMemClientOn(store, (&hintNet{}).member())
 	b := NewMemClientOn(store, countingReads(rc))
 	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
@@ -55,6 +47,16 @@ func mixedHandoff(t *testing.T, peer bool, rc *readCounter, waited time.Duration
 	return owner, locked
 }
 
+// recordPeer records a process that takes hints in store, as the hint
+// transport of the owner in mixedHandoff would.
+func recordPeer(t *testing.T, store *memory.Store) {
+	t.Helper()
+	p := driver.Peer{ID: "owner", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
+	if err := store.PutPeer(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWaiterWithoutHintsBehindAHintedOwner: a waiter without hints behind
 // the claim of a process that hints reach (which does not read the store's
 // stream, so never hears the waiter's announcement and sends no Ended
@@ -68,7 +70,9 @@ func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
 	for _, waited := range []time.Duration{450 * time.Millisecond, 3 * lostWindow} {
 		t.Run(waited.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				owner, locked := mixedHandoff(t, true, &readCounter{}, waited)
+				store := memory.New()
+				recordPeer(t, store)
+				owner, locked := mixedHandoff(t, store, &readCounter{}, waited)
 				start := time.Now()
 				owner.Unlock()
 				if err := <-locked; err != nil {
@@ -81,6 +85,29 @@ func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestWaiterWithoutHintsFindsHintsRecordedLater: a waiter without hints
+// that first looked before the process with hints recorded itself (they
+// started together) finds it a second later, not peerCheckEvery later,
+// and holds within the poll interval of the owner's Unlock. (TestElection's
+// soak had one handoff at the safety poll so, with a 30 s wait after
+// finding none.)
+func TestWaiterWithoutHintsFindsHintsRecordedLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		owner, locked := mixedHandoff(t, store, &readCounter{}, 500*time.Millisecond)
+		recordPeer(t, store)
+		time.Sleep(3 * lostWindow)
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 101*time.Millisecond {
+			t.Errorf("the waiter without hints held %v after the end, want at most the poll interval", d)
+		}
+	})
 }
 
 // TestWaiterWithoutHintsPollsOnlyBesideHints: where no process that takes
@@ -101,7 +128,11 @@ func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := &readCounter{}
-				owner, locked := mixedHandoff(t, tc.peer, rc, 3*lostWindow)
+				store := memory.New()
+				if tc.peer {
+					recordPeer(t, store)
+				}
+				owner, locked := mixedHandoff(t, store, rc, 3*lostWindow)
 				before := rc.reads.Load()
 				time.Sleep(30 * time.Second)
 				n := rc.reads.Load() - before
@@ -136,10 +167,12 @@ func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Pe
 
 // TestPeerRecordsReadEveryThirtySeconds: a waiter without hints reads
 // whether processes that take hints are recorded at most once per
-// peerCheckEvery (30 s), so a process recorded meanwhile counts from the
-// next read on; a read that fails counts as finding some (the waiter
-// polls), and is made again at the next look. A Client with hints never
-// reads them.
+// peerCheckEvery (30 s) while some are, so a lapse counts from the next
+// read on; after a read that found none, again lostWindow later, then at
+// doubling intervals up to peerCheckEvery (a process recorded meanwhile
+// counts soon; a store without any costs a read every 30 s). A read that
+// fails counts as finding some (the waiter polls), and is made again at
+// the next look. A Client with hints never reads them.
 func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store, start := memory.New(), time.Now()
@@ -151,34 +184,45 @@ func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
 		}
 		w := newWakeups(env, &publishes{}, "me")
 		ctx := context.Background()
-		if w.hintsAround(ctx) {
-			t.Error("processes with hints found where none is recorded")
+		// None recorded: a look every 100 ms for two minutes reads at 0,
+		// 1, 3, 7, 15, 31, 61, 91 s.
+		for range 1200 {
+			if w.hintsAround(ctx) {
+				t.Fatal("processes with hints found where none is recorded")
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
+		if n := peers.reads.Load(); n != 8 {
+			t.Errorf("%d reads of the peers in 2 minutes without any recorded, want 8", n)
+		}
+
+		// One recorded after the last read that found none (at 91 s) is
+		// found at the next (121 s), and then holds for 30 s.
 		p := driver.Peer{ID: "p", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
 		if err := store.PutPeer(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(peerCheckEvery - time.Second)
-		if w.hintsAround(ctx) {
-			t.Error("a process recorded since the last read counted before peerCheckEvery passed")
-		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // 121 s
 		if !w.hintsAround(ctx) {
-			t.Error("a process recorded with hints not found once peerCheckEvery passed")
+			t.Error("a process recorded with hints not found at the next read")
 		}
-		if n := peers.reads.Load(); n != 2 {
-			t.Errorf("%d reads of the peers in %v, want 2", n, peerCheckEvery)
-		}
-		time.Sleep(peerCheckEvery)
-		peers.failing.Store(true)
 		if err := store.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
 			t.Fatal(err) // lapsed: none recorded now
 		}
+		time.Sleep(peerCheckEvery - time.Second)
+		if !w.hintsAround(ctx) {
+			t.Error("processes with hints found lapsed before peerCheckEvery passed since they were found")
+		}
+		if n := peers.reads.Load(); n != 9 {
+			t.Errorf("%d reads of the peers, want 9", n)
+		}
+		time.Sleep(time.Second)
+		peers.failing.Store(true)
 		if !w.hintsAround(ctx) || !w.hintsAround(ctx) {
 			t.Error("a failed read of the peers did not count as finding some")
 		}
-		if n := peers.reads.Load(); n != 4 {
-			t.Errorf("%d reads of the peers, want 4: a failed read is made again at the next look", n)
+		if n := peers.reads.Load(); n != 11 {
+			t.Errorf("%d reads of the peers, want 11: a failed read is made again at the next look", n)
 		}
 		peers.failing.Store(false)
 		if w.hintsAround(ctx) {
