@@ -153,7 +153,7 @@ func (w *wakeups) waitedForLocked(k waitKey, now time.Time) bool {
 		// Hints reach this process, which does not read the store's
 		// stream: the announcements that reached it are all it goes by
 		// (a process without hints that waits behind it learns of its
-		// turn at its own looks).
+		// turn at its own looks, every poll interval: wake_mixed.go).
 	case ok && !w.healthy.Load() && !w.off.Load():
 		// Too early to tell: the stream, once live, replays the
 		// announcements kept (and answers them, see Event), and announces

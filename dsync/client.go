@@ -240,6 +240,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
 		direct: cfg.hints != nil || cfg.directFeed != nil,
+		peers:  peersOf(store, cfg.hints != nil || cfg.directFeed != nil),
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)

@@ -33,7 +33,8 @@ import (
 // its waiters rely on the Held hints of the claims' owners: a hint lost
 // costs a waiter at most the poll interval. Every process of a store
 // should then take hints: one without them that waits behind a process
-// hints reach learns of its turn at its own looks. docs/operations.md
+// hints reach learns of its turn at its own looks, every poll interval
+// (wake_mixed.go). docs/operations.md
 // ("Direct hints") says what to open in a firewall.
 //
 // Default: off. A library that opens a port its user did not ask for

@@ -90,7 +90,9 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 
 // pollFor is how long a waiter for k relies on events before it looks
 // again: the poll interval, or with the stream live (and k announced)
-// the safety poll, shorter for lostWindow after the announcement.
+// the safety poll, shorter for lostWindow after the announcement; for a
+// waiter without hints in a store where processes take them, the poll
+// interval (wake_mixed.go).
 func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
@@ -115,6 +117,11 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	// and were lost; after that only the safety poll.
 	age, err := w.announce(ctx, k)
 	if err != nil {
+		return cfg.poll
+	}
+	if w.hintsAround(ctx) {
+		// The owner may be a process that hints reach, which does not
+		// read our announcement on the stream (wake_mixed.go).
 		return cfg.poll
 	}
 	if age < lostWindow {

@@ -21,7 +21,9 @@ import (
 // in the owner's own process are woken directly. Events
 // are hints, never proof: queues live in the store. A missed event costs
 // latency, at most the safety poll interval; while the feed is down, or
-// where the store has none, waiters poll.
+// where the store has none, waiters poll. So do waiters without hints
+// where processes that take hints are recorded, whose owners may not
+// read the feed (wake_mixed.go).
 //
 // Feeds lose events (FerretDB's cursor skips an event whose insert
 // commits after a later one it has returned, which its driver makes rare
@@ -123,6 +125,9 @@ type wakeEnv struct {
 	// (ClientWithHints), whether or not the store's stream is live:
 	// waiters announce themselves while it is down too.
 	direct bool
+	// peers: without direct hints, where the processes that take them are
+	// recorded (nil if the store records none): wake_mixed.go.
+	peers driver.PeerStore
 }
 
 // wakeups are a Client's wake-ups: the handler of its store's feed
@@ -176,6 +181,9 @@ type wakeups struct {
 	// beatKick wakes the loop that sends our Held hints; beatStop stops
 	// it, beatDone is closed when it returned.
 	beatKick, beatStop, beatDone chan struct{}
+	// peerCheck: whether processes that take hints are recorded, as last
+	// read (wake_mixed.go).
+	peerCheck peerCheck
 }
 
 func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {

@@ -32,7 +32,8 @@ import (
 // process and processes that do not take hints (see docs/operations.md,
 // "Direct hints"): an owner that does not read the store's feed never
 // sees their announcements, so they learn of their turn at their own
-// looks.
+// looks (every poll interval, while processes that take hints are
+// recorded: dsync's wake_mixed.go).
 //
 // While paused, this Feed's handler is told the store's feed is down
 // (ErrStoreFeedPaused), and it publishes through hints only. A store

@@ -1,0 +1,236 @@
+package dsync
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// mixedHandoff starts an owner holding "k" in a process that hints reach
+// (over net: it reads no store stream, and publishes through hints
+// only), and a waiter without hints, whose store stream is live, in Lock
+// behind it, on store. It returns once the waiter has waited for waited;
+// the waiter's Lock returns on locked.
+func mixedHandoff(t *testing.T, store *memory.Store, rc *readCounter, waited time.Duration) (owner *Mutex, locked chan error) {
+	t.Helper()
+	a := NewMemClientOn(store, (&hintNet{}).member())
+	b := NewMemClientOn(store, countingReads(rc))
+	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
+	owner, err := NewMutex(a.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.LockContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	locked = make(chan error, 1)
+	go func() {
+		err := waiter.LockContext(t.Context())
+		if err == nil {
+			err = waiter.UnlockContext(context.Background())
+		}
+		locked <- err
+	}()
+	time.Sleep(waited) // it queues, announces itself, looks
+	synctest.Wait()
+	return owner, locked
+}
+
+// recordPeer records a process that takes hints in store, as the hint
+// transport of the owner in mixedHandoff would.
+func recordPeer(t *testing.T, store *memory.Store) {
+	t.Helper()
+	p := driver.Peer{ID: "owner", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
+	if err := store.PutPeer(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWaiterWithoutHintsBehindAHintedOwner: a waiter without hints behind
+// the claim of a process that hints reach (which does not read the store's
+// stream, so never hears the waiter's announcement and sends no Ended
+// event for it) holds within the poll interval of the owner's Unlock,
+// not at its safety poll, when processes that take hints are recorded in
+// the store. TestElection's worker without hints took 13-15 s to follow
+// each release by a worker with hints.
+func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
+	// Within lostWindow of its announcement (when it looked at doubling
+	// intervals), and past it (when it looked at its safety poll).
+	for _, waited := range []time.Duration{450 * time.Millisecond, 3 * lostWindow} {
+		t.Run(waited.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.New()
+				recordPeer(t, store)
+				owner, locked := mixedHandoff(t, store, &readCounter{}, waited)
+				start := time.Now()
+				owner.Unlock()
+				if err := <-locked; err != nil {
+					t.Fatal(err)
+				}
+				// NewMemClientOn polls every 100 ms; a wait grows by 1% at most.
+				if d := time.Since(start); d > 101*time.Millisecond {
+					t.Errorf("the waiter without hints held %v after the end, want at most the poll interval (safety poll: %v)", d, DefaultSafetyPoll)
+				}
+			})
+		})
+	}
+}
+
+// TestWaiterWithoutHintsFindsHintsRecordedLater: a waiter without hints
+// that first looked before the process with hints recorded itself (they
+// started together) finds it a second later, not peerCheckEvery later,
+// and holds within the poll interval of the owner's Unlock. (TestElection's
+// soak had one handoff at the safety poll so, with a 30 s wait after
+// finding none.)
+func TestWaiterWithoutHintsFindsHintsRecordedLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		owner, locked := mixedHandoff(t, store, &readCounter{}, 500*time.Millisecond)
+		recordPeer(t, store)
+		time.Sleep(3 * lostWindow)
+		start := time.Now()
+		owner.Unlock()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 101*time.Millisecond {
+			t.Errorf("the waiter without hints held %v after the end, want at most the poll interval", d)
+		}
+	})
+}
+
+// TestWaiterWithoutHintsPollsOnlyBesideHints: where no process that takes
+// hints is recorded, a waiter without hints relies on the store's stream
+// and does not poll: past its first second it reads the store only as
+// the holder's session may expire and at its safety poll (a few reads in
+// 30 s, where polling every 100 ms would make hundreds). Beside a
+// recorded process with hints, it polls.
+func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		peer     bool
+		min, max int64
+	}{
+		{"NoPeers", false, 0, 15},
+		{"Peers", true, 200, 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rc := &readCounter{}
+				store := memory.New()
+				if tc.peer {
+					recordPeer(t, store)
+				}
+				owner, locked := mixedHandoff(t, store, rc, 3*lostWindow)
+				before := rc.reads.Load()
+				time.Sleep(30 * time.Second)
+				n := rc.reads.Load() - before
+				t.Logf("reads in 30 s: %d", n)
+				if n < tc.min || n > tc.max {
+					t.Errorf("the waiter read the store %d times in 30 s, want %d to %d", n, tc.min, tc.max)
+				}
+				owner.Unlock()
+				if err := <-locked; err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// countingPeers is a peer store that counts its reads of the peers, and
+// fails them while failing is set.
+type countingPeers struct {
+	*memory.Store
+	reads   atomic.Int64
+	failing atomic.Bool
+}
+
+func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	c.reads.Add(1)
+	if c.failing.Load() {
+		return nil, errors.New("no answer")
+	}
+	return c.Store.Peers(ctx, after)
+}
+
+// TestPeerRecordsReadEveryThirtySeconds: a waiter without hints reads
+// whether processes that take hints are recorded at most once per
+// peerCheckEvery (30 s) while some are, so a lapse counts from the next
+// read on; after a read that found none, again lostWindow later, then at
+// doubling intervals up to peerCheckEvery (a process recorded meanwhile
+// counts soon; a store without any costs a read every 30 s). A read that
+// fails counts as finding some (the waiter polls), and is made again at
+// the next look. A Client with hints never reads them.
+func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, start := memory.New(), time.Now()
+		peers := &countingPeers{Store: store}
+		env := wakeEnv{
+			mono: func() time.Duration { return time.Since(start) }, now: store.ServerTime,
+			logger: slog.New(slog.DiscardHandler), poll: DefaultPollInterval, safetyPoll: DefaultSafetyPoll,
+			peers: peersOf(peers, false),
+		}
+		w := newWakeups(env, &publishes{}, "me")
+		ctx := context.Background()
+		// None recorded: a look every 100 ms for two minutes reads at 0,
+		// 1, 3, 7, 15, 31, 61, 91 s.
+		for range 1200 {
+			if w.hintsAround(ctx) {
+				t.Fatal("processes with hints found where none is recorded")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := peers.reads.Load(); n != 8 {
+			t.Errorf("%d reads of the peers in 2 minutes without any recorded, want 8", n)
+		}
+
+		// One recorded after the last read that found none (at 91 s) is
+		// found at the next (121 s), and then holds for 30 s.
+		p := driver.Peer{ID: "p", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
+		if err := store.PutPeer(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // 121 s
+		if !w.hintsAround(ctx) {
+			t.Error("a process recorded with hints not found at the next read")
+		}
+		if err := store.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
+			t.Fatal(err) // lapsed: none recorded now
+		}
+		time.Sleep(peerCheckEvery - time.Second)
+		if !w.hintsAround(ctx) {
+			t.Error("processes with hints found lapsed before peerCheckEvery passed since they were found")
+		}
+		if n := peers.reads.Load(); n != 9 {
+			t.Errorf("%d reads of the peers, want 9", n)
+		}
+		time.Sleep(time.Second)
+		peers.failing.Store(true)
+		if !w.hintsAround(ctx) || !w.hintsAround(ctx) {
+			t.Error("a failed read of the peers did not count as finding some")
+		}
+		if n := peers.reads.Load(); n != 11 {
+			t.Errorf("%d reads of the peers, want 11: a failed read is made again at the next look", n)
+		}
+		peers.failing.Store(false)
+		if w.hintsAround(ctx) {
+			t.Error("processes with hints found after every record lapsed")
+		}
+
+		if peersOf(peers, true) != nil {
+			t.Error("a Client with hints reads the peers")
+		}
+	})
+}
