@@ -40,8 +40,12 @@ import (
 // Its figures are docs/architecture.md's breakdown of issue 44's churning
 // readers (about 10.3 requests per cycle at 4 readers, 23 at 16, 66 at
 // 64); the checks hold what the engine keeps: two requests for one reader,
-// no session read, one read back per claim that landed at most, and a race
-// and a walk that grow no faster than they do today.
+// one read back per claim that landed at most, and a race and a walk that
+// grow no faster than they do today (each fails when a shared release no
+// longer ends a shared walk, or when lost epochs never climb: checked).
+// Sessions are not checked: a churning reader's claim carries an expiry
+// that no walker here sees passed, so none is read whatever the grant
+// rule passes.
 
 // purposeStore counts the requests of one process by purpose (see above):
 // it tells the claim phase (before this cycle's claim landed) from the
@@ -231,9 +235,6 @@ func TestReaderCostWithoutRuns(t *testing.T) {
 		t.Logf("%2d readers, no runs: %.2f requests per RLock+RUnlock:%s", n, per, formatPurposes(by))
 		if n == 1 && per > 2.01 {
 			t.Errorf("one reader: %.2f requests per cycle, want 2 (the claim and its release)", per)
-		}
-		if by["read session"] > 0.05 {
-			t.Errorf("%d readers: %.2f session reads per cycle, want none (a shared walker passes shared claims live or not)", n, by["read session"])
 		}
 		if by["read back"] > by["claim landed"]+0.01 {
 			t.Errorf("%d readers: %.2f reads back per cycle for %.2f claims landed, want one each at most", n, by["read back"], by["claim landed"])
