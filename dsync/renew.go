@@ -15,7 +15,7 @@ import (
 
 // run renews the current session when its lease says (chain.Lease.Due)
 // while it has holds or waiters, and reads whether it was revoked every
-// half TTL (revoked.go).
+// two thirds of a TTL (revoked.go).
 func (k *keeper) run() {
 	clock := k.lease.clock
 	for {

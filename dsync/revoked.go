@@ -12,8 +12,8 @@ import (
 // and writes nothing the process writes (its session documents, claims,
 // markers), so it cannot race a renewal. The process learns of it
 // itself: while its session has holds or waiters, the keeper reads the
-// session's record (one read by _id) every half TTL, beside the
-// renewals and off their path, and on finding it stops renewing and
+// session's record (one read by _id) every two thirds of a TTL, beside
+// the renewals and off their path, and on finding it stops renewing and
 // retires the session at once: its holds are lost with ErrRevoked, its
 // waiters withdraw. The waiters of other processes go on only once the
 // lease has expired in store time, as after a crash.
@@ -38,8 +38,18 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 
 // revokeEvery is how often a session with holds or waiters is checked
 // for a revocation: a revoked holder's Lost closes within this, plus a
-// read's round trip, of the revoke.
-func (k *keeper) revokeEvery() time.Duration { return k.lease.ttl / 2 }
+// read's round trip, of the revoke. Two thirds of a TTL keeps that
+// within one TTL while the read comes back within a third of one (as
+// long as the default renew interval), with a quarter fewer reads than
+// half a TTL took: the read is the one command a busy session adds to
+// its renewals (bench/RESULTS.md, Partitioned election: 0.5 per renew
+// interval, where half a TTL cost 0.67). Nothing cheaper bounds the
+// delay: the renewal modifies one document by _id, which the revoke
+// must not write; on FerretDB 1.24 no single command reads two
+// documents by _id without scanning the collection; and an event in
+// the store's feed (which FerretDB's cursor may skip) or a direct hint
+// (UDP) could only make a revoke sooner, never let the read be rarer.
+func (k *keeper) revokeEvery() time.Duration { return 2 * k.lease.ttl / 3 }
 
 // revokeCheckDueLocked returns when s is next checked for a revocation,
 // and false if the store records none. k.mu must be held.

@@ -85,13 +85,13 @@ type tailer struct {
 	cursor  atomic.Int64 // its id while healthy, for tests that kill it
 	ownSeen atomic.Int64 // events of this store the cursor returned (tests)
 	// othersWaitAt: when the stream last showed another process announce
-	// that it waits (local monotonic; 0: never); othersWaitUntil: the
-	// latest store time until which one of those announcements holds
-	// (Unix nanoseconds).
-	othersWaitAt    atomic.Int64
-	othersWaitUntil atomic.Int64
-	gen             atomic.Uint64 // the times the handler heard it turned live
-	liveAt          time.Duration // when it last turned live, told or not (local monotonic)
+	// that it waits (local monotonic; 0: never); othersWait: the claims
+	// announced, until they end or the announcements lapse
+	// (feed_waits.go).
+	othersWaitAt atomic.Int64
+	othersWait   waitsSeen
+	gen          atomic.Uint64 // the times the handler heard it turned live
+	liveAt       time.Duration // when it last turned live, told or not (local monotonic)
 	// passed: the events the stream returned lately, so that a cursor
 	// reopened does not pass them again.
 	passed recentIDs
@@ -340,15 +340,11 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 		ev.Kind, ev.Until = driver.Waiting, e.Until
 		if e.Until.After(now) {
 			t.othersWaitAt.Store(int64(t.s.mono()))
-			for u := e.Until.UnixNano(); ; {
-				old := t.othersWaitUntil.Load()
-				if old >= u || t.othersWaitUntil.CompareAndSwap(old, u) {
-					break
-				}
-			}
+			t.othersWait.waiting(e.Key, e.Epoch, e.Until)
 		}
 	case eventEnded:
 		ev.Kind = driver.Ended
+		t.othersWait.ended(e.Key, e.Epoch)
 	default:
 		return
 	}

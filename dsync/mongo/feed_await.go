@@ -14,8 +14,9 @@ const getMoreSlack = 5 * time.Second
 // event: the event await (WithEventAwait), or at most ferretAwait on FerretDB while
 // other processes wait (their cursors are what makes long getMores costly
 // there; a process that follows the stream alone costs FerretDB little):
-// while an announcement the stream showed holds, or othersWaitFor safety
-// poll intervals after it showed one.
+// while an announcement the stream showed holds and the claim it names
+// has not been seen to end (feed_waits.go), or othersWaitFor safety poll
+// intervals after it showed one.
 func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.eventAwait
 	if t.s.ferret.Load() {
@@ -23,7 +24,7 @@ func (t *tailer) awaitTime() time.Duration {
 		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
 			return min(safety, ferretAwait)
 		}
-		if u := t.othersWaitUntil.Load(); u != 0 && t.s.ServerTime().Earliest.Before(time.Unix(0, u)) {
+		if t.othersWait.any(t.s.ServerTime().Earliest) {
 			return min(safety, ferretAwait)
 		}
 	}

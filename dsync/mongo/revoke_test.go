@@ -91,7 +91,7 @@ func TestRevokeWritesOnlyItsRecord(t *testing.T) {
 
 // TestRevokedHolderLosesWithinATTL, on the real server: a holder whose
 // session is revoked sees its Lost close within one TTL of the revoke
-// (it reads its revocation every half TTL), its Unlock reports ErrLost
+// (it reads its revocation every two thirds of a TTL), its Unlock reports ErrLost
 // and ErrRevoked, and the waiter of another process holds only once the
 // revoked session's lease has expired in store time, never before.
 func TestRevokedHolderLosesWithinATTL(t *testing.T) {

@@ -1,0 +1,106 @@
+package dsyncmongo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// TestEventAwaitLongOnceTheWaitedClaimEnds: on FerretDB, a getMore of the
+// event cursor waits at most ferretAwait while another process waits,
+// and the safety poll interval again once the claim it waited for ended,
+// though its announcement still holds (issue 45: after a member joined a
+// partition and took its shards over, every member sent a getMore every
+// 5 s for the hour the announcements held, with no one waiting). The
+// othersWaitFor window after the announcement is taken as passed.
+func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
+	const safety = 20 * time.Second
+	awaits := make(chan time.Duration, 64)
+	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
+				ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
+				select {
+				case awaits <- time.Duration(ms) * time.Millisecond:
+				default:
+				}
+			}
+		},
+	}))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(true))
+	other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(true))
+	ctx := testCtx(t, 30*time.Second)
+	next := func() time.Duration {
+		t.Helper()
+		select {
+		case d := <-awaits:
+			return d
+		case <-ctx.Done():
+			t.Fatal("no getMore of the event cursor within 30s")
+			return 0
+		}
+	}
+	follow(t, ctx, b)
+	if got := next(); got != safety {
+		t.Fatalf("alone: getMore of the event cursor waits up to %v, want %v", got, safety)
+	}
+	if err := other.s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	announce(t, ctx, other, "other", "k", 1) // holds a minute
+	if got := next(); got != ferretAwait {
+		t.Fatalf("while another process waits: getMore of the event cursor waits up to %v, want %v", got, ferretAwait)
+	}
+	tail(b).othersWaitAt.Store(0) // the window after the announcement has passed
+	// The end of the claim waited for ends the getMore in flight.
+	if err := other.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != safety {
+		t.Errorf("once the claim waited for ended: getMore of the event cursor waits up to %v, want %v", got, safety)
+	}
+}
+
+// TestWaitsSeen: a wait counts until the claim it names ends or its
+// announcement lapses; past maxWaitsSeen claims, the forgotten ones
+// count until the latest of their announcements lapses.
+func TestWaitsSeen(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var w waitsSeen
+	if w.any(t0) {
+		t.Fatal("no announcement seen: a wait counts")
+	}
+	w.waiting("k", 1, t0.Add(time.Hour))
+	w.waiting("k", 2, t0.Add(time.Minute))
+	if !w.any(t0) {
+		t.Fatal("two announcements hold: no wait counts")
+	}
+	w.ended("k", 1)
+	if !w.any(t0) {
+		t.Fatal("the wait for k/2 still holds: no wait counts")
+	}
+	if w.any(t0.Add(time.Minute)) {
+		t.Error("k/1 ended and k/2's announcement lapsed: a wait still counts")
+	}
+	for i := range maxWaitsSeen + 1 {
+		w.waiting("many", int64(i), t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	if n := len(w.until); n > maxWaitsSeen {
+		t.Errorf("%d claims remembered; want at most %d", n, maxWaitsSeen)
+	}
+	w.ended("many", maxWaitsSeen)                          // the only one remembered
+	lapse := t0.Add((maxWaitsSeen - 1) * time.Millisecond) // the latest forgotten
+	if !w.any(lapse.Add(-time.Nanosecond)) {
+		t.Error("the claims forgotten past the bound no longer count before their announcements lapse")
+	}
+	if w.any(lapse) {
+		t.Error("a wait counts after every announcement lapsed")
+	}
+}
