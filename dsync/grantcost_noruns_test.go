@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -165,64 +164,15 @@ func (s *purposeStore) Publish(ctx context.Context, e driver.Event) error {
 // reads no runs for a second of fake time after a warm-up, and returns the
 // requests per RLock+RUnlock, in all and by purpose.
 func readerCostWithoutRuns(t *testing.T, n int) (per float64, by map[string]float64) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New()
-		stores := make([]*purposeStore, n)
-		rws := make([]*dsync.RWMutex, n)
-		for i := range n {
-			stores[i] = &purposeStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(n), uint64(i)))}
-			c := newClient(t, stores[i], dsync.ClientWithIdleAge(0))
-			rw, err := dsync.NewRWMutex(c, "k", quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rws[i] = rw
+	return churnCost(t, n, func(mem *memory.Store, i int) counter {
+		return &purposeStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(n), uint64(i)))}
+	}, func(c *dsync.Client) cycler {
+		rw, err := dsync.NewRWMutex(c, "k", quiet)
+		if err != nil {
+			t.Fatal(err)
 		}
-		ctx := context.Background()
-		var wg sync.WaitGroup
-		cycles := make([]int, n)
-		start := time.Now().Add(500 * time.Millisecond) // after the warm-up
-		until := start.Add(time.Second)
-		for i := range n {
-			wg.Go(func() {
-				for time.Now().Before(until) {
-					counting := !time.Now().Before(start)
-					if !counting {
-						stores[i].take()
-					}
-					if err := rws[i].RLockContext(ctx); err != nil {
-						t.Error(err)
-						return
-					}
-					if err := rws[i].RUnlockContext(ctx); err != nil {
-						t.Error(err)
-						return
-					}
-					if counting {
-						cycles[i]++
-					}
-				}
-			})
-		}
-		wg.Wait()
-		total, all := 0, 0
-		by = map[string]float64{}
-		for i := range n {
-			for m, k := range stores[i].take() {
-				by[m] += float64(k)
-				all += k
-			}
-			total += cycles[i]
-		}
-		if total == 0 {
-			t.Fatal("no cycle completed")
-		}
-		for m := range by {
-			by[m] /= float64(total)
-		}
-		per = float64(all) / float64(total)
+		return cycler{take: rw.RLockContext, give: rw.RUnlockContext}
 	})
-	return per, by
 }
 
 // TestReaderCostWithoutRuns prints, for 1, 4, 16 and 64 readers churning

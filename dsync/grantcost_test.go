@@ -134,16 +134,33 @@ type cycler struct {
 	take, give func(context.Context) error
 }
 
+// counter is a store that counts the requests sent through it (by
+// method, or by purpose); take returns the counts since the last take and
+// starts again.
+type counter interface {
+	driver.Store
+	take() map[string]int
+}
+
 // grantCost runs n processes made by mk over one store for a second of
 // fake time after a warm-up, and returns the requests per cycle, in all
 // and by method.
 func grantCost(t *testing.T, n int, mk func(c *dsync.Client) cycler) (per float64, by map[string]float64) {
+	return churnCost(t, n, func(mem *memory.Store, i int) counter {
+		return &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(n), uint64(i)))}
+	}, mk)
+}
+
+// churnCost runs n processes made by mk, each over the counter wrap makes
+// of one in-memory store, for a second of fake time after a warm-up, and
+// returns the requests per cycle, in all and by what the counters count.
+func churnCost(t *testing.T, n int, wrap func(mem *memory.Store, i int) counter, mk func(c *dsync.Client) cycler) (per float64, by map[string]float64) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		stores := make([]*costStore, n)
+		stores := make([]counter, n)
 		cyclers := make([]cycler, n)
 		for i := range n {
-			stores[i] = &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(n), uint64(i)))}
+			stores[i] = wrap(mem, i)
 			c := newClient(t, stores[i], dsync.ClientWithIdleAge(0))
 			cyclers[i] = mk(c)
 		}
