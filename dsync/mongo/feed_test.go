@@ -458,6 +458,40 @@ func TestEventsTrimmedOnlyOnFerretDB(t *testing.T) {
 	}
 }
 
+// awaitsWatched returns two processes on one database whose event streams
+// have the safety poll and event await safety (as on FerretDB when ferret
+// is set), a context of 30 s, and next, which returns the wait of the
+// next getMore of the event cursor that either sends, failing the test if
+// none comes within the context.
+func awaitsWatched(t *testing.T, ferret bool, safety time.Duration) (b, other *testClient, ctx context.Context, next func() time.Duration) {
+	awaits := make(chan time.Duration, 64)
+	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
+				ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
+				select {
+				case awaits <- time.Duration(ms) * time.Millisecond:
+				default:
+				}
+			}
+		},
+	}))
+	b = newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
+	other = newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
+	ctx = testCtx(t, 30*time.Second)
+	next = func() time.Duration {
+		t.Helper()
+		select {
+		case d := <-awaits:
+			return d
+		case <-ctx.Done():
+			t.Fatal("no getMore of the event cursor within 30s")
+			return 0
+		}
+	}
+	return b, other, ctx, next
+}
+
 // TestEventAwaitShortOnFerretDB: a getMore of the event cursor waits the
 // safety poll interval; on FerretDB, where a waiting getMore costs the
 // server more the longer it waits, at most ferretAwait once another
@@ -466,31 +500,7 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 	const safety = 20 * time.Second
 	for _, ferret := range []bool{true, false} {
 		t.Run(map[bool]string{true: "FerretDB", false: "MongoDB"}[ferret], func(t *testing.T) {
-			awaits := make(chan time.Duration, 64)
-			db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
-				Started: func(_ context.Context, e *event.CommandStartedEvent) {
-					if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
-						ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
-						select {
-						case awaits <- time.Duration(ms) * time.Millisecond:
-						default:
-						}
-					}
-				},
-			}))
-			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
-			other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(ferret))
-			ctx := testCtx(t, 30*time.Second)
-			next := func() time.Duration {
-				t.Helper()
-				select {
-				case d := <-awaits:
-					return d
-				case <-ctx.Done():
-					t.Fatal("no getMore of the event cursor within 30s")
-					return 0
-				}
-			}
+			b, other, ctx, next := awaitsWatched(t, ferret, safety)
 			follow(t, ctx, b)
 			if got := next(); got != safety {
 				t.Errorf("alone: getMore of the event cursor waits up to %v, want %v", got, safety)

@@ -1,16 +1,10 @@
 package dsyncmongo
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/event"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
 // TestEventAwaitLongOnceTheWaitedClaimEnds: on FerretDB, a getMore of the
@@ -22,31 +16,7 @@ import (
 // othersWaitFor window after the announcement is taken as passed.
 func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
 	const safety = 20 * time.Second
-	awaits := make(chan time.Duration, 64)
-	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
-		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if coll, _ := e.Command.Lookup("collection").StringValueOK(); e.CommandName == "getMore" && coll == DefaultCollection+eventsSuffix {
-				ms, _ := e.Command.Lookup("maxTimeMS").AsInt64OK()
-				select {
-				case awaits <- time.Duration(ms) * time.Millisecond:
-				default:
-				}
-			}
-		},
-	}))
-	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(true))
-	other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety), asFerretDB(true))
-	ctx := testCtx(t, 30*time.Second)
-	next := func() time.Duration {
-		t.Helper()
-		select {
-		case d := <-awaits:
-			return d
-		case <-ctx.Done():
-			t.Fatal("no getMore of the event cursor within 30s")
-			return 0
-		}
-	}
+	b, other, ctx, next := awaitsWatched(t, true, safety)
 	follow(t, ctx, b)
 	if got := next(); got != safety {
 		t.Fatalf("alone: getMore of the event cursor waits up to %v, want %v", got, safety)
