@@ -32,8 +32,12 @@ func (c *Client) openSession(ctx context.Context, ttl time.Duration) (string, er
 
 // renewSession extends session to ttl from when the request was sent. An
 // error wrapping ErrSessionGone means it certainly was not, and the
-// session no longer exists. It then sends again any end of unknown
-// outcome.
+// session no longer exists. Any end of unknown outcome is sent again in
+// the background (the Resender), never here: the keeper applies the
+// confirmation only once this returns, so ends sent first, on a store
+// slow to answer them, made a renewal confirmed in time count as late
+// (or let its deadline pass meanwhile) and retired the session, whose
+// withdrawn claims added more ends to send (issue 45).
 func (c *Client) renewSession(ctx context.Context, session string, ttl time.Duration) error {
 	if err := c.prepare(ctx); err != nil {
 		return err
@@ -45,9 +49,7 @@ func (c *Client) renewSession(ctx context.Context, session string, ttl time.Dura
 	if !found {
 		return fmt.Errorf("%w: %s", ErrSessionGone, session)
 	}
-	if n, err := c.eng.Flush(ctx); err != nil {
-		c.cfg.logger.Warn("dsync: ends of unknown outcome not yet confirmed", "pending", n, "err", err)
-	}
+	c.resend.Kick()
 	return nil
 }
 
