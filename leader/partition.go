@@ -131,20 +131,44 @@ func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard 
 // the assignment. When it queued for a shard it heartbeats again, so that
 // the shard's owner sees the claim waiting (and hands the shard over) at
 // its next tick rather than the one after.
+//
+// Each of its store calls has a deadline of its own (storeDeadline), and a
+// status write that failed does not skip the rest: a store slow to answer
+// must not freeze the member, which still follows the assignment the
+// others' status gives (hands a shard over to its assigned owner, stops
+// waiting for shards assigned elsewhere). A member whose call hung on Run's
+// context alone kept its shards, while its status aged out and the others
+// queued for them, until the call came back.
 func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) error, fail func(error)) {
-	if err := p.heartbeat(ctx); err != nil {
-		return
-	}
-	ms, err := p.members.Members(ctx, p.name, p.liveFor())
+	_ = p.withDeadline(ctx, p.heartbeat)
+	var ms []Member
+	err := p.withDeadline(ctx, func(ctx context.Context) (err error) {
+		ms, err = p.members.Members(ctx, p.name, p.liveFor())
+		return err
+	})
 	if err != nil {
 		return
 	}
 	st := p.decode(ms)
 	want := shard.Assign(p.n, st.live, st.owners())
 	if p.apply(ctx, want, st.waiting, fn, fail) {
-		_ = p.heartbeat(ctx)
+		_ = p.withDeadline(ctx, p.heartbeat)
 	}
 }
+
+// withDeadline runs one store call of a tick under ctx bounded by
+// storeDeadline.
+func (p *Partition) withDeadline(ctx context.Context, call func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, p.storeDeadline())
+	defer cancel()
+	return call(ctx)
+}
+
+// storeDeadline bounds each store call of a tick: two heartbeat
+// intervals, so that a slow store's answers still count (the calls of a
+// loaded embedded server take seconds at times), and a tick whose store
+// hangs ends within about four intervals, the time its status stays live.
+func (p *Partition) storeDeadline() time.Duration { return 2 * p.interval }
 
 // apply starts and stops shards to match want, and reports whether it
 // queued for any.

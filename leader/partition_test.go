@@ -220,3 +220,40 @@ func TestPartitionSettledWritesEveryOtherInterval(t *testing.T) {
 		}
 	})
 }
+
+// hangingMembers makes one process's status writes hang, until their
+// context ends, while hang is set.
+type hangingMembers struct {
+	leader.MemberStore
+	hang atomic.Bool
+}
+
+func (h *hangingMembers) PutMember(ctx context.Context, election string, m leader.Member) error {
+	if h.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return h.MemberStore.PutMember(ctx, election, m)
+}
+
+// A member whose status writes hang still follows the assignment: its
+// status ages out, the other member queues for its shards, and it hands
+// them over. Its store calls used to wait on Run's context alone: the
+// member sat in the hung write and kept its shards (its lease renewed
+// fine), and the other waited for them for as long as the write hung.
+func TestPartitionHandsOverWhileItsStatusWritesHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		const n = 4
+		pa := w.process(t)
+		ha := &hangingMembers{MemberStore: pa.members}
+		pa.members = ha
+		join(t, pa, l, "a", n)
+		join(t, w.process(t), l, "b", n)
+		l.waitBalanced(t, n, map[string]int{"a": 2, "b": 2}, 2*ttl)
+		ha.hang.Store(true)
+		took := l.waitBalanced(t, n, map[string]int{"a": 0, "b": 4}, 4*ttl)
+		t.Logf("handed over %v after a's status writes began to hang (TTL %v)", took, ttl)
+	})
+}
