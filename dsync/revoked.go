@@ -38,8 +38,10 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 
 // revokeEvery is how often a session with holds or waiters is checked
 // for a revocation: a revoked holder's Lost closes within this, plus a
-// read's round trip, of the revoke. Two thirds of a TTL keeps that
-// within one TTL while the read comes back within a third of one (as
+// read's round trip, of the revoke, and plus a renewal's when a check
+// falls due while the keeper waits for one (it starts the read once the
+// renewal is back). Two thirds of a TTL keeps that within one TTL while a
+// renewal and the read together come back within a third of one (as
 // long as the default renew interval), with a quarter fewer reads than
 // half a TTL took: the read is the one command a busy session adds to
 // its renewals (bench/RESULTS.md, Partitioned election: 0.5 per renew
@@ -79,7 +81,9 @@ func (k *keeper) checkRevokedAsync(s *session) {
 	k.client.running.Add(1)
 	go func() {
 		defer k.client.running.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, k.revokeEvery())
+		// A third of a TTL: a read still under way when the next check
+		// falls due would skip that check (revokeReading).
+		ctx, cancel := context.WithTimeout(s.ctx, k.lease.ttl/3)
 		defer cancel()
 		r, found, err := rs.Revoked(ctx, s.id)
 		k.mu.Lock()

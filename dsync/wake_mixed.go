@@ -56,7 +56,7 @@ type peerCheck struct {
 // hints, and may not read its announcements, are recorded in the store.
 // It reads their records once the last read is older than it holds
 // (peerCheckEvery); a read that fails counts as finding some (the waiter
-// polls), and is made again at the next look.
+// polls), and is made again lostWindow later.
 func (w *wakeups) hintsAround(ctx context.Context) bool {
 	if w.env.peers == nil {
 		return false
@@ -77,6 +77,9 @@ func (w *wakeups) hintsAround(ctx context.Context) bool {
 	defer w.mu.Unlock()
 	w.peerCheck.reading = false
 	if err != nil {
+		// Poll meanwhile, and read again after lostWindow rather than
+		// at every look: a failing store is not read twice per poll.
+		w.peerCheck = peerCheck{any: true, at: mono, every: lostWindow, done: true}
 		return true
 	}
 	every := peerCheckEvery

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,6 +149,13 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 	})
 	if err != nil {
 		return
+	}
+	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == p.self }) && p.beat.sent != (time.Time{}) {
+		// Its status is gone (a late DeleteMember of an earlier Run, or
+		// a write that failed): write it again now, not up to two
+		// intervals later.
+		p.beat = lastBeat{}
+		_ = p.withDeadline(ctx, p.heartbeat)
 	}
 	st := p.decode(ms)
 	want := shard.Assign(p.n, st.live, st.owners())

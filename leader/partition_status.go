@@ -24,8 +24,9 @@ type partitionStatus struct {
 	Waits  []int    `json:"wait,omitempty"`
 }
 
-// A PartitionView is a Partition as its members last reported it (they
-// report once per heartbeat): who owns each shard, and the live members.
+// A PartitionView is a Partition as its members last reported it (each
+// writes its status when it changes, and otherwise every other
+// heartbeat): who owns each shard, and the live members.
 type PartitionView struct {
 	// Shards has one entry per shard, by shard number.
 	Shards []ShardOwner
@@ -159,6 +160,9 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 		return nil
 	}
 	if err := p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)}); err != nil {
+		// The write may still land, late (rule 11): the next tick writes
+		// whatever the status is then, even the one last written.
+		p.beat = lastBeat{}
 		return err
 	}
 	p.beat = lastBeat{sent: now, status: string(b)}
@@ -179,9 +183,10 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 // Observe returns a channel that receives the partition's view (View)
 // whenever it differs from the last one sent: a shard changed owner or
 // token, a member joined, left or changed weight. It reads the members'
-// status once per heartbeat interval (WithPartitionHeartbeat), and the
-// members report once per interval, so a change shows within about two
-// intervals. The channel is unbuffered and keeps no backlog: changes
+// status once per heartbeat interval (WithPartitionHeartbeat), and a
+// member writes its status as soon as it changes, so a change of owner
+// shows within about two intervals; a member that crashed leaves the
+// view four intervals after its last write. The channel is unbuffered and keeps no backlog: changes
 // between two reads, or while the receiver does not read, are coalesced
 // into the next view sent, which is the state at one read, not a log of
 // changes. Failed reads are skipped. The channel is closed when ctx ends,

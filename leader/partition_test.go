@@ -2,6 +2,7 @@ package leader_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,5 +256,63 @@ func TestPartitionHandsOverWhileItsStatusWritesHang(t *testing.T) {
 		ha.hang.Store(true)
 		took := l.waitBalanced(t, n, map[string]int{"a": 0, "b": 4}, 4*ttl)
 		t.Logf("handed over %v after a's status writes began to hang (TTL %v)", took, ttl)
+	})
+}
+
+// lastWriteMembers fails one process's status writes while down is set,
+// and records when its last write succeeded.
+type lastWriteMembers struct {
+	leader.MemberStore
+	down atomic.Bool
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (m *lastWriteMembers) PutMember(ctx context.Context, election string, mb leader.Member) error {
+	if m.down.Load() {
+		return errCut
+	}
+	err := m.MemberStore.PutMember(ctx, election, mb)
+	if err == nil {
+		m.mu.Lock()
+		m.last = time.Now()
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// A member counts as live for four heartbeat intervals after its last
+// status write (it writes an unchanged status every other interval), and
+// no longer: the others' view drops it then.
+func TestPartitionMemberLiveForFourHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		l := newLedger(t)
+		const n = 4
+		pa := w.process(t)
+		ma := &lastWriteMembers{MemberStore: pa.members}
+		pa.members = ma
+		a := join(t, pa, l, "a", n)
+		b := join(t, w.process(t), l, "b", n)
+		l.waitBalanced(t, n, map[string]int{"a": 2, "b": 2}, 2*ttl)
+		ma.down.Store(true)
+		ma.mu.Lock()
+		last := ma.last
+		ma.mu.Unlock()
+		interval := pa.c.RenewInterval()
+		step := interval / 20
+		for {
+			v, err := b.p.View(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(v.Members, func(m leader.PartitionMember) bool { return m.ID == a.p.ID() }) {
+				break
+			}
+			time.Sleep(step)
+		}
+		if gone := time.Since(last); gone < 4*interval || gone > 4*interval+2*step {
+			t.Errorf("a left b's view %v after its last status write, want 4 heartbeat intervals (%v)", gone, 4*interval)
+		}
 	})
 }

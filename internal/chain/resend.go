@@ -13,10 +13,11 @@ const (
 )
 
 // A Resender sends an engine's pending end markers again in the
-// background (Engine.Flush), at growing intervals, until none is left. A
-// withdrawal whose outcome was unknown would otherwise wait for the next
-// session renewal, which an idle process never sends: its claim would
-// keep the key waiting until the session expired.
+// background (Engine.Flush), at growing intervals, until none is left:
+// the only path that sends them again (a session's renewal only kicks
+// it, so that a renewal confirmed in time is never held up by ends a slow
+// store is slow to take). A withdrawal whose outcome was unknown would
+// otherwise keep its key waiting until its session expired.
 //
 // Its goroutine runs only while markers are pending. Close stops it and
 // waits for it.
