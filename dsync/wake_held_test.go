@@ -108,6 +108,14 @@ func heldHandoff(t *testing.T, net *hintNet, rc *readCounter) (owner *Mutex, loc
 	a := NewMemClientOn(store, net.member())
 	b := NewMemClientOn(store, net.member(), countingReads(rc))
 	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
+	return queueBehind(t, a, b, time.Second) // it queues, announces itself, hears Held
+}
+
+// queueBehind makes a hold "k" in a, and a Lock of it in b that waits
+// behind it (and unlocks once it holds), for waited; the waiter's Lock
+// returns on locked.
+func queueBehind(t *testing.T, a, b *MemClient, waited time.Duration) (owner *Mutex, locked chan error) {
+	t.Helper()
 	owner, err := NewMutex(a.Client, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +135,7 @@ func heldHandoff(t *testing.T, net *hintNet, rc *readCounter) (owner *Mutex, loc
 		}
 		locked <- err
 	}()
-	time.Sleep(time.Second) // it queues, announces itself, hears Held
+	time.Sleep(waited)
 	synctest.Wait()
 	return owner, locked
 }

@@ -23,28 +23,7 @@ func mixedHandoff(t *testing.T, store *memory.Store, rc *readCounter, waited tim
 	a := NewMemClientOn(store, (&hintNet{}).member())
 	b := NewMemClientOn(store, countingReads(rc))
 	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
-	owner, err := NewMutex(a.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiter, err := NewMutex(b.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := owner.LockContext(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	locked = make(chan error, 1)
-	go func() {
-		err := waiter.LockContext(t.Context())
-		if err == nil {
-			err = waiter.UnlockContext(context.Background())
-		}
-		locked <- err
-	}()
-	time.Sleep(waited) // it queues, announces itself, looks
-	synctest.Wait()
-	return owner, locked
+	return queueBehind(t, a, b, waited) // it queues, announces itself, looks
 }
 
 // recordPeer records a process that takes hints in store, as the hint
