@@ -236,11 +236,11 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	})
 	c.dir = newRecorder(c.store, c.mono, cfg.logger)
 	c.newEvents()
+	direct := cfg.hints != nil || cfg.directFeed != nil
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
-		direct: cfg.hints != nil || cfg.directFeed != nil,
-		peers:  peersOf(store, cfg.hints != nil || cfg.directFeed != nil),
+		direct: direct, peers: peersOf(store, direct),
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)

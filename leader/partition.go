@@ -150,7 +150,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 	if err != nil {
 		return
 	}
-	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == p.self }) && p.beat.sent != (time.Time{}) {
+	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == p.self }) && !p.beat.sent.IsZero() {
 		// Its status is gone (a late DeleteMember of an earlier Run, or
 		// a write that failed): write it again now, not up to two
 		// intervals later.

@@ -156,7 +156,7 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 	p.mu.Unlock()
 	b, _ := json.Marshal(st)
 	now := time.Now()
-	if p.beat.status == string(b) && !p.beat.sent.IsZero() && now.Sub(p.beat.sent) < p.refreshAfter() {
+	if p.beat.status == string(b) && now.Sub(p.beat.sent) < p.refreshAfter() {
 		return nil
 	}
 	if err := p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)}); err != nil {
