@@ -17,7 +17,26 @@ import (
 // announces it waits behind the next holder): that one cannot go on this
 // end, and the hint would cost its process a wake-up and a MAC check.
 // Before, every process that waited for a claim of the key got every end.
+//
+// a may take b's announcement only after the spy's (b sends them to a
+// and to the spy in either order), and then the end goes to every waiter
+// of the key, as when no announcement for the claim arrived: so the test
+// tries up to three times, and fails only if the spy got an end every
+// time. Without the targeting it gets one every time.
 func TestReleaseHintsOnlyTheNextWaiter(t *testing.T) {
+	var n int
+	for try := range 3 {
+		if n = endsToTheSpy(t); n == 0 {
+			return
+		}
+		t.Logf("try %d: the spy received %d ends of the released claim", try+1, n)
+	}
+	t.Errorf("the spy, waiting behind the next holder, received %d ends of the released claim, want none", n)
+}
+
+// endsToTheSpy runs one release behind which the spy waits for the next
+// holder's claim, and returns how many ends of the key it received.
+func endsToTheSpy(t *testing.T) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store := memory.New()
@@ -57,15 +76,14 @@ func TestReleaseHintsOnlyTheNextWaiter(t *testing.T) {
 	again := make(chan error, 1)
 	go func() { again <- c.held.LockContext(ctx) }()
 	s.waitFor(t, func(e driver.Event) bool { return e.Kind == driver.Waiting && e.Key == "k" && e.Epoch == next })
-	if n := s.count(func(e driver.Event) bool { return e.Kind == driver.Ended && e.Key == "k" }); n != 0 {
-		t.Errorf("the spy, waiting behind the next holder, received %d ends of the released claim, want none", n)
-	}
+	n := s.count(func(e driver.Event) bool { return e.Kind == driver.Ended && e.Key == "k" })
 	c.waiter.Unlock()
 	if err := <-again; err != nil {
 		t.Fatal(err)
 	}
 	c.held.Unlock()
 	probe.Unlock()
+	return n
 }
 
 // waitFor waits until the spy received an event that matches.
