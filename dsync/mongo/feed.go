@@ -65,12 +65,16 @@ const (
 	// pushes events to a waiting getMore; there the getMore waits the
 	// safety poll interval.
 	ferretAwait = 5 * time.Second
-	// othersWaitFor is how long, in safety poll intervals, after the
-	// stream last showed another process announce that it waits the
-	// getMores stay short on FerretDB at least; and for as long as an
-	// announcement it showed holds (announcements are made once per claim
-	// waited for, and hold an hour: see dsync's wake.go).
-	othersWaitFor = 8
+	// othersWaitGrace is how long after the stream last showed another
+	// process announce that it waits the getMores stay short on FerretDB
+	// at least, though the claim it named ended: a queue that hands over
+	// every few milliseconds has waits between its announcements. Beyond
+	// it they stay short only while a wait the stream showed holds
+	// (feed_waits.go). It was eight safety poll intervals (two minutes),
+	// from when announcements were made again every seven: a partition's
+	// members sent a getMore every 5 s for two minutes after any join
+	// (issue 45).
+	othersWaitGrace = 2 * ferretAwait
 )
 
 // A tailer follows the events collection for one handler, in one

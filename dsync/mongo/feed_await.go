@@ -15,13 +15,13 @@ const getMoreSlack = 5 * time.Second
 // other processes wait (their cursors are what makes long getMores costly
 // there; a process that follows the stream alone costs FerretDB little):
 // while an announcement the stream showed holds and the claim it names
-// has not been seen to end (feed_waits.go), or othersWaitFor safety poll
-// intervals after it showed one.
+// has not been seen to end (feed_waits.go), or for othersWaitGrace after
+// it showed one.
 func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.eventAwait
 	if t.s.ferret.Load() {
 		at := time.Duration(t.othersWaitAt.Load())
-		if at != 0 && t.s.mono()-at < othersWaitFor*safety {
+		if at != 0 && t.s.mono()-at < othersWaitGrace {
 			return min(safety, ferretAwait)
 		}
 		if t.othersWait.any(t.s.ServerTime().Earliest) {

@@ -13,7 +13,7 @@ import (
 // though its announcement still holds (issue 45: after a member joined a
 // partition and took its shards over, every member sent a getMore every
 // 5 s for the hour the announcements held, with no one waiting). The
-// othersWaitFor window after the announcement is taken as passed.
+// othersWaitGrace after the announcement is taken as passed.
 func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
 	const safety = 20 * time.Second
 	b, other, ctx, next := awaitsWatched(t, true, safety)
@@ -72,5 +72,27 @@ func TestWaitsSeen(t *testing.T) {
 	}
 	if w.any(lapse) {
 		t.Error("a wait counts after every announcement lapsed")
+	}
+}
+
+// TestEventAwaitLongSoonAfterTheLastAnnouncement: on FerretDB, once the
+// claims announced have ended, getMores of the event cursor stay short
+// for othersWaitGrace after the last announcement the stream showed, and
+// no longer: less than a safety poll interval (it was eight, two minutes
+// at the default: a partition's members sent a getMore every 5 s for two
+// minutes after any join, issue 45).
+func TestEventAwaitLongSoonAfterTheLastAnnouncement(t *testing.T) {
+	const safety = 20 * time.Second
+	b, _, ctx, next := awaitsWatched(t, true, safety)
+	follow(t, ctx, b)
+	next()
+	tl := tail(b)
+	tl.othersWaitAt.Store(int64(b.s.mono() - time.Second))
+	if got := tl.awaitTime(); got != ferretAwait {
+		t.Errorf("a second after an announcement: getMore of the event cursor waits up to %v, want %v", got, ferretAwait)
+	}
+	tl.othersWaitAt.Store(int64(b.s.mono() - othersWaitGrace - time.Second))
+	if got := tl.awaitTime(); got != safety {
+		t.Errorf("%v after the last announcement, its claim ended: getMore of the event cursor waits up to %v, want %v", othersWaitGrace+time.Second, got, safety)
 	}
 }
