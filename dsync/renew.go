@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-dsync/dsync/internal/chain"
 )
@@ -15,13 +16,23 @@ import (
 
 // run renews the current session when its lease says (chain.Lease.Due)
 // while it has holds or waiters, and reads whether it was revoked every
-// two thirds of a TTL (revoked.go).
+// two thirds of a TTL (revoked.go). A renewal goes on in a goroutine of
+// its own, one at a time, so that a slow one never holds up a revoke
+// check that falls due meanwhile: the check's period alone bounds how
+// late a revoke is seen. The loop returns only once its renewal is back.
 func (k *keeper) run() {
 	clock := k.lease.clock
+	var renewed chan struct{} // closed when the renewal under way is back; nil: none
 	for {
 		k.mu.Lock()
 		s := k.sess
 		if s == nil || !k.busyLocked() {
+			if renewed != nil {
+				k.mu.Unlock()
+				<-renewed
+				renewed = nil
+				continue
+			}
 			if s != nil {
 				k.disarmLocked(s)
 			}
@@ -30,17 +41,34 @@ func (k *keeper) run() {
 			return
 		}
 		due := k.origin.Add(s.lease.Due())
-		next := due
+		renews := renewed == nil
 		check, checks := k.revokeCheckDueLocked(s)
-		if checks && check.Before(next) {
-			next = check
-		}
 		k.mu.Unlock()
 
-		fired := make(chan struct{})
-		stop := clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
+		var next time.Time
+		switch {
+		case renews && checks:
+			next = due
+			if check.Before(next) {
+				next = check
+			}
+		case renews:
+			next = due
+		case checks:
+			next = check
+		}
+		var fired chan struct{}
+		stop := func() bool { return false }
+		if renews || checks {
+			fired = make(chan struct{})
+			stop = clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
+		}
 		select {
 		case <-fired:
+		case <-renewed:
+			stop()
+			renewed = nil
+			continue
 		case <-k.wake:
 			stop()
 			continue
@@ -48,8 +76,13 @@ func (k *keeper) run() {
 		if checks && !check.After(next) {
 			k.checkRevokedAsync(s)
 		}
-		if !due.After(next) {
-			k.renew(s)
+		if renews && !due.After(next) {
+			done := make(chan struct{})
+			renewed = done
+			go func() {
+				defer close(done)
+				k.renew(s)
+			}()
 		}
 	}
 }

@@ -212,3 +212,63 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// slowStore answers every renewal after renewTakes and every revocation
+// read after readTakes.
+type slowStore struct {
+	*sessionsSeen
+	renewTakes, readTakes time.Duration
+}
+
+func (s *slowStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	time.Sleep(s.renewTakes)
+	return s.sessionsSeen.RenewSession(ctx, id, gen, expires)
+}
+
+func (s *slowStore) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	time.Sleep(s.readTakes)
+	return s.sessionsSeen.Revoked(ctx, session)
+}
+
+// TestRevokeSeenWhileRenewalsAreSlow: a revoke check that falls due while
+// a renewal is under way is not held up by it, so a revoked holder's Lost
+// closes within two thirds of a TTL plus the read's round trip, however
+// long renewals take. Renewals of 1.4 s back to back (TTL 3 s) held the
+// check up until one was back: Lost closed up to 2.75 s after the revoke
+// here (3.25 s in a review's run), beyond the bound. The revoke comes at twenty points 150 ms apart, over
+// the checks' cycle (two renewals, 2.8 s, before the fix).
+func TestRevokeSeenWhileRenewalsAreSlow(t *testing.T) {
+	const (
+		ttl        = 3 * time.Second
+		renewTakes = 1400 * time.Millisecond
+		readTakes  = 500 * time.Millisecond
+	)
+	var worst time.Duration
+	for i := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			mem := memory.New()
+			store := &slowStore{sessionsSeen: &sessionsSeen{Store: mem}, renewTakes: renewTakes, readTakes: readTakes}
+			m := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+			m.Lock()
+			time.Sleep(2*ttl + time.Duration(i)*150*time.Millisecond)
+			store.mu.Lock()
+			id := store.ids[0]
+			store.mu.Unlock()
+			revokedAt := time.Now()
+			if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "slow"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-m.Lost():
+			case <-time.After(3 * ttl):
+				t.Fatalf("Lost still open %v after the revoke", time.Since(revokedAt))
+			}
+			worst = max(worst, time.Since(revokedAt))
+			_ = m.UnlockContext(context.Background())
+		})
+	}
+	t.Logf("Lost closed at most %v after the revoke", worst)
+	if want := 2*ttl/3 + readTakes; worst > want {
+		t.Errorf("Lost closed up to %v after the revoke, with renewals of %v; want within two thirds of a TTL and a read (%v)", worst, renewTakes, want)
+	}
+}

@@ -38,11 +38,11 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 
 // revokeEvery is how often a session with holds or waiters is checked
 // for a revocation: a revoked holder's Lost closes within this, plus a
-// read's round trip, of the revoke, and plus a renewal's when a check
-// falls due while the keeper waits for one (it starts the read once the
-// renewal is back). Two thirds of a TTL keeps that within one TTL while a
-// renewal and the read together come back within a third of one (as
-// long as the default renew interval), with a quarter fewer reads than
+// read's round trip, of the revoke, however long renewals take (the
+// keeper's loop starts a check that falls due while a renewal is under
+// way: renew.go). Two thirds of a TTL keeps that within one TTL while the
+// read comes back within a third of one (its timeout, as long as the
+// default renew interval), with a quarter fewer reads than
 // half a TTL took: the read is the one command a busy session adds to
 // its renewals (bench/RESULTS.md, Partitioned election: 0.5 per renew
 // interval, where half a TTL cost 0.67). Nothing cheaper bounds the
