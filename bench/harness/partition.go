@@ -54,7 +54,11 @@ type partSamples struct {
 	violations                         float64   // overlapping fns, tokens not increasing
 	steadyPerS, steadyPerHB            []float64 // per member, one sample a run
 	steadyByName                       map[string][]float64
-	steadyRuns                         int
+	// steadyUpkeep, steadyOwn: per member per heartbeat, one sample a
+	// run: what any process holding a lease sends (leaseUpkeep), and the
+	// rest, the partition's own (its status writes and members reads).
+	steadyUpkeep, steadyOwn []float64
+	steadyRuns              int
 }
 
 // partitionRun is one run with n processes.
@@ -202,9 +206,27 @@ func (rn *runner) partSteady(ctx context.Context, g *group, n int, hb time.Durat
 		}
 		sm.steadyByName[name] = append(sm.steadyByName[name], v*hb.Seconds())
 	}
+	var upkeep float64
+	for name, v := range byName {
+		if leaseUpkeep[name] {
+			upkeep += v
+		}
+	}
+	sm.steadyUpkeep = append(sm.steadyUpkeep, upkeep*hb.Seconds())
+	sm.steadyOwn = append(sm.steadyOwn, (perS-upkeep)*hb.Seconds())
 	sm.steadyRuns++
 	rn.logf("%s: partition %s: steady state %.2f commands/s per member, %.2f per heartbeat (%v)", rn.d.Name(), count(n, "process"), perS, perS*hb.Seconds(), hb.Round(time.Millisecond))
 	return nil
+}
+
+// leaseUpkeep names the commands any process holding a lease sends while
+// it holds, Partition or not: the renewal (findAndModify), the revoke
+// check (dsync's revoked.go), the event cursor's getMores (and a
+// killCursors when it reopens), the server-time samples. The partition's
+// own cost is the rest: a member's status writes and members reads.
+var leaseUpkeep = map[string]bool{
+	"findAndModify": true, "revoke check": true, "getMore": true,
+	"killCursors": true, "clock sample": true,
 }
 
 // handoffText describes the handoffs of one change for the log.
@@ -257,6 +279,8 @@ func (sm *partSamples) report(r *Report, param string, ttl time.Duration, note s
 	}
 	add("steady state: commands/s per member", "cmds/s", sm.steadyPerS)
 	add(fmt.Sprintf("steady state: commands per member per heartbeat (%v)", hb), "cmds", sm.steadyPerHB)
+	add("steady state: the lease's upkeep per member per heartbeat (renewal, revoke check, event cursor)", "cmds", sm.steadyUpkeep)
+	add("steady state: the partition's own per member per heartbeat (status writes, members reads, the rest)", "cmds", sm.steadyOwn)
 	names := make([]string, 0, len(sm.steadyByName))
 	for name := range sm.steadyByName {
 		names = append(names, name)

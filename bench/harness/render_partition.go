@@ -23,8 +23,8 @@ func renderPartition(p printf, reports []*Report) {
 			continue
 		}
 		p("%s, a row per number of processes (medians of the runs; moved: the most in a run, against the fewest that must move):\n\n", r.Lib)
-		p("| processes, shards | join → balanced (ms) | in heartbeats | join: moved / fewest | leave → balanced (ms) | leave: moved / fewest | SIGKILL → every shard owned (× TTL, median / max) | handoff of a shard, p50 / max (ms) | steady state: commands per member per heartbeat |\n")
-		p("|---|---|---|---|---|---|---|---|---|\n")
+		p("| processes, shards | join → balanced (ms) | in heartbeats | join: moved / fewest | leave → balanced (ms) | leave: moved / fewest | SIGKILL → every shard owned (× TTL, median / max) | handoff of a shard, p50 / max (ms) | steady state: commands per member per heartbeat | of which the lease's upkeep / the partition's own |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, param := range params {
 			fs := byParam[param]
 			get := func(prefix string) string {
@@ -45,7 +45,7 @@ func renderPartition(p printf, reports []*Report) {
 				}
 				return x + " / " + y
 			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", param,
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", param,
 				get("join → balanced, median"),
 				get("join → balanced, median, in heartbeats"),
 				pair("join: shards moved", "join: fewest"),
@@ -53,7 +53,8 @@ func renderPartition(p printf, reports []*Report) {
 				pair("graceful leave: shards moved", "graceful leave: fewest"),
 				pair("SIGKILL → every shard owned again, median (TTL", "SIGKILL → every shard owned again, max (TTL"),
 				pair("handoff of one shard (", "handoff of one shard, max"),
-				get("steady state: commands per member per heartbeat"))
+				get("steady state: commands per member per heartbeat"),
+				pair("steady state: the lease's upkeep", "steady state: the partition's own"))
 		}
 		p("\n")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,7 +142,9 @@ func (md meteredDialer) DialContext(ctx context.Context, network, addr string) (
 
 // monitor reports every command to m. A findAndModify is a session
 // renewal, except the server-time samples' of the "#clock" document,
-// reported as "clock sample".
+// reported as "clock sample"; a find of a session's revocation record
+// (an _id under "#revoke/") is reported as "revoke check", so that the
+// lease's upkeep stands apart from the reads a scenario makes.
 func monitor(m *harness.Meter) *event.CommandMonitor {
 	var mu sync.Mutex
 	names := make(map[int64]string) // by request ID, while in flight
@@ -158,6 +161,9 @@ func monitor(m *harness.Meter) *event.CommandMonitor {
 			if id, err := e.Command.LookupErr("query", "_id"); err == nil && n == "findAndModify" && id.StringValue() == "#clock" {
 				n = "clock sample"
 			}
+			if n == "find" && isRevokeCheck(e.Command) {
+				n = "revoke check"
+			}
 			mu.Lock()
 			names[e.RequestID] = n
 			mu.Unlock()
@@ -169,6 +175,17 @@ func monitor(m *harness.Meter) *event.CommandMonitor {
 			m.Command(name(e.RequestID), e.Duration, true)
 		},
 	}
+}
+
+// isRevokeCheck reports whether a find reads a session's revocation
+// record (an _id under "#revoke/", dsync/mongo's revoke.go).
+func isRevokeCheck(cmd bson.Raw) bool {
+	id, err := cmd.LookupErr("filter", "_id")
+	if err != nil {
+		return false
+	}
+	s, ok := id.StringValueOK()
+	return ok && strings.HasPrefix(s, "#revoke/")
 }
 
 // A conn is one simulated process: its MongoDB client, and its dsync
