@@ -326,9 +326,14 @@ func deadStarts(tl *timeline, who, name string, ctx context.Context) {
 	// Keep the frames above the driver's.
 	var keep []string
 	for _, l := range strings.Split(st, "\n") {
-		if strings.Contains(l, "go-dsync/dsync") && !strings.Contains(l, "freeze_test") {
-			keep = append(keep, strings.TrimSpace(l))
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "github.com/go-dsync/dsync/") || strings.HasPrefix(l, "github.com/go-dsync/dsync/leader/mongo_test.") {
+			continue
 		}
+		if i := strings.LastIndex(l, "("); i > 0 {
+			l = l[:i] // the arguments: pointers, different at every call
+		}
+		keep = append(keep, strings.TrimPrefix(l, "github.com/go-dsync/dsync/"))
 	}
 	key := strings.Join(keep, " | ")
 	if _, dup := deadSeen.LoadOrStore(key, true); dup {
