@@ -63,10 +63,11 @@ func (w *wakeups) unheard(k waitKey, a announcement) bool {
 	return w.env.direct && w.env.mono()-a.last >= lostWindow && !w.trusted(k)
 }
 
-// claimed records a claim of ours, and whether the stream is live as it
-// is made: an announcement for it can only come after it exists. It also
+// claimed records a claim of ours, the session it was made in (whose
+// expiry our Held hints for it carry), and whether the stream is live as
+// it is made: an announcement for it can only come after it exists. It also
 // wakes whoever waits for the key's claims to appear (relock.go).
-func (w *wakeups) claimed(key string, epoch uint64) {
+func (w *wakeups) claimed(key string, epoch uint64, session string) {
 	var now time.Time
 	if w.feed != nil {
 		now = w.env.now().Earliest
@@ -81,7 +82,7 @@ func (w *wakeups) claimed(key string, epoch uint64) {
 	if len(w.mine) >= maxMine {
 		clear(w.mine) // their ends are then announced as if blind
 	}
-	m := claimMark{at: w.env.mono()}
+	m := claimMark{at: w.env.mono(), session: session}
 	if w.healthy.Load() {
 		m.gen = w.gen
 	}

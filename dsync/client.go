@@ -238,7 +238,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.newEvents()
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	c.wake = newWakeups(wakeEnv{
-		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive,
+		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive, confirmed: eng.ConfirmedExpiry,
 		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
 		direct: direct, peers: peersOf(store, direct),
 	}, c.feed, xid.New().String())

@@ -226,6 +226,13 @@ func (k *keeper) join(h *hold, s *session) bool {
 	}
 	h.keeper, h.sess = k, s
 	k.holds[h] = struct{}{}
+	if len(k.holds) == 1 {
+		// The session begins to hold: its revoke checks come every two
+		// thirds of a TTL from now on, and one more than that old is due
+		// at once (revoked.go). The keeper's loop, running while the
+		// waiter was counted, reads it beside the grant.
+		k.signalLocked()
+	}
 	return true
 }
 

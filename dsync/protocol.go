@@ -94,7 +94,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
-	c.wake.claimed(key, cl.Epoch)
+	c.wake.claimed(key, cl.Epoch, session)
 	return claim, nil
 }
 

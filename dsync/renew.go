@@ -15,8 +15,9 @@ import (
 // primitives whose holds rely on it.
 
 // run renews the current session when its lease says (chain.Lease.Due)
-// while it has holds or waiters, and reads whether it was revoked every
-// two thirds of a TTL (revoked.go). A renewal goes on in a goroutine of
+// while it has holds or waiters, and reads whether it was revoked when
+// revoked.go says (revokeCheckDueLocked; a wake-up recomputes it, as
+// when the session begins to hold). A renewal goes on in a goroutine of
 // its own, one at a time, so that a slow one never holds up a revoke
 // check that falls due meanwhile: the check's period alone bounds how
 // late a revoke is seen. The loop returns only once its renewal is back.

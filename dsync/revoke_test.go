@@ -152,8 +152,9 @@ func TestRevokeCheckCost(t *testing.T) {
 }
 
 // TestRevokeOfAWaitingSessionWithdrawsIt: a process revoked while it only
-// waits gives its claim up: its Lock, under a context, returns once the
-// revocation is read, and the holder is not disturbed.
+// waits gives its claim up within two TTLs of the revoke (its checks'
+// period while it only waits) and goes on in a new session, and the
+// holder is not disturbed.
 func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
@@ -173,7 +174,8 @@ func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
 		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(ttl)
+		time.Sleep(2 * ttl)
+		synctest.Wait()
 		select {
 		case <-a.Lost():
 			t.Fatal("the holder lost its hold when the waiter's session was revoked")

@@ -12,11 +12,14 @@ import (
 // and writes nothing the process writes (its session documents, claims,
 // markers), so it cannot race a renewal. The process learns of it
 // itself: while its session has holds or waiters, the keeper reads the
-// session's record (one read by _id) every two thirds of a TTL, beside
-// the renewals and off their path, and on finding it stops renewing and
-// retires the session at once: its holds are lost with ErrRevoked, its
-// waiters withdraw. The waiters of other processes go on only once the
-// lease has expired in store time, as after a crash.
+// session's record (one read by _id), beside the renewals and off their
+// path: every two thirds of a TTL while the session holds, every two
+// TTLs while it only waits, and at once when it begins to hold if the
+// last read began more than two thirds of a TTL before (revokeEvery). On
+// finding it, it stops renewing and retires the session at once: its
+// holds are lost with ErrRevoked, its waiters withdraw. The waiters of
+// other processes go on only once the lease has expired in store time,
+// as after a crash.
 
 // Revocations returns the revocations recorded in the store: who revoked
 // which session, when (store time) and why. It returns nil and no error
@@ -37,21 +40,39 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 }
 
 // revokeEvery is how often a session with holds or waiters is checked
-// for a revocation: a revoked holder's Lost closes within this, plus a
-// read's round trip, of the revoke, however long renewals take (the
-// keeper's loop starts a check that falls due while a renewal is under
-// way: renew.go). Two thirds of a TTL keeps that within one TTL while the
-// read comes back within a third of one (its timeout, as long as the
-// default renew interval), with a quarter fewer reads than
-// half a TTL took: the read is the one command a busy session adds to
-// its renewals (bench/RESULTS.md, Partitioned election: 0.5 per renew
-// interval, where half a TTL cost 0.67). Nothing cheaper bounds the
-// delay: the renewal modifies one document by _id, which the revoke
-// must not write; on FerretDB 1.24 no single command reads two
-// documents by _id without scanning the collection; and an event in
-// the store's feed (which FerretDB's cursor may skip) or a direct hint
-// (UDP) could only make a revoke sooner, never let the read be rarer.
-func (k *keeper) revokeEvery() time.Duration { return 2 * k.lease.ttl / 3 }
+// for a revocation: every two thirds of a TTL while it holds, every two
+// TTLs while it only waits.
+//
+// While it holds, a revoked holder's Lost closes within two thirds of a
+// TTL, plus a read's round trip, of the revoke, however long renewals
+// take (the keeper's loop starts a check that falls due while a renewal
+// is under way: renew.go). Two thirds of a TTL keeps that within one TTL
+// while the read comes back within a third of one (its timeout, as long
+// as the default renew interval), with a quarter fewer reads than half a
+// TTL took. Nothing cheaper bounds the delay: the renewal modifies one
+// document by _id, which the revoke must not write; on FerretDB 1.24 no
+// single command reads two documents by _id without scanning the
+// collection; and an event in the store's feed (which FerretDB's cursor
+// may skip) or a direct hint (UDP) could only make a revoke sooner,
+// never let the read be rarer.
+//
+// A session that only waits has nothing to lose but its place in
+// queues: a revoke of it withdraws its claims within two TTLs and a
+// read, and costs an idle waiter a third of the reads (the read was a
+// quarter of what a hinted idle waiter sent: bench/RESULTS.md, Load of
+// waiting processes). The session's first hold brings the holder's
+// bound back at once: the period is counted from the last read's start
+// (revokeChecked), so a check more than two thirds of a TTL old is due
+// the moment the session holds (join wakes the keeper's loop), read
+// beside the grant and never on its path. A hold granted after a revoke
+// is thus lost within two thirds of a TTL and a read of the revoke, or
+// within a read of the grant, whichever is later.
+func (k *keeper) revokeEvery(holding bool) time.Duration {
+	if holding {
+		return 2 * k.lease.ttl / 3
+	}
+	return 2 * k.lease.ttl
+}
 
 // revokeCheckDueLocked returns when s is next checked for a revocation,
 // and false if the store records none. k.mu must be held.
@@ -59,7 +80,9 @@ func (k *keeper) revokeCheckDueLocked(s *session) (time.Time, bool) {
 	if _, ok := k.client.store.(driver.RevokeStore); !ok {
 		return time.Time{}, false
 	}
-	return s.revokeChecked.Add(k.revokeEvery()), true
+	// Every hold counted belongs to the current session: retiring a
+	// session stops counting its holds (retireLocked).
+	return s.revokeChecked.Add(k.revokeEvery(len(k.holds) > 0)), true
 }
 
 // checkRevokedAsync reads s's revocation in a goroutine of its own, so

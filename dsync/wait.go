@@ -16,7 +16,8 @@ import (
 
 // wait blocks a waiter whose claim of key is behind blocker until
 // blocker's end may have been recorded: an Ended event for it, the moment
-// its session can have expired, or the poll interval (the safety poll
+// its session can have expired (as read, or as its owner's Held hints
+// say), or the poll interval (the safety poll
 // interval while the stream is live; later while the blocker's owner
 // tells this process by Held hints that it has not ended: wake_held.go). It
 // returns nil to walk again, or ctx's cause.
@@ -31,6 +32,9 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) e
 	// after as Held hints keep coming (lookAt).
 	lookAgain := start + w.pollFor(ctx, k)
 	for {
+		// Held hints may say that the session lasts longer than read
+		// (wake_held.go): it is read only once that has passed.
+		expires = w.lasts(k, expires)
 		// A millisecond more makes the wait end strictly after expires.
 		wait := min(until(w.env.now(), expires)+time.Millisecond, w.lookAt(k, start, lookAgain)-w.env.mono())
 		if wait <= 0 {
@@ -49,8 +53,8 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) e
 		if w.env.mono() >= w.lookAt(k, start, lookAgain) {
 			return nil
 		}
-		if !w.env.now().Earliest.After(expires) {
-			continue // a Held hint put the look off
+		if expires = w.lasts(k, expires); !w.env.now().Earliest.After(expires) {
+			continue // a Held hint put the look, or the read, off
 		}
 		if !w.healthy.Load() && !w.trusted(k) {
 			return nil

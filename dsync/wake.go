@@ -105,10 +105,12 @@ type announcement struct {
 	direct bool
 }
 
-// A claimMark is what the feed's state was when a claim of ours was made.
+// A claimMark is what the feed's state was when a claim of ours was made,
+// and the session it was made in.
 type claimMark struct {
-	gen uint64        // the stream's generation if live, else 0
-	at  time.Duration // local monotonic
+	gen     uint64        // the stream's generation if live, else 0
+	at      time.Duration // local monotonic
+	session string
 }
 
 // wakeEnv is what the wake-ups need of their Client: its clocks, a look
@@ -117,7 +119,11 @@ type wakeEnv struct {
 	mono         func() time.Duration   // local monotonic time
 	now          func() driver.Interval // the store's time
 	sessionAlive func(ctx context.Context, id string) (alive bool, expires time.Time, err error)
-	logger       *slog.Logger
+	// confirmed returns the highest expiry of one of our sessions that
+	// the store confirmed (zero if unknown): what our Held hints carry
+	// (wake_held.go).
+	confirmed func(session string) time.Time
+	logger    *slog.Logger
 	// poll: a waiter's look while the stream is down; safetyPoll: while
 	// it is live.
 	poll, safetyPoll time.Duration
@@ -175,9 +181,9 @@ type wakeups struct {
 	// claimWatch: waiters in awaitClaim (relock.go), by key, with the
 	// epoch each waits to see claimed.
 	claimWatch map[string]map[chan struct{}]uint64
-	// held: for claims local waiters wait for, when the last Held hint
-	// about each came (local monotonic; wake_held.go).
-	held map[waitKey]time.Duration
+	// held: for claims local waiters wait for, the Held hints about each
+	// (wake_held.go).
+	held map[waitKey]heldNews
 	// beatKick wakes the loop that sends our Held hints; beatStop stops
 	// it, beatDone is closed when it returned.
 	beatKick, beatStop, beatDone chan struct{}
@@ -198,7 +204,7 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 		next:       make(map[string]nextInLine),
 		ends:       make(map[waitKey]time.Duration),
 		claimWatch: make(map[string]map[chan struct{}]uint64),
-		held:       make(map[waitKey]time.Duration),
+		held:       make(map[waitKey]heldNews),
 		beatKick:   make(chan struct{}, 1),
 		beatStop:   make(chan struct{}),
 	}

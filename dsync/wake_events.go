@@ -40,7 +40,7 @@ func (w *wakeups) Event(e driver.Event) {
 	case driver.Ended:
 		w.endedLocked(k)
 	case driver.Held:
-		w.heldLocked(k)
+		w.heldLocked(k, e.Until)
 	}
 	w.mu.Unlock()
 }

@@ -19,6 +19,19 @@ import (
 // since the last Held it heard. A waiter behind a claim of its own
 // process is woken directly, and sleeps as long.
 //
+// Each Held hint also carries the highest expiry of the claim's session
+// that the store confirmed to its owner (driver.Event.Until, store
+// time): the session's stored expiry is at least that, since a stored
+// expiry never goes down. A waiter reads the claim's session only once
+// the latest such expiry has passed (wait.go), not each time the expiry
+// it last read has: while the owner's renewals are confirmed, an idle
+// waiter never reads it (it read it once per TTL or so). A Held hint
+// that comes late, or again, carries an expiry no later than one it
+// carried before, so it can never put a read off past the session's
+// stored expiry: the waiter keeps the latest. An owner of an older
+// release sends no expiry (zero), and a waiter of an older release
+// ignores it: either way the waiter reads the session as before.
+//
 // This is what lets a process that hints reach stop reading the store's
 // stream (dsync/hint's pause.go): its waiters need the stream no more
 // than they need polls.
@@ -28,9 +41,26 @@ import (
 // without costing the waiter a look.
 func (w *wakeups) beatEvery() time.Duration { return max(w.env.poll/2, time.Millisecond) }
 
-// sendHeld tells the processes that wait for k that it has not ended.
+// heldNews is what the Held hints about a claim told: when the last came
+// (local monotonic), and the latest expiry of the claim's session that
+// they carried (store time; zero if none did).
+type heldNews struct {
+	at      time.Duration
+	expires time.Time
+}
+
+// sendHeld tells the processes that wait for k that it has not ended,
+// and until when its session lasts at least: its highest expiry that the
+// store confirmed to us (zero if unknown).
 func (w *wakeups) sendHeld(k waitKey) {
-	e := driver.Event{Kind: driver.Held, Key: k.key, Epoch: k.epoch, Proc: w.proc}
+	w.mu.Lock()
+	m, ours := w.mine[k]
+	w.mu.Unlock()
+	var lasts time.Time
+	if ours && m.session != "" && w.env.confirmed != nil {
+		lasts = w.env.confirmed(m.session)
+	}
+	e := driver.Event{Kind: driver.Held, Key: k.key, Epoch: k.epoch, Until: lasts, Proc: w.proc}
 	_ = w.feed.Publish(context.Background(), e) // hints only, best effort
 }
 
@@ -78,12 +108,30 @@ func (w *wakeups) beatLoop() {
 	}
 }
 
-// heldLocked takes in a Held hint for k, if local waiters wait for it.
-// w.mu is held.
-func (w *wakeups) heldLocked(k waitKey) {
+// heldLocked takes in a Held hint for k that says k's session lasts at
+// least until lasts (zero: it does not say), if local waiters wait for
+// k. w.mu is held.
+func (w *wakeups) heldLocked(k waitKey, lasts time.Time) {
 	if len(w.local[k]) > 0 {
-		w.held[k] = w.env.mono()
+		h := w.held[k]
+		h.at = w.env.mono()
+		if lasts.After(h.expires) {
+			h.expires = lasts
+		}
+		w.held[k] = h
 	}
+}
+
+// lasts returns the later of expires, an expiry of k's session as read,
+// and the latest that Held hints about k carried: its stored expiry is
+// at least that.
+func (w *wakeups) lasts(k waitKey, expires time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h := w.held[k].expires; h.After(expires) {
+		return h
+	}
+	return expires
 }
 
 // trustedLocked reports whether a waiter for k can sleep past its poll
@@ -97,11 +145,11 @@ func (w *wakeups) trustedLocked(k waitKey) (ok bool, until time.Duration, bounde
 	if _, ours := w.mine[k]; ours {
 		return true, 0, false
 	}
-	at, ok := w.held[k]
+	h, ok := w.held[k]
 	if !ok {
 		return false, 0, false
 	}
-	until = at + w.env.poll
+	until = h.at + w.env.poll
 	return w.env.mono() < until, until, true
 }
 
@@ -120,8 +168,9 @@ func (w *wakeups) trusted(k waitKey) bool {
 // process's claim, a poll interval after the last Held hint, however
 // long they come: every way the claim can end is covered without the
 // safety poll, its end by the Held hints that stop (and the Ended hint),
-// its session's expiry by the read of the session wait makes at that
-// moment. So an idle waiter costs the store its renewals and that read.
+// its session's expiry by the read of the session wait makes once the
+// expiry the Held hints carry has passed. So an idle waiter costs the
+// store its renewals and its revoke checks.
 func (w *wakeups) lookAt(k waitKey, start, base time.Duration) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()

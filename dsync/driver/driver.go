@@ -312,9 +312,12 @@ const (
 	Ended
 	// Held: the claim of Key's Epoch had not ended when its owner sent
 	// this, and its owner sends another within the poll interval while
-	// it has not ended. Only direct hints (package dsync/hint) carry it,
-	// to the processes that announced they wait for that claim: a
-	// store's feed is never asked to publish it.
+	// it has not ended. Until, if not zero, is the highest expiry of the
+	// claim's session that the store had confirmed to its owner (store
+	// time): the session's stored expiry is at least that. Only direct
+	// hints (package dsync/hint) carry it, to the processes that
+	// announced they wait for that claim: a store's feed is never asked
+	// to publish it.
 	Held
 )
 

@@ -17,8 +17,12 @@ import (
 //	| from, addr, proc, key (each a 2-byte length and its bytes) | MAC (32)
 //
 // Integers are big-endian; times are Unix nanoseconds of the store's
-// time (sent: the latest it can be as the sender sends). seq counts the
-// sender's hints, so that a receiver drops one it has already taken.
+// time (sent: the latest it can be as the sender sends; until: a
+// Waiting's end, a Held's claim's session's confirmed expiry, zero
+// otherwise or when the sender has none to tell, as senders of Held
+// hints did before they told it: a receiver of that time ignores a
+// Held's until). seq counts the sender's hints, so that a receiver
+// drops one it has already taken.
 
 const (
 	magic = "dsh1"
@@ -128,7 +132,7 @@ func (m msg) event() (driver.Event, bool) {
 	case kindEnded:
 		e.Kind = driver.Ended
 	case kindHeld:
-		e.Kind = driver.Held
+		e.Kind, e.Until = driver.Held, m.until
 	default:
 		return driver.Event{}, false
 	}

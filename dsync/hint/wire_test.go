@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 func TestWireRoundTrip(t *testing.T) {
@@ -76,4 +78,27 @@ func FuzzDecode(f *testing.F) {
 			t.Errorf("decode then encode changed the hint: %x to %x (%v)", b, again, err)
 		}
 	})
+}
+
+// TestHeldCarriesItsSessionsExpiry: a Held hint's until (the claim's
+// session's confirmed expiry) comes through as the event's Until; a
+// Held from a sender that tells none (an older release: until zero)
+// comes with none.
+func TestHeldCarriesItsSessionsExpiry(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	sent := time.Unix(1700000000, 123456789).UTC()
+	for _, until := range []time.Time{sent.Add(15 * time.Second), {}} {
+		b, err := encode(msg{kind: kindHeld, seq: 4, sent: sent, epoch: 3, until: until, from: "a", addr: "127.0.0.1:1", proc: "p", key: "k"}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decode(b, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, ok := m.event()
+		if !ok || e.Kind != driver.Held || !e.Until.Equal(until) {
+			t.Errorf("a Held hint with until %v gave the event %+v (ok %v); want a Held with that Until", until, e, ok)
+		}
+	}
 }

@@ -163,6 +163,16 @@ func (e *Engine) claimTerms(session string) (ttl time.Duration, exp time.Time) {
 	return 0, time.Time{}
 }
 
+// ConfirmedExpiry returns the highest expiry of session that the store
+// confirmed to this engine (its open or a renewal): the session's stored
+// expiry is at least that, since a stored expiry never goes down. Zero
+// for a session this engine did not open, or has forgotten (unrenewed for
+// two TTLs).
+func (e *Engine) ConfirmedExpiry(session string) time.Time {
+	_, exp := e.claimTerms(session)
+	return exp
+}
+
 // SessionAlive reads a session and reports whether it had not expired
 // when the read was sent, with its expiry. A waiter whose wake-ups work
 // checks only this when its blocker's session may have run out.
