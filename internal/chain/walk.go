@@ -138,11 +138,23 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if !ended {
 		return e.liveBelow(ctx, c, epoch, d, b)
 	}
-	if own := kind == KindRelease && e.ownReleaseStops(d); own || kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
-		// It held once: nothing below it can keep c from holding.
-		c.clear, c.strong = true, own || stopsAll(d, marker)
-		c.after, c.hasAfter = d, true
-		return Blocker{}, false, nil
+	if kind == KindRelease {
+		if below, own := e.ownReleaseStops(c, d); own {
+			// A release of ours: the claims its hold left live below
+			// it are all that may be live below it, and c passes them.
+			for _, r := range below {
+				c.passed = append(c.passed, passedClaim{r.d, e.blockerOf(r.d)})
+			}
+			c.clear, c.strong = true, true
+			c.after, c.hasAfter = d, true
+			return Blocker{}, false, nil
+		}
+		if e.stopsAt(c.Terms, d, marker) {
+			// It held once: nothing below it can keep c from holding.
+			c.clear, c.strong = true, stopsAll(d, marker)
+			c.after, c.hasAfter = d, true
+			return Blocker{}, false, nil
+		}
 	}
 	c.checked = epoch
 	return Blocker{}, false, nil
