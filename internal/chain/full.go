@@ -142,4 +142,3 @@ func (e *Engine) readSuspects(ctx context.Context, c *Claim) error {
 	c.passed = live
 	return errs
 }
-
