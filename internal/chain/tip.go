@@ -193,6 +193,7 @@ func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
 // the bench's handoffs do, read two documents per claim since that
 // unit's, on every Acquire).
 func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) {
+	floor := e.floorOf(c.Key, c.Seg).Epoch
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	end, ok := e.endedLocked(d.Nonce)
@@ -204,7 +205,13 @@ func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) 
 		return nil, true
 	}
 	for _, r := range live {
-		if r.d.Epoch != r.epoch || r.d.Nonce != r.nonce || !passes(c.Terms, r.d) {
+		// Below the key's floor a claim may have been pruned, its
+		// marker with it, and would count live for good: the walk goes
+		// on down to the floor instead, which says it ended. At or
+		// above the floor this process knows (while it relies on the
+		// segment, at least that of any gate a prune relied on:
+		// floor.go), nothing was pruned.
+		if r.d.Epoch != r.epoch || r.d.Nonce != r.nonce || r.epoch < floor || !passes(c.Terms, r.d) {
 			return nil, false
 		}
 	}
