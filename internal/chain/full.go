@@ -39,13 +39,19 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 			}
 			break
 		}
+		if p.walk == c.walks {
+			// This walk found it live a moment ago (liveBelow):
+			// reading its marker again proves nothing new.
+			live = append(live, p)
+			continue
+		}
 		ended, pb, err := e.endedPassed(ctx, c, p.d)
 		if err != nil {
 			c.passed = append(live, c.passed[len(live):]...)
 			return Blocker{}, false, err
 		}
 		if !ended {
-			p.b = pb
+			p.b, p.walk = pb, c.walks
 			live = append(live, p)
 		}
 	}
@@ -130,7 +136,7 @@ func (e *Engine) readSuspects(ctx context.Context, c *Claim) error {
 		case r.ended:
 			drop[i] = true
 		default:
-			c.passed[i].b = r.b
+			c.passed[i].b, c.passed[i].walk = r.b, c.walks
 		}
 	}
 	live := c.passed[:0]

@@ -116,6 +116,10 @@ func fits(w Terms, passed []passedClaim) bool {
 type passedClaim struct {
 	d Doc
 	b Blocker
+	// walk is the walk of the claim (Claim.walks) that found it live
+	// (read its marker, or its session), 0 if none did: full does not
+	// read again what the same walk just read.
+	walk uint64
 }
 
 // WaitsFor returns the claims a waiter of c waits for, after a Walk found
