@@ -136,11 +136,12 @@ func (k *keeper) enter(ctx context.Context) (*session, error) {
 		}
 		now := k.lease.clock.Now()
 		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.lease.Usable(k.mono(now))) {
+			idle := !k.busyLocked()
 			k.waiters++
 			if !s.armed {
 				k.armLocked(s)
 			}
-			k.startLocked()
+			k.startLocked(idle)
 			k.mu.Unlock()
 			return s, nil
 		}
@@ -257,17 +258,24 @@ func (k *keeper) signalLocked() {
 	}
 }
 
-// startLocked starts the renewal goroutine if it is not running; the
-// Client waits for it on Close.
-func (k *keeper) startLocked() {
-	if !k.running {
-		k.running = true
-		k.client.running.Add(1)
-		go func() {
-			defer k.client.running.Done()
-			k.run()
-		}()
+// startLocked starts the renewal goroutine if it is not running (the
+// Client waits for it on Close), and wakes it if it runs and the keeper
+// was idle (wasIdle).
+func (k *keeper) startLocked(wasIdle bool) {
+	if k.running {
+		if wasIdle {
+			// The loop, idle, may be waiting for its renewal before it
+			// returns: it looks again, and times the checks now due.
+			k.signalLocked()
+		}
+		return
 	}
+	k.running = true
+	k.client.running.Add(1)
+	go func() {
+		defer k.client.running.Done()
+		k.run()
+	}()
 }
 
 func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }

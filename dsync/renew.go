@@ -29,9 +29,15 @@ func (k *keeper) run() {
 		s := k.sess
 		if s == nil || !k.busyLocked() {
 			if renewed != nil {
+				// Idle, but a renewal is under way: wait for it, or for
+				// a hold or waiter to come back meanwhile (startLocked
+				// wakes a loop that runs), whose checks are then due.
 				k.mu.Unlock()
-				<-renewed
-				renewed = nil
+				select {
+				case <-renewed:
+					renewed = nil
+				case <-k.wake:
+				}
 				continue
 			}
 			if s != nil {
