@@ -76,7 +76,9 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"from the start of the leave to balance), joins again (a second join), and is killed with SIGKILL: the time until every shard is "+
 			"owned again and until balance. The handoff of one shard is the time from its old owner's function returning to its new owner's "+
 			"starting, over every shard moved by a join or a leave (p50 and max of all of them). %s for each N; a change counts as over once the "+
-			"shards are balanced and no member reported anything for two heartbeats.", o.PartShards, o.PartTTL, o.PartSteadyWindow, count(o.Runs, "run"))
+			"shards are balanced and no member reported anything for two heartbeats. By command: dsync's read of its session's revocation "+
+			"is \"revoke check\" (the lease's upkeep, beside the renewal and the event cursor's getMore); columns measured before 2026-11-27 "+
+			"count it under find.", o.PartShards, o.PartTTL, o.PartSteadyWindow, count(o.Runs, "run"))
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."
