@@ -127,6 +127,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
+			c.wake.holding(waitKey{cl.Key, cl.Token})
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
@@ -143,7 +144,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 		if blocked != nil {
 			blocked(blocker.Terms, blocker.Epoch)
 		}
-		if err := c.waitAny(ctx, cl.Key, cc.WaitsFor(blocker)); err != nil {
+		if err := c.waitAny(ctx, cl.Key, cl.Token, cc.WaitsFor(blocker)); err != nil {
 			return awaited{}, err
 		}
 	}
@@ -153,15 +154,15 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 // may have been recorded: a weighted claim waiting for room waits for
 // every claim it passed, since any of their ends can make room. It
 // returns nil to walk again, or ctx's cause.
-func (c *Client) waitAny(ctx context.Context, key string, blockers []chain.Blocker) error {
+func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker) error {
 	if len(blockers) == 1 {
-		return c.wake.wait(ctx, key, blockers[0])
+		return c.wake.wait(ctx, key, own, blockers[0])
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, len(blockers))
 	for _, b := range blockers {
-		go func() { done <- c.wake.wait(wctx, key, b) }()
+		go func() { done <- c.wake.wait(wctx, key, own, b) }()
 	}
 	err := <-done
 	cancel()

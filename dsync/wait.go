@@ -20,7 +20,7 @@ import (
 // interval while the stream is live; later while the blocker's owner
 // tells this process by Held hints that it has not ended: wake_held.go). It
 // returns nil to walk again, or ctx's cause.
-func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) error {
+func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker) error {
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
@@ -29,7 +29,7 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) e
 	start := w.env.mono()
 	// Whatever happens, the caller looks again within poll, or as long
 	// after as Held hints keep coming (lookAt).
-	lookAgain := start + w.pollFor(ctx, k)
+	lookAgain := start + w.pollFor(ctx, k, own)
 	for {
 		// A millisecond more makes the wait end strictly after expires.
 		wait := min(until(w.env.now(), expires)+time.Millisecond, w.lookAt(k, start, lookAgain)-w.env.mono())
@@ -93,12 +93,12 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 // the safety poll, shorter for lostWindow after the announcement; for a
 // waiter without hints in a store where processes take them, the poll
 // interval (wake_mixed.go).
-func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
+func (w *wakeups) pollFor(ctx context.Context, k waitKey, own uint64) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
 		if cfg.direct {
 			// A direct hint may wake it before the poll.
-			_, _ = w.announce(ctx, k)
+			_, _ = w.announce(ctx, k, own)
 		}
 		return cfg.poll
 	}
@@ -107,7 +107,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 		// owner's hints reach us: if its process relies on hints (it
 		// reads the store's stream no more), its end would come by
 		// hints only.
-		_, _ = w.announce(ctx, k)
+		_, _ = w.announce(ctx, k, own)
 		return cfg.poll
 	}
 	// The owner of the claim publishes its end if it has heard of us by
@@ -115,7 +115,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	// lostWindow after an announcement a waiter looks again at doubling
 	// intervals (from the poll interval), covering ends that come soon
 	// and were lost; after that only the safety poll.
-	age, err := w.announce(ctx, k)
+	age, err := w.announce(ctx, k, own)
 	if err != nil {
 		return cfg.poll
 	}
