@@ -12,11 +12,12 @@ import (
 // for; the owner of a claim, when it ends it, tells them it ended if one
 // of them may wait for it (an uncontended Lock+Unlock sends no event).
 
-// announce tells the other processes that this one waits for k, unless an
+// announce tells the other processes that this one waits for k, with its
+// own claim of k's key of the epoch own (0: none to tell), unless an
 // announcement of ours still holds for more than a safety poll interval
 // (it holds holdFor: once per claim waited for, in practice). It returns
 // the age of the announcement in force.
-func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error) {
+func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Duration, error) {
 	now := w.env.now()
 	safety := w.env.safetyPoll
 	w.mu.Lock()
@@ -38,7 +39,7 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 		sent = a.sent
 	}
 	until := now.Earliest.Add(w.holdFor())
-	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Proc: w.proc}
+	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Own: own, Proc: w.proc}
 	if err := w.feed.Publish(ctx, e); err != nil {
 		w.env.logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
 		return 0, err
@@ -48,6 +49,12 @@ func (w *wakeups) announce(ctx context.Context, k waitKey) (time.Duration, error
 		clear(w.announced)
 	}
 	w.announced[k] = announcement{until: until, sent: sent, last: w.env.mono(), direct: !healthy}
+	if own != 0 {
+		if len(w.announcedBy) >= maxRemote {
+			clear(w.announcedBy) // their withdrawals go unsaid
+		}
+		w.announcedBy[waitKey{k.key, own}] = k
+	}
 	w.mu.Unlock()
 	if again {
 		return w.env.mono() - sent, nil
@@ -131,11 +138,39 @@ func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
 		return
 	}
 	waited := w.waitedForLocked(k, now)
+	if w.withdrawnLocked(k) {
+		waited = true
+	}
 	w.rememberEndLocked(k)
 	w.mu.Unlock()
 	if waited && !w.off.Load() {
 		w.sendEnded(ctx, k)
 	}
+}
+
+// withdrawnLocked reports whether k, a claim of ours that just ended, was
+// a waiter that announced it waits and did not come to hold (holding): it
+// was withdrawn, and its end tells the other processes that its wait
+// ended too (their followers count the waits of others: dsync/mongo's
+// feed_waits.go). The announcement is forgotten, so that another waiter
+// of ours for the same claim announces itself. w.mu is held.
+func (w *wakeups) withdrawnLocked(k waitKey) bool {
+	waited, ok := w.announcedBy[k]
+	if !ok {
+		return false
+	}
+	delete(w.announcedBy, k)
+	delete(w.announced, waited)
+	return true
+}
+
+// holding records that k, a claim of ours, holds: its end will be a
+// release, which tells nobody of a wait of its (the claim it waited for
+// ended).
+func (w *wakeups) holding(k waitKey) {
+	w.mu.Lock()
+	delete(w.announcedBy, k)
+	w.mu.Unlock()
 }
 
 // waitedForLocked reports whether another process may wait for k, whose

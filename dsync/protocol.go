@@ -127,6 +127,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
+			c.wake.holding(waitKey{cl.Key, cl.Token})
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
@@ -144,7 +145,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			blocked(blocker.Terms, blocker.Epoch)
 		}
 		waitsFor := cc.WaitsFor(blocker)
-		heard, err := c.waitAny(ctx, cl.Key, waitsFor, cc.Shortfall(waitsFor))
+		heard, err := c.waitAny(ctx, cl.Key, cl.Token, waitsFor, cc.Shortfall(waitsFor))
 		if err != nil {
 			return awaited{}, err
 		}
@@ -163,9 +164,9 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 // the blockers whose ends it heard of (the walk reads their markers
 // first, at once: chain.Claim.Suspect), and nil to walk again, or ctx's
 // cause.
-func (c *Client) waitAny(ctx context.Context, key string, blockers []chain.Blocker, need int64) ([]uint64, error) {
+func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64) ([]uint64, error) {
 	if len(blockers) == 1 {
-		heard, err := c.wake.wait(ctx, key, blockers[0])
+		heard, err := c.wake.wait(ctx, key, own, blockers[0])
 		if heard {
 			return []uint64{blockers[0].Epoch}, err
 		}
@@ -181,7 +182,7 @@ func (c *Client) waitAny(ctx context.Context, key string, blockers []chain.Block
 	done := make(chan woken, len(blockers))
 	for _, b := range blockers {
 		go func() {
-			heard, err := c.wake.wait(wctx, key, b)
+			heard, err := c.wake.wait(wctx, key, own, b)
 			done <- woken{b, heard, err}
 		}()
 	}

@@ -23,7 +23,7 @@ import (
 // returns nil to walk again, or ctx's cause; heard is true when it was
 // woken by word that the blocker may have ended (its end, here or by an
 // event or hint, or a nudge to look), not by its own timers.
-func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) (heard bool, err error) {
+func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker) (heard bool, err error) {
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
@@ -32,7 +32,7 @@ func (w *wakeups) wait(ctx context.Context, key string, blocker chain.Blocker) (
 	start := w.env.mono()
 	// Whatever happens, the caller looks again within poll, or as long
 	// after as Held hints keep coming (lookAt).
-	lookAgain := start + w.pollFor(ctx, k)
+	lookAgain := start + w.pollFor(ctx, k, own)
 	for {
 		// Held hints may say that the session lasts longer than read
 		// (wake_held.go): it is read only once that has passed.
@@ -99,12 +99,12 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 // the safety poll, shorter for lostWindow after the announcement; for a
 // waiter without hints in a store where processes take them, the poll
 // interval (wake_mixed.go).
-func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
+func (w *wakeups) pollFor(ctx context.Context, k waitKey, own uint64) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
 		if cfg.direct {
 			// A direct hint may wake it before the poll.
-			_, _ = w.announce(ctx, k)
+			_, _ = w.announce(ctx, k, own)
 		}
 		return cfg.poll
 	}
@@ -113,7 +113,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 		// owner's hints reach us: if its process relies on hints (it
 		// reads the store's stream no more), its end would come by
 		// hints only.
-		_, _ = w.announce(ctx, k)
+		_, _ = w.announce(ctx, k, own)
 		return cfg.poll
 	}
 	// The owner of the claim publishes its end if it has heard of us by
@@ -121,7 +121,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey) time.Duration {
 	// lostWindow after an announcement a waiter looks again at doubling
 	// intervals (from the poll interval), covering ends that come soon
 	// and were lost; after that only the safety poll.
-	age, err := w.announce(ctx, k)
+	age, err := w.announce(ctx, k, own)
 	if err != nil {
 		return cfg.poll
 	}

@@ -161,6 +161,9 @@ type wakeups struct {
 	remote    map[waitKey]time.Time
 	remoteTop map[string]topWait
 	announced map[waitKey]announcement
+	// announcedBy: for a claim of ours that waits and announced it, the
+	// claim it announced it waits for, until it holds or ends.
+	announcedBy map[waitKey]waitKey
 	// gen counts the times the stream turned live, the last time at
 	// liveAt (local monotonic); mine holds, for each claim of ours not yet
 	// ended, what the stream was when it was made.
@@ -195,18 +198,19 @@ type wakeups struct {
 func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 	return &wakeups{
 		env: env, feed: feed, proc: proc,
-		local:      make(map[waitKey]map[chan struct{}]struct{}),
-		remote:     make(map[waitKey]time.Time),
-		remoteTop:  make(map[string]topWait),
-		announced:  make(map[waitKey]announcement),
-		mine:       make(map[waitKey]claimMark),
-		unsure:     make(map[waitKey]time.Duration),
-		next:       make(map[string]nextInLine),
-		ends:       make(map[waitKey]time.Duration),
-		claimWatch: make(map[string]map[chan struct{}]uint64),
-		held:       make(map[waitKey]heldNews),
-		beatKick:   make(chan struct{}, 1),
-		beatStop:   make(chan struct{}),
+		local:       make(map[waitKey]map[chan struct{}]struct{}),
+		remote:      make(map[waitKey]time.Time),
+		remoteTop:   make(map[string]topWait),
+		announced:   make(map[waitKey]announcement),
+		announcedBy: make(map[waitKey]waitKey),
+		mine:        make(map[waitKey]claimMark),
+		unsure:      make(map[waitKey]time.Duration),
+		next:        make(map[string]nextInLine),
+		ends:        make(map[waitKey]time.Duration),
+		claimWatch:  make(map[string]map[chan struct{}]uint64),
+		held:        make(map[waitKey]heldNews),
+		beatKick:    make(chan struct{}, 1),
+		beatStop:    make(chan struct{}),
 	}
 }
 

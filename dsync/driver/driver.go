@@ -329,6 +329,10 @@ type Event struct {
 	Key   string
 	Epoch uint64
 	Until time.Time
+	// Own: for Waiting, the epoch of the waiter's own claim of Key, 0 if
+	// not told (an older dsync). If the waiter gives that claim up, an
+	// Ended for it follows: the wait ended with it.
+	Own uint64
 	// Proc names the publishing process (its Client); a follower ignores
 	// its own events.
 	Proc string

@@ -26,7 +26,7 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	d := eventDoc{ID: bson.NewObjectID(), Proc: e.Proc, Key: e.Key, Epoch: int64(e.Epoch), At: est.Now().Earliest}
 	switch e.Kind {
 	case driver.Waiting:
-		d.Kind, d.Until = eventWait, e.Until
+		d.Kind, d.Until, d.Own = eventWait, e.Until, int64(e.Own)
 	case driver.Ended:
 		d.Kind = eventEnded
 	default:

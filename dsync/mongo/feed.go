@@ -20,9 +20,11 @@ import (
 // the lock collection's name + "_events", which every process that holds
 // or waits for a lock follows with one tailable-await cursor:
 //
-//   - "wait" {key, epoch, until}: a process waits for the claim of key's
-//     epoch to end (driver.Waiting).
-//   - "ended" {key, epoch}: the claim ended (driver.Ended).
+//   - "wait" {key, epoch, until, own}: a process waits for the claim of
+//     key's epoch to end (driver.Waiting), with its own claim of key's
+//     epoch own (absent from an older dsync's).
+//   - "ended" {key, epoch}: the claim ended (driver.Ended): released,
+//     or withdrawn by a waiter that had announced it waits.
 //   - "open": written by a follower before it opens its cursor (its proc
 //     names the follower, not a process: trim.go). Reaching
 //     it is how the follower knows its stream is live; on FerretDB it
@@ -341,10 +343,10 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 	ev := driver.Event{Key: e.Key, Epoch: uint64(e.Epoch), Proc: e.Proc}
 	switch e.Kind {
 	case eventWait:
-		ev.Kind, ev.Until = driver.Waiting, e.Until
+		ev.Kind, ev.Until, ev.Own = driver.Waiting, e.Until, uint64(max(e.Own, 0))
 		if e.Until.After(now) {
 			t.othersWaitAt.Store(int64(t.s.mono()))
-			t.othersWait.waiting(e.Key, e.Epoch, e.Until)
+			t.othersWait.waiting(e.Key, e.Epoch, max(e.Own, 0), e.Until)
 		}
 	case eventEnded:
 		ev.Kind = driver.Ended

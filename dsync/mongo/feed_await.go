@@ -14,9 +14,9 @@ const getMoreSlack = 5 * time.Second
 // event: the event await (WithEventAwait), or at most ferretAwait on FerretDB while
 // other processes wait (their cursors are what makes long getMores costly
 // there; a process that follows the stream alone costs FerretDB little):
-// while an announcement the stream showed holds and the claim it names
-// has not been seen to end (feed_waits.go), or for othersWaitGrace after
-// it showed one.
+// while an announcement the stream showed holds and neither the claim it
+// names nor the waiter's own claim has been seen to end (feed_waits.go),
+// or for othersWaitGrace after it showed one.
 func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.eventAwait
 	if t.s.ferret.Load() {

@@ -1,9 +1,12 @@
 package dsyncmongo
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
@@ -38,17 +41,66 @@ func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
 	}
 }
 
-// TestWaitsSeen: a wait counts until the claim it names ends or its
-// announcement lapses; past maxWaitsSeen claims, the forgotten ones
-// count until the latest of their announcements lapses.
+// TestEventAwaitLongOnceTheWaiterWithdrew: on FerretDB, a getMore of
+// the event cursor waits the safety poll interval again once the other
+// process that waited gave its claim up (its LockContext ended), though
+// the claim it waited for goes on: the waiter says its own claim ended
+// (issue 45: a partition member that queued for a shard it was no longer
+// assigned withdrew, and every member sent a getMore every 5 s for the
+// hour its announcement held). The othersWaitGrace after the
+// announcement is taken as passed.
+func TestEventAwaitLongOnceTheWaiterWithdrew(t *testing.T) {
+	const safety = 20 * time.Second
+	b, other, ctx, _ := awaitsWatched(t, true, safety)
+	held, err := dsync.NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWakeups(t, b)
+	// The waiter's stream is live before it claims: a claim made before
+	// would have its end announced anyway (its process cannot tell who
+	// announced what meanwhile).
+	follow(t, ctx, other)
+	waiter, err := dsync.NewMutex(other.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- waiter.LockContext(wctx) }()
+	waitAnnounced(t, ctx, b, "k", 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter's LockContext returned %v, want context.Canceled", err)
+	}
+	tail(b).othersWaitAt.Store(0) // the window after the announcement has passed
+	for tail(b).awaitTime() != safety {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after the waiter withdrew: getMore of the event cursor waits up to %v, want %v", tail(b).awaitTime(), safety)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := held.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWaitsSeen: a wait counts until the claim it names ends, the
+// waiter's own claim ends (it withdrew), or its announcement lapses; past
+// maxWaitsSeen waits, the forgotten ones count until the latest of their
+// announcements lapses.
 func TestWaitsSeen(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var w waitsSeen
 	if w.any(t0) {
 		t.Fatal("no announcement seen: a wait counts")
 	}
-	w.waiting("k", 1, t0.Add(time.Hour))
-	w.waiting("k", 2, t0.Add(time.Minute))
+	w.waiting("k", 1, 0, t0.Add(time.Hour))
+	w.waiting("k", 2, 0, t0.Add(time.Minute))
 	if !w.any(t0) {
 		t.Fatal("two announcements hold: no wait counts")
 	}
@@ -60,18 +112,46 @@ func TestWaitsSeen(t *testing.T) {
 		t.Error("k/1 ended and k/2's announcement lapsed: a wait still counts")
 	}
 	for i := range maxWaitsSeen + 1 {
-		w.waiting("many", int64(i), t0.Add(time.Duration(i)*time.Millisecond))
+		w.waiting("many", int64(i), 0, t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	if n := len(w.until); n > maxWaitsSeen {
-		t.Errorf("%d claims remembered; want at most %d", n, maxWaitsSeen)
+	if w.n > maxWaitsSeen {
+		t.Errorf("%d waits remembered; want at most %d", w.n, maxWaitsSeen)
 	}
 	w.ended("many", maxWaitsSeen)                          // the only one remembered
 	lapse := t0.Add((maxWaitsSeen - 1) * time.Millisecond) // the latest forgotten
 	if !w.any(lapse.Add(-time.Nanosecond)) {
-		t.Error("the claims forgotten past the bound no longer count before their announcements lapse")
+		t.Error("the waits forgotten past the bound no longer count before their announcements lapse")
 	}
 	if w.any(lapse) {
 		t.Error("a wait counts after every announcement lapsed")
+	}
+}
+
+// TestWaitsSeenEndWithTheWaitersClaim: a wait ends when the waiter's own
+// claim ends (it withdrew), though the claim it waited for goes on; a
+// wait whose waiter did not tell its claim (an older dsync) does not,
+// nor does another waiter's wait for the same claim.
+func TestWaitsSeenEndWithTheWaitersClaim(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var w waitsSeen
+	w.waiting("k", 1, 2, t0.Add(time.Hour))
+	w.waiting("k", 1, 3, t0.Add(time.Hour))
+	w.waiting("j", 1, 0, t0.Add(time.Hour))
+	w.ended("k", 2) // the first waiter withdrew
+	if !w.any(t0) {
+		t.Fatal("k/3 still waits for k/1, and j/1 has a waiter: no wait counts")
+	}
+	w.ended("k", 3)
+	w.ended("j", 2) // another claim of j's: its waiter was not told
+	if !w.any(t0) {
+		t.Fatal("the wait for j/1, of a waiter that did not tell its claim, no longer counts")
+	}
+	w.ended("j", 1)
+	if w.any(t0) {
+		t.Errorf("every waiter withdrew or its claim ended: a wait still counts (%d remembered)", w.n)
+	}
+	if w.n != 0 || len(w.waits) != 0 {
+		t.Errorf("%d waits over %d keys remembered once all ended; want none", w.n, len(w.waits))
 	}
 }
 

@@ -133,4 +133,5 @@ type eventDoc struct {
 	Epoch int64         `bson:"epoch,omitempty"`
 	At    time.Time     `bson:"at"`              // earliest server time at sending
 	Until time.Time     `bson:"until,omitempty"` // "wait": when the announcement lapses
+	Own   int64         `bson:"own,omitempty"`   // "wait": the epoch of the waiter's own claim (driver.Event.Own)
 }
