@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261127094048-c5e82ae96012
+	github.com/go-dsync/dsync v0.0.0-20261127115139-761c5670150e
 )
 
 require (
