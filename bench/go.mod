@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127115139-761c5670150e
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127115139-761c5670150e
+	github.com/go-dsync/dsync v0.0.0-20261127120803-8881b855347e
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127120803-8881b855347e
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
