@@ -19,7 +19,8 @@ const revokeUsage = `Usage: dsync revoke (--key K | --process SESSION) --reason 
 Revokes a process's lease: it records who revoked it, when and why in
 the store (one insert, and no other write). The process reads that
 record every two thirds of a TTL while it holds (every two TTLs while it
-only waits, and at once when it comes to hold), stops
+only waits, and when it comes to hold, at once if its last read is older
+than two thirds of a TTL), stops
 renewing and loses every hold at once (its Lost() closes with
 ErrRevoked, and dsync lock exits 122), and logs who revoked it and why.
 Waiters take over only once the lease has expired in the store's time,
