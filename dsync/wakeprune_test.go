@@ -117,20 +117,7 @@ func TestReleaseWakesBeforeItPrunes(t *testing.T) {
 		// bucket before (here without a floor to prune below; with one,
 		// it would read the claims below it and delete them).
 		time.Sleep(5*time.Minute + 10*time.Second)
-		if err := ma.LockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		held := make(chan error, 1)
-		go func() { held <- mb.LockContext(ctx) }()
-		time.Sleep(2 * time.Second) // B waits, its first looks done
-		synctest.Wait()
-		log.take()
-		if err := ma.UnlockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
+		handOver(t, ma, mb, func() { log.take() })
 		time.Sleep(time.Second) // A's prune done
 		synctest.Wait()
 		got := log.take()
@@ -153,4 +140,26 @@ func TestReleaseWakesBeforeItPrunes(t *testing.T) {
 		}
 		mb.Unlock()
 	})
+}
+
+// handOver, in a synctest bubble: a holds, b queues behind it and waits
+// two seconds (its first looks done), queued runs (a test clears what it
+// logged so far), then a unlocks and b's Lock returns, holding.
+func handOver(t *testing.T, a, b *dsync.Mutex, queued func()) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- b.LockContext(ctx) }()
+	time.Sleep(2 * time.Second)
+	synctest.Wait()
+	queued()
+	if err := a.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -68,21 +67,7 @@ func TestWokenWaiterReadsInTurn(t *testing.T) {
 		}
 		a, _ := mutex(0)
 		b, waiter := mutex(1)
-		ctx := context.Background()
-		if err := a.LockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		held := make(chan error, 1)
-		go func() { held <- b.LockContext(ctx) }()
-		time.Sleep(2 * time.Second) // b waits, its first looks done
-		synctest.Wait()
-		waiter.take()
-		if err := a.UnlockContext(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
+		handOver(t, a, b, func() { waiter.take() })
 		got := waiter.take()
 		want := []string{"start marker", "end marker", "start claim", "end claim"}
 		if !slices.Equal(got, want) {
