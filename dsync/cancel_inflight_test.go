@@ -60,6 +60,50 @@ func TestLockCancelledInFlightWithdraws(t *testing.T) {
 	})
 }
 
+// When that withdrawal cannot be sent (the store was unreachable when
+// the context ended), it is sent again in the background, as LockContext
+// promises, though the process holds nothing and renews no session: the
+// claim that landed keeps another process waiting only until the store
+// is reachable again, not until the claim's session expires.
+func TestLockCancelledInFlightWithdrawnLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := twoProcesses(t)
+		ma, err := dsync.NewMutex(a.Client, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, err := dsync.NewMutex(b.Client, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ma.Lock()
+		ma.Unlock()
+
+		a.SetAnswering(false)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ma.LockContext(ctx) }()
+		synctest.Wait() // the claim's insert waits for the store
+		a.SetReachable(false)
+		start := time.Now()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("LockContext: %v, want context.Canceled", err)
+		}
+		t.Logf("LockContext returned %v after its context ended", time.Since(start))
+		a.SetReachable(true)
+		a.SetAnswering(true) // the claim lands now; its withdrawal did not
+		start = time.Now()
+		mb.Lock()
+		took := time.Since(start)
+		mb.Unlock()
+		t.Logf("another process held %v after the store was back", took)
+		if took >= dsync.DefaultTTL {
+			t.Errorf("another process held %v after the store was back: the claim kept it waiting until its session expired", took)
+		}
+	})
+}
+
 // On a store that does not answer, a LockContext whose context ends while
 // its claim's insert is in flight returns once its withdrawal's bound
 // passes.
