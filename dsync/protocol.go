@@ -80,6 +80,14 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	} else {
 		cl, err = c.eng.Claim(ctx, key, owner, session, t, false)
 	}
+	if err != nil {
+		// A claim whose insert had no reply was withdrawn, and a
+		// withdrawal that failed is pending: it must go on in the
+		// background now, since nothing else may (a process that holds
+		// nothing renews no session), or the claim, if it landed, keeps
+		// the key's waiters until its session expires.
+		c.resend.Kick()
+	}
 	var busy *chain.BusyError
 	switch {
 	case errors.As(err, &busy):
