@@ -67,9 +67,10 @@ func (c *cluster) killHolder(p *proc, ev history.Event) (dl int64, held bool) {
 
 // checkTakeover checks the takeover nx of a killed holder's hold ev,
 // whose last recorded deadline was dl. The deadline is TTL − TTL/20 after
-// the send time of the holder's last confirmed renewal, and the server
-// lets anyone take over only once the lease has expired in its time,
-// i.e. a full TTL after that send at the earliest: so never before
+// the send time of the holder's last confirmed renewal (when it read the
+// server's time for the expiry it sent), and the server lets anyone take
+// over only once the lease has expired in its time, i.e. a full TTL after
+// that send at the earliest: so never before
 // dl + TTL/20 (less 2 ms for clock drift and conversion), and, since no
 // TTL index is involved, well within takeoverBound.
 func checkTakeover(t *testing.T, p *proc, ev, nx history.Event, dl int64) {
