@@ -23,7 +23,9 @@
 //   - no hold outlives its deadline without a loss signal;
 //   - no reply that arrived after the deadline in force extended a hold
 //     (each worker predicts its deadlines from the send and reply times
-//     of its backend calls, and records them as they change);
+//     of its backend calls, a renewal's send being the read of the
+//     server's time its expiry came from, and records them as they
+//     change);
 //   - Unlock called after the deadline reports ErrLost;
 //   - observers see leaders with increasing tokens;
 //   - the register lost no acknowledged increment.

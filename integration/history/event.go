@@ -86,9 +86,11 @@ const (
 	// and reply times of session opens and renewals, by the rule the
 	// library documents (a hold's deadline is its session's: send time +
 	// TTL − TTL/20 of the session's last open or renewal, counted only if
-	// the reply came before the deadline in force). It is never earlier
-	// than the library's deadline, since the library reads its clock
-	// first.
+	// the reply came before the deadline in force). The send time is when
+	// the engine read the server's time for the expiry it sent. It is
+	// never earlier than the library's deadline, since the library reads
+	// its clock first, and the stored expiry lets no one take over before
+	// it plus TTL/20.
 	SrcPred = "pred"
 )
 

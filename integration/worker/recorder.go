@@ -40,7 +40,8 @@ type predClaim struct {
 // dsync documents. A hold's
 // deadline is its session's: the send time of the session's last open or
 // renewal confirmed before the deadline in force, plus the TTL, minus
-// TTL/20. A session whose deadline passes before a renewal is confirmed
+// TTL/20. The send time is when the engine read the server's time for the
+// expiry it sent (see sendTime), not when the store call began. A session whose deadline passes before a renewal is confirmed
 // (or that the store reports gone) is retired for good: a later reply
 // counts for nothing. A renewal is an update of one of the session's
 // documents, or the insert of its next one. A hold begins when the worker
@@ -55,10 +56,14 @@ type predClaim struct {
 // are read after the library's (for a renewal that took two calls, at
 // the first: see firstSent), so its deadlines are never earlier than
 // the library's (by microseconds); the checker flags a library deadline
-// later than the prediction: that would be a late reply counted.
+// later than the prediction: that would be a late reply counted. And they
+// are read before a server-time read that the stored expiry is a TTL past
+// (sendTime), so no other process may take over before the prediction
+// plus TTL/20: the suite checks a killed holder's takeover against it.
 type recorder struct {
 	w           *worker
 	ttl, margin int64
+	now         func() int64 // history.Now; a test's clock
 
 	mu       sync.Mutex
 	sessions map[string]*predSession
@@ -72,7 +77,20 @@ type recorder struct {
 	// renewal and when the first call carrying it was sent (see
 	// firstSent).
 	attempts map[string]attempt
+	// reads: the store's server-time reads of the last two TTLs, oldest
+	// first (see sendTime).
+	reads []serverRead
 }
+
+// serverRead is one read of the store's server time: the local time
+// before it, and the latest possible server time it gave.
+type serverRead struct {
+	at     int64
+	latest time.Time
+}
+
+// maxReads bounds reads, whatever the rate of reads.
+const maxReads = 4096
 
 // attempt is one renewal (or open) of a session, as the store saw it.
 type attempt struct {
@@ -87,7 +105,7 @@ type doneSeen struct {
 }
 
 func newRecorder(w *worker, ttl time.Duration) *recorder {
-	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20),
+	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20), now: history.Now,
 		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold),
 		dones: make(map[string]doneSeen), attempts: make(map[string]attempt)}
 }
@@ -127,6 +145,48 @@ func (r *recorder) renewed(id string, sent, reply int64) {
 			r.w.emit(history.Event{Ev: history.EvDeadline, Key: lid.key, Token: lid.token, T: reply, DL: dl, Src: history.SrcPred})
 		}
 	}
+}
+
+// readServerTime records a read of the server's time that began at at
+// and gave latest as the latest possible server time.
+func (r *recorder) readServerTime(at int64, latest time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	drop := 0
+	for drop < len(r.reads) && (r.reads[drop].at < at-2*r.ttl || len(r.reads)-drop >= maxReads) {
+		drop++
+	}
+	r.reads = append(r.reads[drop:], serverRead{at: at, latest: latest})
+}
+
+// sendTime returns the send time that an open or renewal asking for
+// expires, whose store call began at call, counts from: the latest read
+// of the server's time begun by then that expires is a TTL past (call if
+// none).
+//
+// The engine reads its clock, then the server's time, computes the expiry
+// a TTL past its latest possible value (or later), and then calls the
+// store; the library's deadline counts from its own clock reading, before
+// the engine's. On a loaded machine the process may stall between the
+// server-time read and the store call: counted from the call, the
+// prediction would lie past the time from which the stored expiry lets
+// others take over, and a killed holder's takeover would look early. The
+// read the expiry came from qualifies, and began after the library read
+// its clock, so the prediction is still never earlier than the library's
+// deadline; every read that qualifies began at least a TTL (of server
+// time) before the expiry, so no one takes over before it plus the TTL.
+func (r *recorder) sendTime(expires time.Time, call int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sent, found := call, false
+	// Reads of other goroutines may be recorded out of order: the latest
+	// that qualifies, wherever it is.
+	for _, rd := range r.reads {
+		if rd.at <= call && (!found || rd.at > sent) && !rd.latest.Add(time.Duration(r.ttl)).After(expires) {
+			sent, found = rd.at, true
+		}
+	}
+	return sent
 }
 
 // firstSent returns when the first store call of the renewal that sent
@@ -241,29 +301,39 @@ func (r *recorder) wrap(s driver.Store) driver.Store {
 // InsertSession: generation 0 opens a session; a later one is a renewal
 // (after one of unknown outcome).
 func (s *recordingStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	sent := s.rec.firstSent(sess.ID, sess.ExpiresAt, history.Now())
+	sent := s.rec.firstSent(sess.ID, sess.ExpiresAt, s.rec.sendTime(sess.ExpiresAt, s.rec.now()))
 	err := s.Store.InsertSession(ctx, sess)
 	switch {
 	case err != nil:
 	case sess.Gen == 0:
-		s.rec.opened(sess.ID, sent, history.Now())
+		s.rec.opened(sess.ID, sent, s.rec.now())
 	default:
-		s.rec.renewed(sess.ID, sent, history.Now())
+		s.rec.renewed(sess.ID, sent, s.rec.now())
 	}
 	return err
 }
 
 func (s *recordingStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	sent := s.rec.firstSent(id, expires, history.Now())
+	sent := s.rec.firstSent(id, expires, s.rec.sendTime(expires, s.rec.now()))
 	found, err := s.Store.RenewSession(ctx, id, gen, expires)
 	switch {
 	case err != nil:
 	case found:
-		s.rec.renewed(id, sent, history.Now())
+		s.rec.renewed(id, sent, s.rec.now())
 	default:
 		s.rec.gone(id)
 	}
 	return found, err
+}
+
+// ServerTime records when each read of the server's time began, and what
+// it gave (see sendTime): the engine computes every expiry it sends from
+// one.
+func (s *recordingStore) ServerTime() driver.Interval {
+	at := s.rec.now()
+	iv := s.Store.ServerTime()
+	s.rec.readServerTime(at, iv.Latest)
+	return iv
 }
 
 func (s *recordingStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {

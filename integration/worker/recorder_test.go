@@ -136,6 +136,16 @@ type fakeStore struct {
 	// renewFails makes RenewSession fail after taking renewWait.
 	renewFails bool
 	renewWait  time.Duration
+	// latest, if set, is the latest possible server time ServerTime
+	// gives.
+	latest time.Time
+}
+
+func (f *fakeStore) ServerTime() driver.Interval {
+	if f.latest.IsZero() {
+		return f.Store.ServerTime()
+	}
+	return driver.Interval{Earliest: f.latest.Add(-time.Millisecond), Latest: f.latest}
 }
 
 func (f *fakeStore) RenewSession(context.Context, string, int, time.Time) (bool, error) {
@@ -178,6 +188,66 @@ func TestRenewalInTwoCallsCountsFromTheFirst(t *testing.T) {
 	}
 	if got := r.firstSent("s", exp.Add(time.Second), 7); got != 7 {
 		t.Fatalf("a renewal with another expiry counts from %d, want its own send 7", got)
+	}
+}
+
+// An open or renewal counts from the engine's read of the server's time
+// that its expiry came from, not from its store call: the process may
+// stall between the two, and the stored expiry lets others take over a
+// TTL after that read. Counted from the store call, a renewal after a
+// stall of 400 ms put the prediction 400 ms past that, and a takeover
+// that came when the expiry allowed looked early.
+func TestSendTimeIsTheServerTimeRead(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Second
+	ms := int64(time.Millisecond)
+	r, _ := testRecorder(t, ttl)
+	now := 1000 * ms
+	r.now = func() int64 { return now }
+	f := &fakeStore{Store: memory.New(), renewFound: true, latest: time.Unix(1000, 0)}
+	s := r.wrap(f)
+	margin := int64(ttl / 20)
+
+	// Opened: the server's time read, then the insert, at once.
+	exp := s.ServerTime().Latest.Add(ttl)
+	if err := s.InsertSession(ctx, driver.Session{ID: "s", ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	r.claimed("k", 1, "s", "n")
+	r.holding("k", 1, now)
+	if got, want := r.deadline("k", 1), 1000*ms+int64(ttl)-margin; got != want {
+		t.Fatalf("opened: deadline %d, want %d", got, want)
+	}
+
+	// Renewed: the server's time read at 1300 ms, a read by another
+	// goroutine at 1350 ms (its latest time is past the one the expiry
+	// came from), a stall, and the store call at 1700 ms.
+	now = 1300 * ms
+	f.latest = f.latest.Add(300 * time.Millisecond)
+	exp = s.ServerTime().Latest.Add(ttl)
+	now = 1350 * ms
+	f.latest = f.latest.Add(50 * time.Millisecond)
+	s.ServerTime()
+	now = 1700 * ms
+	if _, err := s.RenewSession(ctx, "s", 0, exp); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.deadline("k", 1), 1300*ms+int64(ttl)-margin; got != want {
+		t.Fatalf("renewed after a stall: deadline %d, want %d (the server-time read's), not %d (the store call's)",
+			got, want, 1700*ms+int64(ttl)-margin)
+	}
+
+	// A read begun after the store call does not count, even one the
+	// expiry covers; with no read the expiry covers, the store call's
+	// time does.
+	now = 1800 * ms
+	f.latest = f.latest.Add(450 * time.Millisecond)
+	exp = s.ServerTime().Latest.Add(ttl)
+	if got := r.sendTime(exp, 1750*ms); got != 1350*ms {
+		t.Fatalf("a renewal sent at 1750 ms counts from %d, want the read at 1350 ms", got)
+	}
+	if got := r.sendTime(time.Unix(999, 0).Add(ttl), now); got != now {
+		t.Fatalf("a renewal whose expiry covers no read counts from %d, want its store call's %d", got, now)
 	}
 }
 
