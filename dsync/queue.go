@@ -47,7 +47,7 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareRead(ctx); err != nil {
 		return nil, err
 	}
 	docs, err := c.eng.Queue(ctx, key)
@@ -132,7 +132,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 			yield(KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", opts.Limit))
 			return
 		}
-		if err := c.prepare(ctx); err != nil {
+		if err := c.prepareRead(ctx); err != nil {
 			yield(KeyState{}, err)
 			return
 		}
@@ -214,7 +214,7 @@ func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareStoreRead(ctx); err != nil {
 		return false, err
 	}
 	return c.store.HasKey(ctx, key)
@@ -222,7 +222,7 @@ func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 
 // ListOrder returns the order in which List lists the store's keys.
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
 	return c.store.KeyOrder(), nil

@@ -50,7 +50,10 @@ type Store struct {
 	// suite's test of it; run.go).
 	runsOnFerretDB bool
 	est            atomic.Pointer[clockcheck.Estimator]
-	closed         atomic.Bool
+	// readEst samples the server's clock with hello, for reads before
+	// Prepare (prepare_read.go); nil once est exists.
+	readEst atomic.Pointer[clockcheck.Estimator]
+	closed  atomic.Bool
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool
@@ -76,9 +79,10 @@ type Store struct {
 }
 
 var (
-	_ driver.Store      = (*Store)(nil)
-	_ driver.Feed       = (*Store)(nil)
-	_ driver.KeyChecker = (*Store)(nil)
+	_ driver.Store        = (*Store)(nil)
+	_ driver.Feed         = (*Store)(nil)
+	_ driver.KeyChecker   = (*Store)(nil)
+	_ driver.ReadPreparer = (*Store)(nil)
 )
 
 func newStore(db *mongo.Database, cfg *config) *Store {
@@ -110,10 +114,14 @@ func (s *Store) Prepare(ctx context.Context) error {
 }
 
 // ServerTime implements driver.Store, from the estimator; before Prepare
-// has started it, the zero Interval (driver.Store allows the call, and
-// the answer is not valid until then).
+// has started it, from PrepareRead's (prepare_read.go), and before
+// either, the zero Interval (driver.Store allows the call, and the answer
+// is not valid until then).
 func (s *Store) ServerTime() driver.Interval {
 	e := s.est.Load()
+	if e == nil {
+		e = s.readEst.Load()
+	}
 	if e == nil {
 		return driver.Interval{}
 	}
@@ -147,6 +155,7 @@ func (s *Store) Close() error {
 	if t != nil {
 		t.stop()
 	}
+	s.retireReadEstimatorLocked()
 	if e := s.est.Load(); e != nil {
 		return e.Close()
 	}
@@ -189,6 +198,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
 	}
 	s.est.Store(e)
+	s.retireReadEstimatorLocked()
 	return e, nil
 }
 

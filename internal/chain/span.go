@@ -99,6 +99,29 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 	return nil
 }
 
+// LearnSpan adopts the span the store's protocol document records, as
+// Agree does, but only reads it: for reads of the keys' queues by an
+// engine that has not agreed (and so claims nothing), which must write
+// nothing. found is false when the store has no protocol document: the
+// engine's span is left as it is. An engine configured with Fixed
+// refuses another span (ErrSpan). Agree must still succeed before the
+// engine claims.
+func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err error) {
+	got, found, err := e.store.Get(ctx, ProtocolID)
+	if err != nil || !found {
+		return false, err
+	}
+	err = e.sameSpan(got)
+	switch {
+	case err == nil, fixed:
+		return err == nil, err
+	case got.Span < 4*e.cfg.Margin:
+		return false, fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+	}
+	e.spanNs.Store(int64(got.Span))
+	return true, nil
+}
+
 // confirmSpan makes sure the store's protocol document names this
 // engine's span: it reads it, and inserts it if it is missing. A
 // *SpanError says it names another. It returns the document's nonce,

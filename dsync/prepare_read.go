@@ -1,0 +1,59 @@
+package dsync
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Reads prepare only for reading. prepare (client.go) readies the store
+// for writes: on MongoDB it creates the collections and the lock index
+// and samples the server's clock with a write, and agree inserts the
+// store's protocol document and starts the sweeper, which deletes. A
+// read (List, Queue, HasKey, ListOrder, Revocations) must work with a
+// database user that may only read (dsync status, the status page), and
+// leave a database nothing has used as empty as it found it: it readies
+// the store with driver.ReadPreparer where the store is one, and learns
+// the store's bucket span by reading the protocol document. The engine
+// relies on nothing a read taught it: a read of a key's queue learns only
+// more of a segment the process relies on already (chain.Engine.Queue),
+// and the Client's first claim prepares and agrees as ever.
+
+// prepareStoreRead readies the store for reads (driver.ReadPreparer), or
+// with Prepare if it cannot do that without writing.
+func (c *Client) prepareStoreRead(ctx context.Context) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if rp, ok := c.store.(driver.ReadPreparer); ok {
+		return rp.PrepareRead(ctx)
+	}
+	return c.store.Prepare(ctx)
+}
+
+// prepareRead readies the store for reads of keys' queues: the store,
+// and the engine's bucket span, adopted from the store's protocol
+// document without writing it. A store without the document (nothing has
+// claimed in it) leaves the span as configured, and is read for it again
+// at the next call.
+func (c *Client) prepareRead(ctx context.Context) error {
+	if err := c.prepareStoreRead(ctx); err != nil {
+		return err
+	}
+	select {
+	case c.agreeing <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-c.agreeing }()
+	if c.agreed || c.spanRead {
+		return nil
+	}
+	found, err := c.eng.LearnSpan(ctx, c.cfg.spanSet)
+	if err != nil {
+		return c.spanError(fmt.Errorf("dsync: %w", err))
+	}
+	c.spanRead = found
+	return nil
+}
