@@ -69,3 +69,23 @@ func (s *Store) retireReadEstimatorLocked() {
 		_ = e.Close()
 	}
 }
+
+// ServerNowRead is ServerNow for readers: the interval the server's
+// current time lies in, from the estimate the store judges expiry with
+// if a call has prepared the store for writes, else from one that samples
+// with hello (PrepareRead), which writes nothing. Package leadermongo
+// reads its member documents' ages with it, so that listing members (dsync
+// status, the status page) needs only the read role.
+func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) {
+	if err := s.PrepareRead(ctx); err != nil {
+		return clockcheck.Interval{}, err
+	}
+	e := s.est.Load()
+	if e == nil {
+		e = s.readEst.Load()
+	}
+	if e == nil { // Close retired the reads' estimator meanwhile
+		return clockcheck.Interval{}, ErrClosed
+	}
+	return e.Now(), nil
+}
