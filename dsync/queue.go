@@ -43,6 +43,13 @@ type ClaimInfo struct {
 // hold: those marked Holds hold, or are about to (they may not know yet,
 // and may still withdraw), the first always; the others wait. It returns none when nothing holds or
 // waits for key.
+//
+// Queue, List, HasKey and ListOrder only read: they create nothing in
+// the store (on MongoDB no collection or index, see
+// driver.ReadPreparer) and need only a database user's read role. On a
+// store nothing has used they find nothing there. Until the Client's
+// first claim, they learn the store's bucket span from its protocol
+// document, and on MongoDB sample the server's clock with hello.
 func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
@@ -125,7 +132,7 @@ type KeyState struct {
 // the server passes until a batch is full), and each key's queue with a
 // call of Queue, a few keys ahead of the caller (their reads overlap).
 // Stopping the loop stops the reads, and List returns once they have. An error ends the listing; it comes with the key it concerns, if
-// any.
+// any. It only reads, and creates nothing (see Queue).
 func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
 	return func(yield func(KeyState, error) bool) {
 		if opts.Limit < 0 {
@@ -209,7 +216,7 @@ func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead
 
 // HasKey reports whether List lists key: whether a Client has recorded it
 // (see List). It reads one entry of the store's directory, whatever its
-// queue.
+// queue, and creates nothing (see Queue).
 func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
@@ -220,7 +227,8 @@ func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	return c.store.HasKey(ctx, key)
 }
 
-// ListOrder returns the order in which List lists the store's keys.
+// ListOrder returns the order in which List lists the store's keys. It
+// creates nothing (see Queue).
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err

@@ -175,7 +175,7 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 }
 
 // Revocations returns the sessions operators revoked, as the store
-// records them (dsync.Client.Revocations: it creates nothing).
+// records them (dsync.Client.Revocations).
 func (r *Reader) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	return r.Client.Revocations(ctx)
 }
