@@ -128,7 +128,7 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 		// A claim of another segment above c's first: a later
 		// segment started, so c's is over.
 		e.dropCover(c.Key, c.Seg)
-		e.abandon(ctx, c)
+		e.abandon(context.WithoutCancel(ctx), c)
 		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
 	}
 	ended, kind, marker, b, err := e.endedIn(ctx, c, d)
@@ -308,7 +308,7 @@ func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 		return Floor{}, err
 	}
 	if !ok || g.Seg != c.Seg {
-		e.abandon(ctx, c)
+		e.abandon(context.WithoutCancel(ctx), c)
 		e.dropCover(c.Key, c.Seg)
 		return Floor{}, fmt.Errorf("%w: %q: no gate covers segment %d", errLapsed, c.Key, c.Seg)
 	}
@@ -323,7 +323,7 @@ func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, e
 	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce || e.has(BugNoFloorProof) {
 		return f, nil
 	}
-	e.abandon(ctx, c)
+	e.abandon(context.WithoutCancel(ctx), c)
 	return Floor{}, fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)
 }
 
@@ -380,6 +380,6 @@ func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
 // its claim is gone).
 func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
 	e.forgetAll()
-	e.abandon(ctx, c)
+	e.abandon(context.WithoutCancel(ctx), c)
 	return fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)
 }
