@@ -1,6 +1,11 @@
 package chain
 
-import "context"
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+)
 
 // What a weighted walker re-reads once the live claims it passed may have
 // left it room (walk.go: holdOnReads, liveBelow).
@@ -20,14 +25,25 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 	if err := e.fullRun(ctx, c); err != nil {
 		return Blocker{}, false, err
 	}
+	if err := e.readSuspects(ctx, c); err != nil {
+		return Blocker{}, false, err
+	}
 	live := c.passed[:0]
 	for i, p := range c.passed {
-		if i > 0 && e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
+		// (At i = 0 every claim left counts: room only if suspects
+		// ended.)
+		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
 			// Room for c with every claim left counted live.
 			if !e.has(BugFullDropsUnread) {
 				live = append(live, c.passed[i:]...)
 			}
 			break
+		}
+		if p.walk == c.walks {
+			// This walk found it live a moment ago (liveBelow):
+			// reading its marker again proves nothing new.
+			live = append(live, p)
+			continue
 		}
 		ended, pb, err := e.endedPassed(ctx, c, p.d)
 		if err != nil {
@@ -35,7 +51,7 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 			return Blocker{}, false, err
 		}
 		if !ended {
-			p.b = pb
+			p.b, p.walk = pb, c.walks
 			live = append(live, p)
 		}
 	}
@@ -74,4 +90,61 @@ func (e *Engine) endedPassed(ctx context.Context, c *Claim, d Doc) (ended bool, 
 	}
 	ended, _, _, b, err = e.unended(ctx, d)
 	return ended, b, err
+}
+
+// readSuspects reads, all at once, whether the claims c passed whose ends
+// its waiter heard of (Suspect) have ended, and drops those that have
+// from c.passed. A woken waiter that needs several units to end (a full
+// Semaphore's second in line, which waits for the units of the first
+// and of a holder) reads their markers in one round trip, not one after
+// the other. The reads are independent of each other (a marker, once
+// found, stays until its claim is pruned below a floor: a marker not
+// found only keeps its claim counted live), and confirmOwn, sent after
+// every read of the walk is answered, follows them all.
+func (e *Engine) readSuspects(ctx context.Context, c *Claim) error {
+	suspects := c.suspects
+	c.suspects = nil
+	var idx []int
+	for i, p := range c.passed {
+		if slices.Contains(suspects, p.d.Epoch) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	type result struct {
+		ended bool
+		b     Blocker
+		err   error
+	}
+	res := make([]result, len(idx))
+	var wg sync.WaitGroup
+	for j, i := range idx {
+		wg.Go(func() {
+			ended, b, err := e.endedPassed(ctx, c, c.passed[i].d)
+			res[j] = result{ended, b, err}
+		})
+	}
+	wg.Wait()
+	var errs error
+	drop := make(map[int]bool, len(idx))
+	for j, i := range idx {
+		switch r := res[j]; {
+		case r.err != nil:
+			errs = cmp.Or(errs, r.err)
+		case r.ended:
+			drop[i] = true
+		default:
+			c.passed[i].b, c.passed[i].walk = r.b, c.walks
+		}
+	}
+	live := c.passed[:0]
+	for i, p := range c.passed {
+		if !drop[i] {
+			live = append(live, p)
+		}
+	}
+	c.passed = live
+	return errs
 }
