@@ -344,27 +344,39 @@ func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, e
 // the floor counts. A floor that does not count came from a store's
 // earlier history: the store lost the key's, and c is given up.
 func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
-	_, counts, err := e.floorCounts(ctx, c.Key, f)
-	if err != nil {
-		return err
-	}
-	if !counts && !e.has(BugTrustCache) {
-		// A prune that relied on a later gate than the one this process
-		// knows may have deleted f's claim (a walk that passed live claims
-		// without reading the gate again: liveBelow): the gate that
-		// covers the key now may show a higher floor that counts.
-		if g, ok, err := e.gateFloor(ctx, c); err != nil {
-			return err
-		} else if ok && g.Epoch > f.Epoch {
-			return e.belowFloor(ctx, c, g)
-		}
-		err := e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
-		e.noteGap(c.Key, f.Epoch)
+	if _, err := e.countedFloor(ctx, c, f); err != nil {
 		return err
 	}
 	c.read = true
 	c.clear, c.strong = true, true
 	return nil
+}
+
+// countedFloor returns floor f of c's key if it counts (floor.go), or the
+// higher floor of the gate that covers c's segment now if that one
+// counts: every epoch of the segment below the floor returned has ended.
+// A floor that does not count came from a store's earlier history: the
+// store lost the key's, and c is given up (ErrReset).
+func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, error) {
+	_, counts, err := e.floorCounts(ctx, c.Key, f)
+	if err != nil {
+		return Floor{}, err
+	}
+	if counts || e.has(BugTrustCache) {
+		return f, nil
+	}
+	// A prune that relied on a later gate than the one this process
+	// knows may have deleted f's claim (a walk that passed live claims
+	// without reading the gate again: liveBelow): the gate that covers
+	// the key now may show a higher floor that counts.
+	if g, ok, err := e.gateFloor(ctx, c); err != nil {
+		return Floor{}, err
+	} else if ok && g.Epoch > f.Epoch {
+		return e.countedFloor(ctx, c, g)
+	}
+	err = e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
+	e.noteGap(c.Key, f.Epoch)
+	return Floor{}, err
 }
 
 // confirmOwn checks that c's own claim document is in the store, with its
