@@ -231,7 +231,12 @@ const recheckEvery = time.Second
 // claim its walk passed has ended while its holds keep chaining: they
 // never hold Below, its releases are never Clear, and its floor stops.
 // A marker found proves an end; one not found (or a read that failed)
-// proves nothing: the claim still counts as live.
+// proves nothing: the claim still counts as live. So a claim below the
+// floor this process knows is taken for ended, unread, if that floor
+// counts (floorCounts; the same judgement as a walk's stop at a floor):
+// a prune may have deleted its marker with it, and read top-down it
+// would stay counted live for good, the holds chained above it would
+// never hold Below again, and the floor would stop rising.
 func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 	now := e.clock.Mono()
 	e.mu.Lock()
@@ -249,7 +254,23 @@ func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 		live = nil // the first sight starts the interval: no read yet
 	}
 	e.mu.Unlock()
+	counted := map[Floor]bool{} // floors read in this recheck, and whether they count
 	for _, r := range live {
+		if f := e.floorOf(key, r.d.Seg); r.d.Epoch == r.epoch && r.epoch < f.Epoch {
+			// Below the floor this process knows (a chained hold relies
+			// on the segment): ended, if the floor counts, and perhaps
+			// pruned with its marker, which would never be found.
+			counts, read := counted[f]
+			if !read {
+				_, ok, err := e.floorCounts(ctx, key, f)
+				counts = err == nil && ok
+				counted[f] = counts
+			}
+			if counts {
+				e.noteEnded(r.nonce, ownEnd{})
+				continue
+			}
+		}
 		_, found, err := e.store.Get(ctx, EndID(key, r.epoch, r.nonce))
 		if (err != nil || !found) && !e.has(BugRecheckMissingEnds) {
 			// A claim still live keeps the holds chained above it from
