@@ -49,6 +49,16 @@ func TestSemaphoreWaiterAcquiresAfterPassedUnitPruned(t *testing.T) {
 		if err := qs.Acquire(ctx, 1); err != nil { // Q's unit
 			t.Fatal(err)
 		}
+		var qUnit driver.Doc // the only claim of the key not ended
+		store.Unended(func(d driver.Doc) bool {
+			if d.Key == slow.key {
+				qUnit = d
+			}
+			return true
+		})
+		if qUnit.Nonce == "" {
+			t.Fatal("Q's unit is not stored")
+		}
 		qm, err := NewMutex(q.Client, "other") // Q lives on (its session renewed)
 		if err != nil {
 			t.Fatal(err)
@@ -85,6 +95,10 @@ func TestSemaphoreWaiterAcquiresAfterPassedUnitPruned(t *testing.T) {
 		net.drop = func(e driver.Event) bool { return e.Kind == driver.Ended } // a lost hint
 		net.mu.Unlock()
 		rs.Release(1) // prunes below R's floor: Q's unit and its marker
+		synctest.Wait()
+		if _, found, err := store.Get(ctx, driver.EndID(slow.key, qUnit.Epoch, qUnit.Nonce)); err != nil || found {
+			t.Fatalf("Q's marker is still stored (found %v, %v): the scenario needs it pruned", found, err)
+		}
 		// A bound in the bubble's time, many polls long.
 		select {
 		case err := <-pHeld:
