@@ -89,8 +89,10 @@
 //     that holds so with none of those left (this process ended them all,
 //     or found their end markers: it reads those of the claims still
 //     counted live, by ID, in turn up to the first not found, at most
-//     once a second per key while its holds chain) holds with every lower
-//     claim ended, as its walk would have found.
+//     once a second per key while its holds chain; one below the floor
+//     this process knows it takes for ended, unread, if that floor
+//     counts, as a prune may have deleted its marker) holds with every
+//     lower claim ended, as its walk would have found.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none and the walker's mode does not
 //     pass it, its session; a claim whose session expired gets a dead
@@ -100,8 +102,10 @@
 //     one, or, for a shared walker, a shared one, or a weighted one this
 //     process released whose hold left live below it only claims this
 //     process has ended since, or, for a weighted walker of its limit,
-//     only claims that walker passes, which it then counts as passed:
-//     tip.go), below the key's floor
+//     only claims that walker passes, none of them below the floor this
+//     process knows, which it then counts as passed: tip.go; with one
+//     below that floor, which a prune may have deleted with its marker,
+//     the walk goes on down), below the key's floor
 //     (if it counts), or at its segment's first epoch. A claim that holds
 //     on reads then reads its own claim back: still there with its nonce,
 //     the store was not emptied since the insert, so the reads saw the
@@ -379,7 +383,11 @@
 // covering gate again, and stop at its floor if that counts, before it
 // takes the store for emptied. A walk that stopped at this process's own
 // weighted release counts the claims that release's hold left live
-// below it without walking below the release again; one of them may end
+// below it without walking below the release again. It stops there only
+// while none of them lies below the floor this process knows (a prune
+// may have deleted one there with its marker, and it would count live
+// for good: the walk goes on down to the floor instead, ownReleaseStops);
+// but one of them may end
 // and lose its marker to a prune while the walker waits (a claim above it
 // held with every lower claim ended, raising the floor), and a walker
 // that then finds no marker, the claim's session alive, would count it
@@ -388,7 +396,12 @@
 // the gate that covers it, if that floor counts (full.go): a marker
 // deleted after that floor was read went below a floor that the covering
 // gate of the walker's next look is at least as high as, and that look
-// drops the claim.
+// drops the claim. Holds chained on this process's own weighted release
+// count the same claims, and take those below a floor they know that
+// counts for ended without reading their markers (tip.go: recheckLive):
+// else one pruned with its marker would stay counted live for good, no
+// chained hold would hold with every lower claim ended again, and the
+// floor would stop rising, and pruning with it.
 //
 // Compaction (Sweep): a key with documents older than the idle age and no
 // gate of a bucket from (now − idle age) on has not been relied on for at
