@@ -208,10 +208,13 @@ func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
 	}
 	live := c.passed[:0]
 	for _, p := range c.passed {
-		if p.d.Epoch >= f.Epoch {
+		// The floor's own claim may still hold: it held with every
+		// lower claim ended, which made it the floor.
+		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
 			live = append(live, p)
 		}
 	}
+	e.floorDrops.Add(int64(len(c.passed) - len(live)))
 	c.passed = live
 	c.read = true
 	if c.checked <= f.Epoch {
