@@ -57,6 +57,11 @@ type Claim struct {
 	// stopped at: the hold just before c's.
 	after    Doc
 	hasAfter bool
+	// walks counts the claim's walks (Walk calls).
+	walks uint64
+	// suspects are epochs of claims in passed whose ends were heard of
+	// (Suspect): the next full reads their markers first, at once.
+	suspects []uint64
 	// ended: End was called on c (a release or a withdrawal); a walk of
 	// it never finds it holding again.
 	ended bool
