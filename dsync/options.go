@@ -46,6 +46,10 @@ type config struct {
 	onError     func(error)
 	namespace   string
 	forgetAfter time.Duration // a Once's: 0 keeps its done record
+	// readLinger: an RWMutex's (WithReadLinger); set says it was given
+	// (else the renew interval).
+	readLinger    time.Duration
+	readLingerSet bool
 
 	ttl   time.Duration // the Client's (WithTTL)
 	clock Clock         // the Client's (WithClock)
@@ -154,6 +158,26 @@ func WithForgetAfter(d time.Duration) KeyOption {
 			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
 		}
 		c.forgetAfter = d
+		return nil
+	}
+}
+
+// WithReadLinger sets how long an RWMutex keeps its read claim after the
+// last RUnlock of this process, so that an RLock in that time holds again
+// with no request to the store (see RWMutex). d must lie between 0 and
+// the Client's renew interval (WithRenewInterval), which a claim kept that
+// long costs nothing more (the lease's renewal covers it); 0 turns the
+// linger off: RUnlock then always releases, as before. Default: the renew
+// interval, wherever it applies, which is only where the process hears
+// that a writer waits (direct hints, ClientWithHints, or the store's
+// wake-up stream): a writer then waits for no linger. For an RWMutex
+// only.
+func WithReadLinger(d time.Duration) KeyOption {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("dsync: WithReadLinger(%v): must not be negative", d)
+		}
+		c.readLinger, c.readLingerSet = d, true
 		return nil
 	}
 }

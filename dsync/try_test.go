@@ -3,6 +3,7 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -32,7 +33,9 @@ func tryers(t *testing.T, b *dsync.Client, opts ...dsync.KeyOption) []tryer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := dsync.NewRWMutex(b, "rw-read", opts...)
+	// No linger: a read claim kept after RUnlock would hold again with
+	// no request (rwlinger.go), and each try here must ask the store.
+	r, err := dsync.NewRWMutex(b, "rw-read", append(slices.Clip(opts), dsync.WithReadLinger(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
