@@ -37,6 +37,10 @@ type Hold struct {
 	Call, Start time.Time
 	// Try: a TryLock's hold (FIFO says nothing of it).
 	Try bool
+	// Value is the owner identity of the RWMutex value that took a read
+	// hold (empty for other holds): the read holds of one value may share
+	// a token, one after another (its lingering read claim).
+	Value string
 	// Weight and Limit: a semaphore hold's units and the limit its
 	// process was configured with.
 	Weight, Limit int64
