@@ -162,16 +162,17 @@ func WithForgetAfter(d time.Duration) KeyOption {
 	}
 }
 
-// WithReadLinger sets how long an RWMutex keeps its read claim after the
-// last RUnlock of this process, so that an RLock in that time holds again
+// WithReadLinger sets how long an RWMutex keeps its read claim after its
+// last RUnlock, so that an RLock in that time holds again
 // with no request to the store (see RWMutex). d must lie between 0 and
-// the Client's renew interval (WithRenewInterval), which a claim kept that
-// long costs nothing more (the lease's renewal covers it); 0 turns the
+// the Client's renew interval (WithRenewInterval): a claim kept that
+// long costs at most about one renewal of the lease more; 0 turns the
 // linger off: RUnlock then always releases, as before. Default: the renew
 // interval, wherever it applies, which is only where the process hears
 // that a writer waits (direct hints, ClientWithHints, or the store's
-// wake-up stream): a writer then waits for no linger. For an RWMutex
-// only.
+// wake-up stream): a writer that queues behind the claim then waits for
+// its announcement to reach the owner, not for the linger. For an
+// RWMutex only.
 func WithReadLinger(d time.Duration) KeyOption {
 	return func(c *config) error {
 		if d < 0 {

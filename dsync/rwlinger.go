@@ -6,14 +6,13 @@ import (
 )
 
 // A read claim that outlives RUnlock (docs/architecture.md, "Read holds
-// that outlive RUnlock"). After the last RUnlock of this process, an
-// RWMutex keeps its read claim for its linger (WithReadLinger, at most
-// the renew interval, whose renewal covers it), and an RLock in that time
-// holds it again with no request: a process that reads in a loop makes a
-// claim per linger, not per RLock. The claim stays an ordinary shared
-// hold of the lease throughout, so no rule of the queue changes; what
-// changes is that the store may show a reader while no RLock holds, and
-// that the read holds of one linger share a token.
+// outlive RUnlock"). After its last RUnlock, an RWMutex value keeps its
+// read claim for its linger (WithReadLinger, at most the renew interval),
+// and an RLock in that time holds it again with no request: a process
+// that reads in a loop makes a claim per linger, not per RLock. The
+// claim stays an ordinary shared hold of the lease throughout, so no rule
+// of the queue changes; what changes is that the store may show a reader
+// while no RLock holds, and that successive read holds share a token.
 //
 // It ends (its end is inserted) as soon as a writer may wait behind it
 // (wake_linger.go hears it), when the linger passes, or when this

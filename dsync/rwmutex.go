@@ -40,7 +40,8 @@ const rwNamespace = "rw"
 // the renew interval), and an RLock or TryRLock in that time holds it
 // again with no request to the store, with its token. So while a process
 // reads in a loop, the store may show a reader of it when no RLock holds,
-// and the read holds within one linger share a token. The claim is an
+// and its read holds share a token for as long as each RLock comes within
+// the linger of the last RUnlock (and no writer queued). The claim is an
 // ordinary read hold of the lease throughout, so a writer never holds
 // beside it; it ends as soon as a writer queues behind it (at the
 // RUnlock of the RLock holding it, if one does: RLocks from then on claim
