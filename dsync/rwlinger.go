@@ -3,6 +3,7 @@ package dsync
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // A read claim that outlives RUnlock (docs/architecture.md, "Read holds
@@ -32,8 +33,11 @@ type lingerState struct {
 	// held: an RLock holds it; heard: a writer may wait behind it, so
 	// it ends at the next RUnlock; watched: wake_linger.go watches it.
 	held, heard, watched bool
-	// stop stops the linger's timer (nil while held).
-	stop func() bool
+	// stop stops the linger's timer (nil while held); until is when the
+	// linger ends, on rw's clock: a timer late after a pause must not
+	// lengthen it.
+	stop  func() bool
+	until time.Time
 }
 
 // retake returns rw's lingering claim as a new read hold, if it lingers
@@ -50,7 +54,7 @@ func (rw *RWMutex) retake() *hold {
 	l.h.expireIfDue()
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	if rw.lingering != l || l.held || l.heard {
+	if rw.lingering != l || l.held || l.heard || !rw.cfg.clock.Now().Before(l.until) {
 		return nil
 	}
 	l.h.idle.Store(false) // a loss from now on is the RLock's
@@ -105,6 +109,7 @@ func (rw *RWMutex) linger(h *hold) bool {
 	}
 	l.held = false
 	h.idle.Store(true)
+	l.until = rw.cfg.clock.Now().Add(rw.cfg.readLinger)
 	l.stop = rw.cfg.clock.AfterFunc(rw.cfg.readLinger, func() { rw.lingerPassed(l) })
 	return true
 }
