@@ -327,3 +327,28 @@ func TestReadLingerOption(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseEndsTheLingeringClaim: Close ends a lingering read claim with
+// every other claim: another process's TryLock holds at once after it.
+func TestCloseEndsTheLingeringClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		a := NewMemClientOn(store)
+		b := NewMemClientOn(store)
+		defer b.Close()
+		rw := lingerRW(t, a.Client)
+		rw.RLock()
+		rw.RUnlock()
+		w := lingerRW(t, b.Client)
+		if w.TryLock() {
+			t.Fatal("TryLock held beside a lingering read claim")
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !w.TryLock() {
+			t.Fatal("TryLock failed after the lingering claim's Client closed")
+		}
+		w.Unlock()
+	})
+}
