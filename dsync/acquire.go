@@ -67,9 +67,6 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 	if iv := client.cfg.lease.interval; cfg.readLinger > iv {
 		return core{}, fmt.Errorf("dsync: WithReadLinger(%v): must not exceed the renew interval %v", cfg.readLinger, iv)
 	}
-	if !cfg.readLingerSet && family == rwNamespace {
-		cfg.readLinger = client.cfg.lease.interval
-	}
 	ns := cfg.namespace
 	if family != "" {
 		if ns != "" {

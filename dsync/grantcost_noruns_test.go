@@ -167,7 +167,7 @@ func readerCostWithoutRuns(t *testing.T, n int) (per float64, by map[string]floa
 	return churnCost(t, n, func(mem *memory.Store, i int) counter {
 		return &purposeStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(n), uint64(i)))}
 	}, func(c *dsync.Client) cycler {
-		rw, err := dsync.NewRWMutex(c, "k", quiet, dsync.WithReadLinger(0)) // each cycle a claim: what a linger saves is rwlinger_test.go's
+		rw, err := dsync.NewRWMutex(c, "k", quiet)
 		if err != nil {
 			t.Fatal(err)
 		}

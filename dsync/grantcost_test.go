@@ -232,7 +232,7 @@ var liveCounts = []int{1, 4, 16, 64}
 func TestGrantCostRWMutexReaders(t *testing.T) {
 	for _, n := range liveCounts {
 		per, by := grantCost(t, n, func(c *dsync.Client) cycler {
-			rw, err := dsync.NewRWMutex(c, "k", quiet, dsync.WithReadLinger(0)) // each cycle a claim: what a linger saves is rwlinger_test.go's
+			rw, err := dsync.NewRWMutex(c, "k", quiet)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func TestGrantCostLiveHolders(t *testing.T) {
 							give: func(ctx context.Context) error { return s.ReleaseContext(ctx, 1) },
 						}
 					}
-					rw, err := dsync.NewRWMutex(c, "k", quiet, dsync.WithReadLinger(0)) // each cycle a claim: what a linger saves is rwlinger_test.go's
+					rw, err := dsync.NewRWMutex(c, "k", quiet)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -46,8 +46,8 @@ type config struct {
 	onError     func(error)
 	namespace   string
 	forgetAfter time.Duration // a Once's: 0 keeps its done record
-	// readLinger: an RWMutex's (WithReadLinger); set says it was given
-	// (else the renew interval).
+	// readLinger: an RWMutex's (WithReadLinger; 0, the default, is off);
+	// set says it was given (only an RWMutex takes it).
 	readLinger    time.Duration
 	readLingerSet bool
 
@@ -162,17 +162,28 @@ func WithForgetAfter(d time.Duration) KeyOption {
 	}
 }
 
-// WithReadLinger sets how long an RWMutex keeps its read claim after its
-// last RUnlock, so that an RLock in that time holds again
-// with no request to the store (see RWMutex). d must lie between 0 and
-// the Client's renew interval (WithRenewInterval): a claim kept that
-// long costs at most about one renewal of the lease more; 0 turns the
-// linger off: RUnlock then always releases, as before. Default: the renew
-// interval, wherever it applies, which is only where the process hears
-// that a writer waits (direct hints, ClientWithHints, or the store's
-// wake-up stream): a writer that queues behind the claim then waits for
-// its announcement to reach the owner, not for the linger. For an
-// RWMutex only.
+// WithReadLinger turns on an RWMutex's read linger, which is off by
+// default: after the last RUnlock of the RWMutex value, its read claim is
+// kept for d, so that an RLock or TryRLock in that time holds again with
+// no request to the store (see RWMutex). It pays where one process
+// churns RLock and RUnlock on a key: it makes one claim per linger
+// instead of one per RLock. It applies only where the process hears that
+// a writer waits (direct hints, ClientWithHints, or the store's live
+// wake-up stream); elsewhere RUnlock releases as without it.
+//
+// Turning it on changes promises of sync.RWMutex's shape (RWMutex's doc
+// lists them): another value's or process's TryLock, which never
+// announces, fails for up to d after every read ended; a writer whose
+// process takes no hints, behind a reader that hears only hints, waits
+// the whole linger; the store (and dsync status) shows a reader while
+// none holds; and successive read holds of the value share a fencing
+// token.
+//
+// d must lie between 0 and the Client's renew interval
+// (WithRenewInterval), which bounds what a claim kept costs (about one
+// renewal of the lease more) and a writer's worst wait: NewRWMutex
+// returns an error for a d outside, as for any option's bad input. 0 is
+// the default: off, RUnlock always releases. For an RWMutex only.
 func WithReadLinger(d time.Duration) KeyOption {
 	return func(c *config) error {
 		if d < 0 {

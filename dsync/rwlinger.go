@@ -7,13 +7,15 @@ import (
 )
 
 // A read claim that outlives RUnlock (docs/architecture.md, "Read holds
-// outlive RUnlock"). After its last RUnlock, an RWMutex value keeps its
-// read claim for its linger (WithReadLinger, at most the renew interval),
-// and an RLock in that time holds it again with no request: a process
-// that reads in a loop makes a claim per linger, not per RLock. The
-// claim stays an ordinary shared hold of the lease throughout, so no rule
-// of the queue changes; what changes is that the store may show a reader
-// while no RLock holds, and that successive read holds share a token.
+// outlive RUnlock"), where WithReadLinger turns it on (it is off by
+// default). After its last RUnlock, an RWMutex value keeps its read claim
+// for its linger (at most the renew interval), and an RLock in that time
+// holds it again with no request: a process that reads in a loop makes a
+// claim per linger, not per RLock. The claim stays an ordinary shared
+// hold of the lease throughout, so no rule of the queue changes; what
+// changes is that the store may show a reader while no RLock holds, that
+// successive read holds share a token, and that a TryLock (which never
+// announces) fails while it lingers (RWMutex's doc).
 //
 // It ends (its end is inserted) as soon as a writer may wait behind it
 // (wake_linger.go hears it), when the linger passes, or when this

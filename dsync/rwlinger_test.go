@@ -8,11 +8,14 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-// The read claims that outlive RUnlock (rwlinger.go).
+// The read claims that outlive RUnlock (rwlinger.go), where turned on.
 
+// lingerRW returns an RWMutex of key k on c with its read linger turned
+// on (it is off by default): the renew interval, unless opts say
+// otherwise.
 func lingerRW(t *testing.T, c *Client, opts ...KeyOption) *RWMutex {
 	t.Helper()
-	rw, err := NewRWMutex(c, "k", opts...)
+	rw, err := NewRWMutex(c, "k", append([]KeyOption{WithReadLinger(c.RenewInterval())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,4 +354,39 @@ func TestCloseEndsTheLingeringClaim(t *testing.T) {
 		}
 		w.Unlock()
 	})
+}
+
+// TestReadLingerOffByDefault: without WithReadLinger, RUnlock releases
+// its read claim (it sends the end marker) even where the process hears
+// waiters, and the store shows no reader after it: the linger is opt-in.
+func TestReadLingerOffByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func() []ClientOption
+	}{
+		{"StoreFeed", func() []ClientOption { return nil }},
+		{"Hints", func() []ClientOption { return []ClientOption{(&hintNet{}).member()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cc := &callCounter{}
+				c := NewMemClientOn(memory.New(), append(tc.opts(), countingCalls(cc))...)
+				defer c.Close()
+				rw, err := NewRWMutex(c.Client, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rw.RLock()
+				synctest.Wait()
+				before := cc.snapshot()
+				rw.RUnlock()
+				if d := sent(cc, before); d["Insert"]+d["InsertOrdered"]+d["InsertEach"] == 0 {
+					t.Errorf("RUnlock sent %v, want its end marker", d)
+				}
+				if h, ok := c.Holder("dsync:rw/k"); ok {
+					t.Errorf("the store shows %v after RUnlock, want no claim", h)
+				}
+			})
+		})
+	}
 }

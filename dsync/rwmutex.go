@@ -30,30 +30,37 @@ const rwNamespace = "rw"
 // than that of every hold that began before it, and smaller than that of
 // every hold that begins after it. Readers' tokens are ordered against
 // every writer's, but not among themselves (readers do not exclude each
-// other), and read holds of different RWMutex values or processes never
-// share one; the read holds of one RWMutex value may, one after another
-// (see below). A resource fenced against writers keeps the highest token
-// a writer used and rejects lower ones.
+// other), and no two read holds share one, unless the read linger is on
+// (below). A resource fenced against writers keeps the highest token a
+// writer used and rejects lower ones.
 //
-// A read claim outlives RUnlock: after the last RUnlock of an RWMutex
-// value, it keeps its read claim for a linger (WithReadLinger; by default
-// the renew interval), and an RLock or TryRLock in that time holds it
-// again with no request to the store, with its token. So while a process
-// reads in a loop, the store may show a reader of it when no RLock holds,
-// and its read holds share a token for as long as each RLock comes within
-// the linger of the last RUnlock (and no writer queued). The claim is an
+// By default RUnlock releases its read claim, as sync.RWMutex's RUnlock
+// gives up the read lock: once every read ended, the store shows no
+// reader and a TryLock anywhere may hold. WithReadLinger turns on a read
+// linger, for readers that churn RLock and RUnlock in one process: after
+// the last RUnlock of an RWMutex value, it keeps its read claim for the
+// linger (at most the renew interval), and an RLock or TryRLock in that
+// time holds it again with no request to the store, with its token. It
+// lingers only where the process hears at once that a writer waits,
+// through direct hints (ClientWithHints) or the store's live wake-up
+// stream; elsewhere RUnlock releases as without it. The claim is an
 // ordinary read hold of the lease throughout, so a writer never holds
-// beside it; it ends as soon as a writer queues behind it (at the
-// RUnlock of the RLock holding it, if one does: RLocks from then on claim
-// anew and queue behind the writer), when the linger ends, when this
-// value locks for writing, and at Close; it is never taken again once
-// its lease was lost. Until the process hears of a writer (an event's
-// trip), an RLock may still take the claim again, ahead of a writer
-// that queued in the meantime. It lingers only where the process hears
-// at once that a writer waits, through direct hints (ClientWithHints) or
-// the store's live wake-up stream; elsewhere RUnlock releases it as
-// before. A TryLock, which never queues, fails while another value's
-// read claim lingers, as while it holds.
+// beside it; it ends as soon as a writer queues behind it (at the RUnlock
+// of the RLock holding it, if one does: RLocks from then on claim anew
+// and queue behind the writer), when the linger ends, when this value
+// locks for writing, and at Close; it is never taken again once its
+// lease was lost. Turned on, it changes these promises:
+//
+//   - another value's or process's TryLock, which never queues and so
+//     never announces, fails for up to the linger after every read ended;
+//   - a writer whose process takes no hints waits the whole linger behind
+//     a reader whose process hears only hints (not the store's stream);
+//   - the store (and dsync status) shows a reader while none holds;
+//   - the value's read holds share a token for as long as each RLock
+//     comes within the linger of the last RUnlock (and no writer queued);
+//   - until the process hears of a writer (an event's trip), an RLock may
+//     still take the claim again, ahead of a writer that queued in the
+//     meantime.
 //
 // Lost closes when any hold of the RWMutex is lost; Unlock and RUnlock
 // report nothing, UnlockContext and RUnlockContext return ErrLost for a
@@ -61,7 +68,7 @@ const rwNamespace = "rw"
 //
 // Within one process, writers on one *RWMutex contend locally first, as
 // on a Mutex; an RLock is a claim of its own unless it takes the
-// lingering claim (one RLock at a time holds that). RWMutex keys live in
+// lingering claim (with the linger on; one RLock at a time holds that). RWMutex keys live in
 // a namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of
 // the same key do not exclude each other.
 type RWMutex struct {

@@ -104,13 +104,12 @@ func TestRWMutexFIFO(t *testing.T) {
 
 // One value read-locked by several goroutines holds one claim per RLock;
 // RUnlock ends them one at a time (the oldest first), and Token reports
-// the newest read hold. (Without a linger: the last RUnlock would keep
-// its claim, and the other value's TryLock fail, until the linger ends.)
+// the newest read hold.
 func TestRWMutexManyReadersOneValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := dsync.NewMemClient()
 		defer mem.Close()
-		rw := newRWMutex(t, mem.Client, "k", dsync.WithReadLinger(0))
+		rw := newRWMutex(t, mem.Client, "k")
 		other := newRWMutex(t, mem.Client, "k")
 		rw.RLock()
 		first := rw.Token()

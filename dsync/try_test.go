@@ -3,7 +3,6 @@ package dsync_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -33,9 +32,7 @@ func tryers(t *testing.T, b *dsync.Client, opts ...dsync.KeyOption) []tryer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No linger: a read claim kept after RUnlock would hold again with
-	// no request (rwlinger.go), and each try here must ask the store.
-	r, err := dsync.NewRWMutex(b, "rw-read", append(slices.Clip(opts), dsync.WithReadLinger(0))...)
+	r, err := dsync.NewRWMutex(b, "rw-read", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
