@@ -25,11 +25,12 @@ type incarnation struct {
 	active  map[*Hold]struct{} // holds not yet given up
 	closeAt time.Time
 	// rws: an RWMutex value per worker and key, which RLocks again after
-	// its RUnlock (taking its lingering read claim). Not shared between
-	// workers: Token says the newest read hold's, which would be another
-	// worker's.
-	rws map[string]*dsync.RWMutex
-	// lastRead: the token of each RWMutex value's last read hold.
+	// its RUnlock (taking its lingering read claim, if its linger is on).
+	// Not shared between workers: Token says the newest read hold's,
+	// which would be another worker's.
+	rws map[string]rwValue
+	// lastRead: the token of each lingering RWMutex value's last read
+	// hold.
 	lastRead map[string]uint64
 }
 
@@ -39,7 +40,7 @@ func (p *proc) start(workers int) (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{}), rws: make(map[string]*dsync.RWMutex), lastRead: make(map[string]uint64)}
+	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{}), rws: make(map[string]rwValue), lastRead: make(map[string]uint64)}
 	inc.ctx, inc.cancel = context.WithCancel(context.Background())
 	inc.startActors()
 	for i := range workers {
@@ -243,9 +244,9 @@ func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	w := inc.p.w
 	write, try := w.chance(0.35), w.chance(0.1)
 	// Half the operations use the worker's value of the key, whose read
-	// claim lingers after its last RUnlock; the others a value of their
+	// claim may linger after its last RUnlock; the others a value of their
 	// own (dropped after it, with a claim that may linger).
-	m, err := inc.rwmutex(who, key, w.chance(0.5))
+	v, err := inc.rwmutex(who, key, w.chance(0.5))
 	if err != nil {
 		panic(err)
 	}
@@ -256,7 +257,7 @@ func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	// A reader reads again now and then right after its RUnlock, within
 	// the linger (a third of the TTL) or just past it.
 	for again := true; again; again = !write && w.chance(0.4) {
-		if !inc.rwOnce(ctx, who, key, m, prim, try) {
+		if !inc.rwOnce(ctx, who, key, v, prim, try) {
 			return
 		}
 		try = w.chance(0.1)
@@ -267,22 +268,34 @@ func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	}
 }
 
+// rwValue is an RWMutex value and whether its read linger is on.
+type rwValue struct {
+	m       *dsync.RWMutex
+	lingers bool
+}
+
 // rwmutex returns an RWMutex of key: worker who's, kept for its next
-// operations, or a new one.
-func (inc *incarnation) rwmutex(who, key string, kept bool) (*dsync.RWMutex, error) {
+// operations, or a new one. The read linger is opt-in: half the values
+// turn it on (drawn from the seed), the others keep RWMutex's default.
+func (inc *incarnation) rwmutex(who, key string, kept bool) (rwValue, error) {
+	newValue := func() (rwValue, error) {
+		lingers := inc.p.w.chance(0.5)
+		m, err := inc.ps.rwmutex(key, lingers)
+		return rwValue{m, lingers}, err
+	}
 	if !kept {
-		return inc.ps.rwmutex(key)
+		return newValue()
 	}
 	inc.mu.Lock()
 	defer inc.mu.Unlock()
-	if m, ok := inc.rws[who+"/"+key]; ok {
-		return m, nil
+	if v, ok := inc.rws[who+"/"+key]; ok {
+		return v, nil
 	}
-	m, err := inc.ps.rwmutex(key)
+	v, err := newValue()
 	if err == nil {
-		inc.rws[who+"/"+key] = m
+		inc.rws[who+"/"+key] = v
 	}
-	return m, err
+	return v, err
 }
 
 // readAgain records h, a read hold, and reports whether its value's last
@@ -295,10 +308,10 @@ func (inc *incarnation) readAgain(h *Hold) bool {
 	return again
 }
 
-// rwOnce takes one hold of m, keeps it a while and gives it up; it
+// rwOnce takes one hold of v, keeps it a while and gives it up; it
 // reports whether it held.
-func (inc *incarnation) rwOnce(ctx context.Context, who, key string, m *dsync.RWMutex, prim Prim, try bool) bool {
-	w := inc.p.w
+func (inc *incarnation) rwOnce(ctx context.Context, who, key string, v rwValue, prim Prim, try bool) bool {
+	w, m := inc.p.w, v.m
 	write := prim == PrimWrite
 	call := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
@@ -319,7 +332,10 @@ func (inc *incarnation) rwOnce(ctx context.Context, who, key string, m *dsync.RW
 		return false
 	}
 	h := &Hold{Who: who + "/" + m.Owner(), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}
-	if !write {
+	if !write && v.lingers {
+		// Only a value with the linger on may hold a token again, or
+		// take a claim that landed before a writer's (check_tokens.go,
+		// check_fifo.go): the others are judged as without it.
 		h.Value = m.Owner()
 		if inc.readAgain(h) {
 			w.count("rw-read on its lingering claim")
