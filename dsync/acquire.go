@@ -61,6 +61,12 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 	if cfg.forgetAfter != 0 && family != onceNamespace {
 		return core{}, errors.New("dsync: WithForgetAfter is for a Once")
 	}
+	if cfg.readLingerSet && family != rwNamespace {
+		return core{}, errors.New("dsync: WithReadLinger is for an RWMutex")
+	}
+	if iv := client.cfg.lease.interval; cfg.readLinger > iv {
+		return core{}, fmt.Errorf("dsync: WithReadLinger(%v): must not exceed the renew interval %v", cfg.readLinger, iv)
+	}
 	ns := cfg.namespace
 	if family != "" {
 		if ns != "" {

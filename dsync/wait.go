@@ -27,6 +27,9 @@ func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chai
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
+	// A lingering read claim of ours that this waiter may wait behind
+	// ends now (wake_linger.go).
+	w.heardLocal(key, blocker.Epoch, own)
 
 	expires := blocker.ExpiresAt
 	start := w.env.mono()

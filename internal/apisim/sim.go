@@ -346,7 +346,7 @@ func (w *world) operate(end time.Time, maxTTL time.Duration) {
 			return
 		}
 		if stalled || w.rates.emptyings && (!w.rates.sessEmptyings || w.chance(0.5)) {
-			w.empty()
+			w.empty(maxTTL / 3)
 		} else {
 			w.emptySessions(maxTTL)
 		}

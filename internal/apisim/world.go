@@ -260,9 +260,11 @@ func (w *world) op(parent context.Context) (context.Context, func()) {
 }
 
 // empty empties the collections while no lock is held or awaited: it
-// ends the operations under way, waits for them, empties, and lets them
-// go on after a while. Requests on their way land whenever they land.
-func (w *world) empty() {
+// ends the operations under way, waits for them and for the read claims
+// that linger after them (linger: the longest, a renew interval),
+// empties, and lets them go on after a while. Requests on their way land
+// whenever they land.
+func (w *world) empty(linger time.Duration) {
 	w.mu.Lock()
 	w.maint = make(chan struct{})
 	w.opCancel()
@@ -276,6 +278,9 @@ func (w *world) empty() {
 	if drained != nil {
 		<-drained
 	}
+	// A lingering read claim is a lock held (docs/operations.md): its
+	// linger ends, and no RLock takes it again (its end may not land).
+	time.Sleep(linger + time.Millisecond)
 	w.mem.Reset()
 	w.sess.empty()
 	w.tracef("EMPTY all")
