@@ -164,8 +164,11 @@ func WithForgetAfter(d time.Duration) KeyOption {
 
 // WithReadLinger turns on an RWMutex's read linger, which is off by
 // default: after the last RUnlock of the RWMutex value, its read claim is
-// kept for d, so that an RLock or TryRLock in that time holds again with
-// no request to the store (see RWMutex). It pays where one process
+// kept until d has passed since the claim's first RUnlock, so that an
+// RLock or TryRLock in that time holds again with no request to the store
+// (see RWMutex). The linger is not renewed by later RUnlocks: a reader
+// that never stops still ends its claim every d, so a writer that cannot
+// be heard waits d at most. It pays where one process
 // churns RLock and RUnlock on a key: it makes one claim per linger
 // instead of one per RLock. It applies only where the process hears that
 // a writer waits (direct hints, ClientWithHints, or the store's live
@@ -175,7 +178,7 @@ func WithForgetAfter(d time.Duration) KeyOption {
 // lists them): another value's or process's TryLock, which never
 // announces, fails for up to d after every read ended; a writer whose
 // process takes no hints, behind a reader that hears only hints, waits
-// the whole linger; the store (and dsync status) shows a reader while
+// up to d; the store (and dsync status) shows a reader while
 // none holds; and successive read holds of the value share a fencing
 // token.
 //

@@ -101,7 +101,7 @@ func (rw *RWMutex) linger(h *hold) bool {
 		return false
 	}
 	if l == nil {
-		l = &lingerState{h: h}
+		l = &lingerState{h: h, until: rw.cfg.clock.Now().Add(rw.cfg.readLinger)}
 		k := waitKey{h.claim.Key, h.claim.Token}
 		if !rw.client.wake.watchLinger(k, func() { rw.heard(l) }) {
 			return false // no way to hear a writer, or one waits already
@@ -109,10 +109,15 @@ func (rw *RWMutex) linger(h *hold) bool {
 		l.watched = true
 		rw.lingering = l
 	}
+	left := l.until.Sub(rw.cfg.clock.Now())
+	if left <= 0 {
+		rw.lingering = nil
+		rw.unwatch(l)
+		return false
+	}
 	l.held = false
 	h.idle.Store(true)
-	l.until = rw.cfg.clock.Now().Add(rw.cfg.readLinger)
-	l.stop = rw.cfg.clock.AfterFunc(rw.cfg.readLinger, func() { rw.lingerPassed(l) })
+	l.stop = rw.cfg.clock.AfterFunc(left, func() { rw.lingerPassed(l) })
 	return true
 }
 

@@ -1,6 +1,7 @@
 package dsync
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -389,4 +390,50 @@ func TestReadLingerOffByDefault(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A linger is measured from its claim's first RUnlock, not renewed by
+// each: a reader that reads more often than the linger still ends its
+// claim every linger, so a writer that cannot be heard (no hints, behind
+// a reader that hears only hints) waits a linger and a poll, not for as
+// long as the reader reads. With the linger renewed at every RUnlock (a
+// review found it), the writer held only after the reader's 60 s loop
+// ended (75 s); measured from the first RUnlock, 16.7 s.
+func TestLingerDoesNotOutliveItsFirstRUnlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, net := memory.New(), &hintNet{}
+		a := NewMemClientOn(store, net.member())
+		defer a.Close()
+		other := NewMemClientOn(store, net.member()) // a second process that takes hints
+		defer other.Close()
+		b := NewMemClientOn(store) // no hints: announces on the store's stream only
+		defer b.Close()
+		r := lingerRW(t, a.Client)
+		w := lingerRW(t, b.Client)
+		start := time.Now()
+		const loop = 60 * time.Second
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for time.Since(start) < loop {
+				r.RLock()
+				time.Sleep(10 * time.Millisecond)
+				r.RUnlock()
+				time.Sleep(time.Second)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*loop)
+		defer cancel()
+		if err := w.LockContext(ctx); err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+		took := time.Since(start)
+		w.Unlock()
+		t.Logf("the writer without hints held %v after it called Lock (the reader reads every second for %v)", took, loop)
+		if took >= loop/2 {
+			t.Errorf("the writer held %v after it called Lock: the reader's claim outlived its linger", took)
+		}
+		<-done
+	})
 }

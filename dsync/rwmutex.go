@@ -38,9 +38,10 @@ const rwNamespace = "rw"
 // gives up the read lock: once every read ended, the store shows no
 // reader and a TryLock anywhere may hold. WithReadLinger turns on a read
 // linger, for readers that churn RLock and RUnlock in one process: after
-// the last RUnlock of an RWMutex value, it keeps its read claim for the
-// linger (at most the renew interval), and an RLock or TryRLock in that
-// time holds it again with no request to the store, with its token. It
+// the last RUnlock of an RWMutex value, it keeps its read claim until the
+// linger (at most the renew interval) has passed since the claim's first
+// RUnlock, and an RLock or TryRLock in that time holds it again with no
+// request to the store, with its token. It
 // lingers only where the process hears at once that a writer waits,
 // through direct hints (ClientWithHints) or the store's live wake-up
 // stream; elsewhere RUnlock releases as without it. The claim is an
@@ -52,12 +53,13 @@ const rwNamespace = "rw"
 // lease was lost. Turned on, it changes these promises:
 //
 //   - another value's or process's TryLock, which never queues and so
-//     never announces, fails for up to the linger after every read ended;
-//   - a writer whose process takes no hints waits the whole linger behind
+//     never announces, fails for up to the linger after every read ended,
+//     and fails every time while the value reads more often than that;
+//   - a writer whose process takes no hints waits up to the linger behind
 //     a reader whose process hears only hints (not the store's stream);
 //   - the store (and dsync status) shows a reader while none holds;
-//   - the value's read holds share a token for as long as each RLock
-//     comes within the linger of the last RUnlock (and no writer queued);
+//   - the value's read holds within one linger (from the first RUnlock of
+//     their claim, while no writer queued) share a token;
 //   - until the process hears of a writer (an event's trip), an RLock may
 //     still take the claim again, ahead of a writer that queued in the
 //     meantime.
@@ -68,8 +70,8 @@ const rwNamespace = "rw"
 //
 // Within one process, writers on one *RWMutex contend locally first, as
 // on a Mutex; an RLock is a claim of its own unless it takes the
-// lingering claim (with the linger on; one RLock at a time holds that). RWMutex keys live in
-// a namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of
+// lingering claim (with the linger on; one RLock at a time holds that).
+// RWMutex keys live in a namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of
 // the same key do not exclude each other.
 type RWMutex struct {
 	core
