@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -19,66 +18,11 @@ import (
 // more and another process's walk reads the whole history.
 func TestChainedHoldsEndPrunedClaimBelowFloor(t *testing.T) {
 	ctx := context.Background()
-	clock := &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	mem := memory.New()
-	newEngine := func() (*chain.Engine, string) {
-		e, err := chain.New(mem, clock, chain.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _, err := e.OpenSession(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, s
-	}
-	eQ, sQ := newEngine()
-	eR, sR := newEngine()
-	eP, sP := newEngine()
-	claim := func(e *chain.Engine, s string, w int64) *chain.Claim {
-		c, err := e.Claim(ctx, "k", "o", s, weighted(w), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	walk := func(e *chain.Engine, c *chain.Claim) bool {
-		h, _, err := e.Walk(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	end := func(e *chain.Engine, c *chain.Claim) {
-		if err := e.End(ctx, c, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	renew := func() {
-		for _, x := range []struct {
-			e *chain.Engine
-			s string
-		}{{eQ, sQ}, {eR, sR}, {eP, sP}} {
-			if _, _, err := x.e.RenewSession(ctx, x.s, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	first := claim(eQ, sQ, 1)
-	if !walk(eQ, first) {
-		t.Fatal("the first claim does not hold")
-	}
-	end(eQ, first)
-	r := claim(eQ, sQ, 1)
-	if !walk(eQ, r) {
-		t.Fatal("r does not hold")
-	}
-	y := claim(eR, sR, 1)
-	d := claim(eP, sP, 1)
-	if !walk(eP, d) {
-		t.Fatal("d does not hold")
-	}
-	end(eP, d) // P's tip: d, which left y and r live below it
+	s := newOwnStopScene(t)
+	clock, mem := s.clock, s.mem
+	r, y := s.r, s.y
+	eQ, eR, eP, sP := s.eQ, s.eR, s.eP, s.sP
+	claim, walk, end, renew := s.claim, s.walk, s.end, s.renew
 	cycle := func() bool {
 		c := claim(eP, sP, 1)
 		if !walk(eP, c) {
