@@ -111,6 +111,12 @@ type revokeStore interface {
 // the first record stays) and waits, reading the session every second,
 // until its lease has expired in store time; it returns its expiry.
 func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocation) (time.Time, error) {
+	// A revoke writes: the store is prepared for writing, and its time
+	// is the clock it judges expiry with (ServerTime is not valid before
+	// the store is prepared, and by --process nothing has prepared it).
+	if err := store.Prepare(ctx); err != nil {
+		return time.Time{}, err
+	}
 	r.At = store.ServerTime().Latest
 	if err := store.Revoke(ctx, r); err != nil && !errors.Is(err, driver.ErrExists) {
 		return time.Time{}, err

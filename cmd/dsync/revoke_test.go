@@ -53,6 +53,16 @@ func TestRevokeEndsAHolder(t *testing.T) {
 	if !strings.Contains(st.stdout, `"kind":"revocation"`) || !strings.Contains(st.stdout, `"reason":"stuck job"`) {
 		t.Errorf("dsync status --json does not show the revocation:\n%s", st.stdout)
 	}
+	// A revoke by --process records when, in store time, as one by
+	// --key does (it recorded the zero time: nothing had read the
+	// store's clock yet).
+	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "revoke", "--process", "c0ffeec0ffeec0ffeec0", "--reason", "by process"); r.code != 0 {
+		t.Fatalf("dsync revoke --process: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	st = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status")
+	if !strings.Contains(st.stdout, "by process") || strings.Contains(st.stdout, " at 0001-") {
+		t.Errorf("dsync status after a revoke by --process, want it with its time:\n%s", st.stdout)
+	}
 	if r := runDsync(t, e, "", 10*time.Second, "--db", db, "revoke", "--reason", "x"); r.code != exitUsage {
 		t.Errorf("dsync revoke without --key or --process: exit %d, want %d", r.code, exitUsage)
 	}
