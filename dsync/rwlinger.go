@@ -138,7 +138,7 @@ func (rw *RWMutex) heard(l *lingerState) {
 		return // its timer is ending it
 	}
 	rw.lingering = nil
-	rw.client.inBackground(func() { rw.endLinger(l) })
+	rw.client.inBackground(func() { rw.endLinger(context.Background(), l) })
 }
 
 // lingerPassed ends l, whose linger passed with no RLock taking it.
@@ -149,7 +149,7 @@ func (rw *RWMutex) lingerPassed(l *lingerState) {
 		return
 	}
 	rw.lingering = nil
-	rw.client.inBackground(func() { rw.endLinger(l) })
+	rw.client.inBackground(func() { rw.endLinger(context.Background(), l) })
 }
 
 // dropLinger ends rw's lingering claim, if one lingers, before this
@@ -164,9 +164,7 @@ func (rw *RWMutex) dropLinger(ctx context.Context) {
 	}
 	rw.lingering = nil
 	rw.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rw.cfg.releaseTimeout())
-	defer cancel()
-	rw.endLingerCtx(ctx, l)
+	rw.endLinger(ctx, l)
 }
 
 // forget drops h as rw's lingering claim, if it is: an RUnlock that is
@@ -189,14 +187,11 @@ func (rw *RWMutex) unwatch(l *lingerState) {
 	}
 }
 
-// endLinger ends l's claim, which no RLock holds and rw no longer keeps.
-func (rw *RWMutex) endLinger(l *lingerState) {
-	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
+// endLinger ends l's claim, which no RLock holds and rw no longer keeps,
+// within the release timeout whatever ctx does (as a release).
+func (rw *RWMutex) endLinger(ctx context.Context, l *lingerState) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rw.cfg.releaseTimeout())
 	defer cancel()
-	rw.endLingerCtx(ctx, l)
-}
-
-func (rw *RWMutex) endLingerCtx(ctx context.Context, l *lingerState) {
 	h := l.h
 	rw.client.wake.unwatchLinger(waitKey{h.claim.Key, h.claim.Token})
 	lostErr := h.end()
