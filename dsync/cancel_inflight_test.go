@@ -26,24 +26,9 @@ import (
 func TestLockCancelledInFlightWithdraws(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A first hold opens a's session, so that the Lock below gets as
-		// far as inserting its claim.
-		ma.Lock()
-		ma.Unlock()
-
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait() // the claim's insert waits for the store
+		ma := newMutex(t, a.Client, "k")
+		mb := newMutex(t, b.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		cancel()
 		synctest.Wait()
 		a.SetAnswering(true) // the claim lands now
@@ -72,22 +57,9 @@ func TestLockCancelledInFlightWithdraws(t *testing.T) {
 func TestLockCancelledInFlightWithdrawnLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ma.Lock()
-		ma.Unlock()
-
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait() // the claim's insert waits for the store
+		ma := newMutex(t, a.Client, "k")
+		mb := newMutex(t, b.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		a.SetReachable(false)
 		start := time.Now()
 		cancel()
@@ -115,17 +87,8 @@ func TestLockCancelledInFlightReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := dsync.NewMemClient()
 		defer a.Close()
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ma.Lock()
-		ma.Unlock()
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait()
+		ma := newMutex(t, a.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		start := time.Now()
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
@@ -138,6 +101,22 @@ func TestLockCancelledInFlightReturns(t *testing.T) {
 		}
 		a.SetAnswering(true)
 	})
+}
+
+// lockInFlight starts m.LockContext with a's store not answering, once
+// a first hold opened a's session (so that the Lock gets as far as
+// inserting its claim), and returns when the claim's insert waits for
+// the store: the LockContext's cancel, and where it returns. Inside a
+// synctest bubble.
+func lockInFlight(a *dsync.MemClient, m *dsync.Mutex) (context.CancelFunc, <-chan error) {
+	m.Lock()
+	m.Unlock()
+	a.SetAnswering(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.LockContext(ctx) }()
+	synctest.Wait() // the claim's insert waits for the store
+	return cancel, done
 }
 
 // heldWithdrawals is a process's store whose withdrawals wait, once
@@ -177,14 +156,8 @@ func TestCancelledInFlightWithdrawalWakesTheWaiter(t *testing.T) {
 		b := dsync.NewMemClientOn(store)
 		defer ca.Close()
 		defer b.Close()
-		ma, err := dsync.NewMutex(ca, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ma := newMutex(t, ca, "k")
+		mb := newMutex(t, b.Client, "k")
 		ma.Lock()
 		ma.Unlock()
 
@@ -232,14 +205,8 @@ func TestCancelledInFlightHonoursReleaseTimeout(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a, b := twoProcesses(t)
 				const bound = 100 * time.Millisecond
-				ma, err := dsync.NewMutex(a.Client, "k", dsync.WithReleaseTimeout(bound))
-				if err != nil {
-					t.Fatal(err)
-				}
-				mb, err := dsync.NewMutex(b.Client, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
+				ma := newMutex(t, a.Client, "k", dsync.WithReleaseTimeout(bound))
+				mb := newMutex(t, b.Client, "k")
 				ma.Lock()
 				ma.Unlock()
 				if phase == "waiting" {

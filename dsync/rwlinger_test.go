@@ -11,6 +11,17 @@ import (
 
 // The read claims that outlive RUnlock (rwlinger.go), where turned on.
 
+// hearingWaiters are the two ways a process hears that a writer waits,
+// where a read claim may linger: the store's live stream, and direct
+// hints (each call, a network of its own).
+var hearingWaiters = []struct {
+	name string
+	opts func() []ClientOption
+}{
+	{"StoreFeed", func() []ClientOption { return nil }},
+	{"Hints", func() []ClientOption { return []ClientOption{(&hintNet{}).member()} }},
+}
+
 // lingerRW returns an RWMutex of key k on c with its read linger turned
 // on (it is off by default): the renew interval, unless opts say
 // otherwise.
@@ -39,13 +50,7 @@ func sent(cc *callCounter, before map[string]int) map[string]int {
 // same token; the store shows the claim meanwhile. Without the linger,
 // each RLock is a claim (an insert and its reads) and each RUnlock an end.
 func TestRLockAfterRUnlockSendsNothing(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func() []ClientOption
-	}{
-		{"StoreFeed", func() []ClientOption { return nil }},
-		{"Hints", func() []ClientOption { return []ClientOption{(&hintNet{}).member()} }},
-	} {
+	for _, tc := range hearingWaiters {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cc := &callCounter{}
@@ -200,13 +205,7 @@ func TestWriterBehindLingerHoldsAtOnce(t *testing.T) {
 // own. Over hints, the linger outlives the unreachable store (hints do
 // not go through it); over the store's feed, the feed's fall ends it.
 func TestLeaseLostDuringLinger(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func() []ClientOption
-	}{
-		{"StoreFeed", func() []ClientOption { return nil }},
-		{"Hints", func() []ClientOption { return []ClientOption{(&hintNet{}).member()} }},
-	} {
+	for _, tc := range hearingWaiters {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// A renew interval near the TTL lets the lease run out
@@ -361,13 +360,7 @@ func TestCloseEndsTheLingeringClaim(t *testing.T) {
 // its read claim (it sends the end marker) even where the process hears
 // waiters, and the store shows no reader after it: the linger is opt-in.
 func TestReadLingerOffByDefault(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func() []ClientOption
-	}{
-		{"StoreFeed", func() []ClientOption { return nil }},
-		{"Hints", func() []ClientOption { return []ClientOption{(&hintNet{}).member()} }},
-	} {
+	for _, tc := range hearingWaiters {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cc := &callCounter{}
