@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127120803-8881b855347e
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127120803-8881b855347e
+	github.com/go-dsync/dsync v0.0.0-20261127151933-495b42b0b3b4
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127151933-495b42b0b3b4
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 

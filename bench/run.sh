@@ -20,12 +20,18 @@
 #                                              handoff, graceful, idle, throughput
 #                                              and the scale scenario's waiters
 #                                              unless --scenarios says otherwise
+#   bash bench/run.sh --only dsync-linger      dsync with the RWMutexes' read linger on
+#                                              (WithReadLinger(renew interval); off by
+#                                              default): the rwmutex scenario unless
+#                                              --scenarios says otherwise, its column
+#                                              beside dsync's and the peers'
 #   bash bench/run.sh --only dsync --as dsync@f28f297 --scenarios scale
 #                                              measure dsync under another name
 #                                              (bench/results/NAME.json): a
 #                                              "before" kept beside the after;
-#                                              dsync-hints and dsync-polling-hints
-#                                              go to NAME-hints, NAME-polling-hints
+#                                              dsync-hints, dsync-polling-hints and
+#                                              dsync-linger go to NAME-hints,
+#                                              NAME-polling-hints, NAME-linger
 #   bash bench/run.sh --only dsync,mongo-lock,redsync,etcd --scenarios rwmutex,semaphore,once
 #                                              issue 26's family: RWMutex readers,
 #                                              Semaphore cost and handoff, Once
@@ -58,7 +64,7 @@
 #                                              the collection stops at 10,000)
 #
 # Libraries: dsync, dsync-polling, dsync-hints, dsync-polling-hints,
-# mongo-lock, redsync, etcd (comma-separated
+# dsync-linger, mongo-lock, redsync, etcd (comma-separated
 # for --only). Wake-ups are dsync's default: dsync-wakeups, the name they had
 # while they were an option, means dsync. Any other bench/results/*.json (a
 # run kept under another name with --as, such as a "before") is reported
@@ -82,7 +88,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-only="dsync,dsync-polling,dsync-hints,dsync-polling-hints,mongo-lock,redsync,etcd"
+only="dsync,dsync-polling,dsync-hints,dsync-polling-hints,dsync-linger,mongo-lock,redsync,etcd"
 scenarios=""
 quick=""
 as="" # dsync's figures under this name, in bench/results/$as.json
@@ -201,7 +207,7 @@ fi
 # The MongoDB-compatible server for dsync and mongo-lock; server_pid is
 # the embedded FerretDB's process, whose CPU the idle scenario reports.
 server_pid=""
-if want dsync || want dsync-polling || want dsync-hints || want dsync-polling-hints || want mongo-lock; then
+if want dsync || want dsync-polling || want dsync-hints || want dsync-polling-hints || want dsync-linger || want mongo-lock; then
 	if [ -n "${MONGODB_URI:-}" ]; then
 		log "using ${uri:+--uri, }MONGODB_URI"
 		mongo_uri="$MONGODB_URI"
@@ -249,6 +255,17 @@ for lib in dsync-hints dsync-polling-hints; do
 		-scenarios "${scenarios:-handoff,graceful,idle,throughput,scale}" -scale-keys none $quick "${extra[@]}"; then :; else failed+=("$lib"); fi
 done
 
+# dsync with the RWMutexes' read linger on (opt-in): the rwmutex scenario,
+# whose readers churn RLock and RUnlock, the case it is for.
+if want dsync-linger; then
+	# --as NAME: NAME-linger.
+	name=dsync-linger
+	[ -n "$as" ] && name="$as-linger"
+	log "measuring dsync-linger as $name (WithReadLinger(renew interval))"
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -read-linger on -out "$resdir/$name.json" -name "$name" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+		-scenarios "${scenarios:-rwmutex}" $quick "${extra[@]}"; then :; else failed+=(dsync-linger); fi
+fi
+
 if want mongo-lock; then
 	log "measuring mongo-lock"
 	if "$work/peerbench" -lib mongo-lock -mongo-uri "$mongo_uri" -out "$resdir/mongo-lock.json" ${server_pid:+-server-pid "$server_pid"} \
@@ -293,12 +310,12 @@ if want etcd; then
 	fi
 fi
 
-for lib in dsync dsync-polling dsync-hints dsync-polling-hints mongo-lock redsync etcd; do
+for lib in dsync dsync-polling dsync-hints dsync-polling-hints dsync-linger mongo-lock redsync etcd; do
 	if [ -f "$resdir/$lib.json" ]; then results+=("$resdir/$lib.json"); fi
 done
 for f in "$resdir"/*.json; do
 	case "$(basename "$f" .json)" in
-	dsync|dsync-polling|dsync-hints|dsync-polling-hints|mongo-lock|redsync|etcd) ;;
+	dsync|dsync-polling|dsync-hints|dsync-polling-hints|dsync-linger|mongo-lock|redsync|etcd) ;;
 	*) [ -f "$f" ] && results+=("$f") ;;
 	esac
 done

@@ -61,6 +61,12 @@ func newCore(client *Client, key, family string, opts []KeyOption) (core, error)
 	if cfg.forgetAfter != 0 && family != onceNamespace {
 		return core{}, errors.New("dsync: WithForgetAfter is for a Once")
 	}
+	if cfg.readLingerSet && family != rwNamespace {
+		return core{}, errors.New("dsync: WithReadLinger is for an RWMutex")
+	}
+	if iv := client.cfg.lease.interval; cfg.readLinger > iv {
+		return core{}, fmt.Errorf("dsync: WithReadLinger(%v): must not exceed the renew interval %v", cfg.readLinger, iv)
+	}
 	ns := cfg.namespace
 	if family != "" {
 		if ns != "" {
@@ -227,6 +233,9 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		return nil, fmt.Errorf("dsync: acquire %q: %w (%w)", p.key, context.Cause(sess.ctx), err)
 	}
 	if err != nil {
+		if wait {
+			p.flushWithdrawals(ctx)
+		}
 		return nil, err
 	}
 	if wait {
@@ -308,6 +317,22 @@ func (p *core) release(ctx context.Context, h *hold) error {
 		return fmt.Errorf("dsync: release %q: %w", p.key, err)
 	}
 	return nil
+}
+
+// flushWithdrawals lands the withdrawal of a claim whose insert failed,
+// within the release timeout whatever ctx does: ctx may have ended while
+// the insert was in flight, which then fails the withdrawal at once, and
+// the insert may still land, keeping every claim queued behind it waiting
+// until its withdrawal does. Flush tells those waiters (OnLanded). What it
+// cannot land in time, the Resender goes on sending (Client.claim kicked
+// it).
+func (p *core) flushWithdrawals(ctx context.Context) {
+	if p.client.eng.Pending() == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.releaseTimeout())
+	defer cancel()
+	_, _ = p.client.eng.Flush(ctx)
 }
 
 // withdraw gives up a claim that will not be held, within ctx and the

@@ -3,11 +3,15 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
 // A LockContext whose context ends while its claim's insert is in flight
@@ -22,24 +26,9 @@ import (
 func TestLockCancelledInFlightWithdraws(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A first hold opens a's session, so that the Lock below gets as
-		// far as inserting its claim.
-		ma.Lock()
-		ma.Unlock()
-
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait() // the claim's insert waits for the store
+		ma := newMutex(t, a.Client, "k")
+		mb := newMutex(t, b.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		cancel()
 		synctest.Wait()
 		a.SetAnswering(true) // the claim lands now
@@ -68,22 +57,9 @@ func TestLockCancelledInFlightWithdraws(t *testing.T) {
 func TestLockCancelledInFlightWithdrawnLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := twoProcesses(t)
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ma.Lock()
-		ma.Unlock()
-
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait() // the claim's insert waits for the store
+		ma := newMutex(t, a.Client, "k")
+		mb := newMutex(t, b.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		a.SetReachable(false)
 		start := time.Now()
 		cancel()
@@ -111,17 +87,8 @@ func TestLockCancelledInFlightReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := dsync.NewMemClient()
 		defer a.Close()
-		ma, err := dsync.NewMutex(a.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ma.Lock()
-		ma.Unlock()
-		a.SetAnswering(false)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ma.LockContext(ctx) }()
-		synctest.Wait()
+		ma := newMutex(t, a.Client, "k")
+		cancel, done := lockInFlight(a, ma)
 		start := time.Now()
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
@@ -134,4 +101,140 @@ func TestLockCancelledInFlightReturns(t *testing.T) {
 		}
 		a.SetAnswering(true)
 	})
+}
+
+// lockInFlight starts m.LockContext with a's store not answering, once
+// a first hold opened a's session (so that the Lock gets as far as
+// inserting its claim), and returns when the claim's insert waits for
+// the store: the LockContext's cancel, and where it returns. Inside a
+// synctest bubble.
+func lockInFlight(a *dsync.MemClient, m *dsync.Mutex) (context.CancelFunc, <-chan error) {
+	m.Lock()
+	m.Unlock()
+	a.SetAnswering(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.LockContext(ctx) }()
+	synctest.Wait() // the claim's insert waits for the store
+	return cancel, done
+}
+
+// heldWithdrawals is a process's store whose withdrawals wait, once
+// armed, until the test lets them go (or their context ends).
+type heldWithdrawals struct {
+	*memory.Process
+	armed atomic.Bool
+	gate  chan struct{}
+}
+
+func (s *heldWithdrawals) Insert(ctx context.Context, d driver.Doc) error {
+	if s.armed.Load() && d.Kind == driver.KindWithdraw {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return s.Process.Insert(ctx, d)
+}
+
+// A process that is already waiting behind a claim of a cancelled
+// LockContext, which landed late, is woken when that claim's withdrawal
+// lands: the end is announced, as every other end of a waited-for claim
+// is. A withdrawal the engine landed itself (abandon) was not announced,
+// and the waiter slept until its safety poll or the claim's session
+// expiry (13.3 s after the withdrawal landed; found by a review).
+func TestCancelledInFlightWithdrawalWakesTheWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		ws := &heldWithdrawals{Process: store.Process(), gate: make(chan struct{})}
+		ca, err := dsync.NewClient(ws, dsync.ClientWithPollInterval(100*time.Millisecond),
+			dsync.ClientWithLogger(slog.New(slog.DiscardHandler)), dsync.ClientWithIdleAge(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := dsync.NewMemClientOn(store)
+		defer ca.Close()
+		defer b.Close()
+		ma := newMutex(t, ca, "k")
+		mb := newMutex(t, b.Client, "k")
+		ma.Lock()
+		ma.Unlock()
+
+		ws.armed.Store(true)
+		ws.SetAnswering(false)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ma.LockContext(ctx) }()
+		synctest.Wait() // a's claim's insert waits for the store
+		cancel()
+		synctest.Wait()       // the insert gave up; its withdrawal waits at the gate
+		ws.SetAnswering(true) // a's claim lands now, its withdrawal not yet
+		held := make(chan time.Time, 1)
+		go func() {
+			mb.Lock()
+			held <- time.Now()
+			mb.Unlock()
+		}()
+		synctest.Wait() // b queued behind a's claim, and waits
+		if q, _ := b.Queue(context.Background(), "k"); len(q) != 2 {
+			t.Fatalf("queue %v, want a's claim and b's", q)
+		}
+		// The store is slow: the withdrawal lands 1.7 s later, within
+		// abandon's bound, when b looks again only at its safety poll.
+		time.Sleep(1700 * time.Millisecond)
+		start := time.Now()
+		close(ws.gate) // a's withdrawal lands
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("LockContext: %v", err)
+		}
+		took := (<-held).Sub(start)
+		t.Logf("b held %v after a's withdrawal landed", took)
+		if took >= time.Second {
+			t.Errorf("b held %v after a's withdrawal landed: the withdrawal was not announced to the waiter", took)
+		}
+	})
+}
+
+// WithReleaseTimeout bounds how long a cancelled LockContext waits for
+// its withdrawal, whether its claim landed (the wait phase) or its insert
+// had no reply yet (a review found the engine's own 2 s bound there).
+func TestCancelledInFlightHonoursReleaseTimeout(t *testing.T) {
+	for _, phase := range []string{"waiting", "inserting"} {
+		t.Run(phase, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := twoProcesses(t)
+				const bound = 100 * time.Millisecond
+				ma := newMutex(t, a.Client, "k", dsync.WithReleaseTimeout(bound))
+				mb := newMutex(t, b.Client, "k")
+				ma.Lock()
+				ma.Unlock()
+				if phase == "waiting" {
+					mb.Lock() // a's claim lands and waits behind b's hold
+					defer mb.Unlock()
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				if phase == "inserting" {
+					a.SetAnswering(false)
+				}
+				go func() { done <- ma.LockContext(ctx) }()
+				synctest.Wait()
+				if phase == "waiting" {
+					a.SetAnswering(false)
+				}
+				start := time.Now()
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("LockContext: %v", err)
+				}
+				took := time.Since(start)
+				t.Logf("LockContext returned %v after its context ended", took)
+				if took > bound {
+					t.Errorf("LockContext returned %v after its context ended, want within WithReleaseTimeout(%v)", took, bound)
+				}
+				a.SetAnswering(true)
+			})
+		})
+	}
 }

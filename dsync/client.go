@@ -55,6 +55,9 @@ type Client struct {
 	// be gone): Close does not wait for the directory's puts.
 	renewFailed atomic.Bool
 	running     sync.WaitGroup // keepers' renewal goroutines and the sweeper
+	// background: the ends of lingering read claims under way
+	// (rwlinger.go), which Close waits for.
+	background sync.WaitGroup
 
 	// events calls the observer (observer.go); nil without one. waiting
 	// is the count of callers waiting for a hold, guarded by waitMu.
@@ -315,7 +318,8 @@ func (c *Client) Close() error {
 			wake() // this process's waiters look again
 		}
 	}
-	c.resend.Close() // stops a resend under way: it would wait on its own
+	c.background.Wait() // their ends were taken out of claims, or fail with ErrClosed
+	c.resend.Close()    // stops a resend under way: it would wait on its own
 	if c.eng.Pending() > 0 && ctx.Err() == nil {
 		_, _ = c.eng.Flush(ctx)
 	}
@@ -327,6 +331,21 @@ func (c *Client) Close() error {
 	c.dir.close(ctx)
 	c.events.Close() // after everything that reports
 	return c.store.Close()
+}
+
+// inBackground runs f in a goroutine that Close waits for, unless c is
+// closed (then Close ends whatever f would).
+func (c *Client) inBackground(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		f()
+	}()
 }
 
 // closeTimeout bounds the requests Close sends, all together.

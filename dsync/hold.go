@@ -3,6 +3,7 @@ package dsync
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,9 @@ type hold struct {
 	keeper *keeper
 	sess   *session
 	lost   chan struct{} // closed when state becomes holdLost
+	// idle: a read claim that lingers with no RLock holding it
+	// (rwlinger.go): its loss is nobody's to hear of.
+	idle atomic.Bool
 
 	mu      sync.Mutex
 	state   holdState
@@ -94,6 +98,9 @@ func (h *hold) markLost(reason error) bool {
 // primitive's handlers and the observers. It runs under no lock, since it
 // calls the user's handlers.
 func (h *hold) tellLost() {
+	if h.idle.Load() {
+		return
+	}
 	h.p.reportLoss(h.lostErr)
 	held, err := h.heldFor(), h.lostErr
 	h.p.client.observe(func(o *Observer) {
@@ -122,6 +129,14 @@ func (h *hold) end() error {
 		return h.lostErr
 	}
 	return nil
+}
+
+// renewSince makes now the hold's beginning (a lingering read claim
+// taken again: rwlinger.go).
+func (h *hold) renewSince() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.since = h.p.cfg.clock.Now()
 }
 
 func (h *hold) active() bool {

@@ -82,11 +82,10 @@ func (m *Mutex) Lock() {
 //
 // The claim LockContext made is withdrawn when ctx ends first, so that it
 // does not keep others waiting, even one whose insert had no reply when
-// ctx ended (it may still land): LockContext waits for the withdrawal a
-// bounded time (by default DefaultReleaseTimeout, or the TTL if shorter).
-// If the withdrawal cannot be confirmed in it, the Client keeps sending
-// it in the background, and the claim ends with its session at the
-// latest.
+// ctx ended (it may still land): LockContext waits for the withdrawal at
+// most the release timeout (WithReleaseTimeout). If the withdrawal cannot
+// be confirmed in it, the Client keeps sending it in the background, and
+// the claim ends with its session at the latest.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

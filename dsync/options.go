@@ -46,6 +46,10 @@ type config struct {
 	onError     func(error)
 	namespace   string
 	forgetAfter time.Duration // a Once's: 0 keeps its done record
+	// readLinger: an RWMutex's (WithReadLinger; 0, the default, is off);
+	// set says it was given (only an RWMutex takes it).
+	readLinger    time.Duration
+	readLingerSet bool
 
 	ttl   time.Duration // the Client's (WithTTL)
 	clock Clock         // the Client's (WithClock)
@@ -154,6 +158,41 @@ func WithForgetAfter(d time.Duration) KeyOption {
 			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
 		}
 		c.forgetAfter = d
+		return nil
+	}
+}
+
+// WithReadLinger turns on an RWMutex's read linger, which is off by
+// default: after the last RUnlock of the RWMutex value, its read claim is
+// kept until d has passed since the claim's first RUnlock, so that an
+// RLock or TryRLock in that time holds again with no request to the store
+// (see RWMutex). The linger is not renewed by later RUnlocks: a reader
+// that never stops still ends its claim every d, so a writer that cannot
+// be heard waits d at most. It pays where one process
+// churns RLock and RUnlock on a key: it makes one claim per linger
+// instead of one per RLock. It applies only where the process hears that
+// a writer waits (direct hints, ClientWithHints, or the store's live
+// wake-up stream); elsewhere RUnlock releases as without it.
+//
+// Turning it on changes promises of sync.RWMutex's shape (RWMutex's doc
+// lists them): another value's or process's TryLock, which never
+// announces, fails for up to d after every read ended; a writer whose
+// process takes no hints, behind a reader that hears only hints, waits
+// up to d; the store (and dsync status) shows a reader while
+// none holds; and successive read holds of the value share a fencing
+// token.
+//
+// d must lie between 0 and the Client's renew interval
+// (WithRenewInterval), which bounds what a claim kept costs (about one
+// renewal of the lease more) and a writer's worst wait: NewRWMutex
+// returns an error for a d outside, as for any option's bad input. 0 is
+// the default: off, RUnlock always releases. For an RWMutex only.
+func WithReadLinger(d time.Duration) KeyOption {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("dsync: WithReadLinger(%v): must not be negative", d)
+		}
+		c.readLinger, c.readLingerSet = d, true
 		return nil
 	}
 }

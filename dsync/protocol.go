@@ -152,32 +152,73 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 		if blocked != nil {
 			blocked(blocker.Terms, blocker.Epoch)
 		}
-		if err := c.waitAny(ctx, cl.Key, cl.Token, cc.WaitsFor(blocker)); err != nil {
+		waitsFor := cc.WaitsFor(blocker)
+		heard, err := c.waitAny(ctx, cl.Key, cl.Token, waitsFor, cc.Shortfall(waitsFor))
+		if err != nil {
 			return awaited{}, err
 		}
+		cc.Suspect(heard)
 	}
 }
 
-// waitAny waits, as wakeups.wait does, until the end of any of blockers
-// may have been recorded: a weighted claim waiting for room waits for
-// every claim it passed, since any of their ends can make room. It
-// returns nil to walk again, or ctx's cause.
-func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker) error {
+// waitAny waits, as wakeups.wait does, until the end of blockers may
+// have been recorded: a weighted claim waiting for room waits for every
+// claim it passed, and looks again once the ends it heard of add up to
+// need units (chain.Claim.Shortfall), or at once when a wait's own timers
+// say to look (a poll, a session's expiry). Ends that cannot make room
+// alone do not wake it: with 4 processes waiting for a full Semaphore,
+// a release woke all of them, and each re-read the markers of the units
+// it passed, where only the next could hold. It returns the epochs of
+// the blockers whose ends it heard of (the walk reads their markers
+// first, at once: chain.Claim.Suspect), and nil to walk again, or ctx's
+// cause.
+func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64) ([]uint64, error) {
 	if len(blockers) == 1 {
-		return c.wake.wait(ctx, key, own, blockers[0])
+		heard, err := c.wake.wait(ctx, key, own, blockers[0])
+		if heard {
+			return []uint64{blockers[0].Epoch}, err
+		}
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, len(blockers))
+	type woken struct {
+		b     chain.Blocker
+		heard bool
+		err   error
+	}
+	done := make(chan woken, len(blockers))
 	for _, b := range blockers {
-		go func() { done <- c.wake.wait(wctx, key, own, b) }()
+		go func() {
+			heard, err := c.wake.wait(wctx, key, own, b)
+			done <- woken{b, heard, err}
+		}()
 	}
-	err := <-done
+	var (
+		heard []uint64
+		units int64
+		err   error
+	)
+	left := len(blockers)
+	for left > 0 {
+		w := <-done
+		left--
+		if w.heard {
+			heard = append(heard, w.b.Epoch)
+			units += max(w.b.Terms.Weight, 0)
+		}
+		if !w.heard || w.err != nil || units >= need {
+			err = w.err
+			break
+		}
+	}
 	cancel()
-	for range len(blockers) - 1 {
-		<-done
+	for range left {
+		if w := <-done; w.heard {
+			heard = append(heard, w.b.Epoch) // woken meanwhile
+		}
 	}
-	return err
+	return heard, err
 }
 
 // claimLost notes that the hold of the claim nonce was lost: its lease

@@ -3,6 +3,7 @@ package dsync
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,22 +25,54 @@ const rwNamespace = "rw"
 // while it holds a read lock: a writer queued in between would deadlock
 // it.
 //
-// Each hold, read or write, is a claim of its own with a fencing token
-// (Token), and shares the process's lease like a Mutex's. A writer's token
-// is larger than that of every hold that began before it, and smaller
-// than that of every hold that begins after it; readers' tokens are
-// unique, and ordered against every writer's, but not among themselves
-// (readers do not exclude each other). A resource fenced against writers
-// keeps the highest token a writer used and rejects lower ones.
+// Each write hold is a claim of its own with a fencing token (Token), and
+// shares the process's lease like a Mutex's. A writer's token is larger
+// than that of every hold that began before it, and smaller than that of
+// every hold that begins after it. Readers' tokens are ordered against
+// every writer's, but not among themselves (readers do not exclude each
+// other), and no two read holds share one, unless the read linger is on
+// (below). A resource fenced against writers keeps the highest token a
+// writer used and rejects lower ones.
+//
+// By default RUnlock releases its read claim, as sync.RWMutex's RUnlock
+// gives up the read lock: once every read ended, the store shows no
+// reader and a TryLock anywhere may hold. WithReadLinger turns on a read
+// linger, for readers that churn RLock and RUnlock in one process: after
+// the last RUnlock of an RWMutex value, it keeps its read claim until the
+// linger (at most the renew interval) has passed since the claim's first
+// RUnlock, and an RLock or TryRLock in that time holds it again with no
+// request to the store, with its token. It
+// lingers only where the process hears at once that a writer waits,
+// through direct hints (ClientWithHints) or the store's live wake-up
+// stream; elsewhere RUnlock releases as without it. The claim is an
+// ordinary read hold of the lease throughout, so a writer never holds
+// beside it; it ends as soon as a writer queues behind it (at the RUnlock
+// of the RLock holding it, if one does: RLocks from then on claim anew
+// and queue behind the writer), when the linger ends, when this value
+// locks for writing, and at Close; it is never taken again once its
+// lease was lost. Turned on, it changes these promises:
+//
+//   - another value's or process's TryLock, which never queues and so
+//     never announces, fails for up to the linger after every read ended,
+//     and fails every time while the value reads more often than that;
+//   - a writer whose process takes no hints waits up to the linger behind
+//     a reader whose process hears only hints (not the store's stream);
+//   - the store (and dsync status) shows a reader while none holds;
+//   - the value's read holds within one linger (from the first RUnlock of
+//     their claim, while no writer queued) share a token;
+//   - until the process hears of a writer (an event's trip), an RLock may
+//     still take the claim again, ahead of a writer that queued in the
+//     meantime.
 //
 // Lost closes when any hold of the RWMutex is lost; Unlock and RUnlock
 // report nothing, UnlockContext and RUnlockContext return ErrLost for a
 // hold that was lost.
 //
 // Within one process, writers on one *RWMutex contend locally first, as
-// on a Mutex; every RLock is a claim of its own. RWMutex keys live in a
-// namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of the
-// same key do not exclude each other.
+// on a Mutex; an RLock is a claim of its own unless it takes the
+// lingering claim (with the linger on; one RLock at a time holds that).
+// RWMutex keys live in a namespace of their own ("dsync:rw/KEY"): an RWMutex and a Mutex of
+// the same key do not exclude each other.
 type RWMutex struct {
 	core
 
@@ -49,6 +82,9 @@ type RWMutex struct {
 
 	mu    sync.Mutex
 	write *hold // the write hold; nil when not write-locked
+	// lingering: the read claim kept after the last RUnlock
+	// (rwlinger.go); nil if none.
+	lingering *lingerState
 
 	holds holdSet // every hold, read and write
 }
@@ -95,6 +131,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	rw.dropLinger(ctx)
 	h, err := rw.acquire(ctx, exclusive(), true)
 	if err != nil {
 		<-rw.sem
@@ -123,6 +160,7 @@ func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 	default:
 		return &HeldError{Key: rw.key, Owner: rw.owner, Token: rw.writeToken()}
 	}
+	rw.dropLinger(ctx)
 	h, err := rw.try(ctx, exclusive())
 	if err != nil {
 		<-rw.sem
@@ -191,12 +229,28 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	if h := rw.retake(); h != nil {
+		rw.retaken(h)
+		return nil
+	}
 	h, err := rw.acquire(ctx, shared(), true)
 	if err != nil {
 		return err
 	}
 	rw.holds.add(h)
 	return nil
+}
+
+// retaken counts h, the lingering claim an RLock took again with no
+// request, as a read hold, and tells the observer so.
+func (rw *RWMutex) retaken(h *hold) {
+	rw.holds.add(h)
+	a := Acquisition{Key: rw.key, Kind: KindRead, Token: h.claim.Token}
+	rw.client.observe(func(o *Observer) {
+		if o.Acquired != nil {
+			o.Acquired(a)
+		}
+	})
 }
 
 // TryRLock tries to lock rw for reading and reports whether it succeeded.
@@ -210,6 +264,13 @@ func (rw *RWMutex) TryRLock() bool { return rw.TryRLockContext(context.Backgroun
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
 // store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if h := rw.retake(); h != nil {
+		rw.retaken(h)
+		return nil
+	}
 	h, err := rw.try(ctx, shared())
 	if err != nil {
 		return err
@@ -233,9 +294,11 @@ func (rw *RWMutex) RUnlock() {
 // outcome: an error wrapping ErrLost if that read hold had been lost, or
 // the store's error if its release could not be confirmed.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+	last := false
 	taken := rw.holds.take(func(holds []*hold) []int {
 		for i, h := range holds {
 			if isShared(h.claim.Terms) {
+				last = !slices.ContainsFunc(holds[i+1:], func(h *hold) bool { return isShared(h.claim.Terms) })
 				return []int{i}
 			}
 		}
@@ -244,7 +307,20 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	if taken == nil {
 		panic("dsync: RUnlock of unlocked RWMutex")
 	}
-	return rw.release(ctx, taken[0])
+	h := taken[0]
+	if last && rw.linger(h) {
+		// The claim lingers (rwlinger.go): the hold ended here all the
+		// same.
+		held := h.heldFor()
+		rw.client.observe(func(o *Observer) {
+			if o.Released != nil {
+				o.Released(held)
+			}
+		})
+		return nil
+	}
+	rw.forget(h)
+	return rw.release(ctx, h)
 }
 
 // RLocker returns a sync.Locker whose Lock and Unlock are rw's RLock and

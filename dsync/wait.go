@@ -20,11 +20,16 @@ import (
 // say), or the poll interval (the safety poll
 // interval while the stream is live; later while the blocker's owner
 // tells this process by Held hints that it has not ended: wake_held.go). It
-// returns nil to walk again, or ctx's cause.
-func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker) error {
+// returns nil to walk again, or ctx's cause; heard is true when it was
+// woken by word that the blocker may have ended (its end, here or by an
+// event or hint, or a nudge to look), not by its own timers.
+func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker) (heard bool, err error) {
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
+	// A lingering read claim of ours that this waiter may wait behind
+	// ends now (wake_linger.go).
+	w.heardLocal(key, blocker.Epoch, own)
 
 	expires := blocker.ExpiresAt
 	start := w.env.mono()
@@ -38,26 +43,26 @@ func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chai
 		// A millisecond more makes the wait end strictly after expires.
 		wait := min(until(w.env.now(), expires)+time.Millisecond, w.lookAt(k, start, lookAgain)-w.env.mono())
 		if wait <= 0 {
-			return nil
+			return false, nil
 		}
 		t := time.NewTimer(jitterUp(wait))
 		select {
 		case <-c:
 			t.Stop()
-			return nil
+			return true, nil
 		case <-ctx.Done():
 			t.Stop()
-			return context.Cause(ctx)
+			return false, context.Cause(ctx)
 		case <-t.C:
 		}
 		if w.env.mono() >= w.lookAt(k, start, lookAgain) {
-			return nil
+			return false, nil
 		}
 		if expires = w.lasts(k, expires); !w.env.now().Earliest.After(expires) {
 			continue // a Held hint put the look, or the read, off
 		}
 		if !w.healthy.Load() && !w.trusted(k) {
-			return nil
+			return false, nil
 		}
 		// The blocker's session may have run out. With events flowing, its
 		// end would have been announced: one read of the session tells
@@ -65,7 +70,7 @@ func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chai
 		// new expiry or the time to look again.
 		alive, renewed, err := w.env.sessionAlive(ctx, blocker.Session)
 		if err != nil || !alive || !renewed.After(expires) {
-			return nil
+			return false, nil
 		}
 		expires = renewed
 	}

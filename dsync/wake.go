@@ -193,6 +193,9 @@ type wakeups struct {
 	// peerCheck: whether processes that take hints are recorded, as last
 	// read (wake_mixed.go).
 	peerCheck peerCheck
+	// lingers: our lingering read claims, by key and epoch, each with
+	// what to call once a waiter may wait behind it (wake_linger.go).
+	lingers map[string]map[uint64]func()
 }
 
 func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
@@ -209,6 +212,7 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 		ends:        make(map[waitKey]time.Duration),
 		claimWatch:  make(map[string]map[chan struct{}]uint64),
 		held:        make(map[waitKey]heldNews),
+		lingers:     make(map[string]map[uint64]func()),
 		beatKick:    make(chan struct{}, 1),
 		beatStop:    make(chan struct{}),
 	}
@@ -309,7 +313,13 @@ func (w *wakeups) Down(err error, off bool) {
 	w.wakeAllLocked()
 	first := !w.noticed && !paused
 	w.noticed = w.noticed || !paused
+	var deaf []func()
+	if off || !w.env.direct {
+		// No Waiting event reaches us any more: lingering claims end.
+		deaf = w.deafLocked()
+	}
 	w.mu.Unlock()
+	runAll(deaf)
 	switch {
 	case paused:
 		w.env.logger.Debug("dsync: " + err.Error())

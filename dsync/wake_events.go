@@ -18,7 +18,12 @@ func (w *wakeups) Event(e driver.Event) {
 	}
 	k := waitKey{e.Key, e.Epoch}
 	now := w.env.now().Earliest
+	var fire []func()
+	defer func() { runAll(fire) }() // after w.mu is released
 	w.mu.Lock()
+	if e.Kind == driver.Waiting && e.Until.After(now) {
+		fire = w.heardLocked(e.Key, e.Epoch, e.Own) // wake_linger.go
+	}
 	w.nudgeNextLocked(e, k)
 	switch e.Kind {
 	case driver.Waiting:

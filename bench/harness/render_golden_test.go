@@ -9,7 +9,7 @@ import (
 )
 
 // resultsInRunOrder is bench/results/*.json in the order bench/run.sh
-// hands them to "dsyncbench report": the seven libraries it measures
+// hands them to "dsyncbench report": the eight libraries it measures
 // first, then every other file (a run kept under another name) in name
 // order.
 func resultsInRunOrder(t *testing.T) []*Report {
@@ -18,7 +18,7 @@ func resultsInRunOrder(t *testing.T) []*Report {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no results in ../results: %v", err)
 	}
-	measured := []string{"dsync", "dsync-polling", "dsync-hints", "dsync-polling-hints", "mongo-lock", "redsync", "etcd"}
+	measured := []string{"dsync", "dsync-polling", "dsync-hints", "dsync-polling-hints", "dsync-linger", "mongo-lock", "redsync", "etcd"}
 	name := func(p string) string { return strings.TrimSuffix(filepath.Base(p), ".json") }
 	var ordered []string
 	for _, lib := range measured {

@@ -112,8 +112,9 @@ type revokeStore interface {
 // until its lease has expired in store time; it returns its expiry.
 func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocation) (time.Time, error) {
 	// A revoke writes: the store is prepared for writing, and its time
-	// is the clock it judges expiry with (ServerTime is not valid
-	// before, and a read of the key's queue prepares only for reading).
+	// is the clock it judges expiry with (ServerTime is not valid before
+	// the store is prepared: by --process nothing has prepared it, and a
+	// read of the key's queue prepares only for reading).
 	if err := store.Prepare(ctx); err != nil {
 		return time.Time{}, err
 	}

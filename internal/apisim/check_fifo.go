@@ -11,7 +11,11 @@ import "fmt"
 // the key before an emptying that came before its claim and the second
 // call's hold is the key's first after that emptying: the documented
 // exception (a claim made on what a process cached of the key's old
-// queue can wait behind the claim that starts its new one). Tries do not
+// queue can wait behind the claim that starts its new one), or the second
+// call took a claim that landed before the first's (an RLock of a value
+// with the read linger on that takes its lingering read claim again,
+// until its process hears of the writer queued behind it: RWMutex's doc;
+// a value without it gets no such exemption). Tries do not
 // queue; two readers, or two acquisitions of a semaphore, may hold
 // together, in either order.
 func CheckFIFO(h *History) []Violation {
@@ -58,7 +62,9 @@ func queued(x *Hold) bool {
 
 // fifoOrders reports whether FIFO fixes that a, a queued hold of a key
 // whose claim landed, holds before b, another hold of the key: b queued
-// too, and was called after a's claim landed, they are not two readers,
+// too, was called after a's claim landed and (if b is a read hold of a
+// value with the linger on) its claim landed after a's, they are not two
+// readers,
 // no emptying came between a's claim and b's hold, and b did not start
 // the key's new queue after an emptying that a's process knew the key
 // from before.
@@ -70,6 +76,7 @@ func fifoOrders(h *History, a, b *Hold) bool {
 // across an emptying.
 func fifoOrdersButCache(h *History, a, b *Hold) bool {
 	return b != a && queued(b) && a.Landed.Before(b.Call) &&
+		(b.Value == "" || b.Landed.IsZero() || a.Landed.Before(b.Landed)) &&
 		(a.Prim != PrimRead || b.Prim != PrimRead) &&
 		!h.emptiedBetween(a.Landed, b.Start)
 }

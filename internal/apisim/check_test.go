@@ -18,6 +18,13 @@ func hold(id int, prim Prim, key string, token uint64, start, end, deadline int)
 		Call: at(start - 10), Landed: at(start - 10), Start: at(start), Ended: at(end), Deadline: at(deadline)}
 }
 
+// reread is a read hold of the RWMutex value v, whose read linger is on.
+func reread(id int, v string, token uint64, start, end int) *Hold {
+	h := hold(id, PrimRead, "rw", token, start, end, 900)
+	h.Value = v
+	return h
+}
+
 // checkCase is a history and how many violations of a promise a checker
 // must find in it.
 type checkCase struct {
@@ -47,6 +54,7 @@ func TestCheckExclusion(t *testing.T) {
 		{"other keys", History{Holds: []*Hold{hold(1, PrimMutex, "k", 1, 0, 150, 900), hold(2, PrimMutex, "j", 2, 100, 200, 900)}}, 0},
 		{"readers share", History{Holds: []*Hold{hold(1, PrimRead, "rw", 1, 0, 150, 900), hold(2, PrimRead, "rw", 2, 100, 200, 900)}}, 0},
 		{"writer with a reader", History{Holds: []*Hold{hold(1, PrimRead, "rw", 1, 0, 150, 900), hold(2, PrimWrite, "rw", 2, 100, 200, 900)}}, 1},
+		{"writer with an RLock on a lingering claim", History{Holds: []*Hold{reread(1, "v", 1, 0, 100), reread(2, "v", 1, 150, 300), hold(3, PrimWrite, "rw", 2, 200, 250, 900)}}, 1},
 		{"two leaders", History{Holds: []*Hold{hold(1, PrimElection, "e", 1, 0, 150, 90), hold(2, PrimElection, "e", 2, 100, 200, 900)}}, 1},
 		{"leader after cancel", History{Holds: []*Hold{func() *Hold { h := hold(1, PrimElection, "e", 1, 0, 150, 90); h.LostAt = at(90); return h }(), hold(2, PrimElection, "e", 2, 100, 200, 900)}}, 0},
 	})
@@ -73,6 +81,10 @@ func TestCheckTokens(t *testing.T) {
 		{"reused", History{Holds: []*Hold{hold(1, PrimMutex, "k", 2, 0, 100, 900), hold(2, PrimMutex, "k", 2, 100, 200, 900)}}, 1},
 		{"readers unordered", History{Holds: []*Hold{hold(1, PrimRead, "rw", 5, 0, 100, 900), hold(2, PrimRead, "rw", 2, 50, 200, 900)}}, 0},
 		{"reader then writer", History{Holds: []*Hold{hold(1, PrimRead, "rw", 5, 0, 100, 900), hold(2, PrimWrite, "rw", 2, 100, 200, 900)}}, 1},
+		{"one value's read holds in turn share one", History{Holds: []*Hold{reread(1, "v", 3, 0, 100), reread(2, "v", 3, 150, 200)}}, 0},
+		{"one value's read holds at once share one", History{Holds: []*Hold{reread(1, "v", 3, 0, 100), reread(2, "v", 3, 50, 200)}}, 1},
+		{"two values' read holds share one", History{Holds: []*Hold{reread(1, "v", 3, 0, 100), reread(2, "u", 3, 150, 200)}}, 1},
+		{"read holds in turn of values without the linger share one", History{Holds: []*Hold{hold(1, PrimRead, "rw", 3, 0, 100, 900), hold(2, PrimRead, "rw", 3, 150, 200, 900)}}, 1},
 		{"one never valid", History{Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 100, 900), hold(2, PrimMutex, "k", 2, 100, 200, 50)}}, 0},
 		{"across an emptying", History{Emptyings: []time.Time{at(50)}, Holds: []*Hold{hold(1, PrimMutex, "k", 5, 0, 10, 900), hold(2, PrimMutex, "k", 2, 2000, 2100, 2900)}}, 0},
 	})
@@ -108,6 +120,11 @@ func TestCheckFIFO(t *testing.T) {
 		{"overtaken after an emptying, knowing the key only after it", History{Emptyings: []time.Time{at(3)}, Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.KnownSince = at(5); return h }(), waiter(2, 10, 15, 100, 2)}}, 1},
 		{"overtaken after an emptying by a hold after the new queue's first", History{Emptyings: []time.Time{at(3)}, Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 1); h.KnownSince = at(1); return h }(), waiter(2, 10, 15, 100, 2), waiter(3, 12, 16, 150, 3)}}, 1},
 		{"a try", History{Holds: []*Hold{waiter(1, 0, 5, 200, 1), func() *Hold { h := waiter(2, 10, 15, 100, 2); h.Try = true; return h }()}}, 0},
+		// An RLock that takes its value's lingering claim (landed at 1)
+		// again before its process heard of the writer queued behind it;
+		// only a value with the linger on (Value) may.
+		{"a writer overtaken by an RLock on a lingering claim", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 2); h.Prim, h.Key = PrimWrite, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 1, 100, 1); h.Prim, h.Key, h.Value = PrimRead, "rw", "v"; return h }()}}, 0},
+		{"a writer overtaken by an RLock of a value without the linger", History{Holds: []*Hold{func() *Hold { h := waiter(1, 0, 5, 200, 2); h.Prim, h.Key = PrimWrite, "rw"; return h }(), func() *Hold { h := waiter(2, 10, 1, 100, 1); h.Prim, h.Key = PrimRead, "rw"; return h }()}}, 1},
 	})
 }
 

@@ -10,7 +10,8 @@ import (
 // that exclude each other (a writer's "is larger than that of every hold
 // that began before it, and smaller than that of every hold that begins
 // after it"; readers' and a semaphore's tokens are ordered only against
-// the claims that exclude them); across an emptying of the collections,
+// the claims that exclude them; with the read linger on, "the value's
+// read holds share a token", one after another, and no other holds do); across an emptying of the collections,
 // "above the tokens handed out more than two seconds before" (the
 // memory store's time has no error bound: emptyingGap).
 func CheckTokens(h *History) []Violation { return checkTokens(h, false) }
@@ -71,7 +72,7 @@ func judgeTokens(a, b *Hold, across bool) (Violation, bool) {
 	switch {
 	case tokensOrdered(a, b, across) && a.Token >= b.Token:
 		return Violation{PromiseTokens, fmt.Sprintf("%v began before %v with a token not below it", a, b)}, true
-	case a.Token == b.Token:
+	case a.Token == b.Token && !lingered(a, b):
 		return Violation{PromiseTokens, fmt.Sprintf("%v and %v share a token", a, b)}, true
 	}
 	return Violation{}, false
@@ -84,4 +85,12 @@ func judgeTokens(a, b *Hold, across bool) (Violation, bool) {
 func tokensOrdered(a, b *Hold, across bool) bool {
 	return across || a.Prim.exclusive() || b.Prim.exclusive() ||
 		(a.Prim == PrimSem && b.Prim == PrimSem && a.Limit != b.Limit)
+}
+
+// lingered reports whether b may hold a's token again: both are read
+// holds of one RWMutex value with the linger on (Hold.Value), and b began
+// once a was given up (RLock took the claim a's RUnlock left lingering).
+func lingered(a, b *Hold) bool {
+	return a.Prim == PrimRead && b.Prim == PrimRead && a.Value != "" && a.Value == b.Value &&
+		!a.Ended.IsZero() && !b.Start.Before(a.Ended)
 }

@@ -3,6 +3,7 @@ package apisim
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -58,8 +59,14 @@ func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
 	return dsync.NewMutex(ps.client, key, ps.opts...)
 }
 
-func (ps *parts) rwmutex(key string) (*dsync.RWMutex, error) {
-	return dsync.NewRWMutex(ps.client, key, ps.opts...)
+// rwmutex makes an RWMutex; linger turns its read linger on, for the
+// renew interval (it is off by default).
+func (ps *parts) rwmutex(key string, linger bool) (*dsync.RWMutex, error) {
+	opts := ps.opts
+	if linger {
+		opts = append(slices.Clip(opts), dsync.WithReadLinger(ps.client.RenewInterval()))
+	}
+	return dsync.NewRWMutex(ps.client, key, opts...)
 }
 
 func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {

@@ -37,6 +37,12 @@ type Hold struct {
 	Call, Start time.Time
 	// Try: a TryLock's hold (FIFO says nothing of it).
 	Try bool
+	// Value is the owner identity of the RWMutex value that took a read
+	// hold, if that value has its read linger on (empty for other holds,
+	// and for values without it): only then may the read holds of one
+	// value share a token, one after another, and an RLock take a claim
+	// that landed before a queued writer's (its lingering read claim).
+	Value string
 	// Weight and Limit: a semaphore hold's units and the limit its
 	// process was configured with.
 	Weight, Limit int64

@@ -24,6 +24,14 @@ type incarnation struct {
 	mu      sync.Mutex
 	active  map[*Hold]struct{} // holds not yet given up
 	closeAt time.Time
+	// rws: an RWMutex value per worker and key, which RLocks again after
+	// its RUnlock (taking its lingering read claim, if its linger is on).
+	// Not shared between workers: Token says the newest read hold's,
+	// which would be another worker's.
+	rws map[string]rwValue
+	// lastRead: the token of each lingering RWMutex value's last read
+	// hold.
+	lastRead map[string]uint64
 }
 
 // start makes a new incarnation of p and starts its workers.
@@ -32,7 +40,7 @@ func (p *proc) start(workers int) (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{})}
+	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{}), rws: make(map[string]rwValue), lastRead: make(map[string]uint64)}
 	inc.ctx, inc.cancel = context.WithCancel(context.Background())
 	inc.startActors()
 	for i := range workers {
@@ -234,14 +242,81 @@ func (inc *incarnation) mutex(ctx context.Context, who, key string) {
 
 func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	w := inc.p.w
-	m, err := inc.ps.rwmutex(key)
+	write, try := w.chance(0.35), w.chance(0.1)
+	// Half the operations use the worker's value of the key, whose read
+	// claim may linger after its last RUnlock; the others a value of their
+	// own (dropped after it, with a claim that may linger).
+	v, err := inc.rwmutex(who, key, w.chance(0.5))
 	if err != nil {
 		panic(err)
 	}
-	write, try := w.chance(0.35), w.chance(0.1)
+	prim := PrimRead
+	if write {
+		prim = PrimWrite
+	}
+	// A reader reads again now and then right after its RUnlock, within
+	// the linger (a third of the TTL) or just past it.
+	for again := true; again; again = !write && w.chance(0.4) {
+		if !inc.rwOnce(ctx, who, key, v, prim, try) {
+			return
+		}
+		try = w.chance(0.1)
+		sleepCtx(ctx, w.rand(0, inc.p.cfg.TTL/2))
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// rwValue is an RWMutex value and whether its read linger is on.
+type rwValue struct {
+	m       *dsync.RWMutex
+	lingers bool
+}
+
+// rwmutex returns an RWMutex of key: worker who's, kept for its next
+// operations, or a new one. The read linger is opt-in: half the values
+// turn it on (drawn from the seed), the others keep RWMutex's default.
+func (inc *incarnation) rwmutex(who, key string, kept bool) (rwValue, error) {
+	newValue := func() (rwValue, error) {
+		lingers := inc.p.w.chance(0.5)
+		m, err := inc.ps.rwmutex(key, lingers)
+		return rwValue{m, lingers}, err
+	}
+	if !kept {
+		return newValue()
+	}
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	if v, ok := inc.rws[who+"/"+key]; ok {
+		return v, nil
+	}
+	v, err := newValue()
+	if err == nil {
+		inc.rws[who+"/"+key] = v
+	}
+	return v, err
+}
+
+// readAgain records h, a read hold, and reports whether its value's last
+// read hold had its token (its claim lingered).
+func (inc *incarnation) readAgain(h *Hold) bool {
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	again := inc.lastRead[h.Value] == h.Token
+	inc.lastRead[h.Value] = h.Token
+	return again
+}
+
+// rwOnce takes one hold of v, keeps it a while and gives it up; it
+// reports whether it held.
+func (inc *incarnation) rwOnce(ctx context.Context, who, key string, v rwValue, prim Prim, try bool) bool {
+	w, m := inc.p.w, v.m
+	write := prim == PrimWrite
 	call := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, inc.waitFor())
 	defer cancel()
+	var err error
 	switch {
 	case write && try:
 		err = m.TryLockContext(lctx)
@@ -252,15 +327,21 @@ func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	default:
 		err = m.RLockContext(lctx)
 	}
-	prim := PrimRead
-	if write {
-		prim = PrimWrite
-	}
 	w.count(outcome("rw-"+string(prim), err))
 	if err != nil {
-		return
+		return false
 	}
-	giveUp := inc.hold(&Hold{Who: who + "/" + m.Owner(), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}, m.Lost())
+	h := &Hold{Who: who + "/" + m.Owner(), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}
+	if !write && v.lingers {
+		// Only a value with the linger on may hold a token again, or
+		// take a claim that landed before a writer's (check_tokens.go,
+		// check_fifo.go): the others are judged as without it.
+		h.Value = m.Owner()
+		if inc.readAgain(h) {
+			w.count("rw-read on its lingering claim")
+		}
+	}
+	giveUp := inc.hold(h, m.Lost())
 	sleepCtx(ctx, inc.holdFor())
 	giveUp()
 	uctx, ucancel := inc.unlockCtx()
@@ -270,6 +351,7 @@ func (inc *incarnation) rw(ctx context.Context, who, key string) {
 	} else {
 		_ = m.RUnlockContext(uctx)
 	}
+	return true
 }
 
 func (inc *incarnation) sem(ctx context.Context, who, key string) {

@@ -83,6 +83,16 @@ type Figures struct {
 	Emptyings        int
 	SessionEmptyings int
 	Revokes          int // sessions the operator revoked (revoke.go)
+	// EmptyingWaits: emptyings that waited for a read claim the store
+	// showed held after the operations drained (opwait.go);
+	// EmptyingWaitsStopped: those where one such claim's process was
+	// paused or cut off as the wait began; EmptyingWaitsPastLinger: those
+	// that waited past the longest linger (a sleep of which the operator
+	// once took for enough); EmptyingsGivenUp: those given
+	// up, a claim still held after the longest wait; EmptyingWaitMax: the
+	// longest wait (fake time).
+	EmptyingWaits, EmptyingWaitsStopped, EmptyingWaitsPastLinger, EmptyingsGivenUp int
+	EmptyingWaitMax                                                                time.Duration
 	// RevokedLosses: holds under way at their session's revoke and lost
 	// after it; RevokedLostAfter: the longest from a revoke to such a
 	// hold's Lost() (fake time; faults may delay the read of the record).
@@ -117,6 +127,11 @@ func (f *Figures) Add(o Figures) {
 	f.Emptyings += o.Emptyings
 	f.SessionEmptyings += o.SessionEmptyings
 	f.Revokes += o.Revokes
+	f.EmptyingWaits += o.EmptyingWaits
+	f.EmptyingWaitsStopped += o.EmptyingWaitsStopped
+	f.EmptyingWaitsPastLinger += o.EmptyingWaitsPastLinger
+	f.EmptyingsGivenUp += o.EmptyingsGivenUp
+	f.EmptyingWaitMax = max(f.EmptyingWaitMax, o.EmptyingWaitMax)
 	f.RevokedLosses += o.RevokedLosses
 	f.RevokedLostAfter = max(f.RevokedLostAfter, o.RevokedLostAfter)
 	f.Restarts += o.Restarts
@@ -140,8 +155,8 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings, %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil; %d violations",
-		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Violations)
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings (%d waited for a held read claim, %d of them for a paused or cut-off process's, %d past the longest linger, at most %v; %d given up), %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.EmptyingWaits, f.EmptyingWaitsStopped, f.EmptyingWaitsPastLinger, f.EmptyingWaitMax, f.EmptyingsGivenUp, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Violations)
 }
 
 // Report is one seed's run.
@@ -346,7 +361,7 @@ func (w *world) operate(end time.Time, maxTTL time.Duration) {
 			return
 		}
 		if stalled || w.rates.emptyings && (!w.rates.sessEmptyings || w.chance(0.5)) {
-			w.empty()
+			w.empty(maxTTL)
 		} else {
 			w.emptySessions(maxTTL)
 		}

@@ -260,9 +260,13 @@ func (w *world) op(parent context.Context) (context.Context, func()) {
 }
 
 // empty empties the collections while no lock is held or awaited: it
-// ends the operations under way, waits for them, empties, and lets them
-// go on after a while. Requests on their way land whenever they land.
-func (w *world) empty() {
+// ends the operations under way, waits for them and for the read claims
+// that linger after them, as the store shows them (opwait.go; maxTTL:
+// the longest TTL), empties, and lets them go on after a while. If a
+// read claim is still held after the longest wait, it leaves the
+// collections as they are. Requests on their way land whenever they
+// land.
+func (w *world) empty(maxTTL time.Duration) {
 	w.mu.Lock()
 	w.maint = make(chan struct{})
 	w.opCancel()
@@ -275,6 +279,13 @@ func (w *world) empty() {
 	w.mu.Unlock()
 	if drained != nil {
 		<-drained
+	}
+	if !w.awaitReads(maxTTL) {
+		w.mu.Lock()
+		close(w.maint)
+		w.maint = nil
+		w.mu.Unlock()
+		return
 	}
 	w.mem.Reset()
 	w.sess.empty()

@@ -57,15 +57,17 @@ type Claim struct {
 	// stopped at: the hold just before c's.
 	after    Doc
 	hasAfter bool
+	// walks counts the claim's walks (Walk calls).
+	walks uint64
+	// suspects are epochs of claims in passed whose ends were heard of
+	// (Suspect): the next full reads their markers first, at once.
+	suspects []uint64
 	// ended: End was called on c (a release or a withdrawal); a walk of
 	// it never finds it holding again.
 	ended bool
 	// pinned: c keeps its key's knowledge in the engine until End (see
 	// Engine.state).
 	pinned bool
-	// try: c was made by a try (Claim with try set), whose withdrawal
-	// stays within the try's bound (abandon).
-	try bool
 }
 
 // After returns the claim that held just before c, if the walk that found
@@ -172,9 +174,8 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Ter
 	if errors.Is(err, ErrReset) {
 		return nil, err // Walk gave the claim up
 	}
-	// Within the try's own bound (c is a try's): a withdrawal that
-	// cannot be confirmed in it is left to Flush, and the try returns on
-	// time.
+	// Within the try's own bound: a withdrawal that cannot be confirmed
+	// in it is left to Flush, and the try returns on time.
 	e.abandon(ctx, c)
 	if err != nil {
 		return nil, err
@@ -188,34 +189,16 @@ func shadowOf(d Doc) Doc {
 		Nonce: d.Nonce, Session: d.Session, Sent: d.Sent}
 }
 
-// withdrawTimeout bounds the withdrawal abandon sends once its caller's
-// context has ended (or the TTL of the claim's session, if shorter), as
-// dsync bounds a withdrawal of its own by default (DefaultReleaseTimeout).
-const withdrawTimeout = 2 * time.Second
-
 // abandon ends a claim that must never hold: its insert had an unknown
-// outcome, it landed below the floor, or its segment lapsed. The
-// withdrawal is sent even if ctx has ended, within withdrawTimeout: an
-// insert that failed because ctx ended (a LockContext or a Campaign given
-// up) may still land, and every claim queued behind it waits until its
-// withdrawal lands, which on the ended ctx would fail at once and be left
-// to Flush. A try's claim is withdrawn within ctx, the try's own bound,
-// so that the try returns on time. If the withdrawal fails, Flush sends
-// it again.
-//
-// A withdrawal that lands late, even before its claim, is harmless
-// (DESIGN.md, rule 11): an end marker is only ever inserted, and names
-// the claim's nonce, which no other claim has; the claim it ends was
-// never used by its owner.
+// outcome, or it landed below the floor. The withdrawal is retried by
+// Flush if it fails (on an ended ctx it fails at once, and the caller
+// decides how long to give Flush). A withdrawal that lands is told to the
+// OnLanded hook, as one Flush lands is: a process may already wait behind
+// the claim (its insert may have landed long before its reply), and
+// would otherwise see the end only at its next look.
 func (e *Engine) abandon(ctx context.Context, c *Claim) {
-	if !c.try {
-		bound := withdrawTimeout
-		if ttl, _ := e.claimTerms(c.Session); ttl > 0 {
-			bound = min(bound, ttl)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), bound)
-		defer cancel()
-	}
-	_ = e.End(ctx, c, false)
+	_ = e.EndThen(ctx, c, false, func() {
+		e.tellLanded(Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: KindWithdraw,
+			Nonce: c.Nonce, Session: c.Session})
+	})
 }

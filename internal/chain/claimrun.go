@@ -93,7 +93,7 @@ func (q *claimRun) load() {
 // newClaim returns q's claim of epoch in segment seg.
 func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 	e := q.e
-	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch, try: q.try}
+	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch}
 	if e.has(BugEndBySession) {
 		c.Nonce = q.session
 	}

@@ -17,7 +17,7 @@ func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 	ks := e.snapshot(c.Key)
 	now := e.clock.ServerNow()
 	if ks.seg != c.Seg || !e.covered(ks, now.Latest) {
-		e.abandon(ctx, c)
+		e.abandon(context.WithoutCancel(ctx), c)
 		if ks.seg == c.Seg {
 			e.dropCover(c.Key, c.Seg)
 		}
@@ -26,7 +26,7 @@ func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 	if e.bucket(now.Latest)+1 > ks.cover {
 		if ok, err := e.refreshKey(ctx, c.Key); err != nil || !ok {
 			if err == nil {
-				e.abandon(ctx, c)
+				e.abandon(context.WithoutCancel(ctx), c)
 				err = fmt.Errorf("%w: %q", errLapsed, c.Key)
 			}
 			return err
@@ -60,6 +60,6 @@ func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
 		}
 		e.dropCover(c.Key, c.Seg)
 	}
-	e.abandon(ctx, c)
+	e.abandon(context.WithoutCancel(ctx), c)
 	return fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)
 }

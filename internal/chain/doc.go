@@ -89,8 +89,10 @@
 //     that holds so with none of those left (this process ended them all,
 //     or found their end markers: it reads those of the claims still
 //     counted live, by ID, in turn up to the first not found, at most
-//     once a second per key while its holds chain) holds with every lower
-//     claim ended, as its walk would have found.
+//     once a second per key while its holds chain; one below the floor
+//     this process knows it takes for ended, unread, if that floor
+//     counts, as a prune may have deleted its marker) holds with every
+//     lower claim ended, as its walk would have found.
 //   - Otherwise Walk checks, from the top down, reading each lower claim
 //     and its marker (and, if it has none and the walker's mode does not
 //     pass it, its session; a claim whose session expired gets a dead
@@ -99,7 +101,11 @@
 //     (of a claim that held with every lower claim ended, or an exclusive
 //     one, or, for a shared walker, a shared one, or a weighted one this
 //     process released whose hold left live below it only claims this
-//     process has ended since: tip.go), below the key's floor
+//     process has ended since, or, for a weighted walker of its limit,
+//     only claims that walker passes, none of them below the floor this
+//     process knows, which it then counts as passed: tip.go; with one
+//     below that floor, which a prune may have deleted with its marker,
+//     the walk goes on down), below the key's floor
 //     (if it counts), or at its segment's first epoch. A claim that holds
 //     on reads then reads its own claim back: still there with its nonce,
 //     the store was not emptied since the insert, so the reads saw the
@@ -118,7 +124,10 @@
 // mode passes is passed whether it lives or not, and one that has ended
 // only costs room (a weighted walker that finds no room reads the
 // sessions of the claims it passed, full) or makes the walker's release
-// not Clear. Both err on the side of waiting.
+// not Clear. Both err on the side of waiting. A weighted walker that
+// finds no room drops, unread, the claims it passed that lie below the
+// floor of the gate that covers it, if that floor counts (full.go): they
+// have ended, as a walk's stop at that floor would say.
 //
 // A claim that finds a missing claim above the floor (or a floor that does
 // not count), or its own claim gone, was made on knowledge the store no
@@ -229,20 +238,33 @@
 // claim, and has ended since every claim D's hold left live below it
 // (when D held, every other claim below it had ended: D's walk stopped
 // only where everything below had, and claims are never inserted below
-// an existing epoch). For weighted claims: F1 puts every
+// an existing epoch). B's process may also have released D, weighted
+// with B's limit, while claims D's hold left live below it remain: they
+// are then weighted with that limit (D passed them), so B passes each
+// of them and does not conflict with any, and every other claim below D
+// had ended; B counts them as passed, for the weights below. A claim B
+// counts as passed leaves that count only on B's reads: its end marker,
+// its session proven expired (a dead marker), or a floor that counts
+// above it (every epoch below such a floor has ended, and a floor read
+// stale is lower, never higher: it records what had ended when its gate
+// was sent). For weighted claims: F1 puts every
 // lower epoch in the store before a claim's insert, so when the highest H
 // of several weighted holds valid at once last checked its weights, every
 // other one was live below it, not below a stop (that would have ended
-// it), and counted: their weights and H's fit H's limit, which is theirs
-// (holds of another limit conflict with H). If H held on its insert,
-// chained on this process's release of the claim D right below it, the
-// other holds lay below D, live when D last checked its weights (a claim
-// only ends), and so were among the claims D passed (or, for D chained in
+// it, but for a stop at a release of H's own process, below), and
+// counted: their weights and H's fit H's limit, which is theirs (holds
+// of another limit conflict with H). If H held on its insert, chained on
+// this process's release of the claim D right below it, or its walk
+// stopped at this process's release of a claim D of its limit, the other
+// holds lay below D, live when D last checked its weights (a claim only
+// ends), and so were among the claims D passed (or, for D chained in
 // turn, those its own release left), and not among those this process
-// had ended since (an ended claim never holds again): their weights with
-// H's own fit the limit. When no such claim is left, every claim below D
-// had ended when H held, so H held with every lower claim ended, and its
-// release is Clear.
+// had ended since (an ended claim never holds again): H counted each of
+// them as passed, and dropped none (each was live when H last checked,
+// so neither its marker nor a floor above it existed: a floor lies
+// above ended epochs only). Their weights with H's own fit the limit.
+// When no such claim is left, every claim below D had ended when H held,
+// so H held with every lower claim ended, and its release is Clear.
 //
 // # Segments
 //
@@ -359,7 +381,27 @@
 // were live (which only costs room), and meets what the prune deleted:
 // a missing claim, or a floor whose claim is missing, makes it read the
 // covering gate again, and stop at its floor if that counts, before it
-// takes the store for emptied.
+// takes the store for emptied. A walk that stopped at this process's own
+// weighted release counts the claims that release's hold left live
+// below it without walking below the release again. It stops there only
+// while none of them lies below the floor this process knows (a prune
+// may have deleted one there with its marker, and it would count live
+// for good: the walk goes on down to the floor instead, ownReleaseStops);
+// but one of them may end
+// and lose its marker to a prune while the walker waits (a claim above it
+// held with every lower claim ended, raising the floor), and a walker
+// that then finds no marker, the claim's session alive, would count it
+// live while its owner lives. So before a weighted walker reads the
+// markers of the claims it passed, it drops those below the floor of
+// the gate that covers it, if that floor counts (full.go): a marker
+// deleted after that floor was read went below a floor that the covering
+// gate of the walker's next look is at least as high as, and that look
+// drops the claim. Holds chained on this process's own weighted release
+// count the same claims, and take those below a floor they know that
+// counts for ended without reading their markers (tip.go: recheckLive):
+// else one pruned with its marker would stay counted live for good, no
+// chained hold would hold with every lower claim ended again, and the
+// floor would stop rising, and pruning with it.
 //
 // Compaction (Sweep): a key with documents older than the idle age and no
 // gate of a bucket from (now − idle age) on has not been relied on for at

@@ -66,7 +66,9 @@ func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func())
 }
 
 // OnLanded sets f to be called with each end marker that Flush (or a
-// Resender) lands, so that the claim's waiters can be woken.
+// Resender) lands, and each withdrawal of a claim that must never hold
+// (one whose insert had no reply, say), so that the claim's waiters can
+// be woken.
 func (e *Engine) OnLanded(f func(Doc)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -100,12 +102,19 @@ func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
 		}
 		e.mu.Lock()
 		delete(e.ends, d.ID)
-		landed := e.landed
 		e.mu.Unlock()
 		e.noteEnded(d.Nonce, ownEnd{})
-		if landed != nil {
-			landed(d)
-		}
+		e.tellLanded(d)
 	}
 	return e.Pending(), err
+}
+
+// tellLanded tells the OnLanded hook, if any, that end marker d landed.
+func (e *Engine) tellLanded(d Doc) {
+	e.mu.Lock()
+	landed := e.landed
+	e.mu.Unlock()
+	if landed != nil {
+		landed(d)
+	}
 }

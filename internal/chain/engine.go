@@ -145,6 +145,9 @@ type Engine struct {
 	spanNs atomic.Int64
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
+	// floorDrops counts the passed claims dropped below a floor
+	// (FloorDrops).
+	floorDrops atomic.Int64
 	// rr reads runs of a key's queue, if the store can (run.go); reads
 	// and inRead count the reads this engine sent and those answered, so
 	// that a walk knows whether it read anything after the run that
@@ -261,6 +264,11 @@ func (e *Engine) state(key string) *keyState {
 // Drops returns how many times the engine dropped a key's knowledge to
 // stay within Config.MaxKeys.
 func (e *Engine) Drops() int64 { return e.drops.Load() }
+
+// FloorDrops returns how many claims weighted waiters passed live and
+// then dropped unread, as below the floor of the gate that covers them
+// (full.go: dropBelowFloor).
+func (e *Engine) FloorDrops() int64 { return e.floorDrops.Load() }
 
 // pin and unpin count a Claim call or an unended claim on key (see
 // state).

@@ -116,6 +116,10 @@ func fits(w Terms, passed []passedClaim) bool {
 type passedClaim struct {
 	d Doc
 	b Blocker
+	// walk is the walk of the claim (Claim.walks) that found it live
+	// (read its marker, or its session), 0 if none did: full does not
+	// read again what the same walk just read.
+	walk uint64
 }
 
 // WaitsFor returns the claims a waiter of c waits for, after a Walk found
@@ -135,6 +139,32 @@ func (c *Claim) WaitsFor(b Blocker) []Blocker {
 		out[i] = p.b
 	}
 	return out
+}
+
+// Shortfall is, for a waiter of c that WaitsFor several claims (the live
+// weighted claims it passed, which leave it no room), how many of their
+// units must end before c can fit beside the rest: until the ends it
+// heard of add up to that many units, no walk of c can find it room,
+// so a waiter need not look (a look finds what it finds: an end heard of
+// is only ever a hint). It is 1 when c waits for one claim.
+func (c *Claim) Shortfall(waitsFor []Blocker) int64 {
+	if len(waitsFor) < 2 || c.Terms.Mode != Weighted {
+		return 1
+	}
+	need := c.Terms.Weight - c.Terms.Limit
+	for _, b := range waitsFor {
+		need += max(b.Terms.Weight, 0)
+	}
+	return max(need, 1)
+}
+
+// Suspect tells c's next walk which of the live claims it passed may
+// have ended since (their ends were heard of): it reads their markers
+// first, all at once, before the others (full.go). Only the order and
+// batching of reads change: what a walk concludes, it concludes on its
+// reads.
+func (c *Claim) Suspect(epochs []uint64) {
+	c.suspects = append(c.suspects[:0], epochs...)
 }
 
 // Holding reports which of a key's live claims, in queue order (as Queue

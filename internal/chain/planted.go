@@ -137,4 +137,8 @@ const (
 	// again leave room, drop them instead of counting them live: they
 	// are taken for ended unread.
 	BugFullDropsUnread
+	// BugFloorClaimDropped lets dropBelowFloor drop the floor's own
+	// claim with those below it, though it may still hold: a waiter then
+	// holds beside it.
+	BugFloorClaimDropped
 )

@@ -407,6 +407,9 @@ func (o *owner) worker(a *actor, keys []string) {
 func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode string) {
 	s, ctx := o.s, a.ctx()
 	start, patience := s.now, time.Duration(100+s.rng.IntN(3000))*time.Millisecond
+	if s.slow.on(c.Terms) {
+		patience = s.slow.patience()
+	}
 	for {
 		if ss.lease.Retired() {
 			_ = o.eng.End(ctx, c, false)
@@ -448,6 +451,9 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode s
 				// A long hold, across renewals and gate refreshes.
 				hold = time.Duration(1000+s.frng.IntN(2500)) * time.Millisecond
 			}
+			if s.slow.on(c.Terms) {
+				hold = s.slow.hold(hold)
+			}
 			a.sleep(hold)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)
@@ -461,6 +467,9 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode s
 		wait := simPoll
 		if u := b.ExpiresAt.Sub(ownerClock{o}.ServerNow().Earliest) + time.Millisecond; u > 0 && u < wait {
 			wait = u
+		}
+		if s.slow.on(c.Terms) {
+			wait = s.slow.wait()
 		}
 		a.sleep(wait)
 	}

@@ -45,6 +45,9 @@ type heldRef struct {
 	epoch  uint64
 	nonce  string
 	weight int64
+	// d is the claim's document, as the walk read it: a walk that stops
+	// at the release above it counts it as passed (ownReleaseStops).
+	d Doc
 }
 
 // tipRelease is a release this process made, with what its claim's hold
@@ -115,7 +118,7 @@ func (e *Engine) takeHeld(c *Claim) (live []heldRef, known bool) {
 func passedRefs(c *Claim) []heldRef {
 	refs := make([]heldRef, 0, len(c.passed))
 	for _, p := range c.passed {
-		refs = append(refs, heldRef{epoch: p.d.Epoch, nonce: p.d.Nonce, weight: p.d.Weight})
+		refs = append(refs, heldRef{epoch: p.d.Epoch, nonce: p.d.Nonce, weight: p.d.Weight, d: p.d})
 	}
 	return refs
 }
@@ -169,21 +172,50 @@ func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
 }
 
 // ownReleaseStops reports whether the release of claim d, read by a
-// walk, ends every walk as a Clear one does: this engine released d after
-// finding it holding, and has ended since every claim that may have been
-// live below it, so every claim up to d has ended. A walk below this
-// process's own weighted releases then stops at the first whose claims
-// below have all ended, not at the last Clear release (which, with
-// holds that always overlap, lies far down: the walks of 8 goroutines
-// cycling one semaphore read hundreds of epochs each).
-func (e *Engine) ownReleaseStops(d Doc) bool {
+// walk of c, ends c's walk: this engine released d after finding it
+// holding, so it knows the claims that may have been live below d when
+// it held (claims below an existing epoch are never inserted, only
+// ended: F1, F3), and
+//
+//   - it has ended since every one of them: every claim up to d has
+//     ended, as a Clear release says, and every walk stops there;
+//   - or c is weighted with d's limit, so it passes each of them: c's
+//     walk stops there too, and below returns them (those this engine
+//     has not seen ended), which c counts as passed, live unless a read
+//     of their markers shows them ended (full), as its walk would have
+//     found them, without reading the ended claims in between.
+//
+// A walk below this process's own weighted releases then stops at the
+// first, not at the last Clear release (which, with holds that always
+// overlap, lies far down: the walks of 8 goroutines cycling one
+// semaphore read hundreds of epochs each; and a process whose waiters
+// cycle a semaphore beside a unit another process keeps for good, as
+// the bench's handoffs do, read two documents per claim since that
+// unit's, on every Acquire).
+func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) {
+	floor := e.floorOf(c.Key, c.Seg).Epoch
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	end, ok := e.endedLocked(d.Nonce)
 	if !ok || !end.known {
-		return false
+		return nil, false
 	}
-	return e.has(BugOwnReleaseStops) || len(e.stillLiveLocked(end.below)) == 0
+	live := e.stillLiveLocked(end.below)
+	if e.has(BugOwnReleaseStops) || len(live) == 0 {
+		return nil, true
+	}
+	for _, r := range live {
+		// Below the key's floor a claim may have been pruned, its
+		// marker with it, and would count live for good: the walk goes
+		// on down to the floor instead, which says it ended. At or
+		// above the floor this process knows (while it relies on the
+		// segment, at least that of any gate a prune relied on:
+		// floor.go), nothing was pruned.
+		if r.d.Epoch != r.epoch || r.d.Nonce != r.nonce || r.epoch < floor || !passes(c.Terms, r.d) {
+			return nil, false
+		}
+	}
+	return live, true
 }
 
 // recheckEvery bounds how often chained holds read the end markers of the
@@ -199,7 +231,12 @@ const recheckEvery = time.Second
 // claim its walk passed has ended while its holds keep chaining: they
 // never hold Below, its releases are never Clear, and its floor stops.
 // A marker found proves an end; one not found (or a read that failed)
-// proves nothing: the claim still counts as live.
+// proves nothing: the claim still counts as live. So a claim below the
+// floor this process knows is taken for ended, unread, if that floor
+// counts (floorCounts; the same judgement as a walk's stop at a floor):
+// a prune may have deleted its marker with it, and read top-down it
+// would stay counted live for good, the holds chained above it would
+// never hold Below again, and the floor would stop rising.
 func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 	now := e.clock.Mono()
 	e.mu.Lock()
@@ -217,7 +254,23 @@ func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 		live = nil // the first sight starts the interval: no read yet
 	}
 	e.mu.Unlock()
+	counted := map[Floor]bool{} // floors read in this recheck, and whether they count
 	for _, r := range live {
+		if f := e.floorOf(key, r.d.Seg); r.d.Epoch == r.epoch && r.epoch < f.Epoch {
+			// Below the floor this process knows (a chained hold relies
+			// on the segment): ended, if the floor counts, and perhaps
+			// pruned with its marker, which would never be found.
+			counts, read := counted[f]
+			if !read {
+				_, ok, err := e.floorCounts(ctx, key, f)
+				counts = err == nil && ok
+				counted[f] = counts
+			}
+			if counts {
+				e.noteEnded(r.nonce, ownEnd{})
+				continue
+			}
+		}
 		_, found, err := e.store.Get(ctx, EndID(key, r.epoch, r.nonce))
 		if (err != nil || !found) && !e.has(BugRecheckMissingEnds) {
 			// A claim still live keeps the holds chained above it from

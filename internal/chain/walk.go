@@ -28,6 +28,7 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 		return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d was ended", errLapsed, c.Key, c.Epoch)
 	}
 	c.run, c.runSeq, c.runs = nil, 0, 0 // what a run showed holds for the walk that read it
+	c.walks++
 	if e.takeHead(c) || c.clear && !c.read {
 		return e.holdOnInsert(ctx, c)
 	}
@@ -128,7 +129,7 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 		// A claim of another segment above c's first: a later
 		// segment started, so c's is over.
 		e.dropCover(c.Key, c.Seg)
-		e.abandon(ctx, c)
+		e.abandon(context.WithoutCancel(ctx), c)
 		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
 	}
 	ended, kind, marker, b, err := e.endedIn(ctx, c, d)
@@ -138,11 +139,23 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if !ended {
 		return e.liveBelow(ctx, c, epoch, d, b)
 	}
-	if own := kind == KindRelease && e.ownReleaseStops(d); own || kind == KindRelease && e.stopsAt(c.Terms, d, marker) {
-		// It held once: nothing below it can keep c from holding.
-		c.clear, c.strong = true, own || stopsAll(d, marker)
-		c.after, c.hasAfter = d, true
-		return Blocker{}, false, nil
+	if kind == KindRelease {
+		if below, own := e.ownReleaseStops(c, d); own {
+			// A release of ours: the claims its hold left live below
+			// it are all that may be live below it, and c passes them.
+			for _, r := range below {
+				c.passed = append(c.passed, passedClaim{d: r.d, b: e.blockerOf(r.d)})
+			}
+			c.clear, c.strong = true, true
+			c.after, c.hasAfter = d, true
+			return Blocker{}, false, nil
+		}
+		if e.stopsAt(c.Terms, d, marker) {
+			// It held once: nothing below it can keep c from holding.
+			c.clear, c.strong = true, stopsAll(d, marker)
+			c.after, c.hasAfter = d, true
+			return Blocker{}, false, nil
+		}
 	}
 	c.checked = epoch
 	return Blocker{}, false, nil
@@ -216,12 +229,12 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 // unless their weights leave no room for c), or c waits for it.
 func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
 	passes := e.passes(ctx, c.Terms, d)
-	if passes && e.fits(c.Terms, append(c.passed, passedClaim{d, b})) {
+	if passes && e.fits(c.Terms, append(c.passed, passedClaim{d: d, b: b})) {
 		// Passed live or not (an ended claim whose marker a prune
 		// deleted, below: counting it only costs room), and nothing
 		// read: the walk goes on, and a claim it then finds missing
 		// makes it read the gate again (missingBelow).
-		c.passed = append(c.passed, passedClaim{d, b})
+		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
 		c.checked = epoch
 		return Blocker{}, false, nil
 	}
@@ -237,7 +250,7 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		}
 	}
 	if passes {
-		c.passed = append(c.passed, passedClaim{d, b})
+		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
 		c.checked = epoch
 		// More claims below only add weight: wait for one of these to
 		// end first.
@@ -308,7 +321,7 @@ func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 		return Floor{}, err
 	}
 	if !ok || g.Seg != c.Seg {
-		e.abandon(ctx, c)
+		e.abandon(context.WithoutCancel(ctx), c)
 		e.dropCover(c.Key, c.Seg)
 		return Floor{}, fmt.Errorf("%w: %q: no gate covers segment %d", errLapsed, c.Key, c.Seg)
 	}
@@ -323,7 +336,7 @@ func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, e
 	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce || e.has(BugNoFloorProof) {
 		return f, nil
 	}
-	e.abandon(ctx, c)
+	e.abandon(context.WithoutCancel(ctx), c)
 	return Floor{}, fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)
 }
 
@@ -331,27 +344,39 @@ func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, e
 // the floor counts. A floor that does not count came from a store's
 // earlier history: the store lost the key's, and c is given up.
 func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
-	_, counts, err := e.floorCounts(ctx, c.Key, f)
-	if err != nil {
-		return err
-	}
-	if !counts && !e.has(BugTrustCache) {
-		// A prune that relied on a later gate than the one this process
-		// knows may have deleted f's claim (a walk that passed live claims
-		// without reading the gate again: liveBelow): the gate that
-		// covers the key now may show a higher floor that counts.
-		if g, ok, err := e.gateFloor(ctx, c); err != nil {
-			return err
-		} else if ok && g.Epoch > f.Epoch {
-			return e.belowFloor(ctx, c, g)
-		}
-		err := e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
-		e.noteGap(c.Key, f.Epoch)
+	if _, err := e.countedFloor(ctx, c, f); err != nil {
 		return err
 	}
 	c.read = true
 	c.clear, c.strong = true, true
 	return nil
+}
+
+// countedFloor returns floor f of c's key if it counts (floor.go), or the
+// higher floor of the gate that covers c's segment now if that one
+// counts: every epoch of the segment below the floor returned has ended.
+// A floor that does not count came from a store's earlier history: the
+// store lost the key's, and c is given up (ErrReset).
+func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, error) {
+	_, counts, err := e.floorCounts(ctx, c.Key, f)
+	if err != nil {
+		return Floor{}, err
+	}
+	if counts || e.has(BugTrustCache) {
+		return f, nil
+	}
+	// A prune that relied on a later gate than the one this process
+	// knows may have deleted f's claim (a walk that passed live claims
+	// without reading the gate again: liveBelow): the gate that covers
+	// the key now may show a higher floor that counts.
+	if g, ok, err := e.gateFloor(ctx, c); err != nil {
+		return Floor{}, err
+	} else if ok && g.Epoch > f.Epoch {
+		return e.countedFloor(ctx, c, g)
+	}
+	err = e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
+	e.noteGap(c.Key, f.Epoch)
+	return Floor{}, err
 }
 
 // confirmOwn checks that c's own claim document is in the store, with its
@@ -380,6 +405,6 @@ func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
 // its claim is gone).
 func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
 	e.forgetAll()
-	e.abandon(ctx, c)
+	e.abandon(context.WithoutCancel(ctx), c)
 	return fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)
 }

@@ -29,6 +29,7 @@ type driver struct {
 	poll         time.Duration // 0: dsyncmongo's default
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
 	hints        bool          // -hints on: dsync.ClientWithHints on loopback
+	readLinger   bool          // -read-linger on: an RWMutex's WithReadLinger(renew interval)
 	name         string        // -name: the figures' library name, if not the default
 	server       string        // -server: the server's description, if not from buildInfo
 	cli          string        // -cli: the dsync command, for the status page
@@ -72,7 +73,8 @@ const hintsListen = "127.0.0.1:0"
 // poll): the before/after of wake-ups, which are dsyncmongo's default;
 // "-hints" is added with direct hints on (dsync-hints: events and hints;
 // dsync-polling-hints: a store without events, as one without capped
-// collections, and hints).
+// collections, and hints); "-linger" with the RWMutexes' read linger
+// on (dsync-linger).
 func (d *driver) Name() string {
 	if d.name != "" {
 		return d.name
@@ -83,6 +85,9 @@ func (d *driver) Name() string {
 	}
 	if d.hints {
 		name += "-hints"
+	}
+	if d.readLinger {
+		name += "-linger"
 	}
 	return name
 }
@@ -101,6 +106,9 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.hints {
 		lib += fmt.Sprintf(", ClientWithHints(%q, \"\")", hintsListen)
+	}
+	if d.readLinger {
+		lib += ", RWMutex WithReadLinger(the renew interval)"
 	}
 	if d.server != "" {
 		return lib, d.server
@@ -341,7 +349,13 @@ func (c *conn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, erro
 	if err != nil {
 		return nil, err
 	}
-	rw, err := dsync.NewRWMutex(l.c, key, dsync.WithLogger(quiet))
+	opts := []dsync.KeyOption{dsync.WithLogger(quiet)}
+	if c.d.readLinger {
+		// The read linger is opt-in (off by default): dsync-linger turns
+		// it on for its longest, the renew interval.
+		opts = append(opts, dsync.WithReadLinger(l.c.RenewInterval()))
+	}
+	rw, err := dsync.NewRWMutex(l.c, key, opts...)
 	if err != nil {
 		return nil, err
 	}

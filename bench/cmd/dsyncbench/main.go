@@ -96,6 +96,7 @@ func measure() int {
 	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
 	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's, on); off reports as dsync-polling")
 	hints := flag.String("hints", "", "dsync.ClientWithHints on loopback: on or off (default: the library's, off); on adds -hints to the name reported (dsync-hints, dsync-polling-hints)")
+	readLinger := flag.String("read-linger", "", "dsync.WithReadLinger on every RWMutex: on (the renew interval) or off (default: the library's, off); on adds -linger to the name reported (dsync-linger)")
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario, in each of its two series (default 100,1000,10000; none: skip that part)")
@@ -106,7 +107,7 @@ func measure() int {
 	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
 	idleAge := flag.Duration("idle-age", time.Minute, "the scale scenario's keys compacted: their backends compact keys idle for this long (dsyncmongo.WithIdleAge, with a bucket span of a quarter of it; at least 1m with the scenario's 15 s TTL; 0: that series is not measured). The other namespaces have the library's default")
 	server := flag.String("server", "", "describe the server for the report (default: from its buildInfo), e.g. \"FerretDB 1.24 on PostgreSQL 15\" or \"Atlas M10, MongoDB 7.0\"")
-	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off; -hints on adds -hints), e.g. to keep a before/after pair")
+	name := flag.String("name", "", "report the figures under this library name (default dsync, or dsync-polling with -wakeups off; -hints on adds -hints, -read-linger on -linger), e.g. to keep a before/after pair")
 	flag.Parse()
 
 	if *wakeups != "" && *wakeups != "on" && *wakeups != "off" {
@@ -117,11 +118,15 @@ func measure() int {
 		fmt.Fprintln(os.Stderr, "dsyncbench: -hints must be on or off")
 		return 2
 	}
+	if *readLinger != "" && *readLinger != "on" && *readLinger != "off" {
+		fmt.Fprintln(os.Stderr, "dsyncbench: -read-linger must be on or off")
+		return 2
+	}
 	if _, err := idleAgeOptions(*idleAge); err != nil {
 		fmt.Fprintln(os.Stderr, "dsyncbench:", err)
 		return 2
 	}
-	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, hints: *hints == "on", name: *name, server: *server, cli: *cli, idleAge: *idleAge}
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, hints: *hints == "on", readLinger: *readLinger == "on", name: *name, server: *server, cli: *cli, idleAge: *idleAge}
 	if harness.IsChild() {
 		return harness.RunChild(d)
 	}
