@@ -103,18 +103,24 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 // Agree does, but only reads it: for reads of the keys' queues by an
 // engine that has not agreed (and so claims nothing), which must write
 // nothing. found is false when the store has no protocol document: the
-// engine's span is left as it is. An engine configured with Fixed
-// refuses another span (ErrSpan). Agree must still succeed before the
-// engine claims.
+// engine's span is left as it is. A document that is not a protocol
+// document (another kind, or no positive span) is refused (ErrSpan),
+// whatever fixed says, and so is another span if fixed (the engine was
+// configured with one: a *SpanError) or if it is below 4 × the margin;
+// the engine's span is then left as it is. Agree must still succeed
+// before the engine claims.
 func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err error) {
 	got, found, err := e.store.Get(ctx, ProtocolID)
 	if err != nil || !found {
 		return false, err
 	}
 	err = e.sameSpan(got)
+	var other *SpanError
 	switch {
-	case err == nil, fixed:
-		return err == nil, err
+	case err == nil:
+		return true, nil
+	case fixed, !errors.As(err, &other):
+		return false, err
 	case got.Span < 4*e.cfg.Margin:
 		return false, fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
 	}
