@@ -135,3 +135,38 @@ func TestReadsOnlyRead(t *testing.T) {
 		waiting.Unlock()
 	})
 }
+
+// TestOnceDoneOnlyReads: Once.Done, which dsync status calls for every
+// idle Once it lists, only reads: over a store that refuses every write
+// it answers false before the Once ran and true after another process's
+// Do, and sends no write. It used to prepare the store for writes first
+// (on MongoDB: create the collections and index, sample the clock with a
+// write, insert the protocol document), which a read-only user is
+// refused.
+func TestOnceDoneOnlyReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := memory.New()
+		ro := &readOnlyStore{Store: mem}
+		watched, err := dsync.NewOnce(newClient(t, ro), "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done, err := watched.Done(ctx); err != nil || done {
+			t.Errorf("Done before any run = %v, %v; want false, nil", done, err)
+		}
+		runner, err := dsync.NewOnce(newClient(t, mem), "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runner.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := watched.Done(ctx); err != nil || !done {
+			t.Errorf("Done after another process's run = %v, %v; want true, nil", done, err)
+		}
+		if w := ro.writes(); len(w) != 0 {
+			t.Errorf("Done sent the writes %q; want none", w)
+		}
+	})
+}
