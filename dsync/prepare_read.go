@@ -15,10 +15,17 @@ import (
 // database user that may only read (dsync status, the status page), and
 // leave a database nothing has used as empty as it found it: it readies
 // the store with driver.ReadPreparer where the store is one, and learns
-// the store's bucket span by reading the protocol document. The engine
-// relies on nothing a read taught it: a read of a key's queue learns only
-// more of a segment the process relies on already (chain.Engine.Queue),
-// and the Client's first claim prepares and agrees as ever.
+// the store's bucket span by reading the protocol document; the Client's
+// first claim prepares and agrees as ever.
+//
+// Nor does a read write or teach the engine anything else: it reads a
+// key's queue with chain.Engine.QueueRead, which inserts no dead marker
+// for a claim whose session has expired (the engine's walks do, judged by
+// the store's ServerTime, the clock of the writes) and records no gate or
+// session it read, and it judges by readNow only what it reports
+// (ClaimInfo.Expired). On MongoDB before Prepare that clock is a hello
+// sample, behind a mongos the router's, which may be off the shard's: a
+// marker judged by it could end a live claim and give two holders.
 
 // prepareStoreRead readies the store for reads (driver.ReadPreparer), or
 // with Prepare if it cannot do that without writing.
@@ -30,6 +37,15 @@ func (c *Client) prepareStoreRead(ctx context.Context) error {
 		return rp.PrepareRead(ctx)
 	}
 	return c.store.Prepare(ctx)
+}
+
+// readNow is the store's time for reads (driver.ReadPreparer's
+// ReadServerTime), or ServerTime for a store prepared with Prepare.
+func (c *Client) readNow() driver.Interval {
+	if rp, ok := c.store.(driver.ReadPreparer); ok {
+		return rp.ReadServerTime()
+	}
+	return c.store.ServerTime()
 }
 
 // prepareRead readies the store for reads of keys' queues: the store,

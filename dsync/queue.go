@@ -37,16 +37,28 @@ type ClaimInfo struct {
 	// before it (readers share, weighted claims up to their limit), or
 	// is about to; the others wait.
 	Holds bool
+	// Expired: the claim's session had expired (ExpiresAt) by the
+	// store's time as the read knew it, so the claim no longer holds and
+	// the next process to look at the key ends it; until then it stays
+	// in the queue, neither holding nor waiting, and the claims behind it
+	// hold or wait as if it had ended. A read never ends it itself: its
+	// clock may be off the one that orders the writes (behind a mongos,
+	// before this Client's first claim, it is the router's), so Expired
+	// is a report, off by as much.
+	Expired bool
 }
 
 // Queue returns the claims of key that have not ended, in the order they
 // hold: those marked Holds hold, or are about to (they may not know yet,
-// and may still withdraw), the first always; the others wait. It returns none when nothing holds or
-// waits for key.
+// and may still withdraw), the first live one always; those marked
+// Expired no longer hold but have not been ended yet (see
+// ClaimInfo.Expired); the others wait. It returns none when nothing
+// holds or waits for key.
 //
 // Queue, List, HasKey and ListOrder only read: they create nothing in
 // the store (on MongoDB no collection or index, see
-// driver.ReadPreparer) and need only a database user's read role. On a
+// driver.ReadPreparer), write nothing (not even the end of a claim whose
+// session expired) and need only a database user's read role. On a
 // store nothing has used they find nothing there. Until the Client's
 // first claim, they learn the store's bucket span from its protocol
 // document, and on MongoDB sample the server's clock with hello.
@@ -57,22 +69,41 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.prepareRead(ctx); err != nil {
 		return nil, err
 	}
-	docs, err := c.eng.Queue(ctx, key)
+	docs, err := c.eng.QueueRead(ctx, key, c.readNow)
 	if err != nil {
 		return nil, err
 	}
 	q := make([]ClaimInfo, len(docs))
-	holds := chain.Holding(docs)
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit, Holds: holds[i]}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
 		if s, found, err := c.store.GetSession(ctx, d.Session); err != nil {
 			return nil, err
 		} else if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
 		}
 	}
+	markHolds(q, docs, c.readNow().Earliest)
 	return q, nil
+}
+
+// markHolds sets Expired on the claims of q (read as docs) whose session's
+// expiry is before earliest, and Holds by the grant rule among the others:
+// the next process to look ends an expired claim (its owner stopped
+// relying on it at its local deadline, earlier still), and the claims
+// behind it go on as if it had ended.
+func markHolds(q []ClaimInfo, docs []chain.Doc, earliest time.Time) {
+	var live []chain.Doc
+	var at []int
+	for i := range q {
+		q[i].Expired = q[i].ExpiresAt.Before(earliest)
+		if !q[i].Expired {
+			live, at = append(live, docs[i]), append(at, i)
+		}
+	}
+	for j, h := range chain.Holding(live) {
+		q[at[j]].Holds = h
+	}
 }
 
 // KeyOrder is the order in which a store lists its keys (List).

@@ -19,10 +19,22 @@ import (
 // creates the collections and their index and samples the clock with a
 // write); PrepareRead (driver.ReadPreparer) is allowed. It records the
 // writes it refused.
+//
+// With allow, it sends the writes instead (and still records them), so
+// that a test sees what a write sent from a read would do. With ahead,
+// its clock for reads (ReadServerTime) runs that far ahead of the
+// store's, as hello's does behind a mongos whose host clock is ahead of
+// the shard's; so does ServerTime before Prepare has succeeded, which
+// driver.Store leaves undefined until then (and which dsyncmongo's
+// answered from hello before Prepare, until the review of the readonly
+// branch).
 type readOnlyStore struct {
 	*memory.Store
-	mu      sync.Mutex
-	refused []string
+	allow    bool
+	ahead    time.Duration
+	mu       sync.Mutex
+	refused  []string
+	prepared bool
 }
 
 var errReadOnly = errors.New("not authorized: the user may only read")
@@ -31,7 +43,26 @@ func (s *readOnlyStore) refuse(op string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refused = append(s.refused, op)
+	if s.allow {
+		return nil
+	}
 	return errReadOnly
+}
+
+// readTime is the store's time ahead by s.ahead.
+func (s *readOnlyStore) readTime() driver.Interval {
+	iv := s.Store.ServerTime()
+	return driver.Interval{Earliest: iv.Earliest.Add(s.ahead), Latest: iv.Latest.Add(s.ahead)}
+}
+
+func (s *readOnlyStore) ReadServerTime() driver.Interval { return s.readTime() }
+func (s *readOnlyStore) ServerTime() driver.Interval {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.prepared {
+		return s.readTime()
+	}
+	return s.Store.ServerTime()
 }
 
 func (s *readOnlyStore) writes() []string {
@@ -41,33 +72,72 @@ func (s *readOnlyStore) writes() []string {
 }
 
 func (s *readOnlyStore) PrepareRead(ctx context.Context) error { return s.Store.Prepare(ctx) }
-func (s *readOnlyStore) Prepare(context.Context) error         { return s.refuse("Prepare") }
-func (s *readOnlyStore) Insert(context.Context, driver.Doc) error {
-	return s.refuse("Insert")
+func (s *readOnlyStore) Prepare(ctx context.Context) error {
+	if err := s.refuse("Prepare"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prepared = true
+	return s.Store.Prepare(ctx)
 }
-func (s *readOnlyStore) InsertOrdered(context.Context, []driver.Doc) (int, error) {
-	return 0, s.refuse("InsertOrdered")
+func (s *readOnlyStore) Insert(ctx context.Context, d driver.Doc) error {
+	if err := s.refuse("Insert " + d.Kind); err != nil {
+		return err
+	}
+	return s.Store.Insert(ctx, d)
 }
-func (s *readOnlyStore) InsertEach(_ context.Context, docs []driver.Doc) []error {
+func (s *readOnlyStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
+	if err := s.refuse("InsertOrdered"); err != nil {
+		return 0, err
+	}
+	return s.Store.InsertOrdered(ctx, docs)
+}
+func (s *readOnlyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
+	if err := s.refuse("InsertEach"); err == nil {
+		return s.Store.InsertEach(ctx, docs)
+	}
 	errs := make([]error, len(docs))
 	for i := range errs {
-		errs[i] = s.refuse("InsertEach")
+		errs[i] = errReadOnly
 	}
 	return errs
 }
-func (s *readOnlyStore) Delete(context.Context, []string) error { return s.refuse("Delete") }
-func (s *readOnlyStore) Compact(context.Context, time.Time, []string) (int64, error) {
-	return 0, s.refuse("Compact")
+func (s *readOnlyStore) Delete(ctx context.Context, ids []string) error {
+	if err := s.refuse("Delete"); err != nil {
+		return err
+	}
+	return s.Store.Delete(ctx, ids)
 }
-func (s *readOnlyStore) DropGates(context.Context, int64, time.Time) error {
-	return s.refuse("DropGates")
+func (s *readOnlyStore) Compact(ctx context.Context, before time.Time, keep []string) (int64, error) {
+	if err := s.refuse("Compact"); err != nil {
+		return 0, err
+	}
+	return s.Store.Compact(ctx, before, keep)
 }
-func (s *readOnlyStore) PutKeys(context.Context, []string) error { return s.refuse("PutKeys") }
-func (s *readOnlyStore) InsertSession(context.Context, driver.Session) error {
-	return s.refuse("InsertSession")
+func (s *readOnlyStore) DropGates(ctx context.Context, b int64, before time.Time) error {
+	if err := s.refuse("DropGates"); err != nil {
+		return err
+	}
+	return s.Store.DropGates(ctx, b, before)
 }
-func (s *readOnlyStore) RenewSession(context.Context, string, int, time.Time) (bool, error) {
-	return false, s.refuse("RenewSession")
+func (s *readOnlyStore) PutKeys(ctx context.Context, keys []string) error {
+	if err := s.refuse("PutKeys"); err != nil {
+		return err
+	}
+	return s.Store.PutKeys(ctx, keys)
+}
+func (s *readOnlyStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	if err := s.refuse("InsertSession"); err != nil {
+		return err
+	}
+	return s.Store.InsertSession(ctx, sess)
+}
+func (s *readOnlyStore) RenewSession(ctx context.Context, id string, gen int, exp time.Time) (bool, error) {
+	if err := s.refuse("RenewSession"); err != nil {
+		return false, err
+	}
+	return s.Store.RenewSession(ctx, id, gen, exp)
 }
 
 // TestReadsOnlyRead: a Client's reads (List, Queue, HasKey, ListOrder)
@@ -133,6 +203,58 @@ func TestReadsOnlyRead(t *testing.T) {
 		held.Unlock()
 		<-waited
 		waiting.Unlock()
+	})
+}
+
+// TestReadsWriteNoDeadMarker: a read of a key's queue by a process whose
+// clock for reads runs a minute (four TTLs) ahead of the store's (hello
+// behind a mongos on a host whose clock is ahead) sends no write, and a
+// claim it takes for expired goes on holding: another process's TryLock
+// still fails. Queue reports the claim Expired, neither holding nor waiting.
+// Before, the read judged the claim's session by that clock, found it
+// expired, and inserted the claim's dead marker: the holder still held
+// (its lease was live) and the other process's TryLock held too.
+func TestReadsWriteNoDeadMarker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := memory.New()
+		ahead := &readOnlyStore{Store: mem, allow: true, ahead: time.Minute}
+		reader := newClient(t, ahead)
+
+		w1 := newClient(t, mem)
+		held := newMutex(t, w1, "k")
+		held.Lock()
+		defer held.Unlock()
+
+		q, err := reader.Queue(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) != 1 || q[0].Token != held.Token() || !q[0].Expired || q[0].Holds {
+			t.Errorf("Queue(k) read a minute ahead = %+v, want the holder's claim (token %d) reported Expired, not Holds", q, held.Token())
+		}
+		for ks, err := range reader.List(ctx, dsync.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ks.Queue) != 1 || !ks.Queue[0].Expired {
+				t.Errorf("List read a minute ahead: %s %+v, want the holder's claim reported Expired", ks.Key, ks.Queue)
+			}
+		}
+		if w := ahead.writes(); len(w) != 0 {
+			t.Errorf("the reads sent the writes %q; want none", w)
+		}
+
+		other := newMutex(t, newClient(t, mem), "k")
+		if other.TryLock() {
+			t.Errorf("another process's TryLock held while the holder (token %d) holds", held.Token())
+			other.Unlock()
+		}
+		select {
+		case <-held.Lost():
+			t.Error("the holder lost its hold")
+		default:
+		}
 	})
 }
 

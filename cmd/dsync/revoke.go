@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
@@ -86,10 +88,13 @@ func runRevoke(g *globals, args []string) int {
 		if err != nil {
 			return fail("revoke", exitFailure, err)
 		}
-		if len(q) == 0 {
+		// Its holder: claims before it whose session expired hold no
+		// more (Expired), and need no revoke.
+		i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+		if i < 0 {
 			return fail("revoke", exitFailure, fmt.Errorf("%s is not held", *key))
 		}
-		session = q[0].Session
+		session = q[i].Session
 	}
 	r := driver.Revocation{Session: session, By: revoker(), Reason: *reason}
 	expired, err := revokeUntilExpired(ctx, store, r)

@@ -113,15 +113,14 @@ func (s *Store) Prepare(ctx context.Context) error {
 	return err
 }
 
-// ServerTime implements driver.Store, from the estimator; before Prepare
-// has started it, from PrepareRead's (prepare_read.go), and before
-// either, the zero Interval (driver.Store allows the call, and the answer
-// is not valid until then).
+// ServerTime implements driver.Store, from the estimator Prepare started
+// (which samples on writes to the primary); before Prepare has started it,
+// the zero Interval (driver.Store allows the call, and the answer is not
+// valid until then). It never answers from PrepareRead's estimator: the
+// engine judges expiry with ServerTime, and a hello sample (behind a
+// mongos, the router's clock) is not the clock that orders the writes.
 func (s *Store) ServerTime() driver.Interval {
 	e := s.est.Load()
-	if e == nil {
-		e = s.readEst.Load()
-	}
 	if e == nil {
 		return driver.Interval{}
 	}

@@ -64,6 +64,10 @@ type Lock struct {
 	// Waiting the claims queued behind them. Both are empty when nothing
 	// holds or waits.
 	Holders, Waiting []dsync.ClaimInfo
+	// Expired are the claims whose session had expired as read
+	// (dsync.ClaimInfo.Expired): they hold no more, and the next process
+	// that looks at the key ends them (reading does not).
+	Expired []dsync.ClaimInfo
 	// Done: a Once whose function ran to success (its done record
 	// exists), which nothing holds or waits for.
 	Done bool
@@ -152,13 +156,16 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 	}
 	l := Lock{Key: key, Kind: kind, Name: name}
 	for _, c := range q {
-		if c.Holds {
+		switch {
+		case c.Expired:
+			l.Expired = append(l.Expired, c)
+		case c.Holds:
 			l.Holders = append(l.Holders, c)
-		} else {
+		default:
 			l.Waiting = append(l.Waiting, c)
 		}
 	}
-	if kind == KindOnce && len(q) == 0 {
+	if kind == KindOnce && len(l.Holders) == 0 && len(l.Waiting) == 0 {
 		// Nothing holds or waits: the Once is done, or its runs failed
 		// (or none ran to the end).
 		once, err := dsync.NewOnce(r.Client, name)
