@@ -125,3 +125,28 @@ func TestLearnSpanThenAgree(t *testing.T) {
 		t.Errorf("after Agree the store's protocol document = %+v, %v, %v; want one of span %v", d, found, err, cfg.Span)
 	}
 }
+
+// TestAgreeRefusesNotAProtocolDocument: Agree, as LearnSpan, refuses a
+// document at the protocol ID that is not a protocol document (another
+// kind) whatever fixed says, and keeps its own span (nor takes its nonce);
+// unfixed, it adopted both when its span was at least 4 × the margin.
+func TestAgreeRefusesNotAProtocolDocument(t *testing.T) {
+	cfg := chain.DefaultConfig()
+	for _, fixed := range []bool{false, true} {
+		ctx := context.Background()
+		mem := memory.New()
+		if err := mem.Insert(ctx, chain.Doc{ID: chain.ProtocolID, Kind: chain.KindClaim, Span: 2 * cfg.Span, Nonce: "n"}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := chain.New(mem, fixedClock{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, fixed); !errors.Is(err, chain.ErrSpan) {
+			t.Errorf("Agree(fixed %v) with a claim at the protocol ID = %v, want %v", fixed, err, chain.ErrSpan)
+		}
+		if got := e.Span(); got != cfg.Span {
+			t.Errorf("Agree(fixed %v): span = %v, want its own %v", fixed, got, cfg.Span)
+		}
+	}
+}

@@ -63,7 +63,9 @@ func (e *SpanError) Is(target error) bool { return target == ErrSpan }
 
 // Agree records this engine's bucket span as the store's, or adopts the
 // store's: only an engine configured with Fixed refuses another span
-// (ErrSpan). It must succeed before the engine claims. The engine's span
+// (ErrSpan); a document at ProtocolID that is not a protocol document is
+// refused (ErrSpan) whatever fixed says. It must succeed before the
+// engine claims. The engine's span
 // does not change after that: a store that records another one later
 // (emptied, and written first by a process of another span) has this
 // engine's starts and joins refused with a *SpanError.
@@ -88,8 +90,12 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 	if err == nil {
 		e.learnHistory(got.Nonce)
 	}
+	// Only another span can be adopted: a document at ProtocolID that is
+	// not a protocol document (another kind, or no positive span) is
+	// refused whatever fixed says, as LearnSpan refuses it.
+	var other *SpanError
 	switch {
-	case err == nil, fixed:
+	case err == nil, fixed, !errors.As(err, &other):
 		return err
 	case got.Span < 4*e.cfg.Margin:
 		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
