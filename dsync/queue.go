@@ -39,12 +39,18 @@ type ClaimInfo struct {
 	Holds bool
 	// Expired: the claim's session had expired (ExpiresAt) by the
 	// store's time as the read knew it, so the claim no longer holds and
-	// the next process to look at the key ends it; until then it stays
-	// in the queue, neither holding nor waiting, and the claims behind it
-	// hold or wait as if it had ended. A read never ends it itself: its
-	// clock may be off the one that orders the writes (behind a mongos,
-	// before this Client's first claim, it is the router's), so Expired
-	// is a report, off by as much.
+	// the next process that claims or waits on the key ends it; until
+	// then it stays in the queue, neither holding nor waiting, and the
+	// claims behind it hold or wait as if it had ended. A read never
+	// ends it itself: its clock may be off the one that orders the
+	// writes (behind a mongos, before this Client's first claim, it is
+	// the router's), so Expired is a report, off by as much. It follows
+	// the rule claimers end claims by: a session found missing, or
+	// expired without its first document (its collection may have been
+	// dropped, and a late write brought back an old expiry while its
+	// owner holds on), is not Expired, whatever ExpiresAt says: a
+	// claimer ends its claim only once it stayed missing for the claim's
+	// TTL, which one read cannot see.
 	Expired bool
 }
 
@@ -73,30 +79,38 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The store's time before the sessions are read, as the engine judges
+	// (unended): a session read later can only have been renewed since.
+	earliest := c.readNow().Earliest
 	q := make([]ClaimInfo, len(docs))
+	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
 			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
-		if s, found, err := c.store.GetSession(ctx, d.Session); err != nil {
+		s, found, err := c.store.GetSession(ctx, d.Session)
+		if err != nil {
 			return nil, err
-		} else if found && s.ExpiresAt.After(q[i].ExpiresAt) {
+		}
+		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
 		}
+		expired[i] = c.eng.ReadExpired(d, s, found, earliest)
 	}
-	markHolds(q, docs, c.readNow().Earliest)
+	markHolds(q, docs, expired)
 	return q, nil
 }
 
-// markHolds sets Expired on the claims of q (read as docs) whose session's
-// expiry is before earliest, and Holds by the grant rule among the others:
-// the next process to look ends an expired claim (its owner stopped
-// relying on it at its local deadline, earlier still), and the claims
-// behind it go on as if it had ended.
-func markHolds(q []ClaimInfo, docs []chain.Doc, earliest time.Time) {
+// markHolds sets Expired on the claims of q (read as docs) that expired
+// (chain.Engine.ReadExpired, the rule the engine ends claims with), and
+// Holds by the grant rule among the others: the next process that claims
+// or waits on the key ends an expired claim (its owner stopped relying on
+// it at its local deadline, earlier still), and the claims behind it go
+// on as if it had ended.
+func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
 	var live []chain.Doc
 	var at []int
 	for i := range q {
-		q[i].Expired = q[i].ExpiresAt.Before(earliest)
+		q[i].Expired = expired[i]
 		if !q[i].Expired {
 			live, at = append(live, docs[i]), append(at, i)
 		}
