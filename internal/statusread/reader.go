@@ -66,7 +66,7 @@ type Lock struct {
 	Holders, Waiting []dsync.ClaimInfo
 	// Expired are the claims whose session had expired as read
 	// (dsync.ClaimInfo.Expired): they hold no more, and the next process
-	// that looks at the key ends them (reading does not).
+	// that claims or waits on the key ends them (reading does not).
 	Expired []dsync.ClaimInfo
 	// Done: a Once whose function ran to success (its done record
 	// exists), which nothing holds or waits for.
