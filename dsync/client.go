@@ -71,9 +71,6 @@ type Client struct {
 	// settling gives up when its context ends (a try stays bounded).
 	agreeing chan struct{}
 	agreed   bool
-	// spanRead: the engine has adopted the store's span by reading it,
-	// for reads before agree (prepare_read.go); guarded by agreeing.
-	spanRead bool
 	sweep    sweeper
 }
 

@@ -51,8 +51,11 @@ func (c *Client) readNow() driver.Interval {
 // prepareRead readies the store for reads of keys' queues: the store,
 // and the engine's bucket span, adopted from the store's protocol
 // document without writing it. A store without the document (nothing has
-// claimed in it) leaves the span as configured, and is read for it again
-// at the next call.
+// claimed in it) leaves the span as it is. Until the Client agrees (its
+// first claim), every call reads the document again (one read by ID, once
+// per Queue or List): a store emptied and written first by a process of
+// another span records that span, and a span learnt once would have every
+// key's queue read under the old one's gates, and found idle.
 func (c *Client) prepareRead(ctx context.Context) error {
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return err
@@ -63,13 +66,11 @@ func (c *Client) prepareRead(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	defer func() { <-c.agreeing }()
-	if c.agreed || c.spanRead {
+	if c.agreed {
 		return nil
 	}
-	found, err := c.eng.LearnSpan(ctx, c.cfg.spanSet)
-	if err != nil {
+	if _, err := c.eng.LearnSpan(ctx, c.cfg.spanSet); err != nil {
 		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
-	c.spanRead = found
 	return nil
 }

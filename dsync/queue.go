@@ -75,6 +75,15 @@ func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.prepareRead(ctx); err != nil {
 		return nil, err
 	}
+	return c.readQueue(ctx, key)
+}
+
+// readQueue is Queue for a Client prepared for reading (prepareRead):
+// List prepares once for all its keys.
+func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
 	docs, err := c.eng.QueueRead(ctx, key, c.readNow)
 	if err != nil {
 		return nil, err
@@ -174,8 +183,8 @@ type KeyState struct {
 // List reads the keys from the store a batch at a time as the caller
 // goes on (see the driver: on MongoDB a range of the directory's index;
 // on FerretDB, in order of first use, a prefix costs a read of the keys
-// the server passes until a batch is full), and each key's queue with a
-// call of Queue, a few keys ahead of the caller (their reads overlap).
+// the server passes until a batch is full), and each key's queue as
+// Queue does, a few keys ahead of the caller (their reads overlap).
 // Stopping the loop stops the reads, and List returns once they have. An error ends the listing; it comes with the key it concerns, if
 // any. It only reads, and creates nothing (see Queue).
 func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
@@ -242,7 +251,7 @@ func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead
 			} else {
 				go func() {
 					defer close(r.done)
-					r.ks.Queue, r.err = c.Queue(ctx, key)
+					r.ks.Queue, r.err = c.readQueue(ctx, key)
 				}()
 			}
 			select {
