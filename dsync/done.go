@@ -14,11 +14,27 @@ import (
 // the hold whose run it records.
 type doneRecord struct{ Token uint64 }
 
-// readDone reads key's done record.
+// readDone reads key's done record, for a Once about to claim: the store
+// is prepared for writes, as the claim needs it.
 func (c *Client) readDone(ctx context.Context, key string) (rec doneRecord, found bool, err error) {
 	if err := c.prepare(ctx); err != nil {
 		return doneRecord{}, false, err
 	}
+	return c.getDone(ctx, key)
+}
+
+// lookDone reads key's done record and only reads (Once.Done, which dsync
+// status calls for every idle Once): the store is prepared for reading
+// (prepare_read.go), so that nothing is created or written.
+func (c *Client) lookDone(ctx context.Context, key string) (rec doneRecord, found bool, err error) {
+	if err := c.prepareStoreRead(ctx); err != nil {
+		return doneRecord{}, false, err
+	}
+	return c.getDone(ctx, key)
+}
+
+// getDone is the read of readDone and lookDone.
+func (c *Client) getDone(ctx context.Context, key string) (rec doneRecord, found bool, err error) {
 	d, found, err := c.eng.ReadDone(ctx, key)
 	if err != nil {
 		return doneRecord{}, false, wrap(ctx, "read the done record of", key, err)

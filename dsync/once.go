@@ -82,12 +82,12 @@ func (o *Once) Key() string { return o.key }
 
 // Done reports whether f has run to success for o's key: whether the
 // done record exists. A Once that saw it answers true without looking
-// again.
+// again. It only reads, and creates nothing (see Client.Queue).
 func (o *Once) Done(ctx context.Context) (bool, error) {
 	if o.done.Load() {
 		return true, nil
 	}
-	_, found, err := o.client.readDone(ctx, o.stored)
+	_, found, err := o.client.lookDone(ctx, o.stored)
 	if err != nil {
 		return false, err
 	}

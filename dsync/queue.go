@@ -37,35 +37,96 @@ type ClaimInfo struct {
 	// before it (readers share, weighted claims up to their limit), or
 	// is about to; the others wait.
 	Holds bool
+	// Expired: the claim's session had expired (ExpiresAt) by the
+	// store's time as the read knew it, so the claim no longer holds and
+	// the next process that claims or waits on the key ends it; until
+	// then it stays in the queue, neither holding nor waiting, and the
+	// claims behind it hold or wait as if it had ended. A read never
+	// ends it itself: its clock may be off the one that orders the
+	// writes (behind a mongos, before this Client's first claim, it is
+	// the router's), so Expired is a report, off by as much. It follows
+	// the rule claimers end claims by: a session found missing, or
+	// expired without its first document (its collection may have been
+	// dropped, and a late write brought back an old expiry while its
+	// owner holds on), is not Expired, whatever ExpiresAt says: a
+	// claimer ends its claim only once it stayed missing for the claim's
+	// TTL, which one read cannot see.
+	Expired bool
 }
 
 // Queue returns the claims of key that have not ended, in the order they
 // hold: those marked Holds hold, or are about to (they may not know yet,
-// and may still withdraw), the first always; the others wait. It returns none when nothing holds or
-// waits for key.
+// and may still withdraw), the first live one always; those marked
+// Expired no longer hold but have not been ended yet (see
+// ClaimInfo.Expired); the others wait. It returns none when nothing
+// holds or waits for key.
+//
+// Queue, List, HasKey and ListOrder only read: they create nothing in
+// the store (on MongoDB no collection or index, see
+// driver.ReadPreparer), write nothing (not even the end of a claim whose
+// session expired) and need only a database user's read role. On a
+// store nothing has used they find nothing there. Until the Client's
+// first claim, they learn the store's bucket span from its protocol
+// document, and on MongoDB sample the server's clock with hello.
 func (c *Client) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareRead(ctx); err != nil {
 		return nil, err
 	}
-	docs, err := c.eng.Queue(ctx, key)
+	return c.readQueue(ctx, key)
+}
+
+// readQueue is Queue for a Client prepared for reading (prepareRead):
+// List prepares once for all its keys.
+func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	docs, err := c.eng.QueueRead(ctx, key, c.readNow)
 	if err != nil {
 		return nil, err
 	}
+	// The store's time before the sessions are read, as the engine judges
+	// (unended): a session read later can only have been renewed since.
+	earliest := c.readNow().Earliest
 	q := make([]ClaimInfo, len(docs))
-	holds := chain.Holding(docs)
+	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit, Holds: holds[i]}
-		if s, found, err := c.store.GetSession(ctx, d.Session); err != nil {
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
+		s, found, err := c.store.GetSession(ctx, d.Session)
+		if err != nil {
 			return nil, err
-		} else if found && s.ExpiresAt.After(q[i].ExpiresAt) {
+		}
+		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
 		}
+		expired[i] = c.eng.ReadExpired(d, s, found, earliest)
 	}
+	markHolds(q, docs, expired)
 	return q, nil
+}
+
+// markHolds sets Expired on the claims of q (read as docs) that expired
+// (chain.Engine.ReadExpired, the rule the engine ends claims with), and
+// Holds by the grant rule among the others: the next process that claims
+// or waits on the key ends an expired claim (its owner stopped relying on
+// it at its local deadline, earlier still), and the claims behind it go
+// on as if it had ended.
+func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
+	var live []chain.Doc
+	var at []int
+	for i := range q {
+		q[i].Expired = expired[i]
+		if !q[i].Expired {
+			live, at = append(live, docs[i]), append(at, i)
+		}
+	}
+	for j, h := range chain.Holding(live) {
+		q[at[j]].Holds = h
+	}
 }
 
 // KeyOrder is the order in which a store lists its keys (List).
@@ -122,17 +183,17 @@ type KeyState struct {
 // List reads the keys from the store a batch at a time as the caller
 // goes on (see the driver: on MongoDB a range of the directory's index;
 // on FerretDB, in order of first use, a prefix costs a read of the keys
-// the server passes until a batch is full), and each key's queue with a
-// call of Queue, a few keys ahead of the caller (their reads overlap).
+// the server passes until a batch is full), and each key's queue as
+// Queue does, a few keys ahead of the caller (their reads overlap).
 // Stopping the loop stops the reads, and List returns once they have. An error ends the listing; it comes with the key it concerns, if
-// any.
+// any. It only reads, and creates nothing (see Queue).
 func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
 	return func(yield func(KeyState, error) bool) {
 		if opts.Limit < 0 {
 			yield(KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", opts.Limit))
 			return
 		}
-		if err := c.prepare(ctx); err != nil {
+		if err := c.prepareRead(ctx); err != nil {
 			yield(KeyState{}, err)
 			return
 		}
@@ -190,7 +251,7 @@ func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead
 			} else {
 				go func() {
 					defer close(r.done)
-					r.ks.Queue, r.err = c.Queue(ctx, key)
+					r.ks.Queue, r.err = c.readQueue(ctx, key)
 				}()
 			}
 			select {
@@ -209,20 +270,21 @@ func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead
 
 // HasKey reports whether List lists key: whether a Client has recorded it
 // (see List). It reads one entry of the store's directory, whatever its
-// queue.
+// queue, and creates nothing (see Queue).
 func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareStoreRead(ctx); err != nil {
 		return false, err
 	}
 	return c.store.HasKey(ctx, key)
 }
 
-// ListOrder returns the order in which List lists the store's keys.
+// ListOrder returns the order in which List lists the store's keys. It
+// creates nothing (see Queue).
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
-	if err := c.prepare(ctx); err != nil {
+	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
 	return c.store.KeyOrder(), nil

@@ -306,7 +306,11 @@ func (e *Election) IsLeader() bool {
 }
 
 // Leader returns who leads now, or an error wrapping ErrNoLeader (see
-// who.go).
+// who.go). It only reads, by a clock that may be off the one the
+// candidates' writes are judged by (before its Client's first claim,
+// on MongoDB hello's: behind a mongos, the router's): it may
+// then name nobody while a candidate leads, or the next candidate while
+// the leader's lease has not expired (see dsync.ClaimInfo.Expired).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
 	return e.readLeader(ctx)
 }

@@ -3,12 +3,15 @@ package leader
 import (
 	"context"
 	"fmt"
+	"slices"
+
+	"github.com/go-dsync/dsync/dsync"
 )
 
 // Who leads is decided here, once, for every store: the holder of the
-// election's lease is the claim at the head of LockKey(name)'s queue,
-// which the Client reads; its member status, if a MemberStore keeps one,
-// adds what it advertises (Version, Value).
+// election's lease is the claim at the head of LockKey(name)'s queue (its
+// first claim that holds), which the Client reads; its member status, if
+// a MemberStore keeps one, adds what it advertises (Version, Value).
 
 // readLeader returns who leads now, or an error wrapping ErrNoLeader.
 // When the leader's member status is of a later term than the claim read
@@ -20,10 +23,14 @@ func (e *Election) readLeader(ctx context.Context) (Info, error) {
 		if err != nil {
 			return Info{}, err
 		}
-		if len(q) == 0 {
+		// The first claim that holds: claims before it whose lease
+		// expired (ClaimInfo.Expired) lead no more, though nothing has
+		// ended them yet (a read does not).
+		i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+		if i < 0 {
 			return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, e.name)
 		}
-		l := q[0]
+		l := q[i]
 		info := Info{ID: l.Owner, Host: l.Host, PID: l.PID, Since: l.QueuedAt, Token: l.Token}
 		if e.cfg.members == nil {
 			return info, nil

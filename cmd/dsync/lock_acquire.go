@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -74,13 +75,15 @@ func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) 
 	// The head of the lock's queue: its holder, or the claim whose turn
 	// has just come.
 	q, err := b.Queue(ctx, name)
-	switch {
-	case err != nil:
+	if err != nil {
 		return "its holder cannot be read: " + oneLine(err)
-	case len(q) == 0:
+	}
+	// Claims before it whose session expired hold no more (Expired).
+	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	if i < 0 {
 		return "it is free now"
 	}
-	info := q[0]
+	info := q[i]
 	if host, _ := os.Hostname(); host == info.Host {
 		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
 			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)
@@ -100,13 +103,17 @@ func describeUnits(ctx context.Context, b *dsync.Client, name string) string {
 	case len(q) == 0:
 		return "it is free now"
 	}
-	limit, held := q[0].Limit, int64(0)
+	first := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	if first < 0 {
+		return "it is free now"
+	}
+	limit, held := q[first].Limit, int64(0)
 	for _, c := range q {
 		if c.Holds {
 			held += c.Weight
 		}
 	}
-	return fmt.Sprintf("%d/%d units held (first by %s, pid %d, token %d)", held, limit, q[0].Host, q[0].PID, q[0].Token)
+	return fmt.Sprintf("%d/%d units held (first by %s, pid %d, token %d)", held, limit, q[first].Host, q[first].PID, q[first].Token)
 }
 
 // unlock releases the hold, bounded by the TTL; a lost hold needs no

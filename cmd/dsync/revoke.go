@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
@@ -82,14 +84,9 @@ func runRevoke(g *globals, args []string) int {
 	defer cancel()
 	session := *process
 	if *key != "" {
-		q, err := c.Queue(ctx, *key)
-		if err != nil {
+		if session, err = keyHolder(ctx, c, store, *key); err != nil {
 			return fail("revoke", exitFailure, err)
 		}
-		if len(q) == 0 {
-			return fail("revoke", exitFailure, fmt.Errorf("%s is not held", *key))
-		}
-		session = q[0].Session
 	}
 	r := driver.Revocation{Session: session, By: revoker(), Reason: *reason}
 	expired, err := revokeUntilExpired(ctx, store, r)
@@ -99,6 +96,31 @@ func runRevoke(g *globals, args []string) int {
 	fmt.Printf("revoked session %s (by %s: %s); its lease expired at %s (store time)\n",
 		session, r.By, r.Reason, expired.UTC().Format(time.RFC3339Nano))
 	return exitOK
+}
+
+// keyHolder returns the session of the claim that holds key, for revoke
+// --key. It prepares store for writing first: the revoke is a write aimed
+// by this choice, so the claims' expiry must be judged by the clock that
+// orders the writes (ServerTime), which Queue then reads (a
+// driver.ReadPreparer's ReadServerTime is ServerTime's once Prepare has
+// succeeded), not by a read's sample (on MongoDB hello's, behind a mongos
+// the router's): by a clock ahead, the holder looked expired and the
+// first waiter's session was revoked instead.
+func keyHolder(ctx context.Context, c *dsync.Client, store driver.Store, key string) (string, error) {
+	if err := store.Prepare(ctx); err != nil {
+		return "", err
+	}
+	q, err := c.Queue(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	// Its holder: claims before it whose session expired hold no more
+	// (Expired), and need no revoke.
+	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	if i < 0 {
+		return "", fmt.Errorf("%s is not held", key)
+	}
+	return q[i].Session, nil
 }
 
 // revokeStore is what revoke needs of the store.
@@ -113,7 +135,8 @@ type revokeStore interface {
 func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocation) (time.Time, error) {
 	// A revoke writes: the store is prepared for writing, and its time
 	// is the clock it judges expiry with (ServerTime is not valid before
-	// the store is prepared, and by --process nothing has prepared it).
+	// the store is prepared: by --process nothing has prepared it; by
+	// --key keyHolder has, and this is cheap).
 	if err := store.Prepare(ctx); err != nil {
 		return time.Time{}, err
 	}

@@ -5,8 +5,10 @@ package main
 // What dsync status reads: the store through internal/statusread, the
 // reader it shares with the status page (statuspage), in the server's
 // time. This file adds what only the command needs: the server's clock
-// from clockcheck, the Client and member store made from the command's
-// flags, and a database without the lock collection left as it is.
+// from clockcheck, and the Client and member store made from the
+// command's flags. The Client's reads write nothing and create nothing
+// (they need only MongoDB's read role), so status pointed at a database
+// nothing uses (a mistyped --db, say) lists nothing and leaves it empty.
 
 import (
 	"context"
@@ -30,8 +32,7 @@ type statusStore struct {
 	where     string           // the database and collection, for errors
 	serverNow func() time.Time // the server's time
 	within    time.Duration    // the uncertainty of serverNow
-	// client and reader read the store; nil when the database has no
-	// lock collection (see collectionExists): then nothing is listed.
+	// client and reader read the store.
 	client *dsync.Client
 	reader *statusread.Reader
 }
@@ -52,9 +53,6 @@ func openStatus(ctx context.Context, g *globals, db *mongo.Database, seen time.D
 		// reply.
 		serverNow: func() time.Time { return sample.ServerTime.Add(sample.RTT/2 + time.Since(measured)) },
 		within:    sample.Uncertainty,
-	}
-	if !collectionExists(ctx, db, g.collection) {
-		return s, nil
 	}
 	// Status reports what it reads; the library's own warnings would only
 	// interleave with the table.
@@ -84,10 +82,6 @@ func (s *statusStore) close() {
 // it does not call.
 func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (statusSummary, error) {
 	sum := statusSummary{within: s.within}
-	if s.reader == nil {
-		sum.now = s.serverNow()
-		return sum, nil
-	}
 	var err error
 	if sel.name != "" {
 		sum.Listed, err = s.reader.Named(ctx, sel.name, out)
@@ -104,22 +98,16 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 	return sum, nil
 }
 
-// revocations reads the sessions operators revoked; none when the
-// database has no lock collection (the revocations are kept beside it,
-// and made with it).
+// revocations reads the sessions operators revoked.
 func (s *statusStore) revocations(ctx context.Context) ([]driver.Revocation, error) {
-	if s.reader == nil {
-		return nil, nil
-	}
 	return s.reader.Revocations(ctx)
 }
 
 // collectionExists reports whether db has the collection coll, so that
-// status pointed at a database without one (a mistyped --db, say) lists
-// nothing rather than create it: the store's first call creates the
-// lock collection's index, and samples the server's clock with a write.
-// When the server does not say (a user without the listCollections
-// privilege), status goes on and lets the Client read.
+// the status page pointed at a database without one (a mistyped --db,
+// say) says so rather than show an empty store. When the server does not
+// say (a user without the listCollections privilege), it goes on and
+// lets the Client read.
 func collectionExists(ctx context.Context, db *mongo.Database, coll string) bool {
 	names, err := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: coll}})
 	return err != nil || len(names) > 0

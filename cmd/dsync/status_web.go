@@ -42,8 +42,8 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 	page := statuspage.New(statuspage.Config{
 		Client: locks, Members: members, Seen: f.seen, Timeout: g.timeout,
 		Now: func(ctx context.Context) (time.Time, error) {
-			// A database without the collection lists nothing, and is
-			// not created by reading it (see collectionExists).
+			// A database without the collection lists nothing: say
+			// why, rather than show an empty store.
 			if !collectionExists(ctx, db, g.collection) {
 				return time.Time{}, fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
 			}

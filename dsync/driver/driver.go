@@ -210,7 +210,8 @@ type Interval struct {
 type Store interface {
 	// Prepare makes the store ready to serve (indexes, the clock); it is
 	// called before any other method but ServerTime, and again after it
-	// failed. It must be cheap once it has succeeded.
+	// failed, except before reads of a ReadPreparer, which are prepared
+	// with PrepareRead instead. It must be cheap once it has succeeded.
 	Prepare(ctx context.Context) error
 	// ServerTime returns an interval that certainly contains the store's
 	// clock now: the clock that orders the store's writes. Valid once

@@ -234,7 +234,7 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	ps := newProcs(t, 3)
 	ctx := testCtx(t, time.Minute)
 	const ttl = time.Second
-	_, _ = ps[1].b.Current(ctx, "warm-up") // start the waiter's estimator outside the timing
+	warmUp(ctx, t, ps[1].b) // start the waiter's estimator outside the timing
 	sent := time.Now()
 	sa := open(t, ctx, ps[0].b, ttl)
 	a := claimed(t, ctx, ps[0].b, "k", "alice", sa)

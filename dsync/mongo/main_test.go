@@ -172,13 +172,23 @@ func lockUnlockOnce(ctx context.Context, t *testing.T, p *proc, key string) uint
 	return token
 }
 
+// warmUp prepares b as its first write does (the lock index, the clock
+// estimator, the store's protocol document), by opening a session of its
+// own: a read (Current) prepares only for reading.
+func warmUp(ctx context.Context, t *testing.T, b *testClient) {
+	t.Helper()
+	if _, err := b.raw.OpenSession(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // firstLockUnlock is a fresh process's first Lock+Unlock of key: the
 // protocol's commands it sends (protocolCommands, also seeing each) and
 // the hold's token. The process is prepared first (indexes, the clock),
 // as any process is after its first call.
 func firstLockUnlock(ctx context.Context, t *testing.T, p *proc, key string, also func(*event.CommandStartedEvent)) (map[string]int, uint64) {
 	t.Helper()
-	_, _ = p.b.Current(ctx, "warm-up")
+	warmUp(ctx, t, p.b)
 	sent := protocolCommands(p, also)
 	token := lockUnlockOnce(ctx, t, p, key)
 	return sent(), token

@@ -25,7 +25,9 @@ const MaxKeyLen = 512
 //
 // It does no I/O: the index is created, and the server's clock measured,
 // by the first call that needs them, with that call's context; a failure
-// is returned to that call and retried by the next. One store (and one
+// is returned to that call and retried by the next. A Client's reads
+// (List, Queue, HasKey, ListOrder, Revocations) create nothing and write
+// nothing (Store.PrepareRead): they need only the read role. One store (and one
 // Client) per process and database is the intended use.
 func NewStore(db *mongo.Database, opts ...Option) (*Store, error) {
 	if db == nil {
@@ -48,8 +50,9 @@ func NewStore(db *mongo.Database, opts ...Option) (*Store, error) {
 func (s *Store) Collection(name string) *mongo.Collection { return s.collection(name) }
 
 // ServerNow returns the interval the server's current time certainly lies
-// in, from the estimate the store judges expiry with (measuring the
-// server's clock first if no call has yet).
+// in, from the estimate the store judges expiry with (preparing the store
+// first if no call has yet: the lock index, and a clock sample that is a
+// write; ServerNowRead writes nothing).
 func (s *Store) ServerNow(ctx context.Context) (clockcheck.Interval, error) {
 	est, err := s.prepare(ctx)
 	if err != nil {

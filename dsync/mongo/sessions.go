@@ -18,6 +18,11 @@ import (
 // "dsync_locks_sessions" by default.
 const sessionsSuffix = "_sessions"
 
+// errNotPrepared refuses a renewal before Prepare has succeeded: it
+// samples the server's clock on Prepare's estimator, which PrepareRead
+// (reads only) does not start.
+var errNotPrepared = errors.New("dsyncmongo: the store is not prepared for writes (Prepare has not succeeded)")
+
 // sessionRetention is how long after its expiry a session document is
 // kept. Deleting it changes nothing for its claims (a claim whose session
 // is gone, or left without its generation 0 and expired, counts as dead a
@@ -56,8 +61,17 @@ const closeCleanTime = 2 * time.Second
 // session closes its store, and by sweeps (Compact), never on the way to
 // a Lock. When each new session sent it, a fresh process's first
 // Lock+Unlock cost grew with the processes started in the last hour.
+//
+// Without Prepare's estimator (a store used only for reads, whose
+// PrepareRead started none; or a caller that broke driver.Store's rule
+// and wrote before Prepare) it deletes nothing: which sessions expired
+// long enough ago is judged only by the clock that orders the writes.
 func (s *Store) cleanSessions(ctx context.Context) {
-	before := s.est.Load().Now().Earliest.Add(-sessionRetention)
+	e := s.est.Load()
+	if e == nil {
+		return
+	}
+	before := e.Now().Earliest.Add(-sessionRetention)
 	_, err := s.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
 		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
@@ -82,9 +96,15 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
 	}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	est := s.est.Load()
+	if est == nil {
+		// Not prepared for writes (driver.Store: Prepare comes first; a
+		// PrepareRead does not do): refused before anything is sent.
+		return false, errNotPrepared
+	}
 	found := true
 	err := s.write(ctx, "renew", func(ctx context.Context) error {
-		return s.est.Load().Sampled(ctx, func(ctx context.Context) (time.Time, error) {
+		return est.Sampled(ctx, func(ctx context.Context) (time.Time, error) {
 			var d sessionDoc
 			err := s.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 			if errors.Is(err, mongo.ErrNoDocuments) {

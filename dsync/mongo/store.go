@@ -50,7 +50,10 @@ type Store struct {
 	// suite's test of it; run.go).
 	runsOnFerretDB bool
 	est            atomic.Pointer[clockcheck.Estimator]
-	closed         atomic.Bool
+	// readEst samples the server's clock with hello, for reads before
+	// Prepare (prepare_read.go); nil once est exists.
+	readEst atomic.Pointer[clockcheck.Estimator]
+	closed  atomic.Bool
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool
@@ -76,9 +79,10 @@ type Store struct {
 }
 
 var (
-	_ driver.Store      = (*Store)(nil)
-	_ driver.Feed       = (*Store)(nil)
-	_ driver.KeyChecker = (*Store)(nil)
+	_ driver.Store        = (*Store)(nil)
+	_ driver.Feed         = (*Store)(nil)
+	_ driver.KeyChecker   = (*Store)(nil)
+	_ driver.ReadPreparer = (*Store)(nil)
 )
 
 func newStore(db *mongo.Database, cfg *config) *Store {
@@ -109,9 +113,12 @@ func (s *Store) Prepare(ctx context.Context) error {
 	return err
 }
 
-// ServerTime implements driver.Store, from the estimator; before Prepare
-// has started it, the zero Interval (driver.Store allows the call, and
-// the answer is not valid until then).
+// ServerTime implements driver.Store, from the estimator Prepare started
+// (which samples on writes to the primary); before Prepare has started it,
+// the zero Interval (driver.Store allows the call, and the answer is not
+// valid until then). It never answers from PrepareRead's estimator: the
+// engine judges expiry with ServerTime, and a hello sample (behind a
+// mongos, the router's clock) is not the clock that orders the writes.
 func (s *Store) ServerTime() driver.Interval {
 	e := s.est.Load()
 	if e == nil {
@@ -147,6 +154,7 @@ func (s *Store) Close() error {
 	if t != nil {
 		t.stop()
 	}
+	s.retireReadEstimatorLocked()
 	if e := s.est.Load(); e != nil {
 		return e.Close()
 	}
@@ -189,6 +197,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
 	}
 	s.est.Store(e)
+	s.retireReadEstimatorLocked()
 	return e, nil
 }
 

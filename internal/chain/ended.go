@@ -32,6 +32,17 @@ func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, mar
 	return e.unended(ctx, d)
 }
 
+// markedEnded is ended for readers that must not write: d has ended only
+// if its end marker is stored; a claim whose session expired is not
+// ended by it (unended would insert its dead marker).
+func (e *Engine) markedEnded(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, err error) {
+	m, found, err := e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce))
+	if err != nil || !found {
+		return false, "", Doc{}, err
+	}
+	return true, m.Kind, m, nil
+}
+
 // blockerOf describes the live claim d, with the highest expiry of its
 // session known: the one d carries, or a read's.
 func (e *Engine) blockerOf(d Doc) Blocker {

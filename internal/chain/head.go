@@ -33,23 +33,45 @@ func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, er
 // it: it is dropped, and if the floor rose past every claim read, the
 // reads are made again.
 func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
+	return e.queue(ctx, key, e.clock.ServerNow, true)
+}
+
+// QueueRead is Queue for reads that must write nothing and teach the
+// engine nothing (a Client's Queue and List, an election's Leader, dsync
+// status): it reads the same documents, under the gate that covers the
+// key by now, the caller's clock (which may be a read-only sample, such
+// as one taken with hello behind a mongos, and is not the engine's), and
+// returns every claim found without an end marker, whether or not its
+// session has expired. Queue instead ends such a claim with a dead marker
+// judged by the engine's clock; a read cannot judge that (its clock may
+// be off the one that orders the writes) and must not, since a marker
+// inserted wrongly ends a live claim. Nor does it record the gates it
+// read, or the sessions it found missing, as Queue does.
+func (e *Engine) QueueRead(ctx context.Context, key string, now func() Interval) ([]Doc, error) {
+	return e.queue(ctx, key, now, false)
+}
+
+// queue is Queue (judge: claims without a marker are judged by their
+// session, and marked dead once it expired; the gate read is learnt) and
+// QueueRead (not judge: nothing is written or learnt).
+func (e *Engine) queue(ctx context.Context, key string, now func() Interval, judge bool) ([]Doc, error) {
 	for attempt := 0; ; attempt++ {
-		g, ok, err := e.liveSegment(ctx, key)
+		g, ok, err := e.liveSegmentAt(ctx, key, now())
 		if err != nil || !ok {
 			return nil, err // no segment anyone may rely on: nothing holds
 		}
-		if ks := e.snapshot(key); ks.seg == g.Seg {
+		if ks := e.snapshot(key); judge && ks.seg == g.Seg {
 			// What covers the key now, for this process's claims too. A
 			// segment it does not rely on yet it learns only by a start or
 			// a join, which check that the store's span is this
 			// process's (span.go).
 			e.learnGate(key, g)
 		}
-		live, top, err := e.queueFrom(ctx, key, g)
+		live, top, err := e.queueFrom(ctx, key, g, judge)
 		if err != nil || top == 0 {
 			return nil, err
 		}
-		after, ok, err := e.liveSegment(ctx, key)
+		after, ok, err := e.liveSegmentAt(ctx, key, now())
 		if err != nil {
 			return nil, err
 		}
@@ -69,8 +91,9 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 
 // queueFrom reads key's queue under gate g: its claims that have not
 // ended, lowest first, and the epoch of the newest claim it started from
-// (0: none; the queue is then empty).
-func (e *Engine) queueFrom(ctx context.Context, key string, g Doc) (live []Doc, top uint64, err error) {
+// (0: none; the queue is then empty). Without judge, a claim has ended
+// only by its end marker (markedEnded): nothing is written.
+func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (live []Doc, top uint64, err error) {
 	seg, floor := g.Seg, g.Floor
 	d, ok, err := e.newest(ctx, key, seg, floor)
 	if errors.Is(err, errFloorStray) {
@@ -83,7 +106,14 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc) (live []Doc, 
 	}
 	top = d.Epoch
 	for {
-		ended, kind, marker, _, err := e.ended(ctx, d)
+		var ended bool
+		var kind string
+		var marker Doc
+		if judge {
+			ended, kind, marker, _, err = e.ended(ctx, d)
+		} else {
+			ended, kind, marker, err = e.markedEnded(ctx, d)
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -120,7 +150,11 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc) (live []Doc, 
 // rely on, and the key's floor. found is false when no segment is
 // covered: the key is idle.
 func (e *Engine) liveSegment(ctx context.Context, key string) (g Doc, found bool, err error) {
-	now := e.clock.ServerNow()
+	return e.liveSegmentAt(ctx, key, e.clock.ServerNow())
+}
+
+// liveSegmentAt is liveSegment at the store time now.
+func (e *Engine) liveSegmentAt(ctx context.Context, key string, now Interval) (g Doc, found bool, err error) {
 	for b := e.bucket(now.Latest) + 1; b >= e.bucket(now.Earliest)-1; b-- {
 		if !now.Earliest.Before(e.bucketEnd(b + 1).Add(-e.cfg.Margin)) {
 			break

@@ -63,7 +63,9 @@ func (e *SpanError) Is(target error) bool { return target == ErrSpan }
 
 // Agree records this engine's bucket span as the store's, or adopts the
 // store's: only an engine configured with Fixed refuses another span
-// (ErrSpan). It must succeed before the engine claims. The engine's span
+// (ErrSpan); a document at ProtocolID that is not a protocol document is
+// refused (ErrSpan) whatever fixed says. It must succeed before the
+// engine claims. The engine's span
 // does not change after that: a store that records another one later
 // (emptied, and written first by a process of another span) has this
 // engine's starts and joins refused with a *SpanError.
@@ -88,8 +90,12 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 	if err == nil {
 		e.learnHistory(got.Nonce)
 	}
+	// Only another span can be adopted: a document at ProtocolID that is
+	// not a protocol document (another kind, or no positive span) is
+	// refused whatever fixed says, as LearnSpan refuses it.
+	var other *SpanError
 	switch {
-	case err == nil, fixed:
+	case err == nil, fixed, !errors.As(err, &other):
 		return err
 	case got.Span < 4*e.cfg.Margin:
 		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
@@ -97,6 +103,35 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 	e.spanNs.Store(int64(got.Span))
 	e.learnHistory(got.Nonce)
 	return nil
+}
+
+// LearnSpan adopts the span the store's protocol document records, as
+// Agree does, but only reads it: for reads of the keys' queues by an
+// engine that has not agreed (and so claims nothing), which must write
+// nothing. found is false when the store has no protocol document: the
+// engine's span is left as it is. A document that is not a protocol
+// document (another kind, or no positive span) is refused (ErrSpan),
+// whatever fixed says, and so is another span if fixed (the engine was
+// configured with one: a *SpanError) or if it is below 4 × the margin;
+// the engine's span is then left as it is. Agree must still succeed
+// before the engine claims.
+func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err error) {
+	got, found, err := e.store.Get(ctx, ProtocolID)
+	if err != nil || !found {
+		return false, err
+	}
+	err = e.sameSpan(got)
+	var other *SpanError
+	switch {
+	case err == nil:
+		return true, nil
+	case fixed, !errors.As(err, &other):
+		return false, err
+	case got.Span < 4*e.cfg.Margin:
+		return false, fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+	}
+	e.spanNs.Store(int64(got.Span))
+	return true, nil
 }
 
 // confirmSpan makes sure the store's protocol document names this

@@ -29,11 +29,10 @@
 //   - An election's leader and its lease are two reads; when a term
 //     begins or ends between them they disagree, and are read again, a
 //     few times (Election).
-//   - Reading does not decide whether the store is created: the Client's
-//     List, Queue, HasKey and ListOrder prepare the store (on MongoDB,
-//     create its collections), its Revocations does not. A caller that
-//     must leave an empty database untouched checks first, as dsync
-//     status does.
+//   - Reading writes nothing: the Client's List, Queue, HasKey,
+//     ListOrder and Revocations and leadermongo's Members create no
+//     collection or index and need only MongoDB's read role; a database
+//     nothing uses reads as empty, and is left so.
 //
 // The shards of a leader.Partition are elections like any other here;
 // the presenters gather them with internal/partitions.

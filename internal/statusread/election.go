@@ -3,6 +3,7 @@ package statusread
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -64,7 +65,10 @@ func (r *Reader) election(ctx context.Context, name string) (Election, error) {
 				}
 			}
 		}
-		if nobody && len(q) == 0 || !nobody && len(q) > 0 && q[0].Token == info.Token {
+		// They agree when the queue's first claim that holds (expired
+		// claims before it hold no more) is the leader read.
+		h := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+		if nobody && h < 0 || !nobody && h >= 0 && q[h].Token == info.Token {
 			break
 		}
 	}

@@ -64,6 +64,10 @@ type Lock struct {
 	// Waiting the claims queued behind them. Both are empty when nothing
 	// holds or waits.
 	Holders, Waiting []dsync.ClaimInfo
+	// Expired are the claims whose session had expired as read
+	// (dsync.ClaimInfo.Expired): they hold no more, and the next process
+	// that claims or waits on the key ends them (reading does not).
+	Expired []dsync.ClaimInfo
 	// Done: a Once whose function ran to success (its done record
 	// exists), which nothing holds or waits for.
 	Done bool
@@ -152,13 +156,16 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 	}
 	l := Lock{Key: key, Kind: kind, Name: name}
 	for _, c := range q {
-		if c.Holds {
+		switch {
+		case c.Expired:
+			l.Expired = append(l.Expired, c)
+		case c.Holds:
 			l.Holders = append(l.Holders, c)
-		} else {
+		default:
 			l.Waiting = append(l.Waiting, c)
 		}
 	}
-	if kind == KindOnce && len(q) == 0 {
+	if kind == KindOnce && len(l.Holders) == 0 && len(l.Waiting) == 0 {
 		// Nothing holds or waits: the Once is done, or its runs failed
 		// (or none ran to the end).
 		once, err := dsync.NewOnce(r.Client, name)
@@ -175,7 +182,7 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 }
 
 // Revocations returns the sessions operators revoked, as the store
-// records them (dsync.Client.Revocations: it creates nothing).
+// records them (dsync.Client.Revocations).
 func (r *Reader) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	return r.Client.Revocations(ctx)
 }

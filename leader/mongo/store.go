@@ -322,8 +322,10 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 }
 
 // Members implements leader.MemberStore.
+// It only reads: on a database without member documents it finds none,
+// and creates nothing.
 func (b *Store) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
-	now, err := b.locks.ServerNow(ctx)
+	now, err := b.locks.ServerNowRead(ctx)
 	if err != nil {
 		return nil, err
 	}

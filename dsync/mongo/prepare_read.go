@@ -1,0 +1,128 @@
+package dsyncmongo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// Reads without writes.
+//
+// Prepare creates the lock collection's index and samples the server's
+// clock with a write (servertime.go): a user that may only read (an
+// operator's status page, dsync status) is refused both, and a read of a
+// database nothing has used would leave dsync's collections in it.
+// PrepareRead serves reads instead with what a read-only user may do: it
+// detects the deployment (buildInfo, hello) and samples the server's
+// clock with hello, whose localTime is the clock of the server that
+// answers. On a single server or a replica set that is the primary's
+// clock, the one that orders the writes; behind a mongos it is the
+// router's, which may be off the primary's by the routers' skew: what a
+// read reports of expiries (which claim holds) may then be off by as
+// much. So ServerTime, the clock the engine judges expiry with, never
+// answers from this sample: reads get it from ReadServerTime, and nothing
+// a process relies on or writes is judged by it (a Client claims only
+// after Prepare, whose write samples replace these). Finds on a
+// collection that does not exist find nothing and create nothing.
+
+// PrepareRead implements driver.ReadPreparer: it detects the deployment
+// and starts a server-time estimator that samples with hello, once,
+// unless Prepare already started its own. It writes nothing. Its
+// estimator serves ReadServerTime and ServerNowRead only, never
+// ServerTime, the clock the engine judges expiry with.
+func (s *Store) PrepareRead(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.prepared() {
+		return nil
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-s.sem }()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.prepared() {
+		return nil
+	}
+	if err := s.probeLocked(ctx); err != nil {
+		return err
+	}
+	opts := append([]clockcheck.Option{
+		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
+		clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
+	}, s.cfg.estimator...)
+	e, err := clockcheck.NewEstimator(ctx, s.db, opts...)
+	if err != nil {
+		return fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
+	}
+	s.readEst.Store(e)
+	return nil
+}
+
+// retireReadEstimatorLocked stops the reads' estimator once Prepare's exists
+// (ServerTime prefers Prepare's); s.sem is held.
+func (s *Store) retireReadEstimatorLocked() {
+	if e := s.readEst.Swap(nil); e != nil {
+		_ = e.Close()
+	}
+}
+
+// ServerNowRead is ServerNow for readers: the interval the server's
+// current time lies in, from the estimate the store judges expiry with
+// if a call has prepared the store for writes, else from one that samples
+// with hello (PrepareRead), which writes nothing. Package leadermongo
+// reads its member documents' ages with it, so that listing members (dsync
+// status, the status page) needs only the read role.
+func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) {
+	if err := s.PrepareRead(ctx); err != nil {
+		return clockcheck.Interval{}, err
+	}
+	e := s.readEstimator()
+	if e == nil { // Close retired the estimators meanwhile
+		return clockcheck.Interval{}, ErrClosed
+	}
+	return e.Now(), nil
+}
+
+// ReadServerTime implements driver.ReadPreparer: ServerTime once Prepare
+// has started its estimator, else PrepareRead's (hello) sample, else the
+// zero Interval. A Client reports with it which claims' sessions look
+// expired; it never judges a write with it.
+func (s *Store) ReadServerTime() driver.Interval {
+	e := s.readEstimator()
+	if e == nil {
+		return driver.Interval{}
+	}
+	iv := e.Now()
+	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
+}
+
+// readEstimator returns Prepare's estimator if it has one, else
+// PrepareRead's; nil before either (or after Close).
+//
+// readEst is loaded before est. prepare stores est first and only then
+// retires readEst (Swap(nil)), and atomics are sequentially consistent,
+// so a nil readEst read here means either that PrepareRead has not run
+// or that est was already stored before, and the later load of est sees
+// it. Loaded the other way round, a reader could load est (nil, not yet
+// stored), then find readEst retired by a prepare that ran in between,
+// and report no estimator at all, although one of the two always existed
+// (only Close leaves both nil).
+func (s *Store) readEstimator() *clockcheck.Estimator {
+	r := s.readEst.Load()
+	if e := s.est.Load(); e != nil {
+		return e
+	}
+	return r
+}
+
+// prepared reports whether Prepare or PrepareRead has started an
+// estimator (readEst first: see readEstimator).
+func (s *Store) prepared() bool { return s.readEstimator() != nil }
