@@ -62,3 +62,11 @@ func (r raw) Await(ctx context.Context, c clienthook.Claim) error {
 func (r raw) End(ctx context.Context, c clienthook.Claim, held bool) error {
 	return r.c.end(ctx, claimRef(c), held)
 }
+
+func (r raw) Look(ctx context.Context, key string) error {
+	if err := r.c.prepare(ctx); err != nil {
+		return err
+	}
+	_, err := r.c.eng.Queue(ctx, key)
+	return err
+}

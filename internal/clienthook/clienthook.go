@@ -71,4 +71,8 @@ type Raw interface {
 	Claim(ctx context.Context, key, owner, session string, try bool) (Claim, error)
 	Await(ctx context.Context, c Claim) error
 	End(ctx context.Context, c Claim, held bool) error
+	// Look reads key's queue as a claimer's walk does, learning the gate
+	// that covers the key now (and ending claims it finds dead), which a
+	// Client's Queue, a read that writes nothing, does not.
+	Look(ctx context.Context, key string) error
 }
