@@ -225,11 +225,21 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile
-// (the walk goes on), c may pass it (the walk goes on with d in c.passed,
-// unless their weights leave no room for c), or c waits for it.
+// (the walk goes on), c may pass it (the walk goes on with d in c.passed),
+// or c waits for it.
+//
+// A weighted walker passes a claim even when the weights it passed leave
+// it no room: it walks on to where it knows every live claim below it
+// (holdOnReads then finds no room, and it waits for the claims it
+// passed), so that the units it lacks (Shortfall) are all it lacks. A
+// walk that stopped at the limit knew only the claims above that point:
+// the end of one of those woke its waiter, which had room among them and
+// walked the rest then, as the one below it came to hold on that same end
+// (a full Semaphore's second in line, beside a unit kept below: its walk
+// read the claims below and their markers while the next holder read
+// its own, and the handoff took longer with 4 waiting than with 1).
 func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
-	passes := e.passes(ctx, c.Terms, d)
-	if passes && e.fits(c.Terms, append(c.passed, passedClaim{d: d, b: b})) {
+	if e.passes(ctx, c.Terms, d) {
 		// Passed live or not (an ended claim whose marker a prune
 		// deleted, below: counting it only costs room), and nothing
 		// read: the walk goes on, and a claim it then finds missing
@@ -248,16 +258,6 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		} else if epoch < f.Epoch {
 			return Blocker{}, false, e.belowFloor(ctx, c, f)
 		}
-	}
-	if passes {
-		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
-		c.checked = epoch
-		// More claims below only add weight: wait for one of these to
-		// end first.
-		if b, full, err := e.full(ctx, c); err != nil || full {
-			return b, full, err
-		}
-		return Blocker{}, false, nil
 	}
 	c.blocker, c.hasBlocker = d, true
 	return b, true, nil
