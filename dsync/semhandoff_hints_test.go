@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -101,6 +102,65 @@ func TestFullSemaphoreHandoffOnlyTheNextReads(t *testing.T) {
 			if err := procs[<-held].ReleaseContext(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+}
+
+// TestFullSemaphoreTryStopsAtTheLimit: a TryAcquire of a full
+// Semaphore (2 units held, 3 waiting), which never waits, gives up once
+// the claims it passed fill the limit, on a store that reads by ID
+// only, as before; it does not walk on down the queue, as a waiter's
+// walk now does to know every unit it lacks (liveBelow): 15 documents
+// read in all (its claim's insert included), 20 if it walked on.
+func TestFullSemaphoreTryStopsAtTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		sem := func(s *slowReads, key string) *Semaphore {
+			opts := []ClientOption{ClientWithPollInterval(time.Minute)}
+			if s != nil {
+				opts = append(opts, func(c *clientConfig) error {
+					c.wrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
+					return nil
+				})
+			}
+			c := NewMemClientOn(mem, opts...)
+			t.Cleanup(func() { _ = c.Close() })
+			sm, err := NewSemaphore(c.Client, key, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sm
+		}
+		ctx := t.Context()
+		for range 2 {
+			if err := sem(nil, "s").Acquire(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			go func() { _ = sem(nil, "s").Acquire(ctx, 1) }()
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		s := &slowReads{}
+		tryer := sem(s, "s")
+		// Its session and the store's protocol, on another key first.
+		warm, err := NewSemaphore(tryer.client, "warm", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.ReleaseContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		s.take()
+		if err := tryer.TryAcquireContext(ctx, 1); !errors.Is(err, ErrHeld) {
+			t.Fatalf("TryAcquire of a full Semaphore: %v, want ErrHeld", err)
+		}
+		if n := s.take(); n > 15 {
+			t.Errorf("a TryAcquire of a full Semaphore with 3 waiting read %d documents, want at most 15", n)
 		}
 	})
 }

@@ -237,9 +237,11 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 // walked the rest then, as the one below it came to hold on that same end
 // (a full Semaphore's second in line, beside a unit kept below: its walk
 // read the claims below and their markers while the next holder read
-// its own, and the handoff took longer with 4 waiting than with 1).
+// its own, and the handoff took longer with 4 waiting than with 1). A
+// try, which never waits, stops there.
 func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
-	if e.passes(ctx, c.Terms, d) {
+	passes := e.passes(ctx, c.Terms, d)
+	if passes && (!c.try || e.fits(c.Terms, append(c.passed, passedClaim{d: d, b: b}))) {
 		// Passed live or not (an ended claim whose marker a prune
 		// deleted, below: counting it only costs room), and nothing
 		// read: the walk goes on, and a claim it then finds missing
@@ -258,6 +260,15 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		} else if epoch < f.Epoch {
 			return Blocker{}, false, e.belowFloor(ctx, c, f)
 		}
+	}
+	if passes {
+		// A try's claims leave it no room: it gives up.
+		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
+		c.checked = epoch
+		if b, full, err := e.full(ctx, c); err != nil || full {
+			return b, full, err
+		}
+		return Blocker{}, false, nil
 	}
 	c.blocker, c.hasBlocker = d, true
 	return b, true, nil
