@@ -135,7 +135,10 @@ func (w *writeOrder) WriteTo(b []byte, addr net.Addr) (int, error) {
 func TestEndGoesFirstToTheEarliestWaiter(t *testing.T) {
 	f, _ := endTargets(t)
 	k := claimID{"k", 10}
-	for i, port := range []int{7, 3, 9, 1, 5} {
+	// Twelve waiters, so that the map's order (which the end followed
+	// before) matches theirs by chance almost never.
+	ports := []int{7, 3, 9, 1, 5, 12, 2, 11, 4, 10, 8, 6}
+	for i, port := range ports {
 		at := endNow.Add(time.Duration(i) * time.Millisecond)
 		noteWaiter(f.waitingFor, k, addr(port), waiter{mustAddr(t, addr(port)), endUntil, at}, at)
 	}
@@ -148,7 +151,11 @@ func TestEndGoesFirstToTheEarliestWaiter(t *testing.T) {
 	for _, a := range rec.to {
 		got = append(got, a.String())
 	}
-	if want := []string{addr(7), addr(3), addr(9), addr(1), addr(5)}; !slices.Equal(got, want) {
+	var want []string
+	for _, port := range ports {
+		want = append(want, addr(port))
+	}
+	if !slices.Equal(got, want) {
 		t.Errorf("the end of claim 10 went to %v in that order, want %v, the order its waiters were recorded in", got, want)
 	}
 }
