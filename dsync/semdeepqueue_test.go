@@ -2,7 +2,6 @@ package dsync
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,9 +25,9 @@ func TestDeepSemaphoreQueueReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit, waiting = 2, 32
 		mem := memory.New()
-		var stores []*allReads
+		var stores []*countedReads
 		sem := func() *Semaphore {
-			s := &allReads{}
+			s := &countedReads{}
 			stores = append(stores, s)
 			c := NewMemClientOn(mem, ClientWithPollInterval(time.Minute),
 				func(c *clientConfig) error {
@@ -98,41 +97,4 @@ func TestDeepSemaphoreQueueReads(t *testing.T) {
 			_ = h.ReleaseContext(ctx, 1)
 		}
 	})
-}
-
-// allReads counts every read a process sends to the store: by ID, of
-// sessions, and of runs.
-type allReads struct {
-	driver.Store
-	mu sync.Mutex
-	n  int
-}
-
-func (s *allReads) take() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.n
-	s.n = 0
-	return n
-}
-
-func (s *allReads) read() {
-	s.mu.Lock()
-	s.n++
-	s.mu.Unlock()
-}
-
-func (s *allReads) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	s.read()
-	return s.Store.Get(ctx, id)
-}
-
-func (s *allReads) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	s.read()
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *allReads) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	s.read()
-	return s.Store.(driver.RunReader).GetRun(ctx, key, from, to)
 }

@@ -3,7 +3,6 @@ package dsync
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,9 +30,9 @@ func TestFullSemaphoreHandoffOnlyTheNextReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
 		net := &hintNet{targeted: true}
-		var stores []*slowReads
+		var stores []*countedReads
 		sem := func() *Semaphore {
-			s := &slowReads{}
+			s := slowReads()
 			stores = append(stores, s)
 			c := NewMemClientOn(mem, net.member(), ClientWithPollInterval(time.Minute),
 				func(c *clientConfig) error {
@@ -115,7 +114,7 @@ func TestFullSemaphoreHandoffOnlyTheNextReads(t *testing.T) {
 func TestFullSemaphoreTryStopsAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		sem := func(s *slowReads, key string) *Semaphore {
+		sem := func(s *countedReads, key string) *Semaphore {
 			opts := []ClientOption{ClientWithPollInterval(time.Minute)}
 			if s != nil {
 				opts = append(opts, func(c *clientConfig) error {
@@ -142,7 +141,7 @@ func TestFullSemaphoreTryStopsAtTheLimit(t *testing.T) {
 			time.Sleep(time.Second)
 			synctest.Wait()
 		}
-		s := &slowReads{}
+		s := slowReads()
 		tryer := sem(s, "s")
 		// Its session and the store's protocol, on another key first.
 		warm, err := NewSemaphore(tryer.client, "warm", 2)
@@ -163,47 +162,4 @@ func TestFullSemaphoreTryStopsAtTheLimit(t *testing.T) {
 			t.Errorf("a TryAcquire of a full Semaphore with 3 waiting read %d documents, want at most 15", n)
 		}
 	})
-}
-
-// slowReads is a store that reads by ID only (as dsync/mongo on
-// FerretDB), whose every request takes a millisecond, and that counts
-// its reads.
-type slowReads struct {
-	driver.Store
-	mu    sync.Mutex
-	reads int
-}
-
-func (s *slowReads) take() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.reads
-	s.reads = 0
-	return n
-}
-
-func (s *slowReads) read() {
-	s.mu.Lock()
-	s.reads++
-	s.mu.Unlock()
-	time.Sleep(time.Millisecond)
-}
-
-func (s *slowReads) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	s.read()
-	return s.Store.Get(ctx, id)
-}
-
-func (s *slowReads) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	s.read()
-	return s.Store.GetSession(ctx, id)
-}
-
-func (*slowReads) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
-	return nil, driver.ErrRunsUnsupported
-}
-
-func (s *slowReads) Insert(ctx context.Context, d driver.Doc) error {
-	time.Sleep(time.Millisecond)
-	return s.Store.Insert(ctx, d)
 }
