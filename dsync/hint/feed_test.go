@@ -338,7 +338,13 @@ func TestStoresFeedPausedWhileHintsReach(t *testing.T) {
 	h := inner.handler()
 	h.Live(1)
 	b := follow(t, store, nil) // says hello to a
-	waitUntil(t, a.f.Paused)
+	// Paused turns true before the handler is told (setPaused): wait for
+	// the Down, not for the flag.
+	waitUntil(t, func() bool {
+		a.rec.mu.Lock()
+		defer a.rec.mu.Unlock()
+		return a.f.Paused() && len(a.rec.errs) > 0
+	})
 	a.rec.mu.Lock()
 	errs := slices.Clone(a.rec.errs)
 	a.rec.mu.Unlock()
@@ -360,7 +366,13 @@ func TestStoresFeedPausedWhileHintsReach(t *testing.T) {
 	}
 	// b goes: no hint comes any more, and the feed is resumed.
 	b.stop()
-	waitUntil(t, func() bool { return !a.f.Paused() })
+	// Paused turns false before the store's feed is told (setPaused):
+	// wait for its second Pause, not for the flag.
+	waitUntil(t, func() bool {
+		inner.mu.Lock()
+		defer inner.mu.Unlock()
+		return !a.f.Paused() && len(inner.pauses) >= 2
+	})
 	inner.mu.Lock()
 	pauses := slices.Clone(inner.pauses)
 	inner.mu.Unlock()
