@@ -86,21 +86,9 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 	if !found {
 		return fmt.Errorf("%w: the protocol document %q went while it was read", ErrSpan, ProtocolID)
 	}
-	err = e.sameSpan(got)
-	if err == nil {
-		e.learnHistory(got.Nonce)
-	}
-	// Only another span can be adopted: a document at ProtocolID that is
-	// not a protocol document (another kind, or no positive span) is
-	// refused whatever fixed says, as LearnSpan refuses it.
-	var other *SpanError
-	switch {
-	case err == nil, fixed, !errors.As(err, &other):
+	if err := e.adoptSpan(got, fixed); err != nil {
 		return err
-	case got.Span < 4*e.cfg.Margin:
-		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
 	}
-	e.spanNs.Store(int64(got.Span))
 	e.learnHistory(got.Nonce)
 	return nil
 }
@@ -120,18 +108,29 @@ func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err err
 	if err != nil || !found {
 		return false, err
 	}
-	err = e.sameSpan(got)
+	if err := e.adoptSpan(got, fixed); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// adoptSpan takes the span of got, the store's document at ProtocolID,
+// for this engine's (Agree and LearnSpan): nil when it is this engine's
+// or was adopted. Only another span can be adopted: a document that is
+// not a protocol document (another kind, or no positive span) is refused
+// whatever fixed says; another span is refused if fixed (a *SpanError)
+// or below 4 × the margin.
+func (e *Engine) adoptSpan(got Doc, fixed bool) error {
+	err := e.sameSpan(got)
 	var other *SpanError
 	switch {
-	case err == nil:
-		return true, nil
-	case fixed, !errors.As(err, &other):
-		return false, err
+	case err == nil, fixed, !errors.As(err, &other):
+		return err
 	case got.Span < 4*e.cfg.Margin:
-		return false, fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
 	}
 	e.spanNs.Store(int64(got.Span))
-	return true, nil
+	return nil
 }
 
 // confirmSpan makes sure the store's protocol document names this
