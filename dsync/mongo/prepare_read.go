@@ -54,11 +54,7 @@ func (s *Store) PrepareRead(ctx context.Context) error {
 	if err := s.probeLocked(ctx); err != nil {
 		return err
 	}
-	opts := append([]clockcheck.Option{
-		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
-		clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
-	}, s.cfg.estimator...)
-	e, err := clockcheck.NewEstimator(ctx, s.db, opts...)
+	e, err := clockcheck.NewEstimator(ctx, s.db, s.estimatorOptions()...)
 	if err != nil {
 		return fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
 	}
@@ -126,3 +122,17 @@ func (s *Store) readEstimator() *clockcheck.Estimator {
 // prepared reports whether Prepare or PrepareRead has started an
 // estimator (readEst first: see readEstimator).
 func (s *Store) prepared() bool { return s.readEstimator() != nil }
+
+// estimatorOptions are the options of both of the store's clock
+// estimators (Prepare's, which samples with the store's probe, and
+// PrepareRead's, which samples with hello): the store's clock, logger and
+// member skew, then extra, then those the store was configured with,
+// which come last so that they win.
+func (s *Store) estimatorOptions(extra ...clockcheck.Option) []clockcheck.Option {
+	opts := []clockcheck.Option{
+		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
+		clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
+	}
+	opts = append(opts, extra...)
+	return append(opts, s.cfg.estimator...)
+}

@@ -188,11 +188,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if err := s.checkLocked(ctx); err != nil {
 		return nil, err
 	}
-	opts := append([]clockcheck.Option{
-		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
-		clockcheck.WithProbe(s.probeTime), clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
-	}, s.cfg.estimator...)
-	e, err := clockcheck.NewEstimator(ctx, nil, opts...)
+	e, err := clockcheck.NewEstimator(ctx, nil, s.estimatorOptions(clockcheck.WithProbe(s.probeTime))...)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
 	}
