@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261127175238-a9e9c77289b9
+	github.com/go-dsync/dsync v0.0.0-20261127191625-a6d580d3fbc0
 )
 
 require (
