@@ -23,6 +23,12 @@ type hintNet struct {
 	members map[*netFeed]bool
 	drop    func(driver.Event) bool
 	alter   func(*driver.Event)
+	// targeted: an end goes only to the members that announced they wait
+	// for that claim (to every member if none did), a Held only to them,
+	// as dsync/hint sends them (endTargetsLocked); otherwise every event
+	// goes to every member.
+	targeted bool
+	waiting  map[waitKey]map[*netFeed]bool
 }
 
 type netFeed struct {
@@ -68,8 +74,28 @@ func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
 	if f.net.alter != nil {
 		f.net.alter(&e)
 	}
-	for m := range f.net.members {
-		if m != f {
+	to := f.net.members
+	if f.net.targeted {
+		k := waitKey{e.Key, e.Epoch}
+		switch e.Kind {
+		case driver.Waiting:
+			if f.net.waiting == nil {
+				f.net.waiting = make(map[waitKey]map[*netFeed]bool)
+			}
+			if f.net.waiting[k] == nil {
+				f.net.waiting[k] = make(map[*netFeed]bool)
+			}
+			f.net.waiting[k][f] = true
+		case driver.Ended:
+			if len(f.net.waiting[k]) > 0 {
+				to = f.net.waiting[k]
+			}
+		case driver.Held:
+			to = f.net.waiting[k]
+		}
+	}
+	for m := range to {
+		if m != f && f.net.members[m] {
 			go func() {
 				m.hmu.Lock()
 				defer m.hmu.Unlock()

@@ -28,7 +28,7 @@ func TestEndGoesOnlyToItsWaiters(t *testing.T) {
 	}
 	f.noteInterest("k", 10, addr(0), endUntil)
 	f.noteInterest("k", 10, addr(17), endUntil)
-	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second)}, endNow)
+	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second), endNow.Add(-time.Minute)}, endNow)
 	f.noteInterest("other", 10, addr(50), endUntil)
 
 	got := to(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
@@ -47,7 +47,7 @@ func TestEndGoesToTheKeysWaitersWhenNoneWaitsForIt(t *testing.T) {
 	for i := 3; i >= 1; i-- {
 		f.noteInterest("k", uint64(10+i), addr(i), endUntil)
 	}
-	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second)}, endNow)
+	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second), endNow.Add(-time.Minute)}, endNow)
 	got := to(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
 	if want := []string{addr(1), addr(2), addr(3)}; !slices.Equal(got, want) {
 		t.Errorf("the end of claim 10, which no process waits for, went to %v, want %v, the key's waiters", got, want)
@@ -124,4 +124,38 @@ func (w *writeOrder) WriteTo(b []byte, addr net.Addr) (int, error) {
 	defer w.mu.Unlock()
 	w.to = append(w.to, addr)
 	return len(b), nil
+}
+
+// TestEndGoesFirstToTheEarliestWaiter: the end of a claim goes to its
+// waiters in the order they were first recorded as waiting for it
+// (announcing again keeps a waiter's place): the next holder, which
+// queued first and announced first, hears first. A full Semaphore's end
+// goes to every waiter that passed the claim; written in the map's
+// order, the next holder's hint came after others' up to half the time.
+func TestEndGoesFirstToTheEarliestWaiter(t *testing.T) {
+	f, _ := endTargets(t)
+	k := claimID{"k", 10}
+	// Twelve waiters, so that the map's order (which the end followed
+	// before) matches theirs by chance almost never.
+	ports := []int{7, 3, 9, 1, 5, 12, 2, 11, 4, 10, 8, 6}
+	for i, port := range ports {
+		at := endNow.Add(time.Duration(i) * time.Millisecond)
+		noteWaiter(f.waitingFor, k, addr(port), waiter{mustAddr(t, addr(port)), endUntil, at}, at)
+	}
+	// The first announces again, later, for longer: it keeps its place.
+	later := endNow.Add(time.Second)
+	noteWaiter(f.waitingFor, k, addr(7), waiter{mustAddr(t, addr(7)), endUntil.Add(time.Hour), later}, later)
+	rec := f.conn.(*writeOrder)
+	f.send(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
+	var got []string
+	for _, a := range rec.to {
+		got = append(got, a.String())
+	}
+	var want []string
+	for _, port := range ports {
+		want = append(want, addr(port))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the end of claim 10 went to %v in that order, want %v, the order its waiters were recorded in", got, want)
+	}
 }

@@ -1,9 +1,11 @@
 package hint
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -78,13 +80,25 @@ func (f *Feed) endTargetsLocked(k claimID, now time.Time) []*net.UDPAddr {
 }
 
 // liveAddrs returns the addresses of the waiters in ws whose time has not
-// passed at now.
+// passed at now, the earliest recorded first: those that queued first,
+// whose walks passed a claim first, announce first, and the next holder
+// is among them, so its hint goes out before the others' (a full
+// Semaphore's end goes to every waiter that passed the claim, and with
+// 4 waiting, written in the map's order, the next holder's came up to
+// 0.5 ms after the first).
 func liveAddrs(ws map[string]waiter, now time.Time) []*net.UDPAddr {
-	var to []*net.UDPAddr
+	var live []waiter
 	for _, w := range ws {
 		if w.until.After(now) {
-			to = append(to, w.addr)
+			live = append(live, w)
 		}
+	}
+	slices.SortFunc(live, func(a, b waiter) int {
+		return cmp.Or(a.since.Compare(b.since), cmp.Compare(a.addr.String(), b.addr.String()))
+	})
+	to := make([]*net.UDPAddr, len(live))
+	for i, w := range live {
+		to[i] = w.addr
 	}
 	return to
 }
@@ -222,6 +236,9 @@ func (f *Feed) notePeer(from, addr string) *net.UDPAddr {
 type waiter struct {
 	addr  *net.UDPAddr
 	until time.Time
+	// since: when it was first recorded there (store time), while it
+	// held: ends and Held hints go to the earliest first (liveAddrs).
+	since time.Time
 }
 
 // claimID names a claim: a key's epoch.
@@ -241,9 +258,9 @@ func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Ti
 	until = minTime(until, now.Add(interestFor))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	noteWaiter(f.interest, key, addr, waiter{ua, until}, now)
+	noteWaiter(f.interest, key, addr, waiter{ua, until, now}, now)
 	// The claim's owner sends its Held hints there (dsync/wake_held.go).
-	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, waiter{ua, until}, now)
+	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, waiter{ua, until, now}, now)
 }
 
 // noteWaiter records w, the process at addr, under k in m, unless it
@@ -269,7 +286,11 @@ func noteWaiter[K comparable](m map[K]map[string]waiter, k K, addr string, w wai
 	if m[k] == nil {
 		m[k] = make(map[string]waiter)
 	}
-	if w.until.After(m[k][addr].until) {
+	old, ok := m[k][addr]
+	if ok && old.until.After(now) && old.since.Before(w.since) {
+		w.since = old.since
+	}
+	if w.until.After(old.until) {
 		m[k][addr] = w
 	}
 }

@@ -62,6 +62,9 @@ type Claim struct {
 	// suspects are epochs of claims in passed whose ends were heard of
 	// (Suspect): the next full reads their markers first, at once.
 	suspects []uint64
+	// try: TryClaim's claim, which never waits: its walk stops where the
+	// weights it passed leave it no room (liveBelow).
+	try bool
 	// ended: End was called on c (a release or a withdrawal); a walk of
 	// it never finds it holding again.
 	ended bool
@@ -167,6 +170,7 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Ter
 	if err != nil {
 		return nil, err
 	}
+	c.try = true
 	head, blocker, err := e.Walk(ctx, c)
 	if err == nil && head {
 		return c, nil

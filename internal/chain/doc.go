@@ -337,8 +337,9 @@
 // H alone. A claim holds in H only in a segment relied on through a gate
 // recording N: one it read, followed by a read of the document naming N
 // (a join, or a claim that holds with nothing below it in its segment),
-// or its own start's, followed the same way; or a refresh by a holder
-// that relies on the segment in H already. (A process that knew a
+// or its own start's, or a refresh's, followed the same way (a refresh
+// whose gates the document does not confirm forgets the segment:
+// confirmRound). (A process that knew a
 // segment before T may insert into it, but a walk stops only at what a
 // claim that held in H left, or at the first epoch, where it reads the
 // gate and the document; the fast path needs the claim below in H.)

@@ -17,9 +17,12 @@ import (
 // history began.
 //
 // A process relies on a gate it did not insert only if the protocol
-// document, read after the gate, names the gate's history; a start relies
-// on its own gates only if the document read after they landed names
-// theirs. So every gate relied on was sent after the history it is
+// document, read after the gate, names the gate's history; a start, or a
+// refresh, relies on its own gates only if the document read after they
+// landed names theirs (and this process's span: a refresh of a process
+// that kept a segment across an emptying, in a store that records
+// another span since, inserts gates that no start of the store's span
+// meets). So every gate relied on was sent after the history it is
 // relied on in began: a start, or a refresh, held back across an emptying
 // never makes its segment look covered in the next history (its tokens,
 // from the store's clock before the emptying, would lie below those

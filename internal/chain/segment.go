@@ -276,8 +276,10 @@ func (q *claimRun) join(seg uint64) {
 // holders refresh. A claim that comes to hold makes sure of its coverage
 // then (ensureCover), and a process whose holds are over never extends a
 // segment it may know only from a store since emptied. A key whose
-// segment turns out to be over (a gate names another) is forgotten. It
-// returns the keys whose segment lapsed or is over: their holds are lost.
+// segment turns out to be over (a gate names another) is forgotten, and
+// so is every key of a round whose gates the store's protocol document,
+// read after they landed, does not confirm (confirmRound). It returns
+// the keys whose segment lapsed or is over: their holds are lost.
 func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, err error) {
 	keys = slices.Clone(keys)
 	slices.Sort(keys) // in an order that replays
@@ -319,19 +321,58 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 		}
 		errs := e.store.InsertEach(ctx, gates)
 		pending = pending[:0]
+		var landed []Doc
 		for i, g := range gates {
-			ok, gerr := e.gateLanded(ctx, g, errs[i])
+			got, ok, gerr := e.gateLanded(ctx, g, errs[i])
 			switch {
 			case gerr != nil:
 				err = gerr // unknown outcome: no coverage from it (it may land late)
 			case !ok:
 				lapsed = append(lapsed, g.Key)
 			default:
-				pending = append(pending, g.Key) // it may need a gate above g
+				landed = append(landed, got)
 			}
+		}
+		confirmed, over, cerr := e.confirmRound(ctx, landed)
+		if cerr != nil {
+			err = cerr
+		}
+		lapsed = append(lapsed, over...)
+		for _, g := range confirmed {
+			e.learnGate(g.Key, g)
+			pending = append(pending, g.Key) // it may need a gate above g
 		}
 	}
 	return lapsed, err
+}
+
+// confirmRound reads the store's protocol document after a round of a
+// refresh's gates landed, and returns those it confirms: those that
+// record the history it names, if it names this process's span. The
+// keys of the others are forgotten and returned as over: their gates
+// were sent in a history before an emptying (this process learnt the
+// next one from no document it read), or in a store whose span is no
+// longer this process's. Either way no gate of the store's span meets
+// them, and a start in the store's history would hold beside this
+// process's claims. On an error of unknown outcome (the read failed) it
+// confirms nothing and forgets nothing: the next refresh reads again.
+func (e *Engine) confirmRound(ctx context.Context, landed []Doc) (confirmed []Doc, over []string, err error) {
+	if len(landed) == 0 || e.has(BugRefreshUnconfirmed) {
+		return landed, nil, nil
+	}
+	history, err := e.confirmSpan(ctx)
+	if err != nil && !errors.Is(err, ErrSpan) {
+		return nil, nil, err
+	}
+	for _, g := range landed {
+		if err == nil && e.sameHistory(g, history) {
+			confirmed = append(confirmed, g)
+			continue
+		}
+		e.dropCover(g.Key, g.Seg)
+		over = append(over, g.Key)
+	}
+	return confirmed, over, err
 }
 
 // refreshKey is Refresh of one key: it reports whether key is still
@@ -342,29 +383,30 @@ func (e *Engine) refreshKey(ctx context.Context, key string) (bool, error) {
 }
 
 // gateLanded learns from the outcome ierr of inserting gate g whether g's
-// key is still covered (ok); err reports an outcome unknown. A gate of
-// g's bucket that exists already counts if it names g's segment (an
-// earlier attempt of this process, or another holder's refresh); if it
-// names another, the segment is over and forgotten.
-func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (ok bool, err error) {
+// key may still be covered (ok), by got, the gate of g's bucket in the
+// store; err reports an outcome unknown. A gate of g's bucket that exists
+// already counts if it names g's segment (an earlier attempt of this
+// process, or another holder's refresh); if it names another, the
+// segment is over and forgotten. What counts is learnt only once the
+// round is confirmed (confirmRound).
+func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (got Doc, ok bool, err error) {
 	if errors.Is(ierr, ErrExists) {
 		got, found, gerr := e.store.Get(ctx, GateID(g.Key, g.Bucket))
 		if gerr != nil {
-			return true, gerr
+			return Doc{}, true, gerr
 		}
 		if !found || got.Kind != KindGate || got.Seg != g.Seg {
 			// Another segment owns the bucket: this one is over (or its
 			// gate was dropped, which happens only to buckets long past:
 			// this process lost track of time).
 			e.dropCover(g.Key, g.Seg)
-			return false, nil
+			return Doc{}, false, nil
 		}
-		g = got
+		return got, true, nil
 	} else if ierr != nil {
-		return true, ierr
+		return Doc{}, true, ierr
 	}
-	e.learnGate(g.Key, g)
-	return true, nil
+	return g, true, nil
 }
 
 // CoverEnd returns when this engine's coverage of key's segment ends, in

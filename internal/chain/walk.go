@@ -66,6 +66,9 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 		c.strong = true // the segment's first epoch: nothing below
 	}
 	if !e.fits(c.Terms, c.passed) {
+		if err := e.refloor(ctx, c); err != nil {
+			return false, Blocker{}, err
+		}
 		if b, full, err := e.full(ctx, c); err != nil || full {
 			return false, b, err
 		}
@@ -105,6 +108,24 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 		e.learnOwn(c)
 	}
 	return true, Blocker{}, nil
+}
+
+// refloor reads the gate that covers c again before c waits for the live
+// claims its walk passed below an ended or passed one (liveBelow does the
+// same where a walk stops): a prune may have deleted the marker of one of
+// them after this walk's floor check, and full drops the claims below the
+// floor it reads. Only the walk that found them reads it.
+func (e *Engine) refloor(ctx context.Context, c *Claim) error {
+	if e.has(BugNoFloorProof) {
+		return nil
+	}
+	for _, p := range c.passed {
+		if p.walk == c.walks && p.d.Epoch < c.Epoch-1 {
+			_, err := e.freshFloor(ctx, c)
+			return err
+		}
+	}
+	return nil
 }
 
 // walkDown is one step of c's walk: it looks at the epoch right below
@@ -225,11 +246,27 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile
-// (the walk goes on), c may pass it (the walk goes on with d in c.passed,
-// unless their weights leave no room for c), or c waits for it.
+// (the walk goes on), c may pass it (the walk goes on with d in c.passed),
+// or c waits for it.
+//
+// A waiting weighted walker passes a claim even when the weights it
+// passed leave it no room, as long as the end of a single one of them
+// could still give it room (oneEndFits): so that the units it lacks
+// (Shortfall) are all it lacks when one end is all it needs. A walk that
+// stopped at the limit knew only the claims above that point: the end of
+// one of those woke its waiter, which had room among them and walked the
+// rest then, as the one below it came to hold on that same end (a full
+// Semaphore's second in line, beside a unit kept below: its walk read the
+// claims below and their markers while the next holder read its own, and
+// the handoff took longer with 4 waiting than with 1). Past that point no
+// single end can give it room, and a walk on down the whole queue cost
+// every waiter behind reads, hints and watches for each claim below it:
+// it stops there and waits (full), and a later walk goes on from there
+// (c.checked). A try, which never waits, stops at the limit.
 func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
 	passes := e.passes(ctx, c.Terms, d)
-	if passes && e.fits(c.Terms, append(c.passed, passedClaim{d: d, b: b})) {
+	with := append(c.passed[:len(c.passed):len(c.passed)], passedClaim{d: d, b: b})
+	if passes && (e.fits(c.Terms, with) || !c.try && oneEndFits(c.Terms, with)) {
 		// Passed live or not (an ended claim whose marker a prune
 		// deleted, below: counting it only costs room), and nothing
 		// read: the walk goes on, and a claim it then finds missing
@@ -250,10 +287,10 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		}
 	}
 	if passes {
+		// Its claims leave it no room (a try gives up), and no single
+		// end among them would: it waits for them.
 		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
 		c.checked = epoch
-		// More claims below only add weight: wait for one of these to
-		// end first.
 		if b, full, err := e.full(ctx, c); err != nil || full {
 			return b, full, err
 		}
@@ -261,6 +298,21 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 	}
 	c.blocker, c.hasBlocker = d, true
 	return b, true, nil
+}
+
+// oneEndFits reports whether the end of a single claim among passed could
+// leave room for weighted walker w beside the rest: the weights passed,
+// but the largest, and w's own fit its limit.
+func oneEndFits(w Terms, passed []passedClaim) bool {
+	if w.Mode != Weighted {
+		return true
+	}
+	sum, largest := w.Weight, int64(0)
+	for _, p := range passed {
+		sum += max(p.d.Weight, 0)
+		largest = max(largest, p.d.Weight)
+	}
+	return sum-largest <= w.Limit
 }
 
 // passes is the grant rule's passes, or, with BugSharedPassesAll, a shared

@@ -1,0 +1,97 @@
+package chain_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// TestRefreshAfterTheStoreTookAnotherSpan: X, with buckets of a minute,
+// holds and releases k, and keeps what it knows of k's segment (emptying
+// keeps every cache). The store is emptied while nothing is held, and Y,
+// with buckets of five minutes, records its span and starts k's segment
+// at the same store time, so with the same number as X's. X claims k
+// again: it joins the segment it knows, its walk finds Y's release
+// below, and it holds. Its refreshes then insert gates named by its own
+// span, in the history before the emptying: no gate of the store's span
+// ever meets them. Once Y's coverage is over, Z, with the store's span,
+// starts a segment and holds: beside X, if X's refreshes kept it
+// covered (chain simulation, seed 3770 with the sem4 branch's walk: a
+// limit-3 Semaphore's claims held with weights 4). A refresh counts only
+// if the protocol document, read after its gates landed, names their
+// history and this process's span.
+func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
+	ctx := context.Background()
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	store := memory.New()
+	engine := func(span time.Duration) (*chain.Engine, string) {
+		t.Helper()
+		cfg := chain.DefaultConfig()
+		cfg.Span = span
+		e, err := chain.New(store, clock, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := e.OpenSession(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, sess
+	}
+	hold := func(e *chain.Engine, sess, owner string) *chain.Claim {
+		t.Helper()
+		c, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("%s's claim: %v", owner, err)
+		}
+		if head, _, err := e.Walk(ctx, c); err != nil || !head {
+			t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
+		}
+		return c
+	}
+
+	x, sx := engine(time.Minute)
+	cx := hold(x, sx, "x")
+	if err := x.End(ctx, cx, true); err != nil {
+		t.Fatal(err)
+	}
+
+	store.Reset() // nothing is held
+	y, sy := engine(5 * time.Minute)
+	cy := hold(y, sy, "y")
+	if cy.Seg != cx.Seg {
+		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
+	}
+	if err := y.End(ctx, cy, true); err != nil {
+		t.Fatal(err)
+	}
+
+	cx = hold(x, sx, "x")
+	var covered time.Time
+	for step := 1; step <= 30; step++ {
+		clock.set(clock.ServerNow().Latest.Add(time.Minute))
+		lapsed, err := x.Refresh(ctx, []string{"k"})
+		if slices.Contains(lapsed, "k") {
+			t.Logf("X's hold lapsed at its refresh %d (%v)", step, err)
+			break
+		}
+		covered = x.CoverEnd("k")
+		if !clock.ServerNow().Latest.Before(covered) {
+			continue
+		}
+		z, sz := engine(5 * time.Minute)
+		if cz, err := z.TryClaim(ctx, "k", "z", sz, chain.ExclusiveTerms); err == nil {
+			t.Fatalf("Z holds epoch %d (segment %d) at %v while X holds epoch %d (segment %d), covered by its refreshes until %v",
+				cz.Epoch, cz.Seg, clock.ServerNow().Latest.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
+		}
+	}
+}
