@@ -24,12 +24,18 @@ func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 		return fmt.Errorf("%w: %q", errLapsed, c.Key)
 	}
 	if e.bucket(now.Latest)+1 > ks.cover {
-		if ok, err := e.refreshKey(ctx, c.Key); err != nil || !ok {
-			if err == nil {
-				e.abandon(context.WithoutCancel(ctx), c)
-				err = fmt.Errorf("%w: %q", errLapsed, c.Key)
-			}
-			return err
+		ok, err := e.refreshKey(ctx, c.Key)
+		switch {
+		case !ok && err != nil:
+			// Over, and why (the store's span is another since: the
+			// next claim is refused with it).
+			e.abandon(context.WithoutCancel(ctx), c)
+			return fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)
+		case !ok:
+			e.abandon(context.WithoutCancel(ctx), c)
+			return fmt.Errorf("%w: %q", errLapsed, c.Key)
+		case err != nil:
+			return err // unknown outcome: nothing learnt, nothing lost
 		}
 	}
 	return nil

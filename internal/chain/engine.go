@@ -143,6 +143,9 @@ type Engine struct {
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
+	// spanLost: a protocol document read after Agree named another span
+	// (span.go). This engine then relies on no segment any more.
+	spanLost atomic.Bool
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
 	// floorDrops counts the passed claims dropped below a floor
@@ -181,6 +184,9 @@ type keyState struct {
 	seg   uint64
 	cover int64
 	floor Floor
+	// history is the store's history those gates record (history.go):
+	// the one seg is relied on in. Its refreshes record it too.
+	history string
 	// own is the highest floor this process can vouch for itself: a
 	// claim of seg that held with every lower claim ended. The gates it
 	// inserts record the higher of own and floor.

@@ -95,3 +95,86 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiterAfterARefusedRefresh: as in
+// TestRefreshAfterTheStoreTookAnotherSpan, but X's process has a waiter
+// behind each of its holds. The refresh the protocol document refuses
+// leaves its gate in the store; the waiter's walk, finding k no longer
+// covered, reads the gate that covers k now, finds that one, and must
+// not rely on it (a review of the refresh's fix: the waiter held on it a
+// bucket at a time, and Z held beside it at 15m10s). Once a document
+// read after Agree names another span, the engine relies on no segment.
+func TestWaiterAfterARefusedRefresh(t *testing.T) {
+	ctx := context.Background()
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	store := memory.New()
+	engine := func(span time.Duration) (*chain.Engine, string) {
+		t.Helper()
+		cfg := chain.DefaultConfig()
+		cfg.Span = span
+		e, err := chain.New(store, clock, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := e.OpenSession(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, sess
+	}
+	hold := func(e *chain.Engine, sess, owner string) *chain.Claim {
+		t.Helper()
+		c, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("%s's claim: %v", owner, err)
+		}
+		if head, _, err := e.Walk(ctx, c); err != nil || !head {
+			t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
+		}
+		return c
+	}
+
+	x, sx := engine(time.Minute)
+	cx := hold(x, sx, "x")
+	if err := x.End(ctx, cx, true); err != nil {
+		t.Fatal(err)
+	}
+	store.Reset() // nothing is held
+	y, sy := engine(5 * time.Minute)
+	cy := hold(y, sy, "y")
+	if cy.Seg != cx.Seg {
+		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
+	}
+	if err := y.End(ctx, cy, true); err != nil {
+		t.Fatal(err)
+	}
+
+	cx = hold(x, sx, "x")
+	for step := 1; step <= 20; step++ {
+		cw, err := x.Claim(ctx, "k", "w", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Logf("step %d: the waiter's claim: %v", step, err)
+			return
+		}
+		clock.set(clock.ServerNow().Latest.Add(time.Minute))
+		lapsed, rerr := x.Refresh(ctx, []string{"k"})
+		_ = x.End(ctx, cx, false) // the hold ends, lost or not
+		head, _, err := x.Walk(ctx, cw)
+		if err != nil || !head {
+			t.Logf("step %d: refresh lapsed %v (%v); the waiter: %v, %v", step, lapsed, rerr, head, err)
+			return
+		}
+		cx = cw
+		covered, now := x.CoverEnd("k"), clock.ServerNow().Latest
+		z, sz := engine(5 * time.Minute)
+		if cz, err := z.TryClaim(ctx, "k", "z", sz, chain.ExclusiveTerms); err == nil {
+			t.Fatalf("Z holds epoch %d (segment %d) at %v while X's waiter holds epoch %d (segment %d), covered until %v",
+				cz.Epoch, cz.Seg, now.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
+		}
+	}
+}

@@ -79,7 +79,7 @@ func (e *Engine) covered(ks keyState, latest time.Time) bool {
 	if e.has(BugNoCoverage) {
 		return ks.seg != 0
 	}
-	return ks.seg != 0 && latest.Before(e.coverEnd(ks))
+	return ks.seg != 0 && !e.spanLost.Load() && latest.Before(e.coverEnd(ks))
 }
 
 // coverEnd is when ks's coverage ends, in store time.
@@ -96,11 +96,17 @@ func (e *Engine) coverEnd(ks keyState) time.Time {
 // carry floors that only rise with their buckets (refreshKey), so the
 // floor known is that of the highest gate known.
 func (e *Engine) learnGate(key string, g Doc) {
+	if e.spanLost.Load() {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks := e.state(key)
-	if ks.seg != g.Seg {
-		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor}
+	if ks.seg != g.Seg || ks.history != g.Nonce && !e.has(BugHistoryIgnored) {
+		// Another segment, or one of that number relied on in another
+		// history of the store: what was known of the key was of a
+		// segment that is over.
+		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor, history: g.Nonce}
 		return
 	}
 	ks.cover = max(ks.cover, g.Bucket)
@@ -286,9 +292,6 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 	keys = slices.Compact(keys)
 	now := e.clock.ServerNow()
 	want := e.bucket(now.Latest) + 1
-	// A holder knows the history its segment is relied on in: its gates
-	// record it (history.go).
-	history := e.knownHistory()
 	var pending []string
 	for _, key := range keys {
 		if ks := e.snapshot(key); !e.covered(ks, now.Latest) {
@@ -313,7 +316,10 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 			case ks.seg == 0:
 				lapsed = append(lapsed, key) // forgotten meanwhile: over
 			case ks.cover < want:
-				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, history))
+				// A holder knows the history its segment is relied on
+				// in: the gates it knows record it, and so do its own
+				// (history.go).
+				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, ks.history))
 			}
 		}
 		if len(gates) == 0 {
@@ -350,22 +356,32 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 // refresh's gates landed, and returns those it confirms: those that
 // record the history it names, if it names this process's span. The
 // keys of the others are forgotten and returned as over: their gates
-// were sent in a history before an emptying (this process learnt the
-// next one from no document it read), or in a store whose span is no
-// longer this process's. Either way no gate of the store's span meets
-// them, and a start in the store's history would hold beside this
-// process's claims. On an error of unknown outcome (the read failed) it
-// confirms nothing and forgets nothing: the next refresh reads again.
+// record a history before an emptying (a segment this process kept
+// across it), or the store records another span since (loseSpan). Either
+// way no start in the store's history need meet them. A missing document
+// confirms nothing either (the store was emptied since: the next history
+// is not this refresh's to begin). On an error of unknown outcome (the
+// read failed) it confirms nothing and forgets nothing: the next refresh
+// reads again.
 func (e *Engine) confirmRound(ctx context.Context, landed []Doc) (confirmed []Doc, over []string, err error) {
 	if len(landed) == 0 || e.has(BugRefreshUnconfirmed) {
 		return landed, nil, nil
 	}
-	history, err := e.confirmSpan(ctx)
-	if err != nil && !errors.Is(err, ErrSpan) {
+	p, found, err := e.store.Get(ctx, ProtocolID)
+	if err != nil {
 		return nil, nil, err
 	}
+	history := ""
+	if found {
+		if err = e.sameSpan(p); err == nil {
+			history = p.Nonce
+			e.learnHistory(history)
+		} else {
+			e.loseSpan(err)
+		}
+	}
 	for _, g := range landed {
-		if err == nil && e.sameHistory(g, history) {
+		if found && err == nil && e.sameHistory(g, history) {
 			confirmed = append(confirmed, g)
 			continue
 		}

@@ -145,6 +145,7 @@ func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 		}
 		if found {
 			if err := e.sameSpan(got); err != nil {
+				e.loseSpan(err)
 				return "", err
 			}
 			e.learnHistory(got.Nonce)
@@ -164,6 +165,25 @@ func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 		}
 	}
 	return "", fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
+}
+
+// loseSpan records, if err is a *SpanError, that the store records
+// another span than this engine's since it agreed on one: its gates no
+// longer meet those of the store's span, so it forgets every segment it
+// relied on and relies on none again (covered, learnGate). Its starts
+// and joins are refused with the error; a process adopts the store's
+// span by starting again.
+func (e *Engine) loseSpan(err error) {
+	var se *SpanError
+	if !errors.As(err, &se) || e.has(BugSpanIgnored) {
+		return
+	}
+	e.spanLost.Store(true)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ks := range e.keys {
+		*ks = keyState{}
+	}
 }
 
 // sameSpan checks that the protocol document d names this engine's span.
