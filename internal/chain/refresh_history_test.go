@@ -24,7 +24,29 @@ import (
 // limit-3 Semaphore's claims held with weights 4). A refresh counts only
 // if the protocol document, read after its gates landed, names their
 // history and this process's span.
+//
+// X's walk no longer holds: Y's release records the store's new history,
+// and X's claim the one before (TestSegmentKnownBeforeAnEmptyingDoesNotHold).
+// The refresh's own check is proven with the walk's planted away
+// (TestRefreshAfterTheStoreTookAnotherSpanPlanted).
 func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
+	refreshAfterAnotherSpan(t, chain.NoBug)
+}
+
+// TestRefreshAfterTheStoreTookAnotherSpanPlanted: with the walk's check of
+// the claims' histories planted away (chain.BugClaimHistoryIgnored), X
+// holds on the segment it knew, and its refreshes alone must give it up
+// before Z holds.
+func TestRefreshAfterTheStoreTookAnotherSpanPlanted(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	refreshAfterAnotherSpan(t, chain.BugClaimHistoryIgnored)
+}
+
+// refreshAfterAnotherSpan is the story of TestRefreshAfterTheStoreTookAnotherSpan,
+// with bug planted in X for its second claim.
+func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
 	ctx := context.Background()
 	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &testClock{base: b0}
@@ -75,6 +97,17 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	x.SetBug(bug)
+	if bug == chain.NoBug {
+		c, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("x's claim: %v", err)
+		}
+		if head, _, err := x.Walk(ctx, c); !chain.IsLapsed(err) {
+			t.Fatalf("x's walk of epoch %d = %v, %v; want it given up, its segment lapsed", c.Epoch, head, err)
+		}
+		return
+	}
 	cx = hold(x, sx, "x")
 	var covered time.Time
 	for step := 1; step <= 30; step++ {
