@@ -184,8 +184,10 @@ type keyState struct {
 	seg   uint64
 	cover int64
 	floor Floor
-	// history is the store's history those gates record (history.go):
-	// the one seg is relied on in. Its refreshes record it too.
+	// history is the store's history (history.go) in which seg's gate
+	// was learnt, as that gate records it: the claims made on this
+	// knowledge record it (Doc.History), and hold only in it; its
+	// refreshes' gates record it too.
 	history string
 	// own is the highest floor this process can vouch for itself: a
 	// claim of seg that held with every lower claim ended. The gates it

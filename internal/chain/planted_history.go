@@ -20,6 +20,12 @@ const (
 	// records another span since, keeps it covered with gates that no
 	// start of the store's span meets.
 	BugRefreshUnconfirmed
+	// BugClaimHistoryIgnored has a walk pass the claims of its segment
+	// whatever history of the store they record: a process that kept
+	// what it knew of a segment across an emptying joins the next
+	// history's segment of the same number, holds in it, and relies on
+	// the coverage it knew before (the store's gates may end sooner).
+	BugClaimHistoryIgnored
 )
 
 // plantedStartDocs appends to a start's documents what a planted error of

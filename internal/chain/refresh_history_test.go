@@ -24,7 +24,29 @@ import (
 // limit-3 Semaphore's claims held with weights 4). A refresh counts only
 // if the protocol document, read after its gates landed, names their
 // history and this process's span.
+//
+// X's walk no longer holds: Y's release records the store's new history,
+// and X's claim the one before (TestSegmentKnownBeforeAnEmptyingDoesNotHold).
+// The refresh's own check is proven with the walk's planted away
+// (TestRefreshAfterTheStoreTookAnotherSpanPlanted).
 func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
+	refreshAfterAnotherSpan(t, chain.NoBug)
+}
+
+// TestRefreshAfterTheStoreTookAnotherSpanPlanted: with the walk's check of
+// the claims' histories planted away (chain.BugClaimHistoryIgnored), X
+// holds on the segment it knew, and its refreshes alone must give it up
+// before Z holds.
+func TestRefreshAfterTheStoreTookAnotherSpanPlanted(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	refreshAfterAnotherSpan(t, chain.BugClaimHistoryIgnored)
+}
+
+// refreshAfterAnotherSpan is the story of TestRefreshAfterTheStoreTookAnotherSpan,
+// with bug planted in X for its second claim.
+func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
 	ctx := context.Background()
 	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &testClock{base: b0}
@@ -75,6 +97,17 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	x.SetBug(bug)
+	if bug == chain.NoBug {
+		c, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("x's claim: %v", err)
+		}
+		if head, _, err := x.Walk(ctx, c); !chain.IsLapsed(err) {
+			t.Fatalf("x's walk of epoch %d = %v, %v; want it given up, its segment lapsed", c.Epoch, head, err)
+		}
+		return
+	}
 	cx = hold(x, sx, "x")
 	var covered time.Time
 	for step := 1; step <= 30; step++ {
@@ -96,15 +129,19 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 	}
 }
 
-// TestWaiterAfterARefusedRefresh: as in
-// TestRefreshAfterTheStoreTookAnotherSpan, but X's process has a waiter
-// behind each of its holds. The refresh the protocol document refuses
+// TestWaiterAfterARefusedRefreshPlanted: as in
+// TestRefreshAfterTheStoreTookAnotherSpanPlanted (the walk's check of the
+// claims' histories planted away, so that X holds again), but X's process
+// has a waiter behind each of its holds. The refresh the protocol document refuses
 // leaves its gate in the store; the waiter's walk, finding k no longer
 // covered, reads the gate that covers k now, finds that one, and must
 // not rely on it (a review of the refresh's fix: the waiter held on it a
 // bucket at a time, and Z held beside it at 15m10s). Once a document
 // read after Agree names another span, the engine relies on no segment.
-func TestWaiterAfterARefusedRefresh(t *testing.T) {
+func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
 	ctx := context.Background()
 	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &testClock{base: b0}
@@ -154,6 +191,7 @@ func TestWaiterAfterARefusedRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	x.SetBug(chain.BugClaimHistoryIgnored)
 	cx = hold(x, sx, "x")
 	for step := 1; step <= 20; step++ {
 		cw, err := x.Claim(ctx, "k", "w", sx, chain.ExclusiveTerms, false)

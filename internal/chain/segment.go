@@ -92,9 +92,15 @@ func (e *Engine) coverEnd(ks keyState) time.Time {
 
 // learnGate records gate g of key (a gate of g.Seg for bucket g.Bucket):
 // coverage up to its bucket, and its floor. Knowledge of another segment
-// is dropped: it belonged to a segment that is over. A segment's gates
-// carry floors that only rise with their buckets (refreshKey), so the
-// floor known is that of the highest gate known.
+// is dropped: it belonged to a segment that is over. So is knowledge of
+// a segment of the same number learnt in another history of the store
+// (an emptying came between: segments of two histories share a number
+// when they start in one quantum of store time): g's callers have read
+// the protocol document after it, which names g's history (but Queue's
+// and the floor reads', which learn only a gate of the history they
+// know). A segment's gates carry floors that only rise with
+// their buckets (refreshKey), so the floor known is that of the highest
+// gate known.
 func (e *Engine) learnGate(key string, g Doc) {
 	if e.spanLost.Load() {
 		return
@@ -102,12 +108,12 @@ func (e *Engine) learnGate(key string, g Doc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ks := e.state(key)
-	if ks.seg != g.Seg || ks.history != g.Nonce && !e.has(BugHistoryIgnored) {
-		// Another segment, or one of that number relied on in another
-		// history of the store: what was known of the key was of a
-		// segment that is over.
+	if ks.seg != g.Seg || !sameKnown(ks.history, g.Nonce) {
 		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor, history: g.Nonce}
 		return
+	}
+	if ks.history == "" {
+		ks.history = g.Nonce
 	}
 	ks.cover = max(ks.cover, g.Bucket)
 	if g.Floor.Epoch > ks.floor.Epoch {
@@ -160,6 +166,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	for b := lo; b <= hi; b++ {
 		docs = append(docs, gate(q.key, seg, b, Floor{}, now.Latest, history))
 	}
+	q.history = history
 	c = q.newClaim(seg, seg)
 	d := q.claimDoc(c, now.Latest)
 	docs = append(docs, d, shadowOf(d))
@@ -271,9 +278,11 @@ func (q *claimRun) meet(ctx context.Context, from, hi int64) (c *Claim, done boo
 	return nil, false, nil // gone since (dropped): try again
 }
 
-// join makes q claim in segment seg, knowing nothing of it yet.
+// join makes q claim in segment seg, knowing nothing of it yet but the
+// gate just learnt, and the history it records.
 func (q *claimRun) join(seg uint64) {
 	q.seg, q.base, q.known, q.tip = seg, 0, false, tipRelease{}
+	q.history = q.e.snapshot(q.key).history
 }
 
 // Refresh inserts, for each of keys, the gates of the buckets up to the
@@ -292,6 +301,9 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 	keys = slices.Compact(keys)
 	now := e.clock.ServerNow()
 	want := e.bucket(now.Latest) + 1
+	// A holder knows the history its segment is relied on in (the one it
+	// learnt the segment in): its gates record it (history.go).
+	known := e.knownHistory()
 	var pending []string
 	for _, key := range keys {
 		if ks := e.snapshot(key); !e.covered(ks, now.Latest) {
@@ -316,10 +328,11 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 			case ks.seg == 0:
 				lapsed = append(lapsed, key) // forgotten meanwhile: over
 			case ks.cover < want:
-				// A holder knows the history its segment is relied on
-				// in: the gates it knows record it, and so do its own
-				// (history.go).
-				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, ks.history))
+				history := ks.history
+				if history == "" {
+					history = known // learnt from a gate of an older dsync
+				}
+				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, history))
 			}
 		}
 		if len(gates) == 0 {
