@@ -144,8 +144,10 @@ type Engine struct {
 	// (Agree).
 	spanNs atomic.Int64
 	// spanLost: a protocol document read after Agree named another span
-	// (span.go). This engine then relies on no segment any more.
+	// (span.go). This engine then relies on no segment any more, and
+	// lostSpan (under mu) is the error its starts and joins return.
 	spanLost atomic.Bool
+	lostSpan *SpanError
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
 	// floorDrops counts the passed claims dropped below a floor

@@ -103,13 +103,6 @@ func (e *Engine) sameHistory(g Doc, history string) bool {
 	return g.Nonce == history || e.has(BugHistoryIgnored)
 }
 
-// knownHistoryOf reports whether gate g records the history of the store
-// this process knows last: a gate read without a read of the protocol
-// document after it (freshFloor, gateFloor) counts only then.
-func (e *Engine) knownHistoryOf(g Doc) bool {
-	return e.sameHistory(g, e.knownHistory())
-}
-
 // gateOfThisHistory reads the store's protocol document (after g was read
 // or landed) and reports errOtherHistory if it names another history than
 // g's: the gate must not be relied on.

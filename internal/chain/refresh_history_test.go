@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -214,5 +215,51 @@ func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
 			t.Fatalf("Z holds epoch %d (segment %d) at %v while X's waiter holds epoch %d (segment %d), covered until %v",
 				cz.Epoch, cz.Seg, now.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
 		}
+	}
+}
+
+// TestLostSpanWritesNothing: X, with buckets of a minute, agrees; the
+// store is emptied and Y records buckets of five minutes; X's next start
+// finds it (ErrSpan), and X relies on no segment from then on. The store
+// is emptied again: X's claims must still be refused, and write no
+// protocol document (a review: X's start wrote its own span back, its
+// claims went round as busy with nobody holding, and Y's were refused).
+func TestLostSpanWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	store := memory.New()
+	engine := func(span time.Duration) (*chain.Engine, string) {
+		t.Helper()
+		cfg := chain.DefaultConfig()
+		cfg.Span = span
+		e, err := chain.New(store, clock, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := e.OpenSession(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, sess
+	}
+	x, sx := engine(time.Minute)
+	store.Reset()
+	engine(5 * time.Minute)
+	if _, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false); !errors.Is(err, chain.ErrSpan) {
+		t.Fatalf("X's claim in a store of another span: %v; want ErrSpan", err)
+	}
+	store.Reset()
+	for i := range 3 {
+		if _, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false); !errors.Is(err, chain.ErrSpan) {
+			t.Fatalf("X's claim %d after the store was emptied again: %v; want ErrSpan", i, err)
+		}
+	}
+	if d, found, err := store.Get(ctx, chain.ProtocolID); err != nil || found {
+		t.Fatalf("protocol document after X's claims: %+v, %v, %v; want none", d, found, err)
 	}
 }

@@ -236,7 +236,7 @@ func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, err
 // history is a reset, not a lapse).
 func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err error) {
 	g, found, err := e.liveSegment(ctx, c.Key)
-	if err != nil || !found || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) || !e.knownHistoryOf(g) {
+	if err != nil || !found || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) {
 		return Floor{}, false, err
 	}
 	e.learnGate(c.Key, g)

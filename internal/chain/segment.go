@@ -102,11 +102,11 @@ func (e *Engine) coverEnd(ks keyState) time.Time {
 // their buckets (refreshKey), so the floor known is that of the highest
 // gate known.
 func (e *Engine) learnGate(key string, g Doc) {
-	if e.spanLost.Load() {
-		return
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.spanLost.Load() {
+		return // (checked under mu: loseSpan forgets every key under it)
+	}
 	ks := e.state(key)
 	if ks.seg != g.Seg || !sameKnown(ks.history, g.Nonce) {
 		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor, history: g.Nonce}
@@ -377,7 +377,7 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 // read failed) it confirms nothing and forgets nothing: the next refresh
 // reads again.
 func (e *Engine) confirmRound(ctx context.Context, landed []Doc) (confirmed []Doc, over []string, err error) {
-	if len(landed) == 0 || e.has(BugRefreshUnconfirmed) {
+	if len(landed) == 0 {
 		return landed, nil, nil
 	}
 	p, found, err := e.store.Get(ctx, ProtocolID)
@@ -441,5 +441,8 @@ func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (got Doc, ok
 // CoverEnd returns when this engine's coverage of key's segment ends, in
 // store time (zero if it has none): a hold of key must end before it.
 func (e *Engine) CoverEnd(key string) time.Time {
+	if e.spanLost.Load() {
+		return time.Time{}
+	}
 	return e.coverEnd(e.snapshot(key))
 }

@@ -146,6 +146,9 @@ func (e *Engine) adoptSpan(got Doc, fixed bool) error {
 // *SpanError says it names another. It returns the document's nonce,
 // which names the store's history (history.go).
 func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
+	if err := e.spanLostErr(); err != nil {
+		return "", err
+	}
 	for range 2 {
 		got, found, err := e.store.Get(ctx, ProtocolID)
 		if err != nil {
@@ -186,12 +189,29 @@ func (e *Engine) loseSpan(err error) {
 	if !errors.As(err, &se) || e.has(BugSpanIgnored) {
 		return
 	}
-	e.spanLost.Store(true)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.spanLost.Store(true)
+	if e.lostSpan == nil {
+		e.lostSpan = se
+	}
 	for _, ks := range e.keys {
 		*ks = keyState{}
 	}
+}
+
+// spanLostErr is the *SpanError that made this engine lose its span, nil
+// if it has not: once lost, it reads and writes no protocol document
+// again (a start that wrote the document after another emptying would
+// make the store this engine's span again, refusing the processes of
+// the span it had, while this engine relies on nothing it learns).
+func (e *Engine) spanLostErr() error {
+	if !e.spanLost.Load() {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lostSpan
 }
 
 // sameSpan checks that the protocol document d names this engine's span.

@@ -381,13 +381,10 @@ func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 	if err != nil {
 		return Floor{}, err
 	}
-	if !ok || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) || !e.knownHistoryOf(g) {
-		// (A gate of another history than c's, or than the one this
-		// process knows the store is in: a refresh it refused, or a
-		// stray; or the store was emptied since, and this process's
-		// knowledge is what is stale. It is relied on only after a read
-		// of the protocol document names its history: a start's or a
-		// join's.)
+	if !ok || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) {
+		// (A gate of another history than c's: a refresh refused, or a
+		// stray; or the store was emptied since, and c was made on
+		// knowledge that is stale.)
 		e.abandon(context.WithoutCancel(ctx), c)
 		e.dropCover(c.Key, c.Seg)
 		return Floor{}, fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)
