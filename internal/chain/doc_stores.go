@@ -99,9 +99,15 @@
 //     every walk's stopping point, and its owner never counts it (F3).
 //     Landing after an emptying, it records the history before it: a
 //     walker of the new history reads the protocol document once, and
-//     passes it or waits for it as for any claim, until its withdrawal
-//     lands or its session ends (its owner, had it learnt the insert
-//     landed, would give it up at its walk: history.go).
+//     passes it or waits for it as for any claim, until a withdrawal of
+//     it lands after it or its session ends (its owner, had it learnt the
+//     insert landed, would give it up at its walk: history.go). If only
+//     the lock collection was emptied, the withdrawal may have landed
+//     before it, in the old history, and its owner's session live on: the
+//     stray then keeps the key waiting for as long as that session lives.
+//     (It can never hold: a claim recording another history than the
+//     store's does not. Treating it as ended would end that wait; not
+//     done yet.)
 //   - A session renewal only raises the expiry (of a document no other
 //     renewal will update if this one's outcome is unknown: see above); an
 //     insert of a new generation is as harmless, and landing after a drop

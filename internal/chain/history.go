@@ -52,7 +52,8 @@ import (
 //     it read the protocol document, once per claim (claimOfHistory): if
 //     the document names the walker's history, the other is a stray of an
 //     older one, landed late, and counts as any claim does (its owner
-//     withdraws it, or gives it up at its own walk, or its session ends);
+//     withdraws it, or gives it up at its own walk, or its session ends:
+//     doc_stores.go says when that wait can last as long as the session);
 //     otherwise the walker's knowledge is of an older history, and its
 //     claim is given up (errLapsed) with that knowledge, so that the
 //     key's next claim starts or joins the store's segment, and meets the
@@ -142,6 +143,13 @@ func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }
 func (e *Engine) sameKnown(a, b string) bool {
 	return sameKnown(a, b) || e.has(BugClaimHistoryIgnored)
 }
+
+// What the tests prove of a claim's history is this walk's check
+// (claimOfHistory) and a start's recording of the history it confirmed
+// (enter). The same comparison of a claim's or a key's history with a
+// gate's in ensureCover, proveGate, coverFloor, freshFloor, gateFloor,
+// Queue, join and the Claim run's reloads is defence in depth: a review
+// removed each alone and no test failed.
 
 // claimOfHistory checks claim d of c's segment, which c's walk read: a
 // claim recording another history than c (Doc.History) was sent in a
