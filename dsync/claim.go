@@ -22,14 +22,16 @@ type claimRef struct {
 	// chain.Claim.Below).
 	Below bool
 	// Seg is the segment of the key's queue the claim belongs to (see
-	// internal/chain).
-	Seg uint64
+	// internal/chain), and History the store's history its segment was
+	// learnt in (chain.Claim.History): a walk of the claim checks it.
+	Seg     uint64
+	History string
 }
 
 // resume is the engine's claim for c.
 func (c claimRef) resume() *chain.Claim {
 	cc := chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Token, c.Seg, c.Terms)
-	cc.Below = c.Below
+	cc.Below, cc.History = c.Below, c.History
 	return cc
 }
 

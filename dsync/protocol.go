@@ -98,7 +98,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 		return claimRef{}, wrap(ctx, "claim", key, err)
 	}
 	c.dir.claimed(key) // after the claim's insert, so as not to delay it
-	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg}
+	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()

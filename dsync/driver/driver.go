@@ -118,6 +118,11 @@ type Doc struct {
 	// Claims only, shown to people (dsync status): the claiming process.
 	Host string
 	PID  int
+	// Claims only: the history of the store (the nonce of its protocol
+	// document, ProtocolID) in which its sender learnt the segment it
+	// claims in; empty in claims of an older dsync. A claim that lands
+	// after the store was emptied records the history before it.
+	History string
 	// Release markers only: the claim held with every lower claim ended
 	// (always true of an exclusive claim), so nothing below it can keep a
 	// later claim from holding.

@@ -28,6 +28,9 @@ type lockDoc struct {
 	Owner   string `bson:"owner,omitempty"`
 	Host    string `bson:"host,omitempty"`
 	PID     int    `bson:"pid,omitempty"`
+	// Claims only: the store's history its sender knew its segment in
+	// (driver.Doc.History).
+	History string `bson:"history,omitempty"`
 	// At is the latest possible server time when the document was sent:
 	// for a claim, when it queued. Compaction deletes the documents of
 	// idle keys sent before a time (driver.Store.Compact).
@@ -63,7 +66,7 @@ type lockDoc struct {
 func toLockDoc(d driver.Doc) lockDoc {
 	return lockDoc{
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
-		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, At: ceilMilli(d.Sent),
+		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, History: d.History, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: int64(d.Token),
 		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
@@ -74,7 +77,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 func fromLockDoc(d *lockDoc) driver.Doc {
 	out := driver.Doc{
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
-		Host: d.Host, PID: d.PID, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
+		Host: d.Host, PID: d.PID, History: d.History, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: uint64(d.Token),
 		Seg:   uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,

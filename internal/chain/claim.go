@@ -18,6 +18,12 @@ type Claim struct {
 	// ends there: nothing below it belongs to the segment.
 	Seg   uint64
 	Terms Terms
+	// History is the store's history in which the claim's owner learnt
+	// its segment (history.go), recorded in its document (Doc.History):
+	// the claim holds only in that history. An owner that rebuilds the
+	// claim (Resume) to walk it sets it again; "" (unknown) forgoes the
+	// check.
+	History string
 	// Below reports, once the claim holds, whether every lower claim had
 	// ended by then (always, for an exclusive claim): its release says so
 	// (Doc.Clear), which ends every walk that reads it, and may raise the
@@ -71,6 +77,9 @@ type Claim struct {
 	// pinned: c keeps its key's knowledge in the engine until End (see
 	// Engine.state).
 	pinned bool
+	// inHistory: the protocol document, read after the claim's insert,
+	// named its History (claimOfHistory).
+	inHistory bool
 }
 
 // After returns the claim that held just before c, if the walk that found

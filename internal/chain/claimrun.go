@@ -37,6 +37,7 @@ type claimRun struct {
 	known               bool       // base is known (false: read the newest claim first)
 	tip                 tipRelease // this process's release of base, if known
 	seg                 uint64     // the segment claimed in (segment.go)
+	history             string     // the store's history seg was learnt in (keyState.history)
 	dups                int        // epochs lost in a row
 	newestRead          bool       // this run read the newest claim once
 	climbBase           bool       // read the claims above base before the next insert
@@ -64,7 +65,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 			if q.seg == 0 {
 				continue // the gate went: start again
 			}
-		} else if q.seg != ks.seg {
+		} else if q.seg != ks.seg || q.history != ks.history {
 			q.load()
 		}
 		if try && q.tip.Epoch == 0 && !topRead {
@@ -84,7 +85,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 // load sets what q knows of its key from the engine's knowledge.
 func (q *claimRun) load() {
 	ks := q.e.snapshot(q.key)
-	q.seg, q.base, q.known, q.tip = ks.seg, ks.newest, ks.newest > 0, tipRelease{}
+	q.seg, q.history, q.base, q.known, q.tip = ks.seg, ks.history, ks.newest, ks.newest > 0, tipRelease{}
 	if ks.hasTip() {
 		q.tip = ks.tip
 	}
@@ -93,7 +94,8 @@ func (q *claimRun) load() {
 // newClaim returns q's claim of epoch in segment seg.
 func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 	e := q.e
-	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch}
+	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch,
+		History: q.history}
 	if e.has(BugEndBySession) {
 		c.Nonce = q.session
 	}
@@ -106,7 +108,7 @@ func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
 	e := q.e
 	return Doc{ID: ClaimID(q.key, c.Epoch), Key: q.key, Epoch: c.Epoch, Seg: c.Seg, Kind: KindClaim, Nonce: c.Nonce,
 		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
-		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit}
+		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit, History: c.History}
 }
 
 // readTop reads the key's newest claim for a try: busy unless it ended.
@@ -168,8 +170,10 @@ func (q *claimRun) stale() error {
 func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
 	e := q.e
 	ks := e.snapshot(q.key)
-	if ks.seg != q.seg {
-		return nil, false, nil // the segment went (dropped): enter again
+	if ks.seg != q.seg || ks.history != q.history {
+		// The segment went (dropped), or what q knows of it was learnt
+		// in another history of the store: enter again, or load.
+		return nil, false, nil
 	}
 	if again, err := q.findBase(ctx, round, ks); err != nil || again {
 		return nil, err != nil, err
@@ -189,7 +193,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// that covers the segment now, and its floor (see floor.go).
 	checked := e.clock.Mono()
 	ks = e.snapshot(q.key)
-	if !q.insertable(ks, epoch, now) {
+	if ks.history != q.history || !q.insertable(ks, epoch, now) {
 		return nil, false, nil
 	}
 	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.has(BugNoFloorProof)

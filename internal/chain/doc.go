@@ -30,8 +30,10 @@
 //     lost and no claim of it is ever used again.
 //   - A claim of key's epoch E, with ID key@E, naming its session, a nonce
 //     unique to this insert, the session's TTL and the expiry its owner had
-//     seen confirmed when it claimed. The store's unique ID lets one insert
-//     of each epoch succeed. The epoch is the fencing token.
+//     seen confirmed when it claimed, its segment, and the history of the
+//     store its owner learnt that segment in (see Histories below). The
+//     store's unique ID lets one insert of each epoch succeed. The epoch
+//     is the fencing token.
 //   - The claim's shadow, key@E#nonce, inserted with the claim in one
 //     ordered insert. A claim is inserted once and never sent again, so its
 //     shadow exists only in a store that holds the claim.
@@ -339,10 +341,15 @@
 // (a join, or a claim that holds with nothing below it in its segment),
 // or its own start's, or a refresh's, followed the same way (a refresh
 // whose gates the document does not confirm forgets the segment:
-// confirmRound). (A process that knew a
-// segment before T may insert into it, but a walk stops only at what a
-// claim that held in H left, or at the first epoch, where it reads the
-// gate and the document; the fast path needs the claim below in H.)
+// confirmRound). A process that knew a segment before T keeps what it
+// knew, and may claim in a segment of that number in H with neither (a
+// segment started in H in the same quantum of store time has it): its
+// claim records the history it learnt the segment in (Doc.History), N'
+// ≠ N, and holds only in N' (history.go). Its walk reads the claim right
+// below it and whatever stops it, which a claim that held in H left and
+// which records N: it reads the document, and gives its claim up; a walk
+// that reaches the first epoch reads the gate and the document; the fast
+// path needs this process's own claim below, in the store, and so of H.
 // Every gate recording N was
 // sent after its sender read N, so after T; by induction on time, the
 // first gate recording N of each segment relied on in H is a start's, so

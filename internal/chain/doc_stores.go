@@ -15,10 +15,12 @@
 // gate sent before that lands after carries a floor whose claim the new
 // history does not have: it does not count. No segment of the old history
 // is relied on in the new one (L3: its gates record the old history; a
-// process that knew it holds only on what the store shows, and a claim
-// at its first epoch reads the gate and then the protocol document), so
-// every segment relied on starts above the tokens handed out before the
-// emptying. A prune sent before deletes by ID: shadows and markers are
+// process that knew it claims in it with a claim that records the old
+// history too, which holds only in that one: its walk reads a claim of
+// the new history right below it, or its segment's gate and the
+// protocol document), so every segment relied on starts above the
+// tokens handed out before the emptying, and its coverage is what the
+// new history's gates give. A prune sent before deletes by ID: shadows and markers are
 // named by nonces, never sent twice; claims below a floor of a segment of
 // the old history, in which no claim counts in the new one. One limit: a
 // lock held at the moment is not protected (its holder does not notice
@@ -95,6 +97,17 @@
 //     again follow a known epoch, F1). Landing after the withdrawal, it is
 //     ended on arrival. Landing in a hole below the floor, it is below
 //     every walk's stopping point, and its owner never counts it (F3).
+//     Landing after an emptying, it records the history before it: a
+//     walker of the new history reads the protocol document once, and
+//     passes it or waits for it as for any claim, until a withdrawal of
+//     it lands after it or its session ends (its owner, had it learnt the
+//     insert landed, would give it up at its walk: history.go). If only
+//     the lock collection was emptied, the withdrawal may have landed
+//     before it, in the old history, and its owner's session live on: the
+//     stray then keeps the key waiting for as long as that session lives.
+//     (It can never hold: a claim recording another history than the
+//     store's does not. Treating it as ended would end that wait; not
+//     done yet.)
 //   - A session renewal only raises the expiry (of a document no other
 //     renewal will update if this one's outcome is unknown: see above); an
 //     insert of a new generation is as harmless, and landing after a drop

@@ -143,6 +143,11 @@ type Engine struct {
 	// spanNs is the bucket span in force: Config.Span, or the store's
 	// (Agree).
 	spanNs atomic.Int64
+	// spanLost: a protocol document read after Agree named another span
+	// (span.go). This engine then relies on no segment any more, and
+	// lostSpan (under mu) is the error its starts and joins return.
+	spanLost atomic.Bool
+	lostSpan *SpanError
 	// drops counts the keys whose knowledge state dropped (Drops).
 	drops atomic.Int64
 	// floorDrops counts the passed claims dropped below a floor
@@ -181,6 +186,11 @@ type keyState struct {
 	seg   uint64
 	cover int64
 	floor Floor
+	// history is the store's history (history.go) in which seg's gate
+	// was learnt, as that gate records it: the claims made on this
+	// knowledge record it (Doc.History), and hold only in it; its
+	// refreshes' gates record it too.
+	history string
 	// own is the highest floor this process can vouch for itself: a
 	// claim of seg that held with every lower claim ended. The gates it
 	// inserts record the higher of own and floor.

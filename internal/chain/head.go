@@ -60,11 +60,12 @@ func (e *Engine) queue(ctx context.Context, key string, now func() Interval, jud
 		if err != nil || !ok {
 			return nil, err // no segment anyone may rely on: nothing holds
 		}
-		if ks := e.snapshot(key); judge && ks.seg == g.Seg {
+		if ks := e.snapshot(key); judge && ks.seg == g.Seg && e.sameKnown(ks.history, g.Nonce) {
 			// What covers the key now, for this process's claims too. A
-			// segment it does not rely on yet it learns only by a start or
-			// a join, which check that the store's span is this
-			// process's (span.go).
+			// segment it does not rely on yet (nor one of the same number
+			// that it knew in another history of the store) it learns only
+			// by a start or a join, which check that the store's span is
+			// this process's, and its history the gate's (span.go).
 			e.learnGate(key, g)
 		}
 		live, top, err := e.queueFrom(ctx, key, g, judge)

@@ -12,8 +12,9 @@ import (
 // again carries a nonce of its own, so the document's nonce names the
 // history it began (the document is never updated, and an insert lands
 // once at most: a nonce names one history). Every gate records the
-// history its sender knew (Doc.Nonce): the nonce it read in the protocol
-// document before it sent the gate, so the gate was sent after that
+// history its sender learnt its segment in (Doc.Nonce): the nonce it read
+// in the protocol document before it sent the gate (a start's) or before
+// it relied on the segment (a refresh's), so the gate was sent after that
 // history began.
 //
 // A process relies on a gate it did not insert only if the protocol
@@ -31,6 +32,52 @@ import (
 // more (at most three bucket spans after it was sent), and then starts
 // a segment whose base, from the store's clock, lies above every token
 // handed out more than the margin before (see the package documentation).
+//
+// A claim records a history too (Doc.History): the one its process learnt
+// its segment in (keyState.history, the history of the gate it learnt
+// it by, which the protocol document named then). A process keeps what
+// it knows of a segment after its holds end, and is not told of an
+// emptying: its next claim of the key joins the segment it knows, with
+// no start and no read of the protocol document. In the next history a
+// segment of the same number (started in the same quantum of store time)
+// may be another's, whose coverage ends sooner than the one the process
+// knows (its gates are of another span, or of earlier buckets): a claim
+// that held on that knowledge would let a start, once the store's
+// coverage is over, meet no gate and hold beside it. So a claim holds
+// only in the history it records:
+//
+//   - Its walk reads the claim right below it, and the claim whose
+//     release or floor stops it (a walk passes every claim down to the
+//     floor's). A claim of its segment recording another history makes
+//     it read the protocol document, once per claim (claimOfHistory): if
+//     the document names the walker's history, the other is a stray of an
+//     older one, landed late, and counts as any claim does (its owner
+//     withdraws it, or gives it up at its own walk, or its session ends:
+//     doc_stores.go says when that wait can last as long as the session);
+//     otherwise the walker's knowledge is of an older history, and its
+//     claim is given up (errLapsed) with that knowledge, so that the
+//     key's next claim starts or joins the store's segment, and meets the
+//     store's span (a *SpanError if it is not this process's).
+//   - A walk that reaches its segment's first epoch reads the gate and
+//     the protocol document (proveGate): both must name its history.
+//   - A claim chained on this process's own release right below it holds
+//     on its insert only if that claim is still in the store: it held in
+//     the history the store is in, and records the same as the new claim.
+//   - Its coverage (ensureCover) is what its process learnt of the
+//     segment in the history it records: knowledge learnt in another,
+//     even of a segment of the same number, is not the claim's.
+//
+// By induction over holds in the order they began, every claim that holds
+// in a history records it (or none: a claim of an older dsync, which is
+// not checked): the first that did not would have stopped at the release
+// or floor of a claim that held before it in that history, and read it,
+// or at its first epoch, or on its own release, and each of these is
+// checked. So every claim that holds relies on knowledge learnt in the
+// history it holds in, by a start or a join, which read that history's
+// protocol document and found this process's span in it (span.go). This
+// costs no request on the way to a grant: a walk compares what it reads
+// anyway, and only a claim of another history, which only an emptying
+// leaves, costs a read of the protocol document.
 
 // errOtherHistory: a gate names a history of the store other than the
 // one its protocol document names now.
@@ -86,4 +133,61 @@ func (e *Engine) noteStray(key string, b int64) {
 // giving coverage (zero if none is known).
 func (e *Engine) strayUntil(key string) time.Time {
 	return e.snapshot(key).strayUntil
+}
+
+// sameKnown reports whether two histories of the store may be one: equal,
+// or one unknown (a document of an older dsync records none).
+func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }
+
+// sameKnown is sameKnown, or always true with BugClaimHistoryIgnored.
+func (e *Engine) sameKnown(a, b string) bool {
+	return sameKnown(a, b) || e.has(BugClaimHistoryIgnored)
+}
+
+// What the tests prove of a claim's history is this walk's check
+// (claimOfHistory) and a start's recording of the history it confirmed
+// (enter). The same comparison of a claim's or a key's history with a
+// gate's in ensureCover, proveGate, coverFloor, freshFloor, gateFloor,
+// Queue, join and the Claim run's reloads is defence in depth: a review
+// removed each alone and no test failed.
+
+// claimOfHistory checks claim d of c's segment, which c's walk read: a
+// claim recording another history than c (Doc.History) was sent in a
+// history of the store other than the one c's owner learnt the segment
+// in. Either d is a stray, sent before an emptying and landed after it
+// (c's owner knows the store's history: d is a claim like any other,
+// and its owner gives it up or its session ends), or c was made on
+// knowledge of a segment of the store's history before, which the
+// emptying took: the store's segment of that number is another's, and
+// coverage this process knows of it is not the store's. The protocol
+// document, read once per claim, says which: c is given up (errLapsed)
+// unless it names c's history and this process's span.
+func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
+	if c.inHistory || e.sameKnown(c.History, d.History) {
+		return nil
+	}
+	history, err := e.confirmSpan(ctx)
+	if err != nil && !errors.Is(err, ErrSpan) {
+		return err
+	}
+	if err == nil && history == c.History {
+		// The store is in c's history (and c's claim, read back before
+		// c holds, shows it was not emptied since: confirmOwn).
+		c.inHistory = true
+		return nil
+	}
+	return e.staleSegment(ctx, c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
+}
+
+// staleSegment gives c up, made on knowledge of its segment learnt in
+// another history of the store than the one it is in: that knowledge is
+// dropped, and the key's next claim starts or joins the store's segment.
+func (e *Engine) staleSegment(ctx context.Context, c *Claim, why string) error {
+	e.mu.Lock()
+	if ks := e.keys[c.Key]; ks != nil && ks.seg == c.Seg && sameKnown(ks.history, c.History) {
+		*ks = keyState{}
+	}
+	e.mu.Unlock()
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)
 }

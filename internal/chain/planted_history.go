@@ -14,12 +14,12 @@ const (
 	// inserted it, with the span): a start held back across an emptying
 	// then makes the next history look like the one before it.
 	BugStartWritesHistory
-	// BugRefreshUnconfirmed has a refresh rely on its gates without
-	// reading the protocol document after they landed: a process that
-	// kept what it knew of a segment across an emptying, in a store that
-	// records another span since, keeps it covered with gates that no
-	// start of the store's span meets.
-	BugRefreshUnconfirmed
+	// BugClaimHistoryIgnored has a walk pass the claims of its segment
+	// whatever history of the store they record: a process that kept
+	// what it knew of a segment across an emptying joins the next
+	// history's segment of the same number, holds in it, and relies on
+	// the coverage it knew before (the store's gates may end sooner).
+	BugClaimHistoryIgnored
 )
 
 // plantedStartDocs appends to a start's documents what a planted error of

@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,29 @@ import (
 // limit-3 Semaphore's claims held with weights 4). A refresh counts only
 // if the protocol document, read after its gates landed, names their
 // history and this process's span.
+//
+// X's walk no longer holds: Y's release records the store's new history,
+// and X's claim the one before (TestSegmentKnownBeforeAnEmptyingDoesNotHold).
+// The refresh's own check is proven with the walk's planted away
+// (TestRefreshAfterTheStoreTookAnotherSpanPlanted).
 func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
+	refreshAfterAnotherSpan(t, chain.NoBug)
+}
+
+// TestRefreshAfterTheStoreTookAnotherSpanPlanted: with the walk's check of
+// the claims' histories planted away (chain.BugClaimHistoryIgnored), X
+// holds on the segment it knew, and its refreshes alone must give it up
+// before Z holds.
+func TestRefreshAfterTheStoreTookAnotherSpanPlanted(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	refreshAfterAnotherSpan(t, chain.BugClaimHistoryIgnored)
+}
+
+// refreshAfterAnotherSpan is the story of TestRefreshAfterTheStoreTookAnotherSpan,
+// with bug planted in X for its second claim.
+func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
 	ctx := context.Background()
 	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &testClock{base: b0}
@@ -75,6 +98,17 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	x.SetBug(bug)
+	if bug == chain.NoBug {
+		c, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("x's claim: %v", err)
+		}
+		if head, _, err := x.Walk(ctx, c); !chain.IsLapsed(err) {
+			t.Fatalf("x's walk of epoch %d = %v, %v; want it given up, its segment lapsed", c.Epoch, head, err)
+		}
+		return
+	}
 	cx = hold(x, sx, "x")
 	var covered time.Time
 	for step := 1; step <= 30; step++ {
@@ -93,5 +127,139 @@ func TestRefreshAfterTheStoreTookAnotherSpan(t *testing.T) {
 			t.Fatalf("Z holds epoch %d (segment %d) at %v while X holds epoch %d (segment %d), covered by its refreshes until %v",
 				cz.Epoch, cz.Seg, clock.ServerNow().Latest.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
 		}
+	}
+}
+
+// TestWaiterAfterARefusedRefreshPlanted: as in
+// TestRefreshAfterTheStoreTookAnotherSpanPlanted (the walk's check of the
+// claims' histories planted away, so that X holds again), but X's process
+// has a waiter behind each of its holds. The refresh the protocol document refuses
+// leaves its gate in the store; the waiter's walk, finding k no longer
+// covered, reads the gate that covers k now, finds that one, and must
+// not rely on it (a review of the refresh's fix: the waiter held on it a
+// bucket at a time, and Z held beside it at 15m10s). Once a document
+// read after Agree names another span, the engine relies on no segment.
+func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
+	if !chain.Planted {
+		t.Skip("planting a bug in the engine needs -tags dsync_planted")
+	}
+	ctx := context.Background()
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	store := memory.New()
+	engine := func(span time.Duration) (*chain.Engine, string) {
+		t.Helper()
+		cfg := chain.DefaultConfig()
+		cfg.Span = span
+		e, err := chain.New(store, clock, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := e.OpenSession(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, sess
+	}
+	hold := func(e *chain.Engine, sess, owner string) *chain.Claim {
+		t.Helper()
+		c, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("%s's claim: %v", owner, err)
+		}
+		if head, _, err := e.Walk(ctx, c); err != nil || !head {
+			t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
+		}
+		return c
+	}
+
+	x, sx := engine(time.Minute)
+	cx := hold(x, sx, "x")
+	if err := x.End(ctx, cx, true); err != nil {
+		t.Fatal(err)
+	}
+	store.Reset() // nothing is held
+	y, sy := engine(5 * time.Minute)
+	cy := hold(y, sy, "y")
+	if cy.Seg != cx.Seg {
+		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
+	}
+	if err := y.End(ctx, cy, true); err != nil {
+		t.Fatal(err)
+	}
+
+	x.SetBug(chain.BugClaimHistoryIgnored)
+	cx = hold(x, sx, "x")
+	for step := 1; step <= 20; step++ {
+		cw, err := x.Claim(ctx, "k", "w", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Logf("step %d: the waiter's claim: %v", step, err)
+			return
+		}
+		clock.set(clock.ServerNow().Latest.Add(time.Minute))
+		lapsed, rerr := x.Refresh(ctx, []string{"k"})
+		_ = x.End(ctx, cx, false) // the hold ends, lost or not
+		head, _, err := x.Walk(ctx, cw)
+		if err != nil || !head {
+			t.Logf("step %d: refresh lapsed %v (%v); the waiter: %v, %v", step, lapsed, rerr, head, err)
+			return
+		}
+		cx = cw
+		covered, now := x.CoverEnd("k"), clock.ServerNow().Latest
+		z, sz := engine(5 * time.Minute)
+		if cz, err := z.TryClaim(ctx, "k", "z", sz, chain.ExclusiveTerms); err == nil {
+			t.Fatalf("Z holds epoch %d (segment %d) at %v while X's waiter holds epoch %d (segment %d), covered until %v",
+				cz.Epoch, cz.Seg, now.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
+		}
+	}
+}
+
+// TestLostSpanWritesNothing: X, with buckets of a minute, agrees; the
+// store is emptied and Y records buckets of five minutes; X's next start
+// finds it (ErrSpan), and X relies on no segment from then on. The store
+// is emptied again: X's claims must still be refused, and write no
+// protocol document (a review: X's start wrote its own span back, its
+// claims went round as busy with nobody holding, and Y's were refused).
+func TestLostSpanWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	store := memory.New()
+	engine := func(span time.Duration) (*chain.Engine, string) {
+		t.Helper()
+		cfg := chain.DefaultConfig()
+		cfg.Span = span
+		e, err := chain.New(store, clock, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Agree(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := e.OpenSession(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, sess
+	}
+	x, sx := engine(time.Minute)
+	store.Reset()
+	engine(5 * time.Minute)
+	if _, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false); !errors.Is(err, chain.ErrSpan) {
+		t.Fatalf("X's claim in a store of another span: %v; want ErrSpan", err)
+	}
+	store.Reset()
+	for i := range 3 {
+		if _, err := x.Claim(ctx, "k", "x", sx, chain.ExclusiveTerms, false); !errors.Is(err, chain.ErrSpan) {
+			t.Fatalf("X's claim %d after the store was emptied again: %v; want ErrSpan", i, err)
+		}
+	}
+	if d, found, err := store.Get(ctx, chain.ProtocolID); err != nil || found {
+		t.Fatalf("protocol document after X's claims: %+v, %v, %v; want none", d, found, err)
 	}
 }

@@ -230,12 +230,13 @@ func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, err
 
 // gateFloor reads the gate that covers c's segment now, as freshFloor
 // does, and returns its floor; ok is false (and nothing is given up or
-// learned) if no gate covers the segment: the caller then judges what it
+// learned) if no gate covers the segment (or the one that does records
+// another history than c): the caller then judges what it
 // found as it would have without the read (a store that lost the key's
 // history is a reset, not a lapse).
 func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err error) {
 	g, found, err := e.liveSegment(ctx, c.Key)
-	if err != nil || !found || g.Seg != c.Seg {
+	if err != nil || !found || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) {
 		return Floor{}, false, err
 	}
 	e.learnGate(c.Key, g)

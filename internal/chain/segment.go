@@ -79,7 +79,7 @@ func (e *Engine) covered(ks keyState, latest time.Time) bool {
 	if e.has(BugNoCoverage) {
 		return ks.seg != 0
 	}
-	return ks.seg != 0 && latest.Before(e.coverEnd(ks))
+	return ks.seg != 0 && !e.spanLost.Load() && latest.Before(e.coverEnd(ks))
 }
 
 // coverEnd is when ks's coverage ends, in store time.
@@ -92,16 +92,28 @@ func (e *Engine) coverEnd(ks keyState) time.Time {
 
 // learnGate records gate g of key (a gate of g.Seg for bucket g.Bucket):
 // coverage up to its bucket, and its floor. Knowledge of another segment
-// is dropped: it belonged to a segment that is over. A segment's gates
-// carry floors that only rise with their buckets (refreshKey), so the
-// floor known is that of the highest gate known.
+// is dropped: it belonged to a segment that is over. So is knowledge of
+// a segment of the same number learnt in another history of the store
+// (an emptying came between: segments of two histories share a number
+// when they start in one quantum of store time): g's callers have read
+// the protocol document after it, which names g's history (but Queue's
+// and the floor reads', which learn only a gate of the history they
+// know). A segment's gates carry floors that only rise with
+// their buckets (refreshKey), so the floor known is that of the highest
+// gate known.
 func (e *Engine) learnGate(key string, g Doc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.spanLost.Load() {
+		return // (checked under mu: loseSpan forgets every key under it)
+	}
 	ks := e.state(key)
-	if ks.seg != g.Seg {
-		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor}
+	if ks.seg != g.Seg || !sameKnown(ks.history, g.Nonce) {
+		*ks = keyState{seg: g.Seg, cover: g.Bucket, floor: g.Floor, history: g.Nonce}
 		return
+	}
+	if ks.history == "" {
+		ks.history = g.Nonce
 	}
 	ks.cover = max(ks.cover, g.Bucket)
 	if g.Floor.Epoch > ks.floor.Epoch {
@@ -154,6 +166,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	for b := lo; b <= hi; b++ {
 		docs = append(docs, gate(q.key, seg, b, Floor{}, now.Latest, history))
 	}
+	q.history = history
 	c = q.newClaim(seg, seg)
 	d := q.claimDoc(c, now.Latest)
 	docs = append(docs, d, shadowOf(d))
@@ -265,9 +278,11 @@ func (q *claimRun) meet(ctx context.Context, from, hi int64) (c *Claim, done boo
 	return nil, false, nil // gone since (dropped): try again
 }
 
-// join makes q claim in segment seg, knowing nothing of it yet.
+// join makes q claim in segment seg, knowing nothing of it yet but the
+// gate just learnt, and the history it records.
 func (q *claimRun) join(seg uint64) {
 	q.seg, q.base, q.known, q.tip = seg, 0, false, tipRelease{}
+	q.history = q.e.snapshot(q.key).history
 }
 
 // Refresh inserts, for each of keys, the gates of the buckets up to the
@@ -286,9 +301,9 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 	keys = slices.Compact(keys)
 	now := e.clock.ServerNow()
 	want := e.bucket(now.Latest) + 1
-	// A holder knows the history its segment is relied on in: its gates
-	// record it (history.go).
-	history := e.knownHistory()
+	// A holder knows the history its segment is relied on in (the one it
+	// learnt the segment in): its gates record it (history.go).
+	known := e.knownHistory()
 	var pending []string
 	for _, key := range keys {
 		if ks := e.snapshot(key); !e.covered(ks, now.Latest) {
@@ -313,6 +328,10 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 			case ks.seg == 0:
 				lapsed = append(lapsed, key) // forgotten meanwhile: over
 			case ks.cover < want:
+				history := ks.history
+				if history == "" {
+					history = known // learnt from a gate of an older dsync
+				}
 				gates = append(gates, gate(key, ks.seg, ks.cover+1, e.nextFloor(ks), now.Latest, history))
 			}
 		}
@@ -350,22 +369,32 @@ func (e *Engine) Refresh(ctx context.Context, keys []string) (lapsed []string, e
 // refresh's gates landed, and returns those it confirms: those that
 // record the history it names, if it names this process's span. The
 // keys of the others are forgotten and returned as over: their gates
-// were sent in a history before an emptying (this process learnt the
-// next one from no document it read), or in a store whose span is no
-// longer this process's. Either way no gate of the store's span meets
-// them, and a start in the store's history would hold beside this
-// process's claims. On an error of unknown outcome (the read failed) it
-// confirms nothing and forgets nothing: the next refresh reads again.
+// record a history before an emptying (a segment this process kept
+// across it), or the store records another span since (loseSpan). Either
+// way no start in the store's history need meet them. A missing document
+// confirms nothing either (the store was emptied since: the next history
+// is not this refresh's to begin). On an error of unknown outcome (the
+// read failed) it confirms nothing and forgets nothing: the next refresh
+// reads again.
 func (e *Engine) confirmRound(ctx context.Context, landed []Doc) (confirmed []Doc, over []string, err error) {
-	if len(landed) == 0 || e.has(BugRefreshUnconfirmed) {
+	if len(landed) == 0 {
 		return landed, nil, nil
 	}
-	history, err := e.confirmSpan(ctx)
-	if err != nil && !errors.Is(err, ErrSpan) {
+	p, found, err := e.store.Get(ctx, ProtocolID)
+	if err != nil {
 		return nil, nil, err
 	}
+	history := ""
+	if found {
+		if err = e.sameSpan(p); err == nil {
+			history = p.Nonce
+			e.learnHistory(history)
+		} else {
+			e.loseSpan(err)
+		}
+	}
 	for _, g := range landed {
-		if err == nil && e.sameHistory(g, history) {
+		if found && err == nil && e.sameHistory(g, history) {
 			confirmed = append(confirmed, g)
 			continue
 		}
@@ -412,5 +441,8 @@ func (e *Engine) gateLanded(ctx context.Context, g Doc, ierr error) (got Doc, ok
 // CoverEnd returns when this engine's coverage of key's segment ends, in
 // store time (zero if it has none): a hold of key must end before it.
 func (e *Engine) CoverEnd(key string) time.Time {
+	if e.spanLost.Load() {
+		return time.Time{}
+	}
 	return e.coverEnd(e.snapshot(key))
 }

@@ -24,9 +24,7 @@ import (
 //     document then names its span (and the history its gates name:
 //     history.go). Two starts of different spans in one history of the
 //     store read one document, whichever inserted it: the start whose
-//     span it does not name gives its claim up. So no history holds two
-//     segments of different spans that are relied on, whichever order
-//     their requests land in.
+//     span it does not name gives its claim up.
 //   - A claim that joins the segment of a gate it read (a start that met
 //     a gate) reads the document after the gate, and inserts it if it is
 //     missing.
@@ -37,12 +35,22 @@ import (
 //
 // Nothing else makes a process rely on a segment it did not rely on: a
 // read of a key's queue (Queue) learns only more of the segment this
-// process relies on already.
+// process relies on already, in the history it learnt it in.
 //
-// A process with the store's span keeps relying on what it already
-// relies on: the store is emptied only while nothing is held or awaited,
-// and a claim made on knowledge from before an emptying holds only on
-// what the store shows after its insert (see the package documentation).
+// What a process learnt of a segment it keeps, across an emptying too,
+// and its next claim of the key joins that segment without reading the
+// document. But a claim records the history its process learnt its
+// segment in, and holds only in that history (history.go): a claim that
+// holds relies on a segment learnt, by a start or a join, in the history
+// it holds in, having read that history's document and found its span
+// there. The document is one per history, with one span, so no history
+// holds two segments of different spans that are relied on, whichever
+// order their requests land in. (Before claims recorded it, a process
+// that kept a segment of five-minute buckets across an emptying joined,
+// in the next history, the segment of the same number a process of
+// one-minute buckets had started, and held on the coverage it knew,
+// until a start of the store's span held beside it:
+// TestSegmentKnownBeforeAnEmptyingDoesNotHold.)
 
 // ErrSpan reports that the store's processes do not agree on the bucket
 // span: exclusion between segments needs one.
@@ -138,6 +146,9 @@ func (e *Engine) adoptSpan(got Doc, fixed bool) error {
 // *SpanError says it names another. It returns the document's nonce,
 // which names the store's history (history.go).
 func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
+	if err := e.spanLostErr(); err != nil {
+		return "", err
+	}
 	for range 2 {
 		got, found, err := e.store.Get(ctx, ProtocolID)
 		if err != nil {
@@ -145,6 +156,7 @@ func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 		}
 		if found {
 			if err := e.sameSpan(got); err != nil {
+				e.loseSpan(err)
 				return "", err
 			}
 			e.learnHistory(got.Nonce)
@@ -164,6 +176,42 @@ func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 		}
 	}
 	return "", fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
+}
+
+// loseSpan records, if err is a *SpanError, that the store records
+// another span than this engine's since it agreed on one: its gates no
+// longer meet those of the store's span, so it forgets every segment it
+// relied on and relies on none again (covered, learnGate). Its starts
+// and joins are refused with the error; a process adopts the store's
+// span by starting again.
+func (e *Engine) loseSpan(err error) {
+	var se *SpanError
+	if !errors.As(err, &se) || e.has(BugSpanIgnored) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.spanLost.Store(true)
+	if e.lostSpan == nil {
+		e.lostSpan = se
+	}
+	for _, ks := range e.keys {
+		*ks = keyState{}
+	}
+}
+
+// spanLostErr is the *SpanError that made this engine lose its span, nil
+// if it has not: once lost, it reads and writes no protocol document
+// again (a start that wrote the document after another emptying would
+// make the store this engine's span again, refusing the processes of
+// the span it had, while this engine relies on nothing it learns).
+func (e *Engine) spanLostErr() error {
+	if !e.spanLost.Load() {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lostSpan
 }
 
 // sameSpan checks that the protocol document d names this engine's span.

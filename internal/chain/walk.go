@@ -153,6 +153,12 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 		e.abandon(context.WithoutCancel(ctx), c)
 		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
 	}
+	// Every claim a walk reads, ended or not, whatever stops the walk:
+	// the claim right below c is always read (a walk that holds with no
+	// read holds on its insert: tip.go).
+	if err := e.claimOfHistory(ctx, c, d); err != nil {
+		return Blocker{}, false, err
+	}
 	ended, kind, marker, b, err := e.endedIn(ctx, c, d)
 	if err != nil {
 		return Blocker{}, false, err
@@ -359,23 +365,29 @@ func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
 // given up (its segment lapsed: claim again).
 func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	ks := e.snapshot(c.Key)
-	if ks.seg == c.Seg && e.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
+	if ks.seg == c.Seg && e.sameKnown(ks.history, c.History) && e.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
 		return e.ownFloorCheck(ctx, c, ks.floor)
 	}
 	return e.freshFloor(ctx, c)
 }
 
 // freshFloor reads the gate that covers c's segment now, and returns its
-// floor (c is given up if no gate covers its segment).
+// floor (c is given up if no gate covers its segment, or the one that
+// does records another history than c: c's owner then learnt the
+// segment in another history, or the gate landed late in this one, and
+// either way c waits for no gate it cannot rely on).
 func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 	g, ok, err := e.liveSegment(ctx, c.Key)
 	if err != nil {
 		return Floor{}, err
 	}
-	if !ok || g.Seg != c.Seg {
+	if !ok || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) {
+		// (A gate of another history than c's: a refresh refused, or a
+		// stray; or the store was emptied since, and c was made on
+		// knowledge that is stale.)
 		e.abandon(context.WithoutCancel(ctx), c)
 		e.dropCover(c.Key, c.Seg)
-		return Floor{}, fmt.Errorf("%w: %q: no gate covers segment %d", errLapsed, c.Key, c.Seg)
+		return Floor{}, fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)
 	}
 	e.learnGate(c.Key, g)
 	return e.ownFloorCheck(ctx, c, e.floorOf(c.Key, c.Seg))

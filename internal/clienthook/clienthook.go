@@ -58,6 +58,7 @@ type Claim struct {
 	Terms               chain.Terms
 	Below               bool
 	Seg                 uint64
+	History             string
 }
 
 // Raw is a Client's protocol calls beneath its primitives, one call each,

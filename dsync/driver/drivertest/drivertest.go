@@ -183,7 +183,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
 		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
-		Seg: testSeg,
+		Seg: testSeg, History: "history-" + nonce,
 	}
 }
 
