@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127203332-fc37a027d6a8
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127203332-fc37a027d6a8
+	github.com/go-dsync/dsync v0.0.0-20261127212301-adcee4196ed7
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127212301-adcee4196ed7
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
