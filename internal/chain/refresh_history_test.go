@@ -1,13 +1,11 @@
 package chain_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -48,39 +46,8 @@ func TestRefreshAfterTheStoreTookAnotherSpanPlanted(t *testing.T) {
 // refreshAfterAnotherSpan is the story of TestRefreshAfterTheStoreTookAnotherSpan,
 // with bug planted in X for its second claim.
 func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
-	ctx := context.Background()
-	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &testClock{base: b0}
-	clock.set(b0.Add(10 * time.Second))
-	store := memory.New()
-	engine := func(span time.Duration) (*chain.Engine, string) {
-		t.Helper()
-		cfg := chain.DefaultConfig()
-		cfg.Span = span
-		e, err := chain.New(store, clock, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Agree(ctx, true); err != nil {
-			t.Fatal(err)
-		}
-		sess, _, err := e.OpenSession(ctx, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, sess
-	}
-	hold := func(e *chain.Engine, sess, owner string) *chain.Claim {
-		t.Helper()
-		c, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
-		if err != nil {
-			t.Fatalf("%s's claim: %v", owner, err)
-		}
-		if head, _, err := e.Walk(ctx, c); err != nil || !head {
-			t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
-		}
-		return c
-	}
+	w := newSpanWorld(t)
+	ctx, b0, clock, store, engine, hold := w.ctx, w.b0, w.clock, w.store, w.engine, w.hold
 
 	x, sx := engine(time.Minute)
 	cx := hold(x, sx, "x")
@@ -143,39 +110,8 @@ func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
 	if !chain.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}
-	ctx := context.Background()
-	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &testClock{base: b0}
-	clock.set(b0.Add(10 * time.Second))
-	store := memory.New()
-	engine := func(span time.Duration) (*chain.Engine, string) {
-		t.Helper()
-		cfg := chain.DefaultConfig()
-		cfg.Span = span
-		e, err := chain.New(store, clock, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Agree(ctx, true); err != nil {
-			t.Fatal(err)
-		}
-		sess, _, err := e.OpenSession(ctx, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, sess
-	}
-	hold := func(e *chain.Engine, sess, owner string) *chain.Claim {
-		t.Helper()
-		c, err := e.Claim(ctx, "k", owner, sess, chain.ExclusiveTerms, false)
-		if err != nil {
-			t.Fatalf("%s's claim: %v", owner, err)
-		}
-		if head, _, err := e.Walk(ctx, c); err != nil || !head {
-			t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
-		}
-		return c
-	}
+	w := newSpanWorld(t)
+	ctx, b0, clock, store, engine, hold := w.ctx, w.b0, w.clock, w.store, w.engine, w.hold
 
 	x, sx := engine(time.Minute)
 	cx := hold(x, sx, "x")
@@ -225,28 +161,8 @@ func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
 // protocol document (a review: X's start wrote its own span back, its
 // claims went round as busy with nobody holding, and Y's were refused).
 func TestLostSpanWritesNothing(t *testing.T) {
-	ctx := context.Background()
-	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &testClock{base: b0}
-	clock.set(b0.Add(10 * time.Second))
-	store := memory.New()
-	engine := func(span time.Duration) (*chain.Engine, string) {
-		t.Helper()
-		cfg := chain.DefaultConfig()
-		cfg.Span = span
-		e, err := chain.New(store, clock, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Agree(ctx, true); err != nil {
-			t.Fatal(err)
-		}
-		sess, _, err := e.OpenSession(ctx, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, sess
-	}
+	w := newSpanWorld(t)
+	ctx, store, engine := w.ctx, w.store, w.engine
 	x, sx := engine(time.Minute)
 	store.Reset()
 	engine(5 * time.Minute)

@@ -1,0 +1,63 @@
+package chain_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/chain"
+)
+
+// spanWorld is a store and its clock, at 10 s past the start of 2026 (a
+// bucket boundary for every span the stories use), shared by engines of
+// any bucket span: the stories of processes that disagree on the span
+// across an emptying (refresh_history_test.go).
+type spanWorld struct {
+	t     *testing.T
+	ctx   context.Context
+	b0    time.Time
+	clock *testClock
+	store *memory.Store
+}
+
+func newSpanWorld(t *testing.T) *spanWorld {
+	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &testClock{base: b0}
+	clock.set(b0.Add(10 * time.Second))
+	return &spanWorld{t: t, ctx: context.Background(), b0: b0, clock: clock, store: memory.New()}
+}
+
+// engine returns an engine of span that has agreed on it (Fixed) and a
+// session of 30 s.
+func (w *spanWorld) engine(span time.Duration) (*chain.Engine, string) {
+	w.t.Helper()
+	cfg := chain.DefaultConfig()
+	cfg.Span = span
+	e, err := chain.New(w.store, w.clock, cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := e.Agree(w.ctx, true); err != nil {
+		w.t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(w.ctx, 30*time.Second)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return e, sess
+}
+
+// hold claims k for owner exclusively, and fails the test unless the
+// claim holds at its first walk.
+func (w *spanWorld) hold(e *chain.Engine, sess, owner string) *chain.Claim {
+	w.t.Helper()
+	c, err := e.Claim(w.ctx, "k", owner, sess, chain.ExclusiveTerms, false)
+	if err != nil {
+		w.t.Fatalf("%s's claim: %v", owner, err)
+	}
+	if head, _, err := e.Walk(w.ctx, c); err != nil || !head {
+		w.t.Fatalf("%s's walk of epoch %d = %v, %v; want it holding", owner, c.Epoch, head, err)
+	}
+	return c
+}
