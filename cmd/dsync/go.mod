@@ -13,8 +13,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127212301-adcee4196ed7
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127212301-adcee4196ed7
+	github.com/go-dsync/dsync v0.0.0-20261127215123-bf1e1362badb
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127215123-bf1e1362badb
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.22.0
