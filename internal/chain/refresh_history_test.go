@@ -47,23 +47,9 @@ func TestRefreshAfterTheStoreTookAnotherSpanPlanted(t *testing.T) {
 // with bug planted in X for its second claim.
 func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
 	w := newSpanWorld(t)
-	ctx, b0, clock, store, engine, hold := w.ctx, w.b0, w.clock, w.store, w.engine, w.hold
+	ctx, b0, clock, engine, hold := w.ctx, w.b0, w.clock, w.engine, w.hold
 
-	x, sx := engine(time.Minute)
-	cx := hold(x, sx, "x")
-	if err := x.End(ctx, cx, true); err != nil {
-		t.Fatal(err)
-	}
-
-	store.Reset() // nothing is held
-	y, sy := engine(5 * time.Minute)
-	cy := hold(y, sy, "y")
-	if cy.Seg != cx.Seg {
-		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
-	}
-	if err := y.End(ctx, cy, true); err != nil {
-		t.Fatal(err)
-	}
+	x, sx := w.staleAcrossAnEmptying(time.Minute, 5*time.Minute)
 
 	x.SetBug(bug)
 	if bug == chain.NoBug {
@@ -76,7 +62,7 @@ func refreshAfterAnotherSpan(t *testing.T, bug chain.Bug) {
 		}
 		return
 	}
-	cx = hold(x, sx, "x")
+	cx := hold(x, sx, "x")
 	var covered time.Time
 	for step := 1; step <= 30; step++ {
 		clock.set(clock.ServerNow().Latest.Add(time.Minute))
@@ -111,25 +97,12 @@ func TestWaiterAfterARefusedRefreshPlanted(t *testing.T) {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
 	}
 	w := newSpanWorld(t)
-	ctx, b0, clock, store, engine, hold := w.ctx, w.b0, w.clock, w.store, w.engine, w.hold
+	ctx, b0, clock, engine, hold := w.ctx, w.b0, w.clock, w.engine, w.hold
 
-	x, sx := engine(time.Minute)
-	cx := hold(x, sx, "x")
-	if err := x.End(ctx, cx, true); err != nil {
-		t.Fatal(err)
-	}
-	store.Reset() // nothing is held
-	y, sy := engine(5 * time.Minute)
-	cy := hold(y, sy, "y")
-	if cy.Seg != cx.Seg {
-		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
-	}
-	if err := y.End(ctx, cy, true); err != nil {
-		t.Fatal(err)
-	}
+	x, sx := w.staleAcrossAnEmptying(time.Minute, 5*time.Minute)
 
 	x.SetBug(chain.BugClaimHistoryIgnored)
-	cx = hold(x, sx, "x")
+	cx := hold(x, sx, "x")
 	for step := 1; step <= 20; step++ {
 		cw, err := x.Claim(ctx, "k", "w", sx, chain.ExclusiveTerms, false)
 		if err != nil {

@@ -61,3 +61,27 @@ func (w *spanWorld) hold(e *chain.Engine, sess, owner string) *chain.Claim {
 	}
 	return c
 }
+
+// staleAcrossAnEmptying is the opening of the span stories: X (spanX)
+// holds and releases k, and keeps what it knows of k's segment; the store
+// is emptied while nothing is held, and Y (spanY) records its span and
+// starts k at the same store time, so its segment has X's number, and
+// holds and releases. It returns X and its session.
+func (w *spanWorld) staleAcrossAnEmptying(spanX, spanY time.Duration) (*chain.Engine, string) {
+	w.t.Helper()
+	x, sx := w.engine(spanX)
+	cx := w.hold(x, sx, "x")
+	if err := x.End(w.ctx, cx, true); err != nil {
+		w.t.Fatal(err)
+	}
+	w.store.Reset() // nothing is held
+	y, sy := w.engine(spanY)
+	cy := w.hold(y, sy, "y")
+	if cy.Seg != cx.Seg {
+		w.t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
+	}
+	if err := y.End(w.ctx, cy, true); err != nil {
+		w.t.Fatal(err)
+	}
+	return x, sx
+}
