@@ -75,6 +75,13 @@ func (p *streamPass) see(e eventDoc) {
 		}
 	case ours:
 		t.ownSeen.Add(1)
+		if e.Kind == eventEnded && e.Key != "" && e.Epoch > 0 {
+			// The end of our own claim ends the waits other processes
+			// announced for it: without this, the process that
+			// released kept its getMores short on FerretDB until
+			// their announcements lapsed, an hour on.
+			t.othersWait.ended(e.Key, e.Epoch)
+		}
 	default:
 		t.pass(e, p.now())
 	}

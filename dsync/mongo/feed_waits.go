@@ -12,13 +12,16 @@ import (
 // it waits only until that claim ends, or until it gives its own claim
 // up (a LockContext that ended, a Partition member no longer assigned
 // the shard it queued for): the end the stream shows of either ends the
-// wait it counted (a waiter that withdraws after it announced publishes
-// the end of its own claim). Counting every announcement for its hour
-// kept the short getMores for an hour after any wait (issue 45: the
-// members of a partition, after a member joined and took its shards
-// over, sent a getMore every 5 s where 15 s would do, with no one
-// waiting; and again after a member withdrew from a shard it queued for,
-// whose holder went on). A wait whose end the stream never shows (a
+// wait it counted, whoever published it, this process included (a
+// waiter that withdraws after it announced publishes the end of its own
+// claim; a holder's own release ends the waits for its claim). Counting
+// every announcement for its hour kept the short getMores for an hour
+// after any wait (issue 45: the members of a partition, after a member
+// joined and took its shards over, sent a getMore every 5 s where 15 s
+// would do, with no one waiting; and again after a member withdrew from
+// a shard it queued for, whose holder went on; and, in a queue of two,
+// each process while it waited, for the other's waits of its releases:
+// issue 44). A wait whose end the stream never shows (a
 // claim withdrawn with its session, an older dsync's withdrawal, an
 // event lost) counts until its announcement lapses, as before.
 

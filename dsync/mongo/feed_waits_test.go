@@ -89,6 +89,60 @@ func TestEventAwaitLongOnceTheWaiterWithdrew(t *testing.T) {
 	}
 }
 
+// TestEventAwaitLongOnceItsOwnClaimEnded: on FerretDB, the process whose
+// claim another process waited for sends getMores of the safety poll
+// interval again once it released that claim: its own end, which its
+// stream shows as ours, ends the wait it counted. Before, only another
+// process's end did, and in a queue of two (the bench's idle waiter,
+// whose former holder had waited for its claims) each kept its getMores
+// at ferretAwait for the hour the other's announcements held: the idle
+// waiter sent a getMore every 5 s where 15 s would do. The
+// othersWaitGrace after the announcement is taken as passed.
+func TestEventAwaitLongOnceItsOwnClaimEnded(t *testing.T) {
+	const safety = 20 * time.Second
+	b, other, ctx, _ := awaitsWatched(t, true, safety)
+	held, err := dsync.NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWakeups(t, b)
+	follow(t, ctx, other)
+	waiter, err := dsync.NewMutex(other.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waiter.LockContext(ctx) }()
+	waitAnnounced(t, ctx, b, "k", 1)
+	tail(b).othersWaitAt.Store(0) // the window after the announcement has passed
+	if got := tail(b).awaitTime(); got != ferretAwait {
+		t.Fatalf("while another process waits for its claim: getMore of the event cursor waits up to %v, want %v", got, ferretAwait)
+	}
+	if err := held.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiter's LockContext: %v", err)
+	}
+	for {
+		tail(b).othersWaitAt.Store(0)
+		if tail(b).awaitTime() == safety {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after its claim ended: getMore of the event cursor waits up to %v, want %v", tail(b).awaitTime(), safety)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := waiter.UnlockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWaitsSeen: a wait counts until the claim it names ends, the
 // waiter's own claim ends (it withdrew), or its announcement lapses; past
 // maxWaitsSeen waits, the forgotten ones count until the latest of their
