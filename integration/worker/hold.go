@@ -12,6 +12,12 @@ type hold struct {
 	key   string
 	token uint64
 	lost  <-chan struct{}
+	// lostNow, if set, tells at once whether the loss signal has fired
+	// (a term's: its context's cause). The goroutine that closes lost
+	// for a term runs only once scheduled after the cancel, and an end
+	// recorded before it would say "not lost" of a loss already
+	// signalled (the checker then calls a late loss a silent one).
+	lostNow func() bool
 
 	mu       sync.Mutex
 	ended    bool
@@ -43,6 +49,9 @@ func (h *hold) watch(lost <-chan struct{}, deadline func() int64, src string) (s
 }
 
 func (h *hold) isLost() bool {
+	if h.lostNow != nil && h.lostNow() {
+		return true
+	}
 	select {
 	case <-h.lost:
 		return true
