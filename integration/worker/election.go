@@ -71,7 +71,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		w.proclaim(ctx, lctx, e, key, h.token)
 		w.criticalSection(ctx, h)
 
-		h.end(deadline(), history.SrcPred)
+		h.end(deadline, history.SrcPred)
 		rctx, cancel := context.WithTimeout(context.Background(), cfg.TTL)
 		err = e.Resign(rctx)
 		cancel()

@@ -24,7 +24,7 @@ func TestTermEndedByItsLossIsRecordedLost(t *testing.T) {
 		h, deadline, stopWatch := w.beginTerm(tctx, "me", "k", uint64(i+1))
 		cancel(leader.ErrLeadershipLost)
 		<-tctx.Done()
-		h.end(deadline(), history.SrcPred)
+		h.end(deadline, history.SrcPred)
 		stopWatch()
 		var ends, losses int
 		for _, ev := range readEvents(t, path) {
@@ -54,7 +54,7 @@ func TestTermHandedOverIsNotRecordedLost(t *testing.T) {
 	h, deadline, stopWatch := w.beginTerm(tctx, "me", "k", 1)
 	cancel()
 	<-tctx.Done()
-	h.end(deadline(), history.SrcPred)
+	h.end(deadline, history.SrcPred)
 	stopWatch()
 	for _, ev := range readEvents(t, path) {
 		if ev.Ev == history.EvLost || ev.Ev == history.EvEnd && ev.Lost {
