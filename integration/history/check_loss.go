@@ -53,7 +53,10 @@ func checkSignalledLoss(r *Report, key string, h *Hold, tol int64, ps pauses) {
 // worker's prediction, which is never earlier than the library's (the
 // late-reply check holds it to that where both are recorded). Running
 // time excludes the pauses the test injected and the stalls the process
-// detected itself (EvStall: its monitor woke late), nothing else.
+// detected itself (EvStall: its monitor woke more than 10 ms late),
+// nothing else: shorter scheduling delays, of which a loss signal's
+// path from the deadline timer to the worker takes several, count as
+// running, and the tolerance (the margin) has to cover them.
 func checkSilentLoss(r *Report, key string, h *Hold, tol int64, ps pauses) {
 	dl := h.LibDeadline
 	if dl == 0 {
