@@ -641,7 +641,8 @@ func ms(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecon
 // corrupt runs the checker's negative controls on a real history that
 // passed: the same events with one hold moved into the validity of an
 // earlier one it conflicts with (readers and weighted holds may share),
-// with their two tokens swapped, and with a loss signalled late. Each
+// with their two tokens swapped, with a loss signalled late, and with a
+// hold relied on past its deadline with no loss signal. Each
 // broken copy must be rejected with the matching violation. A history of
 // weighted holds is also checked with one weight inflated to the limit
 // (weightControl).
@@ -705,6 +706,23 @@ func (c *cluster) corrupt(events []history.Event, r *history.Report) {
 					(ev.Ev == history.EvFault || ev.Ev == history.EvStall) && ev.PID == a.PID
 			})
 			return append(evs, lost)
+		},
+	}, {
+		history.KindSilentLoss, func(evs []history.Event) []history.Event {
+			// Rely on a past its deadline with no loss signal (its end
+			// moved there, its loss dropped), with the pauses and stalls
+			// of its process dropped as above.
+			dl := a.Deadline
+			if a.LibDeadline != 0 {
+				dl = a.LibDeadline
+			}
+			end := history.Event{Ev: history.EvEnd, Worker: a.Worker, PID: a.PID, Key: a.Key, Token: a.Token,
+				T: dl + 2*max(a.Margin, int64(time.Millisecond)), DL: dl, Src: history.SrcLib}
+			evs = slices.DeleteFunc(evs, func(ev history.Event) bool {
+				return is(&ev, a) && (ev.Ev == history.EvLost || ev.Ev == history.EvEnd) ||
+					(ev.Ev == history.EvFault || ev.Ev == history.EvStall) && ev.PID == a.PID
+			})
+			return append(evs, end)
 		},
 	}}
 	for _, ctl := range controls {

@@ -20,7 +20,10 @@
 //     was paused (SIGSTOP) or stalled (each worker records the moments it
 //     was not scheduled at all, as happens on an overloaded host); the
 //     largest lateness measured is reported;
-//   - no hold outlives its deadline without a loss signal;
+//   - no hold is relied on past its deadline plus the margin without a
+//     loss signal, the same time not counted (the worker times the end of
+//     a hold, and reads whether the signal had fired, the moment it stops
+//     relying on it, before any write or lock of its own);
 //   - no reply that arrived after the deadline in force extended a hold
 //     (each worker predicts its deadlines from the send and reply times
 //     of its backend calls, a renewal's send being the read of the
@@ -32,8 +35,8 @@
 //
 // The checker is shown to catch violations: its unit tests feed it broken
 // histories, and every real history that passes is also checked again
-// with an overlap, a token swap and a late loss injected, which must be
-// rejected. The fencing demonstration is a negative control too: without
+// with an overlap, a token swap, a late loss and a silent one injected,
+// which must be rejected. The fencing demonstration is a negative control too: without
 // fencing, a holder paused between its check and its write loses an
 // update, and the checker must find it.
 //

@@ -71,7 +71,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		w.proclaim(ctx, lctx, e, key, h.token)
 		w.criticalSection(ctx, h)
 
-		h.end(deadline(), history.SrcPred)
+		h.end(deadline, history.SrcPred)
 		rctx, cancel := context.WithTimeout(context.Background(), cfg.TTL)
 		err = e.Resign(rctx)
 		cancel()
@@ -135,7 +135,9 @@ func (w *worker) proclaim(ctx, lctx context.Context, e *leader.Election, key str
 // ends the watch.
 func (w *worker) beginTerm(tctx context.Context, owner, key string, token uint64) (h *hold, deadline func() int64, stopWatch func()) {
 	cfg := &w.cfg
-	h = &hold{w: w, key: key, token: token}
+	h = &hold{w: w, key: key, token: token, lostNow: func() bool {
+		return errors.Is(context.Cause(tctx), leader.ErrLeadershipLost)
+	}}
 	w.rec.holding(key, h.token, history.Now())
 	deadline = func() int64 { return w.rec.deadline(key, h.token) }
 	w.emit(history.Event{Ev: history.EvAcquire, Owner: owner, Key: key, Token: h.token,

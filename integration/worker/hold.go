@@ -12,6 +12,12 @@ type hold struct {
 	key   string
 	token uint64
 	lost  <-chan struct{}
+	// lostNow, if set, tells at once whether the loss signal has fired
+	// (a term's: its context's cause). The goroutine that closes lost
+	// for a term runs only once scheduled after the cancel, and an end
+	// recorded before it would say "not lost" of a loss already
+	// signalled (the checker then calls a late loss a silent one).
+	lostNow func() bool
 
 	mu       sync.Mutex
 	ended    bool
@@ -43,6 +49,9 @@ func (h *hold) watch(lost <-chan struct{}, deadline func() int64, src string) (s
 }
 
 func (h *hold) isLost() bool {
+	if h.lostNow != nil && h.lostNow() {
+		return true
+	}
 	select {
 	case <-h.lost:
 		return true
@@ -51,13 +60,18 @@ func (h *hold) isLost() bool {
 	}
 }
 
-// end records that the worker stops relying on the hold now. dl is the
-// deadline in force.
-func (h *hold) end(dl int64, src string) {
+// end records that the worker stops relying on the hold now. The time,
+// and whether the loss signal had fired by then, are read first:
+// deadline (the deadline in force) may wait for the recorder's lock,
+// which a goroutine writing the history holds, and a write can block
+// for long on a loaded host (a full pipe, the disk) while the process
+// runs; timed after it, the end would count that wait as reliance.
+func (h *hold) end(deadline func() int64, src string) {
 	t := history.Now()
+	lost := h.isLost()
+	dl := deadline()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	lost := h.isLost()
 	if lost && !h.lostSeen {
 		// The watcher has not run yet: this is when the loss was seen.
 		h.lostSeen = true

@@ -38,7 +38,7 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 
 		w.criticalSection(ctx, h)
 
-		h.end(deadline(), history.SrcLib)
+		h.end(deadline, history.SrcLib)
 		if cfg.UnlockWindow > 0 {
 			w.emit(history.Event{Ev: history.EvUnlockWindow, Key: cfg.Key, Token: h.token})
 			time.Sleep(cfg.UnlockWindow)

@@ -50,7 +50,7 @@ func (w *worker) runPartition(ctx context.Context, db *mongo.Database) error {
 		key := PartitionKey(cfg.Key, s)
 		h, deadline, stopWatch := w.beginTerm(fctx, p.ID(), key, term.Token)
 		<-fctx.Done()
-		h.end(deadline(), history.SrcPred)
+		h.end(deadline, history.SrcPred)
 		stopWatch()
 		w.rec.forget(key, h.token)
 		return nil

@@ -109,7 +109,7 @@ func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 			w.holdOn(ctx, h)
 		}
 
-		h.end(deadline(), history.SrcLib)
+		h.end(deadline, history.SrcLib)
 		dl, called := deadline(), history.Now()
 		uctx, cancel := context.WithTimeout(context.Background(), cfg.TTL)
 		err = release(uctx)

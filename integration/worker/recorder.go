@@ -125,26 +125,40 @@ func (r *recorder) opened(id string, sent, reply int64) {
 // renewed records a renewal of session id, sent at sent and confirmed at
 // reply, and moves the deadline of the session's holds.
 func (r *recorder) renewed(id string, sent, reply int64) {
+	for _, ev := range r.renewedLocked(id, sent, reply) {
+		r.w.emit(ev)
+	}
+}
+
+// renewedLocked applies a renewal under r.mu and returns the deadline
+// events to write. They are written once r.mu is released: a write can
+// block for long (a full pipe, the disk), and r.mu is what a hold's end
+// reads its deadline under, and what the library waits for when it reads
+// the server's time (ServerTime, which it may call under its keeper's
+// lock, the one its deadline timer takes to signal a loss).
+func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessions[id]
 	if s == nil || s.retired {
-		return
+		return nil
 	}
 	if reply >= s.deadline {
 		s.retired = true // confirmed too late to count: the session is over
-		return
+		return nil
 	}
 	dl := sent + r.ttl - r.margin
 	if dl <= s.deadline {
-		return
+		return nil
 	}
 	s.deadline = dl
+	var evs []history.Event
 	for lid, h := range r.holds {
 		if h.session == id {
-			r.w.emit(history.Event{Ev: history.EvDeadline, Key: lid.key, Token: lid.token, T: reply, DL: dl, Src: history.SrcPred})
+			evs = append(evs, history.Event{Ev: history.EvDeadline, Key: lid.key, Token: lid.token, T: reply, DL: dl, Src: history.SrcPred})
 		}
 	}
+	return evs
 }
 
 // readServerTime records a read of the server's time that began at at
@@ -224,21 +238,25 @@ func (r *recorder) claimed(key string, token uint64, session, nonce string) {
 	r.claims[leaseID{key, token}] = predClaim{session: session, nonce: nonce}
 }
 
-// holding records that the claim of key's epoch token began to hold at t.
+// holding records that the claim of key's epoch token began to hold at t
+// (its deadline event is written once r.mu is released, as renewed's).
 func (r *recorder) holding(key string, token uint64, t int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	id := leaseID{key, token}
 	c, ok := r.claims[id]
 	if !ok {
+		r.mu.Unlock()
 		return // not a claim this process's store confirmed
 	}
 	s := r.sessions[c.session]
 	if s == nil || s.retired || t >= s.deadline {
+		r.mu.Unlock()
 		return // the library will not count the hold either
 	}
 	r.holds[id] = &predHold{session: c.session, nonce: c.nonce}
-	r.w.emit(history.Event{Ev: history.EvDeadline, Key: key, Token: token, T: t, DL: s.deadline, Src: history.SrcPred})
+	ev := history.Event{Ev: history.EvDeadline, Key: key, Token: token, T: t, DL: s.deadline, Src: history.SrcPred}
+	r.mu.Unlock()
+	r.w.emit(ev)
 }
 
 // ended forgets the claim of key's epoch token inserted with nonce, once
