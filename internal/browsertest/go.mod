@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261127215123-bf1e1362badb
+	github.com/go-dsync/dsync v0.0.0-20261127233451-e1c97b43ed2b
 )
 
 require (
