@@ -260,6 +260,7 @@ func (n net) InsertOrdered(ctx context.Context, docs []chain.Doc) (dup int, err 
 			switch {
 			case dup == -1:
 				n.s.stats.starts++
+				n.s.twice.started(n.s, docs[0])
 			case dup > 0 && docs[dup].Kind == chain.KindGate:
 				n.s.stats.orphans++
 			}

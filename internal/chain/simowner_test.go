@@ -73,6 +73,9 @@ func newOwner(s *sim, pid int) *owner {
 	o.timerLag = []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}[s.rng.IntN(4)]
 	o.resample()
 	cfg := simConfig()
+	if s.twice != nil {
+		cfg.Quantum = simTwiceQuantum
+	}
 	cfg.NewID = func() string { s.ids++; return fmt.Sprintf("s%d", s.ids) }
 	if pid%2 == 0 {
 		// Every other owner keeps the knowledge of one key at most beyond
@@ -84,6 +87,9 @@ func newOwner(s *sim, pid int) *owner {
 		// A process run with another bucket span (its starts and joins
 		// are refused while the store records the others').
 		cfg.Span = 2 * simSpan
+		if s.otherSpanLen > 0 {
+			cfg.Span = s.otherSpanLen
+		}
 	}
 	eng, err := chain.New(net{s}, ownerClock{o}, cfg)
 	if err != nil {
@@ -372,9 +378,9 @@ func (o *owner) worker(a *actor, keys []string) {
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
-		if s.quiet() {
+		if s.quiet() || s.twice.quiet(o) {
 			// Nothing claimed while an operator waits to empty the
-			// store (simstall_test.go).
+			// store (simstall_test.go, simspan_test.go).
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
@@ -454,6 +460,7 @@ func (o *owner) await(a *actor, c *chain.Claim, ss *simSession, try bool, mode s
 			if s.slow.on(c.Terms) {
 				hold = s.slow.hold(hold)
 			}
+			hold = s.twice.hold(o, hold)
 			a.sleep(hold)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)

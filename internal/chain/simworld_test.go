@@ -182,19 +182,10 @@ func (s *sim) suspendNearDeadline(o *owner) {
 // raise a key's floor, which a floor read cached from before would miss.
 // Emptying keeps every cache. It tries again a little later otherwise.
 func (s *sim) reset(kind string, tries int) {
-	ready := s.server.deleting == 0 && !s.server.liveClaims() && (kind != "restore" || s.server.inflight == 0)
-	for _, o := range s.owners {
-		// A claim in flight may be about to hold (its owner's reads came
-		// before the reset, their replies after it) even when the store
-		// shows it dead (its session's documents dropped).
-		if o.holding() || !o.crashed && o.claims > 0 {
-			ready = false
-		}
-	}
 	if kind == "restore" && s.server.backup == nil {
 		return
 	}
-	if !ready {
+	if !s.resetReady(kind) {
 		if tries < 500 {
 			s.at(s.now+time.Duration(1+s.rng.IntN(40))*time.Millisecond, func() { s.reset(kind, tries+1) })
 		}
@@ -229,6 +220,20 @@ func (s *sim) reset(kind string, tries int) {
 	sv.lastReset = s.now
 	s.tracef("RESET %s", kind)
 	s.log = append(s.log, history.Event{Ev: history.EvReset, Kind: kind, T: int64(s.now)})
+}
+
+// resetReady reports whether a reset of kind may come now (see reset).
+func (s *sim) resetReady(kind string) bool {
+	ready := s.server.deleting == 0 && !s.server.liveClaims() && (kind != "restore" || s.server.inflight == 0)
+	for _, o := range s.owners {
+		// A claim in flight may be about to hold (its owner's reads came
+		// before the reset, their replies after it) even when the store
+		// shows it dead (its session's documents dropped).
+		if o.holding() || !o.crashed && o.claims > 0 {
+			ready = false
+		}
+	}
+	return ready
 }
 
 // checkStorms finds sessions whose renewals stormed: more than
