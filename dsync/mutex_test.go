@@ -70,6 +70,8 @@ func TestNewClientRejectsBadLease(t *testing.T) {
 		{"renew interval equal to TTL", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
 		{"renew interval inside the margin", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
 		{"zero renew interval", []dsync.ClientOption{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
+		{"bucket span below the minimum", []dsync.ClientOption{dsync.ClientWithBucketSpan(time.Millisecond)}, "below the minimum"},
+		{"bucket span not whole milliseconds", []dsync.ClientOption{dsync.ClientWithBucketSpan(time.Minute + time.Microsecond)}, "not a whole number of milliseconds"},
 		{"nil clock", []dsync.ClientOption{dsync.WithClock(nil)}, "nil clock"},
 		{"nil option", []dsync.ClientOption{nil}, "nil option"},
 	}

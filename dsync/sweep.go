@@ -140,11 +140,18 @@ func ClientWithIdleAge(d time.Duration) ClientOption {
 // Default: the store's, or 5 minutes for a new store. A hold's TTL must
 // be at most the span. Shorter spans cost each holder a gate insert per
 // span and key held, and allow shorter idle ages (ClientWithIdleAge); the
-// default suits every TTL up to 5 minutes.
+// default suits every TTL up to 5 minutes. The span must be a whole
+// number of milliseconds.
 func ClientWithBucketSpan(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d < 4*c.chain.Margin {
 			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.chain.Margin)
+		}
+		if d%time.Millisecond != 0 {
+			// MongoDB's driver records the span in milliseconds: a span
+			// it rounds would read back as another span, and this
+			// process would fail every acquire with ErrSpan.
+			return fmt.Errorf("dsync: bucket span %v is not a whole number of milliseconds", d)
 		}
 		c.chain.Span, c.spanSet = d, true
 		return nil
