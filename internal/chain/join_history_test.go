@@ -29,15 +29,7 @@ func TestJoinAfterAnEmptyingRecordsTheStoresHistory(t *testing.T) {
 	}
 	xCovered := x.CoverEnd("k")
 
-	w.store.Reset() // nothing is held
-	y, sy := w.engine(time.Minute)
-	cy := w.hold(y, sy, "y")
-	if cy.Seg != cx.Seg {
-		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
-	}
-	if err := y.End(w.ctx, cy, true); err != nil {
-		t.Fatal(err)
-	}
+	y, cy := w.emptyAndStartK(cx) // nothing is held
 	for !w.clock.ServerNow().Latest.After(xCovered) {
 		w.clock.set(w.clock.ServerNow().Latest.Add(20 * time.Second))
 		if lapsed, err := y.Refresh(w.ctx, []string{"k"}); len(lapsed) > 0 || err != nil {

@@ -27,19 +27,7 @@ func TestQueueLearnsNoGateOfAnotherHistory(t *testing.T) {
 	w := newSpanWorld(t)
 	link := &heldGates{Store: w.store}
 	xClock := &aheadClock{testClock: w.clock}
-	cfg := chain.DefaultConfig()
-	cfg.Span = time.Minute
-	x, err := chain.New(link, xClock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Agree(w.ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	sx, _, err := x.OpenSession(w.ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, sx := w.engineWith(link, xClock, time.Minute)
 	cx := w.hold(x, sx, "x1")
 	if err := x.End(w.ctx, cx, true); err != nil {
 		t.Fatal(err)
@@ -59,15 +47,7 @@ func TestQueueLearnsNoGateOfAnotherHistory(t *testing.T) {
 		t.Fatal("X's refresh sent no gate: the test no longer makes a stray")
 	}
 
-	w.store.Reset() // nothing is held
-	y, sy := w.engine(time.Minute)
-	cy := w.hold(y, sy, "y")
-	if cy.Seg != cx.Seg {
-		t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, cx.Seg)
-	}
-	if err := y.End(w.ctx, cy, true); err != nil {
-		t.Fatal(err)
-	}
+	_, cy := w.emptyAndStartK(cx) // nothing is held
 	var c2 *chain.Claim
 	for try := 0; c2 == nil; try++ {
 		if try == 3 {

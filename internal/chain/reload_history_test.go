@@ -54,39 +54,10 @@ func isClaimID(id string) bool {
 func TestTryReloadsAKeyLearntInAnotherHistory(t *testing.T) {
 	w := newSpanWorld(t)
 	link := &onRead{Store: w.store}
-	cfg := chain.DefaultConfig()
-	cfg.Span = time.Minute
-	x, err := chain.New(link, w.clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Agree(w.ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	sx, _, err := x.OpenSession(w.ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, sx := w.engineWith(link, w.clock, time.Minute)
 	c1 := w.hold(x, sx, "x1")
 
-	link.hook = func() {
-		w.store.Reset()
-		c2, err := x.Claim(w.ctx, "k", "x2b", sx, chain.ExclusiveTerms, false)
-		if err != nil {
-			t.Fatalf("x2b's claim: %v", err)
-		}
-		if head, _, err := x.Walk(w.ctx, c2); !errors.Is(err, chain.ErrReset) {
-			t.Fatalf("x2b's walk of epoch %d = %v, %v; want ErrReset (its epoch below is missing)", c2.Epoch, head, err)
-		}
-		c3 := w.hold(x, sx, "x3")
-		if c3.Seg != c1.Seg || c3.History == c1.History {
-			t.Fatalf("x3 holds in segment %d of history %q, x1 held in %d of %q: the test no longer makes them meet",
-				c3.Seg, c3.History, c1.Seg, c1.History)
-		}
-		if err := x.End(w.ctx, c3, true); err != nil {
-			t.Fatal(err)
-		}
-	}
+	link.hook = w.emptyAndRestartK(x, sx, c1, "x1")
 	c, err := x.TryClaim(w.ctx, "k", "x2", sx, chain.ExclusiveTerms)
 	if link.hook != nil {
 		t.Fatal("the try read nothing: the test no longer empties the store during its run")
@@ -117,41 +88,12 @@ func TestTryReloadsAKeyLearntInAnotherHistory(t *testing.T) {
 func TestClaimInsertRecordsTheKeysHistory(t *testing.T) {
 	w := newSpanWorld(t)
 	link := &onRead{Store: w.store}
-	cfg := chain.DefaultConfig()
-	cfg.Span = time.Minute
-	x, err := chain.New(link, w.clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Agree(w.ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	sx, _, err := x.OpenSession(w.ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, sx := w.engineWith(link, w.clock, time.Minute)
 	y, sy := w.engine(time.Minute)
 	cy := w.hold(y, sy, "y")
 
 	link.claims = true
-	link.hook = func() {
-		w.store.Reset()
-		c2, err := x.Claim(w.ctx, "k", "x2b", sx, chain.ExclusiveTerms, false)
-		if err != nil {
-			t.Fatalf("x2b's claim: %v", err)
-		}
-		if head, _, err := x.Walk(w.ctx, c2); !errors.Is(err, chain.ErrReset) {
-			t.Fatalf("x2b's walk of epoch %d = %v, %v; want ErrReset (its epoch below is missing)", c2.Epoch, head, err)
-		}
-		c3 := w.hold(x, sx, "x3")
-		if c3.Seg != cy.Seg || c3.History == cy.History {
-			t.Fatalf("x3 holds in segment %d of history %q, Y held in %d of %q: the test no longer makes them meet",
-				c3.Seg, c3.History, cy.Seg, cy.History)
-		}
-		if err := x.End(w.ctx, c3, true); err != nil {
-			t.Fatal(err)
-		}
-	}
+	link.hook = w.emptyAndRestartK(x, sx, cy, "Y")
 	c, err := x.Claim(w.ctx, "k", "x2", sx, chain.ExclusiveTerms, false)
 	if link.hook != nil {
 		t.Fatal("x2's claim read no claim: the test no longer empties the store during its run")
@@ -161,5 +103,32 @@ func TestClaimInsertRecordsTheKeysHistory(t *testing.T) {
 	}
 	if head, _, err := x.Walk(w.ctx, c); err != nil || !head {
 		t.Fatalf("x2's walk of epoch %d = %v, %v; want it holding above x3's release", c.Epoch, head, err)
+	}
+}
+
+// emptyAndRestartK returns the hook both stories run during X's read: the
+// store is emptied, X's claim x2b is given up (ErrReset: X forgets what
+// it knew), and x3 starts k again in the new history, in the same
+// quantum of store time as before's claim (by whom) held, so that its
+// segment has that one's number; it holds and releases.
+func (w *spanWorld) emptyAndRestartK(x *chain.Engine, sx string, before *chain.Claim, by string) func() {
+	t := w.t
+	return func() {
+		w.store.Reset()
+		c2, err := x.Claim(w.ctx, "k", "x2b", sx, chain.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatalf("x2b's claim: %v", err)
+		}
+		if head, _, err := x.Walk(w.ctx, c2); !errors.Is(err, chain.ErrReset) {
+			t.Fatalf("x2b's walk of epoch %d = %v, %v; want ErrReset (its epoch below is missing)", c2.Epoch, head, err)
+		}
+		c3 := w.hold(x, sx, "x3")
+		if c3.Seg != before.Seg || c3.History == before.History {
+			t.Fatalf("x3 holds in segment %d of history %q, %s held in %d of %q: the test no longer makes them meet",
+				c3.Seg, c3.History, by, before.Seg, before.History)
+		}
+		if err := x.End(w.ctx, c3, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -32,9 +32,16 @@ func newSpanWorld(t *testing.T) *spanWorld {
 // session of 30 s.
 func (w *spanWorld) engine(span time.Duration) (*chain.Engine, string) {
 	w.t.Helper()
+	return w.engineWith(w.store, w.clock, span)
+}
+
+// engineWith is engine, with the engine's requests going through store
+// (which wraps w.store) and its times read from clock.
+func (w *spanWorld) engineWith(store chain.Store, clock chain.Times, span time.Duration) (*chain.Engine, string) {
+	w.t.Helper()
 	cfg := chain.DefaultConfig()
 	cfg.Span = span
-	e, err := chain.New(w.store, w.clock, cfg)
+	e, err := chain.New(store, clock, cfg)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -84,4 +91,22 @@ func (w *spanWorld) staleAcrossAnEmptying(spanX, spanY time.Duration) (*chain.En
 		w.t.Fatal(err)
 	}
 	return x, sx
+}
+
+// emptyAndStartK empties the store (nothing may hold) and has a new
+// engine Y, of span one minute, start k, hold and release: in the same
+// quantum of store time as claim before (X's), so that Y's segment has
+// its number. It returns Y and its claim.
+func (w *spanWorld) emptyAndStartK(before *chain.Claim) (*chain.Engine, *chain.Claim) {
+	w.t.Helper()
+	w.store.Reset()
+	y, sy := w.engine(time.Minute)
+	cy := w.hold(y, sy, "y")
+	if cy.Seg != before.Seg {
+		w.t.Fatalf("Y started segment %d, X's was %d: the test no longer makes them meet", cy.Seg, before.Seg)
+	}
+	if err := y.End(w.ctx, cy, true); err != nil {
+		w.t.Fatal(err)
+	}
+	return y, cy
 }
