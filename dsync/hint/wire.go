@@ -29,13 +29,15 @@ import (
 // present only when it is more than 1. A datagram without it (every hint
 // of a sender older than need, and every Waiting whose need is 1 or
 // unknown) decodes with need 0, unknown, which the owner of the claim
-// treats as 1: it sends the end at once. A receiver older than need
-// refuses a datagram that carries it (as malformed), so a waiter that
-// only counts the end is not recorded by an older owner: it then hears
-// of the end through the store's feed or its poll, and its Waiting, told
-// again once its need is 1, is in the older form, which every receiver
-// takes. A waiter whose need drops to 1 says so with a hint of its own
-// kind (kindNext), which older receivers drop.
+// treats as 1: it sends the end at once. A waiter whose need drops to 1
+// says so with a hint of its own kind (kindNext), no longer than a
+// Waiting without need. A receiver older than need refuses a datagram
+// that carries one (as malformed) and drops a kindNext (a kind it does
+// not know): an older owner does not record a waiter that told it needs
+// more than one end, which hears of that claim's end as a waiter whose
+// announcement was lost does (the store's feed, its poll, or its
+// announcement made again). Every other hint is in the older form, which
+// every receiver takes.
 
 const (
 	magic = "dsh1"
