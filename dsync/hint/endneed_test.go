@@ -212,6 +212,26 @@ func TestWireNeed(t *testing.T) {
 			t.Errorf("a Waiting ending in %x was taken: %+v", tail, got)
 		}
 	}
+	// A need belongs to a Waiting alone: on another kind it is refused,
+	// and not written.
+	for _, kind := range []byte{kindHello, kindEnded, kindHeld, kindWelcome, kindNext} {
+		m.kind, m.need = kind, 0
+		body := oldEncode(m, key)
+		c := append(body[:len(body)-macLen:len(body)-macLen], 0, 0, 0, 2)
+		mac := hmac.New(sha256.New, key)
+		mac.Write(c)
+		if got, err := decode(mac.Sum(c), key); err == nil {
+			t.Errorf("a hint of kind %d with a need of 2 was taken: %+v", kind, got)
+		}
+		m.need = 2
+		b, err := encode(m, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old := oldEncode(m, key); !bytes.Equal(b, old) {
+			t.Errorf("a hint of kind %d with a need of 2 encodes to %x, want %x (no need)", kind, b, old)
+		}
+	}
 }
 
 // oldEncode is encode as it was before need: what older senders send.

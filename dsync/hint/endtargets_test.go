@@ -113,17 +113,31 @@ func mustAddr(t *testing.T, s string) *net.UDPAddr {
 
 // writeOrder is a net.PacketConn that keeps where datagrams were written,
 // in order, and sends none.
+// Once closed, it writes nothing and counts what it was asked to write.
 type writeOrder struct {
 	net.PacketConn
-	mu sync.Mutex
-	to []net.Addr
+	mu          sync.Mutex
+	to          []net.Addr
+	closed      bool
+	afterClosed int
 }
 
 func (w *writeOrder) WriteTo(b []byte, addr net.Addr) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		w.afterClosed++
+		return 0, net.ErrClosed
+	}
 	w.to = append(w.to, addr)
 	return len(b), nil
+}
+
+func (w *writeOrder) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	return nil
 }
 
 // TestEndGoesFirstToTheEarliestWaiter: the end of a claim goes to its

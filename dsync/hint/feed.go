@@ -113,6 +113,13 @@ type Feed struct {
 	seq    uint64
 	guard  *guard
 	origin time.Time
+	// deferred: the ends put off by endDefer (transport.go) not yet
+	// sent; stopped: the socket is closing or closed, and nothing is
+	// put off any more. deferring counts the deferred sends under way,
+	// which closeConn waits for before it closes the socket.
+	deferred  map[*deferredEnd]struct{}
+	stopped   bool
+	deferring sync.WaitGroup
 }
 
 // peer is another process's record, as last read or heard.
@@ -143,6 +150,7 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		interest:   make(map[string]map[string]waiter),
 		waitingFor: make(map[claimID]map[string]waiter),
 		owners:     make(map[claimID]waiter),
+		deferred:   make(map[*deferredEnd]struct{}),
 		origin:     time.Now(),
 		reachedFor: reachedFor,
 		reachCheck: reachCheck,
@@ -235,11 +243,7 @@ func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
 	return func() {
 		once.Do(func() {
 			cancel()
-			f.mu.Lock()
-			if f.conn != nil {
-				f.conn.Close()
-			}
-			f.mu.Unlock()
+			f.closeConn()
 			wg.Wait()
 			if stopInner != nil {
 				stopInner()

@@ -43,7 +43,8 @@ const (
 // they wait for a claim of its key, or to every process if none did
 // either; a Held to those that announced they wait for that claim (to
 // none if none did). Best effort: a hint that cannot be sent is not. It
-// returns to how many processes it was sent.
+// returns to how many processes it was sent, or put off to (endDefer) on
+// a socket that can send it: 0 if it cannot be sent.
 func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	switch e.Kind {
@@ -73,11 +74,66 @@ func (f *Feed) send(e driver.Event) int {
 	if len(to)+len(later) == 0 {
 		to = f.peerAddrsLocked(now.Earliest)
 	}
-	f.mu.Unlock()
-	if len(later) > 0 {
-		time.AfterFunc(endDefer, func() { f.sendTo(m, later) })
+	deferred := 0
+	if len(later) > 0 && f.conn != nil && f.key != nil && !f.stopped {
+		// Counted as sent only on a socket that can send it: Publish
+		// reports a hint none could take (errNotSent).
+		d := &deferredEnd{m: m, to: later}
+		f.deferred[d] = struct{}{}
+		d.timer = time.AfterFunc(endDefer, func() { f.sendDeferred(d) })
+		deferred = len(later)
 	}
-	return f.sendTo(m, to) + len(later)
+	f.mu.Unlock()
+	return f.sendTo(m, to) + deferred
+}
+
+// deferredEnd is an end put off by endDefer: the hint, where it goes,
+// and the timer that sends it.
+type deferredEnd struct {
+	m     msg
+	to    []*net.UDPAddr
+	timer *time.Timer
+}
+
+// sendDeferred sends d as its timer fires, unless the socket is closing
+// (closeConn sent it then) or closed: nothing is sent, or logged, after.
+func (f *Feed) sendDeferred(d *deferredEnd) {
+	f.mu.Lock()
+	if _, ok := f.deferred[d]; !ok || f.stopped {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.deferred, d)
+	f.deferring.Add(1)
+	f.mu.Unlock()
+	defer f.deferring.Done()
+	f.sendTo(d.m, d.to)
+}
+
+// closeConn closes the socket, once the ends still put off by endDefer
+// are sent: the feed stops as its Client closes, right after it ended
+// its claims, or as a program that released exits, and a waiter that
+// counts such an end would otherwise wait for its poll. Their sends
+// under way are waited for; the timers that fire after do nothing.
+func (f *Feed) closeConn() {
+	f.mu.Lock()
+	f.stopped = true
+	var now []*deferredEnd
+	for d := range f.deferred {
+		d.timer.Stop()
+		now = append(now, d)
+	}
+	clear(f.deferred)
+	f.mu.Unlock()
+	for _, d := range now {
+		f.sendTo(d.m, d.to)
+	}
+	f.deferring.Wait()
+	f.mu.Lock()
+	if f.conn != nil {
+		f.conn.Close()
+	}
+	f.mu.Unlock()
 }
 
 // endTargetsLocked returns where the end of claim k goes, at once (at)

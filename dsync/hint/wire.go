@@ -31,13 +31,13 @@ import (
 // unknown) decodes with need 0, unknown, which the owner of the claim
 // treats as 1: it sends the end at once. A waiter whose need drops to 1
 // says so with a hint of its own kind (kindNext), no longer than a
-// Waiting without need. A receiver older than need refuses a datagram
+// Waiting without need. A receiver older than need refuses a Waiting
 // that carries one (as malformed) and drops a kindNext (a kind it does
-// not know): an older owner does not record a waiter that told it needs
-// more than one end, which hears of that claim's end as a waiter whose
-// announcement was lost does (the store's feed, its poll, or its
-// announcement made again). Every other hint is in the older form, which
-// every receiver takes.
+// not know): an older owner never records such a waiter and sends it no
+// Held hints, so the waiter announces itself again every lostWindow
+// (dsync), refused each time, and gets the claim's end through its
+// poll. Every other hint is in the older form, which every receiver
+// takes.
 
 const (
 	magic = "dsh1"
@@ -96,7 +96,7 @@ func encode(m msg, key []byte) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
 	}
-	if m.need > 1 {
+	if m.kind == kindWaiting && m.need > 1 {
 		b = binary.BigEndian.AppendUint32(b, m.need)
 	}
 	mac := hmac.New(sha256.New, key)
@@ -141,11 +141,12 @@ func decode(b, key []byte) (msg, error) {
 	}
 	switch {
 	case len(p) == 0:
-	case len(p) == 4 && binary.BigEndian.Uint32(p) > 1:
+	case len(p) == 4 && m.kind == kindWaiting && binary.BigEndian.Uint32(p) > 1:
 		m.need = binary.BigEndian.Uint32(p)
 	default:
-		// A need of 0 or 1 is never written: decoding one would not
-		// encode back to the same bytes.
+		// A need of 0 or 1 is never written, nor one on another kind
+		// than a Waiting: decoding one would not encode back to the same
+		// bytes.
 		return msg{}, errShort
 	}
 	m.from, m.addr, m.proc, m.key = fields[0], fields[1], fields[2], fields[3]
