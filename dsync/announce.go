@@ -13,11 +13,13 @@ import (
 // of them may wait for it (an uncontended Lock+Unlock sends no event).
 
 // announce tells the other processes that this one waits for k, with its
-// own claim of k's key of the epoch own (0: none to tell), unless an
-// announcement of ours still holds for more than a safety poll interval
-// (it holds holdFor: once per claim waited for, in practice). It returns
+// own claim of k's key of the epoch own (0: none to tell), and how many
+// ends it needs (driver.Event.Need), unless an announcement of ours still
+// holds for more than a safety poll interval (it holds holdFor: once per
+// claim waited for, in practice); but a need that dropped to 1 from
+// more is told again at once, by direct hints only (retell). It returns
 // the age of the announcement in force.
-func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Duration, error) {
+func (w *wakeups) announce(ctx context.Context, k waitKey, own, need uint64) (time.Duration, error) {
 	now := w.env.now()
 	safety := w.env.safetyPoll
 	w.mu.Lock()
@@ -28,6 +30,9 @@ func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Dur
 		ok = false // the store's stream never carried it
 	}
 	if ok && a.until.Sub(now.Latest) > safety && !w.unheard(k, a) {
+		if a.need > 1 && need == 1 {
+			w.retell(k, a, own)
+		}
 		return w.env.mono() - a.sent, nil
 	}
 	sent, again := w.env.mono(), ok && a.until.After(now.Earliest)
@@ -37,9 +42,12 @@ func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Dur
 		// this one), so the looks that follow a first announcement are
 		// not needed again. Its age runs from the first.
 		sent = a.sent
+		// Another waiter of ours for k may need fewer ends: the least
+		// need told stands.
+		need = min(need, a.need)
 	}
 	until := now.Earliest.Add(w.holdFor())
-	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Own: own, Proc: w.proc}
+	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: until, Own: own, Need: need, Proc: w.proc}
 	if err := w.feed.Publish(ctx, e); err != nil {
 		w.env.logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
 		return 0, err
@@ -48,7 +56,7 @@ func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Dur
 	if len(w.announced) >= maxRemote {
 		clear(w.announced)
 	}
-	w.announced[k] = announcement{until: until, sent: sent, last: w.env.mono(), direct: !healthy}
+	w.announced[k] = announcement{until: until, sent: sent, last: w.env.mono(), direct: !healthy, need: need}
 	if own != 0 {
 		if len(w.announcedBy) >= maxRemote {
 			clear(w.announcedBy) // their withdrawals go unsaid
@@ -60,6 +68,50 @@ func (w *wakeups) announce(ctx context.Context, k waitKey, own uint64) (time.Dur
 		return w.env.mono() - sent, nil
 	}
 	return 0, nil
+}
+
+// A teller is a feed that can send an event by direct hints only
+// (hint.Feed.Tell).
+type teller interface {
+	Tell(e driver.Event) bool
+}
+
+// needOne tells the owner of k, if our announcement a for it holds and
+// told a need of more than one end, that this process needs only k's
+// end now (retell): a waiter of ours heard of an end that leaves it one
+// short. Nothing else: the next walk's wait announces what is due.
+func (w *wakeups) needOne(k waitKey, own uint64) {
+	w.mu.Lock()
+	a, ok := w.announced[k]
+	w.mu.Unlock()
+	if ok && a.need > 1 && a.until.After(w.env.now().Latest) {
+		w.retell(k, a, own)
+	}
+}
+
+// retell tells the owner of k again that this process waits for it, a,
+// with a need of 1 now: a waiter that only counted k's end (it needed
+// more ends) may hold on it now, so the owner is to send it at once,
+// not later (dsync/hint's endDefer). By direct hints only
+// (hint.Feed.Tell): the store's feed carries no need, and is sent
+// nothing more. If no hint could be sent, the need told stays as it
+// was, and the waiter's next announce tries again; a retelling lost
+// costs at most the owner's delay.
+func (w *wakeups) retell(k waitKey, a announcement, own uint64) {
+	t, ok := w.feed.(teller)
+	if !ok {
+		return
+	}
+	e := driver.Event{Kind: driver.Waiting, Key: k.key, Epoch: k.epoch, Until: a.until, Own: own, Need: 1, Proc: w.proc}
+	if !t.Tell(e) {
+		return
+	}
+	w.mu.Lock()
+	if cur, ok := w.announced[k]; ok && cur.until.Equal(a.until) {
+		cur.need, cur.last = 1, w.env.mono()
+		w.announced[k] = cur
+	}
+	w.mu.Unlock()
 }
 
 // unheard reports whether, with direct hints on, our announcement a for

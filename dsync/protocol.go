@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/chain"
@@ -171,10 +172,13 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 // it passed, where only the next could hold. It returns the epochs of
 // the blockers whose ends it heard of (the walk reads their markers
 // first, at once: chain.Claim.Suspect), and nil to walk again, or ctx's
-// cause.
+// cause. Each wait announces how many ends it needs (endsNeeded), and
+// once an end heard of leaves the waiter needing only one more, it says
+// so again for the claims it still waits for: their owners then send
+// their ends to it at once (dsync/hint's endDefer).
 func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64) ([]uint64, error) {
 	if len(blockers) == 1 {
-		heard, err := c.wake.wait(ctx, key, own, blockers[0])
+		heard, err := c.wake.wait(ctx, key, own, blockers[0], 1)
 		if heard {
 			return []uint64{blockers[0].Epoch}, err
 		}
@@ -189,11 +193,13 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 	}
 	done := make(chan woken, len(blockers))
 	for _, b := range blockers {
+		n := endsNeeded(b, blockers, need)
 		go func() {
-			heard, err := c.wake.wait(wctx, key, own, b)
+			heard, err := c.wake.wait(wctx, key, own, b, n)
 			done <- woken{b, heard, err}
 		}()
 	}
+	waiting := slices.Clone(blockers)
 	var (
 		heard []uint64
 		units int64
@@ -211,6 +217,12 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 			err = w.err
 			break
 		}
+		waiting = slices.DeleteFunc(waiting, func(b chain.Blocker) bool { return b.Epoch == w.b.Epoch })
+		for _, b := range waiting {
+			if endsNeeded(b, waiting, need-units) == 1 {
+				c.wake.needOne(waitKey{key, b.Epoch}, own)
+			}
+		}
 	}
 	cancel()
 	for range left {
@@ -219,6 +231,25 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 		}
 	}
 	return heard, err
+}
+
+// endsNeeded is how many ends of blockers, b's among them, a waiter
+// short of units units must hear of, at least, before it may hold: 1 if
+// b's end may be all it lacks (driver.Event.Need).
+func endsNeeded(b chain.Blocker, blockers []chain.Blocker, units int64) uint64 {
+	got, n := max(b.Terms.Weight, 0), uint64(1)
+	var others []int64
+	for _, o := range blockers {
+		if o.Epoch != b.Epoch {
+			others = append(others, max(o.Terms.Weight, 0))
+		}
+	}
+	slices.Sort(others)
+	for i := len(others) - 1; i >= 0 && got < units; i-- {
+		got += others[i]
+		n++
+	}
+	return n
 }
 
 // claimLost notes that the hold of the claim nonce was lost: its lease

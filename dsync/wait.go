@@ -22,8 +22,9 @@ import (
 // tells this process by Held hints that it has not ended: wake_held.go). It
 // returns nil to walk again, or ctx's cause; heard is true when it was
 // woken by word that the blocker may have ended (its end, here or by an
-// event or hint, or a nudge to look), not by its own timers.
-func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker) (heard bool, err error) {
+// event or hint, or a nudge to look), not by its own timers. need is how
+// many ends the waiter needs, blocker's among them (driver.Event.Need).
+func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker, need uint64) (heard bool, err error) {
 	k := waitKey{key, blocker.Epoch}
 	c, leave := w.enterLocal(k)
 	defer leave()
@@ -35,7 +36,7 @@ func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chai
 	start := w.env.mono()
 	// Whatever happens, the caller looks again within poll, or as long
 	// after as Held hints keep coming (lookAt).
-	lookAgain := start + w.pollFor(ctx, k, own)
+	lookAgain := start + w.pollFor(ctx, k, own, need)
 	for {
 		// Held hints may say that the session lasts longer than read
 		// (wake_held.go): it is read only once that has passed.
@@ -102,12 +103,12 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 // the safety poll, shorter for lostWindow after the announcement; for a
 // waiter without hints in a store where processes take them, the poll
 // interval (wake_mixed.go).
-func (w *wakeups) pollFor(ctx context.Context, k waitKey, own uint64) time.Duration {
+func (w *wakeups) pollFor(ctx context.Context, k waitKey, own, need uint64) time.Duration {
 	cfg := w.env
 	if !w.healthy.Load() {
 		if cfg.direct {
 			// A direct hint may wake it before the poll.
-			_, _ = w.announce(ctx, k, own)
+			_, _ = w.announce(ctx, k, own, need)
 		}
 		return cfg.poll
 	}
@@ -116,7 +117,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey, own uint64) time.Durat
 		// owner's hints reach us: if its process relies on hints (it
 		// reads the store's stream no more), its end would come by
 		// hints only.
-		_, _ = w.announce(ctx, k, own)
+		_, _ = w.announce(ctx, k, own, need)
 		return cfg.poll
 	}
 	// The owner of the claim publishes its end if it has heard of us by
@@ -124,7 +125,7 @@ func (w *wakeups) pollFor(ctx context.Context, k waitKey, own uint64) time.Durat
 	// lostWindow after an announcement a waiter looks again at doubling
 	// intervals (from the poll interval), covering ends that come soon
 	// and were lost; after that only the safety poll.
-	age, err := w.announce(ctx, k, own)
+	age, err := w.announce(ctx, k, own, need)
 	if err != nil {
 		return cfg.poll
 	}

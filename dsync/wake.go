@@ -103,6 +103,8 @@ type announcement struct {
 	// direct: made while the store's stream was not live, so only direct
 	// hints carried it: made again once the stream is live.
 	direct bool
+	// need: the need it told (driver.Event.Need), or told again since.
+	need uint64
 }
 
 // A claimMark is what the feed's state was when a claim of ours was made,

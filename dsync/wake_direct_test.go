@@ -45,10 +45,10 @@ func TestDirectWaitersAnnounceWhileTheStreamIsDown(t *testing.T) {
 				direct: direct,
 			}, feed, "me")
 			ctx, k := context.Background(), waitKey{"k", 1}
-			if d := w.pollFor(ctx, k, 0); d != DefaultPollInterval {
+			if d := w.pollFor(ctx, k, 0, 1); d != DefaultPollInterval {
 				t.Errorf("direct %v: a waiter with the stream down looks again in %v, want the poll interval", direct, d)
 			}
-			w.pollFor(ctx, k, 0)
+			w.pollFor(ctx, k, 0, 1)
 			want := 0
 			if direct {
 				want = 1
@@ -57,8 +57,8 @@ func TestDirectWaitersAnnounceWhileTheStreamIsDown(t *testing.T) {
 				t.Errorf("direct %v: %d announcements with the stream down, want %d", direct, n, want)
 			}
 			w.Live(1)
-			w.pollFor(ctx, k, 0)
-			w.pollFor(ctx, k, 0)
+			w.pollFor(ctx, k, 0, 1)
+			w.pollFor(ctx, k, 0, 1)
 			if n := feed.count(); n != want+1 {
 				t.Errorf("direct %v: %d announcements once the stream is live, want %d", direct, n, want+1)
 			}

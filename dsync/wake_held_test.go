@@ -29,6 +29,8 @@ type hintNet struct {
 	// goes to every member.
 	targeted bool
 	waiting  map[waitKey]map[*netFeed]bool
+	// heldBy: for each claim, the member that sent Held hints about it.
+	heldBy map[waitKey]*netFeed
 }
 
 type netFeed struct {
@@ -65,6 +67,28 @@ func (f *netFeed) Follow(h driver.FeedHandler) func() {
 
 func (f *netFeed) Replay() time.Duration { return 0 }
 
+// Tell is dsync/hint's Feed.Tell: a need told again goes to the
+// claim's owner, whose feed records it and tells its handler nothing;
+// only if the owner has no record of e's Waiting (none came from f) is
+// e published as that Waiting. drop and alter see it as a Waiting.
+func (f *netFeed) Tell(e driver.Event) bool {
+	f.net.mu.Lock()
+	k := waitKey{e.Key, e.Epoch}
+	if owner := f.net.heldBy[k]; owner == nil || !f.net.members[owner] || !f.net.waiting[k][f] {
+		f.net.mu.Unlock()
+		_ = f.Publish(context.Background(), e)
+		return true
+	}
+	defer f.net.mu.Unlock()
+	if f.net.drop != nil && f.net.drop(e) {
+		return true
+	}
+	if f.net.alter != nil {
+		f.net.alter(&e)
+	}
+	return true
+}
+
 func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
 	f.net.mu.Lock()
 	defer f.net.mu.Unlock()
@@ -93,6 +117,12 @@ func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
 		case driver.Held:
 			to = f.net.waiting[k]
 		}
+	}
+	if e.Kind == driver.Held {
+		if f.net.heldBy == nil {
+			f.net.heldBy = make(map[waitKey]*netFeed)
+		}
+		f.net.heldBy[waitKey{e.Key, e.Epoch}] = f
 	}
 	for m := range to {
 		if m != f && f.net.members[m] {

@@ -43,7 +43,7 @@ func TestAnnouncementAfterTheEndIsAnswered(t *testing.T) {
 		waiter.wake.mu.Lock()
 		waiter.wake.local[k] = map[chan struct{}]struct{}{woken: {}}
 		waiter.wake.mu.Unlock()
-		if _, err := waiter.wake.announce(context.Background(), k, 0); err != nil {
+		if _, err := waiter.wake.announce(context.Background(), k, 0, 1); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -67,7 +67,7 @@ func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 		hold := c.wake.holdFor() // how long announcements hold
 		ctx := context.Background()
 		k := waitKey{"k", 1}
-		if age, err := c.wake.announce(ctx, k, 0); err != nil || age != 0 {
+		if age, err := c.wake.announce(ctx, k, 0, 1); err != nil || age != 0 {
 			t.Fatalf("first announce = %v, %v; want a new announcement", age, err)
 		}
 		announced := func() announcement {
@@ -78,7 +78,7 @@ func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 		first := announced()
 		// Past the point where less than a safety poll interval is left.
 		time.Sleep(hold - safety/2)
-		age, err := c.wake.announce(ctx, k, 0)
+		age, err := c.wake.announce(ctx, k, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestAnnouncingAgainKeepsTheAge(t *testing.T) {
 		}
 		// Let it lapse: the next announcement is a first one again.
 		time.Sleep(hold + time.Millisecond)
-		if age, err := c.wake.announce(ctx, k, 0); err != nil || age != 0 {
+		if age, err := c.wake.announce(ctx, k, 0, 1); err != nil || age != 0 {
 			t.Errorf("announce after the last lapsed = %v, %v; want a new announcement (age 0)", age, err)
 		}
 	})

@@ -339,6 +339,15 @@ type Event struct {
 	// not told (an older dsync). If the waiter gives that claim up, an
 	// Ended for it follows: the wait ended with it.
 	Own uint64
+	// Need: for Waiting, how many ends, at least, of the claims the
+	// waiter waits for (this one's among them) it must hear of before
+	// it may hold: 1 if this claim's end may be all it lacks, more if it
+	// only counts it (a Semaphore's waiter short of several units); 0 if
+	// not told (an older dsync). The owner of the claim sends its end to
+	// the others a little later than to those that may hold on it. Only
+	// direct hints (package dsync/hint) carry it: a store's feed need not.
+	// A hint like any other: a wrong Need costs latency, never a grant.
+	Need uint64
 	// Proc names the publishing process (its Client); a follower ignores
 	// its own events.
 	Proc string

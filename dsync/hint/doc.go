@@ -14,10 +14,11 @@
 // announcement (driver.Waiting) goes to every process recorded; the end
 // of a claim (driver.Ended) goes to the processes that announced they
 // wait for that claim (those its end can let go: the next holder is among
-// them), else to those that announced they wait for a claim of its key,
-// else to all; a Held (the claim
-// has not ended, sent by its owner) to those that announced they wait
-// for that claim. Every event but Held also goes through the store's
+// them; those whose last announcement told they need more ends than this
+// one, driver.Event.Need, get it a few milliseconds later), else to those
+// that announced they wait for a claim of its key, else to all; a Held
+// (the claim has not ended, sent by its owner) to those that announced
+// they wait for that claim. Every event but Held also goes through the store's
 // feed while that is live, as without hints.
 //
 // Hints first: while hints reach this process (it took one from another

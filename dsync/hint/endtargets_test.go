@@ -24,12 +24,12 @@ func TestEndGoesOnlyToItsWaiters(t *testing.T) {
 	// and 20017, readers behind a writer, say) for claim 10; one announced
 	// for claim 10 long ago, and no longer waits.
 	for i := 16; i >= 1; i-- {
-		f.noteInterest("k", uint64(10+i), addr(i), endUntil)
+		f.noteInterest("k", uint64(10+i), addr(i), endUntil, told{})
 	}
-	f.noteInterest("k", 10, addr(0), endUntil)
-	f.noteInterest("k", 10, addr(17), endUntil)
-	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second), endNow.Add(-time.Minute)}, endNow)
-	f.noteInterest("other", 10, addr(50), endUntil)
+	f.noteInterest("k", 10, addr(0), endUntil, told{})
+	f.noteInterest("k", 10, addr(17), endUntil, told{})
+	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{addr: mustAddr(t, addr(99)), until: endNow.Add(-time.Second), since: endNow.Add(-time.Minute)}, endNow)
+	f.noteInterest("other", 10, addr(50), endUntil, told{})
 
 	got := to(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
 	if want := []string{addr(0), addr(17)}; !slices.Equal(got, want) {
@@ -45,9 +45,9 @@ func TestEndGoesOnlyToItsWaiters(t *testing.T) {
 func TestEndGoesToTheKeysWaitersWhenNoneWaitsForIt(t *testing.T) {
 	f, to := endTargets(t)
 	for i := 3; i >= 1; i-- {
-		f.noteInterest("k", uint64(10+i), addr(i), endUntil)
+		f.noteInterest("k", uint64(10+i), addr(i), endUntil, told{})
 	}
-	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{mustAddr(t, addr(99)), endNow.Add(-time.Second), endNow.Add(-time.Minute)}, endNow)
+	noteWaiter(f.waitingFor, claimID{"k", 10}, addr(99), waiter{addr: mustAddr(t, addr(99)), until: endNow.Add(-time.Second), since: endNow.Add(-time.Minute)}, endNow)
 	got := to(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
 	if want := []string{addr(1), addr(2), addr(3)}; !slices.Equal(got, want) {
 		t.Errorf("the end of claim 10, which no process waits for, went to %v, want %v, the key's waiters", got, want)
@@ -113,17 +113,31 @@ func mustAddr(t *testing.T, s string) *net.UDPAddr {
 
 // writeOrder is a net.PacketConn that keeps where datagrams were written,
 // in order, and sends none.
+// Once closed, it writes nothing and counts what it was asked to write.
 type writeOrder struct {
 	net.PacketConn
-	mu sync.Mutex
-	to []net.Addr
+	mu          sync.Mutex
+	to          []net.Addr
+	closed      bool
+	afterClosed int
 }
 
 func (w *writeOrder) WriteTo(b []byte, addr net.Addr) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		w.afterClosed++
+		return 0, net.ErrClosed
+	}
 	w.to = append(w.to, addr)
 	return len(b), nil
+}
+
+func (w *writeOrder) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	return nil
 }
 
 // TestEndGoesFirstToTheEarliestWaiter: the end of a claim goes to its
@@ -140,11 +154,11 @@ func TestEndGoesFirstToTheEarliestWaiter(t *testing.T) {
 	ports := []int{7, 3, 9, 1, 5, 12, 2, 11, 4, 10, 8, 6}
 	for i, port := range ports {
 		at := endNow.Add(time.Duration(i) * time.Millisecond)
-		noteWaiter(f.waitingFor, k, addr(port), waiter{mustAddr(t, addr(port)), endUntil, at}, at)
+		noteWaiter(f.waitingFor, k, addr(port), waiter{addr: mustAddr(t, addr(port)), until: endUntil, since: at}, at)
 	}
 	// The first announces again, later, for longer: it keeps its place.
 	later := endNow.Add(time.Second)
-	noteWaiter(f.waitingFor, k, addr(7), waiter{mustAddr(t, addr(7)), endUntil.Add(time.Hour), later}, later)
+	noteWaiter(f.waitingFor, k, addr(7), waiter{addr: mustAddr(t, addr(7)), until: endUntil.Add(time.Hour), since: later}, later)
 	rec := f.conn.(*writeOrder)
 	f.send(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
 	var got []string

@@ -106,9 +106,20 @@ type Feed struct {
 	// waitingFor: the same for each claim.
 	interest   map[string]map[string]waiter
 	waitingFor map[claimID]map[string]waiter
-	seq        uint64
-	guard      *guard
-	origin     time.Time
+	// owners: for claims this process waits for, where the Held hints
+	// about each came from (its owner), and until when that is kept
+	// (store time): Tell.
+	owners map[claimID]waiter
+	seq    uint64
+	guard  *guard
+	origin time.Time
+	// deferred: the ends put off by endDefer (transport.go) not yet
+	// sent; stopped: the socket is closing or closed, and nothing is
+	// put off any more. deferring counts the deferred sends under way,
+	// which closeConn waits for before it closes the socket.
+	deferred  map[*deferredEnd]struct{}
+	stopped   bool
+	deferring sync.WaitGroup
 }
 
 // peer is another process's record, as last read or heard.
@@ -138,6 +149,8 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 		ready:      make(chan struct{}),
 		interest:   make(map[string]map[string]waiter),
 		waitingFor: make(map[claimID]map[string]waiter),
+		owners:     make(map[claimID]waiter),
+		deferred:   make(map[*deferredEnd]struct{}),
 		origin:     time.Now(),
 		reachedFor: reachedFor,
 		reachCheck: reachCheck,
@@ -230,11 +243,7 @@ func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
 	return func() {
 		once.Do(func() {
 			cancel()
-			f.mu.Lock()
-			if f.conn != nil {
-				f.conn.Close()
-			}
-			f.mu.Unlock()
+			f.closeConn()
 			wg.Wait()
 			if stopInner != nil {
 				stopInner()
@@ -341,6 +350,35 @@ func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
 		return errNotSent
 	}
 	return nil
+}
+
+// Tell tells that e, a Waiting that this process made already, now has
+// a need of 1 (driver.Event.Need; other events are not told), by direct
+// hints only, best effort: to the process that owns the claim, as its
+// Held hints for it came from, which is the only one that acts on a
+// need; to every process recorded if none came. Its receiver records
+// the need and tells its handler nothing (a Waiting makes the owner
+// answer with a Held to every waiter of the claim, and the waiter next
+// in line in each process look: dsync's wake_events.go), unless it has
+// no record of that Waiting: then it stands for it. The store's feed is
+// not sent it. It reports whether a hint was sent.
+func (f *Feed) Tell(e driver.Event) bool {
+	if e.Kind != driver.Waiting || e.Need != 1 {
+		return false
+	}
+	m := msg{kind: kindNext, key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
+	now := f.store.ServerTime()
+	f.mu.Lock()
+	o, ok := f.owners[claimID{e.Key, e.Epoch}]
+	var to []*net.UDPAddr
+	if !ok || !o.until.After(now.Earliest) {
+		to = f.peerAddrsLocked(now.Earliest)
+	}
+	f.mu.Unlock()
+	if len(to) > 0 {
+		return f.sendTo(m, to) > 0
+	}
+	return f.sendTo(m, []*net.UDPAddr{o.addr}) > 0
 }
 
 // readyWait bounds how long a Publish waits for a process that just

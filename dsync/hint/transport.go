@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"time"
@@ -23,6 +24,17 @@ const (
 	// interestFor caps how long a process is kept as waiting for a key's
 	// claims after it announced it.
 	interestFor = 10 * time.Minute
+	// endDefer is how long the end of a claim waits before it goes to
+	// the waiters that told they need more ends than this one
+	// (driver.Event.Need): it cannot let them hold, they only count it.
+	// Sent with the next holder's, it woke their processes beside the
+	// next holder's, which then took longer to read its turn on a
+	// machine with few cores. Long enough for the next holder to have
+	// read its turn in the store, short beside the time a process
+	// holds: a need that was wrong (lost, stale, forged) costs a waiter
+	// that could have held at most this, and never a grant, which only a
+	// walk makes.
+	endDefer = 3 * time.Millisecond
 )
 
 // send sends e as a hint: an announcement to every process recorded; an
@@ -31,12 +43,14 @@ const (
 // they wait for a claim of its key, or to every process if none did
 // either; a Held to those that announced they wait for that claim (to
 // none if none did). Best effort: a hint that cannot be sent is not. It
-// returns to how many processes it was sent.
+// returns to how many processes it was sent, or put off to (endDefer) on
+// a socket that can send it: 0 if it cannot be sent.
 func (f *Feed) send(e driver.Event) int {
 	m := msg{key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	switch e.Kind {
 	case driver.Waiting:
 		m.kind = kindWaiting
+		m.need = uint32(min(e.Need, math.MaxUint32))
 	case driver.Ended:
 		m.kind = kindEnded
 	case driver.Held:
@@ -53,17 +67,77 @@ func (f *Feed) send(e driver.Event) int {
 		f.mu.Unlock()
 		return f.sendTo(m, to)
 	}
+	var later []*net.UDPAddr
 	if m.kind == kindEnded {
-		to = f.endTargetsLocked(claimID{e.Key, e.Epoch}, now.Earliest)
+		to, later = f.endTargetsLocked(claimID{e.Key, e.Epoch}, now.Earliest)
 	}
-	if len(to) == 0 {
+	if len(to)+len(later) == 0 {
 		to = f.peerAddrsLocked(now.Earliest)
 	}
+	deferred := 0
+	if len(later) > 0 && f.conn != nil && f.key != nil && !f.stopped {
+		// Counted as sent only on a socket that can send it: Publish
+		// reports a hint none could take (errNotSent).
+		d := &deferredEnd{m: m, to: later}
+		f.deferred[d] = struct{}{}
+		d.timer = time.AfterFunc(endDefer, func() { f.sendDeferred(d) })
+		deferred = len(later)
+	}
 	f.mu.Unlock()
-	return f.sendTo(m, to)
+	return f.sendTo(m, to) + deferred
 }
 
-// endTargetsLocked returns where the end of claim k goes: the processes
+// deferredEnd is an end put off by endDefer: the hint, where it goes,
+// and the timer that sends it.
+type deferredEnd struct {
+	m     msg
+	to    []*net.UDPAddr
+	timer *time.Timer
+}
+
+// sendDeferred sends d as its timer fires, unless the socket is closing
+// (closeConn sent it then) or closed: nothing is sent, or logged, after.
+func (f *Feed) sendDeferred(d *deferredEnd) {
+	f.mu.Lock()
+	if _, ok := f.deferred[d]; !ok || f.stopped {
+		f.mu.Unlock()
+		return
+	}
+	delete(f.deferred, d)
+	f.deferring.Add(1)
+	f.mu.Unlock()
+	defer f.deferring.Done()
+	f.sendTo(d.m, d.to)
+}
+
+// closeConn closes the socket, once the ends still put off by endDefer
+// are sent: the feed stops as its Client closes, right after it ended
+// its claims, or as a program that released exits, and a waiter that
+// counts such an end would otherwise wait for its poll. Their sends
+// under way are waited for; the timers that fire after do nothing.
+func (f *Feed) closeConn() {
+	f.mu.Lock()
+	f.stopped = true
+	var now []*deferredEnd
+	for d := range f.deferred {
+		d.timer.Stop()
+		now = append(now, d)
+	}
+	clear(f.deferred)
+	f.mu.Unlock()
+	for _, d := range now {
+		f.sendTo(d.m, d.to)
+	}
+	f.deferring.Wait()
+	f.mu.Lock()
+	if f.conn != nil {
+		f.conn.Close()
+	}
+	f.mu.Unlock()
+}
+
+// endTargetsLocked returns where the end of claim k goes, at once (at)
+// and after endDefer (later): the processes
 // that announced they wait for k itself, whose waiters the end can let
 // go (a Mutex's next holder; every reader behind a writer; every waiter
 // of a Semaphore that passed k, see chain.Claim.WaitsFor). The other
@@ -71,12 +145,25 @@ func (f *Feed) send(e driver.Event) int {
 // process a wake-up and a MAC check at every release, and the next holder
 // the CPU they took. If no process announced it waits for k (its
 // announcement may have been lost), the end goes to those that wait for a
-// claim of the key, as the next holder may be among them. f.mu is held.
-func (f *Feed) endTargetsLocked(k claimID, now time.Time) []*net.UDPAddr {
-	if to := liveAddrs(f.waitingFor[k], now); len(to) > 0 {
-		return to
+// claim of the key, as the next holder may be among them. Of the
+// processes that wait for k, those whose latest Waiting for it told a
+// need of more than one end (driver.Event.Need) get it later, the
+// others (need 1, or not told: an older sender, a Mutex's waiter) at
+// once. f.mu is held.
+func (f *Feed) endTargetsLocked(k claimID, now time.Time) (at, later []*net.UDPAddr) {
+	ws := f.waitingFor[k]
+	if len(liveAddrs(ws, now)) == 0 {
+		return liveAddrs(f.interest[k.key], now), nil
 	}
-	return liveAddrs(f.interest[k.key], now)
+	soon, counting := make(map[string]waiter), make(map[string]waiter)
+	for a, w := range ws {
+		if w.need > 1 {
+			counting[a] = w
+		} else {
+			soon[a] = w
+		}
+	}
+	return liveAddrs(soon, now), liveAddrs(counting, now)
 }
 
 // liveAddrs returns the addresses of the waiters in ws whose time has not
@@ -191,8 +278,17 @@ func (f *Feed) take(b []byte) {
 	f.heard()
 	addr := f.notePeer(m.from, m.addr)
 	switch m.kind {
+	case kindNext:
+		if f.noteNext(m) {
+			return // a need told again: nothing new for the handler
+		}
+		// Its Waiting did not come (yet): it stands for it.
+		m.kind = kindWaiting
+		f.noteInterest(m.key, m.epoch, m.addr, m.until, told{from: m.from, seq: m.seq})
 	case kindWaiting:
-		f.noteInterest(m.key, m.epoch, m.addr, m.until)
+		f.noteInterest(m.key, m.epoch, m.addr, m.until, told{m.from, m.seq, m.need})
+	case kindHeld:
+		f.noteOwner(claimID{m.key, m.epoch}, addr)
 	case kindHello:
 		// Answered, so that a process that just started learns at once
 		// that hints reach it (pause.go). A welcome is not answered.
@@ -239,6 +335,17 @@ type waiter struct {
 	// since: when it was first recorded there (store time), while it
 	// held: ends and Held hints go to the earliest first (liveAddrs).
 	since time.Time
+	told
+}
+
+// told is what a waiter's latest Waiting told (endTargetsLocked): its
+// need (0: not told), and the sender and seq of that Waiting, so that a
+// Waiting that arrives after a later one of the same sender does not
+// undo what that one told.
+type told struct {
+	from string
+	seq  uint64
+	need uint32
 }
 
 // claimID names a claim: a key's epoch.
@@ -248,8 +355,8 @@ type claimID struct {
 }
 
 // noteInterest records that the process at addr waits for the claim of
-// key's epoch, until until (at most interestFor).
-func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Time) {
+// key's epoch, until until (at most interestFor), as its Waiting t told.
+func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Time, t told) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return
@@ -258,13 +365,60 @@ func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Ti
 	until = minTime(until, now.Add(interestFor))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	noteWaiter(f.interest, key, addr, waiter{ua, until, now}, now)
+	w := waiter{addr: ua, until: until, since: now, told: t}
+	noteWaiter(f.interest, key, addr, w, now)
 	// The claim's owner sends its Held hints there (dsync/wake_held.go).
-	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, waiter{ua, until, now}, now)
+	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, w, now)
 }
 
-// noteWaiter records w, the process at addr, under k in m, unless it
-// already holds there for longer. A full m (maxInterest entries) is rid
+// noteNext records that the waiter that sent m, a kindNext, needs only
+// the end of m's claim now, and reports whether it had a record of its
+// Waiting for that claim (if not, m is taken as that Waiting).
+func (f *Feed) noteNext(m msg) bool {
+	now := f.store.ServerTime().Earliest
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := claimID{m.key, m.epoch}
+	w, ok := f.waitingFor[k][m.addr]
+	if !ok || !w.until.After(now) {
+		return false
+	}
+	if w.from != m.from || w.seq < m.seq {
+		w.told = told{from: m.from, seq: m.seq}
+		f.waitingFor[k][m.addr] = w
+	}
+	return true
+}
+
+// noteOwner records that the owner of claim k, which sent a Held hint
+// about it, takes hints at addr (Tell), for as long as an announcement
+// is kept (interestFor). A full record of owners (maxInterest) is rid of
+// the lapsed, then emptied if that is not enough.
+func (f *Feed) noteOwner(k claimID, addr *net.UDPAddr) {
+	if addr == nil {
+		return
+	}
+	now := f.store.ServerTime().Earliest
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.owners) >= maxInterest {
+		for k, o := range f.owners {
+			if !o.until.After(now) {
+				delete(f.owners, k)
+			}
+		}
+		if len(f.owners) >= maxInterest {
+			clear(f.owners)
+		}
+	}
+	f.owners[k] = waiter{addr: addr, until: now.Add(interestFor), since: now}
+}
+
+// noteWaiter records w, the process at addr, under k in m: until the
+// later of its until and that of the record it finds there, since the
+// earlier of their since (if that record still holds), and what the
+// later of their Waitings told (by the sender's seq; w's if the senders
+// differ). A full m (maxInterest entries) is rid
 // of the waiters whose time has passed first, and emptied if that is
 // not enough.
 func noteWaiter[K comparable](m map[K]map[string]waiter, k K, addr string, w waiter, now time.Time) {
@@ -287,12 +441,18 @@ func noteWaiter[K comparable](m map[K]map[string]waiter, k K, addr string, w wai
 		m[k] = make(map[string]waiter)
 	}
 	old, ok := m[k][addr]
-	if ok && old.until.After(now) && old.since.Before(w.since) {
-		w.since = old.since
+	if ok && old.until.After(now) {
+		if old.since.Before(w.since) {
+			w.since = old.since
+		}
+		if old.until.After(w.until) {
+			w.until = old.until
+		}
+		if old.from == w.from && old.seq > w.seq {
+			w.told = old.told // w came late
+		}
 	}
-	if w.until.After(old.until) {
-		m[k][addr] = w
-	}
+	m[k][addr] = w
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -23,6 +23,21 @@ import (
 // hints did before they told it: a receiver of that time ignores a
 // Held's until). seq counts the sender's hints, so that a receiver
 // drops one it has already taken.
+//
+// A Waiting may end, before its MAC, with need (4): how many ends the
+// waiter must hear of, at least, before it may hold (driver.Event.Need),
+// present only when it is more than 1. A datagram without it (every hint
+// of a sender older than need, and every Waiting whose need is 1 or
+// unknown) decodes with need 0, unknown, which the owner of the claim
+// treats as 1: it sends the end at once. A waiter whose need drops to 1
+// says so with a hint of its own kind (kindNext), no longer than a
+// Waiting without need. A receiver older than need refuses a Waiting
+// that carries one (as malformed) and drops a kindNext (a kind it does
+// not know): an older owner never records such a waiter and sends it no
+// Held hints, so the waiter announces itself again every lostWindow
+// (dsync), refused each time, and gets the claim's end through its
+// poll. Every other hint is in the older form, which every receiver
+// takes.
 
 const (
 	magic = "dsh1"
@@ -39,6 +54,10 @@ const (
 	kindEnded   byte = 3 // driver.Ended
 	kindHeld    byte = 4 // driver.Held
 	kindWelcome byte = 5 // the answer to a hello: this process takes hints too
+	// kindNext: a waiter that announced it waits for the claim needs
+	// only its end now (its need dropped to 1: Feed.Tell). Receivers
+	// older than it take it as a kind they do not know: they drop it.
+	kindNext byte = 6
 )
 
 // msg is a hint as sent.
@@ -52,6 +71,7 @@ type msg struct {
 	addr  string // where the sender takes hints
 	proc  string // the publishing Client (driver.Event.Proc)
 	key   string
+	need  uint32 // a Waiting's driver.Event.Need; 0 or 1: not on the wire
 }
 
 var (
@@ -62,7 +82,7 @@ var (
 
 // encode returns m as a datagram authenticated under key.
 func encode(m msg, key []byte) ([]byte, error) {
-	b := make([]byte, 0, 64+len(m.from)+len(m.addr)+len(m.proc)+len(m.key)+macLen)
+	b := make([]byte, 0, 68+len(m.from)+len(m.addr)+len(m.proc)+len(m.key)+macLen)
 	b = append(b, magic...)
 	b = append(b, m.kind)
 	b = binary.BigEndian.AppendUint64(b, m.seq)
@@ -75,6 +95,9 @@ func encode(m msg, key []byte) ([]byte, error) {
 		}
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
+	}
+	if m.kind == kindWaiting && m.need > 1 {
+		b = binary.BigEndian.AppendUint32(b, m.need)
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write(b)
@@ -116,7 +139,14 @@ func decode(b, key []byte) (msg, error) {
 		}
 		fields[i], p = string(p[2:2+n]), p[2+n:]
 	}
-	if len(p) != 0 {
+	switch {
+	case len(p) == 0:
+	case len(p) == 4 && m.kind == kindWaiting && binary.BigEndian.Uint32(p) > 1:
+		m.need = binary.BigEndian.Uint32(p)
+	default:
+		// A need of 0 or 1 is never written, nor one on another kind
+		// than a Waiting: decoding one would not encode back to the same
+		// bytes.
 		return msg{}, errShort
 	}
 	m.from, m.addr, m.proc, m.key = fields[0], fields[1], fields[2], fields[3]
@@ -128,7 +158,7 @@ func (m msg) event() (driver.Event, bool) {
 	e := driver.Event{Key: m.key, Epoch: m.epoch, Proc: m.proc}
 	switch m.kind {
 	case kindWaiting:
-		e.Kind, e.Until = driver.Waiting, m.until
+		e.Kind, e.Until, e.Need = driver.Waiting, m.until, uint64(m.need)
 	case kindEnded:
 		e.Kind = driver.Ended
 	case kindHeld:

@@ -15,6 +15,7 @@ func TestWireRoundTrip(t *testing.T) {
 		{kind: kindHello, seq: 1, sent: sent, from: "a", addr: "127.0.0.1:1"},
 		{kind: kindWaiting, seq: 2, sent: sent, epoch: 9, until: sent.Add(time.Hour), from: "a", addr: "127.0.0.1:1", proc: "p", key: "k/ü"},
 		{kind: kindEnded, seq: 3, sent: sent, epoch: 1 << 60, from: "a", addr: "[::1]:2", proc: "p", key: ""},
+		{kind: kindWaiting, seq: 4, sent: sent, epoch: 9, until: sent.Add(time.Hour), from: "a", addr: "127.0.0.1:1", proc: "p", key: "k", need: 1 << 31},
 	} {
 		b, err := encode(m, key)
 		if err != nil {
@@ -66,6 +67,8 @@ func TestWireRefusesTooLong(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	key := []byte("key")
 	b, _ := encode(msg{kind: kindWaiting, seq: 1, key: "k", proc: "p"}, key)
+	f.Add(b)
+	b, _ = encode(msg{kind: kindWaiting, seq: 1, key: "k", proc: "p", need: 2}, key)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decode(b, key)
