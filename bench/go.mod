@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261127235434-2e36f0c2cd8b
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261127235434-2e36f0c2cd8b
+	github.com/go-dsync/dsync v0.0.0-20261128003644-8b669de6ff5e
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261128003644-8b669de6ff5e
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
