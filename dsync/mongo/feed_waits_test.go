@@ -52,26 +52,8 @@ func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
 func TestEventAwaitLongOnceTheWaiterWithdrew(t *testing.T) {
 	const safety = 20 * time.Second
 	b, other, ctx, _ := awaitsWatched(t, true, safety)
-	held, err := dsync.NewMutex(b.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := held.LockContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitWakeups(t, b)
-	// The waiter's stream is live before it claims: a claim made before
-	// would have its end announced anyway (its process cannot tell who
-	// announced what meanwhile).
-	follow(t, ctx, other)
-	waiter, err := dsync.NewMutex(other.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
 	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- waiter.LockContext(wctx) }()
-	waitAnnounced(t, ctx, b, "k", 1)
+	held, _, done := holdAndWait(t, ctx, wctx, b, other)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the waiter's LockContext returned %v, want context.Canceled", err)
@@ -101,22 +83,7 @@ func TestEventAwaitLongOnceTheWaiterWithdrew(t *testing.T) {
 func TestEventAwaitLongOnceItsOwnClaimEnded(t *testing.T) {
 	const safety = 20 * time.Second
 	b, other, ctx, _ := awaitsWatched(t, true, safety)
-	held, err := dsync.NewMutex(b.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := held.LockContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitWakeups(t, b)
-	follow(t, ctx, other)
-	waiter, err := dsync.NewMutex(other.Client, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- waiter.LockContext(ctx) }()
-	waitAnnounced(t, ctx, b, "k", 1)
+	held, waiter, done := holdAndWait(t, ctx, ctx, b, other)
 	tail(b).othersWaitAt.Store(0) // the window after the announcement has passed
 	if got := tail(b).awaitTime(); got != ferretAwait {
 		t.Fatalf("while another process waits for its claim: getMore of the event cursor waits up to %v, want %v", got, ferretAwait)
@@ -229,4 +196,31 @@ func TestEventAwaitLongSoonAfterTheLastAnnouncement(t *testing.T) {
 	if got := tl.awaitTime(); got != safety {
 		t.Errorf("%v after the last announcement, its claim ended: getMore of the event cursor waits up to %v, want %v", othersWaitGrace+time.Second, got, safety)
 	}
+}
+
+// holdAndWait has b lock k, and other wait for it under wctx (its
+// LockContext's outcome goes to done), once b's stream has shown the
+// wait announced.
+func holdAndWait(t *testing.T, ctx, wctx context.Context, b, other *testClient) (held, waiter *dsync.Mutex, done <-chan error) {
+	t.Helper()
+	held, err := dsync.NewMutex(b.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitWakeups(t, b)
+	// The waiter's stream is live before it claims: a claim made before
+	// would have its end announced anyway (its process cannot tell who
+	// announced what meanwhile).
+	follow(t, ctx, other)
+	waiter, err = dsync.NewMutex(other.Client, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- waiter.LockContext(wctx) }()
+	waitAnnounced(t, ctx, b, "k", 1)
+	return held, waiter, ch
 }
