@@ -13,17 +13,19 @@ import (
 // its renewals.
 
 // capLocked caps s's lease at the earliest coverage of the keys its holds
-// rely on (none: no cap). k.mu must be held.
+// rely on (none: no cap). A key whose coverage is unknown (coverLocked's
+// 0: its knowledge was dropped) caps it at once, whatever the other keys
+// held. k.mu must be held.
 func (k *keeper) capLocked(s *session) {
 	cp, held := time.Duration(0), false
 	for h := range k.holds {
 		if h.sess != s {
 			continue
 		}
-		held = true
-		if c := k.coverLocked(h.claim.Key); cp == 0 || c < cp {
+		if c := k.coverLocked(h.claim.Key); !held || c < cp {
 			cp = c
 		}
+		held = true
 	}
 	if !held {
 		s.lease.SetCap(0)
