@@ -50,7 +50,12 @@ type ClaimInfo struct {
 	// dropped, and a late write brought back an old expiry while its
 	// owner holds on), is not Expired, whatever ExpiresAt says: a
 	// claimer ends its claim only once it stayed missing for the claim's
-	// TTL, which one read cannot see.
+	// TTL, which one read cannot see. Once one of a Client's reads found
+	// a claim Expired, its later reads report it Expired too, even if a
+	// renewal its owner sent before losing it lands late and raises the
+	// session's stored expiry: the owner stopped relying on it, and the
+	// next claimer ends it (a reader that never saw it expired reads it
+	// live until that raised expiry, or until it is ended).
 	Expired bool
 }
 

@@ -18,12 +18,50 @@ import "time"
 // cannot observe, so the claim still holds until a claimer ends it. A
 // claim without a TTL (written by an older dsync) counts missing as
 // expired at once, as the engine does.
+//
+// A session found expired by its expiry stays expired for this engine's
+// later reads, whatever expiry they find: its owner stopped relying on it
+// at its local deadline, before that expiry, and a renewal sent before
+// that deadline and applied after the expiry (a late write, which a
+// walker's dead marker makes harmless) raised it past later reads. Read
+// again without that memory, the claim came back to life: a reader that
+// reported the next claim holding then reported the ended one holding
+// again (the integration soak's election: an observer's poll named the
+// leader of token N after naming that of N+1).
 func (e *Engine) ReadExpired(d Doc, s Session, found bool, earliest time.Time) bool {
+	if e.readDeadOf(d.Session) {
+		return true
+	}
 	if !e.blockerOf(d).ExpiresAt.Before(earliest) {
 		return false
 	}
 	if e.judgedByExpiry(s, found, earliest) {
-		return s.ExpiresAt.Before(earliest)
+		dead := s.ExpiresAt.Before(earliest)
+		if dead {
+			e.noteReadDead(d.Session)
+		}
+		return dead
 	}
 	return d.TTL <= 0 || e.has(BugAbsentIsDead)
+}
+
+// readDeadOf reports whether a read found session expired (ReadExpired).
+func (e *Engine) readDeadOf(session string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.readDead[session]
+	return ok
+}
+
+// noteReadDead records that a read found session expired. Past
+// maxExpiries sessions the record starts again empty (a read may then
+// see a session brought back by a late renewal alive once more, as
+// before this record).
+func (e *Engine) noteReadDead(session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.readDead) >= maxExpiries {
+		clear(e.readDead)
+	}
+	e.readDead[session] = struct{}{}
 }

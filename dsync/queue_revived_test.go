@@ -1,0 +1,82 @@
+package dsync_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+)
+
+// cutRenewals is a memory store whose renewals (and the inserts of a
+// session's next generation, which follow a failed one) fail while cut
+// is set: a process cut off from the store.
+type cutRenewals struct {
+	*memory.Store
+	cut atomic.Bool
+}
+
+func (s *cutRenewals) InsertSession(ctx context.Context, sess driver.Session) error {
+	if s.cut.Load() {
+		return errors.New("cut off")
+	}
+	return s.Store.InsertSession(ctx, sess)
+}
+
+func (s *cutRenewals) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	if s.cut.Load() {
+		return false, errors.New("cut off")
+	}
+	return s.Store.RenewSession(ctx, id, gen, expires)
+}
+
+// TestQueueKeepsAnExpiredClaimExpired: once a Client's Queue found a
+// claim's session expired, its later reads report the claim Expired even
+// after a renewal that its owner sent before its deadline lands late and
+// raises the stored expiry. The owner lost the hold at its deadline, so
+// the session's claims are over whatever the store says now; reading it
+// alive again, a reader named the ended claim holding after it had named
+// the next one (an election observer's poll went back from token N+1 to
+// N in the integration soak).
+func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := memory.New()
+		cut := &cutRenewals{Store: mem}
+		const ttl = 2 * time.Second
+		h := newClient(t, cut, dsync.WithTTL(ttl))
+		m := newMutex(t, h, "k")
+		m.Lock()
+		reader := newClient(t, mem)
+
+		cut.cut.Store(true)
+		<-m.Lost()
+		time.Sleep(2 * ttl) // the holder's session expires in the store
+		synctest.Wait()
+
+		q, err := reader.Queue(ctx, "k")
+		if err != nil || len(q) != 1 || !q[0].Expired {
+			t.Fatalf("Queue(k) once the holder's session expired = %+v, %v; want its claim Expired", q, err)
+		}
+		// The renewal the holder sent before its deadline lands now.
+		late := mem.ServerTime().Latest.Add(ttl)
+		if found, err := mem.RenewSession(ctx, q[0].Session, 0, late); err != nil || !found {
+			t.Fatalf("late renewal of %s: found %v, %v", q[0].Session, found, err)
+		}
+		q, err = reader.Queue(ctx, "k")
+		if err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
+			t.Fatalf("Queue(k) after a late renewal revived the expired session = %+v, %v; want its claim still Expired", q, err)
+		}
+		// A reader that never saw it expired reads the store as it is:
+		// alive until the late renewal's expiry (the claimers' dead
+		// marker is what ends it for everyone).
+		if q, err := newClient(t, mem).Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
+			t.Fatalf("a fresh reader's Queue(k) = %+v, %v; want the revived claim live", q, err)
+		}
+	})
+}
