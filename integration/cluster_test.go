@@ -114,8 +114,23 @@ func (c *cluster) cleanup() {
 				c.t.Logf("stderr of %s (pid %d):\n%s", p.name, p.pid, s)
 			}
 		}
-		c.t.Logf("histories in %s", c.dir)
+		c.t.Logf("histories in %s", keepHistories(c.t, c.dir))
 	}
+}
+
+// keepHistories copies a failed test's histories out of its temporary
+// directory, which the testing package removes as the test ends, and
+// returns where they are kept (dir itself if the copy failed).
+func keepHistories(t *testing.T, dir string) string {
+	keep, err := os.MkdirTemp("", "dsync-histories-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err == nil {
+		err = os.CopyFS(keep, os.DirFS(dir))
+	}
+	if err != nil {
+		t.Logf("histories not kept: %v", err)
+		return dir
+	}
+	return keep
 }
 
 // workerURI is the URI worker name connects to: the server's, or its
