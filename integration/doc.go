@@ -134,6 +134,8 @@
 //	DSYNC_SOAK=1 go test -v -timeout 3h -run . ./integration/
 //
 // Set DSYNC_HISTORY_DIR to keep the history files of every test there.
+// Without it, a failed test's history files are copied out of its
+// temporary directory into the system's (its log says where).
 // The suite prints a summary line at the end (shown with -v, or when
 // testing this package alone from its directory): workers, holds,
 // handoffs, faults by kind, the writes applied after their sender gave up
