@@ -71,7 +71,10 @@ type Client struct {
 	// settling gives up when its context ends (a try stays bounded).
 	agreeing chan struct{}
 	agreed   bool
-	sweep    sweeper
+	// agreedOnce is agreed, for readers that do not take agreeing
+	// (readsByWriteClock).
+	agreedOnce atomic.Bool
+	sweep      sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -384,6 +387,7 @@ func (c *Client) agree(ctx context.Context) error {
 		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
 	c.agreed = true
+	c.agreedOnce.Store(true)
 	c.startSweeper()
 	return nil
 }

@@ -23,9 +23,12 @@ import (
 // for a claim whose session has expired (the engine's walks do, judged by
 // the store's ServerTime, the clock of the writes) and records no gate or
 // session it read, and it judges by readNow only what it reports
-// (ClaimInfo.Expired). On MongoDB before Prepare that clock is a hello
-// sample, behind a mongos the router's, which may be off the shard's: a
-// marker judged by it could end a live claim and give two holders.
+// (ClaimInfo.Expired; the only thing a read keeps is that a session it
+// found expired by the clock of the writes stays so for the Client's
+// later reports, chain.Engine.ReadExpired, which no walk consults). On
+// MongoDB before Prepare that clock is a hello sample, behind a mongos
+// the router's, which may be off the shard's: a marker judged by it
+// could end a live claim and give two holders.
 
 // prepareStoreRead readies the store for reads (driver.ReadPreparer), or
 // with Prepare if it cannot do that without writing.
@@ -46,6 +49,18 @@ func (c *Client) readNow() driver.Interval {
 		return rp.ReadServerTime()
 	}
 	return c.store.ServerTime()
+}
+
+// readsByWriteClock reports whether readNow is the clock the writes are
+// judged by: the store's ServerTime, which a store that is no
+// driver.ReadPreparer reads by anyway, and a ReadPreparer's
+// ReadServerTime once the Client agreed (after Prepare, which started
+// that clock).
+func (c *Client) readsByWriteClock() bool {
+	if _, ok := c.store.(driver.ReadPreparer); !ok {
+		return true
+	}
+	return c.agreedOnce.Load()
 }
 
 // prepareRead readies the store for reads of keys' queues: the store,

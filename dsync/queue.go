@@ -50,12 +50,14 @@ type ClaimInfo struct {
 	// dropped, and a late write brought back an old expiry while its
 	// owner holds on), is not Expired, whatever ExpiresAt says: a
 	// claimer ends its claim only once it stayed missing for the claim's
-	// TTL, which one read cannot see. Once one of a Client's reads found
-	// a claim Expired, its later reads report it Expired too, even if a
-	// renewal its owner sent before losing it lands late and raises the
-	// session's stored expiry: the owner stopped relying on it, and the
-	// next claimer ends it (a reader that never saw it expired reads it
-	// live until that raised expiry, or until it is ended).
+	// TTL, which one read cannot see. Once a read of a Client that has
+	// claimed (whose clock is then the one the writes are judged by)
+	// found a claim Expired, its later reads report it Expired too, even
+	// if a renewal its owner sent before losing it lands late and raises
+	// the session's stored expiry: the owner stopped relying on it, and
+	// the next claimer ends it (a reader that never saw it expired, or
+	// read by another clock, reads it live until that raised expiry, or
+	// until it is ended).
 	Expired bool
 }
 
@@ -95,6 +97,8 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error)
 	}
 	// The store's time before the sessions are read, as the engine judges
 	// (unended): a session read later can only have been renewed since.
+	// Taken once it is known whether it is the clock of the writes.
+	remember := c.readsByWriteClock()
 	earliest := c.readNow().Earliest
 	q := make([]ClaimInfo, len(docs))
 	expired := make([]bool, len(docs))
@@ -108,7 +112,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error)
 		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
 		}
-		expired[i] = c.eng.ReadExpired(d, s, found, earliest)
+		expired[i] = c.eng.ReadExpired(d, s, found, earliest, remember)
 	}
 	markHolds(q, docs, expired)
 	return q, nil

@@ -56,19 +56,24 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 
 		cut.cut.Store(true)
 		<-m.Lost()
-		time.Sleep(2 * ttl) // the holder's session expires in the store
-		synctest.Wait()
-
-		q, err := reader.Queue(ctx, "k")
-		if err != nil || len(q) != 1 || !q[0].Expired {
-			t.Fatalf("Queue(k) once the holder's session expired = %+v, %v; want its claim Expired", q, err)
+		var q []dsync.ClaimInfo
+		for { // until the holder's session expires in the store
+			var err error
+			if q, err = reader.Queue(ctx, "k"); err != nil || len(q) != 1 {
+				t.Fatalf("Queue(k) = %+v, %v; want the holder's claim", q, err)
+			}
+			if q[0].Expired {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		// The renewal the holder sent before its deadline lands now.
-		late := mem.ServerTime().Latest.Add(ttl)
-		if found, err := mem.RenewSession(ctx, q[0].Session, 0, late); err != nil || !found {
+		// The renewal the holder sent before its deadline lands now, with
+		// the expiry it asked for: less than a TTL past the one it had.
+		expired := q[0].ExpiresAt
+		if found, err := mem.RenewSession(ctx, q[0].Session, 0, expired.Add(ttl/2)); err != nil || !found {
 			t.Fatalf("late renewal of %s: found %v, %v", q[0].Session, found, err)
 		}
-		q, err = reader.Queue(ctx, "k")
+		q, err := reader.Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
 			t.Fatalf("Queue(k) after a late renewal revived the expired session = %+v, %v; want its claim still Expired", q, err)
 		}
@@ -77,6 +82,16 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		// marker is what ends it for everyone).
 		if q, err := newClient(t, mem).Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
 			t.Fatalf("a fresh reader's Queue(k) = %+v, %v; want the revived claim live", q, err)
+		}
+		// The record lasts as long as a late write can matter: two TTLs
+		// past the expiry found. A session raised past that (which no
+		// renewal sent in time can do) reads as it is stored.
+		time.Sleep(expired.Add(2 * ttl).Sub(mem.ServerTime().Earliest))
+		if found, err := mem.RenewSession(ctx, q[0].Session, 0, mem.ServerTime().Latest.Add(10*ttl)); err != nil || !found {
+			t.Fatalf("renewal of %s: found %v, %v", q[0].Session, found, err)
+		}
+		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
+			t.Fatalf("Queue(k) two TTLs past the expiry it found = %+v, %v; want the claim as stored, live", q, err)
 		}
 	})
 }

@@ -106,10 +106,12 @@ type Engine struct {
 	// the documents behind it; waiting until X is then merely cautious.)
 	expiries map[string]time.Time
 	// readDead remembers the sessions a read found expired by their
-	// expiry (ReadExpired): dead for good, since their owners stopped
-	// relying on them before that expiry. A stored expiry that grows past
-	// it later was raised by a renewal or an insert that landed late.
-	readDead map[string]struct{}
+	// expiry, judged by the clock of the writes (ReadExpired): dead for
+	// good, since their owners stopped relying on them before that
+	// expiry. A stored expiry that grows past it later was raised by a
+	// renewal or an insert that landed late. Each is kept until the time
+	// such a late write can have raised it to has passed.
+	readDead map[string]time.Time
 	// absent remembers, for sessions whose documents were all found
 	// missing, the run of reads that found them so (see noteAbsent). Such
 	// a session is dead only once it stayed missing for its TTL (ended).
@@ -234,7 +236,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		store: store, clock: clock, cfg: cfg,
 		keys:      make(map[string]*keyState),
 		expiries:  make(map[string]time.Time),
-		readDead:  make(map[string]struct{}),
+		readDead:  make(map[string]time.Time),
 		absent:    make(map[string]absence),
 		heads:     make(map[string]struct{}),
 		heldBelow: make(map[string][]heldRef),

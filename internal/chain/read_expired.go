@@ -19,17 +19,23 @@ import "time"
 // claim without a TTL (written by an older dsync) counts missing as
 // expired at once, as the engine does.
 //
-// A session found expired by its expiry stays expired for this engine's
-// later reads, whatever expiry they find: its owner stopped relying on it
-// at its local deadline, before that expiry, and a renewal sent before
-// that deadline and applied after the expiry (a late write, which a
-// walker's dead marker makes harmless) raised it past later reads. Read
-// again without that memory, the claim came back to life: a reader that
-// reported the next claim holding then reported the ended one holding
-// again (the integration soak's election: an observer's poll named the
-// leader of token N after naming that of N+1).
-func (e *Engine) ReadExpired(d Doc, s Session, found bool, earliest time.Time) bool {
-	if e.readDeadOf(d.Session) {
+// With remember set (earliest is by the clock that orders the writes, the
+// one walks judge by), a session found expired by its expiry stays
+// expired for this engine's later reads, whatever expiry they find,
+// until two of the claim's TTLs have passed that expiry: its owner
+// stopped relying on it at its local deadline, before that expiry, and a
+// renewal sent before that deadline and applied after the expiry (a late
+// write, which a walker's dead marker makes harmless) can raise it by
+// less than a TTL. Read again without that memory, the claim came back
+// to life: a reader that reported the next claim holding then reported
+// the ended one holding again (the integration soak's election: an
+// observer's poll named the leader of token N after naming that of
+// N+1). Judged by another clock (a read before the Client's first claim,
+// on MongoDB hello's, behind a mongos the router's), a report is only
+// as good as that clock, and is not remembered: an error of it would
+// last.
+func (e *Engine) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
+	if e.readDeadAt(d.Session, earliest) {
 		return true
 	}
 	if !e.blockerOf(d).ExpiresAt.Before(earliest) {
@@ -37,31 +43,43 @@ func (e *Engine) ReadExpired(d Doc, s Session, found bool, earliest time.Time) b
 	}
 	if e.judgedByExpiry(s, found, earliest) {
 		dead := s.ExpiresAt.Before(earliest)
-		if dead {
-			e.noteReadDead(d.Session)
+		if dead && remember && d.TTL > 0 {
+			e.noteReadDead(d.Session, s.ExpiresAt.Add(2*d.TTL), earliest)
 		}
 		return dead
 	}
 	return d.TTL <= 0 || e.has(BugAbsentIsDead)
 }
 
-// readDeadOf reports whether a read found session expired (ReadExpired).
-func (e *Engine) readDeadOf(session string) bool {
+// readDeadAt reports whether a read found session expired, and a late
+// write may still make it look alive at earliest (ReadExpired).
+func (e *Engine) readDeadAt(session string, earliest time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.readDead[session]
+	until, ok := e.readDead[session]
+	if ok && !earliest.Before(until) {
+		delete(e.readDead, session)
+		return false
+	}
 	return ok
 }
 
-// noteReadDead records that a read found session expired. Past
-// maxExpiries sessions the record starts again empty (a read may then
-// see a session brought back by a late renewal alive once more, as
-// before this record).
-func (e *Engine) noteReadDead(session string) {
+// noteReadDead records that a read found session expired, until until.
+// A full record is rid of the entries past their time first, and
+// emptied if that is not enough (a read may then see a session brought
+// back by a late renewal alive once more, as before this record).
+func (e *Engine) noteReadDead(session string, until, earliest time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.readDead) >= maxExpiries {
-		clear(e.readDead)
+		for s, u := range e.readDead {
+			if !earliest.Before(u) {
+				delete(e.readDead, s)
+			}
+		}
+		if len(e.readDead) >= maxExpiries {
+			clear(e.readDead)
+		}
 	}
-	e.readDead[session] = struct{}{}
+	e.readDead[session] = until
 }
