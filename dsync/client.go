@@ -66,15 +66,14 @@ type Client struct {
 	waiting int
 
 	// agreed: the engine's bucket span is settled with the store's
-	// (agree), and the sweeper runs. agreeing holds a token while a call
-	// settles it: a channel, so that a caller waiting for another's
-	// settling gives up when its context ends (a try stays bounded).
+	// (agree), and the sweeper runs; set while agreeing's token is held,
+	// and read without it too (readsByWriteClock). agreeing holds a token
+	// while a call settles it: a channel, so that a caller waiting for
+	// another's settling gives up when its context ends (a try stays
+	// bounded).
 	agreeing chan struct{}
-	agreed   bool
-	// agreedOnce is agreed, for readers that do not take agreeing
-	// (readsByWriteClock).
-	agreedOnce atomic.Bool
-	sweep      sweeper
+	agreed   atomic.Bool
+	sweep    sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -380,14 +379,13 @@ func (c *Client) agree(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	defer func() { <-c.agreeing }()
-	if c.agreed {
+	if c.agreed.Load() {
 		return nil
 	}
 	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
 		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
-	c.agreed = true
-	c.agreedOnce.Store(true)
+	c.agreed.Store(true)
 	c.startSweeper()
 	return nil
 }

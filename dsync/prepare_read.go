@@ -60,7 +60,7 @@ func (c *Client) readsByWriteClock() bool {
 	if _, ok := c.store.(driver.ReadPreparer); !ok {
 		return true
 	}
-	return c.agreedOnce.Load()
+	return c.agreed.Load()
 }
 
 // prepareRead readies the store for reads of keys' queues: the store,
@@ -81,7 +81,7 @@ func (c *Client) prepareRead(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	defer func() { <-c.agreeing }()
-	if c.agreed {
+	if c.agreed.Load() {
 		return nil
 	}
 	if _, err := c.eng.LearnSpan(ctx, c.cfg.spanSet); err != nil {
