@@ -2,38 +2,13 @@ package dsync_test
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
-
-// cutRenewals is a memory store whose renewals (and the inserts of a
-// session's next generation, which follow a failed one) fail while cut
-// is set: a process cut off from the store.
-type cutRenewals struct {
-	*memory.Store
-	cut atomic.Bool
-}
-
-func (s *cutRenewals) InsertSession(ctx context.Context, sess driver.Session) error {
-	if s.cut.Load() {
-		return errors.New("cut off")
-	}
-	return s.Store.InsertSession(ctx, sess)
-}
-
-func (s *cutRenewals) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if s.cut.Load() {
-		return false, errors.New("cut off")
-	}
-	return s.Store.RenewSession(ctx, id, gen, expires)
-}
 
 // TestQueueKeepsAnExpiredClaimExpired: once a Client's Queue found a
 // claim's session expired, its later reads report the claim Expired even
@@ -47,14 +22,14 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		cut := &cutRenewals{Store: mem}
+		cut := &flaky{Store: mem} // renewals cut off at will
 		const ttl = 2 * time.Second
 		h := newClient(t, cut, dsync.WithTTL(ttl))
 		m := newMutex(t, h, "k")
 		m.Lock()
 		reader := newClient(t, mem)
 
-		cut.cut.Store(true)
+		cut.renewDown.Store(true)
 		<-m.Lost()
 		var q []dsync.ClaimInfo
 		for { // until the holder's session expires in the store
