@@ -70,11 +70,11 @@ func FuzzTakeAuthenticated(f *testing.F) {
 			t.Fatal(err)
 		}
 		hkey := make([]byte, 32)
-		var got []driver.Event
+		rec := newRecorder()
 		fd.mu.Lock()
 		fd.conn, fd.key = &writeOrder{}, hkey
 		fd.mu.Unlock()
-		fd.h = eventRecorder{&got}
+		fd.h = rec
 
 		if from == "self" { // this process's own ID, which the fuzzer cannot guess
 			from = fd.id
@@ -94,6 +94,7 @@ func FuzzTakeAuthenticated(f *testing.F) {
 		}
 		fd.take(b)
 		fd.take(b) // played again
+		got := rec.events // the calls above return after their events
 
 		if len(got) > 1 {
 			t.Fatalf("one hint taken twice: %d events %+v from %+v", len(got), got, m)
@@ -116,11 +117,3 @@ func FuzzTakeAuthenticated(f *testing.F) {
 		}
 	})
 }
-
-// eventRecorder is a driver.FeedHandler that keeps the events it is
-// handed.
-type eventRecorder struct{ got *[]driver.Event }
-
-func (r eventRecorder) Live(uint64)          {}
-func (r eventRecorder) Down(error, bool)     {}
-func (r eventRecorder) Event(e driver.Event) { *r.got = append(*r.got, e) }
