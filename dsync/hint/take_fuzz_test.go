@@ -93,7 +93,7 @@ func FuzzTakeAuthenticated(f *testing.F) {
 			return // too long for a datagram: never sent
 		}
 		fd.take(b)
-		fd.take(b) // played again
+		fd.take(b)        // played again
 		got := rec.events // the calls above return after their events
 
 		if len(got) > 1 {
