@@ -185,6 +185,7 @@ func (w *wakeups) ended(ctx context.Context, key string, epoch uint64) {
 	for c := range w.local[k] {
 		notify(c)
 	}
+	w.noteEndLocked(k)
 	w.unwatchLingerLocked(k)
 	if w.feed == nil {
 		w.mu.Unlock()

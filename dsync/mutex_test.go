@@ -685,7 +685,9 @@ func TestLockContextSaysWhyTheBackendFailed(t *testing.T) {
 
 // TestLockRidesOutLostRaces: a claim that loses every race for a place
 // in the queue (many processes claiming at once) makes Lock try again,
-// never fail: only TryLock gives up on contention.
+// never fail. A TryLock that loses its race reads the claim that won:
+// it holds if that claim has ended already (ErrHeld says the key is held
+// or waited for), and fails naming it if it is live.
 func TestLockRidesOutLostRaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &racing{Store: memory.New()}
@@ -707,12 +709,23 @@ func TestLockRidesOutLostRaces(t *testing.T) {
 			t.Fatalf("%d lost races, want 40", n)
 		}
 		m.Unlock()
-		b.lose.Add(1)
-		if m2 := newMutex(t, c, "k"); m2.TryLock() {
-			t.Fatal("TryLock held after losing its race")
+		b.lose.Add(1) // to a claim withdrawn at once
+		m2 := newMutex(t, c, "k")
+		if !m2.TryLock() {
+			t.Fatal("TryLock failed after losing its race to a claim that had ended: the key was free")
 		}
 		if n := b.lost.Load(); n != 41 {
 			t.Fatalf("%d lost races, want 41", n)
+		}
+		m2.Unlock()
+		b.keep.Store(true) // the rival's claim stays live
+		b.lose.Add(1)
+		err := newMutex(t, c, "k").TryLockContext(ctx)
+		if held := (*dsync.HeldError)(nil); !errors.As(err, &held) || held.Owner != "rival" {
+			t.Fatalf("TryLockContext after losing its race to a live claim = %v; want a *HeldError naming it", err)
+		}
+		if n := b.lost.Load(); n != 42 {
+			t.Fatalf("%d lost races, want 42", n)
 		}
 	})
 }

@@ -131,6 +131,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 	}
 	cc := cl.resume()
 	for {
+		since := c.wake.mark() // before the walk's reads (wait)
 		head, blocker, err := c.eng.Walk(ctx, cc)
 		if err != nil {
 			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
@@ -154,7 +155,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			blocked(blocker.Terms, blocker.Epoch)
 		}
 		waitsFor := cc.WaitsFor(blocker)
-		heard, err := c.waitAny(ctx, cl.Key, cl.Token, waitsFor, cc.Shortfall(waitsFor))
+		heard, err := c.waitAny(ctx, cl.Key, cl.Token, waitsFor, cc.Shortfall(waitsFor), since)
 		if err != nil {
 			return awaited{}, err
 		}
@@ -175,10 +176,11 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 // cause. Each wait announces how many ends it needs (endsNeeded), and
 // once an end heard of leaves the waiter needing only one more, it says
 // so again for the claims it still waits for: their owners then send
-// their ends to it at once (dsync/hint's endDefer).
-func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64) ([]uint64, error) {
+// their ends to it at once (dsync/hint's endDefer). since is the mark
+// taken before the walk that found blockers live (wakeups.wait).
+func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64, since uint64) ([]uint64, error) {
 	if len(blockers) == 1 {
-		heard, err := c.wake.wait(ctx, key, own, blockers[0], 1)
+		heard, err := c.wake.wait(ctx, key, own, blockers[0], 1, since)
 		if heard {
 			return []uint64{blockers[0].Epoch}, err
 		}
@@ -195,7 +197,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 	for _, b := range blockers {
 		n := endsNeeded(b, blockers, need)
 		go func() {
-			heard, err := c.wake.wait(wctx, key, own, b, n)
+			heard, err := c.wake.wait(wctx, key, own, b, n, since)
 			done <- woken{b, heard, err}
 		}()
 	}

@@ -168,11 +168,12 @@ func (unanswered) InsertSession(ctx context.Context, _ driver.Session) error {
 }
 
 // racing makes the first lose claims lose their race: another process's
-// claim takes the epoch first, and is withdrawn at once.
+// claim takes the epoch first, and is withdrawn at once (unless keep).
 type racing struct {
 	*memory.Store
 	lose atomic.Int64
 	lost atomic.Int64
+	keep atomic.Bool // the rival's claims stay live (not withdrawn)
 }
 
 func (r *racing) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
@@ -187,8 +188,10 @@ func (r *racing) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, err
 		if _, err := r.Store.InsertOrdered(ctx, []driver.Doc{rival, shadow}); err != nil {
 			return 0, err
 		}
-		if err := r.Store.Insert(ctx, end); err != nil {
-			return 0, err
+		if !r.keep.Load() {
+			if err := r.Store.Insert(ctx, end); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return r.Store.InsertOrdered(ctx, docs)

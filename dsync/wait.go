@@ -24,10 +24,18 @@ import (
 // woken by word that the blocker may have ended (its end, here or by an
 // event or hint, or a nudge to look), not by its own timers. need is how
 // many ends the waiter needs, blocker's among them (driver.Event.Need).
-func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker, need uint64) (heard bool, err error) {
+// since is the mark taken before the walk that found blocker live: an end
+// of blocker made or heard of since then wakes the waiter at once, though
+// it came before the waiter registered for it.
+func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chain.Blocker, need, since uint64) (heard bool, err error) {
 	k := waitKey{key, blocker.Epoch}
-	c, leave := w.enterLocal(k)
+	c, leave := w.enterLocal(k, since)
 	defer leave()
+	select {
+	case <-c:
+		return true, nil // it ended after the walk read it live
+	default:
+	}
 	// A lingering read claim of ours that this waiter may wait behind
 	// ends now (wake_linger.go).
 	w.heardLocal(key, blocker.Epoch, own)
@@ -78,14 +86,19 @@ func (w *wakeups) wait(ctx context.Context, key string, own uint64, blocker chai
 }
 
 // enterLocal registers a waiter of this process for k's end: its channel
-// is notified when k ends here or an event says so; leave unregisters it.
-func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
+// is notified when k ends here or an event says so, and at once if that
+// happened after the mark since (the waiter's walk, which began then,
+// may have read k before its end); leave unregisters it.
+func (w *wakeups) enterLocal(k waitKey, since uint64) (c chan struct{}, leave func()) {
 	c = make(chan struct{}, 1)
 	w.mu.Lock()
 	if w.local[k] == nil {
 		w.local[k] = make(map[chan struct{}]struct{})
 	}
 	w.local[k][c] = struct{}{}
+	if w.endsAt[k] > since {
+		notify(c)
+	}
 	w.mu.Unlock()
 	return c, func() {
 		w.mu.Lock()
@@ -96,6 +109,34 @@ func (w *wakeups) enterLocal(k waitKey) (c chan struct{}, leave func()) {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// mark returns the count of the ends of claims made or heard of so far.
+// A waiter takes it before the walk that finds what it waits for, and
+// gives it to wait: it can register only once the walk has told it what
+// it waits for, and an end between the walk's read and the registration
+// would otherwise reach nobody (the waiter would look again only at its
+// poll interval).
+func (w *wakeups) mark() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.endSeq
+}
+
+// noteEndLocked counts the end of k, made here or heard of, for the
+// waiters that register after it (enterLocal). Only the latest ends are
+// kept (maxRemote/2 at least): a waiter registers one walk after its
+// mark, and far fewer ends come in a walk. w.mu is held.
+func (w *wakeups) noteEndLocked(k waitKey) {
+	w.endSeq++
+	if len(w.endsAt) >= maxRemote {
+		for e, at := range w.endsAt {
+			if at+maxRemote/2 <= w.endSeq {
+				delete(w.endsAt, e)
+			}
+		}
+	}
+	w.endsAt[k] = w.endSeq
 }
 
 // pollFor is how long a waiter for k relies on events before it looks

@@ -183,6 +183,12 @@ type wakeups struct {
 	// ends: claims this process ended lately (local monotonic time), so
 	// that an announcement that comes after the end is answered.
 	ends map[waitKey]time.Duration
+	// endSeq counts the ends of claims this process made or heard of;
+	// endsAt keeps, for the latest of them, the count at each: a waiter
+	// hears of the ends made since its walk began, even those made
+	// before it registered (mark, enterLocal).
+	endSeq uint64
+	endsAt map[waitKey]uint64
 	// claimWatch: waiters in awaitClaim (relock.go), by key, with the
 	// epoch each waits to see claimed.
 	claimWatch map[string]map[chan struct{}]uint64
@@ -212,6 +218,7 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 		unsure:      make(map[waitKey]time.Duration),
 		next:        make(map[string]nextInLine),
 		ends:        make(map[waitKey]time.Duration),
+		endsAt:      make(map[waitKey]uint64),
 		claimWatch:  make(map[string]map[chan struct{}]uint64),
 		held:        make(map[waitKey]heldNews),
 		lingers:     make(map[string]map[uint64]func()),

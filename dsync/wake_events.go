@@ -121,6 +121,7 @@ func (w *wakeups) endedLocked(k waitKey) {
 	for c := range w.local[k] {
 		notify(c)
 	}
+	w.noteEndLocked(k)
 	if after := (waitKey{k.key, k.epoch + 1}); len(w.local[after]) > 0 {
 		if len(w.next) >= maxRemote {
 			clear(w.next)

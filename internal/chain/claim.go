@@ -111,7 +111,7 @@ type Blocker struct {
 // epoch has not ended.
 type BusyError struct {
 	Key     string
-	Blocker Blocker // zero if the claim was lost in a race
+	Blocker Blocker // zero if no live claim was read (races lost in every round, a segment found over)
 }
 
 func (e *BusyError) Error() string {

@@ -40,6 +40,7 @@ type claimRun struct {
 	history             string     // the store's history seg was learnt in (keyState.history)
 	dups                int        // epochs lost in a row
 	newestRead          bool       // this run read the newest claim once
+	topRead             bool       // a try read the newest claim (readTop, lostTry)
 	climbBase           bool       // read the claims above base before the next insert
 	ttl                 time.Duration
 	exp                 time.Time
@@ -55,7 +56,6 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 		// coverage reaches about two spans ahead when it starts.
 		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.span())
 	}
-	topRead := false
 	for round := range maxClaimRounds {
 		if ks := e.snapshot(key); !e.covered(ks, e.clock.ServerNow().Latest) {
 			c, done, err := q.enter(ctx)
@@ -68,8 +68,8 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 		} else if q.seg != ks.seg || q.history != ks.history {
 			q.load()
 		}
-		if try && q.tip.Epoch == 0 && !topRead {
-			topRead = true
+		if try && q.tip.Epoch == 0 && !q.topRead {
+			q.topRead = true
 			if err := q.readTop(ctx); err != nil {
 				return nil, err
 			}
@@ -113,11 +113,18 @@ func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
 
 // readTop reads the key's newest claim for a try: busy unless it ended.
 func (q *claimRun) readTop(ctx context.Context) error {
-	e := q.e
-	d, found, err := e.top(ctx, q.key, q.seg)
+	d, found, err := q.e.top(ctx, q.key, q.seg)
 	if err != nil {
 		return q.topFailed(ctx, err)
 	}
+	return q.judgeTop(ctx, d, found)
+}
+
+// judgeTop judges d, the key's newest claim as a try read it (found:
+// there is one): busy unless it ended (or passes by q's mode), and the
+// try's next insert goes above it otherwise.
+func (q *claimRun) judgeTop(ctx context.Context, d Doc, found bool) error {
+	e := q.e
 	q.base, q.known = 0, true
 	if found && d.Epoch >= q.seg && d.Seg != q.seg {
 		return q.stale()
@@ -134,6 +141,39 @@ func (q *claimRun) readTop(ctx context.Context) error {
 		q.base = d.Epoch
 	}
 	return nil
+}
+
+// lostTry is lost for a try: another claim took epoch first. A lost race
+// is contention, not proof that the key is busy: the claim that won may
+// have ended already (the try inserted above its own release, and another
+// process has held and released the key since), and ErrHeld says the key
+// is held or waited for. So the try reads the newest claim, from the one
+// that took epoch up (it exists: F1), and goes on above it if it has
+// ended (or passes by q's mode), busy otherwise. Each lost race is read
+// again so, within the Claim's rounds and the try's context; the insert
+// that follows holds only by its walk, as any try's does.
+func (q *claimRun) lostTry(ctx context.Context, epoch uint64) (*Claim, bool, error) {
+	e := q.e
+	e.learnNewest(q.key, epoch)
+	q.tip, q.topRead = tipRelease{}, true
+	if e.snapshot(q.key).gap > 0 {
+		// Below a gap the next claim starts under it: read from the
+		// floor (top), not from the epoch lost above the gap.
+		err := q.readTop(ctx)
+		return nil, err != nil, err
+	}
+	d, found, err := e.store.Get(ctx, ClaimID(q.key, epoch))
+	if err == nil && found {
+		d, found, err = e.climb(ctx, q.key, d)
+	}
+	if err == nil && !found {
+		// Gone since it took the epoch (the store was emptied): read
+		// where the queue ends now.
+		err = q.readTop(ctx)
+	} else if err == nil {
+		err = q.judgeTop(ctx, d, found)
+	}
+	return nil, err != nil, err
 }
 
 // topFailed handles an error of top: a floor that does not count (a gate
@@ -208,7 +248,10 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
 		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
 	case errors.Is(err, ErrExists):
-		if q.try || e.runReader() == nil {
+		if q.try {
+			return q.lostTry(ctx, epoch)
+		}
+		if e.runReader() == nil {
 			return q.lost(epoch)
 		}
 		return q.lostRun(ctx, epoch)
@@ -364,14 +407,11 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	return c, true, nil
 }
 
-// lost records that another process took epoch first: a try is busy; any
-// other Claim tries the epoch above, or after maxDups epochs lost in a row
-// looks for where the queue ends.
+// lost records that another process took epoch first: a Claim that is
+// not a try (lostTry) tries the epoch above, or after maxDups epochs lost
+// in a row looks for where the queue ends.
 func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
 	q.e.learnNewest(q.key, epoch)
-	if q.try {
-		return nil, true, &BusyError{Key: q.key}
-	}
 	q.base, q.tip = epoch, tipRelease{}
 	if q.dups++; q.dups >= maxDups && !q.newestRead {
 		// Many waiters ahead: look for where the queue ends rather than
