@@ -42,7 +42,7 @@ func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.KeyOption
 func TestMutexHammer(t *testing.T) {
 	procs, rounds := 8, 100
 	if !longtest.Enabled() {
-		rounds = 30
+		rounds = 15
 		t.Logf("short form: %d rounds instead of 100 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, withoutWakeups())
@@ -55,7 +55,7 @@ func TestMutexHammer(t *testing.T) {
 func TestMutexHammerWakeups(t *testing.T) {
 	procs, rounds := 6, 40
 	if !longtest.Enabled() {
-		rounds = 15
+		rounds = 8
 		t.Logf("short form: %d rounds instead of 40 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, dsync.ClientWithSafetyPoll(2*time.Second))
