@@ -17,7 +17,6 @@ func ExampleRWMutex() {
 		panic(err)
 	}
 	defer client.Close()
-	defer client.Close()
 	reader, _ := dsync.NewRWMutex(client, "config")
 	writer, _ := dsync.NewRWMutex(client, "config") // another process, say
 
@@ -44,7 +43,6 @@ func ExampleSemaphore() {
 	if err != nil {
 		panic(err)
 	}
-	defer client.Close()
 	defer client.Close()
 	ctx := context.Background()
 	a, _ := dsync.NewSemaphore(client, "transcoders", 3)
@@ -73,7 +71,6 @@ func ExampleOnce() {
 	if err != nil {
 		panic(err)
 	}
-	defer client.Close()
 	defer client.Close()
 	ctx := context.Background()
 	migrate := func(ctx context.Context) error {

@@ -208,44 +208,83 @@ func writeBatch(batch int, token uint64) {
 	}
 }
 
-// TestREADMESnippetsAreExamples keeps the README's Go snippets compiled:
-// each ```go block must follow a comment
+// TestREADMESnippetsAreExamples keeps the Go snippets of the README and
+// of the pages under docs/ compiled. Each ```go block must follow one of
+// two comments, naming a file from the repository's root:
 //
 //	<!-- snippet: <file> <example function> -->
 //
-// naming a file from the repository's root, and consist of an import
-// block whose lines all appear, in order, in that file's imports, then
-// exactly the body of that function (blank lines and indentation aside).
+// for a whole program: an import block whose lines all appear, in order,
+// in that file's imports, then exactly the body of that function (blank
+// lines and indentation aside); or
+//
+//	<!-- excerpt: <file> <example function> -->
+//
+// for a few lines of one: they appear, in a row, in that function's body.
 func TestREADMESnippetsAreExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	pages, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snippet := regexp.MustCompile("(?s)<!-- snippet: (\\S+) (\\S+) -->\n```go\n(.*?)\n```")
-	found := snippet.FindAllStringSubmatch(string(readme), -1)
-	if n := strings.Count(string(readme), "```go"); n != len(found) || n == 0 {
-		t.Fatalf("README has %d Go blocks, %d of them after a snippet comment", n, len(found))
-	}
-	for _, m := range found {
-		file, fn, text := m[1], m[2], m[3]
-		imports, body, ok := strings.Cut(text, "\n)\n")
-		if !ok || !strings.HasPrefix(imports, "import (\n") {
-			t.Errorf("README snippet of %s %s: want an import block, then the body", file, fn)
-			continue
-		}
-		fileImports, fileBody, err := exampleSource(filepath.Join("..", filepath.FromSlash(file)), fn)
+	pages = append([]string{filepath.Join("..", "README.md")}, pages...)
+	block := regexp.MustCompile("(?s)<!-- (snippet|excerpt): (\\S+) (\\S+) -->\n```go\n(.*?)\n```")
+	total := 0
+	for _, page := range pages {
+		src, err := os.ReadFile(page)
 		if err != nil {
-			t.Errorf("README snippet of %s %s: %v", file, fn, err)
-			continue
+			t.Fatal(err)
 		}
-		if line, ok := subsequence(codeLines(imports), fileImports); !ok {
-			t.Errorf("README snippet of %s %s imports %s, which the file does not (in this order)", file, fn, line)
+		name := filepath.ToSlash(strings.TrimPrefix(page, ".."+string(filepath.Separator)))
+		found := block.FindAllStringSubmatch(string(src), -1)
+		if n := strings.Count(string(src), "```go"); n != len(found) {
+			t.Errorf("%s has %d Go blocks, %d of them after a snippet or excerpt comment", name, n, len(found))
 		}
-		if got := codeLines(body); !slices.Equal(got, fileBody) {
-			t.Errorf("README snippet differs from the body of %s in %s:\nREADME:\n%s\n\nexample:\n%s",
-				fn, file, strings.Join(got, "\n"), strings.Join(fileBody, "\n"))
+		total += len(found)
+		for _, m := range found {
+			checkSnippet(t, name, m[1], m[2], m[3], m[4])
 		}
 	}
+	if total == 0 {
+		t.Fatal("no Go snippets found in the README or docs/")
+	}
+}
+
+// checkSnippet checks one block of page against the example fn of file.
+func checkSnippet(t *testing.T, page, kind, file, fn, text string) {
+	t.Helper()
+	fileImports, fileBody, err := exampleSource(filepath.Join("..", filepath.FromSlash(file)), fn)
+	if err != nil {
+		t.Errorf("%s: %s of %s %s: %v", page, kind, file, fn, err)
+		return
+	}
+	if kind == "excerpt" {
+		if got := codeLines(text); len(got) == 0 || !contiguous(got, fileBody) {
+			t.Errorf("%s: excerpt is not lines in a row of the body of %s in %s:\n%s", page, fn, file, strings.Join(got, "\n"))
+		}
+		return
+	}
+	imports, body, ok := strings.Cut(text, "\n)\n")
+	if !ok || !strings.HasPrefix(imports, "import (\n") {
+		t.Errorf("%s: snippet of %s %s: want an import block, then the body", page, file, fn)
+		return
+	}
+	if line, ok := subsequence(codeLines(imports), fileImports); !ok {
+		t.Errorf("%s: snippet of %s %s imports %s, which the file does not (in this order)", page, file, fn, line)
+	}
+	if got := codeLines(body); !slices.Equal(got, fileBody) {
+		t.Errorf("%s: snippet differs from the body of %s in %s:\npage:\n%s\n\nexample:\n%s",
+			page, fn, file, strings.Join(got, "\n"), strings.Join(fileBody, "\n"))
+	}
+}
+
+// contiguous reports whether sub appears in all as lines in a row.
+func contiguous(sub, all []string) bool {
+	for i := 0; i+len(sub) <= len(all); i++ {
+		if slices.Equal(all[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // exampleSource returns the lines of the import declarations of a Go file

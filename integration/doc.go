@@ -126,8 +126,11 @@
 //
 // # The long run
 //
-// The default run injects each fault a few times and stays within a few
-// minutes. The soak run repeats each test many times and runs
+// The default run (`go test`) injects each fault once or twice, and a
+// test that cycles through kinds of fault meets the first half of them;
+// with DSYNC_LONG=1 (as CI runs it) each fault is injected a few times
+// and every kind is met, within a few minutes. The soak run repeats each
+// test many times and runs
 // TestMixedFaults until the lock has been handed over 1,000 times
 // (DSYNC_SOAK_HANDOFFS changes that):
 //

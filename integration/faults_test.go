@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -20,13 +21,19 @@ func soak() bool {
 	return ok
 }
 
-// rounds is how many times a test injects its fault: def in the default
-// run, long in the soak run.
+// rounds is how many times a test injects its fault: def when the long
+// forms of the tests were asked for (DSYNC_LONG=1, as CI runs them), long
+// in the soak run, and half of def (at least one) otherwise. A test that
+// cycles through fault kinds thus meets the first half of its kinds in
+// the short form, and every kind in the long one.
 func rounds(def, long int) int {
-	if soak() {
+	switch {
+	case soak():
 		return long
+	case longtest.Enabled():
+		return def
 	}
-	return def
+	return max(1, def/2)
 }
 
 const ttl = time.Second
@@ -522,10 +529,14 @@ func TestClockSkew(t *testing.T) {
 	c.check()
 }
 
-// soakHandoffs is how many handoffs TestMixedFaults runs to: 40 by
-// default, DSYNC_SOAK_HANDOFFS (default 1000) in the soak run.
+// soakHandoffs is how many handoffs TestMixedFaults runs to: 40 in the
+// long form (DSYNC_LONG=1), 15 in the short one, DSYNC_SOAK_HANDOFFS
+// (default 1000) in the soak run.
 func soakHandoffs() int {
 	if !soak() {
+		if !longtest.Enabled() {
+			return 15
+		}
 		return 40
 	}
 	if n, err := strconv.Atoi(os.Getenv("DSYNC_SOAK_HANDOFFS")); err == nil && n > 0 {

@@ -15,6 +15,7 @@ import (
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/apisim"
+	"github.com/go-dsync/dsync/internal/longtest"
 )
 
 // The Locker in the public-API simulation (internal/apisim): every
@@ -183,8 +184,8 @@ func lockerSimSeeds() []int64 {
 	n := *lockerSeeds
 	if n == 0 {
 		n = 200
-		if testing.Short() {
-			n = 20
+		if !longtest.Enabled() {
+			n = 40
 		}
 	}
 	s := make([]int64, n)

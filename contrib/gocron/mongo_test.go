@@ -10,6 +10,7 @@ import (
 
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -20,9 +21,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 // with a Client of its own, a short job every second for 10 s: 10 runs,
 // never two in one slot.
 func TestLockerOnTheServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes 12 s of real time")
-	}
+	longtest.Skip(t) // it takes 12 s of real time
 	db := mongotest.NewDatabase(t)
 	var lockers []gocron.Locker
 	slots := &slotsRun{byKey: map[string]int{}}

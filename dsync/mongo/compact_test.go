@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -24,6 +25,7 @@ import (
 // commands as a fresh process's first Lock+Unlock of the only key of an
 // almost empty collection, and gets a token above every one the key had.
 func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
+	longtest.Skip(t) // it waits out an idle age of 16 s
 	const span, idle, keys = 4 * time.Second, 16 * time.Second, 300
 	opts := []any{dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.WithTTL(2 * time.Second)}
 	big := newProcs(t, 1, opts...)   // the loader (the fresh processes come later)
@@ -220,6 +222,7 @@ func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
 // sweep that fell that far behind deleted nothing ever after. Documents
 // the sweep must keep stay.
 func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
+	longtest.Skip(t)              // it loads 33,000 documents
 	const idle, kept = 33000, 100 // idle: above SQLite's 32,766 parameters of a statement
 	db := mongotest.NewDatabase(t)
 	b := newBackend(t, db, withoutWakeups())

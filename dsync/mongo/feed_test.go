@@ -149,7 +149,10 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 	const safety = 2 * time.Second
 	const slack = 1500 * time.Millisecond
 	t.Run("cursor killed", func(t *testing.T) {
-		ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety))
+		// The event await set to the safety poll, as WithEventAwait
+		// advises: the killed cursor's getMore in flight ends within it,
+		// and the stream comes back then.
+		ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety), WithEventAwait(safety))
 		took := handoff(t, ps, "k", func() {
 			waitWakeups(t, ps[1].b)
 			w := tail(ps[1].b)
@@ -586,7 +589,7 @@ func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
 		},
 	}))
 	logs := &logRecords{}
-	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(2*time.Second), WithLogger(slog.New(logs)))
+	b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithSafetyPoll(2*time.Second), WithEventAwait(2*time.Second), WithLogger(slog.New(logs)))
 	other := newBackend(t, mongotest.SameDatabase(t, db), dsync.ClientWithWakeups(true))
 	ctx := testCtx(t, 30*time.Second)
 	follow(t, ctx, b)

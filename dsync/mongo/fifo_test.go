@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -103,7 +104,7 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 	const n, key = 4, "fifo"
 	const minGrants = 4 * n
 	run := *fifoFor
-	if testing.Short() {
+	if !longtest.Enabled() {
 		run = min(run, 1500*time.Millisecond)
 	}
 	ctx := testCtx(t, run+3*time.Minute)

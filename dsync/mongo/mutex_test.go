@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
@@ -40,9 +41,9 @@ func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.KeyOption
 // increment); tokens increase in grant order.
 func TestMutexHammer(t *testing.T) {
 	procs, rounds := 8, 100
-	if testing.Short() {
-		rounds = 30
-		t.Logf("-short: %d rounds instead of 100", rounds)
+	if !longtest.Enabled() {
+		rounds = 15
+		t.Logf("short form: %d rounds instead of 100 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, withoutWakeups())
 }
@@ -53,9 +54,9 @@ func TestMutexHammer(t *testing.T) {
 // few milliseconds, so a grant takes longer here: fewer rounds.
 func TestMutexHammerWakeups(t *testing.T) {
 	procs, rounds := 6, 40
-	if testing.Short() {
-		rounds = 15
-		t.Logf("-short: %d rounds instead of 40", rounds)
+	if !longtest.Enabled() {
+		rounds = 8
+		t.Logf("short form: %d rounds instead of 40 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, dsync.ClientWithSafetyPoll(2*time.Second))
 }
@@ -387,7 +388,7 @@ func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 // and that none is lost.
 func TestMutexRenewsManyLocks(t *testing.T) {
 	n := 1000
-	if testing.Short() {
+	if !longtest.Enabled() {
 		n = 200
 	}
 	var (

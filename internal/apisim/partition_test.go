@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -26,8 +27,8 @@ func partitionSeeds() []int64 {
 	n := *partSeeds
 	if n == 0 {
 		n = 100
-		if testing.Short() {
-			n = 10
+		if !longtest.Enabled() {
+			n = 20
 		}
 	}
 	s := make([]int64, n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/longtest"
 )
 
 // TestConcurrentReleasesPrune releases holds of one key from many
@@ -24,6 +25,10 @@ import (
 // and map write". Engine.mineBetween now copies what prune needs under
 // the lock; without that, -race reports the race here.
 func TestConcurrentReleasesPrune(t *testing.T) {
+	run := time.Minute // of fake time
+	if !longtest.Enabled() {
+		run = 15 * time.Second
+	}
 	synctest.Test(t, func(t *testing.T) {
 		b, err := dsync.NewClient(memory.New(), dsync.ClientWithBucketSpan(4*time.Second), dsync.WithTTL(time.Second))
 		if err != nil {
@@ -40,7 +45,7 @@ func TestConcurrentReleasesPrune(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				for end := time.Now().Add(time.Minute); time.Now().Before(end); {
+				for end := time.Now().Add(run); time.Now().Before(end); {
 					if err := s.Acquire(context.Background(), 1); err != nil {
 						t.Error(err)
 						return

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/longtest"
 )
 
 var (
@@ -26,8 +28,8 @@ func seeds() []int64 {
 	n := *simSeeds
 	if n == 0 {
 		n = 200
-		if testing.Short() {
-			n = 20
+		if !longtest.Enabled() {
+			n = 40
 		}
 	}
 	s := make([]int64, n)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/longtest"
 )
 
 // The simulation runs the protocol of several owners (processes) against
@@ -488,8 +489,8 @@ func seeds() []int64 {
 	if n == 0 {
 		n = 2000
 		switch {
-		case testing.Short():
-			n = 150
+		case !longtest.Enabled():
+			n = 250
 		case raceEnabled:
 			n = 300
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/go-dsync/dsync/internal/longtest"
 )
 
 // startPostgresChild starts a FerretDB child over a database of its own on
@@ -53,6 +55,7 @@ func startPostgresChild(t *testing.T) (*postgres, string, *child) {
 // containment, which a B-tree index does not answer), so without the
 // added index the count never moves.
 func TestPostgreSQLPointReadsUseAnIndex(t *testing.T) {
+	longtest.Skip(t) // it starts a PostgreSQL of its own and loads it
 	pg, pgdb, c := startPostgresChild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -81,9 +82,7 @@ func TestElectionInOneProcess(t *testing.T) {
 // TestElectionAcrossProcesses runs three candidate processes and an
 // observer process against the harness server.
 func TestElectionAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four processes")
-	}
+	longtest.Skip(t) // it starts four processes
 	srv := mongotest.Shared(t)
 	db := mongotest.NewDatabase(t)
 	dbName := db.Name()
