@@ -16,7 +16,8 @@ const onceNamespace = "once"
 // that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be
 // recorded (see below). Its zero value is not usable: create it with
-// NewOnce.
+// NewOnce; every method of a zero Once panics at once (unlike sync.Once,
+// whose zero value is ready).
 //
 // Do takes the key's lock (a Mutex's, in the namespace "dsync:once/"),
 // reads the key's done record under it, and only if there is none runs f.
@@ -78,12 +79,16 @@ func NewOnce(c *Client, key string, opts ...KeyOption) (*Once, error) {
 }
 
 // Key returns the Once's key, as given to NewOnce.
-func (o *Once) Key() string { return o.key }
+func (o *Once) Key() string {
+	o.mustBeMade()
+	return o.key
+}
 
 // Done reports whether f has run to success for o's key: whether the
 // done record exists. A Once that saw it answers true without looking
 // again. It only reads, and creates nothing (see Client.Queue).
 func (o *Once) Done(ctx context.Context) (bool, error) {
+	o.mustBeMade()
 	if o.done.Load() {
 		return true, nil
 	}
@@ -119,6 +124,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 // done (Done says), and a later Do of this Once that sees the record
 // returns nil.
 func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
+	o.mustBeMade()
 	if f == nil {
 		return errors.New("dsync: Once.Do with a nil function")
 	}

@@ -14,7 +14,8 @@ const semNamespace = "sem"
 // the same key on the same store, with the shape of
 // golang.org/x/sync/semaphore.Weighted: at any instant the units held
 // across every process are at most the limit. Its zero value is not
-// usable: create it with NewSemaphore.
+// usable: create it with NewSemaphore; every method of a zero Semaphore
+// panics at once.
 //
 // Each Acquire is a claim of its own in the key's queue, which holds once
 // the units of the claims queued before it that have not ended (holding
@@ -66,16 +67,28 @@ func NewSemaphore(c *Client, key string, limit int64, opts ...KeyOption) (*Semap
 }
 
 // Key returns the semaphore's key, as given to NewSemaphore.
-func (s *Semaphore) Key() string { return s.key }
+func (s *Semaphore) Key() string {
+	s.mustBeMade()
+	return s.key
+}
 
 // Owner returns the identity this Semaphore acquires under.
-func (s *Semaphore) Owner() string { return s.owner }
+func (s *Semaphore) Owner() string {
+	s.mustBeMade()
+	return s.owner
+}
 
 // Limit returns the semaphore's limit, as given to NewSemaphore.
-func (s *Semaphore) Limit() int64 { return s.limit }
+func (s *Semaphore) Limit() int64 {
+	s.mustBeMade()
+	return s.limit
+}
 
 // Held returns the units this Semaphore holds.
-func (s *Semaphore) Held() int64 { return s.holds.weight() }
+func (s *Semaphore) Held() int64 {
+	s.mustBeMade()
+	return s.holds.weight()
+}
 
 func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	switch {
@@ -94,6 +107,7 @@ func (s *Semaphore) terms(n int64) (claimTerms, error) {
 // be at least 1: a request of more units than the limit fails at once
 // with ErrOverLimit (x/sync's would block until ctx ends).
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	s.mustBeMade()
 	t, err := s.terms(n)
 	if err != nil {
 		return err
@@ -116,6 +130,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // bounded by the try timeout, as Mutex.TryLock's is; TryAcquireContext
 // says why it failed.
 func (s *Semaphore) TryAcquire(n int64) bool {
+	s.mustBeMade()
 	return s.TryAcquireContext(context.Background(), n) == nil
 }
 
@@ -125,6 +140,7 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 // store's error; for n < 1 or above the limit, the error Acquire
 // returns.
 func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
+	s.mustBeMade()
 	t, err := s.terms(n)
 	if err != nil {
 		return err
@@ -144,6 +160,7 @@ func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 // Errors are reported like Mutex.Unlock's; use ReleaseContext to see
 // them.
 func (s *Semaphore) Release(n int64) {
+	s.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.releaseTimeout())
 	defer cancel()
 	if err := s.ReleaseContext(ctx, n); err != nil && !errors.Is(err, ErrLost) {
@@ -156,6 +173,7 @@ func (s *Semaphore) Release(n int64) {
 // lost, or the store's error for releases that could not be confirmed
 // (their units then come back when the lease expires).
 func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
+	s.mustBeMade()
 	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })
 	if held == nil {
 		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.Held()))
@@ -221,11 +239,15 @@ func unitsOf(holds []*hold, n int64) []int {
 // Lost returns a channel that is closed when any acquisition of s ends
 // without a Release (see Mutex.Lost). When s holds nothing, Lost returns
 // a closed channel.
-func (s *Semaphore) Lost() <-chan struct{} { return s.holds.lostChan() }
+func (s *Semaphore) Lost() <-chan struct{} {
+	s.mustBeMade()
+	return s.holds.lostChan()
+}
 
 // Token returns the token of s's newest acquisition, or 0 when s holds
 // nothing.
 func (s *Semaphore) Token() uint64 {
+	s.mustBeMade()
 	if h, ok := s.holds.newest(); ok {
 		return h.claim.Token
 	}
@@ -235,4 +257,7 @@ func (s *Semaphore) Token() uint64 {
 // ValidUntil returns the earliest local deadline of s's acquisitions, on
 // time.Now's scale (see Mutex.ValidUntil), or the zero Time when s holds
 // nothing.
-func (s *Semaphore) ValidUntil() time.Time { return s.holds.validUntil(&s.core) }
+func (s *Semaphore) ValidUntil() time.Time {
+	s.mustBeMade()
+	return s.holds.validUntil(&s.core)
+}
