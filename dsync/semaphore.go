@@ -92,8 +92,8 @@ func (s *Semaphore) Held() int64 {
 
 func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	switch {
-	case n < 1:
-		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
+	case n < 0:
+		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 0", s.key, n)
 	case n > s.limit:
 		return claimTerms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
@@ -103,9 +103,15 @@ func (s *Semaphore) terms(n int64) (claimTerms, error) {
 // Acquire acquires n units, blocking until they are held or ctx ends. On
 // success it returns nil; when ctx ends first it returns
 // context.Cause(ctx) (with the last store error, if attempts were
-// failing) and holds nothing. It retries store errors meanwhile. n must
-// be at least 1: a request of more units than the limit fails at once
-// with ErrOverLimit (x/sync's would block until ctx ends).
+// failing) and holds nothing. It retries store errors meanwhile. A
+// negative n is an error, and a request of more units than the limit
+// fails at once with ErrOverLimit (x/sync's would block until ctx ends).
+//
+// Acquire(ctx, 0) acquires nothing: it returns context.Cause(ctx) if ctx
+// has ended, and nil otherwise, at once, with no request to the store (so
+// it does not wait, as x/sync's Acquire(ctx, 0) does, for the
+// acquisitions queued before it). TryAcquire(0) and Release(0) are
+// likewise no-ops that succeed.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	s.mustBeMade()
 	t, err := s.terms(n)
@@ -114,6 +120,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if n == 0 {
+		return nil
 	}
 	h, err := s.acquire(ctx, t, true)
 	if err != nil {
@@ -126,7 +135,8 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // TryAcquire acquires n units only if they are free at once, and never
 // queues: it fails while the units held and awaited leave no room, and
 // while a claim of another limit holds or waits. It reports whether it
-// succeeded (false for n < 1 or more than the limit). Its one attempt is
+// succeeded (true for n = 0, which acquires nothing; false for n < 0 or
+// more than the limit). Its one attempt is
 // bounded by the try timeout, as Mutex.TryLock's is; TryAcquireContext
 // says why it failed.
 func (s *Semaphore) TryAcquire(n int64) bool {
@@ -137,13 +147,17 @@ func (s *Semaphore) TryAcquire(n int64) bool {
 // TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as
 // well, and says why it failed, as Mutex.TryLockContext does: an error
 // wrapping ErrHeld (no room now), context.Cause(ctx) unchanged, or the
-// store's error; for n < 1 or above the limit, the error Acquire
-// returns.
+// store's error; for n < 0 or above the limit, the error Acquire
+// returns. For n = 0 it acquires nothing and returns nil, or
+// context.Cause(ctx) if ctx has ended.
 func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 	s.mustBeMade()
 	t, err := s.terms(n)
 	if err != nil {
 		return err
+	}
+	if n == 0 {
+		return context.Cause(ctx)
 	}
 	h, err := s.try(ctx, t)
 	if err != nil {
@@ -157,6 +171,8 @@ func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 // one of exactly n units if there is one, else the oldest that do. It
 // panics, as x/sync's does on releasing more than held, if no set of this
 // Semaphore's acquisitions adds up to n (an acquisition cannot be split).
+// Release(0) releases the empty set, which adds up to 0: nothing, as
+// x/sync's Release(0) does.
 // Errors are reported like Mutex.Unlock's; use ReleaseContext to see
 // them.
 func (s *Semaphore) Release(n int64) {
@@ -174,6 +190,9 @@ func (s *Semaphore) Release(n int64) {
 // (their units then come back when the lease expires).
 func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
 	s.mustBeMade()
+	if n == 0 {
+		return nil
+	}
 	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })
 	if held == nil {
 		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.Held()))
