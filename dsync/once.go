@@ -36,9 +36,17 @@ const onceNamespace = "once"
 //     its hold is lost. TokenOf(ctx) gives f the hold's token: pass it to
 //     what f writes, so that a run that outlived its hold (a paused
 //     process) is rejected.
-//   - Once a record is confirmed (Do returned nil, or Done reported true,
-//     anywhere), no run of f starts again: a run starts only after a read
-//     under its hold found no record.
+//   - Once a Do has returned nil anywhere, no run of f starts again: a
+//     run starts only after a read under its hold found no record, and
+//     the record behind that nil landed while its hold was valid, before
+//     any later hold began.
+//   - Done reporting true says that a run succeeded and its record is in
+//     the store, not that no run starts afterwards: a record that landed
+//     after its hold had ended (its Do returned ErrUnconfirmed) can be
+//     found by Done while the reply to a later hold's read, sent before
+//     the record landed, is still on its way; that hold's run then starts
+//     after Done said true, and its Do does not return nil either
+//     (ErrRanTwice if its f succeeds).
 //   - The record names a run whose f returned nil.
 //   - Of the runs of f that succeed, at most one makes its Do return
 //     nil: the one whose record's insert was answered while its hold was
@@ -86,7 +94,9 @@ func (o *Once) Key() string {
 
 // Done reports whether f has run to success for o's key: whether the
 // done record exists. A Once that saw it answers true without looking
-// again. It only reads, and creates nothing (see Client.Queue).
+// again. It only reads, and creates nothing (see Client.Queue). A true
+// answer does not stop a run whose read was sent before a late record
+// landed (see Once); only a Do that returned nil does.
 func (o *Once) Done(ctx context.Context) (bool, error) {
 	o.mustBeMade()
 	if o.done.Load() {
