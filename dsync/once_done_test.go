@@ -70,7 +70,8 @@ func TestOnceDoneTrueBeforeALateReadRuns(t *testing.T) {
 		}()
 		<-pStarted
 		go func() {
-			<-qs.sent // Q holds, and its read under the hold found no record
+			// Q holds, and its read under the hold found no record.
+			<-qs.sent
 			p.SetAnswering(true) // P's record lands now
 			synctest.Wait()
 			done, err := ro.Done(ctx)
