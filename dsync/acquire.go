@@ -124,8 +124,10 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 // by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
 // why there is none: an error wrapping ErrHeld (a *HeldError) when
 // another claim holds the key or waits for it ahead; context.Cause(ctx),
-// unchanged, when ctx ended first; otherwise the store's error, which
-// says the store did not answer in time if the try timeout passed first.
+// unchanged, when ctx ended first; otherwise the store's error: when the
+// try timeout passed first, what the store said of the call it cut short
+// (such as no server reachable), or that it did not answer in time if it
+// said nothing more.
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
@@ -146,6 +148,12 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	p.client.resend.Kick()
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
+	}
+	var last *lastStoreError
+	if errors.As(err, &last) && last.cause == context.Cause(tctx) {
+		// The bound passed, and the store said why it had not answered
+		// (a connection refused, say): that is the error, not a timeout.
+		return nil, last.last
 	}
 	return nil, err
 }
@@ -202,7 +210,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 // otherwise the store's error.
 func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	if ctx.Err() != nil {
-		return p.contextErr(ctx, lastErr)
+		return p.contextErr(ctx, lastErr, nil)
 	}
 	return err
 }
@@ -262,15 +270,17 @@ func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
 	for {
 		a, err := p.client.await(ctx, *c, p.blocked)
 		switch {
-		case err == nil && ctx.Err() != nil:
-			return context.Cause(ctx)
+		case ctx.Err() != nil:
+			// The claim was in the queue, waiting: a call that ctx cut
+			// short says only that, whatever its driver said.
+			return &endedError{where: fmt.Sprintf("dsync: wait for %q", p.key), cause: context.Cause(ctx)}
 		case err == nil:
 			c.Below = a.below
 			if isExclusive(t) {
 				p.tookOver(c.Token, a.after)
 			}
 			return nil
-		case ctx.Err() != nil, errors.Is(err, ErrReset), chain.IsLapsed(err):
+		case errors.Is(err, ErrReset), chain.IsLapsed(err):
 			return err
 		}
 		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
@@ -345,18 +355,6 @@ func (p *core) withdraw(ctx context.Context, c claimRef) {
 	if err := p.client.end(ctx, c, false); err != nil {
 		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Token, err))
 	}
-}
-
-// contextErr is what an acquire returns when ctx ends: its cause, with the
-// last store error attached when there was one (even one that only says
-// the context ended: the driver's message tells why, such as no server
-// answering).
-func (p *core) contextErr(ctx context.Context, lastErr error) error {
-	cause := context.Cause(ctx)
-	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
-		return cause
-	}
-	return fmt.Errorf("%w (last store error: %w)", cause, lastErr)
 }
 
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).

@@ -85,8 +85,13 @@ func (m *Mutex) Lock() {
 }
 
 // LockContext locks m, blocking until it is held or ctx ends. When ctx ends
-// first it returns context.Cause(ctx) — unchanged, or wrapped together with
-// the last store error if attempts were failing — and m is not held.
+// first it returns context.Cause(ctx), and m is not held. The cause comes
+// back unchanged (==) unless store calls were failing: then it is wrapped
+// together with the last store error. A call that was in flight when ctx
+// ended, and failed because it did, is no failure; only if ctx's deadline
+// passed before the claim was waiting in the key's queue is what the
+// store said of that call attached (such as that no server could be
+// reached).
 //
 // The claim LockContext made is withdrawn when ctx ends first, so that it
 // does not keep others waiting, even one whose insert had no reply when

@@ -193,7 +193,7 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 	switch {
 	case err != nil && ctx.Err() != nil:
 		release()
-		return false, o.contextErr(ctx, err)
+		return false, o.contextErr(ctx, nil, err)
 	case err != nil:
 		release() // the hold was lost while reading: claim again
 		return false, nil

@@ -102,8 +102,8 @@ func (s *Semaphore) terms(n int64) (claimTerms, error) {
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On
 // success it returns nil; when ctx ends first it returns
-// context.Cause(ctx) (with the last store error, if attempts were
-// failing) and holds nothing. It retries store errors meanwhile. A
+// context.Cause(ctx), unchanged unless store calls were failing (as
+// Mutex.LockContext says), and holds nothing. It retries store errors meanwhile. A
 // negative n is an error, and a request of more units than the limit
 // fails at once with ErrOverLimit (x/sync's would block until ctx ends).
 //
