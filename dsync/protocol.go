@@ -41,7 +41,7 @@ func (c *Client) openSession(ctx context.Context, ttl time.Duration) (string, er
 // withdrawn claims added more ends to send (issue 45).
 func (c *Client) renewSession(ctx context.Context, session string, ttl time.Duration) error {
 	if err := c.prepare(ctx); err != nil {
-		return err
+		return wrap(ctx, "renew session", "", err)
 	}
 	found, _, err := c.eng.RenewSession(ctx, session, ttl)
 	if err != nil {
