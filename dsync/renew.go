@@ -206,15 +206,16 @@ func (k *keeper) report(err error) {
 // the failure to report, and the loss names it too (noRenewalLocked).
 
 // renewFailedLocked records err, the failure of a renewal of s that took
-// took, and returns what to report and at which level, or nil: a renewal
-// cut short by a retirement other than its deadline's (Close, a
-// revocation, the store forgetting the session) did not fail, and that
-// retirement says why it ended. k.mu must be held.
+// took, and returns what to report and at which level, or nil: after a
+// retirement other than its deadline's (Close, a revocation, the store
+// forgetting the session) the session is over for a reason of its own,
+// which that retirement reports, and its renewal no longer matters.
+// k.mu must be held.
 func (k *keeper) renewFailedLocked(s *session, err error, took time.Duration) (error, slog.Level) {
 	var ended *endedError
 	cut := s.retired && (errors.As(err, &ended) || errors.Is(err, context.Canceled))
 	switch {
-	case cut && !s.expired:
+	case s.retired && !s.expired, errors.Is(err, ErrClosed):
 		return nil, 0
 	case cut && ended != nil:
 		err = fmt.Errorf("dsync: renew session: no reply within %v, when the session's local deadline passed", took.Round(time.Millisecond))
