@@ -124,10 +124,11 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 // by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
 // why there is none: an error wrapping ErrHeld (a *HeldError) when
 // another claim holds the key or waits for it ahead; context.Cause(ctx),
-// unchanged, when ctx ended first; otherwise the store's error: when the
-// try timeout passed first, what the store said of the call it cut short
-// (such as no server reachable), or that it did not answer in time if it
-// said nothing more.
+// unchanged, when ctx ended first; otherwise the store's error. When the
+// try timeout passed first, that is what the store said of the call the
+// bound cut short (a refused connection, a reply that never came), after
+// the bound (a *tryBoundError), or, if it said nothing more, that it did
+// not answer in time (a *noAnswerError).
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
@@ -151,12 +152,27 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	}
 	var last *lastStoreError
 	if errors.As(err, &last) && last.cause == context.Cause(tctx) {
-		// The bound passed, and the store said why it had not answered
-		// (a connection refused, say): that is the error, not a timeout.
-		return nil, last.last
+		// The bound passed, and the store said why the call had no
+		// answer: it names the cause (a refused connection is not a
+		// store that did not answer), once.
+		return nil, &tryBoundError{bound: bound, key: p.key, err: last.last}
 	}
 	return nil, err
 }
+
+// tryBoundError is a try that its bound ended while a store call was
+// out, and what the store said of that call.
+type tryBoundError struct {
+	key   string
+	bound time.Duration
+	err   error
+}
+
+func (e *tryBoundError) Error() string {
+	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, WithTryTimeout): %v", e.key, e.bound, e.err)
+}
+
+func (e *tryBoundError) Unwrap() error { return e.err }
 
 // noAnswerError is the cause that ends a try whose store did not answer
 // within the try timeout.
