@@ -124,8 +124,11 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 // by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
 // why there is none: an error wrapping ErrHeld (a *HeldError) when
 // another claim holds the key or waits for it ahead; context.Cause(ctx),
-// unchanged, when ctx ended first; otherwise the store's error, which
-// says the store did not answer in time if the try timeout passed first.
+// unchanged, when ctx ended first; otherwise the store's error. When the
+// try timeout passed first, that is what the store said of the call the
+// bound cut short (a refused connection, a reply that never came), after
+// the bound (a *tryBoundError), or, if it said nothing more, that it did
+// not answer in time (a *noAnswerError).
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
@@ -147,8 +150,29 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	var last *lastStoreError
+	if errors.As(err, &last) && last.cause == context.Cause(tctx) {
+		// The bound passed, and the store said why the call had no
+		// answer: it names the cause (a refused connection is not a
+		// store that did not answer), once.
+		return nil, &tryBoundError{bound: bound, key: p.key, err: last.last}
+	}
 	return nil, err
 }
+
+// tryBoundError is a try that its bound ended while a store call was
+// out, and what the store said of that call.
+type tryBoundError struct {
+	key   string
+	bound time.Duration
+	err   error
+}
+
+func (e *tryBoundError) Error() string {
+	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, WithTryTimeout): %v", e.key, e.bound, e.err)
+}
+
+func (e *tryBoundError) Unwrap() error { return e.err }
 
 // noAnswerError is the cause that ends a try whose store did not answer
 // within the try timeout.
@@ -202,7 +226,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 // otherwise the store's error.
 func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	if ctx.Err() != nil {
-		return p.contextErr(ctx, lastErr)
+		return p.contextErr(ctx, lastErr, nil)
 	}
 	return err
 }
@@ -262,15 +286,17 @@ func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
 	for {
 		a, err := p.client.await(ctx, *c, p.blocked)
 		switch {
-		case err == nil && ctx.Err() != nil:
-			return context.Cause(ctx)
+		case ctx.Err() != nil:
+			// The claim was in the queue, waiting: a call that ctx cut
+			// short says only that, whatever its driver said.
+			return &endedError{where: fmt.Sprintf("dsync: wait for %q", p.key), cause: context.Cause(ctx)}
 		case err == nil:
 			c.Below = a.below
 			if isExclusive(t) {
 				p.tookOver(c.Token, a.after)
 			}
 			return nil
-		case ctx.Err() != nil, errors.Is(err, ErrReset), chain.IsLapsed(err):
+		case errors.Is(err, ErrReset), chain.IsLapsed(err):
 			return err
 		}
 		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
@@ -345,18 +371,6 @@ func (p *core) withdraw(ctx context.Context, c claimRef) {
 	if err := p.client.end(ctx, c, false); err != nil {
 		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Token, err))
 	}
-}
-
-// contextErr is what an acquire returns when ctx ends: its cause, with the
-// last store error attached when there was one (even one that only says
-// the context ended: the driver's message tells why, such as no server
-// answering).
-func (p *core) contextErr(ctx context.Context, lastErr error) error {
-	cause := context.Cause(ctx)
-	if lastErr == nil || lastErr == cause || lastErr.Error() == cause.Error() {
-		return cause
-	}
-	return fmt.Errorf("%w (last store error: %w)", cause, lastErr)
 }
 
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).

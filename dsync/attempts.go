@@ -1,7 +1,6 @@
 package dsync
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +58,7 @@ func (a *attempts) heldAhead(err error) error {
 		return err
 	}
 	if !sleep(a.p.cfg.clock, jitter(minBackoff), a.ctx.Done()) {
-		return a.p.contextErr(a.ctx, a.lastErr)
+		return a.p.contextErr(a.ctx, a.lastErr, nil)
 	}
 	return nil
 }
@@ -72,7 +71,7 @@ func (a *attempts) enterFailed(err error) error {
 	case errors.Is(err, ErrSpan), errors.Is(err, ErrClosed):
 		return err // a configuration error, or the end: retrying cannot mend it
 	case ctx.Err() != nil:
-		return p.contextErr(ctx, cmp.Or(a.lastErr, err))
+		return p.contextErr(ctx, a.lastErr, err)
 	}
 	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)
 }
@@ -88,7 +87,7 @@ func (a *attempts) claimFailed(err error, live bool) error {
 	case errors.Is(err, ErrHeld):
 		return a.heldAhead(err)
 	case ctx.Err() != nil:
-		return p.contextErr(ctx, cmp.Or(a.lastErr, err))
+		return p.contextErr(ctx, a.lastErr, err)
 	case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
 		// The key's segment lapsed under the claim (see internal/chain),
 		// or the hold could not start in its session: the claim was given

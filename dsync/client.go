@@ -383,6 +383,9 @@ func (c *Client) agree(ctx context.Context) error {
 		return nil
 	}
 	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
+		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
+			return e
+		}
 		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
 	c.agreed.Store(true)

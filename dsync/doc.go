@@ -35,7 +35,10 @@
 // changes hands by updating someone else's record, only by inserting, so it
 // is safe on every MongoDB-compatible store, and the epoch number is the
 // hold's fencing token: it strictly increases from hold to hold of a key
-// and is never reused: a key's queue starts at a base taken from the
+// and is never reused, with one exception: an RWMutex with a read linger
+// (WithReadLinger) takes its lingering read claim again with no new
+// claim, so that value's read holds within one linger share the claim's
+// token. A key's queue starts at a base taken from the
 // store's clock (2^20 a second since 1970, about 2^50), so tokens grow
 // also after its history was compacted away, or the collections emptied
 // (then above the tokens handed out more than two seconds, plus twice

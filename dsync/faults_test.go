@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -152,38 +151,6 @@ func TestPartitionedHolderAndATakeover(t *testing.T) {
 			t.Errorf("the healed process's token %d is not above the takeover's %d", ma.Token(), mb.Token())
 		}
 		ma.Unlock()
-	})
-}
-
-// A hold's loss, which the caller learns from Lost and Unlock, is logged
-// at Info; the failed renewals behind it at Warn.
-func TestLossLoggedAtInfo(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var logged logBuffer
-		b := dsync.NewMemClient(dsync.WithTTL(time.Second), dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
-		defer b.Close()
-		m, err := dsync.NewMutex(b.Client, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Lock()
-		b.SetReachable(false)
-		<-m.Lost()
-		if err := m.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
-			t.Fatalf("UnlockContext = %v, want ErrLost", err)
-		}
-		synctest.Wait() // the loss is logged after Lost closes
-		var lossInfo, renewWarn bool
-		for line := range strings.Lines(logged.String()) {
-			lossInfo = lossInfo || strings.Contains(line, "hold lost") && strings.Contains(line, "level=INFO")
-			renewWarn = renewWarn || strings.Contains(line, "renew session") && strings.Contains(line, "level=WARN")
-			if strings.Contains(line, "level=WARN") && strings.Contains(line, "lost before unlock") {
-				t.Errorf("the loss logged at Warn: %s", line)
-			}
-		}
-		if !lossInfo || !renewWarn {
-			t.Errorf("log:\n%s\nwant the loss at Info and the failed renewal at Warn", logged.String())
-		}
 	})
 }
 

@@ -71,6 +71,16 @@ type session struct {
 	// one is under way (revoked.go). Both guarded by keeper.mu.
 	revokeChecked time.Time
 	revokeReading bool
+	// renewing is when the renewal under way was sent (zero if none);
+	// renewErr, the failure of the last renewal that failed since the
+	// last one confirmed (nil if none); expired: the session was retired
+	// because its deadline passed (renew.go says what these report).
+	// users are the primitives whose holds it lost. All guarded by
+	// keeper.mu.
+	renewing time.Time
+	renewErr error
+	expired  bool
+	users    map[*core]bool
 }
 
 // mono is t on the scale of lease times.
@@ -288,9 +298,11 @@ func (k *keeper) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
 func (k *keeper) expireIfDue(s *session) {
 	k.mu.Lock()
 	var lost []*hold
-	due := !s.retired && s.lease.Expire(k.mono(k.lease.clock.Now())-plantedLate(k.lease.ttl))
+	now := k.lease.clock.Now()
+	due := !s.retired && s.lease.Expire(k.mono(now)-plantedLate(k.lease.ttl))
 	if due {
-		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline", ErrLost))
+		s.expired = true
+		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline%s", ErrLost, k.noRenewalLocked(s, now)))
 	}
 	hook := k.judgedOver
 	k.mu.Unlock()
@@ -346,6 +358,10 @@ func (k *keeper) retireLocked(s *session, reason error) []*hold {
 		delete(k.holds, h)
 		if h.markLost(reason) {
 			lost = append(lost, h)
+			if s.users == nil {
+				s.users = make(map[*core]bool)
+			}
+			s.users[h.p] = true
 		}
 	}
 	k.signalLocked()

@@ -9,7 +9,8 @@ import (
 
 // A Mutex is a mutual exclusion lock shared by every process that uses the
 // same key on the same store. Its zero value is not usable: create it
-// with NewMutex. A Mutex must not be copied after first use.
+// with NewMutex; every method of a zero Mutex panics at once. A Mutex
+// must not be copied after first use.
 //
 // A successful Lock, LockContext, TryLock or TryLockContext establishes a
 // hold: a lease the Mutex renews in the background until Unlock. While
@@ -50,11 +51,17 @@ func NewMutex(c *Client, key string, opts ...KeyOption) (*Mutex, error) {
 }
 
 // Key returns the lock's key.
-func (m *Mutex) Key() string { return m.key }
+func (m *Mutex) Key() string {
+	m.mustBeMade()
+	return m.key
+}
 
 // Owner returns the identity this Mutex acquires under: unique per Mutex
 // value, and the Owner of every Claim it makes.
-func (m *Mutex) Owner() string { return m.owner }
+func (m *Mutex) Owner() string {
+	m.mustBeMade()
+	return m.owner
+}
 
 // Lock locks m, blocking until it is held, like sync.Mutex.Lock.
 //
@@ -69,6 +76,7 @@ func (m *Mutex) Owner() string { return m.owner }
 // backend) is closed, before or during the wait, and ErrSpan for a bucket
 // span other than the store's (a configuration error).
 func (m *Mutex) Lock() {
+	m.mustBeMade()
 	// context.Background never ends, so LockContext returns only once held,
 	// or on an error no retry mends.
 	if err := m.LockContext(context.Background()); err != nil {
@@ -77,8 +85,13 @@ func (m *Mutex) Lock() {
 }
 
 // LockContext locks m, blocking until it is held or ctx ends. When ctx ends
-// first it returns context.Cause(ctx) — unchanged, or wrapped together with
-// the last store error if attempts were failing — and m is not held.
+// first it returns context.Cause(ctx), and m is not held. The cause comes
+// back unchanged (==) unless store calls were failing: then it is wrapped
+// together with the last store error. A call that was in flight when ctx
+// ended, and failed because it did, is no failure; only if ctx's deadline
+// passed before the claim was waiting in the key's queue is what the
+// store said of that call attached (such as that no server could be
+// reached).
 //
 // The claim LockContext made is withdrawn when ctx ends first, so that it
 // does not keep others waiting, even one whose insert had no reply when
@@ -87,6 +100,7 @@ func (m *Mutex) Lock() {
 // be confirmed in it, the Client keeps sending it in the background, and
 // the claim ends with its session at the latest.
 func (m *Mutex) LockContext(ctx context.Context) error {
+	m.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -114,6 +128,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // store error counts as failure and is reported like Lock's; use
 // TryLockContext to learn why it failed.
 func (m *Mutex) TryLock() bool {
+	m.mustBeMade()
 	return m.TryLockContext(context.Background()) == nil
 }
 
@@ -128,6 +143,7 @@ func (m *Mutex) TryLock() bool {
 // never trusted: it is withdrawn, in the background if the store does
 // not answer, so that it keeps no one waiting once the withdrawal lands.
 func (m *Mutex) TryLockContext(ctx context.Context) error {
+	m.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -160,6 +176,7 @@ func (m *Mutex) heldHere() error {
 // WithLogger and WithErrorHandler, and the lease then simply expires after
 // its TTL. Use UnlockContext to choose the bound and see the outcome.
 func (m *Mutex) Unlock() {
+	m.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())
 	defer cancel()
 	if err := m.UnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
@@ -174,6 +191,7 @@ func (m *Mutex) Unlock() {
 // confirmed (the lease then expires after its TTL). m is unlocked locally
 // in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
+	m.mustBeMade()
 	m.mu.Lock()
 	h := m.hold
 	m.hold = nil
@@ -190,6 +208,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // the store refused to renew it. Unlock does not close it. When m is not
 // held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
+	m.mustBeMade()
 	m.mu.Lock()
 	h := m.hold
 	m.mu.Unlock()
@@ -204,6 +223,7 @@ func (m *Mutex) Lost() <-chan struct{} {
 // held. Tokens of a key strictly increase from hold to hold; pass the token
 // with every write to a resource that can reject stale writers.
 func (m *Mutex) Token() uint64 {
+	m.mustBeMade()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
@@ -222,6 +242,7 @@ func (m *Mutex) Token() uint64 {
 // before a suspend is late by the time suspended: call ValidUntil again
 // after one, or watch Lost().
 func (m *Mutex) ValidUntil() time.Time {
+	m.mustBeMade()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {

@@ -39,6 +39,8 @@ type Observer struct {
 	Renewed func(Renewal)
 	// RenewFailed: a renewal failed; the lease stands until its deadline
 	// (Renewal.Headroom of the last confirmed one tells how close that is).
+	// A renewal still without reply when the deadline passed is told too,
+	// once the deadline has cut it short.
 	RenewFailed func(err error)
 	// Dropped: n events were dropped because the observer fell behind.
 	Dropped func(n int)

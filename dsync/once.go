@@ -16,7 +16,8 @@ const onceNamespace = "once"
 // that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be
 // recorded (see below). Its zero value is not usable: create it with
-// NewOnce.
+// NewOnce; every method of a zero Once panics at once (unlike sync.Once,
+// whose zero value is ready).
 //
 // Do takes the key's lock (a Mutex's, in the namespace "dsync:once/"),
 // reads the key's done record under it, and only if there is none runs f.
@@ -35,9 +36,17 @@ const onceNamespace = "once"
 //     its hold is lost. TokenOf(ctx) gives f the hold's token: pass it to
 //     what f writes, so that a run that outlived its hold (a paused
 //     process) is rejected.
-//   - Once a record is confirmed (Do returned nil, or Done reported true,
-//     anywhere), no run of f starts again: a run starts only after a read
-//     under its hold found no record.
+//   - Once a Do has returned nil anywhere, no run of f starts again: a
+//     run starts only after a read under its hold found no record, and
+//     the record behind that nil landed while its hold was valid, before
+//     any later hold began.
+//   - Done reporting true says that a run succeeded and its record is in
+//     the store, not that no run starts afterwards: a record that landed
+//     after its hold had ended (its Do returned ErrUnconfirmed) can be
+//     found by Done while the reply to a later hold's read, sent before
+//     the record landed, is still on its way; that hold's run then starts
+//     after Done said true, and its Do does not return nil either
+//     (ErrRanTwice if its f succeeds).
 //   - The record names a run whose f returned nil.
 //   - Of the runs of f that succeed, at most one makes its Do return
 //     nil: the one whose record's insert was answered while its hold was
@@ -78,12 +87,18 @@ func NewOnce(c *Client, key string, opts ...KeyOption) (*Once, error) {
 }
 
 // Key returns the Once's key, as given to NewOnce.
-func (o *Once) Key() string { return o.key }
+func (o *Once) Key() string {
+	o.mustBeMade()
+	return o.key
+}
 
 // Done reports whether f has run to success for o's key: whether the
 // done record exists. A Once that saw it answers true without looking
-// again. It only reads, and creates nothing (see Client.Queue).
+// again. It only reads, and creates nothing (see Client.Queue). A true
+// answer does not stop a run whose read was sent before a late record
+// landed (see Once); only a Do that returned nil does.
 func (o *Once) Done(ctx context.Context) (bool, error) {
+	o.mustBeMade()
 	if o.done.Load() {
 		return true, nil
 	}
@@ -119,6 +134,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 // done (Done says), and a later Do of this Once that sees the record
 // returns nil.
 func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error {
+	o.mustBeMade()
 	if f == nil {
 		return errors.New("dsync: Once.Do with a nil function")
 	}
@@ -177,7 +193,7 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 	switch {
 	case err != nil && ctx.Err() != nil:
 		release()
-		return false, o.contextErr(ctx, err)
+		return false, o.contextErr(ctx, nil, err)
 	case err != nil:
 		release() // the hold was lost while reading: claim again
 		return false, nil

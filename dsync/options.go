@@ -116,9 +116,10 @@ func WithTryTimeout(d time.Duration) KeyOption {
 }
 
 // WithLogger sets where store errors are logged (at Warn level): acquire
-// attempts that Lock retries, failed renewals and failed releases. A
-// hold's loss, which Lost and UnlockContext report to the caller, is
-// logged at Info. Default: the Client's logger (ClientWithLogger), which
+// attempts that Lock retries, failed renewals (the first of a run of
+// failures; the others at Debug) and failed releases, and a hold's loss,
+// naming its cause (at Info when Close ended the hold). Default: the
+// Client's logger (ClientWithLogger), which
 // is slog.Default() unless set. Pass slog.New(slog.DiscardHandler) to
 // silence them.
 func WithLogger(l *slog.Logger) KeyOption {

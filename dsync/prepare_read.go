@@ -85,6 +85,9 @@ func (c *Client) prepareRead(ctx context.Context) error {
 		return nil
 	}
 	if _, err := c.eng.LearnSpan(ctx, c.cfg.spanSet); err != nil {
+		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
+			return e
+		}
 		return c.spanError(fmt.Errorf("dsync: %w", err))
 	}
 	return nil

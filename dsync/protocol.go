@@ -41,7 +41,7 @@ func (c *Client) openSession(ctx context.Context, ttl time.Duration) (string, er
 // withdrawn claims added more ends to send (issue 45).
 func (c *Client) renewSession(ctx context.Context, session string, ttl time.Duration) error {
 	if err := c.prepare(ctx); err != nil {
-		return err
+		return wrap(ctx, "renew session", "", err)
 	}
 	found, _, err := c.eng.RenewSession(ctx, session, ttl)
 	if err != nil {
@@ -291,9 +291,11 @@ func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
 	return nil
 }
 
-// wrap prefixes an error with the call and its key, adds ctx's cause when
-// the error does not carry it, and marks an engine's finding that the
-// store lost the key's history ErrReset.
+// wrap prefixes an error with the call and its key, marks an engine's
+// finding that the store lost the key's history ErrReset, and an error
+// that is only ctx's end an *endedError (ctxerr.go). It does not add
+// ctx's cause to a driver's error: whoever returns the error says the
+// cause once (contextErr).
 func wrap(ctx context.Context, op, key string, err error) error {
 	where := "dsync: " + op
 	if key != "" {
@@ -302,8 +304,8 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if errors.Is(err, chain.ErrReset) {
 		return fmt.Errorf("%s: %w: %w", where, ErrReset, err)
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		return fmt.Errorf("%s: %w: %w", where, cause, err)
+	if e := ended(ctx, where, err); e != nil {
+		return e
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/chain"
@@ -111,25 +115,26 @@ func (k *keeper) renew(s *session) {
 	k.mu.Unlock()
 	k.refreshAsync(s)
 	sent := k.lease.clock.Now()
+	k.mu.Lock()
+	s.renewing = sent
+	k.mu.Unlock()
 	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
+	now := k.lease.clock.Now()
+	k.mu.Lock()
+	s.renewing = time.Time{}
+	k.mu.Unlock()
 	if errors.Is(err, ErrSessionGone) {
 		k.retire(s, fmt.Errorf("%w: the store no longer knows the session", ErrLost))
 		return
 	}
-	now := k.lease.clock.Now()
 	k.client.renewFailed.Store(err != nil)
 	if err != nil {
 		k.mu.Lock()
 		s.lease.Fail(k.mono(now))
+		err, level := k.renewFailedLocked(s, err, now.Sub(sent))
 		k.mu.Unlock()
-		if s.ctx.Err() == nil {
-			err = fmt.Errorf("dsync: renew session: %w", err)
-			k.report(err)
-			k.client.observe(func(o *Observer) {
-				if o.RenewFailed != nil {
-					o.RenewFailed(err)
-				}
-			})
+		if err != nil {
+			k.reportRenewal(s, err, level)
 		}
 		return
 	}
@@ -142,6 +147,7 @@ func (k *keeper) renew(s *session) {
 	// are not atomic). Judging the session over and retiring it are one
 	// step, as in expireIfDue.
 	k.mu.Lock()
+	s.renewErr = nil
 	r := Renewal{TTL: k.lease.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
 	switch ev := s.lease.Confirm(k.mono(sent), k.mono(now)); ev {
 	case chain.LeaseExtended:
@@ -190,4 +196,92 @@ func (k *keeper) report(err error) {
 	for p := range seen {
 		p.report(err)
 	}
+}
+
+// How a failed renewal is reported: at Warn, once per run of failures
+// (the first; the others at Debug, though each still reaches the error
+// handlers and observers), and even when the session was retired while
+// it was out. A store that hangs gives no answer before the session's
+// deadline retires it, which cuts the renewal short: that renewal is
+// the failure to report, and the loss names it too (noRenewalLocked).
+
+// renewFailedLocked records err, the failure of a renewal of s that took
+// took, and returns what to report and at which level, or nil: after a
+// retirement other than its deadline's (Close, a revocation, the store
+// forgetting the session) the session is over for a reason of its own,
+// which that retirement reports, and its renewal no longer matters.
+// k.mu must be held.
+func (k *keeper) renewFailedLocked(s *session, err error, took time.Duration) (error, slog.Level) {
+	var ended *endedError
+	cut := s.retired && (errors.As(err, &ended) || errors.Is(err, context.Canceled))
+	switch {
+	case s.retired && !s.expired, errors.Is(err, ErrClosed):
+		return nil, 0
+	case cut && ended != nil:
+		err = fmt.Errorf("dsync: renew session: no reply within %v, when the session's local deadline passed", took.Round(time.Millisecond))
+	case cut:
+		err = fmt.Errorf("%w (cut short %v after it was sent, when the session's local deadline passed)", err, took.Round(time.Millisecond))
+	}
+	level := slog.LevelWarn
+	if s.renewErr != nil {
+		level = slog.LevelDebug
+	}
+	s.renewErr = err
+	return err, level
+}
+
+// noRenewalLocked says why no renewal of s was confirmed by its deadline,
+// which has passed at now: a renewal still out, and the failure of the
+// last one that answered, if any. k.mu must be held.
+func (k *keeper) noRenewalLocked(s *session, now time.Time) string {
+	var why []string
+	if !s.renewing.IsZero() {
+		why = append(why, fmt.Sprintf("a renewal sent %v before had no reply", now.Sub(s.renewing).Round(time.Millisecond)))
+	}
+	if s.renewErr != nil {
+		why = append(why, fmt.Sprintf("the last renewal that answered failed: %v", s.renewErr))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(why, "; ")
+}
+
+// reportRenewal reports err, a failed renewal of s, to the primitives
+// whose holds rely on s (or did, when it was retired): logged at level
+// once per logger, naming their keys, and to each error handler and the
+// observers.
+func (k *keeper) reportRenewal(s *session, err error, level slog.Level) {
+	k.mu.Lock()
+	users := make(map[*core]bool)
+	if s.retired {
+		maps.Copy(users, s.users)
+	} else {
+		for h := range k.holds {
+			if h.sess == s {
+				users[h.p] = true
+			}
+		}
+	}
+	k.mu.Unlock()
+	keys := make(map[*slog.Logger][]string)
+	for p := range users {
+		keys[p.cfg.logger] = append(keys[p.cfg.logger], p.key)
+		if p.cfg.onError != nil {
+			p.cfg.onError(err)
+		}
+	}
+	for logger, ks := range keys {
+		slices.Sort(ks)
+		if len(ks) == 1 {
+			logger.Log(context.Background(), level, "dsync", "key", ks[0], "err", err)
+		} else {
+			logger.Log(context.Background(), level, "dsync", "keys", slices.Compact(ks), "err", err)
+		}
+	}
+	k.client.observe(func(o *Observer) {
+		if o.RenewFailed != nil {
+			o.RenewFailed(err)
+		}
+	})
 }

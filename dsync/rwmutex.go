@@ -14,8 +14,8 @@ const rwNamespace = "rw"
 // An RWMutex is a reader/writer lock shared by every process that uses the
 // same key on the same store, with the shape of sync.RWMutex: any number
 // of readers or one writer hold it at a time. Its zero value is not
-// usable: create it with NewRWMutex. An RWMutex must not be copied after
-// first use.
+// usable: create it with NewRWMutex; every method of a zero RWMutex
+// panics at once. An RWMutex must not be copied after first use.
 //
 // Readers and writers queue together, first come first served: a reader
 // holds once every writer queued before it has ended, a writer once every
@@ -103,11 +103,17 @@ func NewRWMutex(c *Client, key string, opts ...KeyOption) (*RWMutex, error) {
 }
 
 // Key returns the lock's key, as given to NewRWMutex.
-func (rw *RWMutex) Key() string { return rw.key }
+func (rw *RWMutex) Key() string {
+	rw.mustBeMade()
+	return rw.key
+}
 
 // Owner returns the identity this RWMutex acquires under: unique per
 // value, and the Owner of every claim it makes.
-func (rw *RWMutex) Owner() string { return rw.owner }
+func (rw *RWMutex) Owner() string {
+	rw.mustBeMade()
+	return rw.owner
+}
 
 // Lock locks rw for writing, blocking until no other hold of the key is
 // valid, like sync.RWMutex.Lock. It retries store errors for as long as
@@ -115,6 +121,7 @@ func (rw *RWMutex) Owner() string { return rw.owner }
 // returns without the lock: as Mutex.Lock does, it panics with an error
 // wrapping ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) Lock() {
+	rw.mustBeMade()
 	if err := rw.LockContext(context.Background()); err != nil {
 		panic(err)
 	}
@@ -123,6 +130,7 @@ func (rw *RWMutex) Lock() {
 // LockContext locks rw for writing, blocking until held or ctx ends; it
 // then returns context.Cause(ctx) (see Mutex.LockContext).
 func (rw *RWMutex) LockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -146,12 +154,16 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 // other hold or claim of the key (it never queues). Its one attempt is
 // bounded by the try timeout, as Mutex.TryLock's is; TryLockContext says
 // why it failed.
-func (rw *RWMutex) TryLock() bool { return rw.TryLockContext(context.Background()) == nil }
+func (rw *RWMutex) TryLock() bool {
+	rw.mustBeMade()
+	return rw.TryLockContext(context.Background()) == nil
+}
 
 // TryLockContext makes TryLock's one attempt, bounded by ctx as well, and
 // says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld, context.Cause(ctx) unchanged, or the store's error.
 func (rw *RWMutex) TryLockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -190,6 +202,7 @@ func (rw *RWMutex) installWrite(h *hold) {
 // Unlock unlocks rw for writing and releases the write hold (see
 // Mutex.Unlock). It is a run-time error if rw is not locked for writing.
 func (rw *RWMutex) Unlock() {
+	rw.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
 	defer cancel()
 	if err := rw.UnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
@@ -200,6 +213,7 @@ func (rw *RWMutex) Unlock() {
 // UnlockContext unlocks rw for writing like Unlock and reports the
 // outcome, as Mutex.UnlockContext does.
 func (rw *RWMutex) UnlockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	rw.mu.Lock()
 	h := rw.write
 	rw.write = nil
@@ -218,6 +232,7 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 // without the lock: as Mutex.Lock does, it panics with an error wrapping
 // ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) RLock() {
+	rw.mustBeMade()
 	if err := rw.RLockContext(context.Background()); err != nil {
 		panic(err)
 	}
@@ -226,6 +241,7 @@ func (rw *RWMutex) RLock() {
 // RLockContext locks rw for reading, blocking until held or ctx ends; it
 // then returns context.Cause(ctx).
 func (rw *RWMutex) RLockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -257,13 +273,17 @@ func (rw *RWMutex) retaken(h *hold) {
 // It never waits: it fails while a writer holds or waits for the key. Its
 // one attempt is bounded by the try timeout, as Mutex.TryLock's is;
 // TryRLockContext says why it failed.
-func (rw *RWMutex) TryRLock() bool { return rw.TryRLockContext(context.Background()) == nil }
+func (rw *RWMutex) TryRLock() bool {
+	rw.mustBeMade()
+	return rw.TryRLockContext(context.Background()) == nil
+}
 
 // TryRLockContext makes TryRLock's one attempt, bounded by ctx as well,
 // and says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
 // store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -283,6 +303,7 @@ func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
 // the lowest token: the oldest). It is a run-time error if rw is not
 // locked for reading.
 func (rw *RWMutex) RUnlock() {
+	rw.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
 	defer cancel()
 	if err := rw.RUnlockContext(ctx); err != nil && !errors.Is(err, ErrLost) {
@@ -294,6 +315,7 @@ func (rw *RWMutex) RUnlock() {
 // outcome: an error wrapping ErrLost if that read hold had been lost, or
 // the store's error if its release could not be confirmed.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+	rw.mustBeMade()
 	last := false
 	taken := rw.holds.take(func(holds []*hold) []int {
 		for i, h := range holds {
@@ -325,7 +347,10 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 
 // RLocker returns a sync.Locker whose Lock and Unlock are rw's RLock and
 // RUnlock (so its Lock panics where RLock does).
-func (rw *RWMutex) RLocker() sync.Locker { return rlocker{rw} }
+func (rw *RWMutex) RLocker() sync.Locker {
+	rw.mustBeMade()
+	return rlocker{rw}
+}
 
 type rlocker struct{ rw *RWMutex }
 
@@ -335,11 +360,15 @@ func (r rlocker) Unlock() { r.rw.RUnlock() }
 // Lost returns a channel that is closed when any current hold of rw, read
 // or write, ends without an unlock (see Mutex.Lost). When rw holds
 // nothing, Lost returns a closed channel: nothing is protected.
-func (rw *RWMutex) Lost() <-chan struct{} { return rw.holds.lostChan() }
+func (rw *RWMutex) Lost() <-chan struct{} {
+	rw.mustBeMade()
+	return rw.holds.lostChan()
+}
 
 // Token returns the fencing token of the write hold, or else of the newest
 // read hold, or 0 when rw holds nothing.
 func (rw *RWMutex) Token() uint64 {
+	rw.mustBeMade()
 	rw.mu.Lock()
 	w := rw.write
 	rw.mu.Unlock()
@@ -355,4 +384,7 @@ func (rw *RWMutex) Token() uint64 {
 // ValidUntil returns the earliest local deadline of rw's holds, on
 // time.Now's scale (see Mutex.ValidUntil), or the zero Time when rw holds
 // nothing.
-func (rw *RWMutex) ValidUntil() time.Time { return rw.holds.validUntil(&rw.core) }
+func (rw *RWMutex) ValidUntil() time.Time {
+	rw.mustBeMade()
+	return rw.holds.validUntil(&rw.core)
+}

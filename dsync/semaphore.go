@@ -14,7 +14,8 @@ const semNamespace = "sem"
 // the same key on the same store, with the shape of
 // golang.org/x/sync/semaphore.Weighted: at any instant the units held
 // across every process are at most the limit. Its zero value is not
-// usable: create it with NewSemaphore.
+// usable: create it with NewSemaphore; every method of a zero Semaphore
+// panics at once.
 //
 // Each Acquire is a claim of its own in the key's queue, which holds once
 // the units of the claims queued before it that have not ended (holding
@@ -66,21 +67,33 @@ func NewSemaphore(c *Client, key string, limit int64, opts ...KeyOption) (*Semap
 }
 
 // Key returns the semaphore's key, as given to NewSemaphore.
-func (s *Semaphore) Key() string { return s.key }
+func (s *Semaphore) Key() string {
+	s.mustBeMade()
+	return s.key
+}
 
 // Owner returns the identity this Semaphore acquires under.
-func (s *Semaphore) Owner() string { return s.owner }
+func (s *Semaphore) Owner() string {
+	s.mustBeMade()
+	return s.owner
+}
 
 // Limit returns the semaphore's limit, as given to NewSemaphore.
-func (s *Semaphore) Limit() int64 { return s.limit }
+func (s *Semaphore) Limit() int64 {
+	s.mustBeMade()
+	return s.limit
+}
 
 // Held returns the units this Semaphore holds.
-func (s *Semaphore) Held() int64 { return s.holds.weight() }
+func (s *Semaphore) Held() int64 {
+	s.mustBeMade()
+	return s.holds.weight()
+}
 
 func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	switch {
-	case n < 1:
-		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 1", s.key, n)
+	case n < 0:
+		return claimTerms{}, fmt.Errorf("dsync: semaphore %q: acquire %d units: want at least 0", s.key, n)
 	case n > s.limit:
 		return claimTerms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
@@ -89,17 +102,27 @@ func (s *Semaphore) terms(n int64) (claimTerms, error) {
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On
 // success it returns nil; when ctx ends first it returns
-// context.Cause(ctx) (with the last store error, if attempts were
-// failing) and holds nothing. It retries store errors meanwhile. n must
-// be at least 1: a request of more units than the limit fails at once
-// with ErrOverLimit (x/sync's would block until ctx ends).
+// context.Cause(ctx), unchanged unless store calls were failing (as
+// Mutex.LockContext says), and holds nothing. It retries store errors meanwhile. A
+// negative n is an error, and a request of more units than the limit
+// fails at once with ErrOverLimit (x/sync's would block until ctx ends).
+//
+// Acquire(ctx, 0) acquires nothing: it returns context.Cause(ctx) if ctx
+// has ended, and nil otherwise, at once, with no request to the store (so
+// it does not wait, as x/sync's Acquire(ctx, 0) does, for the
+// acquisitions queued before it). TryAcquire(0) and Release(0) are
+// likewise no-ops that succeed.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	s.mustBeMade()
 	t, err := s.terms(n)
 	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if n == 0 {
+		return nil
 	}
 	h, err := s.acquire(ctx, t, true)
 	if err != nil {
@@ -112,22 +135,29 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // TryAcquire acquires n units only if they are free at once, and never
 // queues: it fails while the units held and awaited leave no room, and
 // while a claim of another limit holds or waits. It reports whether it
-// succeeded (false for n < 1 or more than the limit). Its one attempt is
+// succeeded (true for n = 0, which acquires nothing; false for n < 0 or
+// more than the limit). Its one attempt is
 // bounded by the try timeout, as Mutex.TryLock's is; TryAcquireContext
 // says why it failed.
 func (s *Semaphore) TryAcquire(n int64) bool {
+	s.mustBeMade()
 	return s.TryAcquireContext(context.Background(), n) == nil
 }
 
 // TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as
 // well, and says why it failed, as Mutex.TryLockContext does: an error
 // wrapping ErrHeld (no room now), context.Cause(ctx) unchanged, or the
-// store's error; for n < 1 or above the limit, the error Acquire
-// returns.
+// store's error; for n < 0 or above the limit, the error Acquire
+// returns. For n = 0 it acquires nothing and returns nil, or
+// context.Cause(ctx) if ctx has ended.
 func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
+	s.mustBeMade()
 	t, err := s.terms(n)
 	if err != nil {
 		return err
+	}
+	if n == 0 {
+		return context.Cause(ctx)
 	}
 	h, err := s.try(ctx, t)
 	if err != nil {
@@ -141,9 +171,12 @@ func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 // one of exactly n units if there is one, else the oldest that do. It
 // panics, as x/sync's does on releasing more than held, if no set of this
 // Semaphore's acquisitions adds up to n (an acquisition cannot be split).
+// Release(0) releases the empty set, which adds up to 0: nothing, as
+// x/sync's Release(0) does.
 // Errors are reported like Mutex.Unlock's; use ReleaseContext to see
 // them.
 func (s *Semaphore) Release(n int64) {
+	s.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.releaseTimeout())
 	defer cancel()
 	if err := s.ReleaseContext(ctx, n); err != nil && !errors.Is(err, ErrLost) {
@@ -156,6 +189,10 @@ func (s *Semaphore) Release(n int64) {
 // lost, or the store's error for releases that could not be confirmed
 // (their units then come back when the lease expires).
 func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
+	s.mustBeMade()
+	if n == 0 {
+		return nil
+	}
 	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })
 	if held == nil {
 		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.Held()))
@@ -221,11 +258,15 @@ func unitsOf(holds []*hold, n int64) []int {
 // Lost returns a channel that is closed when any acquisition of s ends
 // without a Release (see Mutex.Lost). When s holds nothing, Lost returns
 // a closed channel.
-func (s *Semaphore) Lost() <-chan struct{} { return s.holds.lostChan() }
+func (s *Semaphore) Lost() <-chan struct{} {
+	s.mustBeMade()
+	return s.holds.lostChan()
+}
 
 // Token returns the token of s's newest acquisition, or 0 when s holds
 // nothing.
 func (s *Semaphore) Token() uint64 {
+	s.mustBeMade()
 	if h, ok := s.holds.newest(); ok {
 		return h.claim.Token
 	}
@@ -235,4 +276,7 @@ func (s *Semaphore) Token() uint64 {
 // ValidUntil returns the earliest local deadline of s's acquisitions, on
 // time.Now's scale (see Mutex.ValidUntil), or the zero Time when s holds
 // nothing.
-func (s *Semaphore) ValidUntil() time.Time { return s.holds.validUntil(&s.core) }
+func (s *Semaphore) ValidUntil() time.Time {
+	s.mustBeMade()
+	return s.holds.validUntil(&s.core)
+}

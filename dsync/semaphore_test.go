@@ -96,13 +96,11 @@ func TestSemaphoreRejectsBadInput(t *testing.T) {
 	if err := s.Acquire(context.Background(), 3); !errors.Is(err, dsync.ErrOverLimit) {
 		t.Fatalf("Acquire(3) of 2 = %v, want ErrOverLimit", err)
 	}
-	for _, n := range []int64{0, -1} {
-		if err := s.Acquire(context.Background(), n); err == nil || errors.Is(err, dsync.ErrOverLimit) {
-			t.Fatalf("Acquire(%d) = %v, want an error", n, err)
-		}
-		if s.TryAcquire(n) {
-			t.Fatalf("TryAcquire(%d) succeeded", n)
-		}
+	if err := s.Acquire(context.Background(), -1); err == nil || errors.Is(err, dsync.ErrOverLimit) {
+		t.Fatalf("Acquire(-1) = %v, want an error", err)
+	}
+	if s.TryAcquire(-1) {
+		t.Fatal("TryAcquire(-1) succeeded")
 	}
 	if s.TryAcquire(3) {
 		t.Fatal("TryAcquire(3) of 2 succeeded")
@@ -113,6 +111,60 @@ func TestSemaphoreRejectsBadInput(t *testing.T) {
 	if err := s.Acquire(ctx, 1); err != cause {
 		t.Fatalf("Acquire on an ended context = %v, want its cause", err)
 	}
+}
+
+// Zero units, as with x/sync's Weighted: Release(0) releases the empty
+// set of acquisitions (which adds up to 0) and does not panic;
+// Acquire(ctx, 0) and TryAcquire(0) acquire nothing and succeed at once,
+// even while another process holds every unit, with no claim in the
+// store; on an ended context Acquire(ctx, 0) returns its cause.
+func TestSemaphoreZeroUnits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		c := newClient(t, store)
+		full := newSemaphore(t, newClient(t, store), "k", 2)
+		if err := full.Acquire(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		defer full.Release(2)
+		s := newSemaphore(t, c, "k", 2)
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("Release(0) panicked: %v", r)
+				}
+			}()
+			s.Release(0)
+		}()
+		if err := s.ReleaseContext(context.Background(), 0); err != nil {
+			t.Fatalf("ReleaseContext(0) = %v, want nil", err)
+		}
+		if err := s.Acquire(context.Background(), 0); err != nil {
+			t.Fatalf("Acquire(0) = %v, want nil", err)
+		}
+		if !s.TryAcquire(0) {
+			t.Fatal("TryAcquire(0) failed")
+		}
+		if err := s.TryAcquireContext(context.Background(), 0); err != nil {
+			t.Fatalf("TryAcquireContext(0) = %v, want nil", err)
+		}
+		if s.Held() != 0 || s.Token() != 0 {
+			t.Fatalf("after acquiring 0 units: held %d, token %d; want nothing", s.Held(), s.Token())
+		}
+		if q, err := c.Queue(context.Background(), "dsync:sem/k"); err != nil || len(q) != 1 {
+			t.Fatalf("the key's queue: %d claims (%v), want only the full holder's", len(q), err)
+		}
+		s.Release(0) // still nothing to release, and no panic
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("stop")
+		cancel(cause)
+		if err := s.Acquire(ctx, 0); err != cause {
+			t.Fatalf("Acquire(0) on an ended context = %v, want its cause", err)
+		}
+		if err := s.TryAcquireContext(ctx, 0); err != cause {
+			t.Fatalf("TryAcquireContext(0) on an ended context = %v, want its cause", err)
+		}
+	})
 }
 
 // TryAcquire holds only with room at once and nobody queued ahead.
