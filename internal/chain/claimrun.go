@@ -41,6 +41,8 @@ type claimRun struct {
 	dups                int        // epochs lost in a row
 	newestRead          bool       // this run read the newest claim once
 	topRead             bool       // a try read the newest claim (readTop, lostTry)
+	topEnded            bool       // the newest claim a try read last had ended (judgeTop)
+	chased              int        // races a try lost to claims that had ended by its read (lostTry)
 	climbBase           bool       // read the claims above base before the next insert
 	ttl                 time.Duration
 	exp                 time.Time
@@ -125,7 +127,7 @@ func (q *claimRun) readTop(ctx context.Context) error {
 // try's next insert goes above it otherwise.
 func (q *claimRun) judgeTop(ctx context.Context, d Doc, found bool) error {
 	e := q.e
-	q.base, q.known = 0, true
+	q.base, q.known, q.topEnded = 0, true, false
 	if found && d.Epoch >= q.seg && d.Seg != q.seg {
 		return q.stale()
 	}
@@ -138,7 +140,7 @@ func (q *claimRun) judgeTop(ctx context.Context, d Doc, found bool) error {
 		if !ended && !passes(q.terms, d) {
 			return &BusyError{Key: q.key, Blocker: blocker}
 		}
-		q.base = d.Epoch
+		q.base, q.topEnded = d.Epoch, ended
 	}
 	return nil
 }
@@ -173,8 +175,25 @@ func (q *claimRun) lostTry(ctx context.Context, epoch uint64) (*Claim, bool, err
 	} else if err == nil {
 		err = q.judgeTop(ctx, d, found)
 	}
+	if err == nil && q.topEnded {
+		// The race was lost to claims that ended before the read. Once
+		// is the case a try is for (its insert chained on its own
+		// release met another process's turn since); again means a
+		// rival took the key during the try, and it would chase that
+		// rival's turns, each won by an insert chained on its release,
+		// until the try timeout cut it short.
+		if q.chased++; q.chased > maxTryChases {
+			err = &BusyError{Key: q.key}
+		}
+	}
 	return nil, err != nil, err
 }
+
+// maxTryChases is how many races a try may lose to claims that ended
+// before its read, and still insert again. Races lost to claims that
+// are live but pass by the try's mode (readers beside readers) do not
+// count: those claims hold beside it.
+const maxTryChases = 1
 
 // topFailed handles an error of top: a floor that does not count (a gate
 // of a store's earlier history) leaves the segment to lapse, unless its
