@@ -37,11 +37,14 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	case g.timeout <= 0:
 		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
 	case g.dbSet && g.db == "":
-		return nil, nil, errors.New("--db must not be empty")
+		return nil, nil, usageErr{errors.New("--db must not be empty")}
 	}
 	// From here on g.db is the database in use, which the commands name
 	// in what they print.
 	g.db = g.database(uri)
+	if err := g.checkDatabase(); err != nil {
+		return nil, nil, err
+	}
 	opts, err := clientOptions(uri)
 	if err != nil {
 		return nil, nil, err

@@ -210,6 +210,36 @@ func checkName(name string, limit int) error {
 var errNoServer = errors.New("no server: set MONGODB_URI or --uri; for a local one, run 'dsync server' " +
 	"and export MONGODB_URI=mongodb://127.0.0.1:27017/")
 
+// A usageErr is a mistake in what the user gave (a flag's value, the
+// connection string), found before any I/O: exit status 2, as for a
+// missing server (errNoServer).
+type usageErr struct{ error }
+
+func (e usageErr) Unwrap() error { return e.error }
+
+// isUsage reports whether err is the user's mistake rather than the
+// server's or the network's.
+func isUsage(err error) bool {
+	var u usageErr
+	return errors.Is(err, errNoServer) || errors.As(err, &u)
+}
+
+// checkDatabase checks, before any I/O, that MongoDB would accept the
+// database a command uses, which --db or else the connection string
+// names: dsyncmongo refuses the store otherwise, and the server would
+// refuse it at the first write.
+func (g *globals) checkDatabase() error {
+	err := dsyncmongo.CheckDatabaseName(g.db)
+	if err == nil {
+		return nil
+	}
+	from := "--db"
+	if !g.dbSet {
+		from = "the connection string's database"
+	}
+	return usageErr{fmt.Errorf("%s: %s", from, strings.TrimPrefix(err.Error(), "dsyncmongo: "))}
+}
+
 // dbFlag is --db: it records that the flag was given, since a database
 // named by the connection string (mongodb://host/app) is used otherwise.
 type dbFlag struct{ g *globals }

@@ -70,7 +70,7 @@ func runRevoke(g *globals, args []string) int {
 	ctx := context.Background()
 	mc, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("revoke", exitUsage, err)
 		}
 		return fail("revoke", exitFailure, err)

@@ -151,7 +151,7 @@ func runStatus(g *globals, args []string) int {
 	ctx := context.Background()
 	client, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("status", exitUsage, err)
 		}
 		return fail("status", exitFailure, err)
