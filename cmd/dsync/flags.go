@@ -27,7 +27,7 @@ import (
 
 // Defaults of the global flags.
 const (
-	defaultDB         = "dsync"
+	defaultDB         = dsyncmongo.DefaultDatabase
 	defaultCollection = dsyncmongo.DefaultCollection
 	defaultElections  = leadermongo.LegacyCollection
 	defaultMembers    = leadermongo.DefaultMembersCollection

@@ -45,9 +45,16 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 			// A database without the collection lists nothing: say
 			// why, rather than show an empty store.
 			if !collectionExists(ctx, db, g.collection) {
-				return time.Time{}, fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
+				err := fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
+				if hint := g.elsewhereHint(elsewhere(ctx, db.Client(), g.db, g.collection)); hint != "" {
+					err = fmt.Errorf("%w; %s", err, hint)
+				}
+				return time.Time{}, err
 			}
 			s, err := clockcheck.Measure(ctx, db, clockcheck.WithSamples(1))
+			if err != nil && errors.Is(context.Cause(ctx), errAllDown) {
+				return time.Time{}, context.Cause(ctx) // the server is gone (whileReachable)
+			}
 			return s.ServerTime.Add(s.RTT / 2), err
 		},
 	})
