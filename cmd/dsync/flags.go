@@ -50,6 +50,11 @@ type globals struct {
 	hints, hintsAdvertise string
 
 	defaulted bool // the defaults above are set
+
+	// Set by connect: the connection string in use, and the watch of
+	// its servers' heartbeats (whileReachable).
+	connURI string
+	watch   *dialWatch
 }
 
 // newFlagSet returns a flag set for cmd with the global flags registered.

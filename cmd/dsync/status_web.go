@@ -62,7 +62,7 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
-	srv := &http.Server{Handler: page, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: reachableHandler{g: g, h: page}, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "dsync status: serving %s.%s on http://%s/ (Ctrl-C stops)\n", g.db, g.collection, ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,4 +76,19 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 		return fail("status", exitFailure, err)
 	}
 	return exitOK
+}
+
+// reachableHandler serves each request of the page with a context that ends as
+// soon as the server is known to be unreachable (globals.whileReachable),
+// so that the page says so at once, as dsync status does, rather than
+// wait out --timeout and say "context deadline exceeded".
+type reachableHandler struct {
+	g *globals
+	h http.Handler
+}
+
+func (rh reachableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, stop := rh.g.whileReachable(r.Context())
+	defer stop()
+	rh.h.ServeHTTP(w, r.WithContext(ctx))
 }
