@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
@@ -227,51 +226,6 @@ func (e usageErr) Unwrap() error { return e.error }
 func isUsage(err error) bool {
 	var u usageErr
 	return errors.Is(err, errNoServer) || errors.As(err, &u)
-}
-
-// checkDatabase checks, before any I/O, that MongoDB would accept the
-// database a command uses, which --db or else the connection string
-// names: dsyncmongo refuses the store otherwise, and the server would
-// refuse it at the first write.
-func (g *globals) checkDatabase() error {
-	err := dsyncmongo.CheckDatabaseName(g.db)
-	if err == nil {
-		return nil
-	}
-	from := "--db"
-	if !g.dbSet {
-		from = "the connection string's database"
-	}
-	return usageErr{fmt.Errorf("%s: %s", from, strings.TrimPrefix(err.Error(), "dsyncmongo: "))}
-}
-
-// dbFlag is --db: it records that the flag was given, since a database
-// named by the connection string (mongodb://host/app) is used otherwise.
-type dbFlag struct{ g *globals }
-
-func (f dbFlag) String() string {
-	if f.g == nil {
-		return ""
-	}
-	return f.g.db
-}
-
-func (f dbFlag) Set(s string) error {
-	f.g.db, f.g.dbSet = s, true
-	return nil
-}
-
-// database returns the database a command uses: --db's if given, else
-// the one the connection string names (mongodb://host/app, as the
-// driver reads it), else defaultDB.
-func (g *globals) database(uri string) string {
-	if g.dbSet {
-		return g.db
-	}
-	if cs, err := connstring.Parse(uri); err == nil && cs.Database != "" {
-		return cs.Database
-	}
-	return defaultDB
 }
 
 // resolveURI returns --uri, else $MONGODB_URI.
