@@ -233,7 +233,7 @@ func (s *Store) logStart() {
 	if s.ferret.Load() {
 		server = "FerretDB"
 	}
-	s.cfg.logger.Info(fmt.Sprintf("dsyncmongo: locks in database %q, collection %q", s.db.Name(), s.cfg.collection),
+	s.cfg.logger.Info("dsyncmongo: where this process keeps its locks",
 		slog.String("database", s.db.Name()), slog.String("collection", s.cfg.collection),
 		slog.String("server", server+", "+s.topo.String()))
 }
