@@ -52,7 +52,7 @@ func runClock(g *globals, args []string) int {
 	ctx := context.Background()
 	client, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("clock", exitUsage, err)
 		}
 		return fail("clock", exitFailure, err)

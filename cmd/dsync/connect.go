@@ -37,11 +37,14 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	case g.timeout <= 0:
 		return nil, nil, fmt.Errorf("--timeout must be positive, got %v", g.timeout)
 	case g.dbSet && g.db == "":
-		return nil, nil, errors.New("--db must not be empty")
+		return nil, nil, usageErr{errors.New("--db must not be empty")}
 	}
 	// From here on g.db is the database in use, which the commands name
 	// in what they print.
 	g.db = g.database(uri)
+	if err := g.checkDatabase(); err != nil {
+		return nil, nil, err
+	}
 	opts, err := clientOptions(uri)
 	if err != nil {
 		return nil, nil, err
@@ -52,13 +55,15 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 	if err != nil {
 		return nil, nil, uriError(uri, err)
 	}
+	first := w.round()
+	defer first.end()
 	pctx, cancel := context.WithTimeoutCause(ctx, g.timeout, errNoAnswer)
 	defer cancel()
 	pctx, cancelDown := context.WithCancelCause(pctx)
 	defer cancelDown(nil)
 	go func() {
 		select {
-		case <-w.down:
+		case <-first.down:
 			cancelDown(errAllDown)
 		case <-pctx.Done():
 		}
@@ -68,12 +73,13 @@ func (g *globals) connect(ctx context.Context) (*mongo.Client, *mongo.Database, 
 		if g.verbose {
 			fmt.Fprintf(os.Stderr, "dsync: connected to %s: database %q, lock collection %q\n", redact(uri), g.db, g.collection)
 		}
+		g.watch, g.connURI = w, uri
 		return client, client.Database(g.db), nil
 	}
 	// Read the cause before Disconnect: it cancels the heartbeats in
 	// flight, whose failures say no more than "operation was canceled".
 	f := failedPing{uri: uri, timeout: g.timeout, err: err, cause: context.Cause(pctx)}
-	f.why, f.answered = w.failure()
+	f.why, f.answered = first.failure()
 	if opts.Auth != nil {
 		f.user = opts.Auth.Username
 	}
@@ -137,12 +143,33 @@ var (
 	errAllDown  = errors.New("every server failed to answer")
 )
 
+// unreachableError is the cause whileReachable gives: a failed ping's
+// error, matching errAllDown.
+type unreachableError struct{ err error }
+
+func (e unreachableError) Error() string { return e.err.Error() }
+func (e unreachableError) Unwrap() error { return errAllDown }
+
 // A dialWatch follows the driver's heartbeats to the servers of a
-// connection string, and closes down once each has failed.
+// connection string for the life of a client. Each round of it (round)
+// closes its down channel once every one of those servers has failed a
+// heartbeat since the round began, unless one answered first: then the
+// answer is known before any timeout (refused, no such host, a TLS
+// error), and the round says why.
 type dialWatch struct {
-	down chan struct{}
+	hosts []string // canonical addresses of the connection string
 
 	mu       sync.Mutex
+	rounds   map[*dialRound]bool
+	answered bool // a server answered a heartbeat, ever
+}
+
+// A dialRound is one wait of a dialWatch: a ping, or one request of the
+// status page.
+type dialRound struct {
+	w    *dialWatch
+	down chan struct{}
+	// Guarded by w.mu.
 	pending  map[string]bool // addresses not yet failed
 	failures []string        // why each failed, in order
 	answered bool            // a server answered a heartbeat
@@ -150,11 +177,30 @@ type dialWatch struct {
 }
 
 func newDialWatch(hosts []string) *dialWatch {
-	w := &dialWatch{down: make(chan struct{}), pending: map[string]bool{}}
+	w := &dialWatch{rounds: map[*dialRound]bool{}}
 	for _, h := range hosts {
-		w.pending[canonical(h)] = true
+		w.hosts = append(w.hosts, canonical(h))
 	}
 	return w
+}
+
+// round begins a round; end it with end.
+func (w *dialWatch) round() *dialRound {
+	r := &dialRound{w: w, down: make(chan struct{}), pending: map[string]bool{}}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.hosts {
+		r.pending[h] = true
+	}
+	w.rounds[r] = true
+	return r
+}
+
+// end ends r: it hears of no more heartbeats.
+func (r *dialRound) end() {
+	r.w.mu.Lock()
+	delete(r.w.rounds, r)
+	r.w.mu.Unlock()
 }
 
 func (w *dialWatch) monitor() *event.ServerMonitor {
@@ -167,14 +213,21 @@ func (w *dialWatch) monitor() *event.ServerMonitor {
 			addr = canonical(addr)
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if !w.pending[addr] {
-				return // failed before, or found later
-			}
-			delete(w.pending, addr)
-			w.failures = append(w.failures, describeDialError(addr, e.Failure))
-			if len(w.pending) == 0 && !w.answered && !w.closed {
-				w.closed = true
-				close(w.down)
+			for r := range w.rounds {
+				if !r.pending[addr] {
+					continue // failed before, or found later
+				}
+				delete(r.pending, addr)
+				why := describeDialError(addr, e.Failure)
+				if w.answered && errors.Is(e.Failure, io.EOF) {
+					// Not a TLS mismatch: the server answered before.
+					why = addr + " closed the connection (is the server running?)"
+				}
+				r.failures = append(r.failures, why)
+				if len(r.pending) == 0 && !r.answered && !r.closed {
+					r.closed = true
+					close(r.down)
+				}
 			}
 		},
 		ServerHeartbeatSucceeded: func(e *event.ServerHeartbeatSucceededEvent) {
@@ -182,16 +235,50 @@ func (w *dialWatch) monitor() *event.ServerMonitor {
 			// now on (it may be a secondary, or auth may fail).
 			w.mu.Lock()
 			w.answered = true
+			for r := range w.rounds {
+				r.answered = true
+			}
 			w.mu.Unlock()
 		},
 	}
 }
 
 // failure says why the servers could not be reached, "" when none failed.
-func (w *dialWatch) failure() (why string, answered bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.failures, "; "), w.answered
+func (r *dialRound) failure() (why string, answered bool) {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	return strings.Join(r.failures, "; "), r.answered
+}
+
+// whileReachable returns a context that ends, with the cause a failed
+// ping would give ("cannot reach ...: connection refused by ... (is the
+// server running?)"), once every server of the connection string has
+// failed a heartbeat since the call and none answered; stop releases it.
+// Without it, a call on a client whose server went away waits out the
+// driver's server selection timeout, and ends with a bare deadline.
+func (g *globals) whileReachable(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if g.watch == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	r := g.watch.round()
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-r.down:
+			why, _ := r.failure()
+			cancel(unreachableError{failedPing{uri: g.connURI, err: errAllDown, cause: errAllDown, why: why}.error()})
+		case <-ctx.Done():
+		case <-quit:
+		}
+	}()
+	return ctx, func() {
+		close(quit)
+		<-done
+		r.end()
+		cancel(nil)
+	}
 }
 
 // canonical is a server address as the driver names it: lower case, with

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -86,7 +85,7 @@ func runDoctor(g *globals, args []string) int {
 	ctx := context.Background()
 	client, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("doctor", exitUsage, err)
 		}
 		if *asJSON {

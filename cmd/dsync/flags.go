@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
@@ -27,7 +26,7 @@ import (
 
 // Defaults of the global flags.
 const (
-	defaultDB         = "dsync"
+	defaultDB         = dsyncmongo.DefaultDatabase
 	defaultCollection = dsyncmongo.DefaultCollection
 	defaultElections  = leadermongo.LegacyCollection
 	defaultMembers    = leadermongo.DefaultMembersCollection
@@ -50,6 +49,11 @@ type globals struct {
 	hints, hintsAdvertise string
 
 	defaulted bool // the defaults above are set
+
+	// Set by connect: the connection string in use, and the watch of
+	// its servers' heartbeats (whileReachable).
+	connURI string
+	watch   *dialWatch
 }
 
 // newFlagSet returns a flag set for cmd with the global flags registered.
@@ -210,33 +214,18 @@ func checkName(name string, limit int) error {
 var errNoServer = errors.New("no server: set MONGODB_URI or --uri; for a local one, run 'dsync server' " +
 	"and export MONGODB_URI=mongodb://127.0.0.1:27017/")
 
-// dbFlag is --db: it records that the flag was given, since a database
-// named by the connection string (mongodb://host/app) is used otherwise.
-type dbFlag struct{ g *globals }
+// A usageErr is a mistake in what the user gave (a flag's value, the
+// connection string), found before any I/O: exit status 2, as for a
+// missing server (errNoServer).
+type usageErr struct{ error }
 
-func (f dbFlag) String() string {
-	if f.g == nil {
-		return ""
-	}
-	return f.g.db
-}
+func (e usageErr) Unwrap() error { return e.error }
 
-func (f dbFlag) Set(s string) error {
-	f.g.db, f.g.dbSet = s, true
-	return nil
-}
-
-// database returns the database a command uses: --db's if given, else
-// the one the connection string names (mongodb://host/app, as the
-// driver reads it), else defaultDB.
-func (g *globals) database(uri string) string {
-	if g.dbSet {
-		return g.db
-	}
-	if cs, err := connstring.Parse(uri); err == nil && cs.Database != "" {
-		return cs.Database
-	}
-	return defaultDB
+// isUsage reports whether err is the user's mistake rather than the
+// server's or the network's.
+func isUsage(err error) bool {
+	var u usageErr
+	return errors.Is(err, errNoServer) || errors.As(err, &u)
 }
 
 // resolveURI returns --uri, else $MONGODB_URI.

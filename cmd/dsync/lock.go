@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -48,9 +49,14 @@ are indexed by name), and does not begin with "dsync:", which dsync keeps
 for keys of its own (the leases of elections). A NAME that starts with
 '-' goes after '--'.
 
-If the hold is lost (the server could not confirm it within --ttl), CMD
-gets SIGTERM, and SIGKILL after --grace; from then on another process may
-take the lock. dsync then exits 122, whatever CMD's status. The same
+If the hold is lost (the server could not confirm it within --ttl, or an
+operator revoked it), CMD gets SIGTERM, and SIGKILL after --grace; dsync
+then exits 122, whatever CMD's status. Another process may take the lock
+as soon as the lease has expired in the store, which can be a moment
+after the loss: --grace does not extend the lock, and CMD may still run
+beside the next holder until it exits. So CMD should stop at SIGTERM, or
+pass DSYNC_TOKEN to what it writes so that a stale write is refused. The
+same
 --grace applies when dsync is told to stop: SIGTERM or SIGHUP (and,
 without a terminal, SIGINT or SIGQUIT) is passed on to CMD, and SIGKILL
 follows if CMD is still running --grace later. Without a terminal, CMD
@@ -62,7 +68,8 @@ is signalled.
 Flags:
   --ttl D      lease length: a crashed holder blocks others this long
                (default 15s, at least 100ms, at most 5m)
-  --grace D    time between SIGTERM and SIGKILL (default 5s)
+  --grace D    time between SIGTERM and SIGKILL (default 5s); after a
+               loss, the lock is not held meanwhile
   --wait D     give up when the lock is not acquired within D (default: wait on)
   --try        give up at once when the lock is held (124), or when the
                server cannot be reached or answers an error (125)
@@ -229,7 +236,8 @@ func runHeld(ctx context.Context, rn *runner, s *session, mu lockable, env []str
 		return j.status
 	}
 	r.mute()
-	rn.stopLost(j, "lock %q (token %d) lost: the server did not confirm it in time", mu.Key(), mu.Token())
+	token := mu.Token()
+	rn.stopLost(j, "lock %q (token %d) lost: %s", mu.Key(), token, lostCause(mu))
 	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	s.abandon()
 	return exitLost
@@ -248,7 +256,25 @@ func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int 
 		return exitOK
 	case <-mu.Lost():
 		r.mute()
-		r.say("lock %q (token %d) lost: the server did not confirm it in time", mu.Key(), mu.Token())
+		token := mu.Token()
+		r.say("lock %q (token %d) lost: %s", mu.Key(), token, lostCause(mu))
 		return exitLost
 	}
+}
+
+// lostCause says why the hold of mu, whose Lost() has closed, was lost:
+// as the library says it (the server did not confirm a renewal in time,
+// an operator revoked the session, ...). Unlocking a lost hold returns
+// that at once and writes nothing: the lease is left to expire. mu is
+// unlocked after it (its Token is 0).
+func lostCause(mu lockable) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := mu.UnlockContext(ctx)
+	if !errors.Is(err, dsync.ErrLost) {
+		return "the server did not confirm it in time"
+	}
+	why := strings.TrimPrefix(err.Error(), dsync.ErrLost.Error()+": ")
+	why = strings.TrimSuffix(why, fmt.Sprintf(" (key %q)", mu.Key()))
+	return strings.TrimPrefix(why, "dsync: ")
 }

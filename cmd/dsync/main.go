@@ -187,7 +187,9 @@ const versionUsage = `Usage: dsync version
 
 Prints dsync's version, as --version before a command does: the module
 version it was built from (or "(devel)" and the commit, for a build in a
-work tree), the Go version and the embedded FerretDB's.
+work tree; a build without version control stamping, -buildvcs=false,
+records no commit, and dsync says so), the Go version and the embedded
+FerretDB's.
 `
 
 func runVersion(_ *globals, args []string) int {
@@ -198,32 +200,51 @@ func runVersion(_ *globals, args []string) int {
 	return exitOK
 }
 
-// printVersion prints dsync's version: the module's, as go install
-// records it ("(devel)" for a build in a work tree, with the commit when
-// the build recorded one), and the FerretDB built in.
+// printVersion prints dsync's version (versionText).
 func printVersion(w io.Writer) {
-	version, commit, modified := "(unknown)", "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		version = bi.Main.Version
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				commit = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
+	bi, ok := debug.ReadBuildInfo()
+	fmt.Fprintf(w, "dsync %s (%s; embedded FerretDB %s)\n", versionText(bi, ok), runtime.Version(), ferretserve.Version())
+}
+
+// versionText is the module's version as go install records it, with
+// the commit when the build recorded one: "(devel)" for a build in a
+// work tree, then the commit, or a note that none was recorded.
+func versionText(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "(unknown: the binary records no build information)"
+	}
+	version := bi.Main.Version
+	var commit, when string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
 		}
 	}
-	if commit != "" {
-		if len(commit) > 12 {
-			commit = commit[:12]
+	if commit == "" {
+		if version == "(devel)" || version == "" {
+			return "(devel), no commit recorded (built with -buildvcs=false, or where go found no version control)"
 		}
-		if modified {
-			commit += "+modified"
-		}
-		version += " " + commit
+		return version
 	}
-	fmt.Fprintf(w, "dsync %s (%s; embedded FerretDB %s)\n", version, runtime.Version(), ferretserve.Version())
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if strings.Contains(version, commit) {
+		return version // a pseudo-version names the commit already
+	}
+	if modified {
+		commit += "+modified"
+	}
+	if when != "" {
+		commit += " of " + when
+	}
+	return version + " " + commit
 }
 
 // usageError prints one line about a usage mistake and returns exitUsage.

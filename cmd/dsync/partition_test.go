@@ -281,7 +281,8 @@ func checkShardStatus(t *testing.T, uri, db string, runs []shardRun, pids map[st
 			shardLines = append(shardLines, l)
 		}
 	}
-	if named.code != 0 || len(shardLines) != 4 || !strings.HasPrefix(readLines(named.stdout)[0], "PARTITION") {
+	// After the line that names the database, the table of shards.
+	if named.code != 0 || len(shardLines) != 4 || !strings.HasPrefix(readLines(named.stdout)[1], "PARTITION") {
 		t.Errorf("dsync status jobs: exit %d, want the 4 shards alone\n%s\nstderr: %s", named.code, named.stdout, named.stderr)
 	}
 }

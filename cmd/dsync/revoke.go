@@ -26,7 +26,9 @@ than two thirds of a TTL), stops
 renewing and loses every hold at once (its Lost() closes with
 ErrRevoked, and dsync lock exits 122), and logs who revoked it and why.
 Waiters take over only once the lease has expired in the store's time,
-exactly as after a crash: never at once. The record stays in the store (dsync status lists it).
+exactly as after a crash: never at once. The record stays in the store
+(dsync status lists it) until an hour after the lease expired, when the
+sweeps delete it with the session's documents.
 
 revoke then waits until the lease has expired in store time.
 
@@ -68,7 +70,7 @@ func runRevoke(g *globals, args []string) int {
 	ctx := context.Background()
 	mc, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("revoke", exitUsage, err)
 		}
 		return fail("revoke", exitFailure, err)

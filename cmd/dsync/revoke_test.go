@@ -6,9 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +49,11 @@ func TestRevokeEndsAHolder(t *testing.T) {
 	if !strings.Contains(stderr.String(), "revoked") || !strings.Contains(stderr.String(), "stuck job") {
 		t.Errorf("the holder's log does not say who revoked it and why:\n%s", stderr.String())
 	}
+	// The loss is put down to the revoke, not to the server.
+	if lost := regexp.MustCompile(`lock "revoked" \(token \d+\) lost: session revoked by an operator by \S+ at \S+: stuck job; stopping the command`); !lost.MatchString(stderr.String()) ||
+		strings.Contains(stderr.String(), "did not confirm") {
+		t.Errorf("the holder's log does not put the loss down to the revoke:\n%s", stderr.String())
+	}
 	st := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status")
 	if !strings.Contains(st.stdout, "revoked sessions:") || !strings.Contains(st.stdout, "stuck job") {
 		t.Errorf("dsync status does not show the revocation:\n%s", st.stdout)
@@ -65,5 +74,50 @@ func TestRevokeEndsAHolder(t *testing.T) {
 	}
 	if r := runDsync(t, e, "", 10*time.Second, "--db", db, "revoke", "--reason", "x"); r.code != exitUsage {
 		t.Errorf("dsync revoke without --key or --process: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// TestGraceDoesNotHoldTheLock: after a loss (here a revoke), another
+// process takes the lock once the lease has expired in the store, while
+// the command of the holder that lost it may still run within --grace:
+// what dsync lock's usage says of --grace.
+func TestGraceDoesNotHoldTheLock(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
+	defer cancel()
+	dir := t.TempDir()
+	// The command ignores SIGTERM and runs until told through a file.
+	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", "2s", "--grace", "10m", "graced", "--",
+		"sh", "-c", `trap '' TERM; echo $$ > "$1/pid"; touch "$1/holding"; while [ ! -e "$1/release" ]; do sleep 0.05; done`, "sh", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "holding"), slow(30*time.Second))
+	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "revoke", "--key", "graced", "--reason", "test"); r.code != 0 {
+		t.Fatalf("dsync revoke: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "--try", "graced", "--", "true")
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := syscall.Kill(pid, 0) == nil
+	if r.code != 0 || !running {
+		t.Errorf("dsync lock --try after the revoke: exit %d (stderr %q), the lost holder's command running: %v; want 0 while it runs", r.code, r.stderr, running)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != exitLost {
+		t.Errorf("the holder that lost the lock: %v; want exit %d\nstderr: %s", err, exitLost, stderr.String())
 	}
 }

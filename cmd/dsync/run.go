@@ -130,7 +130,7 @@ func failOrSignal(ctx context.Context, cmd string, err error) int {
 		return signalStatus(ctx)
 	}
 	code := exitDsync
-	if errors.Is(err, errNoServer) {
+	if isUsage(err) {
 		code = exitUsage
 	}
 	return fail(cmd, code, err)

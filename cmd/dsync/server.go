@@ -126,6 +126,8 @@ func runServer(g *globals, args []string) int {
 			"  gets a lock while its old holder may still run. Use --data for anything that matters.\n")
 	}
 	fmt.Printf("  export MONGODB_URI=%s\n", srv.URI)
+	fmt.Printf("  (database %q, which dsync's commands use unless --db or the URI's path names another;\n"+
+		"  in Go, client.Database(dsyncmongo.DefaultDatabase) shares their locks)\n", defaultDB)
 	fmt.Printf("Ctrl-C to stop.\n")
 	select {
 	case <-ctx.Done():

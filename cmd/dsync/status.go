@@ -23,7 +23,11 @@ const statusUsage = `Usage: dsync status [NAME] [flags]
        dsync status --web [--addr HOST:PORT]
 
 Lists the locks and the elections, with the elections' members, judged in
-the server's time, as they are read (a long list streams):
+the server's time, as they are read (a long list streams), under a line
+that names the database and lock collection read and the server. When
+nothing is found there, status names the server's other databases that
+have a collection of that name (if the user may list databases), and
+how to read one:
 
   NAME       the name the lock was made with: 'dsync lock -n 3 encode'
              and 'dsync once migrate-42' are listed as encode and
@@ -103,9 +107,11 @@ Flags:
              were listed ("kind": "partition", with its "shards": the
              shard, its "election", "token", "owner" and "lease"; each
              shard is also an election line), then a summary ("kind":
-             "summary": the server's time, the order, the counts, and
-             with --limit whether more follow and the --after that lists
-             them)
+             "summary": the server's time, the order, the counts, the
+             "database" and "collection" read, with --limit whether more
+             follow and the --after that lists them, and when nothing was
+             found, the other databases that have the collection,
+             "elsewhere")
   --web      serve a live page of the same (it updates every second, is
              filtered by namespace and prefix in the page, and serves the
              same data as JSON at status.json) until interrupted
@@ -151,7 +157,7 @@ func runStatus(g *globals, args []string) int {
 	ctx := context.Background()
 	client, db, err := g.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errNoServer) {
+		if isUsage(err) {
 			return fail("status", exitUsage, err)
 		}
 		return fail("status", exitFailure, err)
@@ -212,6 +218,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if f.asJSON {
 		out = newJSONSink(os.Stdout)
 	} else {
+		fmt.Fprintln(os.Stdout, g.whereLine())
 		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
 	store, err := openStatus(ctx, g, db, f.seen)
@@ -220,13 +227,23 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	}
 	defer store.close()
 	sum, err := store.read(ctx, f.sel, sinkKicking{out, kick})
+	sum.database, sum.collection = g.db, g.collection
+	if err == nil && sum.Locks == 0 && sum.Elections == 0 && f.sel.prefix == "" && f.sel.after == "" {
+		// Nothing here: say which other databases have dsync's locks.
+		sum.elsewhere = elsewhere(ctx, db.Client(), g.db, g.collection)
+		sum.hint = g.elsewhereHint(sum.elsewhere)
+	}
 	switch {
 	case errors.Is(err, dsync.ErrAfterUnsupported):
 		return fail("status", exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix"))
 	case err != nil:
 		return fail("status", exitFailure, err)
 	case f.sel.name != "" && sum.Locks == 0 && sum.Elections == 0:
-		return fail("status", exitFailure, fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection))
+		err := fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection)
+		if sum.hint != "" {
+			err = fmt.Errorf("%w; %s", err, sum.hint)
+		}
+		return fail("status", exitFailure, err)
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
@@ -291,4 +308,10 @@ type statusSummary struct {
 	now    time.Time     // server time at the end
 	within time.Duration // uncertainty of the server times
 	statusread.Listed
+	// database and collection are where status read; when it found
+	// nothing, elsewhere are the other databases that have such a
+	// collection, and hint says how to read one.
+	database, collection string
+	elsewhere            []string
+	hint                 string
 }

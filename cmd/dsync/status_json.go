@@ -96,6 +96,13 @@ type (
 		// --after that lists the rest, where the order allows it.
 		More bool   `json:"more"`
 		Next string `json:"next,omitempty"`
+		// Database and Collection are where the list was read. When
+		// nothing was listed, Elsewhere names the server's other
+		// databases that have a collection of that name (if the user may
+		// list them).
+		Database   string   `json:"database"`
+		Collection string   `json:"collection"`
+		Elsewhere  []string `json:"elsewhere,omitempty"`
 	}
 )
 
@@ -163,7 +170,8 @@ func (s *jsonSink) done(sum statusSummary) error {
 		return err
 	}
 	js := jsonSummary{Kind: "summary", ServerTime: sum.now, UncertaintyMS: ms(sum.within),
-		Locks: sum.Locks, Elections: sum.Elections, Partitions: s.shards.Len(), More: sum.More, Next: sum.Next}
+		Locks: sum.Locks, Elections: sum.Elections, Partitions: s.shards.Len(), More: sum.More, Next: sum.Next,
+		Database: sum.database, Collection: sum.collection, Elsewhere: sum.elsewhere}
 	if sum.Order != 0 {
 		js.Order = sum.Order.String()
 	}

@@ -198,9 +198,10 @@ func TestStatusPages(t *testing.T) {
 	// the next page.
 	r = status("--prefix", "page/", "--limit", "3")
 	lines := readLines(r.stdout)
-	if r.code != 0 || len(lines) != 5 {
-		t.Fatalf("status --prefix page/ --limit 3: exit %d\n%s\nstderr: %s\nwant a header, 3 rows and a note", r.code, r.stdout, r.stderr)
+	if r.code != 0 || len(lines) != 6 || !strings.HasPrefix(lines[0], "database ") {
+		t.Fatalf("status --prefix page/ --limit 3: exit %d\n%s\nstderr: %s\nwant the database read, a header, 3 rows and a note", r.code, r.stdout, r.stderr)
 	}
+	lines = lines[1:]
 	stateAt := len("page/00  mutex  ")
 	for i, l := range lines[:4] {
 		if at := utf8.RuneCountInString(l[:strings.Index(l, "  ")]); i > 0 && at != len(pages[i-1]) {

@@ -199,6 +199,10 @@ func (t *tableSink) done(s statusSummary) error {
 		if t.sel.after != "" {
 			what += fmt.Sprintf(" after %q", t.sel.after)
 		}
+		if s.hint != "" {
+			_, err := fmt.Fprintf(t.w, "%s%s in %s; %s\n", t.indent, what, t.where, s.hint)
+			return err
+		}
 		_, err := fmt.Fprintf(t.w, "%s%s in %s\n", t.indent, what, t.where)
 		return err
 	}

@@ -45,9 +45,16 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 			// A database without the collection lists nothing: say
 			// why, rather than show an empty store.
 			if !collectionExists(ctx, db, g.collection) {
-				return time.Time{}, fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
+				err := fmt.Errorf("%s has no collection %s: nothing uses dsync there (check --db and --collection)", g.db, g.collection)
+				if hint := g.elsewhereHint(elsewhere(ctx, db.Client(), g.db, g.collection)); hint != "" {
+					err = fmt.Errorf("%w; %s", err, hint)
+				}
+				return time.Time{}, err
 			}
 			s, err := clockcheck.Measure(ctx, db, clockcheck.WithSamples(1))
+			if err != nil && errors.Is(context.Cause(ctx), errAllDown) {
+				return time.Time{}, context.Cause(ctx) // the server is gone (whileReachable)
+			}
 			return s.ServerTime.Add(s.RTT / 2), err
 		},
 	})
@@ -55,7 +62,7 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
-	srv := &http.Server{Handler: page, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: reachableHandler{g: g, h: page}, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "dsync status: serving %s.%s on http://%s/ (Ctrl-C stops)\n", g.db, g.collection, ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -69,4 +76,19 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 		return fail("status", exitFailure, err)
 	}
 	return exitOK
+}
+
+// reachableHandler serves each request of the page with a context that ends as
+// soon as the server is known to be unreachable (globals.whileReachable),
+// so that the page says so at once, as dsync status does, rather than
+// wait out --timeout and say "context deadline exceeded".
+type reachableHandler struct {
+	g *globals
+	h http.Handler
+}
+
+func (rh reachableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, stop := rh.g.whileReachable(r.Context())
+	defer stop()
+	rh.h.ServeHTTP(w, r.WithContext(ctx))
 }

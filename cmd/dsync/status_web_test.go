@@ -144,3 +144,47 @@ func get(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// TestStatusWebSaysAtOnceTheServerIsGone: once the server has stopped,
+// status.json says so as dsync status does ("connection refused ... (is
+// the server running?)") as soon as the driver's heartbeats have failed,
+// rather than wait out --timeout and say "context deadline exceeded".
+func TestStatusWebSaysAtOnceTheServerIsGone(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, env(""), "--temp")
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
+	defer cancel()
+	url, stop := serveWeb(t, ctx, srv.uri, defaultDB)
+	defer stop()
+	get503 := func() statuspage.Snapshot {
+		t.Helper()
+		resp, err := http.Get(url + "status.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s statuspage.Snapshot
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := get503(); strings.Contains(s.Error, "cannot reach") {
+		t.Fatalf("status.json before the server stopped: %+v", s)
+	}
+	if r := srv.stop(); r.code != 0 {
+		t.Fatalf("dsync server: exit %d\n%s", r.code, r.stderr)
+	}
+	// The first read after the stop may meet the connection the server
+	// closed; the next ones meet a refusal, each within a heartbeat.
+	const tries = 5
+	for i := 0; ; i++ {
+		s := get503()
+		if strings.Contains(s.Error, "connection refused") && strings.Contains(s.Error, "(is the server running?)") {
+			break
+		}
+		if strings.Contains(s.Error, "deadline exceeded") || i == tries-1 {
+			t.Fatalf("status.json, read %d after the server stopped: %q; want it to say the connection was refused", i+1, s.Error)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func ExampleNewLocker() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func ExampleNewElector() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func Example_robfigCron() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,10 @@ var (
 	// taken, or its slot claimed, because the store failed or did not
 	// answer (within the lock's try timeout, dsync.WithTryTimeout, for the
 	// lock): gocron skips the tick, but unlike ErrRunning this is an
-	// outage, worth an alert. The error also wraps the store's error.
+	// outage, worth an alert. The error also wraps the store's error;
+	// when this process's lease ended during the attempt instead (the
+	// store did not confirm it in time), it says so, and does not match
+	// dsync.ErrLost: no lock was held.
 	// It is also what Lock returns when the slot's claim may have been
 	// made twice: its reply came after this replica's hold had ended
 	// (wrapping dsync.ErrUnconfirmed), or it met the claim of another
@@ -109,6 +113,8 @@ func (l *Locker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 			return nil, fmt.Errorf("%w: %q: %w", ErrRunning, job, err)
 		case ctx.Err() != nil:
 			return nil, err // context.Cause(ctx)
+		case errors.Is(err, dsync.ErrLost):
+			return nil, &notTakenError{job: job, err: err}
 		}
 		return nil, fmt.Errorf("%w: %q: %w", ErrUnavailable, job, err)
 	}
@@ -178,4 +184,36 @@ func (k *lock) Unlock(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
 	return k.m.UnlockContext(ctx)
+}
+
+// notTakenError is Lock's ErrUnavailable when this process's lease (its
+// dsync session) ended while the try was under way, as when the store
+// stops answering: the store did not confirm the lease in time, so the
+// job's lock was not taken. dsync words that end as a lost hold's
+// ("lock lost before unlock"), and may say it twice; no lock was held,
+// so the error says why once, and does not match dsync.ErrLost.
+type notTakenError struct {
+	job string
+	err error // dsync's, which wraps dsync.ErrLost
+}
+
+func (e *notTakenError) Error() string {
+	return fmt.Sprintf("%v: %q: the lock was not taken: this process's lease was not confirmed in time: %s", ErrUnavailable, e.job, leaseEnd(e.err))
+}
+
+func (e *notTakenError) Unwrap() error { return ErrUnavailable }
+
+// leaseEnd is why a lease ended, from dsync's error: what follows its
+// last "lock lost before unlock: ", without the parentheses that closed
+// before it.
+func leaseEnd(err error) string {
+	why := err.Error()
+	lost := dsync.ErrLost.Error() + ": "
+	if i := strings.LastIndex(why, lost); i >= 0 {
+		why = why[i+len(lost):]
+	}
+	for strings.HasSuffix(why, ")") && strings.Count(why, ")") > strings.Count(why, "(") {
+		why = strings.TrimSuffix(why, ")")
+	}
+	return why
 }

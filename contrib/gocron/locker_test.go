@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -417,6 +418,43 @@ func TestLockerClaimConfirmedAfterTheHoldEnded(t *testing.T) {
 		}
 		if _, err := lb.Lock(ctx, "report"); !errors.Is(err, dsyncgocron.ErrSlotTaken) {
 			t.Errorf("a later tick of the slot: %v, want ErrSlotTaken", err)
+		}
+	})
+}
+
+// TestLockNeverHeldIsNotLost: when the store stops answering and this
+// process's lease ends while Lock tries the job's lock, Lock fails with
+// ErrUnavailable saying the lock was not taken and why the lease ended,
+// once; not "lock lost before unlock" (twice, as dsync words a lost
+// hold), and not matching dsync.ErrLost: no lock was held.
+func TestLockNeverHeldIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := memory.New().Process()
+		c, err := dsync.NewClient(p, dsync.ClientWithLogger(quietLog), dsync.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := dsyncgocron.NewLocker(c, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		k, err := l.Lock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The lease ends while the next Lock waits for the store.
+		p.SetAnswering(false)
+		time.Sleep(300 * time.Millisecond)
+		_, err = l.Lock(ctx, "job")
+		p.SetAnswering(true)
+		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsync.ErrLost) ||
+			strings.Contains(err.Error(), "lost before unlock") || strings.Count(err.Error(), "lease") != 1 {
+			t.Errorf("Lock while the lease ended: %v; want ErrUnavailable saying once that the lease was not confirmed, not ErrLost", err)
 		}
 	})
 }

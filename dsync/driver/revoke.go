@@ -11,7 +11,11 @@ import (
 // page and Client.Revocations list it).
 //
 // A revocation is a document of its own, inserted once and never
-// changed or deleted. Revoking writes nothing else: no document that the
+// changed. A store may delete it once it can no longer matter: when every
+// document of its session has expired in store time, the owner has
+// retired the session (its local deadline comes before the expiry its
+// last confirmed renewal stored) and reads the record no more. Before
+// that it must stay. Revoking writes nothing else: no document that the
 // session's owner writes (its session documents, claims, markers). On a
 // store whose updates are a read and a later whole-document write
 // (FerretDB), a write to a session document by anyone but its owner

@@ -8,6 +8,10 @@ var (
 	// ErrNilDatabase is returned by NewStore when given a nil database.
 	ErrNilDatabase = errors.New("dsyncmongo: nil database")
 
+	// ErrInvalidDatabase is returned by NewStore (and CheckDatabaseName)
+	// for a database whose name MongoDB refuses, before any I/O.
+	ErrInvalidDatabase = errors.New("dsyncmongo: invalid database name")
+
 	// ErrEmptyKey, ErrKeyTooLong and ErrInvalidKey reject a key before any
 	// I/O. Keys are limited to MaxKeyLen bytes so that every lock document
 	// fits the index key limits of every MongoDB version.

@@ -30,7 +30,7 @@ func Example_firstLock() {
 	}
 	defer client.Disconnect(context.Background())
 
-	store, err := dsyncmongo.NewStore(client.Database("dsync")) // the dsync command's database
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // "dsync", as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func Example_quickStart() {
 	}
 	defer client.Disconnect(context.Background())
 
-	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func ExampleNewStore_queue() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func Example_family() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app")) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -199,8 +199,7 @@ func ExampleFence() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	db := client.Database("app")
-	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -220,7 +219,7 @@ func ExampleFence() {
 	}
 	defer mu.Unlock()
 
-	counters, err := dsyncmongo.Fence(ctx, db.Collection("counters"), mu.Token())
+	counters, err := dsyncmongo.Fence(ctx, client.Database("app").Collection("counters"), mu.Token())
 	if errors.Is(err, dsyncmongo.ErrFenceNotAtomic) {
 		// FerretDB, e.g. `dsync server`: no fenced documents there. Pass
 		// the token to a resource that keeps the highest one it has seen.

@@ -19,19 +19,26 @@ const MaxKeyLen = 512
 // after it. Give it to dsync.NewClient, which runs the protocol over it,
 // and which closes it when the Client is closed:
 //
-//	store, err := dsyncmongo.NewStore(db)
+//	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase))
 //	...
-//	client, err := dsync.NewClient(store, dsync.WithTTL(10*time.Second))
+//	locks, err := dsync.NewClient(store, dsync.WithTTL(10*time.Second))
 //
-// It does no I/O: the index is created, and the server's clock measured,
-// by the first call that needs them, with that call's context; a failure
-// is returned to that call and retried by the next. A Client's reads
-// (List, Queue, HasKey, ListOrder, Revocations) create nothing and write
-// nothing (Store.PrepareRead): they need only the read role. One store (and one
-// Client) per process and database is the intended use.
+// A database whose name MongoDB refuses (CheckDatabaseName) is refused
+// here, with ErrInvalidDatabase. NewStore does no I/O: the index is
+// created, and the server's clock measured, by the first call that needs
+// them, with that call's context; a failure is returned to that call and
+// retried by the next. That first call also says, once, at Info through
+// the store's logger (WithLogger), which database and collection the
+// store uses. A Client's reads (List, Queue, HasKey, ListOrder,
+// Revocations) create nothing and write nothing (Store.PrepareRead): they
+// need only the read role. One store (and one Client) per process and
+// database is the intended use.
 func NewStore(db *mongo.Database, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, ErrNilDatabase
+	}
+	if err := CheckDatabaseName(db.Name()); err != nil {
+		return nil, err
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {

@@ -15,6 +15,13 @@ import (
 
 // Defaults of the options.
 const (
+	// DefaultDatabase is the database the dsync command uses when neither
+	// --db nor the connection string names one, and the one this
+	// package's examples use: a program whose store is on
+	// client.Database(DefaultDatabase) shares its locks, elections and
+	// once records with the command's. NewStore takes whatever database it
+	// is given; this is only the name every entry point agrees on.
+	DefaultDatabase = "dsync"
 	// DefaultCollection is the collection the lock documents live in.
 	DefaultCollection = "dsync_locks"
 	// DefaultWriteTimeout bounds how long the server may take to
@@ -221,7 +228,8 @@ func WithClock(clk clockcheck.Clock) Option {
 
 // WithLogger sets where the store reports what it handles itself:
 // failed pruning, late replies, estimator trouble, a wake-up stream that
-// fell back to polling. It is also the server-time estimator's logger
+// fell back to polling, all at Debug; and once, at Info, on its first
+// call, the database and collection it uses. It is also the server-time estimator's logger
 // (clockcheck.WithLogger). Default: slog.Default(), as in the rest of
 // dsync; pass slog.New(slog.DiscardHandler) to silence it.
 func WithLogger(l *slog.Logger) Option {

@@ -17,7 +17,8 @@ import (
 // are xids, which never begin with "#"). A record is inserted once and
 // never updated, so no renewal can erase it, even on FerretDB, which
 // applies an update as a read and a later write. It has no expiresAt:
-// the cleaning of expired sessions never selects it.
+// the cleaning of expired sessions never selects it; cleanRevocations
+// deletes it once its session can no longer act (below).
 
 const (
 	revokeIDPrefix   = "#revoke/"
@@ -92,4 +93,48 @@ func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 		rs = append(rs, d.revocation())
 	}
 	return rs, nil
+}
+
+// A revocation's end. A record matters while its session may still act:
+// its owner reads it only while it keeps the session, and keeps the
+// session only until its local deadline, which comes before the expiry
+// its last confirmed renewal stored (stored expiries only grow). So once
+// every document of the session has expired in store time, the owner has
+// retired the session, or will before it acts again (a paused owner
+// checks its deadline first), and no renewal it sent can make it keep
+// the session: the record can no longer change what anyone does.
+// cleanRevocations deletes a record only well past that point, by the
+// rule that deletes the session documents themselves (cleanSessions): the
+// record was sent more than sessionRetention ago in store time, and no
+// document of its session expires later than sessionRetention ago. A
+// session whose documents were deleted so (or that never had any) has
+// none. Until then dsync status and the status page list the record.
+
+// cleanRevocations deletes the revocations that can no longer matter
+// (above), judged against before: the earliest server time now, less
+// sessionRetention. Best effort, one read of the records, then one read
+// of a candidate's session and one delete by _id each; a delete that
+// lands late deletes a record that could no longer matter, or nothing.
+func (s *Store) cleanRevocations(ctx context.Context, before time.Time) {
+	rs, err := s.Revocations(ctx)
+	if err != nil {
+		s.cfg.logger.Debug("dsyncmongo: reading revocations to clean failed", "err", err)
+		return
+	}
+	for _, r := range rs {
+		if !r.At.Before(before) {
+			continue
+		}
+		sess, found, err := s.GetSession(ctx, r.Session)
+		if err == nil && found && !sess.ExpiresAt.Before(before) {
+			continue // the session may still act: keep the record
+		}
+		if err == nil {
+			_, err = s.deleteByID(ctx, s.sessions, "clean revocations", []any{revokeIDPrefix + r.Session})
+		}
+		if err != nil {
+			s.cfg.logger.Debug("dsyncmongo: deleting a revocation that can no longer matter failed", "session", r.Session, "err", err)
+			return
+		}
+	}
 }

@@ -55,7 +55,8 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 const closeCleanTime = 2 * time.Second
 
 // cleanSessions deletes the sessions that expired more than
-// sessionRetention ago. Best effort. On FerretDB its deleteMany decodes
+// sessionRetention ago, and the revocations that can no longer matter
+// (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
 // started within the retention, so it is sent when a process that made a
 // session closes its store, and by sweeps (Compact), never on the way to
@@ -76,6 +77,7 @@ func (s *Store) cleanSessions(ctx context.Context) {
 	if err != nil {
 		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
+	s.cleanRevocations(ctx, before)
 }
 
 // RenewSession implements driver.Store: one findAndModify by _id, raising

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -220,7 +221,21 @@ func (s *Store) probeLocked(ctx context.Context) error {
 	s.ferret.Store(ferret)
 	s.topo = topo
 	s.probed = true
+	s.logStart()
 	return nil
+}
+
+// logStart says, once, at Info, where the store keeps its documents:
+// when two programs (or a program and the dsync command) should share
+// locks and do not, the database or collection is the usual culprit.
+func (s *Store) logStart() {
+	server := "MongoDB"
+	if s.ferret.Load() {
+		server = "FerretDB"
+	}
+	s.cfg.logger.Info("dsyncmongo: where this process keeps its locks",
+		slog.String("database", s.db.Name()), slog.String("collection", s.cfg.collection),
+		slog.String("server", server+", "+s.topo.String()))
 }
 
 // checkLocked checks the collections' sharding on a sharded cluster and

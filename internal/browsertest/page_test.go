@@ -3,6 +3,8 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -26,21 +28,42 @@ import (
 	"github.com/go-dsync/dsync/statuspage"
 )
 
-func TestMain(m *testing.M) { mongotest.Main(m) }
+// TestMain runs no test when there is no chromium to drive, unless
+// DSYNC_BROWSERTEST_REQUIRED=1: every test here drives one, and go test
+// shows a package whose tests all skipped as a plain "ok", the same as
+// one whose tests passed. With none run, it shows "ok ... [no tests to
+// run]", and the reason goes to stderr (shown with -v).
+func TestMain(m *testing.M) {
+	if _, ok := findChromium(); !ok && os.Getenv("DSYNC_BROWSERTEST_REQUIRED") != "1" {
+		flag.Parse()
+		if err := flag.Set("test.run", "^$"); err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "browsertest: "+noChromium+": no test runs")
+	}
+	mongotest.Main(m)
+}
 
-// chromium returns the browser to drive, or skips (fails when
-// DSYNC_BROWSERTEST_REQUIRED=1, as in CI).
-func chromium(t *testing.T) string {
+const noChromium = "no chromium on PATH: install Debian's chromium (apt-get install -y chromium) to run the browser tests"
+
+// findChromium returns the browser to drive, if one is on PATH.
+func findChromium() (string, bool) {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			return p, true
 		}
 	}
-	if os.Getenv("DSYNC_BROWSERTEST_REQUIRED") == "1" {
-		t.Fatal("no chromium on PATH, and DSYNC_BROWSERTEST_REQUIRED=1: install Debian's chromium (apt-get install -y chromium)")
+	return "", false
+}
+
+// chromium returns the browser to drive, or fails (without one, TestMain
+// runs no test unless DSYNC_BROWSERTEST_REQUIRED=1, as in CI).
+func chromium(t *testing.T) string {
+	p, ok := findChromium()
+	if !ok {
+		t.Fatal(noChromium + ", and DSYNC_BROWSERTEST_REQUIRED=1")
 	}
-	t.Skip("no chromium on PATH: install Debian's chromium (apt-get install -y chromium) to run the browser test")
-	return ""
+	return p
 }
 
 // browser starts headless Chromium on a fresh profile, with everything

@@ -37,7 +37,7 @@ func Example() {
 	}
 	defer client.Disconnect(context.Background())
 
-	store, err := dsyncmongo.NewStore(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func Example_status() {
 		log.Fatal(err)
 	}
 	defer client.Disconnect(context.Background())
-	store, err := dsyncmongo.NewStore(client.Database("app"))
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase)) // dsync.dsync_locks, as the dsync command
 	if err != nil {
 		log.Fatal(err)
 	}

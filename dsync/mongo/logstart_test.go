@@ -1,0 +1,71 @@
+package dsyncmongo
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/mongotest"
+)
+
+// records is a slog.Handler that keeps every record.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// infos returns the Info records, each as its message and attributes.
+func (r *records) infos() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]string
+	for _, rec := range r.recs {
+		if rec.Level != slog.LevelInfo {
+			continue
+		}
+		m := map[string]string{"msg": rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			m[a.Key] = a.Value.String()
+			return true
+		})
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestStoreSaysWhereItKeepsLocks: a store's first call says once, at
+// Info through the store's logger, which database and lock collection
+// it uses, so that two programs that should share locks and do not can
+// see why; later calls say nothing more.
+func TestStoreSaysWhereItKeepsLocks(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	db := mongotest.NewDatabase(t)
+	var log records
+	s, err := NewStore(db, WithCollection("jobs_locks"), WithLogger(slog.New(&log)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PrepareRead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	infos := log.infos()
+	if len(infos) != 1 || infos[0]["database"] != db.Name() || infos[0]["collection"] != "jobs_locks" || infos[0]["server"] == "" {
+		t.Fatalf("Info records after PrepareRead and Prepare: %v; want one naming database %s and collection jobs_locks, and the server", infos, db.Name())
+	}
+}
