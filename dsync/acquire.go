@@ -254,7 +254,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 	ccancel()
 	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
 		// The session was retired meanwhile: that is why.
-		return nil, fmt.Errorf("dsync: acquire %q: %w (%w)", p.key, context.Cause(sess.ctx), err)
+		return nil, leaseEnded(p.key, context.Cause(sess.ctx), err)
 	}
 	if err != nil {
 		if wait {

@@ -1,6 +1,7 @@
 package dsyncgocron_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -430,7 +431,8 @@ func TestLockerClaimConfirmedAfterTheHoldEnded(t *testing.T) {
 func TestLockNeverHeldIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := memory.New().Process()
-		c, err := dsync.NewClient(p, dsync.ClientWithLogger(quietLog), dsync.WithTTL(time.Second))
+		var logged bytes.Buffer // what the Client logs, at Warn and above
+		c, err := dsync.NewClient(p, dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))), dsync.WithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,6 +457,12 @@ func TestLockNeverHeldIsNotLost(t *testing.T) {
 		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsync.ErrLost) ||
 			strings.Contains(err.Error(), "lost before unlock") || strings.Count(err.Error(), "lease") != 1 {
 			t.Errorf("Lock while the lease ended: %v; want ErrUnavailable saying once that the lease was not confirmed, not ErrLost", err)
+		}
+		c.Close()
+		for line := range strings.Lines(logged.String()) {
+			if strings.Contains(line, "lost before unlock") || strings.Count(line, "no renewal confirmed") > 1 {
+				t.Errorf("the Client logged a loss of a lock never held, or said its cause twice: %s", line)
+			}
 		}
 	})
 }
