@@ -17,14 +17,14 @@ import (
 // the servers are asked, once, as the store is prepared: whatsmyuri
 // tells the address a server sees this connection come from, which is a
 // loopback address only when the connection came over loopback (from
-// this network namespace: neither a server elsewhere nor one in a
-// container whose port is mapped to the host's sees one); and on a
+// this network namespace: a server elsewhere sees another); and on a
 // replica set, hello lists the members the driver connects to, each of
 // which must be named by a loopback address too (every member on this
 // machine). A sharded cluster never counts: a mongos on each
 // application's machine, reached over loopback, is a common deployment,
-// whose processes run on many machines. A server that answers neither
-// command counts as not reached over loopback.
+// whose processes run on many machines. A server that does not answer
+// (whatsmyuri, or hello on a replica set) counts as not reached over
+// loopback.
 
 var _ driver.LoopbackReporter = (*Store)(nil)
 
