@@ -33,6 +33,23 @@ var _ driver.LoopbackReporter = (*Store)(nil)
 // and the deployment is not a sharded cluster. False before.
 func (s *Store) Loopback() bool { return s.loopback.Load() }
 
+// reachLocked detects, once, whether the deployment is reached over
+// loopback, as Prepare prepares the store (a Client's reads, which
+// PrepareRead prepares for, have no use for it); s.sem is held, and the
+// deployment probed.
+func (s *Store) reachLocked(ctx context.Context) error {
+	if s.reached {
+		return nil
+	}
+	loopback, err := s.detectLoopback(ctx, s.topo)
+	if err != nil {
+		return err
+	}
+	s.loopback.Store(loopback)
+	s.reached = true
+	return nil
+}
+
 // detectLoopback is what Loopback reports once the store is prepared on
 // a deployment of kind topo. It fails only when ctx ends.
 func (s *Store) detectLoopback(ctx context.Context, topo topology) (bool, error) {

@@ -46,9 +46,10 @@ type Store struct {
 	probed  bool        // guarded by sem: ferret and topo are known
 	topo    topology    // guarded by sem
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
-	// loopback: every server is reached over loopback (loopback.go),
-	// known once probed.
+	// loopback: every server is reached over loopback (loopback.go);
+	// reached: that is known (guarded by sem).
 	loopback atomic.Bool
+	reached  bool
 	// runsOnFerretDB: GetRun reads runs on FerretDB too (the conformance
 	// suite's test of it; run.go).
 	runsOnFerretDB bool
@@ -188,6 +189,9 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if err := s.probeLocked(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.reachLocked(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.checkLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -200,9 +204,8 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	return e, nil
 }
 
-// probeLocked detects, once, whether the server is FerretDB, what kind
-// of deployment it is, and whether it is reached over loopback
-// (loopback.go); s.sem is held. It comes before any write: it
+// probeLocked detects, once, whether the server is FerretDB and what
+// kind of deployment it is; s.sem is held. It comes before any write: it
 // decides the write timeout.
 func (s *Store) probeLocked(ctx context.Context) error {
 	if s.probed {
@@ -221,12 +224,7 @@ func (s *Store) probeLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	loopback, err := s.detectLoopback(ctx, topo)
-	if err != nil {
-		return err
-	}
 	s.ferret.Store(ferret)
-	s.loopback.Store(loopback)
 	s.topo = topo
 	s.probed = true
 	return nil
