@@ -236,7 +236,7 @@ fi
 
 if want dsync-polling; then
 	log "measuring dsync without wake-ups (waiters poll)"
-	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -wakeups off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
+	if MONGODB_URI="$mongo_uri" "$work/dsyncbench" -cli "$work/dsync" -wakeups off -hints off -out "$resdir/dsync-polling.json" -rev "$rev" ${server_pid:+-server-pid "$server_pid"} \
 		-scenarios "${scenarios:-handoff,graceful,idle,throughput}" $quick "${extra[@]}"; then :; else failed+=(dsync-polling); fi
 fi
 

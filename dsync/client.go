@@ -92,7 +92,8 @@ type ClientOption func(*clientConfig) error
 type clientConfig struct {
 	logger     *slog.Logger
 	wakeups    bool
-	hints      *hint.Config  // nil: no direct hints (ClientWithHints)
+	hints      *hint.Config  // nil: direct hints by default (ClientWithHints)
+	hintsOff   bool          // ClientWithHints("", ""): no direct hints
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
 	// relockWindow: how long after a takeover a Mutex that locks again
@@ -207,6 +208,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
 		c.feed = f
 	}
+	inner := c.feed
 	if cfg.directFeed != nil {
 		c.feed = cfg.directFeed(c.feed)
 	} else if cfg.hints != nil {
@@ -257,6 +259,9 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	}
 	if hf, ok := c.feed.(*hint.Feed); ok && cfg.onHints != nil {
 		cfg.onHints(hf)
+	}
+	if !direct && !cfg.hintsOff {
+		c.wake.settle = loopbackHints(store, inner, cfg)
 	}
 	return c, nil
 }

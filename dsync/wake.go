@@ -152,7 +152,10 @@ type wakeups struct {
 	// this process (hint.ErrStoreFeedPaused): not a failure.
 	paused atomic.Bool
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// settle, if set, decides the feed, env.direct and env.peers as the
+	// feed is first followed (start), and is then cleared.
+	settle   func() (feed driver.Feed, direct bool, peers driver.PeerStore)
 	started  bool
 	closed   bool
 	unfollow func() // stops following the feed
@@ -227,14 +230,17 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 	}
 }
 
-// start follows the store's feed, once.
+// start follows the store's feed, once. A Client whose direct hints
+// wait for the store to say how it is reached (hints.go) settles them
+// first.
 func (w *wakeups) start() {
-	if w.feed == nil {
-		return
-	}
 	w.mu.Lock()
-	start := !w.started && !w.closed
-	w.started = true
+	if w.settle != nil && !w.closed {
+		w.feed, w.env.direct, w.env.peers = w.settle()
+		w.settle = nil
+	}
+	start := w.feed != nil && !w.started && !w.closed
+	w.started = w.started || start
 	w.mu.Unlock()
 	if !start {
 		return

@@ -76,7 +76,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
 	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events (default); --wakeups=false polls")
-	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port (off by default)")
+	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port (default: 127.0.0.1:0 where the server is reached over loopback, else off)")
 	fs.StringVar(&g.hintsAdvertise, "hints-advertise", g.hintsAdvertise, "the host:port other processes send hints to (default: --hints's)")
 	return fs
 }

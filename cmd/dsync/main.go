@@ -141,7 +141,8 @@ Flags (also accepted after COMMAND):
                   when the server has no tailable cursors)
   --hints ADDR    also wake processes directly, by UDP hints received on
                   ADDR (host:port; 127.0.0.1:0 for processes on one
-                  machine); off by default (dsync.ClientWithHints)
+                  machine); by default 127.0.0.1:0 where the server is
+                  reached over loopback, else off (dsync.ClientWithHints)
   --hints-advertise ADDR
                   the host:port the other processes send hints to
                   (default: --hints's host, with the port listened on)

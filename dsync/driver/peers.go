@@ -33,3 +33,19 @@ type PeerStore interface {
 	// Peers lists the peers whose records expire after after.
 	Peers(ctx context.Context, after time.Time) ([]Peer, error)
 }
+
+// LoopbackReporter is what a store that can tell how this process
+// reaches it provides, besides Store. dsync turns direct hints on by
+// default, on loopback, for a store that reports true (see
+// dsync.ClientWithHints): every process that uses such a store shares
+// this one's network namespace, where hints need no configuration and
+// open nothing to the outside.
+type LoopbackReporter interface {
+	// Loopback reports whether, as far as the store can tell, every
+	// server of its deployment is reached over loopback, and none is a
+	// router that processes on other machines reach over their own
+	// loopback (a mongos beside each application). It is asked once the
+	// store was prepared (Store.Prepare succeeded); false when the store
+	// cannot tell, or was not prepared.
+	Loopback() bool
+}

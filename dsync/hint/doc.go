@@ -32,9 +32,12 @@
 // Hints are authenticated with HMAC-SHA256 under a key kept in the store
 // (created once, by an insert, so that processes racing to create it
 // agree): only processes that can read the store can send hints that
-// others accept. A hint sent more than ten seconds from the receiver's
-// estimate of the store's time, or one already taken, is dropped; past a
-// rate (Config.Rate), hints are dropped too.
+// others accept. The MAC covers the receiver's peer ID, so a hint is
+// taken only by the process it was sent to. A hint sent more than ten
+// seconds from the receiver's estimate of the store's time, or one seen
+// already (taken, or refused over the rate), is dropped; past a rate
+// (Config.Rate), hints are dropped too, and a hint played again takes
+// none of it.
 //
 // A hint is only ever a hint. A waiter that a hint wakes confirms its
 // turn in the store (one request where the store reads runs of a queue,

@@ -67,7 +67,7 @@ func TestNeedToldAgainTakesEffect(t *testing.T) {
 		sent := f.store.ServerTime().Latest
 		until := sent.Add(time.Hour)
 		hint := func(kind byte, from string, seq uint64, a string, need uint32) {
-			b, err := encode(msg{kind: kind, seq: seq, sent: sent, epoch: 10, until: until, from: from, addr: a, proc: "p" + from, key: "k", need: need}, f.key)
+			b, err := encode(msg{kind: kind, seq: seq, sent: sent, epoch: 10, until: until, from: from, addr: a, proc: "p" + from, key: "k", need: need, to: f.id}, f.key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestTellGoesToTheClaimsOwner(t *testing.T) {
 			f.peersByID[fmt.Sprint("p", i)] = peer{addr: mustAddr(t, addr(40+i)), expires: now.Earliest.Add(time.Minute)}
 		}
 		f.mu.Unlock()
-		b, err := encode(msg{kind: kindHeld, seq: 1, sent: now.Latest, epoch: 10, from: "p1", addr: addr(41), proc: "q", key: "k"}, f.key)
+		b, err := encode(msg{kind: kindHeld, seq: 1, sent: now.Latest, epoch: 10, from: "p1", addr: addr(41), proc: "q", key: "k", to: f.id}, f.key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,29 +130,29 @@ func TestTellGoesToTheClaimsOwner(t *testing.T) {
 	})
 }
 
-// TestOldWaitingIsServedAtOnce: a Waiting in the wire format of senders
-// older than need (no need after the key) is taken, with need unknown,
-// and the end of its claim goes to its sender at once; a Waiting that
-// tells a need of 2 is taken too, and its sender gets the end later.
-func TestOldWaitingIsServedAtOnce(t *testing.T) {
+// TestWaitingWithoutNeedIsServedAtOnce: a Waiting without a need (no
+// need after the key: a Mutex's waiter, or one whose need is 1) is
+// taken, with need unknown, and the end of its claim goes to its sender
+// at once; a Waiting that tells a need of 2 is taken too, and its sender
+// gets the end later.
+func TestWaitingWithoutNeedIsServedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, rec := needFeed(t)
 		f.h = nopHandler{}
 		sent := f.store.ServerTime().Latest
 		until := sent.Add(time.Hour)
-		old := oldEncode(msg{kind: kindWaiting, seq: 1, sent: sent, epoch: 10, until: until, from: "old", addr: addr(5), proc: "p", key: "k"}, f.key)
-		f.take(old)
-		b, err := encode(msg{kind: kindWaiting, seq: 1, sent: sent, epoch: 10, until: until, from: "new", addr: addr(6), proc: "q", key: "k", need: 2}, f.key)
+		f.take(encodeWithoutNeed(msg{kind: kindWaiting, seq: 1, sent: sent, epoch: 10, until: until, from: "one", addr: addr(5), proc: "p", key: "k", to: f.id}, f.key))
+		b, err := encode(msg{kind: kindWaiting, seq: 1, sent: sent, epoch: 10, until: until, from: "two", addr: addr(6), proc: "q", key: "k", need: 2, to: f.id}, f.key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.take(b)
 		if st := f.Stats(); st.Rejected != 0 || st.Taken != 2 {
-			t.Fatalf("two Waiting hints, one in the older format: %+v, want both taken", st)
+			t.Fatalf("two Waiting hints, one without need: %+v, want both taken", st)
 		}
 		f.send(driver.Event{Kind: driver.Ended, Key: "k", Epoch: 10})
 		if got, want := rec.written(), []string{addr(5)}; !slices.Equal(got, want) {
-			t.Errorf("at once, the end went to %v, want %v, the sender of the older Waiting", got, want)
+			t.Errorf("at once, the end went to %v, want %v, the sender of the Waiting without need", got, want)
 		}
 		time.Sleep(endDefer)
 		synctest.Wait()
@@ -163,14 +163,13 @@ func TestOldWaitingIsServedAtOnce(t *testing.T) {
 }
 
 // TestWireNeed: a Waiting's need over 1 comes through as the event's
-// Need; a need of 0 or 1 is not written, so that the datagram is the
-// one senders older than need send, byte for byte (their receivers take
-// it); that older format decodes with need unknown (0); a trailer that
-// says 0 or 1, or of another length, is refused.
+// Need; a need of 0 or 1 is not written, so that the datagram is that of
+// a Waiting without need, byte for byte, which decodes with need unknown
+// (0); a trailer that says 0 or 1, or of another length, is refused.
 func TestWireNeed(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	sent := time.Unix(1700000000, 123456789).UTC()
-	m := msg{kind: kindWaiting, seq: 2, sent: sent, epoch: 9, until: sent.Add(time.Hour), from: "a", addr: "127.0.0.1:1", proc: "p", key: "k"}
+	m := msg{kind: kindWaiting, seq: 2, sent: sent, epoch: 9, until: sent.Add(time.Hour), from: "a", addr: "127.0.0.1:1", proc: "p", key: "k", to: "r"}
 	for _, need := range []uint32{0, 1} {
 		m.need = need
 		b, err := encode(m, key)
@@ -178,15 +177,15 @@ func TestWireNeed(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.need = 0
-		if old := oldEncode(m, key); !bytes.Equal(b, old) {
-			t.Errorf("a Waiting with need %d encodes to %x, want the older format %x", need, b, old)
+		if plain := encodeWithoutNeed(m, key); !bytes.Equal(b, plain) {
+			t.Errorf("a Waiting with need %d encodes to %x, want the format without need %x", need, b, plain)
 		}
-		got, err := decode(b, key)
+		got, err := decode(b, key, m.to)
 		if err != nil || got != m {
-			t.Errorf("decode of the older format: %+v, %v; want %+v", got, err, m)
+			t.Errorf("decode of the format without need: %+v, %v; want %+v", got, err, m)
 		}
 		if e, ok := got.event(); !ok || e.Need != 0 {
-			t.Errorf("the older format gave the event %+v, want Need 0", e)
+			t.Errorf("the format without need gave the event %+v, want Need 0", e)
 		}
 	}
 	m.need = 3
@@ -194,7 +193,7 @@ func TestWireNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decode(b, key)
+	got, err := decode(b, key, m.to)
 	if err != nil || got != m {
 		t.Errorf("decode(encode(%+v)) = %+v, %v", m, got, err)
 	}
@@ -202,13 +201,11 @@ func TestWireNeed(t *testing.T) {
 		t.Errorf("a Waiting with need 3 gave the event %+v, want Need 3", e)
 	}
 	m.need = 0
-	body := oldEncode(m, key)
+	body := encodeWithoutNeed(m, key)
 	body = body[:len(body)-macLen]
 	for _, tail := range [][]byte{{0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 2}, {0, 0, 0, 0, 2}} {
 		c := append(bytes.Clone(body), tail...)
-		mac := hmac.New(sha256.New, key)
-		mac.Write(c)
-		if got, err := decode(mac.Sum(c), key); err == nil {
+		if got, err := decode(append(c, sum(c, m.to, key)...), key, m.to); err == nil {
 			t.Errorf("a Waiting ending in %x was taken: %+v", tail, got)
 		}
 	}
@@ -216,11 +213,9 @@ func TestWireNeed(t *testing.T) {
 	// and not written.
 	for _, kind := range []byte{kindHello, kindEnded, kindHeld, kindWelcome, kindNext} {
 		m.kind, m.need = kind, 0
-		body := oldEncode(m, key)
+		body := encodeWithoutNeed(m, key)
 		c := append(body[:len(body)-macLen:len(body)-macLen], 0, 0, 0, 2)
-		mac := hmac.New(sha256.New, key)
-		mac.Write(c)
-		if got, err := decode(mac.Sum(c), key); err == nil {
+		if got, err := decode(append(c, sum(c, m.to, key)...), key, m.to); err == nil {
 			t.Errorf("a hint of kind %d with a need of 2 was taken: %+v", kind, got)
 		}
 		m.need = 2
@@ -228,14 +223,14 @@ func TestWireNeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if old := oldEncode(m, key); !bytes.Equal(b, old) {
-			t.Errorf("a hint of kind %d with a need of 2 encodes to %x, want %x (no need)", kind, b, old)
+		if plain := encodeWithoutNeed(m, key); !bytes.Equal(b, plain) {
+			t.Errorf("a hint of kind %d with a need of 2 encodes to %x, want %x (no need)", kind, b, plain)
 		}
 	}
 }
 
-// oldEncode is encode as it was before need: what older senders send.
-func oldEncode(m msg, key []byte) []byte {
+// encodeWithoutNeed is encode, written out without need.
+func encodeWithoutNeed(m msg, key []byte) []byte {
 	b := []byte(magic)
 	b = append(b, m.kind)
 	b = binary.BigEndian.AppendUint64(b, m.seq)
@@ -248,6 +243,8 @@ func oldEncode(m msg, key []byte) []byte {
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write(b)
+	mac.Write(binary.BigEndian.AppendUint16(nil, uint16(len(m.to))))
+	mac.Write([]byte(m.to))
 	return mac.Sum(b)
 }
 

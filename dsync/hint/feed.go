@@ -370,15 +370,15 @@ func (f *Feed) Tell(e driver.Event) bool {
 	now := f.store.ServerTime()
 	f.mu.Lock()
 	o, ok := f.owners[claimID{e.Key, e.Epoch}]
-	var to []*net.UDPAddr
+	var to []dest
 	if !ok || !o.until.After(now.Earliest) {
-		to = f.peerAddrsLocked(now.Earliest)
+		to = f.peerDestsLocked(now.Earliest)
 	}
 	f.mu.Unlock()
 	if len(to) > 0 {
 		return f.sendTo(m, to) > 0
 	}
-	return f.sendTo(m, []*net.UDPAddr{o.addr}) > 0
+	return f.sendTo(m, []dest{o.dest()}) > 0
 }
 
 // readyWait bounds how long a Publish waits for a process that just

@@ -225,7 +225,7 @@ func TestHintsForgedLateAndReplayedAreDropped(t *testing.T) {
 	send := sender(t, a.f)
 	now := store.ServerTime().Latest
 	hint := func(k string, seq uint64, sent time.Time, under []byte) []byte {
-		b, err := encode(msg{kind: kindEnded, seq: seq, sent: sent, epoch: 1, from: "attacker", addr: "127.0.0.1:1", proc: "x", key: k}, under)
+		b, err := encode(msg{kind: kindEnded, seq: seq, sent: sent, epoch: 1, from: "attacker", addr: "127.0.0.1:1", proc: "x", key: k, to: a.f.id}, under)
 		if err != nil {
 			t.Fatal(err)
 		}

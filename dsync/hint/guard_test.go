@@ -1,6 +1,7 @@
 package hint
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -80,26 +81,91 @@ func TestGuardBoundsTheRate(t *testing.T) {
 	})
 }
 
-// TestGuardRemembersBoundedly: past maxSeen hints remembered, old ones
-// are forgotten; while all are recent, new hints are dropped rather than
-// the memory growing.
+// TestGuardRemembersBoundedly: what is remembered of the hints seen is
+// bounded by sender (a window of seqs each), and past maxSenders senders
+// whose hints are recent, a hint of a new sender is dropped rather than
+// the memory growing; once their hints are too old to be taken, they are
+// forgotten.
 func TestGuardRemembersBoundedly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(1e12, maxSeen*2)
-		for i := range maxSeen {
-			if !g.admit(msg{from: "a", seq: uint64(i), sent: time.Now()}) {
-				t.Fatalf("hint %d dropped", i)
+		g := newTestGuard(1e12, maxSenders*2)
+		for i := range maxSenders {
+			if !g.admit(msg{from: fmt.Sprint(i), seq: 1, sent: time.Now()}) {
+				t.Fatalf("the hint of sender %d dropped", i)
 			}
 		}
-		if g.admit(msg{from: "a", seq: maxSeen, sent: time.Now()}) {
-			t.Error("a hint past maxSeen recent ones was taken")
+		if g.admit(msg{from: "new", seq: 1, sent: time.Now()}) {
+			t.Error("a hint of a sender past maxSenders recent ones was taken")
 		}
 		time.Sleep(maxAge + time.Second)
-		if !g.admit(msg{from: "a", seq: maxSeen + 1, sent: time.Now()}) {
-			t.Error("a hint was dropped after the old ones could be forgotten")
+		if !g.admit(msg{from: "new", seq: 1, sent: time.Now()}) {
+			t.Error("a hint was dropped after the old senders could be forgotten")
 		}
 		if len(g.seen) != 1 {
-			t.Errorf("%d hints remembered, want 1", len(g.seen))
+			t.Errorf("%d senders remembered, want 1", len(g.seen))
+		}
+	})
+}
+
+// TestGuardRemembersHintsRefusedOverTheRate: a hint refused over the
+// rate is not taken when played again once tokens came back; the real
+// hints after it are.
+func TestGuardRemembersHintsRefusedOverTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGuard(1, 1)
+		first := msg{from: "a", seq: 1, sent: time.Now()}
+		over := msg{from: "a", seq: 2, sent: time.Now()}
+		if !g.admit(first) || g.admit(over) {
+			t.Fatal("with a burst of 1, want the first hint taken and the second refused")
+		}
+		time.Sleep(2 * time.Second) // tokens come back; both still fresh
+		if g.admit(over) {
+			t.Error("a hint refused over the rate was taken when played again")
+		}
+		if !g.admit(msg{from: "a", seq: 3, sent: time.Now()}) {
+			t.Error("a real hint after the replay was refused")
+		}
+	})
+}
+
+// TestGuardReplaysSpendNoTokens: hints played again, taken or refused
+// before, take no token: the real ones after them are taken.
+func TestGuardReplaysSpendNoTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGuard(1e-9, 3)
+		taken := msg{from: "a", seq: 1, sent: time.Now()}
+		g.admit(taken)
+		for range 1000 {
+			g.admit(taken)
+		}
+		for seq := uint64(2); seq <= 3; seq++ {
+			if !g.admit(msg{from: "a", seq: seq, sent: time.Now()}) {
+				t.Errorf("the real hint %d after 1000 replays was refused", seq)
+			}
+		}
+	})
+}
+
+// TestGuardWindow: a sender's hints are taken once each in whatever order
+// they come within windowLen of its highest seq seen; one further below
+// is dropped, as seen.
+func TestGuardWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGuard(1e12, 1<<20)
+		admit := func(seq uint64) bool { return g.admit(msg{from: "a", seq: seq, sent: time.Now()}) }
+		for _, c := range []struct {
+			seq  uint64
+			want bool
+		}{
+			{5, true}, {3, true}, {5, false}, {3, false}, {4, true},
+			{5 + 64, true}, {6, true}, {6, false}, {5 + 64 + 1000, true},
+			{5 + 64 + 1000 - windowLen + 1, true}, {5 + 64 + 1000 - windowLen, false},
+			{5 + 64, false}, {5 + 64 + 1000 + 5000, true}, {5 + 64 + 1000, false},
+			{5 + 64 + 1000 + 5000 - 1, true},
+		} {
+			if got := admit(c.seq); got != c.want {
+				t.Errorf("seq %d: admit = %v, want %v", c.seq, got, c.want)
+			}
 		}
 	})
 }

@@ -117,7 +117,7 @@ func chaos(t *testing.T, ctx context.Context, store *memory.Store, s *spy, key s
 		for _, p := range peers {
 			if addr, err := net.ResolveUDPAddr("udp", p.Addr); err == nil {
 				_, _ = rand.Read(garbage)
-				copy(garbage, "dsh1") // past the magic, to the MAC
+				copy(garbage, "dsh2") // past the magic, to the MAC
 				_, _ = conn.WriteTo(garbage, addr)
 			}
 		}

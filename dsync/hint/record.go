@@ -131,7 +131,7 @@ func (f *Feed) refresh(ctx context.Context) error {
 func (f *Feed) hello() {
 	now := f.store.ServerTime().Earliest
 	f.mu.Lock()
-	to := f.peerAddrsLocked(now)
+	to := f.peerDestsLocked(now)
 	f.mu.Unlock()
 	f.sendTo(msg{kind: kindHello}, to)
 }

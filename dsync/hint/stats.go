@@ -13,10 +13,12 @@ import (
 type Stats struct {
 	Sent     uint64 // datagrams sent, one per process sent to
 	Received uint64 // datagrams read
-	// Rejected: malformed, failing their MAC (forged, or sent under
-	// another key), or read before this process had read the key.
+	// Rejected: malformed (or of a release before hints were bound to
+	// their receiver), failing their MAC (forged, sent under another
+	// key, or sent to another process and played here), or read before
+	// this process had read the key.
 	Rejected uint64
-	// Refused: authentic, but sent too long ago (or ahead), taken
+	// Refused: authentic, but sent too long ago (or ahead), seen
 	// already, or over the rate.
 	Refused uint64
 	Taken   uint64 // acted upon

@@ -1,8 +1,6 @@
 package hint
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -33,7 +31,7 @@ func FuzzDecodeSigned(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b := sign(append([]byte(magic), body...), key)
-		m, err := decode(b, key)
+		m, err := decode(b, key, "")
 		if err != nil {
 			return
 		}
@@ -44,11 +42,10 @@ func FuzzDecodeSigned(f *testing.F) {
 	})
 }
 
-// sign appends b's MAC under key.
+// sign appends b's MAC under key, as sent to a process whose peer ID is
+// empty.
 func sign(b, key []byte) []byte {
-	mac := hmac.New(sha256.New, key)
-	mac.Write(b)
-	return mac.Sum(b)
+	return append(b, sum(b, "", key)...)
 }
 
 // FuzzTakeAuthenticated: a receiver given authenticated hints of any
@@ -84,7 +81,7 @@ func FuzzTakeAuthenticated(f *testing.F) {
 		if sentOff == 0 {
 			sent = time.Time{} // also the zero time
 		}
-		m := msg{kind: kind, seq: seq, sent: sent, epoch: epoch, until: now.Latest.Add(time.Duration(untilOff)), from: from, addr: addr, proc: proc, key: key, need: need}
+		m := msg{kind: kind, seq: seq, sent: sent, epoch: epoch, until: now.Latest.Add(time.Duration(untilOff)), from: from, addr: addr, proc: proc, key: key, need: need, to: fd.id}
 		if untilOff == 0 {
 			m.until = time.Time{}
 		}

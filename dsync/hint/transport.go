@@ -60,19 +60,19 @@ func (f *Feed) send(e driver.Event) int {
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
-	var to []*net.UDPAddr
+	var to []dest
 	if m.kind == kindHeld {
 		// Only to those that wait for that very claim: never broadcast.
-		to = liveAddrs(f.waitingFor[claimID{e.Key, e.Epoch}], now.Earliest)
+		to = liveDests(f.waitingFor[claimID{e.Key, e.Epoch}], now.Earliest)
 		f.mu.Unlock()
 		return f.sendTo(m, to)
 	}
-	var later []*net.UDPAddr
+	var later []dest
 	if m.kind == kindEnded {
 		to, later = f.endTargetsLocked(claimID{e.Key, e.Epoch}, now.Earliest)
 	}
 	if len(to)+len(later) == 0 {
-		to = f.peerAddrsLocked(now.Earliest)
+		to = f.peerDestsLocked(now.Earliest)
 	}
 	deferred := 0
 	if len(later) > 0 && f.conn != nil && f.key != nil && !f.stopped {
@@ -91,8 +91,15 @@ func (f *Feed) send(e driver.Event) int {
 // and the timer that sends it.
 type deferredEnd struct {
 	m     msg
-	to    []*net.UDPAddr
+	to    []dest
 	timer *time.Timer
+}
+
+// dest is where a hint goes: the receiver's peer ID, which the hint's
+// MAC covers (wire.go), and the address it takes hints at.
+type dest struct {
+	id   string
+	addr *net.UDPAddr
 }
 
 // sendDeferred sends d as its timer fires, unless the socket is closing
@@ -150,10 +157,10 @@ func (f *Feed) closeConn() {
 // need of more than one end (driver.Event.Need) get it later, the
 // others (need 1, or not told: an older sender, a Mutex's waiter) at
 // once. f.mu is held.
-func (f *Feed) endTargetsLocked(k claimID, now time.Time) (at, later []*net.UDPAddr) {
+func (f *Feed) endTargetsLocked(k claimID, now time.Time) (at, later []dest) {
 	ws := f.waitingFor[k]
-	if len(liveAddrs(ws, now)) == 0 {
-		return liveAddrs(f.interest[k.key], now), nil
+	if len(liveDests(ws, now)) == 0 {
+		return liveDests(f.interest[k.key], now), nil
 	}
 	soon, counting := make(map[string]waiter), make(map[string]waiter)
 	for a, w := range ws {
@@ -163,17 +170,17 @@ func (f *Feed) endTargetsLocked(k claimID, now time.Time) (at, later []*net.UDPA
 			soon[a] = w
 		}
 	}
-	return liveAddrs(soon, now), liveAddrs(counting, now)
+	return liveDests(soon, now), liveDests(counting, now)
 }
 
-// liveAddrs returns the addresses of the waiters in ws whose time has not
-// passed at now, the earliest recorded first: those that queued first,
+// liveDests returns the waiters in ws whose time has not passed at now,
+// the earliest recorded first: those that queued first,
 // whose walks passed a claim first, announce first, and the next holder
 // is among them, so its hint goes out before the others' (a full
 // Semaphore's end goes to every waiter that passed the claim, and with
 // 4 waiting, written in the map's order, the next holder's came up to
 // 0.5 ms after the first).
-func liveAddrs(ws map[string]waiter, now time.Time) []*net.UDPAddr {
+func liveDests(ws map[string]waiter, now time.Time) []dest {
 	var live []waiter
 	for _, w := range ws {
 		if w.until.After(now) {
@@ -183,28 +190,29 @@ func liveAddrs(ws map[string]waiter, now time.Time) []*net.UDPAddr {
 	slices.SortFunc(live, func(a, b waiter) int {
 		return cmp.Or(a.since.Compare(b.since), cmp.Compare(a.addr.String(), b.addr.String()))
 	})
-	to := make([]*net.UDPAddr, len(live))
+	to := make([]dest, len(live))
 	for i, w := range live {
-		to[i] = w.addr
+		to[i] = w.dest()
 	}
 	return to
 }
 
-// peerAddrsLocked returns the addresses of the processes whose records
-// hold at now. f.mu is held.
-func (f *Feed) peerAddrsLocked(now time.Time) []*net.UDPAddr {
-	var to []*net.UDPAddr
-	for _, p := range f.peersByID {
+// peerDestsLocked returns the processes whose records hold at now. f.mu
+// is held.
+func (f *Feed) peerDestsLocked(now time.Time) []dest {
+	var to []dest
+	for id, p := range f.peersByID {
 		if p.expires.After(now) {
-			to = append(to, p.addr)
+			to = append(to, dest{id, p.addr})
 		}
 	}
 	return to
 }
 
 // sendTo sends m to each of to, under this process's seq, sent time and
-// address, and returns to how many it was sent.
-func (f *Feed) sendTo(m msg, to []*net.UDPAddr) (sent int) {
+// address, each bound to its receiver, and returns to how many it was
+// sent.
+func (f *Feed) sendTo(m msg, to []dest) (sent int) {
 	f.mu.Lock()
 	conn, key := f.conn, f.key
 	f.seq++
@@ -214,14 +222,15 @@ func (f *Feed) sendTo(m msg, to []*net.UDPAddr) (sent int) {
 		return 0
 	}
 	m.sent = f.store.ServerTime().Latest
-	b, err := encode(m, key)
-	if err != nil {
-		f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
-		return 0
-	}
-	for _, addr := range to {
-		if _, err := conn.WriteTo(b, addr); err != nil {
-			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", addr.String()), slog.Any("err", err))
+	for _, d := range to {
+		m.to = d.id
+		b, err := encode(m, key)
+		if err != nil {
+			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
+			return sent
+		}
+		if _, err := conn.WriteTo(b, d.addr); err != nil {
+			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("to", d.addr.String()), slog.Any("err", err))
 			continue
 		}
 		sent++
@@ -263,7 +272,7 @@ func (f *Feed) take(b []byte) {
 		f.counts.rejected.Add(1)
 		return // not yet read from the store: nothing can be checked
 	}
-	m, err := decode(b, key)
+	m, err := decode(b, key, f.id)
 	if err != nil {
 		f.counts.rejected.Add(1)
 		return
@@ -288,12 +297,12 @@ func (f *Feed) take(b []byte) {
 	case kindWaiting:
 		f.noteInterest(m.key, m.epoch, m.addr, m.until, told{m.from, m.seq, m.need})
 	case kindHeld:
-		f.noteOwner(claimID{m.key, m.epoch}, addr)
+		f.noteOwner(claimID{m.key, m.epoch}, m.from, addr)
 	case kindHello:
 		// Answered, so that a process that just started learns at once
 		// that hints reach it (pause.go). A welcome is not answered.
 		if addr != nil {
-			f.sendTo(msg{kind: kindWelcome}, []*net.UDPAddr{addr})
+			f.sendTo(msg{kind: kindWelcome}, []dest{{m.from, addr}})
 		}
 	}
 	if e, ok := m.event(); ok {
@@ -328,7 +337,8 @@ func (f *Feed) notePeer(from, addr string) *net.UDPAddr {
 }
 
 // waiter is a process that announced it waits for a claim of a key:
-// where it takes hints, and until when (store time).
+// where it takes hints, and until when (store time). Its peer ID is the
+// sender of its latest Waiting (told.from).
 type waiter struct {
 	addr  *net.UDPAddr
 	until time.Time
@@ -390,11 +400,12 @@ func (f *Feed) noteNext(m msg) bool {
 	return true
 }
 
-// noteOwner records that the owner of claim k, which sent a Held hint
-// about it, takes hints at addr (Tell), for as long as an announcement
-// is kept (interestFor). A full record of owners (maxInterest) is rid of
-// the lapsed, then emptied if that is not enough.
-func (f *Feed) noteOwner(k claimID, addr *net.UDPAddr) {
+// noteOwner records that the owner of claim k, the process from which
+// sent a Held hint about it, takes hints at addr (Tell), for as long as
+// an announcement is kept (interestFor). A full record of owners
+// (maxInterest) is rid of the lapsed, then emptied if that is not
+// enough.
+func (f *Feed) noteOwner(k claimID, from string, addr *net.UDPAddr) {
 	if addr == nil {
 		return
 	}
@@ -411,7 +422,7 @@ func (f *Feed) noteOwner(k claimID, addr *net.UDPAddr) {
 			clear(f.owners)
 		}
 	}
-	f.owners[k] = waiter{addr: addr, until: now.Add(interestFor), since: now}
+	f.owners[k] = waiter{addr: addr, until: now.Add(interestFor), since: now, told: told{from: from}}
 }
 
 // noteWaiter records w, the process at addr, under k in m: until the
@@ -454,6 +465,9 @@ func noteWaiter[K comparable](m map[K]map[string]waiter, k K, addr string, w wai
 	}
 	m[k][addr] = w
 }
+
+// dest is where hints to w go.
+func (w waiter) dest() dest { return dest{w.from, w.addr} }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

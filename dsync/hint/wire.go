@@ -13,34 +13,38 @@ import (
 // The wire format of a hint: one UDP datagram, authenticated with
 // HMAC-SHA256 under the store's hint key.
 //
-//	magic "dsh1" | kind (1) | seq (8) | sent (8) | epoch (8) | until (8)
+//	magic "dsh2" | kind (1) | seq (8) | sent (8) | epoch (8) | until (8)
 //	| from, addr, proc, key (each a 2-byte length and its bytes) | MAC (32)
 //
 // Integers are big-endian; times are Unix nanoseconds of the store's
 // time (sent: the latest it can be as the sender sends; until: a
 // Waiting's end, a Held's claim's session's confirmed expiry, zero
-// otherwise or when the sender has none to tell, as senders of Held
-// hints did before they told it: a receiver of that time ignores a
-// Held's until). seq counts the sender's hints, so that a receiver
-// drops one it has already taken.
+// otherwise or when the sender has none to tell: a receiver of that
+// time ignores a Held's until). seq counts the sender's hints, so that a
+// receiver drops one it has already taken.
+//
+// The MAC covers the datagram before it and then the receiver's peer ID
+// (a 2-byte length and its bytes), which is not sent: the receiver puts
+// its own. A hint is so bound to the one process it was sent to: played
+// to another, even one that listens where its receiver did, it fails its
+// MAC, and the receiver's record of the hints it has seen (guard.go)
+// covers the rest.
 //
 // A Waiting may end, before its MAC, with need (4): how many ends the
 // waiter must hear of, at least, before it may hold (driver.Event.Need),
-// present only when it is more than 1. A datagram without it (every hint
-// of a sender older than need, and every Waiting whose need is 1 or
-// unknown) decodes with need 0, unknown, which the owner of the claim
-// treats as 1: it sends the end at once. A waiter whose need drops to 1
-// says so with a hint of its own kind (kindNext), no longer than a
-// Waiting without need. A receiver older than need refuses a Waiting
-// that carries one (as malformed) and drops a kindNext (a kind it does
-// not know): an older owner never records such a waiter and sends it no
-// Held hints, so the waiter announces itself again every lostWindow
-// (dsync), refused each time, and gets the claim's end through its
-// poll. Every other hint is in the older form, which every receiver
-// takes.
+// present only when it is more than 1. A Waiting without it (need 1 or
+// unknown) decodes with need 0, which the owner of the claim treats as
+// 1: it sends the end at once. A waiter whose need drops to 1 says so
+// with a hint of its own kind (kindNext), no longer than a Waiting
+// without need.
+//
+// Releases before the receiver's ID was bound used magic "dsh1" and a
+// MAC over the datagram alone: a process of such a release and one of
+// this one drop each other's hints (errShort), as they would hints that
+// do not get through. See docs/operations.md ("Direct hints", upgrading).
 
 const (
-	magic = "dsh1"
+	magic = "dsh2"
 	// maxDatagram bounds what is sent and read: a hint about a key too
 	// long for it goes through the store's feed only.
 	maxDatagram = 8192
@@ -55,8 +59,7 @@ const (
 	kindHeld    byte = 4 // driver.Held
 	kindWelcome byte = 5 // the answer to a hello: this process takes hints too
 	// kindNext: a waiter that announced it waits for the claim needs
-	// only its end now (its need dropped to 1: Feed.Tell). Receivers
-	// older than it take it as a kind they do not know: they drop it.
+	// only its end now (its need dropped to 1: Feed.Tell).
 	kindNext byte = 6
 )
 
@@ -72,6 +75,9 @@ type msg struct {
 	proc  string // the publishing Client (driver.Event.Proc)
 	key   string
 	need  uint32 // a Waiting's driver.Event.Need; 0 or 1: not on the wire
+	// to is the receiver's peer ID: covered by the MAC, not on the wire
+	// (decode sets it to the ID of the process that decodes).
+	to string
 }
 
 var (
@@ -80,7 +86,8 @@ var (
 	errTooLong = errors.New("hint: hint too long for a datagram")
 )
 
-// encode returns m as a datagram authenticated under key.
+// encode returns m as a datagram authenticated under key, for the
+// process whose peer ID is m.to.
 func encode(m msg, key []byte) ([]byte, error) {
 	b := make([]byte, 0, 68+len(m.from)+len(m.addr)+len(m.proc)+len(m.key)+macLen)
 	b = append(b, magic...)
@@ -99,29 +106,40 @@ func encode(m msg, key []byte) ([]byte, error) {
 	if m.kind == kindWaiting && m.need > 1 {
 		b = binary.BigEndian.AppendUint32(b, m.need)
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(b)
-	b = mac.Sum(b)
+	if len(m.to) > 0xffff {
+		return nil, errTooLong
+	}
+	b = append(b, sum(b, m.to, key)...)
 	if len(b) > maxDatagram {
 		return nil, errTooLong
 	}
 	return b, nil
 }
 
-// decode checks b's MAC under key and returns the hint it carries.
-func decode(b, key []byte) (msg, error) {
+// sum returns the MAC of body sent to the process whose peer ID is to.
+func sum(body []byte, to string, key []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	var n [2]byte
+	binary.BigEndian.PutUint16(n[:], uint16(len(to)))
+	mac.Write(n[:])
+	mac.Write([]byte(to))
+	return mac.Sum(nil)
+}
+
+// decode checks b's MAC under key, as sent to the process whose peer ID
+// is self, and returns the hint it carries.
+func decode(b, key []byte, self string) (msg, error) {
 	const fixed = len(magic) + 1 + 4*8
 	if len(b) < fixed+4*2+macLen || string(b[:len(magic)]) != magic {
 		return msg{}, errShort
 	}
-	body, sum := b[:len(b)-macLen], b[len(b)-macLen:]
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), sum) {
+	body, got := b[:len(b)-macLen], b[len(b)-macLen:]
+	if len(self) > 0xffff || !hmac.Equal(sum(body, self, key), got) {
 		return msg{}, errMAC
 	}
 	p := body[len(magic):]
-	m := msg{kind: p[0]}
+	m := msg{kind: p[0], to: self}
 	p = p[1:]
 	m.seq = binary.BigEndian.Uint64(p)
 	m.sent = fromUnixNano(int64(binary.BigEndian.Uint64(p[8:])))

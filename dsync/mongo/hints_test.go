@@ -157,10 +157,10 @@ func BenchmarkHandoffHints(b *testing.B) {
 		name string
 		opts []dsync.ClientOption
 	}{
-		{"feed", nil},
+		{"feed", []dsync.ClientOption{dsync.ClientWithHints("", "")}},
 		{"feed+hints", []dsync.ClientOption{dsync.ClientWithHints("127.0.0.1:0", "")}},
 		{"hints", []dsync.ClientOption{dsync.ClientWithWakeups(false), dsync.ClientWithHints("127.0.0.1:0", "")}},
-		{"poll", []dsync.ClientOption{dsync.ClientWithWakeups(false)}},
+		{"poll", []dsync.ClientOption{dsync.ClientWithWakeups(false), dsync.ClientWithHints("", "")}},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			ctx := testCtx(b, 10*time.Minute)

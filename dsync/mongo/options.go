@@ -70,6 +70,9 @@ type config struct {
 	// collection lists shard keys ("config").
 	topology *topology
 	configDB string
+	// seenFrom, if set, overrides the address the server tells it sees
+	// this process's connection come from (whatsmyuri: loopback.go).
+	seenFrom *string
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -47,6 +47,10 @@ type Store struct {
 	probed  bool        // guarded by sem: ferret and topo are known
 	topo    topology    // guarded by sem
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
+	// loopback: every server is reached over loopback (loopback.go);
+	// reached: that is known (guarded by sem).
+	loopback atomic.Bool
+	reached  bool
 	// runsOnFerretDB: GetRun reads runs on FerretDB too (the conformance
 	// suite's test of it; run.go).
 	runsOnFerretDB bool
@@ -184,6 +188,9 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 		return e, nil
 	}
 	if err := s.probeLocked(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.reachLocked(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.checkLocked(ctx); err != nil {

@@ -257,7 +257,7 @@ func garbage() []byte {
 	b := make([]byte, 1+rand.IntN(200))
 	_, _ = crand.Read(b)
 	if rand.IntN(2) == 0 {
-		b = append([]byte("dsh1"), b...)
+		b = append([]byte("dsh2"), b...)
 	}
 	return b
 }

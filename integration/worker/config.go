@@ -52,6 +52,7 @@ type Config struct {
 	// HintListen, if set, turns direct hints on (dsync.ClientWithHints):
 	// the UDP address the worker takes them on, and HintAdvertise the one
 	// it records for the others (the test's fault relay in front of it).
+	// Empty, hints are off, whatever the library's default.
 	HintListen, HintAdvertise string
 	// Shards is the number of shards of ModePartition.
 	Shards int

@@ -197,6 +197,10 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, [
 	}
 	if cfg.HintListen != "" {
 		copts = append(copts, dsync.ClientWithHints(cfg.HintListen, cfg.HintAdvertise))
+	} else {
+		// Off, not the library's default (on over loopback, where the
+		// suite's server is): a worker given no address takes no hints.
+		copts = append(copts, dsync.ClientWithHints("", ""))
 	}
 	if cfg.Runs {
 		mongohook.ReadRuns(store)

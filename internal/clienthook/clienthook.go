@@ -29,8 +29,9 @@ type Settings struct {
 	// (driver.RunReader) only through what WrapStore returns: a wrapper
 	// that embeds driver.Store passes them on with PassOptional.
 	WrapStore func(driver.Store) driver.Store
-	// Hints, if set, is given the Client's hint transport when it is made
-	// with direct hints (dsync.ClientWithHints), for its Stats.
+	// Hints, if set, is given the Client's hint transport, for its Stats,
+	// when it is made: with the Client for dsync.ClientWithHints; by
+	// default, on loopback, as the Client first follows its feed.
 	Hints func(*hint.Feed)
 	// Raw, if set, is given the Client's protocol calls when it is made.
 	Raw func(Raw)

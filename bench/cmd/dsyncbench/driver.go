@@ -29,6 +29,7 @@ type driver struct {
 	poll         time.Duration // 0: dsyncmongo's default
 	wakeups      string        // "on", "off", or "": dsyncmongo's default (on)
 	hints        bool          // -hints on: dsync.ClientWithHints on loopback
+	noHints      bool          // -hints off: dsync.ClientWithHints("", "")
 	readLinger   bool          // -read-linger on: an RWMutex's WithReadLinger(renew interval)
 	name         string        // -name: the figures' library name, if not the default
 	server       string        // -server: the server's description, if not from buildInfo
@@ -61,6 +62,9 @@ func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOptio
 	if d.hints {
 		// Every process of a run is on this machine: loopback, any port.
 		opts = append(opts, dsync.ClientWithHints(hintsListen, ""))
+	}
+	if d.noHints {
+		opts = append(opts, dsync.ClientWithHints("", ""))
 	}
 	return append(opts, d.compactionOptions(ns)...)
 }
@@ -106,6 +110,9 @@ func (d *driver) Describe(ctx context.Context) (string, string) {
 	}
 	if d.hints {
 		lib += fmt.Sprintf(", ClientWithHints(%q, \"\")", hintsListen)
+	}
+	if d.noHints {
+		lib += `, ClientWithHints("", "")`
 	}
 	if d.readLinger {
 		lib += ", RWMutex WithReadLinger(the renew interval)"

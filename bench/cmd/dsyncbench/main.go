@@ -95,7 +95,7 @@ func measure() int {
 	rev := flag.String("rev", "", "revision of the library measured, for the report")
 	poll := flag.Duration("poll", 0, "dsyncmongo.WithPollInterval (default: the library's, 250ms)")
 	wakeups := flag.String("wakeups", "", "dsyncmongo.WithWakeups: on or off (default: the library's, on); off reports as dsync-polling")
-	hints := flag.String("hints", "", "dsync.ClientWithHints on loopback: on or off (default: the library's, off); on adds -hints to the name reported (dsync-hints, dsync-polling-hints)")
+	hints := flag.String("hints", "", "dsync.ClientWithHints on loopback: on or off (default: the library's, on where the server is reached over loopback); on adds -hints to the name reported (dsync-hints, dsync-polling-hints)")
 	readLinger := flag.String("read-linger", "", "dsync.WithReadLinger on every RWMutex: on (the renew interval) or off (default: the library's, off); on adds -linger to the name reported (dsync-linger)")
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
@@ -126,7 +126,7 @@ func measure() int {
 		fmt.Fprintln(os.Stderr, "dsyncbench:", err)
 		return 2
 	}
-	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, hints: *hints == "on", readLinger: *readLinger == "on", name: *name, server: *server, cli: *cli, idleAge: *idleAge}
+	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, hints: *hints == "on", noHints: *hints == "off", readLinger: *readLinger == "on", name: *name, server: *server, cli: *cli, idleAge: *idleAge}
 	if harness.IsChild() {
 		return harness.RunChild(d)
 	}

@@ -1,0 +1,140 @@
+package hint_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/internal/clienthook"
+)
+
+// Direct hints by default: on for a store that reports it is reached
+// over loopback (driver.LoopbackReporter), off otherwise, and off when
+// asked.
+
+// reporting is a process's store that reports whether it is reached
+// over loopback.
+type reporting struct {
+	*counting
+	loopback bool
+}
+
+func (r reporting) Loopback() bool { return r.loopback }
+
+// defaultProcess is a Client given no ClientWithHints unless in opts, on
+// a store that reports loopback (or, with report false, says nothing),
+// that has taken a lock once (which starts its feed). It returns the
+// Client's hint transport, nil if it has none.
+func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, opts ...dsync.ClientOption) (process, *hint.Feed) {
+	t.Helper()
+	st := &counting{Process: store.Process()}
+	var under driver.Store = st
+	if report {
+		under = reporting{st, loopback}
+	}
+	var (
+		mu    sync.Mutex
+		feeds []*hint.Feed
+	)
+	hooked := &clienthook.Store{Store: under, Settings: clienthook.Settings{Hints: func(f *hint.Feed) {
+		mu.Lock()
+		feeds = append(feeds, f)
+		mu.Unlock()
+	}}}
+	opts = append([]dsync.ClientOption{
+		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
+		dsync.ClientWithWakeups(false),
+		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
+		dsync.WithTTL(time.Minute),
+	}, opts...)
+	c, err := dsync.NewClient(hooked, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	m := mutex(t, c, "warm-up")
+	if err := m.LockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.UnlockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch len(feeds) {
+	case 0:
+		return process{c, st}, nil
+	case 1:
+		return process{c, st}, feeds[0]
+	}
+	t.Fatalf("the Client made %d hint transports", len(feeds))
+	return process{}, nil
+}
+
+// TestHintsOnByDefaultOnLoopback: two Clients given no ClientWithHints,
+// on a store reached over loopback, take hints: with the store's feed off
+// and polls an hour apart, a release wakes the waiter by hint, as its
+// Stats show.
+func TestHintsOnByDefaultOnLoopback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := memory.New()
+	s := newSpy(t, store)
+	a, af := defaultProcess(t, store, true, true)
+	b, bf := defaultProcess(t, store, true, true)
+	if af == nil || bf == nil {
+		t.Fatal("a Client on a store reached over loopback made no hint transport")
+	}
+	for _, f := range []*hint.Feed{af, bf} {
+		waitUntil(t, func() bool { return slices.Contains(s.f.Peers(), f.ID()) })
+		if got := f.Addr(); got == "" || got[:len("127.0.0.1:")] != "127.0.0.1:" {
+			t.Errorf("the Client takes hints at %q, want an address of 127.0.0.1", got)
+		}
+	}
+	contend(t, ctx, a, b, s).release(t)
+	if st := bf.Stats(); st.Woke == 0 {
+		t.Errorf("the waiter's hint stats: %+v, want it woken by a hint", st)
+	}
+	if st := af.Stats(); st.Taken == 0 || st.Sent == 0 {
+		t.Errorf("the holder's hint stats: %+v, want hints taken and sent", st)
+	}
+}
+
+// TestNoHintsByDefaultElsewhere: a Client given no ClientWithHints, on a
+// store that says nothing of how it is reached (the store in memory) or
+// says it is not over loopback, takes no hints: it makes no transport,
+// and records nothing for them in the store.
+func TestNoHintsByDefaultElsewhere(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		report, loopback bool
+	}{{"says nothing", false, false}, {"not over loopback", true, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			store := memory.New()
+			if _, f := defaultProcess(t, store, c.report, c.loopback); f != nil {
+				t.Errorf("the Client made a hint transport, at %q", f.Addr())
+			}
+			if ps, err := store.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
+				t.Errorf("peers recorded: %v, %v; want none", ps, err)
+			}
+		})
+	}
+}
+
+// TestHintsTurnedOff: ClientWithHints("", "") turns the default off on a
+// store reached over loopback.
+func TestHintsTurnedOff(t *testing.T) {
+	store := memory.New()
+	if _, f := defaultProcess(t, store, true, true, dsync.ClientWithHints("", "")); f != nil {
+		t.Errorf("the Client made a hint transport, at %q", f.Addr())
+	}
+	if ps, err := store.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
+		t.Errorf("peers recorded: %v, %v; want none", ps, err)
+	}
+}
