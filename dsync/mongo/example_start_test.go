@@ -50,23 +50,17 @@ func Example_firstLock() {
 	}
 	defer mu.Unlock()
 
-	// Stop when ctx ends or the lease is lost; the token lets the
-	// resource refuse a writer whose lease ended.
-	if err := bill(ctx, mu.Lost(), mu.Token()); err != nil {
-		log.Print(err)
-	}
+	bill(ctx, mu.Lost(), mu.Token()) // stops when ctx ends or the lease is lost; the token fences its writes
 }
 
 // bill stands for the job: it writes under token until it is done, ctx
-// ends or lost closes.
-func bill(ctx context.Context, lost <-chan struct{}, token uint64) error {
+// ends or lost closes. The resource refuses a write whose token is below
+// the highest it has seen: a holder paused past its lease is refused.
+func bill(ctx context.Context, lost <-chan struct{}, token uint64) {
 	select {
 	case <-ctx.Done():
-		return context.Cause(ctx)
 	case <-lost:
-		return nil
 	default:
+		_ = token
 	}
-	_ = token
-	return nil
 }
