@@ -1,37 +1,19 @@
 package dsyncmongo
 
 import (
-	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/mongotest"
 )
 
-// records is a slog.Handler that keeps every record.
-type records struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.recs = append(r.recs, rec.Clone())
-	return nil
-}
-func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *records) WithGroup(string) slog.Handler      { return r }
-
 // infos returns the Info records, each as its message and attributes.
-func (r *records) infos() []map[string]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (l *logRecords) infos() []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []map[string]string
-	for _, rec := range r.recs {
+	for _, rec := range l.recs {
 		if rec.Level != slog.LevelInfo {
 			continue
 		}
@@ -52,7 +34,7 @@ func (r *records) infos() []map[string]string {
 func TestStoreSaysWhereItKeepsLocks(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
-	var log records
+	var log logRecords
 	s, err := NewStore(db, WithCollection("jobs_locks"), WithLogger(slog.New(&log)))
 	if err != nil {
 		t.Fatal(err)
