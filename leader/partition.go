@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/leaderhook"
 	"github.com/go-dsync/dsync/leader/internal/shard"
 )
 
@@ -86,6 +87,9 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 		p.shards = append(p.shards, e)
 	}
 	p.self = p.shards[0].ID() + "/p"
+	if h, ok := ms.(leaderhook.Carrier); ok && h.PartitionSettings().MemberID != "" {
+		p.self = h.PartitionSettings().MemberID
+	}
 	return p, nil
 }
 

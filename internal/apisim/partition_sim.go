@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/leaderhook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -91,6 +92,7 @@ type PartitionSim struct {
 	// refused (ErrSpan) cannot campaign for a shard they are assigned.
 	spansDisagree bool
 	live          map[int]bool // processes with a member now: one at most each
+	joins         map[int]int  // memberships each process began
 
 	// watch, if set (by a test that debugs a seed), is given the members'
 	// status every 50 ms of the run, as process 0's incarnations read it.
@@ -143,6 +145,14 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		return
 	}
 	ps.live[p.id] = true
+	if ps.joins == nil {
+		ps.joins = map[int]int{}
+	}
+	ps.joins[p.id]++
+	// Drawn from the seed, not at random (as NewPartition's are), so that
+	// a seed assigns the shards alike each time it runs: the IDs rank
+	// the members for each shard.
+	id := fmt.Sprintf("s%d-p%d-%d", p.w.seed, p.id, ps.joins[p.id])
 	ps.mu.Unlock()
 	defer func() {
 		ps.mu.Lock()
@@ -155,7 +165,7 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		panic(err)
 	}
 	defer c.Close()
-	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead}, partitionName, ps.Shards)
+	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id}, partitionName, ps.Shards)
 	if err != nil {
 		panic(err)
 	}
@@ -259,6 +269,12 @@ type memberStore struct {
 	leader.MemberStore
 	p    *proc
 	dead *atomic.Bool
+	id   string // the member's ID
+}
+
+// PartitionSettings gives the Partition made over m its ID.
+func (m *memberStore) PartitionSettings() leaderhook.Settings {
+	return leaderhook.Settings{MemberID: m.id}
 }
 
 func (m *memberStore) reach(ctx context.Context) error {
