@@ -245,9 +245,14 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 // other, it returns at once: it waits for t.done as it can (a Resign
 // whose context ends returns then, without waiting for the release).
 func (e *Election) giveUp(ctx context.Context, t *term) {
-	if !t.givingUp.CompareAndSwap(false, true) {
-		return
+	if t.givingUp.CompareAndSwap(false, true) {
+		e.release(ctx, t)
 	}
+}
+
+// release gives term t's lock up for whoever won t.givingUp, and closes
+// t.done.
+func (e *Election) release(ctx context.Context, t *term) {
 	e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
 	e.unlockQuietly(ctx)
 	e.state.Lock()
@@ -282,12 +287,18 @@ func (e *Election) Resign(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
+	// Released here rather than by the term's watch, which would first
+	// have to be woken: the next leader's wait is this release's latency,
+	// as after a Mutex's Unlock. The release is taken before the term is
+	// cancelled, since the cancel wakes the watch, which would otherwise
+	// take it when it runs first.
+	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(ErrResigned)
-	if t.fnDone == nil && ctx.Err() == nil {
-		// Released here rather than by the term's watch, which would
-		// first have to be woken: the next leader's wait is this
-		// release's latency, as after a Mutex's Unlock.
-		e.giveUp(ctx, t)
+	if resignedHook != nil {
+		resignedHook()
+	}
+	if mine {
+		e.release(ctx, t)
 	}
 	select {
 	case <-t.done:
@@ -396,3 +407,8 @@ func (e *Election) selfInfoLocked() Info {
 	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
 		Value: e.proclaimed, Rev: e.rev}
 }
+
+// resignedHook, if set (by tests only), is called by Resign once it has
+// cancelled the term, before it releases the lease: the term's watch,
+// woken by that cancel, may run meanwhile.
+var resignedHook func()
