@@ -15,7 +15,8 @@ import (
 
 // An Election is one candidate for the leadership of a named election.
 // Create it with NewElection; Close it when done. Its methods are safe for
-// concurrent use.
+// concurrent use. Its zero value is not usable: each of its methods
+// panics, as misuse of a sync type does.
 type Election struct {
 	name   string
 	client *dsync.Client
@@ -101,10 +102,16 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 }
 
 // Name returns the election's name.
-func (e *Election) Name() string { return e.name }
+func (e *Election) Name() string {
+	e.mustBeMade()
+	return e.name
+}
 
 // ID returns this candidate's identity, as Info.ID and Member.ID report it.
-func (e *Election) ID() string { return e.self.ID }
+func (e *Election) ID() string {
+	e.mustBeMade()
+	return e.self.ID
+}
 
 // Campaign blocks until this candidate leads, and returns a context that
 // lives exactly as long as the leadership. The context is cancelled with
@@ -118,6 +125,7 @@ func (e *Election) ID() string { return e.self.ID }
 // If ctx ends before this candidate is elected, Campaign returns
 // context.Cause(ctx) and holds nothing.
 func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
+	e.mustBeMade()
 	t, err := e.campaign(ctx, false)
 	if err != nil {
 		return nil, err
@@ -281,6 +289,7 @@ func (e *Election) unlockQuietly(ctx context.Context) {
 // that ctx cut short is sent again in the background). It does nothing
 // when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
+	e.mustBeMade()
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
@@ -311,6 +320,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // IsLeader reports whether this candidate leads now, as far as it knows
 // locally: its leadership context has not been cancelled.
 func (e *Election) IsLeader() bool {
+	e.mustBeMade()
 	e.state.Lock()
 	defer e.state.Unlock()
 	return e.term != nil && e.term.ctx.Err() == nil
@@ -323,6 +333,7 @@ func (e *Election) IsLeader() bool {
 // then name nobody while a candidate leads, or the next candidate while
 // the leader's lease has not expired (see dsync.ClaimInfo.Expired).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
+	e.mustBeMade()
 	return e.readLeader(ctx)
 }
 
@@ -330,6 +341,7 @@ func (e *Election) Leader(ctx context.Context) (Info, error) {
 // heartbeat intervals, in the member store's time. Without a member store
 // (WithMembers) it returns ErrNoMembers.
 func (e *Election) Members(ctx context.Context) ([]Member, error) {
+	e.mustBeMade()
 	if e.cfg.members == nil {
 		return nil, ErrNoMembers
 	}
@@ -345,6 +357,7 @@ func (e *Election) Members(ctx context.Context) ([]Member, error) {
 // fn must return soon after its context is cancelled. Several leader-only
 // jobs can share one leadership through errgroup.WithContext.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	e.mustBeMade()
 	for {
 		t, err := e.campaign(ctx, true)
 		if err != nil {
@@ -369,6 +382,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 // Close resigns if this candidate leads, stops its heartbeat and removes its
 // member document. The Election cannot be used afterwards.
 func (e *Election) Close() error {
+	e.mustBeMade()
 	e.state.Lock()
 	if e.closed {
 		e.state.Unlock()

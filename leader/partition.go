@@ -20,7 +20,8 @@ import (
 // namespace with its own fencing token), spread over the live members by
 // weight. Create it with NewPartition, run the per-shard work with Run,
 // watch who owns what with Observe, and leave with Resign or Close. Its
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. Its zero value is not usable: each
+// of its methods panics, as misuse of a sync type does.
 type Partition struct {
 	name     string
 	n        int
@@ -94,7 +95,10 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 }
 
 // ID returns this member's identity in the partition's member status.
-func (p *Partition) ID() string { return p.self }
+func (p *Partition) ID() string {
+	p.mustBeMade()
+	return p.self
+}
 
 // Run joins the partition and runs fn once per shard this member owns,
 // under a context cancelled the moment that shard is lost or handed away
@@ -107,6 +111,7 @@ func (p *Partition) ID() string { return p.self }
 // One Run at a time: a second one returns ErrCampaigning, and Run on a
 // closed Partition ErrClosed. After Run returned, Run joins again.
 func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard int) error) error {
+	p.mustBeMade()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done, err := p.beginRun(cancel)

@@ -57,6 +57,7 @@ func (p *Partition) stopAll() {
 // first (the handover goes on). It does nothing when no Run is under
 // way; a later Run joins again.
 func (p *Partition) Resign(ctx context.Context) error {
+	p.mustBeMade()
 	p.mu.Lock()
 	stop, done := p.stopRun, p.runDone
 	p.mu.Unlock()
@@ -78,6 +79,7 @@ func (p *Partition) Resign(ctx context.Context) error {
 // the fns. The Partition cannot be used afterwards: Run returns
 // ErrClosed.
 func (p *Partition) Close() error {
+	p.mustBeMade()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

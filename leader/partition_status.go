@@ -173,6 +173,7 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 // last reported it. It needs no Run: any process with the member store
 // can watch a partition.
 func (p *Partition) View(ctx context.Context) (PartitionView, error) {
+	p.mustBeMade()
 	ms, err := p.members.Members(ctx, p.name, p.liveFor())
 	if err != nil {
 		return PartitionView{}, err
@@ -192,6 +193,7 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 // changes. Failed reads are skipped. The channel is closed when ctx ends,
 // which is how the goroutine behind it stops; Observe needs no Run.
 func (p *Partition) Observe(ctx context.Context) <-chan PartitionView {
+	p.mustBeMade()
 	ch := make(chan PartitionView)
 	go func() {
 		defer close(ch)
