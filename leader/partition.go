@@ -28,10 +28,14 @@ type Partition struct {
 	weight   float64
 	members  MemberStore
 	interval time.Duration
-	self     string
-	host     string
-	pid      int
-	shards   []*Election
+	// release bounds the removal of this member's status when it leaves:
+	// the release timeout of the shards' leases (dsync.WithReleaseTimeout's
+	// default), as a Client bounds what it sends on Close.
+	release time.Duration
+	self    string
+	host    string
+	pid     int
+	shards  []*Election
 
 	// shardsLive counts the shard goroutines (partition_shard.go), handed
 	// over or not: Close and the end of Run wait for all of them, so no
@@ -76,7 +80,7 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 	}
 	host, _ := os.Hostname()
 	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
-		host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
+		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
 	for _, o := range opts {
 		o(p)
 	}
