@@ -248,10 +248,12 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 }
 
 // giveUp gives term t's lock up, once t's context is cancelled: whoever
-// comes first, Resign or the term's watch, releases it (or leaves a lost
-// lease to run out) within ctx and the TTL, and closes t.done. For the
-// other, it returns at once: it waits for t.done as it can (a Resign
+// wins t.givingUp, Resign or the term's watch, releases it (or leaves a
+// lost lease to run out) within ctx and the TTL, and closes t.done. For
+// the other, it returns at once: it waits for t.done as it can (a Resign
 // whose context ends returns then, without waiting for the release).
+// Resign takes t.givingUp before it cancels t, so the watch that the
+// cancel wakes never sends a release that Resign means to send.
 func (e *Election) giveUp(ctx context.Context, t *term) {
 	if t.givingUp.CompareAndSwap(false, true) {
 		e.release(ctx, t)
