@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -42,6 +43,10 @@ type Partition struct {
 	// lease is released, and no Election closed, under a running fn.
 	shardsLive sync.WaitGroup
 
+	// slowest is the longest heartbeat interval the members advertised at
+	// the last read of their status (liveFor).
+	slowest atomic.Int64
+
 	// beat is this member's last status write (partition_status.go):
 	// when it was sent and what it said. Only Run's goroutine uses it.
 	beat lastBeat
@@ -66,7 +71,9 @@ func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weigh
 // status and recomputes the assignment (default: the Client's renew
 // interval). It writes its own status at once when it changed (a shard
 // taken, handed over or queued for), and otherwise every other interval;
-// a member counts as live for four intervals after its last write.
+// a member counts as live for four intervals after its last write (the
+// longest interval among the members, when their intervals differ: each
+// member's status says its own).
 // Observe reads the members' status once per interval.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }

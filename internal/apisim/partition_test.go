@@ -15,7 +15,12 @@ import (
 var (
 	partSeeds  = flag.Int("apisim.partseeds", 0, "partition simulation: seeds to run (default 100; 10 with -short)")
 	partShards = flag.Int("apisim.shards", 0, "partition simulation: shards (default 6 on odd seeds, 8 on even)")
+	partCalm   = flag.Bool("apisim.calm", false, "partition simulation: every seed calm, so that each is judged for liveness (default: half)")
 )
+
+// partitionCalm reports whether seed runs calm: half the seeds, or all
+// with -apisim.calm.
+func partitionCalm(seed int64) bool { return *partCalm || seed%4 < 2 }
 
 // partitionSeeds is the seeds of a partition run: -apisim.seed alone, or
 // the first -apisim.partseeds.
@@ -47,7 +52,7 @@ func simulatePartition(t *testing.T, seed int64, allCalm bool) (Report, Partitio
 	}
 	// Half the seeds calm, for spells long enough to judge ownership and
 	// balance in.
-	ps := &PartitionSim{Shards: shards, Calm: allCalm || seed%4 < 2}
+	ps := &PartitionSim{Shards: shards, Calm: allCalm || partitionCalm(seed)}
 	var r Report
 	synctest.Test(t, func(t *testing.T) {
 		r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
@@ -99,7 +104,7 @@ func TestPartitionDebugSeed(t *testing.T) {
 	seed := *simSeed
 	for range *simTries {
 		var status []string
-		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: seed%4 < 2}
+		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: partitionCalm(seed)}
 		if *partShards > 0 {
 			ps.Shards = *partShards
 		}
