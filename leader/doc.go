@@ -48,7 +48,8 @@
 // member statuses (balanced by weight, moving the fewest shards a change
 // of members allows); an owner hands a shard over once its assigned owner
 // waits for it, and Run cancels a shard's context before its lease is
-// released. So a member that joins gets its share within about one
+// released (context.Cause says why: ErrShardMoved, ErrLeadershipLost,
+// or Run's end). So a member that joins gets its share within about one
 // heartbeat, without waiting for anyone's lease to expire; Resign and
 // Close leave the same way, releasing each shard once its function has
 // returned. Observe (and View) report each shard's owner and token, and

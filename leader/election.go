@@ -15,7 +15,8 @@ import (
 
 // An Election is one candidate for the leadership of a named election.
 // Create it with NewElection; Close it when done. Its methods are safe for
-// concurrent use.
+// concurrent use. Its zero value is not usable: each of its methods
+// panics, as misuse of a sync type does.
 type Election struct {
 	name   string
 	client *dsync.Client
@@ -101,10 +102,16 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 }
 
 // Name returns the election's name.
-func (e *Election) Name() string { return e.name }
+func (e *Election) Name() string {
+	e.mustBeMade()
+	return e.name
+}
 
 // ID returns this candidate's identity, as Info.ID and Member.ID report it.
-func (e *Election) ID() string { return e.self.ID }
+func (e *Election) ID() string {
+	e.mustBeMade()
+	return e.self.ID
+}
 
 // Campaign blocks until this candidate leads, and returns a context that
 // lives exactly as long as the leadership. The context is cancelled with
@@ -118,6 +125,7 @@ func (e *Election) ID() string { return e.self.ID }
 // If ctx ends before this candidate is elected, Campaign returns
 // context.Cause(ctx) and holds nothing.
 func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
+	e.mustBeMade()
 	t, err := e.campaign(ctx, false)
 	if err != nil {
 		return nil, err
@@ -240,14 +248,21 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 }
 
 // giveUp gives term t's lock up, once t's context is cancelled: whoever
-// comes first, Resign or the term's watch, releases it (or leaves a lost
-// lease to run out) within ctx and the TTL, and closes t.done. For the
-// other, it returns at once: it waits for t.done as it can (a Resign
+// wins t.givingUp, Resign or the term's watch, releases it (or leaves a
+// lost lease to run out) within ctx and the TTL, and closes t.done. For
+// the other, it returns at once: it waits for t.done as it can (a Resign
 // whose context ends returns then, without waiting for the release).
+// Resign takes t.givingUp before it cancels t, so the watch that the
+// cancel wakes never sends a release that Resign means to send.
 func (e *Election) giveUp(ctx context.Context, t *term) {
-	if !t.givingUp.CompareAndSwap(false, true) {
-		return
+	if t.givingUp.CompareAndSwap(false, true) {
+		e.release(ctx, t)
 	}
+}
+
+// release gives term t's lock up for whoever won t.givingUp, and closes
+// t.done.
+func (e *Election) release(ctx context.Context, t *term) {
 	e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
 	e.unlockQuietly(ctx)
 	e.state.Lock()
@@ -276,18 +291,25 @@ func (e *Election) unlockQuietly(ctx context.Context) {
 // that ctx cut short is sent again in the background). It does nothing
 // when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
+	e.mustBeMade()
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
 	if t == nil {
 		return nil
 	}
+	// Released here rather than by the term's watch, which would first
+	// have to be woken: the next leader's wait is this release's latency,
+	// as after a Mutex's Unlock. The release is taken before the term is
+	// cancelled, since the cancel wakes the watch, which would otherwise
+	// take it when it runs first.
+	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(ErrResigned)
-	if t.fnDone == nil && ctx.Err() == nil {
-		// Released here rather than by the term's watch, which would
-		// first have to be woken: the next leader's wait is this
-		// release's latency, as after a Mutex's Unlock.
-		e.giveUp(ctx, t)
+	if resignedHook != nil {
+		resignedHook()
+	}
+	if mine {
+		e.release(ctx, t)
 	}
 	select {
 	case <-t.done:
@@ -300,6 +322,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // IsLeader reports whether this candidate leads now, as far as it knows
 // locally: its leadership context has not been cancelled.
 func (e *Election) IsLeader() bool {
+	e.mustBeMade()
 	e.state.Lock()
 	defer e.state.Unlock()
 	return e.term != nil && e.term.ctx.Err() == nil
@@ -312,6 +335,7 @@ func (e *Election) IsLeader() bool {
 // then name nobody while a candidate leads, or the next candidate while
 // the leader's lease has not expired (see dsync.ClaimInfo.Expired).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
+	e.mustBeMade()
 	return e.readLeader(ctx)
 }
 
@@ -319,6 +343,7 @@ func (e *Election) Leader(ctx context.Context) (Info, error) {
 // heartbeat intervals, in the member store's time. Without a member store
 // (WithMembers) it returns ErrNoMembers.
 func (e *Election) Members(ctx context.Context) ([]Member, error) {
+	e.mustBeMade()
 	if e.cfg.members == nil {
 		return nil, ErrNoMembers
 	}
@@ -334,6 +359,7 @@ func (e *Election) Members(ctx context.Context) ([]Member, error) {
 // fn must return soon after its context is cancelled. Several leader-only
 // jobs can share one leadership through errgroup.WithContext.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	e.mustBeMade()
 	for {
 		t, err := e.campaign(ctx, true)
 		if err != nil {
@@ -358,6 +384,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 // Close resigns if this candidate leads, stops its heartbeat and removes its
 // member document. The Election cannot be used afterwards.
 func (e *Election) Close() error {
+	e.mustBeMade()
 	e.state.Lock()
 	if e.closed {
 		e.state.Unlock()
@@ -396,3 +423,8 @@ func (e *Election) selfInfoLocked() Info {
 	return Info{ID: e.self.ID, Host: e.self.Host, PID: e.self.PID, Version: e.self.Version, Token: e.procTerm,
 		Value: e.proclaimed, Rev: e.rev}
 }
+
+// resignedHook, if set (by tests only), is called by Resign once it has
+// cancelled the term, before it releases the lease: the term's watch,
+// woken by that cancel, may run meanwhile.
+var resignedHook func()

@@ -11,8 +11,14 @@ var (
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 
 	// ErrResigned is the cause of a leadership context cancelled by Resign
-	// or Close.
+	// or Close, and of a Partition shard's context when its member leaves
+	// by Resign or Close.
 	ErrResigned = errors.New("leader: resigned")
+
+	// ErrShardMoved is the cause of a Partition shard's context cancelled
+	// because the shard is handed over to the member it is now assigned
+	// to (a member joined, left or changed weight).
+	ErrShardMoved = errors.New("leader: shard moved to another member")
 
 	// ErrNoLeader is returned by Leader when nobody leads.
 	ErrNoLeader = errors.New("leader: no leader")

@@ -16,6 +16,7 @@ import (
 // The channel is closed when ctx ends, which is how the goroutine behind
 // it stops; Observe does not need this Election to campaign.
 func (e *Election) Observe(ctx context.Context) <-chan Info {
+	e.mustBeMade()
 	ch := make(chan Info)
 	go func() {
 		defer close(ch)

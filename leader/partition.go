@@ -7,9 +7,11 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/leaderhook"
 	"github.com/go-dsync/dsync/leader/internal/shard"
 )
 
@@ -19,22 +21,31 @@ import (
 // namespace with its own fencing token), spread over the live members by
 // weight. Create it with NewPartition, run the per-shard work with Run,
 // watch who owns what with Observe, and leave with Resign or Close. Its
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. Its zero value is not usable: each
+// of its methods panics, as misuse of a sync type does.
 type Partition struct {
 	name     string
 	n        int
 	weight   float64
 	members  MemberStore
 	interval time.Duration
-	self     string
-	host     string
-	pid      int
-	shards   []*Election
+	// release bounds the removal of this member's status when it leaves:
+	// the release timeout of the shards' leases (dsync.WithReleaseTimeout's
+	// default), as a Client bounds what it sends on Close.
+	release time.Duration
+	self    string
+	host    string
+	pid     int
+	shards  []*Election
 
 	// shardsLive counts the shard goroutines (partition_shard.go), handed
 	// over or not: Close and the end of Run wait for all of them, so no
 	// lease is released, and no Election closed, under a running fn.
 	shardsLive sync.WaitGroup
+
+	// slowest is the longest heartbeat interval the members advertised at
+	// the last read of their status (liveFor).
+	slowest atomic.Int64
 
 	// beat is this member's last status write (partition_status.go):
 	// when it was sent and what it said. Only Run's goroutine uses it.
@@ -60,7 +71,9 @@ func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weigh
 // status and recomputes the assignment (default: the Client's renew
 // interval). It writes its own status at once when it changed (a shard
 // taken, handed over or queued for), and otherwise every other interval;
-// a member counts as live for four intervals after its last write.
+// a member counts as live for four intervals after its last write (the
+// longest interval among the members, when their intervals differ: each
+// member's status says its own).
 // Observe reads the members' status once per interval.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }
@@ -74,7 +87,7 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 	}
 	host, _ := os.Hostname()
 	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
-		host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
+		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -86,11 +99,17 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 		p.shards = append(p.shards, e)
 	}
 	p.self = p.shards[0].ID() + "/p"
+	if h, ok := ms.(leaderhook.Carrier); ok && h.PartitionSettings().MemberID != "" {
+		p.self = h.PartitionSettings().MemberID
+	}
 	return p, nil
 }
 
 // ID returns this member's identity in the partition's member status.
-func (p *Partition) ID() string { return p.self }
+func (p *Partition) ID() string {
+	p.mustBeMade()
+	return p.self
+}
 
 // Run joins the partition and runs fn once per shard this member owns,
 // under a context cancelled the moment that shard is lost or handed away
@@ -100,9 +119,16 @@ func (p *Partition) ID() string { return p.self }
 // handed over (see Resign). An fn that returns nil gives its shard up;
 // the shard is queued for again while it stays assigned here.
 //
+// context.Cause of a shard's context says why it ended: ErrShardMoved
+// when the shard is handed over to the member it is now assigned to,
+// ErrLeadershipLost when its lease could no longer be guaranteed, and
+// what Run returns when Run ends (ctx's cause unchanged, ErrResigned, or
+// the first error an fn returned).
+//
 // One Run at a time: a second one returns ErrCampaigning, and Run on a
 // closed Partition ErrClosed. After Run returned, Run joins again.
 func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard int) error) error {
+	p.mustBeMade()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done, err := p.beginRun(cancel)

@@ -25,10 +25,16 @@ func (p *Partition) beginRun(stop context.CancelCauseFunc) (chan struct{}, error
 
 // leave ends the Run whose ctx ended: every shard is handed over (stopAll),
 // then this member's status is removed, so the others assign its shards
-// at their next heartbeat, and done is closed.
+// at their next heartbeat, and done is closed. The removal is bounded by
+// the release timeout: a store that hangs must not keep Run, Resign and
+// Close from returning, and a status left behind ages out (liveFor). A
+// removal that lands late, after the next Run's first status write, is
+// mended by that Run's next tick (it writes its status again).
 func (p *Partition) leave(ctx context.Context, done chan struct{}) {
 	p.stopAll()
-	_ = p.members.DeleteMember(context.WithoutCancel(ctx), p.name, p.self)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.release)
+	_ = p.members.DeleteMember(dctx, p.name, p.self)
+	cancel()
 	p.beat = lastBeat{} // the next Run writes its status at its first tick
 	p.mu.Lock()
 	p.stopRun, p.runDone = nil, nil
@@ -57,6 +63,7 @@ func (p *Partition) stopAll() {
 // first (the handover goes on). It does nothing when no Run is under
 // way; a later Run joins again.
 func (p *Partition) Resign(ctx context.Context) error {
+	p.mustBeMade()
 	p.mu.Lock()
 	stop, done := p.stopRun, p.runDone
 	p.mu.Unlock()
@@ -73,11 +80,14 @@ func (p *Partition) Resign(ctx context.Context) error {
 }
 
 // Close leaves the partition as Resign does, waiting until the handover
-// is done (each fn has returned; each release is bounded by the TTL), and
-// closes the shards' elections. Use Resign first to bound the wait for
+// is done (each fn has returned; each release is bounded by the TTL, and
+// the removal of this member's status then by the release timeout,
+// dsync.DefaultReleaseTimeout or the TTL if shorter), and closes the
+// shards' elections. Use Resign first to bound the wait for
 // the fns. The Partition cannot be used afterwards: Run returns
 // ErrClosed.
 func (p *Partition) Close() error {
+	p.mustBeMade()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

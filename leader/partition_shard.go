@@ -71,26 +71,36 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 		}
 		r.owned, r.token = true, info.Token
 		p.mu.Unlock()
-		fctx, cancelFn := context.WithCancel(tctx)
+		fctx, cancelFn := context.WithCancelCause(tctx)
 		go func() {
 			select {
 			case <-stop:
 			case <-ctx.Done():
-			case <-fctx.Done():
+			case <-fctx.Done(): // the lease lost: tctx's cause, ErrLeadershipLost
 			}
-			cancelFn()
+			cancelFn(shardEndCause(ctx))
 		}()
 		err = fn(fctx, s)
 		// An error fn returns once its context ended (ctx.Err(), say) is
 		// the shard going away, not a failure of fn's own.
 		own := fctx.Err() == nil
-		cancelFn()
+		cancelFn(ErrResigned) // fn gave the shard up
 		_ = p.shards[s].Resign(context.WithoutCancel(ctx))
 		p.forget(s, r)
 		if err != nil && own {
 			fail(err)
 		}
 	}()
+}
+
+// shardEndCause is why a shard's fn context ends, given Run's context
+// ctx: Run's cause when Run ends (its stopAll hands every shard over
+// then too), otherwise a handover.
+func shardEndCause(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return ErrShardMoved
 }
 
 // partitionWonHook, if set (by tests only), is called right after a shard's

@@ -22,6 +22,10 @@ type partitionStatus struct {
 	Owns   []int    `json:"own,omitempty"`
 	Tokens []uint64 `json:"tok,omitempty"` // Tokens[i] is the token of shard Owns[i]
 	Waits  []int    `json:"wait,omitempty"`
+	// Heartbeat is the member's heartbeat interval, which its unchanged
+	// status is written by (liveFor); absent from the status of releases
+	// that did not write it.
+	Heartbeat time.Duration `json:"hb,omitempty"`
 }
 
 // A PartitionView is a Partition as its members last reported it (each
@@ -30,8 +34,8 @@ type partitionStatus struct {
 type PartitionView struct {
 	// Shards has one entry per shard, by shard number.
 	Shards []ShardOwner
-	// Members are the live members (a status written within four intervals),
-	// ordered by ID.
+	// Members are the live members (a status written within four
+	// heartbeat intervals: see liveFor), ordered by ID.
 	Members []PartitionMember
 }
 
@@ -65,6 +69,7 @@ type memberStatuses struct {
 	live    []shard.Member
 	view    PartitionView
 	waiting []map[string]bool
+	slowest time.Duration // the longest heartbeat interval among them
 }
 
 // owners returns the ID of each shard's owner ("" for none).
@@ -85,6 +90,7 @@ func (p *Partition) decode(ms []Member) *memberStatuses {
 		if json.Unmarshal([]byte(m.Value), &ps) != nil {
 			continue
 		}
+		st.slowest = max(st.slowest, ps.Heartbeat)
 		st.live = append(st.live, shard.Member{ID: m.ID, Weight: ps.Weight})
 		st.view.Members = append(st.view.Members, PartitionMember{ID: m.ID, Weight: ps.Weight, Host: m.Host, PID: m.PID})
 		for i, s := range ps.Owns {
@@ -112,6 +118,7 @@ func (p *Partition) decode(ms []Member) *memberStatuses {
 	for s, id := range shard.Assign(p.n, st.live, st.owners()) {
 		st.view.Shards[s].Assigned = id
 	}
+	p.slowest.Store(int64(st.slowest)) // for the next read (liveFor)
 	return st
 }
 
@@ -126,7 +133,16 @@ type lastBeat struct {
 // live: four intervals. An unchanged status is written every other
 // interval (heartbeat), so a member stays live through two intervals of
 // delay, as it did when it wrote every interval and counted for three.
-func (p *Partition) liveFor() time.Duration { return 4 * p.interval }
+//
+// The interval is the longest among this member's and those the members
+// advertised at the last read (partitionStatus.Heartbeat): a member
+// writes by its own interval, so one that judged the others by its own,
+// shorter one took a member of a longer one (a Client of a longer TTL)
+// for gone between that member's writes, and queued for its shards.
+// Every member so judges every other by the same, slowest, interval.
+func (p *Partition) liveFor() time.Duration {
+	return 4 * max(p.interval, time.Duration(p.slowest.Load()))
+}
 
 // refreshAfter is how old the last write of an unchanged status may be
 // before a tick writes it again: one and a half intervals, so that every
@@ -141,7 +157,7 @@ func (p *Partition) refreshAfter() time.Duration { return p.interval + p.interva
 // lease's renewal and its read of the members, that is its whole steady
 // cost (issue 45).
 func (p *Partition) heartbeat(ctx context.Context) error {
-	st := partitionStatus{Weight: p.weight}
+	st := partitionStatus{Weight: p.weight, Heartbeat: p.interval}
 	p.mu.Lock()
 	for s := range p.n {
 		switch r := p.running[s]; {
@@ -173,6 +189,7 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 // last reported it. It needs no Run: any process with the member store
 // can watch a partition.
 func (p *Partition) View(ctx context.Context) (PartitionView, error) {
+	p.mustBeMade()
 	ms, err := p.members.Members(ctx, p.name, p.liveFor())
 	if err != nil {
 		return PartitionView{}, err
@@ -186,12 +203,14 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 // status once per heartbeat interval (WithPartitionHeartbeat), and a
 // member writes its status as soon as it changes, so a change of owner
 // shows within about two intervals; a member that crashed leaves the
-// view four intervals after its last write. The channel is unbuffered and keeps no backlog: changes
+// view four intervals after its last write (of the longest interval among
+// the members, when they differ). The channel is unbuffered and keeps no backlog: changes
 // between two reads, or while the receiver does not read, are coalesced
 // into the next view sent, which is the state at one read, not a log of
 // changes. Failed reads are skipped. The channel is closed when ctx ends,
 // which is how the goroutine behind it stops; Observe needs no Run.
 func (p *Partition) Observe(ctx context.Context) <-chan PartitionView {
+	p.mustBeMade()
 	ch := make(chan PartitionView)
 	go func() {
 		defer close(ch)

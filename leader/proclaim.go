@@ -18,6 +18,7 @@ import (
 // again). In both cases the value may still be shown, for the term it was
 // proclaimed in only.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
+	e.mustBeMade()
 	if len(value) > MaxValueSize {
 		return fmt.Errorf("leader: value of %d bytes, more than %d", len(value), MaxValueSize)
 	}

@@ -73,6 +73,29 @@ func TestResignReleasesItself(t *testing.T) {
 	})
 }
 
+// TestResignReleasesItselfWhenTheWatchWakes: Resign's own release is the
+// one sent even when the term's watch, woken by the term's end, runs
+// before Resign releases (the hook lets it run to a stop there).
+func TestResignReleasesItselfWhenTheWatchWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		s := &releaseWatch{Store: w.store}
+		e := newElection(t, &proc{c: newClient(t, s), members: w.members})
+		defer e.Close()
+		defer leader.SetResignedHook(synctest.Wait)()
+		if _, err := e.Campaign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.WithValue(context.Background(), resignKey{}, true)
+		if err := e.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, u := s.releases.Load(), s.underResign.Load(); r != 1 || u != 1 {
+			t.Fatalf("%d releases, %d of them under Resign's context; want 1 and 1", r, u)
+		}
+	})
+}
+
 // stalledReleases is a store whose releases wait until unstall closes,
 // whatever their context; stalled closes as the first one starts.
 type stalledReleases struct {

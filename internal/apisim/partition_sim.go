@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/leaderhook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -91,12 +92,13 @@ type PartitionSim struct {
 	// refused (ErrSpan) cannot campaign for a shard they are assigned.
 	spansDisagree bool
 	live          map[int]bool // processes with a member now: one at most each
+	joins         map[int]int  // memberships each process began
 
-	// watch, if set (by a test that debugs a seed), is given the members'
-	// status every 50 ms of the run, as process 0's incarnations read it.
-	watch func(at time.Time, ms []leader.Member)
-	// watchEnd: when the run ends, and the watch with it.
-	watchEnd time.Time
+	// writes, if set (by a test that debugs a seed), is told of each
+	// member status write and removal a member sends, with its outcome,
+	// as it returns. (A goroutine that polled the statuses changed the
+	// run's scheduling enough that a failing seed did not fail again.)
+	writes func(at time.Time, line string)
 }
 
 // Actor returns the partition as an Actor of a run (one per seed): a
@@ -113,17 +115,7 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			}
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
-			watch, watchEnd := ps.watch, ps.watchEnd
 			ps.mu.Unlock()
-			if watch != nil && env.Proc == 0 {
-				go func() {
-					for env.inc.ctx.Err() == nil && time.Now().Before(watchEnd) {
-						ms, _ := env.inc.p.w.members.Members(env.inc.ctx, partitionName, time.Hour)
-						watch(time.Now(), ms)
-						time.Sleep(50 * time.Millisecond)
-					}
-				}()
-			}
 			return func(ctx context.Context, who string) { ps.member(ctx, env, who) }
 		},
 		Check: ps.Check,
@@ -143,6 +135,14 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		return
 	}
 	ps.live[p.id] = true
+	if ps.joins == nil {
+		ps.joins = map[int]int{}
+	}
+	ps.joins[p.id]++
+	// Drawn from the seed, not at random (as NewPartition's are), so that
+	// a seed assigns the shards alike each time it runs: the IDs rank
+	// the members for each shard.
+	id := fmt.Sprintf("s%d-p%d-%d", p.w.seed, p.id, ps.joins[p.id])
 	ps.mu.Unlock()
 	defer func() {
 		ps.mu.Lock()
@@ -155,7 +155,7 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		panic(err)
 	}
 	defer c.Close()
-	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead}, partitionName, ps.Shards)
+	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards)
 	if err != nil {
 		panic(err)
 	}
@@ -259,6 +259,14 @@ type memberStore struct {
 	leader.MemberStore
 	p    *proc
 	dead *atomic.Bool
+	id   string // the member's ID
+	// writes, if set, is told of each write (PartitionSim.writes).
+	writes func(at time.Time, line string)
+}
+
+// PartitionSettings gives the Partition made over m its ID.
+func (m *memberStore) PartitionSettings() leaderhook.Settings {
+	return leaderhook.Settings{MemberID: m.id}
 }
 
 func (m *memberStore) reach(ctx context.Context) error {
@@ -274,7 +282,10 @@ func (m *memberStore) reach(ctx context.Context) error {
 	return nil
 }
 
-func (m *memberStore) PutMember(ctx context.Context, election string, mb leader.Member) error {
+func (m *memberStore) PutMember(ctx context.Context, election string, mb leader.Member) (err error) {
+	if m.writes != nil {
+		defer func() { m.writes(time.Now(), fmt.Sprintf("p%d put %s %s: %v", m.p.id, mb.ID, mb.Value, err)) }()
+	}
 	if err := m.reach(ctx); err != nil {
 		return err
 	}
@@ -295,7 +306,10 @@ func (m *memberStore) Members(ctx context.Context, election string, maxAge time.
 	return m.MemberStore.Members(ctx, election, maxAge)
 }
 
-func (m *memberStore) DeleteMember(ctx context.Context, election, id string) error {
+func (m *memberStore) DeleteMember(ctx context.Context, election, id string) (err error) {
+	if m.writes != nil {
+		defer func() { m.writes(time.Now(), fmt.Sprintf("p%d delete %s: %v", m.p.id, id, err)) }()
+	}
 	if err := m.reach(ctx); err != nil {
 		return err
 	}

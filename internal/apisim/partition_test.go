@@ -2,21 +2,26 @@ package apisim
 
 import (
 	"flag"
-	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/longtest"
-	"github.com/go-dsync/dsync/leader"
 )
 
 var (
-	partSeeds  = flag.Int("apisim.partseeds", 0, "partition simulation: seeds to run (default 100; 10 with -short)")
+	partSeeds  = flag.Int("apisim.partseeds", 0, "partition simulation: seeds to run (default 100 with DSYNC_LONG=1, else 20)")
 	partShards = flag.Int("apisim.shards", 0, "partition simulation: shards (default 6 on odd seeds, 8 on even)")
+	partCalm   = flag.Bool("apisim.calm", false, "partition simulation: every seed calm, so that each is judged for liveness (default: half)")
 )
+
+// partitionCalm reports whether seed runs calm: half the seeds, or all
+// with -apisim.calm.
+func partitionCalm(seed int64) bool { return *partCalm || seed%4 < 2 }
 
 // partitionSeeds is the seeds of a partition run: -apisim.seed alone, or
 // the first -apisim.partseeds.
@@ -48,7 +53,7 @@ func simulatePartition(t *testing.T, seed int64, allCalm bool) (Report, Partitio
 	}
 	// Half the seeds calm, for spells long enough to judge ownership and
 	// balance in.
-	ps := &PartitionSim{Shards: shards, Calm: allCalm || seed%4 < 2}
+	ps := &PartitionSim{Shards: shards, Calm: allCalm || partitionCalm(seed)}
 	var r Report
 	synctest.Test(t, func(t *testing.T) {
 		r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
@@ -92,33 +97,42 @@ func TestPartitionSimulation(t *testing.T) {
 // TestPartitionDebugSeed runs -apisim.seed with the partition actor again
 // and again (up to -apisim.tries times) until it breaks one of the
 // Partition's promises, and shows that run: the memberships, the faults,
-// every term, and the members' status as they advertised it every 50 ms.
+// every term, and every member status write (and removal) as it returned;
+// with -apisim.trace, the run's trace (trace.go) goes to that file.
 func TestPartitionDebugSeed(t *testing.T) {
 	if *simSeed < 0 {
 		t.Skip("needs -apisim.seed")
 	}
 	seed := *simSeed
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	for range *simTries {
-		var status []string
-		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: seed%4 < 2}
+		var (
+			mu     sync.Mutex
+			writes []string
+		)
+		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: partitionCalm(seed)}
 		if *partShards > 0 {
 			ps.Shards = *partShards
 		}
-		ps.watch = func(at time.Time, ms []leader.Member) {
-			var b strings.Builder
-			for _, m := range ms {
-				fmt.Fprintf(&b, " %s=%s", m.ID, m.Value)
-			}
-			status = append(status, at.Format(tf)+b.String())
+		ps.writes = func(at time.Time, line string) {
+			mu.Lock()
+			writes = append(writes, at.Format(tf)+" "+line)
+			mu.Unlock()
 		}
-		var r Report
+		var w *world
 		synctest.Test(t, func(t *testing.T) {
-			ps.watchEnd = time.Now().Add(*simDur)
-			r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
+			w = debugWorld(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
 		})
+		r := Report{History: &w.hist}
 		vs, _ := ps.CheckFigures(r.History)
 		if len(vs) == 0 {
 			continue
+		}
+		if w.trace != nil {
+			if err := os.WriteFile(*simTrace, []byte(strings.Join(w.trace.lines, "\n")+"\n"), 0o644); err != nil {
+				t.Error(err)
+			}
 		}
 		for _, v := range vs {
 			t.Error(v)
@@ -136,7 +150,7 @@ func TestPartitionDebugSeed(t *testing.T) {
 		for _, x := range ts {
 			t.Logf("term %v", x)
 		}
-		for _, l := range status {
+		for _, l := range writes {
 			t.Log("status " + l)
 		}
 		return

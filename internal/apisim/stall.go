@@ -156,3 +156,31 @@ func (w *world) operatorWait(d time.Duration) (stalled bool) {
 		return true
 	}
 }
+
+// lateGates wraps apply, a request of gates sent now: when the request
+// lands after an emptying that came after it was sent, and one of its
+// gates landed (landed says so once apply returned), it is recorded as
+// the stalled link's requests are, as a fault of the gates' key. Such a
+// request, sent by an operation that ended just before the operator
+// emptied (a leaving member's release, say) and landing just after, names
+// a queue of the history before the emptying, which no process uses: the
+// key waits until that queue's time is over, up to three bucket spans
+// (docs/operations.md), and CheckPartition's liveness judges no window
+// of it (stallsCover).
+func (w *world) lateGates(docs []driver.Doc, landed func() bool, apply func(plan)) func(plan) {
+	if len(docs) == 0 || docs[0].Kind != driver.KindGate {
+		return apply
+	}
+	sent := time.Now()
+	return func(pl plan) {
+		apply(pl)
+		if !landed() {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if n := len(w.hist.Emptyings); n > 0 && w.hist.Emptyings[n-1].After(sent) {
+			w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " on their way during an emptying, then landed", From: sent, To: time.Now()})
+		}
+	}
+}

@@ -153,7 +153,8 @@ func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
 // after the other with others' requests between them.
 func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	dup := -1
-	err := s.request(ctx, "insert-ordered", s.p.w.stallGates(docs, func(pl plan) {
+	var landed atomic.Bool
+	err := s.request(ctx, "insert-ordered", s.p.w.lateGates(docs, landed.Load, s.p.w.stallGates(docs, func(pl plan) {
 		for i, d := range docs {
 			if pl.torn && i > 0 {
 				time.Sleep(s.p.w.tearGap())
@@ -163,10 +164,11 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 				dup = i
 				return
 			}
+			landed.Store(true)
 			s.p.w.tracef("%s insert-ordered %s", s.name(), traceDoc(d))
 			s.p.w.landed(s.p, d)
 		}
-	}), nil)
+	})), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -177,7 +179,8 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 // order, apart.
 func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	res := make([]error, len(docs)) // written by the request, which may land after it returned
-	err := s.request(ctx, "insert-each", s.p.w.stallGates(docs, func(pl plan) {
+	var landed atomic.Bool
+	err := s.request(ctx, "insert-each", s.p.w.lateGates(docs, landed.Load, s.p.w.stallGates(docs, func(pl plan) {
 		order := s.p.w.perm(len(docs), pl.torn)
 		for n, i := range order {
 			if pl.torn && n > 0 {
@@ -186,10 +189,11 @@ func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 			res[i] = s.Store.Insert(context.Background(), docs[i])
 			s.p.w.tracef("%s insert-each %s: %v", s.name(), traceDoc(docs[i]), res[i])
 			if res[i] == nil {
+				landed.Store(true)
 				s.p.w.landed(s.p, docs[i])
 			}
 		}
-	}), nil)
+	})), nil)
 	if err == nil {
 		return res
 	}

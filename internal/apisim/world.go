@@ -15,6 +15,7 @@ import (
 // network's faults, and what was seen.
 type world struct {
 	mu    sync.Mutex
+	seed  int64
 	rng   *rand.Rand
 	rates rates
 
@@ -59,7 +60,7 @@ type rates struct {
 }
 
 func newWorld(seed int64) *world {
-	w := &world{rng: rand.New(rand.NewPCG(uint64(seed), 0x61706973696d)), mem: memory.New(), sess: newSessions()}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x61706973696d)), mem: memory.New(), sess: newSessions()}
 	w.fig.Ops = make(map[string]int)
 	w.fig.Faults = make(map[string]int)
 	w.opCtx, w.opCancel = context.WithCancel(context.Background())
