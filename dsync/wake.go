@@ -155,7 +155,7 @@ type wakeups struct {
 	mu sync.Mutex
 	// settle, if set, decides the feed, env.direct and env.peers as the
 	// feed is first followed (start), and is then cleared.
-	settle   func() (feed driver.Feed, direct bool, peers driver.PeerStore)
+	settle   func() settled
 	started  bool
 	closed   bool
 	unfollow func() // stops following the feed
@@ -235,8 +235,10 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 // first.
 func (w *wakeups) start() {
 	w.mu.Lock()
+	var followed func()
 	if w.settle != nil && !w.closed {
-		w.feed, w.env.direct, w.env.peers = w.settle()
+		s := w.settle()
+		w.feed, w.env.direct, w.env.peers, followed = s.feed, s.direct, s.peers, s.followed
 		w.settle = nil
 	}
 	start := w.feed != nil && !w.started && !w.closed
@@ -256,6 +258,10 @@ func (w *wakeups) start() {
 	w.mu.Unlock()
 	if closed {
 		stop()
+		return
+	}
+	if followed != nil {
+		followed()
 	}
 }
 
