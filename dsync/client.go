@@ -138,7 +138,10 @@ func ClientWithLogger(l *slog.Logger) ClientOption {
 }
 
 // ClientWithWakeups turns wake-ups through the store's feed on or off.
-// Default: on, where the store has a feed. Off, waiters poll.
+// Default: on, where the store has a feed. Off, waiters poll (every
+// ClientWithPollInterval), and direct hints, where they are on
+// (ClientWithHints; by default where the store is reached over
+// loopback), wake them sooner.
 func ClientWithWakeups(on bool) ClientOption {
 	return func(c *clientConfig) error {
 		c.wakeups = on
