@@ -249,7 +249,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive, confirmed: eng.ConfirmedExpiry,
-		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
+		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll, ttl: cfg.lease.ttl,
 		direct: direct, peers: peersOf(store, direct),
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {

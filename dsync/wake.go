@@ -129,6 +129,9 @@ type wakeEnv struct {
 	// poll: a waiter's look while the stream is down; safetyPoll: while
 	// it is live.
 	poll, safetyPoll time.Duration
+	// ttl is the Client's lease: what a Held hint's expiry may put a
+	// waiter's read of a session off by, at most (wake_held.go).
+	ttl time.Duration
 	// direct: the feed also carries events directly between processes
 	// (ClientWithHints), whether or not the store's stream is live:
 	// waiters announce themselves while it is down too.
