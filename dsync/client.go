@@ -138,7 +138,10 @@ func ClientWithLogger(l *slog.Logger) ClientOption {
 }
 
 // ClientWithWakeups turns wake-ups through the store's feed on or off.
-// Default: on, where the store has a feed. Off, waiters poll.
+// Default: on, where the store has a feed. Off, waiters poll (every
+// ClientWithPollInterval), and direct hints, where they are on
+// (ClientWithHints; by default where the store is reached over
+// loopback), wake them sooner.
 func ClientWithWakeups(on bool) ClientOption {
 	return func(c *clientConfig) error {
 		c.wakeups = on
@@ -246,7 +249,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	c.wake = newWakeups(wakeEnv{
 		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive, confirmed: eng.ConfirmedExpiry,
-		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll,
+		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll, ttl: cfg.lease.ttl,
 		direct: direct, peers: peersOf(store, direct),
 	}, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {

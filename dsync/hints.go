@@ -25,11 +25,14 @@ import (
 // (up to ClientWithPollInterval). Hints are authenticated under a key
 // kept in the store, and only ever hints: a waiter confirms its turn in
 // the store (one read of a run where the store reads runs, as MongoDB;
-// otherwise two, the end marker and its own claim read back), and where
-// hints cannot get through (a firewall between the
-// processes), waiting works as without them, through the store's feed
-// and polling. On a store without a feed (or with ClientWithWakeups(false)),
-// waiters still poll, and a hint wakes them sooner. While hints reach
+// otherwise two, the end marker and its own claim read back). Where
+// hints cannot get through (a firewall between the processes), waiters
+// still learn of their turn through the store's feed and polling, but
+// one that hears no Held hint from its claim's owner looks every poll
+// interval (a read of the store each time), where without hints it
+// would rely on the store's feed and look every safety poll. On a store
+// without a feed (or with ClientWithWakeups(false)), waiters still
+// poll, and a hint wakes them sooner. While hints reach
 // the process, it does not read the store's feed (which costs the store
 // a command every few seconds, and FerretDB a query every 10 ms), and
 // its waiters rely on the Held hints of the claims' owners: a hint lost
@@ -41,16 +44,25 @@ import (
 //
 // Default: on loopback, where the store reports that it is reached over
 // loopback (driver.LoopbackReporter: the MongoDB driver does when every
-// server of the deployment is, and it is no sharded cluster), as if
-// ClientWithHints(DefaultHintsListen, "") were given; otherwise off. On
-// loopback, every process that uses the store shares this one's network
-// namespace: hints need no address, and open no port to the outside.
-// Elsewhere, a library that opens a port its user did not ask for
-// surprises people (and their firewalls), and the address to advertise
-// depends on the network. The store is asked once it has been prepared,
-// as the Client first opens a session; a store reached through a tunnel
-// from several machines (ssh -L, kubectl port-forward) looks local to
-// each: turn hints off there. The store must be a driver.PeerStore (the
+// server of the deployment is, through this process's own connection
+// on Linux, and it is neither a sharded cluster nor FerretDB on
+// PostgreSQL), as if ClientWithHints(DefaultHintsListen, "") were
+// given, and the Client says so once, at Info; otherwise off. On
+// loopback, hints need no address and open no port to the outside, and
+// they reach only the processes of this network namespace (this
+// machine, container or pod). Processes elsewhere that use the same
+// store neither send these hints nor take them: those on other machines
+// that reach a server of this machine through its network address, or
+// through a tunnel (ssh -L, kubectl port-forward), which looks local to
+// each machine. A handoff between the processes here and those then
+// waits for the waiter's next look, up to the poll interval, and each
+// waiter behind a claim of the other group looks every poll interval:
+// turn hints off in every process there with ClientWithHints("", ""),
+// or give every process hints that reach the others. Elsewhere, a
+// library that opens a port its user did not ask for surprises people
+// (and their firewalls), and the address to advertise depends on the
+// network. The store is asked once it has been prepared, as the Client
+// first opens a session. The store must be a driver.PeerStore (the
 // MongoDB and memory drivers are); NewClient fails otherwise when hints
 // are asked for, and when an address is malformed. If the Client cannot
 // listen, it logs why and waits without hints.
@@ -77,27 +89,47 @@ func (c *clientConfig) hintConfig(logger *slog.Logger) hint.Config {
 	return h
 }
 
+// settled is how a Client given no ClientWithHints follows its store's
+// feed, decided as it first follows it (wakeups.start): the feed, with
+// direct hints or not, where the processes that take them are recorded
+// (without them), and what to do once the feed is followed (nil:
+// nothing).
+type settled struct {
+	feed     driver.Feed
+	direct   bool
+	peers    driver.PeerStore
+	followed func()
+}
+
 // loopbackHints returns how a Client given no ClientWithHints settles
 // its feed as it first follows it (wakeups.settle): with direct hints
 // on loopback over inner, the store's feed (nil if none), if the store
 // then reports that it is reached over loopback; else inner alone. Nil
-// if the store cannot say so, or carry hints.
-func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() (driver.Feed, bool, driver.PeerStore) {
+// if the store cannot say so, or carry hints. A Client that so takes
+// hints says so once, at Info, with where it listens: its processes may
+// not be all that use the store (docs/operations.md, "On by default on
+// loopback").
+func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() settled {
 	r, ok := store.(driver.LoopbackReporter)
 	if _, peers := store.(driver.PeerStore); !ok || !peers {
 		return nil
 	}
-	return func() (driver.Feed, bool, driver.PeerStore) {
+	return func() settled {
 		if r.Loopback() {
 			hf, err := hint.New(store, inner, hint.Config{Listen: DefaultHintsListen, Logger: cfg.logger})
 			if err == nil {
 				if cfg.onHints != nil {
 					cfg.onHints(hf)
 				}
-				return hf, true, nil
+				return settled{feed: hf, direct: true, followed: func() {
+					if addr := hf.Addr(); addr != "" { // "": it could not listen, and said so
+						cfg.logger.Info(`dsync: direct hints on by default, as the store is reached over loopback (ClientWithHints("", "") turns them off)`,
+							slog.String("listen", addr))
+					}
+				}}
 			}
 			cfg.logger.Warn("dsync: direct hints are off: " + err.Error())
 		}
-		return inner, false, peersOf(store, false)
+		return settled{feed: inner, peers: peersOf(store, false)}
 	}
 }

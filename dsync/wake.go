@@ -129,6 +129,9 @@ type wakeEnv struct {
 	// poll: a waiter's look while the stream is down; safetyPoll: while
 	// it is live.
 	poll, safetyPoll time.Duration
+	// ttl is the Client's lease: what a Held hint's expiry may put a
+	// waiter's read of a session off by, at most (wake_held.go).
+	ttl time.Duration
 	// direct: the feed also carries events directly between processes
 	// (ClientWithHints), whether or not the store's stream is live:
 	// waiters announce themselves while it is down too.
@@ -155,7 +158,7 @@ type wakeups struct {
 	mu sync.Mutex
 	// settle, if set, decides the feed, env.direct and env.peers as the
 	// feed is first followed (start), and is then cleared.
-	settle   func() (feed driver.Feed, direct bool, peers driver.PeerStore)
+	settle   func() settled
 	started  bool
 	closed   bool
 	unfollow func() // stops following the feed
@@ -235,8 +238,10 @@ func newWakeups(env wakeEnv, feed driver.Feed, proc string) *wakeups {
 // first.
 func (w *wakeups) start() {
 	w.mu.Lock()
+	var followed func()
 	if w.settle != nil && !w.closed {
-		w.feed, w.env.direct, w.env.peers = w.settle()
+		s := w.settle()
+		w.feed, w.env.direct, w.env.peers, followed = s.feed, s.direct, s.peers, s.followed
 		w.settle = nil
 	}
 	start := w.feed != nil && !w.started && !w.closed
@@ -256,6 +261,10 @@ func (w *wakeups) start() {
 	w.mu.Unlock()
 	if closed {
 		stop()
+		return
+	}
+	if followed != nil {
+		followed()
 	}
 }
 

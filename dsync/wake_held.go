@@ -28,7 +28,11 @@ import (
 // waiter never reads it (it read it once per TTL or so). A Held hint
 // that comes late, or again, carries an expiry no later than one it
 // carried before, so it can never put a read off past the session's
-// stored expiry: the waiter keeps the latest. An owner of an older
+// stored expiry: the waiter keeps the latest. Nor can a forged one (sent
+// by whoever can read the hint key from the store) put it off by more
+// than a TTL past the moment it came: a waiter takes an expiry up to one
+// TTL of its own past the store's latest possible time, which no
+// confirmed renewal of a Client of its TTL exceeds. An owner of an older
 // release sends no expiry (zero), and a waiter of an older release
 // ignores it: either way the waiter reads the session as before.
 //
@@ -110,11 +114,14 @@ func (w *wakeups) beatLoop() {
 
 // heldLocked takes in a Held hint for k that says k's session lasts at
 // least until lasts (zero: it does not say), if local waiters wait for
-// k. w.mu is held.
+// k; no later than a TTL from now. w.mu is held.
 func (w *wakeups) heldLocked(k waitKey, lasts time.Time) {
 	if len(w.local[k]) > 0 {
 		h := w.held[k]
 		h.at = w.env.mono()
+		if limit := w.env.now().Latest.Add(w.env.ttl); lasts.After(limit) {
+			lasts = limit
+		}
 		if lasts.After(h.expires) {
 			h.expires = lasts
 		}

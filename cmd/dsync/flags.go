@@ -44,8 +44,9 @@ type globals struct {
 	timeout    time.Duration
 	verbose    bool
 	wakeups    bool
-	// hints: where to listen for direct hints ("": none), and the
-	// address to advertise (see dsync.ClientWithHints).
+	// hints: where to listen for direct hints ("": the library's
+	// default; hintsOff: none), and the address to advertise (see
+	// dsync.ClientWithHints).
 	hints, hintsAdvertise string
 
 	defaulted bool // the defaults above are set
@@ -76,7 +77,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
 	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events (default); --wakeups=false polls")
-	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port (default: 127.0.0.1:0 where the server is reached over loopback, else off)")
+	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port, or off (default: 127.0.0.1:0 where the server is reached over loopback, else off)")
 	fs.StringVar(&g.hintsAdvertise, "hints-advertise", g.hintsAdvertise, "the host:port other processes send hints to (default: --hints's)")
 	return fs
 }
@@ -338,6 +339,10 @@ func uriSecrets(uri string) []string {
 	return out
 }
 
+// hintsOff is the --hints that turns direct hints off, the default on
+// loopback included.
+const hintsOff = "off"
+
 // lockClient returns the command's one dsync.Client, over a dsyncmongo
 // store on db with the global flags' lock collection, and that store:
 // the Client's lease (of ttl; 0: dsync's default) is shared by the
@@ -352,7 +357,11 @@ func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.D
 	if ttl > 0 {
 		opts = append(opts, dsync.WithTTL(ttl))
 	}
-	if g.hints != "" {
+	switch g.hints {
+	case "":
+	case hintsOff:
+		opts = append(opts, dsync.ClientWithHints("", ""))
+	default:
 		opts = append(opts, dsync.ClientWithHints(g.hints, g.hintsAdvertise))
 	}
 	c, err := dsync.NewClient(store, append(opts, extra...)...)

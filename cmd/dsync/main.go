@@ -142,7 +142,9 @@ Flags (also accepted after COMMAND):
   --hints ADDR    also wake processes directly, by UDP hints received on
                   ADDR (host:port; 127.0.0.1:0 for processes on one
                   machine); by default 127.0.0.1:0 where the server is
-                  reached over loopback, else off (dsync.ClientWithHints)
+                  reached over loopback, else off (dsync.ClientWithHints);
+                  --hints off: none, where processes on other machines
+                  use the server too, through its address
   --hints-advertise ADDR
                   the host:port the other processes send hints to
                   (default: --hints's host, with the port listened on)

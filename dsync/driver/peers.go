@@ -37,15 +37,17 @@ type PeerStore interface {
 // LoopbackReporter is what a store that can tell how this process
 // reaches it provides, besides Store. dsync turns direct hints on by
 // default, on loopback, for a store that reports true (see
-// dsync.ClientWithHints): every process that uses such a store shares
-// this one's network namespace, where hints need no configuration and
-// open nothing to the outside.
+// dsync.ClientWithHints): there hints need no configuration and open
+// nothing to the outside. They reach only the processes of this network
+// namespace: processes elsewhere that use the same store (through
+// another address of its server) take none of them.
 type LoopbackReporter interface {
 	// Loopback reports whether, as far as the store can tell, every
-	// server of its deployment is reached over loopback, and none is a
-	// router that processes on other machines reach over their own
-	// loopback (a mongos beside each application). It is asked once the
-	// store was prepared (Store.Prepare succeeded); false when the store
-	// cannot tell, or was not prepared.
+	// server of its deployment is reached over loopback by this
+	// process's own connections, and none is a front end that processes
+	// on other machines reach over their own loopback (a mongos beside
+	// each application; FerretDB beside each, over one PostgreSQL). It
+	// is asked once the store was prepared (Store.Prepare succeeded);
+	// false when the store cannot tell, or was not prepared.
 	Loopback() bool
 }

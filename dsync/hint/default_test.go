@@ -2,7 +2,9 @@ package hint_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,5 +138,72 @@ func TestHintsTurnedOff(t *testing.T) {
 	}
 	if ps, err := store.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
 		t.Errorf("peers recorded: %v, %v; want none", ps, err)
+	}
+}
+
+// infoLines is a slog.Handler that keeps the Info records it is given.
+type infoLines struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *infoLines) Enabled(_ context.Context, lv slog.Level) bool { return lv == slog.LevelInfo }
+func (l *infoLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *infoLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *infoLines) WithGroup(string) slog.Handler      { return l }
+
+// about returns the records whose message contains s, each as its
+// message and its attributes.
+func (l *infoLines) about(s string) []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]string
+	for _, r := range l.recs {
+		if strings.Contains(r.Message, s) {
+			m := map[string]string{"msg": r.Message}
+			r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestHintsByDefaultSaySo: a Client whose hints the default turned on
+// says so once, at Info, through its logger: where it listens, and why
+// (the store is on loopback), as it first follows its feed; a Client
+// given ClientWithHints, or whose store is not on loopback, does not.
+func TestHintsByDefaultSaySo(t *testing.T) {
+	const about = "direct hints on by default"
+	store := memory.New()
+	var on, asked, off infoLines
+	p, f := defaultProcess(t, store, true, true, dsync.ClientWithLogger(slog.New(&on)))
+	if f == nil {
+		t.Fatal("a Client on a store reached over loopback made no hint transport")
+	}
+	m := mutex(t, p.c, "again") // a second lock, and session: no second line
+	if err := m.LockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.UnlockContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := on.about(about)
+	if len(lines) != 1 {
+		t.Fatalf("logged %v; want one line about the default", lines)
+	}
+	if l := lines[0]; l["listen"] != f.Addr() || !strings.Contains(l["msg"], "loopback") {
+		t.Errorf("logged %v; want the address it listens at, %q, and that the store is on loopback", l, f.Addr())
+	}
+	defaultProcess(t, store, true, true, dsync.ClientWithLogger(slog.New(&asked)), dsync.ClientWithHints("127.0.0.1:0", ""))
+	defaultProcess(t, store, true, false, dsync.ClientWithLogger(slog.New(&off)))
+	for name, l := range map[string]*infoLines{"given ClientWithHints": &asked, "not on loopback": &off} {
+		if lines := l.about(about); len(lines) != 0 {
+			t.Errorf("a Client %s logged %v", name, lines)
+		}
 	}
 }

@@ -45,6 +45,7 @@
 // and queues live in the store only: a hint lost, duplicated, late or
 // forged costs at most those reads, or the
 // latency of the path it would have saved. Where hints cannot get
-// through (NAT, a firewall), the store's feed and polling work as they
-// do without hints.
+// through (NAT, a firewall), waiters still learn of their turn through
+// the store's feed and polling, but a waiter that hears no Held hint
+// from its claim's owner looks every poll interval.
 package hint

@@ -197,24 +197,28 @@ func equivalentIndex(spec bson.Raw) bool {
 }
 
 // detectFerretDB reports whether the server is FerretDB, which adds
-// ferretdbVersion to its buildInfo reply. A server that refuses
-// buildInfo (the Stable API in strict mode does) counts as MongoDB; any
-// other failure is returned.
-func (s *Store) detectFerretDB(ctx context.Context) (bool, error) {
+// ferretdbVersion to its buildInfo reply, and the release of FerretDB it
+// is (ferretReleaseOf; 0: not FerretDB). A server that refuses buildInfo
+// (the Stable API in strict mode does) counts as MongoDB; any other
+// failure is returned.
+func (s *Store) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
 	if s.cfg.ferretDB != nil {
-		return *s.cfg.ferretDB, nil
+		if *s.cfg.ferretDB {
+			return true, 1, nil
+		}
+		return false, 0, nil
 	}
 	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	var se mongo.ServerError
 	switch {
 	case err == nil:
 		_, err = raw.LookupErr("ferretdbVersion")
-		return err == nil, nil
+		return err == nil, ferretReleaseOf(raw), nil
 	case errors.As(err, &se) && ctx.Err() == nil:
 		s.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
-		return false, nil
+		return false, 0, nil
 	}
-	return false, wrap(ctx, "buildInfo on", s.db.Name(), err)
+	return false, 0, wrap(ctx, "buildInfo on", s.db.Name(), err)
 }
 
 // shardKeyFields are the fields a lock collection may be sharded on: each

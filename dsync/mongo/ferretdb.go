@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"weak"
 
@@ -39,4 +40,68 @@ func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
 		runtime.AddCleanup(client, func(k weak.Pointer[mongo.Client]) { ferretClients.Delete(k) }, key)
 	}
 	return ferret, nil
+}
+
+// ferretReleaseOf is the release of FerretDB that a buildInfo reply
+// names: 1 or 2 (FerretDB 2 keeps its data in PostgreSQL, with the
+// DocumentDB extension); 0 for a server that is not FerretDB. FerretDB
+// 1 adds ferretdbVersion; 2 a ferretdb document, or a ferretdbVersion of
+// 2.x (as the doctor of the dsync command recognises it).
+func ferretReleaseOf(buildInfo bson.Raw) int {
+	if v, ok := buildInfo.Lookup("ferretdbVersion").StringValueOK(); ok {
+		if strings.HasPrefix(strings.TrimPrefix(v, "v"), "2.") {
+			return 2
+		}
+		return 1
+	}
+	if _, ok := buildInfo.Lookup("ferretdb").DocumentOK(); ok {
+		return 2
+	}
+	return 0
+}
+
+// ferretDBBackend is where a FerretDB server keeps its data.
+type ferretDBBackend int
+
+const (
+	backendUnknown ferretDBBackend = iota
+	backendSQLite
+	backendPostgreSQL
+)
+
+// ferretBackend tells where the store's FerretDB keeps its data: FerretDB
+// 2 in PostgreSQL; FerretDB 1 as the plan of a find by _id on the lock
+// collection says, which it passes through from its backend. Unknown
+// when the plan says neither (an empty plan, for a collection not yet
+// made); an error when explain failed. s.sem is held.
+func (s *Store) ferretBackend(ctx context.Context) (ferretDBBackend, error) {
+	if s.ferretRelease == 2 {
+		return backendPostgreSQL, nil
+	}
+	if err := s.fault("explain"); err != nil {
+		return backendUnknown, err
+	}
+	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{
+		{Key: "find", Value: s.cfg.collection},
+		{Key: "filter", Value: bson.D{{Key: "_id", Value: "dsync"}}},
+	}}}).Raw()
+	if err != nil {
+		return backendUnknown, err
+	}
+	planner, _ := raw.Lookup("queryPlanner").DocumentOK()
+	return planBackend(planner), nil
+}
+
+// planBackend names the backend whose plan FerretDB 1 passed through in
+// an explain's queryPlanner: SQLite's EXPLAIN QUERY PLAN, an array of
+// lines, or PostgreSQL's JSON plan, a document.
+func planBackend(queryPlanner bson.Raw) ferretDBBackend {
+	plan := queryPlanner.Lookup("Plan")
+	if _, ok := plan.DocumentOK(); ok {
+		return backendPostgreSQL
+	}
+	if _, ok := plan.ArrayOK(); ok {
+		return backendSQLite
+	}
+	return backendUnknown
 }

@@ -2,6 +2,7 @@ package dsyncmongo
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -16,32 +17,42 @@ import (
 // default. The driver does not say which addresses it connects to, so
 // the servers are asked, once, as the store is prepared: whatsmyuri
 // tells the address a server sees this connection come from, which is a
-// loopback address only when the connection came over loopback (from
-// this network namespace: a server elsewhere sees another); and on a
+// loopback address only when the connection came over loopback; on
+// Linux it must also be the local address of one of this process's own
+// sockets, not a proxy's on the server's machine (ownsocket.go). On a
 // replica set, hello lists the members the driver connects to, each of
 // which must be named by a loopback address too (every member on this
 // machine). A sharded cluster never counts: a mongos on each
 // application's machine, reached over loopback, is a common deployment,
-// whose processes run on many machines. A server that does not answer
-// (whatsmyuri, or hello on a replica set) counts as not reached over
-// loopback.
+// whose processes run on many machines. Nor does FerretDB on PostgreSQL
+// (FerretDB 2, or 1 whose plans are PostgreSQL's): a FerretDB beside
+// each application, over one PostgreSQL database, is reached over
+// loopback from many machines too; FerretDB 1 on SQLite counts, since
+// its data is that one process's. A server that does not answer
+// (whatsmyuri, hello on a replica set, explain on FerretDB 1) counts as
+// not reached over loopback, and the store says so at Info.
 
 var _ driver.LoopbackReporter = (*Store)(nil)
 
+// errNoBackend: explain's plan, on FerretDB 1, names no backend (the
+// lock collection is not made yet, or a release whose plans differ).
+var errNoBackend = errors.New("the plan of a find names neither SQLite nor PostgreSQL")
+
 // Loopback implements driver.LoopbackReporter: whether, as the store was
 // prepared, every server of the deployment was reached over loopback
-// and the deployment is not a sharded cluster. False before.
+// and the deployment is neither a sharded cluster nor FerretDB on
+// PostgreSQL. False before.
 func (s *Store) Loopback() bool { return s.loopback.Load() }
 
 // reachLocked detects, once, whether the deployment is reached over
 // loopback, as Prepare prepares the store (a Client's reads, which
-// PrepareRead prepares for, have no use for it); s.sem is held, and the
-// deployment probed.
+// PrepareRead prepares for, have no use for it); s.sem is held, the
+// deployment probed and the lock collection made if the store makes it.
 func (s *Store) reachLocked(ctx context.Context) error {
 	if s.reached {
 		return nil
 	}
-	loopback, err := s.detectLoopback(ctx, s.topo)
+	loopback, err := s.detectLoopback(ctx)
 	if err != nil {
 		return err
 	}
@@ -50,41 +61,87 @@ func (s *Store) reachLocked(ctx context.Context) error {
 	return nil
 }
 
-// detectLoopback is what Loopback reports once the store is prepared on
-// a deployment of kind topo. It fails only when ctx ends.
-func (s *Store) detectLoopback(ctx context.Context, topo topology) (bool, error) {
-	if topo == topologySharded {
+// detectLoopback is what Loopback reports once the store is prepared. It
+// fails only when ctx ends.
+func (s *Store) detectLoopback(ctx context.Context) (bool, error) {
+	if s.topo == topologySharded {
 		return false, nil
 	}
 	var me struct {
 		You string `bson:"you"`
 	}
-	err := s.db.RunCommand(ctx, bson.D{{Key: "whatsmyuri", Value: 1}}).Decode(&me)
-	if s.cfg.seenFrom != nil {
-		me.You, err = *s.cfg.seenFrom, nil
+	err := s.fault("whatsmyuri")
+	if err == nil {
+		err = s.db.RunCommand(ctx, bson.D{{Key: "whatsmyuri", Value: 1}}).Decode(&me)
+		if s.cfg.seenFrom != nil {
+			me.You, err = *s.cfg.seenFrom, nil
+		}
 	}
-	if err != nil && ctx.Err() != nil {
-		return false, wrap(ctx, "whatsmyuri on", s.db.Name(), err)
+	if err != nil {
+		return false, s.cannotTell(ctx, "whatsmyuri", err)
 	}
-	if err != nil || !loopbackAddr(me.You) {
-		s.cfg.logger.Debug("dsyncmongo: the server is not reached over loopback", slog.String("seen from", me.You), slog.Any("err", err))
+	if !loopbackAddr(me.You) {
+		s.notLoopback("the server sees this process come from another address", slog.String("seen from", me.You))
 		return false, nil
 	}
-	if topo != topologyReplicas {
+	if ours, err := ourConnection(me.You); err != nil || !ours {
+		// A proxy on the server's machine (or /proc unreadable).
+		s.notLoopback("the loopback address the server sees is no connection of this process", slog.String("seen from", me.You), slog.Any("err", err))
+		return false, nil
+	}
+	if s.topo == topologyReplicas {
+		var hello struct {
+			Hosts    []string `bson:"hosts"`
+			Passives []string `bson:"passives"`
+			Arbiters []string `bson:"arbiters"`
+		}
+		err := s.fault("hello")
+		if err == nil {
+			err = s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
+		}
+		if err != nil {
+			return false, s.cannotTell(ctx, "hello", err)
+		}
+		members := append(append(hello.Hosts, hello.Passives...), hello.Arbiters...)
+		if !loopbackMembers(members) {
+			s.notLoopback("a member of the replica set is not on loopback", slog.Any("members", members))
+			return false, nil
+		}
+	}
+	if s.ferretRelease == 0 {
 		return true, nil
 	}
-	var hello struct {
-		Hosts    []string `bson:"hosts"`
-		Passives []string `bson:"passives"`
-		Arbiters []string `bson:"arbiters"`
+	backend, err := s.ferretBackend(ctx)
+	if err == nil && backend == backendUnknown {
+		err = errNoBackend
 	}
-	if err := s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
-		if ctx.Err() != nil {
-			return false, wrap(ctx, "hello on", s.db.Name(), err)
-		}
+	if err != nil {
+		return false, s.cannotTell(ctx, "explain", err)
+	}
+	if backend != backendSQLite {
+		s.notLoopback("FerretDB on PostgreSQL: FerretDB processes on other machines may share its data", slog.Int("release", s.ferretRelease))
 		return false, nil
 	}
-	return loopbackMembers(append(append(hello.Hosts, hello.Passives...), hello.Arbiters...)), nil
+	return true, nil
+}
+
+// cannotTell handles the failure of cmd, a command asked to tell whether
+// the deployment is reached over loopback: the cause of ctx if it ended,
+// else nil, having said at Info that the store counts as not reached
+// over loopback (once: the store asks once).
+func (s *Store) cannotTell(ctx context.Context, cmd string, err error) error {
+	if ctx.Err() != nil {
+		return wrap(ctx, cmd+" on", s.db.Name(), err)
+	}
+	s.cfg.logger.Info("dsyncmongo: cannot tell whether the server is reached over loopback: direct hints stay off unless asked for",
+		slog.String("command", cmd), slog.Any("err", err))
+	return nil
+}
+
+// notLoopback says at Debug why the deployment does not count as
+// reached over loopback.
+func (s *Store) notLoopback(why string, attrs ...any) {
+	s.cfg.logger.Debug("dsyncmongo: not reached over loopback: "+why, attrs...)
 }
 
 // loopbackMembers reports whether a replica set whose members hello
@@ -103,15 +160,6 @@ func loopbackMembers(members []string) bool {
 // loopbackAddr reports whether addr, host:port as a server tells it (an
 // IPv6 host in brackets or not), names a loopback IP address.
 func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		// "::1:27017": the port after the last colon.
-		i := strings.LastIndexByte(addr, ':')
-		if i < 0 {
-			return false
-		}
-		host = addr[:i]
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, _, ok := splitAddr(addr)
+	return ok && ip.IsLoopback()
 }

@@ -44,9 +44,12 @@ type Store struct {
 	// Close, while letting a waiting caller give up when its ctx ends.
 	sem     chan struct{}
 	indexed bool        // guarded by sem
-	probed  bool        // guarded by sem: ferret and topo are known
+	probed  bool        // guarded by sem: ferret, ferretRelease and topo are known
 	topo    topology    // guarded by sem
 	ferret  atomic.Bool // the server is FerretDB (deployment.go)
+	// ferretRelease: 1 or 2 on FerretDB, else 0 (ferretReleaseOf);
+	// guarded by sem.
+	ferretRelease int
 	// loopback: every server is reached over loopback (loopback.go);
 	// reached: that is known (guarded by sem).
 	loopback atomic.Bool
@@ -190,10 +193,10 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if err := s.probeLocked(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.reachLocked(ctx); err != nil {
+	if err := s.checkLocked(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkLocked(ctx); err != nil {
+	if err := s.reachLocked(ctx); err != nil {
 		return nil, err
 	}
 	e, err := clockcheck.NewEstimator(ctx, nil, s.estimatorOptions(clockcheck.WithProbe(s.probeTime))...)
@@ -212,7 +215,7 @@ func (s *Store) probeLocked(ctx context.Context) error {
 	if s.probed {
 		return nil
 	}
-	ferret, err := s.detectFerretDB(ctx)
+	ferret, release, err := s.detectFerretDB(ctx)
 	if err != nil {
 		return err
 	}
@@ -226,6 +229,7 @@ func (s *Store) probeLocked(ctx context.Context) error {
 		}
 	}
 	s.ferret.Store(ferret)
+	s.ferretRelease = release
 	s.topo = topo
 	s.probed = true
 	s.logStart()
