@@ -44,13 +44,16 @@
 //     waiter's wait. Its own lock guards its lifecycle only.
 //
 // The stream's state (live, off, paused) is three atomic flags that every
-// part reads. No two of these locks are ever held at once: a part calls
-// another, or a function it was given, only after releasing its own.
+// part reads. No two of these locks are ever held at once: under its
+// lock a part calls only the clocks and the feed's Replay, never another
+// part, nor anything that may call back (the fire functions of lingering
+// claims are called under no lock; the Hub's lock is held while Start
+// settles the feed, Env.Settle, which touches no part).
 //
 // # Invariants
 //
-// These held when one lock guarded everything; each now rests on the
-// order in which a part's own critical sections run, as follows.
+// These held when one lock guarded everything; each now rests on one
+// part's critical sections, or on the order of two parts' ones.
 //
 // A waiter hears of every end made since its mark. Mark is taken before
 // the walk that tells the waiter what to wait for; an end of that claim
@@ -82,11 +85,12 @@
 // learning of a waiter records it first, then takes the watches: an
 // announcement is recorded by the owner before the Hub takes the
 // watches it concerns (Hub.waiting), a waiter of ours registers before
-// it takes them (Wait), and Down marks the stream down (and off) before
-// it takes them all. So either WatchLinger's question finds the waiter,
-// or the waiter's side finds the watch. If both do, the watch was taken
-// and fire is called: WatchLinger then reports true (watched, and heard
-// at once), so fire is called once whatever it reports.
+// it takes them (Wait), and Down, where this process can no longer
+// hear, marks the stream down (and off) before it takes them all. So
+// either WatchLinger's question finds the waiter, or the waiter's side
+// finds the watch. If both do, the watch was taken and fire is called:
+// WatchLinger then reports true (watched, and heard at once). Either
+// way, fire is called once if it reports true, never if false.
 // TestLingerWatchHearsAWaiterThatCrossesIt.
 //
 // The Held hints' news lives as long as a waiter for its claim: a hint is
