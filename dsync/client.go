@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -40,7 +41,7 @@ type Client struct {
 	// the wake-ups' local times count from.
 	origin time.Time
 	resend *chain.Resender
-	wake   *wakeups
+	wake   *wake.Hub
 	dir    *recorder // records the keys claimed in the store's directory
 
 	// keeper renews the lease: one per Client (keeper.go).
@@ -247,24 +248,25 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.dir = newRecorder(c.store, c.mono, cfg.logger)
 	c.newEvents()
 	direct := cfg.hints != nil || cfg.directFeed != nil
-	c.wake = newWakeups(wakeEnv{
-		mono: c.mono, now: c.store.ServerTime, sessionAlive: eng.SessionAlive, confirmed: eng.ConfirmedExpiry,
-		logger: cfg.logger, poll: cfg.poll, safetyPoll: cfg.safetyPoll, ttl: cfg.lease.ttl,
-		direct: direct, peers: peersOf(store, direct),
-	}, c.feed, xid.New().String())
+	env := wake.Env{
+		Mono: c.mono, Now: c.store.ServerTime, SessionAlive: eng.SessionAlive, Confirmed: eng.ConfirmedExpiry,
+		Logger: cfg.logger, Poll: cfg.poll, SafetyPoll: cfg.safetyPoll, TTL: cfg.lease.ttl,
+		Direct: direct, Peers: wake.PeersOf(store, direct),
+	}
+	if !direct && !cfg.hintsOff {
+		env.Settle = loopbackHints(store, inner, cfg)
+	}
+	c.wake = wake.New(env, c.feed, xid.New().String())
 	eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
-		c.wake.ended(ctx, d.Key, d.Epoch)
+		c.wake.Ended(ctx, d.Key, d.Epoch)
 	})
 	if cfg.raw != nil {
 		cfg.raw(raw{c})
 	}
 	if hf, ok := c.feed.(*hint.Feed); ok && cfg.onHints != nil {
 		cfg.onHints(hf)
-	}
-	if !direct && !cfg.hintsOff {
-		c.wake.settle = loopbackHints(store, inner, cfg)
 	}
 	return c, nil
 }
@@ -320,7 +322,7 @@ func (c *Client) Close() error {
 		if lc.lost {
 			continue
 		}
-		wake := func() { c.wake.ended(ctx, lc.c.Key, lc.c.Token) }
+		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Token) }
 		if err := c.eng.EndThen(ctx, lc.c.resume(), lc.held, wake); err != nil {
 			wake() // this process's waiters look again
 		}
@@ -331,7 +333,7 @@ func (c *Client) Close() error {
 		_, _ = c.eng.Flush(ctx)
 	}
 	c.running.Wait()
-	c.wake.close()
+	c.wake.Close()
 	if c.renewFailed.Load() {
 		cancel() // keys are recorded again at their next claim
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 )
 
 // ClientWithHints makes the Client wake waiters of other processes with
@@ -39,7 +40,7 @@ import (
 // costs a waiter at most the poll interval. Every process of a store
 // should then take hints: one without them that waits behind a process
 // hints reach learns of its turn at its own looks, every poll interval
-// (wake_mixed.go). docs/operations.md
+// (dsync/internal/wake's mixed.go). docs/operations.md
 // ("Direct hints") says what to open in a firewall.
 //
 // Default: on loopback, where the store reports that it is reached over
@@ -89,39 +90,27 @@ func (c *clientConfig) hintConfig(logger *slog.Logger) hint.Config {
 	return h
 }
 
-// settled is how a Client given no ClientWithHints follows its store's
-// feed, decided as it first follows it (wakeups.start): the feed, with
-// direct hints or not, where the processes that take them are recorded
-// (without them), and what to do once the feed is followed (nil:
-// nothing).
-type settled struct {
-	feed     driver.Feed
-	direct   bool
-	peers    driver.PeerStore
-	followed func()
-}
-
 // loopbackHints returns how a Client given no ClientWithHints settles
-// its feed as it first follows it (wakeups.settle): with direct hints
+// its feed as it first follows it (wake.Env.Settle): with direct hints
 // on loopback over inner, the store's feed (nil if none), if the store
 // then reports that it is reached over loopback; else inner alone. Nil
 // if the store cannot say so, or carry hints. A Client that so takes
 // hints says so once, at Info, with where it listens: its processes may
 // not be all that use the store (docs/operations.md, "On by default on
 // loopback").
-func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() settled {
+func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() wake.Settled {
 	r, ok := store.(driver.LoopbackReporter)
 	if _, peers := store.(driver.PeerStore); !ok || !peers {
 		return nil
 	}
-	return func() settled {
+	return func() wake.Settled {
 		if r.Loopback() {
 			hf, err := hint.New(store, inner, hint.Config{Listen: DefaultHintsListen, Logger: cfg.logger})
 			if err == nil {
 				if cfg.onHints != nil {
 					cfg.onHints(hf)
 				}
-				return settled{feed: hf, direct: true, followed: func() {
+				return wake.Settled{Feed: hf, Direct: true, Followed: func() {
 					if addr := hf.Addr(); addr != "" { // "": it could not listen, and said so
 						cfg.logger.Info(`dsync: direct hints on by default, as the store is reached over loopback (ClientWithHints("", "") turns them off)`,
 							slog.String("listen", addr))
@@ -130,6 +119,6 @@ func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func
 			}
 			cfg.logger.Warn("dsync: direct hints are off: " + err.Error())
 		}
-		return settled{feed: inner, peers: peersOf(store, false)}
+		return wake.Settled{Feed: inner, Peers: wake.PeersOf(store, false)}
 	}
 }

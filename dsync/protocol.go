@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -27,7 +28,7 @@ func (c *Client) openSession(ctx context.Context, ttl time.Duration) (string, er
 	if err != nil {
 		return "", wrap(ctx, "open session", "", err)
 	}
-	c.wake.start()
+	c.wake.Start()
 	return id, nil
 }
 
@@ -103,7 +104,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
-	c.wake.claimed(key, cl.Epoch, session)
+	c.wake.Claimed(key, cl.Epoch, session)
 	return claim, nil
 }
 
@@ -131,13 +132,13 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 	}
 	cc := cl.resume()
 	for {
-		since := c.wake.mark() // before the walk's reads (wait)
+		since := c.wake.Mark() // before the walk's reads (Wait)
 		head, blocker, err := c.eng.Walk(ctx, cc)
 		if err != nil {
 			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
-			c.wake.holding(waitKey{cl.Key, cl.Token})
+			c.wake.Holding(wake.ClaimID{Key: cl.Key, Epoch: cl.Token})
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
@@ -163,7 +164,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 	}
 }
 
-// waitAny waits, as wakeups.wait does, until the end of blockers may
+// waitAny waits, as wake.Hub.Wait does, until the end of blockers may
 // have been recorded: a weighted claim waiting for room waits for every
 // claim it passed, and looks again once the ends it heard of add up to
 // need units (chain.Claim.Shortfall), or at once when a wait's own timers
@@ -177,10 +178,10 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 // once an end heard of leaves the waiter needing only one more, it says
 // so again for the claims it still waits for: their owners then send
 // their ends to it at once (dsync/hint's endDefer). since is the mark
-// taken before the walk that found blockers live (wakeups.wait).
+// taken before the walk that found blockers live (wake.Hub.Wait).
 func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64, since uint64) ([]uint64, error) {
 	if len(blockers) == 1 {
-		heard, err := c.wake.wait(ctx, key, own, blockers[0], 1, since)
+		heard, err := c.wake.Wait(ctx, key, own, blockerOf(blockers[0]), 1, since)
 		if heard {
 			return []uint64{blockers[0].Epoch}, err
 		}
@@ -197,7 +198,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 	for _, b := range blockers {
 		n := endsNeeded(b, blockers, need)
 		go func() {
-			heard, err := c.wake.wait(wctx, key, own, b, n, since)
+			heard, err := c.wake.Wait(wctx, key, own, blockerOf(b), n, since)
 			done <- woken{b, heard, err}
 		}()
 	}
@@ -222,7 +223,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 		waiting = slices.DeleteFunc(waiting, func(b chain.Blocker) bool { return b.Epoch == w.b.Epoch })
 		for _, b := range waiting {
 			if endsNeeded(b, waiting, need-units) == 1 {
-				c.wake.needOne(waitKey{key, b.Epoch}, own)
+				c.wake.NeedOne(wake.ClaimID{Key: key, Epoch: b.Epoch}, own)
 			}
 		}
 	}
@@ -283,7 +284,7 @@ func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
 	}
 	// The waiters are woken as soon as the marker is confirmed, before the
 	// release's prune (EndThen).
-	err := c.eng.EndThen(ctx, cl.resume(), held, func() { c.wake.ended(ctx, cl.Key, cl.Token) })
+	err := c.eng.EndThen(ctx, cl.resume(), held, func() { c.wake.Ended(ctx, cl.Key, cl.Token) })
 	if err != nil {
 		c.resend.Kick()
 		return wrap(ctx, "end", cl.Key, err)
@@ -308,4 +309,9 @@ func wrap(ctx context.Context, op, key string, err error) error {
 		return e
 	}
 	return fmt.Errorf("%s: %w", where, err)
+}
+
+// blockerOf is what a waiter's wait needs of the claim it waits for.
+func blockerOf(b chain.Blocker) wake.Blocker {
+	return wake.Blocker{Epoch: b.Epoch, Session: b.Session, Expires: b.ExpiresAt}
 }

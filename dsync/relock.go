@@ -134,7 +134,7 @@ func (c *Client) claimOwner(ctx context.Context, key string, epoch uint64) (owne
 // awaitClaim waits until an event shows that key's epoch may have been
 // claimed, or for d; it reports false if ctx ended first.
 func (c *Client) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
-	return c.wake.awaitClaim(ctx, key, epoch, d)
+	return c.wake.AwaitClaim(ctx, key, epoch, d)
 }
 
 // relockWindow is how long after a takeover a Mutex that locks again waits

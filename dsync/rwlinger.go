@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 )
 
 // A read claim that outlives RUnlock (docs/architecture.md, "Read holds
@@ -18,9 +20,9 @@ import (
 // announces) fails while it lingers (RWMutex's doc).
 //
 // It ends (its end is inserted) as soon as a writer may wait behind it
-// (wake_linger.go hears it), when the linger passes, or when this
-// RWMutex locks for writing; it is never taken again once its session is
-// lost, and Close ends it with every claim. It lingers only where this
+// (the wake-ups hear it: wake.Hub.WatchLinger), when the linger passes,
+// or when this RWMutex locks for writing; it is never taken again once
+// its session is lost, and Close ends it with every claim. It lingers only where this
 // process hears waiters (direct hints or the store's live stream): where
 // it cannot, a writer would wait for the whole linger.
 //
@@ -33,7 +35,7 @@ import (
 type lingerState struct {
 	h *hold
 	// held: an RLock holds it; heard: a writer may wait behind it, so
-	// it ends at the next RUnlock; watched: wake_linger.go watches it.
+	// it ends at the next RUnlock; watched: the wake-ups watch it.
 	held, heard, watched bool
 	// stop stops the linger's timer (nil while held); until is when the
 	// linger ends, on rw's clock: a timer late after a pause must not
@@ -102,8 +104,8 @@ func (rw *RWMutex) linger(h *hold) bool {
 	}
 	if l == nil {
 		l = &lingerState{h: h, until: rw.cfg.clock.Now().Add(rw.cfg.readLinger)}
-		k := waitKey{h.claim.Key, h.claim.Token}
-		if !rw.client.wake.watchLinger(k, func() { rw.heard(l) }) {
+		k := wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Token}
+		if !rw.client.wake.WatchLinger(k, func() { rw.heard(l) }) {
 			return false // no way to hear a writer, or one waits already
 		}
 		l.watched = true
@@ -178,12 +180,12 @@ func (rw *RWMutex) forget(h *hold) {
 	}
 }
 
-// unwatch stops wake_linger.go's watch of l. rw.mu is held (the wake-ups
+// unwatch stops the wake-ups' watch of l. rw.mu is held (the wake-ups
 // call l's watch under no lock).
 func (rw *RWMutex) unwatch(l *lingerState) {
 	if l.watched {
 		l.watched = false
-		rw.client.wake.unwatchLinger(waitKey{l.h.claim.Key, l.h.claim.Token})
+		rw.client.wake.UnwatchLinger(wake.ClaimID{Key: l.h.claim.Key, Epoch: l.h.claim.Token})
 	}
 }
 
@@ -193,7 +195,7 @@ func (rw *RWMutex) endLinger(ctx context.Context, l *lingerState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rw.cfg.releaseTimeout())
 	defer cancel()
 	h := l.h
-	rw.client.wake.unwatchLinger(waitKey{h.claim.Key, h.claim.Token})
+	rw.client.wake.UnwatchLinger(wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Token})
 	lostErr := h.end()
 	h.keeper.remove(h)
 	if lostErr != nil {

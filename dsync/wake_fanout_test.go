@@ -47,7 +47,7 @@ func eventsPerWaiter(t *testing.T, w int) (idle, settling float64) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Close() })
-			c.wake.start()
+			c.wake.Start()
 			return c, s
 		}
 		holder, _ := client()

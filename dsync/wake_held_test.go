@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 )
 
 // hintNet stands for direct hints between the simulated processes of a
@@ -28,9 +29,9 @@ type hintNet struct {
 	// as dsync/hint sends them (endTargetsLocked); otherwise every event
 	// goes to every member.
 	targeted bool
-	waiting  map[waitKey]map[*netFeed]bool
+	waiting  map[wake.ClaimID]map[*netFeed]bool
 	// heldBy: for each claim, the member that sent Held hints about it.
-	heldBy map[waitKey]*netFeed
+	heldBy map[wake.ClaimID]*netFeed
 }
 
 type netFeed struct {
@@ -73,7 +74,7 @@ func (f *netFeed) Replay() time.Duration { return 0 }
 // e published as that Waiting. drop and alter see it as a Waiting.
 func (f *netFeed) Tell(e driver.Event) bool {
 	f.net.mu.Lock()
-	k := waitKey{e.Key, e.Epoch}
+	k := wake.ClaimID{Key: e.Key, Epoch: e.Epoch}
 	if owner := f.net.heldBy[k]; owner == nil || !f.net.members[owner] || !f.net.waiting[k][f] {
 		f.net.mu.Unlock()
 		_ = f.Publish(context.Background(), e)
@@ -100,11 +101,11 @@ func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
 	}
 	to := f.net.members
 	if f.net.targeted {
-		k := waitKey{e.Key, e.Epoch}
+		k := wake.ClaimID{Key: e.Key, Epoch: e.Epoch}
 		switch e.Kind {
 		case driver.Waiting:
 			if f.net.waiting == nil {
-				f.net.waiting = make(map[waitKey]map[*netFeed]bool)
+				f.net.waiting = make(map[wake.ClaimID]map[*netFeed]bool)
 			}
 			if f.net.waiting[k] == nil {
 				f.net.waiting[k] = make(map[*netFeed]bool)
@@ -120,9 +121,9 @@ func (f *netFeed) Publish(_ context.Context, e driver.Event) error {
 	}
 	if e.Kind == driver.Held {
 		if f.net.heldBy == nil {
-			f.net.heldBy = make(map[waitKey]*netFeed)
+			f.net.heldBy = make(map[wake.ClaimID]*netFeed)
 		}
-		f.net.heldBy[waitKey{e.Key, e.Epoch}] = f
+		f.net.heldBy[wake.ClaimID{Key: e.Key, Epoch: e.Epoch}] = f
 	}
 	for m := range to {
 		if m != f && f.net.members[m] {

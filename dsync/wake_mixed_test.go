@@ -1,16 +1,13 @@
 package dsync
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/internal/wake"
 )
 
 // mixedHandoff starts an owner holding "k" in a process that hints reach
@@ -44,9 +41,9 @@ func recordPeer(t *testing.T, store *memory.Store) {
 // the store. TestElection's worker without hints took 13-15 s to follow
 // each release by a worker with hints.
 func TestWaiterWithoutHintsBehindAHintedOwner(t *testing.T) {
-	// Within lostWindow of its announcement (when it looked at doubling
+	// Within wake.LostWindow of its announcement (when it looked at doubling
 	// intervals), and past it (when it looked at its safety poll).
-	for _, waited := range []time.Duration{450 * time.Millisecond, 3 * lostWindow} {
+	for _, waited := range []time.Duration{450 * time.Millisecond, 3 * wake.LostWindow} {
 		t.Run(waited.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := memory.New()
@@ -77,7 +74,7 @@ func TestWaiterWithoutHintsFindsHintsRecordedLater(t *testing.T) {
 		store := memory.New()
 		owner, locked := mixedHandoff(t, store, &readCounter{}, 500*time.Millisecond)
 		recordPeer(t, store)
-		time.Sleep(3 * lostWindow)
+		time.Sleep(3 * wake.LostWindow)
 		start := time.Now()
 		owner.Unlock()
 		if err := <-locked; err != nil {
@@ -111,7 +108,7 @@ func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
 				if tc.peer {
 					recordPeer(t, store)
 				}
-				owner, locked := mixedHandoff(t, store, rc, 3*lostWindow)
+				owner, locked := mixedHandoff(t, store, rc, 3*wake.LostWindow)
 				before := rc.reads.Load()
 				time.Sleep(30 * time.Second)
 				n := rc.reads.Load() - before
@@ -126,91 +123,4 @@ func TestWaiterWithoutHintsPollsOnlyBesideHints(t *testing.T) {
 			})
 		})
 	}
-}
-
-// countingPeers is a peer store that counts its reads of the peers, and
-// fails them while failing is set.
-type countingPeers struct {
-	*memory.Store
-	reads   atomic.Int64
-	failing atomic.Bool
-}
-
-func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	c.reads.Add(1)
-	if c.failing.Load() {
-		return nil, errors.New("no answer")
-	}
-	return c.Store.Peers(ctx, after)
-}
-
-// TestPeerRecordsReadEveryThirtySeconds: a waiter without hints reads
-// whether processes that take hints are recorded at most once per
-// peerCheckEvery (30 s) while some are, so a lapse counts from the next
-// read on; after a read that found none, again lostWindow later, then at
-// doubling intervals up to peerCheckEvery (a process recorded meanwhile
-// counts soon; a store without any costs a read every 30 s). A read that
-// fails counts as finding some (the waiter polls), and is made again
-// lostWindow later. A Client with hints never reads them.
-func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store, start := memory.New(), time.Now()
-		peers := &countingPeers{Store: store}
-		env := wakeEnv{
-			mono: func() time.Duration { return time.Since(start) }, now: store.ServerTime,
-			logger: slog.New(slog.DiscardHandler), poll: DefaultPollInterval, safetyPoll: DefaultSafetyPoll,
-			peers: peersOf(peers, false),
-		}
-		w := newWakeups(env, &publishes{}, "me")
-		ctx := context.Background()
-		// None recorded: a look every 100 ms for two minutes reads at 0,
-		// 1, 3, 7, 15, 31, 61, 91 s.
-		for range 1200 {
-			if w.hintsAround(ctx) {
-				t.Fatal("processes with hints found where none is recorded")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if n := peers.reads.Load(); n != 8 {
-			t.Errorf("%d reads of the peers in 2 minutes without any recorded, want 8", n)
-		}
-
-		// One recorded after the last read that found none (at 91 s) is
-		// found at the next (121 s), and then holds for 30 s.
-		p := driver.Peer{ID: "p", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
-		if err := store.PutPeer(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second) // 121 s
-		if !w.hintsAround(ctx) {
-			t.Error("a process recorded with hints not found at the next read")
-		}
-		if err := store.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
-			t.Fatal(err) // lapsed: none recorded now
-		}
-		time.Sleep(peerCheckEvery - time.Second)
-		if !w.hintsAround(ctx) {
-			t.Error("processes with hints found lapsed before peerCheckEvery passed since they were found")
-		}
-		if n := peers.reads.Load(); n != 9 {
-			t.Errorf("%d reads of the peers, want 9", n)
-		}
-		time.Sleep(time.Second)
-		peers.failing.Store(true)
-		if !w.hintsAround(ctx) || !w.hintsAround(ctx) {
-			t.Error("a failed read of the peers did not count as finding some")
-		}
-		if n := peers.reads.Load(); n != 10 {
-			t.Errorf("%d reads of the peers, want 10: a failed read is made again lostWindow later, not at the next look", n)
-		}
-		peers.failing.Store(false)
-		time.Sleep(lostWindow)
-		if w.hintsAround(ctx) {
-			t.Error("processes with hints found after every record lapsed")
-		}
-
-		if peersOf(peers, true) != nil {
-			t.Error("a Client with hints reads the peers")
-		}
-	})
 }

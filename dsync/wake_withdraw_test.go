@@ -33,6 +33,18 @@ func (l *eventLog) all() []driver.Event {
 	return append([]driver.Event(nil), l.events...)
 }
 
+// followingClient returns a Client on store that follows its feed.
+func followingClient(t *testing.T, store *memory.Store, opts ...ClientOption) *Client {
+	t.Helper()
+	c, err := NewClient(store, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	c.wake.Start()
+	return c
+}
+
 // TestWithdrawnWaiterEndsItsWait: a waiter that announced it waits and
 // then gives its claim up (its LockContext ended) publishes the end of
 // its own claim, which its announcement named: the other processes'
@@ -61,7 +73,7 @@ func TestWithdrawnWaiterEndsItsWait(t *testing.T) {
 		synctest.Wait()
 		var own uint64
 		for _, e := range log.all() {
-			if e.Kind == driver.Waiting && e.Proc == waiter.wake.proc {
+			if e.Kind == driver.Waiting && e.Proc == waiter.wake.Proc() {
 				own = e.Own
 			}
 		}
@@ -75,7 +87,7 @@ func TestWithdrawnWaiterEndsItsWait(t *testing.T) {
 		synctest.Wait()
 		ends := func(epoch uint64) (n int) {
 			for _, e := range log.all() {
-				if e.Kind == driver.Ended && e.Proc == waiter.wake.proc && e.Key == "k" && e.Epoch == epoch {
+				if e.Kind == driver.Ended && e.Proc == waiter.wake.Proc() && e.Key == "k" && e.Epoch == epoch {
 					n++
 				}
 			}

@@ -22,7 +22,7 @@ import (
 // bucket span and key: up to 169 ms of a handoff on the embedded
 // FerretDB (issue 44). The wake goes through the store's feed here
 // (direct hints take real sockets, which a synctest bubble does not
-// have); hints are sent from the same call (wake.go: ended).
+// have); hints are sent from the same call (dsync/internal/wake: Hub.Ended).
 
 // orderLog keeps, in the order they happened, the requests the processes
 // completed and the reads they started.

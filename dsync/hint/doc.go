@@ -27,7 +27,7 @@
 // feed is down (ErrStoreFeedPaused), a store's feed that is a
 // driver.FeedPauser stops reading, and events go by hints only. The
 // Client's waiters then rely on Held hints rather than on the store's
-// feed (see dsync's wake_held.go).
+// feed (see dsync/internal/wake's held.go).
 //
 // Hints are authenticated with HMAC-SHA256 under a key kept in the store
 // (created once, by an insert, so that processes racing to create it

@@ -359,7 +359,7 @@ func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
 // need; to every process recorded if none came. Its receiver records
 // the need and tells its handler nothing (a Waiting makes the owner
 // answer with a Held to every waiter of the claim, and the waiter next
-// in line in each process look: dsync's wake_events.go), unless it has
+// in line in each process look: dsync/internal/wake's events.go), unless it has
 // no record of that Waiting: then it stands for it. The store's feed is
 // not sent it. It reports whether a hint was sent.
 func (f *Feed) Tell(e driver.Event) bool {

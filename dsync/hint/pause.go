@@ -26,14 +26,14 @@ import (
 //
 // Meanwhile nothing waits longer than it would without hints: a waiter
 // sleeps past its poll interval only while the owner of the claim it
-// waits for sends it a Held every half poll interval (dsync's
-// wait.go): a Held lost, or an end lost, costs it at most the poll
+// waits for sends it a Held every half poll interval
+// (dsync/internal/wake's wait.go): a Held lost, or an end lost, costs it at most the poll
 // interval. What pausing gives up is the store's path between this
 // process and processes that do not take hints (see docs/operations.md,
 // "Direct hints"): an owner that does not read the store's feed never
 // sees their announcements, so they learn of their turn at their own
 // looks (every poll interval, while processes that take hints are
-// recorded: dsync's wake_mixed.go).
+// recorded: dsync/internal/wake's mixed.go).
 //
 // While paused, this Feed's handler is told the store's feed is down
 // (ErrStoreFeedPaused), and it publishes through hints only. A store

@@ -377,7 +377,7 @@ func (f *Feed) noteInterest(key string, epoch uint64, addr string, until time.Ti
 	defer f.mu.Unlock()
 	w := waiter{addr: ua, until: until, since: now, told: t}
 	noteWaiter(f.interest, key, addr, w, now)
-	// The claim's owner sends its Held hints there (dsync/wake_held.go).
+	// The claim's owner sends its Held hints there (dsync/internal/wake's held.go).
 	noteWaiter(f.waitingFor, claimID{key, epoch}, addr, w, now)
 }
 

@@ -1,10 +1,9 @@
-package dsync
+package wake
 
 import (
 	"context"
+	"sync"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // A waiter without hints in a store where other processes take them.
@@ -14,7 +13,7 @@ import (
 // without hints announces that it waits through the store's stream
 // only, so such an owner never hears of it, and sends no Ended event
 // when its claim ends: the end reaches the waiter at its own looks.
-// With its stream live, those came at doubling intervals for lostWindow,
+// With its stream live, those came at doubling intervals for LostWindow,
 // then once a safety poll interval: a handoff from a process that hints
 // reach to one without hints took up to the safety poll (15 s; in
 // TestElection, 12 of 14 releases by a worker with hints to the worker
@@ -34,18 +33,21 @@ import (
 // peerCheckEvery is how often a waiter without hints reads whether
 // processes that take hints are recorded: as often as those processes
 // refresh their records (dsync/hint's refreshEvery). After a read that
-// found none, the next comes lostWindow later, then at doubling
+// found none, the next comes LostWindow later, then at doubling
 // intervals up to peerCheckEvery: a process that takes hints recorded
 // meanwhile counts within about its age, where waiters behind it wait
 // for a safety poll each.
 const peerCheckEvery = 30 * time.Second
 
 // peerCheck is what a Client without hints last read of the processes
-// that take hints: whether any was recorded, and when it read (local
-// monotonic). Guarded by wakeups.mu.
+// that take hints. Its lock guards the last read; it is not held while
+// reading.
 type peerCheck struct {
-	any     bool
-	at      time.Duration
+	*shared
+
+	mu      sync.Mutex
+	any     bool          // some were recorded
+	at      time.Duration // when it read (local monotonic)
 	every   time.Duration // how long the read holds (peerCheckEvery, or less after none)
 	done    bool          // read at least once
 	reading bool          // a read is under way
@@ -56,47 +58,37 @@ type peerCheck struct {
 // hints, and may not read its announcements, are recorded in the store.
 // It reads their records once the last read is older than it holds
 // (peerCheckEvery); a read that fails counts as finding some (the waiter
-// polls), and is made again lostWindow later.
-func (w *wakeups) hintsAround(ctx context.Context) bool {
-	if w.env.peers == nil {
+// polls), and is made again LostWindow later.
+func (p *peerCheck) hintsAround(ctx context.Context) bool {
+	if p.env.Peers == nil {
 		return false
 	}
-	mono := w.env.mono()
-	w.mu.Lock()
-	pc := w.peerCheck
-	fresh := pc.done && mono-pc.at < pc.every
-	if fresh || pc.reading {
-		w.mu.Unlock()
-		return pc.any
+	mono := p.env.Mono()
+	p.mu.Lock()
+	fresh := p.done && mono-p.at < p.every
+	if fresh || p.reading {
+		defer p.mu.Unlock()
+		return p.any
 	}
-	w.peerCheck.reading = true
-	w.mu.Unlock()
+	p.reading = true
+	p.mu.Unlock()
 
-	peers, err := w.env.peers.Peers(ctx, w.env.now().Earliest)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.peerCheck.reading = false
+	peers, err := p.env.Peers.Peers(ctx, p.env.Now().Earliest)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reading = false
+	p.at, p.done = mono, true
 	if err != nil {
-		// Poll meanwhile, and read again after lostWindow rather than
+		// Poll meanwhile, and read again after LostWindow rather than
 		// at every look: a failing store is not read twice per poll.
-		w.peerCheck = peerCheck{any: true, at: mono, every: lostWindow, done: true}
+		p.any, p.every = true, LostWindow
 		return true
 	}
-	every := peerCheckEvery
 	if len(peers) == 0 {
-		every = min(max(2*pc.every, lostWindow), peerCheckEvery)
+		p.every = min(max(2*p.every, LostWindow), peerCheckEvery)
+	} else {
+		p.every = peerCheckEvery
 	}
-	w.peerCheck = peerCheck{any: len(peers) > 0, at: mono, every: every, done: true}
-	return w.peerCheck.any
-}
-
-// peersOf returns the store's peer records for a Client that takes no
-// hints (direct false), or nil: a Client with hints relies on Held
-// hints instead, and a store that is no driver.PeerStore carries none.
-func peersOf(store driver.Store, direct bool) driver.PeerStore {
-	ps, ok := store.(driver.PeerStore)
-	if direct || !ok {
-		return nil
-	}
-	return ps
+	p.any = len(peers) > 0
+	return p.any
 }

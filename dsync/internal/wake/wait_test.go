@@ -1,4 +1,4 @@
-package dsync
+package wake
 
 import (
 	"context"
@@ -8,8 +8,20 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/chain"
 )
+
+// TestJitterUpStaysClose: a waiter that waits for a session to expire
+// wakes just after it, not a fifth of the wait later (which made failover
+// take 1.08 TTL).
+func TestJitterUpStaysClose(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond, 250 * time.Millisecond, 5 * time.Second, time.Minute} {
+		for range 100 {
+			if j := jitterUp(d); j < d || j > d+10*time.Millisecond {
+				t.Fatalf("jitterUp(%v) = %v, want within [d, d+10ms]", d, j)
+			}
+		}
+	}
+}
 
 // A waiter hears of an end that another process's event told this one
 // after the waiter's mark (its walk began) and before it registered: it
@@ -18,22 +30,23 @@ import (
 func TestWaiterHearsOfAnEventBeforeItRegistered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const poll = 100 * time.Millisecond
-		c := followingClient(t, memory.New(), ClientWithPollInterval(poll), ClientWithSafetyPoll(poll))
+		store := memory.New()
+		h := following(t, store, testEnv(store, poll, poll), "me")
 		ctx := context.Background()
-		blocker := chain.Blocker{Epoch: 5, Session: "s", ExpiresAt: c.store.ServerTime().Latest.Add(time.Hour)}
+		blocker := Blocker{Epoch: 5, Session: "s", Expires: store.ServerTime().Latest.Add(time.Hour)}
 		ended := driver.Event{Kind: driver.Ended, Key: "k", Epoch: blocker.Epoch, Proc: "another"}
 
-		since := c.wake.mark()
-		c.wake.Event(ended) // between the walk's read and the registration
+		since := h.Mark()
+		h.Event(ended) // between the walk's read and the registration
 		start := time.Now()
-		heard, err := c.wake.wait(ctx, "k", 6, blocker, 1, since)
+		heard, err := h.Wait(ctx, "k", 6, blocker, 1, since)
 		if err != nil || !heard || time.Since(start) != 0 {
 			t.Errorf("wait after the end was heard of, since the mark: heard %v, %v, after %v; want heard at once", heard, err, time.Since(start))
 		}
 
-		since = c.wake.mark() // a walk that began after the end
+		since = h.Mark() // a walk that began after the end
 		start = time.Now()
-		heard, err = c.wake.wait(ctx, "k", 6, blocker, 1, since)
+		heard, err = h.Wait(ctx, "k", 6, blocker, 1, since)
 		if err != nil || heard || time.Since(start) < poll {
 			t.Errorf("wait after an end heard of before the mark: heard %v, %v, after %v; want to look again at the poll interval %v", heard, err, time.Since(start), poll)
 		}
