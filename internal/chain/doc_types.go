@@ -58,8 +58,8 @@
 //	     own lock. Every step reads or writes one of them at a time, so
 //	     a step between the two clears counts as before the reset (on
 //	     heads) or after it (on keys), but for a step on keys then one on
-//	     heads by one goroutine, both between the clears: knowledge
-//	     learnt then is kept and the head confirmed after it dropped. A
+//	     heads by one goroutine, both between the clears, which keeps
+//	     the knowledge learnt and drops the head confirmed after it. A
 //	     dropped head only makes its claim's walk read the chain, which
 //	     any walk may do: it never lets a claim hold on less.
 //	(I2) Once the store records another span than this engine's
