@@ -75,7 +75,7 @@ type Claim struct {
 	// it never finds it holding again.
 	ended bool
 	// pinned: c keeps its key's knowledge in the engine until End (see
-	// Engine.state).
+	// keys.state).
 	pinned bool
 	// inHistory: the protocol document, read after the claim's insert,
 	// named its History (claimOfHistory).
@@ -147,14 +147,14 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 		return nil, err
 	}
 	// The key's knowledge stays while the Claim runs, and then until the
-	// claim it returns ends (see Engine.state).
-	e.pin(key)
+	// claim it returns ends (see keys.state).
+	e.keys.pin(key)
 	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try}
 	c, err := q.run(ctx)
 	if c != nil && err == nil {
 		c.pinned = true
 	} else {
-		e.unpin(key)
+		e.keys.unpin(key)
 	}
 	return c, err
 }
@@ -165,7 +165,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 func (e *Engine) ReadClaim(ctx context.Context, key string, epoch uint64) (d Doc, found bool, err error) {
 	d, found, err = e.store.Get(ctx, ClaimID(key, epoch))
 	if err == nil && found {
-		e.learnNewest(key, epoch)
+		e.keys.learnNewest(key, epoch)
 	}
 	return d, found, err
 }
@@ -196,6 +196,60 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Ter
 	return nil, &BusyError{Key: key, Blocker: blocker}
 }
 
+// End ends c: a release if it held, a withdrawal if not. A release also
+// prunes a part of the key's history below its floor, when a gate allows
+// (prune.go). An error means the marker's fate is unknown; Flush sends it
+// again.
+func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
+	return e.EndThen(ctx, c, held, nil)
+}
+
+// EndThen is End, calling ended (if not nil) once the marker is confirmed
+// and before the release prunes: a caller that wakes the claim's waiters
+// there hands the key over after one request (the marker's insert), where
+// a prune (a read of a gate, of the claims below it, and a delete) would
+// otherwise come first, once per bucket span and key (docs/deployments.md,
+// "Costs", has the traced figures). It is not called when End returns an
+// error. The prune's deletes may then land while the next holder walks, as another
+// process's prune may (its walk reads the gate again if it finds a claim
+// missing: walkfloor.go, missingBelow).
+func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func()) error {
+	kind := KindWithdraw
+	if held || e.has(BugWithdrawAsRelease) {
+		kind = KindRelease
+	}
+	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
+		Session: c.Session, Sent: e.clock.ServerNow().Latest}
+	if held && (c.Below || c.Terms.Mode == Exclusive) {
+		d.Clear = true
+	}
+	c.ended = true
+	below, known := e.holds.takeHeld(c) // taken even if the insert fails: no tip then
+	if c.pinned {
+		c.pinned = false
+		defer e.keys.unpin(c.Key) // after what the end teaches of the key
+	}
+	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
+		e.ends.pend(d)
+		return err
+	}
+	e.ends.settle(d.ID)
+	e.holds.noteEnded(c.Nonce, ownEnd{below: below, known: held && known})
+	if held {
+		e.keys.learnTip(tipRelease{Doc: d, terms: c.Terms, below: below, belowKnown: known})
+		if d.Clear {
+			e.keys.learnOwn(c)
+		}
+	}
+	if ended != nil {
+		ended()
+	}
+	if held {
+		e.prune(ctx, c.Key, c.Seg)
+	}
+	return nil
+}
+
 // shadowOf returns the shadow of claim d.
 func shadowOf(d Doc) Doc {
 	return Doc{ID: ShadowID(d.Key, d.Epoch, d.Nonce), Key: d.Key, Epoch: d.Epoch, Kind: KindShadow,
@@ -211,7 +265,7 @@ func shadowOf(d Doc) Doc {
 // would otherwise see the end only at its next look.
 func (e *Engine) abandon(ctx context.Context, c *Claim) {
 	_ = e.EndThen(ctx, c, false, func() {
-		e.tellLanded(Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: KindWithdraw,
+		e.ends.tellLanded(Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: KindWithdraw,
 			Nonce: c.Nonce, Session: c.Session})
 	})
 }

@@ -52,14 +52,14 @@ type claimRun struct {
 func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 	e, key, try := q.e, q.key, q.try
 	q.load()
-	q.ttl, q.exp = e.claimTerms(q.session)
-	if q.ttl > e.span() {
+	q.ttl, q.exp = e.sessions.claimTerms(q.session)
+	if q.ttl > e.segments.span() {
 		// A hold must end before its key's coverage can (segment.go):
 		// coverage reaches about two spans ahead when it starts.
-		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.span())
+		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.segments.span())
 	}
 	for round := range maxClaimRounds {
-		if ks := e.snapshot(key); !e.covered(ks, e.clock.ServerNow().Latest) {
+		if ks := e.keys.snapshot(key); !e.segments.covered(ks, e.clock.ServerNow().Latest) {
 			c, done, err := q.enter(ctx)
 			if done {
 				return c, err
@@ -86,7 +86,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 
 // load sets what q knows of its key from the engine's knowledge.
 func (q *claimRun) load() {
-	ks := q.e.snapshot(q.key)
+	ks := q.e.keys.snapshot(q.key)
 	q.seg, q.history, q.base, q.known, q.tip = ks.seg, ks.history, ks.newest, ks.newest > 0, tipRelease{}
 	if ks.hasTip() {
 		q.tip = ks.tip
@@ -113,122 +113,10 @@ func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
 		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit, History: c.History}
 }
 
-// readTop reads the key's newest claim for a try: busy unless it ended.
-func (q *claimRun) readTop(ctx context.Context) error {
-	d, found, err := q.e.top(ctx, q.key, q.seg)
-	if err != nil {
-		return q.topFailed(ctx, err)
-	}
-	return q.judgeTop(ctx, d, found)
-}
-
-// judgeTop judges d, the key's newest claim as a try read it (found:
-// there is one): busy unless it ended (or passes by q's mode), and the
-// try's next insert goes above it otherwise.
-func (q *claimRun) judgeTop(ctx context.Context, d Doc, found bool) error {
-	e := q.e
-	q.base, q.known, q.topEnded = 0, true, false
-	if found && d.Epoch >= q.seg && d.Seg != q.seg {
-		return q.stale()
-	}
-	if found && d.Epoch >= q.seg {
-		ended, _, _, blocker, err := e.ended(ctx, d)
-		if err != nil {
-			return err
-		}
-		e.learnNewest(q.key, d.Epoch)
-		if !ended && !passes(q.terms, d) {
-			return &BusyError{Key: q.key, Blocker: blocker}
-		}
-		q.base, q.topEnded = d.Epoch, ended
-	}
-	return nil
-}
-
-// lostTry is lost for a try: another claim took epoch first. A lost race
-// is contention, not proof that the key is busy: the claim that won may
-// have ended already (the try inserted above its own release, and another
-// process has held and released the key since), and ErrHeld says the key
-// is held or waited for. So the try reads the newest claim, from the one
-// that took epoch up (it exists: F1), and goes on above it if it has
-// ended (or passes by q's mode), busy otherwise. Each lost race is read
-// again so, within the Claim's rounds and the try's context; the insert
-// that follows holds only by its walk, as any try's does.
-func (q *claimRun) lostTry(ctx context.Context, epoch uint64) (*Claim, bool, error) {
-	e := q.e
-	e.learnNewest(q.key, epoch)
-	q.tip, q.topRead = tipRelease{}, true
-	if e.snapshot(q.key).gap > 0 {
-		// Below a gap the next claim starts under it: read from the
-		// floor (top), not from the epoch lost above the gap.
-		err := q.readTop(ctx)
-		return nil, err != nil, err
-	}
-	d, found, err := e.store.Get(ctx, ClaimID(q.key, epoch))
-	if err == nil && found {
-		d, found, err = e.climb(ctx, q.key, d)
-	}
-	if err == nil && !found {
-		// Gone since it took the epoch (the store was emptied): read
-		// where the queue ends now.
-		err = q.readTop(ctx)
-	} else if err == nil {
-		err = q.judgeTop(ctx, d, found)
-	}
-	if err == nil && q.topEnded {
-		// The race was lost to claims that ended before the read. Once
-		// is the case a try is for (its insert chained on its own
-		// release met another process's turn since); again means a
-		// rival took the key during the try, and it would chase that
-		// rival's turns, each won by an insert chained on its release,
-		// until the try timeout cut it short.
-		if q.chased++; q.chased > maxTryChases {
-			err = &BusyError{Key: q.key}
-		}
-	}
-	return nil, err != nil, err
-}
-
-// maxTryChases is how many races a try may lose to claims that ended
-// before its read, and still insert again. Races lost to claims that
-// are live but pass by the try's mode (readers beside readers) do not
-// count: those claims hold beside it.
-const maxTryChases = 1
-
-// topFailed handles an error of top: a floor that does not count (a gate
-// of a store's earlier history) leaves the segment to lapse, unless its
-// gate is gone, in which case the segment is forgotten at once.
-func (q *claimRun) topFailed(ctx context.Context, err error) error {
-	if !errors.Is(err, errFloorStray) {
-		return err
-	}
-	e := q.e
-	ks := e.snapshot(q.key)
-	if ks.seg == q.seg {
-		g, found, gerr := e.store.Get(ctx, GateID(q.key, ks.cover))
-		if gerr != nil {
-			return gerr
-		}
-		if !found || g.Kind != KindGate || g.Seg != q.seg {
-			e.dropCover(q.key, q.seg)
-		}
-	}
-	q.seg = 0
-	return &BusyError{Key: q.key}
-}
-
-// stale drops q's segment, which a claim of a later one showed over: a
-// try reports the key busy (its next attempt finds the live segment).
-func (q *claimRun) stale() error {
-	q.e.dropCover(q.key, q.seg)
-	q.seg = 0
-	return &BusyError{Key: q.key}
-}
-
 // round makes one insert attempt; done reports that Claim returns (c, err).
 func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, err error) {
 	e := q.e
-	ks := e.snapshot(q.key)
+	ks := e.keys.snapshot(q.key)
 	if ks.seg != q.seg || ks.history != q.history {
 		// The segment went (dropped), or what q knows of it was learnt
 		// in another history of the store: enter again, or load.
@@ -243,7 +131,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// history).
 	epoch := max(q.base+1, q.seg)
 	now := e.clock.ServerNow().Latest
-	if epoch >= e.ceiling(now) {
+	if epoch >= e.segments.ceiling(now) {
 		// More than Rate epochs in a Quantum: a later segment's base
 		// might not clear them. Wait for the store's time to move on.
 		return nil, true, &BusyError{Key: q.key}
@@ -251,7 +139,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	// The proof that the insert lands above every pruned epoch: the gate
 	// that covers the segment now, and its floor (see floor.go).
 	checked := e.clock.Mono()
-	ks = e.snapshot(q.key)
+	ks = e.keys.snapshot(q.key)
 	if ks.history != q.history || !q.insertable(ks, epoch, now) {
 		return nil, false, nil
 	}
@@ -270,13 +158,13 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		if q.try {
 			return q.lostTry(ctx, epoch)
 		}
-		if e.runReader() == nil {
+		if e.rd.runReader() == nil {
 			return q.lost(epoch)
 		}
 		return q.lostRun(ctx, epoch)
 	default:
 		e.abandon(ctx, c)
-		e.forget(q.key)
+		e.keys.forget(q.key)
 		return nil, true, err
 	}
 }
@@ -301,14 +189,14 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		q.climbBase, q.known = false, false
 	}
 	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
-		d, found, err := e.top(ctx, q.key, q.seg)
+		d, found, err := q.top(ctx)
 		if err != nil {
 			return false, q.topFailed(ctx, err)
 		}
 		q.base, q.known, q.tip = 0, true, tipRelease{}
 		if found && d.Epoch >= q.seg && d.Seg != q.seg {
 			// A claim of a later segment: this process's segment is over.
-			e.dropCover(q.key, q.seg)
+			e.keys.dropCover(q.key, q.seg)
 			q.seg = 0
 			return true, nil
 		}
@@ -326,17 +214,17 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 func (q *claimRun) climbFromBase(ctx context.Context) (again bool, err error) {
 	e := q.e
 	q.climbBase = false
-	d, _, err := e.climb(ctx, q.key, Doc{Key: q.key, Epoch: q.base, Seg: q.seg, Kind: KindClaim})
+	d, _, err := e.rd.climb(ctx, q.key, Doc{Key: q.key, Epoch: q.base, Seg: q.seg, Kind: KindClaim})
 	if err != nil {
 		return false, err
 	}
 	if d.Seg != q.seg {
-		e.dropCover(q.key, q.seg)
+		e.keys.dropCover(q.key, q.seg)
 		q.seg = 0
 		return true, nil
 	}
 	if d.Epoch > q.base {
-		e.learnNewest(q.key, d.Epoch)
+		e.keys.learnNewest(q.key, d.Epoch)
 		q.base, q.tip = d.Epoch, tipRelease{}
 	}
 	return false, nil
@@ -348,7 +236,7 @@ func (q *claimRun) climbFromBase(ctx context.Context) (again bool, err error) {
 // again, or goes on from the floor.
 func (q *claimRun) insertable(ks keyState, epoch uint64, now time.Time) bool {
 	e := q.e
-	if ks.seg != q.seg || !e.covered(ks, now) {
+	if ks.seg != q.seg || !e.segments.covered(ks, now) {
 		return false // the coverage ended meanwhile: enter again
 	}
 	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
@@ -403,11 +291,11 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 			return nil, false, nil
 		}
 	}
-	e.learnNewest(q.key, c.Epoch)
-	e.noteMine(c, d.Sent)
+	e.keys.learnNewest(q.key, c.Epoch)
+	e.keys.noteMine(c, d.Sent)
 	if e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
 		c.clear, c.strong, c.Below = true, true, true
-		e.confirmHead(c)
+		e.holds.confirmHead(c)
 	} else if chained && dup == 2 {
 		// The claim below, which this process released, is still in
 		// the store: what its hold proved, c's walk would find (with
@@ -418,30 +306,12 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 		}
 		_, strong, live := e.tipProves(q.terms, q.tip)
 		c.clear, c.strong, c.Below = true, strong, strong
-		e.noteHeld(c, live)
-		e.confirmHead(c)
+		e.holds.noteHeld(c, live)
+		e.holds.confirmHead(c)
 	}
 	// Otherwise (the shadow was missing: the store lost the claim
 	// below, or never had its shadow) the walk reads what it needs.
 	return c, true, nil
-}
-
-// lost records that another process took epoch first: a Claim that is
-// not a try (lostTry) tries the epoch above, or after maxDups epochs lost
-// in a row looks for where the queue ends.
-func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
-	q.e.learnNewest(q.key, epoch)
-	q.base, q.tip = epoch, tipRelease{}
-	if q.dups++; q.dups >= maxDups && !q.newestRead {
-		// Many waiters ahead: look for where the queue ends rather than
-		// walk up it one insert at a time (once: by the time a second
-		// look came back the end would have moved on). The look starts
-		// at the epoch just lost, which exists, not at the key's floor:
-		// a few reads, not two for every doubling of the epochs the
-		// segment has above its floor.
-		q.climbBase, q.dups, q.newestRead = true, 0, true
-	}
-	return nil, false, nil
 }
 
 // aboveFloor reports, after a claim's insert of epoch was confirmed,
@@ -451,8 +321,8 @@ func (q *claimRun) lost(epoch uint64) (*Claim, bool, error) {
 // from the floor.
 func (q *claimRun) aboveFloor(epoch uint64) bool {
 	e := q.e
-	ks := e.snapshot(q.key)
-	if ks.seg != q.seg || !e.covered(ks, e.clock.ServerNow().Latest) {
+	ks := e.keys.snapshot(q.key)
+	if ks.seg != q.seg || !e.segments.covered(ks, e.clock.ServerNow().Latest) {
 		return false // the Claim loop enters the segment again
 	}
 	if epoch <= ks.floor.Epoch {

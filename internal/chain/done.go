@@ -56,9 +56,20 @@ var DoneID = driver.DoneID
 // KindDone is the kind of a done record.
 const KindDone = driver.KindDone
 
+// doneRecords reads and inserts the done records of a Once's keys (see
+// above): documents of their own beside the key's queue, which holds
+// nothing of them.
+type doneRecords struct {
+	*plant
+	store Store
+	clock Times
+	host  string // Config.Host and PID, for people (dsync status)
+	pid   int
+}
+
 // ReadDone reads key's done record. found is false when there is none.
-func (e *Engine) ReadDone(ctx context.Context, key string) (rec Doc, found bool, err error) {
-	rec, found, err = e.store.Get(ctx, DoneID(key))
+func (o *doneRecords) ReadDone(ctx context.Context, key string) (rec Doc, found bool, err error) {
+	rec, found, err = o.store.Get(ctx, DoneID(key))
 	if err != nil || !found || rec.Kind != KindDone {
 		return Doc{}, false, err
 	}
@@ -68,11 +79,11 @@ func (e *Engine) ReadDone(ctx context.Context, key string) (rec Doc, found bool,
 // DoneUnder reads the done record of c's key while c holds: the read a
 // run must follow (see above). With BugOnceStaleRead it reads nothing and
 // answers what the read before the claim found: no record.
-func (e *Engine) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, err error) {
-	if e.has(BugOnceStaleRead) {
+func (o *doneRecords) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, err error) {
+	if o.has(BugOnceStaleRead) {
 		return Doc{}, false, nil
 	}
-	return e.ReadDone(ctx, c.Key)
+	return o.ReadDone(ctx, c.Key)
 }
 
 // MarkDone inserts the done record of c's key, naming c's epoch, with
@@ -83,20 +94,20 @@ func (e *Engine) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, 
 // the store: mine reports whether it is this run's (inserted now, or by
 // an earlier attempt of the same nonce). An error means the outcome is
 // unknown: send it again, with the same nonce, while c holds.
-func (e *Engine) MarkDone(ctx context.Context, c *Claim, nonce string, keep time.Duration) (rec Doc, mine bool, err error) {
+func (o *doneRecords) MarkDone(ctx context.Context, c *Claim, nonce string, keep time.Duration) (rec Doc, mine bool, err error) {
 	d := Doc{ID: DoneID(c.Key), Key: c.Key, Kind: KindDone, Nonce: nonce, Session: c.Session, Owner: c.Owner,
-		Host: e.cfg.Host, PID: e.cfg.PID, Sent: e.clock.ServerNow().Latest, Token: c.Epoch}
+		Host: o.host, PID: o.pid, Sent: o.clock.ServerNow().Latest, Token: c.Epoch}
 	if keep > 0 {
 		d.Exp = d.Sent.Add(keep)
 	}
-	err = e.store.Insert(ctx, d)
+	err = o.store.Insert(ctx, d)
 	if err == nil {
 		return d, true, nil
 	}
 	if !errors.Is(err, ErrExists) {
 		return Doc{}, false, err
 	}
-	rec, found, err := e.ReadDone(ctx, c.Key)
+	rec, found, err := o.ReadDone(ctx, c.Key)
 	if err != nil {
 		return Doc{}, false, err
 	}

@@ -5,115 +5,90 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 )
 
-// End ends c: a release if it held, a withdrawal if not. A release also
-// prunes a part of the key's history below its floor, when a gate allows
-// (prune.go). An error means the marker's fate is unknown; Flush sends it
-// again.
-func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
-	return e.EndThen(ctx, c, held, nil)
+// ends is the end queue: the end markers whose insert had an unknown
+// outcome, sent again until one is confirmed (Flush, and a Resender in
+// the background), since a claim must never stay unended while its
+// session lives on; and the hook told of each end that lands so (and of
+// each withdrawal of a claim that must never hold: abandon), so that the
+// claim's waiters are woken. Its lock is held only inside its methods,
+// never across a request or a call out.
+type ends struct {
+	store Store
+	holds *holds // told of each end Flush lands
+
+	mu sync.Mutex
+	// pending holds the markers of unknown outcome, by ID.
+	pending map[string]Doc
+	// landed is told of each end that Flush lands (OnLanded).
+	landed func(Doc)
 }
 
-// EndThen is End, calling ended (if not nil) once the marker is confirmed
-// and before the release prunes: a caller that wakes the claim's waiters
-// there hands the key over after one request (the marker's insert), where
-// a prune (a read of a gate, of the claims below it, and a delete) would
-// otherwise come first, once per bucket span and key (docs/deployments.md,
-// "Costs", has the traced figures). It is not called when End returns an
-// error. The prune's deletes may then land while the next holder walks, as another
-// process's prune may (its walk reads the gate again if it finds a claim
-// missing: walk.go, missingBelow).
-func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func()) error {
-	kind := KindWithdraw
-	if held || e.has(BugWithdrawAsRelease) {
-		kind = KindRelease
-	}
-	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
-		Session: c.Session, Sent: e.clock.ServerNow().Latest}
-	if held && (c.Below || c.Terms.Mode == Exclusive) {
-		d.Clear = true
-	}
-	c.ended = true
-	below, known := e.takeHeld(c) // taken even if the insert fails: no tip then
-	if c.pinned {
-		c.pinned = false
-		defer e.unpin(c.Key) // after what the end teaches of the key
-	}
-	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
-		e.mu.Lock()
-		e.ends[d.ID] = d
-		e.mu.Unlock()
-		return err
-	}
-	e.mu.Lock()
-	delete(e.ends, d.ID)
-	e.mu.Unlock()
-	e.noteEnded(c.Nonce, ownEnd{below: below, known: held && known})
-	if held {
-		e.learnTip(tipRelease{Doc: d, terms: c.Terms, below: below, belowKnown: known})
-		if d.Clear {
-			e.learnOwn(c)
-		}
-	}
-	if ended != nil {
-		ended()
-	}
-	if held {
-		e.prune(ctx, c.Key, c.Seg)
-	}
-	return nil
+// pend records end marker d, whose insert had an unknown outcome, to be
+// sent again by Flush.
+func (q *ends) pend(d Doc) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending[d.ID] = d
+}
+
+// settle drops the marker of ID id, whose insert was confirmed, from the
+// queue.
+func (q *ends) settle(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.pending, id)
 }
 
 // OnLanded sets f to be called with each end marker that Flush (or a
 // Resender) lands, and each withdrawal of a claim that must never hold
 // (one whose insert had no reply, say), so that the claim's waiters can
 // be woken.
-func (e *Engine) OnLanded(f func(Doc)) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.landed = f
+func (q *ends) OnLanded(f func(Doc)) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.landed = f
 }
 
 // Pending reports how many end markers of unknown outcome wait to be sent
 // again by Flush.
-func (e *Engine) Pending() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.ends)
+func (q *ends) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
 }
 
 // Flush sends again the end markers whose outcome was unknown, and
 // reports how many are still pending. Each one that lands is told to the
 // OnLanded hook.
-func (e *Engine) Flush(ctx context.Context) (pending int, err error) {
-	e.mu.Lock()
-	docs := make([]Doc, 0, len(e.ends))
-	for _, d := range e.ends {
+func (q *ends) Flush(ctx context.Context) (pending int, err error) {
+	q.mu.Lock()
+	docs := make([]Doc, 0, len(q.pending))
+	for _, d := range q.pending {
 		docs = append(docs, d)
 	}
-	e.mu.Unlock()
+	q.mu.Unlock()
 	slices.SortFunc(docs, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
 	for _, d := range docs {
-		ierr := e.store.Insert(ctx, d)
+		ierr := q.store.Insert(ctx, d)
 		if ierr != nil && !errors.Is(ierr, ErrExists) {
 			err = ierr
 			continue
 		}
-		e.mu.Lock()
-		delete(e.ends, d.ID)
-		e.mu.Unlock()
-		e.noteEnded(d.Nonce, ownEnd{})
-		e.tellLanded(d)
+		q.settle(d.ID)
+		q.holds.noteEnded(d.Nonce, ownEnd{})
+		q.tellLanded(d)
 	}
-	return e.Pending(), err
+	return q.Pending(), err
 }
 
 // tellLanded tells the OnLanded hook, if any, that end marker d landed.
-func (e *Engine) tellLanded(d Doc) {
-	e.mu.Lock()
-	landed := e.landed
-	e.mu.Unlock()
+func (q *ends) tellLanded(d Doc) {
+	q.mu.Lock()
+	landed := q.landed
+	q.mu.Unlock()
 	if landed != nil {
 		landed(d)
 	}

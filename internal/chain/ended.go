@@ -3,8 +3,46 @@ package chain
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
+
+// judge decides whether a claim below a walker has ended: by its end
+// marker, else by its session, whose expiry it may find past (it then
+// inserts the claim's dead marker). It remembers what its reads taught of
+// sessions: the highest expiry read of each (a stored expiry only grows),
+// the runs of reads that found one missing, and those found expired by
+// readers (ReadExpired). Its lock is held only inside its methods, never
+// across a request.
+type judge struct {
+	*plant
+	store Store
+	clock Times
+
+	mu sync.Mutex
+	// expiries remembers the highest expiry read of each session. A stored
+	// expiry only grows, so a session read alive until X is alive until X
+	// whatever has happened since: a waiter that looks at its blocker
+	// again reads only the marker. (A store emptied or restored can lose
+	// the documents behind it; waiting until X is then merely cautious.)
+	expiries map[string]time.Time
+	// readDead remembers the sessions a read found expired by their
+	// expiry, judged by the clock of the writes (ReadExpired): dead for
+	// good, since their owners stopped relying on them before that
+	// expiry. A stored expiry that grows past it later was raised by a
+	// renewal or an insert that landed late. Each is kept until the time
+	// such a late write can have raised it to has passed.
+	readDead map[string]time.Time
+	// absent remembers, for sessions whose documents were all found
+	// missing, the run of reads that found them so (see noteAbsent). Such
+	// a session is dead only once it stayed missing for its TTL (ended).
+	absent map[string]absence
+}
+
+func newJudge(p *plant, store Store, clock Times) *judge {
+	return &judge{plant: p, store: store, clock: clock,
+		expiries: make(map[string]time.Time), readDead: make(map[string]time.Time), absent: make(map[string]absence)}
+}
 
 // ended reports whether claim d has ended, reading its marker and, if it
 // has none, its session; a claim whose session expired is marked dead.
@@ -20,23 +58,23 @@ import (
 // deadline pass. So does one found expired without its first generation
 // (see judgedByExpiry). Claims without a TTL (written by an older dsync)
 // count missing as dead at once.
-func (e *Engine) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+func (j *judge) ended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
 	endID := EndID(d.Key, d.Epoch, d.Nonce)
-	m, found, err := e.store.Get(ctx, endID)
+	m, found, err := j.store.Get(ctx, endID)
 	if err != nil {
 		return false, "", Doc{}, Blocker{}, err
 	}
 	if found {
 		return true, m.Kind, m, Blocker{}, nil
 	}
-	return e.unended(ctx, d)
+	return j.unended(ctx, d)
 }
 
 // markedEnded is ended for readers that must not write: d has ended only
 // if its end marker is stored; a claim whose session expired is not
 // ended by it (unended would insert its dead marker).
-func (e *Engine) markedEnded(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, err error) {
-	m, found, err := e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce))
+func (j *judge) markedEnded(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, err error) {
+	m, found, err := j.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce))
 	if err != nil || !found {
 		return false, "", Doc{}, err
 	}
@@ -45,9 +83,9 @@ func (e *Engine) markedEnded(ctx context.Context, d Doc) (ended bool, kind strin
 
 // blockerOf describes the live claim d, with the highest expiry of its
 // session known: the one d carries, or a read's.
-func (e *Engine) blockerOf(d Doc) Blocker {
+func (j *judge) blockerOf(d Doc) Blocker {
 	exp := d.Exp
-	if known, ok := e.expiry(d.Session); ok && known.After(exp) {
+	if known, ok := j.expiry(d.Session); ok && known.After(exp) {
 		exp = known
 	}
 	return Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
@@ -55,14 +93,14 @@ func (e *Engine) blockerOf(d Doc) Blocker {
 
 // unended is ended for a claim d found without an end marker: live while
 // its session may live, and marked dead otherwise.
-func (e *Engine) unended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
 	endID := EndID(d.Key, d.Epoch, d.Nonce)
-	earliest := e.clock.ServerNow().Earliest
-	b = e.blockerOf(d)
+	earliest := j.clock.ServerNow().Earliest
+	b = j.blockerOf(d)
 	if !b.ExpiresAt.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
-	live, b, err := e.sessionLives(ctx, d, earliest, b)
+	live, b, err := j.sessionLives(ctx, d, earliest, b)
 	if err != nil {
 		return false, "", Doc{}, Blocker{}, err
 	}
@@ -72,8 +110,8 @@ func (e *Engine) unended(ctx context.Context, d Doc) (ended bool, kind string, m
 	// The session expired before the read was sent (or has been missing
 	// for its TTL): its owner stopped relying on it at its local deadline,
 	// earlier still. Record that, for good.
-	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: e.clock.ServerNow().Latest}
-	err = e.store.Insert(ctx, dead)
+	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: j.clock.ServerNow().Latest}
+	err = j.store.Insert(ctx, dead)
 	if err != nil && !errors.Is(err, ErrExists) {
 		return false, "", Doc{}, Blocker{}, err
 	}
@@ -84,33 +122,33 @@ func (e *Engine) unended(ctx context.Context, d Doc) (ended bool, kind string, m
 // is earlier than earliest, and decides whether it may still live: read
 // with a later expiry, or missing for less than d's TTL. If so, b is
 // returned with when to look again.
-func (e *Engine) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker) (live bool, _ Blocker, err error) {
+func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker) (live bool, _ Blocker, err error) {
 	exp := b.ExpiresAt
-	sent := e.clock.Mono()
-	s, found, err := e.store.GetSession(ctx, d.Session)
+	sent := j.clock.Mono()
+	s, found, err := j.store.GetSession(ctx, d.Session)
 	if err != nil {
 		return false, Blocker{}, err
 	}
-	replied := e.clock.Mono()
+	replied := j.clock.Mono()
 	switch {
-	case e.judgedByExpiry(s, found, earliest):
-		e.learnExpiry(s.ID, s.ExpiresAt)
+	case j.judgedByExpiry(s, found, earliest):
+		j.learnExpiry(s.ID, s.ExpiresAt)
 		if s.ExpiresAt.After(exp) {
 			b.ExpiresAt = s.ExpiresAt
 		}
 		if !b.ExpiresAt.Before(earliest) {
 			return true, b, nil
 		}
-	case d.TTL > 0 && !e.has(BugAbsentIsDead):
+	case d.TTL > 0 && !j.has(BugAbsentIsDead):
 		// Missing for the TTL as of this read's send, not its reply: the
 		// read may have landed long before its reply came, and the owner
 		// re-created its session since (see noteAbsent).
 		asOf := sent
-		if e.has(BugAbsenceToReply) {
+		if j.has(BugAbsenceToReply) {
 			asOf = replied
 		}
-		if since := e.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
-			b.ExpiresAt = e.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
+		if since := j.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
+			b.ExpiresAt = j.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
 			return true, b, nil
 		}
 	}
@@ -132,8 +170,8 @@ func (e *Engine) sessionLives(ctx context.Context, d Doc, earliest time.Time, b 
 // documents went with the drop. Such a session, expired, counts as
 // missing: dead only after the claim's TTL (see noteAbsent). Not expired,
 // it is alive until then, whatever brought it back.
-func (e *Engine) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
-	if e.has(BugLostFirstIsDead) {
+func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
+	if j.has(BugLostFirstIsDead) {
 		return found
 	}
 	return found && (s.HasFirst || !s.ExpiresAt.Before(earliest))
@@ -170,18 +208,18 @@ const BugLostFirstIsDead Bug = 48
 // the owner counts no renewal after the one before D1, whose deadline
 // passed within a TTL of that renewal's send, before the first read
 // replied (ended judges the TTL from that reply to the last read's send).
-func (e *Engine) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if run, ok := e.absent[session]; ok && (replied-run.lastSent <= 2*ttl || e.has(BugAbsenceNeverStale)) {
+func (j *judge) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if run, ok := j.absent[session]; ok && (replied-run.lastSent <= 2*ttl || j.has(BugAbsenceNeverStale)) {
 		run.lastSent = max(run.lastSent, sent)
-		e.absent[session] = run
+		j.absent[session] = run
 		return run.since
 	}
-	if len(e.absent) >= maxExpiries {
-		clear(e.absent)
+	if len(j.absent) >= maxExpiries {
+		clear(j.absent)
 	}
-	e.absent[session] = absence{since: replied, lastSent: sent}
+	j.absent[session] = absence{since: replied, lastSent: sent}
 	return replied
 }
 
@@ -189,3 +227,37 @@ func (e *Engine) noteAbsent(session string, sent, replied, ttl time.Duration) ti
 // the local monotonic reply time of the first, and the send time of the
 // last.
 type absence struct{ since, lastSent time.Duration }
+
+// SessionAlive reads a session and reports whether it had not expired
+// when the read was sent, with its expiry. A waiter whose wake-ups work
+// checks only this when its blocker's session may have run out.
+func (j *judge) SessionAlive(ctx context.Context, id string) (alive bool, expires time.Time, err error) {
+	earliest := j.clock.ServerNow().Earliest
+	s, found, err := j.store.GetSession(ctx, id)
+	if err != nil || !j.judgedByExpiry(s, found, earliest) {
+		return false, time.Time{}, err
+	}
+	j.learnExpiry(id, s.ExpiresAt)
+	return !s.ExpiresAt.Before(earliest), s.ExpiresAt, nil
+}
+
+func (j *judge) expiry(session string) (time.Time, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t, ok := j.expiries[session]
+	return t, ok
+}
+
+// learnExpiry records an expiry read of session: it ends a run of reads
+// that found the session missing (noteAbsent).
+func (j *judge) learnExpiry(session string, expires time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.expiries) >= maxExpiries {
+		clear(j.expiries)
+	}
+	if expires.After(j.expiries[session]) {
+		j.expiries[session] = expires
+	}
+	delete(j.absent, session)
+}

@@ -36,49 +36,11 @@ import (
 // store shows a floor that counts, or the segment lapses.
 var errFloorStray = errors.New("chain: the key's floor names a claim the store does not hold")
 
-// nextFloor is the floor a gate inserted after ks's gate of bucket cover
-// records: the higher of that gate's and the one this process vouches for.
-func (e *Engine) nextFloor(ks keyState) Floor {
-	own := ks.own
-	if own.Seg != ks.seg {
-		own = Floor{}
-	}
-	if e.has(BugFloorNotMonotone) {
-		return own
-	}
-	if own.Epoch > ks.floor.Epoch {
-		return own
-	}
-	return ks.floor
-}
-
-// learnOwn records that claim c held with every lower claim ended: every
-// epoch of its segment below it has ended, a floor this process can vouch
-// for.
-func (e *Engine) learnOwn(c *Claim) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ks := e.state(c.Key)
-	if ks.seg == c.Seg && c.Epoch > ks.own.Epoch {
-		ks.own = Floor{Epoch: c.Epoch, Nonce: c.Nonce, Seg: c.Seg}
-	}
-}
-
-// floorOf returns the floor of the gate that covers key's segment seg, as
-// this process knows it (zero if it knows none).
-func (e *Engine) floorOf(key string, seg uint64) Floor {
-	ks := e.snapshot(key)
-	if ks.seg != seg {
-		return Floor{}
-	}
-	return ks.floor
-}
-
 // floorCounts reports whether floor f of key counts: its claim exists with
 // its nonce. A floor without a nonce was recorded by a process that knew
 // only its epoch existed.
-func (e *Engine) floorCounts(ctx context.Context, key string, f Floor) (Doc, bool, error) {
-	d, found, err := e.store.Get(ctx, ClaimID(key, f.Epoch))
+func (r *reader) floorCounts(ctx context.Context, key string, f Floor) (Doc, bool, error) {
+	d, found, err := r.Get(ctx, ClaimID(key, f.Epoch))
 	if err != nil {
 		return Doc{}, false, err
 	}
@@ -94,33 +56,33 @@ func (e *Engine) floorCounts(ctx context.Context, key string, f Floor) (Doc, boo
 // false if the segment has no claim. Nothing rests on it being the
 // newest: a claim inserted above it follows an epoch seen to exist (F1),
 // and a duplicate key sends the next insert higher.
-func (e *Engine) newest(ctx context.Context, key string, seg uint64, f Floor) (Doc, bool, error) {
+func (r *reader) newest(ctx context.Context, key string, seg uint64, f Floor) (Doc, bool, error) {
 	start := max(seg, 1)
 	if f.Epoch > start {
-		d, counts, err := e.floorCounts(ctx, key, f)
+		d, counts, err := r.floorCounts(ctx, key, f)
 		if err != nil {
 			return Doc{}, false, err
 		}
 		if !counts {
 			return Doc{}, false, fmt.Errorf("%w: %q epoch %d", errFloorStray, key, f.Epoch)
 		}
-		return e.climb(ctx, key, d)
+		return r.climb(ctx, key, d)
 	}
-	d, found, err := e.store.Get(ctx, ClaimID(key, start))
+	d, found, err := r.Get(ctx, ClaimID(key, start))
 	if err != nil || !found {
 		return Doc{}, false, err
 	}
-	return e.climb(ctx, key, d)
+	return r.climb(ctx, key, d)
 }
 
 // climb returns the highest claim above the existing claim d that it
 // reaches by galloping and halving (see newest).
-func (e *Engine) climb(ctx context.Context, key string, d Doc) (Doc, bool, error) {
+func (r *reader) climb(ctx context.Context, key string, d Doc) (Doc, bool, error) {
 	found := d
 	missing := uint64(0) // the lowest epoch known missing (0: none yet)
 	// probe reads epoch x and moves found up to it, or missing down.
 	probe := func(x uint64) error {
-		next, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		next, ok, err := r.Get(ctx, ClaimID(key, x))
 		switch {
 		case err != nil:
 			return err

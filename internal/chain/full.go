@@ -7,8 +7,80 @@ import (
 	"sync"
 )
 
-// What a weighted walker re-reads once the live claims it passed may have
-// left it room (walk.go: holdOnReads, liveBelow).
+// What a walk does at a live claim below it (liveBelow), and what a
+// weighted walker re-reads once the live claims it passed may have left it
+// room (walk.go: holdOnReads).
+
+// liveBelow decides what the live claim d of epoch below c means for c
+// (b is d's blocker): d may lie below a floor a prune raised meanwhile
+// (the walk goes on), c may pass it (the walk goes on with d in c.passed),
+// or c waits for it.
+//
+// A waiting weighted walker passes a claim even when the weights it
+// passed leave it no room, as long as the end of a single one of them
+// could still give it room (oneEndFits): so that the units it lacks
+// (Shortfall) are all it lacks when one end is all it needs. A walk that
+// stopped at the limit knew only the claims above that point: the end of
+// one of those woke its waiter, which had room among them and walked the
+// rest then, as the one below it came to hold on that same end (a full
+// Semaphore's second in line, beside a unit kept below: its walk read the
+// claims below and their markers while the next holder read its own, and
+// the handoff took longer with 4 waiting than with 1). Past that point no
+// single end can give it room, and a walk on down the whole queue cost
+// every waiter behind reads, hints and watches for each claim below it:
+// it stops there and waits (full), and a later walk goes on from there
+// (c.checked). A try, which never waits, stops at the limit.
+func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
+	passes := e.passes(ctx, c.Terms, d)
+	with := append(c.passed[:len(c.passed):len(c.passed)], passedClaim{d: d, b: b})
+	if passes && (e.fits(c.Terms, with) || !c.try && oneEndFits(c.Terms, with)) {
+		// Passed live or not (an ended claim whose marker a prune
+		// deleted, below: counting it only costs room), and nothing
+		// read: the walk goes on, and a claim it then finds missing
+		// makes it read the gate again (missingBelow).
+		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
+		c.checked = epoch
+		return Blocker{}, false, nil
+	}
+	if epoch < c.Epoch-1 && !e.has(BugNoFloorProof) {
+		// About to wait, and below an ended or passed claim: perhaps
+		// a claim whose marker a prune deleted after this walk's floor
+		// check (a claim right below a live one is never pruned). The
+		// gate that covers the key now says.
+		if f, err := e.freshFloor(ctx, c); err != nil {
+			return Blocker{}, false, err
+		} else if epoch < f.Epoch {
+			return Blocker{}, false, e.belowFloor(ctx, c, f)
+		}
+	}
+	if passes {
+		// Its claims leave it no room (a try gives up), and no single
+		// end among them would: it waits for them.
+		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
+		c.checked = epoch
+		if b, full, err := e.full(ctx, c); err != nil || full {
+			return b, full, err
+		}
+		return Blocker{}, false, nil
+	}
+	c.blocker, c.hasBlocker = d, true
+	return b, true, nil
+}
+
+// oneEndFits reports whether the end of a single claim among passed could
+// leave room for weighted walker w beside the rest: the weights passed,
+// but the largest, and w's own fit its limit.
+func oneEndFits(w Terms, passed []passedClaim) bool {
+	if w.Mode != Weighted {
+		return true
+	}
+	sum, largest := w.Weight, int64(0)
+	for _, p := range passed {
+		sum += max(p.d.Weight, 0)
+		largest = max(largest, p.d.Weight)
+	}
+	return sum-largest <= w.Limit
+}
 
 // full re-reads the live claims c passed, drops those that ended since,
 // and reports whether their weights still leave no room for c; if so, b
@@ -69,8 +141,7 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 // fullRun reads, on a store that reads runs, one run from the lowest
 // claim c passed up to c's own, unless c's run covers it already.
 func (e *Engine) fullRun(ctx context.Context, c *Claim) error {
-	rr := e.runReader()
-	if rr == nil || len(c.passed) == 0 {
+	if e.rd.runReader() == nil || len(c.passed) == 0 {
 		return nil
 	}
 	lowest := c.passed[len(c.passed)-1].d.Epoch
@@ -78,7 +149,7 @@ func (e *Engine) fullRun(ctx context.Context, c *Claim) error {
 		return nil
 	}
 	c.run, c.runSeq = nil, 0
-	return e.readRun(ctx, c, rr, lowest)
+	return e.readRun(ctx, c, lowest)
 }
 
 // endedPassed is ended for a claim d c passed: its marker from c's run if
@@ -86,13 +157,13 @@ func (e *Engine) fullRun(ctx context.Context, c *Claim) error {
 // session expired (unended), so that a dead unit frees its room.
 func (e *Engine) endedPassed(ctx context.Context, c *Claim, d Doc) (ended bool, b Blocker, err error) {
 	if !c.run.covers(d.Epoch) {
-		ended, _, _, b, err := e.ended(ctx, d)
+		ended, _, _, b, err := e.judge.ended(ctx, d)
 		return ended, b, err
 	}
 	if _, found := c.run.end(d); found {
 		return true, Blocker{}, nil
 	}
-	ended, _, _, b, err = e.unended(ctx, d)
+	ended, _, _, b, err = e.judge.unended(ctx, d)
 	return ended, b, err
 }
 

@@ -14,39 +14,12 @@ import "context"
 // halving), and its insert fills the gap from below. The key's history is
 // contiguous again once the new claims reach the stray ones.
 
-// noteGap records, after forgetAll, that epoch of key was found missing
-// with no floor that counts above it.
-func (e *Engine) noteGap(key string, epoch uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.state(key).gap = epoch
-}
-
-// top returns the claim the next insert of key should follow when the
-// engine knows nothing better: the newest claim of segment seg, or, below
-// a gap found earlier, the highest claim under it.
-func (e *Engine) top(ctx context.Context, key string, seg uint64) (Doc, bool, error) {
-	gap := e.snapshot(key).gap
-	if gap == 0 {
-		return e.newest(ctx, key, seg, e.floorOf(key, seg))
-	}
-	d, found, err := e.claimBelow(ctx, key, gap, seg)
-	if err == nil {
-		e.mu.Lock()
-		if ks := e.keys[key]; ks != nil && ks.gap == gap {
-			ks.gap = 0
-		}
-		e.mu.Unlock()
-	}
-	return d, found, err
-}
-
 // claimBelow returns the highest claim of key below epoch whose next epoch
 // is missing: the end of the contiguous history under a gap (or of a
 // stray run inside it, which the next walk finds and steps below). It
 // reads by ID only: galloping down from epoch to seg, the first epoch of
 // its segment, then halving.
-func (e *Engine) claimBelow(ctx context.Context, key string, epoch, seg uint64) (Doc, bool, error) {
+func (r *reader) claimBelow(ctx context.Context, key string, epoch, seg uint64) (Doc, bool, error) {
 	seg = max(seg, 1)
 	missing := epoch // known missing (or the gap's top)
 	var found Doc
@@ -55,7 +28,7 @@ func (e *Engine) claimBelow(ctx context.Context, key string, epoch, seg uint64) 
 		if missing > seg+step {
 			x = missing - step
 		}
-		d, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		d, ok, err := r.Get(ctx, ClaimID(key, x))
 		if err != nil {
 			return Doc{}, false, err
 		}
@@ -70,7 +43,7 @@ func (e *Engine) claimBelow(ctx context.Context, key string, epoch, seg uint64) 
 	}
 	for missing-found.Epoch > 1 {
 		x := found.Epoch + (missing-found.Epoch)/2
-		d, ok, err := e.store.Get(ctx, ClaimID(key, x))
+		d, ok, err := r.Get(ctx, ClaimID(key, x))
 		if err != nil {
 			return Doc{}, false, err
 		}

@@ -7,6 +7,16 @@ import (
 	"slices"
 )
 
+// queues reads a key's queue for those who look at it (Head, Queue,
+// QueueRead): with the engine's parts, and none of its own state.
+type queues struct {
+	clock    Times
+	keys     *keys
+	segments *segments
+	judge    *judge
+	rd       *reader
+}
+
 // Head returns the claim at the head of key's queue: the lowest claim that
 // has not ended, where every claim below it has. found is false when every
 // claim has ended (or the key has none). The head may not know yet that it
@@ -14,8 +24,8 @@ import (
 // a lower epoch, because ends are permanent and the walk stops at the
 // floor, below which a late insert may land. (A store emptied or restored
 // starts the key's history again, and its epochs with it.)
-func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, err error) {
-	q, err := e.Queue(ctx, key)
+func (v *queues) Head(ctx context.Context, key string) (head Doc, found bool, err error) {
+	q, err := v.Queue(ctx, key)
 	if err != nil || len(q) == 0 {
 		return Doc{}, false, err
 	}
@@ -32,8 +42,8 @@ func (e *Engine) Head(ctx context.Context, key string) (head Doc, found bool, er
 // claim read as live below that gate's floor may have lost its marker to
 // it: it is dropped, and if the floor rose past every claim read, the
 // reads are made again.
-func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
-	return e.queue(ctx, key, e.clock.ServerNow, true)
+func (v *queues) Queue(ctx context.Context, key string) ([]Doc, error) {
+	return v.queue(ctx, key, v.clock.ServerNow, true)
 }
 
 // QueueRead is Queue for reads that must write nothing and teach the
@@ -47,32 +57,32 @@ func (e *Engine) Queue(ctx context.Context, key string) ([]Doc, error) {
 // be off the one that orders the writes) and must not, since a marker
 // inserted wrongly ends a live claim. Nor does it record the gates it
 // read, or the sessions it found missing, as Queue does.
-func (e *Engine) QueueRead(ctx context.Context, key string, now func() Interval) ([]Doc, error) {
-	return e.queue(ctx, key, now, false)
+func (v *queues) QueueRead(ctx context.Context, key string, now func() Interval) ([]Doc, error) {
+	return v.queue(ctx, key, now, false)
 }
 
 // queue is Queue (judge: claims without a marker are judged by their
 // session, and marked dead once it expired; the gate read is learnt) and
 // QueueRead (not judge: nothing is written or learnt).
-func (e *Engine) queue(ctx context.Context, key string, now func() Interval, judge bool) ([]Doc, error) {
+func (v *queues) queue(ctx context.Context, key string, now func() Interval, judge bool) ([]Doc, error) {
 	for attempt := 0; ; attempt++ {
-		g, ok, err := e.liveSegmentAt(ctx, key, now())
+		g, ok, err := v.segments.liveSegmentAt(ctx, key, now())
 		if err != nil || !ok {
 			return nil, err // no segment anyone may rely on: nothing holds
 		}
-		if ks := e.snapshot(key); judge && ks.seg == g.Seg && e.sameKnown(ks.history, g.Nonce) {
+		if ks := v.keys.snapshot(key); judge && ks.seg == g.Seg && v.segments.sameKnown(ks.history, g.Nonce) {
 			// What covers the key now, for this process's claims too. A
 			// segment it does not rely on yet (nor one of the same number
 			// that it knew in another history of the store) it learns only
 			// by a start or a join, which check that the store's span is
 			// this process's, and its history the gate's (span.go).
-			e.learnGate(key, g)
+			v.keys.learnGate(key, g)
 		}
-		live, top, err := e.queueFrom(ctx, key, g, judge)
+		live, top, err := v.queueFrom(ctx, key, g, judge)
 		if err != nil || top == 0 {
 			return nil, err
 		}
-		after, ok, err := e.liveSegmentAt(ctx, key, now())
+		after, ok, err := v.segments.liveSegmentAt(ctx, key, now())
 		if err != nil {
 			return nil, err
 		}
@@ -94,9 +104,9 @@ func (e *Engine) queue(ctx context.Context, key string, now func() Interval, jud
 // ended, lowest first, and the epoch of the newest claim it started from
 // (0: none; the queue is then empty). Without judge, a claim has ended
 // only by its end marker (markedEnded): nothing is written.
-func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (live []Doc, top uint64, err error) {
+func (v *queues) queueFrom(ctx context.Context, key string, g Doc, judge bool) (live []Doc, top uint64, err error) {
 	seg, floor := g.Seg, g.Floor
-	d, ok, err := e.newest(ctx, key, seg, floor)
+	d, ok, err := v.rd.newest(ctx, key, seg, floor)
 	if errors.Is(err, errFloorStray) {
 		// A gate of a store's earlier history: no claim of the segment
 		// can hold until a floor that counts covers it.
@@ -111,9 +121,9 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (
 		var kind string
 		var marker Doc
 		if judge {
-			ended, kind, marker, _, err = e.ended(ctx, d)
+			ended, kind, marker, _, err = v.judge.ended(ctx, d)
 		} else {
-			ended, kind, marker, err = e.markedEnded(ctx, d)
+			ended, kind, marker, err = v.judge.markedEnded(ctx, d)
 		}
 		if err != nil {
 			return nil, 0, err
@@ -126,7 +136,7 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (
 		if d.Epoch <= max(seg, floor.Epoch) {
 			break // below the floor (or the segment's first epoch) everything has ended
 		}
-		next, ok, err := e.store.Get(ctx, ClaimID(key, d.Epoch-1))
+		next, ok, err := v.rd.Get(ctx, ClaimID(key, d.Epoch-1))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -134,7 +144,7 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (
 			// A missing claim above the floor: not pruned, but a gap in a
 			// store that lost the key's history, and the claims above it
 			// never hold (see gap.go): the head is below it.
-			if next, ok, err = e.claimBelow(ctx, key, d.Epoch-1, seg); err != nil || !ok {
+			if next, ok, err = v.rd.claimBelow(ctx, key, d.Epoch-1, seg); err != nil || !ok {
 				return nil, 0, err
 			}
 			live = live[:0]
@@ -143,30 +153,4 @@ func (e *Engine) queueFrom(ctx context.Context, key string, g Doc, judge bool) (
 	}
 	slices.Reverse(live)
 	return live, top, nil
-}
-
-// liveSegment returns the gate that covers key now: the highest gate,
-// among the buckets around the store's time, whose coverage has not ended
-// by the earliest possible store time; it names the segment a process may
-// rely on, and the key's floor. found is false when no segment is
-// covered: the key is idle.
-func (e *Engine) liveSegment(ctx context.Context, key string) (g Doc, found bool, err error) {
-	return e.liveSegmentAt(ctx, key, e.clock.ServerNow())
-}
-
-// liveSegmentAt is liveSegment at the store time now.
-func (e *Engine) liveSegmentAt(ctx context.Context, key string, now Interval) (g Doc, found bool, err error) {
-	for b := e.bucket(now.Latest) + 1; b >= e.bucket(now.Earliest)-1; b-- {
-		if !now.Earliest.Before(e.bucketEnd(b + 1).Add(-e.cfg.Margin)) {
-			break
-		}
-		g, ok, err := e.store.Get(ctx, GateID(key, b))
-		if err != nil {
-			return Doc{}, false, err
-		}
-		if ok && g.Kind == KindGate && g.Seg != 0 {
-			return g, true, nil
-		}
-	}
-	return Doc{}, false, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Histories. An emptied store begins a new history: its protocol document
@@ -84,55 +83,38 @@ import (
 var errOtherHistory = errors.New("chain: the gate was sent in another history of the store")
 
 // learnHistory records that the store's protocol document names history.
-func (e *Engine) learnHistory(history string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.history = history
+func (s *segments) learnHistory(history string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history = history
 }
 
 // knownHistory is the history of the store this process knows last: the
 // nonce of the protocol document it read or inserted last.
-func (e *Engine) knownHistory() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.history
+func (s *segments) knownHistory() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history
 }
 
 // sameHistory reports whether gate g was sent in history, the one the
 // store's protocol document names now.
-func (e *Engine) sameHistory(g Doc, history string) bool {
-	return g.Nonce == history || e.has(BugHistoryIgnored)
+func (s *segments) sameHistory(g Doc, history string) bool {
+	return g.Nonce == history || s.has(BugHistoryIgnored)
 }
 
 // gateOfThisHistory reads the store's protocol document (after g was read
 // or landed) and reports errOtherHistory if it names another history than
 // g's: the gate must not be relied on.
-func (e *Engine) gateOfThisHistory(ctx context.Context, g Doc) error {
-	history, err := e.confirmSpan(ctx)
+func (s *segments) gateOfThisHistory(ctx context.Context, g Doc) error {
+	history, err := s.confirmSpan(ctx)
 	if err != nil {
 		return err
 	}
-	if !e.sameHistory(g, history) {
+	if !s.sameHistory(g, history) {
 		return fmt.Errorf("%w: %q bucket %d", errOtherHistory, g.Key, g.Bucket)
 	}
 	return nil
-}
-
-// noteStray records that key's buckets up to the gate of bucket b belong
-// to a segment of another history: a start meets them until the store's
-// time is past the coverage that gate would give, and the next claims of
-// key report it busy until then without a request.
-func (e *Engine) noteStray(key string, b int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ks := e.state(key)
-	ks.strayUntil = e.bucketEnd(b + 1).Add(-e.cfg.Margin)
-}
-
-// strayUntil returns when the stray segment key's starts meet stops
-// giving coverage (zero if none is known).
-func (e *Engine) strayUntil(key string) time.Time {
-	return e.snapshot(key).strayUntil
 }
 
 // sameKnown reports whether two histories of the store may be one: equal,
@@ -140,8 +122,8 @@ func (e *Engine) strayUntil(key string) time.Time {
 func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }
 
 // sameKnown is sameKnown, or always true with BugClaimHistoryIgnored.
-func (e *Engine) sameKnown(a, b string) bool {
-	return sameKnown(a, b) || e.has(BugClaimHistoryIgnored)
+func (s *segments) sameKnown(a, b string) bool {
+	return sameKnown(a, b) || s.has(BugClaimHistoryIgnored)
 }
 
 // What the tests prove of the histories compared is this walk's check
@@ -177,44 +159,3 @@ func (e *Engine) sameKnown(a, b string) bool {
 // between). coverFloor's, freshFloor's and gateFloor's are defence in
 // depth, untested alone: removed one at a time, no test failed, nor the
 // chain simulation's 1500 seeds.
-
-// claimOfHistory checks claim d of c's segment, which c's walk read: a
-// claim recording another history than c (Doc.History) was sent in a
-// history of the store other than the one c's owner learnt the segment
-// in. Either d is a stray, sent before an emptying and landed after it
-// (c's owner knows the store's history: d is a claim like any other,
-// and its owner gives it up or its session ends), or c was made on
-// knowledge of a segment of the store's history before, which the
-// emptying took: the store's segment of that number is another's, and
-// coverage this process knows of it is not the store's. The protocol
-// document, read once per claim, says which: c is given up (errLapsed)
-// unless it names c's history and this process's span.
-func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
-	if c.inHistory || e.sameKnown(c.History, d.History) {
-		return nil
-	}
-	history, err := e.confirmSpan(ctx)
-	if err != nil && !errors.Is(err, ErrSpan) {
-		return err
-	}
-	if err == nil && history == c.History {
-		// The store is in c's history (and c's claim, read back before
-		// c holds, shows it was not emptied since: confirmOwn).
-		c.inHistory = true
-		return nil
-	}
-	return e.staleSegment(ctx, c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
-}
-
-// staleSegment gives c up, made on knowledge of its segment learnt in
-// another history of the store than the one it is in: that knowledge is
-// dropped, and the key's next claim starts or joins the store's segment.
-func (e *Engine) staleSegment(ctx context.Context, c *Claim, why string) error {
-	e.mu.Lock()
-	if ks := e.keys[c.Key]; ks != nil && ks.seg == c.Seg && sameKnown(ks.history, c.History) {
-		*ks = keyState{}
-	}
-	e.mu.Unlock()
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)
-}

@@ -11,11 +11,16 @@ func (e *Engine) SetBug(b Bug) {
 	if b != NoBug && !planted {
 		panic("chain: planting a bug needs -tags dsync_planted")
 	}
-	e.bug = b
+	e.plant.bug = b
 }
 
+// plant is the protocol error planted in an engine (SetBug), which its
+// parts share: each checks, where it takes a step a planted error
+// changes, whether that error is planted.
+type plant struct{ bug Bug }
+
 // has reports whether b is planted.
-func (e *Engine) has(b Bug) bool { return planted && e.bug == b }
+func (p *plant) has(b Bug) bool { return planted && p.bug == b }
 
 // Bug plants a protocol error, for the simulation's negative controls.
 type Bug int

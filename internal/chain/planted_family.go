@@ -30,16 +30,16 @@ const (
 
 // plantedPasses is passes as a planted error of this file changes it; ok
 // is false when none is planted.
-func (e *Engine) plantedPasses(ctx context.Context, w Terms, d Doc) (p, ok bool) {
+func (j *judge) plantedPasses(ctx context.Context, w Terms, d Doc) (p, ok bool) {
 	switch {
-	case e.has(BugLimitIgnored) && w.Mode == Weighted:
+	case j.has(BugLimitIgnored) && w.Mode == Weighted:
 		return d.Mode == Weighted, true
-	case e.has(BugReadersPassWaitingWriters) && w.Mode == Shared && d.Mode == Exclusive && d.Epoch > 1:
-		below, found, err := e.store.Get(ctx, ClaimID(d.Key, d.Epoch-1))
+	case j.has(BugReadersPassWaitingWriters) && w.Mode == Shared && d.Mode == Exclusive && d.Epoch > 1:
+		below, found, err := j.store.Get(ctx, ClaimID(d.Key, d.Epoch-1))
 		if err != nil || !found {
 			return false, true
 		}
-		ended, _, _, _, err := e.ended(ctx, below)
+		ended, _, _, _, err := j.ended(ctx, below)
 		return err == nil && !ended, true
 	}
 	return false, false
@@ -47,8 +47,8 @@ func (e *Engine) plantedPasses(ctx context.Context, w Terms, d Doc) (p, ok bool)
 
 // plantedFits is fits as a planted error of this file changes it; ok is
 // false when none is planted.
-func (e *Engine) plantedFits(w Terms, passed []passedClaim) (f, ok bool) {
-	if !e.has(BugWeightedFirstFit) || w.Mode != Weighted {
+func (p *plant) plantedFits(w Terms, passed []passedClaim) (f, ok bool) {
+	if !p.has(BugWeightedFirstFit) || w.Mode != Weighted {
 		return false, false
 	}
 	var held int64

@@ -38,47 +38,10 @@ type mineRec struct {
 	sent  time.Time
 }
 
-// noteMine remembers c, inserted at sent, so that a prune deletes its
-// documents without reading it.
-func (e *Engine) noteMine(c *Claim, sent time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ks := e.state(c.Key)
-	if ks.seg != c.Seg {
-		return
-	}
-	if ks.mine == nil {
-		ks.mine = make(map[uint64]mineRec)
-	}
-	if len(ks.mine) < maxMine {
-		ks.mine[c.Epoch] = mineRec{nonce: c.Nonce, sent: sent}
-	}
-}
-
-// mineBetween copies, under the engine's lock, this process's claims of
-// segment seg with epochs in [lo, end). A snapshot shares the key's map,
-// which noteMine and notePruned change under the lock while a prune of
-// another release reads it.
-func (e *Engine) mineBetween(key string, seg, lo, end uint64) map[uint64]mineRec {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ks := e.keys[key]
-	if ks == nil || ks.seg != seg {
-		return nil
-	}
-	mine := make(map[uint64]mineRec)
-	for epoch, r := range ks.mine {
-		if epoch >= lo && epoch < end {
-			mine[epoch] = r
-		}
-	}
-	return mine
-}
-
 // prune deletes the next chunk of key's history below the floor of the
 // highest gate of segment seg that allows it now. Best effort.
 func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
-	ks := e.snapshot(key)
+	ks := e.keys.snapshot(key)
 	if ks.seg != seg || seg == 0 || ks.floor.Epoch <= seg+1 {
 		return // no floor known: the gates of lower buckets have none either
 	}
@@ -92,7 +55,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		return
 	}
 	if lo >= hi {
-		e.notePruned(key, seg, b, hi)
+		e.keys.notePruned(key, seg, b, hi)
 		return
 	}
 	end := min(hi, lo+pruneChunk)
@@ -106,9 +69,9 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 		}
 	}
 	if end == hi {
-		e.notePruned(key, seg, b, hi)
+		e.keys.notePruned(key, seg, b, hi)
 	} else {
-		e.notePruned(key, seg, b-1, end)
+		e.keys.notePruned(key, seg, b-1, end)
 	}
 }
 
@@ -119,7 +82,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keyState) (g Doc, b int64, ok bool) {
 	// The highest bucket b with the store's time PruneDelay past the start
 	// of b+1, among those this process knows a gate of.
-	b = min(e.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
+	b = min(e.segments.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
 	if e.has(BugPruneEarly) {
 		b = ks.cover
 	}
@@ -131,7 +94,7 @@ func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keySt
 		return Doc{}, 0, false
 	}
 	if !found || g.Kind != KindGate || g.Seg != seg || g.Floor.Epoch <= seg+1 {
-		e.notePruned(key, seg, b, 0)
+		e.keys.notePruned(key, seg, b, 0)
 		return Doc{}, 0, false
 	}
 	return g, b, true
@@ -142,7 +105,7 @@ func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keySt
 // was, its shadow and its end marker (this process's own claims, copied
 // under the lock, without a read). ok is false if a read failed.
 func (e *Engine) pruneIDs(ctx context.Context, key string, seg uint64, g Doc, lo, end uint64) (ids []string, ok bool) {
-	mine := e.mineBetween(key, seg, lo, end)
+	mine := e.keys.mineBetween(key, seg, lo, end)
 	for epoch := lo; epoch < end; epoch++ {
 		r, ok := mine[epoch]
 		if !ok {
@@ -180,7 +143,7 @@ func (e *Engine) pruneStart(ctx context.Context, key string, seg, hi uint64) (ui
 		return hi, err
 	}
 	low := seg // the highest epoch known gone (or the segment's first, never pruned)
-	if p := e.snapshot(key).prunedTo; p > low+1 && p < present {
+	if p := e.keys.snapshot(key).prunedTo; p > low+1 && p < present {
 		// Where this process's own prunes stopped: most often where the
 		// run begins.
 		ok, err := exists(p)
@@ -233,24 +196,4 @@ func runStart(exists func(uint64) (bool, error), low, present, hi uint64) (uint6
 		}
 	}
 	return present, nil
-}
-
-// notePruned records that key's segment seg has been pruned below to (0:
-// unchanged), and wholly below the floor of its gate of bucket b.
-func (e *Engine) notePruned(key string, seg uint64, b int64, to uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ks := e.state(key)
-	if ks.seg != seg {
-		return
-	}
-	ks.pruned = max(ks.pruned, b)
-	if to > ks.prunedTo {
-		ks.prunedTo = to
-		for epoch := range ks.mine {
-			if epoch < to {
-				delete(ks.mine, epoch)
-			}
-		}
-	}
 }

@@ -34,31 +34,31 @@ import "time"
 // on MongoDB hello's, behind a mongos the router's), a report is only
 // as good as that clock, and is not remembered: an error of it would
 // last.
-func (e *Engine) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
-	if e.readDeadAt(d.Session, earliest) {
+func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
+	if j.readDeadAt(d.Session, earliest) {
 		return true
 	}
-	if !e.blockerOf(d).ExpiresAt.Before(earliest) {
+	if !j.blockerOf(d).ExpiresAt.Before(earliest) {
 		return false
 	}
-	if e.judgedByExpiry(s, found, earliest) {
+	if j.judgedByExpiry(s, found, earliest) {
 		dead := s.ExpiresAt.Before(earliest)
 		if dead && remember && d.TTL > 0 {
-			e.noteReadDead(d.Session, s.ExpiresAt.Add(2*d.TTL), earliest)
+			j.noteReadDead(d.Session, s.ExpiresAt.Add(2*d.TTL), earliest)
 		}
 		return dead
 	}
-	return d.TTL <= 0 || e.has(BugAbsentIsDead)
+	return d.TTL <= 0 || j.has(BugAbsentIsDead)
 }
 
 // readDeadAt reports whether a read found session expired, and a late
 // write may still make it look alive at earliest (ReadExpired).
-func (e *Engine) readDeadAt(session string, earliest time.Time) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	until, ok := e.readDead[session]
+func (j *judge) readDeadAt(session string, earliest time.Time) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	until, ok := j.readDead[session]
 	if ok && !earliest.Before(until) {
-		delete(e.readDead, session)
+		delete(j.readDead, session)
 		return false
 	}
 	return ok
@@ -68,18 +68,18 @@ func (e *Engine) readDeadAt(session string, earliest time.Time) bool {
 // A full record is rid of the entries past their time first, and
 // emptied if that is not enough (a read may then see a session brought
 // back by a late renewal alive once more, as before this record).
-func (e *Engine) noteReadDead(session string, until, earliest time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.readDead) >= maxExpiries {
-		for s, u := range e.readDead {
+func (j *judge) noteReadDead(session string, until, earliest time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.readDead) >= maxExpiries {
+		for s, u := range j.readDead {
 			if !earliest.Before(u) {
-				delete(e.readDead, s)
+				delete(j.readDead, s)
 			}
 		}
-		if len(e.readDead) >= maxExpiries {
-			clear(e.readDead)
+		if len(j.readDead) >= maxExpiries {
+			clear(j.readDead)
 		}
 	}
-	e.readDead[session] = until
+	j.readDead[session] = until
 }

@@ -22,7 +22,7 @@ const (
 // Its goroutine runs only while markers are pending. Close stops it and
 // waits for it.
 type Resender struct {
-	e      *Engine
+	q      *ends
 	report func(pending int, err error) // called after each failed Flush
 
 	// ctx bounds the sends; Close cancels it, so as not to wait for a
@@ -41,7 +41,7 @@ type Resender struct {
 // each Flush that left markers pending.
 func NewResender(e *Engine, report func(pending int, err error)) *Resender {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Resender{e: e, report: report, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+	return &Resender{q: e.ends, report: report, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
 }
 
 // Kick starts the background resend if markers are pending and it is not
@@ -49,7 +49,7 @@ func NewResender(e *Engine, report func(pending int, err error)) *Resender {
 func (r *Resender) Kick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.running || r.closed || r.e.Pending() == 0 {
+	if r.running || r.closed || r.q.Pending() == 0 {
 		return
 	}
 	r.running = true
@@ -70,7 +70,7 @@ func (r *Resender) run() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, maxResend)
-		pending, err := r.e.Flush(ctx)
+		pending, err := r.q.Flush(ctx)
 		cancel()
 		if pending == 0 {
 			if !r.done() {
@@ -91,7 +91,7 @@ func (r *Resender) run() {
 func (r *Resender) done() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.e.Pending() == 0 {
+	if r.closed || r.q.Pending() == 0 {
 		r.running = false
 		return false
 	}

@@ -3,7 +3,6 @@ package chain
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -65,77 +64,12 @@ func (r *run) end(d Doc) (Doc, bool) {
 	return x.end, true
 }
 
-// readCounter is the engine's store, counting its reads (Engine.reads)
-// when they are sent and again when they are answered, and those in
-// flight (Engine.inRead): what a read teaches the engine arrives with
-// its reply, which may come after a run sent later (confirmedByRun).
-type readCounter struct {
-	Store
-	reads  *atomic.Uint64
-	inRead *atomic.Int64
-}
-
-// begin counts a read's send, and returns what counts its reply.
-func (s readCounter) begin() (answered func()) {
-	s.reads.Add(1)
-	s.inRead.Add(1)
-	return func() {
-		s.inRead.Add(-1)
-		s.reads.Add(1)
-	}
-}
-
-func (s readCounter) Get(ctx context.Context, id string) (Doc, bool, error) {
-	defer s.begin()()
-	return s.Store.Get(ctx, id)
-}
-
-func (s readCounter) GetSession(ctx context.Context, id string) (Session, bool, error) {
-	defer s.begin()()
-	return s.Store.GetSession(ctx, id)
-}
-
-// readRun reads, for c's walk, the run from some epochs below epoch (not
-// below c's segment's first epoch or the key's floor) up to epoch, or up
-// to c's own claim if that lies near (a walk from the top, or a waiter's
-// next walk behind a few claims): runWindow epochs for the walk's first
-// run, twice as many for each next one. A run that reaches c's claim and
-// does not find it there, with its nonce, shows that the store lost the
-// key's history since c's insert: c is given up (ErrReset), as
-// confirmOwn would.
-func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epoch uint64) error {
-	depth := uint64(runWindow) << min(c.runs, 20)
-	c.runs++
-	// Not below the floor (a floor learned since the walk checked epoch
-	// against it may lie above epoch: the run then starts at epoch).
-	lo := min(max(c.Seg, 1, e.floorOf(c.Key, c.Seg).Epoch), epoch)
-	if epoch > depth && epoch-depth > lo {
-		lo = epoch - depth
-	}
-	hi := epoch
-	if c.Epoch-epoch <= 4*runWindow {
-		hi = c.Epoch
-	}
-	// The run confirms c's claim only if no other read was in flight
-	// when it was sent, and none is sent or answered after its reply
-	// until c holds (confirmedByRun): what such a read teaches could come
-	// from the store before it lost the history the run shows gone.
-	busy := e.inRead.Load() > 0
-	e.reads.Add(1)
-	e.inRead.Add(1)
-	docs, err := rr.GetRun(ctx, c.Key, lo, hi)
-	e.inRead.Add(-1)
-	seq := e.reads.Add(1)
-	if errors.Is(err, driver.ErrRunsUnsupported) {
-		e.noRuns.Store(true) // reads by ID from now on
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// newRun returns the run of key's epochs lo to hi that a read of it
+// returned as docs.
+func newRun(key string, lo, hi uint64, docs []Doc) *run {
 	r := &run{lo: lo, hi: hi, at: make([]runEpoch, hi-lo+1)}
 	for _, d := range docs {
-		if d.Key != c.Key || d.Epoch < lo || d.Epoch > hi {
+		if d.Key != key || d.Epoch < lo || d.Epoch > hi {
 			continue
 		}
 		switch x := &r.at[d.Epoch-lo]; d.Kind {
@@ -147,107 +81,95 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, rr driver.RunReader, epo
 			}
 		}
 	}
-	c.read = true
-	c.run, c.runSeq = r, 0
-	if hi != c.Epoch {
-		return nil
-	}
-	if own, ok := r.claim(c.Epoch); (!ok || own.Nonce != c.Nonce) && !e.has(BugRunOwnUnchecked) {
-		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
-	}
-	if !busy {
-		c.runSeq = seq
-	}
-	return nil
+	return r
 }
 
-// confirmedByRun reports whether c's own claim was confirmed by the last
-// run its walk read, with no read of this engine's in flight when it was
-// sent, nor sent or answered since its reply (of any claim's: a read of
-// another goroutine merely costs c a confirmOwn).
-func (e *Engine) confirmedByRun(c *Claim) bool {
-	if e.has(BugRunOwnUnchecked) {
-		return c.run != nil
-	}
-	return c.runSeq != 0 && c.runSeq == e.reads.Load()
+// reader is the engine's store as all its parts read it: it counts every
+// read by ID (Get, GetSession) and every run when sent and again when
+// answered, and the reads in flight, since what a read teaches the engine
+// arrives with its reply, which may come after a run sent later
+// (confirmed); and it reads runs of a key's queue, if the store can.
+type reader struct {
+	Store
+	rr     driver.RunReader
+	noRuns atomic.Bool   // rr answered ErrRunsUnsupported
+	reads  atomic.Uint64 // counts every read's (and run's) send and its reply
+	inRead atomic.Int64  // reads and runs sent and not yet answered
 }
 
-// endedIn is ended for a claim d below c: its marker from c's run if the
-// run covers it, or read. A live claim that c's mode passes needs no read
-// of its session: c passes it whether it lives or not (a weighted walker
-// counts its weight, and reads the sessions only if the weights leave it
-// no room: full).
-func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
-	var m Doc
-	var found bool
-	if c.run.covers(d.Epoch) {
-		m, found = c.run.end(d)
-	} else {
-		if m, found, err = e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce)); err != nil {
-			return false, "", Doc{}, Blocker{}, err
-		}
-	}
-	if found {
-		return true, m.Kind, m, Blocker{}, nil
-	}
-	if e.passes(ctx, c.Terms, d) {
-		return false, "", Doc{}, e.blockerOf(d), nil
-	}
-	return e.unended(ctx, d)
+func newReader(store Store) *reader {
+	r := &reader{Store: store}
+	r.rr, _ = store.(driver.RunReader)
+	return r
 }
 
-// lostRun is lost for a store that reads runs: after another process took
-// epoch first, one run above it shows how far the queue goes now, and the
-// next insert follows the highest claim of q's segment in it (which
-// exists: F1), instead of trying one epoch after another, one insert each.
-func (q *claimRun) lostRun(ctx context.Context, epoch uint64) (*Claim, bool, error) {
-	c, done, err := q.lost(epoch)
-	if done || q.dups < 2 && !q.climbBase {
-		return c, done, err
+// begin counts a read's send, and returns what counts its reply.
+func (r *reader) begin() (answered func()) {
+	r.reads.Add(1)
+	r.inRead.Add(1)
+	return func() {
+		r.inRead.Add(-1)
+		r.reads.Add(1)
 	}
-	// The run below, not point reads (a climb, or a gallop from the
-	// floor: top), finds where the queue ends.
-	q.climbBase, q.known = false, true
-	docs, rerr := q.e.rr.GetRun(ctx, q.key, epoch+1, epoch+2*runWindow)
-	if errors.Is(rerr, driver.ErrRunsUnsupported) {
-		q.e.noRuns.Store(true)
-	}
-	if rerr != nil {
-		return nil, false, nil // the next insert tries epoch+1
-	}
-	top := epoch
-	for _, d := range docs {
-		if d.Key == q.key && d.Kind == KindClaim && d.Seg == q.seg && d.Epoch > top {
-			top = d.Epoch
-		}
-	}
-	if top > epoch {
-		q.e.learnNewest(q.key, top)
-		q.base = top
-	}
-	return nil, false, nil
 }
 
-// gateFloor reads the gate that covers c's segment now, as freshFloor
-// does, and returns its floor; ok is false (and nothing is given up or
-// learned) if no gate covers the segment (or the one that does records
-// another history than c): the caller then judges what it
-// found as it would have without the read (a store that lost the key's
-// history is a reset, not a lapse).
-func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err error) {
-	g, found, err := e.liveSegment(ctx, c.Key)
-	if err != nil || !found || g.Seg != c.Seg || !e.sameKnown(c.History, g.Nonce) {
-		return Floor{}, false, err
-	}
-	e.learnGate(c.Key, g)
-	return e.floorOf(c.Key, c.Seg), true, nil
+func (r *reader) Get(ctx context.Context, id string) (Doc, bool, error) {
+	defer r.begin()()
+	return r.Store.Get(ctx, id)
+}
+
+func (r *reader) GetSession(ctx context.Context, id string) (Session, bool, error) {
+	defer r.begin()()
+	return r.Store.GetSession(ctx, id)
 }
 
 // runReader returns the store's RunReader, nil if it has none or
 // answered ErrRunsUnsupported.
-func (e *Engine) runReader() driver.RunReader {
-	if e.noRuns.Load() {
+func (r *reader) runReader() driver.RunReader {
+	if r.noRuns.Load() {
 		return nil
 	}
-	return e.rr
+	return r.rr
+}
+
+// getRun reads the documents of key's epochs lo to hi in one request
+// (runReader must not be nil), counted as a read. seq is the count just
+// after its reply, if no other read was in flight when it was sent (0
+// otherwise): a run confirms what it shows only while no read is sent or
+// answered after it (confirmed), and one in flight when it was sent
+// could teach what the store held before the run. ok is false if the
+// store answered ErrRunsUnsupported: it is read by ID from now on.
+func (r *reader) getRun(ctx context.Context, key string, lo, hi uint64) (docs []Doc, seq uint64, ok bool, err error) {
+	busy := r.inRead.Load() > 0
+	r.reads.Add(1)
+	r.inRead.Add(1)
+	docs, err = r.rr.GetRun(ctx, key, lo, hi)
+	r.inRead.Add(-1)
+	seq = r.reads.Add(1)
+	if errors.Is(err, driver.ErrRunsUnsupported) {
+		r.noRuns.Store(true)
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, true, err
+	}
+	if busy {
+		seq = 0
+	}
+	return docs, seq, true, nil
+}
+
+// confirmed reports whether seq, from getRun, is still the read count:
+// no read was sent or answered since that run's reply.
+func (r *reader) confirmed(seq uint64) bool { return seq != 0 && seq == r.reads.Load() }
+
+// peekRun reads the documents of key's epochs lo to hi in one request,
+// not counted: a Claim's look at where the queue ends, which teaches no
+// walk anything (claimRun.lostRun).
+func (r *reader) peekRun(ctx context.Context, key string, lo, hi uint64) ([]Doc, error) {
+	docs, err := r.rr.GetRun(ctx, key, lo, hi)
+	if errors.Is(err, driver.ErrRunsUnsupported) {
+		r.noRuns.Store(true)
+	}
+	return docs, err
 }

@@ -3,8 +3,24 @@ package chain
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
+
+// sessions are the sessions this engine opened, and where each is renewed
+// next (see RenewSession), with what its claims carry. An entry goes once
+// its session has gone unrenewed for two of its TTLs: its owner's
+// deadline has passed by then. Its lock is held only inside its methods,
+// never across a request.
+type sessions struct {
+	*plant
+	store Store
+	clock Times
+	newID func() string
+
+	mu       sync.Mutex
+	renewals map[string]*renewal
+}
 
 // renewal is where the next renewal of a session goes: an update of the
 // document of generation gen, or, with insert set, first the insert of
@@ -19,7 +35,7 @@ type renewal struct {
 	gen    int
 	insert bool
 	ttl    time.Duration
-	// Guarded by Engine.mu:
+	// Guarded by sessions.mu:
 	last     time.Duration // local monotonic: the last renewal's send
 	sentExp  time.Time     // the expiry the last renewal (or the open) sent
 	sentAt   time.Duration // local monotonic: when it was sent
@@ -31,8 +47,8 @@ type renewal struct {
 // local time elapsed since. A server clock stepped back (or samples that
 // disagree within their error) must not make a renewal store an earlier
 // expiry than the holder's deadline implies; the owner's deadline counts
-// local time from each send, so the expiry keeps pace with it. e.mu must
-// be held.
+// local time from each send, so the expiry keeps pace with it. sessions.mu
+// must be held.
 func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 	exp := CeilMilli(now.Latest.Add(r.ttl))
 	if !r.sentExp.IsZero() {
@@ -48,29 +64,29 @@ func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 // server time at sending. The caller's local deadline for it counts from
 // sent, the local monotonic time at sending. On error the session must not
 // be used: it may exist or not.
-func (e *Engine) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
+func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
 	if ttl <= 0 {
 		return "", 0, errors.New("chain: TTL must be positive")
 	}
-	id = e.cfg.NewID()
+	id = s.newID()
 	r := &renewal{ttl: ttl, mu: make(chan struct{}, 1)}
-	e.mu.Lock()
-	sent = e.clock.Mono()
-	expires := r.nextExpiry(e.clock.ServerNow(), sent)
+	s.mu.Lock()
+	sent = s.clock.Mono()
+	expires := r.nextExpiry(s.clock.ServerNow(), sent)
 	r.last = sent
-	e.mu.Unlock()
-	if err := e.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
+	s.mu.Unlock()
+	if err := s.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
 		return "", 0, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for other, o := range e.renewals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for other, o := range s.renewals {
 		if sent-o.last > 2*o.ttl {
-			delete(e.renewals, other)
+			delete(s.renewals, other)
 		}
 	}
 	r.confirmd = expires
-	e.renewals[id] = r
+	s.renewals[id] = r
 	return id, sent, nil
 }
 
@@ -93,46 +109,46 @@ func (e *Engine) OpenSession(ctx context.Context, ttl time.Duration) (id string,
 // documents). An insert of unknown outcome is sent again by the next
 // renewal; it lands once at most, so once one is confirmed (or answered
 // ErrExists) the generation is updated like the first.
-func (e *Engine) RenewSession(ctx context.Context, id string, ttl time.Duration) (found bool, sent time.Duration, err error) {
-	e.mu.Lock()
-	r := e.renewals[id]
-	sent = e.clock.Mono()
+func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duration) (found bool, sent time.Duration, err error) {
+	s.mu.Lock()
+	r := s.renewals[id]
+	sent = s.clock.Mono()
 	if r != nil {
 		r.last = sent
 	}
-	e.mu.Unlock()
+	s.mu.Unlock()
 	if r == nil {
 		return false, sent, nil
 	}
 	r.mu <- struct{}{}
 	defer func() { <-r.mu }()
-	e.mu.Lock()
+	s.mu.Lock()
 	r.ttl = ttl
-	sent = e.clock.Mono()
-	expires := r.nextExpiry(e.clock.ServerNow(), sent)
-	e.mu.Unlock()
-	found, err = e.renew(ctx, r, id, expires)
+	sent = s.clock.Mono()
+	expires := r.nextExpiry(s.clock.ServerNow(), sent)
+	s.mu.Unlock()
+	found, err = s.renew(ctx, r, id, expires)
 	if err == nil && found {
-		e.mu.Lock()
+		s.mu.Lock()
 		if expires.After(r.confirmd) {
 			r.confirmd = expires
 		}
-		e.mu.Unlock()
+		s.mu.Unlock()
 	}
 	return found, sent, err
 }
 
 // renew writes one renewal to the session's current generation (see
 // RenewSession); r.mu is held.
-func (e *Engine) renew(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
+func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
 	if !r.insert {
-		found, err := e.store.RenewSession(ctx, id, r.gen, expires)
-		if err == nil || e.has(BugRenewSameGen) {
+		found, err := s.store.RenewSession(ctx, id, r.gen, expires)
+		if err == nil || s.has(BugRenewSameGen) {
 			return found, err
 		}
 		r.gen, r.insert = r.gen+1, true
 	}
-	err := e.store.InsertSession(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
+	err := s.store.InsertSession(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
 	switch {
 	case err == nil:
 		r.insert = false
@@ -141,7 +157,7 @@ func (e *Engine) renew(ctx context.Context, r *renewal, id string, expires time.
 		// An earlier insert of this generation landed, with an older
 		// expiry; no other write to it can be in flight.
 		r.insert = false
-		found, err := e.store.RenewSession(ctx, id, r.gen, expires)
+		found, err := s.store.RenewSession(ctx, id, r.gen, expires)
 		if err != nil {
 			r.gen, r.insert = r.gen+1, true
 		}
@@ -154,10 +170,10 @@ func (e *Engine) renew(ctx context.Context, r *renewal, id string, expires time.
 // claimTerms returns what a claim made in session carries: its TTL and
 // the highest expiry its renewals had confirmed (zero for a session this
 // engine did not open).
-func (e *Engine) claimTerms(session string) (ttl time.Duration, exp time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r := e.renewals[session]; r != nil {
+func (s *sessions) claimTerms(session string) (ttl time.Duration, exp time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.renewals[session]; r != nil {
 		return r.ttl, r.confirmd
 	}
 	return 0, time.Time{}
@@ -168,20 +184,7 @@ func (e *Engine) claimTerms(session string) (ttl time.Duration, exp time.Time) {
 // expiry is at least that, since a stored expiry never goes down. Zero
 // for a session this engine did not open, or has forgotten (unrenewed for
 // two TTLs).
-func (e *Engine) ConfirmedExpiry(session string) time.Time {
-	_, exp := e.claimTerms(session)
+func (s *sessions) ConfirmedExpiry(session string) time.Time {
+	_, exp := s.claimTerms(session)
 	return exp
-}
-
-// SessionAlive reads a session and reports whether it had not expired
-// when the read was sent, with its expiry. A waiter whose wake-ups work
-// checks only this when its blocker's session may have run out.
-func (e *Engine) SessionAlive(ctx context.Context, id string) (alive bool, expires time.Time, err error) {
-	earliest := e.clock.ServerNow().Earliest
-	s, found, err := e.store.GetSession(ctx, id)
-	if err != nil || !e.judgedByExpiry(s, found, earliest) {
-		return false, time.Time{}, err
-	}
-	e.learnExpiry(id, s.ExpiresAt)
-	return !s.ExpiresAt.Before(earliest), s.ExpiresAt, nil
 }

@@ -77,27 +77,27 @@ func (e *SpanError) Is(target error) bool { return target == ErrSpan }
 // does not change after that: a store that records another one later
 // (emptied, and written first by a process of another span) has this
 // engine's starts and joins refused with a *SpanError.
-func (e *Engine) Agree(ctx context.Context, fixed bool) error {
-	d := e.protocolDoc()
-	err := e.store.Insert(ctx, d)
+func (s *segments) Agree(ctx context.Context, fixed bool) error {
+	d := s.protocolDoc()
+	err := s.store.Insert(ctx, d)
 	if err == nil {
-		e.learnHistory(d.Nonce)
+		s.learnHistory(d.Nonce)
 		return nil
 	}
 	if !errors.Is(err, ErrExists) {
 		return err
 	}
-	got, found, err := e.store.Get(ctx, ProtocolID)
+	got, found, err := s.store.Get(ctx, ProtocolID)
 	if err != nil {
 		return err
 	}
 	if !found {
 		return fmt.Errorf("%w: the protocol document %q went while it was read", ErrSpan, ProtocolID)
 	}
-	if err := e.adoptSpan(got, fixed); err != nil {
+	if err := s.adoptSpan(got, fixed); err != nil {
 		return err
 	}
-	e.learnHistory(got.Nonce)
+	s.learnHistory(got.Nonce)
 	return nil
 }
 
@@ -111,12 +111,12 @@ func (e *Engine) Agree(ctx context.Context, fixed bool) error {
 // configured with one: a *SpanError) or if it is below 4 × the margin;
 // the engine's span is then left as it is. Agree must still succeed
 // before the engine claims.
-func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err error) {
-	got, found, err := e.store.Get(ctx, ProtocolID)
+func (s *segments) LearnSpan(ctx context.Context, fixed bool) (found bool, err error) {
+	got, found, err := s.store.Get(ctx, ProtocolID)
 	if err != nil || !found {
 		return false, err
 	}
-	if err := e.adoptSpan(got, fixed); err != nil {
+	if err := s.adoptSpan(got, fixed); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -128,16 +128,16 @@ func (e *Engine) LearnSpan(ctx context.Context, fixed bool) (found bool, err err
 // not a protocol document (another kind, or no positive span) is refused
 // whatever fixed says; another span is refused if fixed (a *SpanError)
 // or below 4 × the margin.
-func (e *Engine) adoptSpan(got Doc, fixed bool) error {
-	err := e.sameSpan(got)
+func (s *segments) adoptSpan(got Doc, fixed bool) error {
+	err := s.sameSpan(got)
 	var other *SpanError
 	switch {
 	case err == nil, fixed, !errors.As(err, &other):
 		return err
-	case got.Span < 4*e.cfg.Margin:
-		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, e.cfg.Margin)
+	case got.Span < 4*s.cfg.Margin:
+		return fmt.Errorf("%w: the store's span %v is below 4 × the margin %v", ErrSpan, got.Span, s.cfg.Margin)
 	}
-	e.spanNs.Store(int64(got.Span))
+	s.spanNs.Store(int64(got.Span))
 	return nil
 }
 
@@ -145,30 +145,30 @@ func (e *Engine) adoptSpan(got Doc, fixed bool) error {
 // engine's span: it reads it, and inserts it if it is missing. A
 // *SpanError says it names another. It returns the document's nonce,
 // which names the store's history (history.go).
-func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
-	if err := e.spanLostErr(); err != nil {
+func (s *segments) confirmSpan(ctx context.Context) (history string, err error) {
+	if err := s.spanLostErr(); err != nil {
 		return "", err
 	}
 	for range 2 {
-		got, found, err := e.store.Get(ctx, ProtocolID)
+		got, found, err := s.store.Get(ctx, ProtocolID)
 		if err != nil {
 			return "", err
 		}
 		if found {
-			if err := e.sameSpan(got); err != nil {
-				e.loseSpan(err)
+			if err := s.sameSpan(got); err != nil {
+				s.loseSpan(err)
 				return "", err
 			}
-			e.learnHistory(got.Nonce)
+			s.learnHistory(got.Nonce)
 			return got.Nonce, nil
 		}
 		// Missing: the store was emptied. The insert begins its next
 		// history; landing late, it begins one that nobody relied on
 		// before (history.go).
-		d := e.protocolDoc()
-		err = e.store.Insert(ctx, d)
+		d := s.protocolDoc()
+		err = s.store.Insert(ctx, d)
 		if err == nil {
-			e.learnHistory(d.Nonce)
+			s.learnHistory(d.Nonce)
 			return d.Nonce, nil
 		}
 		if !errors.Is(err, ErrExists) {
@@ -181,23 +181,15 @@ func (e *Engine) confirmSpan(ctx context.Context) (history string, err error) {
 // loseSpan records, if err is a *SpanError, that the store records
 // another span than this engine's since it agreed on one: its gates no
 // longer meet those of the store's span, so it forgets every segment it
-// relied on and relies on none again (covered, learnGate). Its starts
+// relied on and relies on none again (keys.loseAll). Its starts
 // and joins are refused with the error; a process adopts the store's
 // span by starting again.
-func (e *Engine) loseSpan(err error) {
+func (s *segments) loseSpan(err error) {
 	var se *SpanError
-	if !errors.As(err, &se) || e.has(BugSpanIgnored) {
+	if !errors.As(err, &se) || s.has(BugSpanIgnored) {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.spanLost.Store(true)
-	if e.lostSpan == nil {
-		e.lostSpan = se
-	}
-	for _, ks := range e.keys {
-		*ks = keyState{}
-	}
+	s.keys.loseAll(se)
 }
 
 // spanLostErr is the *SpanError that made this engine lose its span, nil
@@ -205,21 +197,14 @@ func (e *Engine) loseSpan(err error) {
 // again (a start that wrote the document after another emptying would
 // make the store this engine's span again, refusing the processes of
 // the span it had, while this engine relies on nothing it learns).
-func (e *Engine) spanLostErr() error {
-	if !e.spanLost.Load() {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.lostSpan
-}
+func (s *segments) spanLostErr() error { return s.keys.lostSpan() }
 
 // sameSpan checks that the protocol document d names this engine's span.
-func (e *Engine) sameSpan(d Doc) error {
+func (s *segments) sameSpan(d Doc) error {
 	if d.Kind != KindProtocol || d.Span <= 0 {
 		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
 	}
-	if span := e.span(); d.Span != span && !e.has(BugSpanIgnored) {
+	if span := s.span(); d.Span != span && !s.has(BugSpanIgnored) {
 		return &SpanError{Store: d.Span, Engine: span}
 	}
 	return nil
@@ -227,13 +212,13 @@ func (e *Engine) sameSpan(d Doc) error {
 
 // protocolDoc is the store's protocol document as this engine writes it,
 // with a nonce of its own: the history it begins, if it lands (history.go).
-func (e *Engine) protocolDoc() Doc {
-	return Doc{ID: ProtocolID, Kind: KindProtocol, Span: e.span(), Nonce: e.cfg.NewID(), Sent: e.clock.ServerNow().Latest}
+func (s *segments) protocolDoc() Doc {
+	return Doc{ID: ProtocolID, Kind: KindProtocol, Span: s.span(), Nonce: s.cfg.NewID(), Sent: s.clock.ServerNow().Latest}
 }
 
 // Span is the bucket span in force: Config.Span, or the store's once
 // Agree has run.
-func (e *Engine) Span() time.Duration { return e.span() }
+func (s *segments) Span() time.Duration { return s.span() }
 
 // span is the bucket length in force.
-func (e *Engine) span() time.Duration { return time.Duration(e.spanNs.Load()) }
+func (s *segments) span() time.Duration { return time.Duration(s.spanNs.Load()) }

@@ -24,27 +24,27 @@ import (
 // it, and they stay.
 
 // MinIdle is the shortest idle age Sweep accepts: four buckets.
-func (e *Engine) MinIdle() time.Duration { return 4 * e.span() }
+func (s *segments) MinIdle() time.Duration { return 4 * s.span() }
 
 // Sweep compacts the keys idle for at least idle, and deletes gates of
 // buckets long past. It returns how many documents it deleted.
-func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
-	if idle < e.MinIdle() {
-		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, e.MinIdle(), e.span())
+func (s *segments) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
+	if idle < s.MinIdle() {
+		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, s.MinIdle(), s.span())
 	}
 	// Gates are judged by their buckets' numbers, which mean other times
 	// under another span.
-	history, err := e.confirmSpan(ctx)
+	history, err := s.confirmSpan(ctx)
 	if err != nil {
 		return 0, err
 	}
-	now := e.clock.ServerNow()
+	now := s.clock.ServerNow()
 	before := now.Earliest.Add(-idle)
-	keep, err := e.store.RecentKeys(ctx, e.bucket(before))
+	keep, err := s.store.RecentKeys(ctx, s.bucket(before))
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.store.Compact(ctx, before, keep)
+	n, err := s.store.Compact(ctx, before, keep)
 	if err != nil {
 		return n, err
 	}
@@ -55,9 +55,9 @@ func (e *Engine) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	// and, as it may land late, after an emptying that came after that
 	// read, it spares the gates sent after the read was: the next
 	// history's gates are all sent after the emptying.
-	read := e.clock.ServerNow().Earliest
-	if again, err := e.confirmSpan(ctx); err != nil || again != history {
+	read := s.clock.ServerNow().Earliest
+	if again, err := s.confirmSpan(ctx); err != nil || again != history {
 		return n, err
 	}
-	return n, e.store.DropGates(ctx, e.bucket(now.Earliest)-3, read)
+	return n, s.store.DropGates(ctx, s.bucket(now.Earliest)-3, read)
 }

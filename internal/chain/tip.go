@@ -80,7 +80,7 @@ func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldR
 		if e.has(BugTipWeightIgnored) {
 			return true, false, nil
 		}
-		live = e.stillLive(t.below)
+		live = e.holds.stillLive(t.below)
 		var sum int64
 		for _, r := range live {
 			sum += max(r.weight, 0)
@@ -90,30 +90,6 @@ func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldR
 	return false, false, nil
 }
 
-// noteHeld records, once c holds, the claims that may be live below it
-// (those its walk passed live, or those of the release it chained on
-// left live), for the claim chained on its release.
-func (e *Engine) noteHeld(c *Claim, live []heldRef) {
-	if c.Terms.Mode != Weighted {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.heldBelow) >= maxHeads {
-		clear(e.heldBelow)
-	}
-	e.heldBelow[c.Nonce] = live
-}
-
-// takeHeld returns (once) the claims noteHeld recorded for c, if any.
-func (e *Engine) takeHeld(c *Claim) (live []heldRef, known bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	live, known = e.heldBelow[c.Nonce]
-	delete(e.heldBelow, c.Nonce)
-	return live, known
-}
-
 // passedRefs are the live claims c's walk passed.
 func passedRefs(c *Claim) []heldRef {
 	refs := make([]heldRef, 0, len(c.passed))
@@ -121,54 +97,6 @@ func passedRefs(c *Claim) []heldRef {
 		refs = append(refs, heldRef{epoch: p.d.Epoch, nonce: p.d.Nonce, weight: p.d.Weight, d: p.d})
 	}
 	return refs
-}
-
-// ownEnd is what this engine knows of one of its claims that has ended:
-// if it held, the claims that may have been live below it (known: this
-// engine found it holding, so below is known).
-type ownEnd struct {
-	below []heldRef
-	known bool
-}
-
-// noteEnded records that the claim with nonce has ended for good: this
-// engine's own claim whose end marker landed, or (end.known false) a
-// claim whose marker recheckLive found. Two generations of
-// maxHeads claims are kept; a claim forgotten only counts as live.
-func (e *Engine) noteEnded(nonce string, end ownEnd) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.endedOwn[0]) >= maxHeads {
-		e.endedOwn[1], e.endedOwn[0] = e.endedOwn[0], make(map[string]ownEnd)
-	}
-	e.endedOwn[0][nonce] = end
-}
-
-// endedLocked returns what noteEnded recorded of the claim with nonce.
-func (e *Engine) endedLocked(nonce string) (ownEnd, bool) {
-	if end, ok := e.endedOwn[0][nonce]; ok {
-		return end, true
-	}
-	end, ok := e.endedOwn[1][nonce]
-	return end, ok
-}
-
-// stillLive returns the claims of refs that this engine has not seen
-// ended (noteEnded).
-func (e *Engine) stillLive(refs []heldRef) []heldRef {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stillLiveLocked(refs)
-}
-
-func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
-	var live []heldRef
-	for _, r := range refs {
-		if _, ended := e.endedLocked(r.nonce); !ended {
-			live = append(live, r)
-		}
-	}
-	return live
 }
 
 // ownReleaseStops reports whether the release of claim d, read by a
@@ -193,14 +121,11 @@ func (e *Engine) stillLiveLocked(refs []heldRef) []heldRef {
 // the bench's handoffs do, read two documents per claim since that
 // unit's, on every Acquire).
 func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) {
-	floor := e.floorOf(c.Key, c.Seg).Epoch
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	end, ok := e.endedLocked(d.Nonce)
-	if !ok || !end.known {
+	floor := e.keys.floorOf(c.Key, c.Seg).Epoch
+	live, known := e.holds.leftLive(d.Nonce)
+	if !known {
 		return nil, false
 	}
-	live := e.stillLiveLocked(end.below)
 	if e.has(BugOwnReleaseStops) || len(live) == 0 {
 		return nil, true
 	}
@@ -238,36 +163,21 @@ const recheckEvery = time.Second
 // would stay counted live for good, the holds chained above it would
 // never hold Below again, and the floor would stop rising.
 func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
-	now := e.clock.Mono()
-	e.mu.Lock()
-	live := e.stillLiveLocked(refs)
-	last, seen := e.rechecked[key]
-	if len(live) == 0 || seen && now-last < recheckEvery {
-		e.mu.Unlock()
-		return
-	}
-	if len(e.rechecked) >= maxHeads {
-		clear(e.rechecked)
-	}
-	e.rechecked[key] = now
-	if !seen {
-		live = nil // the first sight starts the interval: no read yet
-	}
-	e.mu.Unlock()
+	live := e.holds.recheckDue(key, refs, e.clock.Mono())
 	counted := map[Floor]bool{} // floors read in this recheck, and whether they count
 	for _, r := range live {
-		if f := e.floorOf(key, r.d.Seg); r.d.Epoch == r.epoch && r.epoch < f.Epoch {
+		if f := e.keys.floorOf(key, r.d.Seg); r.d.Epoch == r.epoch && r.epoch < f.Epoch {
 			// Below the floor this process knows (a chained hold relies
 			// on the segment): ended, if the floor counts, and perhaps
 			// pruned with its marker, which would never be found.
 			counts, read := counted[f]
 			if !read {
-				_, ok, err := e.floorCounts(ctx, key, f)
+				_, ok, err := e.rd.floorCounts(ctx, key, f)
 				counts = err == nil && ok
 				counted[f] = counts
 			}
 			if counts {
-				e.noteEnded(r.nonce, ownEnd{})
+				e.holds.noteEnded(r.nonce, ownEnd{})
 				continue
 			}
 		}
@@ -280,6 +190,6 @@ func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 			// per such claim (64 live units: 63 reads a second).
 			return
 		}
-		e.noteEnded(r.nonce, ownEnd{})
+		e.holds.noteEnded(r.nonce, ownEnd{})
 	}
 }
