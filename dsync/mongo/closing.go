@@ -24,7 +24,7 @@ func (s *Store) noteAnswer(sent time.Duration, err error) {
 	s.reachMu.Lock()
 	defer s.reachMu.Unlock()
 	if err == nil || errors.As(err, &se) {
-		s.answeredAt = max(s.answeredAt, s.mono())
+		s.answeredAt = max(s.answeredAt, s.cfg.mono())
 	} else {
 		s.unansweredSent = max(s.unansweredSent, sent)
 	}

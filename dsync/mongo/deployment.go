@@ -39,7 +39,7 @@ var markerFields = []string{"key", "kind", "epoch"}
 // equivalent one that exists (WithIndexManagement), and refuses a
 // collection with a unique index that would refuse end markers.
 func (s *Store) ensureIndex(ctx context.Context) error {
-	err := s.fault("createIndexes")
+	err := s.cfg.fault("createIndexes")
 	if err == nil {
 		_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
 	}
@@ -202,8 +202,8 @@ func equivalentIndex(spec bson.Raw) bool {
 // (the Stable API in strict mode does) counts as MongoDB; any other
 // failure is returned.
 func (s *Store) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
-	if s.cfg.ferretDB != nil {
-		if *s.cfg.ferretDB {
+	if t := s.cfg.test; t != nil && t.ferretDB != nil {
+		if *t.ferretDB {
 			return true, 1, nil
 		}
 		return false, 0, nil
@@ -281,7 +281,7 @@ func (s *Store) checkSharding(ctx context.Context) error {
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
 func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
-	if err := s.fault("shard key"); err != nil {
+	if err := s.cfg.fault("shard key"); err != nil {
 		return nil, false, err
 	}
 	ns := s.db.Name() + "." + name
@@ -289,7 +289,7 @@ func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, erro
 		Key     bson.Raw `bson:"key"`
 		Dropped bool     `bson:"dropped"` // before MongoDB 5.0, dropped collections stay listed
 	}
-	err := s.db.Client().Database(s.cfg.configDB).Collection("collections").
+	err := s.db.Client().Database(s.cfg.configDB()).Collection("collections").
 		FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&entry)
 	switch {
 	case err == nil:

@@ -56,7 +56,7 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	// claim waited for.
 	for try := range lateTries {
 		landed := est.Now().Latest
-		if err := s.fault("event landed"); err != nil {
+		if err := s.cfg.fault("event landed"); err != nil {
 			return nil
 		}
 		late, leftovers, err := s.landedLate(ctx, d.ID, landed)
@@ -162,7 +162,7 @@ func (s *Store) createEvents(ctx context.Context) error {
 	if err != nil || exists {
 		return err
 	}
-	err = s.fault("create events")
+	err = s.cfg.fault("create events")
 	if err == nil {
 		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
 			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))

@@ -176,7 +176,7 @@ func (t *tailer) run(ctx context.Context) {
 			t.h.Down(fmt.Errorf("dsyncmongo: collection %s: %w", t.s.cfg.collection+eventsSuffix, err), true)
 			return
 		}
-		if q.next(wasLive, t.s.mono()-t.liveAt) {
+		if q.next(wasLive, t.s.cfg.mono()-t.liveAt) {
 			if !sleepCtx(ctx, q.pause) {
 				return
 			}
@@ -324,7 +324,7 @@ func (t *tailer) open(ctx context.Context, quick bool) (*mongo.Cursor, eventDoc,
 // turnLive marks the stream live, on cur, and, if tell, reports it to
 // the handler; it returns true.
 func (t *tailer) turnLive(cur *mongo.Cursor, tell bool) bool {
-	t.liveAt = t.s.mono()
+	t.liveAt = t.s.cfg.mono()
 	t.cursor.Store(cur.ID())
 	t.healthy.Store(true)
 	if tell {
@@ -345,7 +345,7 @@ func (t *tailer) pass(e eventDoc, now time.Time) {
 	case eventWait:
 		ev.Kind, ev.Until, ev.Own = driver.Waiting, e.Until, uint64(max(e.Own, 0))
 		if e.Until.After(now) {
-			t.othersWaitAt.Store(int64(t.s.mono()))
+			t.othersWaitAt.Store(int64(t.s.cfg.mono()))
 			t.othersWait.waiting(e.Key, e.Epoch, max(e.Own, 0), e.Until)
 		}
 	case eventEnded:

@@ -21,7 +21,7 @@ func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.eventAwait
 	if t.s.ferret.Load() {
 		at := time.Duration(t.othersWaitAt.Load())
-		if at != 0 && t.s.mono()-at < othersWaitGrace {
+		if at != 0 && t.s.cfg.mono()-at < othersWaitGrace {
 			return min(safety, ferretAwait)
 		}
 		if t.othersWait.any(t.s.ServerTime().Earliest) {

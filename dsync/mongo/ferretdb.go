@@ -78,7 +78,7 @@ func (s *Store) ferretBackend(ctx context.Context) (ferretDBBackend, error) {
 	if s.ferretRelease == 2 {
 		return backendPostgreSQL, nil
 	}
-	if err := s.fault("explain"); err != nil {
+	if err := s.cfg.fault("explain"); err != nil {
 		return backendUnknown, err
 	}
 	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{

@@ -70,11 +70,11 @@ func (s *Store) detectLoopback(ctx context.Context) (bool, error) {
 	var me struct {
 		You string `bson:"you"`
 	}
-	err := s.fault("whatsmyuri")
+	err := s.cfg.fault("whatsmyuri")
 	if err == nil {
 		err = s.db.RunCommand(ctx, bson.D{{Key: "whatsmyuri", Value: 1}}).Decode(&me)
-		if s.cfg.seenFrom != nil {
-			me.You, err = *s.cfg.seenFrom, nil
+		if t := s.cfg.test; t != nil && t.seenFrom != nil {
+			me.You, err = *t.seenFrom, nil
 		}
 	}
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Store) detectLoopback(ctx context.Context) (bool, error) {
 			Passives []string `bson:"passives"`
 			Arbiters []string `bson:"arbiters"`
 		}
-		err := s.fault("hello")
+		err := s.cfg.fault("hello")
 		if err == nil {
 			err = s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
 		}

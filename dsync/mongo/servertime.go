@@ -80,7 +80,7 @@ func (s *Store) probeTime(ctx context.Context) (time.Time, error) {
 const probeAttempts = 5
 
 func (s *Store) probeOnce(ctx context.Context) (time.Time, error) {
-	if err := s.fault("probe"); err != nil {
+	if err := s.cfg.fault("probe"); err != nil {
 		return time.Time{}, err
 	}
 	var d struct {

@@ -54,10 +54,7 @@ type Store struct {
 	// reached: that is known (guarded by sem).
 	loopback atomic.Bool
 	reached  bool
-	// runsOnFerretDB: GetRun reads runs on FerretDB too (the conformance
-	// suite's test of it; run.go).
-	runsOnFerretDB bool
-	est            atomic.Pointer[clockcheck.Estimator]
+	est      atomic.Pointer[clockcheck.Estimator]
 	// readEst samples the server's clock with hello, for reads before
 	// Prepare (prepare_read.go); nil once est exists.
 	readEst atomic.Pointer[clockcheck.Estimator]
@@ -221,8 +218,8 @@ func (s *Store) probeLocked(ctx context.Context) error {
 	}
 	topo := topologySingle
 	switch {
-	case s.cfg.topology != nil:
-		topo = *s.cfg.topology
+	case s.cfg.test != nil && s.cfg.test.topology != nil:
+		topo = *s.cfg.test.topology
 	case !ferret:
 		if topo, err = s.detectTopology(ctx); err != nil {
 			return err
@@ -269,9 +266,6 @@ func (s *Store) checkLocked(ctx context.Context) error {
 	s.indexed = true
 	return nil
 }
-
-// mono is the local monotonic clock's reading.
-func (s *Store) mono() time.Duration { return s.cfg.clock.Monotonic() }
 
 // now is the midpoint of the server-time estimate, for what is shown
 // (a session's start); zero before the estimator exists.

@@ -141,7 +141,7 @@ func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	if len(t.seen) >= maxSeen {
 		t.forget(len(t.seen) / 2)
 	}
-	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono(), ours: ours})
+	t.seen = append(t.seen, seenEvent{id: id, at: t.s.cfg.mono(), ours: ours})
 	t.seenID[id] = struct{}{}
 	t.mu.Unlock()
 	select {
@@ -165,10 +165,10 @@ func (t *trimmer) run(ctx context.Context) {
 			if !first {
 				due = max(due, last+trimEvery)
 			}
-			d := due - t.s.mono()
+			d := due - t.s.cfg.mono()
 			if d <= 0 {
 				t.trimNow(ctx)
-				last, first = t.s.mono(), false
+				last, first = t.s.cfg.mono(), false
 				continue
 			}
 			timer = time.NewTimer(d)
@@ -202,7 +202,7 @@ func (t *trimmer) nextDue() time.Duration {
 
 // trimNow deletes what take allows now, and the leftovers that are due.
 func (t *trimmer) trimNow(ctx context.Context) {
-	now := t.s.mono()
+	now := t.s.cfg.mono()
 	ids := t.take(now)
 	t.mu.Lock()
 	ids = append(ids, t.takeLeftovers(now, false)...)
@@ -337,7 +337,7 @@ func (t *trimmer) dropLeftovers(ids []bson.ObjectID) {
 	t.mu.Lock()
 	t.left = append(t.left, ids...)
 	if t.leftAt == 0 {
-		t.leftAt = t.s.mono() + trimSlack
+		t.leftAt = t.s.cfg.mono() + trimSlack
 	}
 	t.mu.Unlock()
 	select {

@@ -15,21 +15,13 @@ import (
 // deployment replicates, through the tests' fault hook, and again after
 // a transient error.
 
-// fault consults the test hook for the write named op.
-func (s *Store) fault(op string) error {
-	if s.cfg.fault != nil {
-		return s.cfg.fault(op)
-	}
-	return nil
-}
-
 // write runs f, a write named op (for the test hook), with the write
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
 func (s *Store) write(ctx context.Context, op string, f func(context.Context) error) error {
-	sent := s.mono()
+	sent := s.cfg.mono()
 	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
-		err := s.fault(op)
+		err := s.cfg.fault(op)
 		if err == nil {
 			err = f(ctx)
 		}
@@ -39,7 +31,7 @@ func (s *Store) write(ctx context.Context, op string, f func(context.Context) er
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
 	defer cancel()
-	err := s.fault(op)
+	err := s.cfg.fault(op)
 	if err == nil {
 		err = f(wctx)
 	}
