@@ -85,7 +85,7 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 	expiredDone := append(idle[:len(idle):len(idle)],
 		bson.E{Key: "kind", Value: driver.KindDone},
 		bson.E{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}})
-	if !s.ferret.Load() {
+	if !s.platform.isFerret() {
 		return s.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
 			bson.E{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
 			bson.E{Key: "$or", Value: bson.A{

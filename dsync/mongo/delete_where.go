@@ -45,7 +45,7 @@ const (
 // only documents whose _id never comes back (see above). op names the
 // write for errors and faults.
 func (s *Store) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
-	if !s.ferret.Load() {
+	if !s.platform.isFerret() {
 		return s.deleteMany(ctx, coll, op, filter)
 	}
 	var total int64

@@ -333,7 +333,7 @@ func TestNoWriteTimeoutOnFerretDB(t *testing.T) {
 	if err := lockAndEnd(ctx, b, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if !b.s.ferret.Load() {
+	if !b.s.platform.isFerret() {
 		t.Error("FerretDB not detected")
 	}
 	if n := maxTime.Load(); n != 0 {

@@ -100,7 +100,7 @@ func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
 // KeyOrder implements driver.Store: OrderFirstUse on FerretDB,
 // OrderBytes elsewhere.
 func (s *Store) KeyOrder() driver.KeyOrder {
-	if s.ferret.Load() {
+	if s.platform.isFerret() {
 		return driver.OrderFirstUse
 	}
 	return driver.OrderBytes

@@ -36,7 +36,7 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	if err := s.insertEvent(ctx, d); err != nil {
 		return err
 	}
-	if !s.ferret.Load() {
+	if !s.platform.isFerret() {
 		return nil
 	}
 	// On FerretDB, a cursor returns events in the order of their record
@@ -138,7 +138,7 @@ func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Ti
 // (TestWaitersOfManyKeysWokenByTheirEnds); one at a time, a process's
 // events commit in the order of their record ids.
 func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
-	if s.ferret.Load() {
+	if s.platform.isFerret() {
 		s.eventMu.Lock()
 		defer s.eventMu.Unlock()
 	}

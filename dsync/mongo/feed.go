@@ -269,7 +269,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		return false, errors.New("dsyncmongo: the events collection is empty or its cursor closed at once")
 	}
 	cur.SetBatchSize(256) // the history before "open" is read in bulk
-	if t.s.ferret.Load() {
+	if t.s.platform.isFerret() {
 		t.trim = newTrimmer(t.s)
 		defer t.trim.stop()
 	}

@@ -19,7 +19,7 @@ const getMoreSlack = 5 * time.Second
 // or for othersWaitGrace after it showed one.
 func (t *tailer) awaitTime() time.Duration {
 	safety := t.s.cfg.eventAwait
-	if t.s.ferret.Load() {
+	if t.s.platform.isFerret() {
 		at := time.Duration(t.othersWaitAt.Load())
 		if at != 0 && t.s.cfg.mono()-at < othersWaitGrace {
 			return min(safety, ferretAwait)

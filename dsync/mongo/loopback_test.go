@@ -192,8 +192,8 @@ func TestLoopbackWhatCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	st.topo = topologySharded
-	if got, err := st.detectLoopback(context.Background()); got || err != nil {
+	st.platform.topo = topologySharded
+	if got, err := st.platform.detectLoopback(context.Background()); got || err != nil {
 		t.Errorf("a sharded cluster counts as loopback: %v, %v", got, err)
 	}
 }

@@ -51,7 +51,7 @@ func (s *Store) PrepareRead(ctx context.Context) error {
 	if s.prepared() {
 		return nil
 	}
-	if err := s.probeLocked(ctx); err != nil {
+	if err := s.platform.probe(ctx); err != nil {
 		return err
 	}
 	e, err := clockcheck.NewEstimator(ctx, s.db, s.estimatorOptions()...)
@@ -131,7 +131,7 @@ func (s *Store) prepared() bool { return s.readEstimator() != nil }
 func (s *Store) estimatorOptions(extra ...clockcheck.Option) []clockcheck.Option {
 	opts := []clockcheck.Option{
 		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
-		clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
+		clockcheck.WithMemberSkew(s.platform.memberSkew(s.platform.topo)),
 	}
 	opts = append(opts, extra...)
 	return append(opts, s.cfg.estimator...)

@@ -36,7 +36,7 @@ var _ driver.RunReader = (*Store)(nil)
 // A reader that takes the key again after its own release reads nothing
 // anyway (internal/chain, tip.go).
 func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if s.ferret.Load() && (s.cfg.test == nil || !s.cfg.test.readRuns) {
+	if s.platform.isFerret() && (s.cfg.test == nil || !s.cfg.test.readRuns) {
 		return nil, driver.ErrRunsUnsupported
 	}
 	var run []driver.Doc

@@ -390,7 +390,7 @@ func TestTopologyOfTheTestServer(t *testing.T) {
 		want = topologyReplicas
 	}
 	b := newBackend(t, db)
-	if got, err := b.s.detectTopology(ctx); err != nil || got != want {
+	if got, err := b.s.platform.detectTopology(ctx); err != nil || got != want {
 		t.Errorf("detectTopology = %v, %v; want %v", got, err, want)
 	}
 }
@@ -420,7 +420,7 @@ func TestRenewalSamplesServerTime(t *testing.T) {
 	b := newBackend(t, db, withFault(fault), withoutWakeups(), withEstimator(clockcheck.WithInterval(interval)))
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, b, time.Minute)
-	oneServer := b.s.memberSkew(b.s.topo) == 0
+	oneServer := b.s.platform.memberSkew(b.s.platform.topo) == 0
 	// renewals renews 12 times, 100 ms apart (1.2 s: three intervals),
 	// and returns the probes sent meanwhile and the longest time the
 	// estimator went without a renewal's sample: from a renewal's sending

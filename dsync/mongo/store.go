@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -42,18 +41,10 @@ type Store struct {
 
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
-	sem     chan struct{}
-	indexed bool        // guarded by sem
-	probed  bool        // guarded by sem: ferret, ferretRelease and topo are known
-	topo    topology    // guarded by sem
-	ferret  atomic.Bool // the server is FerretDB (deployment.go)
-	// ferretRelease: 1 or 2 on FerretDB, else 0 (ferretReleaseOf);
-	// guarded by sem.
-	ferretRelease int
-	// loopback: every server is reached over loopback (loopback.go);
-	// reached: that is known (guarded by sem).
-	loopback atomic.Bool
-	reached  bool
+	sem chan struct{}
+	// platform: what the store learned of the deployment as it was
+	// prepared (deployment.go).
+	platform *platform
 	est      atomic.Pointer[clockcheck.Estimator]
 	// readEst samples the server's clock with hello, for reads before
 	// Prepare (prepare_read.go); nil once est exists.
@@ -95,6 +86,7 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
 	s := &Store{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
 	s.coll = s.collection(cfg.collection)
+	s.platform = &platform{db: primary, coll: s.coll, cfg: cfg}
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
 	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
@@ -187,13 +179,13 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if e := s.est.Load(); e != nil {
 		return e, nil
 	}
-	if err := s.probeLocked(ctx); err != nil {
+	if err := s.platform.probe(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkLocked(ctx); err != nil {
+	if err := s.platform.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.reachLocked(ctx); err != nil {
+	if err := s.platform.reach(ctx); err != nil {
 		return nil, err
 	}
 	e, err := clockcheck.NewEstimator(ctx, nil, s.estimatorOptions(clockcheck.WithProbe(s.probeTime))...)
@@ -203,68 +195,6 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	s.est.Store(e)
 	s.retireReadEstimatorLocked()
 	return e, nil
-}
-
-// probeLocked detects, once, whether the server is FerretDB and what
-// kind of deployment it is; s.sem is held. It comes before any write: it
-// decides the write timeout.
-func (s *Store) probeLocked(ctx context.Context) error {
-	if s.probed {
-		return nil
-	}
-	ferret, release, err := s.detectFerretDB(ctx)
-	if err != nil {
-		return err
-	}
-	topo := topologySingle
-	switch {
-	case s.cfg.test != nil && s.cfg.test.topology != nil:
-		topo = *s.cfg.test.topology
-	case !ferret:
-		if topo, err = s.detectTopology(ctx); err != nil {
-			return err
-		}
-	}
-	s.ferret.Store(ferret)
-	s.ferretRelease = release
-	s.topo = topo
-	s.probed = true
-	s.logStart()
-	return nil
-}
-
-// logStart says, once, at Info, where the store keeps its documents:
-// when two programs (or a program and the dsync command) should share
-// locks and do not, the database or collection is the usual culprit.
-func (s *Store) logStart() {
-	server := "MongoDB"
-	if s.ferret.Load() {
-		server = "FerretDB"
-	}
-	s.cfg.logger.Info("dsyncmongo: where this process keeps its locks",
-		slog.String("database", s.db.Name()), slog.String("collection", s.cfg.collection),
-		slog.String("server", server+", "+s.topo.String()))
-}
-
-// checkLocked checks the collections' sharding on a sharded cluster and
-// creates the index, unless told not to; s.sem is held.
-func (s *Store) checkLocked(ctx context.Context) error {
-	if s.topo == topologySharded {
-		if err := s.checkSharding(ctx); err != nil {
-			return err
-		}
-	}
-	if !s.indexed && s.cfg.manageIndexes {
-		// The (key, kind, epoch) index serves queries of people (the
-		// protocol reads by _id only). It is not unique: a claim and its
-		// marker share key and epoch. The deterministic _id alone makes
-		// inserts exclusive.
-		if err := s.ensureIndex(ctx); err != nil {
-			return err
-		}
-	}
-	s.indexed = true
-	return nil
 }
 
 // now is the midpoint of the server-time estimate, for what is shown

@@ -20,7 +20,7 @@ import (
 // timeout read as one.
 func (s *Store) write(ctx context.Context, op string, f func(context.Context) error) error {
 	sent := s.cfg.mono()
-	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
+	if s.cfg.writeTimeout <= 0 || s.platform.isFerret() {
 		err := s.cfg.fault(op)
 		if err == nil {
 			err = f(ctx)
