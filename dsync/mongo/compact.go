@@ -38,7 +38,7 @@ func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "key", Value: 1}, {Key: "_id", Value: 0}}))
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, err
 	}
 	defer cur.Close(ctx)
@@ -53,7 +53,7 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 		keys[d.Key] = true
 	}
 	if err := cur.Err(); err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, err
 	}
 	return keys, nil

@@ -52,7 +52,7 @@ func (s *Store) deleteWhere(ctx context.Context, coll *mongo.Collection, op stri
 	for {
 		ids, err := idsWhere(ctx, coll, filter, deletePass)
 		if err != nil {
-			s.noteFailure(err)
+			s.clock.noteFailure(err)
 			return total, err
 		}
 		var deleted int64

@@ -65,7 +65,7 @@ func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 		if err := checkKey(key); err != nil {
 			return err
 		}
-		docs[i] = keyDoc{ID: key, Created: s.now()}
+		docs[i] = keyDoc{ID: key, Created: s.clock.now()}
 	}
 	err := s.write(ctx, "keys", func(ctx context.Context) error {
 		_, err := s.keys.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
@@ -93,7 +93,7 @@ func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return false, nil
 	}
-	s.noteFailure(err)
+	s.clock.noteFailure(err)
 	return false, wrap(ctx, "look up in "+s.cfg.collection+keysSuffix+" the key", key, err)
 }
 
@@ -117,7 +117,7 @@ func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[strin
 		}
 		cur, err := s.keys.Find(ctx, filter, opts)
 		if err != nil {
-			s.noteFailure(err)
+			s.clock.noteFailure(err)
 			yield("", wrap(ctx, "list keys of", s.cfg.collection+keysSuffix, err))
 			return
 		}
@@ -145,7 +145,7 @@ func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[strin
 			listed++
 		}
 		if err := cur.Err(); err != nil {
-			s.noteFailure(err)
+			s.clock.noteFailure(err)
 			yield("", wrap(ctx, "list keys of", s.cfg.collection+keysSuffix, err))
 		}
 	}

@@ -23,7 +23,7 @@ func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	for i := range todo {
 		todo[i] = i
 	}
-	_ = s.retry(ctx, endAttempts, "gates", func() error {
+	_ = retry(ctx, s.cfg.logger, endAttempts, "gates", func() error {
 		todo = s.insertEachOnce(ctx, docs, todo, errs)
 		if len(todo) == 0 {
 			return nil

@@ -68,7 +68,7 @@ func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation,
 		return driver.Revocation{}, false, nil
 	}
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return driver.Revocation{}, false, err
 	}
 	return d.revocation(), true, nil

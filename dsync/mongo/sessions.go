@@ -36,7 +36,7 @@ const sessionRetention = time.Hour
 func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 	err := s.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, sessionDoc{
-			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.now(),
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.clock.now(),
 		})
 		return err
 	})
@@ -68,7 +68,7 @@ const closeCleanTime = 2 * time.Second
 // and wrote before Prepare) it deletes nothing: which sessions expired
 // long enough ago is judged only by the clock that orders the writes.
 func (s *Store) cleanSessions(ctx context.Context) {
-	e := s.est.Load()
+	e := s.clock.forWrites()
 	if e == nil {
 		return
 	}
@@ -98,7 +98,7 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
 	}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	est := s.est.Load()
+	est := s.clock.forWrites()
 	if est == nil {
 		// Not prepared for writes (driver.Store: Prepare comes first; a
 		// PrepareRead does not do): refused before anything is sent.
@@ -127,12 +127,12 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	cur, err := s.sessions.Find(ctx, sessionDocsFilter(id))
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return driver.Session{}, false, err
 	}
 	var docs []sessionDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return driver.Session{}, false, err
 	}
 	best := driver.Session{ID: id}

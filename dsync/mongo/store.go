@@ -32,12 +32,9 @@ type Store struct {
 	db       *mongo.Database
 	coll     *mongo.Collection // claims, shadows, end markers, gates
 	sessions *mongo.Collection
-	// clockColl is the sessions collection with write concern 1, for the
-	// server-time samples (servertime.go).
-	clockColl *mongo.Collection
-	events    *mongo.Collection // wake-up events (feed.go)
-	keys      *mongo.Collection // the directory of keys (directory.go)
-	cfg       *config
+	events   *mongo.Collection // wake-up events (feed.go)
+	keys     *mongo.Collection // the directory of keys (directory.go)
+	cfg      *config
 
 	// sem serializes preparation (index creation, estimator start) and
 	// Close, while letting a waiting caller give up when its ctx ends.
@@ -45,11 +42,9 @@ type Store struct {
 	// platform: what the store learned of the deployment as it was
 	// prepared (deployment.go).
 	platform *platform
-	est      atomic.Pointer[clockcheck.Estimator]
-	// readEst samples the server's clock with hello, for reads before
-	// Prepare (prepare_read.go); nil once est exists.
-	readEst atomic.Pointer[clockcheck.Estimator]
-	closed  atomic.Bool
+	// clock: the server-time estimators (servertime.go).
+	clock  *serverClock
+	closed atomic.Bool
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool
@@ -88,7 +83,7 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	s.coll = s.collection(cfg.collection)
 	s.platform = &platform{db: primary, coll: s.coll, cfg: cfg}
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
-	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
+	s.clock = newServerClock(primary, s.sessions, cfg)
 	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
 	s.keys = s.collection(cfg.collection + keysSuffix)
 	return s
@@ -116,14 +111,7 @@ func (s *Store) Prepare(ctx context.Context) error {
 // valid until then). It never answers from PrepareRead's estimator: the
 // engine judges expiry with ServerTime, and a hello sample (behind a
 // mongos, the router's clock) is not the clock that orders the writes.
-func (s *Store) ServerTime() driver.Interval {
-	e := s.est.Load()
-	if e == nil {
-		return driver.Interval{}
-	}
-	iv := e.Now()
-	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
-}
+func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
 
 // CheckKey implements driver.KeyChecker.
 func (s *Store) CheckKey(key string) error { return checkKey(key) }
@@ -151,11 +139,7 @@ func (s *Store) Close() error {
 	if t != nil {
 		t.stop()
 	}
-	s.retireReadEstimatorLocked()
-	if e := s.est.Load(); e != nil {
-		return e.Close()
-	}
-	return nil
+	return s.clock.close()
 }
 
 // prepare detects the deployment, creates the index and the estimator on
@@ -164,7 +148,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if e := s.est.Load(); e != nil {
+	if e := s.clock.forWrites(); e != nil {
 		return e, nil
 	}
 	select {
@@ -176,7 +160,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if e := s.est.Load(); e != nil {
+	if e := s.clock.forWrites(); e != nil {
 		return e, nil
 	}
 	if err := s.platform.probe(ctx); err != nil {
@@ -188,22 +172,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if err := s.platform.reach(ctx); err != nil {
 		return nil, err
 	}
-	e, err := clockcheck.NewEstimator(ctx, nil, s.estimatorOptions(clockcheck.WithProbe(s.probeTime))...)
-	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
-	}
-	s.est.Store(e)
-	s.retireReadEstimatorLocked()
-	return e, nil
-}
-
-// now is the midpoint of the server-time estimate, for what is shown
-// (a session's start); zero before the estimator exists.
-func (s *Store) now() time.Time {
-	if e := s.est.Load(); e != nil {
-		return midpoint(e.Now())
-	}
-	return time.Time{}
+	return s.clock.start(ctx, s.platform.memberSkew(s.platform.topo))
 }
 
 // Insert implements driver.Store: one insert.
@@ -226,7 +195,7 @@ func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 		// transient failure (a failover, a dropped connection, a busy
 		// FerretDB) gets up to two more tries at once; after that the
 		// engine sends it again in the background.
-		err = s.retry(ctx, endAttempts, "end marker", insert)
+		err = retry(ctx, s.cfg.logger, endAttempts, "end marker", insert)
 	}
 	if mongo.IsDuplicateKeyError(err) {
 		return driver.ErrExists
@@ -279,7 +248,7 @@ func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 		return driver.Doc{}, false, nil
 	}
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return driver.Doc{}, false, err
 	}
 	return fromLockDoc(&d), true, nil

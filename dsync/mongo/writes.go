@@ -25,7 +25,7 @@ func (s *Store) write(ctx context.Context, op string, f func(context.Context) er
 		if err == nil {
 			err = f(ctx)
 		}
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		s.noteAnswer(sent, err)
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Store) write(ctx context.Context, op string, f func(context.Context) er
 	if err == nil {
 		err = f(wctx)
 	}
-	s.noteFailure(err)
+	s.clock.noteFailure(err)
 	s.noteAnswer(sent, err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
 		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
@@ -110,17 +110,18 @@ func transient(err error) bool {
 const endAttempts = 3
 
 // retry runs f up to attempts times while it fails transiently and ctx
-// lasts, pausing between attempts (retryPause, doubling): FerretDB's
-// SQLite answers "database is locked" while another write holds it, and
-// attempts sent at once meet the same write.
-func (s *Store) retry(ctx context.Context, attempts int, what string, f func() error) error {
+// lasts, pausing between attempts (retryPause, doubling), and says each
+// failure it sends again to log at Debug: FerretDB's SQLite answers
+// "database is locked" while another write holds it, and attempts sent
+// at once meet the same write.
+func retry(ctx context.Context, log *slog.Logger, attempts int, what string, f func() error) error {
 	pause := retryPause
 	for i := 1; ; i++ {
 		err := f()
 		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		s.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
+		log.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
 		t := time.NewTimer(jitter(pause))
 		select {
 		case <-t.C:
