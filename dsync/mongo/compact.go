@@ -86,25 +86,25 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 		bson.E{Key: "kind", Value: driver.KindDone},
 		bson.E{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}})
 	if !s.platform.isFerret() {
-		return s.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+		return s.writer.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
 			bson.E{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
 			bson.E{Key: "$or", Value: bson.A{
 				bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
 				bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}}},
 			}}))
 	}
-	n, err := s.deleteWhere(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+	n, err := s.writer.deleteWhere(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
 		bson.E{Key: "kind", Value: bson.D{{Key: "$nin", Value: bson.A{driver.KindProtocol, driver.KindDone}}}}))
 	if err != nil {
 		return n, err
 	}
-	m, err := s.deleteMany(ctx, s.coll, "compact done", expiredDone)
+	m, err := s.writer.deleteMany(ctx, s.coll, "compact done", expiredDone)
 	return n + m, err
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).
 func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	_, err := s.deleteWhere(ctx, s.coll, "drop gates", bson.D{
+	_, err := s.writer.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
 		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},

@@ -67,7 +67,7 @@ func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 		}
 		docs[i] = keyDoc{ID: key, Created: s.clock.now()}
 	}
-	err := s.write(ctx, "keys", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "keys", func(ctx context.Context) error {
 		_, err := s.keys.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 		return err
 	})

@@ -142,7 +142,7 @@ func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
 		s.eventMu.Lock()
 		defer s.eventMu.Unlock()
 	}
-	return s.write(ctx, "event", func(ctx context.Context) error {
+	return s.writer.write(ctx, "event", func(ctx context.Context) error {
 		_, err := s.events.InsertOne(ctx, e)
 		return err
 	})

@@ -128,7 +128,7 @@ func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
 	// The stream stops for good (Follow starts no other): what its end
 	// deletes shares the deadline of the way out (closing.go).
 	return func() {
-		s.beginClose()
+		s.writer.beginClose()
 		t.stop()
 	}
 }
@@ -261,7 +261,7 @@ func (t *tailer) follow(ctx context.Context, quick bool) (live bool, err error) 
 		return false, err
 	}
 	defer func() {
-		cctx, cancel := t.s.cleanupContext(time.Second)
+		cctx, cancel := t.s.writer.cleanupContext(time.Second)
 		defer cancel()
 		_ = cur.Close(cctx)
 	}()

@@ -51,7 +51,7 @@ func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 	if k, found, err := s.readHintKey(ctx); err != nil || found {
 		return k, err
 	}
-	err := s.write(ctx, "hint key", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "hint key", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, hintKeyDoc{ID: hintKeyID, Key: key})
 		return err
 	})
@@ -88,7 +88,7 @@ func (s *Store) PutPeer(ctx context.Context, p driver.Peer) error {
 	if _, err := s.prepare(ctx); err != nil {
 		return err
 	}
-	return s.write(ctx, "peer", func(ctx context.Context) error {
+	return s.writer.write(ctx, "peer", func(ctx context.Context) error {
 		_, err := s.sessions.ReplaceOne(ctx, bson.D{{Key: "_id", Value: peerIDPrefix + p.ID}},
 			peerDoc{ID: peerIDPrefix + p.ID, Addr: p.Addr, ExpiresAt: p.ExpiresAt},
 			options.Replace().SetUpsert(true))

@@ -50,7 +50,7 @@ func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 	if _, err := s.prepare(ctx); err != nil {
 		return err
 	}
-	err := s.write(ctx, "revoke", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "revoke", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, revokeDoc{ID: revokeIDPrefix + r.Session, By: r.By, Reason: r.Reason, At: r.At})
 		return err
 	})
@@ -130,7 +130,7 @@ func (s *Store) cleanRevocations(ctx context.Context, before time.Time) {
 			continue // the session may still act: keep the record
 		}
 		if err == nil {
-			_, err = s.deleteByID(ctx, s.sessions, "clean revocations", []any{revokeIDPrefix + r.Session})
+			_, err = s.writer.deleteByID(ctx, s.sessions, "clean revocations", []any{revokeIDPrefix + r.Session})
 		}
 		if err != nil {
 			s.cfg.logger.Debug("dsyncmongo: deleting a revocation that can no longer matter failed", "session", r.Session, "err", err)

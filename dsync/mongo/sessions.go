@@ -34,7 +34,7 @@ const sessionRetention = time.Hour
 
 // InsertSession implements driver.Store: one insert.
 func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
-	err := s.write(ctx, "session", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "session", func(ctx context.Context) error {
 		_, err := s.sessions.InsertOne(ctx, sessionDoc{
 			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.clock.now(),
 		})
@@ -73,7 +73,7 @@ func (s *Store) cleanSessions(ctx context.Context) {
 		return
 	}
 	before := e.Now().Earliest.Add(-sessionRetention)
-	_, err := s.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+	_, err := s.writer.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
 		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 		return false, errNotPrepared
 	}
 	found := true
-	err := s.write(ctx, "renew", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "renew", func(ctx context.Context) error {
 		return est.Sampled(ctx, func(ctx context.Context) (time.Time, error) {
 			var d sessionDoc
 			err := s.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)

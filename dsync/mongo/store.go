@@ -48,14 +48,8 @@ type Store struct {
 	// sessionMade: this store inserted a session, whose process cleans
 	// the long-expired sessions on Close (cleanSessions).
 	sessionMade atomic.Bool
-	// answeredAt is when the server last answered a write, and
-	// unansweredSent when the last write it did not answer was sent, on
-	// s.mono's scale (noteAnswer); closeBy is the deadline of the writes
-	// on the way out, once Close has begun (closing.go).
-	reachMu        sync.Mutex
-	answeredAt     time.Duration
-	unansweredSent time.Duration
-	closeBy        atomic.Pointer[time.Time]
+	// writer sends the writes (writes.go).
+	writer *writer
 
 	feedMu sync.Mutex
 	tail   *tailer // the wake-up stream's follower; nil until Follow
@@ -84,6 +78,7 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	s.platform = &platform{db: primary, coll: s.coll, cfg: cfg}
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clock = newServerClock(primary, s.sessions, cfg)
+	s.writer = &writer{cfg: cfg, platform: s.platform, clock: s.clock}
 	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
 	s.keys = s.collection(cfg.collection + keysSuffix)
 	return s
@@ -122,9 +117,9 @@ func (s *Store) CheckKey(key string) error { return checkKey(key) }
 // the way out shares closeCleanTime, and is skipped when the server seems
 // gone (closing.go).
 func (s *Store) Close() error {
-	s.beginClose()
+	s.writer.beginClose()
 	if !s.closed.Load() && s.sessionMade.Load() {
-		ctx, cancel := s.cleanupContext(closeCleanTime)
+		ctx, cancel := s.writer.cleanupContext(closeCleanTime)
 		if ctx.Err() == nil {
 			s.cleanSessions(ctx)
 		}
@@ -178,7 +173,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 // Insert implements driver.Store: one insert.
 func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 	insert := func() error {
-		return s.write(ctx, insertOp(d), func(ctx context.Context) error {
+		return s.writer.write(ctx, insertOp(d), func(ctx context.Context) error {
 			_, err := s.coll.InsertOne(ctx, toLockDoc(d))
 			return err
 		})
@@ -223,7 +218,7 @@ func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, erro
 	for i, d := range docs {
 		all[i] = toLockDoc(d)
 	}
-	err := s.write(ctx, "claim", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "claim", func(ctx context.Context) error {
 		_, err := s.coll.InsertMany(ctx, all)
 		return err
 	})
@@ -262,7 +257,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 	for i, id := range ids {
 		anyIDs[i] = id
 	}
-	_, err := s.deleteByID(ctx, s.coll, "prune", anyIDs)
+	_, err := s.writer.deleteByID(ctx, s.coll, "prune", anyIDs)
 	return err
 }
 

@@ -221,7 +221,7 @@ func (t *trimmer) deleteLeftovers() {
 	if len(ids) == 0 {
 		return
 	}
-	dctx, cancel := t.s.cleanupContext(closeCleanTime)
+	dctx, cancel := t.s.writer.cleanupContext(closeCleanTime)
 	defer cancel()
 	if dctx.Err() == nil {
 		t.s.deleteEvents(dctx, ids)
@@ -359,7 +359,7 @@ func (t *trimmer) takeLeftovers(now time.Duration, force bool) []bson.ObjectID {
 
 // deleteEvents deletes the events ids. Best effort.
 func (s *Store) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
-	err := s.write(ctx, "trim events", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "trim events", func(ctx context.Context) error {
 		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
 	})

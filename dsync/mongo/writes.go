@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -15,30 +17,49 @@ import (
 // deployment replicates, through the tests' fault hook, and again after
 // a transient error.
 
+// A writer sends the store's writes, and keeps what their outcomes tell
+// of whether the server is reachable, for the writes on the way out
+// (closing.go). Every type of the store writes through it.
+type writer struct {
+	cfg      *config
+	platform *platform    // FerretDB has no write timeout
+	clock    *serverClock // a failed write may mean a new primary
+
+	// answeredAt is when the server last answered a write, and
+	// unansweredSent when the last write it did not answer was sent, on
+	// cfg.mono's scale (noteAnswer); guarded by mu.
+	mu             sync.Mutex
+	answeredAt     time.Duration
+	unansweredSent time.Duration
+	// closeBy is the deadline of the writes on the way out, once Close
+	// has begun (beginClose).
+	closeBy atomic.Pointer[time.Time]
+}
+
 // write runs f, a write named op (for the test hook), with the write
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
-func (s *Store) write(ctx context.Context, op string, f func(context.Context) error) error {
-	sent := s.cfg.mono()
-	if s.cfg.writeTimeout <= 0 || s.platform.isFerret() {
-		err := s.cfg.fault(op)
+func (w *writer) write(ctx context.Context, op string, f func(context.Context) error) error {
+	sent := w.cfg.mono()
+	if w.cfg.writeTimeout <= 0 || w.platform.isFerret() {
+		err := w.cfg.fault(op)
 		if err == nil {
 			err = f(ctx)
 		}
-		s.clock.noteFailure(err)
-		s.noteAnswer(sent, err)
+		w.clock.noteFailure(err)
+		w.noteAnswer(sent, err)
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, w.cfg.writeTimeout)
 	defer cancel()
-	err := s.cfg.fault(op)
+	err := w.cfg.fault(op)
 	if err == nil {
 		err = f(wctx)
 	}
-	s.clock.noteFailure(err)
-	s.noteAnswer(sent, err)
+	w.clock.noteFailure(err)
+	w.noteAnswer(sent, err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
-		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
+		return &writeTimeoutError{limit: w.cfg.writeTimeout, err: err}
 	}
 	return err
 }
