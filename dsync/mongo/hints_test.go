@@ -277,9 +277,7 @@ func TestStoreFeedPausedWhileHintsReach(t *testing.T) {
 	locked := make(chan error, 1)
 	go func() { locked <- waiter.LockContext(ctx) }()
 	paused := func() bool {
-		st.feedMu.Lock()
-		tl := st.tail
-		st.feedMu.Unlock()
+		tl := st.feed.follower()
 		if tl == nil {
 			return false
 		}

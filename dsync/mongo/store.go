@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -32,7 +31,6 @@ type Store struct {
 	db       *mongo.Database
 	coll     *mongo.Collection // claims, shadows, end markers, gates
 	sessions *mongo.Collection
-	events   *mongo.Collection // wake-up events (feed.go)
 	keys     *mongo.Collection // the directory of keys (directory.go)
 	cfg      *config
 
@@ -50,22 +48,12 @@ type Store struct {
 	sessionMade atomic.Bool
 	// writer sends the writes (writes.go).
 	writer *writer
-
-	feedMu sync.Mutex
-	tail   *tailer // the wake-up stream's follower; nil until Follow
-	// pauseFirst: Pause(true) came before Follow (feed_pause.go).
-	pauseFirst atomic.Bool
-	// publishedBy is the Proc of the events published through this store
-	// (its Client's), so that the follower knows them for its own.
-	publishedBy atomic.Pointer[string]
-	// eventMu: on FerretDB, this store's event inserts go one at a time
-	// (events.go, insertEvent).
-	eventMu sync.Mutex
+	// feed is the wake-up feed (feed.go).
+	feed *feed
 }
 
 var (
 	_ driver.Store        = (*Store)(nil)
-	_ driver.Feed         = (*Store)(nil)
 	_ driver.KeyChecker   = (*Store)(nil)
 	_ driver.ReadPreparer = (*Store)(nil)
 )
@@ -79,7 +67,10 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	s.sessions = s.collection(cfg.collection + sessionsSuffix)
 	s.clock = newServerClock(primary, s.sessions, cfg)
 	s.writer = &writer{cfg: cfg, platform: s.platform, clock: s.clock}
-	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
+	s.feed = &feed{
+		db: primary, events: primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
+		cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform, prepare: s.prepare,
+	}
 	s.keys = s.collection(cfg.collection + keysSuffix)
 	return s
 }
@@ -125,15 +116,10 @@ func (s *Store) Close() error {
 		}
 		cancel()
 	}
+	s.feed.close()
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	s.closed.Store(true)
-	s.feedMu.Lock()
-	t := s.tail
-	s.feedMu.Unlock()
-	if t != nil {
-		t.stop()
-	}
 	return s.clock.close()
 }
 
