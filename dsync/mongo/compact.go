@@ -69,9 +69,9 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 // deleteMany as a read and then deletes by _id: what remains open is the
 // server's own time between the two, not a request's time on the way.)
 // The sweep also deletes the session documents long expired
-// (cleanSessions).
+// (sessionStore.clean).
 func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	defer s.cleanSessions(ctx)
+	defer s.sessions.clean(ctx)
 	if keep == nil {
 		keep = []string{}
 	}

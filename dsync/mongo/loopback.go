@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Whether this process reaches the deployment over loopback
@@ -32,17 +30,9 @@ import (
 // (whatsmyuri, hello on a replica set, explain on FerretDB 1) counts as
 // not reached over loopback, and the store says so at Info.
 
-var _ driver.LoopbackReporter = (*Store)(nil)
-
 // errNoBackend: explain's plan, on FerretDB 1, names no backend (the
 // lock collection is not made yet, or a release whose plans differ).
 var errNoBackend = errors.New("the plan of a find names neither SQLite nor PostgreSQL")
-
-// Loopback implements driver.LoopbackReporter: whether, as the store was
-// prepared, every server of the deployment was reached over loopback
-// and the deployment is neither a sharded cluster nor FerretDB on
-// PostgreSQL. False before.
-func (s *Store) Loopback() bool { return s.platform.loopback.Load() }
 
 // reach detects, once, whether the deployment is reached over loopback,
 // as Prepare prepares the store (a Client's reads, which PrepareRead

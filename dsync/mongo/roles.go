@@ -2,13 +2,17 @@ package dsyncmongo
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The parts of the driver contract that a type of the store's own serves,
-// with the state it owns: the Store passes each call on.
+// The parts of the driver contract that another type of this package
+// serves, over the state it owns: the wake-up feed (feed.go), the
+// sessions collection (sessions.go: sessions, peers, revocations), the
+// directory of keys (directory.go) and what the store learned of its
+// deployment (deployment.go). The Store passes each call on.
 
 var (
 	_ driver.Feed       = (*Store)(nil)
@@ -32,3 +36,87 @@ func (s *Store) Replay() time.Duration { return s.feed.Replay() }
 // Pause implements driver.FeedPauser: while paused, the follower closes
 // its cursor and sends the server nothing (feed_pause.go).
 func (s *Store) Pause(paused bool) { s.feed.Pause(paused) }
+
+var (
+	_ driver.PeerStore        = (*Store)(nil)
+	_ driver.RevokeStore      = (*Store)(nil)
+	_ driver.LoopbackReporter = (*Store)(nil)
+)
+
+// InsertSession implements driver.Store: one insert into the sessions
+// collection (sessions.go).
+func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
+	return s.sessions.InsertSession(ctx, sess)
+}
+
+// RenewSession implements driver.Store: one findAndModify by _id, which
+// raises the expiry with $max (never lowers it) and samples the server's
+// clock (sessions.go).
+func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	return s.sessions.RenewSession(ctx, id, gen, expires)
+}
+
+// GetSession implements driver.Store: one find of every document of the
+// session (usually one).
+func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	return s.sessions.GetSession(ctx, id)
+}
+
+// HintKey implements driver.PeerStore: a read of the key recorded in the
+// sessions collection; if none, an insert of key, and on a duplicate, a
+// read of the key that won (peers.go).
+func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	return s.sessions.HintKey(ctx, key)
+}
+
+// PutPeer implements driver.PeerStore: one upsert by _id.
+func (s *Store) PutPeer(ctx context.Context, p driver.Peer) error { return s.sessions.PutPeer(ctx, p) }
+
+// Peers implements driver.PeerStore: one find on the range of peers'
+// _ids.
+func (s *Store) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	return s.sessions.Peers(ctx, after)
+}
+
+// Revoke implements driver.RevokeStore: one insert of the record, and no
+// other write (revoke.go).
+func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
+	return s.sessions.Revoke(ctx, r)
+}
+
+// Revoked implements driver.RevokeStore: one find by _id.
+func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	return s.sessions.Revoked(ctx, session)
+}
+
+// Revocations implements driver.RevokeStore: one find on the range of
+// revocations' _ids. It does not prepare the store: a read must not
+// create the collections (dsync status of an empty database).
+func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+	return s.sessions.Revocations(ctx)
+}
+
+// PutKeys implements driver.Store: one unordered insert into the
+// directory of keys, whose duplicate-key answers mean those keys are
+// recorded (directory.go).
+func (s *Store) PutKeys(ctx context.Context, keys []string) error { return s.dir.PutKeys(ctx, keys) }
+
+// HasKey implements driver.Store: a find by _id in the directory of
+// keys.
+func (s *Store) HasKey(ctx context.Context, key string) (bool, error) { return s.dir.HasKey(ctx, key) }
+
+// KeyOrder implements driver.Store: OrderFirstUse on FerretDB,
+// OrderBytes elsewhere.
+func (s *Store) KeyOrder() driver.KeyOrder { return s.dir.KeyOrder() }
+
+// ListKeys implements driver.Store: one find, and a getMore per batch of
+// keys as the caller goes on.
+func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+	return s.dir.ListKeys(ctx, q)
+}
+
+// Loopback implements driver.LoopbackReporter: whether, as the store was
+// prepared, every server of the deployment was reached over loopback
+// and the deployment is neither a sharded cluster nor FerretDB on
+// PostgreSQL (loopback.go). False before.
+func (s *Store) Loopback() bool { return s.platform.loopback.Load() }

@@ -30,8 +30,7 @@ import (
 type Store struct {
 	db       *mongo.Database
 	coll     *mongo.Collection // claims, shadows, end markers, gates
-	sessions *mongo.Collection
-	keys     *mongo.Collection // the directory of keys (directory.go)
+	sessions *sessionStore     // the sessions collection (sessions.go)
 	cfg      *config
 
 	// sem serializes preparation (index creation, estimator start) and
@@ -43,13 +42,12 @@ type Store struct {
 	// clock: the server-time estimators (servertime.go).
 	clock  *serverClock
 	closed atomic.Bool
-	// sessionMade: this store inserted a session, whose process cleans
-	// the long-expired sessions on Close (cleanSessions).
-	sessionMade atomic.Bool
 	// writer sends the writes (writes.go).
 	writer *writer
 	// feed is the wake-up feed (feed.go).
 	feed *feed
+	// dir is the directory of keys (directory.go).
+	dir *directory
 }
 
 var (
@@ -64,14 +62,15 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	s := &Store{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
 	s.coll = s.collection(cfg.collection)
 	s.platform = &platform{db: primary, coll: s.coll, cfg: cfg}
-	s.sessions = s.collection(cfg.collection + sessionsSuffix)
-	s.clock = newServerClock(primary, s.sessions, cfg)
+	sessions := s.collection(cfg.collection + sessionsSuffix)
+	s.clock = newServerClock(primary, sessions, cfg)
 	s.writer = &writer{cfg: cfg, platform: s.platform, clock: s.clock}
+	s.sessions = &sessionStore{coll: sessions, cfg: cfg, writer: s.writer, clock: s.clock, prepare: s.prepare}
 	s.feed = &feed{
 		db: primary, events: primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
 		cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform, prepare: s.prepare,
 	}
-	s.keys = s.collection(cfg.collection + keysSuffix)
+	s.dir = &directory{coll: s.collection(cfg.collection + keysSuffix), cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform}
 	return s
 }
 
@@ -109,10 +108,10 @@ func (s *Store) CheckKey(key string) error { return checkKey(key) }
 // gone (closing.go).
 func (s *Store) Close() error {
 	s.writer.beginClose()
-	if !s.closed.Load() && s.sessionMade.Load() {
+	if !s.closed.Load() && s.sessions.made.Load() {
 		ctx, cancel := s.writer.cleanupContext(closeCleanTime)
 		if ctx.Err() == nil {
-			s.cleanSessions(ctx)
+			s.sessions.clean(ctx)
 		}
 		cancel()
 	}
