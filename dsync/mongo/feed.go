@@ -81,7 +81,8 @@ const (
 // mu guards tail, closed and pauseFirst, and is held only to read or set
 // them: never while another lock is taken, nor while a follower stops.
 // insertMu orders this store's event inserts on FerretDB (insertEvent):
-// it is held across one insert, never with mu.
+// it is held across one insert, never with mu; the writer takes its own
+// lock within that insert, after it.
 type feed struct {
 	db     *mongo.Database // creates the events collection
 	events *mongo.Collection

@@ -21,33 +21,31 @@ import (
 )
 
 // Store is the MongoDB driver: a driver.Store over a database's lock
-// and sessions collections, a driver.Feed over its events collection
-// (feed.go), and a driver.KeyChecker. It decides nothing; a dsync.Client
-// made over it (dsync.NewClient) runs the protocol above it. Make it with
-// NewStore. Every read and update of one document
-// filters on _id alone: FerretDB answers any other query by decoding the
-// whole collection.
+// and sessions collections, a driver.Feed over its events collection,
+// and a driver.KeyChecker. It decides nothing; a dsync.Client made over
+// it (dsync.NewClient) runs the protocol above it. Make it with
+// NewStore. Every read and update of one document filters on _id alone:
+// FerretDB answers any other query by decoding the whole collection.
 type Store struct {
-	db       *mongo.Database
-	coll     *mongo.Collection // claims, shadows, end markers, gates
-	sessions *sessionStore     // the sessions collection (sessions.go)
-	cfg      *config
+	db   *mongo.Database
+	coll *mongo.Collection // claims, shadows, end markers, gates
+	cfg  *config
 
-	// sem serializes preparation (index creation, estimator start) and
-	// Close, while letting a waiting caller give up when its ctx ends.
-	sem chan struct{}
-	// platform: what the store learned of the deployment as it was
-	// prepared (deployment.go).
-	platform *platform
-	// clock: the server-time estimators (servertime.go).
-	clock  *serverClock
-	closed atomic.Bool
-	// writer sends the writes (writes.go).
-	writer *writer
-	// feed is the wake-up feed (feed.go).
-	feed *feed
-	// dir is the directory of keys (directory.go).
-	dir *directory
+	// sem is the preparation lock: it serializes preparation (the
+	// platform's probe, check and reach, the estimators' start) and the
+	// end of Close, while letting a waiting caller give up when its ctx
+	// ends. No other lock of the store is taken while it is held.
+	sem    chan struct{}
+	closed atomic.Bool // set under sem
+
+	// The store's parts, each over the state it owns; newStore makes
+	// them, and the Store passes on the calls they serve (roles.go).
+	platform *platform     // what it learned of the deployment (deployment.go)
+	clock    *serverClock  // the server-time estimators (servertime.go)
+	writer   *writer       // how writes are sent; whether the server answers (writes.go)
+	sessions *sessionStore // the sessions collection: sessions, peers, revocations (sessions.go)
+	dir      *directory    // the directory of keys (directory.go)
+	feed     *feed         // the wake-up feed (feed.go)
 }
 
 var (

@@ -27,7 +27,9 @@ type writer struct {
 
 	// answeredAt is when the server last answered a write, and
 	// unansweredSent when the last write it did not answer was sent, on
-	// cfg.mono's scale (noteAnswer); guarded by mu.
+	// cfg.mono's scale (noteAnswer); guarded by mu, which is held for
+	// nothing else (the feed holds its insertMu around a write, so that
+	// lock comes before this one).
 	mu             sync.Mutex
 	answeredAt     time.Duration
 	unansweredSent time.Duration
