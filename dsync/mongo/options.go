@@ -54,7 +54,7 @@ type config struct {
 	// (WithIndexManagement).
 	manageIndexes bool
 	// memberSkew is the bound on replica-set members' clock skew
-	// (WithMemberSkew); negative: by the deployment (servertime.go).
+	// (WithMemberSkew); negative: by the deployment (deployment.go).
 	memberSkew time.Duration
 	// eventAwait bounds each getMore of the events cursor (WithEventAwait).
 	eventAwait time.Duration

@@ -42,10 +42,8 @@ func (d revokeDoc) revocation() driver.Revocation {
 }
 
 // Revoke implements driver.RevokeStore: one insert of the record, and
-// no other write. It never writes a session's documents: on FerretDB an
-// update is a read and a later whole-document write, so a revoke's write
-// could land after a renewal its owner already counted and put back the
-// older expiresAt (two holders). The owner reads the record (Revoked).
+// no other write (a write of a session's documents could undo a renewal
+// on FerretDB: see Store.Revoke).
 func (ss *sessionStore) Revoke(ctx context.Context, r driver.Revocation) error {
 	if _, err := ss.prepare(ctx); err != nil {
 		return err

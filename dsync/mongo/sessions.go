@@ -51,7 +51,7 @@ type sessionStore struct {
 	made atomic.Bool
 }
 
-// InsertSession serves driver.Store.InsertSession: one insert.
+// InsertSession is the Store's (driver.Store): one insert.
 func (ss *sessionStore) InsertSession(ctx context.Context, sess driver.Session) error {
 	err := ss.writer.write(ctx, "session", func(ctx context.Context) error {
 		_, err := ss.coll.InsertOne(ctx, sessionDoc{
@@ -99,17 +99,10 @@ func (ss *sessionStore) clean(ctx context.Context) {
 	ss.cleanRevocations(ctx, before)
 }
 
-// RenewSession serves driver.Store.RenewSession: one findAndModify by _id, raising
-// the expiry with $max, never $set: a renewal applied late, after later
-// ones, must not move the expiry back (on MongoDB; on FerretDB the engine
-// sees to it that no two renewals of one document are ever in flight
-// together). It is never sent again here: after an unknown outcome the
-// engine moves to the session's next document.
-//
-// The renewal also samples the server's clock: it sets "seen" with
-// $currentDate and reads the document back, so on a single server the
-// estimator needs no sampling commands of its own while renewals flow
-// (clockcheck.Estimator.Sampled).
+// RenewSession is the Store's (driver.Store): one findAndModify by _id
+// that raises the expiry with $max (a renewal applied late must not move
+// it back) and samples the server's clock by setting "seen" with
+// $currentDate; see Store.RenewSession.
 func (ss *sessionStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
 	update := bson.D{
@@ -141,8 +134,8 @@ func (ss *sessionStore) RenewSession(ctx context.Context, id string, gen int, ex
 	return found, nil
 }
 
-// GetSession serves driver.Store.GetSession: one find of every document of the
-// session (usually one).
+// GetSession is the Store's (driver.Store): one find of every document
+// of the session (usually one).
 func (ss *sessionStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
 	cur, err := ss.coll.Find(ctx, sessionDocsFilter(id))
 	if err != nil {

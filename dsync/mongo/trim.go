@@ -44,13 +44,13 @@ import (
 //
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
-// up to that event), and its process then reopens it (feed.go). Deleting
-// only what every cursor that keeps up has left behind keeps that rare:
-// an event goes only once the event after it has been there for
-// trimSlack (a cursor that keeps up returns an event within about 20 ms
-// of its insert), and only when more than trimKeep events come after it,
-// or when the stream has been quiet for trimQuiet (a cursor whose last
-// event is not the newest after that lags by seconds).
+// up to that event), and its process then reopens it (feed_tail.go).
+// Deleting only what every cursor that keeps up has left behind keeps
+// that rare: an event goes only once the event after it has been there
+// for trimSlack (a cursor that keeps up returns an event within about
+// 20 ms of its insert), and only when more than trimKeep events come
+// after it, or when the stream has been quiet for trimQuiet (a cursor
+// whose last event is not the newest after that lags by seconds).
 //
 // What is trimmed is missed only by a cursor that lags that far, or
 // opens later (it reopens a second or more after a failure): a waiter it
