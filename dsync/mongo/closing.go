@@ -15,27 +15,27 @@ import (
 // left a write unanswered and has answered none since: a program that
 // closes its backend because the server is gone must not wait for it.
 
-// noteAnswer records what became of a write sent at sent (on s.mono's
+// noteAnswer records what became of a write sent at sent (on cfg.mono's
 // scale) that returned err: the server answered it when err is nil or an
 // error the server sent; otherwise (no reply in time, a broken
 // connection, the caller gave up) it did not.
-func (s *Store) noteAnswer(sent time.Duration, err error) {
+func (w *writer) noteAnswer(sent time.Duration, err error) {
 	var se mongo.ServerError
-	s.reachMu.Lock()
-	defer s.reachMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err == nil || errors.As(err, &se) {
-		s.answeredAt = max(s.answeredAt, s.mono())
+		w.answeredAt = max(w.answeredAt, w.cfg.mono())
 	} else {
-		s.unansweredSent = max(s.unansweredSent, sent)
+		w.unansweredSent = max(w.unansweredSent, sent)
 	}
 }
 
 // unreachable reports whether the server has answered no write since it
 // left one unanswered: it seems gone.
-func (s *Store) unreachable() bool {
-	s.reachMu.Lock()
-	defer s.reachMu.Unlock()
-	return s.unansweredSent > s.answeredAt
+func (w *writer) unreachable() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unansweredSent > w.answeredAt
 }
 
 // beginClose starts the deadline that every write on the way out shares
@@ -43,24 +43,24 @@ func (s *Store) unreachable() bool {
 // server seems gone. The way out begins when the Client stops following
 // the wake-up stream (its Close does, before it closes the store), or at
 // Close.
-func (s *Store) beginClose() {
+func (w *writer) beginClose() {
 	d := closeCleanTime
-	if s.unreachable() {
+	if w.unreachable() {
 		d = 0
 	}
 	deadline := time.Now().Add(d)
-	s.closeBy.CompareAndSwap(nil, &deadline)
+	w.closeBy.CompareAndSwap(nil, &deadline)
 }
 
 // cleanupContext returns the context of a best-effort write on the way
 // out: bounded by the deadline of the way out once it has begun, else by
 // d from now, or already ended when the server seems gone. Its caller
 // skips the write if the context has ended already.
-func (s *Store) cleanupContext(d time.Duration) (context.Context, context.CancelFunc) {
-	if by := s.closeBy.Load(); by != nil {
+func (w *writer) cleanupContext(d time.Duration) (context.Context, context.CancelFunc) {
+	if by := w.closeBy.Load(); by != nil {
 		return context.WithDeadline(context.Background(), *by)
 	}
-	if s.unreachable() {
+	if w.unreachable() {
 		d = 0
 	}
 	return context.WithTimeout(context.Background(), d)

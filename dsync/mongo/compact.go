@@ -38,7 +38,7 @@ func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, error) {
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "key", Value: 1}, {Key: "_id", Value: 0}}))
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, err
 	}
 	defer cur.Close(ctx)
@@ -53,7 +53,7 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 		keys[d.Key] = true
 	}
 	if err := cur.Err(); err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, err
 	}
 	return keys, nil
@@ -69,9 +69,9 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 // deleteMany as a read and then deletes by _id: what remains open is the
 // server's own time between the two, not a request's time on the way.)
 // The sweep also deletes the session documents long expired
-// (cleanSessions).
+// (sessionStore.clean).
 func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	defer s.cleanSessions(ctx)
+	defer s.sessions.clean(ctx)
 	if keep == nil {
 		keep = []string{}
 	}
@@ -85,26 +85,26 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 	expiredDone := append(idle[:len(idle):len(idle)],
 		bson.E{Key: "kind", Value: driver.KindDone},
 		bson.E{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}})
-	if !s.ferret.Load() {
-		return s.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+	if !s.platform.isFerret() {
+		return s.writer.deleteMany(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
 			bson.E{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindProtocol}}},
 			bson.E{Key: "$or", Value: bson.A{
 				bson.D{{Key: "kind", Value: bson.D{{Key: "$ne", Value: driver.KindDone}}}},
 				bson.D{{Key: "exp", Value: bson.D{{Key: "$lt", Value: before}}}},
 			}}))
 	}
-	n, err := s.deleteWhere(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
+	n, err := s.writer.deleteWhere(ctx, s.coll, "compact", append(idle[:len(idle):len(idle)],
 		bson.E{Key: "kind", Value: bson.D{{Key: "$nin", Value: bson.A{driver.KindProtocol, driver.KindDone}}}}))
 	if err != nil {
 		return n, err
 	}
-	m, err := s.deleteMany(ctx, s.coll, "compact done", expiredDone)
+	m, err := s.writer.deleteMany(ctx, s.coll, "compact done", expiredDone)
 	return n + m, err
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).
 func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	_, err := s.deleteWhere(ctx, s.coll, "drop gates", bson.D{
+	_, err := s.writer.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},
 		{Key: "at", Value: bson.D{{Key: "$lt", Value: sentBefore.UTC()}}},

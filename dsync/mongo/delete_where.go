@@ -44,20 +44,20 @@ const (
 // returns how many it deleted: by _id on FerretDB, so filter must select
 // only documents whose _id never comes back (see above). op names the
 // write for errors and faults.
-func (s *Store) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
-	if !s.ferret.Load() {
-		return s.deleteMany(ctx, coll, op, filter)
+func (w *writer) deleteWhere(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+	if !w.platform.isFerret() {
+		return w.deleteMany(ctx, coll, op, filter)
 	}
 	var total int64
 	for {
 		ids, err := idsWhere(ctx, coll, filter, deletePass)
 		if err != nil {
-			s.noteFailure(err)
+			w.clock.noteFailure(err)
 			return total, err
 		}
 		var deleted int64
 		for chunk := range slices.Chunk(ids, deleteBatch) {
-			n, err := s.deleteByID(ctx, coll, op, chunk)
+			n, err := w.deleteByID(ctx, coll, op, chunk)
 			deleted += n
 			if err != nil {
 				return total + deleted, err
@@ -76,7 +76,7 @@ func (s *Store) deleteWhere(ctx context.Context, coll *mongo.Collection, op stri
 // deleteByID deletes the documents of coll with these _ids, one delete
 // by _id after the other in one request, and returns how many it
 // deleted.
-func (s *Store) deleteByID(ctx context.Context, coll *mongo.Collection, op string, ids []any) (int64, error) {
+func (w *writer) deleteByID(ctx context.Context, coll *mongo.Collection, op string, ids []any) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -85,7 +85,7 @@ func (s *Store) deleteByID(ctx context.Context, coll *mongo.Collection, op strin
 		models[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: id}})
 	}
 	var n int64
-	err := s.write(ctx, op, func(ctx context.Context) error {
+	err := w.write(ctx, op, func(ctx context.Context) error {
 		r, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
 		if r != nil {
 			n = r.DeletedCount
@@ -97,9 +97,9 @@ func (s *Store) deleteByID(ctx context.Context, coll *mongo.Collection, op strin
 
 // deleteMany deletes the documents of coll that filter selects, in one
 // deleteMany, and returns how many it deleted.
-func (s *Store) deleteMany(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
+func (w *writer) deleteMany(ctx context.Context, coll *mongo.Collection, op string, filter bson.D) (int64, error) {
 	var n int64
-	err := s.write(ctx, op, func(ctx context.Context) error {
+	err := w.write(ctx, op, func(ctx context.Context) error {
 		r, err := coll.DeleteMany(ctx, filter)
 		if r != nil {
 			n = r.DeletedCount

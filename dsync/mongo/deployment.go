@@ -8,192 +8,163 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// What the store adapts to the deployment it runs on: the index it
-// needs, the server's kind, write timeouts and which failed writes are
-// worth sending again.
+// What the store learns of the deployment it runs on, as it is
+// prepared: whether the server is FerretDB, and which release; the
+// deployment's kind (topology); whether its collections are sharded as
+// the protocol needs (sharding) and its lock index (index.go); whether
+// it is reached over loopback (loopback.go). How the store writes to it
+// (write timeouts, which failed writes are worth sending again) is
+// writes.go's.
 
-// lockIndexKeys are the keys of the lock collection's index. It is not
-// unique: a claim and its end markers share key and epoch.
-var lockIndexKeys = bson.D{{Key: "key", Value: 1}, {Key: "kind", Value: 1}, {Key: "epoch", Value: 1}}
+// A platform is what the store learned of its deployment. Its fields but
+// ferret and loopback are set by probe, check and reach, which the store
+// calls one at a time, holding its preparation lock (Store.sem), and are
+// read only under that lock; ferret and loopback are read anywhere, once
+// set.
+type platform struct {
+	db   *mongo.Database
+	coll *mongo.Collection // the lock collection (its index)
+	cfg  *config
 
-// lockIndexName is the name the server gives the index by default.
-const lockIndexName = "key_1_kind_1_epoch_1"
+	probed bool     // ferret, ferretRelease and topo are known
+	topo   topology // the deployment's kind
+	// ferret: the server is FerretDB; ferretRelease: 1 or 2 there, else
+	// 0 (ferretReleaseOf).
+	ferret        atomic.Bool
+	ferretRelease int
+	indexed       bool // check is done
+	// loopback: every server is reached over loopback (loopback.go);
+	// reached: that is known.
+	loopback atomic.Bool
+	reached  bool
+}
 
-// v1IndexName is the unique {key: 1, epoch: 1} index that dsync's first
-// protocol created on the lock collection. Left in place, it makes every
-// end marker's insert fail with a duplicate key (a claim and its marker
-// share key and epoch).
-const v1IndexName = "key_1_epoch_1"
+// isFerret reports whether the server is FerretDB (false until probed).
+func (p *platform) isFerret() bool { return p.ferret.Load() }
 
-// markerFields are the fields that claims and end markers of one epoch
-// share: a unique index on some of them only (besides _id) refuses end
-// markers, or a second marker of one epoch.
-var markerFields = []string{"key", "kind", "epoch"}
-
-// ensureIndex creates the (key, kind, epoch) index, or accepts an
-// equivalent one that exists (WithIndexManagement), and refuses a
-// collection with a unique index that would refuse end markers.
-func (s *Store) ensureIndex(ctx context.Context) error {
-	err := s.fault("createIndexes")
-	if err == nil {
-		_, err = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
-	}
-	if err != nil && ctx.Err() != nil {
-		return wrap(ctx, "create index on", s.cfg.collection, err)
-	}
-	// Created or not, list the indexes: an index in the way is not an
-	// error of createIndexes. Not created: no privilege, or an index with
-	// these keys exists under another name or with other options
-	// (IndexOptionsConflict, 85), or another index has its name
-	// (IndexKeySpecsConflict, 86).
-	found, lerr := s.findIndex(ctx)
-	if lerr == nil && found.blocking != "" {
-		return fmt.Errorf("%w: collection %q has the unique index %s, which refuses the end markers dsync writes "+
-			"(a claim and its markers share key and epoch)%s; drop it (db.%s.dropIndex(%q))",
-			ErrIndex, s.cfg.collection, found.blocking, found.v1Hint(), s.cfg.collection, found.blockingName)
-	}
-	if err == nil {
-		if lerr != nil {
-			s.cfg.logger.Debug("dsyncmongo: listing the lock collection's indexes failed", slog.String("collection", s.cfg.collection), slog.Any("err", lerr))
-		}
+// probe detects, once, whether the server is FerretDB and what kind of
+// deployment it is; the store's preparation lock is held. It comes
+// before any write: it decides the write timeout.
+func (p *platform) probe(ctx context.Context) error {
+	if p.probed {
 		return nil
 	}
-	if lerr == nil && found.equivalent != "" {
-		s.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", s.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", err))
-		return nil
-	}
-	why := "no equivalent index exists"
-	switch {
-	case lerr != nil:
-		why = fmt.Sprintf("listing the existing indexes failed too (%v)", lerr)
-	case found.conflict != "":
-		why = "the existing " + found.conflict + " is not equivalent (it must be on exactly these keys, not unique, with no partial filter, no collation and not hidden)"
-	}
-	return fmt.Errorf("%w: creating the index {key: 1, kind: 1, epoch: 1} (%q) on collection %q failed, and %s; "+
-		"grant the createIndex privilege on the collection, or create the index beforehand and use WithIndexManagement(false): %w",
-		ErrIndex, lockIndexName, s.cfg.collection, why, err)
-}
-
-// indexes is what findIndex learned of the lock collection's indexes.
-type indexes struct {
-	equivalent   string // the name of an index equivalent to the lock index
-	conflict     string // else: an index on its keys, or with its name, that is not
-	blocking     string // a unique index that refuses end markers, described
-	blockingName string
-}
-
-func (x indexes) v1Hint() string {
-	if x.blockingName == v1IndexName {
-		return ": the collection was written by an older dsync (protocol v1)"
-	}
-	return ""
-}
-
-// findIndex lists the lock collection's indexes.
-func (s *Store) findIndex(ctx context.Context) (indexes, error) {
-	var x indexes
-	cur, err := s.coll.Indexes().List(ctx)
+	ferret, release, err := p.detectFerretDB(ctx)
 	if err != nil {
-		return x, err
+		return err
 	}
-	var specs []bson.Raw
-	if err := cur.All(ctx, &specs); err != nil {
-		return x, err
+	topo := topologySingle
+	switch {
+	case p.cfg.test != nil && p.cfg.test.topology != nil:
+		topo = *p.cfg.test.topology
+	case !ferret:
+		if topo, err = p.detectTopology(ctx); err != nil {
+			return err
+		}
 	}
-	for _, spec := range specs {
-		n, _ := spec.Lookup("name").StringValueOK()
-		keys, ok := spec.Lookup("key").DocumentOK()
-		if !ok {
-			continue
-		}
-		if blocksMarkers(spec, keys) && x.blocking == "" {
-			x.blocking, x.blockingName = fmt.Sprintf("%q (%s)", n, keys), n
-		}
-		if !sameKeys(keys) {
-			if n == lockIndexName {
-				x.conflict = fmt.Sprintf("index %q (on other keys)", n)
-			}
-			continue
-		}
-		if equivalentIndex(spec) {
-			x.equivalent = n
-			continue
-		}
-		x.conflict = fmt.Sprintf("index %q on {key, kind, epoch}", n)
-	}
-	return x, nil
+	p.ferret.Store(ferret)
+	p.ferretRelease = release
+	p.topo = topo
+	p.probed = true
+	p.logStart()
+	return nil
 }
 
-// blocksMarkers reports whether an index is unique on fields that claims
-// and markers of one epoch share, and on nothing else: every document has
-// them, so the index refuses a marker next to its claim, or a second
-// marker of a kind for an epoch (two withdrawn claims of one epoch). A
-// partial unique index is taken to refuse them too.
-func blocksMarkers(spec, keys bson.Raw) bool {
-	if u, ok := spec.Lookup("unique").BooleanOK(); !ok || !u {
-		return false
+// logStart says, once, at Info, where the store keeps its documents:
+// when two programs (or a program and the dsync command) should share
+// locks and do not, the database or collection is the usual culprit.
+func (p *platform) logStart() {
+	server := "MongoDB"
+	if p.ferret.Load() {
+		server = "FerretDB"
 	}
-	elems, err := keys.Elements()
-	if err != nil || len(elems) == 0 {
-		return false
-	}
-	for _, e := range elems {
-		if !slices.Contains(markerFields, e.Key()) {
-			return false
-		}
-	}
-	return true
+	p.cfg.logger.Info("dsyncmongo: where this process keeps its locks",
+		slog.String("database", p.db.Name()), slog.String("collection", p.cfg.collection),
+		slog.String("server", server+", "+p.topo.String()))
 }
 
-// sameKeys reports whether an index's keys are key, kind, epoch in this
-// order, each ascending or descending: any of them serves equality on key
-// and kind with a sort on epoch.
-func sameKeys(keys bson.Raw) bool {
-	elems, err := keys.Elements()
-	if err != nil || len(elems) != len(markerFields) {
-		return false
-	}
-	for i, want := range markerFields {
-		if elems[i].Key() != want {
-			return false
-		}
-		v, ok := elems[i].Value().AsFloat64OK()
-		if !ok || (v != 1 && v != -1) {
-			return false
+// check checks the collections' sharding on a sharded cluster and
+// creates the index, unless told not to; the store's preparation lock
+// is held.
+func (p *platform) check(ctx context.Context) error {
+	if p.topo == topologySharded {
+		if err := p.checkSharding(ctx); err != nil {
+			return err
 		}
 	}
-	return true
+	if !p.indexed && p.cfg.manageIndexes {
+		// The (key, kind, epoch) index serves queries of people (the
+		// protocol reads by _id only). It is not unique: a claim and its
+		// marker share key and epoch. The deterministic _id alone makes
+		// inserts exclusive.
+		if err := p.ensureIndex(ctx); err != nil {
+			return err
+		}
+	}
+	p.indexed = true
+	return nil
 }
 
-// equivalentIndex reports whether an index on the lock keys can stand in
-// for the one the store creates: over every document, with binary
-// string comparison, used by queries, and not unique (a unique one
-// refuses a second marker of one kind for an epoch).
-func equivalentIndex(spec bson.Raw) bool {
-	if u, ok := spec.Lookup("unique").BooleanOK(); ok && u {
-		return false
+// topology is what hello says of the deployment: how many servers may
+// answer the samples over time.
+type topology int
+
+const (
+	topologySingle   topology = iota // a standalone server, FerretDB
+	topologyReplicas                 // a replica set: failovers change the primary
+	topologySharded                  // mongos: each shard is a replica set
+)
+
+func (t topology) String() string {
+	return [...]string{"a single server", "a replica set", "a sharded cluster (mongos)"}[t]
+}
+
+// detectTopology asks hello (or, failing that, isMaster) what answers: a
+// mongos says "isdbgrid", a replica set member names its set. A server
+// that answers neither is taken to be a replica set, which assumes the
+// most (a member skew).
+func (p *platform) detectTopology(ctx context.Context) (topology, error) {
+	var reply struct {
+		Msg     string `bson:"msg"`
+		SetName string `bson:"setName"`
 	}
-	if _, err := spec.LookupErr("partialFilterExpression"); err == nil {
-		return false
+	err := p.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&reply)
+	var se mongo.ServerError
+	if errors.As(err, &se) && ctx.Err() == nil {
+		err = p.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Decode(&reply)
 	}
-	if h, ok := spec.Lookup("hidden").BooleanOK(); ok && h {
-		return false
+	switch {
+	case errors.As(err, &se) && ctx.Err() == nil:
+		p.cfg.logger.Debug("dsyncmongo: neither hello nor isMaster answered; assuming a replica set", slog.Any("err", err))
+		return topologyReplicas, nil
+	case err != nil:
+		return 0, wrap(ctx, "hello on", p.db.Name(), err)
+	case reply.Msg == "isdbgrid":
+		return topologySharded, nil
+	case reply.SetName != "":
+		return topologyReplicas, nil
 	}
-	if c, err := spec.LookupErr("collation"); err == nil {
-		doc, ok := c.DocumentOK()
-		if !ok {
-			return false
-		}
-		if loc, _ := doc.Lookup("locale").StringValueOK(); loc != "simple" {
-			return false
-		}
+	return topologySingle, nil
+}
+
+// memberSkew is the member skew to assume on a deployment: the one set
+// with WithMemberSkew, else DefaultMemberSkew wherever more than one
+// server can be primary, and 0 on a single server.
+func (p *platform) memberSkew(t topology) time.Duration {
+	if p.cfg.memberSkew >= 0 {
+		return p.cfg.memberSkew
 	}
-	return true
+	if t == topologySingle {
+		return 0
+	}
+	return DefaultMemberSkew
 }
 
 // detectFerretDB reports whether the server is FerretDB, which adds
@@ -201,24 +172,24 @@ func equivalentIndex(spec bson.Raw) bool {
 // is (ferretReleaseOf; 0: not FerretDB). A server that refuses buildInfo
 // (the Stable API in strict mode does) counts as MongoDB; any other
 // failure is returned.
-func (s *Store) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
-	if s.cfg.ferretDB != nil {
-		if *s.cfg.ferretDB {
+func (p *platform) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
+	if t := p.cfg.test; t != nil && t.ferretDB != nil {
+		if *t.ferretDB {
 			return true, 1, nil
 		}
 		return false, 0, nil
 	}
-	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	raw, err := p.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	var se mongo.ServerError
 	switch {
 	case err == nil:
 		_, err = raw.LookupErr("ferretdbVersion")
 		return err == nil, ferretReleaseOf(raw), nil
 	case errors.As(err, &se) && ctx.Err() == nil:
-		s.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
+		p.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
 		return false, 0, nil
 	}
-	return false, 0, wrap(ctx, "buildInfo on", s.db.Name(), err)
+	return false, 0, wrap(ctx, "buildInfo on", p.db.Name(), err)
 }
 
 // shardKeyFields are the fields a lock collection may be sharded on: each
@@ -240,17 +211,17 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // the collection is sharded at all, and a sharded one whose key cannot be
 // read is refused too (ErrSharded). If neither answers, the call fails with
 // their errors, and the next call asks again. Run through a mongos only.
-func (s *Store) checkSharding(ctx context.Context) error {
+func (p *platform) checkSharding(ctx context.Context) error {
 	for _, c := range []struct {
 		name    string
 		allowed []string
 		why     string
 	}{
-		{s.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
-		{s.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
-		{s.cfg.collection + keysSuffix, []string{"_id"}, "only on _id, so that all the inserts of one key reach one shard"},
+		{p.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
+		{p.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
+		{p.cfg.collection + keysSuffix, []string{"_id"}, "only on _id, so that all the inserts of one key reach one shard"},
 	} {
-		key, sharded, err := s.shardKey(ctx, c.name)
+		key, sharded, err := p.shardKey(ctx, c.name)
 		if err != nil {
 			// Not ErrSharded: the server may answer next time.
 			return fmt.Errorf("dsyncmongo: cannot tell whether collection %q is sharded, or on what (grant find on config.collections, or collStats on the collection): %w",
@@ -280,16 +251,16 @@ func (s *Store) checkSharding(ctx context.Context) error {
 // shardKey returns the shard key of the collection name of the store's
 // database, and whether it is sharded. sharded with a nil key: sharded,
 // key unknown.
-func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
-	if err := s.fault("shard key"); err != nil {
+func (p *platform) shardKey(ctx context.Context, name string) (bson.Raw, bool, error) {
+	if err := p.cfg.fault("shard key"); err != nil {
 		return nil, false, err
 	}
-	ns := s.db.Name() + "." + name
+	ns := p.db.Name() + "." + name
 	var entry struct {
 		Key     bson.Raw `bson:"key"`
 		Dropped bool     `bson:"dropped"` // before MongoDB 5.0, dropped collections stay listed
 	}
-	err := s.db.Client().Database(s.cfg.configDB).Collection("collections").
+	err := p.db.Client().Database(p.cfg.configDB()).Collection("collections").
 		FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&entry)
 	switch {
 	case err == nil:
@@ -299,11 +270,11 @@ func (s *Store) shardKey(ctx context.Context, name string) (bson.Raw, bool, erro
 	case ctx.Err() != nil:
 		return nil, false, err
 	}
-	s.cfg.logger.Debug("dsyncmongo: reading config.collections failed; asking collStats", slog.String("collection", name), slog.Any("err", err))
+	p.cfg.logger.Debug("dsyncmongo: reading config.collections failed; asking collStats", slog.String("collection", name), slog.Any("err", err))
 	var stats struct {
 		Sharded bool `bson:"sharded"`
 	}
-	serr := s.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: name}}).Decode(&stats)
+	serr := p.db.RunCommand(ctx, bson.D{{Key: "collStats", Value: name}}).Decode(&stats)
 	var se mongo.ServerError
 	if errors.As(serr, &se) && se.HasErrorCode(26) { // NamespaceNotFound: not created yet, so not sharded
 		return nil, false, nil

@@ -21,12 +21,12 @@ import (
 
 // withFault installs a test fault hook.
 func withFault(f func(op string) error) Option {
-	return func(c *config) error { c.fault = f; return nil }
+	return func(c *config) error { c.tests().fault = f; return nil }
 }
 
 // asFerretDB overrides the detection of FerretDB.
 func asFerretDB(is bool) Option {
-	return func(c *config) error { c.ferretDB = &is; return nil }
+	return func(c *config) error { c.tests().ferretDB = &is; return nil }
 }
 
 // logRecords collects what a backend logs.
@@ -333,7 +333,7 @@ func TestNoWriteTimeoutOnFerretDB(t *testing.T) {
 	if err := lockAndEnd(ctx, b, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if !b.s.ferret.Load() {
+	if !b.s.platform.isFerret() {
 		t.Error("FerretDB not detected")
 	}
 	if n := maxTime.Load(); n != 0 {

@@ -46,6 +46,16 @@ const (
 	cursorCloseTimeout = 2 * time.Second
 )
 
+// A directory serves the directory of keys. Its state is the collection:
+// the order it lists keys in is the server's (KeyOrder).
+type directory struct {
+	coll     *mongo.Collection
+	cfg      *config
+	writer   *writer
+	clock    *serverClock
+	platform *platform // FerretDB lists keys in order of first use
+}
+
 // keyDoc is a document of the directory.
 type keyDoc struct {
 	ID string `bson:"_id"`
@@ -54,9 +64,9 @@ type keyDoc struct {
 	Created time.Time `bson:"created"`
 }
 
-// PutKeys implements driver.Store: one unordered insert, whose
+// PutKeys is the Store's (driver.Store): one unordered insert, whose
 // duplicate-key answers mean those keys are recorded.
-func (s *Store) PutKeys(ctx context.Context, keys []string) error {
+func (d *directory) PutKeys(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -65,10 +75,10 @@ func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 		if err := checkKey(key); err != nil {
 			return err
 		}
-		docs[i] = keyDoc{ID: key, Created: s.now()}
+		docs[i] = keyDoc{ID: key, Created: d.clock.now()}
 	}
-	err := s.write(ctx, "keys", func(ctx context.Context) error {
-		_, err := s.keys.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	err := d.writer.write(ctx, "keys", func(ctx context.Context) error {
+		_, err := d.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 		return err
 	})
 	var bwe mongo.BulkWriteException
@@ -83,42 +93,42 @@ func (s *Store) PutKeys(ctx context.Context, keys []string) error {
 	return nil // each failure was a key recorded already
 }
 
-// HasKey implements driver.Store: a find by _id, which FerretDB, unlike
-// a range, answers without decoding the documents it passes.
-func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
-	err := s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+// HasKey is the Store's (driver.Store): a find by _id, which FerretDB,
+// unlike a range, answers without decoding the documents it passes.
+func (d *directory) HasKey(ctx context.Context, key string) (bool, error) {
+	err := d.coll.FindOne(ctx, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return false, nil
 	}
-	s.noteFailure(err)
-	return false, wrap(ctx, "look up in "+s.cfg.collection+keysSuffix+" the key", key, err)
+	d.clock.noteFailure(err)
+	return false, wrap(ctx, "look up in "+d.cfg.collection+keysSuffix+" the key", key, err)
 }
 
-// KeyOrder implements driver.Store: OrderFirstUse on FerretDB,
+// KeyOrder is the Store's (driver.Store): OrderFirstUse on FerretDB,
 // OrderBytes elsewhere.
-func (s *Store) KeyOrder() driver.KeyOrder {
-	if s.ferret.Load() {
+func (d *directory) KeyOrder() driver.KeyOrder {
+	if d.platform.isFerret() {
 		return driver.OrderFirstUse
 	}
 	return driver.OrderBytes
 }
 
-// ListKeys implements driver.Store: one find, and a getMore per batch of
-// listBatch keys as the caller goes on.
-func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+// ListKeys is the Store's (driver.Store): one find, and a getMore per
+// batch of listBatch keys as the caller goes on.
+func (d *directory) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		filter, opts, exact, err := s.keyQuery(q)
+		filter, opts, exact, err := d.keyQuery(q)
 		if err != nil {
 			yield("", err)
 			return
 		}
-		cur, err := s.keys.Find(ctx, filter, opts)
+		cur, err := d.coll.Find(ctx, filter, opts)
 		if err != nil {
-			s.noteFailure(err)
-			yield("", wrap(ctx, "list keys of", s.cfg.collection+keysSuffix, err))
+			d.clock.noteFailure(err)
+			yield("", wrap(ctx, "list keys of", d.cfg.collection+keysSuffix, err))
 			return
 		}
 		defer func() {
@@ -126,7 +136,7 @@ func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[strin
 			defer cancel()
 			_ = cur.Close(cctx)
 		}()
-		byBytes := s.KeyOrder() == driver.OrderBytes
+		byBytes := d.KeyOrder() == driver.OrderBytes
 		listed := 0
 		for (q.Limit == 0 || listed < q.Limit) && cur.Next(ctx) {
 			key, ok := cur.Current.Lookup("_id").StringValueOK()
@@ -145,8 +155,8 @@ func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[strin
 			listed++
 		}
 		if err := cur.Err(); err != nil {
-			s.noteFailure(err)
-			yield("", wrap(ctx, "list keys of", s.cfg.collection+keysSuffix, err))
+			d.clock.noteFailure(err)
+			yield("", wrap(ctx, "list keys of", d.cfg.collection+keysSuffix, err))
 		}
 	}
 }
@@ -154,14 +164,14 @@ func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[strin
 // keyQuery is the find of a listing: its filter and options, and whether
 // the filter selects exactly the keys with the prefix (else the caller
 // filters too).
-func (s *Store) keyQuery(q driver.KeyQuery) (filter bson.D, opts *options.FindOptionsBuilder, exact bool, err error) {
+func (d *directory) keyQuery(q driver.KeyQuery) (filter bson.D, opts *options.FindOptionsBuilder, exact bool, err error) {
 	switch {
 	case q.Limit < 0:
 		return nil, nil, false, fmt.Errorf("dsyncmongo: listing keys: negative limit %d", q.Limit)
 	case !utf8.ValidString(q.Prefix) || !utf8.ValidString(q.After):
 		return nil, nil, false, fmt.Errorf("%w: listing keys with prefix %q after %q", ErrInvalidKey, q.Prefix, q.After)
 	}
-	byBytes := s.KeyOrder() == driver.OrderBytes
+	byBytes := d.KeyOrder() == driver.OrderBytes
 	if q.After != "" && !byBytes {
 		return nil, nil, false, fmt.Errorf("dsyncmongo: listing keys after %q: %w (FerretDB: a listing in any other order reads the whole directory)",
 			q.After, driver.ErrAfterUnsupported)

@@ -23,7 +23,7 @@ func (d *doctor) index(ctx context.Context) {
 	var x indexes
 	names, err := d.s.db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: d.s.cfg.collection}})
 	if err == nil && len(names) > 0 {
-		x, err = d.s.findIndex(ctx)
+		x, err = d.s.platform.findIndex(ctx)
 	}
 	var se mongo.ServerError
 	switch {
@@ -54,7 +54,7 @@ func (d *doctor) sharding(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := d.s.checkSharding(ctx)
+	err := d.s.platform.checkSharding(ctx)
 	switch {
 	case err == nil:
 		d.add(Finding{Check: "sharding", Status: Pass, Found: "the lock, sessions and keys collections are unsharded, or sharded on keys dsync allows"})
@@ -95,7 +95,7 @@ func (d *doctor) clock(ctx context.Context) {
 		return
 	}
 	d.add(Finding{Check: "member skew", Status: Pass,
-		Found: fmt.Sprintf("dsync assumes the members' clocks within %v of each other (WithMemberSkew); it cannot measure them from here", d.s.memberSkew(map[string]topology{"replica set": topologyReplicas, "mongos": topologySharded}[d.topo.kind])),
+		Found: fmt.Sprintf("dsync assumes the members' clocks within %v of each other (WithMemberSkew); it cannot measure them from here", d.s.platform.memberSkew(map[string]topology{"replica set": topologyReplicas, "mongos": topologySharded}[d.topo.kind])),
 		Fix:   "keep NTP on every member; measure one with: dsync clock --uri 'mongodb://MEMBER/?directConnection=true'"})
 }
 

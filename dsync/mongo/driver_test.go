@@ -16,7 +16,7 @@ import (
 func TestDriverConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) driver.Store {
 		s := newBackend(t, mongotest.NewDatabase(t), dsync.ClientWithWakeups(true)).s
-		s.runsOnFerretDB = true // check the find it would send on MongoDB
+		s.cfg.tests().readRuns = true // check the find it would send on MongoDB
 		return s
 	}, drivertest.Peer(func(t *testing.T, first driver.Store) driver.Store {
 		return newBackend(t, mongotest.SameDatabase(t, first.(*Store).db), dsync.ClientWithWakeups(true)).s

@@ -18,8 +18,8 @@ import (
 // collection, and telling a store that cannot have one.
 
 // Publish implements driver.Feed: one insert into the events collection.
-func (s *Store) Publish(ctx context.Context, e driver.Event) error {
-	est, err := s.prepare(ctx)
+func (f *feed) Publish(ctx context.Context, e driver.Event) error {
+	est, err := f.prepare(ctx)
 	if err != nil {
 		return err
 	}
@@ -32,11 +32,11 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	default:
 		return fmt.Errorf("dsyncmongo: unknown event kind %d", e.Kind)
 	}
-	s.publishedBy.Store(&e.Proc)
-	if err := s.insertEvent(ctx, d); err != nil {
+	f.publishedBy.Store(&e.Proc)
+	if err := f.insertEvent(ctx, d); err != nil {
 		return err
 	}
-	if !s.ferret.Load() {
+	if !f.platform.isFerret() {
 		return nil
 	}
 	// On FerretDB, a cursor returns events in the order of their record
@@ -56,19 +56,19 @@ func (s *Store) Publish(ctx context.Context, e driver.Event) error {
 	// claim waited for.
 	for try := range lateTries {
 		landed := est.Now().Latest
-		if err := s.fault("event landed"); err != nil {
+		if err := f.cfg.fault("event landed"); err != nil {
 			return nil
 		}
-		late, leftovers, err := s.landedLate(ctx, d.ID, landed)
+		late, leftovers, err := f.landedLate(ctx, d.ID, landed)
 		if try == 0 && len(leftovers) > 0 {
 			// Read anyway: events their senders did not delete (trim.go).
-			s.deleteEvents(ctx, leftovers)
+			f.deleteEvents(ctx, leftovers)
 		}
 		if err != nil || !late {
 			return nil // best effort: the event itself was sent
 		}
 		d.ID, d.At = bson.NewObjectID(), est.Now().Earliest
-		if err := s.insertEvent(ctx, d); err != nil {
+		if err := f.insertEvent(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -93,8 +93,8 @@ const lateTries = 2
 //
 // It also returns, as old, the events sent leftoverAge or more before
 // landed but the last (their senders did not delete them: trim.go).
-func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
-	cur, err := s.events.Find(ctx, bson.D{}, options.Find().
+func (f *feed) landedLate(ctx context.Context, id bson.ObjectID, landed time.Time) (late bool, old []bson.ObjectID, err error) {
+	cur, err := f.events.Find(ctx, bson.D{}, options.Find().
 		SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: 1}}).
 		SetBatchSize(eventsMaxDocs))
 	if err != nil {
@@ -137,13 +137,13 @@ func (s *Store) landedLate(ctx context.Context, id bson.ObjectID, landed time.Ti
 // the cursors passed over some of them, and over the copies sent again
 // (TestWaitersOfManyKeysWokenByTheirEnds); one at a time, a process's
 // events commit in the order of their record ids.
-func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
-	if s.ferret.Load() {
-		s.eventMu.Lock()
-		defer s.eventMu.Unlock()
+func (f *feed) insertEvent(ctx context.Context, e eventDoc) error {
+	if f.platform.isFerret() {
+		f.insertMu.Lock()
+		defer f.insertMu.Unlock()
 	}
-	return s.write(ctx, "event", func(ctx context.Context) error {
-		_, err := s.events.InsertOne(ctx, e)
+	return f.writer.write(ctx, "event", func(ctx context.Context) error {
+		_, err := f.events.InsertOne(ctx, e)
 		return err
 	})
 }
@@ -156,15 +156,15 @@ func (s *Store) insertEvent(ctx context.Context, e eventDoc) error {
 // here, and on FerretDB's SQLite backend many clients creating one
 // collection at once have left another collection's table missing from
 // its registry ("no such table"), failing every write to it.
-func (s *Store) createEvents(ctx context.Context) error {
-	name := s.cfg.collection + eventsSuffix
-	exists, err := s.checkEvents(ctx, name)
+func (f *feed) createEvents(ctx context.Context) error {
+	name := f.cfg.collection + eventsSuffix
+	exists, err := f.checkEvents(ctx, name)
 	if err != nil || exists {
 		return err
 	}
-	err = s.fault("create events")
+	err = f.cfg.fault("create events")
 	if err == nil {
-		err = s.db.CreateCollection(ctx, name, options.CreateCollection().
+		err = f.db.CreateCollection(ctx, name, options.CreateCollection().
 			SetCapped(true).SetSizeInBytes(eventsCap).SetMaxDocuments(eventsMaxDocs))
 	}
 	var ce mongo.CommandError
@@ -173,7 +173,7 @@ func (s *Store) createEvents(ctx context.Context) error {
 		return nil
 	case errors.As(err, &ce) && (ce.Code == 48 || ce.Name == "NamespaceExists"):
 		// Created meanwhile by another process.
-		_, err = s.checkEvents(ctx, name)
+		_, err = f.checkEvents(ctx, name)
 		return err
 	case unsupported(err):
 		return &noEventsError{"the server does not support capped collections", err}
@@ -186,8 +186,8 @@ func (s *Store) createEvents(ctx context.Context) error {
 // fails or says nothing of the options counts as not knowing: the
 // collection is taken to exist only if listed (a tailable cursor on it
 // fails later if it is not capped).
-func (s *Store) checkEvents(ctx context.Context, name string) (bool, error) {
-	specs, err := s.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+func (f *feed) checkEvents(ctx context.Context, name string) (bool, error) {
+	specs, err := f.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
 	if err != nil || len(specs) != 1 {
 		return false, nil
 	}

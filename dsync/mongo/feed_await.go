@@ -18,13 +18,13 @@ const getMoreSlack = 5 * time.Second
 // names nor the waiter's own claim has been seen to end (feed_waits.go),
 // or for othersWaitGrace after it showed one.
 func (t *tailer) awaitTime() time.Duration {
-	safety := t.s.cfg.eventAwait
-	if t.s.ferret.Load() {
+	safety := t.f.cfg.eventAwait
+	if t.f.platform.isFerret() {
 		at := time.Duration(t.othersWaitAt.Load())
-		if at != 0 && t.s.mono()-at < othersWaitGrace {
+		if at != 0 && t.f.cfg.mono()-at < othersWaitGrace {
 			return min(safety, ferretAwait)
 		}
-		if t.othersWait.any(t.s.ServerTime().Earliest) {
+		if t.othersWait.any(t.f.clock.serverTime().Earliest) {
 			return min(safety, ferretAwait)
 		}
 	}

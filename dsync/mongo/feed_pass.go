@@ -54,7 +54,7 @@ func (p *streamPass) caughtUp() {
 // see takes in event e.
 func (p *streamPass) see(e eventDoc) {
 	t := p.t
-	ours := e.Proc == t.openProc || t.s.publishedByUs(e.Proc)
+	ours := e.Proc == t.openProc || t.f.publishedByUs(e.Proc)
 	if t.trim != nil {
 		t.trim.note(e.ID, ours)
 		if !p.quick && !p.live && e.ID != p.open.ID {

@@ -3,8 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"sync"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Pausing the feed (driver.FeedPauser): while direct hints reach the
@@ -13,16 +11,14 @@ import (
 // re-run of the cursor's query every 10 ms; resumed, it opens the
 // stream again from scratch, as after a failure, and says Live.
 
-var _ driver.FeedPauser = (*Store)(nil)
-
 // Pause implements driver.FeedPauser.
-func (s *Store) Pause(paused bool) {
-	s.feedMu.Lock()
-	t := s.tail
+func (f *feed) Pause(paused bool) {
+	f.mu.Lock()
+	t := f.tail
 	if t == nil {
-		s.pauseFirst.Store(paused)
+		f.pauseFirst = paused
 	}
-	s.feedMu.Unlock()
+	f.mu.Unlock()
 	if t != nil {
 		t.pause.set(paused)
 	}

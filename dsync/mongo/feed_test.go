@@ -20,10 +20,13 @@ import (
 )
 
 // tail returns b's follower of the event stream, or nil.
-func tail(b *testClient) *tailer {
-	b.s.feedMu.Lock()
-	defer b.s.feedMu.Unlock()
-	return b.s.tail
+func tail(b *testClient) *tailer { return b.s.feed.follower() }
+
+// follower returns the feed's follower of the event stream, or nil.
+func (f *feed) follower() *tailer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tail
 }
 
 // waitWakeups waits until b follows the event stream.
@@ -765,7 +768,7 @@ func TestEndDeletesLeftoverEvents(t *testing.T) {
 	}
 	left := []bson.ObjectID{old(), old()}
 	// The collection's last event stays, however old.
-	if _, leftovers, err := b.s.landedLate(ctx, bson.NewObjectID(), b.s.ServerTime().Latest); err != nil || len(leftovers) != 1 || leftovers[0] != left[0] {
+	if _, leftovers, err := b.s.feed.landedLate(ctx, bson.NewObjectID(), b.s.ServerTime().Latest); err != nil || len(leftovers) != 1 || leftovers[0] != left[0] {
 		t.Errorf("leftovers %v (%v), want the first of %v alone", leftovers, err, left)
 	}
 	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
@@ -866,7 +869,7 @@ func waitQueued(t *testing.T, ctx context.Context, b *testClient, key string, n 
 func waitAnnounced(t *testing.T, ctx context.Context, b *testClient, key string, n int) {
 	t.Helper()
 	for {
-		cur, err := b.s.events.Find(ctx, bson.D{{Key: "kind", Value: eventWait}, {Key: "key", Value: key}})
+		cur, err := b.s.feed.events.Find(ctx, bson.D{{Key: "kind", Value: eventWait}, {Key: "key", Value: key}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -188,11 +188,11 @@ func TestEventAwaitLongSoonAfterTheLastAnnouncement(t *testing.T) {
 	follow(t, ctx, b)
 	next()
 	tl := tail(b)
-	tl.othersWaitAt.Store(int64(b.s.mono() - time.Second))
+	tl.othersWaitAt.Store(int64(b.s.cfg.mono() - time.Second))
 	if got := tl.awaitTime(); got != ferretAwait {
 		t.Errorf("a second after an announcement: getMore of the event cursor waits up to %v, want %v", got, ferretAwait)
 	}
-	tl.othersWaitAt.Store(int64(b.s.mono() - othersWaitGrace - time.Second))
+	tl.othersWaitAt.Store(int64(b.s.cfg.mono() - othersWaitGrace - time.Second))
 	if got := tl.awaitTime(); got != safety {
 		t.Errorf("%v after the last announcement, its claim ended: getMore of the event cursor waits up to %v, want %v", othersWaitGrace+time.Second, got, safety)
 	}

@@ -73,16 +73,17 @@ const (
 // 2 in PostgreSQL; FerretDB 1 as the plan of a find by _id on the lock
 // collection says, which it passes through from its backend. Unknown
 // when the plan says neither (an empty plan, for a collection not yet
-// made); an error when explain failed. s.sem is held.
-func (s *Store) ferretBackend(ctx context.Context) (ferretDBBackend, error) {
-	if s.ferretRelease == 2 {
+// made); an error when explain failed. The store's preparation lock is
+// held.
+func (p *platform) ferretBackend(ctx context.Context) (ferretDBBackend, error) {
+	if p.ferretRelease == 2 {
 		return backendPostgreSQL, nil
 	}
-	if err := s.fault("explain"); err != nil {
+	if err := p.cfg.fault("explain"); err != nil {
 		return backendUnknown, err
 	}
-	raw, err := s.db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{
-		{Key: "find", Value: s.cfg.collection},
+	raw, err := p.db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{
+		{Key: "find", Value: p.cfg.collection},
 		{Key: "filter", Value: bson.D{{Key: "_id", Value: "dsync"}}},
 	}}}).Raw()
 	if err != nil {

@@ -241,9 +241,9 @@ func TestPeerRecordsGoWithExpiredSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.cleanSessions(ctx)
+	st.sessions.clean(ctx)
 	for id, want := range map[string]int64{peerIDPrefix + "old": 0, peerIDPrefix + "fresh": 1, hintKeyID: 1} {
-		n, err := st.sessions.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}})
+		n, err := st.sessions.coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}})
 		if err != nil || n != want {
 			t.Errorf("%s: %d documents (%v), want %d", id, n, err, want)
 		}
@@ -277,9 +277,7 @@ func TestStoreFeedPausedWhileHintsReach(t *testing.T) {
 	locked := make(chan error, 1)
 	go func() { locked <- waiter.LockContext(ctx) }()
 	paused := func() bool {
-		st.feedMu.Lock()
-		tl := st.tail
-		st.feedMu.Unlock()
+		tl := st.feed.follower()
 		if tl == nil {
 			return false
 		}

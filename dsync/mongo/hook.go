@@ -7,5 +7,5 @@ import (
 
 // What tests of other packages may set on a Store (internal/mongohook).
 func init() {
-	mongohook.ReadRuns = func(s driver.Store) { s.(*Store).runsOnFerretDB = true }
+	mongohook.ReadRuns = func(s driver.Store) { s.(*Store).cfg.tests().readRuns = true }
 }

@@ -23,7 +23,7 @@ func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	for i := range todo {
 		todo[i] = i
 	}
-	_ = s.retry(ctx, endAttempts, "gates", func() error {
+	_ = retry(ctx, s.cfg.logger, endAttempts, "gates", func() error {
 		todo = s.insertEachOnce(ctx, docs, todo, errs)
 		if len(todo) == 0 {
 			return nil
@@ -41,7 +41,7 @@ func (s *Store) insertEachOnce(ctx context.Context, docs []driver.Doc, todo []in
 	for j, i := range todo {
 		batch[j] = toLockDoc(docs[i])
 	}
-	err := s.write(ctx, "gate", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "gate", func(ctx context.Context) error {
 		_, err := s.coll.InsertMany(ctx, batch, options.InsertMany().SetOrdered(false))
 		return err
 	})

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Whether this process reaches the deployment over loopback
@@ -32,94 +30,87 @@ import (
 // (whatsmyuri, hello on a replica set, explain on FerretDB 1) counts as
 // not reached over loopback, and the store says so at Info.
 
-var _ driver.LoopbackReporter = (*Store)(nil)
-
 // errNoBackend: explain's plan, on FerretDB 1, names no backend (the
 // lock collection is not made yet, or a release whose plans differ).
 var errNoBackend = errors.New("the plan of a find names neither SQLite nor PostgreSQL")
 
-// Loopback implements driver.LoopbackReporter: whether, as the store was
-// prepared, every server of the deployment was reached over loopback
-// and the deployment is neither a sharded cluster nor FerretDB on
-// PostgreSQL. False before.
-func (s *Store) Loopback() bool { return s.loopback.Load() }
-
-// reachLocked detects, once, whether the deployment is reached over
-// loopback, as Prepare prepares the store (a Client's reads, which
-// PrepareRead prepares for, have no use for it); s.sem is held, the
-// deployment probed and the lock collection made if the store makes it.
-func (s *Store) reachLocked(ctx context.Context) error {
-	if s.reached {
+// reach detects, once, whether the deployment is reached over loopback,
+// as Prepare prepares the store (a Client's reads, which PrepareRead
+// prepares for, have no use for it); the store's preparation lock is
+// held, the deployment probed and the lock collection made if the store
+// makes it.
+func (p *platform) reach(ctx context.Context) error {
+	if p.reached {
 		return nil
 	}
-	loopback, err := s.detectLoopback(ctx)
+	loopback, err := p.detectLoopback(ctx)
 	if err != nil {
 		return err
 	}
-	s.loopback.Store(loopback)
-	s.reached = true
+	p.loopback.Store(loopback)
+	p.reached = true
 	return nil
 }
 
 // detectLoopback is what Loopback reports once the store is prepared. It
 // fails only when ctx ends.
-func (s *Store) detectLoopback(ctx context.Context) (bool, error) {
-	if s.topo == topologySharded {
+func (p *platform) detectLoopback(ctx context.Context) (bool, error) {
+	if p.topo == topologySharded {
 		return false, nil
 	}
 	var me struct {
 		You string `bson:"you"`
 	}
-	err := s.fault("whatsmyuri")
+	err := p.cfg.fault("whatsmyuri")
 	if err == nil {
-		err = s.db.RunCommand(ctx, bson.D{{Key: "whatsmyuri", Value: 1}}).Decode(&me)
-		if s.cfg.seenFrom != nil {
-			me.You, err = *s.cfg.seenFrom, nil
+		err = p.db.RunCommand(ctx, bson.D{{Key: "whatsmyuri", Value: 1}}).Decode(&me)
+		if t := p.cfg.test; t != nil && t.seenFrom != nil {
+			me.You, err = *t.seenFrom, nil
 		}
 	}
 	if err != nil {
-		return false, s.cannotTell(ctx, "whatsmyuri", err)
+		return false, p.cannotTell(ctx, "whatsmyuri", err)
 	}
 	if !loopbackAddr(me.You) {
-		s.notLoopback("the server sees this process come from another address", slog.String("seen from", me.You))
+		p.notLoopback("the server sees this process come from another address", slog.String("seen from", me.You))
 		return false, nil
 	}
 	if ours, err := ourConnection(me.You); err != nil || !ours {
 		// A proxy on the server's machine (or /proc unreadable).
-		s.notLoopback("the loopback address the server sees is no connection of this process", slog.String("seen from", me.You), slog.Any("err", err))
+		p.notLoopback("the loopback address the server sees is no connection of this process", slog.String("seen from", me.You), slog.Any("err", err))
 		return false, nil
 	}
-	if s.topo == topologyReplicas {
+	if p.topo == topologyReplicas {
 		var hello struct {
 			Hosts    []string `bson:"hosts"`
 			Passives []string `bson:"passives"`
 			Arbiters []string `bson:"arbiters"`
 		}
-		err := s.fault("hello")
+		err := p.cfg.fault("hello")
 		if err == nil {
-			err = s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
+			err = p.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
 		}
 		if err != nil {
-			return false, s.cannotTell(ctx, "hello", err)
+			return false, p.cannotTell(ctx, "hello", err)
 		}
 		members := append(append(hello.Hosts, hello.Passives...), hello.Arbiters...)
 		if !loopbackMembers(members) {
-			s.notLoopback("a member of the replica set is not on loopback", slog.Any("members", members))
+			p.notLoopback("a member of the replica set is not on loopback", slog.Any("members", members))
 			return false, nil
 		}
 	}
-	if s.ferretRelease == 0 {
+	if p.ferretRelease == 0 {
 		return true, nil
 	}
-	backend, err := s.ferretBackend(ctx)
+	backend, err := p.ferretBackend(ctx)
 	if err == nil && backend == backendUnknown {
 		err = errNoBackend
 	}
 	if err != nil {
-		return false, s.cannotTell(ctx, "explain", err)
+		return false, p.cannotTell(ctx, "explain", err)
 	}
 	if backend != backendSQLite {
-		s.notLoopback("FerretDB on PostgreSQL: FerretDB processes on other machines may share its data", slog.Int("release", s.ferretRelease))
+		p.notLoopback("FerretDB on PostgreSQL: FerretDB processes on other machines may share its data", slog.Int("release", p.ferretRelease))
 		return false, nil
 	}
 	return true, nil
@@ -129,19 +120,19 @@ func (s *Store) detectLoopback(ctx context.Context) (bool, error) {
 // the deployment is reached over loopback: the cause of ctx if it ended,
 // else nil, having said at Info that the store counts as not reached
 // over loopback (once: the store asks once).
-func (s *Store) cannotTell(ctx context.Context, cmd string, err error) error {
+func (p *platform) cannotTell(ctx context.Context, cmd string, err error) error {
 	if ctx.Err() != nil {
-		return wrap(ctx, cmd+" on", s.db.Name(), err)
+		return wrap(ctx, cmd+" on", p.db.Name(), err)
 	}
-	s.cfg.logger.Info("dsyncmongo: cannot tell whether the server is reached over loopback: direct hints stay off unless asked for",
+	p.cfg.logger.Info("dsyncmongo: cannot tell whether the server is reached over loopback: direct hints stay off unless asked for",
 		slog.String("command", cmd), slog.Any("err", err))
 	return nil
 }
 
 // notLoopback says at Debug why the deployment does not count as
 // reached over loopback.
-func (s *Store) notLoopback(why string, attrs ...any) {
-	s.cfg.logger.Debug("dsyncmongo: not reached over loopback: "+why, attrs...)
+func (p *platform) notLoopback(why string, attrs ...any) {
+	p.cfg.logger.Debug("dsyncmongo: not reached over loopback: "+why, attrs...)
 }
 
 // loopbackMembers reports whether a replica set whose members hello

@@ -103,7 +103,7 @@ func TestLoopbackUnanswered(t *testing.T) {
 		t.Skip("the test server does not count as loopback: nothing to take away")
 	}
 	replicas := topologyReplicas
-	asReplicaSet := func(c *config) error { c.topology = &replicas; return nil }
+	asReplicaSet := func(c *config) error { c.tests().topology = &replicas; return nil }
 	refused := errors.New("refused")
 	type unanswered struct {
 		name string

@@ -141,7 +141,7 @@ func TestLoopbackNotElsewhere(t *testing.T) {
 		sopts []Option
 		copts []dsync.ClientOption
 	}{
-		{"seen from another address", []Option{func(c *config) error { a := "192.0.2.7:40000"; c.seenFrom = &a; return nil }}, nil},
+		{"seen from another address", []Option{func(c *config) error { a := "192.0.2.7:40000"; c.tests().seenFrom = &a; return nil }}, nil},
 		{"turned off", nil, []dsync.ClientOption{dsync.ClientWithHints("", "")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,8 +192,8 @@ func TestLoopbackWhatCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	st.topo = topologySharded
-	if got, err := st.detectLoopback(context.Background()); got || err != nil {
+	st.platform.topo = topologySharded
+	if got, err := st.platform.detectLoopback(context.Background()); got || err != nil {
 		t.Errorf("a sharded cluster counts as loopback: %v, %v", got, err)
 	}
 }

@@ -54,26 +54,70 @@ type config struct {
 	// (WithIndexManagement).
 	manageIndexes bool
 	// memberSkew is the bound on replica-set members' clock skew
-	// (WithMemberSkew); negative: by the deployment (servertime.go).
+	// (WithMemberSkew); negative: by the deployment (deployment.go).
 	memberSkew time.Duration
 	// eventAwait bounds each getMore of the events cursor (WithEventAwait).
 	eventAwait time.Duration
 
-	// Tests only. fault, if set, is consulted before the writes named
-	// "createIndexes", "claim", "end", "renew", "probe", "shard key" and "create events" are
-	// sent; an error it returns stands for the driver's. ferretDB, if
-	// set, overrides the detection of FerretDB (deployment.go).
-	fault    func(op string) error
+	// test holds what only tests set; nil in every program.
+	test *testHooks
+}
+
+// testHooks are the settings of a config that only tests make: this
+// package's tests, through options of their own, and other packages'
+// through internal/mongohook (hook.go). Behind one pointer, nil in every
+// program, so that no production path reads them by mistake.
+type testHooks struct {
+	// fault, if set, is consulted before each write is sent, by the name
+	// write gives it ("claim", "end", "renew", "event", ...), and before
+	// the other commands tests fail ("createIndexes", "probe", "shard
+	// key", "create events", "event landed", and the loopback detection's
+	// "whatsmyuri", "hello" and "explain"); an error it returns stands for
+	// the driver's.
+	fault func(op string) error
+	// ferretDB, if set, overrides the detection of FerretDB
+	// (deployment.go).
 	ferretDB *bool
-	// topology, if set, overrides the detection of the deployment's kind
-	// (servertime.go); configDB names the database whose "collections"
-	// collection lists shard keys ("config").
+	// topology, if set, overrides the detection of the deployment's kind;
+	// configDB, if set, names the database whose "collections"
+	// collection lists shard keys (else "config").
 	topology *topology
 	configDB string
 	// seenFrom, if set, overrides the address the server tells it sees
 	// this process's connection come from (whatsmyuri: loopback.go).
 	seenFrom *string
+	// readRuns: GetRun reads runs on FerretDB too (the conformance
+	// suite's test of it, and the integration suite's workers: run.go).
+	readRuns bool
 }
+
+// tests returns c's test hooks, made on first use. Only tests call it.
+func (c *config) tests() *testHooks {
+	if c.test == nil {
+		c.test = &testHooks{}
+	}
+	return c.test
+}
+
+// fault consults the test hook for the write named op.
+func (c *config) fault(op string) error {
+	if c.test != nil && c.test.fault != nil {
+		return c.test.fault(op)
+	}
+	return nil
+}
+
+// configDB names the database whose "collections" collection lists shard
+// keys.
+func (c *config) configDB() string {
+	if c.test != nil && c.test.configDB != "" {
+		return c.test.configDB
+	}
+	return "config"
+}
+
+// mono is the local monotonic clock's reading.
+func (c *config) mono() time.Duration { return c.clock.Monotonic() }
 
 func newConfig(opts []Option) (*config, error) {
 	host, _ := os.Hostname()
@@ -89,7 +133,6 @@ func newConfig(opts []Option) (*config, error) {
 		manageIndexes: true,
 		memberSkew:    -1,
 		eventAwait:    DefaultEventAwait,
-		configDB:      "config",
 	}
 	for _, opt := range opts {
 		if opt == nil {

@@ -25,7 +25,7 @@ const (
 	peerIDAfterAll = "#hint/peer0" // '0' follows '/': the end of the prefix's range
 )
 
-var _ driver.PeerStore = (*Store)(nil)
+var _ driver.PeerStore = (*sessionStore)(nil)
 
 // hintKeyDoc is the hint key's document. It has no expiresAt: the
 // cleaning of sessions never selects it.
@@ -44,15 +44,15 @@ type peerDoc struct {
 // HintKey implements driver.PeerStore: a read of the key recorded (each
 // process calls it every 30 s: one command while there is one); if none,
 // an insert of key, and on a duplicate, a read of the key that won.
-func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
-	if _, err := s.prepare(ctx); err != nil {
+func (ss *sessionStore) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	if _, err := ss.prepare(ctx); err != nil {
 		return nil, err
 	}
-	if k, found, err := s.readHintKey(ctx); err != nil || found {
+	if k, found, err := ss.readHintKey(ctx); err != nil || found {
 		return k, err
 	}
-	err := s.write(ctx, "hint key", func(ctx context.Context) error {
-		_, err := s.sessions.InsertOne(ctx, hintKeyDoc{ID: hintKeyID, Key: key})
+	err := ss.writer.write(ctx, "hint key", func(ctx context.Context) error {
+		_, err := ss.coll.InsertOne(ctx, hintKeyDoc{ID: hintKeyID, Key: key})
 		return err
 	})
 	if err == nil {
@@ -60,7 +60,7 @@ func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	// A duplicate, or an insert of unknown outcome (ours may have landed):
 	// either way the key recorded is the one to use.
-	k, found, rerr := s.readHintKey(ctx)
+	k, found, rerr := ss.readHintKey(ctx)
 	switch {
 	case rerr != nil:
 		return nil, rerr
@@ -71,9 +71,9 @@ func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // readHintKey reads the hint key recorded, if any.
-func (s *Store) readHintKey(ctx context.Context) (key []byte, found bool, err error) {
+func (ss *sessionStore) readHintKey(ctx context.Context) (key []byte, found bool, err error) {
 	var d hintKeyDoc
-	err = s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: hintKeyID}}).Decode(&d)
+	err = ss.coll.FindOne(ctx, bson.D{{Key: "_id", Value: hintKeyID}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, false, nil
 	}
@@ -84,12 +84,12 @@ func (s *Store) readHintKey(ctx context.Context) (key []byte, found bool, err er
 }
 
 // PutPeer implements driver.PeerStore: one upsert by _id.
-func (s *Store) PutPeer(ctx context.Context, p driver.Peer) error {
-	if _, err := s.prepare(ctx); err != nil {
+func (ss *sessionStore) PutPeer(ctx context.Context, p driver.Peer) error {
+	if _, err := ss.prepare(ctx); err != nil {
 		return err
 	}
-	return s.write(ctx, "peer", func(ctx context.Context) error {
-		_, err := s.sessions.ReplaceOne(ctx, bson.D{{Key: "_id", Value: peerIDPrefix + p.ID}},
+	return ss.writer.write(ctx, "peer", func(ctx context.Context) error {
+		_, err := ss.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: peerIDPrefix + p.ID}},
 			peerDoc{ID: peerIDPrefix + p.ID, Addr: p.Addr, ExpiresAt: p.ExpiresAt},
 			options.Replace().SetUpsert(true))
 		return err
@@ -98,11 +98,11 @@ func (s *Store) PutPeer(ctx context.Context, p driver.Peer) error {
 
 // Peers implements driver.PeerStore: one find on the range of peers'
 // _ids.
-func (s *Store) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	if _, err := s.prepare(ctx); err != nil {
+func (ss *sessionStore) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
+	if _, err := ss.prepare(ctx); err != nil {
 		return nil, err
 	}
-	cur, err := s.sessions.Find(ctx, bson.D{
+	cur, err := ss.coll.Find(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gt", Value: peerIDPrefix}, {Key: "$lt", Value: peerIDAfterAll}}},
 		{Key: "expiresAt", Value: bson.D{{Key: "$gt", Value: after}}},
 	})

@@ -3,6 +3,7 @@ package dsyncmongo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -36,7 +37,7 @@ func (s *Store) PrepareRead(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if s.prepared() {
+	if s.clock.prepared() {
 		return nil
 	}
 	select {
@@ -48,26 +49,13 @@ func (s *Store) PrepareRead(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if s.prepared() {
+	if s.clock.prepared() {
 		return nil
 	}
-	if err := s.probeLocked(ctx); err != nil {
+	if err := s.platform.probe(ctx); err != nil {
 		return err
 	}
-	e, err := clockcheck.NewEstimator(ctx, s.db, s.estimatorOptions()...)
-	if err != nil {
-		return fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
-	}
-	s.readEst.Store(e)
-	return nil
-}
-
-// retireReadEstimatorLocked stops the reads' estimator once Prepare's exists
-// (ServerTime prefers Prepare's); s.sem is held.
-func (s *Store) retireReadEstimatorLocked() {
-	if e := s.readEst.Swap(nil); e != nil {
-		_ = e.Close()
-	}
+	return s.clock.startRead(ctx, s.platform.memberSkew(s.platform.topo))
 }
 
 // ServerNowRead is ServerNow for readers: the interval the server's
@@ -80,7 +68,7 @@ func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) 
 	if err := s.PrepareRead(ctx); err != nil {
 		return clockcheck.Interval{}, err
 	}
-	e := s.readEstimator()
+	e := s.clock.forReads()
 	if e == nil { // Close retired the estimators meanwhile
 		return clockcheck.Interval{}, ErrClosed
 	}
@@ -92,7 +80,7 @@ func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) 
 // zero Interval. A Client reports with it which claims' sessions look
 // expired; it never judges a write with it.
 func (s *Store) ReadServerTime() driver.Interval {
-	e := s.readEstimator()
+	e := s.clock.forReads()
 	if e == nil {
 		return driver.Interval{}
 	}
@@ -100,39 +88,59 @@ func (s *Store) ReadServerTime() driver.Interval {
 	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
 }
 
-// readEstimator returns Prepare's estimator if it has one, else
+// startRead starts, once the deployment is known (its member skew,
+// skew), the estimator that samples with hello; the store's preparation
+// lock is held.
+func (c *serverClock) startRead(ctx context.Context, skew time.Duration) error {
+	e, err := clockcheck.NewEstimator(ctx, c.db, c.options(skew)...)
+	if err != nil {
+		return fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
+	}
+	c.readEst.Store(e)
+	return nil
+}
+
+// retireRead stops the reads' estimator once Prepare's exists
+// (ServerTime prefers Prepare's), or at Close; the store's preparation
+// lock is held.
+func (c *serverClock) retireRead() {
+	if e := c.readEst.Swap(nil); e != nil {
+		_ = e.Close()
+	}
+}
+
+// forReads returns Prepare's estimator if it has one, else
 // PrepareRead's; nil before either (or after Close).
 //
-// readEst is loaded before est. prepare stores est first and only then
+// readEst is loaded before est. start stores est first and only then
 // retires readEst (Swap(nil)), and atomics are sequentially consistent,
 // so a nil readEst read here means either that PrepareRead has not run
 // or that est was already stored before, and the later load of est sees
 // it. Loaded the other way round, a reader could load est (nil, not yet
-// stored), then find readEst retired by a prepare that ran in between,
+// stored), then find readEst retired by a start that ran in between,
 // and report no estimator at all, although one of the two always existed
 // (only Close leaves both nil).
-func (s *Store) readEstimator() *clockcheck.Estimator {
-	r := s.readEst.Load()
-	if e := s.est.Load(); e != nil {
+func (c *serverClock) forReads() *clockcheck.Estimator {
+	r := c.readEst.Load()
+	if e := c.est.Load(); e != nil {
 		return e
 	}
 	return r
 }
 
 // prepared reports whether Prepare or PrepareRead has started an
-// estimator (readEst first: see readEstimator).
-func (s *Store) prepared() bool { return s.readEstimator() != nil }
+// estimator (readEst first: see forReads).
+func (c *serverClock) prepared() bool { return c.forReads() != nil }
 
-// estimatorOptions are the options of both of the store's clock
-// estimators (Prepare's, which samples with the store's probe, and
-// PrepareRead's, which samples with hello): the store's clock, logger and
-// member skew, then extra, then those the store was configured with,
-// which come last so that they win.
-func (s *Store) estimatorOptions(extra ...clockcheck.Option) []clockcheck.Option {
+// options are the options of both estimators (Prepare's, which samples
+// with the store's probe, and PrepareRead's, which samples with hello):
+// the store's clock, logger and the member skew, then extra, then those
+// the store was configured with, which come last so that they win.
+func (c *serverClock) options(skew time.Duration, extra ...clockcheck.Option) []clockcheck.Option {
 	opts := []clockcheck.Option{
-		clockcheck.WithClock(s.cfg.clock), clockcheck.WithLogger(s.cfg.logger),
-		clockcheck.WithMemberSkew(s.memberSkew(s.topo)),
+		clockcheck.WithClock(c.cfg.clock), clockcheck.WithLogger(c.cfg.logger),
+		clockcheck.WithMemberSkew(skew),
 	}
 	opts = append(opts, extra...)
-	return append(opts, s.cfg.estimator...)
+	return append(opts, c.cfg.estimator...)
 }

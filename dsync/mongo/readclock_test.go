@@ -38,7 +38,7 @@ func TestServerTimeNeverFromReads(t *testing.T) {
 	if err := s.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s.readEst.Load() != nil {
+	if s.clock.readEst.Load() != nil {
 		t.Error("PrepareRead's estimator outlived Prepare's")
 	}
 	w, r := s.ServerTime(), s.ReadServerTime()

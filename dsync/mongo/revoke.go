@@ -25,7 +25,7 @@ const (
 	revokeIDAfterAll = "#revoke0" // '0' follows '/': the end of the prefix's range
 )
 
-var _ driver.RevokeStore = (*Store)(nil)
+var _ driver.RevokeStore = (*sessionStore)(nil)
 
 // revokeDoc is a revocation's document.
 type revokeDoc struct {
@@ -42,16 +42,14 @@ func (d revokeDoc) revocation() driver.Revocation {
 }
 
 // Revoke implements driver.RevokeStore: one insert of the record, and
-// no other write. It never writes a session's documents: on FerretDB an
-// update is a read and a later whole-document write, so a revoke's write
-// could land after a renewal its owner already counted and put back the
-// older expiresAt (two holders). The owner reads the record (Revoked).
-func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
-	if _, err := s.prepare(ctx); err != nil {
+// no other write (a write of a session's documents could undo a renewal
+// on FerretDB: see Store.Revoke).
+func (ss *sessionStore) Revoke(ctx context.Context, r driver.Revocation) error {
+	if _, err := ss.prepare(ctx); err != nil {
 		return err
 	}
-	err := s.write(ctx, "revoke", func(ctx context.Context) error {
-		_, err := s.sessions.InsertOne(ctx, revokeDoc{ID: revokeIDPrefix + r.Session, By: r.By, Reason: r.Reason, At: r.At})
+	err := ss.writer.write(ctx, "revoke", func(ctx context.Context) error {
+		_, err := ss.coll.InsertOne(ctx, revokeDoc{ID: revokeIDPrefix + r.Session, By: r.By, Reason: r.Reason, At: r.At})
 		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
@@ -61,14 +59,14 @@ func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
 }
 
 // Revoked implements driver.RevokeStore: one find by _id.
-func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+func (ss *sessionStore) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
 	var d revokeDoc
-	err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: revokeIDPrefix + session}}).Decode(&d)
+	err := ss.coll.FindOne(ctx, bson.D{{Key: "_id", Value: revokeIDPrefix + session}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return driver.Revocation{}, false, nil
 	}
 	if err != nil {
-		s.noteFailure(err)
+		ss.clock.noteFailure(err)
 		return driver.Revocation{}, false, err
 	}
 	return d.revocation(), true, nil
@@ -77,8 +75,8 @@ func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation,
 // Revocations implements driver.RevokeStore: one find on the range of
 // revocations' _ids. It does not prepare the store: a read must not
 // create the collections (dsync status of an empty database).
-func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	cur, err := s.sessions.Find(ctx, bson.D{
+func (ss *sessionStore) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+	cur, err := ss.coll.Find(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gt", Value: revokeIDPrefix}, {Key: "$lt", Value: revokeIDAfterAll}}},
 	})
 	if err != nil {
@@ -104,7 +102,7 @@ func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 // checks its deadline first), and no renewal it sent can make it keep
 // the session: the record can no longer change what anyone does.
 // cleanRevocations deletes a record only well past that point, by the
-// rule that deletes the session documents themselves (cleanSessions): the
+// rule that deletes the session documents themselves (sessionStore.clean): the
 // record was sent more than sessionRetention ago in store time, and no
 // document of its session expires later than sessionRetention ago. A
 // session whose documents were deleted so (or that never had any) has
@@ -115,25 +113,25 @@ func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 // sessionRetention. Best effort, one read of the records, then one read
 // of a candidate's session and one delete by _id each; a delete that
 // lands late deletes a record that could no longer matter, or nothing.
-func (s *Store) cleanRevocations(ctx context.Context, before time.Time) {
-	rs, err := s.Revocations(ctx)
+func (ss *sessionStore) cleanRevocations(ctx context.Context, before time.Time) {
+	rs, err := ss.Revocations(ctx)
 	if err != nil {
-		s.cfg.logger.Debug("dsyncmongo: reading revocations to clean failed", "err", err)
+		ss.cfg.logger.Debug("dsyncmongo: reading revocations to clean failed", "err", err)
 		return
 	}
 	for _, r := range rs {
 		if !r.At.Before(before) {
 			continue
 		}
-		sess, found, err := s.GetSession(ctx, r.Session)
+		sess, found, err := ss.GetSession(ctx, r.Session)
 		if err == nil && found && !sess.ExpiresAt.Before(before) {
 			continue // the session may still act: keep the record
 		}
 		if err == nil {
-			_, err = s.deleteByID(ctx, s.sessions, "clean revocations", []any{revokeIDPrefix + r.Session})
+			_, err = ss.writer.deleteByID(ctx, ss.coll, "clean revocations", []any{revokeIDPrefix + r.Session})
 		}
 		if err != nil {
-			s.cfg.logger.Debug("dsyncmongo: deleting a revocation that can no longer matter failed", "session", r.Session, "err", err)
+			ss.cfg.logger.Debug("dsyncmongo: deleting a revocation that can no longer matter failed", "session", r.Session, "err", err)
 			return
 		}
 	}

@@ -50,7 +50,7 @@ func TestRevocationsEndWithTheirSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.cleanSessions(ctx)
+	st.sessions.clean(ctx)
 	rs, err := st.Revocations(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ var _ driver.RunReader = (*Store)(nil)
 // A reader that takes the key again after its own release reads nothing
 // anyway (internal/chain, tip.go).
 func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if s.ferret.Load() && !s.runsOnFerretDB {
+	if s.platform.isFerret() && (s.cfg.test == nil || !s.cfg.test.readRuns) {
 		return nil, driver.ErrRunsUnsupported
 	}
 	var run []driver.Doc
@@ -65,12 +65,12 @@ func (s *Store) getRun(ctx context.Context, key string, lo, hi uint64) ([]driver
 	}
 	cur, err := s.coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetHint("_id_"))
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, wrap(ctx, "read a run of", key, err)
 	}
 	var docs []lockDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return nil, wrap(ctx, "read a run of", key, err)
 	}
 	run := make([]driver.Doc, len(docs))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Server time.
@@ -51,7 +53,74 @@ const clockID = "#clock"
 // than one server.
 const DefaultMemberSkew = 100 * time.Millisecond
 
-// probeTime is the estimator's clockcheck.Probe: one findAndModify that
+// A serverClock estimates the server's time: Prepare's estimator, which
+// samples with a write (probe) and judges expiry, and PrepareRead's,
+// which samples with hello and serves reads only (prepare_read.go). Each
+// is started once, under the store's preparation lock; they are read
+// anywhere.
+type serverClock struct {
+	db  *mongo.Database // hello, for PrepareRead's samples
+	cfg *config
+	// coll is the sessions collection with write concern 1, which holds
+	// the samples' document (clockID).
+	coll *mongo.Collection
+	est  atomic.Pointer[clockcheck.Estimator]
+	// readEst samples the server's clock with hello, for reads before
+	// Prepare; nil once est exists.
+	readEst atomic.Pointer[clockcheck.Estimator]
+}
+
+func newServerClock(db *mongo.Database, sessions *mongo.Collection, cfg *config) *serverClock {
+	return &serverClock{db: db, cfg: cfg, coll: sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))}
+}
+
+// start starts, once the deployment is known (its member skew, skew),
+// the estimator that judges expiry, and retires PrepareRead's; the
+// store's preparation lock is held.
+func (c *serverClock) start(ctx context.Context, skew time.Duration) (*clockcheck.Estimator, error) {
+	e, err := clockcheck.NewEstimator(ctx, nil, c.options(skew, clockcheck.WithProbe(c.probe))...)
+	if err != nil {
+		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
+	}
+	c.est.Store(e)
+	c.retireRead()
+	return e, nil
+}
+
+// forWrites returns the estimator that judges expiry; nil before start.
+func (c *serverClock) forWrites() *clockcheck.Estimator { return c.est.Load() }
+
+// serverTime is driver.Store's ServerTime, from forWrites (the zero
+// Interval before it exists).
+func (c *serverClock) serverTime() driver.Interval {
+	e := c.est.Load()
+	if e == nil {
+		return driver.Interval{}
+	}
+	iv := e.Now()
+	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
+}
+
+// now is the midpoint of the server-time estimate, for what is shown
+// (a session's start, a key's first use); zero before the estimator
+// exists.
+func (c *serverClock) now() time.Time {
+	if e := c.est.Load(); e != nil {
+		return midpoint(e.Now())
+	}
+	return time.Time{}
+}
+
+// close stops both estimators; the store's preparation lock is held.
+func (c *serverClock) close() error {
+	c.retireRead()
+	if e := c.est.Load(); e != nil {
+		return e.Close()
+	}
+	return nil
+}
+
+// probe is the estimator's clockcheck.Probe: one findAndModify that
 // sets the clock document's "now" to the applying server's time and
 // returns it. Write concern 1: only the primary's clock matters, and a
 // sample's uncertainty is half its round trip, which waiting for a
@@ -63,11 +132,11 @@ const DefaultMemberSkew = 100 * time.Millisecond
 // (FerretDB's "database is locked" when processes start at once, a
 // failover) is tried again, up to probeAttempts in all: the retry happens
 // within the measured round trip, which only widens the sample.
-func (s *Store) probeTime(ctx context.Context) (time.Time, error) {
+func (c *serverClock) probe(ctx context.Context) (time.Time, error) {
 	var now time.Time
-	err := s.retry(ctx, probeAttempts, "server-time sample", func() error {
+	err := retry(ctx, c.cfg.logger, probeAttempts, "server-time sample", func() error {
 		var err error
-		now, err = s.probeOnce(ctx)
+		now, err = c.probeOnce(ctx)
 		return err
 	})
 	return now, err
@@ -79,8 +148,8 @@ func (s *Store) probeTime(ctx context.Context) (time.Time, error) {
 // locked" three times in a row, and failed.
 const probeAttempts = 5
 
-func (s *Store) probeOnce(ctx context.Context) (time.Time, error) {
-	if err := s.fault("probe"); err != nil {
+func (c *serverClock) probeOnce(ctx context.Context) (time.Time, error) {
+	if err := c.cfg.fault("probe"); err != nil {
 		return time.Time{}, err
 	}
 	var d struct {
@@ -91,26 +160,26 @@ func (s *Store) probeOnce(ctx context.Context) (time.Time, error) {
 	// No projection: FerretDB's findAndModify has none, and the document
 	// holds only its _id and now.
 	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
-	err := s.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+	err := c.coll.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 	if mongo.IsDuplicateKeyError(err) {
 		// Two first upserts raced; the document exists now.
-		err = s.clockColl.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+		err = c.coll.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 	}
 	if err != nil {
 		// Not noteFailure: a failed re-sample must not ask for another.
 		return time.Time{}, err
 	}
 	if d.Now.IsZero() {
-		return time.Time{}, fmt.Errorf("%w: $currentDate left no date in %s.%s", clockcheck.ErrNoLocalTime, s.sessions.Name(), clockID)
+		return time.Time{}, fmt.Errorf("%w: $currentDate left no date in %s.%s", clockcheck.ErrNoLocalTime, c.coll.Name(), clockID)
 	}
 	return d.Now, nil
 }
 
 // noteFailure asks the estimator for a new sample at once if err says the
 // server that applies the writes may have changed.
-func (s *Store) noteFailure(err error) {
-	if e := s.est.Load(); e != nil && primaryMayHaveChanged(err) {
-		s.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
+func (c *serverClock) noteFailure(err error) {
+	if e := c.est.Load(); e != nil && primaryMayHaveChanged(err) {
+		c.cfg.logger.Debug("dsyncmongo: the primary may have changed; sampling its clock again", slog.Any("err", err))
 		e.ResampleNow()
 	}
 }
@@ -142,60 +211,5 @@ func primaryMayHaveChanged(err error) bool {
 	return mongo.IsNetworkError(err)
 }
 
-// topology is what hello says of the deployment: how many servers may
-// answer the samples over time.
-type topology int
-
-const (
-	topologySingle   topology = iota // a standalone server, FerretDB
-	topologyReplicas                 // a replica set: failovers change the primary
-	topologySharded                  // mongos: each shard is a replica set
-)
-
-func (t topology) String() string {
-	return [...]string{"a single server", "a replica set", "a sharded cluster (mongos)"}[t]
-}
-
-// detectTopology asks hello (or, failing that, isMaster) what answers: a
-// mongos says "isdbgrid", a replica set member names its set. A server
-// that answers neither is taken to be a replica set, which assumes the
-// most (a member skew).
-func (s *Store) detectTopology(ctx context.Context) (topology, error) {
-	var reply struct {
-		Msg     string `bson:"msg"`
-		SetName string `bson:"setName"`
-	}
-	err := s.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&reply)
-	var se mongo.ServerError
-	if errors.As(err, &se) && ctx.Err() == nil {
-		err = s.db.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Decode(&reply)
-	}
-	switch {
-	case errors.As(err, &se) && ctx.Err() == nil:
-		s.cfg.logger.Debug("dsyncmongo: neither hello nor isMaster answered; assuming a replica set", slog.Any("err", err))
-		return topologyReplicas, nil
-	case err != nil:
-		return 0, wrap(ctx, "hello on", s.db.Name(), err)
-	case reply.Msg == "isdbgrid":
-		return topologySharded, nil
-	case reply.SetName != "":
-		return topologyReplicas, nil
-	}
-	return topologySingle, nil
-}
-
-// memberSkew is the member skew to assume on a deployment: the one set
-// with WithMemberSkew, else DefaultMemberSkew wherever more than one
-// server can be primary, and 0 on a single server.
-func (s *Store) memberSkew(t topology) time.Duration {
-	if s.cfg.memberSkew >= 0 {
-		return s.cfg.memberSkew
-	}
-	if t == topologySingle {
-		return 0
-	}
-	return DefaultMemberSkew
-}
-
-// clockWriteConcern is the probe's write concern (see probeTime).
+// clockWriteConcern is the probe's write concern (see probe).
 var clockWriteConcern = writeconcern.W1()

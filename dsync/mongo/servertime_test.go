@@ -272,7 +272,7 @@ func TestShardedCollectionsChecked(t *testing.T) {
 			if _, err := configDB.Collection("collections").InsertOne(ctx, bson.D{{Key: "_id", Value: db.Name() + ".dropped"}, {Key: "key", Value: bson.D{{Key: "owner", Value: 1}}}, {Key: "dropped", Value: true}}); err != nil {
 				t.Fatal(err)
 			}
-			b := newBackend(t, db, func(c *config) error { c.topology, c.configDB = &sharded, configDB.Name(); return nil })
+			b := newBackend(t, db, func(c *config) error { c.tests().topology, c.tests().configDB = &sharded, configDB.Name(); return nil })
 			_, err := b.raw.OpenSession(ctx, time.Minute)
 			switch {
 			case tc.ok && err != nil:
@@ -296,7 +296,10 @@ func TestShardKeyUnknownIsNotErrSharded(t *testing.T) {
 	sharded := topologySharded
 	fault, calls := faults("shard key", errNotWanted)
 	db := mongotest.NewDatabase(t)
-	b := newBackend(t, db, withFault(fault), func(c *config) error { c.topology, c.configDB = &sharded, db.Name()+"_config"; return nil })
+	b := newBackend(t, db, withFault(fault), func(c *config) error {
+		c.tests().topology, c.tests().configDB = &sharded, db.Name()+"_config"
+		return nil
+	})
 	ctx := testCtx(t, 30*time.Second)
 	_, err := b.raw.OpenSession(ctx, time.Minute)
 	if err == nil || errors.Is(err, ErrSharded) || !sameCommandError(err, errNotWanted) {
@@ -356,7 +359,7 @@ func TestMemberSkewWidensServerTime(t *testing.T) {
 		{"single server, set", &single, []any{WithMemberSkew(time.Second)}, time.Second, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := append([]any{Option(func(c *config) error { c.topology = tc.topo; return nil })}, tc.opts...)
+			opts := append([]any{Option(func(c *config) error { c.tests().topology = tc.topo; return nil })}, tc.opts...)
 			b := newBackend(t, mongotest.NewDatabase(t), opts...)
 			iv, err := b.ServerTime(testCtx(t, 30*time.Second))
 			if err != nil {
@@ -387,7 +390,7 @@ func TestTopologyOfTheTestServer(t *testing.T) {
 		want = topologyReplicas
 	}
 	b := newBackend(t, db)
-	if got, err := b.s.detectTopology(ctx); err != nil || got != want {
+	if got, err := b.s.platform.detectTopology(ctx); err != nil || got != want {
 		t.Errorf("detectTopology = %v, %v; want %v", got, err, want)
 	}
 }
@@ -417,7 +420,7 @@ func TestRenewalSamplesServerTime(t *testing.T) {
 	b := newBackend(t, db, withFault(fault), withoutWakeups(), withEstimator(clockcheck.WithInterval(interval)))
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, b, time.Minute)
-	oneServer := b.s.memberSkew(b.s.topo) == 0
+	oneServer := b.s.platform.memberSkew(b.s.platform.topo) == 0
 	// renewals renews 12 times, 100 ms apart (1.2 s: three intervals),
 	// and returns the probes sent meanwhile and the longest time the
 	// estimator went without a renewal's sample: from a renewal's sending

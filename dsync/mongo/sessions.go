@@ -5,12 +5,14 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
@@ -32,11 +34,28 @@ var errNotPrepared = errors.New("dsyncmongo: the store is not prepared for write
 // reads. The sweeps delete them (Compact).
 const sessionRetention = time.Hour
 
-// InsertSession implements driver.Store: one insert.
-func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
-	err := s.write(ctx, "session", func(ctx context.Context) error {
-		_, err := s.sessions.InsertOne(ctx, sessionDoc{
-			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: s.cfg.host, PID: s.cfg.pid, Started: s.now(),
+// A sessionStore serves what the sessions collection holds: the sessions
+// (here), the peers of direct hints (peers.go) and the revocations
+// (revoke.go). Besides the collection, its state is whether this store
+// made a session.
+type sessionStore struct {
+	coll   *mongo.Collection
+	cfg    *config
+	writer *writer
+	clock  *serverClock
+	// prepare prepares the store (Store.prepare), before the first write
+	// of a peer or a revocation.
+	prepare func(context.Context) (*clockcheck.Estimator, error)
+	// made: this store inserted a session, whose process cleans the
+	// long-expired sessions on Close (clean).
+	made atomic.Bool
+}
+
+// InsertSession is the Store's (driver.Store): one insert.
+func (ss *sessionStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	err := ss.writer.write(ctx, "session", func(ctx context.Context) error {
+		_, err := ss.coll.InsertOne(ctx, sessionDoc{
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: ss.cfg.host, PID: ss.cfg.pid, Started: ss.clock.now(),
 		})
 		return err
 	})
@@ -44,7 +63,7 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 		return driver.ErrExists
 	}
 	if err == nil && sess.Gen == 0 {
-		s.sessionMade.Store(true)
+		ss.made.Store(true)
 	}
 	return err
 }
@@ -54,7 +73,7 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 // (trim.go).
 const closeCleanTime = 2 * time.Second
 
-// cleanSessions deletes the sessions that expired more than
+// clean deletes the sessions that expired more than
 // sessionRetention ago, and the revocations that can no longer matter
 // (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
@@ -67,48 +86,41 @@ const closeCleanTime = 2 * time.Second
 // PrepareRead started none; or a caller that broke driver.Store's rule
 // and wrote before Prepare) it deletes nothing: which sessions expired
 // long enough ago is judged only by the clock that orders the writes.
-func (s *Store) cleanSessions(ctx context.Context) {
-	e := s.est.Load()
+func (ss *sessionStore) clean(ctx context.Context) {
+	e := ss.clock.forWrites()
 	if e == nil {
 		return
 	}
 	before := e.Now().Earliest.Add(-sessionRetention)
-	_, err := s.deleteWhere(ctx, s.sessions, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
+	_, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
-		s.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
+		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
-	s.cleanRevocations(ctx, before)
+	ss.cleanRevocations(ctx, before)
 }
 
-// RenewSession implements driver.Store: one findAndModify by _id, raising
-// the expiry with $max, never $set: a renewal applied late, after later
-// ones, must not move the expiry back (on MongoDB; on FerretDB the engine
-// sees to it that no two renewals of one document are ever in flight
-// together). It is never sent again here: after an unknown outcome the
-// engine moves to the session's next document.
-//
-// The renewal also samples the server's clock: it sets "seen" with
-// $currentDate and reads the document back, so on a single server the
-// estimator needs no sampling commands of its own while renewals flow
-// (clockcheck.Estimator.Sampled).
-func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+// RenewSession is the Store's (driver.Store): one findAndModify by _id
+// that raises the expiry with $max (a renewal applied late must not move
+// it back) and samples the server's clock by setting "seen" with
+// $currentDate; see Store.RenewSession.
+func (ss *sessionStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
 	update := bson.D{
 		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
 		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
 	}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	est := s.est.Load()
+	est := ss.clock.forWrites()
 	if est == nil {
 		// Not prepared for writes (driver.Store: Prepare comes first; a
 		// PrepareRead does not do): refused before anything is sent.
 		return false, errNotPrepared
 	}
 	found := true
-	err := s.write(ctx, "renew", func(ctx context.Context) error {
+	err := ss.writer.write(ctx, "renew", func(ctx context.Context) error {
 		return est.Sampled(ctx, func(ctx context.Context) (time.Time, error) {
 			var d sessionDoc
-			err := s.sessions.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
+			err := ss.coll.FindOneAndUpdate(ctx, filter, update, opts).Decode(&d)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				found = false
 				return time.Time{}, nil // not a sample, not an error
@@ -122,17 +134,17 @@ func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires ti
 	return found, nil
 }
 
-// GetSession implements driver.Store: one find of every document of the
-// session (usually one).
-func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	cur, err := s.sessions.Find(ctx, sessionDocsFilter(id))
+// GetSession is the Store's (driver.Store): one find of every document
+// of the session (usually one).
+func (ss *sessionStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	cur, err := ss.coll.Find(ctx, sessionDocsFilter(id))
 	if err != nil {
-		s.noteFailure(err)
+		ss.clock.noteFailure(err)
 		return driver.Session{}, false, err
 	}
 	var docs []sessionDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		s.noteFailure(err)
+		ss.clock.noteFailure(err)
 		return driver.Session{}, false, err
 	}
 	best := driver.Session{ID: id}

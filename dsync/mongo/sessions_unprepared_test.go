@@ -38,7 +38,7 @@ func TestSessionsWithoutPrepare(t *testing.T) {
 	if err := s.InsertSession(ctx, driver.Session{ID: "s", ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	s.cleanSessions(ctx)
+	s.sessions.clean(ctx)
 	closed = true
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)

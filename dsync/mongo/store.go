@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -23,72 +21,35 @@ import (
 )
 
 // Store is the MongoDB driver: a driver.Store over a database's lock
-// and sessions collections, a driver.Feed over its events collection
-// (feed.go), and a driver.KeyChecker. It decides nothing; a dsync.Client
-// made over it (dsync.NewClient) runs the protocol above it. Make it with
-// NewStore. Every read and update of one document
-// filters on _id alone: FerretDB answers any other query by decoding the
-// whole collection.
+// and sessions collections, a driver.Feed over its events collection,
+// and a driver.KeyChecker. It decides nothing; a dsync.Client made over
+// it (dsync.NewClient) runs the protocol above it. Make it with
+// NewStore. Every read and update of one document filters on _id alone:
+// FerretDB answers any other query by decoding the whole collection.
 type Store struct {
-	db       *mongo.Database
-	coll     *mongo.Collection // claims, shadows, end markers, gates
-	sessions *mongo.Collection
-	// clockColl is the sessions collection with write concern 1, for the
-	// server-time samples (servertime.go).
-	clockColl *mongo.Collection
-	events    *mongo.Collection // wake-up events (feed.go)
-	keys      *mongo.Collection // the directory of keys (directory.go)
-	cfg       *config
+	db   *mongo.Database
+	coll *mongo.Collection // claims, shadows, end markers, gates
+	cfg  *config
 
-	// sem serializes preparation (index creation, estimator start) and
-	// Close, while letting a waiting caller give up when its ctx ends.
-	sem     chan struct{}
-	indexed bool        // guarded by sem
-	probed  bool        // guarded by sem: ferret, ferretRelease and topo are known
-	topo    topology    // guarded by sem
-	ferret  atomic.Bool // the server is FerretDB (deployment.go)
-	// ferretRelease: 1 or 2 on FerretDB, else 0 (ferretReleaseOf);
-	// guarded by sem.
-	ferretRelease int
-	// loopback: every server is reached over loopback (loopback.go);
-	// reached: that is known (guarded by sem).
-	loopback atomic.Bool
-	reached  bool
-	// runsOnFerretDB: GetRun reads runs on FerretDB too (the conformance
-	// suite's test of it; run.go).
-	runsOnFerretDB bool
-	est            atomic.Pointer[clockcheck.Estimator]
-	// readEst samples the server's clock with hello, for reads before
-	// Prepare (prepare_read.go); nil once est exists.
-	readEst atomic.Pointer[clockcheck.Estimator]
-	closed  atomic.Bool
-	// sessionMade: this store inserted a session, whose process cleans
-	// the long-expired sessions on Close (cleanSessions).
-	sessionMade atomic.Bool
-	// answeredAt is when the server last answered a write, and
-	// unansweredSent when the last write it did not answer was sent, on
-	// s.mono's scale (noteAnswer); closeBy is the deadline of the writes
-	// on the way out, once Close has begun (closing.go).
-	reachMu        sync.Mutex
-	answeredAt     time.Duration
-	unansweredSent time.Duration
-	closeBy        atomic.Pointer[time.Time]
+	// sem is the preparation lock: it serializes preparation (the
+	// platform's probe, check and reach, the estimators' start) and the
+	// end of Close, while letting a waiting caller give up when its ctx
+	// ends. No other lock of the store is taken while it is held.
+	sem    chan struct{}
+	closed atomic.Bool // set under sem
 
-	feedMu sync.Mutex
-	tail   *tailer // the wake-up stream's follower; nil until Follow
-	// pauseFirst: Pause(true) came before Follow (feed_pause.go).
-	pauseFirst atomic.Bool
-	// publishedBy is the Proc of the events published through this store
-	// (its Client's), so that the follower knows them for its own.
-	publishedBy atomic.Pointer[string]
-	// eventMu: on FerretDB, this store's event inserts go one at a time
-	// (events.go, insertEvent).
-	eventMu sync.Mutex
+	// The store's parts, each over the state it owns; newStore makes
+	// them, and the Store passes on the calls they serve (roles.go).
+	platform *platform     // what it learned of the deployment (deployment.go)
+	clock    *serverClock  // the server-time estimators (servertime.go)
+	writer   *writer       // how writes are sent; whether the server answers (writes.go)
+	sessions *sessionStore // the sessions collection: sessions, peers, revocations (sessions.go)
+	dir      *directory    // the directory of keys (directory.go)
+	feed     *feed         // the wake-up feed (feed.go)
 }
 
 var (
 	_ driver.Store        = (*Store)(nil)
-	_ driver.Feed         = (*Store)(nil)
 	_ driver.KeyChecker   = (*Store)(nil)
 	_ driver.ReadPreparer = (*Store)(nil)
 )
@@ -98,10 +59,16 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	primary := db.Client().Database(db.Name(), options.Database().SetReadPreference(readpref.Primary()))
 	s := &Store{db: primary, cfg: cfg, sem: make(chan struct{}, 1)}
 	s.coll = s.collection(cfg.collection)
-	s.sessions = s.collection(cfg.collection + sessionsSuffix)
-	s.clockColl = s.sessions.Clone(options.Collection().SetWriteConcern(clockWriteConcern))
-	s.events = primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc))
-	s.keys = s.collection(cfg.collection + keysSuffix)
+	s.platform = &platform{db: primary, coll: s.coll, cfg: cfg}
+	sessions := s.collection(cfg.collection + sessionsSuffix)
+	s.clock = newServerClock(primary, sessions, cfg)
+	s.writer = &writer{cfg: cfg, platform: s.platform, clock: s.clock}
+	s.sessions = &sessionStore{coll: sessions, cfg: cfg, writer: s.writer, clock: s.clock, prepare: s.prepare}
+	s.feed = &feed{
+		db: primary, events: primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
+		cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform, prepare: s.prepare,
+	}
+	s.dir = &directory{coll: s.collection(cfg.collection + keysSuffix), cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform}
 	return s
 }
 
@@ -127,14 +94,7 @@ func (s *Store) Prepare(ctx context.Context) error {
 // valid until then). It never answers from PrepareRead's estimator: the
 // engine judges expiry with ServerTime, and a hello sample (behind a
 // mongos, the router's clock) is not the clock that orders the writes.
-func (s *Store) ServerTime() driver.Interval {
-	e := s.est.Load()
-	if e == nil {
-		return driver.Interval{}
-	}
-	iv := e.Now()
-	return driver.Interval{Earliest: iv.Earliest, Latest: iv.Latest}
-}
+func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
 
 // CheckKey implements driver.KeyChecker.
 func (s *Store) CheckKey(key string) error { return checkKey(key) }
@@ -145,28 +105,19 @@ func (s *Store) CheckKey(key string) error { return checkKey(key) }
 // the way out shares closeCleanTime, and is skipped when the server seems
 // gone (closing.go).
 func (s *Store) Close() error {
-	s.beginClose()
-	if !s.closed.Load() && s.sessionMade.Load() {
-		ctx, cancel := s.cleanupContext(closeCleanTime)
+	s.writer.beginClose()
+	if !s.closed.Load() && s.sessions.made.Load() {
+		ctx, cancel := s.writer.cleanupContext(closeCleanTime)
 		if ctx.Err() == nil {
-			s.cleanSessions(ctx)
+			s.sessions.clean(ctx)
 		}
 		cancel()
 	}
+	s.feed.close()
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	s.closed.Store(true)
-	s.feedMu.Lock()
-	t := s.tail
-	s.feedMu.Unlock()
-	if t != nil {
-		t.stop()
-	}
-	s.retireReadEstimatorLocked()
-	if e := s.est.Load(); e != nil {
-		return e.Close()
-	}
-	return nil
+	return s.clock.close()
 }
 
 // prepare detects the deployment, creates the index and the estimator on
@@ -175,7 +126,7 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if e := s.est.Load(); e != nil {
+	if e := s.clock.forWrites(); e != nil {
 		return e, nil
 	}
 	select {
@@ -187,105 +138,25 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if e := s.est.Load(); e != nil {
+	if e := s.clock.forWrites(); e != nil {
 		return e, nil
 	}
-	if err := s.probeLocked(ctx); err != nil {
+	if err := s.platform.probe(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkLocked(ctx); err != nil {
+	if err := s.platform.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.reachLocked(ctx); err != nil {
+	if err := s.platform.reach(ctx); err != nil {
 		return nil, err
 	}
-	e, err := clockcheck.NewEstimator(ctx, nil, s.estimatorOptions(clockcheck.WithProbe(s.probeTime))...)
-	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: measuring the server's clock: %w", err)
-	}
-	s.est.Store(e)
-	s.retireReadEstimatorLocked()
-	return e, nil
-}
-
-// probeLocked detects, once, whether the server is FerretDB and what
-// kind of deployment it is; s.sem is held. It comes before any write: it
-// decides the write timeout.
-func (s *Store) probeLocked(ctx context.Context) error {
-	if s.probed {
-		return nil
-	}
-	ferret, release, err := s.detectFerretDB(ctx)
-	if err != nil {
-		return err
-	}
-	topo := topologySingle
-	switch {
-	case s.cfg.topology != nil:
-		topo = *s.cfg.topology
-	case !ferret:
-		if topo, err = s.detectTopology(ctx); err != nil {
-			return err
-		}
-	}
-	s.ferret.Store(ferret)
-	s.ferretRelease = release
-	s.topo = topo
-	s.probed = true
-	s.logStart()
-	return nil
-}
-
-// logStart says, once, at Info, where the store keeps its documents:
-// when two programs (or a program and the dsync command) should share
-// locks and do not, the database or collection is the usual culprit.
-func (s *Store) logStart() {
-	server := "MongoDB"
-	if s.ferret.Load() {
-		server = "FerretDB"
-	}
-	s.cfg.logger.Info("dsyncmongo: where this process keeps its locks",
-		slog.String("database", s.db.Name()), slog.String("collection", s.cfg.collection),
-		slog.String("server", server+", "+s.topo.String()))
-}
-
-// checkLocked checks the collections' sharding on a sharded cluster and
-// creates the index, unless told not to; s.sem is held.
-func (s *Store) checkLocked(ctx context.Context) error {
-	if s.topo == topologySharded {
-		if err := s.checkSharding(ctx); err != nil {
-			return err
-		}
-	}
-	if !s.indexed && s.cfg.manageIndexes {
-		// The (key, kind, epoch) index serves queries of people (the
-		// protocol reads by _id only). It is not unique: a claim and its
-		// marker share key and epoch. The deterministic _id alone makes
-		// inserts exclusive.
-		if err := s.ensureIndex(ctx); err != nil {
-			return err
-		}
-	}
-	s.indexed = true
-	return nil
-}
-
-// mono is the local monotonic clock's reading.
-func (s *Store) mono() time.Duration { return s.cfg.clock.Monotonic() }
-
-// now is the midpoint of the server-time estimate, for what is shown
-// (a session's start); zero before the estimator exists.
-func (s *Store) now() time.Time {
-	if e := s.est.Load(); e != nil {
-		return midpoint(e.Now())
-	}
-	return time.Time{}
+	return s.clock.start(ctx, s.platform.memberSkew(s.platform.topo))
 }
 
 // Insert implements driver.Store: one insert.
 func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 	insert := func() error {
-		return s.write(ctx, insertOp(d), func(ctx context.Context) error {
+		return s.writer.write(ctx, insertOp(d), func(ctx context.Context) error {
 			_, err := s.coll.InsertOne(ctx, toLockDoc(d))
 			return err
 		})
@@ -302,7 +173,7 @@ func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 		// transient failure (a failover, a dropped connection, a busy
 		// FerretDB) gets up to two more tries at once; after that the
 		// engine sends it again in the background.
-		err = s.retry(ctx, endAttempts, "end marker", insert)
+		err = retry(ctx, s.cfg.logger, endAttempts, "end marker", insert)
 	}
 	if mongo.IsDuplicateKeyError(err) {
 		return driver.ErrExists
@@ -330,7 +201,7 @@ func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, erro
 	for i, d := range docs {
 		all[i] = toLockDoc(d)
 	}
-	err := s.write(ctx, "claim", func(ctx context.Context) error {
+	err := s.writer.write(ctx, "claim", func(ctx context.Context) error {
 		_, err := s.coll.InsertMany(ctx, all)
 		return err
 	})
@@ -355,7 +226,7 @@ func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 		return driver.Doc{}, false, nil
 	}
 	if err != nil {
-		s.noteFailure(err)
+		s.clock.noteFailure(err)
 		return driver.Doc{}, false, err
 	}
 	return fromLockDoc(&d), true, nil
@@ -369,7 +240,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 	for i, id := range ids {
 		anyIDs[i] = id
 	}
-	_, err := s.deleteByID(ctx, s.coll, "prune", anyIDs)
+	_, err := s.writer.deleteByID(ctx, s.coll, "prune", anyIDs)
 	return err
 }
 

@@ -44,13 +44,13 @@ import (
 //
 // A tailable cursor on FerretDB fails when the last event it returned is
 // deleted (each getMore finds its place again by reading the collection
-// up to that event), and its process then reopens it (feed.go). Deleting
-// only what every cursor that keeps up has left behind keeps that rare:
-// an event goes only once the event after it has been there for
-// trimSlack (a cursor that keeps up returns an event within about 20 ms
-// of its insert), and only when more than trimKeep events come after it,
-// or when the stream has been quiet for trimQuiet (a cursor whose last
-// event is not the newest after that lags by seconds).
+// up to that event), and its process then reopens it (feed_tail.go).
+// Deleting only what every cursor that keeps up has left behind keeps
+// that rare: an event goes only once the event after it has been there
+// for trimSlack (a cursor that keeps up returns an event within about
+// 20 ms of its insert), and only when more than trimKeep events come
+// after it, or when the stream has been quiet for trimQuiet (a cursor
+// whose last event is not the newest after that lags by seconds).
 //
 // What is trimmed is missed only by a cursor that lags that far, or
 // opens later (it reopens a second or more after a failure): a waiter it
@@ -92,7 +92,7 @@ type seenEvent struct {
 // A trimmer deletes the events a follower read, in a goroutine of its
 // own, while that follower's cursor is open.
 type trimmer struct {
-	s      *Store
+	f      *feed
 	asked  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -106,9 +106,9 @@ type trimmer struct {
 	leftAt time.Duration
 }
 
-func newTrimmer(s *Store) *trimmer {
+func newTrimmer(f *feed) *trimmer {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &trimmer{s: s, asked: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	t := &trimmer{f: f, asked: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		t.run(ctx)
@@ -141,7 +141,7 @@ func (t *trimmer) note(id bson.ObjectID, ours bool) {
 	if len(t.seen) >= maxSeen {
 		t.forget(len(t.seen) / 2)
 	}
-	t.seen = append(t.seen, seenEvent{id: id, at: t.s.mono(), ours: ours})
+	t.seen = append(t.seen, seenEvent{id: id, at: t.f.cfg.mono(), ours: ours})
 	t.seenID[id] = struct{}{}
 	t.mu.Unlock()
 	select {
@@ -165,10 +165,10 @@ func (t *trimmer) run(ctx context.Context) {
 			if !first {
 				due = max(due, last+trimEvery)
 			}
-			d := due - t.s.mono()
+			d := due - t.f.cfg.mono()
 			if d <= 0 {
 				t.trimNow(ctx)
-				last, first = t.s.mono(), false
+				last, first = t.f.cfg.mono(), false
 				continue
 			}
 			timer = time.NewTimer(d)
@@ -202,13 +202,13 @@ func (t *trimmer) nextDue() time.Duration {
 
 // trimNow deletes what take allows now, and the leftovers that are due.
 func (t *trimmer) trimNow(ctx context.Context) {
-	now := t.s.mono()
+	now := t.f.cfg.mono()
 	ids := t.take(now)
 	t.mu.Lock()
 	ids = append(ids, t.takeLeftovers(now, false)...)
 	t.mu.Unlock()
 	if len(ids) > 0 {
-		t.s.deleteEvents(ctx, ids)
+		t.f.deleteEvents(ctx, ids)
 	}
 }
 
@@ -221,10 +221,10 @@ func (t *trimmer) deleteLeftovers() {
 	if len(ids) == 0 {
 		return
 	}
-	dctx, cancel := t.s.cleanupContext(closeCleanTime)
+	dctx, cancel := t.f.writer.cleanupContext(closeCleanTime)
 	defer cancel()
 	if dctx.Err() == nil {
-		t.s.deleteEvents(dctx, ids)
+		t.f.deleteEvents(dctx, ids)
 	}
 }
 
@@ -337,7 +337,7 @@ func (t *trimmer) dropLeftovers(ids []bson.ObjectID) {
 	t.mu.Lock()
 	t.left = append(t.left, ids...)
 	if t.leftAt == 0 {
-		t.leftAt = t.s.mono() + trimSlack
+		t.leftAt = t.f.cfg.mono() + trimSlack
 	}
 	t.mu.Unlock()
 	select {
@@ -358,12 +358,12 @@ func (t *trimmer) takeLeftovers(now time.Duration, force bool) []bson.ObjectID {
 }
 
 // deleteEvents deletes the events ids. Best effort.
-func (s *Store) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
-	err := s.write(ctx, "trim events", func(ctx context.Context) error {
-		_, err := s.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+func (f *feed) deleteEvents(ctx context.Context, ids []bson.ObjectID) {
+	err := f.writer.write(ctx, "trim events", func(ctx context.Context) error {
+		_, err := f.events.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		return err
 	})
 	if err != nil {
-		s.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
+		f.cfg.logger.Debug("dsyncmongo: trimming events failed", slog.Any("err", err))
 	}
 }

@@ -294,7 +294,7 @@ func (c *fixedClock) Monotonic() time.Duration { return c.mono }
 // cursor sitting on it failed.
 func TestTrimIgnoresAnEventReturnedAgain(t *testing.T) {
 	clk := &fixedClock{}
-	tr := &trimmer{s: &Store{cfg: &config{clock: clk}}, asked: make(chan struct{}, 1)}
+	tr := &trimmer{f: &feed{cfg: &config{clock: clk}}, asked: make(chan struct{}, 1)}
 	older, newest := bson.NewObjectID(), bson.NewObjectID()
 	tr.note(older, false)
 	tr.note(newest, true)

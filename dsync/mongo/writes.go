@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -15,38 +17,51 @@ import (
 // deployment replicates, through the tests' fault hook, and again after
 // a transient error.
 
-// fault consults the test hook for the write named op.
-func (s *Store) fault(op string) error {
-	if s.cfg.fault != nil {
-		return s.cfg.fault(op)
-	}
-	return nil
+// A writer sends the store's writes, and keeps what their outcomes tell
+// of whether the server is reachable, for the writes on the way out
+// (closing.go). Every type of the store writes through it.
+type writer struct {
+	cfg      *config
+	platform *platform    // FerretDB has no write timeout
+	clock    *serverClock // a failed write may mean a new primary
+
+	// answeredAt is when the server last answered a write, and
+	// unansweredSent when the last write it did not answer was sent, on
+	// cfg.mono's scale (noteAnswer); guarded by mu, which is held for
+	// nothing else (the feed holds its insertMu around a write, so that
+	// lock comes before this one).
+	mu             sync.Mutex
+	answeredAt     time.Duration
+	unansweredSent time.Duration
+	// closeBy is the deadline of the writes on the way out, once Close
+	// has begun (beginClose).
+	closeBy atomic.Pointer[time.Time]
 }
 
 // write runs f, a write named op (for the test hook), with the write
 // timeout (WithWriteTimeout) on servers that replicate, and makes a
 // timeout read as one.
-func (s *Store) write(ctx context.Context, op string, f func(context.Context) error) error {
-	sent := s.mono()
-	if s.cfg.writeTimeout <= 0 || s.ferret.Load() {
-		err := s.fault(op)
+func (w *writer) write(ctx context.Context, op string, f func(context.Context) error) error {
+	sent := w.cfg.mono()
+	if w.cfg.writeTimeout <= 0 || w.platform.isFerret() {
+		err := w.cfg.fault(op)
 		if err == nil {
 			err = f(ctx)
 		}
-		s.noteFailure(err)
-		s.noteAnswer(sent, err)
+		w.clock.noteFailure(err)
+		w.noteAnswer(sent, err)
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, w.cfg.writeTimeout)
 	defer cancel()
-	err := s.fault(op)
+	err := w.cfg.fault(op)
 	if err == nil {
 		err = f(wctx)
 	}
-	s.noteFailure(err)
-	s.noteAnswer(sent, err)
+	w.clock.noteFailure(err)
+	w.noteAnswer(sent, err)
 	if err != nil && ctx.Err() == nil && (wctx.Err() != nil || serverTimeout(err)) {
-		return &writeTimeoutError{limit: s.cfg.writeTimeout, err: err}
+		return &writeTimeoutError{limit: w.cfg.writeTimeout, err: err}
 	}
 	return err
 }
@@ -118,17 +133,18 @@ func transient(err error) bool {
 const endAttempts = 3
 
 // retry runs f up to attempts times while it fails transiently and ctx
-// lasts, pausing between attempts (retryPause, doubling): FerretDB's
-// SQLite answers "database is locked" while another write holds it, and
-// attempts sent at once meet the same write.
-func (s *Store) retry(ctx context.Context, attempts int, what string, f func() error) error {
+// lasts, pausing between attempts (retryPause, doubling), and says each
+// failure it sends again to log at Debug: FerretDB's SQLite answers
+// "database is locked" while another write holds it, and attempts sent
+// at once meet the same write.
+func retry(ctx context.Context, log *slog.Logger, attempts int, what string, f func() error) error {
 	pause := retryPause
 	for i := 1; ; i++ {
 		err := f()
 		if err == nil || i >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		s.cfg.logger.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
+		log.Debug("dsyncmongo: write failed; sending it again", slog.String("write", what), slog.Any("err", err))
 		t := time.NewTimer(jitter(pause))
 		select {
 		case <-t.C:
