@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -204,12 +205,17 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 			yield(KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", opts.Limit))
 			return
 		}
+		dir, err := c.directory()
+		if err != nil {
+			yield(KeyState{}, err)
+			return
+		}
 		if err := c.prepareRead(ctx); err != nil {
 			yield(KeyState{}, err)
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
-		ahead := c.readAhead(ctx, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
+		ahead := c.readAhead(ctx, dir, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
 		defer func() {
 			// Stop the reads still under way and wait for them: nothing
 			// of a listing outlives its loop.
@@ -250,11 +256,11 @@ type aRead struct {
 // the caller waits for, one waiting to be sent), to a caller who receives
 // them in the store's order. The channel closes after the last
 // key, after an error of the listing (its read, last), or when ctx ends.
-func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead {
+func (c *Client) readAhead(ctx context.Context, dir driver.KeyDirectory, q driver.KeyQuery) <-chan *aRead {
 	ahead := make(chan *aRead, listAhead-2)
 	go func() {
 		defer close(ahead)
-		for key, err := range c.store.ListKeys(ctx, q) {
+		for key, err := range dir.ListKeys(ctx, q) {
 			r := &aRead{ks: KeyState{Key: key}, done: make(chan struct{})}
 			if err != nil {
 				r.ks, r.err = KeyState{}, fmt.Errorf("dsync: list keys: %w", err)
@@ -286,17 +292,34 @@ func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
+	dir, err := c.directory()
+	if err != nil {
+		return false, err
+	}
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return false, err
 	}
-	return c.store.HasKey(ctx, key)
+	return dir.HasKey(ctx, key)
 }
 
 // ListOrder returns the order in which List lists the store's keys. It
 // creates nothing (see Queue).
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
+	dir, err := c.directory()
+	if err != nil {
+		return 0, err
+	}
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
-	return c.store.KeyOrder(), nil
+	return dir.KeyOrder(), nil
+}
+
+// directory returns the store's directory of keys, or an error wrapping
+// errors.ErrUnsupported if it keeps none (driver.Roles.Directory).
+func (c *Client) directory() (driver.KeyDirectory, error) {
+	if c.roles.Directory == nil {
+		return nil, fmt.Errorf("dsync: the store keeps no directory of keys: %w", errors.ErrUnsupported)
+	}
+	return c.roles.Directory, nil
 }

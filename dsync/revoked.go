@@ -8,9 +8,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Revocations: an operator's revoke (driver.RevokeStore) inserts a record
-// and writes nothing the process writes (its session documents, claims,
-// markers), so it cannot race a renewal. The process learns of it
+// Revocations: an operator's revoke (driver.Roles.Revocations) inserts a
+// record and writes nothing the process writes (its session documents,
+// claims, markers), so it cannot race a renewal. The process learns of it
 // itself: while its session has holds or waiters, the keeper reads the
 // session's record (one read by _id), beside the renewals and off their
 // path: every two thirds of a TTL while the session holds, every two
@@ -23,11 +23,11 @@ import (
 
 // Revocations returns the revocations recorded in the store: who revoked
 // which session, when (store time) and why. It returns nil and no error
-// on a store that records none (not a driver.RevokeStore). It only reads:
-// on a database nothing has used yet it returns none and creates nothing.
+// on a store that records none. It only reads: on a database nothing has
+// used yet it returns none and creates nothing.
 func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	rs, ok := c.store.(driver.RevokeStore)
-	if !ok {
+	rs := c.roles.Revocations
+	if rs == nil {
 		return nil, nil
 	}
 	// Not c.prepare: preparing the store creates its collections and
@@ -77,7 +77,7 @@ func (k *keeper) revokeEvery(holding bool) time.Duration {
 // revokeCheckDueLocked returns when s is next checked for a revocation,
 // and false if the store records none. k.mu must be held.
 func (k *keeper) revokeCheckDueLocked(s *session) (time.Time, bool) {
-	if _, ok := k.client.store.(driver.RevokeStore); !ok {
+	if k.client.roles.Revocations == nil {
 		return time.Time{}, false
 	}
 	// Every hold counted belongs to the current session: retiring a
@@ -89,8 +89,8 @@ func (k *keeper) revokeCheckDueLocked(s *session) (time.Time, bool) {
 // that a slow read never delays a renewal; one at a time. The period
 // counts from now even if a read is still under way.
 func (k *keeper) checkRevokedAsync(s *session) {
-	rs, ok := k.client.store.(driver.RevokeStore)
-	if !ok {
+	rs := k.client.roles.Revocations
+	if rs == nil {
 		return
 	}
 	k.mu.Lock()

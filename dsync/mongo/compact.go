@@ -23,7 +23,7 @@ import (
 
 // RecentKeys implements driver.Store: the keys of the gates of buckets
 // from on (a find that returns only keys).
-func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+func (s storeRoles) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	keys, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
@@ -70,7 +70,7 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 // server's own time between the two, not a request's time on the way.)
 // The sweep also deletes the session documents long expired
 // (sessionStore.clean).
-func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+func (s storeRoles) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.sessions.clean(ctx)
 	if keep == nil {
 		keep = []string{}
@@ -103,7 +103,7 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 }
 
 // DropGates implements driver.Store: one deleteMany (deleteWhere).
-func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+func (s storeRoles) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	_, err := s.writer.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},

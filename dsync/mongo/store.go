@@ -48,11 +48,7 @@ type Store struct {
 	feed     *feed         // the wake-up feed (feed.go)
 }
 
-var (
-	_ driver.Store        = (*Store)(nil)
-	_ driver.KeyChecker   = (*Store)(nil)
-	_ driver.ReadPreparer = (*Store)(nil)
-)
+var _ driver.Store = (*Store)(nil)
 
 func newStore(db *mongo.Database, cfg *config) *Store {
 	// The clock that matters is the primary's, which orders the writes.
@@ -95,9 +91,6 @@ func (s *Store) Prepare(ctx context.Context) error {
 // engine judges expiry with ServerTime, and a hello sample (behind a
 // mongos, the router's clock) is not the clock that orders the writes.
 func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
-
-// CheckKey implements driver.KeyChecker.
-func (s *Store) CheckKey(key string) error { return checkKey(key) }
 
 // Close implements driver.Store: it deletes the sessions long expired if
 // this store made one, best effort, stops the wake-up stream's follower
