@@ -31,7 +31,7 @@ type ClaimInfo struct {
 	// Mode is how the claim shares its key (exclusive: a Mutex's or a
 	// writer's, shared: a reader's, weighted: a Semaphore's); Weight and
 	// Limit are a weighted claim's units and limit.
-	Mode   driver.Mode
+	Mode   Mode
 	Weight int64
 	Limit  int64
 	// Holds: the claim holds by the grant rule, given the live claims
@@ -73,7 +73,7 @@ type ClaimInfo struct {
 //
 // Queue, List, HasKey and ListOrder only read: they create nothing in
 // the store (on MongoDB no collection or index, see
-// driver.ReadPreparer), write nothing (not even the end of a claim whose
+// driver.Roles.Reads), write nothing (not even the end of a claim whose
 // session expired) and need only a database user's read role. On a
 // store nothing has used they find nothing there. Until the Client's
 // first claim, they learn the store's bucket span from its protocol
@@ -107,7 +107,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error)
 	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: modeOf(d.Mode), Weight: d.Weight, Limit: d.Limit}
 		s, found, err := c.store.GetSession(ctx, d.Session)
 		if err != nil {
 			return nil, err
@@ -140,21 +140,6 @@ func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
 		q[at[j]].Holds = h
 	}
 }
-
-// KeyOrder is the order in which a store lists its keys (List).
-type KeyOrder = driver.KeyOrder
-
-// The orders of listings.
-const (
-	// OrderBytes: increasing order of the keys' bytes (MongoDB, and the
-	// in-memory store). A listing can resume after any key.
-	OrderBytes = driver.OrderBytes
-	// OrderFirstUse: the order in which keys were first claimed, which
-	// does not change as keys are added (FerretDB: any other order would
-	// cost it a read of every key). A listing cannot resume after a key
-	// (ErrAfterUnsupported); it streams instead.
-	OrderFirstUse = driver.OrderFirstUse
-)
 
 // ListOptions selects the keys List lists.
 type ListOptions struct {
@@ -312,7 +297,7 @@ func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
-	return dir.KeyOrder(), nil
+	return orderOf(dir.KeyOrder()), nil
 }
 
 // directory returns the store's directory of keys, or an error wrapping

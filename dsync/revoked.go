@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Revocations: an operator's revoke (driver.Roles.Revocations) inserts a
@@ -21,11 +19,21 @@ import (
 // other processes go on only once the lease has expired in store time,
 // as after a crash.
 
+// A Revocation is an operator's record that a session (a process's
+// lease) must end (dsync revoke writes it): its holds are lost with
+// ErrRevoked once the process reads it.
+type Revocation struct {
+	Session string    // the session revoked
+	By      string    // who revoked it (user@host)
+	Reason  string    // why, as the operator said it
+	At      time.Time // store time when it was sent
+}
+
 // Revocations returns the revocations recorded in the store: who revoked
 // which session, when (store time) and why. It returns nil and no error
 // on a store that records none. It only reads: on a database nothing has
 // used yet it returns none and creates nothing.
-func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {
 	rs := c.roles.Revocations
 	if rs == nil {
 		return nil, nil
@@ -36,7 +44,15 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	return rs.Revocations(ctx)
+	stored, err := rs.Revocations(ctx)
+	if err != nil || stored == nil {
+		return nil, err
+	}
+	out := make([]Revocation, len(stored))
+	for i, r := range stored {
+		out[i] = Revocation(r)
+	}
+	return out, nil
 }
 
 // revokeEvery is how often a session with holds or waiters is checked

@@ -68,7 +68,7 @@ type Claim struct {
 }
 
 // A Revocation is an operator's revoke of a session, as recorded in the
-// store (driver.Revocation).
+// store (dsync.Revocation).
 type Revocation struct {
 	Session string    `json:"session"`
 	By      string    `json:"by"`

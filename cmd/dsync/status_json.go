@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 )
@@ -132,7 +131,7 @@ func (s *jsonSink) Lock(ls statusread.Lock) error {
 	if len(ls.Holders) > 0 {
 		first := ls.Holders[0]
 		l.Mode, l.Token, l.Holder = first.Mode.String(), first.Token, l.Holders[0]
-		if first.Mode == driver.Weighted {
+		if first.Mode == dsync.ModeWeighted {
 			l.Units, l.Limit = ls.Units(), first.Limit
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync"
 )
 
 // The revocations dsync status shows after the locks and elections (see
@@ -26,7 +26,7 @@ type jsonRevocation struct {
 }
 
 // printRevocations prints rs as a table, or as JSON lines.
-func printRevocations(w io.Writer, rs []driver.Revocation, asJSON bool) error {
+func printRevocations(w io.Writer, rs []dsync.Revocation, asJSON bool) error {
 	if len(rs) == 0 {
 		return nil
 	}

@@ -21,8 +21,9 @@ import (
 )
 
 // Store is the MongoDB driver: a driver.Store over a database's lock
-// and sessions collections, a driver.Feed over its events collection,
-// and a driver.KeyChecker. It decides nothing; a dsync.Client made over
+// and sessions collections, whose Roles serve every part of the contract
+// (among them a driver.Feed over its events collection, and a directory
+// of keys over its keys collection). It decides nothing; a dsync.Client made over
 // it (dsync.NewClient) runs the protocol above it. Make it with
 // NewStore. Every read and update of one document filters on _id alone:
 // FerretDB answers any other query by decoding the whole collection.
