@@ -322,7 +322,7 @@ func TestRecorderPassesRoles(t *testing.T) {
 	r, _ := testRecorder(t, time.Second)
 	s := r.wrap(memory.New())
 	roles := s.Roles()
-	if roles.Runs != s.(driver.RunReader) {
+	if rs, ok := roles.Runs.(*recordingStore); !ok || rs != s {
 		t.Errorf("the recording store's runs are %T, not its own", roles.Runs)
 	}
 	if roles.Peers == nil {
