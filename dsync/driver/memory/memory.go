@@ -90,6 +90,15 @@ func (s *Store) Roles() driver.Roles {
 // roles serves a view's roles.
 type roles struct{ s *Store }
 
+var (
+	_ driver.RunReader    = roles{}
+	_ driver.Maintainer   = roles{}
+	_ driver.KeyDirectory = roles{}
+	_ driver.Feed         = roles{}
+	_ driver.PeerStore    = roles{}
+	_ driver.RevokeStore  = roles{}
+)
+
 // Insert implements driver.Store.
 func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 	var ok bool
