@@ -16,10 +16,10 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys (driver.Store.PutKeys, ListKeys): a collection
-// named after the lock collection, "<collection>_keys", of one document
-// per key, {_id: key, created}, inserted once and never updated. It is
-// the list of keys, whatever the lock collection keeps of them.
+// The directory of keys (driver.KeyDirectory: PutKeys, ListKeys): a
+// collection named after the lock collection, "<collection>_keys", of one
+// document per key, {_id: key, created}, inserted once and never updated.
+// It is the list of keys, whatever the lock collection keeps of them.
 //
 // Its only index is _id's. An insert, and the duplicate-key answer that
 // makes a second one a no-op, cost the same whatever the collection
