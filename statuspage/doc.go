@@ -10,6 +10,11 @@
 // beside it (status.json, the same data), and says plainly when the
 // store cannot be read.
 //
+// The types of this package are the schema of that data, and the only
+// one: status.json serves a Snapshot, and `dsync status --json` prints
+// the same records one per line (a Record each), with the same names
+// and types.
+//
 // New returns an http.Handler. It only reads, and decides nothing about
 // who may see it: a program that mounts it puts it behind its own
 // authentication, for example

@@ -143,11 +143,12 @@ func TestJSONShowsHoldersQueueSemaphoreAndElection(t *testing.T) {
 		t.Errorf("encode = %+v, want a semaphore 2/3", e)
 	}
 	el := s.Elections[0]
-	if el.Name != "billing" || el.Leader.Version != "v1.2" || el.Leader.Term == 0 || !el.Members[0].Leader {
-		t.Errorf("election = %+v, want billing led at v1.2", el)
+	if el.Name != "billing" || el.Key != "dsync:election/billing" || el.Leader.Version != "v1.2" || el.Leader.Term == 0 ||
+		el.Members[0].ID != el.Leader.ID || !el.Members[0].Leader {
+		t.Errorf("election = %+v, want billing led at v1.2 by its one member", el)
 	}
-	if s.Clock != "local" || s.Error != "" {
-		t.Errorf("clock %q error %q, want local and none", s.Clock, s.Error)
+	if s.Clock != "local" || s.Error != "" || s.Order != "bytes" || s.More || s.Next != "" {
+		t.Errorf("summary %+v, want the local clock, no error, the memory store's order (bytes), no more", s.Summary)
 	}
 
 	// A release shows on a later read: the waiter holds, nobody waits.

@@ -63,7 +63,7 @@ func TestJSONShowsPartitionShards(t *testing.T) {
 		t.Errorf("partition %q, want jobs", pt.Name)
 	}
 	for i, sh := range s.Partitions[0].Shards {
-		if sh.Shard != i || sh.Election != "jobs#"+strconv.Itoa(i) || sh.Owner.Term != tokens[i] || sh.Owner.PID == 0 || sh.Owner.ExpiresInMS <= 0 {
+		if sh.Shard != i || sh.Election != "jobs#"+strconv.Itoa(i) || sh.Key != "dsync:election/jobs#"+strconv.Itoa(i) || sh.Owner.Term != tokens[i] || sh.Owner.PID == 0 || sh.Owner.ExpiresInMS <= 0 {
 			t.Errorf("shard %d: %+v (owner %+v), want owned in the term its function runs in, %d", i, sh, sh.Owner, tokens[i])
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestExamplesUseTheCommandsDatabase: every store the repository's
@@ -120,9 +121,11 @@ func TestOneDatabaseEverywhere(t *testing.T) {
 		t.Errorf("dsync status with a lock held in database app: exit %d\n%s\nwant the database read, then\n%s\nstderr: %s", r.code, r.stdout, wantHint, r.stderr)
 	}
 	r = runDsync(t, e, "", slow(30*time.Second), "status", "--json")
-	var sum jsonSummary
-	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &sum); err != nil || sum.Kind != "summary" ||
-		sum.Database != "dsync" || sum.Collection != "dsync_locks" || len(sum.Elsewhere) != 1 || sum.Elsewhere[0] != "app" {
+	var rec statuspage.Record
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &rec); err != nil || rec.Summary == nil {
+		t.Fatalf("dsync status --json: %v\n%s\nwant a summary alone", err, r.stdout)
+	}
+	if sum := rec.Summary; sum.Database != "dsync" || sum.Collection != "dsync_locks" || len(sum.Elsewhere) != 1 || sum.Elsewhere[0] != "app" {
 		t.Errorf("dsync status --json: %v\n%s\nwant a summary of dsync.dsync_locks naming app elsewhere", err, r.stdout)
 	}
 

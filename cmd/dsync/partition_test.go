@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -192,18 +191,15 @@ func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
 	// B left gracefully: it released the shards' leases rather than let
 	// them run out (--ttl 2s), so at once nobody owns them.
 	r := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "status", "jobs", "--json")
-	for _, line := range readLines(r.stdout) {
-		var jp jsonPartition
-		if json.Unmarshal([]byte(line), &jp) != nil || jp.Kind != "partition" {
-			continue
-		}
-		for _, sh := range jp.Shards {
+	st := parseStatusJSON(t, r.stdout)
+	for _, p := range st.partitions {
+		for _, sh := range p.Shards {
 			if sh.Owner != nil {
 				t.Errorf("after B left, shard %d is still owned: %+v", sh.Shard, sh.Owner)
 			}
 		}
 	}
-	if !strings.Contains(r.stdout, `"kind":"partition"`) {
+	if len(st.partitions) != 1 {
 		t.Errorf("dsync status jobs --json after B left: exit %d, no partition\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if o, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
@@ -225,33 +221,16 @@ func checkShardStatus(t *testing.T, uri, db string, runs []shardRun, pids map[st
 		}
 	}
 	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
-	var p *jsonPartition
-	var sum jsonSummary
-	for _, line := range readLines(r.stdout) {
-		var kind struct{ Kind string }
-		if err := json.Unmarshal([]byte(line), &kind); err != nil {
-			t.Fatalf("status --json line %q: %v", line, err)
-		}
-		switch kind.Kind {
-		case "partition":
-			p = new(jsonPartition)
-			if err := json.Unmarshal([]byte(line), p); err != nil {
-				t.Fatal(err)
-			}
-		case "summary":
-			if err := json.Unmarshal([]byte(line), &sum); err != nil {
-				t.Fatal(err)
-			}
-		}
+	st := parseStatusJSON(t, r.stdout)
+	if r.code != 0 || len(st.partitions) != 1 || st.partitions[0].Name != "jobs" || len(st.partitions[0].Shards) != 4 || len(st.elections) != 0 {
+		t.Fatalf("dsync status --json: exit %d, partitions %+v, elections %+v; want jobs with 4 shards, and no election besides\n%s\nstderr: %s",
+			r.code, st.partitions, st.elections, r.stdout, r.stderr)
 	}
-	if r.code != 0 || p == nil || p.Name != "jobs" || len(p.Shards) != 4 || sum.Partitions != 1 || sum.Elections != 4 {
-		t.Fatalf("dsync status --json: exit %d, partition %+v, summary %+v; want jobs with 4 shards, 1 partition of 4 elections\n%s\nstderr: %s",
-			r.code, p, sum, r.stdout, r.stderr)
-	}
+	p := st.partitions[0]
 	for i, sh := range p.Shards {
 		w := want[i]
-		if sh.Shard != i || sh.Election != fmt.Sprintf("jobs#%d", i) || sh.Owner == nil || sh.Owner.PID != pids[w.tag] || sh.Token != w.token ||
-			sh.Lease == nil || sh.Lease.Token != w.token {
+		if sh.Shard != i || sh.Election != fmt.Sprintf("jobs#%d", i) || sh.Key != "dsync:election/"+sh.Election || sh.Owner == nil ||
+			sh.Owner.PID != pids[w.tag] || sh.Owner.Term != w.token || sh.Owner.ExpiresInMS <= 0 {
 			t.Errorf("status --json shard %d: %+v (owner %+v); want owned by %s (pid %d) with token %d", i, sh, sh.Owner, w.tag, pids[w.tag], w.token)
 		}
 	}

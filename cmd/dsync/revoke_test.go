@@ -59,7 +59,7 @@ func TestRevokeEndsAHolder(t *testing.T) {
 		t.Errorf("dsync status does not show the revocation:\n%s", st.stdout)
 	}
 	st = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
-	if !strings.Contains(st.stdout, `"kind":"revocation"`) || !strings.Contains(st.stdout, `"reason":"stuck job"`) {
+	if rs := parseStatusJSON(t, st.stdout).revocations; len(rs) != 1 || rs[0].Reason != "stuck job" || rs[0].At.IsZero() {
 		t.Errorf("dsync status --json does not show the revocation:\n%s", st.stdout)
 	}
 	// A revoke by --process records when, in store time, as one by

@@ -100,18 +100,19 @@ Flags:
   --seen D   list the election members whose last heartbeat is at most D
              old (default %v: three heartbeats of a candidate with the
              default --ttl; dsync elect heartbeats at least every %v)
-  --json     print one JSON object per line, as they are read: one per
-             lock ("kind": "lock") and per election ("kind": "election"),
-             each with its "name", its "primitive" (the KIND above) and
-             its "key" as stored, then one per partition whose shards
-             were listed ("kind": "partition", with its "shards": the
-             shard, its "election", "token", "owner" and "lease"; each
-             shard is also an election line), then a summary ("kind":
-             "summary": the server's time, the order, the counts, the
-             "database" and "collection" read, with --limit whether more
-             follow and the --after that lists them, and when nothing was
-             found, the other databases that have the collection,
-             "elsewhere")
+  --json     print one JSON object per line, as they are read, in the
+             schema of the status page's status.json (package
+             statuspage; docs/observability.md shows it): {"lock": ...}
+             per lock and {"election": ...} per election, each with its
+             "name", its "kind" or lease "key", its holders and waiters
+             or its leader and members; then {"partition": ...} per
+             partition whose shards were listed (its shards are not
+             elections here), {"revocation": ...} per revoked session,
+             and last {"summary": ...}: the server's time ("now"), the
+             order, with --limit whether more follow and the --after
+             that lists them ("more", "next"), the "database" and
+             "collection" read and, when nothing was found, the other
+             databases that have the collection ("elsewhere")
   --web      serve a live page of the same (it updates every second, is
              filtered by namespace and prefix in the page, and serves the
              same data as JSON at status.json) until interrupted
@@ -214,18 +215,26 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	// long as it takes, and a server that stops answering ends it.
 	ctx, kick, stop := idleTimeout(ctx, g.timeout)
 	defer stop()
-	var out statusSink
-	if f.asJSON {
-		out = newJSONSink(os.Stdout)
-	} else {
+	if !f.asJSON {
 		fmt.Fprintln(os.Stdout, g.whereLine())
-		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
 	store, err := openStatus(ctx, g, db, f.seen)
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
 	defer store.close()
+	// The revocations first, so that --json marks the revoked sessions'
+	// claims as it prints them.
+	rs, err := store.revocations(ctx)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
+	var out statusSink
+	if f.asJSON {
+		out = newJSONSink(os.Stdout, rs)
+	} else {
+		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
+	}
 	sum, err := store.read(ctx, f.sel, sinkKicking{out, kick})
 	sum.database, sum.collection = g.db, g.collection
 	if err == nil && sum.Locks == 0 && sum.Elections == 0 && f.sel.prefix == "" && f.sel.after == "" {
@@ -248,12 +257,10 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
 	}
-	rs, err := store.revocations(ctx)
-	if err == nil {
-		err = printRevocations(os.Stdout, rs, f.asJSON)
-	}
-	if err != nil {
-		return fail("status", exitFailure, err)
+	if !f.asJSON {
+		if err := printRevocations(os.Stdout, rs); err != nil {
+			return fail("status", exitFailure, err)
+		}
 	}
 	return exitOK
 }
@@ -307,6 +314,7 @@ func (s sinkKicking) Election(e statusread.Election) error {
 type statusSummary struct {
 	now    time.Time     // server time at the end
 	within time.Duration // uncertainty of the server times
+	sel    selection     // what was read
 	statusread.Listed
 	// database and collection are where status read; when it found
 	// nothing, elsewhere are the other databases that have such a

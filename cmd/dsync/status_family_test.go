@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // libraryClient returns a dsync Client on database db of the server at
@@ -89,7 +90,7 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 		st = parseStatusJSON(t, r.stdout)
 		waiting := 0
 		for _, l := range st.locks {
-			waiting += l.Waiting
+			waiting += len(l.Waiting)
 		}
 		if waiting == 2 {
 			break
@@ -99,18 +100,18 @@ func TestStatusShowsSharedHolds(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	byKey := map[string]jsonLock{}
+	byKey := map[string]statuspage.Lock{}
 	for _, l := range st.locks {
 		byKey[l.Key] = l
 	}
 	rw := byKey["dsync:rw/doc"]
-	if rw.State != "read" || rw.Mode != "shared" || len(rw.Holders) != 2 || rw.Waiting != 1 ||
-		rw.Holder == nil || rw.Token != rw.Holders[0].Token || rw.Holders[0].Token >= rw.Holders[1].Token {
+	if rw.State != "read" || len(rw.Holders) != 2 || len(rw.Waiting) != 1 || rw.Holders[0].Mode != "shared" || rw.Holders[1].Mode != "shared" ||
+		rw.Waiting[0].Mode != "exclusive" || rw.Holders[0].Token >= rw.Holders[1].Token {
 		t.Errorf("the RWMutex: %+v; want read by 2 readers in token order, 1 waiting", rw)
 	}
 	sem := byKey["dsync:sem/encode"]
-	if sem.State != "3/3" || sem.Mode != "weighted" || sem.Units != 3 || sem.Limit != 3 || len(sem.Holders) != 2 ||
-		sem.Holders[0].Weight != 1 || sem.Holders[1].Weight != 2 || sem.Waiting != 1 {
+	if sem.State != "3/3" || len(sem.Holders) != 2 || sem.Holders[0].Mode != "weighted" || sem.Holders[0].Limit != 3 ||
+		sem.Holders[0].Weight != 1 || sem.Holders[1].Weight != 2 || len(sem.Waiting) != 1 || sem.Waiting[0].Weight != 2 {
 		t.Errorf("the Semaphore: %+v; want 3/3 units held by 2 holders (1 and 2), 1 waiting", sem)
 	}
 

@@ -5,174 +5,117 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
-// The JSON of dsync status --json: one object per line (NDJSON), one per
-// lock and per election as they are read, then one per partition whose
-// shards were read (status_shards.go), then a summary. Times are the
-// server's, durations in milliseconds, each measured from when its line
-// was read.
-type (
-	jsonLock struct {
-		Kind string `json:"kind"` // "lock"
-		// Name is the name the primitive was made with, Primitive its
-		// kind (mutex, rwmutex, semaphore, once), Key its key as stored
-		// (a Semaphore "encode" claims "dsync:sem/encode").
-		Name      string `json:"name"`
-		Primitive string `json:"primitive"`
-		Key       string `json:"key"`
-		// State: held, read, U/N (a Semaphore's units held and limit),
-		// done (a Once that ran to success), free.
-		State string `json:"state"`
-		// Mode: "exclusive" (a Mutex, a writer, a Once), "shared"
-		// (readers) or "weighted" (a Semaphore); "" when free.
-		Mode  string `json:"mode,omitempty"`
-		Token uint64 `json:"token"` // the first holder's; 0 when free
-		// Holder is the first holder; null when free. Holders are all of
-		// them (readers, a Semaphore's holders), in queue order.
-		Holder  *jsonHolder   `json:"holder"`
-		Holders []*jsonHolder `json:"holders,omitempty"`
-		// Units and Limit: a Semaphore's units held, and its limit.
-		Units int64 `json:"units,omitempty"`
-		Limit int64 `json:"limit,omitempty"`
-		// Waiting counts the live claims queued behind the holders (0
-		// when free).
-		Waiting int `json:"waiting"`
-	}
-	jsonHolder struct {
-		Token      uint64 `json:"token"`
-		Weight     int64  `json:"weight,omitempty"` // a Semaphore holder's units
-		Host       string `json:"host"`
-		PID        int    `json:"pid"`                  // the process holding the lease
-		CommandPID int    `json:"commandPid,omitempty"` // the command it runs, when known
-		// AcquiredAt is when it queued for the lock (so a holder that
-		// waited counts its wait). ExpiresAt is when its session expires
-		// unless renewed.
-		AcquiredAt time.Time `json:"acquiredAt"`
-		ExpiresAt  time.Time `json:"expiresAt"`
-		HeldForMS  float64   `json:"heldForMs"`
-		// ExpiresInMS is 0 once the lease has expired.
-		ExpiresInMS float64 `json:"expiresInMs"`
-	}
-	jsonElection struct {
-		Kind      string       `json:"kind"` // "election"
-		Name      string       `json:"name"`
-		Primitive string       `json:"primitive"`       // "election"
-		Key       string       `json:"key"`             // of its lease: "dsync:election/NAME"
-		Term      uint64       `json:"term"`            // of the current leader; 0 when nobody leads
-		Leader    *jsonMember  `json:"leader"`          // null when nobody leads
-		Members   []jsonMember `json:"members"`         // seen within --seen, the leader included
-		Lease     *jsonHolder  `json:"lease,omitempty"` // the leader's lease, when someone leads
-	}
-	jsonMember struct {
-		ID         string    `json:"id"`
-		Role       string    `json:"role"` // leader, standby
-		Host       string    `json:"host"`
-		PID        int       `json:"pid"`
-		CommandPID int       `json:"commandPid,omitempty"`
-		Version    string    `json:"version"`
-		LastSeen   time.Time `json:"lastSeen"`
-		AgoMS      float64   `json:"lastSeenAgoMs"`
-	}
-	jsonSummary struct {
-		Kind          string    `json:"kind"` // "summary"
-		ServerTime    time.Time `json:"serverTime"`
-		UncertaintyMS float64   `json:"uncertaintyMs"`
-		// Order is the order of the list: "bytes" (MongoDB) or "first
-		// use" (FerretDB); absent when there is nothing to list.
-		Order     string `json:"order,omitempty"`
-		Locks     int    `json:"locks"`     // listed
-		Elections int    `json:"elections"` // listed
-		// Partitions counts the partitions whose shards were listed
-		// (each shard is one of Elections).
-		Partitions int `json:"partitions"`
-		// More: --limit ended the list before its end. Next is the
-		// --after that lists the rest, where the order allows it.
-		More bool   `json:"more"`
-		Next string `json:"next,omitempty"`
-		// Database and Collection are where the list was read. When
-		// nothing was listed, Elsewhere names the server's other
-		// databases that have a collection of that name (if the user may
-		// list them).
-		Database   string   `json:"database"`
-		Collection string   `json:"collection"`
-		Elsewhere  []string `json:"elsewhere,omitempty"`
-	}
-)
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// dsync status --json: one statuspage.Record per line (NDJSON), in the
+// status page's schema (package statuspage documents it, and
+// docs/observability.md shows it): each lock and election as it is read,
+// then the partitions whose shards were read, the revocations, and the
+// summary. It fills in the records as the page does (statuspage's
+// read.go), and adds what only the command knows: the command a holder
+// or leader on this host runs, the uncertainty of the server's clock,
+// and the database read. TestStatusJSONIsThePagesSchema holds the two
+// alike.
 
 // jsonSink prints each lock and election on a line of its own, as it is
 // read.
 type jsonSink struct {
-	enc    *json.Encoder
-	cmds   commandFinder
-	shards shardSet // the elections that are a partition's shards
+	enc         *json.Encoder
+	cmds        commandFinder
+	revocations []statuspage.Revocation // newest first
+	revoked     map[string]bool         // their sessions
+	shards      partitions.Set[statuspage.Election]
 }
 
-func newJSONSink(w io.Writer) *jsonSink { return &jsonSink{enc: json.NewEncoder(w)} }
+// newJSONSink returns a sink that prints to w, and marks the claims of
+// the sessions that rs revoked.
+func newJSONSink(w io.Writer, rs []dsync.Revocation) *jsonSink {
+	s := &jsonSink{enc: json.NewEncoder(w), revoked: map[string]bool{}}
+	for _, r := range rs {
+		s.revoked[r.Session] = true
+		s.revocations = append(s.revocations, statuspage.Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
+	}
+	slices.SortFunc(s.revocations, func(a, b statuspage.Revocation) int { return b.At.Compare(a.At) }) // newest first
+	return s
+}
 
-func (s *jsonSink) holder(c *dsync.ClaimInfo, now time.Time) *jsonHolder {
+func (s *jsonSink) Lock(rl statusread.Lock) error {
+	l := statuspage.Lock{Key: rl.Key, Kind: rl.Kind, Name: rl.Name, State: rl.State(), Holders: []statuspage.Claim{}, Waiting: []statuspage.Claim{}}
+	for _, c := range rl.Holders {
+		l.Holders = append(l.Holders, s.claim(c, rl.Now))
+	}
+	for _, c := range rl.Waiting {
+		l.Waiting = append(l.Waiting, s.claim(c, rl.Now))
+	}
+	return s.enc.Encode(statuspage.Record{Lock: &l})
+}
+
+func (s *jsonSink) claim(c dsync.ClaimInfo, now time.Time) statuspage.Claim {
 	cmd, _ := s.cmds.of(c.Host, c.PID)
-	return &jsonHolder{Token: c.Token, Weight: c.Weight, Host: c.Host, PID: c.PID, CommandPID: cmd, AcquiredAt: c.QueuedAt, ExpiresAt: c.ExpiresAt,
-		HeldForMS: ms(max(now.Sub(c.QueuedAt), 0)), ExpiresInMS: ms(max(c.ExpiresAt.Sub(now), 0))}
+	return statuspage.Claim{
+		Token: c.Token, Owner: c.Owner, Host: c.Host, PID: c.PID, CommandPID: cmd,
+		Mode: c.Mode.String(), Weight: c.Weight, Limit: c.Limit,
+		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt, HeldForMS: millis(c.QueuedAt, now), ExpiresInMS: millis(now, c.ExpiresAt),
+		Session: c.Session, Revoked: s.revoked[c.Session],
+	}
 }
 
-func (s *jsonSink) Lock(ls statusread.Lock) error {
-	l := jsonLock{Kind: "lock", Name: ls.Name, Primitive: ls.Kind, Key: ls.Key, State: ls.State(), Waiting: len(ls.Waiting)}
-	for i := range ls.Holders {
-		l.Holders = append(l.Holders, s.holder(&ls.Holders[i], ls.Now))
-	}
-	if len(ls.Holders) > 0 {
-		first := ls.Holders[0]
-		l.Mode, l.Token, l.Holder = first.Mode.String(), first.Token, l.Holders[0]
-		if first.Mode == dsync.ModeWeighted {
-			l.Units, l.Limit = ls.Units(), first.Limit
+// Election prints re, unless it is a partition's shard: done prints the
+// shards in their partition's line.
+func (s *jsonSink) Election(re statusread.Election) error {
+	now := re.Now
+	e := statuspage.Election{Name: re.Name, Key: leader.LockKey(re.Name), Members: []statuspage.Member{}}
+	if info := re.Leader; info != nil {
+		cmd, _ := s.cmds.of(info.Host, info.PID)
+		e.Leader = &statuspage.Leader{ID: info.ID, Host: info.Host, PID: info.PID, CommandPID: cmd, Version: info.Version, Value: info.Value,
+			Term: info.Token, Since: info.Since, HeldForMS: millis(info.Since, now)}
+		if c := re.Lease; c != nil {
+			e.Leader.ExpiresAt, e.Leader.ExpiresInMS = c.ExpiresAt, millis(now, c.ExpiresAt)
 		}
 	}
-	return s.enc.Encode(l)
+	for _, m := range re.Members {
+		e.Members = append(e.Members, statuspage.Member{ID: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
+			Leader: e.Leader != nil && m.ID == e.Leader.ID, LastSeen: m.LastSeen, LastSeenMS: millis(m.LastSeen, now)})
+	}
+	if s.shards.Add(e.Name, e) {
+		return nil
+	}
+	return s.enc.Encode(statuspage.Record{Election: &e})
 }
 
-func (s *jsonSink) Election(e statusread.Election) error {
-	s.shards.Add(e.Name, e)
-	je := jsonElection{Kind: "election", Name: e.Name, Primitive: statusread.KindElection, Key: leader.LockKey(e.Name), Members: []jsonMember{}}
-	if e.Leader != nil {
-		je.Term = e.Leader.Token
-	}
-	if e.Lease != nil {
-		je.Lease = s.holder(e.Lease, e.Now)
-	}
-	for _, m := range e.Members {
-		jm := jsonMember{ID: m.ID, Role: "standby", Host: m.Host, PID: m.PID, Version: m.Version,
-			LastSeen: m.LastSeen, AgoMS: ms(max(e.Now.Sub(m.LastSeen), 0))}
-		if e.Leader != nil && m.ID == e.Leader.ID {
-			jm.Role = "leader"
-			jm.CommandPID, _ = s.cmds.of(m.Host, m.PID)
-			je.Leader = &jm
-		}
-		je.Members = append(je.Members, jm)
-	}
-	if l := e.Leader; l != nil && je.Leader == nil { // the leader's status document is missing or stale
-		cmd, _ := s.cmds.of(l.Host, l.PID)
-		je.Leader = &jsonMember{ID: l.ID, Role: "leader", Host: l.Host, PID: l.PID, CommandPID: cmd, Version: l.Version}
-	}
-	return s.enc.Encode(je)
-}
-
+// done prints the partitions gathered, the revocations and the summary.
 func (s *jsonSink) done(sum statusSummary) error {
-	if err := s.jsonPartitions(); err != nil {
-		return err
+	for _, p := range s.shards.Partitions() {
+		jp := statuspage.Partition{Name: p.Name, Shards: []statuspage.Shard{}}
+		for _, sh := range p.Shards {
+			jp.Shards = append(jp.Shards, statuspage.Shard{Shard: sh.Index, Election: sh.Of.Name, Key: sh.Of.Key, Owner: sh.Of.Leader})
+		}
+		if err := s.enc.Encode(statuspage.Record{Partition: &jp}); err != nil {
+			return err
+		}
 	}
-	js := jsonSummary{Kind: "summary", ServerTime: sum.now, UncertaintyMS: ms(sum.within),
-		Locks: sum.Locks, Elections: sum.Elections, Partitions: s.shards.Len(), More: sum.More, Next: sum.Next,
+	for _, r := range s.revocations {
+		if err := s.enc.Encode(statuspage.Record{Revocation: &r}); err != nil {
+			return err
+		}
+	}
+	js := statuspage.Summary{Now: sum.now, Clock: "store", UncertaintyMS: int64(math.Ceil(float64(sum.within) / float64(time.Millisecond))),
+		Prefix: sum.sel.prefix, After: sum.sel.after, More: sum.More, Next: sum.Next,
 		Database: sum.database, Collection: sum.collection, Elsewhere: sum.elsewhere}
 	if sum.Order != 0 {
 		js.Order = sum.Order.String()
 	}
-	return s.enc.Encode(js)
+	return s.enc.Encode(statuspage.Record{Summary: &js})
 }
+
+// millis is the whole milliseconds from a to b: 0 if b is not after a.
+func millis(a, b time.Time) int64 { return max(0, b.Sub(a).Milliseconds()) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // What dsync lock -n and dsync once made is listed under the name they
@@ -59,14 +60,14 @@ func TestStatusShowsNamesAndKinds(t *testing.T) {
 	checkAligned(t, table)
 
 	st := parseStatusJSON(t, named)
-	if len(st.locks) != 1 || st.locks[0].Name != "encode" || st.locks[0].Primitive != "semaphore" || st.locks[0].Key != "dsync:sem/encode" || st.locks[0].State != "1/3" {
+	if len(st.locks) != 1 || st.locks[0].Name != "encode" || st.locks[0].Kind != "semaphore" || st.locks[0].Key != "dsync:sem/encode" || st.locks[0].State != "1/3" {
 		t.Errorf("status --json encode, one unit held:\n%s\nwant the semaphore encode (key dsync:sem/encode), 1/3 held", named)
 	}
 	r = dsync("status", "--json", "migrate-42")
 	st = parseStatusJSON(t, r.stdout)
-	kinds := map[string]jsonLock{}
+	kinds := map[string]statuspage.Lock{}
 	for _, l := range st.locks {
-		kinds[l.Primitive] = l
+		kinds[l.Kind] = l
 	}
 	if len(st.locks) != 2 || kinds["mutex"].Key != "migrate-42" || kinds["mutex"].State != "free" ||
 		kinds["once"].Key != "dsync:once/migrate-42" || kinds["once"].Name != "migrate-42" || kinds["once"].State != "done" {

@@ -16,19 +16,23 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
-// statusJSON is what dsync status --json printed: its locks and
-// elections, in the order printed, and its summary.
+// statusJSON is what dsync status --json printed: its records, by
+// kind, in the order printed, and its summary.
 type statusJSON struct {
-	locks     []jsonLock
-	elections []jsonElection
-	names     []string // of the locks and elections, in the order printed
-	summary   jsonSummary
+	locks       []statuspage.Lock
+	elections   []statuspage.Election
+	partitions  []statuspage.Partition
+	revocations []statuspage.Revocation
+	names       []string // of the locks and elections, in the order printed
+	summary     statuspage.Summary
 }
 
 // parseStatusJSON reads the NDJSON of status --json: each line one
-// object, a lock or an election, and the summary last.
+// statuspage.Record, with one field set and none the schema lacks, and
+// the summary last.
 func parseStatusJSON(t *testing.T, out string) statusJSON {
 	t.Helper()
 	var st statusJSON
@@ -37,33 +41,35 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 		t.Fatalf("status --json printed nothing")
 	}
 	for i, l := range lines {
-		var kind struct {
-			Kind string `json:"kind"`
-		}
-		if err := json.Unmarshal([]byte(l), &kind); err != nil {
+		var rec statuspage.Record
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rec); err != nil {
 			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
 		}
-		last := i == len(lines)-1
-		if (kind.Kind == "summary") != last {
-			t.Fatalf("status --json, line %d is of kind %q; want the summary last, and only there:\n%s", i+1, kind.Kind, out)
+		set := 0
+		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Summary != nil} {
+			if isSet {
+				set++
+			}
 		}
-		var err error
-		switch kind.Kind {
-		case "lock":
-			var lk jsonLock
-			err = json.Unmarshal([]byte(l), &lk)
-			st.locks, st.names = append(st.locks, lk), append(st.names, lk.Name)
-		case "election":
-			var e jsonElection
-			err = json.Unmarshal([]byte(l), &e)
-			st.elections, st.names = append(st.elections, e), append(st.names, e.Name)
-		case "summary":
-			err = json.Unmarshal([]byte(l), &st.summary)
+		if set != 1 {
+			t.Fatalf("status --json, line %d is %d records; want one:\n%s", i+1, set, out)
+		}
+		switch {
+		case rec.Lock != nil:
+			st.locks, st.names = append(st.locks, *rec.Lock), append(st.names, rec.Lock.Name)
+		case rec.Election != nil:
+			st.elections, st.names = append(st.elections, *rec.Election), append(st.names, rec.Election.Name)
+		case rec.Partition != nil:
+			st.partitions = append(st.partitions, *rec.Partition)
+		case rec.Revocation != nil:
+			st.revocations = append(st.revocations, *rec.Revocation)
 		default:
-			t.Fatalf("status --json, line %d: unknown kind %q\n%s", i+1, kind.Kind, out)
+			st.summary = *rec.Summary
 		}
-		if err != nil {
-			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
+		if last := i == len(lines)-1; (rec.Summary != nil) != last {
+			t.Fatalf("status --json, line %d: want the summary last, and only there:\n%s", i+1, out)
 		}
 	}
 	return st
@@ -147,7 +153,7 @@ func TestStatusPages(t *testing.T) {
 		t.Fatalf("status --json --prefix page/ --limit 10: exit %d, names %q; want %q (%v order)\nstderr: %s", r.code, st.names, pages[:10], order, r.stderr)
 	}
 	for _, l := range st.locks {
-		if held := l.Name == "page/07"; held != (l.State == "held") || held != (l.Holder != nil) {
+		if held := l.Name == "page/07"; held != (l.State == "held") || held != (len(l.Holders) == 1) {
 			t.Errorf("lock %+v: want page/07 held, the others free", l)
 		}
 	}
@@ -155,8 +161,8 @@ func TestStatusPages(t *testing.T) {
 	if order == dsync.OrderBytes {
 		wantNext = pages[9]
 	}
-	if s := st.summary; !s.More || s.Next != wantNext || s.Locks != 10 || s.Elections != 0 || s.Order != order.String() || s.ServerTime.IsZero() {
-		t.Errorf("summary of the first page: %+v; want 10 locks, more, next %q, order %q", s, wantNext, order)
+	if s := st.summary; !s.More || s.Next != wantNext || s.Prefix != "page/" || s.Order != order.String() || s.Now.IsZero() || s.Clock != "store" || s.UncertaintyMS <= 0 {
+		t.Errorf("summary of the first page: %+v; want more, next %q, order %q, in the server's time", s, wantNext, order)
 	}
 
 	// The rest, a page at a time, where the order allows it.
@@ -190,7 +196,7 @@ func TestStatusPages(t *testing.T) {
 	if order == dsync.OrderBytes {
 		slices.Sort(want)
 	}
-	if r.code != 0 || !slices.Equal(st.names, want) || st.summary.More || st.summary.Next != "" || st.summary.Locks != len(used) {
+	if r.code != 0 || !slices.Equal(st.names, want) || st.summary.More || st.summary.Next != "" {
 		t.Errorf("status --json: exit %d, names %q, summary %+v; want %q and no more", r.code, st.names, st.summary, want)
 	}
 

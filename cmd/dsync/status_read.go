@@ -80,7 +80,7 @@ func (s *statusStore) close() {
 // each to out as it is read. It returns the summary for out.done, which
 // it does not call.
 func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (statusSummary, error) {
-	sum := statusSummary{within: s.within}
+	sum := statusSummary{within: s.within, sel: sel}
 	var err error
 	if sel.name != "" {
 		sum.Listed, err = s.reader.Named(ctx, sel.name, out)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -16,27 +15,10 @@ import (
 // keeps them (statusStore.revocations reads them). Printed only when
 // there are any.
 
-// jsonRevocation is a revocation's line in dsync status --json.
-type jsonRevocation struct {
-	Kind    string    `json:"kind"` // "revocation"
-	Session string    `json:"session"`
-	By      string    `json:"by"`
-	Reason  string    `json:"reason"`
-	At      time.Time `json:"at"` // store time
-}
-
-// printRevocations prints rs as a table, or as JSON lines.
-func printRevocations(w io.Writer, rs []dsync.Revocation, asJSON bool) error {
+// printRevocations prints rs as the table's last lines (--json prints
+// them as records of their own: status_json.go).
+func printRevocations(w io.Writer, rs []dsync.Revocation) error {
 	if len(rs) == 0 {
-		return nil
-	}
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, r := range rs {
-			if err := enc.Encode(jsonRevocation{Kind: "revocation", Session: r.Session, By: r.By, Reason: r.Reason, At: r.At}); err != nil {
-				return err
-			}
-		}
 		return nil
 	}
 	if _, err := fmt.Fprintf(w, "\nrevoked sessions:\n"); err != nil {

@@ -99,15 +99,15 @@ func TestStatusPlainLockAndElectionAreApart(t *testing.T) {
 		t.Fatalf("no separator in\n%s", r.stdout)
 	}
 	st := parseStatusJSON(t, all)
-	if len(st.locks) != 1 || st.locks[0].Name != "leader/coll" || st.locks[0].State != "held" || st.locks[0].Token == 0 {
+	if len(st.locks) != 1 || st.locks[0].Name != "leader/coll" || st.locks[0].State != "held" || len(st.locks[0].Holders) != 1 || st.locks[0].Holders[0].Token == 0 {
 		t.Errorf("status --json locks: %+v; want leader/coll alone, held with a token", st.locks)
 	}
-	if len(st.elections) != 1 || st.elections[0].Name != "coll" || st.elections[0].Leader == nil || st.elections[0].Term == 0 ||
-		st.elections[0].Lease == nil || st.elections[0].Lease.ExpiresInMS <= 0 {
+	if len(st.elections) != 1 || st.elections[0].Name != "coll" || st.elections[0].Key != "dsync:election/coll" || st.elections[0].Leader == nil ||
+		st.elections[0].Leader.Term == 0 || st.elections[0].Leader.ExpiresInMS <= 0 || st.elections[0].Leader.CommandPID == 0 {
 		t.Errorf("status --json elections: %+v; want coll alone, led in a term under a lease that has not expired", st.elections)
 	}
-	if st.summary.Locks != 1 || st.summary.Elections != 1 || st.summary.More {
-		t.Errorf("status --json summary: %+v; want 1 lock, 1 election, no more", st.summary)
+	if st.summary.More || st.summary.Database != db {
+		t.Errorf("status --json summary: %+v; want no more, of database %s", st.summary, db)
 	}
 	st = parseStatusJSON(t, named)
 	if len(st.locks) != 0 || len(st.elections) != 1 || st.elections[0].Name != "coll" || st.elections[0].Leader == nil {
@@ -154,15 +154,15 @@ func TestStatusJSONAndLongNames(t *testing.T) {
 	}
 	st := parseStatusJSON(t, "{"+js)
 	host, _ := os.Hostname()
-	if len(st.locks) != 1 || st.locks[0].Name != long || st.locks[0].State != "held" || st.locks[0].Token == 0 ||
-		st.locks[0].Holder == nil || st.locks[0].Holder.Host != host || st.locks[0].Holder.CommandPID != cmdPID ||
-		st.locks[0].Holder.ExpiresInMS <= 0 || st.locks[0].Waiting != 0 || st.summary.ServerTime.IsZero() {
+	if len(st.locks) != 1 || st.locks[0].Name != long || st.locks[0].State != "held" || len(st.locks[0].Holders) != 1 ||
+		st.locks[0].Holders[0].Token == 0 || st.locks[0].Holders[0].Host != host || st.locks[0].Holders[0].CommandPID != cmdPID ||
+		st.locks[0].Holders[0].ExpiresInMS <= 0 || len(st.locks[0].Waiting) != 0 || st.summary.Now.IsZero() {
 		t.Errorf("status --json: %+v; want the whole name held with a token by %s, command pid %d", st, host, cmdPID)
 	}
 
 	r = runDsync(t, e, "", slow(30*time.Second), "--db", db, "status", "--json")
 	if st := parseStatusJSON(t, r.stdout); len(st.locks) != 1 || st.locks[0].Name != long ||
-		st.locks[0].State != "free" || st.locks[0].Token != 0 || st.locks[0].Holder != nil || st.locks[0].Waiting != 0 {
+		st.locks[0].State != "free" || len(st.locks[0].Holders) != 0 || len(st.locks[0].Waiting) != 0 {
 		t.Errorf("status --json after the release:\n%s\nwant the lock listed, free, with no holder", r.stdout)
 	}
 }
@@ -178,17 +178,17 @@ func TestStatusCountsWaiters(t *testing.T) {
 	// The holder's command starts a second dsync lock on the same name in
 	// the background (it waits), then reads status until it shows it.
 	script := `"$0" --db "$1" lock queue -- sh -c 'echo "$DSYNC_TOKEN" >"$0.tmp" && mv "$0.tmp" "$0"' "$2/second" >/dev/null 2>&1 &
-for i in $(seq 100); do out=$("$0" --db "$1" status --json queue); case $out in *'"waiting":1'*) break;; esac; sleep 0.1; done
+for i in $(seq 100); do out=$("$0" --db "$1" status --json queue); case $out in *'"waiting":[{'*) break;; esac; sleep 0.1; done
 echo "$out"`
 	r := runDsync(t, e, "", slow(60*time.Second), "--db", db, "lock", "queue", "--", "sh", "-c", script, dsyncBin, db, dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	st := parseStatusJSON(t, r.stdout)
-	if len(st.locks) != 1 || st.locks[0].State != "held" || st.locks[0].Token == 0 || st.locks[0].Holder == nil || st.locks[0].Waiting != 1 {
+	if len(st.locks) != 1 || st.locks[0].State != "held" || len(st.locks[0].Holders) != 1 || st.locks[0].Holders[0].Token == 0 || len(st.locks[0].Waiting) != 1 {
 		t.Fatalf("status --json with one process waiting:\n%s\nwant queue held with a token, 1 waiting", r.stdout)
 	}
-	firstToken := st.locks[0].Token
+	firstToken := st.locks[0].Holders[0].Token
 	// The waiter takes the lock when the holder's command is done.
 	waitFile(t, filepath.Join(dir, "second"), slow(30*time.Second))
 	if b, err := os.ReadFile(filepath.Join(dir, "second")); err != nil || strings.TrimSpace(string(b)) != strconv.FormatUint(firstToken+1, 10) {
@@ -202,7 +202,7 @@ echo "$out"`
 			t.Fatalf("status --json queue:\n%s\nstderr: %s", r.stdout, r.stderr)
 		}
 		if l := st.locks[0]; l.State == "free" {
-			if l.Token != 0 || l.Holder != nil || l.Waiting != 0 {
+			if len(l.Holders) != 0 || len(l.Waiting) != 0 {
 				t.Errorf("status --json after both holds:\n%s\nwant queue free, no holder, nobody waiting", r.stdout)
 			}
 			break

@@ -15,12 +15,9 @@ import (
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
-// runElection campaigns in a loop. Each term is a hold of
-// leader.LockKey(name): the worker records it like a Mutex hold, with the
-// deadline its recorder predicts (an Election does not expose its
-// lease's deadline), and does its register increment under the term's
-// token. With Observe it also records every leader Observe reports, and
-// what a direct Leader poll says every poll interval.
+// runElection campaigns in a loop (see elect). With Observe it also
+// records every leader Observe reports, and what a direct Leader poll
+// says every poll interval.
 func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
 	locks, store, _, err := w.client(db)
@@ -45,21 +42,47 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		return err
 	}
 	defer e.Close()
-	key := leader.LockKey(cfg.Key)
 
 	var wg sync.WaitGroup
 	octx, stopObserving := context.WithCancel(context.Background())
 	defer func() { stopObserving(); wg.Wait() }()
 	if cfg.Observe {
-		w.observe(octx, &wg, e, key)
+		w.observe(octx, &wg, e, leader.LockKey(cfg.Key))
 	}
+	return w.elect(ctx, e, &elected)
+}
 
+// elect campaigns with e in a loop until ctx ends (or for Config.Holds
+// terms). Each term is a hold of leader.LockKey(name): the worker records
+// it like a Mutex hold, with the deadline its recorder predicts (an
+// Election does not expose its lease's deadline), and does its register
+// increment under the term's token. elected is what e's OnElected was
+// last told.
+//
+// The terms live under a context of their own, not ctx: a term's lease is
+// released the moment the context it was campaigned under ends, whatever
+// the worker is doing under it, and a term begun under ctx would be over
+// for the library, and the next leader elected, while the worker, told to
+// stop, still finished its register write and recorded the term's end
+// after. ctx's end stops only a campaign under way; the term the worker
+// is in when ctx ends is ended as every other one: recorded ended, then
+// resigned.
+func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.Pointer[leader.Info]) error {
+	cfg := &w.cfg
+	key := leader.LockKey(cfg.Key)
+	terms, endTerms := context.WithCancel(context.Background())
+	defer endTerms()
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {
-		lctx, err := e.Campaign(ctx)
+		stopCampaign := context.AfterFunc(ctx, endTerms)
+		lctx, err := e.Campaign(terms)
+		if !stopCampaign() {
+			// ctx ended during the campaign: terms is cancelled, or is
+			// about to be, and with it a term Campaign may have begun
+			// meanwhile, whose lease is then released at once. The worker
+			// never relies on such a term, nor records it.
+			return nil
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return err
 		}
 		info := elected.Load()

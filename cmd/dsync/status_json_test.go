@@ -1,0 +1,139 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
+)
+
+// TestStatusJSONIsThePagesSchema: of one store read at one time, dsync
+// status --json prints what status.json serves, field for field: each
+// lock with its holders and waiters (a Mutex's, an RWMutex's readers, a
+// Semaphore's units, a Once done), each election with its leader and
+// members, a partition's shards owned and not, the revocations with the
+// revoked session's claim marked, and a summary that says what the
+// page's top says.
+func TestStatusJSONIsThePagesSchema(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		s := memory.New()
+		members := leader.NewMemoryMembers()
+		client := func() *dsync.Client {
+			c, err := dsync.NewClient(s.Process())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, err := dsync.NewMutex(client(), "jobs")
+		must(err)
+		must(jobs.LockContext(ctx))
+		waiter, err := dsync.NewMutex(client(), "jobs")
+		must(err)
+		waitCtx, stopWaiting := context.WithCancel(ctx)
+		t.Cleanup(stopWaiting)
+		go waiter.LockContext(waitCtx)
+		for range 2 {
+			cfg, err := dsync.NewRWMutex(client(), "cfg")
+			must(err)
+			must(cfg.RLockContext(ctx))
+		}
+		sem, err := dsync.NewSemaphore(client(), "encode", 3)
+		must(err)
+		must(sem.Acquire(ctx, 2))
+		once, err := dsync.NewOnce(client(), "migrate")
+		must(err)
+		must(once.Do(ctx, func(context.Context) error { return nil }))
+		for _, name := range []string{"billing", "grid#0", "grid#1"} {
+			e, err := leader.NewElection(client(), name, leader.WithMembers(members), leader.WithVersion("v1"), leader.WithValue("at "+name))
+			must(err)
+			t.Cleanup(func() { e.Close() })
+			_, err = e.Campaign(ctx)
+			must(err)
+			if name == "grid#1" {
+				must(e.Resign(ctx)) // a shard nobody owns
+			}
+		}
+		doomed, err := dsync.NewMutex(client(), "doomed")
+		must(err)
+		must(doomed.LockContext(ctx))
+		synctest.Wait() // the waiter's claim and the keys' records are written
+		queue, err := client().Queue(ctx, "doomed")
+		must(err)
+		must(s.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: queue[0].Session, By: "ops@host", Reason: "stuck", At: s.ServerTime().Latest}))
+
+		time.Sleep(1500 * time.Millisecond) // for durations that are not 0
+		synctest.Wait()
+
+		// Both read now, as a store's time: nothing moves in between.
+		reader, now := client(), time.Now()
+		rec := httptest.NewRecorder()
+		statuspage.New(statuspage.Config{Client: reader, Members: members, Seen: dsync.DefaultTTL,
+			Now: func(context.Context) (time.Time, error) { return now, nil }}).ServeHTTP(rec, httptest.NewRequest("GET", "/status.json", nil))
+		var page statuspage.Snapshot
+		must(json.Unmarshal(rec.Body.Bytes(), &page))
+
+		var out bytes.Buffer
+		r := &statusread.Reader{Client: reader, Members: members, Seen: dsync.DefaultTTL, Now: func() time.Time { return now }}
+		rs, err := r.Revocations(ctx)
+		must(err)
+		sink := newJSONSink(&out, rs)
+		sink.cmds.host = "(none)" // the command pids are the command's own: none here
+		listed, err := r.List(ctx, statusread.Selection{}, sink)
+		must(err)
+		must(sink.done(statusSummary{now: now, Listed: listed}))
+		st := parseStatusJSON(t, out.String())
+		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations}
+
+		if len(page.Locks) != 5 || len(page.Elections) != 1 || len(page.Partitions) != 1 || len(page.Partitions[0].Shards) != 2 ||
+			len(page.Revocations) != 1 || page.Error != "" {
+			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation", page)
+		}
+		if d := lockOf(page, "doomed"); d == nil || !d.Holders[0].Revoked {
+			t.Errorf("status.json doomed: %+v; want its holder's claim marked revoked", d)
+		}
+		pageJSON, cliJSON := marshalIndent(t, page), marshalIndent(t, cli)
+		if pageJSON != cliJSON {
+			t.Errorf("dsync status --json differs from status.json\nstatus.json:\n%s\ndsync status --json, gathered:\n%s\n--json as printed:\n%s", pageJSON, cliJSON, out.String())
+		}
+	})
+}
+
+func lockOf(s statuspage.Snapshot, name string) *statuspage.Lock {
+	for i := range s.Locks {
+		if s.Locks[i].Name == name {
+			return &s.Locks[i]
+		}
+	}
+	return nil
+}
+
+func marshalIndent(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
