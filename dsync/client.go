@@ -33,6 +33,10 @@ import (
 // concurrent use.
 type Client struct {
 	store driver.Store
+	// roles are the store's (driver.Roles): those of the store the
+	// Client calls (a test's wrapper, if any); its feed, key checks and
+	// hints' records are taken from the store given to NewClient.
+	roles driver.Roles
 	feed  driver.Feed       // nil: the store carries no wake-ups
 	keys  driver.KeyChecker // nil: every key but "" is valid
 	eng   *chain.Engine
@@ -209,8 +213,9 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
-	if f, ok := store.(driver.Feed); ok && cfg.wakeups {
-		c.feed = f
+	own := store.Roles()
+	if cfg.wakeups {
+		c.feed = own.Feed
 	}
 	inner := c.feed
 	if cfg.directFeed != nil {
@@ -222,12 +227,11 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		}
 		c.feed = hf
 	}
-	if kc, ok := store.(driver.KeyChecker); ok {
-		c.keys = kc
-	}
+	c.keys = own.KeyCheck
 	if cfg.wrapStore != nil {
 		c.store = cfg.wrapStore(store)
 	}
+	c.roles = c.store.Roles()
 	cfg.chain.Host, _ = os.Hostname()
 	cfg.chain.PID = os.Getpid()
 	eng, err := chain.New(c.store, engineClock{c}, cfg.chain)
@@ -245,7 +249,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
-	c.dir = newRecorder(c.store, c.mono, cfg.logger)
+	c.dir = newRecorder(c.roles.Directory, c.mono, cfg.logger)
 	c.newEvents()
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	env := wake.Env{

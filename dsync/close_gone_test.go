@@ -3,7 +3,6 @@ package dsync_test
 import (
 	"context"
 	"errors"
-	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -153,9 +151,10 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 }
 
 // goneStore is a memory.Store that can stop answering, as a database that
-// went away does for a MongoDB driver: a request waits until its context
-// ends (the driver finds no server to send it to), then fails. Prepare,
-// which sends nothing once done, is the memory.Store's.
+// went away does for a MongoDB driver: a request (of every role too)
+// waits until its context ends (the driver finds no server to send it
+// to), then fails. Prepare, which sends nothing once done, is the
+// memory.Store's.
 type goneStore struct {
 	*memory.Store
 	mu       sync.Mutex
@@ -164,17 +163,21 @@ type goneStore struct {
 	requests atomic.Int64    // requests made while hanging
 }
 
-func newGoneStore() *goneStore { return &goneStore{Store: memory.New(), hung: map[string]bool{}} }
+func newGoneStore() *goneStore {
+	s := &goneStore{hung: map[string]bool{}}
+	s.Store = memory.New().Intercept(s.wait)
+	return s
+}
 
 func (s *goneStore) hang(method string) { s.mu.Lock(); s.hung[method] = true; s.mu.Unlock() }
 func (s *goneStore) goAway()            { s.mu.Lock(); s.all = true; s.mu.Unlock() }
 func (s *goneStore) comeBack()          { s.mu.Lock(); s.all = false; clear(s.hung); s.mu.Unlock() }
 
-// wait returns nil if the store answers method, or else ctx's error once
-// ctx ends.
-func (s *goneStore) wait(ctx context.Context, method string) error {
+// wait returns nil if the store answers c, or else ctx's error once ctx
+// ends.
+func (s *goneStore) wait(ctx context.Context, c memory.Call, _ func() error) error {
 	s.mu.Lock()
-	gone := s.all || s.hung[method]
+	gone := c.Op != "Prepare" && (s.all || s.hung[c.Op])
 	s.mu.Unlock()
 	if !gone {
 		return nil
@@ -182,120 +185,4 @@ func (s *goneStore) wait(ctx context.Context, method string) error {
 	s.requests.Add(1)
 	<-ctx.Done()
 	return errors.Join(errors.New("no server answered"), ctx.Err())
-}
-
-func (s *goneStore) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.wait(ctx, "Insert"); err != nil {
-		return err
-	}
-	return s.Store.Insert(ctx, d)
-}
-
-func (s *goneStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.wait(ctx, "InsertOrdered"); err != nil {
-		return 0, err
-	}
-	return s.Store.InsertOrdered(ctx, docs)
-}
-
-func (s *goneStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	if err := s.wait(ctx, "InsertEach"); err != nil {
-		errs := make([]error, len(docs))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	return s.Store.InsertEach(ctx, docs)
-}
-
-func (s *goneStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	if err := s.wait(ctx, "Get"); err != nil {
-		return driver.Doc{}, false, err
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *goneStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if err := s.wait(ctx, "GetRun"); err != nil {
-		return nil, err
-	}
-	return s.Store.GetRun(ctx, key, from, to)
-}
-
-func (s *goneStore) Delete(ctx context.Context, ids []string) error {
-	if err := s.wait(ctx, "Delete"); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, ids)
-}
-
-func (s *goneStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
-	if err := s.wait(ctx, "RecentKeys"); err != nil {
-		return nil, err
-	}
-	return s.Store.RecentKeys(ctx, from)
-}
-
-func (s *goneStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	if err := s.wait(ctx, "Compact"); err != nil {
-		return 0, err
-	}
-	return s.Store.Compact(ctx, sentBefore, keep)
-}
-
-func (s *goneStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	if err := s.wait(ctx, "DropGates"); err != nil {
-		return err
-	}
-	return s.Store.DropGates(ctx, below, sentBefore)
-}
-
-func (s *goneStore) PutKeys(ctx context.Context, keys []string) error {
-	if err := s.wait(ctx, "PutKeys"); err != nil {
-		return err
-	}
-	return s.Store.PutKeys(ctx, keys)
-}
-
-func (s *goneStore) HasKey(ctx context.Context, key string) (bool, error) {
-	if err := s.wait(ctx, "HasKey"); err != nil {
-		return false, err
-	}
-	return s.Store.HasKey(ctx, key)
-}
-
-func (s *goneStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
-	if err := s.wait(ctx, "ListKeys"); err != nil {
-		return func(yield func(string, error) bool) { yield("", err) }
-	}
-	return s.Store.ListKeys(ctx, q)
-}
-
-func (s *goneStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.wait(ctx, "InsertSession"); err != nil {
-		return err
-	}
-	return s.Store.InsertSession(ctx, sess)
-}
-
-func (s *goneStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := s.wait(ctx, "RenewSession"); err != nil {
-		return false, err
-	}
-	return s.Store.RenewSession(ctx, id, gen, expires)
-}
-
-func (s *goneStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	if err := s.wait(ctx, "GetSession"); err != nil {
-		return driver.Session{}, false, err
-	}
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *goneStore) Publish(ctx context.Context, e driver.Event) error {
-	if err := s.wait(ctx, "Publish"); err != nil {
-		return err
-	}
-	return s.Store.Publish(ctx, e)
 }

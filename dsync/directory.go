@@ -11,7 +11,7 @@ import (
 )
 
 // The keys a Client claims are recorded in the store's directory of keys
-// (driver.Store.PutKeys), which List reads: the first time this process
+// (driver.KeyDirectory), which List reads: the first time this process
 // claims a key, and again after recordAgain, in the background, so that
 // a claim never waits for it. A put that fails is tried again, after a
 // pause that doubles each time (putRetries times, then at a later claim
@@ -46,7 +46,7 @@ const (
 // putBatch keys) at a time, from a goroutine that runs while it has keys
 // to put.
 type recorder struct {
-	store  driver.Store
+	dir    driver.KeyDirectory // nil: the store has none, and nothing is recorded
 	mono   func() time.Duration
 	logger *slog.Logger
 	// ctx bounds the puts; close cancels it once its grace has passed.
@@ -64,9 +64,9 @@ type recorder struct {
 	done     sync.WaitGroup // the goroutine
 }
 
-func newRecorder(store driver.Store, mono func() time.Duration, logger *slog.Logger) *recorder {
+func newRecorder(dir driver.KeyDirectory, mono func() time.Duration, logger *slog.Logger) *recorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &recorder{store: store, mono: mono, logger: logger, ctx: ctx, cancel: cancel, closing: make(chan struct{}),
+	return &recorder{dir: dir, mono: mono, logger: logger, ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		recorded: make(map[string]time.Duration), queued: make(map[string]struct{}), failures: make(map[string]int)}
 }
 
@@ -76,7 +76,7 @@ func (r *recorder) claimed(key string) {
 	now := r.mono()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed || r.dir == nil {
 		return
 	}
 	if at, ok := r.recorded[key]; ok && now-at < recordAgain {
@@ -124,7 +124,7 @@ func (r *recorder) run() {
 
 		sent := r.mono()
 		ctx, cancel := context.WithTimeout(r.ctx, putTimeout)
-		err := r.store.PutKeys(ctx, batch)
+		err := r.dir.PutKeys(ctx, batch)
 		cancel()
 		r.mu.Lock()
 		for _, key := range batch {

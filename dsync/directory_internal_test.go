@@ -19,7 +19,7 @@ func TestRecorderIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		start := time.Now()
-		r := newRecorder(store, func() time.Duration { return time.Since(start) }, slog.New(slog.DiscardHandler))
+		r := newRecorder(store.Roles().Directory, func() time.Duration { return time.Since(start) }, slog.New(slog.DiscardHandler))
 		n := maxRecorded + 500
 		keys := make([]string, n)
 		for i := range keys {

@@ -28,9 +28,20 @@ type putStore struct {
 
 var errPut = errors.New("put failed")
 
-func (s *putStore) PutKeys(ctx context.Context, keys []string) error {
+// newPutStore returns a putStore that fails the first fail puts, and
+// holds each until release is closed (if not nil).
+func newPutStore(fail int, release chan struct{}) *putStore {
+	s := &putStore{fail: fail, release: release}
+	s.Store = memory.New().Intercept(s.put)
+	return s
+}
+
+func (s *putStore) put(ctx context.Context, c memory.Call, _ func() error) error {
+	if c.Op != "PutKeys" {
+		return nil
+	}
 	s.mu.Lock()
-	s.puts = append(s.puts, keys...)
+	s.puts = append(s.puts, c.Keys...)
 	s.calls++
 	release, fail := s.release, s.fail > 0
 	if fail {
@@ -47,7 +58,7 @@ func (s *putStore) PutKeys(ctx context.Context, keys []string) error {
 	if fail {
 		return errPut
 	}
-	return s.Store.PutKeys(ctx, keys)
+	return nil
 }
 
 func (s *putStore) putCalls() []string {
@@ -206,7 +217,7 @@ func TestListStopsWhenTheCallerDoes(t *testing.T) {
 func TestKeyRecordedOffTheLockPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		store := &putStore{Store: memory.New(), release: release}
+		store := newPutStore(0, release)
 		c, err := dsync.NewClient(store)
 		if err != nil {
 			t.Fatal(err)
@@ -243,7 +254,7 @@ func TestKeyRecordedOffTheLockPath(t *testing.T) {
 func TestKeysRecordedInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		store := &putStore{Store: memory.New(), release: release}
+		store := newPutStore(0, release)
 		c := newClient(t, store)
 		const n = 1200
 		lockOnce(t, c, "k0000")
@@ -275,7 +286,7 @@ func TestKeysRecordedInBatches(t *testing.T) {
 // in use.
 func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &putStore{Store: memory.New(), fail: 1}
+		store := newPutStore(1, nil)
 		c := newClient(t, store)
 		lockOnce(t, c, "k")
 		synctest.Wait()
@@ -313,7 +324,7 @@ func TestKeyRecordedAgainAfterFailureAndAfterAnHour(t *testing.T) {
 // of its key; Close does not wait for a pause.
 func TestFailedPutsGiveUpAfterTheirRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &putStore{Store: memory.New(), fail: 1000}
+		store := newPutStore(1000, nil)
 		c := newClient(t, store)
 		lockOnce(t, c, "k")
 		time.Sleep(dsync.PutPause << (dsync.PutRetries + 1))
@@ -340,7 +351,7 @@ func TestFailedPutsGiveUpAfterTheirRetries(t *testing.T) {
 // most DefaultReleaseTimeout, then cancels it.
 func TestCloseGivesUpOnAPutThatHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &putStore{Store: memory.New(), release: make(chan struct{})}
+		store := newPutStore(0, make(chan struct{}))
 		c, err := dsync.NewClient(store)
 		if err != nil {
 			t.Fatal(err)

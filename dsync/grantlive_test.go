@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -23,14 +22,6 @@ import (
 // every claim since the oldest live one, two requests each); with runs,
 // RWMutex 3.00, Semaphore 6.00 to 7.00 (a run, the segment's gate and
 // the protocol document, the walker's own claim).
-
-// noRunStore is a costStore whose GetRun answers as a store that reads no
-// runs (FerretDB's).
-type noRunStore struct{ *costStore }
-
-func (noRunStore) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
-	return nil, driver.ErrRunsUnsupported
-}
 
 func TestGrantCostLiveHolders(t *testing.T) {
 	const limit = 64
@@ -75,12 +66,8 @@ func liveCost(t *testing.T, live int, runs bool, mk func(*dsync.Client) cycler) 
 		mem := memory.New()
 		ctx := context.Background()
 		client := func(i int) (*costStore, cycler) {
-			cs := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(uint64(live), uint64(i)))}
-			var st driver.Store = cs
-			if !runs {
-				st = noRunStore{cs}
-			}
-			return cs, mk(newClient(t, st))
+			cs := newCostStore(mem, rand.New(rand.NewPCG(uint64(live), uint64(i))), runs)
+			return cs, mk(newClient(t, cs))
 		}
 		for i := 1; i < live; i++ {
 			_, holder := client(i)

@@ -44,7 +44,7 @@ import (
 // ("Direct hints") says what to open in a firewall.
 //
 // Default: on loopback, where the store reports that it is reached over
-// loopback (driver.LoopbackReporter: the MongoDB driver does when every
+// loopback (driver.Roles.Loopback: the MongoDB driver does when every
 // server of the deployment is, through this process's own connection
 // on Linux, and it is neither a sharded cluster nor FerretDB on
 // PostgreSQL), as if ClientWithHints(DefaultHintsListen, "") were
@@ -63,9 +63,10 @@ import (
 // library that opens a port its user did not ask for surprises people
 // (and their firewalls), and the address to advertise depends on the
 // network. The store is asked once it has been prepared, as the Client
-// first opens a session. The store must be a driver.PeerStore (the
-// MongoDB and memory drivers are); NewClient fails otherwise when hints
-// are asked for, and when an address is malformed. If the Client cannot
+// first opens a session. The store must record peers
+// (driver.Roles.Peers: the MongoDB and memory drivers do); NewClient
+// fails otherwise when hints are asked for, and when an address is
+// malformed. If the Client cannot
 // listen, it logs why and waits without hints.
 func ClientWithHints(listen, advertise string) ClientOption {
 	return func(c *clientConfig) error {
@@ -99,8 +100,9 @@ func (c *clientConfig) hintConfig(logger *slog.Logger) hint.Config {
 // not be all that use the store (docs/operations.md, "On by default on
 // loopback").
 func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() wake.Settled {
-	r, ok := store.(driver.LoopbackReporter)
-	if _, peers := store.(driver.PeerStore); !ok || !peers {
+	roles := store.Roles()
+	r := roles.Loopback
+	if r == nil || roles.Peers == nil {
 		return nil
 	}
 	return func() wake.Settled {

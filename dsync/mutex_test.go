@@ -151,7 +151,7 @@ func TestHoldRenewsPastTTL(t *testing.T) {
 func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		f := &flaky{Store: store}
+		f := newFlaky(store)
 		const ttl = time.Second
 		mem := newClient(t, store, dsync.WithTTL(ttl))
 		a := newMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
@@ -254,7 +254,7 @@ func TestTryLockNeverWaits(t *testing.T) {
 
 func TestTryLockFailsOnBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		var reported []error
 		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
 		f.acquireDown.Store(true)
@@ -310,7 +310,7 @@ func TestLockContextReturnsCauseAndHoldsNothing(t *testing.T) {
 
 func TestLockContextWrapsLastBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		f.acquireDown.Store(true)
 		m := newMutex(t, newClient(t, f), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -324,7 +324,7 @@ func TestLockContextWrapsLastBackendError(t *testing.T) {
 
 func TestLockRetriesBackendErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		f.acquireDown.Store(true)
 		var reported atomic.Int32
 		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(error) { reported.Add(1) }))
@@ -350,7 +350,8 @@ func TestLockRetriesBackendErrors(t *testing.T) {
 func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		f := &flaky{Store: store, acquireWait: 2 * time.Second}
+		f := newFlaky(store)
+		f.acquireWait = 2 * time.Second
 		f.renewDown.Store(true)
 		mem := newClient(t, store)
 		var reported []error
@@ -405,7 +406,7 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 
 func TestLocalContentionDoesNotReachBackend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		claims := &f.claims
 		m := newMutex(t, newClient(t, f), "k")
 		m.Lock()
@@ -442,7 +443,7 @@ func lockMany(t *testing.T, c *dsync.Client, n int) []*dsync.Mutex {
 
 func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		c := newClient(t, f, dsync.WithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
@@ -462,7 +463,7 @@ func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 // by default), each with a gate of every key, never one request per key.
 func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		c := newClient(t, f, dsync.WithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
@@ -493,7 +494,7 @@ func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
 
 func TestReleaseFailureIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		m := newMutex(t, newClient(t, f), "k")
 		m.Lock()
 		first := m.Token()
@@ -597,7 +598,8 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 // sending one attempt after another at the speed of the server.
 func TestLateRepliesBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New(), acquireWait: 150 * time.Millisecond}
+		f := newFlaky(memory.New())
+		f.acquireWait = 150 * time.Millisecond
 		f.renewDown.Store(true)
 		attempts := &f.claims
 		m := newMutex(t, newClient(t, f, dsync.WithTTL(dsync.MinTTL)), "k")
@@ -621,7 +623,7 @@ func TestLateRepliesBackOff(t *testing.T) {
 // older hold.
 func TestSlowAcquireIsRenewedInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &flaky{Store: memory.New()}
+		f := newFlaky(memory.New())
 		c := newClient(t, f)
 		old := newMutex(t, c, "old")
 		old.Lock()
@@ -648,7 +650,7 @@ func TestSlowAcquireIsRenewedInTime(t *testing.T) {
 // the claim is left to end with its session.
 func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := &hanging{Store: memory.New(), stuck: make(chan struct{})}
+		h := newHanging()
 		var reported []error
 		m := newMutex(t, newClient(t, h, dsync.WithTTL(time.Minute)), "k",
 			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))

@@ -129,7 +129,7 @@ func TestOnceRetriesAFailedRun(t *testing.T) {
 func TestOnceCancelsFOnLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		f := &flaky{Store: store}
+		f := newFlaky(store)
 		const ttl = time.Second
 		a := newOnce(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
 		err := a.Do(context.Background(), func(ctx context.Context) error {

@@ -14,7 +14,7 @@ import (
 // read (List, Queue, HasKey, ListOrder, Revocations) must work with a
 // database user that may only read (dsync status, the status page), and
 // leave a database nothing has used as empty as it found it: it readies
-// the store with driver.ReadPreparer where the store is one, and learns
+// the store with its driver.Roles.Reads where it has them, and learns
 // the store's bucket span by reading the protocol document; the Client's
 // first claim prepares and agrees as ever.
 //
@@ -30,37 +30,33 @@ import (
 // the router's, which may be off the shard's: a marker judged by it
 // could end a live claim and give two holders.
 
-// prepareStoreRead readies the store for reads (driver.ReadPreparer), or
+// prepareStoreRead readies the store for reads (driver.Roles.Reads), or
 // with Prepare if it cannot do that without writing.
 func (c *Client) prepareStoreRead(ctx context.Context) error {
 	if c.isClosed() {
 		return ErrClosed
 	}
-	if rp, ok := c.store.(driver.ReadPreparer); ok {
+	if rp := c.roles.Reads; rp != nil {
 		return rp.PrepareRead(ctx)
 	}
 	return c.store.Prepare(ctx)
 }
 
-// readNow is the store's time for reads (driver.ReadPreparer's
+// readNow is the store's time for reads (driver.Roles.Reads'
 // ReadServerTime), or ServerTime for a store prepared with Prepare.
 func (c *Client) readNow() driver.Interval {
-	if rp, ok := c.store.(driver.ReadPreparer); ok {
+	if rp := c.roles.Reads; rp != nil {
 		return rp.ReadServerTime()
 	}
 	return c.store.ServerTime()
 }
 
 // readsByWriteClock reports whether readNow is the clock the writes are
-// judged by: the store's ServerTime, which a store that is no
-// driver.ReadPreparer reads by anyway, and a ReadPreparer's
-// ReadServerTime once the Client agreed (after Prepare, which started
-// that clock).
+// judged by: the store's ServerTime, which a store without
+// driver.Roles.Reads reads by anyway, and the role's ReadServerTime
+// once the Client agreed (after Prepare, which started that clock).
 func (c *Client) readsByWriteClock() bool {
-	if _, ok := c.store.(driver.ReadPreparer); !ok {
-		return true
-	}
-	return c.agreed.Load()
+	return c.roles.Reads == nil || c.agreed.Load()
 }
 
 // prepareRead readies the store for reads of keys' queues: the store,

@@ -2,6 +2,7 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -30,7 +31,7 @@ type ClaimInfo struct {
 	// Mode is how the claim shares its key (exclusive: a Mutex's or a
 	// writer's, shared: a reader's, weighted: a Semaphore's); Weight and
 	// Limit are a weighted claim's units and limit.
-	Mode   driver.Mode
+	Mode   Mode
 	Weight int64
 	Limit  int64
 	// Holds: the claim holds by the grant rule, given the live claims
@@ -72,7 +73,7 @@ type ClaimInfo struct {
 //
 // Queue, List, HasKey and ListOrder only read: they create nothing in
 // the store (on MongoDB no collection or index, see
-// driver.ReadPreparer), write nothing (not even the end of a claim whose
+// driver.Roles.Reads), write nothing (not even the end of a claim whose
 // session expired) and need only a database user's read role. On a
 // store nothing has used they find nothing there. Until the Client's
 // first claim, they learn the store's bucket span from its protocol
@@ -106,7 +107,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error)
 	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = ClaimInfo{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: modeOf(d.Mode), Weight: d.Weight, Limit: d.Limit}
 		s, found, err := c.store.GetSession(ctx, d.Session)
 		if err != nil {
 			return nil, err
@@ -139,21 +140,6 @@ func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
 		q[at[j]].Holds = h
 	}
 }
-
-// KeyOrder is the order in which a store lists its keys (List).
-type KeyOrder = driver.KeyOrder
-
-// The orders of listings.
-const (
-	// OrderBytes: increasing order of the keys' bytes (MongoDB, and the
-	// in-memory store). A listing can resume after any key.
-	OrderBytes = driver.OrderBytes
-	// OrderFirstUse: the order in which keys were first claimed, which
-	// does not change as keys are added (FerretDB: any other order would
-	// cost it a read of every key). A listing cannot resume after a key
-	// (ErrAfterUnsupported); it streams instead.
-	OrderFirstUse = driver.OrderFirstUse
-)
 
 // ListOptions selects the keys List lists.
 type ListOptions struct {
@@ -204,12 +190,17 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 			yield(KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", opts.Limit))
 			return
 		}
+		dir, err := c.directory()
+		if err != nil {
+			yield(KeyState{}, err)
+			return
+		}
 		if err := c.prepareRead(ctx); err != nil {
 			yield(KeyState{}, err)
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
-		ahead := c.readAhead(ctx, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
+		ahead := c.readAhead(ctx, dir, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
 		defer func() {
 			// Stop the reads still under way and wait for them: nothing
 			// of a listing outlives its loop.
@@ -250,11 +241,11 @@ type aRead struct {
 // the caller waits for, one waiting to be sent), to a caller who receives
 // them in the store's order. The channel closes after the last
 // key, after an error of the listing (its read, last), or when ctx ends.
-func (c *Client) readAhead(ctx context.Context, q driver.KeyQuery) <-chan *aRead {
+func (c *Client) readAhead(ctx context.Context, dir driver.KeyDirectory, q driver.KeyQuery) <-chan *aRead {
 	ahead := make(chan *aRead, listAhead-2)
 	go func() {
 		defer close(ahead)
-		for key, err := range c.store.ListKeys(ctx, q) {
+		for key, err := range dir.ListKeys(ctx, q) {
 			r := &aRead{ks: KeyState{Key: key}, done: make(chan struct{})}
 			if err != nil {
 				r.ks, r.err = KeyState{}, fmt.Errorf("dsync: list keys: %w", err)
@@ -286,17 +277,34 @@ func (c *Client) HasKey(ctx context.Context, key string) (bool, error) {
 	if err := c.checkKey(key); err != nil {
 		return false, err
 	}
+	dir, err := c.directory()
+	if err != nil {
+		return false, err
+	}
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return false, err
 	}
-	return c.store.HasKey(ctx, key)
+	return dir.HasKey(ctx, key)
 }
 
 // ListOrder returns the order in which List lists the store's keys. It
 // creates nothing (see Queue).
 func (c *Client) ListOrder(ctx context.Context) (KeyOrder, error) {
+	dir, err := c.directory()
+	if err != nil {
+		return 0, err
+	}
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
-	return c.store.KeyOrder(), nil
+	return orderOf(dir.KeyOrder()), nil
+}
+
+// directory returns the store's directory of keys, or an error wrapping
+// errors.ErrUnsupported if it keeps none (driver.Roles.Directory).
+func (c *Client) directory() (driver.KeyDirectory, error) {
+	if c.roles.Directory == nil {
+		return nil, fmt.Errorf("dsync: the store keeps no directory of keys: %w", errors.ErrUnsupported)
+	}
+	return c.roles.Directory, nil
 }

@@ -22,7 +22,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		cut := &flaky{Store: mem} // renewals cut off at will
+		cut := newFlaky(mem) // renewals cut off at will
 		const ttl = 2 * time.Second
 		h := newClient(t, cut, dsync.WithTTL(ttl))
 		m := newMutex(t, h, "k")

@@ -17,7 +17,7 @@ import (
 // readOnlyStore is a memory store as a database user that may only read
 // sees it: every write is refused, and so is Prepare (which, on MongoDB,
 // creates the collections and their index and samples the clock with a
-// write); PrepareRead (driver.ReadPreparer) is allowed. It records the
+// write); PrepareRead (driver.Roles.Reads) is allowed. It records the
 // writes it refused.
 //
 // With allow, it sends the writes instead (and still records them), so
@@ -30,6 +30,7 @@ import (
 // branch).
 type readOnlyStore struct {
 	*memory.Store
+	mem      *memory.Store
 	allow    bool
 	ahead    time.Duration
 	mu       sync.Mutex
@@ -37,17 +38,41 @@ type readOnlyStore struct {
 	prepared bool
 }
 
+func newReadOnlyStore(mem *memory.Store, allow bool, ahead time.Duration) *readOnlyStore {
+	s := &readOnlyStore{mem: mem, allow: allow, ahead: ahead}
+	s.Store = mem.Intercept(s.refuse)
+	return s
+}
+
 var errReadOnly = errors.New("not authorized: the user may only read")
 
-func (s *readOnlyStore) refuse(op string) error {
+// refuse refuses every write, and Prepare, unless allow.
+func (s *readOnlyStore) refuse(_ context.Context, c memory.Call, _ func() error) error {
+	if !c.Write && c.Op != "Prepare" {
+		return nil
+	}
+	op := c.Op
+	if op == "Insert" {
+		op += " " + c.Docs[0].Kind
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refused = append(s.refused, op)
-	if s.allow {
-		return nil
+	if !s.allow {
+		return errReadOnly
 	}
-	return errReadOnly
+	s.prepared = s.prepared || c.Op == "Prepare"
+	return nil
 }
+
+// Roles are the memory store's, and reads prepared without writing.
+func (s *readOnlyStore) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Reads = s
+	return r
+}
+
+func (s *readOnlyStore) PrepareRead(ctx context.Context) error { return s.mem.Prepare(ctx) }
 
 // readTime is the store's time ahead by s.ahead.
 func (s *readOnlyStore) readTime() driver.Interval {
@@ -71,75 +96,6 @@ func (s *readOnlyStore) writes() []string {
 	return slices.Clone(s.refused)
 }
 
-func (s *readOnlyStore) PrepareRead(ctx context.Context) error { return s.Store.Prepare(ctx) }
-func (s *readOnlyStore) Prepare(ctx context.Context) error {
-	if err := s.refuse("Prepare"); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prepared = true
-	return s.Store.Prepare(ctx)
-}
-func (s *readOnlyStore) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.refuse("Insert " + d.Kind); err != nil {
-		return err
-	}
-	return s.Store.Insert(ctx, d)
-}
-func (s *readOnlyStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.refuse("InsertOrdered"); err != nil {
-		return 0, err
-	}
-	return s.Store.InsertOrdered(ctx, docs)
-}
-func (s *readOnlyStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	if err := s.refuse("InsertEach"); err == nil {
-		return s.Store.InsertEach(ctx, docs)
-	}
-	errs := make([]error, len(docs))
-	for i := range errs {
-		errs[i] = errReadOnly
-	}
-	return errs
-}
-func (s *readOnlyStore) Delete(ctx context.Context, ids []string) error {
-	if err := s.refuse("Delete"); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, ids)
-}
-func (s *readOnlyStore) Compact(ctx context.Context, before time.Time, keep []string) (int64, error) {
-	if err := s.refuse("Compact"); err != nil {
-		return 0, err
-	}
-	return s.Store.Compact(ctx, before, keep)
-}
-func (s *readOnlyStore) DropGates(ctx context.Context, b int64, before time.Time) error {
-	if err := s.refuse("DropGates"); err != nil {
-		return err
-	}
-	return s.Store.DropGates(ctx, b, before)
-}
-func (s *readOnlyStore) PutKeys(ctx context.Context, keys []string) error {
-	if err := s.refuse("PutKeys"); err != nil {
-		return err
-	}
-	return s.Store.PutKeys(ctx, keys)
-}
-func (s *readOnlyStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.refuse("InsertSession"); err != nil {
-		return err
-	}
-	return s.Store.InsertSession(ctx, sess)
-}
-func (s *readOnlyStore) RenewSession(ctx context.Context, id string, gen int, exp time.Time) (bool, error) {
-	if err := s.refuse("RenewSession"); err != nil {
-		return false, err
-	}
-	return s.Store.RenewSession(ctx, id, gen, exp)
-}
-
 // TestReadsOnlyRead: a Client's reads (List, Queue, HasKey, ListOrder)
 // send no write and need no Prepare: over a store that refuses every
 // write they list the keys and queues another Client wrote, on a store
@@ -153,7 +109,7 @@ func TestReadsOnlyRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		ro := &readOnlyStore{Store: mem}
+		ro := newReadOnlyStore(mem, false, 0)
 		reader := newClient(t, ro)
 
 		// Nothing there yet: no keys, no queue, no protocol document left.
@@ -218,7 +174,7 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		ahead := &readOnlyStore{Store: mem, allow: true, ahead: time.Minute}
+		ahead := newReadOnlyStore(mem, true, time.Minute)
 		reader := newClient(t, ahead)
 
 		w1 := newClient(t, mem)
@@ -269,7 +225,7 @@ func TestOnceDoneOnlyReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		ro := &readOnlyStore{Store: mem}
+		ro := newReadOnlyStore(mem, false, 0)
 		watched, err := dsync.NewOnce(newClient(t, ro), "nightly")
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ func TestRevokeChecksOfAWaitingSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
-		seen := &sessionsSeen{Store: mem}
+		seen := seeSessions(mem, 0, 0)
 		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
 		b := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
 		a.Lock()
@@ -81,7 +81,7 @@ func TestRevokeJustBeforeTheGrantIsSeenWithinARead(t *testing.T) {
 			readTakes = 500 * time.Millisecond
 		)
 		mem := memory.New()
-		store := &slowStore{sessionsSeen: &sessionsSeen{Store: mem}, readTakes: readTakes}
+		store := seeSessions(mem, 0, readTakes)
 		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
 		b := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		a.Lock()
@@ -100,7 +100,7 @@ func TestRevokeJustBeforeTheGrantIsSeenWithinARead(t *testing.T) {
 		store.mu.Lock()
 		id := store.ids[0]
 		store.mu.Unlock()
-		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
+		if err := mem.Roles().Revocations.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
 			t.Fatal(err)
 		}
 		unlockedAt := time.Now()

@@ -17,33 +17,42 @@ import (
 )
 
 // sessionsSeen records the sessions inserted through it, and counts the
-// renewals and the reads of revocations made through it.
+// renewals and the reads of revocations made through it; each renewal
+// takes renewTakes, each read readTakes.
 type sessionsSeen struct {
 	*memory.Store
-	mu               sync.Mutex
-	ids              []string
-	renewals, checks int
+	renewTakes, readTakes time.Duration
+	mu                    sync.Mutex
+	ids                   []string
+	renewals, checks      int
 }
 
-func (s *sessionsSeen) InsertSession(ctx context.Context, sess driver.Session) error {
-	s.mu.Lock()
-	s.ids = append(s.ids, sess.ID)
-	s.mu.Unlock()
-	return s.Store.InsertSession(ctx, sess)
+// seeSessions returns a view of mem that sees the sessions and the reads
+// of revocations, each renewal taking renewTakes and each read readTakes.
+func seeSessions(mem *memory.Store, renewTakes, readTakes time.Duration) *sessionsSeen {
+	s := &sessionsSeen{renewTakes: renewTakes, readTakes: readTakes}
+	s.Store = mem.Intercept(s.see)
+	return s
 }
 
-func (s *sessionsSeen) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	s.mu.Lock()
-	s.renewals++
-	s.mu.Unlock()
-	return s.Store.RenewSession(ctx, id, gen, expires)
-}
-
-func (s *sessionsSeen) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
-	s.mu.Lock()
-	s.checks++
-	s.mu.Unlock()
-	return s.Store.Revoked(ctx, session)
+func (s *sessionsSeen) see(_ context.Context, c memory.Call, _ func() error) error {
+	switch c.Op {
+	case "InsertSession":
+		s.mu.Lock()
+		s.ids = append(s.ids, c.Session.ID)
+		s.mu.Unlock()
+	case "RenewSession":
+		time.Sleep(s.renewTakes)
+		s.mu.Lock()
+		s.renewals++
+		s.mu.Unlock()
+	case "Revoked":
+		time.Sleep(s.readTakes)
+		s.mu.Lock()
+		s.checks++
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 func (s *sessionsSeen) counts() (renewals, checks int) {
@@ -63,7 +72,7 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
-		seen := &sessionsSeen{Store: mem}
+		seen := seeSessions(mem, 0, 0)
 		var logged syncBuffer
 		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		a := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(logger)), "k")
@@ -83,7 +92,7 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 		}()
 		synctest.Wait()
 		revokedAt := time.Now()
-		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "stuck", At: mem.ServerTime().Latest}); err != nil {
+		if err := mem.Roles().Revocations.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "stuck", At: mem.ServerTime().Latest}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -124,7 +133,7 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 func TestRevokeCheckCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
-		seen := &sessionsSeen{Store: memory.New()}
+		seen := seeSessions(memory.New(), 0, 0)
 		m := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
 		m.Lock()
 		synctest.Wait()
@@ -159,7 +168,7 @@ func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
-		seen := &sessionsSeen{Store: mem}
+		seen := seeSessions(mem, 0, 0)
 		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
 		b := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		a.Lock()
@@ -171,7 +180,7 @@ func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
 		seen.mu.Lock()
 		id := seen.ids[0]
 		seen.mu.Unlock()
-		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
+		if err := mem.Roles().Revocations.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "r"}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * ttl)
@@ -215,23 +224,6 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// slowStore answers every renewal after renewTakes and every revocation
-// read after readTakes.
-type slowStore struct {
-	*sessionsSeen
-	renewTakes, readTakes time.Duration
-}
-
-func (s *slowStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	time.Sleep(s.renewTakes)
-	return s.sessionsSeen.RenewSession(ctx, id, gen, expires)
-}
-
-func (s *slowStore) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
-	time.Sleep(s.readTakes)
-	return s.sessionsSeen.Revoked(ctx, session)
-}
-
 // TestRevokeSeenWhileRenewalsAreSlow: a revoke check that falls due while
 // a renewal is under way is not held up by it, so a revoked holder's Lost
 // closes within two thirds of a TTL plus the read's round trip, however
@@ -249,7 +241,7 @@ func TestRevokeSeenWhileRenewalsAreSlow(t *testing.T) {
 	for i := range 20 {
 		synctest.Test(t, func(t *testing.T) {
 			mem := memory.New()
-			store := &slowStore{sessionsSeen: &sessionsSeen{Store: mem}, renewTakes: renewTakes, readTakes: readTakes}
+			store := seeSessions(mem, renewTakes, readTakes)
 			m := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 			m.Lock()
 			time.Sleep(2*ttl + time.Duration(i)*150*time.Millisecond)
@@ -257,7 +249,7 @@ func TestRevokeSeenWhileRenewalsAreSlow(t *testing.T) {
 			id := store.ids[0]
 			store.mu.Unlock()
 			revokedAt := time.Now()
-			if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "slow"}); err != nil {
+			if err := mem.Roles().Revocations.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "slow"}); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -285,7 +277,7 @@ func TestRevokeSeenWhenRelockedDuringASlowRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
-		store := &slowStore{sessionsSeen: &sessionsSeen{Store: mem}, renewTakes: 1400 * time.Millisecond}
+		store := seeSessions(mem, 1400*time.Millisecond, 0)
 		m := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		start := time.Now()
 		m.Lock()
@@ -297,7 +289,7 @@ func TestRevokeSeenWhenRelockedDuringASlowRenewal(t *testing.T) {
 		id := store.ids[0]
 		store.mu.Unlock()
 		revokedAt := time.Now()
-		if err := mem.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "slow"}); err != nil {
+		if err := mem.Roles().Revocations.Revoke(context.Background(), driver.Revocation{Session: id, By: "test", Reason: "slow"}); err != nil {
 			t.Fatal(err)
 		}
 		// Unlock and lock again during the renewal of 5.2–6.6 s.

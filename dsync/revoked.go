@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Revocations: an operator's revoke (driver.RevokeStore) inserts a record
-// and writes nothing the process writes (its session documents, claims,
-// markers), so it cannot race a renewal. The process learns of it
+// Revocations: an operator's revoke (driver.Roles.Revocations) inserts a
+// record and writes nothing the process writes (its session documents,
+// claims, markers), so it cannot race a renewal. The process learns of it
 // itself: while its session has holds or waiters, the keeper reads the
 // session's record (one read by _id), beside the renewals and off their
 // path: every two thirds of a TTL while the session holds, every two
@@ -21,13 +19,23 @@ import (
 // other processes go on only once the lease has expired in store time,
 // as after a crash.
 
+// A Revocation is an operator's record that a session (a process's
+// lease) must end (dsync revoke writes it): its holds are lost with
+// ErrRevoked once the process reads it.
+type Revocation struct {
+	Session string    // the session revoked
+	By      string    // who revoked it (user@host)
+	Reason  string    // why, as the operator said it
+	At      time.Time // store time when it was sent
+}
+
 // Revocations returns the revocations recorded in the store: who revoked
 // which session, when (store time) and why. It returns nil and no error
-// on a store that records none (not a driver.RevokeStore). It only reads:
-// on a database nothing has used yet it returns none and creates nothing.
-func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	rs, ok := c.store.(driver.RevokeStore)
-	if !ok {
+// on a store that records none. It only reads: on a database nothing has
+// used yet it returns none and creates nothing.
+func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {
+	rs := c.roles.Revocations
+	if rs == nil {
 		return nil, nil
 	}
 	// Not c.prepare: preparing the store creates its collections and
@@ -36,7 +44,15 @@ func (c *Client) Revocations(ctx context.Context) ([]driver.Revocation, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	return rs.Revocations(ctx)
+	stored, err := rs.Revocations(ctx)
+	if err != nil || stored == nil {
+		return nil, err
+	}
+	out := make([]Revocation, len(stored))
+	for i, r := range stored {
+		out[i] = Revocation(r)
+	}
+	return out, nil
 }
 
 // revokeEvery is how often a session with holds or waiters is checked
@@ -77,7 +93,7 @@ func (k *keeper) revokeEvery(holding bool) time.Duration {
 // revokeCheckDueLocked returns when s is next checked for a revocation,
 // and false if the store records none. k.mu must be held.
 func (k *keeper) revokeCheckDueLocked(s *session) (time.Time, bool) {
-	if _, ok := k.client.store.(driver.RevokeStore); !ok {
+	if k.client.roles.Revocations == nil {
 		return time.Time{}, false
 	}
 	// Every hold counted belongs to the current session: retiring a
@@ -89,8 +105,8 @@ func (k *keeper) revokeCheckDueLocked(s *session) (time.Time, bool) {
 // that a slow read never delays a renewal; one at a time. The period
 // counts from now even if a read is still under way.
 func (k *keeper) checkRevokedAsync(s *session) {
-	rs, ok := k.client.store.(driver.RevokeStore)
-	if !ok {
+	rs := k.client.roles.Revocations
+	if rs == nil {
 		return
 	}
 	k.mu.Lock()

@@ -180,7 +180,7 @@ func TestRWMutexTry(t *testing.T) {
 func TestRWMutexLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		f := &flaky{Store: store}
+		f := newFlaky(store)
 		const ttl = time.Second
 		rw := newRWMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
 		select {

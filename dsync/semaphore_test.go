@@ -240,7 +240,7 @@ func TestSemaphoreRelease(t *testing.T) {
 func TestSemaphoreUnitsOfADeadProcessComeBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		f := &flaky{Store: store}
+		f := newFlaky(store)
 		const ttl = time.Second
 		dead := newSemaphore(t, newClient(t, f, dsync.WithTTL(ttl)), "k", 2)
 		live := newSemaphore(t, newClient(t, store, dsync.WithTTL(ttl)), "k", 2)

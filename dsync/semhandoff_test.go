@@ -52,10 +52,10 @@ func semaphoreHandoffReads(t *testing.T, waiting, handoffs int) (perHandoff, per
 		mem := memory.New()
 		var stores []*costStore
 		sem := func() *dsync.Semaphore {
-			s := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(3, uint64(len(stores))))}
+			s := newCostStore(mem, rand.New(rand.NewPCG(3, uint64(len(stores)))), false)
 			stores = append(stores, s)
 			// Waiters look when woken, not on polls.
-			c := newClient(t, byIDStore{s}, dsync.ClientWithIdleAge(0), dsync.ClientWithPollInterval(time.Minute))
+			c := newClient(t, s, dsync.ClientWithIdleAge(0), dsync.ClientWithPollInterval(time.Minute))
 			sm, err := dsync.NewSemaphore(c, "s", 2)
 			if err != nil {
 				t.Fatal(err)

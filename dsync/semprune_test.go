@@ -115,14 +115,20 @@ func TestSemaphoreWaiterAcquiresAfterPassedUnitPruned(t *testing.T) {
 }
 
 // slowWalkStore stands for a process slow to walk its claim: once a
-// claim of key was inserted, its reads of end markers block until goOn
-// is closed.
+// claim of key was inserted, its reads of end markers (by ID: it reads no
+// runs) block until goOn is closed.
 type slowWalkStore struct {
 	driver.Store
 	key     string
 	mu      sync.Mutex
 	stalled bool
 	goOn    chan struct{}
+}
+
+func (s *slowWalkStore) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Runs = nil
+	return r
 }
 
 func (s *slowWalkStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {

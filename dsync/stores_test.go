@@ -52,53 +52,51 @@ type flaky struct {
 	gateInserts, gateBatches, gatesBatched atomic.Int64
 }
 
-// A session's generation above 0 is inserted by a renewal (after one of
-// unknown outcome).
-func (f *flaky) InsertSession(ctx context.Context, s driver.Session) error {
-	if s.Gen > 0 {
+func newFlaky(store *memory.Store) *flaky {
+	f := &flaky{}
+	f.Store = store.Intercept(f.call)
+	return f
+}
+
+// call counts and fails what f's switches say. A session's generation
+// above 0 is inserted by a renewal (after one of unknown outcome).
+func (f *flaky) call(_ context.Context, c memory.Call, serve func() error) error {
+	switch c.Op {
+	case "InsertSession":
+		renewal := c.Session.Gen > 0
+		if renewal {
+			f.renewCalls.Add(1)
+		}
+		if f.acquireDown.Load() && !renewal || f.renewDown.Load() && renewal {
+			return errDown
+		}
+	case "InsertOrdered":
+		f.claims.Add(1)
+		if f.acquireDown.Load() {
+			return errDown
+		}
+		if f.acquireWait > 0 {
+			err := serve()
+			time.Sleep(f.acquireWait)
+			return err
+		}
+	case "RenewSession":
 		f.renewCalls.Add(1)
+		if f.renewDown.Load() {
+			return errDown
+		}
+	case "InsertEach":
+		f.gateBatches.Add(1)
+		f.gatesBatched.Add(int64(len(c.Docs)))
+	case "Insert":
+		if c.Docs[0].Kind == driver.KindGate {
+			f.gateInserts.Add(1)
+		}
+		if c.Docs[0].Kind == driver.KindRelease && f.releaseDown.Load() {
+			return errDown
+		}
 	}
-	if f.acquireDown.Load() && s.Gen == 0 || f.renewDown.Load() && s.Gen > 0 {
-		return errDown
-	}
-	return f.Store.InsertSession(ctx, s)
-}
-
-func (f *flaky) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	f.claims.Add(1)
-	if f.acquireDown.Load() {
-		return 0, errDown
-	}
-	dup, err := f.Store.InsertOrdered(ctx, docs)
-	if f.acquireWait > 0 {
-		time.Sleep(f.acquireWait)
-	}
-	return dup, err
-}
-
-func (f *flaky) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	f.renewCalls.Add(1)
-	if f.renewDown.Load() {
-		return false, errDown
-	}
-	return f.Store.RenewSession(ctx, id, gen, expires)
-}
-
-// InsertEach counts the requests and the gates it sends.
-func (f *flaky) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	f.gateBatches.Add(1)
-	f.gatesBatched.Add(int64(len(docs)))
-	return f.Store.InsertEach(ctx, docs)
-}
-
-func (f *flaky) Insert(ctx context.Context, d driver.Doc) error {
-	if d.Kind == driver.KindGate {
-		f.gateInserts.Add(1)
-	}
-	if d.Kind == driver.KindRelease && f.releaseDown.Load() {
-		return errDown
-	}
-	return f.Store.Insert(ctx, d)
+	return nil
 }
 
 // forgetful answers renewals as if the session did not exist once gone is
@@ -123,39 +121,20 @@ type hanging struct {
 	stuck chan struct{}
 }
 
-func (h *hanging) block(ctx context.Context) error {
-	if !h.hang.Load() {
-		return nil
-	}
-	select {
-	case <-h.stuck:
-		return errDown
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (h *hanging) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := h.block(ctx); err != nil {
-		return false, err
-	}
-	return h.Store.RenewSession(ctx, id, gen, expires)
-}
-
-func (h *hanging) InsertSession(ctx context.Context, s driver.Session) error {
-	if s.Gen > 0 {
-		if err := h.block(ctx); err != nil {
-			return err
+func newHanging() *hanging {
+	h := &hanging{stuck: make(chan struct{})}
+	h.Store = memory.New().Intercept(func(ctx context.Context, c memory.Call, _ func() error) error {
+		if !h.hang.Load() || c.Op != "RenewSession" && c.Op != "Insert" && (c.Op != "InsertSession" || c.Session.Gen == 0) {
+			return nil
 		}
-	}
-	return h.Store.InsertSession(ctx, s)
-}
-
-func (h *hanging) Insert(ctx context.Context, d driver.Doc) error {
-	if err := h.block(ctx); err != nil {
-		return err
-	}
-	return h.Store.Insert(ctx, d)
+		select {
+		case <-h.stuck:
+			return errDown
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	return h
 }
 
 // unanswered is a store whose sessions wait for their context to end and

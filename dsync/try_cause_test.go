@@ -9,60 +9,35 @@ import (
 	"testing/synctest"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-// refusedStore, while down, answers every call as MongoDB's driver does
-// when no server accepts its connections: it keeps trying until the
-// call's context ends, then fails with a server selection error that
-// names the refusal.
+// refusedStore, while down, answers every call of a claim, its reads
+// and a session's insert as MongoDB's driver does when no server accepts
+// its connections: it keeps trying until the call's context ends, then
+// fails with a server selection error that names the refusal.
 type refusedStore struct {
 	*memory.Store
 	down atomic.Bool
 }
 
-func (s *refusedStore) refused(ctx context.Context) error {
+func newRefusedStore() *refusedStore {
+	s := &refusedStore{}
+	s.Store = memory.New().Intercept(s.refused)
+	return s
+}
+
+func (s *refusedStore) refused(ctx context.Context, c memory.Call, _ func() error) error {
+	switch c.Op {
+	case "Insert", "InsertOrdered", "Get", "GetRun", "InsertSession":
+	default:
+		return nil
+	}
 	if !s.down.Load() {
 		return nil
 	}
 	<-ctx.Done()
 	return fmt.Errorf("server selection error: %w, current topology: { Type: Single, Servers: [{ Addr: 127.0.0.1:27017, Type: Unknown, Last error: dial tcp 127.0.0.1:27017: connect: connection refused }, ] }", ctx.Err())
-}
-
-func (s *refusedStore) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.refused(ctx); err != nil {
-		return err
-	}
-	return s.Store.Insert(ctx, d)
-}
-
-func (s *refusedStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.refused(ctx); err != nil {
-		return 0, err
-	}
-	return s.Store.InsertOrdered(ctx, docs)
-}
-
-func (s *refusedStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	if err := s.refused(ctx); err != nil {
-		return driver.Doc{}, false, err
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *refusedStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if err := s.refused(ctx); err != nil {
-		return nil, err
-	}
-	return s.Store.GetRun(ctx, key, from, to)
-}
-
-func (s *refusedStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.refused(ctx); err != nil {
-		return err
-	}
-	return s.Store.InsertSession(ctx, sess)
 }
 
 // A failed try says its cause once. A store that does not answer (and
@@ -110,7 +85,7 @@ func testTryOnMemory(t *testing.T, warm bool, noAnswer string) {
 }
 
 func testTryRefused(t *testing.T, warm bool) {
-	s := &refusedStore{Store: memory.New()}
+	s := newRefusedStore()
 	m := newMutex(t, newClient(t, s), "m")
 	if warm {
 		m.Lock()

@@ -9,30 +9,20 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-// distant is a store reached over a round trip of rtt: every read and
-// write of claims and markers waits it out before it is applied.
-type distant struct {
-	*memory.Store
-	rtt time.Duration
-}
-
-func (d *distant) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	time.Sleep(d.rtt)
-	return d.Store.Get(ctx, id)
-}
-
-func (d *distant) Insert(ctx context.Context, doc driver.Doc) error {
-	time.Sleep(d.rtt)
-	return d.Store.Insert(ctx, doc)
-}
-
-func (d *distant) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	time.Sleep(d.rtt)
-	return d.Store.InsertOrdered(ctx, docs)
+// distant returns a view of shared reached over a round trip of rtt:
+// every read and write of claims and markers waits it out before it is
+// applied.
+func distant(shared *memory.Store, rtt time.Duration) *memory.Store {
+	return shared.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		switch c.Op {
+		case "Get", "GetRun", "Insert", "InsertOrdered":
+			time.Sleep(rtt)
+		}
+		return nil
+	})
 }
 
 // Processes that each try a key in a loop, holding it briefly at every
@@ -57,7 +47,7 @@ func TestTryHerdFailsWithErrHeld(t *testing.T) {
 			ctx        = context.Background()
 		)
 		for range procs {
-			c := newClient(t, &distant{Store: shared, rtt: rtt})
+			c := newClient(t, distant(shared, rtt))
 			m := newMutex(t, c, "herd")
 			wg.Go(func() {
 				for time.Now().Before(end) {
@@ -110,7 +100,7 @@ func TestTryRLockHerdAllHold(t *testing.T) {
 		errs := make([]error, readers)
 		rws := make([]*dsync.RWMutex, readers)
 		for i := range readers {
-			c := newClient(t, &distant{Store: shared, rtt: 5 * time.Millisecond})
+			c := newClient(t, distant(shared, 5*time.Millisecond))
 			rw, err := dsync.NewRWMutex(c, "catalog", quiet)
 			if err != nil {
 				t.Fatal(err)

@@ -102,7 +102,7 @@ func TestTryTakingTurns(t *testing.T) {
 // held the key last, and the same when it takes turns with no one.
 func TestTryUncontendedCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &costStore{Store: memory.New(), n: map[string]int{}, rng: rand.New(rand.NewPCG(1, 1))}
+		s := newCostStore(memory.New(), rand.New(rand.NewPCG(1, 1)), true)
 		c := newClient(t, s)
 		ctx := context.Background()
 		for _, tr := range tryers(t, c, quiet) {

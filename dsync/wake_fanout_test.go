@@ -19,8 +19,20 @@ type countingStore struct {
 	delivered atomic.Int64
 }
 
-func (s *countingStore) Follow(h driver.FeedHandler) (stop func()) {
-	return s.Store.Follow(countingHandler{FeedHandler: h, n: &s.delivered})
+func (s *countingStore) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Feed = countingFeed{r.Feed, &s.delivered}
+	return r
+}
+
+// countingFeed is a feed whose followers count the events they deliver.
+type countingFeed struct {
+	driver.Feed
+	n *atomic.Int64
+}
+
+func (f countingFeed) Follow(h driver.FeedHandler) (stop func()) {
+	return f.Feed.Follow(countingHandler{FeedHandler: h, n: f.n})
 }
 
 type countingHandler struct {

@@ -28,7 +28,7 @@ func mixedHandoff(t *testing.T, store *memory.Store, rc *readCounter, waited tim
 func recordPeer(t *testing.T, store *memory.Store) {
 	t.Helper()
 	p := driver.Peer{ID: "owner", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
-	if err := store.PutPeer(t.Context(), p); err != nil {
+	if err := store.Roles().Peers.PutPeer(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
 }

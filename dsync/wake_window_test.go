@@ -22,6 +22,19 @@ type endAfterRead struct {
 	end            func()
 }
 
+func newEndAfterRead() *endAfterRead {
+	s := &endAfterRead{}
+	s.Store = memory.New().Intercept(func(_ context.Context, c memory.Call, serve func() error) error {
+		if c.Op != "Get" && c.Op != "GetRun" {
+			return nil
+		}
+		err := serve()
+		s.afterRead()
+		return err
+	})
+	return s
+}
+
 func (s *endAfterRead) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	dup, err := s.Store.InsertOrdered(ctx, docs)
 	if s.armed.Load() && err == nil && dup < 0 && docs[0].Kind == driver.KindClaim {
@@ -39,18 +52,6 @@ func (s *endAfterRead) afterRead() {
 	}
 }
 
-func (s *endAfterRead) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	d, found, err := s.Store.Get(ctx, id)
-	s.afterRead()
-	return d, found, err
-}
-
-func (s *endAfterRead) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	docs, err := s.Store.GetRun(ctx, key, from, to)
-	s.afterRead()
-	return docs, err
-}
-
 // An Acquire queued behind a claim of its own process that ends while
 // the Acquire's walk is reading (found live, ended before the waiter
 // registered for its end) goes on at once, not after the poll interval:
@@ -61,7 +62,7 @@ func TestWaiterHearsOfAnEndBeforeItRegistered(t *testing.T) {
 		name := map[bool]string{false: "released", true: "withdrawn"}[withdraw]
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &endAfterRead{Store: memory.New()}
+				s := newEndAfterRead()
 				c, err := dsync.NewClient(s)
 				if err != nil {
 					t.Fatal(err)

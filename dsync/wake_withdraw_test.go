@@ -55,7 +55,7 @@ func TestWithdrawnWaiterEndsItsWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		var log eventLog
-		defer store.Follow(&log)()
+		defer store.Roles().Feed.Follow(&log)()
 		owner := followingClient(t, store, ClientWithSafetyPoll(time.Hour))
 		waiter := followingClient(t, store, ClientWithSafetyPoll(time.Hour))
 		held, err := NewMutex(owner, "k")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -54,49 +53,38 @@ type orderStore struct {
 	log *orderLog
 }
 
-func (s *orderStore) done(what string) {
+func newOrderStore(mem *memory.Store, who string, log *orderLog) *orderStore {
+	s := &orderStore{who: who, log: log}
+	s.Store = mem.Intercept(s.order)
+	return s
+}
+
+func (s *orderStore) order(_ context.Context, c memory.Call, serve func() error) error {
+	what := c.Op
+	switch c.Op {
+	case "Insert":
+		what += " " + idKind(c.Docs[0].ID)
+	case "Get":
+		what += " " + idKind(c.IDs[0])
+	case "InsertOrdered", "InsertEach", "GetRun", "Delete":
+	default:
+		return nil
+	}
+	if c.Op == "Get" || c.Op == "GetRun" {
+		s.log.add(s.who + " reads")
+	}
+	err := serve()
 	time.Sleep(time.Millisecond)
 	s.log.add(s.who + " done " + what)
-}
-
-func (s *orderStore) Insert(ctx context.Context, d driver.Doc) error {
-	defer s.done("Insert " + idKind(d.ID))
-	return s.Store.Insert(ctx, d)
-}
-
-func (s *orderStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	defer s.done("InsertOrdered")
-	return s.Store.InsertOrdered(ctx, docs)
-}
-
-func (s *orderStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	defer s.done("InsertEach")
-	return s.Store.InsertEach(ctx, docs)
-}
-
-func (s *orderStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	s.log.add(s.who + " reads")
-	defer s.done("Get " + idKind(id))
-	return s.Store.Get(ctx, id)
-}
-
-func (s *orderStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	s.log.add(s.who + " reads")
-	defer s.done("GetRun")
-	return s.Store.GetRun(ctx, key, from, to)
-}
-
-func (s *orderStore) Delete(ctx context.Context, ids []string) error {
-	defer s.done("Delete")
-	return s.Store.Delete(ctx, ids)
+	return err
 }
 
 func TestReleaseWakesBeforeItPrunes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
 		log := &orderLog{}
-		a := newClient(t, &orderStore{Store: mem, who: "A", log: log})
-		b := newClient(t, &orderStore{Store: mem, who: "B", log: log})
+		a := newClient(t, newOrderStore(mem, "A", log))
+		b := newClient(t, newOrderStore(mem, "B", log))
 		ma, _ := dsync.NewMutex(a, "k")
 		mb, _ := dsync.NewMutex(b, "k")
 		ctx := context.Background()

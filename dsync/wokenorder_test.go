@@ -13,11 +13,11 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-// readOrder is a byIDStore that logs when each read by ID starts and
-// ends, by what it reads ("start marker", "end marker", "start claim",
-// ...).
+// readOrder is a costStore without runs that logs when each read by ID
+// starts and ends, by what it reads ("start marker", "end marker", "start
+// claim", ...).
 type readOrder struct {
-	byIDStore
+	*costStore
 	mu  sync.Mutex
 	log []string
 }
@@ -31,7 +31,7 @@ func (s *readOrder) note(what string) {
 func (s *readOrder) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	s.note("start " + idKind(id))
 	defer s.note("end " + idKind(id))
-	return s.byIDStore.Get(ctx, id)
+	return s.costStore.Get(ctx, id)
 }
 
 // take returns the log since the last take, and starts it again.
@@ -58,7 +58,7 @@ func TestWokenWaiterReadsInTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
 		mutex := func(seed uint64) (*dsync.Mutex, *readOrder) {
-			s := &readOrder{byIDStore: byIDStore{&costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(3, seed))}}}
+			s := &readOrder{costStore: newCostStore(mem, rand.New(rand.NewPCG(3, seed)), false)}
 			m, err := dsync.NewMutex(newClient(t, s, dsync.ClientWithIdleAge(0)), "k")
 			if err != nil {
 				t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -25,13 +24,6 @@ import (
 // (README, docs/operations.md "Direct hints", ClientWithHints) state
 // these counts.
 
-// byIDStore is a costStore that reads no runs.
-type byIDStore struct{ *costStore }
-
-func (byIDStore) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
-	return nil, driver.ErrRunsUnsupported
-}
-
 // handoffReads hands key's lock (or a unit of a full Semaphore) from a
 // process to one that waits for it, and returns what the waiter sent
 // from the release's start until it held, by method.
@@ -41,12 +33,9 @@ func handoffReads(t *testing.T, runs, semaphore bool) map[string]int {
 		mem := memory.New()
 		var stores []*costStore
 		client := func() *dsync.Client {
-			s := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(1, uint64(len(stores))))}
+			s := newCostStore(mem, rand.New(rand.NewPCG(1, uint64(len(stores)))), runs)
 			stores = append(stores, s)
-			if runs {
-				return newClient(t, s, dsync.ClientWithIdleAge(0))
-			}
-			return newClient(t, byIDStore{s}, dsync.ClientWithIdleAge(0))
+			return newClient(t, s, dsync.ClientWithIdleAge(0))
 		}
 		ctx := context.Background()
 		var take, give, wait func(context.Context) error
@@ -139,9 +128,9 @@ func TestWokenBehindAWithdrawnClaimWaitsForTheHolder(t *testing.T) {
 		mem := memory.New()
 		var stores []*costStore
 		mutex := func() *dsync.Mutex {
-			s := &costStore{Store: mem, n: map[string]int{}, rng: rand.New(rand.NewPCG(2, uint64(len(stores))))}
+			s := newCostStore(mem, rand.New(rand.NewPCG(2, uint64(len(stores)))), false)
 			stores = append(stores, s)
-			m, err := dsync.NewMutex(newClient(t, byIDStore{s}, dsync.ClientWithIdleAge(0)), "k")
+			m, err := dsync.NewMutex(newClient(t, s, dsync.ClientWithIdleAge(0)), "k")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 // aheadStore is a process on a memory store whose clock for reads
-// (driver.ReadPreparer: hello's, behind a mongos on a host whose clock
+// (its driver.Roles.Reads: hello's, behind a mongos on a host whose clock
 // is ahead) runs ahead of the store's, and which counts the inserts sent
 // through it. So does its ServerTime until Prepare, which driver.Store
 // leaves undefined until then (dsyncmongo's answered from hello).
@@ -25,6 +25,11 @@ type aheadStore struct {
 	prepared atomic.Bool
 }
 
+func (s *aheadStore) Roles() driver.Roles {
+	r := s.Process.Roles()
+	r.Reads = s
+	return r
+}
 func (s *aheadStore) PrepareRead(ctx context.Context) error { return s.Process.Prepare(ctx) }
 func (s *aheadStore) Prepare(ctx context.Context) error {
 	s.prepared.Store(true)

@@ -286,7 +286,7 @@ func TestJSONShowsRevocations(t *testing.T) {
 	}
 	session := lockNamed(s, "jobs").Holders[0].Session
 	at := f.store.ServerTime().Latest
-	if err := f.store.Revoke(ctx, driver.Revocation{Session: session, By: "ops@host", Reason: "stuck since Monday", At: at}); err != nil {
+	if err := f.store.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: session, By: "ops@host", Reason: "stuck since Monday", At: at}); err != nil {
 		t.Fatal(err)
 	}
 	_, s = f.get(t, "/status.json")

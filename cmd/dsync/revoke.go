@@ -103,8 +103,8 @@ func runRevoke(g *globals, args []string) int {
 // keyHolder returns the session of the claim that holds key, for revoke
 // --key. It prepares store for writing first: the revoke is a write aimed
 // by this choice, so the claims' expiry must be judged by the clock that
-// orders the writes (ServerTime), which Queue then reads (a
-// driver.ReadPreparer's ReadServerTime is ServerTime's once Prepare has
+// orders the writes (ServerTime), which Queue then reads (the store's
+// ReadServerTime, driver.Roles.Reads, is ServerTime's once Prepare has
 // succeeded), not by a read's sample (on MongoDB hello's, behind a mongos
 // the router's): by a clock ahead, the holder looked expired and the
 // first waiter's session was revoked instead.
@@ -125,16 +125,14 @@ func keyHolder(ctx context.Context, c *dsync.Client, store driver.Store, key str
 	return q[i].Session, nil
 }
 
-// revokeStore is what revoke needs of the store.
-type revokeStore interface {
-	driver.Store
-	driver.RevokeStore
-}
-
 // revokeUntilExpired revokes r.Session once (ErrExists: it was already;
 // the first record stays) and waits, reading the session every second,
 // until its lease has expired in store time; it returns its expiry.
-func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocation) (time.Time, error) {
+func revokeUntilExpired(ctx context.Context, store driver.Store, r driver.Revocation) (time.Time, error) {
+	rs := store.Roles().Revocations
+	if rs == nil {
+		return time.Time{}, errors.New("the store records no revocations")
+	}
 	// A revoke writes: the store is prepared for writing, and its time
 	// is the clock it judges expiry with (ServerTime is not valid before
 	// the store is prepared: by --process nothing has prepared it; by
@@ -143,7 +141,7 @@ func revokeUntilExpired(ctx context.Context, store revokeStore, r driver.Revocat
 		return time.Time{}, err
 	}
 	r.At = store.ServerTime().Latest
-	if err := store.Revoke(ctx, r); err != nil && !errors.Is(err, driver.ErrExists) {
+	if err := rs.Revoke(ctx, r); err != nil && !errors.Is(err, driver.ErrExists) {
 		return time.Time{}, err
 	}
 	for {

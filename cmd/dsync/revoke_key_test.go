@@ -17,7 +17,7 @@ import (
 
 // aheadUntilPrepared is a memory store as dsyncmongo's is behind a mongos
 // whose clock is ahead of the shard's: its clock for reads
-// (driver.ReadPreparer) is the router's, ahead, until Prepare; from then
+// (its driver.Roles.Reads) is the router's, ahead, until Prepare; from then
 // on it is ServerTime's, as the contract says.
 type aheadUntilPrepared struct {
 	*memory.Store
@@ -25,6 +25,11 @@ type aheadUntilPrepared struct {
 	prepared atomic.Bool
 }
 
+func (s *aheadUntilPrepared) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Reads = s
+	return r
+}
 func (s *aheadUntilPrepared) PrepareRead(ctx context.Context) error { return s.Store.Prepare(ctx) }
 func (s *aheadUntilPrepared) Prepare(ctx context.Context) error {
 	if err := s.Store.Prepare(ctx); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
@@ -39,7 +38,7 @@ type jsonSink struct {
 
 // newJSONSink returns a sink that prints to w, and marks the claims of
 // the sessions that rs revoked.
-func newJSONSink(w io.Writer, rs []driver.Revocation) *jsonSink {
+func newJSONSink(w io.Writer, rs []dsync.Revocation) *jsonSink {
 	s := &jsonSink{enc: json.NewEncoder(w), revoked: map[string]bool{}}
 	for _, r := range rs {
 		s.revoked[r.Session] = true

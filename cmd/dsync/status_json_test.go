@@ -81,7 +81,7 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		synctest.Wait() // the waiter's claim and the keys' records are written
 		queue, err := client().Queue(ctx, "doomed")
 		must(err)
-		must(s.Revoke(ctx, driver.Revocation{Session: queue[0].Session, By: "ops@host", Reason: "stuck", At: s.ServerTime().Latest}))
+		must(s.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: queue[0].Session, By: "ops@host", Reason: "stuck", At: s.ServerTime().Latest}))
 
 		time.Sleep(1500 * time.Millisecond) // for durations that are not 0
 		synctest.Wait()

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/statusread"
 )
@@ -99,7 +98,7 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 }
 
 // revocations reads the sessions operators revoked.
-func (s *statusStore) revocations(ctx context.Context) ([]driver.Revocation, error) {
+func (s *statusStore) revocations(ctx context.Context) ([]dsync.Revocation, error) {
 	return s.reader.Revocations(ctx)
 }
 

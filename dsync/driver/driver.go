@@ -2,9 +2,21 @@
 // A driver stores documents and decides nothing: dsync's protocol runs
 // once, above it, in dsync.Client. The MongoDB driver is dsync/mongo; an
 // in-memory one is dsync/driver/memory. A driver for another store
-// implements Store (and, to wake waiters at once, Feed; for direct hints
-// between processes, PeerStore) and passes the conformance suite in
+// implements Store and passes the conformance suite in
 // dsync/driver/drivertest.
+//
+// Store is what dsync needs on every claim and session: inserts, reads
+// and deletes of a key's documents, a session's documents, the store's
+// time. Everything else a store may serve is a role, which Store.Roles
+// returns, nil where the store serves none: reading a run of a queue in
+// one request (RunReader), the sweeper's deletes (Maintainer), the
+// directory of keys (KeyDirectory), reads that write nothing
+// (ReadPreparer), key limits (KeyChecker), wake-ups (Feed, FeedPauser),
+// direct hints (PeerStore, LoopbackReporter) and revocations
+// (RevokeStore). dsync reaches a role only through Roles, never by a type
+// assertion on the store, so a type that embeds a Store to wrap it
+// passes every role on, and sees a role's calls only if it overrides
+// Roles.
 //
 // What a driver must guarantee is small, and stated with each method.
 // What it may do, and the protocol copes with: apply an update as a read
@@ -16,7 +28,6 @@ package driver
 
 import (
 	"context"
-	"iter"
 	"strconv"
 	"time"
 )
@@ -207,16 +218,19 @@ type Interval struct {
 	Earliest, Latest time.Time
 }
 
-// Store is what a driver provides. Every method may be called from many
-// goroutines at once. Every error from a write other than ErrExists (and
-// a duplicate within InsertOrdered) means its outcome is unknown. A
-// method returns soon after its context ends, whatever the server does:
-// the bounds of dsync's calls (a TryLock's, a release's) rest on it.
+// Store is what a driver provides: what dsync needs on every claim and
+// session, and the other parts of the contract it serves (Roles). Every
+// method may be called from many goroutines at once. Every error from a
+// write other than ErrExists (and a duplicate within InsertOrdered)
+// means its outcome is unknown. A method returns soon after its context
+// ends, whatever the server does: the bounds of dsync's calls (a
+// TryLock's, a release's) rest on it.
 type Store interface {
 	// Prepare makes the store ready to serve (indexes, the clock); it is
-	// called before any other method but ServerTime, and again after it
-	// failed, except before reads of a ReadPreparer, which are prepared
-	// with PrepareRead instead. It must be cheap once it has succeeded.
+	// called before any other method but ServerTime and Roles, and again
+	// after it failed, except before reads of a store with Roles.Reads,
+	// which are prepared with PrepareRead instead. It must be cheap once
+	// it has succeeded.
 	Prepare(ctx context.Context) error
 	// ServerTime returns an interval that certainly contains the store's
 	// clock now: the clock that orders the store's writes. Valid once
@@ -245,50 +259,6 @@ type Store interface {
 	// applied as a read and a later delete of each document; an error
 	// means that any of them may be deleted, now or later.
 	Delete(ctx context.Context, ids []string) error
-	// RecentKeys returns the keys that have a gate of a bucket at or above
-	// from: the keys in use. Its cost may grow with the documents stored:
-	// only a sweeper calls it, once in a while.
-	RecentKeys(ctx context.Context, from int64) ([]string, error)
-	// Compact deletes every document sent before sentBefore (claims,
-	// shadows, markers, floors, gates), but the protocol document, the
-	// documents of the keys in keep, and the done records without an Exp
-	// or with one at or after sentBefore, and returns how many it deleted. It
-	// may cost a pass over the documents stored: it should be one. It may
-	// be applied as a read and a later delete by ID, but for done records:
-	// a done record's ID comes back when a Do after its expiry inserts it
-	// again, so the store judges a done record by sentBefore when the
-	// delete reaches it (a delete landing late must spare a record
-	// inserted again since).
-	Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error)
-	// DropGates deletes the gates of buckets below below, of every key,
-	// that were sent before sentBefore (their Sent): a drop landing late,
-	// after the store was emptied and a process of another span recorded
-	// gates whose bucket numbers lie below below, must spare them.
-	DropGates(ctx context.Context, below int64, sentBefore time.Time) error
-	// PutKeys records keys in the store's directory of keys, which
-	// ListKeys reads, in one request where the store can (a process that
-	// claims thousands of new keys records them in batches). Recording a
-	// key already recorded, or twice in one call, is not an error, and
-	// changes nothing. On an error, any of the keys may have been
-	// recorded: the caller puts them all again. The directory is apart
-	// from the keys' documents: a key is listed whether or not the store
-	// holds documents of it, and entries are never removed but by an
-	// operator.
-	PutKeys(ctx context.Context, keys []string) error
-	// HasKey reports whether key is recorded in the directory.
-	HasKey(ctx context.Context, key string) (bool, error)
-	// ListKeys streams the keys of the directory that q selects, each
-	// once, in the store's order (KeyOrder), reading them from the store
-	// a batch at a time as the caller goes on, so that a listing's memory
-	// and its first key's latency do not grow with the directory. A key
-	// recorded while a listing runs may be listed or not. An error ends
-	// the listing: it is yielded with an empty key. A query the store
-	// cannot serve (KeyQuery.After on a store of OrderFirstUse) yields an
-	// error wrapping ErrAfterUnsupported, before any I/O.
-	ListKeys(ctx context.Context, q KeyQuery) iter.Seq2[string, error]
-	// KeyOrder is the order in which ListKeys lists keys. Valid once
-	// Prepare has succeeded (a store may learn it from the server).
-	KeyOrder() KeyOrder
 
 	// InsertSession creates generation s.Gen of session s.ID, or returns
 	// ErrExists if it exists.
@@ -301,169 +271,12 @@ type Store interface {
 	// with the highest expiry, and HasFirst; found is false if none.
 	GetSession(ctx context.Context, id string) (s Session, found bool, err error)
 
+	// Roles returns the other parts of the contract that the store
+	// serves, each nil where it serves none. It does no I/O, may be
+	// called before Prepare, and returns the same every time.
+	Roles() Roles
+
 	// Close releases what the store holds (goroutines, cursors); it does
 	// not close the connection it was given.
 	Close() error
-}
-
-// EventKind is the kind of a wake-up hint.
-type EventKind int
-
-const (
-	// Waiting: a process waits for the claim of Key's Epoch to end, until
-	// the store time Until (it announces again before then if it still
-	// waits).
-	Waiting EventKind = iota + 1
-	// Ended: the claim of Key's Epoch ended.
-	Ended
-	// Held: the claim of Key's Epoch had not ended when its owner sent
-	// this, and its owner sends another within the poll interval while
-	// it has not ended. Until, if not zero, is the highest expiry of the
-	// claim's session that the store had confirmed to its owner (store
-	// time): the session's stored expiry is at least that. Only direct
-	// hints (package dsync/hint) carry it, to the processes that
-	// announced they wait for that claim: a store's feed is never asked
-	// to publish it.
-	Held
-)
-
-// Event is a wake-up hint between processes. Hints may be lost,
-// duplicated, late or reordered: queues never depend on them, only
-// latency does.
-type Event struct {
-	Kind  EventKind
-	Key   string
-	Epoch uint64
-	Until time.Time
-	// Own: for Waiting, the epoch of the waiter's own claim of Key, 0 if
-	// not told (an older dsync). If the waiter gives that claim up, an
-	// Ended for it follows: the wait ended with it.
-	Own uint64
-	// Need: for Waiting, how many ends, at least, of the claims the
-	// waiter waits for (this one's among them) it must hear of before
-	// it may hold: 1 if this claim's end may be all it lacks, more if it
-	// only counts it (a Semaphore's waiter short of several units); 0 if
-	// not told (an older dsync). The owner of the claim sends its end to
-	// the others a little later than to those that may hold on it. Only
-	// direct hints (package dsync/hint) carry it: a store's feed need not.
-	// A hint like any other: a wrong Need costs latency, never a grant.
-	Need uint64
-	// Proc names the publishing process (its Client); a follower ignores
-	// its own events.
-	Proc string
-}
-
-// Feed is what a store that can carry wake-up hints between processes
-// provides, besides Store. Its events go to every follower.
-type Feed interface {
-	// Follow adds a follower, until stop is called, and reports to h from
-	// one goroutine at a time. A Client follows once, and calls stop when
-	// it is closed (before it closes the store).
-	Follow(h FeedHandler) (stop func())
-	// Publish sends an event to the other processes.
-	Publish(ctx context.Context, e Event) error
-	// Replay is how long after an event was published a follower whose
-	// stream turns live still receives it: events published that long
-	// before Live are delivered too.
-	Replay() time.Duration
-}
-
-// A FeedPauser is a Feed whose follower can stop reading the store for
-// a while, when events reach the process another way (direct hints):
-// while paused, following costs the store nothing and no event is
-// delivered; once resumed, the stream turns live again (Live) as if it
-// had been down meanwhile.
-type FeedPauser interface {
-	Pause(paused bool)
-}
-
-// FeedHandler receives what a feed follows.
-type FeedHandler interface {
-	// Live: the stream is live from now on, the gen-th time: every event
-	// published from now on will be delivered (and those published less
-	// than Replay before). A Live may follow the last with no Down between
-	// (a stream that failed and was reopened at once): events published
-	// in between, longer than Replay before, may have been missed, as
-	// across a Down.
-	Live(gen uint64)
-	// Down: the stream stopped; events may be missed until the next Live.
-	// off: it will never be live (the store cannot carry events).
-	Down(err error, off bool)
-	// Event: an event another process published.
-	Event(e Event)
-}
-
-// RunReader is what a store that can read a stretch of a key's queue in
-// one request provides, besides Store. With it, a walk down a queue of many
-// live claims (readers of an RWMutex, units of a Semaphore) costs a request
-// or two, not two per claim; without it, dsync reads the claims and their
-// markers one by one (Get).
-type RunReader interface {
-	// GetRun returns key's claims (KindClaim) of epochs from from to to,
-	// both included, and their end markers (KindRelease, KindWithdraw,
-	// KindDead), in increasing order of epoch, each claim before its
-	// markers: one request where the epochs have as many digits (their
-	// IDs then sort as their epochs do). It may return other documents of
-	// those epochs too (shadows, markers of another nonce than the
-	// claim's): the caller skips them.
-	//
-	// Each document returned was read no earlier than the ones before it
-	// (a server reading an index in order does so; a store that reads
-	// the whole run at one instant too), and none before the request was
-	// sent. A document not returned was missing when the read passed its
-	// place. The engine relies on the order: a run that ends with the
-	// caller's own claim proves that claim still stored after everything
-	// below it was read.
-	//
-	// A store whose server would answer a run by reading far more than
-	// the run (FerretDB 1.24 decodes a whole collection for a find by an
-	// _id range, an _id $in list or anything but {_id: value} on SQLite)
-	// answers ErrRunsUnsupported, before any I/O: dsync then reads by ID,
-	// and stops asking.
-	GetRun(ctx context.Context, key string, from, to uint64) ([]Doc, error)
-}
-
-// KeyChecker is what a store whose keys have limits provides: CheckKey
-// refuses a key it cannot store, before any I/O.
-type KeyChecker interface {
-	CheckKey(key string) error
-}
-
-// KeyQuery selects the keys of a listing (Store.ListKeys).
-type KeyQuery struct {
-	// Prefix: only keys that begin with it; "" selects every key.
-	Prefix string
-	// After: only keys that come after it in the store's order; "" starts
-	// at the first key. Only a store of OrderBytes can resume a listing
-	// after a key (it need not be recorded itself).
-	After string
-	// Limit: at most this many keys; 0 lists every key selected. It must
-	// not be negative.
-	Limit int
-}
-
-// KeyOrder is the order in which a store lists its keys.
-type KeyOrder int
-
-const (
-	// OrderBytes lists keys in increasing order of their bytes (as
-	// bytes.Compare orders them), and can resume after any key.
-	OrderBytes KeyOrder = iota + 1
-	// OrderFirstUse lists keys in the order they were first recorded
-	// (PutKeys): a stable order, since entries are never updated or
-	// removed, in which keys recorded later come later. A store lists
-	// them in this order when reading any other order would cost it a
-	// read of its whole directory (FerretDB). It cannot resume after a
-	// key: a query with After fails with ErrAfterUnsupported.
-	OrderFirstUse
-)
-
-func (o KeyOrder) String() string {
-	switch o {
-	case OrderBytes:
-		return "bytes"
-	case OrderFirstUse:
-		return "first use"
-	}
-	return "KeyOrder(" + strconv.Itoa(int(o)) + ")"
 }

@@ -15,7 +15,7 @@ type Peer struct {
 }
 
 // PeerStore is what a store that can carry direct hints between
-// processes provides, besides Store: the shared key that authenticates
+// processes provides (Roles.Peers): the shared key that authenticates
 // hints, and where each process can be reached. Only processes that can
 // read the store can read the key, so only they can send hints that
 // other processes accept.
@@ -35,7 +35,7 @@ type PeerStore interface {
 }
 
 // LoopbackReporter is what a store that can tell how this process
-// reaches it provides, besides Store. dsync turns direct hints on by
+// reaches it provides (Roles.Loopback). dsync turns direct hints on by
 // default, on loopback, for a store that reports true (see
 // dsync.ClientWithHints): there hints need no configuration and open
 // nothing to the outside. They reach only the processes of this network

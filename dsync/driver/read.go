@@ -2,11 +2,12 @@ package driver
 
 import "context"
 
-// ReadPreparer is a Store that can be made ready to serve reads without
-// writing or creating anything, so that a Client's reads (dsync's List,
-// Queue, HasKey, ListOrder) work with a user that may only read, and
-// leave a database nothing has used as empty as they found it. A Store
-// that is not one is prepared with Prepare before a read.
+// ReadPreparer is what a store that can be made ready to serve reads
+// without writing or creating anything provides (Roles.Reads), so that a
+// Client's reads (dsync's List, Queue, HasKey, ListOrder) work with a
+// user that may only read, and leave a database nothing has used as
+// empty as they found it. A store without it is prepared with Prepare
+// before a read.
 type ReadPreparer interface {
 	// PrepareRead makes ReadServerTime, KeyOrder, Get, GetSession,
 	// HasKey and ListKeys valid, as Prepare does (but not ServerTime,

@@ -32,8 +32,8 @@ type Revocation struct {
 	At      time.Time // store time when it was sent (ServerTime().Latest)
 }
 
-// RevokeStore is what a store that can record revocations provides,
-// besides Store.
+// RevokeStore is what a store that can record revocations provides
+// (Roles.Revocations).
 type RevokeStore interface {
 	// Revoke records r with one insert, and writes nothing else: it
 	// never changes a session's documents, so renewals of r.Session go

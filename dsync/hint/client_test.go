@@ -19,27 +19,23 @@ import (
 // store's feed off and polls an hour apart, so that only a hint can wake
 // a waiter before the test's deadline.
 
-// counting is a process's store that counts its reads.
+// counting is a process's store that counts its reads: by ID, of
+// sessions, and of runs (a walk reads the claims below it a run at a
+// time where the store can).
 type counting struct {
-	*memory.Process
+	*memory.Store
 	reads atomic.Int64
 }
 
-func (c *counting) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	c.reads.Add(1)
-	return c.Process.Get(ctx, id)
-}
-
-// GetRun counts too: a walk reads the claims below it a run at a time
-// where the store can (driver.RunReader).
-func (c *counting) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	c.reads.Add(1)
-	return c.Process.GetRun(ctx, key, from, to)
-}
-
-func (c *counting) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	c.reads.Add(1)
-	return c.Process.GetSession(ctx, id)
+func countingOn(mem *memory.Store) *counting {
+	c := &counting{}
+	c.Store = mem.Process().Intercept(func(_ context.Context, call memory.Call, _ func() error) error {
+		if call.Op == "Get" || call.Op == "GetRun" || call.Op == "GetSession" {
+			c.reads.Add(1)
+		}
+		return nil
+	})
+	return c
 }
 
 // spy is a third process that takes hints: it sees the others'
@@ -79,7 +75,7 @@ func newSpy(t *testing.T, store driver.Store) *spy {
 	s := &spy{f: f, got: make(chan struct{}, 1)}
 	t.Cleanup(f.Follow(s))
 	waitUntil(t, func() bool {
-		ps, err := store.(driver.PeerStore).Peers(context.Background(), time.Time{})
+		ps, err := store.Roles().Peers.Peers(context.Background(), time.Time{})
 		return err == nil && slices.ContainsFunc(ps, func(p driver.Peer) bool { return p.ID == f.ID() })
 	})
 	return s
@@ -120,7 +116,7 @@ type process struct {
 
 func newProcess(t *testing.T, store *memory.Store, s *spy, advertise string, opts ...dsync.ClientOption) process {
 	t.Helper()
-	st := &counting{Process: store.Process()}
+	st := countingOn(store)
 	opts = append([]dsync.ClientOption{
 		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 		dsync.ClientWithWakeups(false),
@@ -278,8 +274,10 @@ func TestHintsLostLeaveThePoll(t *testing.T) {
 	contend(t, ctx, a, b, s).release(t)
 }
 
-// storeOnly hides every interface of a store but driver.Store.
+// storeOnly hides every role of a store (driver.Roles).
 type storeOnly struct{ driver.Store }
+
+func (storeOnly) Roles() driver.Roles { return driver.Roles{} }
 
 // TestClientWithHintsRefuses: NewClient fails with hints on a store that
 // cannot record peers, and with an address that is malformed or names no
@@ -289,7 +287,7 @@ func TestClientWithHintsRefuses(t *testing.T) {
 		store             driver.Store
 		listen, advertise string
 	}{
-		"no PeerStore":           {storeOnly{memory.New()}, "127.0.0.1:0", ""},
+		"no peers":               {storeOnly{memory.New()}, "127.0.0.1:0", ""},
 		"no port":                {memory.New(), "127.0.0.1", ""},
 		"no host to advertise":   {memory.New(), "0.0.0.0:7000", ""},
 		"unspecified advertised": {memory.New(), ":7000", "[::]:7000"},

@@ -17,7 +17,7 @@ import (
 )
 
 // Direct hints by default: on for a store that reports it is reached
-// over loopback (driver.LoopbackReporter), off otherwise, and off when
+// over loopback (driver.Roles.Loopback), off otherwise, and off when
 // asked.
 
 // reporting is a process's store that reports whether it is reached
@@ -25,6 +25,12 @@ import (
 type reporting struct {
 	*counting
 	loopback bool
+}
+
+func (r reporting) Roles() driver.Roles {
+	roles := r.counting.Roles()
+	roles.Loopback = r
+	return roles
 }
 
 func (r reporting) Loopback() bool { return r.loopback }
@@ -35,7 +41,7 @@ func (r reporting) Loopback() bool { return r.loopback }
 // Client's hint transport, nil if it has none.
 func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, opts ...dsync.ClientOption) (process, *hint.Feed) {
 	t.Helper()
-	st := &counting{Process: store.Process()}
+	st := countingOn(store)
 	var under driver.Store = st
 	if report {
 		under = reporting{st, loopback}
@@ -122,7 +128,7 @@ func TestNoHintsByDefaultElsewhere(t *testing.T) {
 			if _, f := defaultProcess(t, store, c.report, c.loopback); f != nil {
 				t.Errorf("the Client made a hint transport, at %q", f.Addr())
 			}
-			if ps, err := store.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
+			if ps, err := store.Roles().Peers.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
 				t.Errorf("peers recorded: %v, %v; want none", ps, err)
 			}
 		})
@@ -136,7 +142,7 @@ func TestHintsTurnedOff(t *testing.T) {
 	if _, f := defaultProcess(t, store, true, true, dsync.ClientWithHints("", "")); f != nil {
 		t.Errorf("the Client made a hint transport, at %q", f.Addr())
 	}
-	if ps, err := store.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
+	if ps, err := store.Roles().Peers.Peers(context.Background(), time.Time{}); err != nil || len(ps) != 0 {
 		t.Errorf("peers recorded: %v, %v; want none", ps, err)
 	}
 }

@@ -10,7 +10,7 @@
 // itself a driver.Feed: the Client follows it as it would the store's.
 //
 // Each process that takes hints records in the store where it can be
-// reached (driver.PeerStore), and reads where the others can. A waiter's
+// reached (the store's driver.Roles.Peers), and reads where the others can. A waiter's
 // announcement (driver.Waiting) goes to every process recorded; the end
 // of a claim (driver.Ended) goes to the processes that announced they
 // wait for that claim (those its end can let go: the next holder is among
@@ -24,8 +24,8 @@
 // Hints first: while hints reach this process (it took one from another
 // process within 75 s; processes say hello every 30 s and answer
 // hellos), it does not read the store's feed: its handler is told the
-// feed is down (ErrStoreFeedPaused), a store's feed that is a
-// driver.FeedPauser stops reading, and events go by hints only. The
+// feed is down (ErrStoreFeedPaused), a store's feed that pauses
+// (driver.Roles.FeedPause) stops reading, and events go by hints only. The
 // Client's waiters then rely on Held hints rather than on the store's
 // feed (see dsync/internal/wake's held.go).
 //

@@ -60,8 +60,11 @@ type Feed struct {
 	store driver.Store
 	peers driver.PeerStore
 	inner driver.Feed // nil: the store carries no events, or they are off
-	cfg   Config
-	id    string // this process's peer ID
+	// pauser pauses inner (the store's Roles.FeedPause); nil: inner's
+	// events are dropped while paused.
+	pauser driver.FeedPauser
+	cfg    Config
+	id     string // this process's peer ID
 
 	following atomic.Bool
 	counts    counters // what Stats reports
@@ -130,20 +133,26 @@ type peer struct {
 
 var _ driver.Feed = (*Feed)(nil)
 
-// New returns a Feed over store, which must be a driver.PeerStore, and
-// the store's feed inner (nil if none). It does no I/O: Follow listens.
+// New returns a Feed over store, whose Roles must have Peers, and the
+// store's feed inner (its Roles.Feed, which its Roles.FeedPause pauses;
+// nil if none). It does no I/O: Follow listens.
 func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
-	ps, ok := store.(driver.PeerStore)
-	if !ok {
-		return nil, errors.New("hint: the store cannot record peers (no driver.PeerStore)")
+	roles := store.Roles()
+	ps := roles.Peers
+	if ps == nil {
+		return nil, errors.New("hint: the store cannot record peers (no driver.Roles.Peers)")
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	var id [10]byte
 	_, _ = rand.Read(id[:])
+	var pauser driver.FeedPauser
+	if inner != nil {
+		pauser = roles.FeedPause
+	}
 	f := &Feed{
-		store: store, peers: ps, inner: inner, cfg: cfg,
+		store: store, peers: ps, inner: inner, pauser: pauser, cfg: cfg,
 		id:         fmt.Sprintf("%x", id),
 		peersByID:  make(map[string]peer),
 		ready:      make(chan struct{}),

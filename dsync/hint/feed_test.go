@@ -218,7 +218,7 @@ func sender(t *testing.T, to *Feed) func(b []byte) {
 func TestHintsForgedLateAndReplayedAreDropped(t *testing.T) {
 	store := memory.New()
 	a := follow(t, store, nil)
-	key, err := store.HintKey(context.Background(), nil)
+	key, err := store.Roles().Peers.HintKey(context.Background(), nil)
 	if err != nil || len(key) != 32 {
 		t.Fatalf("the hint key: %x, %v", key, err)
 	}
@@ -314,10 +314,23 @@ func TestHintsComposeWithTheStoresFeed(t *testing.T) {
 	}
 }
 
-// pausingInner is an innerFeed that can be paused (driver.FeedPauser).
+// pausingInner is an innerFeed that can be paused (driver.FeedPauser),
+// on a store whose Roles say so (pausing).
 type pausingInner struct {
 	innerFeed
 	pauses []bool
+}
+
+// pausing is a store whose feed's pauser is p.
+type pausing struct {
+	driver.Store
+	p *pausingInner
+}
+
+func (s pausing) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Feed, r.FeedPause = s.p, s.p
+	return r
 }
 
 func (p *pausingInner) Pause(paused bool) {
@@ -334,7 +347,7 @@ func (p *pausingInner) Pause(paused bool) {
 func TestStoresFeedPausedWhileHintsReach(t *testing.T) {
 	store := memory.New()
 	inner := &pausingInner{}
-	a := followWith(t, store, inner, func(f *Feed) { f.reachedFor, f.reachCheck = 300*time.Millisecond, 20*time.Millisecond })
+	a := followWith(t, pausing{store, inner}, inner, func(f *Feed) { f.reachedFor, f.reachCheck = 300*time.Millisecond, 20*time.Millisecond })
 	h := inner.handler()
 	h.Live(1)
 	b := follow(t, store, nil) // says hello to a
@@ -441,8 +454,14 @@ func TestConfigChecks(t *testing.T) {
 	}
 }
 
-// noPeers hides a store's PeerStore.
+// noPeers hides a store's peers (driver.Roles.Peers).
 type noPeers struct{ driver.Store }
+
+func (s noPeers) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Peers = nil
+	return r
+}
 
 // TestAdvertisePortZero: an advertised port of 0 is the port listened on.
 func TestAdvertisePortZero(t *testing.T) {
@@ -486,17 +505,6 @@ func TestCannotListen(t *testing.T) {
 
 var quietLogger = slog.New(slog.DiscardHandler)
 
-// gatedKey is a store whose HintKey waits until open is closed.
-type gatedKey struct {
-	*memory.Store
-	open chan struct{}
-}
-
-func (g gatedKey) HintKey(ctx context.Context, key []byte) ([]byte, error) {
-	<-g.open
-	return g.Store.HintKey(ctx, key)
-}
-
 // TestFirstAnnouncementWaitsForReady: an announcement published while the
 // process is still reading the hint key and the others' records is sent
 // once it has, not dropped (the waiter would otherwise hear of its turn
@@ -504,7 +512,13 @@ func (g gatedKey) HintKey(ctx context.Context, key []byte) ([]byte, error) {
 func TestFirstAnnouncementWaitsForReady(t *testing.T) {
 	store := memory.New()
 	other := follow(t, store, nil)
-	g := gatedKey{store, make(chan struct{})}
+	open := make(chan struct{})
+	g := store.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		if c.Op == "HintKey" {
+			<-open // the store answers the hint key's read once the test says
+		}
+		return nil
+	})
 	f, err := New(g, nil, Config{Listen: "127.0.0.1:0", Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +535,7 @@ func TestFirstAnnouncementWaitsForReady(t *testing.T) {
 	case err := <-published:
 		t.Fatalf("Publish returned before the process was ready, without waiting: %v", err)
 	}
-	close(g.open)
+	close(open)
 	if err := <-published; err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -529,25 +543,22 @@ func TestFirstAnnouncementWaitsForReady(t *testing.T) {
 }
 
 // peerCounts is a store in memory that counts the calls of its
-// driver.PeerStore methods.
+// driver.PeerStore.
 type peerCounts struct {
 	*memory.Store
 	keys, puts, reads atomic.Int64
 }
 
-func (p *peerCounts) HintKey(ctx context.Context, key []byte) ([]byte, error) {
-	p.keys.Add(1)
-	return p.Store.HintKey(ctx, key)
-}
-
-func (p *peerCounts) PutPeer(ctx context.Context, pr driver.Peer) error {
-	p.puts.Add(1)
-	return p.Store.PutPeer(ctx, pr)
-}
-
-func (p *peerCounts) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	p.reads.Add(1)
-	return p.Store.Peers(ctx, after)
+func countPeers(mem *memory.Store) *peerCounts {
+	p := &peerCounts{}
+	counts := map[string]*atomic.Int64{"HintKey": &p.keys, "PutPeer": &p.puts, "Peers": &p.reads}
+	p.Store = mem.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		if n := counts[c.Op]; n != nil {
+			n.Add(1)
+		}
+		return nil
+	})
+	return p
 }
 
 // TestRecordKeptLightlyWhileHintsReach: a process that no hint reaches
@@ -559,7 +570,7 @@ func TestRecordKeptLightlyWhileHintsReach(t *testing.T) {
 		f.every.refresh, f.every.put, f.every.full = 20*time.Millisecond, 40*time.Millisecond, 160*time.Millisecond
 	}
 	mem := memory.New()
-	alone := &peerCounts{Store: mem}
+	alone := countPeers(mem)
 	a := followWith(t, alone, nil, shorten)
 	time.Sleep(400 * time.Millisecond)
 	if k, p, r := alone.keys.Load(), alone.puts.Load(), alone.reads.Load(); k < 10 || p < 10 || r < 10 {

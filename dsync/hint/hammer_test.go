@@ -113,7 +113,7 @@ func chaos(t *testing.T, ctx context.Context, store *memory.Store, s *spy, key s
 			e = driver.Event{Kind: driver.Waiting, Key: key, Epoch: epoch, Until: store.ServerTime().Latest.Add(time.Hour), Proc: "chaos"}
 		}
 		_ = s.f.Publish(ctx, e)
-		peers, _ := store.Peers(ctx, store.ServerTime().Latest)
+		peers, _ := store.Roles().Peers.Peers(ctx, store.ServerTime().Latest)
 		for _, p := range peers {
 			if addr, err := net.ResolveUDPAddr("udp", p.Addr); err == nil {
 				_, _ = rand.Read(garbage)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Hints first. A process that hints reach does not read the store's
@@ -37,8 +35,8 @@ import (
 //
 // While paused, this Feed's handler is told the store's feed is down
 // (ErrStoreFeedPaused), and it publishes through hints only. A store
-// whose feed is a driver.FeedPauser stops reading meanwhile; another's
-// events are dropped.
+// whose feed pauses (driver.Roles.FeedPause) stops reading meanwhile;
+// another's events are dropped.
 
 const (
 	// reachedFor is how long after the last hint it took from another
@@ -105,7 +103,7 @@ func (f *Feed) setPaused(p bool) {
 	if f.paused.Load() == p {
 		return
 	}
-	pauser, pausable := f.inner.(driver.FeedPauser)
+	pauser, pausable := f.pauser, f.pauser != nil
 	f.hmu.Lock()
 	f.paused.Store(p)
 	switch {

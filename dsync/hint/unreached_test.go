@@ -24,7 +24,7 @@ func TestHintsThatReachNoOneCostALookPerPoll(t *testing.T) {
 	defer cancel()
 	store := memory.New()
 	mk := func() (*dsync.Client, *counting) {
-		st := &counting{Process: store.Process()}
+		st := countingOn(store)
 		c, err := dsync.NewClient(st, dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 			dsync.ClientWithHints("127.0.0.1:0", "127.0.0.1:9"), // the discard port: hints reach no one
 			dsync.ClientWithPollInterval(poll), dsync.ClientWithSafetyPoll(time.Hour))

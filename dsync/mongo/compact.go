@@ -12,7 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The sweeper's reads and deletes (driver.Store RecentKeys, Compact,
+// The sweeper's reads and deletes (driver.Maintainer: RecentKeys, Compact,
 // DropGates). Each is one command over the lock collection (on FerretDB,
 // a delete is a read and then deletes by _id: deleteWhere): on MongoDB a
 // scan of the documents it selects, on FerretDB a decode of every
@@ -21,9 +21,9 @@ import (
 // used within the idle age, so their cost follows the keys in use, not
 // the keys ever used.
 
-// RecentKeys implements driver.Store: the keys of the gates of buckets
+// RecentKeys implements driver.Maintainer: the keys of the gates of buckets
 // from on (a find that returns only keys).
-func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
+func (s storeRoles) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	keys, err := s.keysOf(ctx, bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$gte", Value: from}}},
@@ -59,7 +59,7 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 	return keys, nil
 }
 
-// Compact implements driver.Store: one deleteMany, whose filter names
+// Compact implements driver.Maintainer: one deleteMany, whose filter names
 // the keys kept (those in use: few), so that FerretDB decodes the
 // collection once however many keys go. On FerretDB it deletes by _id
 // (deleteWhere) all but the done records, whose ID comes back when a Do
@@ -70,7 +70,7 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 // server's own time between the two, not a request's time on the way.)
 // The sweep also deletes the session documents long expired
 // (sessionStore.clean).
-func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
+func (s storeRoles) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	defer s.sessions.clean(ctx)
 	if keep == nil {
 		keep = []string{}
@@ -102,8 +102,8 @@ func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string
 	return n + m, err
 }
 
-// DropGates implements driver.Store: one deleteMany (deleteWhere).
-func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
+// DropGates implements driver.Maintainer: one deleteMany (deleteWhere).
+func (s storeRoles) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	_, err := s.writer.deleteWhere(ctx, s.coll, "drop gates", bson.D{
 		{Key: "kind", Value: driver.KindGate},
 		{Key: "bucket", Value: bson.D{{Key: "$lt", Value: below}}},

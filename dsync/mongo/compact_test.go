@@ -261,7 +261,7 @@ func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
 	for i := range kept {
 		keep = append(keep, fmt.Sprintf("kept%d", i))
 	}
-	deleted, err := b.s.Compact(ctx, time.Now().Add(-time.Minute), keep)
+	deleted, err := b.s.Roles().Maintenance.Compact(ctx, time.Now().Add(-time.Minute), keep)
 	if err != nil || deleted != idle {
 		t.Errorf("Compact of %d idle keys' documents = %d, %v; want %d deleted", idle, deleted, err, idle)
 	}
@@ -271,7 +271,7 @@ func TestSweepDeletesMoreThanOneStatementMayName(t *testing.T) {
 	if c := count(bson.D{{Key: "bucket", Value: 100}}); c != kept {
 		t.Errorf("%d of the kept keys' %d documents left after Compact, want all", c, kept)
 	}
-	if err := b.s.DropGates(ctx, 101, time.Now().Add(time.Minute)); err != nil {
+	if err := b.s.Roles().Maintenance.DropGates(ctx, 101, time.Now().Add(time.Minute)); err != nil {
 		t.Errorf("DropGates: %v", err)
 	}
 	if c := count(bson.D{}); c > 1 {
@@ -314,7 +314,7 @@ func TestLateCompactSparesANewDoneRecord(t *testing.T) {
 	}
 	swept := make(chan error, 1)
 	go func() {
-		_, err := b.s.Compact(ctx, now.Add(-time.Minute), nil)
+		_, err := b.s.Roles().Maintenance.Compact(ctx, now.Add(-time.Minute), nil)
 		swept <- err
 	}()
 	select {

@@ -16,10 +16,10 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys (driver.Store.PutKeys, ListKeys): a collection
-// named after the lock collection, "<collection>_keys", of one document
-// per key, {_id: key, created}, inserted once and never updated. It is
-// the list of keys, whatever the lock collection keeps of them.
+// The directory of keys (driver.KeyDirectory: PutKeys, ListKeys): a
+// collection named after the lock collection, "<collection>_keys", of one
+// document per key, {_id: key, created}, inserted once and never updated.
+// It is the list of keys, whatever the lock collection keeps of them.
 //
 // Its only index is _id's. An insert, and the duplicate-key answer that
 // makes a second one a no-op, cost the same whatever the collection
@@ -64,7 +64,7 @@ type keyDoc struct {
 	Created time.Time `bson:"created"`
 }
 
-// PutKeys is the Store's (driver.Store): one unordered insert, whose
+// PutKeys implements driver.KeyDirectory: one unordered insert, whose
 // duplicate-key answers mean those keys are recorded.
 func (d *directory) PutKeys(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
@@ -93,7 +93,7 @@ func (d *directory) PutKeys(ctx context.Context, keys []string) error {
 	return nil // each failure was a key recorded already
 }
 
-// HasKey is the Store's (driver.Store): a find by _id, which FerretDB,
+// HasKey implements driver.KeyDirectory: a find by _id, which FerretDB,
 // unlike a range, answers without decoding the documents it passes.
 func (d *directory) HasKey(ctx context.Context, key string) (bool, error) {
 	err := d.coll.FindOne(ctx, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
@@ -107,7 +107,7 @@ func (d *directory) HasKey(ctx context.Context, key string) (bool, error) {
 	return false, wrap(ctx, "look up in "+d.cfg.collection+keysSuffix+" the key", key, err)
 }
 
-// KeyOrder is the Store's (driver.Store): OrderFirstUse on FerretDB,
+// KeyOrder implements driver.KeyDirectory: OrderFirstUse on FerretDB,
 // OrderBytes elsewhere.
 func (d *directory) KeyOrder() driver.KeyOrder {
 	if d.platform.isFerret() {
@@ -116,7 +116,7 @@ func (d *directory) KeyOrder() driver.KeyOrder {
 	return driver.OrderBytes
 }
 
-// ListKeys is the Store's (driver.Store): one find, and a getMore per
+// ListKeys implements driver.KeyDirectory: one find, and a getMore per
 // batch of listBatch keys as the caller goes on.
 func (d *directory) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {

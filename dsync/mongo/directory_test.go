@@ -117,7 +117,7 @@ func TestListKeysStreamsOnOneCursor(t *testing.T) {
 			if _, err := db.Collection(DefaultCollection+keysSuffix).InsertMany(ctx, docs); err != nil {
 				t.Fatal(err)
 			}
-			order := b.s.KeyOrder()
+			order := b.s.Roles().Directory.KeyOrder()
 			want := slices.Clone(keys)
 			if order == driver.OrderBytes {
 				slices.Sort(want)
@@ -126,7 +126,7 @@ func TestListKeysStreamsOnOneCursor(t *testing.T) {
 			cmds.take()
 
 			var got []string
-			for k, err := range b.s.ListKeys(ctx, driver.KeyQuery{}) {
+			for k, err := range b.s.Roles().Directory.ListKeys(ctx, driver.KeyQuery{}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -154,7 +154,7 @@ func TestListKeysStreamsOnOneCursor(t *testing.T) {
 
 			// A page of a prefix: one find.
 			var page []string
-			for k, err := range b.s.ListKeys(ctx, driver.KeyQuery{Prefix: "k/01", Limit: 50}) {
+			for k, err := range b.s.Roles().Directory.ListKeys(ctx, driver.KeyQuery{Prefix: "k/01", Limit: 50}) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,7 +1,7 @@
 // Package dsyncmongo is dsync's MongoDB driver, for MongoDB or a
 // MongoDB-compatible store such as FerretDB: NewStore returns a Store
-// (a driver.Store and driver.Feed) that keeps a process's locks, and its
-// elections, in a database, and a dsync.Client runs the protocol over it.
+// (a driver.Store with every role of the contract, its feed among them)
+// that keeps a process's locks, and its elections, in a database, and a dsync.Client runs the protocol over it.
 // It knows nothing of the protocol, and imports no dsync package but the
 // driver contract (dsync/driver).
 //

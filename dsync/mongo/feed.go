@@ -109,11 +109,6 @@ type feed struct {
 	insertMu sync.Mutex
 }
 
-var (
-	_ driver.Feed       = (*feed)(nil)
-	_ driver.FeedPauser = (*feed)(nil)
-)
-
 // Follow implements driver.Feed: it starts the follower, one per store
 // (its Client's).
 func (f *feed) Follow(h driver.FeedHandler) (stop func()) {

@@ -51,7 +51,7 @@ func follow(t *testing.T, ctx context.Context, b *testClient) {
 func announce(t *testing.T, ctx context.Context, b *testClient, proc, key string, epoch uint64) {
 	t.Helper()
 	until := b.s.ServerTime().Earliest.Add(time.Minute)
-	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: key, Epoch: epoch, Until: until, Proc: proc}); err != nil {
+	if err := b.s.Roles().Feed.Publish(ctx, driver.Event{Kind: driver.Waiting, Key: key, Epoch: epoch, Until: until, Proc: proc}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -729,7 +729,7 @@ func TestEndSentAgainWhenOvertaken(t *testing.T) {
 			}
 			b := newBackend(t, db, dsync.ClientWithWakeups(true), asFerretDB(true), withFault(hook))
 			follow(t, ctx, b)
-			if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+			if err := b.s.Roles().Feed.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
 				t.Fatal(err)
 			}
 			n, err := events.CountDocuments(ctx, bson.D{{Key: "kind", Value: eventEnded}, {Key: "key", Value: "k"}, {Key: "epoch", Value: 5}})
@@ -771,7 +771,7 @@ func TestEndDeletesLeftoverEvents(t *testing.T) {
 	if _, leftovers, err := b.s.feed.landedLate(ctx, bson.NewObjectID(), b.s.ServerTime().Latest); err != nil || len(leftovers) != 1 || leftovers[0] != left[0] {
 		t.Errorf("leftovers %v (%v), want the first of %v alone", leftovers, err, left)
 	}
-	if err := b.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
+	if err := b.s.Roles().Feed.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 5, Proc: "us"}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := events.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: left}}}})

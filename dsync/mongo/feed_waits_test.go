@@ -33,7 +33,7 @@ func TestEventAwaitLongOnceTheWaitedClaimEnds(t *testing.T) {
 	}
 	tail(b).othersWaitAt.Store(0) // the window after the announcement has passed
 	// The end of the claim waited for ends the getMore in flight.
-	if err := other.s.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "owner"}); err != nil {
+	if err := other.s.Roles().Feed.Publish(ctx, driver.Event{Kind: driver.Ended, Key: "k", Epoch: 1, Proc: "owner"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := next(); got != safety {

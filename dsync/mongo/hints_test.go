@@ -57,7 +57,7 @@ func newHintSpy(t *testing.T, ctx context.Context, db *mongo.Database) *hintSpy 
 	s := &hintSpy{f: f, waiting: make(chan driver.Event, 16)}
 	t.Cleanup(f.Follow(s))
 	for {
-		ps, err := st.Peers(ctx, time.Time{})
+		ps, err := st.Roles().Peers.Peers(ctx, time.Time{})
 		if err == nil && slices.ContainsFunc(ps, func(p driver.Peer) bool { return p.ID == f.ID() }) {
 			return s
 		}
@@ -232,12 +232,12 @@ func TestPeerRecordsGoWithExpiredSessions(t *testing.T) {
 	if err := st.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.HintKey(ctx, make([]byte, 32)); err != nil {
+	if _, err := st.Roles().Peers.HintKey(ctx, make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
 	now := st.ServerTime().Earliest
 	for id, exp := range map[string]time.Time{"old": now.Add(-sessionRetention - time.Minute), "fresh": now.Add(time.Minute)} {
-		if err := st.PutPeer(ctx, driver.Peer{ID: id, Addr: "127.0.0.1:1", ExpiresAt: exp}); err != nil {
+		if err := st.Roles().Peers.PutPeer(ctx, driver.Peer{ID: id, Addr: "127.0.0.1:1", ExpiresAt: exp}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ func TestStoreSaysWhereItKeepsLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.PrepareRead(ctx); err != nil {
+	if err := s.Roles().Reads.PrepareRead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Prepare(ctx); err != nil {

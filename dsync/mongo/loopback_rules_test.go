@@ -49,7 +49,7 @@ func TestLoopbackFerretDBBackend(t *testing.T) {
 	default:
 		t.Skipf("the test server is %s, not the embedded FerretDB", srv.Kind())
 	}
-	if got := preparedStore(t, nil).Loopback(); got != want {
+	if got := preparedStore(t, nil).Roles().Loopback.Loopback(); got != want {
 		t.Errorf("FerretDB on %s on loopback: Loopback() = %v, want %v", srv.Backend(), got, want)
 	}
 }
@@ -99,7 +99,7 @@ func TestFerretDBBackendOfAnswers(t *testing.T) {
 // counts as not reached over loopback, and says so at Info, once.
 func TestLoopbackUnanswered(t *testing.T) {
 	onLoopback(t)
-	if !preparedStore(t, nil).Loopback() {
+	if !preparedStore(t, nil).Roles().Loopback.Loopback() {
 		t.Skip("the test server does not count as loopback: nothing to take away")
 	}
 	replicas := topologyReplicas
@@ -122,7 +122,7 @@ func TestLoopbackUnanswered(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var log logRecords
-			if preparedStore(t, &log, c.opts...).Loopback() {
+			if preparedStore(t, &log, c.opts...).Roles().Loopback.Loopback() {
 				t.Error("the store reports loopback")
 			}
 			var infos []string

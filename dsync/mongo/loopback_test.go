@@ -96,7 +96,7 @@ func TestLoopbackHintsByDefault(t *testing.T) {
 	}
 	sa, a, af := defaultClient(t, ctx, db, nil, noStoreWake...)
 	_, b, bf := defaultClient(t, ctx, db, nil, noStoreWake...)
-	if r, ok := any(sa).(interface{ Loopback() bool }); !ok || !r.Loopback() {
+	if r := sa.Roles().Loopback; r == nil || !r.Loopback() {
 		t.Fatal("a store on the test server, on loopback, does not report loopback")
 	}
 	if af == nil || bf == nil {
@@ -150,10 +150,10 @@ func TestLoopbackNotElsewhere(t *testing.T) {
 			if f != nil {
 				t.Errorf("the Client made a hint transport, at %q", f.Addr())
 			}
-			if c.sopts != nil && st.Loopback() {
+			if c.sopts != nil && st.Roles().Loopback.Loopback() {
 				t.Error("a store seen from 192.0.2.7 reports loopback")
 			}
-			if ps, err := st.Peers(ctx, time.Time{}); err != nil || len(ps) != 0 {
+			if ps, err := st.Roles().Peers.Peers(ctx, time.Time{}); err != nil || len(ps) != 0 {
 				t.Errorf("peers recorded: %v, %v; want none", ps, err)
 			}
 		})

@@ -204,7 +204,7 @@ var errCrashed = errors.New("process crashed")
 func crashableBackend(t *testing.T, db *mongo.Database, c *crashable, opts ...any) *testClient {
 	return newBackend(t, db, append(opts, clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		c.Store = s
-		return clienthook.PassOptional(c, s)
+		return c
 	}})...)
 }
 

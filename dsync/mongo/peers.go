@@ -25,8 +25,6 @@ const (
 	peerIDAfterAll = "#hint/peer0" // '0' follows '/': the end of the prefix's range
 )
 
-var _ driver.PeerStore = (*sessionStore)(nil)
-
 // hintKeyDoc is the hint key's document. It has no expiresAt: the
 // cleaning of sessions never selects it.
 type hintKeyDoc struct {

@@ -33,7 +33,7 @@ import (
 // unless Prepare already started its own. It writes nothing. Its
 // estimator serves ReadServerTime and ServerNowRead only, never
 // ServerTime, the clock the engine judges expiry with.
-func (s *Store) PrepareRead(ctx context.Context) error {
+func (s storeRoles) PrepareRead(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -65,7 +65,7 @@ func (s *Store) PrepareRead(ctx context.Context) error {
 // reads its member documents' ages with it, so that listing members (dsync
 // status, the status page) needs only the read role.
 func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) {
-	if err := s.PrepareRead(ctx); err != nil {
+	if err := (storeRoles{s}).PrepareRead(ctx); err != nil {
 		return clockcheck.Interval{}, err
 	}
 	e := s.clock.forReads()
@@ -79,7 +79,7 @@ func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) 
 // has started its estimator, else PrepareRead's (hello) sample, else the
 // zero Interval. A Client reports with it which claims' sessions look
 // expired; it never judges a write with it.
-func (s *Store) ReadServerTime() driver.Interval {
+func (s storeRoles) ReadServerTime() driver.Interval {
 	e := s.clock.forReads()
 	if e == nil {
 		return driver.Interval{}

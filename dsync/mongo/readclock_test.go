@@ -22,13 +22,13 @@ func TestServerTimeNeverFromReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if err := s.PrepareRead(ctx); err != nil {
+	if err := s.Roles().Reads.PrepareRead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.ServerTime(); got != (driver.Interval{}) {
 		t.Errorf("ServerTime after PrepareRead alone = %+v, want the zero Interval", got)
 	}
-	if got := s.ReadServerTime(); got.Earliest.IsZero() || got.Latest.Before(got.Earliest) {
+	if got := s.Roles().Reads.ReadServerTime(); got.Earliest.IsZero() || got.Latest.Before(got.Earliest) {
 		t.Errorf("ReadServerTime after PrepareRead = %+v, want a sample", got)
 	}
 	if got, err := s.ServerNowRead(ctx); err != nil || got.Earliest.IsZero() {
@@ -41,7 +41,7 @@ func TestServerTimeNeverFromReads(t *testing.T) {
 	if s.clock.readEst.Load() != nil {
 		t.Error("PrepareRead's estimator outlived Prepare's")
 	}
-	w, r := s.ServerTime(), s.ReadServerTime()
+	w, r := s.ServerTime(), s.Roles().Reads.ReadServerTime()
 	if w.Earliest.IsZero() || r.Earliest.IsZero() {
 		t.Errorf("after Prepare: ServerTime %+v, ReadServerTime %+v; want both sampled", w, r)
 	}

@@ -25,8 +25,6 @@ const (
 	revokeIDAfterAll = "#revoke0" // '0' follows '/': the end of the prefix's range
 )
 
-var _ driver.RevokeStore = (*sessionStore)(nil)
-
 // revokeDoc is a revocation's document.
 type revokeDoc struct {
 	ID     string    `bson:"_id"`
@@ -42,8 +40,10 @@ func (d revokeDoc) revocation() driver.Revocation {
 }
 
 // Revoke implements driver.RevokeStore: one insert of the record, and
-// no other write (a write of a session's documents could undo a renewal
-// on FerretDB: see Store.Revoke).
+// no other write. It never writes a session's documents: on FerretDB an
+// update is a read and a later whole-document write, so a revoke's write
+// could land after a renewal its owner already counted and put back the
+// older expiresAt (two holders). The owner reads the record (Revoked).
 func (ss *sessionStore) Revoke(ctx context.Context, r driver.Revocation) error {
 	if _, err := ss.prepare(ctx); err != nil {
 		return err

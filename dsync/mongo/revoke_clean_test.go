@@ -46,12 +46,12 @@ func TestRevocationsEndWithTheirSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := st.Revoke(ctx, driver.Revocation{Session: s.id, By: "op", Reason: "test", At: s.revoked}); err != nil {
+		if err := st.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: s.id, By: "op", Reason: "test", At: s.revoked}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st.sessions.clean(ctx)
-	rs, err := st.Revocations(ctx)
+	rs, err := st.Roles().Revocations.Revocations(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestRevokeWritesOnlyItsRecord(t *testing.T) {
 		return out
 	}
 	take()
-	if err := st.Revoke(ctx, driver.Revocation{Session: id, By: "op", Reason: "stuck", At: st.ServerTime().Latest}); err != nil {
+	if err := st.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: id, By: "op", Reason: "stuck", At: st.ServerTime().Latest}); err != nil {
 		t.Fatal(err)
 	}
 	var inserts int
@@ -70,7 +70,7 @@ func TestRevokeWritesOnlyItsRecord(t *testing.T) {
 	if inserts != 1 {
 		t.Errorf("Revoke sent %d inserts; want 1", inserts)
 	}
-	r, found, err := st.Revoked(ctx, id)
+	r, found, err := st.Roles().Revocations.Revoked(ctx, id)
 	if err != nil || !found || r.By != "op" || r.Reason != "stuck" {
 		t.Errorf("Revoked = %+v, found %v, %v; want op's record", r, found, err)
 	}
@@ -130,7 +130,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	revoked := time.Now()
-	if err := ps[1].b.s.Revoke(ctx, driver.Revocation{Session: session, By: "op", Reason: "stuck", At: ps[1].b.s.ServerTime().Latest}); err != nil {
+	if err := ps[1].b.s.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: session, By: "op", Reason: "stuck", At: ps[1].b.s.ServerTime().Latest}); err != nil {
 		t.Fatal(err)
 	}
 	select {

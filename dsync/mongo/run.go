@@ -10,8 +10,6 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-var _ driver.RunReader = (*Store)(nil)
-
 // GetRun implements driver.RunReader: one find per number of digits of the
 // run's epochs (one in practice: a segment's epochs have sixteen digits
 // until the year 2286), over the _id index, in its order. An epoch's claim
@@ -35,7 +33,7 @@ var _ driver.RunReader = (*Store)(nil)
 // by an $in of ten _ids 690 ms, and 60,000 documents made it 1,800 ms).
 // A reader that takes the key again after its own release reads nothing
 // anyway (internal/chain, tip.go).
-func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+func (s storeRoles) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
 	if s.platform.isFerret() && (s.cfg.test == nil || !s.cfg.test.readRuns) {
 		return nil, driver.ErrRunsUnsupported
 	}

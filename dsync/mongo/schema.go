@@ -33,7 +33,7 @@ type lockDoc struct {
 	History string `bson:"history,omitempty"`
 	// At is the latest possible server time when the document was sent:
 	// for a claim, when it queued. Compaction deletes the documents of
-	// idle keys sent before a time (driver.Store.Compact).
+	// idle keys sent before a time (driver.Maintainer.Compact).
 	At time.Time `bson:"at"`
 	// Claims only: the session's TTL in milliseconds, and the expiry its
 	// owner had seen confirmed when it claimed.

@@ -27,7 +27,7 @@ func TestSessionsWithoutPrepare(t *testing.T) {
 			_ = s.Close()
 		}
 	})
-	if err := s.PrepareRead(ctx); err != nil {
+	if err := s.Roles().Reads.PrepareRead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RenewSession(ctx, "s", 0, time.Now().Add(time.Minute)); !errors.Is(err, errNotPrepared) {

@@ -21,8 +21,9 @@ import (
 )
 
 // Store is the MongoDB driver: a driver.Store over a database's lock
-// and sessions collections, a driver.Feed over its events collection,
-// and a driver.KeyChecker. It decides nothing; a dsync.Client made over
+// and sessions collections, whose Roles serve every part of the contract
+// (among them a driver.Feed over its events collection, and a directory
+// of keys over its keys collection). It decides nothing; a dsync.Client made over
 // it (dsync.NewClient) runs the protocol above it. Make it with
 // NewStore. Every read and update of one document filters on _id alone:
 // FerretDB answers any other query by decoding the whole collection.
@@ -48,11 +49,7 @@ type Store struct {
 	feed     *feed         // the wake-up feed (feed.go)
 }
 
-var (
-	_ driver.Store        = (*Store)(nil)
-	_ driver.KeyChecker   = (*Store)(nil)
-	_ driver.ReadPreparer = (*Store)(nil)
-)
+var _ driver.Store = (*Store)(nil)
 
 func newStore(db *mongo.Database, cfg *config) *Store {
 	// The clock that matters is the primary's, which orders the writes.
@@ -95,9 +92,6 @@ func (s *Store) Prepare(ctx context.Context) error {
 // engine judges expiry with ServerTime, and a hello sample (behind a
 // mongos, the router's clock) is not the clock that orders the writes.
 func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
-
-// CheckKey implements driver.KeyChecker.
-func (s *Store) CheckKey(key string) error { return checkKey(key) }
 
 // Close implements driver.Store: it deletes the sessions long expired if
 // this store made one, best effort, stops the wake-up stream's follower

@@ -207,7 +207,7 @@ func NewRouter(late *mongo.Collection, giveUp time.Duration) *Router {
 func (r *Router) Over(store driver.Store) driver.Store {
 	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		r.Store = s
-		return clienthook.PassOptional(r, s)
+		return r
 	}}}
 }
 

@@ -309,11 +309,18 @@ func (r *recorder) over(store driver.Store, hints func(*hint.Feed)) driver.Store
 	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap, Hints: hints}}
 }
 
-// wrap passes on the optional interfaces of s: hints' records, which
-// write no document of a key's queue (nothing to record), and runs,
-// which the recording store counts.
+// wrap returns s through a recording store.
 func (r *recorder) wrap(s driver.Store) driver.Store {
-	return clienthook.PassOptional(&recordingStore{Store: s, rec: r}, s)
+	return &recordingStore{Store: s, rec: r}
+}
+
+// Roles passes the roles of the store on, hints' records among them,
+// which write no document of a key's queue (nothing to record), but for
+// runs, which the recording store counts (GetRun).
+func (s *recordingStore) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Runs = s
+	return r
 }
 
 // InsertSession: generation 0 opens a session; a later one is a renewal
@@ -387,8 +394,8 @@ func (s *recordingStore) Insert(ctx context.Context, d driver.Doc) error {
 // that reads none answers driver.ErrRunsUnsupported, as one whose server
 // cannot read them does.
 func (s *recordingStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	rr, ok := s.Store.(driver.RunReader)
-	if !ok {
+	rr := s.Store.Roles().Runs
+	if rr == nil {
 		return nil, driver.ErrRunsUnsupported
 	}
 	docs, err := rr.GetRun(ctx, key, from, to)

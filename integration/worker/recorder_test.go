@@ -315,16 +315,17 @@ func TestRecordingStore(t *testing.T) {
 	}
 }
 
-// The recording store passes on the store's runs and hints' records: a
-// worker's engine walks a queue a run at a time, as it would without the
-// recorder (where the store reads runs).
-func TestRecorderPassesOptional(t *testing.T) {
+// The recording store passes on the store's runs, through itself, and
+// hints' records: a worker's engine walks a queue a run at a time, as it
+// would without the recorder (where the store reads runs).
+func TestRecorderPassesRoles(t *testing.T) {
 	r, _ := testRecorder(t, time.Second)
 	s := r.wrap(memory.New())
-	if _, ok := s.(driver.RunReader); !ok {
-		t.Error("the recording store hides driver.RunReader")
+	roles := s.Roles()
+	if rs, ok := roles.Runs.(*recordingStore); !ok || rs != s {
+		t.Errorf("the recording store's runs are %T, not its own", roles.Runs)
 	}
-	if _, ok := s.(driver.PeerStore); !ok {
-		t.Error("the recording store hides driver.PeerStore")
+	if roles.Peers == nil {
+		t.Error("the recording store hides the store's peers")
 	}
 }

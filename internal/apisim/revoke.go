@@ -40,7 +40,7 @@ func (w *world) revoker(end time.Time) {
 		}
 		id := ids[rng.IntN(len(ids))]
 		r := driver.Revocation{Session: id, By: "operator", Reason: "apisim", At: w.mem.ServerTime().Latest}
-		if err := w.mem.Revoke(context.Background(), r); err != nil {
+		if err := w.mem.Roles().Revocations.Revoke(context.Background(), r); err != nil {
 			continue // revoked already
 		}
 		w.tracef("REVOKE %s", id)
@@ -84,7 +84,7 @@ func (s *procStore) Revoked(ctx context.Context, session string) (driver.Revocat
 	var r driver.Revocation
 	var found bool
 	if err := s.request(ctx, "get-revocation", func(plan) {
-		r, found, _ = s.Store.Revoked(context.Background(), session)
+		r, found, _ = s.mem().Revocations.Revoked(context.Background(), session)
 		s.p.w.tracef("%s get-revocation %s: %v", s.name(), session, found)
 	}, nil); err != nil {
 		return driver.Revocation{}, false, err

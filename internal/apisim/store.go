@@ -14,8 +14,8 @@ import (
 )
 
 // procStore is one process's way to the shared store: a driver.Store
-// (and driver.Feed, the memory store's) that delays, reorders, tears and
-// loses what the process sends, as dsync/driver allows a store and a
+// (with the memory store's feed, peers and revokes, unfaulted) that
+// delays, reorders, tears and loses what the process sends, as dsync/driver allows a store and a
 // network to, and tells the world's oracle what landed and what was
 // confirmed. Sessions are kept by the world (sessions.go), so that the
 // operator can empty their collection alone.
@@ -41,10 +41,35 @@ func (s *procStore) name() string {
 }
 
 var (
-	_ driver.Store     = (*procStore)(nil)
-	_ driver.Feed      = (*procStore)(nil)
-	_ driver.RunReader = (*procStore)(nil)
+	_ driver.Store        = (*procStore)(nil)
+	_ driver.RunReader    = (*procStore)(nil)
+	_ driver.Maintainer   = (*procStore)(nil)
+	_ driver.KeyDirectory = (*procStore)(nil)
 )
+
+// Roles implements driver.Store: runs, the sweeper's calls, the
+// directory and reads of revocations go through the process's network;
+// the feed, peers and the other calls of revocations reach the memory
+// store directly.
+func (s *procStore) Roles() driver.Roles {
+	r := s.mem()
+	r.Runs, r.Maintenance, r.Directory = s, s, s
+	r.Revocations = revocations{r.Revocations, s}
+	return r
+}
+
+// mem returns the roles of the memory store, beneath the network.
+func (s *procStore) mem() driver.Roles { return s.Store.Roles() }
+
+// revocations is the memory store's, but for Revoked (procStore.Revoked).
+type revocations struct {
+	driver.RevokeStore
+	s *procStore
+}
+
+func (r revocations) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	return r.s.Revoked(ctx, session)
+}
 
 // Errors the simulated network gives.
 var (
@@ -228,7 +253,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 func (s *procStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
 	var run []driver.Doc
 	err := s.request(ctx, "getrun", func(plan) {
-		run, _ = s.Store.GetRun(context.Background(), key, from, to)
+		run, _ = s.mem().Runs.GetRun(context.Background(), key, from, to)
 		s.p.w.tracef("%s getrun %s %d..%d: %d documents", s.name(), key, from, to, len(run))
 	}, nil)
 	if err != nil {
@@ -259,22 +284,22 @@ func (s *procStore) Delete(ctx context.Context, ids []string) error {
 	}, nil)
 }
 
-// RecentKeys implements driver.Store.
+// RecentKeys implements driver.Maintainer.
 func (s *procStore) RecentKeys(ctx context.Context, from int64) ([]string, error) {
 	var keys []string
-	if err := s.request(ctx, "recent-keys", func(plan) { keys, _ = s.Store.RecentKeys(context.Background(), from) }, nil); err != nil {
+	if err := s.request(ctx, "recent-keys", func(plan) { keys, _ = s.mem().Maintenance.RecentKeys(context.Background(), from) }, nil); err != nil {
 		return nil, err
 	}
 	return keys, nil
 }
 
-// Compact implements driver.Store (applied whole: the contract lets a
+// Compact implements driver.Maintainer (applied whole: the contract lets a
 // store tear it only with care for done records, which the memory store
 // takes).
 func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
 	var n int64
 	if err := s.request(ctx, "compact", func(plan) {
-		n, _ = s.Store.Compact(context.Background(), sentBefore, keep)
+		n, _ = s.mem().Maintenance.Compact(context.Background(), sentBefore, keep)
 		s.p.w.tracef("%s compact sent before %s keep %v: %d", s.name(), sentBefore.Format(tf), keep, n)
 		s.p.w.compacted(n)
 	}, nil); err != nil {
@@ -283,33 +308,36 @@ func (s *procStore) Compact(ctx context.Context, sentBefore time.Time, keep []st
 	return n, nil
 }
 
-// DropGates implements driver.Store.
+// DropGates implements driver.Maintainer.
 func (s *procStore) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
 	return s.request(ctx, "drop-gates", func(plan) {
-		_ = s.Store.DropGates(context.Background(), below, sentBefore)
+		_ = s.mem().Maintenance.DropGates(context.Background(), below, sentBefore)
 		s.p.w.tracef("%s drop-gates below %d", s.name(), below)
 	}, nil)
 }
 
-// PutKeys implements driver.Store.
+// PutKeys implements driver.KeyDirectory.
 func (s *procStore) PutKeys(ctx context.Context, keys []string) error {
-	return s.request(ctx, "put-keys", func(plan) { _ = s.Store.PutKeys(context.Background(), keys) }, nil)
+	return s.request(ctx, "put-keys", func(plan) { _ = s.mem().Directory.PutKeys(context.Background(), keys) }, nil)
 }
 
-// HasKey implements driver.Store.
+// HasKey implements driver.KeyDirectory.
 func (s *procStore) HasKey(ctx context.Context, key string) (bool, error) {
 	var ok bool
-	if err := s.request(ctx, "has-key", func(plan) { ok, _ = s.Store.HasKey(context.Background(), key) }, nil); err != nil {
+	if err := s.request(ctx, "has-key", func(plan) { ok, _ = s.mem().Directory.HasKey(context.Background(), key) }, nil); err != nil {
 		return false, err
 	}
 	return ok, nil
 }
 
-// ListKeys implements driver.Store (unfaulted: only listings read it,
+// ListKeys implements driver.KeyDirectory (unfaulted: only listings read it,
 // and the simulation lists nothing).
 func (s *procStore) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
-	return s.Store.ListKeys(ctx, q)
+	return s.mem().Directory.ListKeys(ctx, q)
 }
+
+// KeyOrder implements driver.KeyDirectory.
+func (s *procStore) KeyOrder() driver.KeyOrder { return s.mem().Directory.KeyOrder() }
 
 // InsertSession implements driver.Store.
 func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) error {

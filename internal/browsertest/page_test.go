@@ -206,7 +206,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	// A revoke shows without reloading: the record (who, why) and the
 	// revoked holder's row marked.
-	if err := store.Revoke(ctx, driver.Revocation{Session: q[1].Session, By: "ops@bastion", Reason: "stuck since Monday", At: store.ServerTime().Latest}); err != nil {
+	if err := store.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: q[1].Session, By: "ops@bastion", Reason: "stuck since Monday", At: store.ServerTime().Latest}); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, bctx, `#revocations`, func(s string) bool {

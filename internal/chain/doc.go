@@ -9,7 +9,7 @@
 // Every read and delete of the protocol's is by ID, so that its cost does
 // not grow with the documents stored on a store (FerretDB) whose other
 // queries decode them all, but the reads of runs of a key's queue, on a
-// store that offers them (driver.RunReader), which replace a read by ID
+// store that offers them (driver.Roles.Runs), which replace a read by ID
 // per claim below a walker. Only package dsync uses it, through its
 // Client.
 //

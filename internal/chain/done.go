@@ -29,7 +29,7 @@ import (
 // That Do inserts the record again under the same ID, so a compaction's
 // delete of the old record that lands late must not take the new one:
 // stores judge done records by the sweep's bound when the delete reaches
-// them, not by the ID read before (driver.Store.Compact; the simulation
+// them, not by the ID read before (driver.Maintainer.Compact; the simulation
 // plants the other way, simBugCompactDoneByID).
 //
 // Late writes of the record: it states a fact that stays true whenever

@@ -140,7 +140,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	p := &plant{}
 	rd := newReader(store)
 	ks := newKeys(cfg.MaxKeys)
-	segs := &segments{plant: p, store: rd, clock: clock, cfg: cfg, keys: ks}
+	segs := &segments{plant: p, store: rd, maint: store.Roles().Maintenance, clock: clock, cfg: cfg, keys: ks}
 	segs.spanNs.Store(int64(cfg.Span))
 	jd := newJudge(p, rd, clock)
 	hs := newHolds(p)

@@ -183,13 +183,18 @@ type compactHook struct {
 	hook func()
 }
 
-func (c *compactHook) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	n, err := c.Store.Compact(ctx, sentBefore, keep)
-	if h := c.hook; h != nil {
-		c.hook = nil
-		h()
-	}
-	return n, err
+func newCompactHook(store *memory.Store) *compactHook {
+	c := &compactHook{}
+	c.Store = store.Intercept(func(_ context.Context, call memory.Call, serve func() error) error {
+		if h := c.hook; h != nil && call.Op == "Compact" {
+			c.hook = nil
+			err := serve()
+			h()
+			return err
+		}
+		return nil
+	})
+	return c
 }
 
 // TestSweepAcrossAnEmptyingKeepsAnotherSpansGates: a sweep of a process
@@ -201,7 +206,7 @@ func (c *compactHook) Compact(ctx context.Context, sentBefore time.Time, keep []
 func TestSweepAcrossAnEmptyingKeepsAnotherSpansGates(t *testing.T) {
 	ctx := context.Background()
 	store := memory.New()
-	link := &compactHook{Store: store}
+	link := newCompactHook(store)
 	cfg := chain.DefaultConfig()
 	cfg.Span = time.Minute
 	sweeper, err := chain.New(link, fixedClock{}, cfg)
@@ -248,12 +253,19 @@ func TestSweepAcrossAnEmptyingKeepsAnotherSpansGates(t *testing.T) {
 // learns nothing, and it lands when the test calls land.
 type lateDrop struct {
 	*memory.Store
-	land func()
+	land func() error
 }
 
-func (l *lateDrop) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	l.land = func() { _ = l.Store.DropGates(context.Background(), below, sentBefore) }
-	return errors.New("no reply in time")
+func newLateDrop(store *memory.Store) *lateDrop {
+	l := &lateDrop{}
+	l.Store = store.Intercept(func(_ context.Context, c memory.Call, serve func() error) error {
+		if c.Op != "DropGates" {
+			return nil
+		}
+		l.land = serve
+		return errors.New("no reply in time")
+	})
+	return l
 }
 
 // TestLateDropKeepsAnotherSpansGates: a sweep of a process with buckets
@@ -270,7 +282,7 @@ func TestLateDropKeepsAnotherSpansGates(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &testClock{base: start}
 	store := memory.New()
-	link := &lateDrop{Store: store}
+	link := newLateDrop(store)
 	cfg := chain.DefaultConfig()
 	cfg.Span = time.Minute
 	sweeper, err := chain.New(link, clock, cfg)

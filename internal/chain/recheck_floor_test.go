@@ -64,8 +64,8 @@ func TestChainedHoldsEndPrunedClaimBelowFloor(t *testing.T) {
 	below := tick(cycles, false) // P alone on the key for 30 minutes
 	t.Logf("%d cycles of P alone: %d held Below; documents %d -> %d", cycles, below, before, mem.Len())
 	// Another process's first claim walks P's releases, none Clear.
-	cs := &readCountStore{Store: mem}
-	eX, err := chain.New(noRunCountStore{cs}, clock, chain.DefaultConfig())
+	cs := countReads(mem, false)
+	eX, err := chain.New(cs, clock, chain.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

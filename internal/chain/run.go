@@ -9,7 +9,7 @@ import (
 )
 
 // Runs: on a store that reads a stretch of a key's queue in one request
-// (driver.RunReader), a walk reads the claims below its own and their end
+// (driver.Roles.Runs), a walk reads the claims below its own and their end
 // markers a run at a time, not two documents per claim, so that the
 // requests of a grant do not grow with the live claims below it (issue
 // 44). A run always ends with the walker's own claim: the store returns a
@@ -99,7 +99,7 @@ type reader struct {
 
 func newReader(store Store) *reader {
 	r := &reader{Store: store}
-	r.rr, _ = store.(driver.RunReader)
+	r.rr = store.Roles().Runs
 	return r
 }
 

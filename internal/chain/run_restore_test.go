@@ -10,8 +10,8 @@ import (
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// sessionHookStore is a memory store (with runs) that runs onSession once, just
-// before the next session read lands.
+// sessionHookStore is a memory store (with runs) that runs onSession
+// once, just before the next session read lands.
 type sessionHookStore struct {
 	*memory.Store
 	onSession func()
@@ -23,10 +23,6 @@ func (s *sessionHookStore) GetSession(ctx context.Context, id string) (chain.Ses
 		f()
 	}
 	return s.Store.GetSession(ctx, id)
-}
-
-func (s *sessionHookStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
-	return s.Store.GetRun(ctx, key, from, to)
 }
 
 // TestRestoreAfterRunBeforeSessionRead: R (exclusive) held and

@@ -11,25 +11,30 @@ import (
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
-// readsStore counts a store's reads: by ID, of sessions, and of runs.
+// readsStore counts a store's reads: by ID, of sessions, and of runs;
+// with noRuns, it answers every run ErrRunsUnsupported (the MongoDB
+// driver on FerretDB).
 type readsStore struct {
 	*memory.Store
 	gets, sessions, runs int
 }
 
-func (s *readsStore) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
-	s.gets++
-	return s.Store.Get(ctx, id)
-}
-
-func (s *readsStore) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
-	s.sessions++
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *readsStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
-	s.runs++
-	return s.Store.GetRun(ctx, key, from, to)
+func newReadsStore(noRuns bool) *readsStore {
+	s := &readsStore{}
+	s.Store = memory.New().Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		switch c.Op {
+		case "Get":
+			s.gets++
+		case "GetSession":
+			s.sessions++
+		case "GetRun":
+			if s.runs++; noRuns {
+				return driver.ErrRunsUnsupported
+			}
+		}
+		return nil
+	})
+	return s
 }
 
 // runRig is a store and engines on it, each with a session of its own.
@@ -65,7 +70,7 @@ func (r runRig) claim(e *chain.Engine, sess, owner string, terms chain.Terms) *c
 // session or claim by ID, not even its own claim back), and holds.
 func TestWalkPastLiveReadersIsOneRun(t *testing.T) {
 	ctx := context.Background()
-	r := runRig{t, &readsStore{Store: memory.New()}}
+	r := runRig{t, newReadsStore(false)}
 	shared := chain.Terms{Mode: chain.Shared}
 	// A reader that came and went: the walks stop at its release.
 	e0, s0 := r.engine(chain.NoBug)
@@ -126,7 +131,7 @@ func TestRestoredUnderWalkCatchesPlantedRunOwnUnchecked(t *testing.T) {
 // claims and holds in the restored store (b's, if it failed to notice).
 func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, other uint64, err error) {
 	ctx := context.Background()
-	r := runRig{t, &readsStore{Store: memory.New()}}
+	r := runRig{t, newReadsStore(false)}
 	a, as := r.engine(chain.NoBug)
 	b, bs := r.engine(bug)
 	c, cs := r.engine(chain.NoBug)
@@ -151,20 +156,12 @@ func restoredUnderWalk(t *testing.T, bug chain.Bug) (held bool, other uint64, er
 	return held, cc.Epoch, err
 }
 
-// noRunsStore answers every run with driver.ErrRunsUnsupported.
-type noRunsStore struct{ readsStore }
-
-func (s *noRunsStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
-	s.runs++
-	return nil, driver.ErrRunsUnsupported
-}
-
 // TestRunsUnsupportedReadsByID: on a store that answers runs with
 // ErrRunsUnsupported (the MongoDB driver on FerretDB), a walk reads by
 // ID, as on a store without GetRun, and the engine asks for no run again.
 func TestRunsUnsupportedReadsByID(t *testing.T) {
 	ctx := context.Background()
-	store := &noRunsStore{readsStore{Store: memory.New()}}
+	store := newReadsStore(true)
 	e, err := chain.New(store, fixedClock{}, chain.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

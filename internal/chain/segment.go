@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // A key's queue is a series of segments. A segment starts when a process
@@ -46,6 +48,7 @@ func IsLapsed(err error) bool { return errors.Is(err, errLapsed) }
 type segments struct {
 	*plant
 	store Store
+	maint driver.Maintainer // the store's sweeper's role; nil if it has none
 	clock Times
 	cfg   Config
 	keys  *keys

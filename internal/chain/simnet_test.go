@@ -3,13 +3,12 @@ package chain_test
 import (
 	"context"
 	"errors"
-	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"iter"
 	"maps"
 	"strings"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/chain"
 )
 
@@ -87,20 +86,14 @@ type net struct{ s *sim }
 var _ chain.Store = net{}
 
 // The engine asks its Times for the time, and a Client prepares and
-// closes the store and lists its keys: the simulation does neither.
+// closes the store and lists its keys: the simulation does neither. Of
+// the roles, the network serves runs (simrun_test.go) and the sweeper's
+// calls.
 
 func (net) Prepare(context.Context) error { return nil }
 func (net) ServerTime() chain.Interval    { panic("sim: the engine reads time from its Times") }
 func (net) Close() error                  { return nil }
-
-func (net) PutKeys(context.Context, []string) error { return errors.New("sim: keys are not listed") }
-func (net) HasKey(context.Context, string) (bool, error) {
-	return false, errors.New("sim: keys are not listed")
-}
-func (net) KeyOrder() driver.KeyOrder { return 0 }
-func (net) ListKeys(context.Context, driver.KeyQuery) iter.Seq2[string, error] {
-	panic("sim: keys are not listed")
-}
+func (n net) Roles() driver.Roles         { return driver.Roles{Runs: n, Maintenance: n} }
 
 type actorKey struct{}
 
@@ -319,7 +312,7 @@ func (n net) Delete(ctx context.Context, ids []string) error {
 
 func (n net) RecentKeys(ctx context.Context, from int64) (keys []string, err error) {
 	if cerr := n.call(ctx, func() {
-		keys, err = n.s.server.store.RecentKeys(bg, from)
+		keys, err = n.s.server.store.Roles().Maintenance.RecentKeys(bg, from)
 		n.s.tracef("recentkeys from %d -> %v", from, keys)
 	}); cerr != nil {
 		return nil, cerr
@@ -372,7 +365,7 @@ func (n net) Compact(ctx context.Context, sentBefore time.Time, keep []string) (
 
 func (n net) DropGates(ctx context.Context, below int64, sentBefore time.Time) (err error) {
 	if cerr := n.call(ctx, func() {
-		err = n.s.server.store.DropGates(bg, below, sentBefore)
+		err = n.s.server.store.Roles().Maintenance.DropGates(bg, below, sentBefore)
 		n.s.tracef("dropgates below %d -> %v", below, err)
 	}); cerr != nil {
 		return cerr

@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -29,6 +30,9 @@ func (s *segments) MinIdle() time.Duration { return 4 * s.span() }
 // Sweep compacts the keys idle for at least idle, and deletes gates of
 // buckets long past. It returns how many documents it deleted.
 func (s *segments) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
+	if s.maint == nil {
+		return 0, fmt.Errorf("chain: the store cannot be compacted (no driver.Roles.Maintenance): %w", errors.ErrUnsupported)
+	}
 	if idle < s.MinIdle() {
 		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, s.MinIdle(), s.span())
 	}
@@ -40,11 +44,11 @@ func (s *segments) Sweep(ctx context.Context, idle time.Duration) (int64, error)
 	}
 	now := s.clock.ServerNow()
 	before := now.Earliest.Add(-idle)
-	keep, err := s.store.RecentKeys(ctx, s.bucket(before))
+	keep, err := s.maint.RecentKeys(ctx, s.bucket(before))
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.store.Compact(ctx, before, keep)
+	n, err := s.maint.Compact(ctx, before, keep)
 	if err != nil {
 		return n, err
 	}
@@ -59,5 +63,5 @@ func (s *segments) Sweep(ctx context.Context, idle time.Duration) (int64, error)
 	if again, err := s.confirmSpan(ctx); err != nil || again != history {
 		return n, err
 	}
-	return n, s.store.DropGates(ctx, s.bucket(now.Earliest)-3, read)
+	return n, s.maint.DropGates(ctx, s.bucket(now.Earliest)-3, read)
 }

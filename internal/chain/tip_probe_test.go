@@ -24,22 +24,21 @@ type hookStore struct {
 	beforeInsert func()
 }
 
-func (s *hookStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	s.reads++
-	return s.Store.Get(ctx, id)
-}
-
-func (s *hookStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	s.reads++
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *hookStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if f := s.beforeInsert; f != nil {
-		s.beforeInsert = nil
-		f()
-	}
-	return s.Store.InsertOrdered(ctx, docs)
+func newHookStore() *hookStore {
+	s := &hookStore{}
+	s.Store = memory.New().Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		switch c.Op {
+		case "Get", "GetSession":
+			s.reads++
+		case "InsertOrdered":
+			if f := s.beforeInsert; f != nil {
+				s.beforeInsert = nil
+				f()
+			}
+		}
+		return nil
+	})
+	return s
 }
 
 type proc struct {
@@ -110,7 +109,7 @@ func TestChainedTipAfterEmptying(t *testing.T) {
 		{"weighted", weighted(1), weighted(1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &hookStore{Store: memory.New()}
+			st := newHookStore()
 			_, p, _, d := bothHold(t, st, tc.other, tc.mine)
 			p.end(t, d, true)
 			st.Reset()
@@ -131,7 +130,7 @@ func TestChainedTipAfterEmptying(t *testing.T) {
 // release, is being sent. The shared claim loses the epoch and walks: it
 // must wait for the exclusive claim, which waits for the live reader.
 func TestChainedTipRacesOwnExclusive(t *testing.T) {
-	st := &hookStore{Store: memory.New()}
+	st := newHookStore()
 	o, p, r, d := bothHold(t, st, shared, shared)
 	p.end(t, d, true)
 	var x *chain.Claim
@@ -159,7 +158,7 @@ func TestChainedTipRacesOwnExclusive(t *testing.T) {
 // the claim above it walks, and waits for the live claim of the other
 // limit below.
 func TestChainedTipOtherLimit(t *testing.T) {
-	st := &hookStore{Store: memory.New()}
+	st := newHookStore()
 	_, p, _, d := bothHold(t, st, weighted(2), weighted(1))
 	p.end(t, d, true)
 	before := st.reads
@@ -177,7 +176,7 @@ func TestChainedTipOtherLimit(t *testing.T) {
 // another engine, whose walk never found it holding, it proves nothing
 // for a weighted claim above it.
 func TestChainedTipAfterResume(t *testing.T) {
-	st := &hookStore{Store: memory.New()}
+	st := newHookStore()
 	_, p, _, d := bothHold(t, st, weighted(2), weighted(1))
 	p.end(t, chain.Resume(d.Key, d.Owner, d.Session, d.Nonce, d.Epoch, d.Seg, d.Terms), true)
 	before := st.reads
@@ -203,7 +202,7 @@ func TestChainedTipAfterResume(t *testing.T) {
 // hold; a writer queued above the dead claim must still wait for the
 // reader below it.
 func TestChainedTipOnDeadMarkedRelease(t *testing.T) {
-	st := &hookStore{Store: memory.New()}
+	st := newHookStore()
 	_, p, _, d := bothHold(t, st, shared, shared)
 	// Another process records d dead (as a walker whose session read
 	// found d's session expired would).

@@ -19,19 +19,24 @@ type readCountStore struct {
 	reads atomic.Int64
 }
 
-func (s *readCountStore) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	s.reads.Add(1)
-	return s.Store.Get(ctx, id)
-}
-
-func (s *readCountStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	s.reads.Add(1)
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *readCountStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	s.reads.Add(1)
-	return s.Store.GetRun(ctx, key, from, to)
+// countReads returns a view of mem that counts its reads; without runs,
+// it answers runs as a store that reads none, so that a walk's reads
+// count the epochs it goes down.
+func countReads(mem *memory.Store, runs bool) *readCountStore {
+	s := &readCountStore{}
+	s.Store = mem.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		switch c.Op {
+		case "GetRun":
+			if !runs {
+				return driver.ErrRunsUnsupported
+			}
+			s.reads.Add(1)
+		case "Get", "GetSession":
+			s.reads.Add(1)
+		}
+		return nil
+	})
+	return s
 }
 
 // tipRig is a process that claims key k again and again through an
@@ -48,7 +53,7 @@ func newTipRig(t *testing.T) tipRig { return newTipRigAt(t, fixedClock{}) }
 // newTipRigAt is newTipRig with the counting process's engine on clock.
 func newTipRigAt(t *testing.T, clock chain.Times) tipRig {
 	mem := memory.New()
-	cs := &readCountStore{Store: mem}
+	cs := countReads(mem, true)
 	e, err := chain.New(cs, clock, chain.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -200,14 +205,6 @@ func TestChainedOnOwnWeightedReleaseSeesOwnEnds(t *testing.T) {
 	r.release(r.e, f)
 }
 
-// noRunCountStore is a readCountStore that reads no runs, so that a
-// walk's reads count the epochs it goes down.
-type noRunCountStore struct{ *readCountStore }
-
-func (noRunCountStore) GetRun(context.Context, string, uint64, uint64) ([]driver.Doc, error) {
-	return nil, driver.ErrRunsUnsupported
-}
-
 // A walk stops at a weighted release of its own process's whose claim's
 // walk passed only claims that process has ended since, as at a Clear
 // release: every claim up to it has ended. Here this process's holds
@@ -216,8 +213,8 @@ func (noRunCountStore) GetRun(context.Context, string, uint64, uint64) ([]driver
 // the newest of those releases, not the whole history down to the first.
 func TestWalkStopsAtOwnReleaseWithEndsBelow(t *testing.T) {
 	mem := memory.New()
-	cs := &readCountStore{Store: mem}
-	e, err := chain.New(noRunCountStore{cs}, fixedClock{}, chain.DefaultConfig())
+	cs := countReads(mem, false)
+	e, err := chain.New(cs, fixedClock{}, chain.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,25 @@ import (
 )
 
 // stallingStore is a memory store that stops answering once a claim's
-// insert has landed (when armed): every later request waits until its
-// context ends, or until the test lets it go.
+// insert has landed (when armed): every later request of a claim, a
+// marker or a session waits until its context ends, or until the test
+// lets it go.
 type stallingStore struct {
 	*memory.Store
 	armed, stalled atomic.Bool
 	release        chan struct{}
+}
+
+func newStallingStore() *stallingStore {
+	s := &stallingStore{release: make(chan struct{})}
+	s.Store = memory.New().Intercept(func(ctx context.Context, c memory.Call, _ func() error) error {
+		switch c.Op {
+		case "InsertOrdered", "Insert", "Get", "GetRun", "GetSession":
+			return s.wait(ctx)
+		}
+		return nil
+	})
+	return s
 }
 
 func (s *stallingStore) wait(ctx context.Context) error {
@@ -34,42 +47,11 @@ func (s *stallingStore) wait(ctx context.Context) error {
 }
 
 func (s *stallingStore) InsertOrdered(ctx context.Context, docs []chain.Doc) (int, error) {
-	if err := s.wait(ctx); err != nil {
-		return 0, err
-	}
 	dup, err := s.Store.InsertOrdered(ctx, docs)
 	if s.armed.Load() && err == nil && dup < 0 && docs[0].Kind == chain.KindClaim {
 		s.stalled.Store(true)
 	}
 	return dup, err
-}
-
-func (s *stallingStore) Insert(ctx context.Context, d chain.Doc) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	return s.Store.Insert(ctx, d)
-}
-
-func (s *stallingStore) Get(ctx context.Context, id string) (chain.Doc, bool, error) {
-	if err := s.wait(ctx); err != nil {
-		return chain.Doc{}, false, err
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *stallingStore) GetRun(ctx context.Context, key string, from, to uint64) ([]chain.Doc, error) {
-	if err := s.wait(ctx); err != nil {
-		return nil, err
-	}
-	return s.Store.GetRun(ctx, key, from, to)
-}
-
-func (s *stallingStore) GetSession(ctx context.Context, id string) (chain.Session, bool, error) {
-	if err := s.wait(ctx); err != nil {
-		return chain.Session{}, false, err
-	}
-	return s.Store.GetSession(ctx, id)
 }
 
 // A try whose store stops answering after its claim's insert, while it
@@ -79,7 +61,7 @@ func (s *stallingStore) GetSession(ctx context.Context, id string) (chain.Sessio
 // does not answer.
 func TestTryClaimReturnsWithinItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &stallingStore{Store: memory.New(), release: make(chan struct{})}
+		store := newStallingStore()
 		g := grantRig{t, store.Store}
 		// Another process holds the key, and the newest claim, a
 		// waiter's, was withdrawn: a try inserts its claim above it and

@@ -24,10 +24,12 @@ type Settings struct {
 	// locks again after a takeover waits for the owner it took over from.
 	RelockWindow time.Duration
 	// WrapStore wraps the Client's store: the Client calls the store
-	// through what it returns, and takes the feed, the key checks and the
-	// hints' records from the store itself. Its engine reads runs
-	// (driver.RunReader) only through what WrapStore returns: a wrapper
-	// that embeds driver.Store passes them on with PassOptional.
+	// through what it returns, and its roles (driver.Roles: runs, the
+	// sweeper's calls, the directory, reads, revocations) through what
+	// that returns from Roles; it takes the feed, the key checks and the
+	// hints' records from the store itself. A wrapper that embeds
+	// driver.Store passes every role on; one that must see a role's calls
+	// overrides Roles.
 	WrapStore func(driver.Store) driver.Store
 	// Hints, if set, is given the Client's hint transport, for its Stats,
 	// when it is made: with the Client for dsync.ClientWithHints; by

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -85,9 +84,9 @@ func (l Lock) State() string {
 		return "free"
 	}
 	switch h := l.Holders[0]; h.Mode {
-	case driver.Shared:
+	case dsync.ModeShared:
 		return "read"
-	case driver.Weighted:
+	case dsync.ModeWeighted:
 		return fmt.Sprintf("%d/%d", l.Units(), h.Limit)
 	}
 	return "held"
@@ -183,6 +182,6 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 
 // Revocations returns the sessions operators revoked, as the store
 // records them (dsync.Client.Revocations).
-func (r *Reader) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+func (r *Reader) Revocations(ctx context.Context) ([]dsync.Revocation, error) {
 	return r.Client.Revocations(ctx)
 }

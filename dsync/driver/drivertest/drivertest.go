@@ -4,9 +4,9 @@
 // both do.
 //
 // A driver's test calls Run with a function that opens a fresh, empty
-// store (the suite calls Prepare itself), and, if the store is a
-// driver.Feed, Peer with a function that opens a second store on the same
-// data, as another process would:
+// store (the suite calls Prepare itself), and, if the store has a feed
+// (driver.Roles.Feed), Peer with a function that opens a second store on
+// the same data, as another process would:
 //
 //	func TestConformance(t *testing.T) {
 //		drivertest.Run(t, func(t *testing.T) driver.Store {
@@ -18,8 +18,10 @@
 //		}))
 //	}
 //
-// The suite checks, each in a subtest:
+// The suite checks, each in a subtest (a role's only where the store's
+// Roles serve it):
 //
+//   - Roles: callable before Prepare, and the same roles after it.
 //   - Insert: an insert creates the document, and Get reads back every
 //     field the contract carries; a second insert of its ID answers
 //     ErrExists and changes nothing; of many concurrent inserts of one ID,
@@ -28,47 +30,52 @@
 //     existing ID, whose index is returned, and none after it, also when
 //     several processes insert a claim and its shadow at once.
 //   - Get of a missing ID: not found, no error.
-//   - GetRun (a driver.RunReader only): a key's claims and end markers of
-//     a range of epochs, in order, each claim before its markers, and
-//     nothing else of note (shadows may come too), across a change in
-//     the epochs' number of digits as well.
+//   - GetRun (Runs): a key's claims and end markers of a range of epochs,
+//     in order, each claim before its markers, and nothing else of note
+//     (shadows may come too), across a change in the epochs' number of
+//     digits as well.
 //   - Delete: deletes exactly the documents named, skips the missing
 //     ones, and leaves every other; deletes of one ID at once all succeed.
 //   - Segments: gates (with their floor) and the protocol document keep
 //     their fields.
 //   - InsertEach: each document created apart from the others; ErrExists
 //     for each whose ID exists, which is left as it was.
-//   - RecentKeys, Compact, DropGates: the keys with a recent gate; every
-//     document sent before a time but those of the keys kept and the
-//     protocol document; the gates of old buckets, and nothing else.
-//   - PutKeys, HasKey: recording a key again, or from many processes at
-//     once, succeeds; the directory has and lists every key recorded,
-//     once, and no key that has documents but was never recorded.
-//   - ListKeys: in the order the store declares (KeyOrder: of bytes, or
-//     of first use, for keys recorded one after the other), filtered by
-//     prefix, after (refused with ErrAfterUnsupported by a store of
-//     OrderFirstUse) and limit, against a reference; paging through them
-//     all; a negative limit refused.
-//   - ListKeysStream: 600 keys recorded from several processes at once
-//     are each listed once; a listing ends when its caller stops, and
-//     with an error, before its end, when its context ends after the
-//     first key (a store reads at most 500 keys at a time).
+//   - RecentKeys, Compact, DropGates (Maintenance): the keys with a
+//     recent gate; every document sent before a time but those of the
+//     keys kept and the protocol document; the gates of old buckets, and
+//     nothing else.
+//   - PutKeys, HasKey (Directory): recording a key again, or from many
+//     processes at once, succeeds; the directory has and lists every key
+//     recorded, once, and no key that has documents but was never
+//     recorded.
+//   - ListKeys (Directory): in the order the store declares (KeyOrder: of
+//     bytes, or of first use, for keys recorded one after the other),
+//     filtered by prefix, after (refused with ErrAfterUnsupported by a
+//     store of OrderFirstUse) and limit, against a reference; paging
+//     through them all; a negative limit refused.
+//   - ListKeysStream (Directory): 600 keys recorded from several
+//     processes at once are each listed once; a listing ends when its
+//     caller stops, and with an error, before its end, when its context
+//     ends after the first key (a store reads at most 500 keys at a
+//     time).
 //   - Sessions: generations are inserted once; a renewal raises a
 //     generation's expiry and never lowers it, and creates nothing; a read
 //     returns the generation with the highest expiry.
 //   - ServerTime: intervals that can each contain the store's clock as it
 //     moves forward; called before Prepare, an answer (of no use), not a
 //     panic.
-//   - Peers (a driver.PeerStore): processes racing to record the hint
-//     key all get one key, kept; a peer's record is replaced, and the
-//     records not expired are listed, apart from the sessions.
+//   - Peers: processes racing to record the hint key all get one key,
+//     kept; a peer's record is replaced, and the records not expired are
+//     listed, apart from the sessions.
+//   - Revoke (Revocations): of many revokes of one session, one succeeds
+//     and its record stays; renewals of the session go on as before.
 //   - Done: a done record (KindDone, DoneID) is stored with its Token and
-//     every other field, inserted once; Keys lists its key.
-//   - Feed (a driver.Feed with a Peer): a follower turns live, receives
-//     what another store publishes (also from within Live), and nothing
-//     once stopped; it is told from one goroutine at a time. Delivery is
-//     a hint: neither order nor exactly-once is required. The suite
-//     follows each store once, as a Client does.
+//     every other field, inserted once.
+//   - Feed (with a Peer): a follower turns live, receives what another
+//     store publishes (also from within Live), and nothing once stopped;
+//     it is told from one goroutine at a time. Delivery is a hint:
+//     neither order nor exactly-once is required. The suite follows each
+//     store once, as a Client does.
 //
 // What a driver may do, and the suite allows: store times to the
 // millisecond, rounding Doc.Sent up (it is the latest possible time of
@@ -115,6 +122,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	for _, o := range opts {
 		o(s)
 	}
+	t.Run("Roles", s.testRoles)
 	t.Run("Insert", s.testInsert)
 	t.Run("InsertConcurrent", s.testInsertConcurrent)
 	t.Run("InsertOrdered", s.testInsertOrdered)
@@ -246,4 +254,14 @@ func docDiff(got, want driver.Doc) string {
 		return fmt.Sprintf("got %+v, want %+v", g, w)
 	}
 	return ""
+}
+
+// need returns role, one of the store's Roles named name, and skips t if
+// the store serves none.
+func need[R any](t *testing.T, role R, name string) R {
+	t.Helper()
+	if any(role) == nil {
+		t.Skipf("the store serves no Roles.%s", name)
+	}
+	return role
 }

@@ -137,10 +137,7 @@ func follow(t *testing.T, f driver.Feed, r *recorder) (stop func()) {
 // within resendAfter is published again, as the engine would.
 func (s *suite) testFeed(t *testing.T) {
 	a, ctx := s.store(t)
-	fa, ok := a.(driver.Feed)
-	if !ok {
-		t.Skip("the store is not a driver.Feed")
-	}
+	fa := need(t, a.Roles().Feed, "Feed")
 	if fa.Replay() < 0 {
 		t.Errorf("Replay() = %v, want at least 0", fa.Replay())
 	}
@@ -156,9 +153,9 @@ func (s *suite) testFeed(t *testing.T) {
 			t.Fatalf("Prepare (peer): %v", err)
 		}
 	}
-	fb, ok := b.(driver.Feed)
-	if !ok {
-		t.Fatal("the peer store is not a driver.Feed")
+	fb := b.Roles().Feed
+	if fb == nil {
+		t.Fatal("the peer store serves no Roles.Feed")
 	}
 	until := expiry(a, time.Minute)
 	event := func(kind driver.EventKind, epoch uint64, proc string) driver.Event {

@@ -10,16 +10,13 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// testPeers: a driver.PeerStore agrees on one hint key however many
+// testPeers: a store's Roles.Peers agrees on one hint key however many
 // processes race to record theirs, and keeps it; it records peers,
 // replaces a peer's record, and lists those not expired, apart from the
-// sessions. A store that is no PeerStore skips it.
+// sessions. A store without the role skips it.
 func (s *suite) testPeers(t *testing.T) {
 	st, ctx := s.store(t)
-	ps, ok := st.(driver.PeerStore)
-	if !ok {
-		t.Skip("not a driver.PeerStore")
-	}
+	ps := need(t, st.Roles().Peers, "Peers")
 	// Sessions beside the records, which must not be listed as peers, nor
 	// read as generations of a session.
 	sessExp := expiry(st, time.Minute)

@@ -10,17 +10,14 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// testRevoke: a driver.RevokeStore records the first revocation of a
+// testRevoke: a store's Roles.Revocations records the first revocation of a
 // session and keeps it: of racers revoking one session, exactly one
 // succeeds, the others get ErrExists, and the record listed is the
 // winner's, unchanged by later revokes or by renewals of the session. A
-// store that is no RevokeStore skips it.
+// store without the role skips it.
 func (s *suite) testRevoke(t *testing.T) {
 	st, ctx := s.store(t)
-	rs, ok := st.(driver.RevokeStore)
-	if !ok {
-		t.Skip("not a driver.RevokeStore")
-	}
+	rs := need(t, st.Roles().Revocations, "Revocations")
 	id := sessionID(1)
 	exp := expiry(st, time.Minute)
 	insertSession(t, ctx, st, id, 0, exp)
@@ -89,10 +86,7 @@ func (s *suite) testRevoke(t *testing.T) {
 // lowering it, and Revoked reads the record of that session only.
 func (s *suite) testRevokeLeavesSessions(t *testing.T) {
 	st, ctx := s.store(t)
-	rs, ok := st.(driver.RevokeStore)
-	if !ok {
-		t.Skip("not a driver.RevokeStore")
-	}
+	rs := need(t, st.Roles().Revocations, "Revocations")
 	id, other := sessionID(1), sessionID(2)
 	exp := expiry(st, time.Minute)
 	insertSession(t, ctx, st, id, 0, exp)

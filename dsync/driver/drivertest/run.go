@@ -7,7 +7,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// testGetRun (a driver.RunReader that reads runs on this server): a run returns exactly the claims
+// testGetRun (Roles.Runs, where it reads runs on this server): a run returns exactly the claims
 // and end markers of its key and epochs, in increasing order of epoch,
 // each claim before its markers, with every field; not the documents of
 // another key whose name begins with the key's, nor gates, nor epochs
@@ -15,10 +15,7 @@ import (
 // is whole too.
 func (s *suite) testGetRun(t *testing.T) {
 	st, ctx := s.store(t)
-	rr, ok := st.(driver.RunReader)
-	if !ok {
-		t.Skip("not a driver.RunReader")
-	}
+	rr := need(t, st.Roles().Runs, "Runs")
 	if _, err := rr.GetRun(ctx, "k", 1, 2); errors.Is(err, driver.ErrRunsUnsupported) {
 		t.Skip("GetRun: ErrRunsUnsupported on this server")
 	}

@@ -68,13 +68,14 @@ func (s *suite) testInsertEach(t *testing.T) {
 // on, each once.
 func (s *suite) testRecentKeys(t *testing.T) {
 	st, ctx := s.store(t)
+	m := need(t, st.Roles().Maintenance, "Maintenance")
 	sent := now(st)
 	insert(t, ctx, st,
 		gateDoc("idle", 1, 10, sent), claim("idle", 1, "n", sent),
 		gateDoc("busy", 1, 20, sent), gateDoc("busy", 1, 21, sent),
 		gateDoc("busy2", 1, 25, sent),
 	)
-	keys, err := st.RecentKeys(ctx, 20)
+	keys, err := m.RecentKeys(ctx, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +91,7 @@ func (s *suite) testRecentKeys(t *testing.T) {
 // yet before that time; later documents stay.
 func (s *suite) testCompact(t *testing.T) {
 	st, ctx := s.store(t)
+	m := need(t, st.Roles().Maintenance, "Maintenance")
 	t0 := now(st)
 	old := t0.Add(-time.Hour)
 	c := claim("k", 1, "n", old)
@@ -103,7 +105,7 @@ func (s *suite) testCompact(t *testing.T) {
 	forever, notYet := done("k", time.Time{}), done("k3", t0)
 	gone = append(gone, done("k4", old.Add(time.Minute)))
 	insert(t, ctx, st, append(gone, late, kept, proto, forever, notYet)...)
-	n, err := st.Compact(ctx, t0.Add(-time.Minute), []string{"k2"})
+	n, err := m.Compact(ctx, t0.Add(-time.Minute), []string{"k2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +129,7 @@ func (s *suite) testCompact(t *testing.T) {
 // drop landing late) and other documents stay.
 func (s *suite) testDropGates(t *testing.T) {
 	st, ctx := s.store(t)
+	m := need(t, st.Roles().Maintenance, "Maintenance")
 	sent := now(st)
 	low, high := gateDoc("a", 1, 9, sent), gateDoc("a", 1, 10, sent)
 	low2 := gateDoc("b", 1, 2, sent)
@@ -134,7 +137,7 @@ func (s *suite) testDropGates(t *testing.T) {
 	c := claim("a", 1, "n", sent)
 	insert(t, ctx, st, low, high, low2, since, c)
 	// A second apart: a driver keeps times to the millisecond.
-	if err := st.DropGates(ctx, 10, sent.Add(time.Second)); err != nil {
+	if err := m.DropGates(ctx, 10, sent.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []driver.Doc{low, high, low2, since, c} {

@@ -10,14 +10,14 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The directory of keys (driver.Store.PutKeys, ListKeys): a set, listed in
+// The directory of keys (driver.KeyDirectory): a set, listed in
 // increasing order of the keys' bytes, a batch at a time.
 
 // listBatch is how many keys a listing takes from the store at a time,
 // under the store's lock.
 const listBatch = 100
 
-// directory is the set of keys recorded. Guarded by Store.mu.
+// directory is the set of keys recorded. Guarded by state.mu.
 type directory struct {
 	keys   map[string]struct{}
 	sorted []string // the keys in order, while not stale
@@ -80,37 +80,43 @@ func (d *directory) next(from string, inclusive bool, prefix string, n int) []st
 	return batch
 }
 
-// PutKeys implements driver.Store.
-func (s *Store) PutKeys(ctx context.Context, keys []string) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, key := range keys {
-		s.dir.put(key)
-	}
-	return nil
+// PutKeys implements driver.KeyDirectory.
+func (r roles) PutKeys(ctx context.Context, keys []string) error {
+	return r.s.do(ctx, Call{Op: "PutKeys", Write: true, Keys: keys}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		for _, key := range keys {
+			r.s.dir.put(key)
+		}
+	})
 }
 
-// HasKey implements driver.Store.
-func (s *Store) HasKey(ctx context.Context, key string) (bool, error) {
-	if err := live(ctx); err != nil {
+// HasKey implements driver.KeyDirectory.
+func (r roles) HasKey(ctx context.Context, key string) (bool, error) {
+	var ok bool
+	if err := r.s.do(ctx, Call{Op: "HasKey", Keys: []string{key}}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		_, ok = r.s.dir.keys[key]
+	}); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.dir.keys[key]
 	return ok, nil
 }
 
-// KeyOrder implements driver.Store: driver.OrderBytes.
-func (s *Store) KeyOrder() driver.KeyOrder { return driver.OrderBytes }
+// KeyOrder implements driver.KeyDirectory: driver.OrderBytes.
+func (roles) KeyOrder() driver.KeyOrder { return driver.OrderBytes }
 
-// ListKeys implements driver.Store: a batch of keys at a time, each
-// taken under the store's lock.
-func (s *Store) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+// ListKeys implements driver.KeyDirectory: a batch of keys at a time,
+// each taken under the store's lock. The view's hooks see the listing
+// once, as it begins.
+func (r roles) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
+	s := r.s
 	return func(yield func(string, error) bool) {
+		if err := s.do(ctx, Call{Op: "ListKeys", Keys: []string{q.Prefix}}, func() {}); err != nil {
+			yield("", err)
+			return
+		}
 		if q.Limit < 0 {
 			yield("", fmt.Errorf("memory: negative limit %d", q.Limit))
 			return

@@ -13,7 +13,8 @@ import (
 
 // Follow implements driver.Feed: the follower is live at once, and
 // receives every event published from then on, until stop.
-func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
+func (r roles) Follow(h driver.FeedHandler) (stop func()) {
+	s := r.s
 	// Registered before Live, so that an event published from Live on (by
 	// Live itself, too, as a Client's does) is delivered; running until
 	// Live returns, so that events wait for it (one goroutine at a time).
@@ -37,20 +38,18 @@ func (s *Store) Follow(h driver.FeedHandler) (stop func()) {
 }
 
 // Publish implements driver.Feed.
-func (s *Store) Publish(ctx context.Context, e driver.Event) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.feedMu.Lock()
-	defer s.feedMu.Unlock()
-	for f := range s.followers {
-		f.push(e)
-	}
-	return nil
+func (r roles) Publish(ctx context.Context, e driver.Event) error {
+	return r.s.do(ctx, Call{Op: "Publish", Write: true, Event: e}, func() {
+		r.s.feedMu.Lock()
+		defer r.s.feedMu.Unlock()
+		for f := range r.s.followers {
+			f.push(e)
+		}
+	})
 }
 
 // Replay implements driver.Feed: a follower is live from the start.
-func (s *Store) Replay() time.Duration { return 0 }
+func (roles) Replay() time.Duration { return 0 }
 
 // A follower delivers events to its handler in the order they were
 // published, from a goroutine that runs while it has events to deliver

@@ -3,24 +3,35 @@
 // (dsync.NewClient(memory.New())), and for tests that run several
 // Clients, as several processes would, on one shared store (Store.Process
 // gives each such Client a view with switches of its own to cut it off
-// from the store). Its time is this process's monotonic clock, known
-// exactly. Its feed delivers every event at once to every other Client
-// following it. It imports no dsync package but the driver contract.
+// from the store; a test of code that must stop using a resource when its
+// lock is lost uses it with a short TTL, under testing/synctest), and for
+// tests that count, delay or fail calls of a store (Store.Intercept).
+// Its time is this process's monotonic clock, known exactly. Its feed
+// delivers every event at once to every other Client following it. It
+// imports no dsync package but the driver contract.
 package memory
 
 import (
 	"context"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Store is an in-memory driver.Store and driver.Feed. It is safe for
-// concurrent use. The zero value is not usable: call New.
+// Store is an in-memory driver.Store, with every role of the contract
+// but Reads, KeyCheck, FeedPause and Loopback (Roles). It is safe for
+// concurrent use. The zero value is not usable: call New. A Store is also
+// a view of its documents: Intercept and Process return other views of
+// the same documents, with hooks of their own.
 type Store struct {
+	*state
+	hooks []Hook // the view's, the last one sees a call first (Intercept)
+}
+
+// state is what the views of a store share.
+type state struct {
 	start time.Time // carries the monotonic reading the clock counts from
 	base  time.Time // start without it: the origin of the store's time
 
@@ -36,25 +47,24 @@ type Store struct {
 	followers map[*follower]struct{}
 }
 
-var (
-	_ driver.Store = (*Store)(nil)
-	_ driver.Feed  = (*Store)(nil)
-)
+var _ driver.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
 	start := time.Now()
-	return &Store{
+	return &Store{state: &state{
 		start:     start,
 		base:      start.Round(0),
 		docs:      make(map[string]driver.Doc),
 		sessions:  make(map[string]map[int]time.Time),
 		followers: make(map[*follower]struct{}),
-	}
+	}}
 }
 
 // Prepare implements driver.Store: nothing to prepare.
-func (s *Store) Prepare(ctx context.Context) error { return live(ctx) }
+func (s *Store) Prepare(ctx context.Context) error {
+	return s.do(ctx, Call{Op: "Prepare"}, func() {})
+}
 
 // ServerTime implements driver.Store: the store's time counts from its
 // creation on the monotonic clock, as dsync's deadlines do, so setting the
@@ -70,21 +80,36 @@ func (s *Store) ServerTime() driver.Interval {
 // own follower).
 func (s *Store) Close() error { return nil }
 
-func live(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return nil
+// Roles implements driver.Store: runs, maintenance, the directory of
+// keys, the feed, peers and revocations, each through the view's hooks.
+func (s *Store) Roles() driver.Roles {
+	r := roles{s}
+	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r}
 }
+
+// roles serves a view's roles.
+type roles struct{ s *Store }
+
+var (
+	_ driver.RunReader    = roles{}
+	_ driver.Maintainer   = roles{}
+	_ driver.KeyDirectory = roles{}
+	_ driver.Feed         = roles{}
+	_ driver.PeerStore    = roles{}
+	_ driver.RevokeStore  = roles{}
+)
 
 // Insert implements driver.Store.
 func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
-	if err := live(ctx); err != nil {
+	var ok bool
+	if err := s.do(ctx, Call{Op: "Insert", Write: true, Docs: []driver.Doc{d}}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		ok = s.insertLocked(d)
+	}); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.insertLocked(d) {
+	if !ok {
 		return driver.ErrExists
 	}
 	return nil
@@ -92,40 +117,45 @@ func (s *Store) Insert(ctx context.Context, d driver.Doc) error {
 
 // InsertOrdered implements driver.Store.
 func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := live(ctx); err != nil {
+	dup := -1
+	if err := s.do(ctx, Call{Op: "InsertOrdered", Write: true, Docs: docs}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, d := range docs {
+			if !s.insertLocked(d) {
+				dup = i
+				return
+			}
+		}
+	}); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, d := range docs {
-		if !s.insertLocked(d) {
-			return i, nil
-		}
-	}
-	return -1, nil
+	return dup, nil
 }
 
 // InsertEach implements driver.Store.
 func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	errs := make([]error, len(docs))
-	if err := live(ctx); err != nil {
+	landed := make([]error, len(docs))
+	if err := s.do(ctx, Call{Op: "InsertEach", Write: true, Docs: docs}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, d := range docs {
+			if !s.insertLocked(d) {
+				landed[i] = driver.ErrExists
+			}
+		}
+	}); err != nil {
+		errs := make([]error, len(docs)) // not landed: a late landing may write it
 		for i := range errs {
 			errs[i] = err
 		}
 		return errs
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, d := range docs {
-		if !s.insertLocked(d) {
-			errs[i] = driver.ErrExists
-		}
-	}
-	return errs
+	return landed
 }
 
 // insertLocked stores d unless its ID exists; s.mu must be held.
-func (s *Store) insertLocked(d driver.Doc) bool {
+func (s *state) insertLocked(d driver.Doc) bool {
 	if _, ok := s.docs[d.ID]; ok {
 		return false
 	}
@@ -135,98 +165,29 @@ func (s *Store) insertLocked(d driver.Doc) bool {
 
 // Get implements driver.Store.
 func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	if err := live(ctx); err != nil {
+	var (
+		d  driver.Doc
+		ok bool
+	)
+	if err := s.do(ctx, Call{Op: "Get", IDs: []string{id}}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		d, ok = s.docs[id]
+	}); err != nil {
 		return driver.Doc{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.docs[id]
 	return d, ok, nil
 }
 
 // Delete implements driver.Store.
 func (s *Store) Delete(ctx context.Context, ids []string) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
-		delete(s.docs, id)
-	}
-	return nil
-}
-
-// RecentKeys implements driver.Store.
-func (s *Store) RecentKeys(ctx context.Context, from int64) ([]string, error) {
-	if err := live(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := make(map[string]bool)
-	for _, d := range s.docs {
-		if d.Kind == driver.KindGate && d.Bucket >= from {
-			set[d.Key] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set)), nil
-}
-
-// Compact implements driver.Store.
-func (s *Store) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	if err := live(ctx); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := s.compactSetLocked(sentBefore, keep)
-	for _, id := range ids {
-		delete(s.docs, id)
-	}
-	return int64(len(ids)), nil
-}
-
-// CompactSet returns the IDs of the documents Compact(sentBefore, keep)
-// would delete now: a store whose deletes are not atomic reads this set
-// first and deletes its members later (the simulation does).
-func (s *Store) CompactSet(sentBefore time.Time, keep []string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.compactSetLocked(sentBefore, keep)
-}
-
-func (s *Store) compactSetLocked(sentBefore time.Time, keep []string) []string {
-	kept := make(map[string]bool, len(keep))
-	for _, k := range keep {
-		kept[k] = true
-	}
-	var ids []string
-	for id, d := range s.docs {
-		if d.Kind == driver.KindDone && (d.Exp.IsZero() || !d.Exp.Before(sentBefore)) {
-			continue // a done record goes only once its expiry passed
-		}
-		if !kept[d.Key] && d.Kind != driver.KindProtocol && d.Sent.Before(sentBefore) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// DropGates implements driver.Store.
-func (s *Store) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, d := range s.docs {
-		if d.Kind == driver.KindGate && d.Bucket < below && d.Sent.Before(sentBefore) {
+	return s.do(ctx, Call{Op: "Delete", Write: true, IDs: ids}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, id := range ids {
 			delete(s.docs, id)
 		}
-	}
-	return nil
+	})
 }
 
 // DeleteNow deletes the document with the given ID, if it exists: the

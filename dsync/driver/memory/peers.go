@@ -12,72 +12,48 @@ import (
 // Peers of direct hints (driver.PeerStore): the hint key and each
 // process's address.
 
-var (
-	_ driver.PeerStore = (*Store)(nil)
-	_ driver.PeerStore = (*Process)(nil)
-)
-
 // HintKey implements driver.PeerStore.
-func (s *Store) HintKey(ctx context.Context, key []byte) ([]byte, error) {
-	if err := live(ctx); err != nil {
+func (r roles) HintKey(ctx context.Context, key []byte) ([]byte, error) {
+	var got []byte
+	if err := r.s.do(ctx, Call{Op: "HintKey", Write: true}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		if r.s.hintKey == nil {
+			r.s.hintKey = bytes.Clone(key)
+		}
+		got = bytes.Clone(r.s.hintKey)
+	}); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hintKey == nil {
-		s.hintKey = bytes.Clone(key)
-	}
-	return bytes.Clone(s.hintKey), nil
+	return got, nil
 }
 
 // PutPeer implements driver.PeerStore.
-func (s *Store) PutPeer(ctx context.Context, p driver.Peer) error {
-	if err := live(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.peers == nil {
-		s.peers = make(map[string]driver.Peer)
-	}
-	s.peers[p.ID] = p
-	return nil
+func (r roles) PutPeer(ctx context.Context, p driver.Peer) error {
+	return r.s.do(ctx, Call{Op: "PutPeer", Write: true}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		if r.s.peers == nil {
+			r.s.peers = make(map[string]driver.Peer)
+		}
+		r.s.peers[p.ID] = p
+	})
 }
 
 // Peers implements driver.PeerStore.
-func (s *Store) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	if err := live(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (r roles) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
 	var ps []driver.Peer
-	for _, p := range s.peers {
-		if p.ExpiresAt.After(after) {
-			ps = append(ps, p)
+	if err := r.s.do(ctx, Call{Op: "Peers"}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		for _, p := range r.s.peers {
+			if p.ExpiresAt.After(after) {
+				ps = append(ps, p)
+			}
 		}
+	}); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(ps, func(a, b driver.Peer) int { return bytes.Compare([]byte(a.ID), []byte(b.ID)) })
 	return ps, nil
-}
-
-func (s *Process) HintKey(ctx context.Context, key []byte) ([]byte, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.Store.HintKey(ctx, key)
-}
-
-func (s *Process) PutPeer(ctx context.Context, p driver.Peer) error {
-	if err := s.gate(ctx, func() { _ = s.Store.PutPeer(lateCtx, p) }); err != nil {
-		return err
-	}
-	return s.Store.PutPeer(ctx, p)
-}
-
-func (s *Process) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.Store.Peers(ctx, after)
 }

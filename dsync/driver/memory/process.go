@@ -3,12 +3,8 @@ package memory
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // ErrUnreachable is what every request of a Process returns while it is
@@ -16,14 +12,25 @@ import (
 // cannot be reached.
 var ErrUnreachable = errors.New("memory: the store is unreachable (Process.SetReachable)")
 
-// Process returns a new view of s for one simulated process, with fault
-// switches of its own: give each dsync.Client of a test its own.
-func (s *Store) Process() *Process { return &Process{Store: s} }
+// A Process is one simulated process's view of a Store (Store.Process),
+// to give one dsync.Client: its test can cut it off from the store
+// (SetReachable) or make it wait for it (SetAnswering) while the other
+// processes on the store go on, as the other processes of a partition do.
+type Process struct {
+	*Store
+	down    atomic.Bool
+	mu      sync.Mutex
+	stalled chan struct{}  // not nil while the store does not answer; closed when it answers
+	late    []func() error // the writes given up on meanwhile, to land then
+}
 
-var (
-	_ driver.Store = (*Process)(nil)
-	_ driver.Feed  = (*Process)(nil)
-)
+// Process returns a new view of s for one simulated process, whose fault
+// switches see every call (of its roles too) after s's hooks (Intercept).
+func (s *Store) Process() *Process {
+	p := &Process{}
+	p.Store = s.Intercept(p.gate)
+	return p
+}
 
 // SetReachable makes the process's store unreachable (false), as a
 // database that went away, or reachable again (true). While it is
@@ -32,14 +39,9 @@ var (
 // closes, UnlockContext returns dsync.ErrLost), and Lock keeps trying
 // until its context ends or the store is back. Only this process is cut
 // off: the others on the store go on.
-//
-// Tests of code that must stop using a resource when its lock is lost
-// use it with a short TTL (dsync.WithTTL), under testing/synctest for fake
-// time.
 func (s *Process) SetReachable(reachable bool) { s.down.Store(!reachable) }
 
-// Reachable reports whether the process's store is reachable (see
-// SetReachable).
+// Reachable reports whether the process's store is reachable.
 func (s *Process) Reachable() bool { return !s.down.Load() }
 
 // SetAnswering(false) makes the process's store stop answering, as a
@@ -49,68 +51,26 @@ func (s *Process) Reachable() bool { return !s.down.Load() }
 // sender gave up that way is not lost: it lands when the store answers
 // again (SetAnswering(true)), in the order the senders gave up, as a
 // request held back in a network lands late; its sender never learns that
-// it did. SetReachable(false) takes precedence: an unreachable store fails
-// requests at once.
-//
-// Tests of how long code waits for a store that does not answer, and of
-// what a late write leaves behind, use it under testing/synctest.
-func (s *Process) SetAnswering(answering bool) { s.setAnswering(answering) }
-
-// A Process is one simulated process's view of a Store: a driver.Store
-// and driver.Feed of its own, to give one dsync.Client, that its test can
-// cut off from the store (SetReachable) or make wait for it
-// (SetAnswering) while the other processes on the store go on, as the
-// other processes of a partition do. Closing it leaves the store to the
-// others. Make it with Store.Process.
-type Process struct {
-	*Store
-	down atomic.Bool
-
-	mu sync.Mutex
-	// stalled is not nil while the store does not answer, and is closed
-	// when it answers again.
-	stalled chan struct{}
-	// late holds the writes whose senders gave up while the store did not
-	// answer, to land when it answers again.
-	late []func()
-}
-
-func (s *Process) setAnswering(answering bool) {
-	if !answering {
-		s.mu.Lock()
-		if s.stalled == nil {
-			s.stalled = make(chan struct{})
+// it did. SetReachable(false) takes precedence.
+func (s *Process) SetAnswering(answering bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !answering && s.stalled == nil:
+		s.stalled = make(chan struct{})
+	case answering && s.stalled != nil:
+		for _, land := range s.late {
+			_ = land()
 		}
-		s.mu.Unlock()
-		return
-	}
-	for {
-		s.mu.Lock()
-		late := s.late
 		s.late = nil
-		if len(late) == 0 {
-			if s.stalled != nil {
-				close(s.stalled)
-				s.stalled = nil
-			}
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-		for _, land := range late {
-			land()
-		}
+		close(s.stalled)
+		s.stalled = nil
 	}
 }
 
-// gate lets a request go on (nil), or returns the error its sender gets:
-// ErrUnreachable while the store is unreachable, or ctx's cause if ctx
-// ends while the store does not answer. A write (land, nil for a read)
-// whose sender gave up then lands when the store answers again.
-func (s *Process) gate(ctx context.Context, land func()) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx) // never sent
-	}
+// gate is the process's Hook. Prepare is not held while the store does
+// not answer: a store prepared once (MongoDB's) sends nothing for it again.
+func (s *Process) gate(ctx context.Context, c Call, serve func() error) error {
 	for {
 		if s.down.Load() {
 			return ErrUnreachable
@@ -118,7 +78,7 @@ func (s *Process) gate(ctx context.Context, land func()) error {
 		s.mu.Lock()
 		stalled := s.stalled
 		s.mu.Unlock()
-		if stalled == nil {
+		if stalled == nil || c.Op == "Prepare" {
 			return nil
 		}
 		select {
@@ -128,135 +88,13 @@ func (s *Process) gate(ctx context.Context, land func()) error {
 		}
 		s.mu.Lock()
 		still := s.stalled == stalled
-		if still && land != nil {
-			s.late = append(s.late, land)
+		if still && c.Write {
+			s.late = append(s.late, serve)
 		}
 		s.mu.Unlock()
-		if !still && land != nil {
-			land() // the store answered as its sender gave up: it lands, its reply is lost
+		if !still && c.Write {
+			_ = serve() // the store answered as its sender gave up: it lands, its reply is lost
 		}
 		return context.Cause(ctx)
 	}
-}
-
-// lateCtx is the context a late write lands with.
-var lateCtx = context.Background()
-
-// Prepare fails while the store is unreachable, but does not wait while
-// it does not answer: a store that is prepared once (MongoDB's) sends
-// nothing for it again.
-func (s *Process) Prepare(ctx context.Context) error {
-	if s.down.Load() {
-		return ErrUnreachable
-	}
-	return s.Store.Prepare(ctx)
-}
-
-func (s *Process) Insert(ctx context.Context, d driver.Doc) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Insert(lateCtx, d) }); err != nil {
-		return err
-	}
-	return s.Store.Insert(ctx, d)
-}
-
-func (s *Process) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.InsertOrdered(lateCtx, docs) }); err != nil {
-		return 0, err
-	}
-	return s.Store.InsertOrdered(ctx, docs)
-}
-
-func (s *Process) InsertEach(ctx context.Context, docs []driver.Doc) []error {
-	if err := s.gate(ctx, func() { _ = s.Store.InsertEach(lateCtx, docs) }); err != nil {
-		errs := make([]error, len(docs))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	return s.Store.InsertEach(ctx, docs)
-}
-
-func (s *Process) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return driver.Doc{}, false, err
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *Process) Delete(ctx context.Context, ids []string) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Delete(lateCtx, ids) }); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, ids)
-}
-
-func (s *Process) RecentKeys(ctx context.Context, from int64) ([]string, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.Store.RecentKeys(ctx, from)
-}
-
-func (s *Process) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.Compact(lateCtx, sentBefore, keep) }); err != nil {
-		return 0, err
-	}
-	return s.Store.Compact(ctx, sentBefore, keep)
-}
-
-func (s *Process) DropGates(ctx context.Context, below int64, sentBefore time.Time) error {
-	if err := s.gate(ctx, func() { _ = s.Store.DropGates(lateCtx, below, sentBefore) }); err != nil {
-		return err
-	}
-	return s.Store.DropGates(ctx, below, sentBefore)
-}
-
-func (s *Process) PutKeys(ctx context.Context, keys []string) error {
-	if err := s.gate(ctx, func() { _ = s.Store.PutKeys(lateCtx, keys) }); err != nil {
-		return err
-	}
-	return s.Store.PutKeys(ctx, keys)
-}
-
-func (s *Process) HasKey(ctx context.Context, key string) (bool, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return false, err
-	}
-	return s.Store.HasKey(ctx, key)
-}
-
-func (s *Process) ListKeys(ctx context.Context, q driver.KeyQuery) iter.Seq2[string, error] {
-	if err := s.gate(ctx, nil); err != nil {
-		return func(yield func(string, error) bool) { yield("", err) }
-	}
-	return s.Store.ListKeys(ctx, q)
-}
-
-func (s *Process) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := s.gate(ctx, func() { _ = s.Store.InsertSession(lateCtx, sess) }); err != nil {
-		return err
-	}
-	return s.Store.InsertSession(ctx, sess)
-}
-
-func (s *Process) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := s.gate(ctx, func() { _, _ = s.Store.RenewSession(lateCtx, id, gen, expires) }); err != nil {
-		return false, err
-	}
-	return s.Store.RenewSession(ctx, id, gen, expires)
-}
-
-func (s *Process) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return driver.Session{}, false, err
-	}
-	return s.Store.GetSession(ctx, id)
-}
-
-func (s *Process) Publish(ctx context.Context, e driver.Event) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Publish(lateCtx, e) }); err != nil {
-		return err
-	}
-	return s.Store.Publish(ctx, e)
 }

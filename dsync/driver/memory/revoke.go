@@ -10,72 +10,57 @@ import (
 // Revocations: the first record of each session, never changed. A
 // revoke touches no session: renewals go on as before (driver.RevokeStore).
 
-var _ driver.RevokeStore = (*Store)(nil)
-
 // Revoke implements driver.RevokeStore.
-func (s *Store) Revoke(ctx context.Context, r driver.Revocation) error {
-	if err := live(ctx); err != nil {
+func (r roles) Revoke(ctx context.Context, rev driver.Revocation) error {
+	var exists bool
+	if err := r.s.do(ctx, Call{Op: "Revoke", Write: true, Session: driver.Session{ID: rev.Session}}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		if _, exists = r.s.revoked[rev.Session]; exists {
+			return
+		}
+		if r.s.revoked == nil {
+			r.s.revoked = make(map[string]driver.Revocation)
+		}
+		r.s.revoked[rev.Session] = rev
+	}); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.revoked[r.Session]; ok {
+	if exists {
 		return driver.ErrExists
 	}
-	if s.revoked == nil {
-		s.revoked = make(map[string]driver.Revocation)
-	}
-	s.revoked[r.Session] = r
 	return nil
 }
 
 // Revoked implements driver.RevokeStore.
-func (s *Store) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
-	if err := live(ctx); err != nil {
+func (r roles) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
+	var (
+		rev driver.Revocation
+		ok  bool
+	)
+	if err := r.s.do(ctx, Call{Op: "Revoked", Session: driver.Session{ID: session}}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		rev, ok = r.s.revoked[session]
+	}); err != nil {
 		return driver.Revocation{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.revoked[session]
-	return r, ok, nil
+	return rev, ok, nil
 }
 
 // Revocations implements driver.RevokeStore.
-func (s *Store) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	if err := live(ctx); err != nil {
+func (r roles) Revocations(ctx context.Context) ([]driver.Revocation, error) {
+	var out []driver.Revocation
+	if err := r.s.do(ctx, Call{Op: "Revocations"}, func() {
+		r.s.mu.Lock()
+		defer r.s.mu.Unlock()
+		out = make([]driver.Revocation, 0, len(r.s.revoked))
+		for _, rev := range r.s.revoked {
+			out = append(out, rev)
+		}
+	}); err != nil {
 		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]driver.Revocation, 0, len(s.revoked))
-	for _, r := range s.revoked {
-		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b driver.Revocation) int { return a.At.Compare(b.At) })
 	return out, nil
-}
-
-// Revoke implements driver.RevokeStore through the process's network: an
-// insert given up on lands later, as any write.
-func (s *Process) Revoke(ctx context.Context, r driver.Revocation) error {
-	if err := s.gate(ctx, func() { _ = s.Store.Revoke(lateCtx, r) }); err != nil {
-		return err
-	}
-	return s.Store.Revoke(ctx, r)
-}
-
-// Revoked implements driver.RevokeStore through the process's network.
-func (s *Process) Revoked(ctx context.Context, session string) (driver.Revocation, bool, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return driver.Revocation{}, false, err
-	}
-	return s.Store.Revoked(ctx, session)
-}
-
-// Revocations implements driver.RevokeStore through the process's network.
-func (s *Process) Revocations(ctx context.Context) ([]driver.Revocation, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.Store.Revocations(ctx)
 }

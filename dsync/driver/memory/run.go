@@ -8,18 +8,19 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-var (
-	_ driver.RunReader = (*Store)(nil)
-	_ driver.RunReader = (*Process)(nil)
-)
-
 // GetRun implements driver.RunReader: the whole run is read at one
 // instant, epoch by epoch when the run has fewer epochs than the store
 // has documents, else by a pass over them all.
-func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if err := live(ctx); err != nil {
+func (r roles) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
+	var run []driver.Doc
+	if err := r.s.do(ctx, Call{Op: "GetRun", Keys: []string{key}, From: from, To: to}, func() { run = r.s.run(key, from, to) }); err != nil {
 		return nil, err
 	}
+	return run, nil
+}
+
+// run reads the run of key from from to to.
+func (s *state) run(key string, from, to uint64) []driver.Doc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var run []driver.Doc
@@ -38,7 +39,7 @@ func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driv
 				break
 			}
 		}
-		return run, nil
+		return run
 	}
 	for _, d := range s.docs {
 		if d.Key == key && d.Epoch >= from && d.Epoch <= to && inRun(d.Kind) {
@@ -57,7 +58,7 @@ func (s *Store) GetRun(ctx context.Context, key string, from, to uint64) ([]driv
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return run, nil
+	return run
 }
 
 // inRun reports whether a document of kind belongs in a run: a claim or
@@ -68,13 +69,4 @@ func inRun(kind string) bool {
 		return true
 	}
 	return false
-}
-
-// GetRun implements driver.RunReader, failing as every request of the
-// process does while it is cut off.
-func (s *Process) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
-	if err := s.gate(ctx, nil); err != nil {
-		return nil, err
-	}
-	return s.Store.GetRun(ctx, key, from, to)
 }

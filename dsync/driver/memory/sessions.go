@@ -11,48 +11,56 @@ import (
 
 // InsertSession implements driver.Store.
 func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
-	if err := live(ctx); err != nil {
+	var exists bool
+	if err := s.do(ctx, Call{Op: "InsertSession", Write: true, Session: sess}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		gens := s.sessions[sess.ID]
+		if gens == nil {
+			gens = make(map[int]time.Time)
+			s.sessions[sess.ID] = gens
+		}
+		if _, exists = gens[sess.Gen]; !exists {
+			gens[sess.Gen] = sess.ExpiresAt
+		}
+	}); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gens := s.sessions[sess.ID]
-	if gens == nil {
-		gens = make(map[int]time.Time)
-		s.sessions[sess.ID] = gens
-	}
-	if _, ok := gens[sess.Gen]; ok {
+	if exists {
 		return driver.ErrExists
 	}
-	gens[sess.Gen] = sess.ExpiresAt
 	return nil
 }
 
 // RenewSession implements driver.Store.
 func (s *Store) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	if err := live(ctx); err != nil {
+	var found bool
+	if err := s.do(ctx, Call{Op: "RenewSession", Write: true, Session: driver.Session{ID: id, Gen: gen, ExpiresAt: expires}}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var old time.Time
+		if old, found = s.sessions[id][gen]; found && expires.After(old) {
+			s.sessions[id][gen] = expires
+		}
+	}); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.sessions[id][gen]
-	if !ok {
-		return false, nil
-	}
-	if expires.After(old) {
-		s.sessions[id][gen] = expires
-	}
-	return true, nil
+	return found, nil
 }
 
 // GetSession implements driver.Store.
 func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	if err := live(ctx); err != nil {
+	var (
+		sess  driver.Session
+		found bool
+	)
+	if err := s.do(ctx, Call{Op: "GetSession", Session: driver.Session{ID: id}}, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		sess, found = LatestGen(id, s.sessions[id])
+	}); err != nil {
 		return driver.Session{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, found := LatestGen(id, s.sessions[id])
 	return sess, found, nil
 }
 

@@ -248,13 +248,12 @@ func (h *Hub) sendEnded(ctx context.Context, k ClaimID) {
 
 // PeersOf returns the store's peer records for a Client that takes no
 // hints (direct false), or nil: a Client with hints relies on Held
-// hints instead, and a store that is no driver.PeerStore carries none.
+// hints instead, and a store without driver.Roles.Peers carries none.
 func PeersOf(store driver.Store, direct bool) driver.PeerStore {
-	ps, ok := store.(driver.PeerStore)
-	if direct || !ok {
+	if direct {
 		return nil
 	}
-	return ps
+	return store.Roles().Peers
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -35,7 +35,7 @@ func testEnv(store *memory.Store, poll, safety time.Duration) Env {
 // following returns a Hub over store's feed, following it, with env.
 func following(t *testing.T, store *memory.Store, env Env, proc string) *Hub {
 	t.Helper()
-	h := New(env, store, proc)
+	h := New(env, store.Roles().Feed, proc)
 	h.Start()
 	t.Cleanup(h.Close)
 	return h

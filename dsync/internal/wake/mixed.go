@@ -22,7 +22,7 @@ import (
 //
 // So a waiter without hints looks every poll interval, as a waiter with
 // hints does that hears no Held hint, when processes that take hints are
-// recorded in the store (driver.PeerStore); from the start, since the
+// recorded in the store (driver.Roles.Peers); from the start, since the
 // looks at doubling intervals cover an event lost, and here none may
 // come. It reads their records at most once per peerCheckEvery, sooner
 // after finding none (a process without hints that starts beside ones

@@ -20,12 +20,18 @@ type countingPeers struct {
 	failing atomic.Bool
 }
 
-func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Peer, error) {
-	c.reads.Add(1)
-	if c.failing.Load() {
-		return nil, errors.New("no answer")
-	}
-	return c.Store.Peers(ctx, after)
+func countPeerReads(store *memory.Store) *countingPeers {
+	c := &countingPeers{}
+	c.Store = store.Intercept(func(_ context.Context, call memory.Call, _ func() error) error {
+		if call.Op != "Peers" {
+			return nil
+		}
+		if c.reads.Add(1); c.failing.Load() {
+			return errors.New("no answer")
+		}
+		return nil
+	})
+	return c
 }
 
 // TestPeerRecordsReadEveryThirtySeconds: a waiter without hints reads
@@ -39,7 +45,7 @@ func (c *countingPeers) Peers(ctx context.Context, after time.Time) ([]driver.Pe
 func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		peers := &countingPeers{Store: store}
+		peers := countPeerReads(store)
 		env := testEnv(store, defaultPoll, defaultSafetyPoll)
 		env.Peers = PeersOf(peers, false)
 		w := New(env, &publishes{}, "me").peerSeen
@@ -59,14 +65,14 @@ func TestPeerRecordsReadEveryThirtySeconds(t *testing.T) {
 		// One recorded after the last read that found none (at 91 s) is
 		// found at the next (121 s), and then holds for 30 s.
 		p := driver.Peer{ID: "p", Addr: "127.0.0.1:9", ExpiresAt: store.ServerTime().Latest.Add(time.Hour)}
-		if err := store.PutPeer(ctx, p); err != nil {
+		if err := store.Roles().Peers.PutPeer(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second) // 121 s
 		if !w.hintsAround(ctx) {
 			t.Error("a process recorded with hints not found at the next read")
 		}
-		if err := store.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
+		if err := store.Roles().Peers.PutPeer(ctx, driver.Peer{ID: "p", ExpiresAt: store.ServerTime().Earliest}); err != nil {
 			t.Fatal(err) // lapsed: none recorded now
 		}
 		time.Sleep(peerCheckEvery - time.Second)
