@@ -93,16 +93,28 @@ type (
 	onceOption    func(*config) error
 )
 
-func (o keyOption) applyMutex(c *config) error       { return o(c) }
-func (o keyOption) applyRWMutex(c *config) error     { return o(c) }
-func (o keyOption) applySemaphore(c *config) error   { return o(c) }
-func (o keyOption) applyOnce(c *config) error        { return o(c) }
-func (o tryOption) applyMutex(c *config) error       { return o(c) }
-func (o tryOption) applyRWMutex(c *config) error     { return o(c) }
-func (o tryOption) applySemaphore(c *config) error   { return o(c) }
-func (o mutexOption) applyMutex(c *config) error     { return o(c) }
-func (o rwMutexOption) applyRWMutex(c *config) error { return o(c) }
-func (o onceOption) applyOnce(c *config) error       { return o(c) }
+func (o keyOption) applyMutex(c *config) error       { return apply(o, c) }
+func (o keyOption) applyRWMutex(c *config) error     { return apply(o, c) }
+func (o keyOption) applySemaphore(c *config) error   { return apply(o, c) }
+func (o keyOption) applyOnce(c *config) error        { return apply(o, c) }
+func (o tryOption) applyMutex(c *config) error       { return apply(o, c) }
+func (o tryOption) applyRWMutex(c *config) error     { return apply(o, c) }
+func (o tryOption) applySemaphore(c *config) error   { return apply(o, c) }
+func (o mutexOption) applyMutex(c *config) error     { return apply(o, c) }
+func (o rwMutexOption) applyRWMutex(c *config) error { return apply(o, c) }
+func (o onceOption) applyOnce(c *config) error       { return apply(o, c) }
+
+// errNilOption is a nil option's error: a nil interface, or an option
+// type's nil function inside one, which is not nil as an interface.
+var errNilOption = errors.New("dsync: nil option")
+
+// apply sets c with the option o.
+func apply(o func(*config) error, c *config) error {
+	if o == nil {
+		return errNilOption
+	}
+	return o(c)
+}
 
 // config is a primitive's settings: its options, and the lease
 // parameters its Client gave it (ttl, clock), which no option sets.
@@ -125,7 +137,7 @@ func newConfig[O any](opts []O, apply func(O, *config) error, l lease) (config, 
 	c := config{ttl: l.ttl, clock: l.clock} // logger: the Client's, unless WithLogger (newCore)
 	for _, opt := range opts {
 		if any(opt) == nil {
-			return config{}, errors.New("dsync: nil option")
+			return config{}, errNilOption
 		}
 		if err := apply(opt, &c); err != nil {
 			return config{}, err
