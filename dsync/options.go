@@ -32,12 +32,31 @@ const (
 	DefaultTryTimeout = 2 * time.Second
 )
 
+// A MutexOption configures a Mutex (NewMutex): a KeyOption, a
+// TryOption, or WithNamespace. KeyOption's doc says which option fits
+// which primitive.
+type MutexOption interface{ applyMutex(*config) error }
+
+// An RWMutexOption configures an RWMutex (NewRWMutex): a KeyOption, a
+// TryOption, or WithReadLinger.
+type RWMutexOption interface{ applyRWMutex(*config) error }
+
+// A SemaphoreOption configures a Semaphore (NewSemaphore): a KeyOption or
+// a TryOption.
+type SemaphoreOption interface{ applySemaphore(*config) error }
+
+// A OnceOption configures a Once (NewOnce): a KeyOption, or
+// WithForgetAfter.
+type OnceOption interface{ applyOnce(*config) error }
+
+// A KeyOption fits every primitive: it is a MutexOption, an
+// RWMutexOption, a SemaphoreOption and a OnceOption.
+//
 // A primitive takes options of its own type: NewMutex MutexOptions,
 // NewRWMutex RWMutexOptions, NewSemaphore SemaphoreOptions, NewOnce
-// OnceOptions. An option is of the types of every primitive it fits, and
+// OnceOptions. An option is of the types of the primitives it fits, and
 // of those only, so that an option a primitive has no use for is a
-// compile error rather than one NewMutex, NewRWMutex, NewSemaphore or
-// NewOnce returns:
+// compile error:
 //
 //	option               Mutex  RWMutex  Semaphore  Once
 //	WithLogger             x       x         x        x    (a KeyOption)
@@ -48,25 +67,12 @@ const (
 //	WithReadLinger                 x                       (an RWMutexOption)
 //	WithForgetAfter                                   x    (a OnceOption)
 //
-// What is per lease (WithTTL, WithRenewInterval, WithClock) is the
-// Client's (ClientOption). An option's bad value (a negative timeout, a
-// nil logger) is an error the constructor returns, as is a nil option.
-//
 // A slice of options passed with "..." is of the primitive's type: a
-// []MutexOption for NewMutex, which may hold KeyOptions and TryOptions.
-type (
-	// A MutexOption configures a Mutex (NewMutex).
-	MutexOption interface{ applyMutex(*config) error }
-	// An RWMutexOption configures an RWMutex (NewRWMutex).
-	RWMutexOption interface{ applyRWMutex(*config) error }
-	// A SemaphoreOption configures a Semaphore (NewSemaphore).
-	SemaphoreOption interface{ applySemaphore(*config) error }
-	// A OnceOption configures a Once (NewOnce).
-	OnceOption interface{ applyOnce(*config) error }
-)
-
-// A KeyOption fits every primitive: it is a MutexOption, an
-// RWMutexOption, a SemaphoreOption and a OnceOption.
+// []MutexOption for NewMutex, which may hold KeyOptions, TryOptions and
+// WithNamespace's. What is per lease (WithTTL, WithRenewInterval,
+// WithClock) is the Client's (ClientOption). An option's bad value (a
+// negative timeout, a nil logger) is an error the constructor returns,
+// as is a nil option.
 type KeyOption interface {
 	MutexOption
 	RWMutexOption

@@ -9,7 +9,7 @@ import (
 )
 
 // Each option is of the types of the primitives it fits (the table of
-// options.go): a change that drops one of them fails to compile here.
+// KeyOption's doc): a change that drops one of them fails to compile here.
 var (
 	_ dsync.KeyOption = dsync.WithLogger(slog.Default())
 	_ dsync.KeyOption = dsync.WithErrorHandler(func(error) {})
@@ -30,7 +30,7 @@ var (
 
 // TestOptionsFitOnlyTheirPrimitives: an option is of no primitive's type
 // it does not fit, so that passing it there is a compile error (the table
-// of options.go, row by row), where it was an error NewMutex, NewRWMutex,
+// of KeyOption's doc, row by row), where it was an error NewMutex, NewRWMutex,
 // NewSemaphore or NewOnce returned.
 func TestOptionsFitOnlyTheirPrimitives(t *testing.T) {
 	type fits struct{ mutex, rw, sem, once bool }
