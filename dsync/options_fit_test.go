@@ -29,9 +29,9 @@ var (
 )
 
 // TestOptionsFitOnlyTheirPrimitives: an option is of no primitive's type
-// it does not fit, so that passing it there is a compile error (the table
-// of KeyOption's doc, row by row), where it was an error NewMutex, NewRWMutex,
-// NewSemaphore or NewOnce returned.
+// it does not fit, so that passing it there is a compile error rather
+// than one the constructor returns (the table of KeyOption's doc, row by
+// row).
 func TestOptionsFitOnlyTheirPrimitives(t *testing.T) {
 	type fits struct{ mutex, rw, sem, once bool }
 	for _, tc := range []struct {
