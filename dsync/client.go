@@ -83,7 +83,7 @@ type Client struct {
 
 // liveClaim is a claim made through a Client that has not ended.
 type liveClaim struct {
-	c    claimRef
+	c    chain.Ref
 	held bool
 	// lost: its hold was lost (the session's lease ran out, or the store
 	// said the session is gone), which ended the claim in the store's
@@ -326,8 +326,8 @@ func (c *Client) Close() error {
 		if lc.lost {
 			continue
 		}
-		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Token) }
-		if err := c.eng.EndThen(ctx, lc.c.resume(), lc.held, wake); err != nil {
+		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Epoch) }
+		if err := c.eng.EndThen(ctx, chain.Resume(lc.c), lc.held, wake); err != nil {
 			wake() // this process's waiters look again
 		}
 	}

@@ -3,6 +3,8 @@ package dsync
 import (
 	"context"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 // The calls a Once makes for its done record (once.go says what it does
@@ -44,11 +46,11 @@ func (c *Client) getDone(ctx context.Context, key string) (rec doneRecord, found
 
 // doneUnder reads the done record of cl's key while cl holds: the read a
 // Once's run must follow.
-func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec doneRecord, found bool, err error) {
+func (c *Client) doneUnder(ctx context.Context, cl chain.Ref) (rec doneRecord, found bool, err error) {
 	if err := c.prepare(ctx); err != nil {
 		return doneRecord{}, false, err
 	}
-	d, found, err := c.eng.DoneUnder(ctx, cl.resume())
+	d, found, err := c.eng.DoneUnder(ctx, chain.Resume(cl))
 	if err != nil {
 		return doneRecord{}, false, wrap(ctx, "read the done record of", cl.Key, err)
 	}
@@ -58,11 +60,11 @@ func (c *Client) doneUnder(ctx context.Context, cl claimRef) (rec doneRecord, fo
 // markDone inserts the done record of cl's key, naming cl's token, with
 // nonce, to be forgotten after keep (0: never); mine reports whether the
 // record in the store is this one.
-func (c *Client) markDone(ctx context.Context, cl claimRef, nonce string, keep time.Duration) (rec doneRecord, mine bool, err error) {
+func (c *Client) markDone(ctx context.Context, cl chain.Ref, nonce string, keep time.Duration) (rec doneRecord, mine bool, err error) {
 	if err := c.prepare(ctx); err != nil {
 		return doneRecord{}, false, err
 	}
-	d, mine, err := c.eng.MarkDone(ctx, cl.resume(), nonce, keep)
+	d, mine, err := c.eng.MarkDone(ctx, chain.Resume(cl), nonce, keep)
 	if err != nil {
 		return doneRecord{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
 	}
