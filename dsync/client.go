@@ -400,7 +400,7 @@ func (c *Client) agree(ctx context.Context) error {
 		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
 			return e
 		}
-		return c.spanError(fmt.Errorf("dsync: %w", err))
+		return spanError(c.cfg.spanSet, fmt.Errorf("dsync: %w", err))
 	}
 	c.agreed.Store(true)
 	c.startSweeper()

@@ -102,7 +102,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 	if o.done.Load() {
 		return true, nil
 	}
-	_, found, err := o.client.lookDone(ctx, o.stored)
+	_, found, err := (doneRecords{o.client}).look(ctx, o.stored)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +155,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 	}
 	// The read before claiming spares the claim once done; it proves
 	// nothing for the hold (an error only means: claim and see).
-	if _, found, err := o.client.readDone(ctx, o.stored); err == nil && found {
+	if _, found, err := (doneRecords{o.client}).read(ctx, o.stored); err == nil && found {
 		o.done.Store(true)
 		return nil
 	}
@@ -236,7 +236,7 @@ func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 	backoff := minBackoff
 	for {
 		rctx, cancel := context.WithTimeout(held, o.cfg.ttl)
-		_, found, err = o.client.doneUnder(rctx, h.claim)
+		_, found, err = (doneRecords{o.client}).under(rctx, h.claim)
 		cancel()
 		if err == nil {
 			return found, nil
@@ -286,7 +286,7 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 		// Each attempt is detached from ctx (f has succeeded: an attempt
 		// cut short only invites a second run) and bounded by the TTL.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.ttl)
-		rec, mine, err := o.client.markDone(actx, h.claim, nonce, o.cfg.forgetAfter)
+		rec, mine, err := (doneRecords{o.client}).mark(actx, h.claim, nonce, o.cfg.forgetAfter)
 		cancel()
 		if err == nil {
 			return true, o.confirm(h, rec, mine)

@@ -95,7 +95,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	case errors.As(err, &busy):
 		return chain.Ref{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
 	case errors.Is(err, chain.ErrSpan):
-		return chain.Ref{}, c.spanError(fmt.Errorf("dsync: claim %q: %w", key, err))
+		return chain.Ref{}, spanError(c.cfg.spanSet, fmt.Errorf("dsync: claim %q: %w", key, err))
 	case err != nil:
 		return chain.Ref{}, wrap(ctx, "claim", key, err)
 	}
