@@ -99,7 +99,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	case err != nil:
 		return chain.Ref{}, wrap(ctx, "claim", key, err)
 	}
-	c.dir.claimed(key) // after the claim's insert, so as not to delay it
+	c.dir.Claimed(key) // after the claim's insert, so as not to delay it
 	claim := chain.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
