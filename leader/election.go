@@ -82,7 +82,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	mu, err := dsync.NewMutex(c, name, dsync.InOwnNamespace(clienthook.Elections()), dsync.WithLogger(cfg.logger))
+	mu, err := dsync.NewMutex(c, name, clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
