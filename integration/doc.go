@@ -77,7 +77,8 @@
 // left out, see minHandoffsForWakes) and no hint woke a waiter before the
 // store's feed did, or if its relays forged or replayed hints (five or
 // more) and its workers rejected or refused none; the run fails if no
-// hint woke a waiter at all. The summary line counts the hints and the
+// hint woke a waiter at all in twenty or more such handoffs (a run of one
+// short test may have fewer). The summary line counts the hints and the
 // faults done to them.
 //
 // # Runs

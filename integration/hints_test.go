@@ -123,8 +123,8 @@ func (c *cluster) checkCounts(r *history.Report) {
 	}
 	c.t.Logf("hints: %d processes took hints: sent %d, received %d, taken %d, woke %d waiters first, rejected %d, refused %d; relays: %+v",
 		procs, h.Sent, h.Received, h.Taken, h.Woke, h.Rejected, h.Refused, faults)
-	summary.addHints(procs, h, faults)
 	n := releasedHandoffs(r)
+	summary.addHints(procs, n, h, faults)
 	c.t.Logf("handoffs after a release: %d of %d", n, r.Handoffs)
 	if n >= minHandoffsForWakes && h.Woke == 0 && r.Faults["sigkill"] == 0 {
 		c.t.Errorf("no hint woke a waiter in %d handoffs after a release: hints were not used, and the test shows nothing of them", n)

@@ -69,8 +69,9 @@ func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weigh
 
 // WithPartitionHeartbeat sets how often the member reads the members'
 // status and recomputes the assignment (default: the Client's renew
-// interval). It writes its own status at once when it changed (a shard
-// taken, handed over or queued for), and otherwise every other interval;
+// interval). It writes its own status at once when it queued for a shard,
+// at its next heartbeat when it won or handed over one, and otherwise
+// every other interval;
 // a member counts as live for four intervals after its last write (the
 // longest interval among the members, when their intervals differ: each
 // member's status says its own).
@@ -183,7 +184,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 		p.beat = lastBeat{}
 		_ = p.withDeadline(ctx, p.heartbeat)
 	}
-	st := p.decode(ms)
+	st := p.decode(p.withOwnStatus(ms))
 	want := shard.Assign(p.n, st.live, st.owners())
 	if p.apply(ctx, want, st.waiting, fn, fail) {
 		_ = p.withDeadline(ctx, p.heartbeat)

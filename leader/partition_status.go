@@ -157,6 +157,25 @@ func (p *Partition) refreshAfter() time.Duration { return p.interval + p.interva
 // lease's renewal and its read of the members, that is its whole steady
 // cost (issue 45).
 func (p *Partition) heartbeat(ctx context.Context) error {
+	b := p.ownStatus()
+	now := time.Now()
+	if p.beat.status == string(b) && now.Sub(p.beat.sent) < p.refreshAfter() {
+		return nil
+	}
+	if err := p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)}); err != nil {
+		// The write may still land, late (rule 11): the next tick writes
+		// whatever the status is then, even the one last written.
+		p.beat = lastBeat{}
+		return err
+	}
+	p.beat = lastBeat{sent: now, status: string(b)}
+	return nil
+}
+
+// ownStatus is this member's status as it is now, encoded as heartbeat
+// writes it: its weight, the shards it owns (with their tokens) and those
+// it waits for.
+func (p *Partition) ownStatus() []byte {
 	st := partitionStatus{Weight: p.weight, Heartbeat: p.interval}
 	p.mu.Lock()
 	for s := range p.n {
@@ -171,18 +190,24 @@ func (p *Partition) heartbeat(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	b, _ := json.Marshal(st)
-	now := time.Now()
-	if p.beat.status == string(b) && now.Sub(p.beat.sent) < p.refreshAfter() {
-		return nil
+	return b
+}
+
+// withOwnStatus returns ms with this member's status as it is now
+// (ownStatus) in place of the one read: what it owns is known here, and
+// the copy in the store can lag by up to an interval, after a shard won or
+// handed over since the last write. Deciding on the lagging copy, a member
+// that had just been handed shards counted them as the old owner's (whose
+// status lagged too) and queued for more than its share of a leaver's
+// shards, each of which then moved twice. ms is not changed.
+func (p *Partition) withOwnStatus(ms []Member) []Member {
+	i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == p.self })
+	if i < 0 {
+		return ms
 	}
-	if err := p.members.PutMember(ctx, p.name, Member{ID: p.self, Host: p.host, PID: p.pid, Value: string(b)}); err != nil {
-		// The write may still land, late (rule 11): the next tick writes
-		// whatever the status is then, even the one last written.
-		p.beat = lastBeat{}
-		return err
-	}
-	p.beat = lastBeat{sent: now, status: string(b)}
-	return nil
+	out := slices.Clone(ms)
+	out[i].Value = string(p.ownStatus())
+	return out
 }
 
 // View reads the members' status once and returns the partition as they
