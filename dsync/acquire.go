@@ -111,7 +111,7 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 		})
 		return nil, err
 	}
-	a.Token = h.claim.Token
+	a.Token = h.claim.Epoch
 	p.client.observe(func(o *Observer) {
 		if o.Acquired != nil {
 			o.Acquired(a)
@@ -282,7 +282,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 // awaitHold waits until c holds, retrying store errors (the claim keeps
 // its place: a waiter that stops waiting would lose it), until ctx ends
 // (its cause), or the store says the key's history or segment is gone.
-func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
+func (p *core) awaitHold(ctx context.Context, c *chain.Ref, t claimTerms) error {
 	for {
 		a, err := p.client.await(ctx, *c, p.blocked)
 		switch {
@@ -293,7 +293,7 @@ func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
 		case err == nil:
 			c.Below = a.below
 			if isExclusive(t) {
-				p.tookOver(c.Token, a.after)
+				p.tookOver(c.Epoch, a.after)
 			}
 			return nil
 		case errors.Is(err, ErrReset), chain.IsLapsed(err):
@@ -308,7 +308,7 @@ func (p *core) awaitHold(ctx context.Context, c *claimRef, t claimTerms) error {
 
 // join makes c a hold, valid until its session's deadline, if the session
 // is still live.
-func (p *core) join(c claimRef, k *keeper, sess *session, kind Kind) *hold {
+func (p *core) join(c chain.Ref, k *keeper, sess *session, kind Kind) *hold {
 	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{})}
 	if !k.join(h, sess) {
 		return nil
@@ -365,11 +365,11 @@ func (p *core) flushWithdrawals(ctx context.Context) {
 // release timeout. If the store cannot confirm it, the Client sends it
 // again in the background, and before its next claim; until then it
 // waits in the queue for as long as its session lives.
-func (p *core) withdraw(ctx context.Context, c claimRef) {
+func (p *core) withdraw(ctx context.Context, c chain.Ref) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, c, false); err != nil {
-		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Token, err))
+		p.report(fmt.Errorf("dsync: withdraw %q (token %d): %w", p.key, c.Epoch, err))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -45,7 +46,7 @@ type Client struct {
 	origin time.Time
 	resend *chain.Resender
 	wake   *wake.Hub
-	dir    *recorder // records the keys claimed in the store's directory
+	dir    *keydir.Recorder // records the keys claimed in the store's directory
 
 	// keeper renews the lease: one per Client (keeper.go).
 	keeper *keeper
@@ -82,7 +83,7 @@ type Client struct {
 
 // liveClaim is a claim made through a Client that has not ended.
 type liveClaim struct {
-	c    claimRef
+	c    chain.Ref
 	held bool
 	// lost: its hold was lost (the session's lease ran out, or the store
 	// said the session is gone), which ended the claim in the store's
@@ -117,7 +118,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if err := c.startEngine(); err != nil {
 		return nil, err
 	}
-	c.dir = newRecorder(c.roles.Directory, c.mono, cfg.logger)
+	c.dir = keydir.New(c.roles.Directory, c.mono, cfg.logger)
 	c.newEvents()
 	c.startWake(store, inner)
 	if cfg.raw != nil {
@@ -252,8 +253,8 @@ func (c *Client) Close() error {
 		if lc.lost {
 			continue
 		}
-		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Token) }
-		if err := c.eng.EndThen(ctx, lc.c.resume(), lc.held, wake); err != nil {
+		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Epoch) }
+		if err := c.eng.EndThen(ctx, chain.Resume(lc.c), lc.held, wake); err != nil {
 			wake() // this process's waiters look again
 		}
 	}
@@ -267,7 +268,7 @@ func (c *Client) Close() error {
 	if c.renewFailed.Load() {
 		cancel() // keys are recorded again at their next claim
 	}
-	c.dir.close(ctx)
+	c.dir.Close(ctx)
 	c.events.Close() // after everything that reports
 	return c.store.Close()
 }
@@ -326,7 +327,7 @@ func (c *Client) agree(ctx context.Context) error {
 		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
 			return e
 		}
-		return c.spanError(fmt.Errorf("dsync: %w", err))
+		return spanError(c.cfg.spanSet, fmt.Errorf("dsync: %w", err))
 	}
 	c.agreed.Store(true)
 	c.startSweeper()

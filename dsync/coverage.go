@@ -77,7 +77,7 @@ func (k *keeper) refresh(ctx context.Context, s *session) {
 	}
 	lapsed, err := k.client.eng.Refresh(ctx, keys)
 	if err != nil && s.ctx.Err() == nil {
-		k.report(fmt.Errorf("dsync: keep segments covered: %w", k.client.spanError(err)))
+		k.report(fmt.Errorf("dsync: keep segments covered: %w", spanError(k.client.cfg.spanSet, err)))
 	}
 	var lost []*hold
 	k.mu.Lock()

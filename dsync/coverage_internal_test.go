@@ -42,7 +42,7 @@ func TestCapHeedsAKeyWithNoCoverage(t *testing.T) {
 			k.mu.Unlock()
 			t.Fatal("the held key's coverage does not reach past the lease's deadline: the test shows nothing")
 		}
-		unknown := &hold{claim: claimRef{Key: "knowledge-dropped"}, sess: s, lost: make(chan struct{})}
+		unknown := &hold{claim: chain.Ref{Key: "knowledge-dropped"}, sess: s, lost: make(chan struct{})}
 		k.holds[unknown] = struct{}{}
 		// Map order decides which hold capLocked sees first: try enough
 		// times that both orders come.

@@ -42,8 +42,11 @@ var (
 	// the store uses and what to change.
 	ErrSpan = errors.New("dsync: the store's bucket span is not this process's")
 
-	// ErrClosed is returned by calls on a closed Client.
-	ErrClosed = errors.New("dsync: client closed")
+	// ErrClosed is returned by calls on a closed Client, and by a
+	// Client's calls on a store that was closed. It is one value with
+	// leader.ErrClosed and dsyncmongo.ErrClosed (its text: "dsync:
+	// closed"), so one errors.Is check matches whichever was closed.
+	ErrClosed = driver.ErrClosed
 
 	// ErrNilClient is returned by the constructors of the primitives
 	// given no Client.

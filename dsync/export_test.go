@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
@@ -15,8 +16,8 @@ func SuspendClock(c *suspend.Counter) Clock { return systemClock{c} }
 
 // How a failed put of the directory of keys is tried again.
 const (
-	PutRetries = putRetries
-	PutPause   = putPause
+	PutRetries = keydir.PutRetries
+	PutPause   = keydir.PutPause
 )
 
 // ListAhead is how many keys' queues List reads at once, at most.

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/chain"
 )
 
 type holdState int
@@ -25,7 +27,7 @@ const (
 // timer of its own.
 type hold struct {
 	p      *core // the primitive it is a hold of
-	claim  claimRef
+	claim  chain.Ref
 	keeper *keeper
 	sess   *session
 	lost   chan struct{} // closed when state becomes holdLost
@@ -152,5 +154,5 @@ func (h *hold) validUntil() time.Time {
 
 // heldFor describes h for the observer, held until now.
 func (h *hold) heldFor() Held {
-	return Held{Key: h.p.key, Kind: h.kind, Token: h.claim.Token, Held: h.p.cfg.clock.Now().Sub(h.since)}
+	return Held{Key: h.p.key, Kind: h.kind, Token: h.claim.Epoch, Held: h.p.cfg.clock.Now().Sub(h.since)}
 }

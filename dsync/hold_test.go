@@ -27,7 +27,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.retire(s, ErrLost)
-		h := &hold{p: &m.core, claim: claimRef{Key: "k", Token: 1}, lost: make(chan struct{})}
+		h := &hold{p: &m.core, claim: chain.Ref{Key: "k", Epoch: 1}, lost: make(chan struct{})}
 		if k.join(h, s) {
 			t.Fatal("a hold joined a retired session")
 		}

@@ -24,11 +24,11 @@ func (s *holdSet) add(h *hold) {
 	if len(s.holds) == 0 {
 		s.lost, s.fired = make(chan struct{}), false
 	}
-	i, _ := slices.BinarySearchFunc(s.holds, h.claim.Token, func(x *hold, t uint64) int {
+	i, _ := slices.BinarySearchFunc(s.holds, h.claim.Epoch, func(x *hold, t uint64) int {
 		switch {
-		case x.claim.Token < t:
+		case x.claim.Epoch < t:
 			return -1
-		case x.claim.Token > t:
+		case x.claim.Epoch > t:
 			return 1
 		}
 		return 0

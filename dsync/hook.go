@@ -49,18 +49,17 @@ func (r raw) RenewSession(ctx context.Context, session string, ttl time.Duration
 	return r.c.renewSession(ctx, session, ttl)
 }
 
-func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (clienthook.Claim, error) {
-	c, err := r.c.claim(ctx, key, owner, session, chain.ExclusiveTerms, try)
-	return clienthook.Claim(c), err
+func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (chain.Ref, error) {
+	return r.c.claim(ctx, key, owner, session, chain.ExclusiveTerms, try)
 }
 
-func (r raw) Await(ctx context.Context, c clienthook.Claim) error {
-	_, err := r.c.await(ctx, claimRef(c), nil)
+func (r raw) Await(ctx context.Context, c chain.Ref) error {
+	_, err := r.c.await(ctx, c, nil)
 	return err
 }
 
-func (r raw) End(ctx context.Context, c clienthook.Claim, held bool) error {
-	return r.c.end(ctx, claimRef(c), held)
+func (r raw) End(ctx context.Context, c chain.Ref, held bool) error {
+	return r.c.end(ctx, c, held)
 }
 
 func (r raw) Look(ctx context.Context, key string) error {

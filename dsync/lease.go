@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // The lease is the Client's: one session, renewed by one keeper with one
@@ -16,10 +18,8 @@ type lease struct {
 	ttl      time.Duration
 	interval time.Duration // how often the session is renewed
 	// margin is how much earlier than the store's expiry a holder stops
-	// trusting its hold. It covers the local clock running slower than
-	// the server's (500 ppm is the usual worst case; 5% leaves ample
-	// room) and the scheduling delay between the deadline and Lost()
-	// being observed.
+	// trusting its hold: driver.Margin of the TTL, which says what it
+	// covers.
 	margin time.Duration
 	clock  Clock
 }
@@ -27,7 +27,7 @@ type lease struct {
 // settle fills the defaults that depend on the TTL and checks the
 // interval against it.
 func (l *lease) settle() error {
-	l.margin = l.ttl / 20
+	l.margin = driver.Margin(l.ttl)
 	if l.interval == 0 {
 		l.interval = l.ttl / 3
 	}

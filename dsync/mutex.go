@@ -229,7 +229,7 @@ func (m *Mutex) Token() uint64 {
 	if m.hold == nil {
 		return 0
 	}
-	return m.hold.claim.Token
+	return m.hold.claim.Epoch
 }
 
 // ValidUntil returns the local deadline of the current hold — the send

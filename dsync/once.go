@@ -102,7 +102,7 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 	if o.done.Load() {
 		return true, nil
 	}
-	_, found, err := o.client.lookDone(ctx, o.stored)
+	_, found, err := (doneRecords{o.client}).look(ctx, o.stored)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +155,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 	}
 	// The read before claiming spares the claim once done; it proves
 	// nothing for the hold (an error only means: claim and see).
-	if _, found, err := o.client.readDone(ctx, o.stored); err == nil && found {
+	if _, found, err := (doneRecords{o.client}).read(ctx, o.stored); err == nil && found {
 		o.done.Store(true)
 		return nil
 	}
@@ -236,7 +236,7 @@ func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 	backoff := minBackoff
 	for {
 		rctx, cancel := context.WithTimeout(held, o.cfg.ttl)
-		_, found, err = o.client.doneUnder(rctx, h.claim)
+		_, found, err = (doneRecords{o.client}).under(rctx, h.claim)
 		cancel()
 		if err == nil {
 			return found, nil
@@ -253,7 +253,7 @@ func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 // h's token. The goroutine that watches the loss is gone when run
 // returns.
 func (o *Once) run(ctx context.Context, h *hold, f func(ctx context.Context) error) error {
-	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, h.claim.Token))
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, h.claim.Epoch))
 	defer cancel(nil)
 	watched := make(chan struct{})
 	go func() {
@@ -286,7 +286,7 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 		// Each attempt is detached from ctx (f has succeeded: an attempt
 		// cut short only invites a second run) and bounded by the TTL.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.ttl)
-		rec, mine, err := o.client.markDone(actx, h.claim, nonce, o.cfg.forgetAfter)
+		rec, mine, err := (doneRecords{o.client}).mark(actx, h.claim, nonce, o.cfg.forgetAfter)
 		cancel()
 		if err == nil {
 			return true, o.confirm(h, rec, mine)
@@ -297,7 +297,7 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 			if ctx.Err() != nil {
 				why = context.Cause(ctx).Error()
 			}
-			return false, fmt.Errorf("%w (key %q, token %d): no reply to its insert before %s: %w", ErrUnconfirmed, o.key, h.claim.Token, why, err)
+			return false, fmt.Errorf("%w (key %q, token %d): no reply to its insert before %s: %w", ErrUnconfirmed, o.key, h.claim.Epoch, why, err)
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
@@ -313,11 +313,11 @@ func (o *Once) confirm(h *hold, rec doneRecord, mine bool) error {
 		// Another hold's run succeeded, and its record landed after this
 		// hold's read found none: both ran f.
 		return fmt.Errorf("%w (key %q): this run's record (token %d) met that of the run of token %d, which landed after this run's read",
-			ErrRanTwice, o.key, h.claim.Token, rec.Token)
+			ErrRanTwice, o.key, h.claim.Epoch, rec.Token)
 	}
 	if !validNow(h) && !plantedLateRecord() {
 		return fmt.Errorf("%w (key %q, token %d): its record landed, but the reply came after the hold had ended: another holder may have run the function too",
-			ErrUnconfirmed, o.key, h.claim.Token)
+			ErrUnconfirmed, o.key, h.claim.Epoch)
 	}
 	return nil
 }

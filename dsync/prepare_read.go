@@ -84,7 +84,7 @@ func (c *Client) prepareRead(ctx context.Context) error {
 		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
 			return e
 		}
-		return c.spanError(fmt.Errorf("dsync: %w", err))
+		return spanError(c.cfg.spanSet, fmt.Errorf("dsync: %w", err))
 	}
 	return nil
 }

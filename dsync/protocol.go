@@ -58,15 +58,15 @@ func (c *Client) renewSession(ctx context.Context, session string, ttl time.Dura
 // claim queues owner for key in session and returns the claim. With try
 // set, it holds at once or returns a *HeldError, having withdrawn what it
 // inserted.
-func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.Terms, try bool) (claimRef, error) {
+func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.Terms, try bool) (chain.Ref, error) {
 	if err := c.checkKey(key); err != nil {
-		return claimRef{}, err
+		return chain.Ref{}, err
 	}
 	if session == "" {
-		return claimRef{}, errors.New("dsync: claim without a session")
+		return chain.Ref{}, errors.New("dsync: claim without a session")
 	}
 	if err := c.prepare(ctx); err != nil {
-		return claimRef{}, err
+		return chain.Ref{}, err
 	}
 	if c.eng.Pending() > 0 {
 		// An end of this process's whose outcome was unknown: land it
@@ -93,14 +93,14 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 	var busy *chain.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return claimRef{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
+		return chain.Ref{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
 	case errors.Is(err, chain.ErrSpan):
-		return claimRef{}, c.spanError(fmt.Errorf("dsync: claim %q: %w", key, err))
+		return chain.Ref{}, spanError(c.cfg.spanSet, fmt.Errorf("dsync: claim %q: %w", key, err))
 	case err != nil:
-		return claimRef{}, wrap(ctx, "claim", key, err)
+		return chain.Ref{}, wrap(ctx, "claim", key, err)
 	}
-	c.dir.claimed(key) // after the claim's insert, so as not to delay it
-	claim := claimRef{Key: key, Owner: owner, Session: session, Token: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
+	c.dir.Claimed(key) // after the claim's insert, so as not to delay it
+	claim := chain.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
@@ -123,14 +123,14 @@ type awaited struct {
 // store fails. Each time the claim is found blocked, blocked (if not nil)
 // is told by the terms and epoch of which claim: a Semaphore's limit
 // warnings (limits.go).
-func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
+func (c *Client) await(ctx context.Context, cl chain.Ref, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
 	if err := c.checkKey(cl.Key); err != nil {
 		return awaited{}, err
 	}
 	if err := c.prepare(ctx); err != nil {
 		return awaited{}, err
 	}
-	cc := cl.resume()
+	cc := chain.Resume(cl)
 	for {
 		since := c.wake.Mark() // before the walk's reads (Wait)
 		head, blocker, err := c.eng.Walk(ctx, cc)
@@ -138,7 +138,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			return awaited{}, wrap(ctx, "wait for", cl.Key, err)
 		}
 		if head {
-			c.wake.Holding(wake.ClaimID{Key: cl.Key, Epoch: cl.Token})
+			c.wake.Holding(wake.ClaimID{Key: cl.Key, Epoch: cl.Epoch})
 			c.mu.Lock()
 			if lc, ok := c.claims[cl.Nonce]; ok {
 				lc.held = true
@@ -156,7 +156,7 @@ func (c *Client) await(ctx context.Context, cl claimRef, blocked func(by claimTe
 			blocked(blocker.Terms, blocker.Epoch)
 		}
 		waitsFor := cc.WaitsFor(blocker)
-		heard, err := c.waitAny(ctx, cl.Key, cl.Token, waitsFor, cc.Shortfall(waitsFor), since)
+		heard, err := c.waitAny(ctx, cl.Key, cl.Epoch, waitsFor, cc.Shortfall(waitsFor), since)
 		if err != nil {
 			return awaited{}, err
 		}
@@ -268,7 +268,7 @@ func (c *Client) claimLost(nonce string) {
 
 // end ends cl: a release if it held, a withdrawal if not. After an error
 // the end is sent again in the background until it lands.
-func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
+func (c *Client) end(ctx context.Context, cl chain.Ref, held bool) error {
 	if err := c.checkKey(cl.Key); err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (c *Client) end(ctx context.Context, cl claimRef, held bool) error {
 	}
 	// The waiters are woken as soon as the marker is confirmed, before the
 	// release's prune (EndThen).
-	err := c.eng.EndThen(ctx, cl.resume(), held, func() { c.wake.Ended(ctx, cl.Key, cl.Token) })
+	err := c.eng.EndThen(ctx, chain.Resume(cl), held, func() { c.wake.Ended(ctx, cl.Key, cl.Epoch) })
 	if err != nil {
 		c.resend.Kick()
 		return wrap(ctx, "end", cl.Key, err)

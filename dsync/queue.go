@@ -12,7 +12,7 @@ import (
 )
 
 // What a Client reads for people: the keys of its store (its directory,
-// kept by directory.go), and each key's queue.
+// kept by internal/keydir), and each key's queue.
 
 // ClaimInfo describes a claim of a key's queue that has not ended.
 type ClaimInfo struct {

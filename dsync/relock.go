@@ -97,24 +97,28 @@ func (p *core) afterPredecessor(ctx context.Context) {
 		return
 	}
 	c := p.client
-	until := t.at + c.relockWindow()
+	until := t.at + relockWindow(&c.cfg)
 	pause, misses := relockPoll, 0
 	epoch := t.mine + 1
 	for range maxRelockReads {
 		if c.mono() >= until {
 			return
 		}
-		owner, found, err := c.claimOwner(ctx, p.stored, epoch)
+		// Reading the claim counts it as seen, so the next claim of the
+		// key inserts above it.
+		d, found, err := c.eng.ReadClaim(ctx, p.stored, epoch)
 		switch {
 		case err != nil:
 			return
-		case found && owner == t.pred:
+		case found && d.Owner == t.pred:
 			return
 		case found:
 			epoch++
 			continue
 		}
-		if !c.awaitClaim(ctx, p.stored, epoch, min(pause, until-c.mono())) {
+		// Until an event shows that the epoch may have been claimed, or
+		// the pause: false if ctx ended first.
+		if !c.wake.AwaitClaim(ctx, p.stored, epoch, min(pause, until-c.mono())) {
 			return
 		}
 		if misses++; misses >= relockFastReads {
@@ -123,25 +127,12 @@ func (p *core) afterPredecessor(ctx context.Context) {
 	}
 }
 
-// claimOwner reads the owner of key's claim of epoch, if there is one:
-// the read a relock wait makes. Reading it counts it as seen, so the
-// next claim of key inserts above it.
-func (c *Client) claimOwner(ctx context.Context, key string, epoch uint64) (owner string, found bool, err error) {
-	d, found, err := c.eng.ReadClaim(ctx, key, epoch)
-	return d.Owner, found, err
-}
-
-// awaitClaim waits until an event shows that key's epoch may have been
-// claimed, or for d; it reports false if ctx ended first.
-func (c *Client) awaitClaim(ctx context.Context, key string, epoch uint64, d time.Duration) bool {
-	return c.wake.AwaitClaim(ctx, key, epoch, d)
-}
-
 // relockWindow is how long after a takeover a Mutex that locks again waits
-// for the owner it took over from: the poll interval.
-func (c *Client) relockWindow() time.Duration {
-	if c.cfg.relockWindow > 0 {
-		return c.cfg.relockWindow
+// for the owner it took over from: the poll interval, unless a test set
+// it.
+func relockWindow(cfg *clientConfig) time.Duration {
+	if cfg.relockWindow > 0 {
+		return cfg.relockWindow
 	}
-	return c.cfg.poll
+	return cfg.poll
 }

@@ -104,7 +104,7 @@ func (rw *RWMutex) linger(h *hold) bool {
 	}
 	if l == nil {
 		l = &lingerState{h: h, until: rw.cfg.clock.Now().Add(rw.cfg.readLinger)}
-		k := wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Token}
+		k := wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Epoch}
 		if !rw.client.wake.WatchLinger(k, func() { rw.heard(l) }) {
 			return false // no way to hear a writer, or one waits already
 		}
@@ -185,7 +185,7 @@ func (rw *RWMutex) forget(h *hold) {
 func (rw *RWMutex) unwatch(l *lingerState) {
 	if l.watched {
 		l.watched = false
-		rw.client.wake.UnwatchLinger(wake.ClaimID{Key: l.h.claim.Key, Epoch: l.h.claim.Token})
+		rw.client.wake.UnwatchLinger(wake.ClaimID{Key: l.h.claim.Key, Epoch: l.h.claim.Epoch})
 	}
 }
 
@@ -195,7 +195,7 @@ func (rw *RWMutex) endLinger(ctx context.Context, l *lingerState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rw.cfg.releaseTimeout())
 	defer cancel()
 	h := l.h
-	rw.client.wake.UnwatchLinger(wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Token})
+	rw.client.wake.UnwatchLinger(wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Epoch})
 	lostErr := h.end()
 	h.keeper.remove(h)
 	if lostErr != nil {

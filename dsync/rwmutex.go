@@ -189,7 +189,7 @@ func (rw *RWMutex) writeToken() uint64 {
 	if rw.write == nil {
 		return 0
 	}
-	return rw.write.claim.Token
+	return rw.write.claim.Epoch
 }
 
 func (rw *RWMutex) installWrite(h *hold) {
@@ -261,7 +261,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 // request, as a read hold, and tells the observer so.
 func (rw *RWMutex) retaken(h *hold) {
 	rw.holds.add(h)
-	a := Acquisition{Key: rw.key, Kind: KindRead, Token: h.claim.Token}
+	a := Acquisition{Key: rw.key, Kind: KindRead, Token: h.claim.Epoch}
 	rw.client.observe(func(o *Observer) {
 		if o.Acquired != nil {
 			o.Acquired(a)
@@ -373,10 +373,10 @@ func (rw *RWMutex) Token() uint64 {
 	w := rw.write
 	rw.mu.Unlock()
 	if w != nil {
-		return w.claim.Token
+		return w.claim.Epoch
 	}
 	if h, ok := rw.holds.newest(); ok {
-		return h.claim.Token
+		return h.claim.Epoch
 	}
 	return 0
 }

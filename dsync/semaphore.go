@@ -268,7 +268,7 @@ func (s *Semaphore) Lost() <-chan struct{} {
 func (s *Semaphore) Token() uint64 {
 	s.mustBeMade()
 	if h, ok := s.holds.newest(); ok {
-		return h.claim.Token
+		return h.claim.Epoch
 	}
 	return 0
 }

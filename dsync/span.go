@@ -9,15 +9,16 @@ import (
 
 // spanError turns err, if it says that the store's bucket span is not
 // this process's, into an error wrapping ErrSpan that says what to
-// change; any other err is returned as it is. Every process of a store
+// change (spanSet: the process set its span with ClientWithBucketSpan);
+// any other err is returned as it is. Every process of a store
 // must use one span (see internal/chain): a process configured with
 // another is refused when it starts, and a running process is refused
 // when the store, emptied, was written first by a process of another
 // span.
-func (c *Client) spanError(err error) error {
+func spanError(spanSet bool, err error) error {
 	var se *chain.SpanError
 	switch {
-	case errors.As(err, &se) && c.cfg.spanSet:
+	case errors.As(err, &se) && spanSet:
 		return fmt.Errorf("%w: the store uses %v, this process %v (ClientWithBucketSpan): give every process of the store the same span, or none to adopt the store's (%w)",
 			ErrSpan, se.Store, se.Engine, err)
 	case errors.As(err, &se):

@@ -30,7 +30,7 @@ func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error)
 	}
 	n, err := c.eng.Sweep(ctx, idle)
 	if err != nil {
-		return n, c.spanError(fmt.Errorf("dsync: compact: %w", err))
+		return n, spanError(c.cfg.spanSet, fmt.Errorf("dsync: compact: %w", err))
 	}
 	return n, nil
 }

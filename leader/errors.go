@@ -1,6 +1,10 @@
 package leader
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/go-dsync/dsync/dsync"
+)
 
 // Sentinel errors, and the causes of a leadership context's cancellation.
 // Match them with errors.Is, or compare context.Cause(ctx) with ==.
@@ -32,8 +36,10 @@ var (
 	// than wait.
 	ErrRefused = errors.New("leader: this candidate may not campaign")
 
-	// ErrClosed is returned by the methods of a closed Election.
-	ErrClosed = errors.New("leader: election closed")
+	// ErrClosed is returned by the methods of a closed Election or
+	// Partition. It is dsync.ErrClosed, the same value, so one errors.Is
+	// check matches a closed Client too.
+	ErrClosed = dsync.ErrClosed
 
 	// ErrNotLeader is returned by Proclaim when this candidate does not
 	// lead, or its term ended before the value was confirmed.

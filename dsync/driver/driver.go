@@ -277,6 +277,7 @@ type Store interface {
 	Roles() Roles
 
 	// Close releases what the store holds (goroutines, cursors); it does
-	// not close the connection it was given.
+	// not close the connection it was given. Calls made after it may
+	// fail with ErrClosed.
 	Close() error
 }

@@ -8,6 +8,13 @@ var (
 	// ID exists. It is an answer, not a failure.
 	ErrExists = errors.New("driver: document exists")
 
+	// ErrClosed is what a store's calls return after its Close. It is
+	// the one closed error of the library: dsync.ErrClosed (a closed
+	// Client), leader.ErrClosed (a closed Election or Partition) and
+	// dsyncmongo.ErrClosed are this value, so that one errors.Is check
+	// matches whichever part was closed first.
+	ErrClosed = errors.New("dsync: closed")
+
 	// ErrAfterUnsupported is what a listing with KeyQuery.After fails
 	// with on a store of OrderFirstUse.
 	ErrAfterUnsupported = errors.New("driver: this store lists keys in the order of their first use, and cannot resume a listing after a key")

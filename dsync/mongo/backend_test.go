@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/clienthook"
 	"strings"
 	"testing"
 	"time"
@@ -88,10 +87,10 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 		if _, err := b.raw.Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
 			t.Errorf("Claim(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw.End(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
+		if err := b.raw.End(ctx, chain.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
 			t.Errorf("End(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw.Await(ctx, clienthook.Claim{Key: tc.key, Owner: "owner", Token: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
+		if err := b.raw.Await(ctx, chain.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
 			t.Errorf("Await(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
 		if _, err := b.Current(ctx, tc.key); !errors.Is(err, tc.want) {
@@ -107,7 +106,7 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 	if _, err := b.raw.OpenSession(ctx, 0); err == nil {
 		t.Error("OpenSession with zero TTL succeeded")
 	}
-	if err := b.raw.End(ctx, clienthook.Claim{Key: "k", Owner: "o"}, true); err == nil {
+	if err := b.raw.End(ctx, chain.Ref{Key: "k", Owner: "o"}, true); err == nil {
 		t.Error("End of a claim without token and nonce succeeded")
 	}
 }
@@ -137,7 +136,7 @@ func open(t *testing.T, ctx context.Context, b *testClient, ttl time.Duration) s
 }
 
 // claimed claims key and reports whether it holds at once (one walk).
-func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) clienthook.Claim {
+func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) chain.Ref {
 	t.Helper()
 	c, err := b.raw.Claim(ctx, key, owner, session, false)
 	if err != nil {
@@ -147,7 +146,7 @@ func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, sessi
 }
 
 // holdsWithin reports whether Await returns within d.
-func holdsWithin(ctx context.Context, b *testClient, c clienthook.Claim, d time.Duration) bool {
+func holdsWithin(ctx context.Context, b *testClient, c chain.Ref, d time.Duration) bool {
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return b.raw.Await(actx, c) == nil
@@ -158,14 +157,14 @@ func holdsWithin(ctx context.Context, b *testClient, c clienthook.Claim, d time.
 func TestQueueHoldsInClaimOrder(t *testing.T) {
 	ps := newProcs(t, 4)
 	ctx := testCtx(t, time.Minute)
-	var cs []clienthook.Claim
+	var cs []chain.Ref
 	for i, p := range ps {
 		s := open(t, ctx, p.b, time.Minute)
 		cs = append(cs, claimed(t, ctx, p.b, "k", fmt.Sprintf("p%d", i), s))
 	}
 	for i, c := range cs {
-		if c.Token != cs[0].Token+uint64(i) {
-			t.Fatalf("claim %d has token %d, want %d", i, c.Token, cs[0].Token+uint64(i))
+		if c.Epoch != cs[0].Epoch+uint64(i) {
+			t.Fatalf("claim %d has token %d, want %d", i, c.Epoch, cs[0].Epoch+uint64(i))
 		}
 	}
 	if !holdsWithin(ctx, ps[0].b, cs[0], 5*time.Second) {
@@ -189,8 +188,8 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 	if holdsWithin(ctx, ps[3].b, cs[3], 300*time.Millisecond) {
 		t.Fatal("the last claim holds while the second holds")
 	}
-	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != cs[1].Token || info.Owner != "p1" {
-		t.Fatalf("Current = %+v, %v; want p1's claim %d", info, err, cs[1].Token)
+	if info, err := ps[3].b.Current(ctx, "k"); err != nil || info.Token != cs[1].Epoch || info.Owner != "p1" {
+		t.Fatalf("Current = %+v, %v; want p1's claim %d", info, err, cs[1].Epoch)
 	}
 	if err := ps[1].b.raw.End(ctx, cs[1], true); err != nil {
 		t.Fatal(err)
@@ -211,8 +210,8 @@ func TestTryClaimNeverQueues(t *testing.T) {
 		t.Fatalf("TryClaim of a free key = %v", err)
 	}
 	var held *dsync.HeldError
-	if _, err := ps[1].b.raw.Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Token {
-		t.Fatalf("TryClaim of a held key = %v, want a HeldError naming alice's token %d", err, a.Token)
+	if _, err := ps[1].b.raw.Claim(ctx, "k", "bob", sb, true); !errors.As(err, &held) || held.Owner != "alice" || held.Token != a.Epoch {
+		t.Fatalf("TryClaim of a held key = %v, want a HeldError naming alice's token %d", err, a.Epoch)
 	}
 	if err := ps[0].b.raw.End(ctx, a, true); err != nil {
 		t.Fatal(err)
@@ -221,8 +220,8 @@ func TestTryClaimNeverQueues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryClaim after the release = %v: the failed try left something in the queue", err)
 	}
-	if b.Token <= a.Token {
-		t.Errorf("token %d after %d", b.Token, a.Token)
+	if b.Epoch <= a.Epoch {
+		t.Errorf("token %d after %d", b.Epoch, a.Epoch)
 	}
 }
 
@@ -255,7 +254,7 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	}
 	dead := false
 	for _, d := range docs(t, ps[2].db, "k") {
-		dead = dead || d.Kind == chain.KindDead && d.Epoch == int64(a.Token)
+		dead = dead || d.Kind == chain.KindDead && d.Epoch == int64(a.Epoch)
 	}
 	if !dead {
 		t.Fatalf("alice's claim was not marked dead: %+v", docs(t, ps[2].db, "k"))
@@ -265,8 +264,8 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	if err := ps[0].b.raw.RenewSession(ctx, sa, time.Minute); err != nil {
 		t.Fatalf("late renewal: %v", err)
 	}
-	if info, err := ps[2].b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != b.Token {
-		t.Fatalf("after alice's late renewal, Current = %+v, %v; want bob's claim %d", info, err, b.Token)
+	if info, err := ps[2].b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != b.Epoch {
+		t.Fatalf("after alice's late renewal, Current = %+v, %v; want bob's claim %d", info, err, b.Epoch)
 	}
 	var held *dsync.HeldError
 	if _, err := ps[2].b.raw.Claim(ctx, "k", "carol", open(t, ctx, ps[2].b, time.Minute), true); !errors.As(err, &held) || held.Owner != "bob" {
@@ -305,9 +304,9 @@ func TestCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Key != "k" || info.Token != c.Token || info.Owner != "alice" || !info.Live ||
+	if info.Key != "k" || info.Token != c.Epoch || info.Owner != "alice" || !info.Live ||
 		info.Host != b.s.cfg.host || info.PID != b.s.cfg.pid {
-		t.Errorf("Current = %+v, want alice's claim %d", info, c.Token)
+		t.Errorf("Current = %+v, want alice's claim %d", info, c.Epoch)
 	}
 	// Server and local clocks agree here within seconds.
 	if d := info.ExpiresAt.Sub(before); d < 50*time.Second || d > 70*time.Second {
@@ -319,7 +318,7 @@ func TestCurrent(t *testing.T) {
 	if err := b.raw.End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != w.Token {
+	if info, err := b.Current(ctx, "k"); err != nil || info.Owner != "bob" || info.Token != w.Epoch {
 		t.Errorf("after the release Current = %+v, %v; want bob's waiting claim, now the head", info, err)
 	}
 	if err := ps[1].b.raw.End(ctx, w, false); err != nil {
@@ -392,7 +391,7 @@ func cycle(t *testing.T, ctx context.Context, b *testClient, key, owner, session
 	if err := b.raw.End(ctx, c, true); err != nil {
 		t.Fatal(err)
 	}
-	return c.Token
+	return c.Epoch
 }
 
 // TestPruneKeepsTheFirstEpochAndTheTop: a key in use sheds its history:
@@ -481,8 +480,8 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			stale, busy := newBackend(t, ps[0].db, fastPrune, withBug(bug)), ps[1].b
 			ss, sb := open(t, ctx, stale, time.Second), open(t, ctx, busy, time.Second)
 			first := cycle(t, ctx, stale, "k", "stale", ss)
-			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Token != first+1 {
-				t.Fatalf("second claim got token %d, want %d", c.Token, first+1)
+			if c := claimed(t, ctx, stale, "k", "stale", ss); c.Epoch != first+1 {
+				t.Fatalf("second claim got token %d, want %d", c.Epoch, first+1)
 			} else if err := stale.raw.End(ctx, c, false); err != nil {
 				t.Fatal(err)
 			}
@@ -545,8 +544,8 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		if waited > ttl+2*time.Second {
 			t.Errorf("%s: taken over only after %v", tc.name, waited)
 		}
-		if w.Token <= h.Token {
-			t.Errorf("%s: token %d after %d", tc.name, w.Token, h.Token)
+		if w.Epoch <= h.Epoch {
+			t.Errorf("%s: token %d after %d", tc.name, w.Epoch, h.Epoch)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package dsyncmongo
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -129,5 +130,24 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	defer mu.Unlock()
 	if len(tried) > 0 || len(sent) > 0 {
 		t.Errorf("Close with the server gone and the hold lost tried writes %q and sent commands %q; want none", tried, sent)
+	}
+}
+
+// TestStoreClosedUnderAnOpenClient: a store closed while its Client is
+// open (a program closing them in the wrong order) ends the Client's
+// calls with ErrClosed, the one closed error of the library, at once:
+// they do not take the store's closed error for a passing failure and
+// retry until their context ends.
+func TestStoreClosedUnderAnOpenClient(t *testing.T) {
+	ps := newProcs(t, 1)
+	ctx := testCtx(t, time.Minute)
+	if err := ps[0].b.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := newMutex(t, ps[0].b.Client, "k").LockContext(lctx)
+	if !errors.Is(err, dsync.ErrClosed) || lctx.Err() != nil {
+		t.Errorf("LockContext on a closed store: %v (its context ended: %v), want ErrClosed at once", err, lctx.Err() != nil)
 	}
 }

@@ -597,7 +597,7 @@ func endWithFault(t *testing.T, fault func(op string) error) (*mongo.Database, u
 	if err := b.raw.Await(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	return db, c.Token, b.raw.End(ctx, c, true)
+	return db, c.Epoch, b.raw.End(ctx, c, true)
 }
 
 // TestClaimNotRetried: a claim insert that fails, even transiently, is

@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Doctor checks a deployment for dsync: what the server is, whether the
@@ -84,8 +86,8 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 	if dc.RenewInterval == 0 {
 		dc.RenewInterval = dc.TTL / 3
 	}
-	if dc.TTL <= 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-dc.TTL/20 {
-		return nil, fmt.Errorf("dsyncmongo: Doctor: TTL %v and renew interval %v: the renew interval must be positive and below the TTL less TTL/20", dc.TTL, dc.RenewInterval)
+	if dc.TTL <= 0 || dc.RenewInterval < 0 || dc.RenewInterval >= dc.TTL-driver.Margin(dc.TTL) {
+		return nil, fmt.Errorf("dsyncmongo: Doctor: TTL %v and renew interval %v: the renew interval must be positive and below the TTL less TTL/%d", dc.TTL, dc.RenewInterval, driver.MarginDivisor)
 	}
 	s := newStore(db, cfg)
 	d := &doctor{s: s, cfg: dc}

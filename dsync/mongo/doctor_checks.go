@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/clockcheck"
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // The doctor's checks of the lock collection and the server's clock and
@@ -125,7 +126,7 @@ func (d *doctor) failover(ctx context.Context) {
 // hold ends TTL − TTL/20 after that send.
 func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.Duration) Finding {
 	election := electionTimeout + electionTime
-	left := ttl - ttl/20 - renew
+	left := ttl - driver.Margin(ttl) - renew
 	source := fmt.Sprintf("electionTimeoutMillis %d", electionTimeout.Milliseconds())
 	if !known {
 		source = fmt.Sprintf("MongoDB's default electionTimeoutMillis %d (replSetGetConfig was not available)", electionTimeout.Milliseconds())
@@ -135,9 +136,9 @@ func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.
 	if left > election {
 		return Finding{Check: "failover", Status: Pass, Found: found + ": holds ride through an election"}
 	}
-	// TTL × (1 − 1/20 − 1/3) must exceed the election, with the renew
-	// interval at its default third of the TTL.
-	need := time.Duration(math.Ceil(float64(election)/(1-1.0/20-1.0/3)/float64(time.Second))) * time.Second
+	// TTL × (1 − 1/MarginDivisor − 1/3) must exceed the election, with
+	// the renew interval at its default third of the TTL.
+	need := time.Duration(math.Ceil(float64(election)/(1-1.0/driver.MarginDivisor-1.0/3)/float64(time.Second))) * time.Second
 	return Finding{Check: "failover", Status: Warn, Found: found + ": a hold can be lost during an election (Lost() closes, a leader steps down)",
 		Fix: fmt.Sprintf("for holds that must ride through an election use a TTL of at least %v (dsync.WithTTL on the Client; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long", need)}
 }

@@ -1,6 +1,10 @@
 package dsyncmongo
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
 
 // Sentinel errors. Match them with errors.Is; most are returned wrapped,
 // with the key or the value at fault.
@@ -20,8 +24,9 @@ var (
 	ErrInvalidKey = errors.New("dsyncmongo: key is not valid UTF-8")
 
 	// ErrClosed is returned by the store's calls made after Close (which
-	// the Client's Close calls).
-	ErrClosed = errors.New("dsyncmongo: store closed")
+	// the Client's Close calls). It is driver.ErrClosed, the same value as
+	// dsync.ErrClosed.
+	ErrClosed = driver.ErrClosed
 
 	// ErrWriteTimeout matches a write that the server did not acknowledge
 	// within the write timeout (WithWriteTimeout): on a replica set, most

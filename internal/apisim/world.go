@@ -183,7 +183,7 @@ func (w *world) confirmed(p *proc, id string, sent, expires time.Time) {
 	if computed := expires.Add(-l.ttl); computed.Before(sent) {
 		sent = computed
 	}
-	l.updates = append(l.updates, leaseUpdate{at: time.Now(), deadline: sent.Add(l.ttl - l.ttl/20)})
+	l.updates = append(l.updates, leaseUpdate{at: time.Now(), deadline: sent.Add(l.ttl - driver.Margin(l.ttl))})
 }
 
 // doneReply tells the oracle that a reply carried the done record of key

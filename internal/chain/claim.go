@@ -7,29 +7,39 @@ import (
 	"time"
 )
 
-// Claim is a place in a key's queue: one epoch, made in one session.
-type Claim struct {
-	Key     string
+// A Ref names a place in a key's queue: one epoch, made in one session.
+// It is what the owner of a claim keeps between its calls (a dsync
+// Client keeps one per hold and waiting claim), and what Resume rebuilds
+// the engine's Claim from.
+type Ref struct {
+	Key     string // as stored (namespaced keys begin with "dsync:")
 	Owner   string
 	Session string
-	Nonce   string
-	Epoch   uint64 // the fencing token once the claim holds
+	// Nonce is unique to the insert that made the claim; an end marker
+	// ends only the claim with its nonce.
+	Nonce string
+	// Epoch is the claim's place, and its fencing token once it holds: it
+	// strictly increases with each hold of Key and is never reused.
+	Epoch uint64
 	// Seg is the claim's segment: its first epoch (segment.go). A walk
 	// ends there: nothing below it belongs to the segment.
 	Seg   uint64
-	Terms Terms
+	Terms Terms // how it shares the key
 	// History is the store's history in which the claim's owner learnt
 	// its segment (history.go), recorded in its document (Doc.History):
-	// the claim holds only in that history. An owner that rebuilds the
-	// claim (Resume) to walk it sets it again; "" (unknown) forgoes the
+	// the claim holds only in that history. "" (unknown) forgoes the
 	// check.
 	History string
 	// Below reports, once the claim holds, whether every lower claim had
 	// ended by then (always, for an exclusive claim): its release says so
 	// (Doc.Clear), which ends every walk that reads it, and may raise the
-	// key's floor. An owner that rebuilds the claim (Resume) to end it
-	// sets it again.
+	// key's floor.
 	Below bool
+}
+
+// Claim is the engine's claim: its Ref, and what the walks of it learnt.
+type Claim struct {
+	Ref
 	// checked: every epoch in [checked, Epoch) is known to have ended,
 	// from reads of this claim's walks.
 	checked uint64
@@ -87,11 +97,9 @@ type Claim struct {
 // that every claim below c had ended).
 func (c *Claim) After() (Doc, bool) { return c.after, c.hasAfter }
 
-// Resume rebuilds a claim of segment seg from what its owner kept of it
-// (a Walk on it starts from the top again).
-func Resume(key, owner, session, nonce string, epoch, seg uint64, t Terms) *Claim {
-	return &Claim{Key: key, Owner: owner, Session: session, Nonce: nonce, Epoch: epoch, Seg: seg, Terms: t, checked: epoch}
-}
+// Resume rebuilds a claim from what its owner kept of it (a Walk on it
+// starts from the top again).
+func Resume(r Ref) *Claim { return &Claim{Ref: r, checked: r.Epoch} }
 
 // Blocker describes the live claim a waiter waits for.
 type Blocker struct {

@@ -96,8 +96,8 @@ func (q *claimRun) load() {
 // newClaim returns q's claim of epoch in segment seg.
 func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 	e := q.e
-	c := &Claim{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms, checked: epoch,
-		History: q.history}
+	c := &Claim{Ref: Ref{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms,
+		History: q.history}, checked: epoch}
 	if e.has(BugEndBySession) {
 		c.Nonce = q.session
 	}

@@ -1,6 +1,10 @@
 package chain
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
 
 // A Lease is a session as its owner sees it: the local deadline until
 // which the owner may rely on it, and when to renew it. Times are local
@@ -48,7 +52,7 @@ const (
 // sent and confirmed at now, and whether it is usable: a confirmation at
 // or after the deadline it would have does not count.
 func NewLease(ttl, interval, sent, now time.Duration) (*Lease, bool) {
-	l := &Lease{ttl: ttl, interval: interval, sent: sent, deadline: sent + ttl - ttl/20}
+	l := &Lease{ttl: ttl, interval: interval, sent: sent, deadline: trustedUntil(sent, ttl)}
 	if now >= l.deadline {
 		l.retired = true
 		return l, false
@@ -105,7 +109,7 @@ func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
 		return LeaseLate
 	}
 	l.failed = false
-	d := sent + l.ttl - l.ttl/20
+	d := trustedUntil(sent, l.ttl)
 	if l.cap > 0 {
 		d = min(d, l.cap)
 	}
@@ -149,4 +153,11 @@ func (l *Lease) Retire() bool {
 	was := !l.retired
 	l.retired = true
 	return was
+}
+
+// trustedUntil is when a lease of ttl confirmed by a request sent at sent
+// stops being trusted: ttl after the send, less the safety margin
+// (driver.Margin).
+func trustedUntil(sent, ttl time.Duration) time.Duration {
+	return sent + ttl - driver.Margin(ttl)
 }

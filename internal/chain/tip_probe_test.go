@@ -178,7 +178,7 @@ func TestChainedTipOtherLimit(t *testing.T) {
 func TestChainedTipAfterResume(t *testing.T) {
 	st := newHookStore()
 	_, p, _, d := bothHold(t, st, weighted(2), weighted(1))
-	p.end(t, chain.Resume(d.Key, d.Owner, d.Session, d.Nonce, d.Epoch, d.Seg, d.Terms), true)
+	p.end(t, chain.Resume(chain.Ref{Key: d.Key, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce, Epoch: d.Epoch, Seg: d.Seg, Terms: d.Terms}), true)
 	before := st.reads
 	c := p.claim(t, "p", weighted(1))
 	if h, err := p.walk(t, c); !h || err != nil || st.reads != before {
@@ -188,7 +188,7 @@ func TestChainedTipAfterResume(t *testing.T) {
 	// release but not the weight below; with weight 2 below and 1 of its
 	// own it may hold, but only after a walk.
 	q := newProc(t, st)
-	q.end(t, chain.Resume(c.Key, c.Owner, c.Session, c.Nonce, c.Epoch, c.Seg, c.Terms), true)
+	q.end(t, chain.Resume(chain.Ref{Key: c.Key, Owner: c.Owner, Session: c.Session, Nonce: c.Nonce, Epoch: c.Epoch, Seg: c.Seg, Terms: c.Terms}), true)
 	big := q.claim(t, "q", weighted(2))
 	if h, err := q.walk(t, big); h || err != nil {
 		t.Fatalf("weight 2 over weight 2 live below (limit 3) holds: %v %v", h, err)

@@ -53,17 +53,6 @@ type Store struct {
 	Settings Settings
 }
 
-// Claim is a claim as Raw passes it.
-type Claim struct {
-	Key, Owner, Session string
-	Token               uint64
-	Nonce               string
-	Terms               chain.Terms
-	Below               bool
-	Seg                 uint64
-	History             string
-}
-
 // Raw is a Client's protocol calls beneath its primitives, one call each,
 // for tests of drivers and of the protocol through them.
 type Raw interface {
@@ -72,9 +61,9 @@ type Raw interface {
 	RenewSession(ctx context.Context, session string, ttl time.Duration) error
 	// Claim returns a *dsync.HeldError when try is set and the key is
 	// held.
-	Claim(ctx context.Context, key, owner, session string, try bool) (Claim, error)
-	Await(ctx context.Context, c Claim) error
-	End(ctx context.Context, c Claim, held bool) error
+	Claim(ctx context.Context, key, owner, session string, try bool) (chain.Ref, error)
+	Await(ctx context.Context, c chain.Ref) error
+	End(ctx context.Context, c chain.Ref, held bool) error
 	// Look reads key's queue as a claimer's walk does, learning the gate
 	// that covers the key now (and ending claims it finds dead), which a
 	// Client's Queue, a read that writes nothing, does not.

@@ -1,4 +1,8 @@
-package dsync
+// Package keydir records the keys a dsync Client claims in the store's
+// directory of keys (driver.KeyDirectory), which a Client's List reads:
+// in the background, batched, retried after failures, and at most once per
+// RecordAgain for each key, so that a claim never waits for it.
+package keydir
 
 import (
 	"context"
@@ -10,11 +14,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The keys a Client claims are recorded in the store's directory of keys
-// (driver.KeyDirectory), which List reads: the first time this process
-// claims a key, and again after recordAgain, in the background, so that
-// a claim never waits for it. A put that fails is tried again, after a
-// pause that doubles each time (putRetries times, then at a later claim
+// The keys a Client claims are recorded the first time this process
+// claims a key, and again after recordAgain. A put that fails is tried again, after a
+// pause that doubles each time (PutRetries times, then at a later claim
 // of its key): a key used once, such as a lock named for a day, is
 // claimed only once, and a busy server (FerretDB answers "database is
 // locked" under load) would otherwise leave it unlisted.
@@ -30,10 +32,10 @@ const (
 	recordAgain = time.Hour
 	// putTimeout bounds one put.
 	putTimeout = 10 * time.Second
-	// putRetries is how many times a failed put is tried again, the first
-	// after putPause, each later one after twice the pause before.
-	putRetries = 6
-	putPause   = time.Second
+	// PutRetries is how many times a failed put is tried again, the first
+	// after PutPause, each later one after twice the pause before.
+	PutRetries = 6
+	PutPause   = time.Second
 	// putBatch is the most keys one put records: a process that claims
 	// thousands of new keys in a burst records them in a few requests,
 	// not one each (FerretDB commits its writes one at a time: puts of
@@ -42,10 +44,10 @@ const (
 	putBatch = 500
 )
 
-// recorder records keys in the store's directory, one put (of up to
+// A Recorder records keys in the store's directory, one put (of up to
 // putBatch keys) at a time, from a goroutine that runs while it has keys
 // to put.
-type recorder struct {
+type Recorder struct {
 	dir    driver.KeyDirectory // nil: the store has none, and nothing is recorded
 	mono   func() time.Duration
 	logger *slog.Logger
@@ -64,15 +66,18 @@ type recorder struct {
 	done     sync.WaitGroup // the goroutine
 }
 
-func newRecorder(dir driver.KeyDirectory, mono func() time.Duration, logger *slog.Logger) *recorder {
+// New returns a Recorder that puts keys in dir (nil: the store has none,
+// and nothing is recorded), on the monotonic clock mono, logging failed
+// puts at Debug to logger.
+func New(dir driver.KeyDirectory, mono func() time.Duration, logger *slog.Logger) *Recorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &recorder{dir: dir, mono: mono, logger: logger, ctx: ctx, cancel: cancel, closing: make(chan struct{}),
+	return &Recorder{dir: dir, mono: mono, logger: logger, ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		recorded: make(map[string]time.Duration), queued: make(map[string]struct{}), failures: make(map[string]int)}
 }
 
-// claimed notes a claim of key, and puts key in the background unless it
+// Claimed notes a claim of key, and puts key in the background unless it
 // was put within recordAgain, or is being put. It does no I/O itself.
-func (r *recorder) claimed(key string) {
+func (r *Recorder) Claimed(key string) {
 	now := r.mono()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,7 +95,7 @@ func (r *recorder) claimed(key string) {
 
 // enqueueLocked adds key to the keys to put, and starts the goroutine
 // that puts them if it is not running. r.mu must be held.
-func (r *recorder) enqueueLocked(key string) {
+func (r *Recorder) enqueueLocked(key string) {
 	if len(r.pending) >= maxRecorded {
 		return // put at a later claim
 	}
@@ -105,7 +110,7 @@ func (r *recorder) enqueueLocked(key string) {
 
 // run puts the pending keys, up to putBatch in a request, until there
 // are none.
-func (r *recorder) run() {
+func (r *Recorder) run() {
 	defer r.done.Done()
 	for {
 		r.mu.Lock()
@@ -153,21 +158,21 @@ func (r *recorder) run() {
 }
 
 // retryLocked puts keys again after a pause, but those that failed
-// putRetries times already (they are put at a later claim). r.mu must be
+// PutRetries times already (they are put at a later claim). r.mu must be
 // held.
-func (r *recorder) retryLocked(keys []string) {
+func (r *Recorder) retryLocked(keys []string) {
 	var again []string
-	pause := putPause
+	pause := PutPause
 	for _, key := range keys {
 		n := r.failures[key]
-		if n >= putRetries || len(r.failures) >= maxRecorded {
+		if n >= PutRetries || len(r.failures) >= maxRecorded {
 			delete(r.failures, key)
 			continue
 		}
 		r.failures[key] = n + 1
 		r.queued[key] = struct{}{} // a claim meanwhile need not queue it again
 		again = append(again, key)
-		pause = max(pause, putPause<<n)
+		pause = max(pause, PutPause<<n)
 	}
 	if len(again) == 0 {
 		return
@@ -194,9 +199,9 @@ func (r *recorder) retryLocked(keys []string) {
 	}()
 }
 
-// close stops taking keys, waits until ctx ends for the keys pending to
+// Close stops taking keys, waits until ctx ends for the keys pending to
 // be put, then gives up on the rest, and waits for the goroutine.
-func (r *recorder) close(ctx context.Context) {
+func (r *Recorder) Close(ctx context.Context) {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true

@@ -1,4 +1,4 @@
-package dsync
+package keydir
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestRecorderIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		start := time.Now()
-		r := newRecorder(store.Roles().Directory, func() time.Duration { return time.Since(start) }, slog.New(slog.DiscardHandler))
+		r := New(store.Roles().Directory, func() time.Duration { return time.Since(start) }, slog.New(slog.DiscardHandler))
 		n := maxRecorded + 500
 		keys := make([]string, n)
 		for i := range keys {
@@ -27,7 +27,7 @@ func TestRecorderIsBounded(t *testing.T) {
 		}
 		for round := range 2 {
 			for _, k := range keys {
-				r.claimed(k)
+				r.Claimed(k)
 				r.mu.Lock()
 				pending := len(r.pending)
 				r.mu.Unlock()
@@ -48,6 +48,6 @@ func TestRecorderIsBounded(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		r.close(ctx)
+		r.Close(ctx)
 	})
 }
