@@ -9,7 +9,8 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// A term, one leadership of this candidate: how a campaign begins it,
+// A term, one leadership of this candidate: how a campaign begins it
+// (after the member store's preflight, when it has one),
 // and how it is given up.
 
 // term is one leadership of this candidate.
