@@ -111,8 +111,8 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		return nil, err
 	}
 	c.keys = own.KeyCheck
-	if cfg.wrapStore != nil {
-		c.store = cfg.wrapStore(store)
+	if cfg.test.WrapStore != nil {
+		c.store = cfg.test.WrapStore(store)
 	}
 	c.roles = c.store.Roles()
 	if err := c.startEngine(); err != nil {
@@ -121,11 +121,11 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.dir = keydir.New(c.roles.Directory, c.mono, cfg.logger)
 	c.newEvents()
 	c.startWake(store, inner)
-	if cfg.raw != nil {
-		cfg.raw(raw{c})
+	if cfg.test.Raw != nil {
+		cfg.test.Raw(raw{c})
 	}
-	if hf, ok := c.feed.(*hint.Feed); ok && cfg.onHints != nil {
-		cfg.onHints(hf)
+	if hf, ok := c.feed.(*hint.Feed); ok && cfg.test.Hints != nil {
+		cfg.test.Hints(hf)
 	}
 	return c, nil
 }
@@ -167,11 +167,11 @@ func (c *Client) startEngine() error {
 	if span := eng.Span(); cfg.lease.ttl > span {
 		return ttlSpanError(cfg.lease.ttl, span)
 	}
-	eng.SetBug(cfg.bug)
+	eng.SetBug(cfg.test.Bug)
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
-	c.keeper.judgedOver = cfg.judgedOver
+	c.keeper.judgedOver = cfg.test.JudgedOver
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})

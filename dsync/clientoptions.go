@@ -22,22 +22,16 @@ type clientConfig struct {
 	hintsOff   bool          // ClientWithHints("", ""): no direct hints
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
-	// relockWindow: how long after a takeover a Mutex that locks again
-	// waits for the owner it took over from (relock.go); 0: poll. Tests
-	// only, as are bug and wrapStore.
-	relockWindow time.Duration
-	lease        lease
-	chain        chain.Config
-	spanSet      bool          // the span was set (ClientWithBucketSpan): refuse another
-	idleAge      time.Duration // compact keys idle this long; 0: never sweep
-	observer     *Observer     // nil: none (ClientWithObserver)
-	onHints      func(*hint.Feed)
-	bug          chain.Bug
-	wrapStore    func(driver.Store) driver.Store
-	raw          func(clienthook.Raw) // given the Client's protocol calls
-	judgedOver   func()               // the keeper's judgedOver (tests)
+	lease      lease
+	chain      chain.Config
+	spanSet    bool          // the span was set (ClientWithBucketSpan): refuse another
+	idleAge    time.Duration // compact keys idle this long; 0: never sweep
+	observer   *Observer     // nil: none (ClientWithObserver)
+	// test holds the settings of other packages' tests (hook.go), empty
+	// in a program; NewClient sets it before it reads any (takeHooks).
+	test *clienthook.Settings
 	// directFeed, if set, stands for the hint Feed over the store's feed
-	// (tests: hints between simulated processes).
+	// (this package's tests: hints between simulated processes).
 	directFeed func(inner driver.Feed) driver.Feed
 }
 
