@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/xid"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The acquire loop that every primitive shares: a claim made in the
@@ -274,7 +274,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 // awaitHold waits until c holds, retrying store errors (the claim keeps
 // its place: a waiter that stops waiting would lose it), until ctx ends
 // (its cause), or the store says the key's history or segment is gone.
-func (p *core) awaitHold(ctx context.Context, c *chain.Ref, t claimTerms) error {
+func (p *core) awaitHold(ctx context.Context, c *queue.Ref, t claimTerms) error {
 	for {
 		a, err := p.client.await(ctx, *c, p.blocked)
 		switch {
@@ -288,7 +288,7 @@ func (p *core) awaitHold(ctx context.Context, c *chain.Ref, t claimTerms) error 
 				p.tookOver(c.Epoch, a.after)
 			}
 			return nil
-		case errors.Is(err, ErrReset), chain.IsLapsed(err):
+		case errors.Is(err, ErrReset), queue.IsLapsed(err):
 			return err
 		}
 		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
@@ -300,7 +300,7 @@ func (p *core) awaitHold(ctx context.Context, c *chain.Ref, t claimTerms) error 
 
 // join makes c a hold, valid until its session's deadline, if the session
 // is still live.
-func (p *core) join(c chain.Ref, k *keeper, sess *session, kind Kind) *hold {
+func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
 	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{})}
 	if !k.join(h, sess) {
 		return nil
@@ -357,7 +357,7 @@ func (p *core) flushWithdrawals(ctx context.Context) {
 // release timeout. If the store cannot confirm it, the Client sends it
 // again in the background, and before its next claim; until then it
 // waits in the queue for as long as its session lives.
-func (p *core) withdraw(ctx context.Context, c chain.Ref) {
+func (p *core) withdraw(ctx context.Context, c queue.Ref) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, c, false); err != nil {

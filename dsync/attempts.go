@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // How acquire judges its attempts: when to try again, after what pause,
@@ -88,8 +88,8 @@ func (a *attempts) claimFailed(err error, live bool) error {
 		return a.heldAhead(err)
 	case ctx.Err() != nil:
 		return p.contextErr(ctx, a.lastErr, err)
-	case (chain.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
-		// The key's segment lapsed under the claim (see internal/chain),
+	case (queue.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
+		// The key's segment lapsed under the claim (see internal/queue),
 		// or the hold could not start in its session: the claim was given
 		// up; queue again.
 		return nil

@@ -16,8 +16,8 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/observe"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A Client is one process's connection to a store for coordination: the
@@ -39,12 +39,12 @@ type Client struct {
 	roles driver.Roles
 	feed  driver.Feed       // nil: the store carries no wake-ups
 	keys  driver.KeyChecker // nil: every key but "" is valid
-	eng   *chain.Engine
+	eng   *queue.Engine
 	cfg   clientConfig
 	// origin is the reading of the monotonic clock that the engine's and
 	// the wake-ups' local times count from.
 	origin time.Time
-	resend *chain.Resender
+	resend *queue.Resender
 	wake   *wake.Hub
 	dir    *keydir.Recorder // records the keys claimed in the store's directory
 
@@ -83,7 +83,7 @@ type Client struct {
 
 // liveClaim is a claim made through a Client that has not ended.
 type liveClaim struct {
-	c    chain.Ref
+	c    queue.Ref
 	held bool
 	// lost: its hold was lost (the session's lease ran out, or the store
 	// said the session is gone), which ended the claim in the store's
@@ -152,15 +152,15 @@ func (c *Client) takeFeed(store driver.Store, own driver.Feed) (inner driver.Fee
 	return inner, nil
 }
 
-// startEngine makes c's chain engine over its (wrapped) store, with the
+// startEngine makes c's queue engine over its (wrapped) store, with the
 // keeper of its lease and the resender of ends of unknown outcome. It
 // refuses a TTL longer than the engine's bucket span: a hold must end
 // within one span of the store's time.
 func (c *Client) startEngine() error {
 	cfg := c.cfg
-	cfg.chain.Host, _ = os.Hostname()
-	cfg.chain.PID = os.Getpid()
-	eng, err := chain.New(c.store, engineClock{c}, cfg.chain)
+	cfg.engine.Host, _ = os.Hostname()
+	cfg.engine.PID = os.Getpid()
+	eng, err := queue.New(c.store, engineClock{c}, cfg.engine)
 	if err != nil {
 		return fmt.Errorf("dsync: %w", err)
 	}
@@ -172,7 +172,7 @@ func (c *Client) startEngine() error {
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
 	c.keeper.judgedOver = cfg.test.JudgedOver
-	c.resend = chain.NewResender(eng, func(pending int, err error) {
+	c.resend = queue.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
 	return nil
@@ -195,7 +195,7 @@ func (c *Client) startWake(store driver.Store, inner driver.Feed) {
 		env.Settle = loopbackHints(store, inner, cfg)
 	}
 	c.wake = wake.New(env, c.feed, xid.New().String())
-	c.eng.OnLanded(func(d chain.Doc) {
+	c.eng.OnLanded(func(d queue.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
 		c.wake.Ended(ctx, d.Key, d.Epoch)
@@ -213,7 +213,7 @@ func ttlSpanError(ttl, span time.Duration) error {
 // process's monotonic time (suspends counted) since the Client began.
 type engineClock struct{ c *Client }
 
-func (e engineClock) ServerNow() chain.Interval { return e.c.store.ServerTime() }
+func (e engineClock) ServerNow() queue.Interval { return e.c.store.ServerTime() }
 func (e engineClock) Mono() time.Duration       { return e.c.mono() }
 
 func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin) }
@@ -254,7 +254,7 @@ func (c *Client) Close() error {
 			continue
 		}
 		wake := func() { c.wake.Ended(ctx, lc.c.Key, lc.c.Epoch) }
-		if err := c.eng.EndThen(ctx, chain.Resume(lc.c), lc.held, wake); err != nil {
+		if err := c.eng.EndThen(ctx, queue.Resume(lc.c), lc.held, wake); err != nil {
 			wake() // this process's waiters look again
 		}
 	}
@@ -312,7 +312,7 @@ func (c *Client) isClosed() bool {
 }
 
 // agree settles, once, the bucket span this Client's engine uses with the
-// store's (chain.Engine.Agree), and starts the sweeper.
+// store's (queue.Engine.Agree), and starts the sweeper.
 func (c *Client) agree(ctx context.Context) error {
 	select {
 	case c.agreeing <- struct{}{}:

@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A ClientOption configures a Client.
@@ -23,7 +23,7 @@ type clientConfig struct {
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
 	lease      lease
-	chain      chain.Config
+	engine     queue.Config  // the queue engine's settings
 	spanSet    bool          // the span was set (ClientWithBucketSpan): refuse another
 	idleAge    time.Duration // compact keys idle this long; 0: never sweep
 	observer   *Observer     // nil: none (ClientWithObserver)
@@ -106,7 +106,7 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 		poll:       DefaultPollInterval,
 		safetyPoll: DefaultSafetyPoll,
 		lease:      lease{ttl: DefaultTTL, clock: SystemClock()},
-		chain:      chain.DefaultConfig(),
+		engine:     queue.DefaultConfig(),
 		idleAge:    DefaultIdleAge,
 	}
 	store = cfg.takeHooks(store)

@@ -8,7 +8,7 @@ import (
 )
 
 // Coverage: a hold relies on its key's segment being covered (its gates,
-// internal/chain) as on its session, so the keeper caps the lease at the
+// internal/queue) as on its session, so the keeper caps the lease at the
 // earliest coverage of the keys held, and extends that coverage beside
 // its renewals.
 

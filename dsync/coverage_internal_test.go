@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // TestCapHeedsAKeyWithNoCoverage: a session holding two keys, one of
@@ -42,7 +42,7 @@ func TestCapHeedsAKeyWithNoCoverage(t *testing.T) {
 			k.mu.Unlock()
 			t.Fatal("the held key's coverage does not reach past the lease's deadline: the test shows nothing")
 		}
-		unknown := &hold{claim: chain.Ref{Key: "knowledge-dropped"}, sess: s, lost: make(chan struct{})}
+		unknown := &hold{claim: queue.Ref{Key: "knowledge-dropped"}, sess: s, lost: make(chan struct{})}
 		k.holds[unknown] = struct{}{}
 		// Map order decides which hold capLocked sees first: try enough
 		// times that both orders come.
@@ -50,7 +50,7 @@ func TestCapHeedsAKeyWithNoCoverage(t *testing.T) {
 			k.capLocked(s)
 			d := s.lease.Deadline()
 			at := d - time.Millisecond
-			if ev := s.lease.Confirm(at, at); ev != chain.LeaseKept {
+			if ev := s.lease.Confirm(at, at); ev != queue.LeaseKept {
 				delete(k.holds, unknown)
 				k.mu.Unlock()
 				t.Fatalf("try %d: a renewal of a session holding a key of unknown coverage moved its deadline from %v to %v (lease event %d), want it kept", i, d, s.lease.Deadline(), ev)

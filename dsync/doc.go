@@ -77,7 +77,7 @@
 //     rests on a reply that arrived after its deadline. A driver need not
 //     apply requests in order or atomically (see package dsync/driver);
 //     the protocol and its safety argument are in the repository's
-//     internal/chain package, whose tests replay thousands of seeded
+//     internal/queue package, whose tests replay thousands of seeded
 //     schedules with late and reordered writes.
 //
 // # Limits

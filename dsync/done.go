@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The calls a Once makes for its done record (once.go says what it does
-// with them; internal/chain/done.go why a record that lands late or twice
+// with them; internal/queue/done.go why a record that lands late or twice
 // is harmless). Each is one engine call with the Client's preparation and
 // error wording; none decides anything.
 
@@ -49,11 +49,11 @@ func (r doneRecords) get(ctx context.Context, key string) (rec doneRecord, found
 
 // under reads the done record of cl's key while cl holds: the read a
 // Once's run must follow.
-func (r doneRecords) under(ctx context.Context, cl chain.Ref) (rec doneRecord, found bool, err error) {
+func (r doneRecords) under(ctx context.Context, cl queue.Ref) (rec doneRecord, found bool, err error) {
 	if err := r.c.prepare(ctx); err != nil {
 		return doneRecord{}, false, err
 	}
-	d, found, err := r.c.eng.DoneUnder(ctx, chain.Resume(cl))
+	d, found, err := r.c.eng.DoneUnder(ctx, queue.Resume(cl))
 	if err != nil {
 		return doneRecord{}, false, wrap(ctx, "read the done record of", cl.Key, err)
 	}
@@ -63,11 +63,11 @@ func (r doneRecords) under(ctx context.Context, cl chain.Ref) (rec doneRecord, f
 // mark inserts the done record of cl's key, naming cl's token, with
 // nonce, to be forgotten after keep (0: never); mine reports whether the
 // record in the store is this one.
-func (r doneRecords) mark(ctx context.Context, cl chain.Ref, nonce string, keep time.Duration) (rec doneRecord, mine bool, err error) {
+func (r doneRecords) mark(ctx context.Context, cl queue.Ref, nonce string, keep time.Duration) (rec doneRecord, mine bool, err error) {
 	if err := r.c.prepare(ctx); err != nil {
 		return doneRecord{}, false, err
 	}
-	d, mine, err := r.c.eng.MarkDone(ctx, chain.Resume(cl), nonce, keep)
+	d, mine, err := r.c.eng.MarkDone(ctx, queue.Resume(cl), nonce, keep)
 	if err != nil {
 		return doneRecord{}, false, wrap(ctx, "insert the done record of", cl.Key, err)
 	}

@@ -64,7 +64,7 @@ func (s *costStore) count(_ context.Context, c memory.Call, _ func() error) erro
 		}
 		// A walk's run ends with its own claim and reads at least 32
 		// epochs; a claim that lost an epoch reads the 64 above it
-		// (chain's run.go).
+		// (queue's run.go).
 		name += " walk"
 		if c.To-c.From == 2*32-1 {
 			name = "GetRun race"

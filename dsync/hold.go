@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 type holdState int
@@ -27,7 +27,7 @@ const (
 // timer of its own.
 type hold struct {
 	p      *core // the primitive it is a hold of
-	claim  chain.Ref
+	claim  queue.Ref
 	keeper *keeper
 	sess   *session
 	lost   chan struct{} // closed when state becomes holdLost

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // TestHoldDoesNotJoinARetiredSession: once a session is retired (its
@@ -27,7 +27,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.retire(s, ErrLost)
-		h := &hold{p: &m.core, claim: chain.Ref{Key: "k", Epoch: 1}, lost: make(chan struct{})}
+		h := &hold{p: &m.core, claim: queue.Ref{Key: "k", Epoch: 1}, lost: make(chan struct{})}
 		if k.join(h, s) {
 			t.Fatal("a hold joined a retired session")
 		}
@@ -41,7 +41,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if s2 == s || s2.id == s.id {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.id, chain.ExclusiveTerms, true)
+		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.id, queue.ExclusiveTerms, true)
 		if err != nil {
 			t.Fatal(err)
 		}

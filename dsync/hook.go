@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // What tests of other packages may set (package internal/clienthook): a
@@ -25,7 +25,7 @@ func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
 	s := h.Settings
 	c.test = &s
 	if s.Chain != nil {
-		c.chain = *s.Chain
+		c.engine = *s.Chain
 	}
 	return h.Store
 }
@@ -41,16 +41,16 @@ func (r raw) RenewSession(ctx context.Context, session string, ttl time.Duration
 	return r.c.renewSession(ctx, session, ttl)
 }
 
-func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (chain.Ref, error) {
-	return r.c.claim(ctx, key, owner, session, chain.ExclusiveTerms, try)
+func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (queue.Ref, error) {
+	return r.c.claim(ctx, key, owner, session, queue.ExclusiveTerms, try)
 }
 
-func (r raw) Await(ctx context.Context, c chain.Ref) error {
+func (r raw) Await(ctx context.Context, c queue.Ref) error {
 	_, err := r.c.await(ctx, c, nil)
 	return err
 }
 
-func (r raw) End(ctx context.Context, c chain.Ref, held bool) error {
+func (r raw) End(ctx context.Context, c queue.Ref, held bool) error {
 	return r.c.end(ctx, c, held)
 }
 

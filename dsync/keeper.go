@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A keeper owns the session that every primitive of a Client uses: one
@@ -39,13 +39,13 @@ type keeper struct {
 }
 
 // A session is the lease a keeper renews: its local deadline and renewal
-// schedule follow chain.Lease. When the deadline passes, or the store
+// schedule follow queue.Lease. When the deadline passes, or the store
 // says the session is gone, the session is retired for good: its holds
 // are lost, its waiting claims are withdrawn, and the next Lock opens a
 // new session.
 type session struct {
 	id    string
-	lease *chain.Lease // guarded by keeper.mu
+	lease *queue.Lease // guarded by keeper.mu
 	// retired: the session is over, set in the same locked step that
 	// judged it over (retireLocked): its lease is retired, its holds are
 	// lost, its waiters' ctx is cancelled. Guarded by keeper.mu.
@@ -197,7 +197,7 @@ func (k *keeper) open(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	now := k.lease.clock.Now()
-	lease, ok := chain.NewLease(k.lease.ttl, k.lease.interval, k.mono(sent), k.mono(now))
+	lease, ok := queue.NewLease(k.lease.ttl, k.lease.interval, k.mono(sent), k.mono(now))
 	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // TestFailedJoinCountsItsWaiterOnce: a claim that came to hold but whose
@@ -54,7 +54,7 @@ func TestFailedJoinCountsItsWaiterOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.join(&hold{claim: chain.Ref{Key: "never-covered"}, lost: make(chan struct{})}, s) {
+		if k.join(&hold{claim: queue.Ref{Key: "never-covered"}, lost: make(chan struct{})}, s) {
 			t.Fatal("a hold of a key with no coverage started")
 		}
 		k.leave(s)

@@ -3,8 +3,8 @@ package dsync
 import (
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/plant"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The bugs planted above the engine for the negative controls of the
@@ -23,17 +23,17 @@ func plantedLate(ttl time.Duration) time.Duration {
 
 // plantEngine plants in a Client's engine the engine bug that the planted
 // bug stands for, if it stands for one.
-func plantEngine(e *chain.Engine) {
+func plantEngine(e *queue.Engine) {
 	if !plant.On {
 		return
 	}
 	switch {
 	case plant.Is(plant.ReaderPastWriter):
-		e.SetBug(chain.BugReadersPassWaitingWriters)
+		e.SetBug(queue.BugReadersPassWaitingWriters)
 	case plant.Is(plant.SpanIgnored):
-		e.SetBug(chain.BugSpanIgnored)
+		e.SetBug(queue.BugSpanIgnored)
 	case plant.Is(plant.HistoryIgnored):
-		e.SetBug(chain.BugHistoryIgnored)
+		e.SetBug(queue.BugHistoryIgnored)
 	}
 }
 

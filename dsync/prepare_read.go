@@ -19,13 +19,13 @@ import (
 // first claim prepares and agrees as ever.
 //
 // Nor does a read write or teach the engine anything else: it reads a
-// key's queue with chain.Engine.QueueRead, which inserts no dead marker
+// key's queue with queue.Engine.QueueRead, which inserts no dead marker
 // for a claim whose session has expired (the engine's walks do, judged by
 // the store's ServerTime, the clock of the writes) and records no gate or
 // session it read, and it judges by readNow only what it reports
 // (ClaimInfo.Expired; the only thing a read keeps is that a session it
 // found expired by the clock of the writes stays so for the Client's
-// later reports, chain.Engine.ReadExpired, which no walk consults). On
+// later reports, queue.Engine.ReadExpired, which no walk consults). On
 // MongoDB before Prepare that clock is a hello sample, behind a mongos
 // the router's, which may be off the shard's: a marker judged by it
 // could end a live claim and give two holders.

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/internal/wake"
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The protocol's calls, one per step of a primitive: a session opened and
-// renewed, a claim made, waited on and ended. The engine (internal/chain)
+// renewed, a claim made, waited on and ended. The engine (internal/queue)
 // does the work; these add the Client's bookkeeping (the claims Close
 // ends, wake-ups) and say which call failed. What each primitive does
 // with them (a Mutex's relock wait, a Semaphore's limit warnings, a
@@ -58,15 +58,15 @@ func (c *Client) renewSession(ctx context.Context, session string, ttl time.Dura
 // claim queues owner for key in session and returns the claim. With try
 // set, it holds at once or returns a *HeldError, having withdrawn what it
 // inserted.
-func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.Terms, try bool) (chain.Ref, error) {
+func (c *Client) claim(ctx context.Context, key, owner, session string, t queue.Terms, try bool) (queue.Ref, error) {
 	if err := c.checkKey(key); err != nil {
-		return chain.Ref{}, err
+		return queue.Ref{}, err
 	}
 	if session == "" {
-		return chain.Ref{}, errors.New("dsync: claim without a session")
+		return queue.Ref{}, errors.New("dsync: claim without a session")
 	}
 	if err := c.prepare(ctx); err != nil {
-		return chain.Ref{}, err
+		return queue.Ref{}, err
 	}
 	if c.eng.Pending() > 0 {
 		// An end of this process's whose outcome was unknown: land it
@@ -74,7 +74,7 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 		_, _ = c.eng.Flush(ctx)
 	}
 	var (
-		cl  *chain.Claim
+		cl  *queue.Claim
 		err error
 	)
 	if try {
@@ -90,17 +90,17 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t chain.
 		// the key's waiters until its session expires.
 		c.resend.Kick()
 	}
-	var busy *chain.BusyError
+	var busy *queue.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return chain.Ref{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
-	case errors.Is(err, chain.ErrSpan):
-		return chain.Ref{}, spanError(c.cfg.spanSet, fmt.Errorf("dsync: claim %q: %w", key, err))
+		return queue.Ref{}, &HeldError{Key: key, Owner: busy.Blocker.Owner, Token: busy.Blocker.Epoch}
+	case errors.Is(err, queue.ErrSpan):
+		return queue.Ref{}, spanError(c.cfg.spanSet, fmt.Errorf("dsync: claim %q: %w", key, err))
 	case err != nil:
-		return chain.Ref{}, wrap(ctx, "claim", key, err)
+		return queue.Ref{}, wrap(ctx, "claim", key, err)
 	}
 	c.dir.Claimed(key) // after the claim's insert, so as not to delay it
-	claim := chain.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
+	claim := queue.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()
@@ -123,14 +123,14 @@ type awaited struct {
 // store fails. Each time the claim is found blocked, blocked (if not nil)
 // is told by the terms and epoch of which claim: a Semaphore's limit
 // warnings (limits.go).
-func (c *Client) await(ctx context.Context, cl chain.Ref, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
+func (c *Client) await(ctx context.Context, cl queue.Ref, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
 	if err := c.checkKey(cl.Key); err != nil {
 		return awaited{}, err
 	}
 	if err := c.prepare(ctx); err != nil {
 		return awaited{}, err
 	}
-	cc := chain.Resume(cl)
+	cc := queue.Resume(cl)
 	for {
 		since := c.wake.Mark() // before the walk's reads (Wait)
 		head, blocker, err := c.eng.Walk(ctx, cc)
@@ -167,19 +167,19 @@ func (c *Client) await(ctx context.Context, cl chain.Ref, blocked func(by claimT
 // waitAny waits, as wake.Hub.Wait does, until the end of blockers may
 // have been recorded: a weighted claim waiting for room waits for every
 // claim it passed, and looks again once the ends it heard of add up to
-// need units (chain.Claim.Shortfall), or at once when a wait's own timers
+// need units (queue.Claim.Shortfall), or at once when a wait's own timers
 // say to look (a poll, a session's expiry). Ends that cannot make room
 // alone do not wake it: with 4 processes waiting for a full Semaphore,
 // a release woke all of them, and each re-read the markers of the units
 // it passed, where only the next could hold. It returns the epochs of
 // the blockers whose ends it heard of (the walk reads their markers
-// first, at once: chain.Claim.Suspect), and nil to walk again, or ctx's
+// first, at once: queue.Claim.Suspect), and nil to walk again, or ctx's
 // cause. Each wait announces how many ends it needs (endsNeeded), and
 // once an end heard of leaves the waiter needing only one more, it says
 // so again for the claims it still waits for: their owners then send
 // their ends to it at once (dsync/hint's endDefer). since is the mark
 // taken before the walk that found blockers live (wake.Hub.Wait).
-func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []chain.Blocker, need int64, since uint64) ([]uint64, error) {
+func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []queue.Blocker, need int64, since uint64) ([]uint64, error) {
 	if len(blockers) == 1 {
 		heard, err := c.wake.Wait(ctx, key, own, blockerOf(blockers[0]), 1, since)
 		if heard {
@@ -190,7 +190,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type woken struct {
-		b     chain.Blocker
+		b     queue.Blocker
 		heard bool
 		err   error
 	}
@@ -220,7 +220,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 			err = w.err
 			break
 		}
-		waiting = slices.DeleteFunc(waiting, func(b chain.Blocker) bool { return b.Epoch == w.b.Epoch })
+		waiting = slices.DeleteFunc(waiting, func(b queue.Blocker) bool { return b.Epoch == w.b.Epoch })
 		for _, b := range waiting {
 			if endsNeeded(b, waiting, need-units) == 1 {
 				c.wake.NeedOne(wake.ClaimID{Key: key, Epoch: b.Epoch}, own)
@@ -239,7 +239,7 @@ func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers [
 // endsNeeded is how many ends of blockers, b's among them, a waiter
 // short of units units must hear of, at least, before it may hold: 1 if
 // b's end may be all it lacks (driver.Event.Need).
-func endsNeeded(b chain.Blocker, blockers []chain.Blocker, units int64) uint64 {
+func endsNeeded(b queue.Blocker, blockers []queue.Blocker, units int64) uint64 {
 	got, n := max(b.Terms.Weight, 0), uint64(1)
 	var others []int64
 	for _, o := range blockers {
@@ -268,7 +268,7 @@ func (c *Client) claimLost(nonce string) {
 
 // end ends cl: a release if it held, a withdrawal if not. After an error
 // the end is sent again in the background until it lands.
-func (c *Client) end(ctx context.Context, cl chain.Ref, held bool) error {
+func (c *Client) end(ctx context.Context, cl queue.Ref, held bool) error {
 	if err := c.checkKey(cl.Key); err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (c *Client) end(ctx context.Context, cl chain.Ref, held bool) error {
 	}
 	// The waiters are woken as soon as the marker is confirmed, before the
 	// release's prune (EndThen).
-	err := c.eng.EndThen(ctx, chain.Resume(cl), held, func() { c.wake.Ended(ctx, cl.Key, cl.Epoch) })
+	err := c.eng.EndThen(ctx, queue.Resume(cl), held, func() { c.wake.Ended(ctx, cl.Key, cl.Epoch) })
 	if err != nil {
 		c.resend.Kick()
 		return wrap(ctx, "end", cl.Key, err)
@@ -302,7 +302,7 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if key != "" {
 		where += fmt.Sprintf(" %q", key)
 	}
-	if errors.Is(err, chain.ErrReset) {
+	if errors.Is(err, queue.ErrReset) {
 		return fmt.Errorf("%s: %w: %w", where, ErrReset, err)
 	}
 	if e := ended(ctx, where, err); e != nil {
@@ -312,6 +312,6 @@ func wrap(ctx context.Context, op, key string, err error) error {
 }
 
 // blockerOf is what a waiter's wait needs of the claim it waits for.
-func blockerOf(b chain.Blocker) wake.Blocker {
+func blockerOf(b queue.Blocker) wake.Blocker {
 	return wake.Blocker{Epoch: b.Epoch, Session: b.Session, Expires: b.ExpiresAt}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // What a Client reads for people: the keys of its store (its directory,
@@ -122,13 +122,13 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]ClaimInfo, error)
 }
 
 // markHolds sets Expired on the claims of q (read as docs) that expired
-// (chain.Engine.ReadExpired, the rule the engine ends claims with), and
+// (queue.Engine.ReadExpired, the rule the engine ends claims with), and
 // Holds by the grant rule among the others: the next process that claims
 // or waits on the key ends an expired claim (its owner stopped relying on
 // it at its local deadline, earlier still), and the claims behind it go
 // on as if it had ended.
-func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
-	var live []chain.Doc
+func markHolds(q []ClaimInfo, docs []queue.Doc, expired []bool) {
+	var live []queue.Doc
 	var at []int
 	for i := range q {
 		q[i].Expired = expired[i]
@@ -136,7 +136,7 @@ func markHolds(q []ClaimInfo, docs []chain.Doc, expired []bool) {
 			live, at = append(live, docs[i]), append(at, i)
 		}
 	}
-	for j, h := range chain.Holding(live) {
+	for j, h := range queue.Holding(live) {
 		q[at[j]].Holds = h
 	}
 }

@@ -32,7 +32,7 @@ func (s *lostSessionStore) GetSession(ctx context.Context, id string) (driver.Se
 }
 
 // TestQueueExpiredAsTheEngineJudges: Queue reports a claim Expired by the
-// rule claimers end claims with (chain.Engine.ReadExpired). A claim whose
+// rule claimers end claims with (queue.Engine.ReadExpired). A claim whose
 // own expiry passed while its owner holds on renewals, and whose session
 // reads as missing, or as expired without its first generation, is not
 // Expired: it holds (a claimer ends it only after it stayed missing for

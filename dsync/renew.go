@@ -10,15 +10,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The keeper's renewals: its goroutine renews the session when the
-// lease says (chain.Lease.Due) while it has holds or waiters, and applies
+// lease says (queue.Lease.Due) while it has holds or waiters, and applies
 // each outcome to the lease; a failed renewal is reported to the
 // primitives whose holds rely on it.
 
-// run renews the current session when its lease says (chain.Lease.Due)
+// run renews the current session when its lease says (queue.Lease.Due)
 // while it has holds or waiters, and reads whether it was revoked when
 // revoked.go says (revokeCheckDueLocked; a wake-up recomputes it, as
 // when the session begins to hold). A renewal goes on in a goroutine of
@@ -136,7 +136,7 @@ func (k *keeper) renewAsync(s *session) chan struct{} {
 // on its key's coverage as on its session, so the renewal extends the
 // lease no further than the earliest coverage among the keys held (the
 // coverage known now: capping needs no request). Extending that coverage
-// (chain.Engine.Refresh) takes a request per key held each time a bucket
+// (queue.Engine.Refresh) takes a request per key held each time a bucket
 // begins, and goes on beside renewals (refreshAsync): a process holding
 // thousands of keys would otherwise renew late, every bucket span, by the
 // time those requests take. Coverage reaches a bucket past the current
@@ -184,7 +184,7 @@ func (k *keeper) renew(s *session) {
 	s.renewErr = nil
 	r := Renewal{TTL: k.lease.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
 	switch ev := s.lease.Confirm(k.mono(sent), k.mono(now)); ev {
-	case chain.LeaseExtended:
+	case queue.LeaseExtended:
 		k.armLocked(s)
 		s.confirmed = sent
 		k.mu.Unlock()
@@ -193,7 +193,7 @@ func (k *keeper) renew(s *session) {
 				o.Renewed(r)
 			}
 		})
-	case chain.LeaseLate:
+	case queue.LeaseLate:
 		lost := k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
 		hook := k.judgedOver
 		k.mu.Unlock()

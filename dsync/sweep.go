@@ -10,7 +10,7 @@ import (
 
 // Compaction of idle keys. A key nobody has held for the idle age leaves
 // no document in the store: its next Lock starts its queue again, with
-// tokens above every one it had (see internal/chain). A Client with an
+// tokens above every one it had (see internal/queue). A Client with an
 // idle age (ClientWithIdleAge; DefaultIdleAge unless set) sweeps now and
 // then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).
@@ -144,8 +144,8 @@ func ClientWithIdleAge(d time.Duration) ClientOption {
 // number of milliseconds.
 func ClientWithBucketSpan(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
-		if d < 4*c.chain.Margin {
-			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.chain.Margin)
+		if d < 4*c.engine.Margin {
+			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.engine.Margin)
 		}
 		if d%time.Millisecond != 0 {
 			// MongoDB's driver records the span in milliseconds: a span
@@ -153,7 +153,7 @@ func ClientWithBucketSpan(d time.Duration) ClientOption {
 			// process would fail every acquire with ErrSpan.
 			return fmt.Errorf("dsync: bucket span %v is not a whole number of milliseconds", d)
 		}
-		c.chain.Span, c.spanSet = d, true
+		c.engine.Span, c.spanSet = d, true
 		return nil
 	}
 }

@@ -146,7 +146,7 @@ func (f *Feed) closeConn() {
 // and after endDefer (later): the processes
 // that announced they wait for k itself, whose waiters the end can let
 // go (a Mutex's next holder; every reader behind a writer; every waiter
-// of a Semaphore that passed k, see chain.Claim.WaitsFor). The other
+// of a Semaphore that passed k, see queue.Claim.WaitsFor). The other
 // waiters of the key cannot go on that end: a hint to each would cost its
 // process a wake-up and a MAC check at every release, and the next holder
 // the CPU they took. If no process announced it waits for k (its

@@ -15,8 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // offlineDB is a database on a client that never reaches a server: New
@@ -51,7 +51,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		{"nil logger", WithLogger(nil)},
 		{"negative drift", WithMaxDrift(-1e-6)},
 		{"huge drift", WithMaxDrift(0.5)},
-		{"inconsistent protocol constants", withChain(chain.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second})},
+		{"inconsistent protocol constants", withChain(queue.Config{ViewTrust: time.Second, AcquireWindow: time.Second, PruneDelay: time.Second})},
 	} {
 		if b, err := newTestClient(db, tc.opt); err == nil {
 			t.Errorf("%s: New succeeded (%v), want an error", tc.name, b)
@@ -87,10 +87,10 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 		if _, err := b.raw.Claim(ctx, tc.key, "owner", "s", false); !errors.Is(err, tc.want) {
 			t.Errorf("Claim(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw.End(ctx, chain.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
+		if err := b.raw.End(ctx, queue.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}, true); !errors.Is(err, tc.want) {
 			t.Errorf("End(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err := b.raw.Await(ctx, chain.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
+		if err := b.raw.Await(ctx, queue.Ref{Key: tc.key, Owner: "owner", Epoch: 1, Nonce: "n"}); !errors.Is(err, tc.want) {
 			t.Errorf("Await(%.20q) = %v, want %v", tc.key, err, tc.want)
 		}
 		if _, err := b.Current(ctx, tc.key); !errors.Is(err, tc.want) {
@@ -106,7 +106,7 @@ func TestBadKeysAreRejectedBeforeIO(t *testing.T) {
 	if _, err := b.raw.OpenSession(ctx, 0); err == nil {
 		t.Error("OpenSession with zero TTL succeeded")
 	}
-	if err := b.raw.End(ctx, chain.Ref{Key: "k", Owner: "o"}, true); err == nil {
+	if err := b.raw.End(ctx, queue.Ref{Key: "k", Owner: "o"}, true); err == nil {
 		t.Error("End of a claim without token and nonce succeeded")
 	}
 }
@@ -136,7 +136,7 @@ func open(t *testing.T, ctx context.Context, b *testClient, ttl time.Duration) s
 }
 
 // claimed claims key and reports whether it holds at once (one walk).
-func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) chain.Ref {
+func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, session string) queue.Ref {
 	t.Helper()
 	c, err := b.raw.Claim(ctx, key, owner, session, false)
 	if err != nil {
@@ -146,7 +146,7 @@ func claimed(t *testing.T, ctx context.Context, b *testClient, key, owner, sessi
 }
 
 // holdsWithin reports whether Await returns within d.
-func holdsWithin(ctx context.Context, b *testClient, c chain.Ref, d time.Duration) bool {
+func holdsWithin(ctx context.Context, b *testClient, c queue.Ref, d time.Duration) bool {
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return b.raw.Await(actx, c) == nil
@@ -157,7 +157,7 @@ func holdsWithin(ctx context.Context, b *testClient, c chain.Ref, d time.Duratio
 func TestQueueHoldsInClaimOrder(t *testing.T) {
 	ps := newProcs(t, 4)
 	ctx := testCtx(t, time.Minute)
-	var cs []chain.Ref
+	var cs []queue.Ref
 	for i, p := range ps {
 		s := open(t, ctx, p.b, time.Minute)
 		cs = append(cs, claimed(t, ctx, p.b, "k", fmt.Sprintf("p%d", i), s))
@@ -254,7 +254,7 @@ func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
 	}
 	dead := false
 	for _, d := range docs(t, ps[2].db, "k") {
-		dead = dead || d.Kind == chain.KindDead && d.Epoch == int64(a.Epoch)
+		dead = dead || d.Kind == queue.KindDead && d.Epoch == int64(a.Epoch)
 	}
 	if !dead {
 		t.Fatalf("alice's claim was not marked dead: %+v", docs(t, ps[2].db, "k"))
@@ -373,8 +373,8 @@ func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
 // fastPrune makes pruning happen within a test: buckets of a second,
 // whose gates' floors are pruned below 50 ms after the next bucket began.
 // Leases must then be at most a second.
-var fastPrune = withChain(func() chain.Config {
-	c := chain.DefaultConfig()
+var fastPrune = withChain(func() queue.Config {
+	c := queue.DefaultConfig()
 	c.ViewTrust, c.AcquireWindow = 10*time.Millisecond, 15*time.Millisecond
 	c.PruneDelay = 50 * time.Millisecond
 	c.Span, c.Quantum, c.Margin = time.Second, 50*time.Millisecond, 200*time.Millisecond
@@ -470,9 +470,9 @@ func history(t *testing.T, db *mongo.Database, key string) (claims map[int64]boo
 // token below those already handed out. (Had it released its claim, its
 // insert would carry that release again and find it pruned.)
 func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
-	for _, bug := range []chain.Bug{chain.NoBug, chain.BugNoFloorProof} {
+	for _, bug := range []queue.Bug{queue.NoBug, queue.BugNoFloorProof} {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
-			if bug != chain.NoBug && !chain.Planted {
+			if bug != queue.NoBug && !queue.Planted {
 				t.Skip("planting a bug needs -tags dsync_planted")
 			}
 			ps := newProcs(t, 2, fastPrune)
@@ -490,7 +490,7 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 				top = cycle(t, ctx, busy, "k", "busy", sb)
 				time.Sleep(10 * time.Millisecond)
 			}
-			if _, found, err := stale.s.Get(ctx, chain.ClaimID("k", first+1)); err != nil || found {
+			if _, found, err := stale.s.Get(ctx, queue.ClaimID("k", first+1)); err != nil || found {
 				t.Fatalf("the claim of epoch %d: found %v, %v; want it pruned", first+1, found, err)
 			}
 			// The stale process learns the gate that covers the key now (a
@@ -502,9 +502,9 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 			}
 			got := cycle(t, ctx, stale, "k", "stale", ss)
 			switch {
-			case bug == chain.NoBug && got <= top:
+			case bug == queue.NoBug && got <= top:
 				t.Fatalf("the stale process held token %d after token %d was handed out", got, top)
-			case bug == chain.BugNoFloorProof && got > top:
+			case bug == queue.BugNoFloorProof && got > top:
 				t.Fatalf("with the floor proof off, the stale claim still got token %d > %d: the test no longer reaches the hole", got, top)
 			}
 			t.Logf("stale process held token %d after %d", got, top)

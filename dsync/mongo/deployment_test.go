@@ -15,8 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // withFault installs a test fault hook.
@@ -512,7 +512,7 @@ func TestRenewAfterUnknownOutcomeMovesOn(t *testing.T) {
 func released(t *testing.T, db *mongo.Database, key string, epoch uint64) bool {
 	t.Helper()
 	for _, d := range docs(t, db, key) {
-		if d.Epoch == int64(epoch) && d.Kind == chain.KindRelease {
+		if d.Epoch == int64(epoch) && d.Kind == queue.KindRelease {
 			return true
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/chain"
 	"github.com/go-dsync/dsync/internal/clienthook"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // testClient is what a program makes of this package: a dsync.Client over
@@ -106,7 +106,7 @@ func withRelockWindow(d time.Duration) clienthook.Settings {
 
 // withChain sets the protocol's timing constants, so that a test can see
 // pruning within seconds.
-func withChain(c chain.Config) clienthook.Settings { return clienthook.Settings{Chain: &c} }
+func withChain(c queue.Config) clienthook.Settings { return clienthook.Settings{Chain: &c} }
 
 // stopWhenJudged stops the goroutine that first judges a session of the
 // Client over, right after its holds' Lost channels closed and before
@@ -125,7 +125,7 @@ func stopWhenJudged() (s clienthook.Settings, judged <-chan struct{}, resume fun
 }
 
 // withBug plants a bug in the Client's engine.
-func withBug(b chain.Bug) clienthook.Settings { return clienthook.Settings{Bug: b} }
+func withBug(b queue.Bug) clienthook.Settings { return clienthook.Settings{Bug: b} }
 
 // Collection is the store's Collection.
 func (b *testClient) Collection(name string) *mongo.Collection { return b.s.Collection(name) }

@@ -248,7 +248,7 @@ func (s *procStore) Get(ctx context.Context, id string) (driver.Doc, bool, error
 }
 
 // GetRun implements driver.RunReader: the run is read at one instant,
-// when the request lands (the chain's simulation reads one a document at
+// when the request lands (the queue's simulation reads one a document at
 // a time, the weakest order the contract allows).
 func (s *procStore) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
 	var run []driver.Doc

@@ -13,14 +13,14 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
-	"github.com/go-dsync/dsync/internal/chain"
+	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // Settings are a Client's test-only settings; zero fields are left as
 // they are.
 type Settings struct {
-	Chain *chain.Config
-	Bug   chain.Bug
+	Chain *queue.Config
+	Bug   queue.Bug
 	// RelockWindow replaces the poll interval as the longest a Mutex that
 	// locks again after a takeover waits for the owner it took over from.
 	RelockWindow time.Duration
@@ -62,9 +62,9 @@ type Raw interface {
 	RenewSession(ctx context.Context, session string, ttl time.Duration) error
 	// Claim returns a *dsync.HeldError when try is set and the key is
 	// held.
-	Claim(ctx context.Context, key, owner, session string, try bool) (chain.Ref, error)
-	Await(ctx context.Context, c chain.Ref) error
-	End(ctx context.Context, c chain.Ref, held bool) error
+	Claim(ctx context.Context, key, owner, session string, try bool) (queue.Ref, error)
+	Await(ctx context.Context, c queue.Ref) error
+	End(ctx context.Context, c queue.Ref, held bool) error
 	// Look reads key's queue as a claimer's walk does, learning the gate
 	// that covers the key now (and ending claims it finds dead), which a
 	// Client's Queue, a read that writes nothing, does not.

@@ -20,7 +20,7 @@ const (
 	// open) past its deadline.
 	MutexPastDeadline
 	// ReaderPastWriter: the engine lets a reader pass a writer that waits
-	// (chain.BugReadersPassWaitingWriters), so the writer then holds
+	// (queue.BugReadersPassWaitingWriters), so the writer then holds
 	// beside readers.
 	ReaderPastWriter
 	// SemaphoreOverLimit: a Semaphore's claims carry a limit one above
@@ -33,12 +33,12 @@ const (
 	// leadership context lives on while another candidate leads.
 	LeaderKeepsTerm
 	// SpanIgnored: the engine relies on a segment whatever bucket span
-	// the store's protocol document records (chain.BugSpanIgnored), so
+	// the store's protocol document records (queue.BugSpanIgnored), so
 	// processes configured with different spans can both hold after an
 	// emptying.
 	SpanIgnored
 	// HistoryIgnored: the engine relies on a gate whatever history of
-	// the store it was sent in (chain.BugHistoryIgnored), so a start held
+	// the store it was sent in (queue.BugHistoryIgnored), so a start held
 	// back across an emptying hands out tokens below those handed out
 	// before it.
 	HistoryIgnored

@@ -1,5 +1,0 @@
-//go:build !race
-
-package chain_test
-
-const raceEnabled = false

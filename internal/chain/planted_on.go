@@ -1,7 +1,0 @@
-//go:build dsync_planted
-
-package chain
-
-// planted is true when built with -tags dsync_planted, for the negative
-// controls (Engine.SetBug).
-const planted = true

@@ -1,7 +1,0 @@
-//go:build race
-
-package chain_test
-
-// raceEnabled halves the simulation's default seeds: the race detector
-// makes each seed about ten times slower.
-const raceEnabled = true

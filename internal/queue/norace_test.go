@@ -1,0 +1,5 @@
+//go:build !race
+
+package queue_test
+
+const raceEnabled = false

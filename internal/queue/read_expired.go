@@ -1,0 +1,85 @@
+package queue
+
+import "time"
+
+// ReadExpired reports whether claim d counts as expired at earliest by
+// the rule the engine ends claims with (unended, sessionLives), given its
+// session as a read found it (s, found), for a reader that writes and
+// records nothing (a Client's Queue, an election's Leader): a report, not
+// a judgement anything is written on.
+//
+// Expired: the highest expiry known (d's, the engine's, and the
+// session's when it can be judged by it, see judgedByExpiry) is earlier
+// than earliest. A session that counts as missing instead (no documents,
+// or found expired without its first generation: its collection may have
+// been dropped and a late insert brought back an old expiry while its
+// owner holds on) is not expired: the engine counts it dead only after a
+// run of its reads found it missing for the claim's TTL, which one read
+// cannot observe, so the claim still holds until a claimer ends it. A
+// claim without a TTL (written by an older dsync) counts missing as
+// expired at once, as the engine does.
+//
+// With remember set (earliest is by the clock that orders the writes, the
+// one walks judge by), a session found expired by its expiry stays
+// expired for this engine's later reads, whatever expiry they find,
+// until two of the claim's TTLs have passed that expiry: its owner
+// stopped relying on it at its local deadline, before that expiry, and a
+// renewal sent before that deadline and applied after the expiry (a late
+// write, which a walker's dead marker makes harmless) can raise it by
+// less than a TTL. Read again without that memory, the claim came back
+// to life: a reader that reported the next claim holding then reported
+// the ended one holding again (the integration soak's election: an
+// observer's poll named the leader of token N after naming that of
+// N+1). Judged by another clock (a read before the Client's first claim,
+// on MongoDB hello's, behind a mongos the router's), a report is only
+// as good as that clock, and is not remembered: an error of it would
+// last.
+func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
+	if j.readDeadAt(d.Session, earliest) {
+		return true
+	}
+	if !j.blockerOf(d).ExpiresAt.Before(earliest) {
+		return false
+	}
+	if j.judgedByExpiry(s, found, earliest) {
+		dead := s.ExpiresAt.Before(earliest)
+		if dead && remember && d.TTL > 0 {
+			j.noteReadDead(d.Session, s.ExpiresAt.Add(2*d.TTL), earliest)
+		}
+		return dead
+	}
+	return d.TTL <= 0 || j.has(BugAbsentIsDead)
+}
+
+// readDeadAt reports whether a read found session expired, and a late
+// write may still make it look alive at earliest (ReadExpired).
+func (j *judge) readDeadAt(session string, earliest time.Time) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	until, ok := j.readDead[session]
+	if ok && !earliest.Before(until) {
+		delete(j.readDead, session)
+		return false
+	}
+	return ok
+}
+
+// noteReadDead records that a read found session expired, until until.
+// A full record is rid of the entries past their time first, and
+// emptied if that is not enough (a read may then see a session brought
+// back by a late renewal alive once more, as before this record).
+func (j *judge) noteReadDead(session string, until, earliest time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.readDead) >= maxExpiries {
+		for s, u := range j.readDead {
+			if !earliest.Before(u) {
+				delete(j.readDead, s)
+			}
+		}
+		if len(j.readDead) >= maxExpiries {
+			clear(j.readDead)
+		}
+	}
+	j.readDead[session] = until
+}
