@@ -47,31 +47,23 @@ type core struct {
 	relock *relockState
 }
 
-// newCore checks a primitive's Client, key and options. A primitive of
-// the sync family passes its namespace (family), which WithNamespace may
-// not change; a Mutex passes "" and takes WithNamespace's, if any.
-func newCore(client *Client, key, family string, opts []KeyOption) (core, error) {
+// newCore checks a primitive's Client, key and options, each applied
+// with apply (the method of the primitive's option type). A primitive of
+// the sync family passes its namespace (family); a Mutex passes "" and
+// takes WithNamespace's, if any.
+func newCore[O any](client *Client, key, family string, opts []O, apply func(O, *config) error) (core, error) {
 	if client == nil {
 		return core{}, ErrNilClient
 	}
-	cfg, err := newConfig(opts, client.cfg.lease)
+	cfg, err := newConfig(opts, apply, client.cfg.lease)
 	if err != nil {
 		return core{}, err
-	}
-	if cfg.forgetAfter != 0 && family != onceNamespace {
-		return core{}, errors.New("dsync: WithForgetAfter is for a Once")
-	}
-	if cfg.readLingerSet && family != rwNamespace {
-		return core{}, errors.New("dsync: WithReadLinger is for an RWMutex")
 	}
 	if iv := client.cfg.lease.interval; cfg.readLinger > iv {
 		return core{}, fmt.Errorf("dsync: WithReadLinger(%v): must not exceed the renew interval %v", cfg.readLinger, iv)
 	}
 	ns := cfg.namespace
 	if family != "" {
-		if ns != "" {
-			return core{}, fmt.Errorf("dsync: WithNamespace is for a Mutex: a %s has its namespace (%q)", family, reservedPrefix+family+"/")
-		}
 		ns = family
 	}
 	stored, err := storedKey(key, ns)

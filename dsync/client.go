@@ -17,7 +17,6 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/chain"
-	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
@@ -92,97 +91,6 @@ type liveClaim struct {
 	lost bool
 }
 
-// A ClientOption configures a Client.
-type ClientOption func(*clientConfig) error
-
-type clientConfig struct {
-	logger     *slog.Logger
-	wakeups    bool
-	hints      *hint.Config  // nil: direct hints by default (ClientWithHints)
-	hintsOff   bool          // ClientWithHints("", ""): no direct hints
-	poll       time.Duration // waiters' poll while wake-ups are off or down
-	safetyPoll time.Duration // waiters' look when nothing woke them
-	// relockWindow: how long after a takeover a Mutex that locks again
-	// waits for the owner it took over from (relock.go); 0: poll. Tests
-	// only, as are bug and wrapStore.
-	relockWindow time.Duration
-	lease        lease
-	chain        chain.Config
-	spanSet      bool          // the span was set (ClientWithBucketSpan): refuse another
-	idleAge      time.Duration // compact keys idle this long; 0: never sweep
-	observer     *Observer     // nil: none (ClientWithObserver)
-	onHints      func(*hint.Feed)
-	bug          chain.Bug
-	wrapStore    func(driver.Store) driver.Store
-	raw          func(clienthook.Raw) // given the Client's protocol calls
-	judgedOver   func()               // the keeper's judgedOver (tests)
-	// directFeed, if set, stands for the hint Feed over the store's feed
-	// (tests: hints between simulated processes).
-	directFeed func(inner driver.Feed) driver.Feed
-}
-
-// Defaults of the Client's options.
-const (
-	// DefaultPollInterval is how often a waiter checks the claim ahead of
-	// it when wake-ups are off or their stream is down.
-	DefaultPollInterval = 250 * time.Millisecond
-	// DefaultSafetyPoll caps how long a waiter relies on wake-ups alone.
-	DefaultSafetyPoll = 15 * time.Second
-)
-
-// ClientWithLogger sets where the Client reports what it handles itself:
-// ends sent again, the wake-up stream falling back to polling. Default:
-// slog.Default().
-func ClientWithLogger(l *slog.Logger) ClientOption {
-	return func(c *clientConfig) error {
-		if l == nil {
-			return errors.New("dsync: nil logger")
-		}
-		c.logger = l
-		return nil
-	}
-}
-
-// ClientWithWakeups turns wake-ups through the store's feed on or off.
-// Default: on, where the store has a feed. Off, waiters poll (every
-// ClientWithPollInterval), and direct hints, where they are on
-// (ClientWithHints; by default where the store is reached over
-// loopback), wake them sooner.
-func ClientWithWakeups(on bool) ClientOption {
-	return func(c *clientConfig) error {
-		c.wakeups = on
-		return nil
-	}
-}
-
-// ClientWithPollInterval sets how often a waiter checks the claim ahead
-// of it while wake-ups are off or their stream is down. Default:
-// DefaultPollInterval (250 ms). A Mutex that locks again right after
-// taking a key over waits up to as long for the process it took over from
-// to queue again (see Mutex). It must be positive.
-func ClientWithPollInterval(d time.Duration) ClientOption {
-	return func(c *clientConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("dsync: poll interval must be positive, got %v", d)
-		}
-		c.poll = d
-		return nil
-	}
-}
-
-// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone
-// before it checks the claim ahead of it again. Default: DefaultSafetyPoll
-// (15 s). It must be positive.
-func ClientWithSafetyPoll(d time.Duration) ClientOption {
-	return func(c *clientConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("dsync: safety poll interval must be positive, got %v", d)
-		}
-		c.safetyPoll = d
-		return nil
-	}
-}
-
 // NewClient returns a Client over store, a driver's (dsyncmongo.NewStore,
 // memory.New). It does no I/O: the store is prepared by the first call
 // that needs it. The options set the lease (WithTTL, WithRenewInterval,
@@ -192,33 +100,46 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("dsync: nil store")
 	}
-	cfg := clientConfig{
-		logger:     slog.Default(),
-		wakeups:    true,
-		poll:       DefaultPollInterval,
-		safetyPoll: DefaultSafetyPoll,
-		lease:      lease{ttl: DefaultTTL, clock: SystemClock()},
-		chain:      chain.DefaultConfig(),
-		idleAge:    DefaultIdleAge,
-	}
-	store = cfg.takeHooks(store)
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, errors.New("dsync: nil option")
-		}
-		if err := opt(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := cfg.lease.settle(); err != nil {
+	cfg, store, err := newClientConfig(store, opts)
+	if err != nil {
 		return nil, err
 	}
 	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
 	own := store.Roles()
-	if cfg.wakeups {
-		c.feed = own.Feed
+	inner, err := c.takeFeed(store, own.Feed)
+	if err != nil {
+		return nil, err
 	}
-	inner := c.feed
+	c.keys = own.KeyCheck
+	if cfg.test.WrapStore != nil {
+		c.store = cfg.test.WrapStore(store)
+	}
+	c.roles = c.store.Roles()
+	if err := c.startEngine(); err != nil {
+		return nil, err
+	}
+	c.dir = keydir.New(c.roles.Directory, c.mono, cfg.logger)
+	c.newEvents()
+	c.startWake(store, inner)
+	if cfg.test.Raw != nil {
+		cfg.test.Raw(raw{c})
+	}
+	if hf, ok := c.feed.(*hint.Feed); ok && cfg.test.Hints != nil {
+		cfg.test.Hints(hf)
+	}
+	return c, nil
+}
+
+// takeFeed sets the feed c's waiters are woken through: the store's own,
+// own (if wake-ups are on), under direct hints where they are on. It
+// returns the store's feed as c takes it (nil with wake-ups off), which
+// hints found later on loopback go over.
+func (c *Client) takeFeed(store driver.Store, own driver.Feed) (inner driver.Feed, err error) {
+	cfg := c.cfg
+	if cfg.wakeups {
+		c.feed = own
+	}
+	inner = c.feed
 	if cfg.directFeed != nil {
 		c.feed = cfg.directFeed(c.feed)
 	} else if cfg.hints != nil {
@@ -228,33 +149,45 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		}
 		c.feed = hf
 	}
-	c.keys = own.KeyCheck
-	if cfg.wrapStore != nil {
-		c.store = cfg.wrapStore(store)
-	}
-	c.roles = c.store.Roles()
+	return inner, nil
+}
+
+// startEngine makes c's chain engine over its (wrapped) store, with the
+// keeper of its lease and the resender of ends of unknown outcome. It
+// refuses a TTL longer than the engine's bucket span: a hold must end
+// within one span of the store's time.
+func (c *Client) startEngine() error {
+	cfg := c.cfg
 	cfg.chain.Host, _ = os.Hostname()
 	cfg.chain.PID = os.Getpid()
 	eng, err := chain.New(c.store, engineClock{c}, cfg.chain)
 	if err != nil {
-		return nil, fmt.Errorf("dsync: %w", err)
+		return fmt.Errorf("dsync: %w", err)
 	}
 	if span := eng.Span(); cfg.lease.ttl > span {
-		return nil, ttlSpanError(cfg.lease.ttl, span)
+		return ttlSpanError(cfg.lease.ttl, span)
 	}
-	eng.SetBug(cfg.bug)
+	eng.SetBug(cfg.test.Bug)
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
-	c.keeper.judgedOver = cfg.judgedOver
+	c.keeper.judgedOver = cfg.test.JudgedOver
 	c.resend = chain.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
-	c.dir = keydir.New(c.roles.Directory, c.mono, cfg.logger)
-	c.newEvents()
+	return nil
+}
+
+// startWake makes c's wake-ups over its feed, and has every end the
+// engine learns landed wake the waiters behind it. Without direct hints
+// set by the options, it checks whether the store is reached over
+// loopback (then hints on loopback wake waiters sooner); inner is the
+// store's own feed, as takeFeed returned it.
+func (c *Client) startWake(store driver.Store, inner driver.Feed) {
+	cfg := c.cfg
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	env := wake.Env{
-		Mono: c.mono, Now: c.store.ServerTime, SessionAlive: eng.SessionAlive, Confirmed: eng.ConfirmedExpiry,
+		Mono: c.mono, Now: c.store.ServerTime, SessionAlive: c.eng.SessionAlive, Confirmed: c.eng.ConfirmedExpiry,
 		Logger: cfg.logger, Poll: cfg.poll, SafetyPoll: cfg.safetyPoll, TTL: cfg.lease.ttl,
 		Direct: direct, Peers: wake.PeersOf(store, direct),
 	}
@@ -262,18 +195,11 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		env.Settle = loopbackHints(store, inner, cfg)
 	}
 	c.wake = wake.New(env, c.feed, xid.New().String())
-	eng.OnLanded(func(d chain.Doc) {
+	c.eng.OnLanded(func(d chain.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
 		c.wake.Ended(ctx, d.Key, d.Epoch)
 	})
-	if cfg.raw != nil {
-		cfg.raw(raw{c})
-	}
-	if hf, ok := c.feed.(*hint.Feed); ok && cfg.onHints != nil {
-		cfg.onHints(hf)
-	}
-	return c, nil
 }
 
 // ttlSpanError says that the lease is longer than the store's bucket

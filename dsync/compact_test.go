@@ -100,7 +100,7 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 		defer c.Close()
 		ctx := context.Background()
 		runs := map[string]int{}
-		do := func(key string, opts ...dsync.KeyOption) {
+		do := func(key string, opts ...dsync.OnceOption) {
 			t.Helper()
 			o, err := dsync.NewOnce(c, key, opts...)
 			if err != nil {
@@ -135,13 +135,10 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 	})
 }
 
-// TestWithForgetAfterIsForAOnce: the option is refused elsewhere, and
-// must be positive.
-func TestWithForgetAfterIsForAOnce(t *testing.T) {
+// TestWithForgetAfterMustBePositive: NewOnce refuses a WithForgetAfter
+// that is not positive.
+func TestWithForgetAfterMustBePositive(t *testing.T) {
 	b := dsync.NewMemClient()
-	if _, err := dsync.NewMutex(b.Client, "k", dsync.WithForgetAfter(time.Hour)); err == nil {
-		t.Error("NewMutex accepted WithForgetAfter")
-	}
 	if _, err := dsync.NewOnce(b.Client, "k", dsync.WithForgetAfter(0)); err == nil {
 		t.Error("NewOnce accepted WithForgetAfter(0)")
 	}

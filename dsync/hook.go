@@ -14,27 +14,19 @@ import (
 // settings, and may ask for its protocol calls one by one. Users cannot
 // name the type, so they cannot reach these settings.
 
-// takeHooks applies the test-only settings that store carries, if it is
-// a *clienthook.Store, and returns the store beneath.
+// takeHooks keeps the test-only settings that store carries, if it is a
+// *clienthook.Store (none otherwise), and returns the store beneath.
 func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
 	h, ok := store.(*clienthook.Store)
 	if !ok {
+		c.test = &clienthook.Settings{}
 		return store
 	}
 	s := h.Settings
+	c.test = &s
 	if s.Chain != nil {
 		c.chain = *s.Chain
 	}
-	if s.Bug != 0 {
-		c.bug = s.Bug
-	}
-	if s.RelockWindow > 0 {
-		c.relockWindow = s.RelockWindow
-	}
-	c.wrapStore = s.WrapStore
-	c.raw = s.Raw
-	c.onHints = s.Hints // given the hint transport, if any
-	c.judgedOver = s.JudgedOver
 	return h.Store
 }
 

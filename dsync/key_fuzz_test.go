@@ -19,11 +19,11 @@ func (k resolvedKey) stored() (string, bool) {
 	var c config
 	switch {
 	case k.own:
-		if ownNamespace(k.ns)(&c) != nil {
+		if ownNamespace(k.ns).applyMutex(&c) != nil {
 			return "", false
 		}
 	case k.ns != "":
-		if WithNamespace(k.ns)(&c) != nil {
+		if WithNamespace(k.ns).applyMutex(&c) != nil {
 			return "", false
 		}
 	}

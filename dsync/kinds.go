@@ -67,23 +67,8 @@ const (
 )
 
 // String names the order: bytes, first use.
-func (o KeyOrder) String() string {
-	switch o {
-	case OrderBytes:
-		return "bytes"
-	case OrderFirstUse:
-		return "first use"
-	}
-	return "KeyOrder(" + strconv.Itoa(int(o)) + ")"
-}
+func (o KeyOrder) String() string { return driver.KeyOrder(o).String() }
 
-// orderOf is the KeyOrder of a store's order.
-func orderOf(o driver.KeyOrder) KeyOrder {
-	switch o {
-	case driver.OrderBytes:
-		return OrderBytes
-	case driver.OrderFirstUse:
-		return OrderFirstUse
-	}
-	return KeyOrder(o)
-}
+// orderOf is the KeyOrder of a store's order: the same number
+// (TestKeyOrdersMatchTheDriver).
+func orderOf(o driver.KeyOrder) KeyOrder { return KeyOrder(o) }

@@ -42,8 +42,8 @@ type Mutex struct {
 // NewMutex returns a Mutex for key on c. Every Mutex value has its
 // own owner identity: two Mutex values for the same key exclude each
 // other even in one process.
-func NewMutex(c *Client, key string, opts ...KeyOption) (*Mutex, error) {
-	p, err := newCore(c, key, "", opts)
+func NewMutex(c *Client, key string, opts ...MutexOption) (*Mutex, error) {
+	p, err := newCore(c, key, "", opts, MutexOption.applyMutex)
 	if err != nil {
 		return nil, err
 	}

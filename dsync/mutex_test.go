@@ -21,9 +21,9 @@ var _ sync.Locker = (*dsync.Mutex)(nil)
 
 var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
 
-func newMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Mutex {
+func newMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.MutexOption) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
+	m, err := dsync.NewMutex(b, key, append([]dsync.MutexOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +36,14 @@ func TestNewMutexRejectsBadInput(t *testing.T) {
 		name   string
 		client *dsync.Client
 		key    string
-		opts   []dsync.KeyOption
+		opts   []dsync.MutexOption
 		want   string
 	}{
 		{"nil client", nil, "k", nil, "nil client"},
 		{"empty key", mem.Client, "", nil, "empty key"},
-		{"zero release timeout", mem.Client, "k", []dsync.KeyOption{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
-		{"nil logger", mem.Client, "k", []dsync.KeyOption{dsync.WithLogger(nil)}, "nil logger"},
-		{"nil option", mem.Client, "k", []dsync.KeyOption{nil}, "nil option"},
+		{"zero release timeout", mem.Client, "k", []dsync.MutexOption{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
+		{"nil logger", mem.Client, "k", []dsync.MutexOption{dsync.WithLogger(nil)}, "nil logger"},
+		{"nil option", mem.Client, "k", []dsync.MutexOption{nil}, "nil option"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

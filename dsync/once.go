@@ -76,10 +76,9 @@ type Once struct {
 	done atomic.Bool
 }
 
-// NewOnce returns a Once for key on c. WithNamespace does not
-// apply.
-func NewOnce(c *Client, key string, opts ...KeyOption) (*Once, error) {
-	p, err := newCore(c, key, onceNamespace, opts)
+// NewOnce returns a Once for key on c.
+func NewOnce(c *Client, key string, opts ...OnceOption) (*Once, error) {
+	p, err := newCore(c, key, onceNamespace, opts, OnceOption.applyOnce)
 	if err != nil {
 		return nil, err
 	}

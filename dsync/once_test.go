@@ -14,9 +14,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-func newOnce(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Once {
+func newOnce(t *testing.T, b *dsync.Client, key string, opts ...dsync.OnceOption) *dsync.Once {
 	t.Helper()
-	o, err := dsync.NewOnce(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
+	o, err := dsync.NewOnce(b, key, append([]dsync.OnceOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +65,6 @@ func TestOnceRunsOnceAcrossProcesses(t *testing.T) {
 		rec, found, err := store.Get(context.Background(), driver.DoneID("dsync:once/migrate"))
 		if err != nil || !found || rec.Token != token.Load() {
 			t.Fatalf("record %+v, %v, %v; want token %d", rec, found, err, token.Load())
-		}
-		if _, err := dsync.NewOnce(dsync.NewMemClient().Client, "x", dsync.WithNamespace("y")); err == nil {
-			t.Fatal("NewOnce accepted WithNamespace")
 		}
 		if err := late.Do(context.Background(), nil); err == nil {
 			t.Fatal("Do accepted a nil function")

@@ -32,36 +32,120 @@ const (
 	DefaultTryTimeout = 2 * time.Second
 )
 
-// A KeyOption configures a primitive made on a Client (NewMutex,
-// NewRWMutex, NewSemaphore, NewOnce): what is per key. What is per lease
-// (WithTTL, WithRenewInterval, WithClock) is the Client's.
-type KeyOption func(*config) error
+// A MutexOption configures a Mutex (NewMutex): a KeyOption, a
+// TryOption, or WithNamespace. KeyOption's doc says which option fits
+// which primitive.
+type MutexOption interface{ applyMutex(*config) error }
 
-// config is a primitive's settings: its KeyOptions, and the lease
-// parameters its Client gave it (ttl, clock), which no KeyOption sets.
+// An RWMutexOption configures an RWMutex (NewRWMutex): a KeyOption, a
+// TryOption, or WithReadLinger.
+type RWMutexOption interface{ applyRWMutex(*config) error }
+
+// A SemaphoreOption configures a Semaphore (NewSemaphore): a KeyOption or
+// a TryOption.
+type SemaphoreOption interface{ applySemaphore(*config) error }
+
+// A OnceOption configures a Once (NewOnce): a KeyOption, or
+// WithForgetAfter.
+type OnceOption interface{ applyOnce(*config) error }
+
+// A KeyOption fits every primitive: it is a MutexOption, an
+// RWMutexOption, a SemaphoreOption and a OnceOption.
+//
+// A primitive takes options of its own type: NewMutex MutexOptions,
+// NewRWMutex RWMutexOptions, NewSemaphore SemaphoreOptions, NewOnce
+// OnceOptions. An option is of the types of the primitives it fits, and
+// of those only, so that an option a primitive has no use for is a
+// compile error:
+//
+//	option               Mutex  RWMutex  Semaphore  Once
+//	WithLogger             x       x         x        x    (a KeyOption)
+//	WithErrorHandler       x       x         x        x    (a KeyOption)
+//	WithReleaseTimeout     x       x         x        x    (a KeyOption)
+//	WithTryTimeout         x       x         x             (a TryOption)
+//	WithNamespace          x                               (a MutexOption)
+//	WithReadLinger                 x                       (an RWMutexOption)
+//	WithForgetAfter                                   x    (a OnceOption)
+//
+// A slice of options passed with "..." is of the primitive's type: a
+// []MutexOption for NewMutex, which may hold KeyOptions, TryOptions and
+// WithNamespace's. What is per lease (WithTTL, WithRenewInterval,
+// WithClock) is the Client's (ClientOption). An option's bad value (a
+// negative timeout, a nil logger) is an error the constructor returns,
+// as is a nil option.
+type KeyOption interface {
+	MutexOption
+	RWMutexOption
+	SemaphoreOption
+	OnceOption
+}
+
+// A TryOption fits the primitives that have Try methods: it is a
+// MutexOption, an RWMutexOption and a SemaphoreOption (a Once never
+// tries).
+type TryOption interface {
+	MutexOption
+	RWMutexOption
+	SemaphoreOption
+}
+
+// The options' types, one per set of primitives an option fits; each sets
+// a primitive's config, or says why its value is refused.
+type (
+	keyOption     func(*config) error // every primitive
+	tryOption     func(*config) error // those that try
+	mutexOption   func(*config) error
+	rwMutexOption func(*config) error
+	onceOption    func(*config) error
+)
+
+func (o keyOption) applyMutex(c *config) error       { return apply(o, c) }
+func (o keyOption) applyRWMutex(c *config) error     { return apply(o, c) }
+func (o keyOption) applySemaphore(c *config) error   { return apply(o, c) }
+func (o keyOption) applyOnce(c *config) error        { return apply(o, c) }
+func (o tryOption) applyMutex(c *config) error       { return apply(o, c) }
+func (o tryOption) applyRWMutex(c *config) error     { return apply(o, c) }
+func (o tryOption) applySemaphore(c *config) error   { return apply(o, c) }
+func (o mutexOption) applyMutex(c *config) error     { return apply(o, c) }
+func (o rwMutexOption) applyRWMutex(c *config) error { return apply(o, c) }
+func (o onceOption) applyOnce(c *config) error       { return apply(o, c) }
+
+// errNilOption is a nil option's error: a nil interface, or an option
+// type's nil function inside one, which is not nil as an interface.
+var errNilOption = errors.New("dsync: nil option")
+
+// apply sets c with the option o.
+func apply(o func(*config) error, c *config) error {
+	if o == nil {
+		return errNilOption
+	}
+	return o(c)
+}
+
+// config is a primitive's settings: its options, and the lease
+// parameters its Client gave it (ttl, clock), which no option sets.
 type config struct {
 	release     time.Duration // 0: min(DefaultReleaseTimeout, ttl)
 	try         time.Duration // 0: min(DefaultTryTimeout, ttl)
 	logger      *slog.Logger
 	onError     func(error)
-	namespace   string
+	namespace   string        // a Mutex's (WithNamespace)
 	forgetAfter time.Duration // a Once's: 0 keeps its done record
-	// readLinger: an RWMutex's (WithReadLinger; 0, the default, is off);
-	// set says it was given (only an RWMutex takes it).
-	readLinger    time.Duration
-	readLingerSet bool
+	readLinger  time.Duration // an RWMutex's (WithReadLinger): 0 is off
 
 	ttl   time.Duration // the Client's (WithTTL)
 	clock Clock         // the Client's (WithClock)
 }
 
-func newConfig(opts []KeyOption, l lease) (config, error) {
+// newConfig applies opts, each with apply (the method of the primitive's
+// option type), over the lease's parameters.
+func newConfig[O any](opts []O, apply func(O, *config) error, l lease) (config, error) {
 	c := config{ttl: l.ttl, clock: l.clock} // logger: the Client's, unless WithLogger (newCore)
 	for _, opt := range opts {
-		if opt == nil {
-			return config{}, errors.New("dsync: nil option")
+		if any(opt) == nil {
+			return config{}, errNilOption
 		}
-		if err := opt(&c); err != nil {
+		if err := apply(opt, &c); err != nil {
 			return config{}, err
 		}
 	}
@@ -91,13 +175,13 @@ func (c *config) tryTimeout() time.Duration {
 // expires by itself after the TTL, and other processes wait until then.
 // It must be positive.
 func WithReleaseTimeout(d time.Duration) KeyOption {
-	return func(c *config) error {
+	return keyOption(func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
 		}
 		c.release = d
 		return nil
-	}
+	})
 }
 
 // WithTryTimeout bounds the one attempt of TryLock, TryRLock and
@@ -105,14 +189,14 @@ func WithReleaseTimeout(d time.Duration) KeyOption {
 // has not answered within d (as the first attempt of a process, it
 // includes the store's preparation). Default: DefaultTryTimeout (2 s),
 // or the TTL if shorter. It must be positive.
-func WithTryTimeout(d time.Duration) KeyOption {
-	return func(c *config) error {
+func WithTryTimeout(d time.Duration) TryOption {
+	return tryOption(func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: try timeout must be positive, got %v", d)
 		}
 		c.try = d
 		return nil
-	}
+	})
 }
 
 // WithLogger sets where store errors are logged (at Warn level): acquire
@@ -123,26 +207,26 @@ func WithTryTimeout(d time.Duration) KeyOption {
 // is slog.Default() unless set. Pass slog.New(slog.DiscardHandler) to
 // silence them.
 func WithLogger(l *slog.Logger) KeyOption {
-	return func(c *config) error {
+	return keyOption(func(c *config) error {
 		if l == nil {
 			return errors.New("dsync: nil logger")
 		}
 		c.logger = l
 		return nil
-	}
+	})
 }
 
 // WithErrorHandler sets a function called with every store error the
-// Mutex handles itself (the errors WithLogger logs), in addition to the
+// primitive handles itself (the errors WithLogger logs), in addition to the
 // logger. Default: none. It must not block.
 func WithErrorHandler(f func(error)) KeyOption {
-	return func(c *config) error {
+	return keyOption(func(c *config) error {
 		if f == nil {
 			return errors.New("dsync: nil error handler")
 		}
 		c.onError = f
 		return nil
-	}
+	})
 }
 
 // WithForgetAfter lets a Once forget that its function succeeded, d after
@@ -151,16 +235,16 @@ func WithErrorHandler(f func(error)) KeyOption {
 // the done record, and a Do after that runs the function again. Use it for keys made per
 // slot of time ("report@2026-11-23T10:00"), whose records would otherwise
 // pile up, with d longer than any Do of a slot can come late. Without it
-// a done record is kept until the collections are emptied. For a Once
-// only; d must be positive.
-func WithForgetAfter(d time.Duration) KeyOption {
-	return func(c *config) error {
+// a done record is kept until the collections are emptied. d must be
+// positive.
+func WithForgetAfter(d time.Duration) OnceOption {
+	return onceOption(func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
 		}
 		c.forgetAfter = d
 		return nil
-	}
+	})
 }
 
 // WithReadLinger turns on an RWMutex's read linger, which is off by
@@ -187,15 +271,15 @@ func WithForgetAfter(d time.Duration) KeyOption {
 // (WithRenewInterval), which bounds what a claim kept costs (about one
 // renewal of the lease more) and a writer's worst wait: NewRWMutex
 // returns an error for a d outside, as for any option's bad input. 0 is
-// the default: off, RUnlock always releases. For an RWMutex only.
-func WithReadLinger(d time.Duration) KeyOption {
-	return func(c *config) error {
+// the default: off, RUnlock always releases.
+func WithReadLinger(d time.Duration) RWMutexOption {
+	return rwMutexOption(func(c *config) error {
 		if d < 0 {
 			return fmt.Errorf("dsync: WithReadLinger(%v): must not be negative", d)
 		}
-		c.readLinger, c.readLingerSet = d, true
+		c.readLinger = d
 		return nil
-	}
+	})
 }
 
 // WithNamespace keeps the Mutex's key apart from plain keys: it claims the
@@ -210,8 +294,8 @@ func WithReadLinger(d time.Duration) KeyOption {
 // leader's leases) and "sweep" (the Client's compaction lock), whose
 // keys a Mutex in them would share. NewMutex returns the error, which
 // names the namespace and why.
-func WithNamespace(ns string) KeyOption {
-	return func(c *config) error {
+func WithNamespace(ns string) MutexOption {
+	return mutexOption(func(c *config) error {
 		switch {
 		case ns == "":
 			return errors.New("dsync: empty namespace")
@@ -226,7 +310,7 @@ func WithNamespace(ns string) KeyOption {
 		}
 		c.namespace = ns
 		return nil
-	}
+	})
 }
 
 // ownNamespaces are dsync's own namespaces, each with whose keys it
@@ -240,21 +324,19 @@ var ownNamespaces = map[string]string{
 	sweepKey:          "the compaction lock's", // the key sweep, in the namespace sweep
 }
 
-// InOwnNamespace is WithNamespace for a namespace of dsync's own (see
-// WithNamespace), for dsync's own packages only: its argument's type is
-// internal, so no other package can name one. Package leader puts its
-// leases in "election" with it (clienthook.Elections).
-func InOwnNamespace(ns clienthook.OwnNamespace) KeyOption { return ownNamespace(ns.Name()) }
+// Package leader puts its leases in its namespace with the option
+// clienthook.Elections, which only dsync's own packages can reach.
+func init() { clienthook.Elections = ownNamespace(electionNamespace) }
 
 // ownNamespace is WithNamespace for dsync's own namespaces (see
-// ownNamespaces): package leader's, through InOwnNamespace, and the
+// ownNamespaces): package leader's (clienthook.Elections) and the
 // sweep's.
-func ownNamespace(ns string) KeyOption {
-	return func(c *config) error {
+func ownNamespace(ns string) MutexOption {
+	return mutexOption(func(c *config) error {
 		if ownNamespaces[ns] == "" {
 			return fmt.Errorf("dsync: %q is not a namespace of dsync's own", ns)
 		}
 		c.namespace = ns
 		return nil
-	}
+	})
 }

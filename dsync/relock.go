@@ -131,8 +131,8 @@ func (p *core) afterPredecessor(ctx context.Context) {
 // for the owner it took over from: the poll interval, unless a test set
 // it.
 func relockWindow(cfg *clientConfig) time.Duration {
-	if cfg.relockWindow > 0 {
-		return cfg.relockWindow
+	if cfg.test.RelockWindow > 0 {
+		return cfg.test.RelockWindow
 	}
 	return cfg.poll
 }

@@ -26,76 +26,110 @@ import (
 // check that falls due meanwhile: the check's period alone bounds how
 // late a revoke is seen. The loop returns only once its renewal is back.
 func (k *keeper) run() {
-	clock := k.lease.clock
 	var renewed chan struct{} // closed when the renewal under way is back; nil: none
 	for {
 		k.mu.Lock()
 		s := k.sess
 		if s == nil || !k.busyLocked() {
-			if renewed != nil {
-				// Idle, but a renewal is under way: wait for it, or for
-				// a hold or waiter to come back meanwhile (startLocked
-				// wakes a loop that runs), whose checks are then due.
+			if renewed == nil {
+				k.stopLocked(s)
 				k.mu.Unlock()
-				select {
-				case <-renewed:
-					renewed = nil
-				case <-k.wake:
-				}
-				continue
+				return
 			}
-			if s != nil {
-				k.disarmLocked(s)
-			}
-			k.running = false
 			k.mu.Unlock()
-			return
+			// Idle, but a renewal is under way: wait for it, or for
+			// a hold or waiter to come back meanwhile (startLocked
+			// wakes a loop that runs), whose checks are then due.
+			select {
+			case <-renewed:
+				renewed = nil
+			case <-k.wake:
+			}
+			continue
 		}
-		due := k.origin.Add(s.lease.Due())
-		renews := renewed == nil
-		check, checks := k.revokeCheckDueLocked(s)
+		d := loopDue{renews: renewed == nil, renew: k.origin.Add(s.lease.Due())}
+		d.check, d.checks = k.revokeCheckDueLocked(s)
 		k.mu.Unlock()
 
-		var next time.Time
-		switch {
-		case renews && checks:
-			next = due
-			if check.Before(next) {
-				next = check
-			}
-		case renews:
-			next = due
-		case checks:
-			next = check
-		}
-		var fired chan struct{}
-		stop := func() bool { return false }
-		if renews || checks {
-			fired = make(chan struct{})
-			stop = clock.AfterFunc(next.Sub(clock.Now()), func() { close(fired) })
-		}
-		select {
-		case <-fired:
-		case <-renewed:
-			stop()
+		next := d.next()
+		fired, back := k.sleep(next, d.renews || d.checks, renewed)
+		if back {
 			renewed = nil
-			continue
-		case <-k.wake:
-			stop()
+		}
+		if !fired {
 			continue
 		}
-		if checks && !check.After(next) {
+		if d.checks && !d.check.After(next) {
 			k.checkRevokedAsync(s)
 		}
-		if renews && !due.After(next) {
-			done := make(chan struct{})
-			renewed = done
-			go func() {
-				defer close(done)
-				k.renew(s)
-			}()
+		if d.renews && !d.renew.After(next) {
+			renewed = k.renewAsync(s)
 		}
 	}
+}
+
+// loopDue is what the keeper's loop has to do for its session, and when.
+type loopDue struct {
+	renews bool      // a renewal is to be sent (none is under way)
+	renew  time.Time // when the lease says to renew
+	checks bool      // the store records revocations: a check is to come
+	check  time.Time // when the revoke check falls due
+}
+
+// next is when the first of d's tasks falls due (zero if none).
+func (d loopDue) next() time.Time {
+	switch {
+	case d.renews && d.checks && d.check.Before(d.renew):
+		return d.check
+	case d.renews:
+		return d.renew
+	case d.checks:
+		return d.check
+	}
+	return time.Time{}
+}
+
+// sleep waits until next, if timed, or until a wake-up, or until the
+// renewal under way (renewed; nil if none) is back. fired: next came;
+// back: the renewal came back (and nothing else was waited for).
+func (k *keeper) sleep(next time.Time, timed bool, renewed <-chan struct{}) (fired, back bool) {
+	clock := k.lease.clock
+	var timer chan struct{}
+	stop := func() bool { return false }
+	if timed {
+		timer = make(chan struct{})
+		stop = clock.AfterFunc(next.Sub(clock.Now()), func() { close(timer) })
+	}
+	select {
+	case <-timer:
+		return true, false
+	case <-renewed:
+		stop()
+		return false, true
+	case <-k.wake:
+		stop()
+		return false, false
+	}
+}
+
+// stopLocked ends the loop's run: the keeper is idle, and s (if any)
+// needs no deadline timer. k.mu must be held.
+func (k *keeper) stopLocked(s *session) {
+	if s != nil {
+		k.disarmLocked(s)
+	}
+	k.running = false
+}
+
+// renewAsync renews s in a goroutine of its own, and returns a channel
+// closed when the renewal is back.
+func (k *keeper) renewAsync(s *session) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.renew(s)
+	}()
+	return done
 }
 
 // renew renews s once and applies the outcome to its lease. A hold relies

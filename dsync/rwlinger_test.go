@@ -25,9 +25,9 @@ var hearingWaiters = []struct {
 // lingerRW returns an RWMutex of key k on c with its read linger turned
 // on (it is off by default): the renew interval, unless opts say
 // otherwise.
-func lingerRW(t *testing.T, c *Client, opts ...KeyOption) *RWMutex {
+func lingerRW(t *testing.T, c *Client, opts ...RWMutexOption) *RWMutex {
 	t.Helper()
-	rw, err := NewRWMutex(c, "k", append([]KeyOption{WithReadLinger(c.RenewInterval())}, opts...)...)
+	rw, err := NewRWMutex(c, "k", append([]RWMutexOption{WithReadLinger(c.RenewInterval())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +105,10 @@ func TestNoLingerWithoutHearingWaiters(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		copt []ClientOption
-		kopt []KeyOption
+		kopt []RWMutexOption
 	}{
 		{"NoWakeups", []ClientOption{ClientWithWakeups(false)}, nil},
-		{"LingerOff", nil, []KeyOption{WithReadLinger(0)}},
+		{"LingerOff", nil, []RWMutexOption{WithReadLinger(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -310,15 +310,12 @@ func TestHeardWriterEndsTheClaimAtRUnlock(t *testing.T) {
 	})
 }
 
-// TestReadLingerOption: WithReadLinger is an RWMutex's, and at most the
+// TestReadLingerOption: WithReadLinger is at least 0 and at most the
 // renew interval.
 func TestReadLingerOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := NewMemClientOn(memory.New())
 		defer c.Close()
-		if _, err := NewMutex(c.Client, "m", WithReadLinger(time.Second)); err == nil {
-			t.Error("NewMutex took WithReadLinger")
-		}
 		if _, err := NewRWMutex(c.Client, "k", WithReadLinger(c.RenewInterval()+1)); err == nil {
 			t.Error("NewRWMutex took a linger longer than the renew interval")
 		}

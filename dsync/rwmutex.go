@@ -91,9 +91,9 @@ type RWMutex struct {
 
 // NewRWMutex returns an RWMutex for key on c. Every RWMutex value
 // has its own owner identity: two values for the same key exclude each
-// other's writers even in one process. WithNamespace does not apply.
-func NewRWMutex(c *Client, key string, opts ...KeyOption) (*RWMutex, error) {
-	p, err := newCore(c, key, rwNamespace, opts)
+// other's writers even in one process.
+func NewRWMutex(c *Client, key string, opts ...RWMutexOption) (*RWMutex, error) {
+	p, err := newCore(c, key, rwNamespace, opts, RWMutexOption.applyRWMutex)
 	if err != nil {
 		return nil, err
 	}

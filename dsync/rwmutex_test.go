@@ -17,9 +17,9 @@ import (
 
 var _ sync.Locker = (*dsync.RWMutex)(nil)
 
-func newRWMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.RWMutex {
+func newRWMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.RWMutexOption) *dsync.RWMutex {
 	t.Helper()
-	rw, err := dsync.NewRWMutex(b, key, append([]dsync.KeyOption{quiet}, opts...)...)
+	rw, err := dsync.NewRWMutex(b, key, append([]dsync.RWMutexOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +257,6 @@ func TestFamilyNamespaces(t *testing.T) {
 	sem.Release(1)
 	rw.Unlock()
 	m.Unlock()
-	if _, err := dsync.NewRWMutex(mem.Client, "k", dsync.WithNamespace("x")); err == nil || !strings.Contains(err.Error(), "WithNamespace") {
-		t.Fatalf("NewRWMutex with WithNamespace: %v", err)
-	}
 	if _, err := dsync.NewRWMutex(mem.Client, ""); err == nil {
 		t.Fatal("NewRWMutex accepted an empty key")
 	}

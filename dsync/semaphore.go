@@ -51,12 +51,12 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns a Semaphore of limit units for key on c. The
-// limit must be at least 1. WithNamespace does not apply.
-func NewSemaphore(c *Client, key string, limit int64, opts ...KeyOption) (*Semaphore, error) {
+// limit must be at least 1.
+func NewSemaphore(c *Client, key string, limit int64, opts ...SemaphoreOption) (*Semaphore, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("dsync: semaphore limit must be at least 1, got %d", limit)
 	}
-	p, err := newCore(c, key, semNamespace, opts)
+	p, err := newCore(c, key, semNamespace, opts, SemaphoreOption.applySemaphore)
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-func newSemaphore(t *testing.T, b *dsync.Client, key string, n int64, opts ...dsync.KeyOption) *dsync.Semaphore {
+func newSemaphore(t *testing.T, b *dsync.Client, key string, n int64, opts ...dsync.SemaphoreOption) *dsync.Semaphore {
 	t.Helper()
-	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.KeyOption{quiet}, opts...)...)
+	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.SemaphoreOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +88,6 @@ func TestSemaphoreRejectsBadInput(t *testing.T) {
 	defer mem.Close()
 	if _, err := dsync.NewSemaphore(mem.Client, "k", 0); err == nil {
 		t.Fatal("NewSemaphore accepted a limit of 0")
-	}
-	if _, err := dsync.NewSemaphore(mem.Client, "k", 2, dsync.WithNamespace("x")); err == nil {
-		t.Fatal("NewSemaphore accepted WithNamespace")
 	}
 	s := newSemaphore(t, mem.Client, "k", 2)
 	if err := s.Acquire(context.Background(), 3); !errors.Is(err, dsync.ErrOverLimit) {

@@ -22,21 +22,21 @@ type tryer struct {
 
 // tryers returns the Try methods of a Mutex, an RWMutex (write and read)
 // and a Semaphore on b, each on a key of its own.
-func tryers(t *testing.T, b *dsync.Client, opts ...dsync.KeyOption) []tryer {
+func tryers(t *testing.T, b *dsync.Client, opts ...dsync.TryOption) []tryer {
 	t.Helper()
-	m, err := dsync.NewMutex(b, "mutex", opts...)
+	m, err := dsync.NewMutex(b, "mutex", asOptions[dsync.MutexOption](opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, err := dsync.NewRWMutex(b, "rw", opts...)
+	rw, err := dsync.NewRWMutex(b, "rw", asOptions[dsync.RWMutexOption](opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := dsync.NewRWMutex(b, "rw-read", opts...)
+	r, err := dsync.NewRWMutex(b, "rw-read", asOptions[dsync.RWMutexOption](opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := dsync.NewSemaphore(b, "sem", 2, opts...)
+	s, err := dsync.NewSemaphore(b, "sem", 2, asOptions[dsync.SemaphoreOption](opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,16 @@ func tryers(t *testing.T, b *dsync.Client, opts ...dsync.KeyOption) []tryer {
 		{"RWMutex.TryRLockContext", r.TryRLockContext, r.RUnlock},
 		{"Semaphore.TryAcquireContext", func(ctx context.Context) error { return s.TryAcquireContext(ctx, 1) }, func() { s.Release(1) }},
 	}
+}
+
+// asOptions converts opts to the option type O of one primitive, which
+// each TryOption is.
+func asOptions[O any](opts []dsync.TryOption) []O {
+	out := make([]O, len(opts))
+	for i, o := range opts {
+		out[i] = any(o).(O)
+	}
+	return out
 }
 
 // A try against a store that does not answer fails when the try timeout

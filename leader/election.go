@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -49,21 +48,6 @@ type Election struct {
 	events *observe.Queue
 }
 
-// term is one leadership of this candidate.
-type term struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{} // closed once the lock is given up
-	token  uint64        // the term's fencing token
-	// fnDone, for a term run by Run, is closed when fn has returned: the
-	// lock is released only then, so the next leader never overlaps it.
-	fnDone chan struct{}
-	// givingUp is set by whoever gives the lock up (giveUp): Resign, in
-	// its caller's goroutine, or the term's watch. The other waits for
-	// done, Resign only as long as its context lives.
-	givingUp atomic.Bool
-}
-
 // NewElection returns a candidate for election name on c: its leadership
 // lease is a lock of c's in the namespace Namespace, so it shares c's
 // lease (its TTL and renew interval, dsync.WithTTL) with every lock of
@@ -82,7 +66,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	mu, err := dsync.NewMutex(c, name, dsync.InOwnNamespace(clienthook.Elections()), dsync.WithLogger(cfg.logger))
+	mu, err := dsync.NewMutex(c, name, clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
@@ -131,155 +115,6 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 		return nil, err
 	}
 	return t.ctx, nil
-}
-
-func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
-	cctx, stop, first, err := e.beginCampaign(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if first && e.cfg.members != nil {
-		// Report this member before it can lead, so that whoever sees it
-		// lead can also read its status (version).
-		e.putMember(cctx)
-	}
-
-	err = e.preflight(cctx)
-	if err == nil {
-		err = e.mu.LockContext(cctx)
-	}
-	stop(nil)
-
-	e.state.Lock()
-	e.campaigning = false
-	e.stopCampaign = nil
-	if err != nil {
-		e.state.Unlock()
-		return nil, err
-	}
-	if e.closed {
-		// Close ran while this candidate was being elected.
-		e.state.Unlock()
-		e.unlockQuietly(context.Background())
-		return nil, ErrClosed
-	}
-	t, info := e.beginTermLocked(ctx, managed)
-	e.state.Unlock()
-
-	e.heartbeatNow()
-	e.observe(Transition{Election: e.name, Leading: true, Term: info.Token})
-	if e.cfg.onElected != nil {
-		e.cfg.onElected(info)
-	}
-	return t, nil
-}
-
-// beginCampaign marks this candidate as campaigning, once the previous
-// term (if it is over) has given its lock up, and starts the background
-// (first: for the first time). It returns the campaign's context, which
-// Close cancels, or why this candidate may not campaign.
-func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, stop context.CancelCauseFunc, first bool, err error) {
-	e.state.Lock()
-	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
-		// The previous term is over and is giving its lock up: wait for
-		// that rather than report this candidate as still leading.
-		e.state.Unlock()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return nil, nil, false, context.Cause(ctx)
-		}
-		e.state.Lock()
-	}
-	defer e.state.Unlock()
-	switch {
-	case e.closed:
-		return nil, nil, false, ErrClosed
-	case e.campaigning || e.term != nil:
-		return nil, nil, false, ErrCampaigning
-	}
-	e.campaigning = true
-	cctx, stop = context.WithCancelCause(ctx)
-	e.stopCampaign = stop
-	first = !e.background
-	e.startBackground()
-	return cctx, stop, first, nil
-}
-
-// beginTermLocked starts the term this candidate was just elected to,
-// under ctx (the campaign's parent), and its watch; e.state is held.
-func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, Info) {
-	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
-	ref := &termRef{e: e, token: e.procTerm}
-	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
-	info := e.selfInfoLocked()
-	t := &term{ctx: lctx, cancel: cancel, done: make(chan struct{}), token: info.Token}
-	if managed {
-		t.fnDone = make(chan struct{})
-	}
-	e.term = t
-	e.wg.Add(1)
-	go e.watch(t, plantedLost(e.mu.Lost()))
-	return t, info
-}
-
-// watch ends term t when its lease is lost or its context ends, and gives
-// the lock up. A lost lease is left to run out: the margin between the
-// local deadline and its expiry in the store is what lets the work under
-// the cancelled context stop before another leader starts. Otherwise the
-// lease is released — at once for Campaign, so other candidates need not
-// wait for the TTL, and after fn returns for Run.
-func (e *Election) watch(t *term, lost <-chan struct{}) {
-	defer e.wg.Done()
-	select {
-	case <-lost:
-		t.cancel(ErrLeadershipLost)
-	case <-t.ctx.Done():
-		if t.fnDone != nil {
-			<-t.fnDone
-		}
-	}
-	e.giveUp(context.Background(), t)
-	<-t.done
-	e.heartbeatSoon()
-	if e.cfg.onLost != nil {
-		e.cfg.onLost(context.Cause(t.ctx))
-	}
-}
-
-// giveUp gives term t's lock up, once t's context is cancelled: whoever
-// wins t.givingUp, Resign or the term's watch, releases it (or leaves a
-// lost lease to run out) within ctx and the TTL, and closes t.done. For
-// the other, it returns at once: it waits for t.done as it can (a Resign
-// whose context ends returns then, without waiting for the release).
-// Resign takes t.givingUp before it cancels t, so the watch that the
-// cancel wakes never sends a release that Resign means to send.
-func (e *Election) giveUp(ctx context.Context, t *term) {
-	if t.givingUp.CompareAndSwap(false, true) {
-		e.release(ctx, t)
-	}
-}
-
-// release gives term t's lock up for whoever won t.givingUp, and closes
-// t.done.
-func (e *Election) release(ctx context.Context, t *term) {
-	e.observe(Transition{Election: e.name, Term: t.token, Cause: context.Cause(t.ctx)})
-	e.unlockQuietly(ctx)
-	e.state.Lock()
-	e.term = nil
-	e.state.Unlock()
-	close(t.done)
-}
-
-// unlockQuietly releases the lock within ctx and the TTL, and logs a
-// failure, unless ctx ended: a release cut short goes on in the
-// Client's background (dsync's resender).
-func (e *Election) unlockQuietly(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, e.client.TTL())
-	defer cancel()
-	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) && ctx.Err() == nil {
-		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
-	}
 }
 
 // Resign gives leadership up now, so another candidate can take over

@@ -76,9 +76,9 @@ type onceFlags struct {
 }
 
 // options are the options of the Once the flags ask for.
-func (f onceFlags) options() []dsync.KeyOption {
+func (f onceFlags) options() []dsync.OnceOption {
 	if f.forget > 0 {
-		return []dsync.KeyOption{dsync.WithForgetAfter(f.forget)}
+		return []dsync.OnceOption{dsync.WithForgetAfter(f.forget)}
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ type Locker struct {
 	client *dsync.Client
 	slot   time.Duration
 	now    func() time.Time
-	opts   []dsync.KeyOption
+	opts   []dsync.MutexOption
 
 	mu    sync.Mutex
 	locks map[string]*dsync.Mutex
@@ -69,7 +69,7 @@ var _ gocron.Locker = (*Locker)(nil)
 // TTL is the Client's: dsync.WithTTL). opts apply to the jobs' locks
 // (dsync.WithLogger, dsync.WithTryTimeout, ...); a slot's record is forgotten
 // (dsync.WithForgetAfter) ten slots after its run, and at least an hour.
-func NewLocker(client *dsync.Client, slot time.Duration, opts ...dsync.KeyOption) (*Locker, error) {
+func NewLocker(client *dsync.Client, slot time.Duration, opts ...dsync.MutexOption) (*Locker, error) {
 	if client == nil {
 		return nil, errors.New("dsyncgocron: nil client")
 	}

@@ -53,11 +53,30 @@ func (p *platform) reach(ctx context.Context) error {
 }
 
 // detectLoopback is what Loopback reports once the store is prepared. It
-// fails only when ctx ends.
+// fails only when ctx ends. Each check below that finds the deployment
+// not reached over loopback (or cannot tell) ends the detection.
 func (p *platform) detectLoopback(ctx context.Context) (bool, error) {
 	if p.topo == topologySharded {
 		return false, nil
 	}
+	if ok, err := p.seenOverLoopback(ctx); !ok || err != nil {
+		return false, err
+	}
+	if p.topo == topologyReplicas {
+		if ok, err := p.membersOnLoopback(ctx); !ok || err != nil {
+			return false, err
+		}
+	}
+	if p.ferretRelease == 0 {
+		return true, nil
+	}
+	return p.ferretDataLocal(ctx)
+}
+
+// seenOverLoopback reports whether the server sees this connection come
+// from a loopback address that is one of this process's own sockets (not
+// a proxy's on the server's machine). It fails only when ctx ends.
+func (p *platform) seenOverLoopback(ctx context.Context) (bool, error) {
 	var me struct {
 		You string `bson:"you"`
 	}
@@ -80,28 +99,37 @@ func (p *platform) detectLoopback(ctx context.Context) (bool, error) {
 		p.notLoopback("the loopback address the server sees is no connection of this process", slog.String("seen from", me.You), slog.Any("err", err))
 		return false, nil
 	}
-	if p.topo == topologyReplicas {
-		var hello struct {
-			Hosts    []string `bson:"hosts"`
-			Passives []string `bson:"passives"`
-			Arbiters []string `bson:"arbiters"`
-		}
-		err := p.cfg.fault("hello")
-		if err == nil {
-			err = p.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
-		}
-		if err != nil {
-			return false, p.cannotTell(ctx, "hello", err)
-		}
-		members := append(append(hello.Hosts, hello.Passives...), hello.Arbiters...)
-		if !loopbackMembers(members) {
-			p.notLoopback("a member of the replica set is not on loopback", slog.Any("members", members))
-			return false, nil
-		}
+	return true, nil
+}
+
+// membersOnLoopback reports whether every member of the replica set, as
+// hello lists them, is named by a loopback address: the driver connects
+// to each, so each must be on this machine. It fails only when ctx ends.
+func (p *platform) membersOnLoopback(ctx context.Context) (bool, error) {
+	var hello struct {
+		Hosts    []string `bson:"hosts"`
+		Passives []string `bson:"passives"`
+		Arbiters []string `bson:"arbiters"`
 	}
-	if p.ferretRelease == 0 {
-		return true, nil
+	err := p.cfg.fault("hello")
+	if err == nil {
+		err = p.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
 	}
+	if err != nil {
+		return false, p.cannotTell(ctx, "hello", err)
+	}
+	members := append(append(hello.Hosts, hello.Passives...), hello.Arbiters...)
+	if !loopbackMembers(members) {
+		p.notLoopback("a member of the replica set is not on loopback", slog.Any("members", members))
+		return false, nil
+	}
+	return true, nil
+}
+
+// ferretDataLocal reports whether FerretDB keeps its data in SQLite, that
+// one process's own: on PostgreSQL, FerretDB processes on other machines
+// may share it. It fails only when ctx ends.
+func (p *platform) ferretDataLocal(ctx context.Context) (bool, error) {
 	backend, err := p.ferretBackend(ctx)
 	if err == nil && backend == backendUnknown {
 		err = errNoBackend

@@ -25,9 +25,9 @@ import (
 
 var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
 
-func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.KeyOption) *dsync.Mutex {
+func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.MutexOption) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(c, key, append([]dsync.KeyOption{quiet}, opts...)...)
+	m, err := dsync.NewMutex(c, key, append([]dsync.MutexOption{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

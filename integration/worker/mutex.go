@@ -13,12 +13,12 @@ import (
 
 func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opts, err := w.client(db)
+	backend, _, opt, err := w.client(db)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	mu, err := dsync.NewMutex(backend, cfg.Key, opts...)
+	mu, err := dsync.NewMutex(backend, cfg.Key, opt)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ type held interface {
 // shared runs the loop of an RWMutex or Semaphore worker.
 func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opts, err := w.client(db)
+	backend, _, opt, err := w.client(db)
 	if err != nil {
 		return err
 	}
@@ -60,12 +60,12 @@ func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	)
 	owner := ""
 	if cfg.Mode == ModeRWMutex {
-		if rw, err = dsync.NewRWMutex(backend, cfg.Key, opts...); err != nil {
+		if rw, err = dsync.NewRWMutex(backend, cfg.Key, opt); err != nil {
 			return err
 		}
 		owner = rw.Owner()
 	} else {
-		if sem, err = dsync.NewSemaphore(backend, cfg.Key, SemLimit, opts...); err != nil {
+		if sem, err = dsync.NewSemaphore(backend, cfg.Key, SemLimit, opt); err != nil {
 			return err
 		}
 		owner = sem.Owner()

@@ -184,8 +184,8 @@ func (w *worker) emit(ev history.Event) {
 // client returns the worker's Client over a dsyncmongo store on db (the
 // store's clock and logger; the Client's lease of the worker's TTL and
 // renew interval, its poll interval and the recording of its requests),
-// the store, and the options of its primitives (a logger).
-func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, []dsync.KeyOption, error) {
+// the store, and the option of its primitives (its logger).
+func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, dsync.KeyOption, error) {
 	cfg := &w.cfg
 	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithClock(w.clock), dsyncmongo.WithLogger(w.logger))
 	if err != nil {
@@ -209,7 +209,7 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, [
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return c, store, []dsync.KeyOption{dsync.WithLogger(w.logger)}, nil
+	return c, store, dsync.WithLogger(w.logger), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

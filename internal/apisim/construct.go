@@ -3,7 +3,6 @@ package apisim
 import (
 	"errors"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -28,7 +27,6 @@ type parts struct {
 	// of the store and clock, without an idle age.
 	elections *dsync.Client
 	members   leader.MemberStore
-	opts      []dsync.KeyOption
 	cfg       procConfig
 }
 
@@ -56,25 +54,24 @@ func build(p *proc) (*parts, error) {
 }
 
 func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
-	return dsync.NewMutex(ps.client, key, ps.opts...)
+	return dsync.NewMutex(ps.client, key)
 }
 
 // rwmutex makes an RWMutex; linger turns its read linger on, for the
 // renew interval (it is off by default).
 func (ps *parts) rwmutex(key string, linger bool) (*dsync.RWMutex, error) {
-	opts := ps.opts
 	if linger {
-		opts = append(slices.Clip(opts), dsync.WithReadLinger(ps.client.RenewInterval()))
+		return dsync.NewRWMutex(ps.client, key, dsync.WithReadLinger(ps.client.RenewInterval()))
 	}
-	return dsync.NewRWMutex(ps.client, key, opts...)
+	return dsync.NewRWMutex(ps.client, key)
 }
 
 func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {
-	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, ps.opts...)
+	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit)
 }
 
 func (ps *parts) once(key string) (*dsync.Once, error) {
-	return dsync.NewOnce(ps.client, key, ps.opts...)
+	return dsync.NewOnce(ps.client, key)
 }
 
 // election makes a candidate. Its lease runs on the process's clock, so

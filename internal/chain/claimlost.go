@@ -24,6 +24,27 @@ func (q *claimRun) top(ctx context.Context) (Doc, bool, error) {
 	return d, found, err
 }
 
+// baseOnNewest makes the key's newest claim of q's segment the base, or
+// none (the segment's first epoch is tried). again: the newest claim is
+// of a later segment, so q's segment is over.
+func (q *claimRun) baseOnNewest(ctx context.Context) (again bool, err error) {
+	d, found, err := q.top(ctx)
+	if err != nil {
+		return false, q.topFailed(ctx, err)
+	}
+	q.base, q.known, q.tip = 0, true, tipRelease{}
+	if found && d.Epoch >= q.seg && d.Seg != q.seg {
+		// A claim of a later segment: this process's segment is over.
+		q.e.keys.dropCover(q.key, q.seg)
+		q.seg = 0
+		return true, nil
+	}
+	if found && d.Epoch >= q.seg {
+		q.base = d.Epoch
+	}
+	return false, nil
+}
+
 // readTop reads the key's newest claim for a try: busy unless it ended.
 func (q *claimRun) readTop(ctx context.Context) error {
 	d, found, err := q.top(ctx)
@@ -54,6 +75,20 @@ func (q *claimRun) judgeTop(ctx context.Context, d Doc, found bool) error {
 		q.base, q.topEnded = d.Epoch, ended
 	}
 	return nil
+}
+
+// epochTaken decides what follows an insert of epoch that met another
+// process's claim there: a try's judgement of the claim it lost to, or
+// the next round's base, found by point reads or by a run where the
+// store reads runs.
+func (q *claimRun) epochTaken(ctx context.Context, epoch uint64) (c *Claim, done bool, err error) {
+	if q.try {
+		return q.lostTry(ctx, epoch)
+	}
+	if q.e.rd.runReader() == nil {
+		return q.lost(epoch)
+	}
+	return q.lostRun(ctx, epoch)
 }
 
 // lostTry is lost for a try: another claim took epoch first. A lost race

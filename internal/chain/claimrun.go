@@ -155,13 +155,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 		timely := sent-checked < e.cfg.ViewTrust && replied-sent < e.cfg.AcquireWindow
 		return q.landed(ctx, c, docs[0], proven || timely, chained, dup)
 	case errors.Is(err, ErrExists):
-		if q.try {
-			return q.lostTry(ctx, epoch)
-		}
-		if e.rd.runReader() == nil {
-			return q.lost(epoch)
-		}
-		return q.lostRun(ctx, epoch)
+		return q.epochTaken(ctx, epoch)
 	default:
 		e.abandon(ctx, c)
 		e.keys.forget(q.key)
@@ -174,8 +168,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 // claim), unless the segment's first epoch is worth a try. again: the
 // newest claim showed q's segment over, so the Claim loop enters again.
 func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again bool, err error) {
-	e := q.e
-	if q.known && q.base < ks.floor.Epoch && !e.has(BugNoFloorProof) {
+	if q.known && q.base < ks.floor.Epoch && !q.e.has(BugNoFloorProof) {
 		// What this run knows lies below the key's floor, where epochs may
 		// be pruned: go on from the floor.
 		q.known = false
@@ -189,20 +182,7 @@ func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again 
 		q.climbBase, q.known = false, false
 	}
 	if !q.known && (round > 0 || ks.gap > 0 || ks.floor.Epoch > 0) {
-		d, found, err := q.top(ctx)
-		if err != nil {
-			return false, q.topFailed(ctx, err)
-		}
-		q.base, q.known, q.tip = 0, true, tipRelease{}
-		if found && d.Epoch >= q.seg && d.Seg != q.seg {
-			// A claim of a later segment: this process's segment is over.
-			e.keys.dropCover(q.key, q.seg)
-			q.seg = 0
-			return true, nil
-		}
-		if found && d.Epoch >= q.seg {
-			q.base = d.Epoch
-		}
+		return q.baseOnNewest(ctx)
 	}
 	return false, nil
 }

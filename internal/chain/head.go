@@ -70,13 +70,8 @@ func (v *queues) queue(ctx context.Context, key string, now func() Interval, jud
 		if err != nil || !ok {
 			return nil, err // no segment anyone may rely on: nothing holds
 		}
-		if ks := v.keys.snapshot(key); judge && ks.seg == g.Seg && v.segments.sameKnown(ks.history, g.Nonce) {
-			// What covers the key now, for this process's claims too. A
-			// segment it does not rely on yet (nor one of the same number
-			// that it knew in another history of the store) it learns only
-			// by a start or a join, which check that the store's span is
-			// this process's, and its history the gate's (span.go).
-			v.keys.learnGate(key, g)
+		if judge {
+			v.learnCovering(key, g)
 		}
 		live, top, err := v.queueFrom(ctx, key, g, judge)
 		if err != nil || top == 0 {
@@ -100,6 +95,20 @@ func (v *queues) queue(ctx context.Context, key string, now func() Interval, jud
 	}
 }
 
+// learnCovering learns g, the gate that covers key now, if it is of the
+// segment this process relies on for key, as known in the store's
+// history g was written in.
+func (v *queues) learnCovering(key string, g Doc) {
+	if ks := v.keys.snapshot(key); ks.seg == g.Seg && v.segments.sameKnown(ks.history, g.Nonce) {
+		// What covers the key now, for this process's claims too. A
+		// segment it does not rely on yet (nor one of the same number
+		// that it knew in another history of the store) it learns only
+		// by a start or a join, which check that the store's span is
+		// this process's, and its history the gate's (span.go).
+		v.keys.learnGate(key, g)
+	}
+}
+
 // queueFrom reads key's queue under gate g: its claims that have not
 // ended, lowest first, and the epoch of the newest claim it started from
 // (0: none; the queue is then empty). Without judge, a claim has ended
@@ -117,40 +126,64 @@ func (v *queues) queueFrom(ctx context.Context, key string, g Doc, judge bool) (
 	}
 	top = d.Epoch
 	for {
-		var ended bool
-		var kind string
-		var marker Doc
-		if judge {
-			ended, kind, marker, _, err = v.judge.ended(ctx, d)
-		} else {
-			ended, kind, marker, err = v.judge.markedEnded(ctx, d)
-		}
+		ended, stops, err := v.endedAt(ctx, d, judge)
 		if err != nil {
 			return nil, 0, err
 		}
 		if !ended {
 			live = append(live, d)
-		} else if kind == KindRelease && stopsAll(d, marker) {
+		} else if stops {
 			break
 		}
 		if d.Epoch <= max(seg, floor.Epoch) {
 			break // below the floor (or the segment's first epoch) everything has ended
 		}
-		next, ok, err := v.rd.Get(ctx, ClaimID(key, d.Epoch-1))
-		if err != nil {
+		next, gap, ok, err := v.claimUnder(ctx, key, d, seg)
+		if err != nil || !ok {
 			return nil, 0, err
 		}
-		if !ok {
-			// A missing claim above the floor: not pruned, but a gap in a
-			// store that lost the key's history, and the claims above it
-			// never hold (see gap.go): the head is below it.
-			if next, ok, err = v.rd.claimBelow(ctx, key, d.Epoch-1, seg); err != nil || !ok {
-				return nil, 0, err
-			}
+		if gap {
 			live = live[:0]
 		}
 		d = next
 	}
 	slices.Reverse(live)
 	return live, top, nil
+}
+
+// endedAt reports whether claim d has ended (judged by its session too
+// with judge, else by its end marker alone), and whether its end stops
+// the read: a release of a claim that held, below which every claim
+// has ended.
+func (v *queues) endedAt(ctx context.Context, d Doc, judge bool) (ended, stops bool, err error) {
+	var kind string
+	var marker Doc
+	if judge {
+		ended, kind, marker, _, err = v.judge.ended(ctx, d)
+	} else {
+		ended, kind, marker, err = v.judge.markedEnded(ctx, d)
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return ended, ended && kind == KindRelease && stopsAll(d, marker), nil
+}
+
+// claimUnder returns the claim the read of key's queue goes on with
+// below d, in segment seg: the epoch right below, or, where that is
+// missing (gap), the highest claim under it; ok is false when there is
+// none.
+func (v *queues) claimUnder(ctx context.Context, key string, d Doc, seg uint64) (next Doc, gap, ok bool, err error) {
+	next, ok, err = v.rd.Get(ctx, ClaimID(key, d.Epoch-1))
+	if err != nil {
+		return Doc{}, false, false, err
+	}
+	if ok {
+		return next, false, true, nil
+	}
+	// A missing claim above the floor: not pruned, but a gap in a
+	// store that lost the key's history, and the claims above it
+	// never hold (see gap.go): the head is below it.
+	next, ok, err = v.rd.claimBelow(ctx, key, d.Epoch-1, seg)
+	return next, true, ok, err
 }

@@ -65,14 +65,36 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	if c.checked <= first {
 		c.strong = true // the segment's first epoch: nothing below
 	}
-	if !e.fits(c.Terms, c.passed) {
-		if err := e.refloor(ctx, c); err != nil {
-			return false, Blocker{}, err
-		}
-		if b, full, err := e.full(ctx, c); err != nil || full {
-			return false, b, err
-		}
+	if b, full, err := e.roomAmongPassed(ctx, c); err != nil || full {
+		return false, b, err
 	}
+	if err := e.confirmReads(ctx, c, first); err != nil {
+		return false, Blocker{}, err
+	}
+	if err := e.ensureCover(ctx, c); err != nil {
+		return false, Blocker{}, err
+	}
+	e.heldOnReads(c)
+	return true, Blocker{}, nil
+}
+
+// roomAmongPassed decides whether the live claims c passed leave room
+// for it: if they do not, the walk's floor is read again and c waits
+// (full) for the claim full finds, with its blocker b.
+func (e *Engine) roomAmongPassed(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
+	if e.fits(c.Terms, c.passed) {
+		return Blocker{}, false, nil
+	}
+	if err := e.refloor(ctx, c); err != nil {
+		return Blocker{}, false, err
+	}
+	return e.full(ctx, c)
+}
+
+// confirmReads confirms what c's walk read before c may hold on it: the
+// segment's gate, when the walk reached its first epoch, and c's own
+// claim, still in the store, when the walk read anything.
+func (e *Engine) confirmReads(ctx context.Context, c *Claim, first uint64) error {
 	if c.checked <= first && !e.has(BugNoCoverage) {
 		// Nothing below c in its segment: only the segment's
 		// gates keep another segment from holding. What this
@@ -85,18 +107,18 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 		// wait instead, as nothing here argues that a gate proven then
 		// still counts after an emptying and restore meanwhile.
 		if err := e.proveGate(ctx, c); err != nil {
-			return false, Blocker{}, err
+			return err
 		}
 		c.read = true
 	}
 	if c.read && !e.has(BugTrustCache) && !e.confirmedByRun(c) {
-		if err := e.confirmOwn(ctx, c); err != nil {
-			return false, Blocker{}, err
-		}
+		return e.confirmOwn(ctx, c)
 	}
-	if err := e.ensureCover(ctx, c); err != nil {
-		return false, Blocker{}, err
-	}
+	return nil
+}
+
+// heldOnReads records that c holds on what its walk read and confirmed.
+func (e *Engine) heldOnReads(c *Claim) {
 	c.clear, c.read = true, false
 	c.Below = c.strong && len(c.passed) == 0
 	if c.strong {
@@ -107,7 +129,6 @@ func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head 
 	if c.Below {
 		e.keys.learnOwn(c)
 	}
-	return true, Blocker{}, nil
 }
 
 // walkDown is one step of c's walk: it looks at the epoch right below

@@ -2,8 +2,9 @@
 // built on dsync, set what only tests may set on a dsync.Client: the
 // protocol's timing constants, a planted bug, the relock window. The
 // settings ride on the store given to dsync.NewClient (Store). It also
-// names dsync's own namespaces for package leader (OwnNamespace). It is
-// internal, so users cannot reach it, and it holds no state.
+// gives package leader the option that puts its leases in their
+// namespace (Elections). It is internal, so users cannot reach it, and
+// it holds no state but Elections, which dsync sets once.
 package clienthook
 
 import (

@@ -1,14 +1,10 @@
 package clienthook
 
-// OwnNamespace names one of dsync's own namespaces, which
+// Elections is the dsync.MutexOption that puts a Mutex in package
+// leader's namespace ("election"), where its leases live and which
 // dsync.WithNamespace refuses to users (a user's Mutex there would share
-// keys with dsync's own): dsync.InOwnNamespace takes one. Its field is
-// unexported and the package internal, so only dsync's own packages can
-// make one.
-type OwnNamespace struct{ name string }
-
-// Name is the namespace's name.
-func (n OwnNamespace) Name() string { return n.name }
-
-// Elections is package leader's namespace, where its leases live.
-func Elections() OwnNamespace { return OwnNamespace{"election"} }
+// keys with the leases). Package dsync sets it as it is initialized, so
+// before any package that imports dsync runs; package leader asserts it
+// to dsync.MutexOption. It is an any because this package cannot import
+// dsync, and internal, so that only dsync's own packages can reach it.
+var Elections any

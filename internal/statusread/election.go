@@ -47,28 +47,11 @@ func (r *Reader) election(ctx context.Context, name string) (Election, error) {
 	}
 	defer watcher.Close()
 	for range electionReads {
-		info, err := watcher.Leader(ctx)
-		nobody := errors.Is(err, leader.ErrNoLeader)
-		if err != nil && !nobody {
-			return e, err
-		}
-		q, err := r.Client.Queue(ctx, leader.LockKey(name))
+		agree, err := r.readTerm(ctx, watcher, &e)
 		if err != nil {
 			return e, err
 		}
-		e.Leader, e.Lease = nil, nil
-		if !nobody {
-			e.Leader = &info
-			for i := range q {
-				if q[i].Token == info.Token {
-					e.Lease = &q[i]
-				}
-			}
-		}
-		// They agree when the queue's first claim that holds (expired
-		// claims before it hold no more) is the leader read.
-		h := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
-		if nobody && h < 0 || !nobody && h >= 0 && q[h].Token == info.Token {
+		if agree {
 			break
 		}
 	}
@@ -77,4 +60,32 @@ func (r *Reader) election(ctx context.Context, name string) (Election, error) {
 	}
 	e.Now = r.Now()
 	return e, err
+}
+
+// readTerm reads, once, who leads e's election (through watcher) and the
+// lease of that term, into e (left as it was if a read fails). agree
+// reports whether the two reads tell the same term: the queue's first
+// claim that holds (expired claims before it hold no more) is the leader
+// read, or there is none and nobody leads.
+func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *Election) (agree bool, err error) {
+	info, err := watcher.Leader(ctx)
+	nobody := errors.Is(err, leader.ErrNoLeader)
+	if err != nil && !nobody {
+		return false, err
+	}
+	q, err := r.Client.Queue(ctx, leader.LockKey(e.Name))
+	if err != nil {
+		return false, err
+	}
+	e.Leader, e.Lease = nil, nil
+	if !nobody {
+		e.Leader = &info
+		for i := range q {
+			if q[i].Token == info.Token {
+				e.Lease = &q[i]
+			}
+		}
+	}
+	h := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	return nobody && h < 0 || !nobody && h >= 0 && q[h].Token == info.Token, nil
 }

@@ -36,7 +36,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	defer cancel()
 
 	// One member leads, so that Leader reads its status too.
-	mu, err := dsync.NewMutex(b.c, election, dsync.InOwnNamespace(clienthook.Elections()))
+	mu, err := dsync.NewMutex(b.c, election, clienthook.Elections.(dsync.MutexOption))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,7 +356,7 @@ func (c *conn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, erro
 	if err != nil {
 		return nil, err
 	}
-	opts := []dsync.KeyOption{dsync.WithLogger(quiet)}
+	opts := []dsync.RWMutexOption{dsync.WithLogger(quiet)}
 	if c.d.readLinger {
 		// The read linger is opt-in (off by default): dsync-linger turns
 		// it on for its longest, the renew interval.

@@ -19,28 +19,42 @@ func (r roles) GetRun(ctx context.Context, key string, from, to uint64) ([]drive
 	return run, nil
 }
 
-// run reads the run of key from from to to.
+// run reads the run of key from from to to: epoch by epoch when the run
+// has fewer epochs than the store has documents, else by a pass over them
+// all.
 func (s *state) run(key string, from, to uint64) []driver.Doc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var run []driver.Doc
 	if from <= to && to-from < uint64(len(s.docs)) {
-		// Fewer epochs than documents: each epoch's claim by ID, and the
-		// marker of its nonce (a marker of another nonce ends no claim
-		// stored).
-		for e := from; ; e++ {
-			if c, ok := s.docs[driver.ClaimID(key, e)]; ok && c.Kind == driver.KindClaim {
-				run = append(run, c)
-				if m, ok := s.docs[driver.EndID(key, e, c.Nonce)]; ok {
-					run = append(run, m)
-				}
-			}
-			if e == to {
-				break
+		return s.runByEpoch(key, from, to)
+	}
+	return s.runByPass(key, from, to)
+}
+
+// runByEpoch reads the run of key from from to to by ID: each epoch's
+// claim, and the marker of its nonce (a marker of another nonce ends no
+// claim stored). s.mu must be held.
+func (s *state) runByEpoch(key string, from, to uint64) []driver.Doc {
+	var run []driver.Doc
+	for e := from; ; e++ {
+		if c, ok := s.docs[driver.ClaimID(key, e)]; ok && c.Kind == driver.KindClaim {
+			run = append(run, c)
+			if m, ok := s.docs[driver.EndID(key, e, c.Nonce)]; ok {
+				run = append(run, m)
 			}
 		}
-		return run
+		if e == to {
+			break
+		}
 	}
+	return run
+}
+
+// runByPass reads the run of key from from to to by a pass over every
+// document, in the run's order: by epoch, each epoch's claim before its
+// markers, markers by ID. s.mu must be held.
+func (s *state) runByPass(key string, from, to uint64) []driver.Doc {
+	var run []driver.Doc
 	for _, d := range s.docs {
 		if d.Key == key && d.Epoch >= from && d.Epoch <= to && inRun(d.Kind) {
 			run = append(run, d)

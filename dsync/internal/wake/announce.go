@@ -72,13 +72,12 @@ func (a *announcer) get(k ClaimID) (announcement, bool) {
 // the age of the announcement in force.
 func (a *announcer) announce(ctx context.Context, k ClaimID, own, need uint64) (time.Duration, error) {
 	now := a.env.Now()
-	safety := a.env.SafetyPoll
 	an, ok := a.get(k)
 	healthy := a.healthy.Load()
 	if ok && an.direct && healthy {
 		ok = false // the store's stream never carried it
 	}
-	if ok && an.until.Sub(now.Latest) > safety && !a.unheard(k, an) {
+	if ok && a.stands(k, an, now) {
 		if an.need > 1 && need == 1 {
 			a.retell(k, an, own)
 		}
@@ -101,22 +100,37 @@ func (a *announcer) announce(ctx context.Context, k ClaimID, own, need uint64) (
 		a.env.Logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
 		return 0, err
 	}
+	a.record(k, own, announcement{until: until, sent: sent, last: a.env.Mono(), direct: !healthy, need: need})
+	if again {
+		return a.env.Mono() - sent, nil
+	}
+	return 0, nil
+}
+
+// stands reports whether an, our announcement for k, need not be made
+// again yet: it holds for more than a safety poll interval from now (store
+// time), and its owner is not found to have missed it (unheard).
+func (a *announcer) stands(k ClaimID, an announcement, now driver.Interval) bool {
+	return an.until.Sub(now.Latest) > a.env.SafetyPoll && !a.unheard(k, an)
+}
+
+// record keeps an as our announcement for k, sent for our claim of k's
+// key of the epoch own (0: none), until that claim holds or ends. Either
+// map, full, is cleared rather than grown: an announcement forgotten is
+// made again, a withdrawal forgotten goes unsaid.
+func (a *announcer) record(k ClaimID, own uint64, an announcement) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if len(a.announced) >= maxRemote {
 		clear(a.announced)
 	}
-	a.announced[k] = announcement{until: until, sent: sent, last: a.env.Mono(), direct: !healthy, need: need}
+	a.announced[k] = an
 	if own != 0 {
 		if len(a.announcedBy) >= maxRemote {
 			clear(a.announcedBy) // their withdrawals go unsaid
 		}
 		a.announcedBy[ClaimID{k.Key, own}] = k
 	}
-	a.mu.Unlock()
-	if again {
-		return a.env.Mono() - sent, nil
-	}
-	return 0, nil
 }
 
 // A teller is a feed that can send an event by direct hints only

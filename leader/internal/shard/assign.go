@@ -36,18 +36,23 @@ func Assign(n int, members []Member, current []string) []string {
 	for s := 0; s < n && s < len(current); s++ {
 		owned[current[s]]++
 	}
-	share := shares(n, live, owned)
+	left := shares(n, live, owned) // shards each live member may still take
+	keepWithinShare(out, current, live, left)
+	placeRest(out, live, left)
+	return out
+}
 
-	// Keep every shard whose owner is live and within its share: the ones
-	// it ranks highest, so that which of its shards it keeps does not
-	// depend on their numbers.
+// keepWithinShare keeps, in out, every shard whose owner in current is
+// live and within its share, and takes what it kept off left. Of an
+// owner's shards it keeps the ones it ranks highest, so that which of
+// its shards it keeps does not depend on their numbers.
+func keepWithinShare(out, current []string, live []Member, left map[string]int) {
 	byOwner := map[string][]int{}
-	for s := 0; s < n && s < len(current); s++ {
-		if _, ok := share[current[s]]; ok {
+	for s := 0; s < len(out) && s < len(current); s++ {
+		if _, ok := left[current[s]]; ok {
 			byOwner[current[s]] = append(byOwner[current[s]], s)
 		}
 	}
-	left := share
 	for id, shards := range byOwner {
 		w := weightOf(live, id)
 		slices.SortFunc(shards, func(a, b int) int { return cmp.Compare(score(b, id, w), score(a, id, w)) })
@@ -57,8 +62,12 @@ func Assign(n int, members []Member, current []string) []string {
 		}
 		left[id] -= keep
 	}
+}
 
-	// The others go, each to the member with room that ranks it highest.
+// placeRest gives each shard out has no owner for to the member with room
+// left that ranks it highest (ties to the smaller ID, so every member
+// computes the same assignment), and takes it off that member's room.
+func placeRest(out []string, live []Member, left map[string]int) {
 	for s := range out {
 		if out[s] != "" {
 			continue
@@ -75,7 +84,6 @@ func Assign(n int, members []Member, current []string) []string {
 		out[s] = best
 		left[best]--
 	}
-	return out
 }
 
 // liveMembers returns the members of positive weight, each ID once (the
