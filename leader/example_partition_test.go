@@ -110,7 +110,7 @@ var errStaleToken = errors.New("outbox: a later owner of the shard has sent")
 
 // outbox stands for the fenced resource: it keeps the highest token it
 // has seen per shard and refuses a lower one (README: "Fencing what a
-// holder writes"; in MongoDB, dsyncmongo.Fence does this per document).
+// holder writes"; in MongoDB, fencemongo.Fence does this per document).
 type outbox struct {
 	mu      sync.Mutex
 	changed *sync.Cond

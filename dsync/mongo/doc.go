@@ -83,27 +83,11 @@
 //
 // # Fenced writes
 //
-// A lock's token protects the user's own documents through Fence: a
-// collection seen through one hold's token, whose FindOne raises the
-// document's fence to the token and whose writes apply only while no
-// later token has done so, each in one single-document command with the
-// majority write concern. A holder paused past its lease that wakes and
-// writes gets ErrFenced instead of overwriting the next holder's work.
-// A fenced access by _id that finds nothing, and a fenced delete, leave
-// the fence on the _id (in a placeholder, marked AbsentField, where no
-// document is), and InsertOne applies only below it: a stale holder
-// cannot create a document after a later holder read its _id and found
-// nothing. A read by a filter that names no single _id leaves no fence.
-// Fenced's documentation says what placeholders ask of the collection's
-// own readers and indexes, and where else (a collection sharded on
-// another field than _id) a fence on an absent _id does not hold.
-//
-// It needs MongoDB. FerretDB (what `dsync server` runs) applies an update
-// as a read and a later write, so a stale holder's update can land after
-// the next holder's read: Fence asks the server once per driver client
-// and refuses FerretDB at once with ErrFenceNotAtomic, before any read or
-// write, unless WithNonAtomicFence accepts a fence that holds only while
-// two holders' operations do not overlap. There, pass the token to a
+// A lock's token protects the user's own MongoDB documents through the
+// package github.com/go-dsync/dsync/fence/fencemongo: a collection seen
+// through one hold's token, whose writes apply only while no later token
+// has read or written the document. It needs MongoDB; on FerretDB (what
+// `dsync server` runs) it refuses at once, and the token is passed to a
 // resource that checks it instead.
 //
 // Keys are limited to MaxKeyLen bytes of valid UTF-8. The protocol and its

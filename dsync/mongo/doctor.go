@@ -180,7 +180,7 @@ func serverFinding(t deployment, build bson.Raw, berr error) Finding {
 			fv = "of unknown version"
 		}
 		return Finding{Check: "server", Status: Warn,
-			Found: fmt.Sprintf("FerretDB %s, reporting MongoDB %s, %s: locks are safe; an update is a read and a later write, so fenced writes (Fence) are refused; finds read the whole collection, so a first Lock costs more with each key used within the idle age; each waiting process's cursor costs the server a query every 10 ms", fv, version, where),
+			Found: fmt.Sprintf("FerretDB %s, reporting MongoDB %s, %s: locks are safe; an update is a read and a later write, so fenced writes (fencemongo.Fence) are refused; finds read the whole collection, so a first Lock costs more with each key used within the idle age; each waiting process's cursor costs the server a query every 10 ms", fv, version, where),
 			Fix:   "fine for development and modest use; run MongoDB (a replica set) where locks guard production work"}
 	}
 	f := Finding{Check: "server", Status: Pass, Found: fmt.Sprintf("MongoDB %s, %s", version, where)}

@@ -1,7 +1,7 @@
 // Package plant switches the bugs planted above the engine (in dsync,
-// leader, dsync/mongo and contrib/gocron's Locker) for the negative
+// leader, fence/fencemongo and contrib/gocron's Locker) for the negative
 // controls of the public-API simulation (internal/apisim, and
-// contrib/gocron's simulation of its Locker) and of dsync/mongo's
+// contrib/gocron's simulation of its Locker) and of fence/fencemongo's
 // fenced-register simulation. Only a build with -tags dsync_planted can
 // plant one: in every other build On is false and the bugs' branches
 // compile away.
@@ -42,9 +42,9 @@ const (
 	// back across an emptying hands out tokens below those handed out
 	// before it.
 	HistoryIgnored
-	// FenceSkipsCondition: a dsyncmongo Fenced compares fences with the
+	// FenceSkipsCondition: a fencemongo Fenced compares fences with the
 	// largest token there is instead of its own, so that no fence refuses
-	// its reads and writes (dsync/mongo's fenced-register simulation).
+	// its reads and writes (fence/fencemongo's fenced-register simulation).
 	FenceSkipsCondition
 	// LockerIgnoresHold: contrib/gocron's Locker counts a slot as won
 	// when its claim failed (the slot's Once.Do did not get its hold

@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // token (or that have none yet), placeholders left out.
 func (f *Fenced) filter(filter any) (bson.D, error) {
 	if filter == nil {
-		return nil, errors.New("dsyncmongo: Fenced: nil filter")
+		return nil, errors.New("fencemongo: Fenced: nil filter")
 	}
 	return bson.D{{Key: "$and", Value: bson.A{filter, bson.D{f.atMostToken()}, notPlaceholder}}}, nil
 }
@@ -31,7 +31,7 @@ func (f *Fenced) atMostToken() bson.E {
 func (f *Fenced) update(update any) (bson.D, error) {
 	raw, err := marshalDoc(update)
 	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: Fenced: update: %w", err)
+		return nil, fmt.Errorf("fencemongo: Fenced: update: %w", err)
 	}
 	elems, err := raw.Elements()
 	if err != nil {
@@ -42,11 +42,11 @@ func (f *Fenced) update(update any) (bson.D, error) {
 	for _, e := range elems {
 		op := e.Key()
 		if len(op) == 0 || op[0] != '$' {
-			return nil, fmt.Errorf("dsyncmongo: Fenced: update field %q is not an update operator (use ReplaceOne to replace a document)", op)
+			return nil, fmt.Errorf("fencemongo: Fenced: update field %q is not an update operator (use ReplaceOne to replace a document)", op)
 		}
 		fields, ok := e.Value().DocumentOK()
 		if !ok {
-			return nil, fmt.Errorf("dsyncmongo: Fenced: update operator %s takes a document", op)
+			return nil, fmt.Errorf("fencemongo: Fenced: update operator %s takes a document", op)
 		}
 		if err := ownFields(fields, "update"); err != nil {
 			return nil, err
@@ -72,7 +72,7 @@ func (f *Fenced) update(update any) (bson.D, error) {
 func (f *Fenced) withFence(doc any) (bson.D, error) {
 	raw, err := marshalDoc(doc)
 	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: Fenced: %w", err)
+		return nil, fmt.Errorf("fencemongo: Fenced: %w", err)
 	}
 	if err := ownFields(raw, "document"); err != nil {
 		return nil, err
@@ -88,10 +88,10 @@ func (f *Fenced) withFence(doc any) (bson.D, error) {
 // keeps for itself.
 func ownFields(doc bson.Raw, what string) error {
 	if _, err := doc.LookupErr(FenceField); err == nil {
-		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the fence", what, FenceField)
+		return fmt.Errorf("fencemongo: Fenced: the %s sets %s, the fence", what, FenceField)
 	}
 	if _, err := doc.LookupErr(AbsentField); err == nil {
-		return fmt.Errorf("dsyncmongo: Fenced: the %s sets %s, the mark of a placeholder", what, AbsentField)
+		return fmt.Errorf("fencemongo: Fenced: the %s sets %s, the mark of a placeholder", what, AbsentField)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"context"
@@ -12,77 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
-
-// Fenced writes: a lock's fencing token checked by MongoDB itself, on
-// the documents a critical section reads and writes.
-//
-// A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
-// protects a resource only if the resource compares it with the token of
-// every later holder, and only if a later holder shows its token before
-// it reads: a holder paused past its lease can otherwise write after the
-// next holder has read, and the next holder then overwrites that write
-// with a value computed from what it read before (a lost update). A
-// Fenced collection does both. Every document it touches carries a fence
-// (the field FenceField): the highest token that read or wrote it. Each
-// operation raises the fence to the Fenced's token and does its work in
-// one single-document command that applies only while the fence is at
-// most that token, so an operation with a lower token than the
-// document's fence changes nothing and fails with ErrFenced. (One by _id
-// that finds nothing raises the _id's fence and tries again, below; if a
-// holder with a later token acts between the two, it fails with ErrFenced
-// having raised the fence, to a token that was held, and done nothing
-// else.)
-//
-// A fence also stays where a later holder found nothing. A FindOne,
-// UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}
-// or {_id: {$eq: v}} at its top level) and matches nothing raises the
-// fence of that _id before it answers, keeping it in a placeholder (a
-// document with only the _id, the fence and AbsentField) where no
-// document has the _id; DeleteOne leaves such a placeholder in place of
-// the document it deletes. InsertOne applies only where no document has
-// its _id, over a placeholder whose fence is at most the token or none.
-// Fenced operations take placeholders for missing documents.
-//
-// What it guarantees, on MongoDB (a replica set, a sharded cluster or a
-// standalone server): once a holder's FindOne, UpdateOne, ReplaceOne or
-// DeleteOne of a document has returned, no operation of a holder with a
-// lower token on that document applies, however late it reaches the
-// server; and once one of them by _id has returned, whatever it found, no
-// InsertOne of that _id by a holder with a lower token applies either (in
-// a sharded cluster, only in collections unsharded or sharded on _id:
-// elsewhere _id is not unique across shards, so an insert is not stopped
-// by a placeholder on another shard, and servers before 7.0 refuse the
-// upserts by _id alone that keep the fence). The commands use the
-// majority write concern, so an acknowledged fence raise or write is not
-// rolled back by a failover; FindOne reads by raising the fence
-// (findAndModify), on the primary, so what it returns is the latest
-// majority-committed document.
-//
-// Why not on FerretDB: it applies an update as a read and a later,
-// unconditional write of the whole document, so a stale holder's update
-// that read the document before the next holder's raise can write after
-// it, undoing the raise and the next holder's fence with it. No command
-// that changes a document in place can be made safe there against a
-// request that lands late; only inserts under a unique index are atomic,
-// which would need the data itself kept as inserted versions. So Fence
-// asks the server at once and refuses FerretDB (ErrFenceNotAtomic),
-// unless WithNonAtomicFence accepts the weaker promise.
-//
-// What it cannot do: fence documents it does not touch (a critical
-// section that reads one document and writes another must read the second
-// through FindOne first, or write both); fence an absence that a filter
-// naming no single _id found (no _id to keep it on: a stale holder's
-// InsertOne of a matching document still applies; give such documents a
-// deterministic _id and read them by it); or fence the collection's own
-// writers (an unfenced write is not checked, an unfenced delete of a
-// document or placeholder takes its fence away, and an unfenced upsert
-// takes a placeholder for a document). Placeholders stay in the
-// collection: readers of the collection itself skip them with
-// {AbsentField: {$exists: false}}, and a unique index on another field
-// must skip them (sparse, or partial on {field: {$exists: true}}), and so
-// must a schema validator that requires fields. To remove placeholders,
-// delete them with AbsentField once no holder of a token below their
-// fence can still be running, its writes included.
 
 // FenceField is the field in which a Fenced collection keeps each
 // document's fence. Updates and replacements must not set it.
@@ -113,10 +42,10 @@ func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = t
 // command (an unreachable server) is returned, wrapped.
 func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
 	if coll == nil {
-		return nil, errors.New("dsyncmongo: Fence of a nil collection")
+		return nil, errors.New("fencemongo: Fence of a nil collection")
 	}
 	if token == 0 || token > 1<<63-1 {
-		return nil, fmt.Errorf("dsyncmongo: Fence with token %d: a hold's token is at least 1 (is the lock held?)", token)
+		return nil, fmt.Errorf("fencemongo: Fence with token %d: a hold's token is at least 1 (is the lock held?)", token)
 	}
 	f := &Fenced{
 		// The caller's collection options (registry, read concern) stay;
@@ -134,7 +63,7 @@ func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...Fe
 	}
 	ferret, err := serverIsFerretDB(ctx, coll.Database())
 	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: Fence: asking the server what it is (buildInfo): %w", err)
+		return nil, fmt.Errorf("fencemongo: Fence: asking the server what it is (buildInfo): %w", err)
 	}
 	if ferret {
 		return nil, ErrFenceNotAtomic
@@ -242,7 +171,7 @@ func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult
 	}
 	idType, idBytes, err := bson.MarshalValue(d[i].Value)
 	if err != nil {
-		return nil, fmt.Errorf("dsyncmongo: Fenced: the document's _id: %w", err)
+		return nil, fmt.Errorf("fencemongo: Fenced: the document's _id: %w", err)
 	}
 	res, err := f.insert(ctx, bson.RawValue{Type: idType, Value: idBytes}, d)
 	if err != nil {

@@ -1,9 +1,7 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -39,17 +37,13 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
 	counters := db.Collection("counters")
-	b, err := newTestClient(db, WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	locks := newLocks(t, db)
 	if _, err := counters.InsertOne(ctx, bson.D{{Key: "_id", Value: "visits"}, {Key: "n", Value: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	filter := bson.D{{Key: "_id", Value: "visits"}}
 
-	a, _ := dsync.NewMutex(b.Client, "visits")
+	a, _ := dsync.NewMutex(locks, "visits")
 	if err := a.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +60,7 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 	if err := a.UnlockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bm, _ := dsync.NewMutex(b.Client, "visits")
+	bm, _ := dsync.NewMutex(locks, "visits")
 	if err := bm.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +243,3 @@ func TestFenceRefusesFerretDBAtOnce(t *testing.T) {
 		t.Errorf("Fence WithNonAtomicFence sent %v, want nothing", n)
 	}
 }
-
-// quietLogger drops what a test's backend logs.
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

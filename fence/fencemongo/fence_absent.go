@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (f *Fenced) raise(ctx context.Context, id bson.RawValue) error {
 		case exists && fence > f.token:
 			return fmt.Errorf("%w (token %d)", ErrFenced, f.token)
 		case !exists:
-			return fmt.Errorf("dsyncmongo: Fenced: a placeholder for _id %v, to keep the fence where no document is: %w "+
+			return fmt.Errorf("fencemongo: Fenced: a placeholder for _id %v, to keep the fence where no document is: %w "+
 				"(a unique index on another field must skip documents without that field: make it sparse, "+
 				"or partial on {field: {$exists: true}})", id, err)
 		case attempt == attemptsOnARace:

@@ -1,6 +1,6 @@
 //go:build dsync_planted
 
-package dsyncmongo
+package fencemongo
 
 import (
 	"testing"

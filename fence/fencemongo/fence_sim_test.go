@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"context"
@@ -36,8 +36,8 @@ import (
 // reaches the server; the operations still interleave command by
 // command, and a request held back lands after later holders' requests.
 //
-//	go test -run TestFenceSimulation -v ./dsync/mongo -fencesim.seeds=200
-//	go test -run TestFenceSimulation -v ./dsync/mongo -fencesim.seed=7
+//	go test -run TestFenceSimulation -v ./fence/fencemongo -fencesim.seeds=200
+//	go test -run TestFenceSimulation -v ./fence/fencemongo -fencesim.seed=7
 //
 // A seed fixes what each holder does and which of its requests are held
 // back or lose their reply, not how the goroutines interleave: a seed
@@ -74,7 +74,7 @@ func TestFenceSimulation(t *testing.T) {
 		run := h.run(t, seed)
 		total.add(run.figures)
 		if verdict := run.check(t, true); verdict != porcupine.Ok {
-			t.Fatalf("seed %d: porcupine says %s (go test -run TestFenceSimulation ./dsync/mongo -fencesim.seed=%d)", seed, verdict, seed)
+			t.Fatalf("seed %d: porcupine says %s (go test -run TestFenceSimulation ./fence/fencemongo -fencesim.seed=%d)", seed, verdict, seed)
 		}
 	}
 	t.Logf("fenced-register simulation: %d seeds, all linearizable; %s", len(seeds), total)

@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package dsyncmongo
+package fencemongo
 
 import (
 	"context"
@@ -24,14 +24,10 @@ func TestFencedInsertCannotLandAfterALaterHoldersRead(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	db := mongotest.NewDatabase(t)
 	counters := db.Collection("counters")
-	b, err := newTestClient(db, WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	locks := newLocks(t, db)
 	visits := bson.D{{Key: "_id", Value: "visits"}}
 
-	p, _ := dsync.NewMutex(b.Client, "visits")
+	p, _ := dsync.NewMutex(locks, "visits")
 	if err := p.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +39,7 @@ func TestFencedInsertCannotLandAfterALaterHoldersRead(t *testing.T) {
 	if err := p.UnlockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := dsync.NewMutex(b.Client, "visits")
+	q, _ := dsync.NewMutex(locks, "visits")
 	if err := q.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}

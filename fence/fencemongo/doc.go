@@ -1,0 +1,84 @@
+// Package fencemongo checks a lock's fencing token in MongoDB itself, on
+// the documents a critical section reads and writes: Fence returns a
+// collection seen through one hold's token, whose FindOne raises the
+// document's fence to the token and whose writes apply only while no
+// later token has done so. A holder paused past its lease (GC, SIGSTOP, a
+// suspended VM) that wakes and writes gets ErrFenced instead of
+// overwriting the next holder's work.
+//
+// A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
+// protects a resource only if the resource compares it with the token of
+// every later holder, and only if a later holder shows its token before
+// it reads: a holder paused past its lease can otherwise write after the
+// next holder has read, and the next holder then overwrites that write
+// with a value computed from what it read before (a lost update). A
+// Fenced collection does both. Every document it touches carries a fence
+// (the field FenceField): the highest token that read or wrote it. Each
+// operation raises the fence to the Fenced's token and does its work in
+// one single-document command that applies only while the fence is at
+// most that token, so an operation with a lower token than the
+// document's fence changes nothing and fails with ErrFenced. (One by _id
+// that finds nothing raises the _id's fence and tries again, below; if a
+// holder with a later token acts between the two, it fails with ErrFenced
+// having raised the fence, to a token that was held, and done nothing
+// else.)
+//
+// A fence also stays where a later holder found nothing. A FindOne,
+// UpdateOne, ReplaceOne or DeleteOne whose filter names one _id ({_id: v}
+// or {_id: {$eq: v}} at its top level) and matches nothing raises the
+// fence of that _id before it answers, keeping it in a placeholder (a
+// document with only the _id, the fence and AbsentField) where no
+// document has the _id; DeleteOne leaves such a placeholder in place of
+// the document it deletes. InsertOne applies only where no document has
+// its _id, over a placeholder whose fence is at most the token or none.
+// Fenced operations take placeholders for missing documents.
+//
+// # What it guarantees
+//
+// On MongoDB (a replica set, a sharded cluster or a standalone server):
+// once a holder's FindOne, UpdateOne, ReplaceOne or DeleteOne of a
+// document has returned, no operation of a holder with a lower token on
+// that document applies, however late it reaches the server; and once one
+// of them by _id has returned, whatever it found, no InsertOne of that
+// _id by a holder with a lower token applies either (in a sharded
+// cluster, only in collections unsharded or sharded on _id: elsewhere _id
+// is not unique across shards, so an insert is not stopped by a
+// placeholder on another shard, and servers before 7.0 refuse the upserts
+// by _id alone that keep the fence). The commands use the majority write
+// concern, so an acknowledged fence raise or write is not rolled back by
+// a failover; FindOne reads by raising the fence (findAndModify), on the
+// primary, so what it returns is the latest majority-committed document.
+//
+// # Why it refuses FerretDB
+//
+// FerretDB (what `dsync server` runs) applies an update as a read and a
+// later, unconditional write of the whole document, so a stale holder's
+// update that read the document before the next holder's raise can write
+// after it, undoing the raise and the next holder's fence with it. No
+// command that changes a document in place can be made safe there against
+// a request that lands late; only inserts under a unique index are
+// atomic, which would need the data itself kept as inserted versions. So
+// Fence asks the server once per driver client and refuses FerretDB at
+// once with ErrFenceNotAtomic, before any read or write, unless
+// WithNonAtomicFence accepts a fence that holds only while two holders'
+// operations do not overlap. There, pass the token to a resource that
+// checks it instead.
+//
+// # What it cannot do
+//
+// Fence documents it does not touch (a critical section that reads one
+// document and writes another must read the second through FindOne first,
+// or write both); fence an absence that a filter naming no single _id
+// found (no _id to keep it on: a stale holder's InsertOne of a matching
+// document still applies; give such documents a deterministic _id and
+// read them by it); or fence the collection's own writers (an unfenced
+// write is not checked, an unfenced delete of a document or placeholder
+// takes its fence away, and an unfenced upsert takes a placeholder for a
+// document). Placeholders stay in the collection: readers of the
+// collection itself skip them with {AbsentField: {$exists: false}}, and a
+// unique index on another field must skip them (sparse, or partial on
+// {field: {$exists: true}}), and so must a schema validator that requires
+// fields. To remove placeholders, delete them with AbsentField once no
+// holder of a token below their fence can still be running, its writes
+// included.
+package fencemongo
