@@ -70,7 +70,7 @@ func (el *electRun) lead(ctx, lctx context.Context) error {
 		j.stop(rn.grace)
 		return nil
 	}
-	rn.stopLost(j, "leadership of %q lost (term %d): the server did not confirm it in time", el.name, el.term.Token)
+	rn.stopLost(j, "leadership of %q lost (term %d): its lease could no longer be guaranteed", el.name, el.term.Token)
 	rn.r.say("command stopped (status %d); campaigning again for %q", j.status, el.name)
 	standingBy(ctx, rn.r, el.e)
 	return nil
@@ -84,7 +84,7 @@ func (el *electRun) leadAlone(ctx, lctx context.Context) {
 	r.say("leading %q (term %d) until interrupted", el.name, el.term.Token)
 	<-lctx.Done()
 	if ctx.Err() == nil {
-		r.say("leadership of %q lost (term %d): the server did not confirm it in time; campaigning again", el.name, el.term.Token)
+		r.say("leadership of %q lost (term %d): its lease could no longer be guaranteed; campaigning again", el.name, el.term.Token)
 	}
 }
 

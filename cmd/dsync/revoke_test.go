@@ -121,3 +121,44 @@ func TestGraceDoesNotHoldTheLock(t *testing.T) {
 		t.Errorf("the holder that lost the lock: %v; want exit %d\nstderr: %s", err, exitLost, stderr.String())
 	}
 }
+
+// TestRevokeEndsALeader: dsync revoke --key of an election's lease ends
+// the leader's term; dsync elect logs who revoked it and why, and does
+// not put the loss down to the server.
+func TestRevokeEndsALeader(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	cmd := dsyncCmd(ctx, e, "--db", db, "elect", "--ttl", "2s", "revoked-job")
+	stderr := newLineWaiter()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var log []string
+	for {
+		line := stderr.next(t, slow(20*time.Second))
+		log = append(log, line)
+		if strings.Contains(line, `leading "revoked-job"`) {
+			break
+		}
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "revoke", "--key", "dsync:election/revoked-job", "--reason", "stuck leader")
+	if r.code != 0 {
+		t.Fatalf("dsync revoke: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for {
+		line := stderr.next(t, slow(20*time.Second))
+		log = append(log, line)
+		if strings.Contains(line, `leadership of "revoked-job" lost`) {
+			break
+		}
+	}
+	all := strings.Join(log, "\n")
+	if !strings.Contains(all, "stuck leader") || strings.Contains(all, "did not confirm") {
+		t.Errorf("the leader's log does not put the loss down to the revoke:\n%s", all)
+	}
+}
