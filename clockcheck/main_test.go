@@ -3,7 +3,7 @@ package clockcheck_test
 import (
 	"testing"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestMain runs the tests against the shared test server and then checks

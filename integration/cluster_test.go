@@ -26,7 +26,7 @@ import (
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/register"
 	"github.com/go-dsync/dsync/integration/worker"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
-	"github.com/go-dsync/dsync/internal/longtest"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // soak reports whether the long run was asked for (DSYNC_SOAK=1).

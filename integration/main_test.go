@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-dsync/dsync/integration/worker"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 func TestMain(m *testing.M) {

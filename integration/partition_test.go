@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // partitionShards is the hammer's number of shards.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // Fault 7: an RWMutex and a Semaphore under faults of every kind: four

@@ -8,7 +8,7 @@ import (
 
 // plantedLost is the channel a term's watch takes for the loss of its
 // lease: nil, which never fires, when plant.LeaderKeepsTerm is planted (a
-// negative control of internal/apisim; plant.On is false in every other
+// negative control of internal/testbed/apisim; plant.On is false in every other
 // build, and this is lost).
 func plantedLost(lost <-chan struct{}) <-chan struct{} {
 	if plant.On && plant.Is(plant.LeaderKeepsTerm) {
@@ -19,8 +19,8 @@ func plantedLost(lost <-chan struct{}) <-chan struct{} {
 
 // campaignShard is how a Partition campaigns for shard election e:
 // Campaign. When plant.PartitionSkipsWait is planted (a negative control
-// of internal/apisim) it returns at once, before the campaign is won, with
-// a context that ends when the campaign fails or its term ends: the
+// of internal/testbed/apisim) it returns at once, before the campaign is
+// won, with a context that ends when the campaign fails or its term ends: the
 // shard's function then runs beside the shard's previous owner.
 func campaignShard(ctx context.Context, e *Election) (context.Context, error) {
 	if !plant.On || !plant.Is(plant.PartitionSkipsWait) {

@@ -5,11 +5,11 @@ go 1.26.0
 replace (
 	github.com/go-dsync/dsync => ../..
 	github.com/go-dsync/dsync/bench => ..
-	github.com/go-dsync/dsync/internal/ferretserve => ../../internal/ferretserve
+	github.com/go-dsync/dsync/internal/testbed/ferretserve => ../../internal/testbed/ferretserve
 )
 
 require (
-	github.com/go-dsync/dsync/bench v0.0.0-20261128100435-f25b2549dd70
+	github.com/go-dsync/dsync/bench v0.0.0-20261128100726-232cd9196bd8
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/square/mongo-lock v0.0.0-20230808145049-cfcf499f6bf0

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestInvalidDatabaseName: a database name MongoDB refuses, from --db or

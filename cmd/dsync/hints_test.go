@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // infoLog keeps the messages logged at Info.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 func TestLockPassesExitStatusThrough(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/integration/faultproxy"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestAcquireTellsAStoreErrorFromAHeldLock: a store that does not answer

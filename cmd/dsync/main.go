@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/errtext"
-	"github.com/go-dsync/dsync/internal/ferretserve"
+	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
 )
 
 // Exit statuses of dsync itself. lock and elect otherwise exit with their

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // shardScript is the command dsync partition runs for each shard in the

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestRevokeEndsAHolder: dsync revoke --key on a lock held by dsync lock

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // A serverProc is a running dsync server.

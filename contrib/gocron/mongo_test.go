@@ -10,8 +10,8 @@ import (
 
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
-	"github.com/go-dsync/dsync/internal/longtest"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }

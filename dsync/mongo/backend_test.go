@@ -15,8 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // offlineDB is a database on a client that never reaches a server: New

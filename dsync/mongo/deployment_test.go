@@ -15,8 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
 	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // withFault installs a test fault hook.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/faultproxy"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // findings indexes Doctor's findings by check.

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestWaitersOfManyKeysWokenByTheirEnds: one process holds 16 keys and

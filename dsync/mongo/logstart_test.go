@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // infos returns the Info records, each as its message and attributes.

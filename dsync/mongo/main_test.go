@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }

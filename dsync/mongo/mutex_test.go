@@ -19,8 +19,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/longtest"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestServerTimeNeverFromReads: PrepareRead's clock (hello; behind a

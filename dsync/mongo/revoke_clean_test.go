@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestRevocationsEndWithTheirSessions: the cleaning of long-expired

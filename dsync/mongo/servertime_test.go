@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // helloShifter is a TCP proxy in front of one server that moves the

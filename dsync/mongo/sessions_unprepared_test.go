@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // TestSessionsWithoutPrepare: the sessions' writes that sample or judge

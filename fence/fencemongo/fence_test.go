@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // fenceOpts are the options the fence tests need on the test server: on

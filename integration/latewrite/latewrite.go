@@ -36,7 +36,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/integration/faultproxy"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // A Link is a client to the shared test server through a proxy that can

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }

@@ -1,6 +1,6 @@
 // Package plant switches the bugs planted above the engine (in dsync,
 // leader, fence/fencemongo and contrib/gocron's Locker) for the negative
-// controls of the public-API simulation (internal/apisim, and
+// controls of the public-API simulation (internal/testbed/apisim, and
 // contrib/gocron's simulation of its Locker) and of fence/fencemongo's
 // fenced-register simulation. Only a build with -tags dsync_planted can
 // plant one: in every other build On is false and the bugs' branches
@@ -54,7 +54,7 @@ const (
 	LockerIgnoresHold
 	// PartitionSkipsWait: a leader.Partition runs a shard's function as
 	// soon as it queues for the shard, before its campaign is won, so
-	// beside the shard's previous owner (internal/apisim's partition
+	// beside the shard's previous owner (internal/testbed/apisim's partition
 	// simulation).
 	PartitionSkipsWait
 	// PartitionIgnoresOwners: the Partition's assignment ignores who owns

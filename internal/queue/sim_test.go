@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/integration/history"
-	"github.com/go-dsync/dsync/internal/longtest"
 	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
 // The simulation runs the protocol of several owners (processes) against

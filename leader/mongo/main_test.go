@@ -12,7 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/bench/harness"
-	"github.com/go-dsync/dsync/internal/mongotest"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // testDBEnv names the database of a test's child processes.

@@ -25,7 +25,7 @@ type Member struct {
 // shard gets "".
 func Assign(n int, members []Member, current []string) []string {
 	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
-		current = nil // a negative control of internal/apisim: see plant
+		current = nil // a negative control of internal/testbed/apisim: see plant
 	}
 	out := make([]string, n)
 	live := liveMembers(members)

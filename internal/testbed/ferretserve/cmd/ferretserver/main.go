@@ -1,5 +1,5 @@
 // Command ferretserver is the embedded FerretDB (v1.24, SQLite handler)
-// that the test harness (github.com/go-dsync/dsync/internal/mongotest)
+// that the test harness (github.com/go-dsync/dsync/internal/testbed/mongotest)
 // starts as a child process when neither MONGODB_URI nor Docker gives it a
 // server. It lives in this module, not the library's, so that the library
 // module never requires FerretDB: mongotest builds it with `go build` from
@@ -24,7 +24,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/go-dsync/dsync/internal/ferretserve"
+	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command dockerserver starts a MongoDB deployment in Docker for the test
-// harness (github.com/go-dsync/dsync/internal/mongotest), which runs it as
-// a child process, as it runs the embedded FerretDB. It lives in this
+// harness (github.com/go-dsync/dsync/internal/testbed/mongotest), which
+// runs it as a child process, as it runs the embedded FerretDB. It lives in this
 // module, not the library's, so that the library module never requires
 // dockertest: mongotest builds it with `go build` from this directory.
 //
@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/dockerserve"
+	"github.com/go-dsync/dsync/internal/testbed/dockerserve"
 )
 
 // Exit statuses the harness reads.

@@ -28,8 +28,8 @@ const (
 // dockertest.
 var dockerModule = serverModule{
 	what:   "the Docker deployment's keeper",
-	module: "github.com/go-dsync/dsync/internal/dockerserve",
-	dir:    filepath.Join("internal", "dockerserve"),
+	module: "github.com/go-dsync/dsync/internal/testbed/dockerserve",
+	dir:    filepath.Join("internal", "testbed", "dockerserve"),
 	cmd:    "dockerserver",
 	envBin: envDockerBin,
 }

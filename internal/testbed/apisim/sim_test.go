@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
 var (

@@ -1,4 +1,4 @@
-module github.com/go-dsync/dsync/internal/dockerserve
+module github.com/go-dsync/dsync/internal/testbed/dockerserve
 
 go 1.25.0
 

@@ -15,8 +15,8 @@
 //  2. MongoDB in Docker, when a Docker engine (DOCKER_HOST, default the
 //     local socket) answers a ping within 1.5 s. The harness builds the
 //     command dockerserver of the module
-//     github.com/go-dsync/dsync/internal/dockerserve (which drives Docker
-//     through github.com/ory/dockertest/v3) as it builds ferretserver
+//     github.com/go-dsync/dsync/internal/testbed/dockerserve (which drives
+//     Docker through github.com/ory/dockertest/v3) as it builds ferretserver
 //     below, or runs DSYNC_MONGOTEST_DOCKERSERVER, and keeps it as a child
 //     until [Run]: the child starts the deployment, prints its URI once
 //     the primary is writable, and removes the containers and their
@@ -37,9 +37,10 @@
 //     never passes on FerretDB. Kind "docker".
 //  3. Otherwise an embedded FerretDB v1.24.0 (SQLite handler, data in a temp
 //     dir, random loopback port) running in a CHILD PROCESS: the command
-//     ferretserver of the module github.com/go-dsync/dsync/internal/ferretserve
-//     (directory internal/ferretserve of this repository, found next to
-//     the go.work or go.mod of the test's directory). FerretDB is not in
+//     ferretserver of the module
+//     github.com/go-dsync/dsync/internal/testbed/ferretserve (directory
+//     internal/testbed/ferretserve of this repository, found next to the
+//     go.work or go.mod of the test's directory). FerretDB is not in
 //     the library module's go.mod, so the harness builds that command
 //     once per test binary with `go build` (GOWORK=off, never with -race;
 //     the go build cache makes it a link step after the first time), says

@@ -1,5 +1,5 @@
 // Package browsertest opens the status page (statuspage, served by
-// dsync's library over the embedded test server of internal/mongotest)
+// dsync's library over the embedded test server of internal/testbed/mongotest)
 // in headless Chromium, driven by github.com/chromedp/chromedp, and
 // checks what a person sees. It is a module of its own so that neither
 // the library nor the command requires chromedp.

@@ -1,14 +1,14 @@
-module github.com/go-dsync/dsync/internal/browsertest
+module github.com/go-dsync/dsync/internal/testbed/browsertest
 
 go 1.25.0
 
 // For development in this repository; scripts/pin-library sets the
 // version required below.
-replace github.com/go-dsync/dsync => ../..
+replace github.com/go-dsync/dsync => ../../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261128100435-f25b2549dd70
+	github.com/go-dsync/dsync v0.0.0-20261128100726-232cd9196bd8
 )
 
 require (

@@ -32,12 +32,12 @@ type serverModule struct {
 const envServerBin = "DSYNC_MONGOTEST_FERRETSERVER"
 
 // ferretModule is the module holding the embedded server.
-const ferretModule = "github.com/go-dsync/dsync/internal/ferretserve"
+const ferretModule = "github.com/go-dsync/dsync/internal/testbed/ferretserve"
 
 var ferretServer = serverModule{
 	what:   "the embedded FerretDB server",
 	module: ferretModule,
-	dir:    filepath.Join("internal", "ferretserve"),
+	dir:    filepath.Join("internal", "testbed", "ferretserve"),
 	cmd:    "ferretserver",
 	envBin: envServerBin,
 }
@@ -130,7 +130,7 @@ func (m serverModule) sourceDir() (string, error) {
 		}
 	}
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		roots = append(roots, filepath.Join(filepath.Dir(file), "..", ".."))
+		roots = append(roots, filepath.Join(filepath.Dir(file), "..", "..", ".."))
 	}
 	for _, root := range roots {
 		dir := filepath.Join(root, m.dir)

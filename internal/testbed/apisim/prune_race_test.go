@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
 // TestConcurrentReleasesPrune releases holds of one key from many
