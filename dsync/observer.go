@@ -59,12 +59,6 @@ const (
 	KindElection  Kind = "election" // a leader.Election's lease
 )
 
-// electionNamespace is package leader's namespace (leader.Namespace): a
-// Mutex in it is an election's lease, which an observer should not count
-// with the plain Mutexes of the same name. A test of package leader keeps
-// the two names equal.
-const electionNamespace = "election"
-
 // An Acquisition is a call that asked for a hold.
 type Acquisition struct {
 	Key  string

@@ -9,9 +9,6 @@ import (
 	"github.com/rs/xid"
 )
 
-// onceNamespace is the namespace of Once keys: "dsync:once/KEY".
-const onceNamespace = "once"
-
 // A Once runs a function to success once per key, across every process
 // that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
-const rwNamespace = "rw"
-
 // An RWMutex is a reader/writer lock shared by every process that uses the
 // same key on the same store, with the shape of sync.RWMutex: any number
 // of readers or one writer hold it at a time. Its zero value is not

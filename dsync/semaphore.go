@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
-const semNamespace = "sem"
-
 // A Semaphore is a weighted semaphore shared by every process that uses
 // the same key on the same store, with the shape of
 // golang.org/x/sync/semaphore.Weighted: at any instant the units held

@@ -35,9 +35,6 @@ func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error)
 	return n, nil
 }
 
-// sweepKey is the lock the sweeping Client holds, in dsync's namespace.
-const sweepKey = "sweep"
-
 // sweeper runs a Client's sweeps.
 type sweeper struct {
 	mu      sync.Mutex
