@@ -82,6 +82,13 @@ func NewOnce(c *Client, key string, opts ...OnceOption) (*Once, error) {
 	return &Once{core: p, sem: make(chan struct{}, 1)}, nil
 }
 
+// mustBeMade panics if o is a zero Once (zero.go).
+func (o *Once) mustBeMade() {
+	if o == nil || o.client == nil {
+		zeroPanic("Once")
+	}
+}
+
 // Key returns the Once's key, as given to NewOnce.
 func (o *Once) Key() string {
 	o.mustBeMade()

@@ -99,6 +99,13 @@ func NewRWMutex(c *Client, key string, opts ...RWMutexOption) (*RWMutex, error) 
 	return rw, nil
 }
 
+// mustBeMade panics if rw is a zero RWMutex (zero.go).
+func (rw *RWMutex) mustBeMade() {
+	if rw == nil || rw.client == nil {
+		zeroPanic("RWMutex")
+	}
+}
+
 // Key returns the lock's key, as given to NewRWMutex.
 func (rw *RWMutex) Key() string {
 	rw.mustBeMade()

@@ -63,6 +63,13 @@ func NewSemaphore(c *Client, key string, limit int64, opts ...SemaphoreOption) (
 	return s, nil
 }
 
+// mustBeMade panics if s is a zero Semaphore (zero.go).
+func (s *Semaphore) mustBeMade() {
+	if s == nil || s.client == nil {
+		zeroPanic("Semaphore")
+	}
+}
+
 // Key returns the semaphore's key, as given to NewSemaphore.
 func (s *Semaphore) Key() string {
 	s.mustBeMade()
