@@ -42,6 +42,9 @@ const (
 	DefaultPollInterval = 250 * time.Millisecond
 	// DefaultSafetyPoll caps how long a waiter relies on wake-ups alone.
 	DefaultSafetyPoll = 15 * time.Second
+	// DefaultIdleAge is how long a key must have been idle before a
+	// Client's sweeps compact it (ClientWithIdleAge).
+	DefaultIdleAge = 30 * time.Minute
 )
 
 // ClientWithLogger sets where the Client reports what it handles itself:
@@ -93,6 +96,59 @@ func ClientWithSafetyPoll(d time.Duration) ClientOption {
 			return fmt.Errorf("dsync: safety poll interval must be positive, got %v", d)
 		}
 		c.safetyPoll = d
+		return nil
+	}
+}
+
+// ClientWithIdleAge makes this Client sweep in the background, about once
+// per bucket span: it compacts the keys idle (nobody holding or waiting
+// for them) for at least d (Compact). It must be at least four bucket
+// spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
+// process may still sweep). Default: DefaultIdleAge (30 minutes).
+func ClientWithIdleAge(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 0 {
+			return fmt.Errorf("dsync: idle age must not be negative, got %v", d)
+		}
+		c.idleAge = d
+		return nil
+	}
+}
+
+// ClientWithBucketSpan sets the store's bucket span: every process on a
+// store must use the same, which the first process records in the store.
+// A process whose span is not the store's fails every acquire with an
+// error wrapping ErrSpan, also when the store was emptied and first
+// written by a process of another span while it ran.
+// Default: the store's, or 5 minutes for a new store. A hold's TTL must
+// be at most the span. Shorter spans cost each holder a gate insert per
+// span and key held, and allow shorter idle ages (ClientWithIdleAge); the
+// default suits every TTL up to 5 minutes. The span must be a whole
+// number of milliseconds.
+func ClientWithBucketSpan(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 4*c.engine.Margin {
+			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.engine.Margin)
+		}
+		if d%time.Millisecond != 0 {
+			// MongoDB's driver records the span in milliseconds: a span
+			// it rounds would read back as another span, and this
+			// process would fail every acquire with ErrSpan.
+			return fmt.Errorf("dsync: bucket span %v is not a whole number of milliseconds", d)
+		}
+		c.engine.Span, c.spanSet = d, true
+		return nil
+	}
+}
+
+// ClientWithObserver sets the Client's observer. Default: none.
+func ClientWithObserver(o Observer) ClientOption {
+	return func(c *clientConfig) error {
+		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
+			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
+			return errors.New("dsync: an observer with no callback")
+		}
+		c.observer = &o
 		return nil
 	}
 }

@@ -1,7 +1,6 @@
 package dsync
 
 import (
-	"errors"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/observe"
@@ -92,18 +91,6 @@ type Renewal struct {
 	// holds came to being lost. A healthy lease has about TTL minus the
 	// renew interval (and the margin) at every renewal.
 	Headroom time.Duration
-}
-
-// ClientWithObserver sets the Client's observer. Default: none.
-func ClientWithObserver(o Observer) ClientOption {
-	return func(c *clientConfig) error {
-		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
-			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
-			return errors.New("dsync: an observer with no callback")
-		}
-		c.observer = &o
-		return nil
-	}
 }
 
 // observe queues f's call of the Client's observer, if it has one.
