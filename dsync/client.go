@@ -64,7 +64,7 @@ type Client struct {
 	// (rwlinger.go), which Close waits for.
 	background sync.WaitGroup
 
-	// events calls the observer (observer.go); nil without one. waiting
+	// events calls the observer (observe); nil without one. waiting
 	// is the count of callers waiting for a hold, guarded by waitMu.
 	events  *observe.Queue
 	waitMu  sync.Mutex
@@ -199,6 +199,40 @@ func (c *Client) startWake(store driver.Store, inner driver.Feed) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
 		defer cancel()
 		c.wake.Ended(ctx, d.Key, d.Epoch)
+	})
+}
+
+// newEvents starts the queue that calls c's observer, if it has one.
+func (c *Client) newEvents() {
+	if o := c.cfg.observer; o != nil {
+		c.events = observe.New(o.Dropped)
+	}
+}
+
+// observe queues f's call of the Client's observer, if it has one.
+func (c *Client) observe(f func(o *Observer)) {
+	if c.cfg.observer == nil {
+		return
+	}
+	o := c.cfg.observer
+	c.events.Send(func() { f(o) })
+}
+
+// waitingDelta counts a caller of c starting (+1) or ending (-1) a wait
+// for a hold, and tells the observer the new count. The count and its
+// sending are under one lock, so the observer sees the counts in order.
+func (c *Client) waitingDelta(d int) {
+	if c.cfg.observer == nil {
+		return
+	}
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.waiting += d
+	n := c.waiting
+	c.observe(func(o *Observer) {
+		if o.Waiting != nil {
+			o.Waiting(n)
+		}
 	})
 }
 

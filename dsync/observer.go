@@ -1,10 +1,6 @@
 package dsync
 
-import (
-	"time"
-
-	"github.com/go-dsync/dsync/internal/observe"
-)
+import "time"
 
 // An Observer is told what a Client's locks and its lease do, for metrics
 // and alerts: how long callers wait and hold, holds lost, how renewals
@@ -93,33 +89,6 @@ type Renewal struct {
 	Headroom time.Duration
 }
 
-// observe queues f's call of the Client's observer, if it has one.
-func (c *Client) observe(f func(o *Observer)) {
-	if c.cfg.observer == nil {
-		return
-	}
-	o := c.cfg.observer
-	c.events.Send(func() { f(o) })
-}
-
-// waitingDelta counts a caller of c starting (+1) or ending (-1) a wait
-// for a hold, and tells the observer the new count. The count and its
-// sending are under one lock, so the observer sees the counts in order.
-func (c *Client) waitingDelta(d int) {
-	if c.cfg.observer == nil {
-		return
-	}
-	c.waitMu.Lock()
-	defer c.waitMu.Unlock()
-	c.waiting += d
-	n := c.waiting
-	c.observe(func(o *Observer) {
-		if o.Waiting != nil {
-			o.Waiting(n)
-		}
-	})
-}
-
 // kindOf is the Kind of p's holds of terms t.
 func (p *core) kindOf(t claimTerms) Kind {
 	switch p.family {
@@ -137,11 +106,4 @@ func (p *core) kindOf(t claimTerms) Kind {
 		return KindElection
 	}
 	return KindMutex
-}
-
-// newEvents starts the queue that calls c's observer, if it has one.
-func (c *Client) newEvents() {
-	if o := c.cfg.observer; o != nil {
-		c.events = observe.New(o.Dropped)
-	}
 }
