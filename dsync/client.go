@@ -236,13 +236,6 @@ func (c *Client) waitingDelta(d int) {
 	})
 }
 
-// ttlSpanError says that the lease is longer than the store's bucket
-// span allows: a hold must end within one span of the store's time (see
-// ClientWithBucketSpan). It says what to change, not why.
-func ttlSpanError(ttl, span time.Duration) error {
-	return fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan)", ttl, span)
-}
-
 // engineClock is the engine's clock: the store's time, and this
 // process's monotonic time (suspends counted) since the Client began.
 type engineClock struct{ c *Client }
