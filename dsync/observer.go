@@ -88,22 +88,3 @@ type Renewal struct {
 	// renew interval (and the margin) at every renewal.
 	Headroom time.Duration
 }
-
-// kindOf is the Kind of p's holds of terms t.
-func (p *core) kindOf(t claimTerms) Kind {
-	switch p.family {
-	case rwNamespace:
-		if isShared(t) {
-			return KindRead
-		}
-		return KindWrite
-	case semNamespace:
-		return KindSemaphore
-	case onceNamespace:
-		return KindOnce
-	}
-	if p.cfg.namespace == electionNamespace {
-		return KindElection
-	}
-	return KindMutex
-}
