@@ -112,6 +112,25 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 	return h, nil
 }
 
+// kindOf is the Kind of p's holds of terms t.
+func (p *core) kindOf(t claimTerms) Kind {
+	switch p.family {
+	case rwNamespace:
+		if isShared(t) {
+			return KindRead
+		}
+		return KindWrite
+	case semNamespace:
+		return KindSemaphore
+	case onceNamespace:
+		return KindOnce
+	}
+	if p.cfg.namespace == electionNamespace {
+		return KindElection
+	}
+	return KindMutex
+}
+
 // try makes a Try method's one attempt at p's key with terms t, bounded
 // by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
 // why there is none: an error wrapping ErrHeld (a *HeldError) when
@@ -150,31 +169,6 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 		return nil, &tryBoundError{bound: bound, key: p.key, err: last.last}
 	}
 	return nil, err
-}
-
-// tryBoundError is a try that its bound ended while a store call was
-// out, and what the store said of that call.
-type tryBoundError struct {
-	key   string
-	bound time.Duration
-	err   error
-}
-
-func (e *tryBoundError) Error() string {
-	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, WithTryTimeout): %v", e.key, e.bound, e.err)
-}
-
-func (e *tryBoundError) Unwrap() error { return e.err }
-
-// noAnswerError is the cause that ends a try whose store did not answer
-// within the try timeout.
-type noAnswerError struct {
-	key   string
-	bound time.Duration
-}
-
-func (e *noAnswerError) Error() string {
-	return fmt.Sprintf("dsync: try %q: the store did not answer within %v (WithTryTimeout)", e.key, e.bound)
 }
 
 // errNotStarted: a claim came to hold, but its hold could not start in

@@ -64,7 +64,7 @@ type Client struct {
 	// (rwlinger.go), which Close waits for.
 	background sync.WaitGroup
 
-	// events calls the observer (observer.go); nil without one. waiting
+	// events calls the observer (observe); nil without one. waiting
 	// is the count of callers waiting for a hold, guarded by waitMu.
 	events  *observe.Queue
 	waitMu  sync.Mutex
@@ -202,11 +202,38 @@ func (c *Client) startWake(store driver.Store, inner driver.Feed) {
 	})
 }
 
-// ttlSpanError says that the lease is longer than the store's bucket
-// span allows: a hold must end within one span of the store's time (see
-// ClientWithBucketSpan). It says what to change, not why.
-func ttlSpanError(ttl, span time.Duration) error {
-	return fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan)", ttl, span)
+// newEvents starts the queue that calls c's observer, if it has one.
+func (c *Client) newEvents() {
+	if o := c.cfg.observer; o != nil {
+		c.events = observe.New(o.Dropped)
+	}
+}
+
+// observe queues f's call of the Client's observer, if it has one.
+func (c *Client) observe(f func(o *Observer)) {
+	if c.cfg.observer == nil {
+		return
+	}
+	o := c.cfg.observer
+	c.events.Send(func() { f(o) })
+}
+
+// waitingDelta counts a caller of c starting (+1) or ending (-1) a wait
+// for a hold, and tells the observer the new count. The count and its
+// sending are under one lock, so the observer sees the counts in order.
+func (c *Client) waitingDelta(d int) {
+	if c.cfg.observer == nil {
+		return
+	}
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.waiting += d
+	n := c.waiting
+	c.observe(func(o *Observer) {
+		if o.Waiting != nil {
+			o.Waiting(n)
+		}
+	})
 }
 
 // engineClock is the engine's clock: the store's time, and this

@@ -42,7 +42,56 @@ const (
 	DefaultPollInterval = 250 * time.Millisecond
 	// DefaultSafetyPoll caps how long a waiter relies on wake-ups alone.
 	DefaultSafetyPoll = 15 * time.Second
+	// DefaultIdleAge is how long a key must have been idle before a
+	// Client's sweeps compact it (ClientWithIdleAge).
+	DefaultIdleAge = 30 * time.Minute
 )
+
+// WithTTL sets the length of the Client's lease: how long a hold stays
+// valid without a successful renewal, and so how long a crashed process
+// blocks others. Default: DefaultTTL (15 s). It must be at least MinTTL
+// (100 ms), well above the store's round trip, and at most the store's
+// bucket span (5 minutes unless set otherwise: see ClientWithBucketSpan).
+// A shorter TTL hands a crashed holder's keys over sooner and costs more
+// renewals. Every primitive and election made on the Client shares it.
+func WithTTL(ttl time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		switch {
+		case ttl <= 0:
+			return fmt.Errorf("dsync: TTL must be positive, got %v", ttl)
+		case ttl < MinTTL:
+			return fmt.Errorf("dsync: TTL %v is below the minimum %v", ttl, MinTTL)
+		}
+		c.lease.ttl = ttl
+		return nil
+	}
+}
+
+// WithRenewInterval sets how often the Client renews its lease while it
+// has holds or waiting claims. Default: a third of the TTL, so two
+// renewals can fail before the holds are lost. It must be positive and
+// shorter than the TTL minus the safety margin (TTL/20).
+func WithRenewInterval(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: renew interval must be positive, got %v", d)
+		}
+		c.lease.interval = d
+		return nil
+	}
+}
+
+// WithClock sets the time source of the Client's lease and of its
+// primitives' waits, for tests. Default: SystemClock().
+func WithClock(clock Clock) ClientOption {
+	return func(c *clientConfig) error {
+		if clock == nil {
+			return errors.New("dsync: nil clock")
+		}
+		c.lease.clock = clock
+		return nil
+	}
+}
 
 // ClientWithLogger sets where the Client reports what it handles itself:
 // ends sent again, the wake-up stream falling back to polling. Default:
@@ -93,6 +142,59 @@ func ClientWithSafetyPoll(d time.Duration) ClientOption {
 			return fmt.Errorf("dsync: safety poll interval must be positive, got %v", d)
 		}
 		c.safetyPoll = d
+		return nil
+	}
+}
+
+// ClientWithIdleAge makes this Client sweep in the background, about once
+// per bucket span: it compacts the keys idle (nobody holding or waiting
+// for them) for at least d (Compact). It must be at least four bucket
+// spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
+// process may still sweep). Default: DefaultIdleAge (30 minutes).
+func ClientWithIdleAge(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 0 {
+			return fmt.Errorf("dsync: idle age must not be negative, got %v", d)
+		}
+		c.idleAge = d
+		return nil
+	}
+}
+
+// ClientWithBucketSpan sets the store's bucket span: every process on a
+// store must use the same, which the first process records in the store.
+// A process whose span is not the store's fails every acquire with an
+// error wrapping ErrSpan, also when the store was emptied and first
+// written by a process of another span while it ran.
+// Default: the store's, or 5 minutes for a new store. A hold's TTL must
+// be at most the span. Shorter spans cost each holder a gate insert per
+// span and key held, and allow shorter idle ages (ClientWithIdleAge); the
+// default suits every TTL up to 5 minutes. The span must be a whole
+// number of milliseconds.
+func ClientWithBucketSpan(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d < 4*c.engine.Margin {
+			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.engine.Margin)
+		}
+		if d%time.Millisecond != 0 {
+			// MongoDB's driver records the span in milliseconds: a span
+			// it rounds would read back as another span, and this
+			// process would fail every acquire with ErrSpan.
+			return fmt.Errorf("dsync: bucket span %v is not a whole number of milliseconds", d)
+		}
+		c.engine.Span, c.spanSet = d, true
+		return nil
+	}
+}
+
+// ClientWithObserver sets the Client's observer. Default: none.
+func ClientWithObserver(o Observer) ClientOption {
+	return func(c *clientConfig) error {
+		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
+			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
+			return errors.New("dsync: an observer with no callback")
+		}
+		c.observer = &o
 		return nil
 	}
 }

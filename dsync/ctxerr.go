@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // What an acquire returns when its context ends: the context's cause,
@@ -114,4 +115,29 @@ func leaseEnded(key string, cause, err error) error {
 		e.other = err
 	}
 	return e
+}
+
+// tryBoundError is a try that its bound ended while a store call was
+// out, and what the store said of that call.
+type tryBoundError struct {
+	key   string
+	bound time.Duration
+	err   error
+}
+
+func (e *tryBoundError) Error() string {
+	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, WithTryTimeout): %v", e.key, e.bound, e.err)
+}
+
+func (e *tryBoundError) Unwrap() error { return e.err }
+
+// noAnswerError is the cause that ends a try whose store did not answer
+// within the try timeout.
+type noAnswerError struct {
+	key   string
+	bound time.Duration
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("dsync: try %q: the store did not answer within %v (WithTryTimeout)", e.key, e.bound)
 }

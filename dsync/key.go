@@ -28,3 +28,33 @@ func storedKey(key, namespace string) (string, error) {
 	}
 	return key, nil
 }
+
+// dsync's own namespaces, in which its primitives other than Mutex keep
+// their keys.
+const (
+	// rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
+	rwNamespace = "rw"
+	// semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
+	semNamespace = "sem"
+	// onceNamespace is the namespace of Once keys: "dsync:once/KEY".
+	onceNamespace = "once"
+	// electionNamespace is package leader's namespace (leader.Namespace):
+	// a Mutex in it is an election's lease, which an observer should not
+	// count with the plain Mutexes of the same name. A test of package
+	// leader keeps the two names equal.
+	electionNamespace = "election"
+	// sweepKey is the lock the sweeping Client holds, in dsync's
+	// namespace.
+	sweepKey = "sweep"
+)
+
+// ownNamespaces are dsync's own namespaces, each with whose keys it
+// holds. WithNamespace refuses them; dsync and package leader put their
+// Mutexes in them with ownNamespace.
+var ownNamespaces = map[string]string{
+	rwNamespace:       "the RWMutexes'",
+	semNamespace:      "the Semaphores'",
+	onceNamespace:     "the Onces'",
+	electionNamespace: "package leader's election leases'",
+	sweepKey:          "the compaction lock's", // the key sweep, in the namespace sweep
+}

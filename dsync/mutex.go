@@ -50,6 +50,13 @@ func NewMutex(c *Client, key string, opts ...MutexOption) (*Mutex, error) {
 	return &Mutex{core: p, sem: make(chan struct{}, 1)}, nil
 }
 
+// mustBeMade panics if m is a zero Mutex (zero.go).
+func (m *Mutex) mustBeMade() {
+	if m == nil || m.client == nil {
+		zeroPanic("Mutex")
+	}
+}
+
 // Key returns the lock's key.
 func (m *Mutex) Key() string {
 	m.mustBeMade()

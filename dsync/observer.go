@@ -1,11 +1,6 @@
 package dsync
 
-import (
-	"errors"
-	"time"
-
-	"github.com/go-dsync/dsync/internal/observe"
-)
+import "time"
 
 // An Observer is told what a Client's locks and its lease do, for metrics
 // and alerts: how long callers wait and hold, holds lost, how renewals
@@ -59,12 +54,6 @@ const (
 	KindElection  Kind = "election" // a leader.Election's lease
 )
 
-// electionNamespace is package leader's namespace (leader.Namespace): a
-// Mutex in it is an election's lease, which an observer should not count
-// with the plain Mutexes of the same name. A test of package leader keeps
-// the two names equal.
-const electionNamespace = "election"
-
 // An Acquisition is a call that asked for a hold.
 type Acquisition struct {
 	Key  string
@@ -98,69 +87,4 @@ type Renewal struct {
 	// holds came to being lost. A healthy lease has about TTL minus the
 	// renew interval (and the margin) at every renewal.
 	Headroom time.Duration
-}
-
-// ClientWithObserver sets the Client's observer. Default: none.
-func ClientWithObserver(o Observer) ClientOption {
-	return func(c *clientConfig) error {
-		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
-			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
-			return errors.New("dsync: an observer with no callback")
-		}
-		c.observer = &o
-		return nil
-	}
-}
-
-// observe queues f's call of the Client's observer, if it has one.
-func (c *Client) observe(f func(o *Observer)) {
-	if c.cfg.observer == nil {
-		return
-	}
-	o := c.cfg.observer
-	c.events.Send(func() { f(o) })
-}
-
-// waitingDelta counts a caller of c starting (+1) or ending (-1) a wait
-// for a hold, and tells the observer the new count. The count and its
-// sending are under one lock, so the observer sees the counts in order.
-func (c *Client) waitingDelta(d int) {
-	if c.cfg.observer == nil {
-		return
-	}
-	c.waitMu.Lock()
-	defer c.waitMu.Unlock()
-	c.waiting += d
-	n := c.waiting
-	c.observe(func(o *Observer) {
-		if o.Waiting != nil {
-			o.Waiting(n)
-		}
-	})
-}
-
-// kindOf is the Kind of p's holds of terms t.
-func (p *core) kindOf(t claimTerms) Kind {
-	switch p.family {
-	case rwNamespace:
-		if isShared(t) {
-			return KindRead
-		}
-		return KindWrite
-	case semNamespace:
-		return KindSemaphore
-	case onceNamespace:
-		return KindOnce
-	}
-	if p.cfg.namespace == electionNamespace {
-		return KindElection
-	}
-	return KindMutex
-}
-
-// newEvents starts the queue that calls c's observer, if it has one.
-func (c *Client) newEvents() {
-	if o := c.cfg.observer; o != nil {
-		c.events = observe.New(o.Dropped)
-	}
 }

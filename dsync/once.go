@@ -9,9 +9,6 @@ import (
 	"github.com/rs/xid"
 )
 
-// onceNamespace is the namespace of Once keys: "dsync:once/KEY".
-const onceNamespace = "once"
-
 // A Once runs a function to success once per key, across every process
 // that uses the key on the same store and across their restarts: at
 // least once, and more than once only after a success that could not be
@@ -83,6 +80,13 @@ func NewOnce(c *Client, key string, opts ...OnceOption) (*Once, error) {
 		return nil, err
 	}
 	return &Once{core: p, sem: make(chan struct{}, 1)}, nil
+}
+
+// mustBeMade panics if o is a zero Once (zero.go).
+func (o *Once) mustBeMade() {
+	if o == nil || o.client == nil {
+		zeroPanic("Once")
+	}
 }
 
 // Key returns the Once's key, as given to NewOnce.

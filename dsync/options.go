@@ -313,17 +313,6 @@ func WithNamespace(ns string) MutexOption {
 	})
 }
 
-// ownNamespaces are dsync's own namespaces, each with whose keys it
-// holds. WithNamespace refuses them; dsync and package leader put their
-// Mutexes in them with ownNamespace.
-var ownNamespaces = map[string]string{
-	rwNamespace:       "the RWMutexes'",
-	semNamespace:      "the Semaphores'",
-	onceNamespace:     "the Onces'",
-	electionNamespace: "package leader's election leases'",
-	sweepKey:          "the compaction lock's", // the key sweep, in the namespace sweep
-}
-
 // Package leader puts its leases in its namespace with the option
 // clienthook.Elections, which only dsync's own packages can reach.
 func init() { clienthook.Elections = ownNamespace(electionNamespace) }

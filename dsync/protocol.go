@@ -122,7 +122,7 @@ type awaited struct {
 // every lower epoch of its key has ended), or ctx ends (its cause), or the
 // store fails. Each time the claim is found blocked, blocked (if not nil)
 // is told by the terms and epoch of which claim: a Semaphore's limit
-// warnings (limits.go).
+// warnings (Semaphore.blockedBy).
 func (c *Client) await(ctx context.Context, cl queue.Ref, blocked func(by claimTerms, epoch uint64)) (awaited, error) {
 	if err := c.checkKey(cl.Key); err != nil {
 		return awaited{}, err

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// rwNamespace is the namespace of RWMutex keys: "dsync:rw/KEY".
-const rwNamespace = "rw"
-
 // An RWMutex is a reader/writer lock shared by every process that uses the
 // same key on the same store, with the shape of sync.RWMutex: any number
 // of readers or one writer hold it at a time. Its zero value is not
@@ -100,6 +97,13 @@ func NewRWMutex(c *Client, key string, opts ...RWMutexOption) (*RWMutex, error) 
 	rw := &RWMutex{core: p, sem: make(chan struct{}, 1)}
 	rw.lostHook = rw.holds.onLost
 	return rw, nil
+}
+
+// mustBeMade panics if rw is a zero RWMutex (zero.go).
+func (rw *RWMutex) mustBeMade() {
+	if rw == nil || rw.client == nil {
+		zeroPanic("RWMutex")
+	}
 }
 
 // Key returns the lock's key, as given to NewRWMutex.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
-
-// semNamespace is the namespace of Semaphore keys: "dsync:sem/KEY".
-const semNamespace = "sem"
 
 // A Semaphore is a weighted semaphore shared by every process that uses
 // the same key on the same store, with the shape of
@@ -46,7 +44,7 @@ type Semaphore struct {
 	core
 	limit int64
 	holds holdSet
-	// limits: the other limits this Semaphore warned about (limits.go).
+	// limits: the other limits this Semaphore warned about (blockedBy).
 	limits limitWarnings
 }
 
@@ -64,6 +62,13 @@ func NewSemaphore(c *Client, key string, limit int64, opts ...SemaphoreOption) (
 	s.lostHook = s.holds.onLost
 	s.blocked = s.blockedBy
 	return s, nil
+}
+
+// mustBeMade panics if s is a zero Semaphore (zero.go).
+func (s *Semaphore) mustBeMade() {
+	if s == nil || s.client == nil {
+		zeroPanic("Semaphore")
+	}
 }
 
 // Key returns the semaphore's key, as given to NewSemaphore.
@@ -279,4 +284,42 @@ func (s *Semaphore) Token() uint64 {
 func (s *Semaphore) ValidUntil() time.Time {
 	s.mustBeMade()
 	return s.holds.validUntil(&s.core)
+}
+
+// Semaphores whose processes disagree on the limit are not refused: the
+// claims of each limit take turns (see Semaphore). That is safe but slow,
+// and nearly always a mistake (a limit changed by a rolling restart, or
+// configured differently), so a Semaphore warns when one of its claims
+// waits behind a claim of another limit: once per Semaphore and other
+// limit, to its Client's logger (a configuration matter, not the key's).
+
+// maxLimitWarnings bounds the other limits remembered; past it they are
+// forgotten, and warned about again.
+const maxLimitWarnings = 64
+
+// limitWarnings is a Semaphore's memory of the other limits it warned
+// about.
+type limitWarnings struct {
+	mu     sync.Mutex
+	warned map[int64]bool
+}
+
+// blockedBy warns if a claim of s waits behind a weighted claim (of epoch)
+// of another limit: once per Semaphore and other limit.
+func (s *Semaphore) blockedBy(by claimTerms, epoch uint64) {
+	if !isWeighted(by) || by.Limit == s.limit {
+		return
+	}
+	w := &s.limits
+	w.mu.Lock()
+	if w.warned == nil || len(w.warned) >= maxLimitWarnings {
+		w.warned = make(map[int64]bool)
+	}
+	seen := w.warned[by.Limit]
+	w.warned[by.Limit] = true
+	w.mu.Unlock()
+	if !seen {
+		s.client.Logger().Warn("dsync: semaphore limits differ: claims of each limit take turns until every process agrees",
+			"key", s.key, "limit", s.limit, "other", by.Limit, "token", epoch)
+	}
 }

@@ -3,6 +3,7 @@ package dsync
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-dsync/dsync/internal/queue"
 )
@@ -28,4 +29,11 @@ func spanError(spanSet bool, err error) error {
 		return fmt.Errorf("%w (%w)", ErrSpan, err)
 	}
 	return err
+}
+
+// ttlSpanError says that the lease is longer than the store's bucket
+// span allows: a hold must end within one span of the store's time (see
+// ClientWithBucketSpan). It says what to change, not why.
+func ttlSpanError(ttl, span time.Duration) error {
+	return fmt.Errorf("dsync: TTL %v is longer than this store allows: use a TTL of at most %v (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan)", ttl, span)
 }

@@ -15,10 +15,6 @@ import (
 // then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).
 
-// DefaultIdleAge is how long a key must have been idle before a Client's
-// sweeps compact it (ClientWithIdleAge).
-const DefaultIdleAge = 30 * time.Minute
-
 // Compact deletes the documents of the keys nobody has held or waited for
 // during at least idle (at least four bucket spans), and returns how many
 // documents it deleted. A compacted key's next Lock starts afresh, with a
@@ -34,9 +30,6 @@ func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error)
 	}
 	return n, nil
 }
-
-// sweepKey is the lock the sweeping Client holds, in dsync's namespace.
-const sweepKey = "sweep"
 
 // sweeper runs a Client's sweeps.
 type sweeper struct {
@@ -114,46 +107,5 @@ func (c *Client) sweepOnce(ctx context.Context) {
 	}
 	if n > 0 {
 		c.cfg.logger.Debug("dsync: compacted idle keys", "documents", n)
-	}
-}
-
-// ClientWithIdleAge makes this Client sweep in the background, about once
-// per bucket span: it compacts the keys idle (nobody holding or waiting
-// for them) for at least d (Compact). It must be at least four bucket
-// spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
-// process may still sweep). Default: DefaultIdleAge (30 minutes).
-func ClientWithIdleAge(d time.Duration) ClientOption {
-	return func(c *clientConfig) error {
-		if d < 0 {
-			return fmt.Errorf("dsync: idle age must not be negative, got %v", d)
-		}
-		c.idleAge = d
-		return nil
-	}
-}
-
-// ClientWithBucketSpan sets the store's bucket span: every process on a
-// store must use the same, which the first process records in the store.
-// A process whose span is not the store's fails every acquire with an
-// error wrapping ErrSpan, also when the store was emptied and first
-// written by a process of another span while it ran.
-// Default: the store's, or 5 minutes for a new store. A hold's TTL must
-// be at most the span. Shorter spans cost each holder a gate insert per
-// span and key held, and allow shorter idle ages (ClientWithIdleAge); the
-// default suits every TTL up to 5 minutes. The span must be a whole
-// number of milliseconds.
-func ClientWithBucketSpan(d time.Duration) ClientOption {
-	return func(c *clientConfig) error {
-		if d < 4*c.engine.Margin {
-			return fmt.Errorf("dsync: bucket span %v is below the minimum %v", d, 4*c.engine.Margin)
-		}
-		if d%time.Millisecond != 0 {
-			// MongoDB's driver records the span in milliseconds: a span
-			// it rounds would read back as another span, and this
-			// process would fail every acquire with ErrSpan.
-			return fmt.Errorf("dsync: bucket span %v is not a whole number of milliseconds", d)
-		}
-		c.engine.Span, c.spanSet = d, true
-		return nil
 	}
 }

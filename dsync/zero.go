@@ -13,27 +13,3 @@ package dsync
 func zeroPanic(kind string) {
 	panic("dsync: " + kind + " used without New" + kind)
 }
-
-func (m *Mutex) mustBeMade() {
-	if m == nil || m.client == nil {
-		zeroPanic("Mutex")
-	}
-}
-
-func (rw *RWMutex) mustBeMade() {
-	if rw == nil || rw.client == nil {
-		zeroPanic("RWMutex")
-	}
-}
-
-func (s *Semaphore) mustBeMade() {
-	if s == nil || s.client == nil {
-		zeroPanic("Semaphore")
-	}
-}
-
-func (o *Once) mustBeMade() {
-	if o == nil || o.client == nil {
-		zeroPanic("Once")
-	}
-}
