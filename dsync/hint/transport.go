@@ -221,9 +221,13 @@ func (f *Feed) sendTo(m msg, to []dest) (sent int) {
 		return 0
 	}
 	m.sent = f.store.ServerTime().Latest
+	body, err := encodeBody(m)
+	if err != nil {
+		f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
+		return 0
+	}
 	for _, d := range to {
-		m.to = d.id
-		b, err := encode(m, key)
+		b, err := seal(body, d.id, key)
 		if err != nil {
 			f.cfg.Logger.Debug("dsync: hint not sent", slog.String("key", m.key), slog.Any("err", err))
 			return sent

@@ -89,6 +89,16 @@ var (
 // encode returns m as a datagram authenticated under key, for the
 // process whose peer ID is m.to.
 func encode(m msg, key []byte) ([]byte, error) {
+	body, err := encodeBody(m)
+	if err != nil {
+		return nil, err
+	}
+	return seal(body, m.to, key)
+}
+
+// encodeBody returns m as a datagram's body, everything but its MAC: a
+// hint sent to several processes is encoded once, then sealed for each.
+func encodeBody(m msg) ([]byte, error) {
 	b := make([]byte, 0, 68+len(m.from)+len(m.addr)+len(m.proc)+len(m.key)+macLen)
 	b = append(b, magic...)
 	b = append(b, m.kind)
@@ -106,10 +116,16 @@ func encode(m msg, key []byte) ([]byte, error) {
 	if m.kind == kindWaiting && m.need > 1 {
 		b = binary.BigEndian.AppendUint32(b, m.need)
 	}
-	if len(m.to) > 0xffff {
+	return b, nil
+}
+
+// seal returns body with its MAC under key for the process whose peer ID
+// is to appended, in a slice of its own: body is left as it was.
+func seal(body []byte, to string, key []byte) ([]byte, error) {
+	if len(to) > 0xffff {
 		return nil, errTooLong
 	}
-	b = append(b, sum(b, m.to, key)...)
+	b := append(body[:len(body):len(body)], sum(body, to, key)...)
 	if len(b) > maxDatagram {
 		return nil, errTooLong
 	}
