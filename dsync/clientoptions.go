@@ -214,7 +214,7 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 	store = cfg.takeHooks(store)
 	for _, opt := range opts {
 		if opt == nil {
-			return cfg, nil, errors.New("dsync: nil option")
+			return cfg, nil, errNilOption
 		}
 		if err := opt(&cfg); err != nil {
 			return cfg, nil, err

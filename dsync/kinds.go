@@ -1,10 +1,6 @@
 package dsync
 
-import (
-	"strconv"
-
-	"github.com/go-dsync/dsync/dsync/driver"
-)
+import "github.com/go-dsync/dsync/dsync/driver"
 
 // What a Client's reads report in terms of their own, not the driver's:
 // how a claim shares its key (ClaimInfo.Mode), the order of a listing
@@ -27,18 +23,9 @@ const (
 	ModeWeighted
 )
 
-// String names the mode: exclusive, shared, weighted.
-func (m Mode) String() string {
-	switch m {
-	case ModeExclusive:
-		return "exclusive"
-	case ModeShared:
-		return "shared"
-	case ModeWeighted:
-		return "weighted"
-	}
-	return "mode(" + strconv.Itoa(int(m)) + ")"
-}
+// String names the mode: exclusive, shared, weighted (the driver's
+// names: the numbers are the driver's, TestModesMatchTheDriver).
+func (m Mode) String() string { return driver.Mode(m).String() }
 
 // modeOf is the Mode of a stored claim's mode.
 func modeOf(m driver.Mode) Mode {

@@ -18,3 +18,15 @@ func TestKeyOrdersMatchTheDriver(t *testing.T) {
 		}
 	}
 }
+
+// dsync's Mode is the driver's by number (String asks the driver's).
+func TestModesMatchTheDriver(t *testing.T) {
+	for _, c := range []struct {
+		dsync  Mode
+		driver driver.Mode
+	}{{ModeExclusive, driver.Exclusive}, {ModeShared, driver.Shared}, {ModeWeighted, driver.Weighted}} {
+		if int(c.dsync) != int(c.driver) || modeOf(c.driver) != c.dsync || c.dsync.String() != c.driver.String() {
+			t.Errorf("Mode %d (%q) is not the driver's %d (%q)", c.dsync, c.dsync, c.driver, c.driver)
+		}
+	}
+}

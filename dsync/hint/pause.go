@@ -103,23 +103,23 @@ func (f *Feed) setPaused(p bool) {
 	if f.paused.Load() == p {
 		return
 	}
-	pauser, pausable := f.pauser, f.pauser != nil
+	pauser := f.pauser
 	f.hmu.Lock()
 	f.paused.Store(p)
 	switch {
 	case p:
 		f.innerLive.Store(false)
-		if pausable {
+		if pauser != nil {
 			f.innerUp.Store(false) // it says Live again once resumed
 		}
 		f.h.Down(ErrStoreFeedPaused, false)
-	case !pausable && f.innerUp.Load():
+	case pauser == nil && f.innerUp.Load():
 		// Its events were dropped meanwhile: live again from now on.
 		f.innerLive.Store(true)
 		f.h.Live(0)
 	}
 	f.hmu.Unlock()
-	if pausable {
+	if pauser != nil {
 		pauser.Pause(p)
 	}
 	if p {
