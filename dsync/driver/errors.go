@@ -8,8 +8,9 @@ var (
 	// ID exists. It is an answer, not a failure.
 	ErrExists = errors.New("driver: document exists")
 
-	// ErrClosed is what a store's calls return after its Close. It is
-	// the one closed error of the library: dsync.ErrClosed (a closed
+	// ErrClosed is what a store's calls fail with after its Close, where
+	// they fail (the MongoDB store's do; the in-memory store's go on). It
+	// is the one closed error of the library: dsync.ErrClosed (a closed
 	// Client), leader.ErrClosed (a closed Election or Partition) and
 	// dsyncmongo.ErrClosed are this value, so that one errors.Is check
 	// matches whichever part was closed first.
