@@ -34,14 +34,8 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 		Refresh:      c.eng.Refresh,
 		Span:         c.eng.Span,
 		ServerLatest: func() time.Time { return c.store.ServerTime().Latest },
-		Go: func(f func()) {
-			c.running.Add(1)
-			go func() {
-				defer c.running.Done()
-				f()
-			}()
-		},
-		Logger: c.cfg.logger,
+		Go:           c.running.Go,
+		Logger:       c.cfg.logger,
 		Renewed: func(latency, headroom time.Duration) {
 			r := Renewal{TTL: p.TTL, Latency: latency, Headroom: headroom}
 			c.observe(func(o *Observer) {
@@ -50,8 +44,15 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 				}
 			})
 		},
-		Outcome:     c.renewFailed.Store,
-		RenewFailed: c.reportRenewal,
+		Outcome: c.renewFailed.Store,
+		RenewFailed: func(holds []*hold, err error, level slog.Level) {
+			reportRenewal(holds, err, level)
+			c.observe(func(o *Observer) {
+				if o.RenewFailed != nil {
+					o.RenewFailed(err)
+				}
+			})
+		},
 		RefreshFailed: func(holds []*hold, err error) {
 			err = fmt.Errorf("dsync: keep segments covered: %w", spanError(c.cfg.spanSet, err))
 			for p := range usersOf(holds) {
@@ -78,8 +79,8 @@ func usersOf(holds []*hold) map[*core]bool {
 // reportRenewal reports err, a failed renewal of the session of holds
 // (those that rely on it, or did when it was retired), to their
 // primitives: logged at level once per logger, naming their keys, and to
-// each error handler and the observers.
-func (c *Client) reportRenewal(holds []*hold, err error, level slog.Level) {
+// each error handler.
+func reportRenewal(holds []*hold, err error, level slog.Level) {
 	keys := make(map[*slog.Logger][]string)
 	for p := range usersOf(holds) {
 		keys[p.cfg.logger] = append(keys[p.cfg.logger], p.key)
@@ -95,9 +96,4 @@ func (c *Client) reportRenewal(holds []*hold, err error, level slog.Level) {
 			logger.Log(context.Background(), level, "dsync", "keys", slices.Compact(ks), "err", err)
 		}
 	}
-	c.observe(func(o *Observer) {
-		if o.RenewFailed != nil {
-			o.RenewFailed(err)
-		}
-	})
 }
