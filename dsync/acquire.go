@@ -59,7 +59,7 @@ func newCore[O any](client *Client, key, family string, opts []O, apply func(O, 
 	if err != nil {
 		return core{}, err
 	}
-	if iv := client.cfg.lease.interval; cfg.readLinger > iv {
+	if iv := client.cfg.lease.Interval; cfg.readLinger > iv {
 		return core{}, fmt.Errorf("dsync: WithReadLinger(%v): must not exceed the renew interval %v", cfg.readLinger, iv)
 	}
 	ns := cfg.namespace
@@ -183,7 +183,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: minBackoff}
 	for {
 		k := p.client.keeper
-		sess, err := k.enter(ctx)
+		sess, err := k.Enter(ctx)
 		if err != nil {
 			if err := a.enterFailed(err); err != nil {
 				return nil, err
@@ -194,14 +194,14 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 		if h != nil {
 			return h, nil
 		}
-		live := sess.ctx.Err() == nil // before check may retire it
+		live := sess.Context().Err() == nil // before check may retire it
 		if errors.Is(err, ErrReset) && live {
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it
 			// now retires it if so, and the next claim opens another.
-			k.check(sess)
+			k.Check(sess)
 		}
-		k.leave(sess)
+		k.Leave(sess)
 		if err := a.claimFailed(err, live); err != nil {
 			return nil, err
 		}
@@ -227,20 +227,20 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 	// hold.
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
+	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
 	defer stop()
 
-	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.client.cfg.lease.margin)
+	cctx, ccancel := context.WithTimeout(wctx, p.cfg.ttl-p.client.cfg.lease.Margin)
 	if wait && isExclusive(t) {
 		// Strict turns after a takeover (relock.go) are an exclusive
 		// claim's: claims that share a key do not take turns.
 		p.afterPredecessor(cctx)
 	}
-	c, err := p.client.claim(cctx, p.stored, p.owner, sess.id, t, !wait)
+	c, err := p.client.claim(cctx, p.stored, p.owner, sess.ID(), t, !wait)
 	ccancel()
-	if err != nil && sess.ctx.Err() != nil && !errors.Is(err, ErrHeld) {
+	if err != nil && sess.Context().Err() != nil && !errors.Is(err, ErrHeld) {
 		// The session was retired meanwhile: that is why.
-		return nil, leaseEnded(p.key, context.Cause(sess.ctx), err)
+		return nil, leaseEnded(p.key, context.Cause(sess.Context()), err)
 	}
 	if err != nil {
 		if wait {
@@ -255,7 +255,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		if h := p.join(c, k, sess, p.kindOf(t)); h != nil {
 			return h, nil
 		}
-		err = fmt.Errorf("dsync: acquire %q: %w", p.key, cmp.Or(context.Cause(sess.ctx), errNotStarted))
+		err = fmt.Errorf("dsync: acquire %q: %w", p.key, cmp.Or(context.Cause(sess.Context()), errNotStarted))
 	}
 	if wait {
 		p.withdraw(context.Background(), c)
@@ -295,8 +295,8 @@ func (p *core) awaitHold(ctx context.Context, c *queue.Ref, t claimTerms) error 
 // join makes c a hold, valid until its session's deadline, if the session
 // is still live.
 func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
-	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{})}
-	if !k.join(h, sess) {
+	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{}), keeper: k, sess: sess}
+	if !k.Join(h, sess) {
 		return nil
 	}
 	return h
@@ -309,7 +309,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
 // the keeper no longer counts is not lost when its session is retired.
 func (p *core) release(ctx context.Context, h *hold) error {
 	lostErr := h.end()
-	h.keeper.remove(h)
+	h.keeper.Remove(h)
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in

@@ -48,7 +48,7 @@ type Client struct {
 	wake   *wake.Hub
 	dir    *keydir.Recorder // records the keys claimed in the store's directory
 
-	// keeper renews the lease: one per Client (keeper.go).
+	// keeper renews the lease: one per Client (keeper.go, internal/lease).
 	keeper *keeper
 
 	mu sync.Mutex
@@ -164,14 +164,14 @@ func (c *Client) startEngine() error {
 	if err != nil {
 		return fmt.Errorf("dsync: %w", err)
 	}
-	if span := eng.Span(); cfg.lease.ttl > span {
-		return ttlSpanError(cfg.lease.ttl, span)
+	if span := eng.Span(); cfg.lease.TTL > span {
+		return ttlSpanError(cfg.lease.TTL, span)
 	}
 	eng.SetBug(cfg.test.Bug)
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
-	c.keeper.judgedOver = cfg.test.JudgedOver
+	c.keeper.SetJudgedOver(cfg.test.JudgedOver)
 	c.resend = queue.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})
@@ -188,7 +188,7 @@ func (c *Client) startWake(store driver.Store, inner driver.Feed) {
 	direct := cfg.hints != nil || cfg.directFeed != nil
 	env := wake.Env{
 		Mono: c.mono, Now: c.store.ServerTime, SessionAlive: c.eng.SessionAlive, Confirmed: c.eng.ConfirmedExpiry,
-		Logger: cfg.logger, Poll: cfg.poll, SafetyPoll: cfg.safetyPoll, TTL: cfg.lease.ttl,
+		Logger: cfg.logger, Poll: cfg.poll, SafetyPoll: cfg.safetyPoll, TTL: cfg.lease.TTL,
 		Direct: direct, Peers: wake.PeersOf(store, direct),
 	}
 	if !direct && !cfg.hintsOff {
@@ -273,7 +273,7 @@ func (c *Client) Close() error {
 	claims := c.claims
 	c.claims = make(map[string]liveClaim)
 	c.mu.Unlock()
-	c.keeper.close()
+	c.keeper.Close(fmt.Errorf("%w: %w", ErrLost, ErrClosed))
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	for _, lc := range claims {
@@ -373,11 +373,11 @@ func (c *Client) checkKey(key string) error {
 }
 
 // TTL returns the length of the Client's lease (WithTTL).
-func (c *Client) TTL() time.Duration { return c.cfg.lease.ttl }
+func (c *Client) TTL() time.Duration { return c.cfg.lease.TTL }
 
 // RenewInterval returns how often the Client renews its lease
 // (WithRenewInterval).
-func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.interval }
+func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.Interval }
 
 // Logger returns the logger the Client reports to (ClientWithLogger,
 // else slog.Default()); its primitives use it unless given their own

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/queue"
 )
@@ -22,7 +23,7 @@ type clientConfig struct {
 	hintsOff   bool          // ClientWithHints("", ""): no direct hints
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
-	lease      lease
+	lease      lease.Params
 	engine     queue.Config  // the queue engine's settings
 	spanSet    bool          // the span was set (ClientWithBucketSpan): refuse another
 	idleAge    time.Duration // compact keys idle this long; 0: never sweep
@@ -62,7 +63,7 @@ func WithTTL(ttl time.Duration) ClientOption {
 		case ttl < MinTTL:
 			return fmt.Errorf("dsync: TTL %v is below the minimum %v", ttl, MinTTL)
 		}
-		c.lease.ttl = ttl
+		c.lease.TTL = ttl
 		return nil
 	}
 }
@@ -76,7 +77,7 @@ func WithRenewInterval(d time.Duration) ClientOption {
 		if d <= 0 {
 			return fmt.Errorf("dsync: renew interval must be positive, got %v", d)
 		}
-		c.lease.interval = d
+		c.lease.Interval = d
 		return nil
 	}
 }
@@ -88,7 +89,7 @@ func WithClock(clock Clock) ClientOption {
 		if clock == nil {
 			return errors.New("dsync: nil clock")
 		}
-		c.lease.clock = clock
+		c.lease.Clock = clock
 		return nil
 	}
 }
@@ -207,7 +208,7 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 		wakeups:    true,
 		poll:       DefaultPollInterval,
 		safetyPoll: DefaultSafetyPoll,
-		lease:      lease{ttl: DefaultTTL, clock: SystemClock()},
+		lease:      lease.Params{TTL: DefaultTTL, Clock: SystemClock()},
 		engine:     queue.DefaultConfig(),
 		idleAge:    DefaultIdleAge,
 	}
@@ -220,7 +221,7 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 			return cfg, nil, err
 		}
 	}
-	if err := cfg.lease.settle(); err != nil {
+	if err := cfg.lease.Settle(); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, store, nil

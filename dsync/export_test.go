@@ -71,10 +71,5 @@ func (m *MemClient) Holder(key string) (ClaimInfo, bool) {
 // OnJudgedOver makes f run each time a session of m's keeper is judged
 // over by its deadline timer or by a renewal reply that came too late,
 // right after the keeper's lock is released, in the goroutine that judged
-// it (keeper.judgedOver).
-func OnJudgedOver(m *Mutex, f func()) {
-	k := m.client.keeper
-	k.mu.Lock()
-	k.judgedOver = f
-	k.mu.Unlock()
-}
+// it (lease.Keeper.SetJudgedOver).
+func OnJudgedOver(m *Mutex, f func()) { m.client.keeper.SetJudgedOver(f) }

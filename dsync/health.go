@@ -15,22 +15,7 @@ import (
 // that holds and awaits nothing is healthy. This is what client-go's
 // leader election offers as its HealthzAdaptor.
 func (c *Client) Health(maxLag time.Duration) error {
-	return c.keeper.health(maxLag)
-}
-
-// health is Health for k's session.
-func (k *keeper) health(maxLag time.Duration) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s := k.sess
-	if s == nil || s.retired || !k.busyLocked() {
-		return nil
-	}
-	if since := k.lease.clock.Now().Sub(s.confirmed); since > k.lease.interval+maxLag {
-		return fmt.Errorf("dsync: the lease (TTL %v) has had no renewal confirmed for %v, renew interval %v: holds lapse %v after it",
-			k.lease.ttl, since.Round(time.Millisecond), k.lease.interval, k.lease.ttl-k.lease.margin)
-	}
-	return nil
+	return c.keeper.Health(maxLag)
 }
 
 // HealthHandler serves c.Health(maxLag) over HTTP: status 200 and "ok",

@@ -13,7 +13,7 @@ type holdState int
 
 const (
 	// holdPending: granted by the store, not yet joined to its session's
-	// keeper.
+	// keeper (lease.Keeper.Join).
 	holdPending holdState = iota
 	holdActive            // valid until its session's deadline
 	holdLost              // ended without Unlock; lost is closed
@@ -23,13 +23,13 @@ const (
 // A hold is one acquisition of a primitive (a Mutex's, a reader's or
 // writer's of an RWMutex, a Semaphore's): its claim and the session whose
 // lease it shares. It is valid until its session's local deadline, and
-// lost when the session is retired (its keeper sees to both): it has no
-// timer of its own.
+// lost when the session is retired (its keeper sees to both: it is the
+// keeper's lease.Hold): it has no timer of its own.
 type hold struct {
 	p      *core // the primitive it is a hold of
 	claim  queue.Ref
-	keeper *keeper
-	sess   *session
+	keeper *keeper       // the Client's
+	sess   *session      // the session it was made in
 	lost   chan struct{} // closed when state becomes holdLost
 	// idle: a read claim that lingers with no RLock holding it
 	// (rwlinger.go): its loss is nobody's to hear of.
@@ -44,9 +44,12 @@ type hold struct {
 	kind  Kind
 }
 
-// start makes the hold active. It reports false when the session's
-// deadline has already passed.
-func (h *hold) start(deadline time.Time) bool {
+// Key is the key of h's claim (lease.Hold).
+func (h *hold) Key() string { return h.claim.Key }
+
+// Start makes the hold active. It reports false when the session's
+// deadline has already passed (lease.Hold).
+func (h *hold) Start(deadline time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.p.cfg.clock.Now().Before(deadline) {
@@ -62,28 +65,19 @@ func (h *hold) start(deadline time.Time) bool {
 // call it too, since they may run first after the process was paused.
 func (h *hold) expireIfDue() {
 	if h.keeper != nil {
-		h.keeper.expireIfDue(h.sess)
+		h.keeper.ExpireIfDue(h.sess)
 	}
 }
 
-// lose ends an active hold without Unlock, closes lost, stops counting
-// it in its keeper, and reports the loss.
-func (h *hold) lose(reason error) {
-	if h.markLost(reason) {
-		h.keeper.remove(h)
-		h.tellLost()
-	}
-}
-
-// markLost ends an active hold without Unlock, tells its Client (its
+// MarkLost ends an active hold without Unlock, tells its Client (its
 // claim gets no end) and closes lost; it reports whether it did. A keeper
 // calls it under its lock, in the step that retires the hold's session
-// (keeper.retireLocked), so that no one sees the session over and the
+// (lease.Hold), so that no one sees the session over and the
 // hold still active. The Client learns of the loss before lost closes: a
 // program that calls Close as soon as Lost closes must find the hold lost
 // there too, or Close would send it an end (the Client's lock is taken
 // under no other, so taking it here is safe).
-func (h *hold) markLost(reason error) bool {
+func (h *hold) MarkLost(reason error) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.state != holdActive {
@@ -96,10 +90,10 @@ func (h *hold) markLost(reason error) bool {
 	return true
 }
 
-// tellLost reports the loss of a hold that markLost ended: to its
+// TellLost reports the loss of a hold that MarkLost ended: to its
 // primitive's handlers and the observers. It runs under no lock, since it
-// calls the user's handlers.
-func (h *hold) tellLost() {
+// calls the user's handlers (lease.Hold).
+func (h *hold) TellLost() {
 	if h.idle.Load() {
 		return
 	}
@@ -149,7 +143,7 @@ func (h *hold) active() bool {
 
 // validUntil is the hold's deadline: its session's.
 func (h *hold) validUntil() time.Time {
-	return h.keeper.deadline(h.sess)
+	return h.keeper.Deadline(h.sess)
 }
 
 // heldFor describes h for the observer, held until now.

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/internal/queue"
 )
 
@@ -22,35 +23,35 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := m.client.keeper
-		s, err := k.enter(context.Background())
+		s, err := k.Enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		k.retire(s, ErrLost)
-		h := &hold{p: &m.core, claim: queue.Ref{Key: "k", Epoch: 1}, lost: make(chan struct{})}
-		if k.join(h, s) {
+		k.Retire(s, ErrLost)
+		h := &hold{p: &m.core, claim: queue.Ref{Key: "k", Epoch: 1}, lost: make(chan struct{}), keeper: k, sess: s}
+		if k.Join(h, s) {
 			t.Fatal("a hold joined a retired session")
 		}
 		if h.active() {
 			t.Fatal("a hold of a retired session is active")
 		}
-		s2, err := k.enter(context.Background())
+		s2, err := k.Enter(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s2 == s || s2.id == s.id {
+		if s2 == s || s2.ID() == s.ID() {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.id, queue.ExclusiveTerms, true)
+		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.ID(), queue.ExclusiveTerms, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h2 := &hold{p: &m.core, claim: c2, lost: make(chan struct{})}
-		if !k.join(h2, s2) || !h2.active() {
+		h2 := &hold{p: &m.core, claim: c2, lost: make(chan struct{}), keeper: k, sess: s2}
+		if !k.Join(h2, s2) || !h2.active() {
 			t.Fatal("a hold could not join a live session")
 		}
 		h2.end()
-		k.remove(h2)
+		k.Remove(h2)
 	})
 }
 
@@ -69,9 +70,7 @@ func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 		h := m.hold
 		// The first half of retire: the session is retired; the loss of
 		// its holds is not reported yet.
-		h.keeper.mu.Lock()
-		lost := h.keeper.retireLocked(h.sess, ErrLost)
-		h.keeper.mu.Unlock()
+		lost := h.keeper.RetireUntold(h.sess, ErrLost)
 		select {
 		case <-m.Lost():
 		default:
@@ -80,7 +79,7 @@ func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 		if err := m.UnlockContext(context.Background()); !errors.Is(err, ErrLost) {
 			t.Fatalf("UnlockContext while the session was being retired = %v, want ErrLost", err)
 		}
-		tellLost(lost)
+		lease.TellLost(lost)
 	})
 }
 
@@ -123,15 +122,13 @@ func TestLostOnceTheSessionIsRetired(t *testing.T) {
 				if !ok {
 					t.Fatal("no hold counted after the lock")
 				}
-				h.keeper.mu.Lock()
-				told := h.keeper.retireLocked(h.sess, ErrLost)
-				h.keeper.mu.Unlock()
+				told := h.keeper.RetireUntold(h.sess, ErrLost)
 				select {
 				case <-lost():
 				default:
 					t.Error("Lost open once the session was retired, before the loss was reported")
 				}
-				tellLost(told)
+				lease.TellLost(told)
 				if err := b.Close(); err != nil {
 					t.Fatal(err)
 				}

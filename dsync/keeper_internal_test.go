@@ -50,14 +50,14 @@ func TestFailedJoinCountsItsWaiterOnce(t *testing.T) {
 		// enters, its hold cannot start (no coverage of its key), and it
 		// leaves.
 		k := c.keeper
-		s, err := k.enter(ctx)
+		s, err := k.Enter(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.join(&hold{claim: queue.Ref{Key: "never-covered"}, lost: make(chan struct{})}, s) {
+		if k.Join(&hold{claim: queue.Ref{Key: "never-covered"}, lost: make(chan struct{})}, s) {
 			t.Fatal("a hold of a key with no coverage started")
 		}
-		k.leave(s)
+		k.Leave(s)
 		synctest.Wait()
 
 		// The waiter gets its hold once the holder unlocks.

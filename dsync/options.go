@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
@@ -139,8 +140,8 @@ type config struct {
 
 // newConfig applies opts, each with apply (the method of the primitive's
 // option type), over the lease's parameters.
-func newConfig[O any](opts []O, apply func(O, *config) error, l lease) (config, error) {
-	c := config{ttl: l.ttl, clock: l.clock} // logger: the Client's, unless WithLogger (newCore)
+func newConfig[O any](opts []O, apply func(O, *config) error, l lease.Params) (config, error) {
+	c := config{ttl: l.TTL, clock: l.Clock} // logger: the Client's, unless WithLogger (newCore)
 	for _, opt := range opts {
 		if any(opt) == nil {
 			return config{}, errNilOption

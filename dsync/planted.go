@@ -1,8 +1,6 @@
 package dsync
 
 import (
-	"time"
-
 	"github.com/go-dsync/dsync/internal/plant"
 	"github.com/go-dsync/dsync/internal/queue"
 )
@@ -10,16 +8,8 @@ import (
 // The bugs planted above the engine for the negative controls of the
 // public-API simulation (internal/testbed/apisim, package internal/plant). In
 // every build without -tags dsync_planted, plant.On is false and each of
-// these is a constant the compiler folds away.
-
-// plantedLate is how late a session's deadline is judged:
-// plant.MutexPastDeadline keeps holds a TTL past it.
-func plantedLate(ttl time.Duration) time.Duration {
-	if plant.On && plant.Is(plant.MutexPastDeadline) {
-		return ttl
-	}
-	return 0
-}
+// these is a constant the compiler folds away. plant.MutexPastDeadline
+// is planted in the lease's keeper (dsync/internal/lease).
 
 // plantEngine plants in a Client's engine the engine bug that the planted
 // bug stands for, if it stands for one.

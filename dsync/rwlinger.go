@@ -197,7 +197,7 @@ func (rw *RWMutex) endLinger(ctx context.Context, l *lingerState) {
 	h := l.h
 	rw.client.wake.UnwatchLinger(wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Epoch})
 	lostErr := h.end()
-	h.keeper.remove(h)
+	h.keeper.Remove(h)
 	if lostErr != nil {
 		return // its lease ends it, as any lost hold's
 	}

@@ -221,7 +221,7 @@ func (rn *runner) partSteady(ctx context.Context, g *group, n int, hb time.Durat
 
 // leaseUpkeep names the commands any process holding a lease sends while
 // it holds, Partition or not: the renewal (findAndModify), the revoke
-// check (dsync's revoked.go), the event cursor's getMores (and a
+// check (dsync/internal/lease's revoke.go), the event cursor's getMores (and a
 // killCursors when it reopens), the server-time samples. The partition's
 // own cost is the rest: a member's status writes and members reads.
 var leaseUpkeep = map[string]bool{

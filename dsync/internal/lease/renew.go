@@ -1,31 +1,29 @@
-package dsync
+package lease
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/queue"
 )
 
-// The keeper's renewals: its goroutine renews the session when the
+// The Keeper's renewals: its goroutine renews the session when the
 // lease says (queue.Lease.Due) while it has holds or waiters, and applies
 // each outcome to the lease; a failed renewal is reported to the
-// primitives whose holds rely on it.
+// users of the holds that rely on it.
 
 // run renews the current session when its lease says (queue.Lease.Due)
 // while it has holds or waiters, and reads whether it was revoked when
-// revoked.go says (revokeCheckDueLocked; a wake-up recomputes it, as
+// revoke.go says (revokeCheckDueLocked; a wake-up recomputes it, as
 // when the session begins to hold). A renewal goes on in a goroutine of
 // its own, one at a time, so that a slow one never holds up a revoke
 // check that falls due meanwhile: the check's period alone bounds how
 // late a revoke is seen. The loop returns only once its renewal is back.
-func (k *keeper) run() {
+func (k *Keeper[H]) run() {
 	var renewed chan struct{} // closed when the renewal under way is back; nil: none
 	for {
 		k.mu.Lock()
@@ -68,7 +66,7 @@ func (k *keeper) run() {
 	}
 }
 
-// loopDue is what the keeper's loop has to do for its session, and when.
+// loopDue is what the Keeper's loop has to do for its session, and when.
 type loopDue struct {
 	renews bool      // a renewal is to be sent (none is under way)
 	renew  time.Time // when the lease says to renew
@@ -92,8 +90,8 @@ func (d loopDue) next() time.Time {
 // sleep waits until next, if timed, or until a wake-up, or until the
 // renewal under way (renewed; nil if none) is back. fired: next came;
 // back: the renewal came back (and nothing else was waited for).
-func (k *keeper) sleep(next time.Time, timed bool, renewed <-chan struct{}) (fired, back bool) {
-	clock := k.lease.clock
+func (k *Keeper[H]) sleep(next time.Time, timed bool, renewed <-chan struct{}) (fired, back bool) {
+	clock := k.p.Clock
 	var timer chan struct{}
 	stop := func() bool { return false }
 	if timed {
@@ -112,9 +110,9 @@ func (k *keeper) sleep(next time.Time, timed bool, renewed <-chan struct{}) (fir
 	}
 }
 
-// stopLocked ends the loop's run: the keeper is idle, and s (if any)
+// stopLocked ends the loop's run: the Keeper is idle, and s (if any)
 // needs no deadline timer. k.mu must be held.
-func (k *keeper) stopLocked(s *session) {
+func (k *Keeper[H]) stopLocked(s *Session[H]) {
 	if s != nil {
 		k.disarmLocked(s)
 	}
@@ -123,7 +121,7 @@ func (k *keeper) stopLocked(s *session) {
 
 // renewAsync renews s in a goroutine of its own, and returns a channel
 // closed when the renewal is back.
-func (k *keeper) renewAsync(s *session) chan struct{} {
+func (k *Keeper[H]) renewAsync(s *Session[H]) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -136,32 +134,32 @@ func (k *keeper) renewAsync(s *session) chan struct{} {
 // on its key's coverage as on its session, so the renewal extends the
 // lease no further than the earliest coverage among the keys held (the
 // coverage known now: capping needs no request). Extending that coverage
-// (queue.Engine.Refresh) takes a request per key held each time a bucket
-// begins, and goes on beside renewals (refreshAsync): a process holding
-// thousands of keys would otherwise renew late, every bucket span, by the
-// time those requests take. Coverage reaches a bucket past the current
-// one, so the extension has that long.
-func (k *keeper) renew(s *session) {
-	ctx, cancel := context.WithTimeout(s.ctx, k.lease.ttl)
+// (Env.Refresh) takes a request per key held each time a bucket begins,
+// and goes on beside renewals (refreshAsync): a process holding thousands
+// of keys would otherwise renew late, every bucket span, by the time
+// those requests take. Coverage reaches a bucket past the current one,
+// so the extension has that long.
+func (k *Keeper[H]) renew(s *Session[H]) {
+	ctx, cancel := context.WithTimeout(s.ctx, k.p.TTL)
 	defer cancel()
 	k.mu.Lock()
 	k.capLocked(s)
 	k.mu.Unlock()
 	k.refreshAsync(s)
-	sent := k.lease.clock.Now()
+	sent := k.p.Clock.Now()
 	k.mu.Lock()
 	s.renewing = sent
 	k.mu.Unlock()
-	err := k.client.renewSession(ctx, s.id, k.lease.ttl)
-	now := k.lease.clock.Now()
+	err := k.env.Renew(ctx, s.id, k.p.TTL)
+	now := k.p.Clock.Now()
 	k.mu.Lock()
 	s.renewing = time.Time{}
 	k.mu.Unlock()
-	if errors.Is(err, ErrSessionGone) {
-		k.retire(s, fmt.Errorf("%w: the store no longer knows the session", ErrLost))
+	if errors.Is(err, k.env.Errors.Gone) {
+		k.Retire(s, fmt.Errorf("%w: the store no longer knows the session", k.env.Errors.Lost))
 		return
 	}
-	k.client.renewFailed.Store(err != nil)
+	k.env.Outcome(err != nil)
 	if err != nil {
 		k.mu.Lock()
 		s.lease.Fail(k.mono(now))
@@ -172,63 +170,50 @@ func (k *keeper) renew(s *session) {
 		}
 		return
 	}
-	// A confirmation at or after the deadline in force does not count: the
-	// session may have been judged expired meanwhile, and it is over (the
-	// lease retires it now rather than wait for its deadline timer, which
-	// may run late after a suspend). The renewal may also be applied later
-	// than others, even after this one's retry: harmless, since a stored
-	// expiry only grows (the store sees to it on stores whose updates
-	// are not atomic). Judging the session over and retiring it are one
-	// step, as in expireIfDue.
+	k.confirmed(s, sent, now)
+}
+
+// confirmed applies to s the confirmation, at now, of its renewal sent at
+// sent. A confirmation at or after the deadline in force does not count:
+// the session may have been judged expired meanwhile, and it is over (the
+// lease retires it now rather than wait for its deadline timer, which
+// may run late after a suspend). The renewal may also be applied later
+// than others, even after this one's retry: harmless, since a stored
+// expiry only grows (the store sees to it on stores whose updates are
+// not atomic). Judging the session over and retiring it are one step,
+// as in ExpireIfDue.
+func (k *Keeper[H]) confirmed(s *Session[H], sent, now time.Time) {
 	k.mu.Lock()
 	s.renewErr = nil
-	r := Renewal{TTL: k.lease.ttl, Latency: now.Sub(sent), Headroom: k.deadlineLocked(s).Sub(now)}
+	latency, headroom := now.Sub(sent), k.deadlineLocked(s).Sub(now)
 	switch ev := s.lease.Confirm(k.mono(sent), k.mono(now)); ev {
 	case queue.LeaseExtended:
 		k.armLocked(s)
 		s.confirmed = sent
 		k.mu.Unlock()
-		k.client.observe(func(o *Observer) {
-			if o.Renewed != nil {
-				o.Renewed(r)
-			}
-		})
+		k.env.Renewed(latency, headroom)
 	case queue.LeaseLate:
-		lost := k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", ErrLost))
+		lost := k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", k.env.Errors.Lost))
 		hook := k.judgedOver
 		k.mu.Unlock()
 		if hook != nil {
 			hook()
 		}
-		tellLost(lost)
+		TellLost(lost)
 	default:
 		k.mu.Unlock()
 	}
 }
 
-// check renews s at once, unless it was retired: a claim found the store
+// Check renews s at once, unless it was retired: a claim found the store
 // emptied or restored, and the session's documents may be gone with it;
 // if so, the renewal retires it.
-func (k *keeper) check(s *session) {
+func (k *Keeper[H]) Check(s *Session[H]) {
 	k.mu.Lock()
 	retired := s.retired
 	k.mu.Unlock()
 	if !retired {
 		k.renew(s)
-	}
-}
-
-// report sends a renewal error to the primitives that use the session,
-// once per distinct primitive.
-func (k *keeper) report(err error) {
-	k.mu.Lock()
-	seen := make(map[*core]bool)
-	for h := range k.holds {
-		seen[h.p] = true
-	}
-	k.mu.Unlock()
-	for p := range seen {
-		p.report(err)
 	}
 }
 
@@ -245,13 +230,13 @@ func (k *keeper) report(err error) {
 // forgetting the session) the session is over for a reason of its own,
 // which that retirement reports, and its renewal no longer matters.
 // k.mu must be held.
-func (k *keeper) renewFailedLocked(s *session, err error, took time.Duration) (error, slog.Level) {
-	var ended *endedError
-	cut := s.retired && (errors.As(err, &ended) || errors.Is(err, context.Canceled))
+func (k *Keeper[H]) renewFailedLocked(s *Session[H], err error, took time.Duration) (error, slog.Level) {
+	ended := k.env.Errors.Ended(err)
+	cut := s.retired && (ended || errors.Is(err, context.Canceled))
 	switch {
-	case s.retired && !s.expired, errors.Is(err, ErrClosed):
+	case s.retired && !s.expired, errors.Is(err, k.env.Errors.Closed):
 		return nil, 0
-	case cut && ended != nil:
+	case cut && ended:
 		err = fmt.Errorf("dsync: renew session: no reply within %v, when the session's local deadline passed", took.Round(time.Millisecond))
 	case cut:
 		err = fmt.Errorf("%w (cut short %v after it was sent, when the session's local deadline passed)", err, took.Round(time.Millisecond))
@@ -267,7 +252,7 @@ func (k *keeper) renewFailedLocked(s *session, err error, took time.Duration) (e
 // noRenewalLocked says why no renewal of s was confirmed by its deadline,
 // which has passed at now: a renewal still out, and the failure of the
 // last one that answered, if any. k.mu must be held.
-func (k *keeper) noRenewalLocked(s *session, now time.Time) string {
+func (k *Keeper[H]) noRenewalLocked(s *Session[H], now time.Time) string {
 	var why []string
 	if !s.renewing.IsZero() {
 		why = append(why, fmt.Sprintf("a renewal sent %v before had no reply", now.Sub(s.renewing).Round(time.Millisecond)))
@@ -281,41 +266,17 @@ func (k *keeper) noRenewalLocked(s *session, now time.Time) string {
 	return ": " + strings.Join(why, "; ")
 }
 
-// reportRenewal reports err, a failed renewal of s, to the primitives
-// whose holds rely on s (or did, when it was retired): logged at level
-// once per logger, naming their keys, and to each error handler and the
-// observers.
-func (k *keeper) reportRenewal(s *session, err error, level slog.Level) {
+// reportRenewal reports err, a failed renewal of s, through
+// Env.RenewFailed, with the holds that rely on s (or did, when it was
+// retired).
+func (k *Keeper[H]) reportRenewal(s *Session[H], err error, level slog.Level) {
 	k.mu.Lock()
-	users := make(map[*core]bool)
+	var holds []H
 	if s.retired {
-		maps.Copy(users, s.users)
+		holds = append(holds, s.lost...)
 	} else {
-		for h := range k.holds {
-			if h.sess == s {
-				users[h.p] = true
-			}
-		}
+		holds = k.heldLocked(s)
 	}
 	k.mu.Unlock()
-	keys := make(map[*slog.Logger][]string)
-	for p := range users {
-		keys[p.cfg.logger] = append(keys[p.cfg.logger], p.key)
-		if p.cfg.onError != nil {
-			p.cfg.onError(err)
-		}
-	}
-	for logger, ks := range keys {
-		slices.Sort(ks)
-		if len(ks) == 1 {
-			logger.Log(context.Background(), level, "dsync", "key", ks[0], "err", err)
-		} else {
-			logger.Log(context.Background(), level, "dsync", "keys", slices.Compact(ks), "err", err)
-		}
-	}
-	k.client.observe(func(o *Observer) {
-		if o.RenewFailed != nil {
-			o.RenewFailed(err)
-		}
-	})
+	k.env.RenewFailed(holds, err, level)
 }

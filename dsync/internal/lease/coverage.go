@@ -1,4 +1,4 @@
-package dsync
+package lease
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // Coverage: a hold relies on its key's segment being covered (its gates,
-// internal/queue) as on its session, so the keeper caps the lease at the
+// internal/queue) as on its session, so the Keeper caps the lease at the
 // earliest coverage of the keys held, and extends that coverage beside
 // its renewals.
 
@@ -16,13 +16,13 @@ import (
 // rely on (none: no cap). A key whose coverage is unknown (coverLocked's
 // 0: its knowledge was dropped) caps it at once, whatever the other keys
 // held. k.mu must be held.
-func (k *keeper) capLocked(s *session) {
+func (k *Keeper[H]) capLocked(s *Session[H]) {
 	cp, held := time.Duration(0), false
-	for h := range k.holds {
-		if h.sess != s {
+	for h, hs := range k.holds {
+		if hs != s {
 			continue
 		}
-		if c := k.coverLocked(h.claim.Key); !held || c < cp {
+		if c := k.coverLocked(h.Key()); !held || c < cp {
 			cp = c
 		}
 		held = true
@@ -37,7 +37,7 @@ func (k *keeper) capLocked(s *session) {
 // refreshAsync refreshes the segments of s's keys in a goroutine of its
 // own, unless a refresh of s is under way. It is bounded by half a bucket
 // span (what is left is refreshed at the next renewal).
-func (k *keeper) refreshAsync(s *session) {
+func (k *Keeper[H]) refreshAsync(s *Session[H]) {
 	k.mu.Lock()
 	if s.refreshing {
 		k.mu.Unlock()
@@ -45,28 +45,24 @@ func (k *keeper) refreshAsync(s *session) {
 	}
 	s.refreshing = true
 	k.mu.Unlock()
-	k.client.running.Add(1)
-	go func() {
-		defer k.client.running.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, max(k.lease.ttl, k.client.eng.Span()/2))
+	k.env.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, max(k.p.TTL, k.env.Span()/2))
 		defer cancel()
 		k.refresh(ctx, s)
 		k.mu.Lock()
 		s.refreshing = false
 		k.mu.Unlock()
-	}()
+	})
 }
 
 // refresh extends the coverage of the keys of s's active holds, loses
 // the holds whose key's segment lapsed, and caps s's lease at the
 // earliest coverage left.
-func (k *keeper) refresh(ctx context.Context, s *session) {
+func (k *Keeper[H]) refresh(ctx context.Context, s *Session[H]) {
 	k.mu.Lock()
 	var keys []string
-	for h := range k.holds {
-		if h.sess == s {
-			keys = append(keys, h.claim.Key)
-		}
+	for _, h := range k.heldLocked(s) {
+		keys = append(keys, h.Key())
 	}
 	k.mu.Unlock()
 	if len(keys) == 0 {
@@ -75,38 +71,53 @@ func (k *keeper) refresh(ctx context.Context, s *session) {
 		k.mu.Unlock()
 		return
 	}
-	lapsed, err := k.client.eng.Refresh(ctx, keys)
+	lapsed, err := k.env.Refresh(ctx, keys)
 	if err != nil && s.ctx.Err() == nil {
-		k.report(fmt.Errorf("dsync: keep segments covered: %w", spanError(k.client.cfg.spanSet, err)))
+		k.mu.Lock()
+		holds := make([]H, 0, len(k.holds))
+		for h := range k.holds {
+			holds = append(holds, h)
+		}
+		k.mu.Unlock()
+		k.env.RefreshFailed(holds, err)
 	}
-	var lost []*hold
+	var lost []H
 	k.mu.Lock()
-	for h := range k.holds {
-		if h.sess == s && slices.Contains(lapsed, h.claim.Key) {
+	for _, h := range k.heldLocked(s) {
+		if slices.Contains(lapsed, h.Key()) {
 			lost = append(lost, h)
 		}
 	}
 	k.capLocked(s)
 	k.mu.Unlock()
 	for _, h := range lost {
-		h.lose(fmt.Errorf("%w: the segment of %q lapsed", ErrLost, h.claim.Key))
+		k.lose(h, fmt.Errorf("%w: the segment of %q lapsed", k.env.Errors.Lost, h.Key()))
 	}
 }
 
-// coverLocked is when the engine's coverage of key's segment ends, as a
-// local reading on the lease's scale (judged from the latest possible
-// store time: early); k.mu must be held.
-func (k *keeper) coverLocked(key string) time.Duration {
-	end := k.client.eng.CoverEnd(key)
+// lose ends h, an active hold, without its caller, stops counting it,
+// and reports the loss.
+func (k *Keeper[H]) lose(h H, reason error) {
+	if h.MarkLost(reason) {
+		k.Remove(h)
+		h.TellLost()
+	}
+}
+
+// coverLocked is when the coverage of key's segment ends, as a local
+// reading on the lease's scale (judged from the latest possible store
+// time: early); k.mu must be held.
+func (k *Keeper[H]) coverLocked(key string) time.Duration {
+	end := k.env.CoverEnd(key)
 	if end.IsZero() {
 		return 0
 	}
-	return k.mono(k.lease.clock.Now()) + end.Sub(k.client.store.ServerTime().Latest)
+	return k.mono(k.p.Clock.Now()) + end.Sub(k.env.ServerLatest())
 }
 
 // coveredLocked reports whether h's key stays covered past s's deadline,
 // so that a hold that starts now relies on nothing that ends before its
 // session; k.mu must be held.
-func (k *keeper) coveredLocked(h *hold, s *session) bool {
-	return k.coverLocked(h.claim.Key) >= s.lease.Deadline()
+func (k *Keeper[H]) coveredLocked(h H, s *Session[H]) bool {
+	return k.coverLocked(h.Key()) >= s.lease.Deadline()
 }

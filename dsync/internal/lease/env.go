@@ -1,0 +1,80 @@
+package lease
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+)
+
+// A Hold is one acquisition that relies on a session: dsync's hold. Its
+// methods are called under the Keeper's lock except TellLost, so they
+// must not call the Keeper.
+type Hold interface {
+	comparable
+	// Key is the key the hold's claim is of, whose coverage it relies on.
+	Key() string
+	// Start makes the hold active, valid until deadline (on the Params'
+	// clock); it reports false if deadline has passed.
+	Start(deadline time.Time) bool
+	// MarkLost ends an active hold without its caller, with reason, and
+	// reports whether it did (false if it was not active).
+	MarkLost(reason error) bool
+	// TellLost reports the loss that MarkLost made, under no lock.
+	TellLost()
+}
+
+// Env is what a Keeper asks of its Client: the store's calls, and where
+// it reports. Every function must be set, except Revocations.
+type Env[H Hold] struct {
+	Params Params
+
+	// Open opens a session valid for ttl from when the request was sent,
+	// and returns its id.
+	Open func(ctx context.Context, ttl time.Duration) (string, error)
+	// Renew extends session id to ttl from when the request was sent; it
+	// returns an error wrapping Errors.Gone if the store no longer knows
+	// the session.
+	Renew func(ctx context.Context, id string, ttl time.Duration) error
+	// Revocations reads a session's revocation; nil if the store records
+	// none.
+	Revocations driver.RevokeStore
+	// CoverEnd is when the coverage of key's segment ends, in store time
+	// (zero: unknown); Refresh extends the coverage of keys, and returns
+	// those whose segment lapsed; Span is the store's bucket span, and
+	// ServerLatest the latest the store's time may be now.
+	CoverEnd     func(key string) time.Time
+	Refresh      func(ctx context.Context, keys []string) (lapsed []string, err error)
+	Span         func() time.Duration
+	ServerLatest func() time.Time
+
+	// Go runs f in a goroutine that the Client waits for on Close.
+	Go     func(f func())
+	Logger *slog.Logger
+
+	// Renewed: a renewal was confirmed, after latency, with headroom left
+	// to the deadline it replaced. Outcome: a renewal answered, failed or
+	// not (Gone aside).
+	Renewed func(latency, headroom time.Duration)
+	Outcome func(failed bool)
+	// RenewFailed reports err, a failed renewal, at level, to the users
+	// of holds (those of the session, or those it lost when it was
+	// retired); RefreshFailed reports err, a failed refresh of the
+	// coverage, to the users of holds.
+	RenewFailed   func(holds []H, err error, level slog.Level)
+	RefreshFailed func(holds []H, err error)
+
+	Errors Errors
+}
+
+// Errors are the Client's errors that a Keeper's own wrap or recognize.
+type Errors struct {
+	Lost    error // what every reason a session is retired for wraps
+	Closed  error // Enter after Close
+	Revoked error // a revocation was read
+	Gone    error // Renew: the store no longer knows the session
+	// Ended reports whether err is a call that its context's end cut
+	// short (dsync's endedError), not the store's answer.
+	Ended func(err error) bool
+}
