@@ -572,22 +572,23 @@ func TestRecordKeptLightlyWhileHintsReach(t *testing.T) {
 	mem := memory.New()
 	alone := countPeers(mem)
 	a := followWith(t, alone, nil, shorten)
-	time.Sleep(400 * time.Millisecond)
-	if k, p, r := alone.keys.Load(), alone.puts.Load(), alone.reads.Load(); k < 10 || p < 10 || r < 10 {
-		t.Errorf("a process no hint reaches: %d key reads, %d record writes, %d reads of records in 400 ms, want one of each every 20 ms", k, p, r)
-	}
+	// Alone, it does a whole round every refresh: it keeps doing so
+	// (counted, not timed, so that a loaded machine only slows it).
+	waitUntil(t, func() bool { return alone.keys.Load() >= 10 && alone.puts.Load() >= 10 && alone.reads.Load() >= 10 })
 	// Another process hellos it every 20 ms: hints reach it.
 	b := followWith(t, mem, nil, shorten)
 	knows(t, b, a)
 	waitUntil(t, a.f.reached)
 	time.Sleep(100 * time.Millisecond)
+	// Over the next 20 record writes: a write every 40 ms, a whole round
+	// (the key and the records read) every 160 ms, so about one read of
+	// each to four writes; a process that still read every refresh would
+	// read once or more per write.
 	k0, p0, r0 := alone.keys.Load(), alone.puts.Load(), alone.reads.Load()
-	time.Sleep(800 * time.Millisecond)
+	waitUntil(t, func() bool { return alone.puts.Load()-p0 >= 20 })
 	k, p, r := alone.keys.Load()-k0, alone.puts.Load()-p0, alone.reads.Load()-r0
-	t.Logf("in 800 ms while reached: %d key reads, %d record writes, %d reads of records", k, p, r)
-	// Every 160 ms a whole round, every 40 ms a write: 5 and 20, with
-	// slack for a loaded machine.
-	if k > 8 || r > 8 || p > 25 || p < 5 {
-		t.Errorf("a process hints reach, in 800 ms: %d key reads, %d record writes, %d reads of records; want about 5, 20, 5", k, p, r)
+	t.Logf("over %d record writes while reached: %d key reads, %d reads of records", p, k, r)
+	if 2*k > p || 2*r > p {
+		t.Errorf("a process hints reach: %d key reads and %d reads of records to %d record writes; want about one of each to four writes", k, r, p)
 	}
 }
