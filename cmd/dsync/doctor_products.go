@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/ferretdb"
 )
 
 // The look-alikes: servers that speak MongoDB's protocol and are not
@@ -117,17 +118,16 @@ func probeProduct(ctx context.Context, db *mongo.Database, collection, uri strin
 }
 
 // recognise names the product from its answers: FerretDB by the fields it
-// adds to buildInfo (ferretdbVersion in 1.x, a ferretdb document in 2.x;
-// serverStatus carries them too) and, in 1.x, its backend by the plan it
-// passes through (SQLite's EXPLAIN QUERY PLAN lines, PostgreSQL's JSON
-// plan); Amazon DocumentDB and Azure Cosmos DB by the endpoints hello
-// names (their members are the service's hosts), Cosmos DB also by the
-// replica set name its accounts report.
+// adds to buildInfo and serverStatus, as the store recognises it
+// (internal/ferretdb) and, in 1.x, its backend by the plan it passes
+// through (SQLite's EXPLAIN QUERY PLAN lines, PostgreSQL's JSON plan);
+// Amazon DocumentDB and Azure Cosmos DB by the endpoints hello names
+// (their members are the service's hosts), Cosmos DB also by the replica
+// set name its accounts report.
 func recognise(a productAnswers) (product, string) {
-	if v, ok := ferretDBVersion(a); ok {
-		if strings.HasPrefix(strings.TrimPrefix(v, "v"), "2.") {
-			return productFerretDB2, v
-		}
+	if release, v := ferretDBRelease(a); release == 2 {
+		return productFerretDB2, v
+	} else if release == 1 {
 		plan, _ := a.plan.Lookup("Plan").DocumentOK()
 		lines, _ := a.plan.Lookup("Plan").ArrayOK()
 		switch {
@@ -152,19 +152,15 @@ func recognise(a productAnswers) (product, string) {
 	return productMongoDB, ""
 }
 
-// ferretDBVersion is the FerretDB version the answers carry, "unknown"
-// when they say FerretDB without a version.
-func ferretDBVersion(a productAnswers) (string, bool) {
-	for _, doc := range []bson.Raw{a.buildInfo, a.serverStatus} {
-		if v, ok := doc.Lookup("ferretdbVersion").StringValueOK(); ok {
-			return v, true
-		}
-		if sub, ok := doc.Lookup("ferretdb").DocumentOK(); ok {
-			v, _ := bson.Raw(sub).Lookup("version").StringValueOK()
-			return v, true
+// ferretDBRelease is the release of FerretDB that buildInfo names, else
+// serverStatus (0: neither names FerretDB), and the version named there.
+func ferretDBRelease(a productAnswers) (int, string) {
+	for _, reply := range []bson.Raw{a.buildInfo, a.serverStatus} {
+		if release, v := ferretdb.Release(reply); release != 0 {
+			return release, v
 		}
 	}
-	return "", false
+	return 0, ""
 }
 
 // helloHosts lists the host names hello gives (me, primary, hosts,

@@ -73,6 +73,14 @@ var lookAlikes = []lookAlike{
 		want:      []string{"FerretDB v2.5.0 has no capped collections"},
 	},
 	{
+		// The ferretdb document alone names FerretDB 2, as it does to the
+		// store, whatever version it carries.
+		name:      "FerretDB 2 without a version",
+		buildInfo: bson.D{{Key: "version", Value: "7.0.77"}, {Key: "ferretdb", Value: bson.D{}}},
+		capped:    bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "capped collections are not supported"}, {Key: "code", Value: int32(238)}, {Key: "codeName", Value: "NotImplemented"}},
+		want:      []string{"FerretDB (version not reported) has no capped collections"},
+	},
+	{
 		name:      "FerretDB 1 on SQLite",
 		buildInfo: bson.D{{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "v1.24.0"}},
 		capped:    bson.D{{Key: "ok", Value: 1.0}},

@@ -13,6 +13,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/internal/ferretdb"
 )
 
 // What the store learns of the deployment it runs on, as it is
@@ -36,7 +38,7 @@ type platform struct {
 	probed bool     // ferret, ferretRelease and topo are known
 	topo   topology // the deployment's kind
 	// ferret: the server is FerretDB; ferretRelease: 1 or 2 there, else
-	// 0 (ferretReleaseOf).
+	// 0 (internal/ferretdb's Release).
 	ferret        atomic.Bool
 	ferretRelease int
 	indexed       bool // check is done
@@ -167,11 +169,11 @@ func (p *platform) memberSkew(t topology) time.Duration {
 	return DefaultMemberSkew
 }
 
-// detectFerretDB reports whether the server is FerretDB, which adds
-// ferretdbVersion to its buildInfo reply, and the release of FerretDB it
-// is (ferretReleaseOf; 0: not FerretDB). A server that refuses buildInfo
-// (the Stable API in strict mode does) counts as MongoDB; any other
-// failure is returned.
+// detectFerretDB reports whether the server is FerretDB, and the release
+// of FerretDB it is (0: not FerretDB), both as its buildInfo reply names
+// them (internal/ferretdb: FerretDB is any release it names). A server
+// that refuses buildInfo (the Stable API in strict mode does) counts as
+// MongoDB; any other failure is returned.
 func (p *platform) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
 	if t := p.cfg.test; t != nil && t.ferretDB != nil {
 		if *t.ferretDB {
@@ -183,8 +185,8 @@ func (p *platform) detectFerretDB(ctx context.Context) (ferret bool, release int
 	var se mongo.ServerError
 	switch {
 	case err == nil:
-		_, err = raw.LookupErr("ferretdbVersion")
-		return err == nil, ferretReleaseOf(raw), nil
+		release, _ := ferretdb.Release(raw)
+		return release != 0, release, nil
 	case errors.As(err, &se) && ctx.Err() == nil:
 		p.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
 		return false, 0, nil

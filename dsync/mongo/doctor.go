@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/ferretdb"
 )
 
 // Doctor checks a deployment for dsync: what the server is, whether the
@@ -175,7 +176,7 @@ func serverFinding(t deployment, build bson.Raw, berr error) Finding {
 			Fix: "nothing, unless the server is not MongoDB: dsync is tested on MongoDB and FerretDB"}
 	}
 	version, _ := build.Lookup("version").StringValueOK()
-	if fv, ok := build.Lookup("ferretdbVersion").StringValueOK(); ok {
+	if release, fv := ferretdb.Release(build); release != 0 {
 		if fv == "" || fv == "unknown" {
 			fv = "of unknown version"
 		}

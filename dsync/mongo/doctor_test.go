@@ -167,6 +167,8 @@ func TestDoctorReadsDeployments(t *testing.T) {
 		{deployment{kind: "mongos"}, mongo7, nil, Pass, "sharded cluster"},
 		{deployment{kind: "standalone"}, mongo7, nil, Warn, "no failover"},
 		{deployment{kind: "standalone"}, doc(bson.D{{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "v1.24.0"}}), nil, Warn, "FerretDB v1.24.0"},
+		{deployment{kind: "standalone"}, doc(bson.D{{Key: "version", Value: "7.0.77"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.5.0"}}}}), nil, Warn, "FerretDB v2.5.0, reporting MongoDB 7.0.77"},
+		{deployment{kind: "standalone"}, doc(bson.D{{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "unknown"}}), nil, Warn, "FerretDB of unknown version"},
 		{rs, nil, mongo.CommandError{Code: 323, Name: "APIStrictError"}, Warn, "version unknown"},
 	} {
 		f := serverFinding(tc.dep, tc.build, tc.berr)

@@ -2,28 +2,9 @@ package dsyncmongo
 
 import (
 	"context"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
-
-// ferretReleaseOf is the release of FerretDB that a buildInfo reply
-// names: 1 or 2 (FerretDB 2 keeps its data in PostgreSQL, with the
-// DocumentDB extension); 0 for a server that is not FerretDB. FerretDB
-// 1 adds ferretdbVersion; 2 a ferretdb document, or a ferretdbVersion of
-// 2.x (as the doctor of the dsync command recognises it).
-func ferretReleaseOf(buildInfo bson.Raw) int {
-	if v, ok := buildInfo.Lookup("ferretdbVersion").StringValueOK(); ok {
-		if strings.HasPrefix(strings.TrimPrefix(v, "v"), "2.") {
-			return 2
-		}
-		return 1
-	}
-	if _, ok := buildInfo.Lookup("ferretdb").DocumentOK(); ok {
-		return 2
-	}
-	return 0
-}
 
 // ferretDBBackend is where a FerretDB server keeps its data.
 type ferretDBBackend int

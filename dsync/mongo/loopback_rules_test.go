@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/go-dsync/dsync/internal/ferretdb"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
@@ -73,8 +74,8 @@ func TestFerretDBBackendOfAnswers(t *testing.T) {
 		{bson.D{{Key: "version", Value: "7.0.77"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.3.0"}}}}, 2},
 		{bson.D{{Key: "version", Value: "8.0.4"}}, 0},
 	} {
-		if got := ferretReleaseOf(doc(c.buildInfo)); got != c.want {
-			t.Errorf("ferretReleaseOf(%v) = %d, want %d", c.buildInfo, got, c.want)
+		if got, _ := ferretdb.Release(doc(c.buildInfo)); got != c.want {
+			t.Errorf("ferretdb.Release(%v) = %d, want %d", c.buildInfo, got, c.want)
 		}
 	}
 	for _, c := range []struct {

@@ -9,6 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/go-dsync/dsync/internal/ferretdb"
 )
 
 // ferretClients remembers, per driver client, whether its server is
@@ -29,8 +31,8 @@ func serverIsFerretDB(ctx context.Context, db *mongo.Database) (bool, error) {
 	ferret := false
 	switch {
 	case err == nil:
-		_, lerr := raw.LookupErr("ferretdbVersion")
-		ferret = lerr == nil
+		release, _ := ferretdb.Release(raw)
+		ferret = release != 0
 	case errors.As(err, &se) && ctx.Err() == nil:
 	default:
 		return false, err

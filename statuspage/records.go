@@ -1,0 +1,125 @@
+package statuspage
+
+import (
+	"slices"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/partitions"
+	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/leader"
+)
+
+// Stream makes the Records of one read of the store, each filled in as
+// the page fills it in: the page gathers them into its Snapshot, and the
+// dsync command's `status --json` prints them, so that the two say the
+// same thing alike. It is for that command: its sink takes what the
+// reader both use, internal/statusread, hands out, and code outside this
+// module cannot import that package.
+//
+// The sink emits the Record of each lock and election at once, but for
+// the elections that are a partition's shards; end emits the partitions
+// whose shards were read, then the revocations, newest first. A claim of
+// a session in revocations is marked Revoked. The fields only a caller
+// knows (a Claim's and a Leader's CommandPID, the Summary) are the
+// caller's to fill in. An error of emit is returned as it is.
+func Stream(revocations []dsync.Revocation, emit func(Record) error) (sink statusread.Sink, end func() error) {
+	s := &stream{emit: emit, revoked: make(map[string]bool, len(revocations))}
+	for _, r := range revocations {
+		s.revoked[r.Session] = true
+		s.revocations = append(s.revocations, Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
+	}
+	slices.SortFunc(s.revocations, func(a, b Revocation) int { return b.At.Compare(a.At) }) // newest first
+	return s, s.end
+}
+
+// A stream is the sink of Stream.
+type stream struct {
+	emit        func(Record) error
+	revocations []Revocation    // newest first
+	revoked     map[string]bool // their sessions
+	shards      partitions.Set[Election]
+}
+
+func (s *stream) Lock(rl statusread.Lock) error {
+	l := lockOf(rl, s.revoked)
+	return s.emit(Record{Lock: &l})
+}
+
+func (s *stream) Election(re statusread.Election) error {
+	e := electionOf(re)
+	if s.shards.Add(e.Name, e) {
+		return nil // in its partition's Record, at the end
+	}
+	return s.emit(Record{Election: &e})
+}
+
+func (s *stream) end() error {
+	for _, p := range partitionsOf(&s.shards) {
+		if err := s.emit(Record{Partition: &p}); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.revocations {
+		if err := s.emit(Record{Revocation: &r}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockOf is rl as the schema shows it, marking the claims of the
+// revoked sessions.
+func lockOf(rl statusread.Lock, revoked map[string]bool) Lock {
+	l := Lock{Key: rl.Key, Kind: rl.Kind, Name: rl.Name, State: rl.State(), Holders: []Claim{}, Waiting: []Claim{}}
+	for _, c := range rl.Holders {
+		l.Holders = append(l.Holders, claimOf(c, rl.Now, revoked))
+	}
+	for _, c := range rl.Waiting {
+		l.Waiting = append(l.Waiting, claimOf(c, rl.Now, revoked))
+	}
+	return l
+}
+
+func claimOf(c dsync.ClaimInfo, now time.Time, revoked map[string]bool) Claim {
+	return Claim{
+		Token: c.Token, Owner: c.Owner, Host: c.Host, PID: c.PID,
+		Mode: c.Mode.String(), Weight: c.Weight, Limit: c.Limit,
+		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt, HeldForMS: millis(c.QueuedAt, now), ExpiresInMS: millis(now, c.ExpiresAt),
+		Session: c.Session, Revoked: revoked[c.Session],
+	}
+}
+
+// electionOf is re as the schema shows it.
+func electionOf(re statusread.Election) Election {
+	now := re.Now
+	e := Election{Name: re.Name, Key: leader.LockKey(re.Name), Members: []Member{}}
+	if info := re.Leader; info != nil {
+		e.Leader = &Leader{ID: info.ID, Host: info.Host, PID: info.PID, Version: info.Version, Value: info.Value,
+			Term: info.Token, Since: info.Since, HeldForMS: millis(info.Since, now)}
+		if c := re.Lease; c != nil {
+			e.Leader.ExpiresAt, e.Leader.ExpiresInMS = c.ExpiresAt, millis(now, c.ExpiresAt)
+		}
+	}
+	for _, m := range re.Members {
+		e.Members = append(e.Members, Member{ID: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
+			Leader: e.Leader != nil && m.ID == e.Leader.ID, LastSeen: m.LastSeen, LastSeenMS: millis(m.LastSeen, now)})
+	}
+	return e
+}
+
+// partitionsOf returns the partitions among set's shards.
+func partitionsOf(set *partitions.Set[Election]) []Partition {
+	ps := []Partition{}
+	for _, p := range set.Partitions() {
+		sp := Partition{Name: p.Name, Shards: []Shard{}}
+		for _, sh := range p.Shards {
+			sp.Shards = append(sp.Shards, Shard{Shard: sh.Index, Election: sh.Of.Name, Key: sh.Of.Key, Owner: sh.Of.Leader})
+		}
+		ps = append(ps, sp)
+	}
+	return ps
+}
+
+// millis is the whole milliseconds from a to b: 0 if b is not after a.
+func millis(a, b time.Time) int64 { return max(0, b.Sub(a).Milliseconds()) }
