@@ -5,9 +5,9 @@
 // # Inside the engine
 //
 // The Engine claims, walks, grants and prunes (claim.go, claimrun.go,
-// claimlost.go and start.go for one Claim call; walk.go, walkfloor.go and
-// full.go for a walk; grant.go and tip.go for the grant rule and chained
-// holds; prune.go). What else it knows lives in parts of its own, each
+// claimlost.go and start.go for one Claim call; walk.go, walkread.go,
+// walkfloor.go, full.go and walkconfirm.go for a walk; grant.go and
+// tip.go for the grant rule and chained holds; prune.go). What else it knows lives in parts of its own, each
 // the state of one concern, with its own lock; the exported methods of
 // the parts are the Engine's:
 //

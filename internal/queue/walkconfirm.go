@@ -1,0 +1,172 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// What a walk confirms before its claim relies on what it read: the
+// coverage of its segment (ensureCover) and, when nothing lies below it in
+// its segment, the gate (proveGate); the store's history the claims it
+// read were sent in (claimOfHistory); and its own claim, still in the
+// store (confirmOwn).
+
+// confirmReads confirms what c's walk read before c may hold on it: the
+// segment's gate, when the walk reached its first epoch, and c's own
+// claim, still in the store, when the walk read anything.
+func (e *Engine) confirmReads(ctx context.Context, c *Claim, first uint64) error {
+	if c.checked <= first && !e.has(BugNoCoverage) {
+		// Nothing below c in its segment: only the segment's
+		// gates keep another segment from holding. What this
+		// process knows of them may be older than the store's
+		// history (emptied or restored since): read the gate.
+		// A woken weighted waiter whose walk reached its first epoch
+		// pays these two reads (the gate, the protocol document) on
+		// each hold: they are not merged into the run full reads (the
+		// gate is not in the key's range), and are not read before the
+		// wait instead, as nothing here argues that a gate proven then
+		// still counts after an emptying and restore meanwhile.
+		if err := e.proveGate(ctx, c); err != nil {
+			return err
+		}
+		c.read = true
+	}
+	if c.read && !e.has(BugTrustCache) && !e.confirmedByRun(c) {
+		return e.confirmOwn(ctx, c)
+	}
+	return nil
+}
+
+// confirmOwn checks that c's own claim document is in the store, with its
+// nonce. A walk's reads came after the insert; if the claim is still there
+// after them, the store was not emptied since the insert, so the reads saw
+// the history the claim is part of. It is a request of its own, sent once
+// the walk's reads are answered, never beside them: a marker sent before
+// an emptying may land after it (DESIGN.md, rule 11), in a store where
+// another process then holds the key, and a read of the claim that the
+// store answered before the emptying would not show it gone. So a woken
+// Mutex waiter on a store that reads no runs pays two reads in a row (the
+// marker, then its claim: TestWokenWaiterReads).
+func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
+	d, found, err := e.store.Get(ctx, ClaimID(c.Key, c.Epoch))
+	if err != nil {
+		return err
+	}
+	if !found || d.Nonce != c.Nonce {
+		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+	}
+	return nil
+}
+
+// voidClaim gives c up after the store showed it lost the key's history:
+// everything learned is forgotten and c is withdrawn (a harmless marker if
+// its claim is gone).
+func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
+	e.keys.forgetAll()
+	e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)
+}
+
+// ensureCover checks, before c holds, that its segment is covered now
+// (refreshing it if its coverage is near its end), by what this process
+// learnt of it in the history c records: knowledge of a segment of the
+// same number learnt in another history is not c's. A claim whose
+// segment lapsed is withdrawn, and errLapsed returned: a process that
+// lost coverage never relies on that segment again.
+func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
+	ks := e.keys.snapshot(c.Key)
+	now := e.clock.ServerNow()
+	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
+	if !ours || !e.segments.covered(ks, now.Latest) {
+		e.abandon(context.WithoutCancel(ctx), c)
+		if ours {
+			e.keys.dropCover(c.Key, c.Seg)
+		}
+		return fmt.Errorf("%w: %q", errLapsed, c.Key)
+	}
+	if e.segments.bucket(now.Latest)+1 > ks.cover {
+		ok, err := e.segments.refreshKey(ctx, c.Key)
+		switch {
+		case !ok && err != nil:
+			// Over, and why (the store's span is another since: the
+			// next claim is refused with it).
+			e.abandon(context.WithoutCancel(ctx), c)
+			return fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)
+		case !ok:
+			e.abandon(context.WithoutCancel(ctx), c)
+			return fmt.Errorf("%w: %q", errLapsed, c.Key)
+		case err != nil:
+			return err // unknown outcome: nothing learnt, nothing lost
+		}
+	}
+	return nil
+}
+
+// proveGate reads the gate that covers c's segment: it must name it, and
+// have been sent in the store's history now (history.go), which must be
+// the one c records (c's owner learnt the segment in it). A claim that
+// holds with nothing below it in its segment relies on that gate being in
+// the store now, not only once.
+func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
+	ks := e.keys.snapshot(c.Key)
+	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) {
+		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
+		if err != nil {
+			return err
+		}
+		if found && g.Kind == KindGate && g.Seg == c.Seg && e.segments.sameKnown(c.History, g.Nonce) {
+			// A gate held back across an emptying may name the segment in
+			// the next history: it counts only if the store is in its own.
+			err := e.segments.gateOfThisHistory(ctx, g)
+			if err == nil {
+				e.keys.learnGate(c.Key, g)
+				return nil
+			}
+			if !errors.Is(err, errOtherHistory) {
+				return err
+			}
+		}
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)
+}
+
+// claimOfHistory checks claim d of c's segment, which c's walk read: a
+// claim recording another history than c (Doc.History) was sent in a
+// history of the store other than the one c's owner learnt the segment
+// in. Either d is a stray, sent before an emptying and landed after it
+// (c's owner knows the store's history: d is a claim like any other,
+// and its owner gives it up or its session ends), or c was made on
+// knowledge of a segment of the store's history before, which the
+// emptying took: the store's segment of that number is another's, and
+// coverage this process knows of it is not the store's. The protocol
+// document, read once per claim, says which: c is given up (errLapsed)
+// unless it names c's history and this process's span.
+func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
+	if c.inHistory || e.segments.sameKnown(c.History, d.History) {
+		return nil
+	}
+	history, err := e.segments.confirmSpan(ctx)
+	if err != nil && !errors.Is(err, ErrSpan) {
+		return err
+	}
+	if err == nil && history == c.History {
+		// The store is in c's history (and c's claim, read back before
+		// c holds, shows it was not emptied since: confirmOwn).
+		c.inHistory = true
+		return nil
+	}
+	return e.staleSegment(ctx, c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
+}
+
+// staleSegment gives c up, made on knowledge of its segment learnt in
+// another history of the store than the one it is in: that knowledge is
+// dropped, and the key's next claim starts or joins the store's segment.
+func (e *Engine) staleSegment(ctx context.Context, c *Claim, why string) error {
+	e.keys.dropStale(c.Key, c.Seg, c.History)
+	e.abandon(context.WithoutCancel(ctx), c)
+	return fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)
+}

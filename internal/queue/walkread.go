@@ -1,0 +1,106 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+)
+
+// A walk's read step: the claim of the epoch below its checked one (from
+// a run of the key's queue, the blocker the last walk found live, or a
+// read by ID), and that claim's end marker.
+
+// readBelow returns the claim document of epoch, the one below c's
+// checked epoch: the blocker the last walk found live, or a read.
+func (e *Engine) readBelow(ctx context.Context, c *Claim, epoch uint64) (d Doc, found bool, err error) {
+	if e.rd.runReader() != nil && !c.run.covers(epoch) {
+		if err := e.readRun(ctx, c, epoch); err != nil {
+			return Doc{}, false, err
+		}
+	}
+	if c.run.covers(epoch) {
+		d, found := c.run.claim(epoch)
+		return d, found, nil
+	}
+	if c.hasBlocker && c.blocker.Epoch == epoch {
+		return c.blocker, true, nil
+	}
+	c.read = true
+	return e.store.Get(ctx, ClaimID(c.Key, epoch))
+}
+
+// readRun reads, for c's walk, the run from some epochs below epoch (not
+// below c's segment's first epoch or the key's floor) up to epoch, or up
+// to c's own claim if that lies near (a walk from the top, or a waiter's
+// next walk behind a few claims): runWindow epochs for the walk's first
+// run, twice as many for each next one. A run that reaches c's claim and
+// does not find it there, with its nonce, shows that the store lost the
+// key's history since c's insert: c is given up (ErrReset), as
+// confirmOwn would.
+func (e *Engine) readRun(ctx context.Context, c *Claim, epoch uint64) error {
+	depth := uint64(runWindow) << min(c.runs, 20)
+	c.runs++
+	// Not below the floor (a floor learned since the walk checked epoch
+	// against it may lie above epoch: the run then starts at epoch).
+	lo := min(max(c.Seg, 1, e.keys.floorOf(c.Key, c.Seg).Epoch), epoch)
+	if epoch > depth && epoch-depth > lo {
+		lo = epoch - depth
+	}
+	hi := epoch
+	if c.Epoch-epoch <= 4*runWindow {
+		hi = c.Epoch
+	}
+	// The run confirms c's claim only if no other read was in flight
+	// when it was sent, and none is sent or answered after its reply
+	// until c holds (confirmedByRun): what such a read teaches could come
+	// from the store before it lost the history the run shows gone.
+	docs, seq, ok, err := e.rd.getRun(ctx, c.Key, lo, hi)
+	if !ok || err != nil {
+		return err // (not ok: the store reads no runs, read by ID)
+	}
+	r := newRun(c.Key, lo, hi, docs)
+	c.read = true
+	c.run, c.runSeq = r, 0
+	if hi != c.Epoch {
+		return nil
+	}
+	if own, ok := r.claim(c.Epoch); (!ok || own.Nonce != c.Nonce) && !e.has(BugRunOwnUnchecked) {
+		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+	}
+	c.runSeq = seq // (0 if another read was in flight)
+	return nil
+}
+
+// confirmedByRun reports whether c's own claim was confirmed by the last
+// run its walk read, with no read of this engine's in flight when it was
+// sent, nor sent or answered since its reply (of any claim's: a read of
+// another goroutine merely costs c a confirmOwn).
+func (e *Engine) confirmedByRun(c *Claim) bool {
+	if e.has(BugRunOwnUnchecked) {
+		return c.run != nil
+	}
+	return e.rd.confirmed(c.runSeq)
+}
+
+// endedIn is ended for a claim d below c: its marker from c's run if the
+// run covers it, or read. A live claim that c's mode passes needs no read
+// of its session: c passes it whether it lives or not (a weighted walker
+// counts its weight, and reads the sessions only if the weights leave it
+// no room: full).
+func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+	var m Doc
+	var found bool
+	if c.run.covers(d.Epoch) {
+		m, found = c.run.end(d)
+	} else {
+		if m, found, err = e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce)); err != nil {
+			return false, "", Doc{}, Blocker{}, err
+		}
+	}
+	if found {
+		return true, m.Kind, m, Blocker{}, nil
+	}
+	if e.passes(ctx, c.Terms, d) {
+		return false, "", Doc{}, e.judge.blockerOf(d), nil
+	}
+	return e.judge.unended(ctx, d)
+}
