@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -24,6 +25,40 @@ import (
 // dead marker first, so that a late renewal reviving the session cannot
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
+	head, blocker, err = e.walk(ctx, c)
+	if v := (*giveUp)(nil); errors.As(err, &v) {
+		return false, Blocker{}, e.withdraw(ctx, c, v)
+	}
+	return head, blocker, err
+}
+
+// withdraw acts on a step's verdict that c must never hold (giveUp): it
+// forgets what the verdict says, withdraws c (a harmless marker if its
+// claim is gone), and returns the verdict's error.
+func (e *Engine) withdraw(ctx context.Context, c *Claim, v *giveUp) error {
+	if v.reset {
+		e.keys.forgetAll()
+		e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
+	}
+	if v.drop {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.dropStale {
+		e.keys.dropStale(c.Key, c.Seg, c.History)
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	if v.dropAfter {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.hasGap {
+		e.keys.noteGap(c.Key, v.gap)
+	}
+	return v.err
+}
+
+// walk is Walk up to its verdict: every step it takes returns what it
+// found, and a verdict that c must never hold (giveUp) ends it.
+func (e *Engine) walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
 	if c.ended {
 		return false, Blocker{}, fmt.Errorf("%w: %q: epoch %d was ended", errLapsed, c.Key, c.Epoch)
 	}
@@ -126,9 +161,8 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if d.Seg != c.Seg && !e.has(BugNoCoverage) {
 		// A claim of another segment above c's first: a later
 		// segment started, so c's is over.
-		e.keys.dropCover(c.Key, c.Seg)
-		e.abandon(context.WithoutCancel(ctx), c)
-		return Blocker{}, false, fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)
+		return Blocker{}, false, &giveUp{drop: true,
+			err: fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)}
 	}
 	// Every claim a walk reads, ended or not, whatever stops the walk:
 	// the claim right below c is always read (a walk that holds with no

@@ -54,37 +54,29 @@ func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
 		return err
 	}
 	if !found || d.Nonce != c.Nonce {
-		return e.voidClaim(ctx, c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+		return voidClaim(c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
 	}
 	return nil
 }
 
-// voidClaim gives c up after the store showed it lost the key's history:
-// everything learned is forgotten and c is withdrawn (a harmless marker if
-// its claim is gone).
-func (e *Engine) voidClaim(ctx context.Context, c *Claim, why string) error {
-	e.keys.forgetAll()
-	e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)
+// voidClaim is the verdict that gives c up after the store showed it lost
+// the key's history: everything learned is forgotten and c is withdrawn.
+func voidClaim(c *Claim, why string) *giveUp {
+	return &giveUp{reset: true, err: fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)}
 }
 
 // ensureCover checks, before c holds, that its segment is covered now
 // (refreshing it if its coverage is near its end), by what this process
 // learnt of it in the history c records: knowledge of a segment of the
 // same number learnt in another history is not c's. A claim whose
-// segment lapsed is withdrawn, and errLapsed returned: a process that
+// segment lapsed is given up (giveUp, with errLapsed): a process that
 // lost coverage never relies on that segment again.
 func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 	ks := e.keys.snapshot(c.Key)
 	now := e.clock.ServerNow()
 	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
 	if !ours || !e.segments.covered(ks, now.Latest) {
-		e.abandon(context.WithoutCancel(ctx), c)
-		if ours {
-			e.keys.dropCover(c.Key, c.Seg)
-		}
-		return fmt.Errorf("%w: %q", errLapsed, c.Key)
+		return &giveUp{dropAfter: ours, err: fmt.Errorf("%w: %q", errLapsed, c.Key)}
 	}
 	if e.segments.bucket(now.Latest)+1 > ks.cover {
 		ok, err := e.segments.refreshKey(ctx, c.Key)
@@ -92,11 +84,9 @@ func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 		case !ok && err != nil:
 			// Over, and why (the store's span is another since: the
 			// next claim is refused with it).
-			e.abandon(context.WithoutCancel(ctx), c)
-			return fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)
+			return &giveUp{err: fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)}
 		case !ok:
-			e.abandon(context.WithoutCancel(ctx), c)
-			return fmt.Errorf("%w: %q", errLapsed, c.Key)
+			return &giveUp{err: fmt.Errorf("%w: %q", errLapsed, c.Key)}
 		case err != nil:
 			return err // unknown outcome: nothing learnt, nothing lost
 		}
@@ -111,7 +101,8 @@ func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
 // the store now, not only once.
 func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
 	ks := e.keys.snapshot(c.Key)
-	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) {
+	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
+	if ours {
 		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
 		if err != nil {
 			return err
@@ -128,10 +119,10 @@ func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
 				return err
 			}
 		}
-		e.keys.dropCover(c.Key, c.Seg)
 	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)
+	// (Its segment is dropped if it was c's: c's segment is over.)
+	return &giveUp{drop: ours,
+		err: fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)}
 }
 
 // claimOfHistory checks claim d of c's segment, which c's walk read: a
@@ -159,14 +150,13 @@ func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
 		c.inHistory = true
 		return nil
 	}
-	return e.staleSegment(ctx, c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
+	return staleSegment(c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
 }
 
-// staleSegment gives c up, made on knowledge of its segment learnt in
-// another history of the store than the one it is in: that knowledge is
-// dropped, and the key's next claim starts or joins the store's segment.
-func (e *Engine) staleSegment(ctx context.Context, c *Claim, why string) error {
-	e.keys.dropStale(c.Key, c.Seg, c.History)
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)
+// staleSegment is the verdict that gives c up, made on knowledge of its
+// segment learnt in another history of the store than the one it is in:
+// that knowledge is dropped, and the key's next claim starts or joins the
+// store's segment.
+func staleSegment(c *Claim, why string) *giveUp {
+	return &giveUp{dropStale: true, err: fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)}
 }

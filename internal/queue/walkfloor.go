@@ -65,9 +65,9 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 		return e.belowFloor(ctx, c, f)
 	}
 	// Otherwise the store lost the key's history.
-	err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
-	e.keys.noteGap(c.Key, epoch)
-	return err
+	v := voidClaim(c, fmt.Sprintf("epoch %d is missing", epoch))
+	v.gap, v.hasGap = epoch, true
+	return v
 }
 
 // coverFloor returns the floor of the gate that covers c's segment now.
@@ -78,7 +78,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	ks := e.keys.snapshot(c.Key)
 	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) && e.segments.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
-		return e.ownFloorCheck(ctx, c, ks.floor)
+		return e.ownFloorCheck(c, ks.floor)
 	}
 	return e.freshFloor(ctx, c)
 }
@@ -97,23 +97,21 @@ func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 		// (A gate of another history than c's: a refresh refused, or a
 		// stray; or the store was emptied since, and c was made on
 		// knowledge that is stale.)
-		e.abandon(context.WithoutCancel(ctx), c)
-		e.keys.dropCover(c.Key, c.Seg)
-		return Floor{}, fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)
+		return Floor{}, &giveUp{dropAfter: true,
+			err: fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)}
 	}
 	e.keys.learnGate(c.Key, g)
-	return e.ownFloorCheck(ctx, c, e.keys.floorOf(c.Key, c.Seg))
+	return e.ownFloorCheck(c, e.keys.floorOf(c.Key, c.Seg))
 }
 
 // ownFloorCheck returns f, unless c itself lies below it (or at it, with
 // another nonce): c's insert landed in a hole pruning left (no claim that
 // has not ended lies below a floor), and c is given up.
-func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, error) {
+func (e *Engine) ownFloorCheck(c *Claim, f Floor) (Floor, error) {
 	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce || e.has(BugNoFloorProof) {
 		return f, nil
 	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	return Floor{}, fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)
+	return Floor{}, &giveUp{err: fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)}
 }
 
 // belowFloor ends c's walk at floor f: every epoch below it has ended, if
@@ -150,9 +148,9 @@ func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, er
 	} else if ok && g.Epoch > f.Epoch {
 		return e.countedFloor(ctx, c, g)
 	}
-	err = e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
-	e.keys.noteGap(c.Key, f.Epoch)
-	return Floor{}, err
+	v := voidClaim(c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
+	v.gap, v.hasGap = f.Epoch, true
+	return Floor{}, v
 }
 
 // gateFloor reads the gate that covers c's segment now, as freshFloor
