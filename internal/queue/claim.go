@@ -277,3 +277,27 @@ func (e *Engine) abandon(ctx context.Context, c *Claim) {
 			Nonce: c.Nonce, Session: c.Session})
 	})
 }
+
+// withdraw acts on a step's verdict that c must never hold (giveUp): it
+// forgets what the verdict says, withdraws c (a harmless marker if its
+// claim is gone), and returns the verdict's error.
+func (e *Engine) withdraw(ctx context.Context, c *Claim, v *giveUp) error {
+	if v.reset {
+		e.keys.forgetAll()
+		e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
+	}
+	if v.drop {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.dropStale {
+		e.keys.dropStale(c.Key, c.Seg, c.History)
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	if v.dropAfter {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.hasGap {
+		e.keys.noteGap(c.Key, v.gap)
+	}
+	return v.err
+}

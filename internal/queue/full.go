@@ -9,7 +9,7 @@ import (
 
 // What a walk does at a live claim below it (liveBelow), and what a
 // weighted walker re-reads once the live claims it passed may have left it
-// room (walk.go: holdOnReads).
+// room (walkhold.go: hold).
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile

@@ -32,30 +32,6 @@ func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 	return head, blocker, err
 }
 
-// withdraw acts on a step's verdict that c must never hold (giveUp): it
-// forgets what the verdict says, withdraws c (a harmless marker if its
-// claim is gone), and returns the verdict's error.
-func (e *Engine) withdraw(ctx context.Context, c *Claim, v *giveUp) error {
-	if v.reset {
-		e.keys.forgetAll()
-		e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
-	}
-	if v.drop {
-		e.keys.dropCover(c.Key, c.Seg)
-	}
-	if v.dropStale {
-		e.keys.dropStale(c.Key, c.Seg, c.History)
-	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	if v.dropAfter {
-		e.keys.dropCover(c.Key, c.Seg)
-	}
-	if v.hasGap {
-		e.keys.noteGap(c.Key, v.gap)
-	}
-	return v.err
-}
-
 // walk is Walk up to its verdict: every step it takes returns what it
 // found, and a verdict that c must never hold (giveUp) ends it.
 func (e *Engine) walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
@@ -64,80 +40,15 @@ func (e *Engine) walk(ctx context.Context, c *Claim) (head bool, blocker Blocker
 	}
 	c.run, c.runSeq, c.runs = nil, 0, 0 // what a run showed holds for the walk that read it
 	c.walks++
-	if e.holds.takeHead(c) || c.clear && !c.read {
-		return e.holdOnInsert(ctx, c)
-	}
+	onInsert := e.holds.takeHead(c) || c.clear && !c.read // (no read: c holds on its insert)
 	first := max(c.Seg, 1)
-	for !c.clear && c.checked > first {
+	for !onInsert && !c.clear && c.checked > first {
 		b, wait, err := e.walkDown(ctx, c)
 		if err != nil || wait {
 			return false, b, err
 		}
 	}
-	return e.holdOnReads(ctx, c, first)
-}
-
-// holdOnInsert finds c holding on what its insert proved (Claim), with
-// no read since: c holds once its segment's coverage is ensured.
-func (e *Engine) holdOnInsert(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
-	if err := e.ensureCover(ctx, c); err != nil {
-		return false, Blocker{}, err
-	}
-	c.clear = true
-	if c.Below {
-		e.keys.learnOwn(c)
-	}
-	return true, Blocker{}, nil
-}
-
-// holdOnReads decides, once nothing below c's checked epoch can keep it
-// from holding (clear, or the walk reached first, its segment's first
-// epoch), whether c holds: the live claims it passed must leave room for
-// it, and what the walk read must be confirmed (the segment's gate, c's
-// own claim, its coverage). Otherwise c waits for the lowest of the
-// claims it passed.
-func (e *Engine) holdOnReads(ctx context.Context, c *Claim, first uint64) (head bool, blocker Blocker, err error) {
-	if c.checked <= first {
-		c.strong = true // the segment's first epoch: nothing below
-	}
-	if b, full, err := e.roomAmongPassed(ctx, c); err != nil || full {
-		return false, b, err
-	}
-	if err := e.confirmReads(ctx, c, first); err != nil {
-		return false, Blocker{}, err
-	}
-	if err := e.ensureCover(ctx, c); err != nil {
-		return false, Blocker{}, err
-	}
-	e.heldOnReads(c)
-	return true, Blocker{}, nil
-}
-
-// roomAmongPassed decides whether the live claims c passed leave room
-// for it: if they do not, the walk's floor is read again and c waits
-// (full) for the claim full finds, with its blocker b.
-func (e *Engine) roomAmongPassed(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
-	if e.fits(c.Terms, c.passed) {
-		return Blocker{}, false, nil
-	}
-	if err := e.refloor(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	return e.full(ctx, c)
-}
-
-// heldOnReads records that c holds on what its walk read and confirmed.
-func (e *Engine) heldOnReads(c *Claim) {
-	c.clear, c.read = true, false
-	c.Below = c.strong && len(c.passed) == 0
-	if c.strong {
-		// Every lower claim it did not pass has ended: those it passed
-		// are all that may be live below it (tip.go).
-		e.holds.noteHeld(c, passedRefs(c))
-	}
-	if c.Below {
-		e.keys.learnOwn(c)
-	}
+	return e.hold(ctx, c, first, onInsert)
 }
 
 // walkDown is one step of c's walk: it looks at the epoch right below

@@ -12,6 +12,18 @@ import (
 // read were sent in (claimOfHistory); and its own claim, still in the
 // store (confirmOwn).
 
+// confirm is the walk's check before c holds: what its walk read, if it
+// read anything since the insert (reads: confirmReads), then its
+// segment's coverage (ensureCover).
+func (e *Engine) confirm(ctx context.Context, c *Claim, first uint64, reads bool) error {
+	if reads {
+		if err := e.confirmReads(ctx, c, first); err != nil {
+			return err
+		}
+	}
+	return e.ensureCover(ctx, c)
+}
+
 // confirmReads confirms what c's walk read before c may hold on it: the
 // segment's gate, when the walk reached its first epoch, and c's own
 // claim, still in the store, when the walk read anything.
@@ -54,15 +66,9 @@ func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
 		return err
 	}
 	if !found || d.Nonce != c.Nonce {
-		return voidClaim(c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+		return &giveUp{reset: true, err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
 	}
 	return nil
-}
-
-// voidClaim is the verdict that gives c up after the store showed it lost
-// the key's history: everything learned is forgotten and c is withdrawn.
-func voidClaim(c *Claim, why string) *giveUp {
-	return &giveUp{reset: true, err: fmt.Errorf("%w: %q: %s", ErrReset, c.Key, why)}
 }
 
 // ensureCover checks, before c holds, that its segment is covered now
@@ -150,13 +156,9 @@ func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
 		c.inHistory = true
 		return nil
 	}
-	return staleSegment(c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
-}
-
-// staleSegment is the verdict that gives c up, made on knowledge of its
-// segment learnt in another history of the store than the one it is in:
-// that knowledge is dropped, and the key's next claim starts or joins the
-// store's segment.
-func staleSegment(c *Claim, why string) *giveUp {
-	return &giveUp{dropStale: true, err: fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)}
+	// c was made on knowledge of its segment learnt in another history of
+	// the store than the one it is in: that knowledge is dropped, and the
+	// key's next claim starts or joins the store's segment.
+	return &giveUp{dropStale: true,
+		err: fmt.Errorf("%w: %q: epoch %d was sent in another history of the store", errLapsed, c.Key, d.Epoch)}
 }

@@ -65,9 +65,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 		return e.belowFloor(ctx, c, f)
 	}
 	// Otherwise the store lost the key's history.
-	v := voidClaim(c, fmt.Sprintf("epoch %d is missing", epoch))
-	v.gap, v.hasGap = epoch, true
-	return v
+	return &giveUp{reset: true, gap: epoch, hasGap: true, err: fmt.Errorf("%w: %q: epoch %d is missing", ErrReset, c.Key, epoch)}
 }
 
 // coverFloor returns the floor of the gate that covers c's segment now.
@@ -132,25 +130,29 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 // A floor that does not count came from a store's earlier history: the
 // store lost the key's, and c is given up (ErrReset).
 func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, error) {
-	_, counts, err := e.rd.floorCounts(ctx, c.Key, f)
-	if err != nil {
-		return Floor{}, err
+	for {
+		_, counts, err := e.rd.floorCounts(ctx, c.Key, f)
+		if err != nil {
+			return Floor{}, err
+		}
+		if counts || e.has(BugTrustCache) {
+			return f, nil
+		}
+		// A prune that relied on a later gate than the one this process
+		// knows may have deleted f's claim (a walk that passed live
+		// claims without reading the gate again: liveBelow): the gate
+		// that covers the key now may show a higher floor that counts.
+		g, ok, err := e.gateFloor(ctx, c)
+		if err != nil {
+			return Floor{}, err
+		}
+		if !ok || g.Epoch <= f.Epoch {
+			break
+		}
+		f = g
 	}
-	if counts || e.has(BugTrustCache) {
-		return f, nil
-	}
-	// A prune that relied on a later gate than the one this process
-	// knows may have deleted f's claim (a walk that passed live claims
-	// without reading the gate again: liveBelow): the gate that covers
-	// the key now may show a higher floor that counts.
-	if g, ok, err := e.gateFloor(ctx, c); err != nil {
-		return Floor{}, err
-	} else if ok && g.Epoch > f.Epoch {
-		return e.countedFloor(ctx, c, g)
-	}
-	v := voidClaim(c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
-	v.gap, v.hasGap = f.Epoch, true
-	return Floor{}, v
+	return Floor{}, &giveUp{reset: true, gap: f.Epoch, hasGap: true,
+		err: fmt.Errorf("%w: %q: the floor %d names a claim the store does not hold", ErrReset, c.Key, f.Epoch)}
 }
 
 // gateFloor reads the gate that covers c's segment now, as freshFloor

@@ -64,7 +64,7 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, epoch uint64) error {
 		return nil
 	}
 	if own, ok := r.claim(c.Epoch); (!ok || own.Nonce != c.Nonce) && !e.has(BugRunOwnUnchecked) {
-		return voidClaim(c, fmt.Sprintf("the claim of epoch %d is gone", c.Epoch))
+		return &giveUp{reset: true, err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
 	}
 	c.runSeq = seq // (0 if another read was in flight)
 	return nil
