@@ -1,15 +1,11 @@
 package queue
 
-import (
-	"cmp"
-	"context"
-	"slices"
-	"sync"
-)
+import "context"
 
-// What a walk does at a live claim below it (liveBelow), and what a
-// weighted walker re-reads once the live claims it passed may have left it
-// room (walkhold.go: hold).
+// What a walk does at a live claim below it (liveBelow), and whether the
+// live claims a weighted walker passed still leave it no room once they
+// may have left it some (full, from walkhold.go: hold), with what full
+// drops unread (dropBelowFloor; it reads the rest: walkread.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile
@@ -136,92 +132,6 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 		return Blocker{}, false, nil
 	}
 	return c.passed[len(c.passed)-1].b, true, nil
-}
-
-// fullRun reads, on a store that reads runs, one run from the lowest
-// claim c passed up to c's own, unless c's run covers it already.
-func (e *Engine) fullRun(ctx context.Context, c *Claim) error {
-	if e.rd.runReader() == nil || len(c.passed) == 0 {
-		return nil
-	}
-	lowest := c.passed[len(c.passed)-1].d.Epoch
-	if c.run.covers(lowest) && c.run.covers(c.Epoch) {
-		return nil
-	}
-	c.run, c.runSeq = nil, 0
-	return e.readRun(ctx, c, lowest)
-}
-
-// endedPassed is ended for a claim d c passed: its marker from c's run if
-// the run covers it, or read; a claim without one is ended dead if its
-// session expired (unended), so that a dead unit frees its room.
-func (e *Engine) endedPassed(ctx context.Context, c *Claim, d Doc) (ended bool, b Blocker, err error) {
-	if !c.run.covers(d.Epoch) {
-		ended, _, _, b, err := e.judge.ended(ctx, d)
-		return ended, b, err
-	}
-	if _, found := c.run.end(d); found {
-		return true, Blocker{}, nil
-	}
-	ended, _, _, b, err = e.judge.unended(ctx, d)
-	return ended, b, err
-}
-
-// readSuspects reads, all at once, whether the claims c passed whose ends
-// its waiter heard of (Suspect) have ended, and drops those that have
-// from c.passed. A woken waiter that needs several units to end (a full
-// Semaphore's second in line, which waits for the units of the first
-// and of a holder) reads their markers in one round trip, not one after
-// the other. The reads are independent of each other (a marker, once
-// found, stays until its claim is pruned below a floor: a marker not
-// found only keeps its claim counted live), and confirmOwn, sent after
-// every read of the walk is answered, follows them all.
-func (e *Engine) readSuspects(ctx context.Context, c *Claim) error {
-	suspects := c.suspects
-	c.suspects = nil
-	var idx []int
-	for i, p := range c.passed {
-		if slices.Contains(suspects, p.d.Epoch) {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	type result struct {
-		ended bool
-		b     Blocker
-		err   error
-	}
-	res := make([]result, len(idx))
-	var wg sync.WaitGroup
-	for j, i := range idx {
-		wg.Go(func() {
-			ended, b, err := e.endedPassed(ctx, c, c.passed[i].d)
-			res[j] = result{ended, b, err}
-		})
-	}
-	wg.Wait()
-	var errs error
-	drop := make(map[int]bool, len(idx))
-	for j, i := range idx {
-		switch r := res[j]; {
-		case r.err != nil:
-			errs = cmp.Or(errs, r.err)
-		case r.ended:
-			drop[i] = true
-		default:
-			c.passed[i].b, c.passed[i].walk = r.b, c.walks
-		}
-	}
-	live := c.passed[:0]
-	for i, p := range c.passed {
-		if !drop[i] {
-			live = append(live, p)
-		}
-	}
-	c.passed = live
-	return errs
 }
 
 // dropBelowFloor drops from c.passed, before full reads their markers,
