@@ -7,7 +7,8 @@ package queue
 // knows wrongly, withdraws c (abandon), and returns err. The fields say
 // what is forgotten, and whether before or after the withdrawal.
 type giveUp struct {
-	err error
+	err  error
+	kind giveUpKind // what the step found, for a planted error (plant.overrules)
 	// Before the withdrawal: everything learned of every key and the
 	// claims confirmed at their insert (the store lost the key's history:
 	// ErrReset); c's segment (a later one started, or no gate of this
@@ -24,3 +25,14 @@ type giveUp struct {
 func (g *giveUp) Error() string { return g.err.Error() }
 
 func (g *giveUp) Unwrap() error { return g.err }
+
+// giveUpKind names what a giveUp verdict found, where a planted error
+// ignores that verdict (plant.overrules).
+type giveUpKind uint8
+
+const (
+	giveUpOther        giveUpKind = iota
+	giveUpLaterSegment            // a claim of a later segment above c's first (walkDown)
+	giveUpUnderFloor              // c's own epoch lies below the floor (ownFloorCheck)
+	giveUpRunLacksOwn             // a run up to c's epoch lacks c's claim (readRun)
+)

@@ -68,8 +68,12 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, epoch uint64) error {
 	if hi != c.Epoch {
 		return nil
 	}
-	if own, ok := r.claim(c.Epoch); (!ok || own.Nonce != c.Nonce) && !e.has(BugRunOwnUnchecked) {
-		return &giveUp{reset: true, err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
+	if own, ok := r.claim(c.Epoch); !ok || own.Nonce != c.Nonce {
+		v := &giveUp{kind: giveUpRunLacksOwn, reset: true,
+			err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
+		if !e.overrules(v) {
+			return v
+		}
 	}
 	c.runSeq = seq // (0 if another read was in flight)
 	return nil
