@@ -4,8 +4,8 @@ import "context"
 
 // What a walk does at a live claim below it (liveBelow), and whether the
 // live claims a weighted walker passed still leave it no room once they
-// may have left it some (full, from walkhold.go: hold), with what full
-// drops unread (dropBelowFloor; it reads the rest: walkread.go).
+// may have left it some (full, from walkhold.go: hold; what it reads is
+// in walkread.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile
@@ -54,6 +54,9 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		// end among them would: it waits for them.
 		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
 		c.checked = epoch
+		if err := e.dropBelowFloor(ctx, c); err != nil {
+			return Blocker{}, false, err
+		}
 		if b, full, err := e.full(ctx, c); err != nil || full {
 			return b, full, err
 		}
@@ -88,12 +91,9 @@ func oneEndFits(w Terms, passed []passedClaim) bool {
 // first, so that a woken waiter reads the claim whose release woke it
 // first. On a store that reads runs, one run from the lowest claim passed
 // up to c's own (which confirms c's claim too: confirmedByRun) replaces a
-// marker read per claim. Passed claims below the key's floor are dropped
-// first, unread (dropBelowFloor).
+// marker read per claim. Its callers drop the passed claims below the
+// key's floor first, unread (dropBelowFloor, the walk's floor step).
 func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
-	if err := e.dropBelowFloor(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
 	if err := e.fullRun(ctx, c); err != nil {
 		return Blocker{}, false, err
 	}
@@ -132,74 +132,4 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 		return Blocker{}, false, nil
 	}
 	return c.passed[len(c.passed)-1].b, true, nil
-}
-
-// dropBelowFloor drops from c.passed, before full reads their markers,
-// the claims below the floor of the gate that covers c's segment now, if
-// that floor counts (countedFloor, as a walk's stop at a floor: every
-// epoch below it has ended); if any lay below it, so does c's walk, which
-// ends there. It reads nothing more while the passed claims lie at or
-// above the floor this process knows (coverFloor reads the gate only once
-// this process no longer knows one that covers c now).
-//
-// Without it, a waiter would count for good a claim a prune deleted with
-// its marker while it waited: it finds no marker, and the claim's owner
-// may live on (holding other keys). A walk that went below such a claim
-// meets what the prune deleted, and reads the floor (missingBelow), but a
-// walk that stopped at this process's own release above it
-// (ownReleaseStops) counts it from that release's hold and never walks
-// below the release again; and a waiter for several units looks again
-// only when their ends add up to what it lacks (Shortfall), so it may not
-// look while the claim ends, a claim above it holds with every lower one
-// ended (the floor rises there) and a release prunes it.
-//
-// It only ever drops claims that have ended for good. A floor that
-// counts, in this store's history, says every epoch of c's segment below
-// it has ended (its gate's sender vouched for it: a claim held with every
-// lower claim ended, or a gate said so), and an ended claim never holds
-// again. A floor read that is stale (a gate inserted since, not yet
-// known; a gate that landed late, or twice, carrying an older floor:
-// DESIGN.md rule 11) is lower than the store's, never higher than what
-// has ended: a floor records what had ended when its gate was sent, and
-// ends are never undone. It only drops fewer claims, which costs room,
-// not safety; and the floor of the gate that covers c is at least that
-// of any gate a prune relied on (floor.go), so the next look drops a
-// claim whose marker a prune deleted after this floor was read. A floor of a
-// store's earlier history (a gate that landed after an emptying) is
-// judged as a walk's stop at a floor judges it, with the same reads: the
-// gate names c's segment only if sent in this history (L3 in the package
-// documentation), and the floor counts only while its claim is stored
-// with its nonce; one that does not count gives c up. An emptying after
-// the read is caught by confirmOwn, which a hold sends after every read
-// of its walk (c.read).
-func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
-	if len(c.passed) == 0 {
-		return nil
-	}
-	lowest := c.passed[0].d.Epoch
-	for _, p := range c.passed[1:] {
-		lowest = min(lowest, p.d.Epoch)
-	}
-	f, err := e.coverFloor(ctx, c)
-	if err != nil || lowest >= f.Epoch {
-		return err
-	}
-	if f, err = e.countedFloor(ctx, c, f); err != nil {
-		return err
-	}
-	live := c.passed[:0]
-	for _, p := range c.passed {
-		// The floor's own claim may still hold: it held with every
-		// lower claim ended, which made it the floor.
-		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
-			live = append(live, p)
-		}
-	}
-	e.floorDrops.Add(int64(len(c.passed) - len(live)))
-	c.passed = live
-	c.read = true
-	if c.checked <= f.Epoch {
-		c.clear, c.strong = true, true
-	}
-	return nil
 }

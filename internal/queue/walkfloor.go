@@ -7,7 +7,8 @@ import (
 
 // A walk's floor step: what it proves of the floor of the gate that
 // covers its claim's segment (floor.go) before it goes below an epoch or
-// waits, and where it ends at that floor.
+// waits, where it ends at that floor, and which of the claims it passed
+// that floor drops before it waits for them (dropBelowFloor).
 
 // refloor reads the gate that covers c again before c waits for the live
 // claims its walk passed below an ended or passed one (liveBelow does the
@@ -87,19 +88,18 @@ func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 // segment in another history, or the gate landed late in this one, and
 // either way c waits for no gate it cannot rely on).
 func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
-	g, ok, err := e.segments.liveSegment(ctx, c.Key)
+	f, ok, err := e.gateFloor(ctx, c)
 	if err != nil {
 		return Floor{}, err
 	}
-	if !ok || g.Seg != c.Seg || !e.segments.sameKnown(c.History, g.Nonce) {
+	if !ok {
 		// (A gate of another history than c's: a refresh refused, or a
 		// stray; or the store was emptied since, and c was made on
 		// knowledge that is stale.)
 		return Floor{}, &giveUp{dropAfter: true,
 			err: fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)}
 	}
-	e.keys.learnGate(c.Key, g)
-	return e.ownFloorCheck(c, e.keys.floorOf(c.Key, c.Seg))
+	return e.ownFloorCheck(c, f)
 }
 
 // ownFloorCheck returns f, unless c itself lies below it (or at it, with
@@ -159,12 +159,12 @@ func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, er
 		err: fmt.Errorf("%w: %q: the floor %d names a claim the store does not hold", ErrReset, c.Key, f.Epoch)}
 }
 
-// gateFloor reads the gate that covers c's segment now, as freshFloor
-// does, and returns its floor; ok is false (and nothing is given up or
-// learned) if no gate covers the segment (or the one that does records
-// another history than c): the caller then judges what it
-// found as it would have without the read (a store that lost the key's
-// history is a reset, not a lapse).
+// gateFloor reads the gate that covers c's segment now, learns it, and
+// returns its floor; ok is false (and nothing is given up or learned) if
+// no gate covers the segment (or the one that does records another
+// history than c): the caller then judges what it found as it would have
+// without the read (a store that lost the key's history is a reset, not a
+// lapse), but freshFloor, which gives c up.
 func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err error) {
 	g, found, err := e.segments.liveSegment(ctx, c.Key)
 	if err != nil || !found || g.Seg != c.Seg || !e.segments.sameKnown(c.History, g.Nonce) {
@@ -172,4 +172,74 @@ func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err
 	}
 	e.keys.learnGate(c.Key, g)
 	return e.keys.floorOf(c.Key, c.Seg), true, nil
+}
+
+// dropBelowFloor drops from c.passed, before full reads their markers,
+// the claims below the floor of the gate that covers c's segment now, if
+// that floor counts (countedFloor, as a walk's stop at a floor: every
+// epoch below it has ended); if any lay below it, so does c's walk, which
+// ends there. It reads nothing more while the passed claims lie at or
+// above the floor this process knows (coverFloor reads the gate only once
+// this process no longer knows one that covers c now).
+//
+// Without it, a waiter would count for good a claim a prune deleted with
+// its marker while it waited: it finds no marker, and the claim's owner
+// may live on (holding other keys). A walk that went below such a claim
+// meets what the prune deleted, and reads the floor (missingBelow), but a
+// walk that stopped at this process's own release above it
+// (ownReleaseStops) counts it from that release's hold and never walks
+// below the release again; and a waiter for several units looks again
+// only when their ends add up to what it lacks (Shortfall), so it may not
+// look while the claim ends, a claim above it holds with every lower one
+// ended (the floor rises there) and a release prunes it.
+//
+// It only ever drops claims that have ended for good. A floor that
+// counts, in this store's history, says every epoch of c's segment below
+// it has ended (its gate's sender vouched for it: a claim held with every
+// lower claim ended, or a gate said so), and an ended claim never holds
+// again. A floor read that is stale (a gate inserted since, not yet
+// known; a gate that landed late, or twice, carrying an older floor:
+// DESIGN.md rule 11) is lower than the store's, never higher than what
+// has ended: a floor records what had ended when its gate was sent, and
+// ends are never undone. It only drops fewer claims, which costs room,
+// not safety; and the floor of the gate that covers c is at least that
+// of any gate a prune relied on (floor.go), so the next look drops a
+// claim whose marker a prune deleted after this floor was read. A floor of a
+// store's earlier history (a gate that landed after an emptying) is
+// judged as a walk's stop at a floor judges it, with the same reads: the
+// gate names c's segment only if sent in this history (L3 in the package
+// documentation), and the floor counts only while its claim is stored
+// with its nonce; one that does not count gives c up. An emptying after
+// the read is caught by confirmOwn, which a hold sends after every read
+// of its walk (c.read).
+func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
+	if len(c.passed) == 0 {
+		return nil
+	}
+	lowest := c.passed[0].d.Epoch
+	for _, p := range c.passed[1:] {
+		lowest = min(lowest, p.d.Epoch)
+	}
+	f, err := e.coverFloor(ctx, c)
+	if err != nil || lowest >= f.Epoch {
+		return err
+	}
+	if f, err = e.countedFloor(ctx, c, f); err != nil {
+		return err
+	}
+	live := c.passed[:0]
+	for _, p := range c.passed {
+		// The floor's own claim may still hold: it held with every
+		// lower claim ended, which made it the floor.
+		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
+			live = append(live, p)
+		}
+	}
+	e.floorDrops.Add(int64(len(c.passed) - len(live)))
+	c.passed = live
+	c.read = true
+	if c.checked <= f.Epoch {
+		c.clear, c.strong = true, true
+	}
+	return nil
 }

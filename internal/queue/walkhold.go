@@ -45,6 +45,9 @@ func (e *Engine) roomAmongPassed(ctx context.Context, c *Claim) (b Blocker, full
 	if err := e.refloor(ctx, c); err != nil {
 		return Blocker{}, false, err
 	}
+	if err := e.dropBelowFloor(ctx, c); err != nil {
+		return Blocker{}, false, err
+	}
 	return e.full(ctx, c)
 }
 
