@@ -91,9 +91,9 @@ const (
 // for concurrent use.
 //
 // The Engine itself claims (Claim, TryClaim: claim.go, claimrun.go),
-// walks (Walk: walk.go, walkread.go, walkfloor.go, full.go,
-// walkconfirm.go), grants by the grant rule (grant.go, and chained holds:
-// tip.go) and prunes (prune.go). Every other
+// walks (Walk: walk.go, and its steps in walkread.go, walkhistory.go,
+// walkfloor.go, full.go, walkhold.go and walkconfirm.go), grants by the
+// grant rule (grant.go, and chained holds: tip.go) and prunes (prune.go). Every other
 // concern is a part of its own, with its own state and lock if it has
 // any, whose exported methods are the Engine's: its sessions (OpenSession,
 // RenewSession, ConfirmedExpiry: session.go), the judge of claims below a
