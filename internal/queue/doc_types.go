@@ -6,8 +6,9 @@
 //
 // The Engine claims, walks, grants and prunes (claim.go, claimrun.go,
 // claimlost.go and start.go for one Claim call; walk.go for a walk, and
-// walkread.go, walkhistory.go, walkfloor.go, full.go, walkhold.go and
-// walkconfirm.go for its steps; grant.go and tip.go for the grant rule
+// walkread.go, walkhistory.go, walkfloor.go, full.go, walkroom.go,
+// walkhold.go and walkconfirm.go for its steps, waiter.go for what a
+// waiter asks of its claim; grant.go and tip.go for the grant rule
 // and chained holds; prune.go). What else it knows lives in parts of its
 // own, each the state of one concern, with its own lock; the exported
 // methods of the parts are the Engine's:
@@ -45,8 +46,9 @@
 // steps in order: the floor (walkfloor.go), the claim's read (walkread.go),
 // the store's history it was sent in (walkhistory.go), its marker
 // (walkread.go) and, for a live claim, whether the walker passes it
-// (full.go); then the grant step (walkhold.go) checks room among the
-// claims passed and confirms what the walk read (walkconfirm.go). A step
+// (full.go, and whether those it passed leave it room: walkroom.go); then
+// the grant step (walkhold.go) checks room among the claims passed
+// (walkroom.go) and confirms what the walk read (walkconfirm.go). A step
 // that finds that the claim must never hold returns that verdict (giveUp:
 // verdict.go) without withdrawing the claim: Walk alone forgets what the
 // verdict says and withdraws it.

@@ -2,10 +2,9 @@ package queue
 
 import "context"
 
-// What a walk does at a live claim below it (liveBelow), and whether the
-// live claims a weighted walker passed still leave it no room once they
-// may have left it some (full, from walkhold.go: hold; what it reads is
-// in walkread.go).
+// What a walk does at a live claim below it (liveBelow): pass it, end at
+// a floor below it, or wait for it (or, weighted, for the claims it
+// passed: walkroom.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (b is d's blocker): d may lie below a floor a prune raised meanwhile
@@ -79,57 +78,4 @@ func oneEndFits(w Terms, passed []passedClaim) bool {
 		largest = max(largest, p.d.Weight)
 	}
 	return sum-largest <= w.Limit
-}
-
-// full re-reads the live claims c passed, drops those that ended since,
-// and reports whether their weights still leave no room for c; if so, b
-// is the lowest of them, which c waits for.
-//
-// It reads no more than it needs: once the claims not yet re-read, all
-// counted live, leave room for c, the rest are kept as they were (a claim
-// counted live that has ended only costs room, never safety). The highest
-// first, so that a woken waiter reads the claim whose release woke it
-// first. On a store that reads runs, one run from the lowest claim passed
-// up to c's own (which confirms c's claim too: confirmedByRun) replaces a
-// marker read per claim. Its callers drop the passed claims below the
-// key's floor first, unread (dropBelowFloor, the walk's floor step).
-func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
-	if err := e.fullRun(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	if err := e.readSuspects(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	live := c.passed[:0]
-	for i, p := range c.passed {
-		// (At i = 0 every claim left counts: room only if suspects
-		// ended.)
-		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
-			// Room for c with every claim left counted live.
-			if !e.has(BugFullDropsUnread) {
-				live = append(live, c.passed[i:]...)
-			}
-			break
-		}
-		if p.walk == c.walks {
-			// This walk found it live a moment ago (liveBelow):
-			// reading its marker again proves nothing new.
-			live = append(live, p)
-			continue
-		}
-		ended, pb, err := e.endedPassed(ctx, c, p.d)
-		if err != nil {
-			c.passed = append(live, c.passed[len(live):]...)
-			return Blocker{}, false, err
-		}
-		if !ended {
-			p.b, p.walk = pb, c.walks
-			live = append(live, p)
-		}
-	}
-	c.passed = live
-	if e.fits(c.Terms, c.passed) {
-		return Blocker{}, false, nil
-	}
-	return c.passed[len(c.passed)-1].b, true, nil
 }
