@@ -7,7 +7,8 @@ import "context"
 // passed: walkroom.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
-// (b is d's blocker): d may lie below a floor a prune raised meanwhile
+// (j is what endedIn found of it: its blocker, and whether c's mode
+// passes it): d may lie below a floor a prune raised meanwhile
 // (the walk goes on), c may pass it (the walk goes on with d in c.passed),
 // or c waits for it.
 //
@@ -25,8 +26,8 @@ import "context"
 // every waiter behind reads, hints and watches for each claim below it:
 // it stops there and waits (full), and a later walk goes on from there
 // (c.checked). A try, which never waits, stops at the limit.
-func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
-	passes := e.passes(ctx, c.Terms, d)
+func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, j judged) (Blocker, bool, error) {
+	passes, b := j.passes, j.b
 	with := append(c.passed[:len(c.passed):len(c.passed)], passedClaim{d: d, b: b})
 	if passes && (e.fits(c.Terms, with) || !c.try && oneEndFits(c.Terms, with)) {
 		// Passed live or not (an ended claim whose marker a prune

@@ -84,14 +84,14 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 	if err := e.claimOfHistory(ctx, c, d); err != nil {
 		return Blocker{}, false, err
 	}
-	ended, kind, marker, b, err := e.endedIn(ctx, c, d)
+	j, err := e.endedIn(ctx, c, d)
 	if err != nil {
 		return Blocker{}, false, err
 	}
-	if !ended {
-		return e.liveBelow(ctx, c, epoch, d, b)
+	if !j.ended {
+		return e.liveBelow(ctx, c, epoch, d, j)
 	}
-	if kind == KindRelease {
+	if j.kind == KindRelease {
 		if below, own := e.ownReleaseStops(c, d); own {
 			// A release of ours: the claims its hold left live below
 			// it are all that may be live below it, and c passes them.
@@ -102,9 +102,9 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 			c.after, c.hasAfter = d, true
 			return Blocker{}, false, nil
 		}
-		if e.stopsAt(c.Terms, d, marker) {
+		if e.stopsAt(c.Terms, d, j.marker) {
 			// It held once: nothing below it can keep c from holding.
-			c.clear, c.strong = true, stopsAll(d, marker)
+			c.clear, c.strong = true, stopsAll(d, j.marker)
 			c.after, c.hasAfter = d, true
 			return Blocker{}, false, nil
 		}

@@ -90,28 +90,41 @@ func (e *Engine) confirmedByRun(c *Claim) bool {
 	return e.rd.confirmed(c.runSeq)
 }
 
+// judged is what a walk found of a claim below its walker (endedIn):
+// ended, with its marker (and the marker's kind), or live, with its
+// blocker and whether the walker's mode passes it.
+type judged struct {
+	ended  bool
+	kind   string
+	marker Doc
+	b      Blocker
+	passes bool
+}
+
 // endedIn is ended for a claim d below c: its marker from c's run if the
 // run covers it, or read. A live claim that c's mode passes needs no read
 // of its session: c passes it whether it lives or not (a weighted walker
 // counts its weight, and reads the sessions only if the weights leave it
 // no room: full).
-func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (ended bool, kind string, marker Doc, b Blocker, err error) {
+func (e *Engine) endedIn(ctx context.Context, c *Claim, d Doc) (judged, error) {
 	var m Doc
 	var found bool
 	if c.run.covers(d.Epoch) {
 		m, found = c.run.end(d)
 	} else {
+		var err error
 		if m, found, err = e.store.Get(ctx, EndID(d.Key, d.Epoch, d.Nonce)); err != nil {
-			return false, "", Doc{}, Blocker{}, err
+			return judged{}, err
 		}
 	}
 	if found {
-		return true, m.Kind, m, Blocker{}, nil
+		return judged{ended: true, kind: m.Kind, marker: m}, nil
 	}
 	if e.passes(ctx, c.Terms, d) {
-		return false, "", Doc{}, e.judge.blockerOf(d), nil
+		return judged{b: e.judge.blockerOf(d), passes: true}, nil
 	}
-	return e.judge.unended(ctx, d)
+	ended, kind, marker, b, err := e.judge.unended(ctx, d)
+	return judged{ended: ended, kind: kind, marker: marker, b: b}, err
 }
 
 // fullRun reads, on a store that reads runs, one run from the lowest
