@@ -222,6 +222,28 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 // process's prune may (its walk reads the gate again if it finds a claim
 // missing: walkfloor.go, missingBelow).
 func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func()) error {
+	if takePin(c) {
+		defer e.keys.unpin(c.Key) // after what the end teaches of the key, and its prune
+	}
+	if err := e.endMarker(ctx, c, held, ended); err != nil || !held {
+		return err
+	}
+	e.prune(ctx, c.Key, c.Seg)
+	return nil
+}
+
+// takePin reports whether c pins its key's knowledge (see keys.state), and
+// clears it: the caller unpins the key once c's end is recorded.
+func takePin(c *Claim) bool {
+	pinned := c.pinned
+	c.pinned = false
+	return pinned
+}
+
+// endMarker is EndThen up to its prune, for a caller that unpinned c's key
+// (after it returns): it sends c's end marker and records what it
+// teaches.
+func (e *Engine) endMarker(ctx context.Context, c *Claim, held bool, ended func()) error {
 	kind := KindWithdraw
 	if held || e.has(BugWithdrawAsRelease) {
 		kind = KindRelease
@@ -233,10 +255,6 @@ func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func())
 	}
 	c.ended = true
 	below, known := e.holds.takeHeld(c) // taken even if the insert fails: no tip then
-	if c.pinned {
-		c.pinned = false
-		defer e.keys.unpin(c.Key) // after what the end teaches of the key
-	}
 	if err := e.store.Insert(ctx, d); err != nil && !errors.Is(err, ErrExists) {
 		e.ends.pend(d)
 		return err
@@ -251,9 +269,6 @@ func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func())
 	}
 	if ended != nil {
 		ended()
-	}
-	if held {
-		e.prune(ctx, c.Key, c.Seg)
 	}
 	return nil
 }
@@ -272,8 +287,36 @@ func shadowOf(d Doc) Doc {
 // the claim (its insert may have landed long before its reply), and
 // would otherwise see the end only at its next look.
 func (e *Engine) abandon(ctx context.Context, c *Claim) {
-	_ = e.EndThen(ctx, c, false, func() {
+	if takePin(c) {
+		defer e.keys.unpin(c.Key) // after what the end teaches of the key
+	}
+	// (A withdrawal never prunes: endMarker, not EndThen.)
+	_ = e.endMarker(ctx, c, false, func() {
 		e.ends.tellLanded(Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: KindWithdraw,
 			Nonce: c.Nonce, Session: c.Session})
 	})
+}
+
+// withdraw acts on a step's verdict that c must never hold (giveUp): it
+// forgets what the verdict says, withdraws c (a harmless marker if its
+// claim is gone), and returns the verdict's error.
+func (e *Engine) withdraw(ctx context.Context, c *Claim, v *giveUp) error {
+	if v.reset {
+		e.keys.forgetAll()
+		e.holds.forgetHeads() // (apart from the keys' lock: see doc_types.go, I1)
+	}
+	if v.drop {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.dropStale {
+		e.keys.dropStale(c.Key, c.Seg, c.History)
+	}
+	e.abandon(context.WithoutCancel(ctx), c)
+	if v.dropAfter {
+		e.keys.dropCover(c.Key, c.Seg)
+	}
+	if v.hasGap {
+		e.keys.noteGap(c.Key, v.gap)
+	}
+	return v.err
 }

@@ -128,8 +128,9 @@
 // sessions of the claims it passed, full) or makes the walker's release
 // not Clear. Both err on the side of waiting. A weighted walker that
 // finds no room drops, unread, the claims it passed that lie below the
-// floor of the gate that covers it, if that floor counts (full.go): they
-// have ended, as a walk's stop at that floor would say.
+// floor of the gate that covers it, if that floor counts (walkfloor.go:
+// dropBelowFloor): they have ended, as a walk's stop at that floor would
+// say.
 //
 // A claim that finds a missing claim above the floor (or a floor that does
 // not count), or its own claim gone, was made on knowledge the store no

@@ -135,7 +135,7 @@
 // that then finds no marker, the claim's session alive, would count it
 // live while its owner lives. So before a weighted walker reads the
 // markers of the claims it passed, it drops those below the floor of
-// the gate that covers it, if that floor counts (full.go): a marker
+// the gate that covers it, if that floor counts (dropBelowFloor): a marker
 // deleted after that floor was read went below a floor that the covering
 // gate of the walker's next look is at least as high as, and that look
 // drops the claim. Holds chained on this process's own weighted release

@@ -5,11 +5,13 @@
 // # Inside the engine
 //
 // The Engine claims, walks, grants and prunes (claim.go, claimrun.go,
-// claimlost.go and start.go for one Claim call; walk.go, walkfloor.go and
-// full.go for a walk; grant.go and tip.go for the grant rule and chained
-// holds; prune.go). What else it knows lives in parts of its own, each
-// the state of one concern, with its own lock; the exported methods of
-// the parts are the Engine's:
+// claimlost.go and start.go for one Claim call; walk.go for a walk, and
+// walkread.go, walkhistory.go, walkfloor.go, full.go, walkroom.go,
+// walkhold.go and walkconfirm.go for its steps, waiter.go for what a
+// waiter asks of its claim; grant.go and tip.go for the grant rule
+// and chained holds; prune.go). What else it knows lives in parts of its
+// own, each the state of one concern, with its own lock; the exported
+// methods of the parts are the Engine's:
 //
 //   - keys (keys.go): what this process knows of each key (its segment,
 //     coverage and floor, its newest epoch and this process's release of
@@ -40,8 +42,20 @@
 //     and the reads of a key's queue for those who look at it; neither
 //     has state of its own.
 //
+// A walk (walk.go) goes down one epoch at a time (walkDown), calling its
+// steps in order: the floor (walkfloor.go), the claim's read (walkread.go),
+// the store's history it was sent in (walkhistory.go), its marker
+// (walkread.go) and, for a live claim, whether the walker passes it
+// (full.go, and whether those it passed leave it room: walkroom.go); then
+// the grant step (walkhold.go) checks room among the claims passed
+// (walkroom.go) and confirms what the walk read (walkconfirm.go). A step
+// that finds that the claim must never hold returns that verdict (giveUp:
+// verdict.go) without withdrawing the claim: Walk alone forgets what the
+// verdict says and withdraws it.
+//
 // A planted error (SetBug) is shared by all the parts, and each checks
-// it where it takes the step the error changes.
+// it where it takes the step the error changes; one that only ignores a
+// walk step's verdict is planted at the verdict (plant.overrules).
 //
 // Each part's lock is held only inside its methods, which never call
 // another part, or the store, while holding it: no two of the parts'

@@ -1,18 +1,14 @@
 package queue
 
-import (
-	"cmp"
-	"context"
-	"slices"
-	"sync"
-)
+import "context"
 
-// What a walk does at a live claim below it (liveBelow), and what a
-// weighted walker re-reads once the live claims it passed may have left it
-// room (walk.go: holdOnReads).
+// What a walk does at a live claim below it (liveBelow): pass it, end at
+// a floor below it, or wait for it (or, weighted, for the claims it
+// passed: walkroom.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
-// (b is d's blocker): d may lie below a floor a prune raised meanwhile
+// (j is what endedIn found of it: its blocker, and whether c's mode
+// passes it): d may lie below a floor a prune raised meanwhile
 // (the walk goes on), c may pass it (the walk goes on with d in c.passed),
 // or c waits for it.
 //
@@ -30,8 +26,8 @@ import (
 // every waiter behind reads, hints and watches for each claim below it:
 // it stops there and waits (full), and a later walk goes on from there
 // (c.checked). A try, which never waits, stops at the limit.
-func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b Blocker) (Blocker, bool, error) {
-	passes := e.passes(ctx, c.Terms, d)
+func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, j judged) (Blocker, bool, error) {
+	passes, b := j.passes, j.b
 	with := append(c.passed[:len(c.passed):len(c.passed)], passedClaim{d: d, b: b})
 	if passes && (e.fits(c.Terms, with) || !c.try && oneEndFits(c.Terms, with)) {
 		// Passed live or not (an ended claim whose marker a prune
@@ -58,6 +54,9 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, b
 		// end among them would: it waits for them.
 		c.passed = append(c.passed, passedClaim{d: d, b: b, walk: c.walks})
 		c.checked = epoch
+		if err := e.dropBelowFloor(ctx, c); err != nil {
+			return Blocker{}, false, err
+		}
 		if b, full, err := e.full(ctx, c); err != nil || full {
 			return b, full, err
 		}
@@ -80,216 +79,4 @@ func oneEndFits(w Terms, passed []passedClaim) bool {
 		largest = max(largest, p.d.Weight)
 	}
 	return sum-largest <= w.Limit
-}
-
-// full re-reads the live claims c passed, drops those that ended since,
-// and reports whether their weights still leave no room for c; if so, b
-// is the lowest of them, which c waits for.
-//
-// It reads no more than it needs: once the claims not yet re-read, all
-// counted live, leave room for c, the rest are kept as they were (a claim
-// counted live that has ended only costs room, never safety). The highest
-// first, so that a woken waiter reads the claim whose release woke it
-// first. On a store that reads runs, one run from the lowest claim passed
-// up to c's own (which confirms c's claim too: confirmedByRun) replaces a
-// marker read per claim. Passed claims below the key's floor are dropped
-// first, unread (dropBelowFloor).
-func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
-	if err := e.dropBelowFloor(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	if err := e.fullRun(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	if err := e.readSuspects(ctx, c); err != nil {
-		return Blocker{}, false, err
-	}
-	live := c.passed[:0]
-	for i, p := range c.passed {
-		// (At i = 0 every claim left counts: room only if suspects
-		// ended.)
-		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
-			// Room for c with every claim left counted live.
-			if !e.has(BugFullDropsUnread) {
-				live = append(live, c.passed[i:]...)
-			}
-			break
-		}
-		if p.walk == c.walks {
-			// This walk found it live a moment ago (liveBelow):
-			// reading its marker again proves nothing new.
-			live = append(live, p)
-			continue
-		}
-		ended, pb, err := e.endedPassed(ctx, c, p.d)
-		if err != nil {
-			c.passed = append(live, c.passed[len(live):]...)
-			return Blocker{}, false, err
-		}
-		if !ended {
-			p.b, p.walk = pb, c.walks
-			live = append(live, p)
-		}
-	}
-	c.passed = live
-	if e.fits(c.Terms, c.passed) {
-		return Blocker{}, false, nil
-	}
-	return c.passed[len(c.passed)-1].b, true, nil
-}
-
-// fullRun reads, on a store that reads runs, one run from the lowest
-// claim c passed up to c's own, unless c's run covers it already.
-func (e *Engine) fullRun(ctx context.Context, c *Claim) error {
-	if e.rd.runReader() == nil || len(c.passed) == 0 {
-		return nil
-	}
-	lowest := c.passed[len(c.passed)-1].d.Epoch
-	if c.run.covers(lowest) && c.run.covers(c.Epoch) {
-		return nil
-	}
-	c.run, c.runSeq = nil, 0
-	return e.readRun(ctx, c, lowest)
-}
-
-// endedPassed is ended for a claim d c passed: its marker from c's run if
-// the run covers it, or read; a claim without one is ended dead if its
-// session expired (unended), so that a dead unit frees its room.
-func (e *Engine) endedPassed(ctx context.Context, c *Claim, d Doc) (ended bool, b Blocker, err error) {
-	if !c.run.covers(d.Epoch) {
-		ended, _, _, b, err := e.judge.ended(ctx, d)
-		return ended, b, err
-	}
-	if _, found := c.run.end(d); found {
-		return true, Blocker{}, nil
-	}
-	ended, _, _, b, err = e.judge.unended(ctx, d)
-	return ended, b, err
-}
-
-// readSuspects reads, all at once, whether the claims c passed whose ends
-// its waiter heard of (Suspect) have ended, and drops those that have
-// from c.passed. A woken waiter that needs several units to end (a full
-// Semaphore's second in line, which waits for the units of the first
-// and of a holder) reads their markers in one round trip, not one after
-// the other. The reads are independent of each other (a marker, once
-// found, stays until its claim is pruned below a floor: a marker not
-// found only keeps its claim counted live), and confirmOwn, sent after
-// every read of the walk is answered, follows them all.
-func (e *Engine) readSuspects(ctx context.Context, c *Claim) error {
-	suspects := c.suspects
-	c.suspects = nil
-	var idx []int
-	for i, p := range c.passed {
-		if slices.Contains(suspects, p.d.Epoch) {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	type result struct {
-		ended bool
-		b     Blocker
-		err   error
-	}
-	res := make([]result, len(idx))
-	var wg sync.WaitGroup
-	for j, i := range idx {
-		wg.Go(func() {
-			ended, b, err := e.endedPassed(ctx, c, c.passed[i].d)
-			res[j] = result{ended, b, err}
-		})
-	}
-	wg.Wait()
-	var errs error
-	drop := make(map[int]bool, len(idx))
-	for j, i := range idx {
-		switch r := res[j]; {
-		case r.err != nil:
-			errs = cmp.Or(errs, r.err)
-		case r.ended:
-			drop[i] = true
-		default:
-			c.passed[i].b, c.passed[i].walk = r.b, c.walks
-		}
-	}
-	live := c.passed[:0]
-	for i, p := range c.passed {
-		if !drop[i] {
-			live = append(live, p)
-		}
-	}
-	c.passed = live
-	return errs
-}
-
-// dropBelowFloor drops from c.passed, before full reads their markers,
-// the claims below the floor of the gate that covers c's segment now, if
-// that floor counts (countedFloor, as a walk's stop at a floor: every
-// epoch below it has ended); if any lay below it, so does c's walk, which
-// ends there. It reads nothing more while the passed claims lie at or
-// above the floor this process knows (coverFloor reads the gate only once
-// this process no longer knows one that covers c now).
-//
-// Without it, a waiter would count for good a claim a prune deleted with
-// its marker while it waited: it finds no marker, and the claim's owner
-// may live on (holding other keys). A walk that went below such a claim
-// meets what the prune deleted, and reads the floor (missingBelow), but a
-// walk that stopped at this process's own release above it
-// (ownReleaseStops) counts it from that release's hold and never walks
-// below the release again; and a waiter for several units looks again
-// only when their ends add up to what it lacks (Shortfall), so it may not
-// look while the claim ends, a claim above it holds with every lower one
-// ended (the floor rises there) and a release prunes it.
-//
-// It only ever drops claims that have ended for good. A floor that
-// counts, in this store's history, says every epoch of c's segment below
-// it has ended (its gate's sender vouched for it: a claim held with every
-// lower claim ended, or a gate said so), and an ended claim never holds
-// again. A floor read that is stale (a gate inserted since, not yet
-// known; a gate that landed late, or twice, carrying an older floor:
-// DESIGN.md rule 11) is lower than the store's, never higher than what
-// has ended: a floor records what had ended when its gate was sent, and
-// ends are never undone. It only drops fewer claims, which costs room,
-// not safety; and the floor of the gate that covers c is at least that
-// of any gate a prune relied on (floor.go), so the next look drops a
-// claim whose marker a prune deleted after this floor was read. A floor of a
-// store's earlier history (a gate that landed after an emptying) is
-// judged as a walk's stop at a floor judges it, with the same reads: the
-// gate names c's segment only if sent in this history (L3 in the package
-// documentation), and the floor counts only while its claim is stored
-// with its nonce; one that does not count gives c up. An emptying after
-// the read is caught by confirmOwn, which a hold sends after every read
-// of its walk (c.read).
-func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
-	if len(c.passed) == 0 {
-		return nil
-	}
-	lowest := c.passed[0].d.Epoch
-	for _, p := range c.passed[1:] {
-		lowest = min(lowest, p.d.Epoch)
-	}
-	f, err := e.coverFloor(ctx, c)
-	if err != nil || lowest >= f.Epoch {
-		return err
-	}
-	if f, err = e.countedFloor(ctx, c, f); err != nil {
-		return err
-	}
-	live := c.passed[:0]
-	for _, p := range c.passed {
-		// The floor's own claim may still hold: it held with every
-		// lower claim ended, which made it the floor.
-		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
-			live = append(live, p)
-		}
-	}
-	e.floorDrops.Add(int64(len(c.passed) - len(live)))
-	c.passed = live
-	c.read = true
-	if c.checked <= f.Epoch {
-		c.clear, c.strong = true, true
-	}
-	return nil
 }

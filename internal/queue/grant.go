@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -122,51 +123,6 @@ type passedClaim struct {
 	walk uint64
 }
 
-// WaitsFor returns the claims a waiter of c waits for, after a Walk found
-// c blocked by b: b itself, or, when b is one of the live claims weighted
-// c passed and c has no room beside them, every one of those, since the
-// end of any of them can make room.
-func (c *Claim) WaitsFor(b Blocker) []Blocker {
-	room := false
-	for _, p := range c.passed {
-		room = room || p.d.Epoch == b.Epoch
-	}
-	if !room || len(c.passed) < 2 {
-		return []Blocker{b}
-	}
-	out := make([]Blocker, len(c.passed))
-	for i, p := range c.passed {
-		out[i] = p.b
-	}
-	return out
-}
-
-// Shortfall is, for a waiter of c that WaitsFor several claims (the live
-// weighted claims it passed, which leave it no room), how many of their
-// units must end before c can fit beside the rest: until the ends it
-// heard of add up to that many units, no walk of c can find it room,
-// so a waiter need not look (a look finds what it finds: an end heard of
-// is only ever a hint). It is 1 when c waits for one claim.
-func (c *Claim) Shortfall(waitsFor []Blocker) int64 {
-	if len(waitsFor) < 2 || c.Terms.Mode != Weighted {
-		return 1
-	}
-	need := c.Terms.Weight - c.Terms.Limit
-	for _, b := range waitsFor {
-		need += max(b.Terms.Weight, 0)
-	}
-	return max(need, 1)
-}
-
-// Suspect tells c's next walk which of the live claims it passed may
-// have ended since (their ends were heard of): it reads their markers
-// first, all at once, before the others (full.go). Only the order and
-// batching of reads change: what a walk concludes, it concludes on its
-// reads.
-func (c *Claim) Suspect(epochs []uint64) {
-	c.suspects = append(c.suspects[:0], epochs...)
-}
-
 // Holding reports which of a key's live claims, in queue order (as Queue
 // returns them), hold by the grant rule: those that pass every live
 // claim below them and, weighted, fit beside them. It is for showing a
@@ -187,4 +143,45 @@ func Holding(q []Doc) []bool {
 		out[i] = out[i] && fits(w, passed)
 	}
 	return out
+}
+
+// The grant rule as the engine applies it: with a planted error, if one
+// is planted (SetBug).
+
+// passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
+// walker passing every live claim (and the sync family's planted errors,
+// plantedPasses).
+func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
+	rule := passes(w, d) // (it reads nothing: a planted error replaces it)
+	if e.has(BugSharedPassesAll) && w.Mode == Shared {
+		return true
+	}
+	if p, ok := e.judge.plantedPasses(ctx, w, d); ok {
+		return p
+	}
+	return rule
+}
+
+// fits is the grant rule's fits, or, with BugWeightsNotSummed, each
+// weight checked against the limit alone (and the sync family's planted
+// errors, plantedFits).
+func (e *Engine) fits(w Terms, passed []passedClaim) bool {
+	if f, ok := e.plant.plantedFits(w, passed); ok {
+		return f
+	}
+	if e.has(BugWeightsNotSummed) {
+		for _, p := range passed {
+			if !fits(w, []passedClaim{p}) {
+				return false
+			}
+		}
+		return true
+	}
+	return fits(w, passed)
+}
+
+// stopsAt is the grant rule's stopsAt, or, with BugAnyReleaseStops, any
+// release ending every walk.
+func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
+	return e.has(BugAnyReleaseStops) || stopsAt(w, d, m)
 }

@@ -154,7 +154,7 @@ func (s *segments) sameKnown(a, b string) bool {
 // key's history as it was: ensureCover refuses the claim). With the
 // gate's history unlike the claim's, the gate counts only if it is the
 // store's history now, learnGate records it for the key, and ensureCover,
-// which holdOnReads calls next, gives the claim up (unless another call
+// which confirm calls next, gives the claim up (unless another call
 // of this engine learns a gate of the claim's history for the key in
 // between). coverFloor's, freshFloor's and gateFloor's are defence in
 // depth, untested alone: removed one at a time, no test failed, nor the

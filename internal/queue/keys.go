@@ -220,7 +220,7 @@ func (k *keys) dropCover(key string, seg uint64) {
 
 // dropStale forgets key's segment seg if it was learnt in history (or in
 // an unknown one): a claim of it was made on knowledge of another history
-// of the store than the one it is in (staleSegment).
+// of the store than the one it is in (claimOfHistory).
 func (k *keys) dropStale(key string, seg uint64, history string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

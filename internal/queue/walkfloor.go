@@ -2,14 +2,13 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
-// What a walk checks of its claim's segment before it goes below an
-// epoch, waits or holds: the floor of the gate that covers it (floor.go),
-// its coverage (segment.go), and the history of the store its owner
-// learnt it in (history.go).
+// A walk's floor step: what it proves of the floor of the gate that
+// covers its claim's segment (floor.go) before it goes below an epoch or
+// waits, where it ends at that floor, and which of the claims it passed
+// that floor drops before it waits for them (dropBelowFloor).
 
 // refloor reads the gate that covers c again before c waits for the live
 // claims its walk passed below an ended or passed one (liveBelow does the
@@ -67,9 +66,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 		return e.belowFloor(ctx, c, f)
 	}
 	// Otherwise the store lost the key's history.
-	err := e.voidClaim(ctx, c, fmt.Sprintf("epoch %d is missing", epoch))
-	e.keys.noteGap(c.Key, epoch)
-	return err
+	return &giveUp{reset: true, gap: epoch, hasGap: true, err: fmt.Errorf("%w: %q: epoch %d is missing", ErrReset, c.Key, epoch)}
 }
 
 // coverFloor returns the floor of the gate that covers c's segment now.
@@ -80,7 +77,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	ks := e.keys.snapshot(c.Key)
 	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) && e.segments.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
-		return e.ownFloorCheck(ctx, c, ks.floor)
+		return e.ownFloorCheck(c, ks.floor)
 	}
 	return e.freshFloor(ctx, c)
 }
@@ -91,31 +88,32 @@ func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 // segment in another history, or the gate landed late in this one, and
 // either way c waits for no gate it cannot rely on).
 func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
-	g, ok, err := e.segments.liveSegment(ctx, c.Key)
+	f, ok, err := e.gateFloor(ctx, c)
 	if err != nil {
 		return Floor{}, err
 	}
-	if !ok || g.Seg != c.Seg || !e.segments.sameKnown(c.History, g.Nonce) {
+	if !ok {
 		// (A gate of another history than c's: a refresh refused, or a
 		// stray; or the store was emptied since, and c was made on
 		// knowledge that is stale.)
-		e.abandon(context.WithoutCancel(ctx), c)
-		e.keys.dropCover(c.Key, c.Seg)
-		return Floor{}, fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)
+		return Floor{}, &giveUp{dropAfter: true,
+			err: fmt.Errorf("%w: %q: no gate of this history covers segment %d", errLapsed, c.Key, c.Seg)}
 	}
-	e.keys.learnGate(c.Key, g)
-	return e.ownFloorCheck(ctx, c, e.keys.floorOf(c.Key, c.Seg))
+	return e.ownFloorCheck(c, f)
 }
 
 // ownFloorCheck returns f, unless c itself lies below it (or at it, with
 // another nonce): c's insert landed in a hole pruning left (no claim that
 // has not ended lies below a floor), and c is given up.
-func (e *Engine) ownFloorCheck(ctx context.Context, c *Claim, f Floor) (Floor, error) {
-	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce || e.has(BugNoFloorProof) {
+func (e *Engine) ownFloorCheck(c *Claim, f Floor) (Floor, error) {
+	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce {
 		return f, nil
 	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	return Floor{}, fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)
+	v := &giveUp{kind: giveUpUnderFloor, err: fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)}
+	if e.overrules(v) {
+		return f, nil
+	}
+	return Floor{}, v
 }
 
 // belowFloor ends c's walk at floor f: every epoch below it has ended, if
@@ -136,33 +134,37 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 // A floor that does not count came from a store's earlier history: the
 // store lost the key's, and c is given up (ErrReset).
 func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, error) {
-	_, counts, err := e.rd.floorCounts(ctx, c.Key, f)
-	if err != nil {
-		return Floor{}, err
+	for {
+		_, counts, err := e.rd.floorCounts(ctx, c.Key, f)
+		if err != nil {
+			return Floor{}, err
+		}
+		if counts || e.has(BugTrustCache) {
+			return f, nil
+		}
+		// A prune that relied on a later gate than the one this process
+		// knows may have deleted f's claim (a walk that passed live
+		// claims without reading the gate again: liveBelow): the gate
+		// that covers the key now may show a higher floor that counts.
+		g, ok, err := e.gateFloor(ctx, c)
+		if err != nil {
+			return Floor{}, err
+		}
+		if !ok || g.Epoch <= f.Epoch {
+			break
+		}
+		f = g
 	}
-	if counts || e.has(BugTrustCache) {
-		return f, nil
-	}
-	// A prune that relied on a later gate than the one this process
-	// knows may have deleted f's claim (a walk that passed live claims
-	// without reading the gate again: liveBelow): the gate that covers
-	// the key now may show a higher floor that counts.
-	if g, ok, err := e.gateFloor(ctx, c); err != nil {
-		return Floor{}, err
-	} else if ok && g.Epoch > f.Epoch {
-		return e.countedFloor(ctx, c, g)
-	}
-	err = e.voidClaim(ctx, c, fmt.Sprintf("the floor %d names a claim the store does not hold", f.Epoch))
-	e.keys.noteGap(c.Key, f.Epoch)
-	return Floor{}, err
+	return Floor{}, &giveUp{reset: true, gap: f.Epoch, hasGap: true,
+		err: fmt.Errorf("%w: %q: the floor %d names a claim the store does not hold", ErrReset, c.Key, f.Epoch)}
 }
 
-// gateFloor reads the gate that covers c's segment now, as freshFloor
-// does, and returns its floor; ok is false (and nothing is given up or
-// learned) if no gate covers the segment (or the one that does records
-// another history than c): the caller then judges what it
-// found as it would have without the read (a store that lost the key's
-// history is a reset, not a lapse).
+// gateFloor reads the gate that covers c's segment now, learns it, and
+// returns its floor; ok is false (and nothing is given up or learned) if
+// no gate covers the segment (or the one that does records another
+// history than c): the caller then judges what it found as it would have
+// without the read (a store that lost the key's history is a reset, not a
+// lapse), but freshFloor, which gives c up.
 func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err error) {
 	g, found, err := e.segments.liveSegment(ctx, c.Key)
 	if err != nil || !found || g.Seg != c.Seg || !e.segments.sameKnown(c.History, g.Nonce) {
@@ -172,104 +174,72 @@ func (e *Engine) gateFloor(ctx context.Context, c *Claim) (f Floor, ok bool, err
 	return e.keys.floorOf(c.Key, c.Seg), true, nil
 }
 
-// ensureCover checks, before c holds, that its segment is covered now
-// (refreshing it if its coverage is near its end), by what this process
-// learnt of it in the history c records: knowledge of a segment of the
-// same number learnt in another history is not c's. A claim whose
-// segment lapsed is withdrawn, and errLapsed returned: a process that
-// lost coverage never relies on that segment again.
-func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
-	ks := e.keys.snapshot(c.Key)
-	now := e.clock.ServerNow()
-	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
-	if !ours || !e.segments.covered(ks, now.Latest) {
-		e.abandon(context.WithoutCancel(ctx), c)
-		if ours {
-			e.keys.dropCover(c.Key, c.Seg)
-		}
-		return fmt.Errorf("%w: %q", errLapsed, c.Key)
-	}
-	if e.segments.bucket(now.Latest)+1 > ks.cover {
-		ok, err := e.segments.refreshKey(ctx, c.Key)
-		switch {
-		case !ok && err != nil:
-			// Over, and why (the store's span is another since: the
-			// next claim is refused with it).
-			e.abandon(context.WithoutCancel(ctx), c)
-			return fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)
-		case !ok:
-			e.abandon(context.WithoutCancel(ctx), c)
-			return fmt.Errorf("%w: %q", errLapsed, c.Key)
-		case err != nil:
-			return err // unknown outcome: nothing learnt, nothing lost
-		}
-	}
-	return nil
-}
-
-// proveGate reads the gate that covers c's segment: it must name it, and
-// have been sent in the store's history now (history.go), which must be
-// the one c records (c's owner learnt the segment in it). A claim that
-// holds with nothing below it in its segment relies on that gate being in
-// the store now, not only once.
-func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
-	ks := e.keys.snapshot(c.Key)
-	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) {
-		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
-		if err != nil {
-			return err
-		}
-		if found && g.Kind == KindGate && g.Seg == c.Seg && e.segments.sameKnown(c.History, g.Nonce) {
-			// A gate held back across an emptying may name the segment in
-			// the next history: it counts only if the store is in its own.
-			err := e.segments.gateOfThisHistory(ctx, g)
-			if err == nil {
-				e.keys.learnGate(c.Key, g)
-				return nil
-			}
-			if !errors.Is(err, errOtherHistory) {
-				return err
-			}
-		}
-		e.keys.dropCover(c.Key, c.Seg)
-	}
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)
-}
-
-// claimOfHistory checks claim d of c's segment, which c's walk read: a
-// claim recording another history than c (Doc.History) was sent in a
-// history of the store other than the one c's owner learnt the segment
-// in. Either d is a stray, sent before an emptying and landed after it
-// (c's owner knows the store's history: d is a claim like any other,
-// and its owner gives it up or its session ends), or c was made on
-// knowledge of a segment of the store's history before, which the
-// emptying took: the store's segment of that number is another's, and
-// coverage this process knows of it is not the store's. The protocol
-// document, read once per claim, says which: c is given up (errLapsed)
-// unless it names c's history and this process's span.
-func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
-	if c.inHistory || e.segments.sameKnown(c.History, d.History) {
+// dropBelowFloor drops from c.passed, before full reads their markers,
+// the claims below the floor of the gate that covers c's segment now, if
+// that floor counts (countedFloor, as a walk's stop at a floor: every
+// epoch below it has ended); if any lay below it, so does c's walk, which
+// ends there. It reads nothing more while the passed claims lie at or
+// above the floor this process knows (coverFloor reads the gate only once
+// this process no longer knows one that covers c now).
+//
+// Without it, a waiter would count for good a claim a prune deleted with
+// its marker while it waited: it finds no marker, and the claim's owner
+// may live on (holding other keys). A walk that went below such a claim
+// meets what the prune deleted, and reads the floor (missingBelow), but a
+// walk that stopped at this process's own release above it
+// (ownReleaseStops) counts it from that release's hold and never walks
+// below the release again; and a waiter for several units looks again
+// only when their ends add up to what it lacks (Shortfall), so it may not
+// look while the claim ends, a claim above it holds with every lower one
+// ended (the floor rises there) and a release prunes it.
+//
+// It only ever drops claims that have ended for good. A floor that
+// counts, in this store's history, says every epoch of c's segment below
+// it has ended (its gate's sender vouched for it: a claim held with every
+// lower claim ended, or a gate said so), and an ended claim never holds
+// again. A floor read that is stale (a gate inserted since, not yet
+// known; a gate that landed late, or twice, carrying an older floor:
+// DESIGN.md rule 11) is lower than the store's, never higher than what
+// has ended: a floor records what had ended when its gate was sent, and
+// ends are never undone. It only drops fewer claims, which costs room,
+// not safety; and the floor of the gate that covers c is at least that
+// of any gate a prune relied on (floor.go), so the next look drops a
+// claim whose marker a prune deleted after this floor was read. A floor of a
+// store's earlier history (a gate that landed after an emptying) is
+// judged as a walk's stop at a floor judges it, with the same reads: the
+// gate names c's segment only if sent in this history (L3 in the package
+// documentation), and the floor counts only while its claim is stored
+// with its nonce; one that does not count gives c up. An emptying after
+// the read is caught by confirmOwn, which a hold sends after every read
+// of its walk (c.read).
+func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
+	if len(c.passed) == 0 {
 		return nil
 	}
-	history, err := e.segments.confirmSpan(ctx)
-	if err != nil && !errors.Is(err, ErrSpan) {
+	lowest := c.passed[0].d.Epoch
+	for _, p := range c.passed[1:] {
+		lowest = min(lowest, p.d.Epoch)
+	}
+	f, err := e.coverFloor(ctx, c)
+	if err != nil || lowest >= f.Epoch {
 		return err
 	}
-	if err == nil && history == c.History {
-		// The store is in c's history (and c's claim, read back before
-		// c holds, shows it was not emptied since: confirmOwn).
-		c.inHistory = true
-		return nil
+	if f, err = e.countedFloor(ctx, c, f); err != nil {
+		return err
 	}
-	return e.staleSegment(ctx, c, fmt.Sprintf("epoch %d was sent in another history of the store", d.Epoch))
-}
-
-// staleSegment gives c up, made on knowledge of its segment learnt in
-// another history of the store than the one it is in: that knowledge is
-// dropped, and the key's next claim starts or joins the store's segment.
-func (e *Engine) staleSegment(ctx context.Context, c *Claim, why string) error {
-	e.keys.dropStale(c.Key, c.Seg, c.History)
-	e.abandon(context.WithoutCancel(ctx), c)
-	return fmt.Errorf("%w: %q: %s", errLapsed, c.Key, why)
+	live := c.passed[:0]
+	for _, p := range c.passed {
+		// The floor's own claim may still hold: it held with every
+		// lower claim ended, which made it the floor.
+		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
+			live = append(live, p)
+		}
+	}
+	e.floorDrops.Add(int64(len(c.passed) - len(live)))
+	c.passed = live
+	c.read = true
+	if c.checked <= f.Epoch {
+		c.clear, c.strong = true, true
+	}
+	return nil
 }
