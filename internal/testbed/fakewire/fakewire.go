@@ -17,12 +17,31 @@ import (
 )
 
 // BuildInfo serves, on a loopback port until the test ends, a
-// standalone server over MongoDB's wire protocol (OP_MSG, and OP_QUERY
-// for the driver's handshake), and returns its address. Its buildInfo
-// reply is version 7.0.77 with the fields of buildInfo; it answers
-// hello, ping and endSessions, and refuses every other command
-// (CommandNotFound).
+// standalone server whose buildInfo reply is version 7.0.77 with the
+// fields of buildInfo; it answers hello, ping and endSessions, and
+// refuses every other command (CommandNotFound). It returns its address.
 func BuildInfo(t testing.TB, buildInfo bson.D) string {
+	t.Helper()
+	return Serve(t, func(cmd bson.Raw) bson.Raw {
+		ok := bson.E{Key: "ok", Value: 1.0}
+		switch name := Name(cmd); name {
+		case "hello", "ismaster":
+			return Marshal(append(Hello(), ok))
+		case "buildinfo":
+			return Marshal(append(append(bson.D{{Key: "version", Value: "7.0.77"}}, buildInfo...), ok))
+		case "ping", "endsessions":
+			return Marshal(bson.D{ok})
+		default:
+			return NotFound(name)
+		}
+	})
+}
+
+// Serve serves answer's replies over MongoDB's wire protocol (OP_MSG, and
+// OP_QUERY for a driver's legacy handshake) on a loopback port until the
+// test ends, and returns its address. answer is given each command's
+// document and returns the reply's.
+func Serve(t testing.TB, answer func(cmd bson.Raw) bson.Raw) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,15 +70,15 @@ func BuildInfo(t testing.TB, buildInfo bson.D) string {
 			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
-				serveBuildInfo(c, buildInfo)
+				serve(c, answer)
 			})
 		}
 	})
 	return ln.Addr().String()
 }
 
-// serveBuildInfo answers the requests on c until it closes.
-func serveBuildInfo(c net.Conn, buildInfo bson.D) {
+// serve answers the requests on c until it closes.
+func serve(c net.Conn, answer func(cmd bson.Raw) bson.Raw) {
 	const opReply, opQuery, opMsg = 1, 2004, 2013
 	for {
 		var header [16]byte
@@ -83,7 +102,7 @@ func serveBuildInfo(c net.Conn, buildInfo bson.D) {
 				return
 			}
 			reply = append(binary.LittleEndian.AppendUint32(nil, 0), 0)
-			reply = append(reply, answerBuildInfo(bson.Raw(body[5:]), buildInfo)...)
+			reply = append(reply, answer(bson.Raw(body[5:]))...)
 		case opQuery:
 			rest := body[4:]
 			i := strings.IndexByte(string(rest), 0)
@@ -94,7 +113,7 @@ func serveBuildInfo(c net.Conn, buildInfo bson.D) {
 			reply = binary.LittleEndian.AppendUint64(reply, 0) // cursorID
 			reply = binary.LittleEndian.AppendUint32(reply, 0) // startingFrom
 			reply = binary.LittleEndian.AppendUint32(reply, 1) // numberReturned
-			reply = append(reply, answerBuildInfo(bson.Raw(rest[i+9:]), buildInfo)...)
+			reply = append(reply, answer(bson.Raw(rest[i+9:]))...)
 			op = opReply
 		default:
 			return
@@ -109,28 +128,32 @@ func serveBuildInfo(c net.Conn, buildInfo bson.D) {
 	}
 }
 
-// answerBuildInfo is the fake server's reply to cmd.
-func answerBuildInfo(cmd bson.Raw, buildInfo bson.D) bson.Raw {
-	ok := bson.E{Key: "ok", Value: 1.0}
-	var d bson.D
-	elems, _ := cmd.Elements()
-	name := ""
-	if len(elems) > 0 {
-		name = strings.ToLower(elems[0].Key())
+// Name is cmd's name in lower case ("" if it has none).
+func Name(cmd bson.Raw) string {
+	elems, err := cmd.Elements()
+	if err != nil || len(elems) == 0 {
+		return ""
 	}
-	switch name {
-	case "hello", "ismaster":
-		d = bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "ismaster", Value: true},
-			{Key: "maxBsonObjectSize", Value: int32(16 << 20)}, {Key: "maxMessageSizeBytes", Value: int32(48 << 20)},
-			{Key: "maxWriteBatchSize", Value: int32(100000)}, {Key: "localTime", Value: time.Now()},
-			{Key: "minWireVersion", Value: int32(0)}, {Key: "maxWireVersion", Value: int32(21)}, ok}
-	case "buildinfo":
-		d = append(append(bson.D{{Key: "version", Value: "7.0.77"}}, buildInfo...), ok)
-	case "ping", "endsessions":
-		d = bson.D{ok}
-	default:
-		d = bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "no such command: " + name}, {Key: "code", Value: int32(59)}, {Key: "codeName", Value: "CommandNotFound"}}
-	}
+	return strings.ToLower(elems[0].Key())
+}
+
+// Hello is the fields of a standalone primary's hello reply (without
+// ok): a caller appends what its server adds.
+func Hello() bson.D {
+	return bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "ismaster", Value: true},
+		{Key: "maxBsonObjectSize", Value: int32(16 << 20)}, {Key: "maxMessageSizeBytes", Value: int32(48 << 20)},
+		{Key: "maxWriteBatchSize", Value: int32(100000)}, {Key: "localTime", Value: time.Now()},
+		{Key: "minWireVersion", Value: int32(0)}, {Key: "maxWireVersion", Value: int32(21)}}
+}
+
+// NotFound is the reply to a command the server does not know.
+func NotFound(name string) bson.Raw {
+	return Marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "no such command: " + name},
+		{Key: "code", Value: int32(59)}, {Key: "codeName", Value: "CommandNotFound"}})
+}
+
+// Marshal is bson.Marshal of a reply a test wrote, which cannot fail.
+func Marshal(d bson.D) bson.Raw {
 	b, err := bson.Marshal(d)
 	if err != nil {
 		panic(err)
