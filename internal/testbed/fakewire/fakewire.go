@@ -5,6 +5,7 @@
 package fakewire
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // BuildInfo serves, on a loopback port until the test ends, a
@@ -159,4 +162,39 @@ func Marshal(d bson.D) bson.Raw {
 		panic(err)
 	}
 	return b
+}
+
+// Connect serves buildInfo (BuildInfo) and returns a client connected
+// to it directly, disconnected when the test ends.
+func Connect(t testing.TB, buildInfo bson.D) *mongo.Client {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + BuildInfo(t, buildInfo) + "/?directConnection=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.Disconnect(ctx)
+	})
+	return client
+}
+
+// A Reply is a buildInfo reply's fields as a server of Release sends
+// them (0: MongoDB).
+type Reply struct {
+	Name      string
+	BuildInfo bson.D
+	Release   int
+}
+
+// Replies are the ways MongoDB and FerretDB's releases mark buildInfo,
+// for the tests of everything that recognises them: a FerretDB 2 may
+// mark its reply with a ferretdb document alone.
+var Replies = []Reply{
+	{"MongoDB", nil, 0},
+	{"FerretDB 1", bson.D{{Key: "ferretdbVersion", Value: "v1.24.0"}}, 1},
+	{"FerretDB 1, version unknown", bson.D{{Key: "ferretdbVersion", Value: "unknown"}}, 1},
+	{"FerretDB 2, ferretdbVersion", bson.D{{Key: "ferretdbVersion", Value: "v2.1.0"}}, 2},
+	{"FerretDB 2, ferretdb document", bson.D{{Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.5.0"}}}}, 2},
 }
