@@ -151,7 +151,7 @@
 //	(F2) Only pruning deletes claims, and it deletes only epochs below the
 //	     floor F_b of a gate of some bucket b of their segment, only once
 //	     the earliest possible store time is PruneDelay past the start of
-//	     bucket b+1, and only claims sent before that gate was (prune.go).
+//	     bucket b+1, and only claims sent before that gate was (claim.go: prune).
 //	(F3) A claim of epoch E counts (its owner ever walks it) only if its
 //	     owner relied at some time o on a gate of its segment (knew it, and
 //	     was covered by it: see Segments) whose floor lies below E, with

@@ -104,7 +104,7 @@
 // two buckets ahead after a refresh, so a TTL must be at most Span (Claim
 // refuses a longer one).
 //
-// Pruning (prune.go) sheds the history of a segment in use: below the
+// Pruning (claim.go: prune) sheds the history of a segment in use: below the
 // floor of its gate of bucket b, once the earliest possible store time is
 // PruneDelay past the start of bucket b+1 (F2), a process that releases a
 // claim deletes by ID the claims sent before that gate, their shadows and

@@ -5,11 +5,12 @@
 // # Inside the engine
 //
 // The Engine claims, walks, grants and prunes (claim.go, claimrun.go,
-// claimlost.go and start.go for one Claim call; walk.go for a walk, and
-// walkread.go, walkhistory.go, walkfloor.go, full.go, walkroom.go,
-// walkhold.go and walkconfirm.go for its steps, waiter.go for what a
-// waiter asks of its claim; grant.go and tip.go for the grant rule
-// and chained holds; prune.go). What else it knows lives in parts of its
+// claimlost.go and start.go for one Claim call, claim.go also for a
+// claim's end and the prune a release makes, claimtypes.go for a claim's
+// types; walk.go for a walk, and walkread.go, walkfloor.go, full.go and
+// walkhold.go for its steps, waiter.go for what a waiter asks of its
+// claim; grant.go and tip.go for the grant rule and chained holds,
+// planted.go for the rule as a planted error changes it). What else it knows lives in parts of its
 // own, each the state of one concern, with its own lock; the exported
 // methods of the parts are the Engine's:
 //
@@ -44,11 +45,11 @@
 //
 // A walk (walk.go) goes down one epoch at a time (walkDown), calling its
 // steps in order: the floor (walkfloor.go), the claim's read (walkread.go),
-// the store's history it was sent in (walkhistory.go), its marker
+// the store's history it was sent in (walkfloor.go), its marker
 // (walkread.go) and, for a live claim, whether the walker passes it
-// (full.go, and whether those it passed leave it room: walkroom.go); then
-// the grant step (walkhold.go) checks room among the claims passed
-// (walkroom.go) and confirms what the walk read (walkconfirm.go). A step
+// (full.go, and whether those it passed leave it room: walkfloor.go);
+// then the grant step (walkhold.go) checks room among the claims passed
+// and confirms what the walk read. A step
 // that finds that the claim must never hold returns that verdict (giveUp:
 // verdict.go) without withdrawing the claim: Walk alone forgets what the
 // verdict says and withdraws it.

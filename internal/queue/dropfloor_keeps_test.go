@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestDropBelowFloorKeepsFloorClaim: dropBelowFloor (full.go) drops the
+// TestDropBelowFloorKeepsFloorClaim: dropBelowFloor (walkfloor.go) drops the
 // passed claims below the floor, never the floor's own claim, which may
 // still hold (it held with every lower claim ended: that is what
 // made it the floor). With limit 3: Q's r (1), R's y (1, its walk slow),

@@ -91,10 +91,10 @@ const (
 // for concurrent use.
 //
 // The Engine itself claims (Claim, TryClaim: claim.go, claimrun.go),
-// walks (Walk: walk.go, and its steps in walkread.go, walkhistory.go,
-// walkfloor.go, full.go, walkroom.go, walkhold.go and walkconfirm.go),
-// grants by the grant rule (grant.go, and chained holds: tip.go) and
-// prunes (prune.go). Every other concern is a part of its own, with its
+// walks (Walk: walk.go, and its steps in walkread.go, walkfloor.go,
+// full.go and walkhold.go), grants by the grant rule (grant.go, as a
+// planted error changes it: planted.go; and chained holds: tip.go) and
+// prunes (claim.go). Every other concern is a part of its own, with its
 // own state and lock if it has any, whose exported methods are the
 // Engine's: its sessions (OpenSession,
 // RenewSession, ConfirmedExpiry: session.go), the judge of claims below a
@@ -162,11 +162,6 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 		cfg:         cfg,
 	}, nil
 }
-
-// FloorDrops returns how many claims weighted waiters passed live and
-// then dropped unread, as below the floor of the gate that covers them
-// (walkfloor.go: dropBelowFloor).
-func (e *Engine) FloorDrops() int64 { return e.floorDrops.Load() }
 
 // CeilMilli rounds t up to BSON's millisecond resolution, so that a stored
 // expiry is never earlier than the computed one.

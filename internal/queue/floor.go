@@ -24,7 +24,7 @@ import (
 //   - A walk stops below the floor: every epoch there has ended.
 //   - Only epochs below the floor of a gate of bucket b are pruned, and
 //     only once the store's time is PruneDelay past the start of bucket
-//     b+1 (prune.go): by then every process that relies on the segment
+//     b+1 (claim.go: prune): by then every process that relies on the segment
 //     knows a gate of bucket b or later, whose floor is at least as high.
 //
 // A floor counts only while its claim exists with its nonce: a gate that

@@ -4,7 +4,7 @@ import "context"
 
 // What a walk does at a live claim below it (liveBelow): pass it, end at
 // a floor below it, or wait for it (or, weighted, for the claims it
-// passed: walkroom.go).
+// passed: full, in walkfloor.go).
 
 // liveBelow decides what the live claim d of epoch below c means for c
 // (j is what endedIn found of it: its blocker, and whether c's mode

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -143,45 +142,4 @@ func Holding(q []Doc) []bool {
 		out[i] = out[i] && fits(w, passed)
 	}
 	return out
-}
-
-// The grant rule as the engine applies it: with a planted error, if one
-// is planted (SetBug).
-
-// passes is the grant rule's passes, or, with BugSharedPassesAll, a shared
-// walker passing every live claim (and the sync family's planted errors,
-// plantedPasses).
-func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
-	rule := passes(w, d) // (it reads nothing: a planted error replaces it)
-	if e.has(BugSharedPassesAll) && w.Mode == Shared {
-		return true
-	}
-	if p, ok := e.judge.plantedPasses(ctx, w, d); ok {
-		return p
-	}
-	return rule
-}
-
-// fits is the grant rule's fits, or, with BugWeightsNotSummed, each
-// weight checked against the limit alone (and the sync family's planted
-// errors, plantedFits).
-func (e *Engine) fits(w Terms, passed []passedClaim) bool {
-	if f, ok := e.plant.plantedFits(w, passed); ok {
-		return f
-	}
-	if e.has(BugWeightsNotSummed) {
-		for _, p := range passed {
-			if !fits(w, []passedClaim{p}) {
-				return false
-			}
-		}
-		return true
-	}
-	return fits(w, passed)
-}
-
-// stopsAt is the grant rule's stopsAt, or, with BugAnyReleaseStops, any
-// release ending every walk.
-func (e *Engine) stopsAt(w Terms, d, m Doc) bool {
-	return e.has(BugAnyReleaseStops) || stopsAt(w, d, m)
 }

@@ -64,7 +64,7 @@ type keyState struct {
 	// nonce and sending time), so that a prune deletes them without
 	// reading them; pruned is the highest bucket whose gate's floor this
 	// process has pruned below, and prunedTo the epoch below which it
-	// pruned (see prune.go).
+	// pruned (see claim.go: prune).
 	mine     map[uint64]mineRec
 	pruned   int64
 	prunedTo uint64

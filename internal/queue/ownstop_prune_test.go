@@ -16,7 +16,7 @@ import (
 // claim ended, which raises the floor above r, and y's release prunes r
 // with its marker. The walker then finds no marker of r, and r's owner
 // lives on: it must drop r as below the floor of the gate that covers it
-// (full.go: dropBelowFloor), not count it live for good. With limit 3:
+// (walkfloor.go: dropBelowFloor), not count it live for good. With limit 3:
 // Q's r (1), R's y (1, its walk slow), P's d (1, held and released),
 // then P's c (3).
 func TestOwnStopPassedClaimPrunedWaiterHolds(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // passed live end, a claim above them holds with every lower claim ended,
 // the key's floor rises past them and a release prunes them with their
 // markers. Its next look then finds passed claims below the floor of the
-// gate that covers it, which it drops unread (full.go: dropBelowFloor),
+// gate that covers it, which it drops unread (walkfloor.go: dropBelowFloor),
 // keeping the floor's own claim, which may still hold. On some seeds the
 // weighted key's waiters look only every 1.5 to 3 s (a bucket is 1 s),
 // and its holds are often long, so that those looks come.

@@ -2,13 +2,17 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
 // A walk's floor step: what it proves of the floor of the gate that
 // covers its claim's segment (floor.go) before it goes below an epoch or
 // waits, where it ends at that floor, and which of the claims it passed
-// that floor drops before it waits for them (dropBelowFloor).
+// that floor drops before it waits for them (dropBelowFloor); then what
+// the walk checks of the claims it reads against its segment: the history
+// each was sent in (claimOfHistory), and whether those it passed leave it
+// room (full).
 
 // refloor reads the gate that covers c again before c waits for the live
 // claims its walk passed below an ended or passed one (liveBelow does the
@@ -242,4 +246,103 @@ func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
 		c.clear, c.strong = true, true
 	}
 	return nil
+}
+
+// FloorDrops returns how many claims weighted waiters passed live and
+// then dropped unread, as below the floor of the gate that covers them
+// (dropBelowFloor).
+func (e *Engine) FloorDrops() int64 { return e.floorDrops.Load() }
+
+// A walk's judgement of each claim it reads: whether it was sent in the
+// store's history its own claim records (the store's emptyings and
+// restores: history.go).
+
+// claimOfHistory checks claim d of c's segment, which c's walk read: a
+// claim recording another history than c (Doc.History) was sent in a
+// history of the store other than the one c's owner learnt the segment
+// in. Either d is a stray, sent before an emptying and landed after it
+// (c's owner knows the store's history: d is a claim like any other,
+// and its owner gives it up or its session ends), or c was made on
+// knowledge of a segment of the store's history before, which the
+// emptying took: the store's segment of that number is another's, and
+// coverage this process knows of it is not the store's. The protocol
+// document, read once per claim, says which: c is given up (errLapsed)
+// unless it names c's history and this process's span.
+func (e *Engine) claimOfHistory(ctx context.Context, c *Claim, d Doc) error {
+	if c.inHistory || e.segments.sameKnown(c.History, d.History) {
+		return nil
+	}
+	history, err := e.segments.confirmSpan(ctx)
+	if err != nil && !errors.Is(err, ErrSpan) {
+		return err
+	}
+	if err == nil && history == c.History {
+		// The store is in c's history (and c's claim, read back before
+		// c holds, shows it was not emptied since: confirmOwn).
+		c.inHistory = true
+		return nil
+	}
+	// c was made on knowledge of its segment learnt in another history of
+	// the store than the one it is in: that knowledge is dropped, and the
+	// key's next claim starts or joins the store's segment.
+	return &giveUp{dropStale: true,
+		err: fmt.Errorf("%w: %q: epoch %d was sent in another history of the store", errLapsed, c.Key, d.Epoch)}
+}
+
+// Whether the live claims a walker passed leave it room (full): the grant
+// step's (walkhold.go) and, for a walker that passes a live claim it has
+// no room beside, the walk's (full.go: liveBelow). The claims below the
+// floor are dropped first (dropBelowFloor).
+
+// full re-reads the live claims c passed, drops those that ended since,
+// and reports whether their weights still leave no room for c; if so, b
+// is the lowest of them, which c waits for.
+//
+// It reads no more than it needs: once the claims not yet re-read, all
+// counted live, leave room for c, the rest are kept as they were (a claim
+// counted live that has ended only costs room, never safety). The highest
+// first, so that a woken waiter reads the claim whose release woke it
+// first. On a store that reads runs, one run from the lowest claim passed
+// up to c's own (which confirms c's claim too: confirmedByRun) replaces a
+// marker read per claim. Its callers drop the passed claims below the
+// key's floor first, unread (dropBelowFloor, the walk's floor step).
+func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err error) {
+	if err := e.fullRun(ctx, c); err != nil {
+		return Blocker{}, false, err
+	}
+	if err := e.readSuspects(ctx, c); err != nil {
+		return Blocker{}, false, err
+	}
+	live := c.passed[:0]
+	for i, p := range c.passed {
+		// (At i = 0 every claim left counts: room only if suspects
+		// ended.)
+		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
+			// Room for c with every claim left counted live.
+			if !e.has(BugFullDropsUnread) {
+				live = append(live, c.passed[i:]...)
+			}
+			break
+		}
+		if p.walk == c.walks {
+			// This walk found it live a moment ago (liveBelow):
+			// reading its marker again proves nothing new.
+			live = append(live, p)
+			continue
+		}
+		ended, pb, err := e.endedPassed(ctx, c, p.d)
+		if err != nil {
+			c.passed = append(live, c.passed[len(live):]...)
+			return Blocker{}, false, err
+		}
+		if !ended {
+			p.b, p.walk = pb, c.walks
+			live = append(live, p)
+		}
+	}
+	c.passed = live
+	if e.fits(c.Terms, c.passed) {
+		return Blocker{}, false, nil
+	}
+	return c.passed[len(c.passed)-1].b, true, nil
 }

@@ -1,6 +1,10 @@
 package queue
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // A walk's grant step: whether its claim holds once nothing below its
 // checked epoch can keep it from holding, and what it records then.
@@ -63,4 +67,128 @@ func (e *Engine) heldOnReads(c *Claim) {
 	if c.Below {
 		e.keys.learnOwn(c)
 	}
+}
+
+// What a walk confirms before its claim relies on what it read: the
+// coverage of its segment (ensureCover) and, when nothing lies below it in
+// its segment, the gate (proveGate); and its own claim, still in the
+// store (confirmOwn).
+
+// confirm is the walk's check before c holds: what its walk read, if it
+// read anything since the insert (reads: confirmReads), then its
+// segment's coverage (ensureCover).
+func (e *Engine) confirm(ctx context.Context, c *Claim, first uint64, reads bool) error {
+	if reads {
+		if err := e.confirmReads(ctx, c, first); err != nil {
+			return err
+		}
+	}
+	return e.ensureCover(ctx, c)
+}
+
+// confirmReads confirms what c's walk read before c may hold on it: the
+// segment's gate, when the walk reached its first epoch, and c's own
+// claim, still in the store, when the walk read anything.
+func (e *Engine) confirmReads(ctx context.Context, c *Claim, first uint64) error {
+	if c.checked <= first && !e.has(BugNoCoverage) {
+		// Nothing below c in its segment: only the segment's
+		// gates keep another segment from holding. What this
+		// process knows of them may be older than the store's
+		// history (emptied or restored since): read the gate.
+		// A woken weighted waiter whose walk reached its first epoch
+		// pays these two reads (the gate, the protocol document) on
+		// each hold: they are not merged into the run full reads (the
+		// gate is not in the key's range), and are not read before the
+		// wait instead, as nothing here argues that a gate proven then
+		// still counts after an emptying and restore meanwhile.
+		if err := e.proveGate(ctx, c); err != nil {
+			return err
+		}
+		c.read = true
+	}
+	if c.read && !e.has(BugTrustCache) && !e.confirmedByRun(c) {
+		return e.confirmOwn(ctx, c)
+	}
+	return nil
+}
+
+// confirmOwn checks that c's own claim document is in the store, with its
+// nonce. A walk's reads came after the insert; if the claim is still there
+// after them, the store was not emptied since the insert, so the reads saw
+// the history the claim is part of. It is a request of its own, sent once
+// the walk's reads are answered, never beside them: a marker sent before
+// an emptying may land after it (DESIGN.md, rule 11), in a store where
+// another process then holds the key, and a read of the claim that the
+// store answered before the emptying would not show it gone. So a woken
+// Mutex waiter on a store that reads no runs pays two reads in a row (the
+// marker, then its claim: TestWokenWaiterReads).
+func (e *Engine) confirmOwn(ctx context.Context, c *Claim) error {
+	d, found, err := e.store.Get(ctx, ClaimID(c.Key, c.Epoch))
+	if err != nil {
+		return err
+	}
+	if !found || d.Nonce != c.Nonce {
+		return &giveUp{reset: true, err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
+	}
+	return nil
+}
+
+// ensureCover checks, before c holds, that its segment is covered now
+// (refreshing it if its coverage is near its end), by what this process
+// learnt of it in the history c records: knowledge of a segment of the
+// same number learnt in another history is not c's. A claim whose
+// segment lapsed is given up (giveUp, with errLapsed): a process that
+// lost coverage never relies on that segment again.
+func (e *Engine) ensureCover(ctx context.Context, c *Claim) error {
+	ks := e.keys.snapshot(c.Key)
+	now := e.clock.ServerNow()
+	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
+	if !ours || !e.segments.covered(ks, now.Latest) {
+		return &giveUp{dropAfter: ours, err: fmt.Errorf("%w: %q", errLapsed, c.Key)}
+	}
+	if e.segments.bucket(now.Latest)+1 > ks.cover {
+		ok, err := e.segments.refreshKey(ctx, c.Key)
+		switch {
+		case !ok && err != nil:
+			// Over, and why (the store's span is another since: the
+			// next claim is refused with it).
+			return &giveUp{err: fmt.Errorf("%w: %q: %w", errLapsed, c.Key, err)}
+		case !ok:
+			return &giveUp{err: fmt.Errorf("%w: %q", errLapsed, c.Key)}
+		case err != nil:
+			return err // unknown outcome: nothing learnt, nothing lost
+		}
+	}
+	return nil
+}
+
+// proveGate reads the gate that covers c's segment: it must name it, and
+// have been sent in the store's history now (history.go), which must be
+// the one c records (c's owner learnt the segment in it). A claim that
+// holds with nothing below it in its segment relies on that gate being in
+// the store now, not only once.
+func (e *Engine) proveGate(ctx context.Context, c *Claim) error {
+	ks := e.keys.snapshot(c.Key)
+	ours := ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History)
+	if ours {
+		g, found, err := e.store.Get(ctx, GateID(c.Key, ks.cover))
+		if err != nil {
+			return err
+		}
+		if found && g.Kind == KindGate && g.Seg == c.Seg && e.segments.sameKnown(c.History, g.Nonce) {
+			// A gate held back across an emptying may name the segment in
+			// the next history: it counts only if the store is in its own.
+			err := e.segments.gateOfThisHistory(ctx, g)
+			if err == nil {
+				e.keys.learnGate(c.Key, g)
+				return nil
+			}
+			if !errors.Is(err, errOtherHistory) {
+				return err
+			}
+		}
+	}
+	// (Its segment is dropped if it was c's: c's segment is over.)
+	return &giveUp{drop: ours,
+		err: fmt.Errorf("%w: %q: no gate of this history of the store names segment %d", errLapsed, c.Key, c.Seg)}
 }
