@@ -58,10 +58,11 @@ func (p *platform) probe(ctx context.Context) error {
 	if p.probed {
 		return nil
 	}
-	ferret, release, err := p.detectFerretDB(ctx)
+	release, err := p.detectFerretDB(ctx)
 	if err != nil {
 		return err
 	}
+	ferret := release != 0
 	topo := topologySingle
 	switch {
 	case p.cfg.test != nil && p.cfg.test.topology != nil:
@@ -169,29 +170,28 @@ func (p *platform) memberSkew(t topology) time.Duration {
 	return DefaultMemberSkew
 }
 
-// detectFerretDB reports whether the server is FerretDB, and the release
-// of FerretDB it is (0: not FerretDB), both as its buildInfo reply names
-// them (internal/ferretdb: FerretDB is any release it names). A server
-// that refuses buildInfo (the Stable API in strict mode does) counts as
-// MongoDB; any other failure is returned.
-func (p *platform) detectFerretDB(ctx context.Context) (ferret bool, release int, err error) {
+// detectFerretDB returns the release of FerretDB the server is, as its
+// buildInfo reply names it (internal/ferretdb), 0 for a server that is not
+// FerretDB. A server that refuses buildInfo (the Stable API in strict mode
+// does) counts as MongoDB; any other failure is returned.
+func (p *platform) detectFerretDB(ctx context.Context) (release int, err error) {
 	if t := p.cfg.test; t != nil && t.ferretDB != nil {
 		if *t.ferretDB {
-			return true, 1, nil
+			return 1, nil
 		}
-		return false, 0, nil
+		return 0, nil
 	}
 	raw, err := p.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	var se mongo.ServerError
 	switch {
 	case err == nil:
 		release, _ := ferretdb.Release(raw)
-		return release != 0, release, nil
+		return release, nil
 	case errors.As(err, &se) && ctx.Err() == nil:
 		p.cfg.logger.Debug("dsyncmongo: buildInfo refused; taking the server for MongoDB", slog.Any("err", err))
-		return false, 0, nil
+		return 0, nil
 	}
-	return false, 0, wrap(ctx, "buildInfo on", p.db.Name(), err)
+	return 0, wrap(ctx, "buildInfo on", p.db.Name(), err)
 }
 
 // shardKeyFields are the fields a lock collection may be sharded on: each

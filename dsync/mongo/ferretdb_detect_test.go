@@ -20,13 +20,15 @@ func TestDetectFerretDBAgrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			client := fakewire.Connect(t, c.BuildInfo)
+			single := topologySingle // (the fake server answers no topology probe)
+			cfg.test = &testHooks{topology: &single}
 			p := &platform{db: client.Database("t"), cfg: cfg}
-			ferret, release, err := p.detectFerretDB(testCtx(t, 30*time.Second))
-			if err != nil {
+			if err := p.probe(testCtx(t, 30*time.Second)); err != nil {
 				t.Fatal(err)
 			}
+			ferret, release := p.isFerret(), p.ferretRelease
 			if ferret != (c.Release != 0) || release != c.Release {
-				t.Errorf("detectFerretDB = FerretDB %v, release %d; want FerretDB %v, release %d", ferret, release, c.Release != 0, c.Release)
+				t.Errorf("probe: FerretDB %v, release %d; want FerretDB %v, release %d", ferret, release, c.Release != 0, c.Release)
 			}
 		})
 	}
