@@ -64,15 +64,13 @@ func (h *hold) Start(deadline time.Time) bool {
 // loses the hold. The session's deadline timer does that; Lost and Unlock
 // call it too, since they may run first after the process was paused.
 func (h *hold) expireIfDue() {
-	if h.keeper != nil {
-		h.keeper.ExpireIfDue(h.sess)
-	}
+	h.keeper.ExpireIfDue(h.sess)
 }
 
 // MarkLost ends an active hold without Unlock, tells its Client (its
 // claim gets no end) and closes lost; it reports whether it did. A keeper
 // calls it under its lock, in the step that retires the hold's session
-// (lease.Hold), so that no one sees the session over and the
+// (lease's retireLocked), so that no one sees the session over and the
 // hold still active. The Client learns of the loss before lost closes: a
 // program that calls Close as soon as Lost closes must find the hold lost
 // there too, or Close would send it an end (the Client's lock is taken

@@ -25,8 +25,7 @@ type (
 
 // newKeeper returns c's keeper of the lease with parameters p.
 func newKeeper(c *Client, p lease.Params) *keeper {
-	return lease.New(lease.Env[*hold]{
-		Params:       p,
+	return lease.New(p, lease.Env[*hold]{
 		Open:         c.openSession,
 		Renew:        c.renewSession,
 		Revocations:  c.roles.Revocations,

@@ -330,7 +330,7 @@ func (o *Once) confirm(h *hold, rec doneRecord, mine bool) error {
 // have not been told yet).
 func validNow(h *hold) bool {
 	h.expireIfDue()
-	if h.keeper != nil && h.keeper.RetiredWith(h.sess) != nil {
+	if h.keeper.RetiredWith(h.sess) != nil {
 		return false
 	}
 	return h.active()

@@ -52,9 +52,8 @@ func newTestKeeper(t *testing.T, ttl time.Duration, covered ...string) (k *Keepe
 	}
 	until := time.Now().Add(time.Hour)
 	env := Env[*testHold]{
-		Params: p,
-		Open:   func(context.Context, time.Duration) (string, error) { return "s", nil },
-		Renew:  func(context.Context, string, time.Duration) error { return nil },
+		Open:  func(context.Context, time.Duration) (string, error) { return "s", nil },
+		Renew: func(context.Context, string, time.Duration) error { return nil },
 		CoverEnd: func(key string) time.Time {
 			for _, c := range covered {
 				if c == key {
@@ -75,7 +74,7 @@ func newTestKeeper(t *testing.T, ttl time.Duration, covered ...string) (k *Keepe
 		Errors: Errors{Lost: errors.New("lost"), Closed: errors.New("closed"), Revoked: errors.New("revoked"),
 			Gone: errors.New("gone"), Ended: func(error) bool { return false }},
 	}
-	return New(env), wg.Wait
+	return New(p, env), wg.Wait
 }
 
 // TestCapHeedsAKeyWithNoCoverage: a session holding two keys, one of

@@ -21,8 +21,9 @@
 //     the renewals (Env.Refresh), and a hold whose key's segment lapsed
 //     is lost.
 //   - The renewal goroutine runs only while the session has holds or
-//     waiters; every goroutine the Keeper starts runs through Env.Go, so
-//     that the Client can wait for them on Close.
+//     waiters; every goroutine the Keeper starts runs through Env.Go, or
+//     (a renewal under way) is waited for by one that does, so that the
+//     Client can wait for them on Close.
 //
 // The Keeper knows holds only through the Hold interface, and the store
 // only through Env's functions: it writes nothing itself.

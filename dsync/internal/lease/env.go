@@ -9,8 +9,9 @@ import (
 )
 
 // A Hold is one acquisition that relies on a session: dsync's hold. Its
-// methods are called under the Keeper's lock except TellLost, so they
-// must not call the Keeper.
+// methods but TellLost may be called under the Keeper's lock (Start and
+// MarkLost are, where a session is joined or retired), so they must not
+// call the Keeper.
 type Hold interface {
 	comparable
 	// Key is the key the hold's claim is of, whose coverage it relies on.
@@ -28,8 +29,6 @@ type Hold interface {
 // Env is what a Keeper asks of its Client: the store's calls, and where
 // it reports. Every function must be set, except Revocations.
 type Env[H Hold] struct {
-	Params Params
-
 	// Open opens a session valid for ttl from when the request was sent,
 	// and returns its id.
 	Open func(ctx context.Context, ttl time.Duration) (string, error)

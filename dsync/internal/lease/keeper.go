@@ -18,7 +18,7 @@ import (
 // has one, and Close ends it.
 type Keeper[H Hold] struct {
 	env Env[H]
-	p   Params // env.Params
+	p   Params
 	// origin is the reading of p.Clock that lease times count from.
 	origin time.Time
 
@@ -88,9 +88,8 @@ func (s *Session[H]) ID() string { return s.id }
 // Context is cancelled, with the reason, when the session is retired.
 func (s *Session[H]) Context() context.Context { return s.ctx }
 
-// New returns the Keeper of env's lease.
-func New[H Hold](env Env[H]) *Keeper[H] {
-	p := env.Params
+// New returns the Keeper of a lease with parameters p, kept through env.
+func New[H Hold](p Params, env Env[H]) *Keeper[H] {
 	return &Keeper[H]{env: env, p: p, origin: p.Clock.Now(), holds: make(map[H]*Session[H]), wake: make(chan struct{}, 1)}
 }
 
