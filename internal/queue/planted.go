@@ -173,14 +173,13 @@ const (
 // walker passing every live claim (and the sync family's planted errors,
 // plantedPasses).
 func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
-	rule := passes(w, d) // (it reads nothing: a planted error replaces it)
 	if e.has(BugSharedPassesAll) && w.Mode == Shared {
 		return true
 	}
 	if p, ok := e.judge.plantedPasses(ctx, w, d); ok {
 		return p
 	}
-	return rule
+	return passes(w, d)
 }
 
 // fits is the grant rule's fits, or, with BugWeightsNotSummed, each

@@ -19,7 +19,6 @@ type giveUp struct {
 	// epoch found missing with no floor that counts above it (noteGap).
 	dropAfter bool
 	gap       uint64
-	hasGap    bool
 }
 
 func (g *giveUp) Error() string { return g.err.Error() }
@@ -31,8 +30,8 @@ func (g *giveUp) Unwrap() error { return g.err }
 type giveUpKind uint8
 
 const (
-	giveUpOther        giveUpKind = iota
-	giveUpLaterSegment            // a claim of a later segment above c's first (walkDown)
-	giveUpUnderFloor              // c's own epoch lies below the floor (ownFloorCheck)
-	giveUpRunLacksOwn             // a run up to c's epoch lacks c's claim (readRun)
+	_                  giveUpKind = iota // (another kind: none a planted error ignores)
+	giveUpLaterSegment                   // a claim of a later segment above c's first (walkDown)
+	giveUpUnderFloor                     // c's own epoch lies below the floor (ownFloorCheck)
+	giveUpRunLacksOwn                    // a run up to c's epoch lacks c's claim (readRun)
 )

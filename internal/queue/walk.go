@@ -26,8 +26,10 @@ import (
 // make it look alive again to anyone.
 func (e *Engine) Walk(ctx context.Context, c *Claim) (head bool, blocker Blocker, err error) {
 	head, blocker, err = e.walk(ctx, c)
-	if v := (*giveUp)(nil); errors.As(err, &v) {
-		return false, Blocker{}, e.withdraw(ctx, c, v)
+	if err != nil { // (off the path of a walk that holds: no v to allocate)
+		if v := (*giveUp)(nil); errors.As(err, &v) {
+			return false, Blocker{}, e.withdraw(ctx, c, v)
+		}
 	}
 	return head, blocker, err
 }

@@ -17,8 +17,8 @@ import (
 // refloor reads the gate that covers c again before c waits for the live
 // claims its walk passed below an ended or passed one (liveBelow does the
 // same where a walk stops): a prune may have deleted the marker of one of
-// them after this walk's floor check, and full drops the claims below the
-// floor it reads. Only the walk that found them reads it.
+// them after this walk's floor check, and dropBelowFloor drops the
+// claims below the floor it reads. Only the walk that found them reads it.
 func (e *Engine) refloor(ctx context.Context, c *Claim) error {
 	if e.has(BugNoFloorProof) {
 		return nil
@@ -70,7 +70,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 		return e.belowFloor(ctx, c, f)
 	}
 	// Otherwise the store lost the key's history.
-	return &giveUp{reset: true, gap: epoch, hasGap: true, err: fmt.Errorf("%w: %q: epoch %d is missing", ErrReset, c.Key, epoch)}
+	return &giveUp{reset: true, gap: epoch, err: fmt.Errorf("%w: %q: epoch %d is missing", ErrReset, c.Key, epoch)}
 }
 
 // coverFloor returns the floor of the gate that covers c's segment now.
@@ -159,7 +159,7 @@ func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, er
 		}
 		f = g
 	}
-	return Floor{}, &giveUp{reset: true, gap: f.Epoch, hasGap: true,
+	return Floor{}, &giveUp{reset: true, gap: f.Epoch,
 		err: fmt.Errorf("%w: %q: the floor %d names a claim the store does not hold", ErrReset, c.Key, f.Epoch)}
 }
 
