@@ -69,8 +69,8 @@ func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Ter
 	if err == nil && head {
 		return c, nil
 	}
-	if errors.Is(err, ErrReset) {
-		return nil, err // Walk gave the claim up
+	if c.ended {
+		return nil, err // Walk gave the claim up, and withdrew it
 	}
 	// Within the try's own bound: a withdrawal that cannot be confirmed
 	// in it is left to Flush, and the try returns on time.
@@ -192,7 +192,7 @@ func (e *Engine) withdraw(ctx context.Context, c *Claim, v *giveUp) error {
 	if v.dropAfter {
 		e.keys.dropCover(c.Key, c.Seg)
 	}
-	if v.hasGap {
+	if v.gap != 0 { // (a gap is at an epoch of a claim: 1 or more)
 		e.keys.noteGap(c.Key, v.gap)
 	}
 	return v.err
