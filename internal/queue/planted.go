@@ -173,13 +173,14 @@ const (
 // walker passing every live claim (and the sync family's planted errors,
 // plantedPasses).
 func (e *Engine) passes(ctx context.Context, w Terms, d Doc) bool {
+	rule := passes(w, d) // (it reads nothing: a planted error replaces it)
 	if e.has(BugSharedPassesAll) && w.Mode == Shared {
 		return true
 	}
 	if p, ok := e.judge.plantedPasses(ctx, w, d); ok {
 		return p
 	}
-	return passes(w, d)
+	return rule
 }
 
 // fits is the grant rule's fits, or, with BugWeightsNotSummed, each
