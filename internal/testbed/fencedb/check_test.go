@@ -239,4 +239,3 @@ func TestCheckKeysAreIndependent(t *testing.T) {
 		}
 	})
 }
-
