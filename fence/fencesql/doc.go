@@ -29,8 +29,9 @@
 // Check is one statement, one round trip to the server: with pgx
 // (github.com/jackc/pgx/v5/stdlib), whose statement cache prepares the
 // statement once per connection; with go-sql-driver/mysql, since the
-// statement carries its values as literals. (Drivers that prepare every
-// statement with parameters, such as lib/pq, take two.) On a refusal, a
+// statement carries its values as literals. (A driver that prepares
+// each statement with parameters before it runs it takes two.) On a
+// refusal, a
 // second statement reads the mark for the error (not on MySQL, where the
 // first returns it).
 //
@@ -52,8 +53,9 @@
 // as it does for every serialization error. On MySQL and MariaDB (InnoDB),
 // a locking statement acts on the latest committed row at every level,
 // REPEATABLE READ (the default) included, and a transaction's consistent
-// snapshot is taken at its first plain read, after Check. SQLite's
-// transactions are serializable.
+// snapshot is taken at its first plain read, after Check, so its reads
+// see what the holder before it committed. SQLite's transactions are
+// serializable.
 //
 // # The table
 //

@@ -12,11 +12,12 @@ import (
 type Dialect int
 
 const (
-	// PostgreSQL 9.5 or later (INSERT ... ON CONFLICT).
+	// PostgreSQL (INSERT ... ON CONFLICT: 9.5 or later). Tested on 15.
 	PostgreSQL Dialect = iota + 1
-	// MySQL 5.7 or later, and MariaDB 10.3 or later, on InnoDB.
+	// MySQL and MariaDB, on InnoDB. Tested on MariaDB 10.11.
 	MySQL
-	// SQLite 3.35 or later (RETURNING), in a file.
+	// SQLite (RETURNING: 3.35 or later), in a file. Tested with
+	// modernc.org/sqlite.
 	SQLite
 )
 

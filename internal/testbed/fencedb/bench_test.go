@@ -77,4 +77,3 @@ func p50(ts []time.Duration) time.Duration {
 	slices.Sort(ts)
 	return ts[len(ts)/2]
 }
-
