@@ -61,7 +61,12 @@ func startMariaDB() (*mariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runAs []string // mariadbd refuses to run as root unless told whom to run as
+	// mariadbd refuses to run as root unless told whom to run as; it is
+	// started as that user rather than told (--user), since it would
+	// change its credentials itself, and the kernel then forgets the
+	// signal it was to get when the test binary dies.
+	var cred *syscall.Credential
+	var runAs []string // for mariadb-install-db
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("mysql")
 		if err != nil {
@@ -75,6 +80,7 @@ func startMariaDB() (*mariaDB, error) {
 			return nil, err
 		}
 		runAs = []string{"--user=mysql"}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	m := &mariaDB{dir: dir}
 	data := filepath.Join(dir, "data")
@@ -87,7 +93,7 @@ func startMariaDB() (*mariaDB, error) {
 	// The port is picked free, then given to mariadbd: another process
 	// may take it in between, so a start that fails is tried on another.
 	for try := 0; ; try++ {
-		if err = m.launch(server, data, runAs); err == nil {
+		if err = m.launch(server, data, cred); err == nil {
 			break
 		}
 		if try == 2 {
@@ -103,14 +109,14 @@ func startMariaDB() (*mariaDB, error) {
 func (m *mariaDB) logPath() string { return filepath.Join(m.dir, "mariadb.log") }
 
 // launch starts mariadbd on a free port and waits until it is ready.
-func (m *mariaDB) launch(server, data string, runAs []string) error {
+func (m *mariaDB) launch(server, data string, cred *syscall.Credential) error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	args := append([]string{"--no-defaults", "--datadir=" + data,
+	args := []string{"--no-defaults", "--datadir=" + data,
 		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(m.dir, "mariadb.sock"),
 		"--pid-file=" + filepath.Join(m.dir, "mariadb.pid"),
@@ -119,9 +125,9 @@ func (m *mariaDB) launch(server, data string, runAs []string) error {
 		"--innodb-flush-log-at-trx-commit=0", // a test server: nothing to keep across a crash
 		"--innodb-buffer-pool-size=64M",
 		"--max-connections=500",
-	}, runAs...)
+	}
 	cmd := exec.Command(server, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	setPdeathsig(cmd.SysProcAttr) // the server dies with the test binary
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start mariadbd: %w", err)
