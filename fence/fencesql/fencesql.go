@@ -56,7 +56,9 @@ var (
 type Option func(*Fence)
 
 // WithTable sets the table the marks are kept in: name, or schema.name.
-// The default is DefaultTable ("dsync_fence").
+// The default is DefaultTable ("dsync_fence"). The name goes into the
+// statements unquoted: a name that is a reserved word of the dialect
+// (user, order) fails at the server.
 func WithTable(name string) Option {
 	return func(f *Fence) { f.table = name }
 }
