@@ -85,9 +85,13 @@
 // sharded on _id, and let nothing but CheckTx write it. A fence holds
 // through a failover only if the transaction commits with the majority
 // write concern, MongoDB's default since 5.0 (some deployments with
-// arbiters aside). Writes of the protected documents outside fenced
-// transactions are not checked. FerretDB and a standalone mongod have no
-// transactions: CheckTx refuses them with ErrNoTransactions.
+// arbiters aside). In a sharded cluster, a transaction that reads
+// documents on other shards than the collection of marks should use the
+// snapshot read concern: under the others, its reads on each shard come
+// from a snapshot of that shard's own. Writes of the protected
+// documents outside fenced transactions are not checked. FerretDB and a
+// standalone mongod have no transactions: CheckTx refuses them with
+// ErrNoTransactions.
 //
 // # Why it refuses FerretDB
 //
