@@ -64,8 +64,9 @@ const illegalOperation = 20
 // client whether it is FerretDB (buildInfo, outside the transaction),
 // and refuses FerretDB, which has no transactions, with
 // ErrNoTransactions, before any write; a standalone mongod's refusal of
-// the transaction is returned wrapped in ErrNoTransactions too. Other
-// errors are the server's, returned wrapped.
+// the transaction is returned wrapped in ErrNoTransactions too. Once ctx
+// has ended, its cause is returned; other errors are the server's,
+// wrapped.
 func CheckTx(ctx context.Context, marks *mongo.Collection, key string, token uint64) error {
 	if err := fence.Check(key, token); err != nil {
 		return err
@@ -86,6 +87,9 @@ func CheckTx(ctx context.Context, marks *mongo.Collection, key string, token uin
 	outside := mongo.NewSessionContext(ctx, nil)
 	ferret, err := serverIsFerretDB(outside, marks.Database())
 	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		return fmt.Errorf("fencemongo: CheckTx: asking the server what it is (buildInfo): %w", err)
 	}
 	if ferret {
@@ -104,6 +108,8 @@ func CheckTx(ctx context.Context, marks *mongo.Collection, key string, token uin
 	switch {
 	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
 	case mongo.IsDuplicateKeyError(err):
 		return refusal(outside, marks, key, token, err)
 	case errors.As(err, &se) && se.HasErrorCode(illegalOperation):
@@ -119,8 +125,8 @@ func CheckTx(ctx context.Context, marks *mongo.Collection, key string, token uin
 // is at least the one that refused. Otherwise the document that refused
 // was not in the transaction's snapshot (made since by a token at most
 // this one), or the read failed, or the document's mark is not an
-// integer: dup, an error labelled TransientTransactionError, which
-// WithTransaction retries.
+// integer: dup, in an error labelled TransientTransactionError, which
+// WithTransaction retries (or ctx's cause, if ctx has ended).
 func refusal(outside context.Context, marks *mongo.Collection, key string, token uint64, dup error) error {
 	var d struct {
 		Mark int64 `bson:"mark"`
@@ -128,8 +134,11 @@ func refusal(outside context.Context, marks *mongo.Collection, key string, token
 	err := marks.Clone(options.Collection().SetReadPreference(readpref.Primary())).
 		FindOne(outside, bson.D{{Key: "_id", Value: key}}, options.FindOne().SetProjection(bson.D{{Key: MarkField, Value: 1}})).
 		Decode(&d)
-	if err == nil && d.Mark > 0 && uint64(d.Mark) > token {
+	switch {
+	case err == nil && d.Mark > 0 && uint64(d.Mark) > token:
 		return &fence.StaleError{Key: key, Token: token, Mark: uint64(d.Mark)}
+	case outside.Err() != nil:
+		return context.Cause(outside)
 	}
 	if err == nil {
 		err = fmt.Errorf("its mark is %d, not above token %d", d.Mark, token)

@@ -259,3 +259,34 @@ func sameDoc(t *testing.T, a, b bson.D) bool {
 	}
 	return bson.Raw(ra).String() == bson.Raw(rb).String()
 }
+
+// Once ctx has ended, CheckTx returns its cause, unchanged: before the
+// driver client knows its server, and after.
+func TestCheckTxReturnsCtxCause(t *testing.T) {
+	var w wireServer
+	client := w.serve(t, "rs0")
+	w.update = bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+	cause := errors.New("the caller gave up")
+	for _, known := range []bool{false, true} {
+		if known {
+			if err := checkTx(t, client, "k", 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		sess, err := client.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		cancel(cause)
+		err = CheckTx(mongo.NewSessionContext(ctx, sess), client.Database("app").Collection("marks"), "k", 5)
+		if err != cause {
+			t.Errorf("CheckTx with ctx ended (server known: %v): %v, want the cause %v", known, err, cause)
+		}
+		_ = sess.AbortTransaction(context.Background())
+		sess.EndSession(context.Background())
+	}
+}
