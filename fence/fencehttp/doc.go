@@ -17,13 +17,18 @@
 // runs, having changed nothing. A token equal to the mark is admitted: a
 // hold may send many requests, and retry one.
 //
-// The status codes of a request that the handler does not see: 428
-// Precondition Required for a missing header, 400 Bad Request for a
-// malformed one, 409 Conflict for a stale token (with MarkHeader, the
-// token accepted first, when the store tells it), 503 Service
-// Unavailable when the store fails. A holder's request goes out fenced
-// from its first byte: reads (GET, HEAD) too, since a holder shows its
-// token before it reads what it will write from.
+// A request that is not admitted never reaches the handler, and its body
+// is not read: 428 Precondition Required for a missing header, 400 Bad
+// Request for a malformed one, 409 Conflict for a stale token (with
+// MarkHeader, the token accepted first, when the store tells it), 503
+// Service Unavailable when the store fails. Every method is fenced,
+// reads (GET, HEAD) too: a holder shows its token before it reads what
+// it will write from.
+//
+// Handler has the shape of net/http's own wrappers (http.StripPrefix,
+// http.TimeoutHandler: a handler in, a handler out). A router whose
+// middleware is a func(http.Handler) http.Handler takes a closure over
+// the marks.
 //
 // # The mark store
 //

@@ -8,10 +8,10 @@ import (
 
 // The headers of a fenced request and of its refusal.
 const (
-	// KeyHeader carries the key, percent-encoded: each byte that is not
-	// printable ASCII, space and '%' as %XX, so that any key survives
-	// as a header value; a key of printable ASCII without '%' is sent as
-	// it is.
+	// KeyHeader carries the key, percent-encoded: each byte outside
+	// visible ASCII ('!' to '~'), space included, and each '%' as %XX,
+	// so that any key survives as a header value; a key of visible ASCII
+	// without '%' is sent as it is.
 	KeyHeader = "Dsync-Fence-Key"
 
 	// TokenHeader carries the token, in decimal.

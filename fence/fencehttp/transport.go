@@ -63,7 +63,7 @@ func (t *Transport) base() http.RoundTripper {
 
 // Stale returns a *fence.StaleError (it matches fence.ErrStale) if resp
 // is a Handler's refusal of a stale token: status 409 Conflict with
-// TokenHeader set, telling the refused key and token and, in MarkHeader
+// KeyHeader and TokenHeader, the refused key and token, and MarkHeader,
 // when known, the token accepted first. It returns nil for any other
 // response, a handler's own 409 included. It reads only resp's status
 // and headers; the caller still closes resp.Body.
