@@ -20,7 +20,9 @@ var (
 	// ErrStale is matched by the error of a write that a fence refused
 	// because a later token of its key was accepted first: the writer's
 	// hold has ended (its process was paused past its lease, or the lease
-	// was lost), and its write did not apply. The error is a *StaleError.
+	// was lost), and its write did not apply. An adapter's refusal of a
+	// key is a *StaleError; fencemongo.ErrFenced, a refusal by a fenced
+	// document rather than by a key's mark, matches ErrStale too.
 	ErrStale = errors.New("fence: stale token")
 
 	// ErrBadKey is returned for an empty key or one longer than MaxKeyLen

@@ -4,7 +4,9 @@
 // document's fence to the token and whose writes apply only while no
 // later token has done so. A holder paused past its lease (GC, SIGSTOP, a
 // suspended VM) that wakes and writes gets ErrFenced instead of
-// overwriting the next holder's work.
+// overwriting the next holder's work. In a transaction, CheckTx fences
+// every document the transaction writes at once (see "In a transaction",
+// below).
 //
 // A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
 // protects a resource only if the resource compares it with the token of
@@ -48,6 +50,48 @@
 // concern, so an acknowledged fence raise or write is not rolled back by
 // a failover; FindOne reads by raising the fence (findAndModify), on the
 // primary, so what it returns is the latest majority-committed document.
+//
+// # In a transaction
+//
+// On a replica set or a sharded cluster, CheckTx keeps the contract of
+// package fence in the caller's own transaction. Called first in the
+// transaction (in Session.WithTransaction's callback), it writes the
+// key's document in a collection of marks: _id the key, MarkField the
+// highest token accepted, ChecksField a count of the checks. It raises
+// the mark to the token, or refuses a lower token with a
+// *fence.StaleError (matching fence.ErrStale) that carries the mark. The
+// transaction's writes, of any documents in any collections, commit only
+// with the raise: they are written under one check, and carry no field
+// of the fence's.
+//
+// MongoDB runs a transaction on a snapshot, and fails a write of a
+// document that another transaction has written since that snapshot, or
+// is writing, with a WriteConflict labelled TransientTransactionError,
+// which WithTransaction retries from the start. Every check writes the
+// key's document, even under a token equal to the mark, so of two
+// transactions that check one key, one commits only once the other has
+// ended, and then in a snapshot that shows the other's raise: a later
+// holder is accepted, a stale one refused, however late its transaction
+// runs. A refusal is the server's duplicate key error on the key's _id
+// (the upsert finds no document of the key with a mark at most the
+// token, and the key's document refuses the insert); it aborts the
+// transaction on the server, so none of its writes commit, even those
+// made before the check. Return it from WithTransaction's callback.
+//
+// The cost is one update in the transaction, one round trip (and a
+// buildInfo once per driver client, outside it); a refusal reads the
+// mark once more, outside the transaction, for its error.
+// Create the collection of marks before the transactions, unsharded or
+// sharded on _id, and let nothing but CheckTx write it. A fence holds
+// through a failover only if the transaction commits with the majority
+// write concern, MongoDB's default since 5.0 (some deployments with
+// arbiters aside). In a sharded cluster, a transaction that reads
+// documents on other shards than the collection of marks should use the
+// snapshot read concern: under the others, its reads on each shard come
+// from a snapshot of that shard's own. Writes of the protected
+// documents outside fenced transactions are not checked. FerretDB and a
+// standalone mongod have no transactions: CheckTx refuses them with
+// ErrNoTransactions.
 //
 // # Why it refuses FerretDB
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/fence"
 	"github.com/go-dsync/dsync/fence/fencemongo"
 )
 
@@ -79,5 +80,75 @@ func ExampleFence() {
 		log.Fatal(err)
 	default:
 		fmt.Println("visits:", c.N+1)
+	}
+}
+
+// A transfer between two accounts under a lock, fenced in a transaction:
+// CheckTx, first in the transaction, raises the key's mark to the hold's
+// token, and both updates commit with the raise or not at all. A holder
+// paused past its lease whose transaction runs after the next holder's
+// check is refused with an error matching fence.ErrStale, and the server
+// aborts its transaction. It needs a replica set or a sharded cluster.
+func ExampleCheckTx() {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase))
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks, err := dsync.NewClient(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+
+	ctx := context.Background()
+	mu, err := dsync.NewMutex(locks, "accounts")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := mu.LockContext(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer mu.Unlock()
+
+	app := client.Database("app")
+	marks := app.Collection("dsync_fence") // a document per key: its mark
+	accounts := app.Collection("accounts")
+	sess, err := client.StartSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		// First, before the reads: raise the mark, or be refused.
+		if err := fencemongo.CheckTx(ctx, marks, "accounts", mu.Token()); err != nil {
+			return nil, err // return it: the server has aborted the transaction
+		}
+		var alice struct{ Balance int64 }
+		if err := accounts.FindOne(ctx, bson.D{{Key: "_id", Value: "alice"}}).Decode(&alice); err != nil {
+			return nil, err
+		}
+		if alice.Balance < 10 {
+			return nil, errors.New("alice's balance is below 10")
+		}
+		if _, err := accounts.UpdateOne(ctx, bson.D{{Key: "_id", Value: "alice"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: -10}}}}); err != nil {
+			return nil, err
+		}
+		_, err := accounts.UpdateOne(ctx, bson.D{{Key: "_id", Value: "bob"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: 10}}}})
+		return nil, err
+	})
+	switch {
+	case errors.Is(err, fence.ErrStale):
+		fmt.Println("our hold ended; the next holder's work stands")
+	case errors.Is(err, fencemongo.ErrNoTransactions):
+		fmt.Println(err) // FerretDB (`dsync server`) or a standalone server
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Println("transferred 10 from alice to bob")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/fence"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
@@ -82,8 +83,8 @@ func TestFencedRefusesAStaleHoldersWrite(t *testing.T) {
 
 	// A wakes and writes what it computed: refused, and nothing changed.
 	_, err = fa.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: seenA.N + 1}}}})
-	if !errors.Is(err, ErrFenced) {
-		t.Fatalf("the stale holder's write: %v, want ErrFenced", err)
+	if !errors.Is(err, ErrFenced) || !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("the stale holder's write: %v, want ErrFenced, which matches fence.ErrStale", err)
 	}
 	if _, err := fa.ReplaceOne(ctx, filter, bson.D{{Key: "n", Value: 100}}); !errors.Is(err, ErrFenced) {
 		t.Fatalf("the stale holder's replace: %v, want ErrFenced", err)
