@@ -62,8 +62,9 @@ func markOf(t *testing.T, db *sql.DB, d fencesql.Dialect, key string) uint64 {
 	return uint64(m)
 }
 
-// lockWaiters counts the sessions of the server waiting for a row lock
-// (PostgreSQL: in db's database; MariaDB: any transaction in LOCK WAIT).
+// lockWaiters counts the sessions of the server waiting for a lock
+// (PostgreSQL: in db's database, row or advisory; MariaDB: any
+// transaction in LOCK WAIT, any session in GET_LOCK).
 // SQLite tells no one: -1.
 func lockWaiters(t *testing.T, db *sql.DB, d fencesql.Dialect) int {
 	t.Helper()
@@ -72,7 +73,9 @@ func lockWaiters(t *testing.T, db *sql.DB, d fencesql.Dialect) int {
 	case fencesql.PostgreSQL:
 		q = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
 	case fencesql.MySQL:
-		q = "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"
+		// Row locks, and named locks (GET_LOCK: Marks' turns).
+		q = "SELECT (SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT') + " +
+			"(SELECT count(*) FROM information_schema.processlist WHERE state = 'User lock')"
 	default:
 		return -1
 	}
