@@ -58,7 +58,7 @@ func stopSharedPostgres() {
 	sharedPG.mu.Lock()
 	defer sharedPG.mu.Unlock()
 	if sharedPG.p != nil {
-		sharedPG.p.stop()
+		sharedPG.p.Stop()
 		sharedPG.p, sharedPG.err = nil, fmt.Errorf("PostgreSQL already stopped (mongotest.Run returned)")
 	}
 }
@@ -75,5 +75,9 @@ func embeddedPostgresDatabase() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("PostgreSQL for the embedded FerretDB (%s=%s): %w", envBackend, backend, err)
 	}
-	return pg.newDatabase()
+	name, err := pg.NewDatabase("ferretdb")
+	if err != nil {
+		return "", err
+	}
+	return pg.URL(name), nil
 }

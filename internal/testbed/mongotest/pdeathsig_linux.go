@@ -18,10 +18,3 @@ import (
 func setPdeathsig(cmd *exec.Cmd, sig syscall.Signal) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: sig}
 }
-
-// setPostgresPdeathsig makes the kernel send PostgreSQL SIGQUIT (its
-// immediate shutdown, which ends its sessions and frees its shared memory)
-// when the test binary dies. The kernel clears the setting when the
-// credentials change, and Go sets it after changing them, so it holds for
-// a server run as another user too.
-func setPostgresPdeathsig(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGQUIT }

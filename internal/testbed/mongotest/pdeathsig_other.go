@@ -10,7 +10,3 @@ import (
 // setPdeathsig is a no-op outside Linux; the child still exits when its
 // stdin reaches EOF, i.e. when the parent dies.
 func setPdeathsig(*exec.Cmd, syscall.Signal) {}
-
-// setPostgresPdeathsig is a no-op outside Linux: a PostgreSQL the harness
-// started outlives a test binary that crashed there.
-func setPostgresPdeathsig(*syscall.SysProcAttr) {}

@@ -5,16 +5,15 @@ package mongotest
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
+	"github.com/go-dsync/dsync/internal/testbed/pgserve"
 )
 
 // startPostgresChild starts a FerretDB child over a database of its own on
@@ -23,28 +22,25 @@ import (
 // PostgreSQL is not installed.
 func startPostgresChild(t *testing.T) (*postgres, string, *child) {
 	t.Helper()
-	if _, err := postgresBinDir(); err != nil {
+	if _, err := pgserve.BinDir(); err != nil {
 		t.Skip(err)
 	}
 	pg, err := sharedPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgURL, err := pg.newDatabase()
+	pgdb, err := pg.NewDatabase("ferretdb")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pgURL := pg.URL(pgdb)
 	base := t.TempDir()
 	c, err := startChild(filepath.Join(base, "data"), "127.0.0.1:0", pgURL, filepath.Join(base, "stderr.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.stop(15 * time.Second) })
-	return pg, strings.TrimPrefix(u.Path, "/"), c
+	return pg, pgdb, c
 }
 
 // TestPostgreSQLPointReadsUseAnIndex: on FerretDB's PostgreSQL backend, a
@@ -75,7 +71,7 @@ func TestPostgreSQLPointReadsUseAnIndex(t *testing.T) {
 	const scans = `SELECT coalesce(sum(idx_scan), -1) FROM pg_stat_user_indexes
 		WHERE schemaname = 'points' AND indexrelname LIKE 'dsync\_id\_%'`
 	count := func() int {
-		out, err := pg.query(pgdb, scans)
+		out, err := pg.Query(pgdb, scans)
 		if err != nil {
 			t.Fatal(err)
 		}

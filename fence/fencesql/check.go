@@ -1,0 +1,144 @@
+package fencesql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/go-dsync/dsync/fence"
+)
+
+// Check raises key's mark to token, or refuses, in the caller's
+// transaction tx: one statement, which is to be the transaction's first.
+// It returns nil if the mark is now token (it was at most token, or the
+// key had none), and then holds the mark's row lock (SQLite: the
+// database's write lock) until tx ends, so that tx's writes commit only
+// while no later token of key has been accepted. It returns a
+// *fence.StaleError, which matches fence.ErrStale, if the mark is above
+// token: the caller's hold has ended, and it must roll tx back. Any other
+// error says nothing of the mark; the caller rolls back too.
+//
+// A bad key or token (fence.Check) and a nil tx are refused before any
+// I/O. The raise is undone if tx rolls back.
+func (f *Fence) Check(ctx context.Context, tx *sql.Tx, key string, token uint64) error {
+	if err := fence.Check(key, token); err != nil {
+		return err
+	}
+	if tx == nil {
+		return ErrNoTx
+	}
+	return f.raise(ctx, tx, key, token)
+}
+
+// querier is what the statements run on: a *sql.Tx, or a *sql.DB in
+// autocommit.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// raise runs the raise-or-refuse statement on q.
+func (f *Fence) raise(ctx context.Context, q querier, key string, token uint64) error {
+	if f.dialect == MySQL {
+		return f.raiseMySQL(ctx, q, key, token)
+	}
+	var mark int64
+	err := q.QueryRowContext(ctx, f.raiseSQL(), []byte(key), int64(token)).Scan(&mark)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // the WHERE refused the update
+		return f.stale(ctx, q, key, token)
+	case err != nil:
+		return ioErr(ctx, "check", key, err)
+	case uint64(mark) != token:
+		return fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", key, mark, token, f.table)
+	}
+	return nil
+}
+
+// raiseSQL is the raise-or-refuse statement of PostgreSQL and SQLite: it
+// returns the row when it inserted or raised it, none when it refused.
+// PostgreSQL locks the conflicting row even when the WHERE refuses the
+// update; SQLite's INSERT takes the database's write lock either way.
+func (f *Fence) raiseSQL() string {
+	if f.dialect == PostgreSQL {
+		return "INSERT INTO " + f.table + " AS f (fence_key, mark) VALUES ($1, $2) " +
+			"ON CONFLICT (fence_key) DO UPDATE SET mark = EXCLUDED.mark WHERE f.mark <= EXCLUDED.mark RETURNING f.mark"
+	}
+	return "INSERT INTO " + f.table + " (fence_key, mark) VALUES (?, ?) " +
+		"ON CONFLICT (fence_key) DO UPDATE SET mark = excluded.mark WHERE mark <= excluded.mark RETURNING mark"
+}
+
+// raiseMySQL raises or refuses on MySQL and MariaDB. MySQL's INSERT has
+// no RETURNING, and the rows it reports affected depend on the client's
+// flags (CLIENT_FOUND_ROWS), so the statement reports the mark through
+// LAST_INSERT_ID(expr), which the server sends back in the statement's
+// reply: 0 when the row was inserted (the table has no AUTO_INCREMENT
+// column), else the mark after the update, GREATEST(mark, token). InnoDB
+// holds the row's exclusive lock to the commit whether or not the value
+// changed.
+//
+// The values go into the statement as literals (the key in hex, which
+// needs no escaping) so that the statement needs no parameters:
+// go-sql-driver/mysql sends a statement with parameters as a prepared
+// statement, a second round trip, unless the DSN sets interpolateParams.
+func (f *Fence) raiseMySQL(ctx context.Context, q querier, key string, token uint64) error {
+	stmt := fmt.Sprintf("INSERT INTO %s (fence_key, mark) VALUES (X'%x', %d) "+
+		"ON DUPLICATE KEY UPDATE mark = LAST_INSERT_ID(GREATEST(mark, %d))", f.table, key, token, token)
+	res, err := q.ExecContext(ctx, stmt)
+	if err != nil {
+		return ioErr(ctx, "check", key, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return ioErr(ctx, "check", key, err)
+	}
+	switch mark := uint64(id); {
+	case mark == 0 || mark == token:
+		return nil
+	case mark > token:
+		return &fence.StaleError{Key: key, Token: token, Mark: mark}
+	default:
+		return fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", key, mark, token, f.table)
+	}
+}
+
+// stale reads the mark that refused token (PostgreSQL, SQLite), for the
+// StaleError; Mark is left 0 if the read fails.
+func (f *Fence) stale(ctx context.Context, q querier, key string, token uint64) error {
+	e := &fence.StaleError{Key: key, Token: token}
+	var mark int64
+	if err := q.QueryRowContext(ctx, f.readSQL(), []byte(key)).Scan(&mark); err == nil && uint64(mark) > token {
+		e.Mark = uint64(mark)
+	}
+	return e
+}
+
+// readSQL reads a key's mark; lockSQL reads it and locks its row
+// (SQLite: the database) to the end of the transaction.
+func (f *Fence) readSQL() string {
+	if f.dialect == PostgreSQL {
+		return "SELECT mark FROM " + f.table + " WHERE fence_key = $1"
+	}
+	return "SELECT mark FROM " + f.table + " WHERE fence_key = ?"
+}
+
+func (f *Fence) lockSQL(key string) (string, []any) {
+	switch f.dialect {
+	case PostgreSQL:
+		return "SELECT mark FROM " + f.table + " WHERE fence_key = $1 FOR UPDATE", []any{[]byte(key)}
+	case MySQL:
+		return fmt.Sprintf("SELECT mark FROM %s WHERE fence_key = X'%x' FOR UPDATE", f.table, key), nil
+	}
+	// SQLite has no row locks: a write takes the database's.
+	return "UPDATE " + f.table + " SET mark = mark WHERE fence_key = ? RETURNING mark", []any{[]byte(key)}
+}
+
+// ioErr is the error of a statement that failed: ctx's cause if ctx
+// ended, else err with what failed.
+func ioErr(ctx context.Context, what, key string, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return fmt.Errorf("fencesql: %s of key %q: %w", what, key, err)
+}

@@ -1,0 +1,9 @@
+// Package fencedb tests fence/fencesql against real servers: PostgreSQL
+// and MariaDB started by its harness (sqlserve), and SQLite in a file.
+// It is a module of its own so that the drivers stay out of the
+// library's module graph. Its tests are the SQL adapter's: the statements'
+// outcomes and locks, Marks, the conformance suite fence/fencetest on each
+// dialect (-fencedb.trials sets the count), and a planted Resource that
+// skips the check, which the suite must catch. BenchmarkFencedTx measures
+// what the check costs on PostgreSQL.
+package fencedb
