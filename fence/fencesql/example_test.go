@@ -6,17 +6,17 @@ import (
 	"errors"
 	"log"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/fence"
 	"github.com/go-dsync/dsync/fence/fencesql"
 )
 
-// The holder of a lock (here a dsync.Mutex's name "invoices" and its
-// token, mu.Token()) writes in a transaction that checks the token
-// first. A holder paused past its lease gets fence.ErrStale, and its
+// The holder of a lock (a dsync.Mutex of name "invoices") writes in a
+// transaction that checks the hold's token first. A holder paused past its lease gets fence.ErrStale, and its
 // transaction changes nothing.
 func Example() {
 	var db *sql.DB // sql.Open("pgx", ...), with the driver's import
-	var token uint64 = 7
+	var mu *dsync.Mutex // dsync.NewMutex(locks, "invoices"), held: mu.Lock()
 	ctx := context.Background()
 
 	f, err := fencesql.New(fencesql.PostgreSQL)
@@ -32,7 +32,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer tx.Rollback() // after Commit, a no-op
-	err = f.Check(ctx, tx, "invoices", token)
+	err = f.Check(ctx, tx, "invoices", mu.Token())
 	if errors.Is(err, fence.ErrStale) {
 		log.Printf("not written: %v", err) // a later holder has written
 		return

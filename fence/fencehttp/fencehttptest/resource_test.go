@@ -9,14 +9,25 @@ import (
 	"github.com/go-dsync/dsync/fence/fencehttp"
 	"github.com/go-dsync/dsync/fence/fencehttp/fencehttptest"
 	"github.com/go-dsync/dsync/fence/fencetest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
+// trials is the count of each conformance run: 10,000 in the long run
+// (DSYNC_LONG=1, as CI sets), else 0, which leaves it to the
+// -fencetest.trials flag (100 without it).
+func trials() int {
+	if longtest.Enabled() {
+		return 10000
+	}
+	return 0
+}
+
 // TestConformanceMemory: the HTTP adapter with a fence.Memory keeps the
-// contract. -fencetest.trials sets the trials (100 by default).
+// contract.
 func TestConformanceMemory(t *testing.T) {
 	r := fencehttptest.NewResource(new(fence.Memory))
 	defer r.Close()
-	fencetest.Run(t, r, fencetest.Options{})
+	fencetest.Run(t, r, fencetest.Options{Trials: trials()})
 }
 
 // TestConformanceSharedMemory: two instances that share one mark store
@@ -25,7 +36,7 @@ func TestConformanceSharedMemory(t *testing.T) {
 	marks := new(fence.Memory)
 	r := fencehttptest.NewResource(marks, marks)
 	defer r.Close()
-	fencetest.Run(t, r, fencetest.Options{})
+	fencetest.Run(t, r, fencetest.Options{Trials: trials()})
 }
 
 // TestPlantedUnfenced: the service without fencehttp.Handler is caught.

@@ -4,14 +4,22 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"testing"
 
 	"github.com/go-dsync/dsync/fence/fencesql"
 	"github.com/go-dsync/dsync/fence/fencetest"
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-var trials = flag.Int("fencedb.trials", 100, "fencetest trials per dialect (the acceptance run: 10000)")
+// trials is the count of each conformance run: the acceptance run's
+// 10,000 in the long run (DSYNC_LONG=1, as CI sets), else 0, which
+// leaves it to fencetest's -fencetest.trials flag (100 without it).
+func trials() int {
+	if longtest.Enabled() {
+		return 10000
+	}
+	return 0
+}
 
 // sqlResource is a fenced register per key in a table reg(k, v), written
 // in a transaction that checks the token first, as a user of fencesql
@@ -80,12 +88,12 @@ func (r *sqlResource) Read(ctx context.Context, key string) (int64, error) {
 	return v, err
 }
 
-// TestConformance runs the conformance suite on each dialect:
-// -fencedb.trials trials each.
+// TestConformance runs the conformance suite on each dialect, trials()
+// trials each.
 func TestConformance(t *testing.T) {
 	for _, d := range []fencesql.Dialect{fencesql.PostgreSQL, fencesql.MySQL, fencesql.SQLite} {
 		t.Run(d.String(), func(t *testing.T) {
-			fencetest.Run(t, newResource(t, d), fencetest.Options{Trials: *trials})
+			fencetest.Run(t, newResource(t, d), fencetest.Options{Trials: trials()})
 		})
 	}
 }

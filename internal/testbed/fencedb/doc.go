@@ -3,7 +3,8 @@
 // It is a module of its own so that the drivers stay out of the
 // library's module graph. Its tests are the SQL adapter's: the statements'
 // outcomes and locks, Marks, the conformance suite fence/fencetest on each
-// dialect (-fencedb.trials sets the count), and a planted Resource that
+// dialect and over fence/fencehttp with fencesql's Marks (10,000 trials
+// each under DSYNC_LONG=1, else -fencetest.trials), and a planted Resource that
 // skips the check, which the suite must catch. BenchmarkFencedTx measures
 // what the check costs on PostgreSQL.
 package fencedb
