@@ -15,7 +15,7 @@ import (
 // transaction that checks the hold's token first. A holder paused past its lease gets fence.ErrStale, and its
 // transaction changes nothing.
 func Example() {
-	var db *sql.DB // sql.Open("pgx", ...), with the driver's import
+	var db *sql.DB      // sql.Open("pgx", ...), with the driver's import
 	var mu *dsync.Mutex // dsync.NewMutex(locks, "invoices"), held: mu.Lock()
 	ctx := context.Background()
 
