@@ -12,8 +12,8 @@ import (
 )
 
 // The holder of a lock (a dsync.Mutex of name "invoices") writes in a
-// transaction that checks the hold's token first. A holder paused past its lease gets fence.ErrStale, and its
-// transaction changes nothing.
+// transaction that checks the hold's token first. A holder paused past
+// its lease gets fence.ErrStale, and its transaction changes nothing.
 func Example() {
 	var db *sql.DB      // sql.Open("pgx", ...), with the driver's import
 	var mu *dsync.Mutex // dsync.NewMutex(locks, "invoices"), held: mu.Lock()
