@@ -43,11 +43,50 @@ func (f *Fence) raise(ctx context.Context, q querier, key string, token uint64) 
 	if f.dialect == MySQL {
 		return f.raiseMySQL(ctx, q, key, token)
 	}
+	return f.raiseRow(ctx, func(ctx context.Context, query string, args ...any) Row {
+		return q.QueryRowContext(ctx, query, args...)
+	}, key, token)
+}
+
+// A Row is the one row a statement returns, as *sql.Row and pgx.Row
+// are: Scan returns an error that matches sql.ErrNoRows if the
+// statement returned none.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// CheckRow is Check for a transaction of a driver outside database/sql,
+// such as pgx's (fence/fencepgx of the contrib modules calls it):
+// queryRow runs a statement with its arguments in the caller's
+// transaction and returns its row. PostgreSQL and SQLite only: on MySQL
+// the check reads what the statement's reply says of the row, which a
+// Row does not carry.
+func (f *Fence) CheckRow(ctx context.Context, queryRow func(ctx context.Context, query string, args ...any) Row, key string, token uint64) error {
+	if err := fence.Check(key, token); err != nil {
+		return err
+	}
+	switch {
+	case queryRow == nil:
+		return ErrNoTx
+	case f.dialect == MySQL:
+		return errors.New("fencesql: CheckRow of a MySQL Fence: use Check, in a database/sql transaction")
+	}
+	return f.raiseRow(ctx, queryRow, key, token)
+}
+
+// raiseRow runs the raise-or-refuse statement of PostgreSQL and SQLite
+// through queryRow.
+func (f *Fence) raiseRow(ctx context.Context, queryRow func(ctx context.Context, query string, args ...any) Row, key string, token uint64) error {
 	var mark int64
-	err := q.QueryRowContext(ctx, f.raiseSQL(), []byte(key), int64(token)).Scan(&mark)
+	err := queryRow(ctx, f.raiseSQL(), []byte(key), int64(token)).Scan(&mark)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // the WHERE refused the update
-		return f.stale(ctx, q, key, token)
+		e := &fence.StaleError{Key: key, Token: token}
+		// The mark that refused, for the error; left 0 if the read fails.
+		if err := queryRow(ctx, f.readSQL(), []byte(key)).Scan(&mark); err == nil && uint64(mark) > token {
+			e.Mark = uint64(mark)
+		}
+		return e
 	case err != nil:
 		return ioErr(ctx, "check", key, err)
 	case uint64(mark) != token:
@@ -101,17 +140,6 @@ func (f *Fence) raiseMySQL(ctx context.Context, q querier, key string, token uin
 	default:
 		return fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", key, mark, token, f.table)
 	}
-}
-
-// stale reads the mark that refused token (PostgreSQL, SQLite), for the
-// StaleError; Mark is left 0 if the read fails.
-func (f *Fence) stale(ctx context.Context, q querier, key string, token uint64) error {
-	e := &fence.StaleError{Key: key, Token: token}
-	var mark int64
-	if err := q.QueryRowContext(ctx, f.readSQL(), []byte(key)).Scan(&mark); err == nil && uint64(mark) > token {
-		e.Mark = uint64(mark)
-	}
-	return e
 }
 
 // readSQL reads a key's mark; lockSQL reads it and locks its row

@@ -13,6 +13,7 @@ require (
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-dsync/dsync/contrib/fencepgx v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20221227161230-091c0ba34f0a // indirect
@@ -30,3 +31,5 @@ require (
 )
 
 replace github.com/go-dsync/dsync => ../../..
+
+replace github.com/go-dsync/dsync/contrib/fencepgx => ../../../contrib/fencepgx
