@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261128131222-651595214817
-	github.com/go-dsync/dsync/internal/testbed/ferretserve v0.0.0-20261128131222-651595214817
+	github.com/go-dsync/dsync v0.0.0-20261128160922-29436ca59a00
+	github.com/go-dsync/dsync/internal/testbed/ferretserve v0.0.0-20261128160922-29436ca59a00
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 

@@ -10,7 +10,7 @@ go 1.25.0
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-00010101000000-000000000000
+	github.com/go-dsync/dsync v0.0.0-20261128160922-29436ca59a00
 	github.com/jackc/pgx/v5 v5.6.0
 )
 
