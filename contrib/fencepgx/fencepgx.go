@@ -34,9 +34,19 @@ func Check(ctx context.Context, f *fencesql.Fence, tx pgx.Tx, key string, token 
 	if tx == nil {
 		return fencesql.ErrNoTx
 	}
-	return f.CheckRow(ctx, func(ctx context.Context, query string, args ...any) fencesql.Row {
-		return row{tx.QueryRow(ctx, query, args...)}
-	}, key, token)
+	return f.CheckTx(ctx, pgxTx{tx}, key, token)
+}
+
+// pgxTx is a pgx.Tx as fencesql's Tx.
+type pgxTx struct{ tx pgx.Tx }
+
+func (t pgxTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t pgxTx) QueryRow(ctx context.Context, query string, args ...any) fencesql.Row {
+	return row{t.tx.QueryRow(ctx, query, args...)}
 }
 
 // row is a pgx.Row whose Scan says "no row" as database/sql does.

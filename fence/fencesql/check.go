@@ -43,9 +43,18 @@ func (f *Fence) raise(ctx context.Context, q querier, key string, token uint64) 
 	if f.dialect == MySQL {
 		return f.raiseMySQL(ctx, q, key, token)
 	}
-	return f.raiseRow(ctx, func(ctx context.Context, query string, args ...any) Row {
-		return q.QueryRowContext(ctx, query, args...)
-	}, key, token)
+	return f.raiseIn(ctx, sqlTx{q}, key, token)
+}
+
+// A Tx is what CheckTx needs of a transaction of a driver outside
+// database/sql; fence/fencepgx of the contrib modules adapts pgx.Tx to
+// it.
+type Tx interface {
+	// Exec runs a statement and returns the count of rows it inserted
+	// or updated.
+	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
+	// QueryRow runs a statement and returns its one row.
+	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
 // A Row is the one row a statement returns, as *sql.Row and pgx.Row
@@ -55,57 +64,74 @@ type Row interface {
 	Scan(dest ...any) error
 }
 
-// CheckRow is Check for a transaction of a driver outside database/sql,
-// such as pgx's (fence/fencepgx of the contrib modules calls it):
-// queryRow runs a statement with its arguments in the caller's
-// transaction and returns its row. PostgreSQL and SQLite only: on MySQL
-// the check reads what the statement's reply says of the row, which a
-// Row does not carry.
-func (f *Fence) CheckRow(ctx context.Context, queryRow func(ctx context.Context, query string, args ...any) Row, key string, token uint64) error {
+// CheckTx is Check for a transaction of a driver outside database/sql,
+// such as pgx's. PostgreSQL and SQLite only: on MySQL the check reads
+// what the statement's reply says of the row (LAST_INSERT_ID), which a
+// Tx does not carry.
+func (f *Fence) CheckTx(ctx context.Context, tx Tx, key string, token uint64) error {
 	if err := fence.Check(key, token); err != nil {
 		return err
 	}
 	switch {
-	case queryRow == nil:
+	case tx == nil:
 		return ErrNoTx
 	case f.dialect == MySQL:
-		return errors.New("fencesql: CheckRow of a MySQL Fence: use Check, in a database/sql transaction")
+		return errors.New("fencesql: CheckTx of a MySQL Fence: use Check, in a database/sql transaction")
 	}
-	return f.raiseRow(ctx, queryRow, key, token)
+	return f.raiseIn(ctx, tx, key, token)
 }
 
-// raiseRow runs the raise-or-refuse statement of PostgreSQL and SQLite
-// through queryRow.
-func (f *Fence) raiseRow(ctx context.Context, queryRow func(ctx context.Context, query string, args ...any) Row, key string, token uint64) error {
-	var mark int64
-	err := queryRow(ctx, f.raiseSQL(), []byte(key), int64(token)).Scan(&mark)
+// raiseIn runs the raise-or-refuse statement of PostgreSQL and SQLite in
+// tx. The statement inserts or raises the key's row, or refuses: the
+// rows it reports (1 or 0) say which. (A RETURNING clause would say it
+// too, but a statement that returns rows costs pgx more than one that
+// does not: the check is then more than the round trip it sends.)
+func (f *Fence) raiseIn(ctx context.Context, tx Tx, key string, token uint64) error {
+	n, err := tx.Exec(ctx, f.raiseSQL(), []byte(key), int64(token))
 	switch {
-	case errors.Is(err, sql.ErrNoRows): // the WHERE refused the update
-		e := &fence.StaleError{Key: key, Token: token}
-		// The mark that refused, for the error; left 0 if the read fails.
-		if err := queryRow(ctx, f.readSQL(), []byte(key)).Scan(&mark); err == nil && uint64(mark) > token {
-			e.Mark = uint64(mark)
-		}
-		return e
 	case err != nil:
 		return ioErr(ctx, "check", key, err)
-	case uint64(mark) != token:
-		return fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", key, mark, token, f.table)
+	case n == 1:
+		return nil
+	case n != 0:
+		return fmt.Errorf("fencesql: a check of key %q changed %d rows of %s: is it a table of fencesql's?", key, n, f.table)
 	}
-	return nil
+	// Refused: the mark, for the error; left 0 if the read fails.
+	e := &fence.StaleError{Key: key, Token: token}
+	var mark int64
+	if err := tx.QueryRow(ctx, f.readSQL(), []byte(key)).Scan(&mark); err == nil && uint64(mark) > token {
+		e.Mark = uint64(mark)
+	}
+	return e
+}
+
+// sqlTx is a database/sql transaction, or a database in autocommit, as
+// a Tx.
+type sqlTx struct{ q querier }
+
+func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t sqlTx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return t.q.QueryRowContext(ctx, query, args...)
 }
 
 // raiseSQL is the raise-or-refuse statement of PostgreSQL and SQLite: it
-// returns the row when it inserted or raised it, none when it refused.
+// inserts or raises the key's row (1 row affected), or refuses (0).
 // PostgreSQL locks the conflicting row even when the WHERE refuses the
 // update; SQLite's INSERT takes the database's write lock either way.
 func (f *Fence) raiseSQL() string {
 	if f.dialect == PostgreSQL {
 		return "INSERT INTO " + f.table + " AS f (fence_key, mark) VALUES ($1, $2) " +
-			"ON CONFLICT (fence_key) DO UPDATE SET mark = EXCLUDED.mark WHERE f.mark <= EXCLUDED.mark RETURNING f.mark"
+			"ON CONFLICT (fence_key) DO UPDATE SET mark = EXCLUDED.mark WHERE f.mark <= EXCLUDED.mark"
 	}
 	return "INSERT INTO " + f.table + " (fence_key, mark) VALUES (?, ?) " +
-		"ON CONFLICT (fence_key) DO UPDATE SET mark = excluded.mark WHERE mark <= excluded.mark RETURNING mark"
+		"ON CONFLICT (fence_key) DO UPDATE SET mark = excluded.mark WHERE mark <= excluded.mark"
 }
 
 // raiseMySQL raises or refuses on MySQL and MariaDB. MySQL's INSERT has
