@@ -82,68 +82,94 @@ func (m *marks) Admit(ctx context.Context, key string, token uint64) (func(), er
 		conn.Close()
 		return nil, ioErr(ctx, "admit", key, err)
 	}
-	var sqliteTurn *sync.Mutex
-	end := func() {
-		if sqliteTurn != nil {
-			sqliteTurn.Unlock()
-			sqliteTurn = nil
-		}
-		_ = tx.Rollback()
-		if m.f.dialect == MySQL {
-			// The named lock is the session's: give it back, or end
-			// the session if that fails.
-			if _, err := conn.ExecContext(context.Background(), "DO RELEASE_LOCK(?)", m.f.lockName(key)); err != nil {
-				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-		}
-		_ = conn.Close()
+	a := &admission{m: m, key: key, conn: conn, tx: tx}
+	if err := a.admit(ctx, token); err != nil {
+		a.end()
+		return nil, err
 	}
-	switch m.f.dialect {
+	var once sync.Once
+	return func() { once.Do(a.end) }, nil
+}
+
+// An admission is one Admit's connection, its transaction, and on SQLite
+// the process's turn while it holds it.
+type admission struct {
+	m          *marks
+	key        string
+	conn       *sql.Conn
+	tx         *sql.Tx
+	sqliteTurn *sync.Mutex
+}
+
+// admit takes the key's turn (step 1), raises the mark in its own
+// transaction (step 2), and locks the mark's row, refusing if a Check
+// raised it above token in between (step 3).
+func (a *admission) admit(ctx context.Context, token uint64) error {
+	if err := a.takeTurn(ctx); err != nil {
+		return ioErr(ctx, "admit", a.key, err)
+	}
+	if err := a.m.f.raise(ctx, a.m.db, a.key, token); err != nil {
+		return err
+	}
+	stmt, args := a.m.f.lockSQL(a.key)
+	var mark int64
+	err := a.tx.QueryRowContext(ctx, stmt, args...).Scan(&mark)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("fencesql: admit of key %q: its mark's row is gone from %s", a.key, a.m.f.table)
+	case err != nil:
+		return ioErr(ctx, "admit", a.key, err)
+	case uint64(mark) > token:
+		return &fence.StaleError{Key: a.key, Token: token, Mark: uint64(mark)}
+	case uint64(mark) < token:
+		return fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", a.key, mark, token, a.m.f.table)
+	}
+	if a.sqliteTurn != nil {
+		// The database's write lock, taken above, is the turn from here.
+		a.sqliteTurn.Unlock()
+		a.sqliteTurn = nil
+	}
+	return nil
+}
+
+// takeTurn waits for the key's turn: on PostgreSQL an advisory lock of
+// the transaction's, on MySQL a named lock of the session's, on SQLite a
+// mutex of the process's.
+func (a *admission) takeTurn(ctx context.Context) error {
+	switch a.m.f.dialect {
 	case PostgreSQL:
-		_, err = tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", m.f.lockID(key))
+		_, err := a.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", a.m.f.lockID(a.key))
+		return err
 	case MySQL:
 		var got sql.NullInt64
-		err = tx.QueryRowContext(ctx, "SELECT GET_LOCK(?, 31536000)", m.f.lockName(key)).Scan(&got)
+		err := a.tx.QueryRowContext(ctx, "SELECT GET_LOCK(?, 31536000)", a.m.f.lockName(a.key)).Scan(&got)
 		if err == nil && got.Int64 != 1 {
 			err = fmt.Errorf("GET_LOCK returned %v", got)
 		}
-	case SQLite:
-		v, _ := sqliteTurns.LoadOrStore(m.db, new(sync.Mutex))
-		sqliteTurn = v.(*sync.Mutex)
-		sqliteTurn.Lock()
+		return err
 	}
-	if err != nil {
-		end()
-		return nil, ioErr(ctx, "admit", key, err)
+	v, _ := sqliteTurns.LoadOrStore(a.m.db, new(sync.Mutex))
+	a.sqliteTurn = v.(*sync.Mutex)
+	a.sqliteTurn.Lock()
+	return nil
+}
+
+// end gives the turn back and ends the transaction (a rollback: it
+// wrote nothing), which frees the locks.
+func (a *admission) end() {
+	if a.sqliteTurn != nil {
+		a.sqliteTurn.Unlock()
+		a.sqliteTurn = nil
 	}
-	if err := m.f.raise(ctx, m.db, key, token); err != nil {
-		end()
-		return nil, err
+	_ = a.tx.Rollback()
+	if a.m.f.dialect == MySQL {
+		// The named lock is the session's: give it back, or end the
+		// session if that fails.
+		if _, err := a.conn.ExecContext(context.Background(), "DO RELEASE_LOCK(?)", a.m.f.lockName(a.key)); err != nil {
+			_ = a.conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
 	}
-	stmt, args := m.f.lockSQL(key)
-	var mark int64
-	err = tx.QueryRowContext(ctx, stmt, args...).Scan(&mark)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		end()
-		return nil, fmt.Errorf("fencesql: admit of key %q: its mark's row is gone from %s", key, m.f.table)
-	case err != nil:
-		end()
-		return nil, ioErr(ctx, "admit", key, err)
-	case uint64(mark) > token:
-		end()
-		return nil, &fence.StaleError{Key: key, Token: token, Mark: uint64(mark)}
-	case uint64(mark) < token:
-		end()
-		return nil, fmt.Errorf("fencesql: the mark of key %q is %d after a check of token %d: is %s a table of fencesql's?", key, mark, token, m.f.table)
-	}
-	if sqliteTurn != nil {
-		// The database's write lock, taken above, is the turn from here.
-		sqliteTurn.Unlock()
-		sqliteTurn = nil
-	}
-	var once sync.Once
-	return func() { once.Do(end) }, nil
+	_ = a.conn.Close()
 }
 
 // lockID is the key's advisory lock on PostgreSQL: a hash of the table
