@@ -11,7 +11,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/fence"
 	"github.com/go-dsync/dsync/internal/testbed/fakewire"
@@ -59,16 +58,7 @@ func (w *wireServer) serve(t *testing.T, setName string) *mongo.Client {
 		}
 		return fakewire.NotFound(name)
 	})
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = client.Disconnect(ctx)
-	})
-	return client
+	return fakewire.ConnectTo(t, addr)
 }
 
 // take returns the commands recorded so far and forgets them.

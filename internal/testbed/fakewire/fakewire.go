@@ -168,7 +168,14 @@ func Marshal(d bson.D) bson.Raw {
 // to it directly, disconnected when the test ends.
 func Connect(t testing.TB, buildInfo bson.D) *mongo.Client {
 	t.Helper()
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + BuildInfo(t, buildInfo) + "/?directConnection=true"))
+	return ConnectTo(t, BuildInfo(t, buildInfo))
+}
+
+// ConnectTo returns a client connected directly to the server at addr
+// (one that Serve returned), disconnected when the test ends.
+func ConnectTo(t testing.TB, addr string) *mongo.Client {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true"))
 	if err != nil {
 		t.Fatal(err)
 	}

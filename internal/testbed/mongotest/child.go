@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/testbed/serverproc"
 )
 
 // envLogLvl sets the FerretDB child's log level (default error) and sends
@@ -71,7 +72,10 @@ func (e *childExit) Error() string {
 // (unless DSYNC_MONGOTEST_LOG is set, in which case it goes to our
 // stderr), and waits up to timeout for the URI line it prints on stdout
 // when it serves. A child that exits first is a *childExit. deathSig is
-// what the child gets if the parent dies (Linux).
+// what the child gets if the parent dies (Linux): SIGKILL for a
+// FerretDB, SIGTERM for the keeper of a Docker deployment, which then
+// removes its containers. The child also exits on stdin EOF, which
+// covers other platforms.
 func startServerProcess(name, exe string, args []string, logPath string, timeout time.Duration, deathSig syscall.Signal) (*child, error) {
 	var files []*os.File // parent's copies of the child's ends, closed after Start
 	closeAll := func() {
@@ -109,7 +113,7 @@ func startServerProcess(name, exe string, args []string, logPath string, timeout
 	} else {
 		logPath = ""
 	}
-	setPdeathsig(cmd, deathSig)
+	serverproc.SetPdeathsig(cmd, deathSig)
 	c := &child{name: name, cmd: cmd, stdin: inW, logPath: logPath}
 
 	err = cmd.Start()
@@ -183,18 +187,8 @@ func (c *child) stderr() string {
 	if c.logPath == "" {
 		return "(on the test's stderr: DSYNC_MONGOTEST_LOG is set)"
 	}
-	f, err := os.Open(c.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", c.logPath, err)
+	if s := serverproc.Tail(c.logPath, 32<<10); s != "" {
+		return s
 	}
-	defer f.Close()
-	const max = 32 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		_, _ = f.Seek(-max, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
-	if len(b) == 0 {
-		return "(empty)"
-	}
-	return string(b)
+	return "(empty)"
 }

@@ -5,10 +5,8 @@ package pgserve
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/testbed/serverproc"
 )
 
 // User is the PostgreSQL superuser a cluster is made with; it logs in
@@ -25,14 +25,13 @@ const User = "dsync"
 // A Server is a PostgreSQL server started by Start: a cluster in a
 // temporary directory, on a loopback port, run as a child process.
 type Server struct {
-	cmd     *exec.Cmd
-	dir     string // removed by Stop
-	bin     string // directory of initdb, postgres and psql
+	proc    *serverproc.Proc // nil before the first launch
+	dir     string           // removed by Stop
+	bin     string           // directory of initdb, postgres and psql
 	port    int
 	version string // "15.18", from postgres --version
 
 	maxConns int
-	exited   bool // reaped (by exitedNow or Stop)
 
 	mu    sync.Mutex
 	dbSeq int
@@ -84,22 +83,11 @@ func pgMajor(binDir string) int {
 // user (Debian's package makes one) or else nobody; otherwise as the
 // current user (nil).
 func serverCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+	cred, err := serverproc.Credential("postgres", "nobody")
+	if err != nil {
+		return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as (initdb refuses root)")
 	}
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err1 != nil || err2 != nil || uid == 0 {
-			continue
-		}
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil // and no supplementary groups
-	}
-	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as (initdb refuses root)")
+	return cred, nil
 }
 
 // Start makes a cluster in a new temporary directory and starts
@@ -116,15 +104,9 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", o.DirPrefix)
+	dir, err := serverproc.MkdirTemp(o.DirPrefix, cred)
 	if err != nil {
 		return nil, err
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
 	}
 	p := &Server{dir: dir, bin: bin, maxConns: o.MaxConnections}
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", p.dataDir(), "-U", User, "--auth=trust",
@@ -153,7 +135,7 @@ func Start(o Options) (*Server, error) {
 	}
 	if o.Logf != nil {
 		o.Logf("started PostgreSQL %s (%s, pid %d, dir %s) on 127.0.0.1:%d in %v",
-			p.version, bin, p.cmd.Process.Pid, dir, p.port, time.Since(start).Round(time.Millisecond))
+			p.version, bin, p.proc.Pid(), dir, p.port, time.Since(start).Round(time.Millisecond))
 	}
 	return p, nil
 }
@@ -163,7 +145,7 @@ func (p *Server) logPath() string { return filepath.Join(p.dir, "postgres.log") 
 
 // launch starts postgres on a free port and waits until it is ready.
 func (p *Server) launch(cred *syscall.Credential) error {
-	port, err := freePort()
+	port, err := serverproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -184,50 +166,19 @@ func (p *Server) launch(cred *syscall.Credential) error {
 	}
 	cmd := exec.Command(filepath.Join(p.bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	// SIGQUIT, PostgreSQL's immediate shutdown, when the test binary dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	setPostgresPdeathsig(cmd.SysProcAttr)
-	err = cmd.Start()
+	// SIGQUIT, PostgreSQL's immediate shutdown (it ends its sessions and
+	// frees its shared memory), when the test binary dies.
+	serverproc.SetPdeathsig(cmd, syscall.SIGQUIT)
+	proc, err := serverproc.Start(cmd)
 	lf.Close()
 	if err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	p.cmd, p.port, p.exited = cmd, port, false
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if p.Exec("postgres", "SELECT 1") == nil {
-			return nil
-		}
-		if p.exitedNow() {
-			return fmt.Errorf("postgres exited before accepting connections; log:\n%s", tail(p.logPath()))
-		}
-		if time.Now().After(deadline) {
-			p.kill()
-			return fmt.Errorf("postgres did not accept connections within 60 s; log:\n%s", tail(p.logPath()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// exitedNow reaps postgres if it has exited, without waiting. Start
-// keeps no goroutine waiting for it, so that tests' leak checks stay clean.
-func (p *Server) exitedNow() bool {
-	if !p.exited {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(p.cmd.Process.Pid, &ws, syscall.WNOHANG, nil)
-		p.exited = pid == p.cmd.Process.Pid || err == syscall.ECHILD
-	}
-	return p.exited
-}
-
-// kill sends SIGKILL and reaps postgres.
-func (p *Server) kill() {
-	if !p.exited {
-		_ = p.cmd.Process.Kill()
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(p.cmd.Process.Pid, &ws, 0, nil)
-		p.exited = true
-	}
+	p.proc, p.port = proc, port
+	return proc.AwaitReady("postgres", p.logPath(), 60*time.Second, func() bool {
+		return p.Exec("postgres", "SELECT 1") == nil
+	})
 }
 
 // Exec runs one SQL command in database db, through psql.
@@ -274,38 +225,10 @@ func (p *Server) Version() string { return p.version }
 // Stop shuts PostgreSQL down (fast shutdown: sessions are ended), killing
 // it after 15 s, and removes its directory.
 func (p *Server) Stop() {
-	if p.cmd != nil && p.cmd.Process != nil && !p.exited {
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		deadline := time.Now().Add(15 * time.Second)
-		for !p.exitedNow() && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		p.kill()
+	if p.proc != nil {
+		p.proc.Stop(syscall.SIGINT, 15*time.Second)
 	}
 	_ = os.RemoveAll(p.dir)
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the end of a log file.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	const max = 8 << 10
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
 }
 
 func fileExists(p string) bool {

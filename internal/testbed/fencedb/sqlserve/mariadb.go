@@ -4,25 +4,24 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-dsync/dsync/internal/testbed/serverproc"
 )
 
 // mariaDB is a MariaDB server the harness started: a data directory made
 // by mariadb-install-db in a temporary directory, served by mariadbd on a
 // loopback port. root logs in from loopback without a password.
 type mariaDB struct {
-	cmd    *exec.Cmd
-	dir    string
-	port   int
-	exited bool
+	proc *serverproc.Proc
+	dir  string
+	port int
 
 	mu    sync.Mutex
 	dbSeq int
@@ -57,30 +56,21 @@ func startMariaDB() (*mariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "dsync-fencedb-mariadb-")
-	if err != nil {
-		return nil, err
-	}
 	// mariadbd refuses to run as root unless told whom to run as; it is
 	// started as that user rather than told (--user), since it would
 	// change its credentials itself, and the kernel then forgets the
 	// signal it was to get when the test binary dies.
-	var cred *syscall.Credential
+	cred, err := serverproc.Credential("mysql")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, and no mysql user to run MariaDB as: %w", err)
+	}
 	var runAs []string // for mariadb-install-db
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("mysql")
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("running as root, and no mysql user to run MariaDB as: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
+	if cred != nil {
 		runAs = []string{"--user=mysql"}
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	dir, err := serverproc.MkdirTemp("dsync-fencedb-mariadb-", cred)
+	if err != nil {
+		return nil, err
 	}
 	m := &mariaDB{dir: dir}
 	data := filepath.Join(dir, "data")
@@ -102,7 +92,7 @@ func startMariaDB() (*mariaDB, error) {
 		}
 	}
 	logf("started MariaDB (%s, pid %d, dir %s) on 127.0.0.1:%d in %v",
-		server, m.cmd.Process.Pid, dir, m.port, time.Since(start).Round(time.Millisecond))
+		server, m.proc.Pid(), dir, m.port, time.Since(start).Round(time.Millisecond))
 	return m, nil
 }
 
@@ -110,12 +100,10 @@ func (m *mariaDB) logPath() string { return filepath.Join(m.dir, "mariadb.log") 
 
 // launch starts mariadbd on a free port and waits until it is ready.
 func (m *mariaDB) launch(server, data string, cred *syscall.Credential) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := serverproc.FreePort()
 	if err != nil {
 		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	args := []string{"--no-defaults", "--datadir=" + data,
 		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(m.dir, "mariadb.sock"),
@@ -128,31 +116,19 @@ func (m *mariaDB) launch(server, data string, cred *syscall.Credential) error {
 	}
 	cmd := exec.Command(server, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	setPdeathsig(cmd.SysProcAttr) // the server dies with the test binary
-	if err := cmd.Start(); err != nil {
+	serverproc.SetPdeathsig(cmd, syscall.SIGKILL) // the server dies with the test binary
+	proc, err := serverproc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("start mariadbd: %w", err)
 	}
-	m.cmd, m.port, m.exited = cmd, port, false
+	m.proc, m.port = proc, port
 	db, err := sql.Open("mysql", m.dsn(""))
 	if err != nil {
-		m.kill()
+		proc.Kill()
 		return err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if db.Ping() == nil {
-			return nil
-		}
-		if m.exitedNow() {
-			return fmt.Errorf("mariadbd exited before accepting connections; log:\n%s", tail(m.logPath()))
-		}
-		if time.Now().After(deadline) {
-			m.kill()
-			return fmt.Errorf("mariadbd did not accept connections within 60 s; log:\n%s", tail(m.logPath()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return proc.AwaitReady("mariadbd", m.logPath(), 60*time.Second, func() bool { return db.Ping() == nil })
 }
 
 // dsn is the driver's connection string for database db ("" for none).
@@ -177,41 +153,8 @@ func (m *mariaDB) newDatabase() (*sql.DB, error) {
 	return sql.Open("mysql", m.dsn(name))
 }
 
-// exitedNow reaps mariadbd if it has exited, without waiting.
-func (m *mariaDB) exitedNow() bool {
-	if !m.exited {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(m.cmd.Process.Pid, &ws, syscall.WNOHANG, nil)
-		m.exited = pid == m.cmd.Process.Pid || err == syscall.ECHILD
-	}
-	return m.exited
-}
-
-// kill sends SIGKILL and reaps mariadbd.
-func (m *mariaDB) kill() {
-	if !m.exited {
-		_ = m.cmd.Process.Kill()
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(m.cmd.Process.Pid, &ws, 0, nil)
-		m.exited = true
-	}
-}
-
 // stop kills mariadbd (nothing in it is kept) and removes its directory.
 func (m *mariaDB) stop() {
-	m.kill()
+	m.proc.Kill()
 	_ = os.RemoveAll(m.dir)
-}
-
-// tail returns the end of a log file.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	const max = 8 << 10
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
 }
