@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261128160922-29436ca59a00
+	github.com/go-dsync/dsync v0.0.0-20261128161811-b0fff0640e05
 )
 
 require (
