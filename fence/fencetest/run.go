@@ -87,7 +87,9 @@ func runTrial(parent context.Context, r Resource, o Options, i int) *trial {
 		tr.racing(ctx, base, &values, seed)
 	}
 	if ctx.Err() != nil {
-		tr.failf("%v", context.Cause(ctx))
+		// Each call's times tell which waited: a write whose reply was
+		// lost returns "never".
+		tr.failf("%v; history: %s", context.Cause(ctx), tr.h.describe())
 		return tr
 	}
 	tr.judgeFinal(ctx)
