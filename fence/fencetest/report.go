@@ -57,10 +57,10 @@ type Report struct {
 	Seed   int64
 	Trials int
 
-	// Writes counts the writes sent (a retry is a write of its own);
-	// Applied those that returned nil, Refused those refused with
-	// fence.ErrStale, Unknown those that returned another error.
-	Writes, Applied, Refused, Unknown int
+	// Applied counts the writes sent (a retry is a write of its own)
+	// that returned nil, Refused those refused with fence.ErrStale,
+	// Unknown those that returned another error; Writes is their sum.
+	Applied, Refused, Unknown int
 	// Retries counts the writes sent again after an unknown outcome.
 	Retries int
 
@@ -100,6 +100,9 @@ func (r Report) Err() error {
 
 func (r Report) String() string {
 	return fmt.Sprintf("seed %d: %d trials, %d writes (%d applied, %d refused, %d unknown, %d retries); %d stale writes, %d keys not linearizable, %d failed",
-		r.Seed, r.Trials, r.Writes, r.Applied, r.Refused, r.Unknown, r.Retries,
+		r.Seed, r.Trials, r.Writes(), r.Applied, r.Refused, r.Unknown, r.Retries,
 		len(r.StaleWrites), len(r.NotLinearizable), len(r.Failures))
 }
+
+// Writes returns the count of writes sent: Applied + Refused + Unknown.
+func (r Report) Writes() int { return r.Applied + r.Refused + r.Unknown }

@@ -106,7 +106,6 @@ func runTrial(parent context.Context, r Resource, o Options, i int) *trial {
 func (rep *Report) add(tr *trial) {
 	rep.Trials++
 	for _, w := range tr.writes {
-		rep.Writes++
 		switch w.outcome {
 		case outApplied:
 			rep.Applied++

@@ -64,7 +64,7 @@ func expectStale(t *testing.T, r fencetest.Resource) {
 	if len(rep.StaleWrites) == 0 {
 		t.Fatalf("no stale writes found in a planted service:\n%v", rep)
 	}
-	t.Logf("caught: %d stale writes in %d trials (%d writes)", len(rep.StaleWrites), rep.Trials, rep.Writes)
+	t.Logf("caught: %d stale writes in %d trials (%d writes)", len(rep.StaleWrites), rep.Trials, rep.Writes())
 }
 
 // TestAdmittedRunsInsideTheAdmission: a write's Admitted runs in the
