@@ -7,8 +7,8 @@ import (
 )
 
 // MaxToken is the largest token the adapters accept: tokens are kept in
-// signed 64-bit columns and fields. dsync's tokens start at 1 and rise by
-// one from hold to hold of a key, so no key of dsync's reaches it.
+// signed 64-bit columns and fields. dsync's tokens start at 1 and rise
+// from hold to hold of a key (dsync.Mutex.Token), far below it.
 const MaxToken = 1<<63 - 1
 
 // MaxKeyLen is the longest key, in bytes, that the adapters accept: the
