@@ -31,8 +31,10 @@ func (f *Fence) Check(ctx context.Context, tx *sql.Tx, key string, token uint64)
 	return f.raise(ctx, tx, key, token)
 }
 
-// querier is what the statements run on: a *sql.Tx, or a *sql.DB in
-// autocommit.
+// querier is what the statements run on: a *sql.Tx, or a *sql.Conn in
+// autocommit. Never a *sql.DB: raise reads its statement's Result, which
+// locks the connection it came from, and a *sql.DB's connection is back
+// in the pool, perhaps another caller's, by then (see admission.raise).
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

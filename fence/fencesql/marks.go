@@ -108,7 +108,7 @@ func (a *admission) admit(ctx context.Context, token uint64) error {
 	if err := a.takeTurn(ctx); err != nil {
 		return ioErr(ctx, "admit", a.key, err)
 	}
-	if err := a.m.f.raise(ctx, a.m.db, a.key, token); err != nil {
+	if err := a.raise(ctx, token); err != nil {
 		return err
 	}
 	stmt, args := a.m.f.lockSQL(a.key)
@@ -130,6 +130,21 @@ func (a *admission) admit(ctx context.Context, token uint64) error {
 		a.sqliteTurn = nil
 	}
 	return nil
+}
+
+// raise runs the raise-or-refuse statement in autocommit on a connection
+// of its own, which it holds until it has read the statement's result. A
+// database/sql Result locks the connection it came from when read: read
+// after the pool took the connection back, it waits for whoever holds it
+// then, and that may be another Admit of the key, waiting for this one's
+// turn in its statement.
+func (a *admission) raise(ctx context.Context, token uint64) error {
+	c, err := a.m.db.Conn(ctx)
+	if err != nil {
+		return ioErr(ctx, "admit", a.key, err)
+	}
+	defer c.Close()
+	return a.m.f.raise(ctx, c, a.key, token)
 }
 
 // takeTurn waits for the key's turn: on PostgreSQL an advisory lock of

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/go-dsync/dsync/fence/fencesql"
 	"github.com/go-dsync/dsync/fence/fencetest"
@@ -20,18 +19,6 @@ func trials() int {
 		return 10000
 	}
 	return 0
-}
-
-// options is each conformance run's: trials() trials, each bounded by
-// three minutes rather than the suite's one. CI runs these under the
-// race detector beside other test binaries and the servers, on two
-// cores, and there one trial of 10,000 (HTTP over PostgreSQL's marks)
-// once ran past a minute while the other trials went on; three runs of
-// the same alone did not repeat it, and the cause is not known. A trial
-// that runs out of time reports its history, whose times show which
-// write waited.
-func options() fencetest.Options {
-	return fencetest.Options{Trials: trials(), Timeout: 3 * time.Minute}
 }
 
 // sqlResource is a fenced register per key in a table reg(k, v), written
@@ -106,7 +93,7 @@ func (r *sqlResource) Read(ctx context.Context, key string) (int64, error) {
 func TestConformance(t *testing.T) {
 	for _, d := range []fencesql.Dialect{fencesql.PostgreSQL, fencesql.MySQL, fencesql.SQLite} {
 		t.Run(d.String(), func(t *testing.T) {
-			fencetest.Run(t, newResource(t, d), options())
+			fencetest.Run(t, newResource(t, d), fencetest.Options{Trials: trials()})
 		})
 	}
 }

@@ -22,6 +22,6 @@ func TestConformanceHTTP(t *testing.T) {
 		}
 		r := fencehttptest.NewResource(f.Marks(db), f.Marks(other))
 		defer r.Close()
-		fencetest.Run(t, r, options())
+		fencetest.Run(t, r, fencetest.Options{Trials: trials()})
 	})
 }

@@ -90,7 +90,7 @@ func TestPgxCheck(t *testing.T) {
 // TestConformancePgx runs the conformance suite through pgx, and catches
 // a Resource that skips the check.
 func TestConformancePgx(t *testing.T) {
-	fencetest.Run(t, pgxResource{newResource(t, fencesql.PostgreSQL)}, options())
+	fencetest.Run(t, pgxResource{newResource(t, fencesql.PostgreSQL)}, fencetest.Options{Trials: trials()})
 	planted := pgxResource{newResource(t, fencesql.PostgreSQL)}
 	planted.skipCheck = true
 	rep, err := fencetest.Check(t.Context(), planted, fencetest.Options{Trials: 12})
