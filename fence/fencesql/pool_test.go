@@ -25,8 +25,8 @@ import (
 // and an Admit of the same key holds it while it waits for the key's turn
 // (GET_LOCK, pg_advisory_xact_lock). An Admit that read its raise's
 // result then waited for that Admit, which waited for it: both stood
-// until the waiter's context ended (a conformance trial of 10,000 over
-// HTTP hung for its three minutes so, in CI).
+// until the waiter's context ended (so one HTTP conformance trial in CI
+// hung for the whole of its three-minute bound).
 //
 // The driver here needs no server: it answers the statements Marks and
 // Check send, and marks a connection as back in the pool when
