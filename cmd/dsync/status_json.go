@@ -17,10 +17,10 @@ import (
 // status page's schema (package statuspage documents it, and
 // docs/observability.md shows it): each lock and election as it is read,
 // then the partitions whose shards were read, the revocations, the stall
-// records, and the summary. statuspage.Stream makes the records as the page makes them;
-// this file adds what only the command knows: the command a holder or
-// leader on this host runs, the uncertainty of the server's clock, and
-// the database read. TestStatusJSONGolden holds the lines byte for byte.
+// records, and the summary. statuspage.Stream makes the records as the
+// page makes them; this file adds what only the command knows: the
+// command a holder or leader on this host runs, the uncertainty of the
+// server's clock, and the database read. TestStatusJSONGolden holds the lines byte for byte.
 
 // jsonSink prints each lock and election on a line of its own, as it is
 // read.
