@@ -37,6 +37,7 @@ type Mutex struct {
 
 	mu   sync.Mutex
 	hold *hold // the current hold; nil when not held
+	last *hold // the last hold installed, current or not (Err)
 }
 
 // NewMutex returns a Mutex for key on c. Every Mutex value has its
@@ -267,6 +268,6 @@ var closedChan = func() chan struct{} {
 // install makes h the current hold.
 func (m *Mutex) install(h *hold) {
 	m.mu.Lock()
-	m.hold = h
+	m.hold, m.last = h, h
 	m.mu.Unlock()
 }
