@@ -162,3 +162,35 @@ func TestStalledSemaphoreReplaced(t *testing.T) {
 		other.Release(2)
 	})
 }
+
+// A new hold of the value counts as a report: a Semaphore's second
+// acquisition, made just before the first's deadline with no report,
+// keeps both for another deadline.
+func TestNewHoldCountsAsProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const d = time.Second
+		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		defer c.Close()
+		s, err := dsync.NewSemaphore(c.Client, "k", 2, dsync.WithProgressDeadline(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := s.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d * 9 / 10)
+		if err := s.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d * 8 / 10) // past the first acquisition's deadline
+		select {
+		case <-s.Lost():
+			t.Fatalf("stalled %v after a new acquisition: %v", d*8/10, s.Err())
+		default:
+		}
+		await(t, "Lost", s.Lost()) // with no report from now on
+		wantStalled(t, "Err", s.Err())
+		wantStalled(t, "ReleaseContext", s.ReleaseContext(ctx, 2))
+	})
+}

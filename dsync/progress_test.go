@@ -100,7 +100,7 @@ func wantStalled(t *testing.T, what string, err error) {
 
 // A holder whose work stops reporting progress is replaced: at its last
 // report plus the deadline its hold is lost (Lost closes; Err, the
-// Observer and the log at Warn say it stalled), and a margin (TTL/20)
+// Observer, the error handler and the log at Warn say it stalled), and a margin (TTL/20)
 // later its claim is released, so the waiter of another process holds
 // then, within a handoff; not before the margin, which is the stalled
 // work's head start to stop. The holder's session keeps renewing (it
@@ -125,7 +125,9 @@ func TestStalledMutexReplaced(t *testing.T) {
 		other := newProgressMutex(t, a.Client, "other")
 		other.Lock()
 		defer other.Unlock()
-		m := newProgressMutex(t, a.Client, "k", dsync.WithProgressDeadline(d))
+		handled := make(chan error, 4)
+		m := newProgressMutex(t, a.Client, "k", dsync.WithProgressDeadline(d),
+			dsync.WithErrorHandler(func(err error) { handled <- err }))
 		if err := m.Err(); err != nil {
 			t.Errorf("Err before any hold: %v", err)
 		}
@@ -156,6 +158,7 @@ func TestStalledMutexReplaced(t *testing.T) {
 		}
 		wantStalled(t, "Err", m.Err())
 		wantStalled(t, "Observer.Lost", await(t, "Observer.Lost", losses))
+		wantStalled(t, "the error handler", await(t, "the error handler", handled))
 		synctest.Wait()
 		var warned bool
 		for line := range strings.Lines(logged.String()) {
