@@ -194,3 +194,33 @@ func TestNewHoldCountsAsProgress(t *testing.T) {
 		wantStalled(t, "ReleaseContext", s.ReleaseContext(ctx, 2))
 	})
 }
+
+// An RWMutex's read claim that lingers with no RLock holding it
+// (WithReadLinger) is not watched: past the deadline with no report, an
+// RLock still takes it again (its token), valid. Taken again, it is
+// watched as any hold.
+func TestLingeringReadClaimNotStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const d = 200 * time.Millisecond
+		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		defer c.Close()
+		rw, err := dsync.NewRWMutex(c.Client, "k", dsync.WithReadLinger(c.RenewInterval()), dsync.WithProgressDeadline(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw.RLock()
+		first := rw.Token()
+		rw.RUnlock()
+		time.Sleep(2 * d) // lingering, unreported, past the deadline
+		rw.RLock()
+		if tok := rw.Token(); tok != first {
+			t.Errorf("the RLock after the deadline holds token %d; want the lingering claim's, %d", tok, first)
+		}
+		if err := rw.Err(); err != nil {
+			t.Errorf("Err of the claim taken again: %v", err)
+		}
+		await(t, "Lost", rw.Lost()) // no report from now on
+		wantStalled(t, "Err", rw.Err())
+		wantStalled(t, "RUnlockContext", rw.RUnlockContext(context.Background()))
+	})
+}
