@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Progress deadlines (WithProgressDeadline): a lease proves that a process
@@ -17,7 +19,8 @@ import (
 // stalled: each ends as a lost hold ends (Lost closes, the loss is told
 // and logged), its session stops counting it, and after the margin a
 // lost lease gives (driver.Margin) its claim is released, so that the
-// next waiter goes on. Reporting progress is one atomic store: no lock,
+// next waiter goes on; then the stall is recorded in the store, for
+// dsync status. Reporting progress is one atomic store: no lock,
 // no timer reset, no request to the store. The timer is lazy: when it
 // fires and the last report has moved on, it is set again for the new
 // report's deadline.
@@ -126,7 +129,8 @@ func (w *progressWatch) unwatch(h *hold) {
 // report's deadline.
 func (w *progressWatch) check() {
 	w.mu.Lock()
-	since := w.clock.Now().Sub(w.origin.Add(time.Duration(w.last.Load())))
+	last := w.origin.Add(time.Duration(w.last.Load()))
+	since := w.clock.Now().Sub(last)
 	var stalled []*hold
 	for h := range w.holds {
 		if !h.active() {
@@ -148,13 +152,14 @@ func (w *progressWatch) check() {
 	}
 	w.mu.Unlock()
 	if len(stalled) > 0 {
-		stall(stalled, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
+		stall(stalled, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
 	}
 }
 
 // stall ends holds, of one primitive value, whose work reported no
-// progress within the deadline, as lost holds end, and then releases
-// their claims. In this order:
+// progress within the deadline (the last report was at last, a reading
+// of the Client's Clock), as lost holds end, and then releases their
+// claims. In this order:
 //
 //  1. A hold whose lease's deadline has passed too is lost to its lease
 //     (expireIfDue), and is left to run out as any such hold.
@@ -167,10 +172,12 @@ func (w *progressWatch) check() {
 //     and the store's expiry, its claim is released: an ordinary end (it
 //     did hold), which wakes the next waiter as an unlock's does. An end
 //     of unknown outcome is sent again in the background.
+//  6. The stall is recorded in the store (driver.Roles.Stalls), after the
+//     release, so that it never delays the handoff.
 //
 // Releasing before Lost() closes would let the next holder start while
 // this one still believes it holds.
-func stall(holds []*hold, reason error) {
+func stall(holds []*hold, last time.Time, reason error) {
 	var ended []*hold
 	for _, h := range holds {
 		h.expireIfDue()
@@ -191,6 +198,9 @@ func stall(holds []*hold, reason error) {
 			for _, h := range ended {
 				p.releaseStalled(h)
 			}
+			for _, h := range ended {
+				p.recordStalled(h, last)
+			}
 		})
 	})
 }
@@ -202,6 +212,22 @@ func (p *core) releaseStalled(h *hold) {
 	defer cancel()
 	if err := p.client.end(ctx, h.claim, true); err != nil && !errors.Is(err, ErrClosed) {
 		p.report(fmt.Errorf("dsync: release %q after a stall: %w", p.key, err))
+	}
+}
+
+// recordStalled records the stall of h, whose work last reported progress
+// at last, within the release timeout.
+func (p *core) recordStalled(h *hold, last time.Time) {
+	h.mu.Lock()
+	since := h.since
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
+	defer cancel()
+	c := h.claim
+	err := p.client.recordStall(ctx, driver.Stall{Key: c.Key, Token: c.Epoch, Owner: c.Owner, Session: c.Session, Nonce: c.Nonce,
+		Since: since, LastProgress: last})
+	if err != nil && !errors.Is(err, ErrClosed) {
+		p.report(fmt.Errorf("dsync: record the stall of %q: %w", p.key, err))
 	}
 }
 
