@@ -85,9 +85,13 @@ func TestTermProgressKeepsLeading(t *testing.T) {
 			defer e.Close()
 			errDone := errors.New("done")
 			var cause error
-			err := e.Run(context.Background(), func(ctx context.Context) error {
+			rctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			err := e.Run(rctx, func(ctx context.Context) error {
 				report(ctx, 20)
-				cause = context.Cause(ctx)
+				if cause = context.Cause(ctx); cause != nil {
+					stop() // or Run campaigns again
+				}
 				return errDone
 			})
 			if err != errDone || cause != nil {
