@@ -66,7 +66,11 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	mu, err := dsync.NewMutex(c, name, clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger))
+	mopts := []dsync.MutexOption{clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger)}
+	if cfg.progress > 0 {
+		mopts = append(mopts, dsync.WithProgressDeadline(cfg.progress))
+	}
+	mu, err := dsync.NewMutex(c, name, mopts...)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}

@@ -14,6 +14,14 @@ var (
 	// deadline, even when the store cannot be reached.
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 
+	// ErrStalled is the cause of a leadership context (a term's, or a
+	// Partition shard's) cancelled because its work reported no progress
+	// (Progress) within its deadline (WithProgressDeadline,
+	// WithShardProgressDeadline): the lease was released so that another
+	// candidate leads, and the stuck work's writes are fenced by the
+	// term's token. It is dsync.ErrStalled, the same value.
+	ErrStalled = dsync.ErrStalled
+
 	// ErrResigned is the cause of a leadership context cancelled by Resign
 	// or Close, and of a Partition shard's context when its member leaves
 	// by Resign or Close.
