@@ -44,6 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
+	xfer transferState // Transfer's (transfer.go)
+
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
 }
@@ -80,6 +82,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
+		xfer:     transferState{turn: make(chan struct{}, 1)},
 	}
 	e.newEvents()
 	return e, nil
