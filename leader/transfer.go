@@ -48,7 +48,9 @@ type Handover struct {
 // lease is released, as by Resign: at once for Campaign, so stop
 // leader-only work first; under Run, once fn has returned. So the
 // leaders never overlap, and the gap between them is one handoff, as
-// after Resign. Transfer returns nil once the lease is released. If to
+// after Resign. Transfer returns nil once the lease is released, or,
+// under Run, once the term's context is cancelled (Run releases when fn
+// returns, so fn may call Transfer itself, with its context). If to
 // withdraws after that read, the candidate behind it leads instead (one
 // leader still); Leader tells who leads.
 //
@@ -87,14 +89,32 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	case to == e.self.ID:
 		return nil
 	}
-	if err := e.checkLive(ctx, to); err != nil {
-		return err
+	// When to is next already, nobody need step aside: hand over at once.
+	next, queued, err := e.readNext(ctx, t, to)
+	switch {
+	case err == nil && next && !plantedSkipWait():
+		return e.handOver(ctx, t)
+	case t.ctx.Err() != nil:
+		return ErrNotLeader
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil || !queued:
+		if err := e.checkLive(ctx, to); err != nil {
+			return err
+		}
 	}
 	if !e.setHandover(t, Handover{To: to, Term: t.token}) {
 		return ErrNotLeader
 	}
 	// Tell the candidates now, not at the next heartbeat. A failed write
-	// is logged, and the heartbeat sends the status again.
+	// is logged, and the heartbeat sends the status again. The handover
+	// is part of this candidate's status, which only it writes: its
+	// writes land in the order they were sent (a late one changes
+	// nothing: MemberStore's contract), one sent twice says the same, and
+	// one that outlives the term names a term that no longer holds, which
+	// candidates ignore (behindMe). The worst a stale one does is make a
+	// candidate step aside when it need not: it waits longer, and the
+	// grant rule is untouched.
 	e.putMemberWithin(ctx)
 	if err := e.awaitNext(ctx, t, to); err != nil {
 		e.setHandover(t, Handover{})
@@ -115,6 +135,14 @@ func (e *Election) handOver(ctx context.Context, t *term) error {
 	}
 	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(ErrTransferred)
+	if t.fnDone != nil {
+		// Run's term: its watch releases once fn has returned, which may
+		// be waiting for this call.
+		if context.Cause(t.ctx) != ErrTransferred {
+			return ErrNotLeader
+		}
+		return nil
+	}
 	if mine {
 		e.release(ctx, t)
 	}
@@ -143,7 +171,7 @@ func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
 		return nil
 	}
 	for {
-		q, err := e.client.Queue(ctx, LockKey(e.name))
+		next, queued, err := e.readNext(ctx, t, to)
 		switch {
 		case t.ctx.Err() != nil:
 			return ErrNotLeader
@@ -151,15 +179,11 @@ func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
 			return context.Cause(ctx)
 		case err != nil:
 			e.cfg.logger.Warn("leader: transfer: read the queue", "election", e.name, "err", err)
-		default:
-			next, queued := nextAfter(q, e.self.ID, t.token, to)
-			if next {
-				return nil
-			}
-			if !queued {
-				if err := e.checkLive(ctx, to); err != nil {
-					return err
-				}
+		case next:
+			return nil
+		case !queued:
+			if err := e.checkLive(ctx, to); err != nil {
+				return err
 			}
 		}
 		timer := time.NewTimer(e.cfg.pollInterval)
@@ -173,6 +197,17 @@ func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// readNext reads the lease's queue: whether to's claim is next after
+// term t's (nextAfter), and whether to has a claim.
+func (e *Election) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
+	q, err := e.client.Queue(ctx, LockKey(e.name))
+	if err != nil {
+		return false, false, err
+	}
+	next, queued = nextAfter(q, e.self.ID, t.token, to)
+	return next, queued, nil
 }
 
 // nextAfter reads queue q: next is whether to's claim is the first live

@@ -288,3 +288,55 @@ func TestTransferContextEnds(t *testing.T) {
 		<-cElected
 	})
 }
+
+// TestTransferFromRun: Run's function hands the leadership over itself,
+// under its own context: Transfer returns once the term is cancelled,
+// and the candidate asked for leads once the function has returned.
+func TestTransferFromRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx, cancel := context.WithCancel(context.Background())
+		a := newElection(t, w.process(t))
+		b := newElection(t, w.process(t))
+		c := newElection(t, w.process(t))
+		defer a.Close()
+		defer b.Close()
+		defer c.Close()
+		handOver := make(chan struct{})
+		transferred := make(chan error, 1)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			first := true
+			_ = a.Run(ctx, func(lctx context.Context) error {
+				if first {
+					first = false
+					<-handOver
+					transferred <- a.Transfer(lctx, c.ID())
+				}
+				<-lctx.Done()
+				return lctx.Err()
+			})
+		})
+		synctest.Wait()
+		wg.Go(func() { _, _ = b.Campaign(ctx) })
+		synctest.Wait()
+		elected := make(chan struct{})
+		wg.Go(func() {
+			if _, err := c.Campaign(ctx); err == nil {
+				close(elected)
+			}
+		})
+		synctest.Wait()
+		time.Sleep(time.Second)
+		close(handOver)
+		if err := <-transferred; err != nil {
+			t.Fatalf("Transfer from Run's function = %v, want nil", err)
+		}
+		<-elected
+		if b.IsLeader() {
+			t.Fatal("b leads beside c")
+		}
+		cancel()
+		wg.Wait()
+	})
+}
