@@ -340,3 +340,38 @@ func TestTransferFromRun(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestTransferCandidateLeaves: the candidate asked for leaves while the
+// leader waits for it: Transfer returns ErrNotCandidate, and the leader
+// keeps leading.
+func TestTransferCandidateLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx := context.Background()
+		a := newElection(t, w.process(t))
+		b := newElection(t, w.process(t))
+		defer a.Close()
+		lctx, err := a.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b is live (its heartbeat goes on) but holds no claim.
+		bctx, bstop := context.WithCancel(ctx)
+		go b.Campaign(bctx)
+		synctest.Wait()
+		bstop()
+		time.Sleep(time.Second)
+		go func() {
+			time.Sleep(3 * time.Second)
+			b.Close()
+		}()
+		tctx, tcancel := context.WithTimeout(ctx, time.Minute)
+		defer tcancel()
+		if err := a.Transfer(tctx, b.ID()); !errors.Is(err, leader.ErrNotCandidate) {
+			t.Fatalf("Transfer to a candidate that left = %v, want ErrNotCandidate", err)
+		}
+		if lctx.Err() != nil || !a.IsLeader() {
+			t.Fatal("the term ended with a Transfer that did not hand over")
+		}
+	})
+}
