@@ -56,8 +56,8 @@ type Handover struct {
 //
 // It needs a member store (WithMembers; else ErrNoMembers), since the
 // other candidates learn of the handover from this leader's status, and
-// to must be a live member (else ErrNotCandidate). A candidate steps
-// aside only if its release steers (this one or later); one of an older
+// to must be a live member (else ErrNotCandidate). Only a candidate of a
+// release with Transfer (this one or later) steps aside; one of an older
 // release stays ahead, and Transfer waits until ctx ends. A live member
 // that does not campaign (a Campaign caller between two campaigns) is
 // waited for too. Transfer to this candidate itself returns nil at once.
