@@ -50,12 +50,13 @@ var (
 	ErrClosed = dsync.ErrClosed
 
 	// ErrNotLeader is returned by Proclaim when this candidate does not
-	// lead, or its term ended before the value was confirmed.
+	// lead, or its term ended before the value was confirmed, and by
+	// Transfer when it does not lead, or its term ended another way.
 	ErrNotLeader = errors.New("leader: not the leader")
 
-	// ErrNoMembers is returned by Members and Proclaim of an Election
-	// given no MemberStore (WithMembers): member status has nowhere to
-	// live.
+	// ErrNoMembers is returned by Members, Proclaim and Transfer of an
+	// Election given no MemberStore (WithMembers): member status has
+	// nowhere to live.
 	ErrNoMembers = errors.New("leader: no member store (WithMembers)")
 
 	// ErrMembersUnreachable is what a MemoryMembers set unreachable
