@@ -145,6 +145,12 @@ func TestPartitionStalledShardMoves(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer a.Close()
+		// Close waits for the stuck fn: a failure before close(stuck)
+		// below must free it, or the test would hang in virtual time,
+		// which the other members' timers keep moving.
+		var unstick sync.Once
+		release := func() { unstick.Do(func() { close(stuck) }) }
+		defer release()
 		actx, acancel := context.WithCancel(context.Background())
 		aran := make(chan error, 1)
 		go func() {
@@ -175,7 +181,7 @@ func TestPartitionStalledShardMoves(t *testing.T) {
 		if took := time.Since(began); took > d+ttl+3*time.Second {
 			t.Errorf("the stalled shard moved after %v", took)
 		}
-		close(stuck)
+		release()
 		for {
 			mu.Lock()
 			n := len(causes)
