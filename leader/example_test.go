@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"slices"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -150,4 +152,59 @@ func ExampleElection_Proclaim() {
 	// Output:
 	// leading with a token: true serving at 10.0.0.7:5432
 	// others see 10.0.0.8:5432 rev 1
+}
+
+func ExampleElection_Transfer() {
+	store, members := memory.New(), leader.NewMemoryMembers()
+	var clients []*dsync.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	candidate := func() *leader.Election {
+		client, err := dsync.NewClient(store)
+		if err != nil {
+			log.Fatal(err)
+		}
+		clients = append(clients, client)
+		e, err := leader.NewElection(client, "primary", leader.WithMembers(members))
+		if err != nil {
+			log.Fatal(err)
+		}
+		return e
+	}
+	e, successor := candidate(), candidate()
+	defer e.Close()
+	defer successor.Close()
+	ctx := context.Background()
+	lctx, err := e.Campaign(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	led := make(chan struct{})
+	go func() {
+		if _, err := successor.Campaign(ctx); err == nil {
+			close(led)
+		}
+	}()
+
+	for !isMember(ctx, e, successor.ID()) {
+		time.Sleep(10 * time.Millisecond) // until the successor's status is in
+	}
+
+	if err := e.Transfer(ctx, successor.ID()); err != nil {
+		log.Print(err) // still leading, unless ErrNotLeader
+	}
+
+	<-led
+	fmt.Println("old term:", context.Cause(lctx))
+	// Output:
+	// old term: leader: leadership transferred
+}
+
+// isMember reports whether id is a live member of e's election.
+func isMember(ctx context.Context, e *leader.Election, id string) bool {
+	ms, err := e.Members(ctx)
+	return err == nil && slices.ContainsFunc(ms, func(m leader.Member) bool { return m.ID == id })
 }
