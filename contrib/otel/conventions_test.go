@@ -40,8 +40,8 @@ var everyKind = []dsync.Kind{
 }
 
 // The failure counters and the waiting gauge are at 0 before any event, a
-// series per kind where they have one, so that an alert reads 0 rather
-// than an absent series.
+// series per kind and cause where they have them, so that an alert reads
+// 0 rather than an absent series.
 func TestSeriesAtZeroFromTheStart(t *testing.T) {
 	r := sdkmetric.NewManualReader()
 	if _, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test")); err != nil {
@@ -50,19 +50,22 @@ func TestSeriesAtZeroFromTheStart(t *testing.T) {
 	got := metricsOf(t, r)
 	lost, ok := got["dsync.hold.lost"].Data.(metricdata.Sum[int64])
 	if !ok {
-		t.Fatalf("dsync.hold.lost before any event: %+v, want a series at 0 per kind", got["dsync.hold.lost"])
+		t.Fatalf("dsync.hold.lost before any event: %+v, want a series at 0 per kind and cause", got["dsync.hold.lost"])
 	}
-	var kinds []string
+	var series []string
 	for _, dp := range lost.DataPoints {
 		k, _ := dp.Attributes.Value("dsync.kind")
-		kinds = append(kinds, k.AsString())
+		c, _ := dp.Attributes.Value("dsync.lost.cause")
+		series = append(series, k.AsString()+"/"+c.AsString())
 		if dp.Value != 0 {
-			t.Errorf("dsync.hold.lost{%s} = %d before any event", k.AsString(), dp.Value)
+			t.Errorf("dsync.hold.lost{%s, %s} = %d before any event", k.AsString(), c.AsString(), dp.Value)
 		}
 	}
 	for _, k := range everyKind {
-		if !slices.Contains(kinds, string(k)) {
-			t.Errorf("dsync.hold.lost has no series of kind %s before its first event (has %v)", k, kinds)
+		for _, c := range []string{"lease", "revoked", "stalled", "closed"} {
+			if !slices.Contains(series, string(k)+"/"+c) {
+				t.Errorf("dsync.hold.lost has no series of kind %s and cause %s before its first event (has %v)", k, c, series)
+			}
 		}
 	}
 	for _, name := range []string{"dsync.lease.renewal.failures", "dsync.observer.dropped"} {

@@ -21,9 +21,12 @@
 //     canceled, error).
 //   - dsync.hold.duration [s], histogram: how long holds lasted, with
 //     dsync.kind and dsync.outcome (released, lost).
-//   - dsync.hold.lost [{hold}], counter: holds lost without their caller
-//     (renewals failed, or the store no longer knew the session), with
-//     dsync.kind.
+//   - dsync.hold.lost [{hold}], counter: holds lost without their caller,
+//     with dsync.kind and dsync.lost.cause: stalled (its work reported no
+//     progress within its progress deadline, dsync.WithProgressDeadline),
+//     revoked (an operator revoked its session), closed (its Client was
+//     closed while it held), or lease (its lease could not be confirmed
+//     in time: renewals failed, or the store no longer knew the session).
 //   - dsync.waiting [{call}], gauge: callers of this process waiting for
 //     a hold.
 //   - dsync.hold.age [s], gauge: the age of the oldest hold this process
@@ -49,8 +52,9 @@
 // (renewal round trips and headroom), and to an hour for waits and holds.
 //
 // The counters and dsync.waiting are at 0 from the Observer's creation,
-// dsync.hold.lost for each kind, so that an alert on them reads 0 before
-// the first failure rather than an absent series. The leader's
+// dsync.hold.lost for each kind and cause (24 series), so that an alert
+// on them reads 0 before the first failure rather than an absent series.
+// The leader's
 // instruments start with the first transition: election names are not
 // known before.
 //

@@ -88,7 +88,9 @@ func newInstruments(meter metric.Meter, keys bool) (*instruments, error) {
 func (i *instruments) zeroSeries() {
 	ctx := context.Background()
 	for _, k := range kinds {
-		i.lost.Add(ctx, 0, metric.WithAttributes(attrKind.String(string(k))))
+		for _, c := range causes {
+			i.lost.Add(ctx, 0, metric.WithAttributes(attrKind.String(string(k)), attrCause.String(c)))
+		}
 	}
 	i.renewFailed.Add(ctx, 0)
 	i.dropped.Add(ctx, 0)

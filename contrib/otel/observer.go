@@ -41,14 +41,14 @@ func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
 const (
 	attrKind    = attribute.Key("dsync.kind")
 	attrOutcome = attribute.Key("dsync.outcome")
+	attrCause   = attribute.Key("dsync.lost.cause")
 	attrKey     = attribute.Key("dsync.key")
 )
 
-func (i *instruments) attrs(key string, kind dsync.Kind, outcome string) metric.MeasurementOption {
-	kv := []attribute.KeyValue{attrKind.String(string(kind))}
-	if outcome != "" {
-		kv = append(kv, attrOutcome.String(outcome))
-	}
+// attrs are an event's attributes: its kind, then more (an outcome, a
+// cause), then its key with WithKeys.
+func (i *instruments) attrs(key string, kind dsync.Kind, more ...attribute.KeyValue) metric.MeasurementOption {
+	kv := append([]attribute.KeyValue{attrKind.String(string(kind))}, more...)
 	if i.keys {
 		kv = append(kv, attrKey.String(key))
 	}
@@ -66,24 +66,44 @@ func failure(err error) string {
 	return "error"
 }
 
+// Why holds are lost, the values of dsync.lost.cause.
+var causes = []string{"lease", "revoked", "stalled", "closed"}
+
+// lossCause names why a hold was lost, from the error Observer.Lost was
+// given: its work reported no progress within its progress deadline, an
+// operator revoked its session, its Client was closed, or else its lease
+// could not be confirmed in time (renewals failed, or the store no longer
+// knew its session).
+func lossCause(err error) string {
+	switch {
+	case errors.Is(err, dsync.ErrStalled):
+		return "stalled"
+	case errors.Is(err, dsync.ErrRevoked):
+		return "revoked"
+	case errors.Is(err, dsync.ErrClosed):
+		return "closed"
+	}
+	return "lease"
+}
+
 func (i *instruments) observer() dsync.Observer {
 	ctx := context.Background()
 	return dsync.Observer{
 		Acquired: func(a dsync.Acquisition) {
 			i.ages.began(a)
-			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, "acquired"))
+			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, attrOutcome.String("acquired")))
 		},
 		AcquireFailed: func(a dsync.Acquisition, err error) {
-			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, failure(err)))
+			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, attrOutcome.String(failure(err))))
 		},
 		Released: func(h dsync.Held) {
 			i.ages.ended(h)
-			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "released"))
+			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, attrOutcome.String("released")))
 		},
-		Lost: func(h dsync.Held, _ error) {
+		Lost: func(h dsync.Held, err error) {
 			i.ages.ended(h)
-			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, "lost"))
-			i.lost.Add(ctx, 1, i.attrs(h.Key, h.Kind, ""))
+			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, attrOutcome.String("lost")))
+			i.lost.Add(ctx, 1, i.attrs(h.Key, h.Kind, attrCause.String(lossCause(err))))
 		},
 		Waiting: func(n int) { i.waiting.Record(ctx, int64(n)) },
 		Renewed: func(r dsync.Renewal) {
