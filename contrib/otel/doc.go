@@ -54,9 +54,8 @@
 // The counters and dsync.waiting are at 0 from the Observer's creation,
 // dsync.hold.lost for each kind and cause (24 series), so that an alert
 // on them reads 0 before the first failure rather than an absent series.
-// The leader's
-// instruments start with the first transition: election names are not
-// known before.
+// The leader's instruments start with the first transition: election
+// names are not known before.
 //
 // Prometheus alerting rules on these metrics, as Prometheus names them
 // (dsync_hold_age_seconds, dsync_lease_renewal_failures_total, ...), are
