@@ -83,6 +83,13 @@ func (ps *parts) election(name string) (*leader.Election, error) {
 	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
 }
 
+// watcher makes an Election that only watches who leads (it never
+// campaigns), on the Client of the process's elections, polling every
+// poll.
+func (ps *parts) watcher(name string, poll time.Duration) (*leader.Election, error) {
+	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard), leader.WithPollInterval(poll))
+}
+
 // close closes the Clients (holds are lost, then released).
 func (ps *parts) close() error { return errors.Join(ps.client.Close(), ps.elections.Close()) }
 

@@ -157,6 +157,8 @@ type History struct {
 	ProcFaults []ProcFault
 	// Terms are the terms of partition shards (partition_sim.go).
 	Terms []*Term
+	// Observations are what the watchers saw of who leads (watch.go).
+	Observations []*Observation
 }
 
 // ProcFault is one fault of a process, from From to To: "pause",

@@ -1,0 +1,70 @@
+package apisim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// CheckWatch: what a watcher reports of who leads never goes back. Per
+// watcher (an incarnation's Leader polls, its Client's Queue polls, its
+// Observe channel: Observation.Source), within what lies between two
+// emptyings of the collections (which start the key's tokens again), the
+// token reported never decreases ("tokens increase from term to term";
+// a Client's Queue: "once one of a Client's reads found a claim Expired,
+// its later reads report it Expired too"), one token is always reported
+// with one leader, and Observe sends each new leader, and each newer
+// value of a term, once: "tokens strictly increase", and "within a term,
+// Info.Rev strictly increases". Every report names a claim of the
+// election's key, with that token and that leader, that landed in the
+// store by the time it was reported.
+//
+// But a report may go back to a claim whose session was missing when it
+// was read (Observation.Missing): "a session found missing, or expired
+// without its first document ..., is not Expired, whatever ExpiresAt
+// says" until a claimer ends the claim, and a Client remembers a claim it
+// found Expired only "for two of the claim's TTLs past the expiry found":
+// once the sessions collection is emptied, a report past that memory
+// names a claim whose successor it named before.
+func CheckWatch(h *History) []Violation {
+	var vs []Violation
+	byWatcher := make(map[watcherKey][]*Observation)
+	for _, o := range h.Observations {
+		if o.Landed.IsZero() {
+			vs = append(vs, Violation{PromiseWatch, fmt.Sprintf("%v: no claim with this token and leader landed", o)})
+		}
+		byWatcher[o.watcher()] = append(byWatcher[o.watcher()], o)
+	}
+	for _, os := range byWatcher {
+		slices.SortStableFunc(os, func(a, b *Observation) int { return cmp.Compare(a.T.UnixNano(), b.T.UnixNano()) })
+		var last *Observation // the newest report of the era
+		for _, o := range os {
+			if last != nil && h.emptiedBetween(last.Call, o.T) {
+				last = nil // another era: its tokens start again
+			}
+			if last != nil {
+				if v, broken := judgeWatch(last, o); broken {
+					vs = append(vs, v)
+				}
+			}
+			if last == nil || o.Token > last.Token || o.Token == last.Token && o.Rev > last.Rev {
+				last = o
+			}
+		}
+	}
+	return vs
+}
+
+// judgeWatch judges o against last, the newest report its watcher had
+// made before it in its era.
+func judgeWatch(last, o *Observation) (Violation, bool) {
+	switch {
+	case o.Token < last.Token && !o.Missing:
+		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: the token went back", o, last)}, true
+	case o.Token == last.Token && o.Leader != last.Leader:
+		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: one token, two leaders", o, last)}, true
+	case o.Source == WatchObserve && o.Token == last.Token && o.Rev <= last.Rev:
+		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: Observe sent no newer leader or value", o, last)}, true
+	}
+	return Violation{}, false
+}

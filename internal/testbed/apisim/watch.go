@@ -1,0 +1,119 @@
+package apisim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Watchers: each incarnation reads who leads election "e" as watchers
+// do, and the history keeps what they saw (CheckWatch judges it).
+
+// Sources: how a watcher read who leads.
+const (
+	WatchLeader  = "leader"  // Election.Leader, polled
+	WatchQueue   = "queue"   // Client.Queue of the election's lease key: its first claim that Holds
+	WatchObserve = "observe" // what Election.Observe sent
+)
+
+// Observation is one report of who leads, as a watcher got it.
+type Observation struct {
+	Proc, Inc int    // the process and its incarnation (from 1)
+	Source    string // WatchLeader, WatchQueue or WatchObserve
+	Key       string // the election's lease key, as stored
+	Token     uint64
+	Leader    string // the leader's ID (its claim's owner)
+	Rev       uint64 // Info.Rev (Leader and Observe)
+	// Call is when the read began (for Observe, the earliest it can have:
+	// its poll's timeout before T), T when the watcher got the report.
+	Call, T time.Time
+	// Landed is when a claim of Key with Token and Leader's ID landed in
+	// the store, at or before T, by the oracle (zero: none did).
+	Landed time.Time
+	// Missing: that claim's session was missing from the sessions
+	// collection at T, or had lost its first generation (the collection
+	// emptied, and a later generation inserted since): the claim is not
+	// Expired then, whatever its expiry (dsync.ClaimInfo.Expired).
+	Missing bool
+}
+
+func (o *Observation) String() string {
+	return fmt.Sprintf("p%d/%d %s %s#%d by %s rev %d [%v, %v]", o.Proc, o.Inc, o.Source, o.Key, o.Token, o.Leader, o.Rev, o.Call.Format(tf), o.T.Format(tf))
+}
+
+// watchPoll is how often the watchers' Observe polls; Leader and Queue
+// are polled at random, up to twice as often.
+const watchPoll = 100 * time.Millisecond
+
+// startWatchers starts the incarnation's watchers of election "e": one
+// that polls Leader and Queue in turn, and one that reads Observe's
+// channel. Their draws come from a generator of their own, so that they
+// do not move the world's.
+func (inc *incarnation) startWatchers() {
+	e, err := inc.ps.watcher("e", watchPoll)
+	if err != nil {
+		panic(err)
+	}
+	key := storedElection("e")
+	ch := e.Observe(inc.ctx)
+	inc.wg.Add(2)
+	go func() {
+		defer inc.wg.Done()
+		for info := range ch {
+			now := time.Now()
+			inc.observe(&Observation{Source: WatchObserve, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev,
+				Call: now.Add(-watchPoll - inc.p.cfg.TTL), T: now})
+		}
+	}()
+	rng := rand.New(rand.NewPCG(uint64(inc.p.w.seed), uint64(inc.p.id<<16|inc.n)))
+	go func() {
+		defer inc.wg.Done()
+		defer e.Close()
+		for inc.ctx.Err() == nil {
+			time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
+			call := time.Now()
+			if info, err := e.Leader(inc.ctx); err == nil {
+				inc.observe(&Observation{Source: WatchLeader, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Call: call, T: time.Now()})
+			}
+			time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
+			call = time.Now()
+			q, err := inc.ps.elections.Queue(inc.ctx, key)
+			if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); err == nil && i >= 0 {
+				inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
+			}
+		}
+	}()
+}
+
+// observe records o, of this incarnation, with when its claim landed.
+func (inc *incarnation) observe(o *Observation) {
+	w := inc.p.w
+	o.Proc, o.Inc = inc.p.id, inc.n
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var session string
+	for _, p := range w.procs {
+		for _, c := range p.claims[claimKey{o.Key, o.Token}] {
+			if c.owner == o.Leader && !c.at.After(o.T) && (o.Landed.IsZero() || c.at.Before(o.Landed)) {
+				o.Landed, session = c.at, c.session
+			}
+		}
+	}
+	if !o.Landed.IsZero() {
+		s, found := w.sess.get(session)
+		o.Missing = !found || !s.HasFirst
+	}
+	w.hist.Observations = append(w.hist.Observations, o)
+}
+
+// watcherKey is one watcher's stream of reports: CheckWatch judges each
+// apart.
+type watcherKey struct {
+	proc, inc int
+	source    string
+}
+
+func (o *Observation) watcher() watcherKey { return watcherKey{o.Proc, o.Inc, o.Source} }
