@@ -36,6 +36,9 @@ import (
 //     drifts; its server-time estimate is a sample widened by the drift
 //     and the member skew, re-sampled now and then. Its timers count time
 //     the machine spends suspended.
+//   - simwatch_test.go: beside each observer, a reader that reads the
+//     queue as a dsync Client's Queue does (with its memory of the
+//     sessions it found expired).
 //   - simworld_test.go: faults. Crashes, pauses (SIGSTOP), suspends that
 //     end near a deadline, failovers that step the server's clock within
 //     the member skew, and the store emptied, its sessions dropped, or a
@@ -304,7 +307,7 @@ func (s *sim) terms(key string) (queue.Terms, string) {
 }
 
 // addOwner starts a process: its keeper, one to three workers, its
-// sampler, and an observer if asked.
+// sampler, and an observer and a reader if asked.
 func (s *sim) addOwner(observes bool) *owner {
 	o := newOwner(s, len(s.owners)+1)
 	s.owners = append(s.owners, o)
@@ -315,6 +318,7 @@ func (s *sim) addOwner(observes bool) *owner {
 	}
 	if observes {
 		s.spawn(o, func(a *actor) { o.observer(a, s.keys) })
+		s.spawn(o, func(a *actor) { o.reader(a, s.keys) })
 	}
 	s.spawnOnce(o)
 	return o
@@ -649,6 +653,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a gate relied on whatever history of the store it was sent in", queue.BugHistoryIgnored, simNoBug, false},
 		{"a start writing the protocol document with its gates' history", queue.BugStartWritesHistory, simNoBug, false},
 		{"a claim passing claims of another history of the store", queue.BugClaimHistoryIgnored, simNoBug, true},
+		{"a read forgetting the sessions it found expired", queue.BugReadExpiredForgets, simNoBug, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != queue.NoBug && !queue.Planted {
