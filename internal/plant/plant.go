@@ -61,6 +61,15 @@ const (
 	// each shard now (shard.Assign given no current owners), so a change
 	// of membership moves more shards than it needs to.
 	PartitionIgnoresOwners
+	// ReadExpiredForgets: a Client's reads forget that they found a
+	// claim's session expired (queue.BugReadExpiredForgets), so a late
+	// renewal makes Queue and Election.Leader name the ended claim again
+	// after the one behind it.
+	ReadExpiredForgets
+	// ObserveEmitsOnChange: Election.Observe sends what it reads whenever
+	// it differs from what it sent last, nobody leading included, instead
+	// of only a newer leader or value: the token it sends goes back.
+	ObserveEmitsOnChange
 )
 
 var planted atomic.Int32

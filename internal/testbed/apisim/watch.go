@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/leader"
 )
 
 // Watchers: each incarnation reads who leads election "e" as watchers
@@ -17,6 +19,7 @@ const (
 	WatchLeader  = "leader"  // Election.Leader, polled
 	WatchQueue   = "queue"   // Client.Queue of the election's lease key: its first claim that Holds
 	WatchObserve = "observe" // what Election.Observe sent
+	WatchStatus  = "status"  // the status reader's (dsync status, the status page) Election.Leader
 )
 
 // Observation is one report of who leads, as a watcher got it.
@@ -44,12 +47,15 @@ func (o *Observation) String() string {
 	return fmt.Sprintf("p%d/%d %s %s#%d by %s rev %d [%v, %v]", o.Proc, o.Inc, o.Source, o.Key, o.Token, o.Leader, o.Rev, o.Call.Format(tf), o.T.Format(tf))
 }
 
-// watchPoll is how often the watchers' Observe polls; Leader and Queue
-// are polled at random, up to twice as often.
-const watchPoll = 100 * time.Millisecond
+// watchPoll is how often the watchers' Observe polls; the other reads
+// come one at a time, 100 to 500 ms apart, Leader and the lease key's
+// Queue a third of the time each, a Mutex key's Queue two ninths, the
+// status reader (which reads every key of the name) one ninth.
+const watchPoll = 500 * time.Millisecond
 
-// startWatchers starts the incarnation's watchers of election "e": one
-// that polls Leader and Queue in turn, and one that reads Observe's
+// startWatchers starts the incarnation's watchers: one that polls
+// election "e"'s Leader, the Queue of its lease key, the Queue of a
+// Mutex's key and the status reader, and one that reads Observe's
 // channel. Their draws come from a generator of their own, so that they
 // do not move the world's.
 func (inc *incarnation) startWatchers() {
@@ -73,19 +79,56 @@ func (inc *incarnation) startWatchers() {
 		defer inc.wg.Done()
 		defer e.Close()
 		for inc.ctx.Err() == nil {
-			time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
-			call := time.Now()
-			if info, err := e.Leader(inc.ctx); err == nil {
-				inc.observe(&Observation{Source: WatchLeader, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Call: call, T: time.Now()})
-			}
-			time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
-			call = time.Now()
-			q, err := inc.ps.elections.Queue(inc.ctx, key)
-			if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); err == nil && i >= 0 {
-				inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
+			time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+			switch x := rng.IntN(9); {
+			case x < 3:
+				call := time.Now()
+				if info, err := e.Leader(inc.ctx); err == nil {
+					inc.observe(&Observation{Source: WatchLeader, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Call: call, T: time.Now()})
+				}
+			case x < 6:
+				inc.watchQueue(inc.ps.elections, key)
+			case x < 8:
+				inc.watchQueue(inc.ps.client, fmt.Sprintf("m%d", x%2))
+			default:
+				inc.watchStatus(key)
 			}
 		}
 	}()
+}
+
+// watchQueue reads key's queue with c, and records its first claim that
+// holds, if one does.
+func (inc *incarnation) watchQueue(c *dsync.Client, key string) {
+	call := time.Now()
+	q, err := c.Queue(inc.ctx, key)
+	if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); err == nil && i >= 0 {
+		inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
+	}
+}
+
+// watchStatus reads election "e" as dsync status does (statusread,
+// through the process's main Client), and records its leader, if one
+// leads.
+func (inc *incarnation) watchStatus(key string) {
+	call := time.Now()
+	r := inc.ps.statusReader()
+	var got statusSink
+	if _, err := r.Named(inc.ctx, "e", &got); err != nil || got.leader == nil {
+		return
+	}
+	inc.observe(&Observation{Source: WatchStatus, Key: key, Token: got.leader.Token, Leader: got.leader.ID, Rev: got.leader.Rev, Call: call, T: time.Now()})
+}
+
+// statusSink keeps the leader of the election the status reader hands
+// out.
+type statusSink struct{ leader *leader.Info }
+
+func (s *statusSink) Lock(statusread.Lock) error { return nil }
+
+func (s *statusSink) Election(e statusread.Election) error {
+	s.leader = e.Leader
+	return nil
 }
 
 // observe records o, of this incarnation, with when its claim landed.
@@ -112,8 +155,8 @@ func (inc *incarnation) observe(o *Observation) {
 // watcherKey is one watcher's stream of reports: CheckWatch judges each
 // apart.
 type watcherKey struct {
-	proc, inc int
-	source    string
+	proc, inc   int
+	source, key string
 }
 
-func (o *Observation) watcher() watcherKey { return watcherKey{o.Proc, o.Inc, o.Source} }
+func (o *Observation) watcher() watcherKey { return watcherKey{o.Proc, o.Inc, o.Source, o.Key} }
