@@ -27,6 +27,7 @@ func TestPlanted(t *testing.T) {
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
 		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
+		{"ObserveEmitsOnChange", plant.ObserveEmitsOnChange, PromiseWatch},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
