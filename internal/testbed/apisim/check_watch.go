@@ -27,7 +27,7 @@ import (
 // once the sessions collection is emptied, a report past that memory
 // names a claim whose successor it named before.
 func CheckWatch(h *History) []Violation {
-	var vs []Violation
+	vs := checkExpiredStays(h)
 	byWatcher := make(map[watcherKey][]*Observation)
 	for _, o := range h.Observations {
 		if o.Landed.IsZero() {
@@ -67,4 +67,50 @@ func judgeWatch(last, o *Observation) (Violation, bool) {
 		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: Observe sent no newer leader or value", o, last)}, true
 	}
 	return Violation{}, false
+}
+
+// checkExpiredStays: "Once a read of a Client that has claimed ... found
+// a claim Expired, its later reads report it Expired too, for two of the
+// claim's TTLs past the expiry found ..., even if a renewal its owner
+// sent before losing it lands late and raises the session's stored
+// expiry". Per watcher and key, a claim a read reported Expired is judged
+// in the later reads that returned within two of its TTLs past the
+// ExpiresAt that read reported (the session's expiry that read found),
+// unless the collections were emptied since: whether its session is
+// missing then or not (the collection emptied), as the memory is
+// consulted first.
+func checkExpiredStays(h *History) []Violation {
+	var vs []Violation
+	type watched struct {
+		proc, inc int
+		key       string
+	}
+	byWatcher := make(map[watched][]*QueueRead)
+	for _, r := range h.QueueReads {
+		k := watched{r.Proc, r.Inc, r.Key}
+		byWatcher[k] = append(byWatcher[k], r)
+	}
+	type found struct {
+		r *QueueRead
+		c ReadClaim
+	}
+	for _, rs := range byWatcher {
+		slices.SortStableFunc(rs, func(a, b *QueueRead) int { return a.T.Compare(b.T) })
+		expired := make(map[string]found) // by nonce: the first read that found it Expired
+		for _, r := range rs {
+			for _, c := range r.Claims {
+				f, ok := expired[c.Nonce]
+				switch {
+				case !ok:
+					if c.Expired && c.TTL > 0 {
+						expired[c.Nonce] = found{r, c}
+					}
+				case !c.Expired && r.T.Before(f.c.ExpiresAt.Add(2*f.c.TTL)) && !h.emptiedBetween(f.r.T, r.T):
+					vs = append(vs, Violation{PromiseWatch, fmt.Sprintf("p%d/%d Queue(%s) read claim #%d live at %v, Expired at %v (expiry %v)",
+						r.Proc, r.Inc, r.Key, c.Token, r.T.Format(tf), f.r.T.Format(tf), f.c.ExpiresAt.Format(tf))})
+				}
+			}
+		}
+	}
+	return vs
 }

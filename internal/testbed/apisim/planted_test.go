@@ -27,6 +27,7 @@ func TestPlanted(t *testing.T) {
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
 		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
+		{"ReadExpiredForgets", plant.ReadExpiredForgets, PromiseWatch},
 		{"ObserveEmitsOnChange", plant.ObserveEmitsOnChange, PromiseWatch},
 	} {
 		t.Run(c.name, func(t *testing.T) {

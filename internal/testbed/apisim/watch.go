@@ -98,13 +98,71 @@ func (inc *incarnation) startWatchers() {
 }
 
 // watchQueue reads key's queue with c, and records its first claim that
-// holds, if one does.
+// holds, if one does. While the queue shows a claim Expired (whose end a
+// claimer has yet to write), it reads again soon, up to watchAgain
+// times: a late renewal of its session that lands in that spell is what
+// could make it look live again.
 func (inc *incarnation) watchQueue(c *dsync.Client, key string) {
-	call := time.Now()
-	q, err := c.Queue(inc.ctx, key)
-	if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); err == nil && i >= 0 {
-		inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
+	for range watchAgain {
+		call := time.Now()
+		q, err := c.Queue(inc.ctx, key)
+		if err != nil {
+			return
+		}
+		if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); i >= 0 {
+			inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
+		}
+		inc.queueRead(key, call, q)
+		if !slices.ContainsFunc(q, func(c dsync.ClaimInfo) bool { return c.Expired }) {
+			return
+		}
+		time.Sleep(watchAgainGap)
 	}
+}
+
+// watchAgain bounds the reads of a queue in a row (watchQueue), which
+// are watchAgainGap apart.
+const (
+	watchAgain    = 100
+	watchAgainGap = 10 * time.Millisecond
+)
+
+// QueueRead is one of a watcher's Client.Queue reads: the claims it
+// returned.
+type QueueRead struct {
+	Proc, Inc int
+	Key       string
+	Call, T   time.Time
+	Claims    []ReadClaim
+}
+
+// ReadClaim is a claim as a QueueRead reported it.
+type ReadClaim struct {
+	Token     uint64
+	Nonce     string
+	Expired   bool
+	ExpiresAt time.Time
+	// TTL is its session's (its process's configuration).
+	TTL time.Duration
+}
+
+// queueRead records a read of key's queue (q), of this incarnation, that
+// began at call.
+func (inc *incarnation) queueRead(key string, call time.Time, q []dsync.ClaimInfo) {
+	w := inc.p.w
+	r := &QueueRead{Proc: inc.p.id, Inc: inc.n, Key: key, Call: call, T: time.Now()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range q {
+		rc := ReadClaim{Token: c.Token, Nonce: c.Nonce, Expired: c.Expired, ExpiresAt: c.ExpiresAt}
+		for _, p := range w.procs {
+			if _, ok := p.leases[c.Session]; ok {
+				rc.TTL = p.cfg.TTL
+			}
+		}
+		r.Claims = append(r.Claims, rc)
+	}
+	w.hist.QueueReads = append(w.hist.QueueReads, r)
 }
 
 // watchStatus reads election "e" as dsync status does (statusread,
