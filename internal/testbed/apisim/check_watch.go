@@ -7,17 +7,19 @@ import (
 )
 
 // CheckWatch: what a watcher reports of who leads never goes back. Per
-// watcher (an incarnation's Leader polls, its Client's Queue polls, its
-// Observe channel: Observation.Source), within what lies between two
-// emptyings of the collections (which start the key's tokens again), the
-// token reported never decreases ("tokens increase from term to term";
-// a Client's Queue: "once one of a Client's reads found a claim Expired,
-// its later reads report it Expired too"), one token is always reported
-// with one leader, and Observe sends each new leader, and each newer
-// value of a term, once: "tokens strictly increase", and "within a term,
-// Info.Rev strictly increases". Every report names a claim of the
-// election's key, with that token and that leader, that landed in the
-// store by the time it was reported.
+// watcher (an incarnation's Leader polls, its Client's Queue polls of a
+// key, the status reader's polls, its Observe channel: Observation's
+// Source and Key), within what lies between two emptyings of the
+// collections (which start the key's tokens again), the token reported
+// never decreases ("tokens increase from term to term"; a Client's
+// Queue: "once one of a Client's reads found a claim Expired, its later
+// reads report it Expired too"), one token is always reported with one
+// leader, and Observe sends each new leader, and each newer value of a
+// term, once: "tokens strictly increase", and "within a term, Info.Rev
+// strictly increases". Every report names a claim of its key, with that
+// token and that leader, that landed in the store by the time it was
+// reported. And a claim a Client's Queue found Expired stays so
+// (checkExpiredStays).
 //
 // But a report may go back to a claim whose session was missing when it
 // was read (Observation.Missing): "a session found missing, or expired
