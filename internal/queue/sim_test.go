@@ -224,6 +224,7 @@ func (h *eventHeap) Pop() any {
 }
 
 type sim struct {
+	seed int64
 	// otherSpan is the pid of the owner that runs another bucket span
 	// (0: none), otherSpanLen that span (0: twice simSpan).
 	otherSpan    int
@@ -318,7 +319,7 @@ func (s *sim) addOwner(observes bool) *owner {
 	}
 	if observes {
 		s.spawn(o, func(a *actor) { o.observer(a, s.keys) })
-		s.spawn(o, func(a *actor) { o.reader(a, s.keys) })
+		s.spawnReader(o)
 	}
 	s.spawnOnce(o)
 	return o
@@ -342,6 +343,10 @@ type actor struct {
 	o      *owner
 	resume chan struct{}
 	done   bool
+	// rng, if not nil, draws the delays of the actor's requests, which
+	// are not counted in flight: a reader's (simwatch_test.go), which
+	// only reads and must not move the world's draws.
+	rng *rand.Rand
 }
 
 func (s *sim) spawn(o *owner, body func(a *actor)) {
@@ -395,6 +400,7 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
+		seed:      seed,
 		rng:       rng,
 		now:       time.Second,
 		yield:     make(chan struct{}),
