@@ -225,6 +225,11 @@ func (h *eventHeap) Pop() any {
 
 type sim struct {
 	seed int64
+	// readDead is what each owner's reader found expired, and
+	// readBack the readers' reads that found such a claim live again
+	// (simwatch_test.go).
+	readDead map[readOf]readDead
+	readBack []string
 	// otherSpan is the pid of the owner that runs another bucket span
 	// (0: none), otherSpanLen that span (0: twice simSpan).
 	otherSpan    int
@@ -401,6 +406,7 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
 		seed:      seed,
+		readDead:  map[readOf]readDead{},
 		rng:       rng,
 		now:       time.Second,
 		yield:     make(chan struct{}),
@@ -487,6 +493,9 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	s.checkStorms()
 	for _, msg := range s.storms {
 		r.Violations = append(r.Violations, history.Violation{Kind: "renewal-storm", Msg: msg})
+	}
+	for _, msg := range s.readBack {
+		r.Violations = append(r.Violations, history.Violation{Kind: "read-expired", Msg: msg})
 	}
 	return r, s.stats
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -19,7 +20,13 @@ import (
 // from making a claim read expired live again. A poll that a reset of the
 // store fell into is not recorded, as the observer's. Its draws (and its
 // requests' delays) come from a generator of its own, and it writes
-// nothing, so that a seed runs as it did without it.
+// nothing, so that a seed runs as it did without it. A head whose session
+// the read found missing, or without its first generation, is not
+// recorded: such a claim is not expired by the rule the engine ends
+// claims with, until a claimer ends it, and the memory of the sessions
+// found expired lasts two TTLs past the expiry found (ReadExpired), so
+// once the sessions are dropped a read past that memory may name a claim
+// whose successor it named before.
 func (o *owner) reader(a *actor, keys []string) {
 	s, ctx := o.s, a.ctx()
 	var key string
@@ -38,7 +45,7 @@ func (o *owner) reader(a *actor, keys []string) {
 		if expired && again == 0 {
 			again = readAgain
 		}
-		if err != nil || !found || s.server.lastReset >= sent {
+		if err != nil || !found || s.server.lastReset >= sent || head.missing {
 			continue
 		}
 		s.log = append(s.log, history.Event{Ev: history.EvPoll, Worker: o.name + "-reader", PID: 2000 + o.pid, Key: key, Token: head.Epoch, Owner: head.Owner, T: int64(sent)})
@@ -65,29 +72,76 @@ const readerSeed = 0x72656164
 // readHead returns the first claim of key's queue that holds, as a dsync
 // Client's Queue reads it (see reader); found is false when none does;
 // expired reports whether a claim was read expired.
-func (o *owner) readHead(ctx context.Context, key string) (head queue.Doc, found, expired bool, err error) {
+func (o *owner) readHead(ctx context.Context, key string) (head readClaim, found, expired bool, err error) {
 	now := ownerClock{o}.ServerNow
 	docs, err := o.eng.QueueRead(ctx, key, now)
 	if err != nil {
-		return queue.Doc{}, false, false, err
+		return readClaim{}, false, false, err
 	}
 	earliest := now().Earliest
 	var live []queue.Doc
+	var missing []bool
 	for _, d := range docs {
 		sess, ok, err := net{o.s}.GetSession(ctx, d.Session)
 		if err != nil {
-			return queue.Doc{}, false, false, err
+			return readClaim{}, false, false, err
 		}
 		if o.eng.ReadExpired(d, sess, ok, earliest, true) {
 			expired = true
+			o.s.foundExpired(o, d, sess, ok, earliest)
 		} else {
-			live = append(live, d)
+			o.s.foundLive(o, d, earliest)
+			live, missing = append(live, d), append(missing, !ok || !sess.HasFirst)
 		}
 	}
 	for i, holds := range queue.Holding(live) {
 		if holds {
-			return live[i], true, expired, nil
+			return readClaim{live[i], missing[i]}, true, expired, nil
 		}
 	}
-	return queue.Doc{}, false, expired, nil
+	return readClaim{}, false, expired, nil
+}
+
+// readClaim is a claim as a reader read it: missing, its session was
+// found missing or without its first generation.
+type readClaim struct {
+	queue.Doc
+	missing bool
+}
+
+// foundExpired notes that o's reader found claim d expired by its session
+// (s, found), as ReadExpired remembers it: found with its first
+// generation, expired by earliest, with a TTL. ReadExpired reports it
+// expired to the reader's later reads until two of its TTLs past that
+// expiry, whatever they find.
+func (s *sim) foundExpired(o *owner, d queue.Doc, sess queue.Session, found bool, earliest time.Time) {
+	if !found || !sess.HasFirst || !sess.ExpiresAt.Before(earliest) || d.TTL <= 0 {
+		return
+	}
+	if _, ok := s.readDead[readOf{o.pid, d.Nonce}]; !ok {
+		s.readDead[readOf{o.pid, d.Nonce}] = readDead{until: sess.ExpiresAt.Add(2 * d.TTL), reset: s.server.lastReset}
+	}
+}
+
+// foundLive checks that a reader of o found claim d live only past the
+// memory of its finding it expired (foundExpired), or after a reset.
+func (s *sim) foundLive(o *owner, d queue.Doc, earliest time.Time) {
+	if f, ok := s.readDead[readOf{o.pid, d.Nonce}]; ok && earliest.Before(f.until) && f.reset == s.server.lastReset {
+		s.readBack = append(s.readBack, fmt.Sprintf("%s-reader read %s#%d live at %v, expired before (remembered until %v)",
+			o.name, d.Key, d.Epoch, s.now, f.until.Sub(s.t0)))
+	}
+}
+
+// readOf names a claim (by nonce) as one owner's reader read it: each
+// owner's engine remembers what its own reads found.
+type readOf struct {
+	pid   int
+	nonce string
+}
+
+// readDead is what a reader found expired: until when it must stay so,
+// and the store's last reset then.
+type readDead struct {
+	until time.Time
+	reset time.Duration
 }
