@@ -123,7 +123,7 @@ func (inc *incarnation) watchQueue(c *dsync.Client, key string) {
 // watchAgain bounds the reads of a queue in a row (watchQueue), which
 // are watchAgainGap apart.
 const (
-	watchAgain    = 100
+	watchAgain    = 30
 	watchAgainGap = 10 * time.Millisecond
 )
 
