@@ -11,7 +11,10 @@
 // bucket span, idle age, semaphore limit). It runs in fake time
 // (testing/synctest), one seed at a time, and checks what the processes
 // saw through the API against one checker per promise of the package
-// documentation (check.go and check_*.go).
+// documentation (check.go and check_*.go). Each incarnation also reads
+// who leads as watchers do (watch.go: Election.Leader and Observe, a
+// Client's Queue, the status reader), and CheckWatch judges that what
+// each watcher reports never goes back.
 //
 // The checkers need to know when a hold stopped being valid; the library
 // does not say, and Lost() may be late (that is one of the promises
