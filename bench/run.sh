@@ -75,7 +75,8 @@
 # Acquire(1)+Release, and a full semaphore's unit handed to a waiter), once
 # (4 processes racing Do on a fresh key; Do on a done key), partition
 # (leader.Partition: joins, leaves and kills timed to balance; the peers
-# have none and show "—").
+# have none and show "—"), transfer (Election.Transfer to the candidate
+# queued last, beside graceful; the peers have none and show "—").
 #
 # Servers, all on loopback, all stopped on exit:
 #   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB

@@ -45,6 +45,9 @@ type core struct {
 	blocked func(by claimTerms, epoch uint64)
 	// relock is the primitive's last takeover (relock.go).
 	relock *relockState
+	// progress is the value's progress deadline (progress.go); nil when
+	// off.
+	progress *progressWatch
 }
 
 // newCore checks a primitive's Client, key and options, each applied
@@ -79,7 +82,8 @@ func newCore[O any](client *Client, key, family string, opts []O, apply func(O, 
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
 	}
-	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{}}, nil
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{},
+		progress: newProgressWatch(cfg.progress, cfg.clock)}, nil
 }
 
 // acquire claims p's key with terms t and waits for the claim to hold,
@@ -299,6 +303,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
 	if !k.Join(h, sess) {
 		return nil
 	}
+	p.progress.watch(h)
 	return h
 }
 
@@ -308,6 +313,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
 // the hold if it has passed) before its keeper stops counting it: a hold
 // the keeper no longer counts is not lost when its session is retired.
 func (p *core) release(ctx context.Context, h *hold) error {
+	p.progress.unwatch(h)
 	lostErr := h.end()
 	h.keeper.Remove(h)
 	if lostErr != nil {

@@ -64,6 +64,10 @@
 //     (see Suspend below).
 //   - At the deadline Lost() is closed, whether or not the store can be
 //     reached; a hold is never lost silently.
+//   - A hold of a primitive with a progress deadline (WithProgressDeadline)
+//     whose work reported no progress (Progress) within it is lost too:
+//     Lost() closes, and TTL/20 later its claim is released, so that the
+//     next waiter goes on while the stalled process still runs.
 //   - Another process moves past a claim whose owner stopped renewing only
 //     after that claim's session has expired in the store's time, judged
 //     with an error bound (see package clockcheck), so the clocks of the

@@ -26,6 +26,12 @@ var (
 	// the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
+	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its
+	// primitive has a progress deadline (WithProgressDeadline) and no
+	// progress was reported within it: the work was alive but stuck, and
+	// its claim was released so that the next waiter goes on.
+	ErrStalled = errors.New("dsync: no progress reported within the progress deadline")
+
 	// ErrReset is what the Client's claims return (wrapped) when the
 	// store no longer holds what the Client knew of the key: its
 	// collections were emptied, dropped or restored from a backup while

@@ -24,7 +24,8 @@ const (
 // writer's of an RWMutex, a Semaphore's): its claim and the session whose
 // lease it shares. It is valid until its session's local deadline, and
 // lost when the session is retired (its keeper sees to both: it is the
-// keeper's lease.Hold): it has no timer of its own.
+// keeper's lease.Hold), or, where its primitive has a progress deadline,
+// when its primitive's timer stalls it (progress.go).
 type hold struct {
 	p      *core // the primitive it is a hold of
 	claim  queue.Ref
@@ -81,11 +82,39 @@ func (h *hold) MarkLost(reason error) bool {
 	if h.state != holdActive {
 		return false
 	}
-	h.state = holdLost
-	h.lostErr = fmt.Errorf("%w (key %q)", reason, h.claim.Key)
+	h.loseLocked(reason)
 	h.p.client.claimLost(h.claim.Nonce)
 	close(h.lost)
 	return true
+}
+
+// markStalled ends an active hold whose work reported no progress within
+// its primitive's deadline, as MarkLost ends one whose lease ran out, and
+// reports whether it did. Unlike MarkLost, it leaves the Client's claim
+// live: the stall releases it (progress.go), and Close, if it comes
+// first, ends it. An unlock after it returns the loss and sends nothing.
+func (h *hold) markStalled(reason error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != holdActive {
+		return false
+	}
+	h.loseLocked(reason)
+	close(h.lost)
+	return true
+}
+
+// loseLocked marks h lost, for reason; h.mu is held.
+func (h *hold) loseLocked(reason error) {
+	h.state = holdLost
+	h.lostErr = fmt.Errorf("%w (key %q)", reason, h.claim.Key)
+}
+
+// err is why h was lost before it ended, nil if it was not.
+func (h *hold) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lostErr
 }
 
 // TellLost reports the loss of a hold that MarkLost ended: to its

@@ -15,6 +15,9 @@ type holdSet struct {
 	holds []*hold // by token, lowest first
 	lost  chan struct{}
 	fired bool // lost is closed
+	// err is why the first of the holds counted since the set was last
+	// empty was lost; nil if none was (Err).
+	err error
 }
 
 // add counts h, which may have been lost already.
@@ -22,7 +25,7 @@ func (s *holdSet) add(h *hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.holds) == 0 {
-		s.lost, s.fired = make(chan struct{}), false
+		s.lost, s.fired, s.err = make(chan struct{}), false, nil
 	}
 	i, _ := slices.BinarySearchFunc(s.holds, h.claim.Epoch, func(x *hold, t uint64) int {
 		switch {
@@ -36,7 +39,7 @@ func (s *holdSet) add(h *hold) {
 	s.holds = slices.Insert(s.holds, i, h)
 	select {
 	case <-h.lost:
-		s.fireLocked() // lost before it was counted
+		s.fireLocked(h) // lost before it was counted
 	default:
 	}
 }
@@ -53,6 +56,11 @@ func (s *holdSet) take(pick func(holds []*hold) []int) []*hold {
 	out := make([]*hold, 0, len(idx))
 	for _, i := range idx {
 		out = append(out, s.holds[i])
+		select {
+		case <-s.holds[i].lost:
+			s.noteLocked(s.holds[i]) // its onLost may not have run yet
+		default:
+		}
 	}
 	s.holds = slices.DeleteFunc(s.holds, func(h *hold) bool { return slices.Contains(out, h) })
 	return out
@@ -73,14 +81,24 @@ func (s *holdSet) onLost(h *hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if slices.Contains(s.holds, h) {
-		s.fireLocked()
+		s.fireLocked(h)
 	}
 }
 
-func (s *holdSet) fireLocked() {
+// fireLocked closes the loss signal for h, a counted hold that was lost.
+func (s *holdSet) fireLocked(h *hold) {
+	s.noteLocked(h)
 	if !s.fired {
 		s.fired = true
 		close(s.lost)
+	}
+}
+
+// noteLocked keeps why h, a hold counted, was lost, unless an earlier
+// loss was kept.
+func (s *holdSet) noteLocked(h *hold) {
+	if s.err == nil {
+		s.err = h.err()
 	}
 }
 
@@ -106,11 +124,21 @@ func (s *holdSet) lostChan() <-chan struct{} {
 	for _, h := range s.holds {
 		select {
 		case <-h.lost:
-			s.fireLocked()
+			s.fireLocked(h)
 		default:
 		}
 	}
 	return s.lost
+}
+
+// lossErr is why the first of the holds counted since the set was last
+// empty was lost (a deadline passed unseen is looked at first, as
+// lostChan does), or nil if none was.
+func (s *holdSet) lossErr() error {
+	s.lostChan()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // newest returns the counted hold with the highest token, if any.

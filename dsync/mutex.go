@@ -20,8 +20,9 @@ import (
 // nothing.
 //
 // A hold can end without Unlock: when its lease cannot be confirmed before
-// its local deadline (store unreachable, renewal refused), Lost() is
-// closed. After that the caller must stop relying on the lock and should
+// its local deadline (store unreachable, renewal refused), or, with a
+// progress deadline (WithProgressDeadline), when its work reported no
+// progress within it, Lost() is closed (Err says why). After that the caller must stop relying on the lock and should
 // Unlock. The Mutex stays locked locally until Unlock, as a sync.Mutex
 // would.
 //
@@ -37,6 +38,7 @@ type Mutex struct {
 
 	mu   sync.Mutex
 	hold *hold // the current hold; nil when not held
+	last *hold // the last hold installed, current or not (Err)
 }
 
 // NewMutex returns a Mutex for key on c. Every Mutex value has its
@@ -193,8 +195,8 @@ func (m *Mutex) Unlock() {
 
 // UnlockContext unlocks m like Unlock and reports the outcome: an error
 // wrapping ErrLost if the hold had been lost before this call (the critical
-// section was not fully protected; the lease is then left to expire rather
-// than released), or the store's error if the release could not be
+// section was not fully protected; this call sends nothing: the lease is
+// left to expire, or a stall released the claim), or the store's error if the release could not be
 // confirmed (the lease then expires after its TTL). m is unlocked locally
 // in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
@@ -211,8 +213,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 }
 
 // Lost returns a channel that is closed when the current hold ends without
-// an Unlock: its lease could not be confirmed before the local deadline, or
-// the store refused to renew it. Unlock does not close it. When m is not
+// an Unlock: its lease could not be confirmed before the local deadline,
+// the store refused to renew it, or its progress deadline passed
+// (WithProgressDeadline). Unlock does not close it. When m is not
 // held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mustBeMade()
@@ -267,6 +270,6 @@ var closedChan = func() chan struct{} {
 // install makes h the current hold.
 func (m *Mutex) install(h *hold) {
 	m.mu.Lock()
-	m.hold = h
+	m.hold, m.last = h, h
 	m.mu.Unlock()
 }

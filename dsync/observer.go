@@ -25,7 +25,9 @@ type Observer struct {
 	// after Held.
 	Released func(h Held)
 	// Lost: a hold ended without its caller: its lease ran out
-	// (renewals failed) or the store no longer knew its session.
+	// (renewals failed), the store no longer knew its session, or its
+	// work reported no progress within its progress deadline (err wraps
+	// ErrStalled). err wraps ErrLost, as Err's does.
 	Lost func(h Held, err error)
 	// Waiting: how many callers of this Client wait for a hold now (a
 	// Lock, RLock or Acquire that waits; tries do not count).

@@ -34,16 +34,16 @@ const (
 )
 
 // A MutexOption configures a Mutex (NewMutex): a KeyOption, a
-// TryOption, or WithNamespace. KeyOption's doc says which option fits
+// TryOption, a HoldOption, or WithNamespace. KeyOption's doc says which option fits
 // which primitive.
 type MutexOption interface{ applyMutex(*config) error }
 
 // An RWMutexOption configures an RWMutex (NewRWMutex): a KeyOption, a
-// TryOption, or WithReadLinger.
+// TryOption, a HoldOption, or WithReadLinger.
 type RWMutexOption interface{ applyRWMutex(*config) error }
 
-// A SemaphoreOption configures a Semaphore (NewSemaphore): a KeyOption or
-// a TryOption.
+// A SemaphoreOption configures a Semaphore (NewSemaphore): a KeyOption,
+// a TryOption or a HoldOption.
 type SemaphoreOption interface{ applySemaphore(*config) error }
 
 // A OnceOption configures a Once (NewOnce): a KeyOption, or
@@ -64,6 +64,7 @@ type OnceOption interface{ applyOnce(*config) error }
 //	WithErrorHandler       x       x         x        x    (a KeyOption)
 //	WithReleaseTimeout     x       x         x        x    (a KeyOption)
 //	WithTryTimeout         x       x         x             (a TryOption)
+//	WithProgressDeadline   x       x         x             (a HoldOption)
 //	WithNamespace          x                               (a MutexOption)
 //	WithReadLinger                 x                       (an RWMutexOption)
 //	WithForgetAfter                                   x    (a OnceOption)
@@ -90,11 +91,22 @@ type TryOption interface {
 	SemaphoreOption
 }
 
+// A HoldOption fits the primitives whose holds a progress deadline
+// watches (WithProgressDeadline): it is a MutexOption, an RWMutexOption
+// and a SemaphoreOption (a Once's function has its own hold, which no
+// deadline watches).
+type HoldOption interface {
+	MutexOption
+	RWMutexOption
+	SemaphoreOption
+}
+
 // The options' types, one per set of primitives an option fits; each sets
 // a primitive's config, or says why its value is refused.
 type (
 	keyOption     func(*config) error // every primitive
 	tryOption     func(*config) error // those that try
+	holdOption    func(*config) error // those whose holds progress is reported on
 	mutexOption   func(*config) error
 	rwMutexOption func(*config) error
 	onceOption    func(*config) error
@@ -107,6 +119,9 @@ func (o keyOption) applyOnce(c *config) error        { return apply(o, c) }
 func (o tryOption) applyMutex(c *config) error       { return apply(o, c) }
 func (o tryOption) applyRWMutex(c *config) error     { return apply(o, c) }
 func (o tryOption) applySemaphore(c *config) error   { return apply(o, c) }
+func (o holdOption) applyMutex(c *config) error      { return apply(o, c) }
+func (o holdOption) applyRWMutex(c *config) error    { return apply(o, c) }
+func (o holdOption) applySemaphore(c *config) error  { return apply(o, c) }
 func (o mutexOption) applyMutex(c *config) error     { return apply(o, c) }
 func (o rwMutexOption) applyRWMutex(c *config) error { return apply(o, c) }
 func (o onceOption) applyOnce(c *config) error       { return apply(o, c) }
@@ -133,6 +148,7 @@ type config struct {
 	namespace   string        // a Mutex's (WithNamespace)
 	forgetAfter time.Duration // a Once's: 0 keeps its done record
 	readLinger  time.Duration // an RWMutex's (WithReadLinger): 0 is off
+	progress    time.Duration // WithProgressDeadline's: 0 is off
 
 	ttl   time.Duration // the Client's (WithTTL)
 	clock Clock         // the Client's (WithClock)

@@ -11,7 +11,7 @@ import (
 // for writes: on MongoDB it creates the collections and the lock index
 // and samples the server's clock with a write, and agree inserts the
 // store's protocol document and starts the sweeper, which deletes. A
-// read (List, Queue, HasKey, ListOrder, Revocations) must work with a
+// read (List, Queue, HasKey, ListOrder, Revocations, Stalls) must work with a
 // database user that may only read (dsync status, the status page), and
 // leave a database nothing has used as empty as it found it: it readies
 // the store with its driver.Roles.Reads where it has them, and learns

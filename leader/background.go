@@ -70,6 +70,7 @@ func (e *Election) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
 		e.putMember(ctx)
+		e.stepAsideIfAsked(ctx)
 		cancel()
 	}
 }
@@ -92,6 +93,7 @@ func (e *Election) member() Member {
 	m := e.self
 	m.Leader = e.term != nil && e.term.ctx.Err() == nil
 	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
+	m.Handover = e.handoverLocked()
 	return m
 }
 

@@ -17,6 +17,9 @@
 // lock: when the leader resigns, the candidate that has campaigned longest
 // leads next (with the Mutex's one exception, after the collections were
 // emptied: see package dsync), and Leader reports the head of that queue.
+// Transfer hands leadership to a chosen candidate instead: those queued
+// ahead of it step aside (claim again, behind it), and the leader
+// releases once it is next, so the grant rule is the lock's all the same.
 //
 // What it cannot promise: a leader paused past its lease (GC, SIGSTOP) may
 // act after a new leader started, before it sees its context cancelled.

@@ -44,6 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
+	xfer transferState // Transfer's (transfer.go)
+
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
 }
@@ -66,7 +68,11 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	mu, err := dsync.NewMutex(c, name, clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger))
+	mopts := []dsync.MutexOption{clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger)}
+	if cfg.progress > 0 {
+		mopts = append(mopts, dsync.WithProgressDeadline(cfg.progress))
+	}
+	mu, err := dsync.NewMutex(c, name, mopts...)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
@@ -80,6 +86,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
+		xfer:     transferState{turn: make(chan struct{}, 1)},
 	}
 	e.newEvents()
 	return e, nil
@@ -101,7 +108,8 @@ func (e *Election) ID() string {
 // lives exactly as long as the leadership. The context is cancelled with
 // cause ErrLeadershipLost the moment the lease can no longer be
 // guaranteed (at its local deadline, even with the store unreachable),
-// ErrResigned after Resign or Close, or the parent's cause when ctx ends.
+// ErrResigned after Resign or Close, ErrTransferred after Transfer, or
+// the parent's cause when ctx ends.
 // Leadership is then given up: on Resign or when ctx ends the lease is
 // released at once, so stop leader-only work first (Run does this for
 // you); a lost lease is left to run out. Run leader-only work under it.

@@ -14,6 +14,14 @@ var (
 	// deadline, even when the store cannot be reached.
 	ErrLeadershipLost = errors.New("leader: leadership lost")
 
+	// ErrStalled is the cause of a leadership context (a term's, or a
+	// Partition shard's) cancelled because its work reported no progress
+	// (Progress) within its deadline (WithProgressDeadline,
+	// WithShardProgressDeadline): the lease was released so that another
+	// candidate leads, and the stuck work's writes are fenced by the
+	// term's token. It is dsync.ErrStalled, the same value.
+	ErrStalled = dsync.ErrStalled
+
 	// ErrResigned is the cause of a leadership context cancelled by Resign
 	// or Close, and of a Partition shard's context when its member leaves
 	// by Resign or Close.
@@ -42,12 +50,13 @@ var (
 	ErrClosed = dsync.ErrClosed
 
 	// ErrNotLeader is returned by Proclaim when this candidate does not
-	// lead, or its term ended before the value was confirmed.
+	// lead, or its term ended before the value was confirmed, and by
+	// Transfer when it does not lead, or its term ended another way.
 	ErrNotLeader = errors.New("leader: not the leader")
 
-	// ErrNoMembers is returned by Members and Proclaim of an Election
-	// given no MemberStore (WithMembers): member status has nowhere to
-	// live.
+	// ErrNoMembers is returned by Members, Proclaim and Transfer of an
+	// Election given no MemberStore (WithMembers): member status has
+	// nowhere to live.
 	ErrNoMembers = errors.New("leader: no member store (WithMembers)")
 
 	// ErrMembersUnreachable is what a MemoryMembers set unreachable

@@ -89,6 +89,10 @@ type Member struct {
 	Term       uint64
 	Proclaimed string
 	Rev        uint64
+
+	// Handover, while it leads and transfers its leadership (Transfer),
+	// names the candidate it hands over to, in its term Term.
+	Handover Handover
 }
 
 // MemberValue is the value, and its Rev, that the leader of term advertises

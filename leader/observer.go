@@ -14,8 +14,9 @@ type Transition struct {
 	Leading  bool
 	// Term is the term's fencing token (the one that began or ended).
 	Term uint64
-	// Cause is why a term ended (ErrLeadershipLost, ErrResigned, or the
-	// campaign context's cause); nil when one began.
+	// Cause is why a term ended (ErrLeadershipLost, ErrResigned,
+	// ErrTransferred, or the campaign context's cause); nil when one
+	// began.
 	Cause error
 }
 

@@ -23,6 +23,7 @@ type config struct {
 	onLost            func(cause error)
 	onNewLeader       func(Info)
 	observer          func(Transition)
+	progress          time.Duration // 0: off (WithProgressDeadline)
 }
 
 // Defaults of an Election's options.
@@ -146,9 +147,9 @@ func OnElected(f func(Info)) Option {
 }
 
 // OnLost sets a function called with the cause each time this candidate's
-// leadership ends (ErrLeadershipLost, ErrResigned, or the parent context's
-// cause), after the leadership context is cancelled. A convenience over
-// that context. It must not block.
+// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred, or
+// the parent context's cause), after the leadership context is
+// cancelled. A convenience over that context. It must not block.
 func OnLost(f func(cause error)) Option {
 	return func(c *config) error {
 		if f == nil {
@@ -168,6 +169,25 @@ func OnNewLeader(f func(Info)) Option {
 			return errors.New("leader: nil OnNewLeader callback")
 		}
 		c.onNewLeader = f
+		return nil
+	}
+}
+
+// WithProgressDeadline ends a term whose work reports no progress
+// (Progress) within d, as a lost lease ends one: its context is cancelled
+// with the cause ErrStalled, its lease is released, after the head start
+// a lost lease gives the work to stop, so that another candidate leads,
+// and the work's late writes are fenced by the term's token. A term's
+// beginning counts as progress. Run stays in fn until fn returns: a work
+// that is stuck for good needs its process restarted. Default: 0, no
+// deadline. It is the term's lease's dsync.WithProgressDeadline, and
+// refused as that refuses it.
+func WithProgressDeadline(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("leader: progress deadline must not be negative, got %v", d)
+		}
+		c.progress = d
 		return nil
 	}
 }

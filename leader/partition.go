@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/leaderhook"
-	"github.com/go-dsync/dsync/leader/internal/shard"
 )
 
 // A Partition is one process's membership of a sharded singleton: n
@@ -33,10 +32,13 @@ type Partition struct {
 	// the release timeout of the shards' leases (dsync.WithReleaseTimeout's
 	// default), as a Client bounds what it sends on Close.
 	release time.Duration
-	self    string
-	host    string
-	pid     int
-	shards  []*Election
+	// progress is each shard's progress deadline
+	// (WithShardProgressDeadline): 0 is none.
+	progress time.Duration
+	self     string
+	host     string
+	pid      int
+	shards   []*Election
 
 	// shardsLive counts the shard goroutines (partition_shard.go), handed
 	// over or not: Close and the end of Run wait for all of them, so no
@@ -50,6 +52,10 @@ type Partition struct {
 	// beat is this member's last status write (partition_status.go):
 	// when it was sent and what it said. Only Run's goroutine uses it.
 	beat lastBeat
+
+	// nudge asks Run's goroutine for a tick now, not at the next
+	// heartbeat: a shard's run stalled, which the others must read.
+	nudge chan struct{}
 
 	mu      sync.Mutex
 	running map[int]*shardRun // shards this member waits for or owns
@@ -80,6 +86,17 @@ func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }
 }
 
+// WithShardProgressDeadline ends a shard's run whose fn reports no
+// progress (Progress, given fn's context) within d, as a lost lease ends
+// one: fn's context is cancelled with the cause ErrStalled, and the
+// shard's lease released (its writes fenced by the term's token). The
+// member then tells the others at once, and the shard is assigned to
+// another member; this member does not run it again until fn returns.
+// Default: 0, no deadline (see WithProgressDeadline).
+func WithShardProgressDeadline(d time.Duration) PartitionOption {
+	return func(p *Partition) { p.progress = d }
+}
+
 // NewPartition returns this process's member of partition name, of shards
 // shards, on c; member status goes to ms. It does no I/O.
 func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts ...PartitionOption) (*Partition, error) {
@@ -88,12 +105,12 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 	}
 	host, _ := os.Hostname()
 	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
-		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}}
+		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(p)
 	}
 	for i := range shards {
-		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i))
+		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i), WithProgressDeadline(p.progress))
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +168,7 @@ func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard 
 			}
 			return context.Cause(ctx)
 		case <-t.C:
+		case <-p.nudge:
 		}
 	}
 }
@@ -185,7 +203,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 		_ = p.withDeadline(ctx, p.heartbeat)
 	}
 	st := p.decode(p.withOwnStatus(ms))
-	want := shard.Assign(p.n, st.live, st.owners())
+	want := st.assign(p.n)
 	if p.apply(ctx, want, st.waiting, fn, fail) {
 		_ = p.withDeadline(ctx, p.heartbeat)
 	}
@@ -213,6 +231,9 @@ func (p *Partition) apply(ctx context.Context, want []string, waiting []map[stri
 	for s, owner := range want {
 		r := p.running[s]
 		switch {
+		case r != nil && r.stalled:
+			// Its lease is released and its run has not returned: nothing
+			// to start or stop until it does (forget).
 		case owner == p.self && r == nil:
 			p.startLocked(ctx, s, fn, fail)
 			queued = true

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -15,6 +16,10 @@ type shardRun struct {
 	cancel context.CancelFunc
 	owned  bool   // the campaign won, and fn runs (or is about to)
 	token  uint64 // the term's fencing token, once owned
+	// stalled: owned, and fn reported no progress within the shard's
+	// deadline, so its lease is released (WithShardProgressDeadline); fn
+	// has not returned. Set under Partition.mu.
+	stalled bool
 	// leaving: the campaign's context was cancelled while it waited; a
 	// campaign won meanwhile has its lease released, so fn must not run.
 	// owned and leaving are decided under Partition.mu, one or the other.
@@ -76,7 +81,10 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 			select {
 			case <-stop:
 			case <-ctx.Done():
-			case <-fctx.Done(): // the lease lost: tctx's cause, ErrLeadershipLost
+			case <-fctx.Done(): // the lease lost: tctx's cause, ErrLeadershipLost or ErrStalled
+				if errors.Is(context.Cause(tctx), ErrStalled) {
+					p.stall(s, r)
+				}
 			}
 			cancelFn(shardEndCause(ctx))
 		}()
@@ -91,6 +99,22 @@ func (p *Partition) startLocked(ctx context.Context, s int, fn func(context.Cont
 			fail(err)
 		}
 	}()
+}
+
+// stall marks shard s's run r stalled, if r is still s's, and has this
+// member's status say so at once: the others then assign the shard
+// elsewhere, and this member neither lists it as owned nor queues for it
+// again before fn returns.
+func (p *Partition) stall(s int, r *shardRun) {
+	p.mu.Lock()
+	if p.running[s] == r {
+		r.stalled = true
+	}
+	p.mu.Unlock()
+	select {
+	case p.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // shardEndCause is why a shard's fn context ends, given Run's context

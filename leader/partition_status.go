@@ -22,6 +22,11 @@ type partitionStatus struct {
 	Owns   []int    `json:"own,omitempty"`
 	Tokens []uint64 `json:"tok,omitempty"` // Tokens[i] is the token of shard Owns[i]
 	Waits  []int    `json:"wait,omitempty"`
+	// Stalled are the shards whose run stalled here (its work reported no
+	// progress within its deadline: WithShardProgressDeadline) and has
+	// not returned: their leases are released, and no member assigns
+	// them here until the run returns (shard.AssignAvoiding).
+	Stalled []int `json:"stall,omitempty"`
 	// Heartbeat is the member's heartbeat interval, which its unchanged
 	// status is written by (liveFor); absent from the status of releases
 	// that did not write it.
@@ -69,7 +74,17 @@ type memberStatuses struct {
 	live    []shard.Member
 	view    PartitionView
 	waiting []map[string]bool
-	slowest time.Duration // the longest heartbeat interval among them
+	stalled []map[string]bool // by shard: the members whose run of it stalled
+	slowest time.Duration     // the longest heartbeat interval among them
+}
+
+// avoids reports whether member id's run of shard s stalled and has not
+// returned, so that the shard is assigned elsewhere.
+func (st *memberStatuses) avoids(s int, id string) bool { return st.stalled[s][id] }
+
+// assign is the assignment every member computes from st.
+func (st *memberStatuses) assign(n int) []string {
+	return shard.AssignAvoiding(n, st.live, st.owners(), st.avoids)
 }
 
 // owners returns the ID of each shard's owner ("" for none).
@@ -84,7 +99,7 @@ func (st *memberStatuses) owners() []string {
 // decode decodes the members' status, and fills each shard's Assigned.
 // Members whose status is not a partition's are left out.
 func (p *Partition) decode(ms []Member) *memberStatuses {
-	st := &memberStatuses{view: PartitionView{Shards: make([]ShardOwner, p.n)}, waiting: make([]map[string]bool, p.n)}
+	st := &memberStatuses{view: PartitionView{Shards: make([]ShardOwner, p.n)}, waiting: make([]map[string]bool, p.n), stalled: make([]map[string]bool, p.n)}
 	for _, m := range ms {
 		var ps partitionStatus
 		if json.Unmarshal([]byte(m.Value), &ps) != nil {
@@ -105,21 +120,27 @@ func (p *Partition) decode(ms []Member) *memberStatuses {
 				cur.Member, cur.Token = m.ID, tok
 			}
 		}
-		for _, s := range ps.Waits {
-			if s >= 0 && s < p.n {
-				if st.waiting[s] == nil {
-					st.waiting[s] = map[string]bool{}
-				}
-				st.waiting[s][m.ID] = true
-			}
-		}
+		mark(st.waiting, ps.Waits, m.ID)
+		mark(st.stalled, ps.Stalled, m.ID)
 	}
 	slices.SortFunc(st.view.Members, func(a, b PartitionMember) int { return cmp.Compare(a.ID, b.ID) })
-	for s, id := range shard.Assign(p.n, st.live, st.owners()) {
+	for s, id := range st.assign(p.n) {
 		st.view.Shards[s].Assigned = id
 	}
 	p.slowest.Store(int64(st.slowest)) // for the next read (liveFor)
 	return st
+}
+
+// mark sets by[s][id] for each shard s of shards within by's range.
+func mark(by []map[string]bool, shards []int, id string) {
+	for _, s := range shards {
+		if s >= 0 && s < len(by) {
+			if by[s] == nil {
+				by[s] = map[string]bool{}
+			}
+			by[s][id] = true
+		}
+	}
 }
 
 // lastBeat is a member's last status write that succeeded: when it was
@@ -181,6 +202,8 @@ func (p *Partition) ownStatus() []byte {
 	for s := range p.n {
 		switch r := p.running[s]; {
 		case r == nil:
+		case r.stalled:
+			st.Stalled = append(st.Stalled, s)
 		case r.owned:
 			st.Owns = append(st.Owns, s)
 			st.Tokens = append(st.Tokens, r.token)

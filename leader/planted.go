@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-dsync/dsync/internal/plant"
 )
@@ -36,6 +37,23 @@ func campaignShard(ctx context.Context, e *Election) (context.Context, error) {
 	}()
 	return early, nil
 }
+
+// plantedSkipWait reports whether plant.TransferSkipsWait is planted: a
+// Transfer then releases without waiting for its candidate to be next,
+// so whoever queued first leads next.
+func plantedSkipWait() bool { return plant.On && plant.Is(plant.TransferSkipsWait) }
+
+// plantedReleasesFirst reports whether plant.TransferReleasesFirst is
+// planted, and then takes the giving up of term t: a Transfer then
+// releases the lease before it cancels the term's context (a TTL/10
+// apart, plantedPause), so the next leader starts while this one's
+// context lives.
+func plantedReleasesFirst(t *term) bool {
+	return plant.On && plant.Is(plant.TransferReleasesFirst) && t.givingUp.CompareAndSwap(false, true)
+}
+
+// plantedPause sleeps d: the window a planted bug holds open.
+func plantedPause(d time.Duration) { time.Sleep(d) }
 
 // plantedNewer is whether Observe's poll sends what it read (info, err)
 // after last when plant.ObserveEmitsOnChange is planted (a negative

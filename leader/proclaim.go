@@ -75,3 +75,18 @@ func TermOf(ctx context.Context) (info Info, ok bool) {
 	}
 	return info, true
 }
+
+// Progress reports that the work of the term behind ctx (a context
+// Campaign returned or Run passed to its function, or a Partition shard's,
+// or one derived from them) moves on, for its progress deadline
+// (WithProgressDeadline, WithShardProgressDeadline). It sends nothing to
+// the store: a single clock reading is kept. It does nothing for any other
+// context, nor once ctx ended (a later term of the same candidate is
+// not kept alive by an earlier term's work).
+func Progress(ctx context.Context) {
+	ref, ok := ctx.Value(termKey{}).(*termRef)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	ref.e.mu.Progress()
+}

@@ -45,7 +45,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 
 	err = e.preflight(cctx)
 	if err == nil {
-		err = e.mu.LockContext(cctx)
+		err = e.lockInTurn(cctx)
 	}
 	stop(nil)
 
@@ -132,7 +132,7 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 	defer e.wg.Done()
 	select {
 	case <-lost:
-		t.cancel(ErrLeadershipLost)
+		t.cancel(e.lossCause())
 	case <-t.ctx.Done():
 		if t.fnDone != nil {
 			<-t.fnDone
@@ -144,6 +144,15 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 	if e.cfg.onLost != nil {
 		e.cfg.onLost(context.Cause(t.ctx))
 	}
+}
+
+// lossCause is why a term whose lease was lost ends: ErrStalled when its
+// work reported no progress within its deadline, else ErrLeadershipLost.
+func (e *Election) lossCause() error {
+	if errors.Is(e.mu.Err(), dsync.ErrStalled) {
+		return ErrStalled
+	}
+	return ErrLeadershipLost
 }
 
 // giveUp gives term t's lock up, once t's context is cancelled: whoever

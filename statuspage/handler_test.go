@@ -311,3 +311,70 @@ func TestJSONShowsRevocations(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONShowsStalls: the stall records are in status.json, newest
+// first, each with its key's kind and name, whatever the filter, and
+// with no time the holder did not give; the page has the section that
+// draws them.
+func TestJSONShowsStalls(t *testing.T) {
+	f := setup(t)
+	ctx := t.Context()
+	_, s := f.get(t, "/status.json")
+	if s.Stalls == nil || len(s.Stalls) != 0 {
+		t.Fatalf("before any stall: stalls %#v; want an empty list", s.Stalls)
+	}
+	at := f.store.ServerTime().Latest
+	older := driver.Stall{Key: "jobs", Token: 4, Owner: "o1", Session: "s1", Nonce: "n1", Host: "h1", PID: 11, At: at.Add(-2 * time.Hour)}
+	newer := driver.Stall{Key: "dsync:sem/encode", Token: 9, Owner: "o2", Session: "s2", Nonce: "n2", Host: "h2", PID: 22,
+		Since: at.Add(-time.Minute), LastProgress: at.Add(-20 * time.Second), At: at}
+	for _, st := range []driver.Stall{older, newer} {
+		if err := f.store.Roles().Stalls.RecordStall(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, s = f.get(t, "/status.json?prefix=nothing-here")
+	want := []statuspage.Stall{
+		{Key: "dsync:sem/encode", Kind: "semaphore", Name: "encode", Token: 9, Owner: "o2", Host: "h2", PID: 22, Session: "s2", Nonce: "n2",
+			Since: newer.Since, LastProgress: newer.LastProgress, At: newer.At},
+		{Key: "jobs", Kind: "mutex", Name: "jobs", Token: 4, Owner: "o1", Host: "h1", PID: 11, Session: "s1", Nonce: "n1", At: older.At},
+	}
+	if len(s.Stalls) != len(want) {
+		t.Fatalf("stalls = %+v; want %+v", s.Stalls, want)
+	}
+	for i, w := range want {
+		g := s.Stalls[i]
+		if g.Key != w.Key || g.Kind != w.Kind || g.Name != w.Name || g.Token != w.Token || g.Owner != w.Owner || g.Host != w.Host ||
+			g.PID != w.PID || g.Session != w.Session || g.Nonce != w.Nonce ||
+			!g.Since.Equal(w.Since) || !g.LastProgress.Equal(w.LastProgress) || !g.At.Equal(w.At) {
+			t.Errorf("stalls[%d] = %+v; want %+v", i, g, w)
+		}
+	}
+	resp, err := http.Get(f.srv.URL + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct{ Stalls []map[string]any }
+	err = json.NewDecoder(resp.Body).Decode(&raw)
+	resp.Body.Close()
+	if err != nil || len(raw.Stalls) != 2 {
+		t.Fatalf("status.json's stalls = %v, %v; want two", raw.Stalls, err)
+	}
+	for i, has := range []bool{true, false} {
+		for _, name := range []string{"since", "lastProgress"} {
+			if _, ok := raw.Stalls[i][name]; ok != has {
+				t.Errorf("status.json's stalls[%d] has %q: %v; want %v", i, name, ok, has)
+			}
+		}
+	}
+	for path, want := range map[string]string{"/": `id="stalls"`, "/app.js": "s.stalls"} {
+		resp, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET %s has no %q", path, want)
+		}
+	}
+}

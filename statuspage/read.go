@@ -32,7 +32,7 @@ func (q query) keyPrefix() string {
 // read reads one page of the store that q selects.
 func (h *handler) read(ctx context.Context, q query) Snapshot {
 	empty := func(sum Summary) Snapshot {
-		return Snapshot{Summary: sum, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}}
+		return Snapshot{Summary: sum, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}, Stalls: []Stall{}}
 	}
 	s := empty(Summary{Namespace: q.namespace, Prefix: q.prefix, After: q.after})
 	if err := h.readInto(ctx, q, &s); err != nil {
@@ -52,7 +52,11 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	sink, end := Stream(rs, s.add)
+	stalls, err := r.Stalls(ctx)
+	if err != nil {
+		return err
+	}
+	sink, end := Stream(rs, stalls, s.add)
 	listed, err := r.List(ctx, statusread.Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
 	if err != nil {
 		return err
@@ -61,7 +65,7 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	return end()
 }
 
-// add puts the lock, election, partition or revocation of r in s.
+// add puts the lock, election, partition, revocation or stall of r in s.
 func (s *Snapshot) add(r Record) error {
 	switch {
 	case r.Lock != nil:
@@ -72,6 +76,8 @@ func (s *Snapshot) add(r Record) error {
 		s.Partitions = append(s.Partitions, *r.Partition)
 	case r.Revocation != nil:
 		s.Revocations = append(s.Revocations, *r.Revocation)
+	case r.Stall != nil:
+		s.Stalls = append(s.Stalls, *r.Stall)
 	}
 	return nil
 }

@@ -19,17 +19,22 @@ import (
 //
 // The sink emits the Record of each lock and election at once, but for
 // the elections that are a partition's shards; end emits the partitions
-// whose shards were read, then the revocations, newest first. A claim of
-// a session in revocations is marked Revoked. The fields only a caller
-// knows (a Claim's and a Leader's CommandPID, the Summary) are the
-// caller's to fill in. An error of emit is returned as it is.
-func Stream(revocations []dsync.Revocation, emit func(Record) error) (sink statusread.Sink, end func() error) {
+// whose shards were read, then the revocations, newest first, then the
+// stall records, newest first. A claim of a session in revocations is
+// marked Revoked. The fields only a caller knows (a Claim's and a
+// Leader's CommandPID, the Summary) are the caller's to fill in. An error
+// of emit is returned as it is.
+func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, emit func(Record) error) (sink statusread.Sink, end func() error) {
 	s := &stream{emit: emit, revoked: make(map[string]bool, len(revocations))}
 	for _, r := range revocations {
 		s.revoked[r.Session] = true
 		s.revocations = append(s.revocations, Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
 	}
 	slices.SortFunc(s.revocations, func(a, b Revocation) int { return b.At.Compare(a.At) }) // newest first
+	for _, st := range stalls {
+		s.stalls = append(s.stalls, stallOf(st))
+	}
+	slices.SortFunc(s.stalls, func(a, b Stall) int { return b.At.Compare(a.At) }) // newest first
 	return s, s.end
 }
 
@@ -38,6 +43,7 @@ type stream struct {
 	emit        func(Record) error
 	revocations []Revocation    // newest first
 	revoked     map[string]bool // their sessions
+	stalls      []Stall         // newest first
 	shards      partitions.Set[Election]
 }
 
@@ -65,7 +71,19 @@ func (s *stream) end() error {
 			return err
 		}
 	}
+	for _, st := range s.stalls {
+		if err := s.emit(Record{Stall: &st}); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// stallOf is st as the schema shows it.
+func stallOf(st dsync.Stall) Stall {
+	kind, name := statusread.KindOf(st.Key)
+	return Stall{Key: st.Key, Kind: kind, Name: name, Token: st.Token, Owner: st.Owner, Host: st.Host, PID: st.PID,
+		Session: st.Session, Nonce: st.Nonce, Since: st.Since, LastProgress: st.LastProgress, At: st.At}
 }
 
 // lockOf is rl as the schema shows it, marking the claims of the

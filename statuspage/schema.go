@@ -23,6 +23,9 @@ type Snapshot struct {
 	// Revocations are every session an operator revoked (dsync revoke),
 	// newest first, whatever the filter: who, when and why.
 	Revocations []Revocation `json:"revocations"`
+	// Stalls are every stall record the store keeps, newest first,
+	// whatever the filter: which hold stalled, whose and when.
+	Stalls []Stall `json:"stalls"`
 }
 
 // A Summary says what one read of the store was: when, by which clock,
@@ -68,13 +71,14 @@ type Summary struct {
 // A Record is one line of dsync status --json: exactly one field is set,
 // and its name says what the line is. The locks and the elections come
 // as they are read, in the store's order; then the partitions whose
-// shards were read, the revocations and, last, the summary: a list
-// without a summary line did not end.
+// shards were read, the revocations, the stall records and, last, the
+// summary: a list without a summary line did not end.
 type Record struct {
 	Lock       *Lock       `json:"lock,omitempty"`
 	Election   *Election   `json:"election,omitempty"`
 	Partition  *Partition  `json:"partition,omitempty"`
 	Revocation *Revocation `json:"revocation,omitempty"`
+	Stall      *Stall      `json:"stall,omitempty"`
 	Summary    *Summary    `json:"summary,omitempty"`
 }
 
@@ -136,6 +140,32 @@ type Revocation struct {
 	By      string    `json:"by"`
 	Reason  string    `json:"reason"`
 	At      time.Time `json:"at"` // store time
+}
+
+// A Stall is the record of a hold that stalled (dsync.Client.Stalls): its
+// work reported no progress within its progress deadline, so its holder
+// gave the hold up and released the claim.
+type Stall struct {
+	// Key is the key as stored, Kind and Name the primitive's, as a
+	// Lock's.
+	Key  string `json:"key"`
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Token is the stalled claim's fencing token; Owner, Host, PID and
+	// Session are its holder's, Nonce the claim's.
+	Token   uint64 `json:"token"`
+	Owner   string `json:"owner"`
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Session string `json:"session"`
+	Nonce   string `json:"nonce"`
+	// Since is when the hold began and LastProgress when its work last
+	// reported progress, each absent where the holder did not say; At is
+	// when the holder sent the record. Store times: Since and
+	// LastProgress are counted back from At by the holder's clock.
+	Since        time.Time `json:"since,omitzero"`
+	LastProgress time.Time `json:"lastProgress,omitzero"`
+	At           time.Time `json:"at"`
 }
 
 // An Election is a leader.Election: who leads, and who stands by.

@@ -177,6 +177,8 @@ func (c *childClient) obey(ctx context.Context, f []string) {
 			return
 		}
 		out.say("released", Mono())
+	case "id", "transfer":
+		c.transferCmd(ctx, f)
 	case "join":
 		c.join(ctx, c.spec)
 	case "leave":

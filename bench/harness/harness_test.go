@@ -193,11 +193,13 @@ func TestScenariosRun(t *testing.T) {
 	}
 	// flock has no partitioned election: the dsync command's tests run
 	// that scenario (bench/cmd/dsyncbench).
-	if want := []Lack{{PartitionScenario, "no partitioned election (sharded singleton) in this library"}}; !slices.Equal(r.Lacks, want) {
+	// Nor a leadership transfer.
+	if want := []Lack{{PartitionScenario, "no partitioned election (sharded singleton) in this library"},
+		{TransferScenario, "no leadership transfer in this library"}}; !slices.Equal(r.Lacks, want) {
 		t.Errorf("lacks %v, want %v", r.Lacks, want)
 	}
 	for _, s := range AllScenarios {
-		if !got[s] && s != PartitionScenario {
+		if !got[s] && s != PartitionScenario && s != TransferScenario {
 			t.Errorf("no figures for scenario %s", s)
 		}
 	}

@@ -44,6 +44,7 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		{SemaphoreScenario, rn.semaphore},
 		{OnceScenario, rn.once},
 		{PartitionScenario, rn.partition},
+		{TransferScenario, rn.transfer},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

@@ -21,6 +21,12 @@ func scenarioText(sc string, o Options) (title, text string) {
 	case Graceful:
 		return "Graceful leader handoff", fmt.Sprintf("Like Handoff, with an election: the leader calls Resign, and the figure is the time until the next "+
 			"candidate's Campaign returns (%d handoffs per run).", o.Handoffs)
+	case TransferScenario:
+		return "Leadership transfer", fmt.Sprintf("Like Graceful, but the leader hands its leadership to the candidate queued last "+
+			"(Transfer), so the N−1 ahead of it step aside first (with N = 1 it is next already); the former leader then campaigns again, "+
+			"last. Two figures: the time from the end of the old term (its context cancelled, just before the release) to the return of "+
+			"Campaign in the chosen candidate, Graceful's handoff, and the time from the start of Transfer to it, which includes the "+
+			"step-aside (%d handoffs per run).", o.Handoffs)
 	case Idle:
 		return "Load of waiting processes", fmt.Sprintf("One process holds the lock, N wait in Lock; what the waiters send per second, counted over %v per run. "+
 			"Leases have the TTL %v.", o.IdleWindow, DefaultTTL)

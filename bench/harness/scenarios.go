@@ -22,11 +22,14 @@ const (
 	OnceScenario      = "once"
 	// A partitioned election (partition.go).
 	PartitionScenario = "partition"
+	// Transfer of an election's leadership (transfer.go), beside
+	// Graceful.
+	TransferScenario = "transfer"
 )
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
-	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario}
+	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -36,7 +39,7 @@ type Options struct {
 	Cycles       int           // uncontended: Lock+Unlock cycles per run
 	Handoffs     int           // handoff, graceful: handoffs per run
 	Waiters      []int         // handoff: waiting processes
-	Candidates   []int         // graceful: waiting candidates
+	Candidates   []int         // graceful, transfer: waiting candidates
 	HoldMin      time.Duration // handoff: a holder holds for a uniform random
 	HoldMax      time.Duration //   time in [HoldMin, HoldMax]
 	FailoverTTL  time.Duration // failover: lease TTL

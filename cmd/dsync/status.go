@@ -16,8 +16,8 @@ import (
 
 // dsync status: the command, its flags and exit statuses. What it reads
 // is in status_read.go (through internal/statusread), how it prints it in
-// status_table.go, status_json.go, status_revoked.go and, for the shards
-// of partitions, status_shards.go.
+// status_table.go, status_json.go, status_revoked.go, status_stalls.go
+// and, for the shards of partitions, status_shards.go.
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
        dsync status --web [--addr HOST:PORT]
@@ -77,6 +77,14 @@ elections: PARTITION, SHARD, its owner's TOKEN, HOST and PID (from the
 shard's lease), and when that lease EXPIRES IN; "no owner" while nobody
 holds the shard. Any election named like one, "x#3", is shown as a shard.
 
+Last, whatever NAME or --prefix select: the sessions operators revoked
+(dsync revoke) under "revoked sessions:", and the holds that stalled
+(their work reported no progress within their progress deadline) under
+"stalled holds:", newest first: the lock's name and kind, the stalled
+claim's token, its holder's host and pid, when it stalled, last
+reported progress and began holding (server time; "?" where the holder
+did not say), marked "(last hour)" when it stalled in the last hour.
+
 The columns are as wide as their cells (in terminal columns: a Chinese
 character takes two). The locks are printed a page at a time (100 lines,
 or fewer when the next line came more than a second after the page's
@@ -108,7 +116,7 @@ Flags:
              or its leader and members; then {"partition": ...} per
              partition whose shards were listed (its shards are not
              elections here), {"revocation": ...} per revoked session,
-             and last {"summary": ...}: the server's time ("now"), the
+             {"stall": ...} per stall record, and last {"summary": ...}: the server's time ("now"), the
              order, with --limit whether more follow and the --after
              that lists them ("more", "next"), the "database" and
              "collection" read and, when nothing was found, the other
@@ -229,9 +237,13 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
+	stalls, err := store.stalls(ctx)
+	if err != nil {
+		return fail("status", exitFailure, err)
+	}
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs)
+		out = newJSONSink(os.Stdout, rs, stalls)
 	} else {
 		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
@@ -259,6 +271,9 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	}
 	if !f.asJSON {
 		if err := printRevocations(os.Stdout, rs); err != nil {
+			return fail("status", exitFailure, err)
+		}
+		if err := printStalls(os.Stdout, stalls, sum.now); err != nil {
 			return fail("status", exitFailure, err)
 		}
 	}

@@ -16,11 +16,11 @@ import (
 // dsync status --json: one statuspage.Record per line (NDJSON), in the
 // status page's schema (package statuspage documents it, and
 // docs/observability.md shows it): each lock and election as it is read,
-// then the partitions whose shards were read, the revocations, and the
-// summary. statuspage.Stream makes the records as the page makes them;
-// this file adds what only the command knows: the command a holder or
-// leader on this host runs, the uncertainty of the server's clock, and
-// the database read. TestStatusJSONGolden holds the lines byte for byte.
+// then the partitions whose shards were read, the revocations, the stall
+// records, and the summary. statuspage.Stream makes the records as the
+// page makes them; this file adds what only the command knows: the
+// command a holder or leader on this host runs, the uncertainty of the
+// server's clock, and the database read. TestStatusJSONGolden holds the lines byte for byte.
 
 // jsonSink prints each lock and election on a line of its own, as it is
 // read.
@@ -31,11 +31,11 @@ type jsonSink struct {
 	cmds            commandFinder
 }
 
-// newJSONSink returns a sink that prints to w, and marks the claims of
-// the sessions that rs revoked.
-func newJSONSink(w io.Writer, rs []dsync.Revocation) *jsonSink {
+// newJSONSink returns a sink that prints to w, marks the claims of the
+// sessions that rs revoked, and prints rs and stalls at the end.
+func newJSONSink(w io.Writer, rs []dsync.Revocation, stalls []dsync.Stall) *jsonSink {
 	s := &jsonSink{enc: json.NewEncoder(w)}
-	s.Sink, s.end = statuspage.Stream(rs, s.print)
+	s.Sink, s.end = statuspage.Stream(rs, stalls, s.print)
 	return s
 }
 
@@ -67,7 +67,8 @@ func (s *jsonSink) leaderCommand(l *statuspage.Leader) {
 	}
 }
 
-// done prints the partitions gathered, the revocations and the summary.
+// done prints the partitions gathered, the revocations, the stall records
+// and the summary.
 func (s *jsonSink) done(sum statusSummary) error {
 	if err := s.end(); err != nil {
 		return err

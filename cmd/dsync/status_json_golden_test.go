@@ -13,13 +13,14 @@ import (
 )
 
 // TestStatusJSONGolden: dsync status --json prints, byte for byte, the
-// lines below for the locks, elections and revocations read here. A
+// lines below for the locks, elections, revocations and stall records
+// read here. A
 // change to a field's name, type or place in the schema (package
 // statuspage), or to how it is filled in, fails it: scripts and
 // dashboards read these lines. Each kind of lock, a claim revoked, a
 // command found on this host, a leader with and without a lease, a
-// partition's shards owned and not, and a summary with every field are
-// in it.
+// partition's shards owned and not, stall records with and without
+// their holder's times, and a summary with every field are in it.
 func TestStatusJSONGolden(t *testing.T) {
 	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
 	now := at(30)
@@ -62,8 +63,14 @@ func TestStatusJSONGolden(t *testing.T) {
 		{Session: "s2", By: "ops@b", Reason: "stuck", At: at(20)},
 	}
 
+	stalls := []dsync.Stall{
+		{Key: "jobs", Token: 6, Owner: "owner-s7", Session: "s7", Nonce: "n7", Host: "there", PID: 207, At: at(2)},
+		{Key: "dsync:sem/encode", Token: 2, Owner: "owner-s8", Session: "s8", Nonce: "n8", Host: "here", PID: 108,
+			Since: at(11), LastProgress: at(15), At: at(25)},
+	}
+
 	var out bytes.Buffer
-	sink := newJSONSink(&out, revocations)
+	sink := newJSONSink(&out, revocations, stalls)
 	sink.cmds = commandFinder{host: "here", children: map[int]int{100: 1100, 102: 1102}, read: time.Now().Add(time.Hour)}
 	for _, l := range locks {
 		if err := sink.Lock(l); err != nil {
@@ -96,5 +103,7 @@ const statusJSONGolden = `{"lock":{"key":"jobs","kind":"mutex","name":"jobs","st
 {"partition":{"name":"grid","shards":[{"shard":0,"election":"grid#0","key":"dsync:election/grid#0","owner":{"id":"c4","host":"here","pid":102,"commandPid":1102,"version":"v1","value":"at c4","term":11,"since":"2026-11-28T12:00:03Z","heldForMs":27000,"expiresAt":"2026-11-28T12:00:31Z","expiresInMs":1000}},{"shard":1,"election":"grid#1","key":"dsync:election/grid#1","owner":null}]}}
 {"revocation":{"session":"s2","by":"ops@b","reason":"stuck","at":"2026-11-28T12:00:20Z"}}
 {"revocation":{"session":"s9","by":"ops@a","reason":"old","at":"2026-11-28T12:00:01Z"}}
+{"stall":{"key":"dsync:sem/encode","kind":"semaphore","name":"encode","token":2,"owner":"owner-s8","host":"here","pid":108,"session":"s8","nonce":"n8","since":"2026-11-28T12:00:11Z","lastProgress":"2026-11-28T12:00:15Z","at":"2026-11-28T12:00:25Z"}}
+{"stall":{"key":"jobs","kind":"mutex","name":"jobs","token":6,"owner":"owner-s7","host":"there","pid":207,"session":"s7","nonce":"n7","at":"2026-11-28T12:00:02Z"}}
 {"summary":{"now":"2026-11-28T12:00:30Z","clock":"store","uncertaintyMs":2,"namespace":"","prefix":"j","after":"a","order":"bytes","more":true,"next":"solo","database":"app","collection":"locks","elsewhere":["other"]}}
 `

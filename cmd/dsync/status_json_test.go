@@ -25,8 +25,8 @@ import (
 // lock with its holders and waiters (a Mutex's, an RWMutex's readers, a
 // Semaphore's units, a Once done), each election with its leader and
 // members, a partition's shards owned and not, the revocations with the
-// revoked session's claim marked, and a summary that says what the
-// page's top says.
+// revoked session's claim marked, the stall records, and a summary that
+// says what the page's top says.
 func TestStatusJSONIsThePagesSchema(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -82,6 +82,10 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		queue, err := client().Queue(ctx, "doomed")
 		must(err)
 		must(s.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: queue[0].Session, By: "ops@host", Reason: "stuck", At: s.ServerTime().Latest}))
+		stalledAt := s.ServerTime().Latest
+		must(s.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "dsync:sem/encode", Token: 1, Owner: "o", Session: "s", Nonce: "n", Host: "h", PID: 1,
+			Since: stalledAt.Add(-time.Minute), LastProgress: stalledAt.Add(-time.Second), At: stalledAt}))
+		must(s.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "jobs", Token: 2, Session: "s", Nonce: "n2", At: stalledAt.Add(-time.Hour)}))
 
 		time.Sleep(1500 * time.Millisecond) // for durations that are not 0
 		synctest.Wait()
@@ -98,17 +102,19 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		r := &statusread.Reader{Client: reader, Members: members, Seen: dsync.DefaultTTL, Now: func() time.Time { return now }}
 		rs, err := r.Revocations(ctx)
 		must(err)
-		sink := newJSONSink(&out, rs)
+		stalls, err := r.Stalls(ctx)
+		must(err)
+		sink := newJSONSink(&out, rs, stalls)
 		sink.cmds.host = "(none)" // the command pids are the command's own: none here
 		listed, err := r.List(ctx, statusread.Selection{}, sink)
 		must(err)
 		must(sink.done(statusSummary{now: now, Listed: listed}))
 		st := parseStatusJSON(t, out.String())
-		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations}
+		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations, Stalls: st.stalls}
 
 		if len(page.Locks) != 5 || len(page.Elections) != 1 || len(page.Partitions) != 1 || len(page.Partitions[0].Shards) != 2 ||
-			len(page.Revocations) != 1 || page.Error != "" {
-			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation", page)
+			len(page.Revocations) != 1 || len(page.Stalls) != 2 || page.Error != "" {
+			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation, 2 stall records", page)
 		}
 		if d := lockOf(page, "doomed"); d == nil || !d.Holders[0].Revoked {
 			t.Errorf("status.json doomed: %+v; want its holder's claim marked revoked", d)

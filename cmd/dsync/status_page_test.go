@@ -26,6 +26,7 @@ type statusJSON struct {
 	elections   []statuspage.Election
 	partitions  []statuspage.Partition
 	revocations []statuspage.Revocation
+	stalls      []statuspage.Stall
 	names       []string // of the locks and elections, in the order printed
 	summary     statuspage.Summary
 }
@@ -48,7 +49,7 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
 		}
 		set := 0
-		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Summary != nil} {
+		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Stall != nil, rec.Summary != nil} {
 			if isSet {
 				set++
 			}
@@ -65,6 +66,8 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			st.partitions = append(st.partitions, *rec.Partition)
 		case rec.Revocation != nil:
 			st.revocations = append(st.revocations, *rec.Revocation)
+		case rec.Stall != nil:
+			st.stalls = append(st.stalls, *rec.Stall)
 		default:
 			st.summary = *rec.Summary
 		}

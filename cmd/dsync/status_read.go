@@ -102,6 +102,11 @@ func (s *statusStore) revocations(ctx context.Context) ([]dsync.Revocation, erro
 	return s.reader.Revocations(ctx)
 }
 
+// stalls reads the stall records.
+func (s *statusStore) stalls(ctx context.Context) ([]dsync.Stall, error) {
+	return s.reader.Stalls(ctx)
+}
+
 // collectionExists reports whether db has the collection coll, so that
 // the status page pointed at a database without one (a mistyped --db,
 // say) says so rather than show an empty store. When the server does not

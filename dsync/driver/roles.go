@@ -42,6 +42,10 @@ type Roles struct {
 	// it, dsync.Client.Revocations lists none, and no session is checked
 	// for one.
 	Revocations RevokeStore
+	// Stalls records the holds that stalled (a progress deadline passed).
+	// Without it, no stall is recorded, and dsync.Client.Stalls lists
+	// none.
+	Stalls StallStore
 	// Loopback says whether the store is reached over loopback. Without
 	// it, direct hints are not turned on by default.
 	Loopback LoopbackReporter

@@ -52,7 +52,7 @@ func (c *sentCommands) notReads() []string {
 }
 
 // TestClientReadsSendOnlyReads: a Client's reads (List, Queue, HasKey,
-// ListOrder, Revocations) send only commands a user with MongoDB's read
+// ListOrder, Revocations, Stalls) send only commands a user with MongoDB's read
 // role may send, never a create, createIndexes, insert or update; on a
 // database nothing has used they answer that nothing is there and leave
 // it without collections; and on one a writer uses they show its queues.
@@ -94,6 +94,9 @@ func TestClientReadsSendOnlyReads(t *testing.T) {
 		}
 		if _, err := reader.Revocations(ctx); err != nil {
 			t.Fatalf("Revocations: %v", err)
+		}
+		if _, err := reader.Stalls(ctx); err != nil {
+			t.Fatalf("Stalls: %v", err)
 		}
 		return all
 	}

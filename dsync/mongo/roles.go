@@ -9,7 +9,7 @@ import (
 
 // Roles implements driver.Store: every role of the contract, each served
 // by the part of the store that owns its state: the wake-up feed
-// (feed.go), the sessions collection (sessions.go: peers, revocations),
+// (feed.go), the sessions collection (sessions.go: peers, revocations, stall records),
 // the directory of keys (directory.go), what the store learned of its
 // deployment (deployment.go: loopback), and the store itself for runs,
 // the sweeper and reads (storeRoles).
@@ -18,7 +18,7 @@ func (s *Store) Roles() driver.Roles {
 	return driver.Roles{
 		Runs: r, Maintenance: r, Reads: r, KeyCheck: keyLimits{},
 		Directory: s.dir, Feed: s.feed, FeedPause: s.feed,
-		Peers: s.sessions, Revocations: s.sessions, Loopback: s.platform,
+		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: s.platform,
 	}
 }
 
@@ -48,6 +48,7 @@ var (
 	_ driver.FeedPauser       = (*feed)(nil)
 	_ driver.PeerStore        = (*sessionStore)(nil)
 	_ driver.RevokeStore      = (*sessionStore)(nil)
+	_ driver.StallStore       = (*sessionStore)(nil)
 	_ driver.LoopbackReporter = (*platform)(nil)
 )
 

@@ -35,8 +35,8 @@ var errNotPrepared = errors.New("dsyncmongo: the store is not prepared for write
 const sessionRetention = time.Hour
 
 // A sessionStore serves what the sessions collection holds: the sessions
-// (here), the peers of direct hints (peers.go) and the revocations
-// (revoke.go). Besides the collection, its state is whether this store
+// (here), the peers of direct hints (peers.go), the revocations
+// (revoke.go) and the stall records (stall.go). Besides the collection, its state is whether this store
 // made a session.
 type sessionStore struct {
 	coll   *mongo.Collection
@@ -44,7 +44,7 @@ type sessionStore struct {
 	writer *writer
 	clock  *serverClock
 	// prepare prepares the store (Store.prepare), before the first write
-	// of a peer or a revocation.
+	// of a peer, a revocation or a stall record.
 	prepare func(context.Context) (*clockcheck.Estimator, error)
 	// made: this store inserted a session, whose process cleans the
 	// long-expired sessions on Close (clean).
@@ -74,8 +74,9 @@ func (ss *sessionStore) InsertSession(ctx context.Context, sess driver.Session) 
 const closeCleanTime = 2 * time.Second
 
 // clean deletes the sessions that expired more than
-// sessionRetention ago, and the revocations that can no longer matter
-// (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
+// sessionRetention ago, the revocations that can no longer matter
+// (cleanRevocations) and the stall records older than stallRetention
+// (cleanStalls). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
 // started within the retention, so it is sent when a process that made a
 // session closes its store, and by sweeps (Compact), never on the way to
@@ -91,12 +92,14 @@ func (ss *sessionStore) clean(ctx context.Context) {
 	if e == nil {
 		return
 	}
-	before := e.Now().Earliest.Add(-sessionRetention)
+	now := e.Now().Earliest
+	before := now.Add(-sessionRetention)
 	_, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
 	if err != nil {
 		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
 	ss.cleanRevocations(ctx, before)
+	ss.cleanStalls(ctx, now)
 }
 
 // RenewSession is the Store's (driver.Store): one findAndModify by _id

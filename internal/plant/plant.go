@@ -61,6 +61,14 @@ const (
 	// each shard now (shard.Assign given no current owners), so a change
 	// of membership moves more shards than it needs to.
 	PartitionIgnoresOwners
+	// TransferSkipsWait: leader.Election.Transfer releases without
+	// waiting for its candidate's claim to be the next, so another
+	// candidate than the one asked for leads next.
+	TransferSkipsWait
+	// TransferReleasesFirst: leader.Election.Transfer releases the lease
+	// before it cancels the term's context, so the next leader starts
+	// while the old one's context lives: two leaders.
+	TransferReleasesFirst
 	// ReadExpiredForgets: a Client's reads forget that they found a
 	// claim's session expired (queue.BugReadExpiredForgets), so a late
 	// renewal makes Queue and Election.Leader name the ended claim again

@@ -8,8 +8,9 @@
 // (dsync.Client.List, Queue, HasKey, ListOrder), whether a Once ran to
 // success (dsync.Once.Done), who leads an election
 // (leader.Election.Leader, on a watcher that never campaigns) and who
-// stands by (leader.MemberStore.Members), and the sessions operators
-// revoked (dsync.Client.Revocations). It claims no key.
+// stands by (leader.MemberStore.Members), the sessions operators revoked
+// (dsync.Client.Revocations) and the holds that stalled
+// (dsync.Client.Stalls). It claims no key.
 //
 // The contract with its callers:
 //
@@ -30,9 +31,9 @@
 //     begins or ends between them they disagree, and are read again, a
 //     few times (Election).
 //   - Reading writes nothing: the Client's List, Queue, HasKey,
-//     ListOrder and Revocations and leadermongo's Members create no
-//     collection or index and need only MongoDB's read role; a database
-//     nothing uses reads as empty, and is left so.
+//     ListOrder, Revocations and Stalls and leadermongo's Members create
+//     no collection or index and need only MongoDB's read role; a
+//     database nothing uses reads as empty, and is left so.
 //
 // The shards of a leader.Partition are elections like any other here;
 // the presenters gather them with internal/partitions.

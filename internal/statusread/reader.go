@@ -185,3 +185,9 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 func (r *Reader) Revocations(ctx context.Context) ([]dsync.Revocation, error) {
 	return r.Client.Revocations(ctx)
 }
+
+// Stalls returns the holds that stalled, as the store records them
+// (dsync.Client.Stalls).
+func (r *Reader) Stalls(ctx context.Context) ([]dsync.Stall, error) {
+	return r.Client.Stalls(ctx)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
@@ -226,4 +227,25 @@ func TestNamed(t *testing.T) {
 			t.Errorf("Named(part): %+v; want its shard 0, led", out.elections)
 		}
 	})
+}
+
+// TestStalls: the Reader lists the stall records the store keeps, as
+// recorded, and none where there are none.
+func TestStalls(t *testing.T) {
+	ctx := t.Context()
+	store := memory.New()
+	r := &statusread.Reader{Client: newClient(t, store)}
+	if got, err := r.Stalls(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Stalls of an empty store = %+v, %v; want none", got, err)
+	}
+	at := store.ServerTime().Latest
+	rec := driver.Stall{Key: "dsync:sem/encode", Token: 7, Owner: "o", Session: "s", Nonce: "n", Host: "h", PID: 3,
+		Since: at.Add(-time.Minute), LastProgress: at.Add(-time.Second), At: at}
+	if err := store.Roles().Stalls.RecordStall(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Stalls(ctx)
+	if err != nil || len(got) != 1 || got[0] != dsync.Stall(rec) {
+		t.Errorf("Stalls = %+v, %v; want [%+v]", got, err, rec)
+	}
 }

@@ -199,6 +199,11 @@ type memberDoc struct {
 	Term       int64  `bson:"term,omitempty"`
 	Proclaimed string `bson:"proclaimed,omitempty"`
 	Rev        int64  `bson:"rev,omitempty"`
+	// The leader's handover (leader.Handover) while it transfers its
+	// leadership: to whom, in which of its terms. Written with the rest
+	// of the status, so ordered by Seq as it is.
+	HandoverTo   string `bson:"handoverTo,omitempty"`
+	HandoverTerm int64  `bson:"handoverTerm,omitempty"`
 }
 
 // memberSeq numbers member writes in this process: the one piece of
@@ -228,7 +233,8 @@ func memberFilter(election, id string) bson.D {
 
 func (d *memberDoc) member() leader.Member {
 	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen,
-		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev)}
+		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev),
+		Handover: leader.Handover{To: d.HandoverTo, Term: uint64(d.HandoverTerm)}}
 }
 
 // Member implements leader.MemberStore: the member's document with the
@@ -279,6 +285,7 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
 		Leader: m.Leader, LastSeen: seen, Seq: seq,
 		Value: m.Value, Term: int64(m.Term), Proclaimed: m.Proclaimed, Rev: int64(m.Rev),
+		HandoverTo: m.Handover.To, HandoverTerm: int64(m.Handover.Term),
 	}
 	if w.gen != "" && w.exists {
 		err := b.updateMember(ctx, w.gen, &d)

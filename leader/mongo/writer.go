@@ -84,6 +84,8 @@ func (b *Store) updateMember(ctx context.Context, gen string, d *memberDoc) erro
 				{Key: "term", Value: d.Term},
 				{Key: "proclaimed", Value: d.Proclaimed},
 				{Key: "rev", Value: d.Rev},
+				{Key: "handoverTo", Value: d.HandoverTo},
+				{Key: "handoverTerm", Value: d.HandoverTerm},
 			}},
 			{Key: "$max", Value: bson.D{{Key: "lastSeen", Value: d.LastSeen}}},
 		})

@@ -89,8 +89,21 @@
     return [el("div", { class: "card" }, table(["Session", "Revoked by", "When", "Why"],
       rs.map((r) => ({ cls: "revoked", cells: [r.session, r.by, when(r.at), r.reason] }))))];
   }
+  // A stall of the last hour (by the read's time) is marked.
+  function stalls(ss, now) {
+    if (!ss.length) return [el("p", { class: "empty" }, "No hold stalled.")];
+    return [el("div", { class: "card" }, table(["Lock", "Token", "Host", "PID", "Owner", "Held since", "Last progress", "Stalled at"],
+      ss.map((st) => {
+        const recent = Date.parse(now) - Date.parse(st.at) < 3600e3;
+        return { cls: "stalled" + (recent ? " recent" : ""),
+          cells: [st.name + " (" + st.kind + ")" + (recent ? " · last hour" : ""), st.token, st.host, st.pid, st.owner,
+            st.since ? when(st.since) : "–", st.lastProgress ? when(st.lastProgress) : "–", when(st.at)],
+          num: [false, true, false, true, false, false, false, false] };
+      })))];
+  }
   function draw(s) {
     $("revocations").replaceChildren(...revocations(s.revocations || []));
+    $("stalls").replaceChildren(...stalls(s.stalls || [], s.now));
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
     $("partitions").replaceChildren(...(s.partitions.length ? s.partitions.map(partitionCard) : [el("p", { class: "empty" }, "No partitions on this page.")]));
     $("elections").replaceChildren(...(s.elections.length ? s.elections.map(electionCard) : [el("p", { class: "empty" }, "No elections on this page.")]));

@@ -402,11 +402,39 @@ func (c *conn) NewOnce(key string) (harness.Once, error) {
 	return dsync.NewOnce(l.c, key, dsync.WithLogger(quiet))
 }
 
-// election is a leader.Election: Lock campaigns, Unlock resigns.
-type election struct{ e *leader.Election }
+// election is a leader.Election: Lock campaigns, Unlock resigns,
+// Transfer transfers.
+type election struct {
+	e    *leader.Election
+	mu   sync.Mutex
+	term context.Context // the last term Lock won
+}
 
 func (e *election) Lock(ctx context.Context) error {
-	_, err := e.e.Campaign(ctx)
+	lctx, err := e.e.Campaign(ctx)
+	if err == nil {
+		e.mu.Lock()
+		e.term = lctx
+		e.mu.Unlock()
+	}
+	return err
+}
+
+func (e *election) ID() string { return e.e.ID() }
+
+// Transfer implements harness.Transferer.
+func (e *election) Transfer(ctx context.Context, id string, ended func()) error {
+	e.mu.Lock()
+	term := e.term
+	e.mu.Unlock()
+	if term == nil {
+		return leader.ErrNotLeader
+	}
+	stop := context.AfterFunc(term, ended)
+	err := e.e.Transfer(ctx, id)
+	if err != nil {
+		stop()
+	}
 	return err
 }
 

@@ -98,6 +98,7 @@ func measure() int {
 	hints := flag.String("hints", "", "dsync.ClientWithHints on loopback: on or off (default: the library's, on where the server is reached over loopback); on adds -hints to the name reported (dsync-hints, dsync-polling-hints)")
 	readLinger := flag.String("read-linger", "", "dsync.WithReadLinger on every RWMutex: on (the renew interval) or off (default: the library's, off); on adds -linger to the name reported (dsync-linger)")
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
+	candidates := flag.String("candidates", "", "comma-separated counts of waiting candidates of the graceful and transfer scenarios (default 1)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario, in each of its two series (default 100,1000,10000; none: skip that part)")
 	scaleWaiters := flag.String("scale-waiters", "", "comma-separated waiter counts of the scale scenario (default 1,4,16,64; none: skip that part)")
@@ -152,6 +153,14 @@ func measure() int {
 	if err := opts.SetCounts(*renewLocks, *scaleKeys, *scaleWaiters); err != nil {
 		fmt.Fprintf(os.Stderr, "dsyncbench: %v\n", err)
 		return 2
+	}
+	if *candidates != "" {
+		n, err := harness.ParseCounts(*candidates)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsyncbench: -candidates: %v\n", err)
+			return 2
+		}
+		opts.Candidates = n
 	}
 	ctx := context.Background()
 	start := time.Now()

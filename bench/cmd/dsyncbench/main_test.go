@@ -45,7 +45,7 @@ func TestDriverRuns(t *testing.T) {
 	o.Rounds = 2
 	o.ThroughputFor = 300 * time.Millisecond
 	scenarios := []string{harness.Uncontended, harness.Handoff, harness.Failover, harness.Graceful, harness.Race,
-		harness.RWMutexScenario, harness.SemaphoreScenario, harness.OnceScenario}
+		harness.RWMutexScenario, harness.SemaphoreScenario, harness.OnceScenario, harness.TransferScenario}
 	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: scenarios}, o)
 	if len(r.Notes) > 0 {
 		t.Fatalf("scenarios failed: %v", r.Notes)

@@ -149,6 +149,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Peers", s.testPeers)
 	t.Run("Revoke", s.testRevoke)
 	t.Run("RevokeLeavesSessions", s.testRevokeLeavesSessions)
+	t.Run("Stall", s.testStall)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must

@@ -42,6 +42,7 @@ type state struct {
 	hintKey  []byte                       // the hint key (peers.go)
 	peers    map[string]driver.Peer       // processes that take hints, by ID
 	revoked  map[string]driver.Revocation // revocations by session (revoke.go)
+	stalls   map[stallID]driver.Stall     // stall records by claim (stall.go)
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
@@ -81,10 +82,11 @@ func (s *Store) ServerTime() driver.Interval {
 func (s *Store) Close() error { return nil }
 
 // Roles implements driver.Store: runs, maintenance, the directory of
-// keys, the feed, peers and revocations, each through the view's hooks.
+// keys, the feed, peers, revocations and stall records, each through the
+// view's hooks.
 func (s *Store) Roles() driver.Roles {
 	r := roles{s}
-	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r}
+	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r}
 }
 
 // roles serves a view's roles.
@@ -97,6 +99,7 @@ var (
 	_ driver.Feed         = roles{}
 	_ driver.PeerStore    = roles{}
 	_ driver.RevokeStore  = roles{}
+	_ driver.StallStore   = roles{}
 )
 
 // Insert implements driver.Store.
@@ -237,6 +240,7 @@ func (s *Store) Reset() {
 	clear(s.docs)
 	clear(s.sessions)
 	clear(s.revoked) // kept with the sessions
+	clear(s.stalls)
 	s.dir.reset(nil)
 }
 

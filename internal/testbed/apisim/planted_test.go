@@ -25,6 +25,7 @@ func TestPlanted(t *testing.T) {
 		{"SemaphoreOverLimit", plant.SemaphoreOverLimit, PromiseLimit},
 		{"OnceLateRecord", plant.OnceLateRecord, PromiseOnce},
 		{"LeaderKeepsTerm", plant.LeaderKeepsTerm, PromiseLeader},
+		{"TransferReleasesFirst", plant.TransferReleasesFirst, PromiseLeader},
 		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
 		{"ReadExpiredForgets", plant.ReadExpiredForgets, PromiseWatch},

@@ -215,6 +215,25 @@ func TestPageInBrowser(t *testing.T) {
 	waitText(t, bctx, nightly+` tbody`, func(s string) bool {
 		return strings.HasPrefix(s, "holds (revoked)\t"+tok(q[1].Token))
 	})
+
+	// Stall records show without reloading, newest first, the one of the
+	// last hour marked.
+	now := store.ServerTime().Latest
+	for _, st := range []driver.Stall{
+		{Key: "dsync:sem/encode", Token: 77, Owner: "o", Session: "s1", Nonce: "n1", Host: "stuck-1", PID: 71,
+			Since: now.Add(-time.Minute), LastProgress: now.Add(-30 * time.Second), At: now},
+		{Key: "nightly", Token: 66, Owner: "o", Session: "s2", Nonce: "n2", Host: "stuck-2", PID: 62, At: now.Add(-2 * time.Hour)},
+	} {
+		if err := store.Roles().Stalls.RecordStall(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitText(t, bctx, `#stalls tbody`, func(s string) bool {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return len(lines) == 2 && strings.HasPrefix(lines[0], "encode (semaphore) · last hour\t77\tstuck-1\t71") &&
+			strings.HasPrefix(lines[1], "nightly (mutex)\t66\tstuck-2\t62")
+	})
+	waitText(t, bctx, `#stalls tr.recent`, func(s string) bool { return strings.Contains(s, "stuck-1") })
 	saveScreenshots(t, bctx)
 }
 

@@ -24,6 +24,19 @@ type Member struct {
 // among members count as gone. With no member of positive weight every
 // shard gets "".
 func Assign(n int, members []Member, current []string) []string {
+	return AssignAvoiding(n, members, current, nil)
+}
+
+// AssignAvoiding is Assign, except that no shard goes to a member that
+// avoid(shard, member) reports: a member whose run of that shard stalled
+// and has not returned (its lease is released, but it cannot run the
+// shard again until then). Such a member is not kept as the shard's
+// owner either. A shard every live member avoids gets "". A nil avoid
+// avoids nothing.
+func AssignAvoiding(n int, members []Member, current []string, avoid func(shard int, member string) bool) []string {
+	if avoid == nil {
+		avoid = func(int, string) bool { return false }
+	}
 	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
 		current = nil // a negative control of internal/testbed/apisim: see plant
 	}
@@ -37,8 +50,8 @@ func Assign(n int, members []Member, current []string) []string {
 		owned[current[s]]++
 	}
 	left := shares(n, live, owned) // shards each live member may still take
-	keepWithinShare(out, current, live, left)
-	placeRest(out, live, left)
+	keepWithinShare(out, current, live, left, avoid)
+	placeRest(out, live, left, avoid)
 	return out
 }
 
@@ -46,10 +59,10 @@ func Assign(n int, members []Member, current []string) []string {
 // live and within its share, and takes what it kept off left. Of an
 // owner's shards it keeps the ones it ranks highest, so that which of
 // its shards it keeps does not depend on their numbers.
-func keepWithinShare(out, current []string, live []Member, left map[string]int) {
+func keepWithinShare(out, current []string, live []Member, left map[string]int, avoid func(int, string) bool) {
 	byOwner := map[string][]int{}
 	for s := 0; s < len(out) && s < len(current); s++ {
-		if _, ok := left[current[s]]; ok {
+		if _, ok := left[current[s]]; ok && !avoid(s, current[s]) {
 			byOwner[current[s]] = append(byOwner[current[s]], s)
 		}
 	}
@@ -66,24 +79,39 @@ func keepWithinShare(out, current []string, live []Member, left map[string]int) 
 
 // placeRest gives each shard out has no owner for to the member with room
 // left that ranks it highest (ties to the smaller ID, so every member
-// computes the same assignment), and takes it off that member's room.
-func placeRest(out []string, live []Member, left map[string]int) {
+// computes the same assignment), and takes it off that member's room. A
+// shard whose members with room all avoid it goes to the member that
+// ranks it highest of those that do not, room or not.
+func placeRest(out []string, live []Member, left map[string]int, avoid func(int, string) bool) {
 	for s := range out {
 		if out[s] != "" {
 			continue
 		}
-		best, bestScore := "", math.Inf(-1)
-		for _, m := range live {
-			if left[m.ID] == 0 {
-				continue
-			}
-			if sc := score(s, m.ID, m.Weight); sc > bestScore || sc == bestScore && m.ID < best {
-				best, bestScore = m.ID, sc
-			}
+		best := bestFor(s, live, func(m Member) bool { return left[m.ID] > 0 && !avoid(s, m.ID) })
+		if best == "" {
+			best = bestFor(s, live, func(m Member) bool { return !avoid(s, m.ID) })
 		}
 		out[s] = best
-		left[best]--
+		if best != "" {
+			left[best]--
+		}
 	}
+}
+
+// bestFor returns the member of live that ranks shard s highest among
+// those ok accepts (ties to the smaller ID, so every member computes the
+// same), or "" if ok accepts none.
+func bestFor(s int, live []Member, ok func(Member) bool) string {
+	best, bestScore := "", math.Inf(-1)
+	for _, m := range live {
+		if !ok(m) {
+			continue
+		}
+		if sc := score(s, m.ID, m.Weight); sc > bestScore || sc == bestScore && m.ID < best {
+			best, bestScore = m.ID, sc
+		}
+	}
+	return best
 }
 
 // liveMembers returns the members of positive weight, each ID once (the

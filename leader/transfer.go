@@ -1,0 +1,285 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Transfer, the leader's side: how a leader hands its leadership to a
+// chosen candidate. It changes only when the leader releases (once the
+// candidate's claim is the next live one after its own) and, through the
+// Handover in its status, who queues (transfer_aside.go: the candidates
+// ahead of the chosen one step aside). The lock's grant rule decides who
+// leads, as always; a Transfer cannot make two leaders, only a longer
+// wait or another successor than asked.
+
+var (
+	// ErrTransferred is the cause of a leadership context cancelled
+	// because its leader handed the leadership to another candidate
+	// (Transfer).
+	ErrTransferred = errors.New("leader: leadership transferred")
+
+	// ErrNotCandidate is returned by Transfer when the candidate named is
+	// not a live member of the election (Members), or stopped being one
+	// before it could be handed the leadership.
+	ErrNotCandidate = errors.New("leader: not a live candidate")
+)
+
+// Handover is what a leader's member status says while it transfers its
+// leadership (Transfer): to which candidate, and in which of its terms.
+// The zero Handover is none. Candidates act on it only while Term is the
+// term the lease's queue shows its writer leading.
+type Handover struct {
+	To   string // the candidate's ID (Member.ID)
+	Term uint64 // the leader's term (token) the handover is of
+}
+
+// Transfer hands this candidate's leadership to candidate to, a live
+// member's ID (Member.ID, Election.ID): the candidates queued ahead of it
+// step aside (each withdraws its waiting claim at its next heartbeat and
+// claims again, which puts it behind to); once a read of the lease's
+// queue shows to's claim as the next live one after this leader's, the
+// leadership context is cancelled with cause ErrTransferred and the
+// lease is released, as by Resign: at once for Campaign, so stop
+// leader-only work first; under Run, once fn has returned. So the
+// leaders never overlap, and the gap between them is one handoff, as
+// after Resign. Transfer returns nil once the lease is released, or,
+// under Run, once the term's context is cancelled (Run releases when fn
+// returns, so fn may call Transfer itself, with its context). If to
+// withdraws after that read, the candidate behind it leads instead (one
+// leader still); Leader tells who leads.
+//
+// It needs a member store (WithMembers; else ErrNoMembers), since the
+// other candidates learn of the handover from this leader's status, and
+// to must be a live member (else ErrNotCandidate). Only a candidate of a
+// release with Transfer (this one or later) steps aside; one of an older
+// release stays ahead, and Transfer waits until ctx ends. A live member
+// that does not campaign (a Campaign caller between two campaigns) is
+// waited for too. Transfer to this candidate itself returns nil at once.
+//
+// When ctx ends before to's claim is next, Transfer returns
+// context.Cause(ctx) and this candidate keeps leading: the handover is
+// withdrawn from its status (at once, else at its next heartbeat), and
+// candidates that stepped aside meanwhile stay where they queued. It
+// returns ErrNotLeader when this candidate does not lead, or its term
+// ends otherwise (lost, resigned) before the handover. Calls wait for
+// each other: one Transfer at a time.
+func (e *Election) Transfer(ctx context.Context, to string) error {
+	e.mustBeMade()
+	if e.cfg.members == nil {
+		return ErrNoMembers
+	}
+	select {
+	case e.xfer.turn <- struct{}{}:
+		defer func() { <-e.xfer.turn }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	e.state.Lock()
+	t := e.term
+	e.state.Unlock()
+	switch {
+	case t == nil || t.ctx.Err() != nil:
+		return ErrNotLeader
+	case to == e.self.ID:
+		return nil
+	}
+	// When to is next already, nobody need step aside: hand over at once.
+	next, queued, err := e.readNext(ctx, t, to)
+	switch {
+	case err == nil && next && !plantedSkipWait():
+		return e.handOver(ctx, t)
+	case t.ctx.Err() != nil:
+		return ErrNotLeader
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil || !queued:
+		if err := e.checkLive(ctx, to); err != nil {
+			return err
+		}
+	}
+	if !e.setHandover(t, Handover{To: to, Term: t.token}) {
+		return ErrNotLeader
+	}
+	// Tell the candidates now, not at the next heartbeat. A failed write
+	// is logged, and the heartbeat sends the status again. The handover
+	// is part of this candidate's status, which only it writes: its
+	// writes land in the order they were sent (a late one changes
+	// nothing: MemberStore's contract), one sent twice says the same, and
+	// one that outlives the term names a term that no longer holds, which
+	// candidates ignore (behindMe). The worst a stale one does is make a
+	// candidate step aside when it need not: it waits longer, and the
+	// grant rule is untouched.
+	e.putMemberWithin(ctx)
+	if err := e.awaitNext(ctx, t, to); err != nil {
+		e.setHandover(t, Handover{})
+		e.putMemberWithin(context.WithoutCancel(ctx))
+		return err
+	}
+	return e.handOver(ctx, t)
+}
+
+// handOver ends term t for Transfer, as Resign does: the context is
+// cancelled before the lease is released, which is what keeps the next
+// leader from starting while leader-only work may still run (under Run
+// the term's watch releases once fn has returned).
+func (e *Election) handOver(ctx context.Context, t *term) error {
+	if plantedReleasesFirst(t) {
+		e.release(ctx, t)
+		plantedPause(e.client.TTL() / 10)
+	}
+	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
+	t.cancel(ErrTransferred)
+	if t.fnDone != nil {
+		// Run's term: its watch releases once fn has returned, which may
+		// be waiting for this call.
+		if context.Cause(t.ctx) != ErrTransferred {
+			return ErrNotLeader
+		}
+		return nil
+	}
+	if mine {
+		e.release(ctx, t)
+	}
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if context.Cause(t.ctx) != ErrTransferred {
+		return ErrNotLeader // the term had ended otherwise
+	}
+	return nil
+}
+
+// awaitNext waits until a read of the lease's queue shows to's claim as
+// the next live one after term t's: the claim the grant rule makes hold
+// when t's is released. Nothing can come between the two later: a new
+// claim lands behind every claim there is (a claim's epoch is taken only
+// once the epoch below it was seen), and a claim sent late into a slot
+// already pruned lies below the queue's floor, where no walk waits for
+// it. It reads every poll interval (WithPollInterval), until ctx ends
+// (its cause), t ends (ErrNotLeader) or to is no live member
+// (ErrNotCandidate; asked only while to has no claim).
+func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
+	if plantedSkipWait() {
+		return nil
+	}
+	for {
+		next, queued, err := e.readNext(ctx, t, to)
+		switch {
+		case t.ctx.Err() != nil:
+			return ErrNotLeader
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err != nil:
+			e.cfg.logger.Warn("leader: transfer: read the queue", "election", e.name, "err", err)
+		case next:
+			return nil
+		case !queued:
+			if err := e.checkLive(ctx, to); err != nil {
+				return err
+			}
+		}
+		timer := time.NewTimer(e.cfg.pollInterval)
+		select {
+		case <-timer.C:
+		case <-t.ctx.Done():
+			timer.Stop()
+			return ErrNotLeader
+		case <-ctx.Done():
+			timer.Stop()
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// readNext reads the lease's queue: whether to's claim is next after
+// term t's (nextAfter), and whether to has a claim.
+func (e *Election) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
+	q, err := e.client.Queue(ctx, LockKey(e.name))
+	if err != nil {
+		return false, false, err
+	}
+	next, queued = nextAfter(q, e.self.ID, t.token, to)
+	return next, queued, nil
+}
+
+// nextAfter reads queue q: next is whether to's claim is the first live
+// claim (not Expired) after the claim of term token, which holds, owned
+// by self; queued is whether to has a claim in q. A claim that Expired
+// leads no more (the claims behind it hold as if it had ended).
+func nextAfter(q []dsync.ClaimInfo, self string, token uint64, to string) (next, queued bool) {
+	queued = slices.ContainsFunc(q, func(c dsync.ClaimInfo) bool { return c.Owner == to && !c.Expired })
+	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	if i < 0 || q[i].Owner != self || q[i].Token != token {
+		return false, queued // not this term's: a read from before it, or the term is lost
+	}
+	for _, c := range q[i+1:] {
+		if !c.Expired {
+			return c.Owner == to, queued
+		}
+	}
+	return false, queued
+}
+
+// checkLive returns nil if to is a live member, ErrNotCandidate if not,
+// or why the member store could not tell.
+func (e *Election) checkLive(ctx context.Context, to string) error {
+	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("leader: transfer: read members: %w", err)
+	}
+	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == to }) {
+		return fmt.Errorf("%w: %q in %q", ErrNotCandidate, to, e.name)
+	}
+	return nil
+}
+
+// setHandover sets the handover this candidate's status shows while term
+// t lasts (h zero: none), and reports whether t still does.
+func (e *Election) setHandover(t *term, h Handover) bool {
+	e.state.Lock()
+	defer e.state.Unlock()
+	if e.term != t || t.ctx.Err() != nil {
+		return false
+	}
+	e.xfer.handover = h
+	return true
+}
+
+// handoverLocked is the handover to show in this candidate's status: none
+// once the term it was of is over. e.state is held.
+func (e *Election) handoverLocked() Handover {
+	h := e.xfer.handover
+	if h.To == "" || e.term == nil || e.term.ctx.Err() != nil || e.term.token != h.Term {
+		return Handover{}
+	}
+	return h
+}
+
+// putMemberWithin writes this candidate's status now, within ctx and a
+// heartbeat interval, as a heartbeat does.
+func (e *Election) putMemberWithin(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.heartbeatInterval)
+	defer cancel()
+	e.putMember(ctx)
+}
+
+// transferState is an Election's part in transfers: the handover it
+// shows while it leads, and, while it waits to lead, how to step aside.
+type transferState struct {
+	turn     chan struct{} // one Transfer at a time
+	handover Handover      // under e.state
+	// aside, while campaign waits for the lock (lockInTurn), ends that
+	// wait so that the candidate claims again; under e.state.
+	aside context.CancelCauseFunc
+}

@@ -1,0 +1,102 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// Transfer, the waiting candidates' side: a candidate whose claim waits
+// ahead of the one a leader hands over to (its status's Handover) steps
+// aside: it withdraws its claim and claims again, which puts it behind.
+// It stays a candidate, and only its place in the queue changes: the
+// grant rule is the lock's, as always.
+
+// errStepAside ends a candidate's wait for the lock so that it claims
+// again (lockInTurn); callers never see it.
+var errStepAside = errors.New("leader: step aside for a transfer")
+
+// lockInTurn is campaign's wait for the lock: LockContext, claimed again
+// each time the candidate steps aside (stepAsideIfAsked). LockContext
+// withdraws the claim it gives up before it returns (or, if the store
+// does not confirm it, goes on sending it in the background and before
+// the next claim), and the new claim lands behind every claim there is,
+// the handover's candidate's included.
+func (e *Election) lockInTurn(ctx context.Context) error {
+	for {
+		wctx, cancel := context.WithCancelCause(ctx)
+		e.state.Lock()
+		e.xfer.aside = cancel
+		e.state.Unlock()
+		err := e.mu.LockContext(wctx)
+		e.state.Lock()
+		e.xfer.aside = nil
+		e.state.Unlock()
+		aside := context.Cause(wctx) == errStepAside
+		cancel(nil)
+		if err != nil && aside && ctx.Err() == nil {
+			continue // the wait ended to step aside: claim again
+		}
+		return err
+	}
+}
+
+// stepAsideIfAsked runs at each heartbeat of a candidate waiting for the
+// lock: if a leader shows a handover (in its term, which the lease's
+// queue shows it leading) to a candidate whose claim waits behind this
+// one's, this candidate steps aside. It costs one read of the members
+// per heartbeat while waiting, and a read of the queue while a handover
+// shows.
+//
+// What it reads may be late (a handover whose term has ended since, an
+// old queue): it can then only step aside when it need not, which moves
+// it back in the queue and never lets anyone hold. A leader that crashed
+// after writing its handover makes candidates step aside for its
+// candidate while its lease runs out, no more.
+func (e *Election) stepAsideIfAsked(ctx context.Context) {
+	e.state.Lock()
+	aside := e.xfer.aside
+	e.state.Unlock()
+	if aside == nil {
+		return
+	}
+	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
+	if err != nil {
+		return // the next heartbeat asks again
+	}
+	i := slices.IndexFunc(ms, func(m Member) bool {
+		return m.Leader && m.Handover.To != "" && m.Handover.Term == m.Term
+	})
+	if i < 0 || ms[i].Handover.To == e.self.ID {
+		return
+	}
+	q, err := e.client.Queue(ctx, LockKey(e.name))
+	if err != nil {
+		return
+	}
+	if behindMe(q, ms[i].ID, ms[i].Handover, e.self.ID) {
+		aside(errStepAside)
+	}
+}
+
+// behindMe reads queue q: whether leader, holding in h's term, hands over
+// to a candidate whose live claim waits behind self's.
+func behindMe(q []dsync.ClaimInfo, leader string, h Handover, self string) bool {
+	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	if head < 0 || q[head].Owner != leader || q[head].Token != h.Term {
+		return false // the handover's term is not the one that holds
+	}
+	mine, to := -1, -1
+	for j, c := range q[head+1:] {
+		switch {
+		case c.Expired:
+		case c.Owner == self && mine < 0:
+			mine = j
+		case c.Owner == h.To && to < 0:
+			to = j
+		}
+	}
+	return mine >= 0 && to > mine
+}
