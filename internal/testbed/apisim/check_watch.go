@@ -80,7 +80,8 @@ func judgeWatch(last, o *Observation) (Violation, bool) {
 // ExpiresAt that read reported (the session's expiry that read found),
 // unless the collections were emptied since: whether its session is
 // missing then or not (the collection emptied), as the memory is
-// consulted first.
+// consulted first; and so are the leaders that Leader and Observe, which
+// read with the same Client, name after such a read.
 func checkExpiredStays(h *History) []Violation {
 	var vs []Violation
 	type watched struct {
@@ -96,9 +97,11 @@ func checkExpiredStays(h *History) []Violation {
 		r *QueueRead
 		c ReadClaim
 	}
-	for _, rs := range byWatcher {
+	byToken := make(map[watched]map[uint64]found)
+	for k, rs := range byWatcher {
 		slices.SortStableFunc(rs, func(a, b *QueueRead) int { return a.T.Compare(b.T) })
 		expired := make(map[string]found) // by nonce: the first read that found it Expired
+		byToken[k] = make(map[uint64]found)
 		for _, r := range rs {
 			for _, c := range r.Claims {
 				f, ok := expired[c.Nonce]
@@ -106,12 +109,27 @@ func checkExpiredStays(h *History) []Violation {
 				case !ok:
 					if c.Expired && c.TTL > 0 {
 						expired[c.Nonce] = found{r, c}
+						if _, ok := byToken[k][c.Token]; !ok {
+							byToken[k][c.Token] = found{r, c}
+						}
 					}
 				case !c.Expired && r.T.Before(f.c.ExpiresAt.Add(2*f.c.TTL)) && !h.emptiedBetween(f.r.T, r.T):
 					vs = append(vs, Violation{PromiseWatch, fmt.Sprintf("p%d/%d Queue(%s) read claim #%d live at %v, Expired at %v (expiry %v)",
 						r.Proc, r.Inc, r.Key, c.Token, r.T.Format(tf), f.r.T.Format(tf), f.c.ExpiresAt.Format(tf))})
 				}
 			}
+		}
+	}
+	// Leader and Observe read who leads with the Client of the lease
+	// key's Queue reads: a leader they name after one of those reads found
+	// its claim Expired is a claim read live again.
+	for _, o := range h.Observations {
+		if o.Source != WatchLeader && o.Source != WatchObserve {
+			continue
+		}
+		f, ok := byToken[watched{o.Proc, o.Inc, o.Key}][o.Token]
+		if ok && f.r.T.Before(o.Call) && o.T.Before(f.c.ExpiresAt.Add(2*f.c.TTL)) && !h.emptiedBetween(f.r.T, o.T) {
+			vs = append(vs, Violation{PromiseWatch, fmt.Sprintf("%v: its claim was read Expired at %v (expiry %v)", o, f.r.T.Format(tf), f.c.ExpiresAt.Format(tf))})
 		}
 	}
 	return vs
