@@ -48,10 +48,10 @@ func (o *Observation) String() string {
 }
 
 // watchPoll is how often the watchers' Observe polls; the other reads
-// come one at a time, 150 to 750 ms apart, Leader and the lease key's
+// come one at a time, 200 to 1000 ms apart, Leader and the lease key's
 // Queue a third of the time each, a Mutex key's Queue two ninths, the
 // status reader (which reads every key of the name) one ninth.
-const watchPoll = time.Second
+const watchPoll = 2 * time.Second
 
 // startWatchers starts the incarnation's watchers: one that polls
 // election "e"'s Leader, the Queue of its lease key, the Queue of a
@@ -79,7 +79,7 @@ func (inc *incarnation) startWatchers() {
 		defer inc.wg.Done()
 		defer e.Close()
 		for inc.ctx.Err() == nil {
-			time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 			switch x := rng.IntN(9); {
 			case x < 3:
 				call := time.Now()
