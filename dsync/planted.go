@@ -24,6 +24,8 @@ func plantEngine(e *queue.Engine) {
 		e.SetBug(queue.BugSpanIgnored)
 	case plant.Is(plant.HistoryIgnored):
 		e.SetBug(queue.BugHistoryIgnored)
+	case plant.Is(plant.ReadExpiredForgets):
+		e.SetBug(queue.BugReadExpiredForgets)
 	}
 }
 

@@ -41,8 +41,12 @@ func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.client.TTL())
 		info, err := e.readLeader(ctx)
 		cancel()
+		newer := err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev)
+		if p, ok := plantedNewer(&info, &err, last); ok {
+			newer = p
+		}
 		switch {
-		case err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev):
+		case newer:
 			if !emit(info) {
 				return
 			}

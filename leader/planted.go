@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/plant"
@@ -53,3 +54,18 @@ func plantedReleasesFirst(t *term) bool {
 
 // plantedPause sleeps d: the window a planted bug holds open.
 func plantedPause(d time.Duration) { time.Sleep(d) }
+
+// plantedNewer is whether Observe's poll sends what it read (info, err)
+// after last when plant.ObserveEmitsOnChange is planted (a negative
+// control of internal/testbed/apisim): whenever it differs from last,
+// nobody leading read as the zero Info, which it then sends. ok is false
+// when it is not planted.
+func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {
+	if !plant.On || !plant.Is(plant.ObserveEmitsOnChange) {
+		return false, false
+	}
+	if errors.Is(*err, ErrNoLeader) {
+		*info, *err = Info{}, nil
+	}
+	return *err == nil && (info.Token != last.Token || info.Rev != last.Rev), true
+}

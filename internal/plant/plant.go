@@ -69,6 +69,15 @@ const (
 	// before it cancels the term's context, so the next leader starts
 	// while the old one's context lives: two leaders.
 	TransferReleasesFirst
+	// ReadExpiredForgets: a Client's reads forget that they found a
+	// claim's session expired (queue.BugReadExpiredForgets), so a late
+	// renewal makes Queue and Election.Leader name the ended claim again
+	// after the one behind it.
+	ReadExpiredForgets
+	// ObserveEmitsOnChange: Election.Observe sends what it reads whenever
+	// it differs from what it sent last, nobody leading included, instead
+	// of only a newer leader or value: the token it sends goes back.
+	ObserveEmitsOnChange
 )
 
 var planted atomic.Int32

@@ -164,6 +164,11 @@ const (
 	// claim with those below it, though it may still hold: a waiter then
 	// holds beside it.
 	BugFloorClaimDropped
+	// BugReadExpiredForgets has ReadExpired ignore remember: a reader
+	// that found a claim's session expired reads the claim live again
+	// once a renewal its owner sent in time lands late, after naming the
+	// claim behind it as holding.
+	BugReadExpiredForgets
 )
 
 // The grant rule as the engine applies it: with a planted error, if one

@@ -35,6 +35,7 @@ import "time"
 // as good as that clock, and is not remembered: an error of it would
 // last.
 func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
+	remember = remember && !j.has(BugReadExpiredForgets)
 	if j.readDeadAt(d.Session, earliest) {
 		return true
 	}

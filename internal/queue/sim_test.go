@@ -36,6 +36,9 @@ import (
 //     drifts; its server-time estimate is a sample widened by the drift
 //     and the member skew, re-sampled now and then. Its timers count time
 //     the machine spends suspended.
+//   - simwatch_test.go: beside each observer, a reader that reads the
+//     queue as a dsync Client's Queue does (with its memory of the
+//     sessions it found expired).
 //   - simworld_test.go: faults. Crashes, pauses (SIGSTOP), suspends that
 //     end near a deadline, failovers that step the server's clock within
 //     the member skew, and the store emptied, its sessions dropped, or a
@@ -221,6 +224,12 @@ func (h *eventHeap) Pop() any {
 }
 
 type sim struct {
+	seed int64
+	// readDead is what each owner's reader found expired, and
+	// readBack the readers' reads that found such a claim live again
+	// (simwatch_test.go).
+	readDead map[readOf]readDead
+	readBack []string
 	// otherSpan is the pid of the owner that runs another bucket span
 	// (0: none), otherSpanLen that span (0: twice simSpan).
 	otherSpan    int
@@ -304,7 +313,7 @@ func (s *sim) terms(key string) (queue.Terms, string) {
 }
 
 // addOwner starts a process: its keeper, one to three workers, its
-// sampler, and an observer if asked.
+// sampler, and an observer and a reader if asked.
 func (s *sim) addOwner(observes bool) *owner {
 	o := newOwner(s, len(s.owners)+1)
 	s.owners = append(s.owners, o)
@@ -315,6 +324,7 @@ func (s *sim) addOwner(observes bool) *owner {
 	}
 	if observes {
 		s.spawn(o, func(a *actor) { o.observer(a, s.keys) })
+		s.spawnReader(o)
 	}
 	s.spawnOnce(o)
 	return o
@@ -338,6 +348,10 @@ type actor struct {
 	o      *owner
 	resume chan struct{}
 	done   bool
+	// rng, if not nil, draws the delays of the actor's requests, which
+	// are not counted in flight: a reader's (simwatch_test.go), which
+	// only reads and must not move the world's draws.
+	rng *rand.Rand
 }
 
 func (s *sim) spawn(o *owner, body func(a *actor)) {
@@ -391,6 +405,8 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
+		seed:      seed,
+		readDead:  map[readOf]readDead{},
 		rng:       rng,
 		now:       time.Second,
 		yield:     make(chan struct{}),
@@ -477,6 +493,9 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	s.checkStorms()
 	for _, msg := range s.storms {
 		r.Violations = append(r.Violations, history.Violation{Kind: "renewal-storm", Msg: msg})
+	}
+	for _, msg := range s.readBack {
+		r.Violations = append(r.Violations, history.Violation{Kind: "read-expired", Msg: msg})
 	}
 	return r, s.stats
 }
@@ -649,6 +668,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		{"a gate relied on whatever history of the store it was sent in", queue.BugHistoryIgnored, simNoBug, false},
 		{"a start writing the protocol document with its gates' history", queue.BugStartWritesHistory, simNoBug, false},
 		{"a claim passing claims of another history of the store", queue.BugClaimHistoryIgnored, simNoBug, true},
+		{"a read forgetting the sessions it found expired", queue.BugReadExpiredForgets, simNoBug, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bug != queue.NoBug && !queue.Planted {

@@ -118,6 +118,18 @@ func (s *sim) delay() time.Duration {
 	}
 }
 
+// delay is sim.delay drawn from the actor's own generator (actor.rng).
+func (a *actor) delay() time.Duration {
+	switch p := a.rng.Float64(); {
+	case p < a.s.lateP:
+		return simTimeout + time.Duration(a.rng.Int64N(int64(3*simTTL)))
+	case p < a.s.lateP+0.02:
+		return 100*time.Millisecond + time.Duration(a.rng.Int64N(int64(120*time.Millisecond)))
+	default:
+		return 100*time.Microsecond + time.Duration(a.rng.Int64N(int64(3*time.Millisecond)))
+	}
+}
+
 func (n net) call(ctx context.Context, op func()) error {
 	return n.callTorn(ctx, func() func() { op(); return nil })
 }
@@ -132,33 +144,38 @@ func (n net) callTorn(ctx context.Context, read func() (write func())) error {
 // delay drawn as for any request).
 func (n net) callLagged(ctx context.Context, lag time.Duration, read func() (write func())) error {
 	s, a := n.s, ctx.Value(actorKey{}).(*actor)
+	delay, inflight := s.delay, &s.server.inflight
+	if a.rng != nil {
+		var uncounted int
+		delay, inflight = a.delay, &uncounted
+	}
 	if lag <= 0 {
-		lag = s.delay()
+		lag = delay()
 	}
 	var woken, timedOut bool
 	sent := s.now
 	reply := func() {
 		s.tracef("  applied for %s (sent %v)", a.o.name, sent)
-		s.at(s.now+s.delay(), func() {
+		s.at(s.now+delay(), func() {
 			if !woken {
 				woken = true
 				s.step(a)
 			}
 		})
 	}
-	s.server.inflight++
+	*inflight++
 	s.at(s.now+lag, func() {
 		if timedOut {
 			s.stats.late++
 		}
 		write := read()
 		if write == nil {
-			s.server.inflight--
+			*inflight--
 			reply()
 			return
 		}
-		s.at(s.now+s.delay(), func() {
-			s.server.inflight--
+		s.at(s.now+delay(), func() {
+			*inflight--
 			write()
 			reply()
 		})

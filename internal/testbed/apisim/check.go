@@ -9,7 +9,7 @@ import (
 // documentation states it. Each takes the whole history and returns the
 // promises it saw broken. The tokens', FIFO's and Once's checkers, and
 // their steps, have files of their own (check_tokens.go, check_fifo.go,
-// check_once.go).
+// check_once.go), and the watchers' (check_watch.go).
 
 // Promises, as the violations name them.
 const (
@@ -23,6 +23,7 @@ const (
 	PromiseOnce      = "once"        // Do's return value against the runs
 	PromiseLeader    = "one-leader"  // one leader at a time, per term
 	PromiseLeaderTok = "term-tokens" // terms' tokens increase
+	PromiseWatch     = "watch"       // what a watcher reports of who leads never goes back
 )
 
 // Check runs every checker.
@@ -36,6 +37,7 @@ func Check(h *History) []Violation {
 	vs = append(vs, CheckLost(h)...)
 	vs = append(vs, CheckHeld(h)...)
 	vs = append(vs, CheckOnce(h)...)
+	vs = append(vs, CheckWatch(h)...)
 	return vs
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -81,6 +82,19 @@ func (ps *parts) once(key string) (*dsync.Once, error) {
 // (Hold.End).
 func (ps *parts) election(name string) (*leader.Election, error) {
 	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
+}
+
+// watcher makes an Election that only watches who leads (it never
+// campaigns), on the Client of the process's elections, polling every
+// poll.
+func (ps *parts) watcher(name string, poll time.Duration) (*leader.Election, error) {
+	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard), leader.WithPollInterval(poll))
+}
+
+// statusReader reads the store as dsync status does, through the
+// process's main Client.
+func (ps *parts) statusReader() *statusread.Reader {
+	return &statusread.Reader{Client: ps.client, Members: ps.members, Now: time.Now}
 }
 
 // close closes the Clients (holds are lost, then released).

@@ -157,6 +157,10 @@ type History struct {
 	ProcFaults []ProcFault
 	// Terms are the terms of partition shards (partition_sim.go).
 	Terms []*Term
+	// Observations are what the watchers saw of who leads (watch.go),
+	// and QueueReads each of their Client.Queue reads.
+	Observations []*Observation
+	QueueReads   []*QueueRead
 }
 
 // ProcFault is one fault of a process, from From to To: "pause",

@@ -14,6 +14,7 @@ import (
 // workers and its candidate.
 type incarnation struct {
 	p      *proc
+	n      int // which of p's incarnations, from 1
 	ps     *parts
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -41,6 +42,10 @@ func (p *proc) start(workers int) (*incarnation, error) {
 		return nil, err
 	}
 	inc := &incarnation{p: p, ps: ps, active: make(map[*Hold]struct{}), rws: make(map[string]rwValue), lastRead: make(map[string]uint64)}
+	p.w.mu.Lock()
+	p.incs++
+	inc.n = p.incs
+	p.w.mu.Unlock()
 	inc.ctx, inc.cancel = context.WithCancel(context.Background())
 	inc.startActors()
 	for i := range workers {
@@ -55,6 +60,7 @@ func (p *proc) start(workers int) (*incarnation, error) {
 		defer inc.wg.Done()
 		inc.campaign()
 	}()
+	inc.startWatchers()
 	return inc, nil
 }
 

@@ -28,6 +28,8 @@ func TestPlanted(t *testing.T) {
 		{"TransferReleasesFirst", plant.TransferReleasesFirst, PromiseLeader},
 		{"SpanIgnored", plant.SpanIgnored, PromiseExclusion},
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
+		{"ReadExpiredForgets", plant.ReadExpiredForgets, PromiseWatch},
+		{"ObserveEmitsOnChange", plant.ObserveEmitsOnChange, PromiseWatch},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)

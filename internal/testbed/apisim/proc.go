@@ -20,6 +20,7 @@ type proc struct {
 	hang   chan struct{} // not nil while the store hangs; closed when it answers
 	offset time.Duration // how far its clock was stepped forward
 	pauses [][2]time.Time
+	incs   int // incarnations started (guarded by w.mu)
 
 	// The oracle's view, guarded by w.mu.
 	claims map[claimKey][]claimRec  // the claims it inserted that landed, in order (see claimAt)
@@ -42,6 +43,7 @@ type claimKey struct {
 
 type claimRec struct {
 	session string
+	owner   string // the primitive or candidate that claimed
 	at      time.Time
 }
 

@@ -11,7 +11,10 @@
 // bucket span, idle age, semaphore limit). It runs in fake time
 // (testing/synctest), one seed at a time, and checks what the processes
 // saw through the API against one checker per promise of the package
-// documentation (check.go and check_*.go).
+// documentation (check.go and check_*.go). Each incarnation also reads
+// who leads as watchers do (watch.go: Election.Leader and Observe, a
+// Client's Queue, the status reader), and CheckWatch judges that what
+// each watcher reports never goes back.
 //
 // The checkers need to know when a hold stopped being valid; the library
 // does not say, and Lost() may be late (that is one of the promises
@@ -108,6 +111,8 @@ type Figures struct {
 	// their holder gave them up), pairs of Locks whose order FIFO fixes,
 	// Dos that ran f and returned nil.
 	Losses, FIFOPairs, FIFOExempt, OnceWinners int
+	// Observations: reports of who leads that the watchers got (watch.go).
+	Observations int
 }
 
 // Add adds o's figures to f's.
@@ -144,6 +149,7 @@ func (f *Figures) Add(o Figures) {
 	f.FIFOPairs += o.FIFOPairs
 	f.FIFOExempt += o.FIFOExempt
 	f.OnceWinners += o.OnceWinners
+	f.Observations += o.Observations
 }
 
 // String is the summary line.
@@ -155,8 +161,8 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings (%d waited for a held read claim, %d of them for a paused or cut-off process's, %d past the longest linger, at most %v; %d given up), %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil; %d violations",
-		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.EmptyingWaits, f.EmptyingWaitsStopped, f.EmptyingWaitsPastLinger, f.EmptyingWaitMax, f.EmptyingsGivenUp, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Violations)
+	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings (%d waited for a held read claim, %d of them for a paused or cut-off process's, %d past the longest linger, at most %v; %d given up), %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil, %d watchers' reports of who leads; %d violations",
+		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.EmptyingWaits, f.EmptyingWaitsStopped, f.EmptyingWaitsPastLinger, f.EmptyingWaitMax, f.EmptyingsGivenUp, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Observations, f.Violations)
 }
 
 // Report is one seed's run.
@@ -174,6 +180,7 @@ func Simulate(seed int64, o Options) Report {
 	vs := append(Check(&w.hist), checkActors(w)...)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
 	w.fig.FIFOPairs, w.fig.FIFOExempt = fifoPairs(&w.hist)
+	w.fig.Observations = len(w.hist.Observations)
 	for _, h := range w.hist.Holds {
 		if !h.LostAt.IsZero() && (h.Ended.IsZero() || h.LostAt.Before(h.Ended)) {
 			w.fig.Losses++

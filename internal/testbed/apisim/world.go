@@ -151,7 +151,7 @@ func (w *world) landed(p *proc, d driver.Doc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := claimKey{d.Key, d.Epoch}
-	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, at: time.Now()})
+	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, owner: d.Owner, at: time.Now()})
 	if _, ok := p.known[d.Key]; !ok {
 		p.known[d.Key] = time.Now()
 	}
