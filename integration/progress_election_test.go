@@ -76,17 +76,19 @@ func stallTerm(c1, c2 *dsync.Client, name string) (time.Duration, error) {
 		}
 		won <- e
 	}()
-	if err := awaitQueued(ctx, c2, leader.LockKey(name), 2); err != nil {
+	// Work that moves while the second candidate queues, and a little
+	// longer.
+	stop := make(chan struct{})
+	lastReport := reportUntil(func() { leader.Progress(term) }, stop)
+	err = awaitQueued(ctx, c2, leader.LockKey(name), 2)
+	if err == nil {
+		time.Sleep(progressDeadline / 2)
+	}
+	close(stop)
+	last := <-lastReport
+	if err != nil {
 		return 0, err
 	}
-	var last time.Time
-	for range 5 {
-		last = time.Now()
-		leader.Progress(term)
-		time.Sleep(progressDeadline / 10)
-	}
-	last = time.Now()
-	leader.Progress(term)
 	// The work deadlocks.
 	e := <-won
 	if e.err != nil {

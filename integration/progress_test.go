@@ -199,20 +199,18 @@ func runStallTrial(t *testing.T, holderC, waiterC *dsync.Client, key string) (r 
 		}
 		got <- acquired{at, before, err}
 	}()
-	if err := awaitQueued(ctx, waiterC, key, 2); err != nil {
+	// Work that moves, while the waiter queues and for up to d/2 more.
+	stop := make(chan struct{})
+	lastReport := reportUntil(hm.Progress, stop)
+	err = awaitQueued(ctx, waiterC, key, 2)
+	if err == nil {
+		time.Sleep(randDuration(0, progressDeadline/2))
+	}
+	close(stop)
+	last := <-lastReport
+	if err != nil {
 		r.err = err
 		return r
-	}
-	// Work that moves: a report every d/10, for up to d/2 in all.
-	work := randDuration(0, progressDeadline/2)
-	var last time.Time
-	for start := time.Now(); ; {
-		last = time.Now() // before the report: the measured time is never short
-		hm.Progress()
-		if time.Since(start) >= work {
-			break
-		}
-		time.Sleep(progressDeadline / 10)
 	}
 	// Then the work deadlocks: no report, no unlock.
 	var lostAt time.Time
@@ -260,6 +258,26 @@ func awaitQueued(ctx context.Context, c *dsync.Client, key string, n int) error 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// reportUntil calls progress every d/10 until stop is closed, and then
+// sends the time it last called it (read before the call, so that a time
+// measured from it is never short).
+func reportUntil(progress func(), stop <-chan struct{}) <-chan time.Time {
+	last := make(chan time.Time, 1)
+	go func() {
+		for {
+			t := time.Now()
+			progress()
+			select {
+			case <-stop:
+				last <- t
+				return
+			case <-time.After(progressDeadline / 10):
+			}
+		}
+	}()
+	return last
 }
 
 // TestNoFalseStall: holders whose work pauses up to half the progress
