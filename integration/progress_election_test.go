@@ -80,7 +80,7 @@ func stallTerm(c1, c2 *dsync.Client, name string) (time.Duration, error) {
 	// longer.
 	stop := make(chan struct{})
 	lastReport := reportUntil(func() { leader.Progress(term) }, stop)
-	err = awaitQueued(ctx, c2, leader.LockKey(name), 2)
+	err = awaitQueued(ctx, c2, leader.LockKey(name), 2, term.Done())
 	if err == nil {
 		time.Sleep(progressDeadline / 2)
 	}

@@ -202,7 +202,7 @@ func runStallTrial(t *testing.T, holderC, waiterC *dsync.Client, key string) (r 
 	// Work that moves, while the waiter queues and for up to d/2 more.
 	stop := make(chan struct{})
 	lastReport := reportUntil(hm.Progress, stop)
-	err = awaitQueued(ctx, waiterC, key, 2)
+	err = awaitQueued(ctx, waiterC, key, 2, hm.Lost())
 	if err == nil {
 		time.Sleep(randDuration(0, progressDeadline/2))
 	}
@@ -242,8 +242,9 @@ func runStallTrial(t *testing.T, holderC, waiterC *dsync.Client, key string) (r 
 	return r
 }
 
-// awaitQueued waits until key's queue, as c reads it, has n claims.
-func awaitQueued(ctx context.Context, c *dsync.Client, key string, n int) error {
+// awaitQueued waits until key's queue, as c reads it, has n claims; it
+// fails if the hold whose loss lost signals is lost first.
+func awaitQueued(ctx context.Context, c *dsync.Client, key string, n int, lost <-chan struct{}) error {
 	for {
 		q, err := c.Queue(ctx, key)
 		if err != nil {
@@ -255,6 +256,8 @@ func awaitQueued(ctx context.Context, c *dsync.Client, key string, n int) error 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%q's queue did not reach %d claims: %w", key, n, context.Cause(ctx))
+		case <-lost:
+			return fmt.Errorf("%q's hold was lost before its queue reached %d claims", key, n)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
