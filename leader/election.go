@@ -44,7 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
-	xfer transferState // Transfer's (transfer.go)
+	xfer     transferState // Transfer's (transfer.go)
+	steering steerState    // the steering options' (steer.go)
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
@@ -82,7 +83,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		client:   c,
 		cfg:      cfg,
 		mu:       mu,
-		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value, Priority: cfg.steer.priority},
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),

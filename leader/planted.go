@@ -53,3 +53,13 @@ func plantedReleasesFirst(t *term) bool {
 
 // plantedPause sleeps d: the window a planted bug holds open.
 func plantedPause(d time.Duration) { time.Sleep(d) }
+
+// plantedPriorityIgnored reports whether plant.PriorityIgnored is
+// planted: waiting candidates then never step aside for a better one,
+// and leaders never preempt.
+func plantedPriorityIgnored() bool { return plant.On && plant.Is(plant.PriorityIgnored) }
+
+// plantedGateSkipped reports whether plant.VersionGateSkipped is
+// planted: a candidate whose claim holds then begins its term whatever
+// versions are live.
+func plantedGateSkipped() bool { return plant.On && plant.Is(plant.VersionGateSkipped) }

@@ -69,6 +69,13 @@ const (
 	// before it cancels the term's context, so the next leader starts
 	// while the old one's context lives: two leaders.
 	TransferReleasesFirst
+	// PriorityIgnored: leader's steering ignores ranks: no waiting
+	// candidate steps aside for a better one, and no leader preempts.
+	PriorityIgnored
+	// VersionGateSkipped: under leader.WithVersionRule, a candidate whose
+	// claim comes to hold begins its term without reading the members
+	// again, so an older version can lead while a newer one is live.
+	VersionGateSkipped
 )
 
 var planted atomic.Int32
