@@ -60,7 +60,7 @@ func WithPriority(p int) Option {
 // ErrPreempted: its leadership context is cancelled, and the lease
 // released (under Run, once fn has returned), so the two never lead at
 // once. Default: no preemption by priority; under WithVersionRule, a
-// newer version preempts at once (delay 0). It needs a member store
+// newer version preempts at the leader's next heartbeat (delay 0). It needs a member store
 // (WithMembers).
 func WithPreemption(delay time.Duration) Option {
 	return func(c *config) error {
@@ -84,6 +84,7 @@ func WithPreemption(delay time.Duration) Option {
 // nil compares them as semantic versions ("v1.2.3", "1.2.3-rc.1"; a
 // pre-release below its release, build metadata ignored), with a version
 // that does not parse (the empty one included) below every one that does.
+// A live member of a newer version counts whether it campaigns or not.
 // It needs a member store (WithMembers). See docs/leader-election.md for
 // what it promises during a rolling upgrade, and what not.
 func WithVersionRule(cmp func(a, b string) int) Option {
