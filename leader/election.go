@@ -109,8 +109,9 @@ func (e *Election) ID() string {
 // lives exactly as long as the leadership. The context is cancelled with
 // cause ErrLeadershipLost the moment the lease can no longer be
 // guaranteed (at its local deadline, even with the store unreachable),
-// ErrResigned after Resign or Close, ErrTransferred after Transfer, or
-// the parent's cause when ctx ends.
+// ErrResigned after Resign or Close, ErrTransferred after Transfer,
+// ErrPreempted when it gives way to a better candidate (WithPreemption,
+// WithVersionRule), or the parent's cause when ctx ends.
 // Leadership is then given up: on Resign or when ctx ends the lease is
 // released at once, so stop leader-only work first (Run does this for
 // you); a lost lease is left to run out. Run leader-only work under it.

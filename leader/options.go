@@ -151,8 +151,8 @@ func OnElected(f func(Info)) Option {
 }
 
 // OnLost sets a function called with the cause each time this candidate's
-// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred, or
-// the parent context's cause), after the leadership context is
+// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred,
+// ErrPreempted, or the parent context's cause), after the leadership context is
 // cancelled. A convenience over that context. It must not block.
 func OnLost(f func(cause error)) Option {
 	return func(c *config) error {

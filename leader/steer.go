@@ -12,8 +12,8 @@ import (
 )
 
 // Steering (steer_options.go), at each heartbeat of a candidate that set
-// a steering option: one read of the members and one of the lease's
-// queue, then at most one move. A waiting candidate steps aside (as for a
+// a steering option: one read of the members, one of the lease's queue
+// when a member might make it move (mayMove), then at most one move. A waiting candidate steps aside (as for a
 // Transfer, transfer_aside.go) when a better live candidate waits behind
 // it, or withdraws while a newer version is live; a leader that has seen
 // a better candidate queued for its preemption delay transfers to the
@@ -55,23 +55,60 @@ func (e *Election) steerStep(ctx context.Context) {
 	if err != nil {
 		return // the next heartbeat reads again
 	}
+	if !leading {
+		e.steering.betterSince = time.Time{}
+		if !e.eligible(ms) {
+			aside(errIneligible)
+			return
+		}
+	}
+	// The queue tells where the others wait; it is read only when a
+	// member might make this candidate move.
+	if !e.mayMove(ms, leading) {
+		e.steering.betterSince = time.Time{}
+		return
+	}
 	q, err := e.client.Queue(ctx, LockKey(e.name))
 	if err != nil {
 		return
 	}
-	if leading {
-		e.steerLeader(t, ms, q)
-		return
-	}
-	e.steering.betterSince = time.Time{}
 	switch {
-	case !e.eligible(ms):
-		aside(errIneligible)
+	case leading:
+		e.steerLeader(t, ms, q)
 	case handoverBehindMe(ms, q, e.self.ID):
 		aside(errStepAside)
 	case !plantedPriorityIgnored() && e.betterBehind(ms, q):
 		aside(errStepAside)
 	}
+}
+
+// mayMove reports whether members ms may make this candidate move: while
+// it waits, a leader shows a handover, or another member that does not
+// lead ranks above it; while it leads, a member it gives way to is live
+// (betterFor).
+func (e *Election) mayMove(ms []Member, leading bool) bool {
+	return slices.ContainsFunc(ms, func(m Member) bool {
+		switch {
+		case m.ID == e.self.ID:
+			return false
+		case leading:
+			return e.betterFor(m)
+		case m.Leader:
+			return m.Handover.To != "" && m.Handover.Term == m.Term
+		}
+		return e.cfg.steer.rule().Compare(cand(m), cand(e.self)) > 0
+	})
+}
+
+// betterFor reports whether this candidate, leading, gives way to m: one
+// of a newer version (WithVersionRule), or of a higher rank
+// (WithPreemption).
+func (e *Election) betterFor(m Member) bool {
+	r, me := e.cfg.steer.rule(), cand(e.self)
+	if !e.cfg.steer.preemptSet && !r.Newer(m.Version, me.Version) {
+		return false
+	}
+	return r.Compare(cand(m), me) > 0
 }
 
 // eligible reports whether this candidate may lead given members ms: no
@@ -151,14 +188,12 @@ func (e *Election) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string 
 	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {
 		return "" // a read from before this term, or the term is lost
 	}
-	r, me := e.cfg.steer.rule(), cand(e.self)
+	r := e.cfg.steer.rule()
 	var best Member
 	for _, c := range q[head+1:] {
 		m, ok := memberOf(ms, c.Owner)
 		switch {
-		case c.Expired || !ok:
-		case !e.cfg.steer.preemptSet && !r.Newer(m.Version, me.Version):
-		case r.Compare(cand(m), me) <= 0:
+		case c.Expired || !ok || !e.betterFor(m):
 		case best.ID == "" || r.Compare(cand(m), cand(best)) > 0:
 			best = m
 		}

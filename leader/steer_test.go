@@ -182,3 +182,35 @@ func TestSteeringNeedsMembers(t *testing.T) {
 		t.Error("NewElection with a negative preemption delay: nil error")
 	}
 }
+
+// TestPreemptionOfCampaign: a leader that campaigned (not under Run)
+// sees its context cancelled with ErrPreempted, and the better
+// candidate leads only once it did.
+func TestPreemptionOfCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx := context.Background()
+		a := newElection(t, w.process(t), leader.WithPreemption(time.Second))
+		b := newElection(t, w.process(t), leader.WithPriority(1))
+		defer a.Close()
+		defer b.Close()
+		actx, err := a.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, err := b.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if actx.Err() == nil {
+			t.Fatal("b leads while a's context lives")
+		}
+		synctest.Wait()
+		if cause := context.Cause(actx); cause != leader.ErrPreempted {
+			t.Fatalf("a's context ended by %v, want ErrPreempted", cause)
+		}
+		if bctx.Err() != nil || !b.IsLeader() || a.IsLeader() {
+			t.Fatal("b does not lead alone after the preemption")
+		}
+	})
+}
