@@ -214,3 +214,31 @@ func TestPreemptionOfCampaign(t *testing.T) {
 		}
 	})
 }
+
+// TestPriorityAfterLostLease: when the leader's lease runs out (its
+// renewals fail), the highest-priority candidate queued leads next.
+func TestPriorityAfterLostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		a := s.w.cut(t)
+		e := newElection(t, a.proc, leader.WithPriority(0))
+		s.es["a"] = e
+		s.wg.Go(func() { s.l.run(s.ctx, e, "a") })
+		synctest.Wait()
+		s.start("b", leader.WithPriority(1))
+		s.start("c", leader.WithPriority(5))
+		time.Sleep(2 * time.Second) // two heartbeats: the queue sorted
+		a.renewDown.Store(true)
+		if !s.awaitTerms(2, time.Minute) {
+			t.Fatal("nobody led after a's lease ran out")
+		}
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		if terms[0].cause != leader.ErrLeadershipLost || terms[1].who != "c" {
+			t.Errorf("terms %+v, want a's lost, then c's", terms[:2])
+		}
+	})
+}
