@@ -82,7 +82,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/leader"
@@ -337,16 +336,6 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 // and creates nothing.
 func (b *Store) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
 	return b.listMembers(ctx, b.members, election, maxAge)
-}
-
-// ConfirmedMembers implements leader.ConfirmedMembers: Members, read at
-// read concern majority, so that it shows no member status that a
-// failover could roll back, and, from a primary that still is one, every
-// status write the lock store's write concern (majority by default)
-// confirmed. leader.WithVersionRule reads it before a term begins.
-func (b *Store) ConfirmedMembers(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
-	coll := b.members.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
-	return b.listMembers(ctx, coll, election, maxAge)
 }
 
 func (b *Store) listMembers(ctx context.Context, coll *mongo.Collection, election string, maxAge time.Duration) ([]leader.Member, error) {
