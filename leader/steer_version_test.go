@@ -150,3 +150,31 @@ func TestIneligibleRequeues(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeStopFirst: a step that stops the old leader before it
+// starts the new candidate changes leadership twice: another old
+// candidate leads, then gives way to the new one (as the docs say).
+func TestUpgradeStopFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		s.start("old0", versioned("1.0.0")...)
+		s.start("old1", versioned("1.0.0")...)
+		if err := s.es["old0"].Close(); err != nil {
+			t.Fatal(err)
+		}
+		delete(s.es, "old0")
+		s.start("new0", versioned("2.0.0")...)
+		if !s.awaitTerms(3, time.Minute) {
+			t.Fatal("leadership did not reach new0")
+		}
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		got := []string{terms[0].who, terms[1].who, terms[2].who}
+		if !slices.Equal(got, []string{"old0", "old1", "new0"}) || terms[1].cause != leader.ErrPreempted {
+			t.Errorf("leaders %v (old1's term ended by %v), want old0, old1, new0, old1 preempted", got, terms[1].cause)
+		}
+	})
+}
