@@ -178,3 +178,24 @@ func TestUpgradeStopFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestTransferToOlderWaits: under the version rule, a transfer to a
+// candidate older than a live member waits until its ctx ends (that
+// candidate does not queue), and the leader keeps leading.
+func TestTransferToOlderWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		n := s.start("n", versioned("2.0.0")...)
+		o := s.start("o", versioned("1.0.0")...)
+		time.Sleep(2 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Transfer(ctx, o.ID()); err != context.DeadlineExceeded {
+			t.Fatalf("Transfer to an older candidate = %v, want context.DeadlineExceeded", err)
+		}
+		if !n.IsLeader() {
+			t.Fatal("n stopped leading")
+		}
+	})
+}
