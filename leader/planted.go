@@ -69,3 +69,13 @@ func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {
 	}
 	return *err == nil && (info.Token != last.Token || info.Rev != last.Rev), true
 }
+
+// plantedPriorityIgnored reports whether plant.PriorityIgnored is
+// planted: waiting candidates then never step aside for a better one,
+// and leaders never preempt.
+func plantedPriorityIgnored() bool { return plant.On && plant.Is(plant.PriorityIgnored) }
+
+// plantedGateSkipped reports whether plant.VersionGateSkipped is
+// planted: a candidate whose claim holds then begins its term whatever
+// versions are live.
+func plantedGateSkipped() bool { return plant.On && plant.Is(plant.VersionGateSkipped) }
