@@ -161,6 +161,9 @@ type History struct {
 	// and QueueReads each of their Client.Queue reads.
 	Observations []*Observation
 	QueueReads   []*QueueRead
+	// Upgrade is what the rolling-upgrade actor did (upgrade.go); nil:
+	// the run had none.
+	Upgrade *UpgradeRun
 }
 
 // ProcFault is one fault of a process, from From to To: "pause",

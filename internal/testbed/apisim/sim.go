@@ -74,6 +74,9 @@ type Options struct {
 	// to judge what must happen within one (a partition's shards owned
 	// and balanced): a seed's draws stay the same.
 	Calm bool
+	// Upgrade runs the rolling-upgrade actor (upgrade.go) beside the
+	// rest.
+	Upgrade bool
 }
 
 // Figures are what a run did.
@@ -244,6 +247,10 @@ func debugWorld(seed int64, o Options) *world {
 		defer drivers.Done()
 		w.revoker(end)
 	}()
+	if o.Upgrade {
+		u := newUpgrader(w, o.Calm)
+		drivers.Go(func() { u.drive(end) })
+	}
 	drivers.Wait()
 	w.inflight.Wait()
 	closeMembers()

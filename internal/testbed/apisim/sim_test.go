@@ -43,19 +43,30 @@ func seeds() []int64 {
 func simulate(t *testing.T, seed int64) Report {
 	var r Report
 	synctest.Test(t, func(t *testing.T) {
-		r = Simulate(seed, Options{Duration: *simDur})
+		r = Simulate(seed, simOptions(seed))
 	})
 	return r
+}
+
+// simOptions are seed's options: one seed in five runs the rolling
+// upgrade (upgrade.go), every other one of those calm, so that what the
+// upgrade promises in calm runs is judged.
+func simOptions(seed int64) Options {
+	up := seed%5 == 3
+	return Options{Duration: *simDur, Upgrade: up, Calm: up && seed%10 == 8}
 }
 
 // TestSimulation runs the public API under every fault of the seeds, and
 // checks every promise; it prints one summary line.
 func TestSimulation(t *testing.T) {
 	var total Figures
+	var up UpgradeFigures
 	start := time.Now()
 	for _, seed := range seeds() {
 		r := simulate(t, seed)
 		total.Add(r.Figures)
+		_, f := CheckUpgradeFigures(r.History)
+		up.Add(f)
 		for i, v := range r.Violations {
 			if i == 5 && *simSeed < 0 {
 				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
@@ -64,6 +75,7 @@ func TestSimulation(t *testing.T) {
 			t.Errorf("seed %d: %v", seed, v)
 		}
 	}
+	t.Logf("upgrade: %v", up)
 	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
 }
 
@@ -79,7 +91,7 @@ func TestDebugSeed(t *testing.T) {
 	var w *world
 	for range *simTries { // goroutines' order is not the seed's: try again until it breaks
 		synctest.Test(t, func(t *testing.T) {
-			w = debugWorld(*simSeed, Options{Duration: *simDur})
+			w = debugWorld(*simSeed, simOptions(*simSeed))
 		})
 		if len(Check(&w.hist)) > 0 {
 			break
