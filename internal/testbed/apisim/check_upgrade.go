@@ -118,6 +118,9 @@ func CheckUpgradeFigures(h *History) ([]Violation, UpgradeFigures) {
 	if !u.Calm {
 		return vs, f
 	}
+	// The faults that can touch the upgrade: its hosts', every
+	// process's (sessions emptied), and the emptyings.
+	h = u.onHosts(h)
 	bound := u.bound()
 	for _, s := range u.Steps {
 		if s.Done.IsZero() || faultNear(h, s.Start.Add(-bound), s.End) {
@@ -199,6 +202,16 @@ func (u *UpgradeRun) checkPriority(h *History, terms []*Hold, byID map[string]*C
 		}
 	}
 	return vs
+}
+
+// onHosts returns h with only the faults of the processes that host the
+// candidates, and those of every process.
+func (u *UpgradeRun) onHosts(h *History) *History {
+	c := *h
+	c.ProcFaults = slices.DeleteFunc(slices.Clone(h.ProcFaults), func(pf ProcFault) bool {
+		return pf.Proc >= 0 && !slices.Contains(u.Hosts, pf.Proc)
+	})
+	return &c
 }
 
 // rankOf orders candidates as the version rule does: version, then

@@ -30,6 +30,8 @@ func TestPlanted(t *testing.T) {
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
 		{"ReadExpiredForgets", plant.ReadExpiredForgets, PromiseWatch},
 		{"ObserveEmitsOnChange", plant.ObserveEmitsOnChange, PromiseWatch},
+		{"VersionGateSkipped", plant.VersionGateSkipped, PromiseVersion},
+		{"PriorityIgnored", plant.PriorityIgnored, PromisePriority},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)

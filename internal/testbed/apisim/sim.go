@@ -230,6 +230,10 @@ func debugWorld(seed int64, o Options) *world {
 	}
 	end := time.Now().Add(o.Duration)
 	var drivers sync.WaitGroup
+	if o.Upgrade {
+		u := newUpgrader(w, o.Calm)
+		drivers.Go(func() { u.drive(end) })
+	}
 	for _, p := range w.procs {
 		drivers.Add(1)
 		go func() {
@@ -247,10 +251,6 @@ func debugWorld(seed int64, o Options) *world {
 		defer drivers.Done()
 		w.revoker(end)
 	}()
-	if o.Upgrade {
-		u := newUpgrader(w, o.Calm)
-		drivers.Go(func() { u.drive(end) })
-	}
 	drivers.Wait()
 	w.inflight.Wait()
 	closeMembers()

@@ -51,6 +51,10 @@ type UpgradeRun struct {
 	// MaxTTL and MaxHB are the longest TTL and heartbeat interval of the
 	// candidates.
 	MaxTTL, MaxHB time.Duration
+	// Hosts are the processes the candidates run on: every one, or in a
+	// calm run one alone, so that its faults leave spells long enough
+	// to judge a step in.
+	Hosts []int
 	Candidates    []*Candidate
 	Steps         []*UpgradeStep
 	// Statuses are the member status writes and removals of the
@@ -116,18 +120,34 @@ type running struct {
 	stop context.CancelFunc
 }
 
-// newUpgrader plans the rolling upgrade of w's seed.
+// newUpgrader plans the rolling upgrade of w's seed, before the run
+// begins.
 func newUpgrader(w *world, calm bool) *upgrader {
 	u := &upgrader{w: w, rng: rand.New(rand.NewPCG(uint64(w.seed), upgradeSeed)), span: w.procs[0].cfg.Span, live: map[int]*running{}}
 	u.run = &UpgradeRun{Calm: calm, StopFirst: u.rng.IntN(4) == 0, Delay: time.Duration(u.rng.Int64N(int64(time.Second)))}
+	u.run.Hosts = []int{u.rng.IntN(len(w.procs))}
+	if !calm {
+		u.run.Hosts = u.rng.Perm(len(w.procs))
+	}
+	if calm {
+		// After an emptying a key may wait up to three bucket spans
+		// (docs/operations.md), longer than a run: a calm upgrade has
+		// none (nor the stalled link's, stall.go), so that its spells
+		// are judged.
+		w.rates.emptyings, w.stall = false, stalls{}
+	}
 	for slot := range upgradeSlots {
-		p := w.procs[slot%len(w.procs)]
-		u.run.MaxTTL = max(u.run.MaxTTL, p.cfg.TTL)
+		u.run.MaxTTL = max(u.run.MaxTTL, u.host(slot).cfg.TTL)
 	}
 	w.mu.Lock()
 	w.hist.Upgrade = u.run
 	w.mu.Unlock()
 	return u
+}
+
+// host is the process the candidates of slot run on.
+func (u *upgrader) host(slot int) *proc {
+	return u.w.procs[u.run.Hosts[slot%len(u.run.Hosts)]]
 }
 
 // bound is how long after a change the highest live candidate leads, in
@@ -251,7 +271,7 @@ func (u *upgrader) awaitMember(c *Candidate, end time.Time) bool {
 // start starts the candidate of slot at version, with priority.
 func (u *upgrader) start(slot, version, priority int) *running {
 	w := u.w
-	p := w.procs[slot%len(w.procs)]
+	p := u.host(slot)
 	cl, err := dsync.NewClient(&procStore{Store: w.mem, p: p, elections: true},
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
