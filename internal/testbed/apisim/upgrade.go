@@ -54,9 +54,9 @@ type UpgradeRun struct {
 	// Hosts are the processes the candidates run on: every one, or in a
 	// calm run one alone, so that its faults leave spells long enough
 	// to judge a step in.
-	Hosts []int
-	Candidates    []*Candidate
-	Steps         []*UpgradeStep
+	Hosts      []int
+	Candidates []*Candidate
+	Steps      []*UpgradeStep
 	// Statuses are the member status writes and removals of the
 	// candidates that landed, in the order they did.
 	Statuses []StatusWrite
