@@ -48,14 +48,6 @@ func simulate(t *testing.T, seed int64) Report {
 	return r
 }
 
-// simOptions are seed's options: one seed in five runs the rolling
-// upgrade (upgrade.go), every other one of those calm, so that what the
-// upgrade promises in calm runs is judged.
-func simOptions(seed int64) Options {
-	up := seed%5 == 3
-	return Options{Duration: *simDur, Upgrade: up, Calm: up && seed%10 == 8}
-}
-
 // TestSimulation runs the public API under every fault of the seeds, and
 // checks every promise; it prints one summary line.
 func TestSimulation(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -109,7 +110,6 @@ type upgrader struct {
 	w    *world
 	rng  *rand.Rand
 	run  *UpgradeRun
-	span time.Duration // every candidate's bucket span: one, so that none is refused
 	wg   sync.WaitGroup
 	live map[int]*running // the candidate of each slot
 }
@@ -123,7 +123,7 @@ type running struct {
 // newUpgrader plans the rolling upgrade of w's seed, before the run
 // begins.
 func newUpgrader(w *world, calm bool) *upgrader {
-	u := &upgrader{w: w, rng: rand.New(rand.NewPCG(uint64(w.seed), upgradeSeed)), span: w.procs[0].cfg.Span, live: map[int]*running{}}
+	u := &upgrader{w: w, rng: rand.New(rand.NewPCG(uint64(w.seed), upgradeSeed)), live: map[int]*running{}}
 	u.run = &UpgradeRun{Calm: calm, StopFirst: u.rng.IntN(4) == 0, Delay: time.Duration(u.rng.Int64N(int64(time.Second)))}
 	u.run.Hosts = []int{u.rng.IntN(len(w.procs))}
 	if !calm {
@@ -272,10 +272,16 @@ func (u *upgrader) awaitMember(c *Candidate, end time.Time) bool {
 func (u *upgrader) start(slot, version, priority int) *running {
 	w := u.w
 	p := u.host(slot)
+	// The store's bucket span, if it has one, so that the candidate is
+	// not refused (ErrSpan) where processes disagree on it.
+	span := p.cfg.Span
+	if d, ok, _ := w.mem.Get(context.Background(), driver.ProtocolID); ok && d.Span > 0 {
+		span = d.Span
+	}
 	cl, err := dsync.NewClient(&procStore{Store: w.mem, p: p, elections: true},
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
-		dsync.ClientWithBucketSpan(u.span),
+		dsync.ClientWithBucketSpan(span),
 		dsync.WithTTL(p.cfg.TTL),
 		dsync.WithClock(clock{p}))
 	if err != nil {
@@ -332,8 +338,9 @@ func (u *upgrader) lead(ctx, octx context.Context, p *proc, c *Candidate, e *lea
 	lctx, err := e.Campaign(octx)
 	w.count(outcome("upgrade-campaign", err))
 	if err != nil {
-		// Campaign returns an error only when octx ends (or the store
-		// refuses, which a common bucket span rules out): wait a
+		// Campaign returns an error when octx ends, or the store
+		// refuses the candidate's bucket span (after an emptying, a
+		// process of another span may write the store's): wait a
 		// heartbeat rather than spin.
 		sleepCtx(ctx, c.HB)
 		return

@@ -1,11 +1,26 @@
 package apisim
 
 import (
+	"flag"
 	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
 )
+
+var simUpgrade = flag.Bool("apisim.upgrade", false, "public-API simulation: every seed runs the rolling upgrade (default: one in ten), every other one calm")
+
+// simOptions are seed's options: one seed in ten runs the rolling
+// upgrade (upgrade.go), or every seed with -apisim.upgrade; every other
+// one of those calm, so that what the upgrade promises in calm runs is
+// judged.
+func simOptions(seed int64) Options {
+	if *simUpgrade {
+		return Options{Duration: *simDur, Upgrade: true, Calm: seed%2 == 1}
+	}
+	up := seed%10 == 3
+	return Options{Duration: *simDur, Upgrade: up, Calm: up && seed%20 == 13}
+}
 
 // TestUpgradeDebugSeed runs -apisim.seed with the rolling upgrade again
 // and again (up to -apisim.tries times) until it breaks one of the
@@ -20,7 +35,9 @@ func TestUpgradeDebugSeed(t *testing.T) {
 	tracing = *simTrace != ""
 	defer func() { tracing = false }()
 	o := simOptions(*simSeed)
-	o.Upgrade = true
+	if !o.Upgrade {
+		o = Options{Duration: *simDur, Upgrade: true, Calm: *simSeed%2 == 1}
+	}
 	for range *simTries {
 		var w *world
 		synctest.Test(t, func(t *testing.T) { w = debugWorld(*simSeed, o) })
