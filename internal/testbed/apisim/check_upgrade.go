@@ -37,13 +37,18 @@ const (
 // UpgradeFigures are what CheckUpgrade judged.
 type UpgradeFigures struct {
 	Runs, CalmRuns, StopFirst int
-	Terms, Preempted          int // terms of the upgraded election
+	Terms                     int // terms of the upgraded election
 	// Steps: steps done; StepsJudged: those judged for the changes of
 	// leadership (calm, no fault near); Ends: completed upgrades judged
 	// for their last leader.
 	Steps, StepsJudged, Ends int
-	// Windows: quiet spells judged for the priorities.
-	Windows int
+	// Windows: quiet spells judged for the priorities; Settled: the
+	// longest from a window's start until the last term of a candidate
+	// below the best ended (against the bound); Gap: the longest spell
+	// without a leader in a window, from the bound on (against a
+	// handoff).
+	Windows      int
+	Settled, Gap time.Duration
 }
 
 // Add adds o to f.
@@ -52,16 +57,17 @@ func (f *UpgradeFigures) Add(o UpgradeFigures) {
 	f.CalmRuns += o.CalmRuns
 	f.StopFirst += o.StopFirst
 	f.Terms += o.Terms
-	f.Preempted += o.Preempted
 	f.Steps += o.Steps
 	f.StepsJudged += o.StepsJudged
 	f.Ends += o.Ends
 	f.Windows += o.Windows
+	f.Settled = max(f.Settled, o.Settled)
+	f.Gap = max(f.Gap, o.Gap)
 }
 
 func (f UpgradeFigures) String() string {
-	return fmt.Sprintf("%d rolling upgrades (%d calm, %d stop-first): %d terms, %d steps (%d judged for changes of leadership), %d upgrades judged for their last leader, %d quiet windows judged for priorities",
-		f.Runs, f.CalmRuns, f.StopFirst, f.Terms, f.Steps, f.StepsJudged, f.Ends, f.Windows)
+	return fmt.Sprintf("%d rolling upgrades (%d calm, %d stop-first): %d terms, %d steps (%d judged for changes of leadership), %d upgrades judged for their last leader, %d quiet windows judged for priorities (the best led %v after a change at most, gaps of %v at most)",
+		f.Runs, f.CalmRuns, f.StopFirst, f.Terms, f.Steps, f.StepsJudged, f.Ends, f.Windows, f.Settled, f.Gap)
 }
 
 // CheckUpgrade judges the rolling upgrade of h, if it had one.
@@ -190,14 +196,27 @@ func (u *UpgradeRun) checkPriority(h *History, terms []*Hold, byID map[string]*C
 		f.Windows++
 		from := a.Add(bound)
 		for _, t := range terms {
-			if !t.Start.Before(b) || !t.End().After(from) {
+			if !t.Start.Before(b) || !t.End().After(a) {
 				continue
 			}
-			if c := byID[t.Who]; rankOf(c) < rankOf(best) {
+			c := byID[t.Who]
+			if rankOf(c) < rankOf(best) {
+				end := t.End()
+				if end.After(b) {
+					end = b
+				}
+				f.Settled = max(f.Settled, end.Sub(a))
+			}
+			if !t.End().After(from) {
+				continue
+			}
+			if rankOf(c) < rankOf(best) {
 				vs = append(vs, Violation{PromisePriority, fmt.Sprintf("%v of %v led in [%v, %v), from %v after the change at %v, while %v was live", t, c, from.Format(tf), b.Format(tf), bound, a.Format(tf), best)})
 			}
 		}
-		if at, gap := holdGap(terms, from, b); gap > upgradeHandoff {
+		at, gap := holdGap(terms, from, b)
+		f.Gap = max(f.Gap, gap)
+		if gap > upgradeHandoff {
 			vs = append(vs, Violation{PromisePriority, fmt.Sprintf("nobody led for %v from %v, %v after the change at %v, while %v was live", gap, at.Format(tf), at.Sub(a), a.Format(tf), best)})
 		}
 	}
