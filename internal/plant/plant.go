@@ -85,6 +85,10 @@ const (
 	// claim comes to hold begins its term without reading the members
 	// again, so an older version can lead while a newer one is live.
 	VersionGateSkipped
+	// DrainOnlyOwned: a leader.Partition keeps a drained member's weight
+	// and only avoids giving it the shards it owns now, so the shards it
+	// gives up come back to it, and it takes others.
+	DrainOnlyOwned
 )
 
 var planted atomic.Int32
