@@ -75,6 +75,7 @@ func (e *Election) heartbeat() {
 		} else {
 			e.stepAsideIfAsked(ctx)
 		}
+		e.actOnTransferRequest(ctx)
 		cancel()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -46,6 +47,9 @@ type Election struct {
 
 	xfer     transferState // Transfer's (transfer.go)
 	steering steerState    // the steering options' (steer.go)
+	// xreq is the term whose transfer request was acted on
+	// (transfer_request.go).
+	xreq atomic.Uint64
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
