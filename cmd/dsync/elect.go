@@ -63,6 +63,11 @@ Flags:
                 (default 15s, at least 100ms, at most 5m)
   --grace D     time between SIGTERM and SIGKILL (default 5s)
   --version V   version string this candidate reports in 'dsync status'
+  --progress D  end a term whose CMD reports no progress for D, as a
+                lost one ends (CMD stopped, campaign again): CMD
+                reports by writing anything to the file descriptor
+                $DSYNC_PROGRESS_FD names; writes send nothing to the
+                server (default 0: no deadline)
   --listen      watch the election instead of campaigning
   (and the global flags; see 'dsync -h')
 
@@ -91,6 +96,7 @@ type electFlags struct {
 	ttl, grace time.Duration
 	version    string
 	listen     bool
+	progress   time.Duration // --progress; 0: none
 }
 
 func runElect(g *globals, args []string) int {
@@ -145,6 +151,7 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
 	fs.StringVar(&f.version, "version", "", "")
 	fs.BoolVar(&f.listen, "listen", false, "")
+	fs.DurationVar(&f.progress, "progress", 0, "")
 	pos, argv, code, err := parseArgs(fs, electHelp, args, true)
 	if err != nil {
 		return f, "", nil, code, false
@@ -156,6 +163,10 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 		err = errors.New("--listen runs no command")
 	case f.grace <= 0:
 		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	case f.progress < 0:
+		err = fmt.Errorf("--progress must not be negative, got %v", f.progress)
+	case f.progress > 0 && len(argv) == 0:
+		err = errors.New("--progress needs a command to report it")
 	default:
 		err = checkName(pos[0], maxElectionName)
 	}
