@@ -194,10 +194,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 	var ms []Member
 	var drained map[string]bool
 	err := p.withDeadline(ctx, func(ctx context.Context) (err error) {
-		if ms, err = p.members.Members(ctx, p.name, p.liveFor()); err != nil {
-			return err
-		}
-		drained, err = p.readDrained(ctx)
+		ms, drained, err = p.readStatus(ctx)
 		return err
 	})
 	if err != nil {

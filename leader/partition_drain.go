@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-dsync/dsync/internal/plant"
 )
@@ -16,19 +17,37 @@ import (
 // assigned to anyone, and the members that own shards keep them: a drain
 // never leaves a shard without an owner.
 
-// readDrained reads the members drained in this partition, once per
-// heartbeat beside the members' status: nil, and no read, when the member
-// store serves no Directives.
-func (p *Partition) readDrained(ctx context.Context) (map[string]bool, error) {
+// membersAndDirectives is served by member stores that read the members
+// and the directives of an election in one call (leadermongo's Store: one
+// find), so that a Partition member reads drains at no cost.
+type membersAndDirectives interface {
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]Member, []Directive, error)
+}
+
+// readStatus reads the live members' status and the members drained, once
+// per heartbeat: by one call when the store offers it
+// (membersAndDirectives), else Members and, when the store serves
+// Directives, Directives (drained is nil when it does not).
+func (p *Partition) readStatus(ctx context.Context) (ms []Member, drained map[string]bool, err error) {
+	if both, ok := p.members.(membersAndDirectives); ok {
+		ms, all, err := both.MembersAndDirectives(ctx, p.name, p.liveFor())
+		if err != nil {
+			return nil, nil, err
+		}
+		return ms, Drained(all), nil
+	}
+	if ms, err = p.members.Members(ctx, p.name, p.liveFor()); err != nil {
+		return nil, nil, err
+	}
 	ds, ok := p.members.(Directives)
 	if !ok {
-		return nil, nil
+		return ms, nil, nil
 	}
 	all, err := ds.Directives(ctx, p.name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return Drained(all), nil
+	return ms, Drained(all), nil
 }
 
 // drainWeight is the weight the assignment gives member id of weight w:

@@ -245,11 +245,7 @@ func (p *Partition) withOwnStatus(ms []Member) []Member {
 // can watch a partition.
 func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 	p.mustBeMade()
-	ms, err := p.members.Members(ctx, p.name, p.liveFor())
-	if err != nil {
-		return PartitionView{}, err
-	}
-	drained, err := p.readDrained(ctx)
+	ms, drained, err := p.readStatus(ctx)
 	if err != nil {
 		return PartitionView{}, err
 	}

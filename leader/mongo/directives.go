@@ -1,9 +1,12 @@
 package leadermongo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,7 +22,8 @@ import (
 // late one adds a record that the rules of leader.Directive make
 // harmless. They have no "election" field, so no member query (Member,
 // Members, DeleteMember) ever matches one; listing them is one range find
-// on _id.
+// on _id, and MembersAndDirectives reads them with the members in one
+// find.
 
 var _ leader.Directives = (*Store)(nil)
 
@@ -74,6 +78,11 @@ func (b *Store) Directives(ctx context.Context, election string) ([]leader.Direc
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, fmt.Errorf("leadermongo: list directives: %w", err)
 	}
+	return directivesOf(docs)
+}
+
+// directivesOf returns the directives docs hold.
+func directivesOf(docs []directiveDoc) ([]leader.Directive, error) {
 	out := make([]leader.Directive, 0, len(docs))
 	for _, d := range docs {
 		if d.Gen < 0 || d.Term < 0 {
@@ -83,4 +92,74 @@ func (b *Store) Directives(ctx context.Context, election string) ([]leader.Direc
 			Drain: d.Drain, Term: uint64(d.Term), By: d.By, Reason: d.Reason, At: d.At})
 	}
 	return out, nil
+}
+
+// MembersAndDirectives returns what Members and Directives return, by one
+// find: a Partition member reads both once per heartbeat, and so pays no
+// more reads for drains than before them.
+func (b *Store) MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error) {
+	now, err := b.locks.ServerNowRead(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur, err := b.members.Find(ctx, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{
+			{Key: "election", Value: election},
+			{Key: "lastSeen", Value: bson.D{{Key: "$gte", Value: now.Earliest.Add(-maxAge)}}},
+		},
+		bson.D{
+			{Key: "_id", Value: bson.D{{Key: "$gte", Value: election + "/#"}, {Key: "$lt", Value: election + "/$"}}},
+			{Key: "directive", Value: election},
+		},
+	}}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("leadermongo: list members: %w", err)
+	}
+	var raws []bson.Raw
+	if err := cur.All(ctx, &raws); err != nil {
+		return nil, nil, fmt.Errorf("leadermongo: list members: %w", err)
+	}
+	var docs []memberDoc
+	var dirs []directiveDoc
+	for _, raw := range raws {
+		if _, err := raw.LookupErr("directive"); err == nil {
+			var d directiveDoc
+			if err := bson.Unmarshal(raw, &d); err != nil {
+				return nil, nil, fmt.Errorf("leadermongo: list directives: %w", err)
+			}
+			dirs = append(dirs, d)
+			continue
+		}
+		var d memberDoc
+		if err := bson.Unmarshal(raw, &d); err != nil {
+			return nil, nil, fmt.Errorf("leadermongo: list members: %w", err)
+		}
+		docs = append(docs, d)
+	}
+	ds, err := directivesOf(dirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return latestOfEach(docs), ds, nil
+}
+
+// latestOfEach returns, of each member's documents, the one of the highest
+// Seq, ordered by member ID, as Members does. A member's stamps never fall
+// as its Seq rises, so an age filter that keeps any of its documents
+// keeps its latest.
+func latestOfEach(docs []memberDoc) []leader.Member {
+	slices.SortFunc(docs, func(a, b memberDoc) int {
+		if c := strings.Compare(a.Member, b.Member); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Seq, a.Seq)
+	})
+	members := make([]leader.Member, 0, len(docs))
+	for i := range docs {
+		if i > 0 && docs[i].Member == docs[i-1].Member {
+			continue // an older generation
+		}
+		members = append(members, docs[i].member())
+	}
+	return members
 }

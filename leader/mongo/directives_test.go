@@ -73,4 +73,15 @@ func TestDirectives(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].ID != "m1" {
 		t.Fatalf("members of jobs: %+v, %v", ms, err)
 	}
+	// Read together, by one find: the same members and directives.
+	if err := b.members.PutMember(ctx, "jobs", leader.Member{ID: "m0", Value: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.members.PutMember(ctx, "jobs", leader.Member{ID: "m1", Value: `{"w":2}`}); err != nil {
+		t.Fatal(err)
+	}
+	ms, ds, err = b.members.MembersAndDirectives(ctx, "jobs", time.Minute)
+	if err != nil || len(ms) != 2 || ms[0].ID != "m0" || ms[1].ID != "m1" || ms[1].Value != `{"w":2}` || len(ds) != 4 {
+		t.Fatalf("MembersAndDirectives of jobs: %+v, %+v, %v", ms, ds, err)
+	}
 }
