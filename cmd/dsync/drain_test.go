@@ -73,6 +73,10 @@ func TestDrainMovesAMembersShards(t *testing.T) {
 	runs := until("B runs the 4 shards, A none", func(r []shardRun) bool {
 		return len(running(r, "A")) == 0 && slices.Equal(running(r, "B"), []int{0, 1, 2, 3})
 	})
+	st := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "status")
+	if !strings.Contains(st.stdout, "drained partition members:") || !strings.Contains(st.stdout, fmt.Sprintf("pid %d)", a.Process.Pid)) || !strings.Contains(st.stdout, ": maintenance") {
+		t.Errorf("dsync status does not show A drained:\n%s", st.stdout)
+	}
 	drain() // a second drain: the same state
 	started := len(runs)
 	time.Sleep(3 * time.Second) // several heartbeats (TTL/3) of both members
@@ -81,6 +85,9 @@ func TestDrainMovesAMembersShards(t *testing.T) {
 	}
 	drain("--undo")
 	until("A runs 2 shards again", func(r []shardRun) bool { return len(running(r, "A")) == 2 && len(running(r, "B")) == 2 })
+	if st := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "status"); strings.Contains(st.stdout, "drained partition members:") {
+		t.Errorf("dsync status shows a member drained after --undo:\n%s", st.stdout)
+	}
 	if b, err := os.ReadFile(dir + "/overlaps"); err == nil {
 		t.Errorf("a shard ran twice at once:\n%s", b)
 	}
