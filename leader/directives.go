@@ -116,12 +116,14 @@ func Drain(ctx context.Context, ds Directives, partition, member string, drain b
 	if member == "" || partition == "" {
 		return Directive{}, errors.New("leader: Drain needs a partition and a member")
 	}
+	var tried uint64 // the Gen refused last: the next try goes above it, whatever a read shows
 	for {
 		all, err := ds.Directives(ctx, partition)
 		if err != nil {
 			return Directive{}, err
 		}
-		d := Directive{Kind: DirectiveDrain, Member: member, Gen: latestDrains(all)[member].Gen + 1, Drain: drain, By: by, Reason: reason}
+		d := Directive{Kind: DirectiveDrain, Member: member, Gen: max(latestDrains(all)[member].Gen, tried) + 1, Drain: drain, By: by, Reason: reason}
+		tried = d.Gen
 		err = ds.PutDirective(ctx, partition, d)
 		switch {
 		case err == nil:

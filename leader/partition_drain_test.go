@@ -187,3 +187,29 @@ func TestPartitionAllDrainedKeepOwners(t *testing.T) {
 		}
 	})
 }
+
+// racingDirectives is a member store whose first insert of each Gen finds
+// another operator's drain there already (ErrDirectiveExists), which its
+// reads do not show yet.
+type racingDirectives struct {
+	*leader.MemoryMembers
+	refused map[uint64]bool
+}
+
+func (r *racingDirectives) PutDirective(ctx context.Context, election string, d leader.Directive) error {
+	if !r.refused[d.Gen] && d.Gen < 3 {
+		r.refused[d.Gen] = true
+		return leader.ErrDirectiveExists
+	}
+	return r.MemoryMembers.PutDirective(ctx, election, d)
+}
+
+// Drain, refused by a racing operator's insert of the same Gen, inserts
+// the next one, even when its read does not show the other's yet.
+func TestDrainRetriesAboveARefusedGen(t *testing.T) {
+	r := &racingDirectives{MemoryMembers: leader.NewMemoryMembers(), refused: map[uint64]bool{}}
+	d, err := leader.Drain(context.Background(), r, "jobs", "m", true, "test", "")
+	if err != nil || d.Gen != 3 {
+		t.Fatalf("Drain = %+v, %v; want Gen 3 after two refusals", d, err)
+	}
+}
