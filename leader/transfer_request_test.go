@@ -80,3 +80,47 @@ func TestTransferRequest(t *testing.T) {
 		}
 	})
 }
+
+// directiveReads counts the directive reads of a member store that
+// serves them.
+type directiveReads struct {
+	*leader.MemoryMembers
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *directiveReads) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.MemoryMembers.Directives(ctx, election)
+}
+
+func (c *directiveReads) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
+
+// TestTransferRequestReads: a leader whose member store serves
+// Directives reads them once per heartbeat (the documented cost of
+// transfer requests); a candidate that waits reads none.
+func TestTransferRequestReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer func() { cancel(); wg.Wait() }()
+		var stores [2]*directiveReads
+		for i := range stores {
+			stores[i] = &directiveReads{MemoryMembers: w.members}
+			e := newElection(t, &proc{c: newClient(t, w.store.Process()), members: stores[i]})
+			defer e.Close()
+			wg.Go(func() { _ = e.Run(ctx, func(lctx context.Context) error { <-lctx.Done(); return nil }) })
+			synctest.Wait()
+		}
+		time.Sleep(5 * time.Second)
+		before := [2]int{stores[0].count(), stores[1].count()}
+		time.Sleep(10 * ttl / 3) // ten heartbeats
+		leading, waiting := stores[0].count()-before[0], stores[1].count()-before[1]
+		if leading < 9 || leading > 11 || waiting != 0 {
+			t.Errorf("directive reads over ten heartbeats: %d by the leader, %d by the waiting candidate; want about 10 and 0", leading, waiting)
+		}
+	})
+}
