@@ -68,6 +68,16 @@ Flags:
                 reports by writing anything to the file descriptor
                 $DSYNC_PROGRESS_FD names; writes send nothing to the
                 server (default 0: no deadline)
+  --priority N  this candidate's priority (default 0): at a handover the
+                live candidate of the highest priority leads
+  --preempt-after D
+                while leading, hand over to a better candidate (of a
+                higher priority, or a newer --version under
+                --version-rule) seen queued for D (default: never)
+  --version-rule
+                leadership follows the newest --version among the live
+                candidates: this one does not lead while a newer one
+                is live (versions compare as semantic versions)
   --listen      watch the election instead of campaigning
   (and the global flags; see 'dsync -h')
 
@@ -97,6 +107,9 @@ type electFlags struct {
 	version    string
 	listen     bool
 	progress   time.Duration // --progress; 0: none
+	priority   int           // --priority
+	preempt    time.Duration // --preempt-after; <0: never
+	versions   bool          // --version-rule
 }
 
 func runElect(g *globals, args []string) int {
@@ -152,6 +165,9 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 	fs.StringVar(&f.version, "version", "", "")
 	fs.BoolVar(&f.listen, "listen", false, "")
 	fs.DurationVar(&f.progress, "progress", 0, "")
+	fs.IntVar(&f.priority, "priority", 0, "")
+	fs.DurationVar(&f.preempt, "preempt-after", -1, "")
+	fs.BoolVar(&f.versions, "version-rule", false, "")
 	pos, argv, code, err := parseArgs(fs, electHelp, args, true)
 	if err != nil {
 		return f, "", nil, code, false
@@ -167,6 +183,8 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 		err = fmt.Errorf("--progress must not be negative, got %v", f.progress)
 	case f.progress > 0 && len(argv) == 0:
 		err = errors.New("--progress needs a command to report it")
+	case f.versions && f.version == "":
+		err = errors.New("--version-rule needs this candidate's --version")
 	default:
 		err = checkName(pos[0], maxElectionName)
 	}

@@ -40,6 +40,15 @@ func (el *electRun) options(f electFlags, r *reporter) []leader.Option {
 		el.progress = true
 		opts = append(opts, leader.WithProgressDeadline(f.progress))
 	}
+	if f.priority != 0 {
+		opts = append(opts, leader.WithPriority(f.priority))
+	}
+	if f.preempt >= 0 {
+		opts = append(opts, leader.WithPreemption(f.preempt))
+	}
+	if f.versions {
+		opts = append(opts, leader.WithVersionRule(nil))
+	}
 	if f.ttl/3 > maxHeartbeat {
 		// The heartbeat is a third of the TTL by default; dsync status
 		// lists members seen within three default heartbeats.
