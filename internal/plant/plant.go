@@ -78,6 +78,19 @@ const (
 	// it differs from what it sent last, nobody leading included, instead
 	// of only a newer leader or value: the token it sends goes back.
 	ObserveEmitsOnChange
+	// StallNeverFires: a progress deadline (dsync.WithProgressDeadline)
+	// never stalls a hold, however long its work reports nothing.
+	StallNeverFires
+	// StallFromHoldStart: Progress is ignored, so a hold whose work
+	// reports progress is stalled a deadline after it began.
+	StallFromHoldStart
+	// StallReleasesFirst: a stalled hold's claim is released a tenth of
+	// the TTL before its Lost() closes, so the next holder holds beside
+	// it.
+	StallReleasesFirst
+	// StallKeepsClaim: a stalled hold's claim is never released, so the
+	// next waiter waits while the stalled holder's session lives.
+	StallKeepsClaim
 )
 
 var planted atomic.Int32
