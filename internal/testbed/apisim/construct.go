@@ -71,6 +71,20 @@ func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {
 	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit)
 }
 
+// progressMutex, progressRWMutex and progressSemaphore make values whose
+// holds have a progress deadline of d (WithProgressDeadline).
+func (ps *parts) progressMutex(key string, d time.Duration) (*dsync.Mutex, error) {
+	return dsync.NewMutex(ps.client, key, dsync.WithProgressDeadline(d))
+}
+
+func (ps *parts) progressRWMutex(key string, d time.Duration) (*dsync.RWMutex, error) {
+	return dsync.NewRWMutex(ps.client, key, dsync.WithProgressDeadline(d))
+}
+
+func (ps *parts) progressSemaphore(key string, d time.Duration) (*dsync.Semaphore, error) {
+	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, dsync.WithProgressDeadline(d))
+}
+
 func (ps *parts) once(key string) (*dsync.Once, error) {
 	return dsync.NewOnce(ps.client, key)
 }

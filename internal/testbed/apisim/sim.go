@@ -214,6 +214,7 @@ func debugWorld(seed int64, o Options) *world {
 		w.revokeRng = nil
 	}
 	w.actors = o.Actors
+	w.hist.Calm = o.Calm
 	members, closeMembers := newMembers()
 	w.members = members
 	cfgs := configs(w, o.Procs)
@@ -346,11 +347,13 @@ func (p *proc) live(workers int, end time.Time, calm bool) {
 			w.mu.Lock()
 			w.fig.Restarts++
 			w.mu.Unlock()
+			from := time.Now()
 			inc.stop()
 			time.Sleep(w.rand(0, ttl))
 			if inc, err = p.start(workers); err != nil {
 				panic(err)
 			}
+			w.faultWindow(p, "restart", from)
 		}
 	}
 	inc.stop()
