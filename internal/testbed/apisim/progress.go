@@ -53,16 +53,16 @@ func (inc *incarnation) wait(key string, call time.Time, err error) {
 // progressValue is what the actor needs of a Mutex, RWMutex or
 // Semaphore.
 type progressValue struct {
-	prim     Prim
-	key      string // as stored
-	lock     func(ctx context.Context) error
-	unlock   func(ctx context.Context) error
-	lost     func() <-chan struct{}
-	report   func()
-	err      func() error
-	token    func() uint64
-	owner    string
-	weight   int64
+	prim   Prim
+	key    string // as stored
+	lock   func(ctx context.Context) error
+	unlock func(ctx context.Context) error
+	lost   func() <-chan struct{}
+	report func()
+	err    func() error
+	token  func() uint64
+	owner  string
+	weight int64
 }
 
 // progressValueOf makes a value of one of the three primitives, drawn,
