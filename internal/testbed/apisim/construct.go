@@ -94,8 +94,9 @@ func (ps *parts) once(key string) (*dsync.Once, error) {
 // deadline learns of its loss when it resumes (the documented limit of a
 // paused process), and the checker ends its term at the deadline
 // (Hold.End).
-func (ps *parts) election(name string) (*leader.Election, error) {
-	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
+// A progress deadline of d is set on its terms unless d is 0.
+func (ps *parts) election(name string, d time.Duration) (*leader.Election, error) {
+	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard), leader.WithProgressDeadline(d))
 }
 
 // watcher makes an Election that only watches who leads (it never

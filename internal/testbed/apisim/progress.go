@@ -13,6 +13,8 @@ import (
 // lock or a Semaphore's units with a progress deadline
 // (dsync.WithProgressDeadline) and reports progress while it works; now
 // and then it stops reporting and keeps "working" until Lost() closes.
+// Half the incarnations' candidates lead so too (leader's
+// WithProgressDeadline, election.go).
 // CheckProgress (check_progress.go) judges the deadline's promises. (In
 // this package "stall" names requests held back, stall.go; the actor
 // says "progress".)
@@ -125,28 +127,38 @@ func (inc *incarnation) progress(ctx context.Context, who string) {
 		h.Weight, h.Limit = v.weight, inc.p.cfg.Limit
 	}
 	giveUp := inc.hold(h, v.lost())
-	w.mu.Lock()
-	log.Reports = append(log.Reports, h.Start)
-	w.mu.Unlock()
+	if inc.progressWork(ctx, v.lost(), v.report, log, h.Start) {
+		inc.stalled(log, errors.Is(v.err(), dsync.ErrStalled))
+	}
+	giveUp()
+	uctx, ucancel := inc.unlockCtx()
+	defer ucancel()
+	_ = v.unlock(uctx)
+}
 
-	lost := v.lost()
+// progressWork is the work under a hold that began at start with a
+// progress deadline (log.D): it reports progress (report) every 0 to
+// d/2 for a while, and now and then stops reporting and keeps working
+// until lost closes (bounded, for a deadline that never fires), or until
+// ctx ends. It logs its reports, the hold's start first, and reports
+// whether lost closed.
+func (inc *incarnation) progressWork(ctx context.Context, lost <-chan struct{}, report func(), log *ProgressLog, start time.Time) bool {
+	w := inc.p.w
+	d, ttl := log.D, log.TTL
+	w.mu.Lock()
+	log.Reports = append(log.Reports, start)
+	w.mu.Unlock()
 	work := w.rand(d/2, 3*ttl)
-	end := h.Start.Add(work)
+	end := start.Add(work)
 	stops := w.chance(0.4)
-	stopAt := h.Start.Add(w.rand(0, work))
+	stopAt := start.Add(w.rand(0, work))
 	for ctx.Err() == nil {
 		gap := w.rand(0, d/2)
 		if stops && time.Now().Add(gap).After(stopAt) {
-			// The work stops reporting and keeps working until it is
-			// told to stop (bounded, for a deadline that never fires).
 			w.count("progress stopped reporting")
-			waitLost(ctx, lost, d+3*ttl)
-			break
+			return waitLost(ctx, lost, d+3*ttl)
 		}
-		if !time.Now().Add(gap).Before(end) {
-			break
-		}
-		if waitLost(ctx, lost, gap) {
+		if !time.Now().Add(gap).Before(end) || waitLost(ctx, lost, gap) {
 			break
 		}
 		// A paused process runs no code: it reports when it resumes.
@@ -155,31 +167,32 @@ func (inc *incarnation) progress(ctx context.Context, who string) {
 		}
 		select {
 		case <-lost:
+			return true
 		default:
-			t := time.Now()
-			v.report()
-			w.mu.Lock()
-			log.Reports = append(log.Reports, t)
-			w.mu.Unlock()
-			continue
 		}
-		break
+		t := time.Now()
+		report()
+		w.mu.Lock()
+		log.Reports = append(log.Reports, t)
+		w.mu.Unlock()
 	}
 	select {
 	case <-lost:
-		stalled := errors.Is(v.err(), dsync.ErrStalled)
-		w.mu.Lock()
-		log.Stalled = stalled
-		w.mu.Unlock()
-		if stalled {
-			w.count("progress stalled")
-		}
+		return true
 	default:
+		return false
 	}
-	giveUp()
-	uctx, ucancel := inc.unlockCtx()
-	defer ucancel()
-	_ = v.unlock(uctx)
+}
+
+// stalled logs whether a hold whose Lost() closed was stalled.
+func (inc *incarnation) stalled(log *ProgressLog, stalled bool) {
+	w := inc.p.w
+	w.mu.Lock()
+	log.Stalled = stalled
+	w.mu.Unlock()
+	if stalled {
+		w.count("progress stalled")
+	}
 }
 
 // waitLost waits d, or until lost closes or ctx ends; it reports whether
