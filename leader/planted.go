@@ -69,3 +69,7 @@ func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {
 	}
 	return *err == nil && (info.Token != last.Token || info.Rev != last.Rev), true
 }
+
+// plantedShardStallStaysOwned reports whether a stalled shard's run is
+// listed as owned (plant.ShardStallStaysOwned).
+func plantedShardStallStaysOwned() bool { return plant.On && plant.Is(plant.ShardStallStaysOwned) }

@@ -91,6 +91,10 @@ const (
 	// StallKeepsClaim: a stalled hold's claim is never released, so the
 	// next waiter waits while the stalled holder's session lives.
 	StallKeepsClaim
+	// ShardStallStaysOwned: a leader.Partition member whose run of a
+	// shard stalled goes on listing the shard as owned, so the others do
+	// not take it until the run returns.
+	ShardStallStaysOwned
 )
 
 var planted atomic.Int32

@@ -71,6 +71,7 @@ func TestPlantedPartition(t *testing.T) {
 	}{
 		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner},
 		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves},
+		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
