@@ -47,6 +47,16 @@
 // (check_partition.go) judges one valid owner and increasing tokens per
 // shard, and, in calm runs (Options.Calm), every shard owned and balanced
 // after a change and the shards a change moves.
+//
+// Progress deadlines (progress.go): a worker now and then takes a Mutex,
+// an RWMutex's write lock or a Semaphore's units with one
+// (dsync.WithProgressDeadline), half the candidates and half the
+// partition members lead and run shards with one, and their work
+// reports progress, or stops and keeps working until told to stop.
+// CheckProgress (check_progress.go) judges that a hold is stalled a
+// deadline after its last report, never before, and, in calm runs, that
+// the next waiter then holds soon; a stalled hold is valid until its
+// stall for every other checker.
 package apisim
 
 import (
