@@ -125,6 +125,19 @@
 // of its late session renewals was applied: the fault must keep its
 // teeth.
 //
+// # Progress deadlines
+//
+// TestStalledHolder, TestStalledTerm, TestNoFalseStall and
+// TestProgressSendsNothing run in the test process, each Client (with its
+// own connection pool and session) standing for a process, with a
+// progress deadline of 1 s and a 2 s TTL: a holder (or leader) whose work
+// stops reporting progress is replaced within the deadline plus one TTL
+// (p99 of 100 holders), after its Lost() closed and with a higher token,
+// and its stall is recorded; holders that pause up to half the deadline
+// between reports are never stalled; and a process whose holder reports
+// progress 10^4 times and more sends the same commands, counted by the
+// driver's command monitor, as one whose holder reports nothing.
+//
 // # The long run
 //
 // The default run (`go test`) injects each fault once or twice, and a

@@ -70,7 +70,11 @@ func (e *Election) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
 		e.putMember(ctx)
-		e.stepAsideIfAsked(ctx)
+		if e.cfg.steer.on() {
+			e.steerStep(ctx)
+		} else {
+			e.stepAsideIfAsked(ctx)
+		}
 		cancel()
 	}
 }

@@ -20,6 +20,12 @@
 // Transfer hands leadership to a chosen candidate instead: those queued
 // ahead of it step aside (claim again, behind it), and the leader
 // releases once it is next, so the grant rule is the lock's all the same.
+// The steering options (WithPriority, WithPreemption, WithVersionRule),
+// off by default, use the same two moves at each heartbeat: waiting
+// candidates step aside for better ones queued behind them, and a leader
+// gives way to a better one queued (cause ErrPreempted); under the
+// version rule, an older candidate neither waits nor begins a term while
+// a newer one is live.
 //
 // What it cannot promise: a leader paused past its lease (GC, SIGSTOP) may
 // act after a new leader started, before it sees its context cancelled.

@@ -44,7 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
-	xfer transferState // Transfer's (transfer.go)
+	xfer     transferState // Transfer's (transfer.go)
+	steering steerState    // the steering options' (steer.go)
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
@@ -82,7 +83,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		client:   c,
 		cfg:      cfg,
 		mu:       mu,
-		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value},
+		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value, Priority: cfg.steer.priority},
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
@@ -108,8 +109,9 @@ func (e *Election) ID() string {
 // lives exactly as long as the leadership. The context is cancelled with
 // cause ErrLeadershipLost the moment the lease can no longer be
 // guaranteed (at its local deadline, even with the store unreachable),
-// ErrResigned after Resign or Close, ErrTransferred after Transfer, or
-// the parent's cause when ctx ends.
+// ErrResigned after Resign or Close, ErrTransferred after Transfer,
+// ErrPreempted when it gives way to a better candidate (WithPreemption,
+// WithVersionRule), or the parent's cause when ctx ends.
 // Leadership is then given up: on Resign or when ctx ends the lease is
 // released at once, so stop leader-only work first (Run does this for
 // you); a lost lease is left to run out. Run leader-only work under it.

@@ -90,6 +90,10 @@ type Member struct {
 	Proclaimed string
 	Rev        uint64
 
+	// Priority is the member's WithPriority (0 unless set): with the
+	// steering options, a live candidate of higher priority leads first.
+	Priority int
+
 	// Handover, while it leads and transfers its leadership (Transfer),
 	// names the candidate it hands over to, in its term Term.
 	Handover Handover

@@ -15,8 +15,8 @@ type Transition struct {
 	// Term is the term's fencing token (the one that began or ended).
 	Term uint64
 	// Cause is why a term ended (ErrLeadershipLost, ErrResigned,
-	// ErrTransferred, or the campaign context's cause); nil when one
-	// began.
+	// ErrTransferred, ErrPreempted, or the campaign context's cause); nil
+	// when one began.
 	Cause error
 }
 

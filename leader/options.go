@@ -24,6 +24,7 @@ type config struct {
 	onNewLeader       func(Info)
 	observer          func(Transition)
 	progress          time.Duration // 0: off (WithProgressDeadline)
+	steer             steerConfig   // steer_options.go
 }
 
 // Defaults of an Election's options.
@@ -41,6 +42,9 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 		if err := opt(&c); err != nil {
 			return config{}, err
 		}
+	}
+	if c.steer.on() && c.members == nil {
+		return config{}, errors.New("leader: WithPriority, WithPreemption and WithVersionRule need a member store (WithMembers)")
 	}
 	if c.heartbeatInterval == 0 {
 		c.heartbeatInterval = client.RenewInterval()
@@ -147,8 +151,8 @@ func OnElected(f func(Info)) Option {
 }
 
 // OnLost sets a function called with the cause each time this candidate's
-// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred, or
-// the parent context's cause), after the leadership context is
+// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred,
+// ErrPreempted, or the parent context's cause), after the leadership context is
 // cancelled. A convenience over that context. It must not block.
 func OnLost(f func(cause error)) Option {
 	return func(c *config) error {

@@ -70,6 +70,16 @@ func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {
 	return *err == nil && (info.Token != last.Token || info.Rev != last.Rev), true
 }
 
+// plantedPriorityIgnored reports whether plant.PriorityIgnored is
+// planted: waiting candidates then never step aside for a better one,
+// and leaders never preempt.
+func plantedPriorityIgnored() bool { return plant.On && plant.Is(plant.PriorityIgnored) }
+
+// plantedGateSkipped reports whether plant.VersionGateSkipped is
+// planted: a candidate whose claim holds then begins its term whatever
+// versions are live.
+func plantedGateSkipped() bool { return plant.On && plant.Is(plant.VersionGateSkipped) }
+
 // plantedShardStallStaysOwned reports whether a stalled shard's run is
 // listed as owned (plant.ShardStallStaysOwned).
 func plantedShardStallStaysOwned() bool { return plant.On && plant.Is(plant.ShardStallStaysOwned) }

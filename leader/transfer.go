@@ -74,6 +74,12 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	if e.cfg.members == nil {
 		return ErrNoMembers
 	}
+	return e.transfer(ctx, to, ErrTransferred, nil)
+}
+
+// transfer is Transfer, ending the term with cause; only, if not nil, is
+// the term to transfer (ErrNotLeader once another began).
+func (e *Election) transfer(ctx context.Context, to string, cause error, only *term) error {
 	select {
 	case e.xfer.turn <- struct{}{}:
 		defer func() { <-e.xfer.turn }()
@@ -84,7 +90,7 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	t := e.term
 	e.state.Unlock()
 	switch {
-	case t == nil || t.ctx.Err() != nil:
+	case t == nil || t.ctx.Err() != nil || only != nil && t != only:
 		return ErrNotLeader
 	case to == e.self.ID:
 		return nil
@@ -93,7 +99,7 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	next, queued, err := e.readNext(ctx, t, to)
 	switch {
 	case err == nil && next && !plantedSkipWait():
-		return e.handOver(ctx, t)
+		return e.handOver(ctx, t, cause)
 	case t.ctx.Err() != nil:
 		return ErrNotLeader
 	case ctx.Err() != nil:
@@ -121,24 +127,24 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 		e.putMemberWithin(context.WithoutCancel(ctx))
 		return err
 	}
-	return e.handOver(ctx, t)
+	return e.handOver(ctx, t, cause)
 }
 
-// handOver ends term t for Transfer, as Resign does: the context is
+// handOver ends term t with cause for Transfer, as Resign does: the context is
 // cancelled before the lease is released, which is what keeps the next
 // leader from starting while leader-only work may still run (under Run
 // the term's watch releases once fn has returned).
-func (e *Election) handOver(ctx context.Context, t *term) error {
+func (e *Election) handOver(ctx context.Context, t *term, cause error) error {
 	if plantedReleasesFirst(t) {
 		e.release(ctx, t)
 		plantedPause(e.client.TTL() / 10)
 	}
 	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
-	t.cancel(ErrTransferred)
+	t.cancel(cause)
 	if t.fnDone != nil {
 		// Run's term: its watch releases once fn has returned, which may
 		// be waiting for this call.
-		if context.Cause(t.ctx) != ErrTransferred {
+		if context.Cause(t.ctx) != cause {
 			return ErrNotLeader
 		}
 		return nil
@@ -151,7 +157,7 @@ func (e *Election) handOver(ctx context.Context, t *term) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	if context.Cause(t.ctx) != ErrTransferred {
+	if context.Cause(t.ctx) != cause {
 		return ErrNotLeader // the term had ended otherwise
 	}
 	return nil

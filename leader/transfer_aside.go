@@ -19,13 +19,18 @@ import (
 var errStepAside = errors.New("leader: step aside for a transfer")
 
 // lockInTurn is campaign's wait for the lock: LockContext, claimed again
-// each time the candidate steps aside (stepAsideIfAsked). LockContext
+// each time the candidate steps aside (stepAsideIfAsked, steerStep), and
+// under WithVersionRule only while no newer version is live, and
+// released at once if one is when the lock is won (passes). LockContext
 // withdraws the claim it gives up before it returns (or, if the store
 // does not confirm it, goes on sending it in the background and before
 // the next claim), and the new claim lands behind every claim there is,
 // the handover's candidate's included.
 func (e *Election) lockInTurn(ctx context.Context) error {
 	for {
+		if err := e.awaitEligible(ctx); err != nil {
+			return err
+		}
 		wctx, cancel := context.WithCancelCause(ctx)
 		e.state.Lock()
 		e.xfer.aside = cancel
@@ -34,10 +39,16 @@ func (e *Election) lockInTurn(ctx context.Context) error {
 		e.state.Lock()
 		e.xfer.aside = nil
 		e.state.Unlock()
-		aside := context.Cause(wctx) == errStepAside
+		cause := context.Cause(wctx)
 		cancel(nil)
-		if err != nil && aside && ctx.Err() == nil {
-			continue // the wait ended to step aside: claim again
+		switch {
+		case err != nil && (cause == errStepAside || cause == errIneligible) && ctx.Err() == nil:
+			continue // the wait ended to step aside: claim again (once eligible)
+		case err == nil && e.passes(ctx):
+			// A newer version is live: begin no term, and give the lease
+			// to the next in line at once.
+			e.unlockQuietly(ctx)
+			continue
 		}
 		return err
 	}

@@ -78,6 +78,13 @@ const (
 	// it differs from what it sent last, nobody leading included, instead
 	// of only a newer leader or value: the token it sends goes back.
 	ObserveEmitsOnChange
+	// PriorityIgnored: leader's steering ignores ranks: no waiting
+	// candidate steps aside for a better one, and no leader preempts.
+	PriorityIgnored
+	// VersionGateSkipped: under leader.WithVersionRule, a candidate whose
+	// claim comes to hold begins its term without reading the members
+	// again, so an older version can lead while a newer one is live.
+	VersionGateSkipped
 	// StallNeverFires: a progress deadline (dsync.WithProgressDeadline)
 	// never stalls a hold, however long its work reports nothing.
 	StallNeverFires

@@ -27,7 +27,7 @@
 // whatever the read preference and concerns of the database or client
 // given to NewStore: reads from the primary at read concern local, writes
 // with the lock store's write concern (dsyncmongo.WithWriteConcern; majority
-// by default).
+// by default). ConfirmedMembers alone reads at read concern majority.
 //
 // A member's status is written only by its member (the process of its
 // Election) and stamped with the server time its write was sent at, so a
@@ -107,8 +107,9 @@ type Store struct {
 }
 
 var (
-	_ leader.MemberStore = (*Store)(nil)
-	_ leader.Preflighter = (*Store)(nil)
+	_ leader.MemberStore      = (*Store)(nil)
+	_ leader.Preflighter      = (*Store)(nil)
+	_ leader.ConfirmedMembers = (*Store)(nil)
 )
 
 // An Option configures a Store.
@@ -204,6 +205,8 @@ type memberDoc struct {
 	// of the status, so ordered by Seq as it is.
 	HandoverTo   string `bson:"handoverTo,omitempty"`
 	HandoverTerm int64  `bson:"handoverTerm,omitempty"`
+	// The member's priority (leader.WithPriority); absent when 0.
+	Priority int `bson:"priority,omitempty"`
 }
 
 // memberSeq numbers member writes in this process: the one piece of
@@ -234,7 +237,7 @@ func memberFilter(election, id string) bson.D {
 func (d *memberDoc) member() leader.Member {
 	return leader.Member{ID: d.Member, Host: d.Host, PID: d.PID, Version: d.Version, Leader: d.Leader, LastSeen: d.LastSeen,
 		Value: d.Value, Term: uint64(d.Term), Proclaimed: d.Proclaimed, Rev: uint64(d.Rev),
-		Handover: leader.Handover{To: d.HandoverTo, Term: uint64(d.HandoverTerm)}}
+		Handover: leader.Handover{To: d.HandoverTo, Term: uint64(d.HandoverTerm)}, Priority: d.Priority}
 }
 
 // Member implements leader.MemberStore: the member's document with the
@@ -285,7 +288,7 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 		Election: election, Member: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
 		Leader: m.Leader, LastSeen: seen, Seq: seq,
 		Value: m.Value, Term: int64(m.Term), Proclaimed: m.Proclaimed, Rev: int64(m.Rev),
-		HandoverTo: m.Handover.To, HandoverTerm: int64(m.Handover.Term),
+		HandoverTo: m.Handover.To, HandoverTerm: int64(m.Handover.Term), Priority: m.Priority,
 	}
 	if w.gen != "" && w.exists {
 		err := b.updateMember(ctx, w.gen, &d)
@@ -332,11 +335,15 @@ func (b *Store) PutMember(ctx context.Context, election string, m leader.Member)
 // It only reads: on a database without member documents it finds none,
 // and creates nothing.
 func (b *Store) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
+	return b.listMembers(ctx, b.members, election, maxAge)
+}
+
+func (b *Store) listMembers(ctx context.Context, coll *mongo.Collection, election string, maxAge time.Duration) ([]leader.Member, error) {
 	now, err := b.locks.ServerNowRead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := b.members.Find(ctx,
+	cur, err := coll.Find(ctx,
 		bson.D{
 			{Key: "election", Value: election},
 			{Key: "lastSeen", Value: bson.D{{Key: "$gte", Value: now.Earliest.Add(-maxAge)}}},

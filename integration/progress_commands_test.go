@@ -1,0 +1,172 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/go-dsync/dsync/dsync"
+)
+
+// cmdLog records the commands one process's driver sent, as its command
+// monitor saw them start.
+type cmdLog struct {
+	mu   sync.Mutex
+	cmds []sentCmd
+}
+
+type sentCmd struct {
+	at   time.Time
+	what string // the command's name and collection: "findAndModify dsync_locks_sessions"
+}
+
+func (l *cmdLog) options() *options.ClientOptions {
+	return options.Client().SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.cmds = append(l.cmds, sentCmd{time.Now(), e.CommandName + " " + coll})
+		},
+	})
+}
+
+// since returns the commands started after t.
+func (l *cmdLog) since(t time.Time) []sentCmd {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sentCmd
+	for _, c := range l.cmds {
+		if c.at.After(t) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// renewal is how a session renewal shows in a cmdLog.
+const renewal = "findAndModify dsync_locks_sessions"
+
+// afterRenewals waits until n renewals have started after t, and returns
+// the time the n-th started.
+func (l *cmdLog) afterRenewals(ctx context.Context, t time.Time, n int) (time.Time, error) {
+	for {
+		seen := 0
+		for _, c := range l.since(t) {
+			if c.what == renewal {
+				if seen++; seen == n {
+					return c.at, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%d renewals after %v: saw %d: %w", n, t, seen, context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// between counts the commands started in (from, to], by name and
+// collection.
+func (l *cmdLog) between(from, to time.Time) map[string]int {
+	out := make(map[string]int)
+	for _, c := range l.since(from) {
+		if !c.at.After(to) {
+			out[c.what]++
+		}
+	}
+	return out
+}
+
+// renewalWindows is how many renew intervals a window of
+// TestProgressSendsNothing spans: an even number, as the session's read
+// beside every other renewal comes once per two.
+const renewalWindows = 4
+
+// TestProgressSendsNothing: reporting progress sends nothing to the
+// store. A holder with a progress deadline reports more than 10^4 times
+// over a few renew intervals; its process sends, in that window, the same
+// commands as it sends over as many renew intervals while a holder
+// without a deadline reports nothing: renewals only. The windows run from
+// one renewal to another, so that they hold the same periodic commands.
+func TestProgressSendsNothing(t *testing.T) {
+	var log cmdLog
+	c := progressProcs(t, 1, log.options())[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	window := func(m *dsync.Mutex, report bool) (map[string]int, int64) {
+		t.Helper()
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var n atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if report {
+					for range 50 {
+						m.Progress()
+					}
+					n.Add(50)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		from, err := log.afterRenewals(ctx, time.Now(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := n.Load()
+		to, err := log.afterRenewals(ctx, from, renewalWindows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := n.Load() - before
+		close(stop)
+		<-done
+		if err := m.UnlockContext(ctx); err != nil {
+			t.Fatalf("unlock after the window: %v", err)
+		}
+		return log.between(from, to), reports
+	}
+
+	watched, err := dsync.NewMutex(c, "reports", dsync.WithProgressDeadline(progressDeadline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := dsync.NewMutex(c, "silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withReports, n := window(watched, true)
+	without, _ := window(plain, false)
+	t.Logf("over %d renew intervals (TTL %v): %d progress reports; commands sent %v, and %v by a holder that reports nothing",
+		renewalWindows, progressTTL, n, withReports, without)
+	if n < 10_000 {
+		t.Errorf("only %d progress reports in the window, want at least 10^4", n)
+	}
+	if !maps.Equal(withReports, without) {
+		t.Errorf("commands sent while progress is reported %v, differ from those of a holder that reports nothing %v", withReports, without)
+	}
+	for what := range withReports {
+		if what != renewal && what != "find dsync_locks_sessions" {
+			t.Errorf("a holder sent %q: not a renewal", what)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/rank"
+)
+
+// Steering (steer_options.go), at each heartbeat of a candidate that set
+// a steering option: one read of the members, one of the lease's queue
+// when a member might make it move (mayMove), then at most one move. A waiting candidate steps aside (as for a
+// Transfer, transfer_aside.go) when a better live candidate waits behind
+// it, or withdraws while a newer version is live; a leader that has seen
+// a better candidate queued for its preemption delay transfers to the
+// best one. What it reads may be stale: it can only make a candidate wait
+// longer, or a leader give way when it need not, and never lets anyone
+// hold: who holds is the lease's grant rule's, as always.
+
+// errIneligible ends a candidate's wait for the lock because a newer
+// version is live (WithVersionRule): it waits until none is, then claims
+// again (lockInTurn); callers never see it.
+var errIneligible = errors.New("leader: a newer version is live")
+
+// steerState is what steering remembers between heartbeats; only the
+// heartbeat's goroutine touches it, but preempting.
+type steerState struct {
+	// head is the term (token) that held when stepped was last reset:
+	// a candidate steps aside at most once per head term and better
+	// candidate, so that a stale read cannot make it step aside in a loop.
+	head    uint64
+	stepped map[string]bool
+	// betterSince is when this leader first saw, at each heartbeat since,
+	// a better candidate queued; zero: none seen at the last heartbeat.
+	betterSince time.Time
+	preempting  atomic.Bool // a preemption's transfer is under way
+}
+
+// steerStep is the heartbeat's steering step.
+func (e *Election) steerStep(ctx context.Context) {
+	e.state.Lock()
+	aside := e.xfer.aside
+	t := e.term
+	leading := t != nil && t.ctx.Err() == nil
+	e.state.Unlock()
+	if aside == nil && !leading {
+		e.steering.betterSince = time.Time{}
+		return
+	}
+	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
+	if err != nil {
+		return // the next heartbeat reads again
+	}
+	if !leading {
+		e.steering.betterSince = time.Time{}
+		if !e.eligible(ms) {
+			aside(errIneligible)
+			return
+		}
+	}
+	// The queue tells where the others wait; it is read only when a
+	// member might make this candidate move.
+	if !e.mayMove(ms, leading) {
+		e.steering.betterSince = time.Time{}
+		return
+	}
+	q, err := e.client.Queue(ctx, LockKey(e.name))
+	if err != nil {
+		return
+	}
+	switch {
+	case leading:
+		e.steerLeader(t, ms, q)
+	case handoverBehindMe(ms, q, e.self.ID):
+		aside(errStepAside)
+	case !plantedPriorityIgnored() && e.betterBehind(ms, q):
+		aside(errStepAside)
+	}
+}
+
+// mayMove reports whether members ms may make this candidate move: while
+// it waits, a leader shows a handover, or another member that does not
+// lead ranks above it; while it leads, a member it gives way to is live
+// (betterFor).
+func (e *Election) mayMove(ms []Member, leading bool) bool {
+	return slices.ContainsFunc(ms, func(m Member) bool {
+		switch {
+		case m.ID == e.self.ID:
+			return false
+		case leading:
+			return e.betterFor(m)
+		case m.Leader:
+			return m.Handover.To != "" && m.Handover.Term == m.Term
+		}
+		return e.cfg.steer.rule().Compare(cand(m), cand(e.self)) > 0
+	})
+}
+
+// betterFor reports whether this candidate, leading, gives way to m: one
+// of a newer version (WithVersionRule), or of a higher rank
+// (WithPreemption).
+func (e *Election) betterFor(m Member) bool {
+	r, me := e.cfg.steer.rule(), cand(e.self)
+	if !e.cfg.steer.preemptSet && !r.Newer(m.Version, me.Version) {
+		return false
+	}
+	return r.Compare(cand(m), me) > 0
+}
+
+// eligible reports whether this candidate may lead given members ms: no
+// live member has a newer version (always, without WithVersionRule).
+func (e *Election) eligible(ms []Member) bool {
+	r := e.cfg.steer.rule()
+	return !slices.ContainsFunc(ms, func(m Member) bool { return m.ID != e.self.ID && r.Newer(m.Version, e.self.Version) })
+}
+
+// handoverBehindMe reports whether a member of ms leads, in the term q
+// shows holding, and hands over to a candidate whose claim waits behind
+// self's (stepAsideIfAsked's test).
+func handoverBehindMe(ms []Member, q []dsync.ClaimInfo, self string) bool {
+	i := slices.IndexFunc(ms, func(m Member) bool {
+		return m.Leader && m.Handover.To != "" && m.Handover.Term == m.Term
+	})
+	return i >= 0 && ms[i].Handover.To != self && behindMe(q, ms[i].ID, ms[i].Handover, self)
+}
+
+// betterBehind reports whether a live candidate of higher rank than this
+// one's waits behind its claim in q, for whom it has not yet stepped
+// aside in the term that holds; and if so notes that it now does.
+func (e *Election) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
+	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
+	if head < 0 {
+		return false
+	}
+	if q[head].Token != e.steering.head {
+		e.steering.head, e.steering.stepped = q[head].Token, nil
+	}
+	r, me := e.cfg.steer.rule(), cand(e.self)
+	mine := false
+	for _, c := range q[head+1:] {
+		switch {
+		case c.Expired:
+		case c.Owner == e.self.ID:
+			mine = true
+		case mine:
+			m, ok := memberOf(ms, c.Owner)
+			if ok && r.Compare(cand(m), me) > 0 && !e.steering.stepped[c.Owner] {
+				if e.steering.stepped == nil {
+					e.steering.stepped = make(map[string]bool)
+				}
+				e.steering.stepped[c.Owner] = true
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// steerLeader is the leader's step: once a better candidate has been seen
+// queued at every heartbeat for the preemption delay, transfer to the
+// best one queued (the highest rank, then the earliest in the queue).
+func (e *Election) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
+	to := e.bestBetter(t, ms, q)
+	if to == "" || plantedPriorityIgnored() {
+		e.steering.betterSince = time.Time{}
+		return
+	}
+	now := time.Now()
+	if e.steering.betterSince.IsZero() {
+		e.steering.betterSince = now
+	}
+	if now.Sub(e.steering.betterSince) < e.cfg.steer.preempt || !e.steering.preempting.CompareAndSwap(false, true) {
+		return
+	}
+	e.wg.Add(1)
+	go e.preempt(t, to)
+}
+
+// bestBetter returns the best candidate queued behind term t's claim in
+// q that this leader gives way to: one of a newer version (WithVersionRule),
+// or of a higher rank (WithPreemption); "" if none.
+func (e *Election) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
+	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
+	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {
+		return "" // a read from before this term, or the term is lost
+	}
+	r := e.cfg.steer.rule()
+	var best Member
+	for _, c := range q[head+1:] {
+		m, ok := memberOf(ms, c.Owner)
+		switch {
+		case c.Expired || !ok || !e.betterFor(m):
+		case best.ID == "" || r.Compare(cand(m), cand(best)) > 0:
+			best = m
+		}
+	}
+	return best.ID
+}
+
+// preempt transfers term t to candidate to, with cause ErrPreempted,
+// within three heartbeats (the next heartbeat tries again if it is still
+// due), or until Close.
+func (e *Election) preempt(t *term, to string) {
+	defer e.wg.Done()
+	defer e.steering.preempting.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.memberMaxAge())
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel)
+	defer stop()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := e.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+		e.cfg.logger.Warn("leader: preempt", "election", e.name, "to", to, "err", err)
+	}
+}
+
+// awaitEligible waits, under WithVersionRule, until no live member has a
+// newer version than this candidate's, reading the members once per
+// heartbeat interval; at once without the rule.
+func (e *Election) awaitEligible(ctx context.Context) error {
+	if !e.cfg.steer.versionRule {
+		return nil
+	}
+	for {
+		ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
+		switch {
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err == nil && e.eligible(ms):
+			return nil
+		case err != nil:
+			e.cfg.logger.Warn("leader: read members", "election", e.name, "err", err)
+		}
+		timer := time.NewTimer(e.cfg.heartbeatInterval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// passes is the pre-term gate of WithVersionRule: a candidate whose claim
+// has come to hold reads the members fresh, and passes (releases, and
+// begins no term) if a newer member is live, or if the store does not
+// answer. A newer candidate whose status that read shows so never sees an
+// older term begin after it.
+func (e *Election) passes(ctx context.Context) bool {
+	if !e.cfg.steer.versionRule || plantedGateSkipped() {
+		return false
+	}
+	ms, err := e.confirmedMembers(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.logger.Warn("leader: read members before the term", "election", e.name, "err", err)
+		}
+		return true
+	}
+	return !e.eligible(ms)
+}
+
+// confirmedMembers lists the live members, from writes the store has
+// confirmed when it can tell (ConfirmedMembers).
+func (e *Election) confirmedMembers(ctx context.Context) ([]Member, error) {
+	if c, ok := e.cfg.members.(ConfirmedMembers); ok {
+		return c.ConfirmedMembers(ctx, e.name, e.cfg.memberMaxAge())
+	}
+	return e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
+}
+
+// A ConfirmedMembers is a MemberStore that can list the live members as
+// of the writes its deployment has confirmed durably (leadermongo's: a
+// read at read concern majority). WithVersionRule's pre-term gate reads
+// through it when the store has it.
+type ConfirmedMembers interface {
+	ConfirmedMembers(ctx context.Context, election string, maxAge time.Duration) ([]Member, error)
+}
+
+func cand(m Member) rank.Cand { return rank.Cand{Version: m.Version, Priority: m.Priority} }
+
+func memberOf(ms []Member, id string) (Member, bool) {
+	i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == id })
+	if i < 0 {
+		return Member{}, false
+	}
+	return ms[i], true
+}

@@ -1,0 +1,103 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-dsync/dsync/leader/internal/rank"
+)
+
+// The steering options: which candidate should lead when several are
+// live (WithPriority, WithVersionRule), and whether a leader gives way to
+// a better one (WithPreemption). They act only through who queues for
+// the lease and when the leader releases it (steer.go), so the lease's
+// grant rule, and with it every guarantee of a term, is the lock's.
+
+type steerConfig struct {
+	priority    int
+	prioritySet bool
+	preempt     time.Duration
+	preemptSet  bool
+	versionRule bool
+	versions    func(a, b string) int // the rule's compare; set when versionRule
+}
+
+// on reports whether any steering option is set: without one an
+// Election reads and writes nothing for steering.
+func (s *steerConfig) on() bool { return s.prioritySet || s.preemptSet || s.versionRule }
+
+// rule is the order of candidates the options give.
+func (s *steerConfig) rule() rank.Rule {
+	if !s.versionRule {
+		return rank.Rule{}
+	}
+	return rank.Rule{Versions: s.versions}
+}
+
+// WithPriority sets this candidate's priority, reported in its member
+// status (Member.Priority). Candidates that set a steering option
+// (WithPriority, WithPreemption, WithVersionRule) keep the lease's queue
+// ordered by rank: at each heartbeat, a candidate waiting for the lease
+// steps aside (withdraws its claim and claims again, behind) when a live
+// candidate of strictly higher priority waits behind it, so that the
+// highest-priority candidate queued leads at the next handover (the
+// leader's Resign, Transfer, Close, or lost lease). A leader of lower
+// priority keeps leading unless it sets WithPreemption. Default: 0. It
+// needs a member store (WithMembers).
+func WithPriority(p int) Option {
+	return func(c *config) error {
+		c.steer.priority, c.steer.prioritySet = p, true
+		return nil
+	}
+}
+
+// WithPreemption makes this candidate, while it leads, give way to a
+// better candidate (of higher priority, WithPriority, or of a newer
+// version under WithVersionRule): once the best such candidate has been
+// seen queued and live at each of this leader's heartbeats for delay, the
+// leader transfers its leadership to it as Transfer does, with the cause
+// ErrPreempted: its leadership context is cancelled, and the lease
+// released (under Run, once fn has returned), so the two never lead at
+// once. Default: no preemption by priority; under WithVersionRule, a
+// newer version preempts at the leader's next heartbeat (delay 0). It needs a member store
+// (WithMembers).
+func WithPreemption(delay time.Duration) Option {
+	return func(c *config) error {
+		if delay < 0 {
+			return fmt.Errorf("leader: preemption delay must not be negative, got %v", delay)
+		}
+		c.steer.preempt, c.steer.preemptSet = delay, true
+		return nil
+	}
+}
+
+// WithVersionRule makes leadership follow the newest version (WithVersion)
+// among the live candidates: a candidate does not wait for the lease while
+// a live member of a newer version exists (it withdraws its claim, and
+// claims again once none is live); a leader preempts to the best
+// candidate of the newest version queued (after the WithPreemption delay,
+// 0 unless set); and a candidate whose claim comes to hold reads the
+// members once more before it begins its term, and if a newer member is
+// live it releases the lease at once and begins no term. Versions rank
+// first, then priorities. cmp compares two versions as cmp.Compare does;
+// nil compares them as semantic versions ("v1.2.3", "1.2.3-rc.1"; a
+// pre-release below its release, build metadata ignored), with a version
+// that does not parse (the empty one included) below every one that does.
+// A live member of a newer version counts whether it campaigns or not.
+// It needs a member store (WithMembers). See docs/leader-election.md for
+// what it promises during a rolling upgrade, and what not.
+func WithVersionRule(cmp func(a, b string) int) Option {
+	return func(c *config) error {
+		if cmp == nil {
+			cmp = rank.CompareVersions
+		}
+		c.steer.versionRule, c.steer.versions = true, cmp
+		return nil
+	}
+}
+
+// ErrPreempted is the cause of a leadership context cancelled because
+// its leader gave way to a better candidate (WithPreemption,
+// WithVersionRule).
+var ErrPreempted = errors.New("leader: preempted by a better candidate")

@@ -1,0 +1,244 @@
+package leader_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+// A steered is a set of candidates run under Run on one world, their
+// terms logged.
+type steered struct {
+	t   *testing.T
+	w   *world
+	l   termLog
+	ctx context.Context
+	wg  sync.WaitGroup
+	es  map[string]*leader.Election
+}
+
+func newSteered(t *testing.T) (*steered, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &steered{t: t, w: newWorld(), ctx: ctx, es: make(map[string]*leader.Election)}
+	return s, func() {
+		cancel()
+		s.wg.Wait()
+		for _, e := range s.es {
+			_ = e.Close()
+		}
+	}
+}
+
+// start starts candidate who, and waits until it leads or waits in the
+// queue.
+func (s *steered) start(who string, opts ...leader.Option) *leader.Election {
+	e := newElection(s.t, s.w.process(s.t), opts...)
+	s.es[who] = e
+	s.wg.Go(func() { s.l.run(s.ctx, e, who) })
+	synctest.Wait()
+	return e
+}
+
+// awaitTerms waits until n terms have begun, at most d; it reports
+// whether they had.
+func (s *steered) awaitTerms(n int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if terms, _ := s.l.snapshot(); len(terms) >= n {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// priorityScenario: a leads (priority 0), then b (1), c (5) and d (3)
+// queue in that order. After two heartbeats a resigns; then the leader
+// resigns again. It returns what broke the promise: the leaders after a
+// must be c, then d.
+func priorityScenario(t *testing.T) []string {
+	s, stop := newSteered(t)
+	defer stop()
+	a := s.start("a", leader.WithPriority(0))
+	s.start("b", leader.WithPriority(1))
+	c := s.start("c", leader.WithPriority(5))
+	s.start("d", leader.WithPriority(3))
+	time.Sleep(2 * time.Second) // two heartbeats: the queue sorted
+	ctx := context.Background()
+	if err := a.Resign(ctx); err != nil {
+		return []string{fmt.Sprintf("Resign = %v", err)}
+	}
+	if !s.awaitTerms(2, time.Minute) {
+		return []string{"nobody led after a resigned"}
+	}
+	if terms, _ := s.l.snapshot(); terms[1].who != "c" {
+		return []string{fmt.Sprintf("%s led after a resigned, want c", terms[1].who)}
+	}
+	if err := c.Resign(ctx); err != nil {
+		return []string{fmt.Sprintf("Resign = %v", err)}
+	}
+	if !s.awaitTerms(3, time.Minute) {
+		return []string{"nobody led after c resigned"}
+	}
+	terms, v := s.l.snapshot()
+	for i, want := range []string{"a", "c", "d"} {
+		if terms[i].who != want {
+			v = append(v, fmt.Sprintf("term %d led by %s, want %s", i, terms[i].who, want))
+		}
+	}
+	return v
+}
+
+// TestPriorityAtNextHandover: the queued candidates sort themselves by
+// priority, so that at each handover the highest-priority one leads.
+func TestPriorityAtNextHandover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, v := range priorityScenario(t) {
+			t.Error(v)
+		}
+	})
+}
+
+// preemptDelay is the preemption delay of preemptScenario's leader.
+const preemptDelay = 5 * time.Second
+
+// preemptScenario: a leads with priority 0 and preemption after
+// preemptDelay; b (priority 1) and then c (priority 2) queue. c must
+// lead, within one handoff plus the delay plus two heartbeats of its
+// start, a's term ending with ErrPreempted, never two at once, and no
+// one else between.
+func preemptScenario(t *testing.T) []string {
+	s, stop := newSteered(t)
+	defer stop()
+	s.start("a", leader.WithPriority(0), leader.WithPreemption(preemptDelay))
+	s.start("b", leader.WithPriority(1), leader.WithPreemption(preemptDelay))
+	begun := time.Now()
+	s.start("c", leader.WithPriority(2), leader.WithPreemption(preemptDelay))
+	if !s.awaitTerms(2, time.Minute) {
+		return []string{"a was not preempted within a minute"}
+	}
+	took := time.Since(begun)
+	t.Logf("c led %v after it started", took)
+	terms, v := s.l.snapshot()
+	if terms[0].who != "a" || terms[0].cause != leader.ErrPreempted {
+		v = append(v, fmt.Sprintf("first term %+v, want a's, ended by ErrPreempted", terms[0]))
+	}
+	if terms[1].who != "c" {
+		v = append(v, fmt.Sprintf("%s led after the preemption, want c", terms[1].who))
+	}
+	// One handoff is immediate in the memory store's fake time; a
+	// heartbeat is the renew interval, TTL/3.
+	if bound := preemptDelay + 2*ttl/3; took > bound {
+		v = append(v, fmt.Sprintf("c led %v after it started, more than %v", took, bound))
+	}
+	return v
+}
+
+// TestPreemption: the better candidate leads after the delay, the
+// leader's term ending with ErrPreempted; terms never overlap, and
+// tokens rise.
+func TestPreemption(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, v := range preemptScenario(t) {
+			t.Error(v)
+		}
+	})
+}
+
+// TestPriorityWithoutPreemptionKeepsLeader: a better candidate does not
+// displace a leader that did not ask for preemption.
+func TestPriorityWithoutPreemptionKeepsLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		s.start("a", leader.WithPriority(0))
+		s.start("b", leader.WithPriority(9))
+		time.Sleep(30 * time.Second)
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		if len(terms) != 1 || terms[0].who != "a" {
+			t.Errorf("terms %+v, want a's alone", terms)
+		}
+	})
+}
+
+// TestSteeringNeedsMembers: the steering options are refused without a
+// member store.
+func TestSteeringNeedsMembers(t *testing.T) {
+	c := newProc(t).c
+	for _, opt := range []leader.Option{leader.WithPriority(1), leader.WithPreemption(0), leader.WithVersionRule(nil)} {
+		if _, err := leader.NewElection(c, "cron", opt); err == nil {
+			t.Error("NewElection with a steering option and no member store: nil error")
+		}
+	}
+	if _, err := leader.NewElection(c, "cron", leader.WithPreemption(-time.Second)); err == nil {
+		t.Error("NewElection with a negative preemption delay: nil error")
+	}
+}
+
+// TestPreemptionOfCampaign: a leader that campaigned (not under Run)
+// sees its context cancelled with ErrPreempted, and the better
+// candidate leads only once it did.
+func TestPreemptionOfCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx := context.Background()
+		a := newElection(t, w.process(t), leader.WithPreemption(time.Second))
+		b := newElection(t, w.process(t), leader.WithPriority(1))
+		defer a.Close()
+		defer b.Close()
+		actx, err := a.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, err := b.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if actx.Err() == nil {
+			t.Fatal("b leads while a's context lives")
+		}
+		synctest.Wait()
+		if cause := context.Cause(actx); cause != leader.ErrPreempted {
+			t.Fatalf("a's context ended by %v, want ErrPreempted", cause)
+		}
+		if bctx.Err() != nil || !b.IsLeader() || a.IsLeader() {
+			t.Fatal("b does not lead alone after the preemption")
+		}
+	})
+}
+
+// TestPriorityAfterLostLease: when the leader's lease runs out (its
+// renewals fail), the highest-priority candidate queued leads next.
+func TestPriorityAfterLostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		a := s.w.cut(t)
+		e := newElection(t, a.proc, leader.WithPriority(0))
+		s.es["a"] = e
+		s.wg.Go(func() { s.l.run(s.ctx, e, "a") })
+		synctest.Wait()
+		s.start("b", leader.WithPriority(1))
+		s.start("c", leader.WithPriority(5))
+		time.Sleep(2 * time.Second) // two heartbeats: the queue sorted
+		a.renewDown.Store(true)
+		if !s.awaitTerms(2, time.Minute) {
+			t.Fatal("nobody led after a's lease ran out")
+		}
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		if terms[0].cause != leader.ErrLeadershipLost || terms[1].who != "c" {
+			t.Errorf("terms %+v, want a's lost, then c's", terms[:2])
+		}
+	})
+}
