@@ -209,7 +209,7 @@ func (p *Partition) ownStatus() []byte {
 	for s := range p.n {
 		switch r := p.running[s]; {
 		case r == nil:
-		case r.stalled:
+		case r.stalled && !plantedShardStallStaysOwned():
 			st.Stalled = append(st.Stalled, s)
 		case r.owned:
 			st.Owns = append(st.Owns, s)

@@ -160,6 +160,17 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		changes = append(changes, e)
 		what[e] = "emptying"
 	}
+	// A stalled run's shard moves to another member, and may come back
+	// once the run returned.
+	for _, ts := range byShard {
+		for _, t := range ts {
+			if t.Stalled && !t.End.IsZero() {
+				changes = append(changes, t.Lost, t.End)
+				what[t.Lost] = fmt.Sprintf("stall of %s's shard %d", t.Member, t.Shard)
+				what[t.End] = fmt.Sprintf("return of %s's stalled run of shard %d", t.Member, t.Shard)
+			}
+		}
+	}
 	slices.SortFunc(changes, time.Time.Compare)
 	changes = slices.Compact(changes)
 	var vs []Violation
@@ -184,6 +195,9 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		f.Windows++
 		from := a.Add(bound)
 		for s, ts := range byShard {
+			if allStalled(ts, live, a, b) {
+				continue // no member is free to take it
+			}
 			// A handover leaves a shard without an owner for a moment,
 			// and so does a lease lost to the network's faults until its
 			// owner takes it again: a spell of a heartbeat at most.
@@ -209,7 +223,7 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		for _, n := range count {
 			lo, hi = min(lo, n), max(hi, n)
 		}
-		if hi-lo > 1 {
+		if hi-lo > 1 && !stallUnderWay(byShard, at) {
 			vs = append(vs, Violation{PromisePartitionBalance, fmt.Sprintf("at %v, %v after the change at %v (%s): shards owned %v", at.Format(tf), at.Sub(a), a.Format(tf), what[a], count)})
 		}
 		cur := &snapshot{end: b, owners: owners, live: live}
@@ -322,4 +336,32 @@ func minMoves(owners, live []string) int {
 		}
 	}
 	return n - keep - min(extra, over)
+}
+
+// allStalled reports whether every member of live had a stalled run of
+// the shard (whose terms are ts) under way throughout [a, b]: the shard
+// is assigned to none of them until its run returns.
+func allStalled(ts []*Term, live []string, a, b time.Time) bool {
+	for _, id := range live {
+		if !slices.ContainsFunc(ts, func(t *Term) bool {
+			return t.Member == id && t.Stalled && !t.Lost.After(a) && (t.End.IsZero() || !t.End.Before(b))
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// stallUnderWay reports whether a stalled run was under way at t: its
+// member is assigned none of its shard meanwhile, so the others are not
+// balanced as without it.
+func stallUnderWay(byShard [][]*Term, t time.Time) bool {
+	for _, ts := range byShard {
+		for _, x := range ts {
+			if x.Stalled && !x.Lost.After(t) && (x.End.IsZero() || x.End.After(t)) {
+				return true
+			}
+		}
+	}
+	return false
 }

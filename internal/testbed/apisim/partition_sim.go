@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -50,10 +51,14 @@ type Term struct {
 	// oracle (as Hold's; zero: no claim of its token was seen).
 	Deadline time.Time
 	Era      int
+	// Stalled: its member's progress deadline ended it (Lost), and its
+	// function kept working after (till End), as stuck work does.
+	Stalled bool
 }
 
 // validEnd is when the term stopped being a valid owner: when its
-// function returned, or its lease's deadline if that came first.
+// function returned, or its lease's deadline or its stall if that came
+// first.
 func (t *Term) validEnd() time.Time {
 	end := t.End
 	if end.IsZero() {
@@ -61,6 +66,9 @@ func (t *Term) validEnd() time.Time {
 	}
 	if !t.Deadline.IsZero() && t.Deadline.Before(end) {
 		end = t.Deadline
+	}
+	if t.Stalled && !t.Lost.IsZero() && t.Lost.Before(end) {
+		end = t.Lost
 	}
 	return end
 }
@@ -155,7 +163,14 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		panic(err)
 	}
 	defer c.Close()
-	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards)
+	// Half the members have a progress deadline for their shards' runs
+	// (progress.go).
+	var d time.Duration
+	if env.Chance(0.5) {
+		d = max(env.Rand(3*env.TTL()/10, 2*env.TTL()), dsync.MinTTL)
+	}
+	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards,
+		leader.WithShardProgressDeadline(d))
 	if err != nil {
 		panic(err)
 	}
@@ -184,8 +199,20 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		t.Era = len(p.w.hist.Emptyings)
 		p.w.hist.Terms = append(p.w.hist.Terms, t)
 		p.w.mu.Unlock()
+		stalled := false
+		if d > 0 {
+			stalled = shardWork(fctx, env, d)
+		}
 		<-fctx.Done()
 		lost := time.Now()
+		if stalled {
+			p.w.mu.Lock()
+			t.Stalled, t.Lost = true, lost
+			p.w.mu.Unlock()
+			// Stuck work goes on until it comes unstuck, or its process
+			// restarts: the shard is taken elsewhere meanwhile.
+			sleepCtx(env.inc.ctx, env.Rand(env.TTL(), 6*env.TTL()))
+		}
 		_ = p.waitRunning(context.Background()) // a paused process runs no code
 		mu.Lock()
 		if terms[t] {
@@ -238,6 +265,33 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 	leave()
 	<-ran
 	_ = part.Close()
+}
+
+// shardWork is a shard's function's work under a progress deadline of
+// d: it reports progress (leader.Progress) every 0 to d/2, and on a
+// third of the terms stops reporting at some point, until fctx ends. It
+// reports whether the term was stalled.
+func shardWork(fctx context.Context, env *Env, d time.Duration) bool {
+	stops := env.Chance(0.3)
+	stopAt := time.Now().Add(env.Rand(0, 4*env.TTL()))
+	for fctx.Err() == nil {
+		if stops && time.Now().After(stopAt) {
+			env.inc.p.w.count("partition shard stopped reporting")
+			<-fctx.Done()
+			break
+		}
+		sleepCtx(fctx, env.Rand(0, d/2))
+		// A paused process runs no code: it reports when it resumes.
+		if env.WaitRunning(fctx) != nil {
+			break
+		}
+		leader.Progress(fctx)
+	}
+	stalled := errors.Is(context.Cause(fctx), leader.ErrStalled)
+	if stalled {
+		env.inc.p.w.count("partition shard stalled")
+	}
+	return stalled
 }
 
 // memberClient makes a partition member's Client over p's faulty view of
