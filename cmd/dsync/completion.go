@@ -49,7 +49,7 @@ var commandFlags = map[string][]completedFlag{
 	"server":     {{"addr", "addr"}, {"data", "dir"}, {"temp", ""}},
 	"lock":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"try", ""}, {"n", "count"}},
 	"once":       {{"ttl", "duration"}, {"grace", "duration"}, {"wait", "duration"}, {"check", ""}, {"forget-after", "duration"}},
-	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}, {"progress", "duration"}},
+	"elect":      {{"ttl", "duration"}, {"grace", "duration"}, {"version", "string"}, {"listen", ""}, {"progress", "duration"}, {"priority", "number"}, {"preempt-after", "duration"}, {"version-rule", ""}},
 	"partition":  {{"shards", "number"}, {"weight", "number"}, {"ttl", "duration"}, {"grace", "duration"}, {"progress", "duration"}},
 	"status":     {{"seen", "duration"}, {"json", ""}, {"prefix", "name"}, {"limit", "number"}, {"after", "name"}, {"web", ""}, {"addr", "addr"}},
 	"revoke":     {{"key", "name"}, {"process", "string"}, {"reason", "string"}},
