@@ -73,9 +73,9 @@ func (e *Election) heartbeat() {
 		if e.cfg.steer.on() {
 			e.steerStep(ctx)
 		} else {
-			e.stepAsideIfAsked(ctx)
+			e.xfer.stepAsideIfAsked(ctx)
 		}
-		e.actOnTransferRequest(ctx)
+		e.xfer.actOnTransferRequest(ctx)
 		cancel()
 	}
 }
@@ -98,7 +98,7 @@ func (e *Election) member() Member {
 	m := e.self
 	m.Leader = e.term != nil && e.term.ctx.Err() == nil
 	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
-	m.Handover = e.handoverLocked()
+	m.Handover = e.xfer.handoverLocked()
 	return m
 }
 

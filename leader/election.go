@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -45,11 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
-	xfer     transferState // Transfer's (transfer.go)
-	steering steerState    // the steering options' (steer.go)
-	// xreq is the term whose transfer request was acted on
-	// (transfer_request.go).
-	xreq atomic.Uint64
+	xfer     handoff    // Transfer's (transfer.go)
+	steering steerState // the steering options' (steer.go)
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
@@ -91,8 +87,8 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
-		xfer:     transferState{turn: make(chan struct{}, 1)},
 	}
+	e.xfer.e, e.xfer.turn = e, make(chan struct{}, 1)
 	e.newEvents()
 	return e, nil
 }

@@ -218,7 +218,7 @@ func (e *Election) preempt(t *term, to string) {
 		case <-ctx.Done():
 		}
 	}()
-	if err := e.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+	if err := e.xfer.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: preempt", "election", e.name, "to", to, "err", err)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // candidate leads and its member store serves them, and starts a Transfer
 // when one asks this term's leader to hand over. It acts once per term.
 // Called by the heartbeat.
-func (e *Election) actOnTransferRequest(ctx context.Context) {
+func (x *handoff) actOnTransferRequest(ctx context.Context) {
+	e := x.e
 	ds, ok := e.cfg.members.(Directives)
 	if !ok {
 		return
@@ -24,7 +25,7 @@ func (e *Election) actOnTransferRequest(ctx context.Context) {
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
-	if t == nil || t.ctx.Err() != nil || e.xreq.Load() == t.token {
+	if t == nil || t.ctx.Err() != nil || x.requested.Load() == t.token {
 		return
 	}
 	all, err := ds.Directives(ctx, e.name)
@@ -36,7 +37,7 @@ func (e *Election) actOnTransferRequest(ctx context.Context) {
 	if to == "" {
 		return
 	}
-	e.xreq.Store(t.token) // only the heartbeat calls this: no other store races it
+	x.requested.Store(t.token) // only the heartbeat calls this: no other store races it
 	e.cfg.logger.Info("leader: transfer requested", "election", e.name, "term", t.token, "to", to)
 	// Transfer ends with the term (ErrNotLeader) if the handover does not
 	// come first, and Close ends the term before it waits for the
