@@ -71,7 +71,7 @@ func (e *Election) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
 		e.putMember(ctx)
 		if e.cfg.steer.on() {
-			e.steerStep(ctx)
+			e.steering.steerStep(ctx)
 		} else {
 			e.xfer.stepAsideIfAsked(ctx)
 		}

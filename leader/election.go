@@ -44,8 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
-	xfer     handoff    // Transfer's (transfer.go)
-	steering steerState // the steering options' (steer.go)
+	xfer     handoff // Transfer's (transfer.go)
+	steering steerer // the steering options' (steer.go)
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
@@ -89,6 +89,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		kickSoon: make(chan struct{}, 1),
 	}
 	e.xfer.e, e.xfer.turn = e, make(chan struct{}, 1)
+	e.steering.e = e
 	e.newEvents()
 	return e, nil
 }

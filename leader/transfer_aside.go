@@ -29,7 +29,7 @@ var errStepAside = errors.New("leader: step aside for a transfer")
 func (x *handoff) lockInTurn(ctx context.Context) error {
 	e := x.e
 	for {
-		if err := e.awaitEligible(ctx); err != nil {
+		if err := e.steering.awaitEligible(ctx); err != nil {
 			return err
 		}
 		wctx, cancel := context.WithCancelCause(ctx)
@@ -45,7 +45,7 @@ func (x *handoff) lockInTurn(ctx context.Context) error {
 		switch {
 		case err != nil && (cause == errStepAside || cause == errIneligible) && ctx.Err() == nil:
 			continue // the wait ended to step aside: claim again (once eligible)
-		case err == nil && e.passes(ctx):
+		case err == nil && e.steering.passes(ctx):
 			// A newer version is live: begin no term, and give the lease
 			// to the next in line at once.
 			e.unlockQuietly(ctx)
