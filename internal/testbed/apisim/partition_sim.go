@@ -88,6 +88,10 @@ type PartitionSim struct {
 	// that works.
 	Calm bool
 
+	// Drains: an operator now and then drains a live member, or undrains
+	// one (drain.go), and CheckPartition judges PromiseDrain.
+	Drains bool
+
 	// StayMin and StayMax bound how many TTLs a member stays, drawn in
 	// between (default 5 and 30).
 	StayMin, StayMax int
@@ -101,6 +105,7 @@ type PartitionSim struct {
 	spansDisagree bool
 	live          map[int]bool // processes with a member now: one at most each
 	joins         map[int]int  // memberships each process began
+	drains        drainOperator
 
 	// writes, if set (by a test that debugs a seed), is told of each
 	// member status write and removal a member sends, with its outcome,
@@ -124,7 +129,11 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
 			ps.mu.Unlock()
-			return func(ctx context.Context, who string) { ps.member(ctx, env, who) }
+			return func(ctx context.Context, who string) {
+				if !ps.Drains || !ps.drainOp(ctx, env, who) {
+					ps.member(ctx, env, who)
+				}
+			}
 		},
 		Check: ps.Check,
 	}

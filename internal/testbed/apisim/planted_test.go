@@ -72,6 +72,7 @@ func TestPlantedPartition(t *testing.T) {
 		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner},
 		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves},
 		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned},
+		{"DrainOnlyOwned", plant.DrainOnlyOwned, PromiseDrain},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
