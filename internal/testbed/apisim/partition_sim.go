@@ -92,6 +92,10 @@ type PartitionSim struct {
 	// one (drain.go), and CheckPartition judges PromiseDrain.
 	Drains bool
 
+	// Progress: half the members have a progress deadline for their
+	// shards' runs (progress.go), a third of which stall.
+	Progress bool
+
 	// StayMin and StayMax bound how many TTLs a member stays, drawn in
 	// between (default 5 and 30).
 	StayMin, StayMax int
@@ -173,9 +177,9 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 	}
 	defer c.Close()
 	// Half the members have a progress deadline for their shards' runs
-	// (progress.go).
+	// (progress.go), in the runs that ask for it.
 	var d time.Duration
-	if env.Chance(0.5) {
+	if ps.Progress && env.Chance(0.5) {
 		d = max(env.Rand(3*env.TTL()/10, 2*env.TTL()), dsync.MinTTL)
 	}
 	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards,
