@@ -1,6 +1,9 @@
 package dsync
 
 import (
+	"context"
+	"time"
+
 	"github.com/go-dsync/dsync/internal/plant"
 	"github.com/go-dsync/dsync/internal/queue"
 )
@@ -41,3 +44,41 @@ func plantedLimit(limit int64) int64 {
 // plantedLateRecord reports whether Once counts a record confirmed after
 // its hold ended (plant.OnceLateRecord).
 func plantedLateRecord() bool { return plant.On && plant.Is(plant.OnceLateRecord) }
+
+// plantedStallNeverFires reports whether a progress deadline never
+// stalls a hold (plant.StallNeverFires).
+func plantedStallNeverFires() bool { return plant.On && plant.Is(plant.StallNeverFires) }
+
+// plantedProgressIgnored reports whether Progress is ignored
+// (plant.StallFromHoldStart).
+func plantedProgressIgnored() bool { return plant.On && plant.Is(plant.StallFromHoldStart) }
+
+// plantedStallKeepsClaim reports whether a stalled hold's claim is kept
+// (plant.StallKeepsClaim).
+func plantedStallKeepsClaim() bool { return plant.On && plant.Is(plant.StallKeepsClaim) }
+
+// plantedStallReleasesFirst, when plant.StallReleasesFirst is planted,
+// stalls holds the wrong way round: their claims are released at once,
+// and their Lost() closes a tenth of the TTL later. It reports whether
+// it did.
+func plantedStallReleasesFirst(holds []*hold, last time.Time, reason error) bool {
+	if !plant.On || !plant.Is(plant.StallReleasesFirst) || len(holds) == 0 {
+		return false
+	}
+	p := holds[0].p
+	p.client.inBackground(func() {
+		for _, h := range holds {
+			p.client.end(context.Background(), h.claim, true) //nolint:errcheck // a planted bug
+		}
+	})
+	p.cfg.clock.AfterFunc(p.cfg.ttl/10, func() {
+		for _, h := range holds {
+			h.expireIfDue()
+			if h.markStalled(reason) {
+				h.TellLost()
+				h.keeper.Remove(h)
+			}
+		}
+	})
+	return true
+}

@@ -137,7 +137,7 @@ func (w *progressWatch) check() {
 			delete(w.holds, h) // lost, or ended by an unlock on its way
 			continue
 		}
-		if since >= w.d && !h.idle.Load() {
+		if since >= w.d && !h.idle.Load() && !plantedStallNeverFires() {
 			stalled = append(stalled, h)
 			delete(w.holds, h)
 		}
@@ -178,6 +178,9 @@ func (w *progressWatch) check() {
 // Releasing before Lost() closes would let the next holder start while
 // this one still believes it holds.
 func stall(holds []*hold, last time.Time, reason error) {
+	if plantedStallReleasesFirst(holds, last, reason) {
+		return
+	}
 	var ended []*hold
 	for _, h := range holds {
 		h.expireIfDue()
@@ -208,6 +211,9 @@ func stall(holds []*hold, last time.Time, reason error) {
 // releaseStalled releases the claim of h, a stalled hold, within the
 // release timeout.
 func (p *core) releaseStalled(h *hold) {
+	if plantedStallKeepsClaim() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, h.claim, true); err != nil && !errors.Is(err, ErrClosed) {
@@ -237,7 +243,7 @@ func (p *core) recordStalled(h *hold, last time.Time) {
 // as the work likes, held or not. Without a deadline it does nothing.
 func (m *Mutex) Progress() {
 	m.mustBeMade()
-	if m.progress != nil {
+	if m.progress != nil && !plantedProgressIgnored() {
 		m.progress.report()
 	}
 }
@@ -246,7 +252,7 @@ func (m *Mutex) Progress() {
 // as Mutex.Progress does: one report keeps every hold of rw alive.
 func (rw *RWMutex) Progress() {
 	rw.mustBeMade()
-	if rw.progress != nil {
+	if rw.progress != nil && !plantedProgressIgnored() {
 		rw.progress.report()
 	}
 }
@@ -255,7 +261,7 @@ func (rw *RWMutex) Progress() {
 // Mutex.Progress does: one report keeps every acquisition of s alive.
 func (s *Semaphore) Progress() {
 	s.mustBeMade()
-	if s.progress != nil {
+	if s.progress != nil && !plantedProgressIgnored() {
 		s.progress.report()
 	}
 }

@@ -71,10 +71,11 @@ func (e *Election) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
 		e.putMember(ctx)
 		if e.cfg.steer.on() {
-			e.steerStep(ctx)
+			e.steering.steerStep(ctx)
 		} else {
-			e.stepAsideIfAsked(ctx)
+			e.xfer.stepAsideIfAsked(ctx)
 		}
+		e.xfer.actOnTransferRequest(ctx)
 		cancel()
 	}
 }
@@ -97,7 +98,7 @@ func (e *Election) member() Member {
 	m := e.self
 	m.Leader = e.term != nil && e.term.ctx.Err() == nil
 	m.Term, m.Proclaimed, m.Rev = e.procTerm, e.proclaimed, e.rev
-	m.Handover = e.handoverLocked()
+	m.Handover = e.xfer.handoverLocked()
 	return m
 }
 

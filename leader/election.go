@@ -44,8 +44,8 @@ type Election struct {
 	// sequence in the member store).
 	putMu sync.Mutex
 
-	xfer     transferState // Transfer's (transfer.go)
-	steering steerState    // the steering options' (steer.go)
+	xfer     handoff // Transfer's (transfer.go)
+	steering steerer // the steering options' (steer.go)
 
 	// events calls the observer (observer.go); nil without one.
 	events *observe.Queue
@@ -87,8 +87,9 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
-		xfer:     transferState{turn: make(chan struct{}, 1)},
 	}
+	e.xfer.e, e.xfer.turn = e, make(chan struct{}, 1)
+	e.steering.e = e
 	e.newEvents()
 	return e, nil
 }

@@ -20,6 +20,8 @@ type MemoryMembers struct {
 
 	mu      sync.Mutex
 	members map[string]map[string]Member // election → id → status
+	// directives: election → Directive.Key → directive (memory_directives.go)
+	directives map[string]map[string]Directive
 }
 
 var _ MemberStore = (*MemoryMembers)(nil)

@@ -19,7 +19,11 @@ import (
 // "NAME#i" on the Partition's Client, so a hold in the election
 // namespace with its own fencing token), spread over the live members by
 // weight. Create it with NewPartition, run the per-shard work with Run,
-// watch who owns what with Observe, and leave with Resign or Close. Its
+// watch who owns what with Observe, and leave with Resign or Close. An
+// operator drains a member with Drain, when the member store serves
+// Directives: its shards move to the others and none comes back until it
+// is undrained (each member then reads the
+// directives once per heartbeat, beside the members' status). Its
 // methods are safe for concurrent use. Its zero value is not usable: each
 // of its methods panics, as misuse of a sync type does.
 type Partition struct {
@@ -188,12 +192,13 @@ func (p *Partition) Run(ctx context.Context, fn func(ctx context.Context, shard 
 func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) error, fail func(error)) {
 	_ = p.withDeadline(ctx, p.heartbeat)
 	var ms []Member
+	var drained map[string]bool
 	err := p.withDeadline(ctx, func(ctx context.Context) (err error) {
-		ms, err = p.members.Members(ctx, p.name, p.liveFor())
+		ms, drained, err = p.readStatus(ctx)
 		return err
 	})
 	if err != nil {
-		return
+		return // a tick that cannot tell who is drained must not assign
 	}
 	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == p.self }) && !p.beat.sent.IsZero() {
 		// Its status is gone (a late DeleteMember of an earlier Run, or
@@ -202,7 +207,7 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 		p.beat = lastBeat{}
 		_ = p.withDeadline(ctx, p.heartbeat)
 	}
-	st := p.decode(p.withOwnStatus(ms))
+	st := p.decode(p.withOwnStatus(ms), drained)
 	want := st.assign(p.n)
 	if p.apply(ctx, want, st.waiting, fn, fail) {
 		_ = p.withDeadline(ctx, p.heartbeat)

@@ -70,7 +70,7 @@ func TestPartitionDecodeHigherTokenWins(t *testing.T) {
 		{ID: "old", Value: `{"w":1,"own":[0,5,-1],"tok":[7,9,9]}`},
 		{ID: "new", Value: `{"w":1,"own":[0],"tok":[8]}`},
 		{ID: "stray", Value: "not json"},
-	})
+	}, nil)
 	if got := st.view.Shards[0]; got.Member != "new" || got.Token != 8 {
 		t.Errorf("shard 0: %+v, want new's term 8", got)
 	}
@@ -96,7 +96,7 @@ func TestPartitionDecidesOnItsOwnShards(t *testing.T) {
 		{ID: "b", Value: `{"w":1,"own":[0,1],"tok":[7,3]}`}, // b's lags too
 		{ID: "c", Value: `{"w":1}`},
 	}
-	st := p.decode(p.withOwnStatus(read))
+	st := p.decode(p.withOwnStatus(read), nil)
 	if got := st.view.Shards[0]; got.Member != "c" || got.Token != 8 {
 		t.Fatalf("shard 0: %+v, want c's term 8", got)
 	}

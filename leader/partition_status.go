@@ -66,6 +66,9 @@ type PartitionMember struct {
 	Weight float64 // WithWeight
 	Host   string  // host name of its process
 	PID    int     // process id
+	// Draining: an operator drained it (Drain), so no shard is assigned
+	// to it; the shards it still owns are moving to the others.
+	Draining bool
 }
 
 // memberStatuses is the members' decoded status: the live members with
@@ -75,12 +78,15 @@ type memberStatuses struct {
 	view    PartitionView
 	waiting []map[string]bool
 	stalled []map[string]bool // by shard: the members whose run of it stalled
+	drained map[string]bool   // the members drained (Drain)
 	slowest time.Duration     // the longest heartbeat interval among them
 }
 
 // avoids reports whether member id's run of shard s stalled and has not
 // returned, so that the shard is assigned elsewhere.
-func (st *memberStatuses) avoids(s int, id string) bool { return st.stalled[s][id] }
+func (st *memberStatuses) avoids(s int, id string) bool {
+	return st.stalled[s][id] || st.drainAvoids(s, id)
+}
 
 // assign is the assignment every member computes from st.
 func (st *memberStatuses) assign(n int) []string {
@@ -96,18 +102,19 @@ func (st *memberStatuses) owners() []string {
 	return out
 }
 
-// decode decodes the members' status, and fills each shard's Assigned.
-// Members whose status is not a partition's are left out.
-func (p *Partition) decode(ms []Member) *memberStatuses {
-	st := &memberStatuses{view: PartitionView{Shards: make([]ShardOwner, p.n)}, waiting: make([]map[string]bool, p.n), stalled: make([]map[string]bool, p.n)}
+// decode decodes the members' status, with drained the members drained,
+// and fills each shard's Assigned. Members whose status is not a
+// partition's are left out.
+func (p *Partition) decode(ms []Member, drained map[string]bool) *memberStatuses {
+	st := &memberStatuses{view: PartitionView{Shards: make([]ShardOwner, p.n)}, waiting: make([]map[string]bool, p.n), stalled: make([]map[string]bool, p.n), drained: drained}
 	for _, m := range ms {
 		var ps partitionStatus
 		if json.Unmarshal([]byte(m.Value), &ps) != nil {
 			continue
 		}
 		st.slowest = max(st.slowest, ps.Heartbeat)
-		st.live = append(st.live, shard.Member{ID: m.ID, Weight: ps.Weight})
-		st.view.Members = append(st.view.Members, PartitionMember{ID: m.ID, Weight: ps.Weight, Host: m.Host, PID: m.PID})
+		st.live = append(st.live, shard.Member{ID: m.ID, Weight: drainWeight(drained, m.ID, ps.Weight)})
+		st.view.Members = append(st.view.Members, PartitionMember{ID: m.ID, Weight: ps.Weight, Host: m.Host, PID: m.PID, Draining: drained[m.ID]})
 		for i, s := range ps.Owns {
 			if s < 0 || s >= p.n {
 				continue
@@ -202,7 +209,7 @@ func (p *Partition) ownStatus() []byte {
 	for s := range p.n {
 		switch r := p.running[s]; {
 		case r == nil:
-		case r.stalled:
+		case r.stalled && !plantedShardStallStaysOwned():
 			st.Stalled = append(st.Stalled, s)
 		case r.owned:
 			st.Owns = append(st.Owns, s)
@@ -238,11 +245,11 @@ func (p *Partition) withOwnStatus(ms []Member) []Member {
 // can watch a partition.
 func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 	p.mustBeMade()
-	ms, err := p.members.Members(ctx, p.name, p.liveFor())
+	ms, drained, err := p.readStatus(ctx)
 	if err != nil {
 		return PartitionView{}, err
 	}
-	return p.decode(ms).view, nil
+	return p.decode(ms, drained).view, nil
 }
 
 // Observe returns a channel that receives the partition's view (View)

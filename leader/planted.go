@@ -79,3 +79,7 @@ func plantedPriorityIgnored() bool { return plant.On && plant.Is(plant.PriorityI
 // planted: a candidate whose claim holds then begins its term whatever
 // versions are live.
 func plantedGateSkipped() bool { return plant.On && plant.Is(plant.VersionGateSkipped) }
+
+// plantedShardStallStaysOwned reports whether a stalled shard's run is
+// listed as owned (plant.ShardStallStaysOwned).
+func plantedShardStallStaysOwned() bool { return plant.On && plant.Is(plant.ShardStallStaysOwned) }

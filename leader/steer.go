@@ -26,9 +26,12 @@ import (
 // again (lockInTurn); callers never see it.
 var errIneligible = errors.New("leader: a newer version is live")
 
-// steerState is what steering remembers between heartbeats; only the
-// heartbeat's goroutine touches it, but preempting.
-type steerState struct {
+// steerer is an Election's steering: what it remembers between
+// heartbeats, which only the heartbeat's goroutine touches, but
+// preempting. e is the Election it steers, whose options, term (under
+// e.state), members, lease and transfers (e.xfer) it uses.
+type steerer struct {
+	e *Election
 	// head is the term (token) that held when stepped was last reset:
 	// a candidate steps aside at most once per head term and better
 	// candidate, so that a stale read cannot make it step aside in a loop.
@@ -41,14 +44,15 @@ type steerState struct {
 }
 
 // steerStep is the heartbeat's steering step.
-func (e *Election) steerStep(ctx context.Context) {
+func (s *steerer) steerStep(ctx context.Context) {
+	e := s.e
 	e.state.Lock()
 	aside := e.xfer.aside
 	t := e.term
 	leading := t != nil && t.ctx.Err() == nil
 	e.state.Unlock()
 	if aside == nil && !leading {
-		e.steering.betterSince = time.Time{}
+		s.betterSince = time.Time{}
 		return
 	}
 	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
@@ -56,16 +60,16 @@ func (e *Election) steerStep(ctx context.Context) {
 		return // the next heartbeat reads again
 	}
 	if !leading {
-		e.steering.betterSince = time.Time{}
-		if !e.eligible(ms) {
+		s.betterSince = time.Time{}
+		if !s.eligible(ms) {
 			aside(errIneligible)
 			return
 		}
 	}
 	// The queue tells where the others wait; it is read only when a
 	// member might make this candidate move.
-	if !e.mayMove(ms, leading) {
-		e.steering.betterSince = time.Time{}
+	if !s.mayMove(ms, leading) {
+		s.betterSince = time.Time{}
 		return
 	}
 	q, err := e.client.Queue(ctx, LockKey(e.name))
@@ -74,10 +78,10 @@ func (e *Election) steerStep(ctx context.Context) {
 	}
 	switch {
 	case leading:
-		e.steerLeader(t, ms, q)
+		s.steerLeader(t, ms, q)
 	case handoverBehindMe(ms, q, e.self.ID):
 		aside(errStepAside)
-	case !plantedPriorityIgnored() && e.betterBehind(ms, q):
+	case !plantedPriorityIgnored() && s.betterBehind(ms, q):
 		aside(errStepAside)
 	}
 }
@@ -86,13 +90,14 @@ func (e *Election) steerStep(ctx context.Context) {
 // it waits, a leader shows a handover, or another member that does not
 // lead ranks above it; while it leads, a member it gives way to is live
 // (betterFor).
-func (e *Election) mayMove(ms []Member, leading bool) bool {
+func (s *steerer) mayMove(ms []Member, leading bool) bool {
+	e := s.e
 	return slices.ContainsFunc(ms, func(m Member) bool {
 		switch {
 		case m.ID == e.self.ID:
 			return false
 		case leading:
-			return e.betterFor(m)
+			return s.betterFor(m)
 		case m.Leader:
 			return m.Handover.To != "" && m.Handover.Term == m.Term
 		}
@@ -103,7 +108,8 @@ func (e *Election) mayMove(ms []Member, leading bool) bool {
 // betterFor reports whether this candidate, leading, gives way to m: one
 // of a newer version (WithVersionRule), or of a higher rank
 // (WithPreemption).
-func (e *Election) betterFor(m Member) bool {
+func (s *steerer) betterFor(m Member) bool {
+	e := s.e
 	r, me := e.cfg.steer.rule(), cand(e.self)
 	if !e.cfg.steer.preemptSet && !r.Newer(m.Version, me.Version) {
 		return false
@@ -113,7 +119,8 @@ func (e *Election) betterFor(m Member) bool {
 
 // eligible reports whether this candidate may lead given members ms: no
 // live member has a newer version (always, without WithVersionRule).
-func (e *Election) eligible(ms []Member) bool {
+func (s *steerer) eligible(ms []Member) bool {
+	e := s.e
 	r := e.cfg.steer.rule()
 	return !slices.ContainsFunc(ms, func(m Member) bool { return m.ID != e.self.ID && r.Newer(m.Version, e.self.Version) })
 }
@@ -131,13 +138,14 @@ func handoverBehindMe(ms []Member, q []dsync.ClaimInfo, self string) bool {
 // betterBehind reports whether a live candidate of higher rank than this
 // one's waits behind its claim in q, for whom it has not yet stepped
 // aside in the term that holds; and if so notes that it now does.
-func (e *Election) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
+func (s *steerer) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
+	e := s.e
 	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
 	if head < 0 {
 		return false
 	}
-	if q[head].Token != e.steering.head {
-		e.steering.head, e.steering.stepped = q[head].Token, nil
+	if q[head].Token != s.head {
+		s.head, s.stepped = q[head].Token, nil
 	}
 	r, me := e.cfg.steer.rule(), cand(e.self)
 	mine := false
@@ -148,11 +156,11 @@ func (e *Election) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
 			mine = true
 		case mine:
 			m, ok := memberOf(ms, c.Owner)
-			if ok && r.Compare(cand(m), me) > 0 && !e.steering.stepped[c.Owner] {
-				if e.steering.stepped == nil {
-					e.steering.stepped = make(map[string]bool)
+			if ok && r.Compare(cand(m), me) > 0 && !s.stepped[c.Owner] {
+				if s.stepped == nil {
+					s.stepped = make(map[string]bool)
 				}
-				e.steering.stepped[c.Owner] = true
+				s.stepped[c.Owner] = true
 				return true
 			}
 		}
@@ -163,27 +171,29 @@ func (e *Election) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
 // steerLeader is the leader's step: once a better candidate has been seen
 // queued at every heartbeat for the preemption delay, transfer to the
 // best one queued (the highest rank, then the earliest in the queue).
-func (e *Election) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
-	to := e.bestBetter(t, ms, q)
+func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
+	e := s.e
+	to := s.bestBetter(t, ms, q)
 	if to == "" || plantedPriorityIgnored() {
-		e.steering.betterSince = time.Time{}
+		s.betterSince = time.Time{}
 		return
 	}
 	now := time.Now()
-	if e.steering.betterSince.IsZero() {
-		e.steering.betterSince = now
+	if s.betterSince.IsZero() {
+		s.betterSince = now
 	}
-	if now.Sub(e.steering.betterSince) < e.cfg.steer.preempt || !e.steering.preempting.CompareAndSwap(false, true) {
+	if now.Sub(s.betterSince) < e.cfg.steer.preempt || !s.preempting.CompareAndSwap(false, true) {
 		return
 	}
 	e.wg.Add(1)
-	go e.preempt(t, to)
+	go s.preempt(t, to)
 }
 
 // bestBetter returns the best candidate queued behind term t's claim in
 // q that this leader gives way to: one of a newer version (WithVersionRule),
 // or of a higher rank (WithPreemption); "" if none.
-func (e *Election) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
+func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
+	e := s.e
 	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
 	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {
 		return "" // a read from before this term, or the term is lost
@@ -193,7 +203,7 @@ func (e *Election) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string 
 	for _, c := range q[head+1:] {
 		m, ok := memberOf(ms, c.Owner)
 		switch {
-		case c.Expired || !ok || !e.betterFor(m):
+		case c.Expired || !ok || !s.betterFor(m):
 		case best.ID == "" || r.Compare(cand(m), cand(best)) > 0:
 			best = m
 		}
@@ -204,9 +214,10 @@ func (e *Election) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string 
 // preempt transfers term t to candidate to, with cause ErrPreempted,
 // within three heartbeats (the next heartbeat tries again if it is still
 // due), or until Close.
-func (e *Election) preempt(t *term, to string) {
+func (s *steerer) preempt(t *term, to string) {
+	e := s.e
 	defer e.wg.Done()
-	defer e.steering.preempting.Store(false)
+	defer s.preempting.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.memberMaxAge())
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
@@ -218,7 +229,7 @@ func (e *Election) preempt(t *term, to string) {
 		case <-ctx.Done():
 		}
 	}()
-	if err := e.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+	if err := e.xfer.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: preempt", "election", e.name, "to", to, "err", err)
 	}
 }
@@ -226,7 +237,8 @@ func (e *Election) preempt(t *term, to string) {
 // awaitEligible waits, under WithVersionRule, until no live member has a
 // newer version than this candidate's, reading the members once per
 // heartbeat interval; at once without the rule.
-func (e *Election) awaitEligible(ctx context.Context) error {
+func (s *steerer) awaitEligible(ctx context.Context) error {
+	e := s.e
 	if !e.cfg.steer.versionRule {
 		return nil
 	}
@@ -235,7 +247,7 @@ func (e *Election) awaitEligible(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
-		case err == nil && e.eligible(ms):
+		case err == nil && s.eligible(ms):
 			return nil
 		case err != nil:
 			e.cfg.logger.Warn("leader: read members", "election", e.name, "err", err)
@@ -255,23 +267,25 @@ func (e *Election) awaitEligible(ctx context.Context) error {
 // begins no term) if a newer member is live, or if the store does not
 // answer. A newer candidate whose status that read shows so never sees an
 // older term begin after it.
-func (e *Election) passes(ctx context.Context) bool {
+func (s *steerer) passes(ctx context.Context) bool {
+	e := s.e
 	if !e.cfg.steer.versionRule || plantedGateSkipped() {
 		return false
 	}
-	ms, err := e.confirmedMembers(ctx)
+	ms, err := s.confirmedMembers(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.logger.Warn("leader: read members before the term", "election", e.name, "err", err)
 		}
 		return true
 	}
-	return !e.eligible(ms)
+	return !s.eligible(ms)
 }
 
 // confirmedMembers lists the live members, from writes the store has
 // confirmed when it can tell (ConfirmedMembers).
-func (e *Election) confirmedMembers(ctx context.Context) ([]Member, error) {
+func (s *steerer) confirmedMembers(ctx context.Context) ([]Member, error) {
+	e := s.e
 	if c, ok := e.cfg.members.(ConfirmedMembers); ok {
 		return c.ConfirmedMembers(ctx, e.name, e.cfg.memberMaxAge())
 	}

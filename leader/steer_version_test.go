@@ -164,6 +164,11 @@ func TestUpgradeStopFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		delete(s.es, "old0")
+		// A stop-first step: the old leader is gone, and another old
+		// candidate leads before the new one starts.
+		if !s.awaitTerms(2, time.Minute) {
+			t.Fatal("leadership did not reach old1")
+		}
 		s.start("new0", versioned("2.0.0")...)
 		if !s.awaitTerms(3, time.Minute) {
 			t.Fatal("leadership did not reach new0")

@@ -45,7 +45,7 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 
 	err = e.preflight(cctx)
 	if err == nil {
-		err = e.lockInTurn(cctx)
+		err = e.xfer.lockInTurn(cctx)
 	}
 	stop(nil)
 

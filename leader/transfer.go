@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -74,15 +75,16 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	if e.cfg.members == nil {
 		return ErrNoMembers
 	}
-	return e.transfer(ctx, to, ErrTransferred, nil)
+	return e.xfer.transfer(ctx, to, ErrTransferred, nil)
 }
 
 // transfer is Transfer, ending the term with cause; only, if not nil, is
 // the term to transfer (ErrNotLeader once another began).
-func (e *Election) transfer(ctx context.Context, to string, cause error, only *term) error {
+func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term) error {
+	e := x.e
 	select {
-	case e.xfer.turn <- struct{}{}:
-		defer func() { <-e.xfer.turn }()
+	case x.turn <- struct{}{}:
+		defer func() { <-x.turn }()
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -96,20 +98,20 @@ func (e *Election) transfer(ctx context.Context, to string, cause error, only *t
 		return nil
 	}
 	// When to is next already, nobody need step aside: hand over at once.
-	next, queued, err := e.readNext(ctx, t, to)
+	next, queued, err := x.readNext(ctx, t, to)
 	switch {
 	case err == nil && next && !plantedSkipWait():
-		return e.handOver(ctx, t, cause)
+		return x.handOver(ctx, t, cause)
 	case t.ctx.Err() != nil:
 		return ErrNotLeader
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case err != nil || !queued:
-		if err := e.checkLive(ctx, to); err != nil {
+		if err := x.checkLive(ctx, to); err != nil {
 			return err
 		}
 	}
-	if !e.setHandover(t, Handover{To: to, Term: t.token}) {
+	if !x.setHandover(t, Handover{To: to, Term: t.token}) {
 		return ErrNotLeader
 	}
 	// Tell the candidates now, not at the next heartbeat. A failed write
@@ -121,20 +123,21 @@ func (e *Election) transfer(ctx context.Context, to string, cause error, only *t
 	// candidates ignore (behindMe). The worst a stale one does is make a
 	// candidate step aside when it need not: it waits longer, and the
 	// grant rule is untouched.
-	e.putMemberWithin(ctx)
-	if err := e.awaitNext(ctx, t, to); err != nil {
-		e.setHandover(t, Handover{})
-		e.putMemberWithin(context.WithoutCancel(ctx))
+	x.putMemberWithin(ctx)
+	if err := x.awaitNext(ctx, t, to); err != nil {
+		x.setHandover(t, Handover{})
+		x.putMemberWithin(context.WithoutCancel(ctx))
 		return err
 	}
-	return e.handOver(ctx, t, cause)
+	return x.handOver(ctx, t, cause)
 }
 
 // handOver ends term t with cause for Transfer, as Resign does: the context is
 // cancelled before the lease is released, which is what keeps the next
 // leader from starting while leader-only work may still run (under Run
 // the term's watch releases once fn has returned).
-func (e *Election) handOver(ctx context.Context, t *term, cause error) error {
+func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
+	e := x.e
 	if plantedReleasesFirst(t) {
 		e.release(ctx, t)
 		plantedPause(e.client.TTL() / 10)
@@ -172,12 +175,13 @@ func (e *Election) handOver(ctx context.Context, t *term, cause error) error {
 // it. It reads every poll interval (WithPollInterval), until ctx ends
 // (its cause), t ends (ErrNotLeader) or to is no live member
 // (ErrNotCandidate; asked only while to has no claim).
-func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
+func (x *handoff) awaitNext(ctx context.Context, t *term, to string) error {
+	e := x.e
 	if plantedSkipWait() {
 		return nil
 	}
 	for {
-		next, queued, err := e.readNext(ctx, t, to)
+		next, queued, err := x.readNext(ctx, t, to)
 		switch {
 		case t.ctx.Err() != nil:
 			return ErrNotLeader
@@ -188,7 +192,7 @@ func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
 		case next:
 			return nil
 		case !queued:
-			if err := e.checkLive(ctx, to); err != nil {
+			if err := x.checkLive(ctx, to); err != nil {
 				return err
 			}
 		}
@@ -207,7 +211,8 @@ func (e *Election) awaitNext(ctx context.Context, t *term, to string) error {
 
 // readNext reads the lease's queue: whether to's claim is next after
 // term t's (nextAfter), and whether to has a claim.
-func (e *Election) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
+func (x *handoff) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
+	e := x.e
 	q, err := e.client.Queue(ctx, LockKey(e.name))
 	if err != nil {
 		return false, false, err
@@ -236,7 +241,8 @@ func nextAfter(q []dsync.ClaimInfo, self string, token uint64, to string) (next,
 
 // checkLive returns nil if to is a live member, ErrNotCandidate if not,
 // or why the member store could not tell.
-func (e *Election) checkLive(ctx context.Context, to string) error {
+func (x *handoff) checkLive(ctx context.Context, to string) error {
+	e := x.e
 	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -252,20 +258,22 @@ func (e *Election) checkLive(ctx context.Context, to string) error {
 
 // setHandover sets the handover this candidate's status shows while term
 // t lasts (h zero: none), and reports whether t still does.
-func (e *Election) setHandover(t *term, h Handover) bool {
+func (x *handoff) setHandover(t *term, h Handover) bool {
+	e := x.e
 	e.state.Lock()
 	defer e.state.Unlock()
 	if e.term != t || t.ctx.Err() != nil {
 		return false
 	}
-	e.xfer.handover = h
+	x.handover = h
 	return true
 }
 
 // handoverLocked is the handover to show in this candidate's status: none
 // once the term it was of is over. e.state is held.
-func (e *Election) handoverLocked() Handover {
-	h := e.xfer.handover
+func (x *handoff) handoverLocked() Handover {
+	e := x.e
+	h := x.handover
 	if h.To == "" || e.term == nil || e.term.ctx.Err() != nil || e.term.token != h.Term {
 		return Handover{}
 	}
@@ -274,18 +282,25 @@ func (e *Election) handoverLocked() Handover {
 
 // putMemberWithin writes this candidate's status now, within ctx and a
 // heartbeat interval, as a heartbeat does.
-func (e *Election) putMemberWithin(ctx context.Context) {
+func (x *handoff) putMemberWithin(ctx context.Context) {
+	e := x.e
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.heartbeatInterval)
 	defer cancel()
 	e.putMember(ctx)
 }
 
-// transferState is an Election's part in transfers: the handover it
-// shows while it leads, and, while it waits to lead, how to step aside.
-type transferState struct {
+// handoff is an Election's part in transfers: the handover it shows
+// while it leads, and, while it waits to lead, how to step aside. It
+// owns that state; e is the Election it is part of, whose term (under
+// e.state), lease, client, member store and status it uses.
+type handoff struct {
+	e        *Election
 	turn     chan struct{} // one Transfer at a time
 	handover Handover      // under e.state
 	// aside, while campaign waits for the lock (lockInTurn), ends that
 	// wait so that the candidate claims again; under e.state.
 	aside context.CancelCauseFunc
+	// requested is the term whose transfer request was acted on
+	// (transfer_request.go).
+	requested atomic.Uint64
 }

@@ -26,25 +26,26 @@ var errStepAside = errors.New("leader: step aside for a transfer")
 // does not confirm it, goes on sending it in the background and before
 // the next claim), and the new claim lands behind every claim there is,
 // the handover's candidate's included.
-func (e *Election) lockInTurn(ctx context.Context) error {
+func (x *handoff) lockInTurn(ctx context.Context) error {
+	e := x.e
 	for {
-		if err := e.awaitEligible(ctx); err != nil {
+		if err := e.steering.awaitEligible(ctx); err != nil {
 			return err
 		}
 		wctx, cancel := context.WithCancelCause(ctx)
 		e.state.Lock()
-		e.xfer.aside = cancel
+		x.aside = cancel
 		e.state.Unlock()
 		err := e.mu.LockContext(wctx)
 		e.state.Lock()
-		e.xfer.aside = nil
+		x.aside = nil
 		e.state.Unlock()
 		cause := context.Cause(wctx)
 		cancel(nil)
 		switch {
 		case err != nil && (cause == errStepAside || cause == errIneligible) && ctx.Err() == nil:
 			continue // the wait ended to step aside: claim again (once eligible)
-		case err == nil && e.passes(ctx):
+		case err == nil && e.steering.passes(ctx):
 			// A newer version is live: begin no term, and give the lease
 			// to the next in line at once.
 			e.unlockQuietly(ctx)
@@ -66,9 +67,10 @@ func (e *Election) lockInTurn(ctx context.Context) error {
 // it back in the queue and never lets anyone hold. A leader that crashed
 // after writing its handover makes candidates step aside for its
 // candidate while its lease runs out, no more.
-func (e *Election) stepAsideIfAsked(ctx context.Context) {
+func (x *handoff) stepAsideIfAsked(ctx context.Context) {
+	e := x.e
 	e.state.Lock()
-	aside := e.xfer.aside
+	aside := x.aside
 	e.state.Unlock()
 	if aside == nil {
 		return

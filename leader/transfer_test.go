@@ -89,7 +89,10 @@ func transferScenario(t *testing.T, behind, to int) []string {
 		es = append(es, start(fmt.Sprintf("b%d", i)))
 	}
 	want := fmt.Sprintf("b%d", to)
-	time.Sleep(time.Second) // every candidate's status written
+	// Every candidate's status is written by then; and the transfer
+	// begins between two of their heartbeats (each second), so that
+	// none of them steps aside in the instant it begins.
+	time.Sleep(time.Second + time.Second/2)
 
 	tctx, tcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer tcancel()

@@ -120,7 +120,7 @@ func electionOf(re statusread.Election) Election {
 		}
 	}
 	for _, m := range re.Members {
-		e.Members = append(e.Members, Member{ID: m.ID, Host: m.Host, PID: m.PID, Version: m.Version,
+		e.Members = append(e.Members, Member{ID: m.ID, Host: m.Host, PID: m.PID, Version: m.Version, Priority: m.Priority,
 			Leader: e.Leader != nil && m.ID == e.Leader.ID, LastSeen: m.LastSeen, LastSeenMS: millis(m.LastSeen, now)})
 	}
 	return e

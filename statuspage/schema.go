@@ -209,6 +209,8 @@ type Member struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
+	// Priority is its leader.WithPriority (0 when it set none).
+	Priority int `json:"priority"`
 	// Leader: this member is the Election's Leader (the same ID).
 	Leader bool `json:"leader"`
 	// LastSeen is its last heartbeat, LastSeenMS the time since.

@@ -63,6 +63,21 @@ Flags:
                 (default 15s, at least 100ms, at most 5m)
   --grace D     time between SIGTERM and SIGKILL (default 5s)
   --version V   version string this candidate reports in 'dsync status'
+  --progress D  end a term whose CMD reports no progress for D, as a
+                lost one ends (CMD stopped, campaign again): CMD
+                reports by writing anything to the file descriptor
+                $DSYNC_PROGRESS_FD names; writes send nothing to the
+                server (default 0: no deadline)
+  --priority N  this candidate's priority (default 0): at a handover the
+                live candidate of the highest priority leads
+  --preempt-after D
+                while leading, hand over to a better candidate (of a
+                higher priority, or a newer --version under
+                --version-rule) seen queued for D (default: never)
+  --version-rule
+                leadership follows the newest --version among the live
+                candidates: this one does not lead while a newer one
+                is live (versions compare as semantic versions)
   --listen      watch the election instead of campaigning
   (and the global flags; see 'dsync -h')
 
@@ -91,6 +106,10 @@ type electFlags struct {
 	ttl, grace time.Duration
 	version    string
 	listen     bool
+	progress   time.Duration // --progress; 0: none
+	priority   int           // --priority
+	preempt    time.Duration // --preempt-after; <0: never
+	versions   bool          // --version-rule
 }
 
 func runElect(g *globals, args []string) int {
@@ -145,6 +164,10 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
 	fs.StringVar(&f.version, "version", "", "")
 	fs.BoolVar(&f.listen, "listen", false, "")
+	fs.DurationVar(&f.progress, "progress", 0, "")
+	fs.IntVar(&f.priority, "priority", 0, "")
+	fs.DurationVar(&f.preempt, "preempt-after", -1, "")
+	fs.BoolVar(&f.versions, "version-rule", false, "")
 	pos, argv, code, err := parseArgs(fs, electHelp, args, true)
 	if err != nil {
 		return f, "", nil, code, false
@@ -156,6 +179,12 @@ func parseElect(g *globals, args []string) (f electFlags, name string, argv []st
 		err = errors.New("--listen runs no command")
 	case f.grace <= 0:
 		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	case f.progress < 0:
+		err = fmt.Errorf("--progress must not be negative, got %v", f.progress)
+	case f.progress > 0 && len(argv) == 0:
+		err = errors.New("--progress needs a command to report it")
+	case f.versions && f.version == "":
+		err = errors.New("--version-rule needs this candidate's --version")
 	default:
 		err = checkName(pos[0], maxElectionName)
 	}

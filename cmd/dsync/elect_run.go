@@ -25,6 +25,8 @@ type electRun struct {
 	rn   *runner
 	e    *leader.Election
 	term leader.Info // set by OnElected, on the goroutine that calls Run
+	// progress: the command reports progress (--progress), on a pipe.
+	progress bool
 }
 
 // options are the Election's options the flags ask for, with the hook
@@ -33,6 +35,19 @@ func (el *electRun) options(f electFlags, r *reporter) []leader.Option {
 	opts := []leader.Option{
 		leader.WithVersion(f.version), leader.WithLogger(r.logger()),
 		leader.OnElected(func(info leader.Info) { el.term = info }),
+	}
+	if f.progress > 0 {
+		el.progress = true
+		opts = append(opts, leader.WithProgressDeadline(f.progress))
+	}
+	if f.priority != 0 {
+		opts = append(opts, leader.WithPriority(f.priority))
+	}
+	if f.preempt >= 0 {
+		opts = append(opts, leader.WithPreemption(f.preempt))
+	}
+	if f.versions {
+		opts = append(opts, leader.WithVersionRule(nil))
 	}
 	if f.ttl/3 > maxHeartbeat {
 		// The heartbeat is a third of the TTL by default; dsync status
@@ -52,14 +67,27 @@ func (el *electRun) lead(ctx, lctx context.Context) error {
 	}
 	rn := el.rn
 	env := []string{"DSYNC_ELECTION=" + el.name, "DSYNC_TOKEN=" + strconv.FormatUint(el.term.Token, 10)}
-	j, err := rn.start(lctx, env)
+	var pipe *progressPipe
+	if el.progress {
+		var err error
+		if pipe, err = newProgressPipe(); err != nil {
+			return err
+		}
+		env = append(env, pipe.env())
+	}
+	j, err := rn.start(lctx, env, pipe.files()...)
 	if err != nil {
+		pipe.discard()
 		if lctx.Err() != nil {
 			return nil // lost, or a signal arrived: Run knows which
 		}
 		return err
 	}
 	defer rn.sup.finished()
+	if pipe != nil {
+		pipe.watch(lctx)
+		defer pipe.close()
+	}
 	rn.r.say("leading %q (term %d); running %s (pid %d)", el.name, el.term.Token, rn.argv[0], j.cmd.Process.Pid)
 	if rn.wait(j, lctx.Done()) {
 		return &exited{j.status}
@@ -70,7 +98,7 @@ func (el *electRun) lead(ctx, lctx context.Context) error {
 		j.stop(rn.grace)
 		return nil
 	}
-	rn.stopLost(j, "leadership of %q lost (term %d): its lease could no longer be guaranteed", el.name, el.term.Token)
+	rn.stopLost(j, "leadership of %q lost (term %d): %s", el.name, el.term.Token, lossWhy(lctx))
 	rn.r.say("command stopped (status %d); campaigning again for %q", j.status, el.name)
 	standingBy(ctx, rn.r, el.e)
 	return nil

@@ -40,12 +40,14 @@ func lookCommand(name string) (path string, code int, err error) {
 }
 
 // startJob starts argv (argv[0] found at path) with dsync's stdin, stdout
-// and stderr and extra environment variables.
-func startJob(path string, argv, env []string, group bool) (*job, error) {
+// and stderr, extra environment variables, and extra open files (the
+// first as descriptor 3).
+func startJob(path string, argv, env []string, group bool, extra ...*os.File) (*job, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), env...)
+	cmd.ExtraFiles = extra
 	setProcAttr(cmd, group)
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -13,6 +13,8 @@
 //	dsync partition NAME --shards N -- CMD  # run CMD for each shard of NAME this process owns
 //	dsync status [NAME] [--json]         # locks, holders, election members
 //	dsync revoke --key K --reason TEXT   # make K's holder give it up (within one TTL)
+//	dsync transfer NAME --to MEMBER      # hand NAME's leadership to a chosen candidate
+//	dsync drain PARTITION MEMBER [--undo] # move a member's shards off it, for good
 //	dsync clock                          # this clock's offset from the server's
 //	dsync completion bash|zsh|fish       # a shell completion script
 //
@@ -62,7 +64,7 @@ var commands []*command // filled in init, to break the initialization cycle wit
 
 func init() {
 	commands = []*command{
-		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, partitionCmd, statusCmd, revokeCmd, clockCmd, doctorCmd, completionCmd,
+		demoCmd, serverCmd, lockCmd, onceCmd, electCmd, partitionCmd, statusCmd, revokeCmd, transferCmd, drainCmd, clockCmd, doctorCmd, completionCmd,
 		candidateCmd,
 		{name: "version", summary: "print dsync's version", usage: versionUsage, run: runVersion},
 		{name: "help", usage: helpUsage, run: runHelp},

@@ -55,6 +55,11 @@ Flags:
   --ttl D       lease length: a crashed owner's shards move within about
                 D (default 15s, at least 100ms, at most 5m)
   --grace D     time between SIGTERM and SIGKILL (default 5s)
+  --progress D  end a shard's run whose CMD reports no progress for D,
+                as a lost shard's ends (CMD stopped; the shard moves to
+                another process): CMD reports by writing anything to the
+                file descriptor $DSYNC_PROGRESS_FD names; writes send
+                nothing to the server (default 0: no deadline)
   (and the global flags; see 'dsync -h')
 
 Exit status: 0 after a signal made dsync leave; the status of a CMD that
@@ -77,6 +82,7 @@ type partitionFlags struct {
 	shards     int
 	weight     float64
 	ttl, grace time.Duration
+	progress   time.Duration // --progress; 0: none
 }
 
 func runPartition(g *globals, args []string) int {
@@ -105,14 +111,14 @@ func runPartition(g *globals, args []string) int {
 	if err != nil {
 		return fail("partition", exitDsync, err)
 	}
-	p, err := leader.NewPartition(s.locks, members, name, f.shards, leader.WithWeight(f.weight))
+	p, err := leader.NewPartition(s.locks, members, name, f.shards, leader.WithWeight(f.weight), leader.WithShardProgressDeadline(f.progress))
 	if err != nil {
 		return fail("partition", exitDsync, err)
 	}
 	defer p.Close()
 	rctx, end := context.WithCancelCause(ctx)
 	defer end(nil)
-	pr := &partitionRun{name: name, shards: f.shards, rn: rn, leaving: ctx, end: end}
+	pr := &partitionRun{name: name, shards: f.shards, rn: rn, leaving: ctx, end: end, progress: f.progress > 0}
 	r.info("joining partition %q (%d shards) as %s", name, f.shards, p.ID())
 	return pr.exit(ctx, p.Run(rctx, pr.own))
 }
@@ -125,6 +131,7 @@ func parsePartition(g *globals, args []string) (f partitionFlags, name string, a
 	fs.Float64Var(&f.weight, "weight", 1, "")
 	fs.DurationVar(&f.ttl, "ttl", dsync.DefaultTTL, "")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "")
+	fs.DurationVar(&f.progress, "progress", 0, "")
 	pos, argv, code, err := parseArgs(fs, partitionHelp, args, true)
 	if err != nil {
 		return f, "", nil, code, false
@@ -140,6 +147,8 @@ func parsePartition(g *globals, args []string) (f partitionFlags, name string, a
 		err = fmt.Errorf("--weight must be positive (at most 1e6), got %v", f.weight)
 	case f.grace <= 0:
 		err = fmt.Errorf("--grace must be positive, got %v", f.grace)
+	case f.progress < 0:
+		err = fmt.Errorf("--progress must not be negative, got %v", f.progress)
 	default:
 		// The longest shard election name is the last shard's.
 		suffix := "#" + strconv.Itoa(f.shards-1)
@@ -170,6 +179,8 @@ type partitionRun struct {
 	// hands the shard back, which ends the term, before it checks
 	// whether the term had ended, and would run the command again.)
 	end context.CancelCauseFunc
+	// progress: each command reports progress (--progress), on a pipe.
+	progress bool
 }
 
 // own runs the command for shard while this process owns it, ctx's term.
@@ -183,10 +194,24 @@ func (pr *partitionRun) own(ctx context.Context, shard int) error {
 	if ctx.Err() != nil {
 		return nil // lost or handed over before it started
 	}
-	j, err := startJob(rn.path, rn.argv, env, rn.sup.group)
+	var pipe *progressPipe
+	if pr.progress {
+		var err error
+		if pipe, err = newProgressPipe(); err != nil {
+			pr.end(err)
+			return err
+		}
+		env = append(env, pipe.env())
+	}
+	j, err := startJob(rn.path, rn.argv, env, rn.sup.group, pipe.files()...)
 	if err != nil {
+		pipe.discard()
 		pr.end(err)
 		return err
+	}
+	if pipe != nil {
+		pipe.watch(ctx)
+		defer pipe.close()
 	}
 	rn.r.say("owning shard %d of %q (term %d); running %s (pid %d)", shard, pr.name, term.Token, rn.argv[0], j.cmd.Process.Pid)
 	select {
@@ -197,7 +222,10 @@ func (pr *partitionRun) own(ctx context.Context, shard int) error {
 	case <-ctx.Done():
 	}
 	why := "lost or handed over"
-	if pr.leaving.Err() != nil {
+	switch {
+	case errors.Is(context.Cause(ctx), leader.ErrStalled):
+		why = "lost: " + lossWhy(ctx)
+	case pr.leaving.Err() != nil:
 		why = "left: " + context.Cause(pr.leaving).Error()
 	}
 	rn.r.say("shard %d of %q (term %d) %s; stopping its command (SIGTERM, SIGKILL after %v)", shard, pr.name, term.Token, why, rn.grace)

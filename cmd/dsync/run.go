@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 )
@@ -72,8 +73,8 @@ func (rn *runner) open(ctx context.Context, g *globals, ttl time.Duration) (s *s
 // has ended or a signal has arrived (the error is then the context's
 // cause, an errSignal for a signal). From then on, signals go to the
 // command.
-func (rn *runner) start(ctx context.Context, env []string) (*job, error) {
-	return rn.sup.start(ctx, rn.path, rn.argv, env)
+func (rn *runner) start(ctx context.Context, env []string, extra ...*os.File) (*job, error) {
+	return rn.sup.start(ctx, rn.path, rn.argv, env, extra...)
 }
 
 // startStatus is the exit status when the command did not start: 128+N

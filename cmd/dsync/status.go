@@ -16,8 +16,8 @@ import (
 
 // dsync status: the command, its flags and exit statuses. What it reads
 // is in status_read.go (through internal/statusread), how it prints it in
-// status_table.go, status_json.go, status_revoked.go, status_stalls.go
-// and, for the shards of partitions, status_shards.go.
+// status_table.go, status_json.go, status_revoked.go, status_stalls.go,
+// status_drained.go and, for the shards of partitions, status_shards.go.
 
 const statusUsage = `Usage: dsync status [NAME] [flags]
        dsync status --web [--addr HOST:PORT]
@@ -84,6 +84,10 @@ Last, whatever NAME or --prefix select: the sessions operators revoked
 claim's token, its holder's host and pid, when it stalled, last
 reported progress and began holding (server time; "?" where the holder
 did not say), marked "(last hour)" when it stalled in the last hour.
+Then, for the partitions shown, the members an operator drained (dsync
+drain) under "drained partition members:": the partition, the member's
+ID, its host and pid, and who drained it when and why (one read per
+partition).
 
 The columns are as wide as their cells (in terminal columns: a Chinese
 character takes two). The locks are printed a page at a time (100 lines,
@@ -275,6 +279,11 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 		}
 		if err := printStalls(os.Stdout, stalls, sum.now); err != nil {
 			return fail("status", exitFailure, err)
+		}
+		if t, ok := out.(*tableSink); ok {
+			if err := printDrained(ctx, os.Stdout, store.reader.Members, t.partitionNames()); err != nil {
+				return fail("status", exitFailure, err)
+			}
 		}
 	}
 	return exitOK

@@ -52,7 +52,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		{Name: "billing", Now: now, Leader: lead("c1", "here", 100, 9, 5), Lease: lease(claim(9, "here", 100, "s1", 5, 45)),
 			Members: []leader.Member{
 				{ID: "c1", Host: "here", PID: 100, Version: "v1", LastSeen: at(28), Value: "at c1", Term: 9},
-				{ID: "c2", Host: "there", PID: 203, Version: "v0", LastSeen: at(29)},
+				{ID: "c2", Host: "there", PID: 203, Version: "v0", Priority: 5, LastSeen: at(29)},
 			}},
 		{Name: "grid#1", Now: now},                                        // a shard nobody owns
 		{Name: "solo", Now: now, Leader: lead("c3", "there", 204, 2, 12)}, // its term ended as it was read
@@ -98,7 +98,7 @@ const statusJSONGolden = `{"lock":{"key":"jobs","kind":"mutex","name":"jobs","st
 {"lock":{"key":"dsync:sem/encode","kind":"semaphore","name":"encode","state":"2/3","holders":[{"token":3,"owner":"owner-s3","host":"there","pid":201,"mode":"weighted","weight":2,"limit":3,"queuedAt":"2026-11-28T12:00:29.0015Z","expiresAt":"2026-11-28T12:00:40Z","heldForMs":998,"expiresInMs":10000,"session":"s3"}],"waiting":[]}}
 {"lock":{"key":"dsync:once/migrate","kind":"once","name":"migrate","state":"done","holders":[],"waiting":[]}}
 {"lock":{"key":"dsync:team/free","kind":"mutex","name":"dsync:team/free","state":"free","holders":[],"waiting":[]}}
-{"election":{"name":"billing","key":"dsync:election/billing","leader":{"id":"c1","host":"here","pid":100,"commandPid":1100,"version":"v1","value":"at c1","term":9,"since":"2026-11-28T12:00:05Z","heldForMs":25000,"expiresAt":"2026-11-28T12:00:45Z","expiresInMs":15000},"members":[{"id":"c1","host":"here","pid":100,"version":"v1","leader":true,"lastSeen":"2026-11-28T12:00:28Z","lastSeenAgoMs":2000},{"id":"c2","host":"there","pid":203,"version":"v0","leader":false,"lastSeen":"2026-11-28T12:00:29Z","lastSeenAgoMs":1000}]}}
+{"election":{"name":"billing","key":"dsync:election/billing","leader":{"id":"c1","host":"here","pid":100,"commandPid":1100,"version":"v1","value":"at c1","term":9,"since":"2026-11-28T12:00:05Z","heldForMs":25000,"expiresAt":"2026-11-28T12:00:45Z","expiresInMs":15000},"members":[{"id":"c1","host":"here","pid":100,"version":"v1","priority":0,"leader":true,"lastSeen":"2026-11-28T12:00:28Z","lastSeenAgoMs":2000},{"id":"c2","host":"there","pid":203,"version":"v0","priority":5,"leader":false,"lastSeen":"2026-11-28T12:00:29Z","lastSeenAgoMs":1000}]}}
 {"election":{"name":"solo","key":"dsync:election/solo","leader":{"id":"c3","host":"there","pid":204,"version":"v1","value":"at c3","term":2,"since":"2026-11-28T12:00:12Z","heldForMs":18000,"expiresInMs":0},"members":[]}}
 {"partition":{"name":"grid","shards":[{"shard":0,"election":"grid#0","key":"dsync:election/grid#0","owner":{"id":"c4","host":"here","pid":102,"commandPid":1102,"version":"v1","value":"at c4","term":11,"since":"2026-11-28T12:00:03Z","heldForMs":27000,"expiresAt":"2026-11-28T12:00:31Z","expiresInMs":1000}},{"shard":1,"election":"grid#1","key":"dsync:election/grid#1","owner":null}]}}
 {"revocation":{"session":"s2","by":"ops@b","reason":"stuck","at":"2026-11-28T12:00:20Z"}}

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/leader"
 )
 
 // Table cells are cut to these widths (in terminal columns), so that one
@@ -240,7 +241,7 @@ func (t *tableSink) electionRows(e statusread.Election) [][]string {
 	var standby [][]string
 	for _, m := range e.Members {
 		row := []string{name, "standby", "", t.cell(m.Host, maxHostWidth), strconv.Itoa(m.PID), "-",
-			t.cell(dash(m.Version), maxVersionWidth), fmtDur(max(e.Now.Sub(m.LastSeen), 0)) + " ago", ""}
+			t.cell(versionCell(m), maxVersionWidth), fmtDur(max(e.Now.Sub(m.LastSeen), 0)) + " ago", ""}
 		if e.Leader != nil && m.ID == e.Leader.ID {
 			row[1], row[2], row[5], row[8] = "leader", term, t.cmds.cell(m.Host, m.PID), left
 			first = row
@@ -325,4 +326,13 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// versionCell is a member's version, with its priority (leader.WithPriority)
+// when it set one: "1.4.0 p5".
+func versionCell(m leader.Member) string {
+	if m.Priority == 0 {
+		return dash(m.Version)
+	}
+	return fmt.Sprintf("%s p%d", dash(m.Version), m.Priority)
 }

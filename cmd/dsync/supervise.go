@@ -109,13 +109,13 @@ func (s *supervisor) killAfterGrace(j *job, sig syscall.Signal) {
 
 // start starts a job unless ctx has ended (a signal arrived), atomically
 // with respect to signal handling.
-func (s *supervisor) start(ctx context.Context, path string, argv, env []string) (*job, error) {
+func (s *supervisor) start(ctx context.Context, path string, argv, env []string, extra ...*os.File) (*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	j, err := startJob(path, argv, env, s.group)
+	j, err := startJob(path, argv, env, s.group, extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,27 @@ const (
 	// claim comes to hold begins its term without reading the members
 	// again, so an older version can lead while a newer one is live.
 	VersionGateSkipped
+	// DrainOnlyOwned: a leader.Partition keeps a drained member's weight
+	// and only avoids giving it the shards it owns now, so the shards it
+	// gives up come back to it, and it takes others.
+	DrainOnlyOwned
+	// StallNeverFires: a progress deadline (dsync.WithProgressDeadline)
+	// never stalls a hold, however long its work reports nothing.
+	StallNeverFires
+	// StallFromHoldStart: Progress is ignored, so a hold whose work
+	// reports progress is stalled a deadline after it began.
+	StallFromHoldStart
+	// StallReleasesFirst: a stalled hold's claim is released a tenth of
+	// the TTL before its Lost() closes, so the next holder holds beside
+	// it.
+	StallReleasesFirst
+	// StallKeepsClaim: a stalled hold's claim is never released, so the
+	// next waiter waits while the stalled holder's session lives.
+	StallKeepsClaim
+	// ShardStallStaysOwned: a leader.Partition member whose run of a
+	// shard stalled goes on listing the shard as owned, so the others do
+	// not take it until the run returns.
+	ShardStallStaysOwned
 )
 
 var planted atomic.Int32

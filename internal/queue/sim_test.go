@@ -61,6 +61,11 @@ import (
 //     segment between, so that a start after the second emptying can
 //     take that segment's number while the longer-span process still
 //     knows it (claimOfHistory).
+//   - simstuck_test.go: on half the seeds, a hold now and then stalls
+//     (a progress deadline ran out): its worker stops relying on it, its
+//     claim is released the margin later while its session renews for
+//     the others, and it claims the key again at once in the same
+//     session; the release is held back until that later claim landed.
 //
 // Each seed's history goes through integration/history's checker, with
 // the resets marked (tokens compared across emptyings too), and the owners' renewals through a storm check;
@@ -163,6 +168,7 @@ type simStats struct {
 	floorDrops                                  int // passed claims weighted waiters dropped below a floor (simslow_test.go)
 	stalled, stalledAfterEmpty, stalledCovering int // requests held back (simstall_test.go), landed just after an emptying, and gates among them still covering
 	twice, twiceMet                             int // double emptyings (simspan_test.go), and starts after them that took the number of the segment started in between
+	stuck, stuckLate                            int // holds stalled (simstuck_test.go), and their releases that landed after the same session's later claim of the key
 }
 
 func (a *simStats) add(b simStats) {
@@ -198,6 +204,8 @@ func (a *simStats) add(b simStats) {
 	a.onceLags += b.onceLags
 	a.doneKept += b.doneKept
 	a.heldSessions += b.heldSessions
+	a.stuck += b.stuck
+	a.stuckLate += b.stuckLate
 	a.twice += b.twice
 	a.twiceMet += b.twiceMet
 }
@@ -265,6 +273,8 @@ type sim struct {
 	// slow: whether the weighted key's waiters look rarely
 	// (simslow_test.go).
 	slow simSlow
+	// stuck: the stuck workers (simstuck_test.go).
+	stuck *simStuck
 	// once: whether owners run once workers (simonce_test.go).
 	once *simOnce
 	// compacted: keys a sweep compacted.
@@ -446,6 +456,7 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 		s.otherSpan = 1 + srng.IntN(3)
 	}
 	s.twice = newSimTwice(seed)
+	s.stuck = newSimStuck(seed)
 	for i := range 3 + rng.IntN(4) {
 		o := s.addOwner(i < 2)
 		if i < 2 {
@@ -577,7 +588,8 @@ func TestSimulation(t *testing.T) {
 		once.Runs == 0 || once.Done == 0 || once.Skips == 0 || once.Reruns == 0 ||
 		total.starts == 0 || total.orphans == 0 || total.compactions == 0 || total.lapses == 0 || total.revivals == 0 ||
 		total.onceLags == 0 || total.doneKept == 0 || total.slowGates == 0 || total.drops == 0 || total.doneForgotten == 0 ||
-		total.heldSessions == 0 || total.stalledAfterEmpty == 0 || total.stalledCovering == 0 || total.twice == 0) {
+		total.heldSessions == 0 || total.stalledAfterEmpty == 0 || total.stalledCovering == 0 || total.twice == 0 ||
+		total.stuckLate == 0) {
 		t.Fatalf("the simulation exercised too little: %d holds, %d handoffs, %d losses; %+v", holds, handoffs, losses, total)
 	}
 }

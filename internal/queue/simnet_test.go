@@ -212,6 +212,9 @@ func (n net) tornDelete(ctx context.Context, read func() []string, del func(ids 
 }
 
 func (n net) Insert(ctx context.Context, d queue.Doc) (err error) {
+	if h := n.s.stuck.held[d.ID]; h != nil && d.Kind == queue.KindRelease {
+		return n.s.stuck.insert(ctx, n.s, h, d)
+	}
 	if h := n.s.server.stalledAfter[d.ID]; h != nil && d.Kind == queue.KindWithdraw {
 		return n.callAfterStalled(ctx, h, func() {
 			err := n.s.server.store.Insert(bg, d)

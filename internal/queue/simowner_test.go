@@ -372,6 +372,7 @@ func (o *owner) sampler(a *actor) {
 
 func (o *owner) worker(a *actor, keys []string) {
 	s, ctx := o.s, a.ctx()
+	again := "" // the key a stalled hold's worker claims again
 	for s.now < simLength {
 		ss := o.sess
 		if ss == nil || ss.lease.Retired() {
@@ -385,6 +386,9 @@ func (o *owner) worker(a *actor, keys []string) {
 			continue
 		}
 		key := keys[s.rng.IntN(len(keys))]
+		if again != "" {
+			key = again // a stuck worker's: at once, in the same session
+		}
 		if key == keyIdle && (s.now > simPhase1 && s.now < simPhase2) {
 			a.sleep(10 * time.Millisecond)
 			continue
@@ -402,15 +406,23 @@ func (o *owner) worker(a *actor, keys []string) {
 			a.sleep(time.Duration(5+s.rng.IntN(25)) * time.Millisecond)
 			continue
 		}
+		if key == again {
+			s.stuck.claimed(o, ss.id, key)
+		}
+		again = ""
 		o.claims++
-		o.await(a, c, ss, try, mode)
+		if o.await(a, c, ss, try, mode) {
+			again = key
+		}
 		o.claims--
 	}
 }
 
 // await waits until claim c of session ss holds, holds it a while and
-// releases it; or gives it up (patience, a try, the session's end).
-func (o *owner) await(a *actor, c *queue.Claim, ss *simSession, try bool, mode string) {
+// releases it; or gives it up (patience, a try, the session's end). It
+// reports whether the hold stalled (simstuck_test.go): its worker then
+// claims the key again.
+func (o *owner) await(a *actor, c *queue.Claim, ss *simSession, try bool, mode string) (stalled bool) {
 	s, ctx := o.s, a.ctx()
 	start, patience := s.now, time.Duration(100+s.rng.IntN(3000))*time.Millisecond
 	if s.slow.on(c.Terms) {
@@ -461,11 +473,20 @@ func (o *owner) await(a *actor, c *queue.Claim, ss *simSession, try bool, mode s
 				hold = s.slow.hold(hold)
 			}
 			hold = s.twice.hold(o, hold)
+			stalls := s.stuck.stalls()
 			a.sleep(hold)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)
+			if stalls {
+				// The hold stalled: its holder stopped relying on it (its
+				// session renews for the others alone), and the claim is
+				// released the margin later, the release held back.
+				s.stats.stuck++
+				a.sleep(simTTL / 20)
+				s.stuck.hold(o, c, ss.id)
+			}
 			_ = o.eng.End(ctx, c, true)
-			return
+			return stalls
 		}
 		if try || s.now-start > patience {
 			_ = o.eng.End(ctx, c, false)

@@ -65,7 +65,7 @@
     }
     if (e.members.length) {
       card.append(table(["Member", "Host", "PID", "Version", "Last heartbeat"],
-        e.members.map((m) => ({ cells: [m.id + (m.leader ? " (leader)" : ""), m.host, m.pid, m.version || "–", dur(m.lastSeenAgoMs) + " ago"] }))));
+        e.members.map((m) => ({ cells: [m.id + (m.leader ? " (leader)" : ""), m.host, m.pid, (m.version || "–") + (m.priority ? " · priority " + m.priority : ""), dur(m.lastSeenAgoMs) + " ago"] }))));
     }
     return card;
   }

@@ -38,6 +38,7 @@ func Check(h *History) []Violation {
 	vs = append(vs, CheckHeld(h)...)
 	vs = append(vs, CheckOnce(h)...)
 	vs = append(vs, CheckWatch(h)...)
+	vs = append(vs, CheckProgress(h)...)
 	vs = append(vs, CheckUpgrade(h)...)
 	return vs
 }

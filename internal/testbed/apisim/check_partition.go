@@ -40,6 +40,7 @@ type PartitionFigures struct {
 	// was not calm, or the processes disagree on the bucket span (so
 	// some members cannot campaign at all).
 	Skipped bool
+	Drain   DrainFigures // the operator's drains (PromiseDrain)
 }
 
 // Add adds o to f.
@@ -53,11 +54,12 @@ func (f *PartitionFigures) Add(o PartitionFigures) {
 	f.Windows += o.Windows
 	f.Changes += o.Changes
 	f.MinMoves += o.MinMoves
+	f.Drain.Add(o.Drain)
 }
 
 func (f PartitionFigures) String() string {
-	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed)",
-		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves)
+	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v",
+		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain)
 }
 
 // Check judges the partition's promises on h.
@@ -71,6 +73,7 @@ type membership struct {
 	id         string
 	proc       int
 	join, gone time.Time
+	crashed    bool
 }
 
 // CheckFigures judges the partition's promises on h, and says what it
@@ -88,7 +91,7 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 		} else {
 			f.Leaves++
 		}
-		ms = append(ms, membership{a.Key, a.Proc, a.Call, a.Return})
+		ms = append(ms, membership{a.Key, a.Proc, a.Call, a.Return, a.Outcome == memberCrashed})
 	}
 	for _, pf := range h.ProcFaults {
 		if pf.Kind == "pause" && slices.ContainsFunc(ms, func(m membership) bool {
@@ -127,6 +130,7 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 		span = max(span, sp)
 	}
 	ps.mu.Unlock()
+	vs = append(vs, ps.checkDrains(h, ms, byShard, hb, bound, !f.Skipped, &f.Drain)...)
 	h = stallsCover(h, 3*span)
 	if !f.Skipped {
 		vs = append(vs, ps.checkSettled(h, ms, byShard, bound, hb, &f)...)
@@ -160,6 +164,23 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		changes = append(changes, e)
 		what[e] = "emptying"
 	}
+	// A drain or undrain changes a member's weight, as a join or leave
+	// does: a drained member counts for nothing, and owns no shard once
+	// settled (checkDrains judges that); when every live member is
+	// drained, no shard is assigned and their owners keep them.
+	dl, _ := drainsOf(h)
+	dl.addChanges(&changes, what, member)
+	// A stalled run's shard moves to another member, and may come back
+	// once the run returned.
+	for _, ts := range byShard {
+		for _, t := range ts {
+			if t.Stalled && !t.End.IsZero() {
+				changes = append(changes, t.Lost, t.End)
+				what[t.Lost] = fmt.Sprintf("stall of %s's shard %d", t.Member, t.Shard)
+				what[t.End] = fmt.Sprintf("return of %s's stalled run of shard %d", t.Member, t.Shard)
+			}
+		}
+	}
 	slices.SortFunc(changes, time.Time.Compare)
 	changes = slices.Compact(changes)
 	var vs []Violation
@@ -177,6 +198,7 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 				live = append(live, m.id)
 			}
 		}
+		live = dl.undrained(live, a)
 		if len(live) == 0 || b.Sub(a) <= bound || faultNear(h, a.Add(-bound), b) {
 			prev = nil
 			continue
@@ -184,6 +206,9 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		f.Windows++
 		from := a.Add(bound)
 		for s, ts := range byShard {
+			if allStalled(ts, live, a, b) {
+				continue // no member is free to take it
+			}
 			// A handover leaves a shard without an owner for a moment,
 			// and so does a lease lost to the network's faults until its
 			// owner takes it again: a spell of a heartbeat at most.
@@ -201,7 +226,9 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 			for _, t := range ts {
 				if !t.Start.After(at) && t.validEnd().After(at) {
 					owners[s] = t.Member
-					count[t.Member]++
+					if !dl.drainedAt(t.Member, a) {
+						count[t.Member]++
+					}
 				}
 			}
 		}
@@ -209,7 +236,7 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 		for _, n := range count {
 			lo, hi = min(lo, n), max(hi, n)
 		}
-		if hi-lo > 1 {
+		if hi-lo > 1 && !stallUnderWay(byShard, at) {
 			vs = append(vs, Violation{PromisePartitionBalance, fmt.Sprintf("at %v, %v after the change at %v (%s): shards owned %v", at.Format(tf), at.Sub(a), a.Format(tf), what[a], count)})
 		}
 		cur := &snapshot{end: b, owners: owners, live: live}
@@ -322,4 +349,32 @@ func minMoves(owners, live []string) int {
 		}
 	}
 	return n - keep - min(extra, over)
+}
+
+// allStalled reports whether every member of live had a stalled run of
+// the shard (whose terms are ts) under way throughout [a, b]: the shard
+// is assigned to none of them until its run returns.
+func allStalled(ts []*Term, live []string, a, b time.Time) bool {
+	for _, id := range live {
+		if !slices.ContainsFunc(ts, func(t *Term) bool {
+			return t.Member == id && t.Stalled && !t.Lost.After(a) && (t.End.IsZero() || !t.End.Before(b))
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// stallUnderWay reports whether a stalled run was under way at t: its
+// member is assigned none of its shard meanwhile, so the others are not
+// balanced as without it.
+func stallUnderWay(byShard [][]*Term, t time.Time) bool {
+	for _, ts := range byShard {
+		for _, x := range ts {
+			if x.Stalled && !x.Lost.After(t) && (x.End.IsZero() || x.End.After(t)) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -71,6 +71,20 @@ func (ps *parts) semaphore(key string) (*dsync.Semaphore, error) {
 	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit)
 }
 
+// progressMutex, progressRWMutex and progressSemaphore make values whose
+// holds have a progress deadline of d (WithProgressDeadline).
+func (ps *parts) progressMutex(key string, d time.Duration) (*dsync.Mutex, error) {
+	return dsync.NewMutex(ps.client, key, dsync.WithProgressDeadline(d))
+}
+
+func (ps *parts) progressRWMutex(key string, d time.Duration) (*dsync.RWMutex, error) {
+	return dsync.NewRWMutex(ps.client, key, dsync.WithProgressDeadline(d))
+}
+
+func (ps *parts) progressSemaphore(key string, d time.Duration) (*dsync.Semaphore, error) {
+	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, dsync.WithProgressDeadline(d))
+}
+
 func (ps *parts) once(key string) (*dsync.Once, error) {
 	return dsync.NewOnce(ps.client, key)
 }
@@ -80,8 +94,9 @@ func (ps *parts) once(key string) (*dsync.Once, error) {
 // deadline learns of its loss when it resumes (the documented limit of a
 // paused process), and the checker ends its term at the deadline
 // (Hold.End).
-func (ps *parts) election(name string) (*leader.Election, error) {
-	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard))
+// A progress deadline of d is set on its terms unless d is 0.
+func (ps *parts) election(name string, d time.Duration) (*leader.Election, error) {
+	return leader.NewElection(ps.elections, name, leader.WithMembers(ps.members), leader.WithLogger(discard), leader.WithProgressDeadline(d))
 }
 
 // watcher makes an Election that only watches who leads (it never

@@ -2,9 +2,11 @@ package apisim
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -13,7 +15,13 @@ import (
 // member first), and again, until the incarnation ends.
 func (inc *incarnation) campaign() {
 	w := inc.p.w
-	e, err := inc.ps.election("e")
+	// Half the incarnations' candidates have a progress deadline, and
+	// their terms' work reports progress (progress.go).
+	var d time.Duration
+	if w.chance(0.5) {
+		d = max(w.rand(3*inc.p.cfg.TTL/10, 2*inc.p.cfg.TTL), dsync.MinTTL)
+	}
+	e, err := inc.ps.election("e", d)
 	if err != nil {
 		panic(err)
 	}
@@ -24,12 +32,12 @@ func (inc *incarnation) campaign() {
 			return
 		}
 		ctx, done := w.op(inc.ctx)
-		inc.lead(ctx, e)
+		inc.lead(ctx, e, d)
 		done()
 	}
 }
 
-func (inc *incarnation) lead(ctx context.Context, e *leader.Election) {
+func (inc *incarnation) lead(ctx context.Context, e *leader.Election, d time.Duration) {
 	w := inc.p.w
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -56,8 +64,17 @@ func (inc *incarnation) lead(ctx context.Context, e *leader.Election) {
 	lost := make(chan struct{})
 	stop := context.AfterFunc(lctx, func() { close(lost) })
 	defer stop()
-	giveUp := inc.hold(&Hold{Who: e.ID(), Prim: PrimElection, Key: storedElection("e"), Token: info.Token, Call: call}, lost)
-	sleepCtx(lctx, inc.holdFor())
+	h := &Hold{Who: e.ID(), Prim: PrimElection, Key: storedElection("e"), Token: info.Token, Call: call}
+	if d > 0 {
+		h.Progress = &ProgressLog{D: d, TTL: inc.p.cfg.TTL}
+		leader.Progress(lctx)
+	}
+	giveUp := inc.hold(h, lost)
+	if d == 0 {
+		sleepCtx(lctx, inc.holdFor())
+	} else if inc.progressWork(lctx, lost, func() { leader.Progress(lctx) }, h.Progress, h.Start) {
+		inc.stalled(h.Progress, errors.Is(context.Cause(lctx), leader.ErrStalled))
+	}
 	if lctx.Err() == nil && w.chance(0.3) {
 		// The hold ends when the term's context is cancelled (lost), which
 		// Transfer does before it releases.

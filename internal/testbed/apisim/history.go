@@ -79,6 +79,9 @@ type Hold struct {
 	// PausedAtDeadline: the process was paused at the hold's deadline,
 	// so it could not learn of its loss then.
 	PausedAtDeadline bool
+	// Progress: the hold had a progress deadline (progress.go); nil
+	// otherwise.
+	Progress *ProgressLog
 }
 
 // End is when the hold stopped being valid: the earliest of its end by
@@ -161,6 +164,10 @@ type History struct {
 	// and QueueReads each of their Client.Queue reads.
 	Observations []*Observation
 	QueueReads   []*QueueRead
+	// Waits are the blocking Locks of Mutexes and RWMutexes.
+	Waits []*Wait
+	// Calm: the run was calm (Options.Calm).
+	Calm bool
 	// Upgrade is what the rolling-upgrade actor did (upgrade.go); nil:
 	// the run had none.
 	Upgrade *UpgradeRun

@@ -167,6 +167,11 @@ func (inc *incarnation) work(who string) {
 			done()
 			continue
 		}
+		if w.chance(progressShare) {
+			inc.progress(ctx, who)
+			done()
+			continue
+		}
 		switch x := w.rand(0, 100); {
 		case x < 35:
 			key := fmt.Sprintf("m%d", x%2)
@@ -233,6 +238,7 @@ func (inc *incarnation) mutex(ctx context.Context, who, key string) {
 		err = m.TryLockContext(lctx)
 	} else {
 		err = m.LockContext(lctx)
+		inc.wait(key, call, err)
 	}
 	w.count(outcome("mutex", err))
 	if err != nil {
@@ -332,6 +338,9 @@ func (inc *incarnation) rwOnce(ctx context.Context, who, key string, v rwValue, 
 		err = m.TryRLockContext(lctx)
 	default:
 		err = m.RLockContext(lctx)
+	}
+	if !try {
+		inc.wait(storedRW(key), call, err)
 	}
 	w.count(outcome("rw-"+string(prim), err))
 	if err != nil {

@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -50,10 +51,14 @@ type Term struct {
 	// oracle (as Hold's; zero: no claim of its token was seen).
 	Deadline time.Time
 	Era      int
+	// Stalled: its member's progress deadline ended it (Lost), and its
+	// function kept working after (till End), as stuck work does.
+	Stalled bool
 }
 
 // validEnd is when the term stopped being a valid owner: when its
-// function returned, or its lease's deadline if that came first.
+// function returned, or its lease's deadline or its stall if that came
+// first.
 func (t *Term) validEnd() time.Time {
 	end := t.End
 	if end.IsZero() {
@@ -61,6 +66,9 @@ func (t *Term) validEnd() time.Time {
 	}
 	if !t.Deadline.IsZero() && t.Deadline.Before(end) {
 		end = t.Deadline
+	}
+	if t.Stalled && !t.Lost.IsZero() && t.Lost.Before(end) {
+		end = t.Lost
 	}
 	return end
 }
@@ -80,6 +88,14 @@ type PartitionSim struct {
 	// that works.
 	Calm bool
 
+	// Drains: an operator now and then drains a live member, or undrains
+	// one (drain.go), and CheckPartition judges PromiseDrain.
+	Drains bool
+
+	// Progress: half the members have a progress deadline for their
+	// shards' runs (progress.go), a third of which stall.
+	Progress bool
+
 	// StayMin and StayMax bound how many TTLs a member stays, drawn in
 	// between (default 5 and 30).
 	StayMin, StayMax int
@@ -93,6 +109,7 @@ type PartitionSim struct {
 	spansDisagree bool
 	live          map[int]bool // processes with a member now: one at most each
 	joins         map[int]int  // memberships each process began
+	drains        drainOperator
 
 	// writes, if set (by a test that debugs a seed), is told of each
 	// member status write and removal a member sends, with its outcome,
@@ -116,7 +133,11 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
 			ps.mu.Unlock()
-			return func(ctx context.Context, who string) { ps.member(ctx, env, who) }
+			return func(ctx context.Context, who string) {
+				if !ps.Drains || !ps.drainOp(ctx, env, who) {
+					ps.member(ctx, env, who)
+				}
+			}
 		},
 		Check: ps.Check,
 	}
@@ -155,7 +176,14 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		panic(err)
 	}
 	defer c.Close()
-	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards)
+	// Half the members have a progress deadline for their shards' runs
+	// (progress.go), in the runs that ask for it.
+	var d time.Duration
+	if ps.Progress && env.Chance(0.5) {
+		d = max(env.Rand(3*env.TTL()/10, 2*env.TTL()), dsync.MinTTL)
+	}
+	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards,
+		leader.WithShardProgressDeadline(d))
 	if err != nil {
 		panic(err)
 	}
@@ -184,8 +212,20 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		t.Era = len(p.w.hist.Emptyings)
 		p.w.hist.Terms = append(p.w.hist.Terms, t)
 		p.w.mu.Unlock()
+		stalled := false
+		if d > 0 {
+			stalled = shardWork(fctx, env, d)
+		}
 		<-fctx.Done()
 		lost := time.Now()
+		if stalled {
+			p.w.mu.Lock()
+			t.Stalled, t.Lost = true, lost
+			p.w.mu.Unlock()
+			// Stuck work goes on until it comes unstuck, or its process
+			// restarts: the shard is taken elsewhere meanwhile.
+			sleepCtx(env.inc.ctx, env.Rand(env.TTL(), 6*env.TTL()))
+		}
 		_ = p.waitRunning(context.Background()) // a paused process runs no code
 		mu.Lock()
 		if terms[t] {
@@ -238,6 +278,33 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 	leave()
 	<-ran
 	_ = part.Close()
+}
+
+// shardWork is a shard's function's work under a progress deadline of
+// d: it reports progress (leader.Progress) every 0 to d/2, and on a
+// third of the terms stops reporting at some point, until fctx ends. It
+// reports whether the term was stalled.
+func shardWork(fctx context.Context, env *Env, d time.Duration) bool {
+	stops := env.Chance(0.3)
+	stopAt := time.Now().Add(env.Rand(0, 4*env.TTL()))
+	for fctx.Err() == nil {
+		if stops && time.Now().After(stopAt) {
+			env.inc.p.w.count("partition shard stopped reporting")
+			<-fctx.Done()
+			break
+		}
+		sleepCtx(fctx, env.Rand(0, d/2))
+		// A paused process runs no code: it reports when it resumes.
+		if env.WaitRunning(fctx) != nil {
+			break
+		}
+		leader.Progress(fctx)
+	}
+	stalled := errors.Is(context.Cause(fctx), leader.ErrStalled)
+	if stalled {
+		env.inc.p.w.count("partition shard stalled")
+	}
+	return stalled
 }
 
 // memberClient makes a partition member's Client over p's faulty view of

@@ -23,6 +23,18 @@ var (
 // with -apisim.calm.
 func partitionCalm(seed int64) bool { return *partCalm || seed%4 < 2 }
 
+// partitionDrains reports whether seed's operator drains members: half
+// the seeds, calm or not, so that the other half judge the moves of
+// joins and leaves as often as before drains existed.
+func partitionDrains(seed int64) bool { return seed%4 == 0 || seed%4 == 3 }
+
+// partitionProgress reports whether seed's members have shard progress
+// deadlines: three seeds in four. The fourth, calm and without drains,
+// judges the moves of joins and leaves alone, as often as before stalls
+// moved shards too (a stall is a change, and the calm checks wait for
+// the spells between changes).
+func partitionProgress(seed int64) bool { return seed%4 != 1 }
+
 // partitionSeeds is the seeds of a partition run: -apisim.seed alone, or
 // the first -apisim.partseeds.
 func partitionSeeds() []int64 {
@@ -53,7 +65,7 @@ func simulatePartition(t *testing.T, seed int64, allCalm bool) (Report, Partitio
 	}
 	// Half the seeds calm, for spells long enough to judge ownership and
 	// balance in.
-	ps := &PartitionSim{Shards: shards, Calm: allCalm || partitionCalm(seed)}
+	ps := &PartitionSim{Shards: shards, Calm: allCalm || partitionCalm(seed), Drains: partitionDrains(seed), Progress: partitionProgress(seed)}
 	var r Report
 	synctest.Test(t, func(t *testing.T) {
 		r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
@@ -111,7 +123,7 @@ func TestPartitionDebugSeed(t *testing.T) {
 			mu     sync.Mutex
 			writes []string
 		)
-		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: partitionCalm(seed)}
+		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: partitionCalm(seed), Drains: partitionDrains(seed), Progress: partitionProgress(seed)}
 		if *partShards > 0 {
 			ps.Shards = *partShards
 		}
@@ -138,7 +150,7 @@ func TestPartitionDebugSeed(t *testing.T) {
 			t.Error(v)
 		}
 		for _, a := range r.History.Actions {
-			if a.Actor == PartitionActorName {
+			if a.Actor == PartitionActorName || a.Actor == DrainActorName {
 				t.Logf("member %v", a)
 			}
 		}

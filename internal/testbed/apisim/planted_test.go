@@ -30,6 +30,12 @@ func TestPlanted(t *testing.T) {
 		{"HistoryIgnored", plant.HistoryIgnored, PromiseTokens},
 		{"ReadExpiredForgets", plant.ReadExpiredForgets, PromiseWatch},
 		{"ObserveEmitsOnChange", plant.ObserveEmitsOnChange, PromiseWatch},
+		{"StallNeverFires", plant.StallNeverFires, PromiseProgress},
+		{"StallFromHoldStart", plant.StallFromHoldStart, PromiseProgress},
+		{"StallReleasesFirst", plant.StallReleasesFirst, PromiseExclusion},
+		// Judged in calm runs only (the next waiter holds soon after a
+		// stall).
+		{"StallKeepsClaim", plant.StallKeepsClaim, PromiseProgress},
 		{"VersionGateSkipped", plant.VersionGateSkipped, PromiseVersion},
 		{"PriorityIgnored", plant.PriorityIgnored, PromisePriority},
 	} {
@@ -37,7 +43,12 @@ func TestPlanted(t *testing.T) {
 			plant.Set(c.bug)
 			defer plant.Set(plant.None)
 			for seed := int64(1); seed <= plantBudget; seed++ {
-				r := simulate(t, seed)
+				var r Report
+				if c.bug == plant.StallKeepsClaim {
+					r = simulateCalm(t, seed)
+				} else {
+					r = simulate(t, seed)
+				}
 				for _, v := range r.Violations {
 					if v.Promise == c.promise {
 						t.Logf("caught on seed %d: %v", seed, v)
@@ -62,6 +73,8 @@ func TestPlantedPartition(t *testing.T) {
 	}{
 		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner},
 		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves},
+		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned},
+		{"DrainOnlyOwned", plant.DrainOnlyOwned, PromiseDrain},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)

@@ -47,6 +47,16 @@
 // (check_partition.go) judges one valid owner and increasing tokens per
 // shard, and, in calm runs (Options.Calm), every shard owned and balanced
 // after a change and the shards a change moves.
+//
+// Progress deadlines (progress.go): a worker now and then takes a Mutex,
+// an RWMutex's write lock or a Semaphore's units with one
+// (dsync.WithProgressDeadline), half the candidates and half the
+// partition members lead and run shards with one, and their work
+// reports progress, or stops and keeps working until told to stop.
+// CheckProgress (check_progress.go) judges that a hold is stalled a
+// deadline after its last report, never before, and, in calm runs, that
+// the next waiter then holds soon; a stalled hold is valid until its
+// stall for every other checker.
 package apisim
 
 import (
@@ -217,6 +227,7 @@ func debugWorld(seed int64, o Options) *world {
 		w.revokeRng = nil
 	}
 	w.actors = o.Actors
+	w.hist.Calm = o.Calm
 	members, closeMembers := newMembers()
 	w.members = members
 	cfgs := configs(w, o.Procs)
@@ -353,11 +364,13 @@ func (p *proc) live(workers int, end time.Time, calm bool) {
 			w.mu.Lock()
 			w.fig.Restarts++
 			w.mu.Unlock()
+			from := time.Now()
 			inc.stop()
 			time.Sleep(w.rand(0, ttl))
 			if inc, err = p.start(workers); err != nil {
 				panic(err)
 			}
+			w.faultWindow(p, "restart", from)
 		}
 	}
 	inc.stop()

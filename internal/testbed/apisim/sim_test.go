@@ -48,6 +48,15 @@ func simulate(t *testing.T, seed int64) Report {
 	return r
 }
 
+// simulateCalm runs one calm seed (Options.Calm) in a bubble of its own.
+func simulateCalm(t *testing.T, seed int64) Report {
+	var r Report
+	synctest.Test(t, func(t *testing.T) {
+		r = Simulate(seed, Options{Duration: *simDur, Calm: true})
+	})
+	return r
+}
+
 // TestSimulation runs the public API under every fault of the seeds, and
 // checks every promise; it prints one summary line.
 func TestSimulation(t *testing.T) {

@@ -1,0 +1,84 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+const drainUsage = `Usage: dsync drain PARTITION MEMBER [--undo] [--reason TEXT] [flags]
+
+Drains member MEMBER of partition PARTITION (dsync partition, or a
+leader.Partition): no shard is assigned to it any more, so the shards it
+owns move to the other members (each once the member it is now assigned
+to waits for it, as when a member joins), and none comes back while it
+stays drained. The members read the drain at their next heartbeat. A
+member drained before it joins takes no shard. When every live member is
+drained, each keeps the shards it owns: a drain never leaves a shard
+without an owner. --undo undrains it: it takes its share again.
+
+MEMBER is the member's ID, or HOST:PID of its process. The drain is one
+insert into the member collection (--members), and never updated or
+deleted: an undrain is a later record, so a drain that reaches the
+server late cannot undo it.
+
+Flags:
+  --undo         undrain MEMBER
+  --reason TEXT  why, kept with the record
+  (and the global flags; see 'dsync -h')
+
+Exit status: 0 when the record is written; 1 on failure (the server
+cannot be reached, or HOST:PID names no member); 2: usage error.
+`
+
+var drainCmd = &command{
+	name:    "drain",
+	summary: "move a partition member's shards off it, for good or until --undo",
+	usage:   drainUsage,
+	run:     runDrain,
+}
+
+func runDrain(g *globals, args []string) int {
+	fs := newFlagSet("drain", g)
+	undo := fs.Bool("undo", false, "")
+	reason := fs.String("reason", "", "")
+	pos, _, code, err := parseArgs(fs, drainUsage, args, false)
+	if err != nil {
+		return code
+	}
+	switch {
+	case len(pos) < 2:
+		return usageError("drain", errors.New("give PARTITION and MEMBER"))
+	case len(pos) > 2:
+		return usageError("drain", fmt.Errorf("unexpected argument %q", pos[2]))
+	}
+	partition := pos[0]
+	if err := checkName(partition+"#0", maxElectionName); err != nil {
+		return usageError("drain", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	_, members, closeAll, code, ok := openDirectives(ctx, g, "drain")
+	if !ok {
+		return code
+	}
+	defer closeAll()
+	id, err := resolveMember(ctx, members, partition, pos[1])
+	if err != nil {
+		return fail("drain", exitFailure, err)
+	}
+	d, err := leader.Drain(ctx, members, partition, id, !*undo, revoker(), *reason)
+	if err != nil {
+		return fail("drain", exitFailure, err)
+	}
+	what := "drained"
+	if *undo {
+		what = "undrained"
+	}
+	fmt.Printf("%s member %s of %q (generation %d, by %s)\n", what, id, partition, d.Gen, d.By)
+	return exitOK
+}

@@ -1,0 +1,162 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Operator directives: records an operator (dsync drain, dsync transfer)
+// inserts beside the members' status, never into a member's own status,
+// which only its member writes. They are insert-only: never updated,
+// never deleted, so a directive that lands late, or twice, cannot undo a
+// later one (see Directive).
+
+// ErrDirectiveExists is returned by PutDirective when a directive of the
+// same Key is stored already: another operator's, or an earlier send of
+// this one that landed.
+var ErrDirectiveExists = errors.New("leader: directive exists")
+
+// A DirectiveKind says what a Directive asks for.
+type DirectiveKind string
+
+const (
+	// DirectiveDrain drains (Drain true) or undrains a Partition member.
+	DirectiveDrain DirectiveKind = "drain"
+	// DirectiveTransfer asks an election's leader of term Term to hand
+	// its leadership to candidate Member (Election.Transfer).
+	DirectiveTransfer DirectiveKind = "transfer"
+)
+
+// A Directive is an operator's record about an election or a Partition
+// (its name is the election's), kept by a member store that serves
+// Directives.
+//
+// A drain directive (DirectiveDrain) says that Partition member Member is
+// drained (Drain true: no shard is assigned to it, so its shards move to
+// the others and none comes back) or undrained. A member's state is that
+// of its directive of the highest Gen: an undrain is a drain directive of
+// a higher Gen, never a deletion, so a drain that lands late, after the
+// undrain, changes nothing. Drain writes the next Gen.
+//
+// A transfer request (DirectiveTransfer) asks the leader of term Term
+// (its fencing token) to hand its leadership to candidate Member. One
+// request per term: a second one is refused (ErrDirectiveExists). A
+// request naming a term that has ended, however late it lands, is
+// ignored.
+type Directive struct {
+	Kind   DirectiveKind
+	Member string // drain: the member; transfer: the candidate to hand over to
+	Gen    uint64 // drain: the generation; the highest one counts
+	Drain  bool   // drain: drained (true) or undrained (false)
+	Term   uint64 // transfer: the term whose leader is asked
+	By     string // who asked (the CLI: user@host)
+	Reason string // why, free text
+	At     time.Time
+}
+
+// Key is d's identity within its election: no two directives of one Key
+// are stored. "#drain/MEMBER/GEN" or "#transfer/TERM".
+func (d Directive) Key() string {
+	if d.Kind == DirectiveTransfer {
+		return "#transfer/" + strconv.FormatUint(d.Term, 10)
+	}
+	return "#drain/" + d.Member + "/" + strconv.FormatUint(d.Gen, 10)
+}
+
+// Directives is served by member stores (MemberStore) that also keep
+// operator directives: leadermongo's Store and MemoryMembers. An Election
+// or Partition whose member store serves it acts on them; one whose store
+// does not never reads any.
+type Directives interface {
+	// PutDirective inserts d, stamped At with the store's current time,
+	// under election; it returns ErrDirectiveExists (wrapped) if a
+	// directive of d's Key is stored already. It never updates.
+	PutDirective(ctx context.Context, election string, d Directive) error
+	// Directives returns election's directives, in no set order.
+	Directives(ctx context.Context, election string) ([]Directive, error)
+}
+
+// Drained returns the drained members among ds: those whose drain
+// directive of the highest Gen drains them.
+func Drained(ds []Directive) map[string]bool {
+	latest := latestDrains(ds)
+	out := map[string]bool{}
+	for id, d := range latest {
+		if d.Drain {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// latestDrains returns, by member, its drain directive of the highest Gen.
+func latestDrains(ds []Directive) map[string]Directive {
+	latest := map[string]Directive{}
+	for _, d := range ds {
+		if d.Kind != DirectiveDrain {
+			continue
+		}
+		if cur, ok := latest[d.Member]; !ok || d.Gen > cur.Gen {
+			latest[d.Member] = d
+		}
+	}
+	return latest
+}
+
+// Drain drains member of partition (drain true) or undrains it, by
+// inserting a drain directive of the Gen above the highest stored for
+// that member. When another operator inserts that Gen first
+// (ErrDirectiveExists), it reads again and inserts the next, until ctx
+// ends. by and reason are recorded with it. It returns the directive
+// inserted. The member need not be live: a member drained before it
+// joins takes no shard.
+func Drain(ctx context.Context, ds Directives, partition, member string, drain bool, by, reason string) (Directive, error) {
+	if member == "" || partition == "" {
+		return Directive{}, errors.New("leader: Drain needs a partition and a member")
+	}
+	var tried uint64 // the Gen refused last: the next try goes above it, whatever a read shows
+	for {
+		all, err := ds.Directives(ctx, partition)
+		if err != nil {
+			return Directive{}, err
+		}
+		d := Directive{Kind: DirectiveDrain, Member: member, Gen: max(latestDrains(all)[member].Gen, tried) + 1, Drain: drain, By: by, Reason: reason}
+		tried = d.Gen
+		err = ds.PutDirective(ctx, partition, d)
+		switch {
+		case err == nil:
+			return d, nil
+		case !errors.Is(err, ErrDirectiveExists):
+			return Directive{}, err
+		case ctx.Err() != nil:
+			return Directive{}, context.Cause(ctx)
+		}
+	}
+}
+
+// RequestTransfer asks the leader of election's term term (Info.Token) to
+// hand its leadership to candidate to, by inserting a transfer request.
+// A leader whose member store serves Directives reads the requests of its
+// term once per heartbeat and acts on one with Transfer. A request whose
+// term has ended is ignored, so read the term (Leader) just before. It
+// returns ErrDirectiveExists (wrapped) when this term has a request
+// already.
+func RequestTransfer(ctx context.Context, ds Directives, election string, term uint64, to, by, reason string) error {
+	if election == "" || to == "" || term == 0 {
+		return errors.New("leader: RequestTransfer needs an election, a term and a candidate")
+	}
+	return ds.PutDirective(ctx, election, Directive{Kind: DirectiveTransfer, Member: to, Term: term, By: by, Reason: reason})
+}
+
+// transferRequest returns the candidate that ds asks term's leader to
+// hand over to, or "" if none.
+func transferRequest(ds []Directive, term uint64) string {
+	for _, d := range ds {
+		if d.Kind == DirectiveTransfer && d.Term == term {
+			return d.Member
+		}
+	}
+	return ""
+}

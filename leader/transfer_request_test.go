@@ -1,0 +1,126 @@
+package leader_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+// TestTransferRequest: a transfer request for the leader's term is acted
+// on at its heartbeat (the candidate asked for leads next, the old term
+// ends with ErrTransferred); a request naming a term that has ended,
+// landing late, changes nothing; a second request for one term is
+// refused.
+func TestTransferRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx, cancel := context.WithCancel(context.Background())
+		l := &termLog{}
+		var wg sync.WaitGroup
+		a := newElection(t, w.process(t))
+		b := newElection(t, w.process(t))
+		wg.Go(func() { l.run(ctx, a, "a") })
+		synctest.Wait()
+		wg.Go(func() { l.run(ctx, b, "b") })
+		synctest.Wait()
+		defer func() {
+			cancel()
+			wg.Wait()
+			_ = a.Close()
+			_ = b.Close()
+		}()
+		info, err := a.Leader(ctx)
+		if err != nil || info.ID != a.ID() {
+			t.Fatalf("Leader = %+v, %v; want a", info, err)
+		}
+		time.Sleep(time.Second) // both candidates' status written
+		if err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
+			t.Fatal(err)
+		}
+		waitTerms := func(n int) []loggedTerm {
+			t.Helper()
+			for start := time.Now(); time.Since(start) < 4*ttl; time.Sleep(10 * time.Millisecond) {
+				if terms, _ := l.snapshot(); len(terms) >= n {
+					return terms
+				}
+			}
+			terms, _ := l.snapshot()
+			t.Fatalf("terms %+v, want %d", terms, n)
+			return nil
+		}
+		terms := waitTerms(2)
+		if terms[0].who != "a" || terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
+			t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
+		}
+		if err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, a.ID(), "test", ""); err == nil {
+			t.Fatal("a second request for a's term was accepted")
+		}
+		// A request for a's ended term, as if sent late: b's term goes on.
+		if err := w.members.PutDirective(ctx, "e", leader.Directive{Kind: leader.DirectiveTransfer, Term: info.Token - 1, Member: a.ID()}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * ttl)
+		if terms, v := l.snapshot(); len(terms) != 2 || len(v) > 0 {
+			t.Fatalf("after a request for an ended term: terms %+v, violations %v", terms, v)
+		}
+		// A request for b's term hands back to a.
+		if err := leader.RequestTransfer(ctx, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
+			t.Fatal(err)
+		}
+		terms = waitTerms(3)
+		if terms[2].who != "a" || terms[1].cause != leader.ErrTransferred {
+			t.Fatalf("terms %+v, want b's ended by ErrTransferred, then a's", terms)
+		}
+		if _, v := l.snapshot(); len(v) > 0 {
+			t.Fatal(v)
+		}
+	})
+}
+
+// directiveReads counts the directive reads of a member store that
+// serves them.
+type directiveReads struct {
+	*leader.MemoryMembers
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *directiveReads) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.MemoryMembers.Directives(ctx, election)
+}
+
+func (c *directiveReads) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
+
+// TestTransferRequestReads: a leader whose member store serves
+// Directives reads them once per heartbeat (the documented cost of
+// transfer requests); a candidate that waits reads none.
+func TestTransferRequestReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer func() { cancel(); wg.Wait() }()
+		var stores [2]*directiveReads
+		for i := range stores {
+			stores[i] = &directiveReads{MemoryMembers: w.members}
+			e := newElection(t, &proc{c: newClient(t, w.store.Process()), members: stores[i]})
+			defer e.Close()
+			wg.Go(func() { _ = e.Run(ctx, func(lctx context.Context) error { <-lctx.Done(); return nil }) })
+			synctest.Wait()
+		}
+		time.Sleep(5 * time.Second)
+		before := [2]int{stores[0].count(), stores[1].count()}
+		time.Sleep(10 * ttl / 3) // ten heartbeats
+		leading, waiting := stores[0].count()-before[0], stores[1].count()-before[1]
+		if leading < 9 || leading > 11 || waiting != 0 {
+			t.Errorf("directive reads over ten heartbeats: %d by the leader, %d by the waiting candidate; want about 10 and 0", leading, waiting)
+		}
+	})
+}
