@@ -197,7 +197,9 @@ func (m *Mutex) Unlock() {
 // wrapping ErrLost if the hold had been lost before this call (the critical
 // section was not fully protected; this call sends nothing: the lease is
 // left to expire, or a stall released the claim), or the store's error if the release could not be
-// confirmed (the lease then expires after its TTL). m is unlocked locally
+// confirmed (the Client sends it again in the background until it lands
+// or the Client is closed; the lease expires after its TTL at the
+// latest once the Client holds nothing). m is unlocked locally
 // in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mustBeMade()

@@ -279,9 +279,13 @@ func (c *Client) end(ctx context.Context, cl queue.Ref, held bool) error {
 	if closed {
 		return ErrClosed // Close ended it
 	}
-	if err := c.store.Prepare(ctx); err != nil {
-		return err
-	}
+	// The end is sent even when Prepare fails (ctx ended, say): the store
+	// was prepared for the claim, and an end not sent is not sent again
+	// either. The claim would then hold while its session lives, which
+	// this Client's next claim of any key keeps renewing: its next Lock
+	// of this key would wait behind it. Sent and failed, it is pending,
+	// and the resender sends it again.
+	_ = c.store.Prepare(ctx)
 	// The waiters are woken as soon as the marker is confirmed, before the
 	// release's prune (EndThen).
 	err := c.eng.EndThen(ctx, queue.Resume(cl), held, func() { c.wake.Ended(ctx, cl.Key, cl.Epoch) })

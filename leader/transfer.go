@@ -153,7 +153,11 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 		return nil
 	}
 	if mine {
-		e.release(ctx, t)
+		// Not within ctx alone: a preemption's ctx ends with the term
+		// cancelled above, and a release never sent would leave the
+		// claim holding while this candidate's session lives (its next
+		// campaign renews it). unlockQuietly bounds it by the TTL.
+		e.release(context.WithoutCancel(ctx), t)
 	}
 	select {
 	case <-t.done:
