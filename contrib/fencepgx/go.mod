@@ -10,7 +10,7 @@ go 1.25.0
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261128161811-b0fff0640e05
+	github.com/go-dsync/dsync v0.0.0-20261128231153-d92cc2363f47
 	github.com/jackc/pgx/v5 v5.6.0
 )
 

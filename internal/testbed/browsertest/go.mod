@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261128161811-b0fff0640e05
+	github.com/go-dsync/dsync v0.0.0-20261128231153-d92cc2363f47
 )
 
 require (
