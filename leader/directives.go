@@ -110,8 +110,8 @@ func latestDrains(ds []Directive) map[string]Directive {
 // that member. When another operator inserts that Gen first
 // (ErrDirectiveExists), it reads again and inserts the next, until ctx
 // ends. by and reason are recorded with it. It returns the directive
-// inserted. The member need not be live: a member drained before it
-// joins takes no shard.
+// inserted. A drain names one membership (Partition.ID): a process that
+// restarts joins under a new ID, undrained.
 func Drain(ctx context.Context, ds Directives, partition, member string, drain bool, by, reason string) (Directive, error) {
 	if member == "" || partition == "" {
 		return Directive{}, errors.New("leader: Drain needs a partition and a member")

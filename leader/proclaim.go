@@ -88,5 +88,11 @@ func Progress(ctx context.Context) {
 	if !ok || ctx.Err() != nil {
 		return
 	}
-	ref.e.mu.Progress()
+	e := ref.e
+	e.state.Lock()
+	current := e.term != nil && e.term.token == ref.token
+	e.state.Unlock()
+	if current { // not a context of an earlier term, detached from it
+		e.mu.Progress()
+	}
 }

@@ -204,3 +204,34 @@ func TestPartitionStalledShardMoves(t *testing.T) {
 		<-aran
 	})
 }
+
+// Progress under a context of an earlier term, detached from its end
+// (context.WithoutCancel keeps its values), keeps no later term alive.
+func TestProgressOfAnEarlierTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const d = 2 * time.Second
+		e := newElection(t, newProc(t), leader.WithProgressDeadline(d))
+		defer e.Close()
+		first, err := e.Campaign(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		detached := context.WithoutCancel(first)
+		if err := e.Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		second, err := e.Campaign(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for start := time.Now(); second.Err() == nil; time.Sleep(d / 4) {
+			if time.Since(start) > 3*d {
+				t.Fatal("the second term did not stall: the first term's context kept it alive")
+			}
+			leader.Progress(detached)
+		}
+		if c := context.Cause(second); c != leader.ErrStalled {
+			t.Errorf("second term ended with %v, want ErrStalled", c)
+		}
+	})
+}

@@ -85,7 +85,8 @@ func WithPreemption(delay time.Duration) Option {
 // pre-release below its release, build metadata ignored), with a version
 // that does not parse (the empty one included) below every one that does.
 // A live member of a newer version counts whether it campaigns or not.
-// It needs a member store (WithMembers). See docs/leader-election.md for
+// While the member store cannot be read, a candidate under the rule
+// neither queues nor begins a term. It needs a member store (WithMembers). See docs/leader-election.md for
 // what it promises during a rolling upgrade, and what not.
 func WithVersionRule(cmp func(a, b string) int) Option {
 	return func(c *config) error {

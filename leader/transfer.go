@@ -154,9 +154,9 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 	}
 	if mine {
 		// Not within ctx alone: a preemption's ctx ends with the term
-		// cancelled above, and a release never sent would leave the
-		// claim holding while this candidate's session lives (its next
-		// campaign renews it). unlockQuietly bounds it by the TTL.
+		// cancelled above, and a release cut short is only sent again
+		// by the Client's resender, later: the next leader would wait
+		// for it. unlockQuietly bounds it by the TTL.
 		e.release(context.WithoutCancel(ctx), t)
 	}
 	select {

@@ -17,7 +17,8 @@ leader.Partition): no shard is assigned to it any more, so the shards it
 owns move to the other members (each once the member it is now assigned
 to waits for it, as when a member joins), and none comes back while it
 stays drained. The members read the drain at their next heartbeat. A
-member drained before it joins takes no shard. When every live member is
+drain names one membership: a process that restarts (or a Partition
+made again) joins under a new ID, undrained. When every live member is
 drained, each keeps the shards it owns: a drain never leaves a shard
 without an owner. --undo undrains it: it takes its share again.
 

@@ -78,6 +78,7 @@ func (b *Store) updateMember(ctx context.Context, gen string, d *memberDoc) erro
 				{Key: "host", Value: d.Host},
 				{Key: "pid", Value: d.PID},
 				{Key: "version", Value: d.Version},
+				{Key: "priority", Value: d.Priority},
 				{Key: "leader", Value: d.Leader},
 				{Key: "seq", Value: d.Seq},
 				{Key: "value", Value: d.Value},
