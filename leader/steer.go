@@ -99,7 +99,7 @@ func (s *steerer) mayMove(ms []Member, leading bool) bool {
 		case leading:
 			return s.betterFor(m)
 		case m.Leader:
-			return m.Handover.To != "" && m.Handover.Term == m.Term
+			return m.handingOver()
 		}
 		return e.cfg.steer.rule().Compare(cand(m), cand(e.self)) > 0
 	})
@@ -129,9 +129,7 @@ func (s *steerer) eligible(ms []Member) bool {
 // shows holding, and hands over to a candidate whose claim waits behind
 // self's (stepAsideIfAsked's test).
 func handoverBehindMe(ms []Member, q []dsync.ClaimInfo, self string) bool {
-	i := slices.IndexFunc(ms, func(m Member) bool {
-		return m.Leader && m.Handover.To != "" && m.Handover.Term == m.Term
-	})
+	i := slices.IndexFunc(ms, Member.handingOver)
 	return i >= 0 && ms[i].Handover.To != self && behindMe(q, ms[i].ID, ms[i].Handover, self)
 }
 
@@ -140,7 +138,7 @@ func handoverBehindMe(ms []Member, q []dsync.ClaimInfo, self string) bool {
 // aside in the term that holds; and if so notes that it now does.
 func (s *steerer) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
 	e := s.e
-	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
+	head := queueHead(q)
 	if head < 0 {
 		return false
 	}
@@ -194,7 +192,7 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 // or of a higher rank (WithPreemption); "" if none.
 func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
 	e := s.e
-	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
+	head := queueHead(q)
 	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {
 		return "" // a read from before this term, or the term is lost
 	}

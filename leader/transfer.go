@@ -231,7 +231,7 @@ func (x *handoff) readNext(ctx context.Context, t *term, to string) (next, queue
 // leads no more (the claims behind it hold as if it had ended).
 func nextAfter(q []dsync.ClaimInfo, self string, token uint64, to string) (next, queued bool) {
 	queued = slices.ContainsFunc(q, func(c dsync.ClaimInfo) bool { return c.Owner == to && !c.Expired })
-	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	i := queueHead(q)
 	if i < 0 || q[i].Owner != self || q[i].Token != token {
 		return false, queued // not this term's: a read from before it, or the term is lost
 	}

@@ -79,25 +79,35 @@ func (x *handoff) stepAsideIfAsked(ctx context.Context) {
 	if err != nil {
 		return // the next heartbeat asks again
 	}
-	i := slices.IndexFunc(ms, func(m Member) bool {
-		return m.Leader && m.Handover.To != "" && m.Handover.Term == m.Term
-	})
-	if i < 0 || ms[i].Handover.To == e.self.ID {
+	if !slices.ContainsFunc(ms, func(m Member) bool { return m.handingOver() && m.Handover.To != e.self.ID }) {
 		return
 	}
 	q, err := e.client.Queue(ctx, LockKey(e.name))
 	if err != nil {
 		return
 	}
-	if behindMe(q, ms[i].ID, ms[i].Handover, e.self.ID) {
+	if handoverBehindMe(ms, q, e.self.ID) {
 		aside(errStepAside)
 	}
+}
+
+// handingOver reports whether m's status shows a handover of the term it
+// leads (a Handover of an ended term is ignored).
+func (m Member) handingOver() bool {
+	return m.Leader && m.Handover.To != "" && m.Handover.Term == m.Term
+}
+
+// queueHead returns the index of the claim of q that holds and has not
+// Expired, or -1: where Transfer and steering take the leader's term to
+// be.
+func queueHead(q []dsync.ClaimInfo) int {
+	return slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
 }
 
 // behindMe reads queue q: whether leader, holding in h's term, hands over
 // to a candidate whose live claim waits behind self's.
 func behindMe(q []dsync.ClaimInfo, leader string, h Handover, self string) bool {
-	head := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	head := queueHead(q)
 	if head < 0 || q[head].Owner != leader || q[head].Token != h.Term {
 		return false // the handover's term is not the one that holds
 	}
