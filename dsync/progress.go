@@ -78,6 +78,10 @@ type progressWatch struct {
 	mu    sync.Mutex
 	holds map[*hold]bool // the value's holds it watches
 	stop  func() bool    // stops the timer; nil when none is set
+	// timer counts the timers set: a check that finds another set
+	// since its own (an unwatch stopped it too late, then a watch set
+	// a new one) leaves that one be, so one timer runs at a time.
+	timer uint64
 }
 
 // newProgressWatch returns the watch of a deadline of d on clock, or nil
@@ -105,7 +109,7 @@ func (w *progressWatch) watch(h *hold) {
 	defer w.mu.Unlock()
 	w.holds[h] = true
 	if w.stop == nil {
-		w.stop = w.clock.AfterFunc(w.d, w.check)
+		w.setLocked(w.d)
 	}
 }
 
@@ -127,8 +131,12 @@ func (w *progressWatch) unwatch(h *hold) {
 // check is the timer's: if no progress was reported within the deadline,
 // it stalls the holds watched; otherwise it sets the timer for the last
 // report's deadline.
-func (w *progressWatch) check() {
+func (w *progressWatch) check(timer uint64) {
 	w.mu.Lock()
+	if timer != w.timer {
+		w.mu.Unlock()
+		return // a later timer is set: it checks
+	}
 	last := w.origin.Add(time.Duration(w.last.Load()))
 	since := w.clock.Now().Sub(last)
 	var stalled []*hold
@@ -148,12 +156,19 @@ func (w *progressWatch) check() {
 		if since < w.d {
 			next = w.d - since
 		}
-		w.stop = w.clock.AfterFunc(next, w.check)
+		w.setLocked(next)
 	}
 	w.mu.Unlock()
 	if len(stalled) > 0 {
 		stall(stalled, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
 	}
+}
+
+// setLocked sets the timer to check in d; w.mu is held.
+func (w *progressWatch) setLocked(d time.Duration) {
+	w.timer++
+	timer := w.timer
+	w.stop = w.clock.AfterFunc(d, func() { w.check(timer) })
 }
 
 // stall ends holds, of one primitive value, whose work reported no
