@@ -301,6 +301,13 @@ func faultNear(h *History, from, to time.Time) bool {
 // longestGap returns the longest spell of [from, to) that no term of ts
 // (sorted by Start) covers while valid, and where it begins.
 func longestGap(ts []*Term, from, to time.Time) (at time.Time, gap time.Duration) {
+	return uncovered(ts, func(x *Term) (time.Time, time.Time) { return x.Start, x.validEnd() }, from, to)
+}
+
+// uncovered returns the longest spell of [from, to) that no span of xs
+// (sorted by start; span gives each one's start and end) covers, and
+// where it begins.
+func uncovered[T any](xs []T, span func(T) (start, end time.Time), from, to time.Time) (at time.Time, gap time.Duration) {
 	t := from
 	note := func(end time.Time) {
 		if end.After(to) {
@@ -310,16 +317,17 @@ func longestGap(ts []*Term, from, to time.Time) (at time.Time, gap time.Duration
 			at, gap = t, d
 		}
 	}
-	for _, x := range ts {
+	for _, x := range xs {
 		if !t.Before(to) {
 			return at, gap
 		}
-		if x.Start.After(t) {
-			note(x.Start)
-			t = x.Start
+		start, end := span(x)
+		if start.After(t) {
+			note(start)
+			t = start
 		}
-		if e := x.validEnd(); e.After(t) {
-			t = e
+		if end.After(t) {
+			t = end
 		}
 	}
 	if t.Before(to) {

@@ -268,31 +268,7 @@ func heldAt(terms []*Hold, t time.Time) *Hold {
 // holdGap returns the longest spell of [from, to) that no term of terms
 // (sorted by Start) covers while valid, and where it begins.
 func holdGap(terms []*Hold, from, to time.Time) (at time.Time, gap time.Duration) {
-	t := from
-	note := func(end time.Time) {
-		if end.After(to) {
-			end = to
-		}
-		if d := end.Sub(t); d > gap {
-			at, gap = t, d
-		}
-	}
-	for _, x := range terms {
-		if !t.Before(to) {
-			return at, gap
-		}
-		if x.Start.After(t) {
-			note(x.Start)
-			t = x.Start
-		}
-		if e := x.End(); e.After(t) {
-			t = e
-		}
-	}
-	if t.Before(to) {
-		note(to)
-	}
-	return at, gap
+	return uncovered(terms, func(x *Hold) (time.Time, time.Time) { return x.Start, x.End() }, from, to)
 }
 
 func boolInt(b bool) int {
