@@ -331,8 +331,12 @@ func WithNamespace(ns string) MutexOption {
 }
 
 // Package leader puts its leases in its namespace with the option
-// clienthook.Elections, which only dsync's own packages can reach.
-func init() { clienthook.Elections = ownNamespace(electionNamespace) }
+// clienthook.Elections, and reads the store's time with
+// clienthook.StoreTime, which only dsync's own packages can reach.
+func init() {
+	clienthook.Elections = ownNamespace(electionNamespace)
+	clienthook.StoreTime = func(c *Client) time.Time { return c.store.ServerTime().Earliest }
+}
 
 // ownNamespace is WithNamespace for dsync's own namespaces (see
 // ownNamespaces): package leader's (clienthook.Elections) and the

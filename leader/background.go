@@ -58,6 +58,7 @@ func (e *Election) heartbeatSoon() {
 func (e *Election) heartbeat() {
 	defer e.wg.Done()
 	for {
+		steerOnly := false
 		select {
 		case <-e.stop:
 			return
@@ -66,16 +67,24 @@ func (e *Election) heartbeat() {
 			if !e.sleepUnlessKicked(statusAfterTerm) {
 				return
 			}
+		case <-e.steering.dueC():
+			// A better candidate's preemption delay has ended: steer
+			// now, without the rest of a heartbeat.
+			steerOnly = true
 		case <-time.After(e.cfg.heartbeatInterval):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
-		e.putMember(ctx)
+		if !steerOnly {
+			e.putMember(ctx)
+		}
 		if e.cfg.steer.on() {
 			e.steering.steerStep(ctx)
 		} else {
 			e.xfer.stepAsideIfAsked(ctx)
 		}
-		e.xfer.actOnTransferRequest(ctx)
+		if !steerOnly {
+			e.xfer.actOnTransferRequest(ctx)
+		}
 		cancel()
 	}
 }

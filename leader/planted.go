@@ -75,6 +75,11 @@ func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {
 // and leaders never preempt.
 func plantedPriorityIgnored() bool { return plant.On && plant.Is(plant.PriorityIgnored) }
 
+// plantedPreemptAtBeat reports whether plant.PreemptAtBeat is planted:
+// a leader then preempts only at a heartbeat after the delay, never at
+// its end.
+func plantedPreemptAtBeat() bool { return plant.On && plant.Is(plant.PreemptAtBeat) }
+
 // plantedGateSkipped reports whether plant.VersionGateSkipped is
 // planted: a candidate whose claim holds then begins its term whatever
 // versions are live.

@@ -8,16 +8,19 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/internal/rank"
 )
 
 // Steering (steer_options.go), at each heartbeat of a candidate that set
 // a steering option: one read of the members, one of the lease's queue
-// when a member might make it move (mayMove), then at most one move. A waiting candidate steps aside (as for a
-// Transfer, transfer_aside.go) when a better live candidate waits behind
-// it, or withdraws while a newer version is live; a leader that has seen
-// a better candidate queued for its preemption delay transfers to the
-// best one. What it reads may be stale: it can only make a candidate wait
+// when a member might make it move (mayMove), then at most one move. A
+// waiting candidate steps aside (as for a Transfer, transfer_aside.go)
+// when a better live candidate waits behind it, or withdraws while a
+// newer version is live; a leader transfers to the best better
+// candidate once its preemption delay has passed since that one queued,
+// steering once more at the delay's end when a heartbeat saw it sooner
+// (the same reads). What it reads may be stale: it can only make a candidate wait
 // longer, or a leader give way when it need not, and never lets anyone
 // hold: who holds is the lease's grant rule's, as always.
 
@@ -37,10 +40,11 @@ type steerer struct {
 	// candidate, so that a stale read cannot make it step aside in a loop.
 	head    uint64
 	stepped map[string]bool
-	// betterSince is when this leader first saw, at each heartbeat since,
-	// a better candidate queued; zero: none seen at the last heartbeat.
-	betterSince time.Time
-	preempting  atomic.Bool // a preemption's transfer is under way
+	// due, while a better candidate's delay runs (steerLeader), fires at
+	// its end: the heartbeat then steers at once (dueC), not at its next
+	// beat. Only the heartbeat's goroutine touches it.
+	due        *time.Timer
+	preempting atomic.Bool // a preemption's transfer is under way
 }
 
 // steerStep is the heartbeat's steering step.
@@ -52,7 +56,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 	leading := t != nil && t.ctx.Err() == nil
 	e.state.Unlock()
 	if aside == nil && !leading {
-		s.betterSince = time.Time{}
+		s.disarm()
 		return
 	}
 	ms, err := e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
@@ -60,7 +64,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 		return // the next heartbeat reads again
 	}
 	if !leading {
-		s.betterSince = time.Time{}
+		s.disarm()
 		if !s.eligible(ms) {
 			aside(errIneligible)
 			return
@@ -69,7 +73,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 	// The queue tells where the others wait; it is read only when a
 	// member might make this candidate move.
 	if !s.mayMove(ms, leading) {
-		s.betterSince = time.Time{}
+		s.disarm()
 		return
 	}
 	q, err := e.client.Queue(ctx, LockKey(e.name))
@@ -166,35 +170,75 @@ func (s *steerer) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
 	return false
 }
 
-// steerLeader is the leader's step: once a better candidate has been seen
-// queued at every heartbeat for the preemption delay, transfer to the
-// best one queued (the highest rank, then the earliest in the queue).
+// steerLeader is the leader's step: once the preemption delay has passed
+// since the best candidate queued behind this leader that it gives way to
+// (the highest rank, then the earliest in the queue) claimed, by the
+// store's clock (its claim's QueuedAt), transfer to it. Until then the
+// heartbeat is set to steer again when the delay ends, so a candidate
+// seen before its delay is over is preempted to at its end, not at the
+// heartbeat after it.
 func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 	e := s.e
-	to := s.bestBetter(t, ms, q)
+	to, queuedAt := s.bestBetter(t, ms, q)
 	if to == "" || plantedPriorityIgnored() {
-		s.betterSince = time.Time{}
+		s.disarm()
 		return
 	}
-	now := time.Now()
-	if s.betterSince.IsZero() {
-		s.betterSince = now
+	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
+		if !plantedPreemptAtBeat() {
+			s.arm(wait)
+		}
+		return
 	}
-	if now.Sub(s.betterSince) < e.cfg.steer.preempt || !s.preempting.CompareAndSwap(false, true) {
+	s.disarm()
+	if !s.preempting.CompareAndSwap(false, true) {
 		return
 	}
 	e.wg.Add(1)
 	go s.preempt(t, to)
 }
 
+// storeTime is the earliest the store's time can be now, as this
+// Election's Client knows it: a delay timed from a QueuedAt by it is
+// never cut short by this process's clock, only lengthened by the
+// uncertainty of its reading of the store's.
+func (s *steerer) storeTime() time.Time {
+	return clienthook.StoreTime.(func(*dsync.Client) time.Time)(s.e.client)
+}
+
+// arm sets the heartbeat to steer again after d.
+func (s *steerer) arm(d time.Duration) {
+	if s.due == nil {
+		s.due = time.NewTimer(d)
+		return
+	}
+	s.due.Reset(d)
+}
+
+// disarm cancels a steer set by arm.
+func (s *steerer) disarm() {
+	if s.due != nil {
+		s.due.Stop()
+	}
+}
+
+// dueC is the channel on which a steer set by arm fires (nil: none is).
+func (s *steerer) dueC() <-chan time.Time {
+	if s.due == nil {
+		return nil
+	}
+	return s.due.C
+}
+
 // bestBetter returns the best candidate queued behind term t's claim in
 // q that this leader gives way to: one of a newer version (WithVersionRule),
-// or of a higher rank (WithPreemption); "" if none.
-func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
+// or of a higher rank (WithPreemption); "" if none. queuedAt is its
+// claim's QueuedAt.
+func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) (to string, queuedAt time.Time) {
 	e := s.e
 	head := queueHead(q)
 	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {
-		return "" // a read from before this term, or the term is lost
+		return "", time.Time{} // a read from before this term, or the term is lost
 	}
 	r := e.cfg.steer.rule()
 	var best Member
@@ -203,10 +247,10 @@ func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) string {
 		switch {
 		case c.Expired || !ok || !s.betterFor(m):
 		case best.ID == "" || r.Compare(cand(m), cand(best)) > 0:
-			best = m
+			best, queuedAt = m, c.QueuedAt
 		}
 	}
-	return best.ID
+	return best.ID, queuedAt
 }
 
 // preempt transfers term t to candidate to, with cause ErrPreempted,

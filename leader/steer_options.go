@@ -54,14 +54,27 @@ func WithPriority(p int) Option {
 
 // WithPreemption makes this candidate, while it leads, give way to a
 // better candidate (of higher priority, WithPriority, or of a newer
-// version under WithVersionRule): once the best such candidate has been
-// seen queued and live at each of this leader's heartbeats for delay, the
-// leader transfers its leadership to it as Transfer does, with the cause
-// ErrPreempted: its leadership context is cancelled, and the lease
-// released (under Run, once fn has returned), so the two never lead at
-// once. Default: no preemption by priority; under WithVersionRule, a
-// newer version preempts at the leader's next heartbeat (delay 0). It needs a member store
-// (WithMembers).
+// version under WithVersionRule): once delay has passed since the best
+// such candidate queued (its claim's QueuedAt, by the store's clock, as
+// this process reads it: never sooner), the leader transfers its
+// leadership to it as Transfer does, with the cause ErrPreempted: its
+// leadership context is cancelled, and the lease released (under Run,
+// once fn has returned), so the two never lead at once.
+//
+// The leader sees the queue at its heartbeats (and at once when its term
+// begins), and the candidates queued ahead of the better one step aside
+// at theirs (WithPriority). So when every candidate sets a steering
+// option and delay is longer than a heartbeat interval, the queue is in
+// order by the delay's end, and the better candidate leads within one
+// handoff of it (plus the round trips of a step aside). With a shorter
+// delay, it leads within a heartbeat interval of queueing plus one poll
+// interval (WithPollInterval: the Transfer's wait for the candidates
+// ahead to step aside). A candidate that stops being better, or live,
+// before then is not preempted to.
+//
+// Default: no preemption by priority; under WithVersionRule, a newer
+// version preempts as soon as the leader sees it queued (delay 0). It
+// needs a member store (WithMembers).
 func WithPreemption(delay time.Duration) Option {
 	return func(c *config) error {
 		if delay < 0 {

@@ -22,6 +22,7 @@ func TestSteerPlanted(t *testing.T) {
 	}{
 		{"PriorityIgnored/next", plant.PriorityIgnored, priorityScenario},
 		{"PriorityIgnored/preempt", plant.PriorityIgnored, preemptScenario},
+		{"PreemptAtBeat", plant.PreemptAtBeat, preemptScenario},
 		{"VersionGateSkipped", plant.VersionGateSkipped, gateScenario},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -108,33 +108,46 @@ func TestPriorityAtNextHandover(t *testing.T) {
 const preemptDelay = 5 * time.Second
 
 // preemptScenario: a leads with priority 0 and preemption after
-// preemptDelay; b (priority 1) and then c (priority 2) queue. c must
-// lead, within one handoff plus the delay plus two heartbeats of its
-// start, a's term ending with ErrPreempted, never two at once, and no
-// one else between.
+// preemptDelay; b (priority 1) and then c (priority 2) queue, c at
+// several phases of a's heartbeat. c must lead once the delay has passed
+// since it queued, and within the delay plus one handoff (immediate in
+// the memory store's fake time): b, ahead of it, steps aside at its
+// heartbeat, well within the delay, and a, which saw c at a heartbeat,
+// gives way at the delay's end, not at its next heartbeat. a's term
+// ends with ErrPreempted, never two at once, and no one else between.
 func preemptScenario(t *testing.T) []string {
+	var v []string
+	for _, phase := range []time.Duration{0, ttl / 9, ttl / 5} {
+		for _, x := range preemptAtPhase(t, phase) {
+			v = append(v, fmt.Sprintf("c started %v into a heartbeat: %s", phase, x))
+		}
+	}
+	return v
+}
+
+func preemptAtPhase(t *testing.T, phase time.Duration) []string {
 	s, stop := newSteered(t)
 	defer stop()
 	s.start("a", leader.WithPriority(0), leader.WithPreemption(preemptDelay))
 	s.start("b", leader.WithPriority(1), leader.WithPreemption(preemptDelay))
+	time.Sleep(phase)
 	begun := time.Now()
 	s.start("c", leader.WithPriority(2), leader.WithPreemption(preemptDelay))
 	if !s.awaitTerms(2, time.Minute) {
 		return []string{"a was not preempted within a minute"}
 	}
-	took := time.Since(begun)
-	t.Logf("c led %v after it started", took)
 	terms, v := s.l.snapshot()
+	took := terms[1].began.Sub(begun)
+	t.Logf("c, started %v into a heartbeat, led %v after it started", phase, took)
 	if terms[0].who != "a" || terms[0].cause != leader.ErrPreempted {
 		v = append(v, fmt.Sprintf("first term %+v, want a's, ended by ErrPreempted", terms[0]))
 	}
 	if terms[1].who != "c" {
 		v = append(v, fmt.Sprintf("%s led after the preemption, want c", terms[1].who))
 	}
-	// One handoff is immediate in the memory store's fake time; a
-	// heartbeat is the renew interval, TTL/3.
-	if bound := preemptDelay + 2*ttl/3; took > bound {
-		v = append(v, fmt.Sprintf("c led %v after it started, more than %v", took, bound))
+	// The awaitTerms poll's step is the slack.
+	if took < preemptDelay || took > preemptDelay+10*time.Millisecond {
+		v = append(v, fmt.Sprintf("c led %v after it started, want the delay, %v", took, preemptDelay))
 	}
 	return v
 }
@@ -148,6 +161,42 @@ func TestPreemption(t *testing.T) {
 			t.Error(v)
 		}
 	})
+}
+
+// TestPreemptionShortDelay: with a delay shorter than a heartbeat
+// interval, the better candidate leads once the delay has passed, within
+// one heartbeat interval of its start (the leader and the candidate
+// ahead of it see it at their heartbeats) and one poll interval of the
+// leader's (its Transfer's wait for that candidate to step aside, when
+// the leader reads the queue first).
+func TestPreemptionShortDelay(t *testing.T) {
+	const delay, heartbeat = ttl / 12, ttl / 3
+	for _, phase := range []time.Duration{0, heartbeat / 3, 2 * heartbeat / 3} {
+		synctest.Test(t, func(t *testing.T) {
+			s, stop := newSteered(t)
+			defer stop()
+			s.start("a", leader.WithPreemption(delay))
+			s.start("b", leader.WithPriority(1))
+			time.Sleep(phase)
+			begun := time.Now()
+			s.start("c", leader.WithPriority(2))
+			if !s.awaitTerms(2, time.Minute) {
+				t.Fatal("a was not preempted within a minute")
+			}
+			terms, v := s.l.snapshot()
+			for _, x := range v {
+				t.Error(x)
+			}
+			took := terms[1].began.Sub(begun)
+			t.Logf("c, started %v into a heartbeat, led %v after it started", phase, took)
+			if terms[1].who != "c" || terms[0].cause != leader.ErrPreempted {
+				t.Errorf("terms %+v, want a's preempted, then c's", terms[:2])
+			}
+			if bound := heartbeat + leader.DefaultPollInterval + 10*time.Millisecond; took < delay || took > bound {
+				t.Errorf("c led %v after it started, want within [%v, %v]", took, delay, bound)
+			}
+		})
+	}
 }
 
 // TestPriorityWithoutPreemptionKeepsLeader: a better candidate does not

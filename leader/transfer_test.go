@@ -25,6 +25,7 @@ type termLog struct {
 type loggedTerm struct {
 	who   string
 	token uint64
+	began time.Time
 	cause error // why it ended; nil while it lasts
 }
 
@@ -49,7 +50,7 @@ func (l *termLog) begin(who string, token uint64) int {
 	if n := len(l.terms); n > 0 && token <= l.terms[n-1].token {
 		l.violations = append(l.violations, fmt.Sprintf("%s's term %d after term %d", who, token, l.terms[n-1].token))
 	}
-	l.terms = append(l.terms, loggedTerm{who: who, token: token})
+	l.terms = append(l.terms, loggedTerm{who: who, token: token, began: time.Now()})
 	return len(l.terms) - 1
 }
 

@@ -4,7 +4,7 @@
 // settings ride on the store given to dsync.NewClient (Store). It also
 // gives package leader the option that puts its leases in their
 // namespace (Elections). It is internal, so users cannot reach it, and
-// it holds no state but Elections, which dsync sets once.
+// it holds no state but Elections and StoreTime, which dsync sets once.
 package clienthook
 
 import (

@@ -8,3 +8,10 @@ package clienthook
 // to dsync.MutexOption. It is an any because this package cannot import
 // dsync, and internal, so that only dsync's own packages can reach it.
 var Elections any
+
+// StoreTime is a func(*dsync.Client) time.Time that returns the earliest
+// the store's time can be now, as the Client knows it (the store's
+// ServerTime): package leader times a preemption's delay from a claim's
+// QueuedAt by it. Package dsync sets it as it is initialized, as it does
+// Elections.
+var StoreTime any

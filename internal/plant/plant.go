@@ -106,6 +106,10 @@ const (
 	// shard stalled goes on listing the shard as owned, so the others do
 	// not take it until the run returns.
 	ShardStallStaysOwned
+	// PreemptAtBeat: a leader.WithPreemption leader acts on a better
+	// candidate only at its heartbeats, so it preempts up to a heartbeat
+	// after the delay has passed, not at its end.
+	PreemptAtBeat
 )
 
 var planted atomic.Int32
