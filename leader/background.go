@@ -58,7 +58,6 @@ func (e *Election) heartbeatSoon() {
 func (e *Election) heartbeat() {
 	defer e.wg.Done()
 	for {
-		steerOnly := false
 		select {
 		case <-e.stop:
 			return
@@ -68,23 +67,20 @@ func (e *Election) heartbeat() {
 				return
 			}
 		case <-e.steering.dueC():
-			// A better candidate's preemption delay has ended: steer
+			// A better candidate's preemption delay has ended: preempt
 			// now, without the rest of a heartbeat.
-			steerOnly = true
+			e.steering.preemptDue()
+			continue
 		case <-time.After(e.cfg.heartbeatInterval):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.heartbeatInterval)
-		if !steerOnly {
-			e.putMember(ctx)
-		}
+		e.putMember(ctx)
 		if e.cfg.steer.on() {
 			e.steering.steerStep(ctx)
 		} else {
 			e.xfer.stepAsideIfAsked(ctx)
 		}
-		if !steerOnly {
-			e.xfer.actOnTransferRequest(ctx)
-		}
+		e.xfer.actOnTransferRequest(ctx)
 		cancel()
 	}
 }

@@ -41,9 +41,12 @@ type steerer struct {
 	head    uint64
 	stepped map[string]bool
 	// due, while a better candidate's delay runs (steerLeader), fires at
-	// its end: the heartbeat then steers at once (dueC), not at its next
-	// beat. Only the heartbeat's goroutine touches it.
+	// its end: the heartbeat then preempts to dueTo in term dueTerm at
+	// once (dueC, preemptDue), not at its next beat. Only the heartbeat's
+	// goroutine touches them.
 	due        *time.Timer
+	dueTo      string
+	dueTerm    *term
 	preempting atomic.Bool // a preemption's transfer is under way
 }
 
@@ -186,16 +189,37 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 	}
 	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
 		if !plantedPreemptAtBeat() {
-			s.arm(wait)
+			s.arm(wait, t, to)
 		}
 		return
 	}
 	s.disarm()
+	s.startPreempt(t, to)
+}
+
+// startPreempt starts preempting term t to candidate to, unless a
+// preemption is under way.
+func (s *steerer) startPreempt(t *term, to string) {
 	if !s.preempting.CompareAndSwap(false, true) {
 		return
 	}
-	e.wg.Add(1)
+	s.e.wg.Add(1)
 	go s.preempt(t, to)
+}
+
+// preemptDue is the heartbeat's step when the delay set by arm has
+// ended: preempt to the candidate a heartbeat saw then, without reading
+// the members and the queue again first. The transfer reads the queue,
+// and hands over only once that candidate's claim is the next live one
+// (or gives up when it is no live member): a candidate gone since is
+// never preempted to, and a better one that queued since is preempted
+// to in turn, its own delay after it queued.
+func (s *steerer) preemptDue() {
+	t, to := s.dueTerm, s.dueTo
+	s.disarm()
+	if t != nil && t.ctx.Err() == nil {
+		s.startPreempt(t, to)
+	}
 }
 
 // storeTime is the earliest the store's time can be now, as this
@@ -206,8 +230,9 @@ func (s *steerer) storeTime() time.Time {
 	return clienthook.StoreTime.(func(*dsync.Client) time.Time)(s.e.client)
 }
 
-// arm sets the heartbeat to steer again after d.
-func (s *steerer) arm(d time.Duration) {
+// arm sets the heartbeat to preempt term t to candidate to after d.
+func (s *steerer) arm(d time.Duration, t *term, to string) {
+	s.dueTerm, s.dueTo = t, to
 	if s.due == nil {
 		s.due = time.NewTimer(d)
 		return
@@ -215,14 +240,16 @@ func (s *steerer) arm(d time.Duration) {
 	s.due.Reset(d)
 }
 
-// disarm cancels a steer set by arm.
+// disarm cancels a preemption set by arm.
 func (s *steerer) disarm() {
+	s.dueTerm, s.dueTo = nil, ""
 	if s.due != nil {
 		s.due.Stop()
 	}
 }
 
-// dueC is the channel on which a steer set by arm fires (nil: none is).
+// dueC is the channel on which a preemption set by arm fires (nil: none
+// is).
 func (s *steerer) dueC() <-chan time.Time {
 	if s.due == nil {
 		return nil
