@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -201,6 +202,71 @@ func TestTransferToOlderWaits(t *testing.T) {
 		}
 		if !n.IsLeader() {
 			t.Fatal("n stopped leading")
+		}
+	})
+}
+
+// unreadMembers fails every read of the members while down is set; the
+// candidate's own status writes still land.
+type unreadMembers struct {
+	leader.MemberStore
+	down atomic.Bool
+}
+
+func (u *unreadMembers) Members(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
+	if u.down.Load() {
+		return nil, errCut
+	}
+	return u.MemberStore.Members(ctx, election, maxAge)
+}
+
+// TestVersionGateUnreadable: under the version rule, a candidate whose
+// claim comes to hold while its member store does not answer begins no
+// term (it cannot tell whether a newer version is live): it releases
+// the lease, and x, which campaigns again, leads on. Once the store
+// answers, and x is gone, it leads.
+func TestVersionGateUnreadable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, stop := newSteered(t)
+		defer stop()
+		x := s.start("x", versioned("1.0.0")...)
+		p := s.w.process(t)
+		reads := &unreadMembers{MemberStore: p.members}
+		p.members = reads
+		o := newElection(t, p, versioned("1.0.0")...)
+		s.es["o"] = o
+		s.wg.Go(func() { s.l.run(s.ctx, o, "o") })
+		synctest.Wait()
+		if !awaitMember(o) {
+			t.Fatal("o is no member")
+		}
+		time.Sleep(2 * time.Second) // o queued behind x
+		reads.down.Store(true)
+		if err := x.Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second) // ten heartbeats of o's
+		terms, _ := s.l.snapshot()
+		for _, tm := range terms {
+			if tm.who == "o" {
+				t.Fatalf("o led term %d while it could not read the members", tm.token)
+			}
+		}
+		restored := time.Now()
+		reads.down.Store(false)
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		delete(s.es, "x")
+		if !s.awaitTerms(len(terms)+1, time.Minute) {
+			t.Fatal("o did not lead once its store answered")
+		}
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		if last := terms[len(terms)-1]; last.who != "o" || last.began.Before(restored) {
+			t.Errorf("last term %+v, want o's, begun after %v", last, restored)
 		}
 	})
 }
