@@ -29,7 +29,7 @@ import (
 // QueuedAt: the handoff.
 func TestPreemptionDelay(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	const ttl, delay = 3 * time.Second, 2 * time.Second // heartbeat: 1 s
+	const ttl, delay = 2 * time.Second, 1500 * time.Millisecond // heartbeat: TTL/3
 	rounds := 3
 	if os.Getenv("DSYNC_LONG") != "" {
 		rounds = 12
