@@ -2,6 +2,7 @@ package leadermongo_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -22,15 +23,17 @@ import (
 // priority while the others campaign (the leader and the ones waiting
 // ahead of it all steer), and times its Campaign from its call to its
 // return. The delay is longer than a heartbeat interval, so the ones
-// ahead have stepped aside by its end. It asserts only what a busy
-// machine cannot break (no sooner than the delay, within a heartbeat
-// after it, never two leaders) and logs how far past the delay each
-// led, from its call and, by the store's clock, from its claim's
-// QueuedAt: the handoff.
+// ahead have stepped aside by its end. Then, as many times, the best
+// resigns: the next leads (a graceful handoff, timed from Resign, the
+// baseline), and the best, which campaigns again, preempts it back. It
+// asserts only what a busy machine cannot break (no sooner than the
+// delay, within a heartbeat after it, never two leaders) and logs how
+// far past the delay each preemption led, by the store's clock from its
+// claim's QueuedAt, beside the graceful handoffs.
 func TestPreemptionDelay(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	const ttl, delay = 2 * time.Second, 1500 * time.Millisecond // heartbeat: TTL/3
-	rounds := 3
+	rounds := 2
 	if os.Getenv("DSYNC_LONG") != "" {
 		rounds = 12
 	}
@@ -38,22 +41,26 @@ func TestPreemptionDelay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	type lead struct {
+		who       int       // its priority
+		at        time.Time // by this process's clock
+		fromClaim time.Duration
+	}
 	var (
 		mu      sync.Mutex
 		leading int
 		wg      sync.WaitGroup
+		leads   = make(chan lead, 64)
+		es      []*leader.Election
+		ps      []*lproc
 	)
 	defer wg.Wait()
 	defer cancel()
 	storeTime := clienthook.StoreTime.(func(*dsync.Client) time.Time)
-	type lead struct {
-		at        time.Time // by this process's clock
-		fromClaim time.Duration
-	}
-	start := func(priority int) (elected chan lead) {
+	start := func(priority int) {
 		p := newElections(t, db, dsync.WithTTL(ttl))
 		e := elect(t, p, "preempt", quiet, leader.WithPriority(priority), leader.WithPreemption(delay), leader.WithPollInterval(20*time.Millisecond))
-		elected = make(chan lead, 1)
+		es, ps = append(es, e), append(ps, p)
 		wg.Go(func() {
 			defer e.Close()
 			_ = e.Run(ctx, func(lctx context.Context) error {
@@ -63,13 +70,13 @@ func TestPreemptionDelay(t *testing.T) {
 					t.Errorf("priority %d leads beside another", priority)
 				}
 				mu.Unlock()
-				l := lead{at: time.Now()}
+				l := lead{who: priority, at: time.Now()}
 				storeAt := storeTime(p.c)
 				q, err := p.c.Queue(lctx, leader.LockKey("preempt"))
 				if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Owner == e.ID() }); err == nil && i >= 0 {
 					l.fromClaim = storeAt.Sub(q[i].QueuedAt)
 				}
-				elected <- l
+				leads <- l
 				<-lctx.Done()
 				mu.Lock()
 				leading--
@@ -77,32 +84,70 @@ func TestPreemptionDelay(t *testing.T) {
 				return lctx.Err()
 			})
 		})
-		return elected
 	}
-	first := start(0)
-	select {
-	case <-first:
-	case <-time.After(time.Minute):
-		t.Fatal("nobody led within a minute")
-	}
-	start(0) // a waiting candidate that steps aside each round
-	var past, pastClaim []time.Duration
-	for r := 1; r <= rounds; r++ {
-		begun := time.Now()
-		elected := start(r)
+	await := func(what string) lead {
 		select {
-		case l := <-elected:
-			took := l.at.Sub(begun)
-			if took < delay || took > delay+ttl/3 {
-				t.Errorf("round %d: priority %d led %v after it started, want within [%v, %v]", r, r, took, delay, delay+ttl/3)
-			}
-			past, pastClaim = append(past, took-delay), append(pastClaim, l.fromClaim-delay)
+		case l := <-leads:
+			return l
 		case <-time.After(time.Minute):
-			t.Fatalf("round %d: priority %d did not lead within a minute", r, r)
+			t.Fatalf("%s: nobody led within a minute", what)
+			return lead{}
 		}
 	}
-	slices.Sort(past)
-	slices.Sort(pastClaim)
-	t.Logf("past the %v delay, over %d rounds, from Campaign: min %v, median %v, max %v", delay, rounds, past[0], past[len(past)/2], past[len(past)-1])
-	t.Logf("past the %v delay, over %d rounds, from the claim's QueuedAt (store time): min %v, median %v, max %v", delay, rounds, pastClaim[0], pastClaim[len(pastClaim)/2], pastClaim[len(pastClaim)-1])
+	start(0)
+	await("first")
+	start(0) // a waiting candidate that steps aside each round
+	var past, graceful []time.Duration
+	preempted := func(l lead, begun time.Time, want int) {
+		took := l.at.Sub(begun)
+		switch {
+		case l.who != want:
+			t.Errorf("priority %d led, want %d", l.who, want)
+		case took < delay || took > delay+ttl/3:
+			t.Errorf("priority %d led %v after it started, want within [%v, %v]", l.who, took, delay, delay+ttl/3)
+		}
+		past = append(past, l.fromClaim-delay)
+	}
+	for r := 1; r <= rounds; r++ {
+		begun := time.Now()
+		start(r)
+		preempted(await(fmt.Sprintf("round %d", r)), begun, r)
+	}
+	best, second := es[len(es)-1], es[len(es)-2]
+	// sorted waits until second's claim is next after best's: the
+	// candidates queued ahead of it step aside at their heartbeats.
+	sorted := func() {
+		for range 6000 {
+			q, err := ps[0].c.Queue(ctx, leader.LockKey("preempt"))
+			live := slices.DeleteFunc(q, func(c dsync.ClaimInfo) bool { return c.Expired })
+			if err == nil && len(live) > 1 && live[0].Owner == best.ID() && live[1].Owner == second.ID() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("the queue was not in rank order within a minute")
+	}
+	for r := range rounds {
+		sorted()
+		begun := time.Now()
+		if err := best.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l := await(fmt.Sprintf("resign %d", r)); l.who != rounds-1 {
+			t.Errorf("priority %d led after the best resigned, want %d", l.who, rounds-1)
+		} else {
+			graceful = append(graceful, l.at.Sub(begun))
+		}
+		// The best campaigns again (Run), and preempts back.
+		preempted(await(fmt.Sprintf("preempt back %d", r)), begun, rounds)
+	}
+	figures := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "none"
+		}
+		slices.Sort(ds)
+		return fmt.Sprintf("min %v, median %v, max %v", ds[0], ds[len(ds)/2], ds[len(ds)-1])
+	}
+	t.Logf("%d preemptions past the %v delay, from the claim's QueuedAt (store time): %s", len(past), delay, figures(past))
+	t.Logf("%d graceful handoffs, Resign to Campaign: %s", len(graceful), figures(graceful))
 }
