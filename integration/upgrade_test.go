@@ -64,7 +64,8 @@ func rollingUpgrade(t *testing.T, priorities bool) {
 		for i, p := range rand.New(rand.NewPCG(seed, 66)).Perm(slots) {
 			prio[i] = p + 1
 		}
-		t.Logf("priorities of the new workers %v (seed %d), preemption delay %v", prio, seed, upgradeDelay)
+		t.Logf("priorities of the new workers %v (seed %d), preemption delay %v (with two heartbeats and a second: %v)",
+			prio, seed, upgradeDelay, upgradeDelay+2*upgradeTTL/3+time.Second)
 	}
 
 	olds := make([]*proc, slots)
