@@ -62,7 +62,7 @@
 // old one), with and without priorities and preemption: its terms are
 // holds of the lease's key, leadership changes at most once per step,
 // never returns to the old version once the new one led, and ends on
-// the new one.
+// the new one (each case once, three times with DSYNC_LONG=1).
 //
 // # Direct hints
 //

@@ -38,10 +38,13 @@ const (
 // candidate when it starts must come to lead (the test waits for it
 // before it stops the old worker of its slot), and the time from its
 // start to its term is logged beside the bound the docs allow (the delay,
-// two heartbeats and a second), not asserted.
+// two heartbeats and a second), not asserted. Each case runs once, three
+// times with DSYNC_LONG=1.
 func TestRollingUpgrade(t *testing.T) {
-	t.Run("versions", func(t *testing.T) { rollingUpgrade(t, false) })
-	t.Run("priorities", func(t *testing.T) { rollingUpgrade(t, true) })
+	for range rounds(3, 10) {
+		t.Run("versions", func(t *testing.T) { rollingUpgrade(t, false) })
+		t.Run("priorities", func(t *testing.T) { rollingUpgrade(t, true) })
+	}
 }
 
 func rollingUpgrade(t *testing.T, priorities bool) {
