@@ -55,7 +55,14 @@
 // every record names a run that succeeded), and a leader.Partition of six
 // shards over four workers under each fault in turn and graceful leaves
 // (TestPartitionUnderFaults: each shard's terms are holds of its key, and
-// every shard is owned and balanced again after each fault).
+// every shard is owned and balanced again after each fault). Beside the
+// faults, TestRollingUpgrade upgrades five election workers under the
+// version rule (leader.WithVersionRule) one slot at a time, in surge
+// order (start a new worker, wait until it is a live member, SIGTERM an
+// old one), with and without priorities and preemption: its terms are
+// holds of the lease's key, leadership changes at most once per step,
+// never returns to the old version once the new one led, and ends on
+// the new one (each case once, three times with DSYNC_LONG=1).
 //
 // # Direct hints
 //

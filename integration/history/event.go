@@ -76,6 +76,10 @@ const (
 	// engine read (Runs). The checker ignores it; the suite adds up each
 	// process's last.
 	EvCounts = "counts"
+	// EvMember: the candidate Owner, of Version and Priority, saw its own
+	// member status listed live (leader.Election.Members) for the first
+	// time at T. The checker ignores it.
+	EvMember = "member"
 )
 
 // Deadline sources.
@@ -132,6 +136,10 @@ type Event struct {
 	// (Info.Value) and its revision within the term (Info.Rev).
 	Adv string `json:"adv,omitempty"`
 	Rev uint64 `json:"rev,omitempty"`
+	// EvAcquire of a term, and EvMember: the candidate's version
+	// (leader.WithVersion) and priority (leader.WithPriority).
+	Version  string `json:"ver,omitempty"`
+	Priority int    `json:"prio,omitempty"`
 	// EvCounts only.
 	Hints *HintCounts `json:"hints,omitempty"`
 	Runs  uint64      `json:"runs,omitempty"`

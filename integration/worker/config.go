@@ -44,7 +44,7 @@ type Config struct {
 	WallOffset   time.Duration // offset of the injected wall clock
 	JumpStep     time.Duration // wall-clock jump per SIGUSR1
 	Observe      bool          // election mode: also record Observe
-	Holds        int           // stop after this many holds; 0: until told
+	Holds        int           // stop after this many holds; 0: until told (a steered election: always until told)
 	LogLevel     string        // "debug", "info", "warn" (default), "error"
 	// ConnectTimeout is the client's connectTimeoutMS, which is also how
 	// long the driver waits for a heartbeat; 0: 2 s.
@@ -59,6 +59,14 @@ type Config struct {
 	// Runs: the worker's store reads runs of a queue (driver.RunReader)
 	// on FerretDB too (internal/mongohook), where it would read by ID.
 	Runs bool
+	// Version, Priority and Preempt steer an election (ModeElection):
+	// leader.WithVersion and WithVersionRule (semantic versions) if
+	// Version is set, WithPriority if Priority is, WithPreemption(Preempt)
+	// if Preempt is above 0. A steered worker's terms run under
+	// Election.Run (steered.go).
+	Version  string
+	Priority int
+	Preempt  time.Duration
 }
 
 // Encode returns the environment entry that makes a process a worker.

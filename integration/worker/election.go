@@ -15,9 +15,9 @@ import (
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )
 
-// runElection campaigns in a loop (see elect). With Observe it also
-// records every leader Observe reports, and what a direct Leader poll
-// says every poll interval.
+// runElection campaigns in a loop (see elect; runSteered if the election
+// is steered). With Observe it also records every leader Observe
+// reports, and what a direct Leader poll says every poll interval.
 func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
 	locks, store, _, err := w.client(db)
@@ -37,6 +37,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 		leader.WithPollInterval(max(cfg.Poll, 50*time.Millisecond)),
 		leader.OnElected(func(info leader.Info) { elected.Store(&info) }),
 	}
+	opts = append(opts, cfg.steering()...)
 	e, err := leader.NewElection(locks, cfg.Key, opts...)
 	if err != nil {
 		return err
@@ -48,6 +49,10 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	defer func() { stopObserving(); wg.Wait() }()
 	if cfg.Observe {
 		w.observe(octx, &wg, e, leader.LockKey(cfg.Key))
+	}
+	if cfg.steered() {
+		w.announceMember(octx, &wg, e)
+		return w.runSteered(ctx, e)
 	}
 	return w.elect(ctx, e, &elected)
 }
@@ -164,7 +169,8 @@ func (w *worker) beginTerm(tctx context.Context, owner, key string, token uint64
 	w.rec.holding(key, h.token, history.Now())
 	deadline = func() int64 { return w.rec.deadline(key, h.token) }
 	w.emit(history.Event{Ev: history.EvAcquire, Owner: owner, Key: key, Token: h.token,
-		DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
+		DL: deadline(), Src: history.SrcPred, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20),
+		Version: cfg.Version, Priority: cfg.Priority})
 	lost := make(chan struct{})
 	go func() {
 		<-tctx.Done()
