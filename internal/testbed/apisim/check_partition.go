@@ -41,6 +41,11 @@ type PartitionFigures struct {
 	// some members cannot campaign at all).
 	Skipped bool
 	Drain   DrainFigures // the operator's drains (PromiseDrain)
+	// Views: the views of the partition its watchers reported
+	// (PromisePartitionWatch); ViewsBack: the shards of those views whose
+	// token went back (checkPartitionWatch), FirstBack the first of them.
+	Views, ViewsBack int
+	FirstBack        string
 }
 
 // Add adds o to f.
@@ -55,11 +60,16 @@ func (f *PartitionFigures) Add(o PartitionFigures) {
 	f.Changes += o.Changes
 	f.MinMoves += o.MinMoves
 	f.Drain.Add(o.Drain)
+	f.Views += o.Views
+	f.ViewsBack += o.ViewsBack
+	if f.FirstBack == "" {
+		f.FirstBack = o.FirstBack
+	}
 }
 
 func (f PartitionFigures) String() string {
-	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v",
-		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain)
+	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v; %d views watched (%d shards' tokens went back)",
+		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain, f.Views, f.ViewsBack)
 }
 
 // Check judges the partition's promises on h.
@@ -131,6 +141,12 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 	}
 	ps.mu.Unlock()
 	vs = append(vs, ps.checkDrains(h, ms, byShard, hb, bound, !f.Skipped, &f.Drain)...)
+	wvs, back := checkPartitionWatch(h)
+	vs = append(vs, wvs...)
+	f.Views, f.ViewsBack = len(h.PartitionReports), len(back)
+	if len(back) > 0 {
+		f.FirstBack = back[0]
+	}
 	h = stallsCover(h, 3*span)
 	if !f.Skipped {
 		vs = append(vs, ps.checkSettled(h, ms, byShard, bound, hb, &f)...)

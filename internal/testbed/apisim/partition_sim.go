@@ -133,6 +133,7 @@ func (ps *PartitionSim) Actor(share float64) Actor {
 			ps.spans[env.inc.p.cfg.Span] = true
 			ps.spansDisagree = len(ps.spans) > 1
 			ps.mu.Unlock()
+			ps.startWatchers(env)
 			return func(ctx context.Context, who string) {
 				if !ps.Drains || !ps.drainOp(ctx, env, who) {
 					ps.member(ctx, env, who)
