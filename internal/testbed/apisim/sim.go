@@ -14,7 +14,9 @@
 // documentation (check.go and check_*.go). Each incarnation also reads
 // who leads as watchers do (watch.go: Election.Leader and Observe, a
 // Client's Queue, the status reader), and CheckWatch judges that what
-// each watcher reports never goes back.
+// each watcher reports never goes back; its candidate proclaims values
+// while it leads (election.go), so that Leader's reports of a term's
+// values are judged too.
 //
 // The checkers need to know when a hold stopped being valid; the library
 // does not say, and Lost() may be late (that is one of the promises
@@ -46,7 +48,11 @@
 // members join, leave, crash and are paused, and CheckPartition
 // (check_partition.go) judges one valid owner and increasing tokens per
 // shard, and, in calm runs (Options.Calm), every shard owned and balanced
-// after a change and the shards a change moves.
+// after a change and the shards a change moves. Each incarnation also
+// watches the partition as its users do (partition_watch.go: a
+// Partition's View, polled, and its Observe), and checkPartitionWatch
+// judges that one token of a shard names one owner in what each watcher
+// reports.
 //
 // Progress deadlines (progress.go): a worker now and then takes a Mutex,
 // an RWMutex's write lock or a Semaphore's units with one
