@@ -27,41 +27,6 @@ const (
 	PromisePartitionMoves = "partition-moves"
 )
 
-// PartitionFigures are what CheckPartition judged.
-type PartitionFigures struct {
-	Joins, Leaves, Crashes int
-	Pauses                 int // pauses of a process while a member of it lived
-	Terms, Moves           int // terms begun; those that began on another member than the shard's previous term
-	// Windows: quiet spells long enough to judge ownership and balance
-	// in; Changes: pairs of them around one membership change, whose
-	// moves were judged; MinMoves: the least moves those changes needed.
-	Windows, Changes, MinMoves int
-	// Skipped: ownership, balance and moves were not judged: the run
-	// was not calm, or the processes disagree on the bucket span (so
-	// some members cannot campaign at all).
-	Skipped bool
-	Drain   DrainFigures // the operator's drains (PromiseDrain)
-}
-
-// Add adds o to f.
-func (f *PartitionFigures) Add(o PartitionFigures) {
-	f.Joins += o.Joins
-	f.Leaves += o.Leaves
-	f.Crashes += o.Crashes
-	f.Pauses += o.Pauses
-	f.Terms += o.Terms
-	f.Moves += o.Moves
-	f.Windows += o.Windows
-	f.Changes += o.Changes
-	f.MinMoves += o.MinMoves
-	f.Drain.Add(o.Drain)
-}
-
-func (f PartitionFigures) String() string {
-	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v",
-		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain)
-}
-
 // Check judges the partition's promises on h.
 func (ps *PartitionSim) Check(h *History) []Violation {
 	vs, _ := ps.CheckFigures(h)
@@ -131,6 +96,12 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 	}
 	ps.mu.Unlock()
 	vs = append(vs, ps.checkDrains(h, ms, byShard, hb, bound, !f.Skipped, &f.Drain)...)
+	wvs, back := checkPartitionWatch(h)
+	vs = append(vs, wvs...)
+	f.Views, f.ViewsBack = len(h.PartitionReports), len(back)
+	if len(back) > 0 {
+		f.FirstBack = back[0]
+	}
 	h = stallsCover(h, 3*span)
 	if !f.Skipped {
 		vs = append(vs, ps.checkSettled(h, ms, byShard, bound, hb, &f)...)

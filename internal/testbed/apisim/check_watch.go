@@ -16,7 +16,12 @@ import (
 // reads report it Expired too"), one token is always reported with one
 // leader, and Observe sends each new leader, and each newer value of a
 // term, once: "tokens strictly increase", and "within a term, Info.Rev
-// strictly increases". Every report names a claim of its key, with that
+// strictly increases"; and what Leader reports of a term's values never
+// goes back either ("observers never see the values of a term go back
+// (Info.Rev orders them)", of Proclaim): within one token its Rev never
+// decreases, but for a report of Rev 0 and no value, which is what Leader
+// reports when the leader's member status could not be read (Info).
+// Every report names a claim of its key, with that
 // token and that leader, that landed in the store by the time it was
 // reported. And a claim a Client's Queue found Expired stays so
 // (checkExpiredStays).
@@ -67,6 +72,8 @@ func judgeWatch(last, o *Observation) (Violation, bool) {
 		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: one token, two leaders", o, last)}, true
 	case o.Source == WatchObserve && o.Token == last.Token && o.Rev <= last.Rev:
 		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: Observe sent no newer leader or value", o, last)}, true
+	case o.Source == WatchLeader && o.Token == last.Token && o.Rev < last.Rev && (o.Rev != 0 || o.Value != ""):
+		return Violation{PromiseWatch, fmt.Sprintf("%v after %v: the leader's value went back", o, last)}, true
 	}
 	return Violation{}, false
 }

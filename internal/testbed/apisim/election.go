@@ -3,6 +3,8 @@ package apisim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -70,6 +72,7 @@ func (inc *incarnation) lead(ctx context.Context, e *leader.Election, d time.Dur
 		leader.Progress(lctx)
 	}
 	giveUp := inc.hold(h, lost)
+	stopProclaiming := inc.proclaim(lctx, e, info.Token)
 	if d == 0 {
 		sleepCtx(lctx, inc.holdFor())
 	} else if inc.progressWork(lctx, lost, func() { leader.Progress(lctx) }, h.Progress, h.Start) {
@@ -80,6 +83,7 @@ func (inc *incarnation) lead(ctx context.Context, e *leader.Election, d time.Dur
 		// Transfer does before it releases.
 		inc.transfer(e)
 	}
+	stopProclaiming()
 	giveUp()
 	rctx, rcancel := inc.unlockCtx()
 	defer rcancel()
@@ -108,4 +112,32 @@ func (inc *incarnation) transfer(e *leader.Election) {
 	}
 	to := ids[int(w.rand(0, time.Duration(len(ids))))]
 	w.count(outcome("transfer", e.Transfer(ctx, to)))
+}
+
+// proclaim has e, which leads in lctx's term (of token), proclaim a new
+// value now and then, 0 to a TTL apart, until the term ends or the
+// returned function is called, which waits for it to stop: the values
+// the watchers then read of the term (watch.go) have revisions to judge.
+// Its draws come from a generator of its own, so that they do not move
+// the world's.
+func (inc *incarnation) proclaim(lctx context.Context, e *leader.Election, token uint64) (stop func()) {
+	ctx, cancel := context.WithCancel(lctx)
+	done := make(chan struct{})
+	rng := rand.New(rand.NewPCG(uint64(inc.p.w.seed)^token, uint64(inc.p.id<<16|inc.n)))
+	go func() {
+		defer close(done)
+		for k := 1; ; k++ {
+			sleepCtx(ctx, time.Duration(rng.Int64N(int64(inc.p.cfg.TTL))))
+			// A paused process runs no code: it proclaims when it resumes.
+			if inc.p.waitRunning(ctx) != nil || ctx.Err() != nil {
+				return
+			}
+			err := e.Proclaim(ctx, fmt.Sprintf("p%d/%d#%d-%d", inc.p.id, inc.n, token, k))
+			inc.p.w.count(outcome("proclaim", err))
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

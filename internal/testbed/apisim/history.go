@@ -164,6 +164,9 @@ type History struct {
 	// and QueueReads each of their Client.Queue reads.
 	Observations []*Observation
 	QueueReads   []*QueueRead
+	// PartitionReports are what the partition's watchers saw of it
+	// (partition_watch.go).
+	PartitionReports []*PartitionReport
 	// Waits are the blocking Locks of Mutexes and RWMutexes.
 	Waits []*Wait
 	// Calm: the run was calm (Options.Calm).

@@ -103,6 +103,9 @@ func TestPartitionSimulation(t *testing.T) {
 		t.Errorf("no member joined or owned a shard: %v", part)
 	}
 	t.Logf("partition: %d seeds (%d judged for safety only: not calm, or spans disagree), %v", total.Seeds, skipped, part)
+	if part.ViewsBack > 0 {
+		t.Logf("a view's token went back (not promised: checkPartitionWatch), first: %s", part.FirstBack)
+	}
 	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
 }
 

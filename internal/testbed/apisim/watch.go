@@ -29,7 +29,8 @@ type Observation struct {
 	Key       string // the election's lease key, as stored
 	Token     uint64
 	Leader    string // the leader's ID (its claim's owner)
-	Rev       uint64 // Info.Rev (Leader and Observe)
+	Rev       uint64 // Info.Rev (Leader, Observe and the status reader)
+	Value     string // Info.Value (Leader, Observe and the status reader)
 	// Call is when the read began (for Observe, the earliest it can have:
 	// its poll's timeout before T), T when the watcher got the report.
 	Call, T time.Time
@@ -44,7 +45,7 @@ type Observation struct {
 }
 
 func (o *Observation) String() string {
-	return fmt.Sprintf("p%d/%d %s %s#%d by %s rev %d [%v, %v]", o.Proc, o.Inc, o.Source, o.Key, o.Token, o.Leader, o.Rev, o.Call.Format(tf), o.T.Format(tf))
+	return fmt.Sprintf("p%d/%d %s %s#%d by %s rev %d %q [%v, %v]", o.Proc, o.Inc, o.Source, o.Key, o.Token, o.Leader, o.Rev, o.Value, o.Call.Format(tf), o.T.Format(tf))
 }
 
 // watchPoll is how often the watchers' Observe polls; the other reads
@@ -70,7 +71,7 @@ func (inc *incarnation) startWatchers() {
 		defer inc.wg.Done()
 		for info := range ch {
 			now := time.Now()
-			inc.observe(&Observation{Source: WatchObserve, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev,
+			inc.observe(&Observation{Source: WatchObserve, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Value: info.Value,
 				Call: now.Add(-watchPoll - inc.p.cfg.TTL), T: now})
 		}
 	}()
@@ -84,7 +85,7 @@ func (inc *incarnation) startWatchers() {
 			case x < 3:
 				call := time.Now()
 				if info, err := e.Leader(inc.ctx); err == nil {
-					inc.observe(&Observation{Source: WatchLeader, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Call: call, T: time.Now()})
+					inc.observe(&Observation{Source: WatchLeader, Key: key, Token: info.Token, Leader: info.ID, Rev: info.Rev, Value: info.Value, Call: call, T: time.Now()})
 				}
 			case x < 6:
 				inc.watchQueue(inc.ps.elections, key)
@@ -175,7 +176,7 @@ func (inc *incarnation) watchStatus(key string) {
 	if _, err := r.Named(inc.ctx, "e", &got); err != nil || got.leader == nil {
 		return
 	}
-	inc.observe(&Observation{Source: WatchStatus, Key: key, Token: got.leader.Token, Leader: got.leader.ID, Rev: got.leader.Rev, Call: call, T: time.Now()})
+	inc.observe(&Observation{Source: WatchStatus, Key: key, Token: got.leader.Token, Leader: got.leader.ID, Rev: got.leader.Rev, Value: got.leader.Value, Call: call, T: time.Now()})
 }
 
 // statusSink keeps the leader of the election the status reader hands
