@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -30,9 +30,10 @@ import (
 var errIneligible = errors.New("leader: a newer version is live")
 
 // steerer is an Election's steering: what it remembers between
-// heartbeats, which only the heartbeat's goroutine touches, but
-// preempting. e is the Election it steers, whose options, term (under
-// e.state), members, lease and transfers (e.xfer) it uses.
+// heartbeats, which only the heartbeat's goroutine touches, but the
+// preemption under way (under mu). e is the Election it steers, whose
+// options, term (under e.state), members, lease and transfers (e.xfer)
+// it uses.
 type steerer struct {
 	e *Election
 	// head is the term (token) that held when stepped was last reset:
@@ -44,10 +45,18 @@ type steerer struct {
 	// its end: the heartbeat then preempts to dueTo in term dueTerm at
 	// once (dueC, preemptDue), not at its next beat. Only the heartbeat's
 	// goroutine touches them.
-	due        *time.Timer
-	dueTo      string
-	dueTerm    *term
-	preempting atomic.Bool // a preemption's transfer is under way
+	due     *time.Timer
+	dueTo   string
+	dueTerm *term
+
+	mu sync.Mutex
+	// preemptTo is the candidate the preemption under way transfers to,
+	// stopPreempt ends it, and preemptGen counts preemptions begun, so
+	// that one that ends clears only its own; stopPreempt is nil when
+	// none is under way.
+	preemptTo   string
+	stopPreempt context.CancelFunc
+	preemptGen  uint64
 }
 
 // steerStep is the heartbeat's steering step.
@@ -188,6 +197,7 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 		return
 	}
 	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
+		s.retarget(to)
 		if !plantedPreemptAtBeat() {
 			s.arm(wait, t, to)
 		}
@@ -198,13 +208,37 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 }
 
 // startPreempt starts preempting term t to candidate to, unless a
-// preemption is under way.
+// preemption to it is under way. One under way to another candidate (a
+// worse one: the heartbeat preempts to the best it sees) is stopped
+// first, so that the leadership moves once, to the best, and not through
+// the worse one first: the new transfer waits for the old one's turn.
 func (s *steerer) startPreempt(t *term, to string) {
-	if !s.preempting.CompareAndSwap(false, true) {
-		return
+	e := s.e
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopPreempt != nil {
+		if s.preemptTo == to {
+			return
+		}
+		s.stopPreempt()
 	}
-	s.e.wg.Add(1)
-	go s.preempt(t, to)
+	// Within three heartbeats (the next heartbeat tries again if it is
+	// still due); ended with the term, or by Close.
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.memberMaxAge())
+	s.preemptGen++
+	s.preemptTo, s.stopPreempt = to, cancel
+	e.wg.Add(1)
+	go s.preempt(ctx, cancel, s.preemptGen, t, to)
+}
+
+// retarget stops a preemption under way to another candidate than to,
+// the best one now, whose delay has not yet passed.
+func (s *steerer) retarget(to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopPreempt != nil && s.preemptTo != to {
+		s.stopPreempt()
+	}
 }
 
 // preemptDue is the heartbeat's step when the delay set by arm has
@@ -281,13 +315,17 @@ func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) (to stri
 }
 
 // preempt transfers term t to candidate to, with cause ErrPreempted,
-// within three heartbeats (the next heartbeat tries again if it is still
-// due), or until Close.
-func (s *steerer) preempt(t *term, to string) {
+// until ctx ends (cancel), t ends, or Close; gen is its preemptGen.
+func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen uint64, t *term, to string) {
 	e := s.e
 	defer e.wg.Done()
-	defer s.preempting.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.memberMaxAge())
+	defer func() {
+		s.mu.Lock()
+		if s.preemptGen == gen {
+			s.preemptTo, s.stopPreempt = "", nil
+		}
+		s.mu.Unlock()
+	}()
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
 	defer stop()

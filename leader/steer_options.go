@@ -70,7 +70,9 @@ func WithPriority(p int) Option {
 // delay, it leads within a heartbeat interval of queueing plus one poll
 // interval (WithPollInterval: the Transfer's wait for the candidates
 // ahead to step aside). A candidate that stops being better, or live,
-// before then is not preempted to.
+// before then is not preempted to; a preemption under way to one is
+// stopped when a better one queues, which is preempted to at its own
+// delay's end, so the leadership moves once, to the best.
 //
 // Default: no preemption by priority; under WithVersionRule, a newer
 // version preempts as soon as the leader sees it queued (delay 0). It

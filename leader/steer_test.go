@@ -291,3 +291,42 @@ func TestPriorityAfterLostLease(t *testing.T) {
 		}
 	})
 }
+
+// TestPreemptionRetargets: a leader whose preemption to a candidate is
+// under way (it waits for a candidate ahead, z, to step aside) sees a
+// better one queue: it stops that preemption, and preempts to the better
+// one at its own delay's end, so the leadership moves once, to the best,
+// not through the worse one first.
+func TestPreemptionRetargets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 2 * time.Second
+		s, stop := newSteered(t)
+		defer stop()
+		s.start("a", leader.WithPreemption(delay))
+		// z waits ahead, blind to handovers (its member reads fail) until
+		// the better candidate has been seen.
+		p := s.w.process(t)
+		reads := &unreadMembers{MemberStore: p.members}
+		reads.down.Store(true)
+		p.members = reads
+		z := newElection(t, p)
+		s.es["z"] = z
+		s.wg.Go(func() { s.l.run(s.ctx, z, "z") })
+		synctest.Wait()
+		s.start("b", leader.WithPriority(1), leader.WithPreemption(delay))
+		time.Sleep(delay + delay/4) // a's preemption to b is under way
+		s.start("c", leader.WithPriority(2), leader.WithPreemption(delay))
+		time.Sleep(3 * delay / 4)
+		reads.down.Store(false)
+		if !s.awaitTerms(2, time.Minute) {
+			t.Fatal("a was not preempted within a minute")
+		}
+		terms, v := s.l.snapshot()
+		for _, x := range v {
+			t.Error(x)
+		}
+		if terms[1].who != "c" || terms[0].cause != leader.ErrPreempted {
+			t.Errorf("terms %+v: want a's preempted, then c's", terms[:2])
+		}
+	})
+}
