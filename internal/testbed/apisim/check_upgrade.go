@@ -28,9 +28,9 @@ const (
 	// PromiseUpgradeEnd: in calm runs, an upgrade of every slot "ends on
 	// the new version".
 	PromiseUpgradeEnd = "upgrade-end"
-	// PromisePriority: in calm runs, "the highest live candidate leads
+	// PromisePriority: in calm runs, the highest live candidate leads
 	// within one handoff plus the delay plus two heartbeat intervals of
-	// its start", and of any other change.
+	// its start, and of any other change (UpgradeRun.bound).
 	PromisePriority = "priority"
 )
 

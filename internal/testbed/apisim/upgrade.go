@@ -151,7 +151,13 @@ func (u *upgrader) host(slot int) *proc {
 
 // bound is how long after a change the highest live candidate leads, in
 // a run free of faults: one handoff, the preemption delay and two
-// heartbeats (leader's documentation).
+// heartbeats. leader.WithPreemption promises one handoff past the later
+// of the delay's end and a heartbeat after the candidate queued (its unit
+// tests and leadermongo's TestPreemptionDelay check that); this is looser
+// by a heartbeat, for the round trips before a claim and of the steps
+// aside, and for the churn of five candidates that join within a
+// heartbeat, where a step aside that comes after the leader's transfer
+// began costs that transfer a poll.
 func (r *UpgradeRun) bound() time.Duration { return upgradeHandoff + r.Delay + 2*r.MaxHB }
 
 // upgradeHandoff is one handoff in the simulation: a leader's Transfer
