@@ -50,6 +50,14 @@ type ShardOwner struct {
 	// the shard, "" if none did. When two report it (the old owner's
 	// report is older than the handover) the one of the higher token is
 	// shown.
+	//
+	// A view is the members' last reports, not a history, so a later
+	// view can show an older owner and token: when the owner of the
+	// higher token stops reporting the shard (its run ended or stalled,
+	// or it left) while an older owner's last report still counts (its
+	// later status writes failed), that report shows again until it ages
+	// out, four heartbeat intervals after its write. Fence writes with
+	// the token fn got (TermOf), never with a view's.
 	Member string
 	// Token is the fencing token of Member's term of the shard, as it
 	// reported it (TermOf(ctx).Token in its fn); 0 if not reported.
@@ -262,8 +270,10 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 // the members, when they differ). The channel is unbuffered and keeps no backlog: changes
 // between two reads, or while the receiver does not read, are coalesced
 // into the next view sent, which is the state at one read, not a log of
-// changes. Failed reads are skipped. The channel is closed when ctx ends,
-// which is how the goroutine behind it stops; Observe needs no Run.
+// changes. Failed reads are skipped. Unlike Election.Observe's, a
+// shard's token in successive views can go back (ShardOwner.Member says
+// when). The channel is closed when ctx ends, which is how the goroutine
+// behind it stops; Observe needs no Run.
 func (p *Partition) Observe(ctx context.Context) <-chan PartitionView {
 	p.mustBeMade()
 	ch := make(chan PartitionView)
