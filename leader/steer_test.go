@@ -305,14 +305,8 @@ func TestPreemptionRetargets(t *testing.T) {
 		s.start("a", leader.WithPreemption(delay))
 		// z waits ahead, blind to handovers (its member reads fail) until
 		// the better candidate has been seen.
-		p := s.w.process(t)
-		reads := &unreadMembers{MemberStore: p.members}
+		_, reads := s.startUnread("z")
 		reads.down.Store(true)
-		p.members = reads
-		z := newElection(t, p)
-		s.es["z"] = z
-		s.wg.Go(func() { s.l.run(s.ctx, z, "z") })
-		synctest.Wait()
 		s.start("b", leader.WithPriority(1), leader.WithPreemption(delay))
 		time.Sleep(delay + delay/4) // a's preemption to b is under way
 		s.start("c", leader.WithPriority(2), leader.WithPreemption(delay))

@@ -220,6 +220,19 @@ func (u *unreadMembers) Members(ctx context.Context, election string, maxAge tim
 	return u.MemberStore.Members(ctx, election, maxAge)
 }
 
+// startUnread starts candidate who, as start does, on a member store
+// whose reads fail while the returned unreadMembers' down is set.
+func (s *steered) startUnread(who string, opts ...leader.Option) (*leader.Election, *unreadMembers) {
+	p := s.w.process(s.t)
+	reads := &unreadMembers{MemberStore: p.members}
+	p.members = reads
+	e := newElection(s.t, p, opts...)
+	s.es[who] = e
+	s.wg.Go(func() { s.l.run(s.ctx, e, who) })
+	synctest.Wait()
+	return e, reads
+}
+
 // TestVersionGateUnreadable: under the version rule, a candidate whose
 // claim comes to hold while its member store does not answer begins no
 // term (it cannot tell whether a newer version is live): it releases
@@ -230,13 +243,7 @@ func TestVersionGateUnreadable(t *testing.T) {
 		s, stop := newSteered(t)
 		defer stop()
 		x := s.start("x", versioned("1.0.0")...)
-		p := s.w.process(t)
-		reads := &unreadMembers{MemberStore: p.members}
-		p.members = reads
-		o := newElection(t, p, versioned("1.0.0")...)
-		s.es["o"] = o
-		s.wg.Go(func() { s.l.run(s.ctx, o, "o") })
-		synctest.Wait()
+		o, reads := s.startUnread("o", versioned("1.0.0")...)
 		if !awaitMember(o) {
 			t.Fatal("o is no member")
 		}
