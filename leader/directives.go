@@ -9,9 +9,12 @@ import (
 
 // Operator directives: records an operator (dsync drain, dsync transfer)
 // inserts beside the members' status, never into a member's own status,
-// which only its member writes. They are insert-only: never updated,
-// never deleted, so a directive that lands late, or twice, cannot undo a
-// later one (see Directive).
+// which only its member writes. They are never updated, so a directive
+// that lands late, or twice, cannot undo a later one (see Directive).
+// Drains are never deleted. Transfer requests of a term that has ended
+// may be deleted (TransferRequests.PruneTransferRequests): such a request
+// is ignored anyway, so deleting it, or its landing again after the
+// delete, changes nothing.
 
 // ErrDirectiveExists is returned by PutDirective when a directive of the
 // same Key is stored already: another operator's, or an earlier send of
@@ -84,6 +87,27 @@ type Directives interface {
 	PutDirective(ctx context.Context, election string, d Directive) error
 	// Directives returns election's directives, in no set order.
 	Directives(ctx context.Context, election string) ([]Directive, error)
+}
+
+// TransferRequests is served by member stores that read one term's
+// transfer requests alone (leadermongo's Store: one find on the range of
+// their _ids; MemoryMembers) and delete those of ended terms. A leader
+// whose member store serves Directives reads, at each heartbeat, its
+// term's requests by TransferRequests where the store serves it (else
+// every directive of the election, by Directives), and, at the first
+// heartbeat of each of its terms, deletes the requests of the terms
+// before it by PruneTransferRequests (once: a failure is logged, and the
+// next term's leader deletes them). A request of an earlier term than a
+// leader's names a term that has ended, which is never acted on, so
+// deleting it is safe; one that lands after the delete is ignored too,
+// and deleted by a later term's leader.
+type TransferRequests interface {
+	// TransferRequests returns election's transfer requests of term, in
+	// no set order.
+	TransferRequests(ctx context.Context, election string, term uint64) ([]Directive, error)
+	// PruneTransferRequests deletes election's transfer requests of the
+	// terms before term. It deletes no other directive.
+	PruneTransferRequests(ctx context.Context, election string, term uint64) error
 }
 
 // Drained returns the drained members among ds: those whose drain

@@ -7,7 +7,9 @@ import (
 // Transfer requests (RequestTransfer, dsync transfer): an operator asks
 // the leader of a term to hand over to a candidate, by a directive in the
 // member store. A leader whose member store serves Directives reads them
-// once per heartbeat for as long as it leads, and acts with Transfer on
+// (its term's alone where the store serves TransferRequests, which it
+// prunes of the ended terms' once per term) once per heartbeat for as
+// long as it leads, and acts with Transfer on
 // the highest-numbered request of its term it has not acted on yet, each
 // once, given three member max ages (nine heartbeats) to succeed; a newer
 // request ends the Transfer of an older one. A request names a term, so
@@ -30,10 +32,14 @@ type requestsActed struct {
 	// stop ends the requested Transfer running, if any, so that a newer
 	// request's goes on without waiting for it.
 	stop context.CancelFunc
+	// pruned is the term whose leader deleted the requests of the terms
+	// before it (TransferRequests.PruneTransferRequests), or tried to.
+	pruned uint64
 }
 
-// actOnTransferRequest reads the directives of this election if this
-// candidate leads and its member store serves them, and starts a Transfer
+// actOnTransferRequest reads the transfer requests of this candidate's
+// term if it leads and its member store serves Directives
+// (readTransferRequests), and starts a Transfer
 // when a request of this term not acted on yet asks this term's leader to
 // hand over (the highest-numbered one). Called by the heartbeat, with its
 // record of the requests acted on.
@@ -49,7 +55,7 @@ func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed
 	if t == nil || t.ctx.Err() != nil {
 		return
 	}
-	all, err := ds.Directives(ctx, e.name)
+	all, err := x.readTransferRequests(ctx, ds, t.token, acted)
 	if err != nil {
 		e.cfg.logger.Warn("leader: read transfer requests", "election", e.name, "err", err)
 		return
@@ -81,4 +87,24 @@ func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed
 			e.cfg.logger.Warn("leader: requested transfer", "election", e.name, "term", t.token, "request", n, "to", to, "err", err)
 		}
 	}()
+}
+
+// readTransferRequests reads the transfer requests of term, this
+// candidate's, of which there may be others too: by one read of the
+// term's requests where ds serves TransferRequests, after deleting, at
+// the first read of the term, those of the terms before it; else by
+// Directives.
+func (x *handoff) readTransferRequests(ctx context.Context, ds Directives, term uint64, acted *requestsActed) ([]Directive, error) {
+	e := x.e
+	tr, ok := ds.(TransferRequests)
+	if !ok {
+		return ds.Directives(ctx, e.name)
+	}
+	if acted.pruned != term {
+		acted.pruned = term
+		if err := tr.PruneTransferRequests(ctx, e.name, term); err != nil {
+			e.cfg.logger.Warn("leader: delete the transfer requests of ended terms", "election", e.name, "term", term, "err", err)
+		}
+	}
+	return tr.TransferRequests(ctx, e.name, term)
 }

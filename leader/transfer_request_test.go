@@ -78,7 +78,7 @@ func TestTransferRequest(t *testing.T) {
 }
 
 // directiveReads counts the directive reads of a member store that
-// serves them.
+// serves them: of every directive, and of one term's transfer requests.
 type directiveReads struct {
 	*leader.MemoryMembers
 	mu    sync.Mutex
@@ -90,6 +90,13 @@ func (c *directiveReads) Directives(ctx context.Context, election string) ([]lea
 	c.reads++
 	c.mu.Unlock()
 	return c.MemoryMembers.Directives(ctx, election)
+}
+
+func (c *directiveReads) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.MemoryMembers.TransferRequests(ctx, election, term)
 }
 
 func (c *directiveReads) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
