@@ -39,10 +39,9 @@ type requestsActed struct {
 
 // actOnTransferRequest reads the transfer requests of this candidate's
 // term if it leads and its member store serves Directives
-// (readTransferRequests), and starts a Transfer
-// when a request of this term not acted on yet asks this term's leader to
-// hand over (the highest-numbered one). Called by the heartbeat, with its
-// record of the requests acted on.
+// (readTransferRequests), and starts a Transfer when the highest-numbered
+// one was not acted on yet. Called by the heartbeat, with its record of
+// the requests acted on.
 func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed) {
 	e := x.e
 	ds, ok := e.cfg.members.(Directives)
