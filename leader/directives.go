@@ -9,9 +9,12 @@ import (
 
 // Operator directives: records an operator (dsync drain, dsync transfer)
 // inserts beside the members' status, never into a member's own status,
-// which only its member writes. They are insert-only: never updated,
-// never deleted, so a directive that lands late, or twice, cannot undo a
-// later one (see Directive).
+// which only its member writes. They are never updated, so a directive
+// that lands late, or twice, cannot undo a later one (see Directive).
+// Drains are never deleted. Transfer requests of a term that has ended
+// may be deleted (TransferRequests.PruneTransferRequests): such a request
+// is ignored anyway, so deleting it, or its landing again after the
+// delete, changes nothing.
 
 // ErrDirectiveExists is returned by PutDirective when a directive of the
 // same Key is stored already: another operator's, or an earlier send of
@@ -41,14 +44,18 @@ const (
 // undrain, changes nothing. Drain writes the next Gen.
 //
 // A transfer request (DirectiveTransfer) asks the leader of term Term
-// (its fencing token) to hand its leadership to candidate Member. One
-// request per term: a second one is refused (ErrDirectiveExists). A
+// (its fencing token) to hand its leadership to candidate Member. A term
+// may have several, numbered 1, 2, ... (Gen; RequestTransfer inserts the
+// next): the leader acts on the highest-numbered one it has not acted on
+// yet, each once, so a request whose candidate died does not use up the
+// term. Gen 0 is the key of a term's single request as a release before
+// the numbering stored it ("#transfer/TERM"), read as any other. A
 // request naming a term that has ended, however late it lands, is
 // ignored.
 type Directive struct {
 	Kind   DirectiveKind
 	Member string // drain: the member; transfer: the candidate to hand over to
-	Gen    uint64 // drain: the generation; the highest one counts
+	Gen    uint64 // drain: the generation; transfer: the request's number in its term; the highest one counts
 	Drain  bool   // drain: drained (true) or undrained (false)
 	Term   uint64 // transfer: the term whose leader is asked
 	By     string // who asked (the CLI: user@host)
@@ -57,10 +64,14 @@ type Directive struct {
 }
 
 // Key is d's identity within its election: no two directives of one Key
-// are stored. "#drain/MEMBER/GEN" or "#transfer/TERM".
+// are stored. "#drain/MEMBER/GEN", or "#transfer/TERM/N" (N the Gen;
+// Gen 0: "#transfer/TERM", an older release's single request).
 func (d Directive) Key() string {
 	if d.Kind == DirectiveTransfer {
-		return "#transfer/" + strconv.FormatUint(d.Term, 10)
+		if d.Gen == 0 {
+			return "#transfer/" + strconv.FormatUint(d.Term, 10)
+		}
+		return "#transfer/" + strconv.FormatUint(d.Term, 10) + "/" + strconv.FormatUint(d.Gen, 10)
 	}
 	return "#drain/" + d.Member + "/" + strconv.FormatUint(d.Gen, 10)
 }
@@ -76,6 +87,27 @@ type Directives interface {
 	PutDirective(ctx context.Context, election string, d Directive) error
 	// Directives returns election's directives, in no set order.
 	Directives(ctx context.Context, election string) ([]Directive, error)
+}
+
+// TransferRequests is served by member stores that read one term's
+// transfer requests alone (leadermongo's Store: one find on the range of
+// their _ids; MemoryMembers) and delete those of ended terms. A leader
+// whose member store serves Directives reads, at each heartbeat, its
+// term's requests by TransferRequests where the store serves it (else
+// every directive of the election, by Directives), and, at the first
+// heartbeat of each of its terms, deletes the requests of the terms
+// before it by PruneTransferRequests (once: a failure is logged, and the
+// next term's leader deletes them). A request of an earlier term than a
+// leader's names a term that has ended, which is never acted on, so
+// deleting it is safe; one that lands after the delete is ignored too,
+// and deleted by a later term's leader.
+type TransferRequests interface {
+	// TransferRequests returns election's transfer requests of term, in
+	// no set order.
+	TransferRequests(ctx context.Context, election string, term uint64) ([]Directive, error)
+	// PruneTransferRequests deletes election's transfer requests of the
+	// terms before term. It deletes no other directive.
+	PruneTransferRequests(ctx context.Context, election string, term uint64) error
 }
 
 // Drained returns the drained members among ds: those whose drain
@@ -137,26 +169,40 @@ func Drain(ctx context.Context, ds Directives, partition, member string, drain b
 }
 
 // RequestTransfer asks the leader of election's term term (Info.Token) to
-// hand its leadership to candidate to, by inserting a transfer request.
-// A leader whose member store serves Directives reads the requests of its
-// term once per heartbeat and acts on one with Transfer. A request whose
-// term has ended is ignored, so read the term (Leader) just before. It
-// returns ErrDirectiveExists (wrapped) when this term has a request
-// already.
-func RequestTransfer(ctx context.Context, ds Directives, election string, term uint64, to, by, reason string) error {
+// hand its leadership to candidate to, by inserting a transfer request
+// numbered after the term's others: it tries 1, then, while the number is
+// taken (ErrDirectiveExists: a request of this term, or this one sent
+// before and landed), the next, until ctx ends. It returns the request
+// inserted. A leader whose member store serves Directives reads the
+// requests of its term once per heartbeat while it leads, and acts with
+// Transfer on the highest-numbered one it has not acted on yet (each
+// once; a newer request ends a Transfer an older one started). A request
+// whose term has ended is ignored, so read the term (Leader) just before.
+func RequestTransfer(ctx context.Context, ds Directives, election string, term uint64, to, by, reason string) (Directive, error) {
 	if election == "" || to == "" || term == 0 {
-		return errors.New("leader: RequestTransfer needs an election, a term and a candidate")
+		return Directive{}, errors.New("leader: RequestTransfer needs an election, a term and a candidate")
 	}
-	return ds.PutDirective(ctx, election, Directive{Kind: DirectiveTransfer, Member: to, Term: term, By: by, Reason: reason})
-}
-
-// transferRequest returns the candidate that ds asks term's leader to
-// hand over to, or "" if none.
-func transferRequest(ds []Directive, term uint64) string {
-	for _, d := range ds {
-		if d.Kind == DirectiveTransfer && d.Term == term {
-			return d.Member
+	for n := uint64(1); ; n++ {
+		d := Directive{Kind: DirectiveTransfer, Member: to, Term: term, Gen: n, By: by, Reason: reason}
+		err := ds.PutDirective(ctx, election, d)
+		switch {
+		case err == nil:
+			return d, nil
+		case !errors.Is(err, ErrDirectiveExists):
+			return Directive{}, err
+		case ctx.Err() != nil:
+			return Directive{}, context.Cause(ctx)
 		}
 	}
-	return ""
+}
+
+// latestTransferRequest returns the transfer request of term in ds of
+// the highest number (Gen); ok is false when term has none.
+func latestTransferRequest(ds []Directive, term uint64) (latest Directive, ok bool) {
+	for _, d := range ds {
+		if d.Kind == DirectiveTransfer && d.Term == term && (!ok || d.Gen > latest.Gen) {
+			latest, ok = d, true
+		}
+	}
+	return latest, ok
 }

@@ -6,7 +6,10 @@ import (
 	"time"
 )
 
-var _ Directives = (*MemoryMembers)(nil)
+var (
+	_ Directives       = (*MemoryMembers)(nil)
+	_ TransferRequests = (*MemoryMembers)(nil)
+)
 
 // PutDirective implements Directives.
 func (s *MemoryMembers) PutDirective(ctx context.Context, election string, d Directive) error {
@@ -42,4 +45,35 @@ func (s *MemoryMembers) Directives(ctx context.Context, election string) ([]Dire
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// TransferRequests implements TransferRequests.
+func (s *MemoryMembers) TransferRequests(ctx context.Context, election string, term uint64) ([]Directive, error) {
+	if err := s.reach(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Directive
+	for _, d := range s.directives[election] {
+		if d.Kind == DirectiveTransfer && d.Term == term {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// PruneTransferRequests implements TransferRequests.
+func (s *MemoryMembers) PruneTransferRequests(ctx context.Context, election string, term uint64) error {
+	if err := s.reach(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, d := range s.directives[election] {
+		if d.Kind == DirectiveTransfer && d.Term < term {
+			delete(s.directives[election], key)
+		}
+	}
+	return nil
 }

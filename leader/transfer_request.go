@@ -7,22 +7,42 @@ import (
 // Transfer requests (RequestTransfer, dsync transfer): an operator asks
 // the leader of a term to hand over to a candidate, by a directive in the
 // member store. A leader whose member store serves Directives reads them
-// once per heartbeat, for as long as it leads and has not acted on a
-// request of its term, and acts on the first it finds with Transfer,
-// given three member max ages (nine heartbeats) to succeed. A
-// request names a term, so one that lands late, after its term ended, is
-// never acted on by a later leader; and one term has one request at most.
+// (its term's alone where the store serves TransferRequests, which it
+// prunes of the ended terms' once per term) once per heartbeat for as
+// long as it leads, and acts with Transfer on
+// the highest-numbered request of its term it has not acted on yet, each
+// once, given three member max ages (nine heartbeats) to succeed; a newer
+// request ends the Transfer of an older one. A request names a term, so
+// one that lands late, after its term ended, is never acted on by a
+// later leader.
 
 // requestedTransferBound bounds a requested transfer, in member max ages
 // (three heartbeats each): time for the candidates ahead to step aside
 // and for the leader to see it, many times over.
 const requestedTransferBound = 3
 
-// actOnTransferRequest reads the directives of this election if this
-// candidate leads and its member store serves them, and starts a Transfer
-// when one asks this term's leader to hand over. It acts once per term.
-// Called by the heartbeat.
-func (x *handoff) actOnTransferRequest(ctx context.Context) {
+// requestsActed is the heartbeat's record of the transfer requests it
+// acted on: only the heartbeat (one goroutine) reads or writes it.
+type requestsActed struct {
+	term uint64 // the term of the request acted on last
+	// next is one more than the number (Gen) of that request: a request
+	// of term numbered below it was acted on, or passed over for a later
+	// one. 0: none of term.
+	next uint64
+	// stop ends the requested Transfer running, if any, so that a newer
+	// request's goes on without waiting for it.
+	stop context.CancelFunc
+	// pruned is the term whose leader deleted the requests of the terms
+	// before it (TransferRequests.PruneTransferRequests), or tried to.
+	pruned uint64
+}
+
+// actOnTransferRequest reads the transfer requests of this candidate's
+// term if it leads and its member store serves Directives
+// (readTransferRequests), and starts a Transfer when the highest-numbered
+// one was not acted on yet. Called by the heartbeat, with its record of
+// the requests acted on.
+func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed) {
 	e := x.e
 	ds, ok := e.cfg.members.(Directives)
 	if !ok {
@@ -31,33 +51,59 @@ func (x *handoff) actOnTransferRequest(ctx context.Context) {
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
-	if t == nil || t.ctx.Err() != nil || x.requested.Load() == t.token {
+	if t == nil || t.ctx.Err() != nil {
 		return
 	}
-	all, err := ds.Directives(ctx, e.name)
+	all, err := x.readTransferRequests(ctx, ds, t.token, acted)
 	if err != nil {
 		e.cfg.logger.Warn("leader: read transfer requests", "election", e.name, "err", err)
 		return
 	}
-	to := transferRequest(all, t.token)
-	if to == "" {
+	req, ok := latestTransferRequest(all, t.token)
+	if !ok || (acted.term == t.token && req.Gen < acted.next) {
 		return
 	}
+	if acted.stop != nil {
+		acted.stop() // superseded: its Transfer returns, and withdraws its handover
+	}
+	acted.term, acted.next = t.token, req.Gen+1
 	x.requested.Store(t.token) // only the heartbeat calls this: no other store races it
-	e.cfg.logger.Info("leader: transfer requested", "election", e.name, "term", t.token, "to", to)
+	to, n := req.Member, req.Gen
+	e.cfg.logger.Info("leader: transfer requested", "election", e.name, "term", t.token, "request", n, "to", to)
+	// Bounded: a candidate that never queues (of an older release, not
+	// campaigning) must not hold the handover, and every other Transfer
+	// and preemption, for the rest of the term.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestedTransferBound*e.cfg.memberMaxAge())
+	acted.stop = cancel
 	// Transfer ends with the term (ErrNotLeader) if the handover does not
 	// come first, and Close ends the term before it waits for the
 	// background (e.wg, which the heartbeat calling this is part of).
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		// Bounded: a candidate that never queues (of an older release, not
-		// campaigning) must not hold the handover, and every other
-		// Transfer and preemption, for the rest of the term.
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestedTransferBound*e.cfg.memberMaxAge())
 		defer cancel()
 		if err := e.Transfer(tctx, to); err != nil {
-			e.cfg.logger.Warn("leader: requested transfer", "election", e.name, "term", t.token, "to", to, "err", err)
+			e.cfg.logger.Warn("leader: requested transfer", "election", e.name, "term", t.token, "request", n, "to", to, "err", err)
 		}
 	}()
+}
+
+// readTransferRequests reads the transfer requests of term, this
+// candidate's, of which there may be others too: by one read of the
+// term's requests where ds serves TransferRequests, after deleting, at
+// the first read of the term, those of the terms before it; else by
+// Directives.
+func (x *handoff) readTransferRequests(ctx context.Context, ds Directives, term uint64, acted *requestsActed) ([]Directive, error) {
+	e := x.e
+	tr, ok := ds.(TransferRequests)
+	if !ok {
+		return ds.Directives(ctx, e.name)
+	}
+	if acted.pruned != term {
+		acted.pruned = term
+		if err := tr.PruneTransferRequests(ctx, e.name, term); err != nil {
+			e.cfg.logger.Warn("leader: delete the transfer requests of ended terms", "election", e.name, "term", term, "err", err)
+		}
+	}
+	return tr.TransferRequests(ctx, e.name, term)
 }

@@ -13,8 +13,7 @@ import (
 // TestTransferRequest: a transfer request for the leader's term is acted
 // on at its heartbeat (the candidate asked for leads next, the old term
 // ends with ErrTransferred); a request naming a term that has ended,
-// landing late, changes nothing; a second request for one term is
-// refused.
+// landing late, changes nothing.
 func TestTransferRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld()
@@ -38,7 +37,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("Leader = %+v, %v; want a", info, err)
 		}
 		time.Sleep(time.Second) // both candidates' status written
-		if err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		waitTerms := func(n int) []loggedTerm {
@@ -56,11 +55,8 @@ func TestTransferRequest(t *testing.T) {
 		if terms[0].who != "a" || terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
 			t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
 		}
-		if err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, a.ID(), "test", ""); err == nil {
-			t.Fatal("a second request for a's term was accepted")
-		}
 		// A request for a's ended term, as if sent late: b's term goes on.
-		if err := w.members.PutDirective(ctx, "e", leader.Directive{Kind: leader.DirectiveTransfer, Term: info.Token - 1, Member: a.ID()}); err != nil {
+		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * ttl)
@@ -68,7 +64,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("after a request for an ended term: terms %+v, violations %v", terms, v)
 		}
 		// A request for b's term hands back to a.
-		if err := leader.RequestTransfer(ctx, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		terms = waitTerms(3)
@@ -82,7 +78,7 @@ func TestTransferRequest(t *testing.T) {
 }
 
 // directiveReads counts the directive reads of a member store that
-// serves them.
+// serves them: of every directive, and of one term's transfer requests.
 type directiveReads struct {
 	*leader.MemoryMembers
 	mu    sync.Mutex
@@ -94,6 +90,13 @@ func (c *directiveReads) Directives(ctx context.Context, election string) ([]lea
 	c.reads++
 	c.mu.Unlock()
 	return c.MemoryMembers.Directives(ctx, election)
+}
+
+func (c *directiveReads) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.MemoryMembers.TransferRequests(ctx, election, term)
 }
 
 func (c *directiveReads) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
@@ -121,6 +124,61 @@ func TestTransferRequestReads(t *testing.T) {
 		leading, waiting := stores[0].count()-before[0], stores[1].count()-before[1]
 		if leading < 9 || leading > 11 || waiting != 0 {
 			t.Errorf("directive reads over ten heartbeats: %d by the leader, %d by the waiting candidate; want about 10 and 0", leading, waiting)
+		}
+	})
+}
+
+// TestTransferRequestAfterOneFailed: a request whose candidate is no
+// live member fails, and does not use up the term: a second request in
+// the same term is numbered after it, and acted on.
+func TestTransferRequestAfterOneFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx, cancel := context.WithCancel(context.Background())
+		l := &termLog{}
+		var wg sync.WaitGroup
+		a := newElection(t, w.process(t))
+		b := newElection(t, w.process(t))
+		wg.Go(func() { l.run(ctx, a, "a") })
+		synctest.Wait()
+		wg.Go(func() { l.run(ctx, b, "b") })
+		synctest.Wait()
+		defer func() {
+			cancel()
+			wg.Wait()
+			_ = a.Close()
+			_ = b.Close()
+		}()
+		info, err := a.Leader(ctx)
+		if err != nil || info.ID != a.ID() {
+			t.Fatalf("Leader = %+v, %v; want a", info, err)
+		}
+		time.Sleep(time.Second) // both candidates' status written
+		if r, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
+			t.Fatalf("first request: %+v, %v", r, err)
+		}
+		time.Sleep(2 * ttl) // acted on, and failed: gone is no live candidate
+		if terms, _ := l.snapshot(); len(terms) != 1 {
+			t.Fatalf("after a request to no candidate: terms %+v, want a's alone", terms)
+		}
+		r, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", "")
+		if err != nil || r.Gen != 2 {
+			t.Fatalf("second request in a's term: %+v, %v; want number 2", r, err)
+		}
+		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			if terms, _ := l.snapshot(); len(terms) >= 2 {
+				if terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
+					t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
+				}
+				break
+			}
+			if time.Since(start) > 4*ttl {
+				terms, _ := l.snapshot()
+				t.Fatalf("the second request was not acted on: terms %+v", terms)
+			}
+		}
+		if _, v := l.snapshot(); len(v) > 0 {
+			t.Fatal(v)
 		}
 	})
 }

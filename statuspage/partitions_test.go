@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,5 +70,58 @@ func TestJSONShowsPartitionShards(t *testing.T) {
 	}
 	if len(s.Elections) != 0 {
 		t.Errorf("elections %+v: the shards are listed as elections too", s.Elections)
+	}
+}
+
+// TestJSONShowsDrainedMembers: a partition lists the members an operator
+// drained (leader.Drain), with the member's host and pid where its status
+// is seen and who drained it, when and why; an undrained member is not
+// listed; app.js draws them.
+func TestJSONShowsDrainedMembers(t *testing.T) {
+	store := memory.New()
+	ms := leader.NewMemoryMembers()
+	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 2, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	q, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 2, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 2)
+	for _, m := range []*leader.Partition{p, q} { // q, undrained, owns the shards
+		go func() { done <- m.Run(ctx, func(ctx context.Context, shard int) error { <-ctx.Done(); return nil }) }()
+	}
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	for _, d := range []struct {
+		member string
+		drain  bool
+	}{{p.ID(), true}, {"gone", true}, {"back", true}, {"back", false}} {
+		if _, err := leader.Drain(ctx, ms, "jobs", d.member, d.drain, "ops@host", "why "+d.member); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	f := &fixture{client: newClient(t, store.Process())}
+	f.srv = httptest.NewServer(statuspage.New(statuspage.Config{Client: f.client, Members: ms, Seen: time.Minute}))
+	t.Cleanup(f.srv.Close)
+	s := f.until(t, "/status.json", func(s statuspage.Snapshot) bool {
+		return len(s.Partitions) == 1 && len(s.Partitions[0].Drained) == 2 && s.Partitions[0].Drained[0].PID+s.Partitions[0].Drained[1].PID != 0
+	})
+	byID := map[string]statuspage.DrainedMember{}
+	for _, d := range s.Partitions[0].Drained {
+		byID[d.ID] = d
+	}
+	if d, ok := byID[p.ID()]; !ok || d.PID == 0 || d.Host == "" || d.By != "ops@host" || d.Reason != "why "+p.ID() || d.At.IsZero() {
+		t.Errorf("drained %+v; want the running member %s with its host and pid, drained by ops@host", s.Partitions[0].Drained, p.ID())
+	}
+	if d, ok := byID["gone"]; !ok || d.PID != 0 || d.Host != "" || d.Reason != "why gone" {
+		t.Errorf("drained %+v; want gone, without a host or pid (no status seen)", s.Partitions[0].Drained)
+	}
+	if !strings.Contains(body(t, f.srv.URL+"/app.js"), "p.drained") {
+		t.Error("app.js does not draw a partition's drained members")
 	}
 }

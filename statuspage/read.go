@@ -56,7 +56,8 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	sink, end := Stream(rs, stalls, s.add)
+	drained := func(partition string) ([]statusread.Drained, error) { return r.Drained(ctx, partition) }
+	sink, end := Stream(rs, stalls, drained, s.add)
 	listed, err := r.List(ctx, statusread.Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
 	if err != nil {
 		return err

@@ -19,13 +19,14 @@ import (
 //
 // The sink emits the Record of each lock and election at once, but for
 // the elections that are a partition's shards; end emits the partitions
-// whose shards were read, then the revocations, newest first, then the
-// stall records, newest first. A claim of a session in revocations is
+// whose shards were read, each with its drained members as drained reads
+// them (nil: none), then the revocations, newest first, then the stall
+// records, newest first. A claim of a session in revocations is
 // marked Revoked. The fields only a caller knows (a Claim's and a
 // Leader's CommandPID, the Summary) are the caller's to fill in. An error
-// of emit is returned as it is.
-func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, emit func(Record) error) (sink statusread.Sink, end func() error) {
-	s := &stream{emit: emit, revoked: make(map[string]bool, len(revocations))}
+// of emit or drained is returned as it is.
+func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, drained func(partition string) ([]statusread.Drained, error), emit func(Record) error) (sink statusread.Sink, end func() error) {
+	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations))}
 	for _, r := range revocations {
 		s.revoked[r.Session] = true
 		s.revocations = append(s.revocations, Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
@@ -41,9 +42,10 @@ func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, emit func(Reco
 // A stream is the sink of Stream.
 type stream struct {
 	emit        func(Record) error
-	revocations []Revocation    // newest first
-	revoked     map[string]bool // their sessions
-	stalls      []Stall         // newest first
+	drained     func(partition string) ([]statusread.Drained, error) // nil: none
+	revocations []Revocation                                         // newest first
+	revoked     map[string]bool                                      // their sessions
+	stalls      []Stall                                              // newest first
 	shards      partitions.Set[Election]
 }
 
@@ -62,6 +64,15 @@ func (s *stream) Election(re statusread.Election) error {
 
 func (s *stream) end() error {
 	for _, p := range partitionsOf(&s.shards) {
+		if s.drained != nil {
+			ds, err := s.drained(p.Name)
+			if err != nil {
+				return err
+			}
+			for _, d := range ds {
+				p.Drained = append(p.Drained, DrainedMember{ID: d.ID, Host: d.Host, PID: d.PID, By: d.By, Reason: d.Reason, At: d.At})
+			}
+		}
 		if err := s.emit(Record{Partition: &p}); err != nil {
 			return err
 		}
@@ -130,7 +141,7 @@ func electionOf(re statusread.Election) Election {
 func partitionsOf(set *partitions.Set[Election]) []Partition {
 	ps := []Partition{}
 	for _, p := range set.Partitions() {
-		sp := Partition{Name: p.Name, Shards: []Shard{}}
+		sp := Partition{Name: p.Name, Shards: []Shard{}, Drained: []DrainedMember{}}
 		for _, sh := range p.Shards {
 			sp.Shards = append(sp.Shards, Shard{Shard: sh.Index, Election: sh.Of.Name, Key: sh.Of.Key, Owner: sh.Of.Leader})
 		}

@@ -225,6 +225,26 @@ type Member struct {
 type Partition struct {
 	Name   string  `json:"name"`
 	Shards []Shard `json:"shards"`
+	// Drained are the members an operator drained (dsync drain,
+	// leader.Drain), ordered by ID: they are assigned no shard. Empty
+	// where none is, or the member store keeps no drains.
+	Drained []DrainedMember `json:"drained"`
+}
+
+// A DrainedMember is a Partition member an operator drained, as its
+// latest drain directive says.
+type DrainedMember struct {
+	ID string `json:"id"` // the member's (leader.Partition.ID)
+	// Host and PID are the member's where the reader saw its status
+	// within its window (the page's Config.Seen, dsync status --seen);
+	// absent where not: it stopped, or is cut off.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// By, Reason and At are the drain's: who drained it, why, and when
+	// (store time).
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // A Shard is one shard of a partition.

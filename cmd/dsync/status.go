@@ -247,7 +247,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	}
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs, stalls)
+		out = newJSONSink(os.Stdout, rs, stalls, func(partition string) ([]statusread.Drained, error) { return store.reader.Drained(ctx, partition) })
 	} else {
 		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}

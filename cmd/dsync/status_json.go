@@ -32,10 +32,11 @@ type jsonSink struct {
 }
 
 // newJSONSink returns a sink that prints to w, marks the claims of the
-// sessions that rs revoked, and prints rs and stalls at the end.
-func newJSONSink(w io.Writer, rs []dsync.Revocation, stalls []dsync.Stall) *jsonSink {
+// sessions that rs revoked, and prints, at the end, the partitions with
+// the members that drained reads drained (nil: none), rs and stalls.
+func newJSONSink(w io.Writer, rs []dsync.Revocation, stalls []dsync.Stall, drained func(partition string) ([]statusread.Drained, error)) *jsonSink {
 	s := &jsonSink{enc: json.NewEncoder(w)}
-	s.Sink, s.end = statuspage.Stream(rs, stalls, s.print)
+	s.Sink, s.end = statuspage.Stream(rs, stalls, drained, s.print)
 	return s
 }
 

@@ -19,7 +19,8 @@ import (
 // statuspage), or to how it is filled in, fails it: scripts and
 // dashboards read these lines. Each kind of lock, a claim revoked, a
 // command found on this host, a leader with and without a lease, a
-// partition's shards owned and not, stall records with and without
+// partition's shards owned and not with its drained members (one seen,
+// one not), stall records with and without
 // their holder's times, and a summary with every field are in it.
 func TestStatusJSONGolden(t *testing.T) {
 	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
@@ -70,7 +71,17 @@ func TestStatusJSONGolden(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	sink := newJSONSink(&out, revocations, stalls)
+	drained := func(partition string) ([]statusread.Drained, error) {
+		if partition != "grid" {
+			t.Errorf("drained members of %q read; want only grid's", partition)
+			return nil, nil
+		}
+		return []statusread.Drained{
+			{ID: "m1", Host: "here", PID: 105, By: "ops@a", Reason: "disk", At: at(6)},
+			{ID: "m2", By: "ops@b", At: at(7)}, // no status seen
+		}, nil
+	}
+	sink := newJSONSink(&out, revocations, stalls, drained)
 	sink.cmds = commandFinder{host: "here", children: map[int]int{100: 1100, 102: 1102}, read: time.Now().Add(time.Hour)}
 	for _, l := range locks {
 		if err := sink.Lock(l); err != nil {
@@ -100,7 +111,7 @@ const statusJSONGolden = `{"lock":{"key":"jobs","kind":"mutex","name":"jobs","st
 {"lock":{"key":"dsync:team/free","kind":"mutex","name":"dsync:team/free","state":"free","holders":[],"waiting":[]}}
 {"election":{"name":"billing","key":"dsync:election/billing","leader":{"id":"c1","host":"here","pid":100,"commandPid":1100,"version":"v1","value":"at c1","term":9,"since":"2026-11-28T12:00:05Z","heldForMs":25000,"expiresAt":"2026-11-28T12:00:45Z","expiresInMs":15000},"members":[{"id":"c1","host":"here","pid":100,"version":"v1","priority":0,"leader":true,"lastSeen":"2026-11-28T12:00:28Z","lastSeenAgoMs":2000},{"id":"c2","host":"there","pid":203,"version":"v0","priority":5,"leader":false,"lastSeen":"2026-11-28T12:00:29Z","lastSeenAgoMs":1000}]}}
 {"election":{"name":"solo","key":"dsync:election/solo","leader":{"id":"c3","host":"there","pid":204,"version":"v1","value":"at c3","term":2,"since":"2026-11-28T12:00:12Z","heldForMs":18000,"expiresInMs":0},"members":[]}}
-{"partition":{"name":"grid","shards":[{"shard":0,"election":"grid#0","key":"dsync:election/grid#0","owner":{"id":"c4","host":"here","pid":102,"commandPid":1102,"version":"v1","value":"at c4","term":11,"since":"2026-11-28T12:00:03Z","heldForMs":27000,"expiresAt":"2026-11-28T12:00:31Z","expiresInMs":1000}},{"shard":1,"election":"grid#1","key":"dsync:election/grid#1","owner":null}]}}
+{"partition":{"name":"grid","shards":[{"shard":0,"election":"grid#0","key":"dsync:election/grid#0","owner":{"id":"c4","host":"here","pid":102,"commandPid":1102,"version":"v1","value":"at c4","term":11,"since":"2026-11-28T12:00:03Z","heldForMs":27000,"expiresAt":"2026-11-28T12:00:31Z","expiresInMs":1000}},{"shard":1,"election":"grid#1","key":"dsync:election/grid#1","owner":null}],"drained":[{"id":"m1","host":"here","pid":105,"by":"ops@a","reason":"disk","at":"2026-11-28T12:00:06Z"},{"id":"m2","by":"ops@b","reason":"","at":"2026-11-28T12:00:07Z"}]}}
 {"revocation":{"session":"s2","by":"ops@b","reason":"stuck","at":"2026-11-28T12:00:20Z"}}
 {"revocation":{"session":"s9","by":"ops@a","reason":"old","at":"2026-11-28T12:00:01Z"}}
 {"stall":{"key":"dsync:sem/encode","kind":"semaphore","name":"encode","token":2,"owner":"owner-s8","host":"here","pid":108,"session":"s8","nonce":"n8","since":"2026-11-28T12:00:11Z","lastProgress":"2026-11-28T12:00:15Z","at":"2026-11-28T12:00:25Z"}}

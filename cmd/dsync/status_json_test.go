@@ -24,7 +24,7 @@ import (
 // status --json prints what status.json serves, field for field: each
 // lock with its holders and waiters (a Mutex's, an RWMutex's readers, a
 // Semaphore's units, a Once done), each election with its leader and
-// members, a partition's shards owned and not, the revocations with the
+// members, a partition's shards owned and not and its drained member, the revocations with the
 // revoked session's claim marked, the stall records, and a summary that
 // says what the page's top says.
 func TestStatusJSONIsThePagesSchema(t *testing.T) {
@@ -75,6 +75,8 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 				must(e.Resign(ctx)) // a shard nobody owns
 			}
 		}
+		_, err = leader.Drain(ctx, members, "grid", "gone", true, "ops@host", "retired")
+		must(err)
 		doomed, err := dsync.NewMutex(client(), "doomed")
 		must(err)
 		must(doomed.LockContext(ctx))
@@ -104,7 +106,7 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(err)
 		stalls, err := r.Stalls(ctx)
 		must(err)
-		sink := newJSONSink(&out, rs, stalls)
+		sink := newJSONSink(&out, rs, stalls, func(partition string) ([]statusread.Drained, error) { return r.Drained(ctx, partition) })
 		sink.cmds.host = "(none)" // the command pids are the command's own: none here
 		listed, err := r.List(ctx, statusread.Selection{}, sink)
 		must(err)
@@ -115,6 +117,9 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		if len(page.Locks) != 5 || len(page.Elections) != 1 || len(page.Partitions) != 1 || len(page.Partitions[0].Shards) != 2 ||
 			len(page.Revocations) != 1 || len(page.Stalls) != 2 || page.Error != "" {
 			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation, 2 stall records", page)
+		}
+		if d := page.Partitions[0].Drained; len(d) != 1 || d[0].ID != "gone" || d[0].By != "ops@host" || d[0].Reason != "retired" || d[0].At.IsZero() || d[0].PID != 0 {
+			t.Errorf("status.json's partition drained: %+v; want the member gone, drained by ops@host, not seen", d)
 		}
 		if d := lockOf(page, "doomed"); d == nil || !d.Holders[0].Revoked {
 			t.Errorf("status.json doomed: %+v; want its holder's claim marked revoked", d)

@@ -22,12 +22,15 @@ command, under dsync elect, gets SIGTERM) and MEMBER leads. Never two
 leaders; the gap is one handoff.
 
 transfer reads who leads and in which term, and writes a request for
-that term to the member collection (--members): one insert. The leader
-reads the requests of its term at each heartbeat while it leads (one
-read per heartbeat) and acts on the first. A term has one request at
-most: a second is refused. A request whose term has ended is ignored, so
-one that reaches the server late cannot move a later leader. A leader of
-a release without transfer requests ignores them.
+that term to the member collection (--members), numbered after the
+term's earlier requests: one insert (one more for each number another
+request took first). The leader reads the requests of its term at each
+heartbeat while it leads (one read per heartbeat) and acts on the latest
+it has not acted on yet, once: a request whose MEMBER died or never
+queued can be followed by another in the same term, which supersedes it.
+A request whose term has ended is ignored, so one that reaches the
+server late cannot move a later leader. A leader of a release without
+transfer requests ignores them.
 
 transfer then waits until MEMBER leads. MEMBER is a candidate's ID, or
 HOST:PID of its process, as 'dsync status' shows them; it must be a live
@@ -40,9 +43,8 @@ Flags:
   (and the global flags; see 'dsync -h')
 
 Exit status: 0 once MEMBER leads; 1 on failure (the server cannot be
-reached, MEMBER is no live candidate, nobody leads, the term has a
-request already, or the term ended with another leader, or --wait
-passed first); 2: usage error.
+reached, MEMBER is no live candidate, nobody leads, the term ended
+with another leader, or --wait passed first); 2: usage error.
 `
 
 var transferCmd = &command{
@@ -106,10 +108,11 @@ func runTransfer(g *globals, args []string) int {
 	if !slices.ContainsFunc(live, func(m leader.Member) bool { return m.ID == id }) {
 		return fail("transfer", exitFailure, fmt.Errorf("%w: %q in %q", leader.ErrNotCandidate, id, name))
 	}
-	if err := leader.RequestTransfer(ctx, members, name, info.Token, id, revoker(), *reason); err != nil {
+	req, err := leader.RequestTransfer(ctx, members, name, info.Token, id, revoker(), *reason)
+	if err != nil {
 		return fail("transfer", exitFailure, err)
 	}
-	fmt.Printf("asked the leader of %q (term %d, %s pid %d) to hand over to %s\n", name, info.Token, info.Host, info.PID, id)
+	fmt.Printf("asked the leader of %q (term %d, %s pid %d) to hand over to %s (request %d of the term)\n", name, info.Token, info.Host, info.PID, id, req.Gen)
 	wctx, wcancel := context.WithTimeout(context.Background(), *wait)
 	defer wcancel()
 	now, err := awaitTransfer(wctx, e, info.Token, id)

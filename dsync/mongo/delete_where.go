@@ -32,7 +32,8 @@ import (
 // every token a compacted key takes again, and gates buckets before any
 // it covers again (Compact deletes done records, whose ID comes back,
 // with a deleteMany); a session document names a generation its owner
-// retired long before. Those documents are never updated but a session's
+// retired long before; a stall record inserted again (a resend landing
+// late) carries its old time, which the filter selects again. Those documents are never updated but a session's
 // expiry, which a renewal landing late raises no further than its
 // sender's deadline, long past.
 const (

@@ -74,9 +74,9 @@ func (ss *sessionStore) InsertSession(ctx context.Context, sess driver.Session) 
 const closeCleanTime = 2 * time.Second
 
 // clean deletes the sessions that expired more than
-// sessionRetention ago, the revocations that can no longer matter
-// (cleanRevocations) and the stall records older than stallRetention
-// (cleanStalls). Best effort. On FerretDB its deleteMany decodes
+// sessionRetention ago and, in the same delete, the stall records older
+// than stallRetention (oldStalls), then the revocations that can no
+// longer matter (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
 // started within the retention, so it is sent when a process that made a
 // session closes its store, and by sweeps (Compact), never on the way to
@@ -94,12 +94,15 @@ func (ss *sessionStore) clean(ctx context.Context) {
 	}
 	now := e.Now().Earliest
 	before := now.Add(-sessionRetention)
-	_, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}})
-	if err != nil {
-		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
+	// One delete for both: FerretDB decodes the collection once.
+	filter := bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}},
+		oldStalls(now),
+	}}}
+	if _, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", filter); err != nil {
+		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions and old stall records failed", "err", err)
 	}
 	ss.cleanRevocations(ctx, before)
-	ss.cleanStalls(ctx, now)
 }
 
 // RenewSession is the Store's (driver.Store): one findAndModify by _id

@@ -14,9 +14,9 @@ import (
 // beside the sessions under _ids "#stall/<session>/<nonce>" (a session's
 // _ids are xids, which never begin with "#"; a session and a nonce are
 // fixed-length xids, so the _id stays short whatever the key). A record is
-// inserted once and never updated. It has no expiresAt: the cleaning of
-// expired sessions never selects it; cleanStalls deletes it once it is
-// older than stallRetention.
+// inserted once and never updated. It has no expiresAt, so the cleaning
+// of expired sessions selects it only by its own clause (oldStalls), once
+// it is older than stallRetention.
 
 const (
 	stallIDPrefix   = "#stall/"
@@ -94,13 +94,11 @@ func stallRange() bson.D {
 	return bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: stallIDPrefix}, {Key: "$lt", Value: stallIDAfterAll}}}}
 }
 
-// cleanStalls deletes the stall records sent more than stallRetention
-// before now, the earliest server time now. Best effort. A delete that
-// lands late deletes records that old, or nothing: a copy of a record
-// inserted again since (a resend landing late) carries its old At.
-func (ss *sessionStore) cleanStalls(ctx context.Context, now time.Time) {
-	filter := append(stallRange(), bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-stallRetention)}}})
-	if _, err := ss.writer.deleteWhere(ctx, ss.coll, "clean stalls", filter); err != nil {
-		ss.cfg.logger.Debug("dsyncmongo: deleting old stall records failed", "err", err)
-	}
+// oldStalls selects the stall records sent more than stallRetention
+// before now, the earliest server time now: sessionStore.clean deletes
+// them with the long-expired sessions, in one delete. A delete that lands
+// late deletes records that old, or nothing: a copy of a record inserted
+// again since (a resend landing late) carries its old At.
+func oldStalls(now time.Time) bson.D {
+	return append(stallRange(), bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-stallRetention)}}})
 }

@@ -3,8 +3,11 @@ package dsyncmongo
 import (
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
@@ -60,5 +63,83 @@ func TestStallRecordsEndAfterTheRetention(t *testing.T) {
 	}
 	if _, found, err := st.GetSession(ctx, session); err != nil || !found {
 		t.Errorf("GetSession(%s) after the cleaning = found %v, %v; want found", session, found, err)
+	}
+}
+
+// TestCloseCleansStallsInTheSessionsDelete: seen through the command
+// monitor, Close of a store that made a session deletes the old stall
+// records in the delete of the long-expired sessions: one delete (on
+// FerretDB, one find of the _ids it selects and one delete by _id), then
+// the revocations' find; as many commands as its clean sent before stall
+// records existed, however many of both there are.
+func TestCloseCleansStallsInTheSessionsDelete(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	var (
+		mu   sync.Mutex
+		on   bool
+		sent []string
+	)
+	c := &counter{onStart: func(e *event.CommandStartedEvent) {
+		k := kindOf(e)
+		if k == clockSample || slices.Contains([]string{"hello", "isMaster", "ping", "buildInfo", "endSessions", "killCursors"}, k) {
+			return
+		}
+		mu.Lock()
+		if on {
+			sent = append(sent, k)
+		}
+		mu.Unlock()
+	}}
+	db := mongotest.NewDatabase(t, c.monitor())
+	st, err := NewStore(db, WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := st.ServerTime().Earliest
+	const session = "live0000000000000000"
+	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"dead0000000000000000", "dead1000000000000000"} {
+		if err := st.InsertSession(ctx, driver.Session{ID: id, Gen: i + 1, ExpiresAt: now.Add(-sessionRetention - time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, nonce := range []string{"old00000000000000000", "older0000000000000000"} {
+		if err := st.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "k", Token: 1, Session: session, Nonce: nonce, At: now.Add(-2 * stallRetention)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	on = true
+	mu.Unlock()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := sent
+	mu.Unlock()
+	deletes := 0
+	for _, k := range got {
+		if k == "delete" {
+			deletes++
+		}
+	}
+	t.Logf("Close sent %q", got)
+	if deletes != 1 || len(got) > 3 {
+		t.Errorf("Close sent %q; want one delete and at most three commands (the sessions' delete, the revocations' find)", got)
+	}
+	// Read back through another store: the old stall records went.
+	other, err := NewStore(mongotest.SameDatabase(t, db), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if ss, err := other.Roles().Stalls.Stalls(ctx); err != nil || len(ss) != 0 {
+		t.Errorf("stall records after Close = %+v, %v; want none", ss, err)
 	}
 }

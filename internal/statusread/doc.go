@@ -8,7 +8,8 @@
 // (dsync.Client.List, Queue, HasKey, ListOrder), whether a Once ran to
 // success (dsync.Once.Done), who leads an election
 // (leader.Election.Leader, on a watcher that never campaigns) and who
-// stands by (leader.MemberStore.Members), the sessions operators revoked
+// stands by (leader.MemberStore.Members), the members of a partition
+// drained (leader.Directives, by Drained), the sessions operators revoked
 // (dsync.Client.Revocations) and the holds that stalled
 // (dsync.Client.Stalls). It claims no key.
 //
@@ -31,7 +32,8 @@
 //     begins or ends between them they disagree, and are read again, a
 //     few times (Election).
 //   - Reading writes nothing: the Client's List, Queue, HasKey,
-//     ListOrder, Revocations and Stalls and leadermongo's Members create
+//     ListOrder, Revocations and Stalls and leadermongo's Members,
+//     Directives and MembersAndDirectives create
 //     no collection or index and need only MongoDB's read role; a
 //     database nothing uses reads as empty, and is left so.
 //

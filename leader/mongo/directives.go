@@ -17,15 +17,21 @@ import (
 
 // Operator directives (leader.Directives) live in the members collection,
 // one document each, _id "<election>/<Directive.Key>"
-// ("jobs/#drain/<member>/<gen>", "jobs/#transfer/<term>"). They are only
-// ever inserted: an insert sent twice lands once (duplicate key), and a
+// ("jobs/#drain/<member>/<gen>", "jobs/#transfer/<term>/<n>"). They are
+// never updated: an insert sent twice lands once (duplicate key), and a
 // late one adds a record that the rules of leader.Directive make
-// harmless. They have no "election" field, so no member query (Member,
-// Members, DeleteMember) ever matches one; listing them is one range find
-// on _id, and MembersAndDirectives reads them with the members in one
-// find.
+// harmless. Drains are never deleted; a leader deletes the transfer
+// requests of the terms before its own (PruneTransferRequests), which no
+// leader acts on. They have no "election" field, so no member query
+// (Member, Members, DeleteMember) ever matches one; listing them is one
+// range find on _id, as is listing one term's transfer requests
+// (TransferRequests), and MembersAndDirectives reads them with the
+// members in one find.
 
-var _ leader.Directives = (*Store)(nil)
+var (
+	_ leader.Directives       = (*Store)(nil)
+	_ leader.TransferRequests = (*Store)(nil)
+)
 
 // directiveDoc is one operator directive.
 type directiveDoc struct {
@@ -79,6 +85,46 @@ func (b *Store) Directives(ctx context.Context, election string) ([]leader.Direc
 		return nil, fmt.Errorf("leadermongo: list directives: %w", err)
 	}
 	return directivesOf(docs)
+}
+
+// TransferRequests implements leader.TransferRequests: one find over the
+// range of _ids of election's requests of term. The range,
+// "<election>/#transfer/<term>" up to "<election>/#transfer/<term>0"
+// ('/' + 1 is '0'), holds "#transfer/<term>" and "#transfer/<term>/<n>"
+// and no other term's (its digits sort at or after '0').
+func (b *Store) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+	prefix := election + "/" + leader.Directive{Kind: leader.DirectiveTransfer, Term: term}.Key()
+	cur, err := b.members.Find(ctx, bson.D{
+		{Key: "_id", Value: bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: prefix + "0"}}},
+		{Key: "directive", Value: election},
+		{Key: "term", Value: int64(term)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leadermongo: list transfer requests: %w", err)
+	}
+	var docs []directiveDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("leadermongo: list transfer requests: %w", err)
+	}
+	return directivesOf(docs)
+}
+
+// PruneTransferRequests implements leader.TransferRequests: one delete
+// over the range of _ids of election's transfer requests,
+// "<election>/#transfer/" up to "<election>/#transfer0", of the terms
+// before term.
+func (b *Store) PruneTransferRequests(ctx context.Context, election string, term uint64) error {
+	prefix := election + "/#transfer/"
+	_, err := b.members.DeleteMany(ctx, bson.D{
+		{Key: "_id", Value: bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: election + "/#transfer0"}}},
+		{Key: "directive", Value: election},
+		{Key: "kind", Value: string(leader.DirectiveTransfer)},
+		{Key: "term", Value: bson.D{{Key: "$lt", Value: int64(term)}}},
+	})
+	if err != nil {
+		return fmt.Errorf("leadermongo: delete transfer requests: %w", err)
+	}
+	return nil
 }
 
 // directivesOf returns the directives docs hold.

@@ -1,8 +1,10 @@
 package leadermongo_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,11 +43,14 @@ func TestDirectives(t *testing.T) {
 	if err := b.members.PutDirective(ctx, "jobs", leader.Directive{Kind: leader.DirectiveDrain, Member: "m2", Gen: 1, Drain: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m1", "op@host", ""); err != nil {
-		t.Fatal(err)
+	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m1", "op@host", ""); err != nil || r.Gen != 1 {
+		t.Fatalf("a request for term 7: %+v, %v; want number 1", r, err)
 	}
-	if err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m2", "op@host", ""); !errors.Is(err, leader.ErrDirectiveExists) {
-		t.Fatalf("a second request for term 7: %v, want ErrDirectiveExists", err)
+	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m2", "op@host", ""); err != nil || r.Gen != 2 {
+		t.Fatalf("a second request for term 7: %+v, %v; want number 2", r, err)
+	}
+	if err := b.members.PutDirective(ctx, "jobs#0", leader.Directive{Kind: leader.DirectiveTransfer, Term: 7, Gen: 2, Member: "m1"}); !errors.Is(err, leader.ErrDirectiveExists) {
+		t.Fatalf("request 2 of term 7 again: %v, want ErrDirectiveExists", err)
 	}
 	ds, err := b.members.Directives(ctx, "jobs")
 	if err != nil {
@@ -66,12 +71,27 @@ func TestDirectives(t *testing.T) {
 		t.Errorf("drained: %v, want none", got)
 	}
 	ds, err = b.members.Directives(ctx, "jobs#0")
-	if err != nil || len(ds) != 1 || ds[0].Kind != leader.DirectiveTransfer || ds[0].Term != 7 || ds[0].Member != "m1" {
+	slices.SortFunc(ds, func(a, b leader.Directive) int { return cmp.Compare(a.Gen, b.Gen) })
+	if err != nil || len(ds) != 2 || ds[0].Kind != leader.DirectiveTransfer || ds[0].Term != 7 || ds[0].Member != "m1" || ds[1].Gen != 2 || ds[1].Member != "m2" {
 		t.Fatalf("jobs#0's directives: %+v, %v", ds, err)
 	}
 	ms, err := b.members.Members(ctx, "jobs", time.Minute)
 	if err != nil || len(ms) != 1 || ms[0].ID != "m1" {
 		t.Fatalf("members of jobs: %+v, %v", ms, err)
+	}
+	// A request of a release before the numbering: "#transfer/TERM", no
+	// gen (PutDirective of Gen 0 writes it so). It reads as number 0, and
+	// the numbered ones go beside it.
+	if err := b.members.PutDirective(ctx, "jobs#1", leader.Directive{Kind: leader.DirectiveTransfer, Term: 5, Member: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#1", 5, "m2", "op@host", ""); err != nil || r.Gen != 1 {
+		t.Fatalf("a request beside an older release's: %+v, %v; want number 1", r, err)
+	}
+	ds, err = b.members.Directives(ctx, "jobs#1")
+	slices.SortFunc(ds, func(a, b leader.Directive) int { return cmp.Compare(a.Gen, b.Gen) })
+	if err != nil || len(ds) != 2 || ds[0].Gen != 0 || ds[0].Key() != "#transfer/5" || ds[0].Member != "m1" || ds[1].Key() != "#transfer/5/1" {
+		t.Fatalf("jobs#1's directives: %+v, %v", ds, err)
 	}
 	// Read together, by one find: the same members and directives.
 	if err := b.members.PutMember(ctx, "jobs", leader.Member{ID: "m0", Value: "{}"}); err != nil {

@@ -81,6 +81,11 @@
         o.expiresAt ? clock(o.expiresAt) + " (in " + dur(o.expiresInMs) + ")" : "–"], num: [true, false, true, true, false] }
         : { cls: "shard unowned", cells: [sh.shard, "no owner", "–", "–", "–"], num: [true, false, false, false, false] };
     })));
+    const drained = p.drained || [];
+    if (drained.length) {
+      card.append(table(["Drained member", "Host", "PID", "Drained by", "When", "Why"], drained.map((d) => ({ cls: "drained",
+        cells: [d.id, d.host || "no status seen", d.pid || "–", d.by, when(d.at), d.reason || "–"], num: [false, false, true, false, false, false] }))));
+    }
     return card;
   }
   function when(t) { return new Date(t).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }

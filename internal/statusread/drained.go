@@ -1,0 +1,69 @@
+package statusread
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-dsync/dsync/leader"
+)
+
+// A Drained is a Partition member an operator drained (leader.Drain,
+// dsync drain), as its drain directive of the highest generation says.
+type Drained struct {
+	ID string // the member's (leader.Partition.ID)
+	// Host and PID are the member's, where its status was written within
+	// Reader.Seen; empty where not (it stopped, or is cut off).
+	Host string
+	PID  int
+	// By, Reason and At are the directive's: who drained it, why, and
+	// when (the store's time).
+	By, Reason string
+	At         time.Time
+}
+
+// membersAndDirectives is served by member stores that read an
+// election's members and directives in one call (leadermongo's Store).
+type membersAndDirectives interface {
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error)
+}
+
+// Drained returns the drained members of partition, ordered by ID: none
+// when Reader.Members keeps no directives (leader.Directives). It is one
+// read (leadermongo's Store: one find of the members and the directives).
+func (r *Reader) Drained(ctx context.Context, partition string) ([]Drained, error) {
+	var members []leader.Member
+	var ds []leader.Directive
+	var err error
+	switch ms := r.Members.(type) {
+	case membersAndDirectives:
+		members, ds, err = ms.MembersAndDirectives(ctx, partition, r.Seen)
+	case leader.Directives:
+		if ds, err = ms.Directives(ctx, partition); err == nil && len(leader.Drained(ds)) > 0 {
+			members, err = r.Members.Members(ctx, partition, r.Seen)
+		}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]leader.Directive{}
+	for _, d := range ds {
+		if cur, ok := latest[d.Member]; d.Kind == leader.DirectiveDrain && (!ok || d.Gen > cur.Gen) {
+			latest[d.Member] = d
+		}
+	}
+	var out []Drained
+	for id := range leader.Drained(ds) {
+		d := latest[id]
+		dr := Drained{ID: id, By: d.By, Reason: d.Reason, At: d.At}
+		if i := slices.IndexFunc(members, func(m leader.Member) bool { return m.ID == id }); i >= 0 {
+			dr.Host, dr.PID = members[i].Host, members[i].PID
+		}
+		out = append(out, dr)
+	}
+	slices.SortFunc(out, func(a, b Drained) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
