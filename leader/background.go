@@ -57,7 +57,6 @@ func (e *Election) heartbeatSoon() {
 
 func (e *Election) heartbeat() {
 	defer e.wg.Done()
-	var acted requestsActed // the transfer requests acted on
 	for {
 		select {
 		case <-e.stop:
@@ -81,7 +80,7 @@ func (e *Election) heartbeat() {
 		} else {
 			e.xfer.stepAsideIfAsked(ctx)
 		}
-		e.xfer.actOnTransferRequest(ctx, &acted)
+		e.xfer.actOnTransferRequest(ctx)
 		cancel()
 	}
 }

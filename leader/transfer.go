@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -304,7 +303,7 @@ type handoff struct {
 	// aside, while campaign waits for the lock (lockInTurn), ends that
 	// wait so that the candidate claims again; under e.state.
 	aside context.CancelCauseFunc
-	// requested is the term whose transfer request was acted on
-	// (transfer_request.go).
-	requested atomic.Uint64
+	// requests records the transfer requests acted on
+	// (transfer_request.go); only the heartbeat touches it.
+	requests requestsActed
 }

@@ -40,10 +40,9 @@ type requestsActed struct {
 // actOnTransferRequest reads the transfer requests of this candidate's
 // term if it leads and its member store serves Directives
 // (readTransferRequests), and starts a Transfer when the highest-numbered
-// one was not acted on yet. Called by the heartbeat, with its record of
-// the requests acted on.
-func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed) {
-	e := x.e
+// one was not acted on yet. Called by the heartbeat.
+func (x *handoff) actOnTransferRequest(ctx context.Context) {
+	e, acted := x.e, &x.requests
 	ds, ok := e.cfg.members.(Directives)
 	if !ok {
 		return
@@ -67,7 +66,6 @@ func (x *handoff) actOnTransferRequest(ctx context.Context, acted *requestsActed
 		acted.stop() // superseded: its Transfer returns, and withdraws its handover
 	}
 	acted.term, acted.next = t.token, req.Gen+1
-	x.requested.Store(t.token) // only the heartbeat calls this: no other store races it
 	to, n := req.Member, req.Gen
 	e.cfg.logger.Info("leader: transfer requested", "election", e.name, "term", t.token, "request", n, "to", to)
 	// Bounded: a candidate that never queues (of an older release, not
