@@ -97,6 +97,8 @@ type Report struct {
 	History    *History
 	Figures    Figures
 	Violations []Violation
+	// Trace is the run's trace (trace.go), if it kept one.
+	Trace []string
 }
 
 // Simulate simulates one seed. It must run in a testing/synctest bubble: it
@@ -117,7 +119,11 @@ func Simulate(seed int64, o Options) Report {
 			w.fig.OnceWinners++
 		}
 	}
-	return Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
+	r := Report{Seed: seed, History: &w.hist, Figures: w.fig, Violations: vs}
+	if w.trace != nil {
+		r.Trace = w.trace.lines
+	}
+	return r
 }
 
 // debugWorld runs a seed and returns its world.

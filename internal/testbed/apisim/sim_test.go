@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ var (
 	simSeed  = flag.Int64("apisim.seed", -1, "public-API simulation: run only this seed, and show its violations in full")
 	simDur   = flag.Duration("apisim.duration", 0, "public-API simulation: fake time simulated per seed (default 30s)")
 	simTries = flag.Int("apisim.tries", 30, "TestDebugSeed: runs of -apisim.seed until one breaks a promise")
-	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file")
+	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file; TestSimulation: each breaking seed's, to this file with the seed appended")
 )
 
 // seeds is the seeds of a run: -apisim.seed alone, or the first
@@ -63,8 +64,16 @@ func TestSimulation(t *testing.T) {
 	var total Figures
 	var up UpgradeFigures
 	start := time.Now()
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	for _, seed := range seeds() {
 		r := simulate(t, seed)
+		if r.Trace != nil && len(r.Violations) > 0 {
+			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		r.Trace = nil
 		total.Add(r.Figures)
 		_, f := CheckUpgradeFigures(r.History)
 		up.Add(f)
