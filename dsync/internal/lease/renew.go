@@ -146,8 +146,20 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 	k.capLocked(s)
 	k.mu.Unlock()
 	k.refreshAsync(s)
-	sent := k.p.Clock.Now()
 	k.mu.Lock()
+	sent := k.p.Clock.Now()
+	if s.retired || k.mono(sent)-plantedLate(k.p.TTL) >= s.lease.Deadline() {
+		// Over, or past its deadline with the timer yet to run (a
+		// pause, a suspend): its owner stopped relying on it, and
+		// readers may have found it expired. A renewal sent now would
+		// raise its stored expiry to a TTL past now, further than any
+		// renewal sent in time, past what those readers remember
+		// (ClaimInfo.Expired): its claims would read live again, and
+		// hold up the next claimers until that expiry.
+		k.mu.Unlock()
+		k.ExpireIfDue(s)
+		return
+	}
 	s.renewing = sent
 	k.mu.Unlock()
 	err := k.env.Renew(ctx, s.id, k.p.TTL)
