@@ -54,8 +54,10 @@ type ClaimInfo struct {
 	// TTL, which one read cannot see. Once a read of a Client that has
 	// claimed (whose clock is then the one the writes are judged by)
 	// found a claim Expired, its later reads report it Expired too, for
-	// two of the claim's TTLs past the expiry found (further than a
-	// renewal sent in time can raise it; up to 4,096 sessions
+	// two of the claim's TTLs past the expiry found (the highest
+	// ExpiresAt of the reads that reported it Expired, whichever of its
+	// session's keys they read: further than a renewal sent in time can
+	// raise it; up to 4,096 sessions
 	// remembered), even if a renewal its owner sent before losing it
 	// lands late and raises the session's stored expiry: the owner
 	// stopped relying on it, and the next claimer ends it (a reader that never saw it expired, or

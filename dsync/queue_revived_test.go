@@ -2,11 +2,13 @@ package dsync_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -52,6 +54,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		if err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
 			t.Fatalf("Queue(k) after a late renewal revived the expired session = %+v, %v; want its claim still Expired", q, err)
 		}
+		reported := q[0].ExpiresAt
 		// A reader that never saw it expired reads the store as it is:
 		// alive until the late renewal's expiry (the claimers' dead
 		// marker is what ends it for everyone).
@@ -59,14 +62,84 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 			t.Fatalf("a fresh reader's Queue(k) = %+v, %v; want the revived claim live", q, err)
 		}
 		// The record lasts as long as a late write can matter: two TTLs
-		// past the expiry found. A session raised past that (which no
-		// renewal sent in time can do) reads as it is stored.
-		time.Sleep(expired.Add(2 * ttl).Sub(mem.ServerTime().Earliest))
+		// past the highest expiry a read that reported the claim Expired
+		// found (the late renewal's, here: see
+		// TestQueueExpiredLastsPastTheExpiryReported). A session raised
+		// past that (which no renewal sent in time can do) reads as it is
+		// stored.
+		time.Sleep(reported.Add(2 * ttl).Sub(mem.ServerTime().Earliest))
 		if found, err := mem.RenewSession(ctx, q[0].Session, 0, mem.ServerTime().Latest.Add(10*ttl)); err != nil || !found {
 			t.Fatalf("renewal of %s: found %v, %v", q[0].Session, found, err)
 		}
 		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
 			t.Fatalf("Queue(k) two TTLs past the expiry it found = %+v, %v; want the claim as stored, live", q, err)
+		}
+	})
+}
+
+// emptiedSessions is a store whose sessions collection was emptied once
+// gone is set: every session reads missing.
+type emptiedSessions struct {
+	*memory.Store
+	gone atomic.Bool
+}
+
+func (s *emptiedSessions) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
+	if s.gone.Load() {
+		return driver.Session{}, false, nil
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// TestQueueExpiredLastsPastTheExpiryReported: a read that reports a claim
+// Expired from the Client's memory, with the expiry a late renewal raised
+// (ExpiresAt), promises what any read that found it Expired does: the
+// Client's later reads report it Expired for two TTLs past that expiry,
+// not only past the lower one its first read found. Past that first
+// one's two TTLs, a session found missing (the sessions collection
+// emptied) is not Expired by the store alone, so a Client that forgot it
+// read the dead claim live again, and holding.
+func TestQueueExpiredLastsPastTheExpiryReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := memory.New()
+		cut := newFlaky(mem)
+		const ttl = 2 * time.Second
+		m := newMutex(t, newClient(t, cut, dsync.WithTTL(ttl)), "k")
+		m.Lock()
+		rs := &emptiedSessions{Store: mem}
+		reader := newClient(t, rs)
+		other := newMutex(t, reader, "other") // the reader has claimed: its reads remember
+		other.Lock()
+		other.Unlock()
+
+		cut.renewDown.Store(true)
+		<-m.Lost()
+		var q []dsync.ClaimInfo
+		for {
+			var err error
+			if q, err = reader.Queue(ctx, "k"); err != nil || len(q) != 1 {
+				t.Fatalf("Queue(k) = %+v, %v; want the holder's claim", q, err)
+			}
+			if q[0].Expired {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		first := q[0].ExpiresAt
+		// A renewal sent before the holder's deadline lands late.
+		if found, err := mem.RenewSession(ctx, q[0].Session, 0, first.Add(ttl/2)); err != nil || !found {
+			t.Fatalf("late renewal of %s: found %v, %v", q[0].Session, found, err)
+		}
+		q, err := reader.Queue(ctx, "k")
+		if err != nil || len(q) != 1 || !q[0].Expired || !q[0].ExpiresAt.Equal(first.Add(ttl/2)) {
+			t.Fatalf("Queue(k) after the late renewal = %+v, %v; want its claim Expired, with the raised expiry", q, err)
+		}
+		reported := q[0].ExpiresAt
+		rs.gone.Store(true) // the sessions collection emptied
+		time.Sleep(reported.Add(2 * ttl).Add(-100 * time.Millisecond).Sub(mem.ServerTime().Latest))
+		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
+			t.Fatalf("Queue(k) within two TTLs of the expiry reported Expired = %+v, %v; want the claim Expired", q, err)
 		}
 	})
 }

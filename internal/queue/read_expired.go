@@ -22,21 +22,31 @@ import "time"
 // With remember set (earliest is by the clock that orders the writes, the
 // one walks judge by), a session found expired by its expiry stays
 // expired for this engine's later reads, whatever expiry they find,
-// until two of the claim's TTLs have passed that expiry: its owner
-// stopped relying on it at its local deadline, before that expiry, and a
-// renewal sent before that deadline and applied after the expiry (a late
-// write, which a walker's dead marker makes harmless) can raise it by
-// less than a TTL. Read again without that memory, the claim came back
-// to life: a reader that reported the next claim holding then reported
-// the ended one holding again (the integration soak's election: an
-// observer's poll named the leader of token N after naming that of
+// until two of the claim's TTLs have passed the highest expiry such a
+// read reported (d's or the session's, as ClaimInfo.ExpiresAt, whichever
+// key it read: a read that reports the claim expired from this memory,
+// with an expiry a late renewal raised, promises as much as the first).
+// Its owner stopped relying on it at its local deadline, before that
+// expiry, and a renewal sent before that deadline and applied after the
+// expiry (a late write, which a walker's dead marker makes harmless) can
+// raise it by less than a TTL. Read again without that memory, the claim
+// came back to life: a reader that reported the next claim holding then
+// reported the ended one holding again (the integration soak's election:
+// an observer's poll named the leader of token N after naming that of
 // N+1). Judged by another clock (a read before the Client's first claim,
 // on MongoDB hello's, behind a mongos the router's), a report is only
 // as good as that clock, and is not remembered: an error of it would
 // last.
 func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
 	remember = remember && !j.has(BugReadExpiredForgets)
+	reported := d.Exp
+	if found && s.ExpiresAt.After(reported) {
+		reported = s.ExpiresAt
+	}
 	if j.readDeadAt(d.Session, earliest) {
+		if remember && d.TTL > 0 {
+			j.noteReadDead(d.Session, reported.Add(2*d.TTL), earliest)
+		}
 		return true
 	}
 	if !j.blockerOf(d).ExpiresAt.Before(earliest) {
@@ -45,7 +55,7 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 	if j.judgedByExpiry(s, found, earliest) {
 		dead := s.ExpiresAt.Before(earliest)
 		if dead && remember && d.TTL > 0 {
-			j.noteReadDead(d.Session, s.ExpiresAt.Add(2*d.TTL), earliest)
+			j.noteReadDead(d.Session, reported.Add(2*d.TTL), earliest)
 		}
 		return dead
 	}
@@ -65,8 +75,8 @@ func (j *judge) readDeadAt(session string, earliest time.Time) bool {
 	return ok
 }
 
-// noteReadDead records that a read found session expired, until until.
-// A full record is rid of the entries past their time first, and
+// noteReadDead records that a read found session expired, until until,
+// or later if a read already recorded later. A full record is rid of the entries past their time first, and
 // emptied if that is not enough (a read may then see a session brought
 // back by a late renewal alive once more, as before this record).
 func (j *judge) noteReadDead(session string, until, earliest time.Time) {
@@ -82,5 +92,7 @@ func (j *judge) noteReadDead(session string, until, earliest time.Time) {
 			clear(j.readDead)
 		}
 	}
-	j.readDead[session] = until
+	if u, ok := j.readDead[session]; !ok || until.After(u) {
+		j.readDead[session] = until
+	}
 }
