@@ -84,7 +84,10 @@ func judgeWatch(last, o *Observation) (Violation, bool) {
 // sent before losing it lands late and raises the session's stored
 // expiry". Per watcher and key, a claim a read reported Expired is judged
 // in the later reads that returned within two of its TTLs past the
-// ExpiresAt that read reported (the session's expiry that read found),
+// highest ExpiresAt the reads that reported it Expired reported (the
+// session's expiry each found: a read that reports it Expired from the
+// Client's memory, with an expiry a late renewal raised, promises as
+// much as the first),
 // unless the collections were emptied since: whether its session is
 // missing then or not (the collection emptied), as the memory is
 // consulted first; and so are the leaders that Leader and Observe, which
@@ -119,6 +122,15 @@ func checkExpiredStays(h *History) []Violation {
 						if _, ok := byToken[k][c.Token]; !ok {
 							byToken[k][c.Token] = found{r, c}
 						}
+					}
+				case c.Expired && c.ExpiresAt.After(f.c.ExpiresAt):
+					// Reported Expired again, with an expiry a late
+					// renewal raised: the promise runs two TTLs past
+					// the highest expiry reported.
+					f.c.ExpiresAt = c.ExpiresAt
+					expired[c.Nonce] = f
+					if g, ok := byToken[k][c.Token]; ok && g.r == f.r {
+						byToken[k][c.Token] = f
 					}
 				case !c.Expired && r.T.Before(f.c.ExpiresAt.Add(2*f.c.TTL)) && !h.emptiedBetween(f.r.T, r.T):
 					vs = append(vs, Violation{PromiseWatch, fmt.Sprintf("p%d/%d Queue(%s) read claim #%d live at %v, Expired at %v (expiry %v)",
