@@ -355,6 +355,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 // insert per bucket, whatever the number of keys (buckets of a second
 // here, fastPrune). One insert per key and bucket was the cost before.
 func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
+	t.Parallel()
 	const keys = 30
 	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
 	ctx := testCtx(t, time.Minute)
@@ -387,6 +388,7 @@ func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 // document (beside a find of its revocation every two thirds of a TTL),
 // and that none is lost.
 func TestMutexRenewsManyLocks(t *testing.T) {
+	t.Parallel()
 	n := 1000
 	if !longtest.Enabled() {
 		n = 200
@@ -459,6 +461,7 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 // held. The client keeps the driver's default server selection timeout
 // (30 s), as a user's would.
 func TestTryLockWithTheServerGone(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	b := newBackend(t, db, dsync.WithTTL(dsync.DefaultTTL))

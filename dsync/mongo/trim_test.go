@@ -209,6 +209,7 @@ func TestTrimSparesACursorThatLags(t *testing.T) {
 // processes as had sent one, most deletes finding nothing, each a write
 // that FerretDB's SQLite backend serializes with all the others.
 func TestEachEventTrimmedByItsSender(t *testing.T) {
+	t.Parallel()
 	if !mongotest.Shared(t).IsFerretDB() {
 		t.Skip("trimming is FerretDB's alone")
 	}
