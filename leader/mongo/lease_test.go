@@ -58,6 +58,7 @@ func (r *renewals) take() int {
 // one database, renews its lease with one command per renew
 // interval.
 func TestOneRenewalForLocksAndElections(t *testing.T) {
+	t.Parallel()
 	r := &renewals{}
 	db := mongotest.NewDatabase(t, r.monitor(dsyncmongo.DefaultCollection+"_sessions"))
 	// A TTL shorter than the default, so the intervals counted pass in
