@@ -203,6 +203,7 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 // TestTryClaimNeverQueues: a try claim holds at once or returns a
 // HeldError naming the holder, and leaves nothing in the queue.
 func TestTryClaimNeverQueues(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 2)
 	ctx := testCtx(t, time.Minute)
 	sa, sb := open(t, ctx, ps[0].b, time.Minute), open(t, ctx, ps[1].b, time.Minute)
@@ -352,6 +353,7 @@ func TestCloseStopsTheBackend(t *testing.T) {
 // TestRenewalIsOneCommandForAnyNumberOfClaims: a session renewal is one
 // findAndModify by _id, whatever the number of claims in the session.
 func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
+	t.Parallel()
 	p := newProcs(t, 1)[0]
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, p.b, time.Minute)

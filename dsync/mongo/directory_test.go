@@ -177,6 +177,7 @@ func TestListKeysStreamsOnOneCursor(t *testing.T) {
 // duplicate key); after that an uncontended Lock+Unlock loop sends
 // nothing to the directory, and two inserts per cycle.
 func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	keysColl := DefaultCollection + keysSuffix
 	var db *mongo.Database

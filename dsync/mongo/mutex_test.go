@@ -40,6 +40,7 @@ func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.MutexOpti
 // updated by read-then-write under the lock (an overlap loses an
 // increment); tokens increase in grant order.
 func TestMutexHammer(t *testing.T) {
+	t.Parallel()
 	procs, rounds := 8, 100
 	if !longtest.Enabled() {
 		rounds = 15
@@ -53,6 +54,7 @@ func TestMutexHammer(t *testing.T) {
 // every waiting process's tailable cursor costs the server a query every
 // few milliseconds, so a grant takes longer here: fewer rounds.
 func TestMutexHammerWakeups(t *testing.T) {
+	t.Parallel()
 	procs, rounds := 6, 40
 	if !longtest.Enabled() {
 		rounds = 8
@@ -247,6 +249,7 @@ func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 }
 
 func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	ps := newProcs(t, 2, dsync.WithTTL(ttl))
 	ctx := testCtx(t, time.Minute)

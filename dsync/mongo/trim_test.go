@@ -124,6 +124,7 @@ func TestTrimDue(t *testing.T) {
 // trimmer no longer deletes the event it sits on as soon as a new one
 // comes (it did, and each such cursor failed and reopened).
 func TestTrimSparesACursorThatLags(t *testing.T) {
+	t.Parallel()
 	if !mongotest.Shared(t).IsFerretDB() {
 		t.Skip("trimming is FerretDB's alone")
 	}
