@@ -353,7 +353,6 @@ func sigstop(t *testing.T, reg string) {
 // goes backwards; a new hold is granted soon after the restart (no lock
 // stays stuck).
 func TestServerRestart(t *testing.T) {
-	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()
