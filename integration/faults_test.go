@@ -98,6 +98,7 @@ func checkTakeover(t *testing.T, p *proc, ev, nx history.Event, dl int64) {
 // Without faults, the workers hand the lock over many times and the
 // history is clean: the baseline every fault test departs from.
 func TestNoFaults(t *testing.T) {
+	t.Parallel()
 	c := sharedCluster(t, baseConfig())
 	c.startN(3, nil)
 	var tok uint64
@@ -394,6 +395,7 @@ func TestServerRestart(t *testing.T) {
 // began extends its deadline, another worker takes over, and after
 // healing (held requests are delivered late) nothing is double-held.
 func TestPartition(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.HoldFor = 3 * ttl // long enough to be holding when the fault begins
 	c := sharedCluster(t, cfg)
@@ -552,6 +554,7 @@ func soakHandoffs() int {
 // around every other hold, and checks that the lock keeps being granted
 // after each.
 func TestMixedFaults(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()
@@ -610,6 +613,7 @@ func TestMixedFaults(t *testing.T) {
 // the values each leader proclaims in its term in order, as proclaimed;
 // and a new leader is elected after every fault.
 func TestElection(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()

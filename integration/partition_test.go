@@ -26,6 +26,7 @@ const partitionShards = 6
 // judges every shard's key as a lock's: no two valid holds at once,
 // tokens increasing, every loss signalled in time.
 func TestPartitionUnderFaults(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()

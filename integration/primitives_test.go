@@ -15,8 +15,15 @@ import (
 // or holding 1 or 2 units of 3. No writer is valid beside anyone, the
 // units valid at once never exceed the limit, writers' tokens increase,
 // the register loses nothing, and holds do share the key.
-func TestRWMutexUnderFaults(t *testing.T)   { sharedUnderFaults(t, worker.ModeRWMutex) }
-func TestSemaphoreUnderFaults(t *testing.T) { sharedUnderFaults(t, worker.ModeSemaphore) }
+func TestRWMutexUnderFaults(t *testing.T) {
+	t.Parallel()
+	sharedUnderFaults(t, worker.ModeRWMutex)
+}
+
+func TestSemaphoreUnderFaults(t *testing.T) {
+	t.Parallel()
+	sharedUnderFaults(t, worker.ModeSemaphore)
+}
 
 func sharedUnderFaults(t *testing.T, mode string) {
 	srv := mongotest.StartProcess(t)
@@ -81,6 +88,7 @@ func sharedUnderFaults(t *testing.T, mode string) {
 // slot's record was confirmed or seen, and every record names a run that
 // succeeded.
 func TestOnceUnderFaults(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()

@@ -155,6 +155,7 @@ func holdsWithin(ctx context.Context, b *testClient, c queue.Ref, d time.Duratio
 // TestQueueHoldsInClaimOrder: claims hold in epoch order, one at a time; a
 // withdrawn claim is skipped; tokens are the epochs.
 func TestQueueHoldsInClaimOrder(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 4)
 	ctx := testCtx(t, time.Minute)
 	var cs []queue.Ref
@@ -202,6 +203,7 @@ func TestQueueHoldsInClaimOrder(t *testing.T) {
 // TestTryClaimNeverQueues: a try claim holds at once or returns a
 // HeldError naming the holder, and leaves nothing in the queue.
 func TestTryClaimNeverQueues(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 2)
 	ctx := testCtx(t, time.Minute)
 	sa, sb := open(t, ctx, ps[0].b, time.Minute), open(t, ctx, ps[1].b, time.Minute)
@@ -351,6 +353,7 @@ func TestCloseStopsTheBackend(t *testing.T) {
 // TestRenewalIsOneCommandForAnyNumberOfClaims: a session renewal is one
 // findAndModify by _id, whatever the number of claims in the session.
 func TestRenewalIsOneCommandForAnyNumberOfClaims(t *testing.T) {
+	t.Parallel()
 	p := newProcs(t, 1)[0]
 	ctx := testCtx(t, time.Minute)
 	s := open(t, ctx, p.b, time.Minute)
@@ -402,6 +405,7 @@ func cycle(t *testing.T, ctx context.Context, b *testClient, key, owner, session
 // (a loaded machine cycles unevenly, and a prune that fails only keeps
 // history longer), within a minute.
 func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
+	t.Parallel()
 	p := newProcs(t, 1, fastPrune)[0]
 	ctx := testCtx(t, 2*time.Minute)
 	s := open(t, ctx, p.b, time.Second)
@@ -470,6 +474,7 @@ func history(t *testing.T, db *mongo.Database, key string) (claims map[int64]boo
 // token below those already handed out. (Had it released its claim, its
 // insert would carry that release again and find it pruned.)
 func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
+	t.Parallel()
 	for _, bug := range []queue.Bug{queue.NoBug, queue.BugNoFloorProof} {
 		t.Run(fmt.Sprintf("bug=%d", bug), func(t *testing.T) {
 			if bug != queue.NoBug && !queue.Planted {
@@ -513,6 +518,7 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 }
 
 func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
+	t.Parallel()
 	ahead := newProcs(t, 1, WithClock(skewClock{time.Hour}))[0]
 	behind := &proc{cmd: &counter{}}
 	behind.db = mongotest.SameDatabase(t, ahead.db, behind.cmd.monitor())

@@ -26,6 +26,7 @@ import (
 // MongoDB gets no write timeout, as FerretDB itself does not: its writes
 // may take seconds on a busy machine.)
 func TestDriverConformanceOtherKeyOrder(t *testing.T) {
+	t.Parallel()
 	ferret := mongotest.Shared(t).IsFerretDB()
 	opts := []any{dsync.ClientWithWakeups(true), asFerretDB(!ferret)}
 	if ferret {
@@ -98,6 +99,7 @@ func (c *collCommands) take() (n map[[2]string]int, cursors, batches []int64) {
 // declares, the first key before any getMore: nothing loads the whole
 // directory at once. A prefix with a limit is one find.
 func TestListKeysStreamsOnOneCursor(t *testing.T) {
+	t.Parallel()
 	const n = 10_000
 	for _, ferret := range []bool{false, true} {
 		t.Run(fmt.Sprintf("asFerretDB=%v", ferret), func(t *testing.T) {
@@ -175,6 +177,7 @@ func TestListKeysStreamsOnOneCursor(t *testing.T) {
 // duplicate key); after that an uncontended Lock+Unlock loop sends
 // nothing to the directory, and two inserts per cycle.
 func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	keysColl := DefaultCollection + keysSuffix
 	var db *mongo.Database

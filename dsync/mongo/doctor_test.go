@@ -90,6 +90,7 @@ func TestDoctorOnTheTestServer(t *testing.T) {
 // Through the fault proxy, with every reply held back 300 ms: the
 // wake-up latency is reported as slow.
 func TestDoctorReportsASlowServer(t *testing.T) {
+	t.Parallel()
 	u, err := url.Parse(mongotest.Shared(t).URI())
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // another Client (another process) on the same database, through a client
 // of its own. The Backends close their stores.
 func TestDriverConformance(t *testing.T) {
+	t.Parallel()
 	drivertest.Run(t, func(t *testing.T) driver.Store {
 		s := newBackend(t, mongotest.NewDatabase(t), dsync.ClientWithWakeups(true)).s
 		s.cfg.tests().readRuns = true // check the find it would send on MongoDB

@@ -25,6 +25,7 @@ import (
 // 45's bench saw 2-3 of 16 shards handed over only after the 15 s safety
 // poll (or lease).
 func TestWaitersOfManyKeysWokenByTheirEnds(t *testing.T) {
+	t.Parallel()
 	const (
 		keys   = 16
 		safety = time.Hour

@@ -111,6 +111,7 @@ func handoff(t *testing.T, ps []*proc, key string, between func()) time.Duration
 // TestWakeupHandsOverFast: a waiter in another process gets a released lock
 // far sooner than the safety poll interval it sleeps for: by the event.
 func TestWakeupHandsOverFast(t *testing.T) {
+	t.Parallel()
 	const safety = 10 * time.Second
 	ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety), dsync.ClientWithPollInterval(safety))
 	for i := range 3 {
@@ -127,6 +128,7 @@ func TestWakeupHandsOverFast(t *testing.T) {
 // collection check is held up for a second) announces itself then, and is
 // woken by the release, rather than sleeping for its poll interval.
 func TestWaiterAnnouncesOnceTheStreamIsLive(t *testing.T) {
+	t.Parallel()
 	const safety = 10 * time.Second
 	opts := []any{dsync.ClientWithSafetyPoll(safety), dsync.ClientWithPollInterval(safety)}
 	ps := newProcs(t, 1, opts...)
@@ -149,6 +151,7 @@ func TestWaiterAnnouncesOnceTheStreamIsLive(t *testing.T) {
 // killed, or a holder that sends no events, the waiter still gets the lock
 // within the safety poll interval.
 func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
+	t.Parallel()
 	const safety = 2 * time.Second
 	const slack = 1500 * time.Millisecond
 	t.Run("cursor killed", func(t *testing.T) {
@@ -218,6 +221,7 @@ func TestWakeupLossNeverStallsBeyondSafetyPoll(t *testing.T) {
 
 // TestWakeupsOffPolls: without wake-ups, no events collection is used.
 func TestWakeupsOffPolls(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 2, withoutWakeups())
 	took := handoff(t, ps, "k", nil)
 	t.Logf("handoff by polling: %v", took.Round(time.Millisecond))
@@ -535,6 +539,7 @@ func TestEventAwaitShortOnFerretDB(t *testing.T) {
 // them under the client's timeout), and the stream stays open through
 // getMores that find nothing for longer than any one getMore's deadline.
 func TestWakeupsWithAnOperationTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout, safety = 500 * time.Millisecond, time.Second
 	const rounds = 8 // empty getMores: longer than safety + getMoreSlack
 	awaits := make(chan time.Duration, 64)
@@ -583,6 +588,7 @@ func TestWakeupsWithAnOperationTimeout(t *testing.T) {
 // nothing, and the handler is not told it turned live again (its waiters
 // would all look again: one read each, for every reopening).
 func TestStreamReopensQuietlyAfterACursorFailure(t *testing.T) {
+	t.Parallel()
 	var inserts atomic.Int32
 	db := mongotest.NewDatabase(t, options.Client().SetMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {

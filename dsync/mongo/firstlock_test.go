@@ -22,6 +22,7 @@ import (
 // collection finds or deletes documents by _id alone: FerretDB answers
 // any other filter by decoding the whole collection.
 func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
+	t.Parallel()
 	const others, runs, key = 300, 20, "report-2026-11-25"
 	// Nothing compacted: every key's documents stay in the collection. A
 	// bucket of an hour keeps the two collections' gates alike (a new

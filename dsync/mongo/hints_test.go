@@ -255,6 +255,7 @@ func TestPeerRecordsGoWithExpiredSessions(t *testing.T) {
 // tailer closes its cursor: no getMore while it waits), and a waiter
 // still holds as the lock is released, woken by a hint.
 func TestStoreFeedPausedWhileHintsReach(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t, 60*time.Second)
 	db := mongotest.NewDatabase(t)
 	s := newHintSpy(t, ctx, db)

@@ -40,6 +40,7 @@ func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.MutexOpti
 // updated by read-then-write under the lock (an overlap loses an
 // increment); tokens increase in grant order.
 func TestMutexHammer(t *testing.T) {
+	t.Parallel()
 	procs, rounds := 8, 100
 	if !longtest.Enabled() {
 		rounds = 15
@@ -53,6 +54,7 @@ func TestMutexHammer(t *testing.T) {
 // every waiting process's tailable cursor costs the server a query every
 // few milliseconds, so a grant takes longer here: fewer rounds.
 func TestMutexHammerWakeups(t *testing.T) {
+	t.Parallel()
 	procs, rounds := 6, 40
 	if !longtest.Enabled() {
 		rounds = 8
@@ -247,6 +249,7 @@ func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 }
 
 func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	ps := newProcs(t, 2, dsync.WithTTL(ttl))
 	ctx := testCtx(t, time.Minute)
@@ -355,6 +358,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 // insert per bucket, whatever the number of keys (buckets of a second
 // here, fastPrune). One insert per key and bucket was the cost before.
 func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
+	t.Parallel()
 	const keys = 30
 	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
 	ctx := testCtx(t, time.Minute)
@@ -387,6 +391,7 @@ func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 // document (beside a find of its revocation every two thirds of a TTL),
 // and that none is lost.
 func TestMutexRenewsManyLocks(t *testing.T) {
+	t.Parallel()
 	n := 1000
 	if !longtest.Enabled() {
 		n = 200
@@ -459,6 +464,7 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 // held. The client keeps the driver's default server selection timeout
 // (30 s), as a user's would.
 func TestTryLockWithTheServerGone(t *testing.T) {
+	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	b := newBackend(t, db, dsync.WithTTL(dsync.DefaultTTL))

@@ -91,6 +91,7 @@ func mustNotLockWhile(t *testing.T, m *dsync.Mutex, d time.Duration, other uint6
 // time); P, which knows that every epoch up to its own release ended,
 // must not hold beside Q.
 func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
 	p := newMutex(t, ps[0].b.Client, "job")
@@ -126,6 +127,7 @@ func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
 // it; another process must not take P's claim for dead while P holds: it
 // takes over only after P's Lost() has closed.
 func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	ps := newProcs(t, 2, dsync.WithTTL(ttl))
 	ctx := testCtx(t, time.Minute)
@@ -188,6 +190,7 @@ func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
 // after it, within the backup's segment); P, which knows of later epochs,
 // must not hold beside it.
 func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
+	t.Parallel()
 	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
 	p := newMutex(t, ps[0].b.Client, "job")

@@ -95,6 +95,7 @@ func TestRevokeWritesOnlyItsRecord(t *testing.T) {
 // and ErrRevoked, and the waiter of another process holds only once the
 // revoked session's lease has expired in store time, never before.
 func TestRevokedHolderLosesWithinATTL(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	const ttl = 2 * time.Second
 	ps := newProcs(t, 2, dsync.WithTTL(ttl))

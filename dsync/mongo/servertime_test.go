@@ -411,6 +411,7 @@ func withEstimator(opts ...clockcheck.Option) Option {
 // renewals came half an interval apart or more proves nothing, and is
 // measured again, up to renewalRounds rounds.
 func TestRenewalSamplesServerTime(t *testing.T) {
+	t.Parallel()
 	const (
 		interval      = 400 * time.Millisecond
 		renewalRounds = 5

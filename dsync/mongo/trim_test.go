@@ -124,6 +124,7 @@ func TestTrimDue(t *testing.T) {
 // trimmer no longer deletes the event it sits on as soon as a new one
 // comes (it did, and each such cursor failed and reopened).
 func TestTrimSparesACursorThatLags(t *testing.T) {
+	t.Parallel()
 	if !mongotest.Shared(t).IsFerretDB() {
 		t.Skip("trimming is FerretDB's alone")
 	}
@@ -209,6 +210,7 @@ func TestTrimSparesACursorThatLags(t *testing.T) {
 // processes as had sent one, most deletes finding nothing, each a write
 // that FerretDB's SQLite backend serializes with all the others.
 func TestEachEventTrimmedByItsSender(t *testing.T) {
+	t.Parallel()
 	if !mongotest.Shared(t).IsFerretDB() {
 		t.Skip("trimming is FerretDB's alone")
 	}

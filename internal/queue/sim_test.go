@@ -617,7 +617,7 @@ func sharingHolds(r *history.Report) map[string]int {
 
 // rareSeeds are the seeds that last caught the rare planted errors (see
 // TestSimulationCatchesPlantedBugs), tried before the others.
-var rareSeeds = []int64{5752, 2875, 1382, 2965, 46, 16}
+var rareSeeds = []int64{344, 129, 1046, 5752, 2875, 1382, 2965, 46, 16}
 
 // TestSimulationCatchesPlantedBugs is the negative control: each planted
 // error must show up as a violation on some seed.
@@ -641,7 +641,10 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		// document back; a process that kept a segment across an
 		// emptying holding in the next history's segment of its number,
 		// which needs the double emptying and a start in one quantum
-		// across it (simspan_test.go): seed 16, 3 of the first 2,000):
+		// across it (simspan_test.go): seed 16, 3 of the first 2,000;
+		// compaction's late delete of a done record by ID: seed 344; the
+		// start skipping a bucket 129, and a claim passing another
+		// history's 1046, with stuck workers):
 		// run three times the seeds
 		// for it, the seeds that caught it last first (any change to the
 		// protocol's requests moves every seed's timing).

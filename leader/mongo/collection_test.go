@@ -25,6 +25,7 @@ import (
 // and w:1): under a caller's secondaryPreferred or majority reads, member
 // lists would go stale or flap.
 func TestMembersCollectionIgnoresCallersConcerns(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		opts  []dsyncmongo.Option

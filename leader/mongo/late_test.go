@@ -30,6 +30,7 @@ func newLeaderBackend(t *testing.T, db *mongo.Database, lockOpts ...any) *lproc 
 // stalled one lands. Applied with $set it would move the session's expiry
 // back, and B would be elected before A's leadership context is cancelled.
 func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
+	t.Parallel()
 	const ttl, interval = 3 * time.Second, time.Second
 	db := mongotest.NewDatabase(t)
 	link := latewrite.NewLink(t, db)
@@ -91,6 +92,7 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 // everything its client sends), as the member's next write would after an
 // unknown outcome: to a new document of the member.
 func TestLateMemberWriteChangesNothing(t *testing.T) {
+	t.Parallel()
 	db := mongotest.NewDatabase(t)
 	link := latewrite.NewLink(t, db)
 	direct := newLeaderBackend(t, db)

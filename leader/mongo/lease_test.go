@@ -54,13 +54,18 @@ func (r *renewals) take() int {
 }
 
 // TestOneRenewalForLocksAndElections: a process holding three Mutexes,
-// leading an Election and waiting for a fourth key, all with the default
-// TTL on one database, renews its lease with one command per renew
+// leading an Election and waiting for a fourth key, all with one TTL on
+// one database, renews its lease with one command per renew
 // interval.
 func TestOneRenewalForLocksAndElections(t *testing.T) {
+	t.Parallel()
 	r := &renewals{}
 	db := mongotest.NewDatabase(t, r.monitor(dsyncmongo.DefaultCollection+"_sessions"))
-	locks := newLocks(t, db)
+	// A TTL shorter than the default, so the intervals counted pass in
+	// seconds; long enough that a renewal sent late on a busy machine
+	// still falls in its interval (the counting starts half of one in).
+	const ttl = 6 * time.Second
+	locks := newLocks(t, db, dsync.WithTTL(ttl))
 	other := newLocks(t, mongotest.SameDatabase(t, db))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -104,7 +109,7 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 		<-waited
 	}()
 
-	interval := dsync.DefaultTTL / 3
+	interval := ttl / 3      // the default renew interval
 	time.Sleep(interval / 2) // everything is set up; the counts start between two renewals
 	r.take()
 	const intervals = 3

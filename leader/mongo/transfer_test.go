@@ -28,6 +28,7 @@ type transferTerm struct {
 // before the next begins), with tokens rising. It logs each gap from one
 // term's end to the next's beginning.
 func TestTransfer(t *testing.T) {
+	t.Parallel()
 	db := mongotest.NewDatabase(t)
 	const candidates, transfers = 4, 6
 	ctx, cancel := context.WithCancel(context.Background())

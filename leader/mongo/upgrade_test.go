@@ -24,6 +24,7 @@ import (
 // begins), with tokens rising. The pre-term gate reads through
 // ConfirmedMembers here (read concern majority).
 func TestRollingUpgrade(t *testing.T) {
+	t.Parallel()
 	db := mongotest.NewDatabase(t)
 	const heartbeat = 300 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
