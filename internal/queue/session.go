@@ -120,13 +120,20 @@ func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 	if r == nil {
 		return false, sent, nil
 	}
-	r.mu <- struct{}{}
+	select {
+	case r.mu <- struct{}{}:
+	case <-ctx.Done():
+		return true, sent, ctx.Err()
+	}
 	defer func() { <-r.mu }()
 	s.mu.Lock()
 	r.ttl = ttl
 	sent = s.clock.Mono()
 	expires := r.nextExpiry(s.clock.ServerNow(), sent)
 	s.mu.Unlock()
+	if !renewalValid(ctx) {
+		return true, sent, ErrRenewalLate
+	}
 	found, err = s.renew(ctx, r, id, expires)
 	if err == nil && found {
 		s.mu.Lock()

@@ -148,7 +148,7 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 	k.refreshAsync(s)
 	k.mu.Lock()
 	sent := k.p.Clock.Now()
-	if s.retired || k.mono(sent)-plantedLate(k.p.TTL) >= s.lease.Deadline() {
+	if !k.reliedLocked(s, sent) {
 		// Over, or past its deadline with the timer yet to run (a
 		// pause, a suspend): its owner stopped relying on it, and
 		// readers may have found it expired. A renewal sent now would
@@ -162,11 +162,17 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 	}
 	s.renewing = sent
 	k.mu.Unlock()
-	err := k.env.Renew(ctx, s.id, k.p.TTL)
+	// Checked once more where the expiry is computed (a pause may fall
+	// between here and there): past the deadline, nothing is sent.
+	err := k.env.Renew(queue.WithRenewalCheck(ctx, func() bool { return k.relied(s) }), s.id, k.p.TTL)
 	now := k.p.Clock.Now()
 	k.mu.Lock()
 	s.renewing = time.Time{}
 	k.mu.Unlock()
+	if errors.Is(err, queue.ErrRenewalLate) {
+		k.ExpireIfDue(s)
+		return
+	}
 	if errors.Is(err, k.env.Errors.Gone) {
 		k.Retire(s, fmt.Errorf("%w: the store no longer knows the session", k.env.Errors.Lost))
 		return
@@ -183,6 +189,19 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 		return
 	}
 	k.confirmed(s, sent, now)
+}
+
+// relied reports whether s's owner still relies on it now: it is not
+// retired, and its local deadline has not passed.
+func (k *Keeper[H]) relied(s *Session[H]) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reliedLocked(s, k.p.Clock.Now())
+}
+
+// reliedLocked is relied at now; k.mu is held.
+func (k *Keeper[H]) reliedLocked(s *Session[H], now time.Time) bool {
+	return !s.retired && k.mono(now)-plantedLate(k.p.TTL) < s.lease.Deadline()
 }
 
 // confirmed applies to s the confirmation, at now, of its renewal sent at
