@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 )
 
 // Transfer requests (RequestTransfer, dsync transfer): an operator asks
@@ -80,7 +81,10 @@ func (x *handoff) actOnTransferRequest(ctx context.Context) {
 	go func() {
 		defer e.wg.Done()
 		defer cancel()
-		if err := e.Transfer(tctx, to); err != nil {
+		// Of term t alone: if t has ended by the time this transfer gets
+		// its turn (or ended during the read), a later term of this
+		// candidate's is not the one the request named.
+		if err := x.transfer(tctx, to, ErrTransferred, t); err != nil && !errors.Is(err, ErrNotLeader) {
 			e.cfg.logger.Warn("leader: requested transfer", "election", e.name, "term", t.token, "request", n, "to", to, "err", err)
 		}
 	}()

@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -179,6 +180,74 @@ func TestTransferRequestAfterOneFailed(t *testing.T) {
 		}
 		if _, v := l.snapshot(); len(v) > 0 {
 			t.Fatal(v)
+		}
+	})
+}
+
+// slowRequests holds back the replies to reads of transfer requests
+// while armed, until released.
+type slowRequests struct {
+	*leader.MemoryMembers
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func (s *slowRequests) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+	ds, err := s.MemoryMembers.TransferRequests(ctx, election, term)
+	if s.armed.Load() {
+		<-s.release // the reply, delayed on its way
+	}
+	return ds, err
+}
+
+// TestTransferRequestOfAnEndedTerm: a request read for the leader's term
+// is not acted on in a later term of the same candidate, when the term
+// it named ends while the leader reads it (the read being slow), and the
+// candidate leads again before the read returns.
+func TestTransferRequestOfAnEndedTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld()
+		ctx := context.Background()
+		reqs := &slowRequests{MemoryMembers: w.members, release: make(chan struct{})}
+		p := w.process(t)
+		p.members = reqs
+		a := newElection(t, p)
+		defer a.Close()
+		if _, err := a.Campaign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		info, err := a.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b: a live member that never campaigns, so that a handover to
+		// it shows in a's status, and stays there.
+		if err := w.members.PutMember(ctx, "cron", leader.Member{ID: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "b", "test", ""); err != nil {
+			t.Fatal(err)
+		}
+		reqs.armed.Store(true)
+		time.Sleep(ttl / 3) // a's heartbeat: blocked in the read
+		if err := a.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Campaign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reqs.armed.Store(false)
+		close(reqs.release)
+		synctest.Wait()
+		m, found, err := w.members.Member(ctx, "cron", a.ID())
+		if err != nil || !found {
+			t.Fatalf("a's status: %v, %v", found, err)
+		}
+		if m.Handover.To != "" {
+			t.Errorf("a shows a handover to %q in term %d, for a request of its ended term %d", m.Handover.To, m.Handover.Term, info.Token)
+		}
+		if !a.IsLeader() {
+			t.Error("a does not lead")
 		}
 	})
 }
