@@ -45,9 +45,10 @@ type steerer struct {
 	// its end: the heartbeat then preempts to dueTo in term dueTerm at
 	// once (dueC, preemptDue), not at its next beat. Only the heartbeat's
 	// goroutine touches them.
-	due     *time.Timer
-	dueTo   string
-	dueTerm *term
+	due      *time.Timer
+	dueTo    string
+	dueTerm  *term
+	dueSince time.Time // dueTo's claim's QueuedAt
 
 	mu sync.Mutex
 	// preemptTo is the candidate the preemption under way transfers to,
@@ -199,7 +200,7 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
 		s.retarget(to)
 		if !plantedPreemptAtBeat() {
-			s.arm(wait, t, to)
+			s.arm(wait, t, to, queuedAt)
 		}
 		return
 	}
@@ -238,6 +239,9 @@ func (s *steerer) retarget(to string) {
 	defer s.mu.Unlock()
 	if s.stopPreempt != nil && s.preemptTo != to {
 		s.stopPreempt()
+		// Stopped: a preemption to the one it went to starts anew
+		// (startPreempt), not taken for this one, still under way.
+		s.preemptTo = ""
 	}
 }
 
@@ -249,11 +253,19 @@ func (s *steerer) retarget(to string) {
 // never preempted to, and a better one that queued since is preempted
 // to in turn, its own delay after it queued.
 func (s *steerer) preemptDue() {
-	t, to := s.dueTerm, s.dueTo
-	s.disarm()
-	if t != nil && t.ctx.Err() == nil {
-		s.startPreempt(t, to)
+	t, to, since := s.dueTerm, s.dueTo, s.dueSince
+	if t == nil || t.ctx.Err() != nil {
+		s.disarm()
+		return
 	}
+	// Timed by this process's clock, which may run ahead of the store's
+	// estimate (drift, a new sample): the delay is judged by the store's.
+	if wait := s.e.cfg.steer.preempt - s.storeTime().Sub(since); wait > 0 {
+		s.arm(wait, t, to, since)
+		return
+	}
+	s.disarm()
+	s.startPreempt(t, to)
 }
 
 // storeTime is the earliest the store's time can be now, as this
@@ -264,9 +276,10 @@ func (s *steerer) storeTime() time.Time {
 	return clienthook.StoreTime.(func(*dsync.Client) time.Time)(s.e.client)
 }
 
-// arm sets the heartbeat to preempt term t to candidate to after d.
-func (s *steerer) arm(d time.Duration, t *term, to string) {
-	s.dueTerm, s.dueTo = t, to
+// arm sets the heartbeat to preempt term t to candidate to, whose claim
+// was queued at since, after d.
+func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time) {
+	s.dueTerm, s.dueTo, s.dueSince = t, to, since
 	if s.due == nil {
 		s.due = time.NewTimer(d)
 		return
@@ -276,7 +289,7 @@ func (s *steerer) arm(d time.Duration, t *term, to string) {
 
 // disarm cancels a preemption set by arm.
 func (s *steerer) disarm() {
-	s.dueTerm, s.dueTo = nil, ""
+	s.dueTerm, s.dueTo, s.dueSince = nil, "", time.Time{}
 	if s.due != nil {
 		s.due.Stop()
 	}

@@ -55,8 +55,9 @@ func WithPriority(p int) Option {
 // WithPreemption makes this candidate, while it leads, give way to a
 // better candidate (of higher priority, WithPriority, or of a newer
 // version under WithVersionRule): once delay has passed since the best
-// such candidate queued (its claim's QueuedAt, by the store's clock, as
-// this process reads it: never sooner), the leader transfers its
+// such candidate sent its claim (its claim's QueuedAt, by the store's
+// clock as this process reads it, never sooner: a claim that lands late
+// has waited less), the leader transfers its
 // leadership to it as Transfer does, with the cause ErrPreempted: its
 // leadership context is cancelled, and the lease released (under Run,
 // once fn has returned), so the two never lead at once.
@@ -71,8 +72,9 @@ func WithPriority(p int) Option {
 // interval (WithPollInterval: the Transfer's wait for the candidates
 // ahead to step aside). A candidate that stops being better, or live,
 // before then is not preempted to; a preemption under way to one is
-// stopped when a better one queues, which is preempted to at its own
-// delay's end, so the leadership moves once, to the best.
+// stopped when the leader sees a better one queued, which is preempted
+// to at its own delay's end, so the leadership moves once, to the best,
+// unless the first handover was done by then.
 //
 // Default: no preemption by priority; under WithVersionRule, a newer
 // version preempts as soon as the leader sees it queued (delay 0). It
