@@ -48,7 +48,8 @@ type steerer struct {
 	due      *time.Timer
 	dueTo    string
 	dueTerm  *term
-	dueSince time.Time // dueTo's claim's QueuedAt
+	dueSince time.Time         // dueTo's claim's QueuedAt
+	dueQueue []dsync.ClaimInfo // the read of the lease's queue that found it
 
 	mu sync.Mutex
 	// preemptTo is the candidate the preemption under way transfers to,
@@ -200,20 +201,21 @@ func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
 	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
 		s.retarget(to)
 		if !plantedPreemptAtBeat() {
-			s.arm(wait, t, to, queuedAt)
+			s.arm(wait, t, to, queuedAt, q)
 		}
 		return
 	}
 	s.disarm()
-	s.startPreempt(t, to)
+	s.startPreempt(t, to, q)
 }
 
 // startPreempt starts preempting term t to candidate to, unless a
-// preemption to it is under way. One under way to another candidate (a
+// preemption to it is under way; seen is the read of the lease's queue
+// that found to, which the transfer takes if it shows to next. One under way to another candidate (a
 // worse one: the heartbeat preempts to the best it sees) is stopped
 // first, so that the leadership moves once, to the best, and not through
 // the worse one first: the new transfer waits for the old one's turn.
-func (s *steerer) startPreempt(t *term, to string) {
+func (s *steerer) startPreempt(t *term, to string, seen []dsync.ClaimInfo) {
 	e := s.e
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,7 +231,7 @@ func (s *steerer) startPreempt(t *term, to string) {
 	s.preemptGen++
 	s.preemptTo, s.stopPreempt = to, cancel
 	e.wg.Add(1)
-	go s.preempt(ctx, cancel, s.preemptGen, t, to)
+	go s.preempt(ctx, cancel, s.preemptGen, t, to, seen)
 }
 
 // retarget stops a preemption under way to another candidate than to,
@@ -247,13 +249,16 @@ func (s *steerer) retarget(to string) {
 
 // preemptDue is the heartbeat's step when the delay set by arm has
 // ended: preempt to the candidate a heartbeat saw then, without reading
-// the members and the queue again first. The transfer reads the queue,
-// and hands over only once that candidate's claim is the next live one
-// (or gives up when it is no live member): a candidate gone since is
-// never preempted to, and a better one that queued since is preempted
-// to in turn, its own delay after it queued.
+// the members and the queue again first. When that heartbeat's read
+// showed the candidate next, the transfer hands over at once (a read of
+// the queue takes longer than the handover on some stores); else it
+// reads the queue, and hands over only once the candidate's claim is
+// the next live one (or gives up when it is no live member). A
+// candidate that withdrew since the heartbeat's read leaves the lease to
+// the one behind it, one leader still; a better one that queued since
+// is preempted to in turn, its own delay after it queued.
 func (s *steerer) preemptDue() {
-	t, to, since := s.dueTerm, s.dueTo, s.dueSince
+	t, to, since, seen := s.dueTerm, s.dueTo, s.dueSince, s.dueQueue
 	if t == nil || t.ctx.Err() != nil {
 		s.disarm()
 		return
@@ -261,11 +266,11 @@ func (s *steerer) preemptDue() {
 	// Timed by this process's clock, which may run ahead of the store's
 	// estimate (drift, a new sample): the delay is judged by the store's.
 	if wait := s.e.cfg.steer.preempt - s.storeTime().Sub(since); wait > 0 {
-		s.arm(wait, t, to, since)
+		s.arm(wait, t, to, since, seen)
 		return
 	}
 	s.disarm()
-	s.startPreempt(t, to)
+	s.startPreempt(t, to, seen)
 }
 
 // storeTime is the earliest the store's time can be now, as this
@@ -277,9 +282,9 @@ func (s *steerer) storeTime() time.Time {
 }
 
 // arm sets the heartbeat to preempt term t to candidate to, whose claim
-// was queued at since, after d.
-func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time) {
-	s.dueTerm, s.dueTo, s.dueSince = t, to, since
+// was queued at since, as read in q, after d.
+func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time, q []dsync.ClaimInfo) {
+	s.dueTerm, s.dueTo, s.dueSince, s.dueQueue = t, to, since, q
 	if s.due == nil {
 		s.due = time.NewTimer(d)
 		return
@@ -289,7 +294,7 @@ func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time) {
 
 // disarm cancels a preemption set by arm.
 func (s *steerer) disarm() {
-	s.dueTerm, s.dueTo, s.dueSince = nil, "", time.Time{}
+	s.dueTerm, s.dueTo, s.dueSince, s.dueQueue = nil, "", time.Time{}, nil
 	if s.due != nil {
 		s.due.Stop()
 	}
@@ -329,7 +334,7 @@ func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) (to stri
 
 // preempt transfers term t to candidate to, with cause ErrPreempted,
 // until ctx ends (cancel), t ends, or Close; gen is its preemptGen.
-func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen uint64, t *term, to string) {
+func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen uint64, t *term, to string, seen []dsync.ClaimInfo) {
 	e := s.e
 	defer e.wg.Done()
 	defer func() {
@@ -349,7 +354,7 @@ func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen ui
 		case <-ctx.Done():
 		}
 	}()
-	if err := e.xfer.transfer(ctx, to, ErrPreempted, t); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+	if err := e.xfer.transfer(ctx, to, ErrPreempted, t, seen); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: preempt", "election", e.name, "to", to, "err", err)
 	}
 }

@@ -60,7 +60,11 @@ func WithPriority(p int) Option {
 // has waited less), the leader transfers its
 // leadership to it as Transfer does, with the cause ErrPreempted: its
 // leadership context is cancelled, and the lease released (under Run,
-// once fn has returned), so the two never lead at once.
+// once fn has returned), so the two never lead at once. When the
+// heartbeat's read of the queue that saw the candidate showed it next,
+// the leader hands over at the delay's end without reading the queue
+// again; a candidate that withdrew after that read leaves the leadership
+// to the one behind it.
 //
 // The leader sees the queue at its heartbeats (and at once when its term
 // begins), and the candidates queued ahead of the better one step aside

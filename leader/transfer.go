@@ -74,12 +74,17 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 	if e.cfg.members == nil {
 		return ErrNoMembers
 	}
-	return e.xfer.transfer(ctx, to, ErrTransferred, nil)
+	return e.xfer.transfer(ctx, to, ErrTransferred, nil, nil)
 }
 
 // transfer is Transfer, ending the term with cause; only, if not nil, is
-// the term to transfer (ErrNotLeader once another began).
-func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term) error {
+// the term to transfer (ErrNotLeader once another began); seen, if not
+// nil, is a read of the lease's queue the caller made (a preemption's, at
+// the heartbeat that saw to), taken in place of a read of its own when it
+// shows to next: a read, however old, can only make the wrong candidate
+// succeed (one that withdrew since leaves the lease to the one behind
+// it), never two lead.
+func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term, seen []dsync.ClaimInfo) error {
 	e := x.e
 	select {
 	case x.turn <- struct{}{}:
@@ -97,7 +102,16 @@ func (x *handoff) transfer(ctx context.Context, to string, cause error, only *te
 		return nil
 	}
 	// When to is next already, nobody need step aside: hand over at once.
-	next, queued, err := x.readNext(ctx, t, to)
+	var (
+		next, queued bool
+		err          error
+	)
+	if seen != nil {
+		next, queued = nextAfter(seen, e.self.ID, t.token, to)
+	}
+	if !next {
+		next, queued, err = x.readNext(ctx, t, to)
+	}
 	switch {
 	case err == nil && next && !plantedSkipWait():
 		return x.handOver(ctx, t, cause)

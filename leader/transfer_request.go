@@ -84,7 +84,7 @@ func (x *handoff) actOnTransferRequest(ctx context.Context) {
 		// Of term t alone: if t has ended by the time this transfer gets
 		// its turn (or ended during the read), a later term of this
 		// candidate's is not the one the request named.
-		if err := x.transfer(tctx, to, ErrTransferred, t); err != nil && !errors.Is(err, ErrNotLeader) {
+		if err := x.transfer(tctx, to, ErrTransferred, t, nil); err != nil && !errors.Is(err, ErrNotLeader) {
 			e.cfg.logger.Warn("leader: requested transfer", "election", e.name, "term", t.token, "request", n, "to", to, "err", err)
 		}
 	}()
