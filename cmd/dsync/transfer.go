@@ -24,7 +24,7 @@ leaders; the gap is one handoff.
 transfer reads who leads and in which term, and writes a request for
 that term to the member collection (--members), numbered after the
 term's earlier requests: one insert (one more for each number another
-request took first). The leader reads the requests of its term at each
+request, or a retried send of this one, took first). The leader reads the requests of its term at each
 heartbeat while it leads (one read per heartbeat) and acts on the latest
 it has not acted on yet, once: a request whose MEMBER died or never
 queued can be followed by another in the same term, which supersedes it.
