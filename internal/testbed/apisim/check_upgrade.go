@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/go-dsync/dsync/leader"
 )
 
 // The promises of the version rule and the priorities (leader's
@@ -127,9 +129,9 @@ func CheckUpgradeFigures(h *History) ([]Violation, UpgradeFigures) {
 	// The faults that can touch the upgrade: its hosts', every
 	// process's (sessions emptied), and the emptyings.
 	h = u.onHosts(h)
-	bound := u.bound()
+	settle := u.settle()
 	for _, s := range u.Steps {
-		if s.Done.IsZero() || faultNear(h, s.Start.Add(-bound), s.End) {
+		if s.Done.IsZero() || faultNear(h, s.Start.Add(-settle), s.End) {
 			continue
 		}
 		f.StepsJudged++
@@ -143,7 +145,7 @@ func CheckUpgradeFigures(h *History) ([]Violation, UpgradeFigures) {
 			vs = append(vs, Violation{PromiseUpgradeSteps, fmt.Sprintf("the step of slot %d [%v, %v) (%v to %v) began %d terms, more than %d: %v", s.Slot, s.Start.Format(tf), s.End.Format(tf), s.Old, s.New, len(in), most, in)})
 		}
 	}
-	if len(u.Steps) == upgradeSlots && !u.Steps[upgradeSlots-1].Done.IsZero() && !faultNear(h, u.End.Add(-bound), u.End) {
+	if len(u.Steps) == upgradeSlots && !u.Steps[upgradeSlots-1].Done.IsZero() && !faultNear(h, u.End.Add(-settle), u.End) {
 		f.Ends++
 		at := u.End.Add(-time.Millisecond)
 		newest := slices.MaxFunc(u.Candidates, func(a, b *Candidate) int { return cmp.Compare(a.Version, b.Version) }).Version
@@ -159,12 +161,12 @@ func CheckUpgradeFigures(h *History) ([]Violation, UpgradeFigures) {
 
 // checkPriority judges the quiet windows: spells between two changes (a
 // candidate started or closed, a fault of a process, an emptying) with no
-// fault or emptying within bound before. From bound after a window's
+// fault or emptying within settle before. From bound after a window's
 // start to its end, every term must be of a candidate of the highest
 // rank (version, then priority) among those live, and the election must
 // have no leader for no longer than a handoff.
 func (u *UpgradeRun) checkPriority(h *History, terms []*Hold, byID map[string]*Candidate, f *UpgradeFigures) []Violation {
-	bound := u.bound()
+	bound, settle := u.bound(), u.settle()
 	var changes []time.Time
 	for _, c := range u.Candidates {
 		changes = append(changes, c.Start)
@@ -181,7 +183,7 @@ func (u *UpgradeRun) checkPriority(h *History, terms []*Hold, byID map[string]*C
 	var vs []Violation
 	for i := 0; i+1 < len(changes); i++ {
 		a, b := changes[i], changes[i+1]
-		if b.Sub(a) <= bound || faultNear(h, a.Add(-bound), b) {
+		if b.Sub(a) <= bound || faultNear(h, a.Add(-settle), b) {
 			continue
 		}
 		var best *Candidate
@@ -277,3 +279,29 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// bound is how long after a change the highest live candidate leads, in
+// a run free of faults: one handoff, the preemption delay and two
+// heartbeats. leader.WithPreemption promises one handoff past the later
+// of the delay's end and a heartbeat after the candidate queued (its unit
+// tests and leadermongo's TestPreemptionDelay check that); this is looser
+// by a heartbeat, for the round trips before a claim and of the steps
+// aside, and for the churn of five candidates that join within a
+// heartbeat, where a step aside that comes after the leader's transfer
+// began costs that transfer a poll.
+func (r *UpgradeRun) bound() time.Duration { return upgradeHandoff + r.Delay + 2*r.MaxHB }
+
+// settle is how long before a judged spell (a step, the upgrade's end, a
+// quiet window) no fault may fall: after one the election first
+// recovers (a term lost at its deadline, candidates whose sessions were
+// emptied learning it and claiming again), within a TTL, and then the
+// bound applies. A seed showed it: sessions emptied 1.9 s before the
+// end, the term lost at its deadline 0.2 s later, and nobody led at the
+// end, 1.6 s on, with a bound of 1.45 s.
+func (r *UpgradeRun) settle() time.Duration { return r.MaxTTL + r.bound() }
+
+// upgradeHandoff is one handoff in the simulation: a leader's Transfer
+// polls the lease's queue every leader.DefaultPollInterval until its
+// candidate is next, and the candidate's Lock then learns of the release
+// within its Client's poll interval.
+const upgradeHandoff = leader.DefaultPollInterval + 2*pollInterval

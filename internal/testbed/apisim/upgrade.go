@@ -149,23 +149,6 @@ func (u *upgrader) host(slot int) *proc {
 	return u.w.procs[u.run.Hosts[slot%len(u.run.Hosts)]]
 }
 
-// bound is how long after a change the highest live candidate leads, in
-// a run free of faults: one handoff, the preemption delay and two
-// heartbeats. leader.WithPreemption promises one handoff past the later
-// of the delay's end and a heartbeat after the candidate queued (its unit
-// tests and leadermongo's TestPreemptionDelay check that); this is looser
-// by a heartbeat, for the round trips before a claim and of the steps
-// aside, and for the churn of five candidates that join within a
-// heartbeat, where a step aside that comes after the leader's transfer
-// began costs that transfer a poll.
-func (r *UpgradeRun) bound() time.Duration { return upgradeHandoff + r.Delay + 2*r.MaxHB }
-
-// upgradeHandoff is one handoff in the simulation: a leader's Transfer
-// polls the lease's queue every leader.DefaultPollInterval until its
-// candidate is next, and the candidate's Lock then learns of the release
-// within its Client's poll interval.
-const upgradeHandoff = leader.DefaultPollInterval + 2*pollInterval
-
 // drive runs the upgrade until end: the candidates of the first version,
 // then the steps, then closes the candidates left.
 func (u *upgrader) drive(end time.Time) {
