@@ -297,7 +297,8 @@ func (r *UpgradeRun) bound() time.Duration { return upgradeHandoff + r.Delay + 2
 // emptied learning it and claiming again), within a TTL, and then the
 // bound applies. A seed showed it: sessions emptied 1.9 s before the
 // end, the term lost at its deadline 0.2 s later, and nobody led at the
-// end, 1.6 s on, with a bound of 1.45 s.
+// end, 1.6 s on (the bound, 1.45 s there, had kept that emptying out of
+// the judged spell only when longer than 1.9 s).
 func (r *UpgradeRun) settle() time.Duration { return r.MaxTTL + r.bound() }
 
 // upgradeHandoff is one handoff in the simulation: a leader's Transfer
