@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261128231153-d92cc2363f47
+	github.com/go-dsync/dsync v0.0.0-20261129014209-0dd51a8c724a
 )
 
 require (
