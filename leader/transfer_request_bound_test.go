@@ -2,7 +2,6 @@ package leader_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,19 +18,12 @@ func TestRequestedTransferIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const heartbeat = time.Second
 		const bound = 3 * 3 * heartbeat // requestedTransferBound member max ages
-		w := newWorld()
-		ctx, cancel := context.WithCancel(context.Background())
-		l := &termLog{}
-		var wg sync.WaitGroup
-		a := newElection(t, w.process(t), leader.WithHeartbeatInterval(heartbeat))
-		b := newElection(t, w.process(t), leader.WithHeartbeatInterval(heartbeat))
-		wg.Go(func() { l.run(ctx, a, "a") })
-		synctest.Wait()
-		wg.Go(func() { l.run(ctx, b, "b") })
-		synctest.Wait()
+		p, stop := newRequestPair(t, leader.WithHeartbeatInterval(heartbeat))
+		defer stop()
+		w, a, b, ctx, info := p.w, p.a, p.b, p.ctx, p.info
 		// ghost is a live member that never campaigns: its status is
 		// written every heartbeat, and it never claims the lease.
-		wg.Go(func() {
+		p.wg.Go(func() {
 			for ctx.Err() == nil {
 				_ = w.members.PutMember(ctx, "cron", leader.Member{ID: "ghost", Host: "h", PID: 1})
 				select {
@@ -40,16 +32,6 @@ func TestRequestedTransferIsBounded(t *testing.T) {
 				}
 			}
 		})
-		defer func() {
-			cancel()
-			wg.Wait()
-			_ = a.Close()
-			_ = b.Close()
-		}()
-		info, err := a.Leader(ctx)
-		if err != nil || info.ID != a.ID() {
-			t.Fatalf("Leader = %+v, %v; want a", info, err)
-		}
 		time.Sleep(2 * heartbeat) // every status written
 		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "ghost", "test", ""); err != nil {
 			t.Fatal(err)
@@ -75,20 +57,6 @@ func TestRequestedTransferIsBounded(t *testing.T) {
 		if d := time.Since(asked); d < bound {
 			t.Errorf("a handed over %v after the request; want the requested Transfer to hold the handover until its bound, %v", d, bound)
 		}
-		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-			if terms, _ := l.snapshot(); len(terms) >= 2 {
-				if terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
-					t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
-				}
-				break
-			}
-			if time.Since(start) > 2*ttl {
-				terms, _ := l.snapshot()
-				t.Fatalf("terms %+v: b does not lead", terms)
-			}
-		}
-		if _, v := l.snapshot(); len(v) > 0 {
-			t.Fatal(v)
-		}
+		p.awaitB(t, 2*ttl)
 	})
 }

@@ -17,26 +17,9 @@ import (
 // landing late, changes nothing.
 func TestTransferRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld()
-		ctx, cancel := context.WithCancel(context.Background())
-		l := &termLog{}
-		var wg sync.WaitGroup
-		a := newElection(t, w.process(t))
-		b := newElection(t, w.process(t))
-		wg.Go(func() { l.run(ctx, a, "a") })
-		synctest.Wait()
-		wg.Go(func() { l.run(ctx, b, "b") })
-		synctest.Wait()
-		defer func() {
-			cancel()
-			wg.Wait()
-			_ = a.Close()
-			_ = b.Close()
-		}()
-		info, err := a.Leader(ctx)
-		if err != nil || info.ID != a.ID() {
-			t.Fatalf("Leader = %+v, %v; want a", info, err)
-		}
+		p, stop := newRequestPair(t)
+		defer stop()
+		w, a, b, l, ctx, info := p.w, p.a, p.b, p.l, p.ctx, p.info
 		time.Sleep(time.Second) // both candidates' status written
 		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
 			t.Fatal(err)
@@ -129,58 +112,85 @@ func TestTransferRequestReads(t *testing.T) {
 	})
 }
 
+// requestPair is a world where a leads and b waits, both run under Run
+// with their terms logged, for the transfer request tests.
+type requestPair struct {
+	w    *world
+	a, b *leader.Election
+	l    *termLog
+	ctx  context.Context
+	wg   sync.WaitGroup
+	info leader.Info // a's term
+}
+
+// newRequestPair starts a, then b, and returns once a leads; stop ends
+// them.
+func newRequestPair(t *testing.T, opts ...leader.Option) (p *requestPair, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p = &requestPair{w: newWorld(), l: &termLog{}, ctx: ctx}
+	p.a = newElection(t, p.w.process(t), opts...)
+	p.b = newElection(t, p.w.process(t), opts...)
+	p.wg.Go(func() { p.l.run(ctx, p.a, "a") })
+	synctest.Wait()
+	p.wg.Go(func() { p.l.run(ctx, p.b, "b") })
+	synctest.Wait()
+	stop = func() {
+		cancel()
+		p.wg.Wait()
+		_ = p.a.Close()
+		_ = p.b.Close()
+	}
+	info, err := p.a.Leader(ctx)
+	if err != nil || info.ID != p.a.ID() {
+		stop()
+		t.Fatalf("Leader = %+v, %v; want a", info, err)
+	}
+	p.info = info
+	return p, stop
+}
+
+// awaitB waits, at most d, until a second term began, and checks that a's
+// ended by ErrTransferred and b's followed, and that no promise broke.
+func (p *requestPair) awaitB(t *testing.T, d time.Duration) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if terms, _ := p.l.snapshot(); len(terms) >= 2 {
+			if terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
+				t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
+			}
+			break
+		}
+		if time.Since(start) > d {
+			terms, _ := p.l.snapshot()
+			t.Fatalf("terms %+v: b does not lead", terms)
+		}
+	}
+	if _, v := p.l.snapshot(); len(v) > 0 {
+		t.Fatal(v)
+	}
+}
+
 // TestTransferRequestAfterOneFailed: a request whose candidate is no
 // live member fails, and does not use up the term: a second request in
 // the same term is numbered after it, and acted on.
 func TestTransferRequestAfterOneFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWorld()
-		ctx, cancel := context.WithCancel(context.Background())
-		l := &termLog{}
-		var wg sync.WaitGroup
-		a := newElection(t, w.process(t))
-		b := newElection(t, w.process(t))
-		wg.Go(func() { l.run(ctx, a, "a") })
-		synctest.Wait()
-		wg.Go(func() { l.run(ctx, b, "b") })
-		synctest.Wait()
-		defer func() {
-			cancel()
-			wg.Wait()
-			_ = a.Close()
-			_ = b.Close()
-		}()
-		info, err := a.Leader(ctx)
-		if err != nil || info.ID != a.ID() {
-			t.Fatalf("Leader = %+v, %v; want a", info, err)
-		}
+		p, stop := newRequestPair(t)
+		defer stop()
+		ctx := p.ctx
 		time.Sleep(time.Second) // both candidates' status written
-		if r, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
+		if r, err := leader.RequestTransfer(ctx, p.w.members, "cron", p.info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
 			t.Fatalf("first request: %+v, %v", r, err)
 		}
 		time.Sleep(2 * ttl) // acted on, and failed: gone is no live candidate
-		if terms, _ := l.snapshot(); len(terms) != 1 {
+		if terms, _ := p.l.snapshot(); len(terms) != 1 {
 			t.Fatalf("after a request to no candidate: terms %+v, want a's alone", terms)
 		}
-		r, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", "")
+		r, err := leader.RequestTransfer(ctx, p.w.members, "cron", p.info.Token, p.b.ID(), "test", "")
 		if err != nil || r.Gen != 2 {
 			t.Fatalf("second request in a's term: %+v, %v; want number 2", r, err)
 		}
-		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-			if terms, _ := l.snapshot(); len(terms) >= 2 {
-				if terms[0].cause != leader.ErrTransferred || terms[1].who != "b" {
-					t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
-				}
-				break
-			}
-			if time.Since(start) > 4*ttl {
-				terms, _ := l.snapshot()
-				t.Fatalf("the second request was not acted on: terms %+v", terms)
-			}
-		}
-		if _, v := l.snapshot(); len(v) > 0 {
-			t.Fatal(v)
-		}
+		p.awaitB(t, 4*ttl)
 	})
 }
 
