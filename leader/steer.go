@@ -41,15 +41,17 @@ type steerer struct {
 	// candidate, so that a stale read cannot make it step aside in a loop.
 	head    uint64
 	stepped map[string]bool
-	// due, while a better candidate's delay runs (steerLeader), fires at
-	// its end: the heartbeat then preempts to dueTo in term dueTerm at
-	// once (dueC, preemptDue), not at its next beat. Only the heartbeat's
-	// goroutine touches them.
+	// due, while a better candidate's delay runs (steerLeader), fires a
+	// read of the queue ahead of its end (readTook, the last read's
+	// time): the heartbeat then preempts to dueTo in term dueTerm at once
+	// (dueC, preemptDue), not at its next beat, and the transfer hands
+	// over at the delay's end if that read shows dueTo next. Only the
+	// heartbeat's goroutine touches them.
 	due      *time.Timer
 	dueTo    string
 	dueTerm  *term
-	dueSince time.Time         // dueTo's claim's QueuedAt
-	dueQueue []dsync.ClaimInfo // the read of the lease's queue that found it
+	dueSince time.Time // dueTo's claim's QueuedAt
+	readTook time.Duration
 
 	mu sync.Mutex
 	// preemptTo is the candidate the preemption under way transfers to,
@@ -90,10 +92,14 @@ func (s *steerer) steerStep(ctx context.Context) {
 		s.disarm()
 		return
 	}
+	began := time.Now()
 	q, err := e.client.Queue(ctx, LockKey(e.name))
 	if err != nil {
 		return
 	}
+	// A preemption reads the queue this long ahead of its delay's end
+	// (arm), bounded, so that a slow read cannot make it hand over early.
+	s.readTook = min(time.Since(began), e.cfg.heartbeatInterval/4)
 	switch {
 	case leading:
 		s.steerLeader(t, ms, q)
@@ -188,34 +194,61 @@ func (s *steerer) betterBehind(ms []Member, q []dsync.ClaimInfo) bool {
 // since the best candidate queued behind this leader that it gives way to
 // (the highest rank, then the earliest in the queue) claimed, by the
 // store's clock (its claim's QueuedAt), transfer to it. Until then the
-// heartbeat is set to steer again when the delay ends, so a candidate
+// heartbeat is set to preempt when the delay ends (arm), so a candidate
 // seen before its delay is over is preempted to at its end, not at the
 // heartbeat after it.
 func (s *steerer) steerLeader(t *term, ms []Member, q []dsync.ClaimInfo) {
-	e := s.e
 	to, queuedAt := s.bestBetter(t, ms, q)
 	if to == "" || plantedPriorityIgnored() {
 		s.disarm()
 		return
 	}
-	if wait := e.cfg.steer.preempt - s.storeTime().Sub(queuedAt); wait > 0 {
+	if wait := s.waitFor(queuedAt); wait > 0 {
 		s.retarget(to)
 		if !plantedPreemptAtBeat() {
-			s.arm(wait, t, to, queuedAt, q)
+			s.arm(wait, t, to, queuedAt)
 		}
 		return
 	}
 	s.disarm()
-	s.startPreempt(t, to, q)
+	s.startPreempt(t, to, queuedAt)
 }
 
-// startPreempt starts preempting term t to candidate to, unless a
-// preemption to it is under way; seen is the read of the lease's queue
-// that found to, which the transfer takes if it shows to next. One under way to another candidate (a
+// waitFor is how long the preemption delay of a claim queued at since
+// still runs, by the store's clock.
+func (s *steerer) waitFor(since time.Time) time.Duration {
+	return s.e.cfg.steer.preempt - s.storeTime().Sub(since)
+}
+
+// untilDue waits until the preemption delay of a claim queued at since
+// has passed, by the store's clock; ErrNotLeader if term t ends first,
+// ctx's cause if ctx does.
+func (s *steerer) untilDue(ctx context.Context, t *term, since time.Time) error {
+	for {
+		wait := s.waitFor(since)
+		if wait <= 0 {
+			return nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-t.ctx.Done():
+			timer.Stop()
+			return ErrNotLeader
+		case <-ctx.Done():
+			timer.Stop()
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// startPreempt starts preempting term t to candidate to, whose claim was
+// queued at since, unless a preemption to it is under way: its transfer
+// hands over no sooner than the delay's end. One under way to another candidate (a
 // worse one: the heartbeat preempts to the best it sees) is stopped
 // first, so that the leadership moves once, to the best, and not through
 // the worse one first: the new transfer waits for the old one's turn.
-func (s *steerer) startPreempt(t *term, to string, seen []dsync.ClaimInfo) {
+func (s *steerer) startPreempt(t *term, to string, since time.Time) {
 	e := s.e
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,7 +264,7 @@ func (s *steerer) startPreempt(t *term, to string, seen []dsync.ClaimInfo) {
 	s.preemptGen++
 	s.preemptTo, s.stopPreempt = to, cancel
 	e.wg.Add(1)
-	go s.preempt(ctx, cancel, s.preemptGen, t, to, seen)
+	go s.preempt(ctx, cancel, s.preemptGen, t, to, since)
 }
 
 // retarget stops a preemption under way to another candidate than to,
@@ -247,30 +280,29 @@ func (s *steerer) retarget(to string) {
 	}
 }
 
-// preemptDue is the heartbeat's step when the delay set by arm has
-// ended: preempt to the candidate a heartbeat saw then, without reading
-// the members and the queue again first. When that heartbeat's read
-// showed the candidate next, the transfer hands over at once (a read of
-// the queue takes longer than the handover on some stores); else it
-// reads the queue, and hands over only once the candidate's claim is
-// the next live one (or gives up when it is no live member). A
-// candidate that withdrew since the heartbeat's read leaves the lease to
-// the one behind it, one leader still; a better one that queued since
-// is preempted to in turn, its own delay after it queued.
+// preemptDue is the heartbeat's step when the delay set by arm is about
+// to end, a read of the queue ahead of it: preempt to the candidate a
+// heartbeat saw then, without reading the members first. The transfer
+// reads the queue and, if it shows the candidate's claim next, hands
+// over at the delay's end (untilDue), so that the read's time (on some
+// stores longer than the handover) does not add to the delay; else it
+// hands over only once a later read shows it next (or gives up when it
+// is no live member). A better candidate that queued since is
+// preempted to in turn, its own delay after it queued.
 func (s *steerer) preemptDue() {
-	t, to, since, seen := s.dueTerm, s.dueTo, s.dueSince, s.dueQueue
+	t, to, since := s.dueTerm, s.dueTo, s.dueSince
 	if t == nil || t.ctx.Err() != nil {
 		s.disarm()
 		return
 	}
 	// Timed by this process's clock, which may run ahead of the store's
 	// estimate (drift, a new sample): the delay is judged by the store's.
-	if wait := s.e.cfg.steer.preempt - s.storeTime().Sub(since); wait > 0 {
-		s.arm(wait, t, to, since, seen)
+	if wait := s.waitFor(since); wait > s.readTook {
+		s.arm(wait, t, to, since)
 		return
 	}
 	s.disarm()
-	s.startPreempt(t, to, seen)
+	s.startPreempt(t, to, since)
 }
 
 // storeTime is the earliest the store's time can be now, as this
@@ -282,9 +314,11 @@ func (s *steerer) storeTime() time.Time {
 }
 
 // arm sets the heartbeat to preempt term t to candidate to, whose claim
-// was queued at since, as read in q, after d.
-func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time, q []dsync.ClaimInfo) {
-	s.dueTerm, s.dueTo, s.dueSince, s.dueQueue = t, to, since, q
+// was queued at since, when the delay's end is d away, a read of the
+// queue ahead of it.
+func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time) {
+	s.dueTerm, s.dueTo, s.dueSince = t, to, since
+	d = max(d-s.readTook, 0)
 	if s.due == nil {
 		s.due = time.NewTimer(d)
 		return
@@ -294,7 +328,7 @@ func (s *steerer) arm(d time.Duration, t *term, to string, since time.Time, q []
 
 // disarm cancels a preemption set by arm.
 func (s *steerer) disarm() {
-	s.dueTerm, s.dueTo, s.dueSince, s.dueQueue = nil, "", time.Time{}, nil
+	s.dueTerm, s.dueTo, s.dueSince = nil, "", time.Time{}
 	if s.due != nil {
 		s.due.Stop()
 	}
@@ -334,7 +368,7 @@ func (s *steerer) bestBetter(t *term, ms []Member, q []dsync.ClaimInfo) (to stri
 
 // preempt transfers term t to candidate to, with cause ErrPreempted,
 // until ctx ends (cancel), t ends, or Close; gen is its preemptGen.
-func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen uint64, t *term, to string, seen []dsync.ClaimInfo) {
+func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen uint64, t *term, to string, since time.Time) {
 	e := s.e
 	defer e.wg.Done()
 	defer func() {
@@ -354,7 +388,7 @@ func (s *steerer) preempt(ctx context.Context, cancel context.CancelFunc, gen ui
 		case <-ctx.Done():
 		}
 	}()
-	if err := e.xfer.transfer(ctx, to, ErrPreempted, t, seen); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+	if err := e.xfer.transfer(ctx, to, ErrPreempted, t, func(ctx context.Context) error { return s.untilDue(ctx, t, since) }); err != nil && !errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: preempt", "election", e.name, "to", to, "err", err)
 	}
 }

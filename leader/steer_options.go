@@ -69,12 +69,14 @@ func WithPriority(p int) Option {
 // The leader sees the queue at its heartbeats (and at once when its term
 // begins), and the candidates queued ahead of the better one step aside
 // at theirs (WithPriority). So when every candidate sets a steering
-// option and delay is longer than a heartbeat interval, the queue is in
-// order by the delay's end, and the better candidate leads within one
-// handoff of it (plus the round trips of a step aside). With a shorter
-// delay, it leads within a heartbeat interval of queueing plus one poll
-// interval (WithPollInterval: the Transfer's wait for the candidates
-// ahead to step aside). A candidate that stops being better, or live,
+// option, delay is longer than a heartbeat interval, and the candidates
+// joined a heartbeat or more apart, the queue is in order by the delay's
+// end, and the better candidate leads within one handoff of it (plus
+// the round trips of a step aside). Otherwise later: the Transfer waits
+// for the candidates ahead to step aside, reading the queue once per
+// poll interval (WithPollInterval), and when several join at once a
+// handover to one can make another step aside before the leader sees
+// it is better. A candidate that stops being better, or live,
 // before then is not preempted to; a preemption under way to one is
 // stopped when the leader sees a better one queued, which is preempted
 // to at its own delay's end, so the leadership moves once, to the best,

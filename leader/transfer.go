@@ -78,13 +78,11 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 }
 
 // transfer is Transfer, ending the term with cause; only, if not nil, is
-// the term to transfer (ErrNotLeader once another began); seen, if not
-// nil, is a read of the lease's queue the caller made (a preemption's, at
-// the heartbeat that saw to), taken in place of a read of its own when it
-// shows to next: a read, however old, can only make the wrong candidate
-// succeed (one that withdrew since leaves the lease to the one behind
-// it), never two lead.
-func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term, seen []dsync.ClaimInfo) error {
+// the term to transfer (ErrNotLeader once another began); ready, if not
+// nil, is waited for between the read that shows to next and the
+// handover (a preemption's: until its delay has passed), and its error
+// returned.
+func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term, ready func(context.Context) error) error {
 	e := x.e
 	select {
 	case x.turn <- struct{}{}:
@@ -102,18 +100,12 @@ func (x *handoff) transfer(ctx context.Context, to string, cause error, only *te
 		return nil
 	}
 	// When to is next already, nobody need step aside: hand over at once.
-	var (
-		next, queued bool
-		err          error
-	)
-	if seen != nil {
-		next, queued = nextAfter(seen, e.self.ID, t.token, to)
-	}
-	if !next {
-		next, queued, err = x.readNext(ctx, t, to)
-	}
+	next, queued, err := x.readNext(ctx, t, to)
 	switch {
 	case err == nil && next && !plantedSkipWait():
+		if err := x.whenReady(ctx, ready); err != nil {
+			return err
+		}
 		return x.handOver(ctx, t, cause)
 	case t.ctx.Err() != nil:
 		return ErrNotLeader
@@ -137,12 +129,24 @@ func (x *handoff) transfer(ctx context.Context, to string, cause error, only *te
 	// candidate step aside when it need not: it waits longer, and the
 	// grant rule is untouched.
 	x.putMemberWithin(ctx)
-	if err := x.awaitNext(ctx, t, to); err != nil {
+	err = x.awaitNext(ctx, t, to)
+	if err == nil {
+		err = x.whenReady(ctx, ready)
+	}
+	if err != nil {
 		x.setHandover(t, Handover{})
 		x.putMemberWithin(context.WithoutCancel(ctx))
 		return err
 	}
 	return x.handOver(ctx, t, cause)
+}
+
+// whenReady waits for ready, if not nil (transfer).
+func (x *handoff) whenReady(ctx context.Context, ready func(context.Context) error) error {
+	if ready == nil {
+		return nil
+	}
+	return ready(ctx)
 }
 
 // handOver ends term t with cause for Transfer, as Resign does: the context is
