@@ -183,7 +183,7 @@ func (u *UpgradeRun) checkPriority(h *History, terms []*Hold, byID map[string]*C
 	var vs []Violation
 	for i := 0; i+1 < len(changes); i++ {
 		a, b := changes[i], changes[i+1]
-		if b.Sub(a) <= bound || faultNear(h, a.Add(-settle), b) {
+		if b.Sub(a) <= bound || faultNear(h, a.Add(-settle), b) || u.joinedTogether(a) {
 			continue
 		}
 		var best *Candidate
@@ -290,6 +290,27 @@ func boolInt(b bool) int {
 // heartbeat, where a step aside that comes after the leader's transfer
 // began costs that transfer a poll.
 func (r *UpgradeRun) bound() time.Duration { return upgradeHandoff + r.Delay + 2*r.MaxHB }
+
+// joinedTogether reports whether two candidates started within a
+// heartbeat of each other up to at: the bound is promised for candidates
+// that join a heartbeat or more apart (leader.WithPreemption), since a
+// handover to one can make the other step aside before the leader sees
+// that it is better.
+func (u *UpgradeRun) joinedTogether(at time.Time) bool {
+	var starts []time.Time
+	for _, c := range u.Candidates {
+		if !c.Start.After(at) && at.Sub(c.Start) < u.settle() {
+			starts = append(starts, c.Start)
+		}
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	for i := 1; i < len(starts); i++ {
+		if starts[i].Sub(starts[i-1]) < u.MaxHB {
+			return true
+		}
+	}
+	return false
+}
 
 // settle is how long before a judged spell (a step, the upgrade's end, a
 // quiet window) no fault may fall: after one the election first
