@@ -229,15 +229,8 @@ func (s *steerer) untilDue(ctx context.Context, t *term, since time.Time) error 
 		if wait <= 0 {
 			return nil
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-t.ctx.Done():
-			timer.Stop()
-			return ErrNotLeader
-		case <-ctx.Done():
-			timer.Stop()
-			return context.Cause(ctx)
+		if err := sleepInTerm(ctx, t, wait); err != nil {
+			return err
 		}
 	}
 }

@@ -217,16 +217,24 @@ func (x *handoff) awaitNext(ctx context.Context, t *term, to string) error {
 				return err
 			}
 		}
-		timer := time.NewTimer(e.cfg.pollInterval)
-		select {
-		case <-timer.C:
-		case <-t.ctx.Done():
-			timer.Stop()
-			return ErrNotLeader
-		case <-ctx.Done():
-			timer.Stop()
-			return context.Cause(ctx)
+		if err := sleepInTerm(ctx, t, e.cfg.pollInterval); err != nil {
+			return err
 		}
+	}
+}
+
+// sleepInTerm waits d; ErrNotLeader if term t ends first, ctx's cause if
+// ctx does.
+func sleepInTerm(ctx context.Context, t *term, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-t.ctx.Done():
+		return ErrNotLeader
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 
