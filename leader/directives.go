@@ -149,14 +149,26 @@ func Drain(ctx context.Context, ds Directives, partition, member string, drain b
 		return Directive{}, errors.New("leader: Drain needs a partition and a member")
 	}
 	var tried uint64 // the Gen refused last: the next try goes above it, whatever a read shows
-	for {
+	return putNext(ctx, ds, partition, func() (Directive, error) {
 		all, err := ds.Directives(ctx, partition)
 		if err != nil {
 			return Directive{}, err
 		}
-		d := Directive{Kind: DirectiveDrain, Member: member, Gen: max(latestDrains(all)[member].Gen, tried) + 1, Drain: drain, By: by, Reason: reason}
-		tried = d.Gen
-		err = ds.PutDirective(ctx, partition, d)
+		tried = max(latestDrains(all)[member].Gen, tried) + 1
+		return Directive{Kind: DirectiveDrain, Member: member, Gen: tried, Drain: drain, By: by, Reason: reason}, nil
+	})
+}
+
+// putNext inserts the directive next returns, and again the next one
+// while the one inserted is stored already (ErrDirectiveExists), until
+// ctx ends; it returns the directive inserted.
+func putNext(ctx context.Context, ds Directives, name string, next func() (Directive, error)) (Directive, error) {
+	for {
+		d, err := next()
+		if err != nil {
+			return Directive{}, err
+		}
+		err = ds.PutDirective(ctx, name, d)
 		switch {
 		case err == nil:
 			return d, nil
@@ -182,18 +194,11 @@ func RequestTransfer(ctx context.Context, ds Directives, election string, term u
 	if election == "" || to == "" || term == 0 {
 		return Directive{}, errors.New("leader: RequestTransfer needs an election, a term and a candidate")
 	}
-	for n := uint64(1); ; n++ {
-		d := Directive{Kind: DirectiveTransfer, Member: to, Term: term, Gen: n, By: by, Reason: reason}
-		err := ds.PutDirective(ctx, election, d)
-		switch {
-		case err == nil:
-			return d, nil
-		case !errors.Is(err, ErrDirectiveExists):
-			return Directive{}, err
-		case ctx.Err() != nil:
-			return Directive{}, context.Cause(ctx)
-		}
-	}
+	var n uint64
+	return putNext(ctx, ds, election, func() (Directive, error) {
+		n++
+		return Directive{Kind: DirectiveTransfer, Member: to, Term: term, Gen: n, By: by, Reason: reason}, nil
+	})
 }
 
 // latestTransferRequest returns the transfer request of term in ds of
