@@ -80,17 +80,7 @@ func (inc *incarnation) stop() {
 // until the returned function is called, as its holder gives it up.
 func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 	w := inc.p.w
-	h.Proc, h.Start = inc.p.id, time.Now()
-	w.mu.Lock()
-	h.ID = len(w.hist.Holds)
-	if c, ok := inc.p.claimAt(claimKey{h.Key, h.Token}, h.Start); ok {
-		h.Landed, h.Session = c.at, c.session
-	}
-	h.KnownSince = inc.p.known[h.Key]
-	w.hist.Holds = append(w.hist.Holds, h)
-	w.fig.Holds++
-	w.mu.Unlock()
-	w.tracef("p%d HOLD %v session %s", h.Proc, h, h.Session)
+	release := w.holdOf(inc.p, h, lost)
 	inc.mu.Lock()
 	closing := !inc.closeAt.IsZero()
 	inc.active[h] = struct{}{}
@@ -98,16 +88,6 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 	if closing {
 		w.end(h, time.Now())
 	}
-	released := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case <-lost:
-			w.lost(h, time.Now())
-		case <-released:
-		}
-	}()
 	return func() {
 		// A paused process runs no code: its holder gives up when it
 		// resumes.
@@ -116,8 +96,7 @@ func (inc *incarnation) hold(h *Hold, lost <-chan struct{}) (giveUp func()) {
 		inc.mu.Lock()
 		delete(inc.active, h)
 		inc.mu.Unlock()
-		close(released)
-		<-done
+		release()
 	}
 }
 

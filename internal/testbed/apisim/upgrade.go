@@ -348,8 +348,10 @@ func (u *upgrader) lead(ctx, octx context.Context, p *proc, c *Candidate, e *lea
 	_ = e.Resign(rctx)
 }
 
-// holdOf records hold h of a candidate on p that no incarnation owns, as
-// incarnation.hold does: its giveUp ends it.
+// holdOf records hold h, on p, that began now, and watches lost for its
+// loss until the returned giveUp ends it: the upgrade's candidates, which
+// no incarnation owns, use it as it is, and incarnation.hold around its
+// own bookkeeping.
 func (w *world) holdOf(p *proc, h *Hold, lost <-chan struct{}) (giveUp func()) {
 	h.Proc, h.Start = p.id, time.Now()
 	w.mu.Lock()
