@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261129014946-0fa5b2ba5330
-	github.com/go-dsync/dsync/internal/testbed/ferretserve v0.0.0-20261129014946-0fa5b2ba5330
+	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync/internal/testbed/ferretserve v0.0.0-20261129024442-fd22e760eaa3
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 
