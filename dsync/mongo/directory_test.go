@@ -99,7 +99,10 @@ func (c *collCommands) take() (n map[[2]string]int, cursors, batches []int64) {
 // declares, the first key before any getMore: nothing loads the whole
 // directory at once. A prefix with a limit is one find.
 func TestListKeysStreamsOnOneCursor(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: beside the package's parallel tests, on FerretDB
+	// over PostgreSQL, the listing once came back in another order than
+	// the keys were inserted in (first use order); not seen in runs of
+	// the test alone.
 	const n = 10_000
 	for _, ferret := range []bool{false, true} {
 		t.Run(fmt.Sprintf("asFerretDB=%v", ferret), func(t *testing.T) {
