@@ -83,38 +83,29 @@ func (e *Election) Transfer(ctx context.Context, to string) error {
 // handover (a preemption's: until its delay has passed), and its error
 // returned.
 func (x *handoff) transfer(ctx context.Context, to string, cause error, only *term, ready func(context.Context) error) error {
-	e := x.e
 	select {
 	case x.turn <- struct{}{}:
 		defer func() { <-x.turn }()
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	e.state.Lock()
-	t := e.term
-	e.state.Unlock()
+	t, err := x.leading(only)
 	switch {
-	case t == nil || t.ctx.Err() != nil || only != nil && t != only:
-		return ErrNotLeader
-	case to == e.self.ID:
+	case err != nil:
+		return err
+	case to == x.e.self.ID:
 		return nil
 	}
 	// When to is next already, nobody need step aside: hand over at once.
-	next, queued, err := x.readNext(ctx, t, to)
-	switch {
-	case err == nil && next && !plantedSkipWait():
+	next, err := x.nextAlready(ctx, t, to)
+	if err != nil {
+		return err
+	}
+	if next {
 		if err := x.whenReady(ctx, ready); err != nil {
 			return err
 		}
 		return x.handOver(ctx, t, cause)
-	case t.ctx.Err() != nil:
-		return ErrNotLeader
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case err != nil || !queued:
-		if err := x.checkLive(ctx, to); err != nil {
-			return err
-		}
 	}
 	if !x.setHandover(t, Handover{To: to, Term: t.token}) {
 		return ErrNotLeader
@@ -139,6 +130,38 @@ func (x *handoff) transfer(ctx context.Context, to string, cause error, only *te
 		return err
 	}
 	return x.handOver(ctx, t, cause)
+}
+
+// leading returns this candidate's term, to transfer: ErrNotLeader if it
+// does not lead, or if only is not nil and not its term.
+func (x *handoff) leading(only *term) (*term, error) {
+	e := x.e
+	e.state.Lock()
+	t := e.term
+	e.state.Unlock()
+	if t == nil || t.ctx.Err() != nil || only != nil && t != only {
+		return nil, ErrNotLeader
+	}
+	return t, nil
+}
+
+// nextAlready reads the lease's queue once, before the handover is
+// shown: whether to's claim is next after term t's already. An error ends
+// the transfer: ErrNotLeader once t ended, ctx's cause, or
+// ErrNotCandidate when to has no claim and is no live member.
+func (x *handoff) nextAlready(ctx context.Context, t *term, to string) (bool, error) {
+	next, queued, err := x.readNext(ctx, t, to)
+	switch {
+	case err == nil && next && !plantedSkipWait():
+		return true, nil
+	case t.ctx.Err() != nil:
+		return false, ErrNotLeader
+	case ctx.Err() != nil:
+		return false, context.Cause(ctx)
+	case err != nil || !queued:
+		return false, x.checkLive(ctx, to)
+	}
+	return false, nil
 }
 
 // whenReady waits for ready, if not nil (transfer).
