@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/rs/xid"
 
+	"github.com/go-dsync/dsync/dsync/internal/backoff"
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/internal/queue"
 )
 
@@ -19,13 +20,6 @@ import (
 // withdrawn. Each primitive keeps the holds it has (one for a Mutex,
 // several for the readers of an RWMutex or the acquisitions of a
 // Semaphore) and ends each with release.
-
-// Backoff between acquire attempts that failed with an error (not with
-// contention): doubled from minBackoff up to maxBackoff, with jitter.
-const (
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = 2 * time.Second
-)
 
 // core is what every primitive has: its Client, its key as given and as
 // stored, its owner identity (the Owner of every claim it makes) and its
@@ -142,8 +136,8 @@ func (p *core) kindOf(t claimTerms) Kind {
 // unchanged, when ctx ended first; otherwise the store's error. When the
 // try timeout passed first, that is what the store said of the call the
 // bound cut short (a refused connection, a reply that never came), after
-// the bound (a *tryBoundError), or, if it said nothing more, that it did
-// not answer in time (a *noAnswerError).
+// the bound (a *ctxerr.TryBound), or, if it said nothing more, that it did
+// not answer in time (a *ctxerr.NoAnswer).
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
@@ -155,7 +149,7 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 		return nil, context.Cause(ctx)
 	}
 	bound := p.cfg.tryTimeout()
-	tctx, cancel := context.WithTimeoutCause(ctx, bound, &noAnswerError{key: p.key, bound: bound})
+	tctx, cancel := context.WithTimeoutCause(ctx, bound, &ctxerr.NoAnswer{Key: p.key, Bound: bound})
 	defer cancel()
 	h, err := p.acquire(tctx, t, false)
 	if h != nil {
@@ -165,12 +159,12 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	var last *lastStoreError
-	if errors.As(err, &last) && last.cause == context.Cause(tctx) {
+	var last *ctxerr.LastStore
+	if errors.As(err, &last) && last.Cause == context.Cause(tctx) {
 		// The bound passed, and the store said why the call had no
 		// answer: it names the cause (a refused connection is not a
 		// store that did not answer), once.
-		return nil, &tryBoundError{bound: bound, key: p.key, err: last.last}
+		return nil, &ctxerr.TryBound{Bound: bound, Key: p.key, Err: last.Last}
 	}
 	return nil, err
 }
@@ -184,7 +178,7 @@ var errNotStarted = errors.New("the hold could not start before its key's covera
 
 // acquireLoop is acquire's work: its attempts and their backoff.
 func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
-	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: minBackoff}
+	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: backoff.Min}
 	for {
 		k := p.client.keeper
 		sess, err := k.Enter(ctx)
@@ -216,7 +210,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 // otherwise the store's error.
 func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	if ctx.Err() != nil {
-		return p.contextErr(ctx, lastErr, nil)
+		return ctxerr.Cause(ctx, lastErr, nil)
 	}
 	return err
 }
@@ -279,7 +273,7 @@ func (p *core) awaitHold(ctx context.Context, c *queue.Ref, t claimTerms) error 
 		case ctx.Err() != nil:
 			// The claim was in the queue, waiting: a call that ctx cut
 			// short says only that, whatever its driver said.
-			return &endedError{where: fmt.Sprintf("dsync: wait for %q", p.key), cause: context.Cause(ctx)}
+			return &ctxerr.Ended{Where: fmt.Sprintf("dsync: wait for %q", p.key), Cause: context.Cause(ctx)}
 		case err == nil:
 			c.Below = a.below
 			if isExclusive(t) {
@@ -290,7 +284,7 @@ func (p *core) awaitHold(ctx context.Context, c *queue.Ref, t claimTerms) error 
 			return err
 		}
 		p.report(fmt.Errorf("dsync: waiting for %q: %w", p.key, err))
-		if !sleep(p.cfg.clock, jitter(minBackoff*10), ctx.Done()) {
+		if !backoff.Sleep(p.cfg.clock, backoff.Jitter(backoff.Min*10), ctx.Done()) {
 			return err
 		}
 	}
@@ -368,12 +362,4 @@ func (p *core) withdraw(ctx context.Context, c queue.Ref) {
 // validUntil is h's deadline on time.Now's scale (see Mutex.ValidUntil).
 func (p *core) validUntil(h *hold) time.Time {
 	return time.Now().Add(h.validUntil().Sub(p.cfg.clock.Now()))
-}
-
-// jitter returns a duration in [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
 }

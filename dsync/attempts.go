@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/backoff"
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/internal/queue"
 )
 
@@ -32,8 +34,8 @@ func (a *attempts) fail(err error) (retry bool) {
 	if !a.wait {
 		return false
 	}
-	ok := sleep(a.p.cfg.clock, jitter(a.backoff), a.ctx.Done())
-	a.backoff = min(2*a.backoff, maxBackoff)
+	ok := backoff.Sleep(a.p.cfg.clock, backoff.Jitter(a.backoff), a.ctx.Done())
+	a.backoff = backoff.Next(a.backoff)
 	return ok
 }
 
@@ -57,8 +59,8 @@ func (a *attempts) heldAhead(err error) error {
 	if !a.wait {
 		return err
 	}
-	if !sleep(a.p.cfg.clock, jitter(minBackoff), a.ctx.Done()) {
-		return a.p.contextErr(a.ctx, a.lastErr, nil)
+	if !backoff.Sleep(a.p.cfg.clock, backoff.Jitter(backoff.Min), a.ctx.Done()) {
+		return ctxerr.Cause(a.ctx, a.lastErr, nil)
 	}
 	return nil
 }
@@ -71,7 +73,7 @@ func (a *attempts) enterFailed(err error) error {
 	case errors.Is(err, ErrSpan), errors.Is(err, ErrClosed):
 		return err // a configuration error, or the end: retrying cannot mend it
 	case ctx.Err() != nil:
-		return p.contextErr(ctx, a.lastErr, err)
+		return ctxerr.Cause(ctx, a.lastErr, err)
 	}
 	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)
 }
@@ -87,7 +89,7 @@ func (a *attempts) claimFailed(err error, live bool) error {
 	case errors.Is(err, ErrHeld):
 		return a.heldAhead(err)
 	case ctx.Err() != nil:
-		return p.contextErr(ctx, a.lastErr, err)
+		return ctxerr.Cause(ctx, a.lastErr, err)
 	case (queue.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
 		// The key's segment lapsed under the claim (see internal/queue),
 		// or the hold could not start in its session: the claim was given

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -351,7 +352,7 @@ func (c *Client) agree(ctx context.Context) error {
 		return nil
 	}
 	if err := c.eng.Agree(ctx, c.cfg.spanSet); err != nil {
-		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
+		if e := ctxerr.EndedBy(ctx, "dsync: agree on the bucket span", err); e != nil {
 			return e
 		}
 		return spanError(c.cfg.spanSet, fmt.Errorf("dsync: %w", err))

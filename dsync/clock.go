@@ -53,25 +53,3 @@ func (s systemClock) Now() time.Time { return s.c.Now() }
 func (s systemClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return s.c.AfterFunc(d, f)
 }
-
-// sleep waits for d on clock, or until done is closed; it reports whether
-// the full duration passed.
-func sleep(clock Clock, d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		select {
-		case <-done:
-			return false
-		default:
-			return true
-		}
-	}
-	fired := make(chan struct{})
-	stop := clock.AfterFunc(d, func() { close(fired) })
-	select {
-	case <-fired:
-		return true
-	case <-done:
-		stop()
-		return false
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 )
 
@@ -60,7 +61,7 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 		},
 		Errors: lease.Errors{Lost: ErrLost, Closed: ErrClosed, Revoked: ErrRevoked, Gone: ErrSessionGone,
 			Ended: func(err error) bool {
-				var ended *endedError
+				var ended *ctxerr.Ended
 				return errors.As(err, &ended)
 			}},
 	})

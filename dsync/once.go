@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/xid"
+
+	"github.com/go-dsync/dsync/dsync/internal/backoff"
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 )
 
 // A Once runs a function to success once per key, across every process
@@ -196,7 +199,7 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 	switch {
 	case err != nil && ctx.Err() != nil:
 		release()
-		return false, o.contextErr(ctx, nil, err)
+		return false, ctxerr.Cause(ctx, nil, err)
 	case err != nil:
 		release() // the hold was lost while reading: claim again
 		return false, nil
@@ -236,7 +239,7 @@ func (o *Once) under(ctx context.Context, h *hold, f func(ctx context.Context) e
 func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 	held, stop := whileHeld(ctx, h)
 	defer stop()
-	backoff := minBackoff
+	pause := backoff.Min
 	for {
 		rctx, cancel := context.WithTimeout(held, o.cfg.ttl)
 		_, found, err = (doneRecords{o.client}).under(rctx, h.claim)
@@ -245,10 +248,10 @@ func (o *Once) readUnder(ctx context.Context, h *hold) (found bool, err error) {
 			return found, nil
 		}
 		o.report(err)
-		if !h.active() || !sleep(o.cfg.clock, jitter(backoff), held.Done()) || !h.active() {
+		if !h.active() || !backoff.Sleep(o.cfg.clock, backoff.Jitter(pause), held.Done()) || !h.active() {
 			return false, err
 		}
-		backoff = min(2*backoff, maxBackoff)
+		pause = backoff.Next(pause)
 	}
 }
 
@@ -284,7 +287,7 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 	nonce := xid.New().String()
 	held, stop := whileHeld(ctx, h)
 	defer stop()
-	backoff := minBackoff
+	pause := backoff.Min
 	for {
 		// Each attempt is detached from ctx (f has succeeded: an attempt
 		// cut short only invites a second run) and bounded by the TTL.
@@ -295,14 +298,14 @@ func (o *Once) record(ctx context.Context, h *hold) (landed bool, err error) {
 			return true, o.confirm(h, rec, mine)
 		}
 		o.report(err)
-		if !h.active() || !sleep(o.cfg.clock, jitter(backoff), held.Done()) || !h.active() {
+		if !h.active() || !backoff.Sleep(o.cfg.clock, backoff.Jitter(pause), held.Done()) || !h.active() {
 			why := "the hold was lost"
 			if ctx.Err() != nil {
 				why = context.Cause(ctx).Error()
 			}
 			return false, fmt.Errorf("%w (key %q, token %d): no reply to its insert before %s: %w", ErrUnconfirmed, o.key, h.claim.Epoch, why, err)
 		}
-		backoff = min(2*backoff, maxBackoff)
+		pause = backoff.Next(pause)
 	}
 }
 

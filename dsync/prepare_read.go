@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 )
 
 // Reads prepare only for reading. prepare (client.go) readies the store
@@ -81,7 +82,7 @@ func (c *Client) prepareRead(ctx context.Context) error {
 		return nil
 	}
 	if _, err := c.eng.LearnSpan(ctx, c.cfg.spanSet); err != nil {
-		if e := ended(ctx, "dsync: agree on the bucket span", err); e != nil {
+		if e := ctxerr.EndedBy(ctx, "dsync: agree on the bucket span", err); e != nil {
 			return e
 		}
 		return spanError(c.cfg.spanSet, fmt.Errorf("dsync: %w", err))

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/queue"
 )
@@ -156,103 +156,12 @@ func (c *Client) await(ctx context.Context, cl queue.Ref, blocked func(by claimT
 			blocked(blocker.Terms, blocker.Epoch)
 		}
 		waitsFor := cc.WaitsFor(blocker)
-		heard, err := c.waitAny(ctx, cl.Key, cl.Epoch, waitsFor, cc.Shortfall(waitsFor), since)
+		heard, err := c.wake.WaitAny(ctx, cl.Key, cl.Epoch, blockersOf(waitsFor), cc.Shortfall(waitsFor), since)
 		if err != nil {
 			return awaited{}, err
 		}
 		cc.Suspect(heard)
 	}
-}
-
-// waitAny waits, as wake.Hub.Wait does, until the end of blockers may
-// have been recorded: a weighted claim waiting for room waits for every
-// claim it passed, and looks again once the ends it heard of add up to
-// need units (queue.Claim.Shortfall), or at once when a wait's own timers
-// say to look (a poll, a session's expiry). Ends that cannot make room
-// alone do not wake it: with 4 processes waiting for a full Semaphore,
-// a release woke all of them, and each re-read the markers of the units
-// it passed, where only the next could hold. It returns the epochs of
-// the blockers whose ends it heard of (the walk reads their markers
-// first, at once: queue.Claim.Suspect), and nil to walk again, or ctx's
-// cause. Each wait announces how many ends it needs (endsNeeded), and
-// once an end heard of leaves the waiter needing only one more, it says
-// so again for the claims it still waits for: their owners then send
-// their ends to it at once (dsync/hint's endDefer). since is the mark
-// taken before the walk that found blockers live (wake.Hub.Wait).
-func (c *Client) waitAny(ctx context.Context, key string, own uint64, blockers []queue.Blocker, need int64, since uint64) ([]uint64, error) {
-	if len(blockers) == 1 {
-		heard, err := c.wake.Wait(ctx, key, own, blockerOf(blockers[0]), 1, since)
-		if heard {
-			return []uint64{blockers[0].Epoch}, err
-		}
-		return nil, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type woken struct {
-		b     queue.Blocker
-		heard bool
-		err   error
-	}
-	done := make(chan woken, len(blockers))
-	for _, b := range blockers {
-		n := endsNeeded(b, blockers, need)
-		go func() {
-			heard, err := c.wake.Wait(wctx, key, own, blockerOf(b), n, since)
-			done <- woken{b, heard, err}
-		}()
-	}
-	waiting := slices.Clone(blockers)
-	var (
-		heard []uint64
-		units int64
-		err   error
-	)
-	left := len(blockers)
-	for left > 0 {
-		w := <-done
-		left--
-		if w.heard {
-			heard = append(heard, w.b.Epoch)
-			units += max(w.b.Terms.Weight, 0)
-		}
-		if !w.heard || w.err != nil || units >= need {
-			err = w.err
-			break
-		}
-		waiting = slices.DeleteFunc(waiting, func(b queue.Blocker) bool { return b.Epoch == w.b.Epoch })
-		for _, b := range waiting {
-			if endsNeeded(b, waiting, need-units) == 1 {
-				c.wake.NeedOne(wake.ClaimID{Key: key, Epoch: b.Epoch}, own)
-			}
-		}
-	}
-	cancel()
-	for range left {
-		if w := <-done; w.heard {
-			heard = append(heard, w.b.Epoch) // woken meanwhile
-		}
-	}
-	return heard, err
-}
-
-// endsNeeded is how many ends of blockers, b's among them, a waiter
-// short of units units must hear of, at least, before it may hold: 1 if
-// b's end may be all it lacks (driver.Event.Need).
-func endsNeeded(b queue.Blocker, blockers []queue.Blocker, units int64) uint64 {
-	got, n := max(b.Terms.Weight, 0), uint64(1)
-	var others []int64
-	for _, o := range blockers {
-		if o.Epoch != b.Epoch {
-			others = append(others, max(o.Terms.Weight, 0))
-		}
-	}
-	slices.Sort(others)
-	for i := len(others) - 1; i >= 0 && got < units; i-- {
-		got += others[i]
-		n++
-	}
-	return n
 }
 
 // claimLost notes that the hold of the claim nonce was lost: its lease
@@ -298,9 +207,9 @@ func (c *Client) end(ctx context.Context, cl queue.Ref, held bool) error {
 
 // wrap prefixes an error with the call and its key, marks an engine's
 // finding that the store lost the key's history ErrReset, and an error
-// that is only ctx's end an *endedError (ctxerr.go). It does not add
-// ctx's cause to a driver's error: whoever returns the error says the
-// cause once (contextErr).
+// that is only ctx's end a *ctxerr.Ended. It does not add ctx's cause to
+// a driver's error: whoever returns the error says the cause once
+// (ctxerr.Cause).
 func wrap(ctx context.Context, op, key string, err error) error {
 	where := "dsync: " + op
 	if key != "" {
@@ -309,13 +218,17 @@ func wrap(ctx context.Context, op, key string, err error) error {
 	if errors.Is(err, queue.ErrReset) {
 		return fmt.Errorf("%s: %w: %w", where, ErrReset, err)
 	}
-	if e := ended(ctx, where, err); e != nil {
+	if e := ctxerr.EndedBy(ctx, where, err); e != nil {
 		return e
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
 
-// blockerOf is what a waiter's wait needs of the claim it waits for.
-func blockerOf(b queue.Blocker) wake.Blocker {
-	return wake.Blocker{Epoch: b.Epoch, Session: b.Session, Expires: b.ExpiresAt}
+// blockersOf is what a waiter's wait needs of the claims it waits for.
+func blockersOf(bs []queue.Blocker) []wake.Blocker {
+	out := make([]wake.Blocker, len(bs))
+	for i, b := range bs {
+		out[i] = wake.Blocker{Epoch: b.Epoch, Session: b.Session, Expires: b.ExpiresAt, Weight: max(b.Terms.Weight, 0)}
+	}
+	return out
 }

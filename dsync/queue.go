@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/readahead"
 	"github.com/go-dsync/dsync/internal/queue"
 )
 
@@ -201,23 +202,12 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 			yield(KeyState{}, err)
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		ahead := c.readAhead(ctx, dir, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
-		defer func() {
-			// Stop the reads still under way and wait for them: nothing
-			// of a listing outlives its loop.
-			cancel()
-			for r := range ahead {
-				<-r.done
-			}
-		}()
-		for r := range ahead {
-			<-r.done
-			if r.err != nil {
-				yield(r.ks, r.err)
-				return
-			}
-			if !yield(r.ks, nil) {
+		keys := func(ctx context.Context) iter.Seq2[string, error] {
+			return dir.ListKeys(ctx, driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit})
+		}
+		listErr := func(err error) error { return fmt.Errorf("dsync: list keys: %w", err) }
+		for it, err := range readahead.Seq(ctx, listAhead, keys, c.readQueue, listErr) {
+			if !yield(KeyState{Key: it.Key, Queue: it.Val}, err) || err != nil {
 				return
 			}
 		}
@@ -229,48 +219,6 @@ func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState,
 // the queues of a page's keys side by side makes a page cost about the
 // round trips of a few keys, not of all of them.
 const listAhead = 8
-
-// aRead is one key of a listing whose queue is being read: done closes
-// when ks and err are set.
-type aRead struct {
-	ks   KeyState
-	err  error
-	done chan struct{}
-}
-
-// readAhead lists the keys q selects and starts reading each one's queue
-// as it comes, at most listAhead at once (listAhead-2 in the channel, one
-// the caller waits for, one waiting to be sent), to a caller who receives
-// them in the store's order. The channel closes after the last
-// key, after an error of the listing (its read, last), or when ctx ends.
-func (c *Client) readAhead(ctx context.Context, dir driver.KeyDirectory, q driver.KeyQuery) <-chan *aRead {
-	ahead := make(chan *aRead, listAhead-2)
-	go func() {
-		defer close(ahead)
-		for key, err := range dir.ListKeys(ctx, q) {
-			r := &aRead{ks: KeyState{Key: key}, done: make(chan struct{})}
-			if err != nil {
-				r.ks, r.err = KeyState{}, fmt.Errorf("dsync: list keys: %w", err)
-				close(r.done)
-			} else {
-				go func() {
-					defer close(r.done)
-					r.ks.Queue, r.err = c.readQueue(ctx, key)
-				}()
-			}
-			select {
-			case ahead <- r:
-			case <-ctx.Done():
-				<-r.done
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return ahead
-}
 
 // HasKey reports whether List lists key: whether a Client has recorded it
 // (see List). It reads one entry of the store's directory, whatever its

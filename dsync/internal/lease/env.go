@@ -74,6 +74,6 @@ type Errors struct {
 	Revoked error // a revocation was read
 	Gone    error // Renew: the store no longer knows the session
 	// Ended reports whether err is a call that its context's end cut
-	// short (dsync's endedError), not the store's answer.
+	// short (a ctxerr.Ended), not the store's answer.
 	Ended func(err error) bool
 }

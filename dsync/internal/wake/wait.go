@@ -19,6 +19,9 @@ type Blocker struct {
 	// Expires is, in store time, when the waiter looks at it again if
 	// nothing else wakes it: its session's expiry when read.
 	Expires time.Time
+	// Weight is the units it holds of a weighted key, 0 for other terms:
+	// what its end frees for a waiter short of units (WaitAny).
+	Weight int64
 }
 
 // Mark returns the count of the ends of claims made or heard of so far,
