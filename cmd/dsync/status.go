@@ -197,28 +197,33 @@ func parseStatus(g *globals, args []string) (f statusFlags, code int, ok bool) {
 	if err != nil {
 		return f, code, false
 	}
-	sel := f.sel
-	switch {
-	case len(pos) > 1:
-		err = fmt.Errorf("unexpected argument %q", pos[1])
-	case f.seen <= 0:
-		err = fmt.Errorf("--seen must be positive, got %v", f.seen)
-	case sel.limit < 0:
-		err = fmt.Errorf("--limit must not be negative, got %d", sel.limit)
-	case f.web && (len(pos) > 0 || f.asJSON || sel.prefix != "" || sel.after != "" || sel.limit != 0):
-		err = errors.New("--web serves the page, which selects what it shows: no NAME, --json, --prefix, --after or --limit with it")
-	case !f.web && f.addr != defaultWebAddr:
-		err = errors.New("--addr is where --web serves the page: give --web too")
-	case len(pos) == 1 && (sel.prefix != "" || sel.after != "" || sel.limit != 0):
-		err = errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it")
-	case len(pos) == 1:
-		f.sel.name = pos[0]
-		err = checkName(f.sel.name, maxLockName)
-	}
-	if err != nil {
+	if err := f.check(pos); err != nil {
 		return f, usageError("status", err), false
 	}
 	return f, 0, true
+}
+
+// check refuses flags that do not go together, and takes the NAME among
+// pos, the positional arguments, if there is one.
+func (f *statusFlags) check(pos []string) error {
+	switch {
+	case len(pos) > 1:
+		return fmt.Errorf("unexpected argument %q", pos[1])
+	case f.seen <= 0:
+		return fmt.Errorf("--seen must be positive, got %v", f.seen)
+	case f.sel.limit < 0:
+		return fmt.Errorf("--limit must not be negative, got %d", f.sel.limit)
+	case f.web && (len(pos) > 0 || f.asJSON || f.sel.ranged()):
+		return errors.New("--web serves the page, which selects what it shows: no NAME, --json, --prefix, --after or --limit with it")
+	case !f.web && f.addr != defaultWebAddr:
+		return errors.New("--addr is where --web serves the page: give --web too")
+	case len(pos) == 1 && f.sel.ranged():
+		return errors.New("NAME selects what is named NAME: no --prefix, --after or --limit with it")
+	case len(pos) == 1:
+		f.sel.name = pos[0]
+		return checkName(f.sel.name, maxLockName)
+	}
+	return nil
 }
 
 // printStatus reads what f selects in db and prints it as it is read.
@@ -258,35 +263,53 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 		sum.elsewhere = elsewhere(ctx, db.Client(), g.db, g.collection)
 		sum.hint = g.elsewhereHint(sum.elsewhere)
 	}
-	switch {
-	case errors.Is(err, dsync.ErrAfterUnsupported):
-		return fail("status", exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix"))
-	case err != nil:
-		return fail("status", exitFailure, err)
-	case f.sel.name != "" && sum.Locks == 0 && sum.Elections == 0:
-		err := fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", f.sel.name, g.db, g.collection)
-		if sum.hint != "" {
-			err = fmt.Errorf("%w; %s", err, sum.hint)
-		}
-		return fail("status", exitFailure, err)
+	if code, err := readFailed(g, f.sel, sum, err); err != nil {
+		return fail("status", code, err)
 	}
 	if err := out.done(sum); err != nil {
 		return fail("status", exitFailure, err)
 	}
-	if !f.asJSON {
-		if err := printRevocations(os.Stdout, rs); err != nil {
-			return fail("status", exitFailure, err)
-		}
-		if err := printStalls(os.Stdout, stalls, sum.now); err != nil {
-			return fail("status", exitFailure, err)
-		}
-		if t, ok := out.(*tableSink); ok {
-			if err := printDrained(ctx, os.Stdout, store.reader.Members, t.partitionNames()); err != nil {
-				return fail("status", exitFailure, err)
-			}
-		}
+	if f.asJSON {
+		return exitOK
+	}
+	if err := printTail(ctx, store, out, rs, stalls, sum.now); err != nil {
+		return fail("status", exitFailure, err)
 	}
 	return exitOK
+}
+
+// readFailed is what status says when the read of sel failed (err), or
+// found nothing where a NAME was given: the error and the exit status;
+// a nil error if neither.
+func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, error) {
+	switch {
+	case errors.Is(err, dsync.ErrAfterUnsupported):
+		return exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix")
+	case err != nil:
+		return exitFailure, err
+	case sel.name != "" && sum.Locks == 0 && sum.Elections == 0:
+		err := fmt.Errorf("nothing named %q in %s.%s (no mutex, rwmutex, semaphore, once, election or partition)", sel.name, g.db, g.collection)
+		if sum.hint != "" {
+			err = fmt.Errorf("%w; %s", err, sum.hint)
+		}
+		return exitFailure, err
+	}
+	return exitOK, nil
+}
+
+// printTail prints, after the table, the revocations, the stalls and the
+// partitions' drained members.
+func printTail(ctx context.Context, store *statusStore, out statusSink, rs []dsync.Revocation, stalls []dsync.Stall, now time.Time) error {
+	if err := printRevocations(os.Stdout, rs); err != nil {
+		return err
+	}
+	if err := printStalls(os.Stdout, stalls, now); err != nil {
+		return err
+	}
+	if t, ok := out.(*tableSink); ok {
+		return printDrained(ctx, os.Stdout, store.reader.Members, t.partitionNames())
+	}
+	return nil
 }
 
 // A selection is what status lists: the lock and the election name, or
@@ -297,6 +320,9 @@ type selection struct {
 	prefix, after string
 	limit         int
 }
+
+// ranged reports whether s selects by --prefix, --after or --limit.
+func (s selection) ranged() bool { return s.prefix != "" || s.after != "" || s.limit != 0 }
 
 // idleTimeout returns a context that ends, with a cause that names
 // --timeout, once d passes without a call of kick; stop releases it.

@@ -174,18 +174,7 @@ func (t *tableSink) done(s statusSummary) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(t.elections) > 0 {
-		if t.locks > 0 {
-			fmt.Fprintln(t.w)
-		}
-		tb := newTable("ELECTION", "ROLE", ">TERM", "HOST", ">PID", ">CMD PID", "VERSION", ">LAST SEEN", ">EXPIRES IN")
-		for _, e := range t.elections {
-			for _, row := range t.electionRows(e) {
-				tb.add(row...)
-			}
-		}
-		tb.write(t.w, t.indent)
-	}
+	t.writeElections()
 	if t.shards.Len() > 0 {
 		if t.locks > 0 || len(t.elections) > 0 {
 			fmt.Fprintln(t.w)
@@ -193,37 +182,64 @@ func (t *tableSink) done(s statusSummary) error {
 		t.writePartitions(t.w)
 	}
 	if t.locks == 0 && len(t.elections) == 0 && t.shards.Len() == 0 {
-		what := "no locks or elections"
-		if t.sel.prefix != "" {
-			what += fmt.Sprintf(" beginning with %q", t.sel.prefix)
-		}
-		if t.sel.after != "" {
-			what += fmt.Sprintf(" after %q", t.sel.after)
-		}
-		if s.hint != "" {
-			_, err := fmt.Fprintf(t.w, "%s%s in %s; %s\n", t.indent, what, t.where, s.hint)
-			return err
-		}
-		_, err := fmt.Fprintf(t.w, "%s%s in %s\n", t.indent, what, t.where)
-		return err
+		return t.writeNothing(s)
 	}
 	if s.More {
-		fmt.Fprintln(t.w)
-		switch {
-		case s.Next != "":
-			next := fmt.Sprintf("dsync status --limit %d --after %s", t.sel.limit, shellQuote(s.Next))
-			if t.sel.prefix != "" {
-				next += " --prefix " + shellQuote(t.sel.prefix)
-			}
-			fmt.Fprintf(t.w, "%s(more follow: %s)\n", t.indent, next)
-		default:
-			fmt.Fprintf(t.w, "%s(more follow; this server lists in the order of first use, and cannot resume after a name: list without --limit, or narrow the list with --prefix)\n", t.indent)
-		}
+		t.writeMore(s)
 	}
 	if t.cut {
 		fmt.Fprintf(t.w, "\n%s(names cut to %d characters; 'dsync status --json' shows them whole)\n", t.indent, maxNameWidth)
 	}
 	return nil
+}
+
+// writeElections prints the table of the elections, if any.
+func (t *tableSink) writeElections() {
+	if len(t.elections) == 0 {
+		return
+	}
+	if t.locks > 0 {
+		fmt.Fprintln(t.w)
+	}
+	tb := newTable("ELECTION", "ROLE", ">TERM", "HOST", ">PID", ">CMD PID", "VERSION", ">LAST SEEN", ">EXPIRES IN")
+	for _, e := range t.elections {
+		for _, row := range t.electionRows(e) {
+			tb.add(row...)
+		}
+	}
+	tb.write(t.w, t.indent)
+}
+
+// writeNothing says that the selection found nothing, and where else to
+// look if s knows.
+func (t *tableSink) writeNothing(s statusSummary) error {
+	what := "no locks or elections"
+	if t.sel.prefix != "" {
+		what += fmt.Sprintf(" beginning with %q", t.sel.prefix)
+	}
+	if t.sel.after != "" {
+		what += fmt.Sprintf(" after %q", t.sel.after)
+	}
+	if s.hint != "" {
+		_, err := fmt.Fprintf(t.w, "%s%s in %s; %s\n", t.indent, what, t.where, s.hint)
+		return err
+	}
+	_, err := fmt.Fprintf(t.w, "%s%s in %s\n", t.indent, what, t.where)
+	return err
+}
+
+// writeMore says that more follow (--limit), and how to list them.
+func (t *tableSink) writeMore(s statusSummary) {
+	fmt.Fprintln(t.w)
+	if s.Next == "" {
+		fmt.Fprintf(t.w, "%s(more follow; this server lists in the order of first use, and cannot resume after a name: list without --limit, or narrow the list with --prefix)\n", t.indent)
+		return
+	}
+	next := fmt.Sprintf("dsync status --limit %d --after %s", t.sel.limit, shellQuote(s.Next))
+	if t.sel.prefix != "" {
+		next += " --prefix " + shellQuote(t.sel.prefix)
+	}
+	fmt.Fprintf(t.w, "%s(more follow: %s)\n", t.indent, next)
 }
 
 // electionRows are the rows of election e: its leader first (or "no

@@ -54,29 +54,48 @@ var transferCmd = &command{
 	run:     runTransfer,
 }
 
-func runTransfer(g *globals, args []string) int {
+// transferArgs are dsync transfer's command line.
+type transferArgs struct {
+	name, to, reason string
+	wait             time.Duration
+}
+
+// parseTransfer parses dsync transfer's command line. When it fails, it
+// has said why and code is the exit status.
+func parseTransfer(g *globals, args []string) (a transferArgs, code int, ok bool) {
 	fs := newFlagSet("transfer", g)
-	to := fs.String("to", "", "")
-	reason := fs.String("reason", "", "")
-	wait := fs.Duration("wait", time.Minute, "")
+	fs.StringVar(&a.to, "to", "", "")
+	fs.StringVar(&a.reason, "reason", "", "")
+	fs.DurationVar(&a.wait, "wait", time.Minute, "")
 	pos, _, code, err := parseArgs(fs, transferUsage, args, false)
 	if err != nil {
-		return code
+		return a, code, false
 	}
 	switch {
 	case len(pos) == 0:
-		return usageError("transfer", errors.New("missing ELECTION"))
+		err = errors.New("missing ELECTION")
 	case len(pos) > 1:
-		return usageError("transfer", fmt.Errorf("unexpected argument %q", pos[1]))
-	case *to == "":
-		return usageError("transfer", errors.New("--to is required"))
-	case *wait <= 0:
-		return usageError("transfer", fmt.Errorf("--wait must be positive, got %v", *wait))
+		err = fmt.Errorf("unexpected argument %q", pos[1])
+	case a.to == "":
+		err = errors.New("--to is required")
+	case a.wait <= 0:
+		err = fmt.Errorf("--wait must be positive, got %v", a.wait)
+	default:
+		a.name = pos[0]
+		err = checkName(a.name, maxElectionName)
 	}
-	name := pos[0]
-	if err := checkName(name, maxElectionName); err != nil {
-		return usageError("transfer", err)
+	if err != nil {
+		return a, usageError("transfer", err), false
 	}
+	return a, 0, true
+}
+
+func runTransfer(g *globals, args []string) int {
+	a, code, ok := parseTransfer(g, args)
+	if !ok {
+		return code
+	}
+	name := a.name
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	c, members, closeAll, code, ok := openDirectives(ctx, g, "transfer")
@@ -89,7 +108,7 @@ func runTransfer(g *globals, args []string) int {
 		return fail("transfer", exitFailure, err)
 	}
 	defer e.Close()
-	id, err := resolveMember(ctx, members, name, *to)
+	id, err := resolveMember(ctx, members, name, a.to)
 	if err != nil {
 		return fail("transfer", exitFailure, err)
 	}
@@ -108,12 +127,12 @@ func runTransfer(g *globals, args []string) int {
 	if !slices.ContainsFunc(live, func(m leader.Member) bool { return m.ID == id }) {
 		return fail("transfer", exitFailure, fmt.Errorf("%w: %q in %q", leader.ErrNotCandidate, id, name))
 	}
-	req, err := leader.RequestTransfer(ctx, members, name, info.Token, id, revoker(), *reason)
+	req, err := leader.RequestTransfer(ctx, members, name, info.Token, id, revoker(), a.reason)
 	if err != nil {
 		return fail("transfer", exitFailure, err)
 	}
 	fmt.Printf("asked the leader of %q (term %d, %s pid %d) to hand over to %s (request %d of the term)\n", name, info.Token, info.Host, info.PID, id, req.Gen)
-	wctx, wcancel := context.WithTimeout(context.Background(), *wait)
+	wctx, wcancel := context.WithTimeout(context.Background(), a.wait)
 	defer wcancel()
 	now, err := awaitTransfer(wctx, e, info.Token, id)
 	if err != nil {
