@@ -170,12 +170,8 @@ func (h *hold) active() bool {
 }
 
 // validUntil is the hold's deadline: its session's, or its value's
-// progress deadline (progress.go) if that comes first; and once the hold
-// is lost, when it was, if that came first. A session outlives the holds
-// it loses (a stall, or a revocation, ends a hold before its session's
-// deadline, and a stall leaves the session renewed for other holds), so
-// its deadline alone may lie in the future, and keep moving on, after
-// the hold ended.
+// progress deadline if earlier; once the hold is lost, when it was, if
+// earlier still, as a session renewed for other holds outlives it.
 func (h *hold) validUntil() time.Time {
 	dl := h.keeper.Deadline(h.sess)
 	if w := h.p.progress; w != nil && !h.idle.Load() {

@@ -98,8 +98,7 @@ func (w *progressWatch) report() {
 	w.last.Store(int64(w.clock.Now().Sub(w.origin)))
 }
 
-// deadline is when the watched holds stall unless progress is reported
-// first: the last report plus the deadline.
+// deadline is the last report plus the deadline: the watched holds'.
 func (w *progressWatch) deadline() time.Time {
 	return w.origin.Add(time.Duration(w.last.Load()) + w.d)
 }
