@@ -38,7 +38,8 @@ type hold struct {
 
 	mu      sync.Mutex
 	state   holdState
-	lostErr error // why the hold was lost; wraps ErrLost
+	lostErr error     // why the hold was lost; wraps ErrLost
+	lostAt  time.Time // when, on its primitive's clock
 	// since is when the hold began, on its primitive's clock; kind is
 	// its primitive's (for the observer).
 	since time.Time
@@ -106,7 +107,7 @@ func (h *hold) markStalled(reason error) bool {
 
 // loseLocked marks h lost, for reason; h.mu is held.
 func (h *hold) loseLocked(reason error) {
-	h.state = holdLost
+	h.state, h.lostAt = holdLost, h.p.cfg.clock.Now()
 	h.lostErr = fmt.Errorf("%w (key %q)", reason, h.claim.Key)
 }
 
@@ -168,9 +169,22 @@ func (h *hold) active() bool {
 	return h.state == holdActive
 }
 
-// validUntil is the hold's deadline: its session's.
+// validUntil is the hold's deadline: its session's, or its value's
+// progress deadline if earlier; once the hold is lost, when it was, if
+// earlier still, as a session renewed for other holds outlives it.
 func (h *hold) validUntil() time.Time {
-	return h.keeper.Deadline(h.sess)
+	dl := h.keeper.Deadline(h.sess)
+	if w := h.p.progress; w != nil && !h.idle.Load() {
+		if p := w.deadline(); p.Before(dl) {
+			dl = p
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == holdLost && h.lostAt.Before(dl) {
+		return h.lostAt
+	}
+	return dl
 }
 
 // heldFor describes h for the observer, held until now.

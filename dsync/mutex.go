@@ -246,9 +246,15 @@ func (m *Mutex) Token() uint64 {
 
 // ValidUntil returns the local deadline of the current hold — the send
 // time of its session's last confirmed open or renewal, plus the TTL,
-// minus a safety margin of TTL/20 — on time.Now's scale: time.Now() plus the time
-// left, as of the call. Lost() closes then unless a renewal confirms it
-// first. It returns the zero Time when m is not held. Compare it with
+// minus a safety margin of TTL/20; with a progress deadline
+// (WithProgressDeadline), the last report of progress plus that deadline
+// if it comes first — on time.Now's scale: time.Now() plus the time
+// left, as of the call. Lost() closes then unless a renewal (a report)
+// moves it first. Once the hold is lost (Lost() is closed: its lease ran
+// out or was revoked, or it stalled), ValidUntil returns when it was
+// lost, or the deadline if that came first: never a time in the future,
+// though the process's session may go on being renewed. It returns the
+// zero Time when m is not held. Compare it with
 // time.Now, not with other hosts. The deadline counts time the machine
 // spends suspended (on Linux) and time.Now does not, so a value obtained
 // before a suspend is late by the time suspended: call ValidUntil again

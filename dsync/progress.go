@@ -98,6 +98,11 @@ func (w *progressWatch) report() {
 	w.last.Store(int64(w.clock.Now().Sub(w.origin)))
 }
 
+// deadline is the last report plus the deadline: the watched holds'.
+func (w *progressWatch) deadline() time.Time {
+	return w.origin.Add(time.Duration(w.last.Load()) + w.d)
+}
+
 // watch counts h, a hold of the value that began (or a lingering read
 // claim an RLock took again), as progress, and watches it.
 func (w *progressWatch) watch(h *hold) {

@@ -85,15 +85,23 @@ func (e *Election) heartbeat() {
 	}
 }
 
+// putMember writes this candidate's status (writeMember), and logs a
+// failure as the heartbeat's.
 func (e *Election) putMember(ctx context.Context) {
+	if err := e.writeMember(ctx); err != nil {
+		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
+	}
+}
+
+// writeMember writes this candidate's status to its member store, if it
+// has one; one write at a time.
+func (e *Election) writeMember(ctx context.Context) error {
 	e.putMu.Lock()
 	defer e.putMu.Unlock()
 	if e.cfg.members == nil {
-		return
+		return nil
 	}
-	if err := e.cfg.members.PutMember(ctx, e.name, e.member()); err != nil {
-		e.cfg.logger.Warn("leader: heartbeat", "election", e.name, "err", err)
-	}
+	return e.cfg.members.PutMember(ctx, e.name, e.member())
 }
 
 // member is this candidate's status now.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync"
 )
 
 // Operator directives: records an operator (dsync drain, dsync transfer)
@@ -185,14 +187,27 @@ func putNext(ctx context.Context, ds Directives, name string, next func() (Direc
 // numbered after the term's others: it tries 1, then, while the number is
 // taken (ErrDirectiveExists: a request of this term, or this one sent
 // before and landed), the next, until ctx ends. It returns the request
-// inserted. A leader whose member store serves Directives reads the
-// requests of its term once per heartbeat while it leads, and acts with
-// Transfer on the highest-numbered one it has not acted on yet (each
-// once; a newer request ends a Transfer an older one started). A request
-// whose term has ended is ignored, so read the term (Leader) just before.
-func RequestTransfer(ctx context.Context, ds Directives, election string, term uint64, to, by, reason string) (Directive, error) {
-	if election == "" || to == "" || term == 0 {
-		return Directive{}, errors.New("leader: RequestTransfer needs an election, a term and a candidate")
+// inserted (its Term is the term asked). A leader whose member store
+// serves Directives reads the requests of its term once per heartbeat
+// while it leads, and acts with Transfer on the highest-numbered one it
+// has not acted on yet (each once; a newer request ends a Transfer an
+// older one started). A request whose term has ended is ignored.
+//
+// With term 0, RequestTransfer asks the term that leads now, which it
+// reads from the election's lease through c, as Election.Leader does: an
+// operator needs no Election, and the request names the term read just
+// before it is sent. It returns an error wrapping ErrNoLeader when nobody
+// leads. With a term given, c is not used and may be nil.
+func RequestTransfer(ctx context.Context, c *dsync.Client, ds Directives, election string, term uint64, to, by, reason string) (Directive, error) {
+	if election == "" || to == "" || ds == nil || term == 0 && c == nil {
+		return Directive{}, errors.New("leader: RequestTransfer needs an election, a candidate, a member store that serves Directives, and a term or a Client to read it")
+	}
+	if term == 0 {
+		info, err := leaderOf(ctx, c, nil, election)
+		if err != nil {
+			return Directive{}, err
+		}
+		term = info.Token
 	}
 	var n uint64
 	return putNext(ctx, ds, election, func() (Directive, error) {

@@ -118,7 +118,11 @@ func (e *Election) ID() string {
 // you); a lost lease is left to run out. Run leader-only work under it.
 //
 // If ctx ends before this candidate is elected, Campaign returns
-// context.Cause(ctx) and holds nothing.
+// context.Cause(ctx) and holds nothing. Store errors do not end it: it
+// logs them (WithLogger) and tries again. When the server cannot be
+// reached, its first warning comes when a Lock's would, within the
+// TTL less its margin (TTL/20), not at the database driver's own
+// timeout, and says what the driver said of the server.
 func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 	e.mustBeMade()
 	t, err := e.campaign(ctx, false)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // A term, one leadership of this candidate: how a campaign begins it
@@ -40,7 +41,11 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	if first && e.cfg.members != nil {
 		// Report this member before it can lead, so that whoever sees it
 		// lead can also read its status (version).
-		e.putMember(cctx)
+		wctx, cancel := e.storeCall(cctx)
+		if err := e.writeMember(wctx); err != nil {
+			e.cfg.logger.Warn("leader: campaign: report this member's status", "election", e.name, "err", err)
+		}
+		cancel()
 	}
 
 	err = e.preflight(cctx)
@@ -201,7 +206,9 @@ func (e *Election) preflight(ctx context.Context) error {
 	}
 	backoff := preflightBackoff
 	for {
-		err := p.Preflight(ctx, e.name)
+		pctx, cancel := e.storeCall(ctx)
+		err := p.Preflight(pctx, e.name)
+		cancel()
 		switch {
 		case err == nil || errors.Is(err, ErrRefused):
 			return err
@@ -218,6 +225,17 @@ func (e *Election) preflight(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, maxPreflightBackoff)
 	}
+}
+
+// storeCall bounds a campaign's call to its member store (its first
+// status write, each preflight) as a Lock bounds its first call to the
+// store, the opening of its session: to the TTL less the margin. A
+// campaign whose server cannot be reached then says why as soon as a
+// Lock of the same Client would, not after the driver gives up (MongoDB's
+// server selection timeout: 30 s by default).
+func (e *Election) storeCall(ctx context.Context) (context.Context, context.CancelFunc) {
+	ttl := e.client.TTL()
+	return context.WithTimeout(ctx, ttl-driver.Margin(ttl))
 }
 
 // The waits between two preflights whose store failed to answer.

@@ -33,7 +33,7 @@ func TestRequestedTransferIsBounded(t *testing.T) {
 			}
 		})
 		time.Sleep(2 * heartbeat) // every status written
-		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "ghost", "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "ghost", "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		asked := time.Now()

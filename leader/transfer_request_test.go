@@ -2,6 +2,7 @@ package leader_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ func TestTransferRequest(t *testing.T) {
 		defer stop()
 		w, a, b, l, ctx, info := p.w, p.a, p.b, p.l, p.ctx, p.info
 		time.Sleep(time.Second) // both candidates' status written
-		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		waitTerms := func(n int) []loggedTerm {
@@ -40,7 +41,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
 		}
 		// A request for a's ended term, as if sent late: b's term goes on.
-		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, a.ID(), "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * ttl)
@@ -48,7 +49,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("after a request for an ended term: terms %+v, violations %v", terms, v)
 		}
 		// A request for b's term hands back to a.
-		if _, err := leader.RequestTransfer(ctx, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		terms = waitTerms(3)
@@ -179,14 +180,14 @@ func TestTransferRequestAfterOneFailed(t *testing.T) {
 		defer stop()
 		ctx := p.ctx
 		time.Sleep(time.Second) // both candidates' status written
-		if r, err := leader.RequestTransfer(ctx, p.w.members, "cron", p.info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
+		if r, err := leader.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
 			t.Fatalf("first request: %+v, %v", r, err)
 		}
 		time.Sleep(2 * ttl) // acted on, and failed: gone is no live candidate
 		if terms, _ := p.l.snapshot(); len(terms) != 1 {
 			t.Fatalf("after a request to no candidate: terms %+v, want a's alone", terms)
 		}
-		r, err := leader.RequestTransfer(ctx, p.w.members, "cron", p.info.Token, p.b.ID(), "test", "")
+		r, err := leader.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, p.b.ID(), "test", "")
 		if err != nil || r.Gen != 2 {
 			t.Fatalf("second request in a's term: %+v, %v; want number 2", r, err)
 		}
@@ -235,7 +236,7 @@ func TestTransferRequestOfAnEndedTerm(t *testing.T) {
 		if err := w.members.PutMember(ctx, "cron", leader.Member{ID: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leader.RequestTransfer(ctx, w.members, "cron", info.Token, "b", "test", ""); err != nil {
+		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "b", "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		reqs.armed.Store(true)
@@ -258,6 +259,51 @@ func TestTransferRequestOfAnEndedTerm(t *testing.T) {
 		}
 		if !a.IsLeader() {
 			t.Error("a does not lead")
+		}
+	})
+}
+
+// TestTransferRequestOfTheTermLeadingNow: an operator with a Client and
+// the member store, and no Election of its own, asks the term that leads
+// now (term 0): RequestTransfer reads it from the lease, the request
+// names a's term, and b leads next. The operator queued nothing and
+// reported no status. Before anyone leads, such a request fails with
+// ErrNoLeader and inserts nothing.
+func TestTransferRequestOfTheTermLeadingNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		op := newWorld().process(t)
+		if r, err := leader.RequestTransfer(context.Background(), op.c, op.members.(leader.Directives), "cron", 0, "b", "test", ""); !errors.Is(err, leader.ErrNoLeader) {
+			t.Errorf("a request of the term leading now, with nobody leading: %+v, %v; want ErrNoLeader", r, err)
+		}
+		if ds, err := op.members.(leader.Directives).Directives(context.Background(), "cron"); err != nil || len(ds) != 0 {
+			t.Errorf("directives after it: %+v, %v; want none", ds, err)
+		}
+		if _, err := leader.RequestTransfer(context.Background(), nil, op.members.(leader.Directives), "cron", 0, "b", "test", ""); err == nil {
+			t.Error("a request of the term leading now with no Client to read it: no error")
+		}
+
+		p, stop := newRequestPair(t)
+		defer stop()
+		ctx := p.ctx
+		time.Sleep(time.Second) // both candidates' status written
+		op = p.w.process(t)
+		r, err := leader.RequestTransfer(ctx, op.c, p.w.members, "cron", 0, p.b.ID(), "test", "")
+		if err != nil || r.Term != p.info.Token || r.Gen != 1 {
+			t.Fatalf("request of the term leading now: %+v, %v; want number 1 of a's term %d", r, err, p.info.Token)
+		}
+		p.awaitB(t, 4*ttl)
+		ms, err := p.w.members.Members(ctx, "cron", time.Hour)
+		if err != nil || len(ms) != 2 {
+			t.Errorf("members after the request: %+v, %v; want a and b alone", ms, err)
+		}
+		q, err := op.c.Queue(ctx, leader.LockKey("cron"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range q {
+			if c.Owner != p.a.ID() && c.Owner != p.b.ID() {
+				t.Errorf("the election's queue has a claim of %q, neither candidate's", c.Owner)
+			}
 		}
 	})
 }

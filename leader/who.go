@@ -15,29 +15,36 @@ import (
 // first claim that holds), which the Client reads; its member status, if
 // a MemberStore keeps one, adds what it advertises (Version, Value).
 
-// readLeader returns who leads now, or an error wrapping ErrNoLeader.
-// When the leader's member status is of a later term than the claim read
-// (the term read has ended since), it reads who leads again, twice at
-// most, rather than pair the ended term with what a later one advertises.
+// readLeader returns who leads e's election now (leaderOf).
 func (e *Election) readLeader(ctx context.Context) (Info, error) {
+	return leaderOf(ctx, e.client, e.cfg.members, e.name)
+}
+
+// leaderOf returns who leads election now, read through c, with what its
+// member status in members advertises (nil: none), or an error wrapping
+// ErrNoLeader. When the leader's member status is of a later term than
+// the claim read (the term read has ended since), it reads who leads
+// again, twice at most, rather than pair the ended term with what a
+// later one advertises.
+func leaderOf(ctx context.Context, c *dsync.Client, members MemberStore, election string) (Info, error) {
 	for stale := 0; ; stale++ {
-		q, err := e.client.Queue(ctx, LockKey(e.name))
+		q, err := c.Queue(ctx, LockKey(election))
 		if err != nil {
 			return Info{}, err
 		}
 		// The first claim that holds: claims before it whose lease
 		// expired (ClaimInfo.Expired) lead no more, though nothing has
 		// ended them yet (a read does not).
-		i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+		i := slices.IndexFunc(q, func(ci dsync.ClaimInfo) bool { return ci.Holds })
 		if i < 0 {
-			return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, e.name)
+			return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, election)
 		}
 		l := q[i]
 		info := Info{ID: l.Owner, Host: l.Host, PID: l.PID, Since: l.QueuedAt, Token: l.Token}
-		if e.cfg.members == nil {
+		if members == nil {
 			return info, nil
 		}
-		m, found, err := e.cfg.members.Member(ctx, e.name, l.Owner)
+		m, found, err := members.Member(ctx, election, l.Owner)
 		if err != nil {
 			return Info{}, fmt.Errorf("leader: read member status: %w", err)
 		}

@@ -31,7 +31,8 @@ type Hold struct {
 	UnlockDL   int64
 	UnlockLost bool
 	// Lost: the loss signal fired, observed at LostAt, while LostDeadline
-	// was the deadline in force.
+	// was the deadline in force (the library's, read at the loss: when
+	// the hold was lost, for a hold lost before its deadline).
 	Lost         bool
 	LostAt       int64
 	LostDeadline int64

@@ -43,10 +43,10 @@ func TestDirectives(t *testing.T) {
 	if err := b.members.PutDirective(ctx, "jobs", leader.Directive{Kind: leader.DirectiveDrain, Member: "m2", Gen: 1, Drain: true}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m1", "op@host", ""); err != nil || r.Gen != 1 {
+	if r, err := leader.RequestTransfer(ctx, nil, b.members, "jobs#0", 7, "m1", "op@host", ""); err != nil || r.Gen != 1 {
 		t.Fatalf("a request for term 7: %+v, %v; want number 1", r, err)
 	}
-	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#0", 7, "m2", "op@host", ""); err != nil || r.Gen != 2 {
+	if r, err := leader.RequestTransfer(ctx, nil, b.members, "jobs#0", 7, "m2", "op@host", ""); err != nil || r.Gen != 2 {
 		t.Fatalf("a second request for term 7: %+v, %v; want number 2", r, err)
 	}
 	if err := b.members.PutDirective(ctx, "jobs#0", leader.Directive{Kind: leader.DirectiveTransfer, Term: 7, Gen: 2, Member: "m1"}); !errors.Is(err, leader.ErrDirectiveExists) {
@@ -85,7 +85,7 @@ func TestDirectives(t *testing.T) {
 	if err := b.members.PutDirective(ctx, "jobs#1", leader.Directive{Kind: leader.DirectiveTransfer, Term: 5, Member: "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := leader.RequestTransfer(ctx, b.members, "jobs#1", 5, "m2", "op@host", ""); err != nil || r.Gen != 1 {
+	if r, err := leader.RequestTransfer(ctx, nil, b.members, "jobs#1", 5, "m2", "op@host", ""); err != nil || r.Gen != 1 {
 		t.Fatalf("a request beside an older release's: %+v, %v; want number 1", r, err)
 	}
 	ds, err = b.members.Directives(ctx, "jobs#1")

@@ -39,9 +39,13 @@ type legacyLeases struct {
 
 // Preflight implements leader.Preflighter: it fails with
 // ErrLegacyCandidate while a candidate of an older release holds or waits
-// for election. One read when that release left nothing of election; a
-// few more while it did.
+// for election. It prepares the lock store first, as a Client's first
+// lock does (nothing once it is prepared); then one read when that
+// release left nothing of election, a few more while it did.
 func (b *Store) Preflight(ctx context.Context, election string) error {
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
 	live, err := b.legacy.live(ctx, b, election)
 	if err != nil {
 		return fmt.Errorf("leadermongo: reading the leases of older releases: %w", err)

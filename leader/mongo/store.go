@@ -195,6 +195,9 @@ func (b *Store) Member(ctx context.Context, election, id string) (leader.Member,
 // PutMember implements leader.MemberStore. The member's writes wait for each
 // other; see the package doc for where each one goes.
 func (b *Store) PutMember(ctx context.Context, election string, m leader.Member) error {
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
 	if err := b.ensureIndex(ctx); err != nil {
 		return err
 	}
@@ -323,6 +326,17 @@ func (b *Store) DeleteMember(ctx context.Context, election, id string) error {
 		return fmt.Errorf("leadermongo: remove member status: %w", err)
 	}
 	return nil
+}
+
+// prepare prepares the lock store (dsyncmongo.Store.Prepare), as a
+// Client's first lock does, before a member write or a preflight reads
+// or writes anything of the members': a server that cannot be reached
+// then fails them as it fails the lock, with the lock store's words,
+// which name the server, rather than those of the index or read that
+// happened to come first. Once the lock store is prepared it sends
+// nothing.
+func (b *Store) prepare(ctx context.Context) error {
+	return b.locks.Prepare(ctx)
 }
 
 func (b *Store) ensureIndex(ctx context.Context) error {
