@@ -256,3 +256,36 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// Beside each copy of the leader example's errgroup, whose comment says
+// its context is "cancelled the moment leadership is lost", the page says
+// what no lease can promise: a leader paused past its lease learns of
+// the loss only when it runs again, and may run one more job beside the
+// next leader, which the term's fencing token lets the resource refuse.
+func TestLeaderSnippetSaysAPausedLeaderMayRunOneMore(t *testing.T) {
+	for _, page := range []string{"README.md", filepath.Join("docs", "leader-election.md")} {
+		b, err := os.ReadFile(filepath.Join("..", "..", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, "errgroup.WithContext(lctx)")
+		if i < 0 {
+			t.Errorf("%s: no errgroup.WithContext(lctx): the test reads the wrong page", page)
+			continue
+		}
+		end := strings.Index(s[i:], "\n```\n")
+		if end < 0 {
+			t.Errorf("%s: the block of errgroup.WithContext(lctx) does not end", page)
+			continue
+		}
+		after := strings.TrimLeft(s[i+end+len("\n```\n"):], "\n")
+		para, _, _ := strings.Cut(after, "\n\n")
+		para = strings.Join(strings.Fields(para), " ")
+		for _, want := range []string{"paused past its lease", "one more job", "leader.TermOf"} {
+			if !strings.Contains(para, want) {
+				t.Errorf("%s: the paragraph after the errgroup example does not say %q:\n%s", page, want, para)
+			}
+		}
+	}
+}
