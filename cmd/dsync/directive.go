@@ -55,15 +55,34 @@ func openDirectives(ctx context.Context, g *globals, name string) (*dsync.Client
 // its ID, or HOST:PID of its process (as dsync status shows them), which
 // must match one member seen within directiveSeen.
 func resolveMember(ctx context.Context, ms leader.MemberStore, election, who string) (string, error) {
-	host, pidText, ok := strings.Cut(who, ":")
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || host == "" {
+	if _, ok := hostPID(who); !ok {
 		return who, nil // an ID
 	}
 	all, err := ms.Members(ctx, election, directiveSeen)
 	if err != nil {
 		return "", err
 	}
+	return matchMember(all, election, who)
+}
+
+// hostPID reports whether who is HOST:PID rather than a member's ID, and
+// its pid if so.
+func hostPID(who string) (int, bool) {
+	host, pidText, ok := strings.Cut(who, ":")
+	pid, err := strconv.Atoi(pidText)
+	return pid, ok && err == nil && host != ""
+}
+
+// matchMember returns the ID of the one member of all (members of
+// election) that who names: its ID, or HOST:PID of its process. A
+// HOST:PID that matches none, or more than one, is an error; an ID is
+// returned as it is.
+func matchMember(all []leader.Member, election, who string) (string, error) {
+	pid, ok := hostPID(who)
+	if !ok {
+		return who, nil
+	}
+	host, _, _ := strings.Cut(who, ":")
 	var found []string
 	for _, m := range all {
 		if m.Host == host && m.PID == pid {

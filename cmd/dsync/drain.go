@@ -22,10 +22,13 @@ made again) joins under a new ID, undrained. When every live member is
 drained, each keeps the shards it owns: a drain never leaves a shard
 without an owner. --undo undrains it: it takes its share again.
 
-MEMBER is the member's ID, or HOST:PID of its process. The drain is one
-insert into the member collection (--members), and never updated or
-deleted: an undrain is a later record, so a drain that reaches the
-server late cannot undo it.
+MEMBER is the member's ID, or HOST:PID of its process, and must be one
+of the members of PARTITION that wrote their status in the last %s
+(with --undo, or a drained one, as 'dsync status' lists them): a name
+that is not there is an error that names what is, and nothing is
+written. The drain is one insert into the member collection
+(--members), and never updated or deleted: an undrain is a later
+record, so a drain that reaches the server late cannot undo it.
 
 Flags:
   --undo         undrain MEMBER
@@ -33,13 +36,16 @@ Flags:
   (and the global flags; see 'dsync -h')
 
 Exit status: 0 when the record is written; 1 on failure (the server
-cannot be reached, or HOST:PID names no member); 2: usage error.
+cannot be reached, PARTITION has no member, or MEMBER is not one of
+them); 2: usage error.
 `
+
+var drainHelp = fmt.Sprintf(drainUsage, fmtDur(directiveSeen))
 
 var drainCmd = &command{
 	name:    "drain",
 	summary: "move a partition member's shards off it, for good or until --undo",
-	usage:   drainUsage,
+	usage:   drainHelp,
 	run:     runDrain,
 }
 
@@ -47,7 +53,7 @@ func runDrain(g *globals, args []string) int {
 	fs := newFlagSet("drain", g)
 	undo := fs.Bool("undo", false, "")
 	reason := fs.String("reason", "", "")
-	pos, _, code, err := parseArgs(fs, drainUsage, args, false)
+	pos, _, code, err := parseArgs(fs, drainHelp, args, false)
 	if err != nil {
 		return code
 	}
@@ -63,12 +69,12 @@ func runDrain(g *globals, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	_, members, closeAll, code, ok := openDirectives(ctx, g, "drain")
+	c, members, closeAll, code, ok := openDirectives(ctx, g, "drain")
 	if !ok {
 		return code
 	}
 	defer closeAll()
-	id, err := resolveMember(ctx, members, partition, pos[1])
+	id, err := drainTarget(ctx, c, members, g.db+"."+g.collection, partition, pos[1], *undo)
 	if err != nil {
 		return fail("drain", exitFailure, err)
 	}

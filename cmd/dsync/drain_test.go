@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/leader"
 )
 
 // dsync drain HOST:PID moves every shard of that dsync partition off it,
@@ -97,5 +100,71 @@ func TestDrainMovesAMembersShards(t *testing.T) {
 	}
 	if r := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "drain", "jobs"); r.code != exitUsage {
 		t.Errorf("dsync drain without MEMBER: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// A typo is not a drain: dsync drain of a member that is not one of the
+// partition's, or of a partition that has no member, exits 1, writes
+// nothing, and names what it did not find and what is there (the
+// partition's members; the partitions). It used to print "drained
+// member ..." and exit 0 while nothing moved.
+func TestDrainOfWhatIsNotThereFails(t *testing.T) {
+	t.Parallel()
+	uri := mongotest.Shared(t).URI()
+	db := mongotest.DatabaseName(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), slow(120*time.Second))
+	defer cancel()
+	a := dsyncCmd(ctx, append(env(uri), "TAG=A"), "--db", db, "partition", "jobs", "--shards", "2", "--ttl", "2s",
+		"--", "sh", "-c", shardScript, "sh", dir)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = a.Process.Signal(syscall.SIGTERM)
+		_ = a.Wait()
+	}()
+	// A member owns shards once its status is written (the shards are
+	// assigned over the members' statuses), and status lists the
+	// partition once the shards' leases are in the directory.
+	for deadline := time.Now().Add(slow(45 * time.Second)); len(running(shardLog(t, dir), "A")) != 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("A does not run the 2 shards of jobs within %v: %+v", slow(45*time.Second), shardLog(t, dir))
+		}
+	}
+	waitListed(t, env(uri), db, leader.LockKey("jobs#0"), leader.LockKey("jobs#1"))
+	host, _ := os.Hostname()
+	drain := func(args ...string) outcome {
+		t.Helper()
+		return runDsync(t, env(uri), "", slow(30*time.Second), append([]string{"--db", db, "drain"}, args...)...)
+	}
+	self := fmt.Sprintf("(%s pid %d)", host, a.Process.Pid)
+
+	// A member ID that is not jobs's: its members are listed, with the ID
+	// to give.
+	r := drain("jobs", "no-such-member")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "no-such-member") || !strings.Contains(r.stderr, self) || strings.Contains(r.stdout, "drained") {
+		t.Fatalf("dsync drain jobs no-such-member: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, naming no-such-member and listing the member %s", r.code, r.stdout, r.stderr, exitFailure, self)
+	}
+	m := regexp.MustCompile(`(\S+) ` + regexp.QuoteMeta(self)).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("dsync drain jobs no-such-member: %q lists no member ID before %s", r.stderr, self)
+	}
+	id := m[1]
+	// That ID in a partition that has no member: the partitions are
+	// listed. Nor may --undo undrain what was never drained there.
+	for _, args := range [][]string{{"jbos", id}, {"jbos", id, "--undo"}, {"jbos", host + ":" + strconv.Itoa(a.Process.Pid)}} {
+		r := drain(args...)
+		if r.code != exitFailure || !strings.Contains(r.stderr, `partition "jbos"`) || !strings.Contains(r.stderr, "partitions in "+db+".dsync_locks: jobs") || strings.Contains(r.stdout, "drained") {
+			t.Errorf("dsync drain %s: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, naming jbos and listing jobs", strings.Join(args, " "), r.code, r.stdout, r.stderr, exitFailure)
+		}
+	}
+	// Nothing was written: no member is drained, and A still runs both
+	// shards. The ID that was listed drains A.
+	if st := runDsync(t, env(uri), "", slow(30*time.Second), "--db", db, "status"); st.code != 0 || strings.Contains(st.stdout, "drained partition members:") {
+		t.Errorf("dsync status after drains that failed: exit %d\n%s", st.code, st.stdout)
+	}
+	if r := drain("jobs", id, "--reason", "test"); r.code != 0 || !strings.Contains(r.stdout, "drained member "+id) {
+		t.Errorf("dsync drain jobs %s, the ID listed: exit %d\nstdout: %s\nstderr: %s", id, r.code, r.stdout, r.stderr)
 	}
 }

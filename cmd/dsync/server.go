@@ -46,6 +46,10 @@ Flags:
 Exit status: 0 after an interrupt; 1 if the server cannot start; 2: usage error.
 `
 
+// defaultServerAddr is where dsync server listens without --addr:
+// MongoDB's port, on loopback only.
+const defaultServerAddr = "127.0.0.1:27017"
+
 var serverCmd = &command{
 	name:    "server",
 	summary: "run an embedded MongoDB-compatible server for local development",
@@ -85,7 +89,7 @@ func defaultDataDir() (string, error) {
 
 func runServer(g *globals, args []string) int {
 	fs := newFlagSet("server", g)
-	addr := fs.String("addr", "127.0.0.1:27017", "")
+	addr := fs.String("addr", defaultServerAddr, "")
 	data := fs.String("data", "", "")
 	temp := fs.Bool("temp", false, "")
 	pos, _, code, err := parseArgs(fs, serverHelp(), args, false)

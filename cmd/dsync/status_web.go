@@ -60,7 +60,7 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 	})
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return fail("status", exitFailure, err)
+		return fail("status", exitFailure, listenError(f.addr, err))
 	}
 	srv := &http.Server{Handler: reachableHandler{g: g, h: page}, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "dsync status: serving %s.%s on http://%s/ (Ctrl-C stops)\n", g.db, g.collection, ln.Addr())
@@ -76,6 +76,17 @@ func serveStatusPage(g *globals, db *mongo.Database, f statusFlags) int {
 		return fail("status", exitFailure, err)
 	}
 	return exitOK
+}
+
+// listenError says why the page cannot be served on addr, and how to
+// serve it elsewhere: the default address is taken by the first dsync
+// status --web of the machine.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("cannot serve the page on %s: address already in use (another dsync status --web?); "+
+			"pick another with --addr HOST:PORT, or --addr 127.0.0.1:0 for any free port", addr)
+	}
+	return fmt.Errorf("cannot serve the page on %s: %w; pick another address with --addr HOST:PORT", addr, err)
 }
 
 // reachableHandler serves each request of the page with a context that ends as

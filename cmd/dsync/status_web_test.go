@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -186,5 +187,21 @@ func TestStatusWebSaysAtOnceTheServerIsGone(t *testing.T) {
 		if strings.Contains(s.Error, "deadline exceeded") || i == tries-1 {
 			t.Fatalf("status.json, read %d after the server stopped: %q; want it to say the connection was refused", i+1, s.Error)
 		}
+	}
+}
+
+// With its address taken (the default one, by another dsync status
+// --web), --web says so in one line and how to pick another: --addr.
+func TestStatusWebAddressTakenSuggestsAddr(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	r := runDsync(t, env(mongotest.Shared(t).URI()), "", slow(30*time.Second), "--db", mongotest.DatabaseName(t), "status", "--web", "--addr", addr)
+	if lines := readLines(r.stderr); r.code != exitFailure || len(lines) != 1 || !strings.Contains(r.stderr, addr+": address already in use") || !strings.Contains(r.stderr, "--addr 127.0.0.1:0") {
+		t.Errorf("dsync status --web on a taken address: exit %d, stderr %q; want %d and one line saying %s is in use and to pick another with --addr", r.code, r.stderr, exitFailure, addr)
 	}
 }
