@@ -171,20 +171,13 @@ func (a *admission) tryClaim(ctx context.Context, token uint64) (time.Duration, 
 			a.claimed = false
 		}
 	}
-	stmt, args := a.m.f.claimSQL(a.key, a.id, a.m.lease)
-	if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
+	ours, left, err := a.m.f.claimIn(ctx, tx, a.key, a.id, a.m.lease)
+	if err != nil || !ours {
 		rolledBack()
-		return 0, ioErr(ctx, "admit", a.key, err)
-	}
-	stmt, args = a.m.f.claimedSQL(a.key)
-	var holder, leftMS int64
-	if err := tx.QueryRowContext(ctx, stmt, args...).Scan(&holder, &leftMS); err != nil {
-		rolledBack()
-		return 0, ioErr(ctx, "admit", a.key, err)
-	}
-	if holder != a.id {
-		rolledBack()
-		return time.Duration(max(leftMS, 0)) * time.Millisecond, nil
+		if err != nil {
+			return 0, ioErr(ctx, "admit", a.key, err)
+		}
+		return left, nil
 	}
 	if err := a.m.f.raise(ctx, tx, a.key, token); err != nil {
 		rolledBack()
@@ -194,6 +187,32 @@ func (a *admission) tryClaim(ctx context.Context, token uint64) (time.Duration, 
 		return 0, ioErr(ctx, "admit", a.key, err)
 	}
 	return -1, nil
+}
+
+// claimIn runs the claim in tx and tells whether the row is now
+// admission id's, or else the time left to its holder's deadline. On
+// PostgreSQL and SQLite the rows the claim reports say it (1: inserted
+// or taken over; 0: another's, which a second statement then reads); on
+// MySQL, whose count depends on the client's flags, the second statement
+// reads the row's admission every time.
+func (f *Fence) claimIn(ctx context.Context, tx *sql.Tx, key string, id int64, lease time.Duration) (ours bool, left time.Duration, err error) {
+	stmt, args := f.claimSQL(key, id, lease)
+	res, err := tx.ExecContext(ctx, stmt, args...)
+	if err != nil {
+		return false, 0, err
+	}
+	if f.dialect != MySQL {
+		n, err := res.RowsAffected() // read while tx holds its connection
+		if err != nil || n == 1 {
+			return n == 1, 0, err
+		}
+	}
+	stmt, args = f.claimedSQL(key)
+	var holder, leftMS int64
+	if err := tx.QueryRowContext(ctx, stmt, args...).Scan(&holder, &leftMS); err != nil {
+		return false, 0, err
+	}
+	return holder == id, time.Duration(max(leftMS, 0)) * time.Millisecond, nil
 }
 
 // renewing renews the admission's row every third of the lease until

@@ -71,9 +71,10 @@
 // # The table
 //
 // DDL returns the statement that creates the table, and CreateTable
-// runs it, with AdmitDDL's for the admissions table of Marks; a
-// migration of one's own may run them instead. CreateTable is safe to
-// call from many processes at once (replicas that start together):
+// runs it, with AdmitDDL's for the admissions table of Marks
+// (dsync_fence_admit); a migration of one's own may run them instead.
+// CreateTable is safe to call from many processes at once, as replicas
+// that start together do. The marks' table:
 //
 //	-- PostgreSQL
 //	CREATE TABLE IF NOT EXISTS dsync_fence (fence_key BYTEA PRIMARY KEY, mark BIGINT NOT NULL)

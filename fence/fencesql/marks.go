@@ -96,7 +96,9 @@ import (
 // while the writer writes, so that a writer may write to the same
 // database (in its own transaction, with Check or without); the turn is
 // this process's, and other processes that share the file wait for the
-// admission's row.
+// admission's row. On PostgreSQL and MySQL, a writer must not Check its
+// own key in a transaction of db's while admitted: the admission holds
+// the mark's row lock until release, so that Check would wait for it.
 func (f *Fence) Marks(db *sql.DB, opts ...MarksOption) fence.Marks {
 	m := &marks{f: f, db: db, lease: DefaultAdmitLease, releaseTimeout: DefaultReleaseTimeout}
 	for _, o := range opts {
