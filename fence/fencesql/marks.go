@@ -99,6 +99,14 @@ import (
 // admission's row. On PostgreSQL and MySQL, a writer must not Check its
 // own key in a transaction of db's while admitted: the admission holds
 // the mark's row lock until release, so that Check would wait for it.
+//
+// A process stopped while its writer is admitted holds the key as long
+// as it stays stopped, up to what the server allows: a transaction's
+// Check of the key waits until the server ends the admitted session
+// (idle_in_transaction_session_timeout, idle_transaction_timeout, or the
+// waiter's own lock_timeout, statement_timeout, innodb_lock_wait_timeout
+// first), and the next Admit waits for that and then for the row's
+// lease, which the stopped process no longer renews.
 func (f *Fence) Marks(db *sql.DB, opts ...MarksOption) fence.Marks {
 	m := &marks{f: f, db: db, lease: DefaultAdmitLease, releaseTimeout: DefaultReleaseTimeout}
 	for _, o := range opts {

@@ -302,3 +302,75 @@ func endOpenSessions(ctx context.Context, db *sql.DB, d fencesql.Dialect) (int, 
 	}
 	return len(ids), nil
 }
+
+// TestMarksSessionTimeoutUnderWriter: the server's own timeout of an idle
+// transaction (PostgreSQL's idle_in_transaction_session_timeout,
+// MariaDB's idle_transaction_timeout, set short on the writer's
+// instance) ends the admitted writer's session while it writes; the
+// next Admit of the key, from another instance, waits until the writer
+// releases.
+func TestMarksSessionTimeoutUnderWriter(t *testing.T) {
+	each(t, func(t *testing.T, d fencesql.Dialect, db *sql.DB, f *fencesql.Fence) {
+		if d == fencesql.SQLite {
+			t.Skip("SQLite runs in the process: there is no session the server ends")
+		}
+		ctx := testCtx(t)
+		wdb := sqlOpenLike(t, d, db)
+		setTimeout := "SET idle_in_transaction_session_timeout = '300ms'"
+		if d == fencesql.MySQL {
+			setTimeout = "SET SESSION idle_transaction_timeout = 1" // seconds
+		}
+		wdb.SetMaxOpenConns(1) // so that the session set is the one Admit takes
+		if _, err := wdb.ExecContext(ctx, setTimeout); err != nil {
+			t.Fatal(err)
+		}
+		wdb.SetMaxOpenConns(0)
+		first, next := f.Marks(wdb), f.Marks(db)
+		rel5, err := first.Admit(ctx, "k", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rel5()
+		// Wait for the server to end the admitted session.
+		for n := -1; n != 0; {
+			if ctx.Err() != nil {
+				t.Fatal("the server did not end the admitted session")
+			}
+			time.Sleep(50 * time.Millisecond)
+			n = openTransactions(t, ctx, db, d)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rel6, err := next.Admit(wctx, "k", 6)
+		cancel()
+		if err == nil {
+			rel6()
+			t.Fatal("Admit(6) was admitted while the writer admitted under 5, whose session the server's timeout ended, still writes")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Admit(6) while 5 writes: %v, want it to wait (context.DeadlineExceeded)", err)
+		}
+		rel5()
+		rel6, err = admitRetry(ctx, next, "k", 6)
+		if err != nil {
+			t.Fatalf("Admit(6) after 5's release: %v", err)
+		}
+		rel6()
+	})
+}
+
+// openTransactions counts the sessions of db's database in a
+// transaction (MariaDB: of the server), but the caller's.
+func openTransactions(t *testing.T, ctx context.Context, db *sql.DB, d fencesql.Dialect) int {
+	t.Helper()
+	q := `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`
+	if d == fencesql.MySQL {
+		time.Sleep(150 * time.Millisecond) // innodb_trx shows what it showed unless unread for 100 ms
+		q = "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id <> CONNECTION_ID()"
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
