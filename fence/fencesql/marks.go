@@ -94,9 +94,10 @@ import (
 // what the writers do with db themselves. release is bounded by
 // WithReleaseTimeout. On SQLite, Admit holds no lock of the database's
 // while the writer writes, so that a writer may write to the same
-// database (in its own transaction, with Check or without); the turn is
-// this process's, and other processes that share the file wait for the
-// admission's row. On PostgreSQL and MySQL, a writer must not Check its
+// database (in its own transaction, with Check or without), and a
+// transaction's Check of the key does not wait for the writer there; the
+// turn is this process's, and other processes that share the file wait
+// for the admission's row. On PostgreSQL and MySQL, a writer must not Check its
 // own key in a transaction of db's while admitted: the admission holds
 // the mark's row lock until release, so that Check would wait for it.
 //
