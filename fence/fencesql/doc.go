@@ -35,6 +35,17 @@
 // second statement reads the mark for the error (not on MySQL, where the
 // first returns it).
 //
+// A holder stopped inside its transaction (SIGSTOP, a GC pause, a
+// suspended VM) keeps the row's lock while it stays stopped, and the
+// next holder's Check waits for it that long. The servers' settings
+// bound the wait, and none lets a stale write in: PostgreSQL's
+// idle_in_transaction_session_timeout and MariaDB's
+// idle_transaction_timeout end the stopped holder's session (its
+// transaction rolls back, its writes never commit); lock_timeout and
+// statement_timeout (PostgreSQL), innodb_lock_wait_timeout (InnoDB, 50 s
+// by default) end the waiter's Check with an error that is not a
+// refusal, and it wrote nothing.
+//
 // Call Check first in the transaction, before the reads the writes
 // depend on: a check made after them lets a stale holder write a value
 // computed from data that a later holder has since changed. A
@@ -60,7 +71,10 @@
 // # The table
 //
 // DDL returns the statement that creates the table, and CreateTable
-// runs it; a migration of one's own may run it instead:
+// runs it, with AdmitDDL's for the admissions table of Marks
+// (dsync_fence_admit); a migration of one's own may run them instead.
+// CreateTable is safe to call from many processes at once, as replicas
+// that start together do. The marks' table:
 //
 //	-- PostgreSQL
 //	CREATE TABLE IF NOT EXISTS dsync_fence (fence_key BYTEA PRIMARY KEY, mark BIGINT NOT NULL)
@@ -85,5 +99,6 @@
 // Marks returns a fence.Marks kept in the same table, for writers whose
 // writes cannot join a transaction of the database's, such as the
 // handlers of fence/fencehttp's middleware: see Marks for how it admits
-// one writer of a key at a time.
+// one writer of a key at a time, and why an admission outlives the
+// database session it was taken in.
 package fencesql

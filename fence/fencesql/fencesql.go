@@ -3,6 +3,7 @@ package fencesql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 )
@@ -40,9 +41,10 @@ const DefaultTable = "dsync_fence"
 var (
 	// ErrBadTable is returned by New for a table name it does not accept:
 	// it accepts letters, digits and underscores, not starting with a
-	// digit, at most 63 bytes, and one optional schema before a dot
-	// ("app.dsync_fence").
-	ErrBadTable = errors.New("fencesql: a table name is letters, digits and underscores, at most 63 bytes and not starting with a digit, with an optional schema before one dot")
+	// digit, at most 57 bytes (so that the admissions table of Marks,
+	// named with "_admit" appended, is at most 63), and one optional
+	// schema of at most 63 before a dot ("app.dsync_fence").
+	ErrBadTable = errors.New("fencesql: a table name is letters, digits and underscores, at most 57 bytes and not starting with a digit, with an optional schema (at most 63) before one dot")
 
 	// ErrBadDialect is returned by New for a Dialect that is none of
 	// PostgreSQL, MySQL and SQLite.
@@ -114,8 +116,13 @@ func validTable(name string) bool {
 			return false
 		}
 	}
-	return part > 0
+	return part > 0 && part <= maxTableLen
 }
+
+// maxTableLen is the longest table name (after its schema): 63, the
+// longest name PostgreSQL keeps (longer ones it cuts, silently), less
+// what the admissions table appends.
+const maxTableLen = 63 - len(admitSuffix)
 
 // Dialect returns the Fence's dialect.
 func (f *Fence) Dialect() Dialect { return f.dialect }
@@ -136,10 +143,71 @@ func (f *Fence) DDL() string {
 	}
 }
 
-// CreateTable creates the Fence's table in db if it does not exist.
+// CreateTable creates the Fence's table and the admissions table of
+// Marks (AdmitTable) in db if they do not exist. Many processes may call
+// it at once, as replicas that start together do: on PostgreSQL, whose
+// CREATE TABLE IF NOT EXISTS fails when another session creates the
+// same table at the same moment, the callers take turns (an advisory
+// lock of the transaction's); and in every dialect, a creation that
+// fails while the tables exist afterwards is a success.
 func (f *Fence) CreateTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, f.DDL()); err != nil {
+	err := f.createTables(ctx, db)
+	if err != nil && f.tablesExist(ctx, db) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("fencesql: create table %s: %w", f.table, err)
 	}
 	return nil
+}
+
+// createTables runs DDL and AdmitDDL on a connection of its own: on
+// PostgreSQL in one transaction, after the advisory lock of the
+// table's creation.
+func (f *Fence) createTables(ctx context.Context, db *sql.DB) (err error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if f.dialect == PostgreSQL {
+		if _, err := c.ExecContext(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
+			return err
+		}
+		defer func() {
+			end := "COMMIT"
+			if err != nil {
+				end = "ROLLBACK"
+			}
+			if _, e := c.ExecContext(ctx, end); e != nil {
+				// Not back to the pool inside a transaction.
+				_ = c.Raw(func(any) error { return driver.ErrBadConn })
+				if err == nil {
+					err = e
+				}
+			}
+		}()
+		if _, err := c.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", f.lockID("\x00create table")); err != nil {
+			return err
+		}
+	}
+	for _, ddl := range []string{f.DDL(), f.AdmitDDL()} {
+		if _, err := c.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tablesExist reports whether both tables exist in db (a query of
+// their columns succeeds).
+func (f *Fence) tablesExist(ctx context.Context, db *sql.DB) bool {
+	for _, t := range []string{f.table, f.AdmitTable()} {
+		rows, err := db.QueryContext(ctx, "SELECT fence_key FROM "+t+" WHERE 1 = 0")
+		if err != nil {
+			return false
+		}
+		rows.Close()
+	}
+	return true
 }

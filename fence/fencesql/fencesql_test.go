@@ -12,7 +12,7 @@ import (
 )
 
 func TestNewTableNames(t *testing.T) {
-	good := []string{"dsync_fence", "app.dsync_fence", "_t", "T9", "s_1.t_2", strings.Repeat("a", 63), strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)}
+	good := []string{"dsync_fence", "app.dsync_fence", "_t", "T9", "s_1.t_2", strings.Repeat("a", 57), strings.Repeat("a", 63) + "." + strings.Repeat("b", 57)}
 	for _, name := range good {
 		f, err := New(PostgreSQL, WithTable(name))
 		if err != nil {
@@ -23,7 +23,7 @@ func TestNewTableNames(t *testing.T) {
 			t.Errorf("WithTable(%q): Table() = %q", name, f.Table())
 		}
 	}
-	bad := []string{"", ".", "a.", ".a", "a.b.c", "9t", "a.9t", "t-1", "t 1", "t;DROP TABLE x", `"t"`, "`t`", "t\x00", "tä", strings.Repeat("a", 64), "a." + strings.Repeat("b", 64)}
+	bad := []string{"", ".", "a.", ".a", "a.b.c", "9t", "a.9t", "t-1", "t 1", "t;DROP TABLE x", `"t"`, "`t`", "t\x00", "tä", strings.Repeat("a", 58), "a." + strings.Repeat("b", 58), strings.Repeat("a", 64) + ".b"}
 	for _, name := range bad {
 		_, err := New(MySQL, WithTable(name))
 		if !errors.Is(err, ErrBadTable) {

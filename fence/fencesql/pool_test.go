@@ -36,7 +36,7 @@ func TestResultsReadBeforeTheConnectionIsBack(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range []Dialect{PostgreSQL, MySQL, SQLite} {
 		t.Run(d.String(), func(t *testing.T) {
-			drv := &poolDriver{marks: make(map[string]int64)}
+			drv := &poolDriver{marks: make(map[string]int64), admits: make(map[string]int64)}
 			db := sql.OpenDB(drv)
 			defer db.Close()
 			f, _ := New(d)
@@ -76,9 +76,10 @@ func TestResultsReadBeforeTheConnectionIsBack(t *testing.T) {
 type poolDriver struct {
 	results atomic.Int64 // results read
 
-	mu    sync.Mutex
-	marks map[string]int64
-	late  []string
+	mu     sync.Mutex
+	marks  map[string]int64
+	admits map[string]int64 // the admission that holds each key's row
+	late   []string
 }
 
 func (d *poolDriver) Connect(context.Context) (driver.Conn, error) { return &poolConn{d: d}, nil }
@@ -124,9 +125,45 @@ func (c *poolConn) Rollback() error { return nil }
 var (
 	mysqlRaise = regexp.MustCompile(`VALUES \(X'([0-9a-f]*)', (\d+)\)`)
 	mysqlKey   = regexp.MustCompile(`fence_key = X'([0-9a-f]*)'`)
+	claimKey   = regexp.MustCompile(`VALUES \((?:X'([0-9a-f]*)'|\$1|\?), (\d+),`)
 )
 
+// keyOf is the key a statement names: a hex literal (MySQL) that re
+// finds, or its first argument.
+func keyOf(re *regexp.Regexp, query string, args []driver.NamedValue) string {
+	if m := re.FindStringSubmatch(query); m != nil && m[1] != "" {
+		k, _ := hex.DecodeString(m[1])
+		return string(k)
+	}
+	return string(args[0].Value.([]byte))
+}
+
+// admitStatement answers the statements of Marks' admissions table and
+// of the transactions Marks begins and ends itself: every claim is
+// granted.
+func (c *poolConn) admitStatement(query string, args []driver.NamedValue) bool {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	switch {
+	case strings.HasPrefix(query, "INSERT INTO dsync_fence_admit"):
+		m := claimKey.FindStringSubmatch(query)
+		id, _ := strconv.ParseInt(m[2], 10, 64)
+		c.d.admits[keyOf(claimKey, query, args)] = id
+	case strings.HasPrefix(query, "DELETE FROM dsync_fence_admit"):
+		delete(c.d.admits, keyOf(mysqlKey, query, args))
+	case strings.HasPrefix(query, "UPDATE dsync_fence_admit"),
+		strings.HasPrefix(query, "BEGIN"), strings.HasPrefix(query, "START TRANSACTION"),
+		strings.HasPrefix(query, "SET TRANSACTION"), query == "COMMIT", query == "ROLLBACK":
+	default:
+		return false
+	}
+	return true
+}
+
 func (c *poolConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.admitStatement(query, args) {
+		return poolResult{c: c}, nil
+	}
 	switch {
 	case strings.HasPrefix(query, "INSERT INTO"):
 		var key string
@@ -161,7 +198,11 @@ func (c *poolConn) ExecContext(_ context.Context, query string, args []driver.Na
 func (c *poolConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	switch {
 	case strings.HasPrefix(query, "SELECT GET_LOCK"):
-		return &poolRows{v: 1}, nil
+		return &poolRows{v: []int64{1}}, nil
+	case strings.HasPrefix(query, "SELECT admission"):
+		c.d.mu.Lock()
+		defer c.d.mu.Unlock()
+		return &poolRows{v: []int64{c.d.admits[keyOf(mysqlKey, query, args)], 30000}}, nil
 	case strings.HasPrefix(query, "SELECT mark"), strings.HasPrefix(query, "UPDATE"):
 		key := ""
 		if m := mysqlKey.FindStringSubmatch(query); m != nil {
@@ -172,7 +213,7 @@ func (c *poolConn) QueryContext(_ context.Context, query string, args []driver.N
 		}
 		c.d.mu.Lock()
 		defer c.d.mu.Unlock()
-		return &poolRows{v: c.d.marks[key]}, nil
+		return &poolRows{v: []int64{c.d.marks[key]}}, nil
 	}
 	return nil, fmt.Errorf("poolDriver: no query %q", query)
 }
@@ -195,19 +236,21 @@ func (r poolResult) read(what string) {
 func (r poolResult) RowsAffected() (int64, error) { r.read("RowsAffected"); return r.affected, nil }
 func (r poolResult) LastInsertId() (int64, error) { r.read("LastInsertId"); return r.id, nil }
 
-// poolRows is one row of one column.
+// poolRows is one row.
 type poolRows struct {
-	v    int64
+	v    []int64
 	done bool
 }
 
-func (r *poolRows) Columns() []string { return []string{"v"} }
+func (r *poolRows) Columns() []string { return []string{"a", "b"}[:len(r.v)] }
 func (r *poolRows) Close() error      { return nil }
 func (r *poolRows) Next(dest []driver.Value) error {
 	if r.done {
 		return io.EOF
 	}
 	r.done = true
-	dest[0] = r.v
+	for i, v := range r.v {
+		dest[i] = v
+	}
 	return nil
 }

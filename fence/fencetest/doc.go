@@ -17,6 +17,12 @@
 //     pauses there while B, with the next token, starts its write; then A
 //     goes on. Either order of the two writes may apply, but never A's
 //     after B's.
+//   - A session ended under a holder (a Resource that is a
+//     SessionEnder only): A's fence admits it, the store ends the session
+//     under A's write (EndSession), and B, with the next token, starts
+//     its write while A pauses; then A goes on. Either order of the two
+//     writes may apply, but never A's after B's: an admission must
+//     outlive its session, or the write it admitted must be refused.
 //   - Holders racing: three holders with rising tokens write at random
 //     moments, some pausing inside; some writes lose their reply (their
 //     context ends while they are under way) and are sent again with the

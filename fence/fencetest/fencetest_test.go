@@ -18,9 +18,10 @@ type memResource struct {
 	plant plant
 	lossy bool // some writes that applied report an error: a lost reply
 
-	mu  sync.Mutex
-	reg map[string]int64
-	rng *rand.Rand
+	mu     sync.Mutex
+	reg    map[string]int64
+	rng    *rand.Rand
+	inside map[string]func() // the release of each key's admitted write
 }
 
 type plant int
@@ -31,10 +32,11 @@ const (
 	releasesEarly        // asks the fence, then lets the next writer in before it writes
 	refusesNothing       // asks the fence but writes even when refused
 	refusesEqual         // refuses a token equal to the mark: one hold writes once
+	sessionFrees         // the admission is a session's: ending it lets the next writer in
 )
 
 func newMem(p plant) *memResource {
-	return &memResource{plant: p, reg: map[string]int64{}, rng: rand.New(rand.NewPCG(1, 2))}
+	return &memResource{plant: p, reg: map[string]int64{}, rng: rand.New(rand.NewPCG(1, 2)), inside: map[string]func(){}}
 }
 
 func (m *memResource) Write(ctx context.Context, w fencetest.Write) error {
@@ -55,6 +57,14 @@ func (m *memResource) Write(ctx context.Context, w fencetest.Write) error {
 			release()
 		}
 		defer release()
+		m.mu.Lock()
+		m.inside[w.Key] = release
+		m.mu.Unlock()
+		defer func() {
+			m.mu.Lock()
+			delete(m.inside, w.Key)
+			m.mu.Unlock()
+		}()
 	}
 	if w.Admitted != nil {
 		if err := w.Admitted(ctx); err != nil {
@@ -66,6 +76,20 @@ func (m *memResource) Write(ctx context.Context, w fencetest.Write) error {
 	m.reg[w.Key] = w.Value
 	if m.lossy && m.rng.IntN(5) == 0 {
 		return errors.New("reply lost")
+	}
+	return nil
+}
+
+// EndSession implements fencetest.SessionEnder: a fence.Memory has no
+// session, and its admissions outlive nothing; the planted sessionFrees
+// lets the next writer in, as a turn that was a lock of the session's
+// would be freed.
+func (m *memResource) EndSession(_ context.Context, key string) error {
+	m.mu.Lock()
+	release := m.inside[key]
+	m.mu.Unlock()
+	if m.plant == sessionFrees && release != nil {
+		release()
 	}
 	return nil
 }
@@ -89,7 +113,7 @@ func TestLostRepliesKeepTheContract(t *testing.T) {
 // Each planted adapter that lets a stale write in must be caught: with
 // stale writes, and with histories that are not linearizable.
 func TestPlantedAdaptersAreCaught(t *testing.T) {
-	for name, p := range map[string]plant{"skips the check": skipsCheck, "releases early": releasesEarly, "refuses nothing": refusesNothing} {
+	for name, p := range map[string]plant{"skips the check": skipsCheck, "releases early": releasesEarly, "refuses nothing": refusesNothing, "frees its turn when its session ends": sessionFrees} {
 		t.Run(name, func(t *testing.T) {
 			rep, err := fencetest.Check(t.Context(), newMem(p), fencetest.Options{Trials: 90})
 			if err != nil {

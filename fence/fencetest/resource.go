@@ -31,3 +31,19 @@ type Write struct {
 	// returns that error.
 	Admitted func(ctx context.Context) error
 }
+
+// A SessionEnder is a Resource whose fence admits a write through a
+// session of its mark store (a database connection, the locks of a
+// session's) that the store may end while the write is under way: a
+// server's idle timeout, a failover, a dropped connection. For a
+// SessionEnder, the suite adds a scenario where the store ends the
+// session under an admitted writer.
+type SessionEnder interface {
+	Resource
+
+	// EndSession ends, from the store's side, the sessions under the
+	// writes of key that the fence admitted and that have not returned,
+	// as the store's server would, and returns once they ended. The
+	// writes go on: only the store's side of them ends.
+	EndSession(ctx context.Context, key string) error
+}

@@ -78,7 +78,14 @@ func runTrial(parent context.Context, r Resource, o Options, i int) *trial {
 		base = fence.MaxToken - 2
 	}
 	var values int64
-	switch i % 3 {
+	scenarios := 3
+	se, ends := r.(SessionEnder)
+	if ends {
+		scenarios = 4
+	}
+	switch i % scenarios {
+	case 3:
+		tr.sessionEnds(ctx, se, base, &values)
 	case 0:
 		tr.pausedHolder(ctx, base, &values)
 	case 1:

@@ -68,6 +68,55 @@ func (tr *trial) pausedInside(ctx context.Context, base uint64, values *int64) {
 	wg.Wait()
 }
 
+// sessionEnds: A's fence admits it, and the store ends the session
+// under A (EndSession) while A is inside its write; then B, with base+1,
+// starts its write, and A goes on once B's write returned or after a
+// pause of 50 to 200 ms, long enough for B's write to be under way.
+// Either order of the two writes may apply, but never A's after B's: the
+// admission must outlive its session, or A's write must be refused.
+func (tr *trial) sessionEnds(ctx context.Context, se SessionEnder, base uint64, values *int64) {
+	ended, bDone := make(chan struct{}), make(chan struct{})
+	hold := 50*time.Millisecond + time.Duration(tr.rng.IntN(150))*time.Millisecond
+	vA, vB := next(values), next(values)
+	var once sync.Once
+	admitted := func(ctx context.Context) error {
+		var err error
+		once.Do(func() {
+			defer close(ended)
+			if err = se.EndSession(ctx, tr.key); err != nil {
+				tr.failf("EndSession: %v", err)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		select {
+		case <-bDone:
+		case <-t.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer once.Do(func() { close(ended) }) // A refused or failed before its fence admitted it
+		tr.write(ctx, base, vA, admitted)
+	})
+	wg.Go(func() {
+		defer close(bDone)
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return
+		}
+		tr.writeRetried(ctx, ctx, base+1, vB, nil)
+	})
+	wg.Wait()
+}
+
 // racing: three holders with tokens base to base+2 write at random
 // moments, one to three times each, some pausing inside their writes;
 // a quarter of the writes lose their reply (their context ends within
