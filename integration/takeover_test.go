@@ -15,8 +15,12 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-// takeoverTTL is the TTL of TestStoppedHoldersTakenOver's workers.
-const takeoverTTL = 2 * time.Second
+// takeoverTTL is the TTL of TestStoppedHoldersTakenOver's workers: long
+// enough that holders keep their holds on a loaded machine until they
+// are stopped (at 2 s, with the suite's other tests beside, at a load of
+// 30 on 2 cores, every holder of a run lost its hold to a late renewal
+// before the stop).
+const takeoverTTL = 5 * time.Second
 
 // Many holds that expire together: holder processes hold keys, a waiter
 // in another process waits behind each, and every holder is SIGSTOPped at
@@ -24,7 +28,7 @@ const takeoverTTL = 2 * time.Second
 // must look again once its holder's session has expired in server time,
 // not at its next safety poll, which the waiters set to an hour, far past
 // the test's bound. The long form (DSYNC_LONG=1) stops 40 keys' holders,
-// in 4 processes (4 sessions), with their waiters in 4 others; the short
+// in 2 processes (2 sessions), with their waiters in 2 others; the short
 // one 8 keys', in one process each.
 //
 // The figures (takeover times at p99, with and without CPU burners
@@ -32,9 +36,20 @@ const takeoverTTL = 2 * time.Second
 func TestStoppedHoldersTakenOver(t *testing.T) {
 	n, procs := 8, 1
 	if longtest.Enabled() {
-		n, procs = 40, 4
+		n, procs = 40, 2
 	}
-	took := stoppedHoldersTakenOver(t, n, procs)
+	// Keys whose holders lost their holds before the stop (a renewal
+	// late on a loaded machine) are taken over before it, and tell
+	// nothing: the scene is played again while none was held at the stop.
+	// A server so starved that it never holds is not what this tests.
+	var took []time.Duration
+	for try := 0; len(took) == 0; try++ {
+		if try == 3 {
+			t.Skipf("in 3 tries, every holder lost its hold to a late renewal before the stop (a server starved by the machine's load)")
+		}
+		took = stoppedHoldersTakenOver(t, n, procs)
+	}
+	n = len(took)
 	p99 := took[min(len(took)-1, len(took)*99/100)]
 	t.Logf("%d stopped holders (TTL %v) taken over after the stop: min %v, median %v, p99 %v, max %v",
 		n, takeoverTTL, took[0].Round(time.Millisecond), took[n/2].Round(time.Millisecond),
@@ -43,8 +58,8 @@ func TestStoppedHoldersTakenOver(t *testing.T) {
 
 // stoppedHoldersTakenOver runs TestStoppedHoldersTakenOver's scene with n
 // keys, their holders in procs processes and their waiters in as many
-// others, and returns how long after the stop each key was taken over,
-// in increasing order.
+// others, and returns how long after the stop each key held then was
+// taken over, in increasing order.
 func stoppedHoldersTakenOver(t *testing.T, n, procs int) []time.Duration {
 	c := sharedCluster(t, worker.Config{Mode: worker.ModeKeys, TTL: takeoverTTL, Poll: dsync.DefaultPollInterval,
 		SafetyPoll: time.Hour, Key: "stopped"})
@@ -63,7 +78,7 @@ func stoppedHoldersTakenOver(t *testing.T, n, procs int) []time.Duration {
 	from := 0
 	for len(held) < n {
 		var ev history.Event
-		ev, from = c.await(from, 60*time.Second, "the holders' holds", isAcquireOf(holders))
+		ev, from = c.await(from, setupBound, "the holders' holds", isAcquireOf(holders))
 		held[ev.Key] = ev.Token
 	}
 	for i := range procs {
@@ -80,15 +95,18 @@ func stoppedHoldersTakenOver(t *testing.T, n, procs int) []time.Duration {
 	// an allowance for a loaded machine, an hour short of the safety poll.
 	bound := takeoverTTL + takeoverBound
 	var took []time.Duration
-	for len(took) < n {
+	early := 0
+	for len(took)+early < n {
 		var ev history.Event
 		ev, from = c.await(from, bound, "a takeover", isAcquireOf(waiters))
 		if ev.T < stop {
-			// The holder lost its hold before the stop (a renewal late
-			// on a loaded machine): the waiter took over then.
-			t.Logf("%s was taken over before the stop", ev.Key)
+			early++
+			continue
 		}
 		took = append(took, time.Duration(ev.T-stop))
+	}
+	if early > 0 {
+		t.Logf("%d of %d holders lost their holds before the stop", early, n)
 	}
 	for _, resume := range resumes {
 		resume()
@@ -99,6 +117,11 @@ func stoppedHoldersTakenOver(t *testing.T, n, procs int) []time.Duration {
 	slices.Sort(took)
 	return took
 }
+
+// setupBound is how long TestStoppedHoldersTakenOver waits for its
+// holders to hold and its waiters to queue: on a server that a loaded
+// machine starves, that can take a minute.
+const setupBound = 3 * time.Minute
 
 // isAcquireOf matches the holds of the workers of procs.
 func isAcquireOf(procs []*proc) func(history.Event) bool {
@@ -120,7 +143,7 @@ func awaitWaiters(t *testing.T, c *cluster, held map[string]uint64) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), setupBound)
 	defer cancel()
 	var last error
 	for key, token := range held {
@@ -128,12 +151,12 @@ func awaitWaiters(t *testing.T, c *cluster, held map[string]uint64) {
 			q, err := client.Queue(ctx, key)
 			last = cmp.Or(err, last)
 			if ctx.Err() != nil {
-				t.Fatalf("the waiters did not queue behind every holder within 60 s (last error: %v)", last)
+				t.Fatalf("the waiters did not queue behind every holder within %v (last error: %v)", setupBound, last)
 			}
 			if err == nil && (len(q) >= 2 || len(q) == 1 && q[0].Token != token) {
 				break
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(takeoverTTL / 10) // light on a loaded server
 		}
 	}
 }
