@@ -56,6 +56,11 @@ type Config struct {
 	HintListen, HintAdvertise string
 	// Shards is the number of shards of ModePartition.
 	Shards int
+	// Keys is the number of keys of ModeKeys, from the First-th.
+	Keys, First int
+	// SafetyPoll, if set, is the Client's safety poll interval
+	// (dsync.ClientWithSafetyPoll); 0: the library's default.
+	SafetyPoll time.Duration
 	// Runs: the worker's store reads runs of a queue (driver.RunReader)
 	// on FerretDB too (internal/mongohook), where it would read by ID.
 	Runs bool

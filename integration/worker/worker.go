@@ -156,6 +156,8 @@ func (w *worker) run() error {
 		err = w.runOnce(ctx, db)
 	case ModePartition:
 		err = w.runPartition(ctx, db)
+	case ModeKeys:
+		err = w.runKeys(ctx, db)
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
@@ -194,6 +196,9 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, d
 	copts := []dsync.ClientOption{dsync.WithTTL(cfg.TTL), dsync.ClientWithPollInterval(cfg.Poll), dsync.ClientWithLogger(w.logger)}
 	if cfg.Renew > 0 {
 		copts = append(copts, dsync.WithRenewInterval(cfg.Renew))
+	}
+	if cfg.SafetyPoll > 0 {
+		copts = append(copts, dsync.ClientWithSafetyPoll(cfg.SafetyPoll))
 	}
 	if cfg.HintListen != "" {
 		copts = append(copts, dsync.ClientWithHints(cfg.HintListen, cfg.HintAdvertise))
