@@ -26,7 +26,9 @@ func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
 	srv := mongotest.StartProcess(t)
 	e := env(srv.URI())
 	dir := t.TempDir()
-	const ttl = 2 * time.Second
+	// Long enough that a busy machine's late renewals do not lose the
+	// holds before the server dies.
+	const ttl = 5 * time.Second
 	// Both commands write the time they got SIGTERM; one exits then, the
 	// other goes on until SIGKILL (its sleeps ignore the SIGTERM sent to
 	// its group, so the shell has no killed child to report).
