@@ -408,7 +408,7 @@ func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	t.Parallel()
 	p := newProcs(t, 1, fastPrune)[0]
 	ctx := testCtx(t, 2*time.Minute)
-	s := open(t, ctx, p.b, time.Second)
+	s := open(t, ctx, p.b, 10*time.Second)
 	var first, last uint64
 	var claims map[int64]bool
 	var others int
@@ -440,8 +440,17 @@ func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	for claims[low-1] {
 		low--
 	}
-	if len(claims) != int(int64(last)-low+1)+1 {
-		t.Errorf("claims %v: want the first epoch %d and a run up to %d, nothing else", claims, first, last)
+	// A busy machine can let the process's coverage of the key lapse
+	// (fastPrune's buckets are a second): its next claim then starts a
+	// segment, whose first epoch, its base, is kept as the first one is.
+	firsts := 0
+	for e := range claims {
+		if e < low && (e == int64(first) || uint64(e)%queue.DefaultConfig().Rate == 0) {
+			firsts++
+		}
+	}
+	if len(claims) != int(int64(last)-low+1)+firsts {
+		t.Errorf("claims %v: want the first epoch %d, those of segments begun later, and a run up to %d, nothing else", claims, first, last)
 	}
 	if others > 2*len(claims) {
 		t.Errorf("%d shadows and markers for %d claims left", others, len(claims))
@@ -547,7 +556,9 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		if waited < ttl {
 			t.Errorf("%s: taken over after %v, before the TTL", tc.name, waited)
 		}
-		if waited > ttl+2*time.Second {
+		// A skew taken for time would show as an hour; a busy machine
+		// adds seconds.
+		if waited > ttl+30*time.Second {
 			t.Errorf("%s: taken over only after %v", tc.name, waited)
 		}
 		if w.Epoch <= h.Epoch {
