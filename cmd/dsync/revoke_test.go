@@ -102,7 +102,7 @@ func TestGraceDoesNotHoldTheLock(t *testing.T) {
 	if r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "revoke", "--key", "graced", "--reason", "test"); r.code != 0 {
 		t.Fatalf("dsync revoke: exit %d\nstderr: %s", r.code, r.stderr)
 	}
-	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "lock", "--try", "graced", "--", "true")
+	r := runTry(t, e, slow(30*time.Second), "--db", db, "lock", "--try", "graced", "--", "true")
 	b, err := os.ReadFile(filepath.Join(dir, "pid"))
 	if err != nil {
 		t.Fatal(err)
