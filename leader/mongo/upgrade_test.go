@@ -28,7 +28,7 @@ func TestRollingUpgrade(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	// A heartbeat's writes have its interval to finish, and a term its TTL
 	// between renewals: long enough for a busy machine's server.
-	const heartbeat = time.Second
+	const heartbeat = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
