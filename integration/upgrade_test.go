@@ -17,11 +17,14 @@ const (
 	oldVersion = "1.0.0"
 	newVersion = "1.1.0"
 	// upgradeTTL is the lease TTL of the upgrade's workers; their
-	// heartbeat is the default, the renew interval (TTL/3).
-	upgradeTTL = 2 * time.Second
+	// heartbeat is the default, the renew interval (TTL/3). Long enough
+	// that a busy machine's late renewals do not end terms, which the
+	// test would count as changes of leader (at 2 s, beside CPU burners,
+	// a step saw three).
+	upgradeTTL = 6 * time.Second
 	// upgradeDelay is the new workers' WithPreemption delay in the
-	// priority case.
-	upgradeDelay = time.Second
+	// priority case: longer than a heartbeat (TTL/3).
+	upgradeDelay = 3 * time.Second
 )
 
 // TestRollingUpgrade upgrades five election workers of version 1.0.0

@@ -56,7 +56,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"partition", "--shards", "2", strings.Repeat("n", maxElectionName-1), "--", "true"}, `NAME with its last shard's "#1": name of 498 bytes; the limit is 497`},
 		{[]string{"partition", "--shards", "2", strings.Repeat("n", maxElectionName-2), "--", "true"}, "dsync server"},
 	} {
-		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
+		r := runDsync(t, noServer, "", slow(10*time.Second), tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, ": dsync: ") {
 			t.Errorf("dsync %s: exit %d, stderr %q; want exit %d and one line with %q, the prefix once",
@@ -64,7 +64,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "lock"}, {"lock", "-h"}, {"status", "--help"}, {"help", "help"}, {"help", "completion"}} {
-		r := runDsync(t, noServer, "", 10*time.Second, args...)
+		r := runDsync(t, noServer, "", slow(10*time.Second), args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage") && !strings.Contains(r.stdout, "\nUsage") {
 			t.Errorf("dsync %s: exit %d, stdout %q; want usage and exit 0", strings.Join(args, " "), r.code, r.stdout)
 		}
@@ -75,13 +75,13 @@ func TestUsageErrors(t *testing.T) {
 		if strings.HasPrefix(cmd, "-") || cmd == "help" {
 			cmd = tc.args[1]
 		}
-		r := runDsync(t, noServer, "", 10*time.Second, tc.args...)
+		r := runDsync(t, noServer, "", slow(10*time.Second), tc.args...)
 		if want := "Usage: dsync " + cmd; r.code != 0 || !strings.HasPrefix(r.stdout, want) {
 			t.Errorf("dsync %s: exit %d, stdout %q; want it to begin with %q", strings.Join(tc.args, " "), r.code, r.stdout, want)
 		}
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
-		r := runDsync(t, noServer, "", 10*time.Second, args...)
+		r := runDsync(t, noServer, "", slow(10*time.Second), args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "dsync ") || !strings.Contains(r.stdout, "FerretDB") {
 			t.Errorf("dsync %s: exit %d, stdout %q", args[0], r.code, r.stdout)
 		}
@@ -117,7 +117,7 @@ func TestNamesStartingWithADash(t *testing.T) {
 // not after --timeout: refused, unknown host, wrong credentials.
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	const timeout = 20 * time.Second // never waited out
+	const timeout = time.Minute // never waited out: longer than slow(5s)
 	withCredentials := strings.Replace(mongotest.Shared(t).URI(), "://", "://alice:secret@", 1)
 	var wg sync.WaitGroup
 	for _, tc := range []struct {

@@ -124,7 +124,7 @@ func TestDoctorJSONIDIndex(t *testing.T) {
 			l := pg
 			l.plan, l.count = c.plan, c.count
 			out := runDsync(t, env("mongodb://"+fakeServer(t, l)+"/?directConnection=true"), "", slow(90*time.Second),
-				"--db", "lookalike", "--timeout", "5s", "doctor", "--json")
+				"--db", "lookalike", "--timeout", "30s", "doctor", "--json")
 			var findings []struct{ Check, Status, Found, Fix string }
 			if err := json.Unmarshal([]byte(out.stdout), &findings); err != nil {
 				t.Fatalf("exit %d, %v\nstdout: %s\nstderr: %s", out.code, err, out.stdout, out.stderr)
@@ -154,7 +154,7 @@ func TestDoctorIDIndexOnPostgreSQL(t *testing.T) {
 		t.Skip("the test server is not FerretDB on PostgreSQL (DSYNC_MONGOTEST_BACKEND=postgresql)")
 	}
 	db := mongotest.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(2*time.Minute))
 	defer cancel()
 	locks := db.Collection("dsync_locks")
 	var docs []any

@@ -199,7 +199,7 @@ func TestDoctorJSONLookAlikes(t *testing.T) {
 			t.Parallel()
 			addr := fakeServer(t, l)
 			uri := "mongodb://" + addr + "/?directConnection=true" + l.uriQuery
-			out := runDsync(t, env(uri), "", slow(90*time.Second), "--db", "lookalike", "--timeout", "5s", "doctor", "--json")
+			out := runDsync(t, env(uri), "", slow(90*time.Second), "--db", "lookalike", "--timeout", "30s", "doctor", "--json")
 			var findings []struct{ Check, Status, Found, Fix string }
 			if err := json.Unmarshal([]byte(out.stdout), &findings); err != nil {
 				t.Fatalf("exit %d, %v\nstdout: %s\nstderr: %s", out.code, err, out.stdout, out.stderr)

@@ -31,7 +31,7 @@ func TestDrainMovesAMembersShards(t *testing.T) {
 	defer cancel()
 	var procs []*exec.Cmd
 	start := func(tag string) *exec.Cmd {
-		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "partition", "jobs", "--shards", "4", "--ttl", "2s", "--grace", "5s",
+		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "partition", "jobs", "--shards", "4", "--ttl", "6s", "--grace", "5s",
 			"--", "sh", "-c", shardScript, "sh", dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestDrainMovesAMembersShards(t *testing.T) {
 	}
 	drain() // a second drain: the same state
 	started := len(runs)
-	time.Sleep(3 * time.Second) // several heartbeats (TTL/3) of both members
+	time.Sleep(6 * time.Second) // a TTL: three heartbeats (TTL/3) of both members
 	if runs := shardLog(t, dir); len(runs) != started {
 		t.Errorf("shards ran again after the drain settled: %+v", runs[started:])
 	}

@@ -72,7 +72,7 @@ trap 'echo term >>"$1/log"; exit 0' TERM
 while :; do sleep 0.1; done`
 	ctx, cancel := context.WithTimeout(context.Background(), slow(90*time.Second))
 	defer cancel()
-	cmd := dsyncCmd(ctx, e, "elect", "--ttl", "2s", "--grace", "5s", "svc", "--", "sh", "-c", script, "sh", dir)
+	cmd := dsyncCmd(ctx, e, "elect", "--ttl", "6s", "--grace", "5s", "svc", "--", "sh", "-c", script, "sh", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -145,7 +145,7 @@ func TestElectWithoutACommandAndListen(t *testing.T) {
 	}
 	wait := slow(30 * time.Second)
 
-	a := start("--ttl", "2s", "--version", "va", "svc")
+	a := start("--ttl", "6s", "--version", "va", "svc")
 	term := a.stdout.next(t, wait)
 	if n, err := strconv.ParseUint(term, 10, 64); err != nil || n == 0 {
 		t.Fatalf("the first candidate printed %q, want its term", term)
@@ -157,7 +157,7 @@ func TestElectWithoutACommandAndListen(t *testing.T) {
 	if got := listener.stdout.next(t, wait); !strings.HasPrefix(got, "term="+term+" host=") || !strings.HasSuffix(got, ` version="va"`) {
 		t.Errorf("--listen printed %q, want term %s led by va", got, term)
 	}
-	b := start("--ttl", "2s", "--version", "vb", "svc")
+	b := start("--ttl", "6s", "--version", "vb", "svc")
 	if got := b.stderr.next(t, wait); !strings.HasPrefix(got, `dsync: standing by for "svc": led by `) || !strings.Contains(got, "term "+term) {
 		t.Errorf("the second candidate said %q, want it to stand by", got)
 	}

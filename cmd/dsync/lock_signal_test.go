@@ -26,7 +26,9 @@ func TestLockStopsCommandWhenTheLockIsLost(t *testing.T) {
 	srv := mongotest.StartProcess(t)
 	e := env(srv.URI())
 	dir := t.TempDir()
-	const ttl = 2 * time.Second
+	// Long enough that a busy machine's late renewals do not lose the
+	// holds before the server dies.
+	const ttl = 5 * time.Second
 	// Both commands write the time they got SIGTERM; one exits then, the
 	// other goes on until SIGKILL (its sleeps ignore the SIGTERM sent to
 	// its group, so the shell has no killed child to report).
@@ -93,7 +95,13 @@ while :; do (trap '' TERM; exec sleep 0.1); done`
 		if want := fmt.Sprintf("status %d", c.status); !strings.Contains(res.r.stderr, want) {
 			t.Errorf("%s: stderr does not give the command's %s:\n%s", c.name, want, res.r.stderr)
 		}
-		if !strings.Contains(res.r.stderr, "lost") || strings.Count(strings.TrimSpace(res.r.stderr), "\n") > 3 {
+		// The lines from the acquisition on: on a busy machine, a first
+		// attempt that timed out says so before.
+		since := res.r.stderr
+		if i := strings.LastIndex(since, "acquired lock"); i >= 0 {
+			since = since[i:]
+		}
+		if !strings.Contains(since, "lost") || strings.Count(strings.TrimSpace(since), "\n") > 3 {
 			t.Errorf("%s: stderr should say in a few lines that the lock was lost:\n%s", c.name, res.r.stderr)
 		}
 		term := termTime(t, c.dir)

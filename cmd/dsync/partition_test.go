@@ -100,7 +100,7 @@ func TestPartitionRunsACommandPerOwnedShard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), slow(120*time.Second))
 	defer cancel()
 	start := func(tag string) (*exec.Cmd, *strings.Builder) {
-		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "partition", "jobs", "--shards", "4", "--ttl", "2s", "--grace", "5s",
+		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "partition", "jobs", "--shards", "4", "--ttl", "6s", "--grace", "5s",
 			"--", "sh", "-c", shardScript, "sh", dir)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

@@ -26,14 +26,16 @@ func TestElectProgressDeadline(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), slow(90*time.Second))
 	defer cancel()
-	// It reports for 3s, five times the deadline, then goes quiet.
+	// It reports for 6s, three times the deadline, then goes quiet. The
+	// deadline is long enough that a busy machine does not stall a
+	// command that reports every 0.1s.
 	script := `trap 'echo term >>"$1/log"; exit 0' TERM
 echo "run $DSYNC_TOKEN" >>"$1/log"
 i=0
-while [ $i -lt 30 ]; do echo . >&"$DSYNC_PROGRESS_FD"; sleep 0.1; i=$((i+1)); done
+while [ $i -lt 60 ]; do echo . >&"$DSYNC_PROGRESS_FD"; sleep 0.1; i=$((i+1)); done
 echo quiet >>"$1/log"
 while :; do sleep 0.1; done`
-	cmd := dsyncCmd(ctx, env(uri), "--db", db, "elect", "--ttl", "2s", "--progress", "600ms", "svc", "--", "sh", "-c", script, "sh", dir)
+	cmd := dsyncCmd(ctx, env(uri), "--db", db, "elect", "--ttl", "6s", "--progress", "2s", "svc", "--", "sh", "-c", script, "sh", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -59,7 +61,7 @@ while :; do sleep 0.1; done`
 	if !strings.Contains(stderr.String(), "reported no progress within --progress") {
 		t.Errorf("stderr does not say the command stalled:\n%s", stderr.String())
 	}
-	if r := runDsync(t, env(uri), "", 10*time.Second, "--db", db, "elect", "--progress", "1s", "svc"); r.code != exitUsage {
+	if r := runDsync(t, env(uri), "", slow(10*time.Second), "--db", db, "elect", "--progress", "1s", "svc"); r.code != exitUsage {
 		t.Errorf("dsync elect --progress without a command: exit %d, want %d", r.code, exitUsage)
 	}
 }
@@ -81,7 +83,7 @@ while :; do
 	if [ "$DSYNC_SHARD" = 0 ] || [ $i -lt 10 ]; then echo . >&"$DSYNC_PROGRESS_FD"; fi
 	sleep 0.1; i=$((i+1))
 done`
-	cmd := dsyncCmd(ctx, env(uri), "--db", db, "partition", "jobs", "--shards", "2", "--ttl", "2s", "--progress", "600ms", "--", "sh", "-c", script, "sh", dir)
+	cmd := dsyncCmd(ctx, env(uri), "--db", db, "partition", "jobs", "--shards", "2", "--ttl", "6s", "--progress", "2s", "--", "sh", "-c", script, "sh", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -85,7 +85,7 @@ func TestErrorsDoNotShowThePassword(t *testing.T) {
 	for _, c := range reserved {
 		for _, after := range []string{"@127.0.0.1:1/", "@127.0.0.1:1/?appName=a@b"} {
 			uri := "mongodb://alice:Xq7" + string(c) + "Zk9" + after
-			r := runDsync(t, env(uri), "", 30*time.Second, "--timeout", "1s", "status")
+			r := runDsync(t, env(uri), "", slow(30*time.Second), "--timeout", "1s", "status")
 			if r.code == 0 || leaks(r.stderr) || !strings.Contains(r.stderr, "alice:***@") {
 				t.Errorf("dsync status with MONGODB_URI=%s: exit %d, stderr %q; want an error that hides the password", uri, r.code, r.stderr)
 			}

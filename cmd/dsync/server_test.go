@@ -164,7 +164,7 @@ func TestServerKeepsLocksAcrossRestarts(t *testing.T) {
 	}
 	temp.stop()
 
-	if r := runDsync(t, e, "", 10*time.Second, "server", "--temp", "--data", data); r.code != exitUsage {
+	if r := runDsync(t, e, "", slow(10*time.Second), "server", "--temp", "--data", data); r.code != exitUsage {
 		t.Errorf("--temp with --data: exit %d, want %d", r.code, exitUsage)
 	}
 }

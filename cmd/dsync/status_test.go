@@ -223,8 +223,11 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
 	defer cancel()
 	dir := t.TempDir()
-	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", "1s", "doomed", "--",
-		"sh", "-c", `touch "$1/holding"; exec sleep 30`, "sh", dir)
+	// The TTL is long enough that a busy machine's late renewals keep
+	// the hold until the kill, short enough that the wait after it is.
+	const ttl = 5 * time.Second
+	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", ttl.String(), "doomed", "--",
+		"sh", "-c", `touch "$1/holding"; exec sleep 600`, "sh", dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +252,8 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 			}
 			break
 		}
-		if time.Since(killed) > slow(20*time.Second) {
-			t.Fatalf("%v after SIGKILL of a holder with --ttl 1s, status still shows it held:\n%s", time.Since(killed), r.stdout)
+		if time.Since(killed) > slow(4*ttl) {
+			t.Fatalf("%v after SIGKILL of a holder with --ttl %v, status still shows it held:\n%s", time.Since(killed), ttl, r.stdout)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -265,8 +268,8 @@ func TestStatusForgetsADeadCandidate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
 	defer cancel()
 	dir := t.TempDir()
-	cmd := dsyncCmd(ctx, e, "--db", db, "elect", "--ttl", "1s", "--version", "doomed", "svc", "--",
-		"sh", "-c", `touch "$1/leading"; exec sleep 60`, "sh", dir)
+	cmd := dsyncCmd(ctx, e, "--db", db, "elect", "--ttl", "3s", "--version", "doomed", "svc", "--",
+		"sh", "-c", `touch "$1/leading"; exec sleep 600`, "sh", dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +307,7 @@ func TestClock(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "offset") || !strings.Contains(r.stdout, "ok") {
 		t.Errorf("dsync clock: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	if r := runDsync(t, e, "", 10*time.Second, "clock", "--max", "-1s"); r.code != exitUsage {
+	if r := runDsync(t, e, "", slow(10*time.Second), "clock", "--max", "-1s"); r.code != exitUsage {
 		t.Errorf("dsync clock --max -1s: exit %d, want %d", r.code, exitUsage)
 	}
 }

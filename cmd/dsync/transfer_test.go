@@ -32,7 +32,7 @@ echo "$TAG run $DSYNC_TOKEN" >>"$1/log"
 while :; do sleep 0.1; done`
 	var procs []*exec.Cmd
 	start := func(tag string) *exec.Cmd {
-		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "elect", "--ttl", "2s", "svc", "--", "sh", "-c", script, "sh", dir)
+		cmd := dsyncCmd(ctx, append(env(uri), "TAG="+tag), "--db", db, "elect", "--ttl", "6s", "svc", "--", "sh", "-c", script, "sh", dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -403,25 +403,47 @@ func cycle(t *testing.T, ctx context.Context, b *testClient, key, owner, session
 // newest. The key is cycled for four buckets at least, and until the
 // prunes have caught up with all but the last quarter of its claims
 // (a loaded machine cycles unevenly, and a prune that fails only keeps
-// history longer), within a minute.
+// history longer), within a minute. A busy machine can let the
+// process's coverage of the key lapse (fastPrune's buckets are a
+// second): its next claim then starts a segment, whose history the
+// prunes of the new one do not reach; the trial starts again on a new
+// key then.
 func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 	t.Parallel()
 	p := newProcs(t, 1, fastPrune)[0]
 	ctx := testCtx(t, 2*time.Minute)
-	s := open(t, ctx, p.b, time.Second)
+	const tries = 10
+	for try := range tries {
+		if pruneTrial(t, ctx, p, fmt.Sprintf("k%d", try)) {
+			return
+		}
+	}
+	t.Fatalf("coverage lapsed in each of %d trials: no key stayed in one segment", tries)
+}
+
+// pruneTrial is one trial of TestPruneKeepsTheFirstEpochAndTheTop on
+// key; it reports false if the key's claims left its first segment.
+func pruneTrial(t *testing.T, ctx context.Context, p *proc, key string) bool {
+	t.Helper()
+	s := open(t, ctx, p.b, time.Second) // at most fastPrune's bucket span
+	segment := func(epoch uint64) uint64 { return epoch / queue.DefaultConfig().Rate }
 	var first, last uint64
 	var claims map[int64]bool
 	var others int
 	n := 0
 	start := time.Now()
 	for {
-		last = cycle(t, ctx, p.b, "k", "o", s)
+		last = cycle(t, ctx, p.b, key, "o", s)
 		if n == 0 {
 			first = last
 		}
+		if segment(last) != segment(first) {
+			t.Logf("%s: a segment began after %d cycles (%d, then %d): coverage lapsed", key, n, first, last)
+			return false
+		}
 		n++
 		if time.Since(start) >= 4*time.Second && n%10 == 0 {
-			claims, others = history(t, p.db, "k")
+			claims, others = history(t, p.db, key)
 			if len(claims) <= n*3/4 {
 				break
 			}
@@ -447,10 +469,9 @@ func TestPruneKeepsTheFirstEpochAndTheTop(t *testing.T) {
 		t.Errorf("%d shadows and markers for %d claims left", others, len(claims))
 	}
 	t.Logf("%d cycles in %v: claims of epochs %d and %d..%d kept, %d shadows and markers", n, time.Since(start).Round(time.Millisecond), first, low, last, others)
+	return true
 }
 
-// history returns the epochs of key's claims in the store, and how many
-// shadows and markers it has.
 func history(t *testing.T, db *mongo.Database, key string) (claims map[int64]bool, others int) {
 	t.Helper()
 	claims = map[int64]bool{}
@@ -547,7 +568,9 @@ func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 		if waited < ttl {
 			t.Errorf("%s: taken over after %v, before the TTL", tc.name, waited)
 		}
-		if waited > ttl+2*time.Second {
+		// A skew taken for time would show as an hour; a busy machine
+		// adds seconds.
+		if waited > ttl+30*time.Second {
 			t.Errorf("%s: taken over only after %v", tc.name, waited)
 		}
 		if w.Epoch <= h.Epoch {

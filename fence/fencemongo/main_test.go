@@ -22,7 +22,10 @@ func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
 // testCtx is a context for one test, bounded so a hang fails instead of
 // stalling the package.
 func testCtx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	// Three times d: the bounds only stop a test that waits in vain, and
+	// a machine busy at four times its cores slows the server and the
+	// processes several-fold.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*d)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -75,7 +75,9 @@ func TestTransfer(t *testing.T) {
 	var es []*leader.Election
 	var wg sync.WaitGroup
 	for i := range candidates {
-		p := newElections(t, db, dsync.WithTTL(3*time.Second))
+		// A TTL long enough that a busy machine's late renewals do not
+		// end the term a transfer starts from.
+		p := newElections(t, db, dsync.WithTTL(10*time.Second))
 		e := elect(t, p, "transfer", quiet, leader.WithPollInterval(20*time.Millisecond))
 		es = append(es, e)
 		wg.Go(func() { run(i, e) })

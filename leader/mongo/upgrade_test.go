@@ -26,7 +26,9 @@ import (
 func TestRollingUpgrade(t *testing.T) {
 	t.Parallel()
 	db := mongotest.NewDatabase(t)
-	const heartbeat = 300 * time.Millisecond
+	// A heartbeat's writes have its interval to finish, and a term its TTL
+	// between renewals: long enough for a busy machine's server.
+	const heartbeat = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
@@ -44,7 +46,7 @@ func TestRollingUpgrade(t *testing.T) {
 	var wg sync.WaitGroup
 	es := map[string]*leader.Election{}
 	start := func(who, version string, priority int) *leader.Election {
-		p := newElections(t, db, dsync.WithTTL(3*time.Second))
+		p := newElections(t, db, dsync.WithTTL(10*time.Second))
 		e := elect(t, p, "upgrade", quiet, leader.WithHeartbeatInterval(heartbeat),
 			leader.WithVersion(version), leader.WithVersionRule(nil), leader.WithPriority(priority))
 		es[who] = e
