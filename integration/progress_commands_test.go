@@ -91,19 +91,28 @@ func (l *cmdLog) between(from, to time.Time) map[string]int {
 // beside every other renewal comes once per two.
 const renewalWindows = 4
 
+// sendsNothingDeadline is the progress deadline of the holder that
+// reports in TestProgressSendsNothing: long enough that a starved
+// reporting goroutine (a loaded machine, -race) never stalls it, as a stall
+// would send its release and stall record in the windows compared.
+const sendsNothingDeadline = time.Minute
+
 // TestProgressSendsNothing: reporting progress sends nothing to the
 // store. A holder with a progress deadline reports more than 10^4 times
 // over a few renew intervals; its process sends, in that window, the same
-// commands as it sends over as many renew intervals while a holder
-// without a deadline reports nothing: renewals only. The windows run from
-// one renewal to another, so that they hold the same periodic commands.
+// commands as another process sends over as many renew intervals while
+// its holder, without a deadline, reports nothing: renewals only. The
+// windows run from one renewal to another, so that they hold the same
+// periodic commands. Each holder has a process (and a command log) of its
+// own, so that nothing one leaves behind (a release resent in the
+// background) can land in the other's window.
 func TestProgressSendsNothing(t *testing.T) {
-	var log cmdLog
-	c := progressProcs(t, 1, log.options())[0]
+	var silentLog, reportsLog cmdLog
+	cs := progressProcs(t, 2, silentLog.options(), reportsLog.options())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	window := func(m *dsync.Mutex, report bool) (map[string]int, int64) {
+	window := func(log *cmdLog, m *dsync.Mutex, report bool) (map[string]int, int64) {
 		t.Helper()
 		if err := m.LockContext(ctx); err != nil {
 			t.Fatal(err)
@@ -140,22 +149,27 @@ func TestProgressSendsNothing(t *testing.T) {
 		reports := n.Load() - before
 		close(stop)
 		<-done
+		select {
+		case <-m.Lost():
+			t.Fatalf("the hold was lost during the window (report=%v): its commands are not a holder's", report)
+		default:
+		}
 		if err := m.UnlockContext(ctx); err != nil {
 			t.Fatalf("unlock after the window: %v", err)
 		}
 		return log.between(from, to), reports
 	}
 
-	watched, err := dsync.NewMutex(c, "reports", dsync.WithProgressDeadline(progressDeadline))
+	plain, err := dsync.NewMutex(cs[0], "silent")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := dsync.NewMutex(c, "silent")
+	watched, err := dsync.NewMutex(cs[1], "reports", dsync.WithProgressDeadline(sendsNothingDeadline))
 	if err != nil {
 		t.Fatal(err)
 	}
-	withReports, n := window(watched, true)
-	without, _ := window(plain, false)
+	without, _ := window(&silentLog, plain, false)
+	withReports, n := window(&reportsLog, watched, true)
 	t.Logf("over %d renew intervals (TTL %v): %d progress reports; commands sent %v, and %v by a holder that reports nothing",
 		renewalWindows, progressTTL, n, withReports, without)
 	if n < 10_000 {
