@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // How acquire judges its attempts: when to try again, after what pause,

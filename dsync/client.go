@@ -16,9 +16,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/observe"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A Client is one process's connection to a store for coordination: the

@@ -10,8 +10,8 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A ClientOption configures a Client.

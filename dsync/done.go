@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // The calls a Once makes for its done record (once.go says what it does

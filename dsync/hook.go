@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // What tests of other packages may set: a store wrapped in a

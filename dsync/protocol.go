@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The protocol's calls, one per step of a primitive: a session opened and

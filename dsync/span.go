@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // spanError turns err, if it says that the store's bucket span is not

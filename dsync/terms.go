@@ -1,6 +1,6 @@
 package dsync
 
-import "github.com/go-dsync/dsync/internal/queue"
+import "github.com/go-dsync/dsync/dsync/internal/queue"
 
 // The terms a primitive claims its key with: how the claim shares the key
 // (the engine's grant rule, internal/queue/grant.go). The primitives ask

@@ -12,8 +12,8 @@ import (
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // testClient is what a program makes of this package: a dsync.Client over

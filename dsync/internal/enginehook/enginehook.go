@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // Settings are a Client's engine settings for tests; zero fields are
