@@ -35,10 +35,11 @@ func withoutWakeups() wakeupsOff { return wakeupsOff{} }
 
 // newTestClient makes a Store over db and a Client over it. opts are the
 // store's Options, the Client's dsync.ClientOptions and test-only
-// clienthook.Settings and enginehook.Settings, in any order. Its Client takes no direct hints
-// unless opts turn them on: the tests of the store's own path (its
-// feed, its commands) would meet hints instead, which are on by default
-// where the store is reached over loopback, as the test server is.
+// clienthook.Settings and enginehook.Settings, in any order. Its Client
+// takes no direct hints unless opts turn them on: the tests of the
+// store's own path (its feed, its commands) would meet hints instead,
+// which are on by default where the store is reached over loopback, as
+// the test server is.
 func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 	var (
 		sopts []Option

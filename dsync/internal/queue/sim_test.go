@@ -573,7 +573,7 @@ func TestSimulation(t *testing.T) {
 			for _, v := range r.Violations {
 				fmt.Fprintf(&b, "\n  %v", v)
 			}
-			t.Fatalf("seed %d (replay: go test ./internal/queue -run TestSimulation -queue.seed=%d):%s", seed, seed, b.String())
+			t.Fatalf("seed %d (replay: go test ./dsync/internal/queue -run TestSimulation -queue.seed=%d):%s", seed, seed, b.String())
 		}
 	}
 	t.Logf("%d seeds: %d holds, %d handoffs, %d losses, %d observations; holds begun while another of their mode was valid: %d shared, %d weighted; limit changes %d; once %+v; %+v",
