@@ -17,25 +17,18 @@ import (
 // engine's, and may ask for its protocol calls one by one. Users cannot
 // name either type, so they cannot reach these settings.
 
-// takeHooks keeps the test-only settings that store carries, if it is a
-// *clienthook.Store or an *enginehook.Store, one of each at most and in
-// either order (none otherwise), and returns the store beneath them.
+// takeHooks keeps the test-only settings that store carries in
+// *clienthook.Store and *enginehook.Store wrappers, in either order
+// (none otherwise), and returns the store beneath them.
 func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
 	c.test = &clienthook.Settings{}
-	var client, engine bool
 	for {
 		switch h := store.(type) {
 		case *clienthook.Store:
-			if client {
-				return store
-			}
 			s := h.Settings
-			c.test, client, store = &s, true, h.Store
+			c.test, store = &s, h.Store
 		case *enginehook.Store:
-			if engine {
-				return store
-			}
-			c.engineTest, engine, store = h.Settings, true, h.Store
+			c.engineTest, store = h.Settings, h.Store
 			if h.Settings.Chain != nil {
 				c.engine = *h.Settings.Chain
 			}
