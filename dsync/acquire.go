@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // The acquire loop that every primitive shares: a claim made in the

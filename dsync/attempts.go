@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // How acquire judges its attempts: when to try again, after what pause,
@@ -91,7 +91,7 @@ func (a *attempts) claimFailed(err error, live bool) error {
 	case ctx.Err() != nil:
 		return ctxerr.Cause(ctx, a.lastErr, err)
 	case (queue.IsLapsed(err) || errors.Is(err, errNotStarted)) && live:
-		// The key's segment lapsed under the claim (see internal/queue),
+		// The key's segment lapsed under the claim (see dsync/internal/queue),
 		// or the hold could not start in its session: the claim was given
 		// up; queue again.
 		return nil

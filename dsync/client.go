@@ -16,9 +16,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/observe"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A Client is one process's connection to a store for coordination: the
@@ -122,8 +122,8 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	c.dir = keydir.New(c.roles.Directory, c.mono, cfg.logger)
 	c.newEvents()
 	c.startWake(store, inner)
-	if cfg.test.Raw != nil {
-		cfg.test.Raw(raw{c})
+	if cfg.engineTest.Raw != nil {
+		cfg.engineTest.Raw(raw{c})
 	}
 	if hf, ok := c.feed.(*hint.Feed); ok && cfg.test.Hints != nil {
 		cfg.test.Hints(hf)
@@ -168,7 +168,7 @@ func (c *Client) startEngine() error {
 	if span := eng.Span(); cfg.lease.TTL > span {
 		return ttlSpanError(cfg.lease.TTL, span)
 	}
-	eng.SetBug(cfg.test.Bug)
+	eng.SetBug(cfg.engineTest.Bug)
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)

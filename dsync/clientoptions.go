@@ -8,9 +8,10 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
+	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A ClientOption configures a Client.
@@ -28,9 +29,11 @@ type clientConfig struct {
 	spanSet    bool          // the span was set (ClientWithBucketSpan): refuse another
 	idleAge    time.Duration // compact keys idle this long; 0: never sweep
 	observer   *Observer     // nil: none (ClientWithObserver)
-	// test holds the settings of other packages' tests (hook.go), empty
-	// in a program; NewClient sets it before it reads any (takeHooks).
-	test *clienthook.Settings
+	// test and engineTest hold the settings of other packages' tests
+	// (hook.go), empty in a program; NewClient sets them before it reads
+	// any (takeHooks).
+	test       *clienthook.Settings
+	engineTest enginehook.Settings
 	// directFeed, if set, stands for the hint Feed over the store's feed
 	// (this package's tests: hints between simulated processes).
 	directFeed func(inner driver.Feed) driver.Feed

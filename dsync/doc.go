@@ -81,7 +81,7 @@
 //     rests on a reply that arrived after its deadline. A driver need not
 //     apply requests in order or atomically (see package dsync/driver);
 //     the protocol and its safety argument are in the repository's
-//     internal/queue package, whose tests replay thousands of seeded
+//     dsync/internal/queue package, whose tests replay thousands of seeded
 //     schedules with late and reordered writes.
 //
 // # Limits

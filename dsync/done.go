@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // The calls a Once makes for its done record (once.go says what it does
-// with them; internal/queue/done.go why a record that lands late or twice
-// is harmless). Each is one engine call with the Client's preparation and
+// with them; dsync/internal/queue/done.go why a record that lands late or
+// twice is harmless). Each is one engine call with the Client's preparation and
 // error wording; none decides anything.
 
 // doneRecords makes those calls on a Client.

@@ -15,7 +15,7 @@ import (
 // the bench's rwmutex and semaphore rows with live readers and units
 // (issue 44): two requests, the claim and its release, whatever the live
 // claims below and whether the store reads runs or not. The claim right
-// above the process's own release holds on its insert (internal/queue,
+// above the process's own release holds on its insert (dsync/internal/queue,
 // tip.go). Before that (this test at d498ac1), without runs: RWMutex 5.00
 // requests at 4, 16 and 64 live readers; Semaphore (limit 64) 34, 58 and
 // 154 at 4, 16 and 64 live units, growing with the cycles (each walk read

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/internal/lease"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // TestHoldDoesNotJoinARetiredSession: once a session is retired (its

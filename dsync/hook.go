@@ -5,32 +5,40 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/enginehook"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
-// What tests of other packages may set (package internal/clienthook): a
-// store wrapped in a clienthook.Store carries a Client's test-only
-// settings, and may ask for its protocol calls one by one. Users cannot
-// name the type, so they cannot reach these settings.
+// What tests of other packages may set: a store wrapped in a
+// clienthook.Store (package internal/clienthook) carries a Client's
+// dsync-level test settings, which packages outside dsync may set; one
+// wrapped in an enginehook.Store (dsync/internal/enginehook) carries its
+// engine's, and may ask for its protocol calls one by one. Users cannot
+// name either type, so they cannot reach these settings.
 
-// takeHooks keeps the test-only settings that store carries, if it is a
-// *clienthook.Store (none otherwise), and returns the store beneath.
+// takeHooks keeps the test-only settings that store carries in
+// *clienthook.Store and *enginehook.Store wrappers, in either order
+// (none otherwise), and returns the store beneath them.
 func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
-	h, ok := store.(*clienthook.Store)
-	if !ok {
-		c.test = &clienthook.Settings{}
-		return store
+	c.test = &clienthook.Settings{}
+	for {
+		switch h := store.(type) {
+		case *clienthook.Store:
+			s := h.Settings
+			c.test, store = &s, h.Store
+		case *enginehook.Store:
+			c.engineTest, store = h.Settings, h.Store
+			if h.Settings.Chain != nil {
+				c.engine = *h.Settings.Chain
+			}
+		default:
+			return store
+		}
 	}
-	s := h.Settings
-	c.test = &s
-	if s.Chain != nil {
-		c.engine = *s.Chain
-	}
-	return h.Store
 }
 
-// raw is a Client's clienthook.Raw.
+// raw is a Client's enginehook.Raw.
 type raw struct{ c *Client }
 
 func (r raw) OpenSession(ctx context.Context, ttl time.Duration) (string, error) {

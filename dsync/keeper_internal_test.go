@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // TestFailedJoinCountsItsWaiterOnce: a claim that came to hold but whose

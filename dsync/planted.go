@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/plant"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The bugs planted above the engine for the negative controls of the

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // The protocol's calls, one per step of a primitive: a session opened and
-// renewed, a claim made, waited on and ended. The engine (internal/queue)
-// does the work; these add the Client's bookkeeping (the claims Close
+// renewed, a claim made, waited on and ended. The engine
+// (dsync/internal/queue) does the work; these add the Client's bookkeeping (the claims Close
 // ends, wake-ups) and say which call failed. What each primitive does
 // with them (a Mutex's relock wait, a Semaphore's limit warnings, a
 // Once's done record) is the primitive's.

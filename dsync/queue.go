@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/readahead"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // What a Client reads for people: the keys of its store (its directory,

@@ -19,7 +19,7 @@ import (
 // claim ended and released, while Q lives on (it holds another key). The
 // waiter must then acquire: before, it found no marker of Q's unit on
 // each poll, found Q's session alive, and counted the unit live for good
-// (internal/queue: TestOwnStopPassedClaimPrunedWaiterHolds).
+// (dsync/internal/queue: TestOwnStopPassedClaimPrunedWaiterHolds).
 func TestSemaphoreWaiterAcquiresAfterPassedUnitPruned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

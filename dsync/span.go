@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // spanError turns err, if it says that the store's bucket span is not
 // this process's, into an error wrapping ErrSpan that says what to
 // change (spanSet: the process set its span with ClientWithBucketSpan);
 // any other err is returned as it is. Every process of a store
-// must use one span (see internal/queue): a process configured with
+// must use one span (see dsync/internal/queue): a process configured with
 // another is refused when it starts, and a running process is refused
 // when the store, emptied, was written first by a process of another
 // span.

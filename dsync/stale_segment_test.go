@@ -23,7 +23,8 @@ import (
 // another. Before, it held, relying on the coverage it knew, its
 // refreshes inserting nothing; once the newcomer's coverage was over, a
 // third process of the store's span started a segment and locked the key
-// beside it (internal/queue: TestSegmentKnownBeforeAnEmptyingDoesNotHold).
+// beside it (dsync/internal/queue:
+// TestSegmentKnownBeforeAnEmptyingDoesNotHold).
 func TestLockOnASegmentKnownBeforeAnEmptying(t *testing.T) {
 	const ttl = 10 * time.Second
 	synctest.Test(t, func(t *testing.T) {

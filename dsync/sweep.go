@@ -10,7 +10,7 @@ import (
 
 // Compaction of idle keys. A key nobody has held for the idle age leaves
 // no document in the store: its next Lock starts its queue again, with
-// tokens above every one it had (see internal/queue). A Client with an
+// tokens above every one it had (see dsync/internal/queue). A Client with an
 // idle age (ClientWithIdleAge; DefaultIdleAge unless set) sweeps now and
 // then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).

@@ -1,9 +1,9 @@
 package dsync
 
-import "github.com/go-dsync/dsync/internal/queue"
+import "github.com/go-dsync/dsync/dsync/internal/queue"
 
 // The terms a primitive claims its key with: how the claim shares the key
-// (the engine's grant rule, internal/queue/grant.go). The primitives ask
+// (the engine's grant rule, dsync/internal/queue/grant.go). The primitives ask
 // for them by these names and never name the engine's types.
 
 // claimTerms is how a claim shares its key.

@@ -52,7 +52,7 @@ func (s *readOrder) take() []string {
 // belongs to the claim's history; a marker sent before an emptying may
 // land after it (DESIGN.md, rule 11), and a read back that the store
 // answered before the emptying would not show the claim gone
-// (internal/queue's confirmOwn; docs/architecture.md, "Why a hinted turn
+// (dsync/internal/queue's confirmOwn; docs/architecture.md, "Why a hinted turn
 // needs two reads").
 func TestWokenWaiterReadsInTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -206,7 +206,7 @@ func FuzzParseID(f *testing.F) {
 }
 
 // TestIDGrammarNeedsNonces shows why the nonce domain matters: outside it
-// the grammar aliases. The engine's nonces are xids (internal/queue
+// the grammar aliases. The engine's nonces are xids (dsync/internal/queue
 // Config.NewID), which never hold a separator and are never "done"; these
 // inputs are kept so that a change to how nonces are made is checked
 // against them.

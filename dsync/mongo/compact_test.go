@@ -87,7 +87,7 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 
 	// A start that lands after a bucket began (its insert slow under
 	// load) is followed by one more insert, of the next bucket's gate:
-	// the claim refreshes its coverage before it holds (internal/queue,
+	// the claim refreshes its coverage before it holds (dsync/internal/queue,
 	// "Segments"). That insert is the clock's doing, not the
 	// collection's: each first Lock+Unlock begins as a bucket does, and
 	// a pair of them in which one crossed into the next bucket anyway is

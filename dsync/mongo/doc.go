@@ -91,5 +91,5 @@
 // resource that checks it instead.
 //
 // Keys are limited to MaxKeyLen bytes of valid UTF-8. The protocol and its
-// safety argument are in the repository's internal/queue package.
+// safety argument are in the repository's dsync/internal/queue package.
 package dsyncmongo

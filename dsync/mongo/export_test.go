@@ -11,8 +11,9 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/internal/enginehook"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // testClient is what a program makes of this package: a dsync.Client over
@@ -21,7 +22,7 @@ import (
 type testClient struct {
 	*dsync.Client
 	s       *Store
-	raw     clienthook.Raw
+	raw     enginehook.Raw
 	wakeups bool // the Client follows the store's wake-ups
 }
 
@@ -34,10 +35,11 @@ func withoutWakeups() wakeupsOff { return wakeupsOff{} }
 
 // newTestClient makes a Store over db and a Client over it. opts are the
 // store's Options, the Client's dsync.ClientOptions and test-only
-// clienthook.Settings, in any order. Its Client takes no direct hints
-// unless opts turn them on: the tests of the store's own path (its
-// feed, its commands) would meet hints instead, which are on by default
-// where the store is reached over loopback, as the test server is.
+// clienthook.Settings and enginehook.Settings, in any order. Its Client
+// takes no direct hints unless opts turn them on: the tests of the
+// store's own path (its feed, its commands) would meet hints instead,
+// which are on by default where the store is reached over loopback, as
+// the test server is.
 func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 	var (
 		sopts []Option
@@ -45,6 +47,7 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 			dsync.ClientWithIdleAge(dsync.DefaultIdleAge), dsync.ClientWithHints("", ""),
 		}
 		hooks   clienthook.Settings
+		engine  enginehook.Settings
 		wakeups = true
 	)
 	for _, o := range opts {
@@ -57,13 +60,14 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 			copts = append(copts, o)
 		case wakeupsOff:
 			copts, wakeups = append(copts, dsync.ClientWithWakeups(false)), false
-		case clienthook.Settings:
+		case enginehook.Settings:
 			if o.Chain != nil {
-				hooks.Chain = o.Chain
+				engine.Chain = o.Chain
 			}
 			if o.Bug != 0 {
-				hooks.Bug = o.Bug
+				engine.Bug = o.Bug
 			}
+		case clienthook.Settings:
 			if o.RelockWindow != 0 {
 				hooks.RelockWindow = o.RelockWindow
 			}
@@ -79,18 +83,19 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 			panic(fmt.Sprintf("newTestClient: option of type %T", o))
 		}
 	}
-	if hooks.Chain != nil && hooks.Chain.Span > 0 && hooks.Chain.Span < dsync.DefaultTTL {
+	if engine.Chain != nil && engine.Chain.Span > 0 && engine.Chain.Span < dsync.DefaultTTL {
 		// A short span (fastPrune) allows no longer lease: the default
 		// TTL comes down to it, unless opts set one.
-		copts = append([]dsync.ClientOption{dsync.WithTTL(hooks.Chain.Span)}, copts...)
+		copts = append([]dsync.ClientOption{dsync.WithTTL(engine.Chain.Span)}, copts...)
 	}
 	s, err := NewStore(db, sopts...)
 	if err != nil {
 		return nil, err
 	}
 	tc := &testClient{s: s, wakeups: wakeups}
-	hooks.Raw = func(r clienthook.Raw) { tc.raw = r }
-	c, err := dsync.NewClient(&clienthook.Store{Store: s, Settings: hooks}, copts...)
+	engine.Raw = func(r enginehook.Raw) { tc.raw = r }
+	hooked := &clienthook.Store{Store: &enginehook.Store{Store: s, Settings: engine}, Settings: hooks}
+	c, err := dsync.NewClient(hooked, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)
 	}
@@ -106,7 +111,7 @@ func withRelockWindow(d time.Duration) clienthook.Settings {
 
 // withChain sets the protocol's timing constants, so that a test can see
 // pruning within seconds.
-func withChain(c queue.Config) clienthook.Settings { return clienthook.Settings{Chain: &c} }
+func withChain(c queue.Config) enginehook.Settings { return enginehook.Settings{Chain: &c} }
 
 // stopWhenJudged stops the goroutine that first judges a session of the
 // Client over, right after its holds' Lost channels closed and before
@@ -125,7 +130,7 @@ func stopWhenJudged() (s clienthook.Settings, judged <-chan struct{}, resume fun
 }
 
 // withBug plants a bug in the Client's engine.
-func withBug(b queue.Bug) clienthook.Settings { return clienthook.Settings{Bug: b} }
+func withBug(b queue.Bug) enginehook.Settings { return enginehook.Settings{Bug: b} }
 
 // Collection is the store's Collection.
 func (b *testClient) Collection(name string) *mongo.Collection { return b.s.Collection(name) }

@@ -32,7 +32,7 @@ import (
 // 20,000 unrelated documents, on SQLite, a find by _id took 0.4 ms, one
 // by an $in of ten _ids 690 ms, and 60,000 documents made it 1,800 ms).
 // A reader that takes the key again after its own release reads nothing
-// anyway (internal/queue, tip.go).
+// anyway (dsync/internal/queue, tip.go).
 func (s storeRoles) GetRun(ctx context.Context, key string, from, to uint64) ([]driver.Doc, error) {
 	if s.platform.isFerret() && (s.cfg.test == nil || !s.cfg.test.readRuns) {
 		return nil, driver.ErrRunsUnsupported

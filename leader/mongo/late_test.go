@@ -17,7 +17,7 @@ import (
 )
 
 // Regression tests for writes applied long after their sender gave up on
-// them (see internal/queue's package documentation, "Writes that land
+// them (see dsync/internal/queue's package documentation, "Writes that land
 // late").
 
 func newLeaderBackend(t *testing.T, db *mongo.Database, lockOpts ...any) *lproc {

@@ -8,7 +8,7 @@ import (
 )
 
 // Coverage: a hold relies on its key's segment being covered (its gates,
-// internal/queue) as on its session, so the Keeper caps the lease at the
+// dsync/internal/queue) as on its session, so the Keeper caps the lease at the
 // earliest coverage of the keys held, and extends that coverage beside
 // its renewals.
 

@@ -7,7 +7,7 @@
 //   - A hold joined to a session (Keeper.Join) is valid until the
 //     session's local deadline: the send time, on the Params' clock, of
 //     the session's last confirmed open or renewal plus the TTL minus the
-//     margin (internal/queue's Lease rules). A reply that comes at or
+//     margin (dsync/internal/queue's Lease rules). A reply that comes at or
 //     after the deadline in force does not count.
 //   - When the deadline passes, when the store says it no longer knows
 //     the session, when a revocation of it is read, or on Close, the

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/plant"
-	"github.com/go-dsync/dsync/internal/queue"
 )
 
 // A Keeper owns the session that every primitive of a Client uses: one

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // The Keeper's renewals: its goroutine renews the session when the

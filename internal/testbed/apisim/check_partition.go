@@ -237,7 +237,7 @@ func (ps *PartitionSim) checkSettled(h *History, ms []membership, byShard [][]*T
 // cannot know (seed 21 once left a shard unowned 1.8 s that way); once
 // it landed, its gates own their buckets, so the key's next start waits
 // until its range lies above them, "up to three buckets after they were
-// sent" (go doc ./internal/queue, L3), and the key cannot be taken
+// sent" (go doc ./dsync/internal/queue, L3), and the key cannot be taken
 // meanwhile. (Without the latter, one judged window in 50 to 150 found a
 // shard whose key had them unowned for seconds.)
 func stallsCover(h *History, cover time.Duration) *History {

@@ -53,7 +53,7 @@ func tokensJudged(h *History, a, b *Hold, across bool) bool {
 	// before an emptying, however long after it b began: a token handed
 	// out less than that before may come again after it (a segment
 	// started after the emptying, in the same second of store time as
-	// a's, has a's segment's base: internal/queue, "Segments", L2 and
+	// a's, has a's segment's base: dsync/internal/queue, "Segments", L2 and
 	// L3). Judged by b.Start-a.Start instead, a token handed out 0.48 s
 	// before an emptying and again 1.46 s later was reported broken.
 	return !across || h.emptiedBetween(a.Start.Add(emptyingGap), b.Start)
@@ -61,7 +61,7 @@ func tokensJudged(h *History, a, b *Hold, across bool) bool {
 
 // emptyingGap is how long before an emptying a token must have been
 // handed out for the tokens after it to be above it: the engine's Margin
-// and Quantum (a second each; internal/queue, L3), plus twice the error
+// and Quantum (a second each; dsync/internal/queue, L3), plus twice the error
 // bound of the store's time estimate, which the memory store has not.
 const emptyingGap = 2 * time.Second
 

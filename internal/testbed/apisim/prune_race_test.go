@@ -17,7 +17,7 @@ import (
 // ends prune the key's history at once. Run it with -race.
 //
 // Found by the simulation's -race run (TestPlanted/SemaphoreOverLimit,
-// about one run in forty): Engine.prune (internal/queue/claim.go) reads
+// about one run in forty): Engine.prune (dsync/internal/queue/claim.go) reads
 // the key's map of this process's claims (snapshot(key).mine, shared, not
 // copied) without the engine's lock, while another prune's notePruned
 // deletes from it and noteMine adds to it under the lock: a data race,
