@@ -5,7 +5,7 @@ go 1.26.0
 replace (
 	github.com/go-dsync/dsync => ../..
 	github.com/go-dsync/dsync/bench => ..
-	github.com/go-dsync/dsync/internal/testbed/ferretserve => ../../internal/testbed/ferretserve
+	github.com/go-dsync/dsync/internal/ferretserve => ../../internal/ferretserve
 )
 
 require (

@@ -9,12 +9,12 @@ go 1.25.0
 // (docs/releasing.md).
 replace (
 	github.com/go-dsync/dsync => ../..
-	github.com/go-dsync/dsync/internal/testbed/ferretserve => ../../internal/testbed/ferretserve
+	github.com/go-dsync/dsync/internal/ferretserve => ../../internal/ferretserve
 )
 
 require (
 	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
-	github.com/go-dsync/dsync/internal/testbed/ferretserve v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261129024442-fd22e760eaa3
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.22.0

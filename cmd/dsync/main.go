@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/errtext"
-	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 // Exit statuses of dsync itself. lock and elect otherwise exit with their

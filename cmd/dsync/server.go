@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 const serverUsage = `Usage: dsync server [--addr HOST:PORT] [--data DIR | --temp]

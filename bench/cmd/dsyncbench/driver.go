@@ -18,7 +18,7 @@ import (
 	"github.com/go-dsync/dsync/bench/harness"
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
-	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 )

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 // Serve runs FerretDB with its data in dir, listening on addr

@@ -3,7 +3,7 @@
 // replica set, a three-member replica set, or a sharded cluster of two
 // shards, a config server and a mongos, of a chosen MongoDB version,
 // through github.com/ory/dockertest/v3. It is a module of its own, as
-// internal/testbed/ferretserve is, so that no program importing the library gets
+// internal/ferretserve is, so that no program importing the library gets
 // dockertest in its module graph: the harness builds cmd/dockerserver
 // from here and runs it as a child process.
 //

@@ -38,8 +38,8 @@
 //  3. Otherwise an embedded FerretDB v1.24.0 (SQLite handler, data in a temp
 //     dir, random loopback port) running in a CHILD PROCESS: the command
 //     ferretserver of the module
-//     github.com/go-dsync/dsync/internal/testbed/ferretserve (directory
-//     internal/testbed/ferretserve of this repository, found next to the
+//     github.com/go-dsync/dsync/internal/ferretserve (directory
+//     internal/ferretserve of this repository, found next to the
 //     go.work or go.mod of the test's directory). FerretDB is not in
 //     the library module's go.mod, so the harness builds that command
 //     once per test binary with `go build` (GOWORK=off, never with -race;

@@ -46,7 +46,7 @@ func startPostgresChild(t *testing.T) (*postgres, string, *child) {
 // TestPostgreSQLPointReadsUseAnIndex: on FerretDB's PostgreSQL backend, a
 // find by _id sent through FerretDB is answered from an index, not by
 // reading the table, once the server has indexed the collection: the
-// index the server adds (internal/testbed/ferretserve, pgindex.go) counts the
+// index the server adds (internal/ferretserve, pgindex.go) counts the
 // finds. FerretDB's own _id index cannot serve them (its query tests
 // containment, which a B-tree index does not answer), so without the
 // added index the count never moves.

@@ -32,12 +32,12 @@ type serverModule struct {
 const envServerBin = "DSYNC_MONGOTEST_FERRETSERVER"
 
 // ferretModule is the module holding the embedded server.
-const ferretModule = "github.com/go-dsync/dsync/internal/testbed/ferretserve"
+const ferretModule = "github.com/go-dsync/dsync/internal/ferretserve"
 
 var ferretServer = serverModule{
 	what:   "the embedded FerretDB server",
 	module: ferretModule,
-	dir:    filepath.Join("internal", "testbed", "ferretserve"),
+	dir:    filepath.Join("internal", "ferretserve"),
 	cmd:    "ferretserver",
 	envBin: envServerBin,
 }

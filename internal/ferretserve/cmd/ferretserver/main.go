@@ -24,7 +24,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/go-dsync/dsync/internal/testbed/ferretserve"
+	"github.com/go-dsync/dsync/internal/ferretserve"
 )
 
 func main() {

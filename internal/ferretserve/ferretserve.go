@@ -2,7 +2,7 @@
 // its PostgreSQL handler over a PostgreSQL the caller runs):
 // the MongoDB-compatible server behind `dsync server`, `dsync demo`, the
 // test harness (through cmd/ferretserver) and the benchmarks. It is its own
-// module, github.com/go-dsync/dsync/internal/testbed/ferretserve, so that the
+// module, github.com/go-dsync/dsync/internal/ferretserve, so that the
 // library module never requires FerretDB; library packages must not import it.
 //
 // The module requires modernc.org/sqlite v1.59.0 or later, not the v1.31.1

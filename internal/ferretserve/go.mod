@@ -1,4 +1,4 @@
-module github.com/go-dsync/dsync/internal/testbed/ferretserve
+module github.com/go-dsync/dsync/internal/ferretserve
 
 go 1.25.0
 
