@@ -1,21 +1,37 @@
 package dsyncgocron
 
-import (
-	"github.com/go-dsync/dsync/internal/plant"
-)
+import "sync/atomic"
+
+// The Locker's planted bug, for the negative control of its simulation
+// (locker_sim_test.go, planted_test.go). Only a build with -tags
+// dsync_planted can plant it (plantable, planted_on.go); in every other
+// build plantable is a constant false and the bug's branch compiles away.
+// The switch is this module's own: a contrib module imports no internal
+// package of the library.
+
+// ignoresHold is set while the bug is planted: the Locker counts as won a
+// slot whose claim failed (the slot's Once.Do did not get its hold before
+// ctx ended or the store failed, or its record was not confirmed while
+// the hold was valid), as if it held the slot, so a later tick of another
+// replica finds no record and wins it too.
+var ignoresHold atomic.Bool
+
+// plantIgnoresHold plants the bug (on: true) or removes it, for every
+// Locker of the process. It panics unless the build can plant.
+func plantIgnoresHold(on bool) {
+	if on && !plantable {
+		panic("dsyncgocron: planting a bug needs -tags dsync_planted")
+	}
+	ignoresHold.Store(on)
+}
 
 // plantedIgnoresHold reports whether the Locker counts as won a slot
-// whose claim failed with err (ctx ended, the store failed, or the record
-// was not confirmed while its hold was valid): the bug
-// plant.LockerIgnoresHold, planted for the negative control of the
-// Locker's simulation (locker_sim_test.go, planted_test.go). In every
-// build without -tags dsync_planted, plant.On is false and this is a
-// constant false the compiler folds away.
+// whose claim failed with err.
 //
 // (Counting only the claims whose function ran but whose record was not
 // confirmed, ErrUnconfirmed and ErrRanTwice, was caught in 1 of 200
 // seeds: after such a claim the record mostly lands, or its replica's
 // faults fail the other ticks of the slot too.)
 func plantedIgnoresHold(err error) bool {
-	return plant.On && plant.Is(plant.LockerIgnoresHold) && err != nil
+	return plantable && err != nil && ignoresHold.Load()
 }

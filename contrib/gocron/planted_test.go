@@ -5,20 +5,20 @@ package dsyncgocron_test
 import (
 	"testing"
 
-	"github.com/go-dsync/dsync/internal/plant"
+	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 )
 
 // plantBudget is how many seeds the planted bug may take to be caught.
 const plantBudget = 200
 
-// TestPlanted plants plant.LockerIgnoresHold (a Locker that counts a slot
+// TestPlanted plants the Locker's bug (a Locker that counts a slot
 // as won when its claim failed, as if it held the slot) and
 // asserts that the Locker's simulation catches it, by the promise it
 // breaks, within plantBudget seeds; it reports the seed that caught it.
 func TestPlanted(t *testing.T) {
 	skipUnderRace(t)
-	plant.Set(plant.LockerIgnoresHold)
-	defer plant.Set(plant.None)
+	dsyncgocron.PlantIgnoresHold(true)
+	defer dsyncgocron.PlantIgnoresHold(false)
 	for seed := int64(1); seed <= plantBudget; seed++ {
 		r := simulateLocker(t, seed)
 		for _, v := range r.Violations {

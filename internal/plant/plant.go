@@ -1,10 +1,10 @@
 // Package plant switches the bugs planted above the engine (in dsync,
-// leader, fence/fencemongo and contrib/gocron's Locker) for the negative
-// controls of the public-API simulation (internal/testbed/apisim, and
-// contrib/gocron's simulation of its Locker) and of fence/fencemongo's
-// fenced-register simulation. Only a build with -tags dsync_planted can
-// plant one: in every other build On is false and the bugs' branches
-// compile away.
+// leader and fence/fencemongo) for the negative controls of the
+// public-API simulation (internal/testbed/apisim) and of
+// fence/fencemongo's fenced-register simulation. Only a build with -tags
+// dsync_planted can plant one: in every other build On is false and the
+// bugs' branches compile away. (contrib/gocron, a module of its own that
+// imports no internal package of the library, has its own switch.)
 package plant
 
 import "sync/atomic"
@@ -46,12 +46,6 @@ const (
 	// largest token there is instead of its own, so that no fence refuses
 	// its reads and writes (fence/fencemongo's fenced-register simulation).
 	FenceSkipsCondition
-	// LockerIgnoresHold: contrib/gocron's Locker counts a slot as won
-	// when its claim failed (the slot's Once.Do did not get its hold
-	// before ctx ended or the store failed, or its record was not
-	// confirmed while the hold was valid), as if it held the slot: a
-	// later tick of another replica finds no record and wins it too.
-	LockerIgnoresHold
 	// PartitionSkipsWait: a leader.Partition runs a shard's function as
 	// soon as it queues for the shard, before its campaign is won, so
 	// beside the shard's previous owner (internal/testbed/apisim's partition
