@@ -84,7 +84,9 @@ func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weigh
 // every other interval;
 // a member counts as live for four intervals after its last write (the
 // longest interval among the members, when their intervals differ: each
-// member's status says its own).
+// member's status says its own). A member whose own status reads as aged
+// out assigns itself nothing while others read as live (they take its
+// shards); when nobody does, it counts itself alone.
 // Observe reads the members' status once per interval.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }

@@ -238,8 +238,20 @@ func (p *Partition) ownStatus() []byte {
 // that had just been handed shards counted them as the old owner's (whose
 // status lagged too) and queued for more than its share of a leaver's
 // shards, each of which then moved twice. ms is not changed.
+//
+// When its status is not among ms (it aged out: its writes failed or
+// landed late), the member is not live to the others, which take its
+// shards, and it assigns itself none. But when ms lists nobody, every
+// member's writes failed alike (a store too slow for them all, beside
+// CPU burners): nobody else will take a shard, and a member that left
+// itself out too stopped waiting for the shards it had queued for and
+// queued for none, so that shards lost with their leases stayed unowned
+// for as long as the store was slow. It then counts itself, alone.
 func (p *Partition) withOwnStatus(ms []Member) []Member {
 	i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == p.self })
+	if i < 0 && len(ms) == 0 {
+		return []Member{{ID: p.self, Host: p.host, PID: p.pid, Value: string(p.ownStatus())}}
+	}
 	if i < 0 {
 		return ms
 	}
