@@ -26,7 +26,7 @@ import (
 // withdrawn (now, or by a later Flush), never used.
 func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms, try bool) (*Claim, error) {
 	if key == "" || owner == "" || session == "" {
-		return nil, errors.New("chain: empty key, owner or session")
+		return nil, errors.New("empty key, owner or session")
 	}
 	if err := t.validate(); err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func (q *claimRun) run(ctx context.Context) (*Claim, error) {
 	if q.ttl > e.segments.span() {
 		// A hold must end before its key's coverage can (segment.go):
 		// coverage reaches about two spans ahead when it starts.
-		return nil, fmt.Errorf("chain: the TTL %v is above the bucket span %v", q.ttl, e.segments.span())
+		return nil, fmt.Errorf("the TTL %v is above the bucket span %v", q.ttl, e.segments.span())
 	}
 	for round := range maxClaimRounds {
 		if ks := e.keys.snapshot(key); !e.segments.covered(ks, e.clock.ServerNow().Latest) {
@@ -251,7 +251,7 @@ func claimInsertErr(d Doc, dup int, err error) error {
 	case err == nil && dup == 0:
 		err = ErrExists
 	case err == nil && dup == 1:
-		err = fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
+		err = fmt.Errorf("the shadow of %s exists: nonces are not unique", d.ID)
 	}
 	return err
 }

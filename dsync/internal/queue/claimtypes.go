@@ -122,7 +122,7 @@ type BusyError struct {
 
 func (e *BusyError) Error() string {
 	if e.Blocker.Epoch == 0 {
-		return fmt.Sprintf("chain: %q taken by another claim", e.Key)
+		return fmt.Sprintf("%q taken by another claim", e.Key)
 	}
-	return fmt.Sprintf("chain: %q held by epoch %d", e.Key, e.Blocker.Epoch)
+	return fmt.Sprintf("%q held by epoch %d", e.Key, e.Blocker.Epoch)
 }

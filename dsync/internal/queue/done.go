@@ -114,7 +114,7 @@ func (o *doneRecords) MarkDone(ctx context.Context, c *Claim, nonce string, keep
 	if !found {
 		// The ID exists but holds no done record: a store emptied between
 		// the two requests. Unknown: try again.
-		return Doc{}, false, errors.New("chain: the done record vanished after its insert answered ErrExists")
+		return Doc{}, false, errors.New("the done record vanished after its insert answered ErrExists")
 	}
 	return rec, rec.Nonce == nonce, nil
 }

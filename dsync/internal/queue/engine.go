@@ -67,13 +67,13 @@ func DefaultConfig() Config {
 
 func (c Config) validate() error {
 	if c.ViewTrust <= 0 || c.AcquireWindow <= 0 {
-		return errors.New("chain: ViewTrust and AcquireWindow must be positive")
+		return errors.New("ViewTrust and AcquireWindow must be positive")
 	}
 	if c.Quantum <= 0 || c.Rate < 2 || c.Margin < c.Quantum || c.Span < 4*c.Margin {
-		return errors.New("chain: Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
+		return errors.New("Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
 	}
 	if c.PruneDelay < 2*(c.ViewTrust+c.AcquireWindow) {
-		return fmt.Errorf("chain: PruneDelay %v must be at least 2 × (ViewTrust + AcquireWindow) = %v",
+		return fmt.Errorf("PruneDelay %v must be at least 2 × (ViewTrust + AcquireWindow) = %v",
 			c.PruneDelay, 2*(c.ViewTrust+c.AcquireWindow))
 	}
 	return nil
@@ -128,7 +128,7 @@ type Engine struct {
 // New returns an engine over store, judging time by clock.
 func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	if store == nil || clock == nil {
-		return nil, errors.New("chain: nil store or clock")
+		return nil, errors.New("nil store or clock")
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ import (
 // errFloorStray: the floor of the gate that covers the key's segment names
 // a claim the store does not hold; claims of the segment wait until the
 // store shows a floor that counts, or the segment lapses.
-var errFloorStray = errors.New("chain: the key's floor names a claim the store does not hold")
+var errFloorStray = errors.New("the key's floor names a claim the store does not hold")
 
 // floorCounts reports whether floor f of key counts: its claim exists with
 // its nonce. A floor without a nonce was recorded by a process that knew

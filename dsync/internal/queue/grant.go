@@ -55,14 +55,14 @@ func (t Terms) validate() error {
 	switch t.Mode {
 	case Exclusive, Shared:
 		if t.Weight != 0 || t.Limit != 0 {
-			return errors.New("chain: only a weighted claim has a weight and a limit")
+			return errors.New("only a weighted claim has a weight and a limit")
 		}
 	case Weighted:
 		if t.Weight < 1 || t.Limit < t.Weight {
-			return fmt.Errorf("chain: weight %d and limit %d: want 1 ≤ weight ≤ limit", t.Weight, t.Limit)
+			return fmt.Errorf("weight %d and limit %d: want 1 ≤ weight ≤ limit", t.Weight, t.Limit)
 		}
 	default:
-		return fmt.Errorf("chain: unknown mode %d", t.Mode)
+		return fmt.Errorf("unknown mode %d", t.Mode)
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (v *queues) queue(ctx context.Context, key string, now func() Interval, jud
 		case attempt == 2:
 			// The key moved on faster than three reads of its queue: what
 			// they found is no longer the queue.
-			return nil, fmt.Errorf("chain: %q: the queue changed under three reads of it", key)
+			return nil, fmt.Errorf("%q: the queue changed under three reads of it", key)
 		}
 	}
 }

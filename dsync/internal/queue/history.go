@@ -80,7 +80,7 @@ import (
 
 // errOtherHistory: a gate names a history of the store other than the
 // one its protocol document names now.
-var errOtherHistory = errors.New("chain: the gate was sent in another history of the store")
+var errOtherHistory = errors.New("the gate was sent in another history of the store")
 
 // learnHistory records that the store's protocol document names history.
 func (s *segments) learnHistory(history string) {

@@ -63,7 +63,7 @@ func NewLease(ttl, interval, sent, now time.Duration) (*Lease, bool) {
 // SetBug plants a protocol error (tests only).
 func (l *Lease) SetBug(b Bug) {
 	if b != NoBug && !planted {
-		panic("chain: planting a bug needs -tags dsync_planted")
+		panic("queue: planting a bug needs -tags dsync_planted")
 	}
 	l.bug = b
 }

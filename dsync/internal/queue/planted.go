@@ -11,7 +11,7 @@ const Planted = planted
 // a build without them (Planted).
 func (e *Engine) SetBug(b Bug) {
 	if b != NoBug && !planted {
-		panic("chain: planting a bug needs -tags dsync_planted")
+		panic("queue: planting a bug needs -tags dsync_planted")
 	}
 	e.plant.bug = b
 }

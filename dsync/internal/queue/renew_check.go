@@ -18,7 +18,7 @@ import (
 // ErrRenewalLate is returned by RenewSession when its check (see
 // WithRenewalCheck) reported, once the expiry was computed, that the
 // session's owner no longer relies on it: nothing was sent.
-var ErrRenewalLate = errors.New("chain: the session's deadline passed before its renewal was sent")
+var ErrRenewalLate = errors.New("the session's deadline passed before its renewal was sent")
 
 type renewalCheckKey struct{}
 

@@ -34,7 +34,7 @@ import (
 // errLapsed reports that a claim's segment is no longer covered, or is
 // over: the claim was withdrawn, and its owner claims again (a new claim
 // joins or starts the live segment).
-var errLapsed = errors.New("chain: the key's segment lapsed")
+var errLapsed = errors.New("the key's segment lapsed")
 
 // IsLapsed reports whether err says a claim was given up because its
 // segment lapsed: claiming again is the remedy, and nothing was lost.

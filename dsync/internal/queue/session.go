@@ -66,7 +66,7 @@ func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 // be used: it may exist or not.
 func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
 	if ttl <= 0 {
-		return "", 0, errors.New("chain: TTL must be positive")
+		return "", 0, errors.New("TTL must be positive")
 	}
 	id = s.newID()
 	r := &renewal{ttl: ttl, mu: make(chan struct{}, 1)}

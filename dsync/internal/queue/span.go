@@ -54,7 +54,7 @@ import (
 
 // ErrSpan reports that the store's processes do not agree on the bucket
 // span: exclusion between segments needs one.
-var ErrSpan = errors.New("chain: the store's bucket span differs")
+var ErrSpan = errors.New("the store's bucket span differs")
 
 // SpanError is ErrSpan with the two spans: the store's, recorded in its
 // protocol document, and the engine's.
@@ -63,7 +63,7 @@ type SpanError struct {
 }
 
 func (e *SpanError) Error() string {
-	return fmt.Sprintf("chain: the store's bucket span is %v, this process's %v", e.Store, e.Engine)
+	return fmt.Sprintf("the store's bucket span is %v, this process's %v", e.Store, e.Engine)
 }
 
 // Is makes a *SpanError match ErrSpan.

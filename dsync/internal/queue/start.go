@@ -73,7 +73,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		q.base, q.known = seg, true
 		return nil, false, nil
 	case dup > gates:
-		return nil, true, fmt.Errorf("chain: the shadow of %s exists: nonces are not unique", d.ID)
+		return nil, true, fmt.Errorf("the shadow of %s exists: nonces are not unique", d.ID)
 	}
 	return q.meet(ctx, lo+int64(dup), hi)
 }

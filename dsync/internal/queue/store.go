@@ -57,7 +57,7 @@ const ProtocolID = driver.ProtocolID
 // given up (withdrawn, or left to end with its session); what the engine
 // knew of every key is forgotten. Check the session (it may be gone too)
 // and claim again.
-var ErrReset = errors.New("chain: the store lost this key's history (emptied or restored)")
+var ErrReset = errors.New("the store lost this key's history (emptied or restored)")
 
 // Times gives the engine the store's time, as an interval that certainly
 // contains it, and the local monotonic time that local deadlines and the

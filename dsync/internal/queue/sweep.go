@@ -31,10 +31,10 @@ func (s *segments) MinIdle() time.Duration { return 4 * s.span() }
 // buckets long past. It returns how many documents it deleted.
 func (s *segments) Sweep(ctx context.Context, idle time.Duration) (int64, error) {
 	if s.maint == nil {
-		return 0, fmt.Errorf("chain: the store cannot be compacted (no driver.Roles.Maintenance): %w", errors.ErrUnsupported)
+		return 0, fmt.Errorf("the store cannot be compacted (no driver.Roles.Maintenance): %w", errors.ErrUnsupported)
 	}
 	if idle < s.MinIdle() {
-		return 0, fmt.Errorf("chain: idle age %v is below %v (four buckets of %v)", idle, s.MinIdle(), s.span())
+		return 0, fmt.Errorf("idle age %v is below %v (four buckets of %v)", idle, s.MinIdle(), s.span())
 	}
 	// Gates are judged by their buckets' numbers, which mean other times
 	// under another span.
