@@ -1,0 +1,14 @@
+// Package leadertest provides an in-memory leader.MemberStore for tests.
+// Do not use it in production: its state lives in one process, so only
+// that process's Elections can share it.
+//
+// A MemoryMembers stands for one database that every process of a test
+// shares: give the same one to every Election (leader.WithMembers) and
+// Partition of the test. It serves leader.MemberStore, leader.Directives
+// and leader.TransferRequests, and is safe for concurrent use. Each call
+// takes effect at once and in order, so no write of it is ever applied
+// late. Its time, LastSeen and a directive's At, comes from the time
+// package, so tests under testing/synctest run on fake time.
+// SetReachable cuts it off (every call fails with ErrUnreachable), as
+// dsync's memory.Process.SetReachable cuts a Client off its store.
+package leadertest
