@@ -16,6 +16,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 var _ interface {
@@ -48,10 +49,10 @@ var errCut = errors.New("candidate cut off from the store")
 // processes of their own.
 type world struct {
 	store   *memory.Store
-	members *leader.MemoryMembers
+	members *leadertest.MemoryMembers
 }
 
-func newWorld() *world { return &world{store: memory.New(), members: leader.NewMemoryMembers()} }
+func newWorld() *world { return &world{store: memory.New(), members: leadertest.NewMemoryMembers()} }
 
 // process returns a new process in w.
 func (w *world) process(t *testing.T, opts ...dsync.ClientOption) *proc {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // Four shards of a mail queue spread over the processes that run this
@@ -26,7 +27,7 @@ func ExamplePartition() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	members := leader.NewMemoryMembers()
+	members := leadertest.NewMemoryMembers()
 
 	const shards = 4
 	p, err := leader.NewPartition(client, members, "mailer", shards)

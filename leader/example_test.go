@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 func ExampleElection_Campaign() {
@@ -23,7 +24,7 @@ func ExampleElection_Campaign() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	members := leader.NewMemoryMembers()
+	members := leadertest.NewMemoryMembers()
 	e, err := leader.NewElection(client, "billing", leader.WithMembers(members))
 	if err != nil {
 		log.Fatal(err)
@@ -99,7 +100,7 @@ func ExampleElection_Observe() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	members := leader.NewMemoryMembers()
+	members := leadertest.NewMemoryMembers()
 	candidate, _ := leader.NewElection(client, "cron", leader.WithMembers(members), leader.WithVersion("v2.1.0"))
 	defer candidate.Close()
 	watcher, _ := leader.NewElection(client, "cron", leader.WithMembers(members))
@@ -127,7 +128,7 @@ func ExampleElection_Proclaim() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	members := leader.NewMemoryMembers()
+	members := leadertest.NewMemoryMembers()
 	e, err := leader.NewElection(client, "primary", leader.WithMembers(members), leader.WithValue("10.0.0.7:5432"))
 	if err != nil {
 		log.Fatal(err)
@@ -155,7 +156,7 @@ func ExampleElection_Proclaim() {
 }
 
 func ExampleElection_Transfer() {
-	store, members := memory.New(), leader.NewMemoryMembers()
+	store, members := memory.New(), leadertest.NewMemoryMembers()
 	var clients []*dsync.Client
 	defer func() {
 		for _, c := range clients {

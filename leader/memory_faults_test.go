@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // A leader whose in-memory store becomes unreachable loses its term at
@@ -32,8 +33,8 @@ func TestMemoryStoreUnreachable(t *testing.T) {
 		if at := time.Since(start); at > ttl || !errors.Is(context.Cause(lctx), leader.ErrLeadershipLost) {
 			t.Errorf("leadership ended %v after the store went away (TTL %v), cause %v; want ErrLeadershipLost within the TTL", at, ttl, context.Cause(lctx))
 		}
-		if _, err := e.Members(context.Background()); !errors.Is(err, leader.ErrMembersUnreachable) {
-			t.Errorf("Members while unreachable = %v, want ErrMembersUnreachable", err)
+		if _, err := e.Members(context.Background()); !errors.Is(err, leadertest.ErrUnreachable) {
+			t.Errorf("Members while unreachable = %v, want ErrUnreachable", err)
 		}
 		p.store.SetReachable(true)
 		w.members.SetReachable(true)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // counting wraps fn so that each run it begins adds one to begun.
@@ -192,7 +193,7 @@ func TestPartitionAllDrainedKeepOwners(t *testing.T) {
 // another operator's drain there already (ErrDirectiveExists), which its
 // reads do not show yet.
 type racingDirectives struct {
-	*leader.MemoryMembers
+	*leadertest.MemoryMembers
 	refused map[uint64]bool
 }
 
@@ -207,7 +208,7 @@ func (r *racingDirectives) PutDirective(ctx context.Context, election string, d 
 // Drain, refused by a racing operator's insert of the same Gen, inserts
 // the next one, even when its read does not show the other's yet.
 func TestDrainRetriesAboveARefusedGen(t *testing.T) {
-	r := &racingDirectives{MemoryMembers: leader.NewMemoryMembers(), refused: map[uint64]bool{}}
+	r := &racingDirectives{MemoryMembers: leadertest.NewMemoryMembers(), refused: map[uint64]bool{}}
 	d, err := leader.Drain(context.Background(), r, "jobs", "m", true, "test", "")
 	if err != nil || d.Gen != 3 {
 		t.Fatalf("Drain = %+v, %v; want Gen 3 after two refusals", d, err)

@@ -1,65 +1,10 @@
 package leader
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
-	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader/internal/shard"
 )
-
-// A shard whose wait is given up just as its campaign is won (assigned
-// elsewhere, or Run ending) must not run fn: giving the wait up cancels
-// the campaign's context, and the Election then releases the lease it
-// had just won, so fn would run beside the next owner. The hook stops
-// the run right after the win, before it decides.
-func TestPartitionGivenUpAsWonDoesNotRun(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c, err := dsync.NewClient(memory.New())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		p, err := NewPartition(c, NewMemoryMembers(), "jobs", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		partitionWonHook = func(s int) {
-			p.mu.Lock()
-			r := p.running[s]
-			p.mu.Unlock()
-			r.cancel()
-			// A sleep in a bubble returns once every other goroutine is
-			// blocked: the run's stop has been seen.
-			time.Sleep(time.Millisecond)
-		}
-		defer func() { partitionWonHook = nil }()
-		var ran atomic.Int32
-		done := make(chan error, 1)
-		go func() {
-			done <- p.Run(ctx, func(ctx context.Context, shard int) error {
-				ran.Add(1)
-				<-ctx.Done()
-				return nil
-			})
-		}()
-		time.Sleep(time.Second) // less than a heartbeat: no second campaign yet
-		if n := ran.Load(); n != 0 {
-			// The first win was given up; a later one may run only after
-			// the next heartbeat queues it again.
-			t.Fatalf("fn ran %d times at once after its campaign was given up", n)
-		}
-		cancel()
-		<-done
-	})
-}
 
 // While an old owner's report lags behind a handover, two members report
 // owning one shard: the view shows the one of the higher token. Statuses

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // termReads is a member store that serves TransferRequests, recording
 // which terms' requests were read and which pruned.
 type termReads struct {
-	*leader.MemoryMembers
+	*leadertest.MemoryMembers
 	mu     sync.Mutex
 	all    int      // Directives calls
 	read   []uint64 // the term of each TransferRequests call

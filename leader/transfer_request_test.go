@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // TestTransferRequest: a transfer request for the leader's term is acted
@@ -65,7 +66,7 @@ func TestTransferRequest(t *testing.T) {
 // directiveReads counts the directive reads of a member store that
 // serves them: of every directive, and of one term's transfer requests.
 type directiveReads struct {
-	*leader.MemoryMembers
+	*leadertest.MemoryMembers
 	mu    sync.Mutex
 	reads int
 }
@@ -198,7 +199,7 @@ func TestTransferRequestAfterOneFailed(t *testing.T) {
 // slowRequests holds back the replies to reads of transfer requests
 // while armed, until released.
 type slowRequests struct {
-	*leader.MemoryMembers
+	*leadertest.MemoryMembers
 	armed   atomic.Bool
 	release chan struct{}
 }
