@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -42,7 +43,7 @@ func newClient(t *testing.T, p *memory.Process) *dsync.Client {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	f := &fixture{store: memory.New(), members: leader.NewMemoryMembers()}
+	f := &fixture{store: memory.New(), members: leadertest.NewMemoryMembers()}
 	f.reader = f.store.Process()
 	f.client = newClient(t, f.reader)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -19,7 +20,7 @@ import (
 // the elections.
 func TestJSONShowsPartitionShards(t *testing.T) {
 	store := memory.New()
-	ms := leader.NewMemoryMembers()
+	ms := leadertest.NewMemoryMembers()
 	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 3, leader.WithPartitionHeartbeat(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestJSONShowsPartitionShards(t *testing.T) {
 // listed; app.js draws them.
 func TestJSONShowsDrainedMembers(t *testing.T) {
 	store := memory.New()
-	ms := leader.NewMemoryMembers()
+	ms := leadertest.NewMemoryMembers()
 	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 2, leader.WithPartitionHeartbeat(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

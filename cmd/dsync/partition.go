@@ -92,7 +92,7 @@ func runPartition(g *globals, args []string) int {
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
-		_, err := leader.NewPartition(c, leader.NewMemoryMembers(), name, f.shards, leader.WithWeight(f.weight))
+		_, err := leader.NewPartition(c, uncalledMembers{}, name, f.shards, leader.WithWeight(f.weight))
 		return err
 	}); err != nil {
 		return usageError("partition", err) // a bad --ttl, found before connecting
@@ -122,6 +122,13 @@ func runPartition(g *globals, args []string) int {
 	r.info("joining partition %q (%d shards) as %s", name, f.shards, p.ID())
 	return pr.exit(ctx, p.Run(rctx, pr.own))
 }
+
+// uncalledMembers is the MemberStore of the Partition checkArgs makes to
+// judge partition's arguments before connecting: NewPartition only keeps
+// its store, and that Partition never runs, so no method is called. The
+// test double leadertest.MemoryMembers would serve too, but a shipped
+// command does not link a test package for a value it never uses.
+type uncalledMembers struct{ leader.MemberStore }
 
 // parsePartition parses dsync partition's command line. When it fails,
 // it has said why and code is the exit status.

@@ -17,6 +17,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -31,7 +32,7 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		s := memory.New()
-		members := leader.NewMemoryMembers()
+		members := leadertest.NewMemoryMembers()
 		client := func() *dsync.Client {
 			c, err := dsync.NewClient(s.Process())
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // Three schedulers elect: the leader's runs the job at each tick, the
@@ -19,7 +20,7 @@ import (
 func TestElectorRunsJobsOnTheLeaderOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		members := leader.NewMemoryMembers()
+		members := leadertest.NewMemoryMembers()
 		var electors []*dsyncgocron.Elector
 		for range 3 {
 			e, err := leader.NewElection(newClient(t, store.Process()), "cron", leader.WithMembers(members), leader.WithLogger(quietLog))

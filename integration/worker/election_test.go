@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // gateRegister is a register whose writes wait for proceed to close; the
@@ -44,7 +45,7 @@ type electionWorld struct {
 	path    string // w1's history
 	reg     *gateRegister
 	store   *memory.Store
-	members *leader.MemoryMembers
+	members *leadertest.MemoryMembers
 }
 
 const electionTTL = time.Second
@@ -58,7 +59,7 @@ func newElectionWorld(t *testing.T) *electionWorld {
 	w.cfg = Config{Name: "w1", Mode: ModeElection, Key: "e", TTL: electionTTL, HoldFor: time.Hour}
 	reg := newGateRegister()
 	w.reg = reg
-	return &electionWorld{w: w, path: path, reg: reg, store: memory.New(), members: leader.NewMemoryMembers()}
+	return &electionWorld{w: w, path: path, reg: reg, store: memory.New(), members: leadertest.NewMemoryMembers()}
 }
 
 // election returns a candidate in a process of its own; for w1 (recorded),

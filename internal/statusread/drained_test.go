@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // TestDrained: Drained lists a partition's members whose latest drain
@@ -14,7 +15,7 @@ import (
 // status is seen; none where the member store keeps no directives.
 func TestDrained(t *testing.T) {
 	ctx := context.Background()
-	ms := leader.NewMemoryMembers()
+	ms := leadertest.NewMemoryMembers()
 	if err := ms.PutMember(ctx, "jobs", leader.Member{ID: "m1", Host: "h1", PID: 11, LastSeen: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // sink keeps what a Reader hands out, in order.
@@ -106,7 +107,7 @@ func store(t *testing.T, members leader.MemberStore) *statusread.Reader {
 // counts them.
 func TestListHandsOutEachKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := store(t, leader.NewMemoryMembers())
+		r := store(t, leadertest.NewMemoryMembers())
 		var out sink
 		listed, err := r.List(t.Context(), statusread.Selection{}, &out)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // This file is the only one that knows how a process makes its Client,
@@ -117,8 +118,8 @@ func (ps *parts) close() error { return errors.Join(ps.client.Close(), ps.electi
 
 // newMembers is the member status all processes' elections share; it
 // has nothing to close.
-func newMembers() (*leader.MemoryMembers, func()) {
-	return leader.NewMemoryMembers(), func() {}
+func newMembers() (*leadertest.MemoryMembers, func()) {
+	return leadertest.NewMemoryMembers(), func() {}
 }
 
 // Stored keys: how the primitives name their keys in the store.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/leadertest"
 )
 
 // world is one seed's simulation: the shared store, the processes, the
@@ -21,7 +21,7 @@ type world struct {
 
 	mem     *memory.Store
 	sess    *sessions
-	members *leader.MemoryMembers
+	members *leadertest.MemoryMembers
 	procs   []*proc
 	actors  []Actor
 
