@@ -5,10 +5,10 @@
 // A MemoryMembers stands for one database that every process of a test
 // shares: give the same one to every Election (leader.WithMembers) and
 // Partition of the test. It serves leader.MemberStore, leader.Directives
-// and leader.TransferRequests, and is safe for concurrent use. Each call
-// takes effect at once and in order, so no write of it is ever applied
-// late. Its time, LastSeen and a directive's At, comes from the time
-// package, so tests under testing/synctest run on fake time.
+// and leader.TransferRequests, and is safe for concurrent use. A call's
+// write is applied before the call returns, so none lands late. Its time
+// (a Member's LastSeen, a Directive's At) is the time package's, so tests
+// under testing/synctest run on fake time.
 // SetReachable cuts it off (every call fails with ErrUnreachable), as
 // dsync's memory.Process.SetReachable cuts a Client off its store.
 package leadertest

@@ -12,8 +12,8 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
-// ErrUnreachable is what every call of a MemoryMembers set unreachable
-// returns.
+// ErrUnreachable is what a MemoryMembers returns while it is set
+// unreachable.
 var ErrUnreachable = errors.New("leadertest: the member store is unreachable (MemoryMembers.SetReachable)")
 
 // MemoryMembers is a leader.MemberStore in process memory. The zero value
