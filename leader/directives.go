@@ -79,7 +79,7 @@ func (d Directive) Key() string {
 }
 
 // Directives is served by member stores (MemberStore) that also keep
-// operator directives: leadermongo's Store and MemoryMembers. An Election
+// operator directives: leadermongo's Store and leadertest's. An Election
 // or Partition whose member store serves it acts on them; one whose store
 // does not never reads any.
 type Directives interface {
@@ -93,7 +93,7 @@ type Directives interface {
 
 // TransferRequests is served by member stores that read one term's
 // transfer requests alone (leadermongo's Store: one find on the range of
-// their _ids; MemoryMembers) and delete those of ended terms. A leader
+// their _ids; leadertest's) and delete those of ended terms. A leader
 // whose member store serves Directives reads, at each heartbeat, its
 // term's requests by TransferRequests where the store serves it (else
 // every directive of the election, by Directives), and, at the first

@@ -58,8 +58,4 @@ var (
 	// Election given no MemberStore (WithMembers): member status has
 	// nowhere to live.
 	ErrNoMembers = errors.New("leader: no member store (WithMembers)")
-
-	// ErrMembersUnreachable is what a MemoryMembers set unreachable
-	// returns.
-	ErrMembersUnreachable = errors.New("leader: the in-memory member store is unreachable (MemoryMembers.SetReachable)")
 )

@@ -11,8 +11,8 @@ import (
 // leases, for Members, for the Version and Value that Leader reports, and
 // for Proclaim. The leases themselves are locks of the Client an Election
 // is made on; who leads is read from them (Election.Leader), never from
-// a MemberStore. leadermongo.NewStore gives one on MongoDB; NewMemoryMembers
-// one in memory for tests. An Election given none (WithMembers) elects
+// a MemberStore. leadermongo.NewStore gives one on MongoDB;
+// leadertest.NewMemoryMembers one in memory for tests. An Election given none (WithMembers) elects
 // and reports who leads all the same.
 type MemberStore interface {
 	// PutMember creates or replaces the status document of member m.ID of

@@ -57,8 +57,8 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 func (c *config) memberMaxAge() time.Duration { return 3 * c.heartbeatInterval }
 
 // WithMembers sets where the Election keeps its member status: a
-// MemberStore (leadermongo.NewStore on MongoDB, NewMemoryMembers in
-// tests). Default: none; the Election then elects, and Leader, Observe
+// MemberStore (leadermongo.NewStore on MongoDB,
+// leadertest.NewMemoryMembers in tests). Default: none; the Election then elects, and Leader, Observe
 // and OnNewLeader report who leads (without Version and Value), while
 // Members and Proclaim return ErrNoMembers.
 func WithMembers(ms MemberStore) Option {
