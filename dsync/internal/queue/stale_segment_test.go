@@ -44,8 +44,8 @@ func (c *aheadClock) setAhead(d time.Duration) {
 // protocol document), and its walk finds Y's release right below. It
 // must not hold on the coverage it knew: once Y's is over, Z (of the
 // store's span) starts a segment beside it, which meets no gate of X's.
-// It returns what X's second claim came to (nil: it held), and a
-// violation found: Z holding while X's coverage lasts.
+// It returns a violation found (Z holding while X's coverage lasts), and
+// what X's second claim came to (nil: it held).
 //
 // bug is planted in X (queue.NoBug: none). xAhead is how far X's latest
 // possible store time runs ahead at its start, which lengthens the
@@ -53,7 +53,7 @@ func (c *aheadClock) setAhead(d time.Duration) {
 // With learnFirst, X holds and releases another key before it claims k
 // again (X's span must then be the store's): it has read the store's
 // new history, but its knowledge of k is still the old history's.
-func staleSegment(t *testing.T, spanX, spanY, xAhead time.Duration, learnFirst bool, bug queue.Bug) (xErr error, violation string) {
+func staleSegment(t *testing.T, spanX, spanY, xAhead time.Duration, learnFirst bool, bug queue.Bug) (violation string, xErr error) {
 	t.Helper()
 	ctx := context.Background()
 	b0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -132,18 +132,18 @@ func staleSegment(t *testing.T, spanX, spanY, xAhead time.Duration, learnFirst b
 	x.SetBug(bug)
 	cx, err := walk(x, sx, "x")
 	if err != nil {
-		return err, ""
+		return "", err
 	}
 	covered := x.CoverEnd("k")
 	for clock.ServerNow().Latest.Before(covered) {
 		z, sz := engine(spanY, clock)
 		if cz, err := z.TryClaim(ctx, "k", "z", sz, queue.ExclusiveTerms); err == nil {
-			return nil, fmt.Sprintf("Z holds epoch %d (segment %d) at %v while X holds epoch %d (segment %d) on coverage it knew until %v",
-				cz.Epoch, cz.Seg, clock.ServerNow().Latest.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0))
+			return fmt.Sprintf("Z holds epoch %d (segment %d) at %v while X holds epoch %d (segment %d) on coverage it knew until %v",
+				cz.Epoch, cz.Seg, clock.ServerNow().Latest.Sub(b0), cx.Epoch, cx.Seg, covered.Sub(b0)), nil
 		}
 		clock.set(clock.ServerNow().Latest.Add(time.Minute))
 	}
-	return nil, ""
+	return "", nil
 }
 
 // staleSegmentStories are the ways X's knowledge outlasts the store's
@@ -171,7 +171,7 @@ var staleSegmentStories = []struct {
 func TestSegmentKnownBeforeAnEmptyingDoesNotHold(t *testing.T) {
 	for _, tc := range staleSegmentStories {
 		t.Run(tc.name, func(t *testing.T) {
-			xErr, violation := staleSegment(t, tc.spanX, tc.spanY, tc.xAhead, tc.learnFirst, queue.NoBug)
+			violation, xErr := staleSegment(t, tc.spanX, tc.spanY, tc.xAhead, tc.learnFirst, queue.NoBug)
 			if violation != "" {
 				t.Fatal(violation)
 			}
@@ -191,7 +191,7 @@ func TestSegmentKnownBeforeAnEmptyingPlanted(t *testing.T) {
 	}
 	for _, tc := range staleSegmentStories {
 		t.Run(tc.name, func(t *testing.T) {
-			xErr, violation := staleSegment(t, tc.spanX, tc.spanY, tc.xAhead, tc.learnFirst, queue.BugClaimHistoryIgnored)
+			violation, xErr := staleSegment(t, tc.spanX, tc.spanY, tc.xAhead, tc.learnFirst, queue.BugClaimHistoryIgnored)
 			if violation == "" {
 				t.Fatalf("no violation with the claims' histories ignored (X's second claim: %v)", xErr)
 			}
