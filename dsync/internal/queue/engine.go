@@ -70,6 +70,7 @@ func (c Config) validate() error {
 		return errors.New("ViewTrust and AcquireWindow must be positive")
 	}
 	if c.Quantum <= 0 || c.Rate < 2 || c.Margin < c.Quantum || c.Span < 4*c.Margin {
+		//lint:ignore ST1005 the message opens with the name of Config's field, spelled as the field is.
 		return errors.New("Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
 	}
 	if c.PruneDelay < 2*(c.ViewTrust+c.AcquireWindow) {
