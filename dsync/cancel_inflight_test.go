@@ -109,8 +109,7 @@ func TestLockCancelledInFlightReturns(t *testing.T) {
 // the store: the LockContext's cancel, and where it returns. Inside a
 // synctest bubble.
 func lockInFlight(a *dsync.MemClient, m *dsync.Mutex) (context.CancelFunc, <-chan error) {
-	m.Lock()
-	m.Unlock()
+	lockUnlock(m)
 	a.SetAnswering(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -158,8 +157,7 @@ func TestCancelledInFlightWithdrawalWakesTheWaiter(t *testing.T) {
 		defer b.Close()
 		ma := newMutex(t, ca, "k")
 		mb := newMutex(t, b.Client, "k")
-		ma.Lock()
-		ma.Unlock()
+		lockUnlock(ma)
 
 		ws.armed.Store(true)
 		ws.SetAnswering(false)
@@ -207,8 +205,7 @@ func TestCancelledInFlightHonoursReleaseTimeout(t *testing.T) {
 				const bound = 100 * time.Millisecond
 				ma := newMutex(t, a.Client, "k", dsync.WithReleaseTimeout(bound))
 				mb := newMutex(t, b.Client, "k")
-				ma.Lock()
-				ma.Unlock()
+				lockUnlock(ma)
 				if phase == "waiting" {
 					mb.Lock() // a's claim lands and waits behind b's hold
 					defer mb.Unlock()

@@ -110,8 +110,7 @@ func TestQueueExpiredLastsPastTheExpiryReported(t *testing.T) {
 		rs := &emptiedSessions{Store: mem}
 		reader := newClient(t, rs)
 		other := newMutex(t, reader, "other") // the reader has claimed: its reads remember
-		other.Lock()
-		other.Unlock()
+		lockUnlock(other)
 
 		cut.renewDown.Store(true)
 		<-m.Lost()

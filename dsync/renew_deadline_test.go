@@ -44,8 +44,7 @@ func TestNoRenewalPastTheDeadline(t *testing.T) {
 		holder := newClient(t, store, dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: 4 * time.Second}))
 		reader := newClient(t, store.Store, dsync.WithTTL(ttl))
 		other := newMutex(t, reader, "other") // the reader has claimed: its reads remember
-		other.Lock()
-		other.Unlock()
+		lockUnlock(other)
 		m := newMutex(t, holder, "k")
 		m.Lock()
 

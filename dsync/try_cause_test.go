@@ -65,8 +65,7 @@ func testTryOnMemory(t *testing.T, warm bool, noAnswer string) {
 	defer a.Close()
 	m := newMutex(t, a.Client, "m")
 	if warm {
-		m.Lock()
-		m.Unlock()
+		lockUnlock(m)
 	}
 	a.SetAnswering(false)
 	err := m.TryLockContext(context.Background())
@@ -88,8 +87,7 @@ func testTryRefused(t *testing.T, warm bool) {
 	s := newRefusedStore()
 	m := newMutex(t, newClient(t, s), "m")
 	if warm {
-		m.Lock()
-		m.Unlock()
+		lockUnlock(m)
 	}
 	s.down.Store(true)
 	err := m.TryLockContext(context.Background())
