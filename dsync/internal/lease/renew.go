@@ -181,7 +181,7 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 	if err != nil {
 		k.mu.Lock()
 		s.lease.Fail(k.mono(now))
-		err, level := k.renewFailedLocked(s, err, now.Sub(sent))
+		level, err := k.renewFailedLocked(s, err, now.Sub(sent))
 		k.mu.Unlock()
 		if err != nil {
 			k.reportRenewal(s, err, level)
@@ -256,17 +256,17 @@ func (k *Keeper[H]) Check(s *Session[H]) {
 // the failure to report, and the loss names it too (noRenewalLocked).
 
 // renewFailedLocked records err, the failure of a renewal of s that took
-// took, and returns what to report and at which level, or nil: after a
+// took, and returns at which level to report it and what, or nil: after a
 // retirement other than its deadline's (Close, a revocation, the store
 // forgetting the session) the session is over for a reason of its own,
 // which that retirement reports, and its renewal no longer matters.
 // k.mu must be held.
-func (k *Keeper[H]) renewFailedLocked(s *Session[H], err error, took time.Duration) (error, slog.Level) {
+func (k *Keeper[H]) renewFailedLocked(s *Session[H], err error, took time.Duration) (slog.Level, error) {
 	ended := k.env.Errors.Ended(err)
 	cut := s.retired && (ended || errors.Is(err, context.Canceled))
 	switch {
 	case s.retired && !s.expired, errors.Is(err, k.env.Errors.Closed):
-		return nil, 0
+		return 0, nil
 	case cut && ended:
 		err = fmt.Errorf("dsync: renew session: no reply within %v, when the session's local deadline passed", took.Round(time.Millisecond))
 	case cut:
@@ -277,7 +277,7 @@ func (k *Keeper[H]) renewFailedLocked(s *Session[H], err error, took time.Durati
 		level = slog.LevelDebug
 	}
 	s.renewErr = err
-	return err, level
+	return level, err
 }
 
 // noRenewalLocked says why no renewal of s was confirmed by its deadline,
