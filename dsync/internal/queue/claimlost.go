@@ -30,6 +30,7 @@ func (q *claimRun) top(ctx context.Context) (Doc, bool, error) {
 func (q *claimRun) baseOnNewest(ctx context.Context) (again bool, err error) {
 	d, found, err := q.top(ctx)
 	if err != nil {
+		q.keepClimbed(d, found)
 		return false, q.topFailed(ctx, err)
 	}
 	q.base, q.known, q.tip = 0, true, tipRelease{}
@@ -43,6 +44,16 @@ func (q *claimRun) baseOnNewest(ctx context.Context) (again bool, err error) {
 		q.base = d.Epoch
 	}
 	return false, nil
+}
+
+// keepClimbed keeps d, the highest claim of q's key that a climb cut
+// short by an error had read (found: there is one), as the key's newest
+// known epoch: it was seen to exist (F1), so the next Claim inserts above
+// it rather than look for the end of the queue from the bottom again.
+func (q *claimRun) keepClimbed(d Doc, found bool) {
+	if found && d.Key == q.key && d.Seg == q.seg && d.Epoch >= q.seg {
+		q.e.keys.learnNewest(q.key, d.Epoch)
+	}
 }
 
 // readTop reads the key's newest claim for a try: busy unless it ended.

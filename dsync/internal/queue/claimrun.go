@@ -196,6 +196,7 @@ func (q *claimRun) climbFromBase(ctx context.Context) (again bool, err error) {
 	q.climbBase = false
 	d, _, err := e.rd.climb(ctx, q.key, Doc{Key: q.key, Epoch: q.base, Seg: q.seg, Kind: KindClaim})
 	if err != nil {
+		q.keepClimbed(d, true)
 		return false, err
 	}
 	if d.Seg != q.seg {

@@ -76,7 +76,12 @@ func (r *reader) newest(ctx context.Context, key string, seg uint64, f Floor) (D
 }
 
 // climb returns the highest claim above the existing claim d that it
-// reaches by galloping and halving (see newest).
+// reaches by galloping and halving (see newest). On an error it returns
+// the highest claim it had reached (d at least) with the error: that
+// claim exists, so a caller may keep it as a base (F1), and a Claim cut
+// short by its bound does not start its next climb from the bottom
+// again (on a slow store, a climb longer than the bound would otherwise
+// never end, and the claim never land).
 func (r *reader) climb(ctx context.Context, key string, d Doc) (Doc, bool, error) {
 	found := d
 	missing := uint64(0) // the lowest epoch known missing (0: none yet)
@@ -95,12 +100,12 @@ func (r *reader) climb(ctx context.Context, key string, d Doc) (Doc, bool, error
 	}
 	for step := uint64(1); missing == 0; step *= 2 {
 		if err := probe(found.Epoch + step); err != nil {
-			return Doc{}, false, err
+			return found, true, err
 		}
 	}
 	for missing-found.Epoch > 1 {
 		if err := probe(found.Epoch + (missing-found.Epoch)/2); err != nil {
-			return Doc{}, false, err
+			return found, true, err
 		}
 	}
 	return found, true, nil
