@@ -43,17 +43,19 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	holds := 0
 	for range 3 {
 		mu.Lock()
+		holds++
 		mu.Unlock()
 	}
 	client.Close()
 
 	store.mu.Lock()
-	fmt.Println("claims of migrations:", store.claims["migrations"])
+	fmt.Println("holds:", holds, "claims:", store.claims["migrations"])
 	store.mu.Unlock()
 	// Output:
-	// claims of migrations: 3
+	// holds: 3 claims: 3
 }
 
 // What every driver must keep: of two inserts of one ID, one succeeds and
