@@ -13,6 +13,9 @@ import (
 	"github.com/go-dsync/dsync/clockcheck"
 )
 
+// ExampleCheck and ExampleEstimator need a MongoDB server, so they are
+// compiled but not run; ExampleWithProbe runs.
+
 // Refuse to start on a host whose clock is far from the database's.
 func ExampleCheck() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
