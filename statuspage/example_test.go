@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
@@ -36,7 +37,26 @@ func ExampleNew() {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	resp, err := http.Get(srv.URL + "/dsync/status.json")
+	// The Client records its keys in the store in the background: read
+	// until both are listed, as the page does every second.
+	var snap statuspage.Snapshot
+	for deadline := time.Now().Add(30 * time.Second); len(snap.Locks) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			log.Fatalf("status.json lists %d locks", len(snap.Locks))
+		}
+		snap = statusJSON(srv.URL + "/dsync/status.json")
+	}
+	for _, l := range snap.Locks {
+		fmt.Printf("%s %s: %s, %d holder(s)\n", l.Kind, l.Name, l.State, len(l.Holders))
+	}
+	// Output:
+	// semaphore encode: 1/3, 1 holder(s)
+	// mutex nightly-billing: held, 1 holder(s)
+}
+
+// statusJSON reads a Snapshot from status.json.
+func statusJSON(url string) statuspage.Snapshot {
+	resp, err := http.Get(url)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -45,10 +65,5 @@ func ExampleNew() {
 	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
 		log.Fatal(err)
 	}
-	for _, l := range snap.Locks {
-		fmt.Printf("%s %s: %s, %d holder(s)\n", l.Kind, l.Name, l.State, len(l.Holders))
-	}
-	// Output:
-	// semaphore encode: 1/3, 1 holder(s)
-	// mutex nightly-billing: held, 1 holder(s)
+	return snap
 }
