@@ -13,6 +13,9 @@ import (
 	"github.com/go-dsync/dsync/clockcheck"
 )
 
+// ExampleCheck and ExampleEstimator need a MongoDB server, so they are
+// compiled but not run; ExampleWithProbe runs.
+
 // Refuse to start on a host whose clock is far from the database's.
 func ExampleCheck() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -56,4 +59,20 @@ func ExampleEstimator() {
 		time.Sleep(d)
 	}
 	fmt.Println("expired:", !est.Now().Earliest.Before(expiresAt))
+}
+
+// A probe reads the server's clock where hello would not report the
+// clock that matters; here it stands in for a server whose clock is ten
+// minutes ahead of this host's, so the check refuses.
+func ExampleWithProbe() {
+	aheadServer := func(ctx context.Context) (time.Time, error) {
+		return time.Now().Add(10 * time.Minute), nil // one round trip to the server
+	}
+	_, err := clockcheck.Check(context.Background(), nil, clockcheck.DefaultMaxOffset, clockcheck.WithProbe(aheadServer))
+	var oe *clockcheck.OffsetError
+	if errors.As(err, &oe) {
+		fmt.Printf("refusing to run: the clock is %v behind the server's (limit %v)\n", oe.Offset.Round(time.Minute), oe.Limit)
+	}
+	// Output:
+	// refusing to run: the clock is 10m0s behind the server's (limit 500ms)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/go-dsync/dsync/fence/fencesql"
 )
 
+// The example needs a PostgreSQL server, so it is compiled but not run.
+
 // The holder of a lock (a dsync.Mutex of name "invoices") writes in a
 // pgx transaction that checks the hold's token first.
 func Example() {

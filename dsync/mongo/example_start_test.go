@@ -14,6 +14,8 @@ import (
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 )
 
+// This example needs a MongoDB server, so it is compiled but not run.
+
 // A job that runs on one process at a time, and gives the lock up at
 // once on Ctrl-C or SIGTERM, so that the next process need not wait out
 // the lease.

@@ -11,6 +11,9 @@ import (
 	"github.com/go-dsync/dsync/fence/fencesql"
 )
 
+// The example needs a database and its database/sql driver, which this
+// module does not depend on, so it is compiled but not run.
+
 // The holder of a lock (a dsync.Mutex of name "invoices") writes in a
 // transaction that checks the hold's token first. A holder paused past
 // its lease gets fence.ErrStale, and its transaction changes nothing.
