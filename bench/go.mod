@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
-	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync v0.0.0-20261129095051-e0f8042fc1ea
+	github.com/go-dsync/dsync/internal/ferretserve v0.0.0-20261129095051-e0f8042fc1ea
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )
 

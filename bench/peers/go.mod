@@ -9,7 +9,7 @@ replace (
 )
 
 require (
-	github.com/go-dsync/dsync/bench v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync/bench v0.0.0-20261129095051-e0f8042fc1ea
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/square/mongo-lock v0.0.0-20230808145049-cfcf499f6bf0

@@ -10,7 +10,7 @@ go 1.25.0
 replace github.com/go-dsync/dsync => ../..
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync v0.0.0-20261129095051-e0f8042fc1ea
 	github.com/jackc/pgx/v5 v5.6.0
 )
 

@@ -11,7 +11,7 @@ replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
-	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync v0.0.0-20261129095051-e0f8042fc1ea
 	github.com/robfig/cron/v3 v3.0.1
 	go.mongodb.org/mongo-driver/v2 v2.8.2
 )

@@ -8,7 +8,7 @@ replace github.com/go-dsync/dsync => ../../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync v0.0.0-20261129095051-e0f8042fc1ea
 )
 
 require (

@@ -3,7 +3,7 @@ module github.com/go-dsync/dsync/internal/testbed/fencedb
 go 1.25.0
 
 require (
-	github.com/go-dsync/dsync v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync v0.0.0-20261129095051-e0f8042fc1ea
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/jackc/pgx/v5 v5.6.0
 	modernc.org/sqlite v1.59.0
@@ -13,7 +13,7 @@ require (
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	github.com/go-dsync/dsync/contrib/fencepgx v0.0.0-20261129024442-fd22e760eaa3
+	github.com/go-dsync/dsync/contrib/fencepgx v0.0.0-20261129095051-e0f8042fc1ea
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20221227161230-091c0ba34f0a // indirect
