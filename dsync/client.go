@@ -246,10 +246,10 @@ func (e engineClock) Mono() time.Duration       { return e.c.mono() }
 
 func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin) }
 
-// Close ends every claim made through c — holds are lost first (their
-// Lost() closes), then released; waiting claims are withdrawn — so that
-// other processes go on at once, not after a TTL; stops c's goroutines
-// and waits for them, and closes its store. Calls made afterwards fail
+// Close ends every claim made through c, stops its goroutines and closes its store.
+// Holds are lost first (their Lost() closes), then released; waiting claims
+// are withdrawn. So other processes go on at once, not after a TTL. Close
+// waits for c's goroutines before it returns. Calls made afterwards fail
 // with ErrClosed. Close is idempotent.
 //
 // Close is bounded when the store cannot be reached: all the requests it

@@ -51,9 +51,9 @@ const (
 	DefaultIdleAge = 30 * time.Minute
 )
 
-// WithTTL sets the length of the Client's lease: how long a hold stays
-// valid without a successful renewal, and so how long a crashed process
-// blocks others. Default: DefaultTTL (15 s). It must be at least MinTTL
+// WithTTL sets the length of the Client's lease.
+// The TTL is how long a hold stays valid without a successful renewal, and
+// so how long a crashed process blocks others. Default: DefaultTTL (15 s). It must be at least MinTTL
 // (100 ms), well above the store's round trip, and at most the store's
 // bucket span (5 minutes unless set otherwise: see ClientWithBucketSpan).
 // A shorter TTL hands a crashed holder's keys over sooner and costs more
@@ -150,9 +150,9 @@ func ClientWithSafetyPoll(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithIdleAge makes this Client sweep in the background, about once
-// per bucket span: it compacts the keys idle (nobody holding or waiting
-// for them) for at least d (Compact). It must be at least four bucket
+// ClientWithIdleAge makes this Client compact keys idle for d, in the background.
+// It sweeps about once per bucket span, and compacts the keys idle (nobody
+// holding or waiting for them) for at least d (Compact). It must be at least four bucket
 // spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
 // process may still sweep). Default: DefaultIdleAge (30 minutes).
 func ClientWithIdleAge(d time.Duration) ClientOption {

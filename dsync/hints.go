@@ -8,11 +8,11 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 )
 
-// ClientWithHints makes the Client wake waiters of other processes with
-// direct hints (package dsync/hint), besides the store's feed: it listens
-// for hints on listen, a UDP host:port (port 0: any free port), and
-// records advertise, the host:port at which the other processes reach it
-// (port 0: the port listened on), in the store. Empty, advertise is
+// ClientWithHints makes the Client wake waiters of other processes with direct hints.
+// Hints (package dsync/hint) come besides the store's feed. The Client
+// listens for hints on listen, a UDP host:port (port 0: any free port). It
+// records advertise in the store: the host:port at which the other
+// processes reach it (port 0: the port listened on). Empty, advertise is
 // listen with the port listened on; then listen must name a host (not
 // 0.0.0.0 or ::). Behind NAT, in a container or a Kubernetes pod, listen
 // on the pod's or container's address and advertise the address the

@@ -141,12 +141,14 @@ func (m *Mutex) TryLock() bool {
 	return m.TryLockContext(context.Background()) == nil
 }
 
-// TryLockContext makes TryLock's one attempt, bounded by ctx as well as by
-// the try timeout, and says why it failed: an error wrapping ErrHeld (a
-// *HeldError, naming the holder when known) when the lock is held or
-// waited for, here or elsewhere; context.Cause(ctx), unchanged, when ctx
-// ended first; otherwise the store's error (the store could not be
-// reached, or did not answer within the try timeout).
+// TryLockContext makes TryLock's one attempt, bounded by ctx and the try timeout.
+// It says why it failed:
+//
+//   - an error wrapping ErrHeld (a *HeldError, naming the holder when known)
+//     when the lock is held or waited for, here or elsewhere;
+//   - context.Cause(ctx), unchanged, when ctx ended first;
+//   - otherwise the store's error: the store could not be reached, or did
+//     not answer within the try timeout.
 //
 // A claim the attempt inserted and could not see confirmed in time is
 // never trusted: it is withdrawn, in the background if the store does
@@ -193,14 +195,14 @@ func (m *Mutex) Unlock() {
 	}
 }
 
-// UnlockContext unlocks m like Unlock and reports the outcome: an error
-// wrapping ErrLost if the hold had been lost before this call (the critical
-// section was not fully protected; this call sends nothing: the lease is
-// left to expire, or a stall released the claim), or the store's error if the release could not be
-// confirmed (the Client sends it again in the background until it lands
-// or the Client is closed; the lease expires after its TTL at the
-// latest once the Client holds nothing). m is unlocked locally
-// in every case.
+// UnlockContext unlocks m like Unlock and reports the outcome.
+// It returns an error wrapping ErrLost if the hold had been lost before this
+// call: the critical section was not fully protected. This call then sends
+// nothing: the lease is left to expire, or a stall released the claim.
+// It returns the store's error if the release could not be confirmed. The
+// Client then sends it again in the background until it lands or the Client
+// is closed; the lease expires after its TTL at the latest once the Client
+// holds nothing. m is unlocked locally in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mustBeMade()
 	m.mu.Lock()
@@ -214,10 +216,10 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 	return m.release(ctx, h)
 }
 
-// Lost returns a channel that is closed when the current hold ends without
-// an Unlock: its lease could not be confirmed before the local deadline,
-// the store refused to renew it, or its progress deadline passed
-// (WithProgressDeadline). Unlock does not close it. When m is not
+// Lost returns a channel that is closed when the current hold ends without an Unlock.
+// That happens when its lease could not be confirmed before the local
+// deadline, when the store refused to renew it, or when its progress
+// deadline passed (WithProgressDeadline). Unlock does not close it. When m is not
 // held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mustBeMade()
@@ -244,12 +246,12 @@ func (m *Mutex) Token() uint64 {
 	return m.hold.claim.Epoch
 }
 
-// ValidUntil returns the local deadline of the current hold — the send
-// time of its session's last confirmed open or renewal, plus the TTL,
-// minus a safety margin of TTL/20; with a progress deadline
-// (WithProgressDeadline), the last report of progress plus that deadline
-// if it comes first — on time.Now's scale: time.Now() plus the time
-// left, as of the call. Lost() closes then unless a renewal (a report)
+// ValidUntil returns the local deadline of the current hold, on time.Now's scale.
+// The deadline is the send time of its session's last confirmed open or
+// renewal, plus the TTL, minus a safety margin of TTL/20. With a progress
+// deadline (WithProgressDeadline), it is the last report of progress plus
+// that deadline, if that comes first. On time.Now's scale means time.Now()
+// plus the time left, as of the call. Lost() closes then unless a renewal (a report)
 // moves it first. Once the hold is lost (Lost() is closed: its lease ran
 // out or was revoked, or it stalled), ValidUntil returns when it was
 // lost, or the deadline if that came first: never a time in the future,

@@ -12,10 +12,11 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 )
 
-// A Once runs a function to success once per key, across every process
-// that uses the key on the same store and across their restarts: at
-// least once, and more than once only after a success that could not be
-// recorded (see below). Its zero value is not usable: create it with
+// A Once runs a function to success once per key, across processes and restarts.
+// It does so across every process that uses the key on the same store, and
+// across their restarts. The function runs at least once, and more than
+// once only after a success that could not be recorded (see below). Its
+// zero value is not usable: create it with
 // NewOnce; every method of a zero Once panics at once (unlike sync.Once,
 // whose zero value is ready).
 //
@@ -118,9 +119,9 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 	return found, nil
 }
 
-// Do runs f unless it has run to success for o's key, in this process or
-// any other, blocking until f has succeeded somewhere, or f failed here,
-// or ctx ended. It returns nil once f has succeeded (here or elsewhere),
+// Do runs f unless it has run to success for o's key, anywhere.
+// A success in this process or any other counts. Do blocks until f has
+// succeeded somewhere, or f failed here, or ctx ended. It returns nil once f has succeeded (here or elsewhere),
 // f's error if f failed here (the next Do runs it again), or ctx's cause
 // if ctx ended first. Store errors are retried while waiting for the
 // lock, as Mutex.Lock retries them.
@@ -360,9 +361,9 @@ func whileHeld(ctx context.Context, h *hold) (context.Context, func()) {
 
 type tokenKey struct{}
 
-// TokenOf returns the fencing token of the hold that a Once's function
-// runs under, from the context Do passed it (or one derived from it);
-// ok is false for any other context.
+// TokenOf returns the fencing token of the hold a Once's function runs under.
+// It reads it from the context Do passed the function, or one derived from
+// it; ok is false for any other context.
 func TokenOf(ctx context.Context) (token uint64, ok bool) {
 	token, ok = ctx.Value(tokenKey{}).(uint64)
 	return token, ok

@@ -91,10 +91,10 @@ type TryOption interface {
 	SemaphoreOption
 }
 
-// A HoldOption fits the primitives whose holds a progress deadline
-// watches (WithProgressDeadline): it is a MutexOption, an RWMutexOption
-// and a SemaphoreOption (a Once's function has its own hold, which no
-// deadline watches).
+// A HoldOption fits the primitives whose holds a progress deadline watches.
+// See WithProgressDeadline. It is a MutexOption, an RWMutexOption and a
+// SemaphoreOption. A Once's function has its own hold, which no deadline
+// watches.
 type HoldOption interface {
 	MutexOption
 	RWMutexOption
@@ -201,10 +201,9 @@ func WithReleaseTimeout(d time.Duration) KeyOption {
 	})
 }
 
-// WithTryTimeout bounds the one attempt of TryLock, TryRLock and
-// TryAcquire and of their Context forms: the attempt fails if the store
-// has not answered within d (as the first attempt of a process, it
-// includes the store's preparation). Default: DefaultTryTimeout (2 s),
+// WithTryTimeout bounds the one attempt of TryLock, TryRLock, TryAcquire and their Context forms.
+// The attempt fails if the store has not answered within d. As the first
+// attempt of a process, it includes the store's preparation. Default: DefaultTryTimeout (2 s),
 // or the TTL if shorter. It must be positive.
 func WithTryTimeout(d time.Duration) TryOption {
 	return tryOption(func(c *config) error {
@@ -216,10 +215,11 @@ func WithTryTimeout(d time.Duration) TryOption {
 	})
 }
 
-// WithLogger sets where store errors are logged (at Warn level): acquire
-// attempts that Lock retries, failed renewals (the first of a run of
-// failures; the others at Debug) and failed releases, and a hold's loss,
-// naming its cause (at Info when Close ended the hold). Default: the
+// WithLogger sets where the primitive's store errors and lost holds are logged.
+// Store errors are logged at Warn: acquire attempts that Lock retries,
+// failed renewals (the first of a run of failures; the others at Debug) and
+// failed releases. A hold's loss is logged at Warn too, naming its cause
+// (at Info when Close ended the hold). Default: the
 // Client's logger (ClientWithLogger), which
 // is slog.Default() unless set. Pass slog.New(slog.DiscardHandler) to
 // silence them.
@@ -246,10 +246,10 @@ func WithErrorHandler(f func(error)) KeyOption {
 	})
 }
 
-// WithForgetAfter lets a Once forget that its function succeeded, d after
-// the success: once d and then the idle age of compaction have passed
+// WithForgetAfter lets a Once forget that its function succeeded, d after the success.
+// Once d and then the idle age of compaction have passed
 // (ClientWithIdleAge; 30 minutes by default on MongoDB), a sweep deletes
-// the done record, and a Do after that runs the function again. Use it for keys made per
+// the done record. A Do after that runs the function again. Use it for keys made per
 // slot of time ("report@2026-11-23T10:00"), whose records would otherwise
 // pile up, with d longer than any Do of a slot can come late. Without it
 // a done record is kept until the collections are emptied. d must be
@@ -264,11 +264,11 @@ func WithForgetAfter(d time.Duration) OnceOption {
 	})
 }
 
-// WithReadLinger turns on an RWMutex's read linger, which is off by
-// default: after the last RUnlock of the RWMutex value, its read claim is
-// kept until d has passed since the claim's first RUnlock, so that an
-// RLock or TryRLock in that time holds again with no request to the store
-// (see RWMutex). The linger is not renewed by later RUnlocks: a reader
+// WithReadLinger turns on an RWMutex's read linger, which is off by default.
+// After the last RUnlock of the RWMutex value, its read claim is kept until
+// d has passed since the claim's first RUnlock. An RLock or TryRLock in
+// that time then holds again with no request to the store (see RWMutex).
+// The linger is not renewed by later RUnlocks: a reader
 // that never stops still ends its claim every d, so a writer that cannot
 // be heard waits d at most. It pays where one process
 // churns RLock and RUnlock on a key: it makes one claim per linger
@@ -299,9 +299,9 @@ func WithReadLinger(d time.Duration) RWMutexOption {
 	})
 }
 
-// WithNamespace keeps the Mutex's key apart from plain keys: it claims the
-// key in the namespace ns (stored as "dsync:NS/KEY"), which no plain key
-// of the same name reaches. Keys outside a namespace may not begin with
+// WithNamespace keeps the Mutex's key apart from plain keys.
+// It claims the key in the namespace ns (stored as "dsync:NS/KEY"), which
+// no plain key of the same name reaches. Keys outside a namespace may not begin with
 // "dsync:".
 //
 // ns must not be empty, must not contain "/" (the namespace "a/b" would

@@ -29,9 +29,9 @@ import (
 // taken for a mistake of units.
 const maxProgressDeadline = 30 * 24 * time.Hour
 
-// WithProgressDeadline turns on a progress deadline for the holds of the
-// Mutex, RWMutex or Semaphore value: a hold of the value during which no
-// progress was reported (Progress) for d is stalled. It ends as a lost
+// WithProgressDeadline turns on a progress deadline for the holds of the value.
+// The value is the Mutex, RWMutex or Semaphore it is given to. A hold of the
+// value during which no progress was reported (Progress) for d is stalled. It ends as a lost
 // hold ends: Lost() closes; the loss is logged at Warn, told to the error
 // handler and to the Client's Observer.Lost; Err and the unlock that
 // follows (UnlockContext, RUnlockContext, ReleaseContext) return an error
@@ -257,9 +257,9 @@ func (p *core) recordStalled(h *hold, last time.Time) {
 	}
 }
 
-// Progress reports that the work under m's hold moves, for its progress
-// deadline (WithProgressDeadline): one atomic store of the time, which
-// sends nothing to the store, takes no lock, and may be called as often
+// Progress reports that the work under m's hold moves, for its progress deadline.
+// See WithProgressDeadline. A report is one atomic store of the time: it
+// sends nothing to the store and takes no lock. It may be called as often
 // as the work likes, held or not. Without a deadline it does nothing.
 func (m *Mutex) Progress() {
 	m.mustBeMade()

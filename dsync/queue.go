@@ -67,12 +67,12 @@ type ClaimInfo struct {
 	Expired bool
 }
 
-// Queue returns the claims of key that have not ended, in the order they
-// hold: those marked Holds hold, or are about to (they may not know yet,
-// and may still withdraw), the first live one always; those marked
+// Queue returns the claims of key that have not ended, in the order they hold.
+// Those marked Holds hold, or are about to: they may not know yet, and may
+// still withdraw. The first live claim is always marked Holds. Those marked
 // Expired no longer hold but have not been ended yet (see
-// ClaimInfo.Expired); the others wait. It returns none when nothing
-// holds or waits for key.
+// ClaimInfo.Expired). The others wait. It returns none when nothing holds
+// or waits for key.
 //
 // Queue, List, HasKey and ListOrder only read: they create nothing in
 // the store (on MongoDB no collection or index, see

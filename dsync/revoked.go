@@ -12,9 +12,9 @@ import (
 // when it finds one (dsync/internal/lease, revoke.go, says how often):
 // its holds are lost with ErrRevoked, its waiters withdraw.
 
-// A Revocation is an operator's record that a session (a process's
-// lease) must end (dsync revoke writes it): its holds are lost with
-// ErrRevoked once the process reads it.
+// A Revocation is an operator's record that a session must end.
+// A session is a process's lease; dsync revoke writes the record. The
+// session's holds are lost with ErrRevoked once the process reads it.
 type Revocation struct {
 	Session string    // the session revoked
 	By      string    // who revoked it (user@host)

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// An RWMutex is a reader/writer lock shared by every process that uses the
-// same key on the same store, with the shape of sync.RWMutex: any number
-// of readers or one writer hold it at a time. Its zero value is not
+// An RWMutex is a reader/writer lock shared by processes through a store.
+// Every process that uses the same key on the same store shares it. It has
+// the shape of sync.RWMutex: any number of readers or one writer hold it at
+// a time. Its zero value is not
 // usable: create it with NewRWMutex; every method of a zero RWMutex
 // panics at once. An RWMutex must not be copied after first use.
 //
@@ -163,8 +164,8 @@ func (rw *RWMutex) TryLock() bool {
 	return rw.TryLockContext(context.Background()) == nil
 }
 
-// TryLockContext makes TryLock's one attempt, bounded by ctx as well, and
-// says why it failed, as Mutex.TryLockContext does: an error wrapping
+// TryLockContext makes TryLock's one attempt, bounded by ctx as well.
+// It says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld, context.Cause(ctx) unchanged, or the store's error.
 func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 	rw.mustBeMade()
@@ -283,8 +284,8 @@ func (rw *RWMutex) TryRLock() bool {
 	return rw.TryRLockContext(context.Background()) == nil
 }
 
-// TryRLockContext makes TryRLock's one attempt, bounded by ctx as well,
-// and says why it failed, as Mutex.TryLockContext does: an error wrapping
+// TryRLockContext makes TryRLock's one attempt, bounded by ctx as well.
+// It says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
 // store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
@@ -316,9 +317,9 @@ func (rw *RWMutex) RUnlock() {
 	}
 }
 
-// RUnlockContext undoes a single RLock call like RUnlock and reports the
-// outcome: an error wrapping ErrLost if that read hold had been lost, or
-// the store's error if its release could not be confirmed.
+// RUnlockContext undoes a single RLock call like RUnlock and reports the outcome.
+// It returns an error wrapping ErrLost if that read hold had been lost. It
+// returns the store's error if its release could not be confirmed.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	rw.mustBeMade()
 	last := false
