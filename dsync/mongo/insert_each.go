@@ -10,9 +10,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// InsertEach implements driver.Store: one unordered insert, which the
-// server applies to each document apart from the others (MongoDB and
-// FerretDB alike), reporting each duplicate key or other failure by its
+// InsertEach implements driver.Store with one unordered insert.
+// The server applies it to each document apart from the others (MongoDB and
+// FerretDB alike), and reports each duplicate key or other failure by its
 // index. The engine sends gates through it, which state facts that stay
 // true and have deterministic IDs (see Insert): the documents whose
 // insert failed transiently are sent again, up to endAttempts in all, and
