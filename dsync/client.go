@@ -21,8 +21,8 @@ import (
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
-// A Client is one process's connection to a store for coordination: the
-// front door of dsync. It owns the process's lease (one session, of the
+// A Client is one process's connection to a store for coordination.
+// It is the front door of dsync. It owns the process's lease (one session, of the
 // Client's TTL, renewed with one command per renew interval however many
 // locks the process holds or waits for, and however many elections it
 // runs), the protocol's state, and the goroutines that keep them: every
@@ -380,7 +380,7 @@ func (c *Client) TTL() time.Duration { return c.cfg.lease.TTL }
 // (WithRenewInterval).
 func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.Interval }
 
-// Logger returns the logger the Client reports to (ClientWithLogger,
-// else slog.Default()); its primitives use it unless given their own
-// (WithLogger).
+// Logger returns the logger the Client reports to.
+// That is ClientWithLogger's, else slog.Default(). The Client's primitives
+// use it unless given their own (WithLogger).
 func (c *Client) Logger() *slog.Logger { return c.cfg.logger }

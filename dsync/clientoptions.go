@@ -71,8 +71,8 @@ func WithTTL(ttl time.Duration) ClientOption {
 	}
 }
 
-// WithRenewInterval sets how often the Client renews its lease while it
-// has holds or waiting claims. Default: a third of the TTL, so two
+// WithRenewInterval sets how often the Client renews its lease.
+// It renews while it has holds or waiting claims. Default: a third of the TTL, so two
 // renewals can fail before the holds are lost. It must be positive and
 // shorter than the TTL minus the safety margin (TTL/20).
 func WithRenewInterval(d time.Duration) ClientOption {
@@ -97,9 +97,9 @@ func WithClock(clock Clock) ClientOption {
 	}
 }
 
-// ClientWithLogger sets where the Client reports what it handles itself:
-// ends sent again, the wake-up stream falling back to polling. Default:
-// slog.Default().
+// ClientWithLogger sets where the Client reports what it handles itself.
+// That is ends sent again, and the wake-up stream falling back to polling.
+// Default: slog.Default().
 func ClientWithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) error {
 		if l == nil {
@@ -122,8 +122,8 @@ func ClientWithWakeups(on bool) ClientOption {
 	}
 }
 
-// ClientWithPollInterval sets how often a waiter checks the claim ahead
-// of it while wake-ups are off or their stream is down. Default:
+// ClientWithPollInterval sets how often a waiter checks the claim ahead of it.
+// It applies while wake-ups are off or their stream is down. Default:
 // DefaultPollInterval (250 ms). A Mutex that locks again right after
 // taking a key over waits up to as long for the process it took over from
 // to queue again (see Mutex). It must be positive.
@@ -137,8 +137,8 @@ func ClientWithPollInterval(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone
-// before it checks the claim ahead of it again. Default: DefaultSafetyPoll
+// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone.
+// After that time it checks the claim ahead of it again. Default: DefaultSafetyPoll
 // (15 s). It must be positive.
 func ClientWithSafetyPoll(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
@@ -165,8 +165,9 @@ func ClientWithIdleAge(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithBucketSpan sets the store's bucket span: every process on a
-// store must use the same, which the first process records in the store.
+// ClientWithBucketSpan sets the store's bucket span.
+// Every process on a store must use the same span, which the first process
+// records in the store.
 // A process whose span is not the store's fails every acquire with an
 // error wrapping ErrSpan, also when the store was emptied and first
 // written by a process of another span while it ran.

@@ -18,9 +18,8 @@ func (c *Client) Health(maxLag time.Duration) error {
 	return c.keeper.Health(maxLag)
 }
 
-// HealthHandler serves c.Health(maxLag) over HTTP: status 200 and "ok",
-// or 503 Service Unavailable and the error, for a liveness or readiness
-// probe.
+// HealthHandler serves c.Health(maxLag) over HTTP, for a liveness or readiness probe.
+// It answers status 200 and "ok", or 503 Service Unavailable and the error.
 func HealthHandler(c *Client, maxLag time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

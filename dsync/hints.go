@@ -79,8 +79,9 @@ func ClientWithHints(listen, advertise string) ClientOption {
 	}
 }
 
-// DefaultHintsListen is where a Client listens for direct hints when the
-// store is reached over loopback and no ClientWithHints was given.
+// DefaultHintsListen is where a Client listens for direct hints by default.
+// That default applies when the store is reached over loopback and no
+// ClientWithHints was given.
 const DefaultHintsListen = "127.0.0.1:0"
 
 // hintConfig completes the hint transport's configuration with the

@@ -23,8 +23,9 @@ const (
 	ModeWeighted
 )
 
-// String names the mode: exclusive, shared, weighted (the driver's
-// names: the numbers are the driver's, TestModesMatchTheDriver).
+// String names the mode: exclusive, shared or weighted.
+// These are the driver's names; the numbers are the driver's too
+// (TestModesMatchTheDriver).
 func (m Mode) String() string { return driver.Mode(m).String() }
 
 // modeOf is the Mode of a stored claim's mode.

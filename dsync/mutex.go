@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// A Mutex is a mutual exclusion lock shared by every process that uses the
-// same key on the same store. Its zero value is not usable: create it
+// A Mutex is a mutual exclusion lock shared by processes through a store.
+// Every process that uses the same key on the same store shares it. Its
+// zero value is not usable: create it
 // with NewMutex; every method of a zero Mutex panics at once. A Mutex
 // must not be copied after first use.
 //
@@ -65,8 +66,8 @@ func (m *Mutex) Key() string {
 	return m.key
 }
 
-// Owner returns the identity this Mutex acquires under: unique per Mutex
-// value, and the Owner of every Claim it makes.
+// Owner returns the identity this Mutex acquires under.
+// It is unique per Mutex value, and the Owner of every Claim it makes.
 func (m *Mutex) Owner() string {
 	m.mustBeMade()
 	return m.owner
@@ -178,8 +179,9 @@ func (m *Mutex) heldHere() error {
 	return &HeldError{Key: m.key, Owner: m.owner, Token: m.Token()}
 }
 
-// Unlock unlocks m and releases its lease so that the next holder need not
-// wait for the TTL. It is a run-time error (a panic, as with sync.Mutex) if
+// Unlock unlocks m and releases its lease.
+// The next holder then need not wait for the TTL. It is a run-time error
+// (a panic, as with sync.Mutex) if
 // m is not locked. Unlock after the hold was lost does not panic.
 //
 // Unlock bounds the release by WithReleaseTimeout (at most 2 s by

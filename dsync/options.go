@@ -50,8 +50,9 @@ type SemaphoreOption interface{ applySemaphore(*config) error }
 // WithForgetAfter.
 type OnceOption interface{ applyOnce(*config) error }
 
-// A KeyOption fits every primitive: it is a MutexOption, an
-// RWMutexOption, a SemaphoreOption and a OnceOption.
+// A KeyOption fits every primitive.
+// It is a MutexOption, an RWMutexOption, a SemaphoreOption and a
+// OnceOption.
 //
 // A primitive takes options of its own type: NewMutex MutexOptions,
 // NewRWMutex RWMutexOptions, NewSemaphore SemaphoreOptions, NewOnce
@@ -82,9 +83,9 @@ type KeyOption interface {
 	OnceOption
 }
 
-// A TryOption fits the primitives that have Try methods: it is a
-// MutexOption, an RWMutexOption and a SemaphoreOption (a Once never
-// tries).
+// A TryOption fits the primitives that have Try methods.
+// It is a MutexOption, an RWMutexOption and a SemaphoreOption. A Once
+// never tries.
 type TryOption interface {
 	MutexOption
 	RWMutexOption
@@ -185,8 +186,8 @@ func (c *config) tryTimeout() time.Duration {
 	return min(DefaultTryTimeout, c.ttl)
 }
 
-// WithReleaseTimeout bounds how long Unlock waits for its release
-// (including a renewal in flight that the release must not race).
+// WithReleaseTimeout bounds how long Unlock waits for its release.
+// The bound includes a renewal in flight that the release must not race.
 // Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A release
 // that does not finish in time is reported and left undone: the lease
 // expires by itself after the TTL, and other processes wait until then.
@@ -233,9 +234,9 @@ func WithLogger(l *slog.Logger) KeyOption {
 	})
 }
 
-// WithErrorHandler sets a function called with every store error the
-// primitive handles itself (the errors WithLogger logs), in addition to the
-// logger. Default: none. It must not block.
+// WithErrorHandler sets a function called with every store error the primitive handles itself.
+// Those are the errors WithLogger logs; the function is called in addition
+// to the logger. Default: none. It must not block.
 func WithErrorHandler(f func(error)) KeyOption {
 	return keyOption(func(c *config) error {
 		if f == nil {

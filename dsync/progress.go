@@ -268,8 +268,8 @@ func (m *Mutex) Progress() {
 	}
 }
 
-// Progress reports that the work under rw's holds, read and write, moves,
-// as Mutex.Progress does: one report keeps every hold of rw alive.
+// Progress reports that the work under rw's holds, read and write, moves.
+// It works as Mutex.Progress does: one report keeps every hold of rw alive.
 func (rw *RWMutex) Progress() {
 	rw.mustBeMade()
 	if rw.progress != nil && !plantedProgressIgnored() {
@@ -277,8 +277,9 @@ func (rw *RWMutex) Progress() {
 	}
 }
 
-// Progress reports that the work under s's acquisitions moves, as
-// Mutex.Progress does: one report keeps every acquisition of s alive.
+// Progress reports that the work under s's acquisitions moves.
+// It works as Mutex.Progress does: one report keeps every acquisition of s
+// alive.
 func (s *Semaphore) Progress() {
 	s.mustBeMade()
 	if s.progress != nil && !plantedProgressIgnored() {

@@ -168,8 +168,8 @@ type KeyState struct {
 	Queue []ClaimInfo
 }
 
-// List streams the keys of the store that opts selects, each with its
-// queue, in the store's order (ListOrder), each once.
+// List streams the keys of the store that opts selects, each with its queue.
+// It streams them in the store's order (ListOrder), each once.
 //
 // The keys are those claimed through a Client of this release or a later
 // one: a Client records a key in the store's directory, in the

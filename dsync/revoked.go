@@ -22,8 +22,9 @@ type Revocation struct {
 	At      time.Time // store time when it was sent
 }
 
-// Revocations returns the revocations recorded in the store: who revoked
-// which session, when (store time) and why. It returns nil and no error
+// Revocations returns the revocations recorded in the store.
+// Each says who revoked which session, when (store time) and why. It
+// returns nil and no error
 // on a store that records none. It only reads: on a database nothing has
 // used yet it returns none and creates nothing.
 func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {

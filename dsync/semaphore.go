@@ -261,9 +261,8 @@ func unitsOf(holds []*hold, n int64) []int {
 	return pick
 }
 
-// Lost returns a channel that is closed when any acquisition of s ends
-// without a Release (see Mutex.Lost). When s holds nothing, Lost returns
-// a closed channel.
+// Lost returns a channel closed when any acquisition of s ends without a Release.
+// See Mutex.Lost. When s holds nothing, Lost returns a closed channel.
 func (s *Semaphore) Lost() <-chan struct{} {
 	s.mustBeMade()
 	return s.holds.lostChan()
@@ -279,9 +278,8 @@ func (s *Semaphore) Token() uint64 {
 	return 0
 }
 
-// ValidUntil returns the earliest local deadline of s's acquisitions, on
-// time.Now's scale (see Mutex.ValidUntil), or the zero Time when s holds
-// nothing.
+// ValidUntil returns the earliest local deadline of s's acquisitions, on time.Now's scale.
+// See Mutex.ValidUntil. It returns the zero Time when s holds nothing.
 func (s *Semaphore) ValidUntil() time.Time {
 	s.mustBeMade()
 	return s.holds.validUntil(&s.core)
