@@ -2,8 +2,8 @@ package dsync
 
 import "fmt"
 
-// HeldError is what a try meets when the key is held or waited for.
-// A try (TryLockContext, TryRLockContext, TryAcquireContext) meets it when
+// HeldError is what a try meets when the key is held or waited for. A try
+// (TryLockContext, TryRLockContext, TryAcquireContext) meets it when
 // another claim holds the key or waits for it ahead. It meets it too when
 // another goroutine of this process holds or is acquiring the same Mutex
 // (or the same RWMutex's write lock). errors.Is(err, ErrHeld) reports true

@@ -25,9 +25,8 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// SystemClock returns the Clock backed by the time package.
-// It counts the time the machine spends suspended where Go's monotonic
-// clock does not.
+// SystemClock returns the Clock backed by the time package. It counts the
+// time the machine spends suspended where Go's monotonic clock does not.
 //
 // On Linux, Now is time.Now plus the time the machine has been suspended
 // since the process started (measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC);

@@ -1,7 +1,7 @@
-// Package dsync provides a Mutex, RWMutex, Semaphore and Once that processes share through a store.
-// Do not use it where a [sync.Mutex] would do: every Lock and Unlock is a
-// round trip to the store, and a lock held by a crashed process blocks
-// others for up to one TTL.
+// Package dsync provides a Mutex, RWMutex, Semaphore and Once that
+// processes share through a store. Do not use it where a [sync.Mutex] would
+// do: every Lock and Unlock is a round trip to the store, and a lock held
+// by a crashed process blocks others for up to one TTL.
 //
 // [Mutex] is a distributed mutual exclusion lock with the shape of
 // [sync.Mutex]: it satisfies [sync.Locker] and adds TryLock, LockContext,

@@ -23,8 +23,8 @@ const (
 	ModeWeighted
 )
 
-// String names the mode: exclusive, shared or weighted.
-// These are the driver's names; the numbers are the driver's too
+// String names the mode: exclusive, shared or weighted. These are the
+// driver's names; the numbers are the driver's too
 // (TestModesMatchTheDriver).
 func (m Mode) String() string { return driver.Mode(m).String() }
 

@@ -2,10 +2,10 @@ package dsync
 
 import "time"
 
-// An Observer is told what a Client's locks and its lease do.
-// It serves metrics and alerts: how long callers wait and hold, holds
-// lost, how renewals go. Every field is optional. The calls come after the fact, one at a
-// time and in order, from a goroutine of the Client's own: an observer
+// An Observer is told what a Client's locks and its lease do. It serves
+// metrics and alerts: how long callers wait and hold, holds lost, how
+// renewals go. Every field is optional. The calls come after the fact, one
+// at a time and in order, from a goroutine of the Client's own: an observer
 // never delays a lock, a renewal or anything else of the protocol. An
 // observer that falls far behind loses events rather than make anything
 // wait: Dropped, if set, is told how many.
@@ -77,9 +77,9 @@ type Held struct {
 	Held time.Duration
 }
 
-// A Renewal is a confirmed renewal of a Client's lease.
-// There is one per TTL and renew interval in use, shared by every hold and
-// waiting claim with them.
+// A Renewal is a confirmed renewal of a Client's lease. There is one per
+// TTL and renew interval in use, shared by every hold and waiting claim
+// with them.
 type Renewal struct {
 	TTL time.Duration
 	// Latency is the renewal's round trip.

@@ -67,10 +67,10 @@ type ClaimInfo struct {
 	Expired bool
 }
 
-// Queue returns the claims of key that have not ended, in the order they hold.
-// Those marked Holds hold, or are about to: they may not know yet, and may
-// still withdraw. The first live claim is always marked Holds. Those marked
-// Expired no longer hold but have not been ended yet (see
+// Queue returns the claims of key that have not ended, in the order they
+// hold. Those marked Holds hold, or are about to: they may not know yet,
+// and may still withdraw. The first live claim is always marked Holds.
+// Those marked Expired no longer hold but have not been ended yet (see
 // ClaimInfo.Expired). The others wait. It returns none when nothing holds
 // or waits for key.
 //
@@ -168,8 +168,8 @@ type KeyState struct {
 	Queue []ClaimInfo
 }
 
-// List streams the keys of the store that opts selects, each with its queue.
-// It streams them in the store's order (ListOrder), each once.
+// List streams the keys of the store that opts selects, each with its
+// queue. It streams them in the store's order (ListOrder), each once.
 //
 // The keys are those claimed through a Client of this release or a later
 // one: a Client records a key in the store's directory, in the

@@ -16,9 +16,8 @@ import (
 // (driver.Stall). Nothing in the protocol reads it; Stalls lists it for
 // people (dsync status, the status page).
 
-// A Stall is the record that a hold stalled.
-// Its work reported no progress within its progress deadline, and the
-// holder gave the hold up.
+// A Stall is the record that a hold stalled. Its work reported no progress
+// within its progress deadline, and the holder gave the hold up.
 type Stall struct {
 	Key     string // the key as stored: a namespaced key begins with "dsync:"
 	Token   uint64 // the claim's fencing token

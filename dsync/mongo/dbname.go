@@ -13,11 +13,11 @@ const maxDatabaseName = 63
 // name on every platform (a Windows server refuses *<>:|? too).
 const databaseNameForbidden = "/\\. \"$\x00"
 
-// CheckDatabaseName returns nil if MongoDB accepts name as a database's name.
-// Otherwise it returns an error wrapping ErrInvalidDatabase that says why:
-// the name is empty, has 64 bytes or more, or contains one of / \ . " $, a
-// space or a NUL. NewStore checks its database's name so; a server may refuse
-// more (FerretDB, or MongoDB on Windows), and says so itself.
+// CheckDatabaseName returns nil if MongoDB accepts name as a database's
+// name. Otherwise it returns an error wrapping ErrInvalidDatabase that says
+// why: the name is empty, has 64 bytes or more, or contains one of / \ . "
+// $, a space or a NUL. NewStore checks its database's name so; a server may
+// refuse more (FerretDB, or MongoDB on Windows), and says so itself.
 func CheckDatabaseName(name string) error {
 	switch {
 	case name == "":

@@ -1,6 +1,7 @@
-// Package dsyncmongo is dsync's driver for MongoDB and MongoDB-compatible stores such as FerretDB.
-// Do not use it where the Assumptions below do not hold, such as on a
-// primary whose clock jumps; for unit tests, use dsync/driver/memory.
+// Package dsyncmongo is dsync's driver for MongoDB and MongoDB-compatible
+// stores such as FerretDB. Do not use it where the Assumptions below do not
+// hold, such as on a primary whose clock jumps; for unit tests, use
+// dsync/driver/memory.
 //
 // [NewStore] returns a [Store] (a driver.Store with every role of the
 // contract, its feed among them) that keeps a process's locks, and its

@@ -60,8 +60,8 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 	return s.sessions.InsertSession(ctx, sess)
 }
 
-// RenewSession implements driver.Store with one findAndModify by _id.
-// It raises the expiry with $max, never $set: a renewal applied late, after
+// RenewSession implements driver.Store with one findAndModify by _id. It
+// raises the expiry with $max, never $set: a renewal applied late, after
 // later ones, must not move the expiry back. That holds on MongoDB; on
 // FerretDB the engine sees to it that no two renewals of one document are
 // ever in flight together. It is never sent again here: after an unknown
