@@ -39,11 +39,10 @@ type ClaimInfo struct {
 	// before it (readers share, weighted claims up to their limit), or
 	// is about to; the others wait.
 	Holds bool
-	// Expired: the claim's session had expired (ExpiresAt) by the
-	// store's time as the read knew it, so the claim no longer holds and
-	// the next process that claims or waits on the key ends it; until
-	// then it stays in the queue, neither holding nor waiting, and the
-	// claims behind it hold or wait as if it had ended. A read never
+	// Expired: the claim's session had expired (ExpiresAt) by the store's time as the read knew it.
+	// So the claim no longer holds, and the next process that claims or waits
+	// on the key ends it. Until then it stays in the queue, neither holding
+	// nor waiting, and the claims behind it hold or wait as if it had ended. A read never
 	// ends it itself: its clock may be off the one that orders the
 	// writes (behind a mongos, before this Client's first claim, it is
 	// the router's), so Expired is a report, off by as much. It follows

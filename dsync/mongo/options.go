@@ -15,11 +15,11 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultDatabase is the database the dsync command uses when neither
-	// --db nor the connection string names one, and the one this
-	// package's examples use: a program whose store is on
-	// client.Database(DefaultDatabase) shares its locks, elections and
-	// once records with the command's. NewStore takes whatever database it
+	// DefaultDatabase is the database the dsync command uses by default.
+	// The command uses it when neither --db nor the connection string names
+	// one, and this package's examples use it too. A program whose store is on
+	// client.Database(DefaultDatabase) shares its locks, elections and once
+	// records with the command's. NewStore takes whatever database it
 	// is given; this is only the name every entry point agrees on.
 	DefaultDatabase = "dsync"
 	// DefaultCollection is the collection the lock documents live in.
