@@ -13,11 +13,11 @@ var (
 	// *HeldError that carries the holder.
 	ErrHeld = errors.New("dsync: lock held")
 
-	// ErrLost is returned by UnlockContext when the hold had already ended without an Unlock.
-	// Its lease expired, a renewal was refused, the outcome of renewals stayed
-	// unknown past the local deadline, or its session was revoked
-	// (ErrRevoked). Work done
-	// after Lost() closed was not protected by the lock.
+	// ErrLost is returned by UnlockContext when the hold had already ended
+	// without an Unlock. Its lease expired, a renewal was refused, the
+	// outcome of renewals stayed unknown past the local deadline, or its
+	// session was revoked (ErrRevoked). Work done after Lost() closed was
+	// not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
 
 	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when an
@@ -26,19 +26,19 @@ var (
 	// the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
-	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its work stalled.
-	// It applies when the hold's primitive has a progress deadline
-	// (WithProgressDeadline) and no progress was reported within it. The work
-	// was alive but stuck, and its claim was released so that the next waiter
-	// goes on.
+	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its work
+	// stalled. It applies when the hold's primitive has a progress deadline
+	// (WithProgressDeadline) and no progress was reported within it. The
+	// work was alive but stuck, and its claim was released so that the next
+	// waiter goes on.
 	ErrStalled = errors.New("dsync: no progress reported within the progress deadline")
 
-	// ErrReset is what the Client's claims return (wrapped) when the store lost their history.
-	// The store no longer holds what the Client knew of the key: its
-	// collections were emptied, dropped or restored from a backup while this
-	// process ran. The claim is void (the Client gave it up); a
-	// Mutex checks its session and queues again, so Lock and LockContext
-	// never return it.
+	// ErrReset is what the Client's claims return (wrapped) when the store
+	// lost their history. The store no longer holds what the Client knew of
+	// the key: its collections were emptied, dropped or restored from a
+	// backup while this process ran. The claim is void (the Client gave it
+	// up); a Mutex checks its session and queues again, so Lock and
+	// LockContext never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 
 	// ErrSpan reports that the store records a bucket span other than
@@ -82,10 +82,10 @@ var (
 	// read no record and run f too. f ran here, and may run, or have
 	// run, elsewhere.
 	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
-	// ErrRanTwice: f returned nil, and succeeded in two holds.
-	// Its done record met the record of another hold's run of f, which landed
-	// after this hold's read found none (its insert was held up on the way
-	// while that hold ended). The other Do, if it returned, returned
+	// ErrRanTwice: f returned nil, and succeeded in two holds. Its done
+	// record met the record of another hold's run of f, which landed after
+	// this hold's read found none (its insert was held up on the way while
+	// that hold ended). The other Do, if it returned, returned
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
 

@@ -24,10 +24,10 @@ type Observer struct {
 	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
 	// after Held.
 	Released func(h Held)
-	// Lost: a hold ended without its caller.
-	// Its lease ran out (renewals failed), the store no longer knew its
-	// session, or its work reported no progress within its progress deadline
-	// (err wraps ErrStalled). err wraps ErrLost, as Err's does.
+	// Lost: a hold ended without its caller. Its lease ran out (renewals
+	// failed), the store no longer knew its session, or its work reported
+	// no progress within its progress deadline (err wraps ErrStalled). err
+	// wraps ErrLost, as Err's does.
 	Lost func(h Held, err error)
 	// Waiting: how many callers of this Client wait for a hold now (a
 	// Lock, RLock or Acquire that waits; tries do not count).

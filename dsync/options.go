@@ -21,15 +21,15 @@ const (
 	// renewed every TTL/3: below this, a round trip to a server on another
 	// machine, or a scheduling hiccup, is enough to lose every hold.
 	MinTTL = 100 * time.Millisecond
-	// DefaultReleaseTimeout bounds the release Unlock sends, unless the TTL is shorter.
-	// The bound includes its wait for a renewal in flight. A release that does
-	// not finish in time is left undone, and the lease expires by itself after
-	// the TTL.
+	// DefaultReleaseTimeout bounds the release Unlock sends, unless the TTL
+	// is shorter. The bound includes its wait for a renewal in flight. A
+	// release that does not finish in time is left undone, and the lease
+	// expires by itself after the TTL.
 	DefaultReleaseTimeout = 2 * time.Second
-	// DefaultTryTimeout bounds the one attempt of every try, unless the TTL is shorter.
-	// The tries are TryLock, TryRLock and TryAcquire, and their Context forms.
-	// An attempt the store does not answer in time fails, whatever the store
-	// does meanwhile.
+	// DefaultTryTimeout bounds the one attempt of every try, unless the TTL
+	// is shorter. The tries are TryLock, TryRLock and TryAcquire, and their
+	// Context forms. An attempt the store does not answer in time fails,
+	// whatever the store does meanwhile.
 	DefaultTryTimeout = 2 * time.Second
 )
 

@@ -39,30 +39,29 @@ type ClaimInfo struct {
 	// before it (readers share, weighted claims up to their limit), or
 	// is about to; the others wait.
 	Holds bool
-	// Expired: the claim's session had expired (ExpiresAt) by the store's time as the read knew it.
-	// So the claim no longer holds, and the next process that claims or waits
-	// on the key ends it. Until then it stays in the queue, neither holding
-	// nor waiting, and the claims behind it hold or wait as if it had ended. A read never
-	// ends it itself: its clock may be off the one that orders the
-	// writes (behind a mongos, before this Client's first claim, it is
-	// the router's), so Expired is a report, off by as much. It follows
-	// the rule claimers end claims by: a session found missing, or
-	// expired without its first document (its collection may have been
-	// dropped, and a late write brought back an old expiry while its
-	// owner holds on), is not Expired, whatever ExpiresAt says: a
-	// claimer ends its claim only once it stayed missing for the claim's
-	// TTL, which one read cannot see. Once a read of a Client that has
-	// claimed (whose clock is then the one the writes are judged by)
-	// found a claim Expired, its later reads report it Expired too, for
-	// two of the claim's TTLs past the expiry found (the highest
+	// Expired: the claim's session had expired (ExpiresAt) by the store's
+	// time as the read knew it. So the claim no longer holds, and the next
+	// process that claims or waits on the key ends it. Until then it stays
+	// in the queue, neither holding nor waiting, and the claims behind it
+	// hold or wait as if it had ended. A read never ends it itself: its
+	// clock may be off the one that orders the writes (behind a mongos,
+	// before this Client's first claim, it is the router's), so Expired is
+	// a report, off by as much. It follows the rule claimers end claims by:
+	// a session found missing, or expired without its first document (its
+	// collection may have been dropped, and a late write brought back an
+	// old expiry while its owner holds on), is not Expired, whatever
+	// ExpiresAt says: a claimer ends its claim only once it stayed missing
+	// for the claim's TTL, which one read cannot see. Once a read of a
+	// Client that has claimed (whose clock is then the one the writes are
+	// judged by) found a claim Expired, its later reads report it Expired
+	// too, for two of the claim's TTLs past the expiry found (the highest
 	// ExpiresAt of the reads that reported it Expired, whichever of its
 	// session's keys they read: further than a renewal sent in time can
-	// raise it; up to 4,096 sessions
-	// remembered), even if a renewal its owner sent before losing it
-	// lands late and raises the session's stored expiry: the owner
-	// stopped relying on it, and the next claimer ends it (a reader that never saw it expired, or
-	// read by another clock, reads it live until that raised expiry, or
-	// until it is ended).
+	// raise it; up to 4,096 sessions remembered), even if a renewal its
+	// owner sent before losing it lands late and raises the session's
+	// stored expiry: the owner stopped relying on it, and the next claimer
+	// ends it (a reader that never saw it expired, or read by another
+	// clock, reads it live until that raised expiry, or until it is ended).
 	Expired bool
 }
 

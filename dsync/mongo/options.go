@@ -17,9 +17,9 @@ import (
 const (
 	// DefaultDatabase is the database the dsync command uses by default.
 	// The command uses it when neither --db nor the connection string names
-	// one, and this package's examples use it too. A program whose store is on
-	// client.Database(DefaultDatabase) shares its locks, elections and once
-	// records with the command's. NewStore takes whatever database it
+	// one, and this package's examples use it too. A program whose store is
+	// on client.Database(DefaultDatabase) shares its locks, elections and
+	// once records with the command's. NewStore takes whatever database it
 	// is given; this is only the name every entry point agrees on.
 	DefaultDatabase = "dsync"
 	// DefaultCollection is the collection the lock documents live in.
