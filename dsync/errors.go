@@ -20,8 +20,8 @@ var (
 	// not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
 
-	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when an
-	// operator revoked its session (dsync revoke): the process read the
+	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when its session was revoked.
+	// An operator revoked the session (dsync revoke): the process read the
 	// revocation and stopped renewing. Its waiting claims are withdrawn;
 	// the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
@@ -41,9 +41,9 @@ var (
 	// LockContext never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 
-	// ErrSpan reports that the store records a bucket span other than
-	// this process's (ClientWithBucketSpan): a
-	// configuration error, which retrying does not mend. Every method
+	// ErrSpan reports that the store records a bucket span other than this process's.
+	// See ClientWithBucketSpan. It is a configuration error, which retrying
+	// does not mend. Every method
 	// that acquires returns it at once (Lock and RLock, which have no
 	// error to return, panic with it); the error's text says which span
 	// the store uses and what to change.
@@ -89,8 +89,8 @@ var (
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
 
-	// ErrAfterUnsupported is what List reports, before it reads any key,
-	// when asked to resume after a key on a store that lists in
-	// OrderFirstUse: it is driver.ErrAfterUnsupported.
+	// ErrAfterUnsupported is what List reports when it cannot resume after a key.
+	// It reports it, before it reads any key, on a store that lists in
+	// OrderFirstUse. It is driver.ErrAfterUnsupported.
 	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )
