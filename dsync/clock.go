@@ -20,8 +20,8 @@ import (
 // deadlines and renewals, and never reads the wall clock.
 type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d.
-	// The stop it returns prevents the call if it has not started, and reports whether it did
+	// AfterFunc calls f in its own goroutine after d. The stop it returns
+	// prevents the call if it has not started, and reports whether it did
 	// so.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }

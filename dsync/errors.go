@@ -20,10 +20,10 @@ var (
 	// not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
 
-	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when its session was revoked.
-	// An operator revoked the session (dsync revoke): the process read the
-	// revocation and stopped renewing. Its waiting claims are withdrawn;
-	// the next Lock opens a new session.
+	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when its
+	// session was revoked. An operator revoked the session (dsync revoke):
+	// the process read the revocation and stopped renewing. Its waiting
+	// claims are withdrawn; the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
 	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its work
@@ -41,12 +41,12 @@ var (
 	// LockContext never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 
-	// ErrSpan reports that the store records a bucket span other than this process's.
-	// See ClientWithBucketSpan. It is a configuration error, which retrying
-	// does not mend. Every method
-	// that acquires returns it at once (Lock and RLock, which have no
-	// error to return, panic with it); the error's text says which span
-	// the store uses and what to change.
+	// ErrSpan reports that the store records a bucket span other than this
+	// process's. See ClientWithBucketSpan. It is a configuration error,
+	// which retrying does not mend. Every method that acquires returns it
+	// at once (Lock and RLock, which have no error to return, panic with
+	// it); the error's text says which span the store uses and what to
+	// change.
 	ErrSpan = errors.New("dsync: the store's bucket span is not this process's")
 
 	// ErrClosed is returned by calls on a closed Client, and by a
@@ -89,8 +89,8 @@ var (
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
 
-	// ErrAfterUnsupported is what List reports when it cannot resume after a key.
-	// It reports it, before it reads any key, on a store that lists in
-	// OrderFirstUse. It is driver.ErrAfterUnsupported.
+	// ErrAfterUnsupported is what List reports when it cannot resume after
+	// a key. It reports it, before it reads any key, on a store that lists
+	// in OrderFirstUse. It is driver.ErrAfterUnsupported.
 	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )

@@ -47,9 +47,9 @@ const (
 	// OrderBytes: increasing order of the keys' bytes (MongoDB, and the
 	// in-memory store). A listing can resume after any key.
 	OrderBytes KeyOrder = iota + 1
-	// OrderFirstUse: the order in which keys were first claimed.
-	// It does not change as keys are added (FerretDB: any other order would
-	// cost it a read of every key). A listing cannot resume after a key
+	// OrderFirstUse: the order in which keys were first claimed. It does
+	// not change as keys are added (FerretDB: any other order would cost it
+	// a read of every key). A listing cannot resume after a key
 	// (ErrAfterUnsupported); it streams instead.
 	OrderFirstUse
 )

@@ -17,8 +17,8 @@ type Observer struct {
 	// Acquired: a Lock, RLock, Acquire, TryLock... held after waiting
 	// Wait (from the call to the hold).
 	Acquired func(Acquisition)
-	// AcquireFailed: a call that asked for a hold returned without one.
-	// It returned after Wait: its context ended, the key was held (a try:
+	// AcquireFailed: a call that asked for a hold returned without one. It
+	// returned after Wait: its context ended, the key was held (a try:
 	// ErrHeld), or the store failed.
 	AcquireFailed func(a Acquisition, err error)
 	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
@@ -29,8 +29,8 @@ type Observer struct {
 	// no progress within its progress deadline (err wraps ErrStalled). err
 	// wraps ErrLost, as Err's does.
 	Lost func(h Held, err error)
-	// Waiting: how many callers of this Client wait for a hold now.
-	// A Lock, RLock or Acquire that waits counts; tries do not.
+	// Waiting: how many callers of this Client wait for a hold now. A Lock,
+	// RLock or Acquire that waits counts; tries do not.
 	Waiting func(n int)
 	// Renewed: a renewal of the Client's lease was confirmed.
 	Renewed func(Renewal)
@@ -72,8 +72,8 @@ type Held struct {
 	Key   string
 	Kind  Kind
 	Token uint64
-	// Held is how long it was held: from the hold to its end.
-	// For a lost hold, it runs to when the Client found it lost.
+	// Held is how long it was held: from the hold to its end. For a lost
+	// hold, it runs to when the Client found it lost.
 	Held time.Duration
 }
 
@@ -84,9 +84,9 @@ type Renewal struct {
 	TTL time.Duration
 	// Latency is the renewal's round trip.
 	Latency time.Duration
-	// Headroom is how much time the lease had left at the confirmation.
-	// It is counted up to the deadline then in force: the closer to 0, the
-	// closer its holds came to being lost. A healthy lease has about TTL minus the
-	// renew interval (and the margin) at every renewal.
+	// Headroom is how much time the lease had left at the confirmation. It
+	// is counted up to the deadline then in force: the closer to 0, the
+	// closer its holds came to being lost. A healthy lease has about TTL
+	// minus the renew interval (and the margin) at every renewal.
 	Headroom time.Duration
 }

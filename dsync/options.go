@@ -13,9 +13,9 @@ import (
 
 // Defaults of the lease (the Client's options) and of a primitive's.
 const (
-	// DefaultTTL is the default lease length.
-	// The lease length is how long a hold stays valid without a successful
-	// renewal, and so how long a crashed holder blocks others.
+	// DefaultTTL is the default lease length. The lease length is how long
+	// a hold stays valid without a successful renewal, and so how long a
+	// crashed holder blocks others.
 	DefaultTTL = 15 * time.Second
 	// MinTTL is the shortest TTL accepted. A hold counts only if the
 	// store's reply arrives within TTL − TTL/20 of the request, and is

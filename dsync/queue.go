@@ -25,18 +25,19 @@ type ClaimInfo struct {
 	Host    string // the claiming process
 	PID     int
 	// QueuedAt is the latest possible store time when the claim was sent.
-	// ExpiresAt is its session's expiry as read (store time), unless renewed.
+	// ExpiresAt is its session's expiry as read (store time), unless
+	// renewed.
 	QueuedAt  time.Time
 	ExpiresAt time.Time
-	// Mode is how the claim shares its key.
-	// Exclusive is a Mutex's or a writer's, shared a reader's, weighted a
-	// Semaphore's. Weight and Limit are a weighted claim's units and limit.
+	// Mode is how the claim shares its key. Exclusive is a Mutex's or a
+	// writer's, shared a reader's, weighted a Semaphore's. Weight and Limit
+	// are a weighted claim's units and limit.
 	Mode   Mode
 	Weight int64
 	Limit  int64
-	// Holds: the claim holds by the grant rule, or is about to.
-	// The rule is applied given the live claims before it: readers share,
-	// weighted claims up to their limit. The others wait.
+	// Holds: the claim holds by the grant rule, or is about to. The rule is
+	// applied given the live claims before it: readers share, weighted
+	// claims up to their limit. The others wait.
 	Holds bool
 	// Expired: the claim's session had expired (ExpiresAt) by the store's
 	// time as the read knew it. So the claim no longer holds, and the next
@@ -160,8 +161,8 @@ type KeyState struct {
 	// lease, begins with "dsync:".
 	Key string
 	// Queue is what Queue returns for Key: the claims that have not ended.
-	// The one that holds (or is about to) comes first. It is empty when nothing
-	// holds or waits for the key: the key was used, and is free.
+	// The one that holds (or is about to) comes first. It is empty when
+	// nothing holds or waits for the key: the key was used, and is free.
 	Queue []ClaimInfo
 }
 

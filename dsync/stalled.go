@@ -26,9 +26,9 @@ type Stall struct {
 	Nonce   string // the claim's
 	Host    string // the holding process
 	PID     int
-	// Since is when the hold began; LastProgress when its work last reported progress.
-	// Both are store times counted back from At by the holder's own clock, so
-	// as uncertain as At.
+	// Since is when the hold began; LastProgress when its work last
+	// reported progress. Both are store times counted back from At by the
+	// holder's own clock, so as uncertain as At.
 	Since        time.Time
 	LastProgress time.Time
 	At           time.Time // store time when the record was sent

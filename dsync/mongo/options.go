@@ -27,9 +27,9 @@ const (
 	// DefaultWriteTimeout bounds how long the server may take to
 	// acknowledge a write (WithWriteTimeout).
 	DefaultWriteTimeout = 1 * time.Second
-	// DefaultEventAwait is how long a getMore of the wake-up events' cursor waits.
-	// It is how long it waits for an event (WithEventAwait), and equals dsync's
-	// default safety poll (dsync.DefaultSafetyPoll).
+	// DefaultEventAwait is how long a getMore of the wake-up events' cursor
+	// waits. It is how long it waits for an event (WithEventAwait), and
+	// equals dsync's default safety poll (dsync.DefaultSafetyPoll).
 	DefaultEventAwait = 15 * time.Second
 )
 
