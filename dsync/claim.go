@@ -2,11 +2,12 @@ package dsync
 
 import "fmt"
 
-// HeldError is what a try meets (TryLockContext, TryRLockContext,
-// TryAcquireContext) when another claim holds the key or waits for it
-// ahead, or when another goroutine of this process holds or is acquiring
-// the same Mutex (or the same RWMutex's write lock). errors.Is(err,
-// ErrHeld) reports true for it.
+// HeldError is what a try meets when the key is held or waited for. A try
+// (TryLockContext, TryRLockContext, TryAcquireContext) meets it when
+// another claim holds the key or waits for it ahead. It meets it too when
+// another goroutine of this process holds or is acquiring the same Mutex
+// (or the same RWMutex's write lock). errors.Is(err, ErrHeld) reports true
+// for it.
 type HeldError struct {
 	Key   string
 	Owner string // the current holder or first waiter, if known

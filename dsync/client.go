@@ -21,8 +21,8 @@ import (
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
-// A Client is one process's connection to a store for coordination: the
-// front door of dsync. It owns the process's lease (one session, of the
+// A Client is one process's connection to a store for coordination. It is
+// the front door of dsync. It owns the process's lease (one session, of the
 // Client's TTL, renewed with one command per renew interval however many
 // locks the process holds or waits for, and however many elections it
 // runs), the protocol's state, and the goroutines that keep them: every
@@ -246,11 +246,11 @@ func (e engineClock) Mono() time.Duration       { return e.c.mono() }
 
 func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin) }
 
-// Close ends every claim made through c — holds are lost first (their
-// Lost() closes), then released; waiting claims are withdrawn — so that
-// other processes go on at once, not after a TTL; stops c's goroutines
-// and waits for them, and closes its store. Calls made afterwards fail
-// with ErrClosed. Close is idempotent.
+// Close ends every claim made through c, stops its goroutines and closes
+// its store. Holds are lost first (their Lost() closes), then released;
+// waiting claims are withdrawn. So other processes go on at once, not after
+// a TTL. Close waits for c's goroutines before it returns. Calls made
+// afterwards fail with ErrClosed. Close is idempotent.
 //
 // Close is bounded when the store cannot be reached: all the requests it
 // sends (the ends, ends of unknown outcome sent again, keys not yet
@@ -380,7 +380,7 @@ func (c *Client) TTL() time.Duration { return c.cfg.lease.TTL }
 // (WithRenewInterval).
 func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.Interval }
 
-// Logger returns the logger the Client reports to (ClientWithLogger,
-// else slog.Default()); its primitives use it unless given their own
-// (WithLogger).
+// Logger returns the logger the Client reports to. That is
+// ClientWithLogger's, else slog.Default(). The Client's primitives use it
+// unless given their own (WithLogger).
 func (c *Client) Logger() *slog.Logger { return c.cfg.logger }

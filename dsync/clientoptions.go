@@ -51,13 +51,14 @@ const (
 	DefaultIdleAge = 30 * time.Minute
 )
 
-// WithTTL sets the length of the Client's lease: how long a hold stays
-// valid without a successful renewal, and so how long a crashed process
-// blocks others. Default: DefaultTTL (15 s). It must be at least MinTTL
-// (100 ms), well above the store's round trip, and at most the store's
-// bucket span (5 minutes unless set otherwise: see ClientWithBucketSpan).
-// A shorter TTL hands a crashed holder's keys over sooner and costs more
-// renewals. Every primitive and election made on the Client shares it.
+// WithTTL sets the length of the Client's lease. The TTL is how long a hold
+// stays valid without a successful renewal, and so how long a crashed
+// process blocks others. Default: DefaultTTL (15 s). It must be at least
+// MinTTL (100 ms), well above the store's round trip, and at most the
+// store's bucket span (5 minutes unless set otherwise: see
+// ClientWithBucketSpan). A shorter TTL hands a crashed holder's keys over
+// sooner and costs more renewals. Every primitive and election made on the
+// Client shares it.
 func WithTTL(ttl time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		switch {
@@ -71,8 +72,8 @@ func WithTTL(ttl time.Duration) ClientOption {
 	}
 }
 
-// WithRenewInterval sets how often the Client renews its lease while it
-// has holds or waiting claims. Default: a third of the TTL, so two
+// WithRenewInterval sets how often the Client renews its lease. It renews
+// while it has holds or waiting claims. Default: a third of the TTL, so two
 // renewals can fail before the holds are lost. It must be positive and
 // shorter than the TTL minus the safety margin (TTL/20).
 func WithRenewInterval(d time.Duration) ClientOption {
@@ -97,9 +98,9 @@ func WithClock(clock Clock) ClientOption {
 	}
 }
 
-// ClientWithLogger sets where the Client reports what it handles itself:
-// ends sent again, the wake-up stream falling back to polling. Default:
-// slog.Default().
+// ClientWithLogger sets where the Client reports what it handles itself.
+// That is ends sent again, and the wake-up stream falling back to polling.
+// Default: slog.Default().
 func ClientWithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) error {
 		if l == nil {
@@ -122,11 +123,11 @@ func ClientWithWakeups(on bool) ClientOption {
 	}
 }
 
-// ClientWithPollInterval sets how often a waiter checks the claim ahead
-// of it while wake-ups are off or their stream is down. Default:
-// DefaultPollInterval (250 ms). A Mutex that locks again right after
-// taking a key over waits up to as long for the process it took over from
-// to queue again (see Mutex). It must be positive.
+// ClientWithPollInterval sets how often a waiter checks the claim ahead of
+// it. It applies while wake-ups are off or their stream is down. Default:
+// DefaultPollInterval (250 ms). A Mutex that locks again right after taking
+// a key over waits up to as long for the process it took over from to queue
+// again (see Mutex). It must be positive.
 func ClientWithPollInterval(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d <= 0 {
@@ -137,9 +138,9 @@ func ClientWithPollInterval(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone
-// before it checks the claim ahead of it again. Default: DefaultSafetyPoll
-// (15 s). It must be positive.
+// ClientWithSafetyPoll sets how long a waiter relies on wake-ups alone.
+// After that time it checks the claim ahead of it again. Default:
+// DefaultSafetyPoll (15 s). It must be positive.
 func ClientWithSafetyPoll(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d <= 0 {
@@ -150,11 +151,12 @@ func ClientWithSafetyPoll(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithIdleAge makes this Client sweep in the background, about once
-// per bucket span: it compacts the keys idle (nobody holding or waiting
-// for them) for at least d (Compact). It must be at least four bucket
-// spans (ClientWithBucketSpan); 0 turns this Client's sweeps off (another
-// process may still sweep). Default: DefaultIdleAge (30 minutes).
+// ClientWithIdleAge makes this Client compact keys idle for d, in the
+// background. It sweeps about once per bucket span, and compacts the keys
+// idle (nobody holding or waiting for them) for at least d (Compact). It
+// must be at least four bucket spans (ClientWithBucketSpan); 0 turns this
+// Client's sweeps off (another process may still sweep). Default:
+// DefaultIdleAge (30 minutes).
 func ClientWithIdleAge(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d < 0 {
@@ -165,16 +167,15 @@ func ClientWithIdleAge(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithBucketSpan sets the store's bucket span: every process on a
-// store must use the same, which the first process records in the store.
-// A process whose span is not the store's fails every acquire with an
-// error wrapping ErrSpan, also when the store was emptied and first
-// written by a process of another span while it ran.
-// Default: the store's, or 5 minutes for a new store. A hold's TTL must
-// be at most the span. Shorter spans cost each holder a gate insert per
-// span and key held, and allow shorter idle ages (ClientWithIdleAge); the
-// default suits every TTL up to 5 minutes. The span must be a whole
-// number of milliseconds.
+// ClientWithBucketSpan sets the store's bucket span. Every process on a
+// store must use the same span, which the first process records in the
+// store. A process whose span is not the store's fails every acquire with
+// an error wrapping ErrSpan, also when the store was emptied and first
+// written by a process of another span while it ran. Default: the store's,
+// or 5 minutes for a new store. A hold's TTL must be at most the span.
+// Shorter spans cost each holder a gate insert per span and key held, and
+// allow shorter idle ages (ClientWithIdleAge); the default suits every TTL
+// up to 5 minutes. The span must be a whole number of milliseconds.
 func ClientWithBucketSpan(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d < 4*c.engine.Margin {

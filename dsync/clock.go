@@ -20,12 +20,13 @@ import (
 // deadlines and renewals, and never reads the wall clock.
 type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d; stop prevents the
-	// call if it has not started and reports whether it did so.
+	// AfterFunc calls f in its own goroutine after d. The stop it returns
+	// prevents the call if it has not started, and reports whether it did
+	// so.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// SystemClock returns the Clock backed by the time package, counting the
+// SystemClock returns the Clock backed by the time package. It counts the
 // time the machine spends suspended where Go's monotonic clock does not.
 //
 // On Linux, Now is time.Now plus the time the machine has been suspended

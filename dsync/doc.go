@@ -1,13 +1,18 @@
-// Package dsync provides a distributed mutual exclusion lock, Mutex, with
-// the shape of sync.Mutex: it satisfies sync.Locker and adds TryLock,
-// LockContext, UnlockContext, Lost and Token. Processes on many machines
-// that use the same key in the same store exclude each other. RWMutex
-// (readers share, a writer excludes everyone) and Semaphore (at most n
-// units held at once, with the shape of x/sync's semaphore.Weighted) run
-// the same protocol with claims that share a key, and Once runs a
-// function to success once per key across processes; each lives in a
-// namespace of its own, so a Mutex, an RWMutex, a Semaphore and a Once of
-// one name are four different things.
+// Package dsync provides a Mutex, RWMutex, Semaphore and Once that
+// processes share through a store. Do not use it where a [sync.Mutex] would
+// do: every Lock and Unlock is a round trip to the store, and a lock held
+// by a crashed process blocks others for up to one TTL.
+//
+// [Mutex] is a distributed mutual exclusion lock with the shape of
+// [sync.Mutex]: it satisfies [sync.Locker] and adds TryLock, LockContext,
+// UnlockContext, Lost and Token. Processes on many machines that use the
+// same key in the same store exclude each other. [RWMutex] lets readers
+// share and a writer exclude everyone. [Semaphore] lets at most n units be
+// held at once, with the shape of x/sync's semaphore.Weighted. Both run the
+// same protocol with claims that share a key. [Once] runs a function to
+// success once per key across processes. Each lives in a namespace of its
+// own, so a Mutex, an RWMutex, a Semaphore and a Once of one name are four
+// different things.
 //
 // A Client is one process's connection to a store, and the one way in:
 // NewClient makes it over a driver's store, and every Mutex, RWMutex,
@@ -136,8 +141,4 @@
 // code that was running when the machine was suspended carries on when it
 // resumes, before anything can check the deadline. Fencing tokens are what
 // protect the resource in both cases.
-//
-// Do not use dsync where a sync.Mutex would do: every Lock and Unlock is
-// a round trip to the store, and a lock held by a crashed process blocks
-// others for up to one TTL.
 package dsync

@@ -14,38 +14,39 @@ var (
 	ErrHeld = errors.New("dsync: lock held")
 
 	// ErrLost is returned by UnlockContext when the hold had already ended
-	// without an Unlock: its lease expired, a renewal was refused, the
+	// without an Unlock. Its lease expired, a renewal was refused, the
 	// outcome of renewals stayed unknown past the local deadline, or its
-	// session was revoked (ErrRevoked). Work done
-	// after Lost() closed was not protected by the lock.
+	// session was revoked (ErrRevoked). Work done after Lost() closed was
+	// not protected by the lock.
 	ErrLost = errors.New("dsync: lock lost before unlock")
 
-	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when an
-	// operator revoked its session (dsync revoke): the process read the
-	// revocation and stopped renewing. Its waiting claims are withdrawn;
-	// the next Lock opens a new session.
+	// ErrRevoked is what a hold's loss wraps, beside ErrLost, when its
+	// session was revoked. An operator revoked the session (dsync revoke):
+	// the process read the revocation and stopped renewing. Its waiting
+	// claims are withdrawn; the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
-	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its
-	// primitive has a progress deadline (WithProgressDeadline) and no
-	// progress was reported within it: the work was alive but stuck, and
-	// its claim was released so that the next waiter goes on.
+	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its work
+	// stalled. It applies when the hold's primitive has a progress deadline
+	// (WithProgressDeadline) and no progress was reported within it. The
+	// work was alive but stuck, and its claim was released so that the next
+	// waiter goes on.
 	ErrStalled = errors.New("dsync: no progress reported within the progress deadline")
 
-	// ErrReset is what the Client's claims return (wrapped) when the
-	// store no longer holds what the Client knew of the key: its
-	// collections were emptied, dropped or restored from a backup while
-	// this process ran. The claim is void (the Client gave it up); a
-	// Mutex checks its session and queues again, so Lock and LockContext
-	// never return it.
+	// ErrReset is what the Client's claims return (wrapped) when the store
+	// lost their history. The store no longer holds what the Client knew of
+	// the key: its collections were emptied, dropped or restored from a
+	// backup while this process ran. The claim is void (the Client gave it
+	// up); a Mutex checks its session and queues again, so Lock and
+	// LockContext never return it.
 	ErrReset = errors.New("dsync: the store lost the lock's history (emptied or restored)")
 
-	// ErrSpan reports that the store records a bucket span other than
-	// this process's (ClientWithBucketSpan): a
-	// configuration error, which retrying does not mend. Every method
-	// that acquires returns it at once (Lock and RLock, which have no
-	// error to return, panic with it); the error's text says which span
-	// the store uses and what to change.
+	// ErrSpan reports that the store records a bucket span other than this
+	// process's. See ClientWithBucketSpan. It is a configuration error,
+	// which retrying does not mend. Every method that acquires returns it
+	// at once (Lock and RLock, which have no error to return, panic with
+	// it); the error's text says which span the store uses and what to
+	// change.
 	ErrSpan = errors.New("dsync: the store's bucket span is not this process's")
 
 	// ErrClosed is returned by calls on a closed Client, and by a
@@ -81,15 +82,15 @@ var (
 	// read no record and run f too. f ran here, and may run, or have
 	// run, elsewhere.
 	ErrUnconfirmed = errors.New("dsync: once: the function succeeded, but its record was not confirmed under a valid hold")
-	// ErrRanTwice: f returned nil, and its done record met the record of
-	// another hold's run of f, which landed after this hold's read found
-	// none (its insert was held up on the way while that hold ended): f
-	// succeeded in two holds. The other Do, if it returned, returned
+	// ErrRanTwice: f returned nil, and succeeded in two holds. Its done
+	// record met the record of another hold's run of f, which landed after
+	// this hold's read found none (its insert was held up on the way while
+	// that hold ended). The other Do, if it returned, returned
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
 
-	// ErrAfterUnsupported is what List reports, before it reads any key,
-	// when asked to resume after a key on a store that lists in
-	// OrderFirstUse: it is driver.ErrAfterUnsupported.
+	// ErrAfterUnsupported is what List reports when it cannot resume after
+	// a key. It reports it, before it reads any key, on a store that lists
+	// in OrderFirstUse. It is driver.ErrAfterUnsupported.
 	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )

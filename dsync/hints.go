@@ -9,16 +9,16 @@ import (
 )
 
 // ClientWithHints makes the Client wake waiters of other processes with
-// direct hints (package dsync/hint), besides the store's feed: it listens
-// for hints on listen, a UDP host:port (port 0: any free port), and
-// records advertise, the host:port at which the other processes reach it
-// (port 0: the port listened on), in the store. Empty, advertise is
-// listen with the port listened on; then listen must name a host (not
-// 0.0.0.0 or ::). Behind NAT, in a container or a Kubernetes pod, listen
-// on the pod's or container's address and advertise the address the
-// others see: the pod's IP, or the host's address and the port mapped to
-// the container's. ClientWithHints("", "") turns direct hints off,
-// default included.
+// direct hints. Hints (package dsync/hint) come besides the store's feed.
+// The Client listens for hints on listen, a UDP host:port (port 0: any free
+// port). It records advertise in the store: the host:port at which the
+// other processes reach it (port 0: the port listened on). Empty, advertise
+// is listen with the port listened on; then listen must name a host (not
+// 0.0.0.0 or ::). Behind NAT, in a container or a Kubernetes pod, listen on
+// the pod's or container's address and advertise the address the others
+// see: the pod's IP, or the host's address and the port mapped to the
+// container's. ClientWithHints("", "") turns direct hints off, default
+// included.
 //
 // A release then wakes the next waiter in another process in about a
 // network round trip, where the store's feed takes as long as the store
@@ -79,8 +79,9 @@ func ClientWithHints(listen, advertise string) ClientOption {
 	}
 }
 
-// DefaultHintsListen is where a Client listens for direct hints when the
-// store is reached over loopback and no ClientWithHints was given.
+// DefaultHintsListen is where a Client listens for direct hints by default.
+// That default applies when the store is reached over loopback and no
+// ClientWithHints was given.
 const DefaultHintsListen = "127.0.0.1:0"
 
 // hintConfig completes the hint transport's configuration with the

@@ -11,8 +11,8 @@ import (
 // plain keys may not.
 const reservedPrefix = "dsync:"
 
-// NamespacedKey is key, in namespace ns (WithNamespace), as it is stored:
-// the key Client.Queue and Client.List show for it. Package leader's
+// NamespacedKey is key in namespace ns (WithNamespace), as it is stored. It
+// is the key Client.Queue and Client.List show for it. Package leader's
 // election NAME is NamespacedKey("election", NAME).
 func NamespacedKey(ns, key string) string { return reservedPrefix + ns + "/" + key }
 

@@ -23,8 +23,9 @@ const (
 	ModeWeighted
 )
 
-// String names the mode: exclusive, shared, weighted (the driver's
-// names: the numbers are the driver's, TestModesMatchTheDriver).
+// String names the mode: exclusive, shared or weighted. These are the
+// driver's names; the numbers are the driver's too
+// (TestModesMatchTheDriver).
 func (m Mode) String() string { return driver.Mode(m).String() }
 
 // modeOf is the Mode of a stored claim's mode.
@@ -46,9 +47,9 @@ const (
 	// OrderBytes: increasing order of the keys' bytes (MongoDB, and the
 	// in-memory store). A listing can resume after any key.
 	OrderBytes KeyOrder = iota + 1
-	// OrderFirstUse: the order in which keys were first claimed, which
-	// does not change as keys are added (FerretDB: any other order would
-	// cost it a read of every key). A listing cannot resume after a key
+	// OrderFirstUse: the order in which keys were first claimed. It does
+	// not change as keys are added (FerretDB: any other order would cost it
+	// a read of every key). A listing cannot resume after a key
 	// (ErrAfterUnsupported); it streams instead.
 	OrderFirstUse
 )

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// A Mutex is a mutual exclusion lock shared by every process that uses the
-// same key on the same store. Its zero value is not usable: create it
-// with NewMutex; every method of a zero Mutex panics at once. A Mutex
-// must not be copied after first use.
+// A Mutex is a mutual exclusion lock shared by processes through a store.
+// Every process that uses the same key on the same store shares it. Its
+// zero value is not usable: create it with NewMutex; every method of a zero
+// Mutex panics at once. A Mutex must not be copied after first use.
 //
 // A successful Lock, LockContext, TryLock or TryLockContext establishes a
 // hold: a lease the Mutex renews in the background until Unlock. While
@@ -65,8 +65,8 @@ func (m *Mutex) Key() string {
 	return m.key
 }
 
-// Owner returns the identity this Mutex acquires under: unique per Mutex
-// value, and the Owner of every Claim it makes.
+// Owner returns the identity this Mutex acquires under. It is unique per
+// Mutex value, and the Owner of every Claim it makes.
 func (m *Mutex) Owner() string {
 	m.mustBeMade()
 	return m.owner
@@ -141,12 +141,14 @@ func (m *Mutex) TryLock() bool {
 	return m.TryLockContext(context.Background()) == nil
 }
 
-// TryLockContext makes TryLock's one attempt, bounded by ctx as well as by
-// the try timeout, and says why it failed: an error wrapping ErrHeld (a
-// *HeldError, naming the holder when known) when the lock is held or
-// waited for, here or elsewhere; context.Cause(ctx), unchanged, when ctx
-// ended first; otherwise the store's error (the store could not be
-// reached, or did not answer within the try timeout).
+// TryLockContext makes TryLock's one attempt, bounded by ctx and the try
+// timeout. It says why it failed:
+//
+//   - an error wrapping ErrHeld (a *HeldError, naming the holder when known)
+//     when the lock is held or waited for, here or elsewhere;
+//   - context.Cause(ctx), unchanged, when ctx ended first;
+//   - otherwise the store's error: the store could not be reached, or did
+//     not answer within the try timeout.
 //
 // A claim the attempt inserted and could not see confirmed in time is
 // never trusted: it is withdrawn, in the background if the store does
@@ -176,7 +178,7 @@ func (m *Mutex) heldHere() error {
 	return &HeldError{Key: m.key, Owner: m.owner, Token: m.Token()}
 }
 
-// Unlock unlocks m and releases its lease so that the next holder need not
+// Unlock unlocks m and releases its lease. The next holder then need not
 // wait for the TTL. It is a run-time error (a panic, as with sync.Mutex) if
 // m is not locked. Unlock after the hold was lost does not panic.
 //
@@ -193,14 +195,14 @@ func (m *Mutex) Unlock() {
 	}
 }
 
-// UnlockContext unlocks m like Unlock and reports the outcome: an error
-// wrapping ErrLost if the hold had been lost before this call (the critical
-// section was not fully protected; this call sends nothing: the lease is
-// left to expire, or a stall released the claim), or the store's error if the release could not be
-// confirmed (the Client sends it again in the background until it lands
-// or the Client is closed; the lease expires after its TTL at the
-// latest once the Client holds nothing). m is unlocked locally
-// in every case.
+// UnlockContext unlocks m like Unlock and reports the outcome. It returns
+// an error wrapping ErrLost if the hold had been lost before this call: the
+// critical section was not fully protected. This call then sends nothing:
+// the lease is left to expire, or a stall released the claim. It returns
+// the store's error if the release could not be confirmed. The Client then
+// sends it again in the background until it lands or the Client is closed;
+// the lease expires after its TTL at the latest once the Client holds
+// nothing. m is unlocked locally in every case.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mustBeMade()
 	m.mu.Lock()
@@ -215,10 +217,10 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 }
 
 // Lost returns a channel that is closed when the current hold ends without
-// an Unlock: its lease could not be confirmed before the local deadline,
-// the store refused to renew it, or its progress deadline passed
-// (WithProgressDeadline). Unlock does not close it. When m is not
-// held, Lost returns a closed channel: nothing is protected.
+// an Unlock. That happens when its lease could not be confirmed before the
+// local deadline, when the store refused to renew it, or when its progress
+// deadline passed (WithProgressDeadline). Unlock does not close it. When m
+// is not held, Lost returns a closed channel: nothing is protected.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mustBeMade()
 	m.mu.Lock()
@@ -244,21 +246,21 @@ func (m *Mutex) Token() uint64 {
 	return m.hold.claim.Epoch
 }
 
-// ValidUntil returns the local deadline of the current hold — the send
-// time of its session's last confirmed open or renewal, plus the TTL,
-// minus a safety margin of TTL/20; with a progress deadline
-// (WithProgressDeadline), the last report of progress plus that deadline
-// if it comes first — on time.Now's scale: time.Now() plus the time
-// left, as of the call. Lost() closes then unless a renewal (a report)
-// moves it first. Once the hold is lost (Lost() is closed: its lease ran
-// out or was revoked, or it stalled), ValidUntil returns when it was
-// lost, or the deadline if that came first: never a time in the future,
-// though the process's session may go on being renewed. It returns the
-// zero Time when m is not held. Compare it with
-// time.Now, not with other hosts. The deadline counts time the machine
-// spends suspended (on Linux) and time.Now does not, so a value obtained
-// before a suspend is late by the time suspended: call ValidUntil again
-// after one, or watch Lost().
+// ValidUntil returns the local deadline of the current hold, on time.Now's
+// scale. The deadline is the send time of its session's last confirmed open
+// or renewal, plus the TTL, minus a safety margin of TTL/20. With a
+// progress deadline (WithProgressDeadline), it is the last report of
+// progress plus that deadline, if that comes first. On time.Now's scale
+// means time.Now() plus the time left, as of the call. Lost() closes then
+// unless a renewal (a report) moves it first. Once the hold is lost (Lost()
+// is closed: its lease ran out or was revoked, or it stalled), ValidUntil
+// returns when it was lost, or the deadline if that came first: never a
+// time in the future, though the process's session may go on being renewed.
+// It returns the zero Time when m is not held. Compare it with time.Now,
+// not with other hosts. The deadline counts time the machine spends
+// suspended (on Linux) and time.Now does not, so a value obtained before a
+// suspend is late by the time suspended: call ValidUntil again after one,
+// or watch Lost().
 func (m *Mutex) ValidUntil() time.Time {
 	m.mustBeMade()
 	m.mu.Lock()

@@ -2,10 +2,10 @@ package dsync
 
 import "time"
 
-// An Observer is told what a Client's locks and its lease do, for metrics
-// and alerts: how long callers wait and hold, holds lost, how renewals
-// go. Every field is optional. The calls come after the fact, one at a
-// time and in order, from a goroutine of the Client's own: an observer
+// An Observer is told what a Client's locks and its lease do. It serves
+// metrics and alerts: how long callers wait and hold, holds lost, how
+// renewals go. Every field is optional. The calls come after the fact, one
+// at a time and in order, from a goroutine of the Client's own: an observer
 // never delays a lock, a renewal or anything else of the protocol. An
 // observer that falls far behind loses events rather than make anything
 // wait: Dropped, if set, is told how many.
@@ -17,20 +17,20 @@ type Observer struct {
 	// Acquired: a Lock, RLock, Acquire, TryLock... held after waiting
 	// Wait (from the call to the hold).
 	Acquired func(Acquisition)
-	// AcquireFailed: a call that asked for a hold returned without one,
-	// after Wait: its context ended, the key was held (a try: ErrHeld),
-	// or the store failed.
+	// AcquireFailed: a call that asked for a hold returned without one. It
+	// returned after Wait: its context ended, the key was held (a try:
+	// ErrHeld), or the store failed.
 	AcquireFailed func(a Acquisition, err error)
 	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
 	// after Held.
 	Released func(h Held)
-	// Lost: a hold ended without its caller: its lease ran out
-	// (renewals failed), the store no longer knew its session, or its
-	// work reported no progress within its progress deadline (err wraps
-	// ErrStalled). err wraps ErrLost, as Err's does.
+	// Lost: a hold ended without its caller. Its lease ran out (renewals
+	// failed), the store no longer knew its session, or its work reported
+	// no progress within its progress deadline (err wraps ErrStalled). err
+	// wraps ErrLost, as Err's does.
 	Lost func(h Held, err error)
-	// Waiting: how many callers of this Client wait for a hold now (a
-	// Lock, RLock or Acquire that waits; tries do not count).
+	// Waiting: how many callers of this Client wait for a hold now. A Lock,
+	// RLock or Acquire that waits counts; tries do not.
 	Waiting func(n int)
 	// Renewed: a renewal of the Client's lease was confirmed.
 	Renewed func(Renewal)
@@ -72,21 +72,21 @@ type Held struct {
 	Key   string
 	Kind  Kind
 	Token uint64
-	// Held is how long it was held: from the hold to its end (for a lost
-	// hold, to when the Client found it lost).
+	// Held is how long it was held: from the hold to its end. For a lost
+	// hold, it runs to when the Client found it lost.
 	Held time.Duration
 }
 
-// A Renewal is a confirmed renewal of a Client's lease (one per TTL and
-// renew interval in use, shared by every hold and waiting claim with
-// them).
+// A Renewal is a confirmed renewal of a Client's lease. There is one per
+// TTL and renew interval in use, shared by every hold and waiting claim
+// with them.
 type Renewal struct {
 	TTL time.Duration
 	// Latency is the renewal's round trip.
 	Latency time.Duration
-	// Headroom is how much time the lease had left, at the confirmation,
-	// before the deadline then in force: the closer to 0, the closer its
-	// holds came to being lost. A healthy lease has about TTL minus the
-	// renew interval (and the margin) at every renewal.
+	// Headroom is how much time the lease had left at the confirmation. It
+	// is counted up to the deadline then in force: the closer to 0, the
+	// closer its holds came to being lost. A healthy lease has about TTL
+	// minus the renew interval (and the margin) at every renewal.
 	Headroom time.Duration
 }

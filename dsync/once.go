@@ -12,12 +12,13 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 )
 
-// A Once runs a function to success once per key, across every process
-// that uses the key on the same store and across their restarts: at
-// least once, and more than once only after a success that could not be
-// recorded (see below). Its zero value is not usable: create it with
-// NewOnce; every method of a zero Once panics at once (unlike sync.Once,
-// whose zero value is ready).
+// A Once runs a function to success once per key, across processes and
+// restarts. It does so across every process that uses the key on the same
+// store, and across their restarts. The function runs at least once, and
+// more than once only after a success that could not be recorded (see
+// below). Its zero value is not usable: create it with NewOnce; every
+// method of a zero Once panics at once (unlike sync.Once, whose zero value
+// is ready).
 //
 // Do takes the key's lock (a Mutex's, in the namespace "dsync:once/"),
 // reads the key's done record under it, and only if there is none runs f.
@@ -98,8 +99,8 @@ func (o *Once) Key() string {
 	return o.key
 }
 
-// Done reports whether f has run to success for o's key: whether the
-// done record exists. A Once that saw it answers true without looking
+// Done reports whether f has run to success for o's key. That is, whether
+// the done record exists. A Once that saw it answers true without looking
 // again. It only reads, and creates nothing (see Client.Queue). A true
 // answer does not stop a run whose read was sent before a late record
 // landed (see Once); only a Do that returned nil does.
@@ -118,12 +119,12 @@ func (o *Once) Done(ctx context.Context) (bool, error) {
 	return found, nil
 }
 
-// Do runs f unless it has run to success for o's key, in this process or
-// any other, blocking until f has succeeded somewhere, or f failed here,
-// or ctx ended. It returns nil once f has succeeded (here or elsewhere),
-// f's error if f failed here (the next Do runs it again), or ctx's cause
-// if ctx ended first. Store errors are retried while waiting for the
-// lock, as Mutex.Lock retries them.
+// Do runs f unless it has run to success for o's key, anywhere. A success
+// in this process or any other counts. Do blocks until f has succeeded
+// somewhere, or f failed here, or ctx ended. It returns nil once f has
+// succeeded (here or elsewhere), f's error if f failed here (the next Do
+// runs it again), or ctx's cause if ctx ended first. Store errors are
+// retried while waiting for the lock, as Mutex.Lock retries them.
 //
 // f runs under the key's lock, with a context derived from ctx that is
 // cancelled when the hold is lost (cause ErrLost) and that carries the
@@ -360,9 +361,9 @@ func whileHeld(ctx context.Context, h *hold) (context.Context, func()) {
 
 type tokenKey struct{}
 
-// TokenOf returns the fencing token of the hold that a Once's function
-// runs under, from the context Do passed it (or one derived from it);
-// ok is false for any other context.
+// TokenOf returns the fencing token of the hold a Once's function runs
+// under. It reads it from the context Do passed the function, or one
+// derived from it; ok is false for any other context.
 func TokenOf(ctx context.Context) (token uint64, ok bool) {
 	token, ok = ctx.Value(tokenKey{}).(uint64)
 	return token, ok

@@ -13,23 +13,24 @@ import (
 
 // Defaults of the lease (the Client's options) and of a primitive's.
 const (
-	// DefaultTTL is the lease length: how long a hold stays valid without
-	// a successful renewal, and so how long a crashed holder blocks others.
+	// DefaultTTL is the default lease length. The lease length is how long
+	// a hold stays valid without a successful renewal, and so how long a
+	// crashed holder blocks others.
 	DefaultTTL = 15 * time.Second
 	// MinTTL is the shortest TTL accepted. A hold counts only if the
 	// store's reply arrives within TTL − TTL/20 of the request, and is
 	// renewed every TTL/3: below this, a round trip to a server on another
 	// machine, or a scheduling hiccup, is enough to lose every hold.
 	MinTTL = 100 * time.Millisecond
-	// DefaultReleaseTimeout bounds the release Unlock sends (and its wait
-	// for a renewal in flight), unless the TTL is shorter: a release that
-	// does not finish in time is left undone, and the lease expires by
-	// itself after the TTL.
+	// DefaultReleaseTimeout bounds the release Unlock sends, unless the TTL
+	// is shorter. The bound includes its wait for a renewal in flight. A
+	// release that does not finish in time is left undone, and the lease
+	// expires by itself after the TTL.
 	DefaultReleaseTimeout = 2 * time.Second
-	// DefaultTryTimeout bounds the one attempt of TryLock, TryRLock and
-	// TryAcquire (and of their Context forms), unless the TTL is shorter:
-	// an attempt the store does not answer in time fails, whatever the
-	// store does meanwhile.
+	// DefaultTryTimeout bounds the one attempt of every try, unless the TTL
+	// is shorter. The tries are TryLock, TryRLock and TryAcquire, and their
+	// Context forms. An attempt the store does not answer in time fails,
+	// whatever the store does meanwhile.
 	DefaultTryTimeout = 2 * time.Second
 )
 
@@ -50,8 +51,8 @@ type SemaphoreOption interface{ applySemaphore(*config) error }
 // WithForgetAfter.
 type OnceOption interface{ applyOnce(*config) error }
 
-// A KeyOption fits every primitive: it is a MutexOption, an
-// RWMutexOption, a SemaphoreOption and a OnceOption.
+// A KeyOption fits every primitive. It is a MutexOption, an RWMutexOption,
+// a SemaphoreOption and a OnceOption.
 //
 // A primitive takes options of its own type: NewMutex MutexOptions,
 // NewRWMutex RWMutexOptions, NewSemaphore SemaphoreOptions, NewOnce
@@ -82,19 +83,18 @@ type KeyOption interface {
 	OnceOption
 }
 
-// A TryOption fits the primitives that have Try methods: it is a
-// MutexOption, an RWMutexOption and a SemaphoreOption (a Once never
-// tries).
+// A TryOption fits the primitives that have Try methods. It is a
+// MutexOption, an RWMutexOption and a SemaphoreOption. A Once never tries.
 type TryOption interface {
 	MutexOption
 	RWMutexOption
 	SemaphoreOption
 }
 
-// A HoldOption fits the primitives whose holds a progress deadline
-// watches (WithProgressDeadline): it is a MutexOption, an RWMutexOption
-// and a SemaphoreOption (a Once's function has its own hold, which no
-// deadline watches).
+// A HoldOption fits the primitives whose holds a progress deadline watches.
+// See WithProgressDeadline. It is a MutexOption, an RWMutexOption and a
+// SemaphoreOption. A Once's function has its own hold, which no deadline
+// watches.
 type HoldOption interface {
 	MutexOption
 	RWMutexOption
@@ -185,12 +185,12 @@ func (c *config) tryTimeout() time.Duration {
 	return min(DefaultTryTimeout, c.ttl)
 }
 
-// WithReleaseTimeout bounds how long Unlock waits for its release
-// (including a renewal in flight that the release must not race).
+// WithReleaseTimeout bounds how long Unlock waits for its release. The
+// bound includes a renewal in flight that the release must not race.
 // Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A release
 // that does not finish in time is reported and left undone: the lease
-// expires by itself after the TTL, and other processes wait until then.
-// It must be positive.
+// expires by itself after the TTL, and other processes wait until then. It
+// must be positive.
 func WithReleaseTimeout(d time.Duration) KeyOption {
 	return keyOption(func(c *config) error {
 		if d <= 0 {
@@ -201,11 +201,11 @@ func WithReleaseTimeout(d time.Duration) KeyOption {
 	})
 }
 
-// WithTryTimeout bounds the one attempt of TryLock, TryRLock and
-// TryAcquire and of their Context forms: the attempt fails if the store
-// has not answered within d (as the first attempt of a process, it
-// includes the store's preparation). Default: DefaultTryTimeout (2 s),
-// or the TTL if shorter. It must be positive.
+// WithTryTimeout bounds the one attempt of TryLock, TryRLock, TryAcquire
+// and their Context forms. The attempt fails if the store has not answered
+// within d. As the first attempt of a process, it includes the store's
+// preparation. Default: DefaultTryTimeout (2 s), or the TTL if shorter. It
+// must be positive.
 func WithTryTimeout(d time.Duration) TryOption {
 	return tryOption(func(c *config) error {
 		if d <= 0 {
@@ -216,13 +216,13 @@ func WithTryTimeout(d time.Duration) TryOption {
 	})
 }
 
-// WithLogger sets where store errors are logged (at Warn level): acquire
-// attempts that Lock retries, failed renewals (the first of a run of
-// failures; the others at Debug) and failed releases, and a hold's loss,
-// naming its cause (at Info when Close ended the hold). Default: the
-// Client's logger (ClientWithLogger), which
-// is slog.Default() unless set. Pass slog.New(slog.DiscardHandler) to
-// silence them.
+// WithLogger sets where the primitive's store errors and lost holds are
+// logged. Store errors are logged at Warn: acquire attempts that Lock
+// retries, failed renewals (the first of a run of failures; the others at
+// Debug) and failed releases. A hold's loss is logged at Warn too, naming
+// its cause (at Info when Close ended the hold). Default: the Client's
+// logger (ClientWithLogger), which is slog.Default() unless set. Pass
+// slog.New(slog.DiscardHandler) to silence them.
 func WithLogger(l *slog.Logger) KeyOption {
 	return keyOption(func(c *config) error {
 		if l == nil {
@@ -234,8 +234,9 @@ func WithLogger(l *slog.Logger) KeyOption {
 }
 
 // WithErrorHandler sets a function called with every store error the
-// primitive handles itself (the errors WithLogger logs), in addition to the
-// logger. Default: none. It must not block.
+// primitive handles itself. Those are the errors WithLogger logs; the
+// function is called in addition to the logger. Default: none. It must not
+// block.
 func WithErrorHandler(f func(error)) KeyOption {
 	return keyOption(func(c *config) error {
 		if f == nil {
@@ -247,13 +248,13 @@ func WithErrorHandler(f func(error)) KeyOption {
 }
 
 // WithForgetAfter lets a Once forget that its function succeeded, d after
-// the success: once d and then the idle age of compaction have passed
+// the success. Once d and then the idle age of compaction have passed
 // (ClientWithIdleAge; 30 minutes by default on MongoDB), a sweep deletes
-// the done record, and a Do after that runs the function again. Use it for keys made per
-// slot of time ("report@2026-11-23T10:00"), whose records would otherwise
-// pile up, with d longer than any Do of a slot can come late. Without it
-// a done record is kept until the collections are emptied. d must be
-// positive.
+// the done record. A Do after that runs the function again. Use it for keys
+// made per slot of time ("report@2026-11-23T10:00"), whose records would
+// otherwise pile up, with d longer than any Do of a slot can come late.
+// Without it a done record is kept until the collections are emptied. d
+// must be positive.
 func WithForgetAfter(d time.Duration) OnceOption {
 	return onceOption(func(c *config) error {
 		if d <= 0 {
@@ -265,16 +266,16 @@ func WithForgetAfter(d time.Duration) OnceOption {
 }
 
 // WithReadLinger turns on an RWMutex's read linger, which is off by
-// default: after the last RUnlock of the RWMutex value, its read claim is
-// kept until d has passed since the claim's first RUnlock, so that an
-// RLock or TryRLock in that time holds again with no request to the store
-// (see RWMutex). The linger is not renewed by later RUnlocks: a reader
-// that never stops still ends its claim every d, so a writer that cannot
-// be heard waits d at most. It pays where one process
-// churns RLock and RUnlock on a key: it makes one claim per linger
-// instead of one per RLock. It applies only where the process hears that
-// a writer waits (direct hints, ClientWithHints, or the store's live
-// wake-up stream); elsewhere RUnlock releases as without it.
+// default. After the last RUnlock of the RWMutex value, its read claim is
+// kept until d has passed since the claim's first RUnlock. An RLock or
+// TryRLock in that time then holds again with no request to the store (see
+// RWMutex). The linger is not renewed by later RUnlocks: a reader that
+// never stops still ends its claim every d, so a writer that cannot be
+// heard waits d at most. It pays where one process churns RLock and RUnlock
+// on a key: it makes one claim per linger instead of one per RLock. It
+// applies only where the process hears that a writer waits (direct hints,
+// ClientWithHints, or the store's live wake-up stream); elsewhere RUnlock
+// releases as without it.
 //
 // Turning it on changes promises of sync.RWMutex's shape (RWMutex's doc
 // lists them): another value's or process's TryLock, which never
@@ -299,9 +300,9 @@ func WithReadLinger(d time.Duration) RWMutexOption {
 	})
 }
 
-// WithNamespace keeps the Mutex's key apart from plain keys: it claims the
-// key in the namespace ns (stored as "dsync:NS/KEY"), which no plain key
-// of the same name reaches. Keys outside a namespace may not begin with
+// WithNamespace keeps the Mutex's key apart from plain keys. It claims the
+// key in the namespace ns (stored as "dsync:NS/KEY"), which no plain key of
+// the same name reaches. Keys outside a namespace may not begin with
 // "dsync:".
 //
 // ns must not be empty, must not contain "/" (the namespace "a/b" would

@@ -30,17 +30,18 @@ import (
 const maxProgressDeadline = 30 * 24 * time.Hour
 
 // WithProgressDeadline turns on a progress deadline for the holds of the
-// Mutex, RWMutex or Semaphore value: a hold of the value during which no
-// progress was reported (Progress) for d is stalled. It ends as a lost
-// hold ends: Lost() closes; the loss is logged at Warn, told to the error
-// handler and to the Client's Observer.Lost; Err and the unlock that
-// follows (UnlockContext, RUnlockContext, ReleaseContext) return an error
-// wrapping ErrLost and ErrStalled, and that unlock sends nothing. Then,
-// TTL/20 after Lost() closed (the head start a lost lease gives its
-// holder to stop), the claim is released, as an Unlock would release it,
-// so that the next waiter holds without waiting for the lease to run out.
-// Writes the stalled work makes after Lost() closed are not protected by
-// the lock: fence them with the token (Token).
+// value. The value is the Mutex, RWMutex or Semaphore it is given to. A
+// hold of the value during which no progress was reported (Progress) for d
+// is stalled. It ends as a lost hold ends: Lost() closes; the loss is
+// logged at Warn, told to the error handler and to the Client's
+// Observer.Lost; Err and the unlock that follows (UnlockContext,
+// RUnlockContext, ReleaseContext) return an error wrapping ErrLost and
+// ErrStalled, and that unlock sends nothing. Then, TTL/20 after Lost()
+// closed (the head start a lost lease gives its holder to stop), the claim
+// is released, as an Unlock would release it, so that the next waiter holds
+// without waiting for the lease to run out. Writes the stalled work makes
+// after Lost() closed are not protected by the lock: fence them with the
+// token (Token).
 //
 // Progress is the value's, not a goroutine's or a hold's: a report keeps
 // every hold of the value alive, and taking a hold counts as a report. An
@@ -258,9 +259,10 @@ func (p *core) recordStalled(h *hold, last time.Time) {
 }
 
 // Progress reports that the work under m's hold moves, for its progress
-// deadline (WithProgressDeadline): one atomic store of the time, which
-// sends nothing to the store, takes no lock, and may be called as often
-// as the work likes, held or not. Without a deadline it does nothing.
+// deadline. See WithProgressDeadline. A report is one atomic store of the
+// time: it sends nothing to the store and takes no lock. It may be called
+// as often as the work likes, held or not. Without a deadline it does
+// nothing.
 func (m *Mutex) Progress() {
 	m.mustBeMade()
 	if m.progress != nil && !plantedProgressIgnored() {
@@ -268,8 +270,8 @@ func (m *Mutex) Progress() {
 	}
 }
 
-// Progress reports that the work under rw's holds, read and write, moves,
-// as Mutex.Progress does: one report keeps every hold of rw alive.
+// Progress reports that the work under rw's holds, read and write, moves.
+// It works as Mutex.Progress does: one report keeps every hold of rw alive.
 func (rw *RWMutex) Progress() {
 	rw.mustBeMade()
 	if rw.progress != nil && !plantedProgressIgnored() {
@@ -277,7 +279,7 @@ func (rw *RWMutex) Progress() {
 	}
 }
 
-// Progress reports that the work under s's acquisitions moves, as
+// Progress reports that the work under s's acquisitions moves. It works as
 // Mutex.Progress does: one report keeps every acquisition of s alive.
 func (s *Semaphore) Progress() {
 	s.mustBeMade()

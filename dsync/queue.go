@@ -24,55 +24,53 @@ type ClaimInfo struct {
 	Nonce   string
 	Host    string // the claiming process
 	PID     int
-	// QueuedAt is the latest possible store time when the claim was sent;
+	// QueuedAt is the latest possible store time when the claim was sent.
 	// ExpiresAt is its session's expiry as read (store time), unless
 	// renewed.
 	QueuedAt  time.Time
 	ExpiresAt time.Time
-	// Mode is how the claim shares its key (exclusive: a Mutex's or a
-	// writer's, shared: a reader's, weighted: a Semaphore's); Weight and
-	// Limit are a weighted claim's units and limit.
+	// Mode is how the claim shares its key. Exclusive is a Mutex's or a
+	// writer's, shared a reader's, weighted a Semaphore's. Weight and Limit
+	// are a weighted claim's units and limit.
 	Mode   Mode
 	Weight int64
 	Limit  int64
-	// Holds: the claim holds by the grant rule, given the live claims
-	// before it (readers share, weighted claims up to their limit), or
-	// is about to; the others wait.
+	// Holds: the claim holds by the grant rule, or is about to. The rule is
+	// applied given the live claims before it: readers share, weighted
+	// claims up to their limit. The others wait.
 	Holds bool
-	// Expired: the claim's session had expired (ExpiresAt) by the
-	// store's time as the read knew it, so the claim no longer holds and
-	// the next process that claims or waits on the key ends it; until
-	// then it stays in the queue, neither holding nor waiting, and the
-	// claims behind it hold or wait as if it had ended. A read never
-	// ends it itself: its clock may be off the one that orders the
-	// writes (behind a mongos, before this Client's first claim, it is
-	// the router's), so Expired is a report, off by as much. It follows
-	// the rule claimers end claims by: a session found missing, or
-	// expired without its first document (its collection may have been
-	// dropped, and a late write brought back an old expiry while its
-	// owner holds on), is not Expired, whatever ExpiresAt says: a
-	// claimer ends its claim only once it stayed missing for the claim's
-	// TTL, which one read cannot see. Once a read of a Client that has
-	// claimed (whose clock is then the one the writes are judged by)
-	// found a claim Expired, its later reads report it Expired too, for
-	// two of the claim's TTLs past the expiry found (the highest
+	// Expired: the claim's session had expired (ExpiresAt) by the store's
+	// time as the read knew it. So the claim no longer holds, and the next
+	// process that claims or waits on the key ends it. Until then it stays
+	// in the queue, neither holding nor waiting, and the claims behind it
+	// hold or wait as if it had ended. A read never ends it itself: its
+	// clock may be off the one that orders the writes (behind a mongos,
+	// before this Client's first claim, it is the router's), so Expired is
+	// a report, off by as much. It follows the rule claimers end claims by:
+	// a session found missing, or expired without its first document (its
+	// collection may have been dropped, and a late write brought back an
+	// old expiry while its owner holds on), is not Expired, whatever
+	// ExpiresAt says: a claimer ends its claim only once it stayed missing
+	// for the claim's TTL, which one read cannot see. Once a read of a
+	// Client that has claimed (whose clock is then the one the writes are
+	// judged by) found a claim Expired, its later reads report it Expired
+	// too, for two of the claim's TTLs past the expiry found (the highest
 	// ExpiresAt of the reads that reported it Expired, whichever of its
 	// session's keys they read: further than a renewal sent in time can
-	// raise it; up to 4,096 sessions
-	// remembered), even if a renewal its owner sent before losing it
-	// lands late and raises the session's stored expiry: the owner
-	// stopped relying on it, and the next claimer ends it (a reader that never saw it expired, or
-	// read by another clock, reads it live until that raised expiry, or
-	// until it is ended).
+	// raise it; up to 4,096 sessions remembered), even if a renewal its
+	// owner sent before losing it lands late and raises the session's
+	// stored expiry: the owner stopped relying on it, and the next claimer
+	// ends it (a reader that never saw it expired, or read by another
+	// clock, reads it live until that raised expiry, or until it is ended).
 	Expired bool
 }
 
 // Queue returns the claims of key that have not ended, in the order they
-// hold: those marked Holds hold, or are about to (they may not know yet,
-// and may still withdraw), the first live one always; those marked
-// Expired no longer hold but have not been ended yet (see
-// ClaimInfo.Expired); the others wait. It returns none when nothing
-// holds or waits for key.
+// hold. Those marked Holds hold, or are about to: they may not know yet,
+// and may still withdraw. The first live claim is always marked Holds.
+// Those marked Expired no longer hold but have not been ended yet (see
+// ClaimInfo.Expired). The others wait. It returns none when nothing holds
+// or waits for key.
 //
 // Queue, List, HasKey and ListOrder only read: they create nothing in
 // the store (on MongoDB no collection or index, see
@@ -162,14 +160,14 @@ type KeyState struct {
 	// Key is the key as stored: a namespaced key, such as an election's
 	// lease, begins with "dsync:".
 	Key string
-	// Queue is what Queue returns for Key: the claims that have not
-	// ended, the one that holds (or is about to) first. It is empty when
+	// Queue is what Queue returns for Key: the claims that have not ended.
+	// The one that holds (or is about to) comes first. It is empty when
 	// nothing holds or waits for the key: the key was used, and is free.
 	Queue []ClaimInfo
 }
 
 // List streams the keys of the store that opts selects, each with its
-// queue, in the store's order (ListOrder), each once.
+// queue. It streams them in the store's order (ListOrder), each once.
 //
 // The keys are those claimed through a Client of this release or a later
 // one: a Client records a key in the store's directory, in the

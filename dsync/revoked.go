@@ -12,9 +12,9 @@ import (
 // when it finds one (dsync/internal/lease, revoke.go, says how often):
 // its holds are lost with ErrRevoked, its waiters withdraw.
 
-// A Revocation is an operator's record that a session (a process's
-// lease) must end (dsync revoke writes it): its holds are lost with
-// ErrRevoked once the process reads it.
+// A Revocation is an operator's record that a session must end. A session
+// is a process's lease; dsync revoke writes the record. The session's holds
+// are lost with ErrRevoked once the process reads it.
 type Revocation struct {
 	Session string    // the session revoked
 	By      string    // who revoked it (user@host)
@@ -22,10 +22,10 @@ type Revocation struct {
 	At      time.Time // store time when it was sent
 }
 
-// Revocations returns the revocations recorded in the store: who revoked
-// which session, when (store time) and why. It returns nil and no error
-// on a store that records none. It only reads: on a database nothing has
-// used yet it returns none and creates nothing.
+// Revocations returns the revocations recorded in the store. Each says who
+// revoked which session, when (store time) and why. It returns nil and no
+// error on a store that records none. It only reads: on a database nothing
+// has used yet it returns none and creates nothing.
 func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {
 	rs := c.roles.Revocations
 	if rs == nil {

@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// An RWMutex is a reader/writer lock shared by every process that uses the
-// same key on the same store, with the shape of sync.RWMutex: any number
-// of readers or one writer hold it at a time. Its zero value is not
-// usable: create it with NewRWMutex; every method of a zero RWMutex
-// panics at once. An RWMutex must not be copied after first use.
+// An RWMutex is a reader/writer lock shared by processes through a store.
+// Every process that uses the same key on the same store shares it. It has
+// the shape of sync.RWMutex: any number of readers or one writer hold it at
+// a time. Its zero value is not usable: create it with NewRWMutex; every
+// method of a zero RWMutex panics at once. An RWMutex must not be copied
+// after first use.
 //
 // Readers and writers queue together, first come first served: a reader
 // holds once every writer queued before it has ended, a writer once every
@@ -112,16 +113,16 @@ func (rw *RWMutex) Key() string {
 	return rw.key
 }
 
-// Owner returns the identity this RWMutex acquires under: unique per
+// Owner returns the identity this RWMutex acquires under. It is unique per
 // value, and the Owner of every claim it makes.
 func (rw *RWMutex) Owner() string {
 	rw.mustBeMade()
 	return rw.owner
 }
 
-// Lock locks rw for writing, blocking until no other hold of the key is
-// valid, like sync.RWMutex.Lock. It retries store errors for as long as
-// it takes (see Mutex.Lock); use LockContext to bound the wait. It never
+// Lock locks rw for writing, like sync.RWMutex.Lock. It blocks until no
+// other hold of the key is valid. It retries store errors for as long as it
+// takes (see Mutex.Lock); use LockContext to bound the wait. It never
 // returns without the lock: as Mutex.Lock does, it panics with an error
 // wrapping ErrClosed when rw's Client is closed, or ErrSpan.
 func (rw *RWMutex) Lock() {
@@ -131,8 +132,8 @@ func (rw *RWMutex) Lock() {
 	}
 }
 
-// LockContext locks rw for writing, blocking until held or ctx ends; it
-// then returns context.Cause(ctx) (see Mutex.LockContext).
+// LockContext locks rw for writing, blocking until held or ctx ends. If ctx
+// ends first, it returns context.Cause(ctx) (see Mutex.LockContext).
 func (rw *RWMutex) LockContext(ctx context.Context) error {
 	rw.mustBeMade()
 	if ctx.Err() != nil {
@@ -163,7 +164,7 @@ func (rw *RWMutex) TryLock() bool {
 	return rw.TryLockContext(context.Background()) == nil
 }
 
-// TryLockContext makes TryLock's one attempt, bounded by ctx as well, and
+// TryLockContext makes TryLock's one attempt, bounded by ctx as well. It
 // says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld, context.Cause(ctx) unchanged, or the store's error.
 func (rw *RWMutex) TryLockContext(ctx context.Context) error {
@@ -230,8 +231,8 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 	return rw.release(ctx, h)
 }
 
-// RLock locks rw for reading, blocking until every writer queued before
-// it has ended, like sync.RWMutex.RLock. It retries store errors for as
+// RLock locks rw for reading, like sync.RWMutex.RLock. It blocks until
+// every writer queued before it has ended. It retries store errors for as
 // long as it takes; use RLockContext to bound the wait. It never returns
 // without the lock: as Mutex.Lock does, it panics with an error wrapping
 // ErrClosed when rw's Client is closed, or ErrSpan.
@@ -283,8 +284,8 @@ func (rw *RWMutex) TryRLock() bool {
 	return rw.TryRLockContext(context.Background()) == nil
 }
 
-// TryRLockContext makes TryRLock's one attempt, bounded by ctx as well,
-// and says why it failed, as Mutex.TryLockContext does: an error wrapping
+// TryRLockContext makes TryRLock's one attempt, bounded by ctx as well. It
+// says why it failed, as Mutex.TryLockContext does: an error wrapping
 // ErrHeld (a writer holds or waits), context.Cause(ctx) unchanged, or the
 // store's error.
 func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
@@ -304,9 +305,9 @@ func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
 	return nil
 }
 
-// RUnlock undoes a single RLock call, releasing a read hold (the one with
-// the lowest token: the oldest). It is a run-time error if rw is not
-// locked for reading.
+// RUnlock undoes a single RLock call, releasing a read hold. The hold
+// released is the one with the lowest token: the oldest. It is a run-time
+// error if rw is not locked for reading.
 func (rw *RWMutex) RUnlock() {
 	rw.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), rw.cfg.releaseTimeout())
@@ -317,8 +318,8 @@ func (rw *RWMutex) RUnlock() {
 }
 
 // RUnlockContext undoes a single RLock call like RUnlock and reports the
-// outcome: an error wrapping ErrLost if that read hold had been lost, or
-// the store's error if its release could not be confirmed.
+// outcome. It returns an error wrapping ErrLost if that read hold had been
+// lost. It returns the store's error if its release could not be confirmed.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	rw.mustBeMade()
 	last := false
@@ -351,7 +352,7 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 }
 
 // RLocker returns a sync.Locker whose Lock and Unlock are rw's RLock and
-// RUnlock (so its Lock panics where RLock does).
+// RUnlock. So its Lock panics where RLock does.
 func (rw *RWMutex) RLocker() sync.Locker {
 	rw.mustBeMade()
 	return rlocker{rw}
@@ -362,16 +363,16 @@ type rlocker struct{ rw *RWMutex }
 func (r rlocker) Lock()   { r.rw.RLock() }
 func (r rlocker) Unlock() { r.rw.RUnlock() }
 
-// Lost returns a channel that is closed when any current hold of rw, read
-// or write, ends without an unlock (see Mutex.Lost). When rw holds
+// Lost returns a channel closed when any current hold of rw ends without an
+// unlock. Read and write holds count alike (see Mutex.Lost). When rw holds
 // nothing, Lost returns a closed channel: nothing is protected.
 func (rw *RWMutex) Lost() <-chan struct{} {
 	rw.mustBeMade()
 	return rw.holds.lostChan()
 }
 
-// Token returns the fencing token of the write hold, or else of the newest
-// read hold, or 0 when rw holds nothing.
+// Token returns the fencing token of the write hold, else of the newest
+// read hold. It returns 0 when rw holds nothing.
 func (rw *RWMutex) Token() uint64 {
 	rw.mustBeMade()
 	rw.mu.Lock()
@@ -387,8 +388,8 @@ func (rw *RWMutex) Token() uint64 {
 }
 
 // ValidUntil returns the earliest local deadline of rw's holds, on
-// time.Now's scale (see Mutex.ValidUntil), or the zero Time when rw holds
-// nothing.
+// time.Now's scale. See Mutex.ValidUntil. It returns the zero Time when rw
+// holds nothing.
 func (rw *RWMutex) ValidUntil() time.Time {
 	rw.mustBeMade()
 	return rw.holds.validUntil(&rw.core)

@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// A Semaphore is a weighted semaphore shared by every process that uses
-// the same key on the same store, with the shape of
-// golang.org/x/sync/semaphore.Weighted: at any instant the units held
-// across every process are at most the limit. Its zero value is not
-// usable: create it with NewSemaphore; every method of a zero Semaphore
+// A Semaphore is a weighted semaphore shared by processes through a store.
+// Every process that uses the same key on the same store shares it. It has
+// the shape of golang.org/x/sync/semaphore.Weighted: at any instant the
+// units held across every process are at most the limit. Its zero value is
+// not usable: create it with NewSemaphore; every method of a zero Semaphore
 // panics at once.
 //
 // Each Acquire is a claim of its own in the key's queue, which holds once
@@ -137,22 +137,21 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return nil
 }
 
-// TryAcquire acquires n units only if they are free at once, and never
-// queues: it fails while the units held and awaited leave no room, and
-// while a claim of another limit holds or waits. It reports whether it
+// TryAcquire acquires n units only if they are free at once; it never
+// queues. It fails while the units held and awaited leave no room. It fails
+// too while a claim of another limit holds or waits. It reports whether it
 // succeeded (true for n = 0, which acquires nothing; false for n < 0 or
-// more than the limit). Its one attempt is
-// bounded by the try timeout, as Mutex.TryLock's is; TryAcquireContext
-// says why it failed.
+// more than the limit). Its one attempt is bounded by the try timeout, as
+// Mutex.TryLock's is; TryAcquireContext says why it failed.
 func (s *Semaphore) TryAcquire(n int64) bool {
 	s.mustBeMade()
 	return s.TryAcquireContext(context.Background(), n) == nil
 }
 
-// TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as
-// well, and says why it failed, as Mutex.TryLockContext does: an error
-// wrapping ErrHeld (no room now), context.Cause(ctx) unchanged, or the
-// store's error; for n < 0 or above the limit, the error Acquire
+// TryAcquireContext makes TryAcquire's one attempt, bounded by ctx as well.
+// It says why it failed, as Mutex.TryLockContext does: an error wrapping
+// ErrHeld (no room now), context.Cause(ctx) unchanged, or the store's
+// error. For n < 0 or above the limit, it returns the error Acquire
 // returns. For n = 0 it acquires nothing and returns nil, or
 // context.Cause(ctx) if ctx has ended.
 func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
@@ -172,14 +171,13 @@ func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 	return nil
 }
 
-// Release releases n units: whole acquisitions whose units add up to n,
-// one of exactly n units if there is one, else the oldest that do. It
-// panics, as x/sync's does on releasing more than held, if no set of this
-// Semaphore's acquisitions adds up to n (an acquisition cannot be split).
-// Release(0) releases the empty set, which adds up to 0: nothing, as
-// x/sync's Release(0) does.
-// Errors are reported like Mutex.Unlock's; use ReleaseContext to see
-// them.
+// Release releases n units: whole acquisitions whose units add up to n. It
+// releases one acquisition of exactly n units if there is one, else the
+// oldest acquisitions that add up to n. It panics, as x/sync's does on
+// releasing more than held, if no set of this Semaphore's acquisitions adds
+// up to n (an acquisition cannot be split). Release(0) releases the empty
+// set, which adds up to 0: nothing, as x/sync's Release(0) does. Errors are
+// reported like Mutex.Unlock's; use ReleaseContext to see them.
 func (s *Semaphore) Release(n int64) {
 	s.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.releaseTimeout())
@@ -189,10 +187,10 @@ func (s *Semaphore) Release(n int64) {
 	}
 }
 
-// ReleaseContext releases n units like Release and reports the outcome:
-// an error wrapping ErrLost if any of the acquisitions released had been
-// lost, or the store's error for releases that could not be confirmed
-// (their units then come back when the lease expires).
+// ReleaseContext releases n units like Release and reports the outcome. It
+// returns an error wrapping ErrLost if any of the acquisitions released had
+// been lost. It returns the store's error for releases that could not be
+// confirmed; their units then come back when the lease expires.
 func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
 	s.mustBeMade()
 	if n == 0 {
@@ -260,9 +258,9 @@ func unitsOf(holds []*hold, n int64) []int {
 	return pick
 }
 
-// Lost returns a channel that is closed when any acquisition of s ends
-// without a Release (see Mutex.Lost). When s holds nothing, Lost returns
-// a closed channel.
+// Lost returns a channel closed when any acquisition of s ends without a
+// Release. See Mutex.Lost. When s holds nothing, Lost returns a closed
+// channel.
 func (s *Semaphore) Lost() <-chan struct{} {
 	s.mustBeMade()
 	return s.holds.lostChan()
@@ -279,8 +277,8 @@ func (s *Semaphore) Token() uint64 {
 }
 
 // ValidUntil returns the earliest local deadline of s's acquisitions, on
-// time.Now's scale (see Mutex.ValidUntil), or the zero Time when s holds
-// nothing.
+// time.Now's scale. See Mutex.ValidUntil. It returns the zero Time when s
+// holds nothing.
 func (s *Semaphore) ValidUntil() time.Time {
 	s.mustBeMade()
 	return s.holds.validUntil(&s.core)

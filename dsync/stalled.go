@@ -16,8 +16,8 @@ import (
 // (driver.Stall). Nothing in the protocol reads it; Stalls lists it for
 // people (dsync status, the status page).
 
-// A Stall is the record that a hold stalled: its work reported no
-// progress within its progress deadline, and the holder gave the hold up.
+// A Stall is the record that a hold stalled. Its work reported no progress
+// within its progress deadline, and the holder gave the hold up.
 type Stall struct {
 	Key     string // the key as stored: a namespaced key begins with "dsync:"
 	Token   uint64 // the claim's fencing token
@@ -26,9 +26,9 @@ type Stall struct {
 	Nonce   string // the claim's
 	Host    string // the holding process
 	PID     int
-	// Since is when the hold began and LastProgress when its work last
-	// reported progress: store times counted back from At by the holder's
-	// own clock, so as uncertain as At.
+	// Since is when the hold began; LastProgress when its work last
+	// reported progress. Both are store times counted back from At by the
+	// holder's own clock, so as uncertain as At.
 	Since        time.Time
 	LastProgress time.Time
 	At           time.Time // store time when the record was sent

@@ -15,11 +15,12 @@ import (
 // then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).
 
-// Compact deletes the documents of the keys nobody has held or waited for
-// during at least idle (at least four bucket spans), and returns how many
-// documents it deleted. A compacted key's next Lock starts afresh, with a
-// token above every token the key had. Safe to call from many processes
-// at once; a Client with an idle age calls it in the background.
+// Compact deletes the documents of the keys idle for at least idle. A key
+// is idle while nobody holds or waits for it; idle must be at least four
+// bucket spans. Compact returns how many documents it deleted. A compacted
+// key's next Lock starts afresh, with a token above every token the key
+// had. Safe to call from many processes at once; a Client with an idle age
+// calls it in the background.
 func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error) {
 	if err := c.prepare(ctx); err != nil {
 		return 0, err

@@ -14,10 +14,10 @@ const maxDatabaseName = 63
 const databaseNameForbidden = "/\\. \"$\x00"
 
 // CheckDatabaseName returns nil if MongoDB accepts name as a database's
-// name, else an error wrapping ErrInvalidDatabase that says why: the name
-// is empty, has 64 bytes or more, or contains one of / \ . " $, a space
-// or a NUL. NewStore checks its database's name so; a server may refuse
-// more (FerretDB, or MongoDB on Windows), and says so itself.
+// name. Otherwise it returns an error wrapping ErrInvalidDatabase that says
+// why: the name is empty, has 64 bytes or more, or contains one of / \ . "
+// $, a space or a NUL. NewStore checks its database's name so; a server may
+// refuse more (FerretDB, or MongoDB on Windows), and says so itself.
 func CheckDatabaseName(name string) error {
 	switch {
 	case name == "":

@@ -1,8 +1,12 @@
-// Package dsyncmongo is dsync's MongoDB driver, for MongoDB or a
-// MongoDB-compatible store such as FerretDB: NewStore returns a Store
-// (a driver.Store with every role of the contract, its feed among them)
-// that keeps a process's locks, and its elections, in a database, and a dsync.Client runs the protocol over it.
-// It knows nothing of the protocol, and imports no dsync package but the
+// Package dsyncmongo is dsync's driver for MongoDB and MongoDB-compatible
+// stores such as FerretDB. Do not use it where the Assumptions below do not
+// hold, such as on a primary whose clock jumps; for unit tests, use
+// dsync/driver/memory.
+//
+// [NewStore] returns a [Store] (a driver.Store with every role of the
+// contract, its feed among them) that keeps a process's locks, and its
+// elections, in a database. A dsync.Client runs the protocol over it. The
+// Store knows nothing of the protocol, and imports no dsync package but the
 // driver contract (dsync/driver).
 //
 //	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"

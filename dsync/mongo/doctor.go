@@ -55,8 +55,8 @@ type Finding struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
-// DoctorConfig is what Doctor checks the deployment against: the lease of
-// the locks that will run on it.
+// DoctorConfig is what Doctor checks the deployment against. It is the
+// lease of the locks that will run on it.
 type DoctorConfig struct {
 	TTL           time.Duration // the Client's lease (dsync.WithTTL); must be positive
 	RenewInterval time.Duration // dsync.WithRenewInterval; a third of the TTL if zero
@@ -72,10 +72,10 @@ const defaultElectionTimeout = 10 * time.Second
 // wakeupWait bounds the wait for the test event.
 const wakeupWait = 3 * time.Second
 
-// Doctor runs the checks against db with the store options opts (the
-// collection, the member skew, the write timeout: those the locks use),
-// and returns what each found, in a fixed order. Each check is bounded;
-// ctx bounds them all. It fails only on bad arguments.
+// Doctor runs the checks against db and returns what each found, in a fixed
+// order. It uses the store options opts: the collection, the member skew,
+// the write timeout, those the locks use. Each check is bounded; ctx bounds
+// them all. It fails only on bad arguments.
 func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Option) ([]Finding, error) {
 	if db == nil {
 		return nil, ErrNilDatabase

@@ -28,22 +28,24 @@ var (
 	// dsync.ErrClosed.
 	ErrClosed = driver.ErrClosed
 
-	// ErrWriteTimeout matches a write that the server did not acknowledge
-	// within the write timeout (WithWriteTimeout): on a replica set, most
-	// likely because a majority of its members cannot be reached, so the
-	// majority write concern cannot be satisfied. Its outcome is unknown.
+	// ErrWriteTimeout matches a write the server did not acknowledge within
+	// the write timeout. See WithWriteTimeout. On a replica set, most
+	// likely a majority of its members cannot be reached, so the majority
+	// write concern cannot be satisfied. Its outcome is unknown.
 	ErrWriteTimeout = errors.New("dsyncmongo: write not acknowledged within the write timeout")
 
-	// ErrIndex matches the failure to create the lock collection's index
-	// on {key: 1, kind: 1, epoch: 1} when no equivalent index exists, or a
+	// ErrIndex matches a lock collection whose indexes are not usable. It
+	// matches the failure to create the lock collection's index on {key: 1,
+	// kind: 1, epoch: 1} when no equivalent index exists. It matches too a
 	// unique index on the collection that would refuse end markers (see
 	// WithIndexManagement). The error names the index and what to do.
 	ErrIndex = errors.New("dsyncmongo: the lock collection's indexes are not usable")
 
-	// ErrSharded matches a lock collection sharded on a field that its
-	// documents' _ids do not determine, or a sessions collection sharded
-	// on anything but _id, found through a mongos before the first call
-	// uses them: two claims of one epoch could then both count. The error
+	// ErrSharded matches a collection sharded in a way that breaks
+	// exclusion. It is a lock collection sharded on a field that its
+	// documents' _ids do not determine, or a sessions collection sharded on
+	// anything but _id. It is found through a mongos before the first call
+	// uses them. Two claims of one epoch could then both count. The error
 	// names the collection and its shard key.
 	ErrSharded = errors.New("dsyncmongo: a collection is sharded in a way that breaks exclusion")
 )

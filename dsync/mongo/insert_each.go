@@ -10,13 +10,13 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// InsertEach implements driver.Store: one unordered insert, which the
-// server applies to each document apart from the others (MongoDB and
-// FerretDB alike), reporting each duplicate key or other failure by its
-// index. The engine sends gates through it, which state facts that stay
-// true and have deterministic IDs (see Insert): the documents whose
-// insert failed transiently are sent again, up to endAttempts in all, and
-// a duplicate key then may mean that an earlier attempt landed.
+// InsertEach implements driver.Store with one unordered insert. The server
+// applies it to each document apart from the others (MongoDB and FerretDB
+// alike), and reports each duplicate key or other failure by its index. The
+// engine sends gates through it, which state facts that stay true and have
+// deterministic IDs (see Insert): the documents whose insert failed
+// transiently are sent again, up to endAttempts in all, and a duplicate key
+// then may mean that an earlier attempt landed.
 func (s *Store) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	errs := make([]error, len(docs))
 	todo := make([]int, len(docs)) // the indexes in docs of those to send

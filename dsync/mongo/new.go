@@ -13,11 +13,11 @@ import (
 // bytes.
 const MaxKeyLen = 512
 
-// NewStore returns the driver's store over db: the lock documents in
-// collection DefaultCollection unless WithCollection says otherwise, and
-// sessions, wake-up events and the directory of keys in collections named
-// after it. Give it to dsync.NewClient, which runs the protocol over it,
-// and which closes it when the Client is closed:
+// NewStore returns the driver's store over db. The lock documents are in
+// collection DefaultCollection unless WithCollection says otherwise.
+// Sessions, wake-up events and the directory of keys are in collections
+// named after it. Give it to dsync.NewClient, which runs the protocol over
+// it, and which closes it when the Client is closed:
 //
 //	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase))
 //	...
@@ -47,19 +47,19 @@ func NewStore(db *mongo.Database, opts ...Option) (*Store, error) {
 	return newStore(db, cfg), nil
 }
 
-// Collection returns a collection of the store's database with the
-// settings of its lock collection, whatever the database's or client's:
-// reads go to the primary at read concern local (a secondary's or a
-// majority snapshot's view may lag, and a claim must see every end that
-// was acknowledged), and writes use the store's write concern
+// Collection returns a collection of the store's database with its lock
+// collection's settings. They apply whatever the database's or client's
+// settings are. Reads go to the primary at read concern local: a
+// secondary's or a majority snapshot's view may lag, and a claim must see
+// every end that was acknowledged. Writes use the store's write concern
 // (WithWriteConcern, majority by default). Package leadermongo keeps its
 // member documents in such a collection.
 func (s *Store) Collection(name string) *mongo.Collection { return s.collection(name) }
 
 // ServerNow returns the interval the server's current time certainly lies
-// in, from the estimate the store judges expiry with (preparing the store
-// first if no call has yet: the lock index, and a clock sample that is a
-// write; ServerNowRead writes nothing).
+// in. It comes from the estimate the store judges expiry with. If no call
+// has prepared the store yet, ServerNow prepares it first: the lock index,
+// and a clock sample that is a write. ServerNowRead writes nothing.
 func (s *Store) ServerNow(ctx context.Context) (clockcheck.Interval, error) {
 	est, err := s.prepare(ctx)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultDatabase is the database the dsync command uses when neither
-	// --db nor the connection string names one, and the one this
-	// package's examples use: a program whose store is on
-	// client.Database(DefaultDatabase) shares its locks, elections and
+	// DefaultDatabase is the database the dsync command uses by default.
+	// The command uses it when neither --db nor the connection string names
+	// one, and this package's examples use it too. A program whose store is
+	// on client.Database(DefaultDatabase) shares its locks, elections and
 	// once records with the command's. NewStore takes whatever database it
 	// is given; this is only the name every entry point agrees on.
 	DefaultDatabase = "dsync"
@@ -27,9 +27,9 @@ const (
 	// DefaultWriteTimeout bounds how long the server may take to
 	// acknowledge a write (WithWriteTimeout).
 	DefaultWriteTimeout = 1 * time.Second
-	// DefaultEventAwait is how long a getMore of the wake-up events'
-	// cursor waits for an event (WithEventAwait): dsync's default safety
-	// poll (dsync.DefaultSafetyPoll).
+	// DefaultEventAwait is how long a getMore of the wake-up events' cursor
+	// waits. It is how long it waits for an event (WithEventAwait), and
+	// equals dsync's default safety poll (dsync.DefaultSafetyPoll).
 	DefaultEventAwait = 15 * time.Second
 )
 
@@ -189,10 +189,10 @@ func WithWriteConcern(wc *writeconcern.WriteConcern) Option {
 	}
 }
 
-// WithWriteTimeout bounds how long the server may take to acknowledge
-// each write of the store, including its wait for the write concern.
-// Default: DefaultWriteTimeout (1 s). Zero means no bound but the
-// caller's context. It must not be negative.
+// WithWriteTimeout bounds how long the server may take to acknowledge each
+// write. The bound covers each write of the store, including its wait for
+// the write concern. Default: DefaultWriteTimeout (1 s). Zero means no
+// bound but the caller's context. It must not be negative.
 //
 // Without a bound, a majority write on a replica set that cannot reach a
 // majority (a primary-secondary-arbiter set whose secondary is down, say)
@@ -223,9 +223,9 @@ func WithWriteTimeout(d time.Duration) Option {
 	}
 }
 
-// WithIndexManagement sets whether the store creates and checks the
-// index on {key: 1, kind: 1, epoch: 1} of the lock collection. Default:
-// on.
+// WithIndexManagement sets whether the store creates and checks its index.
+// The index is on {key: 1, kind: 1, epoch: 1} of the lock collection.
+// Default: on.
 //
 // On, the first call that needs the collection creates the index
 // (createIndexes, which needs the createIndex privilege on the
@@ -272,12 +272,12 @@ func WithClock(clk clockcheck.Clock) Option {
 	}
 }
 
-// WithLogger sets where the store reports what it handles itself:
-// failed pruning, late replies, estimator trouble, a wake-up stream that
-// fell back to polling, all at Debug; and once, at Info, on its first
-// call, the database and collection it uses. It is also the server-time estimator's logger
-// (clockcheck.WithLogger). Default: slog.Default(), as in the rest of
-// dsync; pass slog.New(slog.DiscardHandler) to silence it.
+// WithLogger sets where the store reports what it handles itself. At Debug
+// it reports failed pruning, late replies, estimator trouble, and a wake-up
+// stream that fell back to polling. Once, at Info, on its first call, it
+// reports the database and collection it uses. It is also the server-time
+// estimator's logger (clockcheck.WithLogger). Default: slog.Default(), as
+// in the rest of dsync; pass slog.New(slog.DiscardHandler) to silence it.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -288,10 +288,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithMaxDrift sets the bound the server-time estimator assumes on how fast
-// the local monotonic clock and the server's clock drift apart (see
-// clockcheck.WithMaxDrift). Default: clockcheck.DefaultMaxDrift (500 ppm).
-// rate must be in [0, 0.1).
+// WithMaxDrift sets the drift rate the server-time estimator assumes. It
+// bounds how fast the local monotonic clock and the server's clock drift
+// apart (see clockcheck.WithMaxDrift). Default: clockcheck.DefaultMaxDrift
+// (500 ppm). rate must be in [0, 0.1).
 func WithMaxDrift(rate float64) Option {
 	return func(c *config) error {
 		if !(rate >= 0 && rate < 0.1) { // also rejects NaN; clockcheck's range
@@ -302,12 +302,13 @@ func WithMaxDrift(rate float64) Option {
 	}
 }
 
-// WithMemberSkew sets the bound assumed on how far apart the clocks of the
-// servers that can be primary are (replica-set members, and on a sharded
-// cluster the members of the shard holding the sessions collection).
-// Default: DefaultMemberSkew (100 ms) on a replica set or through a
-// mongos, 0 on a single server (standalone, FerretDB; several FerretDB
-// processes in front of one database are several clocks: set it).
+// WithMemberSkew sets the bound assumed on the clock skew of would-be
+// primaries. The bound is on how far apart the clocks of the servers that
+// can be primary are: the replica-set members, and on a sharded cluster the
+// members of the shard holding the sessions collection. Default:
+// DefaultMemberSkew (100 ms) on a replica set or through a mongos, 0 on a
+// single server (standalone, FerretDB; several FerretDB processes in front
+// of one database are several clocks: set it).
 //
 // Expiry is judged in the primary's time (see ServerTime). A failover
 // hands the writes to a member whose clock NTP keeps close to the former
@@ -330,15 +331,15 @@ func WithMemberSkew(d time.Duration) Option {
 	}
 }
 
-// WithEventAwait sets how long each getMore of the wake-up events' cursor
-// waits for an event before it returns empty and the next is sent.
-// Default: DefaultEventAwait (15 s). An event ends the wait at once, so
-// it does not delay wake-ups; it bounds how soon a stream that stopped
-// delivering is found broken and reopened, and is best set to the
-// Client's safety poll (dsync.ClientWithSafetyPoll), which bounds how
-// long a waiter relies on the events alone. At most 5 s on FerretDB
-// while other processes wait, since there a long wait costs the server
-// CPU. It must be positive.
+// WithEventAwait sets how long each getMore of the wake-up events waits.
+// Each getMore of the events' cursor waits that long for an event before it
+// returns empty and the next is sent. Default: DefaultEventAwait (15 s). An
+// event ends the wait at once, so it does not delay wake-ups; it bounds how
+// soon a stream that stopped delivering is found broken and reopened, and
+// is best set to the Client's safety poll (dsync.ClientWithSafetyPoll),
+// which bounds how long a waiter relies on the events alone. At most 5 s on
+// FerretDB while other processes wait, since there a long wait costs the
+// server CPU. It must be positive.
 func WithEventAwait(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

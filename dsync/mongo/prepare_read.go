@@ -58,12 +58,13 @@ func (s storeRoles) PrepareRead(ctx context.Context) error {
 	return s.clock.startRead(ctx, s.platform.memberSkew(s.platform.topo))
 }
 
-// ServerNowRead is ServerNow for readers: the interval the server's
-// current time lies in, from the estimate the store judges expiry with
-// if a call has prepared the store for writes, else from one that samples
-// with hello (PrepareRead), which writes nothing. Package leadermongo
-// reads its member documents' ages with it, so that listing members (dsync
-// status, the status page) needs only the read role.
+// ServerNowRead is ServerNow for readers: it writes nothing. It returns the
+// interval the server's current time lies in. If a call has prepared the
+// store for writes, it comes from the estimate the store judges expiry
+// with. Otherwise it comes from one that samples with hello (PrepareRead),
+// which writes nothing. Package leadermongo reads its member documents'
+// ages with it, so that listing members (dsync status, the status page)
+// needs only the read role.
 func (s *Store) ServerNowRead(ctx context.Context) (clockcheck.Interval, error) {
 	if err := (storeRoles{s}).PrepareRead(ctx); err != nil {
 		return clockcheck.Interval{}, err

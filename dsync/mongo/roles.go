@@ -7,12 +7,12 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Roles implements driver.Store: every role of the contract, each served
-// by the part of the store that owns its state: the wake-up feed
-// (feed.go), the sessions collection (sessions.go: peers, revocations, stall records),
-// the directory of keys (directory.go), what the store learned of its
-// deployment (deployment.go: loopback), and the store itself for runs,
-// the sweeper and reads (storeRoles).
+// Roles implements driver.Store: it returns every role of the contract.
+// Each role is served by the part of the store that owns its state: the
+// wake-up feed (feed.go), the sessions collection (sessions.go: peers,
+// revocations, stall records), the directory of keys (directory.go), what
+// the store learned of its deployment (deployment.go: loopback), and the
+// store itself for runs, the sweeper and reads (storeRoles).
 func (s *Store) Roles() driver.Roles {
 	r := storeRoles{s}
 	return driver.Roles{
@@ -60,12 +60,12 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 	return s.sessions.InsertSession(ctx, sess)
 }
 
-// RenewSession implements driver.Store: one findAndModify by _id, raising
-// the expiry with $max, never $set: a renewal applied late, after later
-// ones, must not move the expiry back (on MongoDB; on FerretDB the engine
-// sees to it that no two renewals of one document are ever in flight
-// together). It is never sent again here: after an unknown outcome the
-// engine moves to the session's next document.
+// RenewSession implements driver.Store with one findAndModify by _id. It
+// raises the expiry with $max, never $set: a renewal applied late, after
+// later ones, must not move the expiry back. That holds on MongoDB; on
+// FerretDB the engine sees to it that no two renewals of one document are
+// ever in flight together. It is never sent again here: after an unknown
+// outcome the engine moves to the session's next document.
 //
 // The renewal also samples the server's clock: it sets "seen" with
 // $currentDate and reads the document back, so on a single server the

@@ -48,9 +48,10 @@ import (
 // server-time samples update. Session ids are xids, which never contain '#'.
 const clockID = "#clock"
 
-// DefaultMemberSkew is the bound assumed on how far apart the clocks of a
-// replica set's members are (WithMemberSkew), on deployments with more
-// than one server.
+// DefaultMemberSkew is the default bound assumed on the skew of members'
+// clocks. It is the bound assumed on how far apart the clocks of a replica
+// set's members are (WithMemberSkew), on deployments with more than one
+// server.
 const DefaultMemberSkew = 100 * time.Millisecond
 
 // A serverClock estimates the server's time: Prepare's estimator, which

@@ -20,13 +20,14 @@ import (
 	"github.com/go-dsync/dsync/internal/errtext"
 )
 
-// Store is the MongoDB driver: a driver.Store over a database's lock
-// and sessions collections, whose Roles serve every part of the contract
-// (among them a driver.Feed over its events collection, and a directory
-// of keys over its keys collection). It decides nothing; a dsync.Client made over
-// it (dsync.NewClient) runs the protocol above it. Make it with
-// NewStore. Every read and update of one document filters on _id alone:
-// FerretDB answers any other query by decoding the whole collection.
+// Store is the MongoDB driver: a driver.Store over a database's
+// collections. It keeps a lock and a sessions collection, and its Roles
+// serve every part of the contract, among them a driver.Feed over its
+// events collection and a directory of keys over its keys collection. It
+// decides nothing; a dsync.Client made over it (dsync.NewClient) runs the
+// protocol above it. Make it with NewStore. Every read and update of one
+// document filters on _id alone: FerretDB answers any other query by
+// decoding the whole collection.
 type Store struct {
 	db   *mongo.Database
 	coll *mongo.Collection // claims, shadows, end markers, gates
@@ -78,26 +79,28 @@ func (s *Store) collection(name string) *mongo.Collection {
 		SetReadConcern(readconcern.Local()))
 }
 
-// Prepare implements driver.Store: it detects the deployment, creates the
-// index and starts the server-time estimator, once.
+// Prepare implements driver.Store: it prepares the store, once. It detects
+// the deployment, creates the index and starts the server-time estimator.
 func (s *Store) Prepare(ctx context.Context) error {
 	_, err := s.prepare(ctx)
 	return err
 }
 
-// ServerTime implements driver.Store, from the estimator Prepare started
-// (which samples on writes to the primary); before Prepare has started it,
-// the zero Interval (driver.Store allows the call, and the answer is not
-// valid until then). It never answers from PrepareRead's estimator: the
-// engine judges expiry with ServerTime, and a hello sample (behind a
-// mongos, the router's clock) is not the clock that orders the writes.
+// ServerTime implements driver.Store, from the estimator Prepare started.
+// That estimator samples on writes to the primary. Before Prepare has
+// started it, ServerTime returns the zero Interval: driver.Store allows the
+// call, and the answer is not valid until then. It never answers from
+// PrepareRead's estimator: the engine judges expiry with ServerTime, and a
+// hello sample (behind a mongos, the router's clock) is not the clock that
+// orders the writes.
 func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
 
-// Close implements driver.Store: it deletes the sessions long expired if
-// this store made one, best effort, stops the wake-up stream's follower
-// and the estimator's goroutine, and waits for them. What it writes on
-// the way out shares closeCleanTime, and is skipped when the server seems
-// gone (closing.go).
+// Close implements driver.Store: it cleans up, stops the store's goroutines
+// and waits. If this store made a session, it first deletes the sessions
+// long expired, best effort. Then it stops the wake-up stream's follower
+// and the estimator's goroutine, and waits for them. What it writes on the
+// way out shares closeCleanTime, and is skipped when the server seems gone
+// (closing.go).
 func (s *Store) Close() error {
 	s.writer.beginClose()
 	if !s.closed.Load() && s.sessions.made.Load() {
@@ -187,9 +190,9 @@ func insertOp(d driver.Doc) string {
 	return "end"
 }
 
-// InsertOrdered implements driver.Store: one ordered insert, which the
-// server applies one document after the other, stopping at the first
-// duplicate key (MongoDB and FerretDB alike).
+// InsertOrdered implements driver.Store with one ordered insert. The server
+// applies it one document after the other, stopping at the first duplicate
+// key (MongoDB and FerretDB alike).
 func (s *Store) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	all := make([]any, len(docs))
 	for i, d := range docs {
@@ -226,9 +229,9 @@ func (s *Store) Get(ctx context.Context, id string) (driver.Doc, bool, error) {
 	return fromLockDoc(&d), true, nil
 }
 
-// Delete implements driver.Store: one ordered delete command, a statement
-// per ID whose filter is the _id alone (which FerretDB answers by ID, not
-// by decoding the collection).
+// Delete implements driver.Store with one ordered delete command. It has a
+// statement per ID whose filter is the _id alone, which FerretDB answers by
+// ID, not by decoding the collection.
 func (s *Store) Delete(ctx context.Context, ids []string) error {
 	anyIDs := make([]any, len(ids))
 	for i, id := range ids {
