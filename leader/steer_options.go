@@ -53,18 +53,19 @@ func WithPriority(p int) Option {
 }
 
 // WithPreemption makes this candidate, while it leads, give way to a
-// better candidate (of higher priority, WithPriority, or of a newer
-// version under WithVersionRule): once delay has passed since the best
-// such candidate sent its claim (its claim's QueuedAt, by the store's
-// clock as this process reads it, never sooner: a claim that lands late
-// has waited less), the leader transfers its
-// leadership to it as Transfer does, with the cause ErrPreempted: its
-// leadership context is cancelled, and the lease released (under Run,
-// once fn has returned), so the two never lead at once. When the
-// heartbeat's read of the queue that saw the candidate showed it next,
-// the leader hands over at the delay's end without reading the queue
-// again; a candidate that withdrew after that read leaves the leadership
-// to the one behind it.
+// better candidate after delay.
+//
+// A better candidate is one of higher priority (WithPriority), or of a
+// newer version under WithVersionRule. The delay runs from when the best
+// such candidate sent its claim (its claim's QueuedAt), by the store's
+// clock as this process reads it, never sooner: a claim that lands late has
+// waited less. Once it has passed, the leader transfers its leadership to
+// that candidate as Transfer does, with the cause ErrPreempted. Its
+// leadership context is cancelled, and the lease released (under Run, once
+// fn has returned), so the two never lead at once. When the heartbeat's
+// read of the queue that saw the candidate showed it next, the leader hands
+// over at the delay's end without reading the queue again; a candidate that
+// withdrew after that read leaves the leadership to the one behind it.
 //
 // The leader sees the queue at its heartbeats (and at once when its term
 // begins), and the candidates queued ahead of the better one step aside
@@ -96,21 +97,26 @@ func WithPreemption(delay time.Duration) Option {
 }
 
 // WithVersionRule makes leadership follow the newest version (WithVersion)
-// among the live candidates: a candidate does not wait for the lease while
-// a live member of a newer version exists (it withdraws its claim, and
-// claims again once none is live); a leader preempts to the best
-// candidate of the newest version queued (after the WithPreemption delay,
-// 0 unless set); and a candidate whose claim comes to hold reads the
-// members once more before it begins its term, and if a newer member is
-// live it releases the lease at once and begins no term. Versions rank
-// first, then priorities. cmp compares two versions as cmp.Compare does;
-// nil compares them as semantic versions ("v1.2.3", "1.2.3-rc.1"; a
-// pre-release below its release, build metadata ignored), with a version
-// that does not parse (the empty one included) below every one that does.
+// among the live candidates.
+//
+// A candidate does not wait for the lease while a live member of a newer
+// version exists: it withdraws its claim, and claims again once none is
+// live. A leader preempts to the best candidate of the newest version
+// queued, after the WithPreemption delay (0 unless set). A candidate
+// whose claim comes to hold reads the members once more before it begins
+// its term. If a newer member is live then, it releases the lease at
+// once and begins no term. Versions rank first, then priorities.
+//
+// cmp compares two versions as cmp.Compare does. A nil cmp compares them
+// as semantic versions ("v1.2.3", "1.2.3-rc.1"): a pre-release ranks
+// below its release, build metadata is ignored, and a version that does
+// not parse (the empty one included) ranks below every one that does.
+//
 // A live member of a newer version counts whether it campaigns or not.
 // While the member store cannot be read, a candidate under the rule
-// neither queues nor begins a term. It needs a member store (WithMembers). See docs/leader-election.md for
-// what it promises during a rolling upgrade, and what not.
+// neither queues nor begins a term. It needs a member store (WithMembers).
+// See docs/leader-election.md for what it promises during a rolling
+// upgrade, and what not.
 func WithVersionRule(cmp func(a, b string) int) Option {
 	return func(c *config) error {
 		if cmp == nil {
@@ -121,7 +127,7 @@ func WithVersionRule(cmp func(a, b string) int) Option {
 	}
 }
 
-// ErrPreempted is the cause of a leadership context cancelled because
-// its leader gave way to a better candidate (WithPreemption,
+// ErrPreempted is the cause of a leadership context cancelled by a
+// preemption. Its leader gave way to a better candidate (WithPreemption,
 // WithVersionRule).
 var ErrPreempted = errors.New("leader: preempted by a better candidate")
