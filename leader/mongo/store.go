@@ -1,11 +1,14 @@
 // Package leadermongo is the MongoDB member store of package leader
-// (leader.MemberStore): each candidate's status is kept in documents of
-// its own (usually one) in a members collection, beside the locks of a
-// dsyncmongo.Store. An election's lease is a lock of the process's
-// dsync.Client, in the election namespace (leader.LockKey), so a
-// process's locks and elections share one session and one renewal
-// command per interval, and no plain lock is ever an election's lease;
-// package leader reads who leads from it.
+// (leader.MemberStore).
+// In tests without a server, use leadertest.NewMemoryMembers instead.
+//
+// Each candidate's status is kept in documents of its own (usually one)
+// in a members collection, beside the locks of a dsyncmongo.Store. An
+// election's lease is a lock of the process's dsync.Client, in the
+// election namespace (leader.LockKey). So a process's locks and elections
+// share one session and one renewal command per interval, and no plain
+// lock is ever an election's lease. Package leader reads who leads from
+// it.
 //
 //	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 //	...
@@ -88,10 +91,10 @@ import (
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
-// Store is a leader.MemberStore over a MongoDB database: member status
-// lives in a collection of its own, beside the locks of a
-// dsyncmongo.Store, whose settings and server-time estimate it shares.
-// Create it with NewStore, one per process and database.
+// Store is a leader.MemberStore over a MongoDB database.
+// Member status lives in a collection of its own, beside the locks of a
+// dsyncmongo.Store. It shares that store's settings and server-time
+// estimate. Create it with NewStore, one per process and database.
 type Store struct {
 	locks   *dsyncmongo.Store
 	members *mongo.Collection
@@ -130,10 +133,11 @@ func WithMembersCollection(name string) Option {
 	}
 }
 
-// WithLegacyCollection names the collection where releases of dsync
-// before leases shared the lock collection kept the leadership leases
-// (their dsyncmongo.WithCollection through WithLockOptions). Default:
-// LegacyCollection ("dsync_elections"). See Preflight.
+// WithLegacyCollection names the collection where older releases kept the
+// leadership leases.
+// Those are the releases of dsync before leases shared the lock
+// collection (their dsyncmongo.WithCollection through WithLockOptions).
+// Default: LegacyCollection ("dsync_elections"). See Preflight.
 func WithLegacyCollection(name string) Option {
 	return func(c *config) error {
 		if err := checkCollection(name); err != nil {
@@ -151,9 +155,9 @@ func checkCollection(name string) error {
 	return nil
 }
 
-// NewStore returns a member store beside locks, the process's
-// dsyncmongo store, with member status in a collection of its database.
-// It does no I/O.
+// NewStore returns a member store beside locks, the process's dsyncmongo
+// store.
+// Member status goes in a collection of locks's database. It does no I/O.
 func NewStore(locks *dsyncmongo.Store, opts ...Option) (*Store, error) {
 	if locks == nil {
 		return nil, errors.New("leadermongo: nil locks store")
