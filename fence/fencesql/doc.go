@@ -1,7 +1,10 @@
 // Package fencesql keeps the fencing contract of package fence in a SQL
-// database, inside the caller's own database/sql transaction: PostgreSQL,
-// MySQL and MariaDB, and SQLite. It imports only the standard library and
-// package fence; the program brings its driver.
+// database. Writes that cannot join a transaction of the database's go
+// through Marks instead (see Writes outside a transaction, below).
+//
+// The check runs inside the caller's own database/sql transaction, on
+// PostgreSQL, MySQL and MariaDB, and SQLite. It imports only the standard
+// library and package fence; the program brings its driver.
 //
 // # The contract in SQL
 //

@@ -17,8 +17,10 @@ import (
 )
 
 // Marks returns a fence.Marks that keeps its marks in the Fence's table
-// in db, for writers that do not run in a transaction of db's (an HTTP
-// handler that writes files): several instances of a service that share
+// in db.
+//
+// It is for writers that do not run in a transaction of db's (an HTTP
+// handler that writes files). Several instances of a service that share
 // db admit one writer of a key at a time among them, and keep the marks
 // across restarts. db's tables are the Fence's and its admissions table
 // (AdmitTable), which CreateTable creates.
@@ -130,21 +132,21 @@ const (
 type MarksOption func(*marks)
 
 // WithAdmitLease sets the lease of an admission's row (default
-// DefaultAdmitLease, 30 s): how long after its last renewal, in the
-// database server's time, the next Admit of the key may take over an
-// admission whose session ended and whose process does not release it.
-// Its process renews it every third of d while the writer writes. A
-// d under one second is taken as one second.
+// DefaultAdmitLease, 30 s). The lease is how long after its last renewal,
+// in the database server's time, the next Admit of the key may take over an
+// admission whose session ended and whose process does not release it. Its
+// process renews it every third of d while the writer writes. A d under one
+// second is taken as one second.
 func WithAdmitLease(d time.Duration) MarksOption {
 	return func(m *marks) { m.lease = max(d, time.Second) }
 }
 
 // WithReleaseTimeout bounds the time release takes (default
-// DefaultReleaseTimeout, 10 s), so that a database that stops answering
-// does not hold the writer (an HTTP handler's response) longer. A
-// release that runs out ends its session; the admission's row then ends
-// at its deadline, WithAdmitLease after its last renewal, and the key
-// waits for it until then. A d of zero or less is taken as the default.
+// DefaultReleaseTimeout, 10 s). So a database that stops answering does not
+// hold the writer (an HTTP handler's response) longer. A release that runs
+// out ends its session. The admission's row then ends at its deadline,
+// WithAdmitLease after its last renewal, and the key waits for it until
+// then. A d of zero or less is taken as the default.
 func WithReleaseTimeout(d time.Duration) MarksOption {
 	return func(m *marks) {
 		if d > 0 {
