@@ -1,12 +1,15 @@
-// Package fencemongo checks a lock's fencing token in MongoDB itself, on
-// the documents a critical section reads and writes: Fence returns a
-// collection seen through one hold's token, whose FindOne raises the
-// document's fence to the token and whose writes apply only while no
-// later token has done so. A holder paused past its lease (GC, SIGSTOP, a
-// suspended VM) that wakes and writes gets ErrFenced instead of
-// overwriting the next holder's work. In a transaction, CheckTx fences
-// every document the transaction writes at once (see "In a transaction",
-// below).
+// Package fencemongo checks a lock's fencing token in MongoDB itself.
+// It is no fence on FerretDB, nor for documents it does not touch (see
+// "Why it refuses FerretDB" and "What it cannot do", below).
+//
+// It checks the token on the documents a critical section reads and
+// writes. Fence returns a collection seen through one hold's token. Its
+// FindOne raises the document's fence to the token, and its writes apply
+// only while no later token has done so. A holder paused past its lease
+// (GC, SIGSTOP, a suspended VM) that wakes and writes gets ErrFenced
+// instead of overwriting the next holder's work. In a transaction,
+// CheckTx fences every document the transaction writes at once (see "In a
+// transaction", below).
 //
 // A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
 // protects a resource only if the resource compares it with the token of

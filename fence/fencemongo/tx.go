@@ -30,9 +30,11 @@ const (
 const illegalOperation = 20
 
 // CheckTx keeps the fencing contract of package fence for the writes of
-// the transaction running in ctx's session: call it first in the
-// transaction (in Session.WithTransaction's callback, with the ctx the
-// callback is given), then read and write. It writes key's document in
+// ctx's transaction.
+//
+// The transaction is the one running in ctx's session. Call CheckTx first
+// in the transaction (in Session.WithTransaction's callback, with the ctx
+// the callback is given), then read and write. It writes key's document in
 // marks, in the transaction: it raises the key's mark to token, or, if
 // the mark is above token, refuses with a *fence.StaleError (matching
 // fence.ErrStale) that carries the mark. The transaction's writes then
