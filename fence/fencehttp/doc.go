@@ -1,7 +1,11 @@
-// Package fencehttp keeps the fencing contract of package fence for a
-// resource behind an HTTP service: the holder's client carries the key
-// and the token with each request, and the service admits each request
-// through a mark store before its handler runs.
+// Package fencehttp keeps package fence's contract for a resource behind an
+// HTTP service. It stops a holder whose hold has ended, not a client that
+// lies, nor writes made after a handler returns (see What the fence does
+// not cover).
+//
+// The holder's client carries the key and the token with each request.
+// The service admits each request through a mark store before its handler
+// runs.
 //
 // On the holder's side, a Transport in an http.Client sets KeyHeader and
 // TokenHeader on every request, and Stale tells a refusal from any other
