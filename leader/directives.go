@@ -194,11 +194,13 @@ func putNext(ctx context.Context, ds Directives, name string, next func() (Direc
 // number is taken, the next, until ctx ends. A number is taken
 // (ErrDirectiveExists) by a request of this term, or by this one sent
 // before and landed. It returns the request inserted (its Term is the term
-// asked). A leader whose member store serves Directives reads the requests
-// of its term once per heartbeat while it leads, and acts with Transfer on
-// the highest-numbered one it has not acted on yet (each once; a newer
-// request ends a Transfer an older one started). A request whose term has
-// ended is ignored.
+// asked).
+//
+// A leader whose member store serves Directives reads the requests of its
+// term once per heartbeat while it leads. It acts with Transfer on the
+// highest-numbered one it has not acted on yet, each once. A newer request
+// ends a Transfer an older one started. A request whose term has ended is
+// ignored.
 //
 // With term 0, RequestTransfer asks the term that leads now, which it
 // reads from the election's lease through c, as Election.Leader does: an

@@ -65,8 +65,8 @@
 // # Partitions
 //
 // A Partition (NewPartition) spreads n shards of one named job over the
-// processes that join it: each shard is an election of its own
-// ("NAME#i"), so at most one member holds a shard's lease at a time, and
+// processes that join it. Each shard is an election of its own
+// ("NAME#i"). So at most one member holds a shard's lease at a time, and
 // each term has its own fencing token (TermOf). Members agree on who
 // should own which shard by computing the same assignment from their
 // member statuses (balanced by weight, moving the fewest shards a change

@@ -152,11 +152,12 @@ func (p *Partition) ID() string {
 // returns nil gives its shard up. The shard is queued for again while it
 // stays assigned here.
 //
-// context.Cause of a shard's context says why it ended: ErrShardMoved
-// when the shard is handed over to the member it is now assigned to,
-// ErrLeadershipLost when its lease could no longer be guaranteed, and
-// what Run returns when Run ends (ctx's cause unchanged, ErrResigned, or
-// the first error an fn returned).
+// context.Cause of a shard's context says why it ended:
+//   - ErrShardMoved, when the shard is handed over to the member it is now
+//     assigned to;
+//   - ErrLeadershipLost, when its lease could no longer be guaranteed;
+//   - what Run returns, when Run ends (ctx's cause unchanged, ErrResigned,
+//     or the first error an fn returned).
 //
 // One Run at a time: a second one returns ErrCampaigning, and Run on a
 // closed Partition ErrClosed. After Run returned, Run joins again.

@@ -36,15 +36,17 @@ func (s *steerConfig) rule() rank.Rule {
 }
 
 // WithPriority sets this candidate's priority, reported in its member
-// status (Member.Priority). Candidates that set a steering option
-// (WithPriority, WithPreemption, WithVersionRule) keep the lease's queue
-// ordered by rank: at each heartbeat, a candidate waiting for the lease
-// steps aside (withdraws its claim and claims again, behind) when a live
-// candidate of strictly higher priority waits behind it, so that the
-// highest-priority candidate queued leads at the next handover (the
-// leader's Resign, Transfer, Close, or lost lease). A leader of lower
-// priority keeps leading unless it sets WithPreemption. Default: 0. It
-// needs a member store (WithMembers).
+// status (Member.Priority).
+//
+// Candidates that set a steering option (WithPriority, WithPreemption,
+// WithVersionRule) keep the lease's queue ordered by rank. At each
+// heartbeat, a candidate waiting for the lease steps aside when a live
+// candidate of strictly higher priority waits behind it: it withdraws its
+// claim and claims again, behind. So the highest-priority candidate
+// queued leads at the next handover (the leader's Resign, Transfer,
+// Close, or lost lease). A leader of lower priority keeps leading unless
+// it sets WithPreemption. Default: 0. It needs a member store
+// (WithMembers).
 func WithPriority(p int) Option {
 	return func(c *config) error {
 		c.steer.priority, c.steer.prioritySet = p, true
@@ -69,19 +71,23 @@ func WithPriority(p int) Option {
 //
 // The leader sees the queue at its heartbeats (and at once when its term
 // begins), and the candidates queued ahead of the better one step aside
-// at theirs (WithPriority). So when every candidate sets a steering
-// option, delay is longer than a heartbeat interval, and the candidates
-// joined a heartbeat or more apart, the queue is in order by the delay's
-// end, and the better candidate leads within one handoff of it (plus
-// the round trips of a step aside). Otherwise later: the Transfer waits
-// for the candidates ahead to step aside, reading the queue once per
-// poll interval (WithPollInterval), and when several join at once a
-// handover to one can make another step aside before the leader sees
-// it is better. A candidate that stops being better, or live,
-// before then is not preempted to; a preemption under way to one is
-// stopped when the leader sees a better one queued, which is preempted
-// to at its own delay's end, so the leadership moves once, to the best,
-// unless the first handover was done by then.
+// at theirs (WithPriority). So the better candidate leads within one
+// handoff of the delay's end (plus the round trips of a step aside) when:
+//   - every candidate sets a steering option;
+//   - delay is longer than a heartbeat interval;
+//   - the candidates joined a heartbeat or more apart.
+//
+// The queue is then in order by the delay's end. Otherwise it leads
+// later. The Transfer waits for the candidates ahead to step aside,
+// reading the queue once per poll interval (WithPollInterval). When
+// several join at once, a handover to one can make another step aside
+// before the leader sees it is better.
+//
+// A candidate that stops being better, or live, before then is not
+// preempted to. A preemption under way to one is stopped when the leader
+// sees a better one queued, which is preempted to at its own delay's end.
+// So the leadership moves once, to the best, unless the first handover
+// was done by then.
 //
 // Default: no preemption by priority; under WithVersionRule, a newer
 // version preempts as soon as the leader sees it queued (delay 0). It
