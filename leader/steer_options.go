@@ -66,7 +66,7 @@ func WithPriority(p int) Option {
 // leadership context is cancelled, and the lease released (under Run, once
 // fn has returned), so the two never lead at once. When the heartbeat's
 // read of the queue that saw the candidate showed it next, the leader hands
-// over at the delay's end without reading the queue again; a candidate that
+// over at the delay's end without reading the queue again. A candidate that
 // withdrew after that read leaves the leadership to the one behind it.
 //
 // The leader sees the queue at its heartbeats (and at once when its term
