@@ -28,12 +28,12 @@ type Marks interface {
 }
 
 // Memory is a Marks kept in this process's memory. It is for a service of
-// one instance, and for tests. Its marks are lost when the process ends: a
+// one instance, and for tests. Its marks are lost when the process ends. A
 // service that restarts accepts a stale token until a later one raises the
-// mark again, so a service whose restart may come between two holders'
-// writes keeps its marks in a database (fencesql.Marks). It keeps a mark
-// for every key ever admitted. The zero Memory is ready to use; a Memory
-// must not be copied after first use.
+// mark again. So a service whose restart may come between two holders'
+// writes keeps its marks in a database (fencesql.Marks). A Memory keeps a
+// mark for every key ever admitted. The zero Memory is ready to use. A
+// Memory must not be copied after first use.
 type Memory struct {
 	mu   sync.Mutex
 	keys map[string]*memoryKey
