@@ -1,7 +1,11 @@
 // Package fence states the fencing contract that dsync's adapters keep
-// where the protected data lives, and holds what they share: the errors,
-// the bounds of a key and a token, and Marks, the interface of a store of
-// marks for writes that do not run in a transaction of the caller's.
+// where the protected data lives.
+// Fence a resource through its adapter (below); use this package alone
+// only to write an adapter of your own.
+//
+// It holds what the adapters share: the errors, the bounds of a key and a
+// token, and Marks. Marks is the interface of a store of marks for writes
+// that do not run in a transaction of the caller's.
 //
 // A lease cannot stop a holder that was paused past it (a GC pause,
 // SIGSTOP, a suspended VM) from writing once it wakes, after the next
@@ -16,10 +20,10 @@
 // A fenced resource keeps, per key, a mark: the highest token it has
 // accepted for that key, none at first. A write made under (key, token)
 // applies only if the token is at least the key's mark, and then raises
-// the mark to the token, atomically with the write: no write under a
-// lower token applies after it, however late it arrives, and a write
-// refused changes nothing. A refusal is an error that matches ErrStale
-// (errors.Is); it means a later holder of the key has written, so this
+// the mark to the token, atomically with the write. No write under a
+// lower token applies after it, however late it arrives. A write refused
+// changes nothing. A refusal is an error that matches ErrStale
+// (errors.Is). It means a later holder of the key has written, so this
 // holder's hold has ended.
 //
 // A token equal to the mark is accepted: one hold may write many times.
@@ -41,10 +45,10 @@
 //   - fence/fencemongo: the mark in a MongoDB transaction (CheckTx), or
 //     a fence on each document outside one (Fence).
 //
-// fence/fencetest is the conformance suite that every adapter passes; it
+// fence/fencetest is the conformance suite that every adapter passes. It
 // is public, so that an adapter of one's own can be checked the same way.
 //
-// A key is any non-empty string of at most MaxKeyLen bytes; it names the
+// A key is any non-empty string of at most MaxKeyLen bytes. It names the
 // resource, and is usually the lock's name. A token is at least 1 and at
 // most MaxToken (the SQL stores keep it in a signed 64-bit column).
 package fence

@@ -6,13 +6,13 @@ import (
 	"strconv"
 )
 
-// MaxToken is the largest token the adapters accept: tokens are kept in
-// signed 64-bit columns and fields. dsync's tokens start at 1 and rise
-// from hold to hold of a key (dsync.Mutex.Token), far below it.
+// MaxToken is the largest token the adapters accept. Tokens are kept in
+// signed 64-bit columns and fields. dsync's tokens start at 1 and rise from
+// hold to hold of a key (dsync.Mutex.Token), far below it.
 const MaxToken = 1<<63 - 1
 
-// MaxKeyLen is the longest key, in bytes, that the adapters accept: the
-// SQL stores keep it in a primary key, which MySQL limits in bytes.
+// MaxKeyLen is the longest key, in bytes, that the adapters accept.
+// The SQL stores keep it in a primary key, which MySQL limits in bytes.
 const MaxKeyLen = 512
 
 // Sentinel errors. Match them with errors.Is.
@@ -35,9 +35,9 @@ var (
 	ErrBadToken = errors.New("fence: a token is 1 to 2^63-1 (is the lock held?)")
 )
 
-// A StaleError is a fence's refusal of a write under Token to Key: Mark,
-// a later token, was accepted first. Mark is 0 when the fence did not
-// tell it. It matches ErrStale.
+// A StaleError is a fence's refusal of a write under Token to Key.
+// Mark, a later token, was accepted first. Mark is 0 when the fence did
+// not tell it. It matches ErrStale.
 type StaleError struct {
 	Key   string
 	Token uint64
@@ -57,9 +57,9 @@ func (e *StaleError) Error() string {
 // Is reports whether target is ErrStale.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
-// Check returns ErrBadKey or ErrBadToken, wrapped with the value at
-// fault, for a key or a token that no adapter accepts, and nil otherwise.
-// The adapters call it before any I/O.
+// Check returns an error for a key or a token that no adapter accepts.
+// The error wraps ErrBadKey or ErrBadToken, with the value at fault.
+// Check returns nil otherwise. The adapters call it before any I/O.
 func Check(key string, token uint64) error {
 	if key == "" || len(key) > MaxKeyLen {
 		return fmt.Errorf("%w (got %d bytes)", ErrBadKey, len(key))

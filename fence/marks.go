@@ -5,12 +5,13 @@ import (
 	"sync"
 )
 
-// A Marks keeps the contract for writes that cannot join a transaction
-// the mark lives in: those of an HTTP handler (fence/fencehttp) that
-// writes files, calls another service or keeps state in memory. It keeps
-// each key's mark and admits one writer of a key at a time, so that a
-// raise and the write after it are one step to every other writer of the
-// key.
+// A Marks keeps the contract for writes that cannot join the mark's
+// transaction.
+//
+// Such are the writes of an HTTP handler (fence/fencehttp) that writes
+// files, calls another service or keeps state in memory. A Marks keeps
+// each key's mark and admits one writer of a key at a time. So a raise
+// and the write after it are one step to every other writer of the key.
 //
 // Implementations: Memory, for a single process; fencesql.Marks, for
 // several instances of a service that share a SQL database.
@@ -26,13 +27,13 @@ type Marks interface {
 	Admit(ctx context.Context, key string, token uint64) (release func(), err error)
 }
 
-// Memory is a Marks kept in this process's memory, for a service of one
-// instance, and for tests. Its marks are lost when the process ends: a
-// service that restarts accepts a stale token until a later one raises
-// the mark again, so a service whose restart may come between two
-// holders' writes keeps its marks in a database (fencesql.Marks). It
-// keeps a mark for every key ever admitted. The zero Memory is ready to
-// use; a Memory must not be copied after first use.
+// Memory is a Marks kept in this process's memory. It is for a service of
+// one instance, and for tests. Its marks are lost when the process ends. A
+// service that restarts accepts a stale token until a later one raises the
+// mark again. So a service whose restart may come between two holders'
+// writes keeps its marks in a database (fencesql.Marks). A Memory keeps a
+// mark for every key ever admitted. The zero Memory is ready to use. A
+// Memory must not be copied after first use.
 type Memory struct {
 	mu   sync.Mutex
 	keys map[string]*memoryKey

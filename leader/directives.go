@@ -19,8 +19,8 @@ import (
 // delete, changes nothing.
 
 // ErrDirectiveExists is returned by PutDirective when a directive of the
-// same Key is stored already: another operator's, or an earlier send of
-// this one that landed.
+// same Key is stored. It is another operator's, or an earlier send of this
+// one that landed.
 var ErrDirectiveExists = errors.New("leader: directive exists")
 
 // A DirectiveKind says what a Directive asks for.
@@ -29,14 +29,14 @@ type DirectiveKind string
 const (
 	// DirectiveDrain drains (Drain true) or undrains a Partition member.
 	DirectiveDrain DirectiveKind = "drain"
-	// DirectiveTransfer asks an election's leader of term Term to hand
-	// its leadership to candidate Member (Election.Transfer).
+	// DirectiveTransfer asks the leader of term Term to hand over to
+	// candidate Member. The leader hands over as by Election.Transfer.
 	DirectiveTransfer DirectiveKind = "transfer"
 )
 
-// A Directive is an operator's record about an election or a Partition
-// (its name is the election's), kept by a member store that serves
-// Directives.
+// A Directive is an operator's record about an election or a Partition.
+// A Partition's name is the election's. Directives are kept by a member
+// store that serves Directives.
 //
 // A drain directive (DirectiveDrain) says that Partition member Member is
 // drained (Drain true: no shard is assigned to it, so its shards move to
@@ -65,9 +65,9 @@ type Directive struct {
 	At     time.Time
 }
 
-// Key is d's identity within its election: no two directives of one Key
-// are stored. "#drain/MEMBER/GEN", or "#transfer/TERM/N" (N the Gen;
-// Gen 0: "#transfer/TERM", an older release's single request).
+// Key is d's identity within its election. No two directives of one Key are
+// stored. It is "#drain/MEMBER/GEN", or "#transfer/TERM/N" (N the Gen; Gen
+// 0: "#transfer/TERM", an older release's single request).
 func (d Directive) Key() string {
 	if d.Kind == DirectiveTransfer {
 		if d.Gen == 0 {
@@ -78,8 +78,8 @@ func (d Directive) Key() string {
 	return "#drain/" + d.Member + "/" + strconv.FormatUint(d.Gen, 10)
 }
 
-// Directives is served by member stores (MemberStore) that also keep
-// operator directives: leadermongo's Store and leadertest's. An Election
+// Directives is served by member stores that also keep operator directives.
+// Those are MemberStores: leadermongo's Store and leadertest's. An Election
 // or Partition whose member store serves it acts on them; one whose store
 // does not never reads any.
 type Directives interface {
@@ -92,17 +92,19 @@ type Directives interface {
 }
 
 // TransferRequests is served by member stores that read one term's
-// transfer requests alone (leadermongo's Store: one find on the range of
-// their _ids; leadertest's) and delete those of ended terms. A leader
-// whose member store serves Directives reads, at each heartbeat, its
-// term's requests by TransferRequests where the store serves it (else
-// every directive of the election, by Directives), and, at the first
-// heartbeat of each of its terms, deletes the requests of the terms
-// before it by PruneTransferRequests (once: a failure is logged, and the
-// next term's leader deletes them). A request of an earlier term than a
-// leader's names a term that has ended, which is never acted on, so
-// deleting it is safe; one that lands after the delete is ignored too,
-// and deleted by a later term's leader.
+// transfer requests alone.
+//
+// Such stores also delete the requests of ended terms. leadermongo's
+// Store reads them with one find on the range of their _ids; leadertest's
+// serves it too. A leader whose member store serves Directives reads its
+// term's requests at each heartbeat. It reads them by TransferRequests
+// where the store serves it, else every directive of the election, by
+// Directives. At the first heartbeat of each of its terms, it deletes the
+// requests of the terms before it by PruneTransferRequests. It does so
+// once: a failure is logged, and the next term's leader deletes them. A
+// request of an earlier term than a leader's names a term that has ended,
+// which is never acted on, so deleting it is safe. One that lands after
+// the delete is ignored too, and deleted by a later term's leader.
 type TransferRequests interface {
 	// TransferRequests returns election's transfer requests of term, in
 	// no set order.
@@ -112,8 +114,9 @@ type TransferRequests interface {
 	PruneTransferRequests(ctx context.Context, election string, term uint64) error
 }
 
-// Drained returns the drained members among ds: those whose drain
-// directive of the highest Gen drains them.
+// Drained returns the drained members among ds.
+// Those are the members whose drain directive of the highest Gen drains
+// them.
 func Drained(ds []Directive) map[string]bool {
 	latest := latestDrains(ds)
 	out := map[string]bool{}
@@ -139,8 +142,9 @@ func latestDrains(ds []Directive) map[string]Directive {
 	return latest
 }
 
-// Drain drains member of partition (drain true) or undrains it, by
-// inserting a drain directive of the Gen above the highest stored for
+// Drain drains member of partition (drain true) or undrains it.
+//
+// It inserts a drain directive of the Gen above the highest stored for
 // that member. When another operator inserts that Gen first
 // (ErrDirectiveExists), it reads again and inserts the next, until ctx
 // ends. by and reason are recorded with it. It returns the directive
@@ -182,16 +186,21 @@ func putNext(ctx context.Context, ds Directives, name string, next func() (Direc
 	}
 }
 
-// RequestTransfer asks the leader of election's term term (Info.Token) to
-// hand its leadership to candidate to, by inserting a transfer request
-// numbered after the term's others: it tries 1, then, while the number is
-// taken (ErrDirectiveExists: a request of this term, or this one sent
-// before and landed), the next, until ctx ends. It returns the request
-// inserted (its Term is the term asked). A leader whose member store
-// serves Directives reads the requests of its term once per heartbeat
-// while it leads, and acts with Transfer on the highest-numbered one it
-// has not acted on yet (each once; a newer request ends a Transfer an
-// older one started). A request whose term has ended is ignored.
+// RequestTransfer asks the leader of election's term term to hand over to
+// candidate to.
+//
+// term is the leader's Info.Token. RequestTransfer inserts a transfer
+// request numbered after the term's others. It tries 1, then, while the
+// number is taken, the next, until ctx ends. A number is taken
+// (ErrDirectiveExists) by a request of this term, or by this one sent
+// before and landed. It returns the request inserted (its Term is the term
+// asked).
+//
+// A leader whose member store serves Directives reads the requests of its
+// term once per heartbeat while it leads. It acts with Transfer on the
+// highest-numbered one it has not acted on yet, each once. A newer request
+// ends a Transfer an older one started. A request whose term has ended is
+// ignored.
 //
 // With term 0, RequestTransfer asks the term that leads now, which it
 // reads from the election's lease through c, as Election.Leader does: an

@@ -51,11 +51,12 @@ type Election struct {
 	events *observe.Queue
 }
 
-// NewElection returns a candidate for election name on c: its leadership
-// lease is a lock of c's in the namespace Namespace, so it shares c's
-// lease (its TTL and renew interval, dsync.WithTTL) with every lock of
-// the process. Its member status goes to the MemberStore given with
-// WithMembers, if any. It does no I/O.
+// NewElection returns a candidate for election name on c.
+//
+// Its leadership lease is a lock of c's in the namespace Namespace. So it
+// shares c's lease (its TTL and renew interval, dsync.WithTTL) with every
+// lock of the process. Its member status goes to the MemberStore given
+// with WithMembers, if any. It does no I/O.
 func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error) {
 	if c == nil {
 		return nil, errors.New("leader: nil client")
@@ -106,16 +107,23 @@ func (e *Election) ID() string {
 	return e.self.ID
 }
 
-// Campaign blocks until this candidate leads, and returns a context that
-// lives exactly as long as the leadership. The context is cancelled with
-// cause ErrLeadershipLost the moment the lease can no longer be
-// guaranteed (at its local deadline, even with the store unreachable),
-// ErrResigned after Resign or Close, ErrTransferred after Transfer,
-// ErrPreempted when it gives way to a better candidate (WithPreemption,
-// WithVersionRule), or the parent's cause when ctx ends.
-// Leadership is then given up: on Resign or when ctx ends the lease is
+// Campaign blocks until this candidate leads, and returns a leadership
+// context.
+//
+// The context lives exactly as long as the leadership. It is cancelled
+// with one of these causes:
+//   - ErrLeadershipLost, the moment the lease can no longer be guaranteed
+//     (at its local deadline, even with the store unreachable);
+//   - ErrResigned, after Resign or Close;
+//   - ErrTransferred, after Transfer;
+//   - ErrPreempted, when it gives way to a better candidate
+//     (WithPreemption, WithVersionRule);
+//   - the parent's cause, when ctx ends.
+//
+// Leadership is then given up. On Resign or when ctx ends, the lease is
 // released at once, so stop leader-only work first (Run does this for
-// you); a lost lease is left to run out. Run leader-only work under it.
+// you). A lost lease is left to run out. Run leader-only work under the
+// context.
 //
 // If ctx ends before this candidate is elected, Campaign returns
 // context.Cause(ctx) and holds nothing. Store errors do not end it: it
@@ -132,14 +140,15 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 	return t.ctx, nil
 }
 
-// Resign gives leadership up now, so another candidate can take over
-// without waiting for the TTL. The leadership context is cancelled with
-// cause ErrResigned, and the lease is released at once — so stop
-// leader-only work before resigning — or, under Run, as soon as fn has
-// returned. Resign releases it itself, within ctx, as Unlock does a
-// Mutex's; it returns once the lease is released or ctx ends (a release
-// that ctx cut short is sent again in the background). It does nothing
-// when this candidate does not lead.
+// Resign gives up leadership now, so another candidate need not wait for
+// the TTL.
+//
+// The leadership context is cancelled with cause ErrResigned, and the lease
+// is released at once — so stop leader-only work before resigning — or,
+// under Run, as soon as fn has returned. Resign releases it itself, within
+// ctx, as Unlock does a Mutex's; it returns once the lease is released or
+// ctx ends (a release that ctx cut short is sent again in the background).
+// It does nothing when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mustBeMade()
 	e.state.Lock()
@@ -170,7 +179,7 @@ func (e *Election) Resign(ctx context.Context) error {
 }
 
 // IsLeader reports whether this candidate leads now, as far as it knows
-// locally: its leadership context has not been cancelled.
+// locally. That is, its leadership context has not been cancelled.
 func (e *Election) IsLeader() bool {
 	e.mustBeMade()
 	e.state.Lock()
@@ -179,19 +188,22 @@ func (e *Election) IsLeader() bool {
 }
 
 // Leader returns who leads now, or an error wrapping ErrNoLeader (see
-// who.go). It only reads, by a clock that may be off the one the
-// candidates' writes are judged by (before its Client's first claim,
-// on MongoDB hello's: behind a mongos, the router's): it may
-// then name nobody while a candidate leads, or the next candidate while
-// the leader's lease has not expired (see dsync.ClaimInfo.Expired).
+// who.go).
+//
+// It only reads, by a clock that may be off the one the candidates'
+// writes are judged by. Before its Client's first claim, that clock is
+// MongoDB hello's (behind a mongos, the router's). Leader may then name
+// nobody while a candidate leads. It may also name the next candidate
+// while the leader's lease has not expired (see dsync.ClaimInfo.Expired).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
 	e.mustBeMade()
 	return e.readLeader(ctx)
 }
 
-// Members returns the candidates whose heartbeat is recent: within three
-// heartbeat intervals, in the member store's time. Without a member store
-// (WithMembers) it returns ErrNoMembers.
+// Members returns the candidates whose heartbeat is recent.
+//
+// Recent is within three heartbeat intervals, in the member store's time.
+// Without a member store (WithMembers) it returns ErrNoMembers.
 func (e *Election) Members(ctx context.Context) ([]Member, error) {
 	e.mustBeMade()
 	if e.cfg.members == nil {
@@ -200,11 +212,14 @@ func (e *Election) Members(ctx context.Context) ([]Member, error) {
 	return e.cfg.members.Members(ctx, e.name, e.cfg.memberMaxAge())
 }
 
-// Run campaigns, runs fn under the leadership context, and when that
-// leadership is lost waits for fn to return and campaigns again. It returns
-// when ctx ends (with its cause), when fn returns an error of its own while
-// still leading (that error), or when fn returns nil while still leading
-// (nil). Leadership is given up whenever fn returns.
+// Run campaigns, and runs fn under the leadership context, again after
+// every loss.
+//
+// When that leadership is lost, Run waits for fn to return and campaigns
+// again. It returns when ctx ends (with its cause). It returns fn's error
+// when fn returns one of its own while still leading, and nil when fn
+// returns nil while still leading. Leadership is given up whenever fn
+// returns.
 //
 // fn must return soon after its context is cancelled. Several leader-only
 // jobs can share one leadership through errgroup.WithContext.
@@ -231,8 +246,10 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 	}
 }
 
-// Close resigns if this candidate leads, stops its heartbeat and removes its
-// member document. The Election cannot be used afterwards.
+// Close resigns if this candidate leads, and ends the Election.
+//
+// It stops its heartbeat and removes its member document. The Election
+// cannot be used afterwards.
 func (e *Election) Close() error {
 	e.mustBeMade()
 	e.state.Lock()

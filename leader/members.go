@@ -7,13 +7,14 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// A MemberStore keeps the candidates' status (Member) beside the
-// leases, for Members, for the Version and Value that Leader reports, and
-// for Proclaim. The leases themselves are locks of the Client an Election
-// is made on; who leads is read from them (Election.Leader), never from
-// a MemberStore. leadermongo.NewStore gives one on MongoDB;
-// leadertest.NewMemoryMembers one in memory for tests. An Election given none (WithMembers) elects
-// and reports who leads all the same.
+// A MemberStore keeps the candidates' status (Member) beside the leases.
+//
+// It serves Members, the Version and Value that Leader reports, and
+// Proclaim. The leases themselves are locks of the Client an Election is
+// made on. Who leads is read from them (Election.Leader), never from a
+// MemberStore. leadermongo.NewStore gives one on MongoDB, and
+// leadertest.NewMemoryMembers one in memory for tests. An Election given
+// none (WithMembers) elects and reports who leads all the same.
 type MemberStore interface {
 	// PutMember creates or replaces the status document of member m.ID of
 	// election, setting its LastSeen to the store's current time. Only
@@ -34,24 +35,26 @@ type MemberStore interface {
 	DeleteMember(ctx context.Context, election, id string) error
 }
 
-// A Preflighter is a MemberStore that checks, before each campaign, that
-// this candidate may campaign at all (leadermongo's refuses while a
-// candidate of an older release, which keeps its lease elsewhere, holds
-// or waits for the election). A refusal wraps ErrRefused, and Campaign
-// fails with it; any other error is the store failing to answer, which
-// Campaign logs and asks again, with backoff, while its context lives (as
-// a Lock does with the store's errors).
+// A Preflighter is a MemberStore that checks whether a candidate may
+// campaign at all.
+//
+// It checks before each campaign. leadermongo's refuses while a candidate
+// of an older release, which keeps its lease elsewhere, holds or waits
+// for the election. A refusal wraps ErrRefused, and Campaign fails with
+// it. Any other error is the store failing to answer. Campaign logs it
+// and asks again, with backoff, while its context lives (as a Lock does
+// with the store's errors).
 type Preflighter interface {
 	Preflight(ctx context.Context, election string) error
 }
 
-// Namespace is the dsync namespace (dsync.WithNamespace) of the
-// leadership leases: an election's lease is a lock in it, apart from every
-// plain lock, whatever the two are named.
+// Namespace is the dsync namespace (dsync.WithNamespace) of the leadership
+// leases. An election's lease is a lock in it, apart from every plain lock,
+// whatever the two are named.
 const Namespace = "election"
 
-// LockKey is the key, as stored, whose holder leads election: election in
-// the namespace Namespace ("dsync:election/NAME",
+// LockKey is the key, as stored, whose holder leads election.
+// It is election in the namespace Namespace ("dsync:election/NAME",
 // dsync.NamespacedKey). No plain lock has it.
 func LockKey(election string) string { return dsync.NamespacedKey(Namespace, election) }
 
@@ -72,8 +75,8 @@ type Info struct {
 	Rev   uint64
 }
 
-// Member is the status a candidate reports about itself, refreshed every
-// heartbeat interval while it campaigns or leads.
+// Member is the status a candidate reports about itself.
+// It is refreshed every heartbeat interval while it campaigns or leads.
 type Member struct {
 	ID       string
 	Host     string
@@ -99,12 +102,13 @@ type Member struct {
 	Handover Handover
 }
 
-// MemberValue is the value, and its Rev, that the leader of term advertises
-// according to m, its member status: the value proclaimed in term if m
-// is of that term, else (the term began after m was written) its
-// WithValue value. current is false when m is of a later term: term has
-// ended, and the read of the leader was stale; read it again. Leader
-// fills Info.Value and Info.Rev with it.
+// MemberValue returns the value and Rev the leader of term advertises, by
+// its status m.
+//
+// It is the value proclaimed in term if m is of that term. Else (the term
+// began after m was written) it is the WithValue value. current is false
+// when m is of a later term: term has ended, and the read of the leader
+// was stale; read it again. Leader fills Info.Value and Info.Rev with it.
 func MemberValue(term uint64, m Member) (value string, rev uint64, current bool) {
 	switch {
 	case m.Term == term:

@@ -6,9 +6,9 @@ import (
 	"github.com/go-dsync/dsync/internal/observe"
 )
 
-// A Transition is this candidate starting or stopping to lead: what a
-// leader gauge (client-go's leader_election_master_status, 1 while
-// leading) and a count of leadership changes are made of.
+// A Transition is this candidate starting or stopping to lead.
+// A leader gauge (client-go's leader_election_master_status, 1 while
+// leading) and a count of leadership changes are made of them.
 type Transition struct {
 	Election string
 	Leading  bool

@@ -56,11 +56,14 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 // heartbeat: three missed heartbeats.
 func (c *config) memberMaxAge() time.Duration { return 3 * c.heartbeatInterval }
 
-// WithMembers sets where the Election keeps its member status: a
-// MemberStore (leadermongo.NewStore on MongoDB,
-// leadertest.NewMemoryMembers in tests). Default: none; the Election then elects, and Leader, Observe
-// and OnNewLeader report who leads (without Version and Value), while
-// Members and Proclaim return ErrNoMembers.
+// WithMembers sets the MemberStore where the Election keeps its member
+// status.
+//
+// The stores are leadermongo.NewStore on MongoDB, and
+// leadertest.NewMemoryMembers in tests. Default: none. Without one, the
+// Election still elects, and Leader, Observe and OnNewLeader report who
+// leads (without Version and Value). Members and Proclaim then return
+// ErrNoMembers.
 func WithMembers(ms MemberStore) Option {
 	return func(c *config) error {
 		if ms == nil {
@@ -97,8 +100,9 @@ func WithPollInterval(d time.Duration) Option {
 	}
 }
 
-// WithVersion sets the application version this candidate reports in its
-// member status and, when it leads, in Info. Default: empty.
+// WithVersion sets the application version this candidate reports.
+// It goes in its member status and, when it leads, in Info.
+// Default: empty.
 func WithVersion(v string) Option {
 	return func(c *config) error {
 		c.version = v
@@ -106,12 +110,15 @@ func WithVersion(v string) Option {
 	}
 }
 
-// MaxValueSize bounds an advertised value (WithValue, Proclaim), in bytes:
-// it is stored in the member status, which readers of the leader decode.
+// MaxValueSize bounds an advertised value (WithValue, Proclaim), in bytes.
+// The value is stored in the member status, which readers of the leader
+// decode.
 const MaxValueSize = 16 << 10
 
 // WithValue sets the value this candidate advertises when it leads
-// (Info.Value), from the start of each of its terms until it proclaims
+// (Info.Value).
+//
+// The value holds from the start of each of its terms until it proclaims
 // another (Proclaim). Default: empty. At most MaxValueSize bytes.
 func WithValue(v string) Option {
 	return func(c *config) error {
@@ -137,7 +144,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // OnElected sets a function called with this candidate's Info each time it
-// becomes leader, before Campaign returns. It is a convenience over the
+// becomes leader.
+//
+// It is called before Campaign returns. It is a convenience over the
 // context Campaign returns, for code coming from callback-style libraries.
 // It must not block.
 func OnElected(f func(Info)) Option {
@@ -151,9 +160,12 @@ func OnElected(f func(Info)) Option {
 }
 
 // OnLost sets a function called with the cause each time this candidate's
-// leadership ends (ErrLeadershipLost, ErrResigned, ErrTransferred,
-// ErrPreempted, or the parent context's cause), after the leadership context is
-// cancelled. A convenience over that context. It must not block.
+// leadership ends.
+//
+// The cause is ErrLeadershipLost, ErrResigned, ErrTransferred,
+// ErrPreempted, or the parent context's cause. The function is called
+// after the leadership context is cancelled. A convenience over that
+// context. It must not block.
 func OnLost(f func(cause error)) Option {
 	return func(c *config) error {
 		if f == nil {
@@ -164,9 +176,11 @@ func OnLost(f func(cause error)) Option {
 	}
 }
 
-// OnNewLeader sets a function called, in order, for every new leader seen
-// while this Election campaigns or leads (until Close), this candidate
-// included. A convenience over Observe. It must not block.
+// OnNewLeader sets a function called, in order, for every new leader seen.
+//
+// It sees the leaders while this Election campaigns or leads (until
+// Close), this candidate included. A convenience over Observe. It must
+// not block.
 func OnNewLeader(f func(Info)) Option {
 	return func(c *config) error {
 		if f == nil {
@@ -178,11 +192,13 @@ func OnNewLeader(f func(Info)) Option {
 }
 
 // WithProgressDeadline ends a term whose work reports no progress
-// (Progress) within d, as a lost lease ends one: its context is cancelled
-// with the cause ErrStalled, its lease is released, after the head start
-// a lost lease gives the work to stop, so that another candidate leads,
-// and the work's late writes are fenced by the term's token. A term's
-// beginning counts as progress. Run stays in fn until fn returns: a work
+// (Progress) within d.
+//
+// The term ends as a lost lease ends one: its context is cancelled with
+// the cause ErrStalled. Its lease is released after the head start a lost
+// lease gives the work to stop, so that another candidate leads. The
+// work's late writes are fenced by the term's token. A term's beginning
+// counts as progress. Run stays in fn until fn returns: a work
 // that is stuck for good needs its process restarted. Default: 0, no
 // deadline. It is the term's lease's dsync.WithProgressDeadline, and
 // refused as that refuses it.

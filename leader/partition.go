@@ -14,18 +14,22 @@ import (
 	"github.com/go-dsync/dsync/internal/leaderhook"
 )
 
-// A Partition is one process's membership of a sharded singleton: n
-// shards of one named job, each a lease of its own (an Election named
-// "NAME#i" on the Partition's Client, so a hold in the election
-// namespace with its own fencing token), spread over the live members by
-// weight. Create it with NewPartition, run the per-shard work with Run,
-// watch who owns what with Observe, and leave with Resign or Close. An
-// operator drains a member with Drain, when the member store serves
-// Directives: its shards move to the others and none comes back until it
-// is undrained (each member then reads the
-// directives once per heartbeat, beside the members' status). Its
-// methods are safe for concurrent use. Its zero value is not usable: each
-// of its methods panics, as misuse of a sync type does.
+// A Partition is one process's membership of a sharded singleton.
+//
+// The singleton is n shards of one named job, spread over the live
+// members by weight. Each shard is a lease of its own: an Election named
+// "NAME#i" on the Partition's Client, so a hold in the election namespace
+// with its own fencing token. Create it with NewPartition, run the
+// per-shard work with Run, watch who owns what with Observe, and leave
+// with Resign or Close.
+//
+// An operator drains a member with Drain, when the member store serves
+// Directives. Its shards then move to the others, and none comes back
+// until it is undrained. Each member then reads the directives once per
+// heartbeat, beside the members' status.
+//
+// Its methods are safe for concurrent use. Its zero value is not usable:
+// each of its methods panics, as misuse of a sync type does.
 type Partition struct {
 	name     string
 	n        int
@@ -73,30 +77,33 @@ type Partition struct {
 // A PartitionOption configures a Partition.
 type PartitionOption func(*Partition)
 
-// WithWeight sets this member's weight (default 1): a member of weight 2
-// takes twice the shards of one of weight 1.
+// WithWeight sets this member's weight (default 1).
+// A member of weight 2 takes twice the shards of one of weight 1.
 func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weight = w } }
 
 // WithPartitionHeartbeat sets how often the member reads the members'
-// status and recomputes the assignment (default: the Client's renew
-// interval). It writes its own status at once when it queued for a shard,
-// at its next heartbeat when it won or handed over one, and otherwise
-// every other interval;
-// a member counts as live for four intervals after its last write (the
-// longest interval among the members, when their intervals differ: each
-// member's status says its own). A member whose own status reads as aged
-// out assigns itself nothing while others read as live (they take its
-// shards); when nobody does, it counts itself alone.
+// status and recomputes the assignment.
+//
+// Default: the Client's renew interval. The member writes its own status
+// at once when it queued for a shard. It writes it at its next heartbeat
+// when it won or handed over one, and otherwise every other interval. A
+// member counts as live for four intervals after its last write. When
+// the members' intervals differ, that is the longest interval among
+// them: each member's status says its own. A member whose own status
+// reads as aged out assigns itself nothing while others read as live
+// (they take its shards). When nobody does, it counts itself alone.
 // Observe reads the members' status once per interval.
 func WithPartitionHeartbeat(d time.Duration) PartitionOption {
 	return func(p *Partition) { p.interval = d }
 }
 
 // WithShardProgressDeadline ends a shard's run whose fn reports no
-// progress (Progress, given fn's context) within d, as a lost lease ends
-// one: fn's context is cancelled with the cause ErrStalled, and the
-// shard's lease released (its writes fenced by the term's token). The
-// member then tells the others at once, and the shard is assigned to
+// progress within d.
+//
+// fn reports progress with Progress, given fn's context. The run ends as a
+// lost lease ends one: fn's context is cancelled with the cause ErrStalled,
+// and the shard's lease released (its writes fenced by the term's token).
+// The member then tells the others at once, and the shard is assigned to
 // another member; this member does not run it again until fn returns.
 // Default: 0, no deadline (see WithProgressDeadline).
 func WithShardProgressDeadline(d time.Duration) PartitionOption {
@@ -104,7 +111,7 @@ func WithShardProgressDeadline(d time.Duration) PartitionOption {
 }
 
 // NewPartition returns this process's member of partition name, of shards
-// shards, on c; member status goes to ms. It does no I/O.
+// shards, on c. Member status goes to ms. It does no I/O.
 func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts ...PartitionOption) (*Partition, error) {
 	if shards <= 0 || ms == nil || name == "" {
 		return nil, errors.New("leader: a Partition needs a name, a MemberStore and at least one shard")
@@ -135,19 +142,22 @@ func (p *Partition) ID() string {
 	return p.self
 }
 
-// Run joins the partition and runs fn once per shard this member owns,
-// under a context cancelled the moment that shard is lost or handed away
-// (TermOf gives its term and fencing token). It returns when ctx ends
-// (its cause), after Resign or Close (ErrResigned), or with the first
-// error an fn returns, after every fn has returned and every shard was
-// handed over (see Resign). An fn that returns nil gives its shard up;
-// the shard is queued for again while it stays assigned here.
+// Run joins the partition and runs fn once per shard this member owns.
 //
-// context.Cause of a shard's context says why it ended: ErrShardMoved
-// when the shard is handed over to the member it is now assigned to,
-// ErrLeadershipLost when its lease could no longer be guaranteed, and
-// what Run returns when Run ends (ctx's cause unchanged, ErrResigned, or
-// the first error an fn returned).
+// Each fn runs under a context cancelled the moment that shard is lost
+// or handed away (TermOf gives its term and fencing token). Run returns
+// when ctx ends (its cause), after Resign or Close (ErrResigned), or with
+// the first error an fn returns. It returns only after every fn has
+// returned and every shard was handed over (see Resign). An fn that
+// returns nil gives its shard up. The shard is queued for again while it
+// stays assigned here.
+//
+// context.Cause of a shard's context says why it ended:
+//   - ErrShardMoved, when the shard is handed over to the member it is now
+//     assigned to;
+//   - ErrLeadershipLost, when its lease could no longer be guaranteed;
+//   - what Run returns, when Run ends (ctx's cause unchanged, ErrResigned,
+//     or the first error an fn returned).
 //
 // One Run at a time: a second one returns ErrCampaigning, and Run on a
 // closed Partition ErrClosed. After Run returned, Run joins again.

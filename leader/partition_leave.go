@@ -54,14 +54,15 @@ func (p *Partition) stopAll() {
 	p.shardsLive.Wait()
 }
 
-// Resign leaves the partition gracefully: the Run under way ends (it
-// returns ErrResigned), after cancelling the context of every shard's fn,
-// waiting for each fn to return and releasing each lease, so that no
-// member waits for a lease to expire. Its status is removed last, and
-// the other members take its shards at their next heartbeat. Resign
-// returns once that is done, or with context.Cause(ctx) when ctx ends
-// first (the handover goes on). It does nothing when no Run is under
-// way; a later Run joins again.
+// Resign leaves the partition gracefully, handing its shards over.
+//
+// The Run under way ends (it returns ErrResigned). Before that, Resign
+// cancels the context of every shard's fn, waits for each fn to return, and
+// releases each lease, so that no member waits for a lease to expire. Its
+// status is removed last, and the other members take its shards at their
+// next heartbeat. Resign returns once that is done, or with
+// context.Cause(ctx) when ctx ends first (the handover goes on). It does
+// nothing when no Run is under way; a later Run joins again.
 func (p *Partition) Resign(ctx context.Context) error {
 	p.mustBeMade()
 	p.mu.Lock()
@@ -79,13 +80,14 @@ func (p *Partition) Resign(ctx context.Context) error {
 	}
 }
 
-// Close leaves the partition as Resign does, waiting until the handover
-// is done (each fn has returned; each release is bounded by the TTL, and
-// the removal of this member's status then by the release timeout,
-// dsync.DefaultReleaseTimeout or the TTL if shorter), and closes the
-// shards' elections. Use Resign first to bound the wait for
-// the fns. The Partition cannot be used afterwards: Run returns
-// ErrClosed.
+// Close leaves the partition as Resign does, and closes the shards'
+// elections.
+//
+// It waits until the handover is done: each fn has returned. Each release
+// is bounded by the TTL. The removal of this member's status is then
+// bounded by the release timeout (dsync.DefaultReleaseTimeout, or the TTL
+// if shorter). Use Resign first to bound the wait for the fns. The
+// Partition cannot be used afterwards: Run returns ErrClosed.
 func (p *Partition) Close() error {
 	p.mustBeMade()
 	p.mu.Lock()

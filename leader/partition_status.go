@@ -33,9 +33,9 @@ type partitionStatus struct {
 	Heartbeat time.Duration `json:"hb,omitempty"`
 }
 
-// A PartitionView is a Partition as its members last reported it (each
-// writes its status when it changes, and otherwise every other
-// heartbeat): who owns each shard, and the live members.
+// A PartitionView is a Partition as its members last reported it.
+// It says who owns each shard, and which members are live. Each member
+// writes its status when it changes, and otherwise every other heartbeat.
 type PartitionView struct {
 	// Shards has one entry per shard, by shard number.
 	Shards []ShardOwner
@@ -272,20 +272,24 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 	return p.decode(ms, drained).view, nil
 }
 
-// Observe returns a channel that receives the partition's view (View)
-// whenever it differs from the last one sent: a shard changed owner or
-// token, a member joined, left or changed weight. It reads the members'
-// status once per heartbeat interval (WithPartitionHeartbeat), and a
-// member writes its status as soon as it changes, so a change of owner
-// shows within about two intervals; a member that crashed leaves the
-// view four intervals after its last write (of the longest interval among
-// the members, when they differ). The channel is unbuffered and keeps no backlog: changes
-// between two reads, or while the receiver does not read, are coalesced
-// into the next view sent, which is the state at one read, not a log of
-// changes. Failed reads are skipped. Unlike Election.Observe's, a
-// shard's token in successive views can go back (ShardOwner.Member says
-// when). The channel is closed when ctx ends, which is how the goroutine
-// behind it stops; Observe needs no Run.
+// Observe returns a channel that receives the partition's view (View) when
+// it changes.
+//
+// A view is sent whenever it differs from the last one sent: a shard
+// changed owner or token, a member joined, left or changed weight. It
+// reads the members' status once per heartbeat interval
+// (WithPartitionHeartbeat). A member writes its status as soon as it
+// changes, so a change of owner shows within about two intervals. A
+// member that crashed leaves the view four intervals after its last
+// write (of the longest interval among the members, when they differ).
+//
+// The channel is unbuffered and keeps no backlog. Changes between two
+// reads, or while the receiver does not read, are coalesced into the next
+// view sent, which is the state at one read, not a log of changes. Failed
+// reads are skipped. Unlike Election.Observe's, a shard's token in
+// successive views can go back (ShardOwner.Member says when). The channel
+// is closed when ctx ends, which is how the goroutine behind it stops.
+// Observe needs no Run.
 func (p *Partition) Observe(ctx context.Context) <-chan PartitionView {
 	p.mustBeMade()
 	ch := make(chan PartitionView)

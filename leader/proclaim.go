@@ -6,17 +6,19 @@ import (
 )
 
 // Proclaim changes the value this candidate advertises while it leads
-// (Info.Value), without a new election: Leader and Observe show it from
-// when it is confirmed, and observers never see the values of a term go
-// back (Info.Rev orders them). The value lasts until the term ends; the
-// next term starts again from WithValue's.
+// (Info.Value).
+//
+// It needs no new election. Leader and Observe show the value from when
+// it is confirmed. Observers never see the values of a term go back
+// (Info.Rev orders them). The value lasts until the term ends. The next
+// term starts again from WithValue's.
 //
 // Proclaim returns ErrNotLeader when this candidate does not lead, or
-// when its term ended before the value was confirmed; ErrNoMembers without
-// a member store (WithMembers), which keeps the value; the store's error
-// when the value could not be confirmed (the next heartbeat sends it
-// again). In both cases the value may still be shown, for the term it was
-// proclaimed in only.
+// when its term ended before the value was confirmed. It returns
+// ErrNoMembers without a member store (WithMembers), which keeps the
+// value. It returns the store's error when the value could not be
+// confirmed (the next heartbeat sends it again). In both cases the value
+// may still be shown, for the term it was proclaimed in only.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
 	e.mustBeMade()
 	if len(value) > MaxValueSize {
@@ -54,12 +56,13 @@ type termRef struct {
 
 type termKey struct{}
 
-// TermOf returns this process's view of the term behind ctx: a context
-// Campaign returned or Run passed to its function, or one derived from
-// it (errgroup.WithContext, say). Info carries the term's token, and the
-// value advertised now if the term is still this candidate's last (its
-// WithValue value, or the last one proclaimed). ok is false for any other
-// context. It answers after the term ended too: check ctx.Err().
+// TermOf returns this process's view of the term behind ctx.
+//
+// ctx is a context Campaign returned or Run passed to its function, or one
+// derived from it (errgroup.WithContext, say). Info carries the term's
+// token, and the value advertised now if the term is still this candidate's
+// last (its WithValue value, or the last one proclaimed). ok is false for
+// any other context. It answers after the term ended too: check ctx.Err().
 func TermOf(ctx context.Context) (info Info, ok bool) {
 	ref, ok := ctx.Value(termKey{}).(*termRef)
 	if !ok {
@@ -76,13 +79,15 @@ func TermOf(ctx context.Context) (info Info, ok bool) {
 	return info, true
 }
 
-// Progress reports that the work of the term behind ctx (a context
-// Campaign returned or Run passed to its function, or a Partition shard's,
-// or one derived from them) moves on, for its progress deadline
-// (WithProgressDeadline, WithShardProgressDeadline). It sends nothing to
-// the store: a single clock reading is kept. It does nothing for any other
-// context, nor once ctx ended (a later term of the same candidate is
-// not kept alive by an earlier term's work).
+// Progress reports that the work of the term behind ctx moves on.
+//
+// ctx is a context Campaign returned or Run passed to its function, or a
+// Partition shard's, or one derived from them. The report counts for the
+// term's progress deadline (WithProgressDeadline,
+// WithShardProgressDeadline). It sends nothing to the store: a single
+// clock reading is kept. It does nothing for any other context. It does
+// nothing once ctx ended either: a later term of the same candidate is
+// not kept alive by an earlier term's work.
 func Progress(ctx context.Context) {
 	ref, ok := ctx.Value(termKey{}).(*termRef)
 	if !ok || ctx.Err() != nil {

@@ -36,15 +36,17 @@ func (s *steerConfig) rule() rank.Rule {
 }
 
 // WithPriority sets this candidate's priority, reported in its member
-// status (Member.Priority). Candidates that set a steering option
-// (WithPriority, WithPreemption, WithVersionRule) keep the lease's queue
-// ordered by rank: at each heartbeat, a candidate waiting for the lease
-// steps aside (withdraws its claim and claims again, behind) when a live
-// candidate of strictly higher priority waits behind it, so that the
-// highest-priority candidate queued leads at the next handover (the
-// leader's Resign, Transfer, Close, or lost lease). A leader of lower
-// priority keeps leading unless it sets WithPreemption. Default: 0. It
-// needs a member store (WithMembers).
+// status (Member.Priority).
+//
+// Candidates that set a steering option (WithPriority, WithPreemption,
+// WithVersionRule) keep the lease's queue ordered by rank. At each
+// heartbeat, a candidate waiting for the lease steps aside when a live
+// candidate of strictly higher priority waits behind it: it withdraws its
+// claim and claims again, behind. So the highest-priority candidate
+// queued leads at the next handover (the leader's Resign, Transfer,
+// Close, or lost lease). A leader of lower priority keeps leading unless
+// it sets WithPreemption. Default: 0. It needs a member store
+// (WithMembers).
 func WithPriority(p int) Option {
 	return func(c *config) error {
 		c.steer.priority, c.steer.prioritySet = p, true
@@ -53,34 +55,39 @@ func WithPriority(p int) Option {
 }
 
 // WithPreemption makes this candidate, while it leads, give way to a
-// better candidate (of higher priority, WithPriority, or of a newer
-// version under WithVersionRule): once delay has passed since the best
-// such candidate sent its claim (its claim's QueuedAt, by the store's
-// clock as this process reads it, never sooner: a claim that lands late
-// has waited less), the leader transfers its
-// leadership to it as Transfer does, with the cause ErrPreempted: its
-// leadership context is cancelled, and the lease released (under Run,
-// once fn has returned), so the two never lead at once. When the
-// heartbeat's read of the queue that saw the candidate showed it next,
-// the leader hands over at the delay's end without reading the queue
-// again; a candidate that withdrew after that read leaves the leadership
-// to the one behind it.
+// better candidate after delay.
+//
+// A better candidate is one of higher priority (WithPriority), or of a
+// newer version under WithVersionRule. The delay runs from when the best
+// such candidate sent its claim (its claim's QueuedAt), by the store's
+// clock as this process reads it, never sooner: a claim that lands late has
+// waited less. Once it has passed, the leader transfers its leadership to
+// that candidate as Transfer does, with the cause ErrPreempted. Its
+// leadership context is cancelled, and the lease released (under Run, once
+// fn has returned), so the two never lead at once. When the heartbeat's
+// read of the queue that saw the candidate showed it next, the leader hands
+// over at the delay's end without reading the queue again. A candidate that
+// withdrew after that read leaves the leadership to the one behind it.
 //
 // The leader sees the queue at its heartbeats (and at once when its term
 // begins), and the candidates queued ahead of the better one step aside
-// at theirs (WithPriority). So when every candidate sets a steering
-// option, delay is longer than a heartbeat interval, and the candidates
-// joined a heartbeat or more apart, the queue is in order by the delay's
-// end, and the better candidate leads within one handoff of it (plus
-// the round trips of a step aside). Otherwise later: the Transfer waits
-// for the candidates ahead to step aside, reading the queue once per
-// poll interval (WithPollInterval), and when several join at once a
-// handover to one can make another step aside before the leader sees
-// it is better. A candidate that stops being better, or live,
-// before then is not preempted to; a preemption under way to one is
-// stopped when the leader sees a better one queued, which is preempted
-// to at its own delay's end, so the leadership moves once, to the best,
-// unless the first handover was done by then.
+// at theirs (WithPriority). So the better candidate leads within one
+// handoff of the delay's end (plus the round trips of a step aside) when:
+//   - every candidate sets a steering option;
+//   - delay is longer than a heartbeat interval;
+//   - the candidates joined a heartbeat or more apart.
+//
+// The queue is then in order by the delay's end. Otherwise it leads
+// later. The Transfer waits for the candidates ahead to step aside,
+// reading the queue once per poll interval (WithPollInterval). When
+// several join at once, a handover to one can make another step aside
+// before the leader sees it is better.
+//
+// A candidate that stops being better, or live, before then is not
+// preempted to. A preemption under way to one is stopped when the leader
+// sees a better one queued, which is preempted to at its own delay's end.
+// So the leadership moves once, to the best, unless the first handover
+// was done by then.
 //
 // Default: no preemption by priority; under WithVersionRule, a newer
 // version preempts as soon as the leader sees it queued (delay 0). It
@@ -96,21 +103,26 @@ func WithPreemption(delay time.Duration) Option {
 }
 
 // WithVersionRule makes leadership follow the newest version (WithVersion)
-// among the live candidates: a candidate does not wait for the lease while
-// a live member of a newer version exists (it withdraws its claim, and
-// claims again once none is live); a leader preempts to the best
-// candidate of the newest version queued (after the WithPreemption delay,
-// 0 unless set); and a candidate whose claim comes to hold reads the
-// members once more before it begins its term, and if a newer member is
-// live it releases the lease at once and begins no term. Versions rank
-// first, then priorities. cmp compares two versions as cmp.Compare does;
-// nil compares them as semantic versions ("v1.2.3", "1.2.3-rc.1"; a
-// pre-release below its release, build metadata ignored), with a version
-// that does not parse (the empty one included) below every one that does.
+// among the live candidates.
+//
+// A candidate does not wait for the lease while a live member of a newer
+// version exists: it withdraws its claim, and claims again once none is
+// live. A leader preempts to the best candidate of the newest version
+// queued, after the WithPreemption delay (0 unless set). A candidate
+// whose claim comes to hold reads the members once more before it begins
+// its term. If a newer member is live then, it releases the lease at
+// once and begins no term. Versions rank first, then priorities.
+//
+// cmp compares two versions as cmp.Compare does. A nil cmp compares them
+// as semantic versions ("v1.2.3", "1.2.3-rc.1"): a pre-release ranks
+// below its release, build metadata is ignored, and a version that does
+// not parse (the empty one included) ranks below every one that does.
+//
 // A live member of a newer version counts whether it campaigns or not.
 // While the member store cannot be read, a candidate under the rule
-// neither queues nor begins a term. It needs a member store (WithMembers). See docs/leader-election.md for
-// what it promises during a rolling upgrade, and what not.
+// neither queues nor begins a term. It needs a member store (WithMembers).
+// See docs/leader-election.md for what it promises during a rolling
+// upgrade, and what not.
 func WithVersionRule(cmp func(a, b string) int) Option {
 	return func(c *config) error {
 		if cmp == nil {
@@ -121,7 +133,7 @@ func WithVersionRule(cmp func(a, b string) int) Option {
 	}
 }
 
-// ErrPreempted is the cause of a leadership context cancelled because
-// its leader gave way to a better candidate (WithPreemption,
+// ErrPreempted is the cause of a leadership context cancelled by a
+// preemption. Its leader gave way to a better candidate (WithPreemption,
 // WithVersionRule).
 var ErrPreempted = errors.New("leader: preempted by a better candidate")

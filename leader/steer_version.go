@@ -84,9 +84,11 @@ func (s *steerer) confirmedMembers(ctx context.Context) ([]Member, error) {
 }
 
 // A ConfirmedMembers is a MemberStore that can list the live members as
-// of the writes its deployment has confirmed durably (leadermongo's: a
-// read at read concern majority). WithVersionRule's pre-term gate reads
-// through it when the store has it.
+// of confirmed writes.
+//
+// Those are the writes its deployment has confirmed durably
+// (leadermongo's: a read at read concern majority). WithVersionRule's
+// pre-term gate reads through it when the store has it.
 type ConfirmedMembers interface {
 	ConfirmedMembers(ctx context.Context, election string, maxAge time.Duration) ([]Member, error)
 }

@@ -19,34 +19,37 @@ import (
 // wait or another successor than asked.
 
 var (
-	// ErrTransferred is the cause of a leadership context cancelled
-	// because its leader handed the leadership to another candidate
+	// ErrTransferred is the cause of a leadership context cancelled by
+	// a transfer. Its leader handed the leadership to another candidate
 	// (Transfer).
 	ErrTransferred = errors.New("leader: leadership transferred")
 
-	// ErrNotCandidate is returned by Transfer when the candidate named is
-	// not a live member of the election (Members), or stopped being one
-	// before it could be handed the leadership.
+	// ErrNotCandidate is returned by Transfer when the candidate named
+	// is not a live member. The candidate is not a live member of the
+	// election (Members), or stopped being one before it could be
+	// handed the leadership.
 	ErrNotCandidate = errors.New("leader: not a live candidate")
 )
 
 // Handover is what a leader's member status says while it transfers its
-// leadership (Transfer): to which candidate, and in which of its terms.
-// The zero Handover is none. Candidates act on it only while Term is the
-// term the lease's queue shows its writer leading.
+// leadership (Transfer). It names to which candidate, and in which of its
+// terms. The zero Handover is none. Candidates act on it only while Term is
+// the term the lease's queue shows its writer leading.
 type Handover struct {
 	To   string // the candidate's ID (Member.ID)
 	Term uint64 // the leader's term (token) the handover is of
 }
 
 // Transfer hands this candidate's leadership to candidate to, a live
-// member's ID (Member.ID, Election.ID): the candidates queued ahead of it
-// step aside (each withdraws its waiting claim at its next heartbeat and
-// claims again, which puts it behind to); once a read of the lease's
-// queue shows to's claim as the next live one after this leader's, the
-// leadership context is cancelled with cause ErrTransferred and the
-// lease is released, as by Resign: at once for Campaign, so stop
-// leader-only work first; under Run, once fn has returned. So the
+// member's ID.
+//
+// to is a Member.ID (or Election.ID). The candidates queued ahead of it
+// step aside: each withdraws its waiting claim at its next heartbeat and
+// claims again, which puts it behind to. Once a read of the lease's queue
+// shows to's claim as the next live one after this leader's, the
+// leadership context is cancelled with cause ErrTransferred. The lease is
+// then released as by Resign: at once for Campaign, so stop leader-only
+// work first; under Run, once fn has returned. So the
 // leaders never overlap, and the gap between them is one handoff, as
 // after Resign. Transfer returns nil once the lease is released, or,
 // under Run, once the term's context is cancelled (Run releases when fn

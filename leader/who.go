@@ -64,12 +64,15 @@ func leaderOf(ctx context.Context, c *dsync.Client, members MemberStore, electio
 // which read it as readLeader does.
 
 // Observe returns a channel that receives the leader each time a new one
-// is seen, in order of terms (tokens strictly increase), and again each
-// time it is seen to advertise a newer value (Proclaim: within a term,
-// Info.Rev strictly increases). Leaders whose whole term fell between two
-// polls are not seen, nor values that were replaced between two polls.
-// The channel is closed when ctx ends, which is how the goroutine behind
-// it stops; Observe does not need this Election to campaign.
+// is seen.
+//
+// Leaders come in order of terms (tokens strictly increase). The channel
+// receives a leader again each time it is seen to advertise a newer value
+// (Proclaim: within a term, Info.Rev strictly increases). Leaders whose
+// whole term fell between two polls are not seen, nor values that were
+// replaced between two polls. The channel is closed when ctx ends, which
+// is how the goroutine behind it stops. Observe does not need this
+// Election to campaign.
 func (e *Election) Observe(ctx context.Context) <-chan Info {
 	e.mustBeMade()
 	ch := make(chan Info)

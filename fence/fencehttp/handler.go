@@ -8,10 +8,12 @@ import (
 	"github.com/go-dsync/dsync/fence"
 )
 
-// Handler is the service's side: it returns a handler that admits each
-// request through marks before next runs, and ends the admission when
-// next returns. A request is answered, without running next and without
-// reading its body, with:
+// Handler wraps next in the service's side, which admits each request
+// through marks first.
+//
+// The handler it returns admits each request through marks before next
+// runs, and ends the admission when next returns. A request is answered,
+// without running next and without reading its body, with:
 //
 //   - 428 Precondition Required if KeyHeader or TokenHeader is missing;
 //   - 400 Bad Request if either is malformed, repeated, or out of
@@ -61,8 +63,10 @@ func Handler(marks fence.Marks, next http.Handler) http.Handler {
 }
 
 // Token returns the key and the token that Handler admitted the request
-// of ctx under (the request's context, or one made from it); ok is false
-// outside Handler. A handler checks that the key covers what it writes:
+// of ctx under.
+//
+// ctx is the request's context, or one made from it. ok is false outside
+// Handler. A handler checks that the key covers what it writes:
 // the key is the client's claim, and the fence holds only for writes to
 // the resource the key names.
 func Token(ctx context.Context) (key string, token uint64, ok bool) {

@@ -6,10 +6,10 @@ import (
 	"github.com/go-dsync/dsync/fence"
 )
 
-// Transport is the holder's side: an http.RoundTripper that carries Key
-// and Token with every request, in KeyHeader and TokenHeader. Make one
-// per hold, with the hold's token (dsync.Mutex.Token, dsync.TokenOf,
-// leader.Info.Token), and use it in an http.Client:
+// Transport is the holder's side: an http.RoundTripper that carries Key and
+// Token. It carries them with every request, in KeyHeader and TokenHeader.
+// Make one per hold, with the hold's token (dsync.Mutex.Token,
+// dsync.TokenOf, leader.Info.Token), and use it in an http.Client:
 //
 //	client := &http.Client{Transport: &fencehttp.Transport{Key: "visits", Token: mu.Token()}}
 //
@@ -26,8 +26,8 @@ type Transport struct {
 	Token uint64
 }
 
-// RoundTrip sends a copy of req that carries t's key and token; req
-// itself is not modified. If the key or the token is one that no fence
+// RoundTrip sends a copy of req that carries t's key and token.
+// req itself is not modified. If the key or the token is one that no fence
 // accepts (fence.Check: an empty key, token 0 from a lock not held), it
 // sends nothing, closes req's body and returns that error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -46,8 +46,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base().RoundTrip(r)
 }
 
-// CloseIdleConnections closes the idle connections of Base if it has
-// such a method, so that http.Client.CloseIdleConnections reaches it.
+// CloseIdleConnections closes the idle connections of Base if it has such a
+// method. So http.Client.CloseIdleConnections reaches it.
 func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.base().(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
@@ -61,11 +61,13 @@ func (t *Transport) base() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// Stale returns a *fence.StaleError (it matches fence.ErrStale) if resp
-// is a Handler's refusal of a stale token: status 409 Conflict with
-// KeyHeader and TokenHeader, the refused key and token, and MarkHeader,
-// when known, the token accepted first. It returns nil for any other
-// response, a handler's own 409 included. It reads only resp's status
+// Stale returns a *fence.StaleError if resp is a Handler's refusal of a
+// stale token.
+//
+// The error matches fence.ErrStale. Such a refusal is status 409 Conflict
+// with KeyHeader and TokenHeader, the refused key and token, and
+// MarkHeader, when known, the token accepted first. It returns nil for any
+// other response, a handler's own 409 included. It reads only resp's status
 // and headers; the caller still closes resp.Body.
 func Stale(resp *http.Response) error {
 	if resp == nil || resp.StatusCode != http.StatusConflict {

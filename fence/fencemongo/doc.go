@@ -1,19 +1,23 @@
-// Package fencemongo checks a lock's fencing token in MongoDB itself, on
-// the documents a critical section reads and writes: Fence returns a
-// collection seen through one hold's token, whose FindOne raises the
-// document's fence to the token and whose writes apply only while no
-// later token has done so. A holder paused past its lease (GC, SIGSTOP, a
-// suspended VM) that wakes and writes gets ErrFenced instead of
-// overwriting the next holder's work. In a transaction, CheckTx fences
-// every document the transaction writes at once (see "In a transaction",
-// below).
+// Package fencemongo checks a lock's fencing token in MongoDB itself.
+// It is no fence on FerretDB, nor for documents it does not touch (see
+// "Why it refuses FerretDB" and "What it cannot do", below).
+//
+// It checks the token on the documents a critical section reads and
+// writes. Fence returns a collection seen through one hold's token. Its
+// FindOne raises the document's fence to the token, and its writes apply
+// only while no later token has done so. A holder paused past its lease
+// (GC, SIGSTOP, a suspended VM) that wakes and writes gets ErrFenced
+// instead of overwriting the next holder's work. In a transaction,
+// CheckTx fences every document the transaction writes at once (see "In a
+// transaction", below).
 //
 // A hold's token (dsync.Mutex.Token, dsync.TokenOf, leader.Info.Token)
-// protects a resource only if the resource compares it with the token of
-// every later holder, and only if a later holder shows its token before
-// it reads: a holder paused past its lease can otherwise write after the
-// next holder has read, and the next holder then overwrites that write
-// with a value computed from what it read before (a lost update). A
+// protects a resource only under two conditions. The resource compares it
+// with the token of every later holder. And a later holder shows its
+// token before it reads. Without the second, a holder paused past its
+// lease can write after the next holder has read. The next holder then
+// overwrites that write with a value computed from what it read before (a
+// lost update). A
 // Fenced collection does both. Every document it touches carries a fence
 // (the field FenceField): the highest token that read or wrote it. Each
 // operation raises the fence to the Fenced's token and does its work in
@@ -38,18 +42,22 @@
 // # What it guarantees
 //
 // On MongoDB (a replica set, a sharded cluster or a standalone server):
-// once a holder's FindOne, UpdateOne, ReplaceOne or DeleteOne of a
-// document has returned, no operation of a holder with a lower token on
-// that document applies, however late it reaches the server; and once one
-// of them by _id has returned, whatever it found, no InsertOne of that
-// _id by a holder with a lower token applies either (in a sharded
-// cluster, only in collections unsharded or sharded on _id: elsewhere _id
-// is not unique across shards, so an insert is not stopped by a
-// placeholder on another shard, and servers before 7.0 refuse the upserts
-// by _id alone that keep the fence). The commands use the majority write
-// concern, so an acknowledged fence raise or write is not rolled back by
-// a failover; FindOne reads by raising the fence (findAndModify), on the
-// primary, so what it returns is the latest majority-committed document.
+//   - once a holder's FindOne, UpdateOne, ReplaceOne or DeleteOne of a
+//     document has returned, no operation of a holder with a lower token
+//     on that document applies, however late it reaches the server;
+//   - once one of them by _id has returned, whatever it found, no
+//     InsertOne of that _id by a holder with a lower token applies either.
+//
+// In a sharded cluster, the second holds only in collections unsharded or
+// sharded on _id. Elsewhere _id is not unique across shards, so an insert
+// is not stopped by a placeholder on another shard. In such collections,
+// servers before 7.0 also refuse the upserts by _id alone that keep the
+// fence.
+//
+// The commands use the majority write concern, so an acknowledged fence
+// raise or write is not rolled back by a failover. FindOne reads by
+// raising the fence (findAndModify), on the primary, so what it returns is
+// the latest majority-committed document.
 //
 // # In a transaction
 //
@@ -110,19 +118,23 @@
 //
 // # What it cannot do
 //
-// Fence documents it does not touch (a critical section that reads one
-// document and writes another must read the second through FindOne first,
-// or write both); fence an absence that a filter naming no single _id
-// found (no _id to keep it on: a stale holder's InsertOne of a matching
-// document still applies; give such documents a deterministic _id and
-// read them by it); or fence the collection's own writers (an unfenced
-// write is not checked, an unfenced delete of a document or placeholder
-// takes its fence away, and an unfenced upsert takes a placeholder for a
-// document). Placeholders stay in the collection: readers of the
-// collection itself skip them with {AbsentField: {$exists: false}}, and a
-// unique index on another field must skip them (sparse, or partial on
-// {field: {$exists: true}}), and so must a schema validator that requires
-// fields. To remove placeholders, delete them with AbsentField once no
+// It cannot fence:
+//   - documents it does not touch: a critical section that reads one
+//     document and writes another must read the second through FindOne
+//     first, or write both;
+//   - an absence that a filter naming no single _id found: there is no _id
+//     to keep it on, so a stale holder's InsertOne of a matching document
+//     still applies (give such documents a deterministic _id and read
+//     them by it);
+//   - the collection's own writers: an unfenced write is not checked, an
+//     unfenced delete of a document or placeholder takes its fence away,
+//     and an unfenced upsert takes a placeholder for a document.
+//
+// Placeholders stay in the collection. Readers of the collection itself
+// skip them with {AbsentField: {$exists: false}}. A unique index on
+// another field must skip them (sparse, or partial on {field: {$exists:
+// true}}), and so must a schema validator that requires fields. To remove
+// placeholders, delete them with AbsentField once no
 // holder of a token below their fence can still be running, its writes
 // included.
 package fencemongo

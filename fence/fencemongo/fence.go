@@ -17,8 +17,8 @@ import (
 // document's fence. Updates and replacements must not set it.
 const FenceField = "_dsyncFence"
 
-// A Fenced is a MongoDB collection seen through one hold's fencing token
-// (see FenceField and Fence). It is safe for concurrent use.
+// A Fenced is a MongoDB collection seen through one hold's fencing token.
+// See FenceField and Fence. It is safe for concurrent use.
 type Fenced struct {
 	coll      *mongo.Collection // with the majority write concern, read on the primary
 	token     int64
@@ -28,18 +28,22 @@ type Fenced struct {
 // A FenceOption configures a Fenced.
 type FenceOption func(*Fenced)
 
-// WithNonAtomicFence lets Fence work on a server that applies updates as
-// a read and a later write (FerretDB), where a Fenced rejects a stale
-// holder's write only when the two holders' operations on a document do
-// not overlap in time: fine for tests, not a guarantee. Fence then asks
-// the server nothing.
+// WithNonAtomicFence lets Fence work on a server without atomic updates
+// (FerretDB), for tests.
+//
+// Such a server applies updates as a read and a later write. There a
+// Fenced rejects a stale holder's write only when the two holders'
+// operations on a document do not overlap in time: fine for tests, not a
+// guarantee. Fence then asks the server nothing.
 func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = true } }
 
-// Fence returns coll seen through token, the fencing token of the hold
-// under which the caller works. Unless WithNonAtomicFence is given, it
-// asks coll's server once per driver client whether it is FerretDB
-// (buildInfo), and fails there with ErrFenceNotAtomic; an error of that
-// command (an unreachable server) is returned, wrapped.
+// Fence returns coll seen through token, the fencing token of the
+// caller's hold.
+//
+// Unless WithNonAtomicFence is given, it asks coll's server once per
+// driver client whether it is FerretDB (buildInfo). It fails there with
+// ErrFenceNotAtomic. An error of that command (an unreachable server) is
+// returned, wrapped.
 func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...FenceOption) (*Fenced, error) {
 	if coll == nil {
 		return nil, errors.New("fencemongo: Fence of a nil collection")
@@ -74,14 +78,15 @@ func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...Fe
 // Token returns the Fenced's token.
 func (f *Fenced) Token() uint64 { return uint64(f.token) }
 
-// FindOne raises the fence of the document that filter matches to the
-// Fenced's token, and decodes the document into v. It fails with ErrFenced
-// if the document's fence is above the token, and with
-// mongo.ErrNoDocuments if no document matches. Read through FindOne
+// FindOne decodes the document filter matches into v, raising its fence
+// to the Fenced's token.
+//
+// It fails with ErrFenced if the document's fence is above the token, and
+// with mongo.ErrNoDocuments if no document matches. Read through FindOne
 // before computing a write from what was read. If filter names one _id
-// ({_id: v} or {_id: {$eq: v}}) and finds nothing, the fence stays on
-// that _id (in a placeholder if no document has it), so that no holder
-// with a lower token can then insert it.
+// ({_id: v} or {_id: {$eq: v}}) and finds nothing, the fence stays on that
+// _id (in a placeholder if no document has it), so that no holder with a
+// lower token can then insert it.
 func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
 	var found *mongo.SingleResult
 	err := f.fenced(ctx, filter, func(fenced bson.D) (matched int64, err error) {
@@ -105,14 +110,17 @@ func (f *Fenced) FindOne(ctx context.Context, filter, v any) error {
 	return found.Decode(v)
 }
 
-// UpdateOne applies update (a document of update operators, such as
-// {$set: ...}) to the document that filter matches, and raises its fence
-// to the Fenced's token, in one command that applies only while the fence
-// is at most the token. It fails with ErrFenced if the document's fence
-// is above the token; if no document matches it returns a result with
-// MatchedCount 0, as the driver does, and, if filter names one _id,
-// leaves the fence on it as FindOne does. It does not upsert: read with FindOne, then create a
-// missing document with InsertOne.
+// UpdateOne applies update to the document filter matches, raising its
+// fence to the Fenced's token.
+//
+// update is a document of update operators, such as {$set: ...}. The
+// update and the raise are one command that applies
+// only while the fence is at most the token. It fails with ErrFenced if
+// the document's fence is above the token. If no document matches, it
+// returns a result with MatchedCount 0, as the driver does. If filter
+// then names one _id, it leaves the fence on it as FindOne does. It does
+// not upsert: read with FindOne, then create a missing document with
+// InsertOne.
 func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.UpdateResult, error) {
 	u, err := f.update(update)
 	if err != nil {
@@ -131,9 +139,10 @@ func (f *Fenced) UpdateOne(ctx context.Context, filter, update any) (*mongo.Upda
 	return res, nil
 }
 
-// ReplaceOne replaces the document that filter matches with replacement,
-// which gets the Fenced's token as its fence, in one command that applies
-// only while the fence is at most the token. Errors as UpdateOne's.
+// ReplaceOne replaces the document that filter matches with replacement.
+// replacement gets the Fenced's token as its fence, in one command that
+// applies only while the fence is at most the token. Errors as
+// UpdateOne's.
 func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mongo.UpdateResult, error) {
 	doc, err := f.withFence(replacement)
 	if err != nil {
@@ -152,13 +161,15 @@ func (f *Fenced) ReplaceOne(ctx context.Context, filter, replacement any) (*mong
 	return res, nil
 }
 
-// InsertOne inserts doc with the Fenced's token as its fence, if its _id
-// was never fenced above the token: it fails with ErrFenced once a holder
-// with a later token has read the _id through a filter that names it
-// (even finding nothing), written or deleted its document, however late
-// the insert reaches the server. It
-// fails with the server's duplicate key error if a document has the _id.
-// A doc without _id gets a new ObjectID, which no one can have read.
+// InsertOne inserts doc fenced with the Fenced's token, unless its _id was
+// fenced higher.
+//
+// It fails with ErrFenced once a holder with a later token has read the _id
+// through a filter that names it (even finding nothing), or written or
+// deleted its document. That holds however late the insert reaches the
+// server. It fails with the server's duplicate key error if a document has
+// the _id. A doc without _id gets a new ObjectID, which no one can have
+// read.
 func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult, error) {
 	d, err := f.withFence(doc)
 	if err != nil {
@@ -180,10 +191,10 @@ func (f *Fenced) InsertOne(ctx context.Context, doc any) (*mongo.InsertOneResult
 	return &mongo.InsertOneResult{InsertedID: d[i].Value, Acknowledged: res.Acknowledged}, nil
 }
 
-// DeleteOne deletes the document that filter matches if its fence is at
-// most the Fenced's token; it fails with ErrFenced otherwise. It leaves a
-// placeholder with the token as the _id's fence (see AbsentField), so
-// that a holder with a lower token cannot insert the document again.
+// DeleteOne deletes the document filter matches if its fence is at most the
+// Fenced's token. It fails with ErrFenced otherwise. It leaves a
+// placeholder with the token as the _id's fence (see AbsentField), so that
+// a holder with a lower token cannot insert the document again.
 func (f *Fenced) DeleteOne(ctx context.Context, filter any) (*mongo.DeleteResult, error) {
 	// A replacement keeps the _id.
 	placeholder := bson.D{{Key: AbsentField, Value: true}, {Key: FenceField, Value: f.token}}

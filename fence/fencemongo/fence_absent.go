@@ -16,11 +16,14 @@ import (
 // trace, and a stale holder's insert could create the document after a
 // later holder was told it did not exist.
 
-// AbsentField marks a placeholder: a document a Fenced keeps where one
-// with that _id does not exist, to hold the fence of a later holder that
-// read the _id and found nothing, or deleted the document. A Fenced takes
-// it for a missing document; a reader of the collection itself should
-// skip it: {AbsentField: {$exists: false}}.
+// AbsentField marks a placeholder, which holds a fence where no document
+// has the _id.
+//
+// A Fenced keeps a placeholder where a document with that _id does not
+// exist. It holds the fence of a later holder that read the _id and found
+// nothing, or deleted the document. A Fenced takes it for a missing
+// document. A reader of the collection itself should skip it:
+// {AbsentField: {$exists: false}}.
 const AbsentField = "_dsyncAbsent"
 
 // notPlaceholder is the filter that skips placeholders.

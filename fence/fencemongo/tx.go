@@ -30,9 +30,11 @@ const (
 const illegalOperation = 20
 
 // CheckTx keeps the fencing contract of package fence for the writes of
-// the transaction running in ctx's session: call it first in the
-// transaction (in Session.WithTransaction's callback, with the ctx the
-// callback is given), then read and write. It writes key's document in
+// ctx's transaction.
+//
+// The transaction is the one running in ctx's session. Call CheckTx first
+// in the transaction (in Session.WithTransaction's callback, with the ctx
+// the callback is given), then read and write. It writes key's document in
 // marks, in the transaction: it raises the key's mark to token, or, if
 // the mark is above token, refuses with a *fence.StaleError (matching
 // fence.ErrStale) that carries the mark. The transaction's writes then
@@ -42,30 +44,30 @@ const illegalOperation = 20
 // A refusal aborts the transaction on the server (it is the server's
 // duplicate key error on the key's _id): no write of the transaction,
 // before the check or after, can commit. Return the error from the
-// callback, which WithTransaction then returns without retrying; a
+// callback, which WithTransaction then returns without retrying. A
 // callback that swallows it makes WithTransaction commit, which fails
 // with NoSuchTransaction, and retry until its time runs out. A caller
 // that runs its own transaction aborts it.
 //
-// Two transactions that check one key conflict, whatever their tokens:
-// every check writes the key's document, and the server fails the
-// second writer of a document, and any transaction whose snapshot is
-// older than a write of it committed since, with a WriteConflict
-// labelled TransientTransactionError, which CheckTx returns with its
-// label. WithTransaction retries such a transaction from the start, in
-// a new snapshot that sees the other's raise once it has committed: a
-// stale holder is then refused, a later one accepted. So no
-// transaction with a token below the mark commits, however late it runs
-// or however old its snapshot.
+// Two transactions that check one key conflict, whatever their tokens.
+// Every check writes the key's document. The server fails the second
+// writer of a document with a WriteConflict labelled
+// TransientTransactionError. It fails the same way any transaction whose
+// snapshot is older than a write of the document committed since. CheckTx
+// returns that error with its label. WithTransaction retries such a
+// transaction from the start, in a new snapshot that sees the other's
+// raise once it has committed: a stale holder is then refused, a later
+// one accepted. So no transaction with a token below the mark commits,
+// however late it runs or however old its snapshot.
 //
 // Before any I/O, CheckTx refuses an invalid key or token (fence.Check)
 // and a ctx without a transaction running in a session of marks'
 // client (ErrNotInTransaction). It asks the server once per driver
-// client whether it is FerretDB (buildInfo, outside the transaction),
-// and refuses FerretDB, which has no transactions, with
-// ErrNoTransactions, before any write; a standalone mongod's refusal of
-// the transaction is returned wrapped in ErrNoTransactions too. Once ctx
-// has ended, its cause is returned; other errors are the server's,
+// client whether it is FerretDB (buildInfo, outside the transaction). It
+// refuses FerretDB, which has no transactions, with ErrNoTransactions,
+// before any write. A standalone mongod's refusal of the transaction is
+// returned wrapped in ErrNoTransactions too. Once ctx has ended, its
+// cause is returned. Other errors are the server's,
 // wrapped.
 func CheckTx(ctx context.Context, marks *mongo.Collection, key string, token uint64) error {
 	if err := fence.Check(key, token); err != nil {

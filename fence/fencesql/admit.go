@@ -15,12 +15,12 @@ import (
 const admitSuffix = "_admit"
 
 // AdmitTable returns the name of the table where Marks keeps its
-// admissions: the Fence's table's name with "_admit" appended.
+// admissions. It is the Fence's table's name with "_admit" appended.
 func (f *Fence) AdmitTable() string { return f.table + admitSuffix }
 
 // AdmitDDL returns the statement that creates the admissions table of
-// Marks if it does not exist, for a migration of one's own; CreateTable
-// runs it.
+// Marks. The statement creates it if it does not exist. It is for a
+// migration of one's own; CreateTable runs it.
 func (f *Fence) AdmitDDL() string {
 	t := f.AdmitTable()
 	switch f.dialect {

@@ -9,15 +9,15 @@ import (
 	"github.com/go-dsync/dsync/fence"
 )
 
-// Check raises key's mark to token, or refuses, in the caller's
-// transaction tx: one statement, which is to be the transaction's first.
-// It returns nil if the mark is now token (it was at most token, or the
-// key had none), and then holds the mark's row lock (SQLite: the
-// database's write lock) until tx ends, so that tx's writes commit only
-// while no later token of key has been accepted. It returns a
-// *fence.StaleError, which matches fence.ErrStale, if the mark is above
-// token: the caller's hold has ended, and it must roll tx back. Any other
-// error says nothing of the mark; the caller rolls back too.
+// Check raises key's mark to token, or refuses, in the caller's transaction
+// tx. It sends one statement, which is to be the transaction's first. It
+// returns nil if the mark is now token (it was at most token, or the key
+// had none), and then holds the mark's row lock (SQLite: the database's
+// write lock) until tx ends, so that tx's writes commit only while no later
+// token of key has been accepted. It returns a *fence.StaleError, which
+// matches fence.ErrStale, if the mark is above token: the caller's hold has
+// ended, and it must roll tx back. Any other error says nothing of the
+// mark; the caller rolls back too.
 //
 // A bad key or token (fence.Check) and a nil tx are refused before any
 // I/O. The raise is undone if tx rolls back.
@@ -49,8 +49,7 @@ func (f *Fence) raise(ctx context.Context, q querier, key string, token uint64) 
 }
 
 // A Tx is what CheckTx needs of a transaction of a driver outside
-// database/sql; fence/fencepgx of the contrib modules adapts pgx.Tx to
-// it.
+// database/sql. fence/fencepgx of the contrib modules adapts pgx.Tx to it.
 type Tx interface {
 	// Exec runs a statement and returns the count of rows it inserted
 	// or updated.
@@ -59,9 +58,9 @@ type Tx interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
-// A Row is the one row a statement returns, as *sql.Row and pgx.Row
-// are: Scan returns an error that matches sql.ErrNoRows if the
-// statement returned none.
+// A Row is the one row a statement returns, as *sql.Row and pgx.Row are.
+// Scan returns an error that matches sql.ErrNoRows if the statement
+// returned none.
 type Row interface {
 	Scan(dest ...any) error
 }

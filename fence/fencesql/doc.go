@@ -1,7 +1,10 @@
 // Package fencesql keeps the fencing contract of package fence in a SQL
-// database, inside the caller's own database/sql transaction: PostgreSQL,
-// MySQL and MariaDB, and SQLite. It imports only the standard library and
-// package fence; the program brings its driver.
+// database. Writes that cannot join a transaction of the database's go
+// through Marks instead (see Writes outside a transaction, below).
+//
+// The check runs inside the caller's own database/sql transaction, on
+// PostgreSQL, MySQL and MariaDB, and SQLite. It imports only the standard
+// library and package fence; the program brings its driver.
 //
 // # The contract in SQL
 //
@@ -19,8 +22,8 @@
 // refuses (a *fence.StaleError, matching fence.ErrStale) if the mark is
 // above token. Either way it holds the row's lock until the transaction
 // ends (on SQLite, the database's write lock). So while the transaction
-// runs, no other transaction's Check of the key gets past its statement:
-// a later holder's waits, and then raises the mark; a stale holder's
+// runs, no other transaction's Check of the key gets past its statement.
+// A later holder's waits, and then raises the mark. A stale holder's
 // waits, and then is refused if this transaction committed. The
 // transaction's writes commit only with the raise, and a transaction
 // rolled back undoes its raise. A transaction that was refused must roll
@@ -38,13 +41,13 @@
 // A holder stopped inside its transaction (SIGSTOP, a GC pause, a
 // suspended VM) keeps the row's lock while it stays stopped, and the
 // next holder's Check waits for it that long. The servers' settings
-// bound the wait, and none lets a stale write in: PostgreSQL's
-// idle_in_transaction_session_timeout and MariaDB's
-// idle_transaction_timeout end the stopped holder's session (its
-// transaction rolls back, its writes never commit); lock_timeout and
-// statement_timeout (PostgreSQL), innodb_lock_wait_timeout (InnoDB, 50 s
-// by default) end the waiter's Check with an error that is not a
-// refusal, and it wrote nothing.
+// bound the wait, and none lets a stale write in:
+//   - PostgreSQL's idle_in_transaction_session_timeout and MariaDB's
+//     idle_transaction_timeout end the stopped holder's session (its
+//     transaction rolls back, its writes never commit);
+//   - lock_timeout and statement_timeout (PostgreSQL),
+//     innodb_lock_wait_timeout (InnoDB, 50 s by default) end the waiter's
+//     Check with an error that is not a refusal, and it wrote nothing.
 //
 // Call Check first in the transaction, before the reads the writes
 // depend on: a check made after them lets a stale holder write a value
@@ -60,11 +63,12 @@
 // READ or SERIALIZABLE on PostgreSQL, a Check whose row was raised by a
 // transaction that committed after this one's snapshot fails with a
 // serialization error (SQLSTATE 40001) instead of waiting and then
-// deciding: nothing is written, and the caller retries the transaction
-// as it does for every serialization error. On MySQL and MariaDB (InnoDB),
-// a locking statement acts on the latest committed row at every level,
-// REPEATABLE READ (the default) included, and a transaction's consistent
-// snapshot is taken at its first plain read, after Check, so its reads
+// deciding. Nothing is written, and the caller retries the transaction
+// as it does for every serialization error. On MySQL and MariaDB
+// (InnoDB), a locking statement acts on the latest committed row at every
+// level, REPEATABLE READ (the default) included. A transaction's
+// consistent snapshot is taken at its first plain read, after Check, so
+// its reads
 // see what the holder before it committed. SQLite's transactions are
 // serializable.
 //
@@ -88,17 +92,17 @@
 // ones ignore trailing spaces). A row is never deleted by fencesql: a
 // key's mark must outlive every holder of the key that may still write.
 //
-// On MySQL, Check reads the mark from the statement's LAST_INSERT_ID;
-// on SQLite it needs 3.35 or later (RETURNING) and a database in a file
-// (each connection to ":memory:" opens a database of its own), and a
-// busy timeout (busy_timeout) long enough that a transaction waits for
+// On MySQL, Check reads the mark from the statement's LAST_INSERT_ID. On
+// SQLite it needs 3.35 or later (RETURNING), and a database in a file
+// (each connection to ":memory:" opens a database of its own). It also
+// needs a busy timeout (busy_timeout) long enough that a transaction waits for
 // another's write lock instead of failing with SQLITE_BUSY.
 //
 // # Writes outside a transaction
 //
 // Marks returns a fence.Marks kept in the same table, for writers whose
-// writes cannot join a transaction of the database's, such as the
-// handlers of fence/fencehttp's middleware: see Marks for how it admits
+// writes cannot join a transaction of the database's. Such are the
+// handlers of fence/fencehttp's middleware. See Marks for how it admits
 // one writer of a key at a time, and why an admission outlives the
 // database session it was taken in.
 package fencesql

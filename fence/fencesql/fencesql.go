@@ -8,8 +8,8 @@ import (
 	"fmt"
 )
 
-// A Dialect is the SQL of a database server: the statements a Fence
-// sends are written for it.
+// A Dialect is the SQL of a database server. The statements a Fence sends
+// are written for it.
 type Dialect int
 
 const (
@@ -130,8 +130,8 @@ func (f *Fence) Dialect() Dialect { return f.dialect }
 // Table returns the name of the Fence's table.
 func (f *Fence) Table() string { return f.table }
 
-// DDL returns the statement that creates the Fence's table if it does
-// not exist, for a migration of one's own; CreateTable runs it.
+// DDL returns the statement that creates the Fence's table if it does not
+// exist. It is for a migration of one's own; CreateTable runs it.
 func (f *Fence) DDL() string {
 	switch f.dialect {
 	case PostgreSQL:
@@ -143,13 +143,15 @@ func (f *Fence) DDL() string {
 	}
 }
 
-// CreateTable creates the Fence's table and the admissions table of
-// Marks (AdmitTable) in db if they do not exist. Many processes may call
-// it at once, as replicas that start together do: on PostgreSQL, whose
-// CREATE TABLE IF NOT EXISTS fails when another session creates the
-// same table at the same moment, the callers take turns (an advisory
-// lock of the transaction's); and in every dialect, a creation that
-// fails while the tables exist afterwards is a success.
+// CreateTable creates the Fence's tables in db if they do not exist.
+//
+// They are the Fence's table and the admissions table of Marks
+// (AdmitTable). Many processes may call it at once, as replicas that
+// start together do. On PostgreSQL, whose CREATE TABLE IF NOT EXISTS
+// fails when another session creates the same table at the same moment,
+// the callers take turns (an advisory lock of the transaction's). In
+// every dialect, a creation that fails while the tables exist afterwards
+// is a success.
 func (f *Fence) CreateTable(ctx context.Context, db *sql.DB) error {
 	err := f.createTables(ctx, db)
 	if err != nil && f.tablesExist(ctx, db) {

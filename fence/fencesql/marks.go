@@ -17,8 +17,10 @@ import (
 )
 
 // Marks returns a fence.Marks that keeps its marks in the Fence's table
-// in db, for writers that do not run in a transaction of db's (an HTTP
-// handler that writes files): several instances of a service that share
+// in db.
+//
+// It is for writers that do not run in a transaction of db's (an HTTP
+// handler that writes files). Several instances of a service that share
 // db admit one writer of a key at a time among them, and keep the marks
 // across restarts. db's tables are the Fence's and its admissions table
 // (AdmitTable), which CreateTable creates.
@@ -67,47 +69,50 @@ import (
 // refused.
 //
 // The row's deadline is a lease, renewed by the live process that holds
-// it: the next Admit may take over only once it passed in the server's
-// time, when the admitted process died, or was stopped or cut off from
-// the database for a whole lease. A process stopped (SIGSTOP, a
-// suspended VM) while its writer is inside an admission may therefore
-// write after the next writer was admitted, if it stays stopped a lease
-// or more and its session ended meanwhile: the lease bounds how long a
-// key waits for an admission whose process will never release it. A
+// it. The next Admit may take over only once it passed in the server's
+// time: when the admitted process died, or was stopped or cut off from
+// the database for a whole lease. A process stopped (SIGSTOP, a suspended
+// VM) while its writer is inside an admission may therefore write after
+// the next writer was admitted. That needs it to stay stopped a lease or
+// more, and its session to have ended meanwhile. The lease bounds how long a key
+// waits for an admission whose process will never release it. A
 // writer that may run longer than it can stay unreachable uses a
 // transaction's Check instead, which fences its writes themselves.
 //
 // Since the mark is committed before a write is admitted, a release that
-// fails undoes nothing of the mark; since the turn is taken before the
+// fails undoes nothing of the mark. Since the turn is taken before the
 // raise, no other Admit of the key decides on a raise whose writer has
 // not yet written. Every statement of Admit, of its renewals and of
-// release is harmless if it lands late: a claim or a renewal names the
-// admission's own number and only ever moves its deadline forward, a
-// delete removes only the admission's own row, and a row that nobody
-// renews or deletes ends at its deadline.
+// release is harmless if it lands late:
+//   - a claim or a renewal names the admission's own number and only ever
+//     moves its deadline forward;
+//   - a delete removes only the admission's own row;
+//   - a row that nobody renews or deletes ends at its deadline.
 //
 // # What it costs
 //
-// An admitted writer keeps one of db's connections until release, and
-// Admit needs a second one while it claims and raises, and for each
-// renewal: db's pool (SetMaxOpenConns) must have room for them, and for
-// what the writers do with db themselves. release is bounded by
-// WithReleaseTimeout. On SQLite, Admit holds no lock of the database's
-// while the writer writes, so that a writer may write to the same
-// database (in its own transaction, with Check or without), and a
-// transaction's Check of the key does not wait for the writer there; the
-// turn is this process's, and other processes that share the file wait
-// for the admission's row. On PostgreSQL and MySQL, a writer must not Check its
-// own key in a transaction of db's while admitted: the admission holds
-// the mark's row lock until release, so that Check would wait for it.
+// An admitted writer keeps one of db's connections until release. Admit
+// needs a second one while it claims and raises, and for each renewal.
+// db's pool (SetMaxOpenConns) must have room for them, and for what the
+// writers do with db themselves. release is bounded by
+// WithReleaseTimeout.
+//
+// On SQLite, Admit holds no lock of the database's while the writer
+// writes. So a writer may write to the same database (in its own
+// transaction, with Check or without), and a transaction's Check of the
+// key does not wait for the writer there. The turn is this process's, and
+// other processes that share the file wait for the admission's row. On
+// PostgreSQL and MySQL, a writer must not Check its own key in a
+// transaction of db's while admitted: the admission holds the mark's row
+// lock until release, so that Check would wait for it.
 //
 // A process stopped while its writer is admitted holds the key as long
-// as it stays stopped, up to what the server allows: a transaction's
+// as it stays stopped, up to what the server allows. A transaction's
 // Check of the key waits until the server ends the admitted session
 // (idle_in_transaction_session_timeout, idle_transaction_timeout, or the
 // waiter's own lock_timeout, statement_timeout, innodb_lock_wait_timeout
-// first), and the next Admit waits for that and then for the row's
-// lease, which the stopped process no longer renews.
+// first). The next Admit waits for that, and then for the row's lease,
+// which the stopped process no longer renews.
 func (f *Fence) Marks(db *sql.DB, opts ...MarksOption) fence.Marks {
 	m := &marks{f: f, db: db, lease: DefaultAdmitLease, releaseTimeout: DefaultReleaseTimeout}
 	for _, o := range opts {
@@ -130,21 +135,21 @@ const (
 type MarksOption func(*marks)
 
 // WithAdmitLease sets the lease of an admission's row (default
-// DefaultAdmitLease, 30 s): how long after its last renewal, in the
-// database server's time, the next Admit of the key may take over an
-// admission whose session ended and whose process does not release it.
-// Its process renews it every third of d while the writer writes. A
-// d under one second is taken as one second.
+// DefaultAdmitLease, 30 s). The lease is how long after its last renewal,
+// in the database server's time, the next Admit of the key may take over an
+// admission whose session ended and whose process does not release it. Its
+// process renews it every third of d while the writer writes. A d under one
+// second is taken as one second.
 func WithAdmitLease(d time.Duration) MarksOption {
 	return func(m *marks) { m.lease = max(d, time.Second) }
 }
 
 // WithReleaseTimeout bounds the time release takes (default
-// DefaultReleaseTimeout, 10 s), so that a database that stops answering
-// does not hold the writer (an HTTP handler's response) longer. A
-// release that runs out ends its session; the admission's row then ends
-// at its deadline, WithAdmitLease after its last renewal, and the key
-// waits for it until then. A d of zero or less is taken as the default.
+// DefaultReleaseTimeout, 10 s). So a database that stops answering does not
+// hold the writer (an HTTP handler's response) longer. A release that runs
+// out ends its session. The admission's row then ends at its deadline,
+// WithAdmitLease after its last renewal, and the key waits for it until
+// then. A d of zero or less is taken as the default.
 func WithReleaseTimeout(d time.Duration) MarksOption {
 	return func(m *marks) {
 		if d > 0 {

@@ -11,10 +11,11 @@ import (
 )
 
 // ConfirmedMembers implements leader.ConfirmedMembers: Members, read at
-// read concern majority, so that it shows no member status that a
-// failover could roll back, and, from a primary that still is one, every
-// status write the lock store's write concern (majority by default)
-// confirmed. leader.WithVersionRule reads it before a term begins.
+// read concern majority.
+// So it shows no member status that a failover could roll back. From a
+// primary that still is one, it shows every status write the lock
+// store's write concern (majority by default) confirmed.
+// leader.WithVersionRule reads it before a term begins.
 func (b *Store) ConfirmedMembers(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, error) {
 	coll := b.members.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
 	return b.listMembers(ctx, coll, election, maxAge)

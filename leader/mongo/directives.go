@@ -109,10 +109,10 @@ func (b *Store) TransferRequests(ctx context.Context, election string, term uint
 	return directivesOf(docs)
 }
 
-// PruneTransferRequests implements leader.TransferRequests: one delete
-// over the range of _ids of election's transfer requests,
-// "<election>/#transfer/" up to "<election>/#transfer0", of the terms
-// before term.
+// PruneTransferRequests implements leader.TransferRequests with one delete
+// over a range of _ids.
+// The range is that of election's transfer requests of the terms before
+// term: "<election>/#transfer/" up to "<election>/#transfer0".
 func (b *Store) PruneTransferRequests(ctx context.Context, election string, term uint64) error {
 	prefix := election + "/#transfer/"
 	_, err := b.members.DeleteMany(ctx, bson.D{
@@ -141,8 +141,9 @@ func directivesOf(docs []directiveDoc) ([]leader.Directive, error) {
 }
 
 // MembersAndDirectives returns what Members and Directives return, by one
-// find: a Partition member reads both once per heartbeat, and so pays no
-// more reads for drains than before them.
+// find.
+// A Partition member reads both once per heartbeat, and so pays no more
+// reads for drains than before them.
 func (b *Store) MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error) {
 	now, err := b.locks.ServerNowRead(ctx)
 	if err != nil {

@@ -37,11 +37,14 @@ type legacyLeases struct {
 	locks, sessions *mongo.Collection
 }
 
-// Preflight implements leader.Preflighter: it fails with
-// ErrLegacyCandidate while a candidate of an older release holds or waits
-// for election. It prepares the lock store first, as a Client's first
-// lock does (nothing once it is prepared); then one read when that
-// release left nothing of election, a few more while it did.
+// Preflight implements leader.Preflighter, refusing while an older release
+// campaigns.
+//
+// It fails with ErrLegacyCandidate while a candidate of an older release
+// holds or waits for election. It prepares the lock store first, as a
+// Client's first lock does (nothing once it is prepared). Then it sends
+// one read when that release left nothing of election, and a few more
+// while it did.
 func (b *Store) Preflight(ctx context.Context, election string) error {
 	if err := b.prepare(ctx); err != nil {
 		return err

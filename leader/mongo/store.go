@@ -1,11 +1,14 @@
 // Package leadermongo is the MongoDB member store of package leader
-// (leader.MemberStore): each candidate's status is kept in documents of
-// its own (usually one) in a members collection, beside the locks of a
-// dsyncmongo.Store. An election's lease is a lock of the process's
-// dsync.Client, in the election namespace (leader.LockKey), so a
-// process's locks and elections share one session and one renewal
-// command per interval, and no plain lock is ever an election's lease;
-// package leader reads who leads from it.
+// (leader.MemberStore).
+// In tests without a server, use leadertest.NewMemoryMembers instead.
+//
+// Each candidate's status is kept in documents of its own (usually one)
+// in a members collection, beside the locks of a dsyncmongo.Store. An
+// election's lease is a lock of the process's dsync.Client, in the
+// election namespace (leader.LockKey). So a process's locks and elections
+// share one session and one renewal command per interval, and no plain
+// lock is ever an election's lease. Package leader reads who leads from
+// it.
 //
 //	store, err := dsyncmongo.NewStore(db) // collection "dsync_locks"
 //	...
@@ -25,9 +28,10 @@
 //
 // The members collection is read and written like the lock collection,
 // whatever the read preference and concerns of the database or client
-// given to NewStore: reads from the primary at read concern local, writes
-// with the lock store's write concern (dsyncmongo.WithWriteConcern; majority
-// by default). ConfirmedMembers alone reads at read concern majority.
+// given to NewStore. Reads go to the primary, at read concern local.
+// Writes use the lock store's write concern (dsyncmongo.WithWriteConcern;
+// majority by default). ConfirmedMembers alone reads at read concern
+// majority.
 //
 // A member's status is written only by its member (the process of its
 // Election) and stamped with the server time its write was sent at, so a
@@ -36,8 +40,10 @@
 // caller gives, measured against the earliest server time the store can
 // prove.
 //
+// # Late writes
+//
 // Like every write of dsync, a member write may be applied long after it
-// was sent, after later writes of the same member; and FerretDB applies an
+// was sent, after later writes of the same member. And FerretDB applies an
 // update as a read and a later write of the whole document, so of two
 // updates of one document applied at once the older can land last. So no
 // member document is ever updated by two requests that may be in flight
@@ -46,25 +52,25 @@
 // turn). Each carries a sequence number, higher than the member's earlier
 // ones, and a time stamp: the latest possible server time at sending,
 // never below an earlier write's. The first inserts the member's document,
-// a generation "<election>/<member>~<n>"; later ones update it, by _id
+// a generation "<election>/<member>~<n>". Later ones update it, by _id
 // alone, so they land in the order they were sent. Once an update's
-// outcome is unknown (an error, or its caller's context ended) it may
-// still be applied at any time, so that document is never updated again:
+// outcome is unknown (an error, or its caller's context ended), it may
+// still be applied at any time. So that document is never updated again:
 // the member's next generation is inserted instead, by the same write if
 // its context allows, else by the next. An insert of unknown outcome is
-// sent again by the next write, with that write's state; it lands once at
+// sent again by the next write, with that write's state. It lands once at
 // most, so once one is confirmed (or answered duplicate key) the
 // generation is updated like the first. Once a write to a new generation
 // is confirmed, the member's older generations are deleted (by a delete
 // sent again after later writes until it is confirmed). Readers take,
-// of a member's documents, the one with the highest sequence number: a
+// of a member's documents, the one with the highest sequence number. A
 // late write to an older generation has a lower one and a stamp no later,
 // so it changes neither the status read (leader flag, version...) nor the
 // member's age.
 //
 // Closing an Election removes all its member's documents. An update that
-// lands afterwards changes nothing (it never inserts); an insert that
-// lands afterwards brings back a document with its old stamp, so the
+// lands afterwards changes nothing (it never inserts). An insert that
+// lands afterwards brings back a document with its old stamp. So the
 // member is listed for at most the caller's age after that write was
 // sent, and the document stays behind, unlisted.
 package leadermongo
@@ -88,10 +94,10 @@ import (
 // DefaultMembersCollection holds the members' status documents.
 const DefaultMembersCollection = "dsync_members"
 
-// Store is a leader.MemberStore over a MongoDB database: member status
-// lives in a collection of its own, beside the locks of a
-// dsyncmongo.Store, whose settings and server-time estimate it shares.
-// Create it with NewStore, one per process and database.
+// Store is a leader.MemberStore over a MongoDB database.
+// Member status lives in a collection of its own, beside the locks of a
+// dsyncmongo.Store. It shares that store's settings and server-time
+// estimate. Create it with NewStore, one per process and database.
 type Store struct {
 	locks   *dsyncmongo.Store
 	members *mongo.Collection
@@ -130,10 +136,11 @@ func WithMembersCollection(name string) Option {
 	}
 }
 
-// WithLegacyCollection names the collection where releases of dsync
-// before leases shared the lock collection kept the leadership leases
-// (their dsyncmongo.WithCollection through WithLockOptions). Default:
-// LegacyCollection ("dsync_elections"). See Preflight.
+// WithLegacyCollection names the collection where older releases kept the
+// leadership leases.
+// Those are the releases of dsync before leases shared the lock
+// collection (their dsyncmongo.WithCollection through WithLockOptions).
+// Default: LegacyCollection ("dsync_elections"). See Preflight.
 func WithLegacyCollection(name string) Option {
 	return func(c *config) error {
 		if err := checkCollection(name); err != nil {
@@ -151,9 +158,9 @@ func checkCollection(name string) error {
 	return nil
 }
 
-// NewStore returns a member store beside locks, the process's
-// dsyncmongo store, with member status in a collection of its database.
-// It does no I/O.
+// NewStore returns a member store beside locks, the process's dsyncmongo
+// store.
+// Member status goes in a collection of locks's database. It does no I/O.
 func NewStore(locks *dsyncmongo.Store, opts ...Option) (*Store, error) {
 	if locks == nil {
 		return nil, errors.New("leadermongo: nil locks store")
