@@ -187,8 +187,13 @@ func (e *Election) IsLeader() bool {
 	return e.term != nil && e.term.ctx.Err() == nil
 }
 
-// Leader returns who leads now, or an error wrapping ErrNoLeader (see
-// who.go).
+// Leader returns who leads now, or an error wrapping ErrNoLeader.
+//
+// The leader is the holder of the election's lease: the first claim that
+// holds in the queue of the election's key (LockKey). With WithMembers, the
+// Info adds what the leader's member status advertises (Version, and Value
+// and Rev as MemberValue gives them). If that status is of a later term
+// than the claim read, Leader reads who leads again, twice at most.
 //
 // It only reads, by a clock that may be off the one the candidates'
 // writes are judged by. Before its Client's first claim, that clock is
