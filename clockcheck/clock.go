@@ -28,13 +28,13 @@ type Clock interface {
 	Monotonic() time.Duration
 }
 
-// SystemClock returns the clock of this process: [time.Now] for Wall, and
-// for Monotonic the runtime's monotonic clock (time.Since a fixed instant)
-// plus, on Linux, the time the machine has spent suspended since the process
-// started, which the runtime's clock does not count there (it is measured as
-// CLOCK_BOOTTIME − CLOCK_MONOTONIC). See the package documentation for
-// other systems. Inside a testing/synctest bubble Monotonic follows the
-// bubble's fake time alone.
+// SystemClock returns the clock of this process. Its Wall is [time.Now].
+// Its Monotonic is the runtime's monotonic clock (time.Since a fixed
+// instant). On Linux, Monotonic adds the time the machine has spent
+// suspended since the process started, which the runtime's clock does not
+// count there (it is measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC). See the
+// package documentation for other systems. Inside a testing/synctest bubble
+// Monotonic follows the bubble's fake time alone.
 func SystemClock() Clock { return systemClock{suspend.Process} }
 
 // processStart is the origin of systemClock.Monotonic. Only its monotonic

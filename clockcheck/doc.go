@@ -1,6 +1,8 @@
-// Package clockcheck measures this machine's clock against a MongoDB
-// server's, with a proven error bound, and estimates the server's current
-// time without asking it each time.
+// Package clockcheck measures the local clock against a MongoDB server's,
+// within a proven error bound. Do not rely on that bound where the
+// assumptions listed under Limits below do not hold.
+//
+// It also estimates the server's current time without asking it each time.
 //
 // [Measure] and [Check] report the local wall clock's offset from the server;
 // Check fails when the clock is certainly too far off, for programs that

@@ -10,14 +10,16 @@ var (
 	// ErrNilDatabase is returned at once by [Measure], [Check] and
 	// [NewEstimator] when given a nil database.
 	ErrNilDatabase = errors.New("clockcheck: nil database")
-	// ErrNoLocalTime matches the error returned when neither the server's
-	// hello nor its isMaster reply has a localTime date (or the commands
-	// fail on the server), so it cannot tell its time.
+	// ErrNoLocalTime matches the error returned when the server does
+	// not tell its time. That is when neither its hello nor its
+	// isMaster reply has a localTime date, or the commands fail on the
+	// server.
 	ErrNoLocalTime = errors.New("clockcheck: hello reply has no localTime date")
 )
 
 // OffsetError is returned by [Check] when the local wall clock is certainly
-// further from the server's clock than the limit: |Offset| - Uncertainty > Limit.
+// too far off. That is when it is certainly further from the server's clock
+// than the limit: |Offset| - Uncertainty > Limit.
 type OffsetError struct {
 	Offset      time.Duration // measured server time − local wall time
 	Uncertainty time.Duration // bound on the error of Offset

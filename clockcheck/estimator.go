@@ -12,8 +12,8 @@ import (
 	"github.com/go-dsync/dsync/internal/errtext"
 )
 
-// An Interval is a range of possible server times, as wall times in the
-// server's terms. Both ends are inclusive.
+// An Interval is a range of possible server times. Its ends are wall times
+// in the server's terms. Both ends are inclusive.
 type Interval struct {
 	Earliest, Latest time.Time
 }
@@ -23,9 +23,9 @@ func (iv Interval) Contains(t time.Time) bool {
 	return !t.Before(iv.Earliest) && !t.After(iv.Latest)
 }
 
-// An Estimator tells the server's current time within a proven interval,
-// without asking the server each time. It keeps the best sample it has and
-// re-samples in the background (see [WithInterval]) until Closed; a
+// An Estimator tells the server's current time within a proven interval. It
+// does not ask the server each time. It keeps the best sample it has and
+// re-samples in the background (see [WithInterval]) until Closed. A
 // caller whose own commands read the server's time can feed it samples
 // instead ([Estimator.Sampled]).
 //
@@ -60,11 +60,11 @@ type Estimator struct {
 	hasOffered bool
 }
 
-// NewEstimator measures as [Measure] does, returning its error if any, and
-// then starts re-sampling in a goroutine the Estimator owns, every
-// [WithInterval] (default 1 minute), until [Estimator.Close]. ctx bounds the
-// first measurement only; the background goroutine keeps its values but not
-// its cancellation.
+// NewEstimator measures as [Measure] does, then starts re-sampling in the
+// background. If the measurement fails, it returns its error. Re-sampling
+// runs in a goroutine the Estimator owns, every [WithInterval] (default 1
+// minute), until [Estimator.Close]. ctx bounds the first measurement only;
+// the background goroutine keeps its values but not its cancellation.
 //
 // [Estimator.Sample] says when a re-sample replaces the sample in use. A
 // failed re-sample keeps the sample in use, whose interval just keeps
@@ -99,10 +99,10 @@ func (e *Estimator) Now() Interval {
 	return e.intervalAt(s, e.cfg.clock.Monotonic())
 }
 
-// Until returns how long to wait, on the local monotonic clock (a
-// [time.Timer], say), until Now().Earliest is certainly at or after t: 0 if
-// it already is. It accounts for drift: Earliest advances by only 1−maxDrift
-// per unit of local time.
+// Until returns how long to wait until Now().Earliest is certainly at or
+// after t. The wait is on the local monotonic clock (a [time.Timer], say).
+// It is 0 if Earliest already is. It accounts for drift: Earliest advances
+// by only 1−maxDrift per unit of local time.
 //
 // The answer comes from the sample in use. A re-sample during the wait may
 // replace it with one whose Earliest is earlier (a little, or, after a
@@ -129,12 +129,12 @@ func (e *Estimator) Until(t time.Time) time.Duration {
 	return w
 }
 
-// Sample returns the sample in use: the one giving the narrowest interval
-// now, unless a later sample's interval did not even overlap it (the
-// server's clock was stepped, the drift bound was exceeded, or the machine
-// was suspended), or a later sample was asked for with [Estimator.ResampleNow],
-// or a member skew is set ([WithMemberSkew]); then the later sample
-// replaced it.
+// Sample returns the sample in use. That is the one giving the narrowest
+// interval now, unless a later sample replaced it. A later sample replaces
+// it if its interval did not even overlap it (the server's clock was
+// stepped, the drift bound was exceeded, or the machine was suspended). A
+// later sample also replaces it if it was asked for with
+// [Estimator.ResampleNow], or if a member skew is set ([WithMemberSkew]).
 func (e *Estimator) Sample() Sample {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -151,16 +151,16 @@ func (e *Estimator) Close() error {
 	return nil
 }
 
-// ResampleNow asks for a re-sample at once, in the background, whose
-// sample replaces the one in use even if its interval is wider: call it
-// when the server that answers the samples may have changed (a replica
-// set elected a new primary, or a command failed because the server it
-// reached is no longer primary), so that the estimate follows the new
-// server's clock rather than the old one's. Until the re-sample succeeds
-// the old sample stays in use; [WithMemberSkew] is what keeps its interval
-// right meanwhile. It does not block; requests made while one is pending
-// are served by that one. A failed re-sample is logged and not repeated
-// until the next request or the next periodic re-sample.
+// ResampleNow asks for a re-sample at once, in the background. Its sample
+// replaces the one in use even if its interval is wider. Call it when the
+// server that answers the samples may have changed (a replica set elected a
+// new primary, or a command failed because the server it reached is no
+// longer primary). The estimate then follows the new server's clock rather
+// than the old one's. Until the re-sample succeeds the old sample stays in
+// use; [WithMemberSkew] is what keeps its interval right meanwhile. It does
+// not block; requests made while one is pending are served by that one. A
+// failed re-sample is logged and not repeated until the next request or the
+// next periodic re-sample.
 func (e *Estimator) ResampleNow() {
 	select {
 	case e.kick <- struct{}{}:
@@ -168,13 +168,13 @@ func (e *Estimator) ResampleNow() {
 	}
 }
 
-// Sampled makes the round trip f, a command the caller sends anyway whose
-// reply carries the server's time (such as a write with $currentDate read
-// back in the same command), times it as a sample and keeps the sample if
-// its interval is narrower now than the one in use's (or contradicts it).
-// It returns f's error; a failed f, or one that returns the zero time
-// (its reply carried no time), gives no sample. f must read the clock of
-// the server the other samples read (see [WithProbe]).
+// Sampled makes the round trip f and times it as a sample. f is a command
+// the caller sends anyway whose reply carries the server's time (such as a
+// write with $currentDate read back in the same command). Sampled keeps the
+// sample if its interval is narrower now than the one in use's, or if it
+// contradicts it. It returns f's error; a failed f, or one that returns the
+// zero time (its reply carried no time), gives no sample. f must read the
+// clock of the server the other samples read (see [WithProbe]).
 //
 // Without a member skew ([WithMemberSkew] 0: one server), a periodic
 // re-sample is skipped while samples come this way at least once per

@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// DefaultMaxOffset is the limit a caller of [Check] should pick unless it
-// knows better, and the default of the dsync command's "clock" subcommand
+// DefaultMaxOffset is the limit to pass to [Check] unless the caller knows
+// better. It is also the default of the dsync command's "clock" subcommand
 // (dsync clock --max).
 //
 // A host synchronized by NTP is normally within a few tens of milliseconds of
@@ -149,11 +149,12 @@ func localTime(reply bson.Raw) (time.Time, error) {
 	return time.UnixMilli(ms).UTC(), nil
 }
 
-// Measure takes several samples (see [WithSamples]) of the server's time
-// with the hello command and returns the one with the smallest round-trip
-// time. It needs no privileges beyond a connection. A server that answers
-// hello with a command error (servers before MongoDB 4.4.2 do not know it),
-// or with no localTime, is asked with the legacy isMaster instead.
+// Measure samples the server's time several times and returns the best
+// sample. It samples with the hello command (see [WithSamples] for how
+// many) and returns the sample with the smallest round-trip time. It needs
+// no privileges beyond a connection. A server that answers hello with a
+// command error (servers before MongoDB 4.4.2 do not know it), or with no
+// localTime, is asked with the legacy isMaster instead.
 //
 // Errors: [ErrNilDatabase] at once for a nil db; a failed command (an
 // unreachable server, say) as "clockcheck: hello: ..." wrapping the driver's
@@ -168,10 +169,11 @@ func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, e
 	return measure(ctx, cmd, cfg)
 }
 
-// Check measures as [Measure] does and returns an [*OffsetError] when the
-// local wall clock is certainly more than maxOffset away from the server's,
-// that is when |Offset| - Uncertainty > maxOffset. A clock that may be within
-// the limit passes. The sample is returned in either case.
+// Check measures as [Measure] does and reports a clock certainly too far
+// off. It returns an [*OffsetError] when the local wall clock is certainly
+// more than maxOffset away from the server's, that is when |Offset| -
+// Uncertainty > maxOffset. A clock that may be within the limit passes. The
+// sample is returned in either case.
 //
 // Pick [DefaultMaxOffset] unless you know better. A negative maxOffset is an
 // error.

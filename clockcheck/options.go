@@ -72,9 +72,9 @@ func WithClock(c Clock) Option {
 	}
 }
 
-// WithSamples sets how many round trips a measurement makes; the one with the
-// smallest round-trip time, and so the smallest uncertainty, is kept. The
-// default is [DefaultSamples] (5). n must be at least 1.
+// WithSamples sets how many round trips a measurement makes. The one with
+// the smallest round-trip time, and so the smallest uncertainty, is kept.
+// The default is [DefaultSamples] (5). n must be at least 1.
 func WithSamples(n int) Option {
 	return func(cfg *config) {
 		if n < 1 {
@@ -98,11 +98,11 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
-// WithMaxDrift sets the assumed bound on how fast the local monotonic clock
-// and the server's clock drift apart: over a local monotonic duration d, the
-// server's clock advances by between d*(1-rate) and d*(1+rate). An
-// [Estimator]'s interval widens by rate times the time since the sample, in
-// both directions.
+// WithMaxDrift sets the assumed bound on the rate at which the two clocks
+// drift apart. The clocks are the local monotonic clock and the server's:
+// over a local monotonic duration d, the server's clock advances by between
+// d*(1-rate) and d*(1+rate). An [Estimator]'s interval widens by rate times
+// the time since the sample, in both directions.
 //
 // The default is [DefaultMaxDrift] (500e-6, 500 ppm, the bound NTP assumes for
 // an undisciplined clock; disciplined clocks do far better). rate must be in
@@ -117,10 +117,11 @@ func WithMaxDrift(rate float64) Option {
 	}
 }
 
-// WithLogger sets where an [Estimator] reports failed re-samples and
-// inconsistent samples (at level Warn) and new samples (at level Debug).
-// The default is [slog.Default], as in the rest of dsync; pass
-// slog.New(slog.DiscardHandler) to silence it. A nil logger is an error.
+// WithLogger sets where an [Estimator] reports its re-samples. Failed
+// re-samples and inconsistent samples are reported at level Warn, new
+// samples at level Debug. The default is [slog.Default], as in the rest of
+// dsync; pass slog.New(slog.DiscardHandler) to silence it. A nil logger is
+// an error.
 func WithLogger(l *slog.Logger) Option {
 	return func(cfg *config) {
 		if l == nil {
@@ -131,10 +132,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// A Probe reads the server's clock once: it makes one round trip and
-// returns the server's time as the server read it at some instant between
-// the call and its return, to the millisecond or finer. It must not return
-// a time read before it was called (a cached one) or after it returned.
+// A Probe reads the server's clock once, in one round trip. It returns the
+// server's time as the server read it at some instant between the call and
+// its return, to the millisecond or finer. It must not return a time read
+// before it was called (a cached one) or after it returned.
 type Probe func(ctx context.Context) (time.Time, error)
 
 // WithProbe makes samples read the server's time with p instead of the
@@ -156,14 +157,14 @@ func WithProbe(p Probe) Option {
 }
 
 // WithMemberSkew widens every interval an [Estimator] gives by d on each
-// side: the bound on how far apart the clocks of the servers that may
+// side. d is the bound on how far apart the clocks of the servers that may
 // answer its samples are. On a replica set, a failover hands the writes,
 // and the samples, to another member, whose clock NTP keeps within some
-// bound of the former primary's; until a sample of the new primary
-// replaces the old one (see [Estimator.ResampleNow]), the interval holds
-// the new primary's time only if it is that much wider. With d > 0 every
-// periodic re-sample replaces the sample in use, even a narrower one, so
-// that a change of server no one reported is followed within the re-sample
+// bound of the former primary's. Until a sample of the new primary replaces
+// the old one (see [Estimator.ResampleNow]), the interval holds the new
+// primary's time only if it is that much wider. With d > 0 every periodic
+// re-sample replaces the sample in use, even a narrower one, so that a
+// change of server no one reported is followed within the re-sample
 // interval. The default is 0: one server. d must be at least 0.
 func WithMemberSkew(d time.Duration) Option {
 	return func(cfg *config) {
