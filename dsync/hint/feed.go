@@ -26,8 +26,9 @@ const (
 	retryFirst   = time.Second
 )
 
-// A Feed is a driver.Feed that delivers hints sent directly by other
-// processes, besides the events of the store's own feed (if any).
+// A Feed is a driver.Feed that also delivers hints sent directly by other
+// processes. It delivers them besides the events of the store's own feed
+// (if any).
 type Feed struct {
 	store driver.Store
 	peers driver.PeerStore
@@ -105,9 +106,9 @@ type peer struct {
 
 var _ driver.Feed = (*Feed)(nil)
 
-// New returns a Feed over store, whose Roles must have Peers, and the
-// store's feed inner (its Roles.Feed, which its Roles.FeedPause pauses;
-// nil if none). It does no I/O: Follow listens.
+// New returns a Feed over store and the store's feed inner. The Roles of
+// store must have Peers. inner is its Roles.Feed, which its Roles.FeedPause
+// pauses, or nil if none. It does no I/O: Follow listens.
 func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 	roles := store.Roles()
 	ps := roles.Peers
@@ -150,17 +151,18 @@ func (f *Feed) Replay() time.Duration {
 	return f.inner.Replay()
 }
 
-// Addr returns the address this Feed advertises, once it listens ("" before,
-// or if it could not listen).
+// Addr returns the address this Feed advertises, once it listens. It is ""
+// before, or if it could not listen.
 func (f *Feed) Addr() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.advertise
 }
 
-// Follow implements driver.Feed: it follows the store's feed, if any,
-// listens for hints and records this process in the store, until stop.
-// If it cannot listen, it logs why and delivers the store's feed alone.
+// Follow implements driver.Feed: it follows hints and the store's feed
+// until stop. It follows the store's feed, if any, listens for hints and
+// records this process in the store. If it cannot listen, it logs why and
+// delivers the store's feed alone.
 func (f *Feed) Follow(h driver.FeedHandler) (stop func()) {
 	if !f.following.CompareAndSwap(false, true) {
 		return func() {}
@@ -269,12 +271,13 @@ func (i innerHandler) Event(e driver.Event) {
 	f.h.Event(e)
 }
 
-// Publish implements driver.Feed: it sends e as a hint to the processes
-// that can use it, and through the store's feed while that is live. While
-// the store's feed is live, its error is Publish's (hints are sent best
-// effort); otherwise Publish fails if no hint could be sent (this process
-// does not listen, has not read the hint key yet, or knows no other
-// process), so that a waiter announces itself again at its next look.
+// Publish implements driver.Feed: it sends e as a hint and through the
+// store's feed. The hint goes to the processes that can use it. The store's
+// feed carries e while that feed is live, and then its error is Publish's
+// (hints are sent best effort). Otherwise Publish fails if no hint could be
+// sent (this process does not listen, has not read the hint key yet, or
+// knows no other process), so that a waiter announces itself again at its
+// next look.
 func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
 	if e.Kind == driver.Held {
 		f.send(e) // hints only, best effort: a Held lost costs a look
@@ -294,16 +297,16 @@ func (f *Feed) Publish(ctx context.Context, e driver.Event) error {
 	return nil
 }
 
-// Tell tells that e, a Waiting that this process made already, now has
-// a need of 1 (driver.Event.Need; other events are not told), by direct
-// hints only, best effort: to the process that owns the claim, as its
-// Held hints for it came from, which is the only one that acts on a
-// need; to every process recorded if none came. Its receiver records
-// the need and tells its handler nothing (a Waiting makes the owner
-// answer with a Held to every waiter of the claim, and the waiter next
-// in line in each process look: dsync/internal/wake's events.go), unless it has
-// no record of that Waiting: then it stands for it. The store's feed is
-// not sent it. It reports whether a hint was sent.
+// Tell tells, by direct hints only, that e now has a need of 1
+// (driver.Event.Need). e is a Waiting that this process made already; other
+// events are not told. Tell is best effort. It tells the process that owns
+// the claim, as its Held hints for it came from: the only one that acts on
+// a need. If none came, it tells every process recorded. Its receiver
+// records the need and tells its handler nothing, unless it has no record
+// of that Waiting: then it stands for it. (A Waiting makes the owner answer
+// with a Held to every waiter of the claim, and the waiter next in line in
+// each process look.) The store's feed is not sent it. It reports whether a
+// hint was sent.
 func (f *Feed) Tell(e driver.Event) bool {
 	if e.Kind != driver.Waiting || e.Need != 1 {
 		return false
@@ -360,8 +363,8 @@ func (f *Feed) setReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 
 var errNotSent = errors.New("hint: not sent (not listening, the hint key not yet read, or no process known)")
 
-// Peers returns the IDs of the other processes this one sends hints to,
-// as last read from the store or heard from (for status pages and
+// Peers returns the IDs of the other processes this one sends hints to.
+// They are as last read from the store or heard from (for status pages and
 // tests).
 func (f *Feed) Peers() []string {
 	now := f.store.ServerTime().Earliest

@@ -48,9 +48,9 @@ const (
 	reachCheck = reachedFor / 5
 )
 
-// ErrStoreFeedPaused is the error of the Down with which a Feed tells its
-// handler that it stopped reading the store's feed because hints reach
-// this process (not a failure).
+// ErrStoreFeedPaused is the error of a Down that tells the store's feed is
+// paused. A Feed tells its handler so when it stopped reading the store's
+// feed because hints reach this process. It is not a failure.
 var ErrStoreFeedPaused = errors.New("hint: the store's feed is paused while direct hints reach this process")
 
 // mono is this Feed's monotonic clock.

@@ -7,9 +7,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Stats counts what a Feed did with hints since it was made: for status
-// pages, and for tests that must show hints were used (a test that passes
-// with hints on proves nothing of them if none woke a waiter).
+// Stats counts what a Feed did with hints since it was made. It is for
+// status pages, and for tests that must show hints were used (a test that
+// passes with hints on proves nothing of them if none woke a waiter).
 type Stats struct {
 	Sent     uint64 // datagrams sent, one per process sent to
 	Received uint64 // datagrams read
