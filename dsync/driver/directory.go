@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// KeyDirectory is the store's directory of keys (Roles.Directory): the
-// keys processes have claimed, which dsync.Client.List reads.
+// KeyDirectory is the store's directory of keys (Roles.Directory). It holds
+// the keys processes have claimed, which dsync.Client.List reads.
 type KeyDirectory interface {
 	// PutKeys records keys in the directory, in one request where the
 	// store can (a process that claims thousands of new keys records them
@@ -53,14 +53,14 @@ type KeyOrder int
 
 const (
 	// OrderBytes lists keys in increasing order of their bytes (as
-	// bytes.Compare orders them), and can resume after any key.
+	// bytes.Compare orders them). It can resume after any key.
 	OrderBytes KeyOrder = iota + 1
 	// OrderFirstUse lists keys in the order they were first recorded
-	// (PutKeys): a stable order, since entries are never updated or
-	// removed, in which keys recorded later come later. A store lists
-	// them in this order when reading any other order would cost it a
-	// read of its whole directory (FerretDB). It cannot resume after a
-	// key: a query with After fails with ErrAfterUnsupported.
+	// (PutKeys). It is a stable order, since entries are never updated
+	// or removed, in which keys recorded later come later. A store
+	// lists them in this order when reading any other order would cost
+	// it a read of its whole directory (FerretDB). It cannot resume
+	// after a key: a query with After fails with ErrAfterUnsupported.
 	OrderFirstUse
 )
 

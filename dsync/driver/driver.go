@@ -1,4 +1,6 @@
 // Package driver is the contract between dsync and the stores it runs on.
+// It is for writing a driver, not for using dsync.
+//
 // A driver stores documents and decides nothing: dsync's protocol runs
 // once, above it, in dsync.Client. The MongoDB driver is dsync/mongo; an
 // in-memory one is dsync/driver/memory. A driver for another store
@@ -65,9 +67,9 @@ const (
 	KindProtocol = "protocol"
 )
 
-// KindDone is a key's done record (a dsync.Once whose function
-// succeeded), with ID DoneID(key): inserted once, never updated, and
-// with no epoch, so that the protocol never takes it for a claim.
+// KindDone is a key's done record (a dsync.Once whose function succeeded),
+// with ID DoneID(key). It is inserted once, never updated, and has no
+// epoch, so that the protocol never takes it for a claim.
 const KindDone = "done"
 
 // Mode is how a claim shares its key with others (see dsync.Client).
@@ -78,8 +80,8 @@ const (
 	Exclusive Mode = iota
 	// Shared: holds when every lower exclusive claim has ended.
 	Shared
-	// Weighted: holds when the weights of the live lower claims plus its
-	// own are at most the claim's limit.
+	// Weighted: holds when the live lower claims' weights plus its own
+	// are at most its limit.
 	Weighted
 )
 
@@ -96,8 +98,8 @@ func (m Mode) String() string {
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Doc is a document of a key's queue: a claim, its shadow, or a marker
-// that ends a claim.
+// Doc is a document of a key's queue. It is a claim, its shadow, or a
+// marker that ends a claim.
 type Doc struct {
 	ID    string
 	Key   string
@@ -158,8 +160,8 @@ type Doc struct {
 	Floor Floor
 }
 
-// GateID is the ID of the gate of key for bucket: one per (key, bucket),
-// so that only one segment owns a bucket.
+// GateID is the ID of the gate of key for bucket. There is one per (key,
+// bucket), so that only one segment owns a bucket.
 func GateID(key string, bucket int64) string {
 	return key + "#g/" + strconv.FormatInt(bucket, 10)
 }
@@ -167,13 +169,13 @@ func GateID(key string, bucket int64) string {
 // ProtocolID is the ID of the store's protocol document.
 const ProtocolID = "#protocol"
 
-// ClaimID is the ID of epoch's claim: unique per (key, epoch), so that only
-// one insert of an epoch succeeds.
+// ClaimID is the ID of epoch's claim. It is unique per (key, epoch), so
+// that only one insert of an epoch succeeds.
 func ClaimID(key string, epoch uint64) string {
 	return key + "@" + strconv.FormatUint(epoch, 10)
 }
 
-// EndID is the ID of the marker that ends the claim of epoch inserted with
+// EndID is the ID of the marker ending the claim of epoch inserted with
 // nonce. One marker per claim: whichever end is recorded first stands.
 func EndID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "~" + nonce
@@ -190,7 +192,7 @@ func ShadowID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "#" + nonce
 }
 
-// Floor is a key's floor, recorded in its gates: every epoch below Epoch
+// Floor is a key's floor, recorded in its gates. Every epoch below Epoch
 // (of the segment Seg) has ended. Nonce is that of Epoch's claim.
 type Floor struct {
 	Epoch uint64
@@ -219,12 +221,12 @@ type Interval struct {
 }
 
 // Store is what a driver provides: what dsync needs on every claim and
-// session, and the other parts of the contract it serves (Roles). Every
+// session. The other parts of the contract it serves are its Roles. Every
 // method may be called from many goroutines at once. Every error from a
-// write other than ErrExists (and a duplicate within InsertOrdered)
-// means its outcome is unknown. A method returns soon after its context
-// ends, whatever the server does: the bounds of dsync's calls (a
-// TryLock's, a release's) rest on it.
+// write other than ErrExists (and a duplicate within InsertOrdered) means
+// its outcome is unknown. A method returns soon after its context ends,
+// whatever the server does: the bounds of dsync's calls (a TryLock's, a
+// release's) rest on it.
 type Store interface {
 	// Prepare makes the store ready to serve (indexes, the clock); it is
 	// called before any other method but ServerTime and Roles, and again

@@ -9,15 +9,15 @@ import (
 type EventKind int
 
 const (
-	// Waiting: a process waits for the claim of Key's Epoch to end, until
-	// the store time Until (it announces again before then if it still
-	// waits).
+	// Waiting: a process waits, until store time Until, for the claim
+	// of Key's Epoch to end. It announces again before then if it still
+	// waits.
 	Waiting EventKind = iota + 1
 	// Ended: the claim of Key's Epoch ended.
 	Ended
 	// Held: the claim of Key's Epoch had not ended when its owner sent
-	// this, and its owner sends another within the poll interval while
-	// it has not ended. Until, if not zero, is the highest expiry of the
+	// this. Its owner sends another within the poll interval while it
+	// has not ended. Until, if not zero, is the highest expiry of the
 	// claim's session that the store had confirmed to its owner (store
 	// time): the session's stored expiry is at least that. Only direct
 	// hints (package dsync/hint) carry it, to the processes that
@@ -67,11 +67,11 @@ type Feed interface {
 	Replay() time.Duration
 }
 
-// A FeedPauser pauses the follower of a store's Feed (Roles.FeedPause):
-// it stops reading the store for a while, when events reach the process
-// another way (direct hints). While paused, following costs the store
-// nothing and no event is delivered; once resumed, the stream turns live
-// again (Live) as if it had been down meanwhile.
+// A FeedPauser pauses the follower of a store's Feed (Roles.FeedPause). The
+// follower stops reading the store for a while, when events reach the
+// process another way (direct hints). While paused, following costs the
+// store nothing and no event is delivered. Once resumed, the stream turns
+// live again (Live) as if it had been down meanwhile.
 type FeedPauser interface {
 	Pause(paused bool)
 }

@@ -2,7 +2,7 @@ package driver
 
 import "time"
 
-// MarginDivisor sets the lease's safety margin as a part of its TTL: a
+// MarginDivisor sets the lease's safety margin as a part of its TTL. A
 // holder stops trusting its hold TTL/MarginDivisor before the expiry the
 // store gives it, TTL after the server time of the renewal's send. The
 // margin covers the holder's clock running slower than the server's (500

@@ -5,20 +5,20 @@ import (
 	"time"
 )
 
-// Peer is a process that takes direct hints (package dsync/hint): where
-// other processes can send them, and until when (store time) the record
-// holds. A process records itself again before its record lapses.
+// Peer is a process that takes direct hints (package dsync/hint). It says
+// where other processes can send them, and until when (store time) the
+// record holds. A process records itself again before its record lapses.
 type Peer struct {
 	ID        string // unique per process (per hint transport)
 	Addr      string // host:port, as other processes reach it
 	ExpiresAt time.Time
 }
 
-// PeerStore is what a store that can carry direct hints between
-// processes provides (Roles.Peers): the shared key that authenticates
+// PeerStore is the role of a store that can carry direct hints between
+// processes (Roles.Peers). It provides the shared key that authenticates
 // hints, and where each process can be reached. Only processes that can
-// read the store can read the key, so only they can send hints that
-// other processes accept.
+// read the store can read the key, so only they can send hints that other
+// processes accept.
 type PeerStore interface {
 	// HintKey returns the store's hint key: key, recorded with one insert,
 	// if the store had none; else the one recorded, unchanged. Of many

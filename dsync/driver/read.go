@@ -2,12 +2,11 @@ package driver
 
 import "context"
 
-// ReadPreparer is what a store that can be made ready to serve reads
-// without writing or creating anything provides (Roles.Reads), so that a
-// Client's reads (dsync's List, Queue, HasKey, ListOrder) work with a
-// user that may only read, and leave a database nothing has used as
-// empty as they found it. A store without it is prepared with Prepare
-// before a read.
+// ReadPreparer readies a store for reads without writing or creating
+// anything (Roles.Reads). With it, a Client's reads (dsync's List, Queue,
+// HasKey, ListOrder) work with a user that may only read. They also leave a
+// database nothing has used as empty as they found it. A store without it
+// is prepared with Prepare before a read.
 type ReadPreparer interface {
 	// PrepareRead makes ReadServerTime, KeyOrder, Get, GetSession,
 	// HasKey and ListKeys valid, as Prepare does (but not ServerTime,

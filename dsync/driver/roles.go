@@ -6,11 +6,11 @@ import (
 )
 
 // Roles are the parts of the contract a store may serve besides Store's
-// methods, as Store.Roles returns them: each field is nil where the store
-// serves none, and dsync does without it as each field says. A driver
-// sets the fields of the parts it serves; a wrapper that embeds a Store
-// passes them on unchanged, unless it overrides Roles to see or replace
-// one (it starts from the embedded store's Roles and sets that field).
+// methods. Store.Roles returns them. Each field is nil where the store
+// serves none, and dsync does without it as each field says. A driver sets
+// the fields of the parts it serves; a wrapper that embeds a Store passes
+// them on unchanged, unless it overrides Roles to see or replace one (it
+// starts from the embedded store's Roles and sets that field).
 type Roles struct {
 	// Runs reads a stretch of a key's queue in one request. Without it,
 	// dsync reads a queue's claims and their markers one by one (Get).
@@ -51,11 +51,10 @@ type Roles struct {
 	Loopback LoopbackReporter
 }
 
-// RunReader is what a store that can read a stretch of a key's queue in
-// one request provides (Roles.Runs). With it, a walk down a queue of many
-// live claims (readers of an RWMutex, units of a Semaphore) costs a request
-// or two, not two per claim; without it, dsync reads the claims and their
-// markers one by one (Get).
+// RunReader reads a stretch of a key's queue in one request (Roles.Runs).
+// With it, a walk down a queue of many live claims (readers of an RWMutex,
+// units of a Semaphore) costs a request or two, not two per claim. Without
+// it, dsync reads the claims and their markers one by one (Get).
 type RunReader interface {
 	// GetRun returns key's claims (KindClaim) of epochs from from to to,
 	// both included, and their end markers (KindRelease, KindWithdraw,
@@ -82,14 +81,14 @@ type RunReader interface {
 }
 
 // KeyChecker is what a store whose keys have limits provides
-// (Roles.KeyCheck): CheckKey refuses a key it cannot store, before any
-// I/O.
+// (Roles.KeyCheck). Its CheckKey refuses a key the store cannot store,
+// before any I/O.
 type KeyChecker interface {
 	CheckKey(key string) error
 }
 
 // Maintainer is what a store provides to dsync's sweeper
-// (Roles.Maintenance): it finds the keys in use and deletes the documents
+// (Roles.Maintenance). It finds the keys in use and deletes the documents
 // of the others. Only a sweeper calls it, once in a while, in one process
 // at a time (two at once are harmless).
 type Maintainer interface {

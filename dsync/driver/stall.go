@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Stall is the record that a hold stalled: its work reported no progress
+// Stall is the record that a hold stalled. Its work reported no progress
 // within the hold's progress deadline, so the holder gave the hold up and
 // released its claim. It says which claim (Key, Token, Session, Nonce),
 // whose (Owner, Host, PID), and when (Since, LastProgress, At). dsync
