@@ -9,10 +9,10 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// A Call is one request to a view of a Store, as a Hook sees it: every
-// call of the driver's contract that takes a context (of Store and of its
-// Roles), named by its method, with the arguments a hook needs to tell
-// calls apart.
+// A Call is one request to a view of a Store, as a Hook sees it. Every call
+// of the driver's contract that takes a context (of Store and of its Roles)
+// is one. It is named by its method, with the arguments a hook needs to
+// tell calls apart.
 type Call struct {
 	// Op is the method called: "Insert", "GetRun", "Publish", ...
 	Op string
@@ -36,27 +36,26 @@ type Call struct {
 	Event driver.Event
 }
 
-// A Hook sees every call of a view (Store.Intercept) before the view
-// serves it, and may delay it, fail it, or let it land late. serve
-// serves the call (through the hooks installed before this one) and
-// returns the error it got there; however often it is called, it serves
-// the call once.
+// A Hook sees every call of a view (Store.Intercept) before the view serves
+// it. It may delay it, fail it, or let it land late. serve serves the call
+// (through the hooks installed before this one) and returns the error it
+// got there. However often it is called, it serves the call once.
 //
 // A Hook that returns nil lets the call go on: the view serves it, unless
-// the hook did, and returns its results; if the call's context ended
-// while the hook held it, the call fails with the context's cause, unsent.
-// A Hook that returns an error fails the call with it, and the caller
-// gets no result: the call was applied only if the hook served it (its
-// reply was lost) or serves it later (a write that lands after its sender
-// gave up). A call whose context has ended before it was made is never
-// sent: no hook sees it.
+// the hook did, and returns its results. If the call's context ended while
+// the hook held it, the call fails with the context's cause, unsent. A Hook
+// that returns an error fails the call with it, and the caller gets no
+// result: the call was applied only if the hook served it (its reply was
+// lost) or serves it later (a write that lands after its sender gave up). A
+// call whose context has ended before it was made is never sent: no hook
+// sees it.
 type Hook func(ctx context.Context, c Call, serve func() error) error
 
-// Intercept returns a view of s on which h sees every call before it
-// goes on to s's own hooks (a Process's), if any: a store of tests that
-// count, delay or fail some calls, whose calls of every role (its Roles)
-// pass the hook as well. The view shares s's documents, sessions, feed
-// and clock, as another client of one database would.
+// Intercept returns a view of s on which h sees every call first. h sees it
+// before the call goes on to s's own hooks (a Process's), if any. The view
+// serves tests that count, delay or fail some calls. Its calls of every
+// role (its Roles) pass the hook as well. The view shares s's documents,
+// sessions, feed and clock, as another client of one database would.
 func (s *Store) Intercept(h Hook) *Store {
 	return &Store{state: s.state, hooks: append(slices.Clip(s.hooks), h)}
 }

@@ -48,7 +48,7 @@ func (r roles) Compact(ctx context.Context, sentBefore time.Time, keep []string)
 }
 
 // CompactSet returns the IDs of the documents Compact(sentBefore, keep)
-// would delete now: a store whose deletes are not atomic reads this set
+// would delete now. A store whose deletes are not atomic reads this set
 // first and deletes its members later (the simulation does).
 func (s *Store) CompactSet(sentBefore time.Time, keep []string) []string {
 	s.mu.Lock()

@@ -1,11 +1,14 @@
 // Package memory is a dsync driver that keeps its documents in process
-// memory: for unit tests of code that uses dsync
-// (dsync.NewClient(memory.New())), and for tests that run several
-// Clients, as several processes would, on one shared store (Store.Process
-// gives each such Client a view with switches of its own to cut it off
-// from the store; a test of code that must stop using a resource when its
-// lock is lost uses it with a short TTL, under testing/synctest), and for
+// memory. It is for tests: it cannot coordinate separate processes.
+//
+// It serves unit tests of code that uses dsync
+// (dsync.NewClient(memory.New())). It serves tests that run several
+// Clients, as several processes would, on one shared store. Store.Process
+// gives each such Client a view with switches of its own to cut it off from
+// the store. A test of code that must stop using a resource when its lock
+// is lost uses it with a short TTL, under testing/synctest. It also serves
 // tests that count, delay or fail calls of a store (Store.Intercept).
+//
 // Its time is this process's monotonic clock, known exactly. Its feed
 // delivers every event at once to every other Client following it. It
 // imports no dsync package but the driver contract.
@@ -20,11 +23,11 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Store is an in-memory driver.Store, with every role of the contract
+// Store is an in-memory driver.Store. It serves every role of the contract
 // but Reads, KeyCheck, FeedPause and Loopback (Roles). It is safe for
-// concurrent use. The zero value is not usable: call New. A Store is also
-// a view of its documents: Intercept and Process return other views of
-// the same documents, with hooks of their own.
+// concurrent use. The zero value is not usable: call New. A Store is also a
+// view of its documents: Intercept and Process return other views of the
+// same documents, with hooks of their own.
 type Store struct {
 	*state
 	hooks []Hook // the view's, the last one sees a call first (Intercept)
@@ -68,8 +71,8 @@ func (s *Store) Prepare(ctx context.Context) error {
 }
 
 // ServerTime implements driver.Store: the store's time counts from its
-// creation on the monotonic clock, as dsync's deadlines do, so setting the
-// machine's wall clock cannot make a live session look expired.
+// creation on the monotonic clock. It counts as dsync's deadlines do, so
+// setting the machine's wall clock cannot make a live session look expired.
 func (s *Store) ServerTime() driver.Interval {
 	now := s.base.Add(time.Since(s.start))
 	return driver.Interval{Earliest: now, Latest: now}
@@ -81,9 +84,9 @@ func (s *Store) ServerTime() driver.Interval {
 // own follower).
 func (s *Store) Close() error { return nil }
 
-// Roles implements driver.Store: runs, maintenance, the directory of
-// keys, the feed, peers, revocations and stall records, each through the
-// view's hooks.
+// Roles implements driver.Store. It returns runs, maintenance, the
+// directory of keys, the feed, peers, revocations and stall records, each
+// through the view's hooks.
 func (s *Store) Roles() driver.Roles {
 	r := roles{s}
 	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r}
@@ -193,7 +196,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 	})
 }
 
-// DeleteNow deletes the document with the given ID, if it exists: the
+// DeleteNow deletes the document with the given ID, if it exists. It is the
 // second half of a delete applied as a read and a later delete (the
 // simulation tears the store's deletes so).
 func (s *Store) DeleteNow(id string) {
@@ -244,8 +247,8 @@ func (s *Store) Reset() {
 	s.dir.reset(nil)
 }
 
-// Unended calls f with every claim stored that has no end marker, in no
-// order, until f returns false. f must not call the store.
+// Unended calls f with every claim stored that has no end marker, until f
+// returns false. The calls come in no order. f must not call the store.
 func (s *Store) Unended(f func(driver.Doc) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

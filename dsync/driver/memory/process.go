@@ -7,15 +7,15 @@ import (
 	"sync/atomic"
 )
 
-// ErrUnreachable is what every request of a Process returns while it is
-// set unreachable (SetReachable): a test's stand-in for a database that
+// ErrUnreachable is what every request of a Process returns while it is set
+// unreachable (SetReachable). It is a test's stand-in for a database that
 // cannot be reached.
 var ErrUnreachable = errors.New("memory: the store is unreachable (Process.SetReachable)")
 
-// A Process is one simulated process's view of a Store (Store.Process),
-// to give one dsync.Client: its test can cut it off from the store
-// (SetReachable) or make it wait for it (SetAnswering) while the other
-// processes on the store go on, as the other processes of a partition do.
+// A Process is one simulated process's view of a Store (Store.Process), to
+// give one dsync.Client. Its test can cut it off from the store
+// (SetReachable) or make it wait for it (SetAnswering). The other processes
+// on the store go on meanwhile, as the other processes of a partition do.
 type Process struct {
 	*Store
 	down    atomic.Bool
@@ -24,7 +24,7 @@ type Process struct {
 	late    []func() error // the writes given up on meanwhile, to land then
 }
 
-// Process returns a new view of s for one simulated process, whose fault
+// Process returns a new view of s for one simulated process. Its fault
 // switches see every call (of its roles too) after s's hooks (Intercept).
 func (s *Store) Process() *Process {
 	p := &Process{}
@@ -32,25 +32,25 @@ func (s *Store) Process() *Process {
 	return p
 }
 
-// SetReachable makes the process's store unreachable (false), as a
-// database that went away, or reachable again (true). While it is
+// SetReachable(false) makes the process's store unreachable, as a database
+// that went away. SetReachable(true) makes it reachable again. While it is
 // unreachable, every request fails at once with ErrUnreachable: the
-// Client's renewals fail, so every hold ends at its deadline (Lost
-// closes, UnlockContext returns dsync.ErrLost), and Lock keeps trying
-// until its context ends or the store is back. Only this process is cut
-// off: the others on the store go on.
+// Client's renewals fail, so every hold ends at its deadline (Lost closes,
+// UnlockContext returns dsync.ErrLost), and Lock keeps trying until its
+// context ends or the store is back. Only this process is cut off: the
+// others on the store go on.
 func (s *Process) SetReachable(reachable bool) { s.down.Store(!reachable) }
 
 // Reachable reports whether the process's store is reachable.
 func (s *Process) Reachable() bool { return !s.down.Load() }
 
-// SetAnswering(false) makes the process's store stop answering, as a
-// server that hangs or a network that holds requests back: every request
+// SetAnswering(false) makes the process's store stop answering. It acts as
+// a server that hangs or a network that holds requests back. Every request
 // of this process waits until the store answers again or the request's
 // context ends, and then fails with the context's cause. A write whose
-// sender gave up that way is not lost: it lands when the store answers
+// sender gave up that way is not lost. It lands when the store answers
 // again (SetAnswering(true)), in the order the senders gave up, as a
-// request held back in a network lands late; its sender never learns that
+// request held back in a network lands late. Its sender never learns that
 // it did. SetReachable(false) takes precedence.
 func (s *Process) SetAnswering(answering bool) {
 	s.mu.Lock()

@@ -64,8 +64,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (driver.Session, bool
 	return sess, found, nil
 }
 
-// LatestGen returns the document of session id with the highest expiry
-// and HasFirst, as GetSession does, given each generation's expiry.
+// LatestGen returns the document of session id with the highest expiry and
+// HasFirst. It does as GetSession does, given each generation's expiry.
 func LatestGen(id string, gens map[int]time.Time) (driver.Session, bool) {
 	var best driver.Session
 	found := false
