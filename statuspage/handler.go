@@ -41,11 +41,11 @@ type handler struct {
 	mux *http.ServeMux
 }
 
-// New returns the page's handler: the page at "/", its data at
-// "status.json" (a Snapshot; query parameters namespace, prefix, after
-// and limit), and its script and style beside it, all under relative
-// paths so that it can be mounted under any prefix (http.StripPrefix).
-// It answers GET and HEAD only.
+// New returns the page's handler. It serves the page at "/", its data at
+// "status.json" (a Snapshot; query parameters namespace, prefix, after and
+// limit), and its script and style beside it. All are under relative paths,
+// so that it can be mounted under any prefix (http.StripPrefix). It answers
+// GET and HEAD only.
 func New(cfg Config) http.Handler {
 	if cfg.Seen <= 0 {
 		cfg.Seen = dsync.DefaultTTL

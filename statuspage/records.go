@@ -10,21 +10,21 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
-// Stream makes the Records of one read of the store, each filled in as
-// the page fills it in: the page gathers them into its Snapshot, and the
-// dsync command's `status --json` prints them, so that the two say the
-// same thing alike. It is for that command: its sink takes what the
-// reader both use, internal/statusread, hands out, and code outside this
-// module cannot import that package.
+// Stream makes the Records of one read of the store, as the page fills them
+// in. The page gathers them into its Snapshot, and the dsync command's
+// `status --json` prints them, so that the two say the same thing alike. It
+// is for that command: its sink takes what the reader both use,
+// internal/statusread, hands out, and code outside this module cannot
+// import that package.
 //
-// The sink emits the Record of each lock and election at once, but for
-// the elections that are a partition's shards; end emits the partitions
-// whose shards were read, each with its drained members as drained reads
-// them (nil: none), then the revocations, newest first, then the stall
-// records, newest first. A claim of a session in revocations is
-// marked Revoked. The fields only a caller knows (a Claim's and a
-// Leader's CommandPID, the Summary) are the caller's to fill in. An error
-// of emit or drained is returned as it is.
+// The sink emits the Record of each lock and election at once, but for the
+// elections that are a partition's shards. end emits the partitions whose
+// shards were read, each with its drained members as drained reads them
+// (nil: none), then the revocations, newest first, then the stall records,
+// newest first. A claim of a session in revocations is marked Revoked. The
+// fields only a caller knows (a Claim's and a Leader's CommandPID, the
+// Summary) are the caller's to fill in. An error of emit or drained is
+// returned as it is.
 func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, drained func(partition string) ([]statusread.Drained, error), emit func(Record) error) (sink statusread.Sink, end func() error) {
 	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations))}
 	for _, r := range revocations {

@@ -28,9 +28,9 @@ type Snapshot struct {
 	Stalls []Stall `json:"stalls"`
 }
 
-// A Summary says what one read of the store was: when, by which clock,
-// what it selected, where it ended and, where the reader knows it, which
-// database it read. It is the top of a Snapshot and the last line of
+// A Summary says what one read of the store was. It says when, by which
+// clock, what it selected, where it ended and, where the reader knows it,
+// which database it read. It is the top of a Snapshot and the last line of
 // dsync status --json.
 type Summary struct {
 	// Now is the store's time when the read ended, or the local time
@@ -68,11 +68,11 @@ type Summary struct {
 	Elsewhere  []string `json:"elsewhere,omitempty"`
 }
 
-// A Record is one line of dsync status --json: exactly one field is set,
-// and its name says what the line is. The locks and the elections come
-// as they are read, in the store's order; then the partitions whose
+// A Record is one line of dsync status --json. Exactly one field is set,
+// and its name says what the line is. The locks and the elections come as
+// they are read, in the store's order. Then come the partitions whose
 // shards were read, the revocations, the stall records and, last, the
-// summary: a list without a summary line did not end.
+// summary. A list without a summary line did not end.
 type Record struct {
 	Lock       *Lock       `json:"lock,omitempty"`
 	Election   *Election   `json:"election,omitempty"`
@@ -133,8 +133,7 @@ type Claim struct {
 	Revoked bool   `json:"revoked,omitempty"`
 }
 
-// A Revocation is an operator's revoke of a session (dsync revoke), as
-// the store records it.
+// A Revocation is an operator's revoke of a session (dsync revoke), as stored.
 type Revocation struct {
 	Session string    `json:"session"`
 	By      string    `json:"by"`
@@ -142,7 +141,7 @@ type Revocation struct {
 	At      time.Time `json:"at"` // store time
 }
 
-// A Stall is the record of a hold that stalled (dsync.Client.Stalls): its
+// A Stall is the record of a hold that stalled (dsync.Client.Stalls). Its
 // work reported no progress within its progress deadline, so its holder
 // gave the hold up and released the claim.
 type Stall struct {
@@ -180,8 +179,7 @@ type Election struct {
 	Members []Member `json:"members"`
 }
 
-// A Leader is the leader of an election in its term, or the owner of a
-// partition's shard.
+// A Leader is an election's leader in its term, or a partition shard's owner.
 type Leader struct {
 	ID         string `json:"id"` // the candidate's
 	Host       string `json:"host"`
