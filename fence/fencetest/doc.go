@@ -1,9 +1,12 @@
-// Package fencetest is the conformance suite of fencing adapters: it
-// checks that a resource keeps the contract of package fence, as the
+// Package fencetest is the conformance suite of fencing adapters. It
+// belongs in an adapter's tests, not in production code.
+//
+// It checks that a resource keeps the contract of package fence, as the
 // driver conformance suite checks a store. dsync's adapters (fence/fencesql
-// on PostgreSQL, MySQL, MariaDB and SQLite; fence/fencehttp; fence/fencemongo
-// in transactions) run it in their tests, and an adapter of one's own can
-// run it the same way: implement Resource over it, and call Run.
+// on PostgreSQL, MySQL, MariaDB and SQLite; fence/fencehttp;
+// fence/fencemongo in transactions) run it in their tests, and an adapter
+// of one's own can run it the same way: implement Resource over it, and
+// call Run.
 //
 // The suite sees the resource as one register per key, written through the
 // fence under (key, token) and read without it. Each trial takes a fresh

@@ -77,8 +77,8 @@ type Report struct {
 	Failures []string
 }
 
-// Err returns nil if the run found nothing wrong, and otherwise an error
-// that says what, with the seed.
+// Err returns nil if the run found nothing wrong. Otherwise it returns an
+// error that says what, with the seed.
 func (r Report) Err() error {
 	if len(r.StaleWrites)+len(r.NotLinearizable)+len(r.Failures) == 0 {
 		return nil

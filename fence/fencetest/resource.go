@@ -2,9 +2,9 @@ package fencetest
 
 import "context"
 
-// A Resource is a fenced resource under test, seen as one register per
-// key: an int64, 0 until written. Its writes go through the adapter's
-// fence; its reads do not.
+// A Resource is a fenced resource under test, seen as one register per key.
+// A register is an int64, 0 until written. Its writes go through the
+// adapter's fence; its reads do not.
 type Resource interface {
 	// Write writes w.Value to w.Key's register under w.Token, through
 	// the fence. It returns nil if the write applied; an error matching
@@ -32,12 +32,12 @@ type Write struct {
 	Admitted func(ctx context.Context) error
 }
 
-// A SessionEnder is a Resource whose fence admits a write through a
-// session of its mark store (a database connection, the locks of a
-// session's) that the store may end while the write is under way: a
-// server's idle timeout, a failover, a dropped connection. For a
-// SessionEnder, the suite adds a scenario where the store ends the
-// session under an admitted writer.
+// A SessionEnder is a Resource whose mark store may end a session under a
+// write. Its fence admits a write through a session of its mark store (a
+// database connection, the locks of a session's). The store may end that
+// session while the write is under way: a server's idle timeout, a
+// failover, a dropped connection. For a SessionEnder, the suite adds a
+// scenario where the store ends the session under an admitted writer.
 type SessionEnder interface {
 	Resource
 

@@ -12,9 +12,10 @@ import (
 	"github.com/go-dsync/dsync/fence"
 )
 
-// Run runs the suite against r and fails t if it finds a stale write, a
-// history that is not linearizable or a trial it cannot judge. It logs
-// the report, whose seed repeats the run (Options.Seed).
+// Run runs the suite against r, failing t if it finds anything wrong. It
+// fails t on a stale write, a history that is not linearizable or a trial
+// it cannot judge. It logs the report, whose seed repeats the run
+// (Options.Seed).
 func Run(t testing.TB, r Resource, o Options) {
 	t.Helper()
 	rep, err := Check(t.Context(), r, o)
@@ -27,7 +28,7 @@ func Run(t testing.TB, r Resource, o Options) {
 	}
 }
 
-// Check runs the suite against r and returns what it found; its error is
+// Check runs the suite against r and returns what it found. Its error is
 // ctx's, if ctx ended first. A test that plants an adapter that skips its
 // fence calls Check and expects the report's StaleWrites.
 func Check(ctx context.Context, r Resource, o Options) (Report, error) {

@@ -1,8 +1,11 @@
 // Package fencehttptest runs the conformance suite fence/fencetest over
-// HTTP: a fencetest.Resource whose writes are requests, sent through
-// fencehttp.Transport to a service whose handler, wrapped by
-// fencehttp.Handler, writes registers kept in memory. It checks the
-// HTTP adapter with any mark store, a fence.Marks of one's own included:
+// HTTP. It checks package fencehttp's adapter, not an HTTP service of one's
+// own.
+//
+// Its Resource is a fencetest.Resource whose writes are requests, sent
+// through fencehttp.Transport to a service whose handler, wrapped by
+// fencehttp.Handler, writes registers kept in memory. It checks the HTTP
+// adapter with any mark store, a fence.Marks of one's own included:
 //
 //	r := fencehttptest.NewResource(marks)
 //	defer r.Close()
@@ -29,9 +32,9 @@ import (
 // handler serving it calls its Admitted.
 const writeHeader = "Fencehttptest-Write"
 
-// A Resource is a fenced service of one or more instances, each an
-// httptest.Server on loopback, that share one register per key. Its
-// writes go to the instances in turn; its reads look at the registers
+// A Resource is a fenced service whose instances share one register per
+// key. It has one or more instances, each an httptest.Server on loopback.
+// Its writes go to the instances in turn; its reads look at the registers
 // in memory.
 type Resource struct {
 	servers []*httptest.Server
@@ -68,7 +71,7 @@ func NewResource(marks ...fence.Marks) *Resource {
 	return r
 }
 
-// NewUnfenced starts the same service without fencehttp.Handler: a
+// NewUnfenced starts the same service without fencehttp.Handler. It is a
 // planted adapter, which fencetest.Check must find stale writes in.
 func NewUnfenced() *Resource {
 	r := newResource()
