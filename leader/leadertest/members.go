@@ -34,8 +34,8 @@ func NewMemoryMembers() *MemoryMembers {
 	return &MemoryMembers{members: make(map[string]map[string]leader.Member)}
 }
 
-// SetReachable makes every call fail with ErrUnreachable (false), as a
-// database that went away, or serve again (true).
+// SetReachable(false) makes every call fail with ErrUnreachable, as a
+// database that went away. SetReachable(true) makes it serve again.
 func (s *MemoryMembers) SetReachable(reachable bool) { s.down.Store(!reachable) }
 
 // reach returns ctx's cause if it ended, or ErrUnreachable while the
