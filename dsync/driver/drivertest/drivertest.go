@@ -1,7 +1,9 @@
-// Package drivertest is the conformance suite of dsync's drivers: every
-// guarantee package driver states, checked against a real store. A driver
-// passes it before dsync may run on it; dsync/driver/memory and dsync/mongo
-// both do.
+// Package drivertest is the conformance suite of dsync's drivers. It
+// belongs in a driver's tests, not in code that uses dsync.
+//
+// It checks every guarantee package driver states against a real store. A
+// driver passes it before dsync may run on it; dsync/driver/memory and
+// dsync/mongo both do.
 //
 // A driver's test calls Run with a function that opens a fresh, empty
 // store (the suite calls Prepare itself), and, if the store has a feed
@@ -100,10 +102,10 @@ import (
 // Option adds to what the suite knows of the driver.
 type Option func(*suite)
 
-// Peer gives the suite a way to open a second store on the same data as
-// first (a store open returned), as another process would: the feed's
-// events published through one must reach a follower of the other. A
-// driver whose stores share their data in process may return first
+// Peer lets the suite open a second store on the same data as first. first
+// is a store open returned. The second is opened as another process would.
+// The feed's events published through one must reach a follower of the
+// other. A driver whose stores share their data in process may return first
 // itself. Without Peer, the feed's delivery is not checked.
 func Peer(peer func(t *testing.T, first driver.Store) driver.Store) Option {
 	return func(s *suite) { s.peer = peer }
