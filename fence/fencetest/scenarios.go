@@ -29,43 +29,8 @@ func (tr *trial) pausedHolder(ctx context.Context, base uint64, values *int64) {
 // B, with base+1, has started its own and either returned or had up to a
 // few milliseconds to get under way; then A goes on.
 func (tr *trial) pausedInside(ctx context.Context, base uint64, values *int64) {
-	inside, bStarted, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	hold := time.Duration(tr.rng.IntN(3000)) * time.Microsecond
-	vA, vB := next(values), next(values)
-	var once sync.Once
-	admitted := func(ctx context.Context) error {
-		once.Do(func() { close(inside) })
-		select {
-		case <-bStarted:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		t := time.NewTimer(hold)
-		defer t.Stop()
-		select {
-		case <-bDone:
-		case <-t.C:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer once.Do(func() { close(inside) }) // A refused or failed before its fence admitted it
-		tr.write(ctx, base, vA, admitted)
-	})
-	wg.Go(func() {
-		defer close(bDone)
-		select {
-		case <-inside:
-		case <-ctx.Done():
-			return
-		}
-		close(bStarted)
-		tr.writeRetried(ctx, ctx, base+1, vB, nil)
-	})
-	wg.Wait()
+	tr.pausedForB(ctx, base, values, hold, true, func(context.Context) error { return nil })
 }
 
 // sessionEnds: A's fence admits it, and the store ends the session
@@ -75,20 +40,40 @@ func (tr *trial) pausedInside(ctx context.Context, base uint64, values *int64) {
 // Either order of the two writes may apply, but never A's after B's: the
 // admission must outlive its session, or A's write must be refused.
 func (tr *trial) sessionEnds(ctx context.Context, se SessionEnder, base uint64, values *int64) {
-	ended, bDone := make(chan struct{}), make(chan struct{})
 	hold := 50*time.Millisecond + time.Duration(tr.rng.IntN(150))*time.Millisecond
+	tr.pausedForB(ctx, base, values, hold, false, func(ctx context.Context) error {
+		if err := se.EndSession(ctx, tr.key); err != nil {
+			tr.failf("EndSession: %v", err)
+			return err
+		}
+		return nil
+	})
+}
+
+// pausedForB is the shape of pausedInside and sessionEnds: A writes
+// under base, and the first time its fence admits it, it runs enter
+// (whose error ends A's write); then B writes under base+1. Inside its
+// admission A waits (if waitB) for B to have started, then until B's
+// write returned or hold passed, and goes on.
+func (tr *trial) pausedForB(ctx context.Context, base uint64, values *int64, hold time.Duration, waitB bool, enter func(context.Context) error) {
+	entered, bStarted, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	vA, vB := next(values), next(values)
 	var once sync.Once
 	admitted := func(ctx context.Context) error {
 		var err error
 		once.Do(func() {
-			defer close(ended)
-			if err = se.EndSession(ctx, tr.key); err != nil {
-				tr.failf("EndSession: %v", err)
-			}
+			defer close(entered)
+			err = enter(ctx)
 		})
 		if err != nil {
 			return err
+		}
+		if waitB {
+			select {
+			case <-bStarted:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}
 		t := time.NewTimer(hold)
 		defer t.Stop()
@@ -102,16 +87,17 @@ func (tr *trial) sessionEnds(ctx context.Context, se SessionEnder, base uint64, 
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		defer once.Do(func() { close(ended) }) // A refused or failed before its fence admitted it
+		defer once.Do(func() { close(entered) }) // A refused or failed before its fence admitted it
 		tr.write(ctx, base, vA, admitted)
 	})
 	wg.Go(func() {
 		defer close(bDone)
 		select {
-		case <-ended:
+		case <-entered:
 		case <-ctx.Done():
 			return
 		}
+		close(bStarted)
 		tr.writeRetried(ctx, ctx, base+1, vB, nil)
 	})
 	wg.Wait()
