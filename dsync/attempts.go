@@ -105,7 +105,12 @@ func (a *attempts) claimFailed(err error, live bool) error {
 		return nil
 	case !live:
 		// The session was retired while we waited: its claim is
-		// withdrawn; queue again in a new one.
+		// withdrawn; queue again in a new one. The pause starts again
+		// from its floor: what the pause has grown on was this session's
+		// trouble, and a new session's first write tells afresh whether
+		// the store answers (a pause held at its cap cost a retired
+		// waiter up to 2 s more before its new claim).
+		a.backoff = backoff.Min
 		return a.again(err, err)
 	}
 	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)
