@@ -9,6 +9,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // lostSessionStore is a memory store whose reads of one session find it
@@ -51,7 +52,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 		time.Sleep(3 * time.Minute) // the holder renews; its claim's own expiry passes
 		synctest.Wait()
 
-		q, err := newClient(t, mem).Queue(ctx, "k")
+		q, err := statuspage.NewReader(newClient(t, mem)).Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Holds || q[0].Expired {
 			t.Fatalf("Queue(k) = %+v, %v; want its holder", q, err)
 		}
@@ -66,7 +67,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 			{name: "expired with its first generation", got: &driver.Session{ID: session, ExpiresAt: old, HasFirst: true}, wantExpired: true},
 		} {
 			reader := newClient(t, &lostSessionStore{Store: mem, session: session, got: tc.got})
-			q, err := reader.Queue(ctx, "k")
+			q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 			if err != nil || len(q) != 1 || q[0].Expired != tc.wantExpired || q[0].Holds == tc.wantExpired {
 				t.Errorf("session %s: Queue(k) = %+v, %v; want Expired %v", tc.name, q, err, tc.wantExpired)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestReadsFollowTheStoresSpan: a Client that only reads learns the
@@ -25,7 +26,7 @@ func TestReadsFollowTheStoresSpan(t *testing.T) {
 		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(10*time.Minute))
 		m1 := newMutex(t, w1, "k")
 		m1.Lock()
-		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Holds {
+		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Holds {
 			t.Fatalf("Queue(k) on a store of span 10m = %+v, %v; want its holder", q, err)
 		}
 		m1.Unlock()
@@ -39,10 +40,10 @@ func TestReadsFollowTheStoresSpan(t *testing.T) {
 		m2.Lock()
 		defer m2.Unlock()
 		synctest.Wait() // the key is recorded in the directory
-		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Holds || q[0].Token != m2.Token() {
+		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Holds || q[0].Token != m2.Token() {
 			t.Errorf("Queue(k) after the store was emptied and written with span 20m = %+v, %v; want its holder (token %d)", q, err, m2.Token())
 		}
-		if all := listAll(t, reader, dsync.ListOptions{}); len(all) != 1 || len(all[0].Queue) != 1 || !all[0].Queue[0].Holds {
+		if all := listAll(t, reader, statuspage.ListOptions{}); len(all) != 1 || len(all[0].Queue) != 1 || !all[0].Queue[0].Holds {
 			t.Errorf("List after the store was emptied and written with span 20m = %+v; want k held", all)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // sentRenewals records when each renewal was sent to the store.
@@ -49,7 +50,7 @@ func TestNoRenewalPastTheDeadline(t *testing.T) {
 		m.Lock()
 
 		expired := func() bool {
-			q, err := reader.Queue(context.Background(), "k")
+			q, err := statuspage.NewReader(reader).Queue(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
 			}
