@@ -24,7 +24,7 @@ import (
 // for a claim whose session has expired (the engine's walks do, judged by
 // the store's ServerTime, the clock of the writes) and records no gate or
 // session it read, and it judges by readNow only what it reports
-// (ClaimInfo.Expired; the only thing a read keeps is that a session it
+// (statuspage.ClaimInfo.Expired; the only thing a read keeps is that a session it
 // found expired by the clock of the writes stays so for the Client's
 // later reports, queue.Engine.ReadExpired, which no walk consults). On
 // MongoDB before Prepare that clock is a hello sample, behind a mongos

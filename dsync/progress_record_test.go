@@ -12,7 +12,7 @@ import (
 )
 
 // A stall is recorded in the store once its claim was released: one
-// record (Client.Stalls), which names the claim (key, token, owner) and
+// record (statuspage.Reader.Stalls), which names the claim (key, token, owner) and
 // says when the hold began and when its work last reported progress, in
 // the store's time.
 func TestStallRecorded(t *testing.T) {

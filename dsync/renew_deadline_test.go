@@ -31,7 +31,7 @@ func (s *sentRenewals) RenewSession(ctx context.Context, session string, gen int
 // it stopped relying on the session then, and a renewal sent later would
 // raise the session's stored expiry to a TTL past its sending, past what
 // the readers that found the session expired remember
-// (ClaimInfo.Expired: two TTLs past the expiry found), so that a Client's
+// (statuspage.ClaimInfo.Expired: two TTLs past the expiry found), so that a Client's
 // Queue that found the claim Expired reads it holding again, and waiters
 // wait for a dead owner's claim. The session is over instead.
 func TestNoRenewalPastTheDeadline(t *testing.T) {

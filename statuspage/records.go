@@ -16,7 +16,8 @@ import (
 // elections that are a partition's shards. end emits the partitions whose
 // shards were read, each with its drained members as drained reads them
 // (nil: none), then the revocations, newest first, then the stall records,
-// newest first. A claim of a session in revocations is marked Revoked. The
+// newest first, each with the Kind and Name of its Key (KindOf). A claim
+// of a session in revocations is marked Revoked. The
 // fields only a caller knows (a Claim's and a Leader's CommandPID, the
 // Summary) are the caller's to fill in. An error of emit or drained is
 // returned as it is.
@@ -28,6 +29,9 @@ func Stream(revocations []Revocation, stalls []Stall, drained func(partition str
 	s.revocations = slices.Clone(revocations)
 	slices.SortFunc(s.revocations, func(a, b Revocation) int { return b.At.Compare(a.At) }) // newest first
 	s.stalls = slices.Clone(stalls)
+	for i := range s.stalls {
+		s.stalls[i].Kind, s.stalls[i].Name = KindOf(s.stalls[i].Key)
+	}
 	slices.SortFunc(s.stalls, func(a, b Stall) int { return b.At.Compare(a.At) }) // newest first
 	return s, s.end
 }

@@ -98,7 +98,7 @@ func store(t *testing.T, members leader.MemberStore) (*statuspage.Reader, *dsync
 // holders and waiters, the state each shows, a Once's done record, an
 // election's leader with the lease of its term and its members; and
 // counts them.
-func TestListHandsOutEachKind(t *testing.T) {
+func TestWalkHandsOutEachKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := store(t, leadertest.NewMemoryMembers())
 		var out sink
@@ -159,7 +159,7 @@ func TestElectionWithoutMembers(t *testing.T) {
 
 // A Limit reads one page, says that more follow and where the next one
 // starts; After reads the rest, and the two pages are every key once.
-func TestListPages(t *testing.T) {
+func TestWalkPages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := store(t, nil)
 		var first, rest, all sink
@@ -191,7 +191,7 @@ func TestListPages(t *testing.T) {
 // WalkNamed hands out what exists under a name, whatever its kind, the
 // shards of the partition of that name, and nothing for a name nothing
 // has.
-func TestNamed(t *testing.T) {
+func TestWalkNamed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, c := store(t, nil)
 		ctx := t.Context()

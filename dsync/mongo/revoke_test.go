@@ -161,7 +161,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 	t.Logf("the waiter held %v after the revoked lease expired", at.Sub(sess.ExpiresAt))
 }
 
-// TestClientRevocationsCreatesNothing: dsync.Client.Revocations is a
+// TestClientRevocationsCreatesNothing: statuspage.Reader.Revocations is a
 // read, and on a database nothing has used it returns none and leaves the
 // database as empty as it found it. It used to prepare the store first,
 // which creates the collections and their indexes: dsync status and the

@@ -1,4 +1,4 @@
-package dsync_test
+package statuspage_test
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func TestReadsOnlyRead(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ro := newReadOnlyStore(mem, false, 0)
-		reader := newClient(t, ro)
+		reader := newClientOn(t, ro)
 
 		// Nothing there yet: no keys, no queue, no protocol document left.
 		if got := listAll(t, reader, statuspage.ListOptions{}); len(got) != 0 {
@@ -132,8 +132,8 @@ func TestReadsOnlyRead(t *testing.T) {
 
 		// A writer of another span holds a key, another waits.
 		span := 10 * time.Minute
-		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
-		w2 := newClient(t, mem, dsync.ClientWithBucketSpan(span))
+		w1 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
+		w2 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span))
 		held := newMutex(t, w1, "a/held")
 		held.Lock()
 		waiting := newMutex(t, w2, "a/held")
@@ -176,9 +176,9 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ahead := newReadOnlyStore(mem, true, time.Minute)
-		reader := newClient(t, ahead)
+		reader := newClientOn(t, ahead)
 
-		w1 := newClient(t, mem)
+		w1 := newClientOn(t, mem)
 		held := newMutex(t, w1, "k")
 		held.Lock()
 		defer held.Unlock()
@@ -202,7 +202,7 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 			t.Errorf("the reads sent the writes %q; want none", w)
 		}
 
-		other := newMutex(t, newClient(t, mem), "k")
+		other := newMutex(t, newClientOn(t, mem), "k")
 		if other.TryLock() {
 			t.Errorf("another process's TryLock held while the holder (token %d) holds", held.Token())
 			other.Unlock()
@@ -227,14 +227,14 @@ func TestOnceDoneOnlyReads(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ro := newReadOnlyStore(mem, false, 0)
-		watched, err := dsync.NewOnce(newClient(t, ro), "nightly")
+		watched, err := dsync.NewOnce(newClientOn(t, ro), "nightly")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if done, err := watched.Done(ctx); err != nil || done {
 			t.Errorf("Done before any run = %v, %v; want false, nil", done, err)
 		}
-		runner, err := dsync.NewOnce(newClient(t, mem), "nightly")
+		runner, err := dsync.NewOnce(newClientOn(t, mem), "nightly")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package dsync_test
+package statuspage_test
 
 import (
 	"context"
@@ -21,9 +21,9 @@ func TestReadsFollowTheStoresSpan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		reader := newClient(t, mem)
+		reader := newClientOn(t, mem)
 
-		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(10*time.Minute))
+		w1 := newClientOn(t, mem, dsync.ClientWithBucketSpan(10*time.Minute))
 		m1 := newMutex(t, w1, "k")
 		m1.Lock()
 		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Holds {
@@ -35,7 +35,7 @@ func TestReadsFollowTheStoresSpan(t *testing.T) {
 		}
 		mem.Reset()
 
-		w2 := newClient(t, mem, dsync.ClientWithBucketSpan(20*time.Minute))
+		w2 := newClientOn(t, mem, dsync.ClientWithBucketSpan(20*time.Minute))
 		m2 := newMutex(t, w2, "k")
 		m2.Lock()
 		defer m2.Unlock()

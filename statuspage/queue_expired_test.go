@@ -1,4 +1,4 @@
-package dsync_test
+package statuspage_test
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		w := newClient(t, mem, dsync.WithTTL(time.Minute))
+		w := newClientOn(t, mem, dsync.WithTTL(time.Minute))
 		m := newMutex(t, w, "k")
 		m.Lock()
 		defer m.Unlock()
@@ -52,7 +52,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 		time.Sleep(3 * time.Minute) // the holder renews; its claim's own expiry passes
 		synctest.Wait()
 
-		q, err := statuspage.NewReader(newClient(t, mem)).Queue(ctx, "k")
+		q, err := statuspage.NewReader(newClientOn(t, mem)).Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Holds || q[0].Expired {
 			t.Fatalf("Queue(k) = %+v, %v; want its holder", q, err)
 		}
@@ -66,7 +66,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 			{name: "expired without its first generation", got: &driver.Session{ID: session, Gen: 3, ExpiresAt: old}},
 			{name: "expired with its first generation", got: &driver.Session{ID: session, ExpiresAt: old, HasFirst: true}, wantExpired: true},
 		} {
-			reader := newClient(t, &lostSessionStore{Store: mem, session: session, got: tc.got})
+			reader := newClientOn(t, &lostSessionStore{Store: mem, session: session, got: tc.got})
 			q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 			if err != nil || len(q) != 1 || q[0].Expired != tc.wantExpired || q[0].Holds == tc.wantExpired {
 				t.Errorf("session %s: Queue(k) = %+v, %v; want Expired %v", tc.name, q, err, tc.wantExpired)
