@@ -1,6 +1,6 @@
-// Package statuspage serves a live, read-only web page of a dsync store.
-// It decides nothing about who may see it: do not mount it without
-// authentication of your own.
+// Package statuspage shows a dsync store to people: a live, read-only web
+// page, and the Reader it reads through. The page decides nothing about
+// who may see it: do not mount it without authentication of your own.
 //
 // The page shows:
 //
