@@ -9,7 +9,8 @@ import (
 // so that both show the same store alike.
 // This file gathers what it reads into a Snapshot (schema.go), every time
 // counted from the Snapshot's Now, from the Records that Stream
-// (records.go) makes of it, as dsync status --json prints them.
+// (records.go) makes of it, as dsync status --json prints them. The
+// Reader itself is reader.go and walk*.go.
 
 // A query selects what one read shows.
 type query struct {
