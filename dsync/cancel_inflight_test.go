@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // A LockContext whose context ends while its claim's insert is in flight
@@ -35,7 +36,7 @@ func TestLockCancelledInFlightWithdraws(t *testing.T) {
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("LockContext: %v, want context.Canceled", err)
 		}
-		if q, err := b.Queue(context.Background(), "k"); err != nil || len(q) != 0 {
+		if q, err := statuspage.NewReader(b.Client).Queue(context.Background(), "k"); err != nil || len(q) != 0 {
 			t.Errorf("when LockContext returned, the key's queue held %d claims (%v), want none: the claim was not withdrawn", len(q), err)
 		}
 		start := time.Now()
@@ -175,7 +176,7 @@ func TestCancelledInFlightWithdrawalWakesTheWaiter(t *testing.T) {
 			mb.Unlock()
 		}()
 		synctest.Wait() // b queued behind a's claim, and waits
-		if q, _ := b.Queue(context.Background(), "k"); len(q) != 2 {
+		if q, _ := statuspage.NewReader(b.Client).Queue(context.Background(), "k"); len(q) != 2 {
 			t.Fatalf("queue %v, want a's claim and b's", q)
 		}
 		// The store is slow: the withdrawal lands 1.7 s later, within

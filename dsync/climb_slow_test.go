@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // slowView returns a view of mem that reads no runs of a key's queue, as
@@ -72,7 +73,7 @@ func TestClaimOnASlowStoreKeepsItsClimb(t *testing.T) {
 			}
 		}
 		holder.Unlock()
-		if q, err := fast.Queue(context.Background(), "k"); err != nil || len(q) != 0 {
+		if q, err := statuspage.NewReader(fast).Queue(context.Background(), "k"); err != nil || len(q) != 0 {
 			t.Fatalf("queue before the slow process claims: %v, %v; want it empty", q, err)
 		}
 
@@ -87,7 +88,7 @@ func TestClaimOnASlowStoreKeepsItsClimb(t *testing.T) {
 		queued := false
 		for !queued && time.Since(start) < queueIn {
 			time.Sleep(100 * time.Millisecond)
-			q, err := fast.Queue(context.Background(), "k")
+			q, err := statuspage.NewReader(fast).Queue(context.Background(), "k")
 			queued = err == nil && len(q) > 0
 		}
 		if !queued {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestCompactLeavesNothingAndNeverReusesTokens: keys idle for the idle age
@@ -37,14 +38,14 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 		busy.Lock()
 		defer busy.Unlock()
 
-		if n, err := c.Compact(ctx, idle); err != nil || n != 0 {
+		if n, err := statuspage.Compact(ctx, c, idle); err != nil || n != 0 {
 			t.Fatalf("Compact right after use = %d, %v; want nothing compacted", n, err)
 		}
-		if _, err := c.Compact(ctx, span); err == nil {
+		if _, err := statuspage.Compact(ctx, c, span); err == nil {
 			t.Fatal("Compact accepted an idle age below four bucket spans")
 		}
 		time.Sleep(idle + 3*span)
-		n, err := c.Compact(ctx, idle)
+		n, err := statuspage.Compact(ctx, c, idle)
 		if err != nil || n == 0 {
 			t.Fatalf("Compact after the idle age = %d, %v; want the idle keys' documents deleted", n, err)
 		}
@@ -114,7 +115,7 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 		do("report@10:00", dsync.WithForgetAfter(forget))
 
 		time.Sleep(idle + 3*span)
-		if _, err := c.Compact(ctx, idle); err != nil {
+		if _, err := statuspage.Compact(ctx, c, idle); err != nil {
 			t.Fatal(err)
 		}
 		do("migrate")
@@ -124,7 +125,7 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 		}
 
 		time.Sleep(forget + idle + 3*span)
-		if _, err := c.Compact(ctx, idle); err != nil {
+		if _, err := statuspage.Compact(ctx, c, idle); err != nil {
 			t.Fatal(err)
 		}
 		do("migrate")

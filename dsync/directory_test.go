@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // putStore is a memory store that counts the keys put in its directory,
@@ -81,10 +82,10 @@ func lockOnce(t *testing.T, c *dsync.Client, key string) {
 }
 
 // listAll reads a whole listing.
-func listAll(t *testing.T, c *dsync.Client, opts dsync.ListOptions) []dsync.KeyState {
+func listAll(t *testing.T, c *dsync.Client, opts statuspage.ListOptions) []statuspage.KeyState {
 	t.Helper()
-	var all []dsync.KeyState
-	for ks, err := range c.List(context.Background(), opts) {
+	var all []statuspage.KeyState
+	for ks, err := range statuspage.NewReader(c).List(context.Background(), opts) {
 		if err != nil {
 			t.Fatalf("List(%+v): %v", opts, err)
 		}
@@ -93,7 +94,7 @@ func listAll(t *testing.T, c *dsync.Client, opts dsync.ListOptions) []dsync.KeyS
 	return all
 }
 
-func keysOf(states []dsync.KeyState) []string {
+func keysOf(states []statuspage.KeyState) []string {
 	keys := make([]string, len(states))
 	for i, s := range states {
 		keys[i] = s.Key
@@ -131,10 +132,10 @@ func TestListKeysAndQueues(t *testing.T) {
 		}()
 		synctest.Wait() // the waiter queued, and the puts are done
 
-		if o, err := a.ListOrder(ctx); err != nil || o != dsync.OrderBytes {
-			t.Errorf("ListOrder = %v, %v; want %v", o, err, dsync.OrderBytes)
+		if o, err := statuspage.NewReader(a).ListOrder(ctx); err != nil || o != statuspage.OrderBytes {
+			t.Errorf("ListOrder = %v, %v; want %v", o, err, statuspage.OrderBytes)
 		}
-		all := listAll(t, a, dsync.ListOptions{})
+		all := listAll(t, a, statuspage.ListOptions{})
 		if got := keysOf(all); !slices.Equal(got, []string{"a/held", "b/free"}) {
 			t.Fatalf("List() keys = %q, want a/held and b/free (old was never claimed through this release)", got)
 		}
@@ -145,24 +146,24 @@ func TestListKeysAndQueues(t *testing.T) {
 			t.Errorf("the queue of b/free = %+v, want none: nothing holds or waits", q)
 		}
 		for _, c := range []struct {
-			opts dsync.ListOptions
+			opts statuspage.ListOptions
 			want []string
 		}{
-			{dsync.ListOptions{Prefix: "a/"}, []string{"a/held"}},
-			{dsync.ListOptions{After: "a/held"}, []string{"b/free"}},
-			{dsync.ListOptions{Limit: 1}, []string{"a/held"}},
-			{dsync.ListOptions{Prefix: "c"}, nil},
+			{statuspage.ListOptions{Prefix: "a/"}, []string{"a/held"}},
+			{statuspage.ListOptions{After: "a/held"}, []string{"b/free"}},
+			{statuspage.ListOptions{Limit: 1}, []string{"a/held"}},
+			{statuspage.ListOptions{Prefix: "c"}, nil},
 		} {
 			if got := keysOf(listAll(t, b, c.opts)); !slices.Equal(got, c.want) {
 				t.Errorf("List(%+v) = %q, want %q", c.opts, got, c.want)
 			}
 		}
 		for key, want := range map[string]bool{"a/held": true, "b/free": true, "old": false, "a": false} {
-			if got, err := b.HasKey(ctx, key); err != nil || got != want {
+			if got, err := statuspage.NewReader(b).HasKey(ctx, key); err != nil || got != want {
 				t.Errorf("HasKey(%q) = %v, %v; want %v", key, got, err, want)
 			}
 		}
-		for _, err := range a.List(ctx, dsync.ListOptions{Limit: -1}) {
+		for _, err := range statuspage.NewReader(a).List(ctx, statuspage.ListOptions{Limit: -1}) {
 			if err == nil {
 				t.Error("List with limit -1: no error")
 			}
@@ -173,7 +174,7 @@ func TestListKeysAndQueues(t *testing.T) {
 		waiting.Unlock()
 		lockOnce(t, b, "old")
 		synctest.Wait()
-		if got := keysOf(listAll(t, a, dsync.ListOptions{})); !slices.Equal(got, []string{"a/held", "b/free", "old"}) {
+		if got := keysOf(listAll(t, a, statuspage.ListOptions{})); !slices.Equal(got, []string{"a/held", "b/free", "old"}) {
 			t.Errorf("List() after old was claimed again = %q, want it listed", got)
 		}
 	})
@@ -190,7 +191,7 @@ func TestListStopsWhenTheCallerDoes(t *testing.T) {
 		}
 		synctest.Wait()
 		n := 0
-		for ks, err := range c.List(context.Background(), dsync.ListOptions{}) {
+		for ks, err := range statuspage.NewReader(c).List(context.Background(), statuspage.ListOptions{}) {
 			if err != nil || ks.Key != "k1" {
 				t.Fatalf("first key %q, %v; want k1", ks.Key, err)
 			}
@@ -202,7 +203,7 @@ func TestListStopsWhenTheCallerDoes(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		for _, err := range c.List(ctx, dsync.ListOptions{}) {
+		for _, err := range statuspage.NewReader(c).List(ctx, statuspage.ListOptions{}) {
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("List with an ended context: %v, want context.Canceled", err)
 			}
@@ -416,7 +417,7 @@ func TestListReadsQueuesAhead(t *testing.T) {
 		store := &slowSessions{Store: mem}
 		c := newClient(t, store)
 		var got []string
-		for ks, err := range c.List(context.Background(), dsync.ListOptions{}) {
+		for ks, err := range statuspage.NewReader(c).List(context.Background(), statuspage.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,7 +433,7 @@ func TestListReadsQueuesAhead(t *testing.T) {
 			t.Errorf("at most %d queue reads at once, want 2 to %d", store.most, dsync.ListAhead)
 		}
 		store.all = 0
-		for _, err := range c.List(context.Background(), dsync.ListOptions{}) {
+		for _, err := range statuspage.NewReader(c).List(context.Background(), statuspage.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,9 +88,4 @@ var (
 	// that hold ended). The other Do, if it returned, returned
 	// ErrUnconfirmed.
 	ErrRanTwice = errors.New("dsync: once: the function succeeded in two holds")
-
-	// ErrAfterUnsupported is what List reports when it cannot resume after
-	// a key. It reports it, before it reads any key, on a store that lists
-	// in OrderFirstUse. It is driver.ErrAfterUnsupported.
-	ErrAfterUnsupported = driver.ErrAfterUnsupported
 )

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // Metrics and a health check: an Observer is told of waits, holds,
@@ -22,7 +23,7 @@ func ExampleClientWithObserver() {
 	if err != nil {
 		panic(err)
 	}
-	http.Handle("/healthz", dsync.HealthHandler(c, 5*time.Second))
+	http.Handle("/healthz", statuspage.HealthHandler(c, 5*time.Second))
 
 	m, err := dsync.NewMutex(c, "nightly-report")
 	if err != nil {

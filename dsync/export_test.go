@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
@@ -60,10 +61,10 @@ func (m *MemClient) Reachable() bool { return m.Proc.Reachable() }
 func (m *MemClient) SetAnswering(on bool) { m.Proc.SetAnswering(on) }
 
 // Holder returns the claim at the head of key's queue, if any.
-func (m *MemClient) Holder(key string) (ClaimInfo, bool) {
-	q, err := m.Queue(context.Background(), key)
+func (m *MemClient) Holder(key string) (clienthook.Claim, bool) {
+	q, err := m.queueOf(context.Background(), key)
 	if err != nil || len(q) == 0 {
-		return ClaimInfo{}, false
+		return clienthook.Claim{}, false
 	}
 	return q[0], true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestLockNeverReturnsWithoutTheLock: Lock, RLock and the Lock of
@@ -137,7 +138,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 						// for the key, and another process takes it before a
 						// claim left behind could have expired (the TTL).
 						release()
-						q, err := b.Queue(context.Background(), m.stored)
+						q, err := statuspage.NewReader(b).Queue(context.Background(), m.stored)
 						if err != nil {
 							t.Fatal(err)
 						}

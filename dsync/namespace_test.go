@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestNamespaceRefusedWhenItWouldAlias: a namespace whose keys would be
@@ -45,7 +46,7 @@ func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
 			t.Errorf("TryLock in the namespace %q: %v", ns, err)
 			continue
 		}
-		q, err := mem.Client.Queue(context.Background(), "dsync:"+ns+"/k")
+		q, err := statuspage.NewReader(mem.Client).Queue(context.Background(), "dsync:"+ns+"/k")
 		if err != nil || len(q) != 1 || q[0].Owner != m.Owner() {
 			t.Errorf("queue of dsync:%s/k: %+v, %v; want the Mutex's claim alone", ns, q, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // events records what an Observer is told, as lines.
@@ -90,7 +91,7 @@ func TestObserver(t *testing.T) {
 			t.Error("Health with renewals failing for two renew intervals: nil")
 		}
 		rec := httptest.NewRecorder()
-		dsync.HealthHandler(b.Client, time.Second/2).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		statuspage.HealthHandler(b.Client, time.Second/2).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("HealthHandler answered %d, want 503", rec.Code)
 		}

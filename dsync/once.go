@@ -101,7 +101,7 @@ func (o *Once) Key() string {
 
 // Done reports whether f has run to success for o's key. That is, whether
 // the done record exists. A Once that saw it answers true without looking
-// again. It only reads, and creates nothing (see Client.Queue). A true
+// again. It only reads, and creates nothing (see statuspage.Reader.Queue). A true
 // answer does not stop a run whose read was sent before a late record
 // landed (see Once); only a Do that returned nil does.
 func (o *Once) Done(ctx context.Context) (bool, error) {

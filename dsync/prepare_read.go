@@ -12,7 +12,7 @@ import (
 // for writes: on MongoDB it creates the collections and the lock index
 // and samples the server's clock with a write, and agree inserts the
 // store's protocol document and starts the sweeper, which deletes. A
-// read (List, Queue, HasKey, ListOrder, Revocations, Stalls) must work with a
+// read (statuspage.Reader's) must work with a
 // database user that may only read (dsync status, the status page), and
 // leave a database nothing has used as empty as it found it: it readies
 // the store with its driver.Roles.Reads where it has them, and learns
@@ -24,7 +24,7 @@ import (
 // for a claim whose session has expired (the engine's walks do, judged by
 // the store's ServerTime, the clock of the writes) and records no gate or
 // session it read, and it judges by readNow only what it reports
-// (ClaimInfo.Expired; the only thing a read keeps is that a session it
+// (statuspage.ClaimInfo.Expired; the only thing a read keeps is that a session it
 // found expired by the clock of the writes stays so for the Client's
 // later reports, queue.Engine.ReadExpired, which no walk consults). On
 // MongoDB before Prepare that clock is a hello sample, behind a mongos
@@ -65,7 +65,7 @@ func (c *Client) readsByWriteClock() bool {
 // document without writing it. A store without the document (nothing has
 // claimed in it) leaves the span as it is. Until the Client agrees (its
 // first claim), every call reads the document again (one read by ID, once
-// per Queue or List): a store emptied and written first by a process of
+// per Reader.Queue or Reader.List): a store emptied and written first by a process of
 // another span records that span, and a span learnt once would have every
 // key's queue read under the old one's gates, and found idle.
 func (c *Client) prepareRead(ctx context.Context) error {

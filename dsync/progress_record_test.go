@@ -8,10 +8,11 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // A stall is recorded in the store once its claim was released: one
-// record (Client.Stalls), which names the claim (key, token, owner) and
+// record (statuspage.Reader.Stalls), which names the claim (key, token, owner) and
 // says when the hold began and when its work last reported progress, in
 // the store's time.
 func TestStallRecorded(t *testing.T) {
@@ -27,13 +28,13 @@ func TestStallRecorded(t *testing.T) {
 		time.Sleep(d / 2)
 		m.Progress()
 		last := store.ServerTime().Latest
-		if stalls, err := c.Stalls(t.Context()); err != nil || len(stalls) != 0 {
+		if stalls, err := statuspage.NewReader(c.Client).Stalls(t.Context()); err != nil || len(stalls) != 0 {
 			t.Fatalf("Stalls before any stall: %v, %v; want none", stalls, err)
 		}
 		await(t, "Lost", m.Lost())
 		time.Sleep(driver.Margin(progressTTL)) // the release, then the record
 		synctest.Wait()
-		stalls, err := c.Stalls(t.Context())
+		stalls, err := statuspage.NewReader(c.Client).Stalls(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestQueueKeepsAnExpiredClaimExpired: once a Client's Queue found a
@@ -33,10 +34,10 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 
 		cut.renewDown.Store(true)
 		<-m.Lost()
-		var q []dsync.ClaimInfo
+		var q []statuspage.ClaimInfo
 		for { // until the holder's session expires in the store
 			var err error
-			if q, err = reader.Queue(ctx, "k"); err != nil || len(q) != 1 {
+			if q, err = statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 {
 				t.Fatalf("Queue(k) = %+v, %v; want the holder's claim", q, err)
 			}
 			if q[0].Expired {
@@ -50,7 +51,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		if found, err := mem.RenewSession(ctx, q[0].Session, 0, expired.Add(ttl/2)); err != nil || !found {
 			t.Fatalf("late renewal of %s: found %v, %v", q[0].Session, found, err)
 		}
-		q, err := reader.Queue(ctx, "k")
+		q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
 			t.Fatalf("Queue(k) after a late renewal revived the expired session = %+v, %v; want its claim still Expired", q, err)
 		}
@@ -58,7 +59,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		// A reader that never saw it expired reads the store as it is:
 		// alive until the late renewal's expiry (the claimers' dead
 		// marker is what ends it for everyone).
-		if q, err := newClient(t, mem).Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
+		if q, err := statuspage.NewReader(newClient(t, mem)).Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
 			t.Fatalf("a fresh reader's Queue(k) = %+v, %v; want the revived claim live", q, err)
 		}
 		// The record lasts as long as a late write can matter: two TTLs
@@ -71,7 +72,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		if found, err := mem.RenewSession(ctx, q[0].Session, 0, mem.ServerTime().Latest.Add(10*ttl)); err != nil || !found {
 			t.Fatalf("renewal of %s: found %v, %v", q[0].Session, found, err)
 		}
-		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
+		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 || q[0].Expired {
 			t.Fatalf("Queue(k) two TTLs past the expiry it found = %+v, %v; want the claim as stored, live", q, err)
 		}
 	})
@@ -114,10 +115,10 @@ func TestQueueExpiredLastsPastTheExpiryReported(t *testing.T) {
 
 		cut.renewDown.Store(true)
 		<-m.Lost()
-		var q []dsync.ClaimInfo
+		var q []statuspage.ClaimInfo
 		for {
 			var err error
-			if q, err = reader.Queue(ctx, "k"); err != nil || len(q) != 1 {
+			if q, err = statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 {
 				t.Fatalf("Queue(k) = %+v, %v; want the holder's claim", q, err)
 			}
 			if q[0].Expired {
@@ -130,14 +131,14 @@ func TestQueueExpiredLastsPastTheExpiryReported(t *testing.T) {
 		if found, err := mem.RenewSession(ctx, q[0].Session, 0, first.Add(ttl/2)); err != nil || !found {
 			t.Fatalf("late renewal of %s: found %v, %v", q[0].Session, found, err)
 		}
-		q, err := reader.Queue(ctx, "k")
+		q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Expired || !q[0].ExpiresAt.Equal(first.Add(ttl/2)) {
 			t.Fatalf("Queue(k) after the late renewal = %+v, %v; want its claim Expired, with the raised expiry", q, err)
 		}
 		reported := q[0].ExpiresAt
 		rs.gone.Store(true) // the sessions collection emptied
 		time.Sleep(reported.Add(2 * ttl).Add(-100 * time.Millisecond).Sub(mem.ServerTime().Latest))
-		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
+		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 1 || !q[0].Expired || q[0].Holds {
 			t.Fatalf("Queue(k) within two TTLs of the expiry reported Expired = %+v, %v; want the claim Expired", q, err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // sentRenewals records when each renewal was sent to the store.
@@ -30,7 +31,7 @@ func (s *sentRenewals) RenewSession(ctx context.Context, session string, gen int
 // it stopped relying on the session then, and a renewal sent later would
 // raise the session's stored expiry to a TTL past its sending, past what
 // the readers that found the session expired remember
-// (ClaimInfo.Expired: two TTLs past the expiry found), so that a Client's
+// (statuspage.ClaimInfo.Expired: two TTLs past the expiry found), so that a Client's
 // Queue that found the claim Expired reads it holding again, and waiters
 // wait for a dead owner's claim. The session is over instead.
 func TestNoRenewalPastTheDeadline(t *testing.T) {
@@ -49,7 +50,7 @@ func TestNoRenewalPastTheDeadline(t *testing.T) {
 		m.Lock()
 
 		expired := func() bool {
-			q, err := reader.Queue(context.Background(), "k")
+			q, err := statuspage.NewReader(reader).Queue(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,8 @@ package dsync
 
 import (
 	"context"
-	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // Revocations: an operator's revoke (driver.Roles.Revocations) inserts a
@@ -12,21 +13,9 @@ import (
 // when it finds one (dsync/internal/lease, revoke.go, says how often):
 // its holds are lost with ErrRevoked, its waiters withdraw.
 
-// A Revocation is an operator's record that a session must end. A session
-// is a process's lease; dsync revoke writes the record. The session's holds
-// are lost with ErrRevoked once the process reads it.
-type Revocation struct {
-	Session string    // the session revoked
-	By      string    // who revoked it (user@host)
-	Reason  string    // why, as the operator said it
-	At      time.Time // store time when it was sent
-}
-
-// Revocations returns the revocations recorded in the store. Each says who
-// revoked which session, when (store time) and why. It returns nil and no
-// error on a store that records none. It only reads: on a database nothing
-// has used yet it returns none and creates nothing.
-func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {
+// revocations is statuspage's Reader.Revocations: the records the store
+// keeps, nil where it keeps none.
+func (c *Client) revocations(ctx context.Context) ([]driver.Revocation, error) {
 	rs := c.roles.Revocations
 	if rs == nil {
 		return nil, nil
@@ -37,13 +26,5 @@ func (c *Client) Revocations(ctx context.Context) ([]Revocation, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	stored, err := rs.Revocations(ctx)
-	if err != nil || stored == nil {
-		return nil, err
-	}
-	out := make([]Revocation, len(stored))
-	for i, r := range stored {
-		out[i] = Revocation(r)
-	}
-	return out, nil
+	return rs.Revocations(ctx)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 var _ sync.Locker = (*dsync.RWMutex)(nil)
@@ -70,7 +71,7 @@ func TestRWMutexFIFO(t *testing.T) {
 		}
 		// What dsync status shows: the two readers hold, the writer and
 		// the reader behind it wait.
-		q, err := newClient(t, store).Queue(context.Background(), "dsync:rw/k")
+		q, err := statuspage.NewReader(newClient(t, store)).Queue(context.Background(), "dsync:rw/k")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,51 +13,22 @@ import (
 // inserts one record that says which claim stalled, whose, and when. The
 // record is inserted once and never changed: landing late, twice or after
 // the holder's later writes, it still says only that this claim stalled
-// (driver.Stall). Nothing in the protocol reads it; Stalls lists it for
+// (driver.Stall). Nothing in the protocol reads it; statuspage lists it for
 // people (dsync status, the status page).
 
-// A Stall is the record that a hold stalled. Its work reported no progress
-// within its progress deadline, and the holder gave the hold up.
-type Stall struct {
-	Key     string // the key as stored: a namespaced key begins with "dsync:"
-	Token   uint64 // the claim's fencing token
-	Owner   string // the Mutex (or candidate) that claimed
-	Session string // the holder's session
-	Nonce   string // the claim's
-	Host    string // the holding process
-	PID     int
-	// Since is when the hold began; LastProgress when its work last
-	// reported progress. Both are store times counted back from At by the
-	// holder's own clock, so as uncertain as At.
-	Since        time.Time
-	LastProgress time.Time
-	At           time.Time // store time when the record was sent
-}
-
-// Stalls returns the stall records kept in the store: which holds
-// stalled, whose and when. It returns nil and no error on a store that
-// records none. It only reads: on a database nothing has used yet it
-// returns none and creates nothing. A store may delete a record once it
-// is old (dsyncmongo keeps one for a day).
-func (c *Client) Stalls(ctx context.Context) ([]Stall, error) {
+// stalls is statuspage's Reader.Stalls: the records the store keeps,
+// nil where it keeps none.
+func (c *Client) stalls(ctx context.Context) ([]driver.Stall, error) {
 	ss := c.roles.Stalls
 	if ss == nil {
 		return nil, nil
 	}
 	// Not c.prepare: a read must leave an empty database empty, as
-	// Revocations does.
+	// revocations does.
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	stored, err := ss.Stalls(ctx)
-	if err != nil || stored == nil {
-		return nil, err
-	}
-	out := make([]Stall, len(stored))
-	for i, s := range stored {
-		out[i] = Stall(s)
-	}
-	return out, nil
+	return ss.Stalls(ctx)
 }
 
 // recordStall inserts the stall record s, once. s.Since and

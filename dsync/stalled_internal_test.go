@@ -46,7 +46,7 @@ func TestRecordStall(t *testing.T) {
 	if err := c.recordStall(ctx, again); err != nil {
 		t.Errorf("recordStall of a claim recorded already = %v; want nil (recorded)", err)
 	}
-	got, err := c.Stalls(ctx)
+	got, err := c.stalls(ctx)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Stalls = %+v, %v; want one record", got, err)
 	}
@@ -55,7 +55,7 @@ func TestRecordStall(t *testing.T) {
 		t.Errorf("At = %v; want the store's time at sending, in [%v, %v]", s.At, before, after)
 	}
 	host, _ := os.Hostname()
-	want := Stall{Key: "dsync:sem/k", Token: 12, Owner: "o1", Session: "s1", Nonce: "n1", Host: host, PID: os.Getpid(),
+	want := driver.Stall{Key: "dsync:sem/k", Token: 12, Owner: "o1", Session: "s1", Nonce: "n1", Host: host, PID: os.Getpid(),
 		Since: s.At.Add(-time.Minute), LastProgress: s.At.Add(-10 * time.Second), At: s.At}
 	if s != want {
 		t.Errorf("Stalls()[0] = %+v; want %+v", s, want)
@@ -66,7 +66,7 @@ func TestRecordStall(t *testing.T) {
 	if err := c.recordStall(ctx, other); err != nil {
 		t.Fatalf("recordStall: %v", err)
 	}
-	got, err = c.Stalls(ctx)
+	got, err = c.stalls(ctx)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("Stalls = %+v, %v; want two records", got, err)
 	}
@@ -100,7 +100,7 @@ func TestRecordStallFails(t *testing.T) {
 	if err := c.recordStall(ctx, driver.Stall{Key: "k", Session: "s", Nonce: "n2"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("recordStall after Close = %v; want ErrClosed", err)
 	}
-	if _, err := c.Stalls(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := c.stalls(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Stalls after Close = %v; want ErrClosed", err)
 	}
 	if got, err := mem.Roles().Stalls.Stalls(ctx); err != nil || len(got) != 0 {
@@ -131,7 +131,7 @@ func TestRecordStallWithoutTheRole(t *testing.T) {
 	if err := c.recordStall(ctx, driver.Stall{Key: "k", Session: "s", Nonce: "n"}); err != nil {
 		t.Errorf("recordStall without the role = %v; want nil", err)
 	}
-	if got, err := c.Stalls(ctx); err != nil || got != nil {
+	if got, err := c.stalls(ctx); err != nil || got != nil {
 		t.Errorf("Stalls without the role = %+v, %v; want nil, nil", got, err)
 	}
 	if got, err := mem.Roles().Stalls.Stalls(ctx); err != nil || len(got) != 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // Stores that misbehave on purpose, each wrapping an in-memory store, and
@@ -28,10 +29,10 @@ func newClient(t *testing.T, store driver.Store, opts ...dsync.ClientOption) *ds
 }
 
 // holder returns the claim at the head of key's queue, read through c.
-func holder(c *dsync.Client, key string) (dsync.ClaimInfo, bool) {
-	q, err := c.Queue(context.Background(), key)
+func holder(c *dsync.Client, key string) (statuspage.ClaimInfo, bool) {
+	q, err := statuspage.NewReader(c).Queue(context.Background(), key)
 	if err != nil || len(q) == 0 {
-		return dsync.ClaimInfo{}, false
+		return statuspage.ClaimInfo{}, false
 	}
 	return q[0], true
 }

@@ -15,13 +15,9 @@ import (
 // then, under a lock of its own so that one process sweeps
 // at a time (two sweeping at once is harmless, only wasted work).
 
-// Compact deletes the documents of the keys idle for at least idle. A key
-// is idle while nobody holds or waits for it; idle must be at least four
-// bucket spans. Compact returns how many documents it deleted. A compacted
-// key's next Lock starts afresh, with a token above every token the key
-// had. Safe to call from many processes at once; a Client with an idle age
-// calls it in the background.
-func (c *Client) Compact(ctx context.Context, idle time.Duration) (int64, error) {
+// compact deletes the documents of the keys idle for at least idle
+// (statuspage.Compact documents it for operators).
+func (c *Client) compact(ctx context.Context, idle time.Duration) (int64, error) {
 	if err := c.prepare(ctx); err != nil {
 		return 0, err
 	}
@@ -101,7 +97,7 @@ func (c *Client) sweepOnce(ctx context.Context) {
 	defer m.Unlock()
 	// An idle age below four spans (the store's span may be longer than
 	// this process was told) is raised to that.
-	n, err := c.Compact(ctx, max(c.cfg.idleAge, c.eng.MinIdle()))
+	n, err := c.compact(ctx, max(c.cfg.idleAge, c.eng.MinIdle()))
 	if err != nil {
 		c.cfg.logger.Debug("dsync: sweep", "err", err)
 		return

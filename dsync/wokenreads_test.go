@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // What the next holder reads once the claim ahead of it ended, whatever
@@ -152,7 +153,7 @@ func TestWokenBehindAWithdrawnClaimWaitsForTheHolder(t *testing.T) {
 		time.Sleep(2 * time.Second) // w waits for b's claim, its first looks done
 		synctest.Wait()
 		observer := newClient(t, mem)
-		if q, err := observer.Queue(ctx, "k"); err != nil || len(q) != 3 {
+		if q, err := statuspage.NewReader(observer).Queue(ctx, "k"); err != nil || len(q) != 3 {
 			t.Fatalf("the queue is %+v (%v), want a's claim, b's and w's", q, err)
 		}
 		waiter.take()

@@ -17,6 +17,7 @@ import (
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // Progress deadlines on the embedded server, in one test process whose
@@ -142,7 +143,7 @@ func TestStalledHolder(t *testing.T) {
 	defer cancel()
 	var missing []string
 	for {
-		stalls, err := waiterC.Stalls(ctx)
+		stalls, err := statuspage.NewReader(waiterC).Stalls(ctx)
 		if err != nil {
 			t.Fatalf("Stalls: %v", err)
 		}
@@ -258,7 +259,7 @@ func runStallTrial(t *testing.T, holderC, waiterC *dsync.Client, key string) (r 
 // fails if the hold whose loss lost signals is lost first.
 func awaitQueued(ctx context.Context, c *dsync.Client, key string, n int, lost <-chan struct{}) error {
 	for {
-		q, err := c.Queue(ctx, key)
+		q, err := statuspage.NewReader(c).Queue(ctx, key)
 		if err != nil {
 			return fmt.Errorf("Queue(%q): %w", key, err)
 		}
@@ -347,7 +348,7 @@ func TestNoFalseStall(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	stalls, err := cs[0].Stalls(ctx)
+	stalls, err := statuspage.NewReader(cs[0]).Stalls(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

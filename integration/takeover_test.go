@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // takeoverTTL is the TTL of TestStoppedHoldersTakenOver's workers: long
@@ -153,7 +154,7 @@ func awaitWaiters(t *testing.T, c *cluster, held map[string]uint64) error {
 	var last error
 	for key, token := range held {
 		for {
-			q, err := client.Queue(ctx, key)
+			q, err := statuspage.NewReader(client).Queue(ctx, key)
 			last = cmp.Or(err, last)
 			if ctx.Err() != nil {
 				return fmt.Errorf("the waiters did not queue behind every holder within %v (last error: %v)", setupBound, last)

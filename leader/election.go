@@ -199,7 +199,7 @@ func (e *Election) IsLeader() bool {
 // writes are judged by. Before its Client's first claim, that clock is
 // MongoDB hello's (behind a mongos, the router's). Leader may then name
 // nobody while a candidate leads. It may also name the next candidate
-// while the leader's lease has not expired (see dsync.ClaimInfo.Expired).
+// while the leader's lease has not expired (see statuspage.ClaimInfo.Expired).
 func (e *Election) Leader(ctx context.Context) (Info, error) {
 	e.mustBeMade()
 	return e.readLeader(ctx)

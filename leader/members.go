@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // A MemberStore keeps the candidates' status (Member) beside the leases.
@@ -55,8 +55,8 @@ const Namespace = "election"
 
 // LockKey is the key, as stored, whose holder leads election.
 // It is election in the namespace Namespace ("dsync:election/NAME",
-// dsync.NamespacedKey). No plain lock has it.
-func LockKey(election string) string { return dsync.NamespacedKey(Namespace, election) }
+// statuspage.NamespacedKey). No plain lock has it.
+func LockKey(election string) string { return clienthook.NamespacedKey(Namespace, election) }
 
 // Info describes a leader.
 type Info struct {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-
-	"github.com/go-dsync/dsync/dsync"
 )
 
 // Transfer, the waiting candidates' side: a candidate whose claim waits
@@ -82,7 +80,7 @@ func (x *handoff) stepAsideIfAsked(ctx context.Context) {
 	if !slices.ContainsFunc(ms, func(m Member) bool { return m.handingOver() && m.Handover.To != e.self.ID }) {
 		return
 	}
-	q, err := e.client.Queue(ctx, LockKey(e.name))
+	q, err := readQueue(ctx, e.client, LockKey(e.name))
 	if err != nil {
 		return
 	}
@@ -100,13 +98,13 @@ func (m Member) handingOver() bool {
 // queueHead returns the index of the claim of q that holds and has not
 // Expired, or -1: where Transfer and steering take the leader's term to
 // be.
-func queueHead(q []dsync.ClaimInfo) int {
-	return slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds && !c.Expired })
+func queueHead(q []claimInfo) int {
+	return slices.IndexFunc(q, func(c claimInfo) bool { return c.Holds && !c.Expired })
 }
 
 // behindMe reads queue q: whether leader, holding in h's term, hands over
 // to a candidate whose live claim waits behind self's.
-func behindMe(q []dsync.ClaimInfo, leader string, h Handover, self string) bool {
+func behindMe(q []claimInfo, leader string, h Handover, self string) bool {
 	head := queueHead(q)
 	if head < 0 || q[head].Owner != leader || q[head].Token != h.Term {
 		return false // the handover's term is not the one that holds

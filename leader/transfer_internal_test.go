@@ -2,8 +2,6 @@ package leader
 
 import (
 	"testing"
-
-	"github.com/go-dsync/dsync/dsync"
 )
 
 // TestTransferQueueReads: what the leader and the waiting candidates
@@ -13,10 +11,10 @@ import (
 // holds (a late handover, of a term that ended, is ignored), and only
 // if the candidate waits behind it.
 func TestTransferQueueReads(t *testing.T) {
-	claim := func(owner string, token uint64, holds, expired bool) dsync.ClaimInfo {
-		return dsync.ClaimInfo{Owner: owner, Token: token, Holds: holds, Expired: expired}
+	claim := func(owner string, token uint64, holds, expired bool) claimInfo {
+		return claimInfo{Owner: owner, Token: token, Holds: holds, Expired: expired}
 	}
-	q := []dsync.ClaimInfo{
+	q := []claimInfo{
 		claim("old", 5, false, true), // expired, not ended yet
 		claim("L", 7, true, false),
 		claim("a", 8, false, false),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestTransferRequest: a transfer request for the leader's term is acted
@@ -297,7 +298,7 @@ func TestTransferRequestOfTheTermLeadingNow(t *testing.T) {
 		if err != nil || len(ms) != 2 {
 			t.Errorf("members after the request: %+v, %v; want a and b alone", ms, err)
 		}
-		q, err := op.c.Queue(ctx, leader.LockKey("cron"))
+		q, err := statuspage.NewReader(op.c).Queue(ctx, leader.LockKey("cron"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,14 +28,14 @@ func (e *Election) readLeader(ctx context.Context) (Info, error) {
 // later one advertises.
 func leaderOf(ctx context.Context, c *dsync.Client, members MemberStore, election string) (Info, error) {
 	for stale := 0; ; stale++ {
-		q, err := c.Queue(ctx, LockKey(election))
+		q, err := readQueue(ctx, c, LockKey(election))
 		if err != nil {
 			return Info{}, err
 		}
 		// The first claim that holds: claims before it whose lease
-		// expired (ClaimInfo.Expired) lead no more, though nothing has
+		// expired (statuspage.ClaimInfo.Expired) lead no more, though nothing has
 		// ended them yet (a read does not).
-		i := slices.IndexFunc(q, func(ci dsync.ClaimInfo) bool { return ci.Holds })
+		i := slices.IndexFunc(q, func(ci claimInfo) bool { return ci.Holds })
 		if i < 0 {
 			return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, election)
 		}

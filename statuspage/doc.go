@@ -1,6 +1,6 @@
-// Package statuspage serves a live, read-only web page of a dsync store.
-// It decides nothing about who may see it: do not mount it without
-// authentication of your own.
+// Package statuspage shows a dsync store to people: a live, read-only web
+// page, and the Reader it reads through. The page decides nothing about
+// who may see it: do not mount it without authentication of your own.
 //
 // The page shows:
 //
@@ -36,4 +36,45 @@
 // The page's HTML, CSS and JavaScript are embedded in the binary and use
 // no framework: nothing is fetched from the internet. `dsync status --web`
 // serves the same page from the command line.
+//
+// # Reading a store
+//
+// A Reader (NewReader) is what the page, `dsync status` and a program read
+// a store through, so that all of them see the same store alike. It reads
+// the keys and their queues (List, Queue, HasKey, ListOrder), the sessions
+// operators revoked (Revocations), the holds that stalled (Stalls), and,
+// walking the keys (Walk, WalkNamed), whether a Once ran to success
+// (dsync.Once.Done), who leads an election (leader.Election.Leader, on a
+// watcher that never campaigns), who stands by (leader.MemberStore.Members)
+// and the members of a partition drained (Drained). It claims no key.
+//
+// The contract of its reads:
+//
+//   - Reading writes nothing: a Reader's reads, and leadermongo's Members,
+//     Directives and MembersAndDirectives, create no collection or index,
+//     end no claim (not even one whose session expired) and need only
+//     MongoDB's read role; a database nothing uses reads as empty, and is
+//     left so. Until the Client's first claim, they learn the store's
+//     bucket span from its protocol document, and on MongoDB sample the
+//     server's clock with hello.
+//   - Walk hands each lock and election to a Sink as soon as it is read,
+//     in the store's order (a long list streams); an error of the Sink
+//     ends the walk and is returned as it is.
+//   - Every primitive is told by its key (KindOf): each kind but the
+//     Mutex keeps its keys under a prefix of its own.
+//   - Each LockState and ElectionState carries Reader.Now as its read
+//     ended: the store's time when the caller has it. How long a claim was
+//     held or has left is the presenter's to count from it.
+//   - A walk asks the store for one key more than Selection.Limit, to
+//     tell whether more follow (Listed.More), and says where the next
+//     page starts (Listed.Next) only where the store lists in the order
+//     of the keys' bytes (OrderBytes); a Selection.After elsewhere is
+//     ErrAfterUnsupported.
+//   - An election's leader and its lease are two reads; when a term
+//     begins or ends between them they disagree, and are read again, a
+//     few times.
+//   - The shards of a leader.Partition are elections like any other to
+//     the Reader; Stream and ShardSet gather them by partition.
+//
+// Compact, the one write here, is an operator's, and not a Reader's.
 package statuspage

@@ -67,3 +67,36 @@ func statusJSON(url string) statuspage.Snapshot {
 	}
 	return snap
 }
+
+// A page of the keys that begin with "report-", with who holds each, and
+// the next page where the store can resume after a key.
+func ExampleReader_List() {
+	c, err := dsync.NewClient(memory.New()) // in production, over dsyncmongo.NewStore(db)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	r := statuspage.NewReader(c)
+
+	opts := statuspage.ListOptions{Prefix: "report-", Limit: 100}
+	for {
+		last, n := "", 0
+		for k, err := range r.List(ctx, opts) {
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			if len(k.Queue) == 0 {
+				fmt.Println(k.Key, "free")
+			} else {
+				fmt.Println(k.Key, "held by", k.Queue[0].Owner, "with token", k.Queue[0].Token, "and", len(k.Queue)-1, "waiting")
+			}
+			last, n = k.Key, n+1
+		}
+		if order, err := r.ListOrder(ctx); err != nil || order != statuspage.OrderBytes || n < opts.Limit {
+			return // the end, or a store that streams instead (OrderFirstUse): list without a limit there
+		}
+		opts.After = last
+	}
+}

@@ -4,36 +4,33 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/partitions"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 )
 
-// Stream makes the Records of one read of the store, as the page fills them
-// in. The page gathers them into its Snapshot, and the dsync command's
-// `status --json` prints them, so that the two say the same thing alike. It
-// is for that command: its sink takes what the reader both use,
-// internal/statusread, hands out, and code outside this module cannot
-// import that package.
+// Stream makes the Records of one read of the store (Reader.Walk), as the
+// page fills them in. The page gathers them into its Snapshot, and the
+// dsync command's `status --json` prints them, so that the two say the
+// same thing alike.
 //
 // The sink emits the Record of each lock and election at once, but for the
 // elections that are a partition's shards. end emits the partitions whose
 // shards were read, each with its drained members as drained reads them
 // (nil: none), then the revocations, newest first, then the stall records,
-// newest first. A claim of a session in revocations is marked Revoked. The
+// newest first, each with the Kind and Name of its Key (KindOf). A claim
+// of a session in revocations is marked Revoked. The
 // fields only a caller knows (a Claim's and a Leader's CommandPID, the
 // Summary) are the caller's to fill in. An error of emit or drained is
 // returned as it is.
-func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, drained func(partition string) ([]statusread.Drained, error), emit func(Record) error) (sink statusread.Sink, end func() error) {
+func Stream(revocations []Revocation, stalls []Stall, drained func(partition string) ([]DrainedMember, error), emit func(Record) error) (sink Sink, end func() error) {
 	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations))}
 	for _, r := range revocations {
 		s.revoked[r.Session] = true
-		s.revocations = append(s.revocations, Revocation{Session: r.Session, By: r.By, Reason: r.Reason, At: r.At})
 	}
+	s.revocations = slices.Clone(revocations)
 	slices.SortFunc(s.revocations, func(a, b Revocation) int { return b.At.Compare(a.At) }) // newest first
-	for _, st := range stalls {
-		s.stalls = append(s.stalls, stallOf(st))
+	s.stalls = slices.Clone(stalls)
+	for i := range s.stalls {
+		s.stalls[i].Kind, s.stalls[i].Name = KindOf(s.stalls[i].Key)
 	}
 	slices.SortFunc(s.stalls, func(a, b Stall) int { return b.At.Compare(a.At) }) // newest first
 	return s, s.end
@@ -42,19 +39,19 @@ func Stream(revocations []dsync.Revocation, stalls []dsync.Stall, drained func(p
 // A stream is the sink of Stream.
 type stream struct {
 	emit        func(Record) error
-	drained     func(partition string) ([]statusread.Drained, error) // nil: none
-	revocations []Revocation                                         // newest first
-	revoked     map[string]bool                                      // their sessions
-	stalls      []Stall                                              // newest first
-	shards      partitions.Set[Election]
+	drained     func(partition string) ([]DrainedMember, error) // nil: none
+	revocations []Revocation                                    // newest first
+	revoked     map[string]bool                                 // their sessions
+	stalls      []Stall                                         // newest first
+	shards      ShardSet[Election]
 }
 
-func (s *stream) Lock(rl statusread.Lock) error {
+func (s *stream) Lock(rl LockState) error {
 	l := lockOf(rl, s.revoked)
 	return s.emit(Record{Lock: &l})
 }
 
-func (s *stream) Election(re statusread.Election) error {
+func (s *stream) Election(re ElectionState) error {
 	e := electionOf(re)
 	if s.shards.Add(e.Name, e) {
 		return nil // in its partition's Record, at the end
@@ -69,9 +66,7 @@ func (s *stream) end() error {
 			if err != nil {
 				return err
 			}
-			for _, d := range ds {
-				p.Drained = append(p.Drained, DrainedMember{ID: d.ID, Host: d.Host, PID: d.PID, By: d.By, Reason: d.Reason, At: d.At})
-			}
+			p.Drained = append(p.Drained, ds...)
 		}
 		if err := s.emit(Record{Partition: &p}); err != nil {
 			return err
@@ -90,16 +85,9 @@ func (s *stream) end() error {
 	return nil
 }
 
-// stallOf is st as the schema shows it.
-func stallOf(st dsync.Stall) Stall {
-	kind, name := statusread.KindOf(st.Key)
-	return Stall{Key: st.Key, Kind: kind, Name: name, Token: st.Token, Owner: st.Owner, Host: st.Host, PID: st.PID,
-		Session: st.Session, Nonce: st.Nonce, Since: st.Since, LastProgress: st.LastProgress, At: st.At}
-}
-
 // lockOf is rl as the schema shows it, marking the claims of the
 // revoked sessions.
-func lockOf(rl statusread.Lock, revoked map[string]bool) Lock {
+func lockOf(rl LockState, revoked map[string]bool) Lock {
 	l := Lock{Key: rl.Key, Kind: rl.Kind, Name: rl.Name, State: rl.State(), Holders: []Claim{}, Waiting: []Claim{}}
 	for _, c := range rl.Holders {
 		l.Holders = append(l.Holders, claimOf(c, rl.Now, revoked))
@@ -110,7 +98,7 @@ func lockOf(rl statusread.Lock, revoked map[string]bool) Lock {
 	return l
 }
 
-func claimOf(c dsync.ClaimInfo, now time.Time, revoked map[string]bool) Claim {
+func claimOf(c ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 	return Claim{
 		Token: c.Token, Owner: c.Owner, Host: c.Host, PID: c.PID,
 		Mode: c.Mode.String(), Weight: c.Weight, Limit: c.Limit,
@@ -120,7 +108,7 @@ func claimOf(c dsync.ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 }
 
 // electionOf is re as the schema shows it.
-func electionOf(re statusread.Election) Election {
+func electionOf(re ElectionState) Election {
 	now := re.Now
 	e := Election{Name: re.Name, Key: leader.LockKey(re.Name), Members: []Member{}}
 	if info := re.Leader; info != nil {
@@ -138,7 +126,7 @@ func electionOf(re statusread.Election) Election {
 }
 
 // partitionsOf returns the partitions among set's shards.
-func partitionsOf(set *partitions.Set[Election]) []Partition {
+func partitionsOf(set *ShardSet[Election]) []Partition {
 	ps := []Partition{}
 	for _, p := range set.Partitions() {
 		sp := Partition{Name: p.Name, Shards: []Shard{}, Drained: []DrainedMember{}}

@@ -141,7 +141,7 @@ type Revocation struct {
 	At      time.Time `json:"at"` // store time
 }
 
-// A Stall is the record of a hold that stalled (dsync.Client.Stalls). Its
+// A Stall is the record of a hold that stalled (Reader.Stalls). Its
 // work reported no progress within its progress deadline, so its holder
 // gave the hold up and released the claim.
 type Stall struct {

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // A drain record is kept whatever it names, and a member that is not
@@ -93,11 +93,11 @@ func partitionNames(ctx context.Context, c *dsync.Client) (names []string, more 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prefix := leader.LockKey("")
-	for ks, err := range c.List(ctx, dsync.ListOptions{Prefix: prefix}) {
+	for ks, err := range statuspage.NewReader(c).List(ctx, statuspage.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return nil, false, err
 		}
-		name, _, ok := partitions.ShardOf(strings.TrimPrefix(ks.Key, prefix))
+		name, _, ok := statuspage.ShardOf(strings.TrimPrefix(ks.Key, prefix))
 		if !ok || slices.Contains(names, shownName(name)) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // acquire takes the lock as the flags say, saying so when it has to wait.
@@ -74,12 +75,12 @@ func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) 
 	}
 	// The head of the lock's queue: its holder, or the claim whose turn
 	// has just come.
-	q, err := b.Queue(ctx, name)
+	q, err := statuspage.NewReader(b).Queue(ctx, name)
 	if err != nil {
 		return "its holder cannot be read: " + oneLine(err)
 	}
 	// Claims before it whose session expired hold no more (Expired).
-	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds })
 	if i < 0 {
 		return "it is free now"
 	}
@@ -96,14 +97,14 @@ func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) 
 // message: "3/3 units held (first by HOST, pid N, token T)". The claims of
 // the queue that hold by the grant rule (or are about to) count.
 func describeUnits(ctx context.Context, b *dsync.Client, name string) string {
-	q, err := b.Queue(ctx, dsync.NamespacedKey("sem", name))
+	q, err := statuspage.NewReader(b).Queue(ctx, statuspage.NamespacedKey("sem", name))
 	switch {
 	case err != nil:
 		return "its holders cannot be read: " + oneLine(err)
 	case len(q) == 0:
 		return "it is free now"
 	}
-	first := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	first := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds })
 	if first < 0 {
 		return "it is free now"
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 const revokeUsage = `Usage: dsync revoke (--key K | --process SESSION) --reason TEXT [flags]
@@ -112,13 +113,13 @@ func keyHolder(ctx context.Context, c *dsync.Client, store driver.Store, key str
 	if err := store.Prepare(ctx); err != nil {
 		return "", err
 	}
-	q, err := c.Queue(ctx, key)
+	q, err := statuspage.NewReader(c).Queue(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	// Its holder: claims before it whose session expired hold no more
 	// (Expired), and need no revoke.
-	i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds })
 	if i < 0 {
 		return "", fmt.Errorf("%s is not held", key)
 	}

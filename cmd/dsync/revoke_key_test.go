@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // aheadUntilPrepared is a memory store as dsyncmongo's is behind a mongos
@@ -81,7 +82,7 @@ func TestRevokeKeyPicksByTheWriteClock(t *testing.T) {
 		go func() { waited <- wm.LockContext(wctx) }()
 		synctest.Wait() // the waiter queued
 
-		q, err := client(mem, time.Minute).Queue(ctx, "k")
+		q, err := statuspage.NewReader(client(mem, time.Minute)).Queue(ctx, "k")
 		if err != nil || len(q) != 2 || !q[0].Holds {
 			t.Fatalf("Queue(k) = %+v, %v; want a holder and a waiter", q, err)
 		}

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/statuspage"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // dsync status: the command, its flags and exit statuses. What it reads
-// is in status_read.go (through internal/statusread), how it prints it in
+// is in status_read.go (through a statuspage.Reader), how it prints it in
 // status_table.go, status_json.go, status_revoked.go, status_stalls.go,
 // status_drained.go and, for the shards of partitions, status_shards.go.
 
@@ -252,7 +252,9 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	}
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs, stalls, func(partition string) ([]statusread.Drained, error) { return store.reader.Drained(ctx, partition) })
+		out = newJSONSink(os.Stdout, rs, stalls, func(partition string) ([]statuspage.DrainedMember, error) {
+			return store.reader.Drained(ctx, partition)
+		})
 	} else {
 		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
 	}
@@ -283,7 +285,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 // a nil error if neither.
 func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, error) {
 	switch {
-	case errors.Is(err, dsync.ErrAfterUnsupported):
+	case errors.Is(err, statuspage.ErrAfterUnsupported):
 		return exitUsage, fmt.Errorf("--after: the server is FerretDB, which lists names in the order of their first use, and cannot resume after a name without reading every name before it: list without --after (the list streams), or narrow it with --prefix")
 	case err != nil:
 		return exitFailure, err
@@ -299,7 +301,7 @@ func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, e
 
 // printTail prints, after the table, the revocations, the stalls and the
 // partitions' drained members.
-func printTail(ctx context.Context, store *statusStore, out statusSink, rs []dsync.Revocation, stalls []dsync.Stall, now time.Time) error {
+func printTail(ctx context.Context, store *statusStore, out statusSink, rs []statuspage.Revocation, stalls []statuspage.Stall, now time.Time) error {
 	if err := printRevocations(os.Stdout, rs); err != nil {
 		return err
 	}
@@ -337,7 +339,7 @@ func idleTimeout(parent context.Context, d time.Duration) (ctx context.Context, 
 
 // A statusSink prints what status reads, as it is read.
 type statusSink interface {
-	statusread.Sink
+	statuspage.Sink
 	// done prints what follows the last lock and election.
 	done(s statusSummary) error
 }
@@ -349,23 +351,23 @@ type sinkKicking struct {
 	kick func()
 }
 
-func (s sinkKicking) Lock(l statusread.Lock) error {
+func (s sinkKicking) Lock(l statuspage.LockState) error {
 	s.kick()
 	return s.statusSink.Lock(l)
 }
 
-func (s sinkKicking) Election(e statusread.Election) error {
+func (s sinkKicking) Election(e statuspage.ElectionState) error {
 	s.kick()
 	return s.statusSink.Election(e)
 }
 
 // A statusSummary is what status says after the locks and elections:
-// what the read found (statusread.Listed), and when.
+// what the read found (statuspage.Listed), and when.
 type statusSummary struct {
 	now    time.Time     // server time at the end
 	within time.Duration // uncertainty of the server times
 	sel    selection     // what was read
-	statusread.Listed
+	statuspage.Listed
 	// database and collection are where status read; when it found
 	// nothing, elsewhere are the other databases that have such a
 	// collection, and hint says how to read one.

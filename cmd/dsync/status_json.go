@@ -8,8 +8,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -25,7 +23,7 @@ import (
 // jsonSink prints each lock and election on a line of its own, as it is
 // read.
 type jsonSink struct {
-	statusread.Sink              // statuspage.Stream's
+	statuspage.Sink              // statuspage.Stream's
 	end             func() error // statuspage.Stream's
 	enc             *json.Encoder
 	cmds            commandFinder
@@ -34,7 +32,7 @@ type jsonSink struct {
 // newJSONSink returns a sink that prints to w, marks the claims of the
 // sessions that rs revoked, and prints, at the end, the partitions with
 // the members that drained reads drained (nil: none), rs and stalls.
-func newJSONSink(w io.Writer, rs []dsync.Revocation, stalls []dsync.Stall, drained func(partition string) ([]statusread.Drained, error)) *jsonSink {
+func newJSONSink(w io.Writer, rs []statuspage.Revocation, stalls []statuspage.Stall, drained func(partition string) ([]statuspage.DrainedMember, error)) *jsonSink {
 	s := &jsonSink{enc: json.NewEncoder(w)}
 	s.Sink, s.end = statuspage.Stream(rs, stalls, drained, s.print)
 	return s

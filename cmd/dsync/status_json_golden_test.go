@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestStatusJSONGolden: dsync status --json prints, byte for byte, the
@@ -25,31 +24,31 @@ import (
 func TestStatusJSONGolden(t *testing.T) {
 	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
 	now := at(30)
-	claim := func(token uint64, host string, pid int, session string, queued, expires int) dsync.ClaimInfo {
-		return dsync.ClaimInfo{Token: token, Owner: "owner-" + session, Session: session, Host: host, PID: pid,
-			QueuedAt: at(queued), ExpiresAt: at(expires), Mode: dsync.ModeExclusive, Holds: true}
+	claim := func(token uint64, host string, pid int, session string, queued, expires int) statuspage.ClaimInfo {
+		return statuspage.ClaimInfo{Token: token, Owner: "owner-" + session, Session: session, Host: host, PID: pid,
+			QueuedAt: at(queued), ExpiresAt: at(expires), Mode: statuspage.ModeExclusive, Holds: true}
 	}
-	jobs := statusread.Lock{Key: "jobs", Kind: statusread.KindMutex, Name: "jobs", Now: now,
-		Holders: []dsync.ClaimInfo{claim(7, "here", 100, "s1", 10, 45)}}
+	jobs := statuspage.LockState{Key: "jobs", Kind: statuspage.KindMutex, Name: "jobs", Now: now,
+		Holders: []statuspage.ClaimInfo{claim(7, "here", 100, "s1", 10, 45)}}
 	waiter := claim(8, "there", 200, "s2", 20, 25) // its lease ends before now
 	waiter.Holds = false
-	jobs.Waiting = []dsync.ClaimInfo{waiter}
+	jobs.Waiting = []statuspage.ClaimInfo{waiter}
 	sem := claim(3, "there", 201, "s3", 29, 40)
 	sem.QueuedAt = sem.QueuedAt.Add(1500 * time.Microsecond) // 998.5ms before now: 998
-	sem.Mode, sem.Weight, sem.Limit = dsync.ModeWeighted, 2, 3
+	sem.Mode, sem.Weight, sem.Limit = statuspage.ModeWeighted, 2, 3
 	cfg1, cfg2 := claim(4, "here", 102, "s4", 1, 40), claim(5, "there", 202, "s5", 2, 40)
-	cfg1.Mode, cfg2.Mode = dsync.ModeShared, dsync.ModeShared
-	locks := []statusread.Lock{jobs,
-		{Key: "dsync:rw/cfg", Kind: statusread.KindRWMutex, Name: "cfg", Now: now, Holders: []dsync.ClaimInfo{cfg1, cfg2}},
-		{Key: "dsync:sem/encode", Kind: statusread.KindSemaphore, Name: "encode", Now: now, Holders: []dsync.ClaimInfo{sem}},
-		{Key: "dsync:once/migrate", Kind: statusread.KindOnce, Name: "migrate", Now: now, Done: true},
-		{Key: "dsync:team/free", Kind: statusread.KindMutex, Name: "dsync:team/free", Now: now},
+	cfg1.Mode, cfg2.Mode = statuspage.ModeShared, statuspage.ModeShared
+	locks := []statuspage.LockState{jobs,
+		{Key: "dsync:rw/cfg", Kind: statuspage.KindRWMutex, Name: "cfg", Now: now, Holders: []statuspage.ClaimInfo{cfg1, cfg2}},
+		{Key: "dsync:sem/encode", Kind: statuspage.KindSemaphore, Name: "encode", Now: now, Holders: []statuspage.ClaimInfo{sem}},
+		{Key: "dsync:once/migrate", Kind: statuspage.KindOnce, Name: "migrate", Now: now, Done: true},
+		{Key: "dsync:team/free", Kind: statuspage.KindMutex, Name: "dsync:team/free", Now: now},
 	}
 	lead := func(id, host string, pid int, token uint64, since int) *leader.Info {
 		return &leader.Info{ID: id, Host: host, PID: pid, Version: "v1", Since: at(since), Token: token, Value: "at " + id, Rev: 2}
 	}
-	lease := func(c dsync.ClaimInfo) *dsync.ClaimInfo { return &c }
-	elections := []statusread.Election{
+	lease := func(c statuspage.ClaimInfo) *statuspage.ClaimInfo { return &c }
+	elections := []statuspage.ElectionState{
 		{Name: "billing", Now: now, Leader: lead("c1", "here", 100, 9, 5), Lease: lease(claim(9, "here", 100, "s1", 5, 45)),
 			Members: []leader.Member{
 				{ID: "c1", Host: "here", PID: 100, Version: "v1", LastSeen: at(28), Value: "at c1", Term: 9},
@@ -59,24 +58,24 @@ func TestStatusJSONGolden(t *testing.T) {
 		{Name: "solo", Now: now, Leader: lead("c3", "there", 204, 2, 12)}, // its term ended as it was read
 		{Name: "grid#0", Now: now, Leader: lead("c4", "here", 102, 11, 3), Lease: lease(claim(11, "here", 102, "s4", 3, 31))},
 	}
-	revocations := []dsync.Revocation{
+	revocations := []statuspage.Revocation{
 		{Session: "s9", By: "ops@a", Reason: "old", At: at(1)},
 		{Session: "s2", By: "ops@b", Reason: "stuck", At: at(20)},
 	}
 
-	stalls := []dsync.Stall{
+	stalls := []statuspage.Stall{
 		{Key: "jobs", Token: 6, Owner: "owner-s7", Session: "s7", Nonce: "n7", Host: "there", PID: 207, At: at(2)},
 		{Key: "dsync:sem/encode", Token: 2, Owner: "owner-s8", Session: "s8", Nonce: "n8", Host: "here", PID: 108,
 			Since: at(11), LastProgress: at(15), At: at(25)},
 	}
 
 	var out bytes.Buffer
-	drained := func(partition string) ([]statusread.Drained, error) {
+	drained := func(partition string) ([]statuspage.DrainedMember, error) {
 		if partition != "grid" {
 			t.Errorf("drained members of %q read; want only grid's", partition)
 			return nil, nil
 		}
-		return []statusread.Drained{
+		return []statuspage.DrainedMember{
 			{ID: "m1", Host: "here", PID: 105, By: "ops@a", Reason: "disk", At: at(6)},
 			{ID: "m2", By: "ops@b", At: at(7)}, // no status seen
 		}, nil
@@ -94,7 +93,7 @@ func TestStatusJSONGolden(t *testing.T) {
 		}
 	}
 	sum := statusSummary{now: now, within: 1200 * time.Microsecond, sel: selection{prefix: "j", after: "a"},
-		Listed:   statusread.Listed{Order: dsync.OrderBytes, Locks: 5, Elections: 4, More: true, Next: "solo"},
+		Listed:   statuspage.Listed{Order: statuspage.OrderBytes, Locks: 5, Elections: 4, More: true, Next: "solo"},
 		database: "app", collection: "locks", elsewhere: []string{"other"}}
 	if err := sink.done(sum); err != nil {
 		t.Fatal(err)

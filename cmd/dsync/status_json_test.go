@@ -15,7 +15,6 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/statuspage"
@@ -82,7 +81,7 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(err)
 		must(doomed.LockContext(ctx))
 		synctest.Wait() // the waiter's claim and the keys' records are written
-		queue, err := client().Queue(ctx, "doomed")
+		queue, err := statuspage.NewReader(client()).Queue(ctx, "doomed")
 		must(err)
 		must(s.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: queue[0].Session, By: "ops@host", Reason: "stuck", At: s.ServerTime().Latest}))
 		stalledAt := s.ServerTime().Latest
@@ -102,14 +101,15 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(json.Unmarshal(rec.Body.Bytes(), &page))
 
 		var out bytes.Buffer
-		r := &statusread.Reader{Client: reader, Members: members, Seen: dsync.DefaultTTL, Now: func() time.Time { return now }}
+		r := statuspage.NewReader(reader)
+		r.Members, r.Now = members, func() time.Time { return now }
 		rs, err := r.Revocations(ctx)
 		must(err)
 		stalls, err := r.Stalls(ctx)
 		must(err)
-		sink := newJSONSink(&out, rs, stalls, func(partition string) ([]statusread.Drained, error) { return r.Drained(ctx, partition) })
+		sink := newJSONSink(&out, rs, stalls, func(partition string) ([]statuspage.DrainedMember, error) { return r.Drained(ctx, partition) })
 		sink.cmds.host = "(none)" // the command pids are the command's own: none here
-		listed, err := r.List(ctx, statusread.Selection{}, sink)
+		listed, err := r.Walk(ctx, statuspage.Selection{}, sink)
 		must(err)
 		must(sink.done(statusSummary{now: now, Listed: listed}))
 		st := parseStatusJSON(t, out.String())

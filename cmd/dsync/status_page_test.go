@@ -125,7 +125,7 @@ func TestStatusPages(t *testing.T) {
 	// The keys are recorded in the background: wait for them.
 	for {
 		n := 0
-		for _, err := range b.List(ctx, dsync.ListOptions{}) {
+		for _, err := range statuspage.NewReader(b).List(ctx, statuspage.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,12 +136,12 @@ func TestStatusPages(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	order, err := b.ListOrder(ctx)
+	order, err := statuspage.NewReader(b).ListOrder(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pages := slices.DeleteFunc(slices.Clone(used), func(k string) bool { return !strings.HasPrefix(k, "page/") })
-	if order == dsync.OrderBytes {
+	if order == statuspage.OrderBytes {
 		slices.Sort(pages)
 	}
 	status := func(args ...string) outcome {
@@ -161,7 +161,7 @@ func TestStatusPages(t *testing.T) {
 		}
 	}
 	wantNext := ""
-	if order == dsync.OrderBytes {
+	if order == statuspage.OrderBytes {
 		wantNext = pages[9]
 	}
 	if s := st.summary; !s.More || s.Next != wantNext || s.Prefix != "page/" || s.Order != order.String() || s.Now.IsZero() || s.Clock != "store" || s.UncertaintyMS <= 0 {
@@ -169,7 +169,7 @@ func TestStatusPages(t *testing.T) {
 	}
 
 	// The rest, a page at a time, where the order allows it.
-	if order == dsync.OrderBytes {
+	if order == statuspage.OrderBytes {
 		all := st.names
 		for next := st.summary.Next; next != ""; {
 			r := status("--json", "--prefix", "page/", "--limit", "10", "--after", next)
@@ -196,7 +196,7 @@ func TestStatusPages(t *testing.T) {
 	r = status("--json")
 	st = parseStatusJSON(t, r.stdout)
 	want := slices.Clone(used)
-	if order == dsync.OrderBytes {
+	if order == statuspage.OrderBytes {
 		slices.Sort(want)
 	}
 	if r.code != 0 || !slices.Equal(st.names, want) || st.summary.More || st.summary.Next != "" {
@@ -225,7 +225,7 @@ func TestStatusPages(t *testing.T) {
 		}
 	}
 	note := "(more follow: dsync status --limit 3 --after " + pages[2] + " --prefix page/)"
-	if order != dsync.OrderBytes {
+	if order != statuspage.OrderBytes {
 		note = "(more follow; this server lists in the order of first use"
 	}
 	if !strings.HasPrefix(lines[4], note) {

@@ -2,8 +2,8 @@
 
 package main
 
-// What dsync status reads: the store through internal/statusread, the
-// reader it shares with the status page (statuspage), in the server's
+// What dsync status reads: the store through a statuspage.Reader, the
+// reader it shares with the status page, in the server's
 // time. This file adds what only the command needs: the server's clock
 // from clockcheck, and the Client and member store made from the
 // command's flags. The Client's reads write nothing and create nothing
@@ -23,7 +23,7 @@ import (
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
-	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // A statusStore is the store as dsync status reads it, open until close.
@@ -33,7 +33,7 @@ type statusStore struct {
 	within    time.Duration    // the uncertainty of serverNow
 	// client and reader read the store.
 	client *dsync.Client
-	reader *statusread.Reader
+	reader *statuspage.Reader
 }
 
 // openStatus measures the server's clock, and opens what reads g's
@@ -65,7 +65,8 @@ func openStatus(ctx context.Context, g *globals, db *mongo.Database, seen time.D
 		return nil, err
 	}
 	s.client = locks
-	s.reader = &statusread.Reader{Client: locks, Members: members, Seen: seen, Now: s.serverNow, MaxKeyLen: dsyncmongo.MaxKeyLen}
+	s.reader = statuspage.NewReader(locks)
+	s.reader.Members, s.reader.Seen, s.reader.Now, s.reader.MaxKeyLen = members, seen, s.serverNow, dsyncmongo.MaxKeyLen
 	return s, nil
 }
 
@@ -83,12 +84,12 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 	sum := statusSummary{within: s.within, sel: sel}
 	var err error
 	if sel.name != "" {
-		sum.Listed, err = s.reader.Named(ctx, sel.name, out)
+		sum.Listed, err = s.reader.WalkNamed(ctx, sel.name, out)
 	} else {
-		sum.Listed, err = s.reader.List(ctx, statusread.Selection{Prefix: sel.prefix, After: sel.after, Limit: sel.limit}, out)
+		sum.Listed, err = s.reader.Walk(ctx, statuspage.Selection{Prefix: sel.prefix, After: sel.after, Limit: sel.limit}, out)
 	}
 	switch {
-	case errors.Is(err, dsync.ErrAfterUnsupported):
+	case errors.Is(err, statuspage.ErrAfterUnsupported):
 		return sum, err
 	case err != nil:
 		return sum, fmt.Errorf("reading %s: %w", s.where, err)
@@ -98,12 +99,12 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 }
 
 // revocations reads the sessions operators revoked.
-func (s *statusStore) revocations(ctx context.Context) ([]dsync.Revocation, error) {
+func (s *statusStore) revocations(ctx context.Context) ([]statuspage.Revocation, error) {
 	return s.reader.Revocations(ctx)
 }
 
 // stalls reads the stall records.
-func (s *statusStore) stalls(ctx context.Context) ([]dsync.Stall, error) {
+func (s *statusStore) stalls(ctx context.Context) ([]statuspage.Stall, error) {
 	return s.reader.Stalls(ctx)
 }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The revocations dsync status shows after the locks and elections (see
@@ -17,7 +17,7 @@ import (
 
 // printRevocations prints rs as the table's last lines (--json prints
 // them as records of their own: status_json.go).
-func printRevocations(w io.Writer, rs []dsync.Revocation) error {
+func printRevocations(w io.Writer, rs []statuspage.Revocation) error {
 	if len(rs) == 0 {
 		return nil
 	}

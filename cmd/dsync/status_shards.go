@@ -4,7 +4,7 @@ package main
 
 // How dsync status shows the shards of a leader.Partition: each shard is
 // the election "NAME#I", read as every election is, and gathered by
-// internal/partitions (which the status page uses too) into a table of
+// statuspage.ShardSet (which the status page uses too) into a table of
 // its own after the elections (--json prints them as the status page
 // does: status_json.go).
 
@@ -13,8 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/partitions"
-	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // writePartitions prints the table of the partitions' shards: one line
@@ -32,7 +31,7 @@ func (t *tableSink) writePartitions(w io.Writer) {
 }
 
 // shardRow is the table's line of shard i, read as election e.
-func shardRow(name string, i int, e statusread.Election, cell func(string, int) string) []string {
+func shardRow(name string, i int, e statuspage.ElectionState, cell func(string, int) string) []string {
 	if e.Leader == nil {
 		return []string{name, strconv.Itoa(i), "-", "no owner", "-", "-"}
 	}
@@ -45,4 +44,4 @@ func shardRow(name string, i int, e statusread.Election, cell func(string, int) 
 }
 
 // shardSet is what each sink gathers.
-type shardSet = partitions.Set[statusread.Election]
+type shardSet = statuspage.ShardSet[statuspage.ElectionState]

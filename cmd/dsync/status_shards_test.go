@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The shards of a partition are printed in a table of their own, in shard
@@ -19,11 +18,11 @@ func TestShardTable(t *testing.T) {
 	var out strings.Builder
 	sink := newTableSink(&out, "", "db.coll", selection{})
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	owned := func(name string, token uint64) statusread.Election {
-		return statusread.Election{Name: name, Now: now, Leader: &leader.Info{ID: "c", Host: "h1", PID: 42, Token: token},
-			Lease: &dsync.ClaimInfo{Token: token, Holds: true, ExpiresAt: now.Add(2 * time.Second)}}
+	owned := func(name string, token uint64) statuspage.ElectionState {
+		return statuspage.ElectionState{Name: name, Now: now, Leader: &leader.Info{ID: "c", Host: "h1", PID: 42, Token: token},
+			Lease: &statuspage.ClaimInfo{Token: token, Holds: true, ExpiresAt: now.Add(2 * time.Second)}}
 	}
-	for _, e := range []statusread.Election{owned("jobs#1", 7), {Name: "jobs#0", Now: now}, owned("solo", 3)} {
+	for _, e := range []statuspage.ElectionState{owned("jobs#1", 7), {Name: "jobs#0", Now: now}, owned("solo", 3)} {
 		if err := sink.Election(e); err != nil {
 			t.Fatal(err)
 		}

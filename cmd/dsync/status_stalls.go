@@ -8,8 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The stall records dsync status shows after the revocations: which hold
@@ -24,17 +23,17 @@ const recentStall = time.Hour
 // printStalls prints ss as the table's last lines, judged at now, the
 // server's time (--json prints them as records of their own:
 // status_json.go).
-func printStalls(w io.Writer, ss []dsync.Stall, now time.Time) error {
+func printStalls(w io.Writer, ss []statuspage.Stall, now time.Time) error {
 	if len(ss) == 0 {
 		return nil
 	}
 	ss = slices.Clone(ss)
-	slices.SortFunc(ss, func(a, b dsync.Stall) int { return b.At.Compare(a.At) }) // newest first
+	slices.SortFunc(ss, func(a, b statuspage.Stall) int { return b.At.Compare(a.At) }) // newest first
 	if _, err := fmt.Fprintf(w, "\nstalled holds:\n"); err != nil {
 		return err
 	}
 	for _, s := range ss {
-		kind, name := statusread.KindOf(s.Key)
+		kind, name := statuspage.KindOf(s.Key)
 		mark := ""
 		if now.Sub(s.At) < recentStall {
 			mark = "  (last hour)"

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestPrintStalls: the table's stall records come newest first, each
@@ -21,7 +21,7 @@ import (
 func TestPrintStalls(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
-	err := printStalls(&out, []dsync.Stall{
+	err := printStalls(&out, []statuspage.Stall{
 		{Key: "jobs", Token: 4, Owner: "o1", Session: "s1", Host: "h1", PID: 11, At: now.Add(-2 * time.Hour)},
 		{Key: "dsync:sem/encode", Token: 9, Owner: "o2", Session: "s2", Host: "h2", PID: 22,
 			Since: now.Add(-11 * time.Minute), LastProgress: now.Add(-10 * time.Minute), At: now.Add(-5 * time.Minute)},

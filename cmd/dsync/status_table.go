@@ -16,8 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // Table cells are cut to these widths (in terminal columns), so that one
@@ -54,7 +54,7 @@ type tableSink struct {
 	page      [][]string // lock lines read, not yet printed
 	pageSince time.Time  // when the first of them was read
 	widths    []int      // of the lock table's columns so far
-	elections []statusread.Election
+	elections []statuspage.ElectionState
 	shards    shardSet // the elections that are a partition's shards
 	cut       bool     // a name was cut short
 }
@@ -143,7 +143,7 @@ func (t *tableSink) add(cells ...string) error {
 	return nil
 }
 
-func (t *tableSink) Lock(l statusread.Lock) error {
+func (t *tableSink) Lock(l statuspage.LockState) error {
 	t.locks++
 	name := t.cell(shownName(l.Name), maxNameWidth)
 	if len(l.Holders) == 0 {
@@ -161,7 +161,7 @@ func (t *tableSink) Lock(l statusread.Lock) error {
 	return nil
 }
 
-func (t *tableSink) Election(e statusread.Election) error {
+func (t *tableSink) Election(e statuspage.ElectionState) error {
 	if !t.shards.Add(e.Name, e) {
 		t.elections = append(t.elections, e)
 	}
@@ -244,7 +244,7 @@ func (t *tableSink) writeMore(s statusSummary) {
 
 // electionRows are the rows of election e: its leader first (or "no
 // leader"), then the members standing by.
-func (t *tableSink) electionRows(e statusread.Election) [][]string {
+func (t *tableSink) electionRows(e statuspage.ElectionState) [][]string {
 	name := t.cell(shownName(e.Name), maxNameWidth)
 	term, left := "", "-"
 	if e.Leader != nil {

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/statusread"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The lock table is printed a page of pageLines lines at a time, each
@@ -19,8 +19,8 @@ func TestLockTablePages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out strings.Builder
 		sink := newTableSink(&out, "", "db.coll", selection{})
-		free := func(name string) statusread.Lock {
-			return statusread.Lock{Key: name, Kind: statusread.KindMutex, Name: name}
+		free := func(name string) statuspage.LockState {
+			return statuspage.LockState{Key: name, Kind: statuspage.KindMutex, Name: name}
 		}
 		for i := range pageLines - 1 {
 			if err := sink.Lock(free(fmt.Sprintf("k%d", i))); err != nil {

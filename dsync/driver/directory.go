@@ -7,7 +7,7 @@ import (
 )
 
 // KeyDirectory is the store's directory of keys (Roles.Directory). It holds
-// the keys processes have claimed, which dsync.Client.List reads.
+// the keys processes have claimed, which statuspage.Reader.List reads.
 type KeyDirectory interface {
 	// PutKeys records keys in the directory, in one request where the
 	// store can (a process that claims thousands of new keys records them

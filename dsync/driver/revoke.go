@@ -8,7 +8,7 @@ import (
 // Revocation is an operator's record that a session (a process's lease)
 // must end. It says who asked, when and why. dsync revoke writes it, and
 // the revoked process reads it and retires the session. dsync status, the
-// status page and Client.Revocations list it.
+// status page and statuspage.Reader.Revocations list it.
 //
 // A revocation is a document of its own, inserted once and never
 // changed. A store may delete it once it can no longer matter: when every

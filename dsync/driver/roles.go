@@ -16,10 +16,10 @@ type Roles struct {
 	// dsync reads a queue's claims and their markers one by one (Get).
 	Runs RunReader
 	// Maintenance serves the sweeper. Without it, nothing is compacted:
-	// the documents of idle keys stay, and dsync.Client.Compact fails
+	// the documents of idle keys stay, and statuspage.Compact fails
 	// with an error wrapping errors.ErrUnsupported.
 	Maintenance Maintainer
-	// Directory is the directory of keys that dsync.Client.List reads.
+	// Directory is the directory of keys that statuspage.Reader.List reads.
 	// Without it, claimed keys are not recorded, and List, HasKey and
 	// ListOrder fail with an error wrapping errors.ErrUnsupported.
 	Directory KeyDirectory
@@ -39,11 +39,11 @@ type Roles struct {
 	// it, a Client takes no direct hints (dsync.ClientWithHints fails).
 	Peers PeerStore
 	// Revocations records an operator's revocations of sessions. Without
-	// it, dsync.Client.Revocations lists none, and no session is checked
+	// it, statuspage.Reader.Revocations lists none, and no session is checked
 	// for one.
 	Revocations RevokeStore
 	// Stalls records the holds that stalled (a progress deadline passed).
-	// Without it, no stall is recorded, and dsync.Client.Stalls lists
+	// Without it, no stall is recorded, and statuspage.Reader.Stalls lists
 	// none.
 	Stalls StallStore
 	// Loopback says whether the store is reached over loopback. Without

@@ -9,7 +9,7 @@ import (
 // within the hold's progress deadline, so the holder gave the hold up and
 // released its claim. It says which claim (Key, Token, Session, Nonce),
 // whose (Owner, Host, PID), and when (Since, LastProgress, At). dsync
-// status, the status page and Client.Stalls list it.
+// status, the status page and statuspage.Reader.Stalls list it.
 //
 // A stall record is a document of its own, inserted once and never
 // changed, by the holder only. It is safe

@@ -17,6 +17,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestIdleKeysAreCompactedAndFirstLocksCostTheSame: keys used once and
@@ -76,7 +77,7 @@ func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 
 	// Past the idle age, and the two buckets a key's coverage reaches.
 	time.Sleep(idle + 2*span + time.Second)
-	n, err := big[0].b.Client.Compact(ctx, idle)
+	n, err := statuspage.Compact(ctx, big[0].b.Client, idle)
 	if err != nil || n < loaded-1 {
 		t.Fatalf("Compact = %d, %v; want the %d documents of the %d idle keys deleted", n, err, loaded-1, keys)
 	}
@@ -209,7 +210,7 @@ func TestLongExpiredSessionsGoOnCloseAndSweep(t *testing.T) {
 
 	insertSession("long-gone-2~0", sessionRetention+10*time.Minute)
 	sweeper := newBackend(t, p.db)
-	if _, err := sweeper.Client.Compact(ctx, time.Hour); err != nil {
+	if _, err := statuspage.Compact(ctx, sweeper.Client, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	left("after a sweep", map[string]int64{"long-gone-2~0": 0, "lately~0": 1})

@@ -17,6 +17,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/drivertest"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestDriverConformanceOtherKeyOrder runs the conformance suite with the
@@ -237,7 +238,7 @@ func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
 		}
 	}
 	var listed []string
-	for k, err := range newBackend(t, db).Client.List(ctx, dsync.ListOptions{}) {
+	for k, err := range statuspage.NewReader(newBackend(t, db).Client).List(ctx, statuspage.ListOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@
 // the lock collection holds each key's queue of claims and the markers
 // that end them, "<collection>_sessions" the processes' sessions,
 // "<collection>_events" (a 1 MiB capped collection) wake-up hints, and
-// "<collection>_keys" the directory of keys that dsync.Client.List reads
+// "<collection>_keys" the directory of keys that statuspage.Reader.List reads
 // (in order of bytes on MongoDB; in the order of first use on FerretDB,
 // where resuming a listing after a key is refused). Every
 // process that locks the same keys must use the same collection. The

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The examples need a server, so they are compiled but not run.
@@ -98,7 +99,7 @@ func writePart(part int, token uint64) {
 	fmt.Printf("part %d written with token %d\n", part, token)
 }
 
-// Who holds a key: the head of its queue, through the Client.
+// Who holds a key: the head of its queue, read through a statuspage.Reader.
 func ExampleNewStore_queue() {
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://localhost:27017"))
 	if err != nil {
@@ -115,7 +116,7 @@ func ExampleNewStore_queue() {
 	}
 	defer locks.Close() // ends its claims, then closes the store
 
-	q, err := locks.Queue(context.Background(), "nightly-billing")
+	q, err := statuspage.NewReader(locks).Queue(context.Background(), "nightly-billing")
 	switch {
 	case err != nil:
 		log.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // testClient is what a program makes of this package: a dsync.Client over
@@ -155,7 +156,7 @@ var errNoLock = errors.New("dsyncmongo: no lock for key")
 
 // Current reads the claim at the head of key's queue, through the Client.
 func (b *testClient) Current(ctx context.Context, key string) (LockInfo, error) {
-	q, err := b.Queue(ctx, key)
+	q, err := statuspage.NewReader(b.Client).Queue(ctx, key)
 	if err != nil {
 		return LockInfo{}, err
 	}

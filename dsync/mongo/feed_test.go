@@ -17,6 +17,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // tail returns b's follower of the event stream, or nil.
@@ -870,7 +871,7 @@ func TestOpeningDeletesLeftoverEvents(t *testing.T) {
 func waitQueued(t *testing.T, ctx context.Context, b *testClient, key string, n int) {
 	t.Helper()
 	for {
-		q, err := b.Queue(ctx, key)
+		q, err := statuspage.NewReader(b.Client).Queue(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // readRoleCommands are the commands a Client's reads may send: those
@@ -74,28 +75,28 @@ func TestClientReadsSendOnlyReads(t *testing.T) {
 		}
 		return names
 	}
-	reads := func(key string) []dsync.KeyState {
+	reads := func(key string) []statuspage.KeyState {
 		t.Helper()
-		var all []dsync.KeyState
-		for ks, err := range reader.List(ctx, dsync.ListOptions{}) {
+		var all []statuspage.KeyState
+		for ks, err := range statuspage.NewReader(reader.Client).List(ctx, statuspage.ListOptions{}) {
 			if err != nil {
 				t.Fatalf("List: %v", err)
 			}
 			all = append(all, ks)
 		}
-		if _, err := reader.Queue(ctx, key); err != nil {
+		if _, err := statuspage.NewReader(reader.Client).Queue(ctx, key); err != nil {
 			t.Fatalf("Queue(%q): %v", key, err)
 		}
-		if _, err := reader.HasKey(ctx, key); err != nil {
+		if _, err := statuspage.NewReader(reader.Client).HasKey(ctx, key); err != nil {
 			t.Fatalf("HasKey(%q): %v", key, err)
 		}
-		if _, err := reader.ListOrder(ctx); err != nil {
+		if _, err := statuspage.NewReader(reader.Client).ListOrder(ctx); err != nil {
 			t.Fatalf("ListOrder: %v", err)
 		}
-		if _, err := reader.Revocations(ctx); err != nil {
+		if _, err := statuspage.NewReader(reader.Client).Revocations(ctx); err != nil {
 			t.Fatalf("Revocations: %v", err)
 		}
-		if _, err := reader.Stalls(ctx); err != nil {
+		if _, err := statuspage.NewReader(reader.Client).Stalls(ctx); err != nil {
 			t.Fatalf("Stalls: %v", err)
 		}
 		return all
@@ -104,10 +105,10 @@ func TestClientReadsSendOnlyReads(t *testing.T) {
 	if all := reads("k"); len(all) != 0 {
 		t.Errorf("List of an empty database = %+v, want nothing", all)
 	}
-	if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 0 {
+	if q, err := statuspage.NewReader(reader.Client).Queue(ctx, "k"); err != nil || len(q) != 0 {
 		t.Errorf("Queue of an empty database = %+v, %v; want none", q, err)
 	}
-	if ok, err := reader.HasKey(ctx, "k"); err != nil || ok {
+	if ok, err := statuspage.NewReader(reader.Client).HasKey(ctx, "k"); err != nil || ok {
 		t.Errorf("HasKey of an empty database = %v, %v; want false", ok, err)
 	}
 	if names := collections(); len(names) != 0 {
@@ -129,7 +130,7 @@ func TestClientReadsSendOnlyReads(t *testing.T) {
 	}
 	defer func() { _ = m.UnlockContext(ctx) }()
 	for {
-		ok, err := writer.HasKey(ctx, "held")
+		ok, err := statuspage.NewReader(writer.Client).HasKey(ctx, "held")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // The collections emptied or restored under running processes, while no
@@ -237,7 +238,7 @@ func TestIdleProcessResendsItsWithdrawal(t *testing.T) {
 	go func() {
 		defer cancel()
 		for wctx.Err() == nil {
-			if q, err := h.b.Client.Queue(wctx, "k"); err == nil && len(q) >= 2 {
+			if q, err := statuspage.NewReader(h.b.Client).Queue(wctx, "k"); err == nil && len(q) >= 2 {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)

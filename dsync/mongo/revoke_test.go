@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestRevokeWritesOnlyItsRecord is the regression test of the race of
@@ -105,7 +106,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := a.Lost()
-	q, err := ps[0].b.Client.Queue(ctx, "revoked")
+	q, err := statuspage.NewReader(ps[0].b.Client).Queue(ctx, "revoked")
 	if err != nil || len(q) != 1 {
 		t.Fatalf("Queue = %+v, %v; want the holder", q, err)
 	}
@@ -121,7 +122,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 		_ = b.UnlockContext(ctx)
 	}()
 	for {
-		q, err := ps[1].b.Client.Queue(ctx, "revoked")
+		q, err := statuspage.NewReader(ps[1].b.Client).Queue(ctx, "revoked")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +161,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 	t.Logf("the waiter held %v after the revoked lease expired", at.Sub(sess.ExpiresAt))
 }
 
-// TestClientRevocationsCreatesNothing: dsync.Client.Revocations is a
+// TestClientRevocationsCreatesNothing: statuspage.Reader.Revocations is a
 // read, and on a database nothing has used it returns none and leaves the
 // database as empty as it found it. It used to prepare the store first,
 // which creates the collections and their indexes: dsync status and the
@@ -181,7 +182,7 @@ func TestClientRevocationsCreatesNothing(t *testing.T) {
 	if names := collections(); len(names) != 0 {
 		t.Fatalf("before any read, the database has the collections %q; want none", names)
 	}
-	rs, err := c.Revocations(ctx)
+	rs, err := statuspage.NewReader(c).Revocations(ctx)
 	if err != nil || len(rs) != 0 {
 		t.Errorf("Revocations of an empty database = %+v, %v; want none", rs, err)
 	}

@@ -15,3 +15,9 @@ var Elections any
 // QueuedAt by it. Package dsync sets it as it is initialized, as it does
 // Elections.
 var StoreTime any
+
+// NamespacedKey is key in namespace ns (dsync.WithNamespace), as it is
+// stored: "dsync:NS/KEY". dsync stores its namespaced keys by it, package
+// leader names its leases by it (leader.LockKey) and package statuspage
+// exports it, so that the three spell a stored key alike.
+func NamespacedKey(ns, key string) string { return "dsync:" + ns + "/" + key }

@@ -1,6 +1,6 @@
 // Command liststatus measures the first page of a listing of locks when
 // the store knows many keys: the time to read the first 100 keys, with
-// their queues, through dsync.Client.List, and the wall time of
+// their queues, through statuspage.Reader.List, and the wall time of
 // `dsync status --limit 100` (a fresh process: start, connect, the
 // server's clock, the page), with -keys entries in the directory of keys.
 // With -locked, it also times a fresh Client's first Lock+Unlock (a new
@@ -43,6 +43,7 @@ import (
 	"github.com/go-dsync/dsync/bench/internal/ferret"
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 const (
@@ -112,7 +113,7 @@ func run(keys, locked, runs int, dsyncBin string) error {
 		server, keys, min(locked, keys), keys-min(locked, keys), b.order)
 	fmt.Printf("| what | median | min | max |\n|---|---|---|---|\n")
 	row(fmt.Sprintf("the directory's find of the first %d keys, alone (%d runs)", page, runs), dir)
-	row(fmt.Sprintf("Client.List, first %d keys with their queues (%d runs)", page, runs), lib)
+	row(fmt.Sprintf("Reader.List, first %d keys with their queues (%d runs)", page, runs), lib)
 	if locked > 0 {
 		if err := b.firstLocks(ctx); err != nil {
 			return err
@@ -123,7 +124,7 @@ func run(keys, locked, runs int, dsyncBin string) error {
 			return err
 		}
 	}
-	fmt.Printf("\ncommands of one Client.List page: %v\n", perPage)
+	fmt.Printf("\ncommands of one Reader.List page: %v\n", perPage)
 	return nil
 }
 
@@ -157,7 +158,7 @@ type listBench struct {
 	c                  *dsync.Client
 	cmds               *counter // the commands c sends, by name
 	names              []string // the keys, the ones locked first
-	order              dsync.KeyOrder
+	order              statuspage.KeyOrder
 }
 
 // fillDirectory makes the directory of keys: locked keys locked and
@@ -182,7 +183,7 @@ func (b *listBench) fillDirectory(ctx context.Context, server string) error {
 		return err
 	}
 	var err error
-	if b.order, err = b.c.ListOrder(ctx); err != nil {
+	if b.order, err = statuspage.NewReader(b.c).ListOrder(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "liststatus: %d keys in the directory (%d locked once) in %v, on %s\n", b.keys, b.locked, time.Since(start).Round(time.Millisecond), server)
@@ -196,7 +197,7 @@ func (b *listBench) listPages(ctx context.Context) (took []time.Duration, perPag
 		b.cmds.take()
 		t0 := time.Now()
 		n := 0
-		for _, err := range b.c.List(ctx, dsync.ListOptions{Limit: page}) {
+		for _, err := range statuspage.NewReader(b.c).List(ctx, statuspage.ListOptions{Limit: page}) {
 			if err != nil {
 				return nil, nil, err
 			}
@@ -216,7 +217,7 @@ func (b *listBench) listPages(ctx context.Context) (took []time.Duration, perPag
 func (b *listBench) directoryFinds(ctx context.Context) ([]time.Duration, error) {
 	var took []time.Duration
 	findOpts := options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(page).SetLimit(page)
-	if b.order == dsync.OrderBytes {
+	if b.order == statuspage.OrderBytes {
 		findOpts.SetSort(bson.D{{Key: "_id", Value: 1}})
 	}
 	for range b.runs {

@@ -154,7 +154,7 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 		// readers may have found it expired. A renewal sent now would
 		// raise its stored expiry to a TTL past now, further than any
 		// renewal sent in time, past what those readers remember
-		// (ClaimInfo.Expired): its claims would read live again, and
+		// (statuspage.ClaimInfo.Expired): its claims would read live again, and
 		// hold up the next claimers until that expiry.
 		k.mu.Unlock()
 		k.ExpireIfDue(s)

@@ -23,7 +23,7 @@ import "time"
 // one walks judge by), a session found expired by its expiry stays
 // expired for this engine's later reads, whatever expiry they find,
 // until two of the claim's TTLs have passed the highest expiry such a
-// read reported (d's or the session's, as ClaimInfo.ExpiresAt, whichever
+// read reported (d's or the session's, as statuspage.ClaimInfo.ExpiresAt, whichever
 // key it read: a read that reports the claim expired from this memory,
 // with an expiry a late renewal raised, promises as much as the first).
 // Its owner stopped relying on it at its local deadline, before that

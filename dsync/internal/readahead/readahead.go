@@ -1,6 +1,6 @@
 // Package readahead reads what each key of a listing needs, a few keys
 // ahead of the listing's caller, so that a page of keys costs about the
-// round trips of a few of them, not of all (dsync's Client.List).
+// round trips of a few of them, not of all (statuspage.Reader.List).
 package readahead
 
 import (

@@ -24,7 +24,7 @@ func TestCheckWatchRev(t *testing.T) {
 // TestCheckExpiredStays judges a Client's Queue reads of a claim found
 // Expired: it stays Expired for two TTLs past the highest expiry the
 // reads that reported it Expired reported, which a late renewal raises
-// (dsync.ClaimInfo.Expired), and may read live past that.
+// (statuspage.ClaimInfo.Expired), and may read live past that.
 func TestCheckExpiredStays(t *testing.T) {
 	read := func(ms int, expired bool, expiresMs int) *QueueRead {
 		c := ReadClaim{Token: 1, Nonce: "n", Expired: expired, ExpiresAt: at(expiresMs), TTL: time.Second}

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // This file is the only one that knows how a process makes its Client,
@@ -109,8 +109,10 @@ func (ps *parts) watcher(name string, poll time.Duration) (*leader.Election, err
 
 // statusReader reads the store as dsync status does, through the
 // process's main Client.
-func (ps *parts) statusReader() *statusread.Reader {
-	return &statusread.Reader{Client: ps.client, Members: ps.members, Now: time.Now}
+func (ps *parts) statusReader() *statuspage.Reader {
+	r := statuspage.NewReader(ps.client)
+	r.Members = ps.members
+	return r
 }
 
 // close closes the Clients (holds are lost, then released).
@@ -123,9 +125,9 @@ func newMembers() (*leadertest.MemoryMembers, func()) {
 }
 
 // Stored keys: how the primitives name their keys in the store.
-func storedRW(key string) string   { return dsync.NamespacedKey("rw", key) }
-func storedSem(key string) string  { return dsync.NamespacedKey("sem", key) }
-func storedOnce(key string) string { return dsync.NamespacedKey("once", key) }
+func storedRW(key string) string   { return statuspage.NamespacedKey("rw", key) }
+func storedSem(key string) string  { return statuspage.NamespacedKey("sem", key) }
+func storedOnce(key string) string { return statuspage.NamespacedKey("once", key) }
 func storedElection(name string) string {
 	return leader.LockKey(name)
 }

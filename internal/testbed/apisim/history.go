@@ -161,7 +161,7 @@ type History struct {
 	// Terms are the terms of partition shards (partition_sim.go).
 	Terms []*Term
 	// Observations are what the watchers saw of who leads (watch.go),
-	// and QueueReads each of their Client.Queue reads.
+	// and QueueReads each of their statuspage.Reader.Queue reads.
 	Observations []*Observation
 	QueueReads   []*QueueRead
 	// PartitionReports are what the partition's watchers saw of it

@@ -13,7 +13,7 @@ import (
 // suspended process's claim lingers until its session expires. So after
 // the operations drained he reads the store as `dsync status` does (the
 // claims without an end marker, each held until the later of its own
-// expiry and its session's, dsync.Client.Queue) and waits until no read
+// expiry and its session's, statuspage.Reader.Queue) and waits until no read
 // claim is held. He sends nothing. A claim whose end never lands, of a
 // process that keeps its session, would keep him waiting for ever: after
 // opWaitSlack past the longest TTL he gives the emptying up, leaving the

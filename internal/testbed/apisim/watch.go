@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // Watchers: each incarnation reads who leads election "e" as watchers
@@ -17,7 +17,7 @@ import (
 // Sources: how a watcher read who leads.
 const (
 	WatchLeader  = "leader"  // Election.Leader, polled
-	WatchQueue   = "queue"   // Client.Queue of the election's lease key: its first claim that Holds
+	WatchQueue   = "queue"   // statuspage.Reader.Queue of the election's lease key: its first claim that Holds
 	WatchObserve = "observe" // what Election.Observe sent
 	WatchStatus  = "status"  // the status reader's (dsync status, the status page) Election.Leader
 )
@@ -40,7 +40,7 @@ type Observation struct {
 	// Missing: that claim's session was missing from the sessions
 	// collection at T, or had lost its first generation (the collection
 	// emptied, and a later generation inserted since): the claim is not
-	// Expired then, whatever its expiry (dsync.ClaimInfo.Expired).
+	// Expired then, whatever its expiry (statuspage.ClaimInfo.Expired).
 	Missing bool
 }
 
@@ -106,15 +106,15 @@ func (inc *incarnation) startWatchers() {
 func (inc *incarnation) watchQueue(c *dsync.Client, key string) {
 	for range watchAgain {
 		call := time.Now()
-		q, err := c.Queue(inc.ctx, key)
+		q, err := statuspage.NewReader(c).Queue(inc.ctx, key)
 		if err != nil {
 			return
 		}
-		if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds }); i >= 0 {
+		if i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds }); i >= 0 {
 			inc.observe(&Observation{Source: WatchQueue, Key: key, Token: q[i].Token, Leader: q[i].Owner, Call: call, T: time.Now()})
 		}
 		inc.queueRead(key, call, q)
-		if !slices.ContainsFunc(q, func(c dsync.ClaimInfo) bool { return c.Expired }) {
+		if !slices.ContainsFunc(q, func(c statuspage.ClaimInfo) bool { return c.Expired }) {
 			return
 		}
 		time.Sleep(watchAgainGap)
@@ -128,7 +128,7 @@ const (
 	watchAgainGap = 10 * time.Millisecond
 )
 
-// QueueRead is one of a watcher's Client.Queue reads: the claims it
+// QueueRead is one of a watcher's statuspage.Reader.Queue reads: the claims it
 // returned.
 type QueueRead struct {
 	Proc, Inc int
@@ -149,7 +149,7 @@ type ReadClaim struct {
 
 // queueRead records a read of key's queue (q), of this incarnation, that
 // began at call.
-func (inc *incarnation) queueRead(key string, call time.Time, q []dsync.ClaimInfo) {
+func (inc *incarnation) queueRead(key string, call time.Time, q []statuspage.ClaimInfo) {
 	w := inc.p.w
 	r := &QueueRead{Proc: inc.p.id, Inc: inc.n, Key: key, Call: call, T: time.Now()}
 	w.mu.Lock()
@@ -166,14 +166,14 @@ func (inc *incarnation) queueRead(key string, call time.Time, q []dsync.ClaimInf
 	w.hist.QueueReads = append(w.hist.QueueReads, r)
 }
 
-// watchStatus reads election "e" as dsync status does (statusread,
+// watchStatus reads election "e" as dsync status does (statuspage.Reader,
 // through the process's main Client), and records its leader, if one
 // leads.
 func (inc *incarnation) watchStatus(key string) {
 	call := time.Now()
 	r := inc.ps.statusReader()
 	var got statusSink
-	if _, err := r.Named(inc.ctx, "e", &got); err != nil || got.leader == nil {
+	if _, err := r.WalkNamed(inc.ctx, "e", &got); err != nil || got.leader == nil {
 		return
 	}
 	inc.observe(&Observation{Source: WatchStatus, Key: key, Token: got.leader.Token, Leader: got.leader.ID, Rev: got.leader.Rev, Value: got.leader.Value, Call: call, T: time.Now()})
@@ -183,9 +183,9 @@ func (inc *incarnation) watchStatus(key string) {
 // out.
 type statusSink struct{ leader *leader.Info }
 
-func (s *statusSink) Lock(statusread.Lock) error { return nil }
+func (s *statusSink) Lock(statuspage.LockState) error { return nil }
 
-func (s *statusSink) Election(e statusread.Election) error {
+func (s *statusSink) Election(e statuspage.ElectionState) error {
 	s.leader = e.Leader
 	return nil
 }

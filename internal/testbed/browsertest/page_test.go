@@ -132,7 +132,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Cleanup(stop)
 		go w.LockContext(wctx)
 		waitFor(t, ctx, func() bool {
-			q, err := page.Queue(ctx, "nightly")
+			q, err := statuspage.NewReader(page).Queue(ctx, "nightly")
 			return err == nil && len(q) == len(waiters)+2
 		})
 		waiters = append(waiters, w)
@@ -156,7 +156,7 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := page.Queue(ctx, "nightly")
+	q, err := statuspage.NewReader(page).Queue(ctx, "nightly")
 	if err != nil || len(q) != 3 {
 		t.Fatalf("queue of nightly: %v %v, want the holder and two waiters", q, err)
 	}

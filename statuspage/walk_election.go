@@ -1,4 +1,4 @@
-package statusread
+package statuspage
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -14,15 +13,15 @@ import (
 // read when they disagree (see Reader.election).
 const electionReads = 3
 
-// An Election is an election as read.
-type Election struct {
+// An ElectionState is an election as read.
+type ElectionState struct {
 	Name string
 	// Leader is who leads (leader.Election.Leader); nil when nobody does.
 	Leader *leader.Info
 	// Lease is the leader's claim on leader.LockKey(Name), for its
 	// expiry; nil when nobody leads, or when the term ended while it was
 	// read.
-	Lease *dsync.ClaimInfo
+	Lease *ClaimInfo
 	// Members are the candidates seen within Reader.Seen; none without
 	// Reader.Members.
 	Members []leader.Member
@@ -35,13 +34,13 @@ type Election struct {
 // between them makes them disagree, and they are read again, a few
 // times. If they still disagree, the leader is as Leader told, with its
 // lease if the queue still had it.
-func (r *Reader) election(ctx context.Context, name string) (Election, error) {
-	e := Election{Name: name}
+func (r *Reader) election(ctx context.Context, name string) (ElectionState, error) {
+	e := ElectionState{Name: name}
 	var opts []leader.Option
 	if r.Members != nil {
 		opts = append(opts, leader.WithMembers(r.Members))
 	}
-	watcher, err := leader.NewElection(r.Client, name, opts...) // campaigns never
+	watcher, err := leader.NewElection(r.client, name, opts...) // campaigns never
 	if err != nil {
 		return e, err
 	}
@@ -67,13 +66,13 @@ func (r *Reader) election(ctx context.Context, name string) (Election, error) {
 // reports whether the two reads tell the same term: the queue's first
 // claim that holds (expired claims before it hold no more) is the leader
 // read, or there is none and nobody leads.
-func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *Election) (agree bool, err error) {
+func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *ElectionState) (agree bool, err error) {
 	info, err := watcher.Leader(ctx)
 	nobody := errors.Is(err, leader.ErrNoLeader)
 	if err != nil && !nobody {
 		return false, err
 	}
-	q, err := r.Client.Queue(ctx, leader.LockKey(e.Name))
+	q, err := r.Queue(ctx, leader.LockKey(e.Name))
 	if err != nil {
 		return false, err
 	}
@@ -86,6 +85,6 @@ func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *Elec
 			}
 		}
 	}
-	h := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Holds })
+	h := slices.IndexFunc(q, func(c ClaimInfo) bool { return c.Holds })
 	return nobody && h < 0 || !nobody && h >= 0 && q[h].Token == info.Token, nil
 }

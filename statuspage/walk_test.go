@@ -1,4 +1,4 @@
-package statusread_test
+package statuspage_test
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // sink keeps what a Reader hands out, in order.
 type sink struct {
-	locks     []statusread.Lock
-	elections []statusread.Election
+	locks     []statuspage.LockState
+	elections []statuspage.ElectionState
 }
 
-func (s *sink) Lock(l statusread.Lock) error { s.locks = append(s.locks, l); return nil }
-func (s *sink) Election(e statusread.Election) error {
+func (s *sink) Lock(l statuspage.LockState) error { s.locks = append(s.locks, l); return nil }
+func (s *sink) Election(e statuspage.ElectionState) error {
 	s.elections = append(s.elections, e)
 	return nil
 }
@@ -39,16 +39,6 @@ func (s *sink) keys() []string {
 	return ks
 }
 
-func newClient(t *testing.T, store *memory.Store) *dsync.Client {
-	t.Helper()
-	c, err := dsync.NewClient(store.Process())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func must[T any](v T, err error) func(*testing.T) T {
 	return func(t *testing.T) T {
 		t.Helper()
@@ -63,27 +53,27 @@ func must[T any](v T, err error) func(*testing.T) T {
 // a Semaphore "encode" with 2 of 3 units held, an RWMutex "cfg" a reader
 // holds, a Once "migrate" that ran to success, and an election "billing"
 // with a leader; it returns a Reader of it on a Client of its own, once
-// the keys are recorded.
-func store(t *testing.T, members leader.MemberStore) *statusread.Reader {
+// the keys are recorded, and that Client.
+func store(t *testing.T, members leader.MemberStore) (*statuspage.Reader, *dsync.Client) {
 	ctx := t.Context()
 	s := memory.New()
-	jobs := must(dsync.NewMutex(newClient(t, s), "jobs"))(t)
+	jobs := must(dsync.NewMutex(newClient(t, s.Process()), "jobs"))(t)
 	if err := jobs.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waiter := must(dsync.NewMutex(newClient(t, s), "jobs"))(t)
+	waiter := must(dsync.NewMutex(newClient(t, s.Process()), "jobs"))(t)
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	t.Cleanup(stopWaiting)
 	go waiter.LockContext(waitCtx)
-	sem := must(dsync.NewSemaphore(newClient(t, s), "encode", 3))(t)
+	sem := must(dsync.NewSemaphore(newClient(t, s.Process()), "encode", 3))(t)
 	if err := sem.Acquire(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	cfg := must(dsync.NewRWMutex(newClient(t, s), "cfg"))(t)
+	cfg := must(dsync.NewRWMutex(newClient(t, s.Process()), "cfg"))(t)
 	if err := cfg.RLockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	once := must(dsync.NewOnce(newClient(t, s), "migrate"))(t)
+	once := must(dsync.NewOnce(newClient(t, s.Process()), "migrate"))(t)
 	if err := once.Do(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -91,29 +81,32 @@ func store(t *testing.T, members leader.MemberStore) *statusread.Reader {
 	if members != nil {
 		opts = append(opts, leader.WithMembers(members))
 	}
-	e := must(leader.NewElection(newClient(t, s), "billing", opts...))(t)
+	e := must(leader.NewElection(newClient(t, s.Process()), "billing", opts...))(t)
 	t.Cleanup(func() { e.Close() })
 	if _, err := e.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait() // the waiter's claim and the keys' records are written
 	now := time.Now()
-	return &statusread.Reader{Client: newClient(t, s), Members: members, Seen: dsync.DefaultTTL, Now: func() time.Time { return now }}
+	c := newClient(t, s.Process())
+	r := statuspage.NewReader(c)
+	r.Members, r.Now = members, func() time.Time { return now }
+	return r, c
 }
 
-// List hands out every kind as read: its name and kind from its key, its
+// Walk hands out every kind as read: its name and kind from its key, its
 // holders and waiters, the state each shows, a Once's done record, an
 // election's leader with the lease of its term and its members; and
 // counts them.
-func TestListHandsOutEachKind(t *testing.T) {
+func TestWalkHandsOutEachKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := store(t, leadertest.NewMemoryMembers())
+		r, _ := store(t, leadertest.NewMemoryMembers())
 		var out sink
-		listed, err := r.List(t.Context(), statusread.Selection{}, &out)
+		listed, err := r.Walk(t.Context(), statuspage.Selection{}, &out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if listed.Order != dsync.OrderBytes || listed.Locks != 4 || listed.Elections != 1 || listed.More || listed.Next != "" {
+		if listed.Order != statuspage.OrderBytes || listed.Locks != 4 || listed.Elections != 1 || listed.More || listed.Next != "" {
 			t.Errorf("Listed = %+v; want bytes order, 4 locks, 1 election, nothing more", listed)
 		}
 		type shown struct {
@@ -121,10 +114,10 @@ func TestListHandsOutEachKind(t *testing.T) {
 			holders, waiting  int
 		}
 		want := map[string]shown{
-			"jobs":               {statusread.KindMutex, "jobs", "held", 1, 1},
-			"dsync:sem/encode":   {statusread.KindSemaphore, "encode", "2/3", 1, 0},
-			"dsync:rw/cfg":       {statusread.KindRWMutex, "cfg", "read", 1, 0},
-			"dsync:once/migrate": {statusread.KindOnce, "migrate", "done", 0, 0},
+			"jobs":               {statuspage.KindMutex, "jobs", "held", 1, 1},
+			"dsync:sem/encode":   {statuspage.KindSemaphore, "encode", "2/3", 1, 0},
+			"dsync:rw/cfg":       {statuspage.KindRWMutex, "cfg", "read", 1, 0},
+			"dsync:once/migrate": {statuspage.KindOnce, "migrate", "done", 0, 0},
 		}
 		for _, l := range out.locks {
 			got := shown{l.Kind, l.Name, l.State(), len(l.Holders), len(l.Waiting)}
@@ -150,9 +143,9 @@ func TestListHandsOutEachKind(t *testing.T) {
 // and no members.
 func TestElectionWithoutMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := store(t, nil)
+		r, _ := store(t, nil)
 		var out sink
-		if _, err := r.List(t.Context(), statusread.Selection{Prefix: leader.LockKey("")}, &out); err != nil {
+		if _, err := r.Walk(t.Context(), statuspage.Selection{Prefix: leader.LockKey("")}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if len(out.locks) != 0 || len(out.elections) != 1 {
@@ -166,21 +159,21 @@ func TestElectionWithoutMembers(t *testing.T) {
 
 // A Limit reads one page, says that more follow and where the next one
 // starts; After reads the rest, and the two pages are every key once.
-func TestListPages(t *testing.T) {
+func TestWalkPages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := store(t, nil)
+		r, _ := store(t, nil)
 		var first, rest, all sink
-		if _, err := r.List(t.Context(), statusread.Selection{}, &all); err != nil {
+		if _, err := r.Walk(t.Context(), statuspage.Selection{}, &all); err != nil {
 			t.Fatal(err)
 		}
-		listed, err := r.List(t.Context(), statusread.Selection{Limit: 2}, &first)
+		listed, err := r.Walk(t.Context(), statuspage.Selection{Limit: 2}, &first)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := len(first.locks) + len(first.elections); n != 2 || !listed.More || listed.Next == "" {
 			t.Fatalf("Limit 2: %d handed out, Listed %+v; want 2, more, and where to go on", n, listed)
 		}
-		listed, err = r.List(t.Context(), statusread.Selection{After: listed.Next, Limit: 10}, &rest)
+		listed, err = r.Walk(t.Context(), statuspage.Selection{After: listed.Next, Limit: 10}, &rest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,33 +188,33 @@ func TestListPages(t *testing.T) {
 	})
 }
 
-// Named hands out what exists under a name, whatever its kind, the
+// WalkNamed hands out what exists under a name, whatever its kind, the
 // shards of the partition of that name, and nothing for a name nothing
 // has.
-func TestNamed(t *testing.T) {
+func TestWalkNamed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := store(t, nil)
+		r, c := store(t, nil)
 		ctx := t.Context()
 		var out sink
-		if _, err := r.Named(ctx, "encode", &out); err != nil {
+		if _, err := r.WalkNamed(ctx, "encode", &out); err != nil {
 			t.Fatal(err)
 		}
 		if got := out.keys(); !slices.Equal(got, []string{"dsync:sem/encode"}) {
 			t.Errorf("Named(encode): %q; want the semaphore", got)
 		}
 		out = sink{}
-		listed, err := r.Named(ctx, "nothing", &out)
+		listed, err := r.WalkNamed(ctx, "nothing", &out)
 		if err != nil || listed.Locks+listed.Elections != 0 {
 			t.Errorf("Named(nothing) = %+v, %v; want nothing", listed, err)
 		}
-		shard := must(leader.NewElection(r.Client, "part#0"))(t)
+		shard := must(leader.NewElection(c, "part#0"))(t)
 		t.Cleanup(func() { shard.Close() })
 		if _, err := shard.Campaign(ctx); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
 		out = sink{}
-		if _, err := r.Named(ctx, "part", &out); err != nil {
+		if _, err := r.WalkNamed(ctx, "part", &out); err != nil {
 			t.Fatal(err)
 		}
 		if len(out.elections) != 1 || out.elections[0].Name != "part#0" || out.elections[0].Leader == nil {
@@ -235,7 +228,7 @@ func TestNamed(t *testing.T) {
 func TestStalls(t *testing.T) {
 	ctx := t.Context()
 	store := memory.New()
-	r := &statusread.Reader{Client: newClient(t, store)}
+	r := statuspage.NewReader(newClient(t, store.Process()))
 	if got, err := r.Stalls(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("Stalls of an empty store = %+v, %v; want none", got, err)
 	}
@@ -245,8 +238,10 @@ func TestStalls(t *testing.T) {
 	if err := store.Roles().Stalls.RecordStall(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
+	want := statuspage.Stall{Key: rec.Key, Kind: statuspage.KindSemaphore, Name: "encode", Token: 7, Owner: "o", Session: "s", Nonce: "n", Host: "h", PID: 3,
+		Since: rec.Since, LastProgress: rec.LastProgress, At: at}
 	got, err := r.Stalls(ctx)
-	if err != nil || len(got) != 1 || got[0] != dsync.Stall(rec) {
-		t.Errorf("Stalls = %+v, %v; want [%+v]", got, err, rec)
+	if err != nil || len(got) != 1 || got[0] != want {
+		t.Errorf("Stalls = %+v, %v; want [%+v]", got, err, want)
 	}
 }

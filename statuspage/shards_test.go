@@ -1,4 +1,4 @@
-package partitions
+package statuspage
 
 import (
 	"slices"
@@ -32,7 +32,7 @@ func TestShardOf(t *testing.T) {
 }
 
 func TestSetGroupsAndOrders(t *testing.T) {
-	var s Set[string]
+	var s ShardSet[string]
 	for _, e := range []string{"jobs#10", "other", "b#0", "jobs#2", "jobs#0"} {
 		s.Add(e, "v"+e)
 	}

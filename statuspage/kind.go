@@ -1,8 +1,9 @@
-package statusread
+package statuspage
 
 import (
 	"strings"
 
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -23,7 +24,7 @@ const (
 )
 
 // namespaces are the key prefixes of the kinds that have one, in the
-// order Reader.Named reads them (after the Mutex, whose key is the name
+// order Reader.WalkNamed reads them (after the Mutex, whose key is the name
 // itself).
 var namespaces = []struct{ prefix, kind string }{
 	{"dsync:rw/", KindRWMutex},
@@ -54,3 +55,8 @@ func KeysNamed(name string) []string {
 	}
 	return keys
 }
+
+// NamespacedKey is key in namespace ns (dsync.WithNamespace), as it is
+// stored and as Reader's reads show it: "dsync:NS/KEY". Package leader's
+// election NAME is NamespacedKey(leader.Namespace, NAME).
+func NamespacedKey(ns, key string) string { return clienthook.NamespacedKey(ns, key) }

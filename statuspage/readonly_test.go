@@ -1,4 +1,4 @@
-package dsync_test
+package statuspage_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // readOnlyStore is a memory store as a database user that may only read
@@ -110,20 +111,20 @@ func TestReadsOnlyRead(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ro := newReadOnlyStore(mem, false, 0)
-		reader := newClient(t, ro)
+		reader := newClientOn(t, ro)
 
 		// Nothing there yet: no keys, no queue, no protocol document left.
-		if got := listAll(t, reader, dsync.ListOptions{}); len(got) != 0 {
+		if got := listAll(t, reader, statuspage.ListOptions{}); len(got) != 0 {
 			t.Errorf("List of an empty store = %+v, want nothing", got)
 		}
-		if q, err := reader.Queue(ctx, "k"); err != nil || len(q) != 0 {
+		if q, err := statuspage.NewReader(reader).Queue(ctx, "k"); err != nil || len(q) != 0 {
 			t.Errorf("Queue of an empty store = %+v, %v; want none", q, err)
 		}
-		if ok, err := reader.HasKey(ctx, "k"); err != nil || ok {
+		if ok, err := statuspage.NewReader(reader).HasKey(ctx, "k"); err != nil || ok {
 			t.Errorf("HasKey of an empty store = %v, %v; want false", ok, err)
 		}
-		if o, err := reader.ListOrder(ctx); err != nil || o != dsync.OrderBytes {
-			t.Errorf("ListOrder = %v, %v; want %v", o, err, dsync.OrderBytes)
+		if o, err := statuspage.NewReader(reader).ListOrder(ctx); err != nil || o != statuspage.OrderBytes {
+			t.Errorf("ListOrder = %v, %v; want %v", o, err, statuspage.OrderBytes)
 		}
 		if _, found, err := mem.Get(ctx, driver.ProtocolID); err != nil || found {
 			t.Errorf("after reads of an empty store, its protocol document: found %v, %v; want none", found, err)
@@ -131,8 +132,8 @@ func TestReadsOnlyRead(t *testing.T) {
 
 		// A writer of another span holds a key, another waits.
 		span := 10 * time.Minute
-		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
-		w2 := newClient(t, mem, dsync.ClientWithBucketSpan(span))
+		w1 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
+		w2 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span))
 		held := newMutex(t, w1, "a/held")
 		held.Lock()
 		waiting := newMutex(t, w2, "a/held")
@@ -143,14 +144,14 @@ func TestReadsOnlyRead(t *testing.T) {
 		}()
 		synctest.Wait() // the waiter queued, and the keys are recorded
 
-		all := listAll(t, reader, dsync.ListOptions{})
+		all := listAll(t, reader, statuspage.ListOptions{})
 		if len(all) != 1 || all[0].Key != "a/held" {
 			t.Fatalf("List through the read-only Client = %+v, want a/held", all)
 		}
 		if q := all[0].Queue; len(q) != 2 || q[0].Token != held.Token() || !q[0].Holds || q[1].Holds {
 			t.Errorf("the queue of a/held read through the read-only Client = %+v, want its holder (token %d) and a waiter", q, held.Token())
 		}
-		if ok, err := reader.HasKey(ctx, "a/held"); err != nil || !ok {
+		if ok, err := statuspage.NewReader(reader).HasKey(ctx, "a/held"); err != nil || !ok {
 			t.Errorf("HasKey(a/held) = %v, %v; want true", ok, err)
 		}
 		if w := ro.writes(); len(w) != 0 {
@@ -175,21 +176,21 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ahead := newReadOnlyStore(mem, true, time.Minute)
-		reader := newClient(t, ahead)
+		reader := newClientOn(t, ahead)
 
-		w1 := newClient(t, mem)
+		w1 := newClientOn(t, mem)
 		held := newMutex(t, w1, "k")
 		held.Lock()
 		defer held.Unlock()
 
-		q, err := reader.Queue(ctx, "k")
+		q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(q) != 1 || q[0].Token != held.Token() || !q[0].Expired || q[0].Holds {
 			t.Errorf("Queue(k) read a minute ahead = %+v, want the holder's claim (token %d) reported Expired, not Holds", q, held.Token())
 		}
-		for ks, err := range reader.List(ctx, dsync.ListOptions{}) {
+		for ks, err := range statuspage.NewReader(reader).List(ctx, statuspage.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +202,7 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 			t.Errorf("the reads sent the writes %q; want none", w)
 		}
 
-		other := newMutex(t, newClient(t, mem), "k")
+		other := newMutex(t, newClientOn(t, mem), "k")
 		if other.TryLock() {
 			t.Errorf("another process's TryLock held while the holder (token %d) holds", held.Token())
 			other.Unlock()
@@ -226,14 +227,14 @@ func TestOnceDoneOnlyReads(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ro := newReadOnlyStore(mem, false, 0)
-		watched, err := dsync.NewOnce(newClient(t, ro), "nightly")
+		watched, err := dsync.NewOnce(newClientOn(t, ro), "nightly")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if done, err := watched.Done(ctx); err != nil || done {
 			t.Errorf("Done before any run = %v, %v; want false, nil", done, err)
 		}
-		runner, err := dsync.NewOnce(newClient(t, mem), "nightly")
+		runner, err := dsync.NewOnce(newClientOn(t, mem), "nightly")
 		if err != nil {
 			t.Fatal(err)
 		}

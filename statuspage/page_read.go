@@ -3,15 +3,14 @@ package statuspage
 import (
 	"context"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/statusread"
 )
 
-// What the page reads: the store through internal/statusread, the reader
-// it shares with dsync status, so that both show the same store alike.
+// What the page reads: the store through a Reader, as dsync status does,
+// so that both show the same store alike.
 // This file gathers what it reads into a Snapshot (schema.go), every time
 // counted from the Snapshot's Now, from the Records that Stream
-// (records.go) makes of it, as dsync status --json prints them.
+// (records.go) makes of it, as dsync status --json prints them. The
+// Reader itself is reader.go and walk*.go.
 
 // A query selects what one read shows.
 type query struct {
@@ -47,7 +46,8 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 		return err
 	}
 	s.Now, s.Clock = now, clock
-	r := &statusread.Reader{Client: h.cfg.Client, Members: h.cfg.Members, Seen: h.cfg.Seen, Now: func() time.Time { return now }}
+	r := NewReader(h.cfg.Client)
+	r.Members, r.Seen, r.Now = h.cfg.Members, h.cfg.Seen, func() time.Time { return now }
 	rs, err := r.Revocations(ctx)
 	if err != nil {
 		return err
@@ -56,9 +56,9 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	drained := func(partition string) ([]statusread.Drained, error) { return r.Drained(ctx, partition) }
+	drained := func(partition string) ([]DrainedMember, error) { return r.Drained(ctx, partition) }
 	sink, end := Stream(rs, stalls, drained, s.add)
-	listed, err := r.List(ctx, statusread.Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
+	listed, err := r.Walk(ctx, Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
 	if err != nil {
 		return err
 	}

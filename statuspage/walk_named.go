@@ -1,18 +1,16 @@
-package statusread
+package statuspage
 
 import (
 	"context"
 	"strings"
 
-	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/leader"
 )
 
-// Named hands out every primitive named name (KeysNamed) that exists:
-// whose key something holds or waits for, or that the library lists;
-// then the shards of partition name that the library lists.
-func (r *Reader) Named(ctx context.Context, name string, out Sink) (Listed, error) {
+// WalkNamed hands out to out every primitive named name (KeysNamed) that
+// exists: whose key something holds or waits for, or that List lists;
+// then the shards of partition name that List lists.
+func (r *Reader) WalkNamed(ctx context.Context, name string, out Sink) (Listed, error) {
 	sum, err := r.begin(ctx)
 	if err != nil {
 		return sum, err
@@ -21,12 +19,12 @@ func (r *Reader) Named(ctx context.Context, name string, out Sink) (Listed, erro
 		if r.MaxKeyLen > 0 && len(key) > r.MaxKeyLen {
 			continue // no such primitive: its key would be too long
 		}
-		q, err := r.Client.Queue(ctx, key)
+		q, err := r.Queue(ctx, key)
 		if err != nil {
 			return sum, err
 		}
 		if len(q) == 0 {
-			if known, err := r.Client.HasKey(ctx, key); err != nil {
+			if known, err := r.HasKey(ctx, key); err != nil {
 				return sum, err
 			} else if !known {
 				continue
@@ -42,11 +40,11 @@ func (r *Reader) Named(ctx context.Context, name string, out Sink) (Listed, erro
 // shardsOf hands out the shards of partition name, the elections
 // "name#I", as the library lists them.
 func (r *Reader) shardsOf(ctx context.Context, name string, out Sink, sum *Listed) error {
-	for ks, err := range r.Client.List(ctx, dsync.ListOptions{Prefix: leader.LockKey(name + "#")}) {
+	for ks, err := range r.List(ctx, ListOptions{Prefix: leader.LockKey(name + "#")}) {
 		if err != nil {
 			return err
 		}
-		if p, _, ok := partitions.ShardOf(strings.TrimPrefix(ks.Key, leader.LockKey(""))); !ok || p != name {
+		if p, _, ok := ShardOf(strings.TrimPrefix(ks.Key, leader.LockKey(""))); !ok || p != name {
 			continue // a shard of another partition ("name#x#0"), or no shard
 		}
 		if err := r.key(ctx, ks.Key, ks.Queue, out, sum); err != nil {

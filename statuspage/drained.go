@@ -1,4 +1,4 @@
-package statusread
+package statuspage
 
 import (
 	"context"
@@ -9,30 +9,19 @@ import (
 	"github.com/go-dsync/dsync/leader"
 )
 
-// A Drained is a Partition member an operator drained (leader.Drain,
-// dsync drain), as its drain directive of the highest generation says.
-type Drained struct {
-	ID string // the member's (leader.Partition.ID)
-	// Host and PID are the member's, where its status was written within
-	// Reader.Seen; empty where not (it stopped, or is cut off).
-	Host string
-	PID  int
-	// By, Reason and At are the directive's: who drained it, why, and
-	// when (the store's time).
-	By, Reason string
-	At         time.Time
-}
-
 // membersAndDirectives is served by member stores that read an
 // election's members and directives in one call (leadermongo's Store).
 type membersAndDirectives interface {
 	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error)
 }
 
-// Drained returns the drained members of partition, ordered by ID: none
-// when Reader.Members keeps no directives (leader.Directives). It is one
-// read (leadermongo's Store: one find of the members and the directives).
-func (r *Reader) Drained(ctx context.Context, partition string) ([]Drained, error) {
+// Drained returns the members of partition an operator drained
+// (leader.Drain, dsync drain), as the drain directive of the highest
+// generation says, ordered by ID: none when Reader.Members keeps no
+// directives (leader.Directives). A member's Host and PID are its status's
+// where it was written within Reader.Seen. It is one read (leadermongo's
+// Store: one find of the members and the directives).
+func (r *Reader) Drained(ctx context.Context, partition string) ([]DrainedMember, error) {
 	var members []leader.Member
 	var ds []leader.Directive
 	var err error
@@ -55,15 +44,15 @@ func (r *Reader) Drained(ctx context.Context, partition string) ([]Drained, erro
 			latest[d.Member] = d
 		}
 	}
-	var out []Drained
+	var out []DrainedMember
 	for id := range leader.Drained(ds) {
 		d := latest[id]
-		dr := Drained{ID: id, By: d.By, Reason: d.Reason, At: d.At}
+		dr := DrainedMember{ID: id, By: d.By, Reason: d.Reason, At: d.At}
 		if i := slices.IndexFunc(members, func(m leader.Member) bool { return m.ID == id }); i >= 0 {
 			dr.Host, dr.PID = members[i].Host, members[i].PID
 		}
 		out = append(out, dr)
 	}
-	slices.SortFunc(out, func(a, b Drained) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b DrainedMember) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package dsync_test
+package statuspage_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // lostSessionStore is a memory store whose reads of one session find it
@@ -43,7 +44,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		w := newClient(t, mem, dsync.WithTTL(time.Minute))
+		w := newClientOn(t, mem, dsync.WithTTL(time.Minute))
 		m := newMutex(t, w, "k")
 		m.Lock()
 		defer m.Unlock()
@@ -51,7 +52,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 		time.Sleep(3 * time.Minute) // the holder renews; its claim's own expiry passes
 		synctest.Wait()
 
-		q, err := newClient(t, mem).Queue(ctx, "k")
+		q, err := statuspage.NewReader(newClientOn(t, mem)).Queue(ctx, "k")
 		if err != nil || len(q) != 1 || !q[0].Holds || q[0].Expired {
 			t.Fatalf("Queue(k) = %+v, %v; want its holder", q, err)
 		}
@@ -65,8 +66,8 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 			{name: "expired without its first generation", got: &driver.Session{ID: session, Gen: 3, ExpiresAt: old}},
 			{name: "expired with its first generation", got: &driver.Session{ID: session, ExpiresAt: old, HasFirst: true}, wantExpired: true},
 		} {
-			reader := newClient(t, &lostSessionStore{Store: mem, session: session, got: tc.got})
-			q, err := reader.Queue(ctx, "k")
+			reader := newClientOn(t, &lostSessionStore{Store: mem, session: session, got: tc.got})
+			q, err := statuspage.NewReader(reader).Queue(ctx, "k")
 			if err != nil || len(q) != 1 || q[0].Expired != tc.wantExpired || q[0].Holds == tc.wantExpired {
 				t.Errorf("session %s: Queue(k) = %+v, %v; want Expired %v", tc.name, q, err, tc.wantExpired)
 			}

@@ -1,13 +1,13 @@
-package statusread_test
+package statuspage_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/statuspage"
 )
 
 // TestDrained: Drained lists a partition's members whose latest drain
@@ -27,7 +27,8 @@ func TestDrained(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &statusread.Reader{Members: ms, Seen: time.Minute}
+	r := statuspage.NewReader(nil)
+	r.Members, r.Seen = ms, time.Minute
 	got, err := r.Drained(ctx, "jobs")
 	if err != nil || len(got) != 2 || got[0].ID != "m1" || got[0].Host != "h1" || got[0].PID != 11 || got[0].Reason != "r-m1" ||
 		got[1].ID != "m2" || got[1].Host != "" || got[1].PID != 0 || got[1].By != "ops" || got[1].At.IsZero() {

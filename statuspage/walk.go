@@ -1,4 +1,4 @@
-package statusread
+package statuspage
 
 import (
 	"context"
@@ -6,35 +6,16 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/leader"
 )
 
-// A Reader reads the locks and the elections of one store.
-type Reader struct {
-	// Client reads the keys and their queues. Required.
-	Client *dsync.Client
-	// Members gives the elections' members; nil: elections are read
-	// without members (and Leader reports no Version or Value).
-	Members leader.MemberStore
-	// Seen: the members whose last heartbeat is at most this old are
-	// read.
-	Seen time.Duration
-	// Now is the time each Lock and Election carries: the store's, when
-	// the caller has it. Required.
-	Now func() time.Time
-	// MaxKeyLen, if positive, is the longest key the store holds: Named
-	// passes over the longer keys a name would give, which no primitive
-	// can have.
-	MaxKeyLen int
-}
-
-// A Sink takes the locks and the elections as they are read.
+// A Sink takes the locks and the elections as Walk and WalkNamed read
+// them.
 type Sink interface {
-	Lock(Lock) error
-	Election(Election) error
+	Lock(LockState) error
+	Election(ElectionState) error
 }
 
-// A Selection is what List reads: the keys that begin with Prefix, after
+// A Selection is what Walk reads: the keys that begin with Prefix, after
 // the key After in the store's order, at most Limit of them (0: all).
 type Selection struct {
 	Prefix, After string
@@ -43,30 +24,30 @@ type Selection struct {
 
 // Listed is what a read found, besides what it handed out.
 type Listed struct {
-	Order dsync.KeyOrder // the order of the store's list
+	Order KeyOrder // the order of the store's list
 	// Locks and Elections count those handed out.
 	Locks, Elections int
 	// More: the Limit ended the list before its end. Next is the After
-	// that reads the rest, where the order allows one (dsync.OrderBytes).
+	// that reads the rest, where the order allows one (OrderBytes).
 	More bool
 	Next string
 }
 
-// A Lock is a Mutex, RWMutex, Semaphore or Once as read: its key as
+// A LockState is a Mutex, RWMutex, Semaphore or Once as read: its key as
 // stored, the kind and name of the primitive that claims it (KindOf),
 // and its queue as the library reads it.
-type Lock struct {
+type LockState struct {
 	Key        string
 	Kind, Name string
 	// Holders are the claims that hold, or are about to, in queue order:
 	// one, or several readers (an RWMutex's) or units (a Semaphore's);
 	// Waiting the claims queued behind them. Both are empty when nothing
 	// holds or waits.
-	Holders, Waiting []dsync.ClaimInfo
+	Holders, Waiting []ClaimInfo
 	// Expired are the claims whose session had expired as read
-	// (dsync.ClaimInfo.Expired): they hold no more, and the next process
+	// (ClaimInfo.Expired): they hold no more, and the next process
 	// that claims or waits on the key ends them (reading does not).
-	Expired []dsync.ClaimInfo
+	Expired []ClaimInfo
 	// Done: a Once whose function ran to success (its done record
 	// exists), which nothing holds or waits for.
 	Done bool
@@ -76,7 +57,7 @@ type Lock struct {
 // State is what the lock is in: held (by a Mutex, a writer or a Once's
 // run), read (by readers), units held/limit (a Semaphore's), done (a
 // Once that ran to success), or free.
-func (l Lock) State() string {
+func (l LockState) State() string {
 	switch {
 	case len(l.Holders) == 0 && l.Done:
 		return "done"
@@ -84,16 +65,16 @@ func (l Lock) State() string {
 		return "free"
 	}
 	switch h := l.Holders[0]; h.Mode {
-	case dsync.ModeShared:
+	case ModeShared:
 		return "read"
-	case dsync.ModeWeighted:
+	case ModeWeighted:
 		return fmt.Sprintf("%d/%d", l.Units(), h.Limit)
 	}
 	return "held"
 }
 
 // Units is the weight the holders hold (a Semaphore's units).
-func (l Lock) Units() int64 {
+func (l LockState) Units() int64 {
 	var n int64
 	for _, h := range l.Holders {
 		n += h.Weight
@@ -101,28 +82,29 @@ func (l Lock) Units() int64 {
 	return n
 }
 
-// List hands out the locks and the elections of the keys sel selects, as
-// the library lists them.
-func (r *Reader) List(ctx context.Context, sel Selection, out Sink) (Listed, error) {
+// Walk hands out to out the locks and the elections of the keys sel
+// selects, as List lists them: each as soon as it is read, in the
+// store's order. An error of out ends the walk and is returned as it is.
+func (r *Reader) Walk(ctx context.Context, sel Selection, out Sink) (Listed, error) {
 	sum, err := r.begin(ctx)
 	if err != nil {
 		return sum, err
 	}
-	if sel.After != "" && sum.Order != dsync.OrderBytes {
-		return sum, dsync.ErrAfterUnsupported
+	if sel.After != "" && sum.Order != OrderBytes {
+		return sum, ErrAfterUnsupported
 	}
-	opts := dsync.ListOptions{Prefix: sel.Prefix, After: sel.After}
+	opts := ListOptions{Prefix: sel.Prefix, After: sel.After}
 	if sel.Limit > 0 {
 		opts.Limit = sel.Limit + 1 // one more, to tell whether more follow
 	}
 	listed, last := 0, ""
-	for ks, err := range r.Client.List(ctx, opts) {
+	for ks, err := range r.List(ctx, opts) {
 		if err != nil {
 			return sum, err
 		}
 		if sel.Limit > 0 && listed == sel.Limit {
 			sum.More = true
-			if sum.Order == dsync.OrderBytes {
+			if sum.Order == OrderBytes {
 				sum.Next = last
 			}
 			return sum, nil
@@ -137,13 +119,13 @@ func (r *Reader) List(ctx context.Context, sel Selection, out Sink) (Listed, err
 
 // begin begins a read's Listed with the order of the store's list.
 func (r *Reader) begin(ctx context.Context) (Listed, error) {
-	order, err := r.Client.ListOrder(ctx)
+	order, err := r.ListOrder(ctx)
 	return Listed{Order: order}, err
 }
 
 // key hands out the lock or the election of key, whose queue is q, and
 // counts it in sum.
-func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out Sink, sum *Listed) error {
+func (r *Reader) key(ctx context.Context, key string, q []ClaimInfo, out Sink, sum *Listed) error {
 	kind, name := KindOf(key)
 	if kind == KindElection {
 		e, err := r.election(ctx, name)
@@ -153,7 +135,7 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 		sum.Elections++
 		return out.Election(e)
 	}
-	l := Lock{Key: key, Kind: kind, Name: name}
+	l := LockState{Key: key, Kind: kind, Name: name}
 	for _, c := range q {
 		switch {
 		case c.Expired:
@@ -167,7 +149,7 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 	if kind == KindOnce && len(l.Holders) == 0 && len(l.Waiting) == 0 {
 		// Nothing holds or waits: the Once is done, or its runs failed
 		// (or none ran to the end).
-		once, err := dsync.NewOnce(r.Client, name)
+		once, err := dsync.NewOnce(r.client, name)
 		if err != nil {
 			return err
 		}
@@ -178,16 +160,4 @@ func (r *Reader) key(ctx context.Context, key string, q []dsync.ClaimInfo, out S
 	l.Now = r.Now()
 	sum.Locks++
 	return out.Lock(l)
-}
-
-// Revocations returns the sessions operators revoked, as the store
-// records them (dsync.Client.Revocations).
-func (r *Reader) Revocations(ctx context.Context) ([]dsync.Revocation, error) {
-	return r.Client.Revocations(ctx)
-}
-
-// Stalls returns the holds that stalled, as the store records them
-// (dsync.Client.Stalls).
-func (r *Reader) Stalls(ctx context.Context) ([]dsync.Stall, error) {
-	return r.Client.Stalls(ctx)
 }
