@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"github.com/go-dsync/dsync/leader/internal/rank"
 )
 
@@ -88,7 +89,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 		return
 	}
 	began := time.Now()
-	q, err := e.client.Queue(ctx, LockKey(e.name))
+	q, err := e.client.Queue(ctx, lease.Key(e.name))
 	if err != nil {
 		return
 	}

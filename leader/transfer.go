@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 )
 
 // Transfer, the leader's side: how a leader hands its leadership to a
@@ -268,7 +269,7 @@ func sleepInTerm(ctx context.Context, t *term, d time.Duration) error {
 // term t's (nextAfter), and whether to has a claim.
 func (x *handoff) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
 	e := x.e
-	q, err := e.client.Queue(ctx, LockKey(e.name))
+	q, err := e.client.Queue(ctx, lease.Key(e.name))
 	if err != nil {
 		return false, false, err
 	}

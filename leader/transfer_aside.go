@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 )
 
 // Transfer, the waiting candidates' side: a candidate whose claim waits
@@ -82,7 +83,7 @@ func (x *handoff) stepAsideIfAsked(ctx context.Context) {
 	if !slices.ContainsFunc(ms, func(m Member) bool { return m.handingOver() && m.Handover.To != e.self.ID }) {
 		return
 	}
-	q, err := e.client.Queue(ctx, LockKey(e.name))
+	q, err := e.client.Queue(ctx, lease.Key(e.name))
 	if err != nil {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/internal/statusread"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // Stream makes the Records of one read of the store, as the page fills them
@@ -122,7 +122,7 @@ func claimOf(c dsync.ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 // electionOf is re as the schema shows it.
 func electionOf(re statusread.Election) Election {
 	now := re.Now
-	e := Election{Name: re.Name, Key: leader.LockKey(re.Name), Members: []Member{}}
+	e := Election{Name: re.Name, Key: operator.LockKey(re.Name), Members: []Member{}}
 	if info := re.Leader; info != nil {
 		e.Leader = &Leader{ID: info.ID, Host: info.Host, PID: info.PID, Version: info.Version, Value: info.Value,
 			Term: info.Token, Since: info.Since, HeldForMS: millis(info.Since, now)}

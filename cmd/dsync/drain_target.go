@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/partitions"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // A drain record is kept whatever it names, and a member that is not
@@ -33,7 +34,7 @@ func drainTarget(ctx context.Context, c *dsync.Client, ms membersAndDirectives, 
 	if err != nil {
 		return "", err
 	}
-	drained := leader.Drained(ds)
+	drained := operator.Drained(ds)
 	if len(members) == 0 && (!undo || len(drained) == 0) {
 		return "", noPartition(ctx, c, where, partition)
 	}
@@ -92,7 +93,7 @@ func noPartition(ctx context.Context, c *dsync.Client, where, partition string) 
 func partitionNames(ctx context.Context, c *dsync.Client) (names []string, more bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prefix := leader.LockKey("")
+	prefix := operator.LockKey("")
 	for ks, err := range c.List(ctx, dsync.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return nil, false, err

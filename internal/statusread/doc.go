@@ -9,7 +9,7 @@
 // success (dsync.Once.Done), who leads an election
 // (leader.Election.Leader, on a watcher that never campaigns) and who
 // stands by (leader.MemberStore.Members), the members of a partition
-// drained (leader.Directives, by Drained), the sessions operators revoked
+// drained (operator.Directives, by Drained), the sessions operators revoked
 // (dsync.Client.Revocations) and the holds that stalled
 // (dsync.Client.Stalls). It claims no key.
 //

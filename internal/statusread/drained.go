@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
-// A Drained is a Partition member an operator drained (leader.Drain,
+// A Drained is a Partition member an operator drained (operator.Drain,
 // dsync drain), as its drain directive of the highest generation says.
 type Drained struct {
 	ID string // the member's (leader.Partition.ID)
@@ -26,21 +27,21 @@ type Drained struct {
 // membersAndDirectives is served by member stores that read an
 // election's members and directives in one call (leadermongo's Store).
 type membersAndDirectives interface {
-	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error)
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []operator.Directive, error)
 }
 
 // Drained returns the drained members of partition, ordered by ID: none
-// when Reader.Members keeps no directives (leader.Directives). It is one
+// when Reader.Members keeps no directives (operator.Directives). It is one
 // read (leadermongo's Store: one find of the members and the directives).
 func (r *Reader) Drained(ctx context.Context, partition string) ([]Drained, error) {
 	var members []leader.Member
-	var ds []leader.Directive
+	var ds []operator.Directive
 	var err error
 	switch ms := r.Members.(type) {
 	case membersAndDirectives:
 		members, ds, err = ms.MembersAndDirectives(ctx, partition, r.Seen)
-	case leader.Directives:
-		if ds, err = ms.Directives(ctx, partition); err == nil && len(leader.Drained(ds)) > 0 {
+	case operator.Directives:
+		if ds, err = ms.Directives(ctx, partition); err == nil && len(operator.Drained(ds)) > 0 {
 			members, err = r.Members.Members(ctx, partition, r.Seen)
 		}
 	default:
@@ -49,14 +50,14 @@ func (r *Reader) Drained(ctx context.Context, partition string) ([]Drained, erro
 	if err != nil {
 		return nil, err
 	}
-	latest := map[string]leader.Directive{}
+	latest := map[string]operator.Directive{}
 	for _, d := range ds {
-		if cur, ok := latest[d.Member]; d.Kind == leader.DirectiveDrain && (!ok || d.Gen > cur.Gen) {
+		if cur, ok := latest[d.Member]; d.Kind == operator.DirectiveDrain && (!ok || d.Gen > cur.Gen) {
 			latest[d.Member] = d
 		}
 	}
 	var out []Drained
-	for id := range leader.Drained(ds) {
+	for id := range operator.Drained(ds) {
 		d := latest[id]
 		dr := Drained{ID: id, By: d.By, Reason: d.Reason, At: d.At}
 		if i := slices.IndexFunc(members, func(m leader.Member) bool { return m.ID == id }); i >= 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // TestDrained: Drained lists a partition's members whose latest drain
@@ -23,7 +24,7 @@ func TestDrained(t *testing.T) {
 		member string
 		drain  bool
 	}{{"m2", true}, {"m1", true}, {"m3", true}, {"m3", false}} {
-		if _, err := leader.Drain(ctx, ms, "jobs", d.member, d.drain, "ops", "r-"+d.member); err != nil {
+		if _, err := operator.Drain(ctx, ms, "jobs", d.member, d.drain, "ops", "r-"+d.member); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // electionReads is how many times an election's leader and lease are
@@ -19,7 +20,7 @@ type Election struct {
 	Name string
 	// Leader is who leads (leader.Election.Leader); nil when nobody does.
 	Leader *leader.Info
-	// Lease is the leader's claim on leader.LockKey(Name), for its
+	// Lease is the leader's claim on operator.LockKey(Name), for its
 	// expiry; nil when nobody leads, or when the term ended while it was
 	// read.
 	Lease *dsync.ClaimInfo
@@ -73,7 +74,7 @@ func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *Elec
 	if err != nil && !nobody {
 		return false, err
 	}
-	q, err := r.Client.Queue(ctx, leader.LockKey(e.Name))
+	q, err := r.Client.Queue(ctx, operator.LockKey(e.Name))
 	if err != nil {
 		return false, err
 	}

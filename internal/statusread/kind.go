@@ -3,7 +3,7 @@ package statusread
 import (
 	"strings"
 
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // What kind of primitive a stored key belongs to, and the name its user
@@ -29,7 +29,7 @@ var namespaces = []struct{ prefix, kind string }{
 	{"dsync:rw/", KindRWMutex},
 	{"dsync:sem/", KindSemaphore},
 	{"dsync:once/", KindOnce},
-	{leader.LockKey(""), KindElection},
+	{operator.LockKey(""), KindElection},
 }
 
 // KindOf returns the kind of the primitive that claims key, and the name

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/partitions"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // Named hands out every primitive named name (KeysNamed) that exists:
@@ -42,11 +42,11 @@ func (r *Reader) Named(ctx context.Context, name string, out Sink) (Listed, erro
 // shardsOf hands out the shards of partition name, the elections
 // "name#I", as the library lists them.
 func (r *Reader) shardsOf(ctx context.Context, name string, out Sink, sum *Listed) error {
-	for ks, err := range r.Client.List(ctx, dsync.ListOptions{Prefix: leader.LockKey(name + "#")}) {
+	for ks, err := range r.Client.List(ctx, dsync.ListOptions{Prefix: operator.LockKey(name + "#")}) {
 		if err != nil {
 			return err
 		}
-		if p, _, ok := partitions.ShardOf(strings.TrimPrefix(ks.Key, leader.LockKey(""))); !ok || p != name {
+		if p, _, ok := partitions.ShardOf(strings.TrimPrefix(ks.Key, operator.LockKey(""))); !ok || p != name {
 			continue // a shard of another partition ("name#x#0"), or no shard
 		}
 		if err := r.key(ctx, ks.Key, ks.Queue, out, sum); err != nil {

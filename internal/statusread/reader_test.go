@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // sink keeps what a Reader hands out, in order.
@@ -33,7 +34,7 @@ func (s *sink) keys() []string {
 		ks = append(ks, l.Key)
 	}
 	for _, e := range s.elections {
-		ks = append(ks, leader.LockKey(e.Name))
+		ks = append(ks, operator.LockKey(e.Name))
 	}
 	slices.Sort(ks)
 	return ks
@@ -152,7 +153,7 @@ func TestElectionWithoutMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := store(t, nil)
 		var out sink
-		if _, err := r.List(t.Context(), statusread.Selection{Prefix: leader.LockKey("")}, &out); err != nil {
+		if _, err := r.List(t.Context(), statusread.Selection{Prefix: operator.LockKey("")}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if len(out.locks) != 0 || len(out.elections) != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // TestPreemptionDelay measures WithPreemption's promise on the embedded
@@ -74,7 +75,7 @@ func TestPreemptionDelay(t *testing.T) {
 				mu.Unlock()
 				l := lead{who: priority, at: time.Now()}
 				storeAt := storeTime(p.c)
-				q, err := p.c.Queue(lctx, leader.LockKey("preempt"))
+				q, err := p.c.Queue(lctx, operator.LockKey("preempt"))
 				if i := slices.IndexFunc(q, func(c dsync.ClaimInfo) bool { return c.Owner == e.ID() }); err == nil && i >= 0 {
 					l.fromClaim = storeAt.Sub(q[i].QueuedAt)
 				}
@@ -132,7 +133,7 @@ func TestPreemptionDelay(t *testing.T) {
 	// candidates queued ahead of it step aside at their heartbeats.
 	sorted := func() {
 		for range 6000 {
-			q, err := ps[0].c.Queue(ctx, leader.LockKey("preempt"))
+			q, err := ps[0].c.Queue(ctx, operator.LockKey("preempt"))
 			live := slices.DeleteFunc(q, func(c dsync.ClaimInfo) bool { return c.Expired })
 			if err == nil && len(live) > 1 && live[0].Owner == best.ID() && live[1].Owner == second.ID() {
 				return

@@ -11,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // transferTerm is one term of TestTransfer's candidates.
@@ -83,7 +84,7 @@ func TestTransfer(t *testing.T) {
 		wg.Go(func() { run(i, e) })
 		// Queue in order: wait for this candidate's claim.
 		waitFor(t, func() bool {
-			q, err := p.c.Queue(ctx, leader.LockKey("transfer"))
+			q, err := p.c.Queue(ctx, operator.LockKey("transfer"))
 			return err == nil && len(q) == i+1
 		})
 	}

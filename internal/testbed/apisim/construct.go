@@ -9,6 +9,7 @@ import (
 	"github.com/go-dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // This file is the only one that knows how a process makes its Client,
@@ -127,5 +128,5 @@ func storedRW(key string) string   { return dsync.NamespacedKey("rw", key) }
 func storedSem(key string) string  { return dsync.NamespacedKey("sem", key) }
 func storedOnce(key string) string { return dsync.NamespacedKey("once", key) }
 func storedElection(name string) string {
-	return leader.LockKey(name)
+	return operator.LockKey(name)
 }
