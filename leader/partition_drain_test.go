@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
-	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/leader/operator"
 )
 
@@ -188,30 +187,4 @@ func TestPartitionAllDrainedKeepOwners(t *testing.T) {
 			}
 		}
 	})
-}
-
-// racingDirectives is a member store whose first insert of each Gen finds
-// another operator's drain there already (ErrDirectiveExists), which its
-// reads do not show yet.
-type racingDirectives struct {
-	*leadertest.MemoryMembers
-	refused map[uint64]bool
-}
-
-func (r *racingDirectives) PutDirective(ctx context.Context, election string, d operator.Directive) error {
-	if !r.refused[d.Gen] && d.Gen < 3 {
-		r.refused[d.Gen] = true
-		return operator.ErrDirectiveExists
-	}
-	return r.MemoryMembers.PutDirective(ctx, election, d)
-}
-
-// Drain, refused by a racing operator's insert of the same Gen, inserts
-// the next one, even when its read does not show the other's yet.
-func TestDrainRetriesAboveARefusedGen(t *testing.T) {
-	r := &racingDirectives{MemoryMembers: leadertest.NewMemoryMembers(), refused: map[uint64]bool{}}
-	d, err := operator.Drain(context.Background(), r, "jobs", "m", true, "test", "")
-	if err != nil || d.Gen != 3 {
-		t.Fatalf("Drain = %+v, %v; want Gen 3 after two refusals", d, err)
-	}
 }
