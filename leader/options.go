@@ -13,10 +13,10 @@ import (
 // An Option configures an Election (NewElection) or a Partition
 // (NewPartition).
 //
-// NewPartition takes WithMembers (which it needs), WithHeartbeatInterval,
-// WithProgressDeadline, WithLogger and WithWeight. NewElection takes all
-// the others, and those but WithWeight. A constructor returns an error
-// for an option it does not take, and for a bad value.
+// NewElection takes every option but WithWeight. NewPartition takes
+// WithMembers (which it needs), WithHeartbeatInterval,
+// WithProgressDeadline, WithLogger and WithWeight. A constructor returns
+// an error for an option it does not take, and for a bad value.
 type Option func(*config) error
 
 // A target is the constructor an option is given to, or, as a set, those
