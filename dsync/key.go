@@ -35,7 +35,8 @@ const (
 	semNamespace = "sem"
 	// onceNamespace is the namespace of Once keys: "dsync:once/KEY".
 	onceNamespace = "once"
-	// electionNamespace is package leader's namespace (leader.Namespace):
+	// electionNamespace is package leader's namespace (operator.Namespace,
+	// in leader/operator):
 	// a Mutex in it is an election's lease, which an observer should not
 	// count with the plain Mutexes of the same name. A test of package
 	// leader keeps the two names equal.

@@ -27,7 +27,7 @@ import (
 	"github.com/go-dsync/dsync/integration/register"
 	"github.com/go-dsync/dsync/integration/worker"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // cluster is a set of worker processes sharing a lock key, a history
@@ -423,7 +423,7 @@ func (c *cluster) await(from int, timeout time.Duration, what string, pred func(
 // election the key of its leadership lease.
 func (c *cluster) lockKey() string {
 	if c.base.Mode == worker.ModeElection {
-		return leader.LockKey(c.base.Key)
+		return operator.LockKey(c.base.Key)
 	}
 	return worker.StoredKey(c.base.Mode, c.base.Key)
 }

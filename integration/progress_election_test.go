@@ -10,6 +10,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // A term whose work deadlocks ends, and the next candidate leads within
@@ -79,7 +80,7 @@ func stallTerm(c1, c2 *dsync.Client, name string) (time.Duration, error) {
 	// longer.
 	stop := make(chan struct{})
 	lastReport := reportUntil(func() { leader.Progress(term) }, stop)
-	err = awaitQueued(ctx, c2, leader.LockKey(name), 2, term.Done())
+	err = awaitQueued(ctx, c2, operator.LockKey(name), 2, term.Done())
 	if err == nil {
 		time.Sleep(progressDeadline / 2)
 	}

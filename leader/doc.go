@@ -12,7 +12,7 @@
 // # Guarantees
 //
 // Leadership is a dsync lock of the Election's Client, in the election
-// namespace (LockKey(name)). So a process's elections share its lease with
+// namespace (operator.LockKey(name)). So a process's elections share its lease with
 // its locks, and no plain lock is ever an election's lease. It has the
 // guarantees of dsync.Mutex:
 //   - at most one leader holds a valid lease at any time;
@@ -78,4 +78,8 @@
 // Close leave the same way, releasing each shard once its function has
 // returned. Observe (and View) report each shard's owner and token, and
 // the live members with their weights, as the members last reported them.
+//
+// An operator steers both from outside with package leader/operator:
+// it drains a Partition member, or asks a leader to hand over, by a
+// record in the member store that the members read at each heartbeat.
 package leader

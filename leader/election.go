@@ -53,7 +53,7 @@ type Election struct {
 
 // NewElection returns a candidate for election name on c.
 //
-// Its leadership lease is a lock of c's in the namespace Namespace. So it
+// Its leadership lease is a lock of c's in the namespace operator.Namespace. So it
 // shares c's lease (its TTL and renew interval, dsync.WithTTL) with every
 // lock of the process. Its member status goes to the MemberStore given
 // with WithMembers, if any. It does no I/O.
@@ -64,7 +64,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	if name == "" {
 		return nil, errors.New("leader: empty election name")
 	}
-	cfg, err := newConfig(opts, c)
+	cfg, err := newConfig(forElection, opts, c)
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +190,9 @@ func (e *Election) IsLeader() bool {
 // Leader returns who leads now, or an error wrapping ErrNoLeader.
 //
 // The leader is the holder of the election's lease: the first claim that
-// holds in the queue of the election's key (LockKey). With WithMembers, the
-// Info adds what the leader's member status advertises (Version, and Value
-// and Rev as MemberValue gives them). If that status is of a later term
+// holds in the queue of the election's key (operator.LockKey). With WithMembers, the
+// Info adds what the leader's member status advertises (Version, Value
+// and Rev). If that status is of a later term
 // than the claim read, Leader reads who leads again, twice at most.
 //
 // It only reads, by a clock that may be off the one the candidates'

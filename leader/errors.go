@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 )
 
 // Sentinel errors, and the causes of a leadership context's cancellation.
@@ -16,8 +17,7 @@ var (
 
 	// ErrStalled is the cause of a leadership context (a term's, or a
 	// Partition shard's) cancelled because its work reported no progress
-	// (Progress) within its deadline (WithProgressDeadline,
-	// WithShardProgressDeadline): the lease was released so that another
+	// (Progress) within its deadline (WithProgressDeadline): the lease was released so that another
 	// candidate leads, and the stuck work's writes are fenced by the
 	// term's token. It is dsync.ErrStalled, the same value.
 	ErrStalled = dsync.ErrStalled
@@ -33,7 +33,7 @@ var (
 	ErrShardMoved = errors.New("leader: shard moved to another member")
 
 	// ErrNoLeader is returned by Leader when nobody leads.
-	ErrNoLeader = errors.New("leader: no leader")
+	ErrNoLeader = lease.ErrNoLeader
 
 	// ErrCampaigning is returned by Campaign when the Election is already
 	// campaigning or leading: one Election is one candidate.

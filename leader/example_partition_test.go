@@ -30,7 +30,7 @@ func ExamplePartition() {
 	members := leadertest.NewMemoryMembers()
 
 	const shards = 4
-	p, err := leader.NewPartition(client, members, "mailer", shards)
+	p, err := leader.NewPartition(client, "mailer", shards, leader.WithMembers(members))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package leader
 import (
 	"context"
 	"time"
-
-	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // A MemberStore keeps the candidates' status (Member) beside the leases.
@@ -48,16 +46,6 @@ type Preflighter interface {
 	Preflight(ctx context.Context, election string) error
 }
 
-// Namespace is the dsync namespace (dsync.WithNamespace) of the leadership
-// leases. An election's lease is a lock in it, apart from every plain lock,
-// whatever the two are named.
-const Namespace = "election"
-
-// LockKey is the key, as stored, whose holder leads election.
-// It is election in the namespace Namespace ("dsync:election/NAME",
-// statuspage.NamespacedKey). No plain lock has it.
-func LockKey(election string) string { return clienthook.NamespacedKey(Namespace, election) }
-
 // Info describes a leader.
 type Info struct {
 	ID      string    // the candidate's identity, unique per Election value
@@ -87,7 +75,7 @@ type Member struct {
 
 	// Value is the member's WithValue value. Term is the term (token) in
 	// which it last led, Proclaimed its value in that term and Rev the
-	// number of proclamations it made in it (MemberValue reads them).
+	// number of proclamations it made in it (memberValue reads them).
 	Value      string
 	Term       uint64
 	Proclaimed string
@@ -102,14 +90,14 @@ type Member struct {
 	Handover Handover
 }
 
-// MemberValue returns the value and Rev the leader of term advertises, by
+// memberValue returns the value and Rev the leader of term advertises, by
 // its status m.
 //
 // It is the value proclaimed in term if m is of that term. Else (the term
 // began after m was written) it is the WithValue value. current is false
 // when m is of a later term: term has ended, and the read of the leader
 // was stale; read it again. Leader fills Info.Value and Info.Rev with it.
-func MemberValue(term uint64, m Member) (value string, rev uint64, current bool) {
+func memberValue(term uint64, m Member) (value string, rev uint64, current bool) {
 	switch {
 	case m.Term == term:
 		return m.Proclaimed, m.Rev, true

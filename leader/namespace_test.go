@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // A process's plain locks and elections share one Client (and its
@@ -19,8 +20,8 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		elections := newProc(t).c
 		ctx := context.Background()
-		if _, err := dsync.NewMutex(elections, leader.LockKey("coll")); err == nil {
-			t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
+		if _, err := dsync.NewMutex(elections, operator.LockKey("coll")); err == nil {
+			t.Fatalf("a plain lock was made on the lease key %q", operator.LockKey("coll"))
 		}
 		mu, err := dsync.NewMutex(elections, "coll", dsync.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {

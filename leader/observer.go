@@ -28,6 +28,9 @@ type Transition struct {
 // Election's Client) covers the lease the election's lock shares.
 func WithObserver(f func(Transition)) Option {
 	return func(c *config) error {
+		if err := c.takes("WithObserver", forElection); err != nil {
+			return err
+		}
 		if f == nil {
 			return errors.New("leader: nil observer")
 		}

@@ -4,15 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// An Option configures an Election.
+// An Option configures an Election (NewElection) or a Partition
+// (NewPartition).
+//
+// NewElection takes every option but WithWeight. NewPartition takes
+// WithMembers (which it needs), WithHeartbeatInterval,
+// WithProgressDeadline, WithLogger and WithWeight. A constructor returns
+// an error for an option it does not take, and for a bad value.
 type Option func(*config) error
 
+// A target is the constructor an option is given to, or, as a set, those
+// that take it.
+type target uint8
+
+const (
+	forElection target = 1 << iota
+	forPartition
+)
+
+func (t target) String() string {
+	if t == forPartition {
+		return "NewPartition"
+	}
+	return "NewElection"
+}
+
 type config struct {
+	target            target        // the constructor being configured
 	members           MemberStore   // nil: none (WithMembers)
 	heartbeatInterval time.Duration // 0: the Client's renew interval
 	pollInterval      time.Duration
@@ -25,6 +49,16 @@ type config struct {
 	observer          func(Transition)
 	progress          time.Duration // 0: off (WithProgressDeadline)
 	steer             steerConfig   // steer_options.go
+	weight            float64       // a Partition's (WithWeight)
+}
+
+// takes returns an error unless the constructor being configured takes
+// option name, which ts take.
+func (c *config) takes(name string, ts target) error {
+	if c.target&ts == 0 {
+		return fmt.Errorf("leader: %s is not an option of %v", name, c.target)
+	}
+	return nil
 }
 
 // Defaults of an Election's options.
@@ -33,8 +67,8 @@ const (
 	DefaultPollInterval = 500 * time.Millisecond
 )
 
-func newConfig(opts []Option, client *dsync.Client) (config, error) {
-	c := config{pollInterval: DefaultPollInterval, logger: client.Logger()}
+func newConfig(t target, opts []Option, client *dsync.Client) (config, error) {
+	c := config{target: t, pollInterval: DefaultPollInterval, logger: client.Logger(), weight: 1}
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("leader: nil option")
@@ -49,6 +83,9 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 	if c.heartbeatInterval == 0 {
 		c.heartbeatInterval = client.RenewInterval()
 	}
+	if t == forPartition && c.members == nil {
+		return config{}, errors.New("leader: NewPartition needs a member store (WithMembers): its members agree on the assignment through it")
+	}
 	return c, nil
 }
 
@@ -56,16 +93,19 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 // heartbeat: three missed heartbeats.
 func (c *config) memberMaxAge() time.Duration { return 3 * c.heartbeatInterval }
 
-// WithMembers sets the MemberStore where the Election keeps its member
-// status.
+// WithMembers sets the MemberStore where the member status is kept.
 //
 // The stores are leadermongo.NewStore on MongoDB, and
-// leadertest.NewMemoryMembers in tests. Default: none. Without one, the
+// leadertest.NewMemoryMembers in tests. Default: none. A Partition needs
+// one: its members agree on the assignment through it. Without one, an
 // Election still elects, and Leader, Observe and OnNewLeader report who
 // leads (without Version and Value). Members and Proclaim then return
 // ErrNoMembers.
 func WithMembers(ms MemberStore) Option {
 	return func(c *config) error {
+		if err := c.takes("WithMembers", forElection|forPartition); err != nil {
+			return err
+		}
 		if ms == nil {
 			return errors.New("leader: nil member store")
 		}
@@ -74,12 +114,30 @@ func WithMembers(ms MemberStore) Option {
 	}
 }
 
-// WithHeartbeatInterval sets how often a candidate refreshes its member
-// status document. Default: the Client's renew interval
-// (dsync.WithRenewInterval). Members counts a member
-// live for three intervals after its last heartbeat.
+// WithHeartbeatInterval sets how often a member refreshes its status.
+//
+// Default: the Client's renew interval (dsync.WithRenewInterval). d must
+// be positive.
+//
+// An Election's candidate writes its member status every interval.
+// Members counts a member live for three intervals after its last
+// heartbeat.
+//
+// A Partition's member reads the members' status and recomputes the
+// assignment every interval. It writes its own status at once when it
+// queued for a shard. It writes it at its next heartbeat when it won or
+// handed over one, and otherwise every other interval. A member counts
+// as live for four intervals after its last write. When the members'
+// intervals differ, that is the longest interval among them: each
+// member's status says its own. A member whose own status reads as aged
+// out assigns itself nothing while others read as live (they take its
+// shards). When nobody does, it counts itself alone. Observe reads the
+// members' status once per interval.
 func WithHeartbeatInterval(d time.Duration) Option {
 	return func(c *config) error {
+		if err := c.takes("WithHeartbeatInterval", forElection|forPartition); err != nil {
+			return err
+		}
 		if d <= 0 {
 			return fmt.Errorf("leader: heartbeat interval must be positive, got %v", d)
 		}
@@ -92,6 +150,9 @@ func WithHeartbeatInterval(d time.Duration) Option {
 // who leads. Default: DefaultPollInterval (500 ms).
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
+		if err := c.takes("WithPollInterval", forElection); err != nil {
+			return err
+		}
 		if d <= 0 {
 			return fmt.Errorf("leader: poll interval must be positive, got %v", d)
 		}
@@ -105,6 +166,9 @@ func WithPollInterval(d time.Duration) Option {
 // Default: empty.
 func WithVersion(v string) Option {
 	return func(c *config) error {
+		if err := c.takes("WithVersion", forElection); err != nil {
+			return err
+		}
 		c.version = v
 		return nil
 	}
@@ -122,6 +186,9 @@ const MaxValueSize = 16 << 10
 // another (Proclaim). Default: empty. At most MaxValueSize bytes.
 func WithValue(v string) Option {
 	return func(c *config) error {
+		if err := c.takes("WithValue", forElection); err != nil {
+			return err
+		}
 		if len(v) > MaxValueSize {
 			return fmt.Errorf("leader: value of %d bytes, more than %d", len(v), MaxValueSize)
 		}
@@ -135,6 +202,9 @@ func WithValue(v string) Option {
 // (dsync.ClientWithLogger), slog.Default() unless set.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
+		if err := c.takes("WithLogger", forElection|forPartition); err != nil {
+			return err
+		}
 		if l == nil {
 			return errors.New("leader: nil logger")
 		}
@@ -151,6 +221,9 @@ func WithLogger(l *slog.Logger) Option {
 // It must not block.
 func OnElected(f func(Info)) Option {
 	return func(c *config) error {
+		if err := c.takes("OnElected", forElection); err != nil {
+			return err
+		}
 		if f == nil {
 			return errors.New("leader: nil OnElected callback")
 		}
@@ -168,6 +241,9 @@ func OnElected(f func(Info)) Option {
 // context. It must not block.
 func OnLost(f func(cause error)) Option {
 	return func(c *config) error {
+		if err := c.takes("OnLost", forElection); err != nil {
+			return err
+		}
 		if f == nil {
 			return errors.New("leader: nil OnLost callback")
 		}
@@ -183,6 +259,9 @@ func OnLost(f func(cause error)) Option {
 // not block.
 func OnNewLeader(f func(Info)) Option {
 	return func(c *config) error {
+		if err := c.takes("OnNewLeader", forElection); err != nil {
+			return err
+		}
 		if f == nil {
 			return errors.New("leader: nil OnNewLeader callback")
 		}
@@ -194,6 +273,11 @@ func OnNewLeader(f func(Info)) Option {
 // WithProgressDeadline ends a term whose work reports no progress
 // (Progress) within d.
 //
+// For a Partition the deadline is each shard's: a shard's run whose fn
+// reports no progress within d ends, the member tells the others at once,
+// and the shard is assigned to another member. This member does not run
+// it again until fn returns.
+//
 // The term ends as a lost lease ends one: its context is cancelled with
 // the cause ErrStalled. Its lease is released after the head start a lost
 // lease gives the work to stop, so that another candidate leads. The
@@ -204,10 +288,31 @@ func OnNewLeader(f func(Info)) Option {
 // refused as that refuses it.
 func WithProgressDeadline(d time.Duration) Option {
 	return func(c *config) error {
+		if err := c.takes("WithProgressDeadline", forElection|forPartition); err != nil {
+			return err
+		}
 		if d < 0 {
 			return fmt.Errorf("leader: progress deadline must not be negative, got %v", d)
 		}
 		c.progress = d
+		return nil
+	}
+}
+
+// WithWeight sets a Partition member's weight. Default: 1.
+//
+// A member of weight 2 takes twice the shards of one of weight 1. w must
+// be positive and finite: a member that should take no shard is drained
+// (operator.Drain), or does not join.
+func WithWeight(w float64) Option {
+	return func(c *config) error {
+		if err := c.takes("WithWeight", forPartition); err != nil {
+			return err
+		}
+		if !(w > 0) || math.IsInf(w, 1) {
+			return fmt.Errorf("leader: weight must be positive and finite, got %v", w)
+		}
+		c.weight = w
 		return nil
 	}
 }

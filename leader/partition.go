@@ -23,8 +23,8 @@ import (
 // per-shard work with Run, watch who owns what with Observe, and leave
 // with Resign or Close.
 //
-// An operator drains a member with Drain, when the member store serves
-// Directives. Its shards then move to the others, and none comes back
+// An operator drains a member with operator.Drain, when the member store
+// serves operator.Directives. Its shards then move to the others, and none comes back
 // until it is undrained. Each member then reads the directives once per
 // heartbeat, beside the members' status.
 //
@@ -41,7 +41,7 @@ type Partition struct {
 	// default), as a Client bounds what it sends on Close.
 	release time.Duration
 	// progress is each shard's progress deadline
-	// (WithShardProgressDeadline): 0 is none.
+	// (WithProgressDeadline): 0 is none.
 	progress time.Duration
 	self     string
 	host     string
@@ -74,63 +74,35 @@ type Partition struct {
 	runDone chan struct{}
 }
 
-// A PartitionOption configures a Partition.
-type PartitionOption func(*Partition)
-
-// WithWeight sets this member's weight (default 1).
-// A member of weight 2 takes twice the shards of one of weight 1.
-func WithWeight(w float64) PartitionOption { return func(p *Partition) { p.weight = w } }
-
-// WithPartitionHeartbeat sets how often the member reads the members'
-// status and recomputes the assignment.
-//
-// Default: the Client's renew interval. The member writes its own status
-// at once when it queued for a shard. It writes it at its next heartbeat
-// when it won or handed over one, and otherwise every other interval. A
-// member counts as live for four intervals after its last write. When
-// the members' intervals differ, that is the longest interval among
-// them: each member's status says its own. A member whose own status
-// reads as aged out assigns itself nothing while others read as live
-// (they take its shards). When nobody does, it counts itself alone.
-// Observe reads the members' status once per interval.
-func WithPartitionHeartbeat(d time.Duration) PartitionOption {
-	return func(p *Partition) { p.interval = d }
-}
-
-// WithShardProgressDeadline ends a shard's run whose fn reports no
-// progress within d.
-//
-// fn reports progress with Progress, given fn's context. The run ends as a
-// lost lease ends one: fn's context is cancelled with the cause ErrStalled,
-// and the shard's lease released (its writes fenced by the term's token).
-// The member then tells the others at once, and the shard is assigned to
-// another member; this member does not run it again until fn returns.
-// Default: 0, no deadline (see WithProgressDeadline).
-func WithShardProgressDeadline(d time.Duration) PartitionOption {
-	return func(p *Partition) { p.progress = d }
-}
-
 // NewPartition returns this process's member of partition name, of shards
-// shards, on c. Member status goes to ms. It does no I/O.
-func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts ...PartitionOption) (*Partition, error) {
-	if shards <= 0 || ms == nil || name == "" {
-		return nil, errors.New("leader: a Partition needs a name, a MemberStore and at least one shard")
+// shards, on c.
+//
+// Member status goes to the MemberStore given with WithMembers, which a
+// Partition needs. It takes the options Option lists for it. It does no
+// I/O.
+func NewPartition(c *dsync.Client, name string, shards int, opts ...Option) (*Partition, error) {
+	if c == nil {
+		return nil, errors.New("leader: nil client")
+	}
+	if shards <= 0 || name == "" {
+		return nil, fmt.Errorf("leader: a Partition needs a name and at least one shard, got %q and %d", name, shards)
+	}
+	cfg, err := newConfig(forPartition, opts, c)
+	if err != nil {
+		return nil, err
 	}
 	host, _ := os.Hostname()
-	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
+	p := &Partition{name: name, n: shards, weight: cfg.weight, members: cfg.members, interval: cfg.heartbeatInterval, progress: cfg.progress,
 		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
-	for _, o := range opts {
-		o(p)
-	}
 	for i := range shards {
-		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i), WithProgressDeadline(p.progress))
+		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i), WithProgressDeadline(p.progress), WithLogger(cfg.logger))
 		if err != nil {
 			return nil, err
 		}
 		p.shards = append(p.shards, e)
 	}
 	p.self = p.shards[0].ID() + "/p"
-	if h, ok := ms.(leaderhook.Carrier); ok && h.PartitionSettings().MemberID != "" {
+	if h, ok := p.members.(leaderhook.Carrier); ok && h.PartitionSettings().MemberID != "" {
 		p.self = h.PartitionSettings().MemberID
 	}
 	return p, nil

@@ -120,7 +120,7 @@ func TestPartitionRunEndCause(t *testing.T) {
 						return nil
 					}
 				})
-				p, err := leader.NewPartition(pr.c, pr.members, "jobs", n)
+				p, err := leader.NewPartition(pr.c, "jobs", n, leader.WithMembers(pr.members))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,9 +5,10 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/plant"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
-// Draining a Partition member (Drain): a drained member counts with
+// Draining a Partition member (operator.Drain): a drained member counts with
 // weight 0, so the assignment gives it no shard; the shards it owns move
 // the way every shard moves (it releases one once the member the shard is
 // assigned to waits for it), and none comes back while it stays drained.
@@ -21,25 +22,25 @@ import (
 // and the directives of an election in one call (leadermongo's Store: one
 // find), so that a Partition member reads drains at no cost.
 type membersAndDirectives interface {
-	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]Member, []Directive, error)
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]Member, []operator.Directive, error)
 }
 
 // readStatus reads the live members' status and the members drained, once
 // per heartbeat: by one call when the store offers it
 // (membersAndDirectives), else Members and, when the store serves
-// Directives, Directives (drained is nil when it does not).
+// operator.Directives, Directives (drained is nil when it does not).
 func (p *Partition) readStatus(ctx context.Context) (ms []Member, drained map[string]bool, err error) {
 	if both, ok := p.members.(membersAndDirectives); ok {
 		ms, all, err := both.MembersAndDirectives(ctx, p.name, p.liveFor())
 		if err != nil {
 			return nil, nil, err
 		}
-		return ms, Drained(all), nil
+		return ms, operator.Drained(all), nil
 	}
 	if ms, err = p.members.Members(ctx, p.name, p.liveFor()); err != nil {
 		return nil, nil, err
 	}
-	ds, ok := p.members.(Directives)
+	ds, ok := p.members.(operator.Directives)
 	if !ok {
 		return ms, nil, nil
 	}
@@ -47,7 +48,7 @@ func (p *Partition) readStatus(ctx context.Context) (ms []Member, drained map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	return ms, Drained(all), nil
+	return ms, operator.Drained(all), nil
 }
 
 // drainWeight is the weight the assignment gives member id of weight w:

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
-	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // counting wraps fn so that each run it begins adds one to begun.
@@ -23,7 +23,7 @@ func counting(begun *atomic.Int64, fn func(context.Context, int) error) func(con
 
 // joinCounting is join, with the runs member name begins counted.
 func joinCounting(t *testing.T, pr *proc, l *ledger, name string, n int, begun *atomic.Int64) *member {
-	p, err := leader.NewPartition(pr.c, pr.members, "jobs", n)
+	p, err := leader.NewPartition(pr.c, "jobs", n, leader.WithMembers(pr.members))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 // drainScenario balances 12 shards over members a, b and c, drains a,
 // and returns what went wrong: a still owning shards after the drain had
 // time to move them, or beginning any run in the 30 heartbeats after
-// that. The drain is written through leader.Drain on the member store.
+// that. The drain is written through operator.Drain on the member store.
 func drainScenario(t *testing.T) []string {
 	w := newWorld()
 	l := newLedger(t)
@@ -58,7 +58,7 @@ func drainScenario(t *testing.T) []string {
 	joinCounting(t, w.process(t), l, "b", n, &ignored)
 	joinCounting(t, w.process(t), l, "c", n, &ignored)
 	l.waitBalanced(t, n, map[string]int{"a": 4, "b": 4, "c": 4}, 3*ttl)
-	if _, err := leader.Drain(context.Background(), w.members, "jobs", a.p.ID(), true, "test", ""); err != nil {
+	if _, err := operator.Drain(context.Background(), w.members, "jobs", a.p.ID(), true, "test", ""); err != nil {
 		t.Fatal(err)
 	}
 	var v []string
@@ -102,7 +102,7 @@ func TestPartitionUndrainAndLateDrain(t *testing.T) {
 		joinCounting(t, w.process(t), l, "b", n, &ignored)
 		l.waitBalanced(t, n, map[string]int{"a": 3, "b": 3}, 3*ttl)
 		ctx := context.Background()
-		drain, err := leader.Drain(ctx, w.members, "jobs", a.p.ID(), true, "test", "")
+		drain, err := operator.Drain(ctx, w.members, "jobs", a.p.ID(), true, "test", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestPartitionUndrainAndLateDrain(t *testing.T) {
 				t.Errorf("view: member %s Draining %v", m.ID, m.Draining)
 			}
 		}
-		undrain, err := leader.Drain(ctx, w.members, "jobs", a.p.ID(), false, "test", "")
+		undrain, err := operator.Drain(ctx, w.members, "jobs", a.p.ID(), false, "test", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,15 +128,15 @@ func TestPartitionUndrainAndLateDrain(t *testing.T) {
 		// A drain sent before the undrain lands after it: a drain of a
 		// lower Gen than the undrain's changes nothing. Sent again, the
 		// same drain is refused.
-		late := leader.Directive{Kind: leader.DirectiveDrain, Member: a.p.ID(), Gen: drain.Gen, Drain: true}
-		if err := w.members.PutDirective(ctx, "jobs", late); !errors.Is(err, leader.ErrDirectiveExists) {
+		late := operator.Directive{Kind: operator.DirectiveDrain, Member: a.p.ID(), Gen: drain.Gen, Drain: true}
+		if err := w.members.PutDirective(ctx, "jobs", late); !errors.Is(err, operator.ErrDirectiveExists) {
 			t.Fatalf("drain sent twice: %v, want ErrDirectiveExists", err)
 		}
-		other := leader.Directive{Kind: leader.DirectiveDrain, Member: "b-never-joined", Gen: 2, Drain: false}
+		other := operator.Directive{Kind: operator.DirectiveDrain, Member: "b-never-joined", Gen: 2, Drain: false}
 		if err := w.members.PutDirective(ctx, "jobs", other); err != nil {
 			t.Fatal(err)
 		}
-		lateOther := leader.Directive{Kind: leader.DirectiveDrain, Member: "b-never-joined", Gen: 1, Drain: true}
+		lateOther := operator.Directive{Kind: operator.DirectiveDrain, Member: "b-never-joined", Gen: 1, Drain: true}
 		if err := w.members.PutDirective(ctx, "jobs", lateOther); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPartitionUndrainAndLateDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := leader.Drained(ds); len(d) != 0 {
+		if d := operator.Drained(ds); len(d) != 0 {
 			t.Fatalf("drained after undrains and late drains: %v", d)
 		}
 		terms := l.terms
@@ -169,7 +169,7 @@ func TestPartitionAllDrainedKeepOwners(t *testing.T) {
 		terms := l.terms
 		ctx := context.Background()
 		for _, m := range []*member{a, b} {
-			if _, err := leader.Drain(ctx, w.members, "jobs", m.p.ID(), true, "test", ""); err != nil {
+			if _, err := operator.Drain(ctx, w.members, "jobs", m.p.ID(), true, "test", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -187,30 +187,4 @@ func TestPartitionAllDrainedKeepOwners(t *testing.T) {
 			}
 		}
 	})
-}
-
-// racingDirectives is a member store whose first insert of each Gen finds
-// another operator's drain there already (ErrDirectiveExists), which its
-// reads do not show yet.
-type racingDirectives struct {
-	*leadertest.MemoryMembers
-	refused map[uint64]bool
-}
-
-func (r *racingDirectives) PutDirective(ctx context.Context, election string, d leader.Directive) error {
-	if !r.refused[d.Gen] && d.Gen < 3 {
-		r.refused[d.Gen] = true
-		return leader.ErrDirectiveExists
-	}
-	return r.MemoryMembers.PutDirective(ctx, election, d)
-}
-
-// Drain, refused by a racing operator's insert of the same Gen, inserts
-// the next one, even when its read does not show the other's yet.
-func TestDrainRetriesAboveARefusedGen(t *testing.T) {
-	r := &racingDirectives{MemoryMembers: leadertest.NewMemoryMembers(), refused: map[uint64]bool{}}
-	d, err := leader.Drain(context.Background(), r, "jobs", "m", true, "test", "")
-	if err != nil || d.Gen != 3 {
-		t.Fatalf("Drain = %+v, %v; want Gen 3 after two refusals", d, err)
-	}
 }

@@ -25,7 +25,7 @@ func TestPartitionGivenUpAsWonDoesNotRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		p, err := leader.NewPartition(c, leadertest.NewMemoryMembers(), "jobs", 1)
+		p, err := leader.NewPartition(c, "jobs", 1, leader.WithMembers(leadertest.NewMemoryMembers()))
 		if err != nil {
 			t.Fatal(err)
 		}

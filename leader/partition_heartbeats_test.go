@@ -20,8 +20,8 @@ func TestPartitionMembersOfDifferentHeartbeats(t *testing.T) {
 		w := newWorld()
 		l := newLedger(t)
 		const n = 4
-		fast := join(t, w.process(t), l, "fast", n, leader.WithPartitionHeartbeat(200*time.Millisecond))
-		slow := join(t, w.process(t), l, "slow", n, leader.WithPartitionHeartbeat(500*time.Millisecond))
+		fast := join(t, w.process(t), l, "fast", n, leader.WithHeartbeatInterval(200*time.Millisecond))
+		slow := join(t, w.process(t), l, "slow", n, leader.WithHeartbeatInterval(500*time.Millisecond))
 		l.waitBalanced(t, n, map[string]int{"fast": 2, "slow": 2}, 2*ttl)
 		time.Sleep(2 * time.Second) // every status read with both intervals known
 		l.mu.Lock()

@@ -19,9 +19,9 @@ type runner struct {
 	err    error         // Run's error, once done is closed
 }
 
-func startRunner(t *testing.T, pr *proc, n int, fn func(context.Context, int) error, opts ...leader.PartitionOption) *runner {
+func startRunner(t *testing.T, pr *proc, n int, fn func(context.Context, int) error, opts ...leader.Option) *runner {
 	t.Helper()
-	p, err := leader.NewPartition(pr.c, pr.members, "jobs", n, opts...)
+	p, err := leader.NewPartition(pr.c, "jobs", n, append([]leader.Option{leader.WithMembers(pr.members)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestPartitionObserve(t *testing.T) {
 		w := newWorld()
 		l := newLedger(t)
 		const n = 6
-		watcher, err := leader.NewPartition(w.process(t).c, w.members, "jobs", n)
+		watcher, err := leader.NewPartition(w.process(t).c, "jobs", n, leader.WithMembers(w.members))
 		if err != nil {
 			t.Fatal(err)
 		}

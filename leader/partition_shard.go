@@ -17,7 +17,7 @@ type shardRun struct {
 	owned  bool   // the campaign won, and fn runs (or is about to)
 	token  uint64 // the term's fencing token, once owned
 	// stalled: owned, and fn reported no progress within the shard's
-	// deadline, so its lease is released (WithShardProgressDeadline); fn
+	// deadline, so its lease is released (WithProgressDeadline); fn
 	// has not returned. Set under Partition.mu.
 	stalled bool
 	// leaving: the campaign's context was cancelled while it waited; a

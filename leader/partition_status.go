@@ -23,7 +23,7 @@ type partitionStatus struct {
 	Tokens []uint64 `json:"tok,omitempty"` // Tokens[i] is the token of shard Owns[i]
 	Waits  []int    `json:"wait,omitempty"`
 	// Stalled are the shards whose run stalled here (its work reported no
-	// progress within its deadline: WithShardProgressDeadline) and has
+	// progress within its deadline: WithProgressDeadline) and has
 	// not returned: their leases are released, and no member assigns
 	// them here until the run returns (shard.AssignAvoiding).
 	Stalled []int `json:"stall,omitempty"`
@@ -74,7 +74,7 @@ type PartitionMember struct {
 	Weight float64 // WithWeight
 	Host   string  // host name of its process
 	PID    int     // process id
-	// Draining: an operator drained it (Drain), so no shard is assigned
+	// Draining: an operator drained it (operator.Drain), so no shard is assigned
 	// to it; the shards it still owns are moving to the others.
 	Draining bool
 }
@@ -86,7 +86,7 @@ type memberStatuses struct {
 	view    PartitionView
 	waiting []map[string]bool
 	stalled []map[string]bool // by shard: the members whose run of it stalled
-	drained map[string]bool   // the members drained (Drain)
+	drained map[string]bool   // the members drained (operator.Drain)
 	slowest time.Duration     // the longest heartbeat interval among them
 }
 
@@ -278,7 +278,7 @@ func (p *Partition) View(ctx context.Context) (PartitionView, error) {
 // A view is sent whenever it differs from the last one sent: a shard
 // changed owner or token, a member joined, left or changed weight. It
 // reads the members' status once per heartbeat interval
-// (WithPartitionHeartbeat). A member writes its status as soon as it
+// (WithHeartbeatInterval). A member writes its status as soon as it
 // changes, so a change of owner shows within about two intervals. A
 // member that crashed leaves the view four intervals after its last
 // write (of the longest interval among the members, when they differ).

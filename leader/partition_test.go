@@ -92,8 +92,8 @@ type member struct {
 	done   chan struct{} // closed when Run returned
 }
 
-func join(t *testing.T, pr *proc, l *ledger, name string, n int, opts ...leader.PartitionOption) *member {
-	p, err := leader.NewPartition(pr.c, pr.members, "jobs", n, opts...)
+func join(t *testing.T, pr *proc, l *ledger, name string, n int, opts ...leader.Option) *member {
+	p, err := leader.NewPartition(pr.c, "jobs", n, append([]leader.Option{leader.WithMembers(pr.members)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

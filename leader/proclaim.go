@@ -83,8 +83,7 @@ func TermOf(ctx context.Context) (info Info, ok bool) {
 //
 // ctx is a context Campaign returned or Run passed to its function, or a
 // Partition shard's, or one derived from them. The report counts for the
-// term's progress deadline (WithProgressDeadline,
-// WithShardProgressDeadline). It sends nothing to the store: a single
+// term's progress deadline (WithProgressDeadline). It sends nothing to the store: a single
 // clock reading is kept. It does nothing for any other context. It does
 // nothing once ctx ended either: a later term of the same candidate is
 // not kept alive by an earlier term's work.

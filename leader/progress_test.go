@@ -140,7 +140,7 @@ func TestPartitionStalledShardMoves(t *testing.T) {
 		var mu sync.Mutex
 		var causes []error
 		var stuckRuns int
-		a, err := leader.NewPartition(w.process(t).c, w.members, "jobs", 1, leader.WithShardProgressDeadline(d))
+		a, err := leader.NewPartition(w.process(t).c, "jobs", 1, leader.WithMembers(w.members), leader.WithProgressDeadline(d))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"slices"
 	"sync"
 	"time"
@@ -87,7 +88,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 		return
 	}
 	began := time.Now()
-	q, err := readQueue(ctx, e.client, LockKey(e.name))
+	q, err := lease.Queue(ctx, e.client, lease.Key(e.name))
 	if err != nil {
 		return
 	}
@@ -138,7 +139,7 @@ func (s *steerer) betterFor(m Member) bool {
 // handoverBehindMe reports whether a member of ms leads, in the term q
 // shows holding, and hands over to a candidate whose claim waits behind
 // self's (stepAsideIfAsked's test).
-func handoverBehindMe(ms []Member, q []claimInfo, self string) bool {
+func handoverBehindMe(ms []Member, q []lease.Claim, self string) bool {
 	i := slices.IndexFunc(ms, Member.handingOver)
 	return i >= 0 && ms[i].Handover.To != self && behindMe(q, ms[i].ID, ms[i].Handover, self)
 }
@@ -146,7 +147,7 @@ func handoverBehindMe(ms []Member, q []claimInfo, self string) bool {
 // betterBehind reports whether a live candidate of higher rank than this
 // one's waits behind its claim in q, for whom it has not yet stepped
 // aside in the term that holds; and if so notes that it now does.
-func (s *steerer) betterBehind(ms []Member, q []claimInfo) bool {
+func (s *steerer) betterBehind(ms []Member, q []lease.Claim) bool {
 	e := s.e
 	head := queueHead(q)
 	if head < 0 {

@@ -49,6 +49,9 @@ func (s *steerConfig) rule() rank.Rule {
 // (WithMembers).
 func WithPriority(p int) Option {
 	return func(c *config) error {
+		if err := c.takes("WithPriority", forElection); err != nil {
+			return err
+		}
 		c.steer.priority, c.steer.prioritySet = p, true
 		return nil
 	}
@@ -94,6 +97,9 @@ func WithPriority(p int) Option {
 // needs a member store (WithMembers).
 func WithPreemption(delay time.Duration) Option {
 	return func(c *config) error {
+		if err := c.takes("WithPreemption", forElection); err != nil {
+			return err
+		}
 		if delay < 0 {
 			return fmt.Errorf("leader: preemption delay must not be negative, got %v", delay)
 		}
@@ -125,6 +131,9 @@ func WithPreemption(delay time.Duration) Option {
 // upgrade, and what not.
 func WithVersionRule(cmp func(a, b string) int) Option {
 	return func(c *config) error {
+		if err := c.takes("WithVersionRule", forElection); err != nil {
+			return err
+		}
 		if cmp == nil {
 			cmp = rank.CompareVersions
 		}

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -21,7 +22,7 @@ import (
 // heartbeat is set to preempt when the delay ends (arm), so a candidate
 // seen before its delay is over is preempted to at its end, not at the
 // heartbeat after it.
-func (s *steerer) steerLeader(t *term, ms []Member, q []claimInfo) {
+func (s *steerer) steerLeader(t *term, ms []Member, q []lease.Claim) {
 	to, queuedAt := s.bestBetter(t, ms, q)
 	if to == "" || plantedPriorityIgnored() {
 		s.disarm()
@@ -164,7 +165,7 @@ func (s *steerer) dueC() <-chan time.Time {
 // q that this leader gives way to: one of a newer version (WithVersionRule),
 // or of a higher rank (WithPreemption); "" if none. queuedAt is its
 // claim's QueuedAt.
-func (s *steerer) bestBetter(t *term, ms []Member, q []claimInfo) (to string, queuedAt time.Time) {
+func (s *steerer) bestBetter(t *term, ms []Member, q []lease.Claim) (to string, queuedAt time.Time) {
 	e := s.e
 	head := queueHead(q)
 	if head < 0 || q[head].Owner != e.self.ID || q[head].Token != t.token {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"slices"
 	"time"
 )
@@ -266,7 +267,7 @@ func sleepInTerm(ctx context.Context, t *term, d time.Duration) error {
 // term t's (nextAfter), and whether to has a claim.
 func (x *handoff) readNext(ctx context.Context, t *term, to string) (next, queued bool, err error) {
 	e := x.e
-	q, err := readQueue(ctx, e.client, LockKey(e.name))
+	q, err := lease.Queue(ctx, e.client, lease.Key(e.name))
 	if err != nil {
 		return false, false, err
 	}
@@ -278,8 +279,8 @@ func (x *handoff) readNext(ctx context.Context, t *term, to string) (next, queue
 // claim (not Expired) after the claim of term token, which holds, owned
 // by self; queued is whether to has a claim in q. A claim that Expired
 // leads no more (the claims behind it hold as if it had ended).
-func nextAfter(q []claimInfo, self string, token uint64, to string) (next, queued bool) {
-	queued = slices.ContainsFunc(q, func(c claimInfo) bool { return c.Owner == to && !c.Expired })
+func nextAfter(q []lease.Claim, self string, token uint64, to string) (next, queued bool) {
+	queued = slices.ContainsFunc(q, func(c lease.Claim) bool { return c.Owner == to && !c.Expired })
 	i := queueHead(q)
 	if i < 0 || q[i].Owner != self || q[i].Token != token {
 		return false, queued // not this term's: a read from before it, or the term is lost

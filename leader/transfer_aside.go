@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"slices"
 )
 
@@ -80,7 +81,7 @@ func (x *handoff) stepAsideIfAsked(ctx context.Context) {
 	if !slices.ContainsFunc(ms, func(m Member) bool { return m.handingOver() && m.Handover.To != e.self.ID }) {
 		return
 	}
-	q, err := readQueue(ctx, e.client, LockKey(e.name))
+	q, err := lease.Queue(ctx, e.client, lease.Key(e.name))
 	if err != nil {
 		return
 	}
@@ -98,13 +99,13 @@ func (m Member) handingOver() bool {
 // queueHead returns the index of the claim of q that holds and has not
 // Expired, or -1: where Transfer and steering take the leader's term to
 // be.
-func queueHead(q []claimInfo) int {
-	return slices.IndexFunc(q, func(c claimInfo) bool { return c.Holds && !c.Expired })
+func queueHead(q []lease.Claim) int {
+	return slices.IndexFunc(q, func(c lease.Claim) bool { return c.Holds && !c.Expired })
 }
 
 // behindMe reads queue q: whether leader, holding in h's term, hands over
 // to a candidate whose live claim waits behind self's.
-func behindMe(q []claimInfo, leader string, h Handover, self string) bool {
+func behindMe(q []lease.Claim, leader string, h Handover, self string) bool {
 	head := queueHead(q)
 	if head < 0 || q[head].Owner != leader || q[head].Token != h.Term {
 		return false // the handover's term is not the one that holds

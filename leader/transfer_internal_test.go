@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"github.com/go-dsync/dsync/leader/internal/lease"
 	"testing"
 )
 
@@ -11,10 +12,10 @@ import (
 // holds (a late handover, of a term that ended, is ignored), and only
 // if the candidate waits behind it.
 func TestTransferQueueReads(t *testing.T) {
-	claim := func(owner string, token uint64, holds, expired bool) claimInfo {
-		return claimInfo{Owner: owner, Token: token, Holds: holds, Expired: expired}
+	claim := func(owner string, token uint64, holds, expired bool) lease.Claim {
+		return lease.Claim{Owner: owner, Token: token, Holds: holds, Expired: expired}
 	}
-	q := []claimInfo{
+	q := []lease.Claim{
 		claim("old", 5, false, true), // expired, not ended yet
 		claim("L", 7, true, false),
 		claim("a", 8, false, false),

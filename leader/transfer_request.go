@@ -3,9 +3,11 @@ package leader
 import (
 	"context"
 	"errors"
+
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
-// Transfer requests (RequestTransfer, dsync transfer): an operator asks
+// Transfer requests (operator.RequestTransfer, dsync transfer): an operator asks
 // the leader of a term to hand over to a candidate, by a directive in the
 // member store. A leader whose member store serves Directives reads them
 // (its term's alone where the store serves TransferRequests, which it
@@ -44,7 +46,7 @@ type requestsActed struct {
 // one was not acted on yet. Called by the heartbeat.
 func (x *handoff) actOnTransferRequest(ctx context.Context) {
 	e, acted := x.e, &x.requests
-	ds, ok := e.cfg.members.(Directives)
+	ds, ok := e.cfg.members.(operator.Directives)
 	if !ok {
 		return
 	}
@@ -95,9 +97,9 @@ func (x *handoff) actOnTransferRequest(ctx context.Context) {
 // term's requests where ds serves TransferRequests, after deleting, at
 // the first read of the term, those of the terms before it; else by
 // Directives.
-func (x *handoff) readTransferRequests(ctx context.Context, ds Directives, term uint64, acted *requestsActed) ([]Directive, error) {
+func (x *handoff) readTransferRequests(ctx context.Context, ds operator.Directives, term uint64, acted *requestsActed) ([]operator.Directive, error) {
 	e := x.e
-	tr, ok := ds.(TransferRequests)
+	tr, ok := ds.(operator.TransferRequests)
 	if !ok {
 		return ds.Directives(ctx, e.name)
 	}
@@ -108,4 +110,15 @@ func (x *handoff) readTransferRequests(ctx context.Context, ds Directives, term 
 		}
 	}
 	return tr.TransferRequests(ctx, e.name, term)
+}
+
+// latestTransferRequest returns the transfer request of term in ds of
+// the highest number (Gen); ok is false when term has none.
+func latestTransferRequest(ds []operator.Directive, term uint64) (latest operator.Directive, ok bool) {
+	for _, d := range ds {
+		if d.Kind == operator.DirectiveTransfer && d.Term == term && (!ok || d.Gen > latest.Gen) {
+			latest, ok = d, true
+		}
+	}
+	return latest, ok
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // TestRequestedTransferIsBounded: a request naming a live member that
@@ -33,7 +34,7 @@ func TestRequestedTransferIsBounded(t *testing.T) {
 			}
 		})
 		time.Sleep(2 * heartbeat) // every status written
-		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "ghost", "test", ""); err != nil {
+		if _, err := operator.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "ghost", "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		asked := time.Now()

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // termReads is a member store that serves TransferRequests, recording
@@ -21,14 +21,14 @@ type termReads struct {
 	pruned []uint64 // the term of each PruneTransferRequests call
 }
 
-func (c *termReads) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+func (c *termReads) Directives(ctx context.Context, election string) ([]operator.Directive, error) {
 	c.mu.Lock()
 	c.all++
 	c.mu.Unlock()
 	return c.MemoryMembers.Directives(ctx, election)
 }
 
-func (c *termReads) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+func (c *termReads) TransferRequests(ctx context.Context, election string, term uint64) ([]operator.Directive, error) {
 	c.mu.Lock()
 	c.read = append(c.read, term)
 	c.mu.Unlock()
@@ -51,17 +51,17 @@ func TestTransferRequestsOfTheTermAlone(t *testing.T) {
 		w := newWorld()
 		ctx, cancel := context.WithCancel(context.Background())
 		store := &termReads{MemoryMembers: w.members}
-		put := func(d leader.Directive) {
+		put := func(d operator.Directive) {
 			t.Helper()
 			if err := w.members.PutDirective(ctx, "cron", d); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Requests of ended terms, the old key's among them, and drains.
-		put(leader.Directive{Kind: leader.DirectiveTransfer, Term: 1, Member: "x"})
-		put(leader.Directive{Kind: leader.DirectiveTransfer, Term: 1, Gen: 3, Member: "x"})
-		put(leader.Directive{Kind: leader.DirectiveDrain, Member: "m", Gen: 1, Drain: true})
-		put(leader.Directive{Kind: leader.DirectiveDrain, Member: "m", Gen: 2})
+		put(operator.Directive{Kind: operator.DirectiveTransfer, Term: 1, Member: "x"})
+		put(operator.Directive{Kind: operator.DirectiveTransfer, Term: 1, Gen: 3, Member: "x"})
+		put(operator.Directive{Kind: operator.DirectiveDrain, Member: "m", Gen: 1, Drain: true})
+		put(operator.Directive{Kind: operator.DirectiveDrain, Member: "m", Gen: 2})
 		var wg sync.WaitGroup
 		e := newElection(t, &proc{c: newClient(t, w.store.Process()), members: store})
 		wg.Go(func() { _ = e.Run(ctx, func(lctx context.Context) error { <-lctx.Done(); return nil }) })
@@ -74,7 +74,7 @@ func TestTransferRequestsOfTheTermAlone(t *testing.T) {
 		time.Sleep(10 * ttl / 3) // ten heartbeats
 		// A request for an ended term, landing late: it stays, and is
 		// never acted on.
-		put(leader.Directive{Kind: leader.DirectiveTransfer, Term: 1, Gen: 4, Member: "x"})
+		put(operator.Directive{Kind: operator.DirectiveTransfer, Term: 1, Gen: 4, Member: "x"})
 		time.Sleep(10 * ttl / 3)
 		store.mu.Lock()
 		all, read, pruned := store.all, store.read, store.pruned
@@ -100,7 +100,7 @@ func TestTransferRequestsOfTheTermAlone(t *testing.T) {
 		var drains, requests int
 		for _, d := range ds {
 			switch {
-			case d.Kind == leader.DirectiveDrain:
+			case d.Kind == operator.DirectiveDrain:
 				drains++
 			case d.Gen == 4:
 				requests++

@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/leader/operator"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,7 @@ func TestTransferRequest(t *testing.T) {
 		defer stop()
 		w, a, b, l, ctx, info := p.w, p.a, p.b, p.l, p.ctx, p.info
 		time.Sleep(time.Second) // both candidates' status written
-		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
+		if _, err := operator.RequestTransfer(ctx, nil, w.members, "cron", info.Token, b.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		waitTerms := func(n int) []loggedTerm {
@@ -43,7 +44,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("terms %+v, want a's ended by ErrTransferred, then b's", terms)
 		}
 		// A request for a's ended term, as if sent late: b's term goes on.
-		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, a.ID(), "test", ""); err != nil {
+		if _, err := operator.RequestTransfer(ctx, nil, w.members, "cron", info.Token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * ttl)
@@ -51,7 +52,7 @@ func TestTransferRequest(t *testing.T) {
 			t.Fatalf("after a request for an ended term: terms %+v, violations %v", terms, v)
 		}
 		// A request for b's term hands back to a.
-		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
+		if _, err := operator.RequestTransfer(ctx, nil, w.members, "cron", terms[1].token, a.ID(), "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		terms = waitTerms(3)
@@ -72,14 +73,14 @@ type directiveReads struct {
 	reads int
 }
 
-func (c *directiveReads) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+func (c *directiveReads) Directives(ctx context.Context, election string) ([]operator.Directive, error) {
 	c.mu.Lock()
 	c.reads++
 	c.mu.Unlock()
 	return c.MemoryMembers.Directives(ctx, election)
 }
 
-func (c *directiveReads) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+func (c *directiveReads) TransferRequests(ctx context.Context, election string, term uint64) ([]operator.Directive, error) {
 	c.mu.Lock()
 	c.reads++
 	c.mu.Unlock()
@@ -182,14 +183,14 @@ func TestTransferRequestAfterOneFailed(t *testing.T) {
 		defer stop()
 		ctx := p.ctx
 		time.Sleep(time.Second) // both candidates' status written
-		if r, err := leader.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
+		if r, err := operator.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, "gone", "test", ""); err != nil || r.Gen != 1 {
 			t.Fatalf("first request: %+v, %v", r, err)
 		}
 		time.Sleep(2 * ttl) // acted on, and failed: gone is no live candidate
 		if terms, _ := p.l.snapshot(); len(terms) != 1 {
 			t.Fatalf("after a request to no candidate: terms %+v, want a's alone", terms)
 		}
-		r, err := leader.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, p.b.ID(), "test", "")
+		r, err := operator.RequestTransfer(ctx, nil, p.w.members, "cron", p.info.Token, p.b.ID(), "test", "")
 		if err != nil || r.Gen != 2 {
 			t.Fatalf("second request in a's term: %+v, %v; want number 2", r, err)
 		}
@@ -205,7 +206,7 @@ type slowRequests struct {
 	release chan struct{}
 }
 
-func (s *slowRequests) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+func (s *slowRequests) TransferRequests(ctx context.Context, election string, term uint64) ([]operator.Directive, error) {
 	ds, err := s.MemoryMembers.TransferRequests(ctx, election, term)
 	if s.armed.Load() {
 		<-s.release // the reply, delayed on its way
@@ -238,7 +239,7 @@ func TestTransferRequestOfAnEndedTerm(t *testing.T) {
 		if err := w.members.PutMember(ctx, "cron", leader.Member{ID: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leader.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "b", "test", ""); err != nil {
+		if _, err := operator.RequestTransfer(ctx, nil, w.members, "cron", info.Token, "b", "test", ""); err != nil {
 			t.Fatal(err)
 		}
 		reqs.armed.Store(true)
@@ -274,13 +275,13 @@ func TestTransferRequestOfAnEndedTerm(t *testing.T) {
 func TestTransferRequestOfTheTermLeadingNow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		op := newWorld().process(t)
-		if r, err := leader.RequestTransfer(context.Background(), op.c, op.members.(leader.Directives), "cron", 0, "b", "test", ""); !errors.Is(err, leader.ErrNoLeader) {
+		if r, err := operator.RequestTransfer(context.Background(), op.c, op.members.(operator.Directives), "cron", 0, "b", "test", ""); !errors.Is(err, leader.ErrNoLeader) {
 			t.Errorf("a request of the term leading now, with nobody leading: %+v, %v; want ErrNoLeader", r, err)
 		}
-		if ds, err := op.members.(leader.Directives).Directives(context.Background(), "cron"); err != nil || len(ds) != 0 {
+		if ds, err := op.members.(operator.Directives).Directives(context.Background(), "cron"); err != nil || len(ds) != 0 {
 			t.Errorf("directives after it: %+v, %v; want none", ds, err)
 		}
-		if _, err := leader.RequestTransfer(context.Background(), nil, op.members.(leader.Directives), "cron", 0, "b", "test", ""); err == nil {
+		if _, err := operator.RequestTransfer(context.Background(), nil, op.members.(operator.Directives), "cron", 0, "b", "test", ""); err == nil {
 			t.Error("a request of the term leading now with no Client to read it: no error")
 		}
 
@@ -289,7 +290,7 @@ func TestTransferRequestOfTheTermLeadingNow(t *testing.T) {
 		ctx := p.ctx
 		time.Sleep(time.Second) // both candidates' status written
 		op = p.w.process(t)
-		r, err := leader.RequestTransfer(ctx, op.c, p.w.members, "cron", 0, p.b.ID(), "test", "")
+		r, err := operator.RequestTransfer(ctx, op.c, p.w.members, "cron", 0, p.b.ID(), "test", "")
 		if err != nil || r.Term != p.info.Token || r.Gen != 1 {
 			t.Fatalf("request of the term leading now: %+v, %v; want number 1 of a's term %d", r, err, p.info.Token)
 		}
@@ -298,7 +299,7 @@ func TestTransferRequestOfTheTermLeadingNow(t *testing.T) {
 		if err != nil || len(ms) != 2 {
 			t.Errorf("members after the request: %+v, %v; want a and b alone", ms, err)
 		}
-		q, err := statuspage.NewReader(op.c).Queue(ctx, leader.LockKey("cron"))
+		q, err := statuspage.NewReader(op.c).Queue(ctx, operator.LockKey("cron"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/leader/internal/lease"
 )
 
 // Who leads is decided here, once, for every store: the holder of the
-// election's lease is the claim at the head of LockKey(name)'s queue (its
+// election's lease is the claim at the head of its key's queue (its
 // first claim that holds), which the Client reads; its member status, if
 // a MemberStore keeps one, adds what it advertises (Version, Value).
 
@@ -28,18 +28,10 @@ func (e *Election) readLeader(ctx context.Context) (Info, error) {
 // later one advertises.
 func leaderOf(ctx context.Context, c *dsync.Client, members MemberStore, election string) (Info, error) {
 	for stale := 0; ; stale++ {
-		q, err := readQueue(ctx, c, LockKey(election))
+		l, err := lease.Holder(ctx, c, election)
 		if err != nil {
 			return Info{}, err
 		}
-		// The first claim that holds: claims before it whose lease
-		// expired (statuspage.ClaimInfo.Expired) lead no more, though nothing has
-		// ended them yet (a read does not).
-		i := slices.IndexFunc(q, func(ci claimInfo) bool { return ci.Holds })
-		if i < 0 {
-			return Info{}, fmt.Errorf("%w in %q", ErrNoLeader, election)
-		}
-		l := q[i]
 		info := Info{ID: l.Owner, Host: l.Host, PID: l.PID, Since: l.QueuedAt, Token: l.Token}
 		if members == nil {
 			return info, nil
@@ -53,7 +45,7 @@ func leaderOf(ctx context.Context, c *dsync.Client, members MemberStore, electio
 		}
 		info.Version = m.Version
 		var current bool
-		info.Value, info.Rev, current = MemberValue(info.Token, m)
+		info.Value, info.Rev, current = memberValue(info.Token, m)
 		if current || stale >= 2 {
 			return info, nil
 		}

@@ -1,13 +1,13 @@
 package statuspage_test
 
 import (
+	"github.com/go-dsync/dsync/leader/operator"
 	"testing"
 	"testing/synctest"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
-	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -40,7 +40,7 @@ func TestModesMatchTheDriver(t *testing.T) {
 
 // NamespacedKey is the key a Mutex made with dsync.WithNamespace claims,
 // as the Reader reads it, and an election's lease key is
-// NamespacedKey(leader.Namespace, name).
+// NamespacedKey(operator.Namespace, name).
 func TestNamespacedKeyIsTheStoredKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newClient(t, memory.New().Process())
@@ -57,8 +57,8 @@ func TestNamespacedKeyIsTheStoredKey(t *testing.T) {
 		if err != nil || len(q) != 1 || q[0].Key != key || !q[0].Holds || q[0].Token != m.Token() {
 			t.Errorf("Queue(%q) = %+v, %v; want the Mutex's hold", key, q, err)
 		}
-		if got := leader.LockKey("b"); got != statuspage.NamespacedKey(leader.Namespace, "b") {
-			t.Errorf("leader.LockKey(b) = %q; want NamespacedKey(leader.Namespace, b)", got)
+		if got := operator.LockKey("b"); got != statuspage.NamespacedKey(operator.Namespace, "b") {
+			t.Errorf("operator.LockKey(b) = %q; want NamespacedKey(operator.Namespace, b)", got)
 		}
 	})
 }

@@ -7,29 +7,30 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // membersAndDirectives is served by member stores that read an
 // election's members and directives in one call (leadermongo's Store).
 type membersAndDirectives interface {
-	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error)
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []operator.Directive, error)
 }
 
 // Drained returns the members of partition an operator drained
-// (leader.Drain, dsync drain), as the drain directive of the highest
+// (operator.Drain, dsync drain), as the drain directive of the highest
 // generation says, ordered by ID: none when Reader.Members keeps no
-// directives (leader.Directives). A member's Host and PID are its status's
+// directives (operator.Directives). A member's Host and PID are its status's
 // where it was written within Reader.Seen. It is one read (leadermongo's
 // Store: one find of the members and the directives).
 func (r *Reader) Drained(ctx context.Context, partition string) ([]DrainedMember, error) {
 	var members []leader.Member
-	var ds []leader.Directive
+	var ds []operator.Directive
 	var err error
 	switch ms := r.Members.(type) {
 	case membersAndDirectives:
 		members, ds, err = ms.MembersAndDirectives(ctx, partition, r.Seen)
-	case leader.Directives:
-		if ds, err = ms.Directives(ctx, partition); err == nil && len(leader.Drained(ds)) > 0 {
+	case operator.Directives:
+		if ds, err = ms.Directives(ctx, partition); err == nil && len(operator.Drained(ds)) > 0 {
 			members, err = r.Members.Members(ctx, partition, r.Seen)
 		}
 	default:
@@ -38,14 +39,14 @@ func (r *Reader) Drained(ctx context.Context, partition string) ([]DrainedMember
 	if err != nil {
 		return nil, err
 	}
-	latest := map[string]leader.Directive{}
+	latest := map[string]operator.Directive{}
 	for _, d := range ds {
-		if cur, ok := latest[d.Member]; d.Kind == leader.DirectiveDrain && (!ok || d.Gen > cur.Gen) {
+		if cur, ok := latest[d.Member]; d.Kind == operator.DirectiveDrain && (!ok || d.Gen > cur.Gen) {
 			latest[d.Member] = d
 		}
 	}
 	var out []DrainedMember
-	for id := range leader.Drained(ds) {
+	for id := range operator.Drained(ds) {
 		d := latest[id]
 		dr := DrainedMember{ID: id, By: d.By, Reason: d.Reason, At: d.At}
 		if i := slices.IndexFunc(members, func(m leader.Member) bool { return m.ID == id }); i >= 0 {

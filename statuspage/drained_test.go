@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"context"
+	"github.com/go-dsync/dsync/leader/operator"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestDrained(t *testing.T) {
 		member string
 		drain  bool
 	}{{"m2", true}, {"m1", true}, {"m3", true}, {"m3", false}} {
-		if _, err := leader.Drain(ctx, ms, "jobs", d.member, d.drain, "ops", "r-"+d.member); err != nil {
+		if _, err := operator.Drain(ctx, ms, "jobs", d.member, d.drain, "ops", "r-"+d.member); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,10 +1,10 @@
 package statuspage
 
 import (
+	"github.com/go-dsync/dsync/leader/operator"
 	"strings"
 
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/leader"
 )
 
 // What kind of primitive a stored key belongs to, and the name its user
@@ -30,7 +30,7 @@ var namespaces = []struct{ prefix, kind string }{
 	{"dsync:rw/", KindRWMutex},
 	{"dsync:sem/", KindSemaphore},
 	{"dsync:once/", KindOnce},
-	{leader.LockKey(""), KindElection},
+	{operator.LockKey(""), KindElection},
 }
 
 // KindOf returns the kind of the primitive that claims key, and the name

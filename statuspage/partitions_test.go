@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestJSONShowsPartitionShards(t *testing.T) {
 	store := memory.New()
 	ms := leadertest.NewMemoryMembers()
-	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 3, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	p, err := leader.NewPartition(newClient(t, store.Process()), "jobs", 3, leader.WithMembers(ms), leader.WithHeartbeatInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,18 +76,18 @@ func TestJSONShowsPartitionShards(t *testing.T) {
 }
 
 // TestJSONShowsDrainedMembers: a partition lists the members an operator
-// drained (leader.Drain), with the member's host and pid where its status
+// drained (operator.Drain), with the member's host and pid where its status
 // is seen and who drained it, when and why; an undrained member is not
 // listed; app.js draws them.
 func TestJSONShowsDrainedMembers(t *testing.T) {
 	store := memory.New()
 	ms := leadertest.NewMemoryMembers()
-	p, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 2, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	p, err := leader.NewPartition(newClient(t, store.Process()), "jobs", 2, leader.WithMembers(ms), leader.WithHeartbeatInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	q, err := leader.NewPartition(newClient(t, store.Process()), ms, "jobs", 2, leader.WithPartitionHeartbeat(20*time.Millisecond))
+	q, err := leader.NewPartition(newClient(t, store.Process()), "jobs", 2, leader.WithMembers(ms), leader.WithHeartbeatInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestJSONShowsDrainedMembers(t *testing.T) {
 		member string
 		drain  bool
 	}{{p.ID(), true}, {"gone", true}, {"back", true}, {"back", false}} {
-		if _, err := leader.Drain(ctx, ms, "jobs", d.member, d.drain, "ops@host", "why "+d.member); err != nil {
+		if _, err := operator.Drain(ctx, ms, "jobs", d.member, d.drain, "ops@host", "why "+d.member); err != nil {
 			t.Fatal(err)
 		}
 	}

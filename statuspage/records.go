@@ -1,10 +1,9 @@
 package statuspage
 
 import (
+	"github.com/go-dsync/dsync/leader/operator"
 	"slices"
 	"time"
-
-	"github.com/go-dsync/dsync/leader"
 )
 
 // Stream makes the Records of one read of the store (Reader.Walk), as the
@@ -110,7 +109,7 @@ func claimOf(c ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 // electionOf is re as the schema shows it.
 func electionOf(re ElectionState) Election {
 	now := re.Now
-	e := Election{Name: re.Name, Key: leader.LockKey(re.Name), Members: []Member{}}
+	e := Election{Name: re.Name, Key: operator.LockKey(re.Name), Members: []Member{}}
 	if info := re.Leader; info != nil {
 		e.Leader = &Leader{ID: info.ID, Host: info.Host, PID: info.PID, Version: info.Version, Value: info.Value,
 			Term: info.Token, Since: info.Since, HeldForMS: millis(info.Since, now)}

@@ -224,7 +224,7 @@ type Partition struct {
 	Name   string  `json:"name"`
 	Shards []Shard `json:"shards"`
 	// Drained are the members an operator drained (dsync drain,
-	// leader.Drain), ordered by ID: they are assigned no shard. Empty
+	// operator.Drain), ordered by ID: they are assigned no shard. Empty
 	// where none is, or the member store keeps no drains.
 	Drained []DrainedMember `json:"drained"`
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // electionReads is how many times an election's leader and lease are
@@ -18,7 +19,7 @@ type ElectionState struct {
 	Name string
 	// Leader is who leads (leader.Election.Leader); nil when nobody does.
 	Leader *leader.Info
-	// Lease is the leader's claim on leader.LockKey(Name), for its
+	// Lease is the leader's claim on operator.LockKey(Name), for its
 	// expiry; nil when nobody leads, or when the term ended while it was
 	// read.
 	Lease *ClaimInfo
@@ -72,7 +73,7 @@ func (r *Reader) readTerm(ctx context.Context, watcher *leader.Election, e *Elec
 	if err != nil && !nobody {
 		return false, err
 	}
-	q, err := r.Queue(ctx, leader.LockKey(e.Name))
+	q, err := r.Queue(ctx, operator.LockKey(e.Name))
 	if err != nil {
 		return false, err
 	}

@@ -2,9 +2,8 @@ package statuspage
 
 import (
 	"context"
+	"github.com/go-dsync/dsync/leader/operator"
 	"strings"
-
-	"github.com/go-dsync/dsync/leader"
 )
 
 // WalkNamed hands out to out every primitive named name (KeysNamed) that
@@ -40,11 +39,11 @@ func (r *Reader) WalkNamed(ctx context.Context, name string, out Sink) (Listed, 
 // shardsOf hands out the shards of partition name, the elections
 // "name#I", as the library lists them.
 func (r *Reader) shardsOf(ctx context.Context, name string, out Sink, sum *Listed) error {
-	for ks, err := range r.List(ctx, ListOptions{Prefix: leader.LockKey(name + "#")}) {
+	for ks, err := range r.List(ctx, ListOptions{Prefix: operator.LockKey(name + "#")}) {
 		if err != nil {
 			return err
 		}
-		if p, _, ok := ShardOf(strings.TrimPrefix(ks.Key, leader.LockKey(""))); !ok || p != name {
+		if p, _, ok := ShardOf(strings.TrimPrefix(ks.Key, operator.LockKey(""))); !ok || p != name {
 			continue // a shard of another partition ("name#x#0"), or no shard
 		}
 		if err := r.key(ctx, ks.Key, ks.Queue, out, sum); err != nil {

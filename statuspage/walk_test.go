@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"context"
+	"github.com/go-dsync/dsync/leader/operator"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -33,7 +34,7 @@ func (s *sink) keys() []string {
 		ks = append(ks, l.Key)
 	}
 	for _, e := range s.elections {
-		ks = append(ks, leader.LockKey(e.Name))
+		ks = append(ks, operator.LockKey(e.Name))
 	}
 	slices.Sort(ks)
 	return ks
@@ -145,7 +146,7 @@ func TestElectionWithoutMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := store(t, nil)
 		var out sink
-		if _, err := r.Walk(t.Context(), statuspage.Selection{Prefix: leader.LockKey("")}, &out); err != nil {
+		if _, err := r.Walk(t.Context(), statuspage.Selection{Prefix: operator.LockKey("")}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if len(out.locks) != 0 || len(out.elections) != 1 {

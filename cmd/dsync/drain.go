@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 const drainUsage = `Usage: dsync drain PARTITION MEMBER [--undo] [--reason TEXT] [flags]
@@ -78,7 +78,7 @@ func runDrain(g *globals, args []string) int {
 	if err != nil {
 		return fail("drain", exitFailure, err)
 	}
-	d, err := leader.Drain(ctx, members, partition, id, !*undo, revoker(), *reason)
+	d, err := operator.Drain(ctx, members, partition, id, !*undo, revoker(), *reason)
 	if err != nil {
 		return fail("drain", exitFailure, err)
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/go-dsync/dsync/leader/operator"
 	"slices"
 	"strings"
 
@@ -33,7 +34,7 @@ func drainTarget(ctx context.Context, c *dsync.Client, ms membersAndDirectives, 
 	if err != nil {
 		return "", err
 	}
-	drained := leader.Drained(ds)
+	drained := operator.Drained(ds)
 	if len(members) == 0 && (!undo || len(drained) == 0) {
 		return "", noPartition(ctx, c, where, partition)
 	}
@@ -92,7 +93,7 @@ func noPartition(ctx context.Context, c *dsync.Client, where, partition string) 
 func partitionNames(ctx context.Context, c *dsync.Client) (names []string, more bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prefix := leader.LockKey("")
+	prefix := operator.LockKey("")
 	for ks, err := range statuspage.NewReader(c).List(ctx, statuspage.ListOptions{Prefix: prefix}) {
 		if err != nil {
 			return nil, false, err

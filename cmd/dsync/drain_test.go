@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // dsync drain HOST:PID moves every shard of that dsync partition off it,
@@ -132,7 +132,7 @@ func TestDrainOfWhatIsNotThereFails(t *testing.T) {
 			t.Fatalf("A does not run the 2 shards of jobs within %v: %+v", slow(45*time.Second), shardLog(t, dir))
 		}
 	}
-	waitListed(t, env(uri), db, leader.LockKey("jobs#0"), leader.LockKey("jobs#1"))
+	waitListed(t, env(uri), db, operator.LockKey("jobs#0"), operator.LockKey("jobs#1"))
 	host, _ := os.Hostname()
 	drain := func(args ...string) outcome {
 		t.Helper()

@@ -20,8 +20,8 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
-	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // Defaults of the global flags.
@@ -187,13 +187,13 @@ func flagError(err error, name, arg string) error {
 }
 
 // Name limits. A lock's name is its key, of at most dsyncmongo.MaxKeyLen
-// bytes; an election's lease has the key leader.LockKey(NAME),
+// bytes; an election's lease has the key operator.LockKey(NAME),
 // "dsync:election/" followed by the name (in the lock collection, in a
 // namespace no lock name reaches), so its names are shorter by that
 // prefix.
 var (
 	maxLockName     = dsyncmongo.MaxKeyLen
-	maxElectionName = dsyncmongo.MaxKeyLen - len(leader.LockKey(""))
+	maxElectionName = dsyncmongo.MaxKeyLen - len(operator.LockKey(""))
 )
 
 // checkName validates a lock or election name before any I/O, with the

@@ -92,7 +92,7 @@ func runPartition(g *globals, args []string) int {
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
-		_, err := leader.NewPartition(c, uncalledMembers{}, name, f.shards, leader.WithWeight(f.weight))
+		_, err := leader.NewPartition(c, name, f.shards, leader.WithMembers(uncalledMembers{}), leader.WithWeight(f.weight))
 		return err
 	}); err != nil {
 		return usageError("partition", err) // a bad --ttl, found before connecting
@@ -111,7 +111,7 @@ func runPartition(g *globals, args []string) int {
 	if err != nil {
 		return fail("partition", exitDsync, err)
 	}
-	p, err := leader.NewPartition(s.locks, members, name, f.shards, leader.WithWeight(f.weight), leader.WithShardProgressDeadline(f.progress))
+	p, err := leader.NewPartition(s.locks, name, f.shards, leader.WithMembers(members), leader.WithWeight(f.weight), leader.WithProgressDeadline(f.progress))
 	if err != nil {
 		return fail("partition", exitDsync, err)
 	}

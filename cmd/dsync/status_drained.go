@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // The drained members of the partitions dsync status showed (dsync
@@ -20,7 +21,7 @@ import (
 
 // membersAndDirectives is leadermongo's one-find read of both.
 type membersAndDirectives interface {
-	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error)
+	MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []operator.Directive, error)
 }
 
 // partitionNames are the partitions whose shards the table showed.
@@ -45,10 +46,10 @@ func printDrained(ctx context.Context, w io.Writer, ms leader.MemberStore, names
 		if err != nil {
 			return err
 		}
-		drained := leader.Drained(ds)
-		latest := map[string]leader.Directive{}
+		drained := operator.Drained(ds)
+		latest := map[string]operator.Directive{}
 		for _, d := range ds {
-			if d.Kind == leader.DirectiveDrain && d.Gen >= latest[d.Member].Gen {
+			if d.Kind == operator.DirectiveDrain && d.Gen >= latest[d.Member].Gen {
 				latest[d.Member] = d
 			}
 		}

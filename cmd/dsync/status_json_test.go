@@ -17,6 +17,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 	"github.com/go-dsync/dsync/statuspage"
 )
 
@@ -75,7 +76,7 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 				must(e.Resign(ctx)) // a shard nobody owns
 			}
 		}
-		_, err = leader.Drain(ctx, members, "grid", "gone", true, "ops@host", "retired")
+		_, err = operator.Drain(ctx, members, "grid", "gone", true, "ops@host", "retired")
 		must(err)
 		doomed, err := dsync.NewMutex(client(), "doomed")
 		must(err)

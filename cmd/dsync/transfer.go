@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 const transferUsage = `Usage: dsync transfer ELECTION --to MEMBER [--reason TEXT] [--wait D] [flags]
@@ -127,7 +128,7 @@ func runTransfer(g *globals, args []string) int {
 	if !slices.ContainsFunc(live, func(m leader.Member) bool { return m.ID == id }) {
 		return fail("transfer", exitFailure, fmt.Errorf("%w: %q in %q", leader.ErrNotCandidate, id, name))
 	}
-	req, err := leader.RequestTransfer(ctx, c, members, name, info.Token, id, revoker(), a.reason)
+	req, err := operator.RequestTransfer(ctx, c, members, name, info.Token, id, revoker(), a.reason)
 	if err != nil {
 		return fail("transfer", exitFailure, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // runElection campaigns in a loop (see elect; runSteered if the election
@@ -48,7 +49,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	octx, stopObserving := context.WithCancel(context.Background())
 	defer func() { stopObserving(); wg.Wait() }()
 	if cfg.Observe {
-		w.observe(octx, &wg, e, leader.LockKey(cfg.Key))
+		w.observe(octx, &wg, e, operator.LockKey(cfg.Key))
 	}
 	if cfg.steered() {
 		w.announceMember(octx, &wg, e)
@@ -58,7 +59,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 }
 
 // elect campaigns with e in a loop until ctx ends (or for Config.Holds
-// terms). Each term is a hold of leader.LockKey(name): the worker records
+// terms). Each term is a hold of operator.LockKey(name): the worker records
 // it like a Mutex hold, with the deadline its recorder predicts (an
 // Election does not expose its lease's deadline), and does its register
 // increment under the term's token. elected is what e's OnElected was
@@ -74,7 +75,7 @@ func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 // resigned.
 func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.Pointer[leader.Info]) error {
 	cfg := &w.cfg
-	key := leader.LockKey(cfg.Key)
+	key := operator.LockKey(cfg.Key)
 	terms, endTerms := context.WithCancel(context.Background())
 	defer endTerms()
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // ModePartition: the worker is a member of leader.Partition Config.Key of
@@ -19,7 +20,7 @@ const ModePartition = "partition"
 
 // PartitionKey is the stored key of shard s of partition name: the lock
 // of the shard's election, whose holds the worker records.
-func PartitionKey(name string, s int) string { return leader.LockKey(fmt.Sprintf("%s#%d", name, s)) }
+func PartitionKey(name string, s int) string { return operator.LockKey(fmt.Sprintf("%s#%d", name, s)) }
 
 // runPartition runs the worker's member. Each term of a shard is a hold
 // of PartitionKey: the worker records it like an Election's term, with
@@ -37,7 +38,7 @@ func (w *worker) runPartition(ctx context.Context, db *mongo.Database) error {
 	if err != nil {
 		return err
 	}
-	p, err := leader.NewPartition(locks, members, cfg.Key, cfg.Shards)
+	p, err := leader.NewPartition(locks, cfg.Key, cfg.Shards, leader.WithMembers(members))
 	if err != nil {
 		return err
 	}

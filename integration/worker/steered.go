@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // steered reports whether the worker's election is steered (Version,
@@ -39,7 +40,7 @@ func (c *Config) steering() []leader.Option {
 // proclamations), and lasts Config.HoldFor unless it ends first.
 func (w *worker) runSteered(ctx context.Context, e *leader.Election) error {
 	cfg := &w.cfg
-	key := leader.LockKey(cfg.Key)
+	key := operator.LockKey(cfg.Key)
 	for {
 		err := e.Run(ctx, func(lctx context.Context) error {
 			term, ok := leader.TermOf(lctx)

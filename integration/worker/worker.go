@@ -34,7 +34,7 @@ import (
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/register"
 	"github.com/go-dsync/dsync/internal/mongohook"
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // worker is the state of a running worker process.
@@ -136,7 +136,7 @@ func (w *worker) run() error {
 
 	regName := StoredKey(cfg.Mode, cfg.Key)
 	if cfg.Mode == ModeElection {
-		regName = leader.LockKey(cfg.Key)
+		regName = operator.LockKey(cfg.Key)
 	}
 	switch cfg.Register {
 	case RegFenced:

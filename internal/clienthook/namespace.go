@@ -18,6 +18,6 @@ var StoreTime any
 
 // NamespacedKey is key in namespace ns (dsync.WithNamespace), as it is
 // stored: "dsync:NS/KEY". dsync stores its namespaced keys by it, package
-// leader names its leases by it (leader.LockKey) and package statuspage
+// leader names its leases by it (operator.LockKey) and package statuspage
 // exports it, so that the three spell a stored key alike.
 func NamespacedKey(ns, key string) string { return "dsync:" + ns + "/" + key }

@@ -5,67 +5,67 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 var (
-	_ leader.Directives       = (*MemoryMembers)(nil)
-	_ leader.TransferRequests = (*MemoryMembers)(nil)
+	_ operator.Directives       = (*MemoryMembers)(nil)
+	_ operator.TransferRequests = (*MemoryMembers)(nil)
 )
 
-// PutDirective implements leader.Directives.
-func (s *MemoryMembers) PutDirective(ctx context.Context, election string, d leader.Directive) error {
+// PutDirective implements operator.Directives.
+func (s *MemoryMembers) PutDirective(ctx context.Context, election string, d operator.Directive) error {
 	if err := s.reach(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.directives == nil {
-		s.directives = make(map[string]map[string]leader.Directive)
+		s.directives = make(map[string]map[string]operator.Directive)
 	}
 	if s.directives[election] == nil {
-		s.directives[election] = make(map[string]leader.Directive)
+		s.directives[election] = make(map[string]operator.Directive)
 	}
 	key := d.Key()
 	if _, ok := s.directives[election][key]; ok {
-		return fmt.Errorf("%w: %s/%s", leader.ErrDirectiveExists, election, key)
+		return fmt.Errorf("%w: %s/%s", operator.ErrDirectiveExists, election, key)
 	}
 	d.At = time.Now()
 	s.directives[election][key] = d
 	return nil
 }
 
-// Directives implements leader.Directives.
-func (s *MemoryMembers) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+// Directives implements operator.Directives.
+func (s *MemoryMembers) Directives(ctx context.Context, election string) ([]operator.Directive, error) {
 	if err := s.reach(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]leader.Directive, 0, len(s.directives[election]))
+	out := make([]operator.Directive, 0, len(s.directives[election]))
 	for _, d := range s.directives[election] {
 		out = append(out, d)
 	}
 	return out, nil
 }
 
-// TransferRequests implements leader.TransferRequests.
-func (s *MemoryMembers) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
+// TransferRequests implements operator.TransferRequests.
+func (s *MemoryMembers) TransferRequests(ctx context.Context, election string, term uint64) ([]operator.Directive, error) {
 	if err := s.reach(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []leader.Directive
+	var out []operator.Directive
 	for _, d := range s.directives[election] {
-		if d.Kind == leader.DirectiveTransfer && d.Term == term {
+		if d.Kind == operator.DirectiveTransfer && d.Term == term {
 			out = append(out, d)
 		}
 	}
 	return out, nil
 }
 
-// PruneTransferRequests implements leader.TransferRequests.
+// PruneTransferRequests implements operator.TransferRequests.
 func (s *MemoryMembers) PruneTransferRequests(ctx context.Context, election string, term uint64) error {
 	if err := s.reach(ctx); err != nil {
 		return err
@@ -73,7 +73,7 @@ func (s *MemoryMembers) PruneTransferRequests(ctx context.Context, election stri
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, d := range s.directives[election] {
-		if d.Kind == leader.DirectiveTransfer && d.Term < term {
+		if d.Kind == operator.DirectiveTransfer && d.Term < term {
 			delete(s.directives[election], key)
 		}
 	}

@@ -4,8 +4,8 @@
 //
 // A MemoryMembers stands for one database that every process of a test
 // shares: give the same one to every Election (leader.WithMembers) and
-// Partition of the test. It serves leader.MemberStore, leader.Directives
-// and leader.TransferRequests, and is safe for concurrent use. A call's
+// Partition of the test. It serves leader.MemberStore, operator.Directives
+// and operator.TransferRequests, and is safe for concurrent use. A call's
 // write is applied before the call returns, so none lands late. Its time
 // (a Member's LastSeen, a Directive's At) is the time package's, so tests
 // under testing/synctest run on fake time.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // ErrUnreachable is what a MemoryMembers returns while it is set
@@ -24,7 +25,7 @@ type MemoryMembers struct {
 	mu      sync.Mutex
 	members map[string]map[string]leader.Member // election → id → status
 	// directives: election → Directive.Key → directive (directives.go)
-	directives map[string]map[string]leader.Directive
+	directives map[string]map[string]operator.Directive
 }
 
 var _ leader.MemberStore = (*MemoryMembers)(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // Members lists the members seen within maxAge, in the time package's
@@ -54,17 +55,17 @@ func TestMembersByAgeAndID(t *testing.T) {
 func TestDirectivesOnceAndPrunedByTerm(t *testing.T) {
 	ctx := context.Background()
 	s := leadertest.NewMemoryMembers()
-	put := func(d leader.Directive) error { return s.PutDirective(ctx, "jobs", d) }
-	for _, d := range []leader.Directive{
-		{Kind: leader.DirectiveDrain, Member: "m", Gen: 1, Drain: true},
-		{Kind: leader.DirectiveTransfer, Member: "x", Term: 3, Gen: 1},
-		{Kind: leader.DirectiveTransfer, Member: "y", Term: 4, Gen: 1},
+	put := func(d operator.Directive) error { return s.PutDirective(ctx, "jobs", d) }
+	for _, d := range []operator.Directive{
+		{Kind: operator.DirectiveDrain, Member: "m", Gen: 1, Drain: true},
+		{Kind: operator.DirectiveTransfer, Member: "x", Term: 3, Gen: 1},
+		{Kind: operator.DirectiveTransfer, Member: "y", Term: 4, Gen: 1},
 	} {
 		if err := put(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := put(leader.Directive{Kind: leader.DirectiveDrain, Member: "m", Gen: 1}); !errors.Is(err, leader.ErrDirectiveExists) {
+	if err := put(operator.Directive{Kind: operator.DirectiveDrain, Member: "m", Gen: 1}); !errors.Is(err, operator.ErrDirectiveExists) {
 		t.Errorf("second drain of one Key = %v, want ErrDirectiveExists", err)
 	}
 	if ds, err := s.TransferRequests(ctx, "jobs", 4); err != nil || len(ds) != 1 || ds[0].Member != "y" {
@@ -77,7 +78,7 @@ func TestDirectivesOnceAndPrunedByTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := map[string]leader.Directive{}
+	keys := map[string]operator.Directive{}
 	for _, d := range ds {
 		keys[d.Key()] = d
 	}
@@ -105,7 +106,7 @@ func TestUnreachableAndEndedContext(t *testing.T) {
 			"Member":                member,
 			"Members":               members,
 			"DeleteMember":          s.DeleteMember(ctx, "jobs", "a"),
-			"PutDirective":          s.PutDirective(ctx, "jobs", leader.Directive{Kind: leader.DirectiveDrain, Member: "a", Gen: 1}),
+			"PutDirective":          s.PutDirective(ctx, "jobs", operator.Directive{Kind: operator.DirectiveDrain, Member: "a", Gen: 1}),
 			"Directives":            directives,
 			"TransferRequests":      requests,
 			"PruneTransferRequests": s.PruneTransferRequests(ctx, "jobs", 1),

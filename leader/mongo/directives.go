@@ -13,13 +13,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
-// Operator directives (leader.Directives) live in the members collection,
+// Operator directives (operator.Directives) live in the members collection,
 // one document each, _id "<election>/<Directive.Key>"
 // ("jobs/#drain/<member>/<gen>", "jobs/#transfer/<term>/<n>"). They are
 // never updated: an insert sent twice lands once (duplicate key), and a
-// late one adds a record that the rules of leader.Directive make
+// late one adds a record that the rules of operator.Directive make
 // harmless. Drains are never deleted; a leader deletes the transfer
 // requests of the terms before its own (PruneTransferRequests), which no
 // leader acts on. They have no "election" field, so no member query
@@ -29,8 +30,8 @@ import (
 // members in one find.
 
 var (
-	_ leader.Directives       = (*Store)(nil)
-	_ leader.TransferRequests = (*Store)(nil)
+	_ operator.Directives       = (*Store)(nil)
+	_ operator.TransferRequests = (*Store)(nil)
 )
 
 // directiveDoc is one operator directive.
@@ -47,9 +48,9 @@ type directiveDoc struct {
 	At        time.Time `bson:"at"`
 }
 
-// PutDirective implements leader.Directives: one insert, stamped with the
+// PutDirective implements operator.Directives: one insert, stamped with the
 // latest possible server time at sending.
-func (b *Store) PutDirective(ctx context.Context, election string, d leader.Directive) error {
+func (b *Store) PutDirective(ctx context.Context, election string, d operator.Directive) error {
 	now, err := b.locks.ServerNow(ctx)
 	if err != nil {
 		return err
@@ -62,16 +63,16 @@ func (b *Store) PutDirective(ctx context.Context, election string, d leader.Dire
 	})
 	switch {
 	case mongo.IsDuplicateKeyError(err):
-		return fmt.Errorf("%w: %s", leader.ErrDirectiveExists, id)
+		return fmt.Errorf("%w: %s", operator.ErrDirectiveExists, id)
 	case err != nil:
 		return fmt.Errorf("leadermongo: insert directive: %w", err)
 	}
 	return nil
 }
 
-// Directives implements leader.Directives: one find over the range of
+// Directives implements operator.Directives: one find over the range of
 // _ids of election's directives.
-func (b *Store) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+func (b *Store) Directives(ctx context.Context, election string) ([]operator.Directive, error) {
 	// '#' + 1 is '$': the range holds every _id that begins "<election>/#".
 	cur, err := b.members.Find(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gte", Value: election + "/#"}, {Key: "$lt", Value: election + "/$"}}},
@@ -87,13 +88,13 @@ func (b *Store) Directives(ctx context.Context, election string) ([]leader.Direc
 	return directivesOf(docs)
 }
 
-// TransferRequests implements leader.TransferRequests: one find over the
+// TransferRequests implements operator.TransferRequests: one find over the
 // range of _ids of election's requests of term. The range,
 // "<election>/#transfer/<term>" up to "<election>/#transfer/<term>0"
 // ('/' + 1 is '0'), holds "#transfer/<term>" and "#transfer/<term>/<n>"
 // and no other term's (its digits sort at or after '0').
-func (b *Store) TransferRequests(ctx context.Context, election string, term uint64) ([]leader.Directive, error) {
-	prefix := election + "/" + leader.Directive{Kind: leader.DirectiveTransfer, Term: term}.Key()
+func (b *Store) TransferRequests(ctx context.Context, election string, term uint64) ([]operator.Directive, error) {
+	prefix := election + "/" + operator.Directive{Kind: operator.DirectiveTransfer, Term: term}.Key()
 	cur, err := b.members.Find(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: prefix + "0"}}},
 		{Key: "directive", Value: election},
@@ -109,7 +110,7 @@ func (b *Store) TransferRequests(ctx context.Context, election string, term uint
 	return directivesOf(docs)
 }
 
-// PruneTransferRequests implements leader.TransferRequests with one delete
+// PruneTransferRequests implements operator.TransferRequests with one delete
 // over a range of _ids.
 // The range is that of election's transfer requests of the terms before
 // term: "<election>/#transfer/" up to "<election>/#transfer0".
@@ -118,7 +119,7 @@ func (b *Store) PruneTransferRequests(ctx context.Context, election string, term
 	_, err := b.members.DeleteMany(ctx, bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: election + "/#transfer0"}}},
 		{Key: "directive", Value: election},
-		{Key: "kind", Value: string(leader.DirectiveTransfer)},
+		{Key: "kind", Value: string(operator.DirectiveTransfer)},
 		{Key: "term", Value: bson.D{{Key: "$lt", Value: int64(term)}}},
 	})
 	if err != nil {
@@ -128,13 +129,13 @@ func (b *Store) PruneTransferRequests(ctx context.Context, election string, term
 }
 
 // directivesOf returns the directives docs hold.
-func directivesOf(docs []directiveDoc) ([]leader.Directive, error) {
-	out := make([]leader.Directive, 0, len(docs))
+func directivesOf(docs []directiveDoc) ([]operator.Directive, error) {
+	out := make([]operator.Directive, 0, len(docs))
 	for _, d := range docs {
 		if d.Gen < 0 || d.Term < 0 {
 			return nil, errors.New("leadermongo: list directives: a negative generation or term")
 		}
-		out = append(out, leader.Directive{Kind: leader.DirectiveKind(d.Kind), Member: d.Member, Gen: uint64(d.Gen),
+		out = append(out, operator.Directive{Kind: operator.DirectiveKind(d.Kind), Member: d.Member, Gen: uint64(d.Gen),
 			Drain: d.Drain, Term: uint64(d.Term), By: d.By, Reason: d.Reason, At: d.At})
 	}
 	return out, nil
@@ -144,7 +145,7 @@ func directivesOf(docs []directiveDoc) ([]leader.Directive, error) {
 // find.
 // A Partition member reads both once per heartbeat, and so pays no more
 // reads for drains than before them.
-func (b *Store) MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []leader.Directive, error) {
+func (b *Store) MembersAndDirectives(ctx context.Context, election string, maxAge time.Duration) ([]leader.Member, []operator.Directive, error) {
 	now, err := b.locks.ServerNowRead(ctx)
 	if err != nil {
 		return nil, nil, err

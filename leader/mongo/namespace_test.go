@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // A process's plain locks and elections share its Client, its
@@ -26,8 +27,8 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	defer cancel()
 
 	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
-	if _, err := dsync.NewMutex(locks.c, leader.LockKey("coll"), quiet); err == nil {
-		t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
+	if _, err := dsync.NewMutex(locks.c, operator.LockKey("coll"), quiet); err == nil {
+		t.Fatalf("a plain lock was made on the lease key %q", operator.LockKey("coll"))
 	}
 	mu, err := dsync.NewMutex(locks.c, "coll", quiet)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	for _, c := range []struct {
 		key   string
 		owner string
-	}{{"coll", mu.Owner()}, {leader.LockKey("coll"), e.ID()}} {
+	}{{"coll", mu.Owner()}, {operator.LockKey("coll"), e.ID()}} {
 		n, err := db.Collection(dsyncmongo.DefaultCollection).CountDocuments(ctx, bson.D{{Key: "key", Value: c.key}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +111,7 @@ func TestLeasesLiveInTheLockCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for coll, want := range map[string]int64{"leases": 1, leadermongo.LegacyCollection: 0, dsyncmongo.DefaultCollection: 0} {
-		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "key", Value: leader.LockKey("moved")}, {Key: "kind", Value: "claim"}})
+		n, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "key", Value: operator.LockKey("moved")}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package leadermongo_test
 import (
 	"context"
 	"fmt"
+	"github.com/go-dsync/dsync/leader/operator"
 	"log/slog"
 	"os"
 	"slices"
@@ -75,7 +76,7 @@ func TestPreemptionDelay(t *testing.T) {
 				mu.Unlock()
 				l := lead{who: priority, at: time.Now()}
 				storeAt := storeTime(p.c)
-				q, err := statuspage.NewReader(p.c).Queue(lctx, leader.LockKey("preempt"))
+				q, err := statuspage.NewReader(p.c).Queue(lctx, operator.LockKey("preempt"))
 				if i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Owner == e.ID() }); err == nil && i >= 0 {
 					l.fromClaim = storeAt.Sub(q[i].QueuedAt)
 				}
@@ -133,7 +134,7 @@ func TestPreemptionDelay(t *testing.T) {
 	// candidates queued ahead of it step aside at their heartbeats.
 	sorted := func() {
 		for range 6000 {
-			q, err := statuspage.NewReader(ps[0].c).Queue(ctx, leader.LockKey("preempt"))
+			q, err := statuspage.NewReader(ps[0].c).Queue(ctx, operator.LockKey("preempt"))
 			live := slices.DeleteFunc(q, func(c statuspage.ClaimInfo) bool { return c.Expired })
 			if err == nil && len(live) > 1 && live[0].Owner == best.ID() && live[1].Owner == second.ID() {
 				return

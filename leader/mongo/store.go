@@ -5,7 +5,7 @@
 // Each candidate's status is kept in documents of its own (usually one)
 // in a members collection, beside the locks of a dsyncmongo.Store. An
 // election's lease is a lock of the process's dsync.Client, in the
-// election namespace (leader.LockKey). So a process's locks and elections
+// election namespace (operator.LockKey). So a process's locks and elections
 // share one session and one renewal command per interval, and no plain
 // lock is ever an election's lease. Package leader reads who leads from
 // it.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // memberCommands records the commands sent on the members collection.
@@ -67,10 +68,10 @@ func TestLeaderReadsItsTermsRequests(t *testing.T) {
 	b := newElections(t, db)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	for _, d := range []leader.Directive{
-		{Kind: leader.DirectiveTransfer, Term: 1, Member: "x"}, // the key without a number
-		{Kind: leader.DirectiveTransfer, Term: 1, Gen: 2, Member: "x"},
-		{Kind: leader.DirectiveDrain, Member: "m", Gen: 1, Drain: true},
+	for _, d := range []operator.Directive{
+		{Kind: operator.DirectiveTransfer, Term: 1, Member: "x"}, // the key without a number
+		{Kind: operator.DirectiveTransfer, Term: 1, Gen: 2, Member: "x"},
+		{Kind: operator.DirectiveDrain, Member: "m", Gen: 1, Drain: true},
 	} {
 		if err := b.members.PutDirective(ctx, "e", d); err != nil {
 			t.Fatal(err)
@@ -94,7 +95,7 @@ func TestLeaderReadsItsTermsRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ds) == 1 && ds[0].Kind == leader.DirectiveDrain {
+		if len(ds) == 1 && ds[0].Kind == operator.DirectiveDrain {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -112,7 +113,7 @@ func TestLeaderReadsItsTermsRequests(t *testing.T) {
 		t.Fatalf("the requests of ended terms went by %d deletes; want one", deletes)
 	}
 	// A request of an ended term, landing late, is left (and ignored).
-	if err := b.members.PutDirective(ctx, "e", leader.Directive{Kind: leader.DirectiveTransfer, Term: 1, Gen: 3, Member: "x"}); err != nil {
+	if err := b.members.PutDirective(ctx, "e", operator.Directive{Kind: operator.DirectiveTransfer, Term: 1, Gen: 3, Member: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	// Ten heartbeats (status writes), however long a busy machine makes

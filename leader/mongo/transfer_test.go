@@ -3,6 +3,7 @@ package leadermongo_test
 import (
 	"context"
 	"fmt"
+	"github.com/go-dsync/dsync/leader/operator"
 	"log/slog"
 	"sync"
 	"testing"
@@ -84,7 +85,7 @@ func TestTransfer(t *testing.T) {
 		wg.Go(func() { run(i, e) })
 		// Queue in order: wait for this candidate's claim.
 		waitFor(t, func() bool {
-			q, err := statuspage.NewReader(p.c).Queue(ctx, leader.LockKey("transfer"))
+			q, err := statuspage.NewReader(p.c).Queue(ctx, operator.LockKey("transfer"))
 			return err == nil && len(q) == i+1
 		})
 	}

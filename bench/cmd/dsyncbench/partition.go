@@ -20,7 +20,7 @@ func (c *conn) NewPartition(name string, shards int, ttl time.Duration) (harness
 	if err != nil {
 		return nil, err
 	}
-	p, err := leader.NewPartition(l.c, ms, name, shards)
+	p, err := leader.NewPartition(l.c, name, shards, leader.WithMembers(ms))
 	if err != nil {
 		return nil, err
 	}

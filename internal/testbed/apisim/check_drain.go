@@ -8,7 +8,7 @@ import (
 )
 
 // PromiseDrain: "a member can be drained: its shards move and none comes
-// back" (leader.Drain). Judged in every run: from two heartbeats of the
+// back" (operator.Drain). Judged in every run: from two heartbeats of the
 // slowest member after a drain's directive landed (a tick of the member's
 // to read it, and one of slack) until an undrain of that member landed,
 // the member begins no shard term. A fault of the member's process (a

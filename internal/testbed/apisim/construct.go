@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"errors"
+	"github.com/go-dsync/dsync/leader/operator"
 	"log/slog"
 	"time"
 
@@ -129,5 +130,5 @@ func storedRW(key string) string   { return statuspage.NamespacedKey("rw", key) 
 func storedSem(key string) string  { return statuspage.NamespacedKey("sem", key) }
 func storedOnce(key string) string { return statuspage.NamespacedKey("once", key) }
 func storedElection(name string) string {
-	return leader.LockKey(name)
+	return operator.LockKey(name)
 }

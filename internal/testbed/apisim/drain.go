@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-dsync/dsync/leader"
+	"github.com/go-dsync/dsync/leader/operator"
 )
 
 // The operator's drains of partition members: now and then a worker's
 // partition operation is an operator's instead, who reads the live
 // members and the drains (as dsync status shows them) and drains a live
-// member with leader.Drain, or undrains one he drained (a drain directive
+// member with operator.Drain, or undrains one he drained (a drain directive
 // of a higher Gen), through the worker's process's view of the member
 // store (a paused process sends nothing; a cut-off one reaches nothing).
 // Drains may pile up until every live member is drained. Each attempt is
@@ -84,7 +84,7 @@ func (ps *PartitionSim) drainOp(ctx context.Context, env *Env, who string) bool 
 	if err != nil {
 		return true
 	}
-	drained := leader.Drained(ds)
+	drained := operator.Drained(ds)
 	var in, out []string // live members drained, and not
 	for _, m := range ms {
 		if drained[m.ID] {
@@ -104,7 +104,7 @@ func (ps *PartitionSim) drainOp(ctx context.Context, env *Env, who string) bool 
 		return true
 	}
 	a.Key = pick[int(env.Rand(0, time.Duration(len(pick))))]
-	if _, err := leader.Drain(ctx, s, partitionName, a.Key, drain, who, "apisim"); err != nil {
+	if _, err := operator.Drain(ctx, s, partitionName, a.Key, drain, who, "apisim"); err != nil {
 		return true
 	}
 	a.Return, a.Outcome = s.landed, undrainLanded
@@ -121,7 +121,7 @@ type drainStore struct {
 	landed time.Time
 }
 
-func (s *drainStore) PutDirective(ctx context.Context, election string, d leader.Directive) error {
+func (s *drainStore) PutDirective(ctx context.Context, election string, d operator.Directive) error {
 	err := s.memberStore.PutDirective(ctx, election, d)
 	if err == nil {
 		s.landed = time.Now()
@@ -130,18 +130,18 @@ func (s *drainStore) PutDirective(ctx context.Context, election string, d leader
 }
 
 // PutDirective and Directives make a member's view of the member store
-// serve leader.Directives, as the member store under it does, so that the
+// serve operator.Directives, as the member store under it does, so that the
 // members read the drains.
-func (m *memberStore) PutDirective(ctx context.Context, election string, d leader.Directive) error {
+func (m *memberStore) PutDirective(ctx context.Context, election string, d operator.Directive) error {
 	if err := m.reach(ctx); err != nil {
 		return err
 	}
-	return m.MemberStore.(leader.Directives).PutDirective(ctx, election, d)
+	return m.MemberStore.(operator.Directives).PutDirective(ctx, election, d)
 }
 
-func (m *memberStore) Directives(ctx context.Context, election string) ([]leader.Directive, error) {
+func (m *memberStore) Directives(ctx context.Context, election string) ([]operator.Directive, error) {
 	if err := m.reach(ctx); err != nil {
 		return nil, err
 	}
-	return m.MemberStore.(leader.Directives).Directives(ctx, election)
+	return m.MemberStore.(operator.Directives).Directives(ctx, election)
 }

@@ -182,8 +182,7 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 	if ps.Progress && env.Chance(0.5) {
 		d = max(env.Rand(3*env.TTL()/10, 2*env.TTL()), dsync.MinTTL)
 	}
-	part, err := leader.NewPartition(c, &memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}, partitionName, ps.Shards,
-		leader.WithShardProgressDeadline(d))
+	part, err := leader.NewPartition(c, partitionName, ps.Shards, leader.WithMembers(&memberStore{MemberStore: p.w.members, p: p, dead: dead, id: id, writes: ps.writes}), leader.WithProgressDeadline(d))
 	if err != nil {
 		panic(err)
 	}

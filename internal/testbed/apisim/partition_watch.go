@@ -44,7 +44,7 @@ func (ps *PartitionSim) startWatchers(env *Env) {
 	inc := env.inc
 	p := inc.p
 	ms := &memberStore{MemberStore: p.w.members, p: p, dead: new(atomic.Bool), id: fmt.Sprintf("s%d-p%d-watch%d", p.w.seed, p.id, inc.n)}
-	part, err := leader.NewPartition(env.Client, ms, partitionName, ps.Shards)
+	part, err := leader.NewPartition(env.Client, partitionName, ps.Shards, leader.WithMembers(ms))
 	if err != nil {
 		panic(err)
 	}

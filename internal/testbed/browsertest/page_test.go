@@ -366,7 +366,7 @@ func keepScreenshot(t *testing.T, bctx context.Context) {
 // functions run under (by shard), once all n run.
 func runPartition(t *testing.T, ctx context.Context, c *dsync.Client, ms leader.MemberStore, name string, n int) func() map[int]uint64 {
 	t.Helper()
-	p, err := leader.NewPartition(c, ms, name, n)
+	p, err := leader.NewPartition(c, name, n, leader.WithMembers(ms))
 	if err != nil {
 		t.Fatal(err)
 	}

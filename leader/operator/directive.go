@@ -1,27 +1,16 @@
-package leader
+package operator
 
 import (
 	"context"
 	"errors"
 	"strconv"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync"
 )
-
-// Operator directives: records an operator (dsync drain, dsync transfer)
-// inserts beside the members' status, never into a member's own status,
-// which only its member writes. They are never updated, so a directive
-// that lands late, or twice, cannot undo a later one (see Directive).
-// Drains are never deleted. Transfer requests of a term that has ended
-// may be deleted (TransferRequests.PruneTransferRequests): such a request
-// is ignored anyway, so deleting it, or its landing again after the
-// delete, changes nothing.
 
 // ErrDirectiveExists is returned by PutDirective when a directive of the
 // same Key is stored. It is another operator's, or an earlier send of this
 // one that landed.
-var ErrDirectiveExists = errors.New("leader: directive exists")
+var ErrDirectiveExists = errors.New("operator: directive exists")
 
 // A DirectiveKind says what a Directive asks for.
 type DirectiveKind string
@@ -140,98 +129,4 @@ func latestDrains(ds []Directive) map[string]Directive {
 		}
 	}
 	return latest
-}
-
-// Drain drains member of partition (drain true) or undrains it.
-//
-// It inserts a drain directive of the Gen above the highest stored for
-// that member. When another operator inserts that Gen first
-// (ErrDirectiveExists), it reads again and inserts the next, until ctx
-// ends. by and reason are recorded with it. It returns the directive
-// inserted. A drain names one membership (Partition.ID): a process that
-// restarts joins under a new ID, undrained.
-func Drain(ctx context.Context, ds Directives, partition, member string, drain bool, by, reason string) (Directive, error) {
-	if member == "" || partition == "" {
-		return Directive{}, errors.New("leader: Drain needs a partition and a member")
-	}
-	var tried uint64 // the Gen refused last: the next try goes above it, whatever a read shows
-	return putNext(ctx, ds, partition, func() (Directive, error) {
-		all, err := ds.Directives(ctx, partition)
-		if err != nil {
-			return Directive{}, err
-		}
-		tried = max(latestDrains(all)[member].Gen, tried) + 1
-		return Directive{Kind: DirectiveDrain, Member: member, Gen: tried, Drain: drain, By: by, Reason: reason}, nil
-	})
-}
-
-// putNext inserts the directive next returns, and again the next one
-// while the one inserted is stored already (ErrDirectiveExists), until
-// ctx ends; it returns the directive inserted.
-func putNext(ctx context.Context, ds Directives, name string, next func() (Directive, error)) (Directive, error) {
-	for {
-		d, err := next()
-		if err != nil {
-			return Directive{}, err
-		}
-		err = ds.PutDirective(ctx, name, d)
-		switch {
-		case err == nil:
-			return d, nil
-		case !errors.Is(err, ErrDirectiveExists):
-			return Directive{}, err
-		case ctx.Err() != nil:
-			return Directive{}, context.Cause(ctx)
-		}
-	}
-}
-
-// RequestTransfer asks the leader of election's term term to hand over to
-// candidate to.
-//
-// term is the leader's Info.Token. RequestTransfer inserts a transfer
-// request numbered after the term's others. It tries 1, then, while the
-// number is taken, the next, until ctx ends. A number is taken
-// (ErrDirectiveExists) by a request of this term, or by this one sent
-// before and landed. It returns the request inserted (its Term is the term
-// asked).
-//
-// A leader whose member store serves Directives reads the requests of its
-// term once per heartbeat while it leads. It acts with Transfer on the
-// highest-numbered one it has not acted on yet, each once. A newer request
-// ends a Transfer an older one started. A request whose term has ended is
-// ignored.
-//
-// With term 0, RequestTransfer asks the term that leads now, which it
-// reads from the election's lease through c, as Election.Leader does: an
-// operator needs no Election, and the request names the term read just
-// before it is sent. It returns an error wrapping ErrNoLeader when nobody
-// leads. With a term given, c is not used and may be nil.
-func RequestTransfer(ctx context.Context, c *dsync.Client, ds Directives, election string, term uint64, to, by, reason string) (Directive, error) {
-	if election == "" || to == "" || ds == nil || term == 0 && c == nil {
-		return Directive{}, errors.New("leader: RequestTransfer needs an election, a candidate, a member store that serves Directives, and a term or a Client to read it")
-	}
-	if term == 0 {
-		info, err := leaderOf(ctx, c, nil, election)
-		if err != nil {
-			return Directive{}, err
-		}
-		term = info.Token
-	}
-	var n uint64
-	return putNext(ctx, ds, election, func() (Directive, error) {
-		n++
-		return Directive{Kind: DirectiveTransfer, Member: to, Term: term, Gen: n, By: by, Reason: reason}, nil
-	})
-}
-
-// latestTransferRequest returns the transfer request of term in ds of
-// the highest number (Gen); ok is false when term has none.
-func latestTransferRequest(ds []Directive, term uint64) (latest Directive, ok bool) {
-	for _, d := range ds {
-		if d.Kind == DirectiveTransfer && d.Term == term && (!ok || d.Gen > latest.Gen) {
-			latest, ok = d, true
-		}
-	}
-	return latest, ok
 }
