@@ -40,7 +40,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "Mutex.Lock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				mu := newMutex(t, b, key)
-				return lockable{mu.Lock, mu.Unlock, mu.Token, mu.Owner}
+				return lockable{mu.Lock, mu.Unlock, mu.Token, func() string { return dsync.Owner(mu) }}
 			},
 			take: func(t *testing.T, b *dsync.Client, key string) func() {
 				mu := newMutex(t, b, key)
@@ -56,7 +56,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "RWMutex.Lock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
-				return lockable{rw.Lock, rw.Unlock, rw.Token, rw.Owner}
+				return lockable{rw.Lock, rw.Unlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,
@@ -66,7 +66,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "RWMutex.RLock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
-				return lockable{rw.RLock, rw.RUnlock, rw.Token, rw.Owner}
+				return lockable{rw.RLock, rw.RUnlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,
@@ -77,7 +77,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
 				l := rw.RLocker()
-				return lockable{l.Lock, l.Unlock, rw.Token, rw.Owner}
+				return lockable{l.Lock, l.Unlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,

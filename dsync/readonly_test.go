@@ -131,7 +131,7 @@ func TestReadsOnlyRead(t *testing.T) {
 
 		// A writer of another span holds a key, another waits.
 		span := 10 * time.Minute
-		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
+		w1 := newClient(t, mem, dsync.ClientWithBucketSpan(span), dsync.ClientWithTTL(time.Minute))
 		w2 := newClient(t, mem, dsync.ClientWithBucketSpan(span))
 		held := newMutex(t, w1, "a/held")
 		held.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -22,7 +23,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 		if _, err := dsync.NewMutex(elections, leader.LockKey("coll")); err == nil {
 			t.Fatalf("a plain lock was made on the lease key %q", leader.LockKey("coll"))
 		}
-		mu, err := dsync.NewMutex(elections, "coll", dsync.WithLogger(slog.New(slog.DiscardHandler)))
+		mu, err := dsync.NewMutex(elections, "coll", clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // An Option configures an Election.
@@ -34,7 +35,7 @@ const (
 )
 
 func newConfig(opts []Option, client *dsync.Client) (config, error) {
-	c := config{pollInterval: DefaultPollInterval, logger: client.Logger()}
+	c := config{pollInterval: DefaultPollInterval, logger: clienthook.ClientParams(client).Logger}
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("leader: nil option")
@@ -47,7 +48,7 @@ func newConfig(opts []Option, client *dsync.Client) (config, error) {
 		return config{}, errors.New("leader: WithPriority, WithPreemption and WithVersionRule need a member store (WithMembers)")
 	}
 	if c.heartbeatInterval == 0 {
-		c.heartbeatInterval = client.RenewInterval()
+		c.heartbeatInterval = clienthook.ClientParams(client).RenewInterval
 	}
 	return c, nil
 }
@@ -76,7 +77,7 @@ func WithMembers(ms MemberStore) Option {
 
 // WithHeartbeatInterval sets how often a candidate refreshes its member
 // status document. Default: the Client's renew interval
-// (dsync.WithRenewInterval). Members counts a member
+// (dsync.ClientWithRenewInterval). Members counts a member
 // live for three intervals after its last heartbeat.
 func WithHeartbeatInterval(d time.Duration) Option {
 	return func(c *config) error {

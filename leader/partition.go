@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/leaderhook"
 )
 
@@ -37,8 +38,9 @@ type Partition struct {
 	members  MemberStore
 	interval time.Duration
 	// release bounds the removal of this member's status when it leaves:
-	// the release timeout of the shards' leases (dsync.WithReleaseTimeout's
-	// default), as a Client bounds what it sends on Close.
+	// the release timeout of the shards' leases (the Client's,
+	// dsync.ClientWithReleaseTimeout), as a Client bounds what it sends on
+	// Close.
 	release time.Duration
 	// progress is each shard's progress deadline
 	// (WithShardProgressDeadline): 0 is none.
@@ -117,8 +119,8 @@ func NewPartition(c *dsync.Client, ms MemberStore, name string, shards int, opts
 		return nil, errors.New("leader: a Partition needs a name, a MemberStore and at least one shard")
 	}
 	host, _ := os.Hostname()
-	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: c.RenewInterval(),
-		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
+	p := &Partition{name: name, n: shards, weight: 1, members: ms, interval: clienthook.ClientParams(c).RenewInterval,
+		release: clienthook.ClientParams(c).ReleaseTimeout, host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(p)
 	}

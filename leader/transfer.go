@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // Transfer, the leader's side: how a leader hands its leadership to a
@@ -183,7 +184,7 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 	e := x.e
 	if plantedReleasesFirst(t) {
 		e.release(ctx, t)
-		plantedPause(e.client.TTL() / 10)
+		plantedPause(clienthook.ClientParams(e.client).TTL / 10)
 	}
 	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(cause)
