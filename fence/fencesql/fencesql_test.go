@@ -33,6 +33,9 @@ func TestNewTableNames(t *testing.T) {
 	if f, err := New(SQLite); err != nil || f.Table() != DefaultTable {
 		t.Errorf("New(SQLite) = %v, %v; want table %q", f, err, DefaultTable)
 	}
+	if f, err := New(SQLite, nil); err == nil || !strings.Contains(err.Error(), "nil option") {
+		t.Errorf("New(SQLite, nil) = %v, %v; want a nil option's error", f, err)
+	}
 }
 
 func TestNewBadDialect(t *testing.T) {
