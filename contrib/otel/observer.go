@@ -11,16 +11,22 @@ import (
 	"github.com/go-dsync/dsync/dsync/event"
 )
 
-// An Option configures Observer.
-type Option func(*config)
+// An Option configures Observer. A nil Option is an error Observer
+// returns.
+type Option func(*config) error
 
 type config struct{ keys bool }
 
 // WithKeys adds each event's key as the attribute dsync.key. Use it only
 // when the keys are few: each key is a time series.
-func WithKeys() Option { return func(c *config) { c.keys = true } }
+func WithKeys() Option {
+	return func(c *config) error {
+		c.keys = true
+		return nil
+	}
+}
 
-// Observer returns a event.Observer that records its events with meter's
+// Observer returns an event.Observer that records its events with meter's
 // instruments (see the package doc).
 func Observer(meter metric.Meter, opts ...Option) (event.Observer, error) {
 	if meter == nil {
@@ -28,7 +34,12 @@ func Observer(meter metric.Meter, opts ...Option) (event.Observer, error) {
 	}
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o == nil {
+			return event.Observer{}, errors.New("dsyncotel: nil option")
+		}
+		if err := o(&c); err != nil {
+			return event.Observer{}, err
+		}
 	}
 	i, err := newInstruments(meter, c.keys)
 	if err != nil {
