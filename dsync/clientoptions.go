@@ -232,8 +232,8 @@ func ClientWithBucketSpan(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithObserver sets the Client's observer, told what its locks and
-// its lease do (package event). Default: none.
+// ClientWithObserver sets the Client's observer (package event). It is
+// told what the Client's locks and lease do. Default: none.
 func ClientWithObserver(o event.Observer) ClientOption {
 	return func(c *clientConfig) error {
 		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&

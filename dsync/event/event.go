@@ -1,6 +1,6 @@
-// Package event is what a dsync.Client tells an observer: its locks' and
-// its lease's events, for metrics and alerts (dsync.ClientWithObserver).
-// It is not a log: an observer that falls far behind loses events.
+// Package event holds what a dsync.Client tells its observer, for metrics
+// and alerts. It is not a log: an observer that falls far behind loses
+// events. Set one with dsync.ClientWithObserver.
 package event
 
 import "time"
