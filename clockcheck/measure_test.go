@@ -189,6 +189,8 @@ func TestInvalidOptions(t *testing.T) {
 		{"WithMaxDrift(0.1)", WithMaxDrift(0.1)},
 		{"WithMaxDrift(NaN)", WithMaxDrift(math.NaN())},
 		{"WithLogger(nil)", WithLogger(nil)},
+		{"WithProbe(nil)", WithProbe(nil)},
+		{"WithMemberSkew(-1s)", WithMemberSkew(-time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := newConfig([]Option{tc.opt})
@@ -208,8 +210,12 @@ func TestInvalidOptions(t *testing.T) {
 			t.Errorf("call %d: %v, want an invalid option error", i, err)
 		}
 	}
+	// A nil Option is refused too.
+	if _, err := newConfig([]Option{WithSamples(1), nil}); err == nil || err.Error() != "clockcheck: nil option" {
+		t.Errorf("a nil option: %v, want clockcheck: nil option", err)
+	}
 	// Valid edge values.
-	if _, err := newConfig([]Option{WithMaxDrift(0), WithSamples(1), WithInterval(1), nil}); err != nil {
+	if _, err := newConfig([]Option{WithMaxDrift(0), WithSamples(1), WithInterval(1), WithMemberSkew(0)}); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package clockcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,10 +19,11 @@ const (
 	DefaultMaxDrift = 500e-6
 )
 
-// An Option configures [Measure], [Check] or [NewEstimator]. Options that do
-// not apply to a function (such as [WithInterval] for [Measure]) are still
+// An Option configures [Measure], [Check] or [NewEstimator]. A bad value
+// (or a nil Option) is an error the function returns. Options that do not
+// apply to a function (such as [WithInterval] for [Measure]) are still
 // validated, and otherwise ignored.
-type Option func(*config)
+type Option func(*config) error
 
 type config struct {
 	clock    Clock
@@ -33,8 +35,6 @@ type config struct {
 	probe Probe
 	// memberSkew widens every Estimator interval (WithMemberSkew).
 	memberSkew time.Duration
-	// errs collects invalid option values; reported by newConfig.
-	errs []error
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -46,29 +46,30 @@ func newConfig(opts []Option) (*config, error) {
 		logger:   slog.Default(),
 	}
 	for _, o := range opts {
-		if o != nil {
-			o(c)
+		if o == nil {
+			return nil, errors.New("clockcheck: nil option")
 		}
-	}
-	if len(c.errs) > 0 {
-		return nil, c.errs[0]
+		if err := o(c); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-func (c *config) invalid(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("clockcheck: invalid option: "+format, args...))
+// invalid is the error of an option's bad value.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("clockcheck: invalid option: "+format, args...)
 }
 
 // WithClock sets the local clock. The default is [SystemClock]. Tests inject
 // a clock to simulate a wrong or jumping wall clock. A nil clock is an error.
 func WithClock(c Clock) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if c == nil {
-			cfg.invalid("WithClock(nil)")
-			return
+			return invalid("WithClock(nil)")
 		}
 		cfg.clock = c
+		return nil
 	}
 }
 
@@ -76,12 +77,12 @@ func WithClock(c Clock) Option {
 // the smallest round-trip time, and so the smallest uncertainty, is kept.
 // The default is [DefaultSamples] (5). n must be at least 1.
 func WithSamples(n int) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if n < 1 {
-			cfg.invalid("WithSamples(%d): need at least 1", n)
-			return
+			return invalid("WithSamples(%d): need at least 1", n)
 		}
 		cfg.samples = n
+		return nil
 	}
 }
 
@@ -89,12 +90,12 @@ func WithSamples(n int) Option {
 // The default is [DefaultInterval] (1 minute). d must be positive. A
 // re-sample that takes longer than d is abandoned.
 func WithInterval(d time.Duration) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if d <= 0 {
-			cfg.invalid("WithInterval(%v): must be positive", d)
-			return
+			return invalid("WithInterval(%v): must be positive", d)
 		}
 		cfg.interval = d
+		return nil
 	}
 }
 
@@ -108,12 +109,12 @@ func WithInterval(d time.Duration) Option {
 // an undisciplined clock; disciplined clocks do far better). rate must be in
 // [0, 0.1).
 func WithMaxDrift(rate float64) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if !(rate >= 0 && rate < 0.1) { // also rejects NaN
-			cfg.invalid("WithMaxDrift(%v): must be in [0, 0.1)", rate)
-			return
+			return invalid("WithMaxDrift(%v): must be in [0, 0.1)", rate)
 		}
 		cfg.maxDrift = rate
+		return nil
 	}
 }
 
@@ -123,12 +124,12 @@ func WithMaxDrift(rate float64) Option {
 // dsync; pass slog.New(slog.DiscardHandler) to silence it. A nil logger is
 // an error.
 func WithLogger(l *slog.Logger) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if l == nil {
-			cfg.invalid("WithLogger(nil)")
-			return
+			return invalid("WithLogger(nil)")
 		}
 		cfg.logger = l
+		return nil
 	}
 }
 
@@ -147,12 +148,12 @@ type Probe func(ctx context.Context) (time.Time, error)
 // [NewEstimator] accept a nil db, and their errors name the probe instead
 // of hello. A nil p is an error.
 func WithProbe(p Probe) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if p == nil {
-			cfg.invalid("WithProbe(nil)")
-			return
+			return invalid("WithProbe(nil)")
 		}
 		cfg.probe = p
+		return nil
 	}
 }
 
@@ -167,11 +168,11 @@ func WithProbe(p Probe) Option {
 // change of server no one reported is followed within the re-sample
 // interval. The default is 0: one server. d must be at least 0.
 func WithMemberSkew(d time.Duration) Option {
-	return func(cfg *config) {
+	return func(cfg *config) error {
 		if d < 0 {
-			cfg.invalid("WithMemberSkew(%v): must be at least 0", d)
-			return
+			return invalid("WithMemberSkew(%v): must be at least 0", d)
 		}
 		cfg.memberSkew = d
+		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/xid"
 
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
@@ -44,15 +45,14 @@ type core struct {
 	progress *progressWatch
 }
 
-// newCore checks a primitive's Client, key and options, each applied
-// with apply (the method of the primitive's option type). A primitive of
-// the sync family passes its namespace (family); a Mutex passes "" and
-// takes WithNamespace's, if any.
-func newCore[O any](client *Client, key, family string, opts []O, apply func(O, *config) error) (core, error) {
+// newCore checks a primitive's Client, key and options, for the primitive
+// prim (primMutex...). A primitive of the sync family passes its namespace
+// (family); a Mutex passes "" and takes WithNamespace's, if any.
+func newCore(client *Client, key, family, prim string, opts []Option) (core, error) {
 	if client == nil {
 		return core{}, ErrNilClient
 	}
-	cfg, err := newConfig(opts, apply, client.cfg.lease)
+	cfg, err := newConfig(prim, opts, &client.cfg)
 	if err != nil {
 		return core{}, err
 	}
@@ -69,9 +69,6 @@ func newCore[O any](client *Client, key, family string, opts []O, apply func(O, 
 	}
 	if err := client.checkKey(stored); err != nil {
 		return core{}, err
-	}
-	if cfg.logger == nil {
-		cfg.logger = client.cfg.logger
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
@@ -92,9 +89,9 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 		defer p.client.waitingDelta(-1)
 	}
 	h, err := p.acquireLoop(ctx, t, wait)
-	a := Acquisition{Key: p.key, Kind: p.kindOf(t), Wait: p.cfg.clock.Now().Sub(start)}
+	a := event.Acquisition{Key: p.key, Kind: p.kindOf(t), Wait: p.cfg.clock.Now().Sub(start)}
 	if err != nil {
-		p.client.observe(func(o *Observer) {
+		p.client.observe(func(o *event.Observer) {
 			if o.AcquireFailed != nil {
 				o.AcquireFailed(a, err)
 			}
@@ -102,7 +99,7 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 		return nil, err
 	}
 	a.Token = h.claim.Epoch
-	p.client.observe(func(o *Observer) {
+	p.client.observe(func(o *event.Observer) {
 		if o.Acquired != nil {
 			o.Acquired(a)
 		}
@@ -111,26 +108,26 @@ func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, err
 }
 
 // kindOf is the Kind of p's holds of terms t.
-func (p *core) kindOf(t claimTerms) Kind {
+func (p *core) kindOf(t claimTerms) event.Kind {
 	switch p.family {
 	case rwNamespace:
 		if isShared(t) {
-			return KindRead
+			return event.KindRead
 		}
-		return KindWrite
+		return event.KindWrite
 	case semNamespace:
-		return KindSemaphore
+		return event.KindSemaphore
 	case onceNamespace:
-		return KindOnce
+		return event.KindOnce
 	}
 	if p.cfg.namespace == electionNamespace {
-		return KindElection
+		return event.KindElection
 	}
-	return KindMutex
+	return event.KindMutex
 }
 
 // try makes a Try method's one attempt at p's key with terms t, bounded
-// by ctx and by the try timeout (WithTryTimeout). It returns the hold, or
+// by ctx and by the try timeout (ClientWithTryTimeout). It returns the hold, or
 // why there is none: an error wrapping ErrHeld (a *HeldError) when
 // another claim holds the key or waits for it ahead; context.Cause(ctx),
 // unchanged, when ctx ended first; otherwise the store's error. When the
@@ -292,7 +289,7 @@ func (p *core) awaitHold(ctx context.Context, c *queue.Ref, t claimTerms) error 
 
 // join makes c a hold, valid until its session's deadline, if the session
 // is still live.
-func (p *core) join(c queue.Ref, k *keeper, sess *session, kind Kind) *hold {
+func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hold {
 	h := &hold{p: p, claim: c, kind: kind, lost: make(chan struct{}), keeper: k, sess: sess}
 	if !k.Join(h, sess) {
 		return nil
@@ -318,7 +315,7 @@ func (p *core) release(ctx context.Context, h *hold) error {
 		return lostErr
 	}
 	held := h.heldFor() // the hold ended here, whatever the write below does
-	p.client.observe(func(o *Observer) {
+	p.client.observe(func(o *event.Observer) {
 		if o.Released != nil {
 			o.Released(held)
 		}

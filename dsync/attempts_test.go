@@ -3,6 +3,7 @@ package dsync
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/internal/suspend"
 	"io"
 	"log/slog"
 	"testing"
@@ -32,7 +33,7 @@ func TestRetiredSessionResetsThePause(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &core{key: "k", cfg: config{
 					logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-					clock:  SystemClock(),
+					clock:  SuspendClock(suspend.Process),
 				}}
 				a := &attempts{p: p, ctx: context.Background(), wait: true, backoff: backoff.Max}
 				start := time.Now()

@@ -195,16 +195,16 @@ func TestCancelledInFlightWithdrawalWakesTheWaiter(t *testing.T) {
 	})
 }
 
-// WithReleaseTimeout bounds how long a cancelled LockContext waits for
+// ClientWithReleaseTimeout bounds how long a cancelled LockContext waits for
 // its withdrawal, whether its claim landed (the wait phase) or its insert
 // had no reply yet (a review found the engine's own 2 s bound there).
 func TestCancelledInFlightHonoursReleaseTimeout(t *testing.T) {
 	for _, phase := range []string{"waiting", "inserting"} {
 		t.Run(phase, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				a, b := twoProcesses(t)
 				const bound = 100 * time.Millisecond
-				ma := newMutex(t, a.Client, "k", dsync.WithReleaseTimeout(bound))
+				a, b := twoProcesses(t, dsync.ClientWithReleaseTimeout(bound))
+				ma := newMutex(t, a.Client, "k")
 				mb := newMutex(t, b.Client, "k")
 				lockUnlock(ma)
 				if phase == "waiting" {
@@ -229,7 +229,7 @@ func TestCancelledInFlightHonoursReleaseTimeout(t *testing.T) {
 				took := time.Since(start)
 				t.Logf("LockContext returned %v after its context ended", took)
 				if took > bound {
-					t.Errorf("LockContext returned %v after its context ended, want within WithReleaseTimeout(%v)", took, bound)
+					t.Errorf("LockContext returned %v after its context ended, want within ClientWithReleaseTimeout(%v)", took, bound)
 				}
 				a.SetAnswering(true)
 			})

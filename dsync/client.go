@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/xid"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
@@ -94,9 +94,10 @@ type liveClaim struct {
 
 // NewClient returns a Client over store, a driver's (dsyncmongo.NewStore,
 // memory.New). It does no I/O: the store is prepared by the first call
-// that needs it. The options set the lease (WithTTL, WithRenewInterval,
-// WithClock) and how the Client waits, sweeps and reports (the
-// ClientWith options).
+// that needs it. The options set the lease (ClientWithTTL,
+// ClientWithRenewInterval), how the Client waits, sweeps and reports, and
+// what its primitives share: the logger, the error handler, the release
+// and try timeouts.
 func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("dsync: nil store")
@@ -105,7 +106,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{store: store, cfg: cfg, origin: SystemClock().Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
+	c := &Client{store: store, cfg: cfg, origin: theSystemClock.Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
 	own := store.Roles()
 	inner, err := c.takeFeed(store, own.Feed)
 	if err != nil {
@@ -211,7 +212,7 @@ func (c *Client) newEvents() {
 }
 
 // observe queues f's call of the Client's observer, if it has one.
-func (c *Client) observe(f func(o *Observer)) {
+func (c *Client) observe(f func(o *event.Observer)) {
 	if c.cfg.observer == nil {
 		return
 	}
@@ -230,7 +231,7 @@ func (c *Client) waitingDelta(d int) {
 	defer c.waitMu.Unlock()
 	c.waiting += d
 	n := c.waiting
-	c.observe(func(o *Observer) {
+	c.observe(func(o *event.Observer) {
 		if o.Waiting != nil {
 			o.Waiting(n)
 		}
@@ -244,7 +245,7 @@ type engineClock struct{ c *Client }
 func (e engineClock) ServerNow() queue.Interval { return e.c.store.ServerTime() }
 func (e engineClock) Mono() time.Duration       { return e.c.mono() }
 
-func (c *Client) mono() time.Duration { return SystemClock().Now().Sub(c.origin) }
+func (c *Client) mono() time.Duration { return theSystemClock.Now().Sub(c.origin) }
 
 // Close ends every claim made through c, stops its goroutines and closes
 // its store. Holds are lost first (their Lost() closes), then released;
@@ -372,15 +373,3 @@ func (c *Client) checkKey(key string) error {
 	}
 	return nil
 }
-
-// TTL returns the length of the Client's lease (WithTTL).
-func (c *Client) TTL() time.Duration { return c.cfg.lease.TTL }
-
-// RenewInterval returns how often the Client renews its lease
-// (WithRenewInterval).
-func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.Interval }
-
-// Logger returns the logger the Client reports to. That is
-// ClientWithLogger's, else slog.Default(). The Client's primitives use it
-// unless given their own (WithLogger).
-func (c *Client) Logger() *slog.Logger { return c.cfg.logger }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
@@ -19,16 +20,19 @@ type ClientOption func(*clientConfig) error
 
 type clientConfig struct {
 	logger     *slog.Logger
+	onError    func(error)   // nil: none (ClientWithErrorHandler)
+	release    time.Duration // 0: min(DefaultReleaseTimeout, TTL)
+	try        time.Duration // 0: min(DefaultTryTimeout, TTL)
 	wakeups    bool
 	hints      *hint.Config  // nil: direct hints by default (ClientWithHints)
 	hintsOff   bool          // ClientWithHints("", ""): no direct hints
 	poll       time.Duration // waiters' poll while wake-ups are off or down
 	safetyPoll time.Duration // waiters' look when nothing woke them
 	lease      lease.Params
-	engine     queue.Config  // the queue engine's settings
-	spanSet    bool          // the span was set (ClientWithBucketSpan): refuse another
-	idleAge    time.Duration // compact keys idle this long; 0: never sweep
-	observer   *Observer     // nil: none (ClientWithObserver)
+	engine     queue.Config    // the queue engine's settings
+	spanSet    bool            // the span was set (ClientWithBucketSpan): refuse another
+	idleAge    time.Duration   // compact keys idle this long; 0: never sweep
+	observer   *event.Observer // nil: none (ClientWithObserver)
 	// test and engineTest hold the settings of other packages' tests
 	// (hook.go), empty in a program; NewClient sets them before it reads
 	// any (takeHooks).
@@ -51,7 +55,7 @@ const (
 	DefaultIdleAge = 30 * time.Minute
 )
 
-// WithTTL sets the length of the Client's lease. The TTL is how long a hold
+// ClientWithTTL sets the length of the Client's lease. The TTL is how long a hold
 // stays valid without a successful renewal, and so how long a crashed
 // process blocks others. Default: DefaultTTL (15 s). It must be at least
 // MinTTL (100 ms), well above the store's round trip, and at most the
@@ -59,7 +63,7 @@ const (
 // ClientWithBucketSpan). A shorter TTL hands a crashed holder's keys over
 // sooner and costs more renewals. Every primitive and election made on the
 // Client shares it.
-func WithTTL(ttl time.Duration) ClientOption {
+func ClientWithTTL(ttl time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		switch {
 		case ttl <= 0:
@@ -72,11 +76,11 @@ func WithTTL(ttl time.Duration) ClientOption {
 	}
 }
 
-// WithRenewInterval sets how often the Client renews its lease. It renews
+// ClientWithRenewInterval sets how often the Client renews its lease. It renews
 // while it has holds or waiting claims. Default: a third of the TTL, so two
 // renewals can fail before the holds are lost. It must be positive and
 // shorter than the TTL minus the safety margin (TTL/20).
-func WithRenewInterval(d time.Duration) ClientOption {
+func ClientWithRenewInterval(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d <= 0 {
 			return fmt.Errorf("dsync: renew interval must be positive, got %v", d)
@@ -86,27 +90,63 @@ func WithRenewInterval(d time.Duration) ClientOption {
 	}
 }
 
-// WithClock sets the time source of the Client's lease and of its
-// primitives' waits, for tests. Default: SystemClock().
-func WithClock(clock Clock) ClientOption {
-	return func(c *clientConfig) error {
-		if clock == nil {
-			return errors.New("dsync: nil clock")
-		}
-		c.lease.Clock = clock
-		return nil
-	}
-}
-
-// ClientWithLogger sets where the Client reports what it handles itself.
-// That is ends sent again, and the wake-up stream falling back to polling.
-// Default: slog.Default().
+// ClientWithLogger sets where the Client and its primitives log what they
+// handle themselves. Store errors are logged at Warn: acquire attempts
+// that Lock retries, failed renewals (the first of a run of failures; the
+// others at Debug) and failed releases. A hold's loss is logged at Warn
+// too, naming its cause (at Info when Close ended the hold). Default:
+// slog.Default(). Pass slog.New(slog.DiscardHandler) to silence them.
 func ClientWithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) error {
 		if l == nil {
 			return errors.New("dsync: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// ClientWithErrorHandler sets a function called with every store error
+// the Client's primitives handle themselves. Those are the errors the
+// logger gets (ClientWithLogger), and f is called in addition to it.
+// Default: none. f must not block.
+func ClientWithErrorHandler(f func(error)) ClientOption {
+	return func(c *clientConfig) error {
+		if f == nil {
+			return errors.New("dsync: nil error handler")
+		}
+		c.onError = f
+		return nil
+	}
+}
+
+// ClientWithReleaseTimeout bounds how long an Unlock waits for its
+// release. The bound includes a renewal in flight that the release must
+// not race. Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A
+// release that does not finish in time is reported and left undone: the
+// lease expires by itself after the TTL, and other processes wait until
+// then. It must be positive.
+func ClientWithReleaseTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
+		}
+		c.release = d
+		return nil
+	}
+}
+
+// ClientWithTryTimeout bounds the one attempt of TryLock, TryRLock,
+// TryAcquire and their Context forms. The attempt fails if the store has
+// not answered within d. As the first attempt of a process, it includes
+// the store's preparation. Default: DefaultTryTimeout (2 s), or the TTL if
+// shorter. It must be positive.
+func ClientWithTryTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("dsync: try timeout must be positive, got %v", d)
+		}
+		c.try = d
 		return nil
 	}
 }
@@ -192,8 +232,9 @@ func ClientWithBucketSpan(d time.Duration) ClientOption {
 	}
 }
 
-// ClientWithObserver sets the Client's observer. Default: none.
-func ClientWithObserver(o Observer) ClientOption {
+// ClientWithObserver sets the Client's observer (package event). It is
+// told what the Client's locks and lease do. Default: none.
+func ClientWithObserver(o event.Observer) ClientOption {
 	return func(c *clientConfig) error {
 		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
 			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
@@ -212,7 +253,7 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 		wakeups:    true,
 		poll:       DefaultPollInterval,
 		safetyPoll: DefaultSafetyPoll,
-		lease:      lease.Params{TTL: DefaultTTL, Clock: SystemClock()},
+		lease:      lease.Params{TTL: DefaultTTL, Clock: theSystemClock},
 		engine:     queue.DefaultConfig(),
 		idleAge:    DefaultIdleAge,
 	}

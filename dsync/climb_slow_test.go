@@ -60,7 +60,7 @@ func TestClaimOnASlowStoreKeepsItsClimb(t *testing.T) {
 			queueIn = 20 * ttl
 		)
 		mem := memory.New()
-		fast := newClient(t, slowView(mem, 0, nil), dsync.WithTTL(ttl))
+		fast := newClient(t, slowView(mem, 0, nil), dsync.ClientWithTTL(ttl))
 		holder := newMutex(t, fast, "k")
 		holder.Lock()
 		quitter := newMutex(t, fast, "k")
@@ -78,7 +78,7 @@ func TestClaimOnASlowStoreKeepsItsClimb(t *testing.T) {
 		}
 
 		var sent atomic.Int64
-		slow := newClient(t, slowView(mem, lag, &sent), dsync.WithTTL(ttl))
+		slow := newClient(t, slowView(mem, lag, &sent), dsync.ClientWithTTL(ttl))
 		m := newMutex(t, slow, "k")
 		start := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())

@@ -6,28 +6,12 @@ import (
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
-// Clock is the time source of a Client's lease (WithClock) and of its
-// primitives' waits. It only measures elapsed time (deadlines, waits), so
-// Now must carry a monotonic reading, as time.Now does; the wall-clock
-// part is never used. Elapsed time should include time the machine spends
-// suspended, or a hold outlives its lease after a suspend (see Suspend in
-// the package documentation). Tests rarely need a Clock of their own:
-// testing/synctest fakes the time package that the default clock uses.
-//
-// It differs from clockcheck.Clock, which a store uses to measure the
-// server's clock: that one reads the wall clock (to express an offset)
-// and has no timers; this one needs timers (AfterFunc), for the lease's
-// deadlines and renewals, and never reads the wall clock.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d. The stop it returns
-	// prevents the call if it has not started, and reports whether it did
-	// so.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-// SystemClock returns the Clock backed by the time package. It counts the
-// time the machine spends suspended where Go's monotonic clock does not.
+// systemClock is a Client's clock, unless a test sets one (clienthook's
+// Settings.Clock): the time package's, counting the time the machine
+// spends suspended where Go's monotonic clock does not. The clock only
+// measures elapsed time (deadlines, waits, the lease): elapsed time must
+// include time the machine spends suspended, or a hold outlives its lease
+// after a suspend (see Suspend in the package documentation).
 //
 // On Linux, Now is time.Now plus the time the machine has been suspended
 // since the process started (measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC);
@@ -45,9 +29,10 @@ type Clock interface {
 // documentation for what they count).
 // Inside a testing/synctest bubble, whose time is fake, it is time.Now and
 // time.AfterFunc everywhere.
-func SystemClock() Clock { return systemClock{suspend.Process} }
-
 type systemClock struct{ c *suspend.Counter }
+
+// theSystemClock is the clock of every Client no test set one for.
+var theSystemClock = systemClock{suspend.Process}
 
 func (s systemClock) Now() time.Time { return s.c.Now() }
 

@@ -24,8 +24,8 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 	t.Run("live claims", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newGoneStore()
-			other := newClient(t, store, dsync.WithTTL(time.Minute))
-			c, err := dsync.NewClient(store, dsync.WithTTL(time.Minute))
+			other := newClient(t, store, dsync.ClientWithTTL(time.Minute))
+			c, err := dsync.NewClient(store, dsync.ClientWithTTL(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 	t.Run("holds already lost", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newGoneStore()
-			c, err := dsync.NewClient(store, dsync.WithTTL(2*time.Second))
+			c, err := dsync.NewClient(store, dsync.ClientWithTTL(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestCloseIsBoundedWhenTheStoreIsGone(t *testing.T) {
 		// learned of a loss as Lost closed, Close sent each an end.)
 		synctest.Test(t, func(t *testing.T) {
 			store := newGoneStore()
-			c, err := dsync.NewClient(store, dsync.WithTTL(2*time.Second),
+			c, err := dsync.NewClient(store, dsync.ClientWithTTL(2*time.Second),
 				dsync.ClientWithBucketSpan(4*time.Second), dsync.ClientWithIdleAge(16*time.Second),
 				dsync.ClientWithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {

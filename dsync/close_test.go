@@ -18,11 +18,11 @@ import (
 func TestCloseEndsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a, err := dsync.NewClient(store, dsync.WithTTL(time.Minute))
+		a, err := dsync.NewClient(store, dsync.ClientWithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := newClient(t, store, dsync.WithTTL(time.Minute))
+		b := newClient(t, store, dsync.ClientWithTTL(time.Minute))
 		held := newMutex(t, a, "k")
 		held.Lock()
 		lost := held.Lost()

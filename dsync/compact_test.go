@@ -18,7 +18,7 @@ func TestCompactLeavesNothingAndNeverReusesTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, idle = 4 * time.Second, 16 * time.Second
 		store := memory.New()
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Second))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.ClientWithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,14 +94,14 @@ func TestCompactKeepsDoneRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, idle, forget = 4 * time.Second, 16 * time.Second, time.Minute
 		store := memory.New()
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Second))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.ClientWithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		ctx := context.Background()
 		runs := map[string]int{}
-		do := func(key string, opts ...dsync.OnceOption) {
+		do := func(key string, opts ...dsync.Option) {
 			t.Helper()
 			o, err := dsync.NewOnce(c, key, opts...)
 			if err != nil {

@@ -110,7 +110,7 @@ func keysOf(states []statuspage.KeyState) []string {
 func TestListKeysAndQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a, b := newClient(t, store, dsync.WithTTL(time.Minute)), newClient(t, store)
+		a, b := newClient(t, store, dsync.ClientWithTTL(time.Minute)), newClient(t, store)
 		ctx := context.Background()
 		// A key an older release used: documents, no directory entry.
 		old := driver.Doc{ID: driver.ClaimID("old", 1), Key: "old", Epoch: 1, Kind: driver.KindClaim, Nonce: "n", Session: "s"}
@@ -403,7 +403,7 @@ func (s *slowSessions) GetSession(ctx context.Context, id string) (driver.Sessio
 func TestListReadsQueuesAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		holder := newClient(t, mem, dsync.WithTTL(time.Minute))
+		holder := newClient(t, mem, dsync.ClientWithTTL(time.Minute))
 		var keys []string
 		for i := range 30 {
 			key := fmt.Sprintf("k%02d", i)

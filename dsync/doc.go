@@ -30,7 +30,7 @@
 //
 // # Guarantees
 //
-// A Client holds one session: a lease of TTL length (WithTTL) that every
+// A Client holds one session: a lease of TTL length (ClientWithTTL) that every
 // hold and every waiting claim of the process shares,
 // renewed in the background with one store call per renew interval
 // however many locks it holds or waits for. A key is a FIFO queue
@@ -58,7 +58,7 @@
 //     may queue its first claim on what it cached of the old queue, and
 //     that claim can then wait behind the one that starts the key's new
 //     queue, even if that one came later. TryLock never queues:
-//     it holds at once or fails, within the try timeout (WithTryTimeout)
+//     it holds at once or fails, within the try timeout (ClientWithTryTimeout)
 //     whatever the store does; TryLockContext says why it failed.
 //   - A hold is valid until its session's local deadline: the monotonic
 //     send time of the session's last confirmed open or renewal plus the
@@ -108,7 +108,7 @@
 // platform:
 //
 //   - On Linux, Go's monotonic clock (CLOCK_MONOTONIC) stops while the
-//     machine is suspended. SystemClock adds the time spent suspended since
+//     machine is suspended. A Client's clock adds the time spent suspended since
 //     the process started, measured as CLOCK_BOOTTIME − CLOCK_MONOTONIC, to
 //     its readings, and its timers wait on a timerfd of CLOCK_BOOTTIME,
 //     which counts the suspend. A Lost() channel therefore closes as soon
@@ -125,13 +125,13 @@
 //     MongoDB store's clock, clockcheck.SystemClock, counts suspended
 //     time in the same way.
 //   - On macOS and iOS, Go's monotonic clock (mach_absolute_time) does not
-//     advance while the machine sleeps, and SystemClock adds nothing: after
+//     advance while the machine sleeps, and a Client's clock adds nothing: after
 //     a sleep the deadline is late by the time spent asleep.
 //   - On Windows, Go's monotonic clock reads the system's interrupt time,
 //     which Microsoft documents as counting time spent in sleep and
 //     hibernation (only the "unbiased" interrupt time leaves it out);
-//     SystemClock adds nothing. dsync's tests do not cover this.
-//   - Elsewhere SystemClock is Go's monotonic clock, which may not count
+//     a Client's clock adds nothing. dsync's tests do not cover this.
+//   - Elsewhere a Client's clock is Go's monotonic clock, which may not count
 //     time spent suspended.
 //
 // Where suspended time is not counted, a holder suspended past its lease

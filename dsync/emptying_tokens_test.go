@@ -65,7 +65,7 @@ func TestTokensRiseAcrossAnEmptyingWithAStartHeldBack(t *testing.T) {
 		// Buckets of a minute: R waits at most three of them for P's
 		// stray queue to lapse.
 		client := func(store driver.Store) *dsync.Client {
-			c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(100*time.Millisecond), dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
+			c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(100*time.Millisecond), dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package dsync_test
 
 import (
 	"fmt"
+	"github.com/go-dsync/dsync/dsync/event"
 	"net/http"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 // github.com/go-dsync/dsync/contrib/otel does it for OpenTelemetry), and
 // HealthHandler answers 503 while the process's lease renewals lag.
 func ExampleClientWithObserver() {
-	c, err := dsync.NewClient(memory.New(), dsync.ClientWithObserver(dsync.Observer{
-		Acquired: func(a dsync.Acquisition) { fmt.Println("acquired", a.Key, "after waiting", a.Wait.Round(time.Second)) },
-		Released: func(h dsync.Held) { fmt.Println("released", h.Key) },
-		Lost:     func(h dsync.Held, err error) { fmt.Println("lost", h.Key) },
+	c, err := dsync.NewClient(memory.New(), dsync.ClientWithObserver(event.Observer{
+		Acquired: func(a event.Acquisition) { fmt.Println("acquired", a.Key, "after waiting", a.Wait.Round(time.Second)) },
+		Released: func(h event.Held) { fmt.Println("released", h.Key) },
+		Lost:     func(h event.Held, err error) { fmt.Println("lost", h.Key) },
 	}))
 	if err != nil {
 		panic(err)

@@ -22,7 +22,7 @@ import (
 func Example() {
 	// In production the store is dsyncmongo.NewStore(db); the in-memory
 	// store runs the same protocol, for unit tests.
-	client, err := dsync.NewClient(memory.New(), dsync.WithTTL(10*time.Second))
+	client, err := dsync.NewClient(memory.New(), dsync.ClientWithTTL(10*time.Second))
 	if err != nil {
 		panic(err)
 	}
@@ -80,7 +80,7 @@ func ExampleMutex_TryLockContext() {
 	var held *dsync.HeldError
 	switch {
 	case errors.As(err, &held):
-		fmt.Println("held by a:", held.Owner == a.Owner())
+		fmt.Println("held by a:", held.Token == a.Token())
 	case err != nil:
 		fmt.Println("the store did not answer:", err) // an outage, not contention
 	}
@@ -94,12 +94,12 @@ func ExampleMutex_TryLockContext() {
 func Example_partition() {
 	store := memory.New()
 	procA, procB := store.Process(), store.Process() // one view per process
-	a, err := dsync.NewClient(procA, dsync.WithTTL(200*time.Millisecond))
+	a, err := dsync.NewClient(procA, dsync.ClientWithTTL(200*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}
 	defer a.Close()
-	b, err := dsync.NewClient(procB, dsync.WithTTL(200*time.Millisecond))
+	b, err := dsync.NewClient(procB, dsync.ClientWithTTL(200*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}

@@ -2,18 +2,46 @@ package dsync
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
+
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/suspend"
 )
 
-// SuspendClock returns SystemClock with the machine's suspended time
+// SuspendClock returns the system clock with the machine's suspended time
 // counted by c instead of suspend.Process: a test's suspend.Fake.
-func SuspendClock(c *suspend.Counter) Clock { return systemClock{c} }
+func SuspendClock(c *suspend.Counter) lease.Clock { return systemClock{c} }
+
+// WithClock sets a Client's clock, as clienthook's Settings.Clock does
+// for the tests of other packages.
+func WithClock(clock lease.Clock) ClientOption {
+	return func(c *clientConfig) error {
+		if clock == nil {
+			return errors.New("dsync: nil clock")
+		}
+		c.lease.Clock = clock
+		return nil
+	}
+}
+
+// Quiet gives a primitive a logger that discards, over its Client's.
+var Quiet = withLogger(slog.New(slog.DiscardHandler))
+
+// WithErrorHandler gives a primitive an error handler of its own, over its
+// Client's.
+func WithErrorHandler(f func(error)) Option { return withErrorHandler(f) }
+
+// Owner is the owner identity p claims under (clienthook.OwnerOf).
+func Owner(p any) string { return clienthook.OwnerOf(p) }
+
+// Held returns the units s holds.
+func (s *Semaphore) Held() int64 { return s.holds.weight() }
 
 // How a failed put of the directory of keys is tried again.
 const (
@@ -74,3 +102,6 @@ func (m *MemClient) Holder(key string) (clienthook.Claim, bool) {
 // right after the keeper's lock is released, in the goroutine that judged
 // it (lease.Keeper.SetJudgedOver).
 func OnJudgedOver(m *Mutex, f func()) { m.client.keeper.SetJudgedOver(f) }
+
+// RenewInterval is how often c renews its lease.
+func (c *Client) RenewInterval() time.Duration { return c.cfg.lease.Interval }

@@ -24,7 +24,7 @@ func TestMemoryProcessUnreachable(t *testing.T) {
 	defer slog.SetDefault(prev)
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = time.Second
-		b := dsync.NewMemClient(dsync.WithTTL(ttl))
+		b := dsync.NewMemClient(dsync.ClientWithTTL(ttl))
 		defer b.Close()
 		m, err := dsync.NewMutex(b.Client, "k")
 		if err != nil {
@@ -70,7 +70,7 @@ func TestMemoryProcessUnreachable(t *testing.T) {
 // testing/synctest the wait takes no real time.)
 func Example_storeUnreachable() {
 	proc := memory.New().Process()
-	c, err := dsync.NewClient(proc, dsync.WithTTL(200*time.Millisecond))
+	c, err := dsync.NewClient(proc, dsync.ClientWithTTL(200*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +97,7 @@ func Example_storeUnreachable() {
 func TestPartitionedHolderAndATakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second
-		a, b := twoProcesses(t, dsync.WithTTL(ttl))
+		a, b := twoProcesses(t, dsync.ClientWithTTL(ttl))
 		ma, err := dsync.NewMutex(a.Client, "k")
 		if err != nil {
 			t.Fatal(err)

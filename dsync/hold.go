@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
@@ -43,7 +44,7 @@ type hold struct {
 	// since is when the hold began, on its primitive's clock; kind is
 	// its primitive's (for the observer).
 	since time.Time
-	kind  Kind
+	kind  event.Kind
 }
 
 // Key is the key of h's claim (lease.Hold).
@@ -127,7 +128,7 @@ func (h *hold) TellLost() {
 	}
 	h.p.reportLoss(h.lostErr)
 	held, err := h.heldFor(), h.lostErr
-	h.p.client.observe(func(o *Observer) {
+	h.p.client.observe(func(o *event.Observer) {
 		if o.Lost != nil {
 			o.Lost(held, err)
 		}
@@ -188,6 +189,6 @@ func (h *hold) validUntil() time.Time {
 }
 
 // heldFor describes h for the observer, held until now.
-func (h *hold) heldFor() Held {
-	return Held{Key: h.p.key, Kind: h.kind, Token: h.claim.Epoch, Held: h.p.cfg.clock.Now().Sub(h.since)}
+func (h *hold) heldFor() event.Held {
+	return event.Held{Key: h.p.key, Kind: h.kind, Token: h.claim.Epoch, Held: h.p.cfg.clock.Now().Sub(h.since)}
 }

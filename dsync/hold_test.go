@@ -18,7 +18,7 @@ import (
 // session.
 func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
+		m, err := NewMutex(NewMemClient(ClientWithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 // integration suite's SIGSTOP before Unlock found the window).
 func TestUnlockWhileTheSessionIsBeingRetired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := NewMutex(NewMemClient(WithTTL(time.Second)).Client, "k")
+		m, err := NewMutex(NewMemClient(ClientWithTTL(time.Second)).Client, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestLostOnceTheSessionIsRetired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := NewMemClient(WithTTL(time.Second))
+				b := NewMemClient(ClientWithTTL(time.Second))
 				lost, holds := tt.lock(t, b.Client)
 				h, ok := holds.newest()
 				if !ok {

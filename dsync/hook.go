@@ -27,6 +27,9 @@ func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
 		case *clienthook.Store:
 			s := h.Settings
 			c.test, store = &s, h.Store
+			if s.Clock != nil {
+				c.lease.Clock = s.Clock
+			}
 		case *enginehook.Store:
 			c.engineTest, store = h.Settings, h.Store
 			if h.Settings.Chain != nil {

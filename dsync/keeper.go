@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 )
@@ -37,8 +38,8 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 		Go:           c.running.Go,
 		Logger:       c.cfg.logger,
 		Renewed: func(latency, headroom time.Duration) {
-			r := Renewal{TTL: p.TTL, Latency: latency, Headroom: headroom}
-			c.observe(func(o *Observer) {
+			r := event.Renewal{TTL: p.TTL, Latency: latency, Headroom: headroom}
+			c.observe(func(o *event.Observer) {
 				if o.Renewed != nil {
 					o.Renewed(r)
 				}
@@ -47,7 +48,7 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 		Outcome: c.renewFailed.Store,
 		RenewFailed: func(holds []*hold, err error, level slog.Level) {
 			reportRenewal(holds, err, level)
-			c.observe(func(o *Observer) {
+			c.observe(func(o *event.Observer) {
 				if o.RenewFailed != nil {
 					o.RenewFailed(err)
 				}

@@ -24,9 +24,9 @@ func TestFailedJoinCountsItsWaiterOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second
 		store := memory.New()
-		holder := NewMemClientOn(store, WithTTL(ttl))
+		holder := NewMemClientOn(store, ClientWithTTL(ttl))
 		defer holder.Close()
-		c := NewMemClientOn(store, WithTTL(ttl))
+		c := NewMemClientOn(store, ClientWithTTL(ttl))
 		defer c.Close()
 		ctx := context.Background()
 

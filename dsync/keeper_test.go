@@ -57,7 +57,7 @@ func TestLateConfirmationRetiresTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second // deadline 1.9 s, first renewal due at 0.67 s
 		b := &lateRenewals{Store: memory.New(), slow: 300 * time.Millisecond, max: 50}
-		m := newMutex(t, newClient(t, b, dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second})), "k")
+		m := newMutex(t, newClient(t, b, dsync.ClientWithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second})), "k")
 		m.Lock()
 		lost := m.Lost()
 		// The renewal goes out at 1.67 s (its timer lags) and is confirmed
@@ -91,7 +91,7 @@ func TestLateConfirmationRetiresTheSession(t *testing.T) {
 func TestUnlockOnceTheSessionIsJudgedOver(t *testing.T) {
 	t.Run("by the deadline timer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
+			mem := dsync.NewMemClient(dsync.ClientWithTTL(time.Second))
 			m := newMutex(t, mem.Client, "k")
 			judged, resume := stopWhenJudged(m)
 			start := time.Now()
@@ -112,7 +112,7 @@ func TestUnlockOnceTheSessionIsJudgedOver(t *testing.T) {
 			// The deadline is at 1.9 s and its timer fires at 2.9 s; the
 			// first renewal is due at 0.67 s and sent at 1.67 s.
 			const ttl = 2 * time.Second
-			mem := dsync.NewMemClient(dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
+			mem := dsync.NewMemClient(dsync.ClientWithTTL(ttl), dsync.WithClock(laggingClock{lag: time.Second}))
 			m := newMutex(t, mem.Client, "k")
 			judged, resume := stopWhenJudged(m)
 			start := time.Now()

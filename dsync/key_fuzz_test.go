@@ -16,14 +16,14 @@ type resolvedKey struct {
 // ownNamespace for dsync's own), and returns its stored key, or ok false
 // if the options or the key are refused.
 func (k resolvedKey) stored() (string, bool) {
-	var c config
+	c := config{prim: primMutex}
 	switch {
 	case k.own:
-		if ownNamespace(k.ns).applyMutex(&c) != nil {
+		if ownNamespace(k.ns)(&c) != nil {
 			return "", false
 		}
 	case k.ns != "":
-		if WithNamespace(k.ns).applyMutex(&c) != nil {
+		if WithNamespace(k.ns)(&c) != nil {
 			return "", false
 		}
 	}

@@ -41,7 +41,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "Mutex.Lock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				mu := newMutex(t, b, key)
-				return lockable{mu.Lock, mu.Unlock, mu.Token, mu.Owner}
+				return lockable{mu.Lock, mu.Unlock, mu.Token, func() string { return dsync.Owner(mu) }}
 			},
 			take: func(t *testing.T, b *dsync.Client, key string) func() {
 				mu := newMutex(t, b, key)
@@ -57,7 +57,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "RWMutex.Lock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
-				return lockable{rw.Lock, rw.Unlock, rw.Token, rw.Owner}
+				return lockable{rw.Lock, rw.Unlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,
@@ -67,7 +67,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			name: "RWMutex.RLock",
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
-				return lockable{rw.RLock, rw.RUnlock, rw.Token, rw.Owner}
+				return lockable{rw.RLock, rw.RUnlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,
@@ -78,7 +78,7 @@ func TestLockNeverReturnsWithoutTheLock(t *testing.T) {
 			make: func(t *testing.T, b *dsync.Client, key string) lockable {
 				rw := newRWMutex(t, b, key)
 				l := rw.RLocker()
-				return lockable{l.Lock, l.Unlock, rw.Token, rw.Owner}
+				return lockable{l.Lock, l.Unlock, rw.Token, func() string { return dsync.Owner(rw) }}
 			},
 			take:   takeRW,
 			try:    tryRW,

@@ -32,7 +32,7 @@ func TestLossLoggedAtWarn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logged logBuffer
-				c := dsync.NewMemClient(dsync.WithTTL(3*time.Second), dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+				c := dsync.NewMemClient(dsync.ClientWithTTL(3*time.Second), dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 				defer c.Close()
 				ms := []*dsync.Mutex{newMutexLogged(t, c.Client, "a"), newMutexLogged(t, c.Client, "b")}
 				for _, m := range ms {

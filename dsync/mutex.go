@@ -44,8 +44,8 @@ type Mutex struct {
 // NewMutex returns a Mutex for key on c. Every Mutex value has its
 // own owner identity: two Mutex values for the same key exclude each
 // other even in one process.
-func NewMutex(c *Client, key string, opts ...MutexOption) (*Mutex, error) {
-	p, err := newCore(c, key, "", opts, MutexOption.applyMutex)
+func NewMutex(c *Client, key string, opts ...Option) (*Mutex, error) {
+	p, err := newCore(c, key, "", primMutex, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -65,19 +65,13 @@ func (m *Mutex) Key() string {
 	return m.key
 }
 
-// Owner returns the identity this Mutex acquires under. It is unique per
-// Mutex value, and the Owner of every Claim it makes.
-func (m *Mutex) Owner() string {
-	m.mustBeMade()
-	return m.owner
-}
-
 // Lock locks m, blocking until it is held, like sync.Mutex.Lock.
 //
 // Lock has no error to return: it retries store errors (an unreachable
 // server, timeouts) with capped, jittered backoff for as long as it takes,
-// and reports each one through WithLogger and WithErrorHandler. Use
-// LockContext to bound the wait or to see the errors.
+// and reports each one to the Client's logger and error handler
+// (ClientWithLogger, ClientWithErrorHandler). Use LockContext to bound the
+// wait or to see the errors.
 //
 // Lock never returns without the lock. An error that retrying cannot mend
 // is a run-time error, as misuse of a sync.Mutex is: Lock panics with the
@@ -105,7 +99,7 @@ func (m *Mutex) Lock() {
 // The claim LockContext made is withdrawn when ctx ends first, so that it
 // does not keep others waiting, even one whose insert had no reply when
 // ctx ended (it may still land): LockContext waits for the withdrawal at
-// most the release timeout (WithReleaseTimeout). If the withdrawal cannot
+// most the release timeout (ClientWithReleaseTimeout). If the withdrawal cannot
 // be confirmed in it, the Client keeps sending it in the background, and
 // the claim ends with its session at the latest.
 func (m *Mutex) LockContext(ctx context.Context) error {
@@ -131,7 +125,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // attempt and never waits on contention: not on another goroutine of this
 // process holding m, not on another owner holding or waiting for the key
 // (it never queues). The attempt is bounded by the try timeout
-// (WithTryTimeout: 2 s by default, or the TTL if shorter) whatever the
+// (ClientWithTryTimeout: 2 s by default, or the TTL if shorter) whatever the
 // store does: a store that does not answer makes TryLock return false
 // when the bound passes (drivers return when their context ends). A
 // store error counts as failure and is reported like Lock's; use
@@ -182,10 +176,10 @@ func (m *Mutex) heldHere() error {
 // wait for the TTL. It is a run-time error (a panic, as with sync.Mutex) if
 // m is not locked. Unlock after the hold was lost does not panic.
 //
-// Unlock bounds the release by WithReleaseTimeout (at most 2 s by
-// default); a release that fails or times out is reported through
-// WithLogger and WithErrorHandler, and the lease then simply expires after
-// its TTL. Use UnlockContext to choose the bound and see the outcome.
+// Unlock bounds the release by ClientWithReleaseTimeout (at most 2 s by
+// default); a release that fails or times out is reported to the Client's
+// logger and error handler, and the lease then simply expires after its
+// TTL. Use UnlockContext to choose the bound and see the outcome.
 func (m *Mutex) Unlock() {
 	m.mustBeMade()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.releaseTimeout())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,11 +18,11 @@ import (
 
 var _ sync.Locker = (*dsync.Mutex)(nil)
 
-var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
+var quiet = dsync.Quiet
 
-func newMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.MutexOption) *dsync.Mutex {
+func newMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.Option) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(b, key, append([]dsync.MutexOption{quiet}, opts...)...)
+	m, err := dsync.NewMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +44,12 @@ func TestNewMutexRejectsBadInput(t *testing.T) {
 		name   string
 		client *dsync.Client
 		key    string
-		opts   []dsync.MutexOption
+		opts   []dsync.Option
 		want   string
 	}{
 		{"nil client", nil, "k", nil, "nil client"},
 		{"empty key", mem.Client, "", nil, "empty key"},
-		{"zero release timeout", mem.Client, "k", []dsync.MutexOption{dsync.WithReleaseTimeout(0)}, "release timeout must be positive"},
-		{"nil logger", mem.Client, "k", []dsync.MutexOption{dsync.WithLogger(nil)}, "nil logger"},
-		{"nil option", mem.Client, "k", []dsync.MutexOption{nil}, "nil option"},
+		{"nil option", mem.Client, "k", []dsync.Option{nil}, "nil option"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,16 +69,19 @@ func TestNewClientRejectsBadLease(t *testing.T) {
 		opts []dsync.ClientOption
 		want string
 	}{
-		{"zero TTL", []dsync.ClientOption{dsync.WithTTL(0)}, "TTL must be positive"},
-		{"negative TTL", []dsync.ClientOption{dsync.WithTTL(-time.Second)}, "TTL must be positive"},
-		{"TTL below the minimum", []dsync.ClientOption{dsync.WithTTL(time.Millisecond)}, "below the minimum 100ms"},
-		{"TTL above the store's span", []dsync.ClientOption{dsync.WithTTL(9999 * time.Hour)}, "use a TTL of at most 5m0s (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan"},
-		{"renew interval equal to TTL", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(time.Second)}, "renew interval"},
-		{"renew interval inside the margin", []dsync.ClientOption{dsync.WithTTL(time.Second), dsync.WithRenewInterval(960 * time.Millisecond)}, "renew interval"},
-		{"zero renew interval", []dsync.ClientOption{dsync.WithRenewInterval(0)}, "renew interval must be positive"},
+		{"zero TTL", []dsync.ClientOption{dsync.ClientWithTTL(0)}, "TTL must be positive"},
+		{"negative TTL", []dsync.ClientOption{dsync.ClientWithTTL(-time.Second)}, "TTL must be positive"},
+		{"TTL below the minimum", []dsync.ClientOption{dsync.ClientWithTTL(time.Millisecond)}, "below the minimum 100ms"},
+		{"TTL above the store's span", []dsync.ClientOption{dsync.ClientWithTTL(9999 * time.Hour)}, "use a TTL of at most 5m0s (the store's bucket span; a program can give a new store a longer one, with ClientWithBucketSpan"},
+		{"renew interval equal to TTL", []dsync.ClientOption{dsync.ClientWithTTL(time.Second), dsync.ClientWithRenewInterval(time.Second)}, "renew interval"},
+		{"renew interval inside the margin", []dsync.ClientOption{dsync.ClientWithTTL(time.Second), dsync.ClientWithRenewInterval(960 * time.Millisecond)}, "renew interval"},
+		{"zero renew interval", []dsync.ClientOption{dsync.ClientWithRenewInterval(0)}, "renew interval must be positive"},
 		{"bucket span below the minimum", []dsync.ClientOption{dsync.ClientWithBucketSpan(time.Millisecond)}, "below the minimum"},
 		{"bucket span not whole milliseconds", []dsync.ClientOption{dsync.ClientWithBucketSpan(time.Minute + time.Microsecond)}, "not a whole number of milliseconds"},
-		{"nil clock", []dsync.ClientOption{dsync.WithClock(nil)}, "nil clock"},
+		{"zero release timeout", []dsync.ClientOption{dsync.ClientWithReleaseTimeout(0)}, "release timeout must be positive"},
+		{"negative try timeout", []dsync.ClientOption{dsync.ClientWithTryTimeout(-time.Second)}, "try timeout must be positive"},
+		{"nil logger", []dsync.ClientOption{dsync.ClientWithLogger(nil)}, "nil logger"},
+		{"nil error handler", []dsync.ClientOption{dsync.ClientWithErrorHandler(nil)}, "nil error handler"},
 		{"nil option", []dsync.ClientOption{nil}, "nil option"},
 	}
 	for _, tt := range tests {
@@ -99,7 +99,7 @@ func TestNewClientRejectsBadLease(t *testing.T) {
 
 func TestHammerExcludesAndTokensIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(time.Second))
 		const mutexes, goroutinesPerMutex, rounds = 4, 4, 50
 		var inside atomic.Int32
 		var mu sync.Mutex
@@ -138,7 +138,7 @@ func TestHammerExcludesAndTokensIncrease(t *testing.T) {
 
 func TestHoldRenewsPastTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := dsync.NewMemClient(dsync.WithTTL(time.Second))
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(time.Second))
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		time.Sleep(10 * time.Second) // ten TTLs
@@ -162,8 +162,8 @@ func TestLostClosesAtDeadlineWhenRenewalsFail(t *testing.T) {
 		store := memory.New()
 		f := newFlaky(store)
 		const ttl = time.Second
-		mem := newClient(t, store, dsync.WithTTL(ttl))
-		a := newMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
+		mem := newClient(t, store, dsync.ClientWithTTL(ttl))
+		a := newMutex(t, newClient(t, f, dsync.ClientWithTTL(ttl)), "k")
 		b := newMutex(t, mem, "k")
 
 		start := time.Now()
@@ -210,7 +210,7 @@ func TestForgottenSessionLosesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		f := &forgetful{Store: store}
-		a := newMutex(t, newClient(t, f, dsync.WithTTL(time.Second), dsync.WithRenewInterval(100*time.Millisecond)), "k")
+		a := newMutex(t, newClient(t, f, dsync.ClientWithTTL(time.Second), dsync.ClientWithRenewInterval(100*time.Millisecond)), "k")
 		a.Lock()
 		start := time.Now()
 		foreign := driver.Doc{ID: driver.EndID("k", a.Token(), "other"), Key: "k", Epoch: a.Token(),
@@ -265,7 +265,7 @@ func TestTryLockFailsOnBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFlaky(memory.New())
 		var reported []error
-		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		m := newMutex(t, newClient(t, f, dsync.ClientWithErrorHandler(func(err error) { reported = append(reported, err) })), "k")
 		f.acquireDown.Store(true)
 		if m.TryLock() {
 			t.Fatal("TryLock succeeded with the backend down")
@@ -336,7 +336,7 @@ func TestLockRetriesBackendErrors(t *testing.T) {
 		f := newFlaky(memory.New())
 		f.acquireDown.Store(true)
 		var reported atomic.Int32
-		m := newMutex(t, newClient(t, f), "k", dsync.WithErrorHandler(func(error) { reported.Add(1) }))
+		m := newMutex(t, newClient(t, f, dsync.ClientWithErrorHandler(func(error) { reported.Add(1) })), "k")
 		go func() {
 			time.Sleep(time.Minute)
 			f.acquireDown.Store(false)
@@ -364,8 +364,8 @@ func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 		f.renewDown.Store(true)
 		mem := newClient(t, store)
 		var reported []error
-		m := newMutex(t, newClient(t, f, dsync.WithTTL(time.Second)), "k",
-			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(time.Second),
+			dsync.ClientWithErrorHandler(func(err error) { reported = append(reported, err) })), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !leaseEndedOnce(err) {
@@ -453,7 +453,7 @@ func lockMany(t *testing.T, c *dsync.Client, n int) []*dsync.Mutex {
 func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFlaky(memory.New())
-		c := newClient(t, f, dsync.WithTTL(3*time.Second))
+		c := newClient(t, f, dsync.ClientWithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
 		f.renewCalls.Store(0)
@@ -473,7 +473,7 @@ func TestRenewalIsOneCallPerIntervalForAllLocks(t *testing.T) {
 func TestCoverageOfManyLocksIsOneRequestPerBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFlaky(memory.New())
-		c := newClient(t, f, dsync.WithTTL(3*time.Second))
+		c := newClient(t, f, dsync.ClientWithTTL(3*time.Second))
 		const locks = 100
 		ms := lockMany(t, c, locks)
 		f.gateInserts.Store(0)
@@ -581,7 +581,7 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 	for _, lookFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lost-looked-at-first=%v", lookFirst), func(t *testing.T) {
 			clock := &stuckClock{now: time.Now()}
-			mem := dsync.NewMemClient(dsync.WithTTL(time.Minute), dsync.WithClock(clock))
+			mem := dsync.NewMemClient(dsync.ClientWithTTL(time.Minute), dsync.WithClock(clock))
 			m := newMutex(t, mem.Client, "k")
 			m.Lock()
 			clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
@@ -611,7 +611,7 @@ func TestLateRepliesBackOff(t *testing.T) {
 		f.acquireWait = 150 * time.Millisecond
 		f.renewDown.Store(true)
 		attempts := &f.claims
-		m := newMutex(t, newClient(t, f, dsync.WithTTL(dsync.MinTTL)), "k")
+		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(dsync.MinTTL)), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !leaseEndedOnce(err) {
@@ -661,8 +661,8 @@ func TestUnlockIsBoundedWhenTheServerHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHanging()
 		var reported []error
-		m := newMutex(t, newClient(t, h, dsync.WithTTL(time.Minute)), "k",
-			dsync.WithErrorHandler(func(err error) { reported = append(reported, err) }))
+		m := newMutex(t, newClient(t, h, dsync.ClientWithTTL(time.Minute),
+			dsync.ClientWithErrorHandler(func(err error) { reported = append(reported, err) })), "k")
 		m.Lock()
 		h.hang.Store(true)
 		time.Sleep(20*time.Second + time.Millisecond) // a renewal is now stuck

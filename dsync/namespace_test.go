@@ -47,7 +47,7 @@ func TestNamespaceRefusedWhenItWouldAlias(t *testing.T) {
 			continue
 		}
 		q, err := statuspage.NewReader(mem.Client).Queue(context.Background(), "dsync:"+ns+"/k")
-		if err != nil || len(q) != 1 || q[0].Owner != m.Owner() {
+		if err != nil || len(q) != 1 || q[0].Owner != dsync.Owner(m) {
 			t.Errorf("queue of dsync:%s/k: %+v, %v; want the Mutex's claim alone", ns, q, err)
 		}
 		m.Unlock()

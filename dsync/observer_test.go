@@ -3,6 +3,7 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/dsync/event"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,32 +20,32 @@ import (
 type events struct {
 	mu    sync.Mutex
 	lines []string
-	renew []dsync.Renewal
-	held  []dsync.Held
+	renew []event.Renewal
+	held  []event.Held
 	waits []int
 }
 
 func (e *events) add(s string) { e.mu.Lock(); e.lines = append(e.lines, s); e.mu.Unlock() }
 
-func (e *events) observer() dsync.Observer {
-	return dsync.Observer{
-		Acquired: func(a dsync.Acquisition) { e.add("acquired " + a.Key + " " + string(a.Kind)) },
-		AcquireFailed: func(a dsync.Acquisition, err error) {
+func (e *events) observer() event.Observer {
+	return event.Observer{
+		Acquired: func(a event.Acquisition) { e.add("acquired " + a.Key + " " + string(a.Kind)) },
+		AcquireFailed: func(a event.Acquisition, err error) {
 			if errors.Is(err, dsync.ErrHeld) {
 				e.add("try failed " + a.Key)
 			} else {
 				e.add("failed " + a.Key)
 			}
 		},
-		Released: func(h dsync.Held) {
+		Released: func(h event.Held) {
 			e.add("released " + h.Key)
 			e.mu.Lock()
 			e.held = append(e.held, h)
 			e.mu.Unlock()
 		},
-		Lost:        func(h dsync.Held, err error) { e.add("lost " + h.Key) },
+		Lost:        func(h event.Held, err error) { e.add("lost " + h.Key) },
 		Waiting:     func(n int) { e.mu.Lock(); e.waits = append(e.waits, n); e.mu.Unlock() },
-		Renewed:     func(r dsync.Renewal) { e.mu.Lock(); e.renew = append(e.renew, r); e.mu.Unlock() },
+		Renewed:     func(r event.Renewal) { e.mu.Lock(); e.renew = append(e.renew, r); e.mu.Unlock() },
 		RenewFailed: func(err error) { e.add("renew failed") },
 	}
 }
@@ -63,7 +64,7 @@ func TestObserver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ev events
 		const ttl = 3 * time.Second // renewed every second
-		b := dsync.NewMemClient(dsync.ClientWithObserver(ev.observer()), dsync.WithTTL(ttl))
+		b := dsync.NewMemClient(dsync.ClientWithObserver(ev.observer()), dsync.ClientWithTTL(ttl))
 		a, _ := dsync.NewMutex(b.Client, "k")
 		w, _ := dsync.NewMutex(b.Client, "k")
 		ctx := context.Background()
@@ -133,8 +134,8 @@ func TestObserverThatBlocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		unblock := make(chan struct{})
 		var dropped int
-		b := dsync.NewMemClient(dsync.ClientWithObserver(dsync.Observer{
-			Acquired: func(dsync.Acquisition) { <-unblock },
+		b := dsync.NewMemClient(dsync.ClientWithObserver(event.Observer{
+			Acquired: func(event.Acquisition) { <-unblock },
 			Dropped:  func(n int) { dropped += n },
 		}))
 		m, _ := dsync.NewMutex(b.Client, "k")
@@ -155,7 +156,7 @@ func TestObserverThatBlocks(t *testing.T) {
 }
 
 func TestClientWithObserverEmpty(t *testing.T) {
-	if _, err := dsync.NewClient(nil, dsync.ClientWithObserver(dsync.Observer{})); err == nil {
+	if _, err := dsync.NewClient(nil, dsync.ClientWithObserver(event.Observer{})); err == nil {
 		t.Error("NewClient accepted an observer with no callback")
 	}
 }

@@ -78,8 +78,8 @@ type Once struct {
 }
 
 // NewOnce returns a Once for key on c.
-func NewOnce(c *Client, key string, opts ...OnceOption) (*Once, error) {
-	p, err := newCore(c, key, onceNamespace, opts, OnceOption.applyOnce)
+func NewOnce(c *Client, key string, opts ...Option) (*Once, error) {
+	p, err := newCore(c, key, onceNamespace, primOnce, opts)
 	if err != nil {
 		return nil, err
 	}

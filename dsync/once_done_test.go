@@ -45,13 +45,13 @@ func TestOnceDoneTrueBeforeALateReadRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		const ttl = time.Second
-		p := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+		p := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl))
 		defer p.Close()
 		// Q's first read of the record is the one before it claims; its
 		// second, the one under its hold, is answered late.
 		qs := &heldDoneRead{Store: store, n: 2, sent: make(chan struct{}), release: make(chan struct{})}
 		po := newOnce(t, p.Client, "k")
-		qo := newOnce(t, newClient(t, qs, dsync.WithTTL(ttl)), "k")
+		qo := newOnce(t, newClient(t, qs, dsync.ClientWithTTL(ttl)), "k")
 		ro := newOnce(t, newClient(t, store), "k")
 		ctx := context.Background()
 

@@ -14,9 +14,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
-func newOnce(t *testing.T, b *dsync.Client, key string, opts ...dsync.OnceOption) *dsync.Once {
+func newOnce(t *testing.T, b *dsync.Client, key string, opts ...dsync.Option) *dsync.Once {
 	t.Helper()
-	o, err := dsync.NewOnce(b, key, append([]dsync.OnceOption{quiet}, opts...)...)
+	o, err := dsync.NewOnce(b, key, append([]dsync.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOnceCancelsFOnLoss(t *testing.T) {
 		store := memory.New()
 		f := newFlaky(store)
 		const ttl = time.Second
-		a := newOnce(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
+		a := newOnce(t, newClient(t, f, dsync.ClientWithTTL(ttl)), "k")
 		err := a.Do(context.Background(), func(ctx context.Context) error {
 			f.renewDown.Store(true)
 			<-ctx.Done()
@@ -140,7 +140,7 @@ func TestOnceCancelsFOnLoss(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Do = %v, want f's error", err)
 		}
-		b := newOnce(t, newClient(t, store, dsync.WithTTL(ttl)), "k")
+		b := newOnce(t, newClient(t, store, dsync.ClientWithTTL(ttl)), "k")
 		ran := false
 		if err := b.Do(context.Background(), func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 			t.Fatalf("the next Do: %v, ran %v", err, ran)
@@ -215,7 +215,7 @@ func TestOnceRecordUnconfirmed(t *testing.T) {
 		store := memory.New()
 		s := &lostRecords{Store: store}
 		const ttl = time.Second
-		a := newOnce(t, newClient(t, s, dsync.WithTTL(ttl)), "k")
+		a := newOnce(t, newClient(t, s, dsync.ClientWithTTL(ttl)), "k")
 		start := time.Now()
 		err := a.Do(context.Background(), func(context.Context) error {
 			s.fail.Store(true)
@@ -228,7 +228,7 @@ func TestOnceRecordUnconfirmed(t *testing.T) {
 		if d := time.Since(start); d != ttl-ttl/20 {
 			t.Fatalf("Do gave up after %v, want at the hold's deadline %v", d, ttl-ttl/20)
 		}
-		b := newOnce(t, newClient(t, store, dsync.WithTTL(ttl)), "k")
+		b := newOnce(t, newClient(t, store, dsync.ClientWithTTL(ttl)), "k")
 		ran := false
 		if err := b.Do(context.Background(), func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 			t.Fatalf("the next Do: %v, ran %v", err, ran)
@@ -273,9 +273,9 @@ func TestOnceRecordConfirmedAfterTheHoldEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		const ttl = time.Second
-		p := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+		p := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl))
 		defer p.Close()
-		q := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+		q := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl))
 		defer q.Close()
 		po := newOnce(t, p.Client, "k")
 		qo := newOnce(t, q.Client, "k")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,113 +35,38 @@ const (
 	DefaultTryTimeout = 2 * time.Second
 )
 
-// A MutexOption configures a Mutex (NewMutex): a KeyOption, a
-// TryOption, a HoldOption, or WithNamespace. KeyOption's doc says which option fits
-// which primitive.
-type MutexOption interface{ applyMutex(*config) error }
-
-// An RWMutexOption configures an RWMutex (NewRWMutex): a KeyOption, a
-// TryOption, a HoldOption, or WithReadLinger.
-type RWMutexOption interface{ applyRWMutex(*config) error }
-
-// A SemaphoreOption configures a Semaphore (NewSemaphore): a KeyOption,
-// a TryOption or a HoldOption.
-type SemaphoreOption interface{ applySemaphore(*config) error }
-
-// A OnceOption configures a Once (NewOnce): a KeyOption, or
-// WithForgetAfter.
-type OnceOption interface{ applyOnce(*config) error }
-
-// A KeyOption fits every primitive. It is a MutexOption, an RWMutexOption,
-// a SemaphoreOption and a OnceOption.
-//
-// A primitive takes options of its own type: NewMutex MutexOptions,
-// NewRWMutex RWMutexOptions, NewSemaphore SemaphoreOptions, NewOnce
-// OnceOptions. An option is of the types of the primitives it fits, and
-// of those only, so that an option a primitive has no use for is a
-// compile error:
+// An Option configures a primitive: a Mutex, RWMutex, Semaphore or Once.
+// Each option names the primitives it fits; the constructor returns an
+// error for an option its primitive has no use for, as for a bad value
+// (a negative duration, an empty namespace) or a nil option.
 //
 //	option               Mutex  RWMutex  Semaphore  Once
-//	WithLogger             x       x         x        x    (a KeyOption)
-//	WithErrorHandler       x       x         x        x    (a KeyOption)
-//	WithReleaseTimeout     x       x         x        x    (a KeyOption)
-//	WithTryTimeout         x       x         x             (a TryOption)
-//	WithProgressDeadline   x       x         x             (a HoldOption)
-//	WithNamespace          x                               (a MutexOption)
-//	WithReadLinger                 x                       (an RWMutexOption)
-//	WithForgetAfter                                   x    (a OnceOption)
+//	WithProgressDeadline   x       x         x
+//	WithNamespace          x
+//	WithReadLinger                 x
+//	WithForgetAfter                                   x
 //
-// A slice of options passed with "..." is of the primitive's type: a
-// []MutexOption for NewMutex, which may hold KeyOptions, TryOptions and
-// WithNamespace's. What is per lease (WithTTL, WithRenewInterval,
-// WithClock) is the Client's (ClientOption). An option's bad value (a
-// negative timeout, a nil logger) is an error the constructor returns,
-// as is a nil option.
-type KeyOption interface {
-	MutexOption
-	RWMutexOption
-	SemaphoreOption
-	OnceOption
-}
+// What is the process's, not a primitive's (the lease, the logger, the
+// error handler, the release and try timeouts), is the Client's
+// (ClientOption); a call's own bound is its context.
+type Option func(*config) error
 
-// A TryOption fits the primitives that have Try methods. It is a
-// MutexOption, an RWMutexOption and a SemaphoreOption. A Once never tries.
-type TryOption interface {
-	MutexOption
-	RWMutexOption
-	SemaphoreOption
-}
-
-// A HoldOption fits the primitives whose holds a progress deadline watches.
-// See WithProgressDeadline. It is a MutexOption, an RWMutexOption and a
-// SemaphoreOption. A Once's function has its own hold, which no deadline
-// watches.
-type HoldOption interface {
-	MutexOption
-	RWMutexOption
-	SemaphoreOption
-}
-
-// The options' types, one per set of primitives an option fits; each sets
-// a primitive's config, or says why its value is refused.
-type (
-	keyOption     func(*config) error // every primitive
-	tryOption     func(*config) error // those that try
-	holdOption    func(*config) error // those whose holds progress is reported on
-	mutexOption   func(*config) error
-	rwMutexOption func(*config) error
-	onceOption    func(*config) error
-)
-
-func (o keyOption) applyMutex(c *config) error       { return apply(o, c) }
-func (o keyOption) applyRWMutex(c *config) error     { return apply(o, c) }
-func (o keyOption) applySemaphore(c *config) error   { return apply(o, c) }
-func (o keyOption) applyOnce(c *config) error        { return apply(o, c) }
-func (o tryOption) applyMutex(c *config) error       { return apply(o, c) }
-func (o tryOption) applyRWMutex(c *config) error     { return apply(o, c) }
-func (o tryOption) applySemaphore(c *config) error   { return apply(o, c) }
-func (o holdOption) applyMutex(c *config) error      { return apply(o, c) }
-func (o holdOption) applyRWMutex(c *config) error    { return apply(o, c) }
-func (o holdOption) applySemaphore(c *config) error  { return apply(o, c) }
-func (o mutexOption) applyMutex(c *config) error     { return apply(o, c) }
-func (o rwMutexOption) applyRWMutex(c *config) error { return apply(o, c) }
-func (o onceOption) applyOnce(c *config) error       { return apply(o, c) }
-
-// errNilOption is a nil option's error: a nil interface, or an option
-// type's nil function inside one, which is not nil as an interface.
+// errNilOption is a nil option's error.
 var errNilOption = errors.New("dsync: nil option")
 
-// apply sets c with the option o.
-func apply(o func(*config) error, c *config) error {
-	if o == nil {
-		return errNilOption
-	}
-	return o(c)
-}
+// The primitives, as options name them (config.fits).
+const (
+	primMutex     = "Mutex"
+	primRWMutex   = "RWMutex"
+	primSemaphore = "Semaphore"
+	primOnce      = "Once"
+)
 
-// config is a primitive's settings: its options, and the lease
-// parameters its Client gave it (ttl, clock), which no option sets.
+// config is a primitive's settings: its options, and what its Client
+// gave it (the lease's ttl and clock, the logger, error handler and
+// timeouts), which no option of the primitive's sets.
 type config struct {
+	prim        string        // the primitive being made: primMutex...
 	release     time.Duration // 0: min(DefaultReleaseTimeout, ttl)
 	try         time.Duration // 0: min(DefaultTryTimeout, ttl)
 	logger      *slog.Logger
@@ -150,23 +76,34 @@ type config struct {
 	readLinger  time.Duration // an RWMutex's (WithReadLinger): 0 is off
 	progress    time.Duration // WithProgressDeadline's: 0 is off
 
-	ttl   time.Duration // the Client's (WithTTL)
-	clock Clock         // the Client's (WithClock)
+	ttl   time.Duration // the Client's (ClientWithTTL)
+	clock lease.Clock   // the Client's (clienthook)
 }
 
-// newConfig applies opts, each with apply (the method of the primitive's
-// option type), over the lease's parameters.
-func newConfig[O any](opts []O, apply func(O, *config) error, l lease.Params) (config, error) {
-	c := config{ttl: l.TTL, clock: l.Clock} // logger: the Client's, unless WithLogger (newCore)
+// newConfig applies opts for the primitive prim over what the Client cc
+// gives every primitive.
+func newConfig(prim string, opts []Option, cc *clientConfig) (config, error) {
+	c := config{prim: prim, ttl: cc.lease.TTL, clock: cc.lease.Clock, logger: cc.logger, onError: cc.onError,
+		release: cc.release, try: cc.try}
 	for _, opt := range opts {
-		if any(opt) == nil {
+		if opt == nil {
 			return config{}, errNilOption
 		}
-		if err := apply(opt, &c); err != nil {
+		if err := opt(&c); err != nil {
 			return config{}, err
 		}
 	}
 	return c, nil
+}
+
+// fits refuses the option named option unless the primitive being made
+// is one of prims.
+func (c *config) fits(option string, prims ...string) error {
+	if !slices.Contains(prims, c.prim) {
+		return fmt.Errorf("dsync: New%s: %s is an option of %s only, not of a %s",
+			c.prim, option, strings.Join(prims, ", "), c.prim)
+	}
+	return nil
 }
 
 // releaseTimeout is the bound Unlock gives its release.
@@ -185,66 +122,26 @@ func (c *config) tryTimeout() time.Duration {
 	return min(DefaultTryTimeout, c.ttl)
 }
 
-// WithReleaseTimeout bounds how long Unlock waits for its release. The
-// bound includes a renewal in flight that the release must not race.
-// Default: DefaultReleaseTimeout (2 s), or the TTL if shorter. A release
-// that does not finish in time is reported and left undone: the lease
-// expires by itself after the TTL, and other processes wait until then. It
-// must be positive.
-func WithReleaseTimeout(d time.Duration) KeyOption {
-	return keyOption(func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("dsync: release timeout must be positive, got %v", d)
-		}
-		c.release = d
-		return nil
-	})
-}
-
-// WithTryTimeout bounds the one attempt of TryLock, TryRLock, TryAcquire
-// and their Context forms. The attempt fails if the store has not answered
-// within d. As the first attempt of a process, it includes the store's
-// preparation. Default: DefaultTryTimeout (2 s), or the TTL if shorter. It
-// must be positive.
-func WithTryTimeout(d time.Duration) TryOption {
-	return tryOption(func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("dsync: try timeout must be positive, got %v", d)
-		}
-		c.try = d
-		return nil
-	})
-}
-
-// WithLogger sets where the primitive's store errors and lost holds are
-// logged. Store errors are logged at Warn: acquire attempts that Lock
-// retries, failed renewals (the first of a run of failures; the others at
-// Debug) and failed releases. A hold's loss is logged at Warn too, naming
-// its cause (at Info when Close ended the hold). Default: the Client's
-// logger (ClientWithLogger), which is slog.Default() unless set. Pass
-// slog.New(slog.DiscardHandler) to silence them.
-func WithLogger(l *slog.Logger) KeyOption {
-	return keyOption(func(c *config) error {
+// withLogger sets a primitive's own logger, over the Client's. Users set
+// the logger on the Client (ClientWithLogger); package leader reaches this
+// through clienthook.KeyLogger, for its leases.
+func withLogger(l *slog.Logger) Option {
+	return func(c *config) error {
 		if l == nil {
 			return errors.New("dsync: nil logger")
 		}
 		c.logger = l
 		return nil
-	})
+	}
 }
 
-// WithErrorHandler sets a function called with every store error the
-// primitive handles itself. Those are the errors WithLogger logs; the
-// function is called in addition to the logger. Default: none. It must not
-// block.
-func WithErrorHandler(f func(error)) KeyOption {
-	return keyOption(func(c *config) error {
-		if f == nil {
-			return errors.New("dsync: nil error handler")
-		}
+// withErrorHandler replaces a primitive's error handler, the Client's: the
+// sweep's lock reports its failures apart from the application's.
+func withErrorHandler(f func(error)) Option {
+	return func(c *config) error {
 		c.onError = f
 		return nil
-	})
+	}
 }
 
 // WithForgetAfter lets a Once forget that its function succeeded, d after
@@ -255,14 +152,17 @@ func WithErrorHandler(f func(error)) KeyOption {
 // otherwise pile up, with d longer than any Do of a slot can come late.
 // Without it a done record is kept until the collections are emptied. d
 // must be positive.
-func WithForgetAfter(d time.Duration) OnceOption {
-	return onceOption(func(c *config) error {
+func WithForgetAfter(d time.Duration) Option {
+	return func(c *config) error {
+		if err := c.fits("WithForgetAfter", primOnce); err != nil {
+			return err
+		}
 		if d <= 0 {
 			return fmt.Errorf("dsync: WithForgetAfter(%v): must be positive", d)
 		}
 		c.forgetAfter = d
 		return nil
-	})
+	}
 }
 
 // WithReadLinger turns on an RWMutex's read linger, which is off by
@@ -286,18 +186,21 @@ func WithForgetAfter(d time.Duration) OnceOption {
 // token.
 //
 // d must lie between 0 and the Client's renew interval
-// (WithRenewInterval), which bounds what a claim kept costs (about one
+// (ClientWithRenewInterval), which bounds what a claim kept costs (about one
 // renewal of the lease more) and a writer's worst wait: NewRWMutex
 // returns an error for a d outside, as for any option's bad input. 0 is
 // the default: off, RUnlock always releases.
-func WithReadLinger(d time.Duration) RWMutexOption {
-	return rwMutexOption(func(c *config) error {
+func WithReadLinger(d time.Duration) Option {
+	return func(c *config) error {
+		if err := c.fits("WithReadLinger", primRWMutex); err != nil {
+			return err
+		}
 		if d < 0 {
 			return fmt.Errorf("dsync: WithReadLinger(%v): must not be negative", d)
 		}
 		c.readLinger = d
 		return nil
-	})
+	}
 }
 
 // WithNamespace keeps the Mutex's key apart from plain keys. It claims the
@@ -312,8 +215,11 @@ func WithReadLinger(d time.Duration) RWMutexOption {
 // leader's leases) and "sweep" (the Client's compaction lock), whose
 // keys a Mutex in them would share. NewMutex returns the error, which
 // names the namespace and why.
-func WithNamespace(ns string) MutexOption {
-	return mutexOption(func(c *config) error {
+func WithNamespace(ns string) Option {
+	return func(c *config) error {
+		if err := c.fits("WithNamespace", primMutex); err != nil {
+			return err
+		}
 		switch {
 		case ns == "":
 			return errors.New("dsync: empty namespace")
@@ -328,7 +234,7 @@ func WithNamespace(ns string) MutexOption {
 		}
 		c.namespace = ns
 		return nil
-	})
+	}
 }
 
 // Package leader puts its leases in its namespace with the option
@@ -336,18 +242,39 @@ func WithNamespace(ns string) MutexOption {
 // clienthook.StoreTime, which only dsync's own packages can reach.
 func init() {
 	clienthook.Elections = ownNamespace(electionNamespace)
+	clienthook.KeyLogger = withLogger
+	clienthook.ClientParams = func(c any) clienthook.Params {
+		cfg := &c.(*Client).cfg
+		k := config{ttl: cfg.lease.TTL, release: cfg.release}
+		return clienthook.Params{TTL: cfg.lease.TTL, RenewInterval: cfg.lease.Interval, Logger: cfg.logger,
+			ReleaseTimeout: k.releaseTimeout()}
+	}
+	clienthook.OwnerOf = func(p any) string {
+		switch p := p.(type) {
+		case *Mutex:
+			return p.owner
+		case *RWMutex:
+			return p.owner
+		case *Semaphore:
+			return p.owner
+		}
+		panic(fmt.Sprintf("dsync: clienthook.OwnerOf(%T)", p))
+	}
 	clienthook.StoreTime = func(c *Client) time.Time { return c.store.ServerTime().Earliest }
 }
 
 // ownNamespace is WithNamespace for dsync's own namespaces (see
 // ownNamespaces): package leader's (clienthook.Elections) and the
 // sweep's.
-func ownNamespace(ns string) MutexOption {
-	return mutexOption(func(c *config) error {
+func ownNamespace(ns string) Option {
+	return func(c *config) error {
+		if err := c.fits("a namespace of dsync's own", primMutex); err != nil {
+			return err
+		}
 		if ownNamespaces[ns] == "" {
 			return fmt.Errorf("dsync: %q is not a namespace of dsync's own", ns)
 		}
 		c.namespace = ns
 		return nil
-	})
+	}
 }

@@ -1,58 +1,58 @@
 package dsync_test
 
 import (
-	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 )
 
-// Each option is of the types of the primitives it fits (the table of
-// KeyOption's doc): a change that drops one of them fails to compile here.
-var (
-	_ dsync.KeyOption = dsync.WithLogger(slog.Default())
-	_ dsync.KeyOption = dsync.WithErrorHandler(func(error) {})
-	_ dsync.KeyOption = dsync.WithReleaseTimeout(time.Second)
-	_ dsync.TryOption = dsync.WithTryTimeout(time.Second)
-
-	_ dsync.MutexOption     = dsync.WithNamespace("x")
-	_ dsync.RWMutexOption   = dsync.WithReadLinger(time.Second)
-	_ dsync.OnceOption      = dsync.WithForgetAfter(time.Hour)
-	_ dsync.MutexOption     = dsync.KeyOption(nil)
-	_ dsync.RWMutexOption   = dsync.KeyOption(nil)
-	_ dsync.SemaphoreOption = dsync.KeyOption(nil)
-	_ dsync.OnceOption      = dsync.KeyOption(nil)
-	_ dsync.MutexOption     = dsync.TryOption(nil)
-	_ dsync.RWMutexOption   = dsync.TryOption(nil)
-	_ dsync.SemaphoreOption = dsync.TryOption(nil)
-)
-
-// TestOptionsFitOnlyTheirPrimitives: an option is of no primitive's type
-// it does not fit, so that passing it there is a compile error rather
-// than one the constructor returns (the table of KeyOption's doc, row by
-// row).
+// TestOptionsFitOnlyTheirPrimitives: each constructor takes the options
+// that fit its primitive (the table of Option's doc, row by row) and
+// refuses the others with an error naming the option and the primitive;
+// a nil option is refused by every one.
 func TestOptionsFitOnlyTheirPrimitives(t *testing.T) {
-	type fits struct{ mutex, rw, sem, once bool }
+	c := dsync.NewMemClient()
+	defer c.Close()
+	makers := []struct {
+		prim string
+		make func(opt dsync.Option) error
+	}{
+		{"Mutex", func(o dsync.Option) error { _, err := dsync.NewMutex(c.Client, "k", o); return err }},
+		{"RWMutex", func(o dsync.Option) error { _, err := dsync.NewRWMutex(c.Client, "k", o); return err }},
+		{"Semaphore", func(o dsync.Option) error { _, err := dsync.NewSemaphore(c.Client, "k", 2, o); return err }},
+		{"Once", func(o dsync.Option) error { _, err := dsync.NewOnce(c.Client, "k", o); return err }},
+	}
 	for _, tc := range []struct {
 		name string
-		opt  any
-		fits fits
+		opt  dsync.Option
+		fits []string
 	}{
-		{"WithLogger", dsync.WithLogger(slog.Default()), fits{true, true, true, true}},
-		{"WithErrorHandler", dsync.WithErrorHandler(func(error) {}), fits{true, true, true, true}},
-		{"WithReleaseTimeout", dsync.WithReleaseTimeout(time.Second), fits{true, true, true, true}},
-		{"WithTryTimeout", dsync.WithTryTimeout(time.Second), fits{true, true, true, false}},
-		{"WithNamespace", dsync.WithNamespace("x"), fits{true, false, false, false}},
-		{"WithReadLinger", dsync.WithReadLinger(time.Second), fits{false, true, false, false}},
-		{"WithForgetAfter", dsync.WithForgetAfter(time.Hour), fits{false, false, false, true}},
+		{"WithProgressDeadline", dsync.WithProgressDeadline(time.Second), []string{"Mutex", "RWMutex", "Semaphore"}},
+		{"WithNamespace", dsync.WithNamespace("x"), []string{"Mutex"}},
+		{"WithReadLinger", dsync.WithReadLinger(time.Second), []string{"RWMutex"}},
+		{"WithForgetAfter", dsync.WithForgetAfter(time.Hour), []string{"Once"}},
+		{"nil option", nil, nil},
 	} {
-		_, mutex := tc.opt.(dsync.MutexOption)
-		_, rw := tc.opt.(dsync.RWMutexOption)
-		_, sem := tc.opt.(dsync.SemaphoreOption)
-		_, once := tc.opt.(dsync.OnceOption)
-		if got := (fits{mutex, rw, sem, once}); got != tc.fits {
-			t.Errorf("%s fits (Mutex, RWMutex, Semaphore, Once) %v, want %v", tc.name, got, tc.fits)
+		for _, m := range makers {
+			t.Run(tc.name+"/"+m.prim, func(t *testing.T) {
+				err := m.make(tc.opt)
+				fits := false
+				for _, p := range tc.fits {
+					fits = fits || p == m.prim
+				}
+				switch {
+				case fits && err != nil:
+					t.Fatalf("New%s(%s) = %v, want no error", m.prim, tc.name, err)
+				case !fits && err == nil:
+					t.Fatalf("New%s(%s) took an option it has no use for", m.prim, tc.name)
+				case !fits && tc.opt != nil && (!strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "not of a "+m.prim)):
+					t.Fatalf("New%s(%s) = %q, want an error naming the option and the primitive", m.prim, tc.name, err)
+				case !fits && tc.opt == nil && !strings.Contains(err.Error(), "nil option"):
+					t.Fatalf("New%s(nil) = %q, want a nil option's error", m.prim, err)
+				}
+			})
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 )
 
 // Progress deadlines (WithProgressDeadline): a lease proves that a process
@@ -34,7 +35,7 @@ const maxProgressDeadline = 30 * 24 * time.Hour
 // hold of the value during which no progress was reported (Progress) for d
 // is stalled. It ends as a lost hold ends: Lost() closes; the loss is
 // logged at Warn, told to the error handler and to the Client's
-// Observer.Lost; Err and the unlock that follows (UnlockContext,
+// observer (event.Observer.Lost); Err and the unlock that follows (UnlockContext,
 // RUnlockContext, ReleaseContext) return an error wrapping ErrLost and
 // ErrStalled, and that unlock sends nothing. Then, TTL/20 after Lost()
 // closed (the head start a lost lease gives its holder to stop), the claim
@@ -53,8 +54,11 @@ const maxProgressDeadline = 30 * 24 * time.Hour
 // than a crashed one, and its work must report at least every d. 0, the
 // default, turns the deadline off; otherwise d must lie between MinTTL
 // and 30 days, and the constructor returns an error for a d outside.
-func WithProgressDeadline(d time.Duration) HoldOption {
-	return holdOption(func(c *config) error {
+func WithProgressDeadline(d time.Duration) Option {
+	return func(c *config) error {
+		if err := c.fits("WithProgressDeadline", primMutex, primRWMutex, primSemaphore); err != nil {
+			return err
+		}
 		switch {
 		case d < 0:
 			return fmt.Errorf("dsync: WithProgressDeadline(%v): must not be negative", d)
@@ -65,14 +69,14 @@ func WithProgressDeadline(d time.Duration) HoldOption {
 		}
 		c.progress = d
 		return nil
-	})
+	}
 }
 
 // progressWatch is a primitive value's progress deadline: its last
 // report and the holds it watches.
 type progressWatch struct {
 	d      time.Duration
-	clock  Clock
+	clock  lease.Clock
 	origin time.Time    // the reading of clock that last counts from
 	last   atomic.Int64 // the last report, in nanoseconds since origin
 
@@ -87,7 +91,7 @@ type progressWatch struct {
 
 // newProgressWatch returns the watch of a deadline of d on clock, or nil
 // if d is 0 (off).
-func newProgressWatch(d time.Duration, clock Clock) *progressWatch {
+func newProgressWatch(d time.Duration, clock lease.Clock) *progressWatch {
 	if d <= 0 {
 		return nil
 	}
@@ -187,7 +191,7 @@ func (w *progressWatch) setLocked(d time.Duration) {
 //  2. The hold is lost (markStalled): Lost() closes, and an unlock from
 //     then on returns the loss and sends nothing.
 //  3. The loss is told, as a lost lease's is (TellLost): the handlers,
-//     the log at Warn, the Observer, an RWMutex's or Semaphore's Lost().
+//     the log at Warn, the observer, an RWMutex's or Semaphore's Lost().
 //  4. Its session stops counting it.
 //  5. After the margin, the head start a lost lease gives between Lost()
 //     and the store's expiry, its claim is released: an ordinary end (it

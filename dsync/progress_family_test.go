@@ -20,8 +20,8 @@ import (
 func stallPair(t *testing.T) (a, b *dsync.MemClient) {
 	t.Helper()
 	store := memory.New()
-	a = dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL))
-	b = dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL))
+	a = dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL))
+	b = dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL))
 	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
 	return a, b
 }
@@ -169,7 +169,7 @@ func TestStalledSemaphoreReplaced(t *testing.T) {
 func TestNewHoldCountsAsProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d = time.Second
-		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		c := dsync.NewMemClient(dsync.ClientWithTTL(progressTTL))
 		defer c.Close()
 		s, err := dsync.NewSemaphore(c.Client, "k", 2, dsync.WithProgressDeadline(d))
 		if err != nil {
@@ -202,7 +202,7 @@ func TestNewHoldCountsAsProgress(t *testing.T) {
 func TestLingeringReadClaimNotStalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d = 200 * time.Millisecond
-		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		c := dsync.NewMemClient(dsync.ClientWithTTL(progressTTL))
 		defer c.Close()
 		rw, err := dsync.NewRWMutex(c.Client, "k", dsync.WithReadLinger(c.RenewInterval()), dsync.WithProgressDeadline(d))
 		if err != nil {

@@ -19,7 +19,7 @@ func TestStallRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d = time.Second
 		store := memory.New()
-		c := dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL))
+		c := dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL))
 		defer c.Close()
 		m := newProgressMutex(t, c.Client, "k", dsync.WithProgressDeadline(d))
 		m.Lock()
@@ -42,8 +42,8 @@ func TestStallRecorded(t *testing.T) {
 			t.Fatalf("Stalls: %+v; want one record", stalls)
 		}
 		s := stalls[0]
-		if s.Key != "k" || s.Token != token || s.Owner != m.Owner() {
-			t.Errorf("recorded %+v; want key k, token %d, owner %s", s, token, m.Owner())
+		if s.Key != "k" || s.Token != token || s.Owner != dsync.Owner(m) {
+			t.Errorf("recorded %+v; want key k, token %d, owner %s", s, token, dsync.Owner(m))
 		}
 		near := func(a, b time.Time) bool { return a.Sub(b).Abs() <= time.Millisecond }
 		if !near(s.Since, began) || !near(s.LastProgress, last) {

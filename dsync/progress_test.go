@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // Progress deadlines (WithProgressDeadline) on a Mutex: what a stall
@@ -64,7 +65,7 @@ func since(before, after map[string]int) map[string]int {
 	return d
 }
 
-func newProgressMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.MutexOption) *dsync.Mutex {
+func newProgressMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.Option) *dsync.Mutex {
 	t.Helper()
 	m, err := dsync.NewMutex(c, key, opts...)
 	if err != nil {
@@ -115,11 +116,11 @@ func TestStalledMutexReplaced(t *testing.T) {
 		var logged logBuffer
 		var calls callCount
 		losses := make(chan error, 4)
-		a := dsync.NewMemClientOn(store.Intercept(calls.hook), dsync.WithTTL(progressTTL),
+		a := dsync.NewMemClientOn(store.Intercept(calls.hook), dsync.ClientWithTTL(progressTTL),
 			dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, nil))),
-			dsync.ClientWithObserver(dsync.Observer{Lost: func(_ dsync.Held, err error) { losses <- err }}))
+			dsync.ClientWithObserver(event.Observer{Lost: func(_ event.Held, err error) { losses <- err }}))
 		defer a.Close()
-		b := dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL))
+		b := dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL))
 		defer b.Close()
 
 		other := newProgressMutex(t, a.Client, "other")
@@ -198,10 +199,10 @@ func TestProgressWithinDeadlineNeverStalls(t *testing.T) {
 		const d = time.Second
 		store := memory.New()
 		lost := make(chan error, 1)
-		a := dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL),
-			dsync.ClientWithObserver(dsync.Observer{Lost: func(_ dsync.Held, err error) { lost <- err }}))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL),
+			dsync.ClientWithObserver(event.Observer{Lost: func(_ event.Held, err error) { lost <- err }}))
 		defer a.Close()
-		b := dsync.NewMemClientOn(store, dsync.WithTTL(progressTTL))
+		b := dsync.NewMemClientOn(store, dsync.ClientWithTTL(progressTTL))
 		defer b.Close()
 		m := newProgressMutex(t, a.Client, "k", dsync.WithProgressDeadline(d))
 		m.Lock()
@@ -246,9 +247,9 @@ func TestProgressSendsNothing(t *testing.T) {
 		var sent map[string]int
 		synctest.Test(t, func(t *testing.T) {
 			var calls callCount
-			c := dsync.NewMemClientOn(memory.New().Intercept(calls.hook), dsync.WithTTL(progressTTL))
+			c := dsync.NewMemClientOn(memory.New().Intercept(calls.hook), dsync.ClientWithTTL(progressTTL))
 			defer c.Close()
-			var opts []dsync.MutexOption
+			var opts []dsync.Option
 			if report {
 				opts = append(opts, dsync.WithProgressDeadline(time.Second))
 			}
@@ -296,7 +297,7 @@ func TestProgressSendsNothing(t *testing.T) {
 // nothing.
 func TestNoProgressDeadlineByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		c := dsync.NewMemClient(dsync.ClientWithTTL(progressTTL))
 		defer c.Close()
 		m := newProgressMutex(t, c.Client, "k")
 		m.Progress()
@@ -317,7 +318,7 @@ func TestNoProgressDeadlineByDefault(t *testing.T) {
 // ErrStalled.
 func TestErrOfLeaseLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := dsync.NewMemClient(dsync.WithTTL(progressTTL))
+		c := dsync.NewMemClient(dsync.ClientWithTTL(progressTTL))
 		defer c.Close()
 		m := newProgressMutex(t, c.Client, "k", dsync.WithProgressDeadline(time.Minute))
 		m.Lock()

@@ -39,7 +39,7 @@ func TestManyHoldsOutliveBucketBoundaries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const span, ttl, keys = 4 * time.Second, time.Second, 40
 		store := slowGates{memory.New(), 50 * time.Millisecond} // 2 s a boundary, twice the TTL
-		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.WithTTL(ttl))
+		c, err := dsync.NewClient(store, dsync.ClientWithBucketSpan(span), dsync.ClientWithTTL(ttl))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,8 +42,8 @@ func TestNoRenewalPastTheDeadline(t *testing.T) {
 		const ttl = 2 * time.Second
 		start := time.Now()
 		store := &sentRenewals{Store: memory.New()}
-		holder := newClient(t, store, dsync.WithTTL(ttl), dsync.WithClock(laggingClock{lag: 4 * time.Second}))
-		reader := newClient(t, store.Store, dsync.WithTTL(ttl))
+		holder := newClient(t, store, dsync.ClientWithTTL(ttl), dsync.WithClock(laggingClock{lag: 4 * time.Second}))
+		reader := newClient(t, store.Store, dsync.ClientWithTTL(ttl))
 		other := newMutex(t, reader, "other") // the reader has claimed: its reads remember
 		lockUnlock(other)
 		m := newMutex(t, holder, "k")

@@ -22,7 +22,7 @@ func TestRenewalIsNotHeldUpBySendingEndsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		store := newGoneStore()
-		c := newClient(t, store, dsync.WithTTL(ttl))
+		c := newClient(t, store, dsync.ClientWithTTL(ttl))
 		held := newMutex(t, c, "k")
 		held.Lock()
 		released := newMutex(t, c, "r")

@@ -7,7 +7,7 @@ import (
 )
 
 // How a primitive reports what it handles itself: to its logger, and to
-// its error handler (WithErrorHandler).
+// its error handler (ClientWithErrorHandler).
 
 func (p *core) report(err error) {
 	p.cfg.logger.Warn("dsync", "key", p.key, "err", err)

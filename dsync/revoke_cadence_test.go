@@ -23,8 +23,8 @@ func TestRevokeChecksOfAWaitingSession(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
 		seen := seeSessions(mem, 0, 0)
-		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
-		b := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
+		a := newMutex(t, newClient(t, mem, dsync.ClientWithTTL(ttl)), "k")
+		b := newMutex(t, newClient(t, seen, dsync.ClientWithTTL(ttl)), "k")
 		a.Lock()
 		locked := make(chan struct{})
 		go func() {
@@ -82,8 +82,8 @@ func TestRevokeJustBeforeTheGrantIsSeenWithinARead(t *testing.T) {
 		)
 		mem := memory.New()
 		store := seeSessions(mem, 0, readTakes)
-		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
-		b := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+		a := newMutex(t, newClient(t, mem, dsync.ClientWithTTL(ttl)), "k")
+		b := newMutex(t, newClient(t, store, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		a.Lock()
 		heldAt := make(chan time.Time, 1)
 		go func() {

@@ -75,8 +75,8 @@ func TestRevokedHolderLosesWithinATTLAndTheWaiterWaitsForExpiry(t *testing.T) {
 		seen := seeSessions(mem, 0, 0)
 		var logged syncBuffer
 		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		a := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(logger)), "k")
-		b := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
+		a := newMutex(t, newClient(t, seen, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(logger)), "k")
+		b := newMutex(t, newClient(t, mem, dsync.ClientWithTTL(ttl)), "k")
 		a.Lock()
 		lost := a.Lost()
 		time.Sleep(ttl) // a few renewals
@@ -134,7 +134,7 @@ func TestRevokeCheckCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		seen := seeSessions(memory.New(), 0, 0)
-		m := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl)), "k")
+		m := newMutex(t, newClient(t, seen, dsync.ClientWithTTL(ttl)), "k")
 		m.Lock()
 		synctest.Wait()
 		r0, c0 := seen.counts()
@@ -169,8 +169,8 @@ func TestRevokeOfAWaitingSessionWithdrawsIt(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
 		seen := seeSessions(mem, 0, 0)
-		a := newMutex(t, newClient(t, mem, dsync.WithTTL(ttl)), "k")
-		b := newMutex(t, newClient(t, seen, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+		a := newMutex(t, newClient(t, mem, dsync.ClientWithTTL(ttl)), "k")
+		b := newMutex(t, newClient(t, seen, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		a.Lock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
 		defer cancel()
@@ -242,7 +242,7 @@ func TestRevokeSeenWhileRenewalsAreSlow(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			mem := memory.New()
 			store := seeSessions(mem, renewTakes, readTakes)
-			m := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+			m := newMutex(t, newClient(t, store, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 			m.Lock()
 			time.Sleep(2*ttl + time.Duration(i)*150*time.Millisecond)
 			store.mu.Lock()
@@ -278,7 +278,7 @@ func TestRevokeSeenWhenRelockedDuringASlowRenewal(t *testing.T) {
 		const ttl = 3 * time.Second
 		mem := memory.New()
 		store := seeSessions(mem, 1400*time.Millisecond, 0)
-		m := newMutex(t, newClient(t, store, dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
+		m := newMutex(t, newClient(t, store, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))), "k")
 		start := time.Now()
 		m.Lock()
 		// Renewals run back to back from 1 s (1.0–2.4, 2.4–3.8, 3.8–5.2,

@@ -25,9 +25,9 @@ var hearingWaiters = []struct {
 // lingerRW returns an RWMutex of key k on c with its read linger turned
 // on (it is off by default): the renew interval, unless opts say
 // otherwise.
-func lingerRW(t *testing.T, c *Client, opts ...RWMutexOption) *RWMutex {
+func lingerRW(t *testing.T, c *Client, opts ...Option) *RWMutex {
 	t.Helper()
-	rw, err := NewRWMutex(c, "k", append([]RWMutexOption{WithReadLinger(c.RenewInterval())}, opts...)...)
+	rw, err := NewRWMutex(c, "k", append([]Option{WithReadLinger(c.RenewInterval())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestNoLingerWithoutHearingWaiters(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		copt []ClientOption
-		kopt []RWMutexOption
+		kopt []Option
 	}{
 		{"NoWakeups", []ClientOption{ClientWithWakeups(false)}, nil},
-		{"LingerOff", nil, []RWMutexOption{WithReadLinger(0)}},
+		{"LingerOff", nil, []Option{WithReadLinger(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestLeaseLostDuringLinger(t *testing.T) {
 				// within a linger: RUnlock at 850 ms, the linger until
 				// 1750 ms, the renewal at 900 ms fails, and the session's
 				// local deadline passes at 950 ms.
-				lease := []ClientOption{WithTTL(time.Second), WithRenewInterval(900 * time.Millisecond)}
+				lease := []ClientOption{ClientWithTTL(time.Second), ClientWithRenewInterval(900 * time.Millisecond)}
 				c := NewMemClientOn(memory.New(), append(tc.opts(), lease...)...)
 				defer c.Close()
 				rw := lingerRW(t, c.Client)

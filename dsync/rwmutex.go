@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // An RWMutex is a reader/writer lock shared by processes through a store.
@@ -90,8 +92,8 @@ type RWMutex struct {
 // NewRWMutex returns an RWMutex for key on c. Every RWMutex value
 // has its own owner identity: two values for the same key exclude each
 // other's writers even in one process.
-func NewRWMutex(c *Client, key string, opts ...RWMutexOption) (*RWMutex, error) {
-	p, err := newCore(c, key, rwNamespace, opts, RWMutexOption.applyRWMutex)
+func NewRWMutex(c *Client, key string, opts ...Option) (*RWMutex, error) {
+	p, err := newCore(c, key, rwNamespace, primRWMutex, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,13 +113,6 @@ func (rw *RWMutex) mustBeMade() {
 func (rw *RWMutex) Key() string {
 	rw.mustBeMade()
 	return rw.key
-}
-
-// Owner returns the identity this RWMutex acquires under. It is unique per
-// value, and the Owner of every claim it makes.
-func (rw *RWMutex) Owner() string {
-	rw.mustBeMade()
-	return rw.owner
 }
 
 // Lock locks rw for writing, like sync.RWMutex.Lock. It blocks until no
@@ -267,8 +262,8 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 func (rw *RWMutex) retaken(h *hold) {
 	rw.progress.watch(h)
 	rw.holds.add(h)
-	a := Acquisition{Key: rw.key, Kind: KindRead, Token: h.claim.Epoch}
-	rw.client.observe(func(o *Observer) {
+	a := event.Acquisition{Key: rw.key, Kind: event.KindRead, Token: h.claim.Epoch}
+	rw.client.observe(func(o *event.Observer) {
 		if o.Acquired != nil {
 			o.Acquired(a)
 		}
@@ -340,7 +335,7 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 		// The claim lingers (rwlinger.go): the hold ended here all the
 		// same.
 		held := h.heldFor()
-		rw.client.observe(func(o *Observer) {
+		rw.client.observe(func(o *event.Observer) {
 			if o.Released != nil {
 				o.Released(held)
 			}

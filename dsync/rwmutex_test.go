@@ -18,9 +18,9 @@ import (
 
 var _ sync.Locker = (*dsync.RWMutex)(nil)
 
-func newRWMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.RWMutexOption) *dsync.RWMutex {
+func newRWMutex(t *testing.T, b *dsync.Client, key string, opts ...dsync.Option) *dsync.RWMutex {
 	t.Helper()
-	rw, err := dsync.NewRWMutex(b, key, append([]dsync.RWMutexOption{quiet}, opts...)...)
+	rw, err := dsync.NewRWMutex(b, key, append([]dsync.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRWMutexLost(t *testing.T) {
 		store := memory.New()
 		f := newFlaky(store)
 		const ttl = time.Second
-		rw := newRWMutex(t, newClient(t, f, dsync.WithTTL(ttl)), "k")
+		rw := newRWMutex(t, newClient(t, f, dsync.ClientWithTTL(ttl)), "k")
 		select {
 		case <-rw.Lost():
 		default:
@@ -278,7 +278,7 @@ func TestRWMutexHammer(t *testing.T) {
 		)
 		var wg sync.WaitGroup
 		for p := range 4 {
-			rw := newRWMutex(t, newClient(t, store, dsync.WithTTL(time.Second)), "k")
+			rw := newRWMutex(t, newClient(t, store, dsync.ClientWithTTL(time.Second)), "k")
 			for g := range 3 {
 				wg.Go(func() {
 					for i := range 20 {

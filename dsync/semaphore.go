@@ -50,11 +50,11 @@ type Semaphore struct {
 
 // NewSemaphore returns a Semaphore of limit units for key on c. The
 // limit must be at least 1.
-func NewSemaphore(c *Client, key string, limit int64, opts ...SemaphoreOption) (*Semaphore, error) {
+func NewSemaphore(c *Client, key string, limit int64, opts ...Option) (*Semaphore, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("dsync: semaphore limit must be at least 1, got %d", limit)
 	}
-	p, err := newCore(c, key, semNamespace, opts, SemaphoreOption.applySemaphore)
+	p, err := newCore(c, key, semNamespace, primSemaphore, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -75,24 +75,6 @@ func (s *Semaphore) mustBeMade() {
 func (s *Semaphore) Key() string {
 	s.mustBeMade()
 	return s.key
-}
-
-// Owner returns the identity this Semaphore acquires under.
-func (s *Semaphore) Owner() string {
-	s.mustBeMade()
-	return s.owner
-}
-
-// Limit returns the semaphore's limit, as given to NewSemaphore.
-func (s *Semaphore) Limit() int64 {
-	s.mustBeMade()
-	return s.limit
-}
-
-// Held returns the units this Semaphore holds.
-func (s *Semaphore) Held() int64 {
-	s.mustBeMade()
-	return s.holds.weight()
 }
 
 func (s *Semaphore) terms(n int64) (claimTerms, error) {
@@ -198,7 +180,7 @@ func (s *Semaphore) ReleaseContext(ctx context.Context, n int64) error {
 	}
 	held := s.holds.take(func(holds []*hold) []int { return unitsOf(holds, n) })
 	if held == nil {
-		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.Held()))
+		panic(fmt.Sprintf("dsync: semaphore %q: released %d units, which no set of its acquisitions adds up to (held: %d)", s.key, n, s.holds.weight()))
 	}
 	var errs []error
 	for _, h := range held {
@@ -317,7 +299,7 @@ func (s *Semaphore) blockedBy(by claimTerms, epoch uint64) {
 	w.warned[by.Limit] = true
 	w.mu.Unlock()
 	if !seen {
-		s.client.Logger().Warn("dsync: semaphore limits differ: claims of each limit take turns until every process agrees",
+		s.client.cfg.logger.Warn("dsync: semaphore limits differ: claims of each limit take turns until every process agrees",
 			"key", s.key, "limit", s.limit, "other", by.Limit, "token", epoch)
 	}
 }

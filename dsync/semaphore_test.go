@@ -17,9 +17,9 @@ import (
 	"github.com/go-dsync/dsync/statuspage"
 )
 
-func newSemaphore(t *testing.T, b *dsync.Client, key string, n int64, opts ...dsync.SemaphoreOption) *dsync.Semaphore {
+func newSemaphore(t *testing.T, b *dsync.Client, key string, n int64, opts ...dsync.Option) *dsync.Semaphore {
 	t.Helper()
-	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.SemaphoreOption{quiet}, opts...)...)
+	s, err := dsync.NewSemaphore(b, key, n, append([]dsync.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +240,8 @@ func TestSemaphoreUnitsOfADeadProcessComeBack(t *testing.T) {
 		store := memory.New()
 		f := newFlaky(store)
 		const ttl = time.Second
-		dead := newSemaphore(t, newClient(t, f, dsync.WithTTL(ttl)), "k", 2)
-		live := newSemaphore(t, newClient(t, store, dsync.WithTTL(ttl)), "k", 2)
+		dead := newSemaphore(t, newClient(t, f, dsync.ClientWithTTL(ttl)), "k", 2)
+		live := newSemaphore(t, newClient(t, store, dsync.ClientWithTTL(ttl)), "k", 2)
 		if err := dead.Acquire(context.Background(), 2); err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +346,7 @@ func TestSemaphoreHammer(t *testing.T) {
 		)
 		var wg sync.WaitGroup
 		for p := range 4 {
-			s := newSemaphore(t, newClient(t, store, dsync.WithTTL(time.Second)), "k", limit)
+			s := newSemaphore(t, newClient(t, store, dsync.ClientWithTTL(time.Second)), "k", limit)
 			for g := range 2 {
 				wg.Go(func() {
 					for i := range 20 {

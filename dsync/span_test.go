@@ -33,7 +33,7 @@ func TestSpanHoldsAcrossAnEmptying(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := memory.New()
-				a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
+				a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(ttl))
 				defer a.Close()
 				ma := newMutex(t, a.Client, "job")
 				ma.Lock()
@@ -41,7 +41,7 @@ func TestSpanHoldsAcrossAnEmptying(t *testing.T) {
 				ma.Unlock()
 
 				store.Reset() // an operator empties the collections: nothing is held
-				c := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+				c := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl))
 				defer c.Close()
 				mc := newMutex(t, c.Client, "job")
 				if tc.newcomerFirst {
@@ -99,11 +99,11 @@ func TestSpanHoldsAcrossAnEmptying(t *testing.T) {
 func TestSpanMismatchFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(10*time.Second))
 		defer a.Close()
 		newMutex(t, a.Client, "job").Lock() // records a minute
 
-		b := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(5*time.Minute), dsync.WithTTL(10*time.Second))
+		b := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(5*time.Minute), dsync.ClientWithTTL(10*time.Second))
 		defer b.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
@@ -162,7 +162,7 @@ func TestSpanMismatchFailsAtOnce(t *testing.T) {
 func TestSweepOfAnotherSpanDeletesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(10*time.Second))
 		defer a.Close()
 		ma := newMutex(t, a.Client, "job")
 		ma.Lock()
@@ -170,7 +170,7 @@ func TestSweepOfAnotherSpanDeletesNothing(t *testing.T) {
 		ma.Unlock()
 
 		store.Reset() // nothing held
-		c := dsync.NewMemClientOn(store, dsync.WithTTL(10*time.Second))
+		c := dsync.NewMemClientOn(store, dsync.ClientWithTTL(10*time.Second))
 		defer c.Close()
 		mc := newMutex(t, c.Client, "job")
 		mc.Lock() // records five minutes, and holds

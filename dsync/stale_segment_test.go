@@ -29,7 +29,7 @@ func TestLockOnASegmentKnownBeforeAnEmptying(t *testing.T) {
 	const ttl = 10 * time.Second
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
-		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(5*time.Minute), dsync.WithTTL(ttl))
+		a := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(5*time.Minute), dsync.ClientWithTTL(ttl))
 		defer a.Close()
 		ma := newMutex(t, a.Client, "job")
 		ma.Lock()
@@ -37,7 +37,7 @@ func TestLockOnASegmentKnownBeforeAnEmptying(t *testing.T) {
 		ma.Unlock()
 
 		store.Reset() // an operator empties the collections: nothing is held
-		b := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
+		b := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(ttl))
 		defer b.Close()
 		mb := newMutex(t, b.Client, "job")
 		mb.Lock()
@@ -64,7 +64,7 @@ func TestLockOnASegmentKnownBeforeAnEmptying(t *testing.T) {
 				return
 			default:
 			}
-			c := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(ttl))
+			c := dsync.NewMemClientOn(store, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(ttl))
 			defer c.Close()
 			mc := newMutex(t, c.Client, "job")
 			if mc.TryLock() {

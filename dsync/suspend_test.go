@@ -24,7 +24,7 @@ import (
 func TestLostClosesAtResumePastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost() // taken before the suspend: only the deadline timer can close it
@@ -52,7 +52,7 @@ func TestLostClosesAtResumePastDeadline(t *testing.T) {
 func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		time.Sleep(2 * time.Second)
@@ -73,7 +73,7 @@ func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
 func TestShortSuspendKeepsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost()
@@ -99,7 +99,7 @@ func TestShortSuspendKeepsTheHold(t *testing.T) {
 func TestValidUntilIsOnTimeNowsScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
-		mem := dsync.NewMemClient(dsync.WithTTL(15*time.Second), dsync.WithRenewInterval(14*time.Second),
+		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.ClientWithRenewInterval(14*time.Second),
 			dsync.WithClock(dsync.SuspendClock(counter)))
 		m := newMutex(t, mem.Client, "k")
 		suspendFor(time.Hour)
@@ -166,7 +166,7 @@ func TestLostClosesAtDeadlineAfterResumeShortlyBefore(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					counter, suspendFor := suspend.Fake()
 					backend := &partitioned{Store: memory.New()}
-					m := newMutex(t, newClient(t, backend, dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
+					m := newMutex(t, newClient(t, backend, dsync.ClientWithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
 					m.Lock()
 					lost := m.Lost()
 					backend.down.Store(true)
@@ -201,7 +201,7 @@ func TestResumeShortlyBeforeDeadlineRenewsAtOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				counter, suspendFor := suspend.Fake()
 				backend := &partitioned{Store: memory.New()}
-				m := newMutex(t, newClient(t, backend, dsync.WithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
+				m := newMutex(t, newClient(t, backend, dsync.ClientWithTTL(ttl), dsync.WithClock(dsync.SuspendClock(counter))), "k")
 				m.Lock()
 				lost := m.Lost()
 

@@ -85,7 +85,7 @@ func (c *Client) sweepLoop(ctx context.Context) {
 func (c *Client) sweepOnce(ctx context.Context) {
 	// Its failures are the sweep's, which are only ever retried at the
 	// next sweep: reported at Debug, not to the application.
-	m, err := NewMutex(c, sweepKey, ownNamespace(sweepKey), WithErrorHandler(func(err error) {
+	m, err := NewMutex(c, sweepKey, ownNamespace(sweepKey), withErrorHandler(func(err error) {
 		c.cfg.logger.Debug("dsync: sweep lock", "err", err)
 	}))
 	if err != nil {

@@ -26,7 +26,7 @@ func TestStoppedHoldersTakenOverAtExpiry(t *testing.T) {
 		store := memory.New()
 		var holders []*dsync.MemClient
 		for i := range n {
-			h := dsync.NewMemClientOn(store, dsync.WithTTL(ttl))
+			h := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl))
 			defer h.Close()
 			holders = append(holders, h)
 			newMutex(t, h.Client, fmt.Sprint("k", i)).Lock()
@@ -35,7 +35,7 @@ func TestStoppedHoldersTakenOverAtExpiry(t *testing.T) {
 		took := make(chan time.Time, n)
 		var waiters []*dsync.Mutex
 		for i := range n {
-			w := dsync.NewMemClientOn(store, dsync.WithTTL(ttl), dsync.ClientWithSafetyPoll(time.Hour))
+			w := dsync.NewMemClientOn(store, dsync.ClientWithTTL(ttl), dsync.ClientWithSafetyPoll(time.Hour))
 			defer w.Close()
 			m := newMutex(t, w.Client, fmt.Sprint("k", i))
 			waiters = append(waiters, m)

@@ -42,14 +42,14 @@ func (s *refusedStore) refused(ctx context.Context, c memory.Call, _ func() erro
 
 // A failed try says its cause once. A store that does not answer (and
 // says nothing more when the try timeout ends its call) gives "did not
-// answer within 2s (WithTryTimeout)", once, whether the process had a
+// answer within 2s (ClientWithTryTimeout)", once, whether the process had a
 // session (warm) or not (cold). A store whose driver names a refused
 // connection when the bound ends its call gives that refusal, once,
 // after the bound that stopped the try, and does not say that the store
 // did not answer; one that refuses at once gives its refusal. Before, the first said "did not answer" twice (and "dsync:
 // dsync:" cold), the second said it twice before the refusal.
 func TestTryErrorSaysItsCauseOnce(t *testing.T) {
-	const noAnswer = "the store did not answer within 2s (WithTryTimeout)"
+	const noAnswer = "the store did not answer within 2s (ClientWithTryTimeout)"
 	for _, warm := range []bool{false, true} {
 		t.Run(fmt.Sprintf("memory/warm=%v", warm), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { testTryOnMemory(t, warm, noAnswer) })
@@ -94,7 +94,7 @@ func testTryRefused(t *testing.T, warm bool) {
 	s.down.Store(false)
 	t.Log(err)
 	if err == nil || strings.Count(err.Error(), "connection refused") != 1 || strings.Contains(err.Error(), "did not answer") ||
-		strings.Count(err.Error(), "WithTryTimeout") != 1 {
+		strings.Count(err.Error(), "ClientWithTryTimeout") != 1 {
 		t.Errorf("a try while no server accepts connections: %v; want the refusal and the try timeout, once each, and no store that did not answer", err)
 	}
 }

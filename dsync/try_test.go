@@ -22,21 +22,21 @@ type tryer struct {
 
 // tryers returns the Try methods of a Mutex, an RWMutex (write and read)
 // and a Semaphore on b, each on a key of its own.
-func tryers(t *testing.T, b *dsync.Client, opts ...dsync.TryOption) []tryer {
+func tryers(t *testing.T, b *dsync.Client, opts ...dsync.Option) []tryer {
 	t.Helper()
-	m, err := dsync.NewMutex(b, "mutex", asOptions[dsync.MutexOption](opts)...)
+	m, err := dsync.NewMutex(b, "mutex", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, err := dsync.NewRWMutex(b, "rw", asOptions[dsync.RWMutexOption](opts)...)
+	rw, err := dsync.NewRWMutex(b, "rw", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := dsync.NewRWMutex(b, "rw-read", asOptions[dsync.RWMutexOption](opts)...)
+	r, err := dsync.NewRWMutex(b, "rw-read", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := dsync.NewSemaphore(b, "sem", 2, asOptions[dsync.SemaphoreOption](opts)...)
+	s, err := dsync.NewSemaphore(b, "sem", 2, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +46,6 @@ func tryers(t *testing.T, b *dsync.Client, opts ...dsync.TryOption) []tryer {
 		{"RWMutex.TryRLockContext", r.TryRLockContext, r.RUnlock},
 		{"Semaphore.TryAcquireContext", func(ctx context.Context) error { return s.TryAcquireContext(ctx, 1) }, func() { s.Release(1) }},
 	}
-}
-
-// asOptions converts opts to the option type O of one primitive, which
-// each TryOption is.
-func asOptions[O any](opts []dsync.TryOption) []O {
-	out := make([]O, len(opts))
-	for i, o := range opts {
-		out[i] = any(o).(O)
-	}
-	return out
 }
 
 // A try against a store that does not answer fails when the try timeout
@@ -217,7 +207,7 @@ func TestTryLockContextHeldHere(t *testing.T) {
 		defer m.Unlock()
 		err = m.TryLockContext(context.Background())
 		var held *dsync.HeldError
-		if !errors.As(err, &held) || held.Owner != m.Owner() || held.Token != m.Token() {
+		if !errors.As(err, &held) || held.Owner != dsync.Owner(m) || held.Token != m.Token() {
 			t.Errorf("TryLockContext while held here: %v, want a *HeldError naming this Mutex", err)
 		}
 	})
@@ -229,7 +219,7 @@ func TestTryLockContextHeldHere(t *testing.T) {
 // behind that call.
 func TestTryBoundedBesideAFirstCallThatWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := dsync.NewMemClient(dsync.WithTTL(10 * time.Second))
+		b := dsync.NewMemClient(dsync.ClientWithTTL(10 * time.Second))
 		defer b.Close()
 		b.SetAnswering(false)
 		waiter, err := dsync.NewMutex(b.Client, "a") // a session of its own

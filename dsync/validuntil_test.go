@@ -29,42 +29,30 @@ type validPrimitive interface {
 // hold of it.
 type validKind struct {
 	name    string
-	hold    func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) validPrimitive
+	hold    func(t *testing.T, c *dsync.Client, opts ...dsync.Option) validPrimitive
 	compete func(t *testing.T, c *dsync.Client) func() // a hold of another process; returns its release
 }
 
 func validKinds() []validKind {
-	mutex := func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) *dsync.Mutex {
+	mutex := func(t *testing.T, c *dsync.Client, opts ...dsync.Option) *dsync.Mutex {
 		t.Helper()
-		mopts := []dsync.MutexOption{quiet}
-		for _, o := range opts {
-			mopts = append(mopts, o)
-		}
-		m, err := dsync.NewMutex(c, "k", mopts...)
+		m, err := dsync.NewMutex(c, "k", append([]dsync.Option{quiet}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	rwmutex := func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) *dsync.RWMutex {
+	rwmutex := func(t *testing.T, c *dsync.Client, opts ...dsync.Option) *dsync.RWMutex {
 		t.Helper()
-		ropts := []dsync.RWMutexOption{}
-		for _, o := range opts {
-			ropts = append(ropts, o)
-		}
-		rw, err := dsync.NewRWMutex(c, "k", ropts...)
+		rw, err := dsync.NewRWMutex(c, "k", opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rw
 	}
-	semaphore := func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) *dsync.Semaphore {
+	semaphore := func(t *testing.T, c *dsync.Client, opts ...dsync.Option) *dsync.Semaphore {
 		t.Helper()
-		sopts := []dsync.SemaphoreOption{}
-		for _, o := range opts {
-			sopts = append(sopts, o)
-		}
-		s, err := dsync.NewSemaphore(c, "k", 1, sopts...)
+		s, err := dsync.NewSemaphore(c, "k", 1, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,28 +60,28 @@ func validKinds() []validKind {
 	}
 	return []validKind{
 		{"Mutex",
-			func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) validPrimitive {
+			func(t *testing.T, c *dsync.Client, opts ...dsync.Option) validPrimitive {
 				m := mutex(t, c, opts...)
 				m.Lock()
 				return m
 			},
 			func(t *testing.T, c *dsync.Client) func() { m := mutex(t, c); m.Lock(); return m.Unlock }},
 		{"RWMutex.Lock",
-			func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) validPrimitive {
+			func(t *testing.T, c *dsync.Client, opts ...dsync.Option) validPrimitive {
 				rw := rwmutex(t, c, opts...)
 				rw.Lock()
 				return rw
 			},
 			func(t *testing.T, c *dsync.Client) func() { rw := rwmutex(t, c); rw.Lock(); return rw.Unlock }},
 		{"RWMutex.RLock",
-			func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) validPrimitive {
+			func(t *testing.T, c *dsync.Client, opts ...dsync.Option) validPrimitive {
 				rw := rwmutex(t, c, opts...)
 				rw.RLock()
 				return rw
 			},
 			func(t *testing.T, c *dsync.Client) func() { rw := rwmutex(t, c); rw.Lock(); return rw.Unlock }},
 		{"Semaphore",
-			func(t *testing.T, c *dsync.Client, opts ...dsync.HoldOption) validPrimitive {
+			func(t *testing.T, c *dsync.Client, opts ...dsync.Option) validPrimitive {
 				s := semaphore(t, c, opts...)
 				if err := s.Acquire(context.Background(), 1); err != nil {
 					t.Fatal(err)
@@ -124,8 +112,8 @@ func TestValidUntilOfAStalledHoldIsPast(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := memory.New()
-				a := newClient(t, store, dsync.WithTTL(validTTL))
-				b := newClient(t, store, dsync.WithTTL(validTTL))
+				a := newClient(t, store, dsync.ClientWithTTL(validTTL))
+				b := newClient(t, store, dsync.ClientWithTTL(validTTL))
 				other := newMutex(t, a, "other")
 				other.Lock() // keeps a's session renewed after the stall
 				defer other.Unlock()
@@ -161,7 +149,7 @@ func TestValidUntilOfARevokedHoldIsPast(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mem := memory.New()
 				seen := seeSessions(mem, 0, 0)
-				a := newClient(t, seen, dsync.WithTTL(validTTL))
+				a := newClient(t, seen, dsync.ClientWithTTL(validTTL))
 				p := k.hold(t, a)
 				time.Sleep(validTTL) // a few renewals
 				seen.mu.Lock()

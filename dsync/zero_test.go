@@ -25,7 +25,6 @@ func TestZeroValuesPanic(t *testing.T) {
 	for _, m := range []*dsync.Mutex{new(dsync.Mutex), nil} {
 		calls["Mutex"] = append(calls["Mutex"],
 			call{"Key", func() { m.Key() }},
-			call{"Owner", func() { m.Owner() }},
 			call{"Lock", func() { m.Lock() }},
 			call{"LockContext", func() { _ = m.LockContext(ctx) }},
 			call{"TryLock", func() { m.TryLock() }},
@@ -40,7 +39,6 @@ func TestZeroValuesPanic(t *testing.T) {
 	for _, rw := range []*dsync.RWMutex{new(dsync.RWMutex), nil} {
 		calls["RWMutex"] = append(calls["RWMutex"],
 			call{"Key", func() { rw.Key() }},
-			call{"Owner", func() { rw.Owner() }},
 			call{"Lock", func() { rw.Lock() }},
 			call{"LockContext", func() { _ = rw.LockContext(ctx) }},
 			call{"TryLock", func() { rw.TryLock() }},
@@ -62,9 +60,6 @@ func TestZeroValuesPanic(t *testing.T) {
 	for _, s := range []*dsync.Semaphore{new(dsync.Semaphore), nil} {
 		calls["Semaphore"] = append(calls["Semaphore"],
 			call{"Key", func() { s.Key() }},
-			call{"Owner", func() { s.Owner() }},
-			call{"Limit", func() { s.Limit() }},
-			call{"Held", func() { s.Held() }},
 			call{"Acquire", func() { _ = s.Acquire(ctx, 1) }},
 			call{"Acquire(0)", func() { _ = s.Acquire(ctx, 0) }},
 			call{"TryAcquire", func() { s.TryAcquire(1) }},

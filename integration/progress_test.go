@@ -62,7 +62,7 @@ func progressClient(t *testing.T, db *mongo.Database) *dsync.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dsync.NewClient(store, dsync.WithTTL(progressTTL), dsync.ClientWithLogger(quiet))
+	c, err := dsync.NewClient(store, dsync.ClientWithTTL(progressTTL), dsync.ClientWithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

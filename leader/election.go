@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 
@@ -54,7 +55,7 @@ type Election struct {
 // NewElection returns a candidate for election name on c.
 //
 // Its leadership lease is a lock of c's in the namespace operator.Namespace. So it
-// shares c's lease (its TTL and renew interval, dsync.WithTTL) with every
+// shares c's lease (its TTL and renew interval, dsync.ClientWithTTL) with every
 // lock of the process. Its member status goes to the MemberStore given
 // with WithMembers, if any. It does no I/O.
 func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error) {
@@ -70,7 +71,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 	}
 	// The leases live in a namespace of dsync's own, which
 	// dsync.WithNamespace refuses to users' Mutexes.
-	mopts := []dsync.MutexOption{clienthook.Elections.(dsync.MutexOption), dsync.WithLogger(cfg.logger)}
+	mopts := []dsync.Option{clienthook.Elections.(dsync.Option), clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(cfg.logger)}
 	if cfg.progress > 0 {
 		mopts = append(mopts, dsync.WithProgressDeadline(cfg.progress))
 	}
@@ -84,7 +85,7 @@ func NewElection(c *dsync.Client, name string, opts ...Option) (*Election, error
 		client:   c,
 		cfg:      cfg,
 		mu:       mu,
-		self:     Member{ID: mu.Owner(), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value, Priority: cfg.steer.priority},
+		self:     Member{ID: clienthook.OwnerOf(mu), Host: host, PID: os.Getpid(), Version: cfg.version, Value: cfg.value, Priority: cfg.steer.priority},
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		kickSoon: make(chan struct{}, 1),
@@ -280,7 +281,7 @@ func (e *Election) Close() error {
 	if !started || e.cfg.members == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.client.TTL())
+	ctx, cancel := context.WithTimeout(context.Background(), clienthook.ClientParams(e.client).TTL)
 	defer cancel()
 	if err := e.cfg.members.DeleteMember(ctx, e.name, e.self.ID); err != nil {
 		return fmt.Errorf("leader: remove member status: %w", err)

@@ -78,7 +78,7 @@ func newProc(t *testing.T, opts ...dsync.ClientOption) *proc { return newWorld()
 // otherwise, closed when the test ends.
 func newClient(t *testing.T, s driver.Store, opts ...dsync.ClientOption) *dsync.Client {
 	t.Helper()
-	c, err := dsync.NewClient(s, append([]dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	c, err := dsync.NewClient(s, append([]dsync.ClientOption{dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

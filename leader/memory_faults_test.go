@@ -19,7 +19,7 @@ func TestMemoryStoreUnreachable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = time.Second
 		w := newWorld()
-		p := w.process(t, dsync.WithTTL(ttl))
+		p := w.process(t, dsync.ClientWithTTL(ttl))
 		e := newElection(t, p)
 		defer e.Close()
 		lctx, err := e.Campaign(context.Background())
@@ -55,7 +55,7 @@ func TestPartitionedLeaderAndATakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 2 * time.Second
 		w := newWorld()
-		a, b := w.process(t, dsync.WithTTL(ttl)), w.process(t, dsync.WithTTL(ttl))
+		a, b := w.process(t, dsync.ClientWithTTL(ttl)), w.process(t, dsync.ClientWithTTL(ttl))
 		ea := newElection(t, a)
 		defer ea.Close()
 		eb := newElection(t, b)

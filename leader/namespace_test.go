@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/operator"
 )
@@ -23,7 +24,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 		if _, err := dsync.NewMutex(elections, operator.LockKey("coll")); err == nil {
 			t.Fatalf("a plain lock was made on the lease key %q", operator.LockKey("coll"))
 		}
-		mu, err := dsync.NewMutex(elections, "coll", dsync.WithLogger(slog.New(slog.DiscardHandler)))
+		mu, err := dsync.NewMutex(elections, "coll", clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -58,16 +59,16 @@ func TestWithObserverNil(t *testing.T) {
 	}
 }
 
-// An election's lease is told to a dsync observer as dsync.KindElection,
+// An election's lease is told to a dsync observer as event.KindElection,
 // not as a Mutex of the election's name: dsync recognizes the lease by
 // this package's Namespace.
 func TestLeaseObservedAsElection(t *testing.T) {
 	var mu sync.Mutex
-	var kinds []dsync.Kind
-	add := func(k dsync.Kind) { mu.Lock(); kinds = append(kinds, k); mu.Unlock() }
-	p := newProc(t, dsync.ClientWithObserver(dsync.Observer{
-		Acquired: func(a dsync.Acquisition) { add(a.Kind) },
-		Released: func(h dsync.Held) { add(h.Kind) },
+	var kinds []event.Kind
+	add := func(k event.Kind) { mu.Lock(); kinds = append(kinds, k); mu.Unlock() }
+	p := newProc(t, dsync.ClientWithObserver(event.Observer{
+		Acquired: func(a event.Acquisition) { add(a.Kind) },
+		Released: func(h event.Held) { add(h.Kind) },
 	}))
 	e, err := leader.NewElection(p.c, "jobs")
 	if err != nil {
@@ -86,7 +87,7 @@ func TestLeaseObservedAsElection(t *testing.T) {
 	p.c.Close() // delivers what is queued
 	mu.Lock()
 	defer mu.Unlock()
-	if len(kinds) != 2 || kinds[0] != dsync.KindElection || kinds[1] != dsync.KindElection {
-		t.Errorf("the lease's acquisition and release observed as %v, want [%s %s]", kinds, dsync.KindElection, dsync.KindElection)
+	if len(kinds) != 2 || kinds[0] != event.KindElection || kinds[1] != event.KindElection {
+		t.Errorf("the lease's acquisition and release observed as %v, want [%s %s]", kinds, event.KindElection, event.KindElection)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // An Option configures an Election (NewElection) or a Partition
@@ -68,7 +69,7 @@ const (
 )
 
 func newConfig(t target, opts []Option, client *dsync.Client) (config, error) {
-	c := config{target: t, pollInterval: DefaultPollInterval, logger: client.Logger(), weight: 1}
+	c := config{target: t, pollInterval: DefaultPollInterval, logger: clienthook.ClientParams(client).Logger, weight: 1}
 	for _, opt := range opts {
 		if opt == nil {
 			return config{}, errors.New("leader: nil option")
@@ -81,7 +82,7 @@ func newConfig(t target, opts []Option, client *dsync.Client) (config, error) {
 		return config{}, errors.New("leader: WithPriority, WithPreemption and WithVersionRule need a member store (WithMembers)")
 	}
 	if c.heartbeatInterval == 0 {
-		c.heartbeatInterval = client.RenewInterval()
+		c.heartbeatInterval = clienthook.ClientParams(client).RenewInterval
 	}
 	if t == forPartition && c.members == nil {
 		return config{}, errors.New("leader: NewPartition needs a member store (WithMembers): its members agree on the assignment through it")
@@ -116,7 +117,7 @@ func WithMembers(ms MemberStore) Option {
 
 // WithHeartbeatInterval sets how often a member refreshes its status.
 //
-// Default: the Client's renew interval (dsync.WithRenewInterval). d must
+// Default: the Client's renew interval (dsync.ClientWithRenewInterval). d must
 // be positive.
 //
 // An Election's candidate writes its member status every interval.

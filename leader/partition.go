@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/leaderhook"
 )
 
@@ -37,8 +38,9 @@ type Partition struct {
 	members  MemberStore
 	interval time.Duration
 	// release bounds the removal of this member's status when it leaves:
-	// the release timeout of the shards' leases (dsync.WithReleaseTimeout's
-	// default), as a Client bounds what it sends on Close.
+	// the release timeout of the shards' leases (the Client's,
+	// dsync.ClientWithReleaseTimeout), as a Client bounds what it sends on
+	// Close.
 	release time.Duration
 	// progress is each shard's progress deadline
 	// (WithProgressDeadline): 0 is none.
@@ -93,7 +95,7 @@ func NewPartition(c *dsync.Client, name string, shards int, opts ...Option) (*Pa
 	}
 	host, _ := os.Hostname()
 	p := &Partition{name: name, n: shards, weight: cfg.weight, members: cfg.members, interval: cfg.heartbeatInterval, progress: cfg.progress,
-		release: min(dsync.DefaultReleaseTimeout, c.TTL()), host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
+		release: clienthook.ClientParams(c).ReleaseTimeout, host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
 	for i := range shards {
 		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i), WithProgressDeadline(p.progress), WithLogger(cfg.logger))
 		if err != nil {

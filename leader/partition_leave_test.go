@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -79,7 +80,7 @@ func TestPartitionJoinsOneByOne(t *testing.T) {
 			took := l.waitFair(t, n, ids, 2*ttl)
 			// The joiner publishes its claims in the heartbeat that made
 			// them, so the owners hand over at their next one.
-			if beat := pr.c.RenewInterval(); took > beat*3/2 {
+			if beat := clienthook.ClientParams(pr.c).RenewInterval; took > beat*3/2 {
 				t.Errorf("join of %s: fair after %v, want within a heartbeat (%v)", id, took, beat)
 			}
 			// Stay a few heartbeats: a balanced partition moves nothing.

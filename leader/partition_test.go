@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -208,7 +209,7 @@ func TestPartitionSettledWritesEveryOtherInterval(t *testing.T) {
 		time.Sleep(2 * ttl) // settle: the last status changes are written
 		terms := l.terms
 		a0, b0 := ca.puts.Load(), cb.puts.Load()
-		interval := pa.c.RenewInterval()
+		interval := clienthook.ClientParams(pa.c).RenewInterval
 		const intervals = 24
 		time.Sleep(intervals * interval)
 		for name, got := range map[string]int64{"a": ca.puts.Load() - a0, "b": cb.puts.Load() - b0} {
@@ -299,7 +300,7 @@ func TestPartitionMemberLiveForFourHeartbeats(t *testing.T) {
 		ma.mu.Lock()
 		last := ma.last
 		ma.mu.Unlock()
-		interval := pa.c.RenewInterval()
+		interval := clienthook.ClientParams(pa.c).RenewInterval
 		step := interval / 20
 		for {
 			v, err := b.p.View(context.Background())

@@ -3,6 +3,8 @@ package leader
 import (
 	"context"
 	"fmt"
+
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // Proclaim changes the value this candidate advertises while it leads
@@ -37,7 +39,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	}
 	e.proclaimed, e.rev = value, e.rev+1
 	e.state.Unlock()
-	pctx, cancel := context.WithTimeout(ctx, e.client.TTL())
+	pctx, cancel := context.WithTimeout(ctx, clienthook.ClientParams(e.client).TTL)
 	defer cancel()
 	if err := e.cfg.members.PutMember(pctx, e.name, e.member()); err != nil {
 		return fmt.Errorf("leader: proclaim %q: %w", e.name, err)

@@ -17,7 +17,7 @@ import (
 func TestCampaignFailsOnASpanMismatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld()
-		first := w.process(t, dsync.ClientWithBucketSpan(time.Minute), dsync.WithTTL(10*time.Second))
+		first := w.process(t, dsync.ClientWithBucketSpan(time.Minute), dsync.ClientWithTTL(10*time.Second))
 		m, err := dsync.NewMutex(first.c, "job")
 		if err != nil {
 			t.Fatal(err)
@@ -25,7 +25,7 @@ func TestCampaignFailsOnASpanMismatch(t *testing.T) {
 		m.Lock() // records a minute as the store's span
 		defer m.Unlock()
 
-		other := w.process(t, dsync.ClientWithBucketSpan(5*time.Minute), dsync.WithTTL(10*time.Second))
+		other := w.process(t, dsync.ClientWithBucketSpan(5*time.Minute), dsync.ClientWithTTL(10*time.Second))
 		e, err := leader.NewElection(other.c, "svc")
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // A term, one leadership of this candidate: how a campaign begins it
@@ -188,7 +189,7 @@ func (e *Election) release(ctx context.Context, t *term) {
 // failure, unless ctx ended: a release cut short goes on in the
 // Client's background (dsync's resender).
 func (e *Election) unlockQuietly(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, e.client.TTL())
+	ctx, cancel := context.WithTimeout(ctx, clienthook.ClientParams(e.client).TTL)
 	defer cancel()
 	if err := e.mu.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) && ctx.Err() == nil {
 		e.cfg.logger.Warn("leader: give up leadership", "election", e.name, "err", err)
@@ -234,7 +235,7 @@ func (e *Election) preflight(ctx context.Context) error {
 // Lock of the same Client would, not after the driver gives up (MongoDB's
 // server selection timeout: 30 s by default).
 func (e *Election) storeCall(ctx context.Context) (context.Context, context.CancelFunc) {
-	ttl := e.client.TTL()
+	ttl := clienthook.ClientParams(e.client).TTL
 	return context.WithTimeout(ctx, ttl-driver.Margin(ttl))
 }
 

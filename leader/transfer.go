@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/internal/lease"
 	"slices"
 	"time"
@@ -182,7 +183,7 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 	e := x.e
 	if plantedReleasesFirst(t) {
 		e.release(ctx, t)
-		plantedPause(e.client.TTL() / 10)
+		plantedPause(clienthook.ClientParams(e.client).TTL / 10)
 	}
 	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(cause)

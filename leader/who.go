@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -88,7 +89,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Info {
 func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info) bool) {
 	var last Info
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+e.client.TTL())
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+clienthook.ClientParams(e.client).TTL)
 		info, err := e.readLeader(ctx)
 		cancel()
 		newer := err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev)

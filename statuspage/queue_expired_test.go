@@ -44,7 +44,7 @@ func TestQueueExpiredAsTheEngineJudges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
-		w := newClientOn(t, mem, dsync.WithTTL(time.Minute))
+		w := newClientOn(t, mem, dsync.ClientWithTTL(time.Minute))
 		m := newMutex(t, w, "k")
 		m.Lock()
 		defer m.Unlock()

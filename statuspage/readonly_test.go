@@ -132,7 +132,7 @@ func TestReadsOnlyRead(t *testing.T) {
 
 		// A writer of another span holds a key, another waits.
 		span := 10 * time.Minute
-		w1 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span), dsync.WithTTL(time.Minute))
+		w1 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span), dsync.ClientWithTTL(time.Minute))
 		w2 := newClientOn(t, mem, dsync.ClientWithBucketSpan(span))
 		held := newMutex(t, w1, "a/held")
 		held.Lock()

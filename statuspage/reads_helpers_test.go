@@ -16,7 +16,7 @@ import (
 // is what the test left there.
 func newClientOn(t *testing.T, store driver.Store, opts ...dsync.ClientOption) *dsync.Client {
 	t.Helper()
-	c, err := dsync.NewClient(store, append([]dsync.ClientOption{dsync.ClientWithPollInterval(100 * time.Millisecond), dsync.ClientWithIdleAge(0)}, opts...)...)
+	c, err := dsync.NewClient(store, append([]dsync.ClientOption{dsync.ClientWithPollInterval(100 * time.Millisecond), dsync.ClientWithIdleAge(0), dsync.ClientWithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,10 +24,10 @@ func newClientOn(t *testing.T, store driver.Store, opts ...dsync.ClientOption) *
 	return c
 }
 
-// newMutex returns a Mutex on key that logs nothing.
+// newMutex returns a Mutex on key (its Client logs nothing).
 func newMutex(t *testing.T, c *dsync.Client, key string) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(c, key, dsync.WithLogger(slog.New(slog.DiscardHandler)))
+	m, err := dsync.NewMutex(c, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func runCandidate(g *globals, args []string) int {
 	defer e.Close()
 	// The same Client, so the same lease, as the election: one renewal a
 	// round for both.
-	mu, err := dsync.NewMutex(s.locks, *lockName, dsync.WithLogger(logger))
+	mu, err := dsync.NewMutex(s.locks, *lockName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitFailure

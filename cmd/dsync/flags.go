@@ -355,7 +355,7 @@ func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.D
 	}
 	opts := []dsync.ClientOption{dsync.ClientWithWakeups(g.wakeups), dsync.ClientWithLogger(logger)}
 	if ttl > 0 {
-		opts = append(opts, dsync.WithTTL(ttl))
+		opts = append(opts, dsync.ClientWithTTL(ttl))
 	}
 	switch g.hints {
 	case "":

@@ -141,7 +141,7 @@ func runLock(g *globals, args []string) int {
 		return code
 	}
 	defer s.close()
-	mu, env, err := newLockable(s.locks, name, f.n, r)
+	mu, env, err := newLockable(s.locks, name, f.n)
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}
@@ -194,16 +194,16 @@ func parseLock(g *globals, args []string) (f lockFlags, name string, argv []stri
 // newLockable makes what dsync lock holds, on the Client locks, and the
 // environment variables its command gets besides the token: a Mutex, or
 // with -n N (n > 1) one unit of a Semaphore of N.
-func newLockable(locks *dsync.Client, name string, n int64, r *reporter) (lockable, []string, error) {
+func newLockable(locks *dsync.Client, name string, n int64) (lockable, []string, error) {
 	env := []string{"DSYNC_LOCK=" + name}
 	if n > 1 {
-		s, err := dsync.NewSemaphore(locks, name, n, dsync.WithLogger(r.logger()))
+		s, err := dsync.NewSemaphore(locks, name, n)
 		if err != nil {
 			return nil, nil, err
 		}
 		return semUnit{s}, append(env, "DSYNC_LIMIT="+strconv.FormatInt(n, 10)), nil
 	}
-	m, err := dsync.NewMutex(locks, name, dsync.WithLogger(r.logger()))
+	m, err := dsync.NewMutex(locks, name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -76,9 +76,9 @@ type onceFlags struct {
 }
 
 // options are the options of the Once the flags ask for.
-func (f onceFlags) options() []dsync.OnceOption {
+func (f onceFlags) options() []dsync.Option {
 	if f.forget > 0 {
-		return []dsync.OnceOption{dsync.WithForgetAfter(f.forget)}
+		return []dsync.Option{dsync.WithForgetAfter(f.forget)}
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ func runOnce(g *globals, args []string) int {
 		return code
 	}
 	defer s.close()
-	once, err := dsync.NewOnce(s.locks, name, append(f.options(), dsync.WithLogger(r.logger()))...)
+	once, err := dsync.NewOnce(s.locks, name, f.options()...)
 	if err != nil {
 		return fail("once", exitDsync, err)
 	}

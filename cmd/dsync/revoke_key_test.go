@@ -58,7 +58,7 @@ func TestRevokeKeyPicksByTheWriteClock(t *testing.T) {
 		mem := memory.New()
 		quiet := slog.New(slog.DiscardHandler)
 		client := func(store driver.Store, ttl time.Duration) *dsync.Client {
-			c, err := dsync.NewClient(store, dsync.WithTTL(ttl), dsync.ClientWithLogger(quiet))
+			c, err := dsync.NewClient(store, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(quiet))
 			if err != nil {
 				t.Fatal(err)
 			}

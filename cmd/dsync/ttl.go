@@ -30,7 +30,7 @@ func ttlError(err error, ttl time.Duration) error {
 // makes on a Client of that lease (a Mutex of the command's name, say),
 // before connecting: over an in-memory store.
 func checkArgs(ttl time.Duration, make func(c *dsync.Client) error) error {
-	c, err := dsync.NewClient(memory.New(), dsync.WithTTL(ttl), dsync.ClientWithIdleAge(0))
+	c, err := dsync.NewClient(memory.New(), dsync.ClientWithTTL(ttl), dsync.ClientWithIdleAge(0))
 	if err != nil {
 		return ttlError(err, ttl)
 	}

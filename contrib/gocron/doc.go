@@ -56,6 +56,6 @@
 // A skipped tick says why: ErrRunning or ErrSlotTaken when the job runs or
 // ran elsewhere (normal), ErrUnavailable when the store failed or did not
 // answer (an outage: alert on it). Taking the job's lock is one attempt,
-// bounded by the lock's try timeout (dsync.WithTryTimeout, 2 s by
+// bounded by the Client's try timeout (dsync.ClientWithTryTimeout, 2 s by
 // default), so a store that hangs does not hold up the scheduler.
 package dsyncgocron

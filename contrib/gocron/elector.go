@@ -27,7 +27,7 @@ var _ gocron.Elector = (*Elector)(nil)
 //
 // When the leader's process dies, no scheduler runs the jobs until
 // another takes over, up to the TTL of e's Client later
-// (dsync.DefaultTTL, 15 s, unless dsync.WithTTL): the ticks meanwhile
+// (dsync.DefaultTTL, 15 s, unless dsync.ClientWithTTL): the ticks meanwhile
 // are missed. A job every
 // second wants a TTL of a few seconds; a shorter TTL costs more
 // renewals.

@@ -71,7 +71,7 @@ func ExampleNewElector() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	locks, err := dsync.NewClient(store, dsync.WithTTL(3*time.Second)) // a leader's crash misses at most about 3 s of ticks
+	locks, err := dsync.NewClient(store, dsync.ClientWithTTL(3*time.Second)) // a leader's crash misses at most about 3 s of ticks
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,8 +25,8 @@ var (
 	ErrRunning = errors.New("dsyncgocron: the job is running elsewhere")
 	// ErrUnavailable is what Lock returns when the job's lock could not be
 	// taken, or its slot claimed, because the store failed or did not
-	// answer (within the lock's try timeout, dsync.WithTryTimeout, for the
-	// lock): gocron skips the tick, but unlike ErrRunning this is an
+	// answer (within the Client's try timeout,
+	// dsync.ClientWithTryTimeout, for the lock): gocron skips the tick, but unlike ErrRunning this is an
 	// outage, worth an alert. The error also wraps the store's error;
 	// when this process's lease ended during the attempt instead (the
 	// store did not confirm it in time), it says so, and does not match
@@ -55,7 +55,7 @@ type Locker struct {
 	client *dsync.Client
 	slot   time.Duration
 	now    func() time.Time
-	opts   []dsync.MutexOption
+	opts   []dsync.Option
 
 	mu    sync.Mutex
 	locks map[string]*dsync.Mutex
@@ -66,10 +66,11 @@ var _ gocron.Locker = (*Locker)(nil)
 // NewLocker returns a Locker on client whose slots are slot long: the
 // interval of the jobs it locks, whose scheduled times are multiples of it
 // (see the package documentation). The locks share client's lease (its
-// TTL is the Client's: dsync.WithTTL). opts apply to the jobs' locks
-// (dsync.WithLogger, dsync.WithTryTimeout, ...); a slot's record is forgotten
+// TTL is the Client's: dsync.ClientWithTTL, as are its logger and try
+// timeout). opts apply to the jobs' locks (dsync.WithProgressDeadline); a
+// slot's record is forgotten
 // (dsync.WithForgetAfter) ten slots after its run, and at least an hour.
-func NewLocker(client *dsync.Client, slot time.Duration, opts ...dsync.MutexOption) (*Locker, error) {
+func NewLocker(client *dsync.Client, slot time.Duration, opts ...dsync.Option) (*Locker, error) {
 	if client == nil {
 		return nil, errors.New("dsyncgocron: nil client")
 	}

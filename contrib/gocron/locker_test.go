@@ -274,8 +274,11 @@ func TestNewLockerRejectsBadInput(t *testing.T) {
 			t.Errorf("slot %v accepted", slot)
 		}
 	}
-	if _, err := dsyncgocron.NewLocker(b, time.Second, dsync.WithTryTimeout(-time.Second)); err == nil {
+	if _, err := dsyncgocron.NewLocker(b, time.Second, dsync.WithProgressDeadline(-time.Second)); err == nil {
 		t.Error("a bad lock option accepted")
+	}
+	if _, err := dsyncgocron.NewLocker(b, time.Second, dsync.WithReadLinger(time.Second)); err == nil {
+		t.Error("an option a Mutex has no use for accepted")
 	}
 }
 
@@ -432,7 +435,7 @@ func TestLockNeverHeldIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := memory.New().Process()
 		var logged bytes.Buffer // what the Client logs, at Warn and above
-		c, err := dsync.NewClient(p, dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))), dsync.WithTTL(time.Second))
+		c, err := dsync.NewClient(p, dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))), dsync.ClientWithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

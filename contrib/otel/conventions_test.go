@@ -13,6 +13,7 @@ import (
 
 	dsyncotel "github.com/go-dsync/dsync/contrib/otel"
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -34,9 +35,9 @@ func metricsOf(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Me
 }
 
 // everyKind are the kinds of holds, one per primitive.
-var everyKind = []dsync.Kind{
-	dsync.KindMutex, dsync.KindRead, dsync.KindWrite, dsync.KindSemaphore,
-	dsync.KindOnce, dsync.KindElection,
+var everyKind = []event.Kind{
+	event.KindMutex, event.KindRead, event.KindWrite, event.KindSemaphore,
+	event.KindOnce, event.KindElection,
 }
 
 // The failure counters and the waiting gauge are at 0 before any event, a
@@ -96,7 +97,7 @@ func TestUnitsAndBuckets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := memClient(t, dsync.ClientWithObserver(obs), dsync.WithTTL(3*time.Second)) // renewed every second
+		b := memClient(t, dsync.ClientWithObserver(obs), dsync.ClientWithTTL(3*time.Second)) // renewed every second
 		m, _ := dsync.NewMutex(b, "k")
 		m.Lock()
 		time.Sleep(2500 * time.Millisecond)
@@ -166,7 +167,7 @@ func TestUnitsAndBuckets(t *testing.T) {
 		// buckets of fast holds.
 		h := got["dsync.hold.duration"].Data.(metricdata.Histogram[float64])
 		for _, dp := range h.DataPoints {
-			if k, _ := dp.Attributes.Value("dsync.kind"); k.AsString() != string(dsync.KindMutex) {
+			if k, _ := dp.Attributes.Value("dsync.kind"); k.AsString() != string(event.KindMutex) {
 				continue
 			}
 			for i, c := range dp.BucketCounts {

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // The age of the oldest hold a process has now (dsync.hold.age): the
@@ -21,7 +21,7 @@ import (
 // holdID names a hold the observer was told of.
 type holdID struct {
 	key   string
-	kind  dsync.Kind
+	kind  event.Kind
 	token uint64
 }
 
@@ -39,13 +39,13 @@ func newHoldAges(now func() time.Time, keys bool) *holdAges {
 	return &holdAges{now: now, keys: keys, since: map[holdID]time.Time{}}
 }
 
-func (h *holdAges) began(a dsync.Acquisition) {
+func (h *holdAges) began(a event.Acquisition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.since[holdID{a.Key, a.Kind, a.Token}] = h.now()
 }
 
-func (h *holdAges) ended(e dsync.Held) {
+func (h *holdAges) ended(e event.Held) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.since, holdID{e.Key, e.Kind, e.Token})
@@ -55,7 +55,7 @@ func (h *holdAges) ended(e dsync.Held) {
 // WithKeys) held now; nothing when nothing is held.
 func (h *holdAges) observe(_ context.Context, o metric.Float64Observer) error {
 	type series struct {
-		kind dsync.Kind
+		kind event.Kind
 		key  string
 	}
 	now := h.now()

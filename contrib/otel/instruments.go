@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // Bucket boundaries, in seconds, given to the SDK as advice (a View may
@@ -28,9 +28,9 @@ var holdBuckets = append(append([]float64(nil), leaseBuckets...), 300, 900, 3600
 
 // kinds are the primitives whose counters are at 0 from the start (see
 // zeroSeries).
-var kinds = []dsync.Kind{
-	dsync.KindMutex, dsync.KindRead, dsync.KindWrite, dsync.KindSemaphore,
-	dsync.KindOnce, dsync.KindElection,
+var kinds = []event.Kind{
+	event.KindMutex, event.KindRead, event.KindWrite, event.KindSemaphore,
+	event.KindOnce, event.KindElection,
 }
 
 type instruments struct {

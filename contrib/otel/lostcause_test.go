@@ -12,6 +12,7 @@ import (
 	dsyncotel "github.com/go-dsync/dsync/contrib/otel"
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // kindCause is a dsync.hold.lost series without keys.
@@ -37,7 +38,7 @@ func lostCounts(t *testing.T, r *sdkmetric.ManualReader) map[kindCause]int64 {
 // mutex lost for cause, and none for another cause.
 func checkLost(t *testing.T, r *sdkmetric.ManualReader, cause string) {
 	t.Helper()
-	lost := kindCause{string(dsync.KindMutex), cause}
+	lost := kindCause{string(event.KindMutex), cause}
 	got := lostCounts(t, r)
 	if got[lost] != 1 {
 		t.Errorf("dsync.hold.lost{dsync.kind=mutex, dsync.lost.cause=%s} = %d, want 1", cause, got[lost])
@@ -135,7 +136,7 @@ func TestLostCauseOfEachError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs.Lost(dsync.Held{Key: "k", Kind: dsync.KindMutex, Token: 1, Held: time.Second}, tc.err)
+			obs.Lost(event.Held{Key: "k", Kind: event.KindMutex, Token: 1, Held: time.Second}, tc.err)
 			checkLost(t, r, tc.cause)
 		})
 	}
@@ -148,7 +149,7 @@ func TestLostCauseWithKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.Lost(dsync.Held{Key: "encode", Kind: dsync.KindSemaphore}, fmt.Errorf("%w: %w", dsync.ErrLost, dsync.ErrStalled))
+	obs.Lost(event.Held{Key: "encode", Kind: event.KindSemaphore}, fmt.Errorf("%w: %w", dsync.ErrLost, dsync.ErrStalled))
 	s := collect(t, r)["dsync.hold.lost"].(metricdata.Sum[int64])
 	found := false
 	for _, dp := range s.DataPoints {

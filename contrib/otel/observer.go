@@ -8,30 +8,42 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
-// An Option configures Observer.
-type Option func(*config)
+// An Option configures Observer. A nil Option is an error Observer
+// returns.
+type Option func(*config) error
 
 type config struct{ keys bool }
 
 // WithKeys adds each event's key as the attribute dsync.key. Use it only
 // when the keys are few: each key is a time series.
-func WithKeys() Option { return func(c *config) { c.keys = true } }
+func WithKeys() Option {
+	return func(c *config) error {
+		c.keys = true
+		return nil
+	}
+}
 
-// Observer returns a dsync.Observer that records its events with meter's
+// Observer returns an event.Observer that records its events with meter's
 // instruments (see the package doc).
-func Observer(meter metric.Meter, opts ...Option) (dsync.Observer, error) {
+func Observer(meter metric.Meter, opts ...Option) (event.Observer, error) {
 	if meter == nil {
-		return dsync.Observer{}, errors.New("dsyncotel: nil meter")
+		return event.Observer{}, errors.New("dsyncotel: nil meter")
 	}
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o == nil {
+			return event.Observer{}, errors.New("dsyncotel: nil option")
+		}
+		if err := o(&c); err != nil {
+			return event.Observer{}, err
+		}
 	}
 	i, err := newInstruments(meter, c.keys)
 	if err != nil {
-		return dsync.Observer{}, err
+		return event.Observer{}, err
 	}
 	i.zeroSeries()
 	return i.observer(), nil
@@ -47,7 +59,7 @@ const (
 
 // attrs are an event's attributes: its kind, then more (an outcome, a
 // cause), then its key with WithKeys.
-func (i *instruments) attrs(key string, kind dsync.Kind, more ...attribute.KeyValue) metric.MeasurementOption {
+func (i *instruments) attrs(key string, kind event.Kind, more ...attribute.KeyValue) metric.MeasurementOption {
 	kv := append([]attribute.KeyValue{attrKind.String(string(kind))}, more...)
 	if i.keys {
 		kv = append(kv, attrKey.String(key))
@@ -86,27 +98,27 @@ func lossCause(err error) string {
 	return "lease"
 }
 
-func (i *instruments) observer() dsync.Observer {
+func (i *instruments) observer() event.Observer {
 	ctx := context.Background()
-	return dsync.Observer{
-		Acquired: func(a dsync.Acquisition) {
+	return event.Observer{
+		Acquired: func(a event.Acquisition) {
 			i.ages.began(a)
 			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, attrOutcome.String("acquired")))
 		},
-		AcquireFailed: func(a dsync.Acquisition, err error) {
+		AcquireFailed: func(a event.Acquisition, err error) {
 			i.acquire.Record(ctx, a.Wait.Seconds(), i.attrs(a.Key, a.Kind, attrOutcome.String(failure(err))))
 		},
-		Released: func(h dsync.Held) {
+		Released: func(h event.Held) {
 			i.ages.ended(h)
 			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, attrOutcome.String("released")))
 		},
-		Lost: func(h dsync.Held, err error) {
+		Lost: func(h event.Held, err error) {
 			i.ages.ended(h)
 			i.hold.Record(ctx, h.Held.Seconds(), i.attrs(h.Key, h.Kind, attrOutcome.String("lost")))
 			i.lost.Add(ctx, 1, i.attrs(h.Key, h.Kind, attrCause.String(lossCause(err))))
 		},
 		Waiting: func(n int) { i.waiting.Record(ctx, int64(n)) },
-		Renewed: func(r dsync.Renewal) {
+		Renewed: func(r event.Renewal) {
 			i.renewal.Record(ctx, r.Latency.Seconds())
 			i.headroom.Record(ctx, r.Headroom.Seconds())
 		},

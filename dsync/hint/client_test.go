@@ -121,7 +121,7 @@ func newProcess(t *testing.T, store *memory.Store, s *spy, advertise string, opt
 		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 		dsync.ClientWithWakeups(false),
 		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
-		dsync.WithTTL(time.Minute),
+		dsync.ClientWithTTL(time.Minute),
 		dsync.ClientWithHints("127.0.0.1:0", advertise),
 	}, opts...)
 	c, err := dsync.NewClient(st, opts...)

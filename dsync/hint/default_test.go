@@ -59,7 +59,7 @@ func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, op
 		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 		dsync.ClientWithWakeups(false),
 		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
-		dsync.WithTTL(time.Minute),
+		dsync.ClientWithTTL(time.Minute),
 	}, opts...)
 	c, err := dsync.NewClient(hooked, opts...)
 	if err != nil {

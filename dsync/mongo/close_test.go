@@ -25,7 +25,7 @@ func TestCloseFreesKeysAtOnceAndLeavesNothingRunning(t *testing.T) {
 	// Registered first, so it runs last: after every Close and
 	// disconnect the test's other cleanups do.
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
-	ps := newProcs(t, 2, dsync.WithTTL(time.Minute))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(time.Minute))
 	ctx := testCtx(t, time.Minute)
 	holder := newMutex(t, ps[0].b.Client, "k")
 	if err := holder.LockContext(ctx); err != nil {
@@ -91,7 +91,7 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	}
 	stop, judged, resume := stopWhenJudged()
 	defer resume()
-	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.WithTTL(time.Second), stop)[0]
+	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.ClientWithTTL(time.Second), stop)[0]
 	p.cmd.onStart = func(e *event.CommandStartedEvent) {
 		// Called with the counter's lock held: the kinds the driver and
 		// the clock estimate send on their own are not Close's.

@@ -28,7 +28,7 @@ import (
 func TestIdleKeysAreCompactedAndFirstLocksCostTheSame(t *testing.T) {
 	longtest.Skip(t) // it waits out an idle age of 16 s
 	const span, idle, keys = 4 * time.Second, 16 * time.Second, 300
-	opts := []any{dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.WithTTL(2 * time.Second)}
+	opts := []any{dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.ClientWithTTL(2 * time.Second)}
 	big := newProcs(t, 1, opts...)   // the loader (the fresh processes come later)
 	small := newProcs(t, 1, opts...) // the same, on a collection of one key
 	ctx := testCtx(t, 3*time.Minute)

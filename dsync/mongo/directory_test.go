@@ -198,7 +198,7 @@ func TestKeyRecordedOnceAndLockUnlockStaysTwoCommands(t *testing.T) {
 		} else {
 			db = mongotest.SameDatabase(t, db, cmds.monitor())
 		}
-		b := newBackend(t, db, dsync.WithTTL(time.Minute))
+		b := newBackend(t, db, dsync.ClientWithTTL(time.Minute))
 		m := newMutex(t, b.Client, "k")
 		cycle := func() {
 			if err := m.LockContext(ctx); err != nil {
@@ -269,7 +269,7 @@ func TestKeyPutIsOffTheLockPath(t *testing.T) {
 			<-release
 		}
 		return nil
-	}), dsync.WithTTL(time.Minute))
+	}), dsync.ClientWithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,8 @@ type Finding struct {
 // DoctorConfig is what Doctor checks the deployment against. It is the
 // lease of the locks that will run on it.
 type DoctorConfig struct {
-	TTL           time.Duration // the Client's lease (dsync.WithTTL); must be positive
-	RenewInterval time.Duration // dsync.WithRenewInterval; a third of the TTL if zero
+	TTL           time.Duration // the Client's lease (dsync.ClientWithTTL); must be positive
+	RenewInterval time.Duration // dsync.ClientWithRenewInterval; a third of the TTL if zero
 }
 
 // electionTime is what a primary election takes beyond its timeout: the

@@ -140,7 +140,7 @@ func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.
 	// the renew interval at its default third of the TTL.
 	need := time.Duration(math.Ceil(float64(election)/(1-1.0/driver.MarginDivisor-1.0/3)/float64(time.Second))) * time.Second
 	return Finding{Check: "failover", Status: Warn, Found: found + ": a hold can be lost during an election (Lost() closes, a leader steps down)",
-		Fix: fmt.Sprintf("for holds that must ride through an election use a TTL of at least %v (dsync.WithTTL on the Client; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long", need)}
+		Fix: fmt.Sprintf("for holds that must ride through an election use a TTL of at least %v (dsync.ClientWithTTL on the Client; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long", need)}
 }
 
 // drop drops a scratch collection, best effort.

@@ -67,7 +67,7 @@ func Example_quickStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	locks, err := dsync.NewClient(store, dsync.WithTTL(15*time.Second))
+	locks, err := dsync.NewClient(store, dsync.ClientWithTTL(15*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 	if engine.Chain != nil && engine.Chain.Span > 0 && engine.Chain.Span < dsync.DefaultTTL {
 		// A short span (fastPrune) allows no longer lease: the default
 		// TTL comes down to it, unless opts set one.
-		copts = append([]dsync.ClientOption{dsync.WithTTL(engine.Chain.Span)}, copts...)
+		copts = append([]dsync.ClientOption{dsync.ClientWithTTL(engine.Chain.Span)}, copts...)
 	}
 	s, err := NewStore(db, sopts...)
 	if err != nil {

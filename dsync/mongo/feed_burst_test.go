@@ -32,7 +32,7 @@ func TestWaitersOfManyKeysWokenByTheirEnds(t *testing.T) {
 		ttl    = 4 * time.Minute
 		bound  = 30 * time.Second // far below both, generous under load
 	)
-	ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety), dsync.WithTTL(ttl))
+	ps := newProcs(t, 2, dsync.ClientWithSafetyPoll(safety), dsync.ClientWithTTL(ttl))
 	holder, waiter := ps[0].b, ps[1].b
 	// The waiter's announcements that landed, by key.
 	var mu sync.Mutex

@@ -254,7 +254,7 @@ func TestWakeupsOffPolls(t *testing.T) {
 
 // TestCloseStopsTheTailer: Close waits for the goroutine following events.
 func TestCloseStopsTheTailer(t *testing.T) {
-	p := newProcs(t, 1, dsync.WithTTL(time.Minute))[0]
+	p := newProcs(t, 1, dsync.ClientWithTTL(time.Minute))[0]
 	ctx := testCtx(t, 30*time.Second)
 	open(t, ctx, p.b, time.Minute) // starts following events
 	waitWakeups(t, p.b)
@@ -331,7 +331,7 @@ func TestWakeupTurnsInOrder(t *testing.T) {
 // TestWakeupSeveralWaitersInOneProcess: waiters of one process on one key
 // are woken directly by their own process's releases, in order.
 func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
-	p := newProcs(t, 1, dsync.ClientWithSafetyPoll(20*time.Second), dsync.ClientWithPollInterval(20*time.Second), dsync.WithTTL(time.Minute))[0]
+	p := newProcs(t, 1, dsync.ClientWithSafetyPoll(20*time.Second), dsync.ClientWithPollInterval(20*time.Second), dsync.ClientWithTTL(time.Minute))[0]
 	ctx := testCtx(t, time.Minute)
 	const n = 4
 	ms := make([]*dsync.Mutex, n)
@@ -407,7 +407,7 @@ func TestEventsUnusable(t *testing.T) {
 				}
 			}
 			logs := &logRecords{}
-			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)), dsync.ClientWithLogger(slog.New(logs)), dsync.WithTTL(time.Minute),
+			b := newBackend(t, db, dsync.ClientWithWakeups(true), dsync.ClientWithPollInterval(50*time.Millisecond), WithLogger(slog.New(logs)), dsync.ClientWithLogger(slog.New(logs)), dsync.ClientWithTTL(time.Minute),
 				withFault(faultOn("create events", tc.fault)))
 			ctx := testCtx(t, 30*time.Second)
 			holder := newMutex(t, b.Client, "k")

@@ -115,11 +115,7 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 		m      *dsync.Mutex
 		client *fifoClient
 	}
-	var reported sync.Map // error text → *atomic.Int32, from the Mutexes
-	onErr := dsync.WithErrorHandler(func(err error) {
-		v, _ := reported.LoadOrStore(err.Error(), new(atomic.Int32))
-		v.(*atomic.Int32).Add(1)
-	})
+	var reported errTally // from the Mutexes
 	cs := make([]*contender, n)
 	for i := range cs {
 		c := &contender{client: &fifoClient{claims: map[int64]bool{}, failures: map[string]int{}}}
@@ -128,8 +124,8 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 		} else {
 			c.db = mongotest.SameDatabase(t, cs[0].db, c.client.monitor())
 		}
-		c.b = newBackend(t, c.db, withRelockWindow(2*time.Second))
-		c.m = newMutex(t, c.b.Client, key, onErr)
+		c.b = newBackend(t, c.db, withRelockWindow(2*time.Second), reported.option())
+		c.m = newMutex(t, c.b.Client, key)
 		cs[i] = c
 	}
 	// Each backend measures the server's clock, opens its session and
@@ -270,10 +266,7 @@ func TestMutexFIFOTightLoop(t *testing.T) {
 		float64(dups)/float64(max(len(grants), 1)), float64(reads)/float64(max(len(grants), 1)))
 	ends := endsOf(t, ctx, cs[0].db, key, base)
 	t.Logf("claims from epoch %d, by how they ended: %v", base, ends)
-	reported.Range(func(k, v any) bool {
-		t.Logf("reported %d times: %s", v.(*atomic.Int32).Load(), k)
-		return true
-	})
+	reported.log(t)
 	if len(grants) < minGrants {
 		t.Errorf("only %d grants in %v and a minute more", len(grants), run)
 	}

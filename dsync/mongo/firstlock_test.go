@@ -28,7 +28,7 @@ func TestFirstLockOfAKeyInUseCostsTheSame(t *testing.T) {
 	// bucket of an hour keeps the two collections' gates alike (a new
 	// bucket's gate would carry a floor, and the first Lock would start
 	// from there).
-	opts := []any{dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.ClientWithBucketSpan(time.Hour), dsync.WithTTL(2 * time.Second)}
+	opts := []any{dsync.ClientWithIdleAge(0), withoutWakeups(), dsync.ClientWithBucketSpan(time.Hour), dsync.ClientWithTTL(2 * time.Second)}
 	big := newProcs(t, 2, opts...)   // a process using the keys, and a fresh one
 	small := newProcs(t, 2, opts...) // the same, on a collection of the one key
 	ctx := testCtx(t, 3*time.Minute)

@@ -110,7 +110,7 @@ func TestHandoffWokenByHintOnTheServer(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	s := newHintSpy(t, ctx, db)
 	noStoreWake := []dsync.ClientOption{
-		dsync.ClientWithWakeups(false), dsync.WithTTL(time.Minute),
+		dsync.ClientWithWakeups(false), dsync.ClientWithTTL(time.Minute),
 		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
 	}
 	a := hintClient(t, ctx, db, s, noStoreWake...)

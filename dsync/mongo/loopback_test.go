@@ -91,7 +91,7 @@ func TestLoopbackHintsByDefault(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	s := newHintSpy(t, ctx, db)
 	noStoreWake := []dsync.ClientOption{
-		dsync.ClientWithWakeups(false), dsync.WithTTL(time.Minute),
+		dsync.ClientWithWakeups(false), dsync.ClientWithTTL(time.Minute),
 		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
 	}
 	sa, a, af := defaultClient(t, ctx, db, nil, noStoreWake...)

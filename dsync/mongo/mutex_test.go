@@ -23,11 +23,30 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
-var quiet = dsync.WithLogger(slog.New(slog.DiscardHandler))
+var quiet = clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(slog.New(slog.DiscardHandler))
 
-func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.MutexOption) *dsync.Mutex {
+// errTally counts the store errors a Client's primitives report, by text.
+type errTally struct{ m sync.Map }
+
+// option is the ClientOption that reports to the tally.
+func (e *errTally) option() dsync.ClientOption {
+	return dsync.ClientWithErrorHandler(func(err error) {
+		n, _ := e.m.LoadOrStore(err.Error(), new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+	})
+}
+
+// log logs each error text with its count.
+func (e *errTally) log(t *testing.T) {
+	e.m.Range(func(k, v any) bool {
+		t.Logf("backend error reported %d times: %s", v.(*atomic.Int32).Load(), k)
+		return true
+	})
+}
+
+func newMutex(t *testing.T, c *dsync.Client, key string, opts ...dsync.Option) *dsync.Mutex {
 	t.Helper()
-	m, err := dsync.NewMutex(c, key, append([]dsync.MutexOption{quiet}, opts...)...)
+	m, err := dsync.NewMutex(c, key, append([]dsync.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +89,9 @@ func TestMutexHammerWakeups(t *testing.T) {
 const hammerPoll = 100 * time.Millisecond
 
 func hammer(t *testing.T, procs, rounds int, opts ...any) {
-	hammerProcs(t, newProcs(t, procs, append([]any{dsync.ClientWithPollInterval(hammerPoll)}, opts...)...), rounds)
+	var errs errTally
+	hammerProcs(t, newProcs(t, procs, append([]any{dsync.ClientWithPollInterval(hammerPoll), errs.option()}, opts...)...), rounds)
+	errs.log(t)
 }
 
 // hammerProcs has the processes ps take one key in turns, rounds times
@@ -87,11 +108,6 @@ func hammerProcs(t *testing.T, ps []*proc, rounds int) {
 		grants   []int // proc of each grant
 		failures atomic.Int32
 	)
-	var errs sync.Map // error text → count, from the Mutexes' error handlers
-	onErr := dsync.WithErrorHandler(func(err error) {
-		n, _ := errs.LoadOrStore(err.Error(), new(atomic.Int32))
-		n.(*atomic.Int32).Add(1)
-	})
 	fail := func(format string, args ...any) {
 		if failures.Add(1) <= 10 {
 			t.Errorf(format, args...)
@@ -104,7 +120,7 @@ func hammerProcs(t *testing.T, ps []*proc, rounds int) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		m := newMutex(t, p.b.Client, "hammer", onErr)
+		m := newMutex(t, p.b.Client, "hammer")
 		counter := p.db.Collection("counter")
 		wg.Go(func() {
 			for r := range rounds {
@@ -182,10 +198,6 @@ func hammerProcs(t *testing.T, ps []*proc, rounds int) {
 	if switches < len(grants)/4 {
 		t.Errorf("only %d handoffs between processes in %d grants: the test hardly contends", switches, len(grants))
 	}
-	errs.Range(func(k, v any) bool {
-		t.Logf("backend error reported %d times: %s", v.(*atomic.Int32).Load(), k)
-		return true
-	})
 	t.Logf("%d procs × %d rounds: %v (%v per handoff); commands %v (counter reads/writes included)",
 		procs, rounds, took.Round(time.Millisecond), (took / time.Duration(total)).Round(time.Microsecond), cmds)
 }
@@ -251,10 +263,10 @@ func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
-	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(ttl))
 	ctx := testCtx(t, time.Minute)
 	cb := &crashable{}
-	m1 := newMutex(t, crashableBackend(t, ps[0].db, cb, dsync.WithTTL(ttl)).Client, "k")
+	m1 := newMutex(t, crashableBackend(t, ps[0].db, cb, dsync.ClientWithTTL(ttl)).Client, "k")
 	m2 := newMutex(t, ps[1].b.Client, "k")
 	_, _ = ps[1].b.Current(ctx, "k") // start m2's estimator outside the timing
 
@@ -295,7 +307,7 @@ func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 		t.Errorf("the crashed holder's Unlock = %v, want ErrLost", err)
 	}
 	info, err := ps[1].b.Current(ctx, "k")
-	if err != nil || info.Owner != m2.Owner() || !info.Live {
+	if err != nil || info.Owner != clienthook.OwnerOf(m2) || !info.Live {
 		t.Errorf("Current = %+v, %v; want m2's live hold", info, err)
 	}
 	if err := m2.UnlockContext(ctx); err != nil {
@@ -308,7 +320,7 @@ func TestMutexCrashedHolderIsTakenOverAfterTTL(t *testing.T) {
 // inserts), plus, every 16 epochs, a floor insert and a prune, and a floor
 // read at most once a second.
 func TestMutexSteadyStateCommands(t *testing.T) {
-	p := newProcs(t, 1, dsync.WithTTL(time.Minute))[0]
+	p := newProcs(t, 1, dsync.ClientWithTTL(time.Minute))[0]
 	ctx := testCtx(t, 2*time.Minute)
 	// A TTL long enough that no renewal falls into the loop.
 	m := newMutex(t, p.b.Client, "k")
@@ -360,7 +372,7 @@ func TestMutexSteadyStateCommands(t *testing.T) {
 func TestCoverageOfManyHeldKeysIsOneInsertPerBucket(t *testing.T) {
 	t.Parallel()
 	const keys = 30
-	p := newProcs(t, 1, fastPrune, dsync.WithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
+	p := newProcs(t, 1, fastPrune, dsync.ClientWithTTL(time.Second), dsync.ClientWithIdleAge(0))[0] // no sweeps: their lock's inserts are not gates
 	ctx := testCtx(t, time.Minute)
 	ms := make([]*dsync.Mutex, keys)
 	for i := range ms {
@@ -411,7 +423,7 @@ func TestMutexRenewsManyLocks(t *testing.T) {
 	}
 	db := mongotest.NewDatabase(t, cmd.monitor())
 	const interval = time.Second
-	b := newBackend(t, db, dsync.WithTTL(10*time.Second), dsync.WithRenewInterval(interval))
+	b := newBackend(t, db, dsync.ClientWithTTL(10*time.Second), dsync.ClientWithRenewInterval(interval))
 	ctx := testCtx(t, 5*time.Minute)
 	ms := make([]*dsync.Mutex, n)
 	start := time.Now()
@@ -467,7 +479,7 @@ func TestTryLockWithTheServerGone(t *testing.T) {
 	t.Parallel()
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
-	b := newBackend(t, db, dsync.WithTTL(dsync.DefaultTTL))
+	b := newBackend(t, db, dsync.ClientWithTTL(dsync.DefaultTTL))
 	m := newMutex(t, b.Client, "k")
 	ctx := context.Background()
 	if err := m.LockContext(ctx); err != nil {

@@ -21,7 +21,7 @@ const MaxKeyLen = 512
 //
 //	store, err := dsyncmongo.NewStore(client.Database(dsyncmongo.DefaultDatabase))
 //	...
-//	locks, err := dsync.NewClient(store, dsync.WithTTL(10*time.Second))
+//	locks, err := dsync.NewClient(store, dsync.ClientWithTTL(10*time.Second))
 //
 // A database whose name MongoDB refuses (CheckDatabaseName) is refused
 // here, with ErrInvalidDatabase. NewStore does no I/O: the index is

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
@@ -21,10 +22,10 @@ func TestObserverOverTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := dsync.NewClient(store, dsync.WithTTL(3*time.Second), dsync.ClientWithObserver(dsync.Observer{
-		Acquired: func(dsync.Acquisition) { mu.Lock(); acquired++; mu.Unlock() },
-		Released: func(dsync.Held) { mu.Lock(); released++; mu.Unlock() },
-		Renewed:  func(dsync.Renewal) { mu.Lock(); renewed++; mu.Unlock() },
+	b, err := dsync.NewClient(store, dsync.ClientWithTTL(3*time.Second), dsync.ClientWithObserver(event.Observer{
+		Acquired: func(event.Acquisition) { mu.Lock(); acquired++; mu.Unlock() },
+		Released: func(event.Held) { mu.Lock(); released++; mu.Unlock() },
+		Renewed:  func(event.Renewal) { mu.Lock(); renewed++; mu.Unlock() },
 	}))
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func mustNotLockWhile(t *testing.T, m *dsync.Mutex, d time.Duration, other uint6
 // must not hold beside Q.
 func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
 	t.Parallel()
-	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
 	p := newMutex(t, ps[0].b.Client, "job")
 	q := newMutex(t, ps[1].b.Client, "job")
@@ -130,7 +130,7 @@ func TestEmptiedStoreNeverGivesTwoHolders(t *testing.T) {
 func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
 	t.Parallel()
 	const ttl = 2 * time.Second
-	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(ttl))
 	ctx := testCtx(t, time.Minute)
 	p := newMutex(t, ps[0].b.Client, "job")
 	q := newMutex(t, ps[1].b.Client, "job")
@@ -192,7 +192,7 @@ func TestEmptiedSessionsNeverGiveTwoHolders(t *testing.T) {
 // must not hold beside it.
 func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
 	t.Parallel()
-	ps := newProcs(t, 2, dsync.WithTTL(3*time.Second))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(3*time.Second))
 	ctx := testCtx(t, time.Minute)
 	p := newMutex(t, ps[0].b.Client, "job")
 	q := newMutex(t, ps[1].b.Client, "job")
@@ -219,13 +219,13 @@ func TestRestoredStoreNeverGivesTwoHolders(t *testing.T) {
 func TestIdleProcessResendsItsWithdrawal(t *testing.T) {
 	fault, calls := faults("end", errUnauthorized)
 	const ttl = 10 * time.Second
-	h := newProcs(t, 1, dsync.WithTTL(ttl))[0]
+	h := newProcs(t, 1, dsync.ClientWithTTL(ttl))[0]
 	w := &proc{cmd: &counter{}}
 	w.db = mongotest.SameDatabase(t, h.db, w.cmd.monitor())
-	w.b = newBackend(t, w.db, withFault(fault), dsync.WithTTL(ttl))
+	w.b = newBackend(t, w.db, withFault(fault), dsync.ClientWithTTL(ttl))
 	x := &proc{cmd: &counter{}}
 	x.db = mongotest.SameDatabase(t, h.db, x.cmd.monitor())
-	x.b = newBackend(t, x.db, dsync.WithTTL(ttl))
+	x.b = newBackend(t, x.db, dsync.ClientWithTTL(ttl))
 	mh := newMutex(t, h.b.Client, "k")
 	mw := newMutex(t, w.b.Client, "k")
 	mx := newMutex(t, x.b.Client, "k")

@@ -99,7 +99,7 @@ func TestRevokedHolderLosesWithinATTL(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
 	const ttl = 2 * time.Second
-	ps := newProcs(t, 2, dsync.WithTTL(ttl))
+	ps := newProcs(t, 2, dsync.ClientWithTTL(ttl))
 	a := newMutex(t, ps[0].b.Client, "revoked")
 	b := newMutex(t, ps[1].b.Client, "revoked")
 	if err := a.LockContext(ctx); err != nil {

@@ -25,8 +25,9 @@ type Fenced struct {
 	nonAtomic bool
 }
 
-// A FenceOption configures a Fenced.
-type FenceOption func(*Fenced)
+// A FenceOption configures a Fenced. A nil FenceOption is an error Fence
+// returns.
+type FenceOption func(*Fenced) error
 
 // WithNonAtomicFence lets Fence work on a server without atomic updates
 // (FerretDB), for tests.
@@ -35,7 +36,12 @@ type FenceOption func(*Fenced)
 // Fenced rejects a stale holder's write only when the two holders'
 // operations on a document do not overlap in time: fine for tests, not a
 // guarantee. Fence then asks the server nothing.
-func WithNonAtomicFence() FenceOption { return func(f *Fenced) { f.nonAtomic = true } }
+func WithNonAtomicFence() FenceOption {
+	return func(f *Fenced) error {
+		f.nonAtomic = true
+		return nil
+	}
+}
 
 // Fence returns coll seen through token, the fencing token of the
 // caller's hold.
@@ -60,7 +66,12 @@ func Fence(ctx context.Context, coll *mongo.Collection, token uint64, opts ...Fe
 		token: int64(token),
 	}
 	for _, o := range opts {
-		o(f)
+		if o == nil {
+			return nil, errors.New("fencemongo: Fence with a nil option")
+		}
+		if err := o(f); err != nil {
+			return nil, err
+		}
 	}
 	if f.nonAtomic {
 		return f, nil

@@ -199,6 +199,9 @@ func TestFenceRejectsBadInput(t *testing.T) {
 	if _, err := Fence(ctx, nil, 1); err == nil {
 		t.Error("nil collection accepted")
 	}
+	if _, err := Fence(ctx, db.Collection("c"), 1, nil); err == nil || !strings.Contains(err.Error(), "nil option") {
+		t.Errorf("a nil option: %v, want its refusal", err)
+	}
 	for _, tok := range []uint64{0, 1 << 63} {
 		if _, err := Fence(ctx, db.Collection("c"), tok); err == nil || !strings.Contains(err.Error(), "token") {
 			t.Errorf("token %d: %v, want a refusal of the token", tok, err)

@@ -54,15 +54,23 @@ var (
 	ErrNoTx = errors.New("fencesql: Check needs the caller's transaction (tx is nil)")
 )
 
-// An Option configures New.
-type Option func(*Fence)
+// An Option configures New. A bad value (or a nil Option) is an error New
+// returns.
+type Option func(*Fence) error
 
 // WithTable sets the table the marks are kept in: name, or schema.name.
 // The default is DefaultTable ("dsync_fence"). The name goes into the
 // statements unquoted: a name that is a reserved word of the dialect
-// (user, order) fails at the server.
+// (user, order) fails at the server. A name ErrBadTable describes not is
+// refused.
 func WithTable(name string) Option {
-	return func(f *Fence) { f.table = name }
+	return func(f *Fence) error {
+		if !validTable(name) {
+			return fmt.Errorf("%w (got %q)", ErrBadTable, name)
+		}
+		f.table = name
+		return nil
+	}
 }
 
 // A Fence keeps the marks of fenced keys in one table of a SQL database.
@@ -81,10 +89,12 @@ func New(d Dialect, opts ...Option) (*Fence, error) {
 	}
 	f := &Fence{dialect: d, table: DefaultTable}
 	for _, o := range opts {
-		o(f)
-	}
-	if !validTable(f.table) {
-		return nil, fmt.Errorf("%w (got %q)", ErrBadTable, f.table)
+		if o == nil {
+			return nil, errors.New("fencesql: nil option")
+		}
+		if err := o(f); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-dsync/dsync/fence"
 )
@@ -32,6 +33,26 @@ func TestNewTableNames(t *testing.T) {
 	}
 	if f, err := New(SQLite); err != nil || f.Table() != DefaultTable {
 		t.Errorf("New(SQLite) = %v, %v; want table %q", f, err, DefaultTable)
+	}
+	f, err := New(SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opt := range map[string]MarksOption{
+		"WithAdmitLease(500ms)":   WithAdmitLease(500 * time.Millisecond),
+		"WithReleaseTimeout(0s)":  WithReleaseTimeout(0),
+		"WithReleaseTimeout(-1s)": WithReleaseTimeout(-time.Second),
+		"nil":                     nil,
+	} {
+		if m, err := f.Marks(nil, opt); err == nil {
+			t.Errorf("Marks(%s) = %v, want an error", name, m)
+		}
+	}
+	if _, err := f.Marks(nil, WithAdmitLease(time.Second), WithReleaseTimeout(time.Millisecond)); err != nil {
+		t.Errorf("Marks with the least values accepted: %v", err)
+	}
+	if f, err := New(SQLite, nil); err == nil || !strings.Contains(err.Error(), "nil option") {
+		t.Errorf("New(SQLite, nil) = %v, %v; want a nil option's error", f, err)
 	}
 }
 
@@ -99,7 +120,10 @@ func TestCheckBadInputNoIO(t *testing.T) {
 		}
 	}
 	// Marks refuses bad input before touching its (nil) database.
-	m := f.Marks(nil)
+	m, err := f.Marks(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases[:4] {
 		if _, err := m.Admit(ctx, c.key, c.token); !errors.Is(err, c.want) {
 			t.Errorf("Admit(%d-byte key, %d): %v, want %v", len(c.key), c.token, err, c.want)

@@ -17,7 +17,7 @@ import (
 )
 
 // Marks returns a fence.Marks that keeps its marks in the Fence's table
-// in db.
+// in db. A bad option value (or a nil MarksOption) is an error it returns.
 //
 // It is for writers that do not run in a transaction of db's (an HTTP
 // handler that writes files). Several instances of a service that share
@@ -113,12 +113,17 @@ import (
 // waiter's own lock_timeout, statement_timeout, innodb_lock_wait_timeout
 // first). The next Admit waits for that, and then for the row's lease,
 // which the stopped process no longer renews.
-func (f *Fence) Marks(db *sql.DB, opts ...MarksOption) fence.Marks {
+func (f *Fence) Marks(db *sql.DB, opts ...MarksOption) (fence.Marks, error) {
 	m := &marks{f: f, db: db, lease: DefaultAdmitLease, releaseTimeout: DefaultReleaseTimeout}
 	for _, o := range opts {
-		o(m)
+		if o == nil {
+			return nil, errors.New("fencesql: Marks with a nil option")
+		}
+		if err := o(m); err != nil {
+			return nil, err
+		}
 	}
-	return m
+	return m, nil
 }
 
 // Defaults of Marks' options.
@@ -132,16 +137,22 @@ const (
 )
 
 // A MarksOption configures Marks.
-type MarksOption func(*marks)
+type MarksOption func(*marks) error
 
 // WithAdmitLease sets the lease of an admission's row (default
 // DefaultAdmitLease, 30 s). The lease is how long after its last renewal,
 // in the database server's time, the next Admit of the key may take over an
 // admission whose session ended and whose process does not release it. Its
-// process renews it every third of d while the writer writes. A d under one
-// second is taken as one second.
+// process renews it every third of d while the writer writes. d must be at
+// least one second.
 func WithAdmitLease(d time.Duration) MarksOption {
-	return func(m *marks) { m.lease = max(d, time.Second) }
+	return func(m *marks) error {
+		if d < time.Second {
+			return fmt.Errorf("fencesql: WithAdmitLease(%v): must be at least 1s", d)
+		}
+		m.lease = d
+		return nil
+	}
 }
 
 // WithReleaseTimeout bounds the time release takes (default
@@ -149,12 +160,14 @@ func WithAdmitLease(d time.Duration) MarksOption {
 // hold the writer (an HTTP handler's response) longer. A release that runs
 // out ends its session. The admission's row then ends at its deadline,
 // WithAdmitLease after its last renewal, and the key waits for it until
-// then. A d of zero or less is taken as the default.
+// then. d must be positive.
 func WithReleaseTimeout(d time.Duration) MarksOption {
-	return func(m *marks) {
-		if d > 0 {
-			m.releaseTimeout = d
+	return func(m *marks) error {
+		if d <= 0 {
+			return fmt.Errorf("fencesql: WithReleaseTimeout(%v): must be positive", d)
 		}
+		m.releaseTimeout = d
+		return nil
 	}
 }
 

@@ -40,7 +40,10 @@ func TestResultsReadBeforeTheConnectionIsBack(t *testing.T) {
 			db := sql.OpenDB(drv)
 			defer db.Close()
 			f, _ := New(d)
-			m := f.Marks(db)
+			m, err := f.Marks(db)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, token := range []uint64{5, 7} {
 				release, err := m.Admit(ctx, "k", token)
 				if err != nil {

@@ -21,7 +21,7 @@ import (
 // reports, and what a direct Leader poll says every poll interval.
 func (w *worker) runElection(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	locks, store, _, err := w.client(db)
+	locks, store, err := w.client(db)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (ew *electionWorld) election(t *testing.T, recorded bool, opts ...leader.Op
 	if recorded {
 		s = ew.w.rec.over(s, nil)
 	}
-	c, err := dsync.NewClient(s, dsync.WithTTL(electionTTL), dsync.ClientWithHints("", ""),
+	c, err := dsync.NewClient(s, dsync.ClientWithTTL(electionTTL), dsync.ClientWithHints("", ""),
 		dsync.ClientWithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // ModeKeys: the worker locks Keys keys at once (from the First-th), each with a Mutex of its
@@ -23,7 +24,7 @@ func KeyOf(key string, i int) string { return fmt.Sprintf("%s-%d", key, i) }
 
 func (w *worker) runKeys(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opt, err := w.client(db)
+	backend, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func (w *worker) runKeys(ctx context.Context, db *mongo.Database) error {
 	)
 	for i := range cfg.Keys {
 		key := KeyOf(cfg.Key, cfg.First+i)
-		m, err := dsync.NewMutex(backend, key, opt)
+		m, err := dsync.NewMutex(backend, key)
 		if err != nil {
 			return err
 		}
@@ -48,7 +49,7 @@ func (w *worker) runKeys(ctx context.Context, db *mongo.Database) error {
 				}
 				return
 			}
-			w.emit(history.Event{Ev: history.EvAcquire, Owner: m.Owner(), Key: key, Token: m.Token(),
+			w.emit(history.Event{Ev: history.EvAcquire, Owner: clienthook.OwnerOf(m), Key: key, Token: m.Token(),
 				DL: history.Mono(m.ValidUntil()), Src: history.SrcLib, TTL: int64(cfg.TTL)})
 			<-ctx.Done()
 		})

@@ -9,16 +9,17 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opt, err := w.client(db)
+	backend, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	mu, err := dsync.NewMutex(backend, cfg.Key, opt)
+	mu, err := dsync.NewMutex(backend, cfg.Key)
 	if err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 		}
 		h := &hold{w: w, key: cfg.Key, token: mu.Token()}
 		w.rec.holding(cfg.Key, h.token, history.Now())
-		w.emit(history.Event{Ev: history.EvAcquire, Owner: mu.Owner(), Key: cfg.Key, Token: h.token,
+		w.emit(history.Event{Ev: history.EvAcquire, Owner: clienthook.OwnerOf(mu), Key: cfg.Key, Token: h.token,
 			DL: history.Mono(mu.ValidUntil()), Src: history.SrcLib, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
 		deadline := func() int64 { return history.Mono(mu.ValidUntil()) }
 		stopWatch := h.watch(mu.Lost(), deadline, history.SrcLib)

@@ -31,7 +31,7 @@ var errRunFailed = errors.New("the run failed (on purpose)")
 
 func (w *worker) runOnce(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opt, err := w.client(db)
+	backend, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (w *worker) runOnce(ctx context.Context, db *mongo.Database) error {
 		slot := time.Now().UnixNano() / int64(OnceSlot)
 		key := fmt.Sprintf("%s-%d", cfg.Key, slot)
 		stored := "dsync:once/" + key
-		once, err := dsync.NewOnce(backend, key, opt)
+		once, err := dsync.NewOnce(backend, key)
 		if err != nil {
 			return err
 		}

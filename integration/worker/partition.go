@@ -29,7 +29,7 @@ func PartitionKey(name string, s int) string { return operator.LockKey(fmt.Sprin
 // (ErrLeadershipLost), not a handover.
 func (w *worker) runPartition(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	locks, store, _, err := w.client(db)
+	locks, store, err := w.client(db)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // The modes of the primitives that share a key: an RWMutex (readers
@@ -49,7 +50,7 @@ type held interface {
 // shared runs the loop of an RWMutex or Semaphore worker.
 func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
-	backend, _, opt, err := w.client(db)
+	backend, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
@@ -60,15 +61,15 @@ func (w *worker) runShared(ctx context.Context, db *mongo.Database) error {
 	)
 	owner := ""
 	if cfg.Mode == ModeRWMutex {
-		if rw, err = dsync.NewRWMutex(backend, cfg.Key, opt); err != nil {
+		if rw, err = dsync.NewRWMutex(backend, cfg.Key); err != nil {
 			return err
 		}
-		owner = rw.Owner()
+		owner = clienthook.OwnerOf(rw)
 	} else {
-		if sem, err = dsync.NewSemaphore(backend, cfg.Key, SemLimit, opt); err != nil {
+		if sem, err = dsync.NewSemaphore(backend, cfg.Key, SemLimit); err != nil {
 			return err
 		}
-		owner = sem.Owner()
+		owner = clienthook.OwnerOf(sem)
 	}
 	key := StoredKey(cfg.Mode, cfg.Key)
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {

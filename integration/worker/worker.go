@@ -185,17 +185,17 @@ func (w *worker) emit(ev history.Event) {
 
 // client returns the worker's Client over a dsyncmongo store on db (the
 // store's clock and logger; the Client's lease of the worker's TTL and
-// renew interval, its poll interval and the recording of its requests),
-// the store, and the option of its primitives (its logger).
-func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, dsync.KeyOption, error) {
+// renew interval, its poll interval, its logger and the recording of its
+// requests) and the store.
+func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, error) {
 	cfg := &w.cfg
 	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithClock(w.clock), dsyncmongo.WithLogger(w.logger))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	copts := []dsync.ClientOption{dsync.WithTTL(cfg.TTL), dsync.ClientWithPollInterval(cfg.Poll), dsync.ClientWithLogger(w.logger)}
+	copts := []dsync.ClientOption{dsync.ClientWithTTL(cfg.TTL), dsync.ClientWithPollInterval(cfg.Poll), dsync.ClientWithLogger(w.logger)}
 	if cfg.Renew > 0 {
-		copts = append(copts, dsync.WithRenewInterval(cfg.Renew))
+		copts = append(copts, dsync.ClientWithRenewInterval(cfg.Renew))
 	}
 	if cfg.SafetyPoll > 0 {
 		copts = append(copts, dsync.ClientWithSafetyPoll(cfg.SafetyPoll))
@@ -212,9 +212,9 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, d
 	}
 	c, err := dsync.NewClient(w.rec.over(store, w.takeHints), copts...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return c, store, dsync.WithLogger(w.logger), nil
+	return c, store, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -43,6 +43,19 @@ type Settings struct {
 	// channels are closed and before their loss is reported: a test may
 	// stop that goroutine there.
 	JudgedOver func()
+	// Clock, if set, is the Client's time source: of its lease and of its
+	// primitives' waits. Now must carry a monotonic reading, as time.Now
+	// does (the wall-clock part is never used); AfterFunc calls f in its
+	// own goroutine after d, and the stop it returns prevents the call if
+	// it has not started, reporting whether it did so. Tests rarely need
+	// one: testing/synctest fakes the time package that the default uses.
+	Clock Clock
+}
+
+// Clock is a Client's time source (Settings.Clock).
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // Store is a store that carries Settings to the dsync.Client made over

@@ -37,7 +37,7 @@ func TestElectionInOneProcess(t *testing.T) {
 	db := mongotest.NewDatabase(t)
 	// A TTL long enough that a busy machine's late renewals keep the
 	// term the test ends with Resign.
-	b := newElections(t, db, dsync.WithTTL(10*time.Second))
+	b := newElections(t, db, dsync.ClientWithTTL(10*time.Second))
 	ctx := context.Background()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
 	e, err := leader.NewElection(b.c, "single", leader.WithMembers(b.members), leader.WithVersion("v9"), quiet)

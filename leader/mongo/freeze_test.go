@@ -408,7 +408,7 @@ func freezeRound(t *testing.T, srv *mongotest.Process, logPath string) time.Dura
 			client = mongotest.NewClient(t, srv.URI(), monitored(tl, who, stats[i]), extra)
 		}
 		logger := slog.New(slog.NewTextHandler(tlWriter{tl, who}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		lp := newElections(t, client.Database(name), dsync.WithTTL(ttl), dsync.ClientWithLogger(logger), dsyncmongo.WithLogger(logger))
+		lp := newElections(t, client.Database(name), dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(logger), dsyncmongo.WithLogger(logger))
 		p, err := leader.NewPartition(lp.c, "job", shards, leader.WithMembers(lp.members))
 		if err != nil {
 			t.Fatal(err)

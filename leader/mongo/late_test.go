@@ -36,8 +36,8 @@ func TestLateRenewalDoesNotMakeTwoLeaders(t *testing.T) {
 	link := latewrite.NewLink(t, db)
 	dbB := mongotest.SameDatabase(t, db)
 	router := latewrite.NewRouter(link.DB.Collection(dsyncmongo.DefaultCollection+"_sessions"), 300*time.Millisecond)
-	direct := newLeaderBackend(t, db, router.Over, dsync.WithTTL(ttl), dsync.WithRenewInterval(interval))
-	other := newLeaderBackend(t, dbB, dsync.WithTTL(ttl), dsync.WithRenewInterval(interval))
+	direct := newLeaderBackend(t, db, router.Over, dsync.ClientWithTTL(ttl), dsync.ClientWithRenewInterval(interval))
+	other := newLeaderBackend(t, dbB, dsync.ClientWithTTL(ttl), dsync.ClientWithRenewInterval(interval))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := link.DB.Client().Ping(ctx, nil); err != nil { // connects before the stall

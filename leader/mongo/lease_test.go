@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 )
@@ -65,12 +66,12 @@ func TestOneRenewalForLocksAndElections(t *testing.T) {
 	// seconds; long enough that a renewal sent late on a busy machine
 	// still falls in its interval (the counting starts half of one in).
 	const ttl = 6 * time.Second
-	locks := newLocks(t, db, dsync.WithTTL(ttl))
+	locks := newLocks(t, db, dsync.ClientWithTTL(ttl))
 	other := newLocks(t, mongotest.SameDatabase(t, db))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
+	quiet := clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(slog.New(slog.DiscardHandler))
 	for _, key := range []string{"a", "b", "c"} {
 		m, err := dsync.NewMutex(locks.c, key, quiet)
 		if err != nil {

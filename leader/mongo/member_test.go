@@ -36,7 +36,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	defer cancel()
 
 	// One member leads, so that Leader reads its status too.
-	mu, err := dsync.NewMutex(b.c, election, clienthook.Elections.(dsync.MutexOption))
+	mu, err := dsync.NewMutex(b.c, election, clienthook.Elections.(dsync.Option))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 	// A watcher reads who leads, and the leader's status.
 	watcher := elect(t, b, election)
 	defer watcher.Close()
-	ids := []string{mu.Owner()}
+	ids := []string{clienthook.OwnerOf(mu)}
 	for i := 1; i < nMembers; i++ {
 		ids = append(ids, fmt.Sprintf("m%d", i))
 	}
@@ -108,7 +108,7 @@ func TestAbandonedMemberWriteLosesToTheNext(t *testing.T) {
 					t.Errorf("member %s, round %d: Members lists %+v after the write of {Leader:%v Version:%s}; want that state, once",
 						id, r, got, next.Leader, next.Version)
 				}
-				if id == mu.Owner() {
+				if id == clienthook.OwnerOf(mu) {
 					info, err := watcher.Leader(ctx)
 					if err != nil {
 						t.Errorf("member %s, round %d: %v", id, r, err)

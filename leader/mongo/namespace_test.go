@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -22,11 +23,11 @@ import (
 // lease of the election "coll", and no plain lock can name a lease.
 func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	locks := newLocks(t, db, dsync.WithTTL(10*time.Second))
+	locks := newLocks(t, db, dsync.ClientWithTTL(10*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	quiet := dsync.WithLogger(slog.New(slog.DiscardHandler))
+	quiet := clienthook.KeyLogger.(func(*slog.Logger) dsync.Option)(slog.New(slog.DiscardHandler))
 	if _, err := dsync.NewMutex(locks.c, operator.LockKey("coll"), quiet); err == nil {
 		t.Fatalf("a plain lock was made on the lease key %q", operator.LockKey("coll"))
 	}
@@ -81,7 +82,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 	for _, c := range []struct {
 		key   string
 		owner string
-	}{{"coll", mu.Owner()}, {operator.LockKey("coll"), e.ID()}} {
+	}{{"coll", clienthook.OwnerOf(mu)}, {operator.LockKey("coll"), e.ID()}} {
 		n, err := db.Collection(dsyncmongo.DefaultCollection).CountDocuments(ctx, bson.D{{Key: "key", Value: c.key}, {Key: "kind", Value: "claim"}})
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +100,7 @@ func TestPlainLockAndElectionOfTheSameNameAreApart(t *testing.T) {
 // The leases follow the lock store's collection (WithCollection).
 func TestLeasesLiveInTheLockCollection(t *testing.T) {
 	db := mongotest.NewDatabase(t)
-	b := newElections(t, db, dsyncmongo.WithCollection("leases"), dsync.WithTTL(10*time.Second))
+	b := newElections(t, db, dsyncmongo.WithCollection("leases"), dsync.ClientWithTTL(10*time.Second))
 	e, err := leader.NewElection(b.c, "moved", leader.WithMembers(b.members), leader.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)

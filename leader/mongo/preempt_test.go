@@ -62,7 +62,7 @@ func TestPreemptionDelay(t *testing.T) {
 	defer cancel()
 	storeTime := clienthook.StoreTime.(func(*dsync.Client) time.Time)
 	start := func(priority int) {
-		p := newElections(t, db, dsync.WithTTL(ttl))
+		p := newElections(t, db, dsync.ClientWithTTL(ttl))
 		e := elect(t, p, "preempt", quiet, leader.WithPriority(priority), leader.WithPreemption(delay), leader.WithPollInterval(20*time.Millisecond))
 		es, ps = append(es, e), append(ps, p)
 		wg.Go(func() {

@@ -45,7 +45,7 @@ func childBackend(ctx context.Context) (*mongo.Client, *lproc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(procPoll), dsync.WithTTL(procTTL))
+	c, err := dsync.NewClient(store, dsync.ClientWithPollInterval(procPoll), dsync.ClientWithTTL(procTTL))
 	if err != nil {
 		return nil, nil, err
 	}

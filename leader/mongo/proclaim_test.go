@@ -23,13 +23,13 @@ func TestProclaimOnMongo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := leader.WithLogger(slog.New(slog.DiscardHandler))
-	pa := newElections(t, db, dsync.WithTTL(3*time.Second))
+	pa := newElections(t, db, dsync.ClientWithTTL(3*time.Second))
 	a, err := leader.NewElection(pa.c, "p", quiet, leader.WithMembers(pa.members), leader.WithValue("a0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	pb := newElections(t, mongotest.SameDatabase(t, db), dsync.WithTTL(3*time.Second))
+	pb := newElections(t, mongotest.SameDatabase(t, db), dsync.ClientWithTTL(3*time.Second))
 	b, err := leader.NewElection(pb.c, "p", quiet, leader.WithMembers(pb.members), leader.WithValue("b0"))
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func TestTransfer(t *testing.T) {
 	for i := range candidates {
 		// A TTL long enough that a busy machine's late renewals do not
 		// end the term a transfer starts from.
-		p := newElections(t, db, dsync.WithTTL(10*time.Second))
+		p := newElections(t, db, dsync.ClientWithTTL(10*time.Second))
 		e := elect(t, p, "transfer", quiet, leader.WithPollInterval(20*time.Millisecond))
 		es = append(es, e)
 		wg.Go(func() { run(i, e) })

@@ -58,7 +58,7 @@ func TestCampaignSaysTheServerCannotBeReached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dsync.NewClient(store, dsync.WithTTL(ttl), dsync.ClientWithLogger(quiet))
+	c, err := dsync.NewClient(store, dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestRollingUpgrade(t *testing.T) {
 	var wg sync.WaitGroup
 	es := map[string]*leader.Election{}
 	start := func(who, version string, priority int) *leader.Election {
-		p := newElections(t, db, dsync.WithTTL(10*time.Second))
+		p := newElections(t, db, dsync.ClientWithTTL(10*time.Second))
 		e := elect(t, p, "upgrade", quiet, leader.WithHeartbeatInterval(heartbeat),
 			leader.WithVersion(version), leader.WithVersionRule(nil), leader.WithPriority(priority))
 		es[who] = e

@@ -15,7 +15,7 @@ const Namespace = lease.Namespace
 
 // LockKey is the key, as stored, whose holder leads election.
 // It is election in the namespace Namespace ("dsync:election/NAME",
-// dsync.NamespacedKey). No plain lock has it.
+// statuspage.NamespacedKey). No plain lock has it.
 func LockKey(election string) string { return lease.Key(election) }
 
 // Drain drains member of partition (drain true) or undrains it.

@@ -52,7 +52,7 @@ func (d *driver) storeOptions(ns string) []dsyncmongo.Option {
 // clientOptions are the options of every Client for scenario ns, of a
 // lease of ttl.
 func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOption {
-	opts := []dsync.ClientOption{dsync.WithTTL(ttl), dsync.ClientWithLogger(quiet)}
+	opts := []dsync.ClientOption{dsync.ClientWithTTL(ttl), dsync.ClientWithLogger(quiet)}
 	if d.poll != 0 {
 		opts = append(opts, dsync.ClientWithPollInterval(d.poll))
 	}
@@ -221,6 +221,7 @@ type conn struct {
 // its elections (nil until the first).
 type lease struct {
 	c       *dsync.Client
+	renew   time.Duration // the Client's renew interval: a third of its TTL, dsync's default
 	store   *dsyncmongo.Store
 	members *leadermongo.Store
 }
@@ -240,7 +241,7 @@ func (c *conn) lease(ttl time.Duration) (*lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &lease{c: lc, store: store}
+	l := &lease{c: lc, store: store, renew: ttl / 3}
 	c.locks[ttl] = l
 	return l, nil
 }
@@ -263,7 +264,7 @@ func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	mu, err := dsync.NewMutex(l.c, key, dsync.WithLogger(quiet))
+	mu, err := dsync.NewMutex(l.c, key)
 	if err != nil {
 		return nil, err
 	}
@@ -356,11 +357,11 @@ func (c *conn) NewRWMutex(key string, ttl time.Duration) (harness.RWLocker, erro
 	if err != nil {
 		return nil, err
 	}
-	opts := []dsync.RWMutexOption{dsync.WithLogger(quiet)}
+	var opts []dsync.Option
 	if c.d.readLinger {
 		// The read linger is opt-in (off by default): dsync-linger turns
 		// it on for its longest, the renew interval.
-		opts = append(opts, dsync.WithReadLinger(l.c.RenewInterval()))
+		opts = append(opts, dsync.WithReadLinger(l.renew))
 	}
 	rw, err := dsync.NewRWMutex(l.c, key, opts...)
 	if err != nil {
@@ -380,7 +381,7 @@ func (c *conn) NewSemaphore(key string, limit int64, ttl time.Duration) (harness
 	if err != nil {
 		return nil, err
 	}
-	s, err := dsync.NewSemaphore(l.c, key, limit, dsync.WithLogger(quiet))
+	s, err := dsync.NewSemaphore(l.c, key, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +400,7 @@ func (c *conn) NewOnce(key string) (harness.Once, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dsync.NewOnce(l.c, key, dsync.WithLogger(quiet))
+	return dsync.NewOnce(l.c, key)
 }
 
 // election is a leader.Election: Lock campaigns, Unlock resigns,

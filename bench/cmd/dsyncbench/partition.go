@@ -24,7 +24,7 @@ func (c *conn) NewPartition(name string, shards int, ttl time.Duration) (harness
 	if err != nil {
 		return nil, err
 	}
-	return partition{p: p, hb: l.c.RenewInterval()}, nil
+	return partition{p: p, hb: l.renew}, nil
 }
 
 // partition is a leader.Partition; the token of a shard's term is

@@ -26,7 +26,7 @@ func Jitter(d time.Duration) time.Duration {
 }
 
 // A Timer calls f in its own goroutine after d; stop prevents the call
-// if it has not started and reports whether it did so (dsync.Clock).
+// if it has not started and reports whether it did so (as a dsync.Client's clock does).
 type Timer interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }

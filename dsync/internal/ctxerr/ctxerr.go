@@ -85,7 +85,7 @@ type TryBound struct {
 }
 
 func (e *TryBound) Error() string {
-	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, WithTryTimeout): %v", e.Key, e.Bound, e.Err)
+	return fmt.Sprintf("dsync: try %q: stopped at the try timeout (%v, ClientWithTryTimeout): %v", e.Key, e.Bound, e.Err)
 }
 
 func (e *TryBound) Unwrap() error { return e.Err }
@@ -98,5 +98,5 @@ type NoAnswer struct {
 }
 
 func (e *NoAnswer) Error() string {
-	return fmt.Sprintf("dsync: try %q: the store did not answer within %v (WithTryTimeout)", e.Key, e.Bound)
+	return fmt.Sprintf("dsync: try %q: the store did not answer within %v (ClientWithTryTimeout)", e.Key, e.Bound)
 }

@@ -36,15 +36,15 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Clock is the time source of the lease: dsync.Clock, whose doc says what
-// it must count.
+// Clock is the time source of the lease: a dsync.Client's clock, whose
+// doc (dsync's clock.go) says what it must count.
 type Clock interface {
 	Now() time.Time
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// Params are a Client's lease parameters: its options (WithTTL,
-// WithRenewInterval, WithClock), checked once, when the Client is made
+// Params are a Client's lease parameters: its options (ClientWithTTL,
+// ClientWithRenewInterval, and a test's clock), checked once, when the Client is made
 // (Settle).
 type Params struct {
 	TTL      time.Duration

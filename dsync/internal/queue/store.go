@@ -61,8 +61,8 @@ var ErrReset = errors.New("the store lost this key's history (emptied or restore
 
 // Times gives the engine the store's time, as an interval that certainly
 // contains it, and the local monotonic time that local deadlines and the
-// protocol's durations are measured on. (Named apart from dsync.Clock,
-// the time source of a Client's lease, and clockcheck.Clock, a machine's
+// protocol's durations are measured on. (Named apart from the clock of a
+// dsync.Client's lease, and clockcheck.Clock, a machine's
 // wall and monotonic clocks, from which the Client derives these.)
 type Times interface {
 	ServerNow() Interval

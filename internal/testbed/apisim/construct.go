@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"errors"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/operator"
 	"log/slog"
 	"time"
@@ -39,16 +40,16 @@ func build(p *proc) (*parts, error) {
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
-		dsync.WithTTL(p.cfg.TTL),
+		dsync.ClientWithTTL(p.cfg.TTL),
 	}
 	if p.cfg.Idle > 0 {
 		copts = append(copts, dsync.ClientWithIdleAge(p.cfg.Idle))
 	}
-	c, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p}, append(copts, dsync.WithClock(clock{p}))...)
+	c, err := dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p}, p), copts...)
 	if err != nil {
 		return nil, err
 	}
-	ec, err := dsync.NewClient(&procStore{Store: p.w.mem, p: p, elections: true}, append(copts, dsync.ClientWithIdleAge(0), dsync.WithClock(clock{p}))...)
+	ec, err := dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p, elections: true}, p), append(copts, dsync.ClientWithIdleAge(0))...)
 	if err != nil {
 		_ = c.Close()
 		return nil, err
@@ -64,7 +65,7 @@ func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
 // renew interval (it is off by default).
 func (ps *parts) rwmutex(key string, linger bool) (*dsync.RWMutex, error) {
 	if linger {
-		return dsync.NewRWMutex(ps.client, key, dsync.WithReadLinger(ps.client.RenewInterval()))
+		return dsync.NewRWMutex(ps.client, key, dsync.WithReadLinger(clienthook.ClientParams(ps.client).RenewInterval))
 	}
 	return dsync.NewRWMutex(ps.client, key)
 }

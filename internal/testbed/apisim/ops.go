@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // work runs operations of every primitive, and of the actors, one at a
@@ -104,7 +105,7 @@ func (inc *incarnation) mutex(ctx context.Context, who, key string) {
 	if err != nil {
 		return
 	}
-	giveUp := inc.hold(&Hold{Who: who + "/" + m.Owner(), Prim: PrimMutex, Key: key, Token: m.Token(), Call: call, Try: try}, m.Lost())
+	giveUp := inc.hold(&Hold{Who: who + "/" + clienthook.OwnerOf(m), Prim: PrimMutex, Key: key, Token: m.Token(), Call: call, Try: try}, m.Lost())
 	sleepCtx(ctx, inc.holdFor())
 	giveUp()
 	uctx, ucancel := inc.unlockCtx()
@@ -206,12 +207,12 @@ func (inc *incarnation) rwOnce(ctx context.Context, who, key string, v rwValue, 
 	if err != nil {
 		return false
 	}
-	h := &Hold{Who: who + "/" + m.Owner(), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}
+	h := &Hold{Who: who + "/" + clienthook.OwnerOf(m), Prim: prim, Key: storedRW(key), Token: m.Token(), Call: call, Try: try}
 	if !write && v.lingers {
 		// Only a value with the linger on may hold a token again, or
 		// take a claim that landed before a writer's (check_tokens.go,
 		// check_fifo.go): the others are judged as without it.
-		h.Value = m.Owner()
+		h.Value = clienthook.OwnerOf(m)
 		if inc.readAgain(h) {
 			w.count("rw-read on its lingering claim")
 		}
@@ -247,7 +248,7 @@ func (inc *incarnation) sem(ctx context.Context, who, key string) {
 	if err != nil {
 		return
 	}
-	giveUp := inc.hold(&Hold{Who: who + "/" + s.Owner(), Prim: PrimSem, Key: storedSem(key), Token: s.Token(), Call: call, Weight: n, Limit: inc.p.cfg.Limit}, s.Lost())
+	giveUp := inc.hold(&Hold{Who: who + "/" + clienthook.OwnerOf(s), Prim: PrimSem, Key: storedSem(key), Token: s.Token(), Call: call, Weight: n, Limit: inc.p.cfg.Limit}, s.Lost())
 	sleepCtx(ctx, inc.holdFor())
 	giveUp()
 	uctx, ucancel := inc.unlockCtx()

@@ -18,12 +18,11 @@ import (
 // the store (as the process's elections' Client is made: construct.go),
 // which dead cuts off.
 func memberClient(p *proc, dead *atomic.Bool) (*dsync.Client, error) {
-	return dsync.NewClient(&procStore{Store: p.w.mem, p: p, elections: true, dead: dead},
+	return dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p, elections: true, dead: dead}, p),
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
-		dsync.WithTTL(p.cfg.TTL),
-		dsync.WithClock(clock{p}))
+		dsync.ClientWithTTL(p.cfg.TTL))
 }
 
 // memberStore is a member's view of the member status: a paused process

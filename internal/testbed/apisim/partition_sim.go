@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -187,7 +188,7 @@ func (ps *PartitionSim) member(ctx context.Context, env *Env, who string) {
 		panic(err)
 	}
 	ps.mu.Lock()
-	ps.maxHB = max(ps.maxHB, c.RenewInterval())
+	ps.maxHB = max(ps.maxHB, clienthook.ClientParams(c).RenewInterval)
 	ps.mu.Unlock()
 	a := &Action{Who: who, Key: part.ID(), Call: time.Now()}
 	var (

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -56,7 +57,7 @@ func (ps *PartitionSim) startWatchers(env *Env) {
 		defer close(observed)
 		for v := range ch {
 			now := time.Now()
-			inc.partitionReport(&PartitionReport{Source: WatchPartitionObserve, Call: now.Add(-env.Client.RenewInterval() - env.TTL()), T: now, Shards: v.Shards})
+			inc.partitionReport(&PartitionReport{Source: WatchPartitionObserve, Call: now.Add(-clienthook.ClientParams(env.Client).RenewInterval - env.TTL()), T: now, Shards: v.Shards})
 		}
 	}()
 	rng := rand.New(rand.NewPCG(uint64(p.w.seed), uint64(p.id<<16|inc.n)^0x7061)) // "pa"

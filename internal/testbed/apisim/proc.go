@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // proc is a simulated process: its configuration, the faults it suffers
@@ -203,9 +206,14 @@ func (p *proc) step(d time.Duration) {
 	p.w.tracef("p%d STEP %v", p.id, d)
 }
 
-// clock is a process's dsync.Clock: time.Now stepped by the process's
-// steps, with timers that fire only while it runs.
+// clock is a process's clienthook.Clock: time.Now stepped by the
+// process's steps, with timers that fire only while it runs.
 type clock struct{ p *proc }
+
+// clocked carries p's clock to the Client made over store.
+func clocked(store driver.Store, p *proc) driver.Store {
+	return &clienthook.Store{Store: store, Settings: clienthook.Settings{Clock: clock{p}}}
+}
 
 func (c clock) Now() time.Time {
 	c.p.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // The stalled-holder actor: a worker takes a Mutex, an RWMutex's write
@@ -79,14 +80,14 @@ func (inc *incarnation) progressValueOf(d time.Duration) progressValue {
 			panic(err)
 		}
 		return progressValue{prim: PrimMutex, key: key, lock: m.LockContext, unlock: m.UnlockContext,
-			lost: m.Lost, report: m.Progress, err: m.Err, token: m.Token, owner: m.Owner()}
+			lost: m.Lost, report: m.Progress, err: m.Err, token: m.Token, owner: clienthook.OwnerOf(m)}
 	case 1:
 		m, err := inc.ps.progressRWMutex("rw", d)
 		if err != nil {
 			panic(err)
 		}
 		return progressValue{prim: PrimWrite, key: storedRW("rw"), lock: m.LockContext, unlock: m.UnlockContext,
-			lost: m.Lost, report: m.Progress, err: m.Err, token: m.Token, owner: m.Owner()}
+			lost: m.Lost, report: m.Progress, err: m.Err, token: m.Token, owner: clienthook.OwnerOf(m)}
 	default:
 		s, err := inc.ps.progressSemaphore("sem", d)
 		if err != nil {
@@ -99,7 +100,7 @@ func (inc *incarnation) progressValueOf(d time.Duration) progressValue {
 		return progressValue{prim: PrimSem, key: storedSem("sem"), weight: n,
 			lock:   func(ctx context.Context) error { return s.Acquire(ctx, n) },
 			unlock: func(ctx context.Context) error { return s.ReleaseContext(ctx, n) },
-			lost:   s.Lost, report: s.Progress, err: s.Err, token: s.Token, owner: s.Owner()}
+			lost:   s.Lost, report: s.Progress, err: s.Err, token: s.Token, owner: clienthook.OwnerOf(s)}
 	}
 }
 

@@ -30,7 +30,7 @@ func TestConcurrentReleasesPrune(t *testing.T) {
 		run = 15 * time.Second
 	}
 	synctest.Test(t, func(t *testing.T) {
-		b, err := dsync.NewClient(memory.New(), dsync.ClientWithBucketSpan(4*time.Second), dsync.WithTTL(time.Second))
+		b, err := dsync.NewClient(memory.New(), dsync.ClientWithBucketSpan(4*time.Second), dsync.ClientWithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@
 // that a lease ended early is handled, never one trusted too long. The
 // library's judgments in store time (session expiries, dead markers, a
 // segment's coverage windows) read its engine's monotonic clock,
-// dsync.SystemClock, which steps do not move. The figures of a run say
+// the system clock, which steps do not move. The figures of a run say
 // which faults it met; the planted bugs (planted_test.go, -tags
 // dsync_planted) show that each checker catches what it is for.
 //

@@ -18,14 +18,14 @@ import (
 // sweepOnce took its sweep lock with a Mutex of the default TTL (15 s),
 // which NewMutex refused when the store's span was shorter, and the error
 // was dropped, so a Client whose span was under 15 s never swept. The
-// lease is the Client's now (dsync.WithTTL), checked against the span
+// lease is the Client's now (dsync.ClientWithTTL), checked against the span
 // when the Client is made, and the sweep lock runs on it.
 func TestSweepWithShortSpan(t *testing.T) {
 	const span = 4 * time.Second
 	var before, after int
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		b, err := dsync.NewClient(st, dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(4*span), dsync.WithTTL(time.Second))
+		b, err := dsync.NewClient(st, dsync.ClientWithBucketSpan(span), dsync.ClientWithIdleAge(4*span), dsync.ClientWithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

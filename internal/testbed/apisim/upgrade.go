@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -266,16 +267,15 @@ func (u *upgrader) start(slot, version, priority int) *running {
 	if d, ok, _ := w.mem.Get(context.Background(), driver.ProtocolID); ok && d.Span > 0 {
 		span = d.Span
 	}
-	cl, err := dsync.NewClient(&procStore{Store: w.mem, p: p, elections: true},
+	cl, err := dsync.NewClient(clocked(&procStore{Store: w.mem, p: p, elections: true}, p),
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(span),
-		dsync.WithTTL(p.cfg.TTL),
-		dsync.WithClock(clock{p}))
+		dsync.ClientWithTTL(p.cfg.TTL))
 	if err != nil {
 		panic(err)
 	}
-	c := &Candidate{Slot: slot, Proc: p.id, Version: version, Priority: priority, HB: cl.RenewInterval(), Start: time.Now()}
+	c := &Candidate{Slot: slot, Proc: p.id, Version: version, Priority: priority, HB: clienthook.ClientParams(cl).RenewInterval, Start: time.Now()}
 	e, err := leader.NewElection(cl, upgradeElection,
 		leader.WithMembers(&upgradeMembers{MemberStore: w.members, p: p, u: u}),
 		leader.WithLogger(discard),

@@ -103,7 +103,7 @@ func BenchmarkMarksAdmit(b *testing.B) {
 	for _, d := range []fencesql.Dialect{fencesql.PostgreSQL, fencesql.MySQL, fencesql.SQLite} {
 		b.Run(d.String(), func(b *testing.B) {
 			db, f := setup(b, d)
-			m := f.Marks(db)
+			m := marks(b, f, db)
 			ctx := context.Background()
 			var admit, release []time.Duration
 			token := uint64(0)

@@ -20,7 +20,7 @@ func TestConformanceHTTP(t *testing.T) {
 		if d != fencesql.SQLite {
 			other = sqlOpenLike(t, d, db)
 		}
-		r := fencehttptest.NewResource(f.Marks(db), f.Marks(other))
+		r := fencehttptest.NewResource(marks(t, f, db), marks(t, f, other))
 		defer r.Close()
 		fencetest.Run(t, r, fencetest.Options{Trials: trials()})
 	})

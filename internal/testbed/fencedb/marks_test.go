@@ -19,7 +19,7 @@ import (
 func TestMarksAdmit(t *testing.T) {
 	each(t, func(t *testing.T, d fencesql.Dialect, db *sql.DB, f *fencesql.Fence) {
 		ctx := testCtx(t)
-		m := f.Marks(db)
+		m := marks(t, f, db)
 		rel5, err := m.Admit(ctx, "k", 5)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestMarksAdmitWaitsThenRefuses(t *testing.T) {
 			t.Skip("SQLite tells no one that a connection waits for its write lock")
 		}
 		ctx := testCtx(t)
-		m := f.Marks(db)
+		m := marks(t, f, db)
 		// 7 holds the lock in a transaction of the test's own that
 		// raised the mark, as Admit's second step would, without
 		// committing: 6's first step waits.
@@ -107,7 +107,7 @@ func TestMarksSafeWhenReleaseFails(t *testing.T) {
 		}
 		ctx := testCtx(t)
 		mdb := sqlOpenLike(t, d, db) // the Marks' pool, apart from the probe's
-		m := f.Marks(mdb)
+		m := marks(t, f, mdb)
 		rel, err := m.Admit(ctx, "k", 5)
 		if err != nil {
 			t.Fatal(err)
@@ -131,6 +131,16 @@ func TestMarksSafeWhenReleaseFails(t *testing.T) {
 // admitRetry admits, trying again after an error that is not a refusal:
 // the pool may hand out a connection the server ended (the driver finds
 // out on use).
+// marks is f's Marks on db with opts, failing tb if they are refused.
+func marks(tb testing.TB, f *fencesql.Fence, db *sql.DB, opts ...fencesql.MarksOption) fence.Marks {
+	tb.Helper()
+	m, err := f.Marks(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
 func admitRetry(ctx context.Context, m fence.Marks, key string, token uint64) (func(), error) {
 	for try := 0; ; try++ {
 		rel, err := m.Admit(ctx, key, token)

@@ -29,8 +29,8 @@ func TestMarksSessionEndsUnderWriter(t *testing.T) {
 			t.Skip("SQLite runs in the process: there is no session the server ends")
 		}
 		ctx := testCtx(t)
-		first := f.Marks(sqlOpenLike(t, d, db)) // the writer's instance
-		next := f.Marks(db)                     // another instance
+		first := marks(t, f, sqlOpenLike(t, d, db)) // the writer's instance
+		next := marks(t, f, db)                     // another instance
 		rel5, err := first.Admit(ctx, "k", 5)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestMarksSessionEndsUnderWriter(t *testing.T) {
 		// A process that died: its session ends and nobody renews or
 		// deletes its row, which ends at its lease.
 		gone := sqlOpenLike(t, d, db)
-		dying := f.Marks(gone, fencesql.WithAdmitLease(time.Second))
+		dying := marks(t, f, gone, fencesql.WithAdmitLease(time.Second))
 		rel7, err := dying.Admit(ctx, "k", 7)
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func TestMarksUnderStricterDefaultIsolation(t *testing.T) {
 			if err := db.QueryRowContext(ctx, "SHOW default_transaction_isolation").Scan(&got); err != nil || got != level {
 				t.Fatalf("default_transaction_isolation = %q, %v; want %q", got, err, level)
 			}
-			m := f.Marks(db)
+			m := marks(t, f, db)
 			for _, token := range []uint64{5, 6, 6} {
 				rel, err := m.Admit(ctx, "k", token)
 				if err != nil {
@@ -148,7 +148,7 @@ func TestCreateTableConcurrently(t *testing.T) {
 			if err := commitCheck(t, ctx, db, f, "k", 1); err != nil {
 				t.Fatalf("round %d: Check after CreateTable: %v", r, err)
 			}
-			rel, err := f.Marks(db).Admit(ctx, "k", 2)
+			rel, err := marks(t, f, db).Admit(ctx, "k", 2)
 			if err != nil {
 				t.Fatalf("round %d: Admit after CreateTable: %v", r, err)
 			}
@@ -169,7 +169,7 @@ func TestMarksSQLiteWriterWritesTheDatabase(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE reg (k TEXT PRIMARY KEY, v INTEGER NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := f.Marks(db).Admit(ctx, "k", 5)
+	rel, err := marks(t, f, db).Admit(ctx, "k", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestMarksReleaseIsBounded(t *testing.T) {
 		}
 		ctx := testCtx(t)
 		p := newProxy(t, serverAddr(t, d, db))
-		m := f.Marks(openThrough(t, d, db, p.addr()), fencesql.WithReleaseTimeout(500*time.Millisecond), fencesql.WithAdmitLease(time.Second))
+		m := marks(t, f, openThrough(t, d, db, p.addr()), fencesql.WithReleaseTimeout(500*time.Millisecond), fencesql.WithAdmitLease(time.Second))
 		rel, err := m.Admit(ctx, "k", 5)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +223,7 @@ func TestMarksReleaseIsBounded(t *testing.T) {
 			t.Fatal("release did not return while the database did not answer")
 		}
 		p.cut()
-		rel6, err := admitRetry(ctx, f.Marks(db), "k", 6)
+		rel6, err := admitRetry(ctx, marks(t, f, db), "k", 6)
 		if err != nil {
 			t.Fatalf("Admit(6) after 5's release could not reach the database: %v", err)
 		}
@@ -246,7 +246,7 @@ func TestConformanceSessionEnds(t *testing.T) {
 		}
 		o := fencetest.Options{Trials: 40, Parallel: 1}
 		t.Run("HTTP", func(t *testing.T) {
-			r := fencehttptest.NewResource(f.Marks(db), f.Marks(sqlOpenLike(t, d, db)))
+			r := fencehttptest.NewResource(marks(t, f, db), marks(t, f, sqlOpenLike(t, d, db)))
 			defer r.Close()
 			fencetest.Run(t, sessionEnder{Resource: r, d: d, db: db}, o)
 		})
@@ -328,7 +328,7 @@ func TestMarksSessionTimeoutUnderWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		wdb.SetMaxOpenConns(0)
-		first, next := f.Marks(wdb), f.Marks(db)
+		first, next := marks(t, f, wdb), marks(t, f, db)
 		rel5, err := first.Admit(ctx, "k", 5)
 		if err != nil {
 			t.Fatal(err)

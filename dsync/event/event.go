@@ -1,4 +1,7 @@
-package dsync
+// Package event holds what a dsync.Client tells its observer, for metrics
+// and alerts. It is not a log: an observer that falls far behind loses
+// events. Set one with dsync.ClientWithObserver.
+package event
 
 import "time"
 
@@ -11,23 +14,22 @@ import "time"
 // wait: Dropped, if set, is told how many.
 //
 // Keys are as the caller gave them (a Mutex's key, an RWMutex's...), with
-// Kind telling the primitive apart. Durations are on the Client's clock
-// (WithClock).
+// Kind telling the primitive apart. Durations are on the Client's clock.
 type Observer struct {
 	// Acquired: a Lock, RLock, Acquire, TryLock... held after waiting
 	// Wait (from the call to the hold).
 	Acquired func(Acquisition)
 	// AcquireFailed: a call that asked for a hold returned without one. It
 	// returned after Wait: its context ended, the key was held (a try:
-	// ErrHeld), or the store failed.
+	// dsync.ErrHeld), or the store failed.
 	AcquireFailed func(a Acquisition, err error)
 	// Released: a hold ended by its caller (Unlock, RUnlock, Release)
 	// after Held.
 	Released func(h Held)
 	// Lost: a hold ended without its caller. Its lease ran out (renewals
 	// failed), the store no longer knew its session, or its work reported
-	// no progress within its progress deadline (err wraps ErrStalled). err
-	// wraps ErrLost, as Err's does.
+	// no progress within its progress deadline (err wraps dsync.ErrStalled). err
+	// wraps dsync.ErrLost, as Err's does.
 	Lost func(h Held, err error)
 	// Waiting: how many callers of this Client wait for a hold now. A Lock,
 	// RLock or Acquire that waits counts; tries do not.
