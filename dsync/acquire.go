@@ -190,6 +190,9 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 			return h, nil
 		}
 		live := sess.Context().Err() == nil // before check may retire it
+		if !live {
+			a.retired(k.Renewed(sess))
+		}
 		if errors.Is(err, ErrReset) && live {
 			// The store lost the key's history (emptied or restored): the
 			// claim is void. The session may be gone with it: renewing it

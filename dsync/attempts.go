@@ -65,6 +65,19 @@ func (a *attempts) heldAhead(err error) error {
 	return nil
 }
 
+// retired judges the pause after the session a claim waited in was
+// retired; renewed: a renewal of it was confirmed. A session the store
+// renewed in time was answered: what grew the pause was trouble it
+// outlived, so the new session's claim goes after the pause's floor (held
+// at its cap, the pause added up to 2 s to every retirement on a slow
+// store). A session never renewed says the store answers too late: the
+// pause keeps growing, as after an error.
+func (a *attempts) retired(renewed bool) {
+	if renewed {
+		a.backoff = backoff.Min
+	}
+}
+
 // enterFailed judges a failure to get a session: nil to try again, or
 // what the acquire returns.
 func (a *attempts) enterFailed(err error) error {
@@ -105,12 +118,7 @@ func (a *attempts) claimFailed(err error, live bool) error {
 		return nil
 	case !live:
 		// The session was retired while we waited: its claim is
-		// withdrawn; queue again in a new one. The pause starts again
-		// from its floor: what the pause has grown on was this session's
-		// trouble, and a new session's first write tells afresh whether
-		// the store answers (a pause held at its cap cost a retired
-		// waiter up to 2 s more before its new claim).
-		a.backoff = backoff.Min
+		// withdrawn; queue again in a new one.
 		return a.again(err, err)
 	}
 	return a.again(fmt.Errorf("dsync: acquire %q: %w", p.key, err), err)

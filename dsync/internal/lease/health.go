@@ -22,3 +22,12 @@ func (k *Keeper[H]) Health(maxLag time.Duration) error {
 	}
 	return nil
 }
+
+// Renewed reports whether a renewal of s was confirmed after its open:
+// the store answered s in time at least once more. A waiter whose session
+// was retired judges by it whether the store or the session failed it.
+func (k *Keeper[H]) Renewed(s *Session[H]) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return s.confirmed.After(s.opened)
+}

@@ -66,6 +66,8 @@ type Session[H Hold] struct {
 	// confirmed is when the last renewal confirmed (or the open) was sent,
 	// on the Keeper's clock (health.go). Guarded by Keeper.mu.
 	confirmed time.Time
+	// opened is when the open was sent, on the Keeper's clock; set once.
+	opened time.Time
 	// revokeChecked is when the last read of the session's revocation
 	// was started (or the open sent), on the Keeper's clock; revokeReading:
 	// one is under way (revoke.go). Both guarded by Keeper.mu.
@@ -218,7 +220,7 @@ func (k *Keeper[H]) open(ctx context.Context) (*Session[H], error) {
 	if !ok {
 		return nil, fmt.Errorf("dsync: open session: reply after %v, past the deadline", now.Sub(sent))
 	}
-	s := &Session[H]{id: id, lease: lease, confirmed: sent, revokeChecked: sent}
+	s := &Session[H]{id: id, lease: lease, confirmed: sent, opened: sent, revokeChecked: sent}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	k.mu.Lock()
 	k.armLocked(s)
