@@ -113,8 +113,8 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 		return nil, err
 	}
 	c.keys = own.KeyCheck
-	if cfg.test.WrapStore != nil {
-		c.store = cfg.test.WrapStore(store)
+	if cfg.test.wrapStore != nil {
+		c.store = cfg.test.wrapStore(store)
 	}
 	c.roles = c.store.Roles()
 	if err := c.startEngine(); err != nil {
@@ -126,8 +126,8 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if cfg.engineTest.Raw != nil {
 		cfg.engineTest.Raw(raw{c})
 	}
-	if hf, ok := c.feed.(*hint.Feed); ok && cfg.test.Hints != nil {
-		cfg.test.Hints(hf)
+	if hf, ok := c.feed.(*hint.Feed); ok && cfg.test.hints != nil {
+		cfg.test.hints(hf)
 	}
 	return c, nil
 }

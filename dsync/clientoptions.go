@@ -12,7 +12,6 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
-	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
 // A ClientOption configures a Client.
@@ -36,7 +35,7 @@ type clientConfig struct {
 	// test and engineTest hold the settings of other packages' tests
 	// (hook.go), empty in a program; NewClient sets them before it reads
 	// any (takeHooks).
-	test       *clienthook.Settings
+	test       *testSettings
 	engineTest enginehook.Settings
 	// directFeed, if set, stands for the hint Feed over the store's feed
 	// (this package's tests: hints between simulated processes).

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -24,7 +25,7 @@ func (c countingClock) AfterFunc(d time.Duration, f func()) func() bool {
 func TestClockRidesOnTheHookStore(t *testing.T) {
 	var reads atomic.Int64
 	clock := countingClock{&reads}
-	c, err := NewClient(&clienthook.Store{Store: memory.New(), Settings: clienthook.Settings{Clock: clock}})
+	c, err := NewClient(clienthook.Wrap[driver.Store](memory.New(), clienthook.Settings{Clock: clock}))
 	if err != nil {
 		t.Fatal(err)
 	}

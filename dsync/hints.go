@@ -110,8 +110,8 @@ func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func
 		if r.Loopback() {
 			hf, err := hint.New(store, inner, hint.Config{Listen: DefaultHintsListen, Logger: cfg.logger})
 			if err == nil {
-				if cfg.test.Hints != nil {
-					cfg.test.Hints(hf)
+				if cfg.test.hints != nil {
+					cfg.test.hints(hf)
 				}
 				return wake.Settled{Feed: hf, Direct: true, Followed: func() {
 					if addr := hf.Addr(); addr != "" { // "": it could not listen, and said so

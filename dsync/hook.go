@@ -2,33 +2,79 @@ package dsync
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
-// What tests of other packages may set: a store wrapped in a
-// clienthook.Store (package internal/clienthook) carries a Client's
+// What tests of other packages may set: a store wrapped by
+// clienthook.Wrap (package internal/clienthook) carries a Client's
 // dsync-level test settings, which packages outside dsync may set; one
 // wrapped in an enginehook.Store (dsync/internal/enginehook) carries its
 // engine's, and may ask for its protocol calls one by one. Users cannot
-// name either type, so they cannot reach these settings.
+// name either, so they cannot reach these settings.
+
+// hooked is the store clienthook.Wrap returns: store, carrying settings.
+type hooked struct {
+	driver.Store
+	settings clienthook.Settings
+}
+
+func init() {
+	clienthook.Carry = func(store any, s clienthook.Settings) any {
+		st, ok := store.(driver.Store)
+		if !ok {
+			panic(fmt.Sprintf("dsync: clienthook.Wrap(%T), not a driver.Store", store))
+		}
+		return &hooked{Store: st, settings: s}
+	}
+}
+
+// testSettings are a Client's clienthook.Settings, with the fields
+// clienthook holds as an any asserted to their types.
+type testSettings struct {
+	clienthook.Settings
+	wrapStore func(driver.Store) driver.Store
+	hints     func(*hint.Feed)
+}
+
+// typed returns s with its any fields asserted, panicking at a field of
+// another type: only a test can set one, and its mistake is plain there.
+func typed(s clienthook.Settings) *testSettings {
+	t := &testSettings{Settings: s}
+	if s.WrapStore != nil {
+		f, ok := s.WrapStore.(func(driver.Store) driver.Store)
+		if !ok {
+			panic(fmt.Sprintf("dsync: clienthook.Settings.WrapStore is a %T, not a func(driver.Store) driver.Store", s.WrapStore))
+		}
+		t.wrapStore = f
+	}
+	if s.Hints != nil {
+		f, ok := s.Hints.(func(*hint.Feed))
+		if !ok {
+			panic(fmt.Sprintf("dsync: clienthook.Settings.Hints is a %T, not a func(*hint.Feed)", s.Hints))
+		}
+		t.hints = f
+	}
+	return t
+}
 
 // takeHooks keeps the test-only settings that store carries in
-// *clienthook.Store and *enginehook.Store wrappers, in either order
+// clienthook.Wrap's and *enginehook.Store wrappers, in either order
 // (none otherwise), and returns the store beneath them.
 func (c *clientConfig) takeHooks(store driver.Store) driver.Store {
-	c.test = &clienthook.Settings{}
+	c.test = &testSettings{}
 	for {
 		switch h := store.(type) {
-		case *clienthook.Store:
-			s := h.Settings
-			c.test, store = &s, h.Store
-			if s.Clock != nil {
-				c.lease.Clock = s.Clock
+		case *hooked:
+			c.test, store = typed(h.settings), h.Store
+			if h.settings.Clock != nil {
+				c.lease.Clock = h.settings.Clock
 			}
 		case *enginehook.Store:
 			c.engineTest, store = h.Settings, h.Store

@@ -48,7 +48,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = clienthook.Claim{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: d.Mode, Weight: d.Weight, Limit: d.Limit}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit}
 		s, found, err := c.store.GetSession(ctx, d.Session)
 		if err != nil {
 			return nil, err
@@ -84,7 +84,8 @@ func markHolds(q []clienthook.Claim, docs []queue.Doc, expired []bool) {
 
 // list is statuspage's Reader.List: the keys of the directory that kq
 // selects, each with its queue, reading a few queues ahead of the caller.
-func (c *Client) list(ctx context.Context, kq driver.KeyQuery) iter.Seq2[clienthook.KeyState, error] {
+func (c *Client) list(ctx context.Context, q clienthook.KeyQuery) iter.Seq2[clienthook.KeyState, error] {
+	kq := driver.KeyQuery{Prefix: q.Prefix, After: q.After, Limit: q.Limit}
 	return func(yield func(clienthook.KeyState, error) bool) {
 		if kq.Limit < 0 {
 			yield(clienthook.KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", kq.Limit))
@@ -130,8 +131,8 @@ func (c *Client) hasKey(ctx context.Context, key string) (bool, error) {
 	return dir.HasKey(ctx, key)
 }
 
-// listOrder is statuspage's Reader.ListOrder.
-func (c *Client) listOrder(ctx context.Context) (driver.KeyOrder, error) {
+// listOrder is statuspage's Reader.ListOrder: a driver.KeyOrder.
+func (c *Client) listOrder(ctx context.Context) (int, error) {
 	dir, err := c.directory()
 	if err != nil {
 		return 0, err
@@ -139,7 +140,7 @@ func (c *Client) listOrder(ctx context.Context) (driver.KeyOrder, error) {
 	if err := c.prepareStoreRead(ctx); err != nil {
 		return 0, err
 	}
-	return dir.KeyOrder(), nil
+	return int(dir.KeyOrder()), nil
 }
 
 // directory returns the store's directory of keys, or an error wrapping

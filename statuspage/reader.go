@@ -39,8 +39,8 @@ func NewReader(c *dsync.Client) *Reader {
 }
 
 // reads are the Client's reads, which dsync gives this package.
-func reads() clienthook.Reads[*dsync.Client] {
-	return clienthook.ClientReads.(clienthook.Reads[*dsync.Client])
+func reads() clienthook.Reads[*dsync.Client, driver.Revocation, driver.Stall] {
+	return clienthook.ClientReads.(clienthook.Reads[*dsync.Client, driver.Revocation, driver.Stall])
 }
 
 // Queue returns the claims of key (as stored) that have not ended, in
@@ -73,7 +73,7 @@ func (r *Reader) Queue(ctx context.Context, key string) ([]ClaimInfo, error) {
 // listing; it comes with the key it concerns, if any.
 func (r *Reader) List(ctx context.Context, opts ListOptions) iter.Seq2[KeyState, error] {
 	return func(yield func(KeyState, error) bool) {
-		kq := driver.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit}
+		kq := clienthook.KeyQuery{Prefix: opts.Prefix, After: opts.After, Limit: opts.Limit}
 		for ks, err := range reads().List(r.client, ctx, kq) {
 			if !yield(KeyState{Key: ks.Key, Queue: claimsOfRead(ks.Queue)}, err) {
 				return

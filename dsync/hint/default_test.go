@@ -50,11 +50,11 @@ func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, op
 		mu    sync.Mutex
 		feeds []*hint.Feed
 	)
-	hooked := &clienthook.Store{Store: under, Settings: clienthook.Settings{Hints: func(f *hint.Feed) {
+	hooked := clienthook.Wrap[driver.Store](under, clienthook.Settings{Hints: func(f *hint.Feed) {
 		mu.Lock()
 		feeds = append(feeds, f)
 		mu.Unlock()
-	}}}
+	}})
 	opts = append([]dsync.ClientOption{
 		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 		dsync.ClientWithWakeups(false),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-dsync/dsync/clockcheck"
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/internal/enginehook"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/internal/clienthook"
@@ -95,7 +96,7 @@ func newTestClient(db *mongo.Database, opts ...any) (*testClient, error) {
 	}
 	tc := &testClient{s: s, wakeups: wakeups}
 	engine.Raw = func(r enginehook.Raw) { tc.raw = r }
-	hooked := &clienthook.Store{Store: &enginehook.Store{Store: s, Settings: engine}, Settings: hooks}
+	hooked := clienthook.Wrap[driver.Store](&enginehook.Store{Store: s, Settings: engine}, hooks)
 	c, err := dsync.NewClient(hooked, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("dsyncmongo: %w", err)

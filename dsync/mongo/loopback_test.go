@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
@@ -47,11 +48,11 @@ func defaultClient(t *testing.T, ctx context.Context, db *mongo.Database, sopts 
 		mu    sync.Mutex
 		feeds []*hint.Feed
 	)
-	hooked := &clienthook.Store{Store: st, Settings: clienthook.Settings{Hints: func(f *hint.Feed) {
+	hooked := clienthook.Wrap[driver.Store](st, clienthook.Settings{Hints: func(f *hint.Feed) {
 		mu.Lock()
 		feeds = append(feeds, f)
 		mu.Unlock()
-	}}}
+	}})
 	c, err := dsync.NewClient(hooked, append([]dsync.ClientOption{
 		dsync.ClientWithLogger(slog.New(slog.DiscardHandler)), dsync.ClientWithIdleAge(0),
 	}, copts...)...)

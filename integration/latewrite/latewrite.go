@@ -205,10 +205,10 @@ func NewRouter(late *mongo.Collection, giveUp time.Duration) *Router {
 // Over returns store (a dsyncmongo.Store) for dsync.NewClient, such that
 // the Client calls it through r.
 func (r *Router) Over(store driver.Store) driver.Store {
-	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
+	return clienthook.Wrap(store, clienthook.Settings{WrapStore: func(s driver.Store) driver.Store {
 		r.Store = s
 		return r
-	}}}
+	}})
 }
 
 func (r *Router) next(rt route) {

@@ -306,7 +306,7 @@ type recordingStore struct {
 // through the recorder.
 // hints, if the Client has direct hints, is given their transport.
 func (r *recorder) over(store driver.Store, hints func(*hint.Feed)) driver.Store {
-	return &clienthook.Store{Store: store, Settings: clienthook.Settings{WrapStore: r.wrap, Hints: hints}}
+	return clienthook.Wrap(store, clienthook.Settings{WrapStore: r.wrap, Hints: hints})
 }
 
 // wrap returns s through a recording store.

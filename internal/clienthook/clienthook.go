@@ -9,15 +9,16 @@
 // dsync/internal/enginehook's, which only dsync's own packages reach. It
 // also gives package leader the option that puts its leases in their
 // namespace (Elections). It is internal, so users cannot reach it, and
-// it holds no state but Elections and StoreTime, which dsync sets once.
+// it holds no state but the hooks dsync sets once as it is initialized.
+//
+// It imports nothing of dsync's: it sits on the ground floor of the
+// repository, beneath the packages that use it. A setting or read of a
+// dsync or driver type is an any (or a type parameter) that dsync asserts
+// to the type its doc names, panicking at a mismatch, which only a test
+// can make.
 package clienthook
 
-import (
-	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
-	"github.com/go-dsync/dsync/dsync/hint"
-)
+import "time"
 
 // Settings are a Client's test-only settings; zero fields are left as
 // they are.
@@ -31,12 +32,13 @@ type Settings struct {
 	// that returns from Roles; it takes the feed, the key checks and the
 	// hints' records from the store itself. A wrapper that embeds
 	// driver.Store passes every role on; one that must see a role's calls
-	// overrides Roles.
-	WrapStore func(driver.Store) driver.Store
+	// overrides Roles. It is a func(driver.Store) driver.Store.
+	WrapStore any
 	// Hints, if set, is given the Client's hint transport, for its Stats,
 	// when it is made: with the Client for dsync.ClientWithHints; by
-	// default, on loopback, as the Client first follows its feed.
-	Hints func(*hint.Feed)
+	// default, on loopback, as the Client first follows its feed. It is a
+	// func(*hint.Feed).
+	Hints any
 	// JudgedOver, if set, runs each time a session of the Client is
 	// judged over by its deadline timer or by a renewal reply that came
 	// too late, in the goroutine that judged it, once its holds' Lost
@@ -58,11 +60,20 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// Store is a store that carries Settings to the dsync.Client made over
-// it: dsync.NewClient applies them and uses Store beneath (whose feed,
-// if it has one, the Client follows), which may be a
-// dsync/internal/enginehook.Store carrying engine settings.
-type Store struct {
-	driver.Store
-	Settings Settings
+// Wrap returns store, a driver.Store, wrapped in a store that carries s
+// to the dsync.Client made over it: dsync.NewClient applies s and uses
+// store beneath (whose feed, if it has one, the Client follows), which
+// may be a dsync/internal/enginehook.Store carrying engine settings. S is
+// the type the caller holds the store as, driver.Store: the wrapper is
+// of a type of dsync's, so Wrap panics for any other S.
+func Wrap[S any](store S, s Settings) S {
+	w, ok := Carry(store, s).(S)
+	if !ok {
+		panic("clienthook: Wrap needs the store as a driver.Store")
+	}
+	return w
 }
+
+// Carry wraps store, a driver.Store, as Wrap does. Package dsync sets it
+// as it is initialized.
+var Carry func(store any, s Settings) any

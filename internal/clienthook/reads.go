@@ -4,11 +4,10 @@ import (
 	"context"
 	"iter"
 	"time"
-
-	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// ClientReads is a Reads[*dsync.Client]: the reads of a Client's store
+// ClientReads is a Reads[*dsync.Client, driver.Revocation, driver.Stall]:
+// the reads of a Client's store
 // for people, and its compaction, which package statuspage presents as
 // its Reader and package leader reads its election's queue with. They
 // need the Client's engine and unexported state, so dsync implements
@@ -17,18 +16,25 @@ import (
 // locks'.
 var ClientReads any
 
-// Reads are a Client's reads, for the Client type C (which this package
-// cannot name). Each is what statuspage's Reader method of its name
-// documents; Revocations and Stalls return nil on a store that keeps no
-// such records.
-type Reads[C any] struct {
+// Reads are a Client's reads, for the Client type C and the driver's
+// records of revocations R and of stalls S (which this package cannot
+// name). Each is what statuspage's Reader method of its name documents;
+// Revocations and Stalls return nil on a store that keeps no such
+// records. ListOrder returns a driver.KeyOrder, as an int.
+type Reads[C, R, S any] struct {
 	Queue       func(c C, ctx context.Context, key string) ([]Claim, error)
-	List        func(c C, ctx context.Context, q driver.KeyQuery) iter.Seq2[KeyState, error]
+	List        func(c C, ctx context.Context, q KeyQuery) iter.Seq2[KeyState, error]
 	HasKey      func(c C, ctx context.Context, key string) (bool, error)
-	ListOrder   func(c C, ctx context.Context) (driver.KeyOrder, error)
-	Revocations func(c C, ctx context.Context) ([]driver.Revocation, error)
-	Stalls      func(c C, ctx context.Context) ([]driver.Stall, error)
+	ListOrder   func(c C, ctx context.Context) (int, error)
+	Revocations func(c C, ctx context.Context) ([]R, error)
+	Stalls      func(c C, ctx context.Context) ([]S, error)
 	Compact     func(c C, ctx context.Context, idle time.Duration) (int64, error)
+}
+
+// KeyQuery selects the keys a listing reads: a driver.KeyQuery's fields.
+type KeyQuery struct {
+	Prefix, After string
+	Limit         int
 }
 
 // A Claim is a claim of a key's queue that has not ended, as read; see
@@ -40,7 +46,7 @@ type Claim struct {
 	Host                  string
 	PID                   int
 	QueuedAt, ExpiresAt   time.Time
-	Mode                  driver.Mode
+	Mode                  int // a driver.Mode
 	Weight, Limit         int64
 	Holds, Expired        bool
 }

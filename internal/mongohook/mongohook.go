@@ -1,15 +1,16 @@
 // Package mongohook lets tests outside dsync/mongo set what only tests
 // may set on a dsyncmongo.Store. It is internal, so users cannot reach
-// it, and it holds no state but the hook package dsyncmongo installs.
+// it, and it holds no state but the hook package dsyncmongo installs. It
+// imports nothing of dsync's, so that it sits on the repository's ground
+// floor.
 package mongohook
 
-import "github.com/go-dsync/dsync/dsync/driver"
-
-// ReadRuns makes store, a *dsyncmongo.Store not yet in use, read runs of
-// a key's queue (driver.RunReader) on FerretDB too, where it answers
+// ReadRuns makes store, a *dsyncmongo.Store not yet in use (an any: this
+// package cannot name it), read runs of a key's queue
+// (driver.RunReader) on FerretDB too, where it answers
 // driver.ErrRunsUnsupported because FerretDB decodes the whole collection
 // for such a find: slower, but the same find and the same order, so that
 // the integration suite's workers, which run on the embedded FerretDB,
 // walk queues by runs under its faults. Package dsyncmongo installs it
 // (nil in a program that does not link dsyncmongo).
-var ReadRuns func(store driver.Store)
+var ReadRuns func(store any)

@@ -212,7 +212,7 @@ type clock struct{ p *proc }
 
 // clocked carries p's clock to the Client made over store.
 func clocked(store driver.Store, p *proc) driver.Store {
-	return &clienthook.Store{Store: store, Settings: clienthook.Settings{Clock: clock{p}}}
+	return clienthook.Wrap(store, clienthook.Settings{Clock: clock{p}})
 }
 
 func (c clock) Now() time.Time {

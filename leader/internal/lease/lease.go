@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
@@ -30,7 +31,7 @@ type Claim = clienthook.Claim
 // Queue reads the claims of key that have not ended, in the order they
 // hold, as statuspage.Reader.Queue does (it only reads).
 func Queue(ctx context.Context, c *dsync.Client, key string) ([]Claim, error) {
-	return clienthook.ClientReads.(clienthook.Reads[*dsync.Client]).Queue(c, ctx, key)
+	return clienthook.ClientReads.(clienthook.Reads[*dsync.Client, driver.Revocation, driver.Stall]).Queue(c, ctx, key)
 }
 
 // Holder returns the claim that leads election now, read through c: the
