@@ -9,7 +9,7 @@ import (
 )
 
 // The bugs planted above the engine for the negative controls of the
-// public-API simulation (internal/testbed/apisim, package internal/plant). In
+// public-API simulation (integration/apisim, package internal/plant). In
 // every build without -tags dsync_planted, plant.On is false and each of
 // these is a constant the compiler folds away. plant.MutexPastDeadline
 // is planted in the lease's keeper (dsync/internal/lease).

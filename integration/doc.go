@@ -170,4 +170,12 @@
 // refused) and the relays' faults (datagrams relayed, dropped,
 // duplicated, delayed, forged, replayed, garbage), violations, the
 // largest loss-signal lateness, and the negative controls detected.
+//
+// # Beside the suite
+//
+// The directory also holds the library's other tests through its
+// packages, on the floor above all they import: integration/apisim (the
+// public-API simulation, in fake time), and the modules
+// integration/browsertest (the status page in headless Chromium) and
+// integration/fencedb (fence/fencesql on PostgreSQL, MariaDB and SQLite).
 package integration

@@ -10,7 +10,7 @@ import (
 
 // plantedLost is the channel a term's watch takes for the loss of its
 // lease: nil, which never fires, when plant.LeaderKeepsTerm is planted (a
-// negative control of internal/testbed/apisim; plant.On is false in every other
+// negative control of integration/apisim; plant.On is false in every other
 // build, and this is lost).
 func plantedLost(lost <-chan struct{}) <-chan struct{} {
 	if plant.On && plant.Is(plant.LeaderKeepsTerm) {
@@ -21,7 +21,7 @@ func plantedLost(lost <-chan struct{}) <-chan struct{} {
 
 // campaignShard is how a Partition campaigns for shard election e:
 // Campaign. When plant.PartitionSkipsWait is planted (a negative control
-// of internal/testbed/apisim) it returns at once, before the campaign is
+// of integration/apisim) it returns at once, before the campaign is
 // won, with a context that ends when the campaign fails or its term ends: the
 // shard's function then runs beside the shard's previous owner.
 func campaignShard(ctx context.Context, e *Election) (context.Context, error) {
@@ -57,7 +57,7 @@ func plantedPause(d time.Duration) { time.Sleep(d) }
 
 // plantedNewer is whether Observe's poll sends what it read (info, err)
 // after last when plant.ObserveEmitsOnChange is planted (a negative
-// control of internal/testbed/apisim): whenever it differs from last,
+// control of integration/apisim): whenever it differs from last,
 // nobody leading read as the zero Info, which it then sends. ok is false
 // when it is not planted.
 func plantedNewer(info *Info, err *error, last Info) (newer, ok bool) {

@@ -115,7 +115,7 @@ func (s *stalledReleases) Insert(ctx context.Context, d driver.Doc) error {
 // TestResignWhileTheWatchReleases: a Resign that comes while the term's
 // watch is giving the lock up (its parent context ended) returns when
 // its context ends, without waiting for that release. The public-API
-// simulation (internal/testbed/apisim) hung there when Resign waited for the
+// simulation (integration/apisim) hung there when Resign waited for the
 // watch's release under a sync.Once. In real time: a goroutine blocked
 // on a mutex would keep a synctest bubble's clock from moving.
 func TestResignWhileTheWatchReleases(t *testing.T) {

@@ -14,11 +14,11 @@ import (
 
 	dsyncgocron "github.com/go-dsync/dsync/contrib/gocron"
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/testbed/apisim"
+	"github.com/go-dsync/dsync/integration/apisim"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-// The Locker in the public-API simulation (internal/testbed/apisim): every
+// The Locker in the public-API simulation (integration/apisim): every
 // simulated process makes a Locker on each incarnation's Client, and its
 // workers tick jobs through it as gocron does (Lock, run, Unlock through
 // the returned gocron.Lock), beside the primitives' operations and under
@@ -209,7 +209,7 @@ func simulateLocker(t *testing.T, seed int64) apisim.Report {
 // the simulation's summary line and the slots won.
 //
 // It fails on the Locker's promises, and logs the others' violations
-// (-gocron.all: fails on them too). Those are internal/testbed/apisim's
+// (-gocron.all: fails on them too). Those are integration/apisim's
 // to judge, in its own TestSimulation, which meets them too, about once in 3,000
 // seeds (a Once.Do that returned nil on its record's reply after the
 // oracle's deadline of its hold); beside the Locker they were seen about
@@ -244,7 +244,7 @@ func TestLockerSimulation(t *testing.T) {
 			if mine || *lockerAll {
 				t.Errorf("seed %d: %v", seed, v)
 			} else {
-				t.Logf("seed %d: not the Locker's promise (internal/testbed/apisim's): %v", seed, v)
+				t.Logf("seed %d: not the Locker's promise (integration/apisim's): %v", seed, v)
 			}
 		}
 	}

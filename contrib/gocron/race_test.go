@@ -6,7 +6,7 @@ import "testing"
 
 // skipUnderRace skips the Locker's simulation under the race detector:
 // the Go runtime crashed in the public-API simulation's synctest bubbles
-// under -race (.ci/run says when), so CI runs internal/testbed/apisim, and this,
+// under -race (.ci/run says when), so CI runs integration/apisim, and this,
 // without it.
 func skipUnderRace(t *testing.T) {
 	t.Helper()

@@ -1,6 +1,6 @@
 // Package plant switches the bugs planted above the engine (in dsync,
 // leader and fence/fencemongo) for the negative controls of the
-// public-API simulation (internal/testbed/apisim) and of
+// public-API simulation (integration/apisim) and of
 // fence/fencemongo's fenced-register simulation. Only a build with -tags
 // dsync_planted can plant one: in every other build On is false and the
 // bugs' branches compile away. (contrib/gocron, a module of its own that
@@ -48,7 +48,7 @@ const (
 	FenceSkipsCondition
 	// PartitionSkipsWait: a leader.Partition runs a shard's function as
 	// soon as it queues for the shard, before its campaign is won, so
-	// beside the shard's previous owner (internal/testbed/apisim's partition
+	// beside the shard's previous owner (integration/apisim's partition
 	// simulation).
 	PartitionSkipsWait
 	// PartitionIgnoresOwners: the Partition's assignment ignores who owns

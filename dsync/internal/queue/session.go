@@ -29,7 +29,7 @@ type sessions struct {
 // slot, not a sync.Mutex: a goroutine waiting on a sync.Mutex is not
 // durably blocked in a testing/synctest bubble, so a renewal waiting for
 // another whose request waits on fake time would stop the bubble's clock
-// for good (the public-API simulation, internal/testbed/apisim, met it).
+// for good (the public-API simulation, integration/apisim, met it).
 type renewal struct {
 	mu     chan struct{}
 	gen    int

@@ -4,5 +4,5 @@
 // initdb and postgres refuse root. It finds PostgreSQL's programs on
 // PATH, by pg_config, or in Debian's /usr/lib/postgresql/*/bin.
 // internal/testbed/mongotest keeps FerretDB's data there, and
-// internal/testbed/fencedb tests fence/fencesql against it.
+// integration/fencedb tests fence/fencesql against it.
 package pgserve

@@ -1,6 +1,6 @@
 // Package serverproc starts, watches and reaps the servers that test
 // harnesses run as child processes. A [Proc] (internal/testbed/pgserve's
-// PostgreSQL, internal/testbed/fencedb's MariaDB) is reaped by polling,
+// PostgreSQL, integration/fencedb's MariaDB) is reaped by polling,
 // with no goroutine waiting for it, so that tests' goroutine-leak checks
 // stay clean. [SetPdeathsig] has the kernel signal a server when the test
 // binary dies (internal/testbed/mongotest's FerretDB children too);

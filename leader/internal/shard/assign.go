@@ -38,7 +38,7 @@ func AssignAvoiding(n int, members []Member, current []string, avoid func(shard 
 		avoid = func(int, string) bool { return false }
 	}
 	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
-		current = nil // a negative control of internal/testbed/apisim: see plant
+		current = nil // a negative control of integration/apisim: see plant
 	}
 	out := make([]string, n)
 	live := liveMembers(members)

@@ -20,7 +20,7 @@ import (
 // that the machine's drift falls on all four alike. Each reports its p50
 // as a metric.
 //
-//	go test -run '^$' -bench FencedTx -benchtime 3000x ./internal/testbed/fencedb
+//	go test -run '^$' -bench FencedTx -benchtime 3000x ./integration/fencedb
 func BenchmarkFencedTx(b *testing.B) {
 	db, f := setup(b, fencesql.PostgreSQL)
 	db.SetMaxOpenConns(1)
@@ -98,7 +98,7 @@ func p50(ts []time.Duration) time.Duration {
 // each dialect: one key, a rising token, one writer at a time. Each
 // reports the p50 of Admit and of release as metrics.
 //
-//	go test -run '^$' -bench MarksAdmit -benchtime 1000x ./internal/testbed/fencedb
+//	go test -run '^$' -bench MarksAdmit -benchtime 1000x ./integration/fencedb
 func BenchmarkMarksAdmit(b *testing.B) {
 	for _, d := range []fencesql.Dialect{fencesql.PostgreSQL, fencesql.MySQL, fencesql.SQLite} {
 		b.Run(d.String(), func(b *testing.B) {

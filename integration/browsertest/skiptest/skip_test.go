@@ -39,7 +39,7 @@ func TestNoChromiumShows(t *testing.T) {
 		if required {
 			env = append(env, "DSYNC_BROWSERTEST_REQUIRED=1")
 		}
-		cmd := exec.Command(goTool, "test", "-count=1", "github.com/go-dsync/dsync/internal/testbed/browsertest")
+		cmd := exec.Command(goTool, "test", "-count=1", "github.com/go-dsync/dsync/integration/browsertest")
 		cmd.Dir = ".."
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()

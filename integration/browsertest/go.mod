@@ -1,10 +1,10 @@
-module github.com/go-dsync/dsync/internal/testbed/browsertest
+module github.com/go-dsync/dsync/integration/browsertest
 
 go 1.25.0
 
 // For development in this repository; scripts/pin-library sets the
 // version required below.
-replace github.com/go-dsync/dsync => ../../..
+replace github.com/go-dsync/dsync => ../..
 
 require (
 	github.com/chromedp/chromedp v0.23.0

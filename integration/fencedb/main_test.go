@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/fence/fencesql"
-	"github.com/go-dsync/dsync/internal/testbed/fencedb/sqlserve"
+	"github.com/go-dsync/dsync/integration/fencedb/sqlserve"
 )
 
 func TestMain(m *testing.M) { sqlserve.Main(m) }

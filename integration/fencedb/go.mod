@@ -1,4 +1,4 @@
-module github.com/go-dsync/dsync/internal/testbed/fencedb
+module github.com/go-dsync/dsync/integration/fencedb
 
 go 1.25.0
 
@@ -30,6 +30,6 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-replace github.com/go-dsync/dsync => ../../..
+replace github.com/go-dsync/dsync => ../..
 
-replace github.com/go-dsync/dsync/contrib/fencepgx => ../../../contrib/fencepgx
+replace github.com/go-dsync/dsync/contrib/fencepgx => ../../contrib/fencepgx
