@@ -173,7 +173,7 @@ func (c *Client) startEngine() error {
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
-	c.keeper.SetJudgedOver(cfg.test.JudgedOver)
+	c.keeper.SetJudgedOver(cfg.test.judgedOver)
 	c.resend = queue.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)
 	})

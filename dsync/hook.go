@@ -35,18 +35,20 @@ func init() {
 	}
 }
 
-// testSettings are a Client's clienthook.Settings, with the fields
-// clienthook holds as an any asserted to their types.
+// testSettings are a Client's clienthook.Settings (see there) as dsync
+// reads them, with the fields clienthook holds as an any asserted to
+// their types. The Clock is the lease's (takeHooks).
 type testSettings struct {
-	clienthook.Settings
-	wrapStore func(driver.Store) driver.Store
-	hints     func(*hint.Feed)
+	relockWindow time.Duration
+	wrapStore    func(driver.Store) driver.Store
+	hints        func(*hint.Feed)
+	judgedOver   func()
 }
 
 // typed returns s with its any fields asserted, panicking at a field of
 // another type: only a test can set one, and its mistake is plain there.
 func typed(s clienthook.Settings) *testSettings {
-	t := &testSettings{Settings: s}
+	t := &testSettings{relockWindow: s.RelockWindow, judgedOver: s.JudgedOver}
 	if s.WrapStore != nil {
 		f, ok := s.WrapStore.(func(driver.Store) driver.Store)
 		if !ok {

@@ -45,7 +45,7 @@ func (c *callCounter) snapshot() map[string]int {
 // countingCalls makes the Client send its requests through cc.
 func countingCalls(cc *callCounter) ClientOption {
 	return func(c *clientConfig) error {
-		c.test.WrapStore = func(s driver.Store) driver.Store { cc.Store = s.(*memory.Process).Intercept(cc.count); return cc }
+		c.test.wrapStore = func(s driver.Store) driver.Store { cc.Store = s.(*memory.Process).Intercept(cc.count); return cc }
 		return nil
 	}
 }

@@ -131,8 +131,8 @@ func (p *core) afterPredecessor(ctx context.Context) {
 // for the owner it took over from: the poll interval, unless a test set
 // it.
 func relockWindow(cfg *clientConfig) time.Duration {
-	if cfg.test.RelockWindow > 0 {
-		return cfg.test.RelockWindow
+	if cfg.test.relockWindow > 0 {
+		return cfg.test.relockWindow
 	}
 	return cfg.poll
 }

@@ -31,7 +31,7 @@ func TestDeepSemaphoreQueueReads(t *testing.T) {
 			stores = append(stores, s)
 			c := NewMemClientOn(mem, ClientWithPollInterval(time.Minute),
 				func(c *clientConfig) error {
-					c.test.WrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
+					c.test.wrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
 					return nil
 				})
 			t.Cleanup(func() { _ = c.Close() })

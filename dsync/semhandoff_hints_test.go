@@ -36,7 +36,7 @@ func TestFullSemaphoreHandoffOnlyTheNextReads(t *testing.T) {
 			stores = append(stores, s)
 			c := NewMemClientOn(mem, net.member(), ClientWithPollInterval(time.Minute),
 				func(c *clientConfig) error {
-					c.test.WrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
+					c.test.wrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
 					return nil
 				})
 			t.Cleanup(func() { _ = c.Close() })
@@ -118,7 +118,7 @@ func TestFullSemaphoreTryStopsAtTheLimit(t *testing.T) {
 			opts := []ClientOption{ClientWithPollInterval(time.Minute)}
 			if s != nil {
 				opts = append(opts, func(c *clientConfig) error {
-					c.test.WrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
+					c.test.wrapStore = func(inner driver.Store) driver.Store { s.Store = inner; return s }
 					return nil
 				})
 			}

@@ -29,7 +29,7 @@ func TestSemaphoreWaiterAcquiresAfterPassedUnitPruned(t *testing.T) {
 		poll := ClientWithPollInterval(2 * time.Second)
 		q := NewMemClientOn(store, net.member(), poll)
 		r := NewMemClientOn(store, net.member(), poll, func(c *clientConfig) error {
-			c.test.WrapStore = func(s driver.Store) driver.Store { slow.Store = s; return slow }
+			c.test.wrapStore = func(s driver.Store) driver.Store { slow.Store = s; return slow }
 			return nil
 		})
 		p := NewMemClientOn(store, net.member(), poll)

@@ -162,7 +162,7 @@ func (r *readCounter) GetSession(ctx context.Context, id string) (driver.Session
 
 func countingReads(rc *readCounter) ClientOption {
 	return func(c *clientConfig) error {
-		c.test.WrapStore = func(s driver.Store) driver.Store { rc.Store = s; return rc }
+		c.test.wrapStore = func(s driver.Store) driver.Store { rc.Store = s; return rc }
 		return nil
 	}
 }
