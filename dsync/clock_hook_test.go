@@ -20,7 +20,7 @@ func (c countingClock) AfterFunc(d time.Duration, f func()) func() bool {
 }
 
 // TestClockRidesOnTheHookStore: the clock a test sets in a
-// clienthook.Store's Settings is the Client's and its primitives', and a
+// clienthook.Wrap's Settings is the Client's and its primitives', and a
 // Client made without one keeps the system clock.
 func TestClockRidesOnTheHookStore(t *testing.T) {
 	var reads atomic.Int64
