@@ -92,6 +92,7 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -99,8 +100,9 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Option adds to what the suite knows of the driver.
-type Option func(*suite)
+// Option adds to what the suite knows of the driver. A bad one fails the
+// test at Run, before any check.
+type Option func(*suite) error
 
 // Peer lets the suite open a second store on the same data as first. first
 // is a store open returned. The second is opened as another process would.
@@ -108,7 +110,13 @@ type Option func(*suite)
 // other. A driver whose stores share their data in process may return first
 // itself. Without Peer, the feed's delivery is not checked.
 func Peer(peer func(t *testing.T, first driver.Store) driver.Store) Option {
-	return func(s *suite) { s.peer = peer }
+	return func(s *suite) error {
+		if peer == nil {
+			return errors.New("drivertest: Peer(nil)")
+		}
+		s.peer = peer
+		return nil
+	}
 }
 
 type suite struct {
@@ -122,7 +130,12 @@ type suite struct {
 func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	s := &suite{open: open}
 	for _, o := range opts {
-		o(s)
+		if o == nil {
+			t.Fatal("drivertest: nil Option")
+		}
+		if err := o(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Run("Roles", s.testRoles)
 	t.Run("Insert", s.testInsert)
