@@ -92,7 +92,7 @@
 //
 // The odd-numbered workers (w1, w3) read a key's queue a run at a time
 // (driver.RunReader), which the MongoDB driver declines on FerretDB for
-// its cost: internal/mongohook turns it on for them, so that walks by
+// its cost: internal/clienthook turns it on for them, so that walks by
 // runs and walks by ID meet in every cluster. Each worker counts the runs
 // it read (EvCounts); the run fails if no worker read one.
 //

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/clienthook"
-	"github.com/go-dsync/dsync/internal/leaderhook"
 )
 
 // A Partition is one process's membership of a sharded singleton.
@@ -104,7 +103,7 @@ func NewPartition(c *dsync.Client, name string, shards int, opts ...Option) (*Pa
 		p.shards = append(p.shards, e)
 	}
 	p.self = p.shards[0].ID() + "/p"
-	if h, ok := p.members.(leaderhook.Carrier); ok && h.PartitionSettings().MemberID != "" {
+	if h, ok := p.members.(clienthook.PartitionCarrier); ok && h.PartitionSettings().MemberID != "" {
 		p.self = h.PartitionSettings().MemberID
 	}
 	return p, nil

@@ -65,7 +65,7 @@ type config struct {
 
 // testHooks are the settings of a config that only tests make: this
 // package's tests, through options of their own, and other packages'
-// through internal/mongohook (hook.go). Behind one pointer, nil in every
+// through internal/clienthook (hook.go). Behind one pointer, nil in every
 // program, so that no production path reads them by mistake.
 type testHooks struct {
 	// fault, if set, is consulted before each write is sent, by the name

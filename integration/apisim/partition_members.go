@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/leaderhook"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader"
 )
 
@@ -38,8 +38,8 @@ type memberStore struct {
 }
 
 // PartitionSettings gives the Partition made over m its ID.
-func (m *memberStore) PartitionSettings() leaderhook.Settings {
-	return leaderhook.Settings{MemberID: m.id}
+func (m *memberStore) PartitionSettings() clienthook.PartitionSettings {
+	return clienthook.PartitionSettings{MemberID: m.id}
 }
 
 func (m *memberStore) reach(ctx context.Context) error {

@@ -62,7 +62,7 @@ type Config struct {
 	// (dsync.ClientWithSafetyPoll); 0: the library's default.
 	SafetyPoll time.Duration
 	// Runs: the worker's store reads runs of a queue (driver.RunReader)
-	// on FerretDB too (internal/mongohook), where it would read by ID.
+	// on FerretDB too (internal/clienthook), where it would read by ID.
 	Runs bool
 	// Version, Priority and Preempt steer an election (ModeElection):
 	// leader.WithVersion and WithVersionRule (semantic versions) if

@@ -33,7 +33,7 @@ import (
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/register"
-	"github.com/go-dsync/dsync/internal/mongohook"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/operator"
 )
 
@@ -208,7 +208,7 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, e
 		copts = append(copts, dsync.ClientWithHints("", ""))
 	}
 	if cfg.Runs {
-		mongohook.ReadRuns(store)
+		clienthook.MongoReadRuns(store)
 	}
 	c, err := dsync.NewClient(w.rec.over(store, w.takeHints), copts...)
 	if err != nil {

@@ -1,15 +1,18 @@
-// Package clienthook lets the tests of dsync's drivers, and of packages
-// built on dsync, set what only tests may set on a dsync.Client: the
-// relock window, a wrapper of its store, its hint transport, a stop where
-// a session is judged over. The settings ride on the store given to
-// dsync.NewClient (Store). They are dsync-level settings with no type of
-// the protocol engine's, so that packages outside dsync (leader, the
-// integration suite) may use them; the engine's test settings (its
-// timing constants, a planted bug, its protocol calls one by one) are
-// dsync/internal/enginehook's, which only dsync's own packages reach. It
-// also gives package leader the option that puts its leases in their
-// namespace (Elections). It is internal, so users cannot reach it, and
-// it holds no state but the hooks dsync sets once as it is initialized.
+// Package clienthook is the one test-hook package of the library's
+// packages: it lets the tests of dsync's drivers, and of packages built
+// on dsync, set what only tests may set on a dsync.Client (Settings), on
+// a leader.Partition (PartitionSettings) and on a dsyncmongo.Store
+// (MongoReadRuns). On a Client: the relock window, a wrapper of its
+// store, its hint transport, a stop where a session is judged over. The
+// settings ride on the store given to dsync.NewClient (Wrap). They are
+// dsync-level settings with no type of the protocol engine's, so that
+// packages outside dsync (leader, the integration suite) may use them;
+// the engine's test settings (its timing constants, a planted bug, its
+// protocol calls one by one) are dsync/internal/enginehook's, which only
+// dsync's own packages reach. It also gives package leader the option
+// that puts its leases in their namespace (Elections). It is internal,
+// so users cannot reach it, and it holds no state but the hooks dsync
+// and dsyncmongo set once as they are initialized.
 //
 // It imports nothing of dsync's: it sits on the ground floor of the
 // repository, beneath the packages that use it. A setting or read of a
