@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-dsync/dsync/internal/plant"
 	"github.com/go-dsync/dsync/leader/operator"
 )
 
@@ -67,5 +66,3 @@ func drainWeight(drained map[string]bool, id string, w float64) float64 {
 func (st *memberStatuses) drainAvoids(s int, id string) bool {
 	return plantedDrainOnlyOwned() && st.drained[id] && st.view.Shards[s].Member == id
 }
-
-func plantedDrainOnlyOwned() bool { return plant.On && plant.Is(plant.DrainOnlyOwned) }

@@ -88,3 +88,7 @@ func plantedGateSkipped() bool { return plant.On && plant.Is(plant.VersionGateSk
 // plantedShardStallStaysOwned reports whether a stalled shard's run is
 // listed as owned (plant.ShardStallStaysOwned).
 func plantedShardStallStaysOwned() bool { return plant.On && plant.Is(plant.ShardStallStaysOwned) }
+
+// plantedDrainOnlyOwned reports whether plant.DrainOnlyOwned is planted:
+// a drained member keeps the shards it owns (see memberStatuses.drainAvoids).
+func plantedDrainOnlyOwned() bool { return plant.On && plant.Is(plant.DrainOnlyOwned) }

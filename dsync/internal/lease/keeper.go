@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/internal/queue"
-	"github.com/go-dsync/dsync/internal/plant"
 )
 
 // A Keeper owns the session that every primitive of a Client uses: one
@@ -303,13 +302,3 @@ func (k *Keeper[H]) startLocked(wasIdle bool) {
 }
 
 func (k *Keeper[H]) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
-
-// plantedLate is how late a session's deadline is judged:
-// plant.MutexPastDeadline keeps holds a TTL past it. In every build
-// without -tags dsync_planted it is a constant 0.
-func plantedLate(ttl time.Duration) time.Duration {
-	if plant.On && plant.Is(plant.MutexPastDeadline) {
-		return ttl
-	}
-	return 0
-}

@@ -122,7 +122,7 @@ func takePin(c *Claim) bool {
 // teaches.
 func (e *Engine) endMarker(ctx context.Context, c *Claim, held bool, ended func()) error {
 	kind := KindWithdraw
-	if held || e.has(BugWithdrawAsRelease) {
+	if held || e.plant.withdrawAsRelease() {
 		kind = KindRelease
 	}
 	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
@@ -243,7 +243,7 @@ func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keySt
 	// The highest bucket b with the store's time PruneDelay past the start
 	// of b+1, among those this process knows a gate of.
 	b = min(e.segments.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
-	if e.has(BugPruneEarly) {
+	if e.plant.pruneEarly() {
 		b = ks.cover
 	}
 	if b <= ks.pruned {

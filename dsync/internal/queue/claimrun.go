@@ -98,7 +98,7 @@ func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 	e := q.e
 	c := &Claim{Ref: Ref{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms,
 		History: q.history}, checked: epoch}
-	if e.has(BugEndBySession) {
+	if e.plant.endBySession() {
 		c.Nonce = q.session
 	}
 	return c
@@ -143,7 +143,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	if ks.history != q.history || !q.insertable(ks, epoch, now) {
 		return nil, false, nil
 	}
-	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.has(BugNoFloorProof)
+	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.plant.noFloorProof()
 	c = q.newClaim(epoch, q.seg)
 	docs, chained := q.insertDocs(c, now)
 	sent := e.clock.Mono()
@@ -168,7 +168,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 // claim), unless the segment's first epoch is worth a try. again: the
 // newest claim showed q's segment over, so the Claim loop enters again.
 func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again bool, err error) {
-	if q.known && q.base < ks.floor.Epoch && !q.e.has(BugNoFloorProof) {
+	if q.known && q.base < ks.floor.Epoch && !q.e.plant.noFloorProof() {
 		// What this run knows lies below the key's floor, where epochs may
 		// be pruned: go on from the floor.
 		q.known = false
@@ -220,7 +220,7 @@ func (q *claimRun) insertable(ks keyState, epoch uint64, now time.Time) bool {
 	if ks.seg != q.seg || !e.segments.covered(ks, now) {
 		return false // the coverage ended meanwhile: enter again
 	}
-	if epoch <= ks.floor.Epoch && !e.has(BugNoFloorProof) {
+	if epoch <= ks.floor.Epoch && !e.plant.noFloorProof() {
 		q.known = false // below the floor: go on from it
 		return false
 	}
@@ -235,7 +235,7 @@ func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool
 	docs = []Doc{d, shadowOf(d)}
 	// Only a release whose claim's hold proves that c holds (tip.go).
 	proves, _, _ := e.tipProves(q.terms, q.tip)
-	chained = q.tip.Epoch == q.base && q.base >= q.seg && proves && !e.has(BugTrustCache)
+	chained = q.tip.Epoch == q.base && q.base >= q.seg && proves && !e.plant.trustCache()
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -274,7 +274,7 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	}
 	e.keys.learnNewest(q.key, c.Epoch)
 	e.keys.noteMine(c, d.Sent)
-	if e.has(BugTrustCache) && q.tip.Epoch == q.base && q.base >= q.seg {
+	if e.plant.trustCache() && q.tip.Epoch == q.base && q.base >= q.seg {
 		c.clear, c.strong, c.Below = true, true, true
 		e.holds.confirmHead(c)
 	} else if chained && dup == 2 {

@@ -77,10 +77,10 @@ func (o *doneRecords) ReadDone(ctx context.Context, key string) (rec Doc, found 
 }
 
 // DoneUnder reads the done record of c's key while c holds: the read a
-// run must follow (see above). With BugOnceStaleRead it reads nothing and
-// answers what the read before the claim found: no record.
+// run must follow (see above). A planted error (onceStaleRead) reads
+// nothing and answers what the read before the claim found: no record.
 func (o *doneRecords) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, err error) {
-	if o.has(BugOnceStaleRead) {
+	if o.plant.onceStaleRead() {
 		return Doc{}, false, nil
 	}
 	return o.ReadDone(ctx, c.Key)

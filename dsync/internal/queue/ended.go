@@ -139,12 +139,12 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 		if !b.ExpiresAt.Before(earliest) {
 			return true, b, nil
 		}
-	case d.TTL > 0 && !j.has(BugAbsentIsDead):
+	case d.TTL > 0 && !j.plant.absentIsDead():
 		// Missing for the TTL as of this read's send, not its reply: the
 		// read may have landed long before its reply came, and the owner
 		// re-created its session since (see noteAbsent).
 		asOf := sent
-		if j.has(BugAbsenceToReply) {
+		if j.plant.absenceToReply() {
 			asOf = replied
 		}
 		if since := j.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
@@ -171,18 +171,11 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 // missing: dead only after the claim's TTL (see noteAbsent). Not expired,
 // it is alive until then, whatever brought it back.
 func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
-	if j.has(BugLostFirstIsDead) {
+	if j.plant.lostFirstIsDead() {
 		return found
 	}
 	return found && (s.HasFirst || !s.ExpiresAt.Before(earliest))
 }
-
-// BugLostFirstIsDead judges a session found without its first
-// generation by its expiry, as one found with it: after the sessions are
-// dropped, a late insert of a later generation brings a session back with
-// an old expiry, and a waiter takes it for dead while its owner holds on.
-// (Numbered apart from the engine's own bugs and the grant rule's.)
-const BugLostFirstIsDead Bug = 48
 
 // noteAbsent records that session's documents were found missing by a
 // read sent at sent that replied at replied (local monotonic times), and
@@ -211,7 +204,7 @@ const BugLostFirstIsDead Bug = 48
 func (j *judge) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if run, ok := j.absent[session]; ok && (replied-run.lastSent <= 2*ttl || j.has(BugAbsenceNeverStale)) {
+	if run, ok := j.absent[session]; ok && (replied-run.lastSent <= 2*ttl || j.plant.absenceNeverStale()) {
 		run.lastSent = max(run.lastSent, sent)
 		j.absent[session] = run
 		return run.since

@@ -100,7 +100,7 @@ func (s *segments) knownHistory() string {
 // sameHistory reports whether gate g was sent in history, the one the
 // store's protocol document names now.
 func (s *segments) sameHistory(g Doc, history string) bool {
-	return g.Nonce == history || s.has(BugHistoryIgnored)
+	return g.Nonce == history || s.plant.historyIgnored()
 }
 
 // gateOfThisHistory reads the store's protocol document (after g was read
@@ -121,9 +121,10 @@ func (s *segments) gateOfThisHistory(ctx context.Context, g Doc) error {
 // or one unknown (a document of an older dsync records none).
 func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }
 
-// sameKnown is sameKnown, or always true with BugClaimHistoryIgnored.
+// sameKnown is sameKnown, or always true under a planted error
+// (claimHistoryIgnored).
 func (s *segments) sameKnown(a, b string) bool {
-	return sameKnown(a, b) || s.has(BugClaimHistoryIgnored)
+	return sameKnown(a, b) || s.plant.claimHistoryIgnored()
 }
 
 // What the tests prove of the histories compared is this walk's check

@@ -66,7 +66,7 @@ func (h *holds) takeHead(c *Claim) bool {
 }
 
 func (h *holds) headID(c *Claim) string {
-	if h.has(BugHeadsByKey) {
+	if h.plant.headsByKey() {
 		return c.Key
 	}
 	return c.Nonce

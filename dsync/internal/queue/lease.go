@@ -68,9 +68,6 @@ func (l *Lease) SetBug(b Bug) {
 	l.bug = b
 }
 
-// has reports whether b is planted.
-func (l *Lease) has(b Bug) bool { return planted && l.bug == b }
-
 // Deadline is the local deadline: the lease may be relied on strictly
 // before it.
 func (l *Lease) Deadline() time.Duration { return l.deadline }
@@ -99,8 +96,8 @@ func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
 	switch {
 	case l.retired:
 		return LeaseIgnored
-	case now >= l.deadline && !l.has(BugLateConfirmExtends):
-		if l.has(BugLateConfirmKept) {
+	case now >= l.deadline && !l.plantedLateConfirmExtends():
+		if l.plantedLateConfirmKept() {
 			// The planted bug: the reply is ignored, but the lease stays,
 			// and the next renewal is due in the past.
 			return LeaseKept

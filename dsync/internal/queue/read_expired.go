@@ -38,7 +38,7 @@ import "time"
 // as good as that clock, and is not remembered: an error of it would
 // last.
 func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
-	remember = remember && !j.has(BugReadExpiredForgets)
+	remember = remember && !j.plant.readExpiredForgets()
 	reported := d.Exp
 	if found && s.ExpiresAt.After(reported) {
 		reported = s.ExpiresAt
@@ -59,7 +59,7 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 		}
 		return dead
 	}
-	return d.TTL <= 0 || j.has(BugAbsentIsDead)
+	return d.TTL <= 0 || j.plant.absentIsDead()
 }
 
 // readDeadAt reports whether a read found session expired, and a late

@@ -167,7 +167,7 @@ func (s *segments) nextFloor(ks keyState) Floor {
 	if own.Seg != ks.seg {
 		own = Floor{}
 	}
-	if s.has(BugFloorNotMonotone) {
+	if s.plant.floorNotMonotone() {
 		return own
 	}
 	if own.Epoch > ks.floor.Epoch {

@@ -101,7 +101,7 @@ func floorDiv(a, b int64) int64 {
 // covered reports whether ks relies on a segment whose coverage lasts
 // past the latest possible store time now.
 func (s *segments) covered(ks keyState, latest time.Time) bool {
-	if s.has(BugNoCoverage) {
+	if s.plant.noCoverage() {
 		return ks.seg != 0
 	}
 	return ks.seg != 0 && !s.keys.lost.Load() && latest.Before(s.coverEnd(ks))

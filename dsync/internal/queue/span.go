@@ -186,7 +186,7 @@ func (s *segments) confirmSpan(ctx context.Context) (history string, err error) 
 // span by starting again.
 func (s *segments) loseSpan(err error) {
 	var se *SpanError
-	if !errors.As(err, &se) || s.has(BugSpanIgnored) {
+	if !errors.As(err, &se) || s.plant.spanIgnored() {
 		return
 	}
 	s.keys.loseAll(se)
@@ -204,7 +204,7 @@ func (s *segments) sameSpan(d Doc) error {
 	if d.Kind != KindProtocol || d.Span <= 0 {
 		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
 	}
-	if span := s.span(); d.Span != span && !s.has(BugSpanIgnored) {
+	if span := s.span(); d.Span != span && !s.plant.spanIgnored() {
 		return &SpanError{Store: d.Span, Engine: span}
 	}
 	return nil

@@ -29,7 +29,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	now := e.clock.ServerNow()
 	seg := q.startBase(ctx, now.Earliest)
 	lo, hi := e.segments.bucket(now.Earliest)-1, e.segments.bucket(now.Latest)+1
-	if e.has(BugStartSkipsPrevBucket) {
+	if e.plant.startSkipsPrevBucket() {
 		lo++
 	}
 	// Lowest bucket first, so that a start that meets a gate leaves its
@@ -83,7 +83,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 func (q *claimRun) startBase(ctx context.Context, earliest time.Time) uint64 {
 	e := q.e
 	seg := e.segments.base(earliest)
-	if e.has(BugCompactResetsTokens) {
+	if e.plant.compactResetsTokens() {
 		seg = 1 << 20
 		for {
 			d, found, gerr := e.store.Get(ctx, ClaimID(q.key, seg))

@@ -72,12 +72,12 @@ func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldR
 	switch {
 	case t.Clear:
 		return true, true, nil
-	case e.has(BugTipAnyMode):
+	case e.plant.tipAnyMode():
 		return true, false, nil
 	case w.Mode == Shared && t.terms.Mode == Shared:
 		return true, false, nil
 	case w.Mode == Weighted && t.terms.Mode == Weighted && t.terms.Limit == w.Limit && t.belowKnown:
-		if e.has(BugTipWeightIgnored) {
+		if e.plant.tipWeightIgnored() {
 			return true, false, nil
 		}
 		live = e.holds.stillLive(t.below)
@@ -85,7 +85,7 @@ func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldR
 		for _, r := range live {
 			sum += max(r.weight, 0)
 		}
-		return sum <= w.Limit-w.Weight, len(live) == 0 || e.has(BugTipEndsAssumed), live
+		return sum <= w.Limit-w.Weight, len(live) == 0 || e.plant.tipEndsAssumed(), live
 	}
 	return false, false, nil
 }
@@ -126,7 +126,7 @@ func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) 
 	if !known {
 		return nil, false
 	}
-	if e.has(BugOwnReleaseStops) || len(live) == 0 {
+	if e.plant.ownReleaseStops() || len(live) == 0 {
 		return nil, true
 	}
 	for _, r := range live {
@@ -182,7 +182,7 @@ func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 			}
 		}
 		_, found, err := e.store.Get(ctx, EndID(key, r.epoch, r.nonce))
-		if (err != nil || !found) && !e.has(BugRecheckMissingEnds) {
+		if (err != nil || !found) && !e.plant.recheckMissingEnds() {
 			// A claim still live keeps the holds chained above it from
 			// holding Below whatever the others' markers say: read on
 			// at the next look. So a key with claims of other processes

@@ -20,7 +20,7 @@ import (
 // them after this walk's floor check, and dropBelowFloor drops the
 // claims below the floor it reads. Only the walk that found them reads it.
 func (e *Engine) refloor(ctx context.Context, c *Claim) error {
-	if e.has(BugNoFloorProof) {
+	if e.plant.noFloorProof() {
 		return nil
 	}
 	for _, p := range c.passed {
@@ -39,7 +39,7 @@ func (e *Engine) underFloor(ctx context.Context, c *Claim, epoch uint64) (below 
 	if err != nil {
 		return false, err
 	}
-	if epoch < f.Epoch && !e.has(BugNoFloorProof) {
+	if epoch < f.Epoch && !e.plant.noFloorProof() {
 		// Below the key's floor every epoch has ended.
 		return true, e.belowFloor(ctx, c, f)
 	}
@@ -53,7 +53,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 	// A missing claim: pruning deletes only below a floor, and the
 	// floor this process knows while it relies on the segment is
 	// at least that of any gate a prune relied on (floor.go).
-	if e.has(BugTrustCache) {
+	if e.plant.trustCache() {
 		c.clear, c.strong = true, true
 		return nil
 	}
@@ -80,7 +80,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 // given up (its segment lapsed: claim again).
 func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	ks := e.keys.snapshot(c.Key)
-	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) && e.segments.covered(ks, e.clock.ServerNow().Latest) || e.has(BugNoCoverage) {
+	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) && e.segments.covered(ks, e.clock.ServerNow().Latest) || e.plant.noCoverage() {
 		return e.ownFloorCheck(c, ks.floor)
 	}
 	return e.freshFloor(ctx, c)
@@ -143,7 +143,7 @@ func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, er
 		if err != nil {
 			return Floor{}, err
 		}
-		if counts || e.has(BugTrustCache) {
+		if counts || e.plant.trustCache() {
 			return f, nil
 		}
 		// A prune that relied on a later gate than the one this process
@@ -235,7 +235,7 @@ func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
 	for _, p := range c.passed {
 		// The floor's own claim may still hold: it held with every
 		// lower claim ended, which made it the floor.
-		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.has(BugFloorClaimDropped) {
+		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.plant.floorClaimDropped() {
 			live = append(live, p)
 		}
 	}
@@ -319,7 +319,7 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 		// ended.)
 		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
 			// Room for c with every claim left counted live.
-			if !e.has(BugFullDropsUnread) {
+			if !e.plant.fullDropsUnread() {
 				live = append(live, c.passed[i:]...)
 			}
 			break

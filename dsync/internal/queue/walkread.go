@@ -84,7 +84,7 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, epoch uint64) error {
 // sent, nor sent or answered since its reply (of any claim's: a read of
 // another goroutine merely costs c a confirmOwn).
 func (e *Engine) confirmedByRun(c *Claim) bool {
-	if e.has(BugRunOwnUnchecked) {
+	if e.plant.runOwnUnchecked() {
 		return c.run != nil
 	}
 	return e.rd.confirmed(c.runSeq)

@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-
-	"github.com/go-dsync/dsync/internal/plant"
 )
 
 // A Member is a live member of the partition, with its weight: a member
@@ -37,9 +35,7 @@ func AssignAvoiding(n int, members []Member, current []string, avoid func(shard 
 	if avoid == nil {
 		avoid = func(int, string) bool { return false }
 	}
-	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
-		current = nil // a negative control of integration/apisim: see plant
-	}
+	current = plantedCurrent(current)
 	out := make([]string, n)
 	live := liveMembers(members)
 	if n <= 0 || len(live) == 0 {
