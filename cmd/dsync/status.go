@@ -309,7 +309,7 @@ func printTail(ctx context.Context, store *statusStore, out statusSink, rs []sta
 		return err
 	}
 	if t, ok := out.(*tableSink); ok {
-		return printDrained(ctx, os.Stdout, store.reader.Members, t.partitionNames())
+		return printDrained(ctx, os.Stdout, store.reader, t.partitionNames())
 	}
 	return nil
 }
