@@ -269,9 +269,10 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	}
 	e.keys.learnNewest(q.key, c.Epoch)
 	e.keys.noteMine(c, d.Sent)
-	q.heldOnInsert(ctx, c, chained, dup)
-	// Otherwise (the shadow was missing: the store lost the claim
+	// c holds at once if its chained shadow proved the claim below still
+	// stored; otherwise (the shadow was missing: the store lost the claim
 	// below, or never had its shadow) the walk reads what it needs.
+	q.heldOnInsert(ctx, c, chained, dup)
 	return c, true, nil
 }
 
