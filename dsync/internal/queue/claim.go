@@ -97,7 +97,7 @@ func (e *Engine) End(ctx context.Context, c *Claim, held bool) error {
 // "Costs", has the traced figures). It is not called when End returns an
 // error. The prune's deletes may then land while the next holder walks, as another
 // process's prune may (its walk reads the gate again if it finds a claim
-// missing: walkfloor.go, missingBelow).
+// missing: walkfloor.go, judgeMissing).
 func (e *Engine) EndThen(ctx context.Context, c *Claim, held bool, ended func()) error {
 	if takePin(c) {
 		defer e.keys.unpin(c.Key) // after what the end teaches of the key, and its prune

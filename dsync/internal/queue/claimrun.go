@@ -95,13 +95,8 @@ func (q *claimRun) load() {
 
 // newClaim returns q's claim of epoch in segment seg.
 func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
-	e := q.e
-	c := &Claim{Ref: Ref{Key: q.key, Owner: q.owner, Session: q.session, Nonce: e.cfg.NewID(), Epoch: epoch, Seg: seg, Terms: q.terms,
+	return &Claim{Ref: Ref{Key: q.key, Owner: q.owner, Session: q.session, Nonce: q.claimNonce(), Epoch: epoch, Seg: seg, Terms: q.terms,
 		History: q.history}, checked: epoch}
-	if e.plant.endBySession() {
-		c.Nonce = q.session
-	}
-	return c
 }
 
 // claimDoc returns c's claim document, sent at the latest possible store
@@ -143,7 +138,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 	if ks.history != q.history || !q.insertable(ks, epoch, now) {
 		return nil, false, nil
 	}
-	proven := epoch == q.seg && ks.floor.Epoch == 0 || e.plant.noFloorProof()
+	proven := q.provenAbove(epoch, ks)
 	c = q.newClaim(epoch, q.seg)
 	docs, chained := q.insertDocs(c, now)
 	sent := e.clock.Mono()
@@ -168,7 +163,7 @@ func (q *claimRun) round(ctx context.Context, round int) (c *Claim, done bool, e
 // claim), unless the segment's first epoch is worth a try. again: the
 // newest claim showed q's segment over, so the Claim loop enters again.
 func (q *claimRun) findBase(ctx context.Context, round int, ks keyState) (again bool, err error) {
-	if q.known && q.base < ks.floor.Epoch && !q.e.plant.noFloorProof() {
+	if q.known && q.e.floorEnded(q.base, ks.floor) {
 		// What this run knows lies below the key's floor, where epochs may
 		// be pruned: go on from the floor.
 		q.known = false
@@ -220,7 +215,7 @@ func (q *claimRun) insertable(ks keyState, epoch uint64, now time.Time) bool {
 	if ks.seg != q.seg || !e.segments.covered(ks, now) {
 		return false // the coverage ended meanwhile: enter again
 	}
-	if epoch <= ks.floor.Epoch && !e.plant.noFloorProof() {
+	if e.floorBars(epoch, ks.floor) {
 		q.known = false // below the floor: go on from it
 		return false
 	}
@@ -235,7 +230,7 @@ func (q *claimRun) insertDocs(c *Claim, now time.Time) (docs []Doc, chained bool
 	docs = []Doc{d, shadowOf(d)}
 	// Only a release whose claim's hold proves that c holds (tip.go).
 	proves, _, _ := e.tipProves(q.terms, q.tip)
-	chained = q.tip.Epoch == q.base && q.base >= q.seg && proves && !e.plant.trustCache()
+	chained = q.chainsOnTip(proves)
 	if chained {
 		// The release below, as the shadow of its claim: present only if
 		// the store still holds that claim (see Claim).
@@ -274,26 +269,32 @@ func (q *claimRun) landed(ctx context.Context, c *Claim, d Doc, provenBefore, ch
 	}
 	e.keys.learnNewest(q.key, c.Epoch)
 	e.keys.noteMine(c, d.Sent)
-	if e.plant.trustCache() && q.tip.Epoch == q.base && q.base >= q.seg {
-		c.clear, c.strong, c.Below = true, true, true
-		e.holds.confirmHead(c)
-	} else if chained && dup == 2 {
-		// The claim below, which this process released, is still in
-		// the store: what its hold proved, c's walk would find (with
-		// every lower claim ended if those it left live have ended,
-		// as this engine knows or, now and then, reads: recheckLive).
-		if q.tip.belowKnown && q.terms.Mode == Weighted {
-			e.recheckLive(ctx, q.key, q.tip.below)
-		}
-		_, strong, live := e.tipProves(q.terms, q.tip)
-		c.clear, c.strong, c.Below = true, strong, strong
-		e.holds.noteHeld(c, live)
-		e.holds.confirmHead(c)
-	}
-	// Otherwise (the shadow was missing: the store lost the claim
+	// c holds at once if its chained shadow proved the claim below still
+	// stored; otherwise (the shadow was missing: the store lost the claim
 	// below, or never had its shadow) the walk reads what it needs.
+	q.heldOnInsert(ctx, c, chained, dup)
 	return c, true, nil
 }
+
+// holdOnTip has c hold at once: its insert, right above this process's
+// release q.tip, proved the release's claim still in the store (its
+// chained shadow's duplicate key), so what that claim's hold proved, c's
+// walk would find (with every lower claim ended if those it left live
+// have ended, as this engine knows or, now and then, reads: recheckLive).
+func (q *claimRun) holdOnTip(ctx context.Context, c *Claim) {
+	e := q.e
+	if q.tip.belowKnown && q.terms.Mode == Weighted {
+		e.recheckLive(ctx, q.key, q.tip.below)
+	}
+	_, strong, live := e.tipProves(q.terms, q.tip)
+	c.clear, c.strong, c.Below = true, strong, strong
+	e.holds.noteHeld(c, live)
+	e.holds.confirmHead(c)
+}
+
+// onTip reports whether q's next insert lands right above this process's
+// release q.tip, in q's segment.
+func (q *claimRun) onTip() bool { return q.tip.Epoch == q.base && q.base >= q.seg }
 
 // aboveFloor reports, after a claim's insert of epoch was confirmed,
 // whether the coverage this process knows now proves it above every

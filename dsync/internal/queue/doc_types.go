@@ -54,9 +54,11 @@
 // verdict.go) without withdrawing the claim: Walk alone forgets what the
 // verdict says and withdraws it.
 //
-// A planted error (SetBug) is shared by all the parts, and each checks
-// it where it takes the step the error changes; one that only ignores a
-// walk step's verdict is planted at the verdict (plant.overrules).
+// A planted error (SetBug) is shared by all the parts. The walk's files
+// name none: where a planted error changes one of the walk's decisions,
+// the walk calls a function named by what it decides, whose body (the
+// protocol's rule, then the planted error) lives in planted_walk.go or
+// planted_ends.go.
 //
 // Each part's lock is held only inside its methods, which never call
 // another part, or the store, while holding it: no two of the parts'

@@ -139,14 +139,11 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 		if !b.ExpiresAt.Before(earliest) {
 			return true, b, nil
 		}
-	case d.TTL > 0 && !j.plant.absentIsDead():
+	case !j.deadOnceMissing(d):
 		// Missing for the TTL as of this read's send, not its reply: the
 		// read may have landed long before its reply came, and the owner
 		// re-created its session since (see noteAbsent).
-		asOf := sent
-		if j.plant.absenceToReply() {
-			asOf = replied
-		}
+		asOf := j.absentAsOf(sent, replied)
 		if since := j.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
 			b.ExpiresAt = j.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
 			return true, b, nil
@@ -171,10 +168,7 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 // missing: dead only after the claim's TTL (see noteAbsent). Not expired,
 // it is alive until then, whatever brought it back.
 func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
-	if j.plant.lostFirstIsDead() {
-		return found
-	}
-	return found && (s.HasFirst || !s.ExpiresAt.Before(earliest))
+	return found && j.expiryCounts(s, earliest)
 }
 
 // noteAbsent records that session's documents were found missing by a
@@ -204,7 +198,7 @@ func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
 func (j *judge) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if run, ok := j.absent[session]; ok && (replied-run.lastSent <= 2*ttl || j.plant.absenceNeverStale()) {
+	if run, ok := j.absent[session]; ok && j.runGoesOn(run, replied, ttl) {
 		run.lastSent = max(run.lastSent, sent)
 		j.absent[session] = run
 		return run.since

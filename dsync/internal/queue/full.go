@@ -38,7 +38,7 @@ func (e *Engine) liveBelow(ctx context.Context, c *Claim, epoch uint64, d Doc, j
 		c.checked = epoch
 		return Blocker{}, false, nil
 	}
-	if epoch < c.Epoch-1 && !e.plant.noFloorProof() {
+	if e.prunableBelow(c, epoch) {
 		// About to wait, and below an ended or passed claim: perhaps
 		// a claim whose marker a prune deleted after this walk's floor
 		// check (a claim right below a live one is never pruned). The

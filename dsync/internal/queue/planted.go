@@ -24,22 +24,6 @@ type plant struct{ bug Bug }
 // has reports whether b is planted.
 func (p *plant) has(b Bug) bool { return planted && p.bug == b }
 
-// overrules reports whether the planted error ignores verdict v of a walk
-// step: the step goes on as if it had found nothing. A planted error that
-// only ignores what a step found is planted here, at the verdict, not in
-// the step's check.
-func (p *plant) overrules(v *giveUp) bool {
-	switch v.kind {
-	case giveUpLaterSegment:
-		return p.has(BugNoCoverage)
-	case giveUpUnderFloor:
-		return p.has(BugNoFloorProof)
-	case giveUpRunLacksOwn:
-		return p.has(BugRunOwnUnchecked)
-	}
-	return false
-}
-
 // Bug plants a protocol error, for the simulation's negative controls.
 type Bug int
 

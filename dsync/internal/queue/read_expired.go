@@ -59,7 +59,7 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 		}
 		return dead
 	}
-	return d.TTL <= 0 || j.plant.absentIsDead()
+	return j.deadOnceMissing(d)
 }
 
 // readDeadAt reports whether a read found session expired, and a late

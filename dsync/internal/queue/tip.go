@@ -67,27 +67,30 @@ type tipRelease struct {
 // t's claim by an insert that proved that claim still stored, holds at
 // once by the grant rule; strong: every lower claim has ended (Clear).
 // live are then the claims below it that may be live, and strong is
-// true when there are none.
-func (e *Engine) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldRef) {
+// true when there are none. (The engine asks it through
+// Engine.tipProves.)
+func (h *holds) tipProves(w Terms, t tipRelease) (ok, strong bool, live []heldRef) {
 	switch {
 	case t.Clear:
 		return true, true, nil
-	case e.plant.tipAnyMode():
-		return true, false, nil
 	case w.Mode == Shared && t.terms.Mode == Shared:
 		return true, false, nil
-	case w.Mode == Weighted && t.terms.Mode == Weighted && t.terms.Limit == w.Limit && t.belowKnown:
-		if e.plant.tipWeightIgnored() {
-			return true, false, nil
-		}
-		live = e.holds.stillLive(t.below)
+	case chainsWeighted(w, t):
+		live = h.stillLive(t.below)
 		var sum int64
 		for _, r := range live {
 			sum += max(r.weight, 0)
 		}
-		return sum <= w.Limit-w.Weight, len(live) == 0 || e.plant.tipEndsAssumed(), live
+		return sum <= w.Limit-w.Weight, len(live) == 0, live
 	}
 	return false, false, nil
+}
+
+// chainsWeighted reports whether a weighted claim with terms w chains on
+// t, a release of a weighted claim of the same limit whose hold this
+// engine found (so it knows the claims that hold passed live).
+func chainsWeighted(w Terms, t tipRelease) bool {
+	return w.Mode == Weighted && t.terms.Mode == Weighted && t.terms.Limit == w.Limit && t.belowKnown
 }
 
 // passedRefs are the live claims c's walk passed.
@@ -126,7 +129,7 @@ func (e *Engine) ownReleaseStops(c *Claim, d Doc) (below []heldRef, stops bool) 
 	if !known {
 		return nil, false
 	}
-	if e.plant.ownReleaseStops() || len(live) == 0 {
+	if e.leftNoneLive(live) {
 		return nil, true
 	}
 	for _, r := range live {
@@ -181,8 +184,7 @@ func (e *Engine) recheckLive(ctx context.Context, key string, refs []heldRef) {
 				continue
 			}
 		}
-		_, found, err := e.store.Get(ctx, EndID(key, r.epoch, r.nonce))
-		if (err != nil || !found) && !e.plant.recheckMissingEnds() {
+		if !e.endFound(ctx, key, r) {
 			// A claim still live keeps the holds chained above it from
 			// holding Below whatever the others' markers say: read on
 			// at the next look. So a key with claims of other processes

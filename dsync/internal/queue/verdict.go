@@ -7,8 +7,7 @@ package queue
 // knows wrongly, withdraws c (abandon), and returns err. The fields say
 // what is forgotten, and whether before or after the withdrawal.
 type giveUp struct {
-	err  error
-	kind giveUpKind // what the step found, for a planted error (plant.overrules)
+	err error
 	// Before the withdrawal: everything learned of every key and the
 	// claims confirmed at their insert (the store lost the key's history:
 	// ErrReset); c's segment (a later one started, or no gate of this
@@ -24,14 +23,3 @@ type giveUp struct {
 func (g *giveUp) Error() string { return g.err.Error() }
 
 func (g *giveUp) Unwrap() error { return g.err }
-
-// giveUpKind names what a giveUp verdict found, where a planted error
-// ignores that verdict (plant.overrules).
-type giveUpKind uint8
-
-const (
-	_                  giveUpKind = iota // (another kind: none a planted error ignores)
-	giveUpLaterSegment                   // a claim of a later segment above c's first (walkDown)
-	giveUpUnderFloor                     // c's own epoch lies below the floor (ownFloorCheck)
-	giveUpRunLacksOwn                    // a run up to c's epoch lacks c's claim (readRun)
-)

@@ -71,14 +71,11 @@ func (e *Engine) walkDown(ctx context.Context, c *Claim) (b Blocker, wait bool, 
 		return Blocker{}, false, e.missingBelow(ctx, c, epoch)
 	}
 	c.read = true
-	if d.Seg != c.Seg {
+	if e.laterSegment(c, d) {
 		// A claim of another segment above c's first: a later
 		// segment started, so c's is over.
-		v := &giveUp{kind: giveUpLaterSegment, drop: true,
+		return Blocker{}, false, &giveUp{drop: true,
 			err: fmt.Errorf("%w: %q: epoch %d is of segment %d", errLapsed, c.Key, epoch, d.Seg)}
-		if !e.overrules(v) {
-			return Blocker{}, false, v
-		}
 	}
 	// Every claim a walk reads, ended or not, whatever stops the walk:
 	// the claim right below c is always read (a walk that holds with no

@@ -20,16 +20,11 @@ import (
 // them after this walk's floor check, and dropBelowFloor drops the
 // claims below the floor it reads. Only the walk that found them reads it.
 func (e *Engine) refloor(ctx context.Context, c *Claim) error {
-	if e.plant.noFloorProof() {
+	if !e.refloorDue(c) {
 		return nil
 	}
-	for _, p := range c.passed {
-		if p.walk == c.walks && p.d.Epoch < c.Epoch-1 {
-			_, err := e.freshFloor(ctx, c)
-			return err
-		}
-	}
-	return nil
+	_, err := e.freshFloor(ctx, c)
+	return err
 }
 
 // underFloor reports whether epoch lies below the floor of the gate that
@@ -39,24 +34,20 @@ func (e *Engine) underFloor(ctx context.Context, c *Claim, epoch uint64) (below 
 	if err != nil {
 		return false, err
 	}
-	if epoch < f.Epoch && !e.plant.noFloorProof() {
+	if e.floorEnded(epoch, f) {
 		// Below the key's floor every epoch has ended.
 		return true, e.belowFloor(ctx, c, f)
 	}
 	return false, nil
 }
 
-// missingBelow decides what a missing claim of epoch below c means: a
-// nil error goes on with the walk (the claim was pruned below a floor),
-// and an error ends it (the store lost the key's history).
-func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error {
+// judgeMissing decides what a missing claim of epoch below c means
+// (missingBelow): a nil error goes on with the walk (the claim was pruned
+// below a floor), and an error ends it (the store lost the key's history).
+func (e *Engine) judgeMissing(ctx context.Context, c *Claim, epoch uint64) error {
 	// A missing claim: pruning deletes only below a floor, and the
 	// floor this process knows while it relies on the segment is
 	// at least that of any gate a prune relied on (floor.go).
-	if e.plant.trustCache() {
-		c.clear, c.strong = true, true
-		return nil
-	}
 	if f := e.keys.floorOf(c.Key, c.Seg); epoch < f.Epoch {
 		// The floor rose meanwhile: below it, everything has ended.
 		return e.belowFloor(ctx, c, f)
@@ -80,7 +71,7 @@ func (e *Engine) missingBelow(ctx context.Context, c *Claim, epoch uint64) error
 // given up (its segment lapsed: claim again).
 func (e *Engine) coverFloor(ctx context.Context, c *Claim) (Floor, error) {
 	ks := e.keys.snapshot(c.Key)
-	if ks.seg == c.Seg && e.segments.sameKnown(ks.history, c.History) && e.segments.covered(ks, e.clock.ServerNow().Latest) || e.plant.noCoverage() {
+	if e.knowsCover(ks, c) {
 		return e.ownFloorCheck(c, ks.floor)
 	}
 	return e.freshFloor(ctx, c)
@@ -110,14 +101,10 @@ func (e *Engine) freshFloor(ctx context.Context, c *Claim) (Floor, error) {
 // another nonce): c's insert landed in a hole pruning left (no claim that
 // has not ended lies below a floor), and c is given up.
 func (e *Engine) ownFloorCheck(c *Claim, f Floor) (Floor, error) {
-	if c.Epoch > f.Epoch || c.Epoch == f.Epoch && c.Nonce == f.Nonce {
+	if e.clearsFloor(c, f) {
 		return f, nil
 	}
-	v := &giveUp{kind: giveUpUnderFloor, err: fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)}
-	if e.overrules(v) {
-		return f, nil
-	}
-	return Floor{}, v
+	return Floor{}, &giveUp{err: fmt.Errorf("%w: %q: epoch %d lies below the floor %d", errLapsed, c.Key, c.Epoch, f.Epoch)}
 }
 
 // belowFloor ends c's walk at floor f: every epoch below it has ended, if
@@ -139,11 +126,11 @@ func (e *Engine) belowFloor(ctx context.Context, c *Claim, f Floor) error {
 // store lost the key's, and c is given up (ErrReset).
 func (e *Engine) countedFloor(ctx context.Context, c *Claim, f Floor) (Floor, error) {
 	for {
-		_, counts, err := e.rd.floorCounts(ctx, c.Key, f)
+		counts, err := e.floorCounts(ctx, c, f)
 		if err != nil {
 			return Floor{}, err
 		}
-		if counts || e.plant.trustCache() {
+		if counts {
 			return f, nil
 		}
 		// A prune that relied on a later gate than the one this process
@@ -235,7 +222,7 @@ func (e *Engine) dropBelowFloor(ctx context.Context, c *Claim) error {
 	for _, p := range c.passed {
 		// The floor's own claim may still hold: it held with every
 		// lower claim ended, which made it the floor.
-		if p.d.Epoch > f.Epoch || p.d.Epoch == f.Epoch && !e.plant.floorClaimDropped() {
+		if e.keptOverFloor(p.d, f) {
 			live = append(live, p)
 		}
 	}
@@ -319,9 +306,7 @@ func (e *Engine) full(ctx context.Context, c *Claim) (b Blocker, full bool, err 
 		// ended.)
 		if e.fits(c.Terms, append(live[:len(live):len(live)], c.passed[i:]...)) {
 			// Room for c with every claim left counted live.
-			if !e.plant.fullDropsUnread() {
-				live = append(live, c.passed[i:]...)
-			}
+			live = e.countUnread(live, c.passed[i:])
 			break
 		}
 		if p.walk == c.walks {

@@ -90,7 +90,7 @@ func (e *Engine) confirm(ctx context.Context, c *Claim, first uint64, reads bool
 // segment's gate, when the walk reached its first epoch, and c's own
 // claim, still in the store, when the walk read anything.
 func (e *Engine) confirmReads(ctx context.Context, c *Claim, first uint64) error {
-	if c.checked <= first && !e.plant.noCoverage() {
+	if e.gateDue(c, first) {
 		// Nothing below c in its segment: only the segment's
 		// gates keep another segment from holding. What this
 		// process knows of them may be older than the store's
@@ -106,7 +106,7 @@ func (e *Engine) confirmReads(ctx context.Context, c *Claim, first uint64) error
 		}
 		c.read = true
 	}
-	if c.read && !e.plant.trustCache() && !e.confirmedByRun(c) {
+	if c.read && !e.confirmedByRun(c) {
 		return e.confirmOwn(ctx, c)
 	}
 	return nil

@@ -68,26 +68,12 @@ func (e *Engine) readRun(ctx context.Context, c *Claim, epoch uint64) error {
 	if hi != c.Epoch {
 		return nil
 	}
-	if own, ok := r.claim(c.Epoch); !ok || own.Nonce != c.Nonce {
-		v := &giveUp{kind: giveUpRunLacksOwn, reset: true,
+	if !e.runHasOwn(r, c) {
+		return &giveUp{reset: true,
 			err: fmt.Errorf("%w: %q: the claim of epoch %d is gone", ErrReset, c.Key, c.Epoch)}
-		if !e.overrules(v) {
-			return v
-		}
 	}
 	c.runSeq = seq // (0 if another read was in flight)
 	return nil
-}
-
-// confirmedByRun reports whether c's own claim was confirmed by the last
-// run its walk read, with no read of this engine's in flight when it was
-// sent, nor sent or answered since its reply (of any claim's: a read of
-// another goroutine merely costs c a confirmOwn).
-func (e *Engine) confirmedByRun(c *Claim) bool {
-	if e.plant.runOwnUnchecked() {
-		return c.run != nil
-	}
-	return e.rd.confirmed(c.runSeq)
 }
 
 // judged is what a walk found of a claim below its walker (endedIn):
