@@ -49,6 +49,10 @@ type Roles struct {
 	// Loopback says whether the store is reached over loopback. Without
 	// it, direct hints are not turned on by default.
 	Loopback LoopbackReporter
+	// Uptime renews sessions with a record of when the store was up, and
+	// reads that record back. Nothing in dsync uses it yet: sessions are
+	// judged by their expiry alone.
+	Uptime UptimeStore
 }
 
 // RunReader reads a stretch of a key's queue in one request (Roles.Runs).

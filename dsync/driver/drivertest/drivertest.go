@@ -71,6 +71,13 @@
 //     listed, apart from the sessions.
 //   - Revoke (Revocations): of many revokes of one session, one succeeds
 //     and its record stays; renewals of the session go on as before.
+//   - UptimeStamps, UptimeRead (Uptime): a renewal with a record of
+//     up-time renews as RenewSession does and is stamped with the store's
+//     time, stamps never going back; a read returns the spans and stamps
+//     written since its since and nothing never written; a later
+//     renewal carrying the earlier's record removes nothing, even landing
+//     with a lower expiry; session documents not renewed with a record
+//     are reported, documents of other roles are not.
 //   - Done: a done record (KindDone, DoneID) is stored with its Token and
 //     every other field, inserted once.
 //   - Feed (with a Peer): a follower turns live, receives what another
@@ -165,6 +172,8 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Revoke", s.testRevoke)
 	t.Run("RevokeLeavesSessions", s.testRevokeLeavesSessions)
 	t.Run("Stall", s.testStall)
+	t.Run("UptimeStamps", s.testUptimeStamps)
+	t.Run("UptimeRead", s.testUptimeRead)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must

@@ -43,13 +43,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // UpSpan is a span of store time whose ends are stamps the store applied,
-// and whose stamps are no more than its writer's break apart.
-type UpSpan struct {
-	From, To time.Time
-}
+// and whose stamps are no more than its writer's break apart (the driver
+// contract's, which a store's record of up-time holds).
+type UpSpan = driver.UpSpan
 
 // MaxGrace is the longest grace an OutageRule takes. A verdict may rest on
 // evidence up to Ê + Grace, and a store keeps a session's documents, and
