@@ -106,6 +106,17 @@ type sessionDoc struct {
 	PID       int       `bson:"pid"`
 	Started   time.Time `bson:"started"`
 	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
+	// Written by RenewSessionUp only (sessions_uptime.go): the writer's
+	// record of up-time, and the mark that it keeps one (upVersion).
+	Up []upSpanDoc `bson:"up,omitempty"`
+	V  int         `bson:"v,omitempty"`
+}
+
+// upSpanDoc is a span of a session document's record of up-time
+// (driver.UpSpan).
+type upSpanDoc struct {
+	From time.Time `bson:"from"`
+	To   time.Time `bson:"to"`
 }
 
 // sessionDocID is the _id of generation gen of session id: the session ID
