@@ -123,6 +123,10 @@ type Doc struct {
 	// Compact).
 	TTL time.Duration
 	Exp time.Time
+	// Claims only: the outage grace the claim is to be judged with (see
+	// UptimeStore); zero, as in claims of an older dsync, for a claim
+	// judged by its session's expiry alone.
+	Grace time.Duration
 	// Claims only: how the claim shares the key, its weight and the key's
 	// limit (Weighted).
 	Mode   Mode

@@ -88,7 +88,7 @@
 //
 // What a driver may do, and the suite allows: store times to the
 // millisecond, rounding Doc.Sent up (it is the latest possible time of
-// sending, and stays so); the suite sends Doc.Exp, Doc.TTL and
+// sending, and stays so); the suite sends Doc.Exp, Doc.TTL, Doc.Grace and
 // Session.ExpiresAt in whole milliseconds, as the protocol does, and
 // Event.Until too (a hint's). It may delete sessions long expired (the
 // suite's expiries are near the store's now), and apply an update as a
@@ -214,7 +214,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 	return driver.Doc{
 		ID: driver.ClaimID(key, epoch), Key: key, Epoch: epoch, Kind: driver.KindClaim, Nonce: nonce,
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
-		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
+		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second), Grace: 30 * time.Second,
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
 		Seg: testSeg, History: "history-" + nonce,
 	}
