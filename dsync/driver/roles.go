@@ -50,8 +50,9 @@ type Roles struct {
 	// it, direct hints are not turned on by default.
 	Loopback LoopbackReporter
 	// Uptime renews sessions with a record of when the store was up, and
-	// reads that record back. Nothing in dsync uses it yet: sessions are
-	// judged by their expiry alone.
+	// reads that record back. dsync renews through it only with an outage
+	// grace, which no Client sets yet, and reads it nowhere yet: sessions
+	// are judged by their expiry alone.
 	Uptime UptimeStore
 }
 

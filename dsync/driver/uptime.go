@@ -27,9 +27,10 @@ type Uptime struct {
 
 // UptimeStore is the role of a store that records, with each renewal, when
 // it was up (Roles.Uptime). A session's writer renews through it, sending
-// the stamps its earlier renewals got back, merged; readers take the union
-// of every session's, so that a gap in all of them shows a time in which
-// no renewal was applied: an outage of the store, or of every writer.
+// the stamps its earlier renewals got back, merged; the outage rule takes
+// the union of every session's, so that a gap in all of them shows a time
+// in which no renewal was applied: an outage of the store, or of every
+// writer.
 // Without it, dsync judges a session by its expiry alone.
 //
 // The renewal's caller is held to what RenewSession's is (one renewal of
@@ -57,7 +58,9 @@ type UptimeStore interface {
 	// session document whose expiry is at or after since was not written
 	// by RenewSessionUp. It reads only writes that the store will not
 	// roll back (on a replica set, at majority read concern), and every
-	// renewal that was acknowledged before the read was sent. It writes
-	// nothing.
+	// write the store had applied before a renewal that this store saw
+	// acknowledged before the read was sent: a caller that needs the
+	// evidence others wrote before some moment renews, and then reads.
+	// It writes nothing.
 	ReadUptime(ctx context.Context, since time.Time) (Uptime, error)
 }

@@ -49,14 +49,21 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 // ReadUptime implements driver.UptimeStore: one find of every session
 // document, at majority read concern (a renewal a failover rolls back is
 // not evidence; FerretDB has one server, whose writes are all
-// committed). It reads them all, not those renewed since since: a
+// committed). Why the contract promises the writes before a renewal this
+// store saw acknowledged, not all those acknowledged to anyone: before
+// MongoDB 8.0, a newly elected primary may serve majority reads from a
+// commit point older than writes its predecessor acknowledged, until it
+// commits a write of its own term (SERVER-53813); a renewal acknowledged
+// at majority by it is such a write. Should another election come
+// between that renewal and the read, a server before 8.0 may still serve
+// the read from the older point.
+//
+// It reads every session document, not those renewed since since: a
 // document's "seen" is its newest stamp only while the server's clock
 // never goes back, and the evidence must not rest on that. The spans
 // that end before since are left out. The sessions collection holds a
 // document per process started within sessionRetention, so the read is
-// small; it is sent once in a while (an owner's check after an outage, a
-// waiter's verdict its own stamps cannot decide), never on the way to a
-// Lock.
+// small. Nothing in dsync sends it yet.
 func (s *Store) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
 	coll := s.sessions.coll.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
 	// Session IDs are xids ([0-9a-v]); the other documents of the

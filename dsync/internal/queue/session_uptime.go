@@ -17,9 +17,7 @@ import (
 
 // upRetention is how long before a session's newest stamp its record
 // keeps a span: as long as dsync/mongo keeps an expired session's
-// documents. A verdict needs the spans since about the session's last
-// counted renewal less its TTL (OutageRule.Since), at most MaxGrace
-// before its newest stamp.
+// documents, far longer than MaxGrace, the longest an outage is credited.
 const upRetention = time.Hour
 
 // newSessions returns the sessions of an engine of cfg over store.
