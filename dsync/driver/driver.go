@@ -14,11 +14,11 @@
 // one request (RunReader), the sweeper's deletes (Maintainer), the
 // directory of keys (KeyDirectory), reads that write nothing
 // (ReadPreparer), key limits (KeyChecker), wake-ups (Feed, FeedPauser),
-// direct hints (PeerStore, LoopbackReporter) and revocations
-// (RevokeStore). dsync reaches a role only through Roles, never by a type
-// assertion on the store, so a type that embeds a Store to wrap it
-// passes every role on, and sees a role's calls only if it overrides
-// Roles.
+// direct hints (PeerStore, LoopbackReporter), revocations (RevokeStore)
+// and a record of when the store was up (UptimeStore). dsync reaches a
+// role only through Roles, never by a type assertion on the store, so a
+// type that embeds a Store to wrap it passes every role on, and sees a
+// role's calls only if it overrides Roles.
 //
 // What a driver must guarantee is small, and stated with each method.
 // What it may do, and the protocol copes with: apply an update as a read
@@ -123,6 +123,10 @@ type Doc struct {
 	// Compact).
 	TTL time.Duration
 	Exp time.Time
+	// Claims only: the outage grace the claim is to be judged with (see
+	// UptimeStore); zero, as in claims of an older dsync, for a claim
+	// judged by its session's expiry alone.
+	Grace time.Duration
 	// Claims only: how the claim shares the key, its weight and the key's
 	// limit (Weighted).
 	Mode   Mode

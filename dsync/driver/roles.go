@@ -49,6 +49,11 @@ type Roles struct {
 	// Loopback says whether the store is reached over loopback. Without
 	// it, direct hints are not turned on by default.
 	Loopback LoopbackReporter
+	// Uptime renews sessions with a record of when the store was up, and
+	// reads that record back. dsync renews through it only with an outage
+	// grace, which no Client sets yet, and reads it nowhere yet: sessions
+	// are judged by their expiry alone.
+	Uptime UptimeStore
 }
 
 // RunReader reads a stretch of a key's queue in one request (Roles.Runs).

@@ -11,14 +11,17 @@ import (
 // Each role is served by the part of the store that owns its state: the
 // wake-up feed (feed.go), the sessions collection (sessions.go: peers,
 // revocations, stall records), the directory of keys (directory.go), what
-// the store learned of its deployment (deployment.go: loopback), and the
-// store itself for runs, the sweeper and reads (storeRoles).
+// the store learned of its deployment (deployment.go: loopback), the
+// store itself for runs, the sweeper and reads (storeRoles), and for the
+// record of up-time, which its session documents keep
+// (sessions_uptime.go).
 func (s *Store) Roles() driver.Roles {
 	r := storeRoles{s}
 	return driver.Roles{
 		Runs: r, Maintenance: r, Reads: r, KeyCheck: keyLimits{},
 		Directory: s.dir, Feed: s.feed, FeedPause: s.feed,
 		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: s.platform,
+		Uptime: s,
 	}
 }
 
@@ -50,6 +53,7 @@ var (
 	_ driver.RevokeStore      = (*sessionStore)(nil)
 	_ driver.StallStore       = (*sessionStore)(nil)
 	_ driver.LoopbackReporter = (*platform)(nil)
+	_ driver.UptimeStore      = (*Store)(nil)
 )
 
 // The sessions of the core contract, which the sessions collection's

@@ -39,6 +39,9 @@ type lockDoc struct {
 	// owner had seen confirmed when it claimed.
 	TTL int64     `bson:"ttl,omitempty"`
 	Exp time.Time `bson:"exp,omitempty"`
+	// Claims only: the outage grace in milliseconds (driver.Doc.Grace);
+	// absent: none.
+	Grace int64 `bson:"grace,omitempty"`
 	// Claims only: how the claim shares its key (absent: exclusive, as
 	// every claim of an older dsync is), its weight and the key's limit.
 	Mode   int   `bson:"mode,omitempty"`
@@ -67,7 +70,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 	return lockDoc{
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, History: d.History, At: ceilMilli(d.Sent),
-		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Grace: d.Grace.Milliseconds(), Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: int64(d.Token),
 		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
 		Floor: int64(d.Floor.Epoch), FloorNonce: d.Floor.Nonce,
@@ -78,7 +81,8 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 	out := driver.Doc{
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
 		Host: d.Host, PID: d.PID, History: d.History, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
-		Mode: driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Grace: time.Duration(d.Grace) * time.Millisecond,
+		Mode:  driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: uint64(d.Token),
 		Seg:   uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,
 	}
@@ -106,6 +110,17 @@ type sessionDoc struct {
 	PID       int       `bson:"pid"`
 	Started   time.Time `bson:"started"`
 	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
+	// Written by RenewSessionUp only (sessions_uptime.go): the writer's
+	// record of up-time, and the mark that it keeps one (upVersion).
+	Up []upSpanDoc `bson:"up,omitempty"`
+	V  int         `bson:"v,omitempty"`
+}
+
+// upSpanDoc is a span of a session document's record of up-time
+// (driver.UpSpan).
+type upSpanDoc struct {
+	From time.Time `bson:"from"`
+	To   time.Time `bson:"to"`
 }
 
 // sessionDocID is the _id of generation gen of session id: the session ID

@@ -110,18 +110,31 @@ func (ss *sessionStore) clean(ctx context.Context) {
 // it back) and samples the server's clock by setting "seen" with
 // $currentDate; see Store.RenewSession.
 func (ss *sessionStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
+	_, found, err := ss.renew(ctx, id, gen, expires, nil)
+	return found, err
+}
+
+// renew sends one renewal of generation gen of session id: $max
+// expiresAt, $currentDate seen, and set's fields (none: a renewal of the
+// core contract; RenewSessionUp's record otherwise). It returns the
+// document's "seen" as the server set it.
+func (ss *sessionStore) renew(ctx context.Context, id string, gen int, expires time.Time, set bson.D) (time.Time, bool, error) {
 	filter := bson.D{{Key: "_id", Value: sessionDocID(id, gen)}}
 	update := bson.D{
 		{Key: "$max", Value: bson.D{{Key: "expiresAt", Value: expires}}},
 		{Key: "$currentDate", Value: bson.D{{Key: "seen", Value: true}}},
+	}
+	if set != nil {
+		update = append(update, bson.E{Key: "$set", Value: set})
 	}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
 	est := ss.clock.forWrites()
 	if est == nil {
 		// Not prepared for writes (driver.Store: Prepare comes first; a
 		// PrepareRead does not do): refused before anything is sent.
-		return false, errNotPrepared
+		return time.Time{}, false, errNotPrepared
 	}
+	var seen time.Time
 	found := true
 	err := ss.writer.write(ctx, "renew", func(ctx context.Context) error {
 		return est.Sampled(ctx, func(ctx context.Context) (time.Time, error) {
@@ -131,13 +144,14 @@ func (ss *sessionStore) RenewSession(ctx context.Context, id string, gen int, ex
 				found = false
 				return time.Time{}, nil // not a sample, not an error
 			}
+			seen = d.Seen
 			return d.Seen, err
 		})
 	})
-	if err != nil {
-		return false, err
+	if err != nil || !found {
+		return time.Time{}, false, err
 	}
-	return found, nil
+	return seen, true, nil
 }
 
 // GetSession is the Store's (driver.Store): one find of every document

@@ -71,6 +71,13 @@
 //     listed, apart from the sessions.
 //   - Revoke (Revocations): of many revokes of one session, one succeeds
 //     and its record stays; renewals of the session go on as before.
+//   - UptimeStamps, UptimeRead (Uptime): a renewal with a record of
+//     up-time renews as RenewSession does and is stamped with the store's
+//     time, stamps never going back; a read returns the spans and stamps
+//     written since its since and nothing never written; a later
+//     renewal carrying the earlier's record removes nothing, even landing
+//     with a lower expiry; session documents not renewed with a record
+//     are reported, documents of other roles are not.
 //   - Done: a done record (KindDone, DoneID) is stored with its Token and
 //     every other field, inserted once.
 //   - Feed (with a Peer): a follower turns live, receives what another
@@ -81,7 +88,7 @@
 //
 // What a driver may do, and the suite allows: store times to the
 // millisecond, rounding Doc.Sent up (it is the latest possible time of
-// sending, and stays so); the suite sends Doc.Exp, Doc.TTL and
+// sending, and stays so); the suite sends Doc.Exp, Doc.TTL, Doc.Grace and
 // Session.ExpiresAt in whole milliseconds, as the protocol does, and
 // Event.Until too (a hint's). It may delete sessions long expired (the
 // suite's expiries are near the store's now), and apply an update as a
@@ -165,6 +172,8 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Revoke", s.testRevoke)
 	t.Run("RevokeLeavesSessions", s.testRevokeLeavesSessions)
 	t.Run("Stall", s.testStall)
+	t.Run("UptimeStamps", s.testUptimeStamps)
+	t.Run("UptimeRead", s.testUptimeRead)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must
@@ -205,7 +214,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 	return driver.Doc{
 		ID: driver.ClaimID(key, epoch), Key: key, Epoch: epoch, Kind: driver.KindClaim, Nonce: nonce,
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
-		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second),
+		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second), Grace: 30 * time.Second,
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
 		Seg: testSeg, History: "history-" + nonce,
 	}

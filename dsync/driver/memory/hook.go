@@ -28,8 +28,8 @@ type Call struct {
 	Keys []string
 	// From, To: the epochs of GetRun.
 	From, To uint64
-	// Session: the session of InsertSession; for RenewSession its ID,
-	// Gen and ExpiresAt; for GetSession, Revoke and Revoked its ID; for
+	// Session: the session of InsertSession; for RenewSession and
+	// RenewSessionUp its ID, Gen and ExpiresAt; for GetSession, Revoke and Revoked its ID; for
 	// RecordStall the stall's session.
 	Session driver.Session
 	// Event: what Publish publishes.

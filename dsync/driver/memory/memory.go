@@ -41,6 +41,7 @@ type state struct {
 	mu       sync.Mutex
 	docs     map[string]driver.Doc
 	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
+	uptime   map[string]map[int]upDoc     // what RenewSessionUp wrote to them (uptime.go)
 	dir      directory                    // the keys recorded (directory.go)
 	hintKey  []byte                       // the hint key (peers.go)
 	peers    map[string]driver.Peer       // processes that take hints, by ID
@@ -61,6 +62,7 @@ func New() *Store {
 		base:      start.Round(0),
 		docs:      make(map[string]driver.Doc),
 		sessions:  make(map[string]map[int]time.Time),
+		uptime:    make(map[string]map[int]upDoc),
 		followers: make(map[*follower]struct{}),
 	}}
 }
@@ -85,11 +87,11 @@ func (s *Store) ServerTime() driver.Interval {
 func (s *Store) Close() error { return nil }
 
 // Roles implements driver.Store. It returns runs, maintenance, the
-// directory of keys, the feed, peers, revocations and stall records, each
-// through the view's hooks.
+// directory of keys, the feed, peers, revocations, stall records and the
+// record of up-time, each through the view's hooks.
 func (s *Store) Roles() driver.Roles {
 	r := roles{s}
-	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r}
+	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r, Uptime: r}
 }
 
 // roles serves a view's roles.
@@ -103,6 +105,7 @@ var (
 	_ driver.PeerStore    = roles{}
 	_ driver.RevokeStore  = roles{}
 	_ driver.StallStore   = roles{}
+	_ driver.UptimeStore  = roles{}
 )
 
 // Insert implements driver.Store.
@@ -209,6 +212,7 @@ func (s *Store) DeleteNow(id string) {
 type State struct {
 	docs     map[string]driver.Doc
 	sessions map[string]map[int]time.Time
+	uptime   map[string]map[int]upDoc
 	keys     []string
 }
 
@@ -220,6 +224,7 @@ func (s *Store) Snapshot() State {
 	for id, gens := range s.sessions {
 		st.sessions[id] = maps.Clone(gens)
 	}
+	st.uptime = cloneUptime(s.uptime)
 	return st
 }
 
@@ -233,6 +238,7 @@ func (s *Store) Restore(st State) {
 	for id, gens := range st.sessions {
 		s.sessions[id] = maps.Clone(gens)
 	}
+	s.uptime = cloneUptime(st.uptime)
 	s.dir.reset(st.keys)
 }
 
@@ -242,6 +248,7 @@ func (s *Store) Reset() {
 	defer s.mu.Unlock()
 	clear(s.docs)
 	clear(s.sessions)
+	clear(s.uptime)
 	clear(s.revoked) // kept with the sessions
 	clear(s.stalls)
 	s.dir.reset(nil)

@@ -104,7 +104,7 @@ func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
 	e := q.e
 	return Doc{ID: ClaimID(q.key, c.Epoch), Key: q.key, Epoch: c.Epoch, Seg: c.Seg, Kind: KindClaim, Nonce: c.Nonce,
-		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
+		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Grace: e.sessions.Grace(), Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
 		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit, History: c.History}
 }
 

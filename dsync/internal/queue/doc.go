@@ -27,10 +27,14 @@
 //     force, plus the TTL, minus a margin of TTL/20. When a deadline passes,
 //     or a renewal is confirmed only after it, or the session's documents
 //     are found gone, the session is retired for good: every hold in it is
-//     lost and no claim of it is ever used again.
+//     lost and no claim of it is ever used again. With an outage grace
+//     (Config.OutageGrace), on a store that keeps a record of up-time, a
+//     renewal also records the stamps its session's renewals got back
+//     (session_uptime.go); nothing reads them yet.
 //   - A claim of key's epoch E, with ID key@E, naming its session, a nonce
 //     unique to this insert, the session's TTL and the expiry its owner had
-//     seen confirmed when it claimed, its segment, and the history of the
+//     seen confirmed when it claimed, the engine's outage grace (zero: none;
+//     no rule reads it yet), its segment, and the history of the
 //     store its owner learnt that segment in (see Histories below). The
 //     store's unique ID lets one insert of each epoch succeed. The epoch
 //     is the fencing token.

@@ -50,6 +50,14 @@ type Config struct {
 	// needed, so a smaller bound costs reads, never safety (the
 	// simulation runs some owners with a bound of 1).
 	MaxKeys int
+	// OutageGrace (zero: none) is recorded in this engine's claims, and
+	// its renewals keep the store's record of up-time
+	// (driver.UptimeStore), when the store serves that record; on a
+	// store that does not, it counts as zero. Nothing judges a claim by
+	// its grace yet (outage.go has the rule): every claim is judged by
+	// its session's expiry. It is at most MaxGrace, in whole
+	// milliseconds (a store keeps it so).
+	OutageGrace time.Duration
 }
 
 // DefaultConfig returns the constants dsync uses.
@@ -72,6 +80,9 @@ func (c Config) validate() error {
 	if c.Quantum <= 0 || c.Rate < 2 || c.Margin < c.Quantum || c.Span < 4*c.Margin {
 		//lint:ignore ST1005 the message opens with the name of Config's field, spelled as the field is.
 		return errors.New("Quantum and Rate must be positive, Margin at least Quantum, and Span at least 4 × Margin")
+	}
+	if c.OutageGrace < 0 || c.OutageGrace > MaxGrace || c.OutageGrace%time.Millisecond != 0 {
+		return fmt.Errorf("OutageGrace %v must be in [0, %v], in whole milliseconds", c.OutageGrace, MaxGrace)
 	}
 	if c.PruneDelay < 2*(c.ViewTrust+c.AcquireWindow) {
 		return fmt.Errorf("PruneDelay %v must be at least 2 × (ViewTrust + AcquireWindow) = %v",
@@ -98,7 +109,8 @@ const (
 // prunes (claim.go). Every other concern is a part of its own, with its
 // own state and lock if it has any, whose exported methods are the
 // Engine's: its sessions (OpenSession,
-// RenewSession, ConfirmedExpiry: session.go), the judge of claims below a
+// RenewSession, ConfirmedExpiry: session.go; OwnUptime, Grace:
+// session_uptime.go), the judge of claims below a
 // walker and of their sessions (SessionAlive, ReadExpired: ended.go), its
 // segments (Agree, LearnSpan, Span, Refresh, CoverEnd, Sweep, MinIdle:
 // segment.go, span.go, history.go, refresh.go, sweep.go), the end queue
@@ -150,7 +162,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	return &Engine{
 		plant:       p,
 		keys:        ks,
-		sessions:    &sessions{plant: p, store: rd, clock: clock, newID: cfg.NewID, renewals: make(map[string]*renewal)},
+		sessions:    newSessions(p, rd, clock, cfg),
 		judge:       jd,
 		segments:    segs,
 		ends:        &ends{store: rd, holds: hs, pending: make(map[string]Doc)},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // sessions are the sessions this engine opened, and where each is renewed
@@ -17,6 +19,11 @@ type sessions struct {
 	store Store
 	clock Times
 	newID func() string
+	// uptime renews with the record of up-time, when the engine has an
+	// outage grace and the store keeps the record (session_uptime.go);
+	// nil otherwise, and grace is then zero.
+	uptime driver.UptimeStore
+	grace  time.Duration
 
 	mu       sync.Mutex
 	renewals map[string]*renewal
@@ -40,6 +47,7 @@ type renewal struct {
 	sentExp  time.Time     // the expiry the last renewal (or the open) sent
 	sentAt   time.Duration // local monotonic: when it was sent
 	confirmd time.Time     // the highest expiry the store confirmed
+	up       []UpSpan      // the stamps its renewals got back, merged (session_uptime.go)
 }
 
 // nextExpiry is the expiry a renewal sent now asks for: the latest possible
@@ -149,7 +157,7 @@ func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 // RenewSession); r.mu is held.
 func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
 	if !r.insert {
-		found, err := s.store.RenewSession(ctx, id, r.gen, expires)
+		found, err := s.renewDoc(ctx, r, id, expires)
 		if err == nil || s.plant.renewSameGen() {
 			return found, err
 		}
@@ -164,7 +172,7 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 		// An earlier insert of this generation landed, with an older
 		// expiry; no other write to it can be in flight.
 		r.insert = false
-		found, err := s.store.RenewSession(ctx, id, r.gen, expires)
+		found, err := s.renewDoc(ctx, r, id, expires)
 		if err != nil {
 			r.gen, r.insert = r.gen+1, true
 		}

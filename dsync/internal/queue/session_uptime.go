@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// A session's record of up-time (driver.UptimeStore): with an outage
+// grace, on a store that keeps the record, each renewal of a session
+// document sends the stamps the session's renewals got back, merged under
+// its break (TTL/2), and keeps the stamp the store returns. A renewal of
+// unknown outcome keeps none, and its document is never renewed again
+// (RenewSession); so each document's last write, whenever it lands, holds
+// every stamp that document's earlier renewals returned, as the role asks
+// of its caller.
+
+// upRetention is how long before a session's newest stamp its record
+// keeps a span: as long as dsync/mongo keeps an expired session's
+// documents, far longer than MaxGrace, the longest an outage is credited.
+const upRetention = time.Hour
+
+// newSessions returns the sessions of an engine of cfg over store.
+func newSessions(p *plant, store Store, clock Times, cfg Config) *sessions {
+	s := &sessions{plant: p, store: store, clock: clock, newID: cfg.NewID, renewals: make(map[string]*renewal)}
+	if u := store.Roles().Uptime; u != nil && cfg.OutageGrace > 0 {
+		s.uptime, s.grace = u, cfg.OutageGrace
+	}
+	return s
+}
+
+// renewDoc renews r's current generation of session id (see
+// RenewSession), with the record of up-time if the engine keeps it; r.mu
+// is held.
+func (s *sessions) renewDoc(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
+	if s.uptime == nil {
+		return s.store.RenewSession(ctx, id, r.gen, expires)
+	}
+	s.mu.Lock()
+	up := slices.Clone(r.up)
+	s.mu.Unlock()
+	stamp, found, err := s.uptime.RenewSessionUp(ctx, id, r.gen, expires, up)
+	if err == nil && found {
+		s.mu.Lock()
+		r.up = addStamp(r.up, stamp, r.ttl/2)
+		s.mu.Unlock()
+	}
+	return found, err
+}
+
+// addStamp merges stamp into up under the break brk, and drops the spans
+// that end more than upRetention before the newest stamp.
+func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
+	brk = max(brk, 0) // a TTL is positive (OpenSession); this keeps Chains' rule
+	merged, err := Chains(append(slices.Clip(up), UpSpan{From: stamp, To: stamp}), brk)
+	if err != nil {
+		// Chains fails only on an inverted span or a negative break,
+		// and a record made here has neither.
+		panic("queue: " + err.Error())
+	}
+	newest := merged[len(merged)-1].To
+	return slices.DeleteFunc(merged, func(sp UpSpan) bool { return sp.To.Before(newest.Add(-upRetention)) })
+}
+
+// OwnUptime returns the record of up-time that session's renewals got
+// back from the store, merged under its break: nil if the engine keeps
+// none (no grace, or a store without the record), or did not open the
+// session, or has forgotten it (unrenewed for two TTLs). It is evidence
+// for the outage rule: every stamp in it was applied by the store.
+func (s *sessions) OwnUptime(session string) []UpSpan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.renewals[session]; r != nil {
+		return slices.Clone(r.up)
+	}
+	return nil
+}
+
+// Grace returns the outage grace this engine's claims carry: zero when it
+// has none, or the store keeps no record of up-time.
+func (s *sessions) Grace() time.Duration { return s.grace }
