@@ -260,7 +260,12 @@ func (o *owner) keeper(a *actor) {
 		}
 		ss := o.sess
 		o.sleepUntil(a, o.trueAt(ss.lease.Due()))
-		if ss.lease.Retired() {
+		if !o.relied(ss) {
+			// Past its deadline with the timer yet to run (the owner was
+			// paused): nothing is sent, as the dsync keeper does.
+			if ss.lease.Expire(o.mono()) {
+				o.retire(ss)
+			}
 			continue
 		}
 		ss.renewals = append(ss.renewals, s.now)
@@ -272,9 +277,14 @@ func (o *owner) keeper(a *actor) {
 		// keys held.
 		_, _ = o.eng.Refresh(ctx, o.heldKeys(ss))
 		o.capLease(ss)
-		found, sent, err := o.eng.RenewSession(ctx, ss.id, simTTL)
+		checked := queue.WithRenewalCheck(ctx, func() bool { return o.relied(ss) })
+		found, sent, err := o.eng.RenewSession(checked, ss.id, simTTL)
 		now := o.mono()
 		switch {
+		case errors.Is(err, queue.ErrRenewalLate):
+			if ss.lease.Expire(now) {
+				o.retire(ss)
+			}
 		case err != nil:
 			ss.lease.Fail(now)
 		case !found:
@@ -286,6 +296,25 @@ func (o *owner) keeper(a *actor) {
 		}
 		_, _ = o.eng.Flush(ctx)
 	}
+}
+
+// relied reports whether ss's owner still relies on it: the guard the
+// dsync keeper puts before each renewal and where its expiry is computed
+// (lease.Keeper.reliedLocked, queue.WithRenewalCheck). Without it an
+// owner woken from a pause past its deadline, before its deadline timer
+// runs, would raise the stored expiry of a session readers may have
+// found expired, and its claims would read live again. The lease bugs'
+// controls run without the guard: it would hide what they plant, which
+// only the lease's own rule must catch.
+func (o *owner) relied(ss *simSession) bool {
+	if ss.lease.Retired() {
+		return false
+	}
+	switch o.s.bug {
+	case queue.BugLateConfirmKept, queue.BugLateConfirmExtends:
+		return true
+	}
+	return o.mono() < ss.lease.Deadline()
 }
 
 // coverLocal is when the engine's coverage of key's segment ends, on the
