@@ -19,11 +19,12 @@ import (
 // time, to 2.0.0 under WithVersionRule on the embedded server, in surge
 // order: start the new candidate (with a priority, which its member
 // status must carry), wait until it is a live member, close the old one,
-// let a few heartbeats pass (fewer in the short form: see the loop). Leadership changes at most once per step,
-// never goes back to 1.0.0 once 2.0.0 led, ends on 2.0.0, and no two
-// terms overlap (each term's function has returned before the next
-// begins), with tokens rising. The pre-term gate reads through
-// ConfirmedMembers here (read concern majority).
+// let a few heartbeats pass (fewer in the short form: see the loop).
+// Leadership changes at most once per step, never goes back to 1.0.0
+// once 2.0.0 led, ends on 2.0.0, and no two terms overlap (each term's
+// function has returned before the next begins), with tokens rising. The
+// pre-term gate reads through ConfirmedMembers here (read concern
+// majority).
 func TestRollingUpgrade(t *testing.T) {
 	t.Parallel()
 	db := mongotest.NewDatabase(t)
