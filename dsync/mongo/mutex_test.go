@@ -62,7 +62,7 @@ func TestMutexHammer(t *testing.T) {
 	t.Parallel()
 	procs, rounds := 8, 100
 	if !longtest.Enabled() {
-		rounds = 15
+		rounds = 8 // 64 grants, each a handoff between processes
 		t.Logf("short form: %d rounds instead of 100 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, withoutWakeups())
@@ -76,7 +76,7 @@ func TestMutexHammerWakeups(t *testing.T) {
 	t.Parallel()
 	procs, rounds := 6, 40
 	if !longtest.Enabled() {
-		rounds = 8
+		rounds = 5 // 30 grants, each woken by the release before it
 		t.Logf("short form: %d rounds instead of 40 (%s=1 for all)", rounds, longtest.Env)
 	}
 	hammer(t, procs, rounds, dsync.ClientWithSafetyPoll(2*time.Second))

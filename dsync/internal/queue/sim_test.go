@@ -73,7 +73,7 @@ import (
 // it models outside the engine) must be caught.
 
 var (
-	simSeeds = flag.Int("queue.seeds", 0, "simulation seeds to run (default 2000; 300 with -race, 150 with -short)")
+	simSeeds = flag.Int("queue.seeds", 0, "simulation seeds to run (default 150; with DSYNC_LONG=1, 2000, or 300 with -race)")
 	simSeed  = flag.Int64("queue.seed", -1, "run only this simulation seed, verbosely")
 )
 
@@ -520,7 +520,7 @@ func seeds() []int64 {
 		n = 2000
 		switch {
 		case !longtest.Enabled():
-			n = 250
+			n = 150 // the short form; the long form's 2000 run in CI (DSYNC_LONG=1)
 		case raceEnabled:
 			n = 300
 		}
@@ -617,7 +617,16 @@ func sharingHolds(r *history.Report) map[string]int {
 
 // rareSeeds are the seeds that last caught the rare planted errors (see
 // TestSimulationCatchesPlantedBugs), tried before the others.
-var rareSeeds = []int64{344, 129, 1046, 5752, 2875, 1382, 2965, 46, 16}
+var rareSeeds = []int64{353, 344, 129, 1046, 5752, 2875, 1382, 2965, 46, 16}
+
+// caughtLast names, for the cases whose first catching seed comes late
+// in the range, the seed that caught each last: tried first, it ends the
+// case at once instead of after hundreds of runs (tens of seconds of the
+// README's command); a case it no longer catches (a change to the
+// protocol moves every seed's timing) searches the whole range as before.
+var caughtLast = map[string]int64{
+	"a server-time estimate without its error bounds": 127,
+}
 
 // TestSimulationCatchesPlantedBugs is the negative control: each planted
 // error must show up as a violation on some seed.
@@ -642,7 +651,7 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		// emptying holding in the next history's segment of its number,
 		// which needs the double emptying and a start in one quantum
 		// across it (simspan_test.go): seed 16, 3 of the first 2,000;
-		// compaction's late delete of a done record by ID: seed 344; the
+		// compaction's late delete of a done record by ID: seed 344, now 353; the
 		// start skipping a bucket 129, and a claim passing another
 		// history's 1046, with stuck workers):
 		// run three times the seeds
@@ -692,6 +701,9 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 			seeds := plantedSeeds()
 			if tc.rare && *simSeed < 0 && len(seeds) < 3000 {
 				seeds = append(slices.Clone(rareSeeds), seedRange(3000)...)
+			}
+			if seed, ok := caughtLast[tc.name]; ok && *simSeed < 0 {
+				seeds = append([]int64{seed}, seeds...)
 			}
 			for _, seed := range seeds {
 				if r, _ := runSim(t, seed, tc.bug, tc.sbug, false); !r.OK() {
