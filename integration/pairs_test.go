@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-dsync/dsync/integration/history"
+	"github.com/go-dsync/dsync/integration/worker"
+)
+
+// pairs is the scene of the tests of faults that hit one holder
+// (cutalone_test.go) or the whole store (storeoutage_test.go): keys, each
+// with a holder process that keeps its hold until it loses it and a
+// waiter process queued behind it. A holder that loses its hold unlocks
+// and locks again, behind the waiter that took over: the pair swaps roles,
+// and the key has a holder and a waiter again.
+type pairs struct {
+	c    *cluster
+	keys []string
+}
+
+// pairConfig is the workers' config: Mutex holds kept until they are lost
+// or the worker is told to stop, no register.
+func pairConfig(ttl time.Duration) worker.Config {
+	return worker.Config{
+		Mode:    worker.ModeMutex,
+		TTL:     ttl,
+		Poll:    100 * time.Millisecond,
+		HoldFor: time.Hour,
+		Gap:     40 * time.Millisecond,
+	}
+}
+
+// startPairs starts n pairs on c: the holder hI of key pI, then, once every
+// holder holds, the waiter wI, and waits until every waiter is queued. The
+// odd pairs read the queues by runs (both walks meet the faults).
+func startPairs(c *cluster, n int) *pairs {
+	c.t.Helper()
+	ps := &pairs{c: c}
+	start := func(role string, i int) {
+		c.start(fmt.Sprintf("%s%d", role, i), func(cfg *worker.Config) {
+			cfg.Key = ps.keys[i-1]
+			cfg.Runs = i%2 == 1
+		})
+	}
+	for i := 1; i <= n; i++ {
+		ps.keys = append(ps.keys, fmt.Sprintf("p%d", i))
+		start("h", i)
+	}
+	for _, key := range ps.keys {
+		ps.held(key)
+	}
+	for i := 1; i <= n; i++ {
+		start("w", i)
+	}
+	ps.queued(ps.keys...)
+	return ps
+}
+
+// current returns the hold of key in force, as the events so far show it:
+// its last acquire, if the hold has neither ended nor been lost.
+func (ps *pairs) current(key string) (history.Event, bool) {
+	var last history.Event
+	ps.c.log.each(func(ev history.Event) {
+		if ev.Ev == history.EvAcquire && ev.Key == key && ev.Token > last.Token {
+			last = ev
+		}
+	})
+	if last.Token == 0 || ps.ended(last) {
+		return history.Event{}, false
+	}
+	return last, true
+}
+
+// ended reports whether the events so far end hold h, or signal its loss.
+func (ps *pairs) ended(h history.Event) bool {
+	found := false
+	ps.c.log.each(func(ev history.Event) {
+		if ev.PID == h.PID && ev.Key == h.Key && ev.Token == h.Token && (ev.Ev == history.EvEnd || ev.Ev == history.EvLost) {
+			found = true
+		}
+	})
+	return found
+}
+
+// held waits for the hold of key in force.
+func (ps *pairs) held(key string) history.Event {
+	ps.c.t.Helper()
+	deadline := time.Now().Add(setupBound)
+	for {
+		if h, ok := ps.current(key); ok {
+			return h
+		}
+		if _, _, ok := ps.c.log.await(ps.c.log.mark(), time.Until(deadline), func(ev history.Event) bool {
+			return ev.Ev == history.EvAcquire && ev.Key == key
+		}); !ok {
+			ps.c.t.Fatalf("%s not held within %v", key, setupBound)
+		}
+	}
+}
+
+// queued waits until each of keys is held and a claim waits behind its
+// holder's.
+func (ps *pairs) queued(keys ...string) map[string]history.Event {
+	ps.c.t.Helper()
+	holds := make(map[string]history.Event, len(keys))
+	tokens := make(map[string]uint64, len(keys))
+	for _, key := range keys {
+		holds[key] = ps.held(key)
+		tokens[key] = holds[key].Token
+	}
+	if err := awaitWaiters(ps.c.t, ps.c, tokens); err != nil {
+		ps.c.t.Fatal(err)
+	}
+	return holds
+}
+
+// deadline returns the latest deadline recorded so far of hold h: the send
+// time of its last confirmed renewal plus TTL − TTL/20.
+func (ps *pairs) deadline(h history.Event) int64 {
+	dl := h.DL
+	ps.c.log.each(func(ev history.Event) {
+		if ev.PID == h.PID && ev.Key == h.Key && ev.Token == h.Token {
+			dl = max(dl, ev.DL)
+		}
+	})
+	return dl
+}
+
+// quantiles returns the p50, p99 and maximum of ds, which it sorts.
+func quantiles(ds []time.Duration) (p50, p99, top time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	n := len(ds)
+	return ds[n/2], ds[min(n-1, n*99/100)], ds[n-1]
+}
+
+// fmtQuantiles formats quantiles(ds) to the millisecond.
+func fmtQuantiles(ds []time.Duration) string {
+	p50, p99, top := quantiles(ds)
+	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return strings.Join([]string{"p50 " + r(p50), "p99 " + r(p99), "max " + r(top)}, ", ")
+}
+
+// logQuantiles logs what, and the quantiles of ds.
+func logQuantiles(t *testing.T, what string, ds []time.Duration) {
+	t.Helper()
+	t.Logf("%s (%d): %s", what, len(ds), fmtQuantiles(ds))
+}
