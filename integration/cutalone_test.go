@@ -43,7 +43,7 @@ func TestCutAloneStillReplaced(t *testing.T) {
 	c := sharedCluster(t, pairConfig(cutTTL))
 	c.viaProxy = true
 	c.hints = false // takeovers by expiry: no hint tells them
-	ps := startPairs(c, npairs)
+	ps := startPairs(c, npairs, npairs)
 	margin := int64(cutTTL / 20)
 	var fromCut, fromRenewal []time.Duration
 	disturbed := 0

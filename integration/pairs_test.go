@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
 )
@@ -23,40 +24,50 @@ type pairs struct {
 }
 
 // pairConfig is the workers' config: Mutex holds kept until they are lost
-// or the worker is told to stop, no register.
+// or the worker is told to stop, no register (startPairs gives each
+// worker its keys).
 func pairConfig(ttl time.Duration) worker.Config {
 	return worker.Config{
 		Mode:    worker.ModeMutex,
 		TTL:     ttl,
-		Poll:    100 * time.Millisecond,
+		Poll:    dsync.DefaultPollInterval, // light on the server with 20 waiters and more
 		HoldFor: time.Hour,
 		Gap:     40 * time.Millisecond,
 	}
 }
 
-// startPairs starts n pairs on c: the holder hI of key pI, then, once every
-// holder holds, the waiter wI, and waits until every waiter is queued. The
-// odd pairs read the queues by runs (both walks meet the faults).
-func startPairs(c *cluster, n int) *pairs {
+// startPairs starts keys pairs on c, their holders in procs processes
+// and their waiters in as many others: holder process hJ holds its share
+// of the keys (each with a Mutex of its own, behind the process's one
+// session), and waiter process wJ waits for the same ones. It starts
+// them one process at a time, each holder once the last waiter queued
+// and each waiter once its holder holds (forty processes opening their
+// sessions at once at a 2 s TTL starve the embedded server on a small
+// machine). The odd processes read the queues by runs (both walks meet
+// the faults).
+func startPairs(c *cluster, keys, procs int) *pairs {
 	c.t.Helper()
 	ps := &pairs{c: c}
-	start := func(role string, i int) {
-		c.start(fmt.Sprintf("%s%d", role, i), func(cfg *worker.Config) {
-			cfg.Key = ps.keys[i-1]
-			cfg.Runs = i%2 == 1
-		})
+	for j := range procs {
+		first, n := j*keys/procs, (j+1)*keys/procs-j*keys/procs
+		mine := make([]string, 0, n)
+		for i := range n {
+			mine = append(mine, worker.KeyOf("p", first+i))
+		}
+		ps.keys = append(ps.keys, mine...)
+		start := func(role string) {
+			c.start(fmt.Sprintf("%s%d", role, j+1), func(cfg *worker.Config) {
+				cfg.Key, cfg.First, cfg.Keys = "p", first, n
+				cfg.Runs = j%2 == 0
+			})
+		}
+		start("h")
+		for _, key := range mine {
+			ps.held(key)
+		}
+		start("w")
+		ps.queued(mine...)
 	}
-	for i := 1; i <= n; i++ {
-		ps.keys = append(ps.keys, fmt.Sprintf("p%d", i))
-		start("h", i)
-	}
-	for _, key := range ps.keys {
-		ps.held(key)
-	}
-	for i := 1; i <= n; i++ {
-		start("w", i)
-	}
-	ps.queued(ps.keys...)
 	return ps
 }
 
