@@ -97,36 +97,56 @@ func (ps *pairs) ended(h history.Event) bool {
 	return found
 }
 
-// held waits for the hold of key in force.
+// held waits for the hold of key in force; it fails the test if none
+// comes within setupBound.
 func (ps *pairs) held(key string) history.Event {
 	ps.c.t.Helper()
+	h, err := ps.awaitHeld(key)
+	if err != nil {
+		ps.c.t.Fatal(err)
+	}
+	return h
+}
+
+// awaitHeld waits up to setupBound for the hold of key in force.
+func (ps *pairs) awaitHeld(key string) (history.Event, error) {
 	deadline := time.Now().Add(setupBound)
 	for {
 		if h, ok := ps.current(key); ok {
-			return h
+			return h, nil
 		}
 		if _, _, ok := ps.c.log.await(ps.c.log.mark(), time.Until(deadline), func(ev history.Event) bool {
 			return ev.Ev == history.EvAcquire && ev.Key == key
 		}); !ok {
-			ps.c.t.Fatalf("%s not held within %v", key, setupBound)
+			return history.Event{}, fmt.Errorf("%s not held within %v", key, setupBound)
 		}
 	}
 }
 
 // queued waits until each of keys is held and a claim waits behind its
-// holder's.
+// holder's, and returns the holds; it fails the test if that takes
+// longer than setupBound for a key.
 func (ps *pairs) queued(keys ...string) map[string]history.Event {
 	ps.c.t.Helper()
-	holds := make(map[string]history.Event, len(keys))
-	tokens := make(map[string]uint64, len(keys))
-	for _, key := range keys {
-		holds[key] = ps.held(key)
-		tokens[key] = holds[key].Token
-	}
-	if err := awaitWaiters(ps.c.t, ps.c, tokens); err != nil {
+	holds, err := ps.awaitQueued(keys...)
+	if err != nil {
 		ps.c.t.Fatal(err)
 	}
 	return holds
+}
+
+// awaitQueued is queued, returning the error instead.
+func (ps *pairs) awaitQueued(keys ...string) (map[string]history.Event, error) {
+	holds := make(map[string]history.Event, len(keys))
+	tokens := make(map[string]uint64, len(keys))
+	for _, key := range keys {
+		h, err := ps.awaitHeld(key)
+		if err != nil {
+			return nil, err
+		}
+		holds[key], tokens[key] = h, h.Token
+	}
+	return holds, awaitWaiters(ps.c.t, ps.c, tokens)
 }
 
 // deadline returns the latest deadline recorded so far of hold h: the send
