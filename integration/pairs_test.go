@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
@@ -176,10 +175,4 @@ func fmtQuantiles(ds []time.Duration) string {
 	p50, p99, top := quantiles(ds)
 	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	return strings.Join([]string{"p50 " + r(p50), "p99 " + r(p99), "max " + r(top)}, ", ")
-}
-
-// logQuantiles logs what, and the quantiles of ds.
-func logQuantiles(t *testing.T, what string, ds []time.Duration) {
-	t.Helper()
-	t.Logf("%s (%d): %s", what, len(ds), fmtQuantiles(ds))
 }
