@@ -55,7 +55,16 @@
 // every record names a run that succeeded), and a leader.Partition of six
 // shards over four workers under each fault in turn and graceful leaves
 // (TestPartitionUnderFaults: each shard's terms are holds of its key, and
-// every shard is owned and balanced again after each fault). Beside the
+// every shard is owned and balanced again after each fault). Two tests
+// set keys each held by a process with a waiter in another: one cuts a
+// single holder's connection while the store stays up for the others
+// (TestCutAloneStillReplaced: its waiter takes over once its lease has
+// run out in server time, within 5 s of its deadline, with a higher
+// token), the other stops the server for everyone at once, 12 s at a 2 s
+// TTL (TestStoreOutage, mongotest.Process.Pause: a measurement of the
+// holds lost and of the time to the keys' next holds, asserting only
+// that every key is held again, no token goes back and nothing
+// overlaps). Beside the
 // faults, TestRollingUpgrade upgrades five election workers under the
 // version rule (leader.WithVersionRule) one slot at a time, in surge
 // order (start a new worker, wait until it is a live member, SIGTERM an

@@ -56,7 +56,9 @@ type Config struct {
 	HintListen, HintAdvertise string
 	// Shards is the number of shards of ModePartition.
 	Shards int
-	// Keys is the number of keys of ModeKeys, from the First-th.
+	// Keys is the number of keys of ModeKeys, from the First-th; and of
+	// ModeMutex when above 0 (each locked in a loop of its own, without
+	// a register), which locks Key alone otherwise.
 	Keys, First int
 	// SafetyPoll, if set, is the Client's safety poll interval
 	// (dsync.ClientWithSafetyPoll); 0: the library's default.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -12,14 +13,37 @@ import (
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
+// runMutex locks the worker's key in a loop, or with Config.Keys above 0
+// each of its keys (KeyOf, from the First-th) in a loop of its own, each
+// with a Mutex of its own on the worker's one Client: many holders (or
+// waiters) behind one session, as a process that locks many keys is.
 func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 	cfg := &w.cfg
+	if cfg.Keys > 0 && cfg.Register != "" {
+		return errors.New("a register goes with one key: Keys and Register cannot both be set")
+	}
 	backend, _, err := w.client(db)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	mu, err := dsync.NewMutex(backend, cfg.Key)
+	if cfg.Keys == 0 {
+		return w.mutexLoop(ctx, backend, cfg.Key)
+	}
+	errs := make([]error, cfg.Keys)
+	var wg sync.WaitGroup
+	for i := range cfg.Keys {
+		wg.Go(func() { errs[i] = w.mutexLoop(ctx, backend, KeyOf(cfg.Key, cfg.First+i)) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// mutexLoop locks key, holds it a while, and unlocks it, until told to
+// stop or Config.Holds holds are done.
+func (w *worker) mutexLoop(ctx context.Context, backend *dsync.Client, key string) error {
+	cfg := &w.cfg
+	mu, err := dsync.NewMutex(backend, key)
 	if err != nil {
 		return err
 	}
@@ -30,9 +54,9 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 			}
 			return err
 		}
-		h := &hold{w: w, key: cfg.Key, token: mu.Token()}
-		w.rec.holding(cfg.Key, h.token, history.Now())
-		w.emit(history.Event{Ev: history.EvAcquire, Owner: clienthook.OwnerOf(mu), Key: cfg.Key, Token: h.token,
+		h := &hold{w: w, key: key, token: mu.Token()}
+		w.rec.holding(key, h.token, history.Now())
+		w.emit(history.Event{Ev: history.EvAcquire, Owner: clienthook.OwnerOf(mu), Key: key, Token: h.token,
 			DL: history.Mono(mu.ValidUntil()), Src: history.SrcLib, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20)})
 		deadline := func() int64 { return history.Mono(mu.ValidUntil()) }
 		stopWatch := h.watch(mu.Lost(), deadline, history.SrcLib)
@@ -41,7 +65,7 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 
 		h.end(deadline, history.SrcLib)
 		if cfg.UnlockWindow > 0 {
-			w.emit(history.Event{Ev: history.EvUnlockWindow, Key: cfg.Key, Token: h.token})
+			w.emit(history.Event{Ev: history.EvUnlockWindow, Key: key, Token: h.token})
 			time.Sleep(cfg.UnlockWindow)
 		}
 		// The released event carries the time Unlock was called and the
@@ -52,9 +76,9 @@ func (w *worker) runMutex(ctx context.Context, db *mongo.Database) error {
 		err := mu.UnlockContext(uctx)
 		cancel()
 		stopWatch()
-		w.emit(history.Event{Ev: history.EvReleased, Key: cfg.Key, Token: h.token, T: called, DL: dl, Src: history.SrcLib,
+		w.emit(history.Event{Ev: history.EvReleased, Key: key, Token: h.token, T: called, DL: dl, Src: history.SrcLib,
 			Lost: errors.Is(err, dsync.ErrLost), Err: errString(err)})
-		w.rec.forget(cfg.Key, h.token)
+		w.rec.forget(key, h.token)
 		if !sleepCtx(ctx, cfg.Gap) {
 			return nil
 		}

@@ -160,6 +160,8 @@ func (c *child) kill() {
 func (c *child) stop(timeout time.Duration) error {
 	c.stdin.Close()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	// A stopped child (Process.Pause) acts on nothing until it runs again.
+	_ = sigCont(c.cmd.Process)
 	done := make(chan struct{})
 	go func() {
 		_ = c.wait()

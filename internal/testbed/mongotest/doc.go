@@ -103,7 +103,9 @@
 // cleanup) through a new client; [SameDatabase] opens the same database
 // through yet another client, to simulate several processes. [StartProcess]
 // gives fault tests their own FerretDB process that can be killed and
-// restarted on the same data dir and port.
+// restarted on the same data dir and port, or paused and resumed
+// (SIGSTOP, SIGCONT; Unix only) to cut every client off at once and give
+// the store back with its data.
 //
 // # FerretDB notes (v1.24.0, SQLite handler)
 //

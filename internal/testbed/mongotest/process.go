@@ -11,10 +11,11 @@ import (
 
 // Process is an embedded FerretDB in its own child process, for fault
 // tests: it can be killed and restarted on the same data dir and port, so
-// clients keep their URI across restarts.
+// clients keep their URI across restarts, and paused and resumed (a store
+// outage for every client at once, see [Process.Pause]).
 //
-// Kill and Stop may be called from any goroutine; StartProcess and Restart
-// call tb.Fatal and so belong to the test goroutine.
+// Kill and Stop may be called from any goroutine; StartProcess, Restart,
+// Pause and Resume call tb.Fatal and so belong to the test goroutine.
 type Process struct {
 	tb   testing.TB
 	dir  string // data dir
@@ -23,8 +24,9 @@ type Process struct {
 	uri  string
 	pg   string // the PostgreSQL database with DSYNC_MONGOTEST_BACKEND=postgresql, else ""
 
-	mu sync.Mutex
-	c  *child // nil when not running
+	mu     sync.Mutex
+	c      *child // nil when not running
+	paused bool   // Pause was called and Resume not yet
 }
 
 // StartProcess starts a FerretDB child process (always FerretDB, whatever
@@ -102,7 +104,8 @@ func (p *Process) Running() bool {
 	return p.c != nil
 }
 
-// Kill sends SIGKILL and waits until the process is gone. No-op if not running.
+// Kill sends SIGKILL and waits until the process is gone. No-op if not
+// running. A paused process is killed all the same.
 func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -110,12 +113,13 @@ func (p *Process) Kill() {
 		p.c.kill()
 		p.c = nil
 	}
+	p.paused = false
 }
 
 // Stop asks the process to exit (SIGTERM, stdin closed) and waits; it is
 // killed if it does not exit within 15 s. No-op if not running. Expect it to
 // take ~3 s while clients hold connections: FerretDB gives them 3 s to
-// disconnect before closing them.
+// disconnect before closing them. A paused process is resumed to exit.
 func (p *Process) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -125,6 +129,7 @@ func (p *Process) Stop() {
 		}
 		p.c = nil
 	}
+	p.paused = false
 }
 
 // Restart starts the process again on the same data dir and port (stopping
@@ -143,6 +148,57 @@ func (p *Process) Restart() {
 		p.tb.Fatalf("mongotest: Process.Restart: URI changed from %s to %s", p.uri, c.uri)
 	}
 	p.c = c
+}
+
+// Pause stops the server process with SIGSTOP: a store outage for every
+// client at once, the way a stalled primary or an election looks from
+// the clients, until [Process.Resume]. The kernel keeps the process's
+// sockets: connections stay open and new ones complete their handshake
+// in the listen backlog, but nothing is read or answered, so every
+// request waits (or times out, and its client gives the connection up)
+// and no error comes back. The data, the port and the process are kept,
+// and the server's clock (the wall clock) runs on meanwhile. Pause fails
+// the test if the process is not running or is paused already; call it
+// from the test goroutine.
+func (p *Process) Pause() {
+	p.tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.c == nil:
+		p.tb.Fatalf("mongotest: Process.Pause: not running")
+	case p.paused:
+		p.tb.Fatalf("mongotest: Process.Pause: paused already")
+	}
+	if err := sigStop(p.c.cmd.Process); err != nil {
+		p.tb.Fatalf("mongotest: Process.Pause: %v", err)
+	}
+	p.paused = true
+}
+
+// Resume ends a [Process.Pause] with SIGCONT: the server carries on from
+// where it stopped, with its data, and reads and answers what its
+// clients sent meanwhile and did not give up on (requests landing late).
+// It fails the test unless the process is paused; call it from the test
+// goroutine.
+func (p *Process) Resume() {
+	p.tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c == nil || !p.paused {
+		p.tb.Fatalf("mongotest: Process.Resume: not paused")
+	}
+	if err := sigCont(p.c.cmd.Process); err != nil {
+		p.tb.Fatalf("mongotest: Process.Resume: %v", err)
+	}
+	p.paused = false
+}
+
+// Paused reports whether the process is paused ([Process.Pause]).
+func (p *Process) Paused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
 }
 
 // StartFrontEnd starts another FerretDB process over the PostgreSQL
