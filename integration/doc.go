@@ -61,10 +61,9 @@
 // (TestCutAloneStillReplaced: its waiter takes over once its lease has
 // run out in server time, within 5 s of its deadline, with a higher
 // token), the other stops the server for everyone at once, 12 s at a 2 s
-// TTL (TestStoreOutage, mongotest.Process.Pause: a measurement of the
-// holds lost and of the time to the keys' next holds, asserting only
-// that every key is held again, no token goes back and nothing
-// overlaps). Beside the
+// TTL (TestStoreOutage, mongotest.Process.Pause, a long test: a
+// measurement of the holds lost and of the time to the keys' next holds,
+// asserting only that no token goes back and nothing overlaps). Beside the
 // faults, TestRollingUpgrade upgrades five election workers under the
 // version rule (leader.WithVersionRule) one slot at a time, in surge
 // order (start a new worker, wait until it is a live member, SIGTERM an

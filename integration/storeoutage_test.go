@@ -39,19 +39,17 @@ const (
 // an outage costs: no token goes back, and the history of every key
 // shows no two valid holds at once (cluster.check).
 //
-// Four keys, held by 2 processes, each key with a waiter in one of 2
-// others, and one outage; with DSYNC_LONG=1 20 keys over 2 + 2 processes
-// (4 + 4, or forty processes, at a 2 s TTL starved the embedded server
-// on two cores more often) and three outages, twenty in the soak run:
+// A measurement, so a long test only (CI runs it): 20 keys over 2 + 2
+// processes (4 + 4, or forty processes, at a 2 s TTL starved the
+// embedded server on two cores more often) and three outages, twenty in
+// the soak run:
 //
 //	DSYNC_LONG=1 go test ./integration -run 'TestStoreOutage$' -v
 func TestStoreOutage(t *testing.T) {
-	npairs, procs, outages := 4, 2, 1
-	switch {
-	case soak():
-		npairs, procs, outages = 20, 2, 20
-	case longtest.Enabled():
-		npairs, procs, outages = 20, 2, 3
+	longtest.Skip(t)
+	npairs, procs, outages := 20, 2, 3
+	if soak() {
+		outages = 20
 	}
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
