@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
@@ -123,6 +124,14 @@ func readersCommands(t *testing.T, n, cycles int) map[string]float64 {
 				steps[s+insertOutcome(e.Reply)]++
 			}
 		}
+		p.cmd.onFailed = func(e *event.CommandFailedEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s, ok := pending[e.RequestID]; ok {
+				delete(pending, e.RequestID)
+				steps[s+", failed: "+failure(e.Failure)]++
+			}
+		}
 		p.cmd.mu.Unlock()
 	}
 	start := make(chan struct{})
@@ -146,8 +155,8 @@ func readersCommands(t *testing.T, n, cycles int) map[string]float64 {
 	wg.Wait()
 	mu.Lock()
 	counting = false
-	for _, s := range pending { // failed inserts (none expected)
-		steps[s+", failed"]++
+	for _, s := range pending { // inserts with no reply yet (none expected)
+		steps[s+", no reply"]++
 	}
 	mu.Unlock()
 	if t.Failed() {
@@ -183,6 +192,8 @@ func stepOf(e *event.CommandStartedEvent) string {
 	has := func(f string) bool { return strings.Contains(stack, f) }
 	coll, _ := e.Command.Index(0).Value().StringValueOK()
 	switch {
+	case has("queue.(*Engine).abandon"):
+		return "RLock: withdraw a claim of unknown outcome (Engine.abandon)"
 	case has("claimRun).round") && e.CommandName == "insert":
 		if docs, err := e.Command.LookupErr("documents"); err == nil {
 			if vals, _ := docs.Array().Values(); len(vals) == 3 {
@@ -204,14 +215,18 @@ func stepOf(e *event.CommandStartedEvent) string {
 		return "RLock walk: read own claim back (Engine.confirmOwn)"
 	case has("queue.(*Engine).Walk"):
 		return "RLock walk: other (" + e.CommandName + ")"
+	case has("queue.(*Resender)"):
+		return "background: resend a withdrawal (Resender)"
+	case has("queue.(*sessions).OpenSession"):
+		return "RLock: open a session (sessions.OpenSession)"
 	case has("endMarker"):
 		return releaseInsert
 	case has("queue.(*Engine).prune"):
 		return "RUnlock: prune below the floor (Engine.prune)"
 	case has("RWMutex).RLock"):
-		return "RLock: other (" + e.CommandName + " " + coll + ")"
+		return "RLock: other (" + e.CommandName + " " + coll + ", " + innermost(stack) + ")"
 	case has("RWMutex).RUnlock"):
-		return "RUnlock: other (" + e.CommandName + " " + coll + ")"
+		return "RUnlock: other (" + e.CommandName + " " + coll + ", " + innermost(stack) + ")"
 	case has("internal/lease"):
 		return "background: lease renewal and revocation check"
 	case has("internal/wake") || coll == DefaultCollection+eventsSuffix || e.CommandName == "getMore":
@@ -219,7 +234,21 @@ func stepOf(e *event.CommandStartedEvent) string {
 	case has("dsync/hint"):
 		return "background: hints' peer record"
 	}
-	return "background: other (" + e.CommandName + " " + coll + ")"
+	return "background: other (" + e.CommandName + " " + coll + ", " + innermost(stack) + ")"
+}
+
+// innermost is the innermost function of dsync's engine or package dsync
+// in stack (dsyncStack).
+func innermost(stack string) string {
+	for f := range strings.Lines(stack) {
+		if i := strings.Index(f, "/dsync/internal/"); i >= 0 {
+			return strings.TrimSpace(f[i+len("/dsync/internal/"):])
+		}
+		if i := strings.Index(f, "/dsync/dsync."); i >= 0 {
+			return strings.TrimSpace(f[i+len("/dsync/"):])
+		}
+	}
+	return "?"
 }
 
 // dsyncStack is the functions of dsync's packages on the caller's stack,
@@ -264,4 +293,16 @@ func insertOutcome(reply bson.Raw) string {
 		return ", held on insert"
 	}
 	return fmt.Sprintf(", duplicate at %d", dup)
+}
+
+// failure is the kind of a command's failure: a timeout, or its error.
+func failure(err error) string {
+	if mongo.IsTimeout(err) {
+		return "timeout"
+	}
+	msg := err.Error()
+	if len(msg) > 60 {
+		msg = msg[:60] + "…"
+	}
+	return msg
 }
