@@ -39,6 +39,8 @@ type counter struct {
 	// command, with its kind.
 	onStart     func(*event.CommandStartedEvent)
 	onSucceeded func(kind string, e *event.CommandSucceededEvent)
+	// onFailed, if set, sees every failed command.
+	onFailed func(e *event.CommandFailedEvent)
 }
 
 // clockSample is the kind of the server-time samples' findAndModify on the
@@ -90,7 +92,11 @@ func (c *counter) monitor() *options.ClientOptions {
 		Failed: func(_ context.Context, e *event.CommandFailedEvent) {
 			c.mu.Lock()
 			delete(c.kind, e.RequestID)
+			f := c.onFailed
 			c.mu.Unlock()
+			if f != nil {
+				f(e)
+			}
 		},
 	})
 }
