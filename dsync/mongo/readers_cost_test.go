@@ -16,15 +16,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync"
-	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
 // TestReadersCommands prints where the commands of RLock+RUnlock go when
 // reading processes overlap on one key (bench/rwmutex-commands.md): n
 // processes (n Clients, each with its own connection and default
 // options, direct hints on loopback included) each RLock and RUnlock one
-// key in a loop, together (n: 1, 4 and 16, or the counts DSYNC_READERS
-// lists), and the driver's command monitor attributes
+// key in a loop, together (n: the counts DSYNC_READERS lists; unset, the
+// test skips), and the driver's command monitor attributes
 // every command they send meanwhile to the step of the protocol that
 // sent it, told by the engine's functions on the sending goroutine's
 // stack (the monitor starts a command's event in that goroutine) and, for
@@ -32,17 +31,19 @@ import (
 // each read completes, each RLock lands one claim insert and each RUnlock
 // one release insert; the figures are measurements, not bounds.
 func TestReadersCommands(t *testing.T) {
-	longtest.Skip(t)
-	sizes := []int{1, 4, 16}
-	if env := os.Getenv("DSYNC_READERS"); env != "" {
-		sizes = nil
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				t.Fatalf("DSYNC_READERS=%q: want a list of counts such as 1,4,16", env)
-			}
-			sizes = append(sizes, n)
+	env := os.Getenv("DSYNC_READERS")
+	if env == "" {
+		// A measurement, run by hand: under the race detector on a busy
+		// CI runner its claims' timeouts would make its counts noise.
+		t.Skip("a measurement: run with DSYNC_READERS=1,4,16 (bench/rwmutex-commands.md)")
+	}
+	var sizes []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			t.Fatalf("DSYNC_READERS=%q: want a list of counts such as 1,4,16", env)
 		}
+		sizes = append(sizes, n)
 	}
 	cols := make([]map[string]float64, len(sizes))
 	for i, n := range sizes {
