@@ -322,7 +322,7 @@ func (o *Once) confirm(h *hold, rec doneRecord, mine bool) error {
 		return fmt.Errorf("%w (key %q): this run's record (token %d) met that of the run of token %d, which landed after this run's read",
 			ErrRanTwice, o.key, h.claim.Epoch, rec.Token)
 	}
-	if !validNow(h) && !plantedLateRecord() {
+	if !recordCounts(h) {
 		return fmt.Errorf("%w (key %q, token %d): its record landed, but the reply came after the hold had ended: another holder may have run the function too",
 			ErrUnconfirmed, o.key, h.claim.Epoch)
 	}

@@ -9,10 +9,12 @@ import (
 )
 
 // The bugs planted above the engine for the negative controls of the
-// public-API simulation (integration/apisim, package internal/plant). In
-// every build without -tags dsync_planted, plant.On is false and each of
-// these is a constant the compiler folds away. plant.MutexPastDeadline
-// is planted in the lease's keeper (dsync/internal/lease).
+// public-API simulation (integration/apisim, package internal/plant):
+// each decision one changes is a function below, named by what it
+// decides, whose body is the rule and then what the bug makes of it. In
+// every build without -tags dsync_planted, plant.On is false and each is
+// the rule alone. plant.MutexPastDeadline is planted in the lease's
+// keeper (dsync/internal/lease).
 
 // plantEngine plants in a Client's engine the engine bug that the planted
 // bug stands for, if it stands for one.
@@ -32,38 +34,56 @@ func plantEngine(e *queue.Engine) {
 	}
 }
 
-// plantedLimit is the limit a Semaphore's claims carry:
-// plant.SemaphoreOverLimit adds a unit.
-func plantedLimit(limit int64) int64 {
+// claimLimit is the limit a Semaphore's claims carry: its own.
+// SemaphoreOverLimit adds a unit.
+func claimLimit(limit int64) int64 {
 	if plant.On && plant.Is(plant.SemaphoreOverLimit) {
 		return limit + 1
 	}
 	return limit
 }
 
-// plantedLateRecord reports whether Once counts a record confirmed after
-// its hold ended (plant.OnceLateRecord).
-func plantedLateRecord() bool { return plant.On && plant.Is(plant.OnceLateRecord) }
+// recordCounts reports whether Once counts h's run's done record, once
+// it landed: only if its reply came while h was valid (validNow).
+// OnceLateRecord counts it whenever it came.
+func recordCounts(h *hold) bool {
+	return validNow(h) || plant.On && plant.Is(plant.OnceLateRecord)
+}
 
-// plantedStallNeverFires reports whether a progress deadline never
-// stalls a hold (plant.StallNeverFires).
-func plantedStallNeverFires() bool { return plant.On && plant.Is(plant.StallNeverFires) }
+// progressed notes a report of progress by the work under w's holds
+// (Mutex.Progress), if w watches them (nil: no deadline).
+// StallFromHoldStart ignores it: a hold stalls a deadline after it began.
+func (w *progressWatch) progressed() {
+	if w != nil && !(plant.On && plant.Is(plant.StallFromHoldStart)) {
+		w.report()
+	}
+}
 
-// plantedProgressIgnored reports whether Progress is ignored
-// (plant.StallFromHoldStart).
-func plantedProgressIgnored() bool { return plant.On && plant.Is(plant.StallFromHoldStart) }
+// stalls reports whether h, an active hold, stalled: its work reported
+// no progress for the deadline (for since) and it is not an idle read
+// claim. StallNeverFires: no hold ever does.
+func (w *progressWatch) stalls(h *hold, since time.Duration) bool {
+	return since >= w.d && !h.idle.Load() && !(plant.On && plant.Is(plant.StallNeverFires))
+}
 
-// plantedStallKeepsClaim reports whether a stalled hold's claim is kept
-// (plant.StallKeepsClaim).
-func plantedStallKeepsClaim() bool { return plant.On && plant.Is(plant.StallKeepsClaim) }
+// releaseStalled releases the claim of h, a stalled hold (releaseClaim).
+// StallKeepsClaim keeps it, so the next waiter waits while the stalled
+// holder's session lives.
+func (p *core) releaseStalled(h *hold) {
+	if plant.On && plant.Is(plant.StallKeepsClaim) {
+		return
+	}
+	p.releaseClaim(h)
+}
 
-// plantedStallReleasesFirst, when plant.StallReleasesFirst is planted,
-// stalls holds the wrong way round: their claims are released at once,
-// and their Lost() closes a tenth of the TTL later. It reports whether
-// it did.
-func plantedStallReleasesFirst(holds []*hold, last time.Time, reason error) bool {
+// endStalled ends holds, which stalled, in stall's order: Lost() first,
+// their claims released after the margin. StallReleasesFirst ends them
+// the wrong way round: their claims are released at once, and their
+// Lost() closes a tenth of the TTL later.
+func endStalled(holds []*hold, last time.Time, reason error) {
 	if !plant.On || !plant.Is(plant.StallReleasesFirst) || len(holds) == 0 {
-		return false
+		stall(holds, last, reason)
+		return
 	}
 	p := holds[0].p
 	p.client.inBackground(func() {
@@ -80,5 +100,4 @@ func plantedStallReleasesFirst(holds []*hold, last time.Time, reason error) bool
 			}
 		}
 	})
-	return true
 }

@@ -155,7 +155,7 @@ func (w *progressWatch) check(timer uint64) {
 			delete(w.holds, h) // lost, or ended by an unlock on its way
 			continue
 		}
-		if since >= w.d && !h.idle.Load() && !plantedStallNeverFires() {
+		if w.stalls(h, since) {
 			stalled = append(stalled, h)
 			delete(w.holds, h)
 		}
@@ -170,7 +170,7 @@ func (w *progressWatch) check(timer uint64) {
 	}
 	w.mu.Unlock()
 	if len(stalled) > 0 {
-		stall(stalled, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
+		endStalled(stalled, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
 	}
 }
 
@@ -203,9 +203,6 @@ func (w *progressWatch) setLocked(d time.Duration) {
 // Releasing before Lost() closes would let the next holder start while
 // this one still believes it holds.
 func stall(holds []*hold, last time.Time, reason error) {
-	if plantedStallReleasesFirst(holds, last, reason) {
-		return
-	}
 	var ended []*hold
 	for _, h := range holds {
 		h.expireIfDue()
@@ -233,12 +230,9 @@ func stall(holds []*hold, last time.Time, reason error) {
 	})
 }
 
-// releaseStalled releases the claim of h, a stalled hold, within the
+// releaseClaim releases the claim of h, a stalled hold, within the
 // release timeout.
-func (p *core) releaseStalled(h *hold) {
-	if plantedStallKeepsClaim() {
-		return
-	}
+func (p *core) releaseClaim(h *hold) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, h.claim, true); err != nil && !errors.Is(err, ErrClosed) {
@@ -269,25 +263,19 @@ func (p *core) recordStalled(h *hold, last time.Time) {
 // nothing.
 func (m *Mutex) Progress() {
 	m.mustBeMade()
-	if m.progress != nil && !plantedProgressIgnored() {
-		m.progress.report()
-	}
+	m.progress.progressed()
 }
 
 // Progress reports that the work under rw's holds, read and write, moves.
 // It works as Mutex.Progress does: one report keeps every hold of rw alive.
 func (rw *RWMutex) Progress() {
 	rw.mustBeMade()
-	if rw.progress != nil && !plantedProgressIgnored() {
-		rw.progress.report()
-	}
+	rw.progress.progressed()
 }
 
 // Progress reports that the work under s's acquisitions moves. It works as
 // Mutex.Progress does: one report keeps every acquisition of s alive.
 func (s *Semaphore) Progress() {
 	s.mustBeMade()
-	if s.progress != nil && !plantedProgressIgnored() {
-		s.progress.report()
-	}
+	s.progress.progressed()
 }

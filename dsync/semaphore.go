@@ -84,7 +84,7 @@ func (s *Semaphore) terms(n int64) (claimTerms, error) {
 	case n > s.limit:
 		return claimTerms{}, fmt.Errorf("%w: semaphore %q: %d units, limit %d", ErrOverLimit, s.key, n, s.limit)
 	}
-	return weighted(n, plantedLimit(s.limit)), nil
+	return weighted(n, claimLimit(s.limit)), nil
 }
 
 // Acquire acquires n units, blocking until they are held or ctx ends. On

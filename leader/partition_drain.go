@@ -49,20 +49,3 @@ func (p *Partition) readStatus(ctx context.Context) (ms []Member, drained map[st
 	}
 	return ms, operator.Drained(all), nil
 }
-
-// drainWeight is the weight the assignment gives member id of weight w:
-// 0 when drained. When plant.DrainOnlyOwned is planted (a negative
-// control) it keeps w, and the drained member avoids only the shards it
-// owns now (drainAvoids), so it can take another.
-func drainWeight(drained map[string]bool, id string, w float64) float64 {
-	if drained[id] && !plantedDrainOnlyOwned() {
-		return 0
-	}
-	return w
-}
-
-// drainAvoids reports whether the planted DrainOnlyOwned keeps shard s
-// from its owner id, drained.
-func (st *memberStatuses) drainAvoids(s int, id string) bool {
-	return plantedDrainOnlyOwned() && st.drained[id] && st.view.Shards[s].Member == id
-}

@@ -217,7 +217,7 @@ func (p *Partition) ownStatus() []byte {
 	for s := range p.n {
 		switch r := p.running[s]; {
 		case r == nil:
-		case r.stalled && !plantedShardStallStaysOwned():
+		case r.listedStalled():
 			st.Stalled = append(st.Stalled, s)
 		case r.owned:
 			st.Owns = append(st.Owns, s)

@@ -100,7 +100,7 @@ func (s *steerer) steerStep(ctx context.Context) {
 		s.steerLeader(t, ms, q)
 	case handoverBehindMe(ms, q, e.self.ID):
 		aside(errStepAside)
-	case !plantedPriorityIgnored() && s.betterBehind(ms, q):
+	case s.givesWayBehind(ms, q):
 		aside(errStepAside)
 	}
 }

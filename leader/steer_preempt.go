@@ -24,15 +24,13 @@ import (
 // heartbeat after it.
 func (s *steerer) steerLeader(t *term, ms []Member, q []lease.Claim) {
 	to, queuedAt := s.bestBetter(t, ms, q)
-	if to == "" || plantedPriorityIgnored() {
+	if !givesWayTo(to) {
 		s.disarm()
 		return
 	}
 	if wait := s.waitFor(queuedAt); wait > 0 {
 		s.retarget(to)
-		if !plantedPreemptAtBeat() {
-			s.arm(wait, t, to, queuedAt)
-		}
+		s.armAtDelayEnd(wait, t, to, queuedAt)
 		return
 	}
 	s.disarm()

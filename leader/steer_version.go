@@ -60,7 +60,7 @@ func (s *steerer) awaitEligible(ctx context.Context) error {
 // older term begin after it.
 func (s *steerer) passes(ctx context.Context) bool {
 	e := s.e
-	if !e.cfg.steer.versionRule || plantedGateSkipped() {
+	if !s.versionGated() {
 		return false
 	}
 	ms, err := s.confirmedMembers(ctx)

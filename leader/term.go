@@ -124,7 +124,7 @@ func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, In
 	}
 	e.term = t
 	e.wg.Add(1)
-	go e.watch(t, plantedLost(e.mu.Lost()))
+	go e.watch(t, leaseLost(e.mu.Lost()))
 	return t, info
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/internal/lease"
 	"slices"
 	"time"
@@ -155,7 +154,7 @@ func (x *handoff) leading(only *term) (*term, error) {
 func (x *handoff) nextAlready(ctx context.Context, t *term, to string) (bool, error) {
 	next, queued, err := x.readNext(ctx, t, to)
 	switch {
-	case err == nil && next && !plantedSkipWait():
+	case err == nil && nextFound(next):
 		return true, nil
 	case t.ctx.Err() != nil:
 		return false, ErrNotLeader
@@ -175,16 +174,13 @@ func (x *handoff) whenReady(ctx context.Context, ready func(context.Context) err
 	return ready(ctx)
 }
 
-// handOver ends term t with cause for Transfer, as Resign does: the context is
-// cancelled before the lease is released, which is what keeps the next
-// leader from starting while leader-only work may still run (under Run
-// the term's watch releases once fn has returned).
-func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
+// cancelThenRelease ends term t with cause for Transfer (handOver), as
+// Resign does: the context is cancelled before the lease is released,
+// which is what keeps the next leader from starting while leader-only
+// work may still run (under Run the term's watch releases once fn has
+// returned).
+func (x *handoff) cancelThenRelease(ctx context.Context, t *term, cause error) error {
 	e := x.e
-	if plantedReleasesFirst(t) {
-		e.release(ctx, t)
-		plantedPause(clienthook.ClientParams(e.client).TTL / 10)
-	}
 	mine := t.fnDone == nil && ctx.Err() == nil && t.givingUp.CompareAndSwap(false, true)
 	t.cancel(cause)
 	if t.fnDone != nil {
@@ -213,7 +209,7 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 	return nil
 }
 
-// awaitNext waits until a read of the lease's queue shows to's claim as
+// readUntilNext waits until a read of the lease's queue shows to's claim as
 // the next live one after term t's: the claim the grant rule makes hold
 // when t's is released. Nothing can come between the two later: a new
 // claim lands behind every claim there is (a claim's epoch is taken only
@@ -222,11 +218,8 @@ func (x *handoff) handOver(ctx context.Context, t *term, cause error) error {
 // it. It reads every poll interval (WithPollInterval), until ctx ends
 // (its cause), t ends (ErrNotLeader) or to is no live member
 // (ErrNotCandidate; asked only while to has no claim).
-func (x *handoff) awaitNext(ctx context.Context, t *term, to string) error {
+func (x *handoff) readUntilNext(ctx context.Context, t *term, to string) error {
 	e := x.e
-	if plantedSkipWait() {
-		return nil
-	}
 	for {
 		next, queued, err := x.readNext(ctx, t, to)
 		switch {

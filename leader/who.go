@@ -92,12 +92,8 @@ func (e *Election) pollLeaders(done <-chan struct{}, values bool, emit func(Info
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.pollInterval+clienthook.ClientParams(e.client).TTL)
 		info, err := e.readLeader(ctx)
 		cancel()
-		newer := err == nil && (info.Token > last.Token || values && info.Token == last.Token && info.Rev > last.Rev)
-		if p, ok := plantedNewer(&info, &err, last); ok {
-			newer = p
-		}
 		switch {
-		case newer:
+		case newer(&info, &err, last, values):
 			if !emit(info) {
 				return
 			}

@@ -143,19 +143,23 @@ func (l *Locker) claim(ctx context.Context, key string) (won bool, err error) {
 		won = true
 		return nil
 	})
-	switch {
-	case err != nil && plantedIgnoresHold(err):
-		return true, nil
-	case err != nil && ctx.Err() != nil:
-		return false, err // context.Cause(ctx), with the last backend error if any
-	case err != nil:
-		// Whether the record landed is unknown, or it landed only after
-		// the hold ended (dsync.ErrUnconfirmed), or another replica's
-		// claim landed after this one's read (dsync.ErrRanTwice): skip
-		// the slot rather than risk a second run of it.
-		return false, fmt.Errorf("%w: claiming slot %q: %w", ErrUnavailable, key, err)
+	if err != nil {
+		return failedClaim(ctx, key, err)
 	}
 	return won, nil
+}
+
+// skipSlot is what a claim of key's slot that failed with err gives
+// (failedClaim): the slot skipped, unwon.
+func skipSlot(ctx context.Context, key string, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, err // context.Cause(ctx), with the last backend error if any
+	}
+	// Whether the record landed is unknown, or it landed only after the
+	// hold ended (dsync.ErrUnconfirmed), or another replica's claim
+	// landed after this one's read (dsync.ErrRanTwice): skip the slot
+	// rather than risk a second run of it.
+	return false, fmt.Errorf("%w: claiming slot %q: %w", ErrUnavailable, key, err)
 }
 
 // mutex returns job's lock, one per job and Locker.

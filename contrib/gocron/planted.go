@@ -1,6 +1,9 @@
 package dsyncgocron
 
-import "sync/atomic"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // The Locker's planted bug, for the negative control of its simulation
 // (locker_sim_test.go, planted_test.go). Only a build with -tags
@@ -25,13 +28,17 @@ func plantIgnoresHold(on bool) {
 	ignoresHold.Store(on)
 }
 
-// plantedIgnoresHold reports whether the Locker counts as won a slot
-// whose claim failed with err.
+// failedClaim decides what a claim of key's slot that failed with err
+// gives (claim): the slot skipped (skipSlot). With the bug planted the
+// Locker counts the slot as won.
 //
 // (Counting only the claims whose function ran but whose record was not
 // confirmed, ErrUnconfirmed and ErrRanTwice, was caught in 1 of 200
 // seeds: after such a claim the record mostly lands, or its replica's
 // faults fail the other ticks of the slot too.)
-func plantedIgnoresHold(err error) bool {
-	return plantable && err != nil && ignoresHold.Load()
+func failedClaim(ctx context.Context, key string, err error) (bool, error) {
+	if plantable && ignoresHold.Load() {
+		return true, nil
+	}
+	return skipSlot(ctx, key, err)
 }

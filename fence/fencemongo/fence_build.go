@@ -23,7 +23,7 @@ func (f *Fenced) filter(filter any) (bson.D, error) {
 // atMostToken is the condition that a document's fence is at most the
 // token, or that it has none.
 func (f *Fenced) atMostToken() bson.E {
-	return bson.E{Key: FenceField, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: plantedFenceLimit(f.token)}}}}}
+	return bson.E{Key: FenceField, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: fenceLimit(f.token)}}}}}
 }
 
 // update is update with the fence raised to the token: an update document

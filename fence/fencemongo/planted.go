@@ -11,10 +11,10 @@ import (
 // In every build without -tags dsync_planted, plant.On is false and this
 // is the identity, which the compiler folds away.
 
-// plantedFenceLimit is the fence above which a Fenced with token refuses
-// to act: token itself, or, with plant.FenceSkipsCondition, the largest
-// fence there is, so that its condition never refuses anything.
-func plantedFenceLimit(token int64) int64 {
+// fenceLimit is the fence above which a Fenced with token refuses to
+// act (atMostToken): token itself. plant.FenceSkipsCondition takes the
+// largest fence there is, so that its condition never refuses anything.
+func fenceLimit(token int64) int64 {
 	if plant.On && plant.Is(plant.FenceSkipsCondition) {
 		return math.MaxInt64
 	}

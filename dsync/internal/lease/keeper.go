@@ -125,7 +125,7 @@ func (k *Keeper[H]) armLocked(s *Session[H]) {
 	if s.armed {
 		s.stopTimer()
 	}
-	s.stopTimer = k.p.Clock.AfterFunc(k.deadlineLocked(s).Sub(k.p.Clock.Now())+plantedLate(k.p.TTL), func() { k.ExpireIfDue(s) })
+	s.stopTimer = k.p.Clock.AfterFunc(k.timerDelay(s), func() { k.ExpireIfDue(s) })
 	s.armed = true
 }
 

@@ -201,7 +201,7 @@ func (k *Keeper[H]) relied(s *Session[H]) bool {
 
 // reliedLocked is relied at now; k.mu is held.
 func (k *Keeper[H]) reliedLocked(s *Session[H], now time.Time) bool {
-	return !s.retired && k.mono(now)-plantedLate(k.p.TTL) < s.lease.Deadline()
+	return !s.retired && k.judgedAt(now) < s.lease.Deadline()
 }
 
 // confirmed applies to s the confirmation, at now, of its renewal sent at

@@ -17,7 +17,7 @@ func (k *Keeper[H]) ExpireIfDue(s *Session[H]) {
 	k.mu.Lock()
 	var lost []H
 	now := k.p.Clock.Now()
-	due := !s.retired && s.lease.Expire(k.mono(now)-plantedLate(k.p.TTL))
+	due := !s.retired && s.lease.Expire(k.judgedAt(now))
 	if due {
 		s.expired = true
 		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline%s", k.env.Errors.Lost, k.noRenewalLocked(s, now)))

@@ -121,11 +121,7 @@ func takePin(c *Claim) bool {
 // (after it returns): it sends c's end marker and records what it
 // teaches.
 func (e *Engine) endMarker(ctx context.Context, c *Claim, held bool, ended func()) error {
-	kind := KindWithdraw
-	if held || e.plant.withdrawAsRelease() {
-		kind = KindRelease
-	}
-	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: kind, Nonce: c.Nonce,
+	d := Doc{ID: EndID(c.Key, c.Epoch, c.Nonce), Key: c.Key, Epoch: c.Epoch, Kind: e.endKind(held), Nonce: c.Nonce,
 		Session: c.Session, Sent: e.clock.ServerNow().Latest}
 	if held && (c.Below || c.Terms.Mode == Exclusive) {
 		d.Clear = true
@@ -240,12 +236,7 @@ func (e *Engine) prune(ctx context.Context, key string, seg uint64) {
 // prune below yet (a gate that gives no floor to prune below is recorded
 // as pruned).
 func (e *Engine) pruneGate(ctx context.Context, key string, seg uint64, ks keyState) (g Doc, b int64, ok bool) {
-	// The highest bucket b with the store's time PruneDelay past the start
-	// of b+1, among those this process knows a gate of.
-	b = min(e.segments.bucket(e.clock.ServerNow().Earliest.Add(-e.cfg.PruneDelay))-1, ks.cover)
-	if e.plant.pruneEarly() {
-		b = ks.cover
-	}
+	b = e.pruneBucket(ks)
 	if b <= ks.pruned {
 		return Doc{}, 0, false
 	}

@@ -76,16 +76,6 @@ func (o *doneRecords) ReadDone(ctx context.Context, key string) (rec Doc, found 
 	return rec, true, nil
 }
 
-// DoneUnder reads the done record of c's key while c holds: the read a
-// run must follow (see above). A planted error (onceStaleRead) reads
-// nothing and answers what the read before the claim found: no record.
-func (o *doneRecords) DoneUnder(ctx context.Context, c *Claim) (rec Doc, found bool, err error) {
-	if o.plant.onceStaleRead() {
-		return Doc{}, false, nil
-	}
-	return o.ReadDone(ctx, c.Key)
-}
-
 // MarkDone inserts the done record of c's key, naming c's epoch, with
 // nonce (the same on every attempt for one run). keep > 0 lets compaction
 // delete the record once keep has passed (its Exp: the store's latest

@@ -115,8 +115,9 @@ const (
 // segments (Agree, LearnSpan, Span, Refresh, CoverEnd, Sweep, MinIdle:
 // segment.go, span.go, history.go, refresh.go, sweep.go), the end queue
 // (Flush, Pending, OnLanded: end.go), the done records (ReadDone,
-// DoneUnder, MarkDone: done.go), the reads of a key's queue (Head, Queue,
-// QueueRead: head.go) and what it knows of each key (Drops: keys.go).
+// MarkDone: done.go; DoneUnder: planted_claims.go), the reads of a
+// key's queue (Head, Queue, QueueRead: head.go) and what it knows of each
+// key (Drops: keys.go).
 // doc_types.go says what each owns, and what its lock guards.
 type Engine struct {
 	*plant

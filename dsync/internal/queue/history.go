@@ -97,12 +97,6 @@ func (s *segments) knownHistory() string {
 	return s.history
 }
 
-// sameHistory reports whether gate g was sent in history, the one the
-// store's protocol document names now.
-func (s *segments) sameHistory(g Doc, history string) bool {
-	return g.Nonce == history || s.plant.historyIgnored()
-}
-
 // gateOfThisHistory reads the store's protocol document (after g was read
 // or landed) and reports errOtherHistory if it names another history than
 // g's: the gate must not be relied on.
@@ -120,12 +114,6 @@ func (s *segments) gateOfThisHistory(ctx context.Context, g Doc) error {
 // sameKnown reports whether two histories of the store may be one: equal,
 // or one unknown (a document of an older dsync records none).
 func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }
-
-// sameKnown is sameKnown, or always true under a planted error
-// (claimHistoryIgnored).
-func (s *segments) sameKnown(a, b string) bool {
-	return sameKnown(a, b) || s.plant.claimHistoryIgnored()
-}
 
 // What the tests prove of the histories compared is this walk's check
 // (claimOfHistory), a start's recording of the history it confirmed

@@ -65,13 +65,6 @@ func (h *holds) takeHead(c *Claim) bool {
 	return ok
 }
 
-func (h *holds) headID(c *Claim) string {
-	if h.plant.headsByKey() {
-		return c.Key
-	}
-	return c.Nonce
-}
-
 // forgetHeads forgets every claim confirmed to hold at its insert, once
 // the store showed that it lost some of what this engine knew (ErrReset):
 // their walks read the chain instead.

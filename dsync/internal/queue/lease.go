@@ -93,17 +93,11 @@ func (l *Lease) Usable(now time.Duration) bool {
 
 // Confirm applies a renewal sent at sent and confirmed at now.
 func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
-	switch {
-	case l.retired:
+	if l.retired {
 		return LeaseIgnored
-	case now >= l.deadline && !l.plantedLateConfirmExtends():
-		if l.plantedLateConfirmKept() {
-			// The planted bug: the reply is ignored, but the lease stays,
-			// and the next renewal is due in the past.
-			return LeaseKept
-		}
-		l.retired = true
-		return LeaseLate
+	}
+	if ev, late := l.confirmedLate(now); late {
+		return ev
 	}
 	l.failed = false
 	d := trustedUntil(sent, l.ttl)

@@ -22,10 +22,12 @@ const (
 	BugClaimHistoryIgnored
 )
 
-// plantedStartDocs appends to a start's documents what a planted error of
-// the store's histories adds (see Bug), and returns the index at which a
-// duplicate means the start's own documents all landed (-1: none).
-func (s *segments) plantedStartDocs(docs []Doc, history string) ([]Doc, int) {
+// startDocs returns the documents a start inserts: its own (docs, the
+// gates, its claim and the claim's shadow), and what a planted error of
+// the store's histories adds (BugStartWritesHistory); and the index at
+// which a duplicate means the start's own documents all landed (-1:
+// none, as under the rule).
+func (s *segments) startDocs(docs []Doc, history string) ([]Doc, int) {
 	if !s.has(BugStartWritesHistory) {
 		return docs, -1
 	}

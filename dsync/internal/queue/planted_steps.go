@@ -4,9 +4,9 @@ package queue
 // changes them, one per planted error (see Bug for what each does). In
 // every build without -tags dsync_planted each is the constant false
 // (planted), so the compiler removes the call and the branch it guards.
-// The walk's files (walk*.go, full.go, claimrun.go, tip.go, ended.go)
-// call none of them: they call the decisions of planted_walk.go and
-// planted_ends.go, which do (.ci/house checks it).
+// No file of the engine but planted*.go calls them: the others call the
+// decisions of planted_walk.go, planted_ends.go, planted_claims.go and
+// planted_segments.go, which do (.ci/house checks it).
 
 // BugLostFirstIsDead judges a session found without its first
 // generation by its expiry, as one found with it: after the sessions are

@@ -38,7 +38,7 @@ import "time"
 // as good as that clock, and is not remembered: an error of it would
 // last.
 func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
-	remember = remember && !j.plant.readExpiredForgets()
+	remember = j.remembers(remember)
 	reported := d.Exp
 	if found && s.ExpiresAt.After(reported) {
 		reported = s.ExpiresAt

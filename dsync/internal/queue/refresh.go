@@ -158,20 +158,3 @@ func (s *segments) gateLanded(ctx context.Context, g Doc, ierr error) (got Doc, 
 	}
 	return g, true, nil
 }
-
-// nextFloor is the floor a gate inserted after ks's gate of bucket cover
-// records: the higher of that gate's and the one this process vouches for
-// (floor.go).
-func (s *segments) nextFloor(ks keyState) Floor {
-	own := ks.own
-	if own.Seg != ks.seg {
-		own = Floor{}
-	}
-	if s.plant.floorNotMonotone() {
-		return own
-	}
-	if own.Epoch > ks.floor.Epoch {
-		return own
-	}
-	return ks.floor
-}

@@ -98,15 +98,6 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// covered reports whether ks relies on a segment whose coverage lasts
-// past the latest possible store time now.
-func (s *segments) covered(ks keyState, latest time.Time) bool {
-	if s.plant.noCoverage() {
-		return ks.seg != 0
-	}
-	return ks.seg != 0 && !s.keys.lost.Load() && latest.Before(s.coverEnd(ks))
-}
-
 // coverEnd is when ks's coverage ends, in store time.
 func (s *segments) coverEnd(ks keyState) time.Time {
 	if ks.seg == 0 {

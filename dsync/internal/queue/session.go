@@ -158,7 +158,7 @@ func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires time.Time) (bool, error) {
 	if !r.insert {
 		found, err := s.renewDoc(ctx, r, id, expires)
-		if err == nil || s.plant.renewSameGen() {
+		if s.keepsGen(err) {
 			return found, err
 		}
 		r.gen, r.insert = r.gen+1, true

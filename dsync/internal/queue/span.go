@@ -185,11 +185,9 @@ func (s *segments) confirmSpan(ctx context.Context) (history string, err error) 
 // and joins are refused with the error; a process adopts the store's
 // span by starting again.
 func (s *segments) loseSpan(err error) {
-	var se *SpanError
-	if !errors.As(err, &se) || s.plant.spanIgnored() {
-		return
+	if se, ok := s.spanLost(err); ok {
+		s.keys.loseAll(se)
 	}
-	s.keys.loseAll(se)
 }
 
 // spanLostErr is the *SpanError that made this engine lose its span, nil
@@ -204,7 +202,7 @@ func (s *segments) sameSpan(d Doc) error {
 	if d.Kind != KindProtocol || d.Span <= 0 {
 		return fmt.Errorf("%w: the protocol document %q is not one", ErrSpan, ProtocolID)
 	}
-	if span := s.span(); d.Span != span && !s.plant.spanIgnored() {
+	if span := s.span(); s.spansDiffer(d.Span, span) {
 		return &SpanError{Store: d.Span, Engine: span}
 	}
 	return nil

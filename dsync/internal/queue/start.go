@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // How a Claim enters a key's segment when it knows none that covers the
@@ -28,10 +27,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	}
 	now := e.clock.ServerNow()
 	seg := q.startBase(ctx, now.Earliest)
-	lo, hi := e.segments.bucket(now.Earliest)-1, e.segments.bucket(now.Latest)+1
-	if e.plant.startSkipsPrevBucket() {
-		lo++
-	}
+	lo, hi := e.startBuckets(now)
 	// Lowest bucket first, so that a start that meets a gate leaves its
 	// own gates only below it: such a gate gives nobody coverage (see the
 	// package documentation).
@@ -44,7 +40,7 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 	d := q.claimDoc(c, now.Latest)
 	docs = append(docs, d, shadowOf(d))
 	gates := len(docs) - 2
-	docs, landed := e.segments.plantedStartDocs(docs, history)
+	docs, landed := e.segments.startDocs(docs, history)
 	dup, err := e.store.InsertOrdered(ctx, docs)
 	if landed >= 0 && dup == landed {
 		dup = -1
@@ -76,24 +72,6 @@ func (q *claimRun) enter(ctx context.Context) (c *Claim, done bool, err error) {
 		return nil, true, fmt.Errorf("the shadow of %s exists: nonces are not unique", d.ID)
 	}
 	return q.meet(ctx, lo+int64(dup), hi)
-}
-
-// startBase returns the base of a segment q starts at the earliest
-// possible store time earliest: its first epoch.
-func (q *claimRun) startBase(ctx context.Context, earliest time.Time) uint64 {
-	e := q.e
-	seg := e.segments.base(earliest)
-	if e.plant.compactResetsTokens() {
-		seg = 1 << 20
-		for {
-			d, found, gerr := e.store.Get(ctx, ClaimID(q.key, seg))
-			if gerr != nil || !found || d.Kind != KindClaim {
-				break
-			}
-			seg++
-		}
-	}
-	return seg
 }
 
 // startFailed decides what a start whose insert, of c's claim and its

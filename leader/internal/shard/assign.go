@@ -35,7 +35,7 @@ func AssignAvoiding(n int, members []Member, current []string, avoid func(shard 
 	if avoid == nil {
 		avoid = func(int, string) bool { return false }
 	}
-	current = plantedCurrent(current)
+	current = keptOwners(current)
 	out := make([]string, n)
 	live := liveMembers(members)
 	if n <= 0 || len(live) == 0 {

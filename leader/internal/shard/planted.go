@@ -2,11 +2,12 @@ package shard
 
 import "github.com/go-dsync/dsync/internal/plant"
 
-// plantedCurrent is the owners AssignAvoiding keeps: current, or none when
-// plant.PartitionIgnoresOwners is planted (a negative control of
-// integration/apisim; plant.On is false in every other build, and this
-// is current).
-func plantedCurrent(current []string) []string {
+// keptOwners is the owners AssignAvoiding keeps: current, the shards'
+// owners now. plant.PartitionIgnoresOwners (a negative control of
+// integration/apisim) keeps none. This is the one decision of the
+// package a planted bug changes; plant.On is false in every build
+// without -tags dsync_planted, and this is current.
+func keptOwners(current []string) []string {
 	if plant.On && plant.Is(plant.PartitionIgnoresOwners) {
 		return nil
 	}
