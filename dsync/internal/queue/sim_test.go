@@ -617,7 +617,7 @@ func sharingHolds(r *history.Report) map[string]int {
 
 // rareSeeds are the seeds that last caught the rare planted errors (see
 // TestSimulationCatchesPlantedBugs), tried before the others.
-var rareSeeds = []int64{353, 344, 129, 1046, 5752, 2875, 1382, 2965, 46, 16}
+var rareSeeds = []int64{1782, 353, 344, 129, 1046, 5752, 2875, 1382, 2965, 46, 16}
 
 // caughtLast names, for the cases whose first catching seed comes late
 // in the range, the seed that caught each last: tried first, it ends the
@@ -651,7 +651,8 @@ func TestSimulationCatchesPlantedBugs(t *testing.T) {
 		// emptying holding in the next history's segment of its number,
 		// which needs the double emptying and a start in one quantum
 		// across it (simspan_test.go): seed 16, 3 of the first 2,000;
-		// compaction's late delete of a done record by ID: seed 344, now 353; the
+		// compaction's late delete of a done record by ID: seed 344, 353, now
+		// 1782 (since the owner model renews only while relied on); the
 		// start skipping a bucket 129, and a claim passing another
 		// history's 1046, with stuck workers):
 		// run three times the seeds
