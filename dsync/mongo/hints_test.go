@@ -69,6 +69,20 @@ func newHintSpy(t *testing.T, ctx context.Context, db *mongo.Database) *hintSpy 
 	}
 }
 
+// heardFrom waits until the spy has heard f's process say hello: the
+// process has ended its first round of records (hint.Feed's keepRecord),
+// so a process started after it reads its record.
+func (s *hintSpy) heardFrom(t *testing.T, ctx context.Context, f *hint.Feed) {
+	t.Helper()
+	for !slices.Contains(s.f.Peers(), f.ID()) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the process %s never said hello", f.ID())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // hintClient is a process with hints on db, that has taken a lock once
 // (which starts its feed) and is known to the spy.
 func hintClient(t *testing.T, ctx context.Context, db *mongo.Database, s *hintSpy, opts ...dsync.ClientOption) *dsync.Client {

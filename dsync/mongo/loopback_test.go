@@ -95,7 +95,15 @@ func TestLoopbackHintsByDefault(t *testing.T) {
 		dsync.ClientWithWakeups(false), dsync.ClientWithTTL(time.Minute),
 		dsync.ClientWithPollInterval(time.Hour), dsync.ClientWithSafetyPoll(time.Hour),
 	}
+	// Each process's first round (its record, then the others') ends in a
+	// hello. The waiter's process must have read the holder's record, or
+	// its announcement goes to the spy only and the release to nobody (a
+	// start-up race that hints leave to polls). On a busy machine that
+	// round can outlast the warm-up lock: wait for it, not for a time.
 	sa, a, af := defaultClient(t, ctx, db, nil, noStoreWake...)
+	if af != nil {
+		s.heardFrom(t, ctx, af)
+	}
 	_, b, bf := defaultClient(t, ctx, db, nil, noStoreWake...)
 	if r := sa.Roles().Loopback; r == nil || !r.Loopback() {
 		t.Fatal("a store on the test server, on loopback, does not report loopback")
@@ -103,6 +111,7 @@ func TestLoopbackHintsByDefault(t *testing.T) {
 	if af == nil || bf == nil {
 		t.Fatal("a Client on a store reached over loopback made no hint transport")
 	}
+	s.heardFrom(t, ctx, bf)
 	held, waiter := newMutex(t, a, "k"), newMutex(t, b, "k")
 	if err := held.LockContext(ctx); err != nil {
 		t.Fatal(err)

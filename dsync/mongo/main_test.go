@@ -16,7 +16,12 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
-func TestMain(m *testing.M) { mongotest.MainWithLeakCheck(m) }
+func TestMain(m *testing.M) {
+	// The parallel tests mostly wait on the server: four at a time, not
+	// GOMAXPROCS (mongotest.ParallelAtLeast).
+	mongotest.ParallelAtLeast(4)
+	mongotest.MainWithLeakCheck(m)
+}
 
 // testCtx is a context for one test, bounded so a hang fails instead of
 // stalling the package.

@@ -33,6 +33,7 @@ import (
 // far past the delay each preemption led, by the store's clock from its
 // claim's QueuedAt, beside the graceful handoffs.
 func TestPreemptionDelay(t *testing.T) {
+	t.Parallel()
 	db := mongotest.NewDatabase(t)
 	// The TTL is long enough that a busy machine's late renewals do not
 	// end a term the test counts on; heartbeat: TTL/3.

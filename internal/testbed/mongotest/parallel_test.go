@@ -1,0 +1,30 @@
+package mongotest
+
+import (
+	"flag"
+	"strconv"
+	"testing"
+)
+
+// TestParallelAtLeast: it raises -test.parallel when it was not given,
+// and never lowers it.
+func TestParallelAtLeast(t *testing.T) {
+	p := flag.Lookup("test.parallel")
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		t.Skip("-test.parallel was given: ParallelAtLeast leaves it alone")
+	}
+	cur, err := strconv.Atoi(p.Value.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ParallelAtLeast(cur - 1)
+	if got := p.Value.String(); got != strconv.Itoa(cur) {
+		t.Errorf("ParallelAtLeast(%d) with -test.parallel %d: %s, want it kept", cur-1, cur, got)
+	}
+	ParallelAtLeast(cur + 1)
+	if got := p.Value.String(); got != strconv.Itoa(cur+1) {
+		t.Errorf("ParallelAtLeast(%d) with -test.parallel %d: %s, want %d", cur+1, cur, got, cur+1)
+	}
+}
