@@ -51,11 +51,15 @@
 //	     renewals), and cleaners delete only documents expired an hour,
 //	     far past MaxGrace.
 //	(O2) A waiter's evidence was committed before its session read: its
-//	     own stamps came back in replies before it, and the store's record
-//	     is read before it (driver.UptimeStore.ReadUptime reads what the
-//	     store applied before a renewal it acknowledged).
-//	(O3) Stored expiries only rise, so Ê as any later read of the
-//	     session finds it is at least the waiter's, and its x no earlier.
+//	     own stamps came back in replies before it was sent, and the
+//	     store's record is answered before it is sent
+//	     (driver.UptimeStore.ReadUptime reads only writes the store will
+//	     not roll back).
+//	(O3) An expiry an owner saw confirmed was stored before its reply,
+//	     and stored expiries only rise (a claim's Exp is one its owner saw
+//	     confirmed): a waiter whose session read landed after that
+//	     confirmation judges with an Ê at least the owner's, its x no
+//	     earlier than the owner's.
 //	(O4) Dead is monotone (outage.go): more evidence, a smaller x or a
 //	     smaller Ê only make it truer. So a waiter's dead verdict is the
 //	     verdict of any check made later on evidence read after the
@@ -75,5 +79,4 @@
 // every process on a store should run with the same grace; on a store
 // where no process that keeps the record renews, a claim with a grace is
 // never judged dead.
-
 package queue
