@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,6 +30,8 @@ type outageScene struct {
 	o, w   *queue.Engine
 	so, sw string
 	co, cw *queue.Claim
+	// wOps are the calls W's engine made, in order.
+	wOps []string
 }
 
 // newOutageScene starts O holding k and W waiting on it, O's engine with
@@ -47,7 +50,15 @@ func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool) *outageScen
 		return noUptime{p.Store}
 	}
 	sc.o = graceEngine(t, view(sc.po), clock, og)
-	sc.w = graceEngine(t, view(sc.pw), clock, wg)
+	wv := sc.pw.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
+		sc.wOps = append(sc.wOps, c.Op)
+		return nil
+	})
+	if uptime {
+		sc.w = graceEngine(t, wv, clock, wg)
+	} else {
+		sc.w = graceEngine(t, noUptime{wv}, clock, wg)
+	}
 	var err error
 	if sc.so, _, err = sc.o.OpenSession(ctx, sceneTTL); err != nil {
 		t.Fatal(err)
@@ -256,6 +267,37 @@ func TestOutageCutOffAloneTakenOver(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestOutageEvidenceBeforeSession: a waiter whose own stamps do not
+// decide reads the store's record of up-time before the session it
+// judges: evidence read after it could hold a stamp of a renewal that
+// raised the session's expiry after the read, and prove dead a session
+// its owner renewed in time (doc_outage.go, O2).
+func TestOutageEvidenceBeforeSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newOutageScene(t, sceneGrace, sceneGrace, true)
+		r := graceEngine(t, sc.mem.Process(), storeTimes{sc.mem, time.Now()}, sceneGrace)
+		rs, _, err := r.OpenSession(sc.ctx, sceneTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.renew(true)
+		exp := sc.oExpiry()
+		sc.po.SetReachable(false)
+		for time.Now().Before(exp.Add(sceneTTL / 2)) {
+			if _, _, err := r.RenewSession(sc.ctx, rs, sceneTTL); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(sceneTTL / 3)
+		}
+		sc.wOps = nil
+		sc.walk()
+		up, sess := slices.Index(sc.wOps, "ReadUptime"), slices.Index(sc.wOps, "GetSession")
+		if up < 0 || sess < 0 || up > sess {
+			t.Errorf("W's calls judging O's claim: %v; want ReadUptime before GetSession", sc.wOps)
+		}
+	})
 }
 
 // TestOutageStampPastGraceKills: with W's renewals further apart than
