@@ -44,6 +44,12 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 	// Taken once it is known whether it is the clock of the writes.
 	remember := c.readsByWriteClock()
 	earliest := c.readNow().Earliest
+	// The record of up-time, for claims with an outage grace, is read
+	// before the sessions, as the engine reads it.
+	ev, err := c.eng.ReadEvidence(ctx, docs, earliest)
+	if err != nil {
+		return nil, err
+	}
 	q := make([]clienthook.Claim, len(docs))
 	expired := make([]bool, len(docs))
 	for i, d := range docs {
@@ -56,7 +62,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
 		}
-		expired[i] = c.eng.ReadExpired(d, s, found, earliest, remember)
+		expired[i] = c.eng.ReadExpired(d, s, found, earliest, remember, ev)
 	}
 	markHolds(q, docs, expired)
 	return q, nil

@@ -106,7 +106,9 @@ type Blocker struct {
 	Session string
 	// ExpiresAt is, in server time, when the waiter should look at it
 	// again if nothing else wakes it: its session's expiry when read (or
-	// the end of the wait for a session found missing).
+	// the end of the wait for a session found missing, or, for a claim
+	// with an outage grace whose session expired without the record of
+	// up-time proving it dead, a while later: judge_outage.go).
 	ExpiresAt time.Time
 	// Terms are the blocking claim's (a Semaphore's limit may differ
 	// from the waiter's).

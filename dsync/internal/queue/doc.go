@@ -30,11 +30,12 @@
 //     lost and no claim of it is ever used again. With an outage grace
 //     (Config.OutageGrace), on a store that keeps a record of up-time, a
 //     renewal also records the stamps its session's renewals got back
-//     (session_uptime.go); nothing reads them yet.
+//     (session_uptime.go): the evidence waiters judge claims with a grace
+//     by (see Outages below).
 //   - A claim of key's epoch E, with ID key@E, naming its session, a nonce
 //     unique to this insert, the session's TTL and the expiry its owner had
 //     seen confirmed when it claimed, the engine's outage grace (zero: none;
-//     no rule reads it yet), its segment, and the history of the
+//     see Outages below), its segment, and the history of the
 //     store its owner learnt that segment in (see Histories below). The
 //     store's unique ID lets one insert of each epoch succeed. The epoch
 //     is the fencing token.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // judge decides whether a claim below a walker has ended: by its end
@@ -18,6 +20,11 @@ type judge struct {
 	*plant
 	store Store
 	clock Times
+	// uptime reads the store's record of up-time (nil: the store keeps
+	// none, and every claim is judged by its expiry), and own returns
+	// this engine's own sessions' stamps (judge_outage.go).
+	uptime driver.UptimeStore
+	own    func() []UpSpan
 
 	mu sync.Mutex
 	// expiries remembers the highest expiry read of each session. A stored
@@ -39,8 +46,8 @@ type judge struct {
 	absent map[string]absence
 }
 
-func newJudge(p *plant, store Store, clock Times) *judge {
-	return &judge{plant: p, store: store, clock: clock,
+func newJudge(p *plant, store Store, clock Times, own func() []UpSpan) *judge {
+	return &judge{plant: p, store: store, clock: clock, uptime: store.Roles().Uptime, own: own,
 		expiries: make(map[string]time.Time), readDead: make(map[string]time.Time), absent: make(map[string]absence)}
 }
 
@@ -100,15 +107,22 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 	if !b.ExpiresAt.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
-	live, b, err := j.sessionLives(ctx, d, earliest, b)
+	// With a grace, the record of up-time is read before the session
+	// (judge_outage.go).
+	ev, err := j.evidence(ctx, d, b.ExpiresAt)
+	if err != nil {
+		return false, "", Doc{}, Blocker{}, err
+	}
+	live, b, err := j.sessionLives(ctx, d, earliest, b, ev)
 	if err != nil {
 		return false, "", Doc{}, Blocker{}, err
 	}
 	if live {
 		return false, "", Doc{}, b, nil
 	}
-	// The session expired before the read was sent (or has been missing
-	// for its TTL): its owner stopped relying on it at its local deadline,
+	// The session expired before the read was sent (and, with a grace,
+	// the record of up-time proves it dead), or has been missing for its
+	// TTL: its owner stopped relying on it at its local deadline,
 	// earlier still. Record that, for good.
 	dead := Doc{ID: endID, Key: d.Key, Epoch: d.Epoch, Kind: KindDead, Nonce: d.Nonce, Session: d.Session, Sent: j.clock.ServerNow().Latest}
 	err = j.store.Insert(ctx, dead)
@@ -120,9 +134,10 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 
 // sessionLives reads the session of claim d, whose expiry as known (b's)
 // is earlier than earliest, and decides whether it may still live: read
-// with a later expiry, or missing for less than d's TTL. If so, b is
-// returned with when to look again.
-func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker) (live bool, _ Blocker, err error) {
+// with a later expiry, or expired but not proven dead by ev (the record
+// of up-time read before, for a claim with a grace), or missing for less
+// than d's TTL. If so, b is returned with when to look again.
+func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker, ev outageEvidence) (live bool, _ Blocker, err error) {
 	exp := b.ExpiresAt
 	sent := j.clock.Mono()
 	s, found, err := j.store.GetSession(ctx, d.Session)
@@ -137,6 +152,10 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 			b.ExpiresAt = s.ExpiresAt
 		}
 		if !b.ExpiresAt.Before(earliest) {
+			return true, b, nil
+		}
+		if !j.outageProves(ev, b.ExpiresAt) {
+			b.ExpiresAt = j.lookAgain(d)
 			return true, b, nil
 		}
 	case !j.deadOnceMissing(d):

@@ -53,10 +53,11 @@ type Config struct {
 	// OutageGrace (zero: none) is recorded in this engine's claims, and
 	// its renewals keep the store's record of up-time
 	// (driver.UptimeStore), when the store serves that record; on a
-	// store that does not, it counts as zero. Nothing judges a claim by
-	// its grace yet (outage.go has the rule): every claim is judged by
-	// its session's expiry. It is at most MaxGrace, in whole
-	// milliseconds (a store keeps it so).
+	// store that does not, it counts as zero. Waiters judge a claim
+	// with a grace dead only when the store's record of up-time also
+	// proves it (judge_outage.go, doc_outage.go); its owner still
+	// retires its session at its local deadline, as without one. It is
+	// at most MaxGrace, in whole milliseconds (a store keeps it so).
 	OutageGrace time.Duration
 }
 
@@ -158,12 +159,13 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	ks := newKeys(cfg.MaxKeys)
 	segs := &segments{plant: p, store: rd, maint: store.Roles().Maintenance, clock: clock, cfg: cfg, keys: ks}
 	segs.spanNs.Store(int64(cfg.Span))
-	jd := newJudge(p, rd, clock)
+	ss := newSessions(p, rd, clock, cfg)
+	jd := newJudge(p, rd, clock, ss.ownStamps)
 	hs := newHolds(p)
 	return &Engine{
 		plant:       p,
 		keys:        ks,
-		sessions:    newSessions(p, rd, clock, cfg),
+		sessions:    ss,
 		judge:       jd,
 		segments:    segs,
 		ends:        &ends{store: rd, holds: hs, pending: make(map[string]Doc)},

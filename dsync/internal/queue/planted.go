@@ -153,6 +153,11 @@ const (
 	// once a renewal its owner sent in time lands late, after naming the
 	// claim behind it as holding.
 	BugReadExpiredForgets
+	// BugOutageUncredited judges a claim with an outage grace by its
+	// expiry alone, as a claim without one: a waiter takes the claim of
+	// an owner that no more than it could reach the store in an outage,
+	// as soon as the store is back.
+	BugOutageUncredited
 )
 
 // The grant rule as the engine applies it: with a planted error, if one

@@ -69,6 +69,14 @@ func (j *judge) absentAsOf(sent, replied time.Duration) time.Duration {
 	return sent
 }
 
+// outageProves reports whether ev, the record of up-time read before the
+// session of a claim whose session expired, its highest expiry known
+// being exp, proves that session dead (judge_outage.go): always for a
+// claim without a grace. BugOutageUncredited: always.
+func (j *judge) outageProves(ev outageEvidence, exp time.Time) bool {
+	return ev.dead(exp) || j.plant.outageUncredited()
+}
+
 // expiryCounts reports whether session s, found by a read sent at
 // earliest possible server time earliest, can be judged by its expiry
 // (judgedByExpiry): found with its first generation, or not expired.

@@ -60,6 +60,9 @@ func (p *plant) noFloorProof() bool { return p.has(BugNoFloorProof) }
 // onceStaleRead reports whether BugOnceStaleRead is planted.
 func (p *plant) onceStaleRead() bool { return p.has(BugOnceStaleRead) }
 
+// outageUncredited reports whether BugOutageUncredited is planted.
+func (p *plant) outageUncredited() bool { return p.has(BugOutageUncredited) }
+
 // ownReleaseStops reports whether BugOwnReleaseStops is planted.
 func (p *plant) ownReleaseStops() bool { return p.has(BugOwnReleaseStops) }
 

@@ -37,7 +37,12 @@ import "time"
 // on MongoDB hello's, behind a mongos the router's), a report is only
 // as good as that clock, and is not remembered: an error of it would
 // last.
-func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool) bool {
+//
+// A claim with an outage grace, on a store that keeps the record of
+// up-time, is expired only if ev, read before the session
+// (ReadEvidence), also proves its session dead by the outage rule
+// (judge_outage.go); only such a verdict is remembered.
+func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool, ev Evidence) bool {
 	remember = j.remembers(remember)
 	reported := d.Exp
 	if found && s.ExpiresAt.After(reported) {
@@ -49,11 +54,12 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 		}
 		return true
 	}
-	if !j.blockerOf(d).ExpiresAt.Before(earliest) {
+	known := j.blockerOf(d).ExpiresAt
+	if !known.Before(earliest) {
 		return false
 	}
 	if j.judgedByExpiry(s, found, earliest) {
-		dead := s.ExpiresAt.Before(earliest)
+		dead := s.ExpiresAt.Before(earliest) && j.readDeadByRecord(d, latest(known, s.ExpiresAt), ev)
 		if dead && remember && d.TTL > 0 {
 			j.noteReadDead(d.Session, reported.Add(2*d.TTL), earliest)
 		}

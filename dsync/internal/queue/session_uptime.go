@@ -79,3 +79,16 @@ func (s *sessions) OwnUptime(session string) []UpSpan {
 // Grace returns the outage grace this engine's claims carry: zero when it
 // has none, or the store keeps no record of up-time.
 func (s *sessions) Grace() time.Duration { return s.grace }
+
+// ownStamps returns the stamps every session this engine keeps got back
+// from the store (OwnUptime's, of all of them): evidence for the outage
+// rule, whichever claim it judges (judge_outage.go).
+func (s *sessions) ownStamps() []UpSpan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []UpSpan
+	for _, r := range s.renewals {
+		out = append(out, r.up...)
+	}
+	return out
+}

@@ -66,6 +66,12 @@ import (
 //     claim is released the margin later while its session renews for
 //     the others, and it claims the key again at once in the same
 //     session; the release is held back until that later claim landed.
+//   - simoutage_test.go: TestSimulationOutage, a seed stream of its own:
+//     every engine with an outage grace, the store keeping the record of
+//     up-time, and one to three store-wide outages of 0.2 to 5 TTLs per
+//     run (requests dropped or held until the end, replies lost), a
+//     holder crashed in half of them; its checker holds waiters to the
+//     outage's credit (no dead marker before the record can prove one).
 //
 // Each seed's history goes through integration/history's checker, with
 // the resets marked (tokens compared across emptyings too), and the owners' renewals through a storm check;
@@ -169,6 +175,8 @@ type simStats struct {
 	stalled, stalledAfterEmpty, stalledCovering int // requests held back (simstall_test.go), landed just after an emptying, and gates among them still covering
 	twice, twiceMet                             int // double emptyings (simspan_test.go), and starts after them that took the number of the segment started in between
 	stuck, stuckLate                            int // holds stalled (simstuck_test.go), and their releases that landed after the same session's later claim of the key
+	outages, outageDropped, outageHeld          int // store-wide outages (simoutage_test.go), and the requests they dropped and held
+	outageCrashes, creditChecked                int // holders crashed in an outage, and dead markers the outage's credit checker checked
 }
 
 func (a *simStats) add(b simStats) {
@@ -208,6 +216,11 @@ func (a *simStats) add(b simStats) {
 	a.stuckLate += b.stuckLate
 	a.twice += b.twice
 	a.twiceMet += b.twiceMet
+	a.outages += b.outages
+	a.outageDropped += b.outageDropped
+	a.outageHeld += b.outageHeld
+	a.outageCrashes += b.outageCrashes
+	a.creditChecked += b.creditChecked
 }
 
 type simEvent struct {
@@ -293,6 +306,16 @@ type sim struct {
 	// quietFrom and quietUntil: workers claim nothing in between, so that
 	// the emptying a held request waits for can come (simstall_test.go).
 	quietFrom, quietUntil time.Duration
+	// outage: the store-wide outages (nil: not an outage seed;
+	// simoutage_test.go).
+	outage *simOutage
+}
+
+// simOpts selects what a run models beyond a seed's draws.
+type simOpts struct {
+	// outage: store-wide outages, every engine with an outage grace
+	// (simoutage_test.go).
+	outage bool
 }
 
 // A family is the kind of primitive a key serves, which decides the terms
@@ -413,6 +436,12 @@ func (a *actor) sleep(d time.Duration) {
 // runSim runs one seed and returns the checker's report and what ran.
 func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) (*history.Report, simStats) {
 	t.Helper()
+	return runSimOpts(t, seed, bug, sbug, verbose, simOpts{})
+}
+
+// runSimOpts is runSim modelling what opts selects.
+func runSimOpts(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool, opts simOpts) (*history.Report, simStats) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	s := &sim{
 		seed:      seed,
@@ -427,6 +456,10 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 		compacted: map[string]bool{},
 	}
 	s.server = newServer(s)
+	if opts.outage {
+		s.outage = newSimOutage(seed)
+		s.outage.schedule(s)
+	}
 	if verbose {
 		s.trace = func(f string, args ...any) { t.Logf("%v "+f, append([]any{s.now}, args...)...) }
 	}
@@ -507,6 +540,11 @@ func runSim(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bool) 
 	}
 	for _, msg := range s.readBack {
 		r.Violations = append(r.Violations, history.Violation{Kind: "read-expired", Msg: msg})
+	}
+	if s.outage != nil {
+		for _, msg := range s.outage.credit {
+			r.Violations = append(r.Violations, history.Violation{Kind: "outage-credit", Msg: msg})
+		}
 	}
 	return r, s.stats
 }

@@ -18,8 +18,10 @@ import (
 type server struct {
 	s     *sim
 	store *memory.Store
-	// sessions: each session's documents, expiry by generation.
+	// sessions: each session's documents, expiry by generation; up: the
+	// record of up-time of those RenewSessionUp wrote (simoutage_test.go).
 	sessions map[string]map[int]time.Time
+	up       map[string]map[int]simUp
 	// off is the server clock's offset from true time: a failover moves
 	// the writes to a member whose clock is within the member skew.
 	off time.Duration
@@ -43,17 +45,19 @@ type server struct {
 type backup struct {
 	store    memory.State
 	sessions map[string]map[int]time.Time
+	up       map[string]map[int]simUp
 }
 
 func newServer(s *sim) *server {
-	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), stalledAfter: make(map[string]*stalledReq)}
+	return &server{s: s, store: memory.New(), sessions: make(map[string]map[int]time.Time), up: make(map[string]map[int]simUp),
+		stalledAfter: make(map[string]*stalledReq)}
 }
 
 // now is the server's clock.
 func (sv *server) now() time.Time { return sv.s.t0.Add(sv.s.now + sv.off) }
 
 func (sv *server) snapshot() {
-	b := &backup{store: sv.store.Snapshot(), sessions: make(map[string]map[int]time.Time, len(sv.sessions))}
+	b := &backup{store: sv.store.Snapshot(), sessions: make(map[string]map[int]time.Time, len(sv.sessions)), up: cloneUp(sv.up)}
 	for id, gens := range sv.sessions {
 		b.sessions[id] = maps.Clone(gens)
 	}
@@ -61,7 +65,8 @@ func (sv *server) snapshot() {
 }
 
 // liveClaims reports whether some claim has not ended and its session has
-// not expired in the server's time. A claim whose session documents went
+// not expired in the server's time (nor, for a claim with an outage grace,
+// been proven dead by the record of up-time: recordDead). A claim whose session documents went
 // with the sessions collection less than a TTL ago counts as live: its
 // owner may not have noticed yet (walkers wait a TTL too), and a walk of
 // it may have just found it holding.
@@ -73,7 +78,8 @@ func (sv *server) liveClaims() bool {
 		// judgedByExpiry), and as good as missing.
 		missing := !found || !s.HasFirst && s.ExpiresAt.Before(now)
 		live = !missing && !s.ExpiresAt.Before(now) || d.Exp.After(now) ||
-			missing && sv.dropped > 0 && sv.s.now-sv.dropped < simTTL
+			missing && sv.dropped > 0 && sv.s.now-sv.dropped < simTTL ||
+			!missing && !sv.recordDead(d, s.ExpiresAt)
 		return !live
 	})
 	return live
@@ -87,13 +93,14 @@ var _ queue.Store = net{}
 
 // The engine asks its Times for the time, and a Client prepares and
 // closes the store and lists its keys: the simulation does neither. Of
-// the roles, the network serves runs (simrun_test.go) and the sweeper's
-// calls.
+// the roles, the network serves runs (simrun_test.go), the sweeper's
+// calls, and the record of up-time (simoutage_test.go), which only the
+// engines of an outage seed, which have a grace, use.
 
 func (net) Prepare(context.Context) error { return nil }
 func (net) ServerTime() queue.Interval    { panic("sim: the engine reads time from its Times") }
 func (net) Close() error                  { return nil }
-func (n net) Roles() driver.Roles         { return driver.Roles{Runs: n, Maintenance: n} }
+func (n net) Roles() driver.Roles         { return driver.Roles{Runs: n, Maintenance: n, Uptime: n} }
 
 type actorKey struct{}
 
@@ -156,29 +163,37 @@ func (n net) callLagged(ctx context.Context, lag time.Duration, read func() (wri
 	sent := s.now
 	reply := func() {
 		s.tracef("  applied for %s (sent %v)", a.o.name, sent)
+		from := s.now
 		s.at(s.now+delay(), func() {
-			if !woken {
+			if !woken && !s.outage.replyLost(from, s.now) {
 				woken = true
 				s.step(a)
 			}
 		})
 	}
 	*inflight++
+	// A store-wide outage (simoutage_test.go; none on most seeds) drops
+	// the requests that arrive while it lasts, or holds them until it
+	// ends, and holds back the writes of torn updates.
 	s.at(s.now+lag, func() {
-		if timedOut {
-			s.stats.late++
-		}
-		write := read()
-		if write == nil {
-			*inflight--
-			reply()
-			return
-		}
-		s.at(s.now+delay(), func() {
-			*inflight--
-			write()
-			reply()
-		})
+		s.outage.arrive(s, func() {
+			if timedOut {
+				s.stats.late++
+			}
+			write := read()
+			if write == nil {
+				*inflight--
+				reply()
+				return
+			}
+			s.at(s.now+delay(), func() {
+				s.outage.apply(s, func() {
+					*inflight--
+					write()
+					reply()
+				})
+			})
+		}, func() { *inflight-- })
 	})
 	s.at(s.now+simTimeout, func() {
 		if !woken {
@@ -243,6 +258,9 @@ func (n net) Insert(ctx context.Context, d queue.Doc) (err error) {
 			n.s.stats.withdrawn++
 		}
 		err = n.s.server.store.Insert(bg, d)
+		if err == nil && d.Kind == queue.KindDead {
+			n.s.outage.dead(n.s, d)
+		}
 		n.s.tracef("insert %v -> %v", d, err)
 		return nil
 	}); cerr != nil {
@@ -411,6 +429,7 @@ func (n net) InsertSession(ctx context.Context, sess queue.Session) (err error) 
 			err = queue.ErrExists
 		} else {
 			gens[sess.Gen] = sess.ExpiresAt
+			delete(sv.up[sess.ID], sess.Gen)
 		}
 		n.s.tracef("insertsession %s gen %d %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), err)
 		return err
@@ -486,6 +505,7 @@ func (n net) cleanSessions(ctx context.Context, before time.Time) error {
 		for _, g := range found {
 			if _, ok := sv.sessions[g.id][g.gen]; ok {
 				delete(sv.sessions[g.id], g.gen)
+				delete(sv.up[g.id], g.gen)
 				n.s.stats.cleaned++
 			}
 			if len(sv.sessions[g.id]) == 0 {

@@ -77,6 +77,12 @@ func newOwner(s *sim, pid int) *owner {
 		cfg.Quantum = simTwiceQuantum
 	}
 	cfg.NewID = func() string { s.ids++; return fmt.Sprintf("s%d", s.ids) }
+	if s.outage != nil {
+		cfg.OutageGrace = s.outage.grace
+		if s.outage.span > 0 {
+			cfg.Span = s.outage.span
+		}
+	}
 	if pid%2 == 0 {
 		// Every other owner keeps the knowledge of one key at most beyond
 		// those it claims: each other key it turns to drops the rest, so

@@ -79,6 +79,12 @@ func (o *owner) readHead(ctx context.Context, key string) (head readClaim, found
 		return readClaim{}, false, false, err
 	}
 	earliest := now().Earliest
+	// The record of up-time before the sessions, as a Client's Queue
+	// reads it (nothing on a seed without an outage grace).
+	ev, err := o.eng.ReadEvidence(ctx, docs, earliest)
+	if err != nil {
+		return readClaim{}, false, false, err
+	}
 	var live []queue.Doc
 	var missing []bool
 	for _, d := range docs {
@@ -86,7 +92,7 @@ func (o *owner) readHead(ctx context.Context, key string) (head readClaim, found
 		if err != nil {
 			return readClaim{}, false, false, err
 		}
-		if o.eng.ReadExpired(d, sess, ok, earliest, true) {
+		if o.eng.ReadExpired(d, sess, ok, earliest, true, ev) {
 			expired = true
 			o.s.foundExpired(o, d, sess, ok, earliest)
 		} else {

@@ -134,6 +134,7 @@ func (s *sim) holdSession(o *owner, sess queue.Session, apply func()) bool {
 // the claim's TTL (see queue's ended).
 func (s *sim) dropSessions() {
 	clear(s.server.sessions)
+	clear(s.server.up)
 	s.server.dropped = s.now
 	s.stats.sessionDrops++
 	s.tracef("DROP SESSIONS")
@@ -196,6 +197,7 @@ func (s *sim) reset(kind string, tries int) {
 	case "empty":
 		sv.store.Reset()
 		clear(sv.sessions)
+		clear(sv.up)
 		s.stats.resets++
 		defer sv.releaseStalled()
 	case "restore":
@@ -207,6 +209,7 @@ func (s *sim) reset(kind string, tries int) {
 				sv.sessions[id][g] = e
 			}
 		}
+		sv.up = cloneUp(sv.backup.up)
 		s.stats.restores++
 		// The processes were stopped for the restore: each starts again,
 		// knowing nothing.
