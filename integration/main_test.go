@@ -20,9 +20,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(worker.Main(cfg))
 	}
-	// The parallel fault suites mostly wait: four at a time, not
-	// GOMAXPROCS (mongotest.ParallelAtLeast).
-	mongotest.ParallelAtLeast(4)
 	code := mongotest.Run(m)
 	fmt.Println(summary.line())
 	if err := summary.used(); err != nil && code == 0 {
