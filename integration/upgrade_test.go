@@ -45,7 +45,6 @@ const (
 // it sends once it is live), not asserted. Each case runs once, three
 // times with DSYNC_LONG=1.
 func TestRollingUpgrade(t *testing.T) {
-	t.Parallel()
 	for range rounds(3, 10) {
 		t.Run("versions", func(t *testing.T) { rollingUpgrade(t, false) })
 		t.Run("priorities", func(t *testing.T) { rollingUpgrade(t, true) })
