@@ -78,6 +78,18 @@ const (
 	ResumeDead
 )
 
+func (v ResumeVerdict) String() string {
+	switch v {
+	case ResumeWait:
+		return "wait"
+	case ResumeResumed:
+		return "resumed"
+	case ResumeDead:
+		return "dead"
+	}
+	return fmt.Sprintf("ResumeVerdict(%d)", int(v))
+}
+
 // Suspension is a suspended session of this engine, and the claims that
 // held in it when it was suspended: what its resume check reads and
 // judges. Its methods are safe for one goroutine at a time.
