@@ -38,8 +38,8 @@
 //     its claims stay unended, and none of them holds while it is
 //     suspended. After a renewal sent at s_r is confirmed, its check
 //     (Suspension.Check) reads the store's record since x_o − H, with
-//     x_o = Ê_o − TTL and Ê_o the highest expiry confirmed by a renewal
-//     its lease counted (replied before the deadline in force), and adds
+//     x_o = Ê_o − TTL and Ê_o the highest expiry confirmed by a reply
+//     before the lease's deadline (Engine.Suspend), and adds
 //     its own stamps; reads the session back (found with its first
 //     generation) and each claim that held (its nonce, no end marker);
 //     and resumes the lease (the same claims and tokens, its deadline
@@ -77,15 +77,18 @@
 //	     of it: ReadUptime reads every write applied before a renewal
 //	     acknowledged before the read.
 //	(O3) A waiter that marked the claim dead judged with Ê_w ≥ Ê_o, so
-//	     x_o ≤ x_w. The renewal that confirmed Ê_o was counted: it landed
-//	     before its reply, which came before the owner's deadline in
-//	     force, itself before any waiter could find the session expired
-//	     by the expiry that set that deadline (the "dead" case of "Why at
-//	     most one claim holds"). So ℓ1 came after it landed, and stored
-//	     expiries only rise (and a claim's Exp, and what a waiter
-//	     remembers, are expiries once stored). For a renewal a resume
-//	     counted: a waiter whose ℓ1 landed before it did judged with the
-//	     earlier Ê_o, and by O4 that check would have found dead.
+//	     x_o ≤ x_w. Ê_o was confirmed by a reply before the lease's
+//	     deadline D: every renewal the lease counted replied before the
+//	     deadline then in force, which passed before any waiter could
+//	     find past the expiry of the renewal that set it (the "dead" case
+//	     of "Why at most one claim holds"); so each counted renewal landed
+//	     before a waiter's ℓ1, its expiry was known to that waiter, and ℓ1
+//	     came after D, after every reply before D, each after its
+//	     renewal landed. Stored expiries only rise (and a claim's Exp,
+//	     and what a waiter remembers, are expiries once stored). A
+//	     renewal a resume counted is no exception: a waiter whose ℓ1
+//	     landed before it did judged with the earlier Ê_o, and by O4 that
+//	     check would have found dead.
 //	(O4) Dead is monotone (outage.go): more evidence, a smaller x or a
 //	     smaller Ê only make it truer. So if a waiter marked the claim
 //	     dead with ℓ1 before t_o, Dead(Ev_w, x_w, Ê_w) held, hence

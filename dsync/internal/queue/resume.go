@@ -19,41 +19,41 @@ import (
 // the session (Lease.Resume) with the same claims and tokens; if one
 // does, it retires the session and marks its claims dead (MarkDead).
 
-// sentExpiry is a confirmed open or renewal of a session: its local send
-// time, and the expiry it stored.
-type sentExpiry struct {
-	sent time.Duration
-	exp  time.Time
+// confirmed is a confirmed open or renewal of a session: the expiry it
+// stored, and when its reply came (local monotonic, read after it).
+type confirmed struct {
+	replied time.Duration
+	exp     time.Time
 }
 
-// countedKept is how many of a session's newest confirmed opens and
-// renewals it keeps (renewal.counted): a lease is suspended at most a
-// renewal or two after the last it counted (renewals of a session wait
-// for each other, and none is sent past the deadline), and Engine.Suspend
-// reads the expiry of that one at once.
-const countedKept = 8
+// confirmsKept is how many of a session's newest confirmed opens and
+// renewals it keeps (renewal.confirms): a lease is suspended at most a
+// renewal or two after its deadline (renewals of a session wait for each
+// other, and none is sent past the deadline), and Engine.Suspend reads
+// them at once.
+const confirmsKept = 8
 
-// noteConfirmed records a confirmed open or renewal sent at sent that
-// stored exp; sessions.mu is held.
-func (r *renewal) noteConfirmed(sent time.Duration, exp time.Time) {
-	if len(r.counted) == countedKept {
-		r.counted = append(r.counted[:0], r.counted[1:]...)
+// noteConfirmed records a confirmed open or renewal that stored exp,
+// replied by replied; sessions.mu is held.
+func (r *renewal) noteConfirmed(replied time.Duration, exp time.Time) {
+	if len(r.confirms) == confirmsKept {
+		r.confirms = append(r.confirms[:0], r.confirms[1:]...)
 	}
-	r.counted = append(r.counted, sentExpiry{sent, exp})
+	r.confirms = append(r.confirms, confirmed{replied, exp})
 }
 
-// expiryCountedBy returns the highest expiry of session confirmed by an
-// open or renewal sent at or before sent (local monotonic), and whether
-// one is still known.
-func (s *sessions) expiryCountedBy(session string, sent time.Duration) (exp time.Time, ok bool) {
+// expiryConfirmedBy returns the highest expiry of session confirmed by an
+// open or renewal whose reply came before deadline (local monotonic), and
+// whether one is still known.
+func (s *sessions) expiryConfirmedBy(session string, deadline time.Duration) (exp time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.renewals[session]
 	if r == nil {
 		return time.Time{}, false
 	}
-	for _, c := range r.counted {
-		if c.sent <= sent && c.exp.After(exp) {
+	for _, c := range r.confirms {
+		if c.replied < deadline && c.exp.After(exp) {
 			exp, ok = c.exp, true
 		}
 	}
@@ -105,25 +105,34 @@ type Suspension struct {
 	rule    OutageRule
 	ttl     time.Duration
 	// exp is Ê: the highest expiry the store confirmed to this engine by
-	// the renewals its lease counted (confirmed in time).
+	// a reply before the lease's deadline (Suspend).
 	exp    time.Time
 	claims []Ref
 }
 
-// Suspend returns the suspension of session, whose lease (suspended, or
-// about to be: Lease.Suspend) last counted the open or renewal sent at
-// counted (Lease.Sent), with the claims that held in it. It fails for an
-// engine without an outage grace or on a store without the record of
-// up-time, and for a session this engine no longer knows: its caller
-// then retires the lease as without a grace.
-func (e *Engine) Suspend(session string, counted time.Duration, claims []Ref) (*Suspension, error) {
+// Suspend returns the suspension of session, whose lease l is
+// suspended (Lease.Suspend), with the claims that held in it. Its Ê is the
+// highest expiry confirmed by an open or renewal whose reply came before
+// l's deadline: each of those landed before any waiter could find the
+// session expired (the lease counted every renewal that set a deadline,
+// each replying before the deadline then in force, itself before a waiter
+// could find the expiry of the renewal that set it past), so a waiter
+// that marks the session dead judges with an expiry at least Ê
+// (doc_outage.go, O3). It fails for an engine without an outage grace or
+// on a store without the record of up-time, for a lease not suspended,
+// and for a session whose confirmations this engine no longer knows: its
+// caller then retires the lease as without a grace.
+func (e *Engine) Suspend(session string, l *Lease, claims []Ref) (*Suspension, error) {
 	if e.sessions.uptime == nil {
 		return nil, errors.New("suspend: no outage grace, or a store without the record of up-time")
 	}
+	if !l.Suspended() {
+		return nil, errors.New("suspend: the lease is not suspended")
+	}
 	ttl, _ := e.claimTerms(session)
-	exp, ok := e.expiryCountedBy(session, counted)
+	exp, ok := e.expiryConfirmedBy(session, l.Deadline())
 	if !ok || ttl <= 0 {
-		return nil, fmt.Errorf("suspend: session %s's counted renewal is no longer known", session)
+		return nil, fmt.Errorf("suspend: session %s's confirmed renewals are no longer known", session)
 	}
 	rule, err := NewOutageRule(ttl, e.sessions.grace)
 	if err != nil {

@@ -47,7 +47,7 @@ func (sc *resumeScene) suspend() {
 	if now := sc.clock.Mono(); !sc.lease.Suspend(now) {
 		sc.t.Fatalf("O's lease not suspended at %v (deadline %v)", now, sc.lease.Deadline())
 	}
-	sus, err := sc.o.Suspend(sc.so, sc.lease.Sent(), []queue.Ref{sc.co.Ref})
+	sus, err := sc.o.Suspend(sc.so, sc.lease, []queue.Ref{sc.co.Ref})
 	if err != nil {
 		sc.t.Fatal(err)
 	}
@@ -255,17 +255,28 @@ func TestResumeWaitsForUnmarked(t *testing.T) {
 }
 
 // TestSuspendNeedsGrace: an engine without an outage grace suspends
-// nothing (its caller retires the lease), and a lease not past its
-// deadline is neither suspended nor resumed.
+// nothing (its caller retires the lease), nor does one with a grace for a
+// lease that is not suspended; a lease before its deadline is neither
+// suspended nor resumed.
 func TestSuspendNeedsGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sc := newOutageScene(t, 0, 0, true)
-		if _, err := sc.o.Suspend(sc.so, 0, []queue.Ref{sc.co.Ref}); err == nil {
-			t.Error("Suspend on an engine without a grace succeeded")
-		}
-		lease, _ := queue.NewLease(sceneTTL, sceneTTL/3, sc.clock.Mono(), sc.clock.Mono())
-		if lease.Suspend(sc.clock.Mono()) || lease.Resume(sc.clock.Mono(), sc.clock.Mono()) {
-			t.Error("a lease before its deadline was suspended, or resumed unsuspended")
+		for _, grace := range []time.Duration{0, sceneGrace} {
+			sc := newOutageScene(t, grace, grace, true)
+			now := sc.clock.Mono()
+			lease, _ := queue.NewLease(sceneTTL, sceneTTL/3, now, now)
+			if lease.Suspend(now) || lease.Resume(now, now) {
+				t.Error("a lease before its deadline was suspended, or resumed unsuspended")
+			}
+			if _, err := sc.o.Suspend(sc.so, lease, []queue.Ref{sc.co.Ref}); err == nil {
+				t.Errorf("Suspend of a lease not suspended, grace %v, succeeded", grace)
+			}
+			time.Sleep(sceneTTL)
+			if !lease.Suspend(sc.clock.Mono()) {
+				t.Fatal("a lease past its deadline was not suspended")
+			}
+			if _, err := sc.o.Suspend(sc.so, lease, []queue.Ref{sc.co.Ref}); (err == nil) != (grace > 0) {
+				t.Errorf("Suspend with grace %v: %v", grace, err)
+			}
 		}
 	})
 }

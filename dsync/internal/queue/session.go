@@ -48,9 +48,9 @@ type renewal struct {
 	sentAt   time.Duration // local monotonic: when it was sent
 	confirmd time.Time     // the highest expiry the store confirmed
 	up       []UpSpan      // the stamps its renewals got back, merged (session_uptime.go)
-	// counted are the newest confirmed opens and renewals, by send
-	// (resume.go: the expiry its owner's lease last counted).
-	counted []sentExpiry
+	// confirms are the newest confirmed opens and renewals, by reply
+	// (resume.go: the expiries its owner's lease counted).
+	confirms []confirmed
 }
 
 // nextExpiry is the expiry a renewal sent now asks for: the latest possible
@@ -97,7 +97,7 @@ func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id strin
 		}
 	}
 	r.confirmd = expires
-	r.noteConfirmed(sent, expires)
+	r.noteConfirmed(s.clock.Mono(), expires)
 	s.renewals[id] = r
 	return id, sent, nil
 }
@@ -152,7 +152,7 @@ func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 		if expires.After(r.confirmd) {
 			r.confirmd = expires
 		}
-		r.noteConfirmed(sent, expires)
+		r.noteConfirmed(s.clock.Mono(), expires)
 		s.mu.Unlock()
 	}
 	return found, sent, err

@@ -63,7 +63,7 @@ func (o *owner) suspend(ss *simSession) {
 		}
 	}
 	slices.SortFunc(refs, func(a, b queue.Ref) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Epoch, b.Epoch)) })
-	sus, err := o.eng.Suspend(ss.id, ss.lease.Sent(), refs)
+	sus, err := o.eng.Suspend(ss.id, ss.lease, refs)
 	s.tracef("SUSPEND %s session %s, %d holds: %v", o.name, ss.id, len(refs), err)
 	if err != nil {
 		o.retire(ss)
