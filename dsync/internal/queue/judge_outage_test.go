@@ -40,8 +40,8 @@ type outageScene struct {
 
 // newOutageScene starts O holding k and W waiting on it, O's engine with
 // grace og, W's with wg; with uptime false, neither view serves the
-// record of up-time.
-func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool) *outageScene {
+// record of up-time. opts change both engines' Config.
+func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool, opts ...func(*queue.Config)) *outageScene {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.New()
@@ -57,18 +57,18 @@ func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool) *outageScen
 		return nil
 	})
 	if uptime {
-		sc.o = graceEngine(t, ov, clock, og)
+		sc.o = graceEngine(t, ov, clock, og, opts...)
 	} else {
-		sc.o = graceEngine(t, noUptime{ov}, clock, og)
+		sc.o = graceEngine(t, noUptime{ov}, clock, og, opts...)
 	}
 	wv := sc.pw.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
 		sc.wOps = append(sc.wOps, c.Op)
 		return nil
 	})
 	if uptime {
-		sc.w = graceEngine(t, wv, clock, wg)
+		sc.w = graceEngine(t, wv, clock, wg, opts...)
 	} else {
-		sc.w = graceEngine(t, noUptime{wv}, clock, wg)
+		sc.w = graceEngine(t, noUptime{wv}, clock, wg, opts...)
 	}
 	var err error
 	if sc.so, _, err = sc.o.OpenSession(ctx, sceneTTL); err != nil {

@@ -25,9 +25,9 @@ type resumeScene struct {
 
 // newResumeScene starts the scene and O's lease, counted from a renewal
 // of O's confirmed now; W renews too.
-func newResumeScene(t *testing.T, grace time.Duration) *resumeScene {
+func newResumeScene(t *testing.T, grace time.Duration, opts ...func(*queue.Config)) *resumeScene {
 	t.Helper()
-	sc := &resumeScene{outageScene: newOutageScene(t, grace, grace, true)}
+	sc := &resumeScene{outageScene: newOutageScene(t, grace, grace, true, opts...)}
 	found, sent, err := sc.o.RenewSession(sc.ctx, sc.so, sceneTTL)
 	if err != nil || !found {
 		t.Fatalf("O's renewal = %v, %v", found, err)
@@ -230,6 +230,25 @@ func TestResumeReplyTooLate(t *testing.T) {
 		sc.oLate = 0
 		if v, _, why := sc.check(); v != queue.ResumeResumed {
 			t.Fatalf("O's check after a renewal answered at once = %v (%v); want it resumed", v, why)
+		}
+	})
+}
+
+// TestResumeNeedsCoverage: with a bucket span of 4 s (the shortest a
+// margin of 1 s allows), an outage that outlasts the coverage of k's
+// segment by a TTL (under 6 TTLs): O's check waits rather than resume a hold its segment no
+// longer covers (doc_outage.go, O6), though the record credits the
+// outage. Without the coverage condition O would resume.
+func TestResumeNeedsCoverage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newResumeScene(t, sceneGrace, func(c *queue.Config) { c.Span = 4 * c.Margin })
+		time.Sleep(100 * time.Millisecond)
+		end := sc.o.CoverEnd("k")
+		sc.outage(end.Sub(sc.mem.ServerTime().Latest) + sceneTTL)
+		sc.suspend()
+		v, _, why := sc.check()
+		if v != queue.ResumeWait || !sc.lease.Suspended() || !strings.Contains(why.Error(), "coverage") {
+			t.Fatalf("O's check with k's coverage over = %v (%v); want it waiting on the coverage", v, why)
 		}
 	})
 }

@@ -33,10 +33,13 @@ func (s noUptime) Roles() driver.Roles {
 	return r
 }
 
-func graceEngine(t *testing.T, store queue.Store, clock queue.Times, grace time.Duration) *queue.Engine {
+func graceEngine(t *testing.T, store queue.Store, clock queue.Times, grace time.Duration, opts ...func(*queue.Config)) *queue.Engine {
 	t.Helper()
 	cfg := queue.DefaultConfig()
 	cfg.OutageGrace = grace
+	for _, o := range opts {
+		o(&cfg)
+	}
 	e, err := queue.New(store, clock, cfg)
 	if err != nil {
 		t.Fatalf("New with OutageGrace %v: %v", grace, err)
