@@ -174,11 +174,11 @@ func (s *Suspension) Check(ctx context.Context, l *Lease, sent time.Duration) (R
 	if v, err := s.readBack(ctx); v != ResumeResumed {
 		return v, err
 	}
-	dead, err := s.rule.Dead(ev.Spans, s.exp.Add(-s.ttl), s.exp)
+	dead, err := s.provenDead(ev.Spans)
 	switch {
 	case err != nil:
 		return ResumeWait, fmt.Errorf("resume check: %w", err)
-	case dead && !s.resumeUnchecked():
+	case dead:
 		return ResumeDead, fmt.Errorf("resume check: the store's record of up-time proves session %s dead (expiry %v)", s.session, s.exp)
 	case ev.Unmarked:
 		return ResumeWait, errors.New("resume check: a session document unexpired since the outage keeps no record of up-time")
