@@ -129,10 +129,14 @@
 // its hold at its deadline in the outage and does not suspend (an owner
 // that keeps no record, or retires as without a grace) stays unended that
 // long too. A suspended owner's check waits while any session document
-// unexpired since x_o − H keeps no record: a session just opened, or a
-// generation inserted after a renewal of unknown outcome, until its next
-// renewal; one whose process stopped before that renewal keeps it waiting
-// until its owner gives up, which then loses the hold. The record holds only the renewals of processes
+// unexpired since x_o − H keeps no record. An engine with a grace renews
+// each session document it inserts (an open, a generation after a
+// renewal of unknown outcome) with the record at once, one more write
+// each; a document whose process stopped, or lost that write, in between
+// keeps every check whose window it falls in waiting until its owner
+// gives up, which then loses the hold. A reader remembers a claim it found
+// expired for the grace longer (ReadExpired): a suspended owner renews
+// its session, raising its expiry, until its check finds it dead. The record holds only the renewals of processes
 // that keep it: a waiter whose own engine has no grace adds no stamps, so
 // every process on a store should run with the same grace; on a store
 // where no process that keeps the record renews, a claim with a grace is

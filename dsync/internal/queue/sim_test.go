@@ -185,6 +185,7 @@ type simStats struct {
 	ownerSuspends, resumes, resumeDead          int // sessions suspended at their deadline, resumed, and found dead by their check (simresume_test.go)
 	resumeGiveUps                               int // suspended sessions given up
 	holdsSuspended, holdsResumed                int // holds suspended with their sessions, and resumed
+	holdsFoundDead, holdsGivenUp                int // holds whose sessions' checks found dead, or were given up
 }
 
 func (a *simStats) add(b simStats) {
@@ -235,6 +236,8 @@ func (a *simStats) add(b simStats) {
 	a.resumeGiveUps += b.resumeGiveUps
 	a.holdsSuspended += b.holdsSuspended
 	a.holdsResumed += b.holdsResumed
+	a.holdsFoundDead += b.holdsFoundDead
+	a.holdsGivenUp += b.holdsGivenUp
 }
 
 type simEvent struct {

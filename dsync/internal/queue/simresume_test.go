@@ -86,6 +86,7 @@ func (o *owner) suspendedStep(a *actor, ss *simSession) {
 	}
 	if o.mono() >= ss.giveUp {
 		s.stats.resumeGiveUps++
+		s.stats.holdsGivenUp += len(ss.sus.Claims())
 		o.endSuspension(ctx, ss)
 		return
 	}
@@ -143,6 +144,7 @@ func (o *owner) resumeCheck(ctx context.Context, ss *simSession, sent time.Durat
 		}
 	case queue.ResumeDead:
 		s.stats.resumeDead++
+		s.stats.holdsFoundDead += len(ss.sus.Claims())
 		o.endSuspension(ctx, ss)
 	default:
 		ss.lease.Fail(o.mono())
