@@ -72,7 +72,8 @@ func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 }
 
 // OpenSession creates a session valid until ttl after the latest possible
-// server time at sending. The caller's local deadline for it counts from
+// server time at sending (with an outage grace, and renews it with the
+// record of up-time at once: markInserted). The caller's local deadline for it counts from
 // sent, the local monotonic time at sending. On error the session must not
 // be used: it may exist or not.
 func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
@@ -89,6 +90,7 @@ func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id strin
 	if err := s.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
 		return "", 0, err
 	}
+	s.markInserted(ctx, r, id, expires)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for other, o := range s.renewals {
@@ -172,6 +174,7 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 	switch {
 	case err == nil:
 		r.insert = false
+		s.markInserted(ctx, r, id, expires)
 		return true, nil
 	case errors.Is(err, ErrExists):
 		// An earlier insert of this generation landed, with an older
