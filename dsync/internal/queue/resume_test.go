@@ -299,3 +299,66 @@ func TestSuspendNeedsGrace(t *testing.T) {
 		}
 	})
 }
+
+// TestReaderRemembersSuspendedDead: a reader (as a Client's Queue reads)
+// that found O's claim expired, O cut off alone while R renewed, keeps
+// reporting it expired after O, suspended, renews its session again
+// (raising its expiry) more than two TTLs past the expiry it found: for
+// the grace longer, as long as a suspended owner may renew before its
+// check finds it dead. Remembered two TTLs only, the read after O's
+// renewal would report the claim live again, and a reader that named W
+// holding would name O's claim holding after it.
+func TestReaderRemembersSuspendedDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newResumeScene(t, sceneGrace)
+		r := graceEngine(t, sc.mem.Process(), sc.clock, sceneGrace)
+		rs, _, err := r.OpenSession(sc.ctx, sceneTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewR := func() {
+			if found, _, err := r.RenewSession(sc.ctx, rs, sceneTTL); err != nil || !found {
+				t.Fatalf("R's renewal = %v, %v", found, err)
+			}
+		}
+		exp := sc.oExpiry()
+		sc.po.SetReachable(false)
+		for !sc.readRemembered() {
+			renewR()
+			time.Sleep(sceneTTL / 3)
+		}
+		for time.Now().Before(exp.Add(2*sceneTTL + 100*time.Millisecond)) {
+			renewR()
+			time.Sleep(sceneTTL / 3)
+		}
+		sc.po.SetReachable(true)
+		sc.suspend()
+		sc.renew(true) // the suspended owner's renewal, before its check
+		if got := sc.oExpiry(); !got.After(exp.Add(2 * sceneTTL)) {
+			t.Fatalf("O's expiry after its renewal = %v; want past %v", got, exp.Add(2*sceneTTL))
+		}
+		if !sc.readRemembered() {
+			t.Error("a reader that found O's claim expired reads it live again after O's suspended session renewed")
+		}
+	})
+}
+
+// readRemembered reports whether W's engine, reading as a Client's Queue
+// does and remembering its verdicts, finds O's claim expired.
+func (sc *resumeScene) readRemembered() bool {
+	sc.t.Helper()
+	d, found, err := sc.w.ReadClaim(sc.ctx, "k", sc.co.Epoch)
+	if err != nil || !found {
+		sc.t.Fatalf("O's claim: %v, %v", found, err)
+	}
+	earliest := sc.mem.ServerTime().Earliest
+	ev, err := sc.w.ReadEvidence(sc.ctx, []queue.Doc{d}, earliest)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	s, found, err := sc.mem.GetSession(sc.ctx, d.Session)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	return sc.w.ReadExpired(d, s, found, earliest, true, ev)
+}
