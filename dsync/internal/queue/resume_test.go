@@ -362,3 +362,28 @@ func (sc *resumeScene) readRemembered() bool {
 	}
 	return sc.w.ReadExpired(d, s, found, earliest, true, ev)
 }
+
+// TestMarkDeadOnlyRetiredAndResent: MarkDead refuses a lease not
+// retired (its owner still trusts the session: a marker would end a claim
+// it may resume); a marker whose insert fails is left to the end queue,
+// and Flush lands it once the store is back.
+func TestMarkDeadOnlyRetiredAndResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newResumeScene(t, sceneGrace)
+		time.Sleep(100 * time.Millisecond)
+		sc.outage(3 * sceneTTL)
+		sc.suspend()
+		if err := sc.sus.MarkDead(sc.ctx, sc.lease); err == nil || sc.oEnd() != "" {
+			t.Fatalf("MarkDead of a suspended lease = %v, O's claim's end %q; want it refused", err, sc.oEnd())
+		}
+		sc.lease.Retire()
+		sc.po.SetReachable(false)
+		if err := sc.sus.MarkDead(sc.ctx, sc.lease); err == nil || sc.o.Pending() != 1 {
+			t.Fatalf("MarkDead cut off = %v, %d pending; want an error, 1 pending", err, sc.o.Pending())
+		}
+		sc.po.SetReachable(true)
+		if n, err := sc.o.Flush(sc.ctx); err != nil || n != 0 || sc.oEnd() != queue.KindDead {
+			t.Fatalf("Flush = %d, %v, O's claim's end %q; want it landed, dead", n, err, sc.oEnd())
+		}
+	})
+}
