@@ -199,8 +199,10 @@
 //     is its last confirmed renewal's send plus TTL minus the margin, and
 //     that renewal set the expiry to at least the latest server time at
 //     sending plus TTL: the deadline came first, and the owner retired the
-//     session then. A renewal confirmed after that does not count: its
-//     reply came after the deadline in force (Lease).
+//     session then (or suspended it, and can resume it only if no such
+//     verdict can have been reached: doc_outage.go). A renewal confirmed
+//     after that does not count: its reply came after the deadline in
+//     force (Lease).
 //   - dead, its session's documents missing: they stayed missing for the
 //     claim's TTL, from the reply of the first read that found them so
 //     to the send of the last (whose reply can come long after it

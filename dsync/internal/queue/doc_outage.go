@@ -32,17 +32,35 @@
 //     Queue) reads the record before the sessions too (ReadEvidence), and
 //     finds a claim expired, and remembers it so, only on the same
 //     verdict (ReadExpired).
+//   - The owner (resume.go): an owner whose engine has a grace may
+//     suspend its session at its local deadline instead of retiring it
+//     (Lease.Suspend): its holds are lost there, as without a grace, but
+//     its claims stay unended, and none of them holds while it is
+//     suspended. After a renewal sent at s_r is confirmed, its check
+//     (Suspension.Check) reads the store's record since x_o − H, with
+//     x_o = Ê_o − TTL and Ê_o the highest expiry confirmed by a reply
+//     before the lease's deadline (Engine.Suspend), and adds
+//     its own stamps; reads the session back (found with its first
+//     generation) and each claim that held (its nonce, no end marker);
+//     and resumes the lease (the same claims and tokens, its deadline
+//     counted from s_r, Lease.Resume) only if those hold, no session
+//     document unexpired since x_o − H lacks the record (driver.Uptime's
+//     Unmarked: a dsync that keeps none judges by expiry alone), every
+//     claim's key stays covered past the latest possible store time, Dead
+//     does not hold with x_o and Ê_o, and the check ends before its new
+//     deadline. On Dead, or a claim ended or gone, or the session dropped,
+//     the owner retires the session and marks its claims dead
+//     (MarkDead); on anything else it checks again after a later renewal,
+//     or gives up (retires, and may mark them dead).
 //
-// Why it is safe. (O5) The rule only adds a condition to a dead verdict:
-// every claim marked dead had its session expired by the earliest
-// possible server time before the read, as before, and the argument of
-// "Why at most one claim holds" stands unchanged. The owner of a claim
-// with a grace still retires its session at its local deadline; nothing
-// lets it resume after an outage yet, so a claim with a grace that is not
-// marked dead is only held back, never held by two.
-//
-// The verdict is built so that an owner can later check it for itself
-// and agree (what resuming after an outage will rest on):
+// Why it is safe. (O5) The waiter's rule only adds a condition to a dead
+// verdict: every claim marked dead had its session expired by the
+// earliest possible server time before the read, as before, and the
+// argument of "Why at most one claim holds" stands unchanged for every
+// hold its owner relied on before a deadline counted from a renewal in
+// time. What is new is a hold relied on again after its deadline passed
+// (a resume). It is safe because the owner's check agrees with every
+// waiter's verdict:
 //
 //	(O1) The record only grows while the session's first generation
 //	     exists: stamps are the store's times of writes it applied, a
@@ -50,21 +68,56 @@
 //	     returned (a renewal of unknown outcome ends that document's
 //	     renewals), and cleaners delete only documents expired an hour,
 //	     far past MaxGrace.
-//	(O2) A waiter's evidence was committed before its session read: its
-//	     own stamps came back in replies before it was sent, and the
+//	(O2) A waiter's evidence was committed before its session read ℓ1:
+//	     its own stamps came back in replies before it was sent, and the
 //	     store's record is answered before it is sent
 //	     (driver.UptimeStore.ReadUptime reads only writes the store will
-//	     not roll back).
-//	(O3) An expiry an owner saw confirmed was stored before its reply,
-//	     and stored expiries only rise (a claim's Exp is one its owner saw
-//	     confirmed): a waiter whose session read landed after that
-//	     confirmation judges with an Ê at least the owner's, its x no
-//	     earlier than the owner's.
+//	     not roll back). If ℓ1 landed before the owner's renewal s_r did
+//	     (t_o), the owner's record read, sent after s_r's reply, holds all
+//	     of it: ReadUptime reads every write applied before a renewal
+//	     acknowledged before the read.
+//	(O3) A waiter that marked the claim dead judged with Ê_w ≥ Ê_o, so
+//	     x_o ≤ x_w. Ê_o was confirmed by a reply before the lease's
+//	     deadline D: every renewal the lease counted replied before the
+//	     deadline then in force, which passed before any waiter could
+//	     find past the expiry of the renewal that set it (the "dead" case
+//	     of "Why at most one claim holds"); so each counted renewal landed
+//	     before a waiter's ℓ1, its expiry was known to that waiter, and ℓ1
+//	     came after D, after every reply before D, each after its
+//	     renewal landed. Stored expiries only rise (and a claim's Exp,
+//	     and what a waiter remembers, are expiries once stored). A
+//	     renewal a resume counted is no exception: a waiter whose ℓ1
+//	     landed before it did judged with the earlier Ê_o, and by O4 that
+//	     check would have found dead.
 //	(O4) Dead is monotone (outage.go): more evidence, a smaller x or a
-//	     smaller Ê only make it truer. So a waiter's dead verdict is the
-//	     verdict of any check made later on evidence read after the
-//	     waiter's session read, with an expiry and x no greater than the
-//	     waiter's.
+//	     smaller Ê only make it truer. So if a waiter marked the claim
+//	     dead with ℓ1 before t_o, Dead(Ev_w, x_w, Ê_w) held, hence
+//	     Dead(Ev_o, x_o, Ê_o) on the owner's larger evidence (O2) with its
+//	     smaller x and Ê (O3): the check finds dead, and does not resume.
+//	     If ℓ1 came after t_o, the waiter read an expiry at least the one
+//	     s_r stored, the latest possible store time at s_r plus the TTL,
+//	     and found it past at ℓ1: the resumed deadline, s_r plus the TTL
+//	     less the margin on the owner's clock, passed first, as for any
+//	     renewal counted (and a renewal counted later moves it only as
+//	     today's rule allows). A marker that lands late (its waiter
+//	     paused) was decided at its ℓ1, so one of the two cases holds; one
+//	     that landed before the owner's read-back is found there. No
+//	     clock is compared across processes: the owner's verdict compares
+//	     store stamps and expiries only, its own clock bounding only its
+//	     own deadline, as today. (Hence no rule "dead once the store has
+//	     been up a TTL until now": a store clock stepped back between a
+//	     waiter's verdict and the owner's renewal would break it.)
+//	(O6) A resumed hold relies on its segment as a renewed one does: the
+//	     check asks every claim's key to stay covered past the latest
+//	     possible store time, and the lease's cap (Lease.SetCap, set by its
+//	     owner from the coverage) bounds the resumed deadline. An owner
+//	     with a grace needs TTL + Grace well within its bucket span, or its
+//	     segments lapse in an outage and it cannot resume.
+//
+// The owner's own dead markers (MarkDead), sent only once it retired the
+// session, end claims it stopped relying on: harmless whenever they land
+// (rule 11), as is a renewal of a suspended session that lands late (it
+// raises an expiry the check does not count).
 //
 // What it costs. A holder cut off alone, while others renew, is taken
 // over once the record shows a stamp at or after its expiry: at the next
@@ -73,8 +126,17 @@
 // outage longer than TTL/2, a claim whose owner does not renew again is
 // taken over only after a TTL of store up-time after the outage, or at
 // Ê + Grace: up to a TTL later than by expiry. A claim whose owner lost
-// its hold at its deadline in the outage (owners do not resume yet) stays
-// unended that long too. The record holds only the renewals of processes
+// its hold at its deadline in the outage and does not suspend (an owner
+// that keeps no record, or retires as without a grace) stays unended that
+// long too. A suspended owner's check waits while any session document
+// unexpired since x_o − H keeps no record. An engine with a grace renews
+// each session document it inserts (an open, a generation after a
+// renewal of unknown outcome) with the record at once, one more write
+// each; a document whose process stopped, or lost that write, in between
+// keeps every check whose window it falls in waiting until its owner
+// gives up, which then loses the hold. A reader remembers a claim it found
+// expired for the grace longer (ReadExpired): a suspended owner renews
+// its session, raising its expiry, until its check finds it dead. The record holds only the renewals of processes
 // that keep it: a waiter whose own engine has no grace adds no stamps, so
 // every process on a store should run with the same grace; on a store
 // where no process that keeps the record renews, a claim with a grace is

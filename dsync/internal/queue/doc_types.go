@@ -23,7 +23,9 @@
 //     the bucket span in force and the store's history as last read, and
 //     every read and insert of gates and of the protocol document; what
 //     it learns of a key it records in keys.
-//   - sessions (session.go): the sessions opened here and their renewals.
+//   - sessions (session.go): the sessions opened here and their renewals
+//     (and the Suspension of one, resume.go, which reads through the
+//     store and the segments but keeps no state of theirs).
 //   - judge (ended.go, read_expired.go): whether a claim below a walker
 //     has ended (its marker, else its session, marked dead once expired),
 //     with what reads taught of sessions (the expiries read, the runs of

@@ -55,9 +55,10 @@ type Config struct {
 	// (driver.UptimeStore), when the store serves that record; on a
 	// store that does not, it counts as zero. Waiters judge a claim
 	// with a grace dead only when the store's record of up-time also
-	// proves it (judge_outage.go, doc_outage.go); its owner still
-	// retires its session at its local deadline, as without one. It is
-	// at most MaxGrace, in whole milliseconds (a store keeps it so).
+	// proves it (judge_outage.go, doc_outage.go); its owner may
+	// suspend its session at its local deadline instead of retiring it,
+	// and resume it if its check allows (Engine.Suspend, resume.go). It
+	// is at most MaxGrace, in whole milliseconds (a store keeps it so).
 	OutageGrace time.Duration
 }
 
@@ -111,7 +112,8 @@ const (
 // own state and lock if it has any, whose exported methods are the
 // Engine's: its sessions (OpenSession,
 // RenewSession, ConfirmedExpiry: session.go; OwnUptime, Grace:
-// session_uptime.go), the judge of claims below a
+// session_uptime.go; Suspend, whose Suspension checks a suspended
+// session's resume: resume.go), the judge of claims below a
 // walker and of their sessions (SessionAlive, ReadExpired: ended.go), its
 // segments (Agree, LearnSpan, Span, Refresh, CoverEnd, Sweep, MinIdle:
 // segment.go, span.go, history.go, refresh.go, sweep.go), the end queue

@@ -32,32 +32,43 @@ type outageScene struct {
 	co, cw *queue.Claim
 	// wOps are the calls W's engine made, in order.
 	wOps []string
+	// clock is both engines' clock; oLate delays the replies of O's
+	// renewals (resume_test.go).
+	clock storeTimes
+	oLate time.Duration
 }
 
 // newOutageScene starts O holding k and W waiting on it, O's engine with
 // grace og, W's with wg; with uptime false, neither view serves the
-// record of up-time.
-func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool) *outageScene {
+// record of up-time. opts change both engines' Config.
+func newOutageScene(t *testing.T, og, wg time.Duration, uptime bool, opts ...func(*queue.Config)) *outageScene {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.New()
 	sc := &outageScene{t: t, ctx: ctx, mem: mem, po: mem.Process(), pw: mem.Process()}
 	clock := storeTimes{mem, time.Now()}
-	view := func(p *memory.Process) queue.Store {
-		if uptime {
-			return p
+	sc.clock = clock
+	ov := sc.po.Intercept(func(_ context.Context, c memory.Call, serve func() error) error {
+		if c.Op == "RenewSessionUp" && sc.oLate > 0 {
+			err := serve()
+			time.Sleep(sc.oLate)
+			return err
 		}
-		return noUptime{p.Store}
+		return nil
+	})
+	if uptime {
+		sc.o = graceEngine(t, ov, clock, og, opts...)
+	} else {
+		sc.o = graceEngine(t, noUptime{ov}, clock, og, opts...)
 	}
-	sc.o = graceEngine(t, view(sc.po), clock, og)
 	wv := sc.pw.Intercept(func(_ context.Context, c memory.Call, _ func() error) error {
 		sc.wOps = append(sc.wOps, c.Op)
 		return nil
 	})
 	if uptime {
-		sc.w = graceEngine(t, wv, clock, wg)
+		sc.w = graceEngine(t, wv, clock, wg, opts...)
 	} else {
-		sc.w = graceEngine(t, noUptime{wv}, clock, wg)
+		sc.w = graceEngine(t, noUptime{wv}, clock, wg, opts...)
 	}
 	var err error
 	if sc.so, _, err = sc.o.OpenSession(ctx, sceneTTL); err != nil {

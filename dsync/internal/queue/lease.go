@@ -19,6 +19,12 @@ import (
 // session is then over (retired) for good; the next renewal is due a renew
 // interval after the last one that counted, or a quarter of it after one
 // that failed.
+//
+// A lease of an engine with an outage grace may instead be suspended at
+// its deadline (Suspend; its caller decides): its holds are lost as at a
+// retirement, but its claims are left unended, and a renewal confirmed
+// later counts only through the resume check (Suspension.Check, resume.go),
+// which either resumes the lease (Resume) or finds it dead.
 type Lease struct {
 	ttl, interval time.Duration
 	sent          time.Duration // the last open or renewal that counted
@@ -26,6 +32,7 @@ type Lease struct {
 	retryAt       time.Duration // after a failed renewal: when to try again
 	failed        bool
 	retired       bool
+	suspended     bool
 	// cap bounds what a renewal may extend the deadline to (0: nothing):
 	// the end of the coverage of the keys its holds rely on (SetCap).
 	cap time.Duration
@@ -46,6 +53,9 @@ const (
 	LeaseLate
 	// LeaseIgnored: the lease was already retired.
 	LeaseIgnored
+	// LeaseSuspended: the lease is suspended; the renewal counts only
+	// through the resume check (Suspension.Check).
+	LeaseSuspended
 )
 
 // NewLease returns the lease of a session opened by a request sent at
@@ -75,6 +85,13 @@ func (l *Lease) Deadline() time.Duration { return l.deadline }
 // Retired reports whether the lease is over.
 func (l *Lease) Retired() bool { return l.retired }
 
+// Suspended reports whether the lease is suspended (Suspend): neither
+// relied on nor over.
+func (l *Lease) Suspended() bool { return l.suspended }
+
+// Sent is the send time of the last open or renewal that counted.
+func (l *Lease) Sent() time.Duration { return l.sent }
+
 // Due is when the next renewal should be sent.
 func (l *Lease) Due() time.Duration {
 	if l.failed {
@@ -88,13 +105,16 @@ func (l *Lease) Due() time.Duration {
 // least a renew interval (or half the TTL) away, so that a hold does not
 // start about to be lost.
 func (l *Lease) Usable(now time.Duration) bool {
-	return !l.retired && l.deadline-now >= min(l.interval, l.ttl/2)
+	return !l.retired && !l.suspended && l.deadline-now >= min(l.interval, l.ttl/2)
 }
 
 // Confirm applies a renewal sent at sent and confirmed at now.
 func (l *Lease) Confirm(sent, now time.Duration) LeaseEvent {
 	if l.retired {
 		return LeaseIgnored
+	}
+	if l.suspended {
+		return LeaseSuspended
 	}
 	if ev, late := l.confirmedLate(now); late {
 		return ev
@@ -129,20 +149,62 @@ func (l *Lease) Fail(now time.Duration) {
 }
 
 // Expire retires the lease if its deadline has passed at now, and
-// reports whether it did.
+// reports whether it did. It leaves a suspended lease alone: the resume
+// check, or its caller giving up (Retire), ends that.
 func (l *Lease) Expire(now time.Duration) bool {
-	if l.retired || now < l.deadline {
+	if l.retired || l.suspended || now < l.deadline {
 		return false
 	}
 	l.retired = true
 	return true
 }
 
-// Retire ends the lease for good (its session is gone, or was given up),
-// and reports whether it was live.
+// Suspend suspends the lease if its deadline has passed at now, instead
+// of retiring it, and reports whether it did: its holds are lost as by
+// Expire, but its claims are to be left unended, and no claim of it may
+// hold while it is suspended. Its next renewal is due at once (then a
+// quarter interval after each that fails, or is not counted: Fail); a
+// renewal confirmed meanwhile counts only through the resume check
+// (Suspension.Check). Only the caller knows whether its engine has an
+// outage grace (Engine.Suspend refuses one without): without one it
+// calls Expire.
+func (l *Lease) Suspend(now time.Duration) bool {
+	if l.retired || l.suspended || now < l.deadline {
+		return false
+	}
+	l.suspended = true
+	l.failed, l.retryAt = true, now
+	return true
+}
+
+// Resume ends a suspension (Suspend) on a renewal sent at sent whose
+// resume check (Suspension.Check) passed at now: the lease is relied on
+// again until trustedUntil(sent), within the bound set by SetCap, as if
+// the renewal had been confirmed in time. It refuses, and reports false,
+// when that deadline is not after now (the check finished too late), or
+// the lease is not suspended.
+func (l *Lease) Resume(sent, now time.Duration) bool {
+	if !l.suspended || l.retired {
+		return false
+	}
+	d := trustedUntil(sent, l.ttl)
+	if l.cap > 0 {
+		d = min(d, l.cap)
+	}
+	if now >= d {
+		return false
+	}
+	l.suspended, l.failed = false, false
+	l.sent, l.deadline = sent, max(l.deadline, d)
+	return true
+}
+
+// Retire ends the lease for good (its session is gone, or was given up,
+// or found dead after a suspension), and reports whether it was live
+// (relied on, or suspended).
 func (l *Lease) Retire() bool {
 	was := !l.retired
-	l.retired = true
+	l.retired, l.suspended = true, false
 	return was
 }
 

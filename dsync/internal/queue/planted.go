@@ -158,6 +158,10 @@ const (
 	// an owner that no more than it could reach the store in an outage,
 	// as soon as the store is back.
 	BugOutageUncredited
+	// BugResumeUnchecked resumes a suspended lease without the evidence:
+	// its resume check skips the outage rule, so an owner whose session
+	// a waiter found dead (and took over) holds again beside it.
+	BugResumeUnchecked
 )
 
 // The grant rule as the engine applies it: with a planted error, if one

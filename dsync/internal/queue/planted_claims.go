@@ -86,3 +86,11 @@ func (l *Lease) confirmedLate(now time.Duration) (ev LeaseEvent, late bool) {
 func (j *judge) remembers(remember bool) bool {
 	return remember && !j.plant.readExpiredForgets()
 }
+
+// provenDead reports whether ev proves a suspended session dead by the
+// outage rule, with its x and Ê (Suspension.Check). BugResumeUnchecked
+// never finds it so.
+func (s *Suspension) provenDead(ev []UpSpan) (bool, error) {
+	dead, err := s.rule.Dead(ev, s.exp.Add(-s.ttl), s.exp)
+	return dead && !s.plant.resumeUnchecked(), err
+}

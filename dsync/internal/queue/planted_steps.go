@@ -112,3 +112,6 @@ func (l *Lease) plantedLateConfirmKept() bool { return l.has(BugLateConfirmKept)
 
 // has reports whether b is planted in the lease.
 func (l *Lease) has(b Bug) bool { return planted && l.bug == b }
+
+// resumeUnchecked reports whether BugResumeUnchecked is planted.
+func (p *plant) resumeUnchecked() bool { return p.has(BugResumeUnchecked) }

@@ -41,7 +41,11 @@ import "time"
 // A claim with an outage grace, on a store that keeps the record of
 // up-time, is expired only if ev, read before the session
 // (ReadEvidence), also proves its session dead by the outage rule
-// (judge_outage.go); only such a verdict is remembered.
+// (judge_outage.go); only such a verdict is remembered, and for the grace
+// longer (readDeadFor): its owner may have suspended its session at its
+// deadline (resume.go), and renews it, raising its expiry, until its
+// resume check finds it dead (as it must, once a read found it so:
+// doc_outage.go, O4) or it gives up, a grace and a TTL past that deadline.
 func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, remember bool, ev Evidence) bool {
 	remember = j.remembers(remember)
 	reported := d.Exp
@@ -50,7 +54,7 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 	}
 	if j.readDeadAt(d.Session, earliest) {
 		if remember && d.TTL > 0 {
-			j.noteReadDead(d.Session, reported.Add(2*d.TTL), earliest)
+			j.noteReadDead(d.Session, reported.Add(j.readDeadFor(d)), earliest)
 		}
 		return true
 	}
@@ -61,7 +65,7 @@ func (j *judge) ReadExpired(d Doc, s Session, found bool, earliest time.Time, re
 	if j.judgedByExpiry(s, found, earliest) {
 		dead := s.ExpiresAt.Before(earliest) && j.readDeadByRecord(d, latest(known, s.ExpiresAt), ev)
 		if dead && remember && d.TTL > 0 {
-			j.noteReadDead(d.Session, reported.Add(2*d.TTL), earliest)
+			j.noteReadDead(d.Session, reported.Add(j.readDeadFor(d)), earliest)
 		}
 		return dead
 	}
@@ -101,4 +105,14 @@ func (j *judge) noteReadDead(session string, until, earliest time.Time) {
 	if u, ok := j.readDead[session]; !ok || until.After(u) {
 		j.readDead[session] = until
 	}
+}
+
+// readDeadFor is how long past the highest expiry reported a read's
+// verdict that claim d expired is remembered (ReadExpired): two TTLs,
+// and the grace too for a claim judged by the outage rule.
+func (j *judge) readDeadFor(d Doc) time.Duration {
+	if _, on := j.outageRule(d); on {
+		return 2*d.TTL + min(d.Grace, MaxGrace)
+	}
+	return 2 * d.TTL
 }

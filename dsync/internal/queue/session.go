@@ -48,6 +48,9 @@ type renewal struct {
 	sentAt   time.Duration // local monotonic: when it was sent
 	confirmd time.Time     // the highest expiry the store confirmed
 	up       []UpSpan      // the stamps its renewals got back, merged (session_uptime.go)
+	// confirms are the newest confirmed opens and renewals, by reply
+	// (resume.go: the expiries its owner's lease counted).
+	confirms []confirmed
 }
 
 // nextExpiry is the expiry a renewal sent now asks for: the latest possible
@@ -69,7 +72,8 @@ func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 }
 
 // OpenSession creates a session valid until ttl after the latest possible
-// server time at sending. The caller's local deadline for it counts from
+// server time at sending (with an outage grace, and renews it with the
+// record of up-time at once: markInserted). The caller's local deadline for it counts from
 // sent, the local monotonic time at sending. On error the session must not
 // be used: it may exist or not.
 func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
@@ -86,6 +90,7 @@ func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id strin
 	if err := s.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
 		return "", 0, err
 	}
+	s.markInserted(ctx, r, id, expires)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for other, o := range s.renewals {
@@ -94,6 +99,7 @@ func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id strin
 		}
 	}
 	r.confirmd = expires
+	r.noteConfirmed(s.clock.Mono(), expires)
 	s.renewals[id] = r
 	return id, sent, nil
 }
@@ -148,6 +154,7 @@ func (s *sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 		if expires.After(r.confirmd) {
 			r.confirmd = expires
 		}
+		r.noteConfirmed(s.clock.Mono(), expires)
 		s.mu.Unlock()
 	}
 	return found, sent, err
@@ -167,6 +174,7 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 	switch {
 	case err == nil:
 		r.insert = false
+		s.markInserted(ctx, r, id, expires)
 		return true, nil
 	case errors.Is(err, ErrExists):
 		// An earlier insert of this generation landed, with an older

@@ -48,6 +48,23 @@ func (s *sessions) renewDoc(ctx context.Context, r *renewal, id string, expires 
 	return found, err
 }
 
+// markInserted renews the document of r's generation, just inserted with
+// expires, through the record of up-time, if the engine keeps it: a
+// document inserted carries no record until its next renewal, and a
+// resume check waits while any document unexpired since the outage lacks
+// one (Suspension.Check), which after an outage is every generation
+// inserted after a renewal of unknown outcome. A failure leaves that
+// document to the next generation, as any renewal of unknown outcome
+// does; the insert confirmed the expiry either way. r.mu is held.
+func (s *sessions) markInserted(ctx context.Context, r *renewal, id string, expires time.Time) {
+	if s.uptime == nil {
+		return
+	}
+	if _, err := s.renewDoc(ctx, r, id, expires); err != nil {
+		r.gen, r.insert = r.gen+1, true
+	}
+}
+
 // addStamp merges stamp into up under the break brk, and drops the spans
 // that end more than upRetention before the newest stamp.
 func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {

@@ -72,6 +72,11 @@ import (
 //     run (requests dropped or held until the end, replies lost), a
 //     holder crashed in half of them; its checker holds waiters to the
 //     outage's credit (no dead marker before the record can prove one).
+//   - simresume_test.go: on those seeds, owners suspend their sessions at
+//     their deadline and resume them after the resume check (the same
+//     claims and tokens) or retire them and mark their claims dead; a
+//     resumed hold's validity spans its suspension in the history, and
+//     each resumed claim is checked in the store.
 //
 // Each seed's history goes through integration/history's checker, with
 // the resets marked (tokens compared across emptyings too), and the owners' renewals through a storm check;
@@ -177,6 +182,10 @@ type simStats struct {
 	stuck, stuckLate                            int // holds stalled (simstuck_test.go), and their releases that landed after the same session's later claim of the key
 	outages, outageDropped, outageHeld          int // store-wide outages (simoutage_test.go), and the requests they dropped and held
 	outageCrashes, creditChecked                int // holders crashed in an outage, and dead markers the outage's credit checker checked
+	ownerSuspends, resumes, resumeDead          int // sessions suspended at their deadline, resumed, and found dead by their check (simresume_test.go)
+	resumeGiveUps                               int // suspended sessions given up
+	holdsSuspended, holdsResumed                int // holds suspended with their sessions, and resumed
+	holdsFoundDead, holdsGivenUp                int // holds whose sessions' checks found dead, or were given up
 }
 
 func (a *simStats) add(b simStats) {
@@ -221,6 +230,14 @@ func (a *simStats) add(b simStats) {
 	a.outageHeld += b.outageHeld
 	a.outageCrashes += b.outageCrashes
 	a.creditChecked += b.creditChecked
+	a.ownerSuspends += b.ownerSuspends
+	a.resumes += b.resumes
+	a.resumeDead += b.resumeDead
+	a.resumeGiveUps += b.resumeGiveUps
+	a.holdsSuspended += b.holdsSuspended
+	a.holdsResumed += b.holdsResumed
+	a.holdsFoundDead += b.holdsFoundDead
+	a.holdsGivenUp += b.holdsGivenUp
 }
 
 type simEvent struct {
@@ -544,6 +561,9 @@ func runSimOpts(t *testing.T, seed int64, bug queue.Bug, sbug simBug, verbose bo
 	if s.outage != nil {
 		for _, msg := range s.outage.credit {
 			r.Violations = append(r.Violations, history.Violation{Kind: "outage-credit", Msg: msg})
+		}
+		for _, msg := range s.outage.resumed {
+			r.Violations = append(r.Violations, history.Violation{Kind: "resumed-ended", Msg: msg})
 		}
 	}
 	return r, s.stats

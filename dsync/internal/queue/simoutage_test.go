@@ -28,10 +28,12 @@ import (
 // the outage ends (a stopped server), by outage; a torn update's write
 // due meanwhile waits for the end; a reply on its way when the outage
 // begins is lost half the time. The server clock goes on, and the
-// failovers of scheduleFaults may step it inside an outage. Owners still
-// retire their sessions at their local deadline (nothing resumes yet), so
-// a claim whose owner lost its hold in the outage is freed only when a
-// waiter judges it dead.
+// failovers of scheduleFaults may step it inside an outage. Owners
+// suspend their sessions at their local deadline, and resume them or find
+// them dead after the store is back (simresume_test.go); a claim whose
+// owner crashed in the outage is freed only when a waiter judges it dead.
+// On these seeds the sessions cleaner keeps a document six graces past
+// its expiry (retention), as dsync/mongo keeps one an hour.
 //
 // The checker of the waiter's rule (credit): a claim with a grace whose
 // session's stored expiry Ê_a at the start a of an outage [a, b) longer
@@ -137,8 +139,12 @@ type simOutage struct {
 	// than left behind by the next segment's start.
 	span    time.Duration
 	windows []*outageWindow
-	// credit: the checker's findings.
-	credit []string
+	// credit: the checker's findings; resumed: the resume checker's
+	// (simresume_test.go).
+	credit, resumed []string
+	// ownMarks are the IDs of the dead markers owners inserted for their
+	// own claims (MarkDead), which the credit checker leaves out.
+	ownMarks map[string]bool
 }
 
 // outageWindow is one outage, [a, b) in true time; hold: requests are
@@ -153,7 +159,7 @@ type outageWindow struct {
 // newSimOutage draws the grace and the outages of seed.
 func newSimOutage(seed int64) *simOutage {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x0a7a9e))
-	o := &simOutage{rng: rng, grace: 2*time.Second + time.Duration(rng.IntN(2000))*time.Millisecond}
+	o := &simOutage{rng: rng, grace: 2*time.Second + time.Duration(rng.IntN(2000))*time.Millisecond, ownMarks: map[string]bool{}}
 	if rng.IntN(4) > 0 {
 		o.span = (simTTL + o.grace + 2*time.Second).Truncate(time.Second) + time.Second
 	}
@@ -215,6 +221,19 @@ func (o *simOutage) crashHolder(s *sim, pick int) {
 	h.crashed = true
 	s.stats.outageCrashes++
 	s.tracef("CRASH %s in the outage", h.name)
+}
+
+// retention is how long after its expiry the sessions cleaner keeps a
+// session document: simRetention, but on outage seeds six times the
+// grace (as dsync/mongo keeps them an hour, six times MaxGrace): the
+// record of up-time a verdict rests on must outlive every verdict that
+// needs it (doc_outage.go, O1), and a session's first generation every
+// resume check of the session.
+func (o *simOutage) retention() time.Duration {
+	if o == nil {
+		return simRetention
+	}
+	return 6 * o.grace
 }
 
 // down returns the outage the store is in at true time t (nil: none).
@@ -282,7 +301,7 @@ func (o *simOutage) replyLost(from, to time.Duration) bool {
 // dead checks a dead marker of claim d's session that landed now (see
 // the credit checker above).
 func (o *simOutage) dead(s *sim, d queue.Doc) {
-	if o == nil {
+	if o == nil || o.ownMarks[d.ID] {
 		return
 	}
 	for _, w := range o.windows {
@@ -359,16 +378,18 @@ func TestSimulationOutage(t *testing.T) {
 		}
 		dead += st.dead
 	}
-	t.Logf("%d outage seeds: %d holds, %d dead markers; %d outages, %d requests dropped and %d held by them, %d holders crashed in them; %d dead markers checked against the outage's credit",
-		len(outageSeeds()), holds, dead, total.outages, total.outageDropped, total.outageHeld, total.outageCrashes, total.creditChecked)
+	t.Logf("%d outage seeds: %d holds, %d dead markers; %d outages, %d requests dropped and %d held by them, %d holders crashed in them; %d dead markers checked against the outage's credit; %d sessions suspended at their deadline, %d resumed, %d found dead by their check, %d given up; %d holds suspended, %d resumed, %d found dead, %d given up",
+		len(outageSeeds()), holds, dead, total.outages, total.outageDropped, total.outageHeld, total.outageCrashes, total.creditChecked,
+		total.ownerSuspends, total.resumes, total.resumeDead, total.resumeGiveUps, total.holdsSuspended, total.holdsResumed, total.holdsFoundDead, total.holdsGivenUp)
 	if *simSeed < 0 && (holds == 0 || dead == 0 || total.outages == 0 || total.outageDropped == 0 || total.outageHeld == 0 ||
-		total.outageCrashes == 0 || total.creditChecked == 0) {
+		total.outageCrashes == 0 || total.creditChecked == 0 || total.holdsResumed == 0 || total.resumeDead == 0 || total.resumeGiveUps == 0) {
 		t.Fatalf("the outage simulation exercised too little: %d holds; %+v", holds, total)
 	}
 }
 
 // TestSimulationOutageCatchesPlantedBugs: a waiter that judges a claim
-// with a grace by its expiry alone is caught on the outage seeds.
+// with a grace by its expiry alone, and an owner that resumes a suspended
+// session without the evidence, are caught on the outage seeds.
 func TestSimulationOutageCatchesPlantedBugs(t *testing.T) {
 	if !queue.Planted {
 		t.Skip("planting a bug in the engine needs -tags dsync_planted")
@@ -377,11 +398,21 @@ func TestSimulationOutageCatchesPlantedBugs(t *testing.T) {
 	if *simSeed < 0 && len(seeds) < 1000 {
 		seeds = seedRange(1000)
 	}
-	for _, seed := range seeds {
-		if r, _ := runSimOpts(t, seed, queue.BugOutageUncredited, simNoBug, false, simOpts{outage: true}); !r.OK() {
-			t.Logf("caught on seed %d: %v", seed, r.Violations[0])
-			return
-		}
+	for _, tc := range []struct {
+		name string
+		bug  queue.Bug
+	}{
+		{"a waiter that credits no outage", queue.BugOutageUncredited},
+		{"an owner that resumes without the evidence", queue.BugResumeUnchecked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, seed := range seeds {
+				if r, _ := runSimOpts(t, seed, tc.bug, simNoBug, false, simOpts{outage: true}); !r.OK() {
+					t.Logf("caught on seed %d: %v", seed, r.Violations[0])
+					return
+				}
+			}
+			t.Errorf("no seed out of %d caught %s", len(seeds), tc.name)
+		})
 	}
-	t.Errorf("no seed out of %d caught a waiter that credits no outage", len(seeds))
 }

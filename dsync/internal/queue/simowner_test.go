@@ -65,6 +65,11 @@ type simSession struct {
 	over     time.Duration
 	after    int
 	capSent  time.Duration
+	// sus is the session's suspension while its lease is suspended (on
+	// outage seeds), and giveUp when its owner gives it up (local):
+	// simresume_test.go.
+	sus    *queue.Suspension
+	giveUp time.Duration
 }
 
 func newOwner(s *sim, pid int) *owner {
@@ -220,11 +225,7 @@ func (o *owner) deadline(ss *simSession) time.Duration { return o.trueAt(ss.leas
 // armDeadline retires ss at its deadline, by a timer, unless a renewal
 // confirmed in time has moved it.
 func (o *owner) armDeadline(ss *simSession) {
-	o.timer(o.deadline(ss), func() {
-		if ss.lease.Expire(o.mono()) {
-			o.retire(ss)
-		}
-	})
+	o.timer(o.deadline(ss), func() { o.expire(ss) })
 }
 
 // retire ends a session for good: its holds are lost, and its claims are
@@ -265,13 +266,15 @@ func (o *owner) keeper(a *actor) {
 			o.cleanSessions(ctx)
 		}
 		ss := o.sess
+		if ss.lease.Suspended() {
+			o.suspendedStep(a, ss)
+			continue
+		}
 		o.sleepUntil(a, o.trueAt(ss.lease.Due()))
 		if !o.relied(ss) {
 			// Past its deadline with the timer yet to run (the owner was
 			// paused): nothing is sent, as the dsync keeper does.
-			if ss.lease.Expire(o.mono()) {
-				o.retire(ss)
-			}
+			o.expire(ss)
 			continue
 		}
 		ss.renewals = append(ss.renewals, s.now)
@@ -288,15 +291,17 @@ func (o *owner) keeper(a *actor) {
 		now := o.mono()
 		switch {
 		case errors.Is(err, queue.ErrRenewalLate):
-			if ss.lease.Expire(now) {
-				o.retire(ss)
-			}
+			o.expire(ss)
 		case err != nil:
 			ss.lease.Fail(now)
 		case !found:
 			if !ss.lease.Retired() {
 				o.retire(ss)
 			}
+		case s.outage != nil && now >= ss.lease.Deadline():
+			// Confirmed past the deadline, on an outage seed: the lease
+			// is suspended, not retired (simresume_test.go).
+			o.expire(ss)
 		default:
 			o.confirmed(ss, sent, now)
 		}
@@ -410,7 +415,9 @@ func (o *owner) worker(a *actor, keys []string) {
 	again := "" // the key a stalled hold's worker claims again
 	for s.now < simLength {
 		ss := o.sess
-		if ss == nil || ss.lease.Retired() {
+		if ss == nil || ss.lease.Retired() || ss.lease.Suspended() {
+			// No claim in a suspended session (the dsync keeper's Enter
+			// waits for its verdict).
 			a.sleep(10 * time.Millisecond)
 			continue
 		}
@@ -482,7 +489,7 @@ func (o *owner) await(a *actor, c *queue.Claim, ss *simSession, try bool, mode s
 			continue
 		}
 		if head {
-			if ss.lease.Retired() || o.mono() >= ss.lease.Deadline() {
+			if ss.lease.Retired() || ss.lease.Suspended() || o.mono() >= ss.lease.Deadline() {
 				_ = o.eng.End(ctx, c, false)
 				return
 			}
@@ -510,6 +517,7 @@ func (o *owner) await(a *actor, c *queue.Claim, ss *simSession, try bool, mode s
 			hold = s.twice.hold(o, hold)
 			stalls := s.stuck.stalls()
 			a.sleep(hold)
+			o.awaitVerdict(a, ss)
 			o.record(history.Event{Ev: history.EvEnd, Key: c.Key, Token: c.Epoch, T: int64(s.now), Lost: ss.lease.Retired()})
 			delete(o.holds, c)
 			if stalls {
@@ -591,7 +599,8 @@ func (o *owner) sweeper(a *actor) {
 }
 
 // cleanSessions deletes the sessions that expired more than simRetention
-// ago by this owner's clock, in a delete that may land late and torn.
+// ago (on outage seeds, outageRetention) by this owner's clock, in a
+// delete that may land late and torn.
 func (o *owner) cleanSessions(ctx context.Context) {
-	_ = net{o.s}.cleanSessions(ctx, ownerClock{o}.ServerNow().Earliest.Add(-simRetention))
+	_ = net{o.s}.cleanSessions(ctx, ownerClock{o}.ServerNow().Earliest.Add(-o.s.outage.retention()))
 }

@@ -118,14 +118,15 @@ type readClaim struct {
 // foundExpired notes that o's reader found claim d expired by its session
 // (s, found), as ReadExpired remembers it: found with its first
 // generation, expired by earliest, with a TTL. ReadExpired reports it
-// expired to the reader's later reads until two of its TTLs past that
-// expiry, whatever they find.
+// expired to the reader's later reads until two of its TTLs (and its
+// grace) past that expiry, whatever they find.
 func (s *sim) foundExpired(o *owner, d queue.Doc, sess queue.Session, found bool, earliest time.Time) {
 	if !found || !sess.HasFirst || !sess.ExpiresAt.Before(earliest) || d.TTL <= 0 {
 		return
 	}
 	if _, ok := s.readDead[readOf{o.pid, d.Nonce}]; !ok {
-		s.readDead[readOf{o.pid, d.Nonce}] = readDead{until: sess.ExpiresAt.Add(2 * d.TTL), reset: s.server.lastReset}
+		// (The grace too for a claim with one, on the outage seeds.)
+		s.readDead[readOf{o.pid, d.Nonce}] = readDead{until: sess.ExpiresAt.Add(2*d.TTL + d.Grace), reset: s.server.lastReset}
 	}
 }
 
