@@ -140,7 +140,10 @@ func (sc *outageScene) oExpiry() time.Time {
 // readExpired reports whether a reader (W's engine, as a Client's Queue
 // reads) finds O's claim expired: the record of up-time read before the
 // session, as dsync's Queue reads it.
-func (sc *outageScene) readExpired() bool {
+func (sc *outageScene) readExpired() bool { return sc.read(false) }
+
+// read is readExpired, W's engine remembering its verdicts if remember.
+func (sc *outageScene) read(remember bool) bool {
 	sc.t.Helper()
 	d, found, err := sc.w.ReadClaim(sc.ctx, "k", sc.co.Epoch)
 	if err != nil || !found {
@@ -155,7 +158,7 @@ func (sc *outageScene) readExpired() bool {
 	if err != nil {
 		sc.t.Fatal(err)
 	}
-	return sc.w.ReadExpired(d, s, found, earliest, false, ev)
+	return sc.w.ReadExpired(d, s, found, earliest, remember, ev)
 }
 
 // outage cuts both processes off the store for d.

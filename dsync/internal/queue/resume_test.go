@@ -142,11 +142,7 @@ func TestResumeAfterStoreWideOutage(t *testing.T) {
 func TestResumeCutOffAloneFindsDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc := newResumeScene(t, sceneGrace)
-		r := graceEngine(t, sc.mem.Process(), sc.clock, sceneGrace)
-		rs, _, err := r.OpenSession(sc.ctx, sceneTTL)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, rs := sc.thirdProcess()
 		exp := sc.oExpiry()
 		sc.po.SetReachable(false)
 		for time.Now().Before(exp.Add(sceneTTL / 2)) {
@@ -311,11 +307,7 @@ func TestSuspendNeedsGrace(t *testing.T) {
 func TestReaderRemembersSuspendedDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc := newResumeScene(t, sceneGrace)
-		r := graceEngine(t, sc.mem.Process(), sc.clock, sceneGrace)
-		rs, _, err := r.OpenSession(sc.ctx, sceneTTL)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, rs := sc.thirdProcess()
 		renewR := func() {
 			if found, _, err := r.RenewSession(sc.ctx, rs, sceneTTL); err != nil || !found {
 				t.Fatalf("R's renewal = %v, %v", found, err)
@@ -345,23 +337,7 @@ func TestReaderRemembersSuspendedDead(t *testing.T) {
 
 // readRemembered reports whether W's engine, reading as a Client's Queue
 // does and remembering its verdicts, finds O's claim expired.
-func (sc *resumeScene) readRemembered() bool {
-	sc.t.Helper()
-	d, found, err := sc.w.ReadClaim(sc.ctx, "k", sc.co.Epoch)
-	if err != nil || !found {
-		sc.t.Fatalf("O's claim: %v, %v", found, err)
-	}
-	earliest := sc.mem.ServerTime().Earliest
-	ev, err := sc.w.ReadEvidence(sc.ctx, []queue.Doc{d}, earliest)
-	if err != nil {
-		sc.t.Fatal(err)
-	}
-	s, found, err := sc.mem.GetSession(sc.ctx, d.Session)
-	if err != nil {
-		sc.t.Fatal(err)
-	}
-	return sc.w.ReadExpired(d, s, found, earliest, true, ev)
-}
+func (sc *resumeScene) readRemembered() bool { return sc.read(true) }
 
 // TestMarkDeadOnlyRetiredAndResent: MarkDead refuses a lease not
 // retired (its owner still trusts the session: a marker would end a claim
@@ -386,4 +362,16 @@ func TestMarkDeadOnlyRetiredAndResent(t *testing.T) {
 			t.Fatalf("Flush = %d, %v, O's claim's end %q; want it landed, dead", n, err, sc.oEnd())
 		}
 	})
+}
+
+// thirdProcess starts R, a third process with a grace, and opens its
+// session: a process that renews while O is cut off alone.
+func (sc *resumeScene) thirdProcess() (*queue.Engine, string) {
+	sc.t.Helper()
+	r := graceEngine(sc.t, sc.mem.Process(), sc.clock, sceneGrace)
+	rs, _, err := r.OpenSession(sc.ctx, sceneTTL)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	return r, rs
 }
