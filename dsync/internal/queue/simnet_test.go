@@ -453,13 +453,7 @@ func (n net) RenewSession(ctx context.Context, id string, gen int, expires time.
 		found = ok
 		return func() {
 			if _, still := sv.sessions[id][gen]; ok && still {
-				if old.Before(expires) {
-					old = expires
-				}
-				if cur := sv.sessions[id][gen]; old.Before(cur) {
-					n.s.stats.torn++
-				}
-				sv.sessions[id][gen] = old
+				n.writeTornMax(id, gen, old, expires)
 			}
 			n.s.tracef("renewsession %s gen %d %v -> %v", id, gen, expires.Sub(n.s.t0), ok)
 		}
@@ -467,6 +461,21 @@ func (n net) RenewSession(ctx context.Context, id string, gen int, expires time.
 		return false, cerr
 	}
 	return found, nil
+}
+
+// writeTornMax writes the later of read (the document's expiry as read
+// when the request arrived) and expires to session document id's gen:
+// $max applied as a read and a later write, as FerretDB does, so a write
+// that lowers a value set in between counts as torn.
+func (n net) writeTornMax(id string, gen int, read, expires time.Time) {
+	sv := n.s.server
+	if read.Before(expires) {
+		read = expires
+	}
+	if cur := sv.sessions[id][gen]; read.Before(cur) {
+		n.s.stats.torn++
+	}
+	sv.sessions[id][gen] = read
 }
 
 func (n net) GetSession(ctx context.Context, id string) (sess queue.Session, found bool, err error) {

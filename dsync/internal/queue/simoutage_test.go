@@ -80,13 +80,7 @@ func (n net) RenewSessionUp(ctx context.Context, id string, gen int, expires tim
 		old, ok := sv.sessions[id][gen]
 		return func() {
 			if _, still := sv.sessions[id][gen]; ok && still {
-				if old.Before(expires) {
-					old = expires
-				}
-				if cur := sv.sessions[id][gen]; old.Before(cur) {
-					n.s.stats.torn++
-				}
-				sv.sessions[id][gen] = old
+				n.writeTornMax(id, gen, old, expires)
 				stamp, found = sv.now(), true
 				if sv.up[id] == nil {
 					sv.up[id] = make(map[int]simUp)
