@@ -108,14 +108,20 @@ type Evidence struct {
 // prove each such session dead. It must be called before the sessions are
 // read. It reads nothing if no claim of docs needs it.
 func (j *judge) ReadEvidence(ctx context.Context, docs []Doc, earliest time.Time) (Evidence, error) {
-	ev := Evidence{spans: j.own()}
+	var ev Evidence
 	var since time.Time
-	need := false
+	need, owned := false, false
 	for _, d := range docs {
 		rule, on := j.outageRule(d)
 		exp := j.blockerOf(d).ExpiresAt
 		if !on || !exp.Before(earliest) {
+			// ReadExpired needs no evidence for it (its expiry known
+			// only rises): a Queue read of claims without a grace
+			// takes no lock of the sessions.
 			continue
+		}
+		if !owned {
+			ev.spans, owned = j.own(), true
 		}
 		if (outageEvidence{on: true, rule: rule, ttl: d.TTL, spans: ev.spans}).dead(exp) {
 			continue
