@@ -87,6 +87,7 @@ func newCluster(t *testing.T, uri string, db *mongo.Database, base worker.Config
 		hints: true, relays: make(map[string]*hintrelay.Relay), hintListen: make(map[string]string)}
 	c.log.changed = make(chan struct{})
 	t.Cleanup(c.cleanup)
+	precreate(t, db)
 	return c
 }
 
