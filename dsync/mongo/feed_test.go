@@ -344,7 +344,7 @@ func TestWakeupSeveralWaitersInOneProcess(t *testing.T) {
 	got := make([]<-chan time.Time, n)
 	for i := 1; i < n; i++ {
 		got[i] = lockInBackground(t, ctx, ms[i])
-		time.Sleep(200 * time.Millisecond)
+		waitQueued(t, ctx, p.b, "k", i+1) // queue in order 1, 2, 3
 	}
 	for i := 1; i < n; i++ {
 		unlocked := time.Now()
