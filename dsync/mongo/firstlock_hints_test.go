@@ -72,11 +72,13 @@ func TestFirstLockLeavesHintSetupOffItsPath(t *testing.T) {
 }
 
 // hintSetup reports whether e is a command that only direct hints need:
-// whether the server is reached over loopback, the hint key or a peer's
-// record (their _ids begin with "#hint/").
+// whether the server is reached over loopback (whatsmyuri; explain, on
+// FerretDB; on a replica set the hello that follows whatsmyuri, not
+// held: the probe's hello sends the same command), the hint key or a
+// peer's record (their _ids begin with "#hint/").
 func hintSetup(e *event.CommandStartedEvent) bool {
 	switch e.CommandName {
-	case "whatsmyuri", "explain", "hello":
+	case "whatsmyuri", "explain":
 		return true
 	}
 	return bytes.Contains(e.Command, []byte("#hint/"))
