@@ -163,12 +163,15 @@ func (h *Hub) Start() {
 	}
 }
 
-// follow follows s.Feed, not nil, and starts what direct hints need.
+// follow follows s.Feed, not nil, and starts what direct hints need;
+// not once the Client closes (StopSettling, Close).
 func (h *Hub) follow(s Settled) {
 	stop := s.Feed.Follow(h)
 	h.mu.Lock()
-	closed := h.closed
-	h.unfollow = stop
+	closed := h.closed || h.stopped
+	if !closed {
+		h.unfollow = stop
+	}
 	h.mu.Unlock()
 	if closed {
 		stop()
