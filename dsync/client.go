@@ -196,6 +196,9 @@ func (c *Client) startWake(store driver.Store, inner driver.Feed) {
 	if !direct && !cfg.hintsOff {
 		env.Settle = loopbackHints(store, inner, cfg)
 	}
+	if env.Settle == nil {
+		cfg.test.settledNow() // nothing to ask
+	}
 	c.wake = wake.New(env, c.feed, xid.New().String())
 	c.eng.OnLanded(func(d queue.Doc) {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultReleaseTimeout)
@@ -275,6 +278,7 @@ func (c *Client) Close() error {
 	claims := c.claims
 	c.claims = make(map[string]liveClaim)
 	c.mu.Unlock()
+	c.wake.StopSettling() // hints for a Client that closes: none
 	c.keeper.Close(fmt.Errorf("%w: %w", ErrLost, ErrClosed))
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()

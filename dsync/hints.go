@@ -1,6 +1,7 @@
 package dsync
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -62,8 +63,14 @@ import (
 // or give every process hints that reach the others. Elsewhere, a
 // library that opens a port its user did not ask for surprises people
 // (and their firewalls), and the address to advertise depends on the
-// network. The store is asked once it has been prepared, as the Client
-// first opens a session. The store must record peers
+// network. The store is asked, and hints set up, off the path of the
+// Client's first Lock: in the background, once its first claim ends, its
+// first waiter starts to wait, or a second after its first session
+// opened, whichever comes first. Until then its waiters poll and it
+// announces nothing: a first Lock only ever loses speed for it, never
+// safety (waiters look at the store anyway); a process that locks once,
+// uncontended, sends the commands it would without hints, and one that
+// closes at once sends none for them. The store must record peers
 // (driver.Roles.Peers: the MongoDB and memory drivers do); NewClient
 // fails otherwise when hints are asked for, and when an address is
 // malformed. If the Client cannot
@@ -93,21 +100,25 @@ func (c *clientConfig) hintConfig(logger *slog.Logger) hint.Config {
 }
 
 // loopbackHints returns how a Client given no ClientWithHints settles
-// its feed as it first follows it (wake.Env.Settle): with direct hints
-// on loopback over inner, the store's feed (nil if none), if the store
-// then reports that it is reached over loopback; else inner alone. Nil
-// if the store cannot say so, or carry hints. A Client that so takes
-// hints says so once, at Info, with where it listens: its processes may
-// not be all that use the store (docs/operations.md, "On by default on
-// loopback").
-func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func() wake.Settled {
+// its feed (wake.Env.Settle): with direct hints on loopback over inner,
+// the store's feed (nil if none), if the store reports that it is
+// reached over loopback; else inner alone. Nil if the store cannot say
+// so, or carry hints. The wake-ups settle it in the background, after
+// the Client's first claim ends or as its first waiter starts to wait
+// (dsync/internal/wake's settle.go): asking the store, and the hints'
+// key and records, cost a fresh process's first Lock nothing, and until
+// then its waiters poll (hints only ever wake them sooner). A Client
+// that so takes hints says so once, at Info, with where it listens: its
+// processes may not be all that use the store (docs/operations.md, "On
+// by default on loopback").
+func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func(context.Context) wake.Settled {
 	roles := store.Roles()
 	r := roles.Loopback
 	if r == nil || roles.Peers == nil {
 		return nil
 	}
-	return func() wake.Settled {
-		if r.Loopback() {
+	return func(ctx context.Context) wake.Settled {
+		if r.Loopback(ctx) {
 			hf, err := hint.New(store, inner, hint.Config{Listen: DefaultHintsListen, Logger: cfg.logger})
 			if err == nil {
 				if cfg.test.hints != nil {
@@ -118,10 +129,12 @@ func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func
 						cfg.logger.Info(`dsync: direct hints on by default, as the store is reached over loopback (ClientWithHints("", "") turns them off)`,
 							slog.String("listen", addr))
 					}
+					cfg.test.settledNow()
 				}}
 			}
 			cfg.logger.Warn("dsync: direct hints are off: " + err.Error())
 		}
+		defer cfg.test.settledNow()
 		return wake.Settled{Feed: inner, Peers: wake.PeersOf(store, false)}
 	}
 }

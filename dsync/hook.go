@@ -42,13 +42,21 @@ type testSettings struct {
 	relockWindow time.Duration
 	wrapStore    func(driver.Store) driver.Store
 	hints        func(*hint.Feed)
+	settled      func()
 	judgedOver   func()
+}
+
+// settledNow runs the settled hook, if any.
+func (t *testSettings) settledNow() {
+	if t.settled != nil {
+		t.settled()
+	}
 }
 
 // typed returns s with its any fields asserted, panicking at a field of
 // another type: only a test can set one, and its mistake is plain there.
 func typed(s clienthook.Settings) *testSettings {
-	t := &testSettings{relockWindow: s.RelockWindow, judgedOver: s.JudgedOver}
+	t := &testSettings{relockWindow: s.RelockWindow, judgedOver: s.JudgedOver, settled: s.Settled}
 	if s.WrapStore != nil {
 		f, ok := s.WrapStore.(func(driver.Store) driver.Store)
 		if !ok {

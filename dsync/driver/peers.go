@@ -47,7 +47,9 @@ type LoopbackReporter interface {
 	// process's own connections, and none is a front end that processes
 	// on other machines reach over their own loopback (a mongos beside
 	// each application; FerretDB beside each, over one PostgreSQL). It
-	// is asked once the store was prepared (Store.Prepare succeeded);
-	// false when the store cannot tell, or was not prepared.
-	Loopback() bool
+	// prepares the store if it is not (Store.Prepare), and may ask the
+	// deployment, once: dsync asks it in the background, off the path of
+	// any Lock. False when the store cannot tell, or ctx ends first (a
+	// later call asks again).
+	Loopback(ctx context.Context) bool
 }

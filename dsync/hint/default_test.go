@@ -33,12 +33,13 @@ func (r reporting) Roles() driver.Roles {
 	return roles
 }
 
-func (r reporting) Loopback() bool { return r.loopback }
+func (r reporting) Loopback(context.Context) bool { return r.loopback }
 
 // defaultProcess is a Client given no ClientWithHints unless in opts, on
 // a store that reports loopback (or, with report false, says nothing),
-// that has taken a lock once (which starts its feed). It returns the
-// Client's hint transport, nil if it has none.
+// that has taken a lock once (whose end starts settling its feed, in
+// the background), and has settled its feed. It returns the Client's
+// hint transport, nil if it has none.
 func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, opts ...dsync.ClientOption) (process, *hint.Feed) {
 	t.Helper()
 	st := countingOn(store)
@@ -50,11 +51,12 @@ func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, op
 		mu    sync.Mutex
 		feeds []*hint.Feed
 	)
+	settled := make(chan struct{})
 	hooked := clienthook.Wrap[driver.Store](under, clienthook.Settings{Hints: func(f *hint.Feed) {
 		mu.Lock()
 		feeds = append(feeds, f)
 		mu.Unlock()
-	}})
+	}, Settled: func() { close(settled) }})
 	opts = append([]dsync.ClientOption{
 		dsync.ClientWithLogger(quiet), dsync.ClientWithIdleAge(0),
 		dsync.ClientWithWakeups(false),
@@ -72,6 +74,11 @@ func defaultProcess(t *testing.T, store *memory.Store, report, loopback bool, op
 	}
 	if err := m.UnlockContext(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-settled:
+	case <-time.After(time.Minute):
+		t.Fatal("the Client did not settle its feed after its first claim ended")
 	}
 	mu.Lock()
 	defer mu.Unlock()

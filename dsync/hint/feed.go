@@ -332,8 +332,9 @@ const readyWait = 2 * time.Second
 
 // awaitReady waits, at most readyWait or until ctx ends, until this
 // process can send hints: a process's first waiter announces itself as
-// its first session opens, when reading the key and the others' records
-// is under way (three requests). Without the wait, that announcement
+// the Feed starts following (with hints by default, the waiter's wait
+// starts it), when reading the key and the others' records is under
+// way (three requests). Without the wait, that announcement
 // would go nowhere, and the waiter would learn of its turn at its poll.
 // Once a wait has run out, announcements wait no more (the store may
 // refuse the records: they would each wait in vain).

@@ -13,7 +13,8 @@ import (
 // Whether this process reaches the deployment over loopback
 // (driver.LoopbackReporter), on which dsync turns direct hints on by
 // default. The driver does not say which addresses it connects to, so
-// the servers are asked, once, as the store is prepared: whatsmyuri
+// the servers are asked, once, when dsync first asks (in the background,
+// off the path of any Lock: not as the store is prepared): whatsmyuri
 // tells the address a server sees this connection come from, which is a
 // loopback address only when the connection came over loopback; on
 // Linux it must also be the local address of one of this process's own
@@ -34,11 +35,37 @@ import (
 // lock collection is not made yet, or a release whose plans differ).
 var errNoBackend = errors.New("the plan of a find names neither SQLite nor PostgreSQL")
 
-// reach detects, once, whether the deployment is reached over loopback,
-// as Prepare prepares the store (a Client's reads, which PrepareRead
-// prepares for, have no use for it); the store's preparation lock is
-// held, the deployment probed and the lock collection made if the store
-// makes it.
+// loopbackRole is the store's driver.LoopbackReporter.
+type loopbackRole struct{ s *Store }
+
+// Loopback implements driver.LoopbackReporter: whether every server of
+// the deployment is reached over loopback and the deployment is neither
+// a sharded cluster nor FerretDB on PostgreSQL. It prepares the store,
+// then asks the deployment under the store's preparation lock, once: a
+// Prepare meanwhile waits only if the store is not prepared (the clock
+// restarted). Not in Prepare: a fresh process's first Lock would wait for
+// the commands (whatsmyuri, explain on FerretDB).
+func (r loopbackRole) Loopback(ctx context.Context) bool {
+	s := r.s
+	if _, err := s.prepare(ctx); err != nil {
+		return false
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	defer func() { <-s.sem }()
+	if s.closed.Load() {
+		return false
+	}
+	return s.platform.reach(ctx) == nil && s.platform.loopback.Load()
+}
+
+// reach detects, once, whether the deployment is reached over loopback;
+// the store's preparation lock is held, the deployment probed and the
+// lock collection made if the store makes it (Loopback prepared the
+// store).
 func (p *platform) reach(ctx context.Context) error {
 	if p.reached {
 		return nil

@@ -50,7 +50,7 @@ func TestLoopbackFerretDBBackend(t *testing.T) {
 	default:
 		t.Skipf("the test server is %s, not the embedded FerretDB", srv.Kind())
 	}
-	if got := preparedStore(t, nil).Roles().Loopback.Loopback(); got != want {
+	if got := preparedStore(t, nil).Roles().Loopback.Loopback(testCtx(t, time.Minute)); got != want {
 		t.Errorf("FerretDB on %s on loopback: Loopback() = %v, want %v", srv.Backend(), got, want)
 	}
 }
@@ -100,7 +100,7 @@ func TestFerretDBBackendOfAnswers(t *testing.T) {
 // counts as not reached over loopback, and says so at Info, once.
 func TestLoopbackUnanswered(t *testing.T) {
 	onLoopback(t)
-	if !preparedStore(t, nil).Roles().Loopback.Loopback() {
+	if !preparedStore(t, nil).Roles().Loopback.Loopback(testCtx(t, time.Minute)) {
 		t.Skip("the test server does not count as loopback: nothing to take away")
 	}
 	replicas := topologyReplicas
@@ -123,7 +123,7 @@ func TestLoopbackUnanswered(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var log logRecords
-			if preparedStore(t, &log, c.opts...).Roles().Loopback.Loopback() {
+			if preparedStore(t, &log, c.opts...).Roles().Loopback.Loopback(testCtx(t, time.Minute)) {
 				t.Error("the store reports loopback")
 			}
 			var infos []string

@@ -36,8 +36,9 @@ func onLoopback(t *testing.T) {
 
 // defaultClient is a process on db given no ClientWithHints unless in
 // copts, with its store's options sopts, that has taken a lock once
-// (which prepares the store and starts its feed). It returns the store
-// and the Client's hint transport, nil if it made none.
+// (which prepares the store; its end starts settling the feed, in the
+// background) and has settled its feed. It returns the store and the
+// Client's hint transport, nil if it made none.
 func defaultClient(t *testing.T, ctx context.Context, db *mongo.Database, sopts []Option, copts ...dsync.ClientOption) (*Store, *dsync.Client, *hint.Feed) {
 	t.Helper()
 	st, err := NewStore(mongotest.SameDatabase(t, db), append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, sopts...)...)
@@ -48,11 +49,12 @@ func defaultClient(t *testing.T, ctx context.Context, db *mongo.Database, sopts 
 		mu    sync.Mutex
 		feeds []*hint.Feed
 	)
+	settled := make(chan struct{})
 	hooked := clienthook.Wrap[driver.Store](st, clienthook.Settings{Hints: func(f *hint.Feed) {
 		mu.Lock()
 		feeds = append(feeds, f)
 		mu.Unlock()
-	}})
+	}, Settled: func() { close(settled) }})
 	c, err := dsync.NewClient(hooked, append([]dsync.ClientOption{
 		dsync.ClientWithLogger(slog.New(slog.DiscardHandler)), dsync.ClientWithIdleAge(0),
 	}, copts...)...)
@@ -65,6 +67,11 @@ func defaultClient(t *testing.T, ctx context.Context, db *mongo.Database, sopts 
 		t.Fatal(err)
 	}
 	warm.Unlock()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		t.Fatal("the Client did not settle its feed after its first claim ended")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(feeds) > 1 {
@@ -105,7 +112,7 @@ func TestLoopbackHintsByDefault(t *testing.T) {
 		s.heardFrom(t, ctx, af)
 	}
 	_, b, bf := defaultClient(t, ctx, db, nil, noStoreWake...)
-	if r := sa.Roles().Loopback; r == nil || !r.Loopback() {
+	if r := sa.Roles().Loopback; r == nil || !r.Loopback(ctx) {
 		t.Fatal("a store on the test server, on loopback, does not report loopback")
 	}
 	if af == nil || bf == nil {
@@ -160,7 +167,7 @@ func TestLoopbackNotElsewhere(t *testing.T) {
 			if f != nil {
 				t.Errorf("the Client made a hint transport, at %q", f.Addr())
 			}
-			if c.sopts != nil && st.Roles().Loopback.Loopback() {
+			if c.sopts != nil && st.Roles().Loopback.Loopback(testCtx(t, time.Minute)) {
 				t.Error("a store seen from 192.0.2.7 reports loopback")
 			}
 			if ps, err := st.Roles().Peers.Peers(ctx, time.Time{}); err != nil || len(ps) != 0 {

@@ -176,7 +176,7 @@ func TestLoopbackNotThroughAProxy(t *testing.T) {
 	if err := st.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !st.Roles().Loopback.Loopback() {
+	if !st.Roles().Loopback.Loopback(testCtx(t, time.Minute)) {
 		t.Skip("the test server, reached directly, does not count as loopback (FerretDB on PostgreSQL?): nothing to compare")
 	}
 
@@ -190,7 +190,7 @@ func TestLoopbackNotThroughAProxy(t *testing.T) {
 	if err := sp.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if sp.Roles().Loopback.Loopback() {
+	if sp.Roles().Loopback.Loopback(testCtx(t, time.Minute)) {
 		t.Error("a store reached through a proxy in another process reports loopback")
 	}
 }

@@ -20,7 +20,7 @@ func (s *Store) Roles() driver.Roles {
 	return driver.Roles{
 		Runs: r, Maintenance: r, Reads: r, KeyCheck: keyLimits{},
 		Directory: s.dir, Feed: s.feed, FeedPause: s.feed,
-		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: s.platform,
+		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: loopbackRole{s},
 		Uptime: s,
 	}
 }
@@ -36,12 +36,6 @@ type keyLimits struct{}
 // CheckKey implements driver.KeyChecker.
 func (keyLimits) CheckKey(key string) error { return checkKey(key) }
 
-// Loopback implements driver.LoopbackReporter: whether, as the store was
-// prepared, every server of the deployment was reached over loopback
-// and the deployment is neither a sharded cluster nor FerretDB on
-// PostgreSQL. False before.
-func (p *platform) Loopback() bool { return p.loopback.Load() }
-
 var (
 	_ driver.RunReader        = storeRoles{}
 	_ driver.Maintainer       = storeRoles{}
@@ -52,7 +46,7 @@ var (
 	_ driver.PeerStore        = (*sessionStore)(nil)
 	_ driver.RevokeStore      = (*sessionStore)(nil)
 	_ driver.StallStore       = (*sessionStore)(nil)
-	_ driver.LoopbackReporter = (*platform)(nil)
+	_ driver.LoopbackReporter = loopbackRole{}
 	_ driver.UptimeStore      = (*Store)(nil)
 )
 

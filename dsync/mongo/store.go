@@ -144,9 +144,6 @@ func (s *Store) prepare(ctx context.Context) (*clockcheck.Estimator, error) {
 	if err := s.platform.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.platform.reach(ctx); err != nil {
-		return nil, err
-	}
 	return s.clock.start(ctx, s.platform.memberSkew(s.platform.topo))
 }
 

@@ -39,9 +39,15 @@ type Settings struct {
 	WrapStore any
 	// Hints, if set, is given the Client's hint transport, for its Stats,
 	// when it is made: with the Client for dsync.ClientWithHints; by
-	// default, on loopback, as the Client first follows its feed. It is a
+	// default, on loopback, as the Client settles its feed. It is a
 	// func(*hint.Feed).
 	Hints any
+	// Settled, if set, runs once the Client has settled how it follows
+	// its feed: in NewClient, unless it asks the store whether to take
+	// direct hints by default; else once it has asked, in the background
+	// (once it follows its hint transport, if it takes hints), in the
+	// goroutine that asked.
+	Settled func()
 	// JudgedOver, if set, runs each time a session of the Client is
 	// judged over by its deadline timer or by a renewal reply that came
 	// too late, in the goroutine that judged it, once its holds' Lost

@@ -96,7 +96,11 @@ func (a *announcer) announce(ctx context.Context, k ClaimID, own, need uint64) (
 	}
 	until := now.Earliest.Add(a.holdFor())
 	e := driver.Event{Kind: driver.Waiting, Key: k.Key, Epoch: k.Epoch, Until: until, Own: own, Need: need, Proc: a.proc}
-	if err := a.feed.Publish(ctx, e); err != nil {
+	f := a.feed()
+	if f == nil {
+		return 0, errNotSettled
+	}
+	if err := f.Publish(ctx, e); err != nil {
 		a.env.Logger.Debug("dsync: announcing a waiter failed", slog.Any("err", err))
 		return 0, err
 	}
@@ -159,7 +163,7 @@ func (a *announcer) needOne(k ClaimID, own uint64) {
 // was, and the waiter's next announce tries again; a retelling lost
 // costs at most the owner's delay.
 func (a *announcer) retell(k ClaimID, an announcement, own uint64) {
-	t, ok := a.feed.(teller)
+	t, ok := a.feed().(teller)
 	if !ok {
 		return
 	}
@@ -180,7 +184,7 @@ func (a *announcer) retell(k ClaimID, an announcement, own uint64) {
 // came (held.go), so it may have been lost, and is sent again (at most
 // once per LostWindow).
 func (a *announcer) unheard(k ClaimID, an announcement) bool {
-	return a.env.Direct && a.env.Mono()-an.last >= LostWindow && !a.trusted(k)
+	return a.direct() && a.env.Mono()-an.last >= LostWindow && !a.trusted(k)
 }
 
 // withdrawn reports whether k, a claim of ours that just ended, was a

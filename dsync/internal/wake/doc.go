@@ -39,16 +39,20 @@
 //   - lingers (linger.go): our lingering read claims, watched.
 //   - peerCheck (mixed.go): whether processes that take hints are
 //     recorded.
-//   - Hub (hub.go, events.go, wait.go): follows the feed, hands each
-//     event and each call of the Client to the parts, and runs a
-//     waiter's wait. Its own lock guards its lifecycle only.
+//   - Hub (hub.go, events.go, wait.go, settle.go): follows the feed,
+//     settles it first in the background where the Client asks the
+//     store whether to take direct hints (Env.Settle), hands each event
+//     and each call of the Client to the parts, and runs a waiter's
+//     wait. Its own lock guards its lifecycle only.
 //
 // The stream's state (live, off, paused) is three atomic flags that every
-// part reads. No two of these locks are ever held at once: under its
-// lock a part calls only the clocks and the feed's Replay, never another
-// part, nor anything that may call back (the fire functions of lingering
-// claims are called under no lock; the Hub's lock is held while Start
-// settles the feed, Env.Settle, which touches no part).
+// part reads, and the feed settled (with whether it carries direct hints,
+// and where hint-takers are recorded) one atomic pointer, set once: until
+// it is, the Hub is as one whose stream is not live yet (settle.go). No
+// two of these locks are ever held at once: under its lock a part calls
+// only the clocks and the feed's Replay, never another part, nor anything
+// that may call back (the fire functions of lingering claims are called
+// under no lock; Env.Settle is called under none).
 //
 // # Invariants
 //

@@ -58,7 +58,7 @@ func (h *Hub) Down(err error, off bool) {
 	first := !h.noticed && !paused
 	h.noticed = h.noticed || !paused
 	h.mu.Unlock()
-	if off || !h.env.Direct {
+	if off || !h.direct() {
 		// No Waiting event reaches us any more: lingering claims end.
 		runAll(h.lingers.deaf())
 	}
@@ -113,7 +113,7 @@ func (h *Hub) waiting(e driver.Event, k ClaimID) {
 		// it now, or the waiter would learn of the end only at its next
 		// look.
 		h.sendEnded(context.Background(), k)
-	case ours && h.env.Direct:
+	case ours && h.direct():
 		// Tell the waiter at once that its hints come (held.go).
 		h.held.send(k)
 		h.held.kick()

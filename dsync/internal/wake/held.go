@@ -108,7 +108,7 @@ func (s *heldSender) send(k ClaimID) {
 		lasts = s.env.Confirmed(session)
 	}
 	e := driver.Event{Kind: driver.Held, Key: k.Key, Epoch: k.Epoch, Until: lasts, Proc: s.proc}
-	_ = s.feed.Publish(context.Background(), e) // hints only, best effort
+	_ = s.feed().Publish(context.Background(), e) // hints only, best effort
 }
 
 // loop sends our Held hints every interval while some are due, until

@@ -59,15 +59,16 @@ type Env struct {
 	// Peers: without direct hints, where the processes that take them are
 	// recorded (nil if the store records none): mixed.go.
 	Peers driver.PeerStore
-	// Settle, if set, decides the feed, Direct and Peers as the feed is
-	// first followed (Hub.Start).
-	Settle func() Settled
+	// Settle, if set, decides the feed, Direct and Peers, in the
+	// background and off the path of any call (settle.go); ctx ends when
+	// the Hub closes. Feed, Direct and Peers given here are then unused.
+	Settle func(ctx context.Context) Settled
 }
 
 // Settled is how a Client follows its store's feed when that is decided
-// as it first follows it (Env.Settle): the feed, with direct hints or
-// not, where the processes that take them are recorded (without them),
-// and what to do once the feed is followed (nil: nothing).
+// later (Env.Settle): the feed, with direct hints or not, where the
+// processes that take them are recorded (without them), and what to do
+// once the feed is followed (nil: nothing).
 type Settled struct {
 	Feed     driver.Feed
 	Direct   bool
@@ -77,14 +78,14 @@ type Settled struct {
 
 // shared is what every part reads: the Client's clocks and settings, this
 // process's name in events, the feed, and the state of the store's
-// stream. The feed, env.Direct and env.Peers are settled by Hub.Start,
-// before the feed is followed, and never change after: whatever calls a
-// part passed through Start first (the Client starts its wake-ups as it
-// opens its first session), so they are read under no lock.
+// stream. The feed, whether it carries direct hints and where the
+// processes that take them are recorded are set once (cur): by New, or,
+// with Env.Settle, once settled (settle.go); every part reads them
+// through feed, direct and peers, under no lock.
 type shared struct {
 	env  Env
-	feed driver.Feed // nil: waiters poll
-	proc string      // this Client's name in events
+	cur  atomic.Pointer[Settled] // nil: not settled yet
+	proc string                  // this Client's name in events
 
 	healthy atomic.Bool // the stream is live
 	off     atomic.Bool // it never will be: waiters poll
@@ -118,12 +119,16 @@ type Hub struct {
 	closed   bool
 	unfollow func() // stops following the feed
 	noticed  bool   // the stream's first failure was logged
+	settler         // settling in the background (settle.go)
 }
 
 // New returns the wake-ups of a Client whose name in events is proc, over
-// feed (nil: waiters poll).
+// feed (nil: waiters poll), or over what env.Settle settles.
 func New(env Env, feed driver.Feed, proc string) *Hub {
-	s := &shared{env: env, feed: feed, proc: proc}
+	s := &shared{env: env, proc: proc}
+	if env.Settle == nil {
+		s.cur.Store(&Settled{Feed: feed, Direct: env.Direct, Peers: env.Peers})
+	}
 	h := &Hub{
 		shared:   s,
 		waiters:  newRegistry(s),
@@ -131,6 +136,7 @@ func New(env Env, feed driver.Feed, proc string) *Hub {
 		owner:    newOwner(s),
 		lingers:  newLingers(),
 		peerSeen: &peerCheck{shared: s},
+		settler:  settler{kick: make(chan struct{}, 1)},
 	}
 	h.ours = newAnnouncer(s, h.trusted)
 	h.held = newHeldSender(s, h.owner)
@@ -140,43 +146,53 @@ func New(env Env, feed driver.Feed, proc string) *Hub {
 // Proc is this Client's name in events.
 func (h *Hub) Proc() string { return h.proc }
 
-// Start follows the store's feed, once. A Client whose direct hints wait
-// for the store to say how it is reached settles them first.
+// Start follows the store's feed, once; with Env.Settle, it starts
+// settling it in the background instead (settle.go).
 func (h *Hub) Start() {
 	h.mu.Lock()
-	var followed func()
-	if h.env.Settle != nil && !h.closed {
-		s := h.env.Settle()
-		h.feed, h.env.Direct, h.env.Peers, followed = s.Feed, s.Direct, s.Peers, s.Followed
-		h.env.Settle = nil
-	}
-	start := h.feed != nil && !h.started && !h.closed
+	s := h.cur.Load()
+	start := !h.started && !h.closed && (s == nil || s.Feed != nil)
 	h.started = h.started || start
 	h.mu.Unlock()
-	if !start {
-		return
+	switch {
+	case !start:
+	case s == nil:
+		h.settleLater()
+	default:
+		h.follow(*s)
 	}
-	stop := h.feed.Follow(h)
+}
+
+// follow follows s.Feed, not nil, and starts what direct hints need;
+// not once the Client closes (StopSettling, Close).
+func (h *Hub) follow(s Settled) {
+	stop := s.Feed.Follow(h)
 	h.mu.Lock()
-	closed := h.closed
-	h.unfollow = stop
+	closed := h.closed || h.stopped
+	if !closed {
+		h.unfollow = stop
+	}
 	h.mu.Unlock()
 	if closed {
 		stop()
 		return
 	}
-	if h.env.Direct {
+	if s.Direct {
 		h.held.start() // not after stop: Close stops it
 	}
-	if followed != nil {
-		followed()
+	if s.Followed != nil {
+		s.Followed()
 	}
 }
 
-// Close stops following the feed, and wakes every waiter to look again.
+// Close stops following the feed (or settling it), and wakes every
+// waiter to look again.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
+	h.mu.Unlock()
+	h.StopSettling()
+	h.mu.Lock()
 	stop := h.unfollow
 	h.unfollow = nil
 	h.healthy.Store(false)
@@ -201,7 +217,7 @@ func (h *Hub) isClosed() bool {
 // (AwaitClaim).
 func (h *Hub) Claimed(key string, epoch uint64, session string) {
 	h.claims.seen(key, epoch)
-	if h.feed == nil {
+	if h.feedless() {
 		return
 	}
 	if h.owner.claimed(ClaimID{key, epoch}, session) {
@@ -218,7 +234,8 @@ func (h *Hub) Ended(ctx context.Context, key string, epoch uint64) {
 	k := ClaimID{key, epoch}
 	h.waiters.ended(k)
 	h.lingers.unwatch(k)
-	if h.feed == nil {
+	h.settleSoon()
+	if h.feedless() {
 		return
 	}
 	waited := h.owner.ended(k)
@@ -240,8 +257,12 @@ func (h *Hub) NeedOne(k ClaimID, own uint64) { h.ours.needOne(k, own) }
 
 // sendEnded publishes an Ended event for k.
 func (h *Hub) sendEnded(ctx context.Context, k ClaimID) {
+	f := h.feed()
+	if f == nil {
+		return // not settled yet: the stream, once live, replays (owner.live)
+	}
 	e := driver.Event{Kind: driver.Ended, Key: k.Key, Epoch: k.Epoch, Proc: h.proc}
-	if err := h.feed.Publish(ctx, e); err != nil {
+	if err := f.Publish(ctx, e); err != nil {
 		h.env.Logger.Debug("dsync: announcing an end failed", slog.String("key", k.Key), slog.Any("err", err))
 	}
 }

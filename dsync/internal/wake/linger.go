@@ -59,7 +59,7 @@ func (h *Hub) UnwatchLinger(k ClaimID) { h.lingers.unwatch(k) }
 // claim of its: direct hints carry Waiting events whether or not the
 // store's stream is live; without them, only the live stream does.
 func (h *Hub) canHear() bool {
-	return h.feed != nil && !h.isClosed() && !h.off.Load() && (h.env.Direct || h.healthy.Load())
+	return h.feed() != nil && !h.isClosed() && !h.off.Load() && (h.direct() || h.healthy.Load())
 }
 
 // waiterKnown reports whether a waiter may wait behind k, a claim of
@@ -68,7 +68,7 @@ func (h *Hub) canHear() bool {
 // claim.
 func (h *Hub) waiterKnown(k ClaimID) bool {
 	var now time.Time
-	if h.feed != nil {
+	if h.feed() != nil {
 		now = h.env.Now().Earliest
 	}
 	return h.owner.waitedFor(k, now) || h.waiters.waiting(k)

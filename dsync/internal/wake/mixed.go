@@ -60,7 +60,8 @@ type peerCheck struct {
 // (peerCheckEvery); a read that fails counts as finding some (the waiter
 // polls), and is made again LostWindow later.
 func (p *peerCheck) hintsAround(ctx context.Context) bool {
-	if p.env.Peers == nil {
+	ps := p.peers()
+	if ps == nil {
 		return false
 	}
 	mono := p.env.Mono()
@@ -73,7 +74,7 @@ func (p *peerCheck) hintsAround(ctx context.Context) bool {
 	p.reading = true
 	p.mu.Unlock()
 
-	peers, err := p.env.Peers.Peers(ctx, p.env.Now().Earliest)
+	peers, err := ps.Peers(ctx, p.env.Now().Earliest)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reading = false

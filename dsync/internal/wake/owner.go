@@ -176,7 +176,7 @@ func (o *owner) live() (blind []ClaimID) {
 	o.gen++
 	o.liveAt = o.env.Mono()
 	for k, at := range o.unsure {
-		if o.liveAt-at >= o.feed.Replay() {
+		if o.liveAt-at >= o.replay() {
 			blind = append(blind, k)
 		}
 	}
@@ -195,7 +195,7 @@ func (o *owner) seenAllLocked(k ClaimID) bool {
 	case m.gen != 0:
 		return m.gen == o.gen
 	default:
-		return o.liveAt-m.at < o.feed.Replay()
+		return o.liveAt-m.at < o.replay()
 	}
 }
 

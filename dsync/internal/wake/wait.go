@@ -46,6 +46,7 @@ func (h *Hub) Wait(ctx context.Context, key string, own uint64, blocker Blocker,
 	k := ClaimID{key, blocker.Epoch}
 	c, leave := h.waiters.enter(k, since)
 	defer leave()
+	h.settleSoon() // after enter: settling wakes the waiters registered
 	select {
 	case <-c:
 		return true, nil // it ended after the walk read it live
@@ -109,13 +110,13 @@ func (h *Hub) Wait(ctx context.Context, key string, own uint64, blocker Blocker,
 func (h *Hub) pollFor(ctx context.Context, k ClaimID, own, need uint64) time.Duration {
 	cfg := h.env
 	if !h.healthy.Load() {
-		if cfg.Direct {
+		if h.direct() {
 			// A direct hint may wake it before the poll.
 			_, _ = h.ours.announce(ctx, k, own, need)
 		}
 		return cfg.Poll
 	}
-	if cfg.Direct && !h.trusted(k) {
+	if h.direct() && !h.trusted(k) {
 		// The store's stream is live, and yet no Held hint says the
 		// owner's hints reach us: if its process relies on hints (it
 		// reads the store's stream no more), its end would come by
@@ -149,7 +150,7 @@ func (h *Hub) pollFor(ctx context.Context, k ClaimID, own, need uint64) time.Dur
 // within the poll interval. It asks the owner, then the registry: a
 // claim of ours that ends between the two wakes its waiters anyway.
 func (h *Hub) trustedUntil(k ClaimID) (ok bool, until time.Duration, bounded bool) {
-	if !h.env.Direct {
+	if !h.direct() {
 		return false, 0, false
 	}
 	if h.owner.owns(k) {
