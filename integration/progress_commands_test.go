@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
 // cmdLog records the commands one process's driver sent, as its command
@@ -108,14 +109,24 @@ const sendsNothingDeadline = time.Minute
 // background) can land in the other's window.
 func TestProgressSendsNothing(t *testing.T) {
 	var silentLog, reportsLog cmdLog
-	cs := progressProcs(t, 2, silentLog.options(), reportsLog.options())
+	base := mongotest.NewDatabase(t)
+	silent, silentSettled := settlingClient(t, mongotest.SameDatabase(t, base, silentLog.options()))
+	reports, reportsSettled := settlingClient(t, mongotest.SameDatabase(t, base, reportsLog.options()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	window := func(log *cmdLog, m *dsync.Mutex, report bool) (map[string]int, int64) {
+	window := func(log *cmdLog, settled <-chan struct{}, m *dsync.Mutex, report bool) (map[string]int, int64) {
 		t.Helper()
 		if err := m.LockContext(ctx); err != nil {
 			t.Fatal(err)
+		}
+		// A Client on loopback sets its direct hints up in the background
+		// after its first session opens: those commands are not the
+		// holder's, and come before the windows.
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatal("the Client never settled its feed")
 		}
 		stop := make(chan struct{})
 		var n atomic.Int64
@@ -160,16 +171,16 @@ func TestProgressSendsNothing(t *testing.T) {
 		return log.between(from, to), reports
 	}
 
-	plain, err := dsync.NewMutex(cs[0], "silent")
+	plain, err := dsync.NewMutex(silent, "silent")
 	if err != nil {
 		t.Fatal(err)
 	}
-	watched, err := dsync.NewMutex(cs[1], "reports", dsync.WithProgressDeadline(sendsNothingDeadline))
+	watched, err := dsync.NewMutex(reports, "reports", dsync.WithProgressDeadline(sendsNothingDeadline))
 	if err != nil {
 		t.Fatal(err)
 	}
-	without, _ := window(&silentLog, plain, false)
-	withReports, n := window(&reportsLog, watched, true)
+	without, _ := window(&silentLog, silentSettled, plain, false)
+	withReports, n := window(&reportsLog, reportsSettled, watched, true)
 	t.Logf("over %d renew intervals (TTL %v): %d progress reports; commands sent %v, and %v by a holder that reports nothing",
 		renewalWindows, progressTTL, n, withReports, without)
 	if n < 10_000 {

@@ -14,7 +14,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/statuspage"
@@ -56,18 +58,30 @@ func progressProcs(t *testing.T, n int, opts ...*options.ClientOptions) []*dsync
 }
 
 func progressClient(t *testing.T, db *mongo.Database) *dsync.Client {
+	c, _ := settlingClient(t, db)
+	return c
+}
+
+// settlingClient is progressClient, with a channel closed once the
+// Client has settled how it follows its store's feed: with default
+// options on loopback, it asks the store whether to take direct hints,
+// and sets them up, in the background after its first session opens
+// (clienthook.Settings.Settled).
+func settlingClient(t *testing.T, db *mongo.Database) (*dsync.Client, <-chan struct{}) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dsync.NewClient(store, dsync.ClientWithTTL(progressTTL), dsync.ClientWithLogger(quiet))
+	settled := make(chan struct{})
+	hooked := clienthook.Wrap[driver.Store](store, clienthook.Settings{Settled: func() { close(settled) }})
+	c, err := dsync.NewClient(hooked, dsync.ClientWithTTL(progressTTL), dsync.ClientWithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, settled
 }
 
 // stallTrials is how many holders TestStalledHolder stalls in its long

@@ -353,6 +353,17 @@ func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.D
 	if err != nil {
 		return nil, nil, err
 	}
+	c, err := dsync.NewClient(store, append(g.clientOptions(logger, ttl), extra...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, store, nil
+}
+
+// clientOptions are the options of the command's Client (lockClient):
+// wake-ups and hints as the flags say, logger, and a lease of ttl (0:
+// dsync's default).
+func (g *globals) clientOptions(logger *slog.Logger, ttl time.Duration) []dsync.ClientOption {
 	opts := []dsync.ClientOption{dsync.ClientWithWakeups(g.wakeups), dsync.ClientWithLogger(logger)}
 	if ttl > 0 {
 		opts = append(opts, dsync.ClientWithTTL(ttl))
@@ -364,11 +375,7 @@ func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.D
 	default:
 		opts = append(opts, dsync.ClientWithHints(g.hints, g.hintsAdvertise))
 	}
-	c, err := dsync.NewClient(store, append(opts, extra...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, store, nil
+	return opts
 }
 
 // memberStore returns the member store of the command's elections, beside

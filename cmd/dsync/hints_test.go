@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
+	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
@@ -32,8 +35,11 @@ func (l *infoLog) WithGroup(string) slog.Handler      { return l }
 
 // TestHintsOff: --hints off turns direct hints off where the server is
 // reached over loopback, where they are on by default: the command's
-// Client does not say, as it takes its first lock, that the default
-// turned them on (as it does without the flag, on the embedded server).
+// Client does not say, once it has settled how it follows its store's
+// feed, that the default turned them on (as it does without the flag, on
+// the embedded server). A Client asks the store whether to take them in
+// the background, after its first session opens: the test waits until
+// it has settled (clienthook.Settings.Settled) before it looks.
 func TestHintsOff(t *testing.T) {
 	srv := mongotest.Shared(t)
 	if srv.Backend() != mongotest.BackendSQLite {
@@ -52,7 +58,14 @@ func TestHintsOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log infoLog
-		locks, _, err := g.lockClient(mongotest.SameDatabase(t, db), slog.New(&log), 0)
+		logger := slog.New(&log)
+		store, err := dsyncmongo.NewStore(mongotest.SameDatabase(t, db), dsyncmongo.WithCollection(g.collection), dsyncmongo.WithLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := make(chan struct{})
+		hooked := clienthook.Wrap[driver.Store](store, clienthook.Settings{Settled: func() { close(settled) }})
+		locks, err := dsync.NewClient(hooked, g.clientOptions(logger, 0)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,6 +78,11 @@ func TestHintsOff(t *testing.T) {
 		}
 		if err := m.UnlockContext(ctx); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatalf("dsync %v: the Client never settled its feed", c.args)
 		}
 		locks.Close()
 		said := false
