@@ -99,3 +99,41 @@ func TestLostWhenCutOff(t *testing.T) {
 		p.SetReachable(true)
 	})
 }
+
+// A member lost while the Set waits for a later one (its session expired
+// while the process was cut off) makes the Set start again: LockContext
+// returns holding every member validly, the lost one by a new hold.
+func TestLostWhileWaitingRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		p := store.Process()
+		a, b := client(t, p, dsync.ClientWithTTL(time.Second)), client(t, store)
+		first := mutex(t, a, "r0")
+		s := newSet(t, a, lockset.Mutex(mutex(t, a, "r1")), lockset.Mutex(first))
+		blocker := mutex(t, b, "r1")
+		blocker.Lock()
+		done := make(chan error, 1)
+		go func() { done <- s.LockContext(context.Background()) }()
+		synctest.Wait()
+		waitedWith := first.Token()
+		lost := first.Lost()
+		p.SetReachable(false)
+		<-lost // r0's session ran out while the Set waited at r1
+		time.Sleep(5 * time.Second)
+		p.SetReachable(true)
+		time.Sleep(5 * time.Second)
+		blocker.Unlock()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.Lost():
+			t.Fatalf("the Set returned with a lost member: %v", s.Err())
+		default:
+		}
+		if got := s.Tokens()[1]; got <= waitedWith {
+			t.Errorf("r0's token %d, not above the lost hold's %d", got, waitedWith)
+		}
+		s.Unlock()
+	})
+}

@@ -141,12 +141,14 @@ func (s *Set) Lost() <-chan struct{} {
 func (s *Set) Err() error {
 	s.mustBeUsable()
 	s.mu.Lock()
-	h := s.last
+	h, held := s.last, s.held != nil
 	s.mu.Unlock()
 	if h == nil {
 		return nil
 	}
-	h.lostChan() // a deadline passed unseen is looked at first
+	if held {
+		h.lostChan() // a deadline passed unseen is looked at first
+	}
 	return h.err()
 }
 
