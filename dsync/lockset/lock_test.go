@@ -306,3 +306,40 @@ func TestCancelLeavesNothingHeld(t *testing.T) {
 		}
 	})
 }
+
+// A LockContext whose ctx ends while its store does not answer returns
+// within the release timeouts of what it gives up, not when the store
+// answers; what it sent and could not see confirmed lands later, and then
+// another process takes every key at once.
+func TestCancelWhileTheStoreHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		p := store.Process()
+		a, b, c := client(t, p), client(t, store), client(t, store)
+		keys := []string{"h0", "h1", "h2"}
+		var members []lockset.Member
+		for _, k := range keys {
+			members = append(members, lockset.Mutex(mutex(t, a, k)))
+		}
+		s := newSet(t, a, members...)
+		blocker := mutex(t, b, "h1")
+		blocker.Lock()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.LockContext(ctx) }()
+		synctest.Wait()
+		p.SetAnswering(false)
+		cancel()
+		start := time.Now()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("LockContext = %v, want context.Canceled", err)
+		}
+		if took := time.Since(start); took > 2*dsync.DefaultReleaseTimeout {
+			t.Errorf("LockContext returned %v after ctx ended, on a store that does not answer", took)
+		}
+		p.SetAnswering(true)
+		blocker.Unlock()
+		synctest.Wait()
+		takeAll(t, c, keys...)
+	})
+}

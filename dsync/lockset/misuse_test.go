@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -94,3 +95,6 @@ func TestNewRefusesBadInput(t *testing.T) {
 		}
 	})
 }
+
+// A Set is a sync.Locker, as the package doc says.
+var _ sync.Locker = (*lockset.Set)(nil)
