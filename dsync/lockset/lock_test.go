@@ -166,31 +166,47 @@ func TestEveryOrderAlike(t *testing.T) {
 	}
 }
 
-// Two kinds of lockers on four keys, in many goroutines of three
-// processes, for many rounds: Sets naming the keys in opposite (and
-// other) orders, and single lockers of one key. None deadlocks: every
-// LockContext holds within its context, long as it is (a minute, four
-// TTLs); and while any holds a key, nothing else does.
+// Two kinds of lockers on four Mutex keys and one RWMutex key, in many
+// goroutines of three processes, for many rounds: Sets naming the keys in
+// opposite (and other) orders, reading or writing the RWMutex, and single
+// lockers of one key. In one process the lockers share one Mutex or
+// RWMutex value per key, so that they meet at its local turn too. None
+// deadlocks: every LockContext holds within its context, long as it is (a
+// minute, four TTLs); and while a key is held for writing, nothing else
+// holds it.
 func TestOppositeOrdersNeverDeadlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		clients := []*dsync.Client{client(t, store), client(t, store), client(t, store)}
-		keys := []string{"k0", "k1", "k2", "k3"}
-		orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 0}, {0, 1}, {2, 0, 3}, {3, 1}}
-		var occupied [4]int32
-		var mu = make(chan struct{}, 1)
-		enter := func(k int, d int32) {
-			mu <- struct{}{}
-			occupied[k] += d
-			bad := occupied[k] > 1
-			<-mu
-			if bad {
-				t.Errorf("%s held twice", keys[k])
+		keys := []string{"k0", "k1", "k2", "k3", "rw"}
+		const rw = 4
+		type use struct {
+			key   int
+			write bool
+		}
+		w := func(k int) use { return use{k, true} }
+		orders := [][]use{
+			{w(0), w(1), w(2), w(3)}, {w(3), w(2), w(1), w(0)}, {w(1), w(0)}, {w(0), w(1)},
+			{w(2), w(0), w(3)}, {w(3), w(1)}, {w(rw), w(0), w(1)}, {w(1), w(0), {rw, false}},
+			{w(3), {rw, false}, w(2)}, {w(rw), w(3)},
+		}
+		var mu sync.Mutex
+		var readers, writers [5]int
+		enter := func(u use, d int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if u.write {
+				writers[u.key] += d
+			} else {
+				readers[u.key] += d
+			}
+			if writers[u.key] > 1 || writers[u.key] == 1 && readers[u.key] > 0 {
+				t.Errorf("%s held by %d writers and %d readers", keys[u.key], writers[u.key], readers[u.key])
 			}
 		}
 		const rounds = 30
 		errs := make(chan error, 64)
-		run := func(lock func(context.Context) error, unlock func(), held []int) {
+		run := func(lock func(context.Context) error, unlock func(), held []use) {
 			for range rounds {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				err := lock(ctx)
@@ -199,28 +215,55 @@ func TestOppositeOrdersNeverDeadlock(t *testing.T) {
 					errs <- err
 					return
 				}
-				for _, k := range held {
-					enter(k, 1)
+				for _, u := range held {
+					enter(u, 1)
 				}
 				time.Sleep(time.Millisecond) // work, in the bubble's time
-				for _, k := range held {
-					enter(k, -1)
+				for _, u := range held {
+					enter(u, -1)
 				}
 				unlock()
 			}
 		}
+		// values returns the lockers' primitives on c: shared by every
+		// locker of the first process, each locker's own elsewhere.
+		shared := map[int]any{}
+		value := func(ci int, c *dsync.Client, k int) any {
+			if v, ok := shared[k]; ok && ci == 0 {
+				return v
+			}
+			var v any
+			if k == rw {
+				v = rwmutex(t, c, keys[k])
+			} else {
+				v = mutex(t, c, keys[k])
+			}
+			if ci == 0 {
+				shared[k] = v
+			}
+			return v
+		}
 		var wg sync.WaitGroup
 		for g, order := range orders {
-			for _, c := range clients {
+			for ci, c := range clients {
 				var members []lockset.Member
-				for _, k := range order {
-					members = append(members, lockset.Mutex(mutex(t, c, keys[k])))
+				for _, u := range order {
+					switch v := value(ci, c, u.key).(type) {
+					case *dsync.Mutex:
+						members = append(members, lockset.Mutex(v))
+					case *dsync.RWMutex:
+						if u.write {
+							members = append(members, lockset.Write(v))
+						} else {
+							members = append(members, lockset.Read(v))
+						}
+					}
 				}
 				s := newSet(t, c, members...)
 				wg.Go(func() { run(s.LockContext, s.Unlock, order) })
-				if g < len(keys) {
-					m := mutex(t, c, keys[g])
-					wg.Go(func() { run(m.LockContext, m.Unlock, []int{g}) })
+				if g < rw {
+					m := value(ci, c, g).(*dsync.Mutex)
+					wg.Go(func() { run(m.LockContext, m.Unlock, []use{w(g)}) })
 				}
 			}
 		}
