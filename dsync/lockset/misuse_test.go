@@ -1,6 +1,7 @@
 package lockset_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
@@ -98,3 +100,31 @@ func TestNewRefusesBadInput(t *testing.T) {
 
 // A Set is a sync.Locker, as the package doc says.
 var _ sync.Locker = (*lockset.Set)(nil)
+
+// One Lock of a Set at a time holds it in a process, as with a
+// sync.Mutex: while it is held, another LockContext waits (here until its
+// ctx ends), and a Try meets a *dsync.HeldError naming the first member
+// in the set's order; once unlocked, any goroutine locks it.
+func TestOneLockOfASetAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := client(t, memory.New())
+		s := newSet(t, a, lockset.Read(rwmutex(t, a, "o1")), lockset.Read(rwmutex(t, a, "o0")))
+		mustLock(t, s)
+		if err := s.TryLockContext(context.Background()); heldErrorKey(err) != "o0" {
+			t.Errorf("TryLockContext of a held Set = %v, want a *dsync.HeldError of o0", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("LockContext of a held Set = %v, want it to wait until ctx ends", err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Unlock()
+		}()
+		<-done
+		mustLock(t, s)
+		s.Unlock()
+	})
+}
