@@ -1,9 +1,10 @@
 // Package lockset holds several dsync locks all or nothing: a Set of
 // members (a Mutex, or the read or the write side of an RWMutex), each
 // with its own fencing token, that never deadlocks with another Set or a
-// single locker, whatever order their callers name the keys in. Do not
-// use it where one key would do: a contended Set waits for its members
-// one after another.
+// single locker, whatever order their callers name the keys in (unless
+// a caller waits while it holds a key outside its Set: see Guarantees).
+// Do not use it where one key would do: a contended Set waits for its
+// members one after another.
 //
 //	a, _ := dsync.NewMutex(client, "acct/7")
 //	b, _ := dsync.NewMutex(client, "acct/9")
@@ -80,7 +81,8 @@
 // No deadlock among Sets and single lockers. Say X waits for Y when X's
 // waiting claim has an unended conflicting claim of Y ahead of it in a
 // key's queue, or X waits for a local turn that Y has. A single locker
-// (one Mutex's or RWMutex's Lock) holds nothing while it waits; a Set
+// (one Mutex's or RWMutex's Lock), and a Lock waiting for its Set's own
+// lock, hold nothing while they wait, so no wait is for them; a Set
 // waiting at key K holds only members before K (step 2). Rank each wait
 // by (K, t, -E): its key, t = 0 for a local turn and 1 for the key's
 // queue, and E its claim's epoch. If X waits for Y at K, then Y either
