@@ -36,6 +36,9 @@ type hold struct {
 	// idle: a read claim that lingers with no RLock holding it
 	// (rwlinger.go): its loss is nobody's to hear of.
 	idle atomic.Bool
+	// onLost, if set, is told of the hold's loss after lostHook: its
+	// lock set's (setmember.go).
+	onLost atomic.Pointer[func()]
 
 	mu      sync.Mutex
 	state   holdState
@@ -135,6 +138,9 @@ func (h *hold) TellLost() {
 	})
 	if h.p.lostHook != nil {
 		h.p.lostHook(h)
+	}
+	if f := h.onLost.Load(); f != nil {
+		(*f)()
 	}
 }
 

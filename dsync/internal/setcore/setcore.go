@@ -1,0 +1,73 @@
+// Package setcore lets package dsync/lockset take a primitive's hold as
+// one member of a lock set, through calls package dsync sets as it is
+// initialized (dsync/setmember.go), so that package dsync exports nothing
+// for lock sets. It lives under dsync/internal, so that only dsync's own
+// packages reach it, and it imports nothing of dsync's: dsync imports it
+// to set its calls. A primitive is an any, which dsync asserts to the type
+// its call names; it holds no state but those calls.
+package setcore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// A Member is one primitive's side of a lock set: a Mutex, or the read or
+// the write side of an RWMutex. Its local turn is the primitive's own lock
+// within the process (a Mutex's, an RWMutex's writers'; a read has none):
+// Lock takes it before it claims, and a member takes it before it
+// acquires.
+type Member interface {
+	// Client is the primitive's *dsync.Client.
+	Client() any
+	// Key is the primitive's key as given; Stored is the key as stored
+	// (in its namespace), which orders the members of every set.
+	Key() string
+	Stored() string
+	// TryTurn takes the local turn if it is free, else returns the
+	// *dsync.HeldError a Try meets there. Turn waits for it until ctx
+	// ends (then context.Cause(ctx)). Unturn gives back a turn taken
+	// with no hold acquired under it.
+	TryTurn() error
+	Turn(ctx context.Context) error
+	Unturn()
+	// Acquire takes a hold of the member's key under its turn, installed
+	// in the primitive as its own Lock installs one: with wait, as its
+	// LockContext (RLockContext) waits; without, as its TryLockContext
+	// (TryRLockContext) tries. Its progress deadline, if any, is not
+	// watched until Start.
+	Acquire(ctx context.Context, wait bool) (Hold, error)
+}
+
+// A Hold is a member's hold.
+type Hold interface {
+	Token() uint64
+	// Lost is closed once the hold was lost (a deadline passed unseen is
+	// looked at first); Err is why, nil before.
+	Lost() <-chan struct{}
+	Err() error
+	ValidUntil() time.Time
+	// OnLost has f called when the hold is lost from now on, in the
+	// goroutine that found it lost, after Lost closed. One f at a time.
+	OnLost(f func())
+	// Start watches the hold's progress deadline from now.
+	Start()
+	// Release ends the hold, as its primitive's UnlockContext
+	// (RUnlockContext) ends it, and gives back its turn. Unlock does so
+	// within the primitive's release timeout and reports what fails, as
+	// its Unlock does. Both return ErrUninstalled, doing nothing, if the
+	// primitive no longer counts the hold (it was unlocked directly).
+	Release(ctx context.Context) error
+	Unlock() error
+}
+
+// ErrUninstalled: a member's hold was ended through its primitive, not
+// through its set.
+var ErrUninstalled = errors.New("dsync: a lock set's member was unlocked outside its set")
+
+// Mutex, Read and Write return the member that a *dsync.Mutex, and the
+// read or the write side of a *dsync.RWMutex, is in a set. They panic, as
+// the primitive's methods do, for a zero or nil primitive. Package dsync
+// sets them as it is initialized.
+var Mutex, Read, Write func(primitive any) Member

@@ -1,0 +1,197 @@
+package lockset
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/internal/setcore"
+)
+
+// A Member is one lock of a Set: a Mutex (Mutex), or the read or the
+// write side of an RWMutex (Read, Write).
+type Member struct {
+	m    setcore.Member
+	kind string // for errors: "Mutex", "Read", "Write"
+}
+
+// Mutex is the member that locks m. It panics, as m's methods do, if m
+// was not made by dsync.NewMutex.
+func Mutex(m *dsync.Mutex) Member { return Member{setcore.Mutex(m), "Mutex"} }
+
+// Read is the member that locks rw for reading. It panics, as rw's
+// methods do, if rw was not made by dsync.NewRWMutex.
+func Read(rw *dsync.RWMutex) Member { return Member{setcore.Read(rw), "Read"} }
+
+// Write is the member that locks rw for writing. It panics, as rw's
+// methods do, if rw was not made by dsync.NewRWMutex.
+func Write(rw *dsync.RWMutex) Member { return Member{setcore.Write(rw), "Write"} }
+
+// An Option configures a Set. There is none yet: the parameter keeps
+// New's signature for those to come.
+type Option func(*config) error
+
+type config struct{}
+
+// Errors of New. Match them with errors.Is; New's errors name the
+// members concerned.
+var (
+	// ErrNoMembers: New was given no member.
+	ErrNoMembers = errors.New("lockset: no members")
+	// ErrTwice: two members lock the same stored key (the same
+	// primitive twice, or two values of one key and kind).
+	ErrTwice = errors.New("lockset: a key named twice")
+	// ErrOtherClient: a member's primitive belongs to another Client.
+	ErrOtherClient = errors.New("lockset: a member of another Client")
+)
+
+// A Set is several locks held all or nothing: Lock returns holding every
+// member, each with its own fencing token, and Unlock releases them all.
+// It behaves as a sync.Mutex over the whole: one Lock at a time holds it,
+// and any goroutine may Unlock it. A Set must not be copied; its zero
+// value is not usable (New).
+type Set struct {
+	self    *Set // copy check
+	client  *dsync.Client
+	members []Member // in the set's order: by stored key
+	given   []int    // given[i] is the place in members of the i-th member given
+
+	sem chan struct{} // the Set's own lock within the process
+
+	mu   sync.Mutex
+	held *holding // the current holding; nil when not held
+	last *holding // the last installed, current or not (Err)
+}
+
+// New returns a Set of members on c. It refuses a nil Client
+// (dsync.ErrNilClient), no members (ErrNoMembers), a member of another
+// Client (ErrOtherClient) and two members of one stored key (ErrTwice):
+// the same RWMutex's Read and Write, or two Mutex values of one key, would
+// wait for each other within the set.
+func New(c *dsync.Client, members []Member, opts ...Option) (*Set, error) {
+	if c == nil {
+		return nil, dsync.ErrNilClient
+	}
+	var cfg config
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(members) == 0 {
+		return nil, ErrNoMembers
+	}
+	for i, m := range members {
+		if m.m == nil {
+			panic(fmt.Sprintf("lockset: member %d is a zero Member (use Mutex, Read or Write)", i))
+		}
+		if m.m.Client() != any(c) {
+			return nil, fmt.Errorf("%w: member %d (%s %q)", ErrOtherClient, i, m.kind, m.m.Key())
+		}
+	}
+	idx := make([]int, len(members)) // members' indexes in the set's order
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(members[a].m.Stored(), members[b].m.Stored()) })
+	s := &Set{client: c, members: make([]Member, len(members)), given: make([]int, len(members)), sem: make(chan struct{}, 1)}
+	for at, i := range idx {
+		if at > 0 && members[idx[at-1]].m.Stored() == members[i].m.Stored() {
+			first := min(i, idx[at-1])
+			return nil, fmt.Errorf("%w: %q (members %d and %d)", ErrTwice, members[i].m.Key(), first, max(i, idx[at-1]))
+		}
+		s.members[at], s.given[i] = members[i], at
+	}
+	s.self = s
+	return s, nil
+}
+
+// mustBeUsable panics for a zero or copied Set, as sync's types do.
+func (s *Set) mustBeUsable() {
+	switch {
+	case s == nil || s.sem == nil:
+		panic("lockset: Set used without New")
+	case s.self != s:
+		panic("lockset: Set copied")
+	}
+}
+
+// Lost returns a channel closed when a member of the current holding is
+// lost (its lease ran out or was revoked, or it stalled: see
+// dsync.Mutex.Lost); Err then says which. Unlock does not close it. When
+// s is not held, Lost returns a closed channel: nothing is protected.
+func (s *Set) Lost() <-chan struct{} {
+	s.mustBeUsable()
+	s.mu.Lock()
+	h := s.held
+	s.mu.Unlock()
+	if h == nil {
+		return closedChan
+	}
+	return h.lostChan()
+}
+
+// Err returns why the current holding (or, once unlocked, the last) was
+// lost, naming the first member lost; nil if none was. The error wraps
+// the member's, which wraps dsync.ErrLost.
+func (s *Set) Err() error {
+	s.mustBeUsable()
+	s.mu.Lock()
+	h, held := s.last, s.held != nil
+	s.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	if held {
+		h.lostChan() // a deadline passed unseen is looked at first
+	}
+	return h.err()
+}
+
+// Tokens returns the members' fencing tokens, in the order New was given
+// the members; nil when s is not held. Each is its key's own token, as
+// the member's Token returns it.
+func (s *Set) Tokens() []uint64 {
+	s.mustBeUsable()
+	s.mu.Lock()
+	h := s.held
+	s.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	out := make([]uint64, len(s.given))
+	for i, at := range s.given {
+		out[i] = h.holds[at].Token()
+	}
+	return out
+}
+
+// ValidUntil returns the earliest of the members' local deadlines, on
+// time.Now's scale (see dsync.Mutex.ValidUntil); the zero Time when s is
+// not held.
+func (s *Set) ValidUntil() time.Time {
+	s.mustBeUsable()
+	s.mu.Lock()
+	h := s.held
+	s.mu.Unlock()
+	var t time.Time
+	if h == nil {
+		return t
+	}
+	for _, m := range h.holds {
+		if u := m.ValidUntil(); t.IsZero() || u.Before(t) {
+			t = u
+		}
+	}
+	return t
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
