@@ -67,7 +67,7 @@ func progressClient(t *testing.T, db *mongo.Database) *dsync.Client {
 // options on loopback, it asks the store whether to take direct hints,
 // and sets them up, in the background after its first session opens
 // (clienthook.Settings.Settled).
-func settlingClient(t *testing.T, db *mongo.Database) (*dsync.Client, <-chan struct{}) {
+func settlingClient(t *testing.T, db *mongo.Database, opts ...dsync.ClientOption) (*dsync.Client, <-chan struct{}) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithLogger(quiet))
@@ -76,7 +76,7 @@ func settlingClient(t *testing.T, db *mongo.Database) (*dsync.Client, <-chan str
 	}
 	settled := make(chan struct{})
 	hooked := clienthook.Wrap[driver.Store](store, clienthook.Settings{Settled: func() { close(settled) }})
-	c, err := dsync.NewClient(hooked, dsync.ClientWithTTL(progressTTL), dsync.ClientWithLogger(quiet))
+	c, err := dsync.NewClient(hooked, append([]dsync.ClientOption{dsync.ClientWithTTL(progressTTL), dsync.ClientWithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
