@@ -18,7 +18,8 @@ import (
 // the session stays the Keeper's, no hold joins it (Join), and Enter
 // waits for its verdict. The Keeper's loop then runs the suspended steps
 // (suspendedStep): a probe, a read of the store, every quarter renew
-// interval; only once one replied, a renewal (one per step, not one per
+// interval (one at a time: one the store does not answer is cut off
+// after a third of a TTL, and the next follows); only once one replied, a renewal (one per step, not one per
 // quarter interval for the whole outage: each renewal of unknown outcome
 // moves the session to a new document, so an outage would leave a pile of
 // inserts in flight), and after it is confirmed the suspension's check

@@ -355,3 +355,20 @@ func TestNoRenewalOnceGivenUp(t *testing.T) {
 		}
 	})
 }
+
+// TestSettleChecksGrace: an outage grace is zero, or positive up to
+// queue.MaxGrace.
+func TestSettleChecksGrace(t *testing.T) {
+	for _, g := range []time.Duration{-time.Millisecond, queue.MaxGrace + time.Millisecond} {
+		p := Params{TTL: worldTTL, Grace: g, Clock: testClock{}}
+		if err := p.Settle(); err == nil {
+			t.Errorf("Settle with grace %v succeeded", g)
+		}
+	}
+	for _, g := range []time.Duration{0, worldGrace, queue.MaxGrace} {
+		p := Params{TTL: worldTTL, Grace: g, Clock: testClock{}}
+		if err := p.Settle(); err != nil {
+			t.Errorf("Settle with grace %v: %v", g, err)
+		}
+	}
+}
