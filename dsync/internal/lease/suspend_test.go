@@ -372,3 +372,59 @@ func TestSettleChecksGrace(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspendedTwice: a session resumed after one outage, holding again
+// (a hold of its resumed claim joined anew), is suspended at its next
+// deadline in a second outage and resumed again, with the same claim.
+func TestSuspendedTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, worldGrace)
+		defer w.wait()
+		h, s := w.hold("k")
+		for round := range 2 {
+			d := w.suspendAtDeadline(s)
+			if !w.suspendedNow(s) {
+				t.Fatalf("round %d: the session is not suspended at its deadline (retired with %v)", round, w.k.RetiredWith(s))
+			}
+			sleepUntil(d.Add(2 * worldTTL))
+			w.po.SetReachable(true)
+			time.Sleep(quarter)
+			synctest.Wait()
+			if w.suspendedNow(s) || w.k.RetiredWith(s) != nil {
+				t.Fatalf("round %d: suspended %v, retired with %v; want it resumed", round, w.suspendedNow(s), w.k.RetiredWith(s))
+			}
+			if end := w.end(h); end != "" {
+				t.Fatalf("round %d: the resumed claim has ended (%s)", round, end)
+			}
+			// The program locks again: a hold of the same claim.
+			s2, err := w.k.Enter(w.ctx)
+			if err != nil || s2 != s {
+				t.Fatalf("round %d: Enter = %v, %v; want the resumed session", round, s2, err)
+			}
+			h = &claimHold{ref: h.ref}
+			if !w.k.Join(h, s) {
+				t.Fatalf("round %d: a hold of the resumed claim did not join", round)
+			}
+		}
+	})
+}
+
+// TestCloseWhileSuspended: Close retires a suspended session, gives its
+// verdict, and marks its claims dead.
+func TestCloseWhileSuspended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, worldGrace)
+		h, s := w.hold("k")
+		w.suspendAtDeadline(s)
+		w.po.SetReachable(true) // the next probe is a quarter interval away
+		closed := errors.New("closed")
+		w.k.Close(closed)
+		w.wait()
+		if err := w.k.AwaitVerdict(w.ctx, s); !errors.Is(err, closed) {
+			t.Fatalf("AwaitVerdict after Close = %v; want Close's reason", err)
+		}
+		if end := w.end(h); end != queue.KindDead {
+			t.Fatalf("the claim of the session closed while suspended ended with %q; want %q", end, queue.KindDead)
+		}
+	})
+}
