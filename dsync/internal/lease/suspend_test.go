@@ -428,3 +428,34 @@ func TestCloseWhileSuspended(t *testing.T) {
 		}
 	})
 }
+
+// TestSuspendedThroughAHang: the store stops answering (requests held,
+// landing when it answers again) for three TTLs: the renewal in flight at
+// the deadline holds up the first probe until it is cut off, probes that
+// hang are cut off in turn, and once the store answers again the Keeper
+// resumes the session within a TTL, with the same claim.
+func TestSuspendedThroughAHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, worldGrace)
+		defer w.wait()
+		h, s := w.hold("k")
+		w.po.SetAnswering(false)
+		d := w.k.Deadline(s)
+		sleepUntil(d)
+		synctest.Wait()
+		if !w.suspendedNow(s) {
+			t.Fatalf("the session is not suspended at its deadline in a hang (retired with %v)", w.k.RetiredWith(s))
+		}
+		back := d.Add(3 * worldTTL)
+		sleepUntil(back)
+		w.po.SetAnswering(true)
+		sleepUntil(back.Add(worldTTL))
+		synctest.Wait()
+		if w.suspendedNow(s) || w.k.RetiredWith(s) != nil {
+			t.Fatalf("a TTL after the hang: suspended %v, retired with %v; want it resumed", w.suspendedNow(s), w.k.RetiredWith(s))
+		}
+		if end := w.end(h); end != "" {
+			t.Fatalf("the resumed claim has ended (%s)", end)
+		}
+	})
+}
