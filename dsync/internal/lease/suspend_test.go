@@ -39,7 +39,7 @@ func TestSuspendAtDeadline(t *testing.T) {
 		defer w.wait()
 		h, s := w.hold("k")
 		d := w.suspendAtDeadline(s)
-		lost, at := h.loss()
+		at, lost := h.loss()
 		if !errors.Is(lost, errLost) || !errors.Is(lost, errSuspended) || !at.Equal(d) {
 			t.Fatalf("the hold's loss: %v at %v; want Lost and Suspended at the deadline %v", lost, at, d)
 		}
@@ -61,7 +61,7 @@ func TestNoGraceRetiresAtDeadline(t *testing.T) {
 		defer w.wait()
 		h, s := w.hold("k")
 		d := w.suspendAtDeadline(s)
-		lost, at := h.loss()
+		at, lost := h.loss()
 		if !errors.Is(lost, errLost) || errors.Is(lost, errSuspended) || !at.Equal(d) {
 			t.Fatalf("the hold's loss: %v at %v; want Lost, not Suspended, at the deadline %v", lost, at, d)
 		}
@@ -311,7 +311,7 @@ func TestLateConfirmationSuspends(t *testing.T) {
 		if why := w.k.RetiredWith(s); why != nil || !w.suspendedNow(s) {
 			t.Fatalf("after a late reply: retired with %v, suspended %v; want it suspended", why, w.suspendedNow(s))
 		}
-		if lost, _ := h.loss(); !errors.Is(lost, errSuspended) {
+		if _, lost := h.loss(); !errors.Is(lost, errSuspended) {
 			t.Fatalf("the hold's loss = %v; want Suspended", lost)
 		}
 	})

@@ -57,10 +57,10 @@ func (h *claimHold) MarkLost(reason error) bool {
 	return true
 }
 
-func (h *claimHold) loss() (error, time.Time) {
+func (h *claimHold) loss() (time.Time, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.lost, h.lostAt
+	return h.lostAt, h.lost
 }
 
 // engineTimes is the engine's clock: the store's time, and local time
