@@ -16,6 +16,19 @@
 //     (Session.Context) is cancelled with the reason, and the next Enter
 //     opens a new session. The loss is then told (Hold.TellLost) under
 //     no lock.
+//   - With an outage grace (Params.Grace > 0), when the deadline passes
+//     the session is suspended instead, unless it is retired for good
+//     first (the store forgot it, a revocation, Close): its holds are lost
+//     then, as at a retirement (the reason wraps Errors.Suspended too),
+//     but their claims are left to the engine's suspension (Env.Suspend),
+//     the session is kept, no hold joins it and Enter waits for its
+//     verdict. The Keeper probes the store with a read every quarter
+//     renew interval, renews only once a probe replied, and after a
+//     renewal confirmed asks the suspension's check: resumed, the session
+//     is relied on again (its claims kept, its lost holds no longer
+//     counted: Env.Resumed); dead, or at the deadline plus Grace plus the
+//     TTL, it is retired, and the suspension's claims are marked dead.
+//     Without a grace, everything is as above.
 //   - A renewal extends the lease no further than the earliest coverage
 //     of the keys held (Env.CoverEnd); the coverage is extended beside
 //     the renewals (Env.Refresh), and a hold whose key's segment lapsed
@@ -34,6 +47,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // Clock is the time source of the lease: a dsync.Client's clock, whose
@@ -53,7 +67,13 @@ type Params struct {
 	// trusting its hold: driver.Margin of the TTL, which says what it
 	// covers.
 	Margin time.Duration
-	Clock  Clock
+	// Grace is the outage grace (zero: none): with one, a session whose
+	// deadline passes is suspended rather than retired, and resumed if
+	// its check allows, or retired by Grace + TTL after that deadline
+	// (suspend.go). It must be the engine's (queue.Config.OutageGrace,
+	// zero where the store keeps no record of up-time).
+	Grace time.Duration
+	Clock Clock
 }
 
 // Settle fills the defaults that depend on the TTL and checks the
@@ -62,6 +82,9 @@ func (p *Params) Settle() error {
 	p.Margin = driver.Margin(p.TTL)
 	if p.Interval == 0 {
 		p.Interval = p.TTL / 3
+	}
+	if p.Grace < 0 || p.Grace > queue.MaxGrace {
+		return fmt.Errorf("dsync: outage grace %v must be in [0, %v]", p.Grace, queue.MaxGrace)
 	}
 	if p.Interval >= p.TTL-p.Margin {
 		return fmt.Errorf("dsync: renew interval %v must be shorter than the TTL %v minus its safety margin %v",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
 // A Hold is one acquisition that relies on a session: dsync's hold. Its
@@ -64,6 +65,20 @@ type Env[H Hold] struct {
 	RenewFailed   func(holds []H, err error, level slog.Level)
 	RefreshFailed func(holds []H, err error)
 
+	// With an outage grace (Params.Grace > 0), suspend.go: Suspend makes
+	// the engine's suspension of session id, whose lease l (on the clock
+	// mono reads) has just been suspended, with the claims of holds, the
+	// holds it lost (queue.Engine.SuspendOn); an error retires the
+	// session as without a grace. It is called under the Keeper's lock:
+	// it must not block, nor call the Keeper. Probe reads from the store
+	// (nothing the protocol writes): nil when the store replied. Both
+	// must be set for the Keeper to suspend. Resumed (may be nil) is told,
+	// under no lock, the holds whose claims a resume kept: they stay
+	// lost, and the Keeper no longer counts them.
+	Suspend func(id string, l *queue.Lease, mono func() time.Duration, holds []H) (Suspension, error)
+	Probe   func(ctx context.Context, id string) error
+	Resumed func(holds []H)
+
 	Errors Errors
 }
 
@@ -73,6 +88,9 @@ type Errors struct {
 	Closed  error // Enter after Close
 	Revoked error // a revocation was read
 	Gone    error // Renew: the store no longer knows the session
+	// Suspended (may be nil) is what the reason a suspension loses holds
+	// for wraps, beside Lost.
+	Suspended error
 	// Ended reports whether err is a call that its context's end cut
 	// short (a ctxerr.Ended), not the store's answer.
 	Ended func(err error) bool

@@ -81,6 +81,9 @@ type Session[H Hold] struct {
 	renewErr error
 	expired  bool
 	lost     []H
+	// sus is the session's suspension while it is suspended (nil
+	// otherwise: suspend.go). Guarded by Keeper.mu.
+	sus *suspension[H]
 }
 
 // ID is the session's id in the store.
@@ -151,7 +154,8 @@ func (k *Keeper[H]) Close(reason error) {
 }
 
 // Enter returns a live session for a new claim and counts the caller as
-// a waiter until Leave or Join, opening a session if there is none. An
+// a waiter until Leave or Join, opening a session if there is none. While
+// the session is suspended it waits for its verdict (or ctx). An
 // idle session (kept since its last hold ended, not renewed since) whose
 // deadline is less than a renew interval away is retired rather than
 // used, so that a new hold does not start about to be lost.
@@ -161,6 +165,13 @@ func (k *Keeper[H]) Enter(ctx context.Context) (*Session[H], error) {
 		if k.closed {
 			k.mu.Unlock()
 			return nil, k.env.Errors.Closed
+		}
+		if verdict := k.verdictLocked(); verdict != nil {
+			k.mu.Unlock()
+			if err := waitDone(ctx, verdict); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		now := k.p.Clock.Now()
 		if s := k.sess; s != nil && !s.retired && (k.busyLocked() || s.lease.Usable(k.mono(now))) {
@@ -176,12 +187,10 @@ func (k *Keeper[H]) Enter(ctx context.Context) (*Session[H], error) {
 		if k.opening != nil {
 			done := k.opening
 			k.mu.Unlock()
-			select {
-			case <-done:
-				continue
-			case <-ctx.Done():
-				return nil, context.Cause(ctx)
+			if err := waitDone(ctx, done); err != nil {
+				return nil, err
 			}
+			continue
 		}
 		done := make(chan struct{})
 		k.opening = done
@@ -201,6 +210,16 @@ func (k *Keeper[H]) Enter(ctx context.Context) (*Session[H], error) {
 		}
 		k.sess = s
 		k.mu.Unlock()
+	}
+}
+
+// waitDone waits until done is closed (nil) or ctx ends (its cause).
+func waitDone(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 
@@ -239,15 +258,16 @@ func (k *Keeper[H]) Leave(s *Session[H]) {
 
 // Join makes h a hold of session s, valid until s's deadline, and counts
 // it instead of the waiter that made it. It reports false if s has been
-// retired, its deadline has passed or h's key is not covered until it;
-// then it counts nothing and leaves the waiter counted, for the caller's
-// Leave to count off: counting it off here too would leave another waiter
-// of s uncounted, and s, seemingly idle, unrenewed and with no deadline
-// timer when that waiter's hold starts (its loss would never be told).
+// retired or is suspended, its deadline has passed or h's key is not
+// covered until it; then it counts nothing and leaves the waiter counted,
+// for the caller's Leave to count off: counting it off here too would
+// leave another waiter of s uncounted, and s, seemingly idle, unrenewed
+// and with no deadline timer when that waiter's hold starts (its loss
+// would never be told).
 func (k *Keeper[H]) Join(h H, s *Session[H]) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if s.retired || k.sess != s || !k.coveredLocked(h, s) || !h.Start(k.deadlineLocked(s)) {
+	if s.retired || s.sus != nil || k.sess != s || !k.coveredLocked(h, s) || !h.Start(k.deadlineLocked(s)) {
 		return false
 	}
 	if k.waiters > 0 {
@@ -301,4 +321,8 @@ func (k *Keeper[H]) startLocked(wasIdle bool) {
 	k.env.Go(k.run)
 }
 
-func (k *Keeper[H]) busyLocked() bool { return len(k.holds) > 0 || k.waiters > 0 }
+// busyLocked reports whether the session is in use: it has holds or
+// waiters, or awaits its verdict (suspend.go). k.mu must be held.
+func (k *Keeper[H]) busyLocked() bool {
+	return len(k.holds) > 0 || k.waiters > 0 || (k.sess != nil && k.sess.sus != nil)
+}

@@ -125,6 +125,10 @@ func (k *Keeper[H]) renewAsync(s *Session[H]) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if k.suspended(s) {
+			k.suspendedStep(s)
+			return
+		}
 		k.renew(s)
 	}()
 	return done
@@ -215,6 +219,11 @@ func (k *Keeper[H]) reliedLocked(s *Session[H], now time.Time) bool {
 // as in ExpireIfDue.
 func (k *Keeper[H]) confirmed(s *Session[H], sent, now time.Time) {
 	k.mu.Lock()
+	if lost, ok := k.suspendLocked(s, now, k.mono(now)); ok {
+		// Late, with an outage grace: suspended rather than retired.
+		k.judged(lost)
+		return
+	}
 	s.renewErr = nil
 	latency, headroom := now.Sub(sent), k.deadlineLocked(s).Sub(now)
 	switch ev := s.lease.Confirm(k.mono(sent), k.mono(now)); ev {
@@ -224,13 +233,7 @@ func (k *Keeper[H]) confirmed(s *Session[H], sent, now time.Time) {
 		k.mu.Unlock()
 		k.env.Renewed(latency, headroom)
 	case queue.LeaseLate:
-		lost := k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", k.env.Errors.Lost))
-		hook := k.judgedOver
-		k.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
-		TellLost(lost)
+		k.judged(k.retireLocked(s, fmt.Errorf("%w: a renewal was confirmed only after the local deadline", k.env.Errors.Lost)))
 	default:
 		k.mu.Unlock()
 	}

@@ -13,18 +13,39 @@ import "fmt"
 // retired and its holds lost, never a lease that is over in a session
 // that still looks live. The deadline timer calls it; so do a hold's
 // Lost and Unlock, which may run first after the process was paused.
+//
+// With an outage grace it suspends s instead (suspendLocked), and retires
+// a suspended s whose time to resume has run out (giveUpLocked).
 func (k *Keeper[H]) ExpireIfDue(s *Session[H]) {
 	k.mu.Lock()
-	var lost []H
 	now := k.p.Clock.Now()
-	due := !s.retired && s.lease.Expire(k.judgedAt(now))
-	if due {
-		s.expired = true
-		lost = k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline%s", k.env.Errors.Lost, k.noRenewalLocked(s, now)))
+	if s.retired {
+		k.mu.Unlock()
+		return
 	}
+	if lost, ok := k.suspendLocked(s, now, k.judgedAt(now)); ok {
+		k.judged(lost)
+		return
+	}
+	if lost, ok := k.giveUpLocked(s, now); ok {
+		k.judged(lost)
+		return
+	}
+	if !s.lease.Expire(k.judgedAt(now)) {
+		k.mu.Unlock()
+		return
+	}
+	s.expired = true
+	k.judged(k.retireLocked(s, fmt.Errorf("%w: no renewal confirmed before the local deadline%s", k.env.Errors.Lost, k.noRenewalLocked(s, now))))
+}
+
+// judged ends the locked step that judged a session over (retired or
+// suspended it), losing lost: it releases k.mu, runs the test's hook
+// (SetJudgedOver), and tells the holds of their loss.
+func (k *Keeper[H]) judged(lost []H) {
 	hook := k.judgedOver
 	k.mu.Unlock()
-	if due && hook != nil {
+	if hook != nil {
 		hook()
 	}
 	TellLost(lost)
@@ -68,6 +89,7 @@ func (k *Keeper[H]) retireLocked(s *Session[H], reason error) []H {
 	s.retired, s.why = true, reason
 	s.lease.Retire()
 	k.disarmLocked(s)
+	k.endSuspensionLocked(s)
 	if k.sess == s {
 		k.sess = nil
 		k.waiters = 0

@@ -112,8 +112,8 @@ const (
 // own state and lock if it has any, whose exported methods are the
 // Engine's: its sessions (OpenSession,
 // RenewSession, ConfirmedExpiry: session.go; OwnUptime, Grace:
-// session_uptime.go; Suspend, whose Suspension checks a suspended
-// session's resume: resume.go), the judge of claims below a
+// session_uptime.go; Suspend and SuspendOn, whose Suspension checks a
+// suspended session's resume: resume.go), the judge of claims below a
 // walker and of their sessions (SessionAlive, ReadExpired: ended.go), its
 // segments (Agree, LearnSpan, Span, Refresh, CoverEnd, Sweep, MinIdle:
 // segment.go, span.go, history.go, refresh.go, sweep.go), the end queue

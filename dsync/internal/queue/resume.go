@@ -104,6 +104,8 @@ type Suspension struct {
 	session string
 	rule    OutageRule
 	ttl     time.Duration
+	// mono reads the clock of the lease's times (SuspendOn).
+	mono func() time.Duration
 	// exp is Ê: the highest expiry the store confirmed to this engine by
 	// a reply before the lease's deadline (Suspend).
 	exp    time.Time
@@ -123,6 +125,27 @@ type Suspension struct {
 // and for a session whose confirmations this engine no longer knows: its
 // caller then retires the lease as without a grace.
 func (e *Engine) Suspend(session string, l *Lease, claims []Ref) (*Suspension, error) {
+	return e.SuspendOn(session, l, nil, claims)
+}
+
+// SuspendOn is Suspend for a lease whose times are readings of mono, its
+// owner's clock, rather than of the engine's (Times.Mono; nil: the
+// engine's). Both clocks must count the same elapsed time, from origins
+// of their own (a keeper's lease counts from the keeper's start). Ê is
+// then the highest expiry confirmed by a reply before the lease's
+// deadline taken to the engine's clock, the engine's clock read first:
+// the gap between the two readings can only move that deadline earlier,
+// and so leave out a confirmation, never count one that replied after it
+// (a smaller Ê only makes the check find dead sooner: doc_outage.go, O4).
+// The check then resumes the lease by mono (Check).
+func (e *Engine) SuspendOn(session string, l *Lease, mono func() time.Duration, claims []Ref) (*Suspension, error) {
+	deadline := l.Deadline()
+	if mono == nil {
+		mono = e.clock.Mono
+	} else {
+		eng := e.clock.Mono()
+		deadline = eng - (mono() - deadline)
+	}
 	if e.sessions.uptime == nil {
 		return nil, errors.New("suspend: no outage grace, or a store without the record of up-time")
 	}
@@ -130,7 +153,7 @@ func (e *Engine) Suspend(session string, l *Lease, claims []Ref) (*Suspension, e
 		return nil, errors.New("suspend: the lease is not suspended")
 	}
 	ttl, _ := e.claimTerms(session)
-	exp, ok := e.expiryConfirmedBy(session, l.Deadline())
+	exp, ok := e.expiryConfirmedBy(session, deadline)
 	if !ok || ttl <= 0 {
 		return nil, fmt.Errorf("suspend: session %s's confirmed renewals are no longer known", session)
 	}
@@ -139,7 +162,7 @@ func (e *Engine) Suspend(session string, l *Lease, claims []Ref) (*Suspension, e
 		return nil, err
 	}
 	return &Suspension{plant: e.plant, store: e.store, uptime: e.sessions.uptime, clock: e.clock, segs: e.segments,
-		own: e.ownStamps, ends: e.ends, session: session, rule: rule, ttl: ttl, exp: exp, claims: append([]Ref(nil), claims...)}, nil
+		own: e.ownStamps, ends: e.ends, session: session, rule: rule, ttl: ttl, mono: mono, exp: exp, claims: append([]Ref(nil), claims...)}, nil
 }
 
 // Expiry is Ê, the expiry the check judges with (see Suspend).
@@ -149,7 +172,8 @@ func (s *Suspension) Expiry() time.Time { return s.exp }
 func (s *Suspension) Claims() []Ref { return append([]Ref(nil), s.claims...) }
 
 // Check is the resume check of lease l, suspended (Lease.Suspend), after
-// a renewal of its session sent at sent (local monotonic) was confirmed.
+// a renewal of its session sent at sent (on the lease's clock: SuspendOn)
+// was confirmed.
 // It must be called after that confirmation: the store's record it reads
 // then holds every stamp a waiter read before the renewal landed
 // (doc_outage.go, O2). It reads, in order, the record of up-time since
@@ -186,7 +210,7 @@ func (s *Suspension) Check(ctx context.Context, l *Lease, sent time.Duration) (R
 	if err := s.covered(); err != nil {
 		return ResumeWait, err
 	}
-	if !l.Resume(sent, s.clock.Mono()) {
+	if !l.Resume(sent, s.mono()) {
 		return ResumeWait, errors.New("resume check: ended past the deadline its renewal would give")
 	}
 	return ResumeResumed, nil
