@@ -168,11 +168,7 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 	k.mu.Unlock()
 	// Checked once more where the expiry is computed (a pause may fall
 	// between here and there): past the deadline, nothing is sent.
-	err := k.env.Renew(queue.WithRenewalCheck(ctx, func() bool { return k.relied(s) }), s.id, k.p.TTL)
-	now := k.p.Clock.Now()
-	k.mu.Lock()
-	s.renewing = time.Time{}
-	k.mu.Unlock()
+	now, err := k.sendRenewal(ctx, s, func() bool { return k.relied(s) })
 	if errors.Is(err, queue.ErrRenewalLate) {
 		k.ExpireIfDue(s)
 		return
@@ -193,6 +189,19 @@ func (k *Keeper[H]) renew(s *Session[H]) {
 		return
 	}
 	k.confirmed(s, sent, now)
+}
+
+// sendRenewal sends s's renewal, whose send time the caller recorded in
+// s.renewing, while still holds where its expiry is computed; it clears
+// s.renewing and returns when the reply came, and the renewal's error.
+// Both renew and renewSuspended send theirs so.
+func (k *Keeper[H]) sendRenewal(ctx context.Context, s *Session[H], still func() bool) (time.Time, error) {
+	err := k.env.Renew(queue.WithRenewalCheck(ctx, still), s.id, k.p.TTL)
+	now := k.p.Clock.Now()
+	k.mu.Lock()
+	s.renewing = time.Time{}
+	k.mu.Unlock()
+	return now, err
 }
 
 // relied reports whether s's owner still relies on it now: it is not

@@ -196,11 +196,7 @@ func (k *Keeper[H]) renewSuspended(s *Session[H]) {
 	sent := k.p.Clock.Now()
 	s.renewing = sent
 	k.mu.Unlock()
-	err := k.env.Renew(queue.WithRenewalCheck(ctx, func() bool { return k.stillSuspended(s) }), s.id, k.p.TTL)
-	now := k.p.Clock.Now()
-	k.mu.Lock()
-	s.renewing = time.Time{}
-	k.mu.Unlock()
+	now, err := k.sendRenewal(ctx, s, func() bool { return k.stillSuspended(s) })
 	switch {
 	case errors.Is(err, queue.ErrRenewalLate):
 		k.ExpireIfDue(s)
