@@ -70,16 +70,28 @@ func TestPlantedPartition(t *testing.T) {
 		name    string
 		bug     plant.Bug
 		promise string
+		budget  int64 // seeds it may take; plantBudget if 0
 	}{
-		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner},
-		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves},
-		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned},
-		{"DrainOnlyOwned", plant.DrainOnlyOwned, PromiseDrain},
+		{"PartitionSkipsWait", plant.PartitionSkipsWait, PromisePartitionOwner, 0},
+		// An assignment made afresh moves more shards than it must only
+		// at some changes of membership (rendezvous ranks with shares
+		// often give the minimal moves anyway), and the simulation's
+		// scheduling is not the same from run to run, so the seed that
+		// catches it varies: mostly within 50, now and then past 100,
+		// once past 200 in CI. A run that catches it stops there, so the
+		// larger budget costs only a run that does not.
+		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves, 5 * plantBudget},
+		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned, 0},
+		{"DrainOnlyOwned", plant.DrainOnlyOwned, PromiseDrain, 0},
 	} {
+		budget := c.budget
+		if budget == 0 {
+			budget = plantBudget
+		}
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
 			defer plant.Set(plant.None)
-			for seed := int64(1); seed <= plantBudget; seed++ {
+			for seed := int64(1); seed <= budget; seed++ {
 				_, _, vs := simulatePartition(t, seed, true)
 				for _, v := range vs {
 					if v.Promise == c.promise {
@@ -88,7 +100,7 @@ func TestPlantedPartition(t *testing.T) {
 					}
 				}
 			}
-			t.Errorf("not caught in %d seeds", plantBudget)
+			t.Errorf("not caught in %d seeds", budget)
 		})
 	}
 }
