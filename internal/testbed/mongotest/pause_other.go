@@ -14,3 +14,6 @@ func sigStop(*os.Process) error {
 
 // sigCont has nothing to resume outside Unix: nothing was stopped.
 func sigCont(*os.Process) error { return nil }
+
+// sigQuit cannot ask for a goroutine dump outside Unix.
+func sigQuit(*os.Process) error { return errors.ErrUnsupported }

@@ -28,3 +28,6 @@ func sigStop(p *os.Process) error {
 
 // sigCont lets a stopped p run again (SIGCONT); a running p is unaffected.
 func sigCont(p *os.Process) error { return p.Signal(syscall.SIGCONT) }
+
+// sigQuit has a Go process write its goroutines to stderr and exit.
+func sigQuit(p *os.Process) error { return p.Signal(syscall.SIGQUIT) }

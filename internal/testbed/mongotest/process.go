@@ -31,7 +31,8 @@ type Process struct {
 
 // StartProcess starts a FerretDB child process (always FerretDB, whatever
 // [Shared] resolved to) with its own temp data dir on a loopback port picked
-// at start and kept for restarts. It is stopped in tb.Cleanup. With
+// at start and kept for restarts. It is stopped in tb.Cleanup; when the
+// test failed, its stderr is kept first (keepForDiagnosis). With
 // DSYNC_MONGOTEST_BACKEND=postgresql its data is in a PostgreSQL database
 // of its own instead (on the test binary's PostgreSQL), which outlives
 // its kills and restarts as the data dir does.
@@ -56,7 +57,12 @@ func StartProcess(tb testing.TB) *Process {
 	p.addr = u.Host
 	p.uri = c.uri
 	p.c = c
-	tb.Cleanup(p.Stop)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			p.keepForDiagnosis()
+		}
+		p.Stop()
+	})
 	return p
 }
 
