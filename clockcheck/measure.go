@@ -160,7 +160,9 @@ func localTime(reply bson.Raw) (time.Time, error) {
 // unreachable server, say) as "clockcheck: hello: ..." wrapping the driver's
 // error and, when ctx has ended, [context.Cause] of ctx; an error matching
 // [ErrNoLocalTime], naming both commands' failures, when neither hello nor
-// isMaster reports the server's time.
+// isMaster reports the server's time. When ctx ends after at least one
+// round trip returned, it returns the best of those, with no error: a
+// wider uncertainty, never a wrong one.
 func Measure(ctx context.Context, db *mongo.Database, opts ...Option) (Sample, error) {
 	cmd, cfg, err := setup(db, opts)
 	if err != nil {
@@ -215,6 +217,16 @@ func measure(ctx context.Context, cmd commander, cfg *config) (Sample, error) {
 	for i := range cfg.samples {
 		s, err := sample(ctx, cmd, cfg.clock)
 		if err != nil {
+			if i > 0 && ctx.Err() != nil {
+				// Each round trip that returned bounds the server's
+				// time on its own, within its own uncertainty: fewer
+				// only widen the interval. A caller that gives up on
+				// a slow server (a bound per attempt) keeps what its
+				// attempt learned, instead of starting the next
+				// attempt from nothing, which on a server slower than
+				// a fifth of that bound would never end.
+				return best, nil
+			}
 			return Sample{}, err
 		}
 		if i == 0 || s.RTT < best.RTT {

@@ -451,3 +451,35 @@ func TestHelloNoFallbackAfterContextEnded(t *testing.T) {
 		t.Errorf("%d commands, error %v; want one command and its error", calls, err)
 	}
 }
+
+// A measurement cut short by its context after some round trips returned
+// keeps the best of them (each bounds the server's time on its own), so
+// that an attempt bounded in time on a slow server leaves a sample.
+func TestMeasureKeepsWhatReturnedBeforeTheContextEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rtts := []time.Duration{300, 200, 400, 100, 100}
+		w := newWorld()
+		w.wallSkew = 3 * time.Second
+		w.legs = func(i int) (time.Duration, time.Duration) { return rtts[i] * time.Millisecond, 0 }
+		want := w.trueOffset()
+		// 300 + 200 ms returned; the third round trip is in flight when
+		// the context ends.
+		ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+		defer cancel()
+		s, err := measure(ctx, w, mustConfig(t, WithClock(w), WithSamples(len(rtts))))
+		if err != nil {
+			t.Fatalf("measure: %v, want the best of the two round trips that returned", err)
+		}
+		if s.RTT != 200*time.Millisecond {
+			t.Errorf("RTT = %v, want the better of those that returned, 200ms", s.RTT)
+		}
+		checkOffset(t, s, want)
+
+		// None returned: the context's error, as before.
+		ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := newEstimator(ctx, w, mustConfig(t, WithClock(w))); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("nothing returned: %v, want context.DeadlineExceeded", err)
+		}
+	})
+}

@@ -75,7 +75,8 @@ func WithClock(c Clock) Option {
 
 // WithSamples sets how many round trips a measurement makes. The one with
 // the smallest round-trip time, and so the smallest uncertainty, is kept.
-// The default is [DefaultSamples] (5). n must be at least 1.
+// A measurement whose context ends after at least one returned keeps the
+// best of those. The default is [DefaultSamples] (5). n must be at least 1.
 func WithSamples(n int) Option {
 	return func(cfg *config) error {
 		if n < 1 {
