@@ -14,11 +14,12 @@
 // one request (RunReader), the sweeper's deletes (Maintainer), the
 // directory of keys (KeyDirectory), reads that write nothing
 // (ReadPreparer), key limits (KeyChecker), wake-ups (Feed, FeedPauser),
-// direct hints (PeerStore, LoopbackReporter), revocations (RevokeStore)
-// and a record of when the store was up (UptimeStore). dsync reaches a
-// role only through Roles, never by a type assertion on the store, so a
-// type that embeds a Store to wrap it passes every role on, and sees a
-// role's calls only if it overrides Roles.
+// direct hints (PeerStore, LoopbackReporter), revocations (RevokeStore),
+// a record of when the store was up (UptimeStore), and the records of
+// deadlock detection between lock sets (WaitStore, DeadlockStore). dsync
+// reaches a role only through Roles, never by a type assertion on the
+// store, so a type that embeds a Store to wrap it passes every role on,
+// and sees a role's calls only if it overrides Roles.
 //
 // What a driver must guarantee is small, and stated with each method.
 // What it may do, and the protocol copes with: apply an update as a read
@@ -135,6 +136,11 @@ type Doc struct {
 	// Claims only, shown to people (dsync status): the claiming process.
 	Host string
 	PID  int
+	// Claims only: the lock set the claim is a member of (its identity,
+	// Wait.Set), or empty for a claim of a single primitive. Deadlock
+	// detection follows the wait-for graph through claims with a Waiter
+	// only.
+	Waiter string
 	// Claims only: the history of the store (the nonce of its protocol
 	// document, ProtocolID) in which its sender learnt the segment it
 	// claims in; empty in claims of an older dsync. A claim that lands

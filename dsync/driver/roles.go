@@ -54,6 +54,13 @@ type Roles struct {
 	// grace, which no Client sets yet, and reads it nowhere yet: sessions
 	// are judged by their expiry alone.
 	Uptime UptimeStore
+	// Waits keeps lock sets' notes that they wait while they hold, and
+	// Deadlocks the records of deadlocks broken: the wait-for graph
+	// between lock sets, and what was done about it. No set records or
+	// reads them yet: deadlock detection, which is to use them, is not
+	// built, and nothing depends on them.
+	Waits     WaitStore
+	Deadlocks DeadlockStore
 }
 
 // RunReader reads a stretch of a key's queue in one request (Roles.Runs).

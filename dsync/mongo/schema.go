@@ -31,6 +31,9 @@ type lockDoc struct {
 	// Claims only: the store's history its sender knew its segment in
 	// (driver.Doc.History).
 	History string `bson:"history,omitempty"`
+	// Claims only: the lock set the claim is a member of
+	// (driver.Doc.Waiter); absent: none.
+	Waiter string `bson:"waiter,omitempty"`
 	// At is the latest possible server time when the document was sent:
 	// for a claim, when it queued. Compaction deletes the documents of
 	// idle keys sent before a time (driver.Maintainer.Compact).
@@ -69,7 +72,7 @@ type lockDoc struct {
 func toLockDoc(d driver.Doc) lockDoc {
 	return lockDoc{
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
-		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, History: d.History, At: ceilMilli(d.Sent),
+		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, History: d.History, Waiter: d.Waiter, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Grace: d.Grace.Milliseconds(), Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: int64(d.Token),
 		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
@@ -80,7 +83,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 func fromLockDoc(d *lockDoc) driver.Doc {
 	out := driver.Doc{
 		ID: d.ID, Key: d.Key, Epoch: uint64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce, Session: d.Session, Owner: d.Owner,
-		Host: d.Host, PID: d.PID, History: d.History, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
+		Host: d.Host, PID: d.PID, History: d.History, Waiter: d.Waiter, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Grace: time.Duration(d.Grace) * time.Millisecond,
 		Mode:  driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
 		Token: uint64(d.Token),

@@ -36,8 +36,9 @@ const sessionRetention = time.Hour
 
 // A sessionStore serves what the sessions collection holds: the sessions
 // (here), the peers of direct hints (peers.go), the revocations
-// (revoke.go) and the stall records (stall.go). Besides the collection, its state is whether this store
-// made a session.
+// (revoke.go), the stall records (stall.go), and lock sets' wait notes
+// and deadlock records (waits.go). Besides the collection, its state is
+// whether this store made a session.
 type sessionStore struct {
 	coll   *mongo.Collection
 	cfg    *config
@@ -75,7 +76,8 @@ const closeCleanTime = 2 * time.Second
 
 // clean deletes the sessions that expired more than
 // sessionRetention ago and, in the same delete, the stall records older
-// than stallRetention (oldStalls), then the revocations that can no
+// than stallRetention (oldStalls) and the wait notes and deadlock records
+// older than waitRetention (oldWaits), then the revocations that can no
 // longer matter (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
 // started within the retention, so it is sent when a process that made a
@@ -98,9 +100,10 @@ func (ss *sessionStore) clean(ctx context.Context) {
 	filter := bson.D{{Key: "$or", Value: bson.A{
 		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}},
 		oldStalls(now),
+		oldWaits(now),
 	}}}
 	if _, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", filter); err != nil {
-		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions and old stall records failed", "err", err)
+		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions and old records failed", "err", err)
 	}
 	ss.cleanRevocations(ctx, before)
 }

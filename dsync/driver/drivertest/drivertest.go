@@ -25,7 +25,7 @@
 //
 //   - Roles: callable before Prepare, and the same roles after it.
 //   - Insert: an insert creates the document, and Get reads back every
-//     field the contract carries; a second insert of its ID answers
+//     field the contract carries (a claim's Waiter too); a second insert of its ID answers
 //     ErrExists and changes nothing; of many concurrent inserts of one ID,
 //     exactly one succeeds.
 //   - InsertOrdered: all created (dup -1), or created up to the first
@@ -71,6 +71,15 @@
 //     listed, apart from the sessions.
 //   - Revoke (Revocations): of many revokes of one session, one succeeds
 //     and its record stays; renewals of the session go on as before.
+//   - Stall (Stalls): of many records of one claim, one succeeds and
+//     stays, every field as sent.
+//   - Waits (Waits): of many notes of one set and number, one succeeds
+//     and stays, every field as sent, whatever its sender changes after;
+//     a set's latest note is its highest number, never another set's; a
+//     listing since a time has exactly the notes sent since.
+//   - Deadlocks (Deadlocks): of many records of one victim and note, one
+//     succeeds and stays, its cycle whole; a listing since a time has
+//     exactly the records sent since.
 //   - UptimeStamps, UptimeRead (Uptime): a renewal with a record of
 //     up-time renews as RenewSession does and is stamped with the store's
 //     time, stamps never going back; a read returns the spans and stamps
@@ -172,6 +181,8 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Revoke", s.testRevoke)
 	t.Run("RevokeLeavesSessions", s.testRevokeLeavesSessions)
 	t.Run("Stall", s.testStall)
+	t.Run("Waits", s.testWaits)
+	t.Run("Deadlocks", s.testDeadlocks)
 	t.Run("UptimeStamps", s.testUptimeStamps)
 	t.Run("UptimeRead", s.testUptimeRead)
 }
@@ -216,7 +227,7 @@ func claim(key string, epoch uint64, nonce string, sent time.Time) driver.Doc {
 		Session: "c0000000000000000001", Owner: "owner-" + nonce, Sent: sent,
 		TTL: 15 * time.Second, Exp: sent.Truncate(time.Millisecond).Add(15 * time.Second), Grace: 30 * time.Second,
 		Mode: driver.Weighted, Weight: 3, Limit: 1 << 40, Host: "host.example", PID: 4242,
-		Seg: testSeg, History: "history-" + nonce,
+		Seg: testSeg, History: "history-" + nonce, Waiter: "set-" + nonce,
 	}
 }
 

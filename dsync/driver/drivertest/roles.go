@@ -22,10 +22,10 @@ func (s *suite) testRoles(t *testing.T) {
 }
 
 // served tells which of r's roles are not nil.
-func served(r driver.Roles) [12]bool {
-	return [12]bool{
+func served(r driver.Roles) [14]bool {
+	return [14]bool{
 		r.Runs != nil, r.Maintenance != nil, r.Directory != nil, r.Reads != nil, r.KeyCheck != nil,
 		r.Feed != nil, r.FeedPause != nil, r.Peers != nil, r.Revocations != nil, r.Loopback != nil,
-		r.Stalls != nil, r.Uptime != nil,
+		r.Stalls != nil, r.Uptime != nil, r.Waits != nil, r.Deadlocks != nil,
 	}
 }

@@ -24,13 +24,13 @@ type Call struct {
 	// IDs: the ID of Get, the IDs of Delete.
 	IDs []string
 	// Keys: the keys of PutKeys; the key of GetRun and HasKey; the prefix
-	// of ListKeys.
+	// of ListKeys; the set of LatestWait.
 	Keys []string
 	// From, To: the epochs of GetRun.
 	From, To uint64
 	// Session: the session of InsertSession; for RenewSession and
 	// RenewSessionUp its ID, Gen and ExpiresAt; for GetSession, Revoke and Revoked its ID; for
-	// RecordStall the stall's session.
+	// RecordStall, PutWait and PutDeadlock the record's session.
 	Session driver.Session
 	// Event: what Publish publishes.
 	Event driver.Event

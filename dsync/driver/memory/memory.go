@@ -38,15 +38,17 @@ type state struct {
 	start time.Time // carries the monotonic reading the clock counts from
 	base  time.Time // start without it: the origin of the store's time
 
-	mu       sync.Mutex
-	docs     map[string]driver.Doc
-	sessions map[string]map[int]time.Time // each session's documents: expiry by generation
-	uptime   map[string]map[int]upDoc     // what RenewSessionUp wrote to them (uptime.go)
-	dir      directory                    // the keys recorded (directory.go)
-	hintKey  []byte                       // the hint key (peers.go)
-	peers    map[string]driver.Peer       // processes that take hints, by ID
-	revoked  map[string]driver.Revocation // revocations by session (revoke.go)
-	stalls   map[stallID]driver.Stall     // stall records by claim (stall.go)
+	mu        sync.Mutex
+	docs      map[string]driver.Doc
+	sessions  map[string]map[int]time.Time      // each session's documents: expiry by generation
+	uptime    map[string]map[int]upDoc          // what RenewSessionUp wrote to them (uptime.go)
+	dir       directory                         // the keys recorded (directory.go)
+	hintKey   []byte                            // the hint key (peers.go)
+	peers     map[string]driver.Peer            // processes that take hints, by ID
+	revoked   map[string]driver.Revocation      // revocations by session (revoke.go)
+	stalls    map[stallID]driver.Stall          // stall records by claim (stall.go)
+	waits     map[string]map[uint64]driver.Wait // wait notes by set and number (waits.go)
+	deadlocks map[string]driver.Deadlock        // deadlock records by ID (waits.go)
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
@@ -87,25 +89,29 @@ func (s *Store) ServerTime() driver.Interval {
 func (s *Store) Close() error { return nil }
 
 // Roles implements driver.Store. It returns runs, maintenance, the
-// directory of keys, the feed, peers, revocations, stall records and the
-// record of up-time, each through the view's hooks.
+// directory of keys, the feed, peers, revocations, stall records, the
+// record of up-time, wait notes and deadlock records, each through the
+// view's hooks.
 func (s *Store) Roles() driver.Roles {
 	r := roles{s}
-	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r, Uptime: r}
+	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r, Uptime: r,
+		Waits: r, Deadlocks: r}
 }
 
 // roles serves a view's roles.
 type roles struct{ s *Store }
 
 var (
-	_ driver.RunReader    = roles{}
-	_ driver.Maintainer   = roles{}
-	_ driver.KeyDirectory = roles{}
-	_ driver.Feed         = roles{}
-	_ driver.PeerStore    = roles{}
-	_ driver.RevokeStore  = roles{}
-	_ driver.StallStore   = roles{}
-	_ driver.UptimeStore  = roles{}
+	_ driver.RunReader     = roles{}
+	_ driver.Maintainer    = roles{}
+	_ driver.KeyDirectory  = roles{}
+	_ driver.Feed          = roles{}
+	_ driver.PeerStore     = roles{}
+	_ driver.RevokeStore   = roles{}
+	_ driver.StallStore    = roles{}
+	_ driver.UptimeStore   = roles{}
+	_ driver.WaitStore     = roles{}
+	_ driver.DeadlockStore = roles{}
 )
 
 // Insert implements driver.Store.
@@ -251,6 +257,8 @@ func (s *Store) Reset() {
 	clear(s.uptime)
 	clear(s.revoked) // kept with the sessions
 	clear(s.stalls)
+	clear(s.waits)
+	clear(s.deadlocks)
 	s.dir.reset(nil)
 }
 
