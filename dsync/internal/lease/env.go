@@ -68,13 +68,17 @@ type Env[H Hold] struct {
 	// With an outage grace (Params.Grace > 0), suspend.go: Suspend makes
 	// the engine's suspension of session id, whose lease l (on the clock
 	// mono reads) has just been suspended, with the claims of holds, the
-	// holds it lost (queue.Engine.SuspendOn); an error retires the
+	// holds it lost and those a resume kept (queue.Engine.SuspendOn); an error retires the
 	// session as without a grace. It is called under the Keeper's lock:
 	// it must not block, nor call the Keeper. Probe reads from the store
 	// (nothing the protocol writes): nil when the store replied. Both
 	// must be set for the Keeper to suspend. Resumed (may be nil) is told,
 	// under no lock, the holds whose claims a resume kept: they stay
-	// lost, and the Keeper no longer counts them.
+	// lost, and those still counted are kept (retake.go) until a new
+	// hold takes each over (Retake) or its owner lets it go (Remove,
+	// LetGo) and ends its claim; the holds removed meanwhile (their
+	// owner gave them up while suspended) are told too, their claims
+	// live again and theirs to end.
 	Suspend func(id string, l *queue.Lease, mono func() time.Duration, holds []H) (Suspension, error)
 	Probe   func(ctx context.Context, id string) error
 	Resumed func(holds []H)
