@@ -50,8 +50,9 @@ type hold struct {
 	kind  event.Kind
 }
 
-// Key is the key of h's claim (lease.Hold).
-func (h *hold) Key() string { return h.claim.Key }
+// Key is the key of h's claim, Ref the claim (lease.Hold).
+func (h *hold) Key() string    { return h.claim.Key }
+func (h *hold) Ref() queue.Ref { return h.claim }
 
 // Start makes the hold active. It reports false when the session's
 // deadline has already passed (lease.Hold).

@@ -87,3 +87,27 @@ func (k *Keeper[H]) LetGo(h H) bool {
 	}
 	return kept
 }
+
+// letGoAll lets go each of kept still kept (LetGo), and tells Release.
+// A resume calls it a TTL after it kept them: a claim that no hold took
+// over by then is released, so that an owner that does not lock again
+// frees its key at most a TTL later than one that gave its hold up.
+func (k *Keeper[H]) letGoAll(kept []H) {
+	var gone []H
+	for _, h := range kept {
+		if k.LetGo(h) {
+			gone = append(gone, h)
+		}
+	}
+	k.release(gone)
+}
+
+// release tells Env.Release of each hold of holds.
+func (k *Keeper[H]) release(holds []H) {
+	if k.env.Release == nil {
+		return
+	}
+	for _, h := range holds {
+		k.env.Release(h)
+	}
+}

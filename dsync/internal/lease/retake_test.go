@@ -29,35 +29,45 @@ func (w *world) outage(s *Session[*claimHold]) {
 }
 
 // TestKeptKeepsTheSessionInUse: a claim that a resume kept keeps its
-// session renewed while no hold has taken it over, so that a new hold
-// of the claim can still take it over two TTLs after the resume, with no
-// Enter: the session's deadline stays ahead, and the claim unended.
-// Were the kept hold no longer counted, the idle session would go
-// unrenewed and its deadline pass.
+// session renewed while no hold has taken it over, so that a new hold of
+// the claim can take it over up to a TTL after the resume, with no Enter.
+// Were the kept hold not counted, the idle session would go unrenewed.
+// A TTL after the resume the Keeper lets go a kept claim no hold took
+// over, and tells Release; one taken over it leaves alone.
 func TestKeptKeepsTheSessionInUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, worldGrace)
 		defer w.wait()
 		h, s := w.hold("k")
+		h2, _ := w.hold("k2")
 		w.outage(s)
-		time.Sleep(2 * worldTTL)
+		dl := w.k.Deadline(s)
+		time.Sleep(worldTTL * 9 / 10)
 		synctest.Wait()
-		if dl := w.k.Deadline(s); !dl.After(time.Now()) || w.k.RetiredWith(s) != nil {
-			t.Fatalf("two TTLs after the resume: deadline %v (now %v), retired with %v; want the session renewed",
-				dl, time.Now(), w.k.RetiredWith(s))
+		if got := w.k.Deadline(s); !got.After(dl) || w.k.RetiredWith(s) != nil {
+			t.Fatalf("0.9 TTL after the resume: deadline %v (at the resume %v), retired with %v; want the session renewed",
+				got, dl, w.k.RetiredWith(s))
 		}
 		next := &claimHold{ref: h.ref}
 		if ok, err := w.k.Retake(h, next, s); !ok || err != nil {
-			t.Fatalf("Retake two TTLs after the resume = %v, %v; want the claim taken over", ok, err)
-		}
-		if end := w.end(h); end != "" {
-			t.Fatalf("the kept claim has ended (%s)", end)
+			t.Fatalf("Retake 0.9 TTL after the resume = %v, %v; want the claim taken over", ok, err)
 		}
 		if ok, err := w.k.Retake(h, &claimHold{ref: h.ref}, s); ok || !errors.Is(err, ErrNotKept) {
 			t.Fatalf("a second Retake of the same hold = %v, %v; want ErrNotKept", ok, err)
 		}
-		if w.k.LetGo(h) || w.k.Remove(h) {
-			t.Fatal("the hold taken over is still kept")
+		time.Sleep(worldTTL / 5)
+		synctest.Wait()
+		w.mu.Lock()
+		released := slices.Clone(w.released)
+		w.mu.Unlock()
+		if !slices.Equal(released, []*claimHold{h2}) {
+			t.Fatalf("a TTL after the resume, Release was told %v; want the kept hold no one took over (%p), only", released, h2)
+		}
+		if w.k.LetGo(h2) || w.k.LetGo(h) || w.k.Remove(h) {
+			t.Fatal("a hold let go or taken over is still kept")
+		}
+		if end := w.end(h); end != "" {
+			t.Fatalf("the claim taken over has ended (%s)", end)
 		}
 	})
 }
@@ -125,6 +135,12 @@ func TestRemoveWhileSuspended(t *testing.T) {
 		w.mu.Unlock()
 		if !slices.Equal(told, []*claimHold{h}) {
 			t.Fatalf("Resumed was told %v; want the removed hold", told)
+		}
+		w.mu.Lock()
+		released := slices.Clone(w.released)
+		w.mu.Unlock()
+		if !slices.Equal(released, []*claimHold{h}) {
+			t.Fatalf("Release was told %v at the resume; want the removed hold, its claim live again", released)
 		}
 		if w.k.LetGo(h) {
 			t.Fatal("a hold removed while suspended was kept")

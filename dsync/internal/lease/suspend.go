@@ -75,7 +75,11 @@ func (k *Keeper[H]) suspendLocked(s *Session[H], now time.Time, at time.Duration
 	// Claims a resume kept and no hold took over yet are the session's
 	// too: checked and resumed, or marked dead, with the others.
 	held := append(lost[:len(lost):len(lost)], k.keptOfLocked(s)...)
-	sus, err := k.env.Suspend(s.id, s.lease, k.leaseNow, held)
+	claims := make([]queue.Ref, len(held))
+	for i, h := range held {
+		claims[i] = h.Ref()
+	}
+	sus, err := k.env.Suspend(s.id, s.lease, k.leaseNow, claims)
 	if err != nil {
 		s.expired = true
 		k.retireLocked(s, fmt.Errorf("%w: %s (not suspended: %v)", k.env.Errors.Lost, why, err))
@@ -264,9 +268,13 @@ func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sen
 	}
 	sus := s.sus
 	s.sus = nil
+	var kept, gone []H
 	for _, h := range sus.holds {
 		if k.holds[h] == s {
 			k.kept[h] = true // counted, lost, until taken over or let go
+			kept = append(kept, h)
+		} else {
+			gone = append(gone, h) // its owner gave it up meanwhile
 		}
 	}
 	s.confirmed, s.renewErr = sent, nil
@@ -276,5 +284,9 @@ func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sen
 	k.mu.Unlock()
 	if k.env.Resumed != nil {
 		k.env.Resumed(sus.holds)
+	}
+	k.release(gone)
+	if len(kept) > 0 {
+		k.p.Clock.AfterFunc(k.p.TTL, func() { k.letGoAll(kept) })
 	}
 }
