@@ -39,6 +39,8 @@ type hold struct {
 	// onLost, if set, is told of the hold's loss after lostHook: its
 	// lock set's (setmember.go).
 	onLost atomic.Pointer[func()]
+	// keptEnded: the claim, kept by a resume, was released (endKept).
+	keptEnded atomic.Bool
 
 	mu      sync.Mutex
 	state   holdState
@@ -89,7 +91,7 @@ func (h *hold) MarkLost(reason error) bool {
 		return false
 	}
 	h.loseLocked(reason)
-	h.p.client.claimLost(h.claim.Nonce)
+	h.p.client.claimLost(h.claim.Nonce, true)
 	close(h.lost)
 	return true
 }

@@ -49,6 +49,7 @@ func NewMutex(c *Client, key string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.retakes = true
 	return &Mutex{core: p, sem: make(chan struct{}, 1)}, nil
 }
 
@@ -192,7 +193,10 @@ func (m *Mutex) Unlock() {
 // UnlockContext unlocks m like Unlock and reports the outcome. It returns
 // an error wrapping ErrLost if the hold had been lost before this call: the
 // critical section was not fully protected. This call then sends nothing:
-// the lease is left to expire, or a stall released the claim. It returns
+// the lease is left to expire, or a stall released the claim. A hold lost
+// to a suspension (ErrSuspended) is the exception: its claim is released
+// once the store's verdict on the outage kept it (at once if it came
+// already), and marked dead if not. It returns
 // the store's error if the release could not be confirmed. The Client then
 // sends it again in the background until it lands or the Client is closed;
 // the lease expires after its TTL at the latest once the Client holds
