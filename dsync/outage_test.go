@@ -3,12 +3,15 @@ package dsync_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/internal/suspend"
 )
 
 // Holds across an outage of the store (ClientWithOutageGrace), on the
@@ -83,6 +86,162 @@ func waitLost(t *testing.T, m *dsync.Mutex, limit time.Duration) {
 	}
 }
 
+// TestOutageRelockSameToken: an outage of the whole store for three
+// TTLs, a holder and a waiter in another process. The hold is lost at its
+// deadline (ErrLost and ErrSuspended); LockContext called again without
+// Unlock waits for the verdict, and once the store is back takes the
+// hold back with the same token and a fresh Lost(); the waiter holds
+// nothing meanwhile, and takes the key, with a larger token, only at the
+// holder's Unlock. Without the re-take, LockContext waits for an Unlock
+// that never comes.
+func TestOutageRelockSameToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
+		a.Lock()
+		tok := a.Token()
+		waiter := locker(context.Background(), b)
+		time.Sleep(outTTL / 2)
+		synctest.Wait()
+
+		w.down(true)
+		waitLost(t, a, outTTL)
+		if err := a.Err(); !errors.Is(err, dsync.ErrLost) || !errors.Is(err, dsync.ErrSuspended) {
+			t.Fatalf("Err after the deadline in the outage = %v; want ErrLost and ErrSuspended", err)
+		}
+		relock := locker(context.Background(), a)
+		time.Sleep(3 * outTTL)
+		synctest.Wait()
+		if err, ok := lockedBy(relock); ok {
+			t.Fatalf("LockContext returned %v in the outage; want it waiting for the verdict", err)
+		}
+		w.down(false)
+		select {
+		case err := <-relock:
+			if err != nil {
+				t.Fatalf("LockContext after the outage = %v; want the hold back", err)
+			}
+		case <-time.After(outTTL):
+			t.Fatal("LockContext still waiting a TTL after the store came back")
+		}
+		if got := a.Token(); got != tok {
+			t.Errorf("the token after the re-lock = %d; want %d, the same", got, tok)
+		}
+		select {
+		case <-a.Lost():
+			t.Fatal("the re-taken hold's Lost is closed")
+		default:
+		}
+		if err := a.Err(); err != nil {
+			t.Errorf("Err of the re-taken hold = %v; want nil", err)
+		}
+		time.Sleep(2 * outTTL) // held on, renewed
+		synctest.Wait()
+		if err, ok := lockedBy(waiter); ok {
+			t.Fatalf("the waiter's LockContext returned %v while the re-taken hold held", err)
+		}
+		if err := a.UnlockContext(context.Background()); err != nil {
+			t.Fatalf("Unlock of the re-taken hold = %v", err)
+		}
+		if err := <-waiter; err != nil {
+			t.Fatal(err)
+		}
+		if b.Token() <= tok {
+			t.Errorf("the waiter's token %d; want above %d", b.Token(), tok)
+		}
+		b.Unlock()
+	})
+}
+
+// TestCutAloneRelockEnds: one holder cut off alone while the store stays
+// up for the others: its waiter in another process takes over, and the
+// holder's LockContext, once it reaches the store again, returns an error
+// wrapping ErrLost that says the hold ended, with the Mutex unlocked.
+func TestCutAloneRelockEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
+		a.Lock()
+		tok := a.Token()
+		waiter := locker(context.Background(), b)
+		time.Sleep(outTTL / 2)
+		synctest.Wait()
+
+		w.clients[0].Proc.SetReachable(false)
+		cut := time.Now()
+		waitLost(t, a, outTTL)
+		relock := locker(context.Background(), a)
+		select {
+		case err := <-waiter:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(4 * outTTL):
+			t.Fatal("the waiter did not take over from a holder cut off alone")
+		}
+		took := time.Since(cut)
+		if b.Token() <= tok {
+			t.Errorf("the waiter's token %d; want above %d", b.Token(), tok)
+		}
+		w.clients[0].Proc.SetReachable(true)
+		select {
+		case err := <-relock:
+			if !errors.Is(err, dsync.ErrLost) || !strings.Contains(err.Error(), "ended") {
+				t.Fatalf("the cut-off holder's LockContext = %v; want an error wrapping ErrLost that says the hold ended", err)
+			}
+		case <-time.After(2 * outTTL):
+			t.Fatal("the cut-off holder's LockContext still waiting two TTLs after it reached the store")
+		}
+		if a.Token() != 0 {
+			t.Errorf("the Mutex after its hold ended holds token %d; want it unlocked", a.Token())
+		}
+		t.Logf("taken over %v after the cut (TTL %v)", took, outTTL)
+		b.Unlock()
+	})
+}
+
+// TestCutAloneLockLocksAnew: Lock, which has no error to return, called
+// again by a holder cut off alone, locks anew once it learns that its
+// hold ended: after the waiter that took over unlocks, with a larger
+// token (LockContext's error would make Lock panic).
+func TestCutAloneLockLocksAnew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
+		a.Lock()
+		waiter := locker(context.Background(), b)
+		time.Sleep(outTTL / 2)
+		w.clients[0].Proc.SetReachable(false)
+		waitLost(t, a, outTTL)
+		relocked := make(chan struct{})
+		go func() {
+			a.Lock()
+			close(relocked)
+		}()
+		if err := <-waiter; err != nil {
+			t.Fatal(err)
+		}
+		w.clients[0].Proc.SetReachable(true)
+		time.Sleep(2 * outTTL)
+		synctest.Wait()
+		select {
+		case <-relocked:
+			t.Fatal("Lock returned while the waiter that took over held the key")
+		default:
+		}
+		tok := b.Token()
+		b.Unlock()
+		<-relocked
+		if a.Token() <= tok {
+			t.Errorf("the token of the Lock made anew = %d; want above the waiter's %d", a.Token(), tok)
+		}
+		a.Unlock()
+	})
+}
+
 // TestGraceZeroRelockWaitsForUnlock: without a grace nothing changes: a
 // hold lost in an outage wraps ErrLost only, and LockContext called
 // again without Unlock waits for the Unlock, as ever (here until its
@@ -112,6 +271,137 @@ func TestGraceZeroRelockWaitsForUnlock(t *testing.T) {
 	})
 }
 
+// TestUnlockWhileSuspendedKeepsOthers: a process holding two keys in an
+// outage unlocks one while suspended; the store holds requests back and
+// applies them when it answers again. The release of the claim waits for
+// the verdict: sent at once, it would land at the store's return, before
+// the check reads the claims back, and have the whole session found
+// ended, the other hold with it. The other Mutex re-locks with its token,
+// and the unlocked key's waiter takes it soon after the return.
+func TestUnlockWhileSuspendedKeepsOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a1, a2 := newMutex(t, w.clients[0].Client, "k1"), newMutex(t, w.clients[0].Client, "k2")
+		b := newMutex(t, w.clients[1].Client, "k1")
+		a1.Lock()
+		a2.Lock()
+		tok2 := a2.Token()
+		waiter := locker(context.Background(), b)
+		time.Sleep(outTTL / 2)
+		synctest.Wait()
+
+		w.hang(true)
+		waitLost(t, a1, outTTL)
+		if err := a1.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Fatalf("Unlock of a suspended hold = %v; want ErrLost", err)
+		}
+		relock := locker(context.Background(), a2)
+		time.Sleep(3 * outTTL)
+		synctest.Wait()
+		w.hang(false)
+		back := time.Now()
+		if err := <-relock; err != nil {
+			t.Fatalf("the other Mutex's LockContext after the outage = %v; want its hold back", err)
+		}
+		if a2.Token() != tok2 {
+			t.Errorf("the other Mutex's token = %d; want %d", a2.Token(), tok2)
+		}
+		select {
+		case err := <-waiter:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(outTTL):
+			t.Fatal("the waiter of the key unlocked in the outage did not hold within a TTL of the store's return")
+		}
+		t.Logf("the waiter held %v after the store came back", time.Since(back))
+		b.Unlock()
+		a2.Unlock()
+	})
+}
+
+// TestResumedNotRelockedIsReleased: a program that ignores Lost() and
+// never locks again: once the store is back the hold's claim is kept a
+// TTL for a re-lock, then released, and the waiter takes the key; a
+// LockContext after that says the hold was released, and unlocks the
+// Mutex. Without the release, the kept claim would keep the session, and
+// the key, forever.
+func TestResumedNotRelockedIsReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
+		a.Lock()
+		waiter := locker(context.Background(), b)
+		time.Sleep(outTTL / 2)
+		synctest.Wait()
+
+		w.down(true)
+		waitLost(t, a, outTTL)
+		time.Sleep(3 * outTTL)
+		w.down(false)
+		back := time.Now()
+		select {
+		case err := <-waiter:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(4 * outTTL):
+			t.Fatal("the key of a resumed hold never locked again was not released")
+		}
+		if d := time.Since(back); d < outTTL {
+			t.Errorf("the waiter held %v after the store came back; want the kept claim kept a TTL (%v) first", d, outTTL)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), outTTL)
+		defer cancel()
+		err := a.LockContext(ctx)
+		if !errors.Is(err, dsync.ErrLost) || !strings.Contains(err.Error(), "released") {
+			t.Fatalf("LockContext after the release = %v; want ErrLost, saying it was released", err)
+		}
+		if a.Token() != 0 {
+			t.Errorf("the Mutex holds token %d; want it unlocked", a.Token())
+		}
+		b.Unlock()
+	})
+}
+
+// TestRelockByAnotherGoroutine shows the hazard that Mutex.LockContext
+// documents: a Mutex belongs to no goroutine, so a second goroutine that
+// locks after the first's hold was lost to a suspension, before the
+// first's Unlock, takes the first's hold back with the same token (with
+// no grace it would wait for that Unlock).
+func TestRelockByAnotherGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(1, outGrace)
+		defer w.close()
+		m := newMutex(t, w.clients[0].Client, "k")
+		var firstTok atomic.Uint64
+		first := make(chan struct{})
+		go func() { // the first goroutine: holds, and is told to stop
+			m.Lock()
+			firstTok.Store(m.Token())
+			close(first)
+			<-m.Lost()
+		}()
+		<-first
+		w.down(true)
+		waitLost(t, m, outTTL)
+		time.Sleep(outTTL)
+		w.down(false)
+		// The second goroutine (this one) locks before the first unlocks.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*outTTL)
+		defer cancel()
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatalf("the second goroutine's LockContext = %v; want the first's hold taken back", err)
+		}
+		if got := m.Token(); got != firstTok.Load() {
+			t.Fatalf("the second goroutine's token = %d; want the first's, %d", got, firstTok.Load())
+		}
+		m.Unlock()
+	})
+}
+
 // TestOutageGraceBounds: the option's bounds.
 func TestOutageGraceBounds(t *testing.T) {
 	for _, c := range []struct {
@@ -138,4 +428,39 @@ func TestOutageGraceBounds(t *testing.T) {
 			_ = cl.Close()
 		}
 	}
+}
+
+// TestSuspendedOnTheLeaseClock: the engine's clock is the lease's (here
+// a test's, counting a machine's sleep that the store's time does not
+// see), so that a suspension takes the lease's deadline to the engine's
+// clock exactly (queue.Engine.SuspendOn): the machine sleeps through an
+// outage of the store, far past the hold's deadline; the hold is
+// suspended, and LockContext takes it back with the same token. Were the
+// engine's clock the system's, blind to that sleep, the deadline taken to
+// it would fall before every renewal's reply, no expiry confirmed before
+// it would be known, and the session would be retired, not suspended.
+func TestSuspendedOnTheLeaseClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counter, sleepFor := suspend.Fake()
+		w := newOutageWorld(1, outGrace, dsync.WithClock(dsync.SuspendClock(counter)))
+		defer w.close()
+		a := newMutex(t, w.clients[0].Client, "k")
+		a.Lock()
+		tok := a.Token()
+		time.Sleep(outTTL / 2)
+		w.down(true)
+		sleepFor(10 * outTTL)
+		waitLost(t, a, time.Second)
+		if err := a.Err(); !errors.Is(err, dsync.ErrSuspended) {
+			t.Fatalf("Err after the machine's sleep = %v; want ErrSuspended", err)
+		}
+		w.down(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*outTTL)
+		defer cancel()
+		if err := a.LockContext(ctx); err != nil || a.Token() != tok {
+			t.Fatalf("LockContext after the outage = %v, token %d; want the hold back with token %d", err, a.Token(), tok)
+		}
+		a.Unlock()
+		time.Sleep(2 * outTTL) // the counter's timers (the kept claim's) run out
+	})
 }
