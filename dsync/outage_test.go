@@ -27,10 +27,14 @@ const (
 type outageWorld struct {
 	store   *memory.Store
 	clients []*dsync.MemClient
+	// ctx ends at close: the waiters' locks end with the test.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newOutageWorld(n int, grace time.Duration, opts ...dsync.ClientOption) *outageWorld {
 	w := &outageWorld{store: memory.New()}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	for range n {
 		o := append([]dsync.ClientOption{dsync.ClientWithTTL(outTTL), dsync.ClientWithOutageGrace(grace)}, opts...)
 		w.clients = append(w.clients, dsync.NewMemClientOn(w.store, o...))
@@ -54,6 +58,7 @@ func (w *outageWorld) hang(hang bool) {
 }
 
 func (w *outageWorld) close() {
+	w.cancel()
 	for _, c := range w.clients {
 		_ = c.Close()
 	}
@@ -101,7 +106,7 @@ func TestOutageRelockSameToken(t *testing.T) {
 		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
 		a.Lock()
 		tok := a.Token()
-		waiter := locker(context.Background(), b)
+		waiter := locker(w.ctx, b)
 		time.Sleep(outTTL / 2)
 		synctest.Wait()
 
@@ -110,7 +115,9 @@ func TestOutageRelockSameToken(t *testing.T) {
 		if err := a.Err(); !errors.Is(err, dsync.ErrLost) || !errors.Is(err, dsync.ErrSuspended) {
 			t.Fatalf("Err after the deadline in the outage = %v; want ErrLost and ErrSuspended", err)
 		}
-		relock := locker(context.Background(), a)
+		ctx, cancel := context.WithTimeout(context.Background(), 6*outTTL)
+		defer cancel()
+		relock := locker(ctx, a)
 		time.Sleep(3 * outTTL)
 		synctest.Wait()
 		if err, ok := lockedBy(relock); ok {
@@ -165,14 +172,16 @@ func TestCutAloneRelockEnds(t *testing.T) {
 		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
 		a.Lock()
 		tok := a.Token()
-		waiter := locker(context.Background(), b)
+		waiter := locker(w.ctx, b)
 		time.Sleep(outTTL / 2)
 		synctest.Wait()
 
 		w.clients[0].Proc.SetReachable(false)
 		cut := time.Now()
 		waitLost(t, a, outTTL)
-		relock := locker(context.Background(), a)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*outTTL)
+		defer cancel()
+		relock := locker(ctx, a)
 		select {
 		case err := <-waiter:
 			if err != nil {
@@ -212,7 +221,7 @@ func TestCutAloneLockLocksAnew(t *testing.T) {
 		defer w.close()
 		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
 		a.Lock()
-		waiter := locker(context.Background(), b)
+		waiter := locker(w.ctx, b)
 		time.Sleep(outTTL / 2)
 		w.clients[0].Proc.SetReachable(false)
 		waitLost(t, a, outTTL)
@@ -267,6 +276,9 @@ func TestGraceZeroRelockWaitsForUnlock(t *testing.T) {
 			t.Fatalf("Unlock = %v; want ErrLost", err)
 		}
 		a.Lock()
+		if err := a.Err(); err != nil {
+			t.Fatalf("Err after Lock anew = %v", err)
+		}
 		a.Unlock()
 	})
 }
@@ -287,7 +299,7 @@ func TestUnlockWhileSuspendedKeepsOthers(t *testing.T) {
 		a1.Lock()
 		a2.Lock()
 		tok2 := a2.Token()
-		waiter := locker(context.Background(), b)
+		waiter := locker(w.ctx, b)
 		time.Sleep(outTTL / 2)
 		synctest.Wait()
 
@@ -296,7 +308,9 @@ func TestUnlockWhileSuspendedKeepsOthers(t *testing.T) {
 		if err := a1.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
 			t.Fatalf("Unlock of a suspended hold = %v; want ErrLost", err)
 		}
-		relock := locker(context.Background(), a2)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*outTTL)
+		defer cancel()
+		relock := locker(ctx, a2)
 		time.Sleep(3 * outTTL)
 		synctest.Wait()
 		w.hang(false)
@@ -333,7 +347,7 @@ func TestResumedNotRelockedIsReleased(t *testing.T) {
 		defer w.close()
 		a, b := newMutex(t, w.clients[0].Client, "k"), newMutex(t, w.clients[1].Client, "k")
 		a.Lock()
-		waiter := locker(context.Background(), b)
+		waiter := locker(w.ctx, b)
 		time.Sleep(outTTL / 2)
 		synctest.Wait()
 
