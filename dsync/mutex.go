@@ -247,11 +247,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // an Unlock. That happens when its lease could not be confirmed before the
 // local deadline, when the store refused to renew it, or when its progress
 // deadline passed (WithProgressDeadline). Unlock does not close it. When m
-// is not held, Lost returns a closed channel: nothing is protected. With an
-// outage grace (ClientWithOutageGrace), a hold lost at its deadline may
-// survive the outage: LockContext, called again without Unlock, takes it
-// back with the same token (see LockContext, and its warning for a Mutex
-// shared by goroutines). A new Lost() channel then belongs to it.
+// is not held, Lost returns a closed channel: nothing is protected. A hold
+// lost to an outage may be taken back, with a new Lost(): see LockContext,
+// and its warning for a Mutex shared by goroutines.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mustBeMade()
 	m.mu.Lock()

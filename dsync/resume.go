@@ -9,16 +9,10 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 )
 
-// Holds across an outage of the store (ClientWithOutageGrace). A hold
-// lost to a suspension of its session (ErrSuspended) leaves its claim to
-// the suspension; if the session resumes, the keeper keeps the claim
-// (dsync/internal/lease, retake.go): a Mutex locked again takes it over
-// (retake), with the same token; a claim given up (Unlock while
-// suspended), of another primitive, or not taken over within a TTL is
-// released, only once the verdict came: a release landing while the
-// session is suspended would end a claim its check reads back, and have
-// the whole session found ended. A retired session's claims are marked
-// dead by the keeper.
+// Holds across an outage of the store (ClientWithOutageGrace): a claim
+// a resume kept (dsync/internal/lease, retake.go) is taken over by a
+// Mutex locked again (retake), or released once the verdict came, never
+// while its session is suspended (its check would find it ended).
 
 // resumed is told the holds whose claims a resume kept: each holds
 // again (Close ends it), and one of a primitive that does not take holds
