@@ -478,3 +478,65 @@ func TestSuspendedOnTheLeaseClock(t *testing.T) {
 		time.Sleep(2 * outTTL) // the counter's timers (the kept claim's) run out
 	})
 }
+
+// TestKeptReleaseLandingLate: the release of a kept claim that no
+// re-lock took over within a TTL is sent just as the store stops
+// answering, and lands late, when it answers again, in a second outage.
+// The claim it ends is no longer the session's (let go when the release
+// was sent): the second suspension checks only the other hold, which its
+// Mutex takes back with its token, and the released key's waiter takes
+// it.
+func TestKeptReleaseLandingLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(2, outGrace)
+		defer w.close()
+		a1, a2 := newMutex(t, w.clients[0].Client, "k1"), newMutex(t, w.clients[0].Client, "k2")
+		b := newMutex(t, w.clients[1].Client, "k1")
+		a1.Lock()
+		a2.Lock()
+		tok2 := a2.Token()
+		waiter := locker(w.ctx, b)
+		time.Sleep(outTTL / 2)
+		synctest.Wait()
+
+		relock := func() error {
+			ctx, cancel := context.WithTimeout(w.ctx, 8*outTTL)
+			defer cancel()
+			return a2.LockContext(ctx)
+		}
+		w.hang(true) // the first outage
+		waitLost(t, a1, outTTL)
+		done := make(chan error, 1)
+		go func() { done <- relock() }()
+		time.Sleep(3 * outTTL)
+		w.hang(false)
+		if err := <-done; err != nil || a2.Token() != tok2 {
+			t.Fatalf("a2's LockContext after the first outage = %v, token %d; want its hold back, token %d", err, a2.Token(), tok2)
+		}
+		// a1 never locks again: a TTL after the verdict its claim is let
+		// go and its release sent, into a store that stops answering.
+		time.Sleep(outTTL - time.Millisecond)
+		w.hang(true)
+		time.Sleep(time.Millisecond)
+		waitLost(t, a2, 2*outTTL)
+		go func() { done <- relock() }()
+		time.Sleep(3 * outTTL)
+		if err, ok := lockedBy(waiter); ok {
+			t.Fatalf("k1's waiter returned %v before the release landed", err)
+		}
+		w.hang(false) // the release lands, late, before the check's reads
+		if err := <-done; err != nil || a2.Token() != tok2 {
+			t.Fatalf("a2's LockContext after the second outage = %v, token %d; want its hold back, token %d", err, a2.Token(), tok2)
+		}
+		select {
+		case err := <-waiter:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(outTTL):
+			t.Fatal("k1's waiter did not hold within a TTL of the store's return")
+		}
+		b.Unlock()
+		a2.Unlock()
+	})
+}
