@@ -12,6 +12,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
@@ -43,6 +44,9 @@ type core struct {
 	// progress is the value's progress deadline (progress.go); nil when
 	// off.
 	progress *progressWatch
+	// retakes: the primitive takes a hold whose claim a resume kept
+	// back (a Mutex: resume.go); other primitives' are released.
+	retakes bool
 }
 
 // newCore checks a primitive's Client, key and options, for the primitive
@@ -72,6 +76,8 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
+	} else if err := lease.GraceFits(client.cfg.lease.Grace, cfg.ttl, span); err != nil {
+		return core{}, err
 	}
 	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{},
 		progress: newProgressWatch(cfg.progress, cfg.clock)}, nil
@@ -309,12 +315,16 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hol
 func (p *core) release(ctx context.Context, h *hold) error {
 	p.progress.unwatch(h)
 	lostErr := h.end()
-	h.keeper.Remove(h)
+	kept := h.keeper.Remove(h)
 	if lostErr != nil {
 		// A lost hold is left to run out instead of being released: the
 		// time between the local deadline and the session's expiry in
 		// the store is the margin that lets a holder which was told
-		// late stop before anyone else starts.
+		// late stop before anyone else starts. But a claim that a
+		// resume kept holds again: it is released (resume.go).
+		if kept {
+			h.endKept(ctx)
+		}
 		return lostErr
 	}
 	held := h.heldFor() // the hold ended here, whatever the write below does

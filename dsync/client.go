@@ -16,6 +16,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
+	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/observe"
@@ -106,7 +107,7 @@ func NewClient(store driver.Store, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{store: store, cfg: cfg, origin: theSystemClock.Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
+	c := &Client{store: store, cfg: cfg, origin: cfg.lease.Clock.Now(), claims: make(map[string]liveClaim), agreeing: make(chan struct{}, 1)}
 	own := store.Roles()
 	inner, err := c.takeFeed(store, own.Feed)
 	if err != nil {
@@ -168,6 +169,11 @@ func (c *Client) startEngine() error {
 	}
 	if span := eng.Span(); cfg.lease.TTL > span {
 		return ttlSpanError(cfg.lease.TTL, span)
+	} else if err := lease.GraceFits(cfg.lease.Grace, cfg.lease.TTL, span); err != nil {
+		return err
+	}
+	if c.roles.Uptime == nil {
+		cfg.lease.Grace = 0 // the engine's counts as zero too
 	}
 	eng.SetBug(cfg.engineTest.Bug)
 	plantEngine(eng)
@@ -242,13 +248,15 @@ func (c *Client) waitingDelta(d int) {
 }
 
 // engineClock is the engine's clock: the store's time, and this
-// process's monotonic time (suspends counted) since the Client began.
+// process's monotonic time (suspends counted) since the Client began,
+// read from the lease's clock: a suspension (Engine.SuspendOn) compares
+// times of both, which must count the same elapsed time.
 type engineClock struct{ c *Client }
 
 func (e engineClock) ServerNow() queue.Interval { return e.c.store.ServerTime() }
 func (e engineClock) Mono() time.Duration       { return e.c.mono() }
 
-func (c *Client) mono() time.Duration { return theSystemClock.Now().Sub(c.origin) }
+func (c *Client) mono() time.Duration { return c.cfg.lease.Clock.Now().Sub(c.origin) }
 
 // Close ends every claim made through c, stops its goroutines and closes
 // its store. Holds are lost first (their Lost() closes), then released;

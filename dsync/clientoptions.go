@@ -89,6 +89,38 @@ func ClientWithRenewInterval(d time.Duration) ClientOption {
 	}
 }
 
+// ClientWithOutageGrace sets how long an outage of the whole store (a
+// MongoDB election, a restart) the Client's holds may ride through.
+// Default: 0, none: a hold is lost for good at its local deadline.
+//
+// With a grace d, Lost() still closes at the deadline, and Err wraps
+// ErrSuspended beside ErrLost; but the session is suspended, not given
+// up. Once the store answers again, the session is renewed and checked
+// against the store's record of up-time. If no other process could have
+// found it expired (nobody could renew), it resumes with its claims, and
+// a Mutex locked again (LockContext) holds again with the same token. If
+// the store was up without this process (cut off alone), the hold ended,
+// as without a grace. The session is given up at the deadline + d + TTL
+// at the latest; a holder that dies in an outage is replaced up to a TTL
+// after the grace's end. Give every process of a store the same grace;
+// on a store that keeps no record of up-time, it changes nothing. d must
+// be whole milliseconds, at most 10 minutes and at most the bucket span
+// (ClientWithBucketSpan) less the TTL less 2 s.
+func ClientWithOutageGrace(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		switch {
+		case d < 0:
+			return fmt.Errorf("dsync: outage grace must not be negative, got %v", d)
+		case d > queue.MaxGrace:
+			return fmt.Errorf("dsync: outage grace %v is above the maximum %v", d, queue.MaxGrace)
+		case d%time.Millisecond != 0:
+			return fmt.Errorf("dsync: outage grace %v is not a whole number of milliseconds", d)
+		}
+		c.lease.Grace, c.engine.OutageGrace = d, d
+		return nil
+	}
+}
+
 // ClientWithLogger sets where the Client and its primitives log what they
 // handle themselves. Store errors are logged at Warn: acquire attempts
 // that Lock retries, failed renewals (the first of a run of failures; the

@@ -26,6 +26,12 @@ var (
 	// claims are withdrawn; the next Lock opens a new session.
 	ErrRevoked = errors.New("dsync: session revoked by an operator")
 
+	// ErrSuspended is what a hold's loss wraps, beside ErrLost, when its
+	// session was suspended at its deadline in an outage of the store
+	// (ClientWithOutageGrace): a Mutex locked again (LockContext) holds
+	// again, with the same token, if the outage did not end the hold.
+	ErrSuspended = errors.New("dsync: hold suspended: its lease could not be renewed in an outage of the store")
+
 	// ErrStalled is what a hold's loss wraps, beside ErrLost, when its work
 	// stalled. It applies when the hold's primitive has a progress deadline
 	// (WithProgressDeadline) and no progress was reported within it. The

@@ -39,6 +39,8 @@ type hold struct {
 	// onLost, if set, is told of the hold's loss after lostHook: its
 	// lock set's (setmember.go).
 	onLost atomic.Pointer[func()]
+	// keptEnded: the claim, kept by a resume, was released (endKept).
+	keptEnded atomic.Bool
 
 	mu      sync.Mutex
 	state   holdState
@@ -50,8 +52,9 @@ type hold struct {
 	kind  event.Kind
 }
 
-// Key is the key of h's claim (lease.Hold).
-func (h *hold) Key() string { return h.claim.Key }
+// Key is the key of h's claim, Ref the claim (lease.Hold).
+func (h *hold) Key() string    { return h.claim.Key }
+func (h *hold) Ref() queue.Ref { return h.claim }
 
 // Start makes the hold active. It reports false when the session's
 // deadline has already passed (lease.Hold).
@@ -88,7 +91,7 @@ func (h *hold) MarkLost(reason error) bool {
 		return false
 	}
 	h.loseLocked(reason)
-	h.p.client.claimLost(h.claim.Nonce)
+	h.p.client.claimLost(h.claim.Nonce, true)
 	close(h.lost)
 	return true
 }

@@ -60,7 +60,14 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 				p.report(err)
 			}
 		},
-		Errors: lease.Errors{Lost: ErrLost, Closed: ErrClosed, Revoked: ErrRevoked, Gone: ErrSessionGone,
+		Suspend: c.eng.SuspendOn,
+		Probe: func(ctx context.Context, id string) error {
+			_, _, err := c.store.GetSession(ctx, id) // a read: nothing the protocol writes
+			return err
+		},
+		Resumed: c.resumed,
+		Release: func(h *hold) { c.inBackground(func() { h.endKept(context.Background()) }) },
+		Errors: lease.Errors{Lost: ErrLost, Closed: ErrClosed, Revoked: ErrRevoked, Gone: ErrSessionGone, Suspended: ErrSuspended,
 			Ended: func(err error) bool {
 				var ended *ctxerr.Ended
 				return errors.As(err, &ended)

@@ -5,11 +5,13 @@ package dsync
 // one of them. The cause wraps ErrLost, and beside it what ended the
 // hold: ErrRevoked (an operator revoked its session), ErrStalled (no
 // progress within the progress deadline), ErrClosed (the Client was
-// closed), or nothing more (its lease could not be confirmed in time).
+// closed), ErrSuspended (its session was suspended in an outage of the
+// store: ClientWithOutageGrace), or nothing more (its lease could not be
+// confirmed in time).
 
 // Err returns why m's hold was lost. It returns nil while m holds and its
 // hold is valid. Once Lost() has closed for the hold, it returns an error
-// wrapping ErrLost, with ErrStalled, ErrRevoked or ErrClosed beside it when
+// wrapping ErrLost, with ErrStalled, ErrRevoked, ErrClosed or ErrSuspended beside it when
 // the loss had that cause. When m is not held, it returns why its last hold
 // was lost before its Unlock, or nil if that hold ended with a valid Unlock
 // or m never held. The next hold makes it nil again.

@@ -49,6 +49,7 @@ func NewMutex(c *Client, key string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.retakes = true
 	return &Mutex{core: p, sem: make(chan struct{}, 1)}, nil
 }
 
@@ -77,12 +78,13 @@ func (m *Mutex) Key() string {
 // is a run-time error, as misuse of a sync.Mutex is: Lock panics with the
 // error LockContext returns, which wraps ErrClosed when m's Client (or
 // backend) is closed, before or during the wait, and ErrSpan for a bucket
-// span other than the store's (a configuration error).
+// span other than the store's (a configuration error). After a hold lost
+// to a suspension (see LockContext) that ended, Lock locks m anew.
 func (m *Mutex) Lock() {
 	m.mustBeMade()
-	// context.Background never ends, so LockContext returns only once held,
-	// or on an error no retry mends.
-	if err := m.LockContext(context.Background()); err != nil {
+	// context.Background never ends, so lock returns only once held, or
+	// on an error no retry mends.
+	if err := m.lock(context.Background(), true); err != nil {
 		panic(err)
 	}
 }
@@ -102,10 +104,38 @@ func (m *Mutex) Lock() {
 // most the release timeout (ClientWithReleaseTimeout). If the withdrawal cannot
 // be confirmed in it, the Client keeps sending it in the background, and
 // the claim ends with its session at the latest.
+//
+// Called while m is locked, LockContext waits for the Unlock, as
+// sync.Mutex.Lock does, even after m's hold was lost. With an outage
+// grace (ClientWithOutageGrace), when m's hold was lost to a suspension
+// (ErrSuspended) and m is not unlocked, it waits (bounded by ctx) for the
+// verdict on the outage instead: if the hold survived, it holds again,
+// with the same Token and a fresh Lost() (within a TTL of the verdict:
+// then the claim is released); if not, it returns an error wrapping
+// ErrLost that says so, and m is unlocked.
+//
+// A Mutex belongs to no goroutine: a goroutine that calls LockContext
+// after another's hold was lost to a suspension, before that one's
+// Unlock, takes the hold back with the same token, while the other's
+// work, told to stop by Lost(), may still write with it (without a grace
+// it would wait for the Unlock, and hold a larger token that fences those
+// writes). Goroutines that share a Mutex must Unlock a lost hold before
+// another locks, or run without a grace.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	m.mustBeMade()
+	return m.lock(ctx, false)
+}
+
+// lock is LockContext; anew: after a suspended hold that ended, lock
+// anew rather than return the error (Lock).
+func (m *Mutex) lock(ctx context.Context, anew bool) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if h := m.suspendedHold(); h != nil {
+		if done, err := m.retake(ctx, h); done && (err == nil || !anew || ctx.Err() != nil) {
+			return err
+		}
 	}
 	select {
 	case m.sem <- struct{}{}:
@@ -192,7 +222,10 @@ func (m *Mutex) Unlock() {
 // UnlockContext unlocks m like Unlock and reports the outcome. It returns
 // an error wrapping ErrLost if the hold had been lost before this call: the
 // critical section was not fully protected. This call then sends nothing:
-// the lease is left to expire, or a stall released the claim. It returns
+// the lease is left to expire, or a stall released the claim. A hold lost
+// to a suspension (ErrSuspended) is the exception: its claim is released
+// once the store's verdict on the outage kept it (at once if it came
+// already), and marked dead if not. It returns
 // the store's error if the release could not be confirmed. The Client then
 // sends it again in the background until it lands or the Client is closed;
 // the lease expires after its TTL at the latest once the Client holds
@@ -214,7 +247,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 // an Unlock. That happens when its lease could not be confirmed before the
 // local deadline, when the store refused to renew it, or when its progress
 // deadline passed (WithProgressDeadline). Unlock does not close it. When m
-// is not held, Lost returns a closed channel: nothing is protected.
+// is not held, Lost returns a closed channel: nothing is protected. A hold
+// lost to an outage may be taken back, with a new Lost(): see LockContext,
+// and its warning for a Mutex shared by goroutines.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mustBeMade()
 	m.mu.Lock()
@@ -276,4 +311,19 @@ func (m *Mutex) install(h *hold) {
 	m.mu.Lock()
 	m.hold, m.last = h, h
 	m.mu.Unlock()
+}
+
+// suspendedHold returns m's hold if it was lost to a suspension of its
+// session (ErrSuspended) and m is not unlocked; nil otherwise.
+func (m *Mutex) suspendedHold() *hold {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil || m.client.cfg.lease.Grace == 0 {
+		return nil // without a grace, as ever
+	}
+	if h.expireIfDue(); !h.suspended() { // the timer may not have run yet after a pause
+		return nil
+	}
+	return h
 }

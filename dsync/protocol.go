@@ -164,13 +164,14 @@ func (c *Client) await(ctx context.Context, cl queue.Ref, blocked func(by claimT
 	}
 }
 
-// claimLost notes that the hold of the claim nonce was lost: its lease
-// ended it, and Close sends it no end.
-func (c *Client) claimLost(nonce string) {
+// claimLost notes that the hold of the claim nonce was lost (lost): its
+// lease ended it, and Close sends it no end; or that it holds again
+// (!lost: a resume kept it, resume.go), and Close ends it.
+func (c *Client) claimLost(nonce string, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if lc, ok := c.claims[nonce]; ok {
-		lc.lost = true
+		lc.lost = lost
 		c.claims[nonce] = lc
 	}
 }

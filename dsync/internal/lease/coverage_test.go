@@ -20,6 +20,7 @@ type testHold struct {
 }
 
 func (h *testHold) Key() string                   { return h.key }
+func (h *testHold) Ref() queue.Ref                { return queue.Ref{Key: h.key} }
 func (h *testHold) Start(deadline time.Time) bool { return time.Now().Before(deadline) }
 func (h *testHold) TellLost()                     {}
 

@@ -25,8 +25,9 @@
 //     verdict. The Keeper probes the store with a read every quarter
 //     renew interval, renews only once a probe replied, and after a
 //     renewal confirmed asks the suspension's check: resumed, the session
-//     is relied on again (its claims kept, its lost holds no longer
-//     counted: Env.Resumed); dead, or at the deadline plus Grace plus the
+//     is relied on again (its claims kept, its lost holds kept until a
+//     new hold takes each claim over or its owner lets it go:
+//     Env.Resumed, retake.go); dead, or at the deadline plus Grace plus the
 //     TTL, it is retired, and the suspension's claims are marked dead.
 //     Without a grace, everything is as above.
 //   - A renewal extends the lease no further than the earliest coverage

@@ -17,6 +17,9 @@ type Hold interface {
 	comparable
 	// Key is the key the hold's claim is of, whose coverage it relies on.
 	Key() string
+	// Ref is the hold's claim (what a suspension checks, resumes or
+	// marks dead).
+	Ref() queue.Ref
 	// Start makes the hold active, valid until deadline (on the Params'
 	// clock); it reports false if deadline has passed.
 	Start(deadline time.Time) bool
@@ -67,17 +70,26 @@ type Env[H Hold] struct {
 
 	// With an outage grace (Params.Grace > 0), suspend.go: Suspend makes
 	// the engine's suspension of session id, whose lease l (on the clock
-	// mono reads) has just been suspended, with the claims of holds, the
-	// holds it lost (queue.Engine.SuspendOn); an error retires the
+	// mono reads) has just been suspended, with claims, those of the
+	// holds it lost and of those a resume kept (queue.Engine.SuspendOn); an error retires the
 	// session as without a grace. It is called under the Keeper's lock:
 	// it must not block, nor call the Keeper. Probe reads from the store
 	// (nothing the protocol writes): nil when the store replied. Both
 	// must be set for the Keeper to suspend. Resumed (may be nil) is told,
 	// under no lock, the holds whose claims a resume kept: they stay
-	// lost, and the Keeper no longer counts them.
-	Suspend func(id string, l *queue.Lease, mono func() time.Duration, holds []H) (Suspension, error)
+	// lost, and those still counted are kept (retake.go) until a new
+	// hold takes each over (Retake) or its owner lets it go (Remove,
+	// LetGo) and ends its claim; the holds removed meanwhile (their
+	// owner gave them up while suspended) are told too, their claims
+	// live again and theirs to end.
+	Suspend func(id string, l *queue.Lease, mono func() time.Duration, claims []queue.Ref) (*queue.Suspension, error)
 	Probe   func(ctx context.Context, id string) error
 	Resumed func(holds []H)
+	// Release (may be nil) is told, under no lock, each hold whose claim
+	// a resume kept and its owner gave up: removed while its session was
+	// suspended, or kept a TTL after the resume without a hold taking it
+	// over (LetGo). The claim holds, and is the caller's to end.
+	Release func(h H)
 
 	Errors Errors
 }

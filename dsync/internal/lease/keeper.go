@@ -26,6 +26,10 @@ type Keeper[H Hold] struct {
 	opening chan struct{} // closed when an Open under way finishes
 	waiters int           // claims waiting (or being made) in sess
 	holds   map[H]*Session[H]
+	// kept are the holds in holds whose claims a resume kept (they stay
+	// lost), until a hold of the claim takes each over (Retake), or its
+	// owner lets it go (Remove, LetGo): retake.go.
+	kept    map[H]bool
 	running bool          // the renewal goroutine is running
 	closed  bool          // the Client was closed
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
@@ -94,7 +98,7 @@ func (s *Session[H]) Context() context.Context { return s.ctx }
 
 // New returns the Keeper of a lease with parameters p, kept through env.
 func New[H Hold](p Params, env Env[H]) *Keeper[H] {
-	return &Keeper[H]{env: env, p: p, origin: p.Clock.Now(), holds: make(map[H]*Session[H]), wake: make(chan struct{}, 1)}
+	return &Keeper[H]{env: env, p: p, origin: p.Clock.Now(), holds: make(map[H]*Session[H]), kept: make(map[H]bool), wake: make(chan struct{}, 1)}
 }
 
 // SetJudgedOver makes f run each time a session is judged over by its
@@ -284,12 +288,17 @@ func (k *Keeper[H]) Join(h H, s *Session[H]) bool {
 	return true
 }
 
-// Remove stops counting h.
-func (k *Keeper[H]) Remove(h H) {
+// Remove stops counting h. It reports whether h was kept by a resume
+// (retake.go) of a session relied on now (not suspended again, nor
+// retired): h's claim is then the caller's to end.
+func (k *Keeper[H]) Remove(h H) (kept bool) {
 	k.mu.Lock()
+	kept = k.keptLocked(h)
 	delete(k.holds, h)
+	delete(k.kept, h)
 	k.mu.Unlock()
 	k.signal()
+	return kept
 }
 
 func (k *Keeper[H]) signal() {

@@ -103,6 +103,7 @@ func (k *Keeper[H]) retireLocked(s *Session[H], reason error) []H {
 			continue
 		}
 		delete(k.holds, h)
+		delete(k.kept, h)
 		if h.MarkLost(reason) {
 			lost = append(lost, h)
 			s.lost = append(s.lost, h)

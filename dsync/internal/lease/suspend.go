@@ -72,13 +72,20 @@ func (k *Keeper[H]) suspendLocked(s *Session[H], now time.Time, at time.Duration
 		}
 	}
 	s.lost = append(s.lost, lost...)
-	sus, err := k.env.Suspend(s.id, s.lease, k.leaseNow, lost)
+	// Claims a resume kept and no hold took over yet are the session's
+	// too: checked and resumed, or marked dead, with the others.
+	held := append(lost[:len(lost):len(lost)], k.keptOfLocked(s)...)
+	claims := make([]queue.Ref, len(held))
+	for i, h := range held {
+		claims[i] = h.Ref()
+	}
+	sus, err := k.env.Suspend(s.id, s.lease, k.leaseNow, claims)
 	if err != nil {
 		s.expired = true
 		k.retireLocked(s, fmt.Errorf("%w: %s (not suspended: %v)", k.env.Errors.Lost, why, err))
 		return lost, true
 	}
-	s.sus = &suspension[H]{engine: sus, holds: lost, giveUp: k.deadlineLocked(s).Add(k.p.Grace + k.p.TTL), done: make(chan struct{})}
+	s.sus = &suspension[H]{engine: sus, holds: held, giveUp: k.deadlineLocked(s).Add(k.p.Grace + k.p.TTL), done: make(chan struct{})}
 	k.disarmLocked(s)
 	s.stopTimer = k.p.Clock.AfterFunc(s.sus.giveUp.Sub(now), func() { k.ExpireIfDue(s) })
 	s.armed = true
@@ -232,7 +239,8 @@ func (k *Keeper[H]) stillSuspended(s *Session[H]) bool {
 // verdict applies the check's verdict v (why: its reason) on s's renewal
 // sent at sent. Resumed, s's lease is resumed now, under k.mu, as the
 // check resumed its copy, unless s was retired meanwhile or its deadline
-// from sent has passed since; the holds it lost are no longer counted.
+// from sent has passed since; the holds it lost, still counted, are kept
+// (retake.go).
 func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sent time.Time) {
 	switch v {
 	case queue.ResumeDead:
@@ -260,9 +268,13 @@ func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sen
 	}
 	sus := s.sus
 	s.sus = nil
+	var kept, gone []H
 	for _, h := range sus.holds {
 		if k.holds[h] == s {
-			delete(k.holds, h)
+			k.kept[h] = true // counted, lost, until taken over or let go
+			kept = append(kept, h)
+		} else {
+			gone = append(gone, h) // its owner gave it up meanwhile
 		}
 	}
 	s.confirmed, s.renewErr = sent, nil
@@ -272,5 +284,9 @@ func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sen
 	k.mu.Unlock()
 	if k.env.Resumed != nil {
 		k.env.Resumed(sus.holds)
+	}
+	k.release(gone)
+	if len(kept) > 0 {
+		k.p.Clock.AfterFunc(k.p.TTL, func() { k.letGoAll(kept) })
 	}
 }

@@ -41,7 +41,8 @@ type claimHold struct {
 	lostAt time.Time
 }
 
-func (h *claimHold) Key() string { return h.ref.Key }
+func (h *claimHold) Key() string    { return h.ref.Key }
+func (h *claimHold) Ref() queue.Ref { return h.ref }
 func (h *claimHold) Start(deadline time.Time) bool {
 	return h.anyDeadline || time.Now().Before(deadline)
 }
@@ -93,7 +94,9 @@ type world struct {
 	calls   []call
 	ops     []string // the store calls of the Keeper's process, in order
 	resumed []*claimHold
-	late    time.Duration // how late the replies of renewals come
+	// released: the holds whose kept claims the Keeper let go (Release).
+	released []*claimHold
+	late     time.Duration // how late the replies of renewals come
 	// probeLate: how late the replies of GetSession (the probes) come.
 	probeLate time.Duration
 }
@@ -157,17 +160,16 @@ func newWorld(t *testing.T, grace time.Duration) *world {
 		RenewFailed:  func([]*claimHold, error, slog.Level) {},
 		RefreshFailed: func([]*claimHold, error) {
 		},
-		Suspend: func(id string, l *queue.Lease, mono func() time.Duration, holds []*claimHold) (Suspension, error) {
-			var refs []queue.Ref
-			for _, h := range holds {
-				refs = append(refs, h.ref)
-			}
-			return eng.SuspendOn(id, l, mono, refs)
-		},
+		Suspend: eng.SuspendOn,
 		Probe: func(ctx context.Context, id string) error {
 			_, _, err := view.GetSession(ctx, id)
 			w.note("probe", err)
 			return err
+		},
+		Release: func(h *claimHold) {
+			w.mu.Lock()
+			w.released = append(w.released, h)
+			w.mu.Unlock()
 		},
 		Resumed: func(holds []*claimHold) {
 			w.mu.Lock()
