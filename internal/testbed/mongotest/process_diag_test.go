@@ -16,7 +16,9 @@ type logCatcher struct {
 	logs []string
 }
 
-func (l *logCatcher) Logf(format string, args ...any) { l.logs = append(l.logs, fmt.Sprintf(format, args...)) }
+func (l *logCatcher) Logf(format string, args ...any) {
+	l.logs = append(l.logs, fmt.Sprintf(format, args...))
+}
 
 // A failed test's server leaves its goroutines and its stderr in a file
 // that outlives the test's temporary directory, and the log says where.
