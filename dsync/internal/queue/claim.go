@@ -25,6 +25,13 @@ import (
 // An error other than *BusyError means the claim may exist: it is then
 // withdrawn (now, or by a later Flush), never used.
 func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms, try bool) (*Claim, error) {
+	return e.ClaimIn(ctx, key, owner, session, "", t, try)
+}
+
+// ClaimIn is Claim for a member of the lock set waiter: the claim's Ref
+// and document name it (Ref.Waiter, Doc.Waiter), and nothing else
+// differs. An empty waiter is Claim's claim, which names none.
+func (e *Engine) ClaimIn(ctx context.Context, key, owner, session, waiter string, t Terms, try bool) (*Claim, error) {
 	if key == "" || owner == "" || session == "" {
 		return nil, errors.New("empty key, owner or session")
 	}
@@ -34,7 +41,7 @@ func (e *Engine) Claim(ctx context.Context, key, owner, session string, t Terms,
 	// The key's knowledge stays while the Claim runs, and then until the
 	// claim it returns ends (see keys.state).
 	e.keys.pin(key)
-	q := claimRun{e: e, key: key, owner: owner, session: session, terms: t, try: try}
+	q := claimRun{e: e, key: key, owner: owner, session: session, waiter: waiter, terms: t, try: try}
 	c, err := q.run(ctx)
 	if c != nil && err == nil {
 		c.pinned = true
@@ -60,7 +67,12 @@ func (e *Engine) ReadClaim(ctx context.Context, key string, epoch uint64) (d Doc
 // holds at once; otherwise it withdraws what it inserted and returns a
 // *BusyError.
 func (e *Engine) TryClaim(ctx context.Context, key, owner, session string, t Terms) (*Claim, error) {
-	c, err := e.Claim(ctx, key, owner, session, t, true)
+	return e.TryClaimIn(ctx, key, owner, session, "", t)
+}
+
+// TryClaimIn is TryClaim for a member of the lock set waiter (ClaimIn).
+func (e *Engine) TryClaimIn(ctx context.Context, key, owner, session, waiter string, t Terms) (*Claim, error) {
+	c, err := e.ClaimIn(ctx, key, owner, session, waiter, t, true)
 	if err != nil {
 		return nil, err
 	}

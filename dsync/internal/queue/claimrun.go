@@ -31,6 +31,7 @@ const maxDups = 4
 type claimRun struct {
 	e                   *Engine
 	key, owner, session string
+	waiter              string // Ref.Waiter of its claims
 	terms               Terms
 	try                 bool
 	base                uint64     // the epoch known to exist below the next insert
@@ -96,7 +97,7 @@ func (q *claimRun) load() {
 // newClaim returns q's claim of epoch in segment seg.
 func (q *claimRun) newClaim(epoch, seg uint64) *Claim {
 	return &Claim{Ref: Ref{Key: q.key, Owner: q.owner, Session: q.session, Nonce: q.claimNonce(), Epoch: epoch, Seg: seg, Terms: q.terms,
-		History: q.history}, checked: epoch}
+		History: q.history, Waiter: q.waiter}, checked: epoch}
 }
 
 // claimDoc returns c's claim document, sent at the latest possible store
@@ -105,7 +106,7 @@ func (q *claimRun) claimDoc(c *Claim, now time.Time) Doc {
 	e := q.e
 	return Doc{ID: ClaimID(q.key, c.Epoch), Key: q.key, Epoch: c.Epoch, Seg: c.Seg, Kind: KindClaim, Nonce: c.Nonce,
 		Session: q.session, Owner: q.owner, TTL: q.ttl, Exp: q.exp, Grace: e.sessions.Grace(), Sent: now, Host: e.cfg.Host, PID: e.cfg.PID,
-		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit, History: c.History}
+		Mode: q.terms.Mode, Weight: q.terms.Weight, Limit: q.terms.Limit, History: c.History, Waiter: c.Waiter}
 }
 
 // round makes one insert attempt; done reports that Claim returns (c, err).

@@ -33,6 +33,11 @@ type Ref struct {
 	// (Doc.Clear), which ends every walk that reads it, and may raise the
 	// key's floor.
 	Below bool
+	// Waiter is the identity of the lock set the claim is a member of
+	// (Doc.Waiter), "" for a claim of a single primitive. It is stored
+	// for deadlock detection to follow; no walk reads it: a claim holds
+	// or waits as it would without it.
+	Waiter string
 }
 
 // Claim is the engine's claim: its Ref, and what the walks of it learnt.
@@ -113,6 +118,10 @@ type Blocker struct {
 	// Terms are the blocking claim's (a Semaphore's limit may differ
 	// from the waiter's).
 	Terms Terms
+	// Waiter is the blocking claim's (Ref.Waiter): the lock set that
+	// holds or waits ahead, "" for a single primitive's claim. A
+	// deadlock detector follows the wait-for graph through it.
+	Waiter string
 }
 
 // BusyError is returned by Claim with try set, when the key's newest

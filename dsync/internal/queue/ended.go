@@ -95,7 +95,7 @@ func (j *judge) blockerOf(d Doc) Blocker {
 	if known, ok := j.expiry(d.Session); ok && known.After(exp) {
 		exp = known
 	}
-	return Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d)}
+	return Blocker{Epoch: d.Epoch, Owner: d.Owner, Session: d.Session, ExpiresAt: exp, Terms: terms(d), Waiter: d.Waiter}
 }
 
 // unended is ended for a claim d found without an end marker: live while
