@@ -29,7 +29,7 @@ const (
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
-	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario}
+	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario, FloorScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
