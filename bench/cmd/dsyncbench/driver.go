@@ -66,6 +66,9 @@ func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOptio
 	if d.noHints {
 		opts = append(opts, dsync.ClientWithHints("", ""))
 	}
+	if t := processTracer(); t != nil {
+		opts = append(opts, dsync.ClientWithObserver(t.observer()))
+	}
 	return append(opts, d.compactionOptions(ns)...)
 }
 
@@ -248,7 +251,7 @@ func (c *conn) lease(ttl time.Duration) (*lease, error) {
 
 func (d *driver) Connect(ctx context.Context, m *harness.Meter, ns string) (harness.Conn, error) {
 	client, err := mongo.Connect(options.Client().ApplyURI(d.uri).
-		SetMonitor(monitor(m)).
+		SetMonitor(processTracer().traceMonitor(monitor(m))).
 		SetDialer(meteredDialer{m}))
 	if err != nil {
 		return nil, err
@@ -267,6 +270,9 @@ func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
 	mu, err := dsync.NewMutex(l.c, key)
 	if err != nil {
 		return nil, err
+	}
+	if t := processTracer(); t != nil {
+		return tracedMutex{mutex{mu}, t}, nil
 	}
 	return mutex{mu}, nil
 }
