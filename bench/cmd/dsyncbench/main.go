@@ -100,6 +100,7 @@ func measure() int {
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
 	waiters := flag.String("waiters", "", "comma-separated counts of waiting processes of the handoff scenario (default 1,4,16)")
 	handoffs := flag.Int("handoffs", 0, "handoffs per run of the handoff, graceful and transfer scenarios (default 15)")
+	settle := flag.Duration("settle", 0, "how long the handoff and graceful scenarios let the waiters start waiting before a run's first handoff (default 1s)")
 	candidates := flag.String("candidates", "", "comma-separated counts of waiting candidates of the graceful and transfer scenarios (default 1)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario, in each of its two series (default 100,1000,10000; none: skip that part)")
@@ -150,7 +151,7 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Handoffs: *handoffs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
+	opts := harness.Options{Runs: *runs, Handoffs: *handoffs, Settle: *settle, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
