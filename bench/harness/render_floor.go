@@ -10,6 +10,8 @@ import (
 // commands per second over the store's inserts per second, latencies as
 // a multiple of one insert's p50.
 func renderFloorShares(p printf, reports []*Report) {
+	p("Where the rest goes, for the figures far from their floor (traced): [floor.md](floor.md); the tails of the handoff: " +
+		"[handoff-tails.md](handoff-tails.md).\n\n")
 	for _, r := range reports {
 		one := r.value(FloorScenario, floorParam(1), "durable inserts/s, all connections")
 		if one == nil {
