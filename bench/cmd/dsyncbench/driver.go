@@ -46,7 +46,11 @@ type driver struct {
 func (d *driver) storeOptions(ns string) []dsyncmongo.Option {
 	// Quiet like the Mutexes: a run's Drop ends the wake-up streams of
 	// the processes still connected, which would each warn.
-	return []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+	if t := processTracer(); t != nil {
+		opts = append(opts, dsyncmongo.WithLogger(t.logger()))
+	}
+	return opts
 }
 
 // clientOptions are the options of every Client for scenario ns, of a
@@ -67,7 +71,7 @@ func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOptio
 		opts = append(opts, dsync.ClientWithHints("", ""))
 	}
 	if t := processTracer(); t != nil {
-		opts = append(opts, dsync.ClientWithObserver(t.observer()))
+		opts = append(opts, dsync.ClientWithObserver(t.observer()), dsync.ClientWithLogger(t.logger()))
 	}
 	return append(opts, d.compactionOptions(ns)...)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -222,7 +223,7 @@ func commandTarget(name string, cmd bson.Raw) string {
 	return fmt.Sprintf("coll=%s id=%s", coll, id)
 }
 
-// observer reports the lease's renewals and failed acquisitions to the
+// observer reports the lease's renewals and failed renewals to the
 // trace.
 func (t *tracer) observer() dsyncevent.Observer {
 	return dsyncevent.Observer{
@@ -233,6 +234,40 @@ func (t *tracer) observer() dsyncevent.Observer {
 		Dropped:     func(n int) { t.line("observer-dropped %d", n) },
 	}
 }
+
+// logger returns a logger whose records, debug ones included, go to the
+// trace: the hint transport's and the wake-ups' (hints dropped or not
+// sent, announcements that failed, the store's feed paused).
+func (t *tracer) logger() *slog.Logger {
+	return slog.New(traceHandler{t: t})
+}
+
+// traceHandler writes each log record as a trace line.
+type traceHandler struct {
+	t     *tracer
+	attrs []slog.Attr
+}
+
+func (h traceHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h traceHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	for _, a := range h.attrs {
+		fmt.Fprintf(&b, " %s=%q", a.Key, a.Value.String())
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%q", a.Key, a.Value.String())
+		return true
+	})
+	h.t.line("log %s %q%s", r.Level, r.Message, b.String())
+	return nil
+}
+
+func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return traceHandler{t: h.t, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...)}
+}
+
+func (h traceHandler) WithGroup(string) slog.Handler { return h }
 
 // tracedMutex is a Mutex whose Lock and Unlock go to the trace.
 type tracedMutex struct {
