@@ -3,7 +3,9 @@
 // handoff, load of idle waiters, renewal cost, contended throughput, and
 // a race for a free lock), issue 25's scale, issue 26's RWMutex
 // readers, Semaphore cost and handoff, and Once races, and issue 45's
-// partitioned election (leader.Partition). Its peers are measured by bench/peers; both
+// partitioned election (leader.Partition), and issue 76's floor: the
+// durable inserts per second the store commits (floor.go). With
+// DSYNCBENCH_TRACE set, every process writes a trace (trace.go). Its peers are measured by bench/peers; both
 // write JSON that "dsyncbench report" turns into bench/RESULTS.md. See
 // bench/README.md, or just run bash bench/run.sh.
 //
