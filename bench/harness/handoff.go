@@ -30,7 +30,7 @@ func (rn *runner) chain(ctx context.Context, n, handoffs int, election bool) ([]
 	for i := 1; i <= n; i++ {
 		g.send(i, "lock")
 	}
-	time.Sleep(time.Second) // let the waiters start waiting
+	time.Sleep(rn.o.Settle) // let the waiters start waiting
 	samples, doubles, _, err := rn.chainOn(ctx, g, 0, handoffs)
 	return samples, doubles, err
 }

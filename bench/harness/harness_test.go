@@ -206,7 +206,10 @@ func TestScenariosRun(t *testing.T) {
 	md := Render([]*Report{r}, "go test")
 	for _, want := range []string{"## 1. Uncontended", "## 8. Race", "| flock |", "## 10. Reader/writer lock", "## 12. Once",
 		"| 3 live readers, one key: commands per RLock+RUnlock, one process (the others hold) (cmds) |",
-		"| limit 3, 3 live units: commands per Acquire(1)+Release(1), one process (the others hold) (cmds) |"} {
+		"| limit 3, 3 live units: commands per Acquire(1)+Release(1), one process (the others hold) (cmds) |",
+		"## 15. The store's floor", "| 1 connection, one insert at a time: durable inserts/s, all connections (inserts/s) |",
+		"**flock against its floor.**", "| 2 reading processes, one key (RLock+RUnlock/s) |", "| 1 waiting process: Unlock→Lock p50 |",
+		"| 2 processes, one key, contended (holds/s) |", "load average when the scenario began: flock "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

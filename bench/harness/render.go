@@ -135,10 +135,28 @@ func renderScenario(p printf, reports []*Report, n int, sc string, o Options) {
 			notes.list = append(notes.list, fmt.Sprintf("%s: %s", l, why))
 		}
 	}
-	notes.render(p)
-	if sc == PartitionScenario {
-		renderPartition(p, reports)
+	if loads := scenarioLoads(reports, sc, libs); loads != "" {
+		notes.list = append(notes.list, "load average when the scenario began: "+loads)
 	}
+	notes.render(p)
+	switch sc {
+	case PartitionScenario:
+		renderPartition(p, reports)
+	case FloorScenario:
+		renderFloorShares(p, reports)
+	}
+}
+
+// scenarioLoads lists the load average when scenario sc began, for each
+// of libs whose report recorded it ("" if none did).
+func scenarioLoads(reports []*Report, sc string, libs []string) string {
+	var out []string
+	for _, r := range reports {
+		if l, ok := r.Loads[sc]; ok && slices.Contains(libs, r.Lib) {
+			out = append(out, r.Lib+" "+l)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // scenarioLibs returns the libraries with figures of scenario sc, or

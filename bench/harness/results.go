@@ -24,6 +24,20 @@ type Report struct {
 	// of "—" in RESULTS.md, with the reason under the table.
 	Lacks []Lack   `json:"lacks,omitempty"`
 	Notes []string `json:"notes,omitempty"`
+	// Loads is /proc/loadavg when each scenario began (scenario → its
+	// three figures): a run of some scenarios keeps the others' figures,
+	// measured at other times, beside its own.
+	Loads map[string]string `json:"loads,omitempty"`
+}
+
+// markLoad records the load average as scenario begins.
+func (r *Report) markLoad(scenario string) {
+	if l := loadAverage(); l != "" {
+		if r.Loads == nil {
+			r.Loads = map[string]string{}
+		}
+		r.Loads[scenario] = l
+	}
 }
 
 // A Lack is a scenario a library has no primitive for, and why.
@@ -88,12 +102,18 @@ func ThisMachine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
+	m.Load = loadAverage()
+	return m
+}
+
+// loadAverage is the first three figures of /proc/loadavg, or "".
+func loadAverage() string {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) >= 3 {
-			m.Load = strings.Join(f[:3], " ")
+			return strings.Join(f[:3], " ")
 		}
 	}
-	return m
+	return ""
 }
 
 // Duration marshals as a string such as "1m30s".
@@ -191,6 +211,12 @@ func (r *Report) Merge(newer *Report) {
 		} else {
 			r.Figures = append(r.Figures, f)
 		}
+	}
+	for sc, l := range newer.Loads {
+		if r.Loads == nil {
+			r.Loads = map[string]string{}
+		}
+		r.Loads[sc] = l
 	}
 	r.Started, r.Took, r.Machine, r.Options = newer.Started, newer.Took, newer.Machine, newer.Options
 	r.Library, r.Server = newer.Library, newer.Server

@@ -31,6 +31,8 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		name string
 		f    func(context.Context) error
 	}{
+		// The floor first: the figures after it are read against it.
+		{FloorScenario, rn.floor},
 		{Uncontended, rn.uncontended},
 		{Handoff, rn.handoffs},
 		{Failover, rn.failovers},
@@ -51,6 +53,7 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 			continue
 		}
 		t := time.Now()
+		rn.r.markLoad(s.name)
 		rn.logf("%s: %s ...", d.Name(), s.name)
 		if err := s.f(ctx); err != nil {
 			rn.logf("%s: %s failed: %v", d.Name(), s.name, err)

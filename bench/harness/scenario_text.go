@@ -85,6 +85,14 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"shards are balanced and no member reported anything for two heartbeats. By command: dsync's read of its session's revocation "+
 			"is \"revoke check\" (the lease's upkeep, beside the renewal and the event cursor's getMore); columns measured before 2026-11-27 "+
 			"count it under find.", o.PartShards, o.PartTTL, o.PartSteadyWindow, count(o.Runs, "run"))
+	case FloorScenario:
+		return "The store's floor", fmt.Sprintf("What the server under the library can commit, measured before the other scenarios: "+
+			"inserts of one small document each (an _id and a few fields, as a claim), with the write concern the library writes with "+
+			"(dsync: majority, which is w:1 on a standalone server and on FerretDB), into a collection of their own; one connection "+
+			"sending one insert at a time (the next once the last is acknowledged), then %d connections (as %d processes) doing so at "+
+			"once, for %v per run. Below, each Mutex and RWMutex figure of the same library against it: a steady Lock+Unlock (or "+
+			"RLock+RUnlock) is two inserts, its claim and its release, and nothing else; a figure far from its floor spends the rest "+
+			"elsewhere.", o.Procs, o.Procs, o.ThroughputFor)
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."

@@ -29,7 +29,7 @@ const (
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
-	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario}
+	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario, FloorScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -42,6 +42,7 @@ type Options struct {
 	Candidates   []int         // graceful, transfer: waiting candidates
 	HoldMin      time.Duration // handoff: a holder holds for a uniform random
 	HoldMax      time.Duration //   time in [HoldMin, HoldMax]
+	Settle       time.Duration // handoff, graceful: the waiters' start before a run's first handoff
 	FailoverTTL  time.Duration // failover: lease TTL
 	FailoverRuns int           // failover: kills per kind
 	IdleWaiters  []int         // idle: waiting processes
@@ -127,6 +128,7 @@ var Defaults = Options{
 	Candidates:   []int{1},
 	HoldMin:      30 * time.Millisecond,
 	HoldMax:      230 * time.Millisecond,
+	Settle:       time.Second,
 	FailoverTTL:  2 * time.Second,
 	FailoverRuns: 4,
 	IdleWaiters:  []int{1, 16},
@@ -191,6 +193,7 @@ var Quick = Options{
 	Candidates:     []int{1},
 	HoldMin:        10 * time.Millisecond,
 	HoldMax:        20 * time.Millisecond,
+	Settle:         time.Second,
 	FailoverTTL:    2 * time.Second,
 	FailoverRuns:   1,
 	IdleWaiters:    []int{1},
@@ -253,6 +256,7 @@ func (o Options) withDefaults(d Options) Options {
 	defS(&o.Candidates, d.Candidates)
 	defD(&o.HoldMin, d.HoldMin)
 	defD(&o.HoldMax, d.HoldMax)
+	defD(&o.Settle, d.Settle)
 	defD(&o.FailoverTTL, d.FailoverTTL)
 	def(&o.FailoverRuns, d.FailoverRuns)
 	defS(&o.IdleWaiters, d.IdleWaiters)

@@ -46,7 +46,11 @@ type driver struct {
 func (d *driver) storeOptions(ns string) []dsyncmongo.Option {
 	// Quiet like the Mutexes: a run's Drop ends the wake-up streams of
 	// the processes still connected, which would each warn.
-	return []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+	opts := []dsyncmongo.Option{dsyncmongo.WithCollection("locks_" + ns), dsyncmongo.WithLogger(quiet)}
+	if t := processTracer(); t != nil {
+		opts = append(opts, dsyncmongo.WithLogger(t.logger()))
+	}
+	return opts
 }
 
 // clientOptions are the options of every Client for scenario ns, of a
@@ -65,6 +69,9 @@ func (d *driver) clientOptions(ns string, ttl time.Duration) []dsync.ClientOptio
 	}
 	if d.noHints {
 		opts = append(opts, dsync.ClientWithHints("", ""))
+	}
+	if t := processTracer(); t != nil {
+		opts = append(opts, dsync.ClientWithObserver(t.observer()), dsync.ClientWithLogger(t.logger()))
 	}
 	return append(opts, d.compactionOptions(ns)...)
 }
@@ -248,7 +255,7 @@ func (c *conn) lease(ttl time.Duration) (*lease, error) {
 
 func (d *driver) Connect(ctx context.Context, m *harness.Meter, ns string) (harness.Conn, error) {
 	client, err := mongo.Connect(options.Client().ApplyURI(d.uri).
-		SetMonitor(monitor(m)).
+		SetMonitor(processTracer().traceMonitor(monitor(m))).
 		SetDialer(meteredDialer{m}))
 	if err != nil {
 		return nil, err
@@ -267,6 +274,9 @@ func (c *conn) NewMutex(key string, ttl time.Duration) (harness.Locker, error) {
 	mu, err := dsync.NewMutex(l.c, key)
 	if err != nil {
 		return nil, err
+	}
+	if t := processTracer(); t != nil {
+		return tracedMutex{mutex{mu}, t}, nil
 	}
 	return mutex{mu}, nil
 }

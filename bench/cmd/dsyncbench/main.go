@@ -3,7 +3,9 @@
 // handoff, load of idle waiters, renewal cost, contended throughput, and
 // a race for a free lock), issue 25's scale, issue 26's RWMutex
 // readers, Semaphore cost and handoff, and Once races, and issue 45's
-// partitioned election (leader.Partition). Its peers are measured by bench/peers; both
+// partitioned election (leader.Partition), and issue 76's floor: the
+// durable inserts per second the store commits (floor.go). With
+// DSYNCBENCH_TRACE set, every process writes a trace (trace.go). Its peers are measured by bench/peers; both
 // write JSON that "dsyncbench report" turns into bench/RESULTS.md. See
 // bench/README.md, or just run bash bench/run.sh.
 //
@@ -98,6 +100,9 @@ func measure() int {
 	hints := flag.String("hints", "", "dsync.ClientWithHints on loopback: on or off (default: the library's, on where the server is reached over loopback); on adds -hints to the name reported (dsync-hints, dsync-polling-hints)")
 	readLinger := flag.String("read-linger", "", "dsync.WithReadLinger on every RWMutex: on (the renew interval) or off (default: the library's, off); on adds -linger to the name reported (dsync-linger)")
 	serverPID := flag.Int("server-pid", 0, "process id of the server behind -uri, to report its CPU while processes wait (Linux; the embedded FerretDB's is known)")
+	waiters := flag.String("waiters", "", "comma-separated counts of waiting processes of the handoff scenario (default 1,4,16)")
+	handoffs := flag.Int("handoffs", 0, "handoffs per run of the handoff, graceful and transfer scenarios (default 15)")
+	settle := flag.Duration("settle", 0, "how long the handoff and graceful scenarios let the waiters start waiting before a run's first handoff (default 1s)")
 	candidates := flag.String("candidates", "", "comma-separated counts of waiting candidates of the graceful and transfer scenarios (default 1)")
 	renewLocks := flag.String("renew-locks", "", "comma-separated lock counts of the renewal scenario (default 1,100,10000)")
 	scaleKeys := flag.String("scale-keys", "", "comma-separated idle key counts of the scale scenario, in each of its two series (default 100,1000,10000; none: skip that part)")
@@ -129,7 +134,9 @@ func measure() int {
 	}
 	d := &driver{uri: *uri, db: *db, rev: *rev, poll: *poll, wakeups: *wakeups, hints: *hints == "on", noHints: *hints == "off", readLinger: *readLinger == "on", name: *name, server: *server, cli: *cli, idleAge: *idleAge}
 	if harness.IsChild() {
-		return harness.RunChild(d)
+		code := harness.RunChild(d)
+		processTracer().close()
+		return code
 	}
 	if d.uri == "" {
 		stop, err := d.startFerret(serverPID)
@@ -146,13 +153,21 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
+	opts := harness.Options{Runs: *runs, Handoffs: *handoffs, Settle: *settle, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}
 	if err := opts.SetCounts(*renewLocks, *scaleKeys, *scaleWaiters); err != nil {
 		fmt.Fprintf(os.Stderr, "dsyncbench: %v\n", err)
 		return 2
+	}
+	if *waiters != "" {
+		n, err := harness.ParseCounts(*waiters)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsyncbench: -waiters: %v\n", err)
+			return 2
+		}
+		opts.Waiters = n
 	}
 	if *candidates != "" {
 		n, err := harness.ParseCounts(*candidates)
@@ -184,6 +199,11 @@ func (d *driver) startFerret(pid *int) (stop func(), err error) {
 	}
 	d.uri = srv.URI
 	*pid = srv.PID()
+	if os.Getenv(traceEnv) != "" {
+		// The children's traces look at the server's threads and files.
+		os.Setenv(traceServerEnv, fmt.Sprint(srv.PID()))
+		os.Setenv(traceDirEnv, filepath.Join(dir, "data"))
+	}
 	fmt.Fprintln(os.Stderr, "dsyncbench: embedded FerretDB at", srv.URI)
 	return func() {
 		srv.Stop()

@@ -44,7 +44,7 @@ func TestDriverRuns(t *testing.T) {
 	o.Contenders = 3
 	o.Rounds = 2
 	o.ThroughputFor = 300 * time.Millisecond
-	scenarios := []string{harness.Uncontended, harness.Handoff, harness.Failover, harness.Graceful, harness.Race,
+	scenarios := []string{harness.FloorScenario, harness.Uncontended, harness.Handoff, harness.Failover, harness.Graceful, harness.Race,
 		harness.RWMutexScenario, harness.SemaphoreScenario, harness.OnceScenario, harness.TransferScenario}
 	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: scenarios}, o)
 	if len(r.Notes) > 0 {
