@@ -40,7 +40,8 @@ type child struct {
 // startChild runs the ferretserver command (see [serverBinary]) with data
 // in dir (or, with pgURL set, in that PostgreSQL database), listening on addr, appending its stderr to logPath (unless
 // DSYNC_MONGOTEST_LOG is set, in which case it goes to our stderr); it waits
-// for the URI line and returns. It does not ping; callers do.
+// for the URI line and returns. It does not ping; callers do. It runs
+// at a raised priority where it may (withServerPriority).
 func startChild(dir, addr, pgURL, logPath string) (*child, error) {
 	exe, err := serverBinary()
 	if err != nil {
@@ -53,6 +54,7 @@ func startChild(dir, addr, pgURL, logPath string) (*child, error) {
 	if lvl := os.Getenv(envLogLvl); lvl != "" {
 		args = append(args, "-log", lvl)
 	}
+	exe, args = withServerPriority(exe, args)
 	return startServerProcess("FerretDB child", exe, args, logPath, childStartTimeout, syscall.SIGKILL)
 }
 
