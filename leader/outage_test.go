@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -494,6 +495,98 @@ func TestCutAloneRunCampaignsAnew(t *testing.T) {
 			}
 		case <-time.After(ttl):
 			t.Fatal("Run did not lead again within a TTL of the other candidate's Resign")
+		}
+	})
+}
+
+// shardLog records which member runs which shard in which term.
+type shardLog struct {
+	mu   sync.Mutex
+	cur  map[int]shardTerm // the runs now
+	runs []shardRun        // every run begun, in order
+}
+
+type shardTerm struct {
+	id    string
+	token uint64
+}
+
+type shardRun struct {
+	shard int
+	shardTerm
+}
+
+func (l *shardLog) fn(id string) func(context.Context, int) error {
+	return func(ctx context.Context, s int) error {
+		info, _ := leader.TermOf(ctx)
+		l.mu.Lock()
+		l.cur[s] = shardTerm{id, info.Token}
+		l.runs = append(l.runs, shardRun{s, shardTerm{id, info.Token}})
+		l.mu.Unlock()
+		<-ctx.Done()
+		l.mu.Lock()
+		if l.cur[s].id == id {
+			delete(l.cur, s)
+		}
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+// TestOutagePartitionShardsStay: a Partition of 16 shards over 4
+// members, whose ticks do not fall together, through an outage of the
+// whole store for four TTLs: every shard's term is lost at its deadline,
+// and once the store is back each owner runs its shards again, in the
+// same terms (same tokens); no shard runs on another member in between.
+// Without the take-back in the shard's run, a run lost to the outage
+// ends and the shard is campaigned for anew: new tokens.
+func TestOutagePartitionShardsStay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 4, outGrace)
+		l := &shardLog{cur: map[int]shardTerm{}}
+		const n = 16
+		for i, id := range []string{"a", "b", "c", "d"} {
+			p, err := leader.NewPartition(w.procs[i].c, "jobs", n, leader.WithMembers(w.procs[i].members))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(w.ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = p.Run(ctx, l.fn(id)) }()
+			t.Cleanup(func() { cancel(); <-done; _ = p.Close() })
+			time.Sleep(370 * time.Millisecond) // ticks apart
+		}
+		time.Sleep(6 * ttl) // settled
+		synctest.Wait()
+		l.mu.Lock()
+		before := maps.Clone(l.cur)
+		from := len(l.runs)
+		l.mu.Unlock()
+		if len(before) != n {
+			t.Fatalf("%d shards run before the outage; want %d", len(before), n)
+		}
+
+		w.down(true)
+		time.Sleep(4 * ttl)
+		synctest.Wait()
+		l.mu.Lock()
+		running := len(l.cur)
+		l.mu.Unlock()
+		if running != 0 {
+			t.Fatalf("%d shards still run %v into the outage; want none (each term lost at its deadline)", running, 4*ttl)
+		}
+		w.down(false)
+		time.Sleep(ttl)
+		synctest.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !maps.Equal(l.cur, before) {
+			t.Errorf("a TTL after the outage the shards run as %v; want as before it, %v", l.cur, before)
+		}
+		for _, r := range l.runs[from:] {
+			if r.shardTerm != before[r.shard] {
+				t.Errorf("shard %d ran on %s in term %d after the outage; before it: on %s in term %d", r.shard, r.id, r.token, before[r.shard].id, before[r.shard].token)
+			}
 		}
 	})
 }
