@@ -590,3 +590,48 @@ func TestOutagePartitionShardsStay(t *testing.T) {
 		}
 	})
 }
+
+// TestOutagePartitionViewKeepsMembers: after an outage of the whole
+// store longer than a member's status lives (four intervals), every
+// member's View still lists all four members as the store comes back:
+// the time nobody could write is counted to nobody's age. Without that
+// credit, each member reads only those that have written since the
+// return, none at first, and the views differ for about an interval.
+func TestOutagePartitionViewKeepsMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 4, outGrace)
+		l := &shardLog{cur: map[int]shardTerm{}}
+		var ps []*leader.Partition
+		for i, id := range []string{"a", "b", "c", "d"} {
+			p, err := leader.NewPartition(w.procs[i].c, "jobs", 16, leader.WithMembers(w.procs[i].members))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+			ctx, cancel := context.WithCancel(w.ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = p.Run(ctx, l.fn(id)) }()
+			t.Cleanup(func() { cancel(); <-done; _ = p.Close() })
+			time.Sleep(370 * time.Millisecond) // ticks apart
+		}
+		time.Sleep(6 * ttl)
+		synctest.Wait()
+		w.down(true)
+		time.Sleep(4 * ttl)
+		synctest.Wait()
+		w.down(false)
+		for step := time.Duration(0); step < ttl; step += ttl / 10 {
+			for i, p := range ps {
+				v, err := p.View(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(v.Members) != len(ps) {
+					t.Fatalf("%v after the store came back, member %d's View lists %d members; want %d", step, i, len(v.Members), len(ps))
+				}
+			}
+			time.Sleep(ttl / 10)
+			synctest.Wait()
+		}
+	})
+}
