@@ -132,7 +132,11 @@ func (p *Partition) ID() string {
 // context.Cause of a shard's context says why it ended:
 //   - ErrShardMoved, when the shard is handed over to the member it is now
 //     assigned to;
-//   - ErrLeadershipLost, when its lease could no longer be guaranteed;
+//   - ErrLeadershipLost, when its lease could no longer be guaranteed
+//     (wrapping dsync.ErrSuspended in an outage of the store, with an
+//     outage grace: fn then runs again, in the same term with the same
+//     token, once the store is back, if the outage did not end the term;
+//     see Election.Campaign);
 //   - what Run returns, when Run ends (ctx's cause unchanged, ErrResigned,
 //     or the first error an fn returned).
 //

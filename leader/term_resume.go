@@ -16,9 +16,11 @@ import (
 // campaign of the Election takes the lock back (dsync.Mutex.LockContext
 // on a Mutex whose hold was lost to a suspension): the same term again,
 // with the same token, when the outage did not end it, and an error
-// saying so when it did. While the lock is kept, no other candidate can
-// take it (the store counts the outage to no one's lease), so nobody
-// else leads in between; Leader and Observe read the same rule.
+// saying so when it did. While the lock is kept, another candidate takes
+// the key only once the store's record shows the term ended (its leader
+// cut off alone while the store was up for others): a term the outage
+// did not end is taken back with nobody else leading in between. Leader
+// and Observe judge the lock by the same rule.
 //
 // The campaign that takes a term back is the term's continuation, not a
 // new election: it neither asks the member store's preflight nor waits
