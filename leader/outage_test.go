@@ -635,3 +635,45 @@ func TestOutagePartitionViewKeepsMembers(t *testing.T) {
 		}
 	})
 }
+
+// TestOutageCloseDuringTakeBack: Close while Campaign waits in the outage
+// to take a term back: Campaign returns ErrClosed, and the kept lock is
+// released once the store is back, so that the other candidate leads at
+// once rather than a TTL after the store's return.
+func TestOutageCloseDuringTakeBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 2, outGrace)
+		a, b := newElection(t, w.procs[0]), newElection(t, w.procs[1])
+		defer b.Close()
+		lctx, err := a.Campaign(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := tokenOf(t, lctx)
+		other := campaigner(w.ctx, b)
+		time.Sleep(ttl / 2)
+		synctest.Wait()
+		w.down(true)
+		<-lctx.Done()
+		again := campaigner(w.ctx, a)
+		time.Sleep(ttl)
+		synctest.Wait()
+		closed := make(chan error, 1)
+		go func() { closed <- a.Close() }()
+		r := await(t, again, ttl, "Campaign once Close ran")
+		if !errors.Is(r.err, leader.ErrClosed) {
+			t.Fatalf("Campaign once Close ran = %v; want ErrClosed", r.err)
+		}
+		time.Sleep(ttl)
+		synctest.Wait()
+		w.down(false)
+		rb := await(t, other, ttl/2, "the other candidate's Campaign once the store is back")
+		if rb.err != nil {
+			t.Fatal(rb.err)
+		}
+		if got := tokenOf(t, rb.ctx); got <= tok {
+			t.Errorf("the other candidate's token %d; want above %d", got, tok)
+		}
+		<-closed // its removal of the member status failed in the outage
+	})
+}
