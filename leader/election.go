@@ -30,7 +30,10 @@ type Election struct {
 	term         *term                   // the current leadership; nil when not leading
 	// kept: the last term was lost to an outage of the store and its
 	// lock is kept for the next campaign to take back (term_resume.go).
-	kept       bool
+	kept bool
+	// releasing, while Resign releases a kept lock, is closed once it is
+	// released (resignKept); nil otherwise.
+	releasing  chan struct{}
 	closed     bool
 	background bool          // heartbeat (and new-leader watch) running
 	stop       chan struct{} // closed by Close to stop the background
@@ -167,15 +170,15 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 // under Run, as soon as fn has returned. Resign releases it itself, within
 // ctx, as Unlock does a Mutex's; it returns once the lease is released or
 // ctx ends (a release that ctx cut short is sent again in the background).
-// It does nothing when this candidate does not lead, not even to a lease
-// kept after an outage (see Campaign).
+// It does nothing when this candidate does not lead, but release a lease
+// kept after an outage (see Campaign), unless a Campaign is under way.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mustBeMade()
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
 	if t == nil {
-		return nil
+		return e.resignKept(ctx)
 	}
 	// Released here rather than by the term's watch, which would first
 	// have to be woken: the next leader's wait is this release's latency,

@@ -677,3 +677,89 @@ func TestOutageCloseDuringTakeBack(t *testing.T) {
 		<-closed // its removal of the member status failed in the outage
 	})
 }
+
+// TestOutageResignReleasesKeptLock: Resign once a term lost to an outage
+// has ended releases the lock it kept: the other candidate leads at once,
+// not a TTL after the store's return, and the next Campaign campaigns
+// anew, behind it.
+func TestOutageResignReleasesKeptLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 2, outGrace)
+		a, b := newElection(t, w.procs[0]), newElection(t, w.procs[1])
+		defer b.Close()
+		defer a.Close()
+		lctx, err := a.Campaign(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := campaigner(w.ctx, b)
+		tok := outageLoss(t, w, lctx)
+		time.Sleep(ttl / 4) // the verdict on the outage comes
+		synctest.Wait()
+		if err := a.Resign(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+		rb := await(t, other, ttl/4, "the other candidate's Campaign after the Resign")
+		if rb.err != nil {
+			t.Fatal(rb.err)
+		}
+		next := tokenOf(t, rb.ctx)
+		if next <= tok {
+			t.Errorf("the other candidate's token %d; want above %d", next, tok)
+		}
+		anew := campaigner(w.ctx, a)
+		time.Sleep(ttl)
+		synctest.Wait()
+		if r, ok := outcome(anew); ok {
+			t.Fatalf("Campaign after the Resign returned (%v) while the other candidate leads", r.err)
+		}
+		if err := b.Resign(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, anew, ttl, "Campaign after the Resign, once the other candidate resigned")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := tokenOf(t, r.ctx); got <= next {
+			t.Errorf("the new term's token %d; want above %d", got, next)
+		}
+	})
+}
+
+// TestOutageResignRacesCampaign: Resign and Campaign called together once
+// a term lost to an outage has ended: whichever comes first, the term
+// Campaign returns is taken back with the same token or won anew with a
+// larger one, and lives until Resign ends it (if Resign came after):
+// never a term on a lock Resign unlocked, which would end at once as
+// lost.
+func TestOutageResignRacesCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 1, outGrace)
+		a := newElection(t, w.procs[0])
+		defer a.Close()
+		lctx, err := a.Campaign(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := outageLoss(t, w, lctx)
+		time.Sleep(ttl / 4) // the verdict on the outage comes
+		synctest.Wait()
+		resigned := make(chan error, 1)
+		go func() { resigned <- a.Resign(w.ctx) }()
+		r := await(t, campaigner(w.ctx, a), ttl, "Campaign beside Resign")
+		if err := <-resigned; err != nil {
+			t.Fatal(err)
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := tokenOf(t, r.ctx); got < tok {
+			t.Fatalf("the term's token %d; want %d or above", got, tok)
+		}
+		time.Sleep(2 * ttl)
+		synctest.Wait()
+		if cause := context.Cause(r.ctx); cause != nil && cause != leader.ErrResigned {
+			t.Fatalf("the term Campaign returned beside Resign ended: %v; want it live or resigned", cause)
+		}
+	})
+}

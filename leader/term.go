@@ -95,16 +95,9 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 // Close cancels, or why this candidate may not campaign.
 func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, stop context.CancelCauseFunc, first bool, err error) {
 	e.state.Lock()
-	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
-		// The previous term is over and is giving its lock up: wait for
-		// that rather than report this candidate as still leading.
+	if err := e.awaitGivenUpLocked(ctx); err != nil {
 		e.state.Unlock()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return nil, nil, false, context.Cause(ctx)
-		}
-		e.state.Lock()
+		return nil, nil, false, err
 	}
 	defer e.state.Unlock()
 	switch {
@@ -119,6 +112,31 @@ func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, sto
 	first = !e.background
 	e.startBackground()
 	return cctx, stop, first, nil
+}
+
+// awaitGivenUpLocked waits, e.state held (and released while it
+// waits), until no lock is being given up: the previous term's, if it is
+// over (rather than report this candidate as still leading), or a kept
+// lock Resign releases (resignKept: a campaign must not lock the Mutex
+// while Resign unlocks it). It returns ctx's cause if ctx ends first.
+func (e *Election) awaitGivenUpLocked(ctx context.Context) error {
+	for {
+		wait := e.releasing
+		if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
+			wait = t.done
+		}
+		if wait == nil {
+			return nil
+		}
+		e.state.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			e.state.Lock()
+			return context.Cause(ctx)
+		}
+		e.state.Lock()
+	}
 }
 
 // beginTermLocked starts the term this candidate was just elected to,

@@ -108,6 +108,31 @@ func (e *Election) releaseKept() {
 	}
 }
 
+// resignKept is Resign when no term runs: it releases the lock a term
+// lost to an outage kept, unless a campaign is under way (which takes it
+// back), within ctx. Campaigns that begin meanwhile wait for it
+// (awaitGivenUpLocked).
+func (e *Election) resignKept(ctx context.Context) error {
+	e.state.Lock()
+	if !e.kept || e.campaigning || e.closed {
+		e.state.Unlock()
+		return nil
+	}
+	e.kept = false
+	done := make(chan struct{})
+	e.releasing = done
+	e.state.Unlock()
+	e.unlockQuietly(ctx)
+	e.state.Lock()
+	e.releasing = nil
+	e.state.Unlock()
+	close(done)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
 // A termEndedError is what Campaign returns when it was to take back a
 // term lost to an outage of the store (its cause wraps
 // dsync.ErrSuspended) and the outage ended the term: the store was up
