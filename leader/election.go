@@ -142,7 +142,7 @@ func (e *Election) ID() string {
 // outage ended it, Campaign returns an error wrapping ErrLeadershipLost
 // and dsync.ErrLost that says so, and the next Campaign campaigns anew. A
 // kept lease that no Campaign takes back within a TTL of the store's
-// return is released then, and at Close. Run takes terms back the same
+// return is released then, and at Resign or Close. Run takes terms back the same
 // way. Stop the ended term's work before calling Campaign again: the
 // term taken back has the same token, which does not fence that work's
 // late writes.
