@@ -142,10 +142,10 @@ func (e *Election) ID() string {
 // outage ended it, Campaign returns an error wrapping ErrLeadershipLost
 // and dsync.ErrLost that says so, and the next Campaign campaigns anew. A
 // kept lease that no Campaign takes back within a TTL of the store's
-// return is released then, and at Resign or Close. Run takes terms back the same
-// way. Stop the ended term's work before calling Campaign again: the
-// term taken back has the same token, which does not fence that work's
-// late writes.
+// return is released then, and at Resign or Close. Run takes terms back
+// the same way. Stop the ended term's work before calling Campaign
+// again: the term taken back has the same token, which does not fence
+// that work's late writes.
 //
 // If ctx ends before this candidate is elected, Campaign returns
 // context.Cause(ctx) and holds nothing. Store errors do not end it: it
