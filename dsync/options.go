@@ -247,7 +247,7 @@ func init() {
 		cfg := &c.(*Client).cfg
 		k := config{ttl: cfg.lease.TTL, release: cfg.release}
 		return clienthook.Params{TTL: cfg.lease.TTL, RenewInterval: cfg.lease.Interval, Logger: cfg.logger,
-			ReleaseTimeout: k.releaseTimeout()}
+			ReleaseTimeout: k.releaseTimeout(), OutageGrace: cfg.lease.Grace}
 	}
 	clienthook.OwnerOf = func(p any) string {
 		switch p := p.(type) {

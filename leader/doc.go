@@ -20,7 +20,11 @@
 //   - the leadership context is cancelled at the lease's local deadline,
 //     even when the store cannot be reached;
 //   - takeover is judged in the store's time, so client clock skew does
-//     not matter.
+//     not matter;
+//   - with an outage grace (dsync.ClientWithOutageGrace), a term lost in an
+//     outage of the store is taken back by the next Campaign, with the
+//     same token, when the outage did not end it: the same term goes on,
+//     and nobody else led in between.
 //
 // Candidates queue for the lock. When the leader resigns, the candidate
 // that has campaigned longest leads next (with the Mutex's one exception,

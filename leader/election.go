@@ -28,12 +28,18 @@ type Election struct {
 	campaigning  bool
 	stopCampaign context.CancelCauseFunc // ends a Campaign under way
 	term         *term                   // the current leadership; nil when not leading
-	closed       bool
-	background   bool          // heartbeat (and new-leader watch) running
-	stop         chan struct{} // closed by Close to stop the background
-	wg           sync.WaitGroup
-	kick         chan struct{} // asks for a heartbeat now
-	kickSoon     chan struct{} // asks for one after statusAfterTerm
+	// kept: the last term was lost to an outage of the store and its
+	// lock is kept for the next campaign to take back (term_resume.go).
+	kept bool
+	// releasing, while Resign releases a kept lock, is closed once it is
+	// released (resignKept); nil otherwise.
+	releasing  chan struct{}
+	closed     bool
+	background bool          // heartbeat (and new-leader watch) running
+	stop       chan struct{} // closed by Close to stop the background
+	wg         sync.WaitGroup
+	kick       chan struct{} // asks for a heartbeat now
+	kickSoon   chan struct{} // asks for one after statusAfterTerm
 	// What this candidate advertises (proclaim.go): the term it last led,
 	// its value in that term and the number of proclamations in it.
 	procTerm   uint64
@@ -126,6 +132,21 @@ func (e *Election) ID() string {
 // you). A lost lease is left to run out. Run leader-only work under the
 // context.
 //
+// With an outage grace (dsync.ClientWithOutageGrace), a term whose lease
+// is lost in an outage of the store ends as above, with a cause that
+// wraps ErrLeadershipLost and dsync.ErrSuspended, and its lease is kept
+// rather than left to run out. Campaign called again takes it back: it
+// waits (bounded by ctx) for the store's verdict on the outage, and if
+// the outage did not end the term, it returns at once a new context of
+// the same term, with the same token; nobody else led in between. If the
+// outage ended it, Campaign returns an error wrapping ErrLeadershipLost
+// and dsync.ErrLost that says so, and the next Campaign campaigns anew. A
+// kept lease that no Campaign takes back within a TTL of the store's
+// return is released then, and at Resign or Close. Run takes terms back
+// the same way. Stop the ended term's work before calling Campaign
+// again: the term taken back has the same token, which does not fence
+// that work's late writes.
+//
 // If ctx ends before this candidate is elected, Campaign returns
 // context.Cause(ctx) and holds nothing. Store errors do not end it: it
 // logs them (WithLogger) and tries again. When the server cannot be
@@ -149,14 +170,15 @@ func (e *Election) Campaign(ctx context.Context) (context.Context, error) {
 // under Run, as soon as fn has returned. Resign releases it itself, within
 // ctx, as Unlock does a Mutex's; it returns once the lease is released or
 // ctx ends (a release that ctx cut short is sent again in the background).
-// It does nothing when this candidate does not lead.
+// It does nothing when this candidate does not lead, but release a lease
+// kept after an outage (see Campaign), unless a Campaign is under way.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mustBeMade()
 	e.state.Lock()
 	t := e.term
 	e.state.Unlock()
 	if t == nil {
-		return nil
+		return e.resignKept(ctx)
 	}
 	// Released here rather than by the term's watch, which would first
 	// have to be woken: the next leader's wait is this release's latency,
@@ -233,7 +255,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 	e.mustBeMade()
 	for {
 		t, err := e.campaign(ctx, true)
-		if err != nil {
+		var ended *termEndedError
+		switch {
+		case errors.As(err, &ended) && ctx.Err() == nil:
+			continue // a term the outage ended: campaign anew
+		case err != nil:
 			return err
 		}
 		ferr := fn(t.ctx)
@@ -252,7 +278,8 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 	}
 }
 
-// Close resigns if this candidate leads, and ends the Election.
+// Close resigns if this candidate leads, releases a lease kept after an
+// outage (see Campaign), and ends the Election.
 //
 // It stops its heartbeat and removes its member document. The Election
 // cannot be used afterwards.
@@ -275,6 +302,7 @@ func (e *Election) Close() error {
 		t.cancel(ErrResigned)
 		<-t.done
 	}
+	e.releaseKept()
 	close(e.stop)
 	e.wg.Wait()
 	e.events.Close()

@@ -57,6 +57,9 @@ type Partition struct {
 	// slowest is the longest heartbeat interval the members advertised at
 	// the last read of their status (liveFor).
 	slowest atomic.Int64
+	// outage credits the time the members' status could not be read to
+	// their age (liveFor, partition_outage.go).
+	outage outageCredit
 
 	// beat is this member's last status write (partition_status.go):
 	// when it was sent and what it said. Only Run's goroutine uses it.
@@ -95,6 +98,7 @@ func NewPartition(c *dsync.Client, name string, shards int, opts ...Option) (*Pa
 	host, _ := os.Hostname()
 	p := &Partition{name: name, n: shards, weight: cfg.weight, members: cfg.members, interval: cfg.heartbeatInterval, progress: cfg.progress,
 		release: clienthook.ClientParams(c).ReleaseTimeout, host: host, pid: os.Getpid(), running: map[int]*shardRun{}, nudge: make(chan struct{}, 1)}
+	p.outage.grace = clienthook.ClientParams(c).OutageGrace
 	for i := range shards {
 		e, err := NewElection(c, fmt.Sprintf("%s#%d", name, i), WithProgressDeadline(p.progress), WithLogger(cfg.logger))
 		if err != nil {
@@ -128,7 +132,11 @@ func (p *Partition) ID() string {
 // context.Cause of a shard's context says why it ended:
 //   - ErrShardMoved, when the shard is handed over to the member it is now
 //     assigned to;
-//   - ErrLeadershipLost, when its lease could no longer be guaranteed;
+//   - ErrLeadershipLost, when its lease could no longer be guaranteed
+//     (wrapping dsync.ErrSuspended in an outage of the store, with an
+//     outage grace: fn then runs again, in the same term with the same
+//     token, once the store is back, if the outage did not end the term;
+//     see Election.Campaign);
 //   - what Run returns, when Run ends (ctx's cause unchanged, ErrResigned,
 //     or the first error an fn returned).
 //
@@ -183,8 +191,10 @@ func (p *Partition) tick(ctx context.Context, fn func(context.Context, int) erro
 		return err
 	})
 	if err != nil {
+		p.outage.failed(time.Now())
 		return // a tick that cannot tell who is drained must not assign
 	}
+	p.outage.read(time.Now(), p.statusLife())
 	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == p.self }) && !p.beat.sent.IsZero() {
 		// Its status is gone (a late DeleteMember of an earlier Run, or
 		// a write that failed): write it again now, not up to two

@@ -40,7 +40,9 @@ type PartitionView struct {
 	// Shards has one entry per shard, by shard number.
 	Shards []ShardOwner
 	// Members are the live members (a status written within four
-	// heartbeat intervals: see liveFor), ordered by ID.
+	// heartbeat intervals: see liveFor; after an outage of the store
+	// that this member could not read through, that outage's time, up to
+	// the Client's outage grace, is not counted), ordered by ID.
 	Members []PartitionMember
 }
 
@@ -176,7 +178,15 @@ type lastBeat struct {
 // shorter one took a member of a longer one (a Client of a longer TTL)
 // for gone between that member's writes, and queued for its shards.
 // Every member so judges every other by the same, slowest, interval.
+//
+// After an outage of the store, the time this member could not read the
+// members' status is added, for a while (partition_outage.go).
 func (p *Partition) liveFor() time.Duration {
+	return p.statusLife() + p.outage.at(time.Now())
+}
+
+// statusLife is liveFor without an outage's credit.
+func (p *Partition) statusLife() time.Duration {
 	return 4 * max(p.interval, time.Duration(p.slowest.Load()))
 }
 

@@ -49,8 +49,12 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 		cancel()
 	}
 
-	err = e.preflight(cctx)
-	if err == nil {
+	retaking, token := e.keptTerm()
+	if retaking {
+		// The last term was lost to an outage of the store, its lock kept
+		// (term_resume.go): take it back, or learn that the outage ended it.
+		err = e.mu.LockContext(cctx)
+	} else if err = e.preflight(cctx); err == nil {
 		err = e.xfer.lockInTurn(cctx)
 	}
 	stop(nil)
@@ -58,15 +62,21 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 	e.state.Lock()
 	e.campaigning = false
 	e.stopCampaign = nil
-	if err != nil {
-		e.state.Unlock()
-		return nil, err
-	}
-	if e.closed {
-		// Close ran while this candidate was being elected.
+	e.settleKeptLocked(retaking, err)
+	if e.closed && (err == nil || e.kept) {
+		// Close ran while this candidate was being elected, or while it
+		// waited to take back a kept lock.
+		e.kept = false
 		e.state.Unlock()
 		e.unlockQuietly(context.Background())
 		return nil, ErrClosed
+	}
+	if err != nil {
+		e.state.Unlock()
+		if retaking {
+			return nil, e.retakeErr(err, token)
+		}
+		return nil, err
 	}
 	t, info := e.beginTermLocked(ctx, managed)
 	e.state.Unlock()
@@ -85,16 +95,9 @@ func (e *Election) campaign(ctx context.Context, managed bool) (*term, error) {
 // Close cancels, or why this candidate may not campaign.
 func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, stop context.CancelCauseFunc, first bool, err error) {
 	e.state.Lock()
-	if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
-		// The previous term is over and is giving its lock up: wait for
-		// that rather than report this candidate as still leading.
+	if err := e.awaitGivenUpLocked(ctx); err != nil {
 		e.state.Unlock()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return nil, nil, false, context.Cause(ctx)
-		}
-		e.state.Lock()
+		return nil, nil, false, err
 	}
 	defer e.state.Unlock()
 	switch {
@@ -111,10 +114,37 @@ func (e *Election) beginCampaign(ctx context.Context) (cctx context.Context, sto
 	return cctx, stop, first, nil
 }
 
+// awaitGivenUpLocked waits, e.state held (and released while it
+// waits), until no lock is being given up: the previous term's, if it is
+// over (rather than report this candidate as still leading), or a kept
+// lock Resign releases (resignKept: a campaign must not lock the Mutex
+// while Resign unlocks it). It returns ctx's cause if ctx ends first.
+func (e *Election) awaitGivenUpLocked(ctx context.Context) error {
+	for {
+		wait := e.releasing
+		if t := e.term; t != nil && t.ctx.Err() != nil && !e.campaigning {
+			wait = t.done
+		}
+		if wait == nil {
+			return nil
+		}
+		e.state.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			e.state.Lock()
+			return context.Cause(ctx)
+		}
+		e.state.Lock()
+	}
+}
+
 // beginTermLocked starts the term this candidate was just elected to,
 // under ctx (the campaign's parent), and its watch; e.state is held.
 func (e *Election) beginTermLocked(ctx context.Context, managed bool) (*term, Info) {
-	e.procTerm, e.proclaimed, e.rev = e.mu.Token(), e.cfg.value, 0
+	if tok := e.mu.Token(); tok != e.procTerm {
+		e.procTerm, e.proclaimed, e.rev = tok, e.cfg.value, 0
+	} // else the same term, taken back after an outage: its value is kept
 	ref := &termRef{e: e, token: e.procTerm}
 	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, ref))
 	info := e.selfInfoLocked()
@@ -138,27 +168,22 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 	defer e.wg.Done()
 	select {
 	case <-lost:
-		t.cancel(e.lossCause())
+		t.cancel(e.lostCause())
 	case <-t.ctx.Done():
 		if t.fnDone != nil {
 			<-t.fnDone
 		}
 	}
-	e.giveUp(context.Background(), t)
+	if keepsLock(context.Cause(t.ctx)) && t.givingUp.CompareAndSwap(false, true) {
+		e.keep(t) // lost to an outage: the next campaign takes it back
+	} else {
+		e.giveUp(context.Background(), t)
+	}
 	<-t.done
 	e.heartbeatSoon()
 	if e.cfg.onLost != nil {
 		e.cfg.onLost(context.Cause(t.ctx))
 	}
-}
-
-// lossCause is why a term whose lease was lost ends: ErrStalled when its
-// work reported no progress within its deadline, else ErrLeadershipLost.
-func (e *Election) lossCause() error {
-	if errors.Is(e.mu.Err(), dsync.ErrStalled) {
-		return ErrStalled
-	}
-	return ErrLeadershipLost
 }
 
 // giveUp gives term t's lock up, once t's context is cancelled: whoever

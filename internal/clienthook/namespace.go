@@ -42,6 +42,9 @@ type Params struct {
 	// ReleaseTimeout bounds a release (dsync.ClientWithReleaseTimeout, or
 	// its default).
 	ReleaseTimeout time.Duration
+	// OutageGrace is the longest outage of the store credited to a hold
+	// (dsync.ClientWithOutageGrace); 0: none.
+	OutageGrace time.Duration
 }
 
 // ClientParams returns a *dsync.Client's Params: package leader sizes its
