@@ -164,6 +164,22 @@ func (c *child) stop(timeout time.Duration) error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	// A stopped child (Process.Pause) acts on nothing until it runs again.
 	_ = sigCont(c.cmd.Process)
+	if !c.exitedWithin(timeout) {
+		return fmt.Errorf("%s did not stop within %v, killed", c.name, timeout)
+	}
+	if c.waitErr != nil {
+		var ee *exec.ExitError
+		if errors.As(c.waitErr, &ee) && ee.ExitCode() == -1 {
+			return nil // killed by a signal (a test may have sent one)
+		}
+		return fmt.Errorf("%s: %v; stderr:\n%s", c.name, c.waitErr, c.stderr())
+	}
+	return nil
+}
+
+// exitedWithin waits up to d for c to exit and be reaped. If it has not
+// by then, it kills and reaps c, and reports false.
+func (c *child) exitedWithin(d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		_ = c.wait()
@@ -171,18 +187,11 @@ func (c *child) stop(timeout time.Duration) error {
 	}()
 	select {
 	case <-done:
-		if c.waitErr != nil {
-			var ee *exec.ExitError
-			if errors.As(c.waitErr, &ee) && ee.ExitCode() == -1 {
-				return nil // killed by a signal (a test may have sent one)
-			}
-			return fmt.Errorf("%s: %v; stderr:\n%s", c.name, c.waitErr, c.stderr())
-		}
-		return nil
-	case <-time.After(timeout):
+		return true
+	case <-time.After(d):
 		_ = c.cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%s did not stop within %v, killed", c.name, timeout)
+		return false
 	}
 }
 

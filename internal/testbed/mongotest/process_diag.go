@@ -24,7 +24,8 @@ func (p *Process) keepForDiagnosis() {
 	if p.c != nil && p.c.logPath != "" {
 		_ = sigCont(p.c.cmd.Process) // a paused child dumps nothing
 		if sigQuit(p.c.cmd.Process) == nil {
-			awaitExit(p.c, 10*time.Second)
+			p.c.exitedWithin(10 * time.Second)
+			p.c.stdin.Close()
 		} else {
 			p.c.kill()
 		}
@@ -36,22 +37,6 @@ func (p *Process) keepForDiagnosis() {
 		return
 	}
 	p.tb.Logf("mongotest: the server's stderr (its goroutines at the end, if it was running) kept in %s", kept)
-}
-
-// awaitExit waits up to d for c to exit, then kills it.
-func awaitExit(c *child, d time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		_ = c.wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		c.kill()
-		return
-	}
-	c.stdin.Close()
 }
 
 var notInName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
