@@ -42,9 +42,12 @@
 //     internal/ferretserve of this repository, found next to the
 //     go.work or go.mod of the test's directory). FerretDB is not in
 //     the library module's go.mod, so the harness builds that command
-//     once per test binary with `go build` (GOWORK=off, never with -race;
-//     the go build cache makes it a link step after the first time), says
-//     so on stderr, and removes the binary in [Run]. Set
+//     with `go build` (GOWORK=off, never with -race) into a directory of
+//     the user's cache directory (dsync-mongotest/<hash of the
+//     checkout's path>) shared by the checkout's test binaries: go build
+//     links it only when its sources changed, so the first test binary
+//     pays the link and the others find it up to date. It says so on
+//     stderr. The directory is a cache, safe to delete. Set
 //     DSYNC_MONGOTEST_FERRETSERVER to a ready-built ferretserver to skip
 //     the build. If the module cannot be found or built, [Shared] fails
 //     with the reason. The child prints its URI on stdout when listening

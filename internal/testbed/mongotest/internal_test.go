@@ -101,9 +101,9 @@ func TestResolveWithoutDocker(t *testing.T) {
 	t.Setenv("DSYNC_MONGOTEST_DOCKER", "")
 	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-such.sock"))
-	builtDirs.Lock()
-	builtBefore := len(builtDirs.dirs)
-	builtDirs.Unlock()
+	built.Lock()
+	builtBefore := len(built.outs)
+	built.Unlock()
 	s, err := resolveShared()
 	if err != nil {
 		t.Fatal(err)
@@ -114,13 +114,13 @@ func TestResolveWithoutDocker(t *testing.T) {
 	if s.Kind() != KindFerretDB {
 		t.Fatalf("kind %q, want %q", s.Kind(), KindFerretDB)
 	}
-	builtDirs.Lock()
-	for _, d := range builtDirs.dirs[builtBefore:] {
-		if fileExists(filepath.Join(d, dockerModule.cmd)) {
-			t.Errorf("built %s without a Docker engine", filepath.Join(d, dockerModule.cmd))
+	built.Lock()
+	for _, out := range built.outs[builtBefore:] {
+		if strings.TrimSuffix(filepath.Base(out), ".exe") == dockerModule.cmd {
+			t.Errorf("built %s without a Docker engine", out)
 		}
 	}
-	builtDirs.Unlock()
+	built.Unlock()
 
 	t.Setenv("DSYNC_MONGOTEST_TOPOLOGY", "sharded")
 	s, err = resolveShared()
@@ -237,5 +237,51 @@ echo stopped >"$0.stopped"
 	}
 	if _, err := os.Stat(script + ".stopped"); err != nil {
 		t.Errorf("the child was not stopped: %v", err)
+	}
+}
+
+// The test binaries of a checkout share one server binary, which go build
+// links only when it is out of date: a second build leaves the first's
+// output in place (the same file: a link renames a new one there; go
+// build only touches its time), and another checkout's sources get a
+// directory of their own.
+func TestServerBinaryIsShared(t *testing.T) {
+	if os.Getenv(envServerBin) != "" {
+		t.Skipf("%s names a ready-built server", envServerBin)
+	}
+	first, err := ferretServer.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := ferretServer.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first || !os.SameFile(before, after) {
+		t.Errorf("second build made a new %s, want %s left in place", second, first)
+	}
+
+	src, err := ferretServer.sourceDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := binDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := binDir(filepath.Join(t.TempDir(), "another-checkout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine != filepath.Dir(first) || other == mine {
+		t.Errorf("binDir: this checkout %s (binary in %s), another %s: want the binary's directory, and another for another checkout", mine, filepath.Dir(first), other)
 	}
 }

@@ -80,15 +80,13 @@ func Main(m *testing.M) {
 }
 
 // Run is [Main] without os.Exit, so that a TestMain can run goleak (or
-// other checks) after the shared server has been stopped. It also removes
-// the server binaries the harness built, if any.
+// other checks) after the shared server has been stopped.
 func Run(m *testing.M) int {
 	code := m.Run()
 	if err := stopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongotest: stopping shared server: %v\n", err)
 	}
 	stopSharedPostgres()
-	removeBuilt()
 	return code
 }
 

@@ -3,6 +3,8 @@ package mongotest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -47,11 +49,10 @@ var ferretServer = serverModule{
 var serverBinary = ferretServer.binary()
 
 // binary returns a function that returns the command's executable:
-// $envBin if set (read at each call), else a binary built once per test
-// binary from this repository (without -race, whatever the tests were
-// built with: a race-instrumented FerretDB runs 10–25× slower). The go
-// build cache makes every build after the first a link step. The binary
-// goes to a temp dir that [Run] removes.
+// $envBin if set (read at each call), else a binary built from this
+// repository once per test binary (without -race, whatever the tests were
+// built with: a race-instrumented FerretDB runs 10–25× slower), into a
+// directory shared by every test binary of the checkout (see [binDir]).
 func (m serverModule) binary() func() (string, error) {
 	build := sync.OnceValues(m.build)
 	return func() (string, error) {
@@ -65,22 +66,28 @@ func (m serverModule) binary() func() (string, error) {
 	}
 }
 
-// build builds the command into a temp dir.
+// build builds the command into [binDir] of its source directory. go
+// build leaves an output that is up to date with its sources as it is, so
+// only the first test binary of a checkout (and the first after a change
+// to the server's sources) links the server: a link of FerretDB costs
+// seconds of CPU, and every package whose tests use a server paid it.
+// The build lock keeps test binaries from building it at once; one that
+// replaces the file while another runs it does not disturb that run (go
+// build renames its output into place).
 func (m serverModule) build() (string, error) {
 	src, err := m.sourceDir()
 	if err != nil {
 		return "", fmt.Errorf("cannot build %s: %w; set MONGODB_URI, or set %s to a %s binary (built with go build ./cmd/%s in %s of a clone of github.com/go-dsync/dsync)", m.what, err, m.envBin, m.cmd, m.cmd, filepath.ToSlash(m.dir))
 	}
-	dir, err := os.MkdirTemp("", "dsync-mongotest-bin-")
+	dir, err := binDir(src)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("cannot build %s: %w", m.what, err)
 	}
 	out := filepath.Join(dir, m.cmd)
 	if runtime.GOOS == "windows" {
 		out += ".exe"
 	}
 	start := time.Now()
-	logf("building %s: go build -o %s ./cmd/%s in %s", m.what, out, m.cmd, src)
 	cmd := exec.Command(goTool(), "build", "-buildvcs=false", "-o", out, "./cmd/"+m.cmd)
 	cmd.Dir = src
 	// Its own module alone, with its own go.mod's versions; no -race or
@@ -91,30 +98,43 @@ func (m serverModule) build() (string, error) {
 	msg, err := cmd.CombinedOutput()
 	unlock()
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", fmt.Errorf("cannot build %s (go build in %s: %v):\n%s", m.what, src, err, bytes.TrimSpace(msg))
 	}
-	logf("built %s in %v", m.what, time.Since(start).Round(time.Millisecond))
-	builtDirs.Lock()
-	builtDirs.dirs = append(builtDirs.dirs, dir)
-	builtDirs.Unlock()
+	logf("%s: go build -o %s ./cmd/%s in %s took %v", m.what, out, m.cmd, src, time.Since(start).Round(time.Millisecond))
+	built.Lock()
+	built.outs = append(built.outs, out)
+	built.Unlock()
 	return out, nil
 }
 
-// builtDirs holds the directories of the binaries the harness built,
-// removed by [Run].
-var builtDirs struct {
+// built lists the binaries this test binary built (or found up to date),
+// in order, for the harness's own tests.
+var built struct {
 	sync.Mutex
-	dirs []string
+	outs []string
 }
 
-func removeBuilt() {
-	builtDirs.Lock()
-	defer builtDirs.Unlock()
-	for _, d := range builtDirs.dirs {
-		os.RemoveAll(d)
+// binDir returns the directory, made if missing, that holds the server
+// binaries built from the sources in src: one per checkout (a hash of its
+// path names it), under the user's cache directory (else the temp
+// directory), so that the test binaries of a checkout share one build
+// and two checkouts never run each other's. It is a cache: deleting
+// dsync-mongotest there is always safe.
+func binDir(src string) (string, error) {
+	root, err := os.UserCacheDir()
+	if err != nil {
+		root = os.TempDir()
 	}
-	builtDirs.dirs = nil
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs + "\x00" + runtime.GOOS + "/" + runtime.GOARCH))
+	dir := filepath.Join(root, "dsync-mongotest", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // sourceDir finds the module in the repository the tests run from: next
