@@ -303,7 +303,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hol
 	if !k.Join(h, sess) {
 		return nil
 	}
-	p.progress.watch(h)
+	p.progress.Watch(h)
 	return h
 }
 
@@ -313,7 +313,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hol
 // the hold if it has passed) before its keeper stops counting it: a hold
 // the keeper no longer counts is not lost when its session is retired.
 func (p *core) release(ctx context.Context, h *hold) error {
-	p.progress.unwatch(h)
+	p.progress.Unwatch(h)
 	lostErr := h.end()
 	kept := h.keeper.Remove(h)
 	if lostErr != nil {

@@ -260,7 +260,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 // retaken counts h, the lingering claim an RLock took again with no
 // request, as a read hold, and tells the observer so.
 func (rw *RWMutex) retaken(h *hold) {
-	rw.progress.watch(h)
+	rw.progress.Watch(h)
 	rw.holds.add(h)
 	a := event.Acquisition{Key: rw.key, Kind: event.KindRead, Token: h.claim.Epoch}
 	rw.client.observe(func(o *event.Observer) {
