@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/relock"
 )
 
 // The acquire loop that every primitive shares: a claim made in the
@@ -40,7 +41,7 @@ type core struct {
 	// found waiting behind another (by its terms and epoch).
 	blocked func(by claimTerms, epoch uint64)
 	// relock is the primitive's last takeover (relock.go).
-	relock *relockState
+	relock *relock.State
 	// progress is the value's progress deadline (progress.go); nil when
 	// off.
 	progress *progressWatch
@@ -79,7 +80,7 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 	} else if err := lease.GraceFits(client.cfg.lease.Grace, cfg.ttl, span); err != nil {
 		return core{}, err
 	}
-	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{},
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relock.State{},
 		progress: newProgressWatch(cfg.progress, cfg.clock)}, nil
 }
 
