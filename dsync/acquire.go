@@ -83,12 +83,19 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 // to its session; it may be lost by the time the caller stores it (its
 // lost channel is then closed).
 func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
+	return p.acquireIn(ctx, t, wait, "")
+}
+
+// acquireIn is acquire for a member of the lock set waiter (setmember.go):
+// each claim it makes names the set (queue.Ref.Waiter), and holds or waits
+// as acquire's would.
+func (p *core) acquireIn(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
 	start := p.cfg.clock.Now()
 	if wait {
 		p.client.waitingDelta(1)
 		defer p.client.waitingDelta(-1)
 	}
-	h, err := p.acquireLoop(ctx, t, wait)
+	h, err := p.acquireLoop(ctx, t, wait, waiter)
 	a := event.Acquisition{Key: p.key, Kind: p.kindOf(t), Wait: p.cfg.clock.Now().Sub(start)}
 	if err != nil {
 		p.client.observe(func(o *event.Observer) {
@@ -142,13 +149,18 @@ func (p *core) kindOf(t claimTerms) event.Kind {
 // claim never holds for this process, and keeps no one waiting once its
 // withdrawal lands.
 func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
+	return p.tryIn(ctx, t, "")
+}
+
+// tryIn is try for a member of the lock set waiter (acquireIn).
+func (p *core) tryIn(ctx context.Context, t claimTerms, waiter string) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	bound := p.cfg.tryTimeout()
 	tctx, cancel := context.WithTimeoutCause(ctx, bound, &ctxerr.NoAnswer{Key: p.key, Bound: bound})
 	defer cancel()
-	h, err := p.acquire(tctx, t, false)
+	h, err := p.acquireIn(tctx, t, false, waiter)
 	if h != nil {
 		return h, nil
 	}
@@ -174,7 +186,7 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 var errNotStarted = errors.New("the hold could not start before its key's coverage or its session's deadline ends")
 
 // acquireLoop is acquire's work: its attempts and their backoff.
-func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
+func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
 	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: backoff.Min}
 	for {
 		k := p.client.keeper
@@ -185,7 +197,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 			}
 			continue
 		}
-		h, err := p.claimAndAwait(ctx, k, sess, t, wait)
+		h, err := p.claimAndAwait(ctx, k, sess, t, waiter, wait)
 		if h != nil {
 			return h, nil
 		}
@@ -215,12 +227,12 @@ func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	return err
 }
 
-// claimAndAwait queues p in sess with terms t and waits until the claim
-// holds, then joins the hold to sess. Whatever stops it first (ctx, the
-// session's retirement, a store error) withdraws the claim. With wait
-// false, the store's Claim either holds at once or returns a
-// *HeldError.
-func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, wait bool) (*hold, error) {
+// claimAndAwait queues p in sess with terms t, as a member of the lock
+// set waiter if not "", and waits until the claim holds, then joins the
+// hold to sess. Whatever stops it first (ctx, the session's retirement, a
+// store error) withdraws the claim. With wait false, the store's Claim
+// either holds at once or returns a *HeldError.
+func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, waiter string, wait bool) (*hold, error) {
 	// Bound by the session: a claim made in a retired session must never
 	// hold.
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -234,7 +246,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		// claim's: claims that share a key do not take turns.
 		p.afterPredecessor(cctx)
 	}
-	c, err := p.client.claim(cctx, p.stored, p.owner, sess.ID(), t, !wait)
+	c, err := p.client.claim(cctx, p.stored, p.owner, sess.ID(), waiter, t, !wait)
 	ccancel()
 	if err != nil && sess.Context().Err() != nil && !errors.Is(err, ErrHeld) {
 		// The session was retired meanwhile: that is why.

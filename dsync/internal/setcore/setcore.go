@@ -35,9 +35,12 @@ type Member interface {
 	// Acquire takes a hold of the member's key under its turn, installed
 	// in the primitive as its own Lock installs one: with wait, as its
 	// LockContext (RLockContext) waits; without, as its TryLockContext
-	// (TryRLockContext) tries. Its progress deadline, if any, is not
-	// watched until Start.
-	Acquire(ctx context.Context, wait bool) (Hold, error)
+	// (TryRLockContext) tries. Every claim it makes names the set's
+	// identity waiter (the claim document's Waiter), which deadlock
+	// detection follows from a blocked claim to the set holding its key;
+	// it changes nothing else of how the claim holds or waits. Its
+	// progress deadline, if any, is not watched until Start.
+	Acquire(ctx context.Context, wait bool, waiter string) (Hold, error)
 }
 
 // A Hold is a member's hold.
