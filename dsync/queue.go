@@ -32,12 +32,19 @@ func (c *Client) queueOf(ctx context.Context, key string) ([]clienthook.Claim, e
 // readQueue is queueOf for a Client prepared for reading (prepareRead):
 // a listing prepares once for all its keys.
 func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim, error) {
+	_, q, err := c.judgedQueue(ctx, key)
+	return q, err
+}
+
+// judgedQueue is readQueue, with the claim documents read (docs[i] is
+// q[i]'s).
+func (c *Client) judgedQueue(ctx context.Context, key string) ([]queue.Doc, []clienthook.Claim, error) {
 	if err := c.checkKey(key); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	docs, err := c.eng.QueueRead(ctx, key, c.readNow)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The store's time before the sessions are read, as the engine judges
 	// (unended): a session read later can only have been renewed since.
@@ -48,7 +55,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 	// before the sessions, as the engine reads it.
 	ev, err := c.eng.ReadEvidence(ctx, docs, earliest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q := make([]clienthook.Claim, len(docs))
 	expired := make([]bool, len(docs))
@@ -57,7 +64,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit}
 		s, found, err := c.store.GetSession(ctx, d.Session)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
 			q[i].ExpiresAt = s.ExpiresAt
@@ -65,7 +72,7 @@ func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim,
 		expired[i] = c.eng.ReadExpired(d, s, found, earliest, remember, ev)
 	}
 	markHolds(q, docs, expired)
-	return q, nil
+	return docs, q, nil
 }
 
 // markHolds sets Expired on the claims of q (read as docs) that expired
