@@ -79,17 +79,11 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 
 // acquire claims p's key with terms t and waits for the claim to hold,
 // retrying store errors, until it holds, or — when wait is false —
-// makes one attempt that never waits (a try). It returns the hold, joined
-// to its session; it may be lost by the time the caller stores it (its
-// lost channel is then closed).
-func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
-	return p.acquireIn(ctx, t, wait, "")
-}
-
-// acquireIn is acquire for a member of the lock set waiter (setmember.go):
-// each claim it makes names the set (queue.Ref.Waiter), and holds or waits
-// as acquire's would.
-func (p *core) acquireIn(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
+// makes one attempt that never waits (a try), each claim naming the lock
+// set waiter if not "" (setmember.go). It returns the hold, joined to its
+// session; it may be lost by the time the caller stores it (its lost
+// channel is then closed).
+func (p *core) acquire(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
 	start := p.cfg.clock.Now()
 	if wait {
 		p.client.waitingDelta(1)
@@ -133,34 +127,29 @@ func (p *core) kindOf(t claimTerms) event.Kind {
 	return event.KindMutex
 }
 
-// try makes a Try method's one attempt at p's key with terms t, bounded
-// by ctx and by the try timeout (ClientWithTryTimeout). It returns the hold, or
-// why there is none: an error wrapping ErrHeld (a *HeldError) when
-// another claim holds the key or waits for it ahead; context.Cause(ctx),
-// unchanged, when ctx ended first; otherwise the store's error. When the
-// try timeout passed first, that is what the store said of the call the
-// bound cut short (a refused connection, a reply that never came), after
-// the bound (a *ctxerr.TryBound), or, if it said nothing more, that it did
-// not answer in time (a *ctxerr.NoAnswer).
+// try makes a Try method's one attempt at p's key with terms t (and waiter,
+// as acquire), bounded by ctx and by the try timeout (ClientWithTryTimeout).
+// It returns the hold, or why there is none: an error wrapping ErrHeld
+// (a *HeldError) when another claim holds the key or waits for it ahead;
+// context.Cause(ctx), unchanged, when ctx ended first; otherwise the
+// store's error. When the try timeout passed first, that is what the
+// store said of the call the bound cut short (a refused connection, a
+// reply that never came), after the bound (a *ctxerr.TryBound), or, if it
+// said nothing more, that it did not answer in time (a *ctxerr.NoAnswer).
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
 // on in the background (the Client's resender) until it lands. Such a
 // claim never holds for this process, and keeps no one waiting once its
 // withdrawal lands.
-func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
-	return p.tryIn(ctx, t, "")
-}
-
-// tryIn is try for a member of the lock set waiter (acquireIn).
-func (p *core) tryIn(ctx context.Context, t claimTerms, waiter string) (*hold, error) {
+func (p *core) try(ctx context.Context, t claimTerms, waiter string) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	bound := p.cfg.tryTimeout()
 	tctx, cancel := context.WithTimeoutCause(ctx, bound, &ctxerr.NoAnswer{Key: p.key, Bound: bound})
 	defer cancel()
-	h, err := p.acquireIn(tctx, t, false, waiter)
+	h, err := p.acquire(tctx, t, false, waiter)
 	if h != nil {
 		return h, nil
 	}

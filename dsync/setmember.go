@@ -105,9 +105,9 @@ func (m *setMember) Acquire(ctx context.Context, wait bool, waiter string) (setc
 	if m.before != nil {
 		m.before(ctx)
 	}
-	acquire := func() (*hold, error) { return m.p.tryIn(ctx, m.terms, waiter) }
+	acquire := func() (*hold, error) { return m.p.try(ctx, m.terms, waiter) }
 	if wait {
-		acquire = func() (*hold, error) { return m.p.acquireIn(ctx, m.terms, true, waiter) }
+		acquire = func() (*hold, error) { return m.p.acquire(ctx, m.terms, true, waiter) }
 	}
 	h, err := acquire()
 	if err != nil {
