@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
@@ -32,11 +33,17 @@ func (c *Client) queueOf(ctx context.Context, key string) ([]clienthook.Claim, e
 // a listing prepares once for all its keys. dsync/internal/statusread
 // judges the queue.
 func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim, error) {
-	if err := c.checkKey(key); err != nil {
-		return nil, err
-	}
-	_, q, err := c.statusReader().Queue(ctx, key)
+	_, q, err := c.judgedQueue(ctx, key)
 	return q, err
+}
+
+// judgedQueue is readQueue, with the claim documents read (docs[i] is
+// q[i]'s).
+func (c *Client) judgedQueue(ctx context.Context, key string) ([]queue.Doc, []clienthook.Claim, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	return c.statusReader().Queue(ctx, key)
 }
 
 // statusReader reads c's queues for people.

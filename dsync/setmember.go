@@ -101,13 +101,13 @@ func (m *setMember) Unturn() {
 	}
 }
 
-func (m *setMember) Acquire(ctx context.Context, wait bool) (setcore.Hold, error) {
+func (m *setMember) Acquire(ctx context.Context, wait bool, waiter string) (setcore.Hold, error) {
 	if m.before != nil {
 		m.before(ctx)
 	}
-	acquire := func() (*hold, error) { return m.p.try(ctx, m.terms) }
+	acquire := func() (*hold, error) { return m.p.try(ctx, m.terms, waiter) }
 	if wait {
-		acquire = func() (*hold, error) { return m.p.acquire(ctx, m.terms, true) }
+		acquire = func() (*hold, error) { return m.p.acquire(ctx, m.terms, true, waiter) }
 	}
 	h, err := acquire()
 	if err != nil {
