@@ -14,6 +14,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/relock"
 )
 
 // The acquire loop that every primitive shares: a claim made in the
@@ -40,7 +41,7 @@ type core struct {
 	// found waiting behind another (by its terms and epoch).
 	blocked func(by claimTerms, epoch uint64)
 	// relock is the primitive's last takeover (relock.go).
-	relock *relockState
+	relock *relock.State
 	// progress is the value's progress deadline (progress.go); nil when
 	// off.
 	progress *progressWatch
@@ -79,22 +80,23 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 	} else if err := lease.GraceFits(client.cfg.lease.Grace, cfg.ttl, span); err != nil {
 		return core{}, err
 	}
-	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relockState{},
+	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relock.State{},
 		progress: newProgressWatch(cfg.progress, cfg.clock)}, nil
 }
 
 // acquire claims p's key with terms t and waits for the claim to hold,
 // retrying store errors, until it holds, or — when wait is false —
-// makes one attempt that never waits (a try). It returns the hold, joined
-// to its session; it may be lost by the time the caller stores it (its
-// lost channel is then closed).
-func (p *core) acquire(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
+// makes one attempt that never waits (a try), each claim naming the lock
+// set waiter if not "" (setmember.go). It returns the hold, joined to its
+// session; it may be lost by the time the caller stores it (its lost
+// channel is then closed).
+func (p *core) acquire(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
 	start := p.cfg.clock.Now()
 	if wait {
 		p.client.waitingDelta(1)
 		defer p.client.waitingDelta(-1)
 	}
-	h, err := p.acquireLoop(ctx, t, wait)
+	h, err := p.acquireLoop(ctx, t, wait, waiter)
 	a := event.Acquisition{Key: p.key, Kind: p.kindOf(t), Wait: p.cfg.clock.Now().Sub(start)}
 	if err != nil {
 		p.client.observe(func(o *event.Observer) {
@@ -132,29 +134,29 @@ func (p *core) kindOf(t claimTerms) event.Kind {
 	return event.KindMutex
 }
 
-// try makes a Try method's one attempt at p's key with terms t, bounded
-// by ctx and by the try timeout (ClientWithTryTimeout). It returns the hold, or
-// why there is none: an error wrapping ErrHeld (a *HeldError) when
-// another claim holds the key or waits for it ahead; context.Cause(ctx),
-// unchanged, when ctx ended first; otherwise the store's error. When the
-// try timeout passed first, that is what the store said of the call the
-// bound cut short (a refused connection, a reply that never came), after
-// the bound (a *ctxerr.TryBound), or, if it said nothing more, that it did
-// not answer in time (a *ctxerr.NoAnswer).
+// try makes a Try method's one attempt at p's key with terms t (and waiter,
+// as acquire), bounded by ctx and by the try timeout (ClientWithTryTimeout).
+// It returns the hold, or why there is none: an error wrapping ErrHeld
+// (a *HeldError) when another claim holds the key or waits for it ahead;
+// context.Cause(ctx), unchanged, when ctx ended first; otherwise the
+// store's error. When the try timeout passed first, that is what the
+// store said of the call the bound cut short (a refused connection, a
+// reply that never came), after the bound (a *ctxerr.TryBound), or, if it
+// said nothing more, that it did not answer in time (a *ctxerr.NoAnswer).
 //
 // Whatever the attempt sent and did not see confirmed is withdrawn: a
 // claim whose insert had no reply may still land, so its withdrawal goes
 // on in the background (the Client's resender) until it lands. Such a
 // claim never holds for this process, and keeps no one waiting once its
 // withdrawal lands.
-func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
+func (p *core) try(ctx context.Context, t claimTerms, waiter string) (*hold, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	bound := p.cfg.tryTimeout()
 	tctx, cancel := context.WithTimeoutCause(ctx, bound, &ctxerr.NoAnswer{Key: p.key, Bound: bound})
 	defer cancel()
-	h, err := p.acquire(tctx, t, false)
+	h, err := p.acquire(tctx, t, false, waiter)
 	if h != nil {
 		return h, nil
 	}
@@ -180,7 +182,7 @@ func (p *core) try(ctx context.Context, t claimTerms) (*hold, error) {
 var errNotStarted = errors.New("the hold could not start before its key's coverage or its session's deadline ends")
 
 // acquireLoop is acquire's work: its attempts and their backoff.
-func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold, error) {
+func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool, waiter string) (*hold, error) {
 	a := &attempts{p: p, ctx: ctx, wait: wait, backoff: backoff.Min}
 	for {
 		k := p.client.keeper
@@ -191,7 +193,7 @@ func (p *core) acquireLoop(ctx context.Context, t claimTerms, wait bool) (*hold,
 			}
 			continue
 		}
-		h, err := p.claimAndAwait(ctx, k, sess, t, wait)
+		h, err := p.claimAndAwait(ctx, k, sess, t, waiter, wait)
 		if h != nil {
 			return h, nil
 		}
@@ -221,12 +223,12 @@ func (p *core) failure(ctx context.Context, err, lastErr error) error {
 	return err
 }
 
-// claimAndAwait queues p in sess with terms t and waits until the claim
-// holds, then joins the hold to sess. Whatever stops it first (ctx, the
-// session's retirement, a store error) withdraws the claim. With wait
-// false, the store's Claim either holds at once or returns a
-// *HeldError.
-func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, wait bool) (*hold, error) {
+// claimAndAwait queues p in sess with terms t, as a member of the lock
+// set waiter if not "", and waits until the claim holds, then joins the
+// hold to sess. Whatever stops it first (ctx, the session's retirement, a
+// store error) withdraws the claim. With wait false, the store's Claim
+// either holds at once or returns a *HeldError.
+func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t claimTerms, waiter string, wait bool) (*hold, error) {
 	// Bound by the session: a claim made in a retired session must never
 	// hold.
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -240,7 +242,7 @@ func (p *core) claimAndAwait(ctx context.Context, k *keeper, sess *session, t cl
 		// claim's: claims that share a key do not take turns.
 		p.afterPredecessor(cctx)
 	}
-	c, err := p.client.claim(cctx, p.stored, p.owner, sess.ID(), t, !wait)
+	c, err := p.client.claim(cctx, p.stored, p.owner, sess.ID(), waiter, t, !wait)
 	ccancel()
 	if err != nil && sess.Context().Err() != nil && !errors.Is(err, ErrHeld) {
 		// The session was retired meanwhile: that is why.
@@ -303,7 +305,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hol
 	if !k.Join(h, sess) {
 		return nil
 	}
-	p.progress.watch(h)
+	p.progress.Watch(h)
 	return h
 }
 
@@ -313,7 +315,7 @@ func (p *core) join(c queue.Ref, k *keeper, sess *session, kind event.Kind) *hol
 // the hold if it has passed) before its keeper stops counting it: a hold
 // the keeper no longer counts is not lost when its session is retired.
 func (p *core) release(ctx context.Context, h *hold) error {
-	p.progress.unwatch(h)
+	p.progress.Unwatch(h)
 	lostErr := h.end()
 	kept := h.keeper.Remove(h)
 	if lostErr != nil {

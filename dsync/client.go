@@ -18,6 +18,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
+	"github.com/go-dsync/dsync/dsync/internal/sweeper"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
 	"github.com/go-dsync/dsync/internal/observe"
 )
@@ -80,7 +81,7 @@ type Client struct {
 	// bounded).
 	agreeing chan struct{}
 	agreed   atomic.Bool
-	sweep    sweeper
+	sweep    sweeper.Sweeper
 }
 
 // liveClaim is a claim made through a Client that has not ended.
@@ -280,7 +281,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	c.sweep.stop()
+	c.sweep.Stop()
 	// Taken before the keepers retire their sessions, which loses every
 	// hold: the holds lost before Close are the lease's to end.
 	claims := c.claims

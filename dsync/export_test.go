@@ -10,6 +10,7 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
 
 	"github.com/go-dsync/dsync/dsync/internal/lease"
+	"github.com/go-dsync/dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/internal/suspend"
 )
@@ -50,7 +51,7 @@ const (
 )
 
 // ListAhead is how many keys' queues List reads at once, at most.
-const ListAhead = listAhead
+const ListAhead = statusread.ListAhead
 
 // MemClient is a Client on a store in memory, with its process's fault
 // switches (memory.Process), for the tests of this package.

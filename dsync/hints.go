@@ -100,41 +100,10 @@ func (c *clientConfig) hintConfig(logger *slog.Logger) hint.Config {
 }
 
 // loopbackHints returns how a Client given no ClientWithHints settles
-// its feed (wake.Env.Settle): with direct hints on loopback over inner,
-// the store's feed (nil if none), if the store reports that it is
-// reached over loopback; else inner alone. Nil if the store cannot say
-// so, or carry hints. The wake-ups settle it in the background, after
-// the Client's first claim ends or as its first waiter starts to wait
-// (dsync/internal/wake's settle.go): asking the store, and the hints'
-// key and records, cost a fresh process's first Lock nothing, and until
-// then its waiters poll (hints only ever wake them sooner). A Client
-// that so takes hints says so once, at Info, with where it listens: its
-// processes may not be all that use the store (docs/operations.md, "On
-// by default on loopback").
+// its feed: with direct hints on loopback (DefaultHintsListen) over inner,
+// the store's feed, if the store reports that it is reached over loopback
+// (dsync/internal/wake's loopback.go says how and when); nil if the store
+// cannot say so, or carry hints.
 func loopbackHints(store driver.Store, inner driver.Feed, cfg clientConfig) func(context.Context) wake.Settled {
-	roles := store.Roles()
-	r := roles.Loopback
-	if r == nil || roles.Peers == nil {
-		return nil
-	}
-	return func(ctx context.Context) wake.Settled {
-		if r.Loopback(ctx) {
-			hf, err := hint.New(store, inner, hint.Config{Listen: DefaultHintsListen, Logger: cfg.logger})
-			if err == nil {
-				if cfg.test.hints != nil {
-					cfg.test.hints(hf)
-				}
-				return wake.Settled{Feed: hf, Direct: true, Followed: func() {
-					if addr := hf.Addr(); addr != "" { // "": it could not listen, and said so
-						cfg.logger.Info(`dsync: direct hints on by default, as the store is reached over loopback (ClientWithHints("", "") turns them off)`,
-							slog.String("listen", addr))
-					}
-					cfg.test.settledNow()
-				}}
-			}
-			cfg.logger.Warn("dsync: direct hints are off: " + err.Error())
-		}
-		defer cfg.test.settledNow()
-		return wake.Settled{Feed: inner, Peers: wake.PeersOf(store, false)}
-	}
+	return wake.LoopbackHints(store, inner, DefaultHintsListen, cfg.logger, cfg.test.hints, cfg.test.settledNow)
 }

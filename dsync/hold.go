@@ -185,7 +185,7 @@ func (h *hold) active() bool {
 func (h *hold) validUntil() time.Time {
 	dl := h.keeper.Deadline(h.sess)
 	if w := h.p.progress; w != nil && !h.idle.Load() {
-		if p := w.deadline(); p.Before(dl) {
+		if p := w.Deadline(); p.Before(dl) {
 			dl = p
 		}
 	}

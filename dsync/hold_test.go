@@ -42,7 +42,7 @@ func TestHoldDoesNotJoinARetiredSession(t *testing.T) {
 		if s2 == s || s2.ID() == s.ID() {
 			t.Fatal("a claim after the retirement got the retired session")
 		}
-		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.ID(), queue.ExclusiveTerms, true)
+		c2, err := m.client.claim(context.Background(), m.stored, m.owner, s2.ID(), "", queue.ExclusiveTerms, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func (r raw) RenewSession(ctx context.Context, session string, ttl time.Duration
 }
 
 func (r raw) Claim(ctx context.Context, key, owner, session string, try bool) (queue.Ref, error) {
-	return r.c.claim(ctx, key, owner, session, queue.ExclusiveTerms, try)
+	return r.c.claim(ctx, key, owner, session, "", queue.ExclusiveTerms, try)
 }
 
 func (r raw) Await(ctx context.Context, c queue.Ref) error {

@@ -142,7 +142,7 @@ func (m *Mutex) lock(ctx context.Context, anew bool) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	h, err := m.acquire(ctx, exclusive(), true)
+	h, err := m.acquire(ctx, exclusive(), true, "")
 	if err != nil {
 		<-m.sem
 		return err
@@ -187,7 +187,7 @@ func (m *Mutex) TryLockContext(ctx context.Context) error {
 	default:
 		return m.heldHere()
 	}
-	h, err := m.try(ctx, exclusive())
+	h, err := m.try(ctx, exclusive(), "")
 	if err != nil {
 		<-m.sem
 		return err

@@ -167,7 +167,7 @@ func (o *Once) Do(ctx context.Context, f func(ctx context.Context) error) error 
 		return nil
 	}
 	for {
-		h, err := o.acquire(ctx, exclusive(), true)
+		h, err := o.acquire(ctx, exclusive(), true, "")
 		if err != nil {
 			return err
 		}

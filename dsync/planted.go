@@ -53,17 +53,17 @@ func recordCounts(h *hold) bool {
 // progressed notes a report of progress by the work under w's holds
 // (Mutex.Progress), if w watches them (nil: no deadline).
 // StallFromHoldStart ignores it: a hold stalls a deadline after it began.
-func (w *progressWatch) progressed() {
+func progressed(w *progressWatch) {
 	if w != nil && !(plant.On && plant.Is(plant.StallFromHoldStart)) {
-		w.report()
+		w.Report()
 	}
 }
 
-// stalls reports whether h, an active hold, stalled: its work reported
-// no progress for the deadline (for since) and it is not an idle read
-// claim. StallNeverFires: no hold ever does.
-func (w *progressWatch) stalls(h *hold, since time.Duration) bool {
-	return since >= w.d && !h.idle.Load() && !(plant.On && plant.Is(plant.StallNeverFires))
+// holdStalls reports whether h, an active hold, stalled: its work
+// reported no progress for the deadline d (for since) and it is not an
+// idle read claim. StallNeverFires: no hold ever does.
+func holdStalls(h *hold, since, d time.Duration) bool {
+	return since >= d && !h.idle.Load() && !(plant.On && plant.Is(plant.StallNeverFires))
 }
 
 // releaseStalled releases the claim of h, a stalled hold (releaseClaim).

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
+	"github.com/go-dsync/dsync/dsync/internal/progress"
 )
 
 // Progress deadlines (WithProgressDeadline): a lease proves that a process
@@ -72,113 +71,21 @@ func WithProgressDeadline(d time.Duration) Option {
 	}
 }
 
-// progressWatch is a primitive value's progress deadline: its last
-// report and the holds it watches.
-type progressWatch struct {
-	d      time.Duration
-	clock  lease.Clock
-	origin time.Time    // the reading of clock that last counts from
-	last   atomic.Int64 // the last report, in nanoseconds since origin
-
-	mu    sync.Mutex
-	holds map[*hold]bool // the value's holds it watches
-	stop  func() bool    // stops the timer; nil when none is set
-	// timer counts the timers set: a check that finds another set
-	// since its own (an unwatch stopped it too late, then a watch set
-	// a new one) leaves that one be, so one timer runs at a time.
-	timer uint64
-}
+// progressWatch is a primitive value's progress deadline
+// (dsync/internal/progress), over its holds.
+type progressWatch = progress.Watch[*hold]
 
 // newProgressWatch returns the watch of a deadline of d on clock, or nil
-// if d is 0 (off).
+// if d is 0 (off). Whether a hold stalls is holdStalls's decision; the
+// holds that stall end in endStalled's order.
 func newProgressWatch(d time.Duration, clock lease.Clock) *progressWatch {
-	if d <= 0 {
-		return nil
-	}
-	return &progressWatch{d: d, clock: clock, origin: clock.Now(), holds: make(map[*hold]bool)}
-}
-
-// report notes progress now.
-func (w *progressWatch) report() {
-	w.last.Store(int64(w.clock.Now().Sub(w.origin)))
-}
-
-// deadline is the last report plus the deadline: the watched holds'.
-func (w *progressWatch) deadline() time.Time {
-	return w.origin.Add(time.Duration(w.last.Load()) + w.d)
-}
-
-// watch counts h, a hold of the value that began (or a lingering read
-// claim an RLock took again), as progress, and watches it.
-func (w *progressWatch) watch(h *hold) {
-	if w == nil {
-		return
-	}
-	w.report()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.holds[h] = true
-	if w.stop == nil {
-		w.setLocked(w.d)
-	}
-}
-
-// unwatch stops watching h, which ended; with no hold left to watch, the
-// timer is stopped.
-func (w *progressWatch) unwatch(h *hold) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.holds, h)
-	if len(w.holds) == 0 && w.stop != nil {
-		w.stop()
-		w.stop = nil
-	}
-}
-
-// check is the timer's: if no progress was reported within the deadline,
-// it stalls the holds watched; otherwise it sets the timer for the last
-// report's deadline.
-func (w *progressWatch) check(timer uint64) {
-	w.mu.Lock()
-	if timer != w.timer {
-		w.mu.Unlock()
-		return // a later timer is set: it checks
-	}
-	last := w.origin.Add(time.Duration(w.last.Load()))
-	since := w.clock.Now().Sub(last)
-	var stalled []*hold
-	for h := range w.holds {
-		if !h.active() {
-			delete(w.holds, h) // lost, or ended by an unlock on its way
-			continue
-		}
-		if w.stalls(h, since) {
-			stalled = append(stalled, h)
-			delete(w.holds, h)
-		}
-	}
-	w.stop = nil
-	if len(w.holds) > 0 {
-		next := w.d
-		if since < w.d {
-			next = w.d - since
-		}
-		w.setLocked(next)
-	}
-	w.mu.Unlock()
-	if len(stalled) > 0 {
-		endStalled(stalled, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, w.d))
-	}
-}
-
-// setLocked sets the timer to check in d; w.mu is held.
-func (w *progressWatch) setLocked(d time.Duration) {
-	w.timer++
-	timer := w.timer
-	w.stop = w.clock.AfterFunc(d, func() { w.check(timer) })
+	return progress.New(d, clock, progress.Hooks[*hold]{
+		Active: (*hold).active,
+		Stalls: holdStalls,
+		Stalled: func(holds []*hold, last time.Time, since time.Duration) {
+			endStalled(holds, last, fmt.Errorf("%w: %w: the last report was %v ago, the deadline is %v", ErrLost, ErrStalled, since, d))
+		},
+	})
 }
 
 // stall ends holds, of one primitive value, whose work reported no
@@ -263,19 +170,19 @@ func (p *core) recordStalled(h *hold, last time.Time) {
 // nothing.
 func (m *Mutex) Progress() {
 	m.mustBeMade()
-	m.progress.progressed()
+	progressed(m.progress)
 }
 
 // Progress reports that the work under rw's holds, read and write, moves.
 // It works as Mutex.Progress does: one report keeps every hold of rw alive.
 func (rw *RWMutex) Progress() {
 	rw.mustBeMade()
-	rw.progress.progressed()
+	progressed(rw.progress)
 }
 
 // Progress reports that the work under s's acquisitions moves. It works as
 // Mutex.Progress does: one report keeps every acquisition of s alive.
 func (s *Semaphore) Progress() {
 	s.mustBeMade()
-	s.progress.progressed()
+	progressed(s.progress)
 }

@@ -55,10 +55,11 @@ func (c *Client) renewSession(ctx context.Context, session string, ttl time.Dura
 	return nil
 }
 
-// claim queues owner for key in session and returns the claim. With try
-// set, it holds at once or returns a *HeldError, having withdrawn what it
-// inserted.
-func (c *Client) claim(ctx context.Context, key, owner, session string, t queue.Terms, try bool) (queue.Ref, error) {
+// claim queues owner for key in session, as a member of the lock set
+// waiter if not "" (its claim names it: queue.Ref.Waiter), and returns the
+// claim. With try set, it holds at once or returns a *HeldError, having
+// withdrawn what it inserted.
+func (c *Client) claim(ctx context.Context, key, owner, session, waiter string, t queue.Terms, try bool) (queue.Ref, error) {
 	if err := c.checkKey(key); err != nil {
 		return queue.Ref{}, err
 	}
@@ -78,9 +79,9 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t queue.
 		err error
 	)
 	if try {
-		cl, err = c.eng.TryClaim(ctx, key, owner, session, t)
+		cl, err = c.eng.TryClaimIn(ctx, key, owner, session, waiter, t)
 	} else {
-		cl, err = c.eng.Claim(ctx, key, owner, session, t, false)
+		cl, err = c.eng.ClaimIn(ctx, key, owner, session, waiter, t, false)
 	}
 	if err != nil {
 		// A claim whose insert had no reply was withdrawn, and a
@@ -100,7 +101,8 @@ func (c *Client) claim(ctx context.Context, key, owner, session string, t queue.
 		return queue.Ref{}, wrap(ctx, "claim", key, err)
 	}
 	c.dir.Claimed(key) // after the claim's insert, so as not to delay it
-	claim := queue.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History}
+	claim := queue.Ref{Key: key, Owner: owner, Session: session, Epoch: cl.Epoch, Nonce: cl.Nonce, Terms: t, Below: cl.Below, Seg: cl.Seg, History: cl.History,
+		Waiter: cl.Waiter}
 	c.mu.Lock()
 	c.claims[claim.Nonce] = liveClaim{c: claim, held: try}
 	c.mu.Unlock()

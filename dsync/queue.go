@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
-	"github.com/go-dsync/dsync/dsync/internal/readahead"
+	"github.com/go-dsync/dsync/dsync/internal/statusread"
 	"github.com/go-dsync/dsync/internal/clienthook"
 )
 
@@ -30,97 +30,39 @@ func (c *Client) queueOf(ctx context.Context, key string) ([]clienthook.Claim, e
 }
 
 // readQueue is queueOf for a Client prepared for reading (prepareRead):
-// a listing prepares once for all its keys.
+// a listing prepares once for all its keys. dsync/internal/statusread
+// judges the queue.
 func (c *Client) readQueue(ctx context.Context, key string) ([]clienthook.Claim, error) {
-	if err := c.checkKey(key); err != nil {
-		return nil, err
-	}
-	docs, err := c.eng.QueueRead(ctx, key, c.readNow)
-	if err != nil {
-		return nil, err
-	}
-	// The store's time before the sessions are read, as the engine judges
-	// (unended): a session read later can only have been renewed since.
-	// Taken once it is known whether it is the clock of the writes.
-	remember := c.readsByWriteClock()
-	earliest := c.readNow().Earliest
-	// The record of up-time, for claims with an outage grace, is read
-	// before the sessions, as the engine reads it.
-	ev, err := c.eng.ReadEvidence(ctx, docs, earliest)
-	if err != nil {
-		return nil, err
-	}
-	q := make([]clienthook.Claim, len(docs))
-	expired := make([]bool, len(docs))
-	for i, d := range docs {
-		q[i] = clienthook.Claim{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit}
-		s, found, err := c.store.GetSession(ctx, d.Session)
-		if err != nil {
-			return nil, err
-		}
-		if found && s.ExpiresAt.After(q[i].ExpiresAt) {
-			q[i].ExpiresAt = s.ExpiresAt
-		}
-		expired[i] = c.eng.ReadExpired(d, s, found, earliest, remember, ev)
-	}
-	markHolds(q, docs, expired)
-	return q, nil
+	_, q, err := c.judgedQueue(ctx, key)
+	return q, err
 }
 
-// markHolds sets Expired on the claims of q (read as docs) that expired
-// (queue.Engine.ReadExpired, the rule the engine ends claims with), and
-// Holds by the grant rule among the others: the next process that claims
-// or waits on the key ends an expired claim (its owner stopped relying on
-// it at its local deadline, earlier still), and the claims behind it go
-// on as if it had ended.
-func markHolds(q []clienthook.Claim, docs []queue.Doc, expired []bool) {
-	var live []queue.Doc
-	var at []int
-	for i := range q {
-		q[i].Expired = expired[i]
-		if !q[i].Expired {
-			live, at = append(live, docs[i]), append(at, i)
-		}
+// judgedQueue is readQueue, with the claim documents read (docs[i] is
+// q[i]'s).
+func (c *Client) judgedQueue(ctx context.Context, key string) ([]queue.Doc, []clienthook.Claim, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, nil, err
 	}
-	for j, h := range queue.Holding(live) {
-		q[at[j]].Holds = h
-	}
+	return c.statusReader().Queue(ctx, key)
+}
+
+// statusReader reads c's queues for people.
+func (c *Client) statusReader() statusread.Reader {
+	return statusread.Reader{Engine: c.eng, Store: c.store, Now: c.readNow, ByWriteClock: c.readsByWriteClock}
 }
 
 // list is statuspage's Reader.List: the keys of the directory that kq
 // selects, each with its queue, reading a few queues ahead of the caller.
 func (c *Client) list(ctx context.Context, q clienthook.KeyQuery) iter.Seq2[clienthook.KeyState, error] {
-	kq := driver.KeyQuery{Prefix: q.Prefix, After: q.After, Limit: q.Limit}
-	return func(yield func(clienthook.KeyState, error) bool) {
-		if kq.Limit < 0 {
-			yield(clienthook.KeyState{}, fmt.Errorf("dsync: limit must not be negative, got %d", kq.Limit))
-			return
-		}
+	open := func() (driver.KeyDirectory, error) {
 		dir, err := c.directory()
 		if err != nil {
-			yield(clienthook.KeyState{}, err)
-			return
+			return nil, err
 		}
-		if err := c.prepareRead(ctx); err != nil {
-			yield(clienthook.KeyState{}, err)
-			return
-		}
-		keys := func(ctx context.Context) iter.Seq2[string, error] { return dir.ListKeys(ctx, kq) }
-		listErr := func(err error) error { return fmt.Errorf("dsync: list keys: %w", err) }
-		for it, err := range readahead.Seq(ctx, listAhead, keys, c.readQueue, listErr) {
-			if !yield(clienthook.KeyState{Key: it.Key, Queue: it.Val}, err) || err != nil {
-				return
-			}
-		}
+		return dir, c.prepareRead(ctx)
 	}
+	return statusread.List(ctx, driver.KeyQuery{Prefix: q.Prefix, After: q.After, Limit: q.Limit}, open, c.readQueue)
 }
-
-// listAhead is how many keys' queues list reads at once, at most: the one
-// its caller waits for and those after it. Each queue is a few point reads, one after another; reading
-// the queues of a page's keys side by side makes a page cost about the
-// round trips of a few keys, not of all of them.
-const listAhead = 8
 
 // hasKey is statuspage's Reader.HasKey: one entry of the directory.
 func (c *Client) hasKey(ctx context.Context, key string) (bool, error) {

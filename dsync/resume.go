@@ -69,7 +69,7 @@ func (m *Mutex) retake(ctx context.Context, h *hold) (done bool, err error) {
 		case ok:
 			m.hold, m.last = next, next
 			m.mu.Unlock()
-			m.progress.watch(next)
+			m.progress.Watch(next)
 			return true, nil
 		case err != nil:
 			m.hold = nil

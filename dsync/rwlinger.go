@@ -196,7 +196,7 @@ func (rw *RWMutex) endLinger(ctx context.Context, l *lingerState) {
 	defer cancel()
 	h := l.h
 	rw.client.wake.UnwatchLinger(wake.ClaimID{Key: h.claim.Key, Epoch: h.claim.Epoch})
-	rw.progress.unwatch(h)
+	rw.progress.Unwatch(h)
 	lostErr := h.end()
 	h.keeper.Remove(h)
 	if lostErr != nil {

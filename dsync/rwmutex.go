@@ -140,7 +140,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	rw.dropLinger(ctx)
-	h, err := rw.acquire(ctx, exclusive(), true)
+	h, err := rw.acquire(ctx, exclusive(), true, "")
 	if err != nil {
 		<-rw.sem
 		return err
@@ -173,7 +173,7 @@ func (rw *RWMutex) TryLockContext(ctx context.Context) error {
 		return &HeldError{Key: rw.key, Owner: rw.owner, Token: rw.writeToken()}
 	}
 	rw.dropLinger(ctx)
-	h, err := rw.try(ctx, exclusive())
+	h, err := rw.try(ctx, exclusive(), "")
 	if err != nil {
 		<-rw.sem
 		return err
@@ -249,7 +249,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 		rw.retaken(h)
 		return nil
 	}
-	h, err := rw.acquire(ctx, shared(), true)
+	h, err := rw.acquire(ctx, shared(), true, "")
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 // retaken counts h, the lingering claim an RLock took again with no
 // request, as a read hold, and tells the observer so.
 func (rw *RWMutex) retaken(h *hold) {
-	rw.progress.watch(h)
+	rw.progress.Watch(h)
 	rw.holds.add(h)
 	a := event.Acquisition{Key: rw.key, Kind: event.KindRead, Token: h.claim.Epoch}
 	rw.client.observe(func(o *event.Observer) {
@@ -292,7 +292,7 @@ func (rw *RWMutex) TryRLockContext(ctx context.Context) error {
 		rw.retaken(h)
 		return nil
 	}
-	h, err := rw.try(ctx, shared())
+	h, err := rw.try(ctx, shared(), "")
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	h, err := s.acquire(ctx, t, true)
+	h, err := s.acquire(ctx, t, true, "")
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Semaphore) TryAcquireContext(ctx context.Context, n int64) error {
 	if n == 0 {
 		return context.Cause(ctx)
 	}
-	h, err := s.try(ctx, t)
+	h, err := s.try(ctx, t, "")
 	if err != nil {
 		return err
 	}

@@ -101,13 +101,13 @@ func (m *setMember) Unturn() {
 	}
 }
 
-func (m *setMember) Acquire(ctx context.Context, wait bool) (setcore.Hold, error) {
+func (m *setMember) Acquire(ctx context.Context, wait bool, waiter string) (setcore.Hold, error) {
 	if m.before != nil {
 		m.before(ctx)
 	}
-	acquire := func() (*hold, error) { return m.p.try(ctx, m.terms) }
+	acquire := func() (*hold, error) { return m.p.try(ctx, m.terms, waiter) }
 	if wait {
-		acquire = func() (*hold, error) { return m.p.acquire(ctx, m.terms, true) }
+		acquire = func() (*hold, error) { return m.p.acquire(ctx, m.terms, true, waiter) }
 	}
 	h, err := acquire()
 	if err != nil {
@@ -115,7 +115,7 @@ func (m *setMember) Acquire(ctx context.Context, wait bool) (setcore.Hold, error
 	}
 	// The set's holds count as progress from its return (Start): an
 	// early member must not stall while the set waits for a later one.
-	m.p.progress.unwatch(h)
+	m.p.progress.Unwatch(h)
 	m.install(h)
 	return &setHold{m: m, h: h}, nil
 }
@@ -128,7 +128,7 @@ type setHold struct {
 
 func (s *setHold) Token() uint64 { return s.h.claim.Epoch }
 func (s *setHold) Err() error    { return s.h.err() }
-func (s *setHold) Start()        { s.m.p.progress.watch(s.h) }
+func (s *setHold) Start()        { s.m.p.progress.Watch(s.h) }
 
 func (s *setHold) Lost() <-chan struct{} {
 	s.h.expireIfDue() // the timer may not have run yet after a pause

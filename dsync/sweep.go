@@ -3,8 +3,6 @@ package dsync
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -28,57 +26,13 @@ func (c *Client) compact(ctx context.Context, idle time.Duration) (int64, error)
 	return n, nil
 }
 
-// sweeper runs a Client's sweeps.
-type sweeper struct {
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped bool
-}
-
-// startSweeper starts the sweeps, unless the Client was told not to
-// sweep; the Client waits for them on Close.
+// startSweeper starts the sweeps (dsync/internal/sweeper), unless the
+// Client was told not to sweep; the Client waits for them on Close.
 func (c *Client) startSweeper() {
 	if c.cfg.idleAge <= 0 {
 		return
 	}
-	c.sweep.mu.Lock()
-	defer c.sweep.mu.Unlock()
-	if c.sweep.stopped || c.sweep.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.sweep.cancel = cancel
-	c.running.Add(1)
-	go func() {
-		defer c.running.Done()
-		c.sweepLoop(ctx)
-	}()
-}
-
-func (s *sweeper) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopped = true
-	if s.cancel != nil {
-		s.cancel()
-	}
-}
-
-// sweepLoop sweeps about once per bucket span, at a random phase so that
-// processes started together do not all try at once.
-func (c *Client) sweepLoop(ctx context.Context) {
-	span := c.eng.Span()
-	for {
-		wait := span/2 + time.Duration(rand.Int64N(int64(span)))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		c.sweepOnce(ctx)
-	}
+	c.sweep.Start(&c.running, c.eng.Span, c.sweepOnce)
 }
 
 // sweepOnce compacts the idle keys if this Client gets the sweep lock.

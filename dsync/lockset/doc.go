@@ -64,7 +64,11 @@
 // at most one claim holds a key (dsync/internal/queue's "Why at most one
 // claim holds"), that a token exceeds every earlier hold's of its key,
 // and the rules for writes that land late or twice, hold for every member
-// as they do for a single Mutex. Tokens returns those tokens.
+// as they do for a single Mutex. Tokens returns those tokens. The one
+// thing a member's claim adds is the Set's identity, a fresh xid for each
+// Lock or Try call, shared by every claim of its members until it returns
+// (the claim document's Waiter): it names whom a blocked claim waits for,
+// and no walk of the queue reads it.
 //
 // All or nothing. Lock and LockContext return nil only once every member
 // was held and none was lost (step 3); every other return, and every

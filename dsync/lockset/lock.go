@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/rs/xid"
+
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/internal/setcore"
 )
@@ -41,8 +43,9 @@ func (s *Set) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	id := xid.New().String() // the set's identity in its claims, across restarts
 	for {
-		holds, err := s.lockOnce(ctx)
+		holds, err := s.lockOnce(ctx, id)
 		if err != nil {
 			<-s.sem
 			return err
@@ -56,10 +59,11 @@ func (s *Set) LockContext(ctx context.Context) error {
 }
 
 // lockOnce is one pass of LockContext's: the fast path, then the wait in
-// order. It returns every member's hold, or an error and holds none.
-func (s *Set) lockOnce(ctx context.Context) ([]setcore.Hold, error) {
+// order, each claim naming the set's identity id. It returns every
+// member's hold, or an error and holds none.
+func (s *Set) lockOnce(ctx context.Context, id string) ([]setcore.Hold, error) {
 	turned, _ := s.turnAll()
-	holds, _ := s.tryAll(ctx, turned)
+	holds, _ := s.tryAll(ctx, turned, id)
 	i := firstMissing(holds)
 	if i == len(holds) {
 		return holds, nil
@@ -81,7 +85,7 @@ func (s *Set) lockOnce(ctx context.Context) ([]setcore.Hold, error) {
 				return nil, err
 			}
 		}
-		h, err := s.members[k].m.Acquire(ctx, true)
+		h, err := s.members[k].m.Acquire(ctx, true, id)
 		if err != nil {
 			s.drop(0, holds, k+1) // member k has its turn and no hold
 			return nil, err
@@ -118,21 +122,22 @@ func (s *Set) TryLockContext(ctx context.Context) error {
 	default:
 		return &dsync.HeldError{Key: s.members[0].m.Key()}
 	}
-	err := s.tryOnce(ctx)
+	err := s.tryOnce(ctx, xid.New().String())
 	if err != nil {
 		<-s.sem
 	}
 	return err
 }
 
-// tryOnce is TryLockContext's attempt, under s's own lock.
-func (s *Set) tryOnce(ctx context.Context) error {
+// tryOnce is TryLockContext's attempt, under s's own lock, its claims
+// naming the set's identity id.
+func (s *Set) tryOnce(ctx context.Context, id string) error {
 	turned, err := s.turnAll()
 	if err != nil {
 		s.drop(0, nil, turned)
 		return err
 	}
-	holds, errs := s.tryAll(ctx, turned)
+	holds, errs := s.tryAll(ctx, turned, id)
 	if i := firstMissing(holds); i < len(holds) {
 		s.drop(0, holds, turned)
 		return errs[i]
@@ -157,14 +162,15 @@ func (s *Set) turnAll() (int, error) {
 	return len(s.members), nil
 }
 
-// tryAll tries the first n members at once, under their turns. A try
-// never queues, so it overtakes no one.
-func (s *Set) tryAll(ctx context.Context, n int) ([]setcore.Hold, []error) {
+// tryAll tries the first n members at once, under their turns, each
+// claim naming the set's identity id. A try never queues, so it overtakes
+// no one.
+func (s *Set) tryAll(ctx context.Context, n int, id string) ([]setcore.Hold, []error) {
 	holds := make([]setcore.Hold, len(s.members))
 	errs := make([]error, len(s.members))
 	var wg sync.WaitGroup
 	for k := range n {
-		wg.Go(func() { holds[k], errs[k] = s.members[k].m.Acquire(ctx, false) })
+		wg.Go(func() { holds[k], errs[k] = s.members[k].m.Acquire(ctx, false, id) })
 	}
 	wg.Wait()
 	return holds, errs

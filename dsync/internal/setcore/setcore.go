@@ -1,9 +1,10 @@
 // Package setcore lets package dsync/lockset take a primitive's hold as
-// one member of a lock set, through calls package dsync sets as it is
-// initialized (dsync/setmember.go), so that package dsync exports nothing
-// for lock sets. It lives under dsync/internal, so that only dsync's own
-// packages reach it, and it imports nothing of dsync's: dsync imports it
-// to set its calls. A primitive is an any, which dsync asserts to the type
+// one member of a lock set, and read a Client's queues for deadlock
+// detection, through calls package dsync sets as it is initialized
+// (dsync/setmember.go, dsync/setreads.go), so that package dsync exports
+// nothing for lock sets. It lives under dsync/internal, so that only
+// dsync's own packages reach it, and it imports nothing of package
+// dsync's (only its driver types): dsync imports it to set its calls. A primitive is an any, which dsync asserts to the type
 // its call names; it holds no state but those calls.
 package setcore
 
@@ -11,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/go-dsync/dsync/dsync/driver"
 )
 
 // A Member is one primitive's side of a lock set: a Mutex, or the read or
@@ -35,9 +38,12 @@ type Member interface {
 	// Acquire takes a hold of the member's key under its turn, installed
 	// in the primitive as its own Lock installs one: with wait, as its
 	// LockContext (RLockContext) waits; without, as its TryLockContext
-	// (TryRLockContext) tries. Its progress deadline, if any, is not
-	// watched until Start.
-	Acquire(ctx context.Context, wait bool) (Hold, error)
+	// (TryRLockContext) tries. Every claim it makes names the set's
+	// identity waiter (the claim document's Waiter), which deadlock
+	// detection follows from a blocked claim to the set holding its key;
+	// it changes nothing else of how the claim holds or waits. Its
+	// progress deadline, if any, is not watched until Start.
+	Acquire(ctx context.Context, wait bool, waiter string) (Hold, error)
 }
 
 // A Hold is a member's hold.
@@ -71,3 +77,27 @@ var ErrUninstalled = errors.New("dsync: a lock set's member was unlocked outside
 // the primitive's methods do, for a zero or nil primitive. Package dsync
 // sets them as it is initialized.
 var Mutex, Read, Write func(primitive any) Member
+
+// A Reader is what a *dsync.Client reads for the deadlock detection of
+// lock sets. It only reads.
+type Reader interface {
+	// Queue returns key's (as stored) claims that have not ended, lowest
+	// epoch first, judged as dsync status judges them (Holds by the
+	// grant rule among those not Expired).
+	Queue(ctx context.Context, key string) ([]Claim, error)
+	// LatestWait is the store's driver.WaitStore.LatestWait, or an error
+	// wrapping errors.ErrUnsupported if the store keeps no notes.
+	LatestWait(ctx context.Context, set string) (driver.Wait, bool, error)
+}
+
+// A Claim is one claim of a Reader's Queue.
+type Claim struct {
+	driver.ClaimRef
+	Waiter         string // the lock set it is a member of (driver.Doc.Waiter)
+	Shared         bool   // it shares its key with other shared claims
+	Holds, Expired bool
+}
+
+// Reads returns a *dsync.Client's Reader. Package dsync sets it as it is
+// initialized.
+var Reads func(client any) Reader
