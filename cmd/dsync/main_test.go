@@ -6,14 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,8 +29,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	flag.Parse()
-	widenParallel()
+	// The parallel tests wait (on dsync processes, their leases and the
+	// server) rather than compute: four at a time.
+	mongotest.ParallelAtLeast(4)
 	dir, err := os.MkdirTemp("", "dsync-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,24 +51,6 @@ func testMain(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// waitingParallel is how many of the parallel tests run at once when
-// -parallel is not given. They spend their time waiting (on dsync
-// processes, their leases and the server), not computing: go test's
-// default, GOMAXPROCS, would run two at a time on a two-core machine and
-// leave it mostly idle. Under the race detector, whose processes do
-// compute, the default stays.
-const waitingParallel = 4
-
-func widenParallel() {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && !raceEnabled && runtime.GOMAXPROCS(0) < waitingParallel {
-		if err := flag.Set("test.parallel", strconv.Itoa(waitingParallel)); err != nil {
-			panic(err)
-		}
-	}
 }
 
 // build builds this package into out, with the race detector when the

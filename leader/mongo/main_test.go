@@ -91,6 +91,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(runChild(role))
 	}
+	// The parallel tests wait on terms, TTLs and child processes rather
+	// than compute: four at a time.
+	mongotest.ParallelAtLeast(4)
 	code := mongotest.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

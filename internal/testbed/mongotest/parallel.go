@@ -13,9 +13,14 @@ import (
 // running n at a time shortens it without crowding the machine. Their
 // assertions must already allow a busy machine (CI runs the suite beside
 // CPU burners); tests with timing bounds stay out of t.Parallel, and so
-// still run one at a time. It parses the command line (flag.Parse).
+// still run one at a time. Under the race detector, whose processes do
+// compute (and run several times slower), it leaves go test's default. It
+// parses the command line (flag.Parse).
 func ParallelAtLeast(n int) {
 	flag.Parse()
+	if raceDetector {
+		return
+	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	p := flag.Lookup("test.parallel")
