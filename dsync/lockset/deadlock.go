@@ -75,10 +75,10 @@ func (e *DeadlockError) Error() string {
 func (e *DeadlockError) Unwrap() error { return ErrDeadlock }
 
 // victimError is why a Set's wait was given up: it was the youngest of
-// cycle, found through its note n and verified.
+// cycle, found through its note and verified.
 type victimError struct {
 	cycle waitgraph.Cycle
-	n     uint64
+	note  driver.Wait
 }
 
 func (v *victimError) Error() string { return v.public().Error() }
@@ -116,6 +116,6 @@ func (t *tracker) holding(s *Set) {
 func (s *Set) recordBreak(ctx context.Context, v *victimError, tr *tracker) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.deadlock)
 	defer cancel()
-	d := driver.Deadlock{Victim: tr.id, N: v.n, Cycle: v.cycle.Record(), Session: v.cycle[0].Note.Session}
+	d := driver.Deadlock{Victim: tr.id, N: v.note.N, Cycle: v.cycle.Record(), Session: v.note.Session}
 	_ = setcore.Record(s.client).PutDeadlock(ctx, d)
 }

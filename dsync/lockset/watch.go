@@ -66,7 +66,7 @@ func (s *Set) watch(ctx context.Context, cancel context.CancelCauseFunc, m Membe
 		if err != nil || !found || c.Victim() != tr.id || ctx.Err() != nil {
 			continue
 		}
-		v := &victimError{cycle: c, n: noted.N}
+		v := &victimError{cycle: c, note: *noted}
 		cancel(v)
 		return v
 	}
