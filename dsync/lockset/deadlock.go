@@ -27,8 +27,8 @@ const MinDeadlockTimeout = 100 * time.Millisecond
 // a Set that has waited d for a member while it holds others records
 // that it waits, and checks every d from then on whether its wait closes
 // a cycle of Sets' waits. d is at least MinDeadlockTimeout and at most
-// every member's TTL (New and LockMore refuse a longer one); 0, the
-// default, turns detection off.
+// the Client's TTL (dsync.ClientWithTTL: New refuses a longer one); 0,
+// the default, turns detection off.
 func WithDeadlockTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d != 0 && d < MinDeadlockTimeout {

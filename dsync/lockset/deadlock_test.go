@@ -81,6 +81,19 @@ func (sc *scene) notes() []driver.Wait {
 	return ws
 }
 
+// outcome is done's outcome, within 10·D (of the bubble's time); it
+// fails the test if there is none by then: a wait not broken.
+func outcome(t *testing.T, what string, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * d):
+		t.Fatalf("%s still waits after 10·D", what)
+		return nil
+	}
+}
+
 // pending fails the test if done has an outcome.
 func pending(t *testing.T, what string, done chan error) {
 	t.Helper()
@@ -115,7 +128,7 @@ func deadlockTwoSets(t *testing.T) {
 	doneA := sc.more(ctx, a, ca, "k2")
 	closed := time.Now()
 
-	err := <-doneB
+	err := outcome(t, "B's LockMore", doneB)
 	took := time.Since(closed)
 	var de *lockset.DeadlockError
 	if !errors.As(err, &de) || !errors.Is(err, lockset.ErrDeadlock) {
@@ -143,7 +156,7 @@ func deadlockTwoSets(t *testing.T) {
 	if !errors.Is(b.Err(), lockset.ErrDeadlock) || b.Tokens() != nil {
 		t.Errorf("B after its deadlock: Err %v, Tokens %v; want ErrDeadlock, none", b.Err(), b.Tokens())
 	}
-	if err := <-doneA; err != nil {
+	if err := outcome(t, "A's LockMore", doneA); err != nil {
 		t.Fatalf("A's LockMore = %v; want it to go on", err)
 	}
 	if tok := a.Tokens(); len(tok) != 2 {
@@ -183,7 +196,7 @@ func deadlockThreeSets(t *testing.T) {
 	doneB := sc.more(ctx, b, cb, "k3")
 	closed := time.Now()
 
-	err := <-doneC
+	err := outcome(t, "C's LockMore", doneC)
 	took := time.Since(closed)
 	var de *lockset.DeadlockError
 	if !errors.As(err, &de) || len(de.Cycle) != 3 || de.Cycle[0].Set != cID {
@@ -193,12 +206,12 @@ func deadlockThreeSets(t *testing.T) {
 	if took > 2*d {
 		t.Errorf("the cycle was broken %v after it closed; the bound is 2·D = %v", took, 2*d)
 	}
-	if err := <-doneB; err != nil {
+	if err := outcome(t, "B's LockMore", doneB); err != nil {
 		t.Fatalf("B's LockMore = %v; want it to go on", err)
 	}
 	pending(t, "A's LockMore", doneA)
 	b.Unlock()
-	if err := <-doneA; err != nil {
+	if err := outcome(t, "A's LockMore", doneA); err != nil {
 		t.Fatalf("A's LockMore = %v; want it to go on", err)
 	}
 	if ds := sc.deadlocks(); len(ds) != 1 || ds[0].Victim != cID {
@@ -234,11 +247,11 @@ func deadlockChain(t *testing.T) {
 		t.Errorf("%d notes; want A's and B's", n)
 	}
 	single.Unlock()
-	if err := <-doneB; err != nil {
+	if err := outcome(t, "B's LockMore", doneB); err != nil {
 		t.Fatal(err)
 	}
 	b.Unlock()
-	if err := <-doneA; err != nil {
+	if err := outcome(t, "A's LockMore", doneA); err != nil {
 		t.Fatal(err)
 	}
 	a.Unlock()
@@ -268,7 +281,7 @@ func deadlockResolved(t *testing.T) {
 	bctx, cancel := context.WithTimeout(ctx, 8*d/10)
 	defer cancel()
 	doneB := sc.more(bctx, b, cb, "k1")
-	if err := <-doneB; !errors.Is(err, context.DeadlineExceeded) {
+	if err := outcome(t, "B's LockMore", doneB); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("B's LockMore = %v; want its context's end", err)
 	}
 	if b.Tokens() == nil {
@@ -277,7 +290,7 @@ func deadlockResolved(t *testing.T) {
 	time.Sleep(5 * d)
 	pending(t, "A's LockMore", doneA)
 	b.Unlock()
-	if err := <-doneA; err != nil {
+	if err := outcome(t, "A's LockMore", doneA); err != nil {
 		t.Fatalf("A's LockMore = %v; want it to hold", err)
 	}
 	a.Unlock()
@@ -306,7 +319,7 @@ func deadlockStale(t *testing.T) {
 	bctx, cancel := context.WithTimeout(ctx, 3*d/2)
 	defer cancel()
 	doneB := sc.more(bctx, b, cb, "k1")
-	if err := <-doneB; !errors.Is(err, context.DeadlineExceeded) {
+	if err := outcome(t, "B's LockMore", doneB); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("B's LockMore = %v; want its context's end", err)
 	}
 	if n := len(sc.notes()); n != 1 {
@@ -316,7 +329,7 @@ func deadlockStale(t *testing.T) {
 	time.Sleep(10 * d)
 	pending(t, "A's LockMore", doneA)
 	b.Unlock()
-	if err := <-doneA; err != nil {
+	if err := outcome(t, "A's LockMore", doneA); err != nil {
 		t.Fatalf("A's LockMore = %v; want it to hold", err)
 	}
 	a.Unlock()

@@ -19,9 +19,8 @@ import (
 //
 // It returns an error and leaves s as it was (holding what it held, none
 // of more) when ctx ends first (context.Cause(ctx)), for two of more of
-// one stored key (ErrTwice), a member of another Client (ErrOtherClient)
-// or one whose TTL is shorter than the deadlock timeout
-// (ErrDeadlockTimeout). With deadlock detection on (WithDeadlockTimeout),
+// one stored key (ErrTwice), or for a member of another Client
+// (ErrOtherClient). With deadlock detection on (WithDeadlockTimeout),
 // when s was the youngest Set of a deadlock, it returns a *DeadlockError
 // (errors.Is ErrDeadlock) naming the cycle, and leaves s unlocked: Lost
 // closes, Err returns that error, every member is released, and s must

@@ -120,8 +120,8 @@ func order(members []Member) (sorted []Member, given []int, err error) {
 }
 
 // check refuses members of a Client other than c, and, with deadlock
-// detection on, of a TTL shorter than its timeout. It panics for a zero
-// Member.
+// detection on, of a TTL (the Client's) shorter than its timeout. It
+// panics for a zero Member.
 func (cfg *config) check(c *dsync.Client, members []Member) error {
 	for i, m := range members {
 		if m.m == nil {
