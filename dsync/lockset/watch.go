@@ -55,21 +55,33 @@ func (s *Set) watch(ctx context.Context, cancel context.CancelCauseFunc, m Membe
 		case <-t.C:
 		}
 		t.Reset(s.cfg.deadlock)
-		var err error
-		if noted, err = s.note(ctx, r, m, tr, held, noted); errors.Is(err, errors.ErrUnsupported) {
+		c, found, err := s.check(ctx, r, m, tr, held, &noted)
+		if errors.Is(err, errors.ErrUnsupported) {
 			return nil
 		}
-		if noted == nil {
-			continue
-		}
-		c, found, err := waitgraph.Check(ctx, r, tr.id)
-		if err != nil || !found || c.Victim() != tr.id || ctx.Err() != nil {
+		if !found || c.Victim() != tr.id || ctx.Err() != nil {
 			continue
 		}
 		v := &victimError{cycle: c, note: *noted}
 		cancel(v)
 		return v
 	}
+}
+
+// check is one tick of watch, bounded by D: it notes the wait if its
+// claim is not noted yet, then checks the graph from the set, and
+// reports a cycle found and verified.
+func (s *Set) check(ctx context.Context, r reader, m Member, tr *tracker, held []setcore.Hold, noted **driver.Wait) (waitgraph.Cycle, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.deadlock)
+	defer cancel()
+	n, err := s.note(ctx, r, m, tr, held, *noted)
+	if err != nil {
+		return nil, false, err // the note as it was: the next tick tries again
+	}
+	if *noted = n; n == nil {
+		return nil, false, nil
+	}
+	return waitgraph.Check(ctx, r, tr.id)
 }
 
 // note returns the set's note of its wait at member m, holding held,
