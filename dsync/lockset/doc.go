@@ -180,14 +180,16 @@
 // withdrawal has not landed (the Client still sends it).
 //
 // Bound and liveness. A cycle exists from the start of its last wait, t.
-// Each member notes its wait D after it began, so by t+D, and checks
-// every D, so the victim checks with every note out by t+2D: a cycle
-// through Sets that reach the store is broken within 2·D plus one check
-// (its reads, bounded by D). The victim of a cycle is never
-// its oldest Set, so the oldest waiting Set of a cycle finishes. Cycles
-// that share Sets are broken one a round: the youngest Set on any of them
-// is the victim of whichever cycle it finds through itself. A Set cut off
-// from the store breaks nothing; its session's expiry ends its claims.
+// Each member notes its wait D after it began, so by t+D plus the store
+// time of its note (a queue read and an insert), and checks every D, so
+// the victim gives up its wait by t+2·D plus that store time and one
+// check's reads; each tick's store time is bounded by D, so 4·D at the
+// very most. Its withdrawal, record and releases follow. The victim of a
+// cycle is never its oldest Set, so the oldest waiting Set of a cycle
+// finishes. Cycles that share Sets are broken one a round: the youngest
+// Set on any of them is the victim of whichever cycle it finds through
+// itself. A Set cut off from the store breaks nothing; its session's
+// expiry ends its claims.
 //
 // Not detected: cycles of more than 16 Sets (they wait until a context
 // ends); waits for a local turn in one process; plain Mutex and RWMutex
