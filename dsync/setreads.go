@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/setcore"
 )
@@ -72,4 +73,12 @@ func (r setReads) PutDeadlock(ctx context.Context, d driver.Deadlock) error {
 	d.At, d.PID = r.Now(), os.Getpid()
 	d.Host, _ = os.Hostname()
 	return r.c.roles.Deadlocks.PutDeadlock(ctx, d)
+}
+
+func (r setReads) Broken(e event.Deadlock) {
+	r.c.observe(func(o *event.Observer) {
+		if o.DeadlockBroken != nil {
+			o.DeadlockBroken(e)
+		}
+	})
 }

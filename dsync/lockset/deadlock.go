@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/setcore"
 	"github.com/go-dsync/dsync/dsync/internal/waitgraph"
 )
@@ -111,11 +112,18 @@ func (t *tracker) holding(s *Set) {
 }
 
 // recordBreak records that the set broke the deadlock v, its wait given
-// up. The record is for people: nothing depends on it, so a failure is
-// not reported, and it is bounded by the deadlock timeout.
+// up, and tells the Client's observer. The record is for people: nothing
+// depends on it, so a failure is not reported, and it is bounded by the
+// deadlock timeout.
 func (s *Set) recordBreak(ctx context.Context, v *victimError, tr *tracker) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.deadlock)
 	defer cancel()
 	d := driver.Deadlock{Victim: tr.id, N: v.note.N, Cycle: v.cycle.Record(), Session: v.note.Session}
-	_ = setcore.Record(s.client).PutDeadlock(ctx, d)
+	rec := setcore.Record(s.client)
+	_ = rec.PutDeadlock(ctx, d)
+	e := event.Deadlock{Victim: tr.id, Key: v.note.Key}
+	for _, x := range d.Cycle {
+		e.Cycle = append(e.Cycle, event.DeadlockEdge{Set: x.Set, Key: x.Key, HeldBy: x.HeldBy, Token: x.Token})
+	}
+	rec.Broken(e)
 }

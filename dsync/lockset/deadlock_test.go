@@ -3,6 +3,7 @@ package lockset_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/lockset"
 )
 
@@ -21,6 +23,9 @@ const d = time.Second
 type scene struct {
 	t     *testing.T
 	store *memory.Store
+
+	mu     sync.Mutex
+	broken []event.Deadlock // told to the Clients' observers
 }
 
 func newScene(t *testing.T) *scene { return &scene{t: t, store: memory.New()} }
@@ -28,7 +33,11 @@ func newScene(t *testing.T) *scene { return &scene{t: t, store: memory.New()} }
 // set returns a Set of the Mutexes of keys, on a Client of its own.
 func (sc *scene) set(keys ...string) (*lockset.Set, *dsync.Client) {
 	sc.t.Helper()
-	c := client(sc.t, sc.store)
+	c := client(sc.t, sc.store, dsync.ClientWithObserver(event.Observer{DeadlockBroken: func(e event.Deadlock) {
+		sc.mu.Lock()
+		sc.broken = append(sc.broken, e)
+		sc.mu.Unlock()
+	}}))
 	var ms []lockset.Member
 	for _, k := range keys {
 		ms = append(ms, lockset.Mutex(mutex(sc.t, c, k)))
@@ -166,6 +175,12 @@ func deadlockTwoSets(t *testing.T) {
 	if len(ds) != 1 || ds[0].Victim != bID || len(ds[0].Cycle) != 2 {
 		t.Errorf("deadlock records %+v; want one, victim B %s, 2 edges", ds, bID)
 	}
+	synctest.Wait() // the observers' calls
+	sc.mu.Lock()
+	if len(sc.broken) != 1 || sc.broken[0].Victim != bID || sc.broken[0].Key != "k1" || len(sc.broken[0].Cycle) != 2 {
+		t.Errorf("observers were told of %+v; want one deadlock, victim B at \"k1\"", sc.broken)
+	}
+	sc.mu.Unlock()
 	a.Unlock()
 	takeAll(t, ca, "k1", "k2")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // A Member is one primitive's side of a lock set: a Mutex, or the read or
@@ -119,6 +120,9 @@ type Records interface {
 	// Now is the store's time now, as records stamp it
 	// (ServerTime().Latest).
 	Now() time.Time
+	// Broken tells the Client's observer of a deadlock broken
+	// (event.Observer.DeadlockBroken).
+	Broken(e event.Deadlock)
 }
 
 // Record returns a *dsync.Client's Records. Package dsync sets it as it
