@@ -161,3 +161,32 @@ func TestDeadlockOrderedLockStartsAgain(t *testing.T) {
 		p.Unlock()
 	})
 }
+
+// TestLockMoreMemberLost: a member added by LockMore is watched as the
+// others are: when it stalls, the Lost channel taken before LockMore
+// closes, and Err names it.
+func TestLockMoreMemberLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := client(t, memory.New())
+		const deadline = time.Second
+		s := newSet(t, c, lockset.Mutex(mutex(t, c, "m")))
+		mustLock(t, s)
+		lost := s.Lost()
+		if err := s.LockMore(context.Background(), lockset.Mutex(mutex(t, c, "added", dsync.WithProgressDeadline(deadline)))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * deadline)
+		synctest.Wait()
+		select {
+		case <-lost:
+		default:
+			t.Fatal("Lost did not close when the added member stalled")
+		}
+		if err := s.Err(); !errors.Is(err, dsync.ErrStalled) || !strings.Contains(err.Error(), `"added"`) {
+			t.Errorf("Err = %v; want one naming \"added\" and wrapping dsync.ErrStalled", err)
+		}
+		if err := s.UnlockContext(context.Background()); !errors.Is(err, dsync.ErrLost) {
+			t.Errorf("UnlockContext = %v; want dsync.ErrLost", err)
+		}
+	})
+}
