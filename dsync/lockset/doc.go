@@ -199,12 +199,13 @@
 // a store without the Waits role, where detection is off.
 //
 // Cost. Off (the default): nothing. On: a wait that holds nothing costs
-// nothing, one shorter than D a goroutine and a timer; a wait past D while holding costs a
-// queue read every D to find its waiting claim, one note per waiting
-// claim, and each D one queue read per Set on the path, one note read per
-// holder of a Set, and 2L reads to verify a cycle of L Sets. Lock's own
-// waits never deadlock with each other yet would pay that past D: this is
-// why detection is off unless asked for.
+// nothing, and one shorter than D a goroutine and a timer, no store call.
+// A wait past D while holding costs one note per waiting claim and, each
+// D, one queue read per Set on the path from it (its own, which also
+// finds its waiting claim, included), one note read per Set reached, and
+// 2L queue reads to verify a cycle of L Sets. Lock's own waits never
+// deadlock with each other, yet would pay that past D: this is why
+// detection is off unless asked for.
 //
 // Others do likewise: Apache Curator's InterProcessMultiLock takes its
 // locks in the given order and releases them in reverse

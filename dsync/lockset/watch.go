@@ -68,35 +68,38 @@ func (s *Set) watch(ctx context.Context, cancel context.CancelCauseFunc, m Membe
 	}
 }
 
-// check is one tick of watch, bounded by D: it notes the wait if its
-// claim is not noted yet, then checks the graph from the set, and
-// reports a cycle found and verified.
+// check is one tick of watch, bounded by D: it reads the queue of m's
+// key, notes the wait if its claim is not noted yet, then checks the
+// graph from the set, and reports a cycle found and verified.
 func (s *Set) check(ctx context.Context, r reader, m Member, tr *tracker, held []setcore.Hold, noted **driver.Wait) (waitgraph.Cycle, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.deadlock)
 	defer cancel()
-	n, err := s.note(ctx, r, m, tr, held, *noted)
+	q, err := r.r.Queue(ctx, m.m.Stored())
 	if err != nil {
 		return nil, false, err // the note as it was: the next tick tries again
+	}
+	n, err := s.note(ctx, q, tr, held, *noted)
+	if err != nil {
+		return nil, false, err
 	}
 	if *noted = n; n == nil {
 		return nil, false, nil
 	}
-	return waitgraph.Check(ctx, r, tr.id)
+	// The read of the waiting claim's queue serves the first pass, whose
+	// reads may be of any time before its end; the second pass reads
+	// anew (reader.first).
+	return waitgraph.Check(ctx, reader{r: r.r, first: &firstRead{key: m.m.Stored(), q: q}}, tr.id)
 }
 
-// note returns the set's note of its wait at member m, holding held,
-// putting one if the claim it waits with is not the one noted: the
-// set's unended claim of m's key, with its identity, that does not hold
+// note returns the set's note of its wait, holding held, putting one if
+// the claim it waits with is not the one noted: the set's unended claim
+// in q (its key's queue, read now), with its identity, that does not hold
 // (a claim made again after a store error is a new wait). It returns
 // nil, with nothing put, if no such claim was read (it holds, or is
 // being made again), or the put failed: the next tick tries again, with
 // the next number (a note whose put had no reply may still land; notes
 // are never reused).
-func (s *Set) note(ctx context.Context, r reader, m Member, tr *tracker, held []setcore.Hold, noted *driver.Wait) (*driver.Wait, error) {
-	q, err := r.r.Queue(ctx, m.m.Stored())
-	if err != nil {
-		return nil, err
-	}
+func (s *Set) note(ctx context.Context, q []setcore.Claim, tr *tracker, held []setcore.Hold, noted *driver.Wait) (*driver.Wait, error) {
 	var w *setcore.Claim
 	for i := range q {
 		if q[i].Waiter == tr.id && !q[i].Holds && !q[i].Expired {
