@@ -352,3 +352,51 @@ func deadlockStale(t *testing.T) {
 		t.Errorf("deadlock records %+v; want none", ds)
 	}
 }
+
+// noNotes is a store that keeps no notes or deadlock records.
+type noNotes struct{ *memory.Store }
+
+func (s noNotes) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Waits, r.Deadlocks = nil, nil
+	return r
+}
+
+// TestDeadlockNoNotesRole: on a store without the Waits role detection is
+// off: a cycle of two Sets with a deadlock timeout waits on for 10·D, as
+// without one, until a context ends; that LockMore returns its
+// context's cause and the other goes on.
+func TestDeadlockNoNotesRole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := noNotes{memory.New()}
+		set := func(key string) (*lockset.Set, *dsync.Client) {
+			c := client(t, store)
+			s, err := lockset.New(c, []lockset.Member{lockset.Mutex(mutex(t, c, key))}, lockset.WithDeadlockTimeout(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustLock(t, s)
+			return s, c
+		}
+		a, ca := set("k1")
+		b, cb := set("k2")
+		bctx, cancel := context.WithCancel(ctx)
+		doneB := make(chan error, 1)
+		go func() { doneB <- b.LockMore(bctx, lockset.Mutex(mutex(t, cb, "k1"))) }()
+		doneA := make(chan error, 1)
+		go func() { doneA <- a.LockMore(ctx, lockset.Mutex(mutex(t, ca, "k2"))) }()
+		time.Sleep(10 * d)
+		pending(t, "A's LockMore", doneA)
+		pending(t, "B's LockMore", doneB)
+		cancel()
+		if err := <-doneB; !errors.Is(err, context.Canceled) {
+			t.Errorf("B's LockMore = %v; want its context's end", err)
+		}
+		b.Unlock()
+		if err := <-doneA; err != nil {
+			t.Fatal(err)
+		}
+		a.Unlock()
+	})
+}
