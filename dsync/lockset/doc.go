@@ -78,7 +78,11 @@
 // withdrawn, or, when lost, left to run out as a lost hold is. A member's
 // claim whose insert had no reply may still land later; it is withdrawn
 // by its nonce, never trusted, and keeps no one waiting once its
-// withdrawal lands, as for a cancelled dsync.Mutex.LockContext.
+// withdrawal lands, as for a cancelled dsync.Mutex.LockContext. LockMore
+// is all or nothing over the members it adds, by the same steps: it
+// returns nil holding all of them (and none lost), or an error holding
+// none of them and the Set's others as before; but a *DeadlockError,
+// after which the Set holds nothing.
 //
 // Lost. Lost closes at the first member's loss, and Err names it. One
 // session of the Client serves every member, so its expiry loses them
