@@ -268,7 +268,7 @@ func ClientWithBucketSpan(d time.Duration) ClientOption {
 func ClientWithObserver(o event.Observer) ClientOption {
 	return func(c *clientConfig) error {
 		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
-			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil {
+			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil && o.DeadlockBroken == nil {
 			return errors.New("dsync: an observer with no callback")
 		}
 		c.observer = &o

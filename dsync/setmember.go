@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/internal/setcore"
 )
 
@@ -67,9 +68,10 @@ type setMember struct {
 	uninstall func(*hold) bool
 }
 
-func (m *setMember) Client() any    { return m.p.client }
-func (m *setMember) Key() string    { return m.p.key }
-func (m *setMember) Stored() string { return m.p.stored }
+func (m *setMember) Client() any        { return m.p.client }
+func (m *setMember) Key() string        { return m.p.key }
+func (m *setMember) Stored() string     { return m.p.stored }
+func (m *setMember) TTL() time.Duration { return m.p.cfg.ttl }
 
 func (m *setMember) TryTurn() error {
 	if m.sem == nil {
@@ -128,7 +130,10 @@ type setHold struct {
 
 func (s *setHold) Token() uint64 { return s.h.claim.Epoch }
 func (s *setHold) Err() error    { return s.h.err() }
-func (s *setHold) Start()        { s.m.p.progress.Watch(s.h) }
+func (s *setHold) Claim() driver.ClaimRef {
+	return driver.ClaimRef{Key: s.h.claim.Key, Epoch: s.h.claim.Epoch, Nonce: s.h.claim.Nonce}
+}
+func (s *setHold) Start() { s.m.p.progress.Watch(s.h) }
 
 func (s *setHold) Lost() <-chan struct{} {
 	s.h.expireIfDue() // the timer may not have run yet after a pause

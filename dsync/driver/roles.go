@@ -56,9 +56,9 @@ type Roles struct {
 	Uptime UptimeStore
 	// Waits keeps lock sets' notes that they wait while they hold, and
 	// Deadlocks the records of deadlocks broken: the wait-for graph
-	// between lock sets, and what was done about it. No set records or
-	// reads them yet: deadlock detection, which is to use them, is not
-	// built, and nothing depends on them.
+	// between lock sets, and what was done about it (package
+	// dsync/lockset, WithDeadlockTimeout). Without Waits, lock sets
+	// detect no deadlock. No rule of the queue reads them.
 	Waits     WaitStore
 	Deadlocks DeadlockStore
 }

@@ -43,6 +43,9 @@ type Observer struct {
 	RenewFailed func(err error)
 	// Dropped: n events were dropped because the observer fell behind.
 	Dropped func(n int)
+	// DeadlockBroken: a lock set of this Client (package dsync/lockset)
+	// gave up its wait as the youngest set of a deadlock.
+	DeadlockBroken func(Deadlock)
 }
 
 // Kind names the primitive an event is of.
@@ -91,4 +94,23 @@ type Renewal struct {
 	// closer its holds came to being lost. A healthy lease has about TTL
 	// minus the renew interval (and the margin) at every renewal.
 	Headroom time.Duration
+}
+
+// A Deadlock is a cycle of lock sets' waits that a set of the Client broke
+// by giving up its wait. Keys are as stored (a namespaced key begins with
+// "dsync:"): the cycle's other sets may be of other processes.
+type Deadlock struct {
+	// Victim is the identity of the set that gave up its wait (the Waiter
+	// of its claims), Key the key it waited at.
+	Victim, Key string
+	// Cycle is every wait of the cycle, the victim's first: its Set
+	// waited at Key for the claim of token Token held by the set HeldBy,
+	// the Set of the next one.
+	Cycle []DeadlockEdge
+}
+
+// A DeadlockEdge is one wait of a Deadlock.
+type DeadlockEdge struct {
+	Set, Key, HeldBy string
+	Token            uint64
 }

@@ -3,6 +3,8 @@
 // with its own fencing token, that never deadlocks with another Set or a
 // single locker, whatever order their callers name the keys in (unless
 // a caller waits while it holds a key outside its Set: see Guarantees).
+// A held Set may grow (LockMore) out of that order; deadlocks between
+// Sets so grown are found and broken, when asked for (see Deadlocks).
 // Do not use it where one key would do: a contended Set waits for its
 // members one after another.
 //
@@ -76,7 +78,11 @@
 // withdrawn, or, when lost, left to run out as a lost hold is. A member's
 // claim whose insert had no reply may still land later; it is withdrawn
 // by its nonce, never trusted, and keeps no one waiting once its
-// withdrawal lands, as for a cancelled dsync.Mutex.LockContext.
+// withdrawal lands, as for a cancelled dsync.Mutex.LockContext. LockMore
+// is all or nothing over the members it adds, by the same steps: it
+// returns nil holding all of them (and none lost), or an error holding
+// none of them and the Set's others as before; but a *DeadlockError,
+// after which the Set holds nothing.
 //
 // Lost. Lost closes at the first member's loss, and Err names it. One
 // session of the Client serves every member, so its expiry loses them
@@ -94,7 +100,8 @@
 // waits, if at all, in K's queue; or Y's claim is ahead of X's, so its
 // epoch is lower), or Y holds K and waits at a key after K. So the rank
 // rises along every wait, and since there are finitely many, no wait is
-// part of a cycle. A cycle needs a key held outside the order: a Set's
+// part of a cycle. A cycle needs a key held outside the order: a Set
+// grown by LockMore (it waits for keys below those it holds), a Set's
 // member locked by hand while the Set waits, or a process that locks
 // single keys in its own order while it holds others.
 //
@@ -112,10 +119,109 @@
 // later key, and one that waits at a later key keeps the earlier ones
 // while it waits.
 //
+// # Deadlocks
+//
+// LockMore takes keys while the Set holds others, in whatever order its
+// callers grow their Sets, so two Sets may each hold what the other
+// waits for. WithDeadlockTimeout(D) has such cycles found and one wait of
+// each given up; without it (the default) they wait until a context
+// ends, as single locks do.
+//
+//   - Notes. A Set that has waited D for a member while it holds at
+//     least one records a note (driver.Wait, through the store's Waits
+//     role): its identity (the Waiter of its claims, one per Lock call),
+//     the claim it waits with, the claims it holds, and Since, the store's
+//     time when it began to hold, kept when a Lock starts again. It
+//     records one per waiting claim, numbered, each once.
+//   - Check. From then on, every D, the waiting Set reads the wait-for
+//     graph from itself (dsync/internal/waitgraph): X waits for Z through
+//     a claim H when X's latest note waits with a claim that H, an
+//     unended claim of Z, holds ahead of and conflicts with, and Z's
+//     latest note names H among its holds. It finds a shortest cycle
+//     through itself of at most 16 Sets, then re-reads every claim of the
+//     cycle (the second pass).
+//   - Victim. The Set of the greatest (Since, identity) among the
+//     cycle's notes: the youngest. Only the victim acts, on a cycle through
+//     itself that it found and verified, and only on its own wait: it
+//     withdraws its waiting claim, as a cancelled LockContext does, and
+//     releases what it holds. A LockMore then returns a *DeadlockError
+//     naming every edge, its Set unlocked; a Lock (all at once) starts
+//     again, as old as it was. The break is recorded (driver.Deadlock,
+//     through the Deadlocks role), for people.
+//
+// Safety. Detection adds no rule to the queue: no Set ends another's
+// claim (a marker from a detector could race that claim's grant and end
+// a hold), notes and records are reports that no grant reads, and the
+// victim's withdrawal is an ordinary one of its own claim by its nonce.
+// Exclusion, tokens and all or nothing hold as above. A note is inserted
+// once under an ID its Set and number fix: one landing twice is
+// ErrExists, one landing late is not its Set's latest once a later one
+// is, and a number is never reused, even after a put without reply.
+//
+// No false positive. A Set is broken only as the victim of a cycle of
+// waits that existed whole at one instant, each of at least D:
+//
+//   - a cycle that resolves itself within D (a context ends, a holder
+//     unlocks) is never whole in the notes: each needs D of waiting;
+//   - a chain that is not a cycle ends at a holder of no Set (a single
+//     lock), a Set with no note (it does not wait), or a note that does
+//     not name the holder, and never comes back: no one acts;
+//   - a stale note (its Set no longer waits with its claim) makes no edge
+//     out of its Set: the claim it names has ended, or holds and so has no
+//     holder ahead, and the second pass finds it ended;
+//   - a cycle that the checking Set waits on but is not part of is left
+//     to its own members;
+//   - reads made one after another could stitch a cycle that never was:
+//     claims only end, so every claim the second pass reads unended was
+//     unended throughout the first, and at its end every wait of the cycle
+//     had an unended conflicting holder, itself waiting: one cycle at one
+//     instant. A hold granted before the victim withdraws wins: it keeps
+//     it and breaks nothing.
+//
+// Two cases remain, in which a victim gives up a wait that would have
+// ended: the cycle resolves after the second pass and before the
+// withdrawal (within one check); or a member gave up its wait, but its
+// withdrawal has not landed (the Client still sends it).
+//
+// Bound and liveness. A cycle exists from the start of its last wait, t.
+// Each member notes its wait D after it began, so by t+D plus the store
+// time of its note (a queue read and an insert), and checks every D, so
+// the victim gives up its wait by t+2·D plus that store time and one
+// check's reads; each tick's store time is bounded by D, so 4·D at the
+// very most. Its withdrawal, record and releases follow. The victim of a
+// cycle is never its oldest Set, so the oldest waiting Set of a cycle
+// finishes. Cycles that share Sets are broken one a round: the youngest
+// Set on any of them is the victim of whichever cycle it finds through
+// itself. A Set cut off from the store breaks nothing; its session's
+// expiry ends its claims.
+//
+// Not detected: cycles of more than 16 Sets (they wait until a context
+// ends); waits for a local turn in one process; plain Mutex and RWMutex
+// holds (a Mutex belongs to no goroutine, so nothing ties one caller's
+// hold to its wait); Semaphores; elections and Partitions (their claims
+// name no Set: they end chains, and are never victims); and everything on
+// a store without the Waits role, where detection is off.
+//
+// Cost. Off (the default): nothing. On: a wait that holds nothing costs
+// nothing, and one shorter than D a goroutine and a timer, no store call.
+// A wait past D while holding costs one note per waiting claim and, each
+// D, one queue read per Set on the path from it (its own, which also
+// finds its waiting claim, included), one note read per Set reached, and
+// 2L queue reads to verify a cycle of L Sets. Lock's own waits never
+// deadlock with each other, yet would pay that past D: this is why
+// detection is off unless asked for.
+//
 // Others do likewise: Apache Curator's InterProcessMultiLock takes its
 // locks in the given order and releases them in reverse
 // (https://curator.apache.org/curator-recipes/multi-shared-lock.html);
 // Redisson's RedissonMultiLock gives each lock a wait time and unlocks all
 // on failure. Neither orders the keys, so two of either, named in
 // opposite orders, wait for each other until their waits run out.
+// Databases break deadlocks between their transactions: PostgreSQL's
+// waiter checks the graph after deadlock_timeout and aborts itself
+// (https://github.com/postgres/postgres/blob/master/src/backend/storage/lmgr/README);
+// TiKV's detector fails the wait that would close a cycle. A lock service
+// holds no graph in memory, hence the notes, D old, and the second pass;
+// and the victim is the youngest, not the first to check, so that the
+// oldest work finishes.
 package lockset

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
@@ -56,4 +57,35 @@ func ExampleSet_TryLockContext() {
 	// Output:
 	// held elsewhere: true acct/7
 	// acct/3 free again: true
+}
+
+func ExampleSet_LockMore() {
+	client, err := dsync.NewClient(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+
+	parent, _ := dsync.NewMutex(client, "dir/a")
+	set, err := lockset.New(client, []lockset.Member{lockset.Mutex(parent)}, lockset.WithDeadlockTimeout(time.Second))
+	if err != nil {
+		panic(err)
+	}
+	set.Lock()
+	// What else to lock is known only once "dir/a" is held.
+	child, _ := dsync.NewMutex(client, "dir/a/b")
+	err = set.LockMore(context.Background(), lockset.Mutex(child))
+	if errors.Is(err, lockset.ErrDeadlock) {
+		// The set was the youngest of a deadlock: it holds nothing now.
+		// Start the work again from the top.
+		return
+	}
+	if err != nil {
+		set.Unlock()
+		return
+	}
+	fmt.Println("tokens:", len(set.Tokens()))
+	set.Unlock()
+	// Output:
+	// tokens: 2
 }

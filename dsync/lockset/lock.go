@@ -2,6 +2,8 @@ package lockset
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 
 	"github.com/rs/xid"
@@ -43,54 +45,68 @@ func (s *Set) LockContext(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	id := xid.New().String() // the set's identity in its claims, across restarts
+	tr := &tracker{id: xid.New().String()} // the set's identity in its claims, across restarts
 	for {
-		holds, err := s.lockOnce(ctx, id)
+		holds, err := s.lockOnce(ctx, s.members, tr, nil)
+		var v *victimError
+		if errors.As(err, &v) && ctx.Err() == nil {
+			// The youngest of a cycle with a LockMore: its holds are
+			// released, so the cycle is gone; it starts again, as old.
+			s.recordBreak(ctx, v, tr)
+			continue
+		}
 		if err != nil {
 			<-s.sem
 			return err
 		}
-		if h, ok := newHolding(s, holds); ok {
+		if h, ok := newHolding(s, s.members, s.given, holds, tr); ok {
 			s.install(h)
 			return nil
 		}
-		s.drop(0, holds, len(holds)) // a member was lost first: start again
+		s.drop(s.members, holds, len(holds)) // a member was lost first: start again
 	}
 }
 
-// lockOnce is one pass of LockContext's: the fast path, then the wait in
-// order, each claim naming the set's identity id. It returns every
-// member's hold, or an error and holds none.
-func (s *Set) lockOnce(ctx context.Context, id string) ([]setcore.Hold, error) {
-	turned, _ := s.turnAll()
-	holds, _ := s.tryAll(ctx, turned, id)
+// lockOnce is one pass of LockContext's over members (in the set's
+// order): the fast path, then the wait in order, each claim naming the
+// set's identity (tr). base are the holds the set keeps meanwhile
+// (LockMore's). It returns every member's hold, or an error and holds
+// none of members: a *victimError if the set gave up a wait as the
+// youngest of a deadlock (watch.go).
+func (s *Set) lockOnce(ctx context.Context, members []Member, tr *tracker, base []setcore.Hold) ([]setcore.Hold, error) {
+	turned, _ := turnAll(members)
+	holds, _ := tryAll(ctx, members, turned, tr.id)
 	i := firstMissing(holds)
+	if i < len(holds) && ctx.Err() != nil {
+		s.drop(members, holds, turned)
+		return nil, context.Cause(ctx)
+	}
+	if i > 0 || len(base) > 0 {
+		tr.holding(s)
+	}
 	if i == len(holds) {
 		return holds, nil
-	}
-	if ctx.Err() != nil {
-		s.drop(0, holds, turned)
-		return nil, context.Cause(ctx)
 	}
 	// Wait at member i holding only members before it: release those
 	// after it, none of which the caller has seen.
 	if i+1 < turned {
-		s.drop(i+1, holds[i+1:], turned-i-1)
+		s.drop(members[i+1:], holds[i+1:], turned-i-1)
 		clear(holds[i+1:])
 	}
 	for k := i; k < len(holds); k++ {
 		if k > i || i >= turned {
-			if err := s.members[k].m.Turn(ctx); err != nil {
-				s.drop(0, holds, k)
+			if err := members[k].m.Turn(ctx); err != nil {
+				s.drop(members, holds, k)
 				return nil, err
 			}
 		}
-		h, err := s.members[k].m.Acquire(ctx, true, id)
+		h, err := s.await(ctx, members[k], tr, append(slices.Clip(base), holds[:k]...))
 		if err != nil {
-			s.drop(0, holds, k+1) // member k has its turn and no hold
+			s.drop(members, holds, k+1) // member k has its turn and no hold
 			return nil, err
 		}
 		holds[k] = h
+		tr.holding(s)
 	}
 	return holds, nil
 }
@@ -132,45 +148,47 @@ func (s *Set) TryLockContext(ctx context.Context) error {
 // tryOnce is TryLockContext's attempt, under s's own lock, its claims
 // naming the set's identity id.
 func (s *Set) tryOnce(ctx context.Context, id string) error {
-	turned, err := s.turnAll()
+	turned, err := turnAll(s.members)
 	if err != nil {
-		s.drop(0, nil, turned)
+		s.drop(s.members, nil, turned)
 		return err
 	}
-	holds, errs := s.tryAll(ctx, turned, id)
+	holds, errs := tryAll(ctx, s.members, turned, id)
 	if i := firstMissing(holds); i < len(holds) {
-		s.drop(0, holds, turned)
+		s.drop(s.members, holds, turned)
 		return errs[i]
 	}
-	h, ok := newHolding(s, holds)
+	tr := &tracker{id: id}
+	tr.holding(s)
+	h, ok := newHolding(s, s.members, s.given, holds, tr)
 	if !ok {
-		s.drop(0, holds, turned)
+		s.drop(s.members, holds, turned)
 		return h.err()
 	}
 	s.install(h)
 	return nil
 }
 
-// turnAll takes the members' local turns in the set's order while they
-// are free: it returns how many it took, and what the first busy one met.
-func (s *Set) turnAll() (int, error) {
-	for i, m := range s.members {
+// turnAll takes members' local turns in order while they are free: it
+// returns how many it took, and what the first busy one met.
+func turnAll(members []Member) (int, error) {
+	for i, m := range members {
 		if err := m.m.TryTurn(); err != nil {
 			return i, err
 		}
 	}
-	return len(s.members), nil
+	return len(members), nil
 }
 
-// tryAll tries the first n members at once, under their turns, each
+// tryAll tries the first n of members at once, under their turns, each
 // claim naming the set's identity id. A try never queues, so it overtakes
 // no one.
-func (s *Set) tryAll(ctx context.Context, n int, id string) ([]setcore.Hold, []error) {
-	holds := make([]setcore.Hold, len(s.members))
-	errs := make([]error, len(s.members))
+func tryAll(ctx context.Context, members []Member, n int, id string) ([]setcore.Hold, []error) {
+	holds := make([]setcore.Hold, len(members))
+	errs := make([]error, len(members))
 	var wg sync.WaitGroup
 	for k := range n {
-		wg.Go(func() { holds[k], errs[k] = s.members[k].m.Acquire(ctx, false, id) })
+		wg.Go(func() { holds[k], errs[k] = members[k].m.Acquire(ctx, false, id) })
 	}
 	wg.Wait()
 	return holds, errs
@@ -189,7 +207,7 @@ func firstMissing(holds []setcore.Hold) int {
 // install makes h s's current holding, and starts its members' progress
 // deadlines: the caller holds from now.
 func (s *Set) install(h *holding) {
-	h.startAll()
+	startAll(h.holds)
 	s.mu.Lock()
 	s.held, s.last = h, h
 	s.mu.Unlock()

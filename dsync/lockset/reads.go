@@ -12,10 +12,23 @@ import (
 // Client: each key's queue, judged as dsync status judges it, and the
 // store's wait notes. It only reads; no rule of the queue depends on it
 // (a claim holds or waits as the queue says).
-type reader struct{ r setcore.Reader }
+type reader struct {
+	r setcore.Reader
+	// first, if set, is a read of a key's queue made before a check
+	// began: it serves the check's first read of that key in Holders, once
+	// (the first pass may read at any time before its end). Unended, the
+	// second pass's read, always reads anew.
+	first *firstRead
+}
+
+type firstRead struct {
+	key  string
+	q    []setcore.Claim
+	used bool
+}
 
 // reads returns s's reader.
-func (s *Set) reads() reader { return reader{setcore.Reads(s.client)} }
+func (s *Set) reads() reader { return reader{r: setcore.Reads(s.client)} }
 
 var _ waitgraph.Reader = reader{}
 
@@ -26,7 +39,7 @@ var _ waitgraph.Reader = reader{}
 // first). An edge goes to holders only: a waiting claim ahead is no
 // holder. None if w is not in the queue (it ended).
 func (r reader) Holders(ctx context.Context, w driver.ClaimRef) ([]waitgraph.Holder, error) {
-	q, err := r.r.Queue(ctx, w.Key)
+	q, err := r.queue(ctx, w.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +69,16 @@ func (r reader) Unended(ctx context.Context, c driver.ClaimRef) (bool, error) {
 	}
 	at := find(q, c)
 	return at >= 0 && !q[at].Expired, nil
+}
+
+// queue is key's queue: the first read if it is key's and unused, else
+// read now.
+func (r reader) queue(ctx context.Context, key string) ([]setcore.Claim, error) {
+	if f := r.first; f != nil && !f.used && f.key == key {
+		f.used = true
+		return f.q, nil
+	}
+	return r.r.Queue(ctx, key)
 }
 
 // LatestWait is the store's; an error wrapping errors.ErrUnsupported if

@@ -31,11 +31,12 @@ func Read(rw *dsync.RWMutex) Member { return Member{setcore.Read(rw), "Read"} }
 // methods do, if rw was not made by dsync.NewRWMutex.
 func Write(rw *dsync.RWMutex) Member { return Member{setcore.Write(rw), "Write"} }
 
-// An Option configures a Set. There is none yet: the parameter keeps
-// New's signature for those to come.
+// An Option configures a Set.
 type Option func(*config) error
 
-type config struct{}
+type config struct {
+	deadlock time.Duration // WithDeadlockTimeout; 0: off
+}
 
 // Errors of New. Match them with errors.Is; New's errors name the
 // members concerned.
@@ -57,6 +58,7 @@ var (
 type Set struct {
 	self    *Set // copy check
 	client  *dsync.Client
+	cfg     config
 	members []Member // in the set's order: by stored key
 	given   []int    // given[i] is the place in members of the i-th member given
 
@@ -85,29 +87,55 @@ func New(c *dsync.Client, members []Member, opts ...Option) (*Set, error) {
 	if len(members) == 0 {
 		return nil, ErrNoMembers
 	}
-	for i, m := range members {
-		if m.m == nil {
-			panic(fmt.Sprintf("lockset: member %d is a zero Member (use Mutex, Read or Write)", i))
-		}
-		if m.m.Client() != any(c) {
-			return nil, fmt.Errorf("%w: member %d (%s %q)", ErrOtherClient, i, m.kind, m.m.Key())
-		}
+	if err := cfg.check(c, members); err != nil {
+		return nil, err
 	}
+	sorted, given, err := order(members)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{client: c, cfg: cfg, members: sorted, given: given, sem: make(chan struct{}, 1)}
+	s.self = s
+	return s, nil
+}
+
+// order returns members in the set's order (by stored key), and given:
+// given[i] is the place there of members[i]. It refuses two members of
+// one stored key (ErrTwice).
+func order(members []Member) (sorted []Member, given []int, err error) {
 	idx := make([]int, len(members)) // members' indexes in the set's order
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(members[a].m.Stored(), members[b].m.Stored()) })
-	s := &Set{client: c, members: make([]Member, len(members)), given: make([]int, len(members)), sem: make(chan struct{}, 1)}
+	sorted, given = make([]Member, len(members)), make([]int, len(members))
 	for at, i := range idx {
 		if at > 0 && members[idx[at-1]].m.Stored() == members[i].m.Stored() {
 			first := min(i, idx[at-1])
-			return nil, fmt.Errorf("%w: %q (members %d and %d)", ErrTwice, members[i].m.Key(), first, max(i, idx[at-1]))
+			return nil, nil, fmt.Errorf("%w: %q (members %d and %d)", ErrTwice, members[i].m.Key(), first, max(i, idx[at-1]))
 		}
-		s.members[at], s.given[i] = members[i], at
+		sorted[at], given[i] = members[i], at
 	}
-	s.self = s
-	return s, nil
+	return sorted, given, nil
+}
+
+// check refuses members of a Client other than c, and, with deadlock
+// detection on, of a TTL (the Client's) shorter than its timeout. It
+// panics for a zero Member.
+func (cfg *config) check(c *dsync.Client, members []Member) error {
+	for i, m := range members {
+		if m.m == nil {
+			panic(fmt.Sprintf("lockset: member %d is a zero Member (use Mutex, Read or Write)", i))
+		}
+		if m.m.Client() != any(c) {
+			return fmt.Errorf("%w: member %d (%s %q)", ErrOtherClient, i, m.kind, m.m.Key())
+		}
+		if cfg.deadlock > m.m.TTL() {
+			return fmt.Errorf("%w: %v is longer than the TTL %v of member %d (%s %q)", ErrDeadlockTimeout,
+				cfg.deadlock, m.m.TTL(), i, m.kind, m.m.Key())
+		}
+	}
+	return nil
 }
 
 // mustBeUsable panics for a zero or copied Set, as sync's types do.
@@ -163,9 +191,10 @@ func (s *Set) Tokens() []uint64 {
 	if h == nil {
 		return nil
 	}
-	out := make([]uint64, len(s.given))
-	for i, at := range s.given {
-		out[i] = h.holds[at].Token()
+	_, given, holds := h.view()
+	out := make([]uint64, len(given))
+	for i, at := range given {
+		out[i] = holds[at].Token()
 	}
 	return out
 }
@@ -182,7 +211,8 @@ func (s *Set) ValidUntil() time.Time {
 	if h == nil {
 		return t
 	}
-	for _, m := range h.holds {
+	_, _, holds := h.view()
+	for _, m := range holds {
 		if u := m.ValidUntil(); t.IsZero() || u.Before(t) {
 			t = u
 		}

@@ -41,20 +41,21 @@ func (s *Set) unlock(release func(setcore.Hold) error) error {
 		panic("lockset: unlock of unlocked Set")
 	}
 	defer func() { <-s.sem }()
-	return errors.Join(releaseEach(h.holds, release)...)
+	_, _, holds := h.view()
+	return errors.Join(releaseEach(holds, release)...)
 }
 
-// drop gives up what a pass took: holds are members from on, the first
+// drop gives up what a pass took: holds are those of members, the first
 // turned of which have their turns; each hold is released (within its
 // release timeout, whatever the caller's ctx did), each turn without a
 // hold given back.
-func (s *Set) drop(from int, holds []setcore.Hold, turned int) {
+func (s *Set) drop(members []Member, holds []setcore.Hold, turned int) {
 	var held []setcore.Hold
 	for j := range turned {
 		if j < len(holds) && holds[j] != nil {
 			held = append(held, holds[j])
 		} else {
-			s.members[from+j].m.Unturn()
+			members[j].m.Unturn()
 		}
 	}
 	releaseEach(held, func(h setcore.Hold) error { return h.Unlock() })

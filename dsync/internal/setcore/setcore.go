@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
+	"github.com/go-dsync/dsync/dsync/event"
 )
 
 // A Member is one primitive's side of a lock set: a Mutex, or the read or
@@ -28,6 +29,8 @@ type Member interface {
 	// (in its namespace), which orders the members of every set.
 	Key() string
 	Stored() string
+	// TTL is the primitive's lease (dsync.WithTTL).
+	TTL() time.Duration
 	// TryTurn takes the local turn if it is free, else returns the
 	// *dsync.HeldError a Try meets there. Turn waits for it until ctx
 	// ends (then context.Cause(ctx)). Unturn gives back a turn taken
@@ -49,6 +52,8 @@ type Member interface {
 // A Hold is a member's hold.
 type Hold interface {
 	Token() uint64
+	// Claim names the hold's claim (its key as stored, epoch and nonce).
+	Claim() driver.ClaimRef
 	// Lost is closed once the hold was lost (a deadline passed unseen is
 	// looked at first); Err is why, nil before.
 	Lost() <-chan struct{}
@@ -94,6 +99,7 @@ type Reader interface {
 type Claim struct {
 	driver.ClaimRef
 	Waiter         string // the lock set it is a member of (driver.Doc.Waiter)
+	Session        string // the session it was made in
 	Shared         bool   // it shares its key with other shared claims
 	Holds, Expired bool
 }
@@ -101,3 +107,24 @@ type Claim struct {
 // Reads returns a *dsync.Client's Reader. Package dsync sets it as it is
 // initialized.
 var Reads func(client any) Reader
+
+// Records is what a lock set writes for deadlock detection through a
+// *dsync.Client: its notes and the records of deadlocks it broke, each
+// stamped with the store's time (At), the host and the process ID, and
+// put as the store's roles put them (driver.ErrExists for an ID already
+// there). Both return an error wrapping errors.ErrUnsupported if the
+// store keeps no such records.
+type Records interface {
+	PutWait(ctx context.Context, w driver.Wait) error
+	PutDeadlock(ctx context.Context, d driver.Deadlock) error
+	// Now is the store's time now, as records stamp it
+	// (ServerTime().Latest).
+	Now() time.Time
+	// Broken tells the Client's observer of a deadlock broken
+	// (event.Observer.DeadlockBroken).
+	Broken(e event.Deadlock)
+}
+
+// Record returns a *dsync.Client's Records. Package dsync sets it as it
+// is initialized.
+var Record func(client any) Records
