@@ -298,7 +298,10 @@ func TestStoreFeedPausedWhileHintsReach(t *testing.T) {
 		}
 		tl.pause.mu.Lock()
 		defer tl.pause.mu.Unlock()
-		return tl.pause.paused && tl.cursor.Load() == 0
+		// Paused, and the follow that was running has returned (its
+		// context released): a follow cut short while it still opened
+		// its stream has no cursor yet, but may still be sending.
+		return tl.pause.paused && tl.pause.cancel == nil && tl.cursor.Load() == 0
 	}
 	for !paused() {
 		select {
