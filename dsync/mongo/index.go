@@ -34,8 +34,20 @@ var markerFields = []string{"key", "kind", "epoch"}
 
 // ensureIndex creates the (key, kind, epoch) index, or accepts an
 // equivalent one that exists (WithIndexManagement), and refuses a
-// collection with a unique index that would refuse end markers.
+// collection with a unique index that would refuse end markers. It lists
+// the indexes first: past a collection's first use the index is there,
+// and a fresh process (a cron job's) then sends one command for it, not
+// two.
 func (p *platform) ensureIndex(ctx context.Context) error {
+	found, lerr := p.findIndex(ctx)
+	switch {
+	case lerr == nil && found.blocking != "":
+		return found.blockingError(p.cfg.collection)
+	case lerr == nil && found.equivalent != "":
+		return nil
+	case lerr != nil && ctx.Err() != nil:
+		return wrap(ctx, "list the indexes of", p.cfg.collection, lerr)
+	}
 	err := p.cfg.fault("createIndexes")
 	if err == nil {
 		_, err = p.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: lockIndexKeys})
@@ -43,25 +55,31 @@ func (p *platform) ensureIndex(ctx context.Context) error {
 	if err != nil && ctx.Err() != nil {
 		return wrap(ctx, "create index on", p.cfg.collection, err)
 	}
-	// Created or not, list the indexes: an index in the way is not an
-	// error of createIndexes. Not created: no privilege, or an index with
-	// these keys exists under another name or with other options
-	// (IndexOptionsConflict, 85), or another index has its name
-	// (IndexKeySpecsConflict, 86).
+	if err == nil && lerr == nil {
+		return nil // listed just before: no index in the way
+	}
+	return p.judgeIndexes(ctx, err)
+}
+
+// judgeIndexes lists the indexes after createIndexes returned createErr,
+// or after it succeeded where the listing before had failed: an index in
+// the way is not an error of createIndexes. Not created: no privilege,
+// or an index with these keys exists under another name or with other
+// options (IndexOptionsConflict, 85), or another index has its name
+// (IndexKeySpecsConflict, 86).
+func (p *platform) judgeIndexes(ctx context.Context, createErr error) error {
 	found, lerr := p.findIndex(ctx)
 	if lerr == nil && found.blocking != "" {
-		return fmt.Errorf("%w: collection %q has the unique index %s, which refuses the end markers dsync writes "+
-			"(a claim and its markers share key and epoch)%s; drop it (db.%s.dropIndex(%q))",
-			ErrIndex, p.cfg.collection, found.blocking, found.v1Hint(), p.cfg.collection, found.blockingName)
+		return found.blockingError(p.cfg.collection)
 	}
-	if err == nil {
+	if createErr == nil {
 		if lerr != nil {
 			p.cfg.logger.Debug("dsyncmongo: listing the lock collection's indexes failed", slog.String("collection", p.cfg.collection), slog.Any("err", lerr))
 		}
 		return nil
 	}
 	if lerr == nil && found.equivalent != "" {
-		p.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", p.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", err))
+		p.cfg.logger.Debug("dsyncmongo: using the existing index", slog.String("collection", p.cfg.collection), slog.String("index", found.equivalent), slog.Any("createErr", createErr))
 		return nil
 	}
 	why := "no equivalent index exists"
@@ -73,7 +91,15 @@ func (p *platform) ensureIndex(ctx context.Context) error {
 	}
 	return fmt.Errorf("%w: creating the index {key: 1, kind: 1, epoch: 1} (%q) on collection %q failed, and %s; "+
 		"grant the createIndex privilege on the collection, or create the index beforehand and use WithIndexManagement(false): %w",
-		ErrIndex, lockIndexName, p.cfg.collection, why, err)
+		ErrIndex, lockIndexName, p.cfg.collection, why, createErr)
+}
+
+// blockingError is the error of a collection whose unique index refuses
+// end markers.
+func (x indexes) blockingError(collection string) error {
+	return fmt.Errorf("%w: collection %q has the unique index %s, which refuses the end markers dsync writes "+
+		"(a claim and its markers share key and epoch)%s; drop it (db.%s.dropIndex(%q))",
+		ErrIndex, collection, x.blocking, x.v1Hint(), collection, x.blockingName)
 }
 
 // indexes is what findIndex learned of the lock collection's indexes.

@@ -78,27 +78,32 @@ func (e *SpanError) Is(target error) bool { return target == ErrSpan }
 // (emptied, and written first by a process of another span) has this
 // engine's starts and joins refused with a *SpanError.
 func (s *segments) Agree(ctx context.Context, fixed bool) error {
-	d := s.protocolDoc()
-	err := s.store.Insert(ctx, d)
-	if err == nil {
-		s.learnHistory(d.Nonce)
-		return nil
+	// Read first, as confirmSpan does: past the store's first use the
+	// document is there, and a fresh process (a cron job's) sends one
+	// command here, not an insert refused and then the read.
+	for range 2 {
+		got, found, err := s.store.Get(ctx, ProtocolID)
+		if err != nil {
+			return err
+		}
+		if found {
+			if err := s.adoptSpan(got, fixed); err != nil {
+				return err
+			}
+			s.learnHistory(got.Nonce)
+			return nil
+		}
+		d := s.protocolDoc()
+		err = s.store.Insert(ctx, d)
+		if err == nil {
+			s.learnHistory(d.Nonce)
+			return nil
+		}
+		if !errors.Is(err, ErrExists) {
+			return err
+		}
 	}
-	if !errors.Is(err, ErrExists) {
-		return err
-	}
-	got, found, err := s.store.Get(ctx, ProtocolID)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%w: the protocol document %q went while it was read", ErrSpan, ProtocolID)
-	}
-	if err := s.adoptSpan(got, fixed); err != nil {
-		return err
-	}
-	s.learnHistory(got.Nonce)
-	return nil
+	return fmt.Errorf("%w: the protocol document %q came and went", ErrSpan, ProtocolID)
 }
 
 // LearnSpan adopts the span the store's protocol document records, as
