@@ -156,7 +156,8 @@
 // # The long run
 //
 // The default run (`go test`) injects each fault once or twice, and a
-// test that cycles through kinds of fault meets the first half of them;
+// test that cycles through kinds of fault meets a quarter of them, from
+// a random one on (it logs which);
 // with DSYNC_LONG=1 (as CI runs it) each fault is injected a few times
 // and every kind is met, within a few minutes. The soak run repeats each
 // test many times and runs

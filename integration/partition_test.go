@@ -37,6 +37,7 @@ func TestPartitionUnderFaults(t *testing.T) {
 	// delay-requests needs a guest worker that holds a lock.
 	kinds := slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" })
 	kinds = append(kinds, "leave")
+	kinds = kindsFrom(t, kinds)
 	keys := make([]string, partitionShards)
 	for s := range keys {
 		keys[s] = worker.PartitionKey(cfg.Key, s)

@@ -38,6 +38,7 @@ func sharedUnderFaults(t *testing.T, mode string) {
 	c.viaProxy = true
 	c.startN(4, nil)
 	kinds := faultKinds
+	kinds = kindsFrom(t, kinds)
 	var tok uint64
 	from := 0
 	counts := make(map[string]int)
@@ -98,6 +99,7 @@ func TestOnceUnderFaults(t *testing.T) {
 	c.startN(4, nil)
 	// delay-requests needs a guest worker that holds a lock.
 	kinds := slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" })
+	kinds = kindsFrom(t, kinds)
 	isRun := func(after int64) func(history.Event) bool {
 		return func(e history.Event) bool { return e.Ev == history.EvOnceRun && e.T > after }
 	}
