@@ -42,6 +42,9 @@ func build(p *proc) (*parts, error) {
 		dsync.ClientWithBucketSpan(p.cfg.Span),
 		dsync.ClientWithTTL(p.cfg.TTL),
 	}
+	if p.w.grace > 0 {
+		copts = append(copts, dsync.ClientWithOutageGrace(p.w.grace))
+	}
 	if p.cfg.Idle > 0 {
 		copts = append(copts, dsync.ClientWithIdleAge(p.cfg.Idle))
 	}

@@ -89,6 +89,12 @@ type Options struct {
 	// Upgrade runs the rolling-upgrade actor (upgrade.go) beside the
 	// rest.
 	Upgrade bool
+	// Outages gives every Client an outage grace (outageGrace) and the
+	// store outages of every process at once beside the rest (outage.go);
+	// half the Mutex holders and candidates take back what an outage
+	// took from them (relock.go), and CheckOutage judges it. The spans
+	// drawn are raised to outageSpan at least.
+	Outages bool
 }
 
 // Report is one seed's run.
@@ -106,6 +112,7 @@ type Report struct {
 func Simulate(seed int64, o Options) Report {
 	w := debugWorld(seed, o)
 	vs := append(Check(&w.hist), checkActors(w)...)
+	vs = append(vs, CheckOutage(&w.hist)...)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
 	w.fig.FIFOPairs, w.fig.FIFOExempt = fifoPairs(&w.hist)
 	w.fig.Observations = len(w.hist.Observations)
@@ -150,10 +157,20 @@ func debugWorld(seed int64, o Options) *world {
 	members, closeMembers := newMembers()
 	w.members = members
 	cfgs := configs(w, o.Procs)
+	if o.Outages {
+		w.grace, w.hist.OutageGrace = outageGrace, outageGrace
+		for i := range cfgs {
+			cfgs[i].Span = max(cfgs[i].Span, outageSpan)
+			if cfgs[i].Idle > 0 {
+				cfgs[i].Idle = 4 * cfgs[i].Span
+			}
+		}
+	}
 	var maxTTL time.Duration
 	for i, c := range cfgs {
 		w.procs = append(w.procs, newProc(w, i, c))
 		maxTTL = max(maxTTL, c.TTL)
+		w.hist.TTLs = append(w.hist.TTLs, c.TTL)
 		if c != cfgs[0] {
 			w.fig.Disagreements++
 		}
@@ -181,6 +198,9 @@ func debugWorld(seed int64, o Options) *world {
 		defer drivers.Done()
 		w.revoker(end)
 	}()
+	if o.Outages {
+		drivers.Go(func() { w.outages(end, maxTTL) })
+	}
 	drivers.Wait()
 	w.inflight.Wait()
 	closeMembers()
@@ -322,7 +342,7 @@ func (w *world) finish() {
 	for _, h := range w.hist.Holds {
 		p := w.procs[h.Proc]
 		if l := p.leases[h.Session]; l != nil {
-			h.Deadline = l.expiry()
+			h.Deadline = l.expiryAt(h.Start)
 		}
 		h.LostSlack = lostSlack
 		h.Paused = p.pausedWithin(h.Deadline, h.Start)
@@ -335,7 +355,7 @@ func (w *world) finish() {
 	for _, r := range w.hist.Runs {
 		if c, ok := w.procs[r.Proc].claimAt(claimKey{r.Key, r.Token}, r.Start); ok {
 			if l := w.procs[r.Proc].leases[c.session]; l != nil {
-				r.Deadline = l.expiry()
+				r.Deadline = l.expiryAt(r.Start)
 			}
 		}
 	}
@@ -349,7 +369,7 @@ func (w *world) finish() {
 		d.Confirmed = p.dones[k]
 		if c, ok := p.claimAt(k, d.Run.Start); ok {
 			if l := p.leases[c.session]; l != nil {
-				d.Deadline = l.expiry()
+				d.Deadline = l.expiryAt(d.Run.Start)
 			}
 		}
 	}

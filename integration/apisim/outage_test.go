@@ -1,0 +1,54 @@
+package apisim
+
+import (
+	"flag"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-dsync/dsync/internal/testbed/longtest"
+)
+
+var outageSeeds = flag.Int("apisim.outageseeds", 0, "public-API simulation with store outages: seeds to run (default 4; 200 with DSYNC_LONG)")
+
+// simulateOutages runs one outage seed (Options.Outages) in a bubble of
+// its own; odd seeds are calm.
+func simulateOutages(t *testing.T, seed int64) Report {
+	var r Report
+	synctest.Test(t, func(t *testing.T) {
+		r = Simulate(seed, Options{Duration: *simDur, Outages: true, Calm: seed%2 == 1})
+	})
+	return r
+}
+
+// TestOutageSimulation runs the public API through outages of the whole
+// store beside every other fault, with every Client given an outage
+// grace, half the Mutex holders and candidates taking back what an
+// outage took (relock.go); it checks every promise, CheckOutage's too,
+// and prints one summary line.
+func TestOutageSimulation(t *testing.T) {
+	n := *outageSeeds
+	if n == 0 {
+		n = 4
+		if longtest.Enabled() {
+			n = 200
+		}
+	}
+	var total Figures
+	start := time.Now()
+	for seed := int64(1); seed <= int64(n); seed++ {
+		if *simSeed >= 0 && seed != *simSeed {
+			continue
+		}
+		r := simulateOutages(t, seed)
+		total.Add(r.Figures)
+		for i, v := range r.Violations {
+			if i == 5 && *simSeed < 0 {
+				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
+				break
+			}
+			t.Errorf("seed %d: %v", seed, v)
+		}
+	}
+	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
+}
