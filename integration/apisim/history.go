@@ -184,6 +184,8 @@ type History struct {
 	// Stamps are the store's times at which it applied a renewal with
 	// the record of up-time, by session (the oracle's, store_uptime.go).
 	Stamps []Stamp
+	// Opens are the session documents inserted in an outage run.
+	Opens []Open
 	// TTLs are the processes' TTLs.
 	TTLs []time.Duration
 	// Upgrade is what the rolling-upgrade actor did (upgrade.go); nil:

@@ -59,11 +59,18 @@ func (inc *incarnation) recordRelock(r *Relock, held *Hold, err error, ctxEnded 
 	w.tracef("p%d RELOCK %s after #%d: %v", inc.p.id, r.Key, r.Lost.ID, err)
 }
 
+// holdLong is how long a holder that takes back what an outage took
+// keeps its hold: longer than holdFor's, so that outages come while it
+// holds.
+func (inc *incarnation) holdLong() time.Duration {
+	return inc.p.w.rand(inc.p.cfg.TTL, 8*inc.p.cfg.TTL)
+}
+
 // holdMutex keeps m's hold h (whose giveUp is given) for the holder's
 // time, taking it back with LockContext each time it is lost to a
 // suspension; it returns whether m is still locked (to be unlocked).
 func (inc *incarnation) holdMutex(ctx context.Context, m *dsync.Mutex, h *Hold, giveUp func()) (locked bool) {
-	until := time.Now().Add(inc.holdFor())
+	until := time.Now().Add(inc.holdLong())
 	for {
 		waitLost(ctx, m.Lost(), max(time.Until(until), 0))
 		if ctx.Err() != nil || !time.Now().Before(until) || !errors.Is(m.Err(), dsync.ErrSuspended) {
@@ -107,7 +114,7 @@ func (inc *incarnation) leadRelocking(ctx context.Context, e *leader.Election) {
 		return
 	}
 	defer cancel()
-	until := time.Now().Add(inc.holdFor())
+	until := time.Now().Add(inc.holdLong())
 	h := inc.term(lctx, e, call, nil)
 	for {
 		stopProclaiming := inc.proclaim(lctx, e, h.token)

@@ -79,7 +79,7 @@ func (s *procStore) RenewSessionUp(ctx context.Context, id string, gen int, expi
 		stamp, found = s.p.w.sess.renewUp(id, gen, expires, up)
 		s.p.w.tracef("%s renew-session-up %s gen %d exp %s: %v", s.name(), id, gen, expires.Format(tf), found)
 		if found {
-			s.p.w.stamped(s.p, id, stamp, expires)
+			s.p.w.stamped(s.p, id, gen, stamp, expires)
 		}
 	}, func(sent time.Time) {
 		if found {
@@ -105,19 +105,40 @@ func (s *procStore) ReadUptime(ctx context.Context, since time.Time) (driver.Upt
 }
 
 // Stamp is one renewal the store applied through RenewSessionUp, as the
-// oracle heard of it: the store's time, the session, the process that
-// sent it and the expiry it carried.
+// oracle heard of it: the store's time, the session document, the
+// process that sent it and the expiry it carried.
 type Stamp struct {
 	At      time.Time
 	Session string
+	Gen     int
 	Proc    int
+	Expires time.Time
+}
+
+// Open is a session document inserted (InsertSession), which keeps no
+// record of up-time until a RenewSessionUp of it lands.
+type Open struct {
+	At      time.Time
+	Session string
+	Gen     int
 	Expires time.Time
 }
 
 // stamped tells the oracle that the store applied a renewal of session
 // id of p at at, carrying expires.
-func (w *world) stamped(p *proc, id string, at, expires time.Time) {
+func (w *world) stamped(p *proc, id string, gen int, at, expires time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.hist.Stamps = append(w.hist.Stamps, Stamp{At: at, Session: id, Proc: p.id, Expires: expires})
+	w.hist.Stamps = append(w.hist.Stamps, Stamp{At: at, Session: id, Gen: gen, Proc: p.id, Expires: expires})
+}
+
+// opened tells the oracle that a session document was inserted (in an
+// outage run).
+func (w *world) opened(sess driver.Session) {
+	if w.grace == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hist.Opens = append(w.hist.Opens, Open{At: time.Now(), Session: sess.ID, Gen: sess.Gen, Expires: sess.ExpiresAt})
 }
