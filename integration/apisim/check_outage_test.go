@@ -29,8 +29,12 @@ func TestCheckOutage(t *testing.T) {
 		}
 		return ss
 	}
-	outage := func(from, to int) ProcFault { return ProcFault{Proc: -1, Kind: "store outage", From: at(from), To: at(to)} }
-	cut := func(from, to int) ProcFault { return ProcFault{Proc: 0, Kind: "unreachable", From: at(from), To: at(to)} }
+	outage := func(from, to int) ProcFault {
+		return ProcFault{Proc: -1, Kind: "store outage", From: at(from), To: at(to)}
+	}
+	cut := func(from, to int) ProcFault {
+		return ProcFault{Proc: 0, Kind: "unreachable", From: at(from), To: at(to)}
+	}
 	ended := fmt.Errorf("lock %q: the hold lost in the store outage ended during it: %w", "k", dsync.ErrLost)
 	lost := hold(1, 0, 5, 0, 1000, true)
 	for _, c := range []struct {
