@@ -57,3 +57,50 @@ func TestOutageSimulation(t *testing.T) {
 	}
 	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
 }
+
+// TestPartitionOutageSimulation runs the partition simulation
+// (TestPartitionSimulation) with outages of the whole store
+// (Options.Outages), every seed calm and steady, and checks, beside every other
+// promise, that shards stay with their owners over each outage the grace
+// covers (checkPartitionOutages).
+func TestPartitionOutageSimulation(t *testing.T) {
+	n := *outageSeeds / 4
+	if n == 0 {
+		n = 2
+		if longtest.Enabled() {
+			n = 50
+		}
+	}
+	var total Figures
+	var part PartitionFigures
+	start := time.Now()
+	for seed := int64(1); seed <= int64(n); seed++ {
+		if *simSeed >= 0 && seed != *simSeed {
+			continue
+		}
+		r, f, _ := simulatePartitionOutages(t, seed)
+		total.Add(r.Figures)
+		part.Add(f)
+		for i, v := range r.Violations {
+			if i == 5 && *simSeed < 0 {
+				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
+				break
+			}
+			t.Errorf("seed %d: %v", seed, v)
+		}
+	}
+	t.Logf("partition: %v", part)
+	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
+}
+
+// simulatePartitionOutages is simulatePartition, calm, with outages of
+// the whole store, and without the processes' own faults (Steady).
+func simulatePartitionOutages(t *testing.T, seed int64) (Report, PartitionFigures, []Violation) {
+	ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: true, Drains: false, Progress: partitionProgress(seed)}
+	var r Report
+	synctest.Test(t, func(t *testing.T) {
+		r = Simulate(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.05)}, Calm: true, Outages: true, Steady: true})
+	})
+	vs, f := ps.CheckFigures(r.History)
+	return r, f, vs
+}

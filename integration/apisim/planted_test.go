@@ -124,13 +124,21 @@ func TestPlantedOutage(t *testing.T) {
 		// A waiter takes a suspended holder's key as soon as the store is
 		// back (judged in calm runs).
 		{"OutageUncredited", plant.OutageUncredited, []string{PromiseRelock}},
+		// A Partition shard's owner campaigns anew after an outage
+		// (judged in the partition's outage runs).
+		{"ShardGivesUpInOutage", plant.ShardGivesUpInOutage, []string{PromisePartitionStays}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
 			defer plant.Set(plant.None)
 			for seed := int64(1); seed <= plantBudget; seed++ {
-				r := simulateOutages(t, seed)
-				for _, v := range r.Violations {
+				var vs []Violation
+				if c.bug == plant.ShardGivesUpInOutage {
+					_, _, vs = simulatePartitionOutages(t, seed)
+				} else {
+					vs = simulateOutages(t, seed).Violations
+				}
+				for _, v := range vs {
 					if slices.Contains(c.promises, v.Promise) {
 						t.Logf("caught on seed %d: %v", seed, v)
 						return

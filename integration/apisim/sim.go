@@ -95,6 +95,10 @@ type Options struct {
 	// took from them (relock.go), and CheckOutage judges it. The spans
 	// drawn are raised to outageSpan at least.
 	Outages bool
+	// Steady spares the processes their own faults (pauses, restarts,
+	// cuts, clock steps), so that outages of the whole store come in
+	// spells free of other changes (TestPartitionOutageSimulation).
+	Steady bool
 }
 
 // Report is one seed's run.
@@ -185,7 +189,7 @@ func debugWorld(seed int64, o Options) *world {
 		drivers.Add(1)
 		go func() {
 			defer drivers.Done()
-			p.live(o.Workers, end, o.Calm)
+			p.live(o.Workers, end, o.Calm, o.Steady)
 		}()
 	}
 	drivers.Add(1)
@@ -257,7 +261,7 @@ func configs(w *world, n int) []procConfig {
 
 // live runs process p until end: an incarnation after another, with the
 // faults of its seed between.
-func (p *proc) live(workers int, end time.Time, calm bool) {
+func (p *proc) live(workers int, end time.Time, calm, steady bool) {
 	w := p.w
 	inc, err := p.start(workers)
 	if err != nil {
@@ -279,7 +283,7 @@ func (p *proc) live(workers int, end time.Time, calm bool) {
 				kinds = append(kinds, k)
 			}
 		}
-		if len(kinds) == 0 {
+		if len(kinds) == 0 || steady {
 			continue
 		}
 		switch kinds[w.rand(0, time.Duration(len(kinds)))] {

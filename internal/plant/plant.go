@@ -118,6 +118,10 @@ const (
 	// key of a holder that could no more reach the store than itself as
 	// soon as the store is back.
 	OutageUncredited
+	// ShardGivesUpInOutage: a leader.Partition shard's run whose term is
+	// lost to an outage of the store resigns it rather than take it
+	// back, so the shard's next term, after the outage, has a new token.
+	ShardGivesUpInOutage
 )
 
 var planted atomic.Int32
