@@ -247,8 +247,14 @@ func failoverBound(ttl time.Duration) time.Duration { return ttl + 500*time.Mill
 // then. The waiter's own renewals prove the store up.
 func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 	var vs []Violation
+	takenBack := make(map[*Hold]bool) // holds lost and taken back: not lost for good
 	for _, x := range h.Holds {
-		if x.LostAt.IsZero() || x.Deadline.IsZero() || !x.Prim.exclusive() || x.Prim == PrimOnce {
+		if x.Resumes != nil {
+			takenBack[x.Resumes] = true
+		}
+	}
+	for _, x := range h.Holds {
+		if x.LostAt.IsZero() || x.Deadline.IsZero() || !x.Prim.exclusive() || x.Prim == PrimOnce || takenBack[x] {
 			continue
 		}
 		ttl := h.TTLs[x.Proc]
