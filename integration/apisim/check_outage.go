@@ -262,13 +262,15 @@ func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 		if !cutOff(h, x.Proc, x.Deadline.Add(-ttl/2), x.Deadline) || storeFaulted(h, from, by) {
 			continue
 		}
-		if !waitedThroughout(h, x, from, by) {
+		w := waitedThroughout(h, x, from, by)
+		if w == nil {
 			continue
 		}
 		if !slices.ContainsFunc(keys[x.Key], func(y *Hold) bool {
 			return y.Proc != x.Proc && y.Start.After(x.Start) && !y.Start.After(by)
 		}) {
-			vs = append(vs, Violation{PromiseFailover, fmt.Sprintf("%v lost while its process alone was cut off (deadline %v): no other process held by %v", x, x.Deadline.Format(tf), by.Format(tf))})
+			vs = append(vs, Violation{PromiseFailover, fmt.Sprintf("%v lost while its process alone was cut off (deadline %v): no other process held by %v, though p%d waited [%v, %v] (ok %v); faults %s",
+				x, x.Deadline.Format(tf), by.Format(tf), w.Proc, w.Call.Format(tf), w.Return.Format(tf), w.OK, faultsWithin(h, x.Proc, from, by))})
 		}
 	}
 	return vs
@@ -290,17 +292,21 @@ func storeFaulted(h *History, a, b time.Time) bool {
 	})
 }
 
-// waitedThroughout reports whether a process other than x's, free of
-// faults in [from, by], waited for x's key (a blocking Lock) from before
-// x's deadline to by or later, or until it held after x began.
-func waitedThroughout(h *History, x *Hold, from, by time.Time) bool {
-	return slices.ContainsFunc(h.Waits, func(w *Wait) bool {
+// waitedThroughout returns a wait of a process other than x's, free of
+// faults in [from, by], for x's key (a blocking Lock) from before x's
+// deadline to by or later, or until it held after x began (nil: none).
+func waitedThroughout(h *History, x *Hold, from, by time.Time) *Wait {
+	i := slices.IndexFunc(h.Waits, func(w *Wait) bool {
 		return w.Proc != x.Proc && w.Key == x.Key && w.Call.Before(x.Deadline) &&
 			(!w.Return.Before(by) || w.OK && w.Return.After(x.Start)) &&
 			!slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
 				return f.Proc == w.Proc && !f.From.After(by) && !f.To.Before(from)
 			})
 	})
+	if i < 0 {
+		return nil
+	}
+	return h.Waits[i]
 }
 
 // reachableFrom returns the first instant at or after t at which process
