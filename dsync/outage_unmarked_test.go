@@ -31,6 +31,9 @@ func TestOutageRelockBesideFreshSession(t *testing.T) {
 		// first session before the outage.
 		warm := newMutex(t, w.clients[2].Client, "warm")
 		warm.Lock()
+		if warm.Token() == 0 {
+			t.Fatal("the other process's first Lock returned without a token")
+		}
 		warm.Unlock()
 		time.Sleep(3 * outTTL)
 		a := newMutex(t, w.clients[0].Client, "k")
