@@ -91,7 +91,7 @@ func checkRelockErr(h *History, r *Relock, hs []*Hold) (Violation, bool) {
 	}
 	ttl := h.TTLs[r.Proc]
 	from := r.Lost.Deadline.Add(-2 * ttl)
-	if relockExempt(h, r.Proc, from, r.Return) {
+	if relockExempt(h, r.Proc, from, r.Return) || emptiedInSession(h, r.Lost.Session, r.Return) {
 		return Violation{}, false
 	}
 	exp := r.Lost.Deadline.Add(driverMargin(ttl))
@@ -194,6 +194,20 @@ func relockExempt(h *History, p int, a, b time.Time) bool {
 		}
 	}
 	return false
+}
+
+// emptiedInSession reports whether the sessions collection (or all) was
+// emptied after session was first opened and by t: its documents then
+// lack the first generation, and its resume check finds it ended.
+func emptiedInSession(h *History, session string, t time.Time) bool {
+	i := slices.IndexFunc(h.Opens, func(o Open) bool { return o.Session == session })
+	if i < 0 {
+		return false
+	}
+	opened := h.Opens[i].At
+	return h.emptiedBetween(opened, t) || slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
+		return f.Proc == -1 && f.Kind == "sessions emptied" && f.From.After(opened) && !f.From.After(t)
+	})
 }
 
 // creditedDead is the oracle's outage rule for a session of TTL ttl
