@@ -255,7 +255,7 @@ func failoverBound(ttl time.Duration) time.Duration { return ttl + 500*time.Mill
 
 // checkFailover judges, in calm runs, each hold lost while its process
 // was cut off from the store ("unreachable" or "hang") and the store was
-// up for the others: if another process, itself free of faults, waited
+// up for the others, free of faults: if another process waited
 // for its key from before its deadline to its deadline + failoverBound
 // (or until it held), some hold of the key by another process began by
 // then. The waiter's own renewals prove the store up.
@@ -273,7 +273,7 @@ func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 		}
 		ttl := h.TTLs[x.Proc]
 		from, by := x.Deadline.Add(-ttl), x.Deadline.Add(failoverBound(ttl))
-		if !cutOff(h, x.Proc, x.Deadline.Add(-ttl/2), x.Deadline) || storeFaulted(h, from, by) {
+		if !cutOff(h, x.Proc, x.Deadline.Add(-ttl/2), x.Deadline) || storeFaulted(h, from, by) || othersFaulted(h, x.Proc, from, by) {
 			continue
 		}
 		w := waitedThroughout(h, x, from, by)
@@ -295,6 +295,16 @@ func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 func cutOff(h *History, p int, a, b time.Time) bool {
 	return slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
 		return f.Proc == p && (f.Kind == "unreachable" || f.Kind == "hang") && !f.From.After(a) && !f.To.Before(b)
+	})
+}
+
+// othersFaulted reports whether a process other than p suffered a fault
+// in [from, to]: its claims queued ahead of a waiter may then hold it up
+// until that process's session is judged (a restart's withdrawals lost,
+// a cut, a pause), which is no failover of p's.
+func othersFaulted(h *History, p int, from, to time.Time) bool {
+	return slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
+		return f.Proc >= 0 && f.Proc != p && !f.From.After(to) && !f.To.Before(from)
 	})
 }
 
