@@ -54,6 +54,16 @@
 // judges that one token of a shard names one owner in what each watcher
 // reports.
 //
+// Outages of the whole store (outage.go, Options.Outages): every Client
+// gets an outage grace, the store stops answering every process at once
+// beside their own faults, half the Mutex holders and candidates take
+// back what an outage took (relock.go), the oracle lets a session resume
+// after its deadline (leaseLog.expiryAt) and judges expiry by the store's
+// record of up-time as the library's outage rule does (creditedDead),
+// and CheckOutage (check_outage.go) and, for a Partition,
+// checkPartitionOutages judge the promises of ClientWithOutageGrace,
+// Mutex.LockContext and Election.Campaign across an outage.
+//
 // Progress deadlines (progress.go): a worker now and then takes a Mutex,
 // an RWMutex's write lock or a Semaphore's units with one
 // (dsync.WithProgressDeadline), half the candidates and half the
