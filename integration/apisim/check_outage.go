@@ -110,9 +110,10 @@ func checkRelockErr(h *History, r *Relock, hs []*Hold) (Violation, bool) {
 	}
 	// The holder renews and checks within resumeSlack of the store's
 	// return: the record then proves the session dead, or it resumes.
-	by := minTime(r.Return, reachableFrom(h, r.Proc, r.Lost.Deadline).Add(resumeSlack(ttl)))
-	if creditedDead(h, exp, ttl, by) {
-		return Violation{}, false
+	back := reachableFrom(h, r.Proc, r.Lost.Deadline)
+	by := minTime(r.Return, back.Add(resumeSlack(ttl)))
+	if creditedDead(h, exp, ttl, by) || cutWithin(h, r.Proc, back, by) {
+		return Violation{}, false // proven dead, or cut off again before it could resume
 	}
 	if ExemptUnmarked && unmarkedIn(h, exp.Add(-ttl-ttl/2), by) {
 		return Violation{}, false
@@ -347,6 +348,15 @@ func reachableFrom(h *History, p int, t time.Time) time.Time {
 			return t
 		}
 	}
+}
+
+// cutWithin reports whether process p was cut off from the store (a
+// store outage or a cut of its own) at some time in (a, b].
+func cutWithin(h *History, p int, a, b time.Time) bool {
+	return slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
+		return (f.Proc == -1 && f.Kind == "store outage" || f.Proc == p && (f.Kind == "unreachable" || f.Kind == "hang")) &&
+			f.From.After(a) && !f.From.After(b)
+	})
 }
 
 // unreachableThroughout reports whether the store could not be reached
