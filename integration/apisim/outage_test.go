@@ -66,7 +66,7 @@ func TestOutageSimulation(t *testing.T) {
 //
 // It runs in the long form only (50 seeds; or -apisim.outageseeds/4):
 // one default run of its two seeds in about thirty, under load, failed
-// in a way not reproduced since, which is being looked into.
+// in a way not reproduced since (its violation was not kept).
 func TestPartitionOutageSimulation(t *testing.T) {
 	n := *outageSeeds / 4
 	if n == 0 {
