@@ -133,7 +133,7 @@ func (m *Mutex) lock(ctx context.Context, anew bool) error {
 		return context.Cause(ctx)
 	}
 	if h := m.suspendedHold(); h != nil {
-		if done, err := m.retake(ctx, h); done && (err == nil || !anew || ctx.Err() != nil) {
+		if done, err := m.retake(ctx, h); done && (err == nil || !locksAnew(anew) || ctx.Err() != nil) {
 			return err
 		}
 	}

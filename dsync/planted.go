@@ -31,8 +31,16 @@ func plantEngine(e *queue.Engine) {
 		e.SetBug(queue.BugHistoryIgnored)
 	case plant.Is(plant.ReadExpiredForgets):
 		e.SetBug(queue.BugReadExpiredForgets)
+	case plant.Is(plant.ResumeUnchecked):
+		e.SetBug(queue.BugResumeUnchecked)
+	case plant.Is(plant.OutageUncredited):
+		e.SetBug(queue.BugOutageUncredited)
 	}
 }
+
+// locksAnew reports whether a Mutex's lock after its suspended hold ended
+// locks anew (anew: Lock) rather than return the error. RelockAnew: always.
+func locksAnew(anew bool) bool { return anew || plant.On && plant.Is(plant.RelockAnew) }
 
 // claimLimit is the limit a Semaphore's claims carry: its own.
 // SemaphoreOverLimit adds a unit.

@@ -125,7 +125,7 @@ func (p *Partition) runTerm(ctx, sctx context.Context, s int, r *shardRun, stop 
 // back its term (tctx), lost to an outage of the store with its lock
 // kept, and marks r so: while r goes on (neither stopped nor Run ended).
 func (p *Partition) takesBack(ctx context.Context, s int, r *shardRun, tctx context.Context, stop <-chan struct{}) bool {
-	if !keepsLock(context.Cause(tctx)) || ctx.Err() != nil {
+	if !shardTakesBack(context.Cause(tctx)) || ctx.Err() != nil {
 		return false
 	}
 	p.mu.Lock()

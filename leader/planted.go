@@ -141,3 +141,11 @@ func drainWeight(drained map[string]bool, id string, w float64) float64 {
 func (st *memberStatuses) drainAvoids(s int, id string) bool {
 	return plant.On && plant.Is(plant.DrainOnlyOwned) && st.drained[id] && st.view.Shards[s].Member == id
 }
+
+// shardTakesBack reports whether a shard's run whose term ended with
+// cause campaigns again to take it back: if its lock was kept
+// (keepsLock). ShardGivesUpInOutage never does: the shard is resigned
+// and campaigned for anew, with a new token, after every outage.
+func shardTakesBack(cause error) bool {
+	return keepsLock(cause) && !(plant.On && plant.Is(plant.ShardGivesUpInOutage))
+}

@@ -81,7 +81,7 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 				if b.Start.Before(a.validEnd()) {
 					vs = append(vs, Violation{PromisePartitionOwner, fmt.Sprintf("%v began while %v was valid", b, a)})
 				}
-				if a.Era == b.Era && a.Token != 0 && b.Token != 0 && a.Start.Before(b.Start) && a.Token >= b.Token {
+				if a.Era == b.Era && a.Token != 0 && b.Token != 0 && a.Start.Before(b.Start) && a.Token >= b.Token && !takenBack(h, a, b) {
 					vs = append(vs, Violation{PromisePartitionTokens, fmt.Sprintf("%v began before %v with a token not below it", a, b)})
 				}
 			}
@@ -96,6 +96,10 @@ func (ps *PartitionSim) CheckFigures(h *History) ([]Violation, PartitionFigures)
 	}
 	ps.mu.Unlock()
 	vs = append(vs, ps.checkDrains(h, ms, byShard, hb, bound, !f.Skipped, &f.Drain)...)
+	if !f.Skipped {
+		ovs, judged := checkPartitionOutages(h, ms, byShard, bound)
+		vs, f.OutageSpells = append(vs, ovs...), judged
+	}
 	wvs, back := checkPartitionWatch(h)
 	vs = append(vs, wvs...)
 	f.Views, f.ViewsBack = len(h.PartitionReports), len(back)

@@ -70,9 +70,9 @@ const emptyingGap = 2 * time.Second
 // promised (tokensOrdered), and differ in any case.
 func judgeTokens(a, b *Hold, across bool) (Violation, bool) {
 	switch {
-	case tokensOrdered(a, b, across) && a.Token >= b.Token:
+	case tokensOrdered(a, b, across) && a.Token >= b.Token && !takesBack(b, a):
 		return Violation{PromiseTokens, fmt.Sprintf("%v began before %v with a token not below it", a, b)}, true
-	case a.Token == b.Token && !lingered(a, b):
+	case a.Token == b.Token && !lingered(a, b) && !takesBack(b, a):
 		return Violation{PromiseTokens, fmt.Sprintf("%v and %v share a token", a, b)}, true
 	}
 	return Violation{}, false
@@ -93,4 +93,16 @@ func tokensOrdered(a, b *Hold, across bool) bool {
 func lingered(a, b *Hold) bool {
 	return a.Prim == PrimRead && b.Prim == PrimRead && a.Value != "" && a.Value == b.Value &&
 		!a.Ended.IsZero() && !b.Start.Before(a.Ended)
+}
+
+// takesBack reports whether b took a back after an outage of the store
+// (Hold.Resumes, once or more): the same claim, whose token it holds
+// again.
+func takesBack(b, a *Hold) bool {
+	for x := b.Resumes; x != nil; x = x.Resumes {
+		if x == a {
+			return a.Token == b.Token
+		}
+	}
+	return false
 }

@@ -41,6 +41,7 @@ func build(p *proc) (*parts, error) {
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
 		dsync.ClientWithTTL(p.cfg.TTL),
+		graceOf(p.w),
 	}
 	if p.cfg.Idle > 0 {
 		copts = append(copts, dsync.ClientWithIdleAge(p.cfg.Idle))
@@ -56,6 +57,11 @@ func build(p *proc) (*parts, error) {
 	}
 	return &parts{client: c, elections: ec, members: p.w.members, cfg: p.cfg}, nil
 }
+
+// graceOf is the outage grace of every Client of w (0: none, as by
+// default): a Client without it, whose sessions keep no record of
+// up-time, keeps every other from taking back a hold after an outage.
+func graceOf(w *world) dsync.ClientOption { return dsync.ClientWithOutageGrace(w.grace) }
 
 func (ps *parts) mutex(key string) (*dsync.Mutex, error) {
 	return dsync.NewMutex(ps.client, key)

@@ -34,7 +34,11 @@ func (inc *incarnation) campaign() {
 			return
 		}
 		ctx, done := w.op(inc.ctx)
-		inc.lead(ctx, e, d)
+		if d == 0 && inc.relocking() {
+			inc.leadRelocking(ctx, e)
+		} else {
+			inc.lead(ctx, e, d)
+		}
 		done()
 	}
 }

@@ -45,6 +45,10 @@ type Figures struct {
 	Losses, FIFOPairs, FIFOExempt, OnceWinners int
 	// Observations: reports of who leads that the watchers got (watch.go).
 	Observations int
+	// Outages: store-wide outages (outage.go); Relocks: Locks and
+	// Campaigns called again after a hold or term was lost in one, by
+	// outcome (same token, ended).
+	Outages, Relocks, Resumed int
 }
 
 // Add adds o's figures to f's.
@@ -82,6 +86,9 @@ func (f *Figures) Add(o Figures) {
 	f.FIFOExempt += o.FIFOExempt
 	f.OnceWinners += o.OnceWinners
 	f.Observations += o.Observations
+	f.Outages += o.Outages
+	f.Relocks += o.Relocks
+	f.Resumed += o.Resumed
 }
 
 // String is the summary line.
@@ -93,6 +100,10 @@ func (f Figures) String() string {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings (%d waited for a held read claim, %d of them for a paused or cut-off process's, %d past the longest linger, at most %v; %d given up), %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil, %d watchers' reports of who leads; %d violations",
+	line := fmt.Sprintf("apisim: %d seeds, %d holds (%d lost), %d requests; ops {%s}; faults {%s}; %d emptyings (%d waited for a held read claim, %d of them for a paused or cut-off process's, %d past the longest linger, at most %v; %d given up), %d sessions emptyings, %d revokes (%d holds lost after one, at most %v after), %d restarts, %d pauses, %d clock steps, %d config disagreements, %d documents compacted; judged %d FIFO pairs (%d exempt: a key cached across an emptying), %d Dos that ran f and returned nil, %d watchers' reports of who leads; %d violations",
 		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.EmptyingWaits, f.EmptyingWaitsStopped, f.EmptyingWaitsPastLinger, f.EmptyingWaitMax, f.EmptyingsGivenUp, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Observations, f.Violations)
+	if f.Outages > 0 {
+		line += fmt.Sprintf("; %d store outages, %d holds and terms taken back after one (%d held again)", f.Outages, f.Relocks, f.Resumed)
+	}
+	return line
 }

@@ -82,6 +82,10 @@ type Hold struct {
 	// Progress: the hold had a progress deadline (progress.go); nil
 	// otherwise.
 	Progress *ProgressLog
+	// Resumes is the hold this one took back after an outage of the
+	// store (relock.go): the same claim, so the same token; nil
+	// otherwise.
+	Resumes *Hold
 }
 
 // End is when the hold stopped being valid: the earliest of its end by
@@ -171,6 +175,19 @@ type History struct {
 	Waits []*Wait
 	// Calm: the run was calm (Options.Calm).
 	Calm bool
+	// Outages are the store-wide outages (outage.go), OutageGrace the
+	// Clients' grace, and Relocks the calls that took a hold or term
+	// lost in an outage back (relock.go).
+	Outages     []Outage
+	OutageGrace time.Duration
+	Relocks     []*Relock
+	// Stamps are the store's times at which it applied a renewal with
+	// the record of up-time, by session (the oracle's, store_uptime.go).
+	Stamps []Stamp
+	// Opens are the session documents inserted in an outage run.
+	Opens []Open
+	// TTLs are the processes' TTLs.
+	TTLs []time.Duration
 	// Upgrade is what the rolling-upgrade actor did (upgrade.go); nil:
 	// the run had none.
 	Upgrade *UpgradeRun

@@ -105,9 +105,16 @@ func (inc *incarnation) mutex(ctx context.Context, who, key string) {
 	if err != nil {
 		return
 	}
-	giveUp := inc.hold(&Hold{Who: who + "/" + clienthook.OwnerOf(m), Prim: PrimMutex, Key: key, Token: m.Token(), Call: call, Try: try}, m.Lost())
-	sleepCtx(ctx, inc.holdFor())
-	giveUp()
+	h := &Hold{Who: who + "/" + clienthook.OwnerOf(m), Prim: PrimMutex, Key: key, Token: m.Token(), Call: call, Try: try}
+	giveUp := inc.hold(h, m.Lost())
+	if inc.relocking() {
+		if !inc.holdMutex(ctx, m, h, giveUp) {
+			return // unlocked by the re-lock's verdict
+		}
+	} else {
+		sleepCtx(ctx, inc.holdFor())
+		giveUp()
+	}
 	uctx, ucancel := inc.unlockCtx()
 	defer ucancel()
 	_ = m.UnlockContext(uctx)

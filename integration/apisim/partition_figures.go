@@ -21,6 +21,9 @@ type PartitionFigures struct {
 	// token went back (checkPartitionWatch), FirstBack the first of them.
 	Views, ViewsBack int
 	FirstBack        string
+	// OutageSpells: store outages judged for shards staying with their
+	// owners (checkPartitionOutages).
+	OutageSpells int
 }
 
 // Add adds o to f.
@@ -31,6 +34,7 @@ func (f *PartitionFigures) Add(o PartitionFigures) {
 	f.Pauses += o.Pauses
 	f.Terms += o.Terms
 	f.Moves += o.Moves
+	f.OutageSpells += o.OutageSpells
 	f.Windows += o.Windows
 	f.Changes += o.Changes
 	f.MinMoves += o.MinMoves
@@ -43,6 +47,6 @@ func (f *PartitionFigures) Add(o PartitionFigures) {
 }
 
 func (f PartitionFigures) String() string {
-	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v; %d views watched (%d shards' tokens went back)",
-		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain, f.Views, f.ViewsBack)
+	return fmt.Sprintf("%d joins, %d graceful leaves, %d crashes, %d pauses of a member's process; %d terms, %d shards moved; %d quiet windows judged, %d single changes judged for moves (%d moves needed); %v; %d views watched (%d shards' tokens went back); %d store outages judged for shards staying",
+		f.Joins, f.Leaves, f.Crashes, f.Pauses, f.Terms, f.Moves, f.Windows, f.Changes, f.MinMoves, f.Drain, f.Views, f.ViewsBack, f.OutageSpells)
 }

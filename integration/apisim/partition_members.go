@@ -22,7 +22,8 @@ func memberClient(p *proc, dead *atomic.Bool) (*dsync.Client, error) {
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
-		dsync.ClientWithTTL(p.cfg.TTL))
+		dsync.ClientWithTTL(p.cfg.TTL),
+		graceOf(p.w))
 }
 
 // memberStore is a member's view of the member status: a paused process

@@ -318,7 +318,7 @@ func (w *world) finishTerms() {
 		p := w.procs[t.Proc]
 		if c, ok := p.claimAt(claimKey{key(t.Shard), t.Token}, t.Start); ok {
 			if l := p.leases[c.session]; l != nil {
-				t.Deadline = l.expiry()
+				t.Deadline = l.expiryAt(t.Start)
 			}
 		}
 	}

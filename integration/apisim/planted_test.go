@@ -3,6 +3,7 @@
 package apisim
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/go-dsync/dsync/internal/plant"
@@ -101,6 +102,50 @@ func TestPlantedPartition(t *testing.T) {
 				}
 			}
 			t.Errorf("not caught in %d seeds", budget)
+		})
+	}
+}
+
+// TestPlantedOutage plants each bug of holds and terms across an outage
+// of the store and asserts that the outage simulation (Options.Outages;
+// odd seeds calm) catches it, by one of the promises it breaks, within
+// plantBudget seeds; it reports the seed that caught it.
+func TestPlantedOutage(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		bug      plant.Bug
+		promises []string
+	}{
+		// A re-lock after the outage ended the hold returns nil with a
+		// new token.
+		{"RelockAnew", plant.RelockAnew, []string{PromiseResume}},
+		// A holder cut off alone resumes though a waiter took its key.
+		{"ResumeUnchecked", plant.ResumeUnchecked, []string{PromiseResume, PromiseExclusion, PromiseLeader}},
+		// A waiter takes a suspended holder's key as soon as the store is
+		// back (judged in calm runs).
+		{"OutageUncredited", plant.OutageUncredited, []string{PromiseRelock}},
+		// A Partition shard's owner campaigns anew after an outage
+		// (judged in the partition's outage runs).
+		{"ShardGivesUpInOutage", plant.ShardGivesUpInOutage, []string{PromisePartitionStays}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plant.Set(c.bug)
+			defer plant.Set(plant.None)
+			for seed := int64(1); seed <= plantBudget; seed++ {
+				var vs []Violation
+				if c.bug == plant.ShardGivesUpInOutage {
+					_, _, vs = simulatePartitionOutages(t, seed)
+				} else {
+					vs = simulateOutages(t, seed).Violations
+				}
+				for _, v := range vs {
+					if slices.Contains(c.promises, v.Promise) {
+						t.Logf("caught on seed %d: %v", seed, v)
+						return
+					}
+				}
+			}
+			t.Errorf("not caught in %d seeds", plantBudget)
 		})
 	}
 }

@@ -73,6 +73,9 @@ func (p *proc) claimAt(k claimKey, t time.Time) (claimRec, bool) {
 type leaseLog struct {
 	ttl     time.Duration
 	updates []leaseUpdate
+	// resumes: the session's Client has an outage grace, so a session
+	// past its deadline may be suspended and resumed (expiryAt).
+	resumes bool
 }
 
 type leaseUpdate struct{ at, deadline time.Time }
@@ -92,6 +95,39 @@ func (l *leaseLog) expiry() time.Time {
 		}
 		if i > 0 && !u.at.Before(d) {
 			break
+		}
+		if u.deadline.After(d) {
+			d = u.deadline
+		}
+	}
+	return d
+}
+
+// expiryAt is expiry for a hold (or run) that began at t. A session of
+// a Client with an outage grace is suspended at its deadline rather than
+// retired, and a renewal confirmed afterwards may resume it, with a
+// deadline counted from that renewal's send (dsync's outage rule): its
+// confirmations then form periods, each begun by a confirmation that
+// came at or after the deadline so far, and a hold's deadline is that of
+// the last period begun at or before its start. This is the credited
+// rule's side of the owner: the outage is not held against the session,
+// and each period's deadline is, as expiry's, an upper bound of the
+// library's. Without a grace, it is expiry.
+func (l *leaseLog) expiryAt(t time.Time) time.Time {
+	if !l.resumes {
+		return l.expiry()
+	}
+	var d time.Time
+	for i, u := range l.updates {
+		if i > 0 && !u.at.Before(d) { // past the deadline: a new period
+			if t.Before(u.at) {
+				return d
+			}
+			d = time.Time{}
+		}
+		if !u.at.Before(u.deadline) && d.IsZero() {
+			d = u.at // confirmed too late to count
+			continue
 		}
 		if u.deadline.After(d) {
 			d = u.deadline

@@ -14,9 +14,12 @@ import (
 type sessions struct {
 	mu   sync.Mutex
 	gens map[string]map[int]time.Time // expiry by session and generation
+	ups  map[string]map[int]upDoc     // the record of up-time by session and generation (store_uptime.go)
 }
 
-func newSessions() *sessions { return &sessions{gens: make(map[string]map[int]time.Time)} }
+func newSessions() *sessions {
+	return &sessions{gens: make(map[string]map[int]time.Time), ups: make(map[string]map[int]upDoc)}
+}
 
 func (s *sessions) insert(sess driver.Session) error {
 	s.mu.Lock()
@@ -63,4 +66,5 @@ func (s *sessions) empty() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.gens)
+	clear(s.ups)
 }

@@ -54,6 +54,16 @@
 // judges that one token of a shard names one owner in what each watcher
 // reports.
 //
+// Outages of the whole store (outage.go, Options.Outages): every Client
+// gets an outage grace, the store stops answering every process at once
+// beside their own faults, half the Mutex holders and candidates take
+// back what an outage took (relock.go), the oracle lets a session resume
+// after its deadline (leaseLog.expiryAt) and judges expiry by the store's
+// record of up-time as the library's outage rule does (creditedDead),
+// and CheckOutage (check_outage.go) and, for a Partition,
+// checkPartitionOutages judge the promises of ClientWithOutageGrace,
+// Mutex.LockContext and Election.Campaign across an outage.
+//
 // Progress deadlines (progress.go): a worker now and then takes a Mutex,
 // an RWMutex's write lock or a Semaphore's units with one
 // (dsync.WithProgressDeadline), half the candidates and half the
@@ -89,6 +99,16 @@ type Options struct {
 	// Upgrade runs the rolling-upgrade actor (upgrade.go) beside the
 	// rest.
 	Upgrade bool
+	// Outages gives every Client an outage grace (outageGrace) and the
+	// store outages of every process at once beside the rest (outage.go);
+	// half the Mutex holders and candidates take back what an outage
+	// took from them (relock.go), and CheckOutage judges it. The spans
+	// drawn are raised to outageSpan at least.
+	Outages bool
+	// Steady spares the processes their own faults (pauses, restarts,
+	// cuts, clock steps), so that outages of the whole store come in
+	// spells free of other changes (TestPartitionOutageSimulation).
+	Steady bool
 }
 
 // Report is one seed's run.
@@ -106,6 +126,7 @@ type Report struct {
 func Simulate(seed int64, o Options) Report {
 	w := debugWorld(seed, o)
 	vs := append(Check(&w.hist), checkActors(w)...)
+	vs = append(vs, CheckOutage(&w.hist)...)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
 	w.fig.FIFOPairs, w.fig.FIFOExempt = fifoPairs(&w.hist)
 	w.fig.Observations = len(w.hist.Observations)
@@ -150,10 +171,20 @@ func debugWorld(seed int64, o Options) *world {
 	members, closeMembers := newMembers()
 	w.members = members
 	cfgs := configs(w, o.Procs)
+	if o.Outages {
+		w.grace, w.hist.OutageGrace = outageGrace, outageGrace
+		for i := range cfgs {
+			cfgs[i].Span = max(cfgs[i].Span, outageSpan)
+			if cfgs[i].Idle > 0 {
+				cfgs[i].Idle = 4 * cfgs[i].Span
+			}
+		}
+	}
 	var maxTTL time.Duration
 	for i, c := range cfgs {
 		w.procs = append(w.procs, newProc(w, i, c))
 		maxTTL = max(maxTTL, c.TTL)
+		w.hist.TTLs = append(w.hist.TTLs, c.TTL)
 		if c != cfgs[0] {
 			w.fig.Disagreements++
 		}
@@ -168,7 +199,7 @@ func debugWorld(seed int64, o Options) *world {
 		drivers.Add(1)
 		go func() {
 			defer drivers.Done()
-			p.live(o.Workers, end, o.Calm)
+			p.live(o.Workers, end, o.Calm, o.Steady)
 		}()
 	}
 	drivers.Add(1)
@@ -181,6 +212,9 @@ func debugWorld(seed int64, o Options) *world {
 		defer drivers.Done()
 		w.revoker(end)
 	}()
+	if o.Outages {
+		drivers.Go(func() { w.outages(end, maxTTL) })
+	}
 	drivers.Wait()
 	w.inflight.Wait()
 	closeMembers()
@@ -237,7 +271,7 @@ func configs(w *world, n int) []procConfig {
 
 // live runs process p until end: an incarnation after another, with the
 // faults of its seed between.
-func (p *proc) live(workers int, end time.Time, calm bool) {
+func (p *proc) live(workers int, end time.Time, calm, steady bool) {
 	w := p.w
 	inc, err := p.start(workers)
 	if err != nil {
@@ -259,7 +293,7 @@ func (p *proc) live(workers int, end time.Time, calm bool) {
 				kinds = append(kinds, k)
 			}
 		}
-		if len(kinds) == 0 {
+		if len(kinds) == 0 || steady {
 			continue
 		}
 		switch kinds[w.rand(0, time.Duration(len(kinds)))] {
@@ -322,7 +356,7 @@ func (w *world) finish() {
 	for _, h := range w.hist.Holds {
 		p := w.procs[h.Proc]
 		if l := p.leases[h.Session]; l != nil {
-			h.Deadline = l.expiry()
+			h.Deadline = l.expiryAt(h.Start)
 		}
 		h.LostSlack = lostSlack
 		h.Paused = p.pausedWithin(h.Deadline, h.Start)
@@ -335,7 +369,7 @@ func (w *world) finish() {
 	for _, r := range w.hist.Runs {
 		if c, ok := w.procs[r.Proc].claimAt(claimKey{r.Key, r.Token}, r.Start); ok {
 			if l := w.procs[r.Proc].leases[c.session]; l != nil {
-				r.Deadline = l.expiry()
+				r.Deadline = l.expiryAt(r.Start)
 			}
 		}
 	}
@@ -349,7 +383,7 @@ func (w *world) finish() {
 		d.Confirmed = p.dones[k]
 		if c, ok := p.claimAt(k, d.Run.Start); ok {
 			if l := p.leases[c.session]; l != nil {
-				d.Deadline = l.expiry()
+				d.Deadline = l.expiryAt(d.Run.Start)
 			}
 		}
 	}

@@ -55,6 +55,12 @@ func (s *procStore) Roles() driver.Roles {
 	r := s.mem()
 	r.Runs, r.Maintenance, r.Directory = s, s, s
 	r.Revocations = revocations{r.Revocations, s}
+	// The record of up-time is kept with the world's sessions; only an
+	// outage run's Clients, which have a grace, use it.
+	r.Uptime = nil
+	if s.p.w.grace > 0 {
+		r.Uptime = s
+	}
 	return r
 }
 

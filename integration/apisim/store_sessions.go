@@ -16,6 +16,9 @@ func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) erro
 	rerr := s.request(ctx, "insert-session", func(plan) {
 		err = s.p.w.sess.insert(sess)
 		s.p.w.tracef("%s insert-session %s gen %d exp %s: %v", s.name(), sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), err)
+		if err == nil {
+			s.p.w.opened(sess)
+		}
 	}, func(sent time.Time) {
 		if err == nil {
 			s.p.w.confirmed(s.p, sess.ID, sent, sess.ExpiresAt)

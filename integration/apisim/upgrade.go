@@ -271,7 +271,8 @@ func (u *upgrader) start(slot, version, priority int) *running {
 		dsync.ClientWithLogger(discard),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(span),
-		dsync.ClientWithTTL(p.cfg.TTL))
+		dsync.ClientWithTTL(p.cfg.TTL),
+		graceOf(w))
 	if err != nil {
 		panic(err)
 	}

@@ -48,6 +48,11 @@ type world struct {
 	revokeRng *rand.Rand
 	revoked   map[string]time.Time // when each session was revoked
 	trace     *trace               // TestDebugSeed's (trace.go); nil otherwise
+
+	// grace is every Client's outage grace (outage.go; 0: none), outage
+	// the store-wide outage under way.
+	grace  time.Duration
+	outage storeOutage
 }
 
 // rates is a seed's mix of faults: each kind's chance per request, or
@@ -90,6 +95,10 @@ func (w *world) planRequest(p *proc, op string) (pl plan, hang chan struct{}, do
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fig.Requests++
+	down = down || w.outage.down
+	if hang == nil {
+		hang = w.outage.hang
+	}
 	if down {
 		w.fig.Faults["req-unreachable"]++
 		return plan{}, nil, true
@@ -177,7 +186,7 @@ func (w *world) confirmed(p *proc, id string, sent, expires time.Time) {
 	defer w.mu.Unlock()
 	l := p.leases[id]
 	if l == nil {
-		l = &leaseLog{ttl: p.cfg.TTL}
+		l = &leaseLog{ttl: p.cfg.TTL, resumes: w.grace > 0}
 		p.leases[id] = l
 	}
 	if computed := expires.Add(-l.ttl); computed.Before(sent) {

@@ -104,6 +104,24 @@ const (
 	// candidate only at its heartbeats, so it preempts up to a heartbeat
 	// after the delay has passed, not at its end.
 	PreemptAtBeat
+	// RelockAnew: a Mutex locked again after its hold was lost to a
+	// suspension that ended it locks anew and returns nil, with a new
+	// token, instead of the error that says the hold ended.
+	RelockAnew
+	// ResumeUnchecked: the engine resumes a suspended session without
+	// the store's record of up-time (queue.BugResumeUnchecked), so a
+	// holder cut off alone, whose key a waiter took, is credited with the
+	// outage and takes its hold back beside the waiter.
+	ResumeUnchecked
+	// OutageUncredited: the engine judges a claim with an outage grace by
+	// its expiry alone (queue.BugOutageUncredited), so a waiter takes the
+	// key of a holder that could no more reach the store than itself as
+	// soon as the store is back.
+	OutageUncredited
+	// ShardGivesUpInOutage: a leader.Partition shard's run whose term is
+	// lost to an outage of the store resigns it rather than take it
+	// back, so the shard's next term, after the outage, has a new token.
+	ShardGivesUpInOutage
 )
 
 var planted atomic.Int32
