@@ -242,21 +242,18 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	defer store.close()
 	// The revocations first, so that --json marks the revoked sessions'
 	// claims as it prints them.
-	rs, err := store.revocations(ctx)
+	recs, err := store.records(ctx)
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
-	stalls, err := store.stalls(ctx)
-	if err != nil {
-		return fail("status", exitFailure, err)
-	}
+	rs, stalls := recs.revocations, recs.stalls
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs, stalls, func(partition string) ([]statuspage.DrainedMember, error) {
+		out = newJSONSink(os.Stdout, rs, stalls, &recs.sets, func(partition string) ([]statuspage.DrainedMember, error) {
 			return store.reader.Drained(ctx, partition)
 		})
 	} else {
-		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
+		out = &setWaitSink{statusSink: newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel), sets: &recs.sets}
 	}
 	sum, err := store.read(ctx, f.sel, sinkKicking{out, kick})
 	sum.database, sum.collection = g.db, g.collection
@@ -274,7 +271,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if f.asJSON {
 		return exitOK
 	}
-	if err := printTail(ctx, store, out, rs, stalls, sum.now); err != nil {
+	if err := printTail(ctx, store, out, recs, sum.now); err != nil {
 		return fail("status", exitFailure, err)
 	}
 	return exitOK
@@ -299,16 +296,23 @@ func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, e
 	return exitOK, nil
 }
 
-// printTail prints, after the table, the revocations, the stalls and the
-// partitions' drained members.
-func printTail(ctx context.Context, store *statusStore, out statusSink, rs []statuspage.Revocation, stalls []statuspage.Stall, now time.Time) error {
-	if err := printRevocations(os.Stdout, rs); err != nil {
+// printTail prints, after the table, the revocations, the stalls, the
+// lock sets' waits and deadlocks, and the partitions' drained members.
+func printTail(ctx context.Context, store *statusStore, out statusSink, recs statusRecords, now time.Time) error {
+	if err := printRevocations(os.Stdout, recs.revocations); err != nil {
 		return err
 	}
-	if err := printStalls(os.Stdout, stalls, now); err != nil {
+	if err := printStalls(os.Stdout, recs.stalls, now); err != nil {
 		return err
 	}
-	if t, ok := out.(*tableSink); ok {
+	w, ok := out.(*setWaitSink)
+	if !ok {
+		return nil
+	}
+	if err := printSetWaits(os.Stdout, w.waits, &recs.sets, now); err != nil {
+		return err
+	}
+	if t, ok := w.statusSink.(*tableSink); ok {
 		return printDrained(ctx, os.Stdout, store.reader, t.partitionNames())
 	}
 	return nil
