@@ -297,7 +297,9 @@ func lostCause(mu lockable) string {
 	if !errors.Is(err, dsync.ErrLost) {
 		return "the server did not confirm it in time"
 	}
-	why := strings.TrimPrefix(err.Error(), dsync.ErrLost.Error()+": ")
+	// A set's error joins its members': the first says enough.
+	why, _, _ := strings.Cut(err.Error(), "\n")
+	why = strings.TrimPrefix(why, dsync.ErrLost.Error()+": ")
 	why = strings.TrimSuffix(why, fmt.Sprintf(" (key %q)", mu.Key()))
 	return strings.TrimPrefix(why, "dsync: ")
 }

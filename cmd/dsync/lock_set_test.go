@@ -3,8 +3,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +117,45 @@ func TestLockSetBadInput(t *testing.T) {
 			t.Errorf("dsync %s: exit %d, stdout %q, stderr %q; want %d and %q",
 				strings.Join(c.args, " "), r.code, r.stdout, r.stderr, exitUsage, c.want)
 		}
+	}
+}
+
+// TestLockSetLostStopsTheCommand: a revoke of the session of a set's
+// dsync lock loses its members; the command is stopped and dsync exits
+// 122, naming the set's names and tokens. The command had the names and
+// their tokens in the order given.
+func TestLockSetLostStopsTheCommand(t *testing.T) {
+	t.Parallel()
+	e := env(mongotest.Shared(t).URI())
+	db := mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), slow(60*time.Second))
+	defer cancel()
+	dir := t.TempDir()
+	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", "6s", "lost-b", "lost-a", "--",
+		"sh", "-c", `printf '%s|%s' "$DSYNC_LOCKS" "$DSYNC_TOKENS" >"$1/env"; touch "$1/holding"; exec sleep 600`, "sh", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "holding"), slow(20*time.Second))
+	b, err := os.ReadFile(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^lost-b\nlost-a\|\d+ \d+$`).Match(b) {
+		t.Errorf("the command's DSYNC_LOCKS|DSYNC_TOKENS: %q; want the names a line each as given, and two tokens", b)
+	}
+	r := runDsync(t, e, "", slow(30*time.Second), "--db", db, "revoke", "--key", "lost-a", "--reason", "stuck set")
+	if r.code != 0 {
+		t.Fatalf("dsync revoke: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitLost {
+		t.Errorf("the set's dsync lock after the revoke: %v; want exit %d\nstderr: %s", err, exitLost, stderr.String())
+	}
+	if !regexp.MustCompile(`locks "lost-b", "lost-a" \(tokens \d+ \d+\) lost: .*stopping the command`).MatchString(stderr.String()) {
+		t.Errorf("the set's log does not say that its locks were lost:\n%s", stderr.String())
 	}
 }
