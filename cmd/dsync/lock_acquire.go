@@ -56,7 +56,7 @@ func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, nam
 	case ctx.Err() != nil:
 		return signalStatus(ctx), false
 	case errors.Is(err, errWaited):
-		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name, f.n))
+		r.say("%s not acquired within %v: %s", lockNames(mu, name), f.wait, describeHolders(ctx, b, mu, name, f.n))
 		return exitNotLocked, false
 	default:
 		return fail("lock", exitDsync, err), false

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -173,6 +174,35 @@ func busyName(mu lockable, err error, name string) string {
 		return held.Key
 	}
 	return name
+}
+
+// lockNames names what dsync lock waited for in a message: `lock "A"`,
+// or `locks "A", "B"`.
+func lockNames(mu lockable, name string) string {
+	if s, ok := mu.(*setLock); ok {
+		return "locks " + quoted(s.names)
+	}
+	return fmt.Sprintf("lock %q", name)
+}
+
+// describeHolders says who holds name (describeHolder), or, for a set,
+// who holds each of its names that is held: `"B" held by HOST (pid N,
+// token T)`, joined by "; ".
+func describeHolders(ctx context.Context, b *dsync.Client, mu lockable, name string, n int64) string {
+	s, ok := mu.(*setLock)
+	if !ok {
+		return describeHolder(ctx, b, name, n)
+	}
+	var held []string
+	for _, name := range s.names {
+		if d := describeHolder(ctx, b, name, n); d != "it is free now" {
+			held = append(held, fmt.Sprintf("%q %s", name, d))
+		}
+	}
+	if len(held) == 0 {
+		return "they are free now"
+	}
+	return strings.Join(held, "; ")
 }
 
 var _ lockable = (*setLock)(nil)

@@ -95,6 +95,14 @@ func TestLockSetTryWhenOneIsHeld(t *testing.T) {
 	if !strings.Contains(r.stderr, `"try-b" not acquired: held by`) {
 		t.Errorf("stderr %q does not say that try-b is held, and by whom", r.stderr)
 	}
+	// --wait bounds the wait for the whole set, and names the name held.
+	args = []string{"--db", db, "lock", "try-b", "--", dsyncBin, "--db", db, "lock", "--wait", "300ms", "try-a", "try-b", "--", "echo", "ran"}
+	r = runTry(t, e, slow(30*time.Second), args...)
+	if r.code != exitNotLocked || strings.Contains(r.stdout, "ran") ||
+		!strings.Contains(r.stderr, `locks "try-a", "try-b" not acquired within 300ms: "try-b" held by`) {
+		t.Errorf("dsync lock --wait 300ms try-a try-b, try-b held: exit %d, stdout %q; want %d, the command not run, and try-b named held\nstderr: %s",
+			r.code, r.stdout, exitNotLocked, r.stderr)
+	}
 }
 
 // TestLockSetBadInput: a name given twice, no name, and -n with several
