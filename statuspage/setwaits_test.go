@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"testing/synctest"
@@ -195,4 +196,44 @@ func TestSetWaitsWithoutNotes(t *testing.T) {
 		}
 		single.Unlock()
 	})
+}
+
+// TestWaitsOfEdges: a set's waiting claim waits for the holders it
+// conflicts with (a reader for no reader), and for every holder behind
+// another waiting claim; claims of no set, and expired ones, make no
+// wait.
+func TestWaitsOfEdges(t *testing.T) {
+	ex, sh := statuspage.ModeExclusive, statuspage.ModeShared
+	claim := func(set string, tok uint64, m statuspage.Mode) statuspage.ClaimInfo {
+		return statuspage.ClaimInfo{Set: set, Token: tok, Mode: m, Host: "h", PID: int(tok)}
+	}
+	for _, c := range []struct {
+		name             string
+		holders, waiting []statuspage.ClaimInfo
+		want             map[string][]uint64 // waiting set -> tokens it waits for
+	}{
+		{"a writer waits for readers", []statuspage.ClaimInfo{claim("r1", 1, sh), claim("", 2, sh)}, []statuspage.ClaimInfo{claim("w", 3, ex)},
+			map[string][]uint64{"w": {1, 2}}},
+		{"a reader waits for the writer", []statuspage.ClaimInfo{claim("", 1, ex)}, []statuspage.ClaimInfo{claim("r", 2, sh)},
+			map[string][]uint64{"r": {1}}},
+		{"behind a waiting writer, a reader waits for every holder", []statuspage.ClaimInfo{claim("a", 1, sh)},
+			[]statuspage.ClaimInfo{claim("", 2, ex), claim("r", 3, sh)}, map[string][]uint64{"r": {1}}},
+		{"single waiters are no set's", []statuspage.ClaimInfo{claim("a", 1, ex)}, []statuspage.ClaimInfo{claim("", 2, ex)},
+			map[string][]uint64{}},
+	} {
+		l := statuspage.LockState{Key: "k", Kind: "rwmutex", Name: "k", Holders: c.holders, Waiting: c.waiting,
+			Expired: []statuspage.ClaimInfo{claim("gone", 9, ex)}}
+		got := map[string][]uint64{}
+		for _, w := range (*statuspage.SetRecords)(nil).WaitsOf(l) {
+			for _, h := range w.HeldBy {
+				got[w.Set] = append(got[w.Set], h.Token)
+			}
+			if w.Noted || len(w.Holds) != 0 {
+				t.Errorf("%s: %+v is noted without notes", c.name, w)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: waits %v; want %v", c.name, got, c.want)
+		}
+	}
 }
