@@ -84,7 +84,11 @@ Last, whatever NAME or --prefix select: the sessions operators revoked
 claim's token, its holder's host and pid, when it stalled, last
 reported progress and began holding (server time; "?" where the holder
 did not say), marked "(last hour)" when it stalled in the last hour.
-Then, for the partitions shown, the members an operator drained (dsync
+Under "lock sets waiting:", each lock set's claim that waits among the
+names listed: the set, its host and pid, what it holds (from its wait
+note, once it waited its deadlock timeout), where it waits and for whom
+(holders' sets, hosts, pids, tokens); under "deadlocks broken (last
+day):", when, the victim and the cycle. Then, for the partitions shown, the members an operator drained (dsync
 drain) under "drained partition members:": the partition, the member's
 ID, its host and pid, and who drained it when and why (one read per
 partition).
@@ -120,7 +124,9 @@ Flags:
              or its leader and members; then {"partition": ...} per
              partition whose shards were listed (its shards are not
              elections here), {"revocation": ...} per revoked session,
-             {"stall": ...} per stall record, and last {"summary": ...}: the server's time ("now"), the
+             {"stall": ...} per stall record, {"setWait": ...} and
+             {"deadlock": ...} per lock set's wait and deadlock broken,
+             and last {"summary": ...}: the server's time ("now"), the
              order, with --limit whether more follow and the --after
              that lists them ("more", "next"), the "database" and
              "collection" read and, when nothing was found, the other
