@@ -12,6 +12,6 @@ import (
 func init() {
 	clienthook.ClientReads = clienthook.Reads[*Client, driver.Revocation, driver.Stall]{
 		Queue: (*Client).queueOf, List: (*Client).list, HasKey: (*Client).hasKey, ListOrder: (*Client).listOrder,
-		Revocations: (*Client).revocations, Stalls: (*Client).stalls, Compact: (*Client).compact,
+		Revocations: (*Client).revocations, Stalls: (*Client).stalls, Compact: (*Client).compact, Roles: func(c *Client) any { return c.roles },
 	}
 }

@@ -59,12 +59,16 @@ type ClaimInfo struct {
 	// ends it (a reader that never saw it expired, or read by another
 	// clock, reads it live until that raised expiry, or until it is ended).
 	Expired bool
+	// Set is the identity of the lock set (dsync/lockset) whose member
+	// made the claim, one per Lock call of the set; "" for a claim of a
+	// single primitive.
+	Set string
 }
 
 // claimOfRead is c, as dsync read it, in this package's terms.
 func claimOfRead(c clienthook.Claim) ClaimInfo {
 	return ClaimInfo{Key: c.Key, Token: c.Token, Owner: c.Owner, Session: c.Session, Nonce: c.Nonce, Host: c.Host, PID: c.PID,
-		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt, Mode: Mode(c.Mode), Weight: c.Weight, Limit: c.Limit, Holds: c.Holds, Expired: c.Expired}
+		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt, Mode: Mode(c.Mode), Weight: c.Weight, Limit: c.Limit, Holds: c.Holds, Expired: c.Expired, Set: c.Waiter}
 }
 
 // claimsOfRead is claimOfRead of each of q.

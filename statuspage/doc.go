@@ -16,7 +16,9 @@
 //     time and why, with the revoked session's claims marked;
 //   - the holds that stalled (their work reported no progress within its
 //     deadline): which key and token, whose and when, those of the last
-//     hour marked.
+//     hour marked;
+//   - who waits for whom among lock sets (dsync/lockset), and the
+//     deadlocks between them broken in the last day.
 //
 // The page fetches its data every second from a JSON endpoint beside it
 // (status.json, the same data). It says plainly when the store cannot be
@@ -42,7 +44,8 @@
 // A Reader (NewReader) is what the page, `dsync status` and a program read
 // a store through, so that all of them see the same store alike. It reads
 // the keys and their queues (List, Queue, HasKey, ListOrder), the sessions
-// operators revoked (Revocations), the holds that stalled (Stalls), and,
+// operators revoked (Revocations), the holds that stalled (Stalls), the
+// lock sets' wait notes and deadlock records (SetRecords), and,
 // walking the keys (Walk, WalkNamed), whether a Once ran to success
 // (dsync.Once.Done), who leads an election (leader.Election.Leader, on a
 // watcher that never campaigns), who stands by (leader.MemberStore.Members)

@@ -31,7 +31,8 @@ func (q query) keyPrefix() string {
 // read reads one page of the store that q selects.
 func (h *handler) read(ctx context.Context, q query) Snapshot {
 	empty := func(sum Summary) Snapshot {
-		return Snapshot{Summary: sum, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}, Stalls: []Stall{}}
+		return Snapshot{Summary: sum, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}, Stalls: []Stall{},
+			SetWaits: []SetWait{}, Deadlocks: []Deadlock{}}
 	}
 	s := empty(Summary{Namespace: q.namespace, Prefix: q.prefix, After: q.after})
 	if err := h.readInto(ctx, q, &s); err != nil {
@@ -56,8 +57,13 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
+	sets, err := r.SetRecords(ctx, now.Add(-DeadlocksShown))
+	if err != nil {
+		return err
+	}
+	s.NoWaitNotes, s.NoDeadlockRecords = !sets.WaitsKept, !sets.DeadlocksKept
 	drained := func(partition string) ([]DrainedMember, error) { return r.Drained(ctx, partition) }
-	sink, end := Stream(rs, stalls, drained, s.add)
+	sink, end := Stream(rs, stalls, &sets, drained, s.add)
 	listed, err := r.Walk(ctx, Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
 	if err != nil {
 		return err
@@ -79,6 +85,10 @@ func (s *Snapshot) add(r Record) error {
 		s.Revocations = append(s.Revocations, *r.Revocation)
 	case r.Stall != nil:
 		s.Stalls = append(s.Stalls, *r.Stall)
+	case r.SetWait != nil:
+		s.SetWaits = append(s.SetWaits, *r.SetWait)
+	case r.Deadlock != nil:
+		s.Deadlocks = append(s.Deadlocks, *r.Deadlock)
 	}
 	return nil
 }

@@ -15,13 +15,15 @@ import (
 // elections that are a partition's shards. end emits the partitions whose
 // shards were read, each with its drained members as drained reads them
 // (nil: none), then the revocations, newest first, then the stall records,
-// newest first, each with the Kind and Name of its Key (KindOf). A claim
-// of a session in revocations is marked Revoked. The
+// newest first, each with the Kind and Name of its Key (KindOf), then the
+// waits of lock sets among the locks read (sets.WaitsOf, in the locks'
+// order) and sets' deadlocks broken, newest first (sets nil: none). A
+// claim of a session in revocations is marked Revoked. The
 // fields only a caller knows (a Claim's and a Leader's CommandPID, the
 // Summary) are the caller's to fill in. An error of emit or drained is
 // returned as it is.
-func Stream(revocations []Revocation, stalls []Stall, drained func(partition string) ([]DrainedMember, error), emit func(Record) error) (sink Sink, end func() error) {
-	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations))}
+func Stream(revocations []Revocation, stalls []Stall, sets *SetRecords, drained func(partition string) ([]DrainedMember, error), emit func(Record) error) (sink Sink, end func() error) {
+	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations)), sets: sets}
 	for _, r := range revocations {
 		s.revoked[r.Session] = true
 	}
@@ -43,9 +45,14 @@ type stream struct {
 	revoked     map[string]bool                                 // their sessions
 	stalls      []Stall                                         // newest first
 	shards      ShardSet[Election]
+	sets        *SetRecords // nil: none read
+	waits       []SetWait   // of the locks emitted
 }
 
 func (s *stream) Lock(rl LockState) error {
+	if s.sets != nil {
+		s.waits = append(s.waits, s.sets.WaitsOf(rl)...)
+	}
 	l := lockOf(rl, s.revoked)
 	return s.emit(Record{Lock: &l})
 }
@@ -81,6 +88,24 @@ func (s *stream) end() error {
 			return err
 		}
 	}
+	return s.endSets()
+}
+
+// endSets emits the lock sets' waits and deadlocks.
+func (s *stream) endSets() error {
+	if s.sets == nil {
+		return nil
+	}
+	for _, w := range s.waits {
+		if err := s.emit(Record{SetWait: &w}); err != nil {
+			return err
+		}
+	}
+	for _, d := range s.sets.Deadlocks {
+		if err := s.emit(Record{Deadlock: &d}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -102,7 +127,7 @@ func claimOf(c ClaimInfo, now time.Time, revoked map[string]bool) Claim {
 		Token: c.Token, Owner: c.Owner, Host: c.Host, PID: c.PID,
 		Mode: c.Mode.String(), Weight: c.Weight, Limit: c.Limit,
 		QueuedAt: c.QueuedAt, ExpiresAt: c.ExpiresAt, HeldForMS: millis(c.QueuedAt, now), ExpiresInMS: millis(now, c.ExpiresAt),
-		Session: c.Session, Revoked: revoked[c.Session],
+		Session: c.Session, Revoked: revoked[c.Session], Set: c.Set,
 	}
 }
 

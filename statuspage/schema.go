@@ -26,6 +26,11 @@ type Snapshot struct {
 	// Stalls are every stall record the store keeps, newest first,
 	// whatever the filter: which hold stalled, whose and when.
 	Stalls []Stall `json:"stalls"`
+	// SetWaits are the waits of lock sets among the locks read, in their
+	// order: who waits for whom. Deadlocks are the deadlocks between lock
+	// sets broken in the last day, newest first, whatever the filter.
+	SetWaits  []SetWait  `json:"setWaits"`
+	Deadlocks []Deadlock `json:"deadlocks"`
 }
 
 // A Summary says what one read of the store was. It says when, by which
@@ -66,19 +71,27 @@ type Summary struct {
 	Database   string   `json:"database,omitempty"`
 	Collection string   `json:"collection,omitempty"`
 	Elsewhere  []string `json:"elsewhere,omitempty"`
+	// NoWaitNotes and NoDeadlockRecords: the store keeps no lock sets'
+	// wait notes (a SetWait is never Noted), or no records of deadlocks
+	// broken (none is listed; without notes, none is detected either).
+	NoWaitNotes       bool `json:"noWaitNotes,omitempty"`
+	NoDeadlockRecords bool `json:"noDeadlockRecords,omitempty"`
 }
 
 // A Record is one line of dsync status --json. Exactly one field is set,
 // and its name says what the line is. The locks and the elections come as
 // they are read, in the store's order. Then come the partitions whose
-// shards were read, the revocations, the stall records and, last, the
-// summary. A list without a summary line did not end.
+// shards were read, the revocations, the stall records, the lock sets'
+// waits, the deadlocks broken and, last, the summary. A list without a
+// summary line did not end.
 type Record struct {
 	Lock       *Lock       `json:"lock,omitempty"`
 	Election   *Election   `json:"election,omitempty"`
 	Partition  *Partition  `json:"partition,omitempty"`
 	Revocation *Revocation `json:"revocation,omitempty"`
 	Stall      *Stall      `json:"stall,omitempty"`
+	SetWait    *SetWait    `json:"setWait,omitempty"`
+	Deadlock   *Deadlock   `json:"deadlock,omitempty"`
 	Summary    *Summary    `json:"summary,omitempty"`
 }
 
@@ -131,6 +144,9 @@ type Claim struct {
 	// and the claim stays until its lease has expired).
 	Session string `json:"session"`
 	Revoked bool   `json:"revoked,omitempty"`
+	// Set is the lock set (dsync/lockset) the claim is a member of, as
+	// SetWait's; absent for a claim of a single primitive.
+	Set string `json:"set,omitempty"`
 }
 
 // A Revocation is an operator's revoke of a session (dsync revoke), as stored.
@@ -253,4 +269,67 @@ type Shard struct {
 	// Owner is the leader of the shard's election (its Term is the
 	// fencing token); null when nobody owns the shard.
 	Owner *Leader `json:"owner"`
+}
+
+// A SetWait is a lock set's (dsync/lockset) wait among the keys read: its
+// member's claim of Key waits for the claims HeldBy (Reader.SetRecords,
+// SetRecords.WaitsOf).
+type SetWait struct {
+	// Set is the waiting set's identity (the claims of one Lock call of
+	// it share it).
+	Set string `json:"set"`
+	// Key, Kind and Name are the key it waits at, as a Lock's; Token is
+	// its waiting claim's, Host and PID its process's; WaitingMS the time
+	// since the claim queued.
+	Key       string `json:"key"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Token     uint64 `json:"token"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	WaitingMS int64  `json:"waitingMs"`
+	// Noted: the set's latest wait note is of this wait, and says what
+	// the set holds while it waits (Holds: keys as stored) and since when
+	// (Since, store time). A set notes a wait once it lasted its deadlock
+	// timeout while it held something: not noted, the set has waited less
+	// long, holds nothing, has detection off, or the store keeps no notes
+	// (then the Summary's noWaitNotes says so).
+	Noted bool      `json:"noted"`
+	Holds []string  `json:"holds"`
+	Since time.Time `json:"since,omitzero"`
+	// HeldBy are the claims it waits for: its key's holders.
+	HeldBy []SetHolder `json:"heldBy"`
+}
+
+// A SetHolder is a holder a SetWait waits for.
+type SetHolder struct {
+	Set   string `json:"set,omitempty"` // its lock set's; absent for a single lock
+	Token uint64 `json:"token"`
+	Owner string `json:"owner"`
+	Host  string `json:"host"`
+	PID   int    `json:"pid"`
+}
+
+// A Deadlock is the record of a deadlock between lock sets that one of
+// them broke: a cycle of waits, each set waiting for the next, of which
+// the youngest set, Victim, gave up its wait.
+type Deadlock struct {
+	Victim  string         `json:"victim"`
+	Host    string         `json:"host"` // the victim's process
+	PID     int            `json:"pid"`
+	Session string         `json:"session"`
+	At      time.Time      `json:"at"` // store time when it was recorded
+	Cycle   []DeadlockEdge `json:"cycle"`
+}
+
+// A DeadlockEdge is one wait of a Deadlock's cycle: Set waited with its
+// claim of Key (Token) for HeldBy's claim that held it (HeldToken).
+type DeadlockEdge struct {
+	Set       string `json:"set"`
+	Key       string `json:"key"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Token     uint64 `json:"token"`
+	HeldBy    string `json:"heldBy"`
+	HeldToken uint64 `json:"heldToken"`
 }

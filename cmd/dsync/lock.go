@@ -19,6 +19,7 @@ const defaultGrace = 5 * time.Second
 
 const lockUsage = `Usage: dsync lock NAME [flags] [--] [CMD [ARG...]]
        dsync lock [flags] -- NAME [--] [CMD [ARG...]]
+       dsync lock [flags] NAME NAME... [flags] -- [CMD [ARG...]]
 
 Runs CMD while this process holds the lock NAME, waiting for it first.
 Two dsync lock with the same NAME, on any machines sharing the database,
@@ -40,9 +41,21 @@ that disagree take turns (the commands running at once all have one N,
 and are at most that many), so while they disagree up to the larger N
 may run at once.
 
+With several NAMEs before a "--", dsync holds them all as one lock set,
+or none: it takes them in one order (the bytes of the names) whatever
+order they are given in, so two dsync lock over overlapping names never
+wait for each other in a cycle. CMD gets DSYNC_LOCKS (the names, one a
+line, as given) and DSYNC_TOKENS (their tokens, space-separated, in the
+same order) instead of DSYNC_LOCK and DSYNC_TOKEN; the loss of any of
+them stops CMD as below; --try gives up when any is held, --wait bounds
+the wait for all of them. A name given twice, or -n with several names,
+is a usage error. Every argument before the "--" that is not a flag is
+a NAME: to run 'echo -- x' under one NAME, write 'dsync lock NAME --
+echo -- x'.
+
 Without CMD, dsync holds the lock until interrupted (Ctrl-C, SIGTERM),
-then releases it and exits 0; it prints the token on stdout, one line,
-once it holds the lock.
+then releases it and exits 0; it prints the token (a set's tokens,
+space-separated) on stdout, one line, once it holds the lock.
 
 NAME is up to %d bytes of UTF-8 (dsyncmongo.MaxKeyLen: lock documents
 are indexed by name), and does not begin with "dsync:", which dsync keeps
@@ -119,14 +132,14 @@ func (u semUnit) LockContext(ctx context.Context) error    { return u.Acquire(ct
 func (u semUnit) UnlockContext(ctx context.Context) error  { return u.ReleaseContext(ctx, 1) }
 
 func runLock(g *globals, args []string) int {
-	f, name, argv, code, ok := parseLock(g, args)
+	f, names, argv, code, ok := parseLock(g, args)
 	if !ok {
 		return code
 	}
 	r := &reporter{w: os.Stderr, verbose: g.verbose}
 	// A bad --ttl is a usage error, found before connecting.
 	if err := checkArgs(f.ttl, func(c *dsync.Client) error {
-		_, err := dsync.NewMutex(c, name)
+		_, err := dsync.NewMutex(c, names[0])
 		return err
 	}); err != nil {
 		return usageError("lock", err)
@@ -141,11 +154,11 @@ func runLock(g *globals, args []string) int {
 		return code
 	}
 	defer s.close()
-	mu, env, err := newLockable(s.locks, name, f.n)
+	mu, env, err := newLockable(s.locks, names, f.n)
 	if err != nil {
 		return fail("lock", exitDsync, err)
 	}
-	if code, ok := acquire(ctx, r, mu, s.locks, name, f); !ok {
+	if code, ok := acquire(ctx, r, mu, s.locks, names[0], f); !ok {
 		return code
 	}
 	if len(argv) == 0 {
@@ -158,43 +171,53 @@ func runLock(g *globals, args []string) int {
 	return runHeld(ctx, rn, s, mu, env, f.ttl)
 }
 
-// parseLock parses dsync lock's command line: its flags, NAME and the
-// command line to run (empty: none). When it fails, it has said why and
-// code is the exit status.
-func parseLock(g *globals, args []string) (f lockFlags, name string, argv []string, code int, ok bool) {
-	fs := newFlagSet("lock", g)
-	f.runFlags.register(fs)
-	fs.BoolVar(&f.try, "try", false, "")
-	fs.Int64Var(&f.n, "n", 1, "")
-	pos, argv, code, err := parseArgs(fs, lockHelp, args, true)
-	if err != nil {
-		return f, "", nil, code, false
+// parseLock parses dsync lock's command line: its flags, the NAMEs (one,
+// or several before a "--": a lock set) and the command line to run
+// (empty: none). When it fails, it has said why and code is the exit
+// status.
+func parseLock(g *globals, args []string) (f lockFlags, names, argv []string, code int, ok bool) {
+	fs := lockFlagSet(g, &f)
+	var err error
+	names, argv, set := setForm(g, fs, args)
+	if !set {
+		var pos []string
+		if pos, argv, code, err = parseArgs(fs, lockHelp, args, true); err != nil {
+			return f, nil, nil, code, false
+		}
+		names = pos
 	}
 	switch {
-	case len(pos) == 0:
+	case len(names) == 0:
 		err = errors.New("missing lock NAME")
 	case f.runFlags.validate() != nil:
 		err = f.runFlags.validate()
 	case f.n < 1:
 		err = fmt.Errorf("-n must be at least 1, got %d", f.n)
+	case set:
+		err = checkNames(names, f.n)
 	default:
 		// A semaphore's key is NAME in its namespace.
 		limit := maxLockName
 		if f.n > 1 {
 			limit -= len("dsync:sem/")
 		}
-		err = checkName(pos[0], limit)
+		err = checkName(names[0], limit)
 	}
 	if err != nil {
-		return f, "", nil, usageError("lock", err), false
+		return f, nil, nil, usageError("lock", err), false
 	}
-	return f, pos[0], argv, 0, true
+	return f, names, argv, 0, true
 }
 
 // newLockable makes what dsync lock holds, on the Client locks, and the
 // environment variables its command gets besides the token: a Mutex, or
-// with -n N (n > 1) one unit of a Semaphore of N.
-func newLockable(locks *dsync.Client, name string, n int64) (lockable, []string, error) {
+// with -n N (n > 1) one unit of a Semaphore of N, or a lock set of
+// several names (lock_set.go).
+func newLockable(locks *dsync.Client, names []string, n int64) (lockable, []string, error) {
+	if len(names) > 1 {
+		return newSetLock(locks, names)
+	}
+	name := names[0]
 	env := []string{"DSYNC_LOCK=" + name}
 	if n > 1 {
 		s, err := dsync.NewSemaphore(locks, name, n)
@@ -217,10 +240,10 @@ func newLockable(locks *dsync.Client, name string, n int64) (lockable, []string,
 // the session say goodbye, see session.abandon).
 func runHeld(ctx context.Context, rn *runner, s *session, mu lockable, env []string, ttl time.Duration) int {
 	r := rn.r
-	env = append(env, "DSYNC_TOKEN="+strconv.FormatUint(mu.Token(), 10))
+	env = append(env, tokenEnv(mu))
 	select {
 	case <-mu.Lost():
-		r.say("lock %q (token %d) lost before the command started", mu.Key(), mu.Token())
+		r.say("%s lost before the command started", what(mu))
 		s.abandon()
 		return exitLost
 	default:
@@ -230,14 +253,14 @@ func runHeld(ctx context.Context, rn *runner, s *session, mu lockable, env []str
 		unlock(r, mu, ttl)
 		return rn.startStatus(err)
 	}
-	r.info("holding lock %q (token %d); running %s (pid %d)", mu.Key(), mu.Token(), rn.argv[0], j.cmd.Process.Pid)
+	r.info("holding %s; running %s (pid %d)", what(mu), rn.argv[0], j.cmd.Process.Pid)
 	if rn.wait(j, mu.Lost()) {
 		unlock(r, mu, ttl)
 		return j.status
 	}
 	r.mute()
-	token := mu.Token()
-	rn.stopLost(j, "lock %q (token %d) lost: %s", mu.Key(), token, lostCause(mu))
+	held := what(mu)
+	rn.stopLost(j, "%s lost: %s", held, lostCause(mu))
 	r.say("command stopped (status %d); exiting %d, lock lost", j.status, exitLost)
 	s.abandon()
 	return exitLost
@@ -247,17 +270,17 @@ func runHeld(ctx context.Context, rn *runner, s *session, mu lockable, env []str
 // arrives, then releases it: dsync lock NAME without a command. The token
 // goes to stdout, one line, once the lock is held.
 func hold(ctx context.Context, r *reporter, mu lockable, ttl time.Duration) int {
-	fmt.Printf("%d\n", mu.Token())
-	r.say("holding lock %q (token %d) until interrupted", mu.Key(), mu.Token())
+	fmt.Printf("%s\n", tokenText(mu))
+	r.say("holding %s until interrupted", what(mu))
 	select {
 	case <-ctx.Done():
 		unlock(r, mu, ttl)
-		r.info("released lock %q", mu.Key())
+		r.info("released %s", strings.SplitN(what(mu), " (", 2)[0])
 		return exitOK
 	case <-mu.Lost():
 		r.mute()
-		token := mu.Token()
-		r.say("lock %q (token %d) lost: %s", mu.Key(), token, lostCause(mu))
+		held := what(mu)
+		r.say("%s lost: %s", held, lostCause(mu))
 		return exitLost
 	}
 }
@@ -274,7 +297,9 @@ func lostCause(mu lockable) string {
 	if !errors.Is(err, dsync.ErrLost) {
 		return "the server did not confirm it in time"
 	}
-	why := strings.TrimPrefix(err.Error(), dsync.ErrLost.Error()+": ")
+	// A set's error joins its members': the first says enough.
+	why, _, _ := strings.Cut(err.Error(), "\n")
+	why = strings.TrimPrefix(why, dsync.ErrLost.Error()+": ")
 	why = strings.TrimSuffix(why, fmt.Sprintf(" (key %q)", mu.Key()))
 	return strings.TrimPrefix(why, "dsync: ")
 }

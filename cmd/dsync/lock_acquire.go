@@ -25,7 +25,7 @@ func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, nam
 	err := mu.TryLockContext(ctx)
 	switch {
 	case err == nil:
-		r.info("acquired lock %q (token %d)", name, mu.Token())
+		r.info("acquired %s", what(mu))
 		return 0, true
 	case ctx.Err() != nil:
 		return signalStatus(ctx), false
@@ -34,6 +34,7 @@ func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, nam
 	case !errors.Is(err, dsync.ErrHeld):
 		r.say("lock %q not acquired at once: %s; waiting", name, oneLine(err))
 	default:
+		name = busyName(mu, err, name)
 		holder := describeHolder(ctx, b, name, f.n)
 		if f.try {
 			r.say("lock %q not acquired: %s", name, holder)
@@ -50,12 +51,12 @@ func acquire(ctx context.Context, r *reporter, mu lockable, b *dsync.Client, nam
 	err = mu.LockContext(wctx)
 	switch {
 	case err == nil:
-		r.say("acquired lock %q (token %d) after %s", name, mu.Token(), fmtDur(time.Since(start)))
+		r.say("acquired %s after %s", what(mu), fmtDur(time.Since(start)))
 		return 0, true
 	case ctx.Err() != nil:
 		return signalStatus(ctx), false
 	case errors.Is(err, errWaited):
-		r.say("lock %q not acquired within %v: %s", name, f.wait, describeHolder(ctx, b, name, f.n))
+		r.say("%s not acquired within %v: %s", lockNames(mu, name), f.wait, describeHolders(ctx, b, mu, name, f.n))
 		return exitNotLocked, false
 	default:
 		return fail("lock", exitDsync, err), false

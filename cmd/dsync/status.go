@@ -84,7 +84,11 @@ Last, whatever NAME or --prefix select: the sessions operators revoked
 claim's token, its holder's host and pid, when it stalled, last
 reported progress and began holding (server time; "?" where the holder
 did not say), marked "(last hour)" when it stalled in the last hour.
-Then, for the partitions shown, the members an operator drained (dsync
+Under "lock sets waiting:", each lock set's claim that waits among the
+names listed: the set, its host and pid, what it holds (from its wait
+note, once it waited its deadlock timeout), where it waits and for whom
+(holders' sets, hosts, pids, tokens); under "deadlocks broken (last
+day):", when, the victim and the cycle. Then, for the partitions shown, the members an operator drained (dsync
 drain) under "drained partition members:": the partition, the member's
 ID, its host and pid, and who drained it when and why (one read per
 partition).
@@ -120,7 +124,9 @@ Flags:
              or its leader and members; then {"partition": ...} per
              partition whose shards were listed (its shards are not
              elections here), {"revocation": ...} per revoked session,
-             {"stall": ...} per stall record, and last {"summary": ...}: the server's time ("now"), the
+             {"stall": ...} per stall record, {"setWait": ...} and
+             {"deadlock": ...} per lock set's wait and deadlock broken,
+             and last {"summary": ...}: the server's time ("now"), the
              order, with --limit whether more follow and the --after
              that lists them ("more", "next"), the "database" and
              "collection" read and, when nothing was found, the other
@@ -242,21 +248,18 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	defer store.close()
 	// The revocations first, so that --json marks the revoked sessions'
 	// claims as it prints them.
-	rs, err := store.revocations(ctx)
+	recs, err := store.records(ctx)
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
-	stalls, err := store.stalls(ctx)
-	if err != nil {
-		return fail("status", exitFailure, err)
-	}
+	rs, stalls := recs.revocations, recs.stalls
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs, stalls, func(partition string) ([]statuspage.DrainedMember, error) {
+		out = newJSONSink(os.Stdout, rs, stalls, &recs.sets, func(partition string) ([]statuspage.DrainedMember, error) {
 			return store.reader.Drained(ctx, partition)
 		})
 	} else {
-		out = newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel)
+		out = &setWaitSink{statusSink: newTableSink(os.Stdout, "", fmt.Sprintf("%s.%s", g.db, g.collection), f.sel), sets: &recs.sets}
 	}
 	sum, err := store.read(ctx, f.sel, sinkKicking{out, kick})
 	sum.database, sum.collection = g.db, g.collection
@@ -274,7 +277,7 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if f.asJSON {
 		return exitOK
 	}
-	if err := printTail(ctx, store, out, rs, stalls, sum.now); err != nil {
+	if err := printTail(ctx, store, out, recs, sum.now); err != nil {
 		return fail("status", exitFailure, err)
 	}
 	return exitOK
@@ -299,16 +302,23 @@ func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, e
 	return exitOK, nil
 }
 
-// printTail prints, after the table, the revocations, the stalls and the
-// partitions' drained members.
-func printTail(ctx context.Context, store *statusStore, out statusSink, rs []statuspage.Revocation, stalls []statuspage.Stall, now time.Time) error {
-	if err := printRevocations(os.Stdout, rs); err != nil {
+// printTail prints, after the table, the revocations, the stalls, the
+// lock sets' waits and deadlocks, and the partitions' drained members.
+func printTail(ctx context.Context, store *statusStore, out statusSink, recs statusRecords, now time.Time) error {
+	if err := printRevocations(os.Stdout, recs.revocations); err != nil {
 		return err
 	}
-	if err := printStalls(os.Stdout, stalls, now); err != nil {
+	if err := printStalls(os.Stdout, recs.stalls, now); err != nil {
 		return err
 	}
-	if t, ok := out.(*tableSink); ok {
+	w, ok := out.(*setWaitSink)
+	if !ok {
+		return nil
+	}
+	if err := printSetWaits(os.Stdout, w.waits, &recs.sets, now); err != nil {
+		return err
+	}
+	if t, ok := w.statusSink.(*tableSink); ok {
 		return printDrained(ctx, os.Stdout, store.reader, t.partitionNames())
 	}
 	return nil

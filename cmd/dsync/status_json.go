@@ -15,7 +15,7 @@ import (
 // status page's schema (package statuspage documents it, and
 // docs/observability.md shows it): each lock and election as it is read,
 // then the partitions whose shards were read, the revocations, the stall
-// records, and the summary. statuspage.Stream makes the records as the
+// records, the lock sets' waits and deadlocks broken, and the summary. statuspage.Stream makes the records as the
 // page makes them; this file adds what only the command knows: the
 // command a holder or leader on this host runs, the uncertainty of the
 // server's clock, and the database read. TestStatusJSONGolden holds the lines byte for byte.
@@ -27,14 +27,16 @@ type jsonSink struct {
 	end             func() error // statuspage.Stream's
 	enc             *json.Encoder
 	cmds            commandFinder
+	sets            *statuspage.SetRecords
 }
 
 // newJSONSink returns a sink that prints to w, marks the claims of the
 // sessions that rs revoked, and prints, at the end, the partitions with
-// the members that drained reads drained (nil: none), rs and stalls.
-func newJSONSink(w io.Writer, rs []statuspage.Revocation, stalls []statuspage.Stall, drained func(partition string) ([]statuspage.DrainedMember, error)) *jsonSink {
-	s := &jsonSink{enc: json.NewEncoder(w)}
-	s.Sink, s.end = statuspage.Stream(rs, stalls, drained, s.print)
+// the members that drained reads drained (nil: none), rs, stalls, and
+// the lock sets' waits and deadlocks that sets tells.
+func newJSONSink(w io.Writer, rs []statuspage.Revocation, stalls []statuspage.Stall, sets *statuspage.SetRecords, drained func(partition string) ([]statuspage.DrainedMember, error)) *jsonSink {
+	s := &jsonSink{enc: json.NewEncoder(w), sets: sets}
+	s.Sink, s.end = statuspage.Stream(rs, stalls, sets, drained, s.print)
 	return s
 }
 
@@ -66,8 +68,8 @@ func (s *jsonSink) leaderCommand(l *statuspage.Leader) {
 	}
 }
 
-// done prints the partitions gathered, the revocations, the stall records
-// and the summary.
+// done prints the partitions gathered, the revocations, the stall
+// records, the lock sets' waits and deadlocks, and the summary.
 func (s *jsonSink) done(sum statusSummary) error {
 	if err := s.end(); err != nil {
 		return err
@@ -75,6 +77,9 @@ func (s *jsonSink) done(sum statusSummary) error {
 	js := statuspage.Summary{Now: sum.now, Clock: "store", UncertaintyMS: int64(math.Ceil(float64(sum.within) / float64(time.Millisecond))),
 		Prefix: sum.sel.prefix, After: sum.sel.after, More: sum.More, Next: sum.Next,
 		Database: sum.database, Collection: sum.collection, Elsewhere: sum.elsewhere}
+	if s.sets != nil {
+		js.NoWaitNotes, js.NoDeadlockRecords = !s.sets.WaitsKept, !s.sets.DeadlocksKept
+	}
 	if sum.Order != 0 {
 		js.Order = sum.Order.String()
 	}

@@ -80,7 +80,7 @@ func TestStatusJSONGolden(t *testing.T) {
 			{ID: "m2", By: "ops@b", At: at(7)}, // no status seen
 		}, nil
 	}
-	sink := newJSONSink(&out, revocations, stalls, drained)
+	sink := newJSONSink(&out, revocations, stalls, nil, drained)
 	sink.cmds = commandFinder{host: "here", children: map[int]int{100: 1100, 102: 1102}, read: time.Now().Add(time.Hour)}
 	for _, l := range locks {
 		if err := sink.Lock(l); err != nil {

@@ -108,13 +108,16 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(err)
 		stalls, err := r.Stalls(ctx)
 		must(err)
-		sink := newJSONSink(&out, rs, stalls, func(partition string) ([]statuspage.DrainedMember, error) { return r.Drained(ctx, partition) })
+		sets, err := r.SetRecords(ctx, now.Add(-statuspage.DeadlocksShown))
+		must(err)
+		sink := newJSONSink(&out, rs, stalls, &sets, func(partition string) ([]statuspage.DrainedMember, error) { return r.Drained(ctx, partition) })
 		sink.cmds.host = "(none)" // the command pids are the command's own: none here
 		listed, err := r.Walk(ctx, statuspage.Selection{}, sink)
 		must(err)
 		must(sink.done(statusSummary{now: now, Listed: listed}))
 		st := parseStatusJSON(t, out.String())
-		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations, Stalls: st.stalls}
+		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations, Stalls: st.stalls,
+			SetWaits: nonNil(st.setWaits), Deadlocks: nonNil(st.deadlocks)}
 
 		if len(page.Locks) != 5 || len(page.Elections) != 1 || len(page.Partitions) != 1 || len(page.Partitions[0].Shards) != 2 ||
 			len(page.Revocations) != 1 || len(page.Stalls) != 2 || page.Error != "" {
@@ -149,4 +152,13 @@ func marshalIndent(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// nonNil is s, or an empty slice for nil: a Snapshot's lists are present
+// when empty, where status --json prints no line.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

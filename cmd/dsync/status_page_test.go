@@ -27,6 +27,8 @@ type statusJSON struct {
 	partitions  []statuspage.Partition
 	revocations []statuspage.Revocation
 	stalls      []statuspage.Stall
+	setWaits    []statuspage.SetWait
+	deadlocks   []statuspage.Deadlock
 	names       []string // of the locks and elections, in the order printed
 	summary     statuspage.Summary
 }
@@ -49,7 +51,7 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
 		}
 		set := 0
-		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Stall != nil, rec.Summary != nil} {
+		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Stall != nil, rec.SetWait != nil, rec.Deadlock != nil, rec.Summary != nil} {
 			if isSet {
 				set++
 			}
@@ -68,6 +70,10 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			st.revocations = append(st.revocations, *rec.Revocation)
 		case rec.Stall != nil:
 			st.stalls = append(st.stalls, *rec.Stall)
+		case rec.SetWait != nil:
+			st.setWaits = append(st.setWaits, *rec.SetWait)
+		case rec.Deadlock != nil:
+			st.deadlocks = append(st.deadlocks, *rec.Deadlock)
 		default:
 			st.summary = *rec.Summary
 		}

@@ -98,14 +98,28 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 	return sum, nil
 }
 
-// revocations reads the sessions operators revoked.
-func (s *statusStore) revocations(ctx context.Context) ([]statuspage.Revocation, error) {
-	return s.reader.Revocations(ctx)
+// statusRecords are the records status reads before the locks: the
+// sessions operators revoked (first, so that --json marks the revoked
+// sessions' claims as it prints them), the stall records, and the lock
+// sets' wait notes and deadlock records.
+type statusRecords struct {
+	revocations []statuspage.Revocation
+	stalls      []statuspage.Stall
+	sets        statuspage.SetRecords
 }
 
-// stalls reads the stall records.
-func (s *statusStore) stalls(ctx context.Context) ([]statuspage.Stall, error) {
-	return s.reader.Stalls(ctx)
+// records reads the statusRecords.
+func (s *statusStore) records(ctx context.Context) (statusRecords, error) {
+	var r statusRecords
+	var err error
+	if r.revocations, err = s.reader.Revocations(ctx); err != nil {
+		return r, err
+	}
+	if r.stalls, err = s.reader.Stalls(ctx); err != nil {
+		return r, err
+	}
+	r.sets, err = s.reader.SetRecords(ctx, s.serverNow().Add(-statuspage.DeadlocksShown))
+	return r, err
 }
 
 // collectionExists reports whether db has the collection coll, so that

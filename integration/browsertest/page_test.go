@@ -21,6 +21,7 @@ import (
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
+	"github.com/go-dsync/dsync/dsync/lockset"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader"
@@ -247,7 +248,56 @@ func TestPageInBrowser(t *testing.T) {
 			strings.HasPrefix(lines[1], "nightly (mutex)\t66\tstuck-2\t62")
 	})
 	waitText(t, bctx, `#stalls tr.recent`, func(s string) bool { return strings.Contains(s, "stuck-1") })
+	pageShowsSets(t, ctx, bctx, store, newClient)
 	saveScreenshots(t, bctx)
+}
+
+// pageShowsSets: a lock set that holds "set-1" and waits at "set-2",
+// which a single Mutex holds, is shown among the sets waiting, with
+// whom it waits for; a deadlock record is shown among those broken.
+func pageShowsSets(t *testing.T, ctx context.Context, bctx context.Context, store *dsyncmongo.Store, newClient func() *dsync.Client) {
+	t.Helper()
+	single, err := dsync.NewMutex(newClient(), "set-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := single.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer single.Unlock()
+	c := newClient()
+	var ms []lockset.Member
+	for _, k := range []string{"set-1", "set-2"} {
+		m, err := dsync.NewMutex(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, lockset.Mutex(m))
+	}
+	set, err := lockset.New(c, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- set.LockContext(wctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err == nil {
+			set.Unlock()
+		}
+	}()
+	waitText(t, bctx, `#setwaits tbody`, func(s string) bool {
+		return strings.Contains(s, "set-2 (mutex, token ") && strings.Contains(s, fmt.Sprintf("pid %d token %d", os.Getpid(), single.Token()))
+	})
+	at := store.ServerTime().Latest
+	if err := store.Roles().Deadlocks.PutDeadlock(ctx, driver.Deadlock{Victim: "victim-set", N: 1, Host: "web-9", PID: 99, At: at,
+		Cycle: []driver.DeadlockEdge{{Set: "victim-set", Key: "a", Epoch: 2, HeldBy: "old-set", Token: 1}, {Set: "old-set", Key: "b", Epoch: 4, HeldBy: "victim-set", Token: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bctx, `#deadlocks tbody`, func(s string) bool {
+		return strings.Contains(s, "victim-set\tweb-9\t99\tvictim-set →a→ old-set →b→ victim-set")
+	})
 }
 
 // saveScreenshots, when DSYNC_BROWSERTEST_SCREENSHOTS names a directory,

@@ -29,6 +29,9 @@ type Reads[C, R, S any] struct {
 	Revocations func(c C, ctx context.Context) ([]R, error)
 	Stalls      func(c C, ctx context.Context) ([]S, error)
 	Compact     func(c C, ctx context.Context, idle time.Duration) (int64, error)
+	// Roles is the store's driver.Roles, for the lock sets' wait notes
+	// and deadlock records (Waits, Deadlocks) that statuspage reads.
+	Roles func(c C) any
 }
 
 // KeyQuery selects the keys a listing reads: a driver.KeyQuery's fields.
@@ -49,6 +52,7 @@ type Claim struct {
 	Mode                  int // a driver.Mode
 	Weight, Limit         int64
 	Holds, Expired        bool
+	Waiter                string // the lock set it is a member of (driver.Doc.Waiter)
 }
 
 // A KeyState is a key and its queue, as a listing reads them.

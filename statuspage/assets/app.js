@@ -106,7 +106,30 @@
           num: [false, true, false, true, false, false, false, false] };
       })))];
   }
+  // Who waits for whom among lock sets, and the deadlocks broken; the
+  // store may keep no notes or records, and the page says so.
+  function setWaits(ws, s) {
+    const out = [];
+    if (!ws.length) out.push(el("p", { class: "empty" }, "No lock set waits on this page."));
+    else out.push(el("div", { class: "card" }, table(["Set", "Host", "PID", "Holds", "Waits for", "Held by", "Waiting"],
+      ws.map((w) => ({ cls: "setwait", cells: [w.set, w.host, w.pid,
+        w.noted ? (w.holds.join(", ") || "–") : "not noted yet", w.name + " (" + w.kind + ", token " + w.token + ")",
+        w.heldBy.map((h) => (h.set ? "set " + h.set + " " : "") + h.host + " pid " + h.pid + " token " + h.token).join("; ") || "nobody now",
+        dur(w.waitingMs)], num: [false, false, true, false, false, false, true] })))));
+    if (s.noWaitNotes) out.push(el("p", { class: "empty" }, "The store keeps no wait notes: what a set holds while it waits is not known, and no deadlock is detected."));
+    return out;
+  }
+  function deadlocks(ds, s) {
+    if (s.noDeadlockRecords) return [el("p", { class: "empty" }, "The store keeps no records of deadlocks broken.")];
+    if (!ds.length) return [el("p", { class: "empty" }, "No deadlock was broken in the last day.")];
+    return [el("div", { class: "card" }, table(["When", "Victim", "Host", "PID", "Cycle"],
+      ds.map((d) => ({ cls: "deadlock", cells: [when(d.at), d.victim, d.host, d.pid,
+        (d.cycle.length ? d.cycle[0].set : "") + d.cycle.map((e) => " →" + e.name + "→ " + e.heldBy).join("")],
+        num: [false, false, false, true, false] }))))];
+  }
   function draw(s) {
+    $("setwaits").replaceChildren(...setWaits(s.setWaits || [], s));
+    $("deadlocks").replaceChildren(...deadlocks(s.deadlocks || [], s));
     $("revocations").replaceChildren(...revocations(s.revocations || []));
     $("stalls").replaceChildren(...stalls(s.stalls || [], s.now));
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));

@@ -57,7 +57,7 @@ func (r Reader) Queue(ctx context.Context, key string) (docs []queue.Doc, q []cl
 	expired := make([]bool, len(docs))
 	for i, d := range docs {
 		q[i] = clienthook.Claim{Key: key, Token: d.Epoch, Owner: d.Owner, Session: d.Session, Nonce: d.Nonce,
-			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit}
+			Host: d.Host, PID: d.PID, QueuedAt: d.Sent, ExpiresAt: d.Exp, Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Waiter: d.Waiter}
 		s, found, err := r.Store.GetSession(ctx, d.Session)
 		if err != nil {
 			return nil, nil, err
