@@ -68,8 +68,8 @@ func collectWrites(events []Event, key string) (map[string]*write, []string) {
 
 // writeCheck is what CheckWrites keeps while it goes through the writes.
 type writeCheck struct {
-	r     *Report
-	st    RegisterState
+	r  *Report
+	st RegisterState
 	// holds: the holds of st.Key, by (pid, key, token), in the order
 	// they began (more than one: a hold taken back after an outage, or
 	// the token held again after a reset).
