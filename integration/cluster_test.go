@@ -51,6 +51,8 @@ type cluster struct {
 	hintListen map[string]string
 
 	faults *history.Writer
+	// prepared: when precreate's Clients were closed.
+	prepared time.Time
 
 	// delay-requests injections, and the late writes they got applied.
 	delayInjected, delayLateApplied int
@@ -88,6 +90,7 @@ func newCluster(t *testing.T, uri string, db *mongo.Database, base worker.Config
 	c.log.changed = make(chan struct{})
 	t.Cleanup(c.cleanup)
 	precreate(t, db)
+	c.prepared = time.Now()
 	return c
 }
 
