@@ -323,10 +323,11 @@ func (c *cluster) pause(p *proc) (resume func()) {
 }
 
 // faultKinds are the faults inject knows.
-var faultKinds = []string{"sigkill", "sigstop", "sigstop-waiter", "partition", "partition-replies", "delay-replies", "delay-requests", "clock-jump", "restart"}
+var faultKinds = []string{"sigkill", "sigstop", "sigstop-waiter", "partition", "partition-replies", "delay-replies", "delay-requests", "clock-jump", "restart", "outage"}
 
 // inject injects a fault of kind into holder p (or, for sigstop-waiter,
-// another worker; for restart, the server srv; for delay-requests, a
+// another worker; for restart and outage, the server srv, killed and
+// restarted, or stopped for every client at once; for delay-requests, a
 // guest worker with a longer TTL, see delayRequestsGuest), lasting about
 // a TTL or two, and returns once it is over (a killed worker restarted, a
 // partition healed, held requests delivered).
@@ -379,6 +380,12 @@ func (c *cluster) inject(kind string, p *proc, srv *mongotest.Process) {
 		srv.Kill()
 		time.Sleep(randDuration(0, 2*ttl))
 		srv.Restart()
+		c.fault(kind, nil, t0, history.Now())
+	case "outage":
+		t0 := history.Now()
+		srv.Pause()
+		time.Sleep(randDuration(ttl/2, 2*ttl))
+		srv.Resume()
 		c.fault(kind, nil, t0, history.Now())
 	default:
 		c.t.Fatalf("unknown fault %q", kind)

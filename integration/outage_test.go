@@ -122,17 +122,6 @@ func (c *cluster) held(key string) (history.Event, bool) {
 // One outage in the short form; four with DSYNC_LONG=1.
 func TestOutageRelock(t *testing.T) {
 	t.Parallel()
-	srv := mongotest.StartProcess(t)
-	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
-	cfg := riding(baseConfig())
-	cfg.HoldFor = 6 * ttl // in force when the outage begins, and after
-	c := newCluster(t, srv.URI(), db, cfg)
-	c.startN(3, nil)
-	c.awaitSetupExpired()
-	kinds := []string{"outage", "restart"}
-	var tok uint64
-	from := 0
-	var back []time.Duration
 	outages := 1
 	switch {
 	case soak():
@@ -140,20 +129,38 @@ func TestOutageRelock(t *testing.T) {
 	case longtest.Enabled():
 		outages = 4
 	}
-	for n := 0; n < outages; {
+	rideOutages(t, []string{"outage", "restart"}, outages)
+}
+
+// rideOutages runs n outages of the store, of kinds in turn, each of 1.5
+// to 2 TTLs, on three workers with an outage grace that lock again on
+// Lost() (riding): each outage begins while one holds the lock, which
+// it must hold again with the same token after the store's return
+// (awaitRetaken). The history must be clean, with resumes in it.
+func rideOutages(t *testing.T, kinds []string, n int) {
+	srv := mongotest.StartProcess(t)
+	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
+	cfg := riding(baseConfig())
+	cfg.HoldFor = 6 * ttl // in force when the outage begins, and after
+	c := newCluster(t, srv.URI(), db, cfg)
+	c.startN(3, nil)
+	c.awaitSetupExpired()
+	var tok uint64
+	from := 0
+	var back []time.Duration
+	for done := 0; done < n; {
 		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
 		from, tok = next, ev.Token
 		time.Sleep(randDuration(0, ttl/2))
 		if c.ended(ev.PID, ev.Token) {
 			continue // the hold is over: wait for the next
 		}
-		kind := kinds[n%len(kinds)]
-		d := randDuration(ttl*3/2, 2*ttl)
-		t0, t1 := c.storeOutage(srv, kind, d)
+		kind := kinds[done%len(kinds)]
+		t0, t1 := c.storeOutage(srv, kind, randDuration(ttl*3/2, 2*ttl))
 		b := c.awaitRetaken(map[string]history.Event{c.lockKey(): ev}, t0, t1)
 		back = append(back, b...)
 		t.Logf("%s of %v while %s held token %d: held again %v after the store's return", kind, ms(t1-t0), ev.Worker, ev.Token, b)
-		n++
+		done++
 	}
 	r := c.check()
 	if r.Resumes == 0 {
