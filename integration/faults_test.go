@@ -3,6 +3,7 @@ package integration
 import (
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -598,6 +599,7 @@ func TestMixedFaults(t *testing.T) {
 	from := 0
 	counts := make(map[string]int)
 	start := time.Now()
+	kinds := append(slices.Clone(faultKinds), "outage")
 	for c.handoffs() < target {
 		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
 		from, tok = next, ev.Token
@@ -605,7 +607,7 @@ func TestMixedFaults(t *testing.T) {
 		if p == nil || rand.IntN(2) == 0 {
 			continue
 		}
-		kind := faultKinds[rand.IntN(len(faultKinds))]
+		kind := kinds[rand.IntN(len(kinds))]
 		switch {
 		case (kind == "restart" || kind == "outage") && rand.IntN(2) == 0:
 			kind = "clock-jump" // restarts and outages are slow: fewer of them
