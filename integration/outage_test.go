@@ -37,24 +37,27 @@ func riding(cfg worker.Config) worker.Config {
 // the way kind says: "outage" stops the server (SIGSTOP, Process.Pause:
 // requests wait, and land late on the return), "restart" kills it and
 // restarts it on the same data and port (connections refused, then
-// dropped). It records the fault, and returns when it began and when the
-// store was back.
-func (c *cluster) storeOutage(srv *mongotest.Process, kind string, d time.Duration) (t0, t1 int64) {
+// dropped). during, if not nil, is called once the store is cut off
+// (within d). It records the fault, and returns when it began and when
+// the store was back.
+func (c *cluster) storeOutage(srv *mongotest.Process, kind string, d time.Duration, during func()) (t0, t1 int64) {
 	c.t.Helper()
 	c.awaitSetupExpired()
 	t0 = history.Now()
+	cut, back := srv.Pause, srv.Resume
 	switch kind {
 	case "outage":
-		srv.Pause()
-		time.Sleep(d)
-		srv.Resume()
 	case "restart":
-		srv.Kill()
-		time.Sleep(d)
-		srv.Restart()
+		cut, back = srv.Kill, srv.Restart
 	default:
 		c.t.Fatalf("unknown store outage %q", kind)
 	}
+	cut()
+	if during != nil {
+		during()
+	}
+	time.Sleep(d - time.Duration(history.Now()-t0))
+	back()
 	t1 = history.Now()
 	c.fault(kind, nil, t0, t1)
 	return t0, t1
@@ -156,7 +159,7 @@ func rideOutages(t *testing.T, kinds []string, n int) {
 			continue // the hold is over: wait for the next
 		}
 		kind := kinds[done%len(kinds)]
-		t0, t1 := c.storeOutage(srv, kind, randDuration(ttl*3/2, 2*ttl))
+		t0, t1 := c.storeOutage(srv, kind, randDuration(ttl*3/2, 2*ttl), nil)
 		b := c.awaitRetaken(map[string]history.Event{c.lockKey(): ev}, t0, t1)
 		back = append(back, b...)
 		t.Logf("%s of %v while %s held token %d: held again %v after the store's return", kind, ms(t1-t0), ev.Worker, ev.Token, b)
