@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,12 +68,23 @@ func (c *cluster) storeOutage(srv *mongotest.Process, kind string, d time.Durati
 // awaitRetaken checks, for each key of before (the holds in force when an
 // outage from t0 to t1 began, which outlasted their deadlines), that the
 // key's first hold begun after t0 is the same process's, with the same
-// token: the hold taken back, nobody else's between. It waits up to
-// retakeBound for it, and returns the time from the store's return to
-// each key's hold taken back.
+// token: the hold taken back, nobody else's between (retaken). It
+// returns the time from the store's return to each key's hold taken
+// back.
 func (c *cluster) awaitRetaken(before map[string]history.Event, t0, t1 int64) []time.Duration {
 	c.t.Helper()
-	var back []time.Duration
+	back, missed := c.retaken(before, t0, t1)
+	for _, m := range missed {
+		c.t.Error(m)
+	}
+	return back
+}
+
+// retaken waits up to retakeBound for each key of before to be held
+// again after the outage from t0 to t1, and returns the time from the
+// store's return to each, and what went otherwise: a key held first by
+// another process or with another token, or not held again.
+func (c *cluster) retaken(before map[string]history.Event, t0, t1 int64) (back []time.Duration, missed []string) {
 	deadline := time.Now().Add(retakeBound)
 	for key, h := range before {
 		nx, _, ok := c.log.await(0, max(0, time.Until(deadline)), func(e history.Event) bool {
@@ -79,16 +92,36 @@ func (c *cluster) awaitRetaken(before map[string]history.Event, t0, t1 int64) []
 		})
 		switch {
 		case !ok:
-			c.t.Errorf("%s: not held again within %v of the store's return (held by %s, token %d, before the outage)",
-				key, retakeBound, h.Worker, h.Token)
+			missed = append(missed, fmt.Sprintf("%s: not held again within %v of the store's return (held by %s, token %d, before the outage)",
+				key, retakeBound, h.Worker, h.Token))
 			continue
 		case nx.PID != h.PID || nx.Token != h.Token:
-			c.t.Errorf("%s: held by %s (pid %d) with token %d after the outage of %v, by %s (pid %d) with token %d before it: the hold was not taken back",
-				key, nx.Worker, nx.PID, nx.Token, ms(t1-t0), h.Worker, h.PID, h.Token)
+			missed = append(missed, fmt.Sprintf("%s: held by %s (pid %d) with token %d after the outage of %v, by %s (pid %d) with token %d before it: the hold was not taken back",
+				key, nx.Worker, nx.PID, nx.Token, ms(t1-t0), h.Worker, h.PID, h.Token))
 		}
 		back = append(back, time.Duration(max(0, nx.T-t1)))
 	}
-	return back
+	slices.Sort(missed)
+	return back, missed
+}
+
+// stalledAfter returns the longest time any worker spent stalled (not
+// scheduled at all: history.EvStall) in the TTL after t.
+func (c *cluster) stalledAfter(t int64) time.Duration {
+	end := t + int64(c.base.TTL)
+	stalled := make(map[int]int64)
+	c.log.each(func(ev history.Event) {
+		if ev.Ev == history.EvStall {
+			if lo, hi := max(ev.T, t), min(ev.End, end); lo < hi {
+				stalled[ev.PID] += hi - lo
+			}
+		}
+	})
+	var worst int64
+	for _, d := range stalled {
+		worst = max(worst, d)
+	}
+	return time.Duration(worst)
 }
 
 // awaitSetupExpired waits until no session of precreate's Clients can
