@@ -58,10 +58,11 @@
 // every shard is owned and balanced again after each fault). Two tests
 // set keys each held by a process with a waiter in another: one cuts a
 // single holder's connection while the store stays up for the others
-// (TestCutAloneStillReplaced, its workers with an outage grace: its
-// waiter takes over once its lease has run out in server time, within
-// 9 s of its deadline, with a higher token, and the cut holder does not
-// take its hold back), the other stops the server for everyone at once,
+// (TestCutAloneStillReplaced, its long form's workers with an outage
+// grace: its waiter takes over once its lease has run out in server
+// time, within 9 s of its deadline, with a higher token, and the cut
+// holder does not take its hold back), the other stops the server for
+// everyone at once,
 // 12 s at a 2 s TTL (TestStoreOutage, mongotest.Process.Pause, a long
 // test: a measurement of the holds lost without a grace and of the time
 // to the keys' next holds, asserting only that no token goes back and
